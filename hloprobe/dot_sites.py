@@ -1,0 +1,290 @@
+"""What each StableHLO dot site became in the optimized HLO.
+
+A dot site is one `stablehlo.dot_general` on one call path
+(`stablehlo_parse.StableHloDot`). XLA renames, fuses and rewrites dots, and
+drops their metadata (jaxlib 0.10.2 prints the CPU's top-level `dot` with no
+`op_name`), so sites are found again by data flow: each operand of the site
+depends on a set of entry parameters (its ancestry), XLA keeps those
+dependences, and so the optimized instruction that computes the site is the
+dot, gemm custom call or (for dot strength reduction) multiply whose two
+operands have the same ancestries.
+
+Fates, checked on jaxlib 0.10.2 (see `_classify`):
+  dot              kept as an HLO `dot` (CPU runtime call, YNNPACK fusion or
+                   a loop fusion on GPU: the classical emitter)
+  Triton gemm      a dot inside a `__triton_gemm` /
+                   `__triton_nested_gemm_fusion` fusion (GPU)
+  cuBLAS/cuBLASLt  `__cublas$gemm` / `__cublas$lt$matmul` custom calls
+  cuDNN            a dot inside a `__cudnn$fusion`
+  multiply+reduce  rewritten by XLA's dot strength reduction
+                   (AlgebraicSimplifier / `dot-strength-reduction`)
+  multiply         K = 1: the dot became an elementwise multiply
+  gone             nothing in the optimized HLO computes it
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import enum
+
+from hloprobe.hlo_parse import HloInstruction, HloModule
+from hloprobe.precisions import algorithm_from_fields, algorithm_from_hlo
+from hloprobe.stablehlo_parse import StableHloDot
+
+__all__ = [
+  "Carrier",
+  "DotFate",
+  "Fate",
+  "find_carriers",
+  "map_dot_sites",
+  "fate_summary",
+]
+
+_GEMM_CUSTOM_CALLS = {
+  "__cublas$gemm": "cuBLAS",
+  "__cublas$lt$matmul": "cuBLASLt",
+  "__cublas$lt$matmul$f8": "cuBLASLt",
+}
+_TRITON_KINDS = ("__triton_gemm", "__triton_nested_gemm_fusion", "__triton")
+_WALKED_OPCODES = (
+  "fusion", "call", "while", "conditional", "async-start", "custom-call",
+)
+
+
+class Fate(str, enum.Enum):
+  """What a dot site became; values are the words reports use."""
+
+  DOT = "dot"
+  TRITON_GEMM = "Triton gemm"
+  CUBLAS = "cuBLAS"
+  CUBLASLT = "cuBLASLt"
+  CUDNN = "cuDNN"
+  MULTIPLY_REDUCE = "multiply+reduce"
+  MULTIPLY = "multiply"
+  GONE = "gone"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Carrier:
+  """An optimized-HLO instruction that may compute a dot site.
+
+  Attributes:
+    instruction: the dot, multiply or custom call.
+    computation: name of the computation holding it.
+    enclosing: the fusion/call instructions around it, outermost first.
+    operand_ancestry: per operand, the entry parameter numbers it depends on.
+  """
+
+  instruction: HloInstruction
+  computation: str
+  enclosing: tuple[HloInstruction, ...]
+  operand_ancestry: tuple[frozenset[int], ...]
+
+  @property
+  def path(self) -> tuple[str, ...]:
+    return tuple(i.name for i in self.enclosing) + (self.instruction.name,)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DotFate:
+  """One dot site and what it became.
+
+  Attributes:
+    site: the StableHLO dot site.
+    fate: what it became.
+    emitter: the fusion kind or custom-call target that emits it, or
+      "top level"; None when gone.
+    carriers: optimized-HLO instruction names that compute it, outermost
+      first (e.g. ("gemm_fusion_dot.1", "dot.5")).
+    precision_config: operand_precision in the optimized HLO, e.g.
+      "high,high"; "default" when not printed.
+    algorithm: the declared algorithm as a preset name, or None.
+    split_k: the split-K factor of a gemm, or None when not split.
+    gemm_config: the tile config / cuBLAS backend_config, or None.
+  """
+
+  site: StableHloDot
+  fate: Fate
+  emitter: str | None
+  carriers: tuple[str, ...]
+  precision_config: str
+  algorithm: str | None
+  split_k: int | None
+  gemm_config: dict | None
+
+
+def find_carriers(module: HloModule) -> list[Carrier]:
+  """Lists every dot, convolution, multiply and gemm custom call, per call path.
+
+  Walks from the ENTRY computation into fusions, calls, while bodies and
+  conditionals, binding each computation's parameters to the ancestry of the
+  calling instruction's operands, so a computation called twice (XLA GPU
+  deduplicates fusions) is seen once per caller.
+  """
+  out: list[Carrier] = []
+  entry = module.entry
+  params = {n: frozenset({n}) for n in entry.parameters()}
+  _walk(module, entry.name, params, (), out, 0)
+  return out
+
+
+def _walk(module, comp_name, param_anc, enclosing, out, depth):
+  if depth > 32:
+    return frozenset()
+  comp = module.computations[comp_name]
+  env = {}
+  for inst in comp.instructions:
+    if inst.opcode == "parameter":
+      env[inst.name] = param_anc.get(inst.parameter_number, frozenset())
+      continue
+    ops = tuple(env.get(o, frozenset()) for o in inst.operands)
+    anc = frozenset().union(*ops)
+    if inst.opcode in ("dot", "convolution", "multiply") or (
+      inst.opcode == "custom-call" and _custom_call_target(inst) in _GEMM_CUSTOM_CALLS
+    ):
+      out.append(Carrier(inst, comp.name, enclosing, ops))
+    if inst.opcode in _WALKED_OPCODES:
+      for called in inst.called_computations:
+        if called not in module.computations:
+          continue
+        if inst.opcode in ("while", "conditional"):
+          binding = collections.defaultdict(lambda a=anc: a)
+        else:
+          binding = dict(enumerate(ops))
+        _walk(module, called, binding, enclosing + (inst,), out, depth + 1)
+    env[inst.name] = anc
+  return frozenset()
+
+
+def _custom_call_target(inst: HloInstruction) -> str:
+  return inst.attrs.get("custom_call_target", "").strip('"')
+
+
+def _matches(site: StableHloDot, carrier: Carrier) -> bool:
+  anc = carrier.operand_ancestry
+  if len(anc) < 2:
+    return False
+  return sorted(map(sorted, anc[:2])) == sorted(
+    map(sorted, (site.lhs_ancestry, site.rhs_ancestry))
+  )
+
+
+def map_dot_sites(sites: list[StableHloDot], module: HloModule) -> list[DotFate]:
+  """Finds what each StableHLO dot site became in an optimized module.
+
+  Args:
+    sites: dot sites of the StableHLO module the optimized module came from
+      (entry parameters must correspond one to one).
+    module: the parsed optimized HLO.
+
+  Returns:
+    One `DotFate` per site, in site order. A site whose operands match no
+    dot-like instruction is `Fate.GONE`. Gemm-like carriers (dot, custom
+    call) are preferred to multiplies, and each is used once while an unused
+    one is left, so identical sites map in program order.
+  """
+  carriers = find_carriers(module)
+  used: set[int] = set()
+  fates = []
+  for site in sites:
+    matching = [i for i, c in enumerate(carriers) if _matches(site, c)]
+    gemms = [i for i in matching if carriers[i].instruction.opcode != "multiply"]
+    pool = gemms or ([] if site.contracting_size == 1 and not matching else matching)
+    fresh = [i for i in pool if i not in used] or pool
+    if not fresh:
+      fates.append(_gone(site))
+      continue
+    used.add(fresh[0])
+    fates.append(_classify(site, carriers[fresh[0]]))
+  return fates
+
+
+def _gone(site: StableHloDot) -> DotFate:
+  return DotFate(site, Fate.GONE, None, (), _site_precision(site), _site_algorithm(site), None, None)
+
+
+def _site_precision(site: StableHloDot) -> str:
+  return ",".join(p.lower() for p in site.precision)
+
+
+def _site_algorithm(site: StableHloDot) -> str | None:
+  return algorithm_from_fields(site.algorithm) if site.algorithm else None
+
+
+def _classify(site: StableHloDot, carrier: Carrier) -> DotFate:
+  """Names the fate of a site from the instruction that computes it.
+
+  Rules (jaxlib 0.10.2): a custom call is named by its target; a dot is a
+  Triton gemm when its outermost enclosing fusion's
+  `fusion_backend_config.kind` is a Triton kind, cuDNN for `__cudnn$fusion`,
+  and a plain dot otherwise; a multiply is dot strength reduction's output.
+  """
+  inst = carrier.instruction
+  outer = carrier.enclosing[0] if carrier.enclosing else None
+  kind = _fusion_kind(outer) if outer is not None else None
+  emitter = kind or "top level"
+  config = None
+  if inst.opcode == "custom-call":
+    target = _custom_call_target(inst)
+    fate, emitter, config = Fate(_GEMM_CUSTOM_CALLS[target]), target, inst.backend_config
+  elif inst.opcode == "multiply":
+    fate = Fate.MULTIPLY if site.contracting_size == 1 else Fate.MULTIPLY_REDUCE
+  elif kind in _TRITON_KINDS:
+    fate, config = Fate.TRITON_GEMM, outer.backend_config.get("fusion_backend_config")
+  elif kind == "__cudnn$fusion":
+    fate = Fate.CUDNN
+  else:
+    fate = Fate.DOT
+  precision, algorithm = _hlo_precision(inst, config)
+  return DotFate(
+    site=site,
+    fate=fate,
+    emitter=emitter,
+    carriers=carrier.path,
+    precision_config=precision or _site_precision(site),
+    algorithm=algorithm or _site_algorithm(site),
+    split_k=_split_k(site, inst, config) if fate == Fate.TRITON_GEMM else None,
+    gemm_config=config,
+  )
+
+
+def _fusion_kind(fusion: HloInstruction) -> str | None:
+  if fusion.opcode == "custom-call":
+    return _custom_call_target(fusion)
+  if fusion.opcode != "fusion":
+    return fusion.opcode
+  fbc = fusion.backend_config.get("fusion_backend_config") or {}
+  return fbc.get("kind") or fusion.attrs.get("kind")
+
+
+def _hlo_precision(inst: HloInstruction, config: dict | None) -> tuple[str | None, str | None]:
+  """operand_precision and algorithm as the optimized HLO states them."""
+  if inst.opcode == "multiply":
+    return None, None
+  if inst.opcode == "custom-call" and config:
+    pc = (config.get("gemm_backend_config") or config).get("precision_config") or {}
+    ops = pc.get("operand_precision")
+    algo = pc.get("algorithm")
+    precision = ",".join(p.lower() for p in ops) if ops else None
+    algorithm = None if algo in (None, "ALG_UNSET") else algo
+    return precision, algorithm
+  precision = inst.attrs.get("operand_precision", "{default,default}").strip("{}")
+  algo = inst.attrs.get("algorithm")
+  return precision, algorithm_from_hlo(algo) if algo else None
+
+
+def _split_k(site: StableHloDot, inst: HloInstruction, config: dict | None) -> int | None:
+  """The split-K factor: Triton's config, or an extra leading result dim."""
+  tgc = (config or {}).get("triton_gemm_config") or {}
+  if int(tgc.get("split_k", 1)) > 1:
+    return int(tgc["split_k"])
+  if inst.opcode == "dot" and len(inst.shape.dims) == len(site.result.dims) + 1:
+    return inst.shape.dims[0]
+  return None
+
+
+def fate_summary(fates: list[DotFate]) -> str:
+  """A compact summary such as `dot x3, multiply+reduce x1`."""
+  counts = collections.Counter(f.fate.value for f in fates)
+  return ", ".join(f"{name} x{n}" for name, n in counts.items()) or "no dots"

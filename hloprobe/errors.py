@@ -1,0 +1,36 @@
+"""The one family of errors hloprobe raises for domain failures."""
+
+from __future__ import annotations
+
+__all__ = [
+  "CaseError",
+  "GoldenError",
+  "HloParseError",
+  "HloprobeError",
+  "TargetError",
+  "UsageError",
+]
+
+
+class HloprobeError(Exception):
+  """Raised for any failure hloprobe can name; the base of the family."""
+
+
+class UsageError(HloprobeError):
+  """Raised when a user-supplied value (precision, batch size, flag) is bad."""
+
+
+class CaseError(UsageError):
+  """Raised when a case name is unknown."""
+
+
+class TargetError(UsageError):
+  """Raised when a target name or target config cannot be used."""
+
+
+class HloParseError(HloprobeError):
+  """Raised when HLO or StableHLO text is malformed."""
+
+
+class GoldenError(HloprobeError):
+  """Raised when a golden file is missing, corrupt or cannot be written."""

@@ -1,0 +1,132 @@
+"""The precision vocabulary: matmul precision names and DotAlgorithmPreset.
+
+One table per vocabulary, as JAX spells it (jax 0.10.2):
+`jax.default_matmul_precision` accepts 'bfloat16', 'tensorfloat32',
+'float32', 'default', 'high', 'highest' and the names of
+`jax.lax.DotAlgorithmPreset` (except DEFAULT, which is 'default' there).
+Imports no JAX, so the HLO side can use the algorithm table too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hloprobe.errors import UsageError
+
+__all__ = [
+  "ALGORITHMS",
+  "Algorithm",
+  "DEFAULT_PRECISIONS",
+  "PRECISION_NAMES",
+  "algorithm_from_fields",
+  "algorithm_from_hlo",
+  "parse_precision",
+]
+
+# jax_default_matmul_precision value -> the StableHLO operand precision it
+# gives f32 dots (jax/_src/lax/lax.py, canonicalize_precision; jax 0.10.2).
+_NAMED_PRECISIONS = {
+  "bfloat16": "DEFAULT",
+  "tensorfloat32": "HIGH",
+  "float32": "HIGHEST",
+  "default": "DEFAULT",
+  "high": "HIGH",
+  "highest": "HIGHEST",
+}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Algorithm:
+  """A dot algorithm, named as `jax.lax.DotAlgorithmPreset` names it.
+
+  Attributes:
+    name: preset name such as "TF32_TF32_F32".
+    lhs, rhs: operand storage types ("f32", "tf32", "bf16", ...).
+    accumulation: accumulator type.
+    passes: primitive products per dot (3 for the _X3 splits).
+  """
+
+  name: str
+  lhs: str
+  rhs: str
+  accumulation: str
+  passes: int = 1
+
+  @property
+  def hlo_name(self) -> str:
+    """The spelling in optimized HLO: `algorithm=dot_tf32_tf32_f32`."""
+    return "dot_" + self.name.lower()
+
+
+ALGORITHMS = {
+  a.name: a
+  for a in (
+    Algorithm("F16_F16_F16", "f16", "f16", "f16"),
+    Algorithm("F16_F16_F32", "f16", "f16", "f32"),
+    Algorithm("BF16_BF16_BF16", "bf16", "bf16", "bf16"),
+    Algorithm("BF16_BF16_F32", "bf16", "bf16", "f32"),
+    Algorithm("BF16_BF16_F32_X3", "bf16", "bf16", "f32", 3),
+    Algorithm("BF16_BF16_F32_X6", "bf16", "bf16", "f32", 6),
+    Algorithm("BF16_BF16_F32_X9", "bf16", "bf16", "f32", 9),
+    Algorithm("TF32_TF32_F32", "tf32", "tf32", "f32"),
+    Algorithm("TF32_TF32_F32_X3", "tf32", "tf32", "f32", 3),
+    Algorithm("F32_F32_F32", "f32", "f32", "f32"),
+    Algorithm("F64_F64_F64", "f64", "f64", "f64"),
+  )
+}
+# Presets JAX knows whose operand types are "any" fp8: named, not emulated.
+_OTHER_PRESETS = (
+  "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM",
+  "ANY_F8_ANY_F8_ANY", "ANY_F8_ANY_F8_ANY_FAST_ACCUM",
+)
+PRECISION_NAMES = (
+  tuple(_NAMED_PRECISIONS) + ("DEFAULT",) + tuple(ALGORITHMS) + _OTHER_PRESETS
+)
+DEFAULT_PRECISIONS = ("bfloat16", "tensorfloat32", "float32")
+
+
+def parse_precision(name: str) -> str:
+  """Checks a matmul precision name and returns the value for JAX's config.
+
+  Args:
+    name: 'bfloat16', 'tensorfloat32', 'float32', 'default', 'high',
+      'highest', or a DotAlgorithmPreset name such as 'TF32_TF32_F32'.
+
+  Returns:
+    The string to pass to `jax.default_matmul_precision`.
+
+  Raises:
+    UsageError: the name is unknown.
+  """
+  if name == "DEFAULT":
+    return "default"
+  if name in _NAMED_PRECISIONS or name in ALGORITHMS or name in _OTHER_PRESETS:
+    return name
+  raise UsageError(
+    f"unknown precision {name!r}; choose from {', '.join(PRECISION_NAMES)}"
+  )
+
+
+def algorithm_from_fields(fields: dict[str, str]) -> str:
+  """Names the StableHLO `algorithm = <...>` attribute as a preset.
+
+  Returns the preset name, or the fields as text when no preset matches.
+  """
+  key = (
+    fields.get("lhs_precision_type"),
+    fields.get("rhs_precision_type"),
+    fields.get("accumulation_type"),
+    int(fields.get("num_primitive_operations", "1")),
+  )
+  for a in ALGORITHMS.values():
+    if (a.lhs, a.rhs, a.accumulation, a.passes) == key:
+      return a.name
+  return ",".join(f"{k}={v}" for k, v in sorted(fields.items()))
+
+
+def algorithm_from_hlo(text: str) -> str:
+  """Names an optimized-HLO `algorithm=dot_...` value as a preset."""
+  for a in ALGORITHMS.values():
+    if a.hlo_name == text:
+      return a.name
+  return text

@@ -1,0 +1,183 @@
+"""Rendering results for people (tables) and machines (results.json).
+
+The only module that imports tabulate. It formats what the records already
+say; it computes nothing new. Missing values render as "n/a".
+
+results.json schema (version 1):
+  {
+    "schema": "hloprobe.results", "schema_version": 1,
+    "created": ISO-8601 UTC time, "jax": str, "jaxlib": str,
+    "configs": [
+      {"case": str, "target": str, "n": int, "precision": str,
+       "status": "ok" | "failed", "error": str | null, "stage": str | null,
+       "fate_summary": str,
+       "dot_sites": [{"index": int, "location": "file:line" | null,
+                      "lhs": "f32[48,2]", "rhs": ..., "result": ...,
+                      "lhs_batch_dims": [int], "rhs_batch_dims": [int],
+                      "lhs_contracting_dims": [int],
+                      "rhs_contracting_dims": [int], "K": int,
+                      "stablehlo_precision": "HIGH,HIGH",
+                      "stablehlo_algorithm": str | null,
+                      "fate": str, "emitter": str | null,
+                      "carriers": [str], "precision_config": str,
+                      "algorithm": str | null, "split_k": int | null,
+                      "gemm_config": object | null}],
+       "numerics": {"row0": float, "row0_ref_f64": float,
+                    "row0_abs_err": float, "max_abs_err": float,
+                    "max_rel_err": float, "output_dtype": str,
+                    "row0_ulp_vs_n1": int | null} | null,
+       "timing_s": {"lower": float|null, "compile": float|null,
+                    "run": float|null}}
+    ]
+  }
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import tempfile
+
+from tabulate import tabulate
+
+from hloprobe.dot_sites import DotFate, fate_summary
+from hloprobe.precisions import algorithm_from_fields
+from hloprobe.sweep import ConfigResult
+
+__all__ = [
+  "REPORT_FORMATS",
+  "SCHEMA_VERSION",
+  "atomic_write",
+  "render",
+  "results_json",
+  "write_outputs",
+]
+
+SCHEMA_VERSION = 1
+REPORT_FORMATS = ("table", "json", "markdown")
+_TABLE_HEADERS = (
+  "case", "target", "n", "precision", "row0", "|err| row0", "max abs",
+  "max rel", "ULP vs n=1", "dot fates", "compile s", "run s", "status",
+)
+
+
+def _num(value, fmt: str) -> str:
+  return "n/a" if value is None else format(value, fmt)
+
+
+def _row(r: ConfigResult) -> list[str]:
+  s = r.stats
+  return [
+    r.case, r.target, str(r.n), r.precision,
+    _num(s and s.row0, ".7g"), _num(s and s.row0_abs, ".2e"),
+    _num(s and s.max_abs, ".2e"), _num(s and s.max_rel, ".2e"),
+    _num(r.ulp_vs_n1, "d"),
+    fate_summary(list(r.fates)) if r.fates else "n/a",
+    _num(r.compile_s, ".2f"), _num(r.run_s, ".3f"),
+    "ok" if r.ok else f"FAILED ({r.stage}): {r.error}",
+  ]
+
+
+def _site_json(f: DotFate) -> dict:
+  s = f.site
+  return {
+    "index": s.index,
+    "location": s.location,
+    "lhs": str(s.lhs), "rhs": str(s.rhs), "result": str(s.result),
+    "lhs_batch_dims": list(s.lhs_batch), "rhs_batch_dims": list(s.rhs_batch),
+    "lhs_contracting_dims": list(s.lhs_contracting),
+    "rhs_contracting_dims": list(s.rhs_contracting),
+    "K": s.contracting_size,
+    "stablehlo_precision": ",".join(s.precision),
+    "stablehlo_algorithm": algorithm_from_fields(s.algorithm) if s.algorithm else None,
+    "fate": f.fate.value,
+    "emitter": f.emitter,
+    "carriers": list(f.carriers),
+    "precision_config": f.precision_config,
+    "algorithm": f.algorithm,
+    "split_k": f.split_k,
+    "gemm_config": f.gemm_config,
+  }
+
+
+def config_json(r: ConfigResult) -> dict:
+  """One config as a results.json entry (schema above)."""
+  s = r.stats
+  numerics = None if s is None else {
+    "row0": s.row0, "row0_ref_f64": s.row0_ref, "row0_abs_err": s.row0_abs,
+    "max_abs_err": s.max_abs, "max_rel_err": s.max_rel,
+    "output_dtype": r.output_dtype, "row0_ulp_vs_n1": r.ulp_vs_n1,
+  }
+  return {
+    "case": r.case, "target": r.target, "n": r.n, "precision": r.precision,
+    "status": "ok" if r.ok else "failed", "error": r.error, "stage": r.stage,
+    "fate_summary": fate_summary(list(r.fates)) if r.fates else None,
+    "dot_sites": [_site_json(f) for f in r.fates],
+    "numerics": numerics,
+    "timing_s": {"lower": r.lower_s, "compile": r.compile_s, "run": r.run_s},
+  }
+
+
+def results_json(results: list[ConfigResult], versions: dict[str, str]) -> dict:
+  """The whole sweep as the versioned results.json document."""
+  return {
+    "schema": "hloprobe.results",
+    "schema_version": SCHEMA_VERSION,
+    "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    **versions,
+    "configs": [config_json(r) for r in results],
+  }
+
+
+def render(results: list[ConfigResult], fmt: str, versions: dict[str, str]) -> str:
+  """Renders results as "table" (plain), "markdown" (GitHub) or "json".
+
+  Raises:
+    ValueError: unknown format.
+  """
+  if fmt not in REPORT_FORMATS:
+    raise ValueError(f"unknown --format {fmt!r}; choose from {', '.join(REPORT_FORMATS)}")
+  if fmt == "json":
+    return json.dumps(results_json(results, versions), indent=2)
+  tablefmt = "github" if fmt == "markdown" else "simple"
+  return tabulate([_row(r) for r in results], headers=_TABLE_HEADERS,
+                  tablefmt=tablefmt, disable_numparse=True)
+
+
+def atomic_write(path: str, text: str) -> None:
+  """Writes a file whole or not at all (temporary file, then rename)."""
+  directory = os.path.dirname(os.path.abspath(path))
+  os.makedirs(directory, exist_ok=True)
+  fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+  try:
+    with os.fdopen(fd, "w") as f:
+      f.write(text)
+    os.replace(tmp, path)
+  except BaseException:
+    if os.path.exists(tmp):
+      os.unlink(tmp)
+    raise
+
+
+def config_dir(r: ConfigResult) -> str:
+  """Relative folder of one config's files: `<target>/<case>/n<N>-<precision>`."""
+  return os.path.join(r.target, r.case, f"n{r.n}-{r.precision}")
+
+
+def write_outputs(results: list[ConfigResult], output_dir: str,
+                  versions: dict[str, str]) -> list[str]:
+  """Writes per-config `stablehlo.mlir` / `optimized.hlo` and `results.json`.
+
+  Returns the paths written. Each file is written atomically.
+  """
+  written = []
+  for r in results:
+    for name, text in (("stablehlo.mlir", r.stablehlo), ("optimized.hlo", r.optimized_hlo)):
+      if text is not None:
+        path = os.path.join(output_dir, config_dir(r), name)
+        atomic_write(path, text)
+        written.append(path)
+  path = os.path.join(output_dir, "results.json")
+  atomic_write(path, json.dumps(results_json(results, versions), indent=2) + "\n")
+  return written + [path]

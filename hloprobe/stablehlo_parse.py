@@ -1,0 +1,252 @@
+"""Dot sites of a StableHLO module, read from its MLIR text.
+
+Takes the text of `Lowered.as_text(debug_info=True)` (jax 0.10.2) and lists
+every `stablehlo.dot_general` as a `StableHloDot`, in program order, once per
+call path (a private function called twice gives two sites, as XLA inlines
+calls before optimizing). Each site carries the set of entry-function
+arguments each operand depends on (its *ancestry*), which survives every
+rewrite XLA makes and so lets `dot_sites` find the site again in the
+optimized HLO.
+
+Imports no JAX.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+
+from hloprobe.errors import HloParseError
+
+__all__ = ["StableHloDot", "TensorType", "parse_stablehlo_dots"]
+
+# MLIR element types -> HLO spellings.
+_MLIR_TO_HLO_DTYPE = {
+  "i1": "pred", "i8": "s8", "i16": "s16", "i32": "s32", "i64": "s64",
+  "ui8": "u8", "ui16": "u16", "ui32": "u32", "ui64": "u64",
+  "f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64",
+  "f8E4M3FN": "f8e4m3fn", "f8E5M2": "f8e5m2",
+  "complex<f32>": "c64", "complex<f64>": "c128",
+}
+_FUNC_RE = re.compile(r"^func\.func\s+(?:public\s+|private\s+)?@([\w.$\-]+)\((.*)")
+_LOC_DEF_RE = re.compile(r"^#(loc\d*)\s*=\s*loc\((.*)\)\s*$")
+_LOC_USE_RE = re.compile(r"\sloc\((.*)\)\s*$")
+_VALUE_RE = re.compile(r"%[\w.\-$]+")
+_CALL_RE = re.compile(r"(?:func\.)?call\s+@([\w.$\-]+)\(([^)]*)\)")
+_BIND_RE = re.compile(r"(%[\w.\-$]+)\s*=\s*(%[\w.\-$#]+)")
+_TENSOR_RE = re.compile(r"tensor<([^<>]*(?:<[^<>]*>)?)>")
+_LOC_TOKEN_RE = re.compile(r'"((?:[^"\\]|\\.)*)"(:\d+)?|#(loc\d*)')
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TensorType:
+  """A ranked tensor type in HLO spelling: `f32[48,2]`."""
+
+  dtype: str
+  dims: tuple[int, ...]
+
+  def __str__(self) -> str:
+    return f"{self.dtype}[{','.join(map(str, self.dims))}]"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StableHloDot:
+  """One `stablehlo.dot_general` on one call path.
+
+  Attributes:
+    index: position in program order, from 0.
+    function: the MLIR function holding the op.
+    location: `file:line` of the innermost source frame, or None.
+    lhs, rhs, result: operand and result types.
+    lhs_batch, rhs_batch, lhs_contracting, rhs_contracting: dimension numbers.
+    precision: the two operand precisions, e.g. ("HIGH", "HIGH").
+    algorithm: the `algorithm = <...>` fields as a dict of str, or None.
+    lhs_ancestry, rhs_ancestry: indices of the entry function's arguments
+      each operand depends on.
+  """
+
+  index: int
+  function: str
+  location: str | None
+  lhs: TensorType
+  rhs: TensorType
+  result: TensorType
+  lhs_batch: tuple[int, ...]
+  rhs_batch: tuple[int, ...]
+  lhs_contracting: tuple[int, ...]
+  rhs_contracting: tuple[int, ...]
+  precision: tuple[str, str]
+  algorithm: dict[str, str] | None
+  lhs_ancestry: frozenset[int]
+  rhs_ancestry: frozenset[int]
+
+  @property
+  def contracting_size(self) -> int:
+    """K: the product of the contracting dimension sizes."""
+    k = 1
+    for d in self.lhs_contracting:
+      k *= self.lhs.dims[d]
+    return k
+
+
+def _tensor_type(text: str) -> TensorType:
+  body = text.strip()
+  m = _TENSOR_RE.fullmatch(body)
+  if not m:
+    raise HloParseError(f"[hloprobe] bad tensor type {text!r}; expected e.g. 'tensor<48x2xf32>'")
+  *dims, elem = m.group(1).split("x") if "x" in m.group(1) else [m.group(1)]
+  if elem not in _MLIR_TO_HLO_DTYPE:
+    raise HloParseError(f"[hloprobe] unknown element type {elem!r} in {text!r}")
+  return TensorType(_MLIR_TO_HLO_DTYPE[elem], tuple(int(d) for d in dims))
+
+
+class _Locations:
+  """Resolves `loc(...)` expressions to the innermost `file:line`."""
+
+  def __init__(self, defs: dict[str, str]):
+    self._defs = defs
+
+  @functools.lru_cache(maxsize=None)
+  def resolve(self, expr: str, depth: int = 0) -> str | None:
+    if depth > 64:
+      return None
+    for m in _LOC_TOKEN_RE.finditer(expr):
+      if m.group(3) is not None:
+        found = self._defs.get(m.group(3))
+        found = found and self.resolve(found, depth + 1)
+        if found:
+          return found
+      elif m.group(2):
+        return f"{m.group(1)}:{m.group(2)[1:]}"
+    return None
+
+
+@dataclasses.dataclass
+class _Function:
+  name: str
+  args: list[str]
+  lines: list[str]
+
+
+def _split_functions(lines: list[str]) -> dict[str, _Function]:
+  funcs, current, depth = {}, None, 0
+  for raw in lines:
+    line = raw.strip()
+    if current is None:
+      m = _FUNC_RE.match(line)
+      if m:
+        args = re.findall(r"(%[\w.\-$]+)\s*:", m.group(2).split(") ->")[0])
+        current, depth = _Function(m.group(1), args, []), 1
+      continue
+    if line.startswith("}"):
+      depth -= 1
+    if depth == 0:
+      funcs[current.name] = current
+      current = None
+      continue
+    current.lines.append(line)
+    if line.endswith("{"):
+      depth += 1
+  if current is not None:
+    raise HloParseError(f"[hloprobe] function @{current.name} is not closed (truncated text?)")
+  return funcs
+
+
+def _dims_pair(text: str, key: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+  m = re.search(rf"{key} = \[([\d, ]*)\] x \[([\d, ]*)\]", text)
+  if not m:
+    return (), ()
+  parse = lambda s: tuple(int(d) for d in s.split(",") if d.strip())
+  return parse(m.group(1)), parse(m.group(2))
+
+
+class _Walker:
+  """Walks functions per call path, tracking operand ancestry."""
+
+  def __init__(self, funcs: dict[str, _Function], locs: _Locations):
+    self.funcs, self.locs, self.dots = funcs, locs, []
+
+  def walk(self, name: str, arg_anc: list[frozenset[int]], depth: int = 0):
+    if depth > 32:
+      raise HloParseError(f"[hloprobe] call depth over 32 at @{name}")
+    fn = self.funcs.get(name)
+    if fn is None:
+      raise HloParseError(f"[hloprobe] call to undefined function @{name}")
+    env = dict(zip(fn.args, arg_anc))
+    returned = frozenset()
+    for line in fn.lines:
+      returned |= self._op(fn, line, env, depth)
+    return returned
+
+  def _op(self, fn, line, env, depth) -> frozenset[int]:
+    loc_m = _LOC_USE_RE.search(line)
+    body = line[: loc_m.start()] if loc_m else line
+    lhs, eq, rhs = body.partition(" = ")
+    if not eq or not lhs.strip().startswith("%"):
+      lhs, rhs = "", body
+    operands_text = rhs.split(" : ")[0]
+    for name, value in _BIND_RE.findall(operands_text):
+      env[name] = env.get(value.split("#")[0], frozenset())
+    refs = [v.split("#")[0] for v in _VALUE_RE.findall(operands_text)]
+    anc = frozenset().union(*(env.get(r, frozenset()) for r in refs))
+    call = _CALL_RE.search(rhs)
+    if call:
+      call_args = [a.split("#")[0] for a in _VALUE_RE.findall(call.group(2))]
+      anc = self.walk(call.group(1), [env.get(a, frozenset()) for a in call_args], depth + 1)
+    elif "stablehlo.dot_general" in rhs:
+      self._dot(fn, rhs, refs, env, loc_m.group(1) if loc_m else None)
+    for result in _VALUE_RE.findall(lhs):
+      env[result.split(":")[0]] = anc
+    is_return = rhs.lstrip().startswith(("return", "func.return"))
+    return anc if is_return else frozenset()
+
+  def _dot(self, fn, rhs, refs, env, loc):
+    types = re.search(r" : \((.*)\) -> (tensor<[^>]*>)", rhs)
+    if not types or len(refs) < 2:
+      raise HloParseError(f"[hloprobe] malformed dot_general: {rhs[:120]!r}")
+    lhs_t, rhs_t = (_tensor_type(t) for t in re.findall(r"tensor<[^>]*>", types.group(1))[:2])
+    prec = re.search(r"precision = \[(\w+), (\w+)\]", rhs)
+    algo = re.search(r"algorithm = <([^>]*)>", rhs)
+    lb, rb = _dims_pair(rhs, "batching_dims")
+    lc, rc = _dims_pair(rhs, "contracting_dims")
+    self.dots.append(StableHloDot(
+      index=len(self.dots),
+      function=fn.name,
+      location=self.locs.resolve(loc) if loc else None,
+      lhs=lhs_t, rhs=rhs_t, result=_tensor_type(types.group(2)),
+      lhs_batch=lb, rhs_batch=rb, lhs_contracting=lc, rhs_contracting=rc,
+      precision=(prec.group(1), prec.group(2)) if prec else ("DEFAULT", "DEFAULT"),
+      algorithm=dict(re.findall(r"(\w+) = (\w+)", algo.group(1))) if algo else None,
+      lhs_ancestry=env.get(refs[0], frozenset()),
+      rhs_ancestry=env.get(refs[1], frozenset()),
+    ))
+
+
+def parse_stablehlo_dots(text: str) -> list[StableHloDot]:
+  """Lists the dot_general sites of a StableHLO module in program order.
+
+  Args:
+    text: MLIR text of the module, ideally with `debug_info=True` so that
+      sites carry source locations.
+
+  Returns:
+    One `StableHloDot` per dot_general per call path from `@main`.
+
+  Raises:
+    HloParseError: the text has no `@main`, a function is not closed, or a
+      dot_general line cannot be read.
+  """
+  lines = text.splitlines()
+  defs = {}
+  for line in lines:
+    m = _LOC_DEF_RE.match(line.strip())
+    if m:
+      defs[m.group(1)] = m.group(2)
+  funcs = _split_functions(lines)
+  if "main" not in funcs:
+    raise HloParseError("[hloprobe] StableHLO text has no @main function")
+  walker = _Walker(funcs, _Locations(defs))
+  main = funcs["main"]
+  walker.walk("main", [frozenset({i}) for i in range(len(main.args))])
+  return walker.dots

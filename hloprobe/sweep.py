@@ -1,0 +1,199 @@
+"""The sweep: every (case, target, precision, batch size) config, in order.
+
+It drives the stages and holds no analysis: lower and compile
+(`lowering`), parse (`hlo_parse`, `stablehlo_parse`), map dot sites
+(`dot_sites`), run and compare (`numerics`). One failing config records its
+error and the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+
+from hloprobe import dot_sites, lowering, numerics
+from hloprobe.cases import Case, get_case
+from hloprobe.errors import UsageError
+from hloprobe.hlo_parse import parse_hlo_module
+from hloprobe.precisions import parse_precision
+from hloprobe.stablehlo_parse import parse_stablehlo_dots
+from hloprobe.targets import Target, get_target
+
+__all__ = [
+  "ConfigResult",
+  "SweepSpec",
+  "parse_batch_sizes",
+  "run_sweep",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepSpec:
+  """What to sweep; every name already checked.
+
+  Attributes:
+    cases: case names.
+    batch_sizes: positive batch sizes, in the order given.
+    precisions: matmul precision names (see `precisions.parse_precision`).
+    targets: target names.
+  """
+
+  cases: tuple[str, ...]
+  batch_sizes: tuple[int, ...]
+  precisions: tuple[str, ...]
+  targets: tuple[str, ...]
+
+  def __post_init__(self):
+    for name in self.cases:
+      get_case(name)
+    for name in self.precisions:
+      parse_precision(name)
+    for name in self.targets:
+      get_target(name)
+    if not self.batch_sizes or min(self.batch_sizes) < 1:
+      raise UsageError(f"batch sizes must be positive integers, got {self.batch_sizes}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigResult:
+  """Everything one config produced.
+
+  Attributes:
+    case, target, n, precision: the config.
+    error: first line of the error when a stage failed, else None.
+    stage: the stage that failed ("lower", "compile", "run", ...), or None.
+    stablehlo, optimized_hlo: module texts, or None if not reached.
+    fates: what each StableHLO dot site became.
+    stats: errors against float64 (None when not run).
+    ulp_vs_n1: row 0 here against row 0 at batch 1, in ULPs of the output
+      dtype (None when either did not run or n = 1 is not swept).
+    lower_s, compile_s, run_s: wall times in seconds, or None.
+  """
+
+  case: str
+  target: str
+  n: int
+  precision: str
+  error: str | None = None
+  stage: str | None = None
+  stablehlo: str | None = None
+  optimized_hlo: str | None = None
+  fates: tuple[dot_sites.DotFate, ...] = ()
+  stats: numerics.ErrorStats | None = None
+  output_dtype: str | None = None
+  ulp_vs_n1: int | None = None
+  lower_s: float | None = None
+  compile_s: float | None = None
+  run_s: float | None = None
+
+  @property
+  def ok(self) -> bool:
+    return self.error is None
+
+
+_RANGE_RE = re.compile(r"^(\d+)-(\d+)$")
+
+
+def parse_batch_sizes(text: str) -> tuple[int, ...]:
+  """Parses `1,2,4-9,64` into (1, 2, 4, 5, 6, 7, 8, 9, 64).
+
+  Raises:
+    UsageError: an item is not a positive integer or an ascending range.
+  """
+  sizes: list[int] = []
+  for item in text.split(","):
+    item = item.strip()
+    m = _RANGE_RE.match(item)
+    if m and 1 <= int(m.group(1)) <= int(m.group(2)):
+      sizes += range(int(m.group(1)), int(m.group(2)) + 1)
+    elif item.isdigit() and int(item) >= 1:
+      sizes.append(int(item))
+    else:
+      raise UsageError(
+        f"bad batch size {item!r} in --batch_sizes={text!r}; expected "
+        "positive integers and ranges, e.g. '1,2,4-9,64'"
+      )
+  return tuple(dict.fromkeys(sizes))
+
+
+def _first_line(e: BaseException) -> str:
+  text = str(e).strip().splitlines()
+  return f"{type(e).__name__}: {text[0] if text else ''}".strip()
+
+
+def run_config(case: Case, full_inputs: tuple, reference: np.ndarray | None,
+               target: Target, precision: str, n: int) -> ConfigResult:
+  """Lowers, compiles, analyses and (where possible) runs one config."""
+  base = ConfigResult(case.name, target.name, n, precision)
+  args = case.inputs_for(full_inputs, n)
+  stage = "compile"
+  try:
+    cc = lowering.compile_case(case, args, parse_precision(precision), target)
+    stage = "analyse"
+    sites = parse_stablehlo_dots(cc.stablehlo)
+    fates = dot_sites.map_dot_sites(sites, parse_hlo_module(cc.optimized_hlo))
+    result = dataclasses.replace(
+      base, stablehlo=cc.stablehlo, optimized_hlo=cc.optimized_hlo,
+      fates=tuple(fates), lower_s=cc.lower_s, compile_s=cc.compile_s,
+    )
+    if target.compile_only:
+      return result
+    stage = "run"
+    out, run_s = lowering.run_compiled(cc, args)
+    stats = numerics.error_stats(out, reference[:n]) if reference is not None else None
+    return dataclasses.replace(
+      result, stats=stats, output_dtype=str(out.dtype), run_s=run_s,
+      stage=None,
+    )
+  except Exception as e:  # one config's failure must not lose the others
+    return dataclasses.replace(base, error=_first_line(e), stage=stage)
+
+
+def _with_batch_consistency(results: list[ConfigResult]) -> list[ConfigResult]:
+  """Fills `ulp_vs_n1` from the n = 1 result of the same case/target/precision."""
+  row0_n1 = {
+    (r.case, r.target, r.precision): r
+    for r in results
+    if r.n == 1 and r.stats is not None
+  }
+  out = []
+  for r in results:
+    base = row0_n1.get((r.case, r.target, r.precision))
+    if r.stats is not None and base is not None and r.output_dtype in ("float16", "float32", "float64"):
+      ulp = numerics.ulp_distance(r.stats.row0, base.stats.row0, r.output_dtype)
+      r = dataclasses.replace(r, ulp_vs_n1=ulp)
+    out.append(r)
+  return out
+
+
+def run_sweep(spec: SweepSpec, on_result=None) -> list[ConfigResult]:
+  """Runs every config of a sweep.
+
+  Args:
+    spec: what to sweep.
+    on_result: optional callback given each `ConfigResult` as it completes
+      (for progress output).
+
+  Returns:
+    One `ConfigResult` per config, ordered case, target, precision, n.
+  """
+  results = []
+  for case_name in spec.cases:
+    case = get_case(case_name)
+    full = case.make_inputs()
+    largest = max(spec.batch_sizes)
+    try:
+      reference = lowering.float64_reference(case, case.inputs_for(full, largest))
+    except Exception:  # configs still compile; numerics say n/a
+      reference = None
+    for target_name in spec.targets:
+      target = get_target(target_name)
+      for precision in spec.precisions:
+        for n in spec.batch_sizes:
+          r = run_config(case, full, reference, target, precision, n)
+          results.append(r)
+          if on_result is not None:
+            on_result(r)
+  return _with_batch_consistency(results)
