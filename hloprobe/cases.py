@@ -8,7 +8,6 @@ looked up by name; an unknown name is an error.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from collections.abc import Callable, Sequence
 
 import jax
@@ -51,19 +50,18 @@ class Case:
     Raises:
       CaseError: n exceeds the full batch size.
     """
-    arg = np.asarray(full[self.batch_arg])
-    if n > arg.shape[self.batch_axis]:
+    if n > self.full_size(full):
       raise CaseError(
-        f"batch size {n} exceeds case {self.name!r}'s "
-        f"{arg.shape[self.batch_axis]} rows"
+        f"batch size {n} exceeds case {self.name!r}'s {self.full_size(full)} rows"
       )
+    arg = np.asarray(full[self.batch_arg])
     out = list(full)
     out[self.batch_arg] = np.take(arg, np.arange(n), axis=self.batch_axis)
     return tuple(out)
 
-  @property
-  def source_file(self) -> str:
-    return inspect.getsourcefile(self.fn) or "?"
+  def full_size(self, full: tuple) -> int:
+    """Number of rows the sweep can cut from `full` (a `make_inputs()` result)."""
+    return np.shape(full[self.batch_arg])[self.batch_axis]
 
 
 def _gen_mlp(layers: Sequence[int], rng_key):

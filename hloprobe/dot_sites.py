@@ -254,7 +254,9 @@ def _fusion_kind(fusion: HloInstruction) -> str | None:
     return _custom_call_target(fusion)
   if fusion.opcode != "fusion":
     return fusion.opcode
-  fbc = fusion.backend_config.get("fusion_backend_config") or {}
+  # GPU prints `fusion_backend_config`, CPU `fusion_config` (jaxlib 0.10.2).
+  config = fusion.backend_config
+  fbc = config.get("fusion_backend_config") or config.get("fusion_config") or {}
   return fbc.get("kind") or fusion.attrs.get("kind")
 
 

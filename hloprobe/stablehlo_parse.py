@@ -29,11 +29,12 @@ _MLIR_TO_HLO_DTYPE = {
   "f8E4M3FN": "f8e4m3fn", "f8E5M2": "f8e5m2",
   "complex<f32>": "c64", "complex<f64>": "c128",
 }
-_FUNC_RE = re.compile(r"^func\.func\s+(?:public\s+|private\s+)?@([\w.$\-]+)\((.*)")
+_SYMBOL = r'@("[^"]*"|[\w.$\-]+)'  # MLIR symbols: @main, @"<lambda>"
+_FUNC_RE = re.compile(rf"^func\.func\s+(?:public\s+|private\s+)?{_SYMBOL}\((.*)")
 _LOC_DEF_RE = re.compile(r"^#(loc\d*)\s*=\s*loc\((.*)\)\s*$")
 _LOC_USE_RE = re.compile(r"\sloc\((.*)\)\s*$")
 _VALUE_RE = re.compile(r"%[\w.\-$]+")
-_CALL_RE = re.compile(r"(?:func\.)?call\s+@([\w.$\-]+)\(([^)]*)\)")
+_CALL_RE = re.compile(rf"(?:func\.)?call\s+{_SYMBOL}\(([^)]*)\)")
 _BIND_RE = re.compile(r"(%[\w.\-$]+)\s*=\s*(%[\w.\-$#]+)")
 _TENSOR_RE = re.compile(r"tensor<([^<>]*(?:<[^<>]*>)?)>")
 _LOC_TOKEN_RE = re.compile(r'"((?:[^"\\]|\\.)*)"(:\d+)?|#(loc\d*)')
@@ -137,7 +138,7 @@ def _split_functions(lines: list[str]) -> dict[str, _Function]:
       m = _FUNC_RE.match(line)
       if m:
         args = re.findall(r"(%[\w.\-$]+)\s*:", m.group(2).split(") ->")[0])
-        current, depth = _Function(m.group(1), args, []), 1
+        current, depth = _Function(m.group(1).strip('"'), args, []), 1
       continue
     if line.startswith("}"):
       depth -= 1
@@ -193,7 +194,7 @@ class _Walker:
     call = _CALL_RE.search(rhs)
     if call:
       call_args = [a.split("#")[0] for a in _VALUE_RE.findall(call.group(2))]
-      anc = self.walk(call.group(1), [env.get(a, frozenset()) for a in call_args], depth + 1)
+      anc = self.walk(call.group(1).strip('"'), [env.get(a, frozenset()) for a in call_args], depth + 1)
     elif "stablehlo.dot_general" in rhs:
       self._dot(fn, rhs, refs, env, loc_m.group(1) if loc_m else None)
     for result in _VALUE_RE.findall(lhs):

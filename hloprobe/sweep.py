@@ -127,9 +127,9 @@ def run_config(case: Case, full_inputs: tuple, reference: np.ndarray | None,
                target: Target, precision: str, n: int) -> ConfigResult:
   """Lowers, compiles, analyses and (where possible) runs one config."""
   base = ConfigResult(case.name, target.name, n, precision)
-  args = case.inputs_for(full_inputs, n)
   stage = "compile"
   try:
+    args = case.inputs_for(full_inputs, n)
     cc = lowering.compile_case(case, args, parse_precision(precision), target)
     stage = "analyse"
     sites = parse_stablehlo_dots(cc.stablehlo)
@@ -144,8 +144,7 @@ def run_config(case: Case, full_inputs: tuple, reference: np.ndarray | None,
     out, run_s = lowering.run_compiled(cc, args)
     stats = numerics.error_stats(out, reference[:n]) if reference is not None else None
     return dataclasses.replace(
-      result, stats=stats, output_dtype=str(out.dtype), run_s=run_s,
-      stage=None,
+      result, stats=stats, output_dtype=str(out.dtype), run_s=run_s
     )
   except Exception as e:  # one config's failure must not lose the others
     return dataclasses.replace(base, error=_first_line(e), stage=stage)
@@ -183,7 +182,7 @@ def run_sweep(spec: SweepSpec, on_result=None) -> list[ConfigResult]:
   for case_name in spec.cases:
     case = get_case(case_name)
     full = case.make_inputs()
-    largest = max(spec.batch_sizes)
+    largest = min(max(spec.batch_sizes), case.full_size(full))
     try:
       reference = lowering.float64_reference(case, case.inputs_for(full, largest))
     except Exception:  # configs still compile; numerics say n/a

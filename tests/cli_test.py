@@ -1,0 +1,80 @@
+"""The command line as a user runs it: subprocesses, exit codes, files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from absl.testing import absltest, parameterized
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def hloprobe(*args: str) -> subprocess.CompletedProcess:
+  env = dict(os.environ, PYTHONPATH=_ROOT)
+  return subprocess.run(
+    [sys.executable, "-m", "hloprobe", *args],
+    capture_output=True, text=True, env=env, timeout=600,
+  )
+
+
+class BadInputTest(parameterized.TestCase):
+
+  @parameterized.named_parameters(
+    ("precision", "--precisions=fp32", "unknown precision 'fp32'; choose from bfloat16"),
+    ("case", "--case=nope", "unknown case 'nope'; choose from seed_mlp"),
+    ("target", "--targets=tpu", "unknown target 'tpu'; choose from cpu"),
+    ("batch_zero", "--batch_sizes=0", "bad batch size '0'"),
+    ("batch_word", "--batch_sizes=1,x", "bad batch size 'x'"),
+    ("format", "--format=xml", "unknown --format 'xml'"),
+    ("flag", "--no_such_flag=1", "Unknown command line flag 'no_such_flag'"),
+  )
+  def test_one_line_and_exit_2(self, flag, message):
+    proc = hloprobe("sweep", flag)
+    self.assertEqual(proc.returncode, 2, proc.stderr)
+    errors = [l for l in proc.stderr.splitlines() if l.startswith("hloprobe: error:")]
+    self.assertLen(errors, 1, proc.stderr)
+    self.assertIn(message, errors[0])
+    self.assertEqual(proc.stdout, "")
+
+  def test_unknown_command(self):
+    proc = hloprobe("frobnicate")
+    self.assertEqual(proc.returncode, 2)
+    self.assertIn("unknown command 'frobnicate'", proc.stderr)
+
+
+class SweepCommandTest(absltest.TestCase):
+
+  def test_json_and_output_files(self):
+    out = self.create_tempdir().full_path
+    proc = hloprobe("sweep", "--batch_sizes=1,2", "--precisions=bfloat16",
+                    "--format=json", f"--output_dir={out}")
+    self.assertEqual(proc.returncode, 0, proc.stderr)
+    doc = json.loads(proc.stdout)
+    self.assertEqual(doc["schema_version"], 1)
+    self.assertEqual([c["n"] for c in doc["configs"]], [1, 2])
+    self.assertEqual(doc["configs"][0]["fate_summary"], "dot x3, multiply+reduce x1")
+    site = doc["configs"][1]["dot_sites"][3]
+    self.assertEqual((site["fate"], site["K"], site["stablehlo_precision"]),
+                     ("dot", 48, "DEFAULT,DEFAULT"))
+    with open(os.path.join(out, "results.json")) as f:
+      self.assertEqual(json.load(f)["configs"], doc["configs"])
+    cfg = os.path.join(out, "cpu", "seed_mlp", "n2-bfloat16")
+    with open(os.path.join(cfg, "stablehlo.mlir")) as f:
+      self.assertIn("stablehlo.dot_general", f.read())
+    with open(os.path.join(cfg, "optimized.hlo")) as f:
+      self.assertTrue(f.read().startswith("HloModule"))
+
+  def test_failed_config_gives_exit_1_and_a_row(self):
+    proc = hloprobe("sweep", "--batch_sizes=2", "--precisions=TF32_TF32_F32,float32")
+    self.assertEqual(proc.returncode, 1, proc.stderr)
+    rows = [l for l in proc.stdout.splitlines() if l.startswith("seed_mlp")]
+    self.assertLen(rows, 2)
+    self.assertIn("FAILED (compile)", rows[0])
+    self.assertTrue(rows[1].rstrip().endswith("ok"))
+
+
+if __name__ == "__main__":
+  absltest.main()

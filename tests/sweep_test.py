@@ -1,0 +1,93 @@
+"""Tests of the sweep over real CPU compiles and runs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from absl.testing import absltest, parameterized
+
+from hloprobe import cases, sweep
+from hloprobe.errors import UsageError
+
+
+class BatchSizesTest(parameterized.TestCase):
+
+  @parameterized.named_parameters(
+    ("list_and_range", "1,2,4-9,64,4096", (1, 2, 4, 5, 6, 7, 8, 9, 64, 4096)),
+    ("single", "3", (3,)),
+    ("duplicates_dropped", "2,1-3", (2, 1, 3)),
+  )
+  def test_parse(self, text, expected):
+    self.assertEqual(sweep.parse_batch_sizes(text), expected)
+
+  @parameterized.named_parameters(
+    ("zero", "0"), ("negative", "-1"), ("float", "1.5"), ("reversed", "5-2"),
+    ("empty_item", "1,,2"), ("word", "many"),
+  )
+  def test_reject(self, text):
+    with self.assertRaisesRegex(UsageError, "bad batch size"):
+      sweep.parse_batch_sizes(text)
+
+
+class SeedSweepTest(absltest.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    spec = sweep.SweepSpec(("seed_mlp",), (1, 2), ("float32",), ("cpu",))
+    cls.results = {r.n: r for r in sweep.run_sweep(spec)}
+
+  def test_row0_depends_on_batch_size_on_cpu(self):
+    r1, r2 = self.results[1], self.results[2]
+    self.assertTrue(r1.ok and r2.ok, (r1.error, r2.error))
+    diff = abs(r1.stats.row0 - r2.stats.row0)
+    self.assertGreater(diff, 0.0)
+    self.assertLess(diff, 1e-5)
+    self.assertEqual(r1.ulp_vs_n1, 0)
+    self.assertGreater(r2.ulp_vs_n1, 0)
+
+  def test_errors_against_float64(self):
+    r2 = self.results[2]
+    # f32 against f64 moves row 0 by about 1e-4 on this sensitive network.
+    self.assertGreater(r2.stats.row0_abs, 1e-6)
+    self.assertLess(r2.stats.row0_abs, 1e-3)
+    self.assertGreaterEqual(r2.stats.max_abs, r2.stats.row0_abs)
+    self.assertAlmostEqual(r2.stats.row0 - r2.stats.row0_ref, -0.5281741 - r2.stats.row0_ref, places=6)
+    self.assertGreater(r2.compile_s, 0.0)
+    self.assertGreater(r2.run_s, 0.0)
+
+
+class FailureIsolationTest(absltest.TestCase):
+
+  def test_one_failing_config_keeps_the_others(self):
+    # TF32_TF32_F32 is rejected by the CPU's dot_general lowering (jax 0.10.2).
+    spec = sweep.SweepSpec(("seed_mlp",), (2,), ("TF32_TF32_F32", "float32"), ("cpu",))
+    bad, good = sweep.run_sweep(spec)
+    self.assertFalse(bad.ok)
+    self.assertIn("not supported by dot_general on CPU", bad.error)
+    self.assertNotIn("\n", bad.error)
+    self.assertTrue(good.ok)
+    self.assertLen(good.fates, 4)
+
+  def test_batch_larger_than_case_fails_alone(self):
+    case = cases.get_case("seed_mlp")
+    spec = sweep.SweepSpec(("seed_mlp",), (1, 5000), ("float32",), ("cpu",))
+    small, big = sweep.run_sweep(spec)
+    self.assertTrue(small.ok)
+    self.assertFalse(big.ok)
+    self.assertIn("4096 rows", big.error)
+    self.assertEqual(case.name, big.case)
+
+  def test_spec_rejects_unknown_names(self):
+    base = sweep.SweepSpec(("seed_mlp",), (1,), ("float32",), ("cpu",))
+    for field, value, message in (
+      ("cases", ("nope",), "unknown case"),
+      ("precisions", ("fp32",), "unknown precision"),
+      ("targets", ("tpu",), "unknown target"),
+    ):
+      with self.assertRaisesRegex(UsageError, message):
+        dataclasses.replace(base, **{field: value})
+
+
+if __name__ == "__main__":
+  absltest.main()
