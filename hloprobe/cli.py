@@ -37,6 +37,14 @@ _OUTPUT_DIR = flags.DEFINE_string(
   "output_dir", None,
   "If set, write per-config stablehlo.mlir / optimized.hlo and results.json here.",
 )
+_SITES = flags.DEFINE_bool(
+  "sites", False, "Also print one row per dot site (table and markdown formats)."
+)
+_EXPLAIN_PASSES = flags.DEFINE_bool(
+  "explain_passes", False,
+  "Name the XLA pass that rewrote each dot site (compiles each config once "
+  "more in a worker process with pass dumps).",
+)
 _FORMAT = flags.DEFINE_string(
   "format", "table", f"Output format: one of {', '.join(report.REPORT_FORMATS)}."
 )
@@ -52,6 +60,7 @@ def _sweep_spec():
     batch_sizes=sweep.parse_batch_sizes(_BATCH_SIZES.value),
     precisions=tuple(_PRECISIONS.value),
     targets=tuple(_TARGETS.value),
+    explain_passes=_EXPLAIN_PASSES.value,
   )
 
 
@@ -71,6 +80,9 @@ def _cmd_sweep() -> int:
   results = sweep.run_sweep(spec)
   versions = lowering.versions()
   print(report.render(results, fmt, versions))
+  if _SITES.value and fmt != "json":
+    print()
+    print(report.render_sites(results, fmt))
   if _OUTPUT_DIR.value:
     paths = report.write_outputs(results, _OUTPUT_DIR.value, versions)
     print(f"wrote {len(paths)} files under {_OUTPUT_DIR.value}", file=sys.stderr)

@@ -21,7 +21,11 @@ results.json schema (version 1):
                       "fate": str, "emitter": str | null,
                       "carriers": [str], "precision_config": str,
                       "algorithm": str | null, "split_k": int | null,
-                      "gemm_config": object | null}],
+                      "gemm_config": object | null,
+                      "rewritten_by": {"pass": str, "pipeline": str,
+                                       "fate_after": str} | null}],
+       "passes_explained": bool (rewritten_by is only meaningful if true),
+       "passes_error": str | null,
        "numerics": {"row0": float, "row0_ref_f64": float,
                     "row0_abs_err": float, "max_abs_err": float,
                     "max_rel_err": float, "output_dtype": str,
@@ -50,6 +54,7 @@ __all__ = [
   "SCHEMA_VERSION",
   "atomic_write",
   "render",
+  "render_sites",
   "results_json",
   "write_outputs",
 ]
@@ -79,7 +84,7 @@ def _row(r: ConfigResult) -> list[str]:
   ]
 
 
-def _site_json(f: DotFate) -> dict:
+def _site_json(f: DotFate, rewritten_by=None) -> dict:
   s = f.site
   return {
     "index": s.index,
@@ -98,6 +103,10 @@ def _site_json(f: DotFate) -> dict:
     "algorithm": f.algorithm,
     "split_k": f.split_k,
     "gemm_config": f.gemm_config,
+    "rewritten_by": None if rewritten_by is None else {
+      "pass": rewritten_by.pass_name, "pipeline": rewritten_by.pipeline,
+      "fate_after": rewritten_by.fate,
+    },
   }
 
 
@@ -113,7 +122,9 @@ def config_json(r: ConfigResult) -> dict:
     "case": r.case, "target": r.target, "n": r.n, "precision": r.precision,
     "status": "ok" if r.ok else "failed", "error": r.error, "stage": r.stage,
     "fate_summary": fate_summary(list(r.fates)) if r.fates else None,
-    "dot_sites": [_site_json(f) for f in r.fates],
+    "dot_sites": [_site_json(f, (r.passes or {}).get(f.site.index)) for f in r.fates],
+    "passes_explained": r.passes is not None,
+    "passes_error": r.passes_error,
     "numerics": numerics,
     "timing_s": {"lower": r.lower_s, "compile": r.compile_s, "run": r.run_s},
   }
@@ -143,6 +154,38 @@ def render(results: list[ConfigResult], fmt: str, versions: dict[str, str]) -> s
   tablefmt = "github" if fmt == "markdown" else "simple"
   return tabulate([_row(r) for r in results], headers=_TABLE_HEADERS,
                   tablefmt=tablefmt, disable_numparse=True)
+
+
+_SITE_HEADERS = (
+  "target", "case", "n", "precision", "site", "source", "lhs x rhs -> result",
+  "K", "precision config", "algorithm", "fate", "emitter", "split-K",
+  "rewritten by",
+)
+
+
+def _site_rows(r: ConfigResult) -> list[list[str]]:
+  rows = []
+  for f in r.fates:
+    s = f.site
+    by = (r.passes or {}).get(s.index)
+    rewritten = "n/a" if r.passes is None else (
+      f"{by.pass_name} ({by.pipeline})" if by else "(stays a dot)"
+    )
+    rows.append([
+      r.target, r.case, str(r.n), r.precision, str(s.index),
+      os.path.basename(s.location) if s.location else "n/a",
+      f"{s.lhs} x {s.rhs} -> {s.result}", str(s.contracting_size),
+      f.precision_config, f.algorithm or "n/a", f.fate.value,
+      f.emitter or "n/a", _num(f.split_k, "d"), rewritten,
+    ])
+  return rows
+
+
+def render_sites(results: list[ConfigResult], fmt: str) -> str:
+  """One row per dot site per config ("table" or "markdown")."""
+  rows = [row for r in results for row in _site_rows(r)]
+  tablefmt = "github" if fmt == "markdown" else "simple"
+  return tabulate(rows, headers=_SITE_HEADERS, tablefmt=tablefmt, disable_numparse=True)
 
 
 def atomic_write(path: str, text: str) -> None:

@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from hloprobe import dot_sites, lowering, numerics
+from hloprobe import dot_sites, lowering, numerics, passes
 from hloprobe.cases import Case, get_case
 from hloprobe.errors import UsageError
 from hloprobe.hlo_parse import parse_hlo_module
@@ -25,6 +25,7 @@ __all__ = [
   "ConfigResult",
   "SweepSpec",
   "parse_batch_sizes",
+  "run_single_config",
   "run_sweep",
 ]
 
@@ -38,12 +39,15 @@ class SweepSpec:
     batch_sizes: positive batch sizes, in the order given.
     precisions: matmul precision names (see `precisions.parse_precision`).
     targets: target names.
+    explain_passes: also name the XLA pass that rewrote each dot site
+      (one more compile per config, in a worker process).
   """
 
   cases: tuple[str, ...]
   batch_sizes: tuple[int, ...]
   precisions: tuple[str, ...]
   targets: tuple[str, ...]
+  explain_passes: bool = False
 
   def __post_init__(self):
     for name in self.cases:
@@ -70,6 +74,9 @@ class ConfigResult:
     ulp_vs_n1: row 0 here against row 0 at batch 1, in ULPs of the output
       dtype (None when either did not run or n = 1 is not swept).
     lower_s, compile_s, run_s: wall times in seconds, or None.
+    passes: site index -> the pass that rewrote it (with --explain_passes;
+      a site absent here stayed a plain dot).
+    passes_error: why pass attribution failed, or None.
   """
 
   case: str
@@ -87,6 +94,8 @@ class ConfigResult:
   lower_s: float | None = None
   compile_s: float | None = None
   run_s: float | None = None
+  passes: dict[int, passes.PassAttribution] | None = None
+  passes_error: str | None = None
 
   @property
   def ok(self) -> bool:
@@ -150,6 +159,24 @@ def run_config(case: Case, full_inputs: tuple, reference: np.ndarray | None,
     return dataclasses.replace(base, error=_first_line(e), stage=stage)
 
 
+def run_single_config(case: str, target: str, precision: str, n: int) -> ConfigResult:
+  """One config by names, without the float64 reference (for workers)."""
+  c = get_case(case)
+  return run_config(c, c.make_inputs(), None, get_target(target), precision, n)
+
+
+def _with_passes(r: ConfigResult) -> ConfigResult:
+  """Attaches pass attribution; a failure is recorded, not raised."""
+  try:
+    found = passes.explain_passes(
+      r.case, r.target, r.precision, r.n,
+      [f.site for f in r.fates], parse_hlo_module(r.optimized_hlo).name,
+    )
+  except Exception as e:  # attribution is extra; the config stays ok
+    return dataclasses.replace(r, passes_error=_first_line(e))
+  return dataclasses.replace(r, passes=found)
+
+
 def _with_batch_consistency(results: list[ConfigResult]) -> list[ConfigResult]:
   """Fills `ulp_vs_n1` from the n = 1 result of the same case/target/precision."""
   row0_n1 = {
@@ -192,6 +219,8 @@ def run_sweep(spec: SweepSpec, on_result=None) -> list[ConfigResult]:
       for precision in spec.precisions:
         for n in spec.batch_sizes:
           r = run_config(case, full, reference, target, precision, n)
+          if spec.explain_passes and r.fates:
+            r = _with_passes(r)
           results.append(r)
           if on_result is not None:
             on_result(r)

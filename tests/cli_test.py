@@ -67,6 +67,21 @@ class SweepCommandTest(absltest.TestCase):
     with open(os.path.join(cfg, "optimized.hlo")) as f:
       self.assertTrue(f.read().startswith("HloModule"))
 
+  def test_explain_passes_and_sites(self):
+    proc = hloprobe("sweep", "--batch_sizes=1", "--precisions=float32",
+                    "--explain_passes", "--format=json")
+    self.assertEqual(proc.returncode, 0, proc.stderr)
+    config = json.loads(proc.stdout)["configs"][0]
+    self.assertTrue(config["passes_explained"])
+    by = [s["rewritten_by"] for s in config["dot_sites"]]
+    self.assertEqual(by[:3], [None] * 3)
+    self.assertEqual(by[3], {"pass": "algsimp", "pipeline": "simplification",
+                             "fate_after": "multiply+reduce"})
+    proc = hloprobe("sweep", "--batch_sizes=1", "--precisions=float32", "--sites")
+    site_rows = [l for l in proc.stdout.splitlines() if l.startswith("cpu ")]
+    self.assertLen(site_rows, 4)
+    self.assertIn("multiply+reduce", site_rows[3])
+
   def test_failed_config_gives_exit_1_and_a_row(self):
     proc = hloprobe("sweep", "--batch_sizes=2", "--precisions=TF32_TF32_F32,float32")
     self.assertEqual(proc.returncode, 1, proc.stderr)
