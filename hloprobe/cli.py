@@ -2,7 +2,8 @@
 
 Commands:
   sweep     lower, compile, map dot sites and run every config (default)
-  targets   list the targets
+  targets       list the targets
+  experiments   list the built-in XLA_FLAGS experiments
 
 Exit status: 0 when every config succeeded, 1 when any failed, 2 for bad
 input (unknown case, target, precision, format, flag; bad batch size).
@@ -14,7 +15,7 @@ import sys
 
 from absl import app, flags
 
-from hloprobe import cases, precisions, report, targets
+from hloprobe import cases, experiments, precisions, report, targets
 from hloprobe.errors import HloprobeError, UsageError
 
 __all__ = ["main", "run"]
@@ -45,6 +46,15 @@ _EXPLAIN_PASSES = flags.DEFINE_bool(
   "Name the XLA pass that rewrote each dot site (compiles each config once "
   "more in a worker process with pass dumps).",
 )
+_EXPERIMENT = flags.DEFINE_multi_string(
+  "experiment", [],
+  "An XLA_FLAGS experiment NAME:FLAGS (e.g. 'cublas:--xla_gpu_enable_triton_gemm=false') "
+  "or a built-in name (see `hloprobe experiments`); repeatable. Each runs in "
+  "its own worker process beside the baseline.",
+)
+_EXPERIMENTS_FILE = flags.DEFINE_string(
+  "experiments_file", None, "A file of experiments, one NAME:FLAGS per line."
+)
 _FORMAT = flags.DEFINE_string(
   "format", "table", f"Output format: one of {', '.join(report.REPORT_FORMATS)}."
 )
@@ -61,7 +71,15 @@ def _sweep_spec():
     precisions=tuple(_PRECISIONS.value),
     targets=tuple(_TARGETS.value),
     explain_passes=_EXPLAIN_PASSES.value,
+    experiments=tuple(_experiments()),
   )
+
+
+def _experiments() -> list:
+  found = [experiments.parse_experiment(t) for t in _EXPERIMENT.value]
+  if _EXPERIMENTS_FILE.value:
+    found += experiments.parse_experiments_file(_EXPERIMENTS_FILE.value)
+  return found
 
 
 def _check_format() -> str:
@@ -101,7 +119,20 @@ def _cmd_targets() -> int:
   return EXIT_OK
 
 
-_COMMANDS = {"sweep": _cmd_sweep, "targets": _cmd_targets}
+def _cmd_experiments() -> int:
+  from tabulate import tabulate
+
+  rows = [(e.name, e.flags_text, e.description)
+          for e in experiments.BUILTIN_EXPERIMENTS.values()]
+  print(tabulate(rows, headers=("experiment", "XLA_FLAGS", "what it does")))
+  return EXIT_OK
+
+
+_COMMANDS = {
+  "sweep": _cmd_sweep,
+  "targets": _cmd_targets,
+  "experiments": _cmd_experiments,
+}
 
 
 def main(argv: list[str]) -> int:

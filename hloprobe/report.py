@@ -8,7 +8,8 @@ results.json schema (version 1):
     "schema": "hloprobe.results", "schema_version": 1,
     "created": ISO-8601 UTC time, "jax": str, "jaxlib": str,
     "configs": [
-      {"case": str, "target": str, "n": int, "precision": str,
+      {"experiment": str ("baseline" or an XLA_FLAGS experiment),
+       "case": str, "target": str, "n": int, "precision": str,
        "status": "ok" | "failed", "error": str | null, "stage": str | null,
        "fate_summary": str,
        "dot_sites": [{"index": int, "location": "file:line" | null,
@@ -62,7 +63,7 @@ __all__ = [
 SCHEMA_VERSION = 1
 REPORT_FORMATS = ("table", "json", "markdown")
 _TABLE_HEADERS = (
-  "case", "target", "n", "precision", "row0", "|err| row0", "max abs",
+  "experiment", "case", "target", "n", "precision", "row0", "|err| row0", "max abs",
   "max rel", "ULP vs n=1", "dot fates", "compile s", "run s", "status",
 )
 
@@ -74,7 +75,7 @@ def _num(value, fmt: str) -> str:
 def _row(r: ConfigResult) -> list[str]:
   s = r.stats
   return [
-    r.case, r.target, str(r.n), r.precision,
+    r.experiment, r.case, r.target, str(r.n), r.precision,
     _num(s and s.row0, ".7g"), _num(s and s.row0_abs, ".2e"),
     _num(s and s.max_abs, ".2e"), _num(s and s.max_rel, ".2e"),
     _num(r.ulp_vs_n1, "d"),
@@ -119,6 +120,7 @@ def config_json(r: ConfigResult) -> dict:
     "output_dtype": r.output_dtype, "row0_ulp_vs_n1": r.ulp_vs_n1,
   }
   return {
+    "experiment": r.experiment,
     "case": r.case, "target": r.target, "n": r.n, "precision": r.precision,
     "status": "ok" if r.ok else "failed", "error": r.error, "stage": r.stage,
     "fate_summary": fate_summary(list(r.fates)) if r.fates else None,
@@ -152,12 +154,14 @@ def render(results: list[ConfigResult], fmt: str, versions: dict[str, str]) -> s
   if fmt == "json":
     return json.dumps(results_json(results, versions), indent=2)
   tablefmt = "github" if fmt == "markdown" else "simple"
-  return tabulate([_row(r) for r in results], headers=_TABLE_HEADERS,
-                  tablefmt=tablefmt, disable_numparse=True)
+  rows, headers = [_row(r) for r in results], _TABLE_HEADERS
+  if all(r.experiment == results[0].experiment for r in results):
+    rows, headers = [row[1:] for row in rows], headers[1:]
+  return tabulate(rows, headers=headers, tablefmt=tablefmt, disable_numparse=True)
 
 
 _SITE_HEADERS = (
-  "target", "case", "n", "precision", "site", "source", "lhs x rhs -> result",
+  "experiment", "target", "case", "n", "precision", "site", "source", "lhs x rhs -> result",
   "K", "precision config", "algorithm", "fate", "emitter", "split-K",
   "rewritten by",
 )
@@ -172,7 +176,7 @@ def _site_rows(r: ConfigResult) -> list[list[str]]:
       f"{by.pass_name} ({by.pipeline})" if by else "(stays a dot)"
     )
     rows.append([
-      r.target, r.case, str(r.n), r.precision, str(s.index),
+      r.experiment, r.target, r.case, str(r.n), r.precision, str(s.index),
       os.path.basename(s.location) if s.location else "n/a",
       f"{s.lhs} x {s.rhs} -> {s.result}", str(s.contracting_size),
       f.precision_config, f.algorithm or "n/a", f.fate.value,
@@ -204,8 +208,10 @@ def atomic_write(path: str, text: str) -> None:
 
 
 def config_dir(r: ConfigResult) -> str:
-  """Relative folder of one config's files: `<target>/<case>/n<N>-<precision>`."""
-  return os.path.join(r.target, r.case, f"n{r.n}-{r.precision}")
+  """Relative folder of one config's files:
+  `<target>/<case>/n<N>-<precision>[-<experiment>]` (no suffix for baseline)."""
+  suffix = "" if r.experiment == "baseline" else f"-{r.experiment}"
+  return os.path.join(r.target, r.case, f"n{r.n}-{r.precision}{suffix}")
 
 
 def write_outputs(results: list[ConfigResult], output_dir: str,

@@ -9,13 +9,15 @@ error and the sweep goes on.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 
 import numpy as np
 
-from hloprobe import dot_sites, lowering, numerics, passes
+from hloprobe import dot_sites, lowering, numerics, passes, worker
 from hloprobe.cases import Case, get_case
 from hloprobe.errors import UsageError
+from hloprobe.experiments import BASELINE, Experiment
 from hloprobe.hlo_parse import parse_hlo_module
 from hloprobe.precisions import parse_precision
 from hloprobe.stablehlo_parse import parse_stablehlo_dots
@@ -41,6 +43,8 @@ class SweepSpec:
     targets: target names.
     explain_passes: also name the XLA pass that rewrote each dot site
       (one more compile per config, in a worker process).
+    experiments: XLA_FLAGS experiments run beside the baseline, each in its
+      own worker process.
   """
 
   cases: tuple[str, ...]
@@ -48,8 +52,12 @@ class SweepSpec:
   precisions: tuple[str, ...]
   targets: tuple[str, ...]
   explain_passes: bool = False
+  experiments: tuple[Experiment, ...] = ()
 
   def __post_init__(self):
+    names = [e.name for e in self.experiments]
+    if len(set(names)) != len(names) or BASELINE.name in names:
+      raise UsageError(f"experiment names must be unique and not 'baseline': {names}")
     for name in self.cases:
       get_case(name)
     for name in self.precisions:
@@ -65,7 +73,7 @@ class ConfigResult:
   """Everything one config produced.
 
   Attributes:
-    case, target, n, precision: the config.
+    case, target, n, precision, experiment: the config.
     error: first line of the error when a stage failed, else None.
     stage: the stage that failed ("lower", "compile", "run", ...), or None.
     stablehlo, optimized_hlo: module texts, or None if not reached.
@@ -83,6 +91,7 @@ class ConfigResult:
   target: str
   n: int
   precision: str
+  experiment: str = BASELINE.name
   error: str | None = None
   stage: str | None = None
   stablehlo: str | None = None
@@ -171,6 +180,8 @@ def _with_passes(r: ConfigResult) -> ConfigResult:
     found = passes.explain_passes(
       r.case, r.target, r.precision, r.n,
       [f.site for f in r.fates], parse_hlo_module(r.optimized_hlo).name,
+      # In a worker, the experiment's flags are this process's XLA_FLAGS.
+      xla_flags=os.environ.get("XLA_FLAGS", ""),
     )
   except Exception as e:  # attribution is extra; the config stays ok
     return dataclasses.replace(r, passes_error=_first_line(e))
@@ -179,14 +190,11 @@ def _with_passes(r: ConfigResult) -> ConfigResult:
 
 def _with_batch_consistency(results: list[ConfigResult]) -> list[ConfigResult]:
   """Fills `ulp_vs_n1` from the n = 1 result of the same case/target/precision."""
-  row0_n1 = {
-    (r.case, r.target, r.precision): r
-    for r in results
-    if r.n == 1 and r.stats is not None
-  }
+  key = lambda r: (r.experiment, r.case, r.target, r.precision)
+  row0_n1 = {key(r): r for r in results if r.n == 1 and r.stats is not None}
   out = []
   for r in results:
-    base = row0_n1.get((r.case, r.target, r.precision))
+    base = row0_n1.get(key(r))
     if r.stats is not None and base is not None and r.output_dtype in ("float16", "float32", "float64"):
       ulp = numerics.ulp_distance(r.stats.row0, base.stats.row0, r.output_dtype)
       r = dataclasses.replace(r, ulp_vs_n1=ulp)
@@ -194,17 +202,46 @@ def _with_batch_consistency(results: list[ConfigResult]) -> list[ConfigResult]:
   return out
 
 
+def _configs(spec: SweepSpec):
+  for case in spec.cases:
+    for target in spec.targets:
+      for precision in spec.precisions:
+        for n in spec.batch_sizes:
+          yield case, target, precision, n
+
+
+def _run_experiment(spec: SweepSpec, experiment: Experiment) -> list[ConfigResult]:
+  """The sweep under an experiment's XLA_FLAGS, in a worker process."""
+  inner = dataclasses.replace(spec, experiments=())
+  try:
+    results = worker.call_in_worker("run_sweep", {"spec": inner}, experiment.flags_text)
+  except worker.WorkerError as e:
+    return [
+      ConfigResult(c, t, n, p, experiment=experiment.name, error=str(e), stage="worker")
+      for c, t, p, n in _configs(spec)
+    ]
+  return [dataclasses.replace(r, experiment=experiment.name) for r in results]
+
+
 def run_sweep(spec: SweepSpec, on_result=None) -> list[ConfigResult]:
-  """Runs every config of a sweep.
+  """Runs every config of a sweep, the baseline here and experiments in workers.
 
   Args:
     spec: what to sweep.
-    on_result: optional callback given each `ConfigResult` as it completes
-      (for progress output).
+    on_result: optional callback given each baseline `ConfigResult` as it
+      completes (for progress output).
 
   Returns:
-    One `ConfigResult` per config, ordered case, target, precision, n.
+    One `ConfigResult` per config: the baseline's ordered case, target,
+    precision, n; then each experiment's in the same order.
   """
+  results = _run_baseline(spec, on_result)
+  for experiment in spec.experiments:
+    results += _run_experiment(spec, experiment)
+  return _with_batch_consistency(results)
+
+
+def _run_baseline(spec: SweepSpec, on_result) -> list[ConfigResult]:
   results = []
   for case_name in spec.cases:
     case = get_case(case_name)
@@ -224,4 +261,4 @@ def run_sweep(spec: SweepSpec, on_result=None) -> list[ConfigResult]:
           results.append(r)
           if on_result is not None:
             on_result(r)
-  return _with_batch_consistency(results)
+  return results
