@@ -153,10 +153,14 @@ def render(results: list[ConfigResult], fmt: str, versions: dict[str, str]) -> s
     raise ValueError(f"unknown --format {fmt!r}; choose from {', '.join(REPORT_FORMATS)}")
   if fmt == "json":
     return json.dumps(results_json(results, versions), indent=2)
-  tablefmt = "github" if fmt == "markdown" else "simple"
-  rows, headers = [_row(r) for r in results], _TABLE_HEADERS
+  return _table(results, [_row(r) for r in results], _TABLE_HEADERS, fmt)
+
+
+def _table(results, rows, headers, fmt: str) -> str:
+  """A tabulate table; the experiment column only when there is a choice."""
   if all(r.experiment == results[0].experiment for r in results):
     rows, headers = [row[1:] for row in rows], headers[1:]
+  tablefmt = "github" if fmt == "markdown" else "simple"
   return tabulate(rows, headers=headers, tablefmt=tablefmt, disable_numparse=True)
 
 
@@ -188,8 +192,7 @@ def _site_rows(r: ConfigResult) -> list[list[str]]:
 def render_sites(results: list[ConfigResult], fmt: str) -> str:
   """One row per dot site per config ("table" or "markdown")."""
   rows = [row for r in results for row in _site_rows(r)]
-  tablefmt = "github" if fmt == "markdown" else "simple"
-  return tabulate(rows, headers=_SITE_HEADERS, tablefmt=tablefmt, disable_numparse=True)
+  return _table(results, rows, _SITE_HEADERS, fmt)
 
 
 def atomic_write(path: str, text: str) -> None:
