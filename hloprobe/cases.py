@@ -31,6 +31,9 @@ class Case:
       pytrees of them (deterministic: fixed seeds).
     batch_arg: index of the argument the sweep cuts.
     batch_axis: axis of that argument cut to the batch size.
+    output_axis: axis of the (first) output that follows the batch; the
+      float64 reference is sliced along it.
+    url: the public report the case comes from, if any.
   """
 
   name: str
@@ -39,6 +42,8 @@ class Case:
   make_inputs: Callable[[], tuple]
   batch_arg: int = 0
   batch_axis: int = 0
+  output_axis: int = 0
+  url: str | None = None
 
   def inputs_for(self, full: tuple, n: int) -> tuple:
     """The inputs with the batch argument cut to its first `n` rows.
@@ -120,7 +125,112 @@ seed_mlp = Case(
   make_inputs=_seed_inputs,
 )
 
-CASES = {c.name: c for c in (seed_mlp,)}
+def _normal(seed: int, *shapes, scale: float = 1.0):
+  g = np.random.default_rng(seed)
+  return tuple((scale * g.standard_normal(s)).astype(np.float32) for s in shapes)
+
+
+def _tf_matmul(a, b):
+  """a f32[m, 1024] @ b f32[1024, 512] -> f32[m, 512]."""
+  return a @ b
+
+
+def _tf_inputs():
+  g = np.random.default_rng(127577)
+  a = (g.standard_normal((256, 1024)) * 300.0).astype(np.float32)
+  b = (g.standard_normal((1024, 512)) * 100.0).astype(np.float32)
+  return a, b
+
+
+def _jacrev_linear(mat, x):
+  """The Jacobian of v -> mat @ v, i.e. mat itself: f32[rows, 1000]."""
+  return jax.jacrev(lambda v: mat @ v)(x)
+
+
+def _mlp_512_single(w0, c0, w1, c1, w2, c2, point):
+  act = jax.nn.relu(jnp.dot(w0, point) + c0)
+  act = jax.nn.relu(jnp.dot(w1, act) + c1)
+  return jnp.dot(w2, act) + c2
+
+
+def _mlp_512(w0, c0, w1, c1, w2, c2, points):
+  """The JAX tutorial MLP 1->512->512->1 vmapped over points f32[n, 1]."""
+  return jax.vmap(_mlp_512_single, in_axes=(None,) * 6 + (0,))(
+    w0, c0, w1, c1, w2, c2, points
+  )
+
+
+def _mlp_512_inputs():
+  g = np.random.default_rng(15362)
+  sizes, params = (1, 512, 512, 1), []
+  for n_in, n_out in zip(sizes[:-1], sizes[1:]):
+    params.append((1e-2 * g.standard_normal((n_out, n_in))).astype(np.float32))
+    params.append((1e-2 * g.standard_normal((n_out,))).astype(np.float32))
+  points = np.linspace(0.0, 1e-2, 100, dtype=np.float32)[:, None]
+  return tuple(params) + (points,)
+
+
+def _ensemble(w_in, b_in, w_out, b_out, samples):
+  """10 MLPs 100->50->10 on samples f32[n, 100] -> f32[10, n, 10]."""
+  one = lambda wi, bi, wo, bo, x: jax.nn.relu(x @ wi + bi) @ wo + bo
+  per_sample = jax.vmap(one, in_axes=(None, None, None, None, 0))
+  return jax.vmap(per_sample, in_axes=(0, 0, 0, 0, None))(
+    w_in, b_in, w_out, b_out, samples
+  )
+
+
+def _einsum(a, b):
+  """einsum('ij,kil->kjl'): f32[300,300] x f32[300,300,p] -> f32[300,300,p]."""
+  return jnp.einsum("ij,kil->kjl", a, b)
+
+
+def _einsum_inputs():
+  g = np.random.default_rng(22557)
+  a = g.uniform(size=(300, 300)).astype(np.float32)
+  b = g.uniform(size=(300, 300, 4)).astype(np.float32)
+  return a, b
+
+
+tf_127577 = Case(
+  "tf_127577",
+  "Large-magnitude (m x 1024) @ (1024 x 512) f32 matmul: a CPU/GPU gap that "
+  "is exactly TF32 (relative max 2.95e-4 reported)",
+  _tf_matmul, _tf_inputs, url="https://github.com/tensorflow/tensorflow/pull/127577",
+)
+jax_11628 = Case(
+  "jax_11628",
+  "jacrev of x -> M @ x with M f32[rows, 1000]: the Jacobian is M, off by "
+  "TF32 rounding (std 2.09e-4 reported on Ampere)",
+  _jacrev_linear, lambda: _normal(11628, (100, 1000), (1000,)),
+  url="https://github.com/jax-ml/jax/issues/11628",
+)
+jax_15362 = Case(
+  "jax_15362",
+  "Tutorial MLP 1->512->512->1 vmapped over points: 'worse precision when "
+  "using vmap'",
+  _mlp_512, _mlp_512_inputs, batch_arg=6,
+  url="https://github.com/jax-ml/jax/issues/15362",
+)
+jax_27188 = Case(
+  "jax_27188",
+  "vmapped ensemble of 10 MLPs 100->50->10 over 32 samples: autotuner "
+  "'Results do not match the reference'",
+  _ensemble,
+  lambda: _normal(27188, (10, 100, 50), (10, 50), (10, 50, 10), (10, 10), (32, 100)),
+  batch_arg=4, output_axis=1, url="https://github.com/jax-ml/jax/issues/27188",
+)
+jax_22557 = Case(
+  "jax_22557",
+  "einsum 'ij,kil->kjl' of 300x300 and 300x300xP: 80x less accurate on GPU "
+  "than f32 on CPU",
+  _einsum, _einsum_inputs, batch_arg=1, batch_axis=2, output_axis=2,
+  url="https://github.com/jax-ml/jax/issues/22557",
+)
+
+CASES = {
+  c.name: c
+  for c in (seed_mlp, tf_127577, jax_11628, jax_15362, jax_27188, jax_22557)
+}
 
 
 def get_case(name: str) -> Case:

@@ -160,7 +160,10 @@ def run_config(case: Case, full_inputs: tuple, reference: np.ndarray | None,
       return result
     stage = "run"
     out, run_s = lowering.run_compiled(cc, args)
-    stats = numerics.error_stats(out, reference[:n]) if reference is not None else None
+    stats = None
+    if reference is not None:
+      ref = np.take(reference, np.arange(n), axis=case.output_axis)
+      stats = numerics.error_stats(out, ref)
     return dataclasses.replace(
       result, stats=stats, output_dtype=str(out.dtype), run_s=run_s
     )
