@@ -18,6 +18,15 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
 
+# Re-runs the sweep in golden/MANIFEST.json and compares; exit 1 on a change.
+golden: $(STAMP)
+	$(BIN)/hloprobe golden check
+
+# The only target that rewrites golden/ (e.g. add GPU targets with
+# `make golden-update GOLDEN_FLAGS=--targets=cpu,a100,t4,h100`).
+golden-update: $(STAMP)
+	$(BIN)/hloprobe golden update $(GOLDEN_FLAGS)
+
 bench: $(STAMP)
 	$(BIN)/python -m hloprobe.bench
 

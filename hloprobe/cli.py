@@ -2,8 +2,12 @@
 
 Commands:
   sweep     lower, compile, map dot sites and run every config (default)
-  targets       list the targets
-  experiments   list the built-in XLA_FLAGS experiments
+  targets         list the targets
+  experiments     list the built-in XLA_FLAGS experiments
+  golden check    re-run the sweep recorded in the golden folder's
+                  MANIFEST.json (flags override its parts) and compare
+                  with the goldens; exit 0 when all match, 1 otherwise
+  golden update   re-run it and replace the goldens atomically
 
 Exit status: 0 when every config succeeded, 1 when any failed, 2 for bad
 input (unknown case, target, precision, format, flag; bad batch size).
@@ -36,7 +40,9 @@ _TARGETS = flags.DEFINE_list(
 )
 _OUTPUT_DIR = flags.DEFINE_string(
   "output_dir", None,
-  "If set, write per-config stablehlo.mlir / optimized.hlo and results.json here.",
+  "If set, write per-config stablehlo.mlir / optimized.hlo and results.json "
+  "here; for `golden check`, where candidate files go on a mismatch "
+  "(default: a new temporary folder).",
 )
 _SITES = flags.DEFINE_bool(
   "sites", False, "Also print one row per dot site (table and markdown formats)."
@@ -57,6 +63,18 @@ _EXPERIMENTS_FILE = flags.DEFINE_string(
 )
 _FORMAT = flags.DEFINE_string(
   "format", "table", f"Output format: one of {', '.join(report.REPORT_FORMATS)}."
+)
+
+_GOLDEN_DIR = flags.DEFINE_string(
+  "golden_dir", None,
+  "`hloprobe golden`: the golden folder. Default: golden/ at the repository "
+  "root when run from a source checkout (the folder above the hloprobe "
+  "package holds pyproject.toml), else ./golden.",
+)
+_STRICT = flags.DEFINE_bool(
+  "strict", False,
+  "`hloprobe golden check`: compare full StableHLO/HLO text even when "
+  "jax/jaxlib differ from MANIFEST.json's (otherwise only dot summaries).",
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -128,11 +146,54 @@ def _cmd_experiments() -> int:
   return EXIT_OK
 
 
+def _golden_spec(golden_dir: str):
+  """The sweep flags given on the command line; the rest from MANIFEST.json."""
+  from hloprobe import golden, sweep
+
+  recorded = golden.manifest_sweep(golden_dir) or {}
+
+  def pick(key, holder, value):
+    return tuple(value if holder.present or key not in recorded else recorded[key])
+
+  return sweep.SweepSpec(
+    cases=pick("cases", _CASE, _CASE.value),
+    batch_sizes=pick("batch_sizes", _BATCH_SIZES, sweep.parse_batch_sizes(_BATCH_SIZES.value)),
+    precisions=pick("precisions", _PRECISIONS, _PRECISIONS.value),
+    targets=pick("targets", _TARGETS, _TARGETS.value),
+  )
+
+
+def _cmd_golden(words: list[str]) -> int:
+  import dataclasses
+  import tempfile
+
+  from hloprobe import golden, golden_update, lowering, sweep
+
+  if words not in (["check"], ["update"]):
+    raise UsageError(f"`golden` takes one word, check or update; got {words}; e.g. `hloprobe golden check`")
+  golden_dir = _GOLDEN_DIR.value or golden.default_golden_dir()
+  spec = _golden_spec(golden_dir)
+  snap = golden.snapshot(sweep.run_sweep(spec), lowering.versions())
+  record = golden.sweep_record(spec)
+  if words == ["update"]:
+    print(golden_update.update(golden_dir, snap, record).render())
+    return EXIT_OK
+  result = golden.check(golden_dir, snap, record, strict=_STRICT.value)
+  if not result.ok:
+    out = _OUTPUT_DIR.value or tempfile.mkdtemp(prefix="hloprobe-golden-candidate-")
+    result = dataclasses.replace(result, candidate_dir=golden.write_snapshot(snap, out))
+  print(result.render())
+  return EXIT_OK if result.ok else EXIT_FAILED
+
+
 _COMMANDS = {
   "sweep": _cmd_sweep,
   "targets": _cmd_targets,
   "experiments": _cmd_experiments,
+  "golden": _cmd_golden,
 }
+# Commands that take positional words: `hloprobe golden check`.
+_TAKES_WORDS = ("golden",)
 
 
 def main(argv: list[str]) -> int:
@@ -141,6 +202,8 @@ def main(argv: list[str]) -> int:
   try:
     if command not in _COMMANDS:
       raise UsageError(f"unknown command {command!r}; choose from {', '.join(_COMMANDS)}")
+    if command in _TAKES_WORDS:
+      return _COMMANDS[command](rest)
     if rest:
       raise UsageError(f"unexpected arguments {rest}; flags are written --name=value")
     return _COMMANDS[command]()

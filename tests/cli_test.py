@@ -24,7 +24,7 @@ class BadInputTest(parameterized.TestCase):
 
   @parameterized.named_parameters(
     ("precision", "--precisions=fp32", "unknown precision 'fp32'; choose from bfloat16"),
-    ("case", "--case=nope", "unknown case 'nope'; choose from seed_mlp"),
+    ("case", "--case=nope", "unknown case 'nope'; choose from jax_11628"),
     ("target", "--targets=tpu", "unknown target 'tpu'; choose from cpu"),
     ("batch_zero", "--batch_sizes=0", "bad batch size '0'"),
     ("batch_word", "--batch_sizes=1,x", "bad batch size 'x'"),

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from absl import flags
+import os
+import subprocess
+import sys
+
 from absl.testing import absltest
 
 import hloprobe
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class ApiTest(absltest.TestCase):
@@ -16,7 +21,12 @@ class ApiTest(absltest.TestCase):
       self.assertTrue(hasattr(hloprobe, name), name)
 
   def test_import_registers_no_flags(self):
-    self.assertNotIn("batch_sizes", flags.FLAGS)
+    # In a fresh process: other tests in this one may import hloprobe.cli.
+    code = ("import hloprobe; from absl import flags; "
+            "print(sorted(n for n in flags.FLAGS if n in ('case', 'batch_sizes')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, check=True, env=dict(os.environ, PYTHONPATH=_ROOT))
+    self.assertEqual(out.stdout.strip(), "[]")
 
 
 if __name__ == "__main__":
