@@ -6,6 +6,13 @@ starts no JAX backend.
 
 from __future__ import annotations
 
+from hloprobe import toolchain as _toolchain
+
+# Importing jax loads the CUDA plugin, whose libraries each log "Could not
+# find cuda drivers" on a machine without one; see toolchain.quiet_startup.
+with _toolchain.quiet_startup():
+  import jax as _jax  # noqa: F401
+
 from hloprobe.cases import Case as Case
 from hloprobe.cases import get_case as get_case
 from hloprobe.dot_sites import DotFate as DotFate
@@ -14,6 +21,8 @@ from hloprobe.dot_sites import map_dot_sites as map_dot_sites
 from hloprobe.errors import HloParseError as HloParseError
 from hloprobe.errors import HloprobeError as HloprobeError
 from hloprobe.hlo_parse import parse_hlo_module as parse_hlo_module
+from hloprobe.kernels import PtxKernel as PtxKernel
+from hloprobe.kernels import parse_ptx as parse_ptx
 from hloprobe.numerics import ErrorStats as ErrorStats
 from hloprobe.stablehlo_parse import parse_stablehlo_dots as parse_stablehlo_dots
 from hloprobe.sweep import ConfigResult as ConfigResult
@@ -21,6 +30,9 @@ from hloprobe.sweep import SweepSpec as SweepSpec
 from hloprobe.sweep import run_sweep as run_sweep
 from hloprobe.targets import Target as Target
 from hloprobe.targets import get_target as get_target
+from hloprobe.targets import load_target_config as load_target_config
+from hloprobe.toolchain import Ptxas as Ptxas
+from hloprobe.toolchain import find_ptxas as find_ptxas
 
 __version__ = "0.1.0"
 
@@ -32,12 +44,17 @@ __all__ = [
   "Fate",
   "HloParseError",
   "HloprobeError",
+  "PtxKernel",
+  "Ptxas",
   "SweepSpec",
   "Target",
+  "find_ptxas",
   "get_case",
   "get_target",
+  "load_target_config",
   "map_dot_sites",
   "parse_hlo_module",
+  "parse_ptx",
   "parse_stablehlo_dots",
   "run_sweep",
 ]

@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from hloprobe import dot_sites, lowering, numerics
+from hloprobe import dot_sites, effective, kernels, lowering, numerics
 from hloprobe.cases import Case, get_case
 from hloprobe.errors import UsageError
 from hloprobe.hlo_parse import parse_hlo_module
@@ -70,6 +70,10 @@ class ConfigResult:
     ulp_vs_n1: row 0 here against row 0 at batch 1, in ULPs of the output
       dtype (None when either did not run or n = 1 is not swept).
     lower_s, compile_s, run_s: wall times in seconds, or None.
+    ptxas: the ptxas that built the GPU kernels, as "PATH (CUDA 12.9.86,
+      via ...)"; None on CPU or when not reached.
+    dropped_config_fields: target-config fields dropped so the installed
+      proto could load the config, e.g. ("GpuDeviceInfoProto.mem_clock_ghz",).
   """
 
   case: str
@@ -87,6 +91,8 @@ class ConfigResult:
   lower_s: float | None = None
   compile_s: float | None = None
   run_s: float | None = None
+  ptxas: str | None = None
+  dropped_config_fields: tuple[str, ...] = ()
 
   @property
   def ok(self) -> bool:
@@ -133,10 +139,17 @@ def run_config(case: Case, full_inputs: tuple, reference: np.ndarray | None,
     cc = lowering.compile_case(case, args, parse_precision(precision), target)
     stage = "analyse"
     sites = parse_stablehlo_dots(cc.stablehlo)
-    fates = dot_sites.map_dot_sites(sites, parse_hlo_module(cc.optimized_hlo))
+    module = parse_hlo_module(cc.optimized_hlo)
+    fates = dot_sites.map_dot_sites(sites, module)
+    ptx_kernels = [k for text in cc.ptx for k in kernels.parse_ptx(text)]
+    fates = effective.resolve(
+      fates, module, ptx_kernels, target, cc.compute_capability
+    )
     result = dataclasses.replace(
       base, stablehlo=cc.stablehlo, optimized_hlo=cc.optimized_hlo,
       fates=tuple(fates), lower_s=cc.lower_s, compile_s=cc.compile_s,
+      ptxas=str(cc.ptxas) if cc.ptxas else None,
+      dropped_config_fields=cc.dropped_config_fields,
     )
     if target.compile_only:
       return result
