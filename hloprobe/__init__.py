@@ -6,6 +6,13 @@ starts no JAX backend.
 
 from __future__ import annotations
 
+from hloprobe import toolchain as _toolchain
+
+# Importing jax loads the CUDA plugin, whose libraries each log "Could not
+# find cuda drivers" on a machine without one; see toolchain.quiet_startup.
+with _toolchain.quiet_startup():
+  import jax as _jax  # noqa: F401
+
 from hloprobe.canonical import canonical_hlo as canonical_hlo
 from hloprobe.canonical import canonical_stablehlo as canonical_stablehlo
 from hloprobe.cases import Case as Case
@@ -19,6 +26,8 @@ from hloprobe.errors import HloprobeError as HloprobeError
 from hloprobe.golden import Snapshot as Snapshot
 from hloprobe.golden_diff import CheckResult as CheckResult
 from hloprobe.hlo_parse import parse_hlo_module as parse_hlo_module
+from hloprobe.kernels import PtxKernel as PtxKernel
+from hloprobe.kernels import parse_ptx as parse_ptx
 from hloprobe.numerics import ErrorStats as ErrorStats
 from hloprobe.stablehlo_parse import parse_stablehlo_dots as parse_stablehlo_dots
 from hloprobe.sweep import ConfigResult as ConfigResult
@@ -26,6 +35,9 @@ from hloprobe.sweep import SweepSpec as SweepSpec
 from hloprobe.sweep import run_sweep as run_sweep
 from hloprobe.targets import Target as Target
 from hloprobe.targets import get_target as get_target
+from hloprobe.targets import load_target_config as load_target_config
+from hloprobe.toolchain import Ptxas as Ptxas
+from hloprobe.toolchain import find_ptxas as find_ptxas
 
 __version__ = "0.1.0"
 
@@ -39,15 +51,20 @@ __all__ = [
   "GoldenError",
   "HloParseError",
   "HloprobeError",
+  "PtxKernel",
+  "Ptxas",
   "Snapshot",
   "SweepSpec",
   "Target",
   "canonical_hlo",
   "canonical_stablehlo",
+  "find_ptxas",
   "get_case",
   "get_target",
+  "load_target_config",
   "map_dot_sites",
   "parse_hlo_module",
+  "parse_ptx",
   "parse_stablehlo_dots",
   "run_sweep",
 ]

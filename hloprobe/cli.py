@@ -15,6 +15,8 @@ input (unknown case, target, precision, format, flag; bad batch size).
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 
 from absl import app, flags
@@ -37,6 +39,12 @@ _PRECISIONS = flags.DEFINE_list(
 )
 _TARGETS = flags.DEFINE_list(
   "targets", ["cpu"], "Targets, comma-separated; see `hloprobe targets`."
+)
+_TARGET_CONFIG = flags.DEFINE_multi_string(
+  "target_config", [],
+  "A GpuTargetConfigProto .txtpb file to compile for as one more "
+  "compile-only target (repeatable), e.g. "
+  "hloprobe/gpu_specs/a100_sxm_40.txtpb.",
 )
 _OUTPUT_DIR = flags.DEFINE_string(
   "output_dir", None,
@@ -87,7 +95,7 @@ def _sweep_spec():
     cases=tuple(_CASE.value),
     batch_sizes=sweep.parse_batch_sizes(_BATCH_SIZES.value),
     precisions=tuple(_PRECISIONS.value),
-    targets=tuple(_TARGETS.value),
+    targets=tuple(_TARGETS.value) + tuple(_TARGET_CONFIG.value),
     explain_passes=_EXPLAIN_PASSES.value,
     experiments=tuple(_experiments()),
   )
@@ -108,11 +116,36 @@ def _check_format() -> str:
   return _FORMAT.value
 
 
+def _start_jax(target_names) -> None:
+  """Chooses JAX's platforms, then starts its backends without noise.
+
+  Compile-only GPU targets need the CUDA plugin but no CUDA backend, so
+  unless an attached GPU (`gpu`) is asked for, JAX runs on "cpu" (the
+  plugin's CUDA version check is skipped then) and
+  JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 is set; a JAX_PLATFORMS the user set
+  wins.
+  """
+  from hloprobe import lowering
+
+  # absl's app.run shows INFO records; JAX's backend probing logs some
+  # ("Unable to initialize backend 'tpu'").
+  logging.getLogger("jax").setLevel(logging.WARNING)
+  wanted = [targets.get_target(n) for n in target_names]
+  attached_gpu = any(
+    t.platform == "cuda" and not t.compile_only for t in wanted
+  )
+  if not attached_gpu:
+    os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+  platforms = None if attached_gpu or "JAX_PLATFORMS" in os.environ else "cpu"
+  lowering.start_backends(platforms)
+
+
 def _cmd_sweep() -> int:
   from hloprobe import lowering, sweep
 
   spec = _sweep_spec()
   fmt = _check_format()
+  _start_jax(spec.targets)
   results = sweep.run_sweep(spec)
   versions = lowering.versions()
   print(report.render(results, fmt, versions))
@@ -128,12 +161,19 @@ def _cmd_sweep() -> int:
 def _cmd_targets() -> int:
   from tabulate import tabulate
 
+  from hloprobe import toolchain
+
+  listed = list(targets.BUILTIN_TARGETS.values())
+  listed += [targets.load_target_config(p) for p in _TARGET_CONFIG.value]
   rows = [
     (t.name, t.platform, "compile only" if t.compile_only else "compile and run",
      t.compute_capability or "n/a", t.description)
-    for t in targets.BUILTIN_TARGETS.values()
+    for t in listed
   ]
   print(tabulate(rows, headers=("target", "platform", "mode", "compute capability", "description")))
+  ptxas = toolchain.find_ptxas(toolchain.nvcc_wheel_dir())
+  found = ptxas or "none found (pip install nvidia-cuda-nvcc-cu12)"
+  print(f"\nptxas for GPU targets: {found}")
   return EXIT_OK
 
 

@@ -102,6 +102,14 @@ class DotFate:
     algorithm: the declared algorithm as a preset name, or None.
     split_k: the split-K factor of a gemm, or None when not split.
     gemm_config: the tile config / cuBLAS backend_config, or None.
+    effective_algorithm: the preset the site's arithmetic really is, e.g.
+      "TF32_TF32_F32" under DEFAULT in a Triton gemm; None until
+      `effective.resolve` fills it, or when it cannot be settled.
+    algorithm_source: "ptx" (read from the kernel) or "rule" (library
+      call or CPU, see `effective`); None when not settled.
+    algorithm_evidence: one line on why, e.g. the kernel's mma opcodes.
+    selection: who chose the fate: XLA's heuristic on compile-only targets
+      (no autotuning), autotuning on an attached GPU; None on CPU.
   """
 
   site: StableHloDot
@@ -112,6 +120,10 @@ class DotFate:
   algorithm: str | None
   split_k: int | None
   gemm_config: dict | None
+  effective_algorithm: str | None = None
+  algorithm_source: str | None = None
+  algorithm_evidence: str | None = None
+  selection: str | None = None
 
 
 def find_carriers(module: HloModule) -> list[Carrier]:
@@ -270,6 +282,8 @@ def _hlo_precision(inst: HloInstruction, config: dict | None) -> tuple[str | Non
     algo = pc.get("algorithm")
     precision = ",".join(p.lower() for p in ops) if ops else None
     algorithm = None if algo in (None, "ALG_UNSET") else algo
+    if algorithm is not None and algorithm.startswith("ALG_"):
+      algorithm = algorithm_from_hlo(algorithm[len("ALG_"):].lower())
     return precision, algorithm
   precision = inst.attrs.get("operand_precision", "{default,default}").strip("{}")
   algo = inst.attrs.get("algorithm")
@@ -277,13 +291,31 @@ def _hlo_precision(inst: HloInstruction, config: dict | None) -> tuple[str | Non
 
 
 def _split_k(site: StableHloDot, inst: HloInstruction, config: dict | None) -> int | None:
-  """The split-K factor: Triton's config, or an extra leading result dim."""
+  """The split-K factor of a Triton gemm's dot, or None when not split.
+
+  `__triton_gemm` fusions state it (`triton_gemm_config.split_k`).
+  `__triton_nested_gemm_fusion`s (jaxlib 0.10.2) do not: XLA's split-K
+  rewrite (xla/service/gpu/split_k_gemm_rewriter.cc, `MakeDotSplitKBatch`)
+  gives the dot one more batch dimension, of size split_k, whose partial
+  sums a following reduce fusion adds. That is recognised by one extra batch
+  dimension whose removal leaves the site's result shape (or, for a site
+  with no batch dimension, the dot's only batch dimension).
+  """
   tgc = (config or {}).get("triton_gemm_config") or {}
   if int(tgc.get("split_k", 1)) > 1:
     return int(tgc["split_k"])
-  if inst.opcode == "dot" and len(inst.shape.dims) == len(site.result.dims) + 1:
-    return inst.shape.dims[0]
-  return None
+  if inst.opcode != "dot":
+    return None
+  n_batch = len(inst.dims_attr("lhs_batch_dims"))
+  dims = inst.shape.dims
+  if n_batch != len(site.lhs_batch) + 1:
+    return None
+  if len(dims) != len(site.result.dims) + 1:
+    return None
+  for i in range(n_batch):
+    if dims[:i] + dims[i + 1:] == site.result.dims:
+      return dims[i]
+  return dims[0] if n_batch == 1 else None
 
 
 def fate_summary(fates: list[DotFate]) -> str:

@@ -8,6 +8,7 @@ __all__ = [
   "HloParseError",
   "HloprobeError",
   "TargetError",
+  "ToolchainError",
   "UsageError",
 ]
 
@@ -26,6 +27,10 @@ class CaseError(UsageError):
 
 class TargetError(UsageError):
   """Raised when a target name or target config cannot be used."""
+
+
+class ToolchainError(HloprobeError):
+  """Raised when the CUDA toolchain (ptxas) cannot build a target's kernels."""
 
 
 class HloParseError(HloprobeError):

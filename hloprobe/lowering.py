@@ -1,28 +1,50 @@
 """Lowering, compiling and running: the only module that calls jax.jit.
 
 It is also hloprobe's one adapter to private or unstable jaxlib API
-(`Compiled.runtime_executable().hlo_modules()`), used behind `hasattr`
-guards.
+(`Compiled.runtime_executable().hlo_modules()`, `jax._src.lib.cuda_path`),
+used behind `hasattr` guards.
+
+Compile-only GPU targets (checked on jaxlib 0.10.2 with jax-cuda12-plugin
+0.10.2, no CUDA driver): the target's GpuTargetConfigProto text goes to
+`jax.experimental.topologies.get_topology_desc(name, "cuda",
+target_config=TEXT, topology="1x1x1")`; arguments are `ShapeDtypeStruct`s
+placed on the topology's device; `.trace(...).lower(lowering_platforms=
+("cuda",)).compile(compiler_options=...)` then compiles without a GPU.
+A config newer than the installed proto fails with "Failed to parse
+GpuTargetConfigProto"; the field protobuf rejected is named only in its log
+on stderr, so `_load_topology` captures that log, drops the field and tries
+again, recording what it dropped. Every GPU compile passes
+`xla_gpu_cuda_data_dir` (the nvidia-cuda-nvcc-cu12 wheel, see `toolchain`)
+and `xla_dump_to` (a temporary folder) so the kernels' PTX comes back.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import glob
+import os
+import tempfile
 import time
 
 import jax
 import jaxlib
 import numpy as np
+from jax.experimental import topologies
 
+from hloprobe import toolchain
 from hloprobe.cases import Case
-from hloprobe.errors import TargetError
-from hloprobe.targets import Target
+from hloprobe.errors import TargetError, ToolchainError
+from hloprobe.targets import Target, drop_field, parse_unknown_field_log
 
 __all__ = [
   "CompiledCase",
+  "LoadedTopology",
   "compile_case",
   "float64_reference",
+  "load_topology",
   "run_compiled",
+  "start_backends",
   "versions",
   "xla_instruction_counts",
 ]
@@ -38,6 +60,15 @@ class CompiledCase:
     compiled: the `jax.stages.Compiled` handle.
     compile_s: wall time of `Lowered.compile()`, in seconds.
     lower_s: wall time of trace + lower, in seconds.
+    ptx: the text of each PTX file XLA dumped (GPU targets; empty on CPU).
+      For reading instruction flavours, not a stable artifact.
+    ptxas: the ptxas that built the kernels (GPU targets), else None.
+    dropped_config_fields: target-config fields the installed proto did
+      not know and hloprobe removed, e.g. ("GpuDeviceInfoProto.mem_clock_ghz",).
+    device_kind: the device XLA compiled for, e.g. "NVIDIA A100-SXM4-40GB".
+    compute_capability: that device's, e.g. "8.0", where JAX states it
+      (attached CUDA devices); else None.
+    xla_log: what XLA wrote to stderr while compiling a GPU target.
   """
 
   stablehlo: str
@@ -45,6 +76,12 @@ class CompiledCase:
   compiled: jax.stages.Compiled
   compile_s: float
   lower_s: float
+  ptx: tuple[str, ...] = ()
+  ptxas: toolchain.Ptxas | None = None
+  dropped_config_fields: tuple[str, ...] = ()
+  device_kind: str | None = None
+  compute_capability: str | None = None
+  xla_log: str = ""
 
 
 def versions() -> dict[str, str]:
@@ -52,10 +89,92 @@ def versions() -> dict[str, str]:
   return {"jax": jax.__version__, "jaxlib": jaxlib.__version__}
 
 
+def start_backends(platforms: str | None) -> None:
+  """Chooses JAX's platforms and starts its backends, without start-up noise.
+
+  Args:
+    platforms: a `jax_platforms` value such as "cpu" (compile-only GPU
+      targets need no CUDA backend: the plugin still compiles for them), or
+      None to leave JAX's own choice (needed for an attached GPU).
+
+  Must run before anything else starts a backend; process-wide by nature,
+  so only the command line calls it.
+  """
+  if platforms is not None:
+    jax.config.update("jax_platforms", platforms)
+  with toolchain.quiet_startup():
+    jax.devices()
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadedTopology:
+  """A compile-only GPU topology.
+
+  Attributes:
+    topology: the `jax.experimental.topologies` description.
+    dropped_fields: config fields removed so the installed proto parses it,
+      as "Message.field", in the order removed.
+  """
+
+  topology: object
+  dropped_fields: tuple[str, ...]
+
+
+@functools.lru_cache(maxsize=32)
+def load_topology(name: str, config_text: str) -> LoadedTopology:
+  """Loads a GpuTargetConfigProto, dropping fields the proto does not know.
+
+  Raises:
+    TargetError: XLA rejects the config for another reason, or protobuf's
+      log does not name the field (e.g. TF_CPP_MIN_LOG_LEVEL >= 3 hid it).
+  """
+  dropped: list[str] = []
+  for _ in range(256):
+    with toolchain.captured_stderr() as log:
+      try:
+        topo = topologies.get_topology_desc(
+          name, "cuda", target_config=config_text, topology="1x1x1"
+        )
+      except jax.errors.JaxRuntimeError as e:
+        error = e
+      except NotImplementedError as e:  # "topology not implemented for cuda"
+        raise TargetError(
+          f"target {name!r}: the CUDA plugin is not loaded ({e}); install "
+          "jax-cuda12-plugin, and without a CUDA runtime set "
+          "JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 before JAX starts"
+        ) from None
+      else:
+        return LoadedTopology(topo, tuple(dropped))
+    field = parse_unknown_field_log(log[0])
+    if field is None:
+      said = _last_line(log[0]) or "nothing (TF_CPP_MIN_LOG_LEVEL >= 3?)"
+      raise TargetError(
+        f"target {name!r}: XLA rejected its config: {_first_line(error)}; "
+        f"protobuf said: {said}"
+      )
+    config_text = drop_field(config_text, field)
+    dropped.append(field.qualified_name)
+  raise TargetError(
+    f"target {name!r}: gave up after dropping {len(dropped)} fields"
+  )
+
+
+def _first_line(e: BaseException) -> str:
+  lines = str(e).strip().splitlines()
+  return lines[0] if lines else type(e).__name__
+
+
+def _last_line(text: str) -> str:
+  lines = [line for line in text.strip().splitlines() if line.strip()]
+  return lines[-1] if lines else ""
+
+
 def _device_for(target: Target):
   """The device a target's arguments are placed on."""
   if target.platform == "cpu":
     return jax.devices("cpu")[0]
+  if target.compile_only:
+    return load_topology(target.name, target.config_text).topology.devices[0]
   try:
     return jax.devices("cuda")[0]
   except RuntimeError as e:
@@ -73,7 +192,9 @@ def compile_case(case: Case, args: tuple, precision: str, target: Target) -> Com
     target: where to compile.
 
   Raises:
-    TargetError: the target's device is not available.
+    TargetError: the target's device is not available, or its config cannot
+      be loaded.
+    ToolchainError: the ptxas XLA found cannot build for the target's GPU.
     Exception: whatever JAX/XLA raise while lowering or compiling.
   """
   device = _device_for(target)
@@ -89,10 +210,85 @@ def compile_case(case: Case, args: tuple, precision: str, target: Target) -> Com
     )
   lower_s = time.perf_counter() - start
   stablehlo = lowered.as_text(debug_info=True)
-  start = time.perf_counter()
-  compiled = lowered.compile()
-  compile_s = time.perf_counter() - start
-  return CompiledCase(stablehlo, compiled.as_text(), compiled, compile_s, lower_s)
+  if target.platform != "cuda":
+    start = time.perf_counter()
+    compiled = lowered.compile()
+    compile_s = time.perf_counter() - start
+    return CompiledCase(
+      stablehlo, compiled.as_text(), compiled, compile_s, lower_s
+    )
+  return _compile_gpu(lowered, stablehlo, lower_s, target, device)
+
+
+def _jax_cuda_path() -> str | None:
+  """What JAX itself passes as xla_gpu_cuda_data_dir (private API)."""
+  lib = getattr(getattr(jax, "_src", None), "lib", None)
+  return getattr(lib, "cuda_path", None)
+
+
+def _gpu_compiler_options(target: Target, dump_dir: str) -> dict[str, str]:
+  """XLA options of a GPU compile: pinned ptxas, PTX dump, target's own."""
+  options = {"xla_dump_to": dump_dir}
+  wheel = toolchain.nvcc_wheel_dir()
+  if wheel is not None:
+    options["xla_gpu_cuda_data_dir"] = wheel
+  options.update(target.compiler_options or {})
+  return options
+
+
+def _compile_gpu(lowered, stablehlo: str, lower_s: float, target: Target,
+                 device) -> CompiledCase:
+  """Compiles for CUDA with the PTX dumped; ptxas failures name the ptxas."""
+  with tempfile.TemporaryDirectory(prefix="hloprobe-dump-") as dump_dir:
+    options = _gpu_compiler_options(target, dump_dir)
+    cuda_dir = options.get("xla_gpu_cuda_data_dir", _jax_cuda_path())
+    ptxas = toolchain.find_ptxas(cuda_dir)
+    start = time.perf_counter()
+    with toolchain.captured_stderr() as log:
+      try:
+        compiled = lowered.compile(compiler_options=options)
+      except jax.errors.JaxRuntimeError as e:
+        error = e
+      else:
+        error = None
+    compile_s = time.perf_counter() - start
+    if error is not None:
+      wrapped = _compile_error(target, ptxas, error, log[0])
+      if wrapped is error:
+        raise error
+      raise wrapped from error
+    ptx_files = sorted(glob.glob(os.path.join(dump_dir, "*.ptx")))
+    ptx = tuple(_read(p) for p in ptx_files)
+  loaded = None
+  if target.compile_only:
+    loaded = load_topology(target.name, target.config_text)
+  return CompiledCase(
+    stablehlo, compiled.as_text(), compiled, compile_s, lower_s, ptx=ptx,
+    ptxas=ptxas, dropped_config_fields=loaded.dropped_fields if loaded else (),
+    device_kind=getattr(device, "device_kind", None),
+    compute_capability=getattr(device, "compute_capability", None),
+    xla_log=toolchain.filter_startup_noise(log[0]),
+  )
+
+
+def _read(path: str) -> str:
+  with open(path, encoding="utf-8", errors="replace") as f:
+    return f.read()
+
+
+def _compile_error(
+  target: Target, ptxas, error: BaseException, log: str
+) -> Exception:
+  """A one-line error; ptxas failures become ToolchainError naming it."""
+  text = _first_line(error).rstrip(".")
+  if "ptxas" not in text and "ptxas" not in log:
+    return error
+  sm = f"sm_{(target.compute_capability or '?').replace('.', '')}"
+  return ToolchainError(
+    f"target {target.name!r} ({sm}): ptxas {ptxas or 'not found'} cannot "
+    f"build its kernels: {text}. hloprobe uses the nvidia-cuda-nvcc-cu12 "
+    "wheel's ptxas when it is installed"
+  )
 
 
 def run_compiled(compiled: CompiledCase, args: tuple) -> tuple[np.ndarray, float]:

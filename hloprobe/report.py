@@ -23,10 +23,15 @@ results.json schema (version 1):
                       "carriers": [str], "precision_config": str,
                       "algorithm": str | null, "split_k": int | null,
                       "gemm_config": object | null,
+                      "effective_algorithm": str | null,
+                      "algorithm_source": "ptx" | "rule" | null,
+                      "algorithm_evidence": str | null,
+                      "selection": str | null,
                       "rewritten_by": {"pass": str, "pipeline": str,
                                        "fate_after": str} | null}],
        "passes_explained": bool (rewritten_by is only meaningful if true),
        "passes_error": str | null,
+       "ptxas": str | null, "dropped_config_fields": [str],
        "numerics": {"row0": float, "row0_ref_f64": float,
                     "row0_abs_err": float, "max_abs_err": float,
                     "max_rel_err": float, "output_dtype": str,
@@ -39,6 +44,7 @@ results.json schema (version 1):
 
 from __future__ import annotations
 
+import collections
 import datetime
 import json
 import os
@@ -63,8 +69,9 @@ __all__ = [
 SCHEMA_VERSION = 1
 REPORT_FORMATS = ("table", "json", "markdown")
 _TABLE_HEADERS = (
-  "experiment", "case", "target", "n", "precision", "row0", "|err| row0", "max abs",
-  "max rel", "ULP vs n=1", "dot fates", "compile s", "run s", "status",
+  "experiment", "case", "target", "n", "precision", "row0", "|err| row0",
+  "max abs", "max rel", "ULP vs n=1", "dot fates", "effective algorithms",
+  "compile s", "run s", "status",
 )
 
 
@@ -80,9 +87,16 @@ def _row(r: ConfigResult) -> list[str]:
     _num(s and s.max_abs, ".2e"), _num(s and s.max_rel, ".2e"),
     _num(r.ulp_vs_n1, "d"),
     fate_summary(list(r.fates)) if r.fates else "n/a",
+    _algorithm_summary(r.fates),
     _num(r.compile_s, ".2f"), _num(r.run_s, ".3f"),
     "ok" if r.ok else f"FAILED ({r.stage}): {r.error}",
   ]
+
+
+def _algorithm_summary(fates) -> str:
+  """E.g. "TF32_TF32_F32 x3, F32_F32_F32 x1"; unsettled sites count as n/a."""
+  counts = collections.Counter(f.effective_algorithm or "n/a" for f in fates)
+  return ", ".join(f"{name} x{n}" for name, n in counts.items()) or "n/a"
 
 
 def _site_json(f: DotFate, rewritten_by=None) -> dict:
@@ -104,6 +118,10 @@ def _site_json(f: DotFate, rewritten_by=None) -> dict:
     "algorithm": f.algorithm,
     "split_k": f.split_k,
     "gemm_config": f.gemm_config,
+    "effective_algorithm": f.effective_algorithm,
+    "algorithm_source": f.algorithm_source,
+    "algorithm_evidence": f.algorithm_evidence,
+    "selection": f.selection,
     "rewritten_by": None if rewritten_by is None else {
       "pass": rewritten_by.pass_name, "pipeline": rewritten_by.pipeline,
       "fate_after": rewritten_by.fate,
@@ -128,6 +146,8 @@ def config_json(r: ConfigResult) -> dict:
     "passes_explained": r.passes is not None,
     "passes_error": r.passes_error,
     "numerics": numerics,
+    "ptxas": r.ptxas,
+    "dropped_config_fields": list(r.dropped_config_fields),
     "timing_s": {"lower": r.lower_s, "compile": r.compile_s, "run": r.run_s},
   }
 

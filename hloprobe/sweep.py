@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 
-from hloprobe import dot_sites, lowering, numerics, passes, worker
+from hloprobe import dot_sites, effective, kernels, lowering, numerics, passes, worker
 from hloprobe.cases import Case, get_case
 from hloprobe.errors import UsageError
 from hloprobe.experiments import BASELINE, Experiment
@@ -85,6 +85,10 @@ class ConfigResult:
     passes: site index -> the pass that rewrote it (with --explain_passes;
       a site absent here stayed a plain dot).
     passes_error: why pass attribution failed, or None.
+    ptxas: the ptxas that built the GPU kernels, as "PATH (CUDA 12.9.86,
+      via ...)"; None on CPU or when not reached.
+    dropped_config_fields: target-config fields dropped so the installed
+      proto could load the config, e.g. ("GpuDeviceInfoProto.mem_clock_ghz",).
   """
 
   case: str
@@ -105,6 +109,8 @@ class ConfigResult:
   run_s: float | None = None
   passes: dict[int, passes.PassAttribution] | None = None
   passes_error: str | None = None
+  ptxas: str | None = None
+  dropped_config_fields: tuple[str, ...] = ()
 
   @property
   def ok(self) -> bool:
@@ -151,10 +157,17 @@ def run_config(case: Case, full_inputs: tuple, reference: np.ndarray | None,
     cc = lowering.compile_case(case, args, parse_precision(precision), target)
     stage = "analyse"
     sites = parse_stablehlo_dots(cc.stablehlo)
-    fates = dot_sites.map_dot_sites(sites, parse_hlo_module(cc.optimized_hlo))
+    module = parse_hlo_module(cc.optimized_hlo)
+    fates = dot_sites.map_dot_sites(sites, module)
+    ptx_kernels = [k for text in cc.ptx for k in kernels.parse_ptx(text)]
+    fates = effective.resolve(
+      fates, module, ptx_kernels, target, cc.compute_capability
+    )
     result = dataclasses.replace(
       base, stablehlo=cc.stablehlo, optimized_hlo=cc.optimized_hlo,
       fates=tuple(fates), lower_s=cc.lower_s, compile_s=cc.compile_s,
+      ptxas=str(cc.ptxas) if cc.ptxas else None,
+      dropped_config_fields=cc.dropped_config_fields,
     )
     if target.compile_only:
       return result

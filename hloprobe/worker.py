@@ -66,6 +66,9 @@ def call_in_worker(function: str, kwargs: dict, xla_flags: str,
     with open(request, "wb") as f:
       pickle.dump((function, kwargs), f)
     env = dict(os.environ, XLA_FLAGS=xla_flags)
+    platforms = _jax_platforms()
+    if platforms:  # the worker starts the same backends as this process
+      env["JAX_PLATFORMS"] = platforms
     try:
       proc = subprocess.run(
         [sys.executable, "-m", "hloprobe.worker", request, reply],
@@ -77,6 +80,12 @@ def call_in_worker(function: str, kwargs: dict, xla_flags: str,
       raise WorkerError(_explain_death(proc.returncode, proc.stderr, xla_flags))
     with open(reply, "rb") as f:
       return pickle.load(f)
+
+
+def _jax_platforms() -> str | None:
+  import jax
+
+  return jax.config.jax_platforms
 
 
 def _serve(request: str, reply: str) -> None:

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 from absl import flags
+
+# Compile-only GPU targets need the CUDA plugin registered although no CUDA
+# runtime is present; its version check would unregister it. Must be set
+# before any test starts a JAX backend (see hloprobe.cli._start_jax).
+os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
 
 
 def pytest_configure(config):

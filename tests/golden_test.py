@@ -116,7 +116,8 @@ class GoldenTest(parameterized.TestCase):
     self.assertEqual(
       site_lines,
       [
-        "cpu seed_mlp n=1 bfloat16 site 3: multiply+reduce -> dot; emitter: kLoop -> top level"
+        "cpu seed_mlp n=1 bfloat16 site 3: multiply+reduce F32_F32_F32 -> dot "
+        "F32_F32_F32; emitter: kLoop -> top level"
       ],
     )
     self.assertIn(f"--- golden/{_N1}.dots.json", text)
@@ -135,16 +136,17 @@ class GoldenTest(parameterized.TestCase):
     path = self._copy()
     self._edit(
       os.path.join(path, _N1 + ".dots.json"),
-      '"fate": "multiply+reduce", "emitter": "kLoop", "precision_config": "default,default", "algorithm": null',
-      '"fate": "Triton gemm", "emitter": "__triton_gemm", "precision_config": "high,high", "algorithm": "TF32_TF32_F32"',
+      '"fate": "multiply+reduce", "emitter": "kLoop", "precision_config": "default,default", "algorithm": null, "effective_algorithm": "F32_F32_F32"',
+      '"fate": "Triton gemm", "emitter": "__triton_gemm", "precision_config": "high,high", "algorithm": "TF32_TF32_F32", "effective_algorithm": "TF32_TF32_F32"',
     )
     result = golden.check(path, _SNAP)
     self.assertFalse(result.ok)
     self.assertEqual(
       [str(s) for s in result.sites],
       [
-        "cpu seed_mlp n=1 bfloat16 site 3: Triton gemm TF32_TF32_F32 -> multiply+reduce; "
-        "emitter: __triton_gemm -> kLoop; precision_config: high,high -> default,default"
+        "cpu seed_mlp n=1 bfloat16 site 3: Triton gemm TF32_TF32_F32 -> multiply+reduce "
+        "F32_F32_F32; emitter: __triton_gemm -> kLoop; precision_config: high,high -> "
+        "default,default; algorithm: TF32_TF32_F32 -> n/a"
       ],
     )
     self.assertEqual([c.path for c in result.changed], [_N1 + ".dots.json"])

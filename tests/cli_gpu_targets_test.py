@@ -1,0 +1,70 @@
+"""The command line with compile-only GPU targets: no plugin start-up noise."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from absl.testing import absltest
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_NOISE = (
+  "cudart_stub",
+  "absl::InitializeLog",
+  "Unable to load CUDA",
+  "Traceback",
+  "tpu",
+)
+
+
+def _hloprobe(*args: str) -> subprocess.CompletedProcess:
+  env = {
+    k: v
+    for k, v in os.environ.items()
+    if k not in ("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "JAX_PLATFORMS")
+  }
+  env["PYTHONPATH"] = os.pathsep.join(
+    filter(None, [_ROOT, env.get("PYTHONPATH")])
+  )
+  return subprocess.run(
+    [sys.executable, "-m", "hloprobe", *args],
+    capture_output=True,
+    text=True,
+    env=env,
+    timeout=300,
+    check=False,
+  )
+
+
+class CliGpuTargetsTest(absltest.TestCase):
+  def test_targets_lists_gpus_and_ptxas(self):
+    p = _hloprobe("targets")
+    self.assertEqual(p.returncode, 0, p.stderr)
+    self.assertRegex(p.stdout, r"\nv100 +cuda +compile only +7\.0 ")
+    self.assertRegex(p.stdout, r"\nh100 +cuda +compile only +9\.0a ")
+    self.assertIn("ptxas for GPU targets: ", p.stdout)
+    self.assertEqual(p.stderr, "")
+
+  def test_sweep_on_a100_is_quiet(self):
+    p = _hloprobe(
+      "sweep", "--targets=a100", "--batch_sizes=2", "--precisions=bfloat16"
+    )
+    self.assertEqual(p.returncode, 0, p.stderr)
+    self.assertIn("Triton gemm x3, multiply+reduce x1", p.stdout)
+    self.assertIn("TF32_TF32_F32 x3, F32_F32_F32 x1", p.stdout)
+    for word in _NOISE:
+      self.assertNotIn(word, p.stderr)
+
+  def test_bad_target_config_is_one_line_usage_error(self):
+    path = self.create_tempfile("bad.txtpb", "gpu_device_info {\n").full_path
+    p = _hloprobe("sweep", f"--target_config={path}")
+    self.assertEqual(p.returncode, 2)
+    self.assertRegex(
+      p.stderr,
+      r"^hloprobe: error: .*bad\.txtpb:\d+:\d+: not a GpuTargetConfigProto[^\n]*\n$",
+    )
+
+
+if __name__ == "__main__":
+  absltest.main()
