@@ -195,12 +195,12 @@ def _golden_spec(golden_dir: str):
   def pick(key, holder, value):
     return tuple(value if holder.present or key not in recorded else recorded[key])
 
-  return sweep.SweepSpec(
-    cases=pick("cases", _CASE, _CASE.value),
-    batch_sizes=pick("batch_sizes", _BATCH_SIZES, sweep.parse_batch_sizes(_BATCH_SIZES.value)),
-    precisions=pick("precisions", _PRECISIONS, _PRECISIONS.value),
-    targets=pick("targets", _TARGETS, _TARGETS.value),
-  )
+  return golden.spec_from_record({
+    "cases": pick("cases", _CASE, _CASE.value),
+    "batch_sizes": pick("batch_sizes", _BATCH_SIZES, sweep.parse_batch_sizes(_BATCH_SIZES.value)),
+    "precisions": pick("precisions", _PRECISIONS, _PRECISIONS.value),
+    "targets": pick("targets", _TARGETS, _TARGETS.value),
+  })
 
 
 def _cmd_golden(words: list[str]) -> int:
@@ -213,6 +213,7 @@ def _cmd_golden(words: list[str]) -> int:
     raise UsageError(f"`golden` takes one word, check or update; got {words}; e.g. `hloprobe golden check`")
   golden_dir = _GOLDEN_DIR.value or golden.default_golden_dir()
   spec = _golden_spec(golden_dir)
+  _start_jax(spec.targets)
   snap = golden.snapshot(sweep.run_sweep(spec), lowering.versions())
   record = golden.sweep_record(spec)
   if words == ["update"]:

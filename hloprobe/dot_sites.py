@@ -39,6 +39,7 @@ __all__ = [
   "find_carriers",
   "map_dot_sites",
   "fate_summary",
+  "site_record",
 ]
 
 _GEMM_CUSTOM_CALLS = {
@@ -316,6 +317,42 @@ def _split_k(site: StableHloDot, inst: HloInstruction, config: dict | None) -> i
     if dims[:i] + dims[i + 1:] == site.result.dims:
       return dims[i]
   return dims[0] if n_batch == 1 else None
+
+
+def site_record(f: DotFate, rewritten_by=None) -> dict:
+  """One dot site and its fate as a JSON-ready dict (results.json's schema).
+
+  Args:
+    f: the site's fate.
+    rewritten_by: the `passes.PassAttribution` of the site, or None.
+  """
+  s = f.site
+  return {
+    "index": s.index,
+    "location": s.location,
+    "lhs": str(s.lhs), "rhs": str(s.rhs), "result": str(s.result),
+    "lhs_batch_dims": list(s.lhs_batch), "rhs_batch_dims": list(s.rhs_batch),
+    "lhs_contracting_dims": list(s.lhs_contracting),
+    "rhs_contracting_dims": list(s.rhs_contracting),
+    "K": s.contracting_size,
+    "stablehlo_precision": ",".join(s.precision),
+    "stablehlo_algorithm": _site_algorithm(s),
+    "fate": f.fate.value,
+    "emitter": f.emitter,
+    "carriers": list(f.carriers),
+    "precision_config": f.precision_config,
+    "algorithm": f.algorithm,
+    "split_k": f.split_k,
+    "gemm_config": f.gemm_config,
+    "effective_algorithm": f.effective_algorithm,
+    "algorithm_source": f.algorithm_source,
+    "algorithm_evidence": f.algorithm_evidence,
+    "selection": f.selection,
+    "rewritten_by": None if rewritten_by is None else {
+      "pass": rewritten_by.pass_name, "pipeline": rewritten_by.pipeline,
+      "fate_after": rewritten_by.fate,
+    },
+  }
 
 
 def fate_summary(fates: list[DotFate]) -> str:

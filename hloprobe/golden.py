@@ -101,6 +101,21 @@ def sweep_record(spec: SweepSpec) -> dict[str, list]:
   }
 
 
+def spec_from_record(record: Mapping[str, Iterable]) -> SweepSpec:
+  """The sweep a MANIFEST.json record describes, as goldens are made.
+
+  Goldens always name the pass that rewrote each site, so the sweep runs
+  with explain_passes.
+  """
+  return SweepSpec(
+    cases=tuple(record["cases"]),
+    batch_sizes=tuple(record["batch_sizes"]),
+    precisions=tuple(record["precisions"]),
+    targets=tuple(record["targets"]),
+    explain_passes=True,
+  )
+
+
 def snapshot(
   results: Iterable[ConfigResult],
   versions: Mapping[str, str],

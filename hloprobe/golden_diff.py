@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import enum
 from collections.abc import Iterable, Mapping
 
-from hloprobe.dot_sites import DotFate, fate_summary
-from hloprobe.precisions import algorithm_from_fields
+from hloprobe.dot_sites import DotFate, fate_summary, site_record
 
 __all__ = [
-  "OPTIONAL_FATE_FIELDS",
+  "SUMMARY_KEYS",
   "CheckResult",
   "FileChange",
   "SiteChange",
@@ -32,14 +30,13 @@ __all__ = [
   "unified_diff",
 ]
 
-# DotFate attributes other work adds (dot_sites); read with getattr so the
-# summaries carry them as soon as they exist. Summary key -> DotFate
-# attribute names, first present wins. `pass` is a Python keyword, hence the
-# spellings. A key whose attribute is absent is left out, not written null.
-OPTIONAL_FATE_FIELDS = (
-  ("effective_algorithm", ("effective_algorithm",)),
-  ("split_k", ("split_k",)),
-  ("pass", ("pass_name", "rewrite_pass", "rewritten_by", "pass_")),
+# What a dot summary keeps of `dot_sites.site_record`: what the compiler
+# decided, not where the source is or what XLA named its instructions.
+SUMMARY_KEYS = (
+  "lhs", "rhs", "result", "K", "lhs_batch_dims", "rhs_batch_dims",
+  "lhs_contracting_dims", "rhs_contracting_dims", "stablehlo_precision",
+  "stablehlo_algorithm", "fate", "emitter", "precision_config", "algorithm",
+  "effective_algorithm", "split_k",
 )
 
 
@@ -225,52 +222,25 @@ def describe_site_changes(
   return changes
 
 
-def _plain(value):
-  """A JSON value for a DotFate field: enums by value, presets by name."""
-  if isinstance(value, enum.Enum):
-    return value.value
-  if value is None or isinstance(value, (bool, int, float, str)):
-    return value
-  if isinstance(value, (list, tuple)):
-    return [_plain(v) for v in value]
-  if isinstance(value, Mapping):
-    return {str(k): _plain(v) for k, v in value.items()}
-  return getattr(value, "name", None) or str(value)
-
-
-def _site_summary(f: DotFate) -> dict:
-  s = f.site
-  out = {
-    "site": s.index,
-    "lhs": str(s.lhs),
-    "rhs": str(s.rhs),
-    "result": str(s.result),
-    "K": s.contracting_size,
-    "lhs_batch_dims": list(s.lhs_batch),
-    "rhs_batch_dims": list(s.rhs_batch),
-    "lhs_contracting_dims": list(s.lhs_contracting),
-    "rhs_contracting_dims": list(s.rhs_contracting),
-    "stablehlo_precision": ",".join(s.precision),
-    "stablehlo_algorithm": algorithm_from_fields(s.algorithm)
-    if s.algorithm
-    else None,
-    "fate": f.fate.value,
-    "emitter": f.emitter,
-    "precision_config": f.precision_config,
-    "algorithm": f.algorithm,
-  }
-  for key, attributes in OPTIONAL_FATE_FIELDS:
-    for attribute in attributes:
-      if hasattr(f, attribute):
-        out[key] = _plain(getattr(f, attribute))
-        break
+def _site_summary(f: DotFate, rewritten_by) -> dict:
+  record = site_record(f, rewritten_by)
+  out = {"site": record["index"]} | {k: record[k] for k in SUMMARY_KEYS}
+  by = record["rewritten_by"]
+  out["pass"] = f"{by['pass']} ({by['pipeline']})" if by else None
   return out
 
 
-def dot_summary(fates: Iterable[DotFate]) -> dict:
-  """The semantic golden of one config: {"fate_summary", "sites"}."""
+def dot_summary(fates: Iterable[DotFate], passes: Mapping | None = None) -> dict:
+  """The semantic golden of one config: {"fate_summary", "sites"}.
+
+  Args:
+    fates: the config's dot sites.
+    passes: site index -> `passes.PassAttribution` (from a sweep with
+      explain_passes); a site absent from it has "pass": null.
+  """
   fates = list(fates)
+  passes = passes or {}
   return {
     "fate_summary": fate_summary(fates),
-    "sites": [_site_summary(f) for f in fates],
+    "sites": [_site_summary(f, passes.get(f.site.index)) for f in fates],
   }

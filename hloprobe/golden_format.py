@@ -17,9 +17,9 @@ A site object: "site" (index in StableHLO program order, from 0), "lhs",
 "rhs", "result" (HLO shapes such as "f32[48,2]"), "K" (contracting size),
 batch and contracting dims, "stablehlo_precision" ("DEFAULT,DEFAULT"),
 "stablehlo_algorithm" (preset or null), "fate" (`dot_sites.Fate` value),
-"emitter", "precision_config", "algorithm", "split_k", and, once `DotFate`
-has them, "effective_algorithm" and "pass" (see
-`golden_diff.OPTIONAL_FATE_FIELDS`).
+"emitter", "precision_config", "algorithm", "effective_algorithm",
+"split_k" (see `golden_diff.SUMMARY_KEYS`) and "pass" ("<pass> (<pipeline>)"
+that rewrote the site, or null when it stays a plain dot).
 No source paths, no instruction names.
 
 MANIFEST.json: {"schema": "hloprobe-golden-manifest", "schema_version": 1,
@@ -162,7 +162,7 @@ def config_files(
     key, "dots.json", versions, date
   )
   lines = ["{", f'  "golden": {json.dumps(header)},'] + _dots_lines(
-    dot_summary(result.fates)
+    dot_summary(result.fates, result.passes)
   )
   out[key.path("dots.json")] = "\n".join(lines + ["}"]) + "\n"
   return out

@@ -69,6 +69,8 @@ class CompiledCase:
     compute_capability: that device's, e.g. "8.0", where JAX states it
       (attached CUDA devices); else None.
     xla_log: what XLA wrote to stderr while compiling a GPU target.
+    pass_dumps: with `dump_passes`, (file name, HLO text) of every module
+      XLA dumped after a pass that changed it, in file-name order.
   """
 
   stablehlo: str
@@ -82,6 +84,7 @@ class CompiledCase:
   device_kind: str | None = None
   compute_capability: str | None = None
   xla_log: str = ""
+  pass_dumps: tuple[tuple[str, str], ...] = ()
 
 
 def versions() -> dict[str, str]:
@@ -181,7 +184,8 @@ def _device_for(target: Target):
     raise TargetError(f"target {target.name!r}: no CUDA device attached ({e})") from e
 
 
-def compile_case(case: Case, args: tuple, precision: str, target: Target) -> CompiledCase:
+def compile_case(case: Case, args: tuple, precision: str, target: Target,
+                 dump_passes: bool = False) -> CompiledCase:
   """Lowers and compiles `case.fn` on `args` for a target.
 
   Args:
@@ -190,6 +194,9 @@ def compile_case(case: Case, args: tuple, precision: str, target: Target) -> Com
       dtypes are used.
     precision: a value for `jax.default_matmul_precision`.
     target: where to compile.
+    dump_passes: also have XLA dump the module after every pass
+      (`xla_dump_to` + `xla_dump_hlo_pass_re=.*` as this compile's own debug
+      options, so no other compile is affected) into `pass_dumps`.
 
   Raises:
     TargetError: the target's device is not available, or its config cannot
@@ -211,13 +218,31 @@ def compile_case(case: Case, args: tuple, precision: str, target: Target) -> Com
   lower_s = time.perf_counter() - start
   stablehlo = lowered.as_text(debug_info=True)
   if target.platform != "cuda":
+    return _compile_cpu(lowered, stablehlo, lower_s, dump_passes)
+  return _compile_gpu(lowered, stablehlo, lower_s, target, device, dump_passes)
+
+
+def _pass_dump_options(dump_dir: str) -> dict[str, str]:
+  return {"xla_dump_to": dump_dir, "xla_dump_hlo_pass_re": ".*"}
+
+
+def _read_pass_dumps(dump_dir: str) -> tuple[tuple[str, str], ...]:
+  names = sorted(n for n in os.listdir(dump_dir) if ".after_" in n and n.endswith(".txt"))
+  return tuple((n, _read(os.path.join(dump_dir, n))) for n in names)
+
+
+def _compile_cpu(lowered, stablehlo: str, lower_s: float,
+                 dump_passes: bool) -> CompiledCase:
+  with tempfile.TemporaryDirectory(prefix="hloprobe-dump-") as dump_dir:
+    options = _pass_dump_options(dump_dir) if dump_passes else None
     start = time.perf_counter()
-    compiled = lowered.compile()
+    compiled = lowered.compile(compiler_options=options)
     compile_s = time.perf_counter() - start
-    return CompiledCase(
-      stablehlo, compiled.as_text(), compiled, compile_s, lower_s
-    )
-  return _compile_gpu(lowered, stablehlo, lower_s, target, device)
+    dumps = _read_pass_dumps(dump_dir) if dump_passes else ()
+  return CompiledCase(
+    stablehlo, compiled.as_text(), compiled, compile_s, lower_s,
+    pass_dumps=dumps,
+  )
 
 
 def _jax_cuda_path() -> str | None:
@@ -237,10 +262,12 @@ def _gpu_compiler_options(target: Target, dump_dir: str) -> dict[str, str]:
 
 
 def _compile_gpu(lowered, stablehlo: str, lower_s: float, target: Target,
-                 device) -> CompiledCase:
+                 device, dump_passes: bool) -> CompiledCase:
   """Compiles for CUDA with the PTX dumped; ptxas failures name the ptxas."""
   with tempfile.TemporaryDirectory(prefix="hloprobe-dump-") as dump_dir:
     options = _gpu_compiler_options(target, dump_dir)
+    if dump_passes:
+      options.update(_pass_dump_options(dump_dir))
     cuda_dir = options.get("xla_gpu_cuda_data_dir", _jax_cuda_path())
     ptxas = toolchain.find_ptxas(cuda_dir)
     start = time.perf_counter()
@@ -259,6 +286,7 @@ def _compile_gpu(lowered, stablehlo: str, lower_s: float, target: Target,
       raise wrapped from error
     ptx_files = sorted(glob.glob(os.path.join(dump_dir, "*.ptx")))
     ptx = tuple(_read(p) for p in ptx_files)
+    dumps = _read_pass_dumps(dump_dir) if dump_passes else ()
   loaded = None
   if target.compile_only:
     loaded = load_topology(target.name, target.config_text)
@@ -267,7 +295,7 @@ def _compile_gpu(lowered, stablehlo: str, lower_s: float, target: Target,
     ptxas=ptxas, dropped_config_fields=loaded.dropped_fields if loaded else (),
     device_kind=getattr(device, "device_kind", None),
     compute_capability=getattr(device, "compute_capability", None),
-    xla_log=toolchain.filter_startup_noise(log[0]),
+    xla_log=toolchain.filter_startup_noise(log[0]), pass_dumps=dumps,
   )
 
 

@@ -1,31 +1,32 @@
 """Which XLA pass rewrote each dot site (`--explain_passes`).
 
-The config is compiled once more in a worker process with
-`--xla_dump_to=TMPDIR --xla_dump_hlo_pass_re=.*`, which makes XLA write the
-module after every pass that changed it, named
+With `--explain_passes` the config's compile also gets the debug options
+`xla_dump_to=TMPDIR` and `xla_dump_hlo_pass_re=.*` (per compile, through
+`Lowered.compile(compiler_options=...)`, so nothing else in the process is
+affected and no second compile is needed), which make XLA write the module
+after every pass that changed it, named
 `module_<id>.<name>.<seq>.<pipeline>.after_<pass>.before_<next>.txt`
 (xla/service/dump.cc, DumpHloModuleBetweenPassesIfEnabled; jaxlib 0.10.2).
 Reading the dumps in sequence order, a site's pass is the first one after
 which it is no longer a plain `dot` (outside any fusion): for example
-`dot-strength-reduction` / `algsimp` turning it into multiply+reduce, or
-`triton-gemm-rewriter` wrapping it in a Triton gemm fusion. The dumps are
-removed afterwards.
+`dot-strength-reduction` (GPU) or `algsimp` (CPU) turning it into
+multiply+reduce, or `triton-gemm-rewriter` wrapping it in a Triton gemm
+fusion. `lowering` removes the dump folder.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
-import os
 import re
-import shutil
-import tempfile
+from collections.abc import Sequence
 
-from hloprobe import dot_sites, worker
+from hloprobe import dot_sites
 from hloprobe.errors import HloParseError, HloprobeError
 from hloprobe.hlo_parse import parse_hlo_module
 from hloprobe.stablehlo_parse import StableHloDot
 
-__all__ = ["PassAttribution", "attribute_passes", "explain_passes"]
+__all__ = ["PassAttribution", "attribute_passes"]
 
 _DUMP_RE = re.compile(
   r"^module_(?P<id>\d+)\.(?P<name>.+?)\.(?P<seq>\d{4})\.(?P<pipeline>[^.]+)"
@@ -61,24 +62,30 @@ def _describe(fate: dot_sites.DotFate) -> str:
   return fate.fate.value
 
 
-def _pass_dumps(dump_dir: str, module_name: str) -> list[tuple[int, re.Match]]:
-  """The after-pass dumps of the last compiled module named `module_name`."""
-  found = [m for m in map(_DUMP_RE.match, os.listdir(dump_dir))
-           if m and m.group("name") == module_name]
+def _pass_dumps(dumps: Sequence[tuple[str, str]]) -> list[tuple[re.Match, str]]:
+  """The after-pass dumps of the compiled module, in sequence order.
+
+  GPU compiles also dump small modules the compiler builds on the side
+  (e.g. `fused_reduce` for a kernel); the compiled module is the one with
+  the most pass dumps.
+  """
+  found = [(m, text) for m, text in ((_DUMP_RE.match(n), t) for n, t in dumps) if m]
   if not found:
     return []
-  last_id = max(m.group("id") for m in found)
-  return sorted((int(m.group("seq")), m) for m in found if m.group("id") == last_id)
+  module = lambda m: (m.group("id"), m.group("name"))
+  counts = collections.Counter(module(m) for m, _ in found)
+  main = counts.most_common(1)[0][0]
+  mine = [(m, t) for m, t in found if module(m) == main]
+  return sorted(mine, key=lambda item: int(item[0].group("seq")))
 
 
-def attribute_passes(dump_dir: str, module_name: str,
+def attribute_passes(dumps: Sequence[tuple[str, str]],
                      sites: list[StableHloDot]) -> dict[int, PassAttribution]:
   """Names, per site, the first dumped pass after which it is not a plain dot.
 
   Args:
-    dump_dir: an `--xla_dump_to` folder written with
-      `--xla_dump_hlo_pass_re=.*`.
-    module_name: the HLO module's name (e.g. "jit__seed_batched").
+    dumps: (file name, HLO text) pairs written by XLA with
+      `xla_dump_hlo_pass_re=.*` for one compile (`CompiledCase.pass_dumps`).
     sites: the StableHLO dot sites of that module.
 
   Returns:
@@ -86,50 +93,21 @@ def attribute_passes(dump_dir: str, module_name: str,
     stays a plain dot to the end is absent.
 
   Raises:
-    HloprobeError: the folder has no pass dumps for that module.
+    HloprobeError: there are no pass dumps.
   """
-  dumps = _pass_dumps(dump_dir, module_name)
-  if not dumps:
-    raise HloprobeError(f"no pass dumps for module {module_name!r} in {dump_dir}")
+  ordered = _pass_dumps(dumps)
+  if not ordered:
+    raise HloprobeError("XLA wrote no pass dumps for this compile")
   found: dict[int, PassAttribution] = {}
-  for _, m in dumps:
+  for m, text in ordered:
     if len(found) == len(sites):
       break
-    with open(os.path.join(dump_dir, m.string)) as f:
-      try:
-        module = parse_hlo_module(f.read())
-      except HloParseError:
-        continue  # a dump XLA printed in another form; the next one decides
+    try:
+      module = parse_hlo_module(text)
+    except HloParseError:
+      continue  # a dump XLA printed in another form; the next one decides
     for fate in dot_sites.map_dot_sites(sites, module):
       i = fate.site.index
       if i not in found and not _is_plain(fate):
         found[i] = PassAttribution(i, m.group("pass"), m.group("pipeline"), _describe(fate))
   return found
-
-
-def explain_passes(case: str, target: str, precision: str, n: int,
-                   sites: list[StableHloDot], module_name: str,
-                   xla_flags: str = "") -> dict[int, PassAttribution]:
-  """Compiles a config in a worker with pass dumps and attributes each site.
-
-  Args:
-    case, target, precision, n: the config, by name.
-    sites: its StableHLO dot sites.
-    module_name: its HLO module name.
-    xla_flags: the experiment's own XLA_FLAGS, kept in the worker.
-
-  Raises:
-    worker.WorkerError: the worker died.
-    HloprobeError: XLA wrote no dumps for the module.
-  """
-  tmp = tempfile.mkdtemp(prefix="hloprobe-passes-")
-  try:
-    flags = f"{xla_flags} --xla_dump_to={tmp} --xla_dump_hlo_pass_re=.*".strip()
-    worker.call_in_worker(
-      "run_single_config",
-      {"case": case, "target": target, "precision": precision, "n": n},
-      flags,
-    )
-    return attribute_passes(tmp, module_name, sites)
-  finally:
-    shutil.rmtree(tmp, ignore_errors=True)

@@ -52,8 +52,7 @@ import tempfile
 
 from tabulate import tabulate
 
-from hloprobe.dot_sites import DotFate, fate_summary
-from hloprobe.precisions import algorithm_from_fields
+from hloprobe.dot_sites import fate_summary, site_record
 from hloprobe.sweep import ConfigResult
 
 __all__ = [
@@ -99,36 +98,6 @@ def _algorithm_summary(fates) -> str:
   return ", ".join(f"{name} x{n}" for name, n in counts.items()) or "n/a"
 
 
-def _site_json(f: DotFate, rewritten_by=None) -> dict:
-  s = f.site
-  return {
-    "index": s.index,
-    "location": s.location,
-    "lhs": str(s.lhs), "rhs": str(s.rhs), "result": str(s.result),
-    "lhs_batch_dims": list(s.lhs_batch), "rhs_batch_dims": list(s.rhs_batch),
-    "lhs_contracting_dims": list(s.lhs_contracting),
-    "rhs_contracting_dims": list(s.rhs_contracting),
-    "K": s.contracting_size,
-    "stablehlo_precision": ",".join(s.precision),
-    "stablehlo_algorithm": algorithm_from_fields(s.algorithm) if s.algorithm else None,
-    "fate": f.fate.value,
-    "emitter": f.emitter,
-    "carriers": list(f.carriers),
-    "precision_config": f.precision_config,
-    "algorithm": f.algorithm,
-    "split_k": f.split_k,
-    "gemm_config": f.gemm_config,
-    "effective_algorithm": f.effective_algorithm,
-    "algorithm_source": f.algorithm_source,
-    "algorithm_evidence": f.algorithm_evidence,
-    "selection": f.selection,
-    "rewritten_by": None if rewritten_by is None else {
-      "pass": rewritten_by.pass_name, "pipeline": rewritten_by.pipeline,
-      "fate_after": rewritten_by.fate,
-    },
-  }
-
-
 def config_json(r: ConfigResult) -> dict:
   """One config as a results.json entry (schema above)."""
   s = r.stats
@@ -142,7 +111,7 @@ def config_json(r: ConfigResult) -> dict:
     "case": r.case, "target": r.target, "n": r.n, "precision": r.precision,
     "status": "ok" if r.ok else "failed", "error": r.error, "stage": r.stage,
     "fate_summary": fate_summary(list(r.fates)) if r.fates else None,
-    "dot_sites": [_site_json(f, (r.passes or {}).get(f.site.index)) for f in r.fates],
+    "dot_sites": [site_record(f, (r.passes or {}).get(f.site.index)) for f in r.fates],
     "passes_explained": r.passes is not None,
     "passes_error": r.passes_error,
     "numerics": numerics,

@@ -9,12 +9,13 @@ error and the sweep goes on.
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 
 import numpy as np
 
-from hloprobe import dot_sites, effective, kernels, lowering, numerics, passes, worker
+from hloprobe import (
+  dot_sites, effective, kernels, lowering, numerics, passes, worker,
+)
 from hloprobe.cases import Case, get_case
 from hloprobe.errors import UsageError
 from hloprobe.experiments import BASELINE, Experiment
@@ -27,7 +28,6 @@ __all__ = [
   "ConfigResult",
   "SweepSpec",
   "parse_batch_sizes",
-  "run_single_config",
   "run_sweep",
 ]
 
@@ -148,13 +148,20 @@ def _first_line(e: BaseException) -> str:
 
 
 def run_config(case: Case, full_inputs: tuple, reference: np.ndarray | None,
-               target: Target, precision: str, n: int) -> ConfigResult:
-  """Lowers, compiles, analyses and (where possible) runs one config."""
+               target: Target, precision: str, n: int,
+               explain_passes: bool = False) -> ConfigResult:
+  """Lowers, compiles, analyses and (where possible) runs one config.
+
+  With `explain_passes`, the compile dumps every pass and each dot site is
+  attributed to the pass that rewrote it (see `passes`).
+  """
   base = ConfigResult(case.name, target.name, n, precision)
   stage = "compile"
   try:
     args = case.inputs_for(full_inputs, n)
-    cc = lowering.compile_case(case, args, parse_precision(precision), target)
+    cc = lowering.compile_case(
+      case, args, parse_precision(precision), target, dump_passes=explain_passes
+    )
     stage = "analyse"
     sites = parse_stablehlo_dots(cc.stablehlo)
     module = parse_hlo_module(cc.optimized_hlo)
@@ -169,6 +176,8 @@ def run_config(case: Case, full_inputs: tuple, reference: np.ndarray | None,
       ptxas=str(cc.ptxas) if cc.ptxas else None,
       dropped_config_fields=cc.dropped_config_fields,
     )
+    if explain_passes:
+      result = _with_passes(result, cc.pass_dumps)
     if target.compile_only:
       return result
     stage = "run"
@@ -184,21 +193,10 @@ def run_config(case: Case, full_inputs: tuple, reference: np.ndarray | None,
     return dataclasses.replace(base, error=_first_line(e), stage=stage)
 
 
-def run_single_config(case: str, target: str, precision: str, n: int) -> ConfigResult:
-  """One config by names, without the float64 reference (for workers)."""
-  c = get_case(case)
-  return run_config(c, c.make_inputs(), None, get_target(target), precision, n)
-
-
-def _with_passes(r: ConfigResult) -> ConfigResult:
+def _with_passes(r: ConfigResult, dumps) -> ConfigResult:
   """Attaches pass attribution; a failure is recorded, not raised."""
   try:
-    found = passes.explain_passes(
-      r.case, r.target, r.precision, r.n,
-      [f.site for f in r.fates], parse_hlo_module(r.optimized_hlo).name,
-      # In a worker, the experiment's flags are this process's XLA_FLAGS.
-      xla_flags=os.environ.get("XLA_FLAGS", ""),
-    )
+    found = passes.attribute_passes(dumps, [f.site for f in r.fates])
   except Exception as e:  # attribution is extra; the config stays ok
     return dataclasses.replace(r, passes_error=_first_line(e))
   return dataclasses.replace(r, passes=found)
@@ -271,9 +269,8 @@ def _run_baseline(spec: SweepSpec, on_result) -> list[ConfigResult]:
       target = get_target(target_name)
       for precision in spec.precisions:
         for n in spec.batch_sizes:
-          r = run_config(case, full, reference, target, precision, n)
-          if spec.explain_passes and r.fates:
-            r = _with_passes(r)
+          r = run_config(case, full, reference, target, precision, n,
+                         spec.explain_passes)
           results.append(r)
           if on_result is not None:
             on_result(r)

@@ -26,7 +26,6 @@ _UNKNOWN_FLAG_RE = re.compile(r"Unknown flag in XLA_FLAGS: (\S+)")
 # Functions a worker may run, by name: (module, attribute).
 _FUNCTIONS = {
   "run_sweep": ("hloprobe.sweep", "run_sweep"),
-  "run_single_config": ("hloprobe.sweep", "run_single_config"),
 }
 
 
@@ -48,7 +47,7 @@ def call_in_worker(function: str, kwargs: dict, xla_flags: str,
   """Runs `function(**kwargs)` in a fresh process with XLA_FLAGS set.
 
   Args:
-    function: a name in `_FUNCTIONS` ("run_sweep", "run_single_config").
+    function: a name in `_FUNCTIONS` ("run_sweep").
     kwargs: picklable keyword arguments.
     xla_flags: the XLA_FLAGS value for the worker ("" for none).
     timeout_s: wall-clock limit in seconds.

@@ -27,7 +27,7 @@ _N1 = "cpu/seed_mlp/n1-bfloat16"
 def _run_manifest_sweep() -> tuple[list[sweep.ConfigResult], dict]:
   """The committed manifest's sweep, re-run here."""
   recorded = golden.manifest_sweep(_GOLDEN)
-  spec = sweep.SweepSpec(**{k: tuple(v) for k, v in recorded.items()})
+  spec = golden.spec_from_record(recorded)
   return sweep.run_sweep(spec), recorded
 
 
@@ -73,7 +73,8 @@ class GoldenTest(parameterized.TestCase):
     self.assertEqual(_SWEEP["targets"][:1], ["cpu"])
     result = golden.check(_GOLDEN, _SNAP)
     self.assertTrue(result.ok, result.render())
-    self.assertEqual(result.compared, 27)
+    self.assertEqual(result.compared, 3 * len(_RESULTS))
+    self.assertLen(_RESULTS, 4 * 3 * 3)  # cpu, a100, t4, h100 x n=1,2,9 x 3
     self.assertIn("OK", result.render())
 
   def test_update_is_idempotent_and_keeps_unchanged_files(self):
@@ -81,14 +82,14 @@ class GoldenTest(parameterized.TestCase):
     first = golden_update.update(
       path, golden.snapshot(_RESULTS, lowering.versions(), "2000-01-01"), _SWEEP
     )
-    self.assertLen(first.added, 27)
+    self.assertLen(first.added, 3 * len(_RESULTS))
     before = _texts(path)
     again = golden_update.update(
       path, golden.snapshot(_RESULTS, lowering.versions(), "2099-12-31"), _SWEEP
     )
     self.assertEqual(
       (again.added, again.changed, again.removed, again.unchanged),
-      ((), (), (), 27),
+      ((), (), (), 3 * len(_RESULTS)),
     )
     with open(os.path.join(path, _N1 + ".hlo")) as f:
       self.assertIn("date=2000-01-01", f.readline())
@@ -96,41 +97,41 @@ class GoldenTest(parameterized.TestCase):
     self.assertTrue(golden.check(path, _SNAP).ok)
 
   def test_planted_pass_disable_is_caught_in_words_and_diff(self):
-    # On CPU, XLA's algebraic simplifier ("algsimp") rewrites the last dot
-    # (f32[1,48] x f32[1,48], K = 48) into multiply+reduce at n = 1.
+    # A real regression: without dot-strength-reduction, the a100 compile at
+    # n = 1 keeps the matrix-vector dots as dots (jaxlib 0.10.2): sites 1-2
+    # become Triton gemms with TF32 kernels, sites 0 (K = 2) and 3 (one
+    # output row) dots in loop fusions.
     out = self.create_tempdir().full_path
     proc = _cli(
-      "golden",
-      "check",
-      f"--golden_dir={_GOLDEN}",
-      "--batch_sizes=1",
-      "--precisions=bfloat16",
-      f"--output_dir={out}",
-      env={"XLA_FLAGS": "--xla_disable_hlo_passes=algsimp"},
+      "golden", "check", f"--golden_dir={_GOLDEN}", "--targets=a100",
+      "--batch_sizes=1", "--precisions=bfloat16", f"--output_dir={out}",
+      env={"XLA_FLAGS": "--xla_disable_hlo_passes=dot-strength-reduction"},
     )
     self.assertEqual(proc.returncode, 1, proc.stderr[-2000:])
     text = proc.stdout
-    site_lines = [
-      l.strip() for l in text.splitlines() if " site " in l and "seed_mlp" in l
-    ]
-    self.assertEqual(
-      site_lines,
-      [
-        "cpu seed_mlp n=1 bfloat16 site 3: multiply+reduce F32_F32_F32 -> dot "
-        "F32_F32_F32; emitter: kLoop -> top level"
-      ],
-    )
-    self.assertIn(f"--- golden/{_N1}.dots.json", text)
-    self.assertIn(f"--- golden/{_N1}.hlo", text)
+    site_lines = [l.strip() for l in text.splitlines() if " site " in l and "seed_mlp" in l]
+    was = "multiply+reduce F32_F32_F32 -> "
+    dsr = "pass: dot-strength-reduction (simplification) -> "
+    self.assertEqual(site_lines, [
+      f"a100 seed_mlp n=1 bfloat16 site 0: {was}dot F32_F32_F32; emitter: "
+      f"kInput -> kLoop; {dsr}fusion-wrapper (autotuner)",
+      f"a100 seed_mlp n=1 bfloat16 site 1: {was}Triton gemm TF32_TF32_F32; emitter: "
+      f"kInput -> __triton_nested_gemm_fusion; {dsr}triton-gemm-rewriter (hlo_normalization)",
+      f"a100 seed_mlp n=1 bfloat16 site 2: {was}Triton gemm TF32_TF32_F32; emitter: "
+      f"kInput -> __triton_nested_gemm_fusion; {dsr}triton-gemm-rewriter (hlo_normalization)",
+      f"a100 seed_mlp n=1 bfloat16 site 3: {was}dot F32_F32_F32; emitter: "
+      f"kInput -> kLoop; {dsr}fusion-wrapper (autotuner)",
+    ])
+    n1 = "a100/seed_mlp/n1-bfloat16"
+    self.assertIn(f"--- golden/{n1}.dots.json", text)
+    self.assertIn(f"--- golden/{n1}.hlo", text)
     self.assertNotIn("stablehlo.mlir\n", text)  # lowering is unchanged
-    changed_sites = [
-      l[:16]
-      for l in text.splitlines()
-      if l.startswith(('-    {"site"', '+    {"site"'))
-    ]
-    self.assertEqual(changed_sites, ['-    {"site": 3,', '+    {"site": 3,'])
+    changed_sites = [l[:16] for l in text.splitlines()
+                     if l.startswith(('-    {"site"', '+    {"site"'))]
+    self.assertEqual(changed_sites, [f'{sign}    {{"site": {i},' for sign in "-+" for i in range(4)])
+    self.assertIn("__triton_nested_gemm_fusion", text)
     self.assertIn(f"candidate files written to {out}", text)
-    self.assertTrue(os.path.isfile(os.path.join(out, _N1 + ".hlo")))
+    self.assertTrue(os.path.isfile(os.path.join(out, n1 + ".hlo")))
 
   def test_hand_edited_fate_is_reported(self):
     path = self._copy()
@@ -162,7 +163,7 @@ class GoldenTest(parameterized.TestCase):
     self.assertRegex(
       loose.note, r"made with jax \S+ / jaxlib 0\.0\.1-.*dot summaries only"
     )
-    self.assertLen(loose.not_compared, 18)
+    self.assertLen(loose.not_compared, 2 * len(_RESULTS))
     strict = golden.check(path, _SNAP, strict=True)
     self.assertEqual([c.path for c in strict.changed], [_N1 + ".hlo"])
     self.assertIn(
@@ -317,7 +318,7 @@ class GoldenTest(parameterized.TestCase):
     with open(os.path.join(path, "cpu/seed_mlp/n5-float32.hlo"), "w") as f:
       f.write("stale\n")
     result = golden_update.update(path, _SNAP, _SWEEP)
-    self.assertLen(result.added, 9)
+    self.assertLen(result.added, len(_RESULTS))  # the n=9 third
     self.assertEqual(result.changed, (_N1 + ".dots.json",))
     self.assertEqual(result.removed, ("cpu/seed_mlp/n5-float32.hlo",))
     self.assertIn(f"  changed {_N1}.dots.json", result.render())
