@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
   "CaseError",
+  "EmulationError",
   "GoldenError",
   "HloParseError",
   "HloprobeError",
@@ -39,3 +40,7 @@ class HloParseError(HloprobeError):
 
 class GoldenError(HloprobeError):
   """Raised when a golden file is missing, corrupt or cannot be written."""
+
+
+class EmulationError(HloprobeError):
+  """Raised when a case or dot cannot be emulated (unsupported primitive)."""
