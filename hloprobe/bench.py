@@ -7,7 +7,12 @@ Ratio printed:
                        config under `jax.default_matmul_precision`. Goal:
                        at most 1.5.
 
-Each side runs in a fresh subprocess (so neither reuses the other's traces
+  emulator / CPU run  run time of the emulator (every seed dot site at
+                       TF32_TF32_F32, jit-compiled, compile excluded) against
+                       one run of the compiled case on the CPU, n = 4096,
+                       best of 20 calls each. Goal: at most 3.
+
+Each side of the first ratio runs in a fresh subprocess (so neither reuses the other's traces
 or compiles), timed from after imports; the best of `--repeats` is kept.
 """
 
@@ -45,6 +50,26 @@ print(time.perf_counter() - start)
 """
 
 
+_EMULATOR = """
+import time
+import jax
+from hloprobe import cases, emulate
+case = cases.get_case("seed_mlp")
+args = case.inputs_for(case.make_inputs(), 4096)
+def best(f):
+  jax.block_until_ready(f(*args))
+  times = []
+  for _ in range(20):
+    start = time.perf_counter()
+    jax.block_until_ready(f(*args))
+    times.append(time.perf_counter() - start)
+  return min(times)
+run = best(jax.jit(case.fn))
+emulated = best(emulate.make_emulator(case.fn, args, "TF32_TF32_F32"))
+print(emulated / run)
+"""
+
+
 def _time(script: str) -> float:
   """Runs a timing script in a fresh interpreter; returns its seconds."""
   proc = subprocess.run(
@@ -54,10 +79,12 @@ def _time(script: str) -> float:
 
 
 def main(repeats: int = 3) -> None:
-  """Prints the ratio hloprobe sweep / plain loop (best of `repeats`)."""
+  """Prints the ratios above (each the best of `repeats`)."""
   plain = min(_time(_PLAIN) for _ in range(repeats))
   swept = min(_time(_SWEEP) for _ in range(repeats))
   print(f"sweep / plain loop (27 configs, cpu): {swept / plain:.2f}x  (goal <= 1.5x)")
+  ratio = min(_time(_EMULATOR) for _ in range(repeats))
+  print(f"emulator / CPU run (seed_mlp, n=4096, TF32 sites): {ratio:.2f}x  (goal <= 3x)")
 
 
 if __name__ == "__main__":

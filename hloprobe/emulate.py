@@ -59,6 +59,7 @@ __all__ = [
   "jaxpr_sites",
   "make_emulator",
   "order_spread",
+  "emulate_with_scales",
 ]
 
 
@@ -154,6 +155,67 @@ class _Evaluator:
       reverse=p["reverse"],
     )
     return [*carry, *ys]
+
+
+class _ScaleRecorder(_Evaluator):
+  """An F32 evaluation that also returns max and rms of |A||B| per site.
+
+  Sites inside loop and branch bodies (while, scan, cond) are skipped: their
+  values live in the body's own trace.
+  """
+
+  def __init__(self, count: int):
+    super().__init__(("F32_F32_F32",) * count, "xla", "rna")
+    self.scales: dict[int, tuple] = {}
+    self._in_body = 0
+
+  def _higher_order(self, eqn, ins, plans):
+    loop = eqn.primitive.name not in CALL_PRIMITIVES
+    self._in_body += loop
+    try:
+      return super()._higher_order(eqn, ins, plans)
+    finally:
+      self._in_body -= loop
+
+  def _dot(self, eqn, ins, site: int):
+    if not self._in_body and all(np.issubdtype(x.dtype, np.inexact) for x in ins):
+      scale = lax.dot_general(
+        *(jax.numpy.abs(x).astype(np.float32) for x in ins),
+        eqn.params["dimension_numbers"],
+        precision=lax.Precision.HIGHEST,
+      )
+      self.scales[site] = (
+        jax.numpy.max(scale, initial=0.0),
+        jax.numpy.sqrt(jax.numpy.mean(jax.numpy.square(scale))),
+      )
+    return super()._dot(eqn, ins, site)
+
+
+def emulate_with_scales(fn: Callable, args: Sequence) -> tuple:
+  """`fn(*args)` with every site at F32 ("xla" order), and each site's scale.
+
+  One jit-compiled evaluation. The scale of a site is the max and rms of
+  (|A||B|)_ij = sum_k |a_ik||b_kj| over its output (output units of the
+  site); sites inside loop and branch bodies (scan, while, cond) get None.
+
+  Returns:
+    (first output leaf as numpy, one `(max, rms)` pair of floats or None per
+    site, in site order).
+  """
+  closed, _ = trace(fn, args)
+  plan, sites = plan_sites(closed.jaxpr)
+
+  def run(consts, leaves):
+    recorder = _ScaleRecorder(len(sites))
+    outs = recorder.run(closed.jaxpr, plan, consts, leaves)
+    return outs[0], recorder.scales
+
+  out, found = jax.jit(run)(tuple(closed.consts), jax.tree_util.tree_leaves(args))
+  scales = tuple(
+    (float(found[i][0]), float(found[i][1])) if i in found else None
+    for i in range(len(sites))
+  )
+  return np.asarray(out), scales
 
 
 @dataclasses.dataclass(frozen=True)
@@ -308,16 +370,13 @@ def order_spread(
   """
   if len(orders) < 2:
     raise UsageError(f"need at least two summation orders, got {orders}")
-  outputs = {
-    o: np.asarray(
-      jax.tree_util.tree_leaves(
-        emulate_case(
-          fn, args, site_algorithms, order=o, tf32_rounding=tf32_rounding
-        )
-      )[0]
-    )
+  emulators = [
+    make_emulator(fn, args, site_algorithms, order=o, tf32_rounding=tf32_rounding)
     for o in orders
-  }
+  ]
+  # One compile for all orders: the emulators' jitted bodies inline here.
+  every = jax.jit(lambda *a: [jax.tree_util.tree_leaves(e(*a))[0] for e in emulators])
+  outputs = {o: np.asarray(x) for o, x in zip(orders, every(*args))}
   stacked = np.stack([x.astype(np.float64) for x in outputs.values()])
   spread = stacked.max(axis=0) - stacked.min(axis=0)
   return OrderSpread(outputs, spread, float(spread.max(initial=0.0)))

@@ -83,3 +83,152 @@ def ulp_distance(a: float | np.ndarray, b: float | np.ndarray, dtype) -> int:
   a = np.atleast_1d(np.asarray(a, dtype))
   b = np.atleast_1d(np.asarray(b, dtype))
   return int(np.max(np.abs(_ordered(a) - _ordered(b))))
+
+
+# --- Predicted numerics: noise floor, analytic bands, verdicts -------------
+
+# How far beyond the measured f32 noise floor a deviation may go and still
+# count as f32 noise, and how far an observed row 0 may sit from the
+# prediction (in units of the predicted order spread) and still be
+# explained: the four emulated summation orders sample, not bound, the
+# orders a real kernel may use.
+NOISE_FACTOR = 2.0
+
+# Relative error of one operand as the algorithm stores it (unit roundoff of
+# the operand type; for the splits, of the sum of the parts), and the
+# accumulator's unit roundoff. TF32 keeps 10 explicit mantissa bits (2^-11),
+# BF16 7 (2^-8); a 3-part BF16 split (X3 keeps hi*hi, hi*mid, mid*hi and
+# drops terms of order 2^-16) and a 2-part TF32 split (2^-22); X6/X9 and F32
+# are at f32 level. Sources: the operand formats (IEEE 754; NVIDIA's TF32),
+# the split algorithms as XLA's Triton emitter builds them (see
+# emulate_dot), checked on jaxlib 0.10.2.
+OPERAND_UNIT = {
+  "F32_F32_F32": 0.0,
+  "TF32_TF32_F32": 2.0**-11,
+  "TF32_TF32_F32_X3": 2.0**-22,
+  "BF16_BF16_F32": 2.0**-8,
+  "BF16_BF16_F32_X3": 2.0**-16,
+  "BF16_BF16_F32_X6": 2.0**-24,
+  "BF16_BF16_F32_X9": 2.0**-24,
+  "F16_F16_F32": 2.0**-11,
+  "F64_F64_F64": 0.0,
+}
+ACCUMULATION_UNIT = {"F64_F64_F64": 2.0**-53}
+F32_UNIT = 2.0**-24
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NoiseFloor:
+  """How far an f32 computation of the config strays from float64.
+
+  Every dot site at F32_F32_F32, emulated under several f32 summation orders
+  (emulate.SUMMATION_ORDERS); units are the output's.
+
+  Attributes:
+    row0_abs: max over the orders of |row 0 - float64 row 0|.
+    max_abs: max over the orders and the batch of |out - float64|.
+    row0_spread_abs: max - min of row 0 over the orders.
+  """
+
+  row0_abs: float
+  max_abs: float
+  row0_spread_abs: float
+
+
+def noise_floor(outputs: dict[str, np.ndarray], ref: np.ndarray) -> NoiseFloor:
+  """The noise floor from one output per summation order (same shape as ref)."""
+  ref64 = np.asarray(ref, np.float64)
+  stacked = np.stack([np.asarray(o, np.float64) for o in outputs.values()])
+  diff = np.abs(stacked - ref64)
+  row0 = stacked.reshape(len(outputs), -1)[:, 0]
+  return NoiseFloor(
+    row0_abs=float(diff.reshape(len(outputs), -1)[:, 0].max()),
+    max_abs=float(diff.max(initial=0.0)),
+    row0_spread_abs=float(row0.max() - row0.min()),
+  )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SiteBand:
+  """The analytic error band of one dot site's own output.
+
+  Attributes:
+    site: dot site index.
+    algorithm: the algorithm the band is for.
+    K: contraction size.
+    worst_abs: deterministic bound (2u + u^2 + gamma_K) * max(|A||B|), where
+      u is the operand unit (`OPERAND_UNIT`) and gamma_K = K u_acc /
+      (1 - K u_acc) (Higham, Accuracy and Stability of Numerical Algorithms,
+      2nd ed., Lemma 3.1 and eq. 3.5, with the operand roundings as extra
+      (1 + delta) factors): no deviation above it can come from this
+      algorithm at this site. Output units.
+    expected_abs: probabilistic size (u sqrt(2/(3K)) + u_acc sqrt(K/3)) *
+      rms(|A||B|): independent roundings uniform in [-u, u] summed over K
+      terms of similar size (the sqrt(K) growth of Higham and Mary, SIAM J.
+      Sci. Comput. 41(5), 2019). An order of magnitude, not a bound.
+    operand_scale_max, operand_scale_rms: max and rms over the site's output
+      of (|A||B|)_ij = sum_k |a_ik| |b_kj|, at F32.
+  """
+
+  site: int
+  algorithm: str
+  K: int
+  worst_abs: float
+  expected_abs: float
+  operand_scale_max: float
+  operand_scale_rms: float
+
+
+def site_band(site: int, algorithm: str, k: int, scale_max: float,
+              scale_rms: float) -> SiteBand:
+  """The analytic band of a site (see `SiteBand`).
+
+  Raises:
+    KeyError: an algorithm without a known operand unit.
+  """
+  u_in = OPERAND_UNIT[algorithm]
+  u_acc = ACCUMULATION_UNIT.get(algorithm, F32_UNIT)
+  gamma = k * u_acc / (1 - k * u_acc) if k * u_acc < 1 else float("inf")
+  worst = (2 * u_in + u_in**2 + gamma) * scale_max
+  expected = (u_in * np.sqrt(2 / (3 * k)) + u_acc * np.sqrt(k / 3)) * scale_rms
+  return SiteBand(site, algorithm, k, float(worst), float(expected),
+                  float(scale_max), float(scale_rms))
+
+
+def describe_algorithms(site_algorithms: tuple[str, ...]) -> str | None:
+  """`TF32_TF32_F32 at sites [0, 1, 2]` for the non-F32 sites, or None."""
+  by_alg: dict[str, list[int]] = {}
+  for i, alg in enumerate(site_algorithms):
+    if alg != "F32_F32_F32":
+      by_alg.setdefault(alg, []).append(i)
+  if not by_alg:
+    return None
+  return " and ".join(f"{alg} at sites {sites}" for alg, sites in by_alg.items())
+
+
+def verdict(observed: ErrorStats | None, predicted: ErrorStats,
+            noise: NoiseFloor, tolerance_abs: float,
+            site_algorithms: tuple[str, ...]) -> str:
+  """A config's verdict, from numbers only.
+
+  Args:
+    observed: errors of a real run, or None where the target cannot run.
+    predicted: errors of the emulation at the chosen algorithms.
+    noise: the config's f32 noise floor.
+    tolerance_abs: how far observed row 0 may sit from predicted row 0 and
+      still be explained (output units).
+    site_algorithms: the chosen (effective) algorithm of each site.
+
+  Returns:
+    "exact", "within f32 noise", "explained by <ALG> at sites [...]" or
+    "unexplained". Without an observation the prediction is judged.
+  """
+  judged = observed if observed is not None else predicted
+  if judged.row0_abs == 0 and judged.max_abs == 0:
+    return "exact"
+  if judged.row0_abs <= NOISE_FACTOR * noise.row0_abs:
+    return "within f32 noise"
+  chosen = describe_algorithms(site_algorithms)
+  if observed is not None and abs(observed.row0 - predicted.row0) > tolerance_abs:
+    return "unexplained"
+  return f"explained by {chosen}" if chosen else "unexplained"

@@ -36,6 +36,22 @@ results.json schema (version 1):
                     "row0_abs_err": float, "max_abs_err": float,
                     "max_rel_err": float, "output_dtype": str,
                     "row0_ulp_vs_n1": int | null} | null,
+       "prediction": {"site_algorithms": [str], "row0": float,
+                      "row0_abs_err": float, "max_abs_err": float,
+                      "max_rel_err": float,
+                      "noise_floor": {"row0_abs": float, "max_abs": float,
+                                      "row0_spread_abs": float},
+                      "row0_tolerance_abs": float,
+                      "site_shares": [{"site", "algorithm", "alone_abs",
+                                       "without_abs", "share"}],
+                      "top_site": int | null,
+                      "site_bands": [{"site", "algorithm", "K",
+                                      "worst_abs", "expected_abs",
+                                      "operand_scale_max",
+                                      "operand_scale_rms"} | null],
+                      "best_candidate": str | null, "verdict": str,
+                      "note": str | null} | null,
+       "prediction_error": str | null,
        "timing_s": {"lower": float|null, "compile": float|null,
                     "run": float|null}}
     ]
@@ -45,6 +61,7 @@ results.json schema (version 1):
 from __future__ import annotations
 
 import collections
+import dataclasses
 import datetime
 import json
 import os
@@ -69,7 +86,8 @@ SCHEMA_VERSION = 1
 REPORT_FORMATS = ("table", "json", "markdown")
 _TABLE_HEADERS = (
   "experiment", "case", "target", "n", "precision", "row0", "|err| row0",
-  "max abs", "max rel", "ULP vs n=1", "dot fates", "effective algorithms",
+  "max rel", "ULP vs n=1", "pred row0 band", "pred |err| row0",
+  "noise floor", "top site", "verdict", "dot fates", "effective algorithms",
   "compile s", "run s", "status",
 )
 
@@ -83,13 +101,43 @@ def _row(r: ConfigResult) -> list[str]:
   return [
     r.experiment, r.case, r.target, str(r.n), r.precision,
     _num(s and s.row0, ".7g"), _num(s and s.row0_abs, ".2e"),
-    _num(s and s.max_abs, ".2e"), _num(s and s.max_rel, ".2e"),
-    _num(r.ulp_vs_n1, "d"),
+    _num(s and s.max_rel, ".2e"), _num(r.ulp_vs_n1, "d"),
+    *_prediction_cells(r.prediction),
     fate_summary(list(r.fates)) if r.fates else "n/a",
     _algorithm_summary(r.fates),
     _num(r.compile_s, ".2f"), _num(r.run_s, ".3f"),
     "ok" if r.ok else f"FAILED ({r.stage}): {r.error}",
   ]
+
+
+def _prediction_cells(p) -> list[str]:
+  """Predicted row 0 +- tolerance, its error, noise floor, top site, verdict."""
+  if p is None:
+    return ["n/a"] * 5
+  band = f"{p.stats.row0:.7g}±{p.tolerance_abs:.1e}"
+  return [
+    band, f"{p.stats.row0_abs:.2e}", f"{p.noise.row0_abs:.2e}",
+    _num(p.top_site, "d"), p.verdict,
+  ]
+
+
+def _prediction_json(r: ConfigResult) -> dict | None:
+  p = r.prediction
+  if p is None:
+    return None
+  return {
+    "site_algorithms": list(p.site_algorithms),
+    "row0": p.stats.row0, "row0_abs_err": p.stats.row0_abs,
+    "max_abs_err": p.stats.max_abs, "max_rel_err": p.stats.max_rel,
+    "noise_floor": dataclasses.asdict(p.noise),
+    "row0_tolerance_abs": p.tolerance_abs,
+    "site_shares": [dataclasses.asdict(x) for x in p.shares],
+    "top_site": p.top_site,
+    "site_bands": [None if b is None else dataclasses.asdict(b) for b in p.bands],
+    "best_candidate": p.best_candidate,
+    "verdict": p.verdict,
+    "note": p.note,
+  }
 
 
 def _algorithm_summary(fates) -> str:
@@ -115,6 +163,8 @@ def config_json(r: ConfigResult) -> dict:
     "passes_explained": r.passes is not None,
     "passes_error": r.passes_error,
     "numerics": numerics,
+    "prediction": _prediction_json(r),
+    "prediction_error": r.prediction_error,
     "ptxas": r.ptxas,
     "dropped_config_fields": list(r.dropped_config_fields),
     "timing_s": {"lower": r.lower_s, "compile": r.compile_s, "run": r.run_s},

@@ -14,7 +14,7 @@ import re
 import numpy as np
 
 from hloprobe import (
-  dot_sites, effective, kernels, lowering, numerics, passes, worker,
+  dot_sites, effective, kernels, lowering, numerics, passes, predict, worker,
 )
 from hloprobe.cases import Case, get_case
 from hloprobe.errors import UsageError
@@ -85,6 +85,9 @@ class ConfigResult:
     passes: site index -> the pass that rewrote it (with --explain_passes;
       a site absent here stayed a plain dot).
     passes_error: why pass attribution failed, or None.
+    prediction: the emulated numerics at the sites' effective algorithms,
+      with noise floor, attribution and verdict (see `predict`).
+    prediction_error: why there is no prediction, or None.
     ptxas: the ptxas that built the GPU kernels, as "PATH (CUDA 12.9.86,
       via ...)"; None on CPU or when not reached.
     dropped_config_fields: target-config fields dropped so the installed
@@ -109,6 +112,8 @@ class ConfigResult:
   run_s: float | None = None
   passes: dict[int, passes.PassAttribution] | None = None
   passes_error: str | None = None
+  prediction: predict.Prediction | None = None
+  prediction_error: str | None = None
   ptxas: str | None = None
   dropped_config_fields: tuple[str, ...] = ()
 
@@ -202,6 +207,19 @@ def _with_passes(r: ConfigResult, dumps) -> ConfigResult:
   return dataclasses.replace(r, passes=found)
 
 
+def _with_prediction(r: ConfigResult, predictor: predict.Predictor | None) -> ConfigResult:
+  """Attaches the predicted numerics; a failure is recorded, not raised."""
+  if not r.fates:
+    return r
+  if predictor is None:
+    return dataclasses.replace(r, prediction_error="no float64 reference")
+  try:
+    prediction = predictor.predict(r.n, r.fates, r.stats)
+  except Exception as e:  # prediction is extra; the config stays ok
+    return dataclasses.replace(r, prediction_error=_first_line(e))
+  return dataclasses.replace(r, prediction=prediction)
+
+
 def _with_batch_consistency(results: list[ConfigResult]) -> list[ConfigResult]:
   """Fills `ulp_vs_n1` from the n = 1 result of the same case/target/precision."""
   key = lambda r: (r.experiment, r.case, r.target, r.precision)
@@ -265,12 +283,14 @@ def _run_baseline(spec: SweepSpec, on_result) -> list[ConfigResult]:
       reference = lowering.float64_reference(case, case.inputs_for(full, largest))
     except Exception:  # configs still compile; numerics say n/a
       reference = None
+    predictor = None if reference is None else predict.Predictor(case, full, reference)
     for target_name in spec.targets:
       target = get_target(target_name)
       for precision in spec.precisions:
         for n in spec.batch_sizes:
           r = run_config(case, full, reference, target, precision, n,
                          spec.explain_passes)
+          r = _with_prediction(r, predictor)
           results.append(r)
           if on_result is not None:
             on_result(r)
