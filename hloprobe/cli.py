@@ -2,6 +2,9 @@
 
 Commands:
   sweep     lower, compile, map dot sites and run every config (default)
+  explain         sweep with --explain_passes and say in words why row 0
+                  depends on batch size and precision, per target, and
+                  what compile-only targets cannot settle
   targets         list the targets
   experiments     list the built-in XLA_FLAGS experiments
   golden check    re-run the sweep recorded in the golden folder's
@@ -158,6 +161,19 @@ def _cmd_sweep() -> int:
   return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
 
 
+def _cmd_explain() -> int:
+  import dataclasses
+
+  from hloprobe import explain, explain_text, sweep
+
+  spec = dataclasses.replace(_sweep_spec(), explain_passes=True)
+  swept = [targets.get_target(n) for n in spec.targets]
+  _start_jax(spec.targets)
+  results = sweep.run_sweep(spec)
+  print(explain_text.render_explanation(explain.explain(results, swept)))
+  return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
+
+
 def _cmd_targets() -> int:
   from tabulate import tabulate
 
@@ -229,6 +245,7 @@ def _cmd_golden(words: list[str]) -> int:
 
 _COMMANDS = {
   "sweep": _cmd_sweep,
+  "explain": _cmd_explain,
   "targets": _cmd_targets,
   "experiments": _cmd_experiments,
   "golden": _cmd_golden,
