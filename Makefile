@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/hloprobe sweep
+	$(BIN)/hloprobe sweep --targets=cpu,a100,t4
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests

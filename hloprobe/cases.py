@@ -16,7 +16,27 @@ import numpy as np
 
 from hloprobe.errors import CaseError
 
-__all__ = ["CASES", "Case", "get_case", "seed_mlp"]
+__all__ = ["CASES", "Case", "ReportedError", "get_case", "seed_mlp"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReportedError:
+  """What a case's public report says it saw (the report, not hloprobe).
+
+  Attributes:
+    precisions: matmul precisions under which row 0 moved with batch size.
+    device: the GPU it was seen on, e.g. "A100".
+    compute_capability: that GPU's, e.g. "8.0"; the report is related to
+      targets of this compute capability only.
+    jaxlib: the reporter's jaxlib version.
+    source: where the report is kept.
+  """
+
+  precisions: tuple[str, ...]
+  device: str
+  compute_capability: str
+  jaxlib: str
+  source: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +54,7 @@ class Case:
     output_axis: axis of the (first) output that follows the batch; the
       float64 reference is sliced along it.
     url: the public report the case comes from, if any.
+    reported: what that report saw, where hloprobe should relate to it.
   """
 
   name: str
@@ -44,6 +65,7 @@ class Case:
   batch_axis: int = 0
   output_axis: int = 0
   url: str | None = None
+  reported: ReportedError | None = None
 
   def inputs_for(self, full: tuple, n: int) -> tuple:
     """The inputs with the batch argument cut to its first `n` rows.
@@ -123,6 +145,13 @@ seed_mlp = Case(
   ),
   fn=_seed_batched,
   make_inputs=_seed_inputs,
+  reported=ReportedError(
+    precisions=("bfloat16", "tensorfloat32"),
+    device="A100",
+    compute_capability="8.0",
+    jaxlib="0.4.23",
+    source="../shared/seed/000_eb4fdd9e59532e7e.txt",
+  ),
 )
 
 def _normal(seed: int, *shapes, scale: float = 1.0):

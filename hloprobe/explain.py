@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from hloprobe import effective
+from hloprobe.cases import ReportedError, get_case
 from hloprobe.dot_sites import DotFate, Fate
 from hloprobe.sweep import ConfigResult
 from hloprobe.targets import Target
@@ -29,44 +30,11 @@ __all__ = [
   "AlgorithmUse",
   "Alternative",
   "FateSpan",
-  "ReportedError",
   "RowZero",
   "SiteChange",
   "TargetExplanation",
   "explain",
 ]
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ReportedError:
-  """What a case's public report says it saw (the report, not hloprobe).
-
-  Attributes:
-    precisions: matmul precisions under which row 0 moved with batch size.
-    device: the GPU it was seen on, e.g. "A100".
-    compute_capability: that GPU's, e.g. "8.0"; the report is related to
-      targets of this compute capability only.
-    jaxlib: the reporter's jaxlib version.
-    source: where the report is kept.
-  """
-
-  precisions: tuple[str, ...]
-  device: str
-  compute_capability: str
-  jaxlib: str
-  source: str
-
-
-# Case name -> its report; read from the report text, one entry per case.
-REPORTED = {
-  "seed_mlp": ReportedError(
-    ("bfloat16", "tensorfloat32"),
-    "A100",
-    "8.0",
-    "0.4.23",
-    "../shared/seed/000_eb4fdd9e59532e7e.txt",
-  ),
-}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -407,7 +375,7 @@ def _explain_one(
     x for p, rs in ok.items() for x in fn(p, rs, *args)
   )
   selections = {f.selection for r in configs for f in r.fates}
-  reported = REPORTED.get(first.case)
+  reported = get_case(first.case).reported
   return TargetExplanation(
     case=first.case,
     target=first.target,

@@ -10,7 +10,7 @@ import sys
 
 from absl.testing import absltest, parameterized
 
-from hloprobe import explain, explain_text, sweep, targets
+from hloprobe import cases, explain, explain_text, sweep, targets
 from hloprobe.dot_sites import Fate
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -124,7 +124,7 @@ class SeedMlpExplainTest(parameterized.TestCase):
       ("F32_F32_F32", "TF32_TF32_F32", ("F32_F32_F32",)),
     )
     self.assertEqual(alt.libraries, ("cuBLAS", "cuBLASLt"))
-    self.assertEqual(self.found["a100"].reported, explain.REPORTED["seed_mlp"])
+    self.assertEqual(self.found["a100"].reported, cases.get_case("seed_mlp").reported)
 
   def test_t4_cublaslt_f32_and_nothing_to_claim(self):
     t4 = self.found["t4"]
