@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import dataclasses
 import sys
 
 from absl import app, flags
@@ -71,6 +72,23 @@ _EXPERIMENT = flags.DEFINE_multi_string(
 )
 _EXPERIMENTS_FILE = flags.DEFINE_string(
   "experiments_file", None, "A file of experiments, one NAME:FLAGS per line."
+)
+_FIX = flags.DEFINE_string(
+  "fix", None,
+  "For `verify`: the candidate fix, a matmul precision (e.g. float32, "
+  "F32_F32_F32) or an experiment (a built-in name or NAME:--xla_flag=value).",
+)
+_REQUIRE = flags.DEFINE_string(
+  "require", "consistent,accurate",
+  "For `verify`: requirements, comma-separated: consistent, accurate, golden.",
+)
+_ABS_ERROR_BOUND = flags.DEFINE_float(
+  "abs_error_bound", None,
+  "For `verify --require=accurate`: max |err| allowed (as run_hlo_module).",
+)
+_REL_ERROR_BOUND = flags.DEFINE_float(
+  "rel_error_bound", None,
+  "For `verify --require=accurate`: max relative error allowed (as run_hlo_module).",
 )
 _FORMAT = flags.DEFINE_string(
   "format", "table", f"Output format: one of {', '.join(report.REPORT_FORMATS)}."
@@ -243,12 +261,35 @@ def _cmd_golden(words: list[str]) -> int:
   return EXIT_OK if result.ok else EXIT_FAILED
 
 
+def _cmd_verify() -> int:
+  from hloprobe import golden, lowering, sweep, verify
+
+  if not _FIX.value:
+    raise UsageError("verify needs --fix, e.g. --fix=float32 or --fix=no_triton_gemm")
+  fix = verify.parse_fix(_FIX.value)
+  requirements = verify.parse_requirements(_REQUIRE.value)
+  fmt = _check_format()
+  spec = dataclasses.replace(_sweep_spec(), experiments=())
+  _start_jax(spec.targets)
+  results = sweep.run_sweep(verify.fix_sweep(spec, fix, requirements))
+  outcome = verify.verify(
+    results, spec, fix, requirements,
+    golden_dir=_GOLDEN_DIR.value or golden.default_golden_dir(),
+    versions=lowering.versions(),
+    abs_error_bound=_ABS_ERROR_BOUND.value,
+    rel_error_bound=_REL_ERROR_BOUND.value,
+  )
+  print(report.render_verification(outcome, fmt))
+  return EXIT_OK if outcome.passed else EXIT_FAILED
+
+
 _COMMANDS = {
   "sweep": _cmd_sweep,
   "explain": _cmd_explain,
   "targets": _cmd_targets,
   "experiments": _cmd_experiments,
   "golden": _cmd_golden,
+  "verify": _cmd_verify,
 }
 # Commands that take positional words: `hloprobe golden check`.
 _TAKES_WORDS = ("golden",)

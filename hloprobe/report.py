@@ -78,6 +78,8 @@ __all__ = [
   "atomic_write",
   "render",
   "render_sites",
+  "render_verification",
+  "verification_json",
   "results_json",
   "write_outputs",
 ]
@@ -232,6 +234,41 @@ def render_sites(results: list[ConfigResult], fmt: str) -> str:
   """One row per dot site per config ("table" or "markdown")."""
   rows = [row for r in results for row in _site_rows(r)]
   return _table(results, rows, _SITE_HEADERS, fmt)
+
+
+def verification_json(v) -> dict:
+  """A `verify.Verification` for machines (`--format=json`)."""
+  return {
+    "schema": "hloprobe.verify", "schema_version": SCHEMA_VERSION,
+    "fix": v.fix.name,
+    "fix_kind": "precision" if v.fix.precision else "experiment",
+    "xla_flags": v.fix.experiment.flags_text if v.fix.experiment else None,
+    "passed": v.passed,
+    "requirements": [dataclasses.asdict(r) for r in v.requirements],
+    "fate_changes": list(v.fate_changes),
+    "row0_errors": list(v.errors),
+    "failures": list(v.failures),
+  }
+
+
+def render_verification(v, fmt: str) -> str:
+  """A `verify.Verification` as text (table, markdown) or JSON."""
+  if fmt == "json":
+    return json.dumps(verification_json(v), indent=2)
+  rows = [(r.name, "PASS" if r.passed else "FAIL", r.evidence[0] if r.evidence else "")
+          for r in v.requirements]
+  tablefmt = "github" if fmt == "markdown" else "simple"
+  lines = [f"verify --fix={v.fix.name}: {'PASS' if v.passed else 'FAIL'}"]
+  lines += [f"the fix failed: {e}" for e in v.failures]
+  lines += ["",
+           tabulate(rows, headers=("requirement", "result", "deciding evidence"),
+                    tablefmt=tablefmt, disable_numparse=True)]
+  for r in v.requirements:
+    lines += ["", f"{r.name}:"] + [f"  {e}" for e in r.evidence]
+  lines += ["", "dot sites the fix changes:"]
+  lines += [f"  {c}" for c in v.fate_changes] or ["  none"]
+  lines += ["", "row-0 error, baseline -> fix:"] + [f"  {e}" for e in v.errors]
+  return "\n".join(lines)
 
 
 def atomic_write(path: str, text: str) -> None:

@@ -1,0 +1,294 @@
+"""`hloprobe verify`: accept or reject a candidate fix, with the evidence.
+
+A fix is a matmul precision (`float32`, `F32_F32_F32`, ...) or an XLA_FLAGS
+experiment (`no_dot_strength_reduction`, `NAME:--xla_...`). One sweep runs
+the baseline and the fix on the same cases, targets and batch sizes; each
+requirement is then judged on the fix's configs, from numbers only, with
+observed values where the target runs and predicted ones (`predict`) where
+it cannot:
+
+  consistent  row 0 does not depend on batch size: for every (case, target,
+              precision), |row0(n) - row0(smallest n)| <= NOISE_FACTOR x the
+              f32 noise floor of row 0.
+  accurate    every config is as close to float64 as f32 noise allows (row 0
+              and the whole batch within NOISE_FACTOR x the noise floor), or,
+              with --abs_error_bound / --rel_error_bound (the names of XLA's
+              run_hlo_module), max |err| <= abs bound or max rel err <= rel
+              bound (XLA's ErrorSpec: either bound suffices).
+  golden      the fix's configs match the committed goldens.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from hloprobe import golden, numerics, precisions
+from hloprobe.errors import UsageError
+from hloprobe.experiments import BASELINE, Experiment, parse_experiment
+from hloprobe.golden_diff import describe_site_changes, dot_summary
+from hloprobe.sweep import ConfigResult, SweepSpec
+
+__all__ = [
+  "REQUIREMENTS",
+  "Fix",
+  "Requirement",
+  "Verification",
+  "fix_sweep",
+  "parse_fix",
+  "parse_requirements",
+  "verify",
+]
+
+REQUIREMENTS = ("consistent", "accurate", "golden")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Fix:
+  """A candidate fix: a precision or an XLA_FLAGS experiment.
+
+  Attributes:
+    name: as the user wrote it (the experiment's name for experiments).
+    precision: the matmul precision the fix sets, or None.
+    experiment: the experiment the fix runs, or None.
+  """
+
+  name: str
+  precision: str | None = None
+  experiment: Experiment | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Requirement:
+  """One requirement's outcome.
+
+  Attributes:
+    name: "consistent", "accurate" or "golden".
+    passed: whether the fix meets it.
+    evidence: one line per config or group that decided it; failures first.
+  """
+
+  name: str
+  passed: bool
+  evidence: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Verification:
+  """The outcome of `verify`.
+
+  Attributes:
+    fix: the fix.
+    requirements: one outcome per required requirement, in the order asked.
+    fate_changes: dot sites whose fate, emitter or algorithm differs between
+      baseline and fix, in words.
+    errors: per config, "<config>: row-0 |err| baseline -> fix (observed or
+      predicted)".
+    failures: the distinct errors of the fix's configs that failed (e.g.
+      "XLA rejected flag ..."), or ().
+  """
+
+  fix: Fix
+  requirements: tuple[Requirement, ...]
+  fate_changes: tuple[str, ...]
+  errors: tuple[str, ...]
+  failures: tuple[str, ...] = ()
+
+  @property
+  def passed(self) -> bool:
+    return all(r.passed for r in self.requirements)
+
+
+def parse_fix(text: str) -> Fix:
+  """A precision name, else a built-in experiment or `NAME:FLAGS`.
+
+  Raises:
+    UsageError: neither a precision nor an experiment.
+  """
+  try:
+    precisions.parse_precision(text)
+  except UsageError:
+    pass
+  else:
+    return Fix(text, precision=text)
+  try:
+    experiment = parse_experiment(text)
+  except UsageError as e:
+    raise UsageError(
+      f"--fix={text!r} is neither a matmul precision nor an experiment: {e}"
+    ) from e
+  return Fix(experiment.name, experiment=experiment)
+
+
+def parse_requirements(text: str) -> tuple[str, ...]:
+  """`consistent,accurate[,golden]` into a tuple; unknown names rejected."""
+  names = tuple(n.strip() for n in text.split(",") if n.strip())
+  bad = [n for n in names if n not in REQUIREMENTS]
+  if bad or not names:
+    raise UsageError(
+      f"unknown requirement(s) {bad or [text]}; choose from {', '.join(REQUIREMENTS)}"
+    )
+  return names
+
+
+def fix_sweep(spec: SweepSpec, fix: Fix, requirements: Sequence[str]) -> SweepSpec:
+  """The one sweep that runs the baseline and the fix."""
+  spec = dataclasses.replace(spec, explain_passes="golden" in requirements)
+  if fix.experiment is not None:
+    return dataclasses.replace(spec, experiments=(fix.experiment,))
+  return dataclasses.replace(
+    spec, precisions=tuple(dict.fromkeys(spec.precisions + (fix.precision,)))
+  )
+
+
+def _is_fix(r: ConfigResult, fix: Fix) -> bool:
+  if fix.experiment is not None:
+    return r.experiment == fix.experiment.name
+  return r.precision == fix.precision and r.experiment == BASELINE.name
+
+
+def _words(r: ConfigResult) -> str:
+  return f"{r.target} {r.case} n={r.n} {r.precision}"
+
+
+def _judged(r: ConfigResult) -> tuple[numerics.ErrorStats | None, str]:
+  """Observed errors where the target ran, else predicted ones."""
+  if r.stats is not None:
+    return r.stats, "observed"
+  if r.prediction is not None:
+    return r.prediction.stats, "predicted"
+  return None, "n/a"
+
+
+def _noise(r: ConfigResult) -> numerics.NoiseFloor | None:
+  return r.prediction.noise if r.prediction is not None else None
+
+
+def _consistent(fixed: list[ConfigResult]) -> Requirement:
+  groups: dict[tuple, list[ConfigResult]] = {}
+  for r in fixed:
+    groups.setdefault((r.case, r.target, r.precision), []).append(r)
+  bad, good = [], []
+  for rs in groups.values():
+    rs = sorted(rs, key=lambda r: r.n)
+    first, (first_stats, _) = rs[0], _judged(rs[0])
+    for r in rs[1:]:
+      stats, source = _judged(r)
+      noise = _noise(r)
+      if stats is None or first_stats is None or noise is None:
+        bad.append(f"{_words(r)}: no row 0 to compare")
+        continue
+      moved = abs(stats.row0 - first_stats.row0)
+      limit = numerics.NOISE_FACTOR * noise.row0_abs
+      line = (f"{_words(r)}: row 0 {stats.row0:.7g} vs {first_stats.row0:.7g} at "
+              f"n={first.n}, moved {moved:.2e} ({source}); limit {limit:.2e}")
+      (good if moved <= limit else bad).append(line)
+  return Requirement("consistent", not bad and bool(good), tuple(bad + good))
+
+
+def _accurate(fixed: list[ConfigResult], abs_bound: float | None,
+              rel_bound: float | None) -> Requirement:
+  bad, good = [], []
+  for r in fixed:
+    stats, source = _judged(r)
+    noise = _noise(r)
+    if stats is None or (noise is None and abs_bound is None and rel_bound is None):
+      bad.append(f"{_words(r)}: no errors to judge")
+      continue
+    if abs_bound is not None or rel_bound is not None:
+      ok = (abs_bound is not None and stats.max_abs <= abs_bound) or (
+        rel_bound is not None and stats.max_rel <= rel_bound)
+      limit = f"abs bound {abs_bound}, rel bound {rel_bound}"
+    else:
+      ok = (stats.row0_abs <= numerics.NOISE_FACTOR * noise.row0_abs
+            and stats.max_abs <= numerics.NOISE_FACTOR * noise.max_abs)
+      limit = f"{numerics.NOISE_FACTOR:g} x noise floor {noise.row0_abs:.2e}"
+    line = (f"{_words(r)}: row-0 |err| {stats.row0_abs:.2e}, max |err| "
+            f"{stats.max_abs:.2e}, max rel {stats.max_rel:.2e} ({source}); {limit}")
+    (good if ok else bad).append(line)
+  return Requirement("accurate", not bad and bool(good), tuple(bad + good))
+
+
+def _golden(fixed: list[ConfigResult], spec: SweepSpec, golden_dir: str,
+            versions: dict[str, str]) -> Requirement:
+  snap = golden.snapshot(fixed, versions)
+  record = golden.sweep_record(spec)
+  result = golden.check(golden_dir, snap, record)
+  lines = [str(s) for s in result.sites]
+  lines += [f"missing golden {m} (run `hloprobe golden update` with the fix's sweep)"
+            for m in result.missing]
+  lines += [f"changed {c.path}" for c in result.changed if not result.sites]
+  lines += list(result.failed)
+  if result.ok:
+    lines.append(f"{result.compared} golden files match")
+  return Requirement("golden", result.ok, tuple(lines))
+
+
+def _counterpart(r: ConfigResult, baseline: list[ConfigResult], fix: Fix):
+  """The baseline configs the fix's config replaces."""
+  return [
+    b for b in baseline
+    if (b.case, b.target, b.n) == (r.case, r.target, r.n)
+    and (fix.precision is not None or b.precision == r.precision)
+  ]
+
+
+# What "a dot site's fate changed" compares: what XLA made of it and what
+# that computes, not the precision config a precision fix changes anyway.
+_FATE_KEYS = ("site", "fate", "emitter", "effective_algorithm", "split_k", "pass")
+
+
+def _fate_sites(r: ConfigResult) -> list[dict]:
+  return [{k: s[k] for k in _FATE_KEYS} for s in dot_summary(r.fates, r.passes)["sites"]]
+
+
+def _evidence(baseline, fixed, fix) -> tuple[tuple[str, ...], tuple[str, ...]]:
+  changes, errors = [], []
+  for r in (r for r in fixed if r.ok):
+    new_stats, source = _judged(r)
+    for b in _counterpart(r, baseline, fix):
+      old, new = _fate_sites(b), _fate_sites(r)
+      words = f"{r.target} {r.case} n={r.n} {b.precision} -> {fix.name}"
+      changes += [str(c) for c in describe_site_changes(words, old, new)]
+      old_stats, _ = _judged(b)
+      if old_stats is not None and new_stats is not None:
+        errors.append(f"{words}: row-0 |err| {old_stats.row0_abs:.2e} -> "
+                      f"{new_stats.row0_abs:.2e} ({source})")
+  return tuple(changes), tuple(errors)
+
+
+def verify(results: Sequence[ConfigResult], spec: SweepSpec, fix: Fix,
+           requirements: Sequence[str], *, golden_dir: str | None = None,
+           versions: dict[str, str] | None = None,
+           abs_error_bound: float | None = None,
+           rel_error_bound: float | None = None) -> Verification:
+  """Judges a fix from the results of `fix_sweep(spec, fix, requirements)`.
+
+  Args:
+    results: that sweep's results.
+    spec: the sweep as the user asked for it (before `fix_sweep`).
+    fix: the fix.
+    requirements: names from `REQUIREMENTS`.
+    golden_dir: the golden folder (for "golden").
+    versions: jax/jaxlib versions (for "golden").
+    abs_error_bound, rel_error_bound: optional bounds for "accurate".
+
+  Raises:
+    GoldenError: the golden folder is missing or corrupt ("golden").
+  """
+  fixed = [r for r in results if _is_fix(r, fix)]
+  baseline = [r for r in results if r.experiment == BASELINE.name
+              and r.precision in spec.precisions and not _is_fix(r, fix)]
+  checks = {
+    "consistent": lambda: _consistent(fixed),
+    "accurate": lambda: _accurate(fixed, abs_error_bound, rel_error_bound),
+    "golden": lambda: _golden(
+      fixed, dataclasses.replace(spec, precisions=(fix.precision,))
+      if fix.precision else spec, golden_dir or golden.default_golden_dir(),
+      versions or {}),
+  }
+  changes, errors = _evidence(baseline, fixed, fix)
+  failures = tuple(dict.fromkeys(r.error for r in fixed if not r.ok))
+  return Verification(
+    fix, tuple(checks[n]() for n in requirements), changes, errors, failures
+  )
