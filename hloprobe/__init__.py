@@ -20,15 +20,22 @@ from hloprobe.cases import get_case as get_case
 from hloprobe.dot_sites import DotFate as DotFate
 from hloprobe.dot_sites import Fate as Fate
 from hloprobe.dot_sites import map_dot_sites as map_dot_sites
+from hloprobe.emulate import emulate_case as emulate_case
+from hloprobe.emulate import make_emulator as make_emulator
 from hloprobe.errors import GoldenError as GoldenError
 from hloprobe.errors import HloParseError as HloParseError
 from hloprobe.errors import HloprobeError as HloprobeError
+from hloprobe.experiments import Experiment as Experiment
+from hloprobe.explain import explain as explain
+from hloprobe.explain_text import render_explanation as render_explanation
 from hloprobe.golden import Snapshot as Snapshot
 from hloprobe.golden_diff import CheckResult as CheckResult
 from hloprobe.hlo_parse import parse_hlo_module as parse_hlo_module
 from hloprobe.kernels import PtxKernel as PtxKernel
 from hloprobe.kernels import parse_ptx as parse_ptx
 from hloprobe.numerics import ErrorStats as ErrorStats
+from hloprobe.predict import Prediction as Prediction
+from hloprobe.predict import Predictor as Predictor
 from hloprobe.stablehlo_parse import parse_stablehlo_dots as parse_stablehlo_dots
 from hloprobe.sweep import ConfigResult as ConfigResult
 from hloprobe.sweep import SweepSpec as SweepSpec
@@ -38,6 +45,9 @@ from hloprobe.targets import get_target as get_target
 from hloprobe.targets import load_target_config as load_target_config
 from hloprobe.toolchain import Ptxas as Ptxas
 from hloprobe.toolchain import find_ptxas as find_ptxas
+from hloprobe.verify import Verification as Verification
+from hloprobe.verify import parse_fix as parse_fix
+from hloprobe.verify import verify as verify
 
 __version__ = "0.1.0"
 
@@ -47,24 +57,35 @@ __all__ = [
   "ConfigResult",
   "DotFate",
   "ErrorStats",
+  "Experiment",
   "Fate",
   "GoldenError",
   "HloParseError",
   "HloprobeError",
+  "Prediction",
+  "Predictor",
   "PtxKernel",
   "Ptxas",
   "Snapshot",
   "SweepSpec",
   "Target",
+  "Verification",
+  "_toolchain",
   "canonical_hlo",
   "canonical_stablehlo",
+  "emulate_case",
+  "explain",
   "find_ptxas",
   "get_case",
   "get_target",
   "load_target_config",
+  "make_emulator",
   "map_dot_sites",
+  "parse_fix",
   "parse_hlo_module",
   "parse_ptx",
   "parse_stablehlo_dots",
+  "render_explanation",
   "run_sweep",
+  "verify",
 ]

@@ -1,4 +1,4 @@
-"""`python -m hloprobe` runs the command line."""
+"""`python -m hloprobe` runs the command line (see hloprobe/cli.py)."""
 
 from hloprobe.cli import run
 

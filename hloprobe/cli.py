@@ -1,19 +1,24 @@
 """hloprobe's command line: `hloprobe <command> [--flags]`.
 
 Commands:
-  sweep     lower, compile, map dot sites and run every config (default)
+  sweep           lower, compile, map dot sites, run or predict every
+                  config (the default command)
   explain         sweep with --explain_passes and say in words why row 0
                   depends on batch size and precision, per target, and
                   what compile-only targets cannot settle
-  targets         list the targets
-  experiments     list the built-in XLA_FLAGS experiments
+  verify          --fix=PRECISION_OR_EXPERIMENT --require=consistent,
+                  accurate[,golden]: run baseline and fix, PASS or FAIL
   golden check    re-run the sweep recorded in the golden folder's
                   MANIFEST.json (flags override its parts) and compare
                   with the goldens; exit 0 when all match, 1 otherwise
   golden update   re-run it and replace the goldens atomically
+  targets         list the targets
+  experiments     list the built-in XLA_FLAGS experiments
 
-Exit status: 0 when every config succeeded, 1 when any failed, 2 for bad
-input (unknown case, target, precision, format, flag; bad batch size).
+Exit status: 0 when everything succeeded (verify: passed; golden check:
+matched), 1 when a config failed, a fix failed or goldens differ, 2 for bad
+input (unknown case, target, precision, format, flag, command; bad batch
+size; unparseable target config), with one line `hloprobe: error: ...`.
 """
 
 from __future__ import annotations
@@ -325,4 +330,6 @@ def _parse_flags(argv: list[str]) -> list[str]:
 
 def run() -> None:
   """The console-script entry point."""
+  # absl's --help prints the __main__ module's docstring as the usage.
+  sys.modules["__main__"].__doc__ = __doc__
   app.run(main, flags_parser=_parse_flags)
