@@ -32,3 +32,8 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+lint: $(STAMP)
+	$(BIN)/python -m pip install -q ruff
+	$(BIN)/ruff check hloprobe tests
+	$(BIN)/ruff format --check hloprobe tests

@@ -26,7 +26,6 @@ from hloprobe.errors import GoldenError as GoldenError
 from hloprobe.errors import HloParseError as HloParseError
 from hloprobe.errors import HloprobeError as HloprobeError
 from hloprobe.experiments import Experiment as Experiment
-from hloprobe.explain import explain as explain
 from hloprobe.explain_text import render_explanation as render_explanation
 from hloprobe.golden import Snapshot as Snapshot
 from hloprobe.golden_diff import CheckResult as CheckResult
@@ -36,7 +35,9 @@ from hloprobe.kernels import parse_ptx as parse_ptx
 from hloprobe.numerics import ErrorStats as ErrorStats
 from hloprobe.predict import Prediction as Prediction
 from hloprobe.predict import Predictor as Predictor
-from hloprobe.stablehlo_parse import parse_stablehlo_dots as parse_stablehlo_dots
+from hloprobe.stablehlo_parse import (
+  parse_stablehlo_dots as parse_stablehlo_dots,
+)
 from hloprobe.sweep import ConfigResult as ConfigResult
 from hloprobe.sweep import SweepSpec as SweepSpec
 from hloprobe.sweep import run_sweep as run_sweep
@@ -47,7 +48,6 @@ from hloprobe.toolchain import Ptxas as Ptxas
 from hloprobe.toolchain import find_ptxas as find_ptxas
 from hloprobe.verify import Verification as Verification
 from hloprobe.verify import parse_fix as parse_fix
-from hloprobe.verify import verify as verify
 
 __version__ = "0.1.0"
 
@@ -74,7 +74,6 @@ __all__ = [
   "canonical_hlo",
   "canonical_stablehlo",
   "emulate_case",
-  "explain",
   "find_ptxas",
   "get_case",
   "get_target",
@@ -87,5 +86,4 @@ __all__ = [
   "parse_stablehlo_dots",
   "render_explanation",
   "run_sweep",
-  "verify",
 ]

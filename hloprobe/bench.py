@@ -82,9 +82,13 @@ def main(repeats: int = 3) -> None:
   """Prints the ratios above (each the best of `repeats`)."""
   plain = min(_time(_PLAIN) for _ in range(repeats))
   swept = min(_time(_SWEEP) for _ in range(repeats))
-  print(f"sweep / plain loop (27 configs, cpu): {swept / plain:.2f}x  (goal <= 1.5x)")
+  print(
+    f"sweep / plain loop (27 configs, cpu): {swept / plain:.2f}x  (goal <= 1.5x)"
+  )
   ratio = min(_time(_EMULATOR) for _ in range(repeats))
-  print(f"emulator / CPU run (seed_mlp, n=4096, TF32 sites): {ratio:.2f}x  (goal <= 3x)")
+  print(
+    f"emulator / CPU run (seed_mlp, n=4096, TF32 sites): {ratio:.2f}x  (goal <= 3x)"
+  )
 
 
 if __name__ == "__main__":

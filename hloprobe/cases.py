@@ -154,9 +154,12 @@ seed_mlp = Case(
   ),
 )
 
+
 def _normal(seed: int, *shapes, scale: float = 1.0):
   g = np.random.default_rng(seed)
-  return tuple((scale * g.standard_normal(s)).astype(np.float32) for s in shapes)
+  return tuple(
+    (scale * g.standard_normal(s)).astype(np.float32) for s in shapes
+  )
 
 
 def _tf_matmul(a, b):
@@ -224,20 +227,25 @@ tf_127577 = Case(
   "tf_127577",
   "Large-magnitude (m x 1024) @ (1024 x 512) f32 matmul: a CPU/GPU gap that "
   "is exactly TF32 (relative max 2.95e-4 reported)",
-  _tf_matmul, _tf_inputs, url="https://github.com/tensorflow/tensorflow/pull/127577",
+  _tf_matmul,
+  _tf_inputs,
+  url="https://github.com/tensorflow/tensorflow/pull/127577",
 )
 jax_11628 = Case(
   "jax_11628",
   "jacrev of x -> M @ x with M f32[rows, 1000]: the Jacobian is M, off by "
   "TF32 rounding (std 2.09e-4 reported on Ampere)",
-  _jacrev_linear, lambda: _normal(11628, (100, 1000), (1000,)),
+  _jacrev_linear,
+  lambda: _normal(11628, (100, 1000), (1000,)),
   url="https://github.com/jax-ml/jax/issues/11628",
 )
 jax_15362 = Case(
   "jax_15362",
   "Tutorial MLP 1->512->512->1 vmapped over points: 'worse precision when "
   "using vmap'",
-  _mlp_512, _mlp_512_inputs, batch_arg=6,
+  _mlp_512,
+  _mlp_512_inputs,
+  batch_arg=6,
   url="https://github.com/jax-ml/jax/issues/15362",
 )
 jax_27188 = Case(
@@ -245,14 +253,22 @@ jax_27188 = Case(
   "vmapped ensemble of 10 MLPs 100->50->10 over 32 samples: autotuner "
   "'Results do not match the reference'",
   _ensemble,
-  lambda: _normal(27188, (10, 100, 50), (10, 50), (10, 50, 10), (10, 10), (32, 100)),
-  batch_arg=4, output_axis=1, url="https://github.com/jax-ml/jax/issues/27188",
+  lambda: _normal(
+    27188, (10, 100, 50), (10, 50), (10, 50, 10), (10, 10), (32, 100)
+  ),
+  batch_arg=4,
+  output_axis=1,
+  url="https://github.com/jax-ml/jax/issues/27188",
 )
 jax_22557 = Case(
   "jax_22557",
   "einsum 'ij,kil->kjl' of 300x300 and 300x300xP: 80x less accurate on GPU "
   "than f32 on CPU",
-  _einsum, _einsum_inputs, batch_arg=1, batch_axis=2, output_axis=2,
+  _einsum,
+  _einsum_inputs,
+  batch_arg=1,
+  batch_axis=2,
+  output_axis=2,
   url="https://github.com/jax-ml/jax/issues/22557",
 )
 
@@ -269,5 +285,7 @@ def get_case(name: str) -> Case:
     CaseError: the name is unknown.
   """
   if name not in CASES:
-    raise CaseError(f"unknown case {name!r}; choose from {', '.join(sorted(CASES))}")
+    raise CaseError(
+      f"unknown case {name!r}; choose from {', '.join(sorted(CASES))}"
+    )
   return CASES[name]

@@ -23,9 +23,9 @@ size; unparseable target config), with one line `hloprobe: error: ...`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
-import dataclasses
 import sys
 
 from absl import app, flags
@@ -36,13 +36,18 @@ from hloprobe.errors import HloprobeError, UsageError
 __all__ = ["main", "run"]
 
 _CASE = flags.DEFINE_list(
-  "case", ["seed_mlp"], f"Cases to sweep, comma-separated; one of {sorted(cases.CASES)}."
+  "case",
+  ["seed_mlp"],
+  f"Cases to sweep, comma-separated; one of {sorted(cases.CASES)}.",
 )
 _BATCH_SIZES = flags.DEFINE_string(
-  "batch_sizes", "1-9", "Batch sizes: integers and ranges, e.g. '1,2,4-9,64,4096'."
+  "batch_sizes",
+  "1-9",
+  "Batch sizes: integers and ranges, e.g. '1,2,4-9,64,4096'.",
 )
 _PRECISIONS = flags.DEFINE_list(
-  "precisions", list(precisions.DEFAULT_PRECISIONS),
+  "precisions",
+  list(precisions.DEFAULT_PRECISIONS),
   "Matmul precisions: bfloat16, tensorfloat32, float32, default, high, "
   "highest, or DotAlgorithmPreset names such as TF32_TF32_F32.",
 )
@@ -50,27 +55,33 @@ _TARGETS = flags.DEFINE_list(
   "targets", ["cpu"], "Targets, comma-separated; see `hloprobe targets`."
 )
 _TARGET_CONFIG = flags.DEFINE_multi_string(
-  "target_config", [],
+  "target_config",
+  [],
   "A GpuTargetConfigProto .txtpb file to compile for as one more "
   "compile-only target (repeatable), e.g. "
   "hloprobe/gpu_specs/a100_sxm_40.txtpb.",
 )
 _OUTPUT_DIR = flags.DEFINE_string(
-  "output_dir", None,
+  "output_dir",
+  None,
   "If set, write per-config stablehlo.mlir / optimized.hlo and results.json "
   "here; for `golden check`, where candidate files go on a mismatch "
   "(default: a new temporary folder).",
 )
 _SITES = flags.DEFINE_bool(
-  "sites", False, "Also print one row per dot site (table and markdown formats)."
+  "sites",
+  False,
+  "Also print one row per dot site (table and markdown formats).",
 )
 _EXPLAIN_PASSES = flags.DEFINE_bool(
-  "explain_passes", False,
+  "explain_passes",
+  False,
   "Name the XLA pass that rewrote each dot site (compiles each config once "
   "more in a worker process with pass dumps).",
 )
 _EXPERIMENT = flags.DEFINE_multi_string(
-  "experiment", [],
+  "experiment",
+  [],
   "An XLA_FLAGS experiment NAME:FLAGS (e.g. 'cublas:--xla_gpu_enable_triton_gemm=false') "
   "or a built-in name (see `hloprobe experiments`); repeatable. Each runs in "
   "its own worker process beside the baseline.",
@@ -79,34 +90,42 @@ _EXPERIMENTS_FILE = flags.DEFINE_string(
   "experiments_file", None, "A file of experiments, one NAME:FLAGS per line."
 )
 _FIX = flags.DEFINE_string(
-  "fix", None,
+  "fix",
+  None,
   "For `verify`: the candidate fix, a matmul precision (e.g. float32, "
   "F32_F32_F32) or an experiment (a built-in name or NAME:--xla_flag=value).",
 )
 _REQUIRE = flags.DEFINE_string(
-  "require", "consistent,accurate",
+  "require",
+  "consistent,accurate",
   "For `verify`: requirements, comma-separated: consistent, accurate, golden.",
 )
 _ABS_ERROR_BOUND = flags.DEFINE_float(
-  "abs_error_bound", None,
+  "abs_error_bound",
+  None,
   "For `verify --require=accurate`: max |err| allowed (as run_hlo_module).",
 )
 _REL_ERROR_BOUND = flags.DEFINE_float(
-  "rel_error_bound", None,
+  "rel_error_bound",
+  None,
   "For `verify --require=accurate`: max relative error allowed (as run_hlo_module).",
 )
 _FORMAT = flags.DEFINE_string(
-  "format", "table", f"Output format: one of {', '.join(report.REPORT_FORMATS)}."
+  "format",
+  "table",
+  f"Output format: one of {', '.join(report.REPORT_FORMATS)}.",
 )
 
 _GOLDEN_DIR = flags.DEFINE_string(
-  "golden_dir", None,
+  "golden_dir",
+  None,
   "`hloprobe golden`: the golden folder. Default: golden/ at the repository "
   "root when run from a source checkout (the folder above the hloprobe "
   "package holds pyproject.toml), else ./golden.",
 )
 _STRICT = flags.DEFINE_bool(
-  "strict", False,
+  "strict",
+  False,
   "`hloprobe golden check`: compare full StableHLO/HLO text even when "
   "jax/jaxlib differ from MANIFEST.json's (otherwise only dot summaries).",
 )
@@ -180,7 +199,9 @@ def _cmd_sweep() -> int:
     print(report.render_sites(results, fmt))
   if _OUTPUT_DIR.value:
     paths = report.write_outputs(results, _OUTPUT_DIR.value, versions)
-    print(f"wrote {len(paths)} files under {_OUTPUT_DIR.value}", file=sys.stderr)
+    print(
+      f"wrote {len(paths)} files under {_OUTPUT_DIR.value}", file=sys.stderr
+    )
   return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
 
 
@@ -205,11 +226,27 @@ def _cmd_targets() -> int:
   listed = list(targets.BUILTIN_TARGETS.values())
   listed += [targets.load_target_config(p) for p in _TARGET_CONFIG.value]
   rows = [
-    (t.name, t.platform, "compile only" if t.compile_only else "compile and run",
-     t.compute_capability or "n/a", t.description)
+    (
+      t.name,
+      t.platform,
+      "compile only" if t.compile_only else "compile and run",
+      t.compute_capability or "n/a",
+      t.description,
+    )
     for t in listed
   ]
-  print(tabulate(rows, headers=("target", "platform", "mode", "compute capability", "description")))
+  print(
+    tabulate(
+      rows,
+      headers=(
+        "target",
+        "platform",
+        "mode",
+        "compute capability",
+        "description",
+      ),
+    )
+  )
   ptxas = toolchain.find_ptxas(toolchain.nvcc_wheel_dir())
   found = ptxas or "none found (pip install nvidia-cuda-nvcc-cu12)"
   print(f"\nptxas for GPU targets: {found}")
@@ -219,8 +256,10 @@ def _cmd_targets() -> int:
 def _cmd_experiments() -> int:
   from tabulate import tabulate
 
-  rows = [(e.name, e.flags_text, e.description)
-          for e in experiments.BUILTIN_EXPERIMENTS.values()]
+  rows = [
+    (e.name, e.flags_text, e.description)
+    for e in experiments.BUILTIN_EXPERIMENTS.values()
+  ]
   print(tabulate(rows, headers=("experiment", "XLA_FLAGS", "what it does")))
   return EXIT_OK
 
@@ -232,14 +271,20 @@ def _golden_spec(golden_dir: str):
   recorded = golden.manifest_sweep(golden_dir) or {}
 
   def pick(key, holder, value):
-    return tuple(value if holder.present or key not in recorded else recorded[key])
+    return tuple(
+      value if holder.present or key not in recorded else recorded[key]
+    )
 
-  return golden.spec_from_record({
-    "cases": pick("cases", _CASE, _CASE.value),
-    "batch_sizes": pick("batch_sizes", _BATCH_SIZES, sweep.parse_batch_sizes(_BATCH_SIZES.value)),
-    "precisions": pick("precisions", _PRECISIONS, _PRECISIONS.value),
-    "targets": pick("targets", _TARGETS, _TARGETS.value),
-  })
+  return golden.spec_from_record(
+    {
+      "cases": pick("cases", _CASE, _CASE.value),
+      "batch_sizes": pick(
+        "batch_sizes", _BATCH_SIZES, sweep.parse_batch_sizes(_BATCH_SIZES.value)
+      ),
+      "precisions": pick("precisions", _PRECISIONS, _PRECISIONS.value),
+      "targets": pick("targets", _TARGETS, _TARGETS.value),
+    }
+  )
 
 
 def _cmd_golden(words: list[str]) -> int:
@@ -249,7 +294,9 @@ def _cmd_golden(words: list[str]) -> int:
   from hloprobe import golden, golden_update, lowering, sweep
 
   if words not in (["check"], ["update"]):
-    raise UsageError(f"`golden` takes one word, check or update; got {words}; e.g. `hloprobe golden check`")
+    raise UsageError(
+      f"`golden` takes one word, check or update; got {words}; e.g. `hloprobe golden check`"
+    )
   golden_dir = _GOLDEN_DIR.value or golden.default_golden_dir()
   spec = _golden_spec(golden_dir)
   _start_jax(spec.targets)
@@ -260,8 +307,12 @@ def _cmd_golden(words: list[str]) -> int:
     return EXIT_OK
   result = golden.check(golden_dir, snap, record, strict=_STRICT.value)
   if not result.ok:
-    out = _OUTPUT_DIR.value or tempfile.mkdtemp(prefix="hloprobe-golden-candidate-")
-    result = dataclasses.replace(result, candidate_dir=golden.write_snapshot(snap, out))
+    out = _OUTPUT_DIR.value or tempfile.mkdtemp(
+      prefix="hloprobe-golden-candidate-"
+    )
+    result = dataclasses.replace(
+      result, candidate_dir=golden.write_snapshot(snap, out)
+    )
   print(result.render())
   return EXIT_OK if result.ok else EXIT_FAILED
 
@@ -270,7 +321,9 @@ def _cmd_verify() -> int:
   from hloprobe import golden, lowering, sweep, verify
 
   if not _FIX.value:
-    raise UsageError("verify needs --fix, e.g. --fix=float32 or --fix=no_triton_gemm")
+    raise UsageError(
+      "verify needs --fix, e.g. --fix=float32 or --fix=no_triton_gemm"
+    )
   fix = verify.parse_fix(_FIX.value)
   requirements = verify.parse_requirements(_REQUIRE.value)
   fmt = _check_format()
@@ -278,7 +331,10 @@ def _cmd_verify() -> int:
   _start_jax(spec.targets)
   results = sweep.run_sweep(verify.fix_sweep(spec, fix, requirements))
   outcome = verify.verify(
-    results, spec, fix, requirements,
+    results,
+    spec,
+    fix,
+    requirements,
     golden_dir=_GOLDEN_DIR.value or golden.default_golden_dir(),
     versions=lowering.versions(),
     abs_error_bound=_ABS_ERROR_BOUND.value,
@@ -305,11 +361,15 @@ def main(argv: list[str]) -> int:
   command, *rest = argv[1:] or ["sweep"]
   try:
     if command not in _COMMANDS:
-      raise UsageError(f"unknown command {command!r}; choose from {', '.join(_COMMANDS)}")
+      raise UsageError(
+        f"unknown command {command!r}; choose from {', '.join(_COMMANDS)}"
+      )
     if command in _TAKES_WORDS:
       return _COMMANDS[command](rest)
     if rest:
-      raise UsageError(f"unexpected arguments {rest}; flags are written --name=value")
+      raise UsageError(
+        f"unexpected arguments {rest}; flags are written --name=value"
+      )
     return _COMMANDS[command]()
   except UsageError as e:
     print(f"hloprobe: error: {e}", file=sys.stderr)

@@ -49,7 +49,12 @@ _GEMM_CUSTOM_CALLS = {
 }
 _TRITON_KINDS = ("__triton_gemm", "__triton_nested_gemm_fusion", "__triton")
 _WALKED_OPCODES = (
-  "fusion", "call", "while", "conditional", "async-start", "custom-call",
+  "fusion",
+  "call",
+  "while",
+  "conditional",
+  "async-start",
+  "custom-call",
 )
 
 
@@ -154,7 +159,8 @@ def _walk(module, comp_name, param_anc, enclosing, out, depth):
     ops = tuple(env.get(o, frozenset()) for o in inst.operands)
     anc = frozenset().union(*ops)
     if inst.opcode in ("dot", "convolution", "multiply") or (
-      inst.opcode == "custom-call" and _custom_call_target(inst) in _GEMM_CUSTOM_CALLS
+      inst.opcode == "custom-call"
+      and _custom_call_target(inst) in _GEMM_CUSTOM_CALLS
     ):
       out.append(Carrier(inst, comp.name, enclosing, ops))
     if inst.opcode in _WALKED_OPCODES:
@@ -183,7 +189,9 @@ def _matches(site: StableHloDot, carrier: Carrier) -> bool:
   )
 
 
-def map_dot_sites(sites: list[StableHloDot], module: HloModule) -> list[DotFate]:
+def map_dot_sites(
+  sites: list[StableHloDot], module: HloModule
+) -> list[DotFate]:
   """Finds what each StableHLO dot site became in an optimized module.
 
   Args:
@@ -202,8 +210,12 @@ def map_dot_sites(sites: list[StableHloDot], module: HloModule) -> list[DotFate]
   fates = []
   for site in sites:
     matching = [i for i, c in enumerate(carriers) if _matches(site, c)]
-    gemms = [i for i in matching if carriers[i].instruction.opcode != "multiply"]
-    pool = gemms or ([] if site.contracting_size == 1 and not matching else matching)
+    gemms = [
+      i for i in matching if carriers[i].instruction.opcode != "multiply"
+    ]
+    pool = gemms or (
+      [] if site.contracting_size == 1 and not matching else matching
+    )
     fresh = [i for i in pool if i not in used] or pool
     if not fresh:
       fates.append(_gone(site))
@@ -214,7 +226,16 @@ def map_dot_sites(sites: list[StableHloDot], module: HloModule) -> list[DotFate]
 
 
 def _gone(site: StableHloDot) -> DotFate:
-  return DotFate(site, Fate.GONE, None, (), _site_precision(site), _site_algorithm(site), None, None)
+  return DotFate(
+    site,
+    Fate.GONE,
+    None,
+    (),
+    _site_precision(site),
+    _site_algorithm(site),
+    None,
+    None,
+  )
 
 
 def _site_precision(site: StableHloDot) -> str:
@@ -240,11 +261,18 @@ def _classify(site: StableHloDot, carrier: Carrier) -> DotFate:
   config = None
   if inst.opcode == "custom-call":
     target = _custom_call_target(inst)
-    fate, emitter, config = Fate(_GEMM_CUSTOM_CALLS[target]), target, inst.backend_config
+    fate, emitter, config = (
+      Fate(_GEMM_CUSTOM_CALLS[target]),
+      target,
+      inst.backend_config,
+    )
   elif inst.opcode == "multiply":
     fate = Fate.MULTIPLY if site.contracting_size == 1 else Fate.MULTIPLY_REDUCE
   elif kind in _TRITON_KINDS:
-    fate, config = Fate.TRITON_GEMM, outer.backend_config.get("fusion_backend_config")
+    fate, config = (
+      Fate.TRITON_GEMM,
+      outer.backend_config.get("fusion_backend_config"),
+    )
   elif kind == "__cudnn$fusion":
     fate = Fate.CUDNN
   else:
@@ -273,25 +301,33 @@ def _fusion_kind(fusion: HloInstruction) -> str | None:
   return fbc.get("kind") or fusion.attrs.get("kind")
 
 
-def _hlo_precision(inst: HloInstruction, config: dict | None) -> tuple[str | None, str | None]:
+def _hlo_precision(
+  inst: HloInstruction, config: dict | None
+) -> tuple[str | None, str | None]:
   """operand_precision and algorithm as the optimized HLO states them."""
   if inst.opcode == "multiply":
     return None, None
   if inst.opcode == "custom-call" and config:
-    pc = (config.get("gemm_backend_config") or config).get("precision_config") or {}
+    pc = (config.get("gemm_backend_config") or config).get(
+      "precision_config"
+    ) or {}
     ops = pc.get("operand_precision")
     algo = pc.get("algorithm")
     precision = ",".join(p.lower() for p in ops) if ops else None
     algorithm = None if algo in (None, "ALG_UNSET") else algo
     if algorithm is not None and algorithm.startswith("ALG_"):
-      algorithm = algorithm_from_hlo(algorithm[len("ALG_"):].lower())
+      algorithm = algorithm_from_hlo(algorithm[len("ALG_") :].lower())
     return precision, algorithm
-  precision = inst.attrs.get("operand_precision", "{default,default}").strip("{}")
+  precision = inst.attrs.get("operand_precision", "{default,default}").strip(
+    "{}"
+  )
   algo = inst.attrs.get("algorithm")
   return precision, algorithm_from_hlo(algo) if algo else None
 
 
-def _split_k(site: StableHloDot, inst: HloInstruction, config: dict | None) -> int | None:
+def _split_k(
+  site: StableHloDot, inst: HloInstruction, config: dict | None
+) -> int | None:
   """The split-K factor of a Triton gemm's dot, or None when not split.
 
   `__triton_gemm` fusions state it (`triton_gemm_config.split_k`).
@@ -314,7 +350,7 @@ def _split_k(site: StableHloDot, inst: HloInstruction, config: dict | None) -> i
   if len(dims) != len(site.result.dims) + 1:
     return None
   for i in range(n_batch):
-    if dims[:i] + dims[i + 1:] == site.result.dims:
+    if dims[:i] + dims[i + 1 :] == site.result.dims:
       return dims[i]
   return dims[0] if n_batch == 1 else None
 
@@ -330,8 +366,11 @@ def site_record(f: DotFate, rewritten_by=None) -> dict:
   return {
     "index": s.index,
     "location": s.location,
-    "lhs": str(s.lhs), "rhs": str(s.rhs), "result": str(s.result),
-    "lhs_batch_dims": list(s.lhs_batch), "rhs_batch_dims": list(s.rhs_batch),
+    "lhs": str(s.lhs),
+    "rhs": str(s.rhs),
+    "result": str(s.result),
+    "lhs_batch_dims": list(s.lhs_batch),
+    "rhs_batch_dims": list(s.rhs_batch),
     "lhs_contracting_dims": list(s.lhs_contracting),
     "rhs_contracting_dims": list(s.rhs_contracting),
     "K": s.contracting_size,
@@ -348,8 +387,11 @@ def site_record(f: DotFate, rewritten_by=None) -> dict:
     "algorithm_source": f.algorithm_source,
     "algorithm_evidence": f.algorithm_evidence,
     "selection": f.selection,
-    "rewritten_by": None if rewritten_by is None else {
-      "pass": rewritten_by.pass_name, "pipeline": rewritten_by.pipeline,
+    "rewritten_by": None
+    if rewritten_by is None
+    else {
+      "pass": rewritten_by.pass_name,
+      "pipeline": rewritten_by.pipeline,
       "fate_after": rewritten_by.fate,
     },
   }

@@ -178,7 +178,9 @@ class _ScaleRecorder(_Evaluator):
       self._in_body -= loop
 
   def _dot(self, eqn, ins, site: int):
-    if not self._in_body and all(np.issubdtype(x.dtype, np.inexact) for x in ins):
+    if not self._in_body and all(
+      np.issubdtype(x.dtype, np.inexact) for x in ins
+    ):
       scale = lax.dot_general(
         *(jax.numpy.abs(x).astype(np.float32) for x in ins),
         eqn.params["dimension_numbers"],
@@ -210,7 +212,9 @@ def emulate_with_scales(fn: Callable, args: Sequence) -> tuple:
     outs = recorder.run(closed.jaxpr, plan, consts, leaves)
     return outs[0], recorder.scales
 
-  out, found = jax.jit(run)(tuple(closed.consts), jax.tree_util.tree_leaves(args))
+  out, found = jax.jit(run)(
+    tuple(closed.consts), jax.tree_util.tree_leaves(args)
+  )
   scales = tuple(
     (float(found[i][0]), float(found[i][1])) if i in found else None
     for i in range(len(sites))
@@ -371,11 +375,15 @@ def order_spread(
   if len(orders) < 2:
     raise UsageError(f"need at least two summation orders, got {orders}")
   emulators = [
-    make_emulator(fn, args, site_algorithms, order=o, tf32_rounding=tf32_rounding)
+    make_emulator(
+      fn, args, site_algorithms, order=o, tf32_rounding=tf32_rounding
+    )
     for o in orders
   ]
   # One compile for all orders: the emulators' jitted bodies inline here.
-  every = jax.jit(lambda *a: [jax.tree_util.tree_leaves(e(*a))[0] for e in emulators])
+  every = jax.jit(
+    lambda *a: [jax.tree_util.tree_leaves(e(*a))[0] for e in emulators]
+  )
   outputs = {o: np.asarray(x) for o, x in zip(orders, every(*args))}
   stacked = np.stack([x.astype(np.float64) for x in outputs.values()])
   spread = stacked.max(axis=0) - stacked.min(axis=0)

@@ -52,26 +52,45 @@ BASELINE = Experiment("baseline", (), "no extra XLA flags")
 BUILTIN_EXPERIMENTS = {
   e.name: e
   for e in (
-    Experiment("no_triton_gemm", ("--xla_gpu_enable_triton_gemm=false",),
-               "GPU gemms go to cuBLAS/cuBLASLt instead of Triton"),
-    Experiment("no_dot_strength_reduction",
-               ("--xla_disable_hlo_passes=dot-strength-reduction",),
-               "GPU: keep matrix-vector dots as dots (gemms) at batch 1"),
-    Experiment("no_algsimp", ("--xla_disable_hlo_passes=algsimp",),
-               "CPU: no AlgebraicSimplifier, which strength-reduces dots there"),
-    Experiment("no_cublaslt", ("--xla_gpu_enable_cublaslt=false",),
-               "GPU: legacy cuBLAS gemm instead of cuBLASLt"),
-    Experiment("no_autotune", ("--xla_gpu_autotune_level=0",),
-               "GPU: XLA's heuristic gemm choice, no autotuning"),
-    Experiment("deterministic_ops", ("--xla_gpu_deterministic_ops=true",),
-               "GPU: deterministic ops (no atomics in split-K reductions)"),
+    Experiment(
+      "no_triton_gemm",
+      ("--xla_gpu_enable_triton_gemm=false",),
+      "GPU gemms go to cuBLAS/cuBLASLt instead of Triton",
+    ),
+    Experiment(
+      "no_dot_strength_reduction",
+      ("--xla_disable_hlo_passes=dot-strength-reduction",),
+      "GPU: keep matrix-vector dots as dots (gemms) at batch 1",
+    ),
+    Experiment(
+      "no_algsimp",
+      ("--xla_disable_hlo_passes=algsimp",),
+      "CPU: no AlgebraicSimplifier, which strength-reduces dots there",
+    ),
+    Experiment(
+      "no_cublaslt",
+      ("--xla_gpu_enable_cublaslt=false",),
+      "GPU: legacy cuBLAS gemm instead of cuBLASLt",
+    ),
+    Experiment(
+      "no_autotune",
+      ("--xla_gpu_autotune_level=0",),
+      "GPU: XLA's heuristic gemm choice, no autotuning",
+    ),
+    Experiment(
+      "deterministic_ops",
+      ("--xla_gpu_deterministic_ops=true",),
+      "GPU: deterministic ops (no atomics in split-K reductions)",
+    ),
   )
 }
 
 
 def _check_flags(name: str, words: list[str]) -> tuple[str, ...]:
   if not words:
-    raise UsageError(f"experiment {name!r} has no XLA flags; write NAME:--xla_flag=value")
+    raise UsageError(
+      f"experiment {name!r} has no XLA flags; write NAME:--xla_flag=value"
+    )
   for word in words:
     if not word.startswith("--xla_"):
       raise UsageError(
@@ -116,7 +135,9 @@ def parse_experiments_file(path: str) -> list[Experiment]:
     with open(path) as f:
       lines = f.read().splitlines()
   except OSError as e:
-    raise UsageError(f"cannot read --experiments_file {path!r}: {e.strerror}") from e
+    raise UsageError(
+      f"cannot read --experiments_file {path!r}: {e.strerror}"
+    ) from e
   out = []
   for lineno, line in enumerate(lines, start=1):
     line = line.split("#", 1)[0].strip()

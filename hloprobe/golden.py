@@ -32,8 +32,8 @@ import os
 from collections.abc import Iterable, Mapping
 
 from hloprobe import golden_format as fmt
-from hloprobe.experiments import BASELINE
 from hloprobe.errors import GoldenError
+from hloprobe.experiments import BASELINE
 from hloprobe.golden_diff import (
   CheckResult,
   FileChange,

@@ -33,10 +33,22 @@ __all__ = [
 # What a dot summary keeps of `dot_sites.site_record`: what the compiler
 # decided, not where the source is or what XLA named its instructions.
 SUMMARY_KEYS = (
-  "lhs", "rhs", "result", "K", "lhs_batch_dims", "rhs_batch_dims",
-  "lhs_contracting_dims", "rhs_contracting_dims", "stablehlo_precision",
-  "stablehlo_algorithm", "fate", "emitter", "precision_config", "algorithm",
-  "effective_algorithm", "split_k",
+  "lhs",
+  "rhs",
+  "result",
+  "K",
+  "lhs_batch_dims",
+  "rhs_batch_dims",
+  "lhs_contracting_dims",
+  "rhs_contracting_dims",
+  "stablehlo_precision",
+  "stablehlo_algorithm",
+  "fate",
+  "emitter",
+  "precision_config",
+  "algorithm",
+  "effective_algorithm",
+  "split_k",
 )
 
 
@@ -230,7 +242,9 @@ def _site_summary(f: DotFate, rewritten_by) -> dict:
   return out
 
 
-def dot_summary(fates: Iterable[DotFate], passes: Mapping | None = None) -> dict:
+def dot_summary(
+  fates: Iterable[DotFate], passes: Mapping | None = None
+) -> dict:
   """The semantic golden of one config: {"fate_summary", "sites"}.
 
   Args:

@@ -381,4 +381,4 @@ def same_manifest(old_text: str, new_text: str) -> bool:
 
 def today() -> str:
   """Today's date in UTC, "YYYY-MM-DD", as headers write it."""
-  return datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+  return datetime.datetime.now(datetime.UTC).date().isoformat()

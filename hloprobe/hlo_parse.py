@@ -38,10 +38,36 @@ __all__ = [
 
 # HLO's element type spellings (xla/primitive_util.cc LowercasePrimitiveTypeName).
 HLO_DTYPES = (
-  "pred", "s2", "s4", "s8", "s16", "s32", "s64", "u2", "u4", "u8", "u16",
-  "u32", "u64", "f16", "bf16", "f32", "f64", "c64", "c128", "f8e4m3fn",
-  "f8e5m2", "f8e4m3", "f8e3m4", "f8e4m3fnuz", "f8e5m2fnuz", "f8e4m3b11fnuz",
-  "f8e8m0fnu", "f4e2m1fn", "token", "opaque",
+  "pred",
+  "s2",
+  "s4",
+  "s8",
+  "s16",
+  "s32",
+  "s64",
+  "u2",
+  "u4",
+  "u8",
+  "u16",
+  "u32",
+  "u64",
+  "f16",
+  "bf16",
+  "f32",
+  "f64",
+  "c64",
+  "c128",
+  "f8e4m3fn",
+  "f8e5m2",
+  "f8e4m3",
+  "f8e3m4",
+  "f8e4m3fnuz",
+  "f8e5m2fnuz",
+  "f8e4m3b11fnuz",
+  "f8e8m0fnu",
+  "f4e2m1fn",
+  "token",
+  "opaque",
 )
 _ARRAY_SHAPE_RE = re.compile(
   rf"^({'|'.join(sorted(HLO_DTYPES, key=len, reverse=True))})"
@@ -49,12 +75,20 @@ _ARRAY_SHAPE_RE = re.compile(
 )
 _COMMENT_RE = re.compile(r"/\*.*?\*/")
 _HEADER_RE = re.compile(r"^HloModule\s+([^\s,]+)(.*)$")
-_COMPUTATION_RE = re.compile(r"^(ENTRY\s+)?%?([^\s(]+)\s*(\(.*\)\s*->.*?)?\s*\{$")
+_COMPUTATION_RE = re.compile(
+  r"^(ENTRY\s+)?%?([^\s(]+)\s*(\(.*\)\s*->.*?)?\s*\{$"
+)
 _INSTRUCTION_RE = re.compile(r"^(ROOT\s+)?%?([^\s=]+)\s*=\s*(.*)$")
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _CALLED_ATTRS = (
-  "calls", "to_apply", "body", "condition", "branch_computations",
-  "called_computations", "true_computation", "false_computation",
+  "calls",
+  "to_apply",
+  "body",
+  "condition",
+  "branch_computations",
+  "called_computations",
+  "true_computation",
+  "false_computation",
 )
 
 
@@ -164,9 +198,7 @@ def _parse_braced_fields(text: str) -> dict[str, str]:
   out = {}
   for m in re.finditer(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)', body):
     value = m.group(2)
-    out[m.group(1)] = (
-      json.loads(value) if value.startswith('"') else value
-    )
+    out[m.group(1)] = json.loads(value) if value.startswith('"') else value
   return out
 
 
@@ -243,7 +275,9 @@ class HloInstruction:
       args = ", ".join("%" + rename.get(o, o) for o in self.operands)
     attrs = "".join(f", {k}={v}" for k, v in self.attrs.items())
     root = "ROOT " if self.is_root else ""
-    return f"{root}%{name} = {_shape_text(self.shape)} {self.opcode}({args}){attrs}"
+    return (
+      f"{root}%{name} = {_shape_text(self.shape)} {self.opcode}({args}){attrs}"
+    )
 
 
 def _shape_text(shape: Shape) -> str:
@@ -331,7 +365,9 @@ def parse_instruction(line: str, lineno: int = 0) -> HloInstruction:
   """
   m = _INSTRUCTION_RE.match(line.strip())
   if not m:
-    raise HloParseError(f"[hloprobe] line {lineno}: not an instruction: {line!r}")
+    raise HloParseError(
+      f"[hloprobe] line {lineno}: not an instruction: {line!r}"
+    )
   is_root, name, rest = bool(m.group(1)), m.group(2), m.group(3)
   shape_end = _shape_end(rest, lineno)
   shape = parse_shape(rest[:shape_end])
@@ -340,19 +376,23 @@ def parse_instruction(line: str, lineno: int = 0) -> HloInstruction:
   if not op:
     raise HloParseError(f"[hloprobe] line {lineno}: no opcode in {line!r}")
   close = _matching_paren(rest, op.end() - 1)
-  args_text = rest[op.end():close]
+  args_text = rest[op.end() : close]
   operands, literal = _parse_operands(op.group(1), args_text)
   attrs = {}
-  tail = rest[close + 1:].strip()
+  tail = rest[close + 1 :].strip()
   if tail:
     if not tail.startswith(","):
-      raise HloParseError(f"[hloprobe] line {lineno}: junk after operands: {tail!r}")
+      raise HloParseError(
+        f"[hloprobe] line {lineno}: junk after operands: {tail!r}"
+      )
     for item in split_top_level(tail[1:]):
       key, eq, value = item.partition("=")
       if not eq:
         raise HloParseError(f"[hloprobe] line {lineno}: bad attribute {item!r}")
       attrs[key.strip()] = value.strip()
-  return HloInstruction(name, op.group(1), shape, operands, literal, attrs, is_root)
+  return HloInstruction(
+    name, op.group(1), shape, operands, literal, attrs, is_root
+  )
 
 
 def _shape_end(rest: str, lineno: int) -> int:
@@ -368,7 +408,9 @@ def _shape_end(rest: str, lineno: int) -> int:
 _LITERAL_OPCODES = ("constant", "parameter", "iota", "rng-get-and-update-state")
 
 
-def _parse_operands(opcode: str, text: str) -> tuple[tuple[str, ...], str | None]:
+def _parse_operands(
+  opcode: str, text: str
+) -> tuple[tuple[str, ...], str | None]:
   if opcode in _LITERAL_OPCODES:
     return (), text.strip()
   if not text.strip():
@@ -412,7 +454,7 @@ def parse_hlo_module(text: str) -> HloModule:
     )
   computations, tables, entry = {}, {t: {} for t in _TABLES}, None
   current, insts, table = None, [], None
-  for lineno, raw in enumerate(lines[lines.index(header) + 1:], start=2):
+  for lineno, raw in enumerate(lines[lines.index(header) + 1 :], start=2):
     line = _COMMENT_RE.sub("", raw).strip()
     if not line:
       table = None if current is None else table
@@ -427,7 +469,9 @@ def parse_hlo_module(text: str) -> HloModule:
     if current is None:
       cm = _COMPUTATION_RE.match(line)
       if not cm:
-        raise HloParseError(f"[hloprobe] line {lineno}: expected a computation, got {line[:60]!r}")
+        raise HloParseError(
+          f"[hloprobe] line {lineno}: expected a computation, got {line[:60]!r}"
+        )
       current, insts = (cm.group(2), bool(cm.group(1))), []
       continue
     if line == "}":
@@ -438,7 +482,11 @@ def parse_hlo_module(text: str) -> HloModule:
       continue
     insts.append(parse_instruction(line, lineno))
   if current is not None:
-    raise HloParseError(f"[hloprobe] computation {current[0]!r} is not closed (truncated text?)")
+    raise HloParseError(
+      f"[hloprobe] computation {current[0]!r} is not closed (truncated text?)"
+    )
   if entry is None:
     raise HloParseError("[hloprobe] the module has no ENTRY computation")
-  return HloModule(hm.group(1), hm.group(2).strip(", "), computations, entry, tables)
+  return HloModule(
+    hm.group(1), hm.group(2).strip(", "), computations, entry, tables
+  )

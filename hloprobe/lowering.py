@@ -181,11 +181,18 @@ def _device_for(target: Target):
   try:
     return jax.devices("cuda")[0]
   except RuntimeError as e:
-    raise TargetError(f"target {target.name!r}: no CUDA device attached ({e})") from e
+    raise TargetError(
+      f"target {target.name!r}: no CUDA device attached ({e})"
+    ) from e
 
 
-def compile_case(case: Case, args: tuple, precision: str, target: Target,
-                 dump_passes: bool = False) -> CompiledCase:
+def compile_case(
+  case: Case,
+  args: tuple,
+  precision: str,
+  target: Target,
+  dump_passes: bool = False,
+) -> CompiledCase:
   """Lowers and compiles `case.fn` on `args` for a target.
 
   Args:
@@ -212,8 +219,10 @@ def compile_case(case: Case, args: tuple, precision: str, target: Target,
   )
   start = time.perf_counter()
   with jax.default_matmul_precision(precision):
-    lowered = jax.jit(case.fn).trace(*specs).lower(
-      lowering_platforms=(target.platform,)
+    lowered = (
+      jax.jit(case.fn)
+      .trace(*specs)
+      .lower(lowering_platforms=(target.platform,))
     )
   lower_s = time.perf_counter() - start
   stablehlo = lowered.as_text(debug_info=True)
@@ -227,12 +236,15 @@ def _pass_dump_options(dump_dir: str) -> dict[str, str]:
 
 
 def _read_pass_dumps(dump_dir: str) -> tuple[tuple[str, str], ...]:
-  names = sorted(n for n in os.listdir(dump_dir) if ".after_" in n and n.endswith(".txt"))
+  names = sorted(
+    n for n in os.listdir(dump_dir) if ".after_" in n and n.endswith(".txt")
+  )
   return tuple((n, _read(os.path.join(dump_dir, n))) for n in names)
 
 
-def _compile_cpu(lowered, stablehlo: str, lower_s: float,
-                 dump_passes: bool) -> CompiledCase:
+def _compile_cpu(
+  lowered, stablehlo: str, lower_s: float, dump_passes: bool
+) -> CompiledCase:
   with tempfile.TemporaryDirectory(prefix="hloprobe-dump-") as dump_dir:
     options = _pass_dump_options(dump_dir) if dump_passes else None
     start = time.perf_counter()
@@ -240,7 +252,11 @@ def _compile_cpu(lowered, stablehlo: str, lower_s: float,
     compile_s = time.perf_counter() - start
     dumps = _read_pass_dumps(dump_dir) if dump_passes else ()
   return CompiledCase(
-    stablehlo, compiled.as_text(), compiled, compile_s, lower_s,
+    stablehlo,
+    compiled.as_text(),
+    compiled,
+    compile_s,
+    lower_s,
     pass_dumps=dumps,
   )
 
@@ -261,8 +277,14 @@ def _gpu_compiler_options(target: Target, dump_dir: str) -> dict[str, str]:
   return options
 
 
-def _compile_gpu(lowered, stablehlo: str, lower_s: float, target: Target,
-                 device, dump_passes: bool) -> CompiledCase:
+def _compile_gpu(
+  lowered,
+  stablehlo: str,
+  lower_s: float,
+  target: Target,
+  device,
+  dump_passes: bool,
+) -> CompiledCase:
   """Compiles for CUDA with the PTX dumped; ptxas failures name the ptxas."""
   with tempfile.TemporaryDirectory(prefix="hloprobe-dump-") as dump_dir:
     options = _gpu_compiler_options(target, dump_dir)
@@ -291,11 +313,18 @@ def _compile_gpu(lowered, stablehlo: str, lower_s: float, target: Target,
   if target.compile_only:
     loaded = load_topology(target.name, target.config_text)
   return CompiledCase(
-    stablehlo, compiled.as_text(), compiled, compile_s, lower_s, ptx=ptx,
-    ptxas=ptxas, dropped_config_fields=loaded.dropped_fields if loaded else (),
+    stablehlo,
+    compiled.as_text(),
+    compiled,
+    compile_s,
+    lower_s,
+    ptx=ptx,
+    ptxas=ptxas,
+    dropped_config_fields=loaded.dropped_fields if loaded else (),
     device_kind=getattr(device, "device_kind", None),
     compute_capability=getattr(device, "compute_capability", None),
-    xla_log=toolchain.filter_startup_noise(log[0]), pass_dumps=dumps,
+    xla_log=toolchain.filter_startup_noise(log[0]),
+    pass_dumps=dumps,
   )
 
 
@@ -319,7 +348,9 @@ def _compile_error(
   )
 
 
-def run_compiled(compiled: CompiledCase, args: tuple) -> tuple[np.ndarray, float]:
+def run_compiled(
+  compiled: CompiledCase, args: tuple
+) -> tuple[np.ndarray, float]:
   """Runs a compiled config; returns its first output and the time in seconds.
 
   The time covers one call, including argument transfer and
@@ -341,9 +372,11 @@ def float64_reference(case: Case, args: tuple) -> np.ndarray:
   """
   with jax.enable_x64(True), jax.default_matmul_precision("highest"):
     args64 = jax.tree_util.tree_map(
-      lambda a: np.asarray(a, np.float64)
-      if np.issubdtype(np.asarray(a).dtype, np.floating)
-      else np.asarray(a),
+      lambda a: (
+        np.asarray(a, np.float64)
+        if np.issubdtype(np.asarray(a).dtype, np.floating)
+        else np.asarray(a)
+      ),
       args,
     )
     out = jax.jit(case.fn)(*jax.device_put(args64, jax.devices("cpu")[0]))

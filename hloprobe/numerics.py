@@ -18,8 +18,11 @@ import numpy as np
 
 __all__ = ["ErrorStats", "error_stats", "ulp_distance"]
 
-_INT_VIEW = {np.dtype(np.float16): np.int16, np.dtype(np.float32): np.int32,
-             np.dtype(np.float64): np.int64}
+_INT_VIEW = {
+  np.dtype(np.float16): np.int16,
+  np.dtype(np.float32): np.int32,
+  np.dtype(np.float64): np.int64,
+}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -54,7 +57,9 @@ def error_stats(got: np.ndarray, ref: np.ndarray) -> ErrorStats:
   got64 = np.asarray(got, np.float64)
   ref64 = np.asarray(ref, np.float64)
   if got64.shape != ref64.shape:
-    raise ValueError(f"output shape {got64.shape} != reference shape {ref64.shape}")
+    raise ValueError(
+      f"output shape {got64.shape} != reference shape {ref64.shape}"
+    )
   diff = np.abs(got64 - ref64)
   scale = float(np.max(np.abs(ref64))) if ref64.size else 0.0
   max_abs = float(np.max(diff)) if diff.size else 0.0
@@ -179,8 +184,9 @@ class SiteBand:
   operand_scale_rms: float
 
 
-def site_band(site: int, algorithm: str, k: int, scale_max: float,
-              scale_rms: float) -> SiteBand:
+def site_band(
+  site: int, algorithm: str, k: int, scale_max: float, scale_rms: float
+) -> SiteBand:
   """The analytic band of a site (see `SiteBand`).
 
   Raises:
@@ -191,8 +197,15 @@ def site_band(site: int, algorithm: str, k: int, scale_max: float,
   gamma = k * u_acc / (1 - k * u_acc) if k * u_acc < 1 else float("inf")
   worst = (2 * u_in + u_in**2 + gamma) * scale_max
   expected = (u_in * np.sqrt(2 / (3 * k)) + u_acc * np.sqrt(k / 3)) * scale_rms
-  return SiteBand(site, algorithm, k, float(worst), float(expected),
-                  float(scale_max), float(scale_rms))
+  return SiteBand(
+    site,
+    algorithm,
+    k,
+    float(worst),
+    float(expected),
+    float(scale_max),
+    float(scale_rms),
+  )
 
 
 def describe_algorithms(site_algorithms: tuple[str, ...]) -> str | None:
@@ -203,12 +216,18 @@ def describe_algorithms(site_algorithms: tuple[str, ...]) -> str | None:
       by_alg.setdefault(alg, []).append(i)
   if not by_alg:
     return None
-  return " and ".join(f"{alg} at sites {sites}" for alg, sites in by_alg.items())
+  return " and ".join(
+    f"{alg} at sites {sites}" for alg, sites in by_alg.items()
+  )
 
 
-def verdict(observed: ErrorStats | None, predicted: ErrorStats,
-            noise: NoiseFloor, tolerance_abs: float,
-            site_algorithms: tuple[str, ...]) -> str:
+def verdict(
+  observed: ErrorStats | None,
+  predicted: ErrorStats,
+  noise: NoiseFloor,
+  tolerance_abs: float,
+  site_algorithms: tuple[str, ...],
+) -> str:
   """A config's verdict, from numbers only.
 
   Args:
@@ -229,6 +248,8 @@ def verdict(observed: ErrorStats | None, predicted: ErrorStats,
   if judged.row0_abs <= NOISE_FACTOR * noise.row0_abs:
     return "within f32 noise"
   chosen = describe_algorithms(site_algorithms)
-  if observed is not None and abs(observed.row0 - predicted.row0) > tolerance_abs:
+  if (
+    observed is not None and abs(observed.row0 - predicted.row0) > tolerance_abs
+  ):
     return "unexplained"
   return f"explained by {chosen}" if chosen else "unexplained"

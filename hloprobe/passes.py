@@ -69,7 +69,9 @@ def _pass_dumps(dumps: Sequence[tuple[str, str]]) -> list[tuple[re.Match, str]]:
   (e.g. `fused_reduce` for a kernel); the compiled module is the one with
   the most pass dumps.
   """
-  found = [(m, text) for m, text in ((_DUMP_RE.match(n), t) for n, t in dumps) if m]
+  found = [
+    (m, text) for m, text in ((_DUMP_RE.match(n), t) for n, t in dumps) if m
+  ]
   if not found:
     return []
   module = lambda m: (m.group("id"), m.group("name"))
@@ -79,8 +81,9 @@ def _pass_dumps(dumps: Sequence[tuple[str, str]]) -> list[tuple[re.Match, str]]:
   return sorted(mine, key=lambda item: int(item[0].group("seq")))
 
 
-def attribute_passes(dumps: Sequence[tuple[str, str]],
-                     sites: list[StableHloDot]) -> dict[int, PassAttribution]:
+def attribute_passes(
+  dumps: Sequence[tuple[str, str]], sites: list[StableHloDot]
+) -> dict[int, PassAttribution]:
   """Names, per site, the first dumped pass after which it is not a plain dot.
 
   Args:
@@ -109,5 +112,7 @@ def attribute_passes(dumps: Sequence[tuple[str, str]],
     for fate in dot_sites.map_dot_sites(sites, module):
       i = fate.site.index
       if i not in found and not _is_plain(fate):
-        found[i] = PassAttribution(i, m.group("pass"), m.group("pipeline"), _describe(fate))
+        found[i] = PassAttribution(
+          i, m.group("pass"), m.group("pipeline"), _describe(fate)
+        )
   return found

@@ -76,8 +76,10 @@ ALGORITHMS = {
 }
 # Presets JAX knows whose operand types are "any" fp8: named, not emulated.
 _OTHER_PRESETS = (
-  "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM",
-  "ANY_F8_ANY_F8_ANY", "ANY_F8_ANY_F8_ANY_FAST_ACCUM",
+  "ANY_F8_ANY_F8_F32",
+  "ANY_F8_ANY_F8_F32_FAST_ACCUM",
+  "ANY_F8_ANY_F8_ANY",
+  "ANY_F8_ANY_F8_ANY_FAST_ACCUM",
 )
 PRECISION_NAMES = (
   tuple(_NAMED_PRECISIONS) + ("DEFAULT",) + tuple(ALGORITHMS) + _OTHER_PRESETS

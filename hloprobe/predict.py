@@ -139,25 +139,35 @@ class Predictor:
     if key not in self._outputs:
       args = self._case.inputs_for(self._full, self._largest)
       with _x64_if_needed(algorithms):
-        spread = emulate.order_spread(self._case.fn, args, algorithms, orders=_FIXED_ORDERS)
+        spread = emulate.order_spread(
+          self._case.fn, args, algorithms, orders=_FIXED_ORDERS
+        )
       for order, out in spread.outputs.items():
         self._outputs[(self._largest, algorithms, order)] = out
-    return {o: self._outputs[(self._largest, algorithms, o)] for o in _FIXED_ORDERS}
+    return {
+      o: self._outputs[(self._largest, algorithms, o)] for o in _FIXED_ORDERS
+    }
 
   def _row0(self, n: int, algorithms: tuple[str, ...]) -> float:
     return float(self._emulate(n, algorithms).reshape(-1)[0])
 
   def _spread(self, n: int, algorithms: tuple[str, ...]) -> numerics.NoiseFloor:
     """Row 0 and batch against float64 over every summation order."""
-    outputs = {o: self._slice(x, n) for o, x in self._fixed_orders(algorithms).items()}
+    outputs = {
+      o: self._slice(x, n) for o, x in self._fixed_orders(algorithms).items()
+    }
     outputs["xla"] = self._emulate(n, algorithms)
     return numerics.noise_floor(outputs, self._ref(n))
 
   def _row0_abs(self, n: int, algorithms: tuple[str, ...]) -> float:
     return abs(self._row0(n, algorithms) - float(self._ref(n).reshape(-1)[0]))
 
-  def predict(self, n: int, fates: tuple[DotFate, ...],
-              observed: numerics.ErrorStats | None) -> Prediction:
+  def predict(
+    self,
+    n: int,
+    fates: tuple[DotFate, ...],
+    observed: numerics.ErrorStats | None,
+  ) -> Prediction:
     """The prediction of one config at batch size n.
 
     Args:
@@ -180,16 +190,25 @@ class Predictor:
     noise = self._spread(n, (F32,) * count)
     spread = noise if chosen == (F32,) * count else self._spread(n, chosen)
     stats = numerics.error_stats(self._emulate(n, chosen), self._ref(n))
-    tolerance = numerics.NOISE_FACTOR * max(spread.row0_spread_abs, noise.row0_spread_abs)
+    tolerance = numerics.NOISE_FACTOR * max(
+      spread.row0_spread_abs, noise.row0_spread_abs
+    )
     judged = observed or stats
     shares = ()
     if judged.row0_abs > numerics.NOISE_FACTOR * noise.row0_abs:
       shares = self._shares(n, chosen)
     top = max(shares, key=lambda s: s.alone_abs).site if shares else None
     return Prediction(
-      site_algorithms=chosen, stats=stats, noise=noise, tolerance_abs=tolerance,
-      shares=shares, top_site=top, bands=self._bands(n, fates, chosen),
-      best_candidate=self._best_candidate(n, fates, chosen, observed, tolerance),
+      site_algorithms=chosen,
+      stats=stats,
+      noise=noise,
+      tolerance_abs=tolerance,
+      shares=shares,
+      top_site=top,
+      bands=self._bands(n, fates, chosen),
+      best_candidate=self._best_candidate(
+        n, fates, chosen, observed, tolerance
+      ),
       verdict=numerics.verdict(observed, stats, noise, tolerance, chosen),
       note=note,
     )
@@ -202,22 +221,29 @@ class Predictor:
         continue
       alone = tuple(alg if j == i else F32 for j in range(count))
       without = tuple(F32 if j == i else a for j, a in enumerate(chosen))
-      rows.append((i, alg, self._row0_abs(n, alone), self._row0_abs(n, without)))
+      rows.append(
+        (i, alg, self._row0_abs(n, alone), self._row0_abs(n, without))
+      )
     total = sum(r[2] for r in rows) or 1.0
     return tuple(SiteShare(i, a, al, wo, al / total) for i, a, al, wo in rows)
 
-  def _bands(self, n: int, fates, chosen) -> tuple[numerics.SiteBand | None, ...]:
+  def _bands(
+    self, n: int, fates, chosen
+  ) -> tuple[numerics.SiteBand | None, ...]:
     self._emulate(n, (F32,) * len(chosen))  # the F32 evaluation measures scales
     bands = []
     for f, alg, scale in zip(fates, chosen, self._scales[n]):
       ok = scale is not None and alg in numerics.OPERAND_UNIT
       bands.append(
         numerics.site_band(f.site.index, alg, f.site.contracting_size, *scale)
-        if ok else None
+        if ok
+        else None
       )
     return tuple(bands)
 
-  def _best_candidate(self, n, fates, chosen, observed, tolerance) -> str | None:
+  def _best_candidate(
+    self, n, fates, chosen, observed, tolerance
+  ) -> str | None:
     """The assignment whose row 0 is nearest the observed one.
 
     Where the observation sits within tolerance of the chosen assignment,
@@ -229,11 +255,12 @@ class Predictor:
       return numerics.describe_algorithms(chosen) or F32
     candidates = {chosen, (F32,) * len(chosen)}
     for alg in ("TF32_TF32_F32", "BF16_BF16_F32"):
-      candidates.add(tuple(
-        F32 if f.fate in _FIXED_FATES else alg for f in fates
-      ))
-    best = min(sorted(candidates),
-               key=lambda c: abs(self._row0(n, c) - observed.row0))
+      candidates.add(
+        tuple(F32 if f.fate in _FIXED_FATES else alg for f in fates)
+      )
+    best = min(
+      sorted(candidates), key=lambda c: abs(self._row0(n, c) - observed.row0)
+    )
     return numerics.describe_algorithms(best) or F32
 
 

@@ -87,10 +87,25 @@ __all__ = [
 SCHEMA_VERSION = 1
 REPORT_FORMATS = ("table", "json", "markdown")
 _TABLE_HEADERS = (
-  "experiment", "case", "target", "n", "precision", "row0", "|err| row0",
-  "max rel", "ULP vs n=1", "pred row0 band", "pred |err| row0",
-  "noise floor", "top site", "verdict", "dot fates", "effective algorithms",
-  "compile s", "run s", "status",
+  "experiment",
+  "case",
+  "target",
+  "n",
+  "precision",
+  "row0",
+  "|err| row0",
+  "max rel",
+  "ULP vs n=1",
+  "pred row0 band",
+  "pred |err| row0",
+  "noise floor",
+  "top site",
+  "verdict",
+  "dot fates",
+  "effective algorithms",
+  "compile s",
+  "run s",
+  "status",
 )
 
 
@@ -101,13 +116,20 @@ def _num(value, fmt: str) -> str:
 def _row(r: ConfigResult) -> list[str]:
   s = r.stats
   return [
-    r.experiment, r.case, r.target, str(r.n), r.precision,
-    _num(s and s.row0, ".7g"), _num(s and s.row0_abs, ".2e"),
-    _num(s and s.max_rel, ".2e"), _num(r.ulp_vs_n1, "d"),
+    r.experiment,
+    r.case,
+    r.target,
+    str(r.n),
+    r.precision,
+    _num(s and s.row0, ".7g"),
+    _num(s and s.row0_abs, ".2e"),
+    _num(s and s.max_rel, ".2e"),
+    _num(r.ulp_vs_n1, "d"),
     *_prediction_cells(r.prediction),
     fate_summary(list(r.fates)) if r.fates else "n/a",
     _algorithm_summary(r.fates),
-    _num(r.compile_s, ".2f"), _num(r.run_s, ".3f"),
+    _num(r.compile_s, ".2f"),
+    _num(r.run_s, ".3f"),
     "ok" if r.ok else f"FAILED ({r.stage}): {r.error}",
   ]
 
@@ -118,8 +140,11 @@ def _prediction_cells(p) -> list[str]:
     return ["n/a"] * 5
   band = f"{p.stats.row0:.7g}±{p.tolerance_abs:.1e}"
   return [
-    band, f"{p.stats.row0_abs:.2e}", f"{p.noise.row0_abs:.2e}",
-    _num(p.top_site, "d"), p.verdict,
+    band,
+    f"{p.stats.row0_abs:.2e}",
+    f"{p.noise.row0_abs:.2e}",
+    _num(p.top_site, "d"),
+    p.verdict,
   ]
 
 
@@ -129,13 +154,17 @@ def _prediction_json(r: ConfigResult) -> dict | None:
     return None
   return {
     "site_algorithms": list(p.site_algorithms),
-    "row0": p.stats.row0, "row0_abs_err": p.stats.row0_abs,
-    "max_abs_err": p.stats.max_abs, "max_rel_err": p.stats.max_rel,
+    "row0": p.stats.row0,
+    "row0_abs_err": p.stats.row0_abs,
+    "max_abs_err": p.stats.max_abs,
+    "max_rel_err": p.stats.max_rel,
     "noise_floor": dataclasses.asdict(p.noise),
     "row0_tolerance_abs": p.tolerance_abs,
     "site_shares": [dataclasses.asdict(x) for x in p.shares],
     "top_site": p.top_site,
-    "site_bands": [None if b is None else dataclasses.asdict(b) for b in p.bands],
+    "site_bands": [
+      None if b is None else dataclasses.asdict(b) for b in p.bands
+    ],
     "best_candidate": p.best_candidate,
     "verdict": p.verdict,
     "note": p.note,
@@ -151,17 +180,32 @@ def _algorithm_summary(fates) -> str:
 def config_json(r: ConfigResult) -> dict:
   """One config as a results.json entry (schema above)."""
   s = r.stats
-  numerics = None if s is None else {
-    "row0": s.row0, "row0_ref_f64": s.row0_ref, "row0_abs_err": s.row0_abs,
-    "max_abs_err": s.max_abs, "max_rel_err": s.max_rel,
-    "output_dtype": r.output_dtype, "row0_ulp_vs_n1": r.ulp_vs_n1,
-  }
+  numerics = (
+    None
+    if s is None
+    else {
+      "row0": s.row0,
+      "row0_ref_f64": s.row0_ref,
+      "row0_abs_err": s.row0_abs,
+      "max_abs_err": s.max_abs,
+      "max_rel_err": s.max_rel,
+      "output_dtype": r.output_dtype,
+      "row0_ulp_vs_n1": r.ulp_vs_n1,
+    }
+  )
   return {
     "experiment": r.experiment,
-    "case": r.case, "target": r.target, "n": r.n, "precision": r.precision,
-    "status": "ok" if r.ok else "failed", "error": r.error, "stage": r.stage,
+    "case": r.case,
+    "target": r.target,
+    "n": r.n,
+    "precision": r.precision,
+    "status": "ok" if r.ok else "failed",
+    "error": r.error,
+    "stage": r.stage,
     "fate_summary": fate_summary(list(r.fates)) if r.fates else None,
-    "dot_sites": [site_record(f, (r.passes or {}).get(f.site.index)) for f in r.fates],
+    "dot_sites": [
+      site_record(f, (r.passes or {}).get(f.site.index)) for f in r.fates
+    ],
     "passes_explained": r.passes is not None,
     "passes_error": r.passes_error,
     "numerics": numerics,
@@ -178,20 +222,26 @@ def results_json(results: list[ConfigResult], versions: dict[str, str]) -> dict:
   return {
     "schema": "hloprobe.results",
     "schema_version": SCHEMA_VERSION,
-    "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    "created": datetime.datetime.now(datetime.UTC).isoformat(
+      timespec="seconds"
+    ),
     **versions,
     "configs": [config_json(r) for r in results],
   }
 
 
-def render(results: list[ConfigResult], fmt: str, versions: dict[str, str]) -> str:
+def render(
+  results: list[ConfigResult], fmt: str, versions: dict[str, str]
+) -> str:
   """Renders results as "table" (plain), "markdown" (GitHub) or "json".
 
   Raises:
     ValueError: unknown format.
   """
   if fmt not in REPORT_FORMATS:
-    raise ValueError(f"unknown --format {fmt!r}; choose from {', '.join(REPORT_FORMATS)}")
+    raise ValueError(
+      f"unknown --format {fmt!r}; choose from {', '.join(REPORT_FORMATS)}"
+    )
   if fmt == "json":
     return json.dumps(results_json(results, versions), indent=2)
   return _table(results, [_row(r) for r in results], _TABLE_HEADERS, fmt)
@@ -202,12 +252,26 @@ def _table(results, rows, headers, fmt: str) -> str:
   if all(r.experiment == results[0].experiment for r in results):
     rows, headers = [row[1:] for row in rows], headers[1:]
   tablefmt = "github" if fmt == "markdown" else "simple"
-  return tabulate(rows, headers=headers, tablefmt=tablefmt, disable_numparse=True)
+  return tabulate(
+    rows, headers=headers, tablefmt=tablefmt, disable_numparse=True
+  )
 
 
 _SITE_HEADERS = (
-  "experiment", "target", "case", "n", "precision", "site", "source", "lhs x rhs -> result",
-  "K", "precision config", "algorithm", "fate", "emitter", "split-K",
+  "experiment",
+  "target",
+  "case",
+  "n",
+  "precision",
+  "site",
+  "source",
+  "lhs x rhs -> result",
+  "K",
+  "precision config",
+  "algorithm",
+  "fate",
+  "emitter",
+  "split-K",
   "rewritten by",
 )
 
@@ -217,16 +281,30 @@ def _site_rows(r: ConfigResult) -> list[list[str]]:
   for f in r.fates:
     s = f.site
     by = (r.passes or {}).get(s.index)
-    rewritten = "n/a" if r.passes is None else (
-      f"{by.pass_name} ({by.pipeline})" if by else "(stays a dot)"
+    rewritten = (
+      "n/a"
+      if r.passes is None
+      else (f"{by.pass_name} ({by.pipeline})" if by else "(stays a dot)")
     )
-    rows.append([
-      r.experiment, r.target, r.case, str(r.n), r.precision, str(s.index),
-      os.path.basename(s.location) if s.location else "n/a",
-      f"{s.lhs} x {s.rhs} -> {s.result}", str(s.contracting_size),
-      f.precision_config, f.algorithm or "n/a", f.fate.value,
-      f.emitter or "n/a", _num(f.split_k, "d"), rewritten,
-    ])
+    rows.append(
+      [
+        r.experiment,
+        r.target,
+        r.case,
+        str(r.n),
+        r.precision,
+        str(s.index),
+        os.path.basename(s.location) if s.location else "n/a",
+        f"{s.lhs} x {s.rhs} -> {s.result}",
+        str(s.contracting_size),
+        f.precision_config,
+        f.algorithm or "n/a",
+        f.fate.value,
+        f.emitter or "n/a",
+        _num(f.split_k, "d"),
+        rewritten,
+      ]
+    )
   return rows
 
 
@@ -239,7 +317,8 @@ def render_sites(results: list[ConfigResult], fmt: str) -> str:
 def verification_json(v) -> dict:
   """A `verify.Verification` for machines (`--format=json`)."""
   return {
-    "schema": "hloprobe.verify", "schema_version": SCHEMA_VERSION,
+    "schema": "hloprobe.verify",
+    "schema_version": SCHEMA_VERSION,
     "fix": v.fix.name,
     "fix_kind": "precision" if v.fix.precision else "experiment",
     "xla_flags": v.fix.experiment.flags_text if v.fix.experiment else None,
@@ -255,14 +334,26 @@ def render_verification(v, fmt: str) -> str:
   """A `verify.Verification` as text (table, markdown) or JSON."""
   if fmt == "json":
     return json.dumps(verification_json(v), indent=2)
-  rows = [(r.name, "PASS" if r.passed else "FAIL", r.evidence[0] if r.evidence else "")
-          for r in v.requirements]
+  rows = [
+    (
+      r.name,
+      "PASS" if r.passed else "FAIL",
+      r.evidence[0] if r.evidence else "",
+    )
+    for r in v.requirements
+  ]
   tablefmt = "github" if fmt == "markdown" else "simple"
   lines = [f"verify --fix={v.fix.name}: {'PASS' if v.passed else 'FAIL'}"]
   lines += [f"the fix failed: {e}" for e in v.failures]
-  lines += ["",
-           tabulate(rows, headers=("requirement", "result", "deciding evidence"),
-                    tablefmt=tablefmt, disable_numparse=True)]
+  lines += [
+    "",
+    tabulate(
+      rows,
+      headers=("requirement", "result", "deciding evidence"),
+      tablefmt=tablefmt,
+      disable_numparse=True,
+    ),
+  ]
   for r in v.requirements:
     lines += ["", f"{r.name}:"] + [f"  {e}" for e in r.evidence]
   lines += ["", "dot sites the fix changes:"]
@@ -293,19 +384,25 @@ def config_dir(r: ConfigResult) -> str:
   return os.path.join(r.target, r.case, f"n{r.n}-{r.precision}{suffix}")
 
 
-def write_outputs(results: list[ConfigResult], output_dir: str,
-                  versions: dict[str, str]) -> list[str]:
+def write_outputs(
+  results: list[ConfigResult], output_dir: str, versions: dict[str, str]
+) -> list[str]:
   """Writes per-config `stablehlo.mlir` / `optimized.hlo` and `results.json`.
 
   Returns the paths written. Each file is written atomically.
   """
   written = []
   for r in results:
-    for name, text in (("stablehlo.mlir", r.stablehlo), ("optimized.hlo", r.optimized_hlo)):
+    for name, text in (
+      ("stablehlo.mlir", r.stablehlo),
+      ("optimized.hlo", r.optimized_hlo),
+    ):
       if text is not None:
         path = os.path.join(output_dir, config_dir(r), name)
         atomic_write(path, text)
         written.append(path)
   path = os.path.join(output_dir, "results.json")
-  atomic_write(path, json.dumps(results_json(results, versions), indent=2) + "\n")
+  atomic_write(
+    path, json.dumps(results_json(results, versions), indent=2) + "\n"
+  )
   return written + [path]

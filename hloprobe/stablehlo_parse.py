@@ -14,7 +14,6 @@ Imports no JAX.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 
 from hloprobe.errors import HloParseError
@@ -23,14 +22,28 @@ __all__ = ["StableHloDot", "TensorType", "parse_stablehlo_dots"]
 
 # MLIR element types -> HLO spellings.
 _MLIR_TO_HLO_DTYPE = {
-  "i1": "pred", "i8": "s8", "i16": "s16", "i32": "s32", "i64": "s64",
-  "ui8": "u8", "ui16": "u16", "ui32": "u32", "ui64": "u64",
-  "f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64",
-  "f8E4M3FN": "f8e4m3fn", "f8E5M2": "f8e5m2",
-  "complex<f32>": "c64", "complex<f64>": "c128",
+  "i1": "pred",
+  "i8": "s8",
+  "i16": "s16",
+  "i32": "s32",
+  "i64": "s64",
+  "ui8": "u8",
+  "ui16": "u16",
+  "ui32": "u32",
+  "ui64": "u64",
+  "f16": "f16",
+  "bf16": "bf16",
+  "f32": "f32",
+  "f64": "f64",
+  "f8E4M3FN": "f8e4m3fn",
+  "f8E5M2": "f8e5m2",
+  "complex<f32>": "c64",
+  "complex<f64>": "c128",
 }
 _SYMBOL = r'@("[^"]*"|[\w.$\-]+)'  # MLIR symbols: @main, @"<lambda>"
-_FUNC_RE = re.compile(rf"^func\.func\s+(?:public\s+|private\s+)?{_SYMBOL}\((.*)")
+_FUNC_RE = re.compile(
+  rf"^func\.func\s+(?:public\s+|private\s+)?{_SYMBOL}\((.*)"
+)
 _LOC_DEF_RE = re.compile(r"^#(loc\d*)\s*=\s*loc\((.*)\)\s*$")
 _LOC_USE_RE = re.compile(r"\sloc\((.*)\)\s*$")
 _VALUE_RE = re.compile(r"%[\w.\-$]+")
@@ -95,7 +108,9 @@ def _tensor_type(text: str) -> TensorType:
   body = text.strip()
   m = _TENSOR_RE.fullmatch(body)
   if not m:
-    raise HloParseError(f"[hloprobe] bad tensor type {text!r}; expected e.g. 'tensor<48x2xf32>'")
+    raise HloParseError(
+      f"[hloprobe] bad tensor type {text!r}; expected e.g. 'tensor<48x2xf32>'"
+    )
   *dims, elem = m.group(1).split("x") if "x" in m.group(1) else [m.group(1)]
   if elem not in _MLIR_TO_HLO_DTYPE:
     raise HloParseError(f"[hloprobe] unknown element type {elem!r} in {text!r}")
@@ -107,9 +122,14 @@ class _Locations:
 
   def __init__(self, defs: dict[str, str]):
     self._defs = defs
+    self._memo: dict[str, str | None] = {}
 
-  @functools.lru_cache(maxsize=None)
   def resolve(self, expr: str, depth: int = 0) -> str | None:
+    if expr not in self._memo:
+      self._memo[expr] = self._resolve(expr, depth)
+    return self._memo[expr]
+
+  def _resolve(self, expr: str, depth: int) -> str | None:
     if depth > 64:
       return None
     for m in _LOC_TOKEN_RE.finditer(expr):
@@ -150,7 +170,9 @@ def _split_functions(lines: list[str]) -> dict[str, _Function]:
     if line.endswith("{"):
       depth += 1
   if current is not None:
-    raise HloParseError(f"[hloprobe] function @{current.name} is not closed (truncated text?)")
+    raise HloParseError(
+      f"[hloprobe] function @{current.name} is not closed (truncated text?)"
+    )
   return funcs
 
 
@@ -194,7 +216,11 @@ class _Walker:
     call = _CALL_RE.search(rhs)
     if call:
       call_args = [a.split("#")[0] for a in _VALUE_RE.findall(call.group(2))]
-      anc = self.walk(call.group(1).strip('"'), [env.get(a, frozenset()) for a in call_args], depth + 1)
+      anc = self.walk(
+        call.group(1).strip('"'),
+        [env.get(a, frozenset()) for a in call_args],
+        depth + 1,
+      )
     elif "stablehlo.dot_general" in rhs:
       self._dot(fn, rhs, refs, env, loc_m.group(1) if loc_m else None)
     for result in _VALUE_RE.findall(lhs):
@@ -206,22 +232,35 @@ class _Walker:
     types = re.search(r" : \((.*)\) -> (tensor<[^>]*>)", rhs)
     if not types or len(refs) < 2:
       raise HloParseError(f"[hloprobe] malformed dot_general: {rhs[:120]!r}")
-    lhs_t, rhs_t = (_tensor_type(t) for t in re.findall(r"tensor<[^>]*>", types.group(1))[:2])
+    lhs_t, rhs_t = (
+      _tensor_type(t) for t in re.findall(r"tensor<[^>]*>", types.group(1))[:2]
+    )
     prec = re.search(r"precision = \[(\w+), (\w+)\]", rhs)
     algo = re.search(r"algorithm = <([^>]*)>", rhs)
     lb, rb = _dims_pair(rhs, "batching_dims")
     lc, rc = _dims_pair(rhs, "contracting_dims")
-    self.dots.append(StableHloDot(
-      index=len(self.dots),
-      function=fn.name,
-      location=self.locs.resolve(loc) if loc else None,
-      lhs=lhs_t, rhs=rhs_t, result=_tensor_type(types.group(2)),
-      lhs_batch=lb, rhs_batch=rb, lhs_contracting=lc, rhs_contracting=rc,
-      precision=(prec.group(1), prec.group(2)) if prec else ("DEFAULT", "DEFAULT"),
-      algorithm=dict(re.findall(r"(\w+) = (\w+)", algo.group(1))) if algo else None,
-      lhs_ancestry=env.get(refs[0], frozenset()),
-      rhs_ancestry=env.get(refs[1], frozenset()),
-    ))
+    self.dots.append(
+      StableHloDot(
+        index=len(self.dots),
+        function=fn.name,
+        location=self.locs.resolve(loc) if loc else None,
+        lhs=lhs_t,
+        rhs=rhs_t,
+        result=_tensor_type(types.group(2)),
+        lhs_batch=lb,
+        rhs_batch=rb,
+        lhs_contracting=lc,
+        rhs_contracting=rc,
+        precision=(prec.group(1), prec.group(2))
+        if prec
+        else ("DEFAULT", "DEFAULT"),
+        algorithm=dict(re.findall(r"(\w+) = (\w+)", algo.group(1)))
+        if algo
+        else None,
+        lhs_ancestry=env.get(refs[0], frozenset()),
+        rhs_ancestry=env.get(refs[1], frozenset()),
+      )
+    )
 
 
 def parse_stablehlo_dots(text: str) -> list[StableHloDot]:

@@ -14,7 +14,14 @@ import re
 import numpy as np
 
 from hloprobe import (
-  dot_sites, effective, kernels, lowering, numerics, passes, predict, worker,
+  dot_sites,
+  effective,
+  kernels,
+  lowering,
+  numerics,
+  passes,
+  predict,
+  worker,
 )
 from hloprobe.cases import Case, get_case
 from hloprobe.errors import UsageError
@@ -57,7 +64,9 @@ class SweepSpec:
   def __post_init__(self):
     names = [e.name for e in self.experiments]
     if len(set(names)) != len(names) or BASELINE.name in names:
-      raise UsageError(f"experiment names must be unique and not 'baseline': {names}")
+      raise UsageError(
+        f"experiment names must be unique and not 'baseline': {names}"
+      )
     for name in self.cases:
       get_case(name)
     for name in self.precisions:
@@ -65,7 +74,9 @@ class SweepSpec:
     for name in self.targets:
       get_target(name)
     if not self.batch_sizes or min(self.batch_sizes) < 1:
-      raise UsageError(f"batch sizes must be positive integers, got {self.batch_sizes}")
+      raise UsageError(
+        f"batch sizes must be positive integers, got {self.batch_sizes}"
+      )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,9 +163,15 @@ def _first_line(e: BaseException) -> str:
   return f"{type(e).__name__}: {text[0] if text else ''}".strip()
 
 
-def run_config(case: Case, full_inputs: tuple, reference: np.ndarray | None,
-               target: Target, precision: str, n: int,
-               explain_passes: bool = False) -> ConfigResult:
+def run_config(
+  case: Case,
+  full_inputs: tuple,
+  reference: np.ndarray | None,
+  target: Target,
+  precision: str,
+  n: int,
+  explain_passes: bool = False,
+) -> ConfigResult:
   """Lowers, compiles, analyses and (where possible) runs one config.
 
   With `explain_passes`, the compile dumps every pass and each dot site is
@@ -176,8 +193,12 @@ def run_config(case: Case, full_inputs: tuple, reference: np.ndarray | None,
       fates, module, ptx_kernels, target, cc.compute_capability
     )
     result = dataclasses.replace(
-      base, stablehlo=cc.stablehlo, optimized_hlo=cc.optimized_hlo,
-      fates=tuple(fates), lower_s=cc.lower_s, compile_s=cc.compile_s,
+      base,
+      stablehlo=cc.stablehlo,
+      optimized_hlo=cc.optimized_hlo,
+      fates=tuple(fates),
+      lower_s=cc.lower_s,
+      compile_s=cc.compile_s,
       ptxas=str(cc.ptxas) if cc.ptxas else None,
       dropped_config_fields=cc.dropped_config_fields,
     )
@@ -207,7 +228,9 @@ def _with_passes(r: ConfigResult, dumps) -> ConfigResult:
   return dataclasses.replace(r, passes=found)
 
 
-def _with_prediction(r: ConfigResult, predictor: predict.Predictor | None) -> ConfigResult:
+def _with_prediction(
+  r: ConfigResult, predictor: predict.Predictor | None
+) -> ConfigResult:
   """Attaches the predicted numerics; a failure is recorded, not raised."""
   if not r.fates:
     return r
@@ -227,7 +250,11 @@ def _with_batch_consistency(results: list[ConfigResult]) -> list[ConfigResult]:
   out = []
   for r in results:
     base = row0_n1.get(key(r))
-    if r.stats is not None and base is not None and r.output_dtype in ("float16", "float32", "float64"):
+    if (
+      r.stats is not None
+      and base is not None
+      and r.output_dtype in ("float16", "float32", "float64")
+    ):
       ulp = numerics.ulp_distance(r.stats.row0, base.stats.row0, r.output_dtype)
       r = dataclasses.replace(r, ulp_vs_n1=ulp)
     out.append(r)
@@ -242,14 +269,20 @@ def _configs(spec: SweepSpec):
           yield case, target, precision, n
 
 
-def _run_experiment(spec: SweepSpec, experiment: Experiment) -> list[ConfigResult]:
+def _run_experiment(
+  spec: SweepSpec, experiment: Experiment
+) -> list[ConfigResult]:
   """The sweep under an experiment's XLA_FLAGS, in a worker process."""
   inner = dataclasses.replace(spec, experiments=())
   try:
-    results = worker.call_in_worker("run_sweep", {"spec": inner}, experiment.flags_text)
+    results = worker.call_in_worker(
+      "run_sweep", {"spec": inner}, experiment.flags_text
+    )
   except worker.WorkerError as e:
     return [
-      ConfigResult(c, t, n, p, experiment=experiment.name, error=str(e), stage="worker")
+      ConfigResult(
+        c, t, n, p, experiment=experiment.name, error=str(e), stage="worker"
+      )
       for c, t, p, n in _configs(spec)
     ]
   return [dataclasses.replace(r, experiment=experiment.name) for r in results]
@@ -280,16 +313,21 @@ def _run_baseline(spec: SweepSpec, on_result) -> list[ConfigResult]:
     full = case.make_inputs()
     largest = min(max(spec.batch_sizes), case.full_size(full))
     try:
-      reference = lowering.float64_reference(case, case.inputs_for(full, largest))
+      reference = lowering.float64_reference(
+        case, case.inputs_for(full, largest)
+      )
     except Exception:  # configs still compile; numerics say n/a
       reference = None
-    predictor = None if reference is None else predict.Predictor(case, full, reference)
+    predictor = (
+      None if reference is None else predict.Predictor(case, full, reference)
+    )
     for target_name in spec.targets:
       target = get_target(target_name)
       for precision in spec.precisions:
         for n in spec.batch_sizes:
-          r = run_config(case, full, reference, target, precision, n,
-                         spec.explain_passes)
+          r = run_config(
+            case, full, reference, target, precision, n, spec.explain_passes
+          )
           r = _with_prediction(r, predictor)
           results.append(r)
           if on_result is not None:

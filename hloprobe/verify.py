@@ -131,7 +131,9 @@ def parse_requirements(text: str) -> tuple[str, ...]:
   return names
 
 
-def fix_sweep(spec: SweepSpec, fix: Fix, requirements: Sequence[str]) -> SweepSpec:
+def fix_sweep(
+  spec: SweepSpec, fix: Fix, requirements: Sequence[str]
+) -> SweepSpec:
   """The one sweep that runs the baseline and the fix."""
   spec = dataclasses.replace(spec, explain_passes="golden" in requirements)
   if fix.experiment is not None:
@@ -180,43 +182,59 @@ def _consistent(fixed: list[ConfigResult]) -> Requirement:
         continue
       moved = abs(stats.row0 - first_stats.row0)
       limit = numerics.NOISE_FACTOR * noise.row0_abs
-      line = (f"{_words(r)}: row 0 {stats.row0:.7g} vs {first_stats.row0:.7g} at "
-              f"n={first.n}, moved {moved:.2e} ({source}); limit {limit:.2e}")
+      line = (
+        f"{_words(r)}: row 0 {stats.row0:.7g} vs {first_stats.row0:.7g} at "
+        f"n={first.n}, moved {moved:.2e} ({source}); limit {limit:.2e}"
+      )
       (good if moved <= limit else bad).append(line)
   return Requirement("consistent", not bad and bool(good), tuple(bad + good))
 
 
-def _accurate(fixed: list[ConfigResult], abs_bound: float | None,
-              rel_bound: float | None) -> Requirement:
+def _accurate(
+  fixed: list[ConfigResult], abs_bound: float | None, rel_bound: float | None
+) -> Requirement:
   bad, good = [], []
   for r in fixed:
     stats, source = _judged(r)
     noise = _noise(r)
-    if stats is None or (noise is None and abs_bound is None and rel_bound is None):
+    if stats is None or (
+      noise is None and abs_bound is None and rel_bound is None
+    ):
       bad.append(f"{_words(r)}: no errors to judge")
       continue
     if abs_bound is not None or rel_bound is not None:
       ok = (abs_bound is not None and stats.max_abs <= abs_bound) or (
-        rel_bound is not None and stats.max_rel <= rel_bound)
+        rel_bound is not None and stats.max_rel <= rel_bound
+      )
       limit = f"abs bound {abs_bound}, rel bound {rel_bound}"
     else:
-      ok = (stats.row0_abs <= numerics.NOISE_FACTOR * noise.row0_abs
-            and stats.max_abs <= numerics.NOISE_FACTOR * noise.max_abs)
+      ok = (
+        stats.row0_abs <= numerics.NOISE_FACTOR * noise.row0_abs
+        and stats.max_abs <= numerics.NOISE_FACTOR * noise.max_abs
+      )
       limit = f"{numerics.NOISE_FACTOR:g} x noise floor {noise.row0_abs:.2e}"
-    line = (f"{_words(r)}: row-0 |err| {stats.row0_abs:.2e}, max |err| "
-            f"{stats.max_abs:.2e}, max rel {stats.max_rel:.2e} ({source}); {limit}")
+    line = (
+      f"{_words(r)}: row-0 |err| {stats.row0_abs:.2e}, max |err| "
+      f"{stats.max_abs:.2e}, max rel {stats.max_rel:.2e} ({source}); {limit}"
+    )
     (good if ok else bad).append(line)
   return Requirement("accurate", not bad and bool(good), tuple(bad + good))
 
 
-def _golden(fixed: list[ConfigResult], spec: SweepSpec, golden_dir: str,
-            versions: dict[str, str]) -> Requirement:
+def _golden(
+  fixed: list[ConfigResult],
+  spec: SweepSpec,
+  golden_dir: str,
+  versions: dict[str, str],
+) -> Requirement:
   snap = golden.snapshot(fixed, versions)
   record = golden.sweep_record(spec)
   result = golden.check(golden_dir, snap, record)
   lines = [str(s) for s in result.sites]
-  lines += [f"missing golden {m} (run `hloprobe golden update` with the fix's sweep)"
-            for m in result.missing]
+  lines += [
+    f"missing golden {m} (run `hloprobe golden update` with the fix's sweep)"
+    for m in result.missing
+  ]
   lines += [f"changed {c.path}" for c in result.changed if not result.sites]
   lines += list(result.failed)
   if result.ok:
@@ -227,7 +245,8 @@ def _golden(fixed: list[ConfigResult], spec: SweepSpec, golden_dir: str,
 def _counterpart(r: ConfigResult, baseline: list[ConfigResult], fix: Fix):
   """The baseline configs the fix's config replaces."""
   return [
-    b for b in baseline
+    b
+    for b in baseline
     if (b.case, b.target, b.n) == (r.case, r.target, r.n)
     and (fix.precision is not None or b.precision == r.precision)
   ]
@@ -235,11 +254,21 @@ def _counterpart(r: ConfigResult, baseline: list[ConfigResult], fix: Fix):
 
 # What "a dot site's fate changed" compares: what XLA made of it and what
 # that computes, not the precision config a precision fix changes anyway.
-_FATE_KEYS = ("site", "fate", "emitter", "effective_algorithm", "split_k", "pass")
+_FATE_KEYS = (
+  "site",
+  "fate",
+  "emitter",
+  "effective_algorithm",
+  "split_k",
+  "pass",
+)
 
 
 def _fate_sites(r: ConfigResult) -> list[dict]:
-  return [{k: s[k] for k in _FATE_KEYS} for s in dot_summary(r.fates, r.passes)["sites"]]
+  return [
+    {k: s[k] for k in _FATE_KEYS}
+    for s in dot_summary(r.fates, r.passes)["sites"]
+  ]
 
 
 def _evidence(baseline, fixed, fix) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -252,16 +281,24 @@ def _evidence(baseline, fixed, fix) -> tuple[tuple[str, ...], tuple[str, ...]]:
       changes += [str(c) for c in describe_site_changes(words, old, new)]
       old_stats, _ = _judged(b)
       if old_stats is not None and new_stats is not None:
-        errors.append(f"{words}: row-0 |err| {old_stats.row0_abs:.2e} -> "
-                      f"{new_stats.row0_abs:.2e} ({source})")
+        errors.append(
+          f"{words}: row-0 |err| {old_stats.row0_abs:.2e} -> "
+          f"{new_stats.row0_abs:.2e} ({source})"
+        )
   return tuple(changes), tuple(errors)
 
 
-def verify(results: Sequence[ConfigResult], spec: SweepSpec, fix: Fix,
-           requirements: Sequence[str], *, golden_dir: str | None = None,
-           versions: dict[str, str] | None = None,
-           abs_error_bound: float | None = None,
-           rel_error_bound: float | None = None) -> Verification:
+def verify(
+  results: Sequence[ConfigResult],
+  spec: SweepSpec,
+  fix: Fix,
+  requirements: Sequence[str],
+  *,
+  golden_dir: str | None = None,
+  versions: dict[str, str] | None = None,
+  abs_error_bound: float | None = None,
+  rel_error_bound: float | None = None,
+) -> Verification:
   """Judges a fix from the results of `fix_sweep(spec, fix, requirements)`.
 
   Args:
@@ -277,15 +314,24 @@ def verify(results: Sequence[ConfigResult], spec: SweepSpec, fix: Fix,
     GoldenError: the golden folder is missing or corrupt ("golden").
   """
   fixed = [r for r in results if _is_fix(r, fix)]
-  baseline = [r for r in results if r.experiment == BASELINE.name
-              and r.precision in spec.precisions and not _is_fix(r, fix)]
+  baseline = [
+    r
+    for r in results
+    if r.experiment == BASELINE.name
+    and r.precision in spec.precisions
+    and not _is_fix(r, fix)
+  ]
   checks = {
     "consistent": lambda: _consistent(fixed),
     "accurate": lambda: _accurate(fixed, abs_error_bound, rel_error_bound),
     "golden": lambda: _golden(
-      fixed, dataclasses.replace(spec, precisions=(fix.precision,))
-      if fix.precision else spec, golden_dir or golden.default_golden_dir(),
-      versions or {}),
+      fixed,
+      dataclasses.replace(spec, precisions=(fix.precision,))
+      if fix.precision
+      else spec,
+      golden_dir or golden.default_golden_dir(),
+      versions or {},
+    ),
   }
   changes, errors = _evidence(baseline, fixed, fix)
   failures = tuple(dict.fromkeys(r.error for r in fixed if not r.ok))

@@ -42,8 +42,9 @@ def _explain_death(returncode: int, stderr: str, xla_flags: str) -> str:
   return f"worker exited with status {returncode}: {last}"
 
 
-def call_in_worker(function: str, kwargs: dict, xla_flags: str,
-                   timeout_s: float = 1800.0):
+def call_in_worker(
+  function: str, kwargs: dict, xla_flags: str, timeout_s: float = 1800.0
+):
   """Runs `function(**kwargs)` in a fresh process with XLA_FLAGS set.
 
   Args:
@@ -59,9 +60,14 @@ def call_in_worker(function: str, kwargs: dict, xla_flags: str,
     WorkerError: the worker died (e.g. XLA rejected a flag) or timed out.
   """
   if function not in _FUNCTIONS:
-    raise ValueError(f"unknown worker function {function!r}; choose from {sorted(_FUNCTIONS)}")
+    raise ValueError(
+      f"unknown worker function {function!r}; choose from {sorted(_FUNCTIONS)}"
+    )
   with tempfile.TemporaryDirectory(prefix="hloprobe-worker-") as tmp:
-    request, reply = os.path.join(tmp, "request.pkl"), os.path.join(tmp, "reply.pkl")
+    request, reply = (
+      os.path.join(tmp, "request.pkl"),
+      os.path.join(tmp, "reply.pkl"),
+    )
     with open(request, "wb") as f:
       pickle.dump((function, kwargs), f)
     env = dict(os.environ, XLA_FLAGS=xla_flags)
@@ -71,7 +77,10 @@ def call_in_worker(function: str, kwargs: dict, xla_flags: str,
     try:
       proc = subprocess.run(
         [sys.executable, "-m", "hloprobe.worker", request, reply],
-        env=env, capture_output=True, text=True, timeout=timeout_s,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
       )
     except subprocess.TimeoutExpired as e:
       raise WorkerError(f"worker timed out after {timeout_s:.0f} s") from e

@@ -10,14 +10,15 @@ from hloprobe.errors import CaseError
 
 
 class SeedTest(absltest.TestCase):
-
   def test_reporter_model(self):
     case = cases.get_case("seed_mlp")
     xy, (weights, biases, gammas, mus) = case.make_inputs()
     self.assertEqual(xy.shape, (4096, 2))
     np.testing.assert_array_equal(xy[0], [-1.0, -1.0])
     np.testing.assert_array_equal(xy[-1], [1.0, 1.0])
-    self.assertEqual([w.shape for w in weights], [(48, 2), (48, 48), (48, 48), (1, 48)])
+    self.assertEqual(
+      [w.shape for w in weights], [(48, 2), (48, 48), (48, 48), (1, 48)]
+    )
     self.assertTrue(all(not b.any() for b in biases))
     self.assertEqual([g.shape for g in gammas], [(48,)] * 3)
     self.assertTrue(all(np.all(np.abs(m) <= np.pi) for m in mus))
@@ -34,12 +35,13 @@ class SeedTest(absltest.TestCase):
       case.inputs_for(full, 4097)
 
   def test_unknown(self):
-    with self.assertRaisesRegex(CaseError, "unknown case 'x'; choose from .*seed_mlp"):
+    with self.assertRaisesRegex(
+      CaseError, "unknown case 'x'; choose from .*seed_mlp"
+    ):
       cases.get_case("x")
 
 
 class PortedCasesTest(parameterized.TestCase):
-
   @parameterized.named_parameters(
     ("tf_127577", "tf_127577", 2, (2, 512)),
     ("jax_11628", "jax_11628", 2, (2, 1000)),
@@ -49,7 +51,9 @@ class PortedCasesTest(parameterized.TestCase):
   )
   def test_float64_reference_shape(self, name, n, shape):
     case = cases.get_case(name)
-    ref = lowering.float64_reference(case, case.inputs_for(case.make_inputs(), n))
+    ref = lowering.float64_reference(
+      case, case.inputs_for(case.make_inputs(), n)
+    )
     self.assertEqual(ref.shape, shape)
     self.assertEqual(ref.dtype, np.float64)
 

@@ -16,14 +16,20 @@ def hloprobe(*args: str) -> subprocess.CompletedProcess:
   env = dict(os.environ, PYTHONPATH=_ROOT)
   return subprocess.run(
     [sys.executable, "-m", "hloprobe", *args],
-    capture_output=True, text=True, env=env, timeout=600,
+    capture_output=True,
+    text=True,
+    env=env,
+    timeout=600,
   )
 
 
 class BadInputTest(parameterized.TestCase):
-
   @parameterized.named_parameters(
-    ("precision", "--precisions=fp32", "unknown precision 'fp32'; choose from bfloat16"),
+    (
+      "precision",
+      "--precisions=fp32",
+      "unknown precision 'fp32'; choose from bfloat16",
+    ),
     ("case", "--case=nope", "unknown case 'nope'; choose from jax_11628"),
     ("target", "--targets=tpu", "unknown target 'tpu'; choose from cpu"),
     ("batch_zero", "--batch_sizes=0", "bad batch size '0'"),
@@ -34,7 +40,9 @@ class BadInputTest(parameterized.TestCase):
   def test_one_line_and_exit_2(self, flag, message):
     proc = hloprobe("sweep", flag)
     self.assertEqual(proc.returncode, 2, proc.stderr)
-    errors = [l for l in proc.stderr.splitlines() if l.startswith("hloprobe: error:")]
+    errors = [
+      l for l in proc.stderr.splitlines() if l.startswith("hloprobe: error:")
+    ]
     self.assertLen(errors, 1, proc.stderr)
     self.assertIn(message, errors[0])
     self.assertEqual(proc.stdout, "")
@@ -46,19 +54,27 @@ class BadInputTest(parameterized.TestCase):
 
 
 class SweepCommandTest(absltest.TestCase):
-
   def test_json_and_output_files(self):
     out = self.create_tempdir().full_path
-    proc = hloprobe("sweep", "--batch_sizes=1,2", "--precisions=bfloat16",
-                    "--format=json", f"--output_dir={out}")
+    proc = hloprobe(
+      "sweep",
+      "--batch_sizes=1,2",
+      "--precisions=bfloat16",
+      "--format=json",
+      f"--output_dir={out}",
+    )
     self.assertEqual(proc.returncode, 0, proc.stderr)
     doc = json.loads(proc.stdout)
     self.assertEqual(doc["schema_version"], 1)
     self.assertEqual([c["n"] for c in doc["configs"]], [1, 2])
-    self.assertEqual(doc["configs"][0]["fate_summary"], "dot x3, multiply+reduce x1")
+    self.assertEqual(
+      doc["configs"][0]["fate_summary"], "dot x3, multiply+reduce x1"
+    )
     site = doc["configs"][1]["dot_sites"][3]
-    self.assertEqual((site["fate"], site["K"], site["stablehlo_precision"]),
-                     ("dot", 48, "DEFAULT,DEFAULT"))
+    self.assertEqual(
+      (site["fate"], site["K"], site["stablehlo_precision"]),
+      ("dot", 48, "DEFAULT,DEFAULT"),
+    )
     with open(os.path.join(out, "results.json")) as f:
       self.assertEqual(json.load(f)["configs"], doc["configs"])
     cfg = os.path.join(out, "cpu", "seed_mlp", "n2-bfloat16")
@@ -68,22 +84,37 @@ class SweepCommandTest(absltest.TestCase):
       self.assertTrue(f.read().startswith("HloModule"))
 
   def test_explain_passes_and_sites(self):
-    proc = hloprobe("sweep", "--batch_sizes=1", "--precisions=float32",
-                    "--explain_passes", "--format=json")
+    proc = hloprobe(
+      "sweep",
+      "--batch_sizes=1",
+      "--precisions=float32",
+      "--explain_passes",
+      "--format=json",
+    )
     self.assertEqual(proc.returncode, 0, proc.stderr)
     config = json.loads(proc.stdout)["configs"][0]
     self.assertTrue(config["passes_explained"])
     by = [s["rewritten_by"] for s in config["dot_sites"]]
     self.assertEqual(by[:3], [None] * 3)
-    self.assertEqual(by[3], {"pass": "algsimp", "pipeline": "simplification",
-                             "fate_after": "multiply+reduce"})
-    proc = hloprobe("sweep", "--batch_sizes=1", "--precisions=float32", "--sites")
+    self.assertEqual(
+      by[3],
+      {
+        "pass": "algsimp",
+        "pipeline": "simplification",
+        "fate_after": "multiply+reduce",
+      },
+    )
+    proc = hloprobe(
+      "sweep", "--batch_sizes=1", "--precisions=float32", "--sites"
+    )
     site_rows = [l for l in proc.stdout.splitlines() if l.startswith("cpu ")]
     self.assertLen(site_rows, 4)
     self.assertIn("multiply+reduce", site_rows[3])
 
   def test_failed_config_gives_exit_1_and_a_row(self):
-    proc = hloprobe("sweep", "--batch_sizes=2", "--precisions=TF32_TF32_F32,float32")
+    proc = hloprobe(
+      "sweep", "--batch_sizes=2", "--precisions=TF32_TF32_F32,float32"
+    )
     self.assertEqual(proc.returncode, 1, proc.stderr)
     rows = [l for l in proc.stdout.splitlines() if l.startswith("seed_mlp")]
     self.assertLen(rows, 2)

@@ -13,20 +13,29 @@ from hloprobe.stablehlo_parse import parse_stablehlo_dots
 def _fates(n: int, precision: str = "float32", target: str = "cpu"):
   case = cases.get_case("seed_mlp")
   args = case.inputs_for(case.make_inputs(), n)
-  compiled = lowering.compile_case(case, args, precision, targets.get_target(target))
+  compiled = lowering.compile_case(
+    case, args, precision, targets.get_target(target)
+  )
   sites = parse_stablehlo_dots(compiled.stablehlo)
-  return dot_sites.map_dot_sites(sites, parse_hlo_module(compiled.optimized_hlo))
+  return dot_sites.map_dot_sites(
+    sites, parse_hlo_module(compiled.optimized_hlo)
+  )
 
 
 class CpuSeedFatesTest(parameterized.TestCase):
-
   @parameterized.named_parameters(
-    ("bfloat16", "bfloat16"), ("tensorfloat32", "tensorfloat32"), ("float32", "float32"),
+    ("bfloat16", "bfloat16"),
+    ("tensorfloat32", "tensorfloat32"),
+    ("float32", "float32"),
   )
   def test_batch_1_last_site_is_strength_reduced(self, precision):
     fates = _fates(1, precision)
-    self.assertEqual([f.fate for f in fates], [Fate.DOT] * 3 + [Fate.MULTIPLY_REDUCE])
-    self.assertEqual(dot_sites.fate_summary(fates), "dot x3, multiply+reduce x1")
+    self.assertEqual(
+      [f.fate for f in fates], [Fate.DOT] * 3 + [Fate.MULTIPLY_REDUCE]
+    )
+    self.assertEqual(
+      dot_sites.fate_summary(fates), "dot x3, multiply+reduce x1"
+    )
 
   def test_batch_2_last_site_stays_a_dot(self):
     fates = _fates(2)
@@ -44,7 +53,6 @@ class CpuSeedFatesTest(parameterized.TestCase):
 
 
 class FixtureFatesTest(absltest.TestCase):
-
   def test_unmatched_site_is_gone(self):
     module = parse_hlo_module(
       "HloModule m\n\nENTRY %main (p: f32[2]) -> f32[2] {\n"
@@ -52,7 +60,9 @@ class FixtureFatesTest(absltest.TestCase):
     )
     case = cases.get_case("seed_mlp")
     args = case.inputs_for(case.make_inputs(), 2)
-    compiled = lowering.compile_case(case, args, "float32", targets.get_target("cpu"))
+    compiled = lowering.compile_case(
+      case, args, "float32", targets.get_target("cpu")
+    )
     sites = parse_stablehlo_dots(compiled.stablehlo)
     fates = dot_sites.map_dot_sites(sites, module)
     self.assertEqual({f.fate for f in fates}, {Fate.GONE})

@@ -12,11 +12,15 @@ from hloprobe.errors import UsageError
 
 
 class ParseTest(parameterized.TestCase):
-
   def test_named_flags(self):
-    e = experiments.parse_experiment("cublas:--xla_gpu_enable_triton_gemm=false --xla_gpu_autotune_level=0")
+    e = experiments.parse_experiment(
+      "cublas:--xla_gpu_enable_triton_gemm=false --xla_gpu_autotune_level=0"
+    )
     self.assertEqual(e.name, "cublas")
-    self.assertEqual(e.xla_flags, ("--xla_gpu_enable_triton_gemm=false", "--xla_gpu_autotune_level=0"))
+    self.assertEqual(
+      e.xla_flags,
+      ("--xla_gpu_enable_triton_gemm=false", "--xla_gpu_autotune_level=0"),
+    )
 
   def test_builtin(self):
     e = experiments.parse_experiment("no_triton_gemm")
@@ -26,7 +30,11 @@ class ParseTest(parameterized.TestCase):
     ("unknown_builtin", "no_such", "unknown experiment 'no_such'"),
     ("not_a_flag", "x:-O3", "malformed XLA flag '-O3'"),
     ("no_flags", "x:", "has no XLA flags"),
-    ("baseline_taken", "baseline:--xla_foo=1", "bad experiment name 'baseline'"),
+    (
+      "baseline_taken",
+      "baseline:--xla_foo=1",
+      "bad experiment name 'baseline'",
+    ),
     ("bad_name", "a b:--xla_foo=1", "bad experiment name"),
   )
   def test_reject(self, text, message):
@@ -34,11 +42,13 @@ class ParseTest(parameterized.TestCase):
       experiments.parse_experiment(text)
 
   def test_file(self):
-    path = self.create_tempfile(content=(
-      "# experiments\n"
-      "no_algsimp\n"
-      "fast:--xla_cpu_enable_fast_math=true  # trailing comment\n"
-    )).full_path
+    path = self.create_tempfile(
+      content=(
+        "# experiments\n"
+        "no_algsimp\n"
+        "fast:--xla_cpu_enable_fast_math=true  # trailing comment\n"
+      )
+    ).full_path
     found = experiments.parse_experiments_file(path)
     self.assertEqual([e.name for e in found], ["no_algsimp", "fast"])
     bad = self.create_tempfile(content="ok:--xla_a=1\nbroken:oops\n").full_path
@@ -49,30 +59,38 @@ class ParseTest(parameterized.TestCase):
 
 
 class SweepWithExperimentsTest(absltest.TestCase):
-
   def test_flags_change_fates_and_a_bad_flag_fails_alone(self):
     spec = sweep.SweepSpec(
-      ("seed_mlp",), (1,), ("float32",), ("cpu",),
+      ("seed_mlp",),
+      (1,),
+      ("float32",),
+      ("cpu",),
       experiments=(
         experiments.BUILTIN_EXPERIMENTS["no_algsimp"],
         experiments.parse_experiment("typo:--xla_cpu_enable_fast_mathh=false"),
       ),
     )
     base, no_algsimp, typo = sweep.run_sweep(spec)
-    self.assertEqual([r.experiment for r in (base, no_algsimp, typo)],
-                     ["baseline", "no_algsimp", "typo"])
+    self.assertEqual(
+      [r.experiment for r in (base, no_algsimp, typo)],
+      ["baseline", "no_algsimp", "typo"],
+    )
     self.assertEqual(base.fates[3].fate, Fate.MULTIPLY_REDUCE)
     # Without AlgebraicSimplifier the CPU keeps the last layer as a dot.
     self.assertEqual(no_algsimp.fates[3].fate, Fate.DOT)
     self.assertIsNotNone(no_algsimp.stats)
     self.assertFalse(typo.ok)
     self.assertEqual(typo.stage, "worker")
-    self.assertIn("XLA rejected flag --xla_cpu_enable_fast_mathh=false", typo.error)
+    self.assertIn(
+      "XLA rejected flag --xla_cpu_enable_fast_mathh=false", typo.error
+    )
 
   def test_duplicate_names_rejected(self):
     e = experiments.BUILTIN_EXPERIMENTS["no_algsimp"]
     with self.assertRaisesRegex(UsageError, "unique"):
-      sweep.SweepSpec(("seed_mlp",), (1,), ("float32",), ("cpu",), experiments=(e, e))
+      sweep.SweepSpec(
+        ("seed_mlp",), (1,), ("float32",), ("cpu",), experiments=(e, e)
+      )
 
 
 if __name__ == "__main__":

@@ -124,7 +124,9 @@ class SeedMlpExplainTest(parameterized.TestCase):
       ("F32_F32_F32", "TF32_TF32_F32", ("F32_F32_F32",)),
     )
     self.assertEqual(alt.libraries, ("cuBLAS", "cuBLASLt"))
-    self.assertEqual(self.found["a100"].reported, cases.get_case("seed_mlp").reported)
+    self.assertEqual(
+      self.found["a100"].reported, cases.get_case("seed_mlp").reported
+    )
 
   def test_t4_cublaslt_f32_and_nothing_to_claim(self):
     t4 = self.found["t4"]

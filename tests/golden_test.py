@@ -103,32 +103,48 @@ class GoldenTest(parameterized.TestCase):
     # output row) dots in loop fusions.
     out = self.create_tempdir().full_path
     proc = _cli(
-      "golden", "check", f"--golden_dir={_GOLDEN}", "--targets=a100",
-      "--batch_sizes=1", "--precisions=bfloat16", f"--output_dir={out}",
+      "golden",
+      "check",
+      f"--golden_dir={_GOLDEN}",
+      "--targets=a100",
+      "--batch_sizes=1",
+      "--precisions=bfloat16",
+      f"--output_dir={out}",
       env={"XLA_FLAGS": "--xla_disable_hlo_passes=dot-strength-reduction"},
     )
     self.assertEqual(proc.returncode, 1, proc.stderr[-2000:])
     text = proc.stdout
-    site_lines = [l.strip() for l in text.splitlines() if " site " in l and "seed_mlp" in l]
+    site_lines = [
+      l.strip() for l in text.splitlines() if " site " in l and "seed_mlp" in l
+    ]
     was = "multiply+reduce F32_F32_F32 -> "
     dsr = "pass: dot-strength-reduction (simplification) -> "
-    self.assertEqual(site_lines, [
-      f"a100 seed_mlp n=1 bfloat16 site 0: {was}dot F32_F32_F32; emitter: "
-      f"kInput -> kLoop; {dsr}fusion-wrapper (autotuner)",
-      f"a100 seed_mlp n=1 bfloat16 site 1: {was}Triton gemm TF32_TF32_F32; emitter: "
-      f"kInput -> __triton_nested_gemm_fusion; {dsr}triton-gemm-rewriter (hlo_normalization)",
-      f"a100 seed_mlp n=1 bfloat16 site 2: {was}Triton gemm TF32_TF32_F32; emitter: "
-      f"kInput -> __triton_nested_gemm_fusion; {dsr}triton-gemm-rewriter (hlo_normalization)",
-      f"a100 seed_mlp n=1 bfloat16 site 3: {was}dot F32_F32_F32; emitter: "
-      f"kInput -> kLoop; {dsr}fusion-wrapper (autotuner)",
-    ])
+    self.assertEqual(
+      site_lines,
+      [
+        f"a100 seed_mlp n=1 bfloat16 site 0: {was}dot F32_F32_F32; emitter: "
+        f"kInput -> kLoop; {dsr}fusion-wrapper (autotuner)",
+        f"a100 seed_mlp n=1 bfloat16 site 1: {was}Triton gemm TF32_TF32_F32; emitter: "
+        f"kInput -> __triton_nested_gemm_fusion; {dsr}triton-gemm-rewriter (hlo_normalization)",
+        f"a100 seed_mlp n=1 bfloat16 site 2: {was}Triton gemm TF32_TF32_F32; emitter: "
+        f"kInput -> __triton_nested_gemm_fusion; {dsr}triton-gemm-rewriter (hlo_normalization)",
+        f"a100 seed_mlp n=1 bfloat16 site 3: {was}dot F32_F32_F32; emitter: "
+        f"kInput -> kLoop; {dsr}fusion-wrapper (autotuner)",
+      ],
+    )
     n1 = "a100/seed_mlp/n1-bfloat16"
     self.assertIn(f"--- golden/{n1}.dots.json", text)
     self.assertIn(f"--- golden/{n1}.hlo", text)
     self.assertNotIn("stablehlo.mlir\n", text)  # lowering is unchanged
-    changed_sites = [l[:16] for l in text.splitlines()
-                     if l.startswith(('-    {"site"', '+    {"site"'))]
-    self.assertEqual(changed_sites, [f'{sign}    {{"site": {i},' for sign in "-+" for i in range(4)])
+    changed_sites = [
+      l[:16]
+      for l in text.splitlines()
+      if l.startswith(('-    {"site"', '+    {"site"'))
+    ]
+    self.assertEqual(
+      changed_sites,
+      [f'{sign}    {{"site": {i},' for sign in "-+" for i in range(4)],
+    )
     self.assertIn("__triton_nested_gemm_fusion", text)
     self.assertIn(f"candidate files written to {out}", text)
     self.assertTrue(os.path.isfile(os.path.join(out, n1 + ".hlo")))

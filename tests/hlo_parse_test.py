@@ -19,7 +19,6 @@ def _fixture(name: str) -> str:
 
 
 class ShapeTest(parameterized.TestCase):
-
   @parameterized.named_parameters(
     ("matrix", "f32[2,48]{1,0}", "f32", (2, 48), "{1,0}"),
     ("scalar", "f32[]", "f32", (), None),
@@ -28,7 +27,9 @@ class ShapeTest(parameterized.TestCase):
   )
   def test_array(self, text, dtype, dims, layout):
     shape = parse_shape(text)
-    self.assertEqual((shape.dtype, shape.dims, shape.layout), (dtype, dims, layout))
+    self.assertEqual(
+      (shape.dtype, shape.dims, shape.layout), (dtype, dims, layout)
+    )
 
   def test_tuple_with_index_comment(self):
     shape = parse_shape("(f32[2]{0}, /*index=1*/s32[])")
@@ -41,11 +42,10 @@ class ShapeTest(parameterized.TestCase):
 
 
 class InstructionTest(absltest.TestCase):
-
   def test_dot_attributes(self):
     inst = parse_instruction(
-      '%dot.5 = f32[2,48]{1,0} dot(%a, %b), lhs_contracting_dims={1}, '
-      'rhs_contracting_dims={1}, operand_precision={high,high}, '
+      "%dot.5 = f32[2,48]{1,0} dot(%a, %b), lhs_contracting_dims={1}, "
+      "rhs_contracting_dims={1}, operand_precision={high,high}, "
       'metadata={op_name="jit(f)/dot_general" stack_frame_id=3}'
     )
     self.assertEqual(inst.opcode, "dot")
@@ -55,12 +55,16 @@ class InstructionTest(absltest.TestCase):
     self.assertEqual(inst.metadata["op_name"], "jit(f)/dot_general")
 
   def test_round_trips_through_printer(self):
-    line = ('ROOT %c = f32[2]{0} custom-call(%a, %b), '
-            'custom_call_target="__cublas$lt$matmul", '
-            'backend_config={"gemm_backend_config":{"epilogue":"BIAS"}}')
+    line = (
+      "ROOT %c = f32[2]{0} custom-call(%a, %b), "
+      'custom_call_target="__cublas$lt$matmul", '
+      'backend_config={"gemm_backend_config":{"epilogue":"BIAS"}}'
+    )
     inst = parse_instruction(line)
     self.assertEqual(inst.to_text(), line)
-    self.assertEqual(inst.backend_config["gemm_backend_config"]["epilogue"], "BIAS")
+    self.assertEqual(
+      inst.backend_config["gemm_backend_config"]["epilogue"], "BIAS"
+    )
 
   def test_constant_literal(self):
     inst = parse_instruction("%c = f32[] constant(16)")
@@ -68,7 +72,6 @@ class InstructionTest(absltest.TestCase):
 
 
 class ModuleTest(absltest.TestCase):
-
   def test_a100_fixture(self):
     module = parse_hlo_module(_fixture("seed_a100_n2_default.hlo"))
     self.assertEqual(module.entry_name, "main.2")
@@ -86,7 +89,9 @@ class ModuleTest(absltest.TestCase):
     """Every computation of a real optimized module has XLA's own count."""
     case = cases.get_case("seed_mlp")
     args = case.inputs_for(case.make_inputs(), 2)
-    compiled = lowering.compile_case(case, args, "float32", targets.get_target("cpu"))
+    compiled = lowering.compile_case(
+      case, args, "float32", targets.get_target("cpu")
+    )
     xla_counts = lowering.xla_instruction_counts(compiled)
     if xla_counts is None:
       self.skipTest("this jaxlib does not expose HloModule.computations()")
@@ -96,17 +101,34 @@ class ModuleTest(absltest.TestCase):
     # Printing every instruction back and parsing it again keeps the counts.
     for comp in module.computations.values():
       again = [parse_instruction(i.to_text()) for i in comp.instructions]
-      self.assertEqual([i.opcode for i in again], [i.opcode for i in comp.instructions])
+      self.assertEqual(
+        [i.opcode for i in again], [i.opcode for i in comp.instructions]
+      )
 
 
 class MalformedTest(parameterized.TestCase):
-
   @parameterized.named_parameters(
     ("no_header", "ENTRY %m {\n}\n", "not an HLO module"),
-    ("truncated", "HloModule m\n\nENTRY %main {\n  %p = f32[] parameter(0)\n", "not closed"),
-    ("no_entry", "HloModule m\n\n%c {\n  ROOT %p = f32[] parameter(0)\n}\n", "no ENTRY"),
-    ("garbage_line", "HloModule m\n\nENTRY %main {\n  what is this\n}\n", "line 4"),
-    ("bad_shape", "HloModule m\n\nENTRY %main {\n  ROOT %p = f99[] parameter(0)\n}\n", "bad shape"),
+    (
+      "truncated",
+      "HloModule m\n\nENTRY %main {\n  %p = f32[] parameter(0)\n",
+      "not closed",
+    ),
+    (
+      "no_entry",
+      "HloModule m\n\n%c {\n  ROOT %p = f32[] parameter(0)\n}\n",
+      "no ENTRY",
+    ),
+    (
+      "garbage_line",
+      "HloModule m\n\nENTRY %main {\n  what is this\n}\n",
+      "line 4",
+    ),
+    (
+      "bad_shape",
+      "HloModule m\n\nENTRY %main {\n  ROOT %p = f99[] parameter(0)\n}\n",
+      "bad shape",
+    ),
   )
   def test_clear_error(self, text, message):
     with self.assertRaisesRegex(HloParseError, message):

@@ -14,7 +14,6 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class ApiTest(absltest.TestCase):
-
   def test_all_names_exist_and_sorted(self):
     self.assertEqual(hloprobe.__all__, sorted(hloprobe.__all__))
     for name in hloprobe.__all__:
@@ -22,10 +21,17 @@ class ApiTest(absltest.TestCase):
 
   def test_import_registers_no_flags(self):
     # In a fresh process: other tests in this one may import hloprobe.cli.
-    code = ("import hloprobe; from absl import flags; "
-            "print(sorted(n for n in flags.FLAGS if n in ('case', 'batch_sizes')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                         text=True, check=True, env=dict(os.environ, PYTHONPATH=_ROOT))
+    code = (
+      "import hloprobe; from absl import flags; "
+      "print(sorted(n for n in flags.FLAGS if n in ('case', 'batch_sizes')))"
+    )
+    out = subprocess.run(
+      [sys.executable, "-c", code],
+      capture_output=True,
+      text=True,
+      check=True,
+      env=dict(os.environ, PYTHONPATH=_ROOT),
+    )
     self.assertEqual(out.stdout.strip(), "[]")
 
 

@@ -9,7 +9,9 @@ from hloprobe import numerics, rounding
 from hloprobe.numerics import ErrorStats, NoiseFloor
 
 
-def _stats(row0: float, ref: float = 1.0, max_abs: float | None = None) -> ErrorStats:
+def _stats(
+  row0: float, ref: float = 1.0, max_abs: float | None = None
+) -> ErrorStats:
   err = abs(row0 - ref)
   return ErrorStats(row0, ref, err, err if max_abs is None else max_abs, err)
 
@@ -20,7 +22,6 @@ _F32 = ("F32_F32_F32",) * 3
 
 
 class ErrorStatsTest(absltest.TestCase):
-
   def test_row0_and_normwise_relative(self):
     s = numerics.error_stats(np.float32([1.5, -2.0]), np.float64([1.0, -4.0]))
     self.assertEqual((s.row0, s.row0_ref, s.row0_abs), (1.5, 1.0, 0.5))
@@ -33,7 +34,6 @@ class ErrorStatsTest(absltest.TestCase):
 
 
 class UlpTest(parameterized.TestCase):
-
   @parameterized.named_parameters(
     ("same", 1.0, 1.0, 0),
     ("next", 1.0, float(np.nextafter(np.float32(1), np.float32(2))), 1),
@@ -45,11 +45,14 @@ class UlpTest(parameterized.TestCase):
 
 
 class NoiseFloorTest(absltest.TestCase):
-
   def test_from_orders(self):
     ref = np.array([1.0, 2.0])
     floor = numerics.noise_floor(
-      {"a": np.array([1.0 + 1e-6, 2.0]), "b": np.array([1.0 - 3e-6, 2.0 + 5e-6])}, ref
+      {
+        "a": np.array([1.0 + 1e-6, 2.0]),
+        "b": np.array([1.0 - 3e-6, 2.0 + 5e-6]),
+      },
+      ref,
     )
     self.assertAlmostEqual(floor.row0_abs, 3e-6)
     self.assertAlmostEqual(floor.max_abs, 5e-6)
@@ -57,13 +60,16 @@ class NoiseFloorTest(absltest.TestCase):
 
 
 class SiteBandTest(absltest.TestCase):
-
   def test_tf32_band_dominates_f32(self):
     f32 = numerics.site_band(0, "F32_F32_F32", 48, 5.0, 3.0)
     tf32 = numerics.site_band(0, "TF32_TF32_F32", 48, 5.0, 3.0)
     # F32: gamma_48 * 5 = 48 * 2^-24 / (1 - 48 * 2^-24) * 5.
-    self.assertAlmostEqual(f32.worst_abs, 48 * 2**-24 / (1 - 48 * 2**-24) * 5, places=12)
-    self.assertAlmostEqual(tf32.worst_abs, (2 * 2**-11 + 2**-22) * 5 + f32.worst_abs, places=12)
+    self.assertAlmostEqual(
+      f32.worst_abs, 48 * 2**-24 / (1 - 48 * 2**-24) * 5, places=12
+    )
+    self.assertAlmostEqual(
+      tf32.worst_abs, (2 * 2**-11 + 2**-22) * 5 + f32.worst_abs, places=12
+    )
     self.assertLess(tf32.expected_abs, tf32.worst_abs)
     self.assertLess(f32.expected_abs, tf32.expected_abs)
 
@@ -71,20 +77,34 @@ class SiteBandTest(absltest.TestCase):
     """|TF32 dot - f64 dot| <= worst_abs on real data (rounding to 10 bits)."""
     g = np.random.default_rng(0)
     a, b = g.standard_normal((32, 256)), g.standard_normal((256, 16))
-    tf32 = lambda x: np.asarray(rounding.round_to_tf32(np.float32(x)), np.float64)
+    tf32 = lambda x: np.asarray(
+      rounding.round_to_tf32(np.float32(x)), np.float64
+    )
     got = tf32(a) @ tf32(b)
     scale = np.abs(a) @ np.abs(b)
-    band = numerics.site_band(0, "TF32_TF32_F32", 256, scale.max(), np.sqrt((scale**2).mean()))
+    band = numerics.site_band(
+      0, "TF32_TF32_F32", 256, scale.max(), np.sqrt((scale**2).mean())
+    )
     self.assertLess(np.abs(got - a @ b).max(), band.worst_abs)
 
 
 class VerdictTest(parameterized.TestCase):
-
   @parameterized.named_parameters(
     ("exact", _stats(1.0, max_abs=0.0), _stats(1.0), _F32, "exact"),
-    ("noise", _stats(1.0 + 1.5e-4), _stats(1.0 + 1e-4), _F32, "within f32 noise"),
-    ("explained", _stats(1.6), _stats(1.61), _TF32,
-     "explained by TF32_TF32_F32 at sites [0, 1]"),
+    (
+      "noise",
+      _stats(1.0 + 1.5e-4),
+      _stats(1.0 + 1e-4),
+      _F32,
+      "within f32 noise",
+    ),
+    (
+      "explained",
+      _stats(1.6),
+      _stats(1.61),
+      _TF32,
+      "explained by TF32_TF32_F32 at sites [0, 1]",
+    ),
     ("off_prediction", _stats(1.3), _stats(1.61), _TF32, "unexplained"),
     ("f32_chosen_far", _stats(1.3), _stats(1.0001), _F32, "unexplained"),
   )

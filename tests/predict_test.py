@@ -13,19 +13,24 @@ def _sweep(targets, precisions, sizes=(1, 2)):
 
 
 class SeedA100Test(absltest.TestCase):
-
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.r = _sweep(("a100",), ("bfloat16", "tensorfloat32", "float32"), (1, 2, 9))
+    cls.r = _sweep(
+      ("a100",), ("bfloat16", "tensorfloat32", "float32"), (1, 2, 9)
+    )
 
   def test_tf32_kernels_move_row0_by_about_0_6(self):
     for n in (2, 9):
       p = self.r["a100", "bfloat16", n].prediction
-      self.assertEqual(p.site_algorithms, ("TF32_TF32_F32",) * 3 + ("F32_F32_F32",))
+      self.assertEqual(
+        p.site_algorithms, ("TF32_TF32_F32",) * 3 + ("F32_F32_F32",)
+      )
       # Our own numpy emulation of TF32 gave 0.61.
       self.assertAlmostEqual(p.stats.row0_abs, 0.61, delta=0.02)
-      self.assertEqual(p.verdict, "explained by TF32_TF32_F32 at sites [0, 1, 2]")
+      self.assertEqual(
+        p.verdict, "explained by TF32_TF32_F32 at sites [0, 1, 2]"
+      )
       # Site 0 (K = 2: the input coordinates rounded to TF32, then sin(16x))
       # carries almost all of it.
       self.assertEqual(p.top_site, 0)
@@ -33,7 +38,12 @@ class SeedA100Test(absltest.TestCase):
       self.assertLess(p.shares[0].without_abs, 0.1)
 
   def test_f32_configs_stay_at_the_noise_floor(self):
-    for key in (("bfloat16", 1), ("tensorfloat32", 2), ("float32", 9), ("tensorfloat32", 9)):
+    for key in (
+      ("bfloat16", 1),
+      ("tensorfloat32", 2),
+      ("float32", 9),
+      ("tensorfloat32", 9),
+    ):
       p = self.r[("a100",) + key].prediction
       self.assertEqual(p.verdict, "within f32 noise", key)
       self.assertLess(p.stats.row0_abs, 3e-4)
@@ -52,13 +62,14 @@ class SeedA100Test(absltest.TestCase):
 
 
 class SeedCpuTest(absltest.TestCase):
-
   def test_prediction_matches_observation(self):
     results = _sweep(("cpu",), ("bfloat16", "float32"), (1, 2, 3))
     for key, r in results.items():
       p = r.prediction
       self.assertIsNotNone(p, (key, r.prediction_error))
-      self.assertLessEqual(abs(p.stats.row0 - r.stats.row0), p.noise.row0_abs, key)
+      self.assertLessEqual(
+        abs(p.stats.row0 - r.stats.row0), p.noise.row0_abs, key
+      )
       self.assertEqual(p.verdict, "within f32 noise", key)
       self.assertEqual(p.best_candidate, "F32_F32_F32", key)
 
@@ -79,14 +90,18 @@ class ObservedOnA100Test(absltest.TestCase):
     cls.predictor = predict.Predictor(case, full, cls.ref)
     cls.args = case.inputs_for(full, 2)
     cls.case = case
-    cls.fates = _sweep(("a100",), ("bfloat16",), (2,))["a100", "bfloat16", 2].fates
+    cls.fates = _sweep(("a100",), ("bfloat16",), (2,))[
+      "a100", "bfloat16", 2
+    ].fates
 
   def _observed(self, algorithms, order):
     out = emulate.emulate_case(self.case.fn, self.args, algorithms, order=order)
     return numerics.error_stats(out, self.ref)
 
   def test_tf32_run_in_another_order_is_explained(self):
-    observed = self._observed(("TF32_TF32_F32",) * 3 + ("F32_F32_F32",), "pairwise")
+    observed = self._observed(
+      ("TF32_TF32_F32",) * 3 + ("F32_F32_F32",), "pairwise"
+    )
     p = self.predictor.predict(2, self.fates, observed)
     self.assertEqual(p.verdict, "explained by TF32_TF32_F32 at sites [0, 1, 2]")
     self.assertEqual(p.best_candidate, "TF32_TF32_F32 at sites [0, 1, 2]")

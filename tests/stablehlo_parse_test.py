@@ -15,12 +15,13 @@ from hloprobe.stablehlo_parse import parse_stablehlo_dots
 def _seed_sites(precision: str, n: int = 2):
   case = cases.get_case("seed_mlp")
   args = case.inputs_for(case.make_inputs(), n)
-  compiled = lowering.compile_case(case, args, precision, targets.get_target("cpu"))
+  compiled = lowering.compile_case(
+    case, args, precision, targets.get_target("cpu")
+  )
   return parse_stablehlo_dots(compiled.stablehlo)
 
 
 class SeedSitesTest(parameterized.TestCase):
-
   @parameterized.named_parameters(
     ("bfloat16", "bfloat16", ("DEFAULT", "DEFAULT")),
     ("tensorfloat32", "tensorfloat32", ("HIGH", "HIGH")),
@@ -38,9 +39,13 @@ class SeedSitesTest(parameterized.TestCase):
 
   def test_shapes_locations_and_ancestry(self):
     sites = _seed_sites("float32", n=2)
-    self.assertEqual([str(s.lhs) for s in sites],
-                     ["f32[48,2]", "f32[48,48]", "f32[48,48]", "f32[1,48]"])
-    self.assertEqual([str(s.rhs) for s in sites], ["f32[2,2]"] + ["f32[2,48]"] * 3)
+    self.assertEqual(
+      [str(s.lhs) for s in sites],
+      ["f32[48,2]", "f32[48,48]", "f32[48,48]", "f32[1,48]"],
+    )
+    self.assertEqual(
+      [str(s.rhs) for s in sites], ["f32[2,2]"] + ["f32[2,48]"] * 3
+    )
     self.assertEqual([s.contracting_size for s in sites], [2, 48, 48, 48])
     # Sites 0-2 are the loop's `W @ x`, site 3 the last layer: two lines.
     lines = [s.location.rsplit(":", 1) for s in sites]
@@ -53,7 +58,6 @@ class SeedSitesTest(parameterized.TestCase):
 
 
 class CallPathTest(absltest.TestCase):
-
   def test_nested_jit_and_scan(self):
     """A jitted helper called in a scan and once more gives two sites."""
 
@@ -77,7 +81,9 @@ class CallPathTest(absltest.TestCase):
     with self.assertRaisesRegex(HloParseError, "no @main"):
       parse_stablehlo_dots("module {\n}\n")
     with self.assertRaisesRegex(HloParseError, "not closed"):
-      parse_stablehlo_dots("module {\n  func.func public @main(%arg0: tensor<2xf32>) {\n")
+      parse_stablehlo_dots(
+        "module {\n  func.func public @main(%arg0: tensor<2xf32>) {\n"
+      )
 
 
 if __name__ == "__main__":

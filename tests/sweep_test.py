@@ -11,7 +11,6 @@ from hloprobe.errors import UsageError
 
 
 class BatchSizesTest(parameterized.TestCase):
-
   @parameterized.named_parameters(
     ("list_and_range", "1,2,4-9,64,4096", (1, 2, 4, 5, 6, 7, 8, 9, 64, 4096)),
     ("single", "3", (3,)),
@@ -21,8 +20,12 @@ class BatchSizesTest(parameterized.TestCase):
     self.assertEqual(sweep.parse_batch_sizes(text), expected)
 
   @parameterized.named_parameters(
-    ("zero", "0"), ("negative", "-1"), ("float", "1.5"), ("reversed", "5-2"),
-    ("empty_item", "1,,2"), ("word", "many"),
+    ("zero", "0"),
+    ("negative", "-1"),
+    ("float", "1.5"),
+    ("reversed", "5-2"),
+    ("empty_item", "1,,2"),
+    ("word", "many"),
   )
   def test_reject(self, text):
     with self.assertRaisesRegex(UsageError, "bad batch size"):
@@ -30,7 +33,6 @@ class BatchSizesTest(parameterized.TestCase):
 
 
 class SeedSweepTest(absltest.TestCase):
-
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
@@ -52,16 +54,21 @@ class SeedSweepTest(absltest.TestCase):
     self.assertGreater(r2.stats.row0_abs, 1e-6)
     self.assertLess(r2.stats.row0_abs, 1e-3)
     self.assertGreaterEqual(r2.stats.max_abs, r2.stats.row0_abs)
-    self.assertAlmostEqual(r2.stats.row0 - r2.stats.row0_ref, -0.5281741 - r2.stats.row0_ref, places=6)
+    self.assertAlmostEqual(
+      r2.stats.row0 - r2.stats.row0_ref,
+      -0.5281741 - r2.stats.row0_ref,
+      places=6,
+    )
     self.assertGreater(r2.compile_s, 0.0)
     self.assertGreater(r2.run_s, 0.0)
 
 
 class FailureIsolationTest(absltest.TestCase):
-
   def test_one_failing_config_keeps_the_others(self):
     # TF32_TF32_F32 is rejected by the CPU's dot_general lowering (jax 0.10.2).
-    spec = sweep.SweepSpec(("seed_mlp",), (2,), ("TF32_TF32_F32", "float32"), ("cpu",))
+    spec = sweep.SweepSpec(
+      ("seed_mlp",), (2,), ("TF32_TF32_F32", "float32"), ("cpu",)
+    )
     bad, good = sweep.run_sweep(spec)
     self.assertFalse(bad.ok)
     self.assertIn("not supported by dot_general on CPU", bad.error)

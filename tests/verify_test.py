@@ -15,13 +15,20 @@ from hloprobe.errors import UsageError
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _verify(fix: str, require=("consistent", "accurate"), targets=("a100",),
-            sizes=(1, 2, 3), precisions=("bfloat16",), **kwargs):
+def _verify(
+  fix: str,
+  require=("consistent", "accurate"),
+  targets=("a100",),
+  sizes=(1, 2, 3),
+  precisions=("bfloat16",),
+  **kwargs,
+):
   spec = sweep.SweepSpec(("seed_mlp",), sizes, precisions, targets)
   parsed = verify.parse_fix(fix)
   results = sweep.run_sweep(verify.fix_sweep(spec, parsed, require))
-  return verify.verify(results, spec, parsed, require,
-                       versions=lowering.versions(), **kwargs)
+  return verify.verify(
+    results, spec, parsed, require, versions=lowering.versions(), **kwargs
+  )
 
 
 def _by_name(v):
@@ -29,17 +36,22 @@ def _by_name(v):
 
 
 class ParseTest(parameterized.TestCase):
-
   def test_kinds(self):
     self.assertEqual(verify.parse_fix("float32").precision, "float32")
     self.assertEqual(verify.parse_fix("F32_F32_F32").precision, "F32_F32_F32")
-    self.assertEqual(verify.parse_fix("no_triton_gemm").experiment.xla_flags,
-                     ("--xla_gpu_enable_triton_gemm=false",))
+    self.assertEqual(
+      verify.parse_fix("no_triton_gemm").experiment.xla_flags,
+      ("--xla_gpu_enable_triton_gemm=false",),
+    )
     self.assertEqual(verify.parse_fix("x:--xla_foo=1").name, "x")
 
   @parameterized.named_parameters(
     ("fix", lambda: verify.parse_fix("fp32"), "neither a matmul precision nor"),
-    ("require", lambda: verify.parse_requirements("fast"), "unknown requirement"),
+    (
+      "require",
+      lambda: verify.parse_requirements("fast"),
+      "unknown requirement",
+    ),
   )
   def test_bad(self, call, message):
     with self.assertRaisesRegex(UsageError, message):
@@ -47,7 +59,6 @@ class ParseTest(parameterized.TestCase):
 
 
 class A100Test(absltest.TestCase):
-
   def test_no_dot_strength_reduction_under_bfloat16(self):
     v = _verify("no_dot_strength_reduction")
     # Without dot-strength-reduction, n = 1 keeps its dots, but only sites 1
@@ -57,11 +68,14 @@ class A100Test(absltest.TestCase):
     self.assertIn(
       "a100 seed_mlp n=1 bfloat16 -> no_dot_strength_reduction site 1: "
       "multiply+reduce F32_F32_F32 -> Triton gemm TF32_TF32_F32; emitter: "
-      "kInput -> __triton_nested_gemm_fusion", v.fate_changes)
+      "kInput -> __triton_nested_gemm_fusion",
+      v.fate_changes,
+    )
     self.assertIn(
       "a100 seed_mlp n=1 bfloat16 -> no_dot_strength_reduction site 0: "
       "multiply+reduce F32_F32_F32 -> dot F32_F32_F32; emitter: kInput -> kLoop",
-      v.fate_changes)
+      v.fate_changes,
+    )
     req = _by_name(v)
     self.assertFalse(req["consistent"].passed)
     self.assertFalse(req["accurate"].passed)
@@ -77,58 +91,90 @@ class A100Test(absltest.TestCase):
     self.assertIn("(predicted)", evidence)
     self.assertIn(
       "a100 seed_mlp n=2 bfloat16 -> float32 site 0: Triton gemm TF32_TF32_F32 "
-      "-> Triton gemm F32_F32_F32", v.fate_changes)
-    self.assertTrue(any("6.10e-01 -> 1.06e-04" in e for e in v.errors), v.errors)
+      "-> Triton gemm F32_F32_F32",
+      v.fate_changes,
+    )
+    self.assertTrue(
+      any("6.10e-01 -> 1.06e-04" in e for e in v.errors), v.errors
+    )
 
   def test_no_triton_gemm_moves_gemms_to_cublaslt(self):
-    v = _verify("no_triton_gemm", sizes=(1, 2), precisions=("bfloat16", "tensorfloat32"))
+    v = _verify(
+      "no_triton_gemm", sizes=(1, 2), precisions=("bfloat16", "tensorfloat32")
+    )
     # The effective algorithm comes from the cuBLAS rule (IsTf32Allowed):
     # unchanged TF32 under DEFAULT, F32 -> TF32 under HIGH.
     self.assertIn(
       "a100 seed_mlp n=2 bfloat16 -> no_triton_gemm site 0: Triton gemm "
       "TF32_TF32_F32 -> cuBLASLt TF32_TF32_F32; emitter: "
-      "__triton_nested_gemm_fusion -> __cublas$lt$matmul", v.fate_changes)
+      "__triton_nested_gemm_fusion -> __cublas$lt$matmul",
+      v.fate_changes,
+    )
     self.assertIn(
       "a100 seed_mlp n=2 tensorfloat32 -> no_triton_gemm site 0: Triton gemm "
       "F32_F32_F32 -> cuBLASLt TF32_TF32_F32; emitter: "
-      "__triton_nested_gemm_fusion -> __cublas$lt$matmul", v.fate_changes)
+      "__triton_nested_gemm_fusion -> __cublas$lt$matmul",
+      v.fate_changes,
+    )
     self.assertFalse(_by_name(v)["consistent"].passed)
 
   def test_golden_requirement(self):
-    v = _verify("float32", require=("golden",), targets=("a100",), sizes=(1, 2, 9))
+    v = _verify(
+      "float32", require=("golden",), targets=("a100",), sizes=(1, 2, 9)
+    )
     self.assertTrue(v.passed, v.requirements[0].evidence)
     self.assertEqual(v.requirements[0].evidence, ("9 golden files match",))
     v = _verify("no_triton_gemm", require=("golden",), sizes=(2,))
     self.assertFalse(v.passed)
-    self.assertIn("missing golden a100/seed_mlp/n2-bfloat16-no_triton_gemm.dots.json",
-                  v.requirements[0].evidence[0])
+    self.assertIn(
+      "missing golden a100/seed_mlp/n2-bfloat16-no_triton_gemm.dots.json",
+      v.requirements[0].evidence[0],
+    )
 
 
 class CliTest(absltest.TestCase):
-
   def _run(self, *args):
     return subprocess.run(
-      [sys.executable, "-m", "hloprobe", "verify", *args], capture_output=True,
-      text=True, env=dict(os.environ, PYTHONPATH=_ROOT), timeout=600,
+      [sys.executable, "-m", "hloprobe", "verify", *args],
+      capture_output=True,
+      text=True,
+      env=dict(os.environ, PYTHONPATH=_ROOT),
+      timeout=600,
     )
 
   def test_json_pass_exit_0(self):
-    proc = self._run("--targets=cpu", "--batch_sizes=1,2", "--fix=float32", "--format=json")
+    proc = self._run(
+      "--targets=cpu", "--batch_sizes=1,2", "--fix=float32", "--format=json"
+    )
     self.assertEqual(proc.returncode, 0, proc.stderr)
     doc = json.loads(proc.stdout)
     self.assertEqual((doc["passed"], doc["fix_kind"]), (True, "precision"))
-    self.assertEqual([r["name"] for r in doc["requirements"]], ["consistent", "accurate"])
+    self.assertEqual(
+      [r["name"] for r in doc["requirements"]], ["consistent", "accurate"]
+    )
 
   def test_misspelled_flag_fails_alone_and_is_named(self):
-    proc = self._run("--targets=cpu", "--batch_sizes=1", "--precisions=float32",
-                     "--fix=typo:--xla_cpu_enable_fast_mathh=false")
+    proc = self._run(
+      "--targets=cpu",
+      "--batch_sizes=1",
+      "--precisions=float32",
+      "--fix=typo:--xla_cpu_enable_fast_mathh=false",
+    )
     self.assertEqual(proc.returncode, 1, proc.stderr)
-    self.assertIn("the fix failed: XLA rejected flag --xla_cpu_enable_fast_mathh=false",
-                  proc.stdout)
+    self.assertIn(
+      "the fix failed: XLA rejected flag --xla_cpu_enable_fast_mathh=false",
+      proc.stdout,
+    )
 
   def test_bounds(self):
-    proc = self._run("--targets=cpu", "--batch_sizes=1", "--precisions=float32",
-                     "--fix=float32", "--require=accurate", "--abs_error_bound=1e-9")
+    proc = self._run(
+      "--targets=cpu",
+      "--batch_sizes=1",
+      "--precisions=float32",
+      "--fix=float32",
+      "--require=accurate",
+      "--abs_error_bound=1e-9",
+    )
     self.assertEqual(proc.returncode, 1, proc.stdout)
     self.assertIn("abs bound 1e-09", proc.stdout)
 
@@ -136,7 +182,9 @@ class CliTest(absltest.TestCase):
     for args in (("--fix=fp64",), ("--fix=float32", "--require=nice"), ()):
       proc = self._run("--targets=cpu", *args)
       self.assertEqual(proc.returncode, 2, (args, proc.stderr))
-      self.assertTrue(proc.stderr.strip().startswith("hloprobe: error:"), proc.stderr)
+      self.assertTrue(
+        proc.stderr.strip().startswith("hloprobe: error:"), proc.stderr
+      )
 
 
 if __name__ == "__main__":

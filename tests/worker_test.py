@@ -11,7 +11,6 @@ _SPEC = sweep.SweepSpec(("seed_mlp",), (1,), ("float32",), ("cpu",))
 
 
 class WorkerTest(absltest.TestCase):
-
   def test_records_come_back(self):
     (result,) = worker.call_in_worker("run_sweep", {"spec": _SPEC}, "")
     self.assertTrue(result.ok, result.error)
