@@ -142,9 +142,9 @@ def parse_shape(text: str) -> Shape:
   return Shape(m.group(1), dims, m.group(3))
 
 
-def split_top_level(text: str, sep: str = ",") -> list[str]:
-  """Splits `text` at `sep` outside brackets, braces, parens and strings."""
-  parts, depth, start, i, in_str = [], 0, 0, 0, False
+def _outside_strings(text: str, start: int = 0):
+  """Yields (index, char) of `text` from `start`, skipping quoted strings."""
+  in_str, i = False, start
   while i < len(text):
     c = text[i]
     if in_str:
@@ -154,15 +154,25 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
         in_str = False
     elif c == '"':
       in_str = True
-    elif c in "([{":
+    else:
+      yield i, c
+    i += 1
+  if in_str:
+    raise HloParseError(f"[hloprobe] unterminated string in {text!r}")
+
+
+def split_top_level(text: str, sep: str = ",") -> list[str]:
+  """Splits `text` at `sep` outside brackets, braces, parens and strings."""
+  parts, depth, start = [], 0, 0
+  for i, c in _outside_strings(text):
+    if c in "([{":
       depth += 1
     elif c in ")]}":
       depth -= 1
     elif c == sep and depth == 0:
       parts.append(text[start:i].strip())
       start = i + 1
-    i += 1
-  if in_str or depth != 0:
+  if depth != 0:
     raise HloParseError(f"[hloprobe] unbalanced brackets or quotes in {text!r}")
   parts.append(text[start:].strip())
   return parts
@@ -170,23 +180,14 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
 
 def _matching_paren(text: str, open_at: int) -> int:
   """Index of the parenthesis closing the one at `open_at`."""
-  depth, in_str, i = 0, False, open_at
-  while i < len(text):
-    c = text[i]
-    if in_str:
-      if c == "\\":
-        i += 1
-      elif c == '"':
-        in_str = False
-    elif c == '"':
-      in_str = True
-    elif c == "(":
+  depth = 0
+  for i, c in _outside_strings(text, open_at):
+    if c == "(":
       depth += 1
     elif c == ")":
       depth -= 1
       if depth == 0:
         return i
-    i += 1
   raise HloParseError(f"[hloprobe] unbalanced parentheses in {text!r}")
 
 

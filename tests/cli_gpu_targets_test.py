@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 from absl.testing import absltest
+from testutil import run_hloprobe
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _NOISE = (
@@ -18,22 +17,12 @@ _NOISE = (
 )
 
 
-def _hloprobe(*args: str) -> subprocess.CompletedProcess:
-  env = {
-    k: v
-    for k, v in os.environ.items()
-    if k not in ("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "JAX_PLATFORMS")
-  }
-  env["PYTHONPATH"] = os.pathsep.join(
-    filter(None, [_ROOT, env.get("PYTHONPATH")])
-  )
-  return subprocess.run(
-    [sys.executable, "-m", "hloprobe", *args],
-    capture_output=True,
-    text=True,
-    env=env,
+def _hloprobe(*args: str):
+  # Without the variables the test process sets: the CLI must set them.
+  return run_hloprobe(
+    *args,
+    drop=("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "JAX_PLATFORMS"),
     timeout=300,
-    check=False,
   )
 
 

@@ -4,23 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 from absl.testing import absltest, parameterized
+from testutil import run_hloprobe
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-
-def hloprobe(*args: str) -> subprocess.CompletedProcess:
-  env = dict(os.environ, PYTHONPATH=_ROOT)
-  return subprocess.run(
-    [sys.executable, "-m", "hloprobe", *args],
-    capture_output=True,
-    text=True,
-    env=env,
-    timeout=600,
-  )
+def hloprobe(*args: str):
+  return run_hloprobe(*args)
 
 
 class BadInputTest(parameterized.TestCase):

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import subprocess
-import sys
 
 from absl.testing import absltest, parameterized
+from testutil import run_hloprobe
 
 from hloprobe import cases, explain, explain_text, sweep, targets
 from hloprobe.dot_sites import Fate
@@ -322,16 +321,8 @@ class RenderTest(absltest.TestCase):
     self.assertIn("fates chosen by n/a", text)
 
 
-def _hloprobe(*args: str) -> subprocess.CompletedProcess:
-  env = dict(os.environ, PYTHONPATH=_ROOT)
-  return subprocess.run(
-    [sys.executable, "-m", "hloprobe", *args],
-    capture_output=True,
-    text=True,
-    env=env,
-    timeout=600,
-    check=False,
-  )
+def _hloprobe(*args: str):
+  return run_hloprobe(*args)
 
 
 class ExplainCommandTest(parameterized.TestCase):

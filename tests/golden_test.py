@@ -9,11 +9,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import subprocess
-import sys
 from unittest import mock
 
 from absl.testing import absltest, flagsaver, parameterized
+from testutil import run_hloprobe
 
 from hloprobe import cli, golden, golden_format, golden_update, lowering, sweep
 from hloprobe.errors import GoldenError
@@ -35,14 +34,9 @@ _RESULTS, _SWEEP = _run_manifest_sweep()
 _SNAP = golden.snapshot(_RESULTS, lowering.versions())
 
 
-def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-  env = dict(os.environ, PYTHONPATH=_REPO, JAX_PLATFORMS="cpu", **(env or {}))
-  return subprocess.run(
-    [sys.executable, "-m", "hloprobe", *args],
-    env=env,
-    capture_output=True,
-    text=True,
-    timeout=300,
+def _cli(*args: str, env: dict | None = None):
+  return run_hloprobe(
+    *args, env={"JAX_PLATFORMS": "cpu", **(env or {})}, timeout=300
   )
 
 
