@@ -273,7 +273,17 @@ _SITE_HEADERS = (
   "emitter",
   "split-K",
   "rewritten by",
+  "effective algorithm",
+  "band worst / expected",
 )
+
+
+def _band_cell(prediction, site: int) -> str:
+  """A site's analytic band: worst-case bound / expected size, output units."""
+  band = prediction.bands[site] if prediction is not None else None
+  if band is None:
+    return "n/a"
+  return f"{band.worst_abs:.1e} / {band.expected_abs:.1e}"
 
 
 def _site_rows(r: ConfigResult) -> list[list[str]]:
@@ -303,6 +313,8 @@ def _site_rows(r: ConfigResult) -> list[list[str]]:
         f.emitter or "n/a",
         _num(f.split_k, "d"),
         rewritten,
+        f.effective_algorithm or "n/a",
+        _band_cell(r.prediction, s.index),
       ]
     )
   return rows

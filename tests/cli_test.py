@@ -100,6 +100,8 @@ class SweepCommandTest(absltest.TestCase):
     site_rows = [l for l in proc.stdout.splitlines() if l.startswith("cpu ")]
     self.assertLen(site_rows, 4)
     self.assertIn("multiply+reduce", site_rows[3])
+    self.assertIn("band worst / expected", proc.stdout)
+    self.assertRegex(site_rows[3], r"F32_F32_F32 +\d\.\de-\d\d / \d\.\de-\d\d")
 
   def test_failed_config_gives_exit_1_and_a_row(self):
     proc = hloprobe(
