@@ -27,6 +27,8 @@ from __future__ import annotations
 import collections
 import dataclasses
 import enum
+import functools
+import math
 
 from hloprobe.hlo_parse import HloInstruction, HloModule
 from hloprobe.precisions import algorithm_from_fields, algorithm_from_hlo
@@ -80,12 +82,25 @@ class Carrier:
     computation: name of the computation holding it.
     enclosing: the fusion/call instructions around it, outermost first.
     operand_ancestry: per operand, the entry parameter numbers it depends on.
+    operand_shapes: per operand, its shape where the computation shows it.
   """
 
   instruction: HloInstruction
   computation: str
   enclosing: tuple[HloInstruction, ...]
   operand_ancestry: tuple[frozenset[int], ...]
+  operand_shapes: tuple = ()
+
+  @property
+  def kernel(self) -> HloInstruction | None:
+    """The outermost fusion or custom call around the instruction: its kernel.
+
+    Loops, calls and conditionals around it are control flow, not kernels.
+    """
+    for inst in self.enclosing:
+      if inst.opcode in ("fusion", "custom-call"):
+        return inst
+    return None
 
   @property
   def path(self) -> tuple[str, ...]:
@@ -138,7 +153,11 @@ def find_carriers(module: HloModule) -> list[Carrier]:
   Walks from the ENTRY computation into fusions, calls, while bodies and
   conditionals, binding each computation's parameters to the ancestry of the
   calling instruction's operands, so a computation called twice (XLA GPU
-  deduplicates fusions) is seen once per caller.
+  deduplicates fusions) is seen once per caller. Tuples keep one ancestry
+  per element (`tuple`, `get-tuple-element`), so a while body's parameter
+  elements are bound to the loop's initial values, as StableHLO's iterArgs
+  are (`stablehlo_parse`); a while's or conditional's result depends on
+  everything its inputs and bodies do.
   """
   out: list[Carrier] = []
   entry = module.entry
@@ -147,33 +166,71 @@ def find_carriers(module: HloModule) -> list[Carrier]:
   return out
 
 
-def _walk(module, comp_name, param_anc, enclosing, out, depth):
+def _flat(value) -> frozenset[int]:
+  """An ancestry (frozenset) or a tuple of them, flattened."""
+  if isinstance(value, frozenset):
+    return value
+  return frozenset().union(*map(_flat, value)) if value else frozenset()
+
+
+def _walk(module, comp_name, params, enclosing, out, depth):
+  """Walks one computation; returns its root's ancestry value."""
+  comp = module.computations[comp_name]
   if depth > 32:
     return frozenset()
-  comp = module.computations[comp_name]
-  env = {}
+  env, shapes = {}, {i.name: i.shape for i in comp.instructions}
   for inst in comp.instructions:
     if inst.opcode == "parameter":
-      env[inst.name] = param_anc.get(inst.parameter_number, frozenset())
+      env[inst.name] = params.get(inst.parameter_number, frozenset())
       continue
-    ops = tuple(env.get(o, frozenset()) for o in inst.operands)
-    anc = frozenset().union(*ops)
+    ops = [env.get(o, frozenset()) for o in inst.operands]
     if inst.opcode in ("dot", "convolution", "multiply") or (
       inst.opcode == "custom-call"
       and _custom_call_target(inst) in _GEMM_CUSTOM_CALLS
     ):
-      out.append(Carrier(inst, comp.name, enclosing, ops))
-    if inst.opcode in _WALKED_OPCODES:
-      for called in inst.called_computations:
-        if called not in module.computations:
-          continue
-        if inst.opcode in ("while", "conditional"):
-          binding = collections.defaultdict(lambda a=anc: a)
-        else:
-          binding = dict(enumerate(ops))
-        _walk(module, called, binding, enclosing + (inst,), out, depth + 1)
-    env[inst.name] = anc
-  return frozenset()
+      operand_shapes = tuple(shapes.get(o) for o in inst.operands)
+      out.append(
+        Carrier(
+          inst, comp.name, enclosing, tuple(map(_flat, ops)), operand_shapes
+        )
+      )
+    walk = functools.partial(
+      _walk_called, module, enclosing + (inst,), out, depth + 1
+    )
+    env[inst.name] = _value(module, inst, ops, walk)
+  return env.get(comp.root.name, frozenset())
+
+
+def _walk_called(module, enclosing, out, depth, name, binding):
+  return _walk(module, name, binding, enclosing, out, depth)
+
+
+def _value(module, inst: HloInstruction, ops: list, walk):
+  """The ancestry value of one instruction (walking what it calls)."""
+  called = [c for c in inst.called_computations if c in module.computations]
+  if inst.opcode == "tuple":
+    return tuple(ops)
+  if inst.opcode == "get-tuple-element":
+    index = int(inst.attrs.get("index", "-1"))
+    value = ops[0] if ops else frozenset()
+    if isinstance(value, tuple) and 0 <= index < len(value):
+      return value[index]
+    return _flat(value)
+  if inst.opcode == "while":
+    init = ops[0] if ops else frozenset()
+    roots = [walk(c, {0: init}) for c in called]
+    return _flat(init) | _flat(roots)
+  if inst.opcode == "conditional":
+    roots = [
+      walk(c, {0: ops[k + 1]}) for k, c in enumerate(called) if k + 1 < len(ops)
+    ]
+    return _flat(ops) | _flat(roots)
+  if inst.opcode in _WALKED_OPCODES and called:
+    roots = [walk(c, dict(enumerate(ops))) for c in called]
+    if inst.opcode in ("fusion", "call") and len(roots) == 1:
+      return roots[0]
+    return _flat(ops) | _flat(roots)
+  return _flat(ops)
 
 
 def _custom_call_target(inst: HloInstruction) -> str:
@@ -181,12 +238,82 @@ def _custom_call_target(inst: HloInstruction) -> str:
 
 
 def _matches(site: StableHloDot, carrier: Carrier) -> bool:
+  """Whether the carrier's two operands depend on what the site's do."""
   anc = carrier.operand_ancestry
   if len(anc) < 2:
     return False
   return sorted(map(sorted, anc[:2])) == sorted(
     map(sorted, (site.lhs_ancestry, site.rhs_ancestry))
   )
+
+
+def _elements(dims) -> int:
+  return math.prod(dims)
+
+
+def _carrier_k(carrier: Carrier) -> int | None:
+  """The contraction size a dot or gemm custom call computes, if known."""
+  inst = carrier.instruction
+  if inst.opcode == "dot":
+    dims = inst.dims_attr("lhs_contracting_dims")
+  elif inst.opcode == "custom-call":
+    config = inst.backend_config.get("gemm_backend_config") or {}
+    numbers = config.get("dot_dimension_numbers") or {}
+    dims = tuple(int(d) for d in numbers.get("lhs_contracting_dimensions", ()))
+  else:
+    return None
+  lhs = carrier.operand_shapes[0] if carrier.operand_shapes else None
+  if lhs is None or lhs.is_tuple or any(d >= len(lhs.dims) for d in dims):
+    return None
+  return _elements(lhs.dims[d] for d in dims)
+
+
+def _result_elements(carrier: Carrier) -> int:
+  shape = carrier.instruction.shape
+  if shape.is_tuple:  # cuBLAS custom calls return (result, workspace)
+    shape = shape.elements[0] if shape.elements else shape
+  return _elements(shape.dims)
+
+
+def _shape_fits(site: StableHloDot, carrier: Carrier) -> bool:
+  """Whether the carrier computes as many outputs, over the same K, as the site.
+
+  A gemm: the same K and outputs, or K split by s with s times the outputs
+  (split-K); a multiply: K products per output (strength reduction), or the
+  outputs themselves when K = 1.
+  """
+  out, k = _elements(site.result.dims), site.contracting_size
+  got = _result_elements(carrier)
+  if carrier.instruction.opcode == "multiply":
+    return got in (out * k, out) if k > 1 else got == out
+  carrier_k = _carrier_k(carrier)
+  if carrier_k is None or carrier_k == 0:
+    return carrier.instruction.opcode == "convolution"
+  if carrier_k == k:
+    return got == out
+  return k % carrier_k == 0 and got == out * (k // carrier_k)
+
+
+def _pick(
+  site: StableHloDot, carriers: list[Carrier], used: set[int]
+) -> int | None:
+  """The carrier of a site: ancestry first, then shape, gemms before multiplies.
+
+  Carriers whose shapes fit are preferred; where none fits (XLA padded or
+  merged the dot), ancestry alone decides. An unused carrier is preferred,
+  so identical sites map in program order; a used one is taken only when
+  nothing else matches (XLA merged identical dots).
+  """
+  matching = [i for i, c in enumerate(carriers) if _matches(site, c)]
+  fitting = [i for i in matching if _shape_fits(site, carriers[i])]
+  pool = fitting or matching
+  if site.contracting_size == 1 and not fitting:
+    pool = [i for i in pool if carriers[i].instruction.opcode != "multiply"]
+  ranked = sorted(
+    pool,
+    key=lambda i: (i in used, carriers[i].instruction.opcode == "multiply", i),
+  )
+  return ranked[0] if ranked else None
 
 
 def map_dot_sites(
@@ -201,27 +328,19 @@ def map_dot_sites(
 
   Returns:
     One `DotFate` per site, in site order. A site whose operands match no
-    dot-like instruction is `Fate.GONE`. Gemm-like carriers (dot, custom
-    call) are preferred to multiplies, and each is used once while an unused
-    one is left, so identical sites map in program order.
+    dot-like instruction is `Fate.GONE` (see `_pick` for the choice among
+    several).
   """
   carriers = find_carriers(module)
   used: set[int] = set()
   fates = []
   for site in sites:
-    matching = [i for i, c in enumerate(carriers) if _matches(site, c)]
-    gemms = [
-      i for i in matching if carriers[i].instruction.opcode != "multiply"
-    ]
-    pool = gemms or (
-      [] if site.contracting_size == 1 and not matching else matching
-    )
-    fresh = [i for i in pool if i not in used] or pool
-    if not fresh:
+    chosen = _pick(site, carriers, used)
+    if chosen is None:
       fates.append(_gone(site))
       continue
-    used.add(fresh[0])
-    fates.append(_classify(site, carriers[fresh[0]]))
+    used.add(chosen)
+    fates.append(_classify(site, carriers[chosen]))
   return fates
 
 
@@ -255,7 +374,7 @@ def _classify(site: StableHloDot, carrier: Carrier) -> DotFate:
   and a plain dot otherwise; a multiply is dot strength reduction's output.
   """
   inst = carrier.instruction
-  outer = carrier.enclosing[0] if carrier.enclosing else None
+  outer = carrier.kernel
   kind = _fusion_kind(outer) if outer is not None else None
   emitter = kind or "top level"
   config = None

@@ -138,6 +138,27 @@ def _kernel_owner(
   return None
 
 
+def _in_gemm_kernel(fate: DotFate, instructions) -> tuple[str, str] | None:
+  """A strength-reduced f32 site fused into another site's Triton gemm.
+
+  XLA GPU fuses elementwise producers and consumers into a gemm fusion
+  (jaxlib 0.10.2: a multiply+reduce in `__triton_nested_gemm_fusion`'s
+  prologue); the kernel's mma instructions belong to the gemm, while the
+  multiply and its reduction stay f32 arithmetic.
+  """
+  if fate.fate not in (Fate.MULTIPLY, Fate.MULTIPLY_REDUCE):
+    return None
+  owner = _kernel_owner(fate, instructions)
+  config = (owner.backend_config if owner is not None else {}) or {}
+  kind = (config.get("fusion_backend_config") or {}).get("kind", "")
+  if not kind.startswith("__triton") or fate.site.lhs.dtype != "f32":
+    return None
+  return "F32_F32_F32", (
+    f"rule: f32 multiply fused into gemm kernel {owner.name}; its mma is "
+    "another site's"
+  )
+
+
 def _with_declared_passes(ptx: str | None, declared: str | None) -> str | None:
   """A declared _X3/_X6/_X9 preset whose one-pass form the PTX shows."""
   a, b = ALGORITHMS.get(ptx or ""), ALGORITHMS.get(declared or "")
@@ -200,6 +221,8 @@ def _effective(
       if algorithm
       else "cuDNN: no rule checked on jaxlib 0.10.2"
     )
+  elif (epilogue := _in_gemm_kernel(fate, instructions)) is not None:
+    algorithm, evidence = epilogue
   else:
     return _from_ptx(fate, instructions, kernels)
   source = "rule" if algorithm else None

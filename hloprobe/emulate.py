@@ -96,7 +96,7 @@ class _Evaluator:
 
   def _dot(self, eqn, ins, site: int):
     out_dtype = eqn.outvars[0].aval.dtype
-    if not all(np.issubdtype(x.dtype, np.inexact) for x in ins):
+    if not all(jax.numpy.issubdtype(x.dtype, jax.numpy.inexact) for x in ins):
       return eqn.primitive.bind(*ins, **eqn.params)  # integer dots: exact
     out = emulated_dot_general(
       *ins,
@@ -179,7 +179,7 @@ class _ScaleRecorder(_Evaluator):
 
   def _dot(self, eqn, ins, site: int):
     if not self._in_body and all(
-      np.issubdtype(x.dtype, np.inexact) for x in ins
+      jax.numpy.issubdtype(x.dtype, jax.numpy.inexact) for x in ins
     ):
       scale = lax.dot_general(
         *(jax.numpy.abs(x).astype(np.float32) for x in ins),

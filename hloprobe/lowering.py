@@ -374,7 +374,8 @@ def float64_reference(case: Case, args: tuple) -> np.ndarray:
     args64 = jax.tree_util.tree_map(
       lambda a: (
         np.asarray(a, np.float64)
-        if np.issubdtype(np.asarray(a).dtype, np.floating)
+        # jax.numpy knows bfloat16 and the fp8 types; numpy does not.
+        if jax.numpy.issubdtype(np.asarray(a).dtype, jax.numpy.floating)
         else np.asarray(a)
       ),
       args,

@@ -47,9 +47,11 @@ _FUNC_RE = re.compile(
 _LOC_DEF_RE = re.compile(r"^#(loc\d*)\s*=\s*loc\((.*)\)\s*$")
 _LOC_USE_RE = re.compile(r"\sloc\((.*)\)\s*$")
 _VALUE_RE = re.compile(r"%[\w.\-$]+")
-_CALL_RE = re.compile(rf"(?:func\.)?call\s+{_SYMBOL}\(([^)]*)\)")
+# `call @f(...)` / `func.call @f(...)`, not `stablehlo.custom_call @target`.
+_CALL_RE = re.compile(rf"(?<![\w.])(?:func\.)?call\s+{_SYMBOL}\(([^)]*)\)")
 _BIND_RE = re.compile(r"(%[\w.\-$]+)\s*=\s*(%[\w.\-$#]+)")
-_TENSOR_RE = re.compile(r"tensor<([^<>]*(?:<[^<>]*>)?)>")
+_TENSOR = r"tensor<[^<>]*(?:<[^<>]*>)?>"  # one nesting level: complex<f32>
+_TENSOR_RE = re.compile(r"tensor<((?:\d+x)*)([^<>]*(?:<[^<>]*>)?)>")
 _LOC_TOKEN_RE = re.compile(r'"((?:[^"\\]|\\.)*)"(:\d+)?|#(loc\d*)')
 
 
@@ -111,7 +113,7 @@ def _tensor_type(text: str) -> TensorType:
     raise HloParseError(
       f"[hloprobe] bad tensor type {text!r}; expected e.g. 'tensor<48x2xf32>'"
     )
-  *dims, elem = m.group(1).split("x") if "x" in m.group(1) else [m.group(1)]
+  dims, elem = m.group(1).split("x")[:-1], m.group(2)
   if elem not in _MLIR_TO_HLO_DTYPE:
     raise HloParseError(f"[hloprobe] unknown element type {elem!r} in {text!r}")
   return TensorType(_MLIR_TO_HLO_DTYPE[elem], tuple(int(d) for d in dims))
@@ -198,11 +200,29 @@ class _Walker:
       raise HloParseError(f"[hloprobe] call to undefined function @{name}")
     env = dict(zip(fn.args, arg_anc))
     returned = frozenset()
+    # Ops with regions (while, case, reduce with a body): their results also
+    # depend on what the regions return. [result names, returned ancestry].
+    open_ops: list[list] = []
+    last_results: list[str] = []
     for line in fn.lines:
-      returned |= self._op(fn, line, env, depth)
+      if line.startswith("}"):
+        if not line.endswith("{") and open_ops:  # "}, {" / "} do {" go on
+          names, acc = open_ops.pop()
+          for name in names:
+            env[name] = env.get(name, frozenset()) | acc
+        continue
+      kind, results, anc = self._op(fn, line, env, depth)
+      if kind == "return":
+        returned |= anc
+      elif kind == "region_return" and open_ops:
+        open_ops[-1][1] |= anc
+      last_results = results or last_results
+      if line.endswith("{"):  # `%r = "stablehlo.case"(%i) ({` or `cond {`
+        open_ops.append([results or last_results, frozenset()])
     return returned
 
-  def _op(self, fn, line, env, depth) -> frozenset[int]:
+  def _op(self, fn, line, env, depth):
+    """Tracks one op; returns (kind, result names, operand ancestry)."""
     loc_m = _LOC_USE_RE.search(line)
     body = line[: loc_m.start()] if loc_m else line
     lhs, eq, rhs = body.partition(" = ")
@@ -223,17 +243,22 @@ class _Walker:
       )
     elif "stablehlo.dot_general" in rhs:
       self._dot(fn, rhs, refs, env, loc_m.group(1) if loc_m else None)
-    for result in _VALUE_RE.findall(lhs):
-      env[result.split(":")[0]] = anc
-    is_return = rhs.lstrip().startswith(("return", "func.return"))
-    return anc if is_return else frozenset()
+    results = [r.split(":")[0] for r in _VALUE_RE.findall(lhs)]
+    for result in results:
+      env[result] = anc
+    op = rhs.lstrip()
+    if op.startswith(("return", "func.return")):
+      return "return", results, anc
+    if op.startswith(("stablehlo.return", '"stablehlo.return"')):
+      return "region_return", results, anc
+    return None, results, anc
 
   def _dot(self, fn, rhs, refs, env, loc):
-    types = re.search(r" : \((.*)\) -> (tensor<[^>]*>)", rhs)
+    types = re.search(rf" : \((.*)\) -> ({_TENSOR})", rhs)
     if not types or len(refs) < 2:
       raise HloParseError(f"[hloprobe] malformed dot_general: {rhs[:120]!r}")
     lhs_t, rhs_t = (
-      _tensor_type(t) for t in re.findall(r"tensor<[^>]*>", types.group(1))[:2]
+      _tensor_type(t) for t in re.findall(_TENSOR, types.group(1))[:2]
     )
     prec = re.search(r"precision = \[(\w+), (\w+)\]", rhs)
     algo = re.search(r"algorithm = <([^>]*)>", rhs)

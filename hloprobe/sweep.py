@@ -228,6 +228,16 @@ def _with_passes(r: ConfigResult, dumps) -> ConfigResult:
   return dataclasses.replace(r, passes=found)
 
 
+def _predictor(case, full, reference) -> predict.Predictor | None:
+  """A case's predictor; None (numerics say n/a) if it cannot be made."""
+  if reference is None:
+    return None
+  try:
+    return predict.Predictor(case, full, reference)
+  except Exception:  # e.g. a scalar first output: no batch axis to cut
+    return None
+
+
 def _with_prediction(
   r: ConfigResult, predictor: predict.Predictor | None
 ) -> ConfigResult:
@@ -318,9 +328,7 @@ def _run_baseline(spec: SweepSpec, on_result) -> list[ConfigResult]:
       )
     except Exception:  # configs still compile; numerics say n/a
       reference = None
-    predictor = (
-      None if reference is None else predict.Predictor(case, full, reference)
-    )
+    predictor = _predictor(case, full, reference)
     for target_name in spec.targets:
       target = get_target(target_name)
       for precision in spec.precisions:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 from absl.testing import absltest, parameterized
 
@@ -66,3 +67,12 @@ class PortedCasesTest(parameterized.TestCase):
 
 if __name__ == "__main__":
   absltest.main()
+
+
+class ReferenceDtypeTest(absltest.TestCase):
+  def test_bfloat16_inputs_are_widened(self):
+    x = (np.arange(8, dtype=np.float32) / 3).astype(jnp.bfloat16)
+    case = cases.Case("bf16", "bf16", lambda a: a * a, lambda: (x,))
+    ref = lowering.float64_reference(case, (x,))
+    exact = np.asarray(x, np.float64) ** 2
+    np.testing.assert_array_equal(ref, exact)  # not rounded back to bf16

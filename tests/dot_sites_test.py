@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
+import numpy as np
 from absl.testing import absltest, parameterized
 
-from hloprobe import cases, dot_sites, lowering, targets
+from hloprobe import cases, dot_sites, lowering, sweep, targets
 from hloprobe.dot_sites import Fate
 from hloprobe.hlo_parse import parse_hlo_module
 from hloprobe.stablehlo_parse import parse_stablehlo_dots
@@ -70,3 +73,83 @@ class FixtureFatesTest(absltest.TestCase):
 
 if __name__ == "__main__":
   absltest.main()
+
+
+def _probe(fn, args, target: str, precision: str = "bfloat16"):
+  """Fates of an ad-hoc function (real compile)."""
+  case = cases.Case("probe", "probe", fn, lambda: args)
+  r = sweep.run_config(
+    case,
+    args,
+    None,
+    targets.get_target(target),
+    precision,
+    case.full_size(args),
+  )
+  assert r.ok, r.error
+  return r.fates
+
+
+_RNG = np.random.default_rng(0)
+_X = _RNG.standard_normal((8, 64)).astype(np.float32)
+_W = _RNG.standard_normal((64, 64)).astype(np.float32)
+
+
+class ControlFlowFatesTest(parameterized.TestCase):
+  """Sites in loops, branches and after them (a review found them 'gone')."""
+
+  @parameterized.named_parameters(
+    (
+      "scan",
+      lambda x, w: jax.lax.scan(
+        lambda h, _: (jnp.tanh(h @ w), None), x, None, length=3
+      )[0],
+    ),
+    (
+      "fori",
+      lambda x, w: jax.lax.fori_loop(0, 3, lambda i, h: jnp.tanh(h @ w), x),
+    ),
+    (
+      "after_cond",
+      lambda x, w: jax.lax.cond(x[0, 0] > 0, lambda a: a * 2, jnp.sin, x) @ w,
+    ),
+  )
+  def test_a100_gemm_found(self, fn):
+    (fate,) = _probe(fn, (_X, _W), "a100")
+    self.assertEqual(fate.fate, Fate.TRITON_GEMM)
+    self.assertEqual(fate.effective_algorithm, "TF32_TF32_F32")
+
+  def test_cond_branches_are_two_sites(self):
+    fn = lambda x, w: jax.lax.cond(
+      x[0, 0] > 0, lambda a: a @ w, lambda a: jnp.tanh(a @ w), x
+    )
+    fates = _probe(fn, (_X, _W), "a100")
+    self.assertEqual([f.fate for f in fates], [Fate.TRITON_GEMM] * 2)
+    self.assertNotEqual(fates[0].carriers, fates[1].carriers)
+
+  def test_same_ancestry_told_apart_by_shape(self):
+    # W @ x[0] (a matrix-vector product, strength-reduced) and x @ W (a gemm)
+    # read the same parameters; shapes and K tell which is which.
+    fates = _probe(
+      lambda x, w: (w @ x[0]).sum() + (x @ w).sum(), (_X, _W), "a100"
+    )
+    self.assertEqual(
+      [f.fate for f in fates], [Fate.MULTIPLY_REDUCE, Fate.TRITON_GEMM]
+    )
+    self.assertEqual(
+      [f.effective_algorithm for f in fates], ["F32_F32_F32", "TF32_TF32_F32"]
+    )
+
+
+class EpilogueTest(absltest.TestCase):
+  def test_multiply_fused_into_a_gemm_is_f32(self):
+    # jax_15362 at n = 2 on a100: site 2 (1x512 @ 512) is a multiply+reduce
+    # fused into site 1's Triton gemm; the mma is site 1's.
+    case = cases.get_case("jax_15362")
+    r = sweep.run_config(
+      case, case.make_inputs(), None, targets.get_target("a100"), "bfloat16", 2
+    )
+    self.assertEqual(r.fates[1].effective_algorithm, "TF32_TF32_F32")
+    self.assertEqual(r.fates[2].fate, Fate.MULTIPLY_REDUCE)
+    self.assertEqual(r.fates[2].effective_algorithm, "F32_F32_F32")
+    self.assertIn("fused into gemm kernel", r.fates[2].algorithm_evidence)

@@ -88,3 +88,34 @@ class CallPathTest(absltest.TestCase):
 
 if __name__ == "__main__":
   absltest.main()
+
+
+class UnusualOpsTest(absltest.TestCase):
+  def _sites(self, fn, *args):
+    text = jax.jit(fn).trace(*args).lower().as_text(debug_info=True)
+    return parse_stablehlo_dots(text)
+
+  def test_custom_call_is_not_a_function_call(self):
+    a = np.eye(4, dtype=np.float32) * 2
+    sites = self._sites(
+      lambda m, v: jnp.linalg.solve(m, v) @ m, a, np.ones((4, 4), np.float32)
+    )
+    self.assertLen(sites, 1)
+
+  def test_complex_operands(self):
+    x = np.ones((8, 4), np.complex64)
+    (site,) = self._sites(lambda a, b: a @ b, x, x.T)
+    self.assertEqual(
+      (str(site.lhs), str(site.result)), ("c64[8,4]", "c64[8,8]")
+    )
+
+  def test_result_of_a_branch_depends_on_what_it_returns(self):
+    fn = lambda p, x, w: jax.lax.cond(p[0] > 0, lambda a: a * 2, jnp.sin, x) @ w
+    args = (
+      np.ones(1, np.float32),
+      np.ones((2, 3), np.float32),
+      np.ones((3, 3), np.float32),
+    )
+    (site,) = self._sites(fn, *args)
+    self.assertEqual(site.lhs_ancestry, frozenset({0, 1}))
+    self.assertEqual(site.rhs_ancestry, frozenset({2}))
