@@ -16,7 +16,8 @@ Commands:
   experiments     list the built-in XLA_FLAGS experiments
 
 Exit status: 0 when everything succeeded (verify: passed; golden check:
-matched), 1 when a config failed, a fix failed or goldens differ, 2 for bad
+matched), 1 when a config failed, a fix failed, goldens differ or a file could
+not be written (`hloprobe: error: cannot write ...`, after any results), 2 for bad
 input (unknown case, target, precision, format, flag, command; bad batch
 size; unparseable target config), with one line `hloprobe: error: ...`.
 """
@@ -185,6 +186,17 @@ def _start_jax(target_names) -> None:
   lowering.start_backends(platforms)
 
 
+def _write(what: str, write):
+  """Returns `write()`; an OSError becomes one `cannot write` error (exit 1).
+
+  Called after results are printed, so they stay printed.
+  """
+  try:
+    return write()
+  except OSError as e:
+    raise HloprobeError(f"cannot write {what}: {e}") from e
+
+
 def _cmd_sweep() -> int:
   from hloprobe import lowering, sweep
 
@@ -198,7 +210,10 @@ def _cmd_sweep() -> int:
     print()
     print(report.render_sites(results, fmt))
   if _OUTPUT_DIR.value:
-    paths = report.write_outputs(results, _OUTPUT_DIR.value, versions)
+    paths = _write(
+      f"--output_dir={_OUTPUT_DIR.value}",
+      lambda: report.write_outputs(results, _OUTPUT_DIR.value, versions),
+    )
     print(
       f"wrote {len(paths)} files under {_OUTPUT_DIR.value}", file=sys.stderr
     )
@@ -288,9 +303,6 @@ def _golden_spec(golden_dir: str):
 
 
 def _cmd_golden(words: list[str]) -> int:
-  import dataclasses
-  import tempfile
-
   from hloprobe import golden, golden_update, lowering, sweep
 
   if words not in (["check"], ["update"]):
@@ -306,15 +318,28 @@ def _cmd_golden(words: list[str]) -> int:
     print(golden_update.update(golden_dir, snap, record).render())
     return EXIT_OK
   result = golden.check(golden_dir, snap, record, strict=_STRICT.value)
-  if not result.ok:
-    out = _OUTPUT_DIR.value or tempfile.mkdtemp(
-      prefix="hloprobe-golden-candidate-"
-    )
-    result = dataclasses.replace(
-      result, candidate_dir=golden.write_snapshot(snap, out)
-    )
-  print(result.render())
-  return EXIT_OK if result.ok else EXIT_FAILED
+  if result.ok:
+    print(result.render())
+    return EXIT_OK
+  try:
+    out = _write("the candidate goldens", lambda: _write_candidates(snap))
+  except HloprobeError:
+    print(result.render())  # the comparison stands; only the copy failed
+    raise
+  print(dataclasses.replace(result, candidate_dir=out).render())
+  return EXIT_FAILED
+
+
+def _write_candidates(snap) -> str:
+  """Writes a mismatching snapshot to --output_dir or a new temporary folder."""
+  import tempfile
+
+  from hloprobe import golden
+
+  out = _OUTPUT_DIR.value or tempfile.mkdtemp(
+    prefix="hloprobe-golden-candidate-"
+  )
+  return golden.write_snapshot(snap, out)
 
 
 def _cmd_verify() -> int:
@@ -372,11 +397,18 @@ def main(argv: list[str]) -> int:
       )
     return _COMMANDS[command]()
   except UsageError as e:
-    print(f"hloprobe: error: {e}", file=sys.stderr)
+    _error(e)
     return EXIT_USAGE
-  except HloprobeError as e:
-    print(f"hloprobe: error: {e}", file=sys.stderr)
+  except (HloprobeError, OSError) as e:
+    _error(e)
     return EXIT_FAILED
+
+
+def _error(e: Exception) -> None:
+  """The one `hloprobe: error: ...` line (library messages say [hloprobe])."""
+  print(
+    f"hloprobe: error: {str(e).removeprefix('[hloprobe] ')}", file=sys.stderr
+  )
 
 
 def _parse_flags(argv: list[str]) -> list[str]:

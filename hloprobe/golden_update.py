@@ -111,7 +111,7 @@ def _swap_in(stage: str, golden_dir: str) -> None:
     if had_old:
       os.rename(backup, golden_dir)
     raise GoldenError(
-      f"[hloprobe] could not move the new goldens into {golden_dir} ({e}); "
+      f"[hloprobe] cannot move the new goldens into {golden_dir} ({e}); "
       "the previous goldens are unchanged"
     ) from e
   if had_old:
@@ -148,17 +148,18 @@ def update(
     for r in old
     if r in snap.files and _same_body(golden_dir, r, snap.files[r])
   }
-  stage = _new_stage(golden_dir)
+  stage = None
   try:
+    stage = _new_stage(golden_dir)
     _fill(stage, golden_dir, snap, sweep, same)
     _swap_in(stage, golden_dir)
   except OSError as e:
     raise GoldenError(
-      f"[hloprobe] could not write the new goldens for {golden_dir} ({e}); "
+      f"[hloprobe] cannot write the new goldens for {golden_dir} ({e}); "
       "the previous goldens are unchanged"
     ) from e
   finally:
-    if os.path.isdir(stage):
+    if stage and os.path.isdir(stage):
       shutil.rmtree(stage)
   return UpdateResult(
     golden_dir=golden_dir,

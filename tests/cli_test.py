@@ -103,6 +103,23 @@ class SweepCommandTest(absltest.TestCase):
     self.assertIn("band worst / expected", proc.stdout)
     self.assertRegex(site_rows[3], r"F32_F32_F32 +\d\.\de-\d\d / \d\.\de-\d\d")
 
+  def test_unwritable_output_dir_is_one_line_after_the_results(self):
+    not_a_dir = self.create_tempfile("a_file").full_path
+    proc = hloprobe(
+      "sweep",
+      "--batch_sizes=1",
+      "--precisions=float32",
+      f"--output_dir={not_a_dir}",
+    )
+    self.assertEqual(proc.returncode, 1, proc.stderr)
+    self.assertLen(
+      [l for l in proc.stdout.splitlines() if l.startswith("seed_mlp")], 1
+    )
+    self.assertRegex(
+      proc.stderr,
+      rf"^hloprobe: error: cannot write --output_dir={not_a_dir}: [^\n]+\n$",
+    )
+
   def test_failed_config_gives_exit_1_and_a_row(self):
     proc = hloprobe(
       "sweep", "--batch_sizes=2", "--precisions=TF32_TF32_F32,float32"

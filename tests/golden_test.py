@@ -6,7 +6,9 @@ making the final rename fail.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import os
 import shutil
 from unittest import mock
@@ -278,7 +280,7 @@ class GoldenTest(parameterized.TestCase):
     )
     self.assertEqual(proc.returncode, 1)
     self.assertIn(
-      f"hloprobe: error: [hloprobe] corrupt golden files:\n  {path}/{_N1}.hlo",
+      f"hloprobe: error: corrupt golden files:\n  {path}/{_N1}.hlo",
       proc.stderr,
     )
     self.assertNotIn("Traceback", proc.stderr + proc.stdout)
@@ -350,6 +352,55 @@ class GoldenCliTest(absltest.TestCase):
     with flagsaver.as_parsed(golden_dir=path):  # the manifest's sweep
       self.assertEqual(cli.main(["hloprobe", "golden", "check"]), cli.EXIT_OK)
     self.assertLen(golden.list_golden_files(path), 3)
+
+  def _main(self, *words: str, **flag_values) -> tuple[int, str, str]:
+    """cli.main in this process: (exit status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with flagsaver.as_parsed(**flag_values):
+      with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = cli.main(["hloprobe", *words])
+    return status, out.getvalue(), err.getvalue()
+
+  def test_unwritable_golden_dir_is_one_line(self):
+    not_a_dir = self.create_tempfile("a_file").full_path
+    status, _, err = self._main(
+      "golden",
+      "update",
+      golden_dir=os.path.join(not_a_dir, "golden"),
+      batch_sizes="1",
+      precisions="float32",
+    )
+    self.assertEqual(status, cli.EXIT_FAILED)
+    self.assertRegex(
+      err,
+      rf"^hloprobe: error: cannot write the new goldens for {not_a_dir}/golden "
+      r"\([^\n]+\); the previous goldens are unchanged\n$",
+    )
+
+  def test_unwritable_candidate_dir_keeps_the_check_result(self):
+    path = os.path.join(self.create_tempdir().full_path, "golden")
+    shutil.copytree(_GOLDEN, path)
+    dots = os.path.join(path, "cpu/seed_mlp/n1-float32.dots.json")
+    with open(dots) as f:
+      text = f.read()
+    with open(dots, "w") as f:
+      f.write(text.replace('"fate": "multiply+reduce"', '"fate": "dot"'))
+    not_a_dir = self.create_tempfile("a_file").full_path
+    status, out, err = self._main(
+      "golden",
+      "check",
+      golden_dir=path,
+      output_dir=not_a_dir,
+      targets="cpu",
+      batch_sizes="1",
+      precisions="float32",
+    )
+    self.assertEqual(status, cli.EXIT_FAILED)
+    self.assertIn("1 changed", out)
+    self.assertIn("MISMATCH", out)
+    self.assertRegex(
+      err, r"^hloprobe: error: cannot write the candidate goldens: [^\n]+\n$"
+    )
 
   def test_bad_subcommand_is_a_usage_error(self):
     self.assertEqual(
