@@ -16,10 +16,11 @@ Commands:
   experiments     list the built-in XLA_FLAGS experiments
 
 Exit status: 0 when everything succeeded (verify: passed; golden check:
-matched), 1 when a config failed, a fix failed, goldens differ or a file could
-not be written (`hloprobe: error: cannot write ...`, after any results), 2 for bad
-input (unknown case, target, precision, format, flag, command; bad batch
-size; unparseable target config), with one line `hloprobe: error: ...`.
+matched), 1 when a config failed, a fix failed, goldens differ or a file
+could not be written (`cannot write ...`, after any results), 2 for bad
+input (unknown case, target, precision, format, flag, command; an empty
+--case, --targets or --precisions; bad batch size; unparseable target
+config), with one line `hloprobe: error: ...`.
 """
 
 from __future__ import annotations
@@ -134,17 +135,61 @@ _STRICT = flags.DEFINE_bool(
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
+def _names_given(names: list[str]) -> bool:
+  """A list flag names something: not `--case=` (empty) nor `--case=a,,b`."""
+  return bool(names) and all(names)
+
+
+def _register_validators() -> None:
+  """An empty list would sweep nothing and pass vacuously: a usage error."""
+  for holder, example in ((_CASE, "seed_mlp"), (_PRECISIONS, "float32")):
+    flags.register_validator(
+      holder,
+      _names_given,
+      message=f"--{holder.name} needs at least one name and no empty ones, "
+      f"e.g. --{holder.name}={example}",
+    )
+  flags.register_multi_flags_validator(
+    [_TARGETS, _TARGET_CONFIG],
+    lambda v: (
+      _names_given(v["targets"] + v["target_config"]) and all(v["targets"])
+    ),
+    message="--targets needs at least one target (or a --target_config) "
+    "and no empty ones, e.g. --targets=cpu,a100",
+  )
+
+
+_register_validators()
+
+
 def _sweep_spec():
   from hloprobe import sweep
 
-  return sweep.SweepSpec(
-    cases=tuple(_CASE.value),
-    batch_sizes=sweep.parse_batch_sizes(_BATCH_SIZES.value),
-    precisions=tuple(_PRECISIONS.value),
-    targets=tuple(_TARGETS.value) + tuple(_TARGET_CONFIG.value),
-    explain_passes=_EXPLAIN_PASSES.value,
-    experiments=tuple(_experiments()),
+  return _nonempty(
+    sweep.SweepSpec(
+      cases=tuple(_CASE.value),
+      batch_sizes=sweep.parse_batch_sizes(_BATCH_SIZES.value),
+      precisions=tuple(_PRECISIONS.value),
+      targets=tuple(_TARGETS.value) + tuple(_TARGET_CONFIG.value),
+      explain_passes=_EXPLAIN_PASSES.value,
+      experiments=tuple(_experiments()),
+    )
   )
+
+
+def _nonempty(spec):
+  """`spec`, unless a list is empty: it would sweep nothing and pass."""
+  empty = [
+    name
+    for name in ("cases", "targets", "batch_sizes", "precisions")
+    if not getattr(spec, name)
+  ]
+  if empty:
+    raise UsageError(
+      f"nothing to sweep: no {' and no '.join(empty)}; e.g. --case=seed_mlp "
+      "--targets=cpu --batch_sizes=1,2 --precisions=float32"
+    )
+  return spec
 
 
 def _experiments() -> list:
@@ -290,15 +335,19 @@ def _golden_spec(golden_dir: str):
       value if holder.present or key not in recorded else recorded[key]
     )
 
-  return golden.spec_from_record(
-    {
-      "cases": pick("cases", _CASE, _CASE.value),
-      "batch_sizes": pick(
-        "batch_sizes", _BATCH_SIZES, sweep.parse_batch_sizes(_BATCH_SIZES.value)
-      ),
-      "precisions": pick("precisions", _PRECISIONS, _PRECISIONS.value),
-      "targets": pick("targets", _TARGETS, _TARGETS.value),
-    }
+  return _nonempty(
+    golden.spec_from_record(
+      {
+        "cases": pick("cases", _CASE, _CASE.value),
+        "batch_sizes": pick(
+          "batch_sizes",
+          _BATCH_SIZES,
+          sweep.parse_batch_sizes(_BATCH_SIZES.value),
+        ),
+        "precisions": pick("precisions", _PRECISIONS, _PRECISIONS.value),
+        "targets": pick("targets", _TARGETS, _TARGETS.value),
+      }
+    )
   )
 
 

@@ -402,6 +402,21 @@ class GoldenCliTest(absltest.TestCase):
       err, r"^hloprobe: error: cannot write the candidate goldens: [^\n]+\n$"
     )
 
+  def test_empty_sweep_is_a_usage_error(self):
+    for args, message in (
+      (("--targets=",), "--targets needs at least one target"),
+      (("--precisions=",), "--precisions needs at least one name"),
+      (
+        ("--targets=", "--target_config=hloprobe/gpu_specs/t4.txtpb"),
+        "nothing to sweep: no targets",
+      ),
+    ):
+      proc = _cli("golden", "check", f"--golden_dir={_GOLDEN}", *args)
+      self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+      self.assertEqual(proc.stdout, "")
+      self.assertRegex(proc.stderr, rf"^hloprobe: error: [^\n]*{message}")
+      self.assertLen(proc.stderr.splitlines(), 1)
+
   def test_bad_subcommand_is_a_usage_error(self):
     self.assertEqual(
       cli.main(["hloprobe", "golden", "frobnicate"]), cli.EXIT_USAGE
