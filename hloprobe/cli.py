@@ -402,6 +402,7 @@ def _cmd_verify() -> int:
   requirements = verify.parse_requirements(_REQUIRE.value)
   fmt = _check_format()
   spec = dataclasses.replace(_sweep_spec(), experiments=())
+  verify.check_batch_sizes(requirements, spec.batch_sizes)
   _start_jax(spec.targets)
   results = sweep.run_sweep(verify.fix_sweep(spec, fix, requirements))
   outcome = verify.verify(
