@@ -11,7 +11,8 @@ Commands:
   golden check    re-run the sweep recorded in the golden folder's
                   MANIFEST.json (flags override its parts) and compare
                   with the goldens; exit 0 when all match, 1 otherwise
-  golden update   re-run it and replace the goldens atomically
+  golden update   re-run it and write the goldens atomically (a sweep
+                  within the manifest's replaces only its own files)
   targets         list the targets
   experiments     list the built-in XLA_FLAGS experiments
 

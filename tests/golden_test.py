@@ -309,6 +309,75 @@ class GoldenTest(parameterized.TestCase):
     self.assertEqual(before, _texts(path))
     self.assertEqual(os.listdir(os.path.dirname(path)), ["golden"])
 
+  def test_narrow_update_replaces_its_configs_and_keeps_the_rest(self):
+    path = self._copy()
+    in_scope = "cpu/seed_mlp/n1-float32"
+    self._edit(
+      os.path.join(path, in_scope + ".dots.json"),
+      '"fate": "multiply+reduce"',
+      '"fate": "dot"',
+    )
+    outside = os.path.join(path, "a100/seed_mlp/n2-bfloat16.hlo")
+    self._edit(outside, "HloModule", "HloModule edited_by_hand")
+    with open(os.path.join(path, in_scope + "-old.hlo"), "w") as f:
+      f.write("an in-scope file no config makes\n")
+    before = _texts(path)
+    narrow = {
+      "cases": ["seed_mlp"],
+      "targets": ["cpu"],
+      "batch_sizes": [1],
+      "precisions": ["float32"],
+    }
+    files = {r: t for r, t in _SNAP.files.items() if r.startswith(in_scope)}
+    result = golden_update.update(
+      path, dataclasses.replace(_SNAP, files=files), narrow
+    )
+    self.assertEqual(result.changed, (in_scope + ".dots.json",))
+    self.assertEqual(result.removed, (in_scope + "-old.hlo",))
+    self.assertEqual((result.added, result.unchanged), ((), 2))
+    self.assertEqual(result.kept, 3 * len(_RESULTS) - 3)
+    self.assertIn(
+      "105 kept outside this sweep", result.render().splitlines()[0]
+    )
+    self.assertIn("merged into MANIFEST.json's sweep", result.render())
+    after = _texts(path)
+    self.assertEqual(
+      after[in_scope + ".dots.json"], files[in_scope + ".dots.json"]
+    )
+    self.assertNotIn(in_scope + "-old.hlo", after)
+    self.assertIn(
+      "HloModule edited_by_hand", after[os.path.relpath(outside, path)]
+    )
+    untouched = set(before) - {in_scope + ".dots.json", in_scope + "-old.hlo"}
+    self.assertEqual(
+      {r: after[r] for r in untouched - {"MANIFEST.json"}},
+      {r: before[r] for r in untouched - {"MANIFEST.json"}},
+    )
+    manifest = golden.read_manifest(path)
+    self.assertEqual(manifest["sweep"], _SWEEP)
+    self.assertEqual((manifest["jax"], manifest["jaxlib"]), ("0.10.2",) * 2)
+
+  def test_update_beyond_the_manifest_replaces_the_folder_and_says_so(self):
+    path = self._copy()
+    wider = {
+      "cases": ["seed_mlp"],
+      "targets": ["cpu"],
+      "batch_sizes": [1, 5],
+      "precisions": ["float32"],
+    }
+    files = {r: t for r, t in _SNAP.files.items() if "cpu/seed_mlp/n1-f" in r}
+    result = golden_update.update(
+      path, dataclasses.replace(_SNAP, files=files), wider
+    )
+    self.assertIn(
+      "this sweep is not within MANIFEST.json's (batch_sizes 5 not in it): "
+      "replaced the whole folder, and MANIFEST.json records this sweep",
+      result.render(),
+    )
+    self.assertEqual(golden.list_golden_files(path), sorted(files))
+    self.assertLen(result.removed, 3 * len(_RESULTS) - 3)
+    self.assertEqual(golden.manifest_sweep(path), wider)
+
   def test_update_refuses_failed_configs(self):
     path = self.create_tempdir().full_path
     failed = dataclasses.replace(
@@ -401,6 +470,21 @@ class GoldenCliTest(absltest.TestCase):
     self.assertRegex(
       err, r"^hloprobe: error: cannot write the candidate goldens: [^\n]+\n$"
     )
+
+  def test_narrow_update_on_the_command_line_keeps_every_other_golden(self):
+    path = os.path.join(self.create_tempdir().full_path, "golden")
+    shutil.copytree(_GOLDEN, path)
+    status, out, _ = self._main(
+      "golden",
+      "update",
+      golden_dir=path,
+      targets="cpu",
+      batch_sizes="1",
+      precisions="float32",
+    )
+    self.assertEqual(status, cli.EXIT_OK)
+    self.assertIn("0 removed, 3 unchanged, 105 kept outside this sweep", out)
+    self.assertEqual(_texts(path), _texts(_GOLDEN))
 
   def test_empty_sweep_is_a_usage_error(self):
     for args, message in (
