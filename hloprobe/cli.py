@@ -87,7 +87,8 @@ _EXPERIMENT = flags.DEFINE_multi_string(
   [],
   "An XLA_FLAGS experiment NAME:FLAGS (e.g. 'cublas:--xla_gpu_enable_triton_gemm=false') "
   "or a built-in name (see `hloprobe experiments`); repeatable. Each runs in "
-  "its own worker process beside the baseline.",
+  "its own worker process beside the baseline, with the XLA_FLAGS of the "
+  "environment followed by its own (its value wins for a flag set in both).",
 )
 _EXPERIMENTS_FILE = flags.DEFINE_string(
   "experiments_file", None, "A file of experiments, one NAME:FLAGS per line."
