@@ -172,10 +172,22 @@ def _sweep_spec():
       cases=tuple(_CASE.value),
       batch_sizes=sweep.parse_batch_sizes(_BATCH_SIZES.value),
       precisions=tuple(_PRECISIONS.value),
-      targets=tuple(_TARGETS.value) + tuple(_TARGET_CONFIG.value),
+      targets=tuple(_TARGETS.value) + _target_configs(),
       explain_passes=_EXPLAIN_PASSES.value,
       experiments=tuple(_experiments()),
     )
+  )
+
+
+def _target_configs() -> tuple[str, ...]:
+  """--target_config paths, as words `targets.get_target` reads as files.
+
+  A bare file name (`--target_config=cpu`) becomes `./cpu`, so a file named
+  like a built-in target is still read as a file.
+  """
+  return tuple(
+    p if targets.is_config_path(p) else os.path.join(os.curdir, p)
+    for p in _TARGET_CONFIG.value
   )
 
 
