@@ -5,7 +5,8 @@ Commands:
                   config (the default command)
   explain         sweep with --explain_passes and say in words why row 0
                   depends on batch size and precision, per target, and
-                  what compile-only targets cannot settle
+                  what compile-only targets cannot settle (--format=json:
+                  the same records for machines)
   verify          --fix=PRECISION_OR_EXPERIMENT --require=consistent,
                   accurate[,golden]: run baseline and fix, PASS or FAIL
   golden check    re-run the sweep recorded in the golden folder's
@@ -280,15 +281,23 @@ def _cmd_sweep() -> int:
 
 
 def _cmd_explain() -> int:
-  import dataclasses
-
   from hloprobe import explain, explain_text, sweep
 
+  fmt = _check_format()
+  if fmt == "markdown":
+    raise UsageError(
+      "explain prints text (--format=table) or JSON (--format=json); "
+      "got --format=markdown"
+    )
   spec = dataclasses.replace(_sweep_spec(), explain_passes=True)
   swept = [targets.get_target(n) for n in spec.targets]
   _start_jax(spec.targets)
   results = sweep.run_sweep(spec)
-  print(explain_text.render_explanation(explain.explain(results, swept)))
+  explanations = explain.explain(results, swept)
+  if fmt == "json":
+    print(report.dumps_json(explain_text.explanation_json(explanations)))
+  else:
+    print(explain_text.render_explanation(explanations))
   return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
 
 
