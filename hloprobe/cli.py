@@ -5,20 +5,24 @@ Commands:
                   config (the default command)
   explain         sweep with --explain_passes and say in words why row 0
                   depends on batch size and precision, per target, and
-                  what compile-only targets cannot settle
+                  what compile-only targets cannot settle (--format=json:
+                  the same records for machines)
   verify          --fix=PRECISION_OR_EXPERIMENT --require=consistent,
                   accurate[,golden]: run baseline and fix, PASS or FAIL
   golden check    re-run the sweep recorded in the golden folder's
                   MANIFEST.json (flags override its parts) and compare
                   with the goldens; exit 0 when all match, 1 otherwise
-  golden update   re-run it and replace the goldens atomically
+  golden update   re-run it and write the goldens atomically (a sweep
+                  within the manifest's replaces only its own files)
   targets         list the targets
   experiments     list the built-in XLA_FLAGS experiments
 
 Exit status: 0 when everything succeeded (verify: passed; golden check:
-matched), 1 when a config failed, a fix failed or goldens differ, 2 for bad
-input (unknown case, target, precision, format, flag, command; bad batch
-size; unparseable target config), with one line `hloprobe: error: ...`.
+matched), 1 when a config failed, a fix failed, goldens differ or a file
+could not be written (`cannot write ...`, after any results), 2 for bad
+input (unknown case, target, precision, format, flag, command; an empty
+--case, --targets or --precisions; bad batch size; unparseable target
+config), with one line `hloprobe: error: ...`.
 """
 
 from __future__ import annotations
@@ -84,7 +88,8 @@ _EXPERIMENT = flags.DEFINE_multi_string(
   [],
   "An XLA_FLAGS experiment NAME:FLAGS (e.g. 'cublas:--xla_gpu_enable_triton_gemm=false') "
   "or a built-in name (see `hloprobe experiments`); repeatable. Each runs in "
-  "its own worker process beside the baseline.",
+  "its own worker process beside the baseline, with the XLA_FLAGS of the "
+  "environment followed by its own (its value wins for a flag set in both).",
 )
 _EXPERIMENTS_FILE = flags.DEFINE_string(
   "experiments_file", None, "A file of experiments, one NAME:FLAGS per line."
@@ -133,17 +138,73 @@ _STRICT = flags.DEFINE_bool(
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
+def _names_given(names: list[str]) -> bool:
+  """A list flag names something: not `--case=` (empty) nor `--case=a,,b`."""
+  return bool(names) and all(names)
+
+
+def _register_validators() -> None:
+  """An empty list would sweep nothing and pass vacuously: a usage error."""
+  for holder, example in ((_CASE, "seed_mlp"), (_PRECISIONS, "float32")):
+    flags.register_validator(
+      holder,
+      _names_given,
+      message=f"--{holder.name} needs at least one name and no empty ones, "
+      f"e.g. --{holder.name}={example}",
+    )
+  flags.register_multi_flags_validator(
+    [_TARGETS, _TARGET_CONFIG],
+    lambda v: (
+      _names_given(v["targets"] + v["target_config"]) and all(v["targets"])
+    ),
+    message="--targets needs at least one target (or a --target_config) "
+    "and no empty ones, e.g. --targets=cpu,a100",
+  )
+
+
+_register_validators()
+
+
 def _sweep_spec():
   from hloprobe import sweep
 
-  return sweep.SweepSpec(
-    cases=tuple(_CASE.value),
-    batch_sizes=sweep.parse_batch_sizes(_BATCH_SIZES.value),
-    precisions=tuple(_PRECISIONS.value),
-    targets=tuple(_TARGETS.value) + tuple(_TARGET_CONFIG.value),
-    explain_passes=_EXPLAIN_PASSES.value,
-    experiments=tuple(_experiments()),
+  return _nonempty(
+    sweep.SweepSpec(
+      cases=tuple(_CASE.value),
+      batch_sizes=sweep.parse_batch_sizes(_BATCH_SIZES.value),
+      precisions=tuple(_PRECISIONS.value),
+      targets=tuple(_TARGETS.value) + _target_configs(),
+      explain_passes=_EXPLAIN_PASSES.value,
+      experiments=tuple(_experiments()),
+    )
   )
+
+
+def _target_configs() -> tuple[str, ...]:
+  """--target_config paths, as words `targets.get_target` reads as files.
+
+  A bare file name (`--target_config=cpu`) becomes `./cpu`, so a file named
+  like a built-in target is still read as a file.
+  """
+  return tuple(
+    p if targets.is_config_path(p) else os.path.join(os.curdir, p)
+    for p in _TARGET_CONFIG.value
+  )
+
+
+def _nonempty(spec):
+  """`spec`, unless a list is empty: it would sweep nothing and pass."""
+  empty = [
+    name
+    for name in ("cases", "targets", "batch_sizes", "precisions")
+    if not getattr(spec, name)
+  ]
+  if empty:
+    raise UsageError(
+      f"nothing to sweep: no {' and no '.join(empty)}; e.g. --case=seed_mlp "
+      "--targets=cpu --batch_sizes=1,2 --precisions=float32"
+    )
+  return spec
 
 
 def _experiments() -> list:
@@ -185,6 +246,17 @@ def _start_jax(target_names) -> None:
   lowering.start_backends(platforms)
 
 
+def _write(what: str, write):
+  """Returns `write()`; an OSError becomes one `cannot write` error (exit 1).
+
+  Called after results are printed, so they stay printed.
+  """
+  try:
+    return write()
+  except OSError as e:
+    raise HloprobeError(f"cannot write {what}: {e}") from e
+
+
 def _cmd_sweep() -> int:
   from hloprobe import lowering, sweep
 
@@ -198,7 +270,10 @@ def _cmd_sweep() -> int:
     print()
     print(report.render_sites(results, fmt))
   if _OUTPUT_DIR.value:
-    paths = report.write_outputs(results, _OUTPUT_DIR.value, versions)
+    paths = _write(
+      f"--output_dir={_OUTPUT_DIR.value}",
+      lambda: report.write_outputs(results, _OUTPUT_DIR.value, versions),
+    )
     print(
       f"wrote {len(paths)} files under {_OUTPUT_DIR.value}", file=sys.stderr
     )
@@ -206,15 +281,23 @@ def _cmd_sweep() -> int:
 
 
 def _cmd_explain() -> int:
-  import dataclasses
-
   from hloprobe import explain, explain_text, sweep
 
+  fmt = _check_format()
+  if fmt == "markdown":
+    raise UsageError(
+      "explain prints text (--format=table) or JSON (--format=json); "
+      "got --format=markdown"
+    )
   spec = dataclasses.replace(_sweep_spec(), explain_passes=True)
   swept = [targets.get_target(n) for n in spec.targets]
   _start_jax(spec.targets)
   results = sweep.run_sweep(spec)
-  print(explain_text.render_explanation(explain.explain(results, swept)))
+  explanations = explain.explain(results, swept)
+  if fmt == "json":
+    print(report.dumps_json(explain_text.explanation_json(explanations)))
+  else:
+    print(explain_text.render_explanation(explanations))
   return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
 
 
@@ -275,22 +358,23 @@ def _golden_spec(golden_dir: str):
       value if holder.present or key not in recorded else recorded[key]
     )
 
-  return golden.spec_from_record(
-    {
-      "cases": pick("cases", _CASE, _CASE.value),
-      "batch_sizes": pick(
-        "batch_sizes", _BATCH_SIZES, sweep.parse_batch_sizes(_BATCH_SIZES.value)
-      ),
-      "precisions": pick("precisions", _PRECISIONS, _PRECISIONS.value),
-      "targets": pick("targets", _TARGETS, _TARGETS.value),
-    }
+  return _nonempty(
+    golden.spec_from_record(
+      {
+        "cases": pick("cases", _CASE, _CASE.value),
+        "batch_sizes": pick(
+          "batch_sizes",
+          _BATCH_SIZES,
+          sweep.parse_batch_sizes(_BATCH_SIZES.value),
+        ),
+        "precisions": pick("precisions", _PRECISIONS, _PRECISIONS.value),
+        "targets": pick("targets", _TARGETS, _TARGETS.value),
+      }
+    )
   )
 
 
 def _cmd_golden(words: list[str]) -> int:
-  import dataclasses
-  import tempfile
-
   from hloprobe import golden, golden_update, lowering, sweep
 
   if words not in (["check"], ["update"]):
@@ -306,15 +390,28 @@ def _cmd_golden(words: list[str]) -> int:
     print(golden_update.update(golden_dir, snap, record).render())
     return EXIT_OK
   result = golden.check(golden_dir, snap, record, strict=_STRICT.value)
-  if not result.ok:
-    out = _OUTPUT_DIR.value or tempfile.mkdtemp(
-      prefix="hloprobe-golden-candidate-"
-    )
-    result = dataclasses.replace(
-      result, candidate_dir=golden.write_snapshot(snap, out)
-    )
-  print(result.render())
-  return EXIT_OK if result.ok else EXIT_FAILED
+  if result.ok:
+    print(result.render())
+    return EXIT_OK
+  try:
+    out = _write("the candidate goldens", lambda: _write_candidates(snap))
+  except HloprobeError:
+    print(result.render())  # the comparison stands; only the copy failed
+    raise
+  print(dataclasses.replace(result, candidate_dir=out).render())
+  return EXIT_FAILED
+
+
+def _write_candidates(snap) -> str:
+  """Writes a mismatching snapshot to --output_dir or a new temporary folder."""
+  import tempfile
+
+  from hloprobe import golden
+
+  out = _OUTPUT_DIR.value or tempfile.mkdtemp(
+    prefix="hloprobe-golden-candidate-"
+  )
+  return golden.write_snapshot(snap, out)
 
 
 def _cmd_verify() -> int:
@@ -328,6 +425,7 @@ def _cmd_verify() -> int:
   requirements = verify.parse_requirements(_REQUIRE.value)
   fmt = _check_format()
   spec = dataclasses.replace(_sweep_spec(), experiments=())
+  verify.check_batch_sizes(requirements, spec.batch_sizes)
   _start_jax(spec.targets)
   results = sweep.run_sweep(verify.fix_sweep(spec, fix, requirements))
   outcome = verify.verify(
@@ -372,11 +470,18 @@ def main(argv: list[str]) -> int:
       )
     return _COMMANDS[command]()
   except UsageError as e:
-    print(f"hloprobe: error: {e}", file=sys.stderr)
+    _error(e)
     return EXIT_USAGE
-  except HloprobeError as e:
-    print(f"hloprobe: error: {e}", file=sys.stderr)
+  except (HloprobeError, OSError) as e:
+    _error(e)
     return EXIT_FAILED
+
+
+def _error(e: Exception) -> None:
+  """The one `hloprobe: error: ...` line (library messages say [hloprobe])."""
+  print(
+    f"hloprobe: error: {str(e).removeprefix('[hloprobe] ')}", file=sys.stderr
+  )
 
 
 def _parse_flags(argv: list[str]) -> list[str]:

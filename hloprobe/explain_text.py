@@ -6,10 +6,20 @@ pass responsible, the effective algorithms per precision, which sites change
 arithmetic or only their kernel as n grows, the observed row 0, and, last,
 what compile-only targets cannot settle. Missing values read "n/a". The text
 is for people; it is not a stable format (results.json is).
+
+`explanation_json` gives the same records to machines
+(`hloprobe explain --format=json`), schema "hloprobe.explain" version 1:
+  {"schema": "hloprobe.explain", "schema_version": 1,
+   "explanations": [one object per `explain.TargetExplanation`, its field
+     names as keys, tuples as lists, None as null; two tuples become
+     objects: a FateSpan's groups {"sites": [int], "fate": str, "how":
+     "pass (pipeline)" or a note} and a SiteChange's steps
+     {"batch_sizes": [int], "fate": str, "algorithm": str | null}]}
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import textwrap
 from collections.abc import Iterable, Sequence
@@ -22,7 +32,9 @@ from hloprobe.explain import (
   TargetExplanation,
 )
 
-__all__ = ["render_explanation"]
+__all__ = ["SCHEMA_VERSION", "explanation_json", "render_explanation"]
+
+SCHEMA_VERSION = 1
 
 
 def _runs(items: Iterable, key) -> list[list]:
@@ -269,3 +281,33 @@ def _wrap(line: str, width: int) -> str:
     break_on_hyphens=False,
     break_long_words=False,
   ).replace("\x01", " ")
+
+
+def _record_json(e: TargetExplanation) -> dict:
+  """One explanation as a JSON object (see the module docstring)."""
+  doc = dataclasses.asdict(e)
+  for spans in doc["spans"].values():
+    for span in spans:
+      span["groups"] = [
+        {"sites": list(sites), "fate": fate, "how": how}
+        for sites, fate, how in span["groups"]
+      ]
+  for change in doc["changes"]:
+    change["steps"] = [
+      {"batch_sizes": list(ns), "fate": fate, "algorithm": algorithm}
+      for ns, fate, algorithm in change["steps"]
+    ]
+  return doc
+
+
+def explanation_json(explanations: Sequence[TargetExplanation]) -> dict:
+  """`explain`'s records as one JSON document (schema in the module doc).
+
+  The caller renders it (`report.dumps_json`: strict JSON, non-finite
+  floats as null).
+  """
+  return {
+    "schema": "hloprobe.explain",
+    "schema_version": SCHEMA_VERSION,
+    "explanations": [_record_json(e) for e in explanations],
+  }

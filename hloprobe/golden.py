@@ -20,7 +20,7 @@ compared; bodies are.
 `check` compares a candidate `Snapshot` (made from sweep results by
 `snapshot`) with the folder: dot summaries always, full text too when
 jax/jaxlib match the manifest's or `strict` is set. `golden_update.update`
-replaces the folder atomically. Neither lowers nor compiles: the sweep's
+writes the folder atomically. Neither lowers nor compiles: the sweep's
 results come in.
 """
 
@@ -48,11 +48,13 @@ __all__ = [
   "Snapshot",
   "check",
   "default_golden_dir",
+  "in_scope",
   "list_golden_files",
   "manifest_sweep",
   "read_golden_file",
   "read_manifest",
   "snapshot",
+  "sweep_configs",
   "sweep_record",
   "write_snapshot",
 ]
@@ -228,7 +230,8 @@ def manifest_sweep(golden_dir: str) -> dict[str, list] | None:
   return read_manifest(golden_dir)["sweep"]
 
 
-def _configs(sweep: Mapping[str, list]) -> set[tuple]:
+def sweep_configs(sweep: Mapping[str, list]) -> set[tuple]:
+  """The (target, case, n, precision) configs of a sweep record."""
   return set(
     itertools.product(
       sweep["targets"],
@@ -275,7 +278,8 @@ def _compare(
   return FileChange(rel, diff), sites
 
 
-def _in_scope(rel: str, scope: set[tuple] | None) -> bool:
+def in_scope(rel: str, scope: set[tuple] | None) -> bool:
+  """Whether a golden file belongs to the configs `scope` (None: all do)."""
   named = fmt.path_key(rel)
   return scope is None or (named is not None and named[0].config in scope)
 
@@ -343,10 +347,12 @@ def check(
   """
   manifest = read_manifest(golden_dir)
   note = _version_note(manifest, snap.versions, strict)
-  whole = sweep is None or _configs(sweep) == _configs(manifest["sweep"])
-  scope = None if whole else _configs(sweep)
+  whole = sweep is None or sweep_configs(sweep) == sweep_configs(
+    manifest["sweep"]
+  )
+  scope = None if whole else sweep_configs(sweep)
   golden = list_golden_files(golden_dir)
-  scoped = [r for r in golden if _in_scope(r, scope)]
+  scoped = [r for r in golden if in_scope(r, scope)]
   common = sorted(set(scoped) & set(snap.files))
   changed, sites, skipped = _compare_all(
     golden_dir, snap, common, strict or not note

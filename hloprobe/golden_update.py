@@ -1,11 +1,22 @@
-"""Replacing the golden folder atomically: `hloprobe golden update`.
+"""Updating the golden folder atomically: `hloprobe golden update`.
+
+What an update replaces depends on MANIFEST.json's sweep:
+
+  - the same configs (or no manifest yet): the whole folder; golden files
+    the new sweep does not make are removed;
+  - a narrower sweep (every list a subset of the manifest's, e.g.
+    `--targets=cpu --batch_sizes=1`): only the files of its configs; the
+    files outside it and the manifest's sweep stay as they were. The
+    manifest keeps its jax/jaxlib too while files made with them remain;
+  - any other sweep: the whole folder, and the manifest records the new
+    sweep; the result says so.
 
 The new folder is written in full next to the old one (`.golden.update-*`),
 then renamed into place; the old one is renamed aside first and removed
 last. A failure before the final rename leaves the previous goldens; a
 failure of the final rename moves them back. Files whose content did not
-change keep their old text, header date included, so an update that changes
-nothing changes no bytes.
+change keep their old bytes, header date included, so an update that
+changes nothing changes no bytes.
 """
 
 from __future__ import annotations
@@ -21,8 +32,11 @@ from hloprobe.errors import GoldenError
 from hloprobe.golden import (
   MANIFEST,
   Snapshot,
+  in_scope,
   list_golden_files,
   read_golden_file,
+  read_manifest,
+  sweep_configs,
   write_snapshot,
 )
 
@@ -31,13 +45,24 @@ __all__ = ["UpdateResult", "update"]
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class UpdateResult:
-  """What `update` did; paths are relative to the golden folder."""
+  """What `update` did; paths are relative to the golden folder.
+
+  Attributes:
+    golden_dir: the golden folder.
+    added, changed, removed: files the update added, rewrote, deleted.
+    unchanged: files of the sweep whose content was already right.
+    kept: files outside a narrower sweep, kept as they were.
+    note: how the update related to MANIFEST.json's sweep (merged into it,
+      or replaced the folder), or None for a plain full update.
+  """
 
   golden_dir: str
   added: tuple[str, ...]
   changed: tuple[str, ...]
   removed: tuple[str, ...]
   unchanged: int
+  kept: int = 0
+  note: str | None = None
 
   def render(self) -> str:
     """The result for people: one line per added, changed, removed file."""
@@ -45,7 +70,9 @@ class UpdateResult:
       f"golden update of {self.golden_dir}: {len(self.added)} added, "
       f"{len(self.changed)} changed, {len(self.removed)} removed, "
       f"{self.unchanged} unchanged"
+      + (f", {self.kept} kept outside this sweep" if self.kept else "")
     ]
+    lines += [self.note] if self.note else []
     for word, paths in (
       ("added", self.added),
       ("changed", self.changed),
@@ -53,6 +80,77 @@ class UpdateResult:
     ):
       lines += [f"  {word:8s}{p}" for p in paths]
     return "\n".join(lines)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Plan:
+  """What one update replaces and what MANIFEST.json will say.
+
+  Attributes:
+    scope: the (target, case, n, precision) configs replaced; None for the
+      whole folder.
+    sweep: the sweep the manifest records.
+    versions: the jax/jaxlib the manifest records.
+    note: `UpdateResult.note`.
+  """
+
+  scope: set[tuple] | None
+  sweep: Mapping[str, list]
+  versions: Mapping[str, str]
+  note: str | None = None
+
+
+def _read_manifest(golden_dir: str) -> dict | None:
+  """The folder's manifest, or None when it is absent or unreadable."""
+  if not os.path.isfile(os.path.join(golden_dir, MANIFEST)):
+    return None
+  try:
+    return read_manifest(golden_dir)
+  except GoldenError:
+    return None
+
+
+def _plan(
+  golden_dir: str, snap: Snapshot, sweep: Mapping[str, list], old: list[str]
+) -> _Plan:
+  """Merge into the manifest's sweep when `sweep` is within it, else replace."""
+  manifest = _read_manifest(golden_dir)
+  if manifest is None:
+    note = f"no readable {MANIFEST}: replaced the whole folder" if old else None
+    return _Plan(None, sweep, snap.versions, note)
+  recorded = manifest["sweep"]
+  extra = {k: [v for v in sweep[k] if v not in recorded[k]] for k in recorded}
+  if any(extra.values()):
+    words = "; ".join(
+      f"{k} {', '.join(map(str, v))}" for k, v in extra.items() if v
+    )
+    return _Plan(
+      None,
+      sweep,
+      snap.versions,
+      f"this sweep is not within {MANIFEST}'s ({words} not in it): "
+      f"replaced the whole folder, and {MANIFEST} records this sweep",
+    )
+  scope = sweep_configs(sweep)
+  if scope == sweep_configs(recorded):
+    return _Plan(None, sweep, snap.versions)
+  return _merge_plan(manifest, snap, scope)
+
+
+def _merge_plan(manifest: dict, snap: Snapshot, scope: set[tuple]) -> _Plan:
+  """A narrower sweep: its configs replaced, the manifest's sweep kept."""
+  versions = {"jax": manifest["jax"], "jaxlib": manifest["jaxlib"]}
+  note = (
+    f"merged into {MANIFEST}'s sweep: replaced the files of this sweep's "
+    "configs, kept the others"
+  )
+  if versions != {k: snap.versions.get(k) for k in versions}:
+    note += (
+      f"; {MANIFEST} keeps jax {versions['jax']} / jaxlib "
+      f"{versions['jaxlib']}, which made the files kept (an update of the "
+      "whole sweep moves them all to this jax/jaxlib)"
+    )
+  return _Plan(scope, manifest["sweep"], versions, note)
 
 
 def _same_body(golden_dir: str, rel: str, text: str) -> bool:
@@ -77,21 +175,24 @@ def _fill(
   stage: str,
   golden_dir: str,
   snap: Snapshot,
-  sweep: Mapping[str, list],
+  plan: _Plan,
   keep: set[str],
 ) -> None:
   """Writes the new golden folder into `stage`.
 
-  Files in `keep` are copied from `golden_dir` unchanged; the old manifest
-  is kept too when it says the same (its date then stays).
+  Files in `keep` are copied from `golden_dir` byte for byte; the old
+  manifest is kept too when no file of the snapshot changed and it says the
+  same (its date then stays).
   """
-  files = dict(snap.files)
+  new = {rel: text for rel, text in snap.files.items() if rel not in keep}
+  write_snapshot(Snapshot(new, snap.versions), stage)
   for rel in keep:
-    files[rel] = read_golden_file(golden_dir, rel)
-  write_snapshot(Snapshot(files, snap.versions), stage)
-  manifest = fmt.manifest_text(snap.versions, sweep, snap.date or fmt.today())
-  old_manifest = os.path.join(golden_dir, MANIFEST)
-  if keep == set(snap.files) and os.path.isfile(old_manifest):
+    os.makedirs(os.path.dirname(os.path.join(stage, rel)), exist_ok=True)
+    shutil.copyfile(os.path.join(golden_dir, rel), os.path.join(stage, rel))
+  manifest = fmt.manifest_text(
+    plan.versions, plan.sweep, snap.date or fmt.today()
+  )
+  if not new and os.path.isfile(os.path.join(golden_dir, MANIFEST)):
     old_text = read_golden_file(golden_dir, MANIFEST)
     if fmt.same_manifest(old_text, manifest):
       manifest = old_text
@@ -111,7 +212,7 @@ def _swap_in(stage: str, golden_dir: str) -> None:
     if had_old:
       os.rename(backup, golden_dir)
     raise GoldenError(
-      f"[hloprobe] could not move the new goldens into {golden_dir} ({e}); "
+      f"[hloprobe] cannot move the new goldens into {golden_dir} ({e}); "
       "the previous goldens are unchanged"
     ) from e
   if had_old:
@@ -121,17 +222,19 @@ def _swap_in(stage: str, golden_dir: str) -> None:
 def update(
   golden_dir: str, snap: Snapshot, sweep: Mapping[str, list]
 ) -> UpdateResult:
-  """Replaces the golden folder by a snapshot, atomically.
+  """Writes a snapshot into the golden folder, atomically.
 
+  A sweep narrower than MANIFEST.json's replaces only its own configs'
+  files; any other replaces the whole folder (see the module docstring).
   The new folder is staged next to the old one and renamed into place, so
   an interrupted update leaves the previous goldens. Files whose content is
-  unchanged keep their old text (and date); files the snapshot lacks are
-  removed.
+  unchanged keep their old text (and date); files of the replaced configs
+  that the snapshot lacks are removed.
 
   Args:
     golden_dir: the golden folder (created if absent).
     snap: the new files, from `snapshot`.
-    sweep: the sweep that made them, recorded in MANIFEST.json.
+    sweep: the sweep that made them (keys as in `golden.manifest_sweep`).
 
   Raises:
     GoldenError: a config failed (nothing is written), or the folder could
@@ -143,27 +246,39 @@ def update(
       + "\n  ".join(snap.failed)
     )
   old = list_golden_files(golden_dir) if os.path.isdir(golden_dir) else []
+  plan = _plan(golden_dir, snap, sweep, old)
+  replaced = {r for r in old if in_scope(r, plan.scope) or r in snap.files}
   same = {
     r
-    for r in old
+    for r in replaced
     if r in snap.files and _same_body(golden_dir, r, snap.files[r])
   }
-  stage = _new_stage(golden_dir)
-  try:
-    _fill(stage, golden_dir, snap, sweep, same)
-    _swap_in(stage, golden_dir)
-  except OSError as e:
-    raise GoldenError(
-      f"[hloprobe] could not write the new goldens for {golden_dir} ({e}); "
-      "the previous goldens are unchanged"
-    ) from e
-  finally:
-    if os.path.isdir(stage):
-      shutil.rmtree(stage)
+  _stage_and_swap(golden_dir, snap, plan, same | (set(old) - replaced))
   return UpdateResult(
     golden_dir=golden_dir,
     added=tuple(sorted(set(snap.files) - set(old))),
-    changed=tuple(sorted(set(snap.files) & set(old) - same)),
-    removed=tuple(sorted(set(old) - set(snap.files))),
+    changed=tuple(sorted(set(snap.files) & replaced - same)),
+    removed=tuple(sorted(replaced - set(snap.files))),
     unchanged=len(same),
+    kept=len(set(old) - replaced),
+    note=plan.note,
   )
+
+
+def _stage_and_swap(
+  golden_dir: str, snap: Snapshot, plan: _Plan, keep: set[str]
+) -> None:
+  """Stages the new folder and swaps it in; OSError becomes GoldenError."""
+  stage = None
+  try:
+    stage = _new_stage(golden_dir)
+    _fill(stage, golden_dir, snap, plan, keep)
+    _swap_in(stage, golden_dir)
+  except OSError as e:
+    raise GoldenError(
+      f"[hloprobe] cannot write the new goldens for {golden_dir} ({e}); "
+      "the previous goldens are unchanged"
+    ) from e
+  finally:
+    if stage and os.path.isdir(stage):
+      shutil.rmtree(stage)

@@ -1,7 +1,9 @@
 """Rendering results for people (tables) and machines (results.json).
 
 The only module that imports tabulate. It formats what the records already
-say; it computes nothing new. Missing values render as "n/a".
+say; it computes nothing new. Missing values render as "n/a" in tables and
+null in JSON; JSON is strict (no NaN or Infinity): a float that is not finite
+(e.g. |err| of inf when f32 overflows) is null too.
 
 results.json schema (version 1):
   {
@@ -64,6 +66,7 @@ import collections
 import dataclasses
 import datetime
 import json
+import math
 import os
 import tempfile
 
@@ -76,6 +79,7 @@ __all__ = [
   "REPORT_FORMATS",
   "SCHEMA_VERSION",
   "atomic_write",
+  "dumps_json",
   "render",
   "render_sites",
   "render_verification",
@@ -107,6 +111,31 @@ _TABLE_HEADERS = (
   "run s",
   "status",
 )
+
+
+def _finite(value):
+  """`value` with every non-finite float (inf, -inf, nan) made None.
+
+  Recurses into dicts, lists and tuples (tuples become lists, as JSON has
+  them); other values come back unchanged.
+  """
+  if isinstance(value, float) and not math.isfinite(value):
+    return None
+  if isinstance(value, dict):
+    return {k: _finite(v) for k, v in value.items()}
+  if isinstance(value, (list, tuple)):
+    return [_finite(v) for v in value]
+  return value
+
+
+def dumps_json(doc) -> str:
+  """A JSON document as strict JSON text, indented by 2.
+
+  Non-finite floats (e.g. an error of inf when operands near 1e37 overflow
+  f32) become null: Python's default `Infinity` / `NaN` are not JSON, and
+  strict parsers (jq, JavaScript, Go) reject them.
+  """
+  return json.dumps(_finite(doc), indent=2, allow_nan=False)
 
 
 def _num(value, fmt: str) -> str:
@@ -243,7 +272,7 @@ def render(
       f"unknown --format {fmt!r}; choose from {', '.join(REPORT_FORMATS)}"
     )
   if fmt == "json":
-    return json.dumps(results_json(results, versions), indent=2)
+    return dumps_json(results_json(results, versions))
   return _table(results, [_row(r) for r in results], _TABLE_HEADERS, fmt)
 
 
@@ -345,7 +374,7 @@ def verification_json(v) -> dict:
 def render_verification(v, fmt: str) -> str:
   """A `verify.Verification` as text (table, markdown) or JSON."""
   if fmt == "json":
-    return json.dumps(verification_json(v), indent=2)
+    return dumps_json(verification_json(v))
   rows = [
     (
       r.name,
@@ -414,7 +443,5 @@ def write_outputs(
         atomic_write(path, text)
         written.append(path)
   path = os.path.join(output_dir, "results.json")
-  atomic_write(
-    path, json.dumps(results_json(results, versions), indent=2) + "\n"
-  )
+  atomic_write(path, dumps_json(results_json(results, versions)) + "\n")
   return written + [path]

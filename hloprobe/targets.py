@@ -30,6 +30,7 @@ __all__ = [
   "UnknownField",
   "drop_field",
   "get_target",
+  "is_config_path",
   "load_target_config",
   "parse_unknown_field_log",
 ]
@@ -255,9 +256,14 @@ def load_target_config(path: str) -> Target:
   try:
     with open(path, encoding="utf-8") as f:
       text = f.read()
-  except (OSError, UnicodeDecodeError) as e:
+  except OSError as e:
     raise TargetError(
       f"--target_config={path!r}: cannot read it ({e})"
+    ) from None
+  except UnicodeDecodeError:
+    raise TargetError(
+      f"{path}: not a GpuTargetConfigProto text file (not UTF-8 text); "
+      f"expected 'name: value' and 'name {{ ... }}' fields, e.g. {_EXAMPLE}"
     ) from None
   name = os.path.splitext(os.path.basename(path))[0]
   return _target_from_text(name, text, path, None)
@@ -283,13 +289,26 @@ BUILTIN_TARGETS = {
 }
 
 
+def is_config_path(name: str) -> bool:
+  """Whether a target word names a config file rather than a built-in target.
+
+  It does when it ends in `.txtpb`, holds a path separator or names an
+  existing file (`--target_config=/etc/passwd` is then a file that fails to
+  parse, not an unknown target). Built-in names win over files.
+  """
+  if name in BUILTIN_TARGETS:
+    return False
+  return name.endswith(".txtpb") or os.sep in name or os.path.isfile(name)
+
+
 def get_target(name: str) -> Target:
-  """Looks up a target by name, or loads a `.txtpb` path as a target.
+  """Looks up a built-in target by name, or loads a config file as a target.
 
   Raises:
-    TargetError: the name is unknown, or the file cannot be used.
+    TargetError: the name is unknown, or the file (see `is_config_path`)
+      cannot be read or parsed as a GpuTargetConfigProto.
   """
-  if name.endswith(".txtpb"):
+  if is_config_path(name):
     return load_target_config(name)
   if name not in BUILTIN_TARGETS:
     raise TargetError(

@@ -9,7 +9,8 @@ it cannot:
 
   consistent  row 0 does not depend on batch size: for every (case, target,
               precision), |row0(n) - row0(smallest n)| <= NOISE_FACTOR x the
-              f32 noise floor of row 0.
+              f32 noise floor of row 0. Needs at least two batch sizes
+              (`check_batch_sizes`); a group with one fails, saying so.
   accurate    every config is as close to float64 as f32 noise allows (row 0
               and the whole batch within NOISE_FACTOR x the noise floor), or,
               with --abs_error_bound / --rel_error_bound (the names of XLA's
@@ -34,6 +35,7 @@ __all__ = [
   "Fix",
   "Requirement",
   "Verification",
+  "check_batch_sizes",
   "fix_sweep",
   "parse_fix",
   "parse_requirements",
@@ -131,6 +133,22 @@ def parse_requirements(text: str) -> tuple[str, ...]:
   return names
 
 
+def check_batch_sizes(
+  requirements: Sequence[str], batch_sizes: Sequence[int]
+) -> None:
+  """Rejects "consistent" with fewer than two batch sizes to compare.
+
+  Raises:
+    UsageError: "consistent" is required and `batch_sizes` has one size.
+  """
+  if "consistent" in requirements and len(set(batch_sizes)) < 2:
+    raise UsageError(
+      "--require=consistent compares row 0 across batch sizes and needs at "
+      f"least two; got --batch_sizes={','.join(map(str, batch_sizes))}; "
+      "e.g. --batch_sizes=1,2,9, or --require=accurate"
+    )
+
+
 def fix_sweep(
   spec: SweepSpec, fix: Fix, requirements: Sequence[str]
 ) -> SweepSpec:
@@ -171,9 +189,16 @@ def _consistent(fixed: list[ConfigResult]) -> Requirement:
   for r in fixed:
     groups.setdefault((r.case, r.target, r.precision), []).append(r)
   bad, good = [], []
+  if not groups:
+    bad.append("no configs of the fix to compare")
   for rs in groups.values():
     rs = sorted(rs, key=lambda r: r.n)
     first, (first_stats, _) = rs[0], _judged(rs[0])
+    if len(rs) < 2:
+      bad.append(
+        f"{first.target} {first.case} {first.precision}: consistent needs "
+        f"at least two batch sizes; got n={first.n}"
+      )
     for r in rs[1:]:
       stats, source = _judged(r)
       noise = _noise(r)

@@ -7,6 +7,11 @@ pickles through files, never as text to re-parse. XLA aborts the process
 on a flag it does not know (`parse_flags_from_env.cc: Unknown flag in
 XLA_FLAGS: --xla_...`, jaxlib 0.10.2): that death becomes one `WorkerError`
 line naming the flag.
+
+A worker runs with the user's own XLA_FLAGS (as the baseline does, in this
+process) followed by the experiment's. XLA reads the words left to right and
+the last value of a flag wins (checked on jaxlib 0.10.2 with two
+--xla_dump_to), so an experiment overrides the user where both set a flag.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import tempfile
 
 from hloprobe.errors import HloprobeError
 
-__all__ = ["WorkerError", "call_in_worker"]
+__all__ = ["WorkerError", "call_in_worker", "worker_xla_flags"]
 
 _UNKNOWN_FLAG_RE = re.compile(r"Unknown flag in XLA_FLAGS: (\S+)")
 # Functions a worker may run, by name: (module, attribute).
@@ -42,15 +47,27 @@ def _explain_death(returncode: int, stderr: str, xla_flags: str) -> str:
   return f"worker exited with status {returncode}: {last}"
 
 
+def worker_xla_flags(user_flags: str, experiment_flags: str) -> str:
+  """The XLA_FLAGS of a worker: the user's words, then the experiment's.
+
+  E.g. ("--xla_dump_to=/tmp/d", "--xla_cpu_enable_fast_math=false") ->
+  "--xla_dump_to=/tmp/d --xla_cpu_enable_fast_math=false".
+  """
+  return " ".join(
+    w for w in (user_flags.strip(), experiment_flags.strip()) if w
+  )
+
+
 def call_in_worker(
   function: str, kwargs: dict, xla_flags: str, timeout_s: float = 1800.0
 ):
-  """Runs `function(**kwargs)` in a fresh process with XLA_FLAGS set.
+  """Runs `function(**kwargs)` in a fresh process with extra XLA_FLAGS.
 
   Args:
     function: a name in `_FUNCTIONS` ("run_sweep").
     kwargs: picklable keyword arguments.
-    xla_flags: the XLA_FLAGS value for the worker ("" for none).
+    xla_flags: the experiment's XLA_FLAGS words ("" for none); the worker
+      gets the XLA_FLAGS of this process's environment, then these.
     timeout_s: wall-clock limit in seconds.
 
   Returns:
@@ -70,7 +87,8 @@ def call_in_worker(
     )
     with open(request, "wb") as f:
       pickle.dump((function, kwargs), f)
-    env = dict(os.environ, XLA_FLAGS=xla_flags)
+    flags = worker_xla_flags(os.environ.get("XLA_FLAGS", ""), xla_flags)
+    env = dict(os.environ, XLA_FLAGS=flags)
     platforms = _jax_platforms()
     if platforms:  # the worker starts the same backends as this process
       env["JAX_PLATFORMS"] = platforms
@@ -85,7 +103,7 @@ def call_in_worker(
     except subprocess.TimeoutExpired as e:
       raise WorkerError(f"worker timed out after {timeout_s:.0f} s") from e
     if proc.returncode != 0 or not os.path.exists(reply):
-      raise WorkerError(_explain_death(proc.returncode, proc.stderr, xla_flags))
+      raise WorkerError(_explain_death(proc.returncode, proc.stderr, flags))
     with open(reply, "rb") as f:
       return pickle.load(f)
 

@@ -54,6 +54,26 @@ class CliGpuTargetsTest(absltest.TestCase):
       r"^hloprobe: error: .*bad\.txtpb:\d+:\d+: not a GpuTargetConfigProto[^\n]*\n$",
     )
 
+  def test_a_file_that_is_no_config_is_one_line_usage_error(self):
+    passwd = self.create_tempfile(
+      "passwd", "root:x:0:0:root:/root:/bin/bash\n"
+    ).full_path
+    for flag in (f"--target_config={passwd}", f"--targets={passwd}"):
+      p = _hloprobe("sweep", flag)
+      self.assertEqual(p.returncode, 2, p.stderr)
+      self.assertRegex(
+        p.stderr,
+        rf"^hloprobe: error: {passwd}:1:\d+: not a GpuTargetConfigProto "
+        r"text file [^\n]*\n$",
+      )
+
+  def test_target_config_named_like_a_builtin_is_a_file(self):
+    p = _hloprobe("sweep", "--targets=", "--target_config=cpu")
+    self.assertEqual(p.returncode, 2, p.stderr)
+    self.assertRegex(
+      p.stderr, r"^hloprobe: error: --target_config='\./cpu': cannot read it"
+    )
+
 
 if __name__ == "__main__":
   absltest.main()

@@ -26,6 +26,11 @@ class BadInputTest(parameterized.TestCase):
     ("batch_word", "--batch_sizes=1,x", "bad batch size 'x'"),
     ("format", "--format=xml", "unknown --format 'xml'"),
     ("flag", "--no_such_flag=1", "Unknown command line flag 'no_such_flag'"),
+    ("case_empty", "--case=", "--case needs at least one name"),
+    ("case_empty_item", "--case=seed_mlp,,", "--case needs at least one name"),
+    ("precisions_empty", "--precisions=", "--precisions needs at least one"),
+    ("targets_empty", "--targets=", "--targets needs at least one target"),
+    ("targets_empty_item", "--targets=cpu,", "--targets needs at least one"),
   )
   def test_one_line_and_exit_2(self, flag, message):
     proc = hloprobe("sweep", flag)
@@ -36,6 +41,17 @@ class BadInputTest(parameterized.TestCase):
     self.assertLen(errors, 1, proc.stderr)
     self.assertIn(message, errors[0])
     self.assertEqual(proc.stdout, "")
+
+  def test_config_alone_is_a_target(self):
+    proc = hloprobe(
+      "sweep",
+      "--targets=",
+      "--target_config=hloprobe/gpu_specs/t4.txtpb",
+      "--batch_sizes=1",
+      "--precisions=float32",
+    )
+    self.assertEqual(proc.returncode, 0, proc.stderr)
+    self.assertRegex(proc.stdout, r"\nseed_mlp +t4 +1 +float32 ")
 
   def test_unknown_command(self):
     proc = hloprobe("frobnicate")
@@ -102,6 +118,23 @@ class SweepCommandTest(absltest.TestCase):
     self.assertIn("multiply+reduce", site_rows[3])
     self.assertIn("band worst / expected", proc.stdout)
     self.assertRegex(site_rows[3], r"F32_F32_F32 +\d\.\de-\d\d / \d\.\de-\d\d")
+
+  def test_unwritable_output_dir_is_one_line_after_the_results(self):
+    not_a_dir = self.create_tempfile("a_file").full_path
+    proc = hloprobe(
+      "sweep",
+      "--batch_sizes=1",
+      "--precisions=float32",
+      f"--output_dir={not_a_dir}",
+    )
+    self.assertEqual(proc.returncode, 1, proc.stderr)
+    self.assertLen(
+      [l for l in proc.stdout.splitlines() if l.startswith("seed_mlp")], 1
+    )
+    self.assertRegex(
+      proc.stderr,
+      rf"^hloprobe: error: cannot write --output_dir={not_a_dir}: [^\n]+\n$",
+    )
 
   def test_failed_config_gives_exit_1_and_a_row(self):
     proc = hloprobe(

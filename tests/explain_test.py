@@ -4,12 +4,13 @@ compiles: the user's seed MLP on a100, t4 and cpu, jaxlib 0.10.2."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe
 
-from hloprobe import cases, explain, explain_text, sweep, targets
+from hloprobe import cases, explain, explain_text, report, sweep, targets
 from hloprobe.dot_sites import Fate
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -55,6 +56,33 @@ class SeedMlpExplainTest(parameterized.TestCase):
     cls.text = explain_text.render_explanation(
       list(cls.found.values()), width=10_000
     )
+
+  def test_json_mirrors_the_records(self):
+    records = list(self.found.values())
+    doc = json.loads(report.dumps_json(explain_text.explanation_json(records)))
+    self.assertEqual(
+      (doc["schema"], doc["schema_version"]), ("hloprobe.explain", 1)
+    )
+    by_target = {e["target"]: e for e in doc["explanations"]}
+    self.assertEqual(set(by_target), set(_TARGETS))
+    a100, record = by_target["a100"], self.found["a100"]
+    self.assertEqual(a100["precisions"], record.precisions)
+    span = a100["spans"]["bfloat16"][0]
+    self.assertEqual(
+      span["batch_sizes"], list(record.spans["bfloat16"][0].batch_sizes)
+    )
+    sites, fate, how = record.spans["bfloat16"][0].groups[0]
+    self.assertEqual(
+      span["groups"][0], {"sites": list(sites), "fate": fate, "how": how}
+    )
+    change = record.changes[0]
+    ns, fate, algorithm = change.steps[0]
+    self.assertEqual(
+      a100["changes"][0]["steps"][0],
+      {"batch_sizes": list(ns), "fate": fate, "algorithm": algorithm},
+    )
+    cpu_row0 = by_target["cpu"]["row0"][0]
+    self.assertEqual(cpu_row0["row0"], self.found["cpu"].row0[0].row0)
 
   def test_every_config_compiled_with_passes(self):
     for r in self.results:
@@ -330,6 +358,8 @@ class ExplainCommandTest(parameterized.TestCase):
     ("target", "--targets=tpu", "unknown target 'tpu'"),
     ("batch", "--batch_sizes=0", "bad batch size '0'"),
     ("precision", "--precisions=fp32", "unknown precision 'fp32'"),
+    ("format", "--format=xml", "unknown --format 'xml'"),
+    ("markdown", "--format=markdown", "explain prints text .* or JSON"),
   )
   def test_bad_input_exits_2(self, flag, message):
     proc = _hloprobe("explain", flag)
@@ -351,6 +381,27 @@ class ExplainCommandTest(parameterized.TestCase):
       "site 3 multiply+reduce (algsimp, simplification)", proc.stdout
     )
     self.assertIn("What this cannot settle without a real device:", proc.stdout)
+
+  def test_explain_cpu_json(self):
+    proc = _hloprobe(
+      "explain",
+      "--targets=cpu",
+      "--batch_sizes=1,2",
+      "--precisions=float32",
+      "--format=json",
+    )
+    self.assertEqual(proc.returncode, 0, proc.stderr)
+    (cpu,) = json.loads(proc.stdout)["explanations"]
+    self.assertEqual((cpu["target"], cpu["compile_only"]), ("cpu", False))
+    groups = cpu["spans"]["float32"][0]["groups"]
+    self.assertIn(
+      {
+        "sites": [3],
+        "fate": "multiply+reduce",
+        "how": "algsimp, simplification",
+      },
+      groups,
+    )
 
 
 if __name__ == "__main__":

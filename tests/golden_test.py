@@ -6,7 +6,9 @@ making the final rename fail.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import os
 import shutil
 from unittest import mock
@@ -278,7 +280,7 @@ class GoldenTest(parameterized.TestCase):
     )
     self.assertEqual(proc.returncode, 1)
     self.assertIn(
-      f"hloprobe: error: [hloprobe] corrupt golden files:\n  {path}/{_N1}.hlo",
+      f"hloprobe: error: corrupt golden files:\n  {path}/{_N1}.hlo",
       proc.stderr,
     )
     self.assertNotIn("Traceback", proc.stderr + proc.stdout)
@@ -306,6 +308,75 @@ class GoldenTest(parameterized.TestCase):
         golden_update.update(path, changed, _SWEEP)
     self.assertEqual(before, _texts(path))
     self.assertEqual(os.listdir(os.path.dirname(path)), ["golden"])
+
+  def test_narrow_update_replaces_its_configs_and_keeps_the_rest(self):
+    path = self._copy()
+    in_scope = "cpu/seed_mlp/n1-float32"
+    self._edit(
+      os.path.join(path, in_scope + ".dots.json"),
+      '"fate": "multiply+reduce"',
+      '"fate": "dot"',
+    )
+    outside = os.path.join(path, "a100/seed_mlp/n2-bfloat16.hlo")
+    self._edit(outside, "HloModule", "HloModule edited_by_hand")
+    with open(os.path.join(path, in_scope + "-old.hlo"), "w") as f:
+      f.write("an in-scope file no config makes\n")
+    before = _texts(path)
+    narrow = {
+      "cases": ["seed_mlp"],
+      "targets": ["cpu"],
+      "batch_sizes": [1],
+      "precisions": ["float32"],
+    }
+    files = {r: t for r, t in _SNAP.files.items() if r.startswith(in_scope)}
+    result = golden_update.update(
+      path, dataclasses.replace(_SNAP, files=files), narrow
+    )
+    self.assertEqual(result.changed, (in_scope + ".dots.json",))
+    self.assertEqual(result.removed, (in_scope + "-old.hlo",))
+    self.assertEqual((result.added, result.unchanged), ((), 2))
+    self.assertEqual(result.kept, 3 * len(_RESULTS) - 3)
+    self.assertIn(
+      "105 kept outside this sweep", result.render().splitlines()[0]
+    )
+    self.assertIn("merged into MANIFEST.json's sweep", result.render())
+    after = _texts(path)
+    self.assertEqual(
+      after[in_scope + ".dots.json"], files[in_scope + ".dots.json"]
+    )
+    self.assertNotIn(in_scope + "-old.hlo", after)
+    self.assertIn(
+      "HloModule edited_by_hand", after[os.path.relpath(outside, path)]
+    )
+    untouched = set(before) - {in_scope + ".dots.json", in_scope + "-old.hlo"}
+    self.assertEqual(
+      {r: after[r] for r in untouched - {"MANIFEST.json"}},
+      {r: before[r] for r in untouched - {"MANIFEST.json"}},
+    )
+    manifest = golden.read_manifest(path)
+    self.assertEqual(manifest["sweep"], _SWEEP)
+    self.assertEqual((manifest["jax"], manifest["jaxlib"]), ("0.10.2",) * 2)
+
+  def test_update_beyond_the_manifest_replaces_the_folder_and_says_so(self):
+    path = self._copy()
+    wider = {
+      "cases": ["seed_mlp"],
+      "targets": ["cpu"],
+      "batch_sizes": [1, 5],
+      "precisions": ["float32"],
+    }
+    files = {r: t for r, t in _SNAP.files.items() if "cpu/seed_mlp/n1-f" in r}
+    result = golden_update.update(
+      path, dataclasses.replace(_SNAP, files=files), wider
+    )
+    self.assertIn(
+      "this sweep is not within MANIFEST.json's (batch_sizes 5 not in it): "
+      "replaced the whole folder, and MANIFEST.json records this sweep",
+      result.render(),
+    )
+    self.assertEqual(golden.list_golden_files(path), sorted(files))
+    self.assertLen(result.removed, 3 * len(_RESULTS) - 3)
+    self.assertEqual(golden.manifest_sweep(path), wider)
 
   def test_update_refuses_failed_configs(self):
     path = self.create_tempdir().full_path
@@ -350,6 +421,85 @@ class GoldenCliTest(absltest.TestCase):
     with flagsaver.as_parsed(golden_dir=path):  # the manifest's sweep
       self.assertEqual(cli.main(["hloprobe", "golden", "check"]), cli.EXIT_OK)
     self.assertLen(golden.list_golden_files(path), 3)
+
+  def _main(self, *words: str, **flag_values) -> tuple[int, str, str]:
+    """cli.main in this process: (exit status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with flagsaver.as_parsed(**flag_values):
+      with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = cli.main(["hloprobe", *words])
+    return status, out.getvalue(), err.getvalue()
+
+  def test_unwritable_golden_dir_is_one_line(self):
+    not_a_dir = self.create_tempfile("a_file").full_path
+    status, _, err = self._main(
+      "golden",
+      "update",
+      golden_dir=os.path.join(not_a_dir, "golden"),
+      batch_sizes="1",
+      precisions="float32",
+    )
+    self.assertEqual(status, cli.EXIT_FAILED)
+    self.assertRegex(
+      err,
+      rf"^hloprobe: error: cannot write the new goldens for {not_a_dir}/golden "
+      r"\([^\n]+\); the previous goldens are unchanged\n$",
+    )
+
+  def test_unwritable_candidate_dir_keeps_the_check_result(self):
+    path = os.path.join(self.create_tempdir().full_path, "golden")
+    shutil.copytree(_GOLDEN, path)
+    dots = os.path.join(path, "cpu/seed_mlp/n1-float32.dots.json")
+    with open(dots) as f:
+      text = f.read()
+    with open(dots, "w") as f:
+      f.write(text.replace('"fate": "multiply+reduce"', '"fate": "dot"'))
+    not_a_dir = self.create_tempfile("a_file").full_path
+    status, out, err = self._main(
+      "golden",
+      "check",
+      golden_dir=path,
+      output_dir=not_a_dir,
+      targets="cpu",
+      batch_sizes="1",
+      precisions="float32",
+    )
+    self.assertEqual(status, cli.EXIT_FAILED)
+    self.assertIn("1 changed", out)
+    self.assertIn("MISMATCH", out)
+    self.assertRegex(
+      err, r"^hloprobe: error: cannot write the candidate goldens: [^\n]+\n$"
+    )
+
+  def test_narrow_update_on_the_command_line_keeps_every_other_golden(self):
+    path = os.path.join(self.create_tempdir().full_path, "golden")
+    shutil.copytree(_GOLDEN, path)
+    status, out, _ = self._main(
+      "golden",
+      "update",
+      golden_dir=path,
+      targets="cpu",
+      batch_sizes="1",
+      precisions="float32",
+    )
+    self.assertEqual(status, cli.EXIT_OK)
+    self.assertIn("0 removed, 3 unchanged, 105 kept outside this sweep", out)
+    self.assertEqual(_texts(path), _texts(_GOLDEN))
+
+  def test_empty_sweep_is_a_usage_error(self):
+    for args, message in (
+      (("--targets=",), "--targets needs at least one target"),
+      (("--precisions=",), "--precisions needs at least one name"),
+      (
+        ("--targets=", "--target_config=hloprobe/gpu_specs/t4.txtpb"),
+        "nothing to sweep: no targets",
+      ),
+    ):
+      proc = _cli("golden", "check", f"--golden_dir={_GOLDEN}", *args)
+      self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+      self.assertEqual(proc.stdout, "")
+      self.assertRegex(proc.stderr, rf"^hloprobe: error: [^\n]*{message}")
+      self.assertLen(proc.stderr.splitlines(), 1)
 
   def test_bad_subcommand_is_a_usage_error(self):
     self.assertEqual(

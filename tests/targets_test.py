@@ -110,6 +110,28 @@ class LoadTargetConfigTest(absltest.TestCase):
     ):
       targets.load_target_config(path)
 
+  def test_any_existing_file_is_read_as_a_config(self):
+    passwd = self.create_tempfile(
+      "passwd", "root:x:0:0:root:/root:/bin/bash\n"
+    ).full_path
+    with self.assertRaisesRegex(
+      TargetError, rf"^{passwd}:1:\d+: not a GpuTargetConfigProto text file"
+    ):
+      targets.get_target(passwd)
+    binary = self.create_tempfile("blob", b"\xff\xfe\x00", mode="wb")
+    with self.assertRaisesRegex(
+      TargetError, "not a GpuTargetConfigProto text file \\(not UTF-8 text\\)"
+    ):
+      targets.get_target(binary.full_path)
+    plain = self.create_tempfile("my_t4_config", _SMALL).full_path
+    self.assertEqual(targets.get_target(plain).compute_capability, "7.5")
+
+  def test_is_config_path(self):
+    self.assertFalse(targets.is_config_path("a100"))
+    self.assertFalse(targets.is_config_path("tpu"))
+    self.assertTrue(targets.is_config_path("x.txtpb"))
+    self.assertTrue(targets.is_config_path("./cpu"))
+
   def test_missing_file(self):
     with self.assertRaisesRegex(
       TargetError, r"--target_config='/nonexistent/x.txtpb': cannot read it"

@@ -57,6 +57,36 @@ class ParseTest(parameterized.TestCase):
     with self.assertRaisesRegex(UsageError, message):
       call()
 
+  def test_consistent_needs_two_batch_sizes(self):
+    verify.check_batch_sizes(("consistent",), (1, 2))
+    verify.check_batch_sizes(("accurate", "golden"), (2,))
+    with self.assertRaisesRegex(
+      UsageError,
+      "--require=consistent compares row 0 across batch sizes and needs at "
+      "least two; got --batch_sizes=2;",
+    ):
+      verify.check_batch_sizes(("accurate", "consistent"), (2,))
+
+
+class OneBatchSizeTest(absltest.TestCase):
+  def test_consistent_fails_saying_why(self):
+    v = _verify(
+      "float32",
+      require=("consistent",),
+      targets=("cpu",),
+      sizes=(2,),
+      precisions=("float32",),
+    )
+    (consistent,) = v.requirements
+    self.assertFalse(consistent.passed)
+    self.assertEqual(
+      consistent.evidence,
+      (
+        "cpu seed_mlp float32: consistent needs at least two batch sizes; "
+        "got n=2",
+      ),
+    )
+
 
 class A100Test(absltest.TestCase):
   def test_no_dot_strength_reduction_under_bfloat16(self):
@@ -159,6 +189,7 @@ class CliTest(absltest.TestCase):
       "--batch_sizes=1",
       "--precisions=float32",
       "--fix=typo:--xla_cpu_enable_fast_mathh=false",
+      "--require=accurate",
     )
     self.assertEqual(proc.returncode, 1, proc.stderr)
     self.assertIn(
@@ -177,6 +208,16 @@ class CliTest(absltest.TestCase):
     )
     self.assertEqual(proc.returncode, 1, proc.stdout)
     self.assertIn("abs bound 1e-09", proc.stdout)
+
+  def test_consistent_with_one_batch_size_is_a_usage_error(self):
+    proc = self._run("--targets=cpu", "--batch_sizes=2", "--fix=float32")
+    self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+    self.assertEqual(proc.stdout, "")
+    self.assertRegex(
+      proc.stderr,
+      r"^hloprobe: error: --require=consistent compares row 0 across batch "
+      r"sizes and needs at least two; got --batch_sizes=2; [^\n]+\n$",
+    )
 
   def test_usage(self):
     for args in (("--fix=fp64",), ("--fix=float32", "--require=nice"), ()):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from unittest import mock
+
 from absl.testing import absltest
 
 from hloprobe import sweep, worker
@@ -24,6 +27,32 @@ class WorkerTest(absltest.TestCase):
       worker.call_in_worker(
         "run_sweep", {"spec": _SPEC}, "--xla_cpu_enable_fast_mathh=false"
       )
+
+  def test_user_flags_then_experiment_flags(self):
+    self.assertEqual(
+      worker.worker_xla_flags(" --xla_dump_to=/d ", "--xla_foo=1 --xla_bar=2"),
+      "--xla_dump_to=/d --xla_foo=1 --xla_bar=2",
+    )
+    self.assertEqual(worker.worker_xla_flags("", "--xla_foo=1"), "--xla_foo=1")
+    self.assertEqual(worker.worker_xla_flags("--xla_foo=1", ""), "--xla_foo=1")
+
+  def test_worker_keeps_the_users_xla_flags(self):
+    dump = self.create_tempdir().full_path
+    with mock.patch.dict(os.environ, {"XLA_FLAGS": f"--xla_dump_to={dump}"}):
+      (result,) = worker.call_in_worker(
+        "run_sweep", {"spec": _SPEC}, "--xla_cpu_enable_fast_math=false"
+      )
+    self.assertTrue(result.ok, result.error)
+    self.assertNotEmpty(os.listdir(dump))
+
+  def test_experiment_flag_wins_over_the_users(self):
+    user, mine = (self.create_tempdir().full_path for _ in range(2))
+    with mock.patch.dict(os.environ, {"XLA_FLAGS": f"--xla_dump_to={user}"}):
+      worker.call_in_worker(
+        "run_sweep", {"spec": _SPEC}, f"--xla_dump_to={mine}"
+      )
+    self.assertEmpty(os.listdir(user))
+    self.assertNotEmpty(os.listdir(mine))
 
   def test_unknown_function(self):
     with self.assertRaisesRegex(ValueError, "unknown worker function"):
