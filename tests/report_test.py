@@ -88,3 +88,10 @@ class StrictJsonTest(absltest.TestCase):
 
 if __name__ == "__main__":
   absltest.main()
+
+
+class MarkdownTest(absltest.TestCase):
+  def test_headers_have_no_pipes(self):
+    # A '|' in a header would add columns to a GitHub markdown table.
+    for header in report._TABLE_HEADERS + report._SITE_HEADERS:
+      self.assertNotIn("|", header)
