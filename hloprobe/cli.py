@@ -30,12 +30,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import signal
 import sys
 
 from absl import app, flags
 
 from hloprobe import cases, experiments, precisions, report, targets
-from hloprobe.errors import HloprobeError, UsageError
+from hloprobe.errors import HloprobeError, TargetError, UsageError
 
 __all__ = ["main", "run"]
 
@@ -244,6 +245,12 @@ def _start_jax(target_names) -> None:
     os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
   platforms = None if attached_gpu or "JAX_PLATFORMS" in os.environ else "cpu"
   lowering.start_backends(platforms)
+  for t in wanted:  # a config XLA cannot read is bad input, found up front
+    if t.compile_only:
+      try:
+        lowering.load_topology(t.name, t.config_text)
+      except TargetError as e:
+        raise UsageError(str(e)) from e
 
 
 def _write(what: str, write):
@@ -497,4 +504,6 @@ def run() -> None:
   """The console-script entry point."""
   # absl's --help prints the __main__ module's docstring as the usage.
   sys.modules["__main__"].__doc__ = __doc__
+  # `hloprobe sweep | head`: end quietly when the reader goes away.
+  signal.signal(signal.SIGPIPE, signal.SIG_DFL)
   app.run(main, flags_parser=_parse_flags)

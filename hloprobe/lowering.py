@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import glob
+import logging
 import os
 import tempfile
 import time
@@ -105,8 +106,16 @@ def start_backends(platforms: str | None) -> None:
   """
   if platforms is not None:
     jax.config.update("jax_platforms", platforms)
-  with toolchain.quiet_startup():
-    jax.devices()
+  # Without a GPU, JAX logs the CUDA plugin's failure with a traceback;
+  # configs on `gpu` then fail with one line each, which is enough.
+  bridge = logging.getLogger("jax._src.xla_bridge")
+  level = bridge.level
+  bridge.setLevel(logging.CRITICAL)
+  try:
+    with toolchain.quiet_startup():
+      jax.devices()
+  finally:
+    bridge.setLevel(level)
 
 
 @dataclasses.dataclass(frozen=True)

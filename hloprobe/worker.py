@@ -28,6 +28,10 @@ from hloprobe.errors import HloprobeError
 __all__ = ["WorkerError", "call_in_worker", "worker_xla_flags"]
 
 _UNKNOWN_FLAG_RE = re.compile(r"Unknown flag in XLA_FLAGS: (\S+)")
+# A flag XLA knows with a value it cannot read (command_line_flags.cc).
+_BAD_VALUE_RE = re.compile(
+  r"Couldn't interpret value (.*) for flag (\S+?)\.?$", re.M
+)
 # Functions a worker may run, by name: (module, attribute).
 _FUNCTIONS = {
   "run_sweep": ("hloprobe.sweep", "run_sweep"),
@@ -42,6 +46,12 @@ def _explain_death(returncode: int, stderr: str, xla_flags: str) -> str:
   m = _UNKNOWN_FLAG_RE.search(stderr)
   if m:
     return f"XLA rejected flag {m.group(1)} (XLA_FLAGS={xla_flags!r})"
+  m = _BAD_VALUE_RE.search(stderr)
+  if m:
+    return (
+      f"XLA rejected flag --{m.group(2)}: cannot read the value {m.group(1)!r} "
+      f"(XLA_FLAGS={xla_flags!r})"
+    )
   lines = [l for l in stderr.strip().splitlines() if l.strip()]
   last = lines[-1] if lines else "no output"
   return f"worker exited with status {returncode}: {last}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 from absl.testing import absltest
 from testutil import run_hloprobe
@@ -77,3 +78,21 @@ class CliGpuTargetsTest(absltest.TestCase):
 
 if __name__ == "__main__":
   absltest.main()
+
+
+class BadConfigValueTest(absltest.TestCase):
+  def test_value_xla_cannot_read_is_bad_input(self):
+    with open(
+      os.path.join(_ROOT, "hloprobe", "gpu_specs", "a100_sxm_40.txtpb")
+    ) as f:
+      text = f.read()
+    bad = re.sub(r"core_count: \d+", "core_count: abc", text)
+    path = self.create_tempfile("bad.txtpb", content=bad).full_path
+    p = _hloprobe("sweep", f"--target_config={path}", "--batch_sizes=1")
+    self.assertEqual(p.returncode, 2, p.stderr)
+    errors = [
+      l for l in p.stderr.splitlines() if l.startswith("hloprobe: error:")
+    ]
+    self.assertLen(errors, 1, p.stderr)
+    self.assertIn("Expected integer, got: abc", errors[0])
+    self.assertEqual(p.stdout, "")

@@ -61,3 +61,14 @@ class WorkerTest(absltest.TestCase):
 
 if __name__ == "__main__":
   absltest.main()
+
+
+class BadValueTest(absltest.TestCase):
+  def test_flag_value_xla_cannot_read_is_named(self):
+    with self.assertRaisesRegex(
+      worker.WorkerError,
+      "XLA rejected flag --xla_cpu_enable_fast_math: cannot read the value 'maybe'",
+    ):
+      worker.call_in_worker(
+        "run_sweep", {"spec": _SPEC}, "--xla_cpu_enable_fast_math=maybe"
+      )
