@@ -32,6 +32,7 @@ __all__ = [
   "FateSpan",
   "RowZero",
   "SiteChange",
+  "PredictedRowZero",
   "TargetExplanation",
   "explain",
 ]
@@ -114,6 +115,30 @@ class RowZero:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class PredictedRowZero:
+  """Row 0 as the effective algorithms compute it (`predict`), over
+  consecutive batch sizes with the same verdict and top site.
+
+  Attributes:
+    precision: the swept precision name.
+    batch_sizes: the batch sizes.
+    row0_abs: largest predicted |row 0 - float64| among them, output units.
+    noise_abs: the f32 noise floor of row 0 there (largest), output units.
+    verdict: `numerics.verdict` of the first of them.
+    top_site: the site with the largest share of the error, or None.
+    top_share: that site's share, in [0, 1], or None.
+  """
+
+  precision: str
+  batch_sizes: tuple[int, ...]
+  row0_abs: float
+  noise_abs: float
+  verdict: str
+  top_site: int | None
+  top_share: float | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Alternative:
   """Triton gemm sites a library call would run with another algorithm.
 
@@ -150,7 +175,8 @@ class TargetExplanation:
     compile_only: no device ran them (no row 0, no autotuning).
     precisions: precision name -> label, e.g. "tensorfloat32 (HIGH)".
     spans: precision -> its `FateSpan`s in sweep order.
-    algorithms, changes, row0, alternatives: see the record types.
+    algorithms, changes, row0, predicted, alternatives: see the record
+      types.
     selection: who chose the fates (`DotFate.selection`), or None (CPU).
     reported: the case's public report when it concerns this target's
       compute capability, else None.
@@ -166,6 +192,7 @@ class TargetExplanation:
   algorithms: tuple[AlgorithmUse, ...]
   changes: tuple[SiteChange, ...]
   row0: tuple[RowZero, ...]
+  predicted: tuple[PredictedRowZero, ...]
   alternatives: tuple[Alternative, ...]
   selection: str | None
   reported: ReportedError | None
@@ -272,6 +299,27 @@ def _row0(precision: str, configs) -> list[RowZero]:
       run[0].output_dtype,
     )
     for run in _runs(ran, key)
+  ]
+
+
+def _top(p) -> tuple[int | None, float | None]:
+  share = next((x.share for x in p.shares if x.site == p.top_site), None)
+  return p.top_site, share
+
+
+def _predicted(precision: str, configs) -> list[PredictedRowZero]:
+  have = [r for r in configs if r.prediction is not None]
+  key = lambda r: (r.prediction.verdict, r.prediction.top_site)
+  return [
+    PredictedRowZero(
+      precision,
+      tuple(r.n for r in run),
+      max(r.prediction.stats.row0_abs for r in run),
+      max(r.prediction.noise.row0_abs for r in run),
+      run[0].prediction.verdict,
+      *_top(run[0].prediction),
+    )
+    for run in _runs(have, key)
   ]
 
 
@@ -386,6 +434,7 @@ def _explain_one(
     algorithms=gather(_algorithms),
     changes=gather(_changes),
     row0=gather(_row0),
+    predicted=gather(_predicted),
     alternatives=gather(_alternatives, cc),
     selection=next(iter(sorted(s for s in selections if s)), None),
     reported=reported

@@ -188,6 +188,25 @@ def _row0_lines(e: TargetExplanation) -> list[str]:
   return [f"{_under(e, ps)}: {t}" for ps, t in _by_text(pairs) if t]
 
 
+def _predicted_words(z) -> str:
+  top = ""
+  if z.top_site is not None:
+    share = "" if z.top_share is None else f" ({z.top_share:.0%})"
+    top = f"; top site {z.top_site}{share}"
+  return (
+    f"{_ns(z.batch_sizes)}: |err| vs f64 {z.row0_abs:.2e} (f32 noise floor "
+    f"{z.noise_abs:.1e}), {z.verdict}{top}"
+  )
+
+
+def _predicted_lines(e: TargetExplanation) -> list[str]:
+  pairs = [
+    (p, "; ".join(_predicted_words(z) for z in e.predicted if z.precision == p))
+    for p in e.precisions
+  ]
+  return [f"{_under(e, ps)}: {t}" for ps, t in _by_text(pairs) if t]
+
+
 def _cannot_settle(e: TargetExplanation) -> list[str]:
   if not e.compile_only:
     return []
@@ -241,6 +260,10 @@ def _target_block(e: TargetExplanation) -> list[str]:
     ("Effective algorithms", _algorithm_lines(e)),
     ("What changes with batch size", _change_lines(e)),
     ("Row 0", _row0_lines(e)),
+    (
+      "Row 0 predicted (emulating each site's effective algorithm)",
+      _predicted_lines(e),
+    ),
     ("Notes", list(e.notes)),
   ):
     if lines:

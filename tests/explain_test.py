@@ -214,8 +214,8 @@ class SeedMlpExplainTest(parameterized.TestCase):
       line,
     )
     self.assertEqual(
-      a100.count("TF32_TF32_F32"), 2
-    )  # algorithm line, change line
+      a100.count("TF32_TF32_F32"), 3
+    )  # algorithm line, change line, predicted verdict
     t4 = _block(self.text, "t4")
     self.assertIn(
       "cuBLASLt (sites 0-2): under bfloat16 (DEFAULT) and tensorfloat32 (HIGH) F32_F32_F32",
@@ -300,6 +300,24 @@ class SeedMlpExplainTest(parameterized.TestCase):
     with self.assertRaisesRegex(ValueError, "no Target record for target 't4'"):
       explain.explain(self.results, [self.targets[0], self.targets[2]])
 
+  def test_a100_predicted(self):
+    by = {(z.precision, z.batch_sizes): z for z in self.found["a100"].predicted}
+    tf32 = by["bfloat16", (2, 3)]
+    self.assertAlmostEqual(tf32.row0_abs, 0.61, delta=0.02)
+    self.assertEqual(
+      tf32.verdict, "explained by TF32_TF32_F32 at sites [0, 1, 2]"
+    )
+    self.assertEqual(tf32.top_site, 0)
+    self.assertGreater(tf32.top_share, 0.9)
+    self.assertEqual(by["bfloat16", (1,)].verdict, "within f32 noise")
+    self.assertEqual(by["float32", (1, 2, 3)].verdict, "within f32 noise")
+    self.assertIn(
+      "explained by TF32_TF32_F32 at sites [0, 1, 2]; top site 0 (9", self.text
+    )
+    self.assertIn(
+      "Row 0 predicted (emulating each site's effective algorithm):", self.text
+    )
+
 
 class NothingChangesTest(absltest.TestCase):
   def test_cpu_batch_2_and_3(self):
@@ -335,6 +353,7 @@ class RenderTest(absltest.TestCase):
       algorithms=(),
       changes=(),
       row0=(),
+      predicted=(),
       alternatives=(),
       selection=None,
       reported=None,
