@@ -81,8 +81,8 @@ _SITES = flags.DEFINE_bool(
 _EXPLAIN_PASSES = flags.DEFINE_bool(
   "explain_passes",
   False,
-  "Name the XLA pass that rewrote each dot site (compiles each config once "
-  "more in a worker process with pass dumps).",
+  "Name the XLA pass that rewrote each dot site (each compile also dumps "
+  "the module after every pass, to a temporary folder).",
 )
 _EXPERIMENT = flags.DEFINE_multi_string(
   "experiment",

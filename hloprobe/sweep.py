@@ -49,7 +49,7 @@ class SweepSpec:
     precisions: matmul precision names (see `precisions.parse_precision`).
     targets: target names.
     explain_passes: also name the XLA pass that rewrote each dot site
-      (one more compile per config, in a worker process).
+      (each compile also dumps the module after every pass; see `passes`).
     experiments: XLA_FLAGS experiments run beside the baseline, each in its
       own worker process.
   """
