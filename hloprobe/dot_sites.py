@@ -7,7 +7,8 @@ drops their metadata (jaxlib 0.10.2 prints the CPU's top-level `dot` with no
 depends on a set of entry parameters (its ancestry), XLA keeps those
 dependences, and so the optimized instruction that computes the site is the
 dot, gemm custom call or (for dot strength reduction) multiply whose two
-operands have the same ancestries.
+operands have the same ancestries (`carriers.find_carriers`), and whose
+shape and K fit (`_pick`).
 
 Fates, checked on jaxlib 0.10.2 (see `_classify`):
   dot              kept as an HLO `dot` (CPU runtime call, YNNPACK fusion or
@@ -27,37 +28,27 @@ from __future__ import annotations
 import collections
 import dataclasses
 import enum
-import functools
 import math
 
+from hloprobe.carriers import (
+  GEMM_CUSTOM_CALLS,
+  Carrier,
+  custom_call_target,
+  find_carriers,
+)
 from hloprobe.hlo_parse import HloInstruction, HloModule
 from hloprobe.precisions import algorithm_from_fields, algorithm_from_hlo
 from hloprobe.stablehlo_parse import StableHloDot
 
 __all__ = [
-  "Carrier",
   "DotFate",
   "Fate",
-  "find_carriers",
   "map_dot_sites",
   "fate_summary",
   "site_record",
 ]
 
-_GEMM_CUSTOM_CALLS = {
-  "__cublas$gemm": "cuBLAS",
-  "__cublas$lt$matmul": "cuBLASLt",
-  "__cublas$lt$matmul$f8": "cuBLASLt",
-}
 _TRITON_KINDS = ("__triton_gemm", "__triton_nested_gemm_fusion", "__triton")
-_WALKED_OPCODES = (
-  "fusion",
-  "call",
-  "while",
-  "conditional",
-  "async-start",
-  "custom-call",
-)
 
 
 class Fate(str, enum.Enum):
@@ -71,40 +62,6 @@ class Fate(str, enum.Enum):
   MULTIPLY_REDUCE = "multiply+reduce"
   MULTIPLY = "multiply"
   GONE = "gone"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Carrier:
-  """An optimized-HLO instruction that may compute a dot site.
-
-  Attributes:
-    instruction: the dot, multiply or custom call.
-    computation: name of the computation holding it.
-    enclosing: the fusion/call instructions around it, outermost first.
-    operand_ancestry: per operand, the entry parameter numbers it depends on.
-    operand_shapes: per operand, its shape where the computation shows it.
-  """
-
-  instruction: HloInstruction
-  computation: str
-  enclosing: tuple[HloInstruction, ...]
-  operand_ancestry: tuple[frozenset[int], ...]
-  operand_shapes: tuple = ()
-
-  @property
-  def kernel(self) -> HloInstruction | None:
-    """The outermost fusion or custom call around the instruction: its kernel.
-
-    Loops, calls and conditionals around it are control flow, not kernels.
-    """
-    for inst in self.enclosing:
-      if inst.opcode in ("fusion", "custom-call"):
-        return inst
-    return None
-
-  @property
-  def path(self) -> tuple[str, ...]:
-    return tuple(i.name for i in self.enclosing) + (self.instruction.name,)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -145,96 +102,6 @@ class DotFate:
   algorithm_source: str | None = None
   algorithm_evidence: str | None = None
   selection: str | None = None
-
-
-def find_carriers(module: HloModule) -> list[Carrier]:
-  """Lists every dot, convolution, multiply and gemm custom call, per call path.
-
-  Walks from the ENTRY computation into fusions, calls, while bodies and
-  conditionals, binding each computation's parameters to the ancestry of the
-  calling instruction's operands, so a computation called twice (XLA GPU
-  deduplicates fusions) is seen once per caller. Tuples keep one ancestry
-  per element (`tuple`, `get-tuple-element`), so a while body's parameter
-  elements are bound to the loop's initial values, as StableHLO's iterArgs
-  are (`stablehlo_parse`); a while's or conditional's result depends on
-  everything its inputs and bodies do.
-  """
-  out: list[Carrier] = []
-  entry = module.entry
-  params = {n: frozenset({n}) for n in entry.parameters()}
-  _walk(module, entry.name, params, (), out, 0)
-  return out
-
-
-def _flat(value) -> frozenset[int]:
-  """An ancestry (frozenset) or a tuple of them, flattened."""
-  if isinstance(value, frozenset):
-    return value
-  return frozenset().union(*map(_flat, value)) if value else frozenset()
-
-
-def _walk(module, comp_name, params, enclosing, out, depth):
-  """Walks one computation; returns its root's ancestry value."""
-  comp = module.computations[comp_name]
-  if depth > 32:
-    return frozenset()
-  env, shapes = {}, {i.name: i.shape for i in comp.instructions}
-  for inst in comp.instructions:
-    if inst.opcode == "parameter":
-      env[inst.name] = params.get(inst.parameter_number, frozenset())
-      continue
-    ops = [env.get(o, frozenset()) for o in inst.operands]
-    if inst.opcode in ("dot", "convolution", "multiply") or (
-      inst.opcode == "custom-call"
-      and _custom_call_target(inst) in _GEMM_CUSTOM_CALLS
-    ):
-      operand_shapes = tuple(shapes.get(o) for o in inst.operands)
-      out.append(
-        Carrier(
-          inst, comp.name, enclosing, tuple(map(_flat, ops)), operand_shapes
-        )
-      )
-    walk = functools.partial(
-      _walk_called, module, enclosing + (inst,), out, depth + 1
-    )
-    env[inst.name] = _value(module, inst, ops, walk)
-  return env.get(comp.root.name, frozenset())
-
-
-def _walk_called(module, enclosing, out, depth, name, binding):
-  return _walk(module, name, binding, enclosing, out, depth)
-
-
-def _value(module, inst: HloInstruction, ops: list, walk):
-  """The ancestry value of one instruction (walking what it calls)."""
-  called = [c for c in inst.called_computations if c in module.computations]
-  if inst.opcode == "tuple":
-    return tuple(ops)
-  if inst.opcode == "get-tuple-element":
-    index = int(inst.attrs.get("index", "-1"))
-    value = ops[0] if ops else frozenset()
-    if isinstance(value, tuple) and 0 <= index < len(value):
-      return value[index]
-    return _flat(value)
-  if inst.opcode == "while":
-    init = ops[0] if ops else frozenset()
-    roots = [walk(c, {0: init}) for c in called]
-    return _flat(init) | _flat(roots)
-  if inst.opcode == "conditional":
-    roots = [
-      walk(c, {0: ops[k + 1]}) for k, c in enumerate(called) if k + 1 < len(ops)
-    ]
-    return _flat(ops) | _flat(roots)
-  if inst.opcode in _WALKED_OPCODES and called:
-    roots = [walk(c, dict(enumerate(ops))) for c in called]
-    if inst.opcode in ("fusion", "call") and len(roots) == 1:
-      return roots[0]
-    return _flat(ops) | _flat(roots)
-  return _flat(ops)
-
-
-def _custom_call_target(inst: HloInstruction) -> str:
-  return inst.attrs.get("custom_call_target", "").strip('"')
 
 
 def _matches(site: StableHloDot, carrier: Carrier) -> bool:
@@ -379,9 +246,9 @@ def _classify(site: StableHloDot, carrier: Carrier) -> DotFate:
   emitter = kind or "top level"
   config = None
   if inst.opcode == "custom-call":
-    target = _custom_call_target(inst)
+    target = custom_call_target(inst)
     fate, emitter, config = (
-      Fate(_GEMM_CUSTOM_CALLS[target]),
+      Fate(GEMM_CUSTOM_CALLS[target]),
       target,
       inst.backend_config,
     )
@@ -411,7 +278,7 @@ def _classify(site: StableHloDot, carrier: Carrier) -> DotFate:
 
 def _fusion_kind(fusion: HloInstruction) -> str | None:
   if fusion.opcode == "custom-call":
-    return _custom_call_target(fusion)
+    return custom_call_target(fusion)
   if fusion.opcode != "fusion":
     return fusion.opcode
   # GPU prints `fusion_backend_config`, CPU `fusion_config` (jaxlib 0.10.2).
