@@ -45,6 +45,7 @@ __all__ = [
   "Fate",
   "map_dot_sites",
   "fate_summary",
+  "is_triton_gemm",
   "site_record",
 ]
 
@@ -254,7 +255,7 @@ def _classify(site: StableHloDot, carrier: Carrier) -> DotFate:
     )
   elif inst.opcode == "multiply":
     fate = Fate.MULTIPLY if site.contracting_size == 1 else Fate.MULTIPLY_REDUCE
-  elif kind in _TRITON_KINDS:
+  elif is_triton_gemm(outer):
     fate, config = (
       Fate.TRITON_GEMM,
       outer.backend_config.get("fusion_backend_config"),
@@ -274,6 +275,11 @@ def _classify(site: StableHloDot, carrier: Carrier) -> DotFate:
     split_k=_split_k(site, inst, config) if fate == Fate.TRITON_GEMM else None,
     gemm_config=config,
   )
+
+
+def is_triton_gemm(kernel: HloInstruction | None) -> bool:
+  """Whether a fusion is a Triton gemm kernel (`_TRITON_KINDS`)."""
+  return kernel is not None and _fusion_kind(kernel) in _TRITON_KINDS
 
 
 def _fusion_kind(fusion: HloInstruction) -> str | None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from hloprobe.dot_sites import DotFate, Fate
+from hloprobe.dot_sites import DotFate, Fate, is_triton_gemm
 from hloprobe.hlo_parse import HloInstruction, HloModule
 from hloprobe.kernels import PtxKernel, for_operands, kernel_name
 from hloprobe.precisions import ALGORITHMS
@@ -149,9 +149,7 @@ def _in_gemm_kernel(fate: DotFate, instructions) -> tuple[str, str] | None:
   if fate.fate not in (Fate.MULTIPLY, Fate.MULTIPLY_REDUCE):
     return None
   owner = _kernel_owner(fate, instructions)
-  config = (owner.backend_config if owner is not None else {}) or {}
-  kind = (config.get("fusion_backend_config") or {}).get("kind", "")
-  if not kind.startswith("__triton") or fate.site.lhs.dtype != "f32":
+  if not is_triton_gemm(owner) or fate.site.lhs.dtype != "f32":
     return None
   return "F32_F32_F32", (
     f"rule: f32 multiply fused into gemm kernel {owner.name}; its mma is "

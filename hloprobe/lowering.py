@@ -236,8 +236,14 @@ def compile_case(
   lower_s = time.perf_counter() - start
   stablehlo = lowered.as_text(debug_info=True)
   if target.platform != "cuda":
-    return _compile_cpu(lowered, stablehlo, lower_s, dump_passes)
-  return _compile_gpu(lowered, stablehlo, lower_s, target, device, dump_passes)
+    compiled, compile_s, extras = _compile_cpu(lowered, dump_passes)
+  else:
+    compiled, compile_s, extras = _compile_gpu(
+      lowered, target, device, dump_passes
+    )
+  return CompiledCase(
+    stablehlo, compiled.as_text(), compiled, compile_s, lower_s, **extras
+  )
 
 
 def _pass_dump_options(dump_dir: str) -> dict[str, str]:
@@ -251,23 +257,15 @@ def _read_pass_dumps(dump_dir: str) -> tuple[tuple[str, str], ...]:
   return tuple((n, _read(os.path.join(dump_dir, n))) for n in names)
 
 
-def _compile_cpu(
-  lowered, stablehlo: str, lower_s: float, dump_passes: bool
-) -> CompiledCase:
+def _compile_cpu(lowered, dump_passes: bool) -> tuple:
+  """(Compiled, compile seconds, CompiledCase fields) of a CPU compile."""
   with tempfile.TemporaryDirectory(prefix="hloprobe-dump-") as dump_dir:
     options = _pass_dump_options(dump_dir) if dump_passes else None
     start = time.perf_counter()
     compiled = lowered.compile(compiler_options=options)
     compile_s = time.perf_counter() - start
     dumps = _read_pass_dumps(dump_dir) if dump_passes else ()
-  return CompiledCase(
-    stablehlo,
-    compiled.as_text(),
-    compiled,
-    compile_s,
-    lower_s,
-    pass_dumps=dumps,
-  )
+  return compiled, compile_s, {"pass_dumps": dumps}
 
 
 def _jax_cuda_path() -> str | None:
@@ -286,15 +284,11 @@ def _gpu_compiler_options(target: Target, dump_dir: str) -> dict[str, str]:
   return options
 
 
-def _compile_gpu(
-  lowered,
-  stablehlo: str,
-  lower_s: float,
-  target: Target,
-  device,
-  dump_passes: bool,
-) -> CompiledCase:
-  """Compiles for CUDA with the PTX dumped; ptxas failures name the ptxas."""
+def _compile_gpu(lowered, target: Target, device, dump_passes: bool) -> tuple:
+  """Compiles for CUDA with the PTX dumped; ptxas failures name the ptxas.
+
+  Returns (Compiled, compile seconds, CompiledCase fields).
+  """
   with tempfile.TemporaryDirectory(prefix="hloprobe-dump-") as dump_dir:
     options = _gpu_compiler_options(target, dump_dir)
     if dump_passes:
@@ -321,19 +315,18 @@ def _compile_gpu(
   loaded = None
   if target.compile_only:
     loaded = load_topology(target.name, target.config_text)
-  return CompiledCase(
-    stablehlo,
-    compiled.as_text(),
+  return (
     compiled,
     compile_s,
-    lower_s,
-    ptx=ptx,
-    ptxas=ptxas,
-    dropped_config_fields=loaded.dropped_fields if loaded else (),
-    device_kind=getattr(device, "device_kind", None),
-    compute_capability=getattr(device, "compute_capability", None),
-    xla_log=toolchain.filter_startup_noise(log[0]),
-    pass_dumps=dumps,
+    {
+      "ptx": ptx,
+      "ptxas": ptxas,
+      "dropped_config_fields": loaded.dropped_fields if loaded else (),
+      "device_kind": getattr(device, "device_kind", None),
+      "compute_capability": getattr(device, "compute_capability", None),
+      "xla_log": toolchain.filter_startup_noise(log[0]),
+      "pass_dumps": dumps,
+    },
   )
 
 

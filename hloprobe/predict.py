@@ -112,6 +112,7 @@ class Predictor:
     self._largest = np.shape(reference)[case.output_axis]
     self._outputs: dict[tuple, np.ndarray] = {}
     self._scales: tuple | None = None
+    self._counts: dict[int, int] = {}
 
   def _slice(self, out: np.ndarray, n: int) -> np.ndarray:
     return np.take(out, np.arange(n), axis=self._case.output_axis)
@@ -188,8 +189,10 @@ class Predictor:
       HloprobeError: the emulator's sites do not match the StableHLO sites.
       EmulationError: the case holds a primitive the emulator cannot follow.
     """
-    args = self._case.inputs_for(self._full, n)
-    count = emulate.count_sites(self._case.fn, args)
+    if n not in self._counts:  # one trace per batch size, not per config
+      args = self._case.inputs_for(self._full, n)
+      self._counts[n] = emulate.count_sites(self._case.fn, args)
+    count = self._counts[n]
     if count != len(fates):
       raise HloprobeError(
         f"the emulator finds {count} dot sites, the StableHLO {len(fates)}; "
