@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test bench lint golden golden-update clean
+.PHONY: run test test-isa bench lint golden golden-update clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,17 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
+
+# The tests that assert CPU-computed floats, again under older x86 ISAs
+# (XLA's CPU sum order and FMA use follow the ISA; not SSE4_2: XLA cannot
+# compile f16 conversions there). CI runs this after `make test`.
+ISAS ?= AVX AVX2
+test-isa: $(STAMP)
+	set -e; for isa in $(ISAS); do \
+	  echo "== XLA_FLAGS=--xla_cpu_max_isa=$$isa"; \
+	  XLA_FLAGS="$$XLA_FLAGS --xla_cpu_max_isa=$$isa" \
+	    $(BIN)/python -m pytest -q -m cpu_numerics tests; \
+	done
 
 # Re-runs the sweep in golden/MANIFEST.json and compares; exit 1 on a change.
 golden: $(STAMP)

@@ -8,6 +8,7 @@ looked up by name; an unknown name is an error.
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from collections.abc import Callable, Sequence
 
 import jax
@@ -91,23 +92,71 @@ class Case:
     return np.shape(full[self.batch_arg])[self.batch_axis]
 
 
+def _uniform01(key, shape) -> np.ndarray:
+  """`jax.random.uniform(key, shape)`: f32 in [0, 1), made of random bits alone.
+
+  Exact on every CPU: the bits are integer arithmetic, and the scaling to
+  [0, 1) (bits as a float in [1, 2), minus 1) is exact in f32.
+  """
+  return np.asarray(jax.random.uniform(key, shape, jnp.float32))
+
+
+def _portable_uniform(key, shape, minval: float, maxval: float) -> np.ndarray:
+  """`jax.random.uniform(key, shape, minval=, maxval=)`, the same on every CPU.
+
+  jax computes `max(minval, u * (maxval - minval) + minval)` in f32
+  (jax/_src/random/core.py `_uniform`, jax 0.10.2); XLA's CPU code may fuse
+  that multiply-add into one FMA or not, depending on the ISA it targets
+  (`--xla_cpu_max_isa`), which moves the last bit. Here the multiply and the
+  add round separately, in numpy f32, whatever the CPU.
+  """
+  lo, hi = np.float32(minval), np.float32(maxval)
+  return np.maximum(lo, _uniform01(key, shape) * (hi - lo) + lo)
+
+
+def _portable_normal(key, shape) -> np.ndarray:
+  """`jax.random.normal(key, shape)` in f32, the same on every CPU.
+
+  jax maps a uniform in (-1, 1) through `sqrt(2) erf_inv(u)`, evaluated by
+  an f32 polynomial whose last bit depends on the CPU's ISA (FMA). Here the
+  uniform is formed as jax forms it (`_normal_real`, jax 0.10.2) and the
+  inverse is `statistics.NormalDist().inv_cdf((u + 1) / 2)` (the same
+  function, evaluated in Python float64) rounded once to f32.
+  """
+  lo = np.nextafter(np.float32(-1), np.float32(0))
+  u = _portable_uniform(key, shape, lo, 1.0).astype(np.float64)
+  inv = statistics.NormalDist().inv_cdf
+  return np.array([inv((v + 1) / 2) for v in u.ravel()], np.float32).reshape(
+    shape
+  )
+
+
 def _gen_mlp(layers: Sequence[int], rng_key):
-  """The reporter's `gen_mlp`, unchanged in arithmetic (../shared/seed)."""
+  """The reporter's `gen_mlp` (../shared/seed), with CPU-independent values.
+
+  Same keys, shapes and distributions as the reporter's code. The weights
+  (`he_uniform`: a uniform in [-1, 1) times one scale) are bit-exact on any
+  CPU as jax computes them; the gammas and mus use `_portable_normal` and `_portable_uniform`,
+  which differ from jax's own values by at most an f32 ULP or so, but are
+  the same bits on every CPU (jax's are not: 3 gammas and 72 mus change
+  under `--xla_cpu_max_isa=AVX` on jaxlib 0.10.2).
+  """
   init = jax.nn.initializers.he_uniform(-1, -2)
   weight_key, gamma_key, mu_key = jax.random.split(rng_key, 3)
   weight_keys = jax.random.split(weight_key, len(layers) - 1)
   weights = [
-    init(k, (l2, l1)) for k, l1, l2 in zip(weight_keys, layers[:-1], layers[1:])
+    np.asarray(init(k, (l2, l1)))
+    for k, l1, l2 in zip(weight_keys, layers[:-1], layers[1:])
   ]
-  biases = [jnp.zeros(l) for l in layers[1:]]
+  biases = [np.zeros(l, np.float32) for l in layers[1:]]
   gamma_keys = jax.random.split(gamma_key, len(layers) - 2)
   gammas = [
-    jax.random.normal(k, shape=(l,)) * 0.5
+    _portable_normal(k, (l,)) * np.float32(0.5)
     for k, l in zip(gamma_keys, layers[1:-1])
   ]
   mu_keys = jax.random.split(mu_key, len(layers) - 2)
   mus = [
-    jax.random.uniform(k, shape=(l,), minval=-jnp.pi, maxval=jnp.pi)
+    _portable_uniform(k, (l,), -np.pi, np.pi)
     for k, l in zip(mu_keys, layers[1:-1])
   ]
   return weights, biases, gammas, mus

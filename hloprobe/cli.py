@@ -264,6 +264,13 @@ def _write(what: str, write):
     raise HloprobeError(f"cannot write {what}: {e}") from e
 
 
+def _host():
+  """The CPU this process computes on, under the environment's XLA_FLAGS."""
+  from hloprobe import host
+
+  return host.host_cpu(os.environ.get("XLA_FLAGS"))
+
+
 def _cmd_sweep() -> int:
   from hloprobe import lowering, sweep
 
@@ -272,14 +279,15 @@ def _cmd_sweep() -> int:
   _start_jax(spec.targets)
   results = sweep.run_sweep(spec)
   versions = lowering.versions()
-  print(report.render(results, fmt, versions))
+  cpu = _host()
+  print(report.render(results, fmt, versions, cpu))
   if _SITES.value and fmt != "json":
     print()
     print(report.render_sites(results, fmt))
   if _OUTPUT_DIR.value:
     paths = _write(
       f"--output_dir={_OUTPUT_DIR.value}",
-      lambda: report.write_outputs(results, _OUTPUT_DIR.value, versions),
+      lambda: report.write_outputs(results, _OUTPUT_DIR.value, versions, cpu),
     )
     print(
       f"wrote {len(paths)} files under {_OUTPUT_DIR.value}", file=sys.stderr
@@ -301,10 +309,11 @@ def _cmd_explain() -> int:
   _start_jax(spec.targets)
   results = sweep.run_sweep(spec)
   explanations = explain.explain(results, swept)
+  cpu = _host()
   if fmt == "json":
-    print(report.dumps_json(explain_text.explanation_json(explanations)))
+    print(report.dumps_json(explain_text.explanation_json(explanations, cpu)))
   else:
-    print(explain_text.render_explanation(explanations))
+    print(explain_text.render_explanation(explanations, host=cpu))
   return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
 
 

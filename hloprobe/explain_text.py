@@ -10,6 +10,7 @@ is for people; it is not a stable format (results.json is).
 `explanation_json` gives the same records to machines
 (`hloprobe explain --format=json`), schema "hloprobe.explain" version 1:
   {"schema": "hloprobe.explain", "schema_version": 1,
+   "host": the CPU record of results.json (hloprobe.host) or null,
    "explanations": [one object per `explain.TargetExplanation`, its field
      names as keys, tuples as lists, None as null; two tuples become
      objects: a FateSpan's groups {"sites": [int], "fate": str, "how":
@@ -273,13 +274,14 @@ def _target_block(e: TargetExplanation) -> list[str]:
 
 
 def render_explanation(
-  explanations: Sequence[TargetExplanation], width: int = 100
+  explanations: Sequence[TargetExplanation], width: int = 100, host=None
 ) -> str:
   """Words the explanations, target by target, then what stays unsettled.
 
   Args:
     explanations: `explain`'s records.
     width: wrap lines at this many characters.
+    host: the `host.HostCpu` that computed the CPU numbers, or None.
   """
   lines = []
   for e in explanations:
@@ -289,6 +291,12 @@ def render_explanation(
   lines += [f"  - {line}" for line in unsettled] or [
     "  - nothing: every target here compiled and ran"
   ]
+  if host is not None:
+    lines += [
+      "",
+      f"CPU numbers (cpu rows, every emulation) computed on {host.describe()};"
+      " their f32 sum order, and so their last digits, follow that ISA.",
+    ]
   return "\n".join(_wrap(line, width) for line in lines)
 
 
@@ -323,8 +331,12 @@ def _record_json(e: TargetExplanation) -> dict:
   return doc
 
 
-def explanation_json(explanations: Sequence[TargetExplanation]) -> dict:
+def explanation_json(
+  explanations: Sequence[TargetExplanation], host=None
+) -> dict:
   """`explain`'s records as one JSON document (schema in the module doc).
+
+  `host` (a `host.HostCpu` or None) is the CPU that computed the numbers.
 
   The caller renders it (`report.dumps_json`: strict JSON, non-finite
   floats as null).
@@ -332,5 +344,6 @@ def explanation_json(explanations: Sequence[TargetExplanation]) -> dict:
   return {
     "schema": "hloprobe.explain",
     "schema_version": SCHEMA_VERSION,
+    "host": host.as_json() if host is not None else None,
     "explanations": [_record_json(e) for e in explanations],
   }

@@ -9,6 +9,10 @@ results.json schema (version 1):
   {
     "schema": "hloprobe.results", "schema_version": 1,
     "created": ISO-8601 UTC time, "jax": str, "jaxlib": str,
+    "host": {"model": str, "machine": str, "host_isa": str,
+             "max_isa": str | null, "isa": str} | null (the CPU that ran
+             the cpu configs and every emulation, and the ISA XLA compiled
+             for: see hloprobe.host; CPU numbers depend on it),
     "configs": [
       {"experiment": str ("baseline" or an XLA_FLAGS experiment),
        "case": str, "target": str, "n": int, "precision": str,
@@ -246,8 +250,16 @@ def config_json(r: ConfigResult) -> dict:
   }
 
 
-def results_json(results: list[ConfigResult], versions: dict[str, str]) -> dict:
-  """The whole sweep as the versioned results.json document."""
+def results_json(
+  results: list[ConfigResult], versions: dict[str, str], host=None
+) -> dict:
+  """The whole sweep as the versioned results.json document.
+
+  Args:
+    results: the sweep's records.
+    versions: {"jax": ..., "jaxlib": ...}.
+    host: the `host.HostCpu` the numbers were computed on, or None.
+  """
   return {
     "schema": "hloprobe.results",
     "schema_version": SCHEMA_VERSION,
@@ -255,14 +267,17 @@ def results_json(results: list[ConfigResult], versions: dict[str, str]) -> dict:
       timespec="seconds"
     ),
     **versions,
+    "host": host.as_json() if host is not None else None,
     "configs": [config_json(r) for r in results],
   }
 
 
 def render(
-  results: list[ConfigResult], fmt: str, versions: dict[str, str]
+  results: list[ConfigResult], fmt: str, versions: dict[str, str], host=None
 ) -> str:
   """Renders results as "table" (plain), "markdown" (GitHub) or "json".
+
+  `versions` and `host` go into the JSON (see `results_json`).
 
   Raises:
     ValueError: unknown format.
@@ -272,7 +287,7 @@ def render(
       f"unknown --format {fmt!r}; choose from {', '.join(REPORT_FORMATS)}"
     )
   if fmt == "json":
-    return dumps_json(results_json(results, versions))
+    return dumps_json(results_json(results, versions, host))
   return _table(results, [_row(r) for r in results], _TABLE_HEADERS, fmt)
 
 
@@ -426,9 +441,14 @@ def config_dir(r: ConfigResult) -> str:
 
 
 def write_outputs(
-  results: list[ConfigResult], output_dir: str, versions: dict[str, str]
+  results: list[ConfigResult],
+  output_dir: str,
+  versions: dict[str, str],
+  host=None,
 ) -> list[str]:
   """Writes per-config `stablehlo.mlir` / `optimized.hlo` and `results.json`.
+
+  `versions` and `host` go into results.json (see `results_json`).
 
   Returns the paths written. Each file is written atomically.
   """
@@ -443,5 +463,5 @@ def write_outputs(
         atomic_write(path, text)
         written.append(path)
   path = os.path.join(output_dir, "results.json")
-  atomic_write(path, dumps_json(results_json(results, versions)) + "\n")
+  atomic_write(path, dumps_json(results_json(results, versions, host)) + "\n")
   return written + [path]

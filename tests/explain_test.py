@@ -7,11 +7,15 @@ import dataclasses
 import json
 import os
 
+import pytest
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe
 
 from hloprobe import cases, explain, explain_text, report, sweep, targets
 from hloprobe.dot_sites import Fate
+
+# Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
+pytestmark = pytest.mark.cpu_numerics
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _PRECISIONS = ("bfloat16", "tensorfloat32", "float32")

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from absl.testing import absltest, parameterized
 
 from hloprobe import numerics, rounding
 from hloprobe.numerics import ErrorStats, NoiseFloor
+
+# Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
+pytestmark = pytest.mark.cpu_numerics
 
 
 def _stats(

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
 from absl.testing import absltest
 
 from hloprobe import cases, emulate, lowering, numerics, predict, sweep
+
+# Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
+pytestmark = pytest.mark.cpu_numerics
 
 
 def _sweep(targets, precisions, sizes=(1, 2)):
   spec = sweep.SweepSpec(("seed_mlp",), sizes, precisions, targets)
   return {(r.target, r.precision, r.n): r for r in sweep.run_sweep(spec)}
+
+
+def _f32_ulp(x: float) -> float:
+  return float(np.spacing(np.float32(abs(x))))
 
 
 class SeedA100Test(absltest.TestCase):
@@ -38,6 +47,7 @@ class SeedA100Test(absltest.TestCase):
       self.assertLess(p.shares[0].without_abs, 0.1)
 
   def test_f32_configs_stay_at_the_noise_floor(self):
+    tf32 = self.r["a100", "bfloat16", 2].prediction
     for key in (
       ("bfloat16", 1),
       ("tensorfloat32", 2),
@@ -46,9 +56,11 @@ class SeedA100Test(absltest.TestCase):
     ):
       p = self.r[("a100",) + key].prediction
       self.assertEqual(p.verdict, "within f32 noise", key)
-      self.assertLess(p.stats.row0_abs, 3e-4)
-      self.assertGreater(p.noise.row0_abs, 5e-5)  # ~1e-4 on this network
-      self.assertLess(p.noise.row0_abs, 3e-4)
+      # The network amplifies f32 rounding (about 1e-4 here, by a factor
+      # that depends on the CPU's sum order) far above row 0's own ULP, yet
+      # far below the 0.6 of TF32 operand rounding.
+      self.assertGreater(p.noise.row0_abs, 100 * _f32_ulp(p.stats.row0))
+      self.assertLess(p.noise.row0_abs, tf32.stats.row0_abs / 100)
       self.assertEqual(p.shares, ())
       self.assertIsNone(p.top_site)
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 import jax
 import ml_dtypes
 import numpy as np
+import pytest
 from absl.testing import absltest, parameterized
 
 from hloprobe import rounding
 from hloprobe.errors import UsageError
+
+# Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
+pytestmark = pytest.mark.cpu_numerics
 
 
 def _f32(bits: int) -> np.ndarray:

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
+import pytest
 from absl.testing import absltest, parameterized
 
 from hloprobe import lowering, sweep, verify
 from hloprobe.errors import UsageError
+
+# Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
+pytestmark = pytest.mark.cpu_numerics
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -124,9 +129,17 @@ class A100Test(absltest.TestCase):
       "-> Triton gemm F32_F32_F32",
       v.fate_changes,
     )
-    self.assertTrue(
-      any("6.10e-01 -> 1.06e-04" in e for e in v.errors), v.errors
+    # Row 0's error before (TF32 operand rounding, order-free: 0.61 in our
+    # numpy emulation) and after (f32: its size depends on the CPU's summation
+    # order, so it is bounded by a tenth of the before, not pinned).
+    line = next(
+      e for e in v.errors if e.startswith("a100 seed_mlp n=2 bfloat16 ->")
     )
+    match = re.search(r"\|err\| (\S+) -> (\S+) \(predicted\)", line)
+    self.assertIsNotNone(match, line)
+    before, after = float(match[1]), float(match[2])
+    self.assertBetween(before, 0.59, 0.63)
+    self.assertLess(after, before / 100)
 
   def test_no_triton_gemm_moves_gemms_to_cublaslt(self):
     v = _verify(
