@@ -6,7 +6,8 @@ import dataclasses
 
 from absl.testing import absltest, parameterized
 
-from hloprobe import cases, sweep
+from hloprobe import sweep
+from hloprobe.compile import cases
 from hloprobe.errors import UsageError
 
 

@@ -9,7 +9,8 @@ import sys
 
 from absl.testing import absltest, parameterized
 
-from hloprobe import lowering, sweep, verify
+from hloprobe import sweep, verify
+from hloprobe.compile import lowering
 from hloprobe.errors import UsageError
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
