@@ -39,7 +39,7 @@ golden-update: $(STAMP)
 	$(BIN)/hloprobe golden update $(GOLDEN_FLAGS)
 
 bench: $(STAMP)
-	$(BIN)/python -m hloprobe.bench
+	$(BIN)/python -m hloprobe.tools.bench
 
 clean:
 	rm -rf $(VENV) build *.egg-info

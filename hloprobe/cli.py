@@ -35,8 +35,10 @@ import sys
 
 from absl import app, flags
 
-from hloprobe import cases, experiments, precisions, report, targets
+from hloprobe.compile import cases, experiments, targets
 from hloprobe.errors import HloprobeError, TargetError, UsageError
+from hloprobe.ir import precisions
+from hloprobe.report import render
 
 __all__ = ["main", "run"]
 
@@ -64,7 +66,7 @@ _TARGET_CONFIG = flags.DEFINE_multi_string(
   [],
   "A GpuTargetConfigProto .txtpb file to compile for as one more "
   "compile-only target (repeatable), e.g. "
-  "hloprobe/gpu_specs/a100_sxm_40.txtpb.",
+  "hloprobe/compile/gpu_specs/a100_sxm_40.txtpb.",
 )
 _OUTPUT_DIR = flags.DEFINE_string(
   "output_dir",
@@ -119,7 +121,7 @@ _REL_ERROR_BOUND = flags.DEFINE_float(
 _FORMAT = flags.DEFINE_string(
   "format",
   "table",
-  f"Output format: one of {', '.join(report.REPORT_FORMATS)}.",
+  f"Output format: one of {', '.join(render.REPORT_FORMATS)}.",
 )
 
 _GOLDEN_DIR = flags.DEFINE_string(
@@ -216,9 +218,9 @@ def _experiments() -> list:
 
 
 def _check_format() -> str:
-  if _FORMAT.value not in report.REPORT_FORMATS:
+  if _FORMAT.value not in render.REPORT_FORMATS:
     raise UsageError(
-      f"unknown --format {_FORMAT.value!r}; choose from {', '.join(report.REPORT_FORMATS)}"
+      f"unknown --format {_FORMAT.value!r}; choose from {', '.join(render.REPORT_FORMATS)}"
     )
   return _FORMAT.value
 
@@ -232,7 +234,7 @@ def _start_jax(target_names) -> None:
   JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 is set; a JAX_PLATFORMS the user set
   wins.
   """
-  from hloprobe import lowering
+  from hloprobe.compile import lowering
 
   # absl's app.run shows INFO records; JAX's backend probing logs some
   # ("Unable to initialize backend 'tpu'").
@@ -266,13 +268,14 @@ def _write(what: str, write):
 
 def _host():
   """The CPU this process computes on, under the environment's XLA_FLAGS."""
-  from hloprobe import host
+  from hloprobe.compile import host
 
   return host.host_cpu(os.environ.get("XLA_FLAGS"))
 
 
 def _cmd_sweep() -> int:
-  from hloprobe import lowering, sweep
+  from hloprobe import sweep
+  from hloprobe.compile import lowering
 
   spec = _sweep_spec()
   fmt = _check_format()
@@ -280,14 +283,14 @@ def _cmd_sweep() -> int:
   results = sweep.run_sweep(spec)
   versions = lowering.versions()
   cpu = _host()
-  print(report.render(results, fmt, versions, cpu))
+  print(render.render(results, fmt, versions, cpu))
   if _SITES.value and fmt != "json":
     print()
-    print(report.render_sites(results, fmt))
+    print(render.render_sites(results, fmt))
   if _OUTPUT_DIR.value:
     paths = _write(
       f"--output_dir={_OUTPUT_DIR.value}",
-      lambda: report.write_outputs(results, _OUTPUT_DIR.value, versions, cpu),
+      lambda: render.write_outputs(results, _OUTPUT_DIR.value, versions, cpu),
     )
     print(
       f"wrote {len(paths)} files under {_OUTPUT_DIR.value}", file=sys.stderr
@@ -296,7 +299,8 @@ def _cmd_sweep() -> int:
 
 
 def _cmd_explain() -> int:
-  from hloprobe import explain, explain_text, sweep
+  from hloprobe import sweep
+  from hloprobe.report import explain, explain_text
 
   fmt = _check_format()
   if fmt == "markdown":
@@ -311,7 +315,7 @@ def _cmd_explain() -> int:
   explanations = explain.explain(results, swept)
   cpu = _host()
   if fmt == "json":
-    print(report.dumps_json(explain_text.explanation_json(explanations, cpu)))
+    print(render.dumps_json(explain_text.explanation_json(explanations, cpu)))
   else:
     print(explain_text.render_explanation(explanations, host=cpu))
   return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
@@ -320,7 +324,7 @@ def _cmd_explain() -> int:
 def _cmd_targets() -> int:
   from tabulate import tabulate
 
-  from hloprobe import toolchain
+  from hloprobe.compile import toolchain
 
   listed = list(targets.BUILTIN_TARGETS.values())
   listed += [targets.load_target_config(p) for p in _TARGET_CONFIG.value]
@@ -365,9 +369,10 @@ def _cmd_experiments() -> int:
 
 def _golden_spec(golden_dir: str):
   """The sweep flags given on the command line; the rest from MANIFEST.json."""
-  from hloprobe import golden, sweep
+  from hloprobe import sweep
+  from hloprobe.golden import snapshot
 
-  recorded = golden.manifest_sweep(golden_dir) or {}
+  recorded = snapshot.manifest_sweep(golden_dir) or {}
 
   def pick(key, holder, value):
     return tuple(
@@ -375,7 +380,7 @@ def _golden_spec(golden_dir: str):
     )
 
   return _nonempty(
-    golden.spec_from_record(
+    snapshot.spec_from_record(
       {
         "cases": pick("cases", _CASE, _CASE.value),
         "batch_sizes": pick(
@@ -391,21 +396,23 @@ def _golden_spec(golden_dir: str):
 
 
 def _cmd_golden(words: list[str]) -> int:
-  from hloprobe import golden, golden_update, lowering, sweep
+  from hloprobe import sweep
+  from hloprobe.compile import lowering
+  from hloprobe.golden import snapshot, update
 
   if words not in (["check"], ["update"]):
     raise UsageError(
       f"`golden` takes one word, check or update; got {words}; e.g. `hloprobe golden check`"
     )
-  golden_dir = _GOLDEN_DIR.value or golden.default_golden_dir()
+  golden_dir = _GOLDEN_DIR.value or snapshot.default_golden_dir()
   spec = _golden_spec(golden_dir)
   _start_jax(spec.targets)
-  snap = golden.snapshot(sweep.run_sweep(spec), lowering.versions())
-  record = golden.sweep_record(spec)
+  snap = snapshot.snapshot(sweep.run_sweep(spec), lowering.versions())
+  record = snapshot.sweep_record(spec)
   if words == ["update"]:
-    print(golden_update.update(golden_dir, snap, record).render())
+    print(update.update(golden_dir, snap, record).render())
     return EXIT_OK
-  result = golden.check(golden_dir, snap, record, strict=_STRICT.value)
+  result = snapshot.check(golden_dir, snap, record, strict=_STRICT.value)
   if result.ok:
     print(result.render())
     return EXIT_OK
@@ -422,16 +429,18 @@ def _write_candidates(snap) -> str:
   """Writes a mismatching snapshot to --output_dir or a new temporary folder."""
   import tempfile
 
-  from hloprobe import golden
+  from hloprobe.golden import snapshot
 
   out = _OUTPUT_DIR.value or tempfile.mkdtemp(
     prefix="hloprobe-golden-candidate-"
   )
-  return golden.write_snapshot(snap, out)
+  return snapshot.write_snapshot(snap, out)
 
 
 def _cmd_verify() -> int:
-  from hloprobe import golden, lowering, sweep, verify
+  from hloprobe import sweep, verify
+  from hloprobe.compile import lowering
+  from hloprobe.golden import snapshot
 
   if not _FIX.value:
     raise UsageError(
@@ -449,12 +458,12 @@ def _cmd_verify() -> int:
     spec,
     fix,
     requirements,
-    golden_dir=_GOLDEN_DIR.value or golden.default_golden_dir(),
+    golden_dir=_GOLDEN_DIR.value or snapshot.default_golden_dir(),
     versions=lowering.versions(),
     abs_error_bound=_ABS_ERROR_BOUND.value,
     rel_error_bound=_REL_ERROR_BOUND.value,
   )
-  print(report.render_verification(outcome, fmt))
+  print(render.render_verification(outcome, fmt))
   return EXIT_OK if outcome.passed else EXIT_FAILED
 
 

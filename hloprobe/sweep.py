@@ -1,8 +1,8 @@
 """The sweep: every (case, target, precision, batch size) config, in order.
 
 It drives the stages and holds no analysis: lower and compile
-(`lowering`), parse (`hlo_parse`, `stablehlo_parse`), map dot sites
-(`dot_sites`), run and compare (`numerics`). One failing config records its
+(`lowering`), parse (`hlo`, `stablehlo`), map dot sites
+(`dot_sites`), run and compare (`accuracy`). One failing config records its
 error and the sweep goes on.
 """
 
@@ -13,23 +13,17 @@ import re
 
 import numpy as np
 
-from hloprobe import (
-  dot_sites,
-  effective,
-  kernels,
-  lowering,
-  numerics,
-  passes,
-  predict,
-  worker,
-)
-from hloprobe.cases import Case, get_case
+from hloprobe.compile import lowering, worker
+from hloprobe.compile.cases import Case, get_case
+from hloprobe.compile.experiments import BASELINE, Experiment
+from hloprobe.compile.targets import Target, get_target
 from hloprobe.errors import UsageError
-from hloprobe.experiments import BASELINE, Experiment
-from hloprobe.hlo_parse import parse_hlo_module
-from hloprobe.precisions import parse_precision
-from hloprobe.stablehlo_parse import parse_stablehlo_dots
-from hloprobe.targets import Target, get_target
+from hloprobe.ir import ptx
+from hloprobe.ir.hlo import parse_hlo_module
+from hloprobe.ir.precisions import parse_precision
+from hloprobe.ir.stablehlo import parse_stablehlo_dots
+from hloprobe.numerics import accuracy, predict
+from hloprobe.sites import dot_sites, effective, passes
 
 __all__ = [
   "ConfigResult",
@@ -115,7 +109,7 @@ class ConfigResult:
   stablehlo: str | None = None
   optimized_hlo: str | None = None
   fates: tuple[dot_sites.DotFate, ...] = ()
-  stats: numerics.ErrorStats | None = None
+  stats: accuracy.ErrorStats | None = None
   output_dtype: str | None = None
   ulp_vs_n1: int | None = None
   lower_s: float | None = None
@@ -188,7 +182,7 @@ def run_config(
     sites = parse_stablehlo_dots(cc.stablehlo)
     module = parse_hlo_module(cc.optimized_hlo)
     fates = dot_sites.map_dot_sites(sites, module)
-    ptx_kernels = [k for text in cc.ptx for k in kernels.parse_ptx(text)]
+    ptx_kernels = [k for text in cc.ptx for k in ptx.parse_ptx(text)]
     fates = effective.resolve(
       fates, module, ptx_kernels, target, cc.compute_capability
     )
@@ -211,7 +205,7 @@ def run_config(
     stats = None
     if reference is not None:
       ref = np.take(reference, np.arange(n), axis=case.output_axis)
-      stats = numerics.error_stats(out, ref)
+      stats = accuracy.error_stats(out, ref)
     return dataclasses.replace(
       result, stats=stats, output_dtype=str(out.dtype), run_s=run_s
     )
@@ -265,7 +259,7 @@ def _with_batch_consistency(results: list[ConfigResult]) -> list[ConfigResult]:
       and base is not None
       and r.output_dtype in ("float16", "float32", "float64")
     ):
-      ulp = numerics.ulp_distance(r.stats.row0, base.stats.row0, r.output_dtype)
+      ulp = accuracy.ulp_distance(r.stats.row0, base.stats.row0, r.output_dtype)
       r = dataclasses.replace(r, ulp_vs_n1=ulp)
     out.append(r)
   return out

@@ -24,10 +24,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from hloprobe import golden, numerics, precisions
+from hloprobe.compile.experiments import BASELINE, Experiment, parse_experiment
 from hloprobe.errors import UsageError
-from hloprobe.experiments import BASELINE, Experiment, parse_experiment
-from hloprobe.golden_diff import describe_site_changes, dot_summary
+from hloprobe.golden import snapshot
+from hloprobe.golden.diff import describe_site_changes, dot_summary
+from hloprobe.ir import precisions
+from hloprobe.numerics import accuracy
 from hloprobe.sweep import ConfigResult, SweepSpec
 
 __all__ = [
@@ -171,7 +173,7 @@ def _words(r: ConfigResult) -> str:
   return f"{r.target} {r.case} n={r.n} {r.precision}"
 
 
-def _judged(r: ConfigResult) -> tuple[numerics.ErrorStats | None, str]:
+def _judged(r: ConfigResult) -> tuple[accuracy.ErrorStats | None, str]:
   """Observed errors where the target ran, else predicted ones."""
   if r.stats is not None:
     return r.stats, "observed"
@@ -180,7 +182,7 @@ def _judged(r: ConfigResult) -> tuple[numerics.ErrorStats | None, str]:
   return None, "n/a"
 
 
-def _noise(r: ConfigResult) -> numerics.NoiseFloor | None:
+def _noise(r: ConfigResult) -> accuracy.NoiseFloor | None:
   return r.prediction.noise if r.prediction is not None else None
 
 
@@ -206,7 +208,7 @@ def _consistent(fixed: list[ConfigResult]) -> Requirement:
         bad.append(f"{_words(r)}: no row 0 to compare")
         continue
       moved = abs(stats.row0 - first_stats.row0)
-      limit = numerics.NOISE_FACTOR * noise.row0_abs
+      limit = accuracy.NOISE_FACTOR * noise.row0_abs
       line = (
         f"{_words(r)}: row 0 {stats.row0:.7g} vs {first_stats.row0:.7g} at "
         f"n={first.n}, moved {moved:.2e} ({source}); limit {limit:.2e}"
@@ -234,10 +236,10 @@ def _accurate(
       limit = f"abs bound {abs_bound}, rel bound {rel_bound}"
     else:
       ok = (
-        stats.row0_abs <= numerics.NOISE_FACTOR * noise.row0_abs
-        and stats.max_abs <= numerics.NOISE_FACTOR * noise.max_abs
+        stats.row0_abs <= accuracy.NOISE_FACTOR * noise.row0_abs
+        and stats.max_abs <= accuracy.NOISE_FACTOR * noise.max_abs
       )
-      limit = f"{numerics.NOISE_FACTOR:g} x noise floor {noise.row0_abs:.2e}"
+      limit = f"{accuracy.NOISE_FACTOR:g} x noise floor {noise.row0_abs:.2e}"
     line = (
       f"{_words(r)}: row-0 |err| {stats.row0_abs:.2e}, max |err| "
       f"{stats.max_abs:.2e}, max rel {stats.max_rel:.2e} ({source}); {limit}"
@@ -252,9 +254,9 @@ def _golden(
   golden_dir: str,
   versions: dict[str, str],
 ) -> Requirement:
-  snap = golden.snapshot(fixed, versions)
-  record = golden.sweep_record(spec)
-  result = golden.check(golden_dir, snap, record)
+  snap = snapshot.snapshot(fixed, versions)
+  record = snapshot.sweep_record(spec)
+  result = snapshot.check(golden_dir, snap, record)
   lines = [str(s) for s in result.sites]
   lines += [
     f"missing golden {m} (run `hloprobe golden update` with the fix's sweep)"
@@ -354,7 +356,7 @@ def verify(
       dataclasses.replace(spec, precisions=(fix.precision,))
       if fix.precision
       else spec,
-      golden_dir or golden.default_golden_dir(),
+      golden_dir or snapshot.default_golden_dir(),
       versions or {},
     ),
   }

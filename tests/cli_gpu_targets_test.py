@@ -83,7 +83,9 @@ if __name__ == "__main__":
 class BadConfigValueTest(absltest.TestCase):
   def test_value_xla_cannot_read_is_bad_input(self):
     with open(
-      os.path.join(_ROOT, "hloprobe", "gpu_specs", "a100_sxm_40.txtpb")
+      os.path.join(
+        _ROOT, "hloprobe", "compile", "gpu_specs", "a100_sxm_40.txtpb"
+      )
     ) as f:
       text = f.read()
     bad = re.sub(r"core_count: \d+", "core_count: abc", text)

@@ -46,7 +46,7 @@ class BadInputTest(parameterized.TestCase):
     proc = hloprobe(
       "sweep",
       "--targets=",
-      "--target_config=hloprobe/gpu_specs/t4.txtpb",
+      "--target_config=hloprobe/compile/gpu_specs/t4.txtpb",
       "--batch_sizes=1",
       "--precisions=float32",
     )

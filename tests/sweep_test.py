@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 from absl.testing import absltest, parameterized
 
-from hloprobe import cases, numerics, sweep
+from hloprobe import sweep
+from hloprobe.compile import cases
 from hloprobe.errors import UsageError
+from hloprobe.numerics import accuracy
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = pytest.mark.cpu_numerics
@@ -54,7 +56,7 @@ class SeedSweepTest(absltest.TestCase):
     # Both are f32 roundings of one float64 value, so they differ by no more
     # than the two errors, each bounded by the f32 noise floor that the same
     # machine measured (the "within f32 noise" rule of numerics.verdict).
-    bound = numerics.NOISE_FACTOR * max(
+    bound = accuracy.NOISE_FACTOR * max(
       r.prediction.noise.row0_abs for r in (r1, r2)
     )
     self.assertLessEqual(abs(r1.stats.row0 - r2.stats.row0), 2 * bound)
@@ -66,7 +68,7 @@ class SeedSweepTest(absltest.TestCase):
     self.assertGreater(r2.stats.row0_abs, 0.0)
     self.assertLessEqual(
       r2.stats.row0_abs,
-      numerics.NOISE_FACTOR * r2.prediction.noise.row0_abs,
+      accuracy.NOISE_FACTOR * r2.prediction.noise.row0_abs,
     )
     self.assertGreaterEqual(r2.stats.max_abs, r2.stats.row0_abs)
     self.assertEqual(r2.stats.row0_abs, abs(r2.stats.row0 - r2.stats.row0_ref))

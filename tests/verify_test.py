@@ -11,7 +11,8 @@ import sys
 import pytest
 from absl.testing import absltest, parameterized
 
-from hloprobe import lowering, sweep, verify
+from hloprobe import sweep, verify
+from hloprobe.compile import lowering
 from hloprobe.errors import UsageError
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.

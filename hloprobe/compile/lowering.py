@@ -1,0 +1,401 @@
+"""Lowering, compiling and running a case: the only module that compiles one.
+
+It is also hloprobe's one adapter to private or unstable jaxlib API
+(`Compiled.runtime_executable().hlo_modules()`, `jax._src.lib.cuda_path`),
+used behind `hasattr` guards.
+
+Compile-only GPU targets (checked on jaxlib 0.10.2 with jax-cuda12-plugin
+0.10.2, no CUDA driver): the target's GpuTargetConfigProto text goes to
+`jax.experimental.topologies.get_topology_desc(name, "cuda",
+target_config=TEXT, topology="1x1x1")`; arguments are `ShapeDtypeStruct`s
+placed on the topology's device; `.trace(...).lower(lowering_platforms=
+("cuda",)).compile(compiler_options=...)` then compiles without a GPU.
+A config newer than the installed proto fails with "Failed to parse
+GpuTargetConfigProto"; the field protobuf rejected is named only in its log
+on stderr, so `_load_topology` captures that log, drops the field and tries
+again, recording what it dropped. Every GPU compile passes
+`xla_gpu_cuda_data_dir` (the nvidia-cuda-nvcc-cu12 wheel, see `toolchain`)
+and `xla_dump_to` (a temporary folder) so the kernels' PTX comes back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import glob
+import logging
+import os
+import tempfile
+import time
+
+import jax
+import jaxlib
+import numpy as np
+from jax.experimental import topologies
+
+from hloprobe.compile import toolchain
+from hloprobe.compile.cases import Case
+from hloprobe.compile.targets import Target, drop_field, parse_unknown_field_log
+from hloprobe.errors import TargetError, ToolchainError
+
+__all__ = [
+  "CompiledCase",
+  "LoadedTopology",
+  "compile_case",
+  "float64_reference",
+  "load_topology",
+  "run_compiled",
+  "start_backends",
+  "versions",
+  "xla_instruction_counts",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class CompiledCase:
+  """The texts and handle of one compiled config.
+
+  Attributes:
+    stablehlo: StableHLO MLIR text with debug locations.
+    optimized_hlo: optimized HLO text (`Compiled.as_text()`).
+    compiled: the `jax.stages.Compiled` handle.
+    compile_s: wall time of `Lowered.compile()`, in seconds.
+    lower_s: wall time of trace + lower, in seconds.
+    ptx: the text of each PTX file XLA dumped (GPU targets; empty on CPU).
+      For reading instruction flavours, not a stable artifact.
+    ptxas: the ptxas that built the kernels (GPU targets), else None.
+    dropped_config_fields: target-config fields the installed proto did
+      not know and hloprobe removed, e.g. ("GpuDeviceInfoProto.mem_clock_ghz",).
+    device_kind: the device XLA compiled for, e.g. "NVIDIA A100-SXM4-40GB".
+    compute_capability: that device's, e.g. "8.0", where JAX states it
+      (attached CUDA devices); else None.
+    xla_log: what XLA wrote to stderr while compiling a GPU target.
+    pass_dumps: with `dump_passes`, (file name, HLO text) of every module
+      XLA dumped after a pass that changed it, in file-name order.
+  """
+
+  stablehlo: str
+  optimized_hlo: str
+  compiled: jax.stages.Compiled
+  compile_s: float
+  lower_s: float
+  ptx: tuple[str, ...] = ()
+  ptxas: toolchain.Ptxas | None = None
+  dropped_config_fields: tuple[str, ...] = ()
+  device_kind: str | None = None
+  compute_capability: str | None = None
+  xla_log: str = ""
+  pass_dumps: tuple[tuple[str, str], ...] = ()
+
+
+def versions() -> dict[str, str]:
+  """jax and jaxlib versions of this process."""
+  return {"jax": jax.__version__, "jaxlib": jaxlib.__version__}
+
+
+def start_backends(platforms: str | None) -> None:
+  """Chooses JAX's platforms and starts its backends, without start-up noise.
+
+  Args:
+    platforms: a `jax_platforms` value such as "cpu" (compile-only GPU
+      targets need no CUDA backend: the plugin still compiles for them), or
+      None to leave JAX's own choice (needed for an attached GPU).
+
+  Must run before anything else starts a backend; process-wide by nature,
+  so only the command line calls it.
+  """
+  if platforms is not None:
+    jax.config.update("jax_platforms", platforms)
+  # Without a GPU, JAX logs the CUDA plugin's failure with a traceback;
+  # configs on `gpu` then fail with one line each, which is enough.
+  bridge = logging.getLogger("jax._src.xla_bridge")
+  level = bridge.level
+  bridge.setLevel(logging.CRITICAL)
+  try:
+    with toolchain.quiet_startup():
+      jax.devices()
+  finally:
+    bridge.setLevel(level)
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadedTopology:
+  """A compile-only GPU topology.
+
+  Attributes:
+    topology: the `jax.experimental.topologies` description.
+    dropped_fields: config fields removed so the installed proto parses it,
+      as "Message.field", in the order removed.
+  """
+
+  topology: object
+  dropped_fields: tuple[str, ...]
+
+
+@functools.lru_cache(maxsize=32)
+def load_topology(name: str, config_text: str) -> LoadedTopology:
+  """Loads a GpuTargetConfigProto, dropping fields the proto does not know.
+
+  Raises:
+    TargetError: XLA rejects the config for another reason, or protobuf's
+      log does not name the field (e.g. TF_CPP_MIN_LOG_LEVEL >= 3 hid it).
+  """
+  dropped: list[str] = []
+  for _ in range(256):
+    with toolchain.captured_stderr() as log:
+      try:
+        topo = topologies.get_topology_desc(
+          name, "cuda", target_config=config_text, topology="1x1x1"
+        )
+      except jax.errors.JaxRuntimeError as e:
+        error = e
+      except NotImplementedError as e:  # "topology not implemented for cuda"
+        raise TargetError(
+          f"target {name!r}: the CUDA plugin is not loaded ({e}); install "
+          "jax-cuda12-plugin, and without a CUDA runtime set "
+          "JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 before JAX starts"
+        ) from None
+      else:
+        return LoadedTopology(topo, tuple(dropped))
+    field = parse_unknown_field_log(log[0])
+    if field is None:
+      said = _last_line(log[0]) or "nothing (TF_CPP_MIN_LOG_LEVEL >= 3?)"
+      raise TargetError(
+        f"target {name!r}: XLA rejected its config: {_first_line(error)}; "
+        f"protobuf said: {said}"
+      )
+    config_text = drop_field(config_text, field)
+    dropped.append(field.qualified_name)
+  raise TargetError(
+    f"target {name!r}: gave up after dropping {len(dropped)} fields"
+  )
+
+
+def _first_line(e: BaseException) -> str:
+  lines = str(e).strip().splitlines()
+  return lines[0] if lines else type(e).__name__
+
+
+def _last_line(text: str) -> str:
+  lines = [line for line in text.strip().splitlines() if line.strip()]
+  return lines[-1] if lines else ""
+
+
+def _device_for(target: Target):
+  """The device a target's arguments are placed on."""
+  if target.platform == "cpu":
+    return jax.devices("cpu")[0]
+  if target.compile_only:
+    return load_topology(target.name, target.config_text).topology.devices[0]
+  try:
+    return jax.devices("cuda")[0]
+  except RuntimeError as e:
+    raise TargetError(
+      f"target {target.name!r}: no CUDA device attached ({e})"
+    ) from e
+
+
+def compile_case(
+  case: Case,
+  args: tuple,
+  precision: str,
+  target: Target,
+  dump_passes: bool = False,
+) -> CompiledCase:
+  """Lowers and compiles `case.fn` on `args` for a target.
+
+  Args:
+    case: the case.
+    args: concrete or abstract arguments (arrays or pytrees); only shapes and
+      dtypes are used.
+    precision: a value for `jax.default_matmul_precision`.
+    target: where to compile.
+    dump_passes: also have XLA dump the module after every pass
+      (`xla_dump_to` + `xla_dump_hlo_pass_re=.*` as this compile's own debug
+      options, so no other compile is affected) into `pass_dumps`.
+
+  Raises:
+    TargetError: the target's device is not available, or its config cannot
+      be loaded.
+    ToolchainError: the ptxas XLA found cannot build for the target's GPU.
+    Exception: whatever JAX/XLA raise while lowering or compiling.
+  """
+  device = _device_for(target)
+  sharding = jax.sharding.SingleDeviceSharding(device)
+  specs = jax.tree_util.tree_map(
+    lambda a: jax.ShapeDtypeStruct(np.shape(a), a.dtype, sharding=sharding),
+    args,
+  )
+  start = time.perf_counter()
+  with jax.default_matmul_precision(precision):
+    lowered = (
+      jax.jit(case.fn)
+      .trace(*specs)
+      .lower(lowering_platforms=(target.platform,))
+    )
+  lower_s = time.perf_counter() - start
+  stablehlo = lowered.as_text(debug_info=True)
+  if target.platform != "cuda":
+    compiled, compile_s, extras = _compile_cpu(lowered, dump_passes)
+  else:
+    compiled, compile_s, extras = _compile_gpu(
+      lowered, target, device, dump_passes
+    )
+  return CompiledCase(
+    stablehlo, compiled.as_text(), compiled, compile_s, lower_s, **extras
+  )
+
+
+def _pass_dump_options(dump_dir: str) -> dict[str, str]:
+  return {"xla_dump_to": dump_dir, "xla_dump_hlo_pass_re": ".*"}
+
+
+def _read_pass_dumps(dump_dir: str) -> tuple[tuple[str, str], ...]:
+  names = sorted(
+    n for n in os.listdir(dump_dir) if ".after_" in n and n.endswith(".txt")
+  )
+  return tuple((n, _read(os.path.join(dump_dir, n))) for n in names)
+
+
+def _compile_cpu(lowered, dump_passes: bool) -> tuple:
+  """(Compiled, compile seconds, CompiledCase fields) of a CPU compile."""
+  with tempfile.TemporaryDirectory(prefix="hloprobe-dump-") as dump_dir:
+    options = _pass_dump_options(dump_dir) if dump_passes else None
+    start = time.perf_counter()
+    compiled = lowered.compile(compiler_options=options)
+    compile_s = time.perf_counter() - start
+    dumps = _read_pass_dumps(dump_dir) if dump_passes else ()
+  return compiled, compile_s, {"pass_dumps": dumps}
+
+
+def _jax_cuda_path() -> str | None:
+  """What JAX itself passes as xla_gpu_cuda_data_dir (private API)."""
+  lib = getattr(getattr(jax, "_src", None), "lib", None)
+  return getattr(lib, "cuda_path", None)
+
+
+def _gpu_compiler_options(target: Target, dump_dir: str) -> dict[str, str]:
+  """XLA options of a GPU compile: pinned ptxas, PTX dump, target's own."""
+  options = {"xla_dump_to": dump_dir}
+  wheel = toolchain.nvcc_wheel_dir()
+  if wheel is not None:
+    options["xla_gpu_cuda_data_dir"] = wheel
+  options.update(target.compiler_options or {})
+  return options
+
+
+def _compile_gpu(lowered, target: Target, device, dump_passes: bool) -> tuple:
+  """Compiles for CUDA with the PTX dumped; ptxas failures name the ptxas.
+
+  Returns (Compiled, compile seconds, CompiledCase fields).
+  """
+  with tempfile.TemporaryDirectory(prefix="hloprobe-dump-") as dump_dir:
+    options = _gpu_compiler_options(target, dump_dir)
+    if dump_passes:
+      options.update(_pass_dump_options(dump_dir))
+    cuda_dir = options.get("xla_gpu_cuda_data_dir", _jax_cuda_path())
+    ptxas = toolchain.find_ptxas(cuda_dir)
+    start = time.perf_counter()
+    with toolchain.captured_stderr() as log:
+      try:
+        compiled = lowered.compile(compiler_options=options)
+      except jax.errors.JaxRuntimeError as e:
+        error = e
+      else:
+        error = None
+    compile_s = time.perf_counter() - start
+    if error is not None:
+      wrapped = _compile_error(target, ptxas, error, log[0])
+      if wrapped is error:
+        raise error
+      raise wrapped from error
+    ptx_files = sorted(glob.glob(os.path.join(dump_dir, "*.ptx")))
+    ptx = tuple(_read(p) for p in ptx_files)
+    dumps = _read_pass_dumps(dump_dir) if dump_passes else ()
+  loaded = None
+  if target.compile_only:
+    loaded = load_topology(target.name, target.config_text)
+  return (
+    compiled,
+    compile_s,
+    {
+      "ptx": ptx,
+      "ptxas": ptxas,
+      "dropped_config_fields": loaded.dropped_fields if loaded else (),
+      "device_kind": getattr(device, "device_kind", None),
+      "compute_capability": getattr(device, "compute_capability", None),
+      "xla_log": toolchain.filter_startup_noise(log[0]),
+      "pass_dumps": dumps,
+    },
+  )
+
+
+def _read(path: str) -> str:
+  with open(path, encoding="utf-8", errors="replace") as f:
+    return f.read()
+
+
+def _compile_error(
+  target: Target, ptxas, error: BaseException, log: str
+) -> Exception:
+  """A one-line error; ptxas failures become ToolchainError naming it."""
+  text = _first_line(error).rstrip(".")
+  if "ptxas" not in text and "ptxas" not in log:
+    return error
+  sm = f"sm_{(target.compute_capability or '?').replace('.', '')}"
+  return ToolchainError(
+    f"target {target.name!r} ({sm}): ptxas {ptxas or 'not found'} cannot "
+    f"build its kernels: {text}. hloprobe uses the nvidia-cuda-nvcc-cu12 "
+    "wheel's ptxas when it is installed"
+  )
+
+
+def run_compiled(
+  compiled: CompiledCase, args: tuple
+) -> tuple[np.ndarray, float]:
+  """Runs a compiled config; returns its first output and the time in seconds.
+
+  The time covers one call, including argument transfer and
+  `block_until_ready`.
+  """
+  start = time.perf_counter()
+  out = compiled.compiled(*args)
+  out = jax.block_until_ready(out)
+  run_s = time.perf_counter() - start
+  first = jax.tree_util.tree_leaves(out)[0]
+  return np.asarray(first), run_s
+
+
+def float64_reference(case: Case, args: tuple) -> np.ndarray:
+  """The case's first output computed in float64 on the CPU.
+
+  Every floating input is cast to f64 and the function is run under
+  `jax.enable_x64` at HIGHEST precision; returns an f64 numpy array.
+  """
+  with jax.enable_x64(True), jax.default_matmul_precision("highest"):
+    args64 = jax.tree_util.tree_map(
+      lambda a: (
+        np.asarray(a, np.float64)
+        # jax.numpy knows bfloat16 and the fp8 types; numpy does not.
+        if jax.numpy.issubdtype(np.asarray(a).dtype, jax.numpy.floating)
+        else np.asarray(a)
+      ),
+      args,
+    )
+    out = jax.jit(case.fn)(*jax.device_put(args64, jax.devices("cpu")[0]))
+    return np.asarray(jax.tree_util.tree_leaves(out)[0], np.float64)
+
+
+def xla_instruction_counts(compiled: CompiledCase) -> dict[str, int] | None:
+  """Instruction count per computation, as XLA's own HloModule reports it.
+
+  Uses jaxlib's private `runtime_executable().hlo_modules()`; returns None
+  where this jaxlib does not offer it. For testing the text parser.
+  """
+  exe = compiled.compiled.runtime_executable()
+  if not hasattr(exe, "hlo_modules"):
+    return None
+  module = exe.hlo_modules()[0]
+  if not hasattr(module, "computations"):
+    return None
+  return {c.name: len(c.instructions()) for c in module.computations()}

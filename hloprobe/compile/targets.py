@@ -1,0 +1,396 @@
+"""Targets: where a case is compiled, and whether it can run there.
+
+`cpu` and `gpu` (an attached CUDA GPU) compile and run. The compile-only GPU
+targets (`a100`, `h100`, `h200`, `t4`, `l4`, `a6000`, `v100`) compile for a
+GPU this machine does not have, from the `stream_executor.GpuTargetConfigProto`
+text files shipped in `hloprobe/compile/gpu_specs/`; `load_target_config`
+makes a target of any other such file. Compile-only targets do no autotuning: what
+XLA picks there is its heuristic choice, which a real device may override.
+
+This module reads text only. It never calls JAX: loading a config into XLA
+(and dropping the fields the installed proto does not know, see
+`drop_field` and `parse_unknown_field_log`) happens in `lowering`.
+Checked on jaxlib 0.10.2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.resources
+import os
+import re
+from collections.abc import Mapping
+
+from hloprobe.errors import TargetError
+
+__all__ = [
+  "BUILTIN_TARGETS",
+  "GPU_SPECS",
+  "Target",
+  "UnknownField",
+  "drop_field",
+  "get_target",
+  "is_config_path",
+  "load_target_config",
+  "parse_unknown_field_log",
+]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Target:
+  """A compilation target.
+
+  Attributes:
+    name: the name users type (`cpu`, `gpu`, `a100`, ...).
+    platform: JAX platform to lower for: "cpu" or "cuda".
+    compile_only: True when no such device is attached (no run, no
+      autotuning; numerics must be predicted).
+    description: one line for `hloprobe targets`.
+    config_text: GpuTargetConfigProto text for compile-only targets.
+    compute_capability: "8.0"-style string for GPU targets ("9.0a" for
+      sm_90a), else None; "n/a" is how reports render None.
+    config_path: where `config_text` came from, for messages; None when
+      there is no config.
+    compiler_options: extra XLA debug options passed with every compile
+      (`Lowered.compile(compiler_options=...)`), e.g.
+      {"xla_gpu_cuda_data_dir": "/path/to/cuda"}; they override hloprobe's
+      own choices. None for none.
+  """
+
+  name: str
+  platform: str
+  compile_only: bool
+  description: str
+  config_text: str | None = None
+  compute_capability: str | None = None
+  config_path: str | None = None
+  compiler_options: Mapping[str, str] | None = None
+
+
+# Target name -> the config file shipped in hloprobe/compile/gpu_specs. The
+# files are copies of XLA's xla/backends/gpu/target_config/specs/*.txtpb
+# (a100_sxm_40, a6000, h100_sxm, h200, v100) and of datasheet-derived configs
+# (t4, l4).
+GPU_SPECS = {
+  "a100": "a100_sxm_40.txtpb",
+  "h100": "h100_sxm.txtpb",
+  "h200": "h200.txtpb",
+  "t4": "t4.txtpb",
+  "l4": "l4.txtpb",
+  "a6000": "a6000.txtpb",
+  "v100": "v100.txtpb",
+}
+_FEATURE_SUFFIX = {
+  "ACCELERATED_FEATURES": "a",
+  "FAMILY_COMPATIBLE_FEATURES": "f",
+}
+_EXAMPLE = "hloprobe/compile/gpu_specs/a100_sxm_40.txtpb"
+
+# --- A text-format protobuf tokenizer: enough to check structure, read a
+# --- few fields and cut one field out; not a full parser.
+_TOKEN_RE = re.compile(
+  r"""(?P<ws>\s+|\#[^\n]*)
+    |(?P<string>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
+    |(?P<punct>[{}<>:\[\],;])
+    |(?P<word>[A-Za-z0-9_.+\-]+)""",
+  re.VERBOSE,
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Token:
+  kind: str
+  text: str
+  start: int
+  end: int
+
+
+def _tokenize(text: str) -> list[_Token]:
+  tokens, pos = [], 0
+  while pos < len(text):
+    m = _TOKEN_RE.match(text, pos)
+    if m is None:
+      raise _SyntaxError(pos, f"unexpected character {text[pos]!r}")
+    if m.lastgroup != "ws":
+      tokens.append(_Token(m.lastgroup, m.group(), m.start(), m.end()))
+    pos = m.end()
+  return tokens
+
+
+class _SyntaxError(Exception):
+  def __init__(self, offset: int, message: str):
+    super().__init__(message)
+    self.offset = offset
+
+
+_CLOSE = {"{": "}", "<": ">"}
+
+
+def _field_end(tokens: list[_Token], i: int) -> int:
+  """Index just past the field whose name is tokens[i]."""
+  if tokens[i].kind != "word":
+    raise _SyntaxError(
+      tokens[i].start, f"expected a field name, got {tokens[i].text!r}"
+    )
+  i += 1
+  if i < len(tokens) and tokens[i].text == ":":
+    i += 1
+  if i >= len(tokens):
+    raise _SyntaxError(tokens[-1].end, "missing value at end of file")
+  tok = tokens[i]
+  if tok.text in _CLOSE:
+    return _message_end(tokens, i + 1, _CLOSE[tok.text])
+  if tok.text == "[":
+    while i < len(tokens) and tokens[i].text != "]":
+      i += 1
+    return i + 1
+  if tok.kind == "string":
+    while i < len(tokens) and tokens[i].kind == "string":
+      i += 1
+    return i
+  if tok.kind != "word":
+    raise _SyntaxError(tok.start, f"expected a value, got {tok.text!r}")
+  return i + 1
+
+
+def _message_end(tokens: list[_Token], i: int, close: str | None) -> int:
+  """Checks fields from tokens[i] up to `close`; returns the index past it."""
+  while i < len(tokens):
+    if tokens[i].text == close:
+      return i + 1
+    i = _field_end(tokens, i)
+    if i < len(tokens) and tokens[i].text in (",", ";"):
+      i += 1
+  if close is not None:
+    raise _SyntaxError(tokens[-1].end if tokens else 0, f"missing {close!r}")
+  return i
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+  line = text.count("\n", 0, offset) + 1
+  return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def _check_syntax(text: str, where: str) -> list[_Token]:
+  try:
+    tokens = _tokenize(text)
+    _message_end(tokens, 0, None)
+  except _SyntaxError as e:
+    line, col = _line_col(text, e.offset)
+    raise TargetError(
+      f"{where}:{line}:{col}: not a GpuTargetConfigProto text file ({e}); "
+      f"expected 'name: value' and 'name {{ ... }}' fields, e.g. {_EXAMPLE}"
+    ) from None
+  return tokens
+
+
+def _field_value(tokens: list[_Token], path: tuple[str, ...]) -> str | None:
+  """The value of a scalar field, found by its chain of field names."""
+  depth, wanted = 0, 0
+  for i, tok in enumerate(tokens):
+    if tok.text in ("{", "<"):
+      depth += 1
+    elif tok.text in ("}", ">"):
+      depth -= 1
+      wanted = min(wanted, depth)
+    elif i and tokens[i - 1].text == ":":
+      continue  # a value, not a field name
+    elif tok.kind == "word" and depth == wanted and tok.text == path[wanted]:
+      if wanted < len(path) - 1:
+        wanted += 1
+        continue
+      j = i + 2 if i + 1 < len(tokens) and tokens[i + 1].text == ":" else i + 1
+      return tokens[j].text.strip("\"'") if j < len(tokens) else None
+  return None
+
+
+def _compute_capability(tokens: list[_Token]) -> str | None:
+  cc = ("gpu_device_info", "cuda_compute_capability")
+  major = _field_value(tokens, cc + ("major",))
+  if major is None:
+    return None
+  minor = _field_value(tokens, cc + ("minor",)) or "0"
+  feature = _field_value(tokens, cc + ("feature_extension",)) or "NONE"
+  return f"{major}.{minor}{_FEATURE_SUFFIX.get(feature, '')}"
+
+
+def _target_from_text(
+  name: str, text: str, where: str, description: str | None
+) -> Target:
+  tokens = _check_syntax(text, where)
+  if not any(t.text == "gpu_device_info" for t in tokens):
+    raise TargetError(
+      f"{where}: no gpu_device_info field; not a GpuTargetConfigProto "
+      f"(e.g. {_EXAMPLE})"
+    )
+  cc = _compute_capability(tokens)
+  if cc is None:
+    raise TargetError(
+      f"{where}: no gpu_device_info.cuda_compute_capability; hloprobe "
+      f"compiles for CUDA GPUs only (e.g. {_EXAMPLE})"
+    )
+  device = _field_value(tokens, ("device_description_str",)) or name
+  return Target(
+    name=name,
+    platform="cuda",
+    compile_only=True,
+    description=description or f"{device} (compile only, from {where})",
+    config_text=text,
+    compute_capability=cc,
+    config_path=where,
+  )
+
+
+def load_target_config(path: str) -> Target:
+  """Makes a compile-only CUDA target of a GpuTargetConfigProto text file.
+
+  Args:
+    path: a `.txtpb` file such as XLA's
+      xla/backends/gpu/target_config/specs/a100_sxm_40.txtpb. The target is
+      named after the file (`a100_sxm_40`).
+
+  Raises:
+    TargetError: the file cannot be read, is not text-format protobuf, or
+      has no CUDA compute capability. Fields the installed XLA does not know
+      are not an error here (see `lowering`).
+  """
+  try:
+    with open(path, encoding="utf-8") as f:
+      text = f.read()
+  except OSError as e:
+    raise TargetError(
+      f"--target_config={path!r}: cannot read it ({e})"
+    ) from None
+  except UnicodeDecodeError:
+    raise TargetError(
+      f"{path}: not a GpuTargetConfigProto text file (not UTF-8 text); "
+      f"expected 'name: value' and 'name {{ ... }}' fields, e.g. {_EXAMPLE}"
+    ) from None
+  name = os.path.splitext(os.path.basename(path))[0]
+  return _target_from_text(name, text, path, None)
+
+
+def _builtin_gpu(name: str, filename: str) -> Target:
+  text = (
+    importlib.resources.files("hloprobe.compile")
+    .joinpath("gpu_specs", filename)
+    .read_text()
+  )
+  where = f"hloprobe/compile/gpu_specs/{filename}"
+  tokens = _tokenize(text)
+  device = _field_value(tokens, ("device_description_str",)) or name
+  description = f"{device}, compile only (XLA heuristics, no autotuning)"
+  return _target_from_text(name, text, where, description)
+
+
+BUILTIN_TARGETS = {
+  "cpu": Target("cpu", "cpu", False, "the host CPU (compile and run)"),
+  "gpu": Target("gpu", "cuda", False, "an attached CUDA GPU (compile and run)"),
+  **{name: _builtin_gpu(name, f) for name, f in GPU_SPECS.items()},
+}
+
+
+def is_config_path(name: str) -> bool:
+  """Whether a target word names a config file rather than a built-in target.
+
+  It does when it ends in `.txtpb`, holds a path separator or names an
+  existing file (`--target_config=/etc/passwd` is then a file that fails to
+  parse, not an unknown target). Built-in names win over files.
+  """
+  if name in BUILTIN_TARGETS:
+    return False
+  return name.endswith(".txtpb") or os.sep in name or os.path.isfile(name)
+
+
+def get_target(name: str) -> Target:
+  """Looks up a built-in target by name, or loads a config file as a target.
+
+  Raises:
+    TargetError: the name is unknown, or the file (see `is_config_path`)
+      cannot be read or parsed as a GpuTargetConfigProto.
+  """
+  if is_config_path(name):
+    return load_target_config(name)
+  if name not in BUILTIN_TARGETS:
+    raise TargetError(
+      f"unknown target {name!r}; choose from {', '.join(BUILTIN_TARGETS)} "
+      f"or a GpuTargetConfigProto file such as {_EXAMPLE}"
+    )
+  return BUILTIN_TARGETS[name]
+
+
+# --- Configs newer than the installed proto.
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class UnknownField:
+  """A field XLA's text-format parser rejected.
+
+  Attributes:
+    message: the proto message type, e.g. "stream_executor.GpuDeviceInfoProto".
+    field: the field name, e.g. "mem_clock_ghz".
+    line, column: 1-based position protobuf reports (the column is just past
+      the field name).
+  """
+
+  message: str
+  field: str
+  line: int
+  column: int
+
+  @property
+  def qualified_name(self) -> str:
+    return f"{self.message.rsplit('.', 1)[-1]}.{self.field}"
+
+
+# protobuf's text_format.cc logs (jaxlib 0.10.2, seen on stderr):
+#   Error parsing text-format stream_executor.GpuTargetConfigProto: 50:16:
+#   Message type "stream_executor.GpuDeviceInfoProto" has no field named
+#   "mem_clock_ghz".
+_UNKNOWN_FIELD_RE = re.compile(
+  r'(\d+):(\d+): Message type "([\w.]+)" has no field named "(\w+)"'
+)
+
+
+def parse_unknown_field_log(log: str) -> UnknownField | None:
+  """Finds the first "has no field named" error in protobuf's log text."""
+  m = _UNKNOWN_FIELD_RE.search(log)
+  if m is None:
+    return None
+  return UnknownField(m.group(3), m.group(4), int(m.group(1)), int(m.group(2)))
+
+
+def drop_field(text: str, field: UnknownField) -> str:
+  """Removes one field (scalar or message) at the position protobuf named.
+
+  The field's tokens, a separator after it, and its line when that is left
+  blank are removed; everything else is kept byte for byte.
+
+  Raises:
+    TargetError: no field of that name ends at that position.
+  """
+  tokens = _tokenize(text)
+  for i, tok in enumerate(tokens):
+    if tok.text == field.field and _line_col(text, tok.end) == (
+      field.line,
+      field.column,
+    ):
+      j = _field_end(tokens, i)
+      if j < len(tokens) and tokens[j].text in (",", ";"):
+        j += 1
+      return _cut(text, tok.start, tokens[j - 1].end)
+  raise TargetError(
+    f"cannot drop field {field.qualified_name!r}: nothing named so ends at "
+    f"line {field.line}, column {field.column}"
+  )
+
+
+def _cut(text: str, start: int, end: int) -> str:
+  """Removes text[start:end], and the line it was on if left blank."""
+  out = text[:start] + text[end:]
+  line_start = out.rfind("\n", 0, start) + 1
+  line_end = out.find("\n", start)
+  line_end = len(out) if line_end < 0 else line_end + 1
+  if not out[line_start:line_end].strip():
+    out = out[:line_start] + out[line_end:]
+  return out

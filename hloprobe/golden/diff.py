@@ -1,0 +1,260 @@
+"""The semantic golden (dot summaries) and what changed, in words and diffs.
+
+`dot_summary` turns a config's `DotFate`s into the summary dots.json holds.
+The rest compares already-read file contents: no files, no JAX. `snapshot`
+reads and writes the files and calls into this module. Site changes are
+sentences a person reads first, such as (one line)
+
+  a100 seed_mlp n=1 bfloat16 site 2:
+    multiply+reduce F32_F32_F32 -> Triton gemm TF32_TF32_F32
+
+and every changed file also gets a unified diff (difflib) of its canonical
+body, so the words can be checked against the text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Iterable, Mapping
+
+from hloprobe.sites.dot_sites import DotFate, fate_summary, site_record
+
+__all__ = [
+  "SUMMARY_KEYS",
+  "CheckResult",
+  "FileChange",
+  "SiteChange",
+  "describe_site_changes",
+  "dot_summary",
+  "unified_diff",
+]
+
+# What a dot summary keeps of `dot_sites.site_record`: what the compiler
+# decided, not where the source is or what XLA named its instructions.
+SUMMARY_KEYS = (
+  "lhs",
+  "rhs",
+  "result",
+  "K",
+  "lhs_batch_dims",
+  "rhs_batch_dims",
+  "lhs_contracting_dims",
+  "rhs_contracting_dims",
+  "stablehlo_precision",
+  "stablehlo_algorithm",
+  "fate",
+  "emitter",
+  "precision_config",
+  "algorithm",
+  "effective_algorithm",
+  "split_k",
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SiteChange:
+  """One dot site whose summary changed.
+
+  Attributes:
+    config: the config in words, e.g. "cpu seed_mlp n=1 bfloat16".
+    site: the site index (program order of the StableHLO dot_generals).
+    words: the change in words, e.g. "multiply+reduce -> dot".
+  """
+
+  config: str
+  site: int
+  words: str
+
+  def __str__(self) -> str:
+    return f"{self.config} site {self.site}: {self.words}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FileChange:
+  """A golden file whose compared content differs from the candidate.
+
+  Attributes:
+    path: path relative to the golden folder, e.g.
+      "cpu/seed_mlp/n1-bfloat16.hlo".
+    diff: unified diff of the canonical bodies, golden first.
+  """
+
+  path: str
+  diff: str
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckResult:
+  """The outcome of `snapshot.check`.
+
+  Attributes:
+    golden_dir: the golden folder checked.
+    compared: how many files were compared.
+    changed: files whose content differs, with diffs.
+    sites: semantic changes of dot sites, in words.
+    missing: files the sweep makes that the golden folder lacks.
+    stale: golden files no config of the sweep makes.
+    failed: configs that failed to lower or compile, with their error.
+    not_compared: text files skipped because jax/jaxlib differ from the
+      manifest's (without `strict`).
+    note: the one line on a jax/jaxlib version difference, or None.
+    candidate_dir: where the candidate files were written, or None.
+  """
+
+  golden_dir: str
+  compared: int
+  changed: tuple[FileChange, ...] = ()
+  sites: tuple[SiteChange, ...] = ()
+  missing: tuple[str, ...] = ()
+  stale: tuple[str, ...] = ()
+  failed: tuple[str, ...] = ()
+  not_compared: tuple[str, ...] = ()
+  note: str | None = None
+  candidate_dir: str | None = None
+
+  @property
+  def ok(self) -> bool:
+    """True when every compared file matches and nothing is missing, stale or failed."""
+    return not (self.changed or self.missing or self.stale or self.failed)
+
+  def render(self) -> str:
+    """The result for people: counts, the version note, changes in words, diffs."""
+    lines = [
+      f"golden check of {self.golden_dir}: {self.compared} files compared, "
+      f"{len(self.changed)} changed, {len(self.missing)} missing, "
+      f"{len(self.stale)} stale, {len(self.failed)} failed configs: "
+      + ("OK" if self.ok else "MISMATCH")
+    ]
+    if self.note:
+      lines.append(self.note)
+    sections = (
+      ("Semantic changes:", [str(s) for s in self.sites]),
+      ("Failed configs:", list(self.failed)),
+      (
+        "Missing golden files (run `hloprobe golden update`):",
+        list(self.missing),
+      ),
+      (
+        "Stale golden files (no config of this sweep makes them):",
+        list(self.stale),
+      ),
+    )
+    for title, items in sections:
+      if items:
+        lines += ["", title] + [f"  {item}" for item in items]
+    for change in self.changed:
+      lines += ["", change.diff.rstrip("\n")]
+    if self.candidate_dir:
+      lines += ["", f"candidate files written to {self.candidate_dir}"]
+    return "\n".join(lines)
+
+
+def unified_diff(
+  golden_lines: list[str], candidate_lines: list[str], path: str
+) -> str:
+  """A unified diff (3 lines of context) from the golden to the candidate."""
+  return "\n".join(
+    difflib.unified_diff(
+      golden_lines,
+      candidate_lines,
+      fromfile=f"golden/{path}",
+      tofile=f"candidate/{path}",
+      lineterm="",
+    )
+  )
+
+
+def _show(value) -> str:
+  return "n/a" if value is None else str(value)
+
+
+def _algorithm_key(site: dict) -> str:
+  """The algorithm a headline shows: the effective one when known."""
+  return (
+    "effective_algorithm" if site.get("effective_algorithm") else "algorithm"
+  )
+
+
+def _headline(site: dict) -> str:
+  """`<fate> <algorithm>`, e.g. "Triton gemm TF32_TF32_F32"."""
+  algorithm = site.get(_algorithm_key(site))
+  fate = str(site.get("fate"))
+  return f"{fate} {algorithm}" if algorithm else fate
+
+
+def _site_words(old: dict, new: dict) -> str | None:
+  """One site's change in words, or None when nothing differs.
+
+  The headline `<fate> <algorithm> -> <fate> <algorithm>` comes first when
+  it changed; every other field that differs follows as
+  `field: old -> new`.
+  """
+  if old == new:
+    return None
+  parts, shown = [], set()
+  if _headline(old) != _headline(new):
+    parts.append(f"{_headline(old)} -> {_headline(new)}")
+    shown = {"fate", _algorithm_key(old), _algorithm_key(new)}
+  for key in dict.fromkeys([*old, *new]):
+    if key in shown or old.get(key) == new.get(key):
+      continue
+    before = _show(old.get(key)) if key in old else "(absent)"
+    after = _show(new.get(key)) if key in new else "(absent)"
+    parts.append(f"{key}: {before} -> {after}")
+  return "; ".join(parts)
+
+
+def describe_site_changes(
+  config: str, old_sites: list[dict], new_sites: list[dict]
+) -> list[SiteChange]:
+  """Site-by-site changes between two dot summaries of one config.
+
+  Args:
+    config: the config in words, e.g. "cpu seed_mlp n=1 bfloat16".
+    old_sites, new_sites: the `sites` lists of the golden and candidate
+      `dots.json`, each site a dict with at least "site" (int) and "fate".
+
+  Returns:
+    One `SiteChange` per site that differs, was added or was removed, in
+    site order.
+  """
+  old = {s.get("site"): s for s in old_sites}
+  new = {s.get("site"): s for s in new_sites}
+  changes = []
+  for index in sorted(set(old) | set(new), key=lambda i: (i is None, i)):
+    if index not in new:
+      words = f"{_headline(old[index])} -> (site gone from the StableHLO)"
+    elif index not in old:
+      words = f"(new site) -> {_headline(new[index])}"
+    else:
+      words = _site_words(old[index], new[index])
+    if words:
+      changes.append(SiteChange(config, index, words))
+  return changes
+
+
+def _site_summary(f: DotFate, rewritten_by) -> dict:
+  record = site_record(f, rewritten_by)
+  out = {"site": record["index"]} | {k: record[k] for k in SUMMARY_KEYS}
+  by = record["rewritten_by"]
+  out["pass"] = f"{by['pass']} ({by['pipeline']})" if by else None
+  return out
+
+
+def dot_summary(
+  fates: Iterable[DotFate], passes: Mapping | None = None
+) -> dict:
+  """The semantic golden of one config: {"fate_summary", "sites"}.
+
+  Args:
+    fates: the config's dot sites.
+    passes: site index -> `passes.PassAttribution` (from a sweep with
+      explain_passes); a site absent from it has "pass": null.
+  """
+  fates = list(fates)
+  passes = passes or {}
+  return {
+    "fate_summary": fate_summary(fates),
+    "sites": [_site_summary(f, passes.get(f.site.index)) for f in fates],
+  }

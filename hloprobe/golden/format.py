@@ -1,0 +1,384 @@
+"""The golden file format: names, headers, dot summaries, the manifest.
+
+Schema version 1. One config makes three files, named
+`<target>/<case>/n<N>-<precision>[-<experiment>].<kind>`:
+
+  .hlo             `// hloprobe-golden v1 kind=hlo target=cpu case=seed_mlp
+                   n=1 precision=bfloat16 jax=0.10.2 jaxlib=0.10.2
+                   date=2025-01-31` (one line), then `canonical.canonical_hlo`
+                   text. `//` starts a comment for XLA's HLO parser too.
+  .stablehlo.mlir  the same header with kind=stablehlo (an MLIR comment),
+                   then `canonical.canonical_stablehlo` text.
+  .dots.json       {"golden": {<the header fields>, "schema_version": 1},
+                    "fate_summary": "dot x3, multiply+reduce x1",
+                    "sites": [<one object per dot site, one per line>]}
+
+A site object: "site" (index in StableHLO program order, from 0), "lhs",
+"rhs", "result" (HLO shapes such as "f32[48,2]"), "K" (contracting size),
+batch and contracting dims, "stablehlo_precision" ("DEFAULT,DEFAULT"),
+"stablehlo_algorithm" (preset or null), "fate" (`dot_sites.Fate` value),
+"emitter", "precision_config", "algorithm", "effective_algorithm",
+"split_k" (see `diff.SUMMARY_KEYS`) and "pass" ("<pass> (<pipeline>)"
+that rewrote the site, or null when it stays a plain dot).
+No source paths, no instruction names.
+
+MANIFEST.json: {"schema": "hloprobe-golden-manifest", "schema_version": 1,
+"jax", "jaxlib", "date", "sweep": {"cases", "targets", "batch_sizes",
+"precisions"}}.
+
+Parsing validates the header against the file name and the body against its
+kind, and raises `GoldenError` naming the file, never a bare traceback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import re
+from collections.abc import Mapping
+
+from hloprobe.errors import GoldenError, HloprobeError
+from hloprobe.golden.diff import dot_summary
+from hloprobe.ir.canonical import canonical_hlo, canonical_stablehlo
+
+__all__ = [
+  "KINDS",
+  "SCHEMA_VERSION",
+  "ConfigKey",
+  "GoldenFile",
+  "config_files",
+  "manifest_text",
+  "parse",
+  "parse_manifest",
+  "path_key",
+  "same_manifest",
+  "today",
+]
+
+SCHEMA_VERSION = 1
+KINDS = ("stablehlo.mlir", "hlo", "dots.json")
+_KIND_WORDS = {"stablehlo.mlir": "stablehlo", "hlo": "hlo", "dots.json": "dots"}
+_MANIFEST_SCHEMA = "hloprobe-golden-manifest"
+_PATH_RE = re.compile(
+  r"^(?P<target>[\w\-]+)/(?P<case>[\w\-]+)/n(?P<n>\d+)-(?P<precision>\w+)"
+  r"(?:-(?P<experiment>[\w\-+=]+?))?\.(?P<kind>stablehlo\.mlir|hlo|dots\.json)$"
+)
+_HEADER_RE = re.compile(r"^// hloprobe-golden v(\d+)((?: [\w]+=\S+)*)$")
+_SWEEP_KEYS = {
+  "cases": str,
+  "targets": str,
+  "batch_sizes": int,
+  "precisions": str,
+}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConfigKey:
+  """One config of a sweep, as golden file names spell it."""
+
+  target: str
+  case: str
+  n: int
+  precision: str
+  experiment: str | None = None
+
+  @property
+  def words(self) -> str:
+    """e.g. "a100 seed_mlp n=1 bfloat16"."""
+    extra = f" {self.experiment}" if self.experiment else ""
+    return f"{self.target} {self.case} n={self.n} {self.precision}{extra}"
+
+  @property
+  def config(self) -> tuple[str, str, int, str]:
+    """(target, case, n, precision): the sweep coordinates."""
+    return (self.target, self.case, self.n, self.precision)
+
+  def path(self, kind: str) -> str:
+    extra = f"-{self.experiment}" if self.experiment else ""
+    return f"{self.target}/{self.case}/n{self.n}-{self.precision}{extra}.{kind}"
+
+
+def path_key(rel: str) -> tuple[ConfigKey, str] | None:
+  """(config, kind) of a golden file's relative path, or None if not one."""
+  m = _PATH_RE.match(rel)
+  if not m:
+    return None
+  key = ConfigKey(
+    m["target"], m["case"], int(m["n"]), m["precision"], m["experiment"]
+  )
+  return key, m["kind"]
+
+
+def _header(
+  key: ConfigKey, kind: str, versions: Mapping[str, str], date: str
+) -> dict:
+  header = {
+    "kind": _KIND_WORDS[kind],
+    "target": key.target,
+    "case": key.case,
+    "n": key.n,
+    "precision": key.precision,
+  }
+  if key.experiment:
+    header["experiment"] = key.experiment
+  return header | {
+    "jax": versions["jax"],
+    "jaxlib": versions["jaxlib"],
+    "date": date,
+  }
+
+
+def _dots_lines(summary: Mapping) -> list[str]:
+  """The compared lines of a dots.json: the summary, one site per line."""
+  sites = summary["sites"]
+  lines = [
+    f'  "fate_summary": {json.dumps(summary["fate_summary"])},',
+    '  "sites": [',
+  ]
+  lines += [
+    f"    {json.dumps(s)}" + ("," if i + 1 < len(sites) else "")
+    for i, s in enumerate(sites)
+  ]
+  return lines + ["  ]"]
+
+
+def config_files(
+  key: ConfigKey, result, versions: Mapping[str, str], date: str
+) -> dict[str, str]:
+  """The three golden files of one successful `ConfigResult`: path -> text."""
+  out = {}
+  for kind, body in (
+    ("stablehlo.mlir", canonical_stablehlo(result.stablehlo)),
+    ("hlo", canonical_hlo(result.optimized_hlo)),
+  ):
+    fields = " ".join(
+      f"{k}={v}" for k, v in _header(key, kind, versions, date).items()
+    )
+    out[key.path(kind)] = (
+      f"// hloprobe-golden v{SCHEMA_VERSION} {fields}\n{body}"
+    )
+  header = {"schema_version": SCHEMA_VERSION} | _header(
+    key, "dots.json", versions, date
+  )
+  lines = ["{", f'  "golden": {json.dumps(header)},'] + _dots_lines(
+    dot_summary(result.fates, result.passes)
+  )
+  out[key.path("dots.json")] = "\n".join(lines + ["}"]) + "\n"
+  return out
+
+
+@dataclasses.dataclass(frozen=True)
+class GoldenFile:
+  """A parsed golden file.
+
+  Attributes:
+    key, kind: what the file name says.
+    header: the header fields (str values; "n" and "schema_version" too).
+    content: what is compared: the canonical text, or for dots.json the
+      {"fate_summary", "sites"} dict.
+  """
+
+  key: ConfigKey
+  kind: str
+  header: Mapping[str, str]
+  content: object
+
+  def lines(self) -> list[str]:
+    """The compared content as lines, for unified diffs."""
+    if self.kind == "dots.json":
+      return _dots_lines(self.content)
+    return self.content.splitlines()
+
+
+def _fail(path: str, why: str) -> GoldenError:
+  return GoldenError(
+    f"[hloprobe] {path}: {why}; regenerate it with `hloprobe golden update` "
+    "or restore it from git"
+  )
+
+
+def _text_header(path: str, text: str) -> tuple[dict, str]:
+  first, _, body = text.partition("\n")
+  m = _HEADER_RE.match(first)
+  if not m:
+    raise _fail(
+      path,
+      f"first line {first[:60]!r} is not a header like "
+      "'// hloprobe-golden v1 kind=hlo target=cpu ...'",
+    )
+  fields = dict(f.split("=", 1) for f in m.group(2).split())
+  return {"schema_version": m.group(1)} | fields, body
+
+
+def _dots_content(path: str, text: str) -> tuple[dict, dict]:
+  try:
+    doc = json.loads(text)
+  except json.JSONDecodeError as e:
+    raise _fail(path, f"not valid JSON ({e}; truncated?)") from e
+  ok = (
+    isinstance(doc, dict)
+    and isinstance(doc.get("golden"), dict)
+    and isinstance(doc.get("sites"), list)
+    and all(
+      isinstance(s, dict) and "site" in s and "fate" in s for s in doc["sites"]
+    )
+  )
+  if not ok:
+    raise _fail(
+      path,
+      'not a dot summary: expected {"golden": {...}, "sites": [{"site": 0, "fate": ...}]}',
+    )
+  header = {k: str(v) for k, v in doc["golden"].items()}
+  return header, {
+    "fate_summary": doc.get("fate_summary"),
+    "sites": doc["sites"],
+  }
+
+
+def _check_stablehlo(path: str, body: str) -> str:
+  text = canonical_stablehlo(body)
+  balanced = text.count("{") == text.count("}") and text.count(
+    "("
+  ) == text.count(")")
+  if not (
+    text.lstrip().startswith("module")
+    and text.rstrip().endswith("}")
+    and balanced
+  ):
+    raise _fail(path, "not a complete StableHLO module (truncated?)")
+  return text
+
+
+def _check_header(
+  path: str, header: Mapping[str, str], key: ConfigKey, kind: str
+) -> None:
+  version = header.get("schema_version")
+  if version != str(SCHEMA_VERSION):
+    raise _fail(
+      path, f"schema version {version!r}; this hloprobe reads {SCHEMA_VERSION}"
+    )
+  expected = {
+    k: str(v)
+    for k, v in _header(key, kind, {"jax": "", "jaxlib": ""}, "").items()
+    if k not in ("jax", "jaxlib", "date")
+  }
+  wrong = {k: header.get(k) for k, v in expected.items() if header.get(k) != v}
+  missing = [k for k in ("jax", "jaxlib", "date") if k not in header]
+  if wrong or missing:
+    raise _fail(
+      path,
+      f"header does not match the file name (wrong {wrong}, missing {missing})",
+    )
+
+
+def parse(path: str, rel: str, text: str) -> GoldenFile:
+  """Parses and validates one golden file.
+
+  Args:
+    path: the file's path, for messages.
+    rel: its path relative to the golden folder (names config and kind).
+    text: its content.
+
+  Raises:
+    GoldenError: bad file name, missing or mismatched header, or a body that
+      is truncated or not of its kind; the message names `path`.
+  """
+  named = path_key(rel)
+  if named is None:
+    raise _fail(
+      path, "not a golden file name like 'cpu/seed_mlp/n1-bfloat16.hlo'"
+    )
+  key, kind = named
+  if kind == "dots.json":
+    header, content = _dots_content(path, text)
+  else:
+    header, body = _text_header(path, text)
+    if kind == "stablehlo.mlir":
+      content = _check_stablehlo(path, body)
+    else:
+      try:
+        content = canonical_hlo(body)
+      except HloprobeError as e:
+        raise _fail(
+          path,
+          f"not a complete HLO module: {str(e).removeprefix('[hloprobe] ')}",
+        ) from e
+  _check_header(path, header, key, kind)
+  return GoldenFile(key, kind, header, content)
+
+
+def manifest_text(
+  versions: Mapping[str, str], sweep: Mapping[str, list], date: str
+) -> str:
+  """MANIFEST.json text for a sweep made with these jax/jaxlib versions."""
+  top = {
+    "schema": _MANIFEST_SCHEMA,
+    "schema_version": SCHEMA_VERSION,
+    "jax": versions["jax"],
+    "jaxlib": versions["jaxlib"],
+    "date": date,
+  }
+  lines = ["{"] + [
+    f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in top.items()
+  ]
+  keys = list(_SWEEP_KEYS)
+  lines += ['  "sweep": {'] + [
+    f"    {json.dumps(k)}: {json.dumps(list(sweep[k]))}"
+    + ("," if k != keys[-1] else "")
+    for k in keys
+  ]
+  return "\n".join(lines + ["  }", "}"]) + "\n"
+
+
+def parse_manifest(path: str, text: str) -> dict:
+  """Parses and validates MANIFEST.json.
+
+  Raises:
+    GoldenError: not JSON, wrong schema, or a malformed sweep; names `path`.
+  """
+  try:
+    doc = json.loads(text)
+  except json.JSONDecodeError as e:
+    raise _fail(path, f"not valid JSON ({e}; truncated?)") from e
+  if not isinstance(doc, dict) or doc.get("schema") != _MANIFEST_SCHEMA:
+    raise _fail(
+      path, f'not a golden manifest: expected "schema": "{_MANIFEST_SCHEMA}"'
+    )
+  if doc.get("schema_version") != SCHEMA_VERSION:
+    raise _fail(
+      path,
+      f"schema version {doc.get('schema_version')!r}; this hloprobe reads {SCHEMA_VERSION}",
+    )
+  sweep = doc.get("sweep")
+  ok = isinstance(sweep, dict) and all(
+    isinstance(sweep.get(k), list)
+    and sweep[k]
+    and all(isinstance(v, t) for v in sweep[k])
+    for k, t in _SWEEP_KEYS.items()
+  )
+  if not ok or not all(
+    isinstance(doc.get(k), str) for k in ("jax", "jaxlib", "date")
+  ):
+    raise _fail(
+      path,
+      "manifest lacks jax, jaxlib, date or a sweep with non-empty "
+      "cases, targets, batch_sizes and precisions",
+    )
+  return doc
+
+
+def same_manifest(old_text: str, new_text: str) -> bool:
+  """Whether two manifests agree on everything but the date."""
+  try:
+    old, new = (
+      parse_manifest("MANIFEST.json", t) for t in (old_text, new_text)
+    )
+  except GoldenError:
+    return False
+  return {**old, "date": None} == {**new, "date": None}
+
+
+def today() -> str:
+  """Today's date in UTC, "YYYY-MM-DD", as headers write it."""
+  return datetime.datetime.now(datetime.UTC).date().isoformat()

@@ -1,0 +1,284 @@
+"""Updating the golden folder atomically: `hloprobe golden update`.
+
+What an update replaces depends on MANIFEST.json's sweep:
+
+  - the same configs (or no manifest yet): the whole folder; golden files
+    the new sweep does not make are removed;
+  - a narrower sweep (every list a subset of the manifest's, e.g.
+    `--targets=cpu --batch_sizes=1`): only the files of its configs; the
+    files outside it and the manifest's sweep stay as they were. The
+    manifest keeps its jax/jaxlib too while files made with them remain;
+  - any other sweep: the whole folder, and the manifest records the new
+    sweep; the result says so.
+
+The new folder is written in full next to the old one (`.golden.update-*`),
+then renamed into place; the old one is renamed aside first and removed
+last. A failure before the final rename leaves the previous goldens; a
+failure of the final rename moves them back. Files whose content did not
+change keep their old bytes, header date included, so an update that
+changes nothing changes no bytes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+
+from hloprobe.errors import GoldenError
+from hloprobe.golden import format as fmt
+from hloprobe.golden.snapshot import (
+  MANIFEST,
+  Snapshot,
+  in_scope,
+  list_golden_files,
+  read_golden_file,
+  read_manifest,
+  sweep_configs,
+  write_snapshot,
+)
+
+__all__ = ["UpdateResult", "update"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class UpdateResult:
+  """What `update` did; paths are relative to the golden folder.
+
+  Attributes:
+    golden_dir: the golden folder.
+    added, changed, removed: files the update added, rewrote, deleted.
+    unchanged: files of the sweep whose content was already right.
+    kept: files outside a narrower sweep, kept as they were.
+    note: how the update related to MANIFEST.json's sweep (merged into it,
+      or replaced the folder), or None for a plain full update.
+  """
+
+  golden_dir: str
+  added: tuple[str, ...]
+  changed: tuple[str, ...]
+  removed: tuple[str, ...]
+  unchanged: int
+  kept: int = 0
+  note: str | None = None
+
+  def render(self) -> str:
+    """The result for people: one line per added, changed, removed file."""
+    lines = [
+      f"golden update of {self.golden_dir}: {len(self.added)} added, "
+      f"{len(self.changed)} changed, {len(self.removed)} removed, "
+      f"{self.unchanged} unchanged"
+      + (f", {self.kept} kept outside this sweep" if self.kept else "")
+    ]
+    lines += [self.note] if self.note else []
+    for word, paths in (
+      ("added", self.added),
+      ("changed", self.changed),
+      ("removed", self.removed),
+    ):
+      lines += [f"  {word:8s}{p}" for p in paths]
+    return "\n".join(lines)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Plan:
+  """What one update replaces and what MANIFEST.json will say.
+
+  Attributes:
+    scope: the (target, case, n, precision) configs replaced; None for the
+      whole folder.
+    sweep: the sweep the manifest records.
+    versions: the jax/jaxlib the manifest records.
+    note: `UpdateResult.note`.
+  """
+
+  scope: set[tuple] | None
+  sweep: Mapping[str, list]
+  versions: Mapping[str, str]
+  note: str | None = None
+
+
+def _read_manifest(golden_dir: str) -> dict | None:
+  """The folder's manifest, or None when it is absent or unreadable."""
+  if not os.path.isfile(os.path.join(golden_dir, MANIFEST)):
+    return None
+  try:
+    return read_manifest(golden_dir)
+  except GoldenError:
+    return None
+
+
+def _plan(
+  golden_dir: str, snap: Snapshot, sweep: Mapping[str, list], old: list[str]
+) -> _Plan:
+  """Merge into the manifest's sweep when `sweep` is within it, else replace."""
+  manifest = _read_manifest(golden_dir)
+  if manifest is None:
+    note = f"no readable {MANIFEST}: replaced the whole folder" if old else None
+    return _Plan(None, sweep, snap.versions, note)
+  recorded = manifest["sweep"]
+  extra = {k: [v for v in sweep[k] if v not in recorded[k]] for k in recorded}
+  if any(extra.values()):
+    words = "; ".join(
+      f"{k} {', '.join(map(str, v))}" for k, v in extra.items() if v
+    )
+    return _Plan(
+      None,
+      sweep,
+      snap.versions,
+      f"this sweep is not within {MANIFEST}'s ({words} not in it): "
+      f"replaced the whole folder, and {MANIFEST} records this sweep",
+    )
+  scope = sweep_configs(sweep)
+  if scope == sweep_configs(recorded):
+    return _Plan(None, sweep, snap.versions)
+  return _merge_plan(manifest, snap, scope)
+
+
+def _merge_plan(manifest: dict, snap: Snapshot, scope: set[tuple]) -> _Plan:
+  """A narrower sweep: its configs replaced, the manifest's sweep kept."""
+  versions = {"jax": manifest["jax"], "jaxlib": manifest["jaxlib"]}
+  note = (
+    f"merged into {MANIFEST}'s sweep: replaced the files of this sweep's "
+    "configs, kept the others"
+  )
+  if versions != {k: snap.versions.get(k) for k in versions}:
+    note += (
+      f"; {MANIFEST} keeps jax {versions['jax']} / jaxlib "
+      f"{versions['jaxlib']}, which made the files kept (an update of the "
+      "whole sweep moves them all to this jax/jaxlib)"
+    )
+  return _Plan(scope, manifest["sweep"], versions, note)
+
+
+def _same_body(golden_dir: str, rel: str, text: str) -> bool:
+  """Whether a golden file holds the same content as `text` (corrupt: no)."""
+  try:
+    old = fmt.parse(rel, rel, read_golden_file(golden_dir, rel))
+    return old.content == fmt.parse(rel, rel, text).content
+  except GoldenError:
+    return False
+
+
+def _new_stage(golden_dir: str) -> str:
+  """An empty folder next to `golden_dir`, on the same file system."""
+  parent, base = os.path.split(os.path.abspath(golden_dir))
+  os.makedirs(parent, exist_ok=True)
+  stage = tempfile.mkdtemp(prefix=f".{base}.update-", dir=parent)
+  os.chmod(stage, 0o755)  # mkdtemp makes it 0o700
+  return stage
+
+
+def _fill(
+  stage: str,
+  golden_dir: str,
+  snap: Snapshot,
+  plan: _Plan,
+  keep: set[str],
+) -> None:
+  """Writes the new golden folder into `stage`.
+
+  Files in `keep` are copied from `golden_dir` byte for byte; the old
+  manifest is kept too when no file of the snapshot changed and it says the
+  same (its date then stays).
+  """
+  new = {rel: text for rel, text in snap.files.items() if rel not in keep}
+  write_snapshot(Snapshot(new, snap.versions), stage)
+  for rel in keep:
+    os.makedirs(os.path.dirname(os.path.join(stage, rel)), exist_ok=True)
+    shutil.copyfile(os.path.join(golden_dir, rel), os.path.join(stage, rel))
+  manifest = fmt.manifest_text(
+    plan.versions, plan.sweep, snap.date or fmt.today()
+  )
+  if not new and os.path.isfile(os.path.join(golden_dir, MANIFEST)):
+    old_text = read_golden_file(golden_dir, MANIFEST)
+    if fmt.same_manifest(old_text, manifest):
+      manifest = old_text
+  with open(os.path.join(stage, MANIFEST), "w") as f:
+    f.write(manifest)
+
+
+def _swap_in(stage: str, golden_dir: str) -> None:
+  """Replaces `golden_dir` by `stage`; on failure the old folder stays."""
+  backup = stage + ".old"
+  had_old = os.path.isdir(golden_dir)
+  if had_old:
+    os.rename(golden_dir, backup)
+  try:
+    os.rename(stage, golden_dir)
+  except OSError as e:
+    if had_old:
+      os.rename(backup, golden_dir)
+    raise GoldenError(
+      f"[hloprobe] cannot move the new goldens into {golden_dir} ({e}); "
+      "the previous goldens are unchanged"
+    ) from e
+  if had_old:
+    shutil.rmtree(backup, ignore_errors=True)
+
+
+def update(
+  golden_dir: str, snap: Snapshot, sweep: Mapping[str, list]
+) -> UpdateResult:
+  """Writes a snapshot into the golden folder, atomically.
+
+  A sweep narrower than MANIFEST.json's replaces only its own configs'
+  files; any other replaces the whole folder (see the module docstring).
+  The new folder is staged next to the old one and renamed into place, so
+  an interrupted update leaves the previous goldens. Files whose content is
+  unchanged keep their old text (and date); files of the replaced configs
+  that the snapshot lacks are removed.
+
+  Args:
+    golden_dir: the golden folder (created if absent).
+    snap: the new files, from `snapshot`.
+    sweep: the sweep that made them (keys as in `snapshot.manifest_sweep`).
+
+  Raises:
+    GoldenError: a config failed (nothing is written), or the folder could
+      not be replaced (the previous goldens stay).
+  """
+  if snap.failed:
+    raise GoldenError(
+      "[hloprobe] refusing to update goldens, configs failed:\n  "
+      + "\n  ".join(snap.failed)
+    )
+  old = list_golden_files(golden_dir) if os.path.isdir(golden_dir) else []
+  plan = _plan(golden_dir, snap, sweep, old)
+  replaced = {r for r in old if in_scope(r, plan.scope) or r in snap.files}
+  same = {
+    r
+    for r in replaced
+    if r in snap.files and _same_body(golden_dir, r, snap.files[r])
+  }
+  _stage_and_swap(golden_dir, snap, plan, same | (set(old) - replaced))
+  return UpdateResult(
+    golden_dir=golden_dir,
+    added=tuple(sorted(set(snap.files) - set(old))),
+    changed=tuple(sorted(set(snap.files) & replaced - same)),
+    removed=tuple(sorted(replaced - set(snap.files))),
+    unchanged=len(same),
+    kept=len(set(old) - replaced),
+    note=plan.note,
+  )
+
+
+def _stage_and_swap(
+  golden_dir: str, snap: Snapshot, plan: _Plan, keep: set[str]
+) -> None:
+  """Stages the new folder and swaps it in; OSError becomes GoldenError."""
+  stage = None
+  try:
+    stage = _new_stage(golden_dir)
+    _fill(stage, golden_dir, snap, plan, keep)
+    _swap_in(stage, golden_dir)
+  except OSError as e:
+    raise GoldenError(
+      f"[hloprobe] cannot write the new goldens for {golden_dir} ({e}); "
+      "the previous goldens are unchanged"
+    ) from e
+  finally:
+    if stage and os.path.isdir(stage):
+      shutil.rmtree(stage)

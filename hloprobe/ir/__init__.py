@@ -1,0 +1,10 @@
+"""Reading compiler text into records; no JAX runtime here.
+
+hlo (optimized HLO text), stablehlo (StableHLO dot_general ops), ptx (PTX
+kernels), canonical (canonical forms for goldens), precisions (the precision
+and DotAlgorithmPreset vocabulary).
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,311 @@
+"""GPU kernels read from PTX: which arithmetic each kernel really does.
+
+Pure text in, records out; imports no JAX. `parse_ptx` lists each `.entry`
+of a PTX file with the counts of its floating-point multiply instructions
+(its own and those of the `.func`s it calls), and `classify_instructions`
+names the dot algorithm they imply as a `jax.lax.DotAlgorithmPreset` name.
+
+Rules, checked on jaxlib 0.10.2 PTX for sm_80 and sm_90 (Triton gemm
+fusions, loop and input-reduce fusions):
+
+  mma.sync.aligned.<shape>.row.col.<d>.<a>.<b>.<c>  tensor cores: preset
+      `<A>_<B>_<D>`, e.g. `...f32.tf32.tf32.f32` -> TF32_TF32_F32 and
+      `...f32.bf16.bf16.f32` -> BF16_BF16_F32
+  wgmma.mma_async...<shape>.<d>.<a>.<b>  sm_90 tensor cores, the same way
+  cvt.rna.tf32.f32 before a tf32 mma  operands rounded to nearest, ties
+      away from zero (without it the mma truncates the f32 mantissa)
+  no mma, fma/mul on bf16 or f16  products rounded to 16 bits: no preset
+  no mma, fma/mul .f64  F64_F64_F64
+  no mma, only f32 fma/mul  F32_F32_F32 (IEEE f32 products, f32 sums)
+  none of these  not a dot kernel (e.g. the reduce after split-K)
+
+Kernel names: XLA names a fusion's kernel after the fusion, through
+`llvm_ir::SanitizeFunctionName` (xla/service/llvm_ir/llvm_util.cc): every
+character outside [A-Za-z0-9_$] becomes `_`, and a leading digit gets a `_`
+prefix. Fusions that XLA's GPU deduplication made identical share one
+kernel, named after the fusion in their `metadata.deduplicated_name`.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import re
+
+from hloprobe.ir.precisions import ALGORITHMS
+
+__all__ = [
+  "PtxKernel",
+  "classify_instructions",
+  "for_operands",
+  "kernel_name",
+  "parse_ptx",
+]
+
+_COMMENT_RE = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+_FUNC_RE = re.compile(
+  r"\.(entry|func)\s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)\s*\("
+)
+_TARGET_RE = re.compile(r"^\s*\.target\s+(\w+)", re.MULTILINE)
+_CALL_RE = re.compile(
+  r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?([A-Za-z_$][\w$]*)"
+)
+_PREDICATE_RE = re.compile(r"^@!?%?\w+\s+")
+_SHAPE_RE = re.compile(r"^m\d+n\d+k\d+$")
+_FLOAT_TYPES = (
+  "f64",
+  "f32",
+  "tf32",
+  "bf16",
+  "bf16x2",
+  "f16",
+  "f16x2",
+  "e4m3",
+  "e5m2",
+)
+_NARROW_TYPES = ("tf32", "bf16", "bf16x2", "f16", "f16x2")
+_MMA_TYPES = _FLOAT_TYPES + ("s8", "u8", "s4", "u4", "s32", "b1")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PtxKernel:
+  """One PTX kernel and the dot arithmetic it does.
+
+  Attributes:
+    name: the `.entry` name, e.g. "gemm_fusion_dot_1".
+    target: the PTX `.target`, e.g. "sm_80"; None if not stated.
+    instructions: counts of the floating-point multiply-like opcodes
+      (mma, wgmma, fma, mul, and the cvt to tf32/bf16/f16), as sorted
+      (opcode, count) pairs, e.g. (("cvt.rna.tf32.f32", 12), ...).
+    algorithm: the DotAlgorithmPreset name those imply, or None (no preset
+      fits, or no multiply at all).
+    evidence: a short account of why, for reports.
+    tf32_rounding: for TF32 kernels, "rna" when `cvt.rna.tf32.f32` rounds
+      the operands first, "truncate" when it does not; else None.
+  """
+
+  name: str
+  target: str | None
+  instructions: tuple[tuple[str, int], ...]
+  algorithm: str | None
+  evidence: str
+  tf32_rounding: str | None
+
+
+def kernel_name(hlo_name: str) -> str:
+  """The kernel name XLA gives an HLO fusion (`SanitizeFunctionName`)."""
+  name = re.sub(r"[^A-Za-z0-9_$]", "_", hlo_name)
+  if not name:
+    return "__unnamed"
+  return "_" + name if name[0].isdigit() else name
+
+
+def _opcodes(body: str) -> collections.Counter:
+  """Counts the opcodes of a function body (statements split on `;`)."""
+  counts: collections.Counter = collections.Counter()
+  for statement in re.split(r"[;\n]", body):
+    statement = _PREDICATE_RE.sub("", statement.strip(" \t{}"))
+    if not statement or statement[0] in ".$%" or statement.endswith(":"):
+      continue
+    counts[statement.split(None, 1)[0]] += 1
+  return counts
+
+
+def _is_float_multiply(opcode: str) -> bool:
+  parts = opcode.split(".")
+  if parts[0] in ("mma", "wgmma"):
+    return _mma_types(opcode) is not None  # not wgmma.fence and the like
+  if parts[0] in ("fma", "mul"):
+    return parts[-1] in _FLOAT_TYPES
+  # cvt.<rounding>.<to>.<from>: keep conversions to tf32 / 16-bit floats.
+  return parts[0] == "cvt" and len(parts) >= 3 and parts[-2] in _NARROW_TYPES
+
+
+def _functions(text: str) -> dict[str, tuple[str, str]]:
+  """Name -> (kind, body) of each `.entry` and `.func` with a body."""
+  out = {}
+  for m in _FUNC_RE.finditer(text):
+    close_params = _matching(text, m.end() - 1, "(", ")")
+    brace = text.find("{", close_params)
+    semicolon = text.find(";", close_params)
+    if brace < 0 or (0 <= semicolon < brace):
+      continue  # a declaration without a body
+    out[m.group(2)] = (
+      m.group(1),
+      text[brace + 1 : _matching(text, brace, "{", "}")],
+    )
+  return out
+
+
+def _matching(text: str, at: int, open_: str, close: str) -> int:
+  depth = 0
+  for i in range(at, len(text)):
+    depth += (text[i] == open_) - (text[i] == close)
+    if depth == 0:
+      return i
+  return len(text)
+
+
+def _kernel_counts(
+  name: str, functions: dict, seen: frozenset = frozenset()
+) -> collections.Counter:
+  """Opcode counts of a function plus the functions it calls."""
+  body = functions[name][1]
+  counts = _opcodes(body)
+  for callee in set(_CALL_RE.findall(body)):
+    if callee in functions and callee not in seen and callee != name:
+      counts += _kernel_counts(callee, functions, seen | {name})
+  return counts
+
+
+def parse_ptx(text: str) -> list[PtxKernel]:
+  """Lists the kernels (`.entry` functions) of one PTX file, classified."""
+  text = _COMMENT_RE.sub("", text)
+  target = _TARGET_RE.search(text)
+  functions = _functions(text)
+  kernels = []
+  for name, (kind, _) in functions.items():
+    if kind != "entry":
+      continue
+    counts = {
+      k: v
+      for k, v in _kernel_counts(name, functions).items()
+      if _is_float_multiply(k)
+    }
+    algorithm, evidence, rounding = classify_instructions(counts)
+    kernels.append(
+      PtxKernel(
+        name=name,
+        target=target.group(1) if target else None,
+        instructions=tuple(sorted(counts.items())),
+        algorithm=algorithm,
+        evidence=evidence,
+        tf32_rounding=rounding,
+      )
+    )
+  return kernels
+
+
+def _mma_types(opcode: str) -> tuple[str, str, str] | None:
+  """(d, a, b) element types of an mma.sync or wgmma opcode."""
+  parts = opcode.split(".")
+  shape = next((i for i, p in enumerate(parts) if _SHAPE_RE.match(p)), None)
+  if shape is None:
+    return None
+  types = [p for p in parts[shape + 1 :] if p in _MMA_TYPES]
+  return (types[0], types[1], types[2]) if len(types) >= 3 else None
+
+
+def _preset(a: str, b: str, d: str) -> str:
+  name = f"{a}_{b}_{d}".upper()
+  return name if name in ALGORITHMS else f"{name} (no DotAlgorithmPreset)"
+
+
+def _summary(counts: dict[str, int], keep) -> str:
+  return ", ".join(f"{op} x{n}" for op, n in sorted(counts.items()) if keep(op))
+
+
+def classify_instructions(
+  counts: dict[str, int],
+) -> tuple[str | None, str, str | None]:
+  """Names the dot algorithm a kernel's multiply instructions imply.
+
+  Args:
+    counts: opcode -> number of occurrences in one kernel, e.g.
+      {"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32": 2,
+       "cvt.rna.tf32.f32": 6, "fma.rn.f32": 88}.
+
+  Returns:
+    (preset name or None, evidence text, tf32 rounding or None); see the
+    module docstring for the rules. Without mma, f32 products win over f64
+    and 16-bit ones (elementwise code fused into the kernel, e.g. sin's
+    range reduction, may multiply in f64); `for_operands` refines this
+    with the dot's operand type.
+  """
+  mma = {op: n for op, n in counts.items() if _mma_types(op) is not None}
+  kinds = {t for t in map(_mma_types, mma) if t is not None}
+  if len(kinds) == 1:
+    d, a, b = kinds.pop()
+    rounding = None
+    if "tf32" in (a, b):
+      rna = any(op.startswith("cvt.rna") and "tf32" in op for op in counts)
+      rounding = "rna" if rna else "truncate"
+    evidence = _summary(
+      counts, lambda op: op in mma or "tf32" in op or "bf16" in op
+    )
+    return _preset(a, b, d), evidence, rounding
+  if mma:
+    return None, "several mma flavours: " + _summary(mma, lambda op: True), None
+  products = _products(counts)
+  for kind, preset in (("f32", "F32_F32_F32"), ("f64", "F64_F64_F64")):
+    if kind in products:
+      return preset, f"no mma; {products[kind]}", None
+  if products:
+    return (
+      None,
+      f"no mma; 16-bit products ({', '.join(products.values())})",
+      None,
+    )
+  return None, "no floating-point multiply", None
+
+
+_PRODUCT_KIND = {
+  "f32": "f32",
+  "f64": "f64",
+  "bf16": "16-bit",
+  "bf16x2": "16-bit",
+  "f16": "16-bit",
+  "f16x2": "16-bit",
+}
+
+
+def _products(counts: dict[str, int]) -> dict[str, str]:
+  """Scalar fma/mul opcodes by product kind ("f32", "f64", "16-bit")."""
+  out: dict[str, list[str]] = {}
+  for op, n in sorted(counts.items()):
+    parts = op.split(".")
+    if parts[0] in ("fma", "mul") and parts[-1] in _PRODUCT_KIND:
+      out.setdefault(_PRODUCT_KIND[parts[-1]], []).append(f"{op} x{n}")
+  return {k: ", ".join(v) for k, v in out.items()}
+
+
+def for_operands(
+  kernel: PtxKernel, operand_dtype: str
+) -> tuple[str | None, str]:
+  """The algorithm a kernel runs for a dot whose operands are `operand_dtype`.
+
+  Tensor-core kernels keep their mma preset. Without mma the kernel's
+  products of the operand's own width decide: f32 products of f32 operands
+  are F32_F32_F32; of bf16/f16 operands (converted to f32, so the products
+  are exact) BF16_BF16_F32 / F16_F16_F32, unless 16-bit products appear,
+  which round each product (no preset); f64 operands need f64 products.
+
+  Returns:
+    (preset name or None, evidence text).
+  """
+  if kernel.algorithm is None or any(
+    op.startswith(("mma", "wgmma")) for op, _ in kernel.instructions
+  ):
+    return kernel.algorithm, kernel.evidence
+  products = _products(dict(kernel.instructions))
+  if operand_dtype == "f64":
+    return (
+      ("F64_F64_F64", f"no mma; {products['f64']}")
+      if "f64" in products
+      else (None, kernel.evidence)
+    )
+  if operand_dtype in ("bf16", "f16"):
+    if "16-bit" in products:
+      return (
+        None,
+        f"no mma; 16-bit products ({products['16-bit']}): no DotAlgorithmPreset",
+      )
+    if "f32" in products:
+      name = f"{operand_dtype.upper()}_{operand_dtype.upper()}_F32"
+      return (
+        name,
+        f"no mma; {operand_dtype} operands, f32 products ({products['f32']})",
+      )
+  if "f32" in products:
+    return "F32_F32_F32", f"no mma; only f32 products ({products['f32']})"
+  return None, kernel.evidence

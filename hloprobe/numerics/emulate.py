@@ -1,0 +1,390 @@
+"""Predicted numerics: a case re-evaluated with each dot site at an algorithm.
+
+`make_emulator` traces a case's function to a jaxpr (`jax.make_jaxpr`) and
+re-evaluates it, jit-compiled on the CPU, with every `dot_general` site
+(numbered as in StableHLO, see `jaxpr_sites`) computed by
+`emulate_dot.emulated_dot_general` at the algorithm chosen for that site.
+Every other primitive runs as traced, in the case's own dtypes; a dot's
+result is converted to the dtype the case's dot returns. Dead dots (not
+sites) and integer dots run as traced.
+
+Higher-order primitives evaluated with their sites: jit, closed_call,
+core_call, remat2 (checkpoint), custom_jvp_call, custom_vjp_call (their
+primal function), cond, while and scan; any other one that holds a dot
+raises `EmulationError`. Convolutions are not dot sites and run as traced.
+The cost is about one CPU run of the case per pass of the chosen
+algorithms (1 for F32/TF32/BF16, 3 to 9 for the splits) with the "xla"
+order; the other summation orders are loops, slower, meant for the noise
+floor.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.extend.core as jex
+import numpy as np
+from jax import lax
+
+from hloprobe.errors import EmulationError, UsageError
+from hloprobe.numerics.emulate_dot import (
+  EMULATED_ALGORITHMS,
+  SUMMATION_ORDERS,
+  emulated_dot_general,
+)
+from hloprobe.numerics.jaxpr_sites import (
+  CALL_PRIMITIVES,
+  NO_SITES,
+  JaxprSite,
+  SitePlan,
+  count_sites,
+  jaxpr_sites,
+  open_jaxpr,
+  plan_sites,
+  trace,
+)
+from hloprobe.numerics.rounding import ROUNDING_MODES
+
+__all__ = [
+  "EMULATED_ALGORITHMS",
+  "SUMMATION_ORDERS",
+  "Emulator",
+  "JaxprSite",
+  "OrderSpread",
+  "count_sites",
+  "emulate_case",
+  "emulated_dot_general",
+  "jaxpr_sites",
+  "make_emulator",
+  "order_spread",
+  "emulate_with_scales",
+]
+
+
+class _Evaluator:
+  """Evaluates jaxprs with each planned dot site at its algorithm."""
+
+  def __init__(self, algorithms: tuple[str, ...], order: str, rounding: str):
+    self.algorithms, self.order, self.rounding = algorithms, order, rounding
+
+  def run(self, jaxpr, plan: SitePlan, consts, args) -> list:
+    jaxpr = open_jaxpr(jaxpr)
+    env = dict(zip(jaxpr.constvars, consts)) | dict(zip(jaxpr.invars, args))
+    read = lambda a: a.val if isinstance(a, jex.Literal) else env[a]
+    for i, eqn in enumerate(jaxpr.eqns):
+      ins = [read(v) for v in eqn.invars]
+      if i in plan.sites:
+        outs = [self._dot(eqn, ins, plan.sites[i])]
+      elif eqn.primitive.name in CALL_PRIMITIVES or (
+        i in plan.subs and any(s.size for s in plan.subs[i])
+      ):
+        outs = self._higher_order(eqn, ins, plan.subs.get(i))
+      else:
+        outs = eqn.primitive.bind(*ins, **eqn.params)
+        outs = outs if eqn.primitive.multiple_results else [outs]
+      env.update(
+        (v, x)
+        for v, x in zip(eqn.outvars, outs)
+        if not isinstance(v, jex.DropVar)
+      )
+    return [read(v) for v in jaxpr.outvars]
+
+  def _closed(self, closed, plan):
+    return lambda *args: self.run(closed.jaxpr, plan, closed.consts, args)
+
+  def _dot(self, eqn, ins, site: int):
+    out_dtype = eqn.outvars[0].aval.dtype
+    if not all(jax.numpy.issubdtype(x.dtype, jax.numpy.inexact) for x in ins):
+      return eqn.primitive.bind(*ins, **eqn.params)  # integer dots: exact
+    out = emulated_dot_general(
+      *ins,
+      eqn.params["dimension_numbers"],
+      self.algorithms[site],
+      order=self.order,
+      tf32_rounding=self.rounding,
+    )
+    return lax.convert_element_type(out, out_dtype)
+
+  def _higher_order(self, eqn, ins, plans):
+    name, p = eqn.primitive.name, eqn.params
+    if name in CALL_PRIMITIVES:
+      sub = p[CALL_PRIMITIVES[name]]
+      consts = sub.consts if isinstance(sub, jex.ClosedJaxpr) else ()
+      return self.run(sub, plans[0] if plans else NO_SITES, consts, ins)
+    if name == "cond":
+      fns = [self._closed(b, s) for b, s in zip(p["branches"], plans)]
+      return lax.switch(ins[0], fns, *ins[1:])
+    if name == "while":
+      return self._while(p, ins, plans)
+    return self._scan(p, ins, plans)
+
+  def _while(self, p, ins, plans):
+    nc, nb = p["cond_nconsts"], p["body_nconsts"]
+    cond_consts, body_consts, init = ins[:nc], ins[nc : nc + nb], ins[nc + nb :]
+    cond, body = (
+      self._closed(p["cond_jaxpr"], plans[0]),
+      self._closed(p["body_jaxpr"], plans[1]),
+    )
+    return lax.while_loop(
+      lambda c: cond(*cond_consts, *c)[0],
+      lambda c: body(*body_consts, *c),
+      list(init),
+    )
+
+  def _scan(self, p, ins, plans):
+    nc, nk = p["num_consts"], p["num_carry"]
+    if len({self.algorithms[s.base : s.base + s.size] for s in plans}) > 1:
+      raise EmulationError(
+        f"[hloprobe] a scan with unroll={p['unroll']} has {len(plans)} copies "
+        "of its body in StableHLO, with different algorithms for their sites; "
+        "emulating that is not supported"
+      )
+    body = self._closed(p["jaxpr"], plans[0] if plans else NO_SITES)
+
+    def step(carry, xs):
+      outs = body(*ins[:nc], *carry, *xs)
+      return outs[:nk], outs[nk:]
+
+    carry, ys = lax.scan(
+      step,
+      list(ins[nc : nc + nk]),
+      list(ins[nc + nk :]),
+      length=p["length"],
+      reverse=p["reverse"],
+    )
+    return [*carry, *ys]
+
+
+class _ScaleRecorder(_Evaluator):
+  """An F32 evaluation that also returns max and rms of |A||B| per site.
+
+  Sites inside loop and branch bodies (while, scan, cond) are skipped: their
+  values live in the body's own trace.
+  """
+
+  def __init__(self, count: int):
+    super().__init__(("F32_F32_F32",) * count, "xla", "rna")
+    self.scales: dict[int, tuple] = {}
+    self._in_body = 0
+
+  def _higher_order(self, eqn, ins, plans):
+    loop = eqn.primitive.name not in CALL_PRIMITIVES
+    self._in_body += loop
+    try:
+      return super()._higher_order(eqn, ins, plans)
+    finally:
+      self._in_body -= loop
+
+  def _dot(self, eqn, ins, site: int):
+    if not self._in_body and all(
+      jax.numpy.issubdtype(x.dtype, jax.numpy.inexact) for x in ins
+    ):
+      scale = lax.dot_general(
+        *(jax.numpy.abs(x).astype(np.float32) for x in ins),
+        eqn.params["dimension_numbers"],
+        precision=lax.Precision.HIGHEST,
+      )
+      self.scales[site] = (
+        jax.numpy.max(scale, initial=0.0),
+        jax.numpy.sqrt(jax.numpy.mean(jax.numpy.square(scale))),
+      )
+    return super()._dot(eqn, ins, site)
+
+
+def emulate_with_scales(fn: Callable, args: Sequence) -> tuple:
+  """`fn(*args)` with every site at F32 ("xla" order), and each site's scale.
+
+  One jit-compiled evaluation. The scale of a site is the max and rms of
+  (|A||B|)_ij = sum_k |a_ik||b_kj| over its output (output units of the
+  site); sites inside loop and branch bodies (scan, while, cond) get None.
+
+  Returns:
+    (first output leaf as numpy, one `(max, rms)` pair of floats or None per
+    site, in site order).
+  """
+  closed, _ = trace(fn, args)
+  plan, sites = plan_sites(closed.jaxpr)
+
+  def run(consts, leaves):
+    recorder = _ScaleRecorder(len(sites))
+    outs = recorder.run(closed.jaxpr, plan, consts, leaves)
+    return outs[0], recorder.scales
+
+  out, found = jax.jit(run)(
+    tuple(closed.consts), jax.tree_util.tree_leaves(args)
+  )
+  scales = tuple(
+    (float(found[i][0]), float(found[i][1])) if i in found else None
+    for i in range(len(sites))
+  )
+  return np.asarray(out), scales
+
+
+@dataclasses.dataclass(frozen=True)
+class Emulator:
+  """A case's function with each dot site computed by a chosen algorithm.
+
+  Call it like the case's function, on arguments with the shapes and dtypes
+  it was made for; it returns the same pytree, as jax arrays. It is
+  jit-compiled on first call. Its output dtypes are the case's.
+
+  Attributes:
+    sites: the dot sites, in site order.
+    site_algorithms: the algorithm of each site (`EMULATED_ALGORITHMS`).
+    order: f32 summation order of every emulated dot (`SUMMATION_ORDERS`).
+    tf32_rounding: f32 -> TF32 rounding mode ('rna' or 'rne').
+  """
+
+  sites: tuple[JaxprSite, ...]
+  site_algorithms: tuple[str, ...]
+  order: str
+  tf32_rounding: str
+  _run: Callable = dataclasses.field(repr=False)
+  _consts: tuple = dataclasses.field(repr=False)
+  _in_avals: tuple = dataclasses.field(repr=False)
+
+  def __call__(self, *args):
+    got = tuple(
+      (np.shape(x), jax.dtypes.canonicalize_dtype(np.result_type(x)))
+      for x in jax.tree_util.tree_leaves(args)
+    )
+    if got != self._in_avals:
+      raise UsageError(
+        f"[hloprobe] emulator made for arguments {self._in_avals}, called "
+        f"with {got}; make one emulator per batch size"
+      )
+    return self._run(self._consts, *args)
+
+
+def _checked_algorithms(site_algorithms, count: int) -> tuple[str, ...]:
+  names = (
+    (site_algorithms,) * count
+    if isinstance(site_algorithms, str)
+    else tuple(site_algorithms)
+  )
+  if len(names) != count:
+    raise EmulationError(
+      f"[hloprobe] {len(names)} site algorithms given for {count} dot sites; "
+      f"give one per site, e.g. {['F32_F32_F32'] * count}"
+    )
+  bad = sorted({a for a in names if a not in EMULATED_ALGORITHMS})
+  if bad:
+    raise UsageError(
+      f"algorithms {bad} are not emulated; choose from "
+      f"{', '.join(EMULATED_ALGORITHMS)}"
+    )
+  return names
+
+
+def make_emulator(
+  fn: Callable,
+  args: Sequence,
+  site_algorithms: str | Sequence[str],
+  *,
+  order: str = "xla",
+  tf32_rounding: str = "rna",
+) -> Emulator:
+  """Builds the emulated version of `fn` for arguments like `args`.
+
+  Args:
+    fn: the case's function (not jitted).
+    args: its arguments (arrays or pytrees; only shapes and dtypes matter).
+    site_algorithms: one algorithm name per site, in site order, or one name
+      for every site.
+    order: summation order of the emulated dots (`SUMMATION_ORDERS`).
+    tf32_rounding: 'rna' (XLA's Triton GEMMs) or 'rne' (cuBLAS model).
+
+  Raises:
+    EmulationError: an unsupported primitive holds a dot, or the number of
+      algorithms differs from the number of sites.
+    UsageError: an unknown algorithm, order or rounding mode.
+  """
+  if order not in SUMMATION_ORDERS:
+    raise UsageError(f"unknown order {order!r}; choose from {SUMMATION_ORDERS}")
+  if tf32_rounding not in ROUNDING_MODES:
+    raise UsageError(
+      f"unknown tf32_rounding {tf32_rounding!r}; choose from {ROUNDING_MODES}"
+    )
+  closed, out_tree = trace(fn, args)
+  plan, sites = plan_sites(closed.jaxpr)
+  algorithms = _checked_algorithms(site_algorithms, len(sites))
+  evaluator = _Evaluator(algorithms, order, tf32_rounding)
+
+  def run(consts, *call_args):
+    outs = evaluator.run(
+      closed.jaxpr, plan, consts, jax.tree_util.tree_leaves(call_args)
+    )
+    return jax.tree_util.tree_unflatten(out_tree, outs)
+
+  in_avals = tuple((a.shape, a.dtype) for a in closed.in_avals)
+  return Emulator(
+    sites,
+    algorithms,
+    order,
+    tf32_rounding,
+    jax.jit(run),
+    tuple(closed.consts),
+    in_avals,
+  )
+
+
+def emulate_case(
+  fn, args, site_algorithms, *, order="xla", tf32_rounding="rna"
+):
+  """Runs `fn(*args)` emulated; returns its output pytree as numpy arrays.
+
+  See `make_emulator` for the arguments. F64_F64_F64 sites need the call
+  inside `with jax.enable_x64(True):`.
+  """
+  emulator = make_emulator(
+    fn, args, site_algorithms, order=order, tf32_rounding=tf32_rounding
+  )
+  return jax.tree_util.tree_map(np.asarray, emulator(*args))
+
+
+@dataclasses.dataclass(frozen=True)
+class OrderSpread:
+  """A case's first output under several f32 summation orders.
+
+  Measures how much the output moves when only the order of the f32 sums
+  changes (the same products, the same algorithms); `accuracy` turns it
+  into a noise floor.
+
+  Attributes:
+    outputs: order name -> first output leaf, numpy, the case's dtype.
+    spread_abs: per element, max minus min over the orders; f64 numpy array
+      of the output's shape, in output units.
+    max_spread_abs: the largest element of `spread_abs`, output units.
+  """
+
+  outputs: dict[str, np.ndarray]
+  spread_abs: np.ndarray
+  max_spread_abs: float
+
+
+def order_spread(
+  fn, args, site_algorithms, *, orders=SUMMATION_ORDERS, tf32_rounding="rna"
+) -> OrderSpread:
+  """Emulates `fn(*args)` once per order in `orders` and measures the spread.
+
+  Raises:
+    UsageError: fewer than two orders, or as `make_emulator`.
+  """
+  if len(orders) < 2:
+    raise UsageError(f"need at least two summation orders, got {orders}")
+  emulators = [
+    make_emulator(
+      fn, args, site_algorithms, order=o, tf32_rounding=tf32_rounding
+    )
+    for o in orders
+  ]
+  # One compile for all orders: the emulators' jitted bodies inline here.
+  every = jax.jit(
+    lambda *a: [jax.tree_util.tree_leaves(e(*a))[0] for e in emulators]
+  )
+  outputs = {o: np.asarray(x) for o, x in zip(orders, every(*args))}
+  stacked = np.stack([x.astype(np.float64) for x in outputs.values()])
+  spread = stacked.max(axis=0) - stacked.min(axis=0)
+  return OrderSpread(outputs, spread, float(spread.max(initial=0.0)))

@@ -1,0 +1,300 @@
+"""One dot_general computed the way a dot algorithm computes it, on the CPU.
+
+`emulated_dot_general` takes a `jax.lax.DotAlgorithmPreset` name and
+reproduces that algorithm's arithmetic with CPU operations: operands
+rounded to the algorithm's storage type (`rounding`), products exact, sums
+in the accumulation type. The split algorithms are sums of partial products
+of high, middle and low parts, in the order XLA's Triton emitter adds them.
+
+What it does not promise: the f32 summation order of a GPU kernel (tile
+sizes, split-K and the tensor core's internal order are not modelled); the
+`order` argument instead lets a caller measure how much the order matters.
+Products in "sequential" and "blocked" order may be fused into FMAs by the
+CPU compiler; for rounded operands (TF32, BF16) the products are exact
+either way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from hloprobe.errors import EmulationError, UsageError
+from hloprobe.numerics import rounding
+
+__all__ = [
+  "EMULATED_ALGORITHMS",
+  "SUMMATION_ORDERS",
+  "emulated_dot_general",
+]
+
+# f32 summation orders: "xla" is whatever order the CPU's own dot uses (on
+# jaxlib 0.10.2 a sequential sum for small shapes, another for large ones);
+# the others sum the same f32 products in a fixed order (see
+# `_CONTRACTIONS`).
+SUMMATION_ORDERS = ("xla", "sequential", "pairwise", "blocked")
+# "blocked": K is cut into blocks of this many terms, like a GEMM's K tiles.
+_BLOCK_K = 32
+# "pairwise": products are materialized in chunks of at most this many
+# elements (64 MiB of f32) before the tree sum.
+_PAIRWISE_CHUNK_ELEMENTS = 1 << 24
+
+# Split algorithms: (lhs part, rhs part) products, part 0 the highest, in
+# the order XLA's Triton emitter accumulates them
+# (xla/backends/gpu/codegen/triton/transforms/stablehlo_lower_to_triton.cc:
+# `EmitBF16x3Matmul`, `EmitBF16x6Matmul`, `EmitBF16x9Matmul`; TF32_X3 is
+# Triton's `TF32x3` rewrite, lib/Dialect/TritonGPU/Transforms/F32DotTC.cpp).
+# Before the last product (high x high) the sum so far is zeroed where it
+# is not finite (`ZeroNaNs`), so that inf x 0 between a part and an
+# infinite operand cannot poison the result. Each product here is its own
+# contraction, summed in that order; the kernel adds them into one
+# accumulator per K tile, which differs at the f32 rounding level only.
+#
+# Checked on jaxlib 0.10.2 by compiling 256x512x256 f32 dots for an A100
+# without a GPU (Triton IR and PTX of the `__triton_nested_gemm_fusion`):
+# X3 and X6 split with `arith.truncf` (PTX cvt.rn.bf16.f32) and issue 3 and
+# 6 bf16 `mma` passes per K tile; TF32_X3 is `tt.dot inputPrecision=tf32x3`
+# with cvt.rna.tf32.f32. BF16_BF16_F32_X9, however, reaches the Triton IR
+# as a dot with no algorithm and DEFAULT precision, and runs ONE TF32 pass
+# (mma...tf32, cvt.rna.tf32.f32; also at 64^3, 1024^3 and 8x4096x8): such a
+# site's effective algorithm on that path is TF32_TF32_F32, not X9.
+_SPLITS = {
+  "BF16_BF16_F32_X3": ((1, 0), (0, 1), (0, 0)),
+  "BF16_BF16_F32_X6": ((1, 1), (2, 0), (0, 2), (1, 0), (0, 1), (0, 0)),
+  "BF16_BF16_F32_X9": (
+    (2, 2),
+    (1, 2),
+    (2, 1),
+    (1, 1),
+    (2, 0),
+    (0, 2),
+    (1, 0),
+    (0, 1),
+    (0, 0),
+  ),
+  "TF32_TF32_F32_X3": ((1, 0), (0, 1), (0, 0)),
+}
+_SINGLE_PASS = ("F32_F32_F32", "TF32_TF32_F32", "BF16_BF16_F32", "F16_F16_F32")
+EMULATED_ALGORITHMS = _SINGLE_PASS + tuple(_SPLITS) + ("F64_F64_F64",)
+
+
+def emulated_dot_general(
+  lhs,
+  rhs,
+  dimension_numbers,
+  algorithm: str,
+  *,
+  order: str = "xla",
+  tf32_rounding: str = "rna",
+) -> jnp.ndarray:
+  """`lax.dot_general` as `algorithm` computes it; usable under `jit`.
+
+  Args:
+    lhs, rhs: real floating arrays (f16, bf16, f32 or f64), any shapes that
+      `lax.dot_general` accepts with `dimension_numbers`.
+    dimension_numbers: `((lhs_contracting, rhs_contracting), (lhs_batch,
+      rhs_batch))`, as for `lax.dot_general`.
+    algorithm: a name from `EMULATED_ALGORITHMS`. F32_F32_F32: f32 operands
+      and sums (the CPU dot at HIGHEST). TF32_TF32_F32, BF16_BF16_F32,
+      F16_F16_F32: operands rounded, f32 sums. The _X3/_X6/_X9 splits: see
+      `_SPLITS`. F64_F64_F64: f64 throughout; needs `jax.enable_x64`.
+    order: f32 summation order, one of `SUMMATION_ORDERS`.
+    tf32_rounding: 'rna' (XLA's Triton GEMMs) or 'rne' (the cuBLAS model);
+      see `rounding`.
+
+  Returns:
+    The result in the accumulation type (f32, or f64 for F64_F64_F64), of
+    the shape `lax.dot_general` gives: batch, lhs free, rhs free dims.
+
+  Raises:
+    UsageError: unknown algorithm, order or rounding mode.
+    EmulationError: non-real operands, or F64_F64_F64 without x64.
+  """
+  if order not in SUMMATION_ORDERS:
+    raise UsageError(
+      f"unknown summation order {order!r}; choose from {SUMMATION_ORDERS}"
+    )
+  if tf32_rounding not in rounding.ROUNDING_MODES:
+    raise UsageError(
+      f"unknown tf32_rounding {tf32_rounding!r}; choose from "
+      f"{rounding.ROUNDING_MODES}"
+    )
+  lhs, rhs = jnp.asarray(lhs), jnp.asarray(rhs)
+  for x in (lhs, rhs):
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+      raise EmulationError(
+        f"[hloprobe] cannot emulate a dot of {x.dtype} operands; dot "
+        "algorithms apply to real floating operands (e.g. f32)"
+      )
+  contract = _CONTRACTIONS[order]
+  if algorithm in _SINGLE_PASS:
+    cast = _operand_rounding(algorithm, tf32_rounding)
+    return contract(cast(lhs), cast(rhs), dimension_numbers)
+  if algorithm in _SPLITS:
+    return _split_dot(
+      lhs, rhs, dimension_numbers, algorithm, contract, tf32_rounding
+    )
+  if algorithm == "F64_F64_F64":
+    return _f64_dot(lhs, rhs, dimension_numbers, contract)
+  raise UsageError(
+    f"algorithm {algorithm!r} is not emulated; choose from "
+    f"{', '.join(EMULATED_ALGORITHMS)}"
+  )
+
+
+def _operand_rounding(algorithm: str, tf32_rounding: str) -> Callable:
+  """The operand conversion of a single-pass algorithm; f32 out."""
+  return {
+    "F32_F32_F32": lambda x: x.astype(jnp.float32),
+    "TF32_TF32_F32": lambda x: rounding.round_to_tf32(x, tf32_rounding),
+    "BF16_BF16_F32": rounding.round_to_bf16,
+    "F16_F16_F32": rounding.round_to_f16,
+  }[algorithm]
+
+
+def _split_dot(lhs, rhs, dn, algorithm, contract, tf32_rounding):
+  """Sum of the partial products `_SPLITS[algorithm]`, f32."""
+  if algorithm.startswith("TF32"):
+    lhs_parts = rounding.split_tf32(lhs, tf32_rounding)
+    rhs_parts = rounding.split_tf32(rhs, tf32_rounding)
+  else:
+    n = 1 + max(max(pair) for pair in _SPLITS[algorithm])
+    lhs_parts = rounding.split_bf16(lhs, n)
+    rhs_parts = rounding.split_bf16(rhs, n)
+  *low_terms, (hi_l, hi_r) = _SPLITS[algorithm]
+  total = None
+  for i, j in low_terms:
+    term = contract(lhs_parts[i], rhs_parts[j], dn)
+    total = term if total is None else total + term
+  total = jnp.where(jnp.abs(total) < jnp.inf, total, 0.0)
+  return total + contract(lhs_parts[hi_l], rhs_parts[hi_r], dn)
+
+
+def _f64_dot(lhs, rhs, dn, contract):
+  """F64_F64_F64: both operands and the sums in f64."""
+  if jax.dtypes.canonicalize_dtype(jnp.float64) != jnp.float64:
+    raise EmulationError(
+      "[hloprobe] F64_F64_F64 needs 64-bit types; run the emulation inside "
+      "`with jax.enable_x64(True):`"
+    )
+  return contract(lhs.astype(jnp.float64), rhs.astype(jnp.float64), dn)
+
+
+# --- summation orders -------------------------------------------------------
+
+
+def _xla_contract(a, b, dn):
+  """The CPU's own dot at HIGHEST, accumulating in the operands' type."""
+  return lax.dot_general(
+    a, b, dn, precision=lax.Precision.HIGHEST, preferred_element_type=a.dtype
+  )
+
+
+def _canonical(a, b, dn):
+  """Reshapes to a (B, M, K) and b (B, K, N); returns them and the out shape."""
+  (lc, rc), (lb, rb) = dn
+  lf = [d for d in range(a.ndim) if d not in (*lc, *lb)]
+  rf = [d for d in range(b.ndim) if d not in (*rc, *rb)]
+  size = lambda x, dims: math.prod(x.shape[d] for d in dims)
+  out_shape = (
+    *(a.shape[d] for d in lb),
+    *(a.shape[d] for d in lf),
+    *(b.shape[d] for d in rf),
+  )
+  a3 = jnp.transpose(a, (*lb, *lf, *lc)).reshape(
+    size(a, lb), size(a, lf), size(a, lc)
+  )
+  b3 = jnp.transpose(b, (*rb, *rc, *rf)).reshape(
+    size(b, rb), size(b, rc), size(b, rf)
+  )
+  return a3, b3, out_shape
+
+
+def _in_order(sum_products: Callable) -> Callable:
+  """Lifts a (B,M,K) x (B,K,N) -> (B,M,N) summation to dot_general."""
+
+  def contract(a, b, dn):
+    a3, b3, out_shape = _canonical(a, b, dn)
+    return sum_products(a3, b3).reshape(out_shape)
+
+  return contract
+
+
+def _sequential(a, b):
+  """acc += a[:, :, k] * b[:, k, :] for k = 0, 1, ..., K-1."""
+
+  def step(k, acc):
+    ak = lax.dynamic_index_in_dim(a, k, axis=2, keepdims=False)
+    bk = lax.dynamic_index_in_dim(b, k, axis=1, keepdims=False)
+    return acc + ak[:, :, None] * bk[:, None, :]
+
+  zeros = jnp.zeros((a.shape[0], a.shape[1], b.shape[2]), a.dtype)
+  return lax.fori_loop(0, a.shape[2], step, zeros)
+
+
+def _tree_sum(x, axis: int):
+  """Balanced binary-tree sum over `axis`, whose length is a power of two."""
+  while x.shape[axis] > 1:
+    half = x.shape[axis] // 2
+    x = lax.slice_in_dim(x, 0, half, axis=axis) + lax.slice_in_dim(
+      x, half, 2 * half, axis=axis
+    )
+  return jnp.squeeze(x, axis)
+
+
+def _pairwise(a, b):
+  """Products summed in a balanced binary tree over K (padded with zeros)."""
+  bsz, m, k = a.shape
+  n = b.shape[2]
+  padded = 1 << max(k - 1, 0).bit_length()
+  a = jnp.pad(a, ((0, 0), (0, 0), (0, padded - k)))
+  b = jnp.pad(b, ((0, 0), (0, padded - k), (0, 0)))
+  chunk = padded
+  while chunk > 1 and bsz * m * n * chunk > _PAIRWISE_CHUNK_ELEMENTS:
+    chunk //= 2
+  blocks = padded // chunk
+  a4 = jnp.moveaxis(a.reshape(bsz, m, blocks, chunk), 2, 0)
+  b4 = jnp.moveaxis(b.reshape(bsz, blocks, chunk, n), 1, 0)
+
+  def chunk_sum(ab):
+    products = ab[0][:, :, :, None] * ab[1][:, None, :, :]  # (B, M, C, N)
+    return _tree_sum(products, axis=2)
+
+  return _tree_sum(lax.map(chunk_sum, (a4, b4)), axis=0)
+
+
+def _blocked(a, b):
+  """K cut into blocks of `_BLOCK_K`: each summed sequentially, then the
+  block sums added in order (a split-K GEMM's partials and reduction)."""
+  bsz, m, k = a.shape
+  n = b.shape[2]
+  blocks = -(-k // _BLOCK_K)
+  pad = blocks * _BLOCK_K - k
+  a4 = jnp.pad(a, ((0, 0), (0, 0), (0, pad))).reshape(bsz, m, blocks, _BLOCK_K)
+  b4 = jnp.pad(b, ((0, 0), (0, pad), (0, 0))).reshape(bsz, blocks, _BLOCK_K, n)
+
+  def step(j, acc):  # acc: (B, blocks, M, N)
+    aj = jnp.moveaxis(lax.dynamic_index_in_dim(a4, j, 3, keepdims=False), 2, 1)
+    bj = lax.dynamic_index_in_dim(b4, j, 2, keepdims=False)
+    return acc + aj[:, :, :, None] * bj[:, :, None, :]
+
+  partials = lax.fori_loop(
+    0, _BLOCK_K, step, jnp.zeros((bsz, blocks, m, n), a.dtype)
+  )
+
+  def reduce(i, acc):
+    return acc + lax.dynamic_index_in_dim(partials, i, 1, keepdims=False)
+
+  return lax.fori_loop(0, blocks, reduce, jnp.zeros((bsz, m, n), a.dtype))
+
+
+_CONTRACTIONS = {
+  "xla": _xla_contract,
+  "sequential": _in_order(_sequential),
+  "pairwise": _in_order(_pairwise),
+  "blocked": _in_order(_blocked),
+}

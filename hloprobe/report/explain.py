@@ -1,0 +1,469 @@
+"""Why row 0 depends on batch size and precision, told from a sweep's records.
+
+`explain` reads the `ConfigResult`s of a sweep run with
+`SweepSpec.explain_passes=True` and returns one `TargetExplanation` per
+(experiment, case, target): which dot sites change fate between which batch
+sizes and the pass responsible (`FateSpan`), the effective algorithm each
+fate runs per precision (`AlgorithmUse`), which sites change arithmetic or
+only their kernel as n grows (`SiteChange`), the row-0 values a target that
+ran observed (`RowZero`), and what a compile-only target cannot settle: its
+fates are XLA's heuristic choice, and where a Triton gemm site would run
+another algorithm as a cuBLAS/cuBLASLt call (by `effective.blas_algorithm`,
+applied to the site), autotuning could change the numerics (`Alternative`).
+`explain_text.render_explanation` words them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+from collections.abc import Callable, Iterable, Sequence
+
+from hloprobe.compile.cases import ReportedError, get_case
+from hloprobe.compile.targets import Target
+from hloprobe.sites import effective
+from hloprobe.sites.dot_sites import DotFate, Fate
+from hloprobe.sweep import ConfigResult
+
+__all__ = [
+  "AlgorithmUse",
+  "Alternative",
+  "FateSpan",
+  "RowZero",
+  "SiteChange",
+  "PredictedRowZero",
+  "TargetExplanation",
+  "explain",
+]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FateSpan:
+  """Consecutive swept batch sizes whose dot sites have the same fates.
+
+  Attributes:
+    batch_sizes: the batch sizes, in sweep order.
+    groups: (site indices, fate words, "pass (pipeline)" or a note), one per
+      run of sites sharing fate and pass; a failed config is one group with
+      no sites.
+  """
+
+  batch_sizes: tuple[int, ...]
+  groups: tuple[tuple[tuple[int, ...], str, str], ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AlgorithmUse:
+  """The effective algorithm one fate runs under one precision.
+
+  Attributes:
+    fate: fate words, e.g. "Triton gemm".
+    precision: the swept precision name, e.g. "bfloat16".
+    algorithm: DotAlgorithmPreset name, or None when not settled.
+    evidence: "ptx: ..." or "rule: ..." (counts and kernel names dropped).
+    sites: the sites with that fate there, over all batch sizes.
+    batch_sizes: where this fate runs this algorithm under this precision.
+  """
+
+  fate: str
+  precision: str
+  algorithm: str | None
+  evidence: str
+  sites: tuple[int, ...]
+  batch_sizes: tuple[int, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SiteChange:
+  """Sites whose fate or algorithm changes with batch size, one precision.
+
+  Attributes:
+    precision: the swept precision name.
+    sites: site indices that change the same way.
+    steps: (batch sizes, fate words, algorithm) in sweep order.
+    arithmetic: True when the algorithm changes, False when only the fate
+      (kernel, summation order) does.
+  """
+
+  precision: str
+  sites: tuple[int, ...]
+  steps: tuple[tuple[tuple[int, ...], str, str | None], ...]
+  arithmetic: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RowZero:
+  """Observed row 0 over consecutive batch sizes with equal values.
+
+  Attributes:
+    precision: the swept precision name.
+    batch_sizes: the batch sizes.
+    row0: row 0's first value (output dtype, as float).
+    row0_abs: |row0 - float64 reference|, output units; None if unknown.
+    ulp_vs_n1: distance from n = 1's row 0 in ULPs of `output_dtype`;
+      None when n = 1 was not run.
+    output_dtype: e.g. "float32".
+  """
+
+  precision: str
+  batch_sizes: tuple[int, ...]
+  row0: float
+  row0_abs: float | None
+  ulp_vs_n1: int | None
+  output_dtype: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PredictedRowZero:
+  """Row 0 as the effective algorithms compute it (`predict`), over
+  consecutive batch sizes with the same verdict and top site.
+
+  Attributes:
+    precision: the swept precision name.
+    batch_sizes: the batch sizes.
+    row0_abs: largest predicted |row 0 - float64| among them, output units.
+    noise_abs: the f32 noise floor of row 0 there (largest), output units.
+    verdict: `accuracy.verdict` of the first of them.
+    top_site: the site with the largest share of the error, or None.
+    top_share: that site's share, in [0, 1], or None.
+  """
+
+  precision: str
+  batch_sizes: tuple[int, ...]
+  row0_abs: float
+  noise_abs: float
+  verdict: str
+  top_site: int | None
+  top_share: float | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Alternative:
+  """Triton gemm sites a library call would run with another algorithm.
+
+  Attributes:
+    precision: the swept precision name.
+    precision_config: the sites' operand precision, e.g. "high,high".
+    sites: site indices.
+    batch_sizes: where they are Triton gemms.
+    triton_algorithm: what the Triton kernels run (from their PTX).
+    libraries: the library calls whose rule differs, e.g. ("cuBLAS",).
+    library_algorithm: what `effective.blas_algorithm` gives for them.
+    rule: the rule's evidence line.
+    elsewhere: the algorithms the same sites run at the other swept batch
+      sizes (empty when every batch size swept is a Triton gemm).
+  """
+
+  precision: str
+  precision_config: str
+  sites: tuple[int, ...]
+  batch_sizes: tuple[int, ...]
+  triton_algorithm: str | None
+  libraries: tuple[str, ...]
+  library_algorithm: str
+  rule: str
+  elsewhere: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TargetExplanation:
+  """Everything `render_explanation` says about one case on one target.
+
+  Attributes:
+    case, target, experiment: the configs explained.
+    compile_only: no device ran them (no row 0, no autotuning).
+    precisions: precision name -> label, e.g. "tensorfloat32 (HIGH)".
+    spans: precision -> its `FateSpan`s in sweep order.
+    algorithms, changes, row0, predicted, alternatives: see the record
+      types.
+    selection: who chose the fates (`DotFate.selection`), or None (CPU).
+    reported: the case's public report when it concerns this target's
+      compute capability, else None.
+    notes: failed configs and pass-attribution errors, one line each.
+  """
+
+  case: str
+  target: str
+  experiment: str
+  compile_only: bool
+  precisions: dict[str, str]
+  spans: dict[str, tuple[FateSpan, ...]]
+  algorithms: tuple[AlgorithmUse, ...]
+  changes: tuple[SiteChange, ...]
+  row0: tuple[RowZero, ...]
+  predicted: tuple[PredictedRowZero, ...]
+  alternatives: tuple[Alternative, ...]
+  selection: str | None
+  reported: ReportedError | None
+  notes: tuple[str, ...]
+
+
+def _fate_words(f: DotFate) -> str:
+  """E.g. "Triton gemm", "Triton gemm split-K 4", "dot in __ynn_fusion"."""
+  words = f.fate.value
+  if f.fate == Fate.DOT:
+    words = f"dot in {f.emitter}" if f.emitter != "top level" else "dot"
+  return f"{words} split-K {f.split_k}" if f.split_k else words
+
+
+def _pass_words(r: ConfigResult, site: int) -> str:
+  if r.passes is None:
+    return "pass n/a"
+  p = r.passes.get(site)
+  return f"{p.pass_name}, {p.pipeline}" if p else "no pass rewrote it"
+
+
+def _runs(items: Iterable, key: Callable) -> list[list]:
+  """Splits items into runs of consecutive equal keys."""
+  return [list(g) for _, g in itertools.groupby(items, key)]
+
+
+def _spans(configs: list[ConfigResult]) -> tuple[FateSpan, ...]:
+  def groups(r):
+    if not r.ok:
+      return (((), f"failed ({r.stage})", r.error or ""),)
+    rows = [
+      (f.site.index, _fate_words(f), _pass_words(r, f.site.index))
+      for f in r.fates
+    ]
+    return tuple(
+      (tuple(i for i, _, _ in run), run[0][1], run[0][2])
+      for run in _runs(rows, lambda row: row[1:])
+    )
+
+  return tuple(
+    FateSpan(tuple(r.n for r in run), groups(run[0]))
+    for run in _runs(configs, groups)
+  )
+
+
+def _evidence(f: DotFate) -> str:
+  """The evidence without kernel names, counts or the rule's call site."""
+  text = f.algorithm_evidence or "n/a"
+  if f.algorithm_source == "ptx":
+    text = re.sub(r" x\d+", "", text.split(": ", 1)[-1]).split(" (")[0]
+  elif f.algorithm_source == "rule":
+    text = text.split(": ", 1)[-1]
+  return f"{f.algorithm_source or 'unsettled'}: {text}"
+
+
+def _algorithms(precision: str, configs) -> list[AlgorithmUse]:
+  found: dict[tuple, tuple[set, list]] = {}
+  for r in configs:
+    for f in r.fates:
+      key = (_fate_words(f), f.effective_algorithm, _evidence(f))
+      sites, ns = found.setdefault(key, (set(), []))
+      sites.add(f.site.index)
+      if r.n not in ns:
+        ns.append(r.n)
+  return [
+    AlgorithmUse(fate, precision, algo, ev, tuple(sorted(s)), tuple(ns))
+    for (fate, algo, ev), (s, ns) in found.items()
+  ]
+
+
+def _changes(precision: str, configs) -> list[SiteChange]:
+  by_site: dict[int, list] = {}
+  for r in configs:
+    for f in r.fates:
+      by_site.setdefault(f.site.index, []).append(
+        (r.n, _fate_words(f), f.effective_algorithm)
+      )
+  by_steps: dict[tuple, list[int]] = {}
+  for site, seq in by_site.items():
+    steps = tuple(
+      (tuple(n for n, _, _ in run),) + run[0][1:]
+      for run in _runs(seq, lambda x: x[1:])
+    )
+    if len(steps) > 1:
+      by_steps.setdefault(steps, []).append(site)
+  return [
+    SiteChange(
+      precision, tuple(sites), steps, len({a for _, _, a in steps}) > 1
+    )
+    for steps, sites in by_steps.items()
+  ]
+
+
+def _row0(precision: str, configs) -> list[RowZero]:
+  ran = [r for r in configs if r.stats is not None]
+  key = lambda r: (r.stats.row0, r.ulp_vs_n1)
+  return [
+    RowZero(
+      precision,
+      tuple(r.n for r in run),
+      run[0].stats.row0,
+      run[0].stats.row0_abs,
+      run[0].ulp_vs_n1,
+      run[0].output_dtype,
+    )
+    for run in _runs(ran, key)
+  ]
+
+
+def _top(p) -> tuple[int | None, float | None]:
+  share = next((x.share for x in p.shares if x.site == p.top_site), None)
+  return p.top_site, share
+
+
+def _predicted(precision: str, configs) -> list[PredictedRowZero]:
+  have = [r for r in configs if r.prediction is not None]
+  key = lambda r: (r.prediction.verdict, r.prediction.top_site)
+  return [
+    PredictedRowZero(
+      precision,
+      tuple(r.n for r in run),
+      max(r.prediction.stats.row0_abs for r in run),
+      max(r.prediction.noise.row0_abs for r in run),
+      run[0].prediction.verdict,
+      *_top(run[0].prediction),
+    )
+    for run in _runs(have, key)
+  ]
+
+
+def _library_rules(f: DotFate, cc: str | None):
+  """(libraries, algorithm, rule) where a library call would differ, or None."""
+  rules = {
+    lib: effective.blas_algorithm(
+      lib, f.site.lhs.dtype, f.precision_config, f.algorithm, cc
+    )
+    for lib in ("cuBLAS", "cuBLASLt")
+  }
+  libs = tuple(
+    lib
+    for lib, (a, _) in rules.items()
+    if a is not None and a != f.effective_algorithm
+  )
+  if not libs:
+    return None
+  algo, rule = rules[libs[0]]
+  return libs, algo, rule.split(": ", 1)[-1]
+
+
+def _alternatives(precision, configs, cc) -> list[Alternative]:
+  """Triton gemm sites whose algorithm as a cuBLAS/cuBLASLt call differs."""
+  found: dict[tuple, tuple[set, dict]] = {}
+  for r in configs:
+    for f in r.fates:
+      rule = _library_rules(f, cc) if f.fate == Fate.TRITON_GEMM else None
+      if rule is not None:
+        key = (f.precision_config, f.effective_algorithm) + rule
+        sites, ns = found.setdefault(key, (set(), {}))
+        sites.add(f.site.index)
+        ns[r.n] = None
+  out = []
+  for (pc, triton, libs, algo, rule), (sites, ns) in found.items():
+    others = {
+      f.effective_algorithm
+      for r in configs
+      if r.n not in ns
+      for f in r.fates
+      if f.site.index in sites
+    }
+    out.append(
+      Alternative(
+        precision,
+        pc,
+        tuple(sorted(sites)),
+        tuple(ns),
+        triton,
+        libs,
+        algo,
+        rule,
+        tuple(sorted(a or "n/a" for a in others)),
+      )
+    )
+  return out
+
+
+def _precision_label(precision: str, configs) -> str:
+  fates = [f for r in configs for f in r.fates]
+  if not fates:
+    return precision
+  configs_seen = dict.fromkeys(
+    "/".join(dict.fromkeys(f.precision_config.upper().split(",")))
+    + (f", algorithm {f.algorithm}" if f.algorithm else "")
+    for f in fates
+  )
+  return f"{precision} ({'; '.join(configs_seen)})"
+
+
+def _notes(configs: list[ConfigResult]) -> list[str]:
+  notes = [
+    f"n = {r.n}, {r.precision}: {r.stage} failed: {r.error}"
+    for r in configs
+    if not r.ok
+  ]
+  notes += [
+    f"n = {r.n}, {r.precision}: passes not named: {r.passes_error}"
+    for r in configs
+    if r.passes_error
+  ]
+  return notes
+
+
+def _explain_one(
+  configs: list[ConfigResult], target: Target | None
+) -> TargetExplanation:
+  first = configs[0]
+  if target is None:
+    raise ValueError(
+      f"no Target record for target {first.target!r}; "
+      "pass every swept target to explain()"
+    )
+  by_precision = {
+    p: [r for r in configs if r.precision == p]
+    for p in dict.fromkeys(r.precision for r in configs)
+  }
+  cc = target.compute_capability
+  ok = {p: [r for r in rs if r.ok] for p, rs in by_precision.items()}
+  gather = lambda fn, *args: tuple(
+    x for p, rs in ok.items() for x in fn(p, rs, *args)
+  )
+  selections = {f.selection for r in configs for f in r.fates}
+  reported = get_case(first.case).reported
+  return TargetExplanation(
+    case=first.case,
+    target=first.target,
+    experiment=first.experiment,
+    compile_only=target.compile_only,
+    precisions={p: _precision_label(p, rs) for p, rs in ok.items()},
+    spans={p: _spans(rs) for p, rs in by_precision.items()},
+    algorithms=gather(_algorithms),
+    changes=gather(_changes),
+    row0=gather(_row0),
+    predicted=gather(_predicted),
+    alternatives=gather(_alternatives, cc),
+    selection=next(iter(sorted(s for s in selections if s)), None),
+    reported=reported
+    if reported and cc == reported.compute_capability
+    else None,
+    notes=tuple(_notes(configs)),
+  )
+
+
+def explain(
+  results: Sequence[ConfigResult], targets: Sequence[Target]
+) -> list[TargetExplanation]:
+  """Explains a sweep, one record per (experiment, case, target).
+
+  Args:
+    results: a sweep's results (`sweep.run_sweep`), best run with
+      `explain_passes=True` (otherwise passes read "pass n/a").
+    targets: the `Target` records swept (compute capability, compile-only).
+
+  Returns:
+    The explanations in the order the results first name them; the configs
+    of each in sweep order.
+
+  Raises:
+    ValueError: a result names a target missing from `targets`.
+  """
+  by_name = {t.name: t for t in targets}
+  key = lambda r: (r.experiment, r.case, r.target)
+  groups: dict[tuple, list[ConfigResult]] = {}
+  for r in results:
+    groups.setdefault(key(r), []).append(r)
+  return [_explain_one(rs, by_name.get(rs[0].target)) for rs in groups.values()]

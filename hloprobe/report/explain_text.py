@@ -1,0 +1,349 @@
+"""Words for `explain`'s records: the account `hloprobe explain` prints.
+
+`render_explanation` formats what the `explain.TargetExplanation` records
+say and computes nothing new: per target, the fates by batch size with the
+pass responsible, the effective algorithms per precision, which sites change
+arithmetic or only their kernel as n grows, the observed row 0, and, last,
+what compile-only targets cannot settle. Missing values read "n/a". The text
+is for people; it is not a stable format (results.json is).
+
+`explanation_json` gives the same records to machines
+(`hloprobe explain --format=json`), schema "hloprobe.explain" version 1:
+  {"schema": "hloprobe.explain", "schema_version": 1,
+   "host": the CPU record of results.json (hloprobe.compile.host) or null,
+   "explanations": [one object per `explain.TargetExplanation`, its field
+     names as keys, tuples as lists, None as null; two tuples become
+     objects: a FateSpan's groups {"sites": [int], "fate": str, "how":
+     "pass (pipeline)" or a note} and a SiteChange's steps
+     {"batch_sizes": [int], "fate": str, "algorithm": str | null}]}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import textwrap
+from collections.abc import Iterable, Sequence
+
+from hloprobe.compile.experiments import BASELINE
+from hloprobe.report.explain import (
+  Alternative,
+  FateSpan,
+  ReportedError,
+  TargetExplanation,
+)
+
+__all__ = ["SCHEMA_VERSION", "explanation_json", "render_explanation"]
+
+SCHEMA_VERSION = 1
+
+
+def _runs(items: Iterable, key) -> list[list]:
+  """Splits items into runs of consecutive equal keys."""
+  return [list(g) for _, g in itertools.groupby(items, key)]
+
+
+def _numbers(values: Sequence[int]) -> str:
+  """(1,) -> "1"; (2, 3, 4, 9) -> "2-4, 9"; (0, 1, 2) -> "0-2"."""
+  runs = _runs(enumerate(values), lambda iv: iv[1] - iv[0])
+  return ", ".join(
+    str(r[0][1]) if len(r) == 1 else f"{r[0][1]}-{r[-1][1]}" for r in runs
+  )
+
+
+def _ns(ns: Sequence[int]) -> str:
+  return f"n = {_numbers(ns)}"
+
+
+def _sites(sites: Sequence[int]) -> str:
+  return f"site{'s' if len(sites) > 1 else ''} {_numbers(sites)}"
+
+
+def _and(words: Sequence[str]) -> str:
+  return (
+    words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+  )
+
+
+def _by_text(pairs: Iterable[tuple[str, str]]) -> list[tuple[list[str], str]]:
+  """Groups (precision, text) by text, keeping first-seen order."""
+  out: dict[str, list[str]] = {}
+  for precision, text in pairs:
+    out.setdefault(text, []).append(precision)
+  return [(ps, text) for text, ps in out.items()]
+
+
+def _under(e: TargetExplanation, precisions: list[str]) -> str:
+  if len(precisions) == len(e.precisions) > 1:
+    return f"under every precision swept ({_and(precisions)})"
+  return "under " + _and([e.precisions[p] for p in precisions])
+
+
+def _span_lines(spans: tuple[FateSpan, ...]) -> list[str]:
+  lines = [
+    f"{_ns(s.batch_sizes)}: "
+    + "; ".join(
+      f"{_sites(sites)} {fate} ({how})" if sites else f"{fate}: {how}"
+      for sites, fate, how in s.groups
+    )
+    for s in spans
+  ]
+  if len(spans) == 1:
+    lines.append("no dot site changes fate across these batch sizes")
+  return lines
+
+
+def _algorithm_lines(e: TargetExplanation) -> list[str]:
+  """One line per set of fates that run the same algorithms."""
+  texts: dict[str, tuple[list[str], set[int]]] = {}
+  for fate in dict.fromkeys(a.fate for a in e.algorithms):
+    uses = [a for a in e.algorithms if a.fate == fate]
+    by_n = len(uses) > len({u.precision for u in uses})
+    pairs = [
+      (
+        a.precision,
+        f"{a.algorithm or 'n/a'} [{a.evidence}]"
+        + (f" at {_ns(a.batch_sizes)}" if by_n else ""),
+      )
+      for a in uses
+    ]
+    text = "; ".join(f"{_under(e, ps)} {t}" for ps, t in _by_text(pairs))
+    fates, sites = texts.setdefault(text, ([], set()))
+    fates.append(fate)
+    sites.update(s for a in uses for s in a.sites)
+  return [
+    f"{_and(fates)} ({_sites(sorted(sites))}): {text}"
+    for text, (fates, sites) in texts.items()
+  ]
+
+
+def _verb(sites: Sequence[int], plural: str, singular: str) -> str:
+  return plural if len(sites) > 1 else singular
+
+
+def _step_words(steps) -> str:
+  return ", ".join(
+    f"{fate} {algo or 'n/a'} at {_ns(ns)}" for ns, fate, algo in steps
+  )
+
+
+def _change_lines(e: TargetExplanation) -> list[str]:
+  pairs = [
+    (
+      c.precision,
+      f"{_sites(c.sites)} "
+      + _verb(c.sites, "change", "changes")
+      + " "
+      + (
+        "arithmetic"
+        if c.arithmetic
+        else "kernel but not algorithm (summation order only)"
+      )
+      + f": {_step_words(c.steps)}"
+      + _reported_words(c.precision, c.arithmetic, e.reported),
+    )
+    for c in e.changes
+  ]
+  lines = [f"{_under(e, ps)}, {t}" for ps, t in _by_text(pairs)]
+  unchanged = [
+    p for p in e.precisions if p not in {c.precision for c in e.changes}
+  ]
+  if unchanged:
+    lines.append(
+      f"{_under(e, unchanged)}, no dot site changes fate or "
+      "algorithm with batch size"
+    )
+  return lines
+
+
+def _reported_words(
+  precision: str, arithmetic: bool, rep: ReportedError | None
+) -> str:
+  if not arithmetic or rep is None or precision not in rep.precisions:
+    return ""
+  return (
+    f" (consistent with the reported {precision} error, {rep.device}, "
+    f"jaxlib {rep.jaxlib})"
+  )
+
+
+def _row0_lines(e: TargetExplanation) -> list[str]:
+  if not e.row0:
+    why = "compile only" if e.compile_only else "no run reached numerics"
+    return [f"not observed ({why})"]
+  pairs = []
+  for p in e.precisions:
+    text = "; ".join(
+      f"{_ns(z.batch_sizes)}: {z.row0:.7g} (|err| vs f64 "
+      + ("n/a" if z.row0_abs is None else f"{z.row0_abs:.2e}")
+      + "), "
+      + (
+        "ULP vs n = 1 n/a"
+        if z.ulp_vs_n1 is None
+        else f"{z.ulp_vs_n1} ULP ({z.output_dtype}) from n = 1"
+      )
+      for z in e.row0
+      if z.precision == p
+    )
+    pairs.append((p, text))
+  return [f"{_under(e, ps)}: {t}" for ps, t in _by_text(pairs) if t]
+
+
+def _predicted_words(z) -> str:
+  top = ""
+  if z.top_site is not None:
+    share = "" if z.top_share is None else f" ({z.top_share:.0%})"
+    top = f"; top site {z.top_site}{share}"
+  return (
+    f"{_ns(z.batch_sizes)}: |err| vs f64 {z.row0_abs:.2e} (f32 noise floor "
+    f"{z.noise_abs:.1e}), {z.verdict}{top}"
+  )
+
+
+def _predicted_lines(e: TargetExplanation) -> list[str]:
+  pairs = [
+    (p, "; ".join(_predicted_words(z) for z in e.predicted if z.precision == p))
+    for p in e.precisions
+  ]
+  return [f"{_under(e, ps)}: {t}" for ps, t in _by_text(pairs) if t]
+
+
+def _cannot_settle(e: TargetExplanation) -> list[str]:
+  if not e.compile_only:
+    return []
+  lines = [
+    (
+      f"{e.target}: fates chosen by {e.selection or 'n/a'}; a real "
+      f"{e.target} may autotune to another gemm config or emitter"
+    )
+  ]
+  return lines + [_alternative_line(e, a) for a in e.alternatives]
+
+
+def _alternative_line(e: TargetExplanation, a: Alternative) -> str:
+  line = (
+    f"{e.target}: under {e.precisions[a.precision]}, {_sites(a.sites)} at "
+    f"{_ns(a.batch_sizes)} {_verb(a.sites, 'are Triton gemms', 'is a Triton gemm')} "
+    f"running {a.triton_algorithm or 'n/a'}; autotuning could pick "
+    f"{'/'.join(a.libraries)}, whose rule gives {a.library_algorithm} "
+    f"({a.rule})"
+  )
+  if a.elsewhere == (a.library_algorithm,):
+    return line + ", as at the other batch sizes"
+  if not a.elsewhere or a.library_algorithm in a.elsewhere:
+    return line
+  line += (
+    f", against {_and(list(a.elsewhere))} at the other batch sizes, so "
+    f"row 0 would depend on batch size under {a.precision} too"
+  )
+  explained = any(c.arithmetic for c in e.changes if c.precision == a.precision)
+  rep = e.reported
+  if rep and a.precision in rep.precisions:
+    line += (
+      f"; that would reproduce the reporter's {a.precision} error "
+      f"seen with jaxlib {rep.jaxlib} on an {rep.device}"
+      + ("" if explained else ", which this heuristic choice does not")
+    )
+  return line
+
+
+def _target_block(e: TargetExplanation) -> list[str]:
+  head = f"{e.case} on {e.target}" + (
+    "" if e.experiment == BASELINE.name else f" (experiment {e.experiment})"
+  )
+  mode = "compile only" if e.compile_only else "compiled and run"
+  out = [f"{head} ({mode}):", "  Fates by batch size:"]
+  spans = _by_text((p, "\n".join(_span_lines(s))) for p, s in e.spans.items())
+  for ps, text in spans:
+    out.append(f"    {_under(e, ps)}:")
+    out += [f"      {line}" for line in text.split("\n")]
+  for title, lines in (
+    ("Effective algorithms", _algorithm_lines(e)),
+    ("What changes with batch size", _change_lines(e)),
+    ("Row 0", _row0_lines(e)),
+    (
+      "Row 0 predicted (emulating each site's effective algorithm)",
+      _predicted_lines(e),
+    ),
+    ("Notes", list(e.notes)),
+  ):
+    if lines:
+      out.append(f"  {title}:")
+      out += [f"    {line}" for line in lines]
+  return out
+
+
+def render_explanation(
+  explanations: Sequence[TargetExplanation], width: int = 100, host=None
+) -> str:
+  """Words the explanations, target by target, then what stays unsettled.
+
+  Args:
+    explanations: `explain`'s records.
+    width: wrap lines at this many characters.
+    host: the `host.HostCpu` that computed the CPU numbers, or None.
+  """
+  lines = []
+  for e in explanations:
+    lines += _target_block(e) + [""]
+  unsettled = [line for e in explanations for line in _cannot_settle(e)]
+  lines.append("What this cannot settle without a real device:")
+  lines += [f"  - {line}" for line in unsettled] or [
+    "  - nothing: every target here compiled and ran"
+  ]
+  if host is not None:
+    lines += [
+      "",
+      f"CPU numbers (cpu rows, every emulation) computed on {host.describe()};"
+      " their f32 sum order, and so their last digits, follow that ISA.",
+    ]
+  return "\n".join(_wrap(line, width) for line in lines)
+
+
+def _wrap(line: str, width: int) -> str:
+  """Wraps one line under its own indent, never inside "n = 2-9"."""
+  indent = len(line) - len(line.lstrip())
+  extra = 4 if line.lstrip().startswith("- ") else 2
+  glued = line.replace("n = ", "n\x01=\x01")
+  return textwrap.fill(
+    glued,
+    width,
+    subsequent_indent=" " * (indent + extra),
+    break_on_hyphens=False,
+    break_long_words=False,
+  ).replace("\x01", " ")
+
+
+def _record_json(e: TargetExplanation) -> dict:
+  """One explanation as a JSON object (see the module docstring)."""
+  doc = dataclasses.asdict(e)
+  for spans in doc["spans"].values():
+    for span in spans:
+      span["groups"] = [
+        {"sites": list(sites), "fate": fate, "how": how}
+        for sites, fate, how in span["groups"]
+      ]
+  for change in doc["changes"]:
+    change["steps"] = [
+      {"batch_sizes": list(ns), "fate": fate, "algorithm": algorithm}
+      for ns, fate, algorithm in change["steps"]
+    ]
+  return doc
+
+
+def explanation_json(
+  explanations: Sequence[TargetExplanation], host=None
+) -> dict:
+  """`explain`'s records as one JSON document (schema in the module doc).
+
+  `host` (a `host.HostCpu` or None) is the CPU that computed the numbers.
+
+  The caller renders it (`render.dumps_json`: strict JSON, non-finite
+  floats as null).
+  """
+  return {
+    "schema": "hloprobe.explain",
+    "schema_version": SCHEMA_VERSION,
+    "host": host.as_json() if host is not None else None,
+    "explanations": [_record_json(e) for e in explanations],
+  }

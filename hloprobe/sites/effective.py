@@ -1,0 +1,265 @@
+"""The effective algorithm of each dot site: the arithmetic it really runs.
+
+A site's declared precision (operand_precision, algorithm) is a request;
+what runs depends on the fate XLA gave it. `resolve` names, per site, the
+`jax.lax.DotAlgorithmPreset` that describes the arithmetic, and where that
+came from (`algorithm_source`):
+
+  "ptx"   kernels XLA generates (Triton gemm fusions, loop and reduce
+          fusions holding a dot or a strength-reduced multiply): read from
+          the kernel's PTX by `ptx.for_operands`.
+  "rule"  library calls (cuBLAS, cuBLASLt), whose kernels are not visible,
+          and the CPU: `blas_algorithm` and `cpu_algorithm`, each naming its
+          XLA source.
+
+None means not settled; `algorithm_evidence` says why. On compile-only
+targets the fate itself is XLA's heuristic choice: no autotuning ran, and a
+real device may pick another Triton config or cuBLAS instead.
+All rules checked on jaxlib 0.10.2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from hloprobe.compile.targets import Target
+from hloprobe.ir.hlo import HloInstruction, HloModule
+from hloprobe.ir.precisions import ALGORITHMS
+from hloprobe.ir.ptx import PtxKernel, for_operands, kernel_name
+from hloprobe.sites.dot_sites import DotFate, Fate, is_triton_gemm
+
+__all__ = [
+  "HEURISTIC",
+  "blas_algorithm",
+  "cpu_algorithm",
+  "resolve",
+]
+
+HEURISTIC = "XLA heuristic (compile-only: no autotuning)"
+AUTOTUNED = "XLA autotuned on the attached device"
+_PRECISION_RANK = {"default": 0, "high": 1, "highest": 2}
+
+
+def cpu_algorithm(operand_dtype: str) -> tuple[str | None, str]:
+  """The algorithm of a dot on XLA:CPU, whatever its precision config says.
+
+  XLA:CPU computes f32 dots as IEEE f32 (Eigen / YNNPACK / runtime matmul in
+  the operand type): measured on jaxlib 0.10.2, DEFAULT, HIGH and the
+  BF16_BF16_F32 preset give the same f32 results as HIGHEST, and
+  TF32_TF32_F32 is rejected ("not supported by dot_general on CPU";
+  ../shared/cases/README.md section 0.5).
+  """
+  presets = {"f32": "F32_F32_F32", "f64": "F64_F64_F64"}
+  if operand_dtype in presets:
+    return presets[operand_dtype], (
+      f"XLA:CPU: {operand_dtype} dot in {operand_dtype}; operand_precision "
+      "and algorithm do not change CPU arithmetic (jaxlib 0.10.2)"
+    )
+  return None, f"XLA:CPU: no rule for {operand_dtype} operands"
+
+
+def blas_algorithm(
+  library: str,
+  operand_dtype: str,
+  precision_config: str,
+  algorithm: str | None,
+  compute_capability: str | None,
+) -> tuple[str | None, str]:
+  """The algorithm of a cuBLAS / cuBLASLt gemm call, from its backend_config.
+
+  Rules (jaxlib 0.10.2):
+  * An algorithm set in precision_config is the preset it names
+    (xla/service/algorithm_util.cc `GetBlasComputationType(algorithm)`).
+  * bf16 / f16 operands accumulate in f32 (BF16_BF16_F32 / F16_F16_F32);
+    f64 is F64_F64_F64 (xla/stream_executor/gpu/gpu_blas_lt.cc
+    `GetBlasComputationType`).
+  * f32 with ALG_UNSET: TF32 is allowed when the highest operand precision
+    is DEFAULT or HIGH (cuBLAS: xla/service/gpu/matmul_utils.cc
+    `IsTf32Allowed(algorithm, compute_precision)`, `compute_precision <= 1`,
+    with compute_precision the max of operand_precision; cuBLASLt:
+    gpu_blas_lt.cc `GetBlasComputationType` -> kTF32AsF32 under the same
+    condition). HIGHEST is F32_F32_F32. Unlike Triton (DEFAULT only), HIGH
+    therefore runs TF32 here.
+  * TF32 needs sm_80 or newer; before that the TF32 compute type runs as
+    IEEE f32.
+
+  Args:
+    library: "cuBLAS" or "cuBLASLt", for the evidence text.
+    operand_dtype: HLO dtype of the operands, e.g. "f32".
+    precision_config: e.g. "default,default".
+    algorithm: the declared preset name, or None (ALG_UNSET).
+    compute_capability: e.g. "7.5"; None when unknown.
+  """
+  where = f"{library}, {operand_dtype} operands, {precision_config}, {algorithm or 'ALG_UNSET'}"
+  tf32_hw = (
+    None
+    if compute_capability is None
+    else int(compute_capability.split(".")[0]) >= 8
+  )
+  if algorithm is not None:
+    if "TF32" in algorithm and tf32_hw is False:
+      return (
+        "F32_F32_F32",
+        f"{where}: sm_{compute_capability} has no TF32 tensor cores",
+      )
+    return algorithm, f"{where}: the declared algorithm"
+  fixed = {"bf16": "BF16_BF16_F32", "f16": "F16_F16_F32", "f64": "F64_F64_F64"}
+  if operand_dtype in fixed:
+    return fixed[
+      operand_dtype
+    ], f"{where}: {operand_dtype} operands, f32 accumulation"
+  if operand_dtype != "f32":
+    return None, f"{where}: no rule for {operand_dtype} operands"
+  ranks = [_PRECISION_RANK.get(p, 0) for p in precision_config.split(",")]
+  if max(ranks, default=0) > 1:
+    return "F32_F32_F32", f"{where}: HIGHEST forbids TF32 (IsTf32Allowed)"
+  if tf32_hw is None:
+    return None, f"{where}: TF32 allowed; compute capability unknown"
+  if not tf32_hw:
+    return (
+      "F32_F32_F32",
+      f"{where}: TF32 allowed, but sm_{compute_capability.replace('.', '')} has no TF32 tensor cores",
+    )
+  return (
+    "TF32_TF32_F32",
+    f"{where}: TF32 allowed for DEFAULT/HIGH (IsTf32Allowed)",
+  )
+
+
+def _kernel_owner(
+  fate: DotFate, instructions: dict[str, HloInstruction]
+) -> HloInstruction | None:
+  """The outermost fusion around a site's carrier: its kernel."""
+  for name in fate.carriers[:-1]:
+    inst = instructions.get(name)
+    if inst is not None and inst.opcode == "fusion":
+      return inst
+  return None
+
+
+def _in_gemm_kernel(fate: DotFate, instructions) -> tuple[str, str] | None:
+  """A strength-reduced f32 site fused into another site's Triton gemm.
+
+  XLA GPU fuses elementwise producers and consumers into a gemm fusion
+  (jaxlib 0.10.2: a multiply+reduce in `__triton_nested_gemm_fusion`'s
+  prologue); the kernel's mma instructions belong to the gemm, while the
+  multiply and its reduction stay f32 arithmetic.
+  """
+  if fate.fate not in (Fate.MULTIPLY, Fate.MULTIPLY_REDUCE):
+    return None
+  owner = _kernel_owner(fate, instructions)
+  if not is_triton_gemm(owner) or fate.site.lhs.dtype != "f32":
+    return None
+  return "F32_F32_F32", (
+    f"rule: f32 multiply fused into gemm kernel {owner.name}; its mma is "
+    "another site's"
+  )
+
+
+def _with_declared_passes(ptx: str | None, declared: str | None) -> str | None:
+  """A declared _X3/_X6/_X9 preset whose one-pass form the PTX shows."""
+  a, b = ALGORITHMS.get(ptx or ""), ALGORITHMS.get(declared or "")
+  if (
+    a
+    and b
+    and b.passes > 1
+    and (a.lhs, a.rhs, a.accumulation) == (b.lhs, b.rhs, b.accumulation)
+  ):
+    return declared
+  return ptx
+
+
+def _from_ptx(
+  fate: DotFate, instructions, kernels: dict[str, PtxKernel]
+) -> dict:
+  owner = _kernel_owner(fate, instructions)
+  if owner is None:
+    return {
+      "algorithm_evidence": "no fusion around the site: no kernel to read"
+    }
+  name = kernel_name(owner.metadata.get("deduplicated_name") or owner.name)
+  kernel = kernels.get(name)
+  if kernel is None:
+    return {
+      "algorithm_evidence": f"no PTX kernel named {name!r} for fusion {owner.name!r}"
+    }
+  algorithm, evidence = for_operands(kernel, fate.site.lhs.dtype)
+  return {
+    "effective_algorithm": _with_declared_passes(algorithm, fate.algorithm),
+    "algorithm_source": "ptx" if algorithm else None,
+    "algorithm_evidence": f"kernel {name}: {evidence}",
+  }
+
+
+def _effective(
+  fate: DotFate,
+  instructions,
+  kernels,
+  target: Target,
+  compute_capability: str | None,
+) -> dict:
+  dtype = fate.site.lhs.dtype
+  if fate.fate == Fate.GONE:
+    return {"algorithm_evidence": "the site is gone from the optimized HLO"}
+  if target.platform == "cpu":
+    algorithm, evidence = cpu_algorithm(dtype)
+  elif fate.fate in (Fate.CUBLAS, Fate.CUBLASLT):
+    algorithm, evidence = blas_algorithm(
+      fate.fate.value,
+      dtype,
+      fate.precision_config,
+      fate.algorithm,
+      compute_capability,
+    )
+  elif fate.fate == Fate.CUDNN:
+    algorithm = fate.algorithm
+    evidence = (
+      "cuDNN: the declared algorithm"
+      if algorithm
+      else "cuDNN: no rule checked on jaxlib 0.10.2"
+    )
+  elif (epilogue := _in_gemm_kernel(fate, instructions)) is not None:
+    algorithm, evidence = epilogue
+  else:
+    return _from_ptx(fate, instructions, kernels)
+  source = "rule" if algorithm else None
+  return {
+    "effective_algorithm": algorithm,
+    "algorithm_source": source,
+    "algorithm_evidence": evidence,
+  }
+
+
+def resolve(
+  fates: Sequence[DotFate],
+  module: HloModule,
+  kernels: Sequence[PtxKernel],
+  target: Target,
+  compute_capability: str | None = None,
+) -> list[DotFate]:
+  """Fills each site's effective algorithm, its source and evidence.
+
+  Args:
+    fates: the sites of one compiled config (`dot_sites.map_dot_sites`).
+    module: the optimized HLO they were mapped in.
+    kernels: the PTX kernels of that compile (empty on CPU).
+    target: the target compiled for.
+    compute_capability: e.g. "8.0"; defaults to the target's.
+
+  Returns:
+    The fates with `effective_algorithm`, `algorithm_source`,
+    `algorithm_evidence` and `selection` set.
+  """
+  instructions = {inst.name: inst for _, inst in module.all_instructions()}
+  by_name = {k.name: k for k in kernels}
+  cc = compute_capability or target.compute_capability
+  selection = None
+  if target.platform == "cuda":
+    selection = HEURISTIC if target.compile_only else AUTOTUNED
+  return [
+    dataclasses.replace(
+      f, selection=selection, **_effective(f, instructions, by_name, target, cc)
+    )
+    for f in fates
+  ]

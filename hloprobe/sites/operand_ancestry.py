@@ -1,0 +1,160 @@
+"""Carriers: the optimized-HLO instructions that may compute a dot site.
+
+`find_carriers` walks an optimized module from ENTRY and records every dot,
+convolution, multiply and gemm custom call with the entry parameters each
+operand depends on (its ancestry), the data-flow key `dot_sites` matches
+StableHLO dot sites by. Checked on jaxlib 0.10.2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from hloprobe.ir.hlo import HloInstruction, HloModule
+
+__all__ = [
+  "GEMM_CUSTOM_CALLS",
+  "Carrier",
+  "custom_call_target",
+  "find_carriers",
+]
+
+# cuBLAS custom-call targets (xla/service/gpu/cublas_cudnn.cc) -> fate words.
+GEMM_CUSTOM_CALLS = {
+  "__cublas$gemm": "cuBLAS",
+  "__cublas$lt$matmul": "cuBLASLt",
+  "__cublas$lt$matmul$f8": "cuBLASLt",
+}
+_WALKED_OPCODES = (
+  "fusion",
+  "call",
+  "while",
+  "conditional",
+  "async-start",
+  "custom-call",
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Carrier:
+  """An optimized-HLO instruction that may compute a dot site.
+
+  Attributes:
+    instruction: the dot, multiply or custom call.
+    computation: name of the computation holding it.
+    enclosing: the fusion/call instructions around it, outermost first.
+    operand_ancestry: per operand, the entry parameter numbers it depends on.
+    operand_shapes: per operand, its shape where the computation shows it.
+  """
+
+  instruction: HloInstruction
+  computation: str
+  enclosing: tuple[HloInstruction, ...]
+  operand_ancestry: tuple[frozenset[int], ...]
+  operand_shapes: tuple = ()
+
+  @property
+  def kernel(self) -> HloInstruction | None:
+    """The outermost fusion or custom call around the instruction: its kernel.
+
+    Loops, calls and conditionals around it are control flow, not kernels.
+    """
+    for inst in self.enclosing:
+      if inst.opcode in ("fusion", "custom-call"):
+        return inst
+    return None
+
+  @property
+  def path(self) -> tuple[str, ...]:
+    return tuple(i.name for i in self.enclosing) + (self.instruction.name,)
+
+
+def find_carriers(module: HloModule) -> list[Carrier]:
+  """Lists every dot, convolution, multiply and gemm custom call, per call path.
+
+  Walks from the ENTRY computation into fusions, calls, while bodies and
+  conditionals, binding each computation's parameters to the ancestry of the
+  calling instruction's operands, so a computation called twice (XLA GPU
+  deduplicates fusions) is seen once per caller. Tuples keep one ancestry
+  per element (`tuple`, `get-tuple-element`), so a while body's parameter
+  elements are bound to the loop's initial values, as StableHLO's iterArgs
+  are (`stablehlo`); a while's or conditional's result depends on
+  everything its inputs and bodies do.
+  """
+  out: list[Carrier] = []
+  entry = module.entry
+  params = {n: frozenset({n}) for n in entry.parameters()}
+  _walk(module, entry.name, params, (), out, 0)
+  return out
+
+
+def _flat(value) -> frozenset[int]:
+  """An ancestry (frozenset) or a tuple of them, flattened."""
+  if isinstance(value, frozenset):
+    return value
+  return frozenset().union(*map(_flat, value)) if value else frozenset()
+
+
+def _walk(module, comp_name, params, enclosing, out, depth):
+  """Walks one computation; returns its root's ancestry value."""
+  comp = module.computations[comp_name]
+  if depth > 32:
+    return frozenset()
+  env, shapes = {}, {i.name: i.shape for i in comp.instructions}
+  for inst in comp.instructions:
+    if inst.opcode == "parameter":
+      env[inst.name] = params.get(inst.parameter_number, frozenset())
+      continue
+    ops = [env.get(o, frozenset()) for o in inst.operands]
+    if inst.opcode in ("dot", "convolution", "multiply") or (
+      inst.opcode == "custom-call"
+      and custom_call_target(inst) in GEMM_CUSTOM_CALLS
+    ):
+      operand_shapes = tuple(shapes.get(o) for o in inst.operands)
+      out.append(
+        Carrier(
+          inst, comp.name, enclosing, tuple(map(_flat, ops)), operand_shapes
+        )
+      )
+    walk = functools.partial(
+      _walk_called, module, enclosing + (inst,), out, depth + 1
+    )
+    env[inst.name] = _value(module, inst, ops, walk)
+  return env.get(comp.root.name, frozenset())
+
+
+def _walk_called(module, enclosing, out, depth, name, binding):
+  return _walk(module, name, binding, enclosing, out, depth)
+
+
+def _value(module, inst: HloInstruction, ops: list, walk):
+  """The ancestry value of one instruction (walking what it calls)."""
+  called = [c for c in inst.called_computations if c in module.computations]
+  if inst.opcode == "tuple":
+    return tuple(ops)
+  if inst.opcode == "get-tuple-element":
+    index = int(inst.attrs.get("index", "-1"))
+    value = ops[0] if ops else frozenset()
+    if isinstance(value, tuple) and 0 <= index < len(value):
+      return value[index]
+    return _flat(value)
+  if inst.opcode == "while":
+    init = ops[0] if ops else frozenset()
+    roots = [walk(c, {0: init}) for c in called]
+    return _flat(init) | _flat(roots)
+  if inst.opcode == "conditional":
+    roots = [
+      walk(c, {0: ops[k + 1]}) for k, c in enumerate(called) if k + 1 < len(ops)
+    ]
+    return _flat(ops) | _flat(roots)
+  if inst.opcode in _WALKED_OPCODES and called:
+    roots = [walk(c, dict(enumerate(ops))) for c in called]
+    if inst.opcode in ("fusion", "call") and len(roots) == 1:
+      return roots[0]
+    return _flat(ops) | _flat(roots)
+  return _flat(ops)
+
+
+def custom_call_target(inst: HloInstruction) -> str:
+  return inst.attrs.get("custom_call_target", "").strip('"')

@@ -1,0 +1,118 @@
+"""Which XLA pass rewrote each dot site (`--explain_passes`).
+
+With `--explain_passes` the config's compile also gets the debug options
+`xla_dump_to=TMPDIR` and `xla_dump_hlo_pass_re=.*` (per compile, through
+`Lowered.compile(compiler_options=...)`, so nothing else in the process is
+affected and no second compile is needed), which make XLA write the module
+after every pass that changed it, named
+`module_<id>.<name>.<seq>.<pipeline>.after_<pass>.before_<next>.txt`
+(xla/service/dump.cc, DumpHloModuleBetweenPassesIfEnabled; jaxlib 0.10.2).
+Reading the dumps in sequence order, a site's pass is the first one after
+which it is no longer a plain `dot` (outside any fusion): for example
+`dot-strength-reduction` (GPU) or `algsimp` (CPU) turning it into
+multiply+reduce, or `triton-gemm-rewriter` wrapping it in a Triton gemm
+fusion. `lowering` removes the dump folder.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import re
+from collections.abc import Sequence
+
+from hloprobe.errors import HloParseError, HloprobeError
+from hloprobe.ir.hlo import parse_hlo_module
+from hloprobe.ir.stablehlo import StableHloDot
+from hloprobe.sites import dot_sites
+
+__all__ = ["PassAttribution", "attribute_passes"]
+
+_DUMP_RE = re.compile(
+  r"^module_(?P<id>\d+)\.(?P<name>.+?)\.(?P<seq>\d{4})\.(?P<pipeline>[^.]+)"
+  r"\.after_(?P<pass>[^.]+)(?:\.before_.*)?\.txt$"
+)
+_PLAIN_EMITTERS = ("top level", "call", "while", "conditional")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PassAttribution:
+  """The pass after which a dot site stopped being a plain dot.
+
+  Attributes:
+    site: dot site index.
+    pass_name: XLA pass name as dumped, e.g. "dot-strength-reduction".
+    pipeline: the pass pipeline, e.g. "simplification".
+    fate: what the site was right after that pass, e.g. "multiply+reduce".
+  """
+
+  site: int
+  pass_name: str
+  pipeline: str
+  fate: str
+
+
+def _is_plain(fate: dot_sites.DotFate) -> bool:
+  return fate.fate == dot_sites.Fate.DOT and fate.emitter in _PLAIN_EMITTERS
+
+
+def _describe(fate: dot_sites.DotFate) -> str:
+  if fate.fate == dot_sites.Fate.DOT:
+    return f"dot in {fate.emitter}"
+  return fate.fate.value
+
+
+def _pass_dumps(dumps: Sequence[tuple[str, str]]) -> list[tuple[re.Match, str]]:
+  """The after-pass dumps of the compiled module, in sequence order.
+
+  GPU compiles also dump small modules the compiler builds on the side
+  (e.g. `fused_reduce` for a kernel); the compiled module is the one with
+  the most pass dumps.
+  """
+  found = [
+    (m, text) for m, text in ((_DUMP_RE.match(n), t) for n, t in dumps) if m
+  ]
+  if not found:
+    return []
+  module = lambda m: (m.group("id"), m.group("name"))
+  counts = collections.Counter(module(m) for m, _ in found)
+  main = counts.most_common(1)[0][0]
+  mine = [(m, t) for m, t in found if module(m) == main]
+  return sorted(mine, key=lambda item: int(item[0].group("seq")))
+
+
+def attribute_passes(
+  dumps: Sequence[tuple[str, str]], sites: list[StableHloDot]
+) -> dict[int, PassAttribution]:
+  """Names, per site, the first dumped pass after which it is not a plain dot.
+
+  Args:
+    dumps: (file name, HLO text) pairs written by XLA with
+      `xla_dump_hlo_pass_re=.*` for one compile (`CompiledCase.pass_dumps`).
+    sites: the StableHLO dot sites of that module.
+
+  Returns:
+    Site index -> attribution, for the sites some pass rewrote; a site that
+    stays a plain dot to the end is absent.
+
+  Raises:
+    HloprobeError: there are no pass dumps.
+  """
+  ordered = _pass_dumps(dumps)
+  if not ordered:
+    raise HloprobeError("XLA wrote no pass dumps for this compile")
+  found: dict[int, PassAttribution] = {}
+  for m, text in ordered:
+    if len(found) == len(sites):
+      break
+    try:
+      module = parse_hlo_module(text)
+    except HloParseError:
+      continue  # a dump XLA printed in another form; the next one decides
+    for fate in dot_sites.map_dot_sites(sites, module):
+      i = fate.site.index
+      if i not in found and not _is_plain(fate):
+        found[i] = PassAttribution(
+          i, m.group("pass"), m.group("pipeline"), _describe(fate)
+        )
+  return found

@@ -1,0 +1,78 @@
+"""Built-in cases: the seed is the reporter's model; ports run on the CPU."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+from absl.testing import absltest, parameterized
+
+from hloprobe.compile import cases, lowering
+from hloprobe.errors import CaseError
+
+
+class SeedTest(absltest.TestCase):
+  def test_reporter_model(self):
+    case = cases.get_case("seed_mlp")
+    xy, (weights, biases, gammas, mus) = case.make_inputs()
+    self.assertEqual(xy.shape, (4096, 2))
+    np.testing.assert_array_equal(xy[0], [-1.0, -1.0])
+    np.testing.assert_array_equal(xy[-1], [1.0, 1.0])
+    self.assertEqual(
+      [w.shape for w in weights], [(48, 2), (48, 48), (48, 48), (1, 48)]
+    )
+    self.assertTrue(all(not b.any() for b in biases))
+    self.assertEqual([g.shape for g in gammas], [(48,)] * 3)
+    self.assertTrue(all(np.all(np.abs(m) <= np.pi) for m in mus))
+    # he_uniform(-1, -2) of shape (out, in): fan_in is in, limit sqrt(6/in).
+    self.assertLessEqual(np.max(np.abs(weights[1])), np.sqrt(6 / 48))
+
+  def test_inputs_for_cuts_rows(self):
+    case = cases.get_case("seed_mlp")
+    full = case.make_inputs()
+    xs, params = case.inputs_for(full, 3)
+    self.assertEqual(xs.shape, (3, 2))
+    self.assertIs(params, full[1])
+    with self.assertRaisesRegex(CaseError, "exceeds"):
+      case.inputs_for(full, 4097)
+
+  def test_unknown(self):
+    with self.assertRaisesRegex(
+      CaseError, "unknown case 'x'; choose from .*seed_mlp"
+    ):
+      cases.get_case("x")
+
+
+class PortedCasesTest(parameterized.TestCase):
+  @parameterized.named_parameters(
+    ("tf_127577", "tf_127577", 2, (2, 512)),
+    ("jax_11628", "jax_11628", 2, (2, 1000)),
+    ("jax_15362", "jax_15362", 2, (2, 1)),
+    ("jax_27188", "jax_27188", 2, (10, 2, 10)),
+    ("jax_22557", "jax_22557", 2, (300, 300, 2)),
+  )
+  def test_float64_reference_shape(self, name, n, shape):
+    case = cases.get_case(name)
+    ref = lowering.float64_reference(
+      case, case.inputs_for(case.make_inputs(), n)
+    )
+    self.assertEqual(ref.shape, shape)
+    self.assertEqual(ref.dtype, np.float64)
+
+  def test_jacobian_reference_is_the_matrix(self):
+    case = cases.get_case("jax_11628")
+    mat, x = case.make_inputs()
+    ref = lowering.float64_reference(case, (mat, x))
+    np.testing.assert_array_equal(ref, mat.astype(np.float64))
+
+
+if __name__ == "__main__":
+  absltest.main()
+
+
+class ReferenceDtypeTest(absltest.TestCase):
+  def test_bfloat16_inputs_are_widened(self):
+    x = (np.arange(8, dtype=np.float32) / 3).astype(jnp.bfloat16)
+    case = cases.Case("bf16", "bf16", lambda a: a * a, lambda: (x,))
+    ref = lowering.float64_reference(case, (x,))
+    exact = np.asarray(x, np.float64) ** 2
+    np.testing.assert_array_equal(ref, exact)  # not rounded back to bf16

@@ -1,0 +1,73 @@
+"""Tests of hloprobe.compile.host: which CPU and ISA the CPU numbers come from."""
+
+from __future__ import annotations
+
+import json
+
+from absl.testing import absltest, parameterized
+from testutil import run_hloprobe
+
+from hloprobe.compile import host
+
+_CPUINFO = """processor\t: 0
+model name\t: Example CPU 9000
+flags\t\t: fpu sse4_2 avx avx2 fma avx512f avx512dq
+"""
+
+
+class HostCpuTest(parameterized.TestCase):
+  @parameterized.named_parameters(
+    ("no_cap", None, "AVX512", None),
+    ("avx", "--xla_cpu_max_isa=AVX", "AVX", "AVX"),
+    ("lower_case", "--xla_cpu_max_isa=avx2", "AVX2", "AVX2"),
+    (
+      "last_wins",
+      "--xla_cpu_max_isa=AVX --xla_cpu_max_isa=AVX2",
+      "AVX2",
+      "AVX2",
+    ),
+    # A cap above the host changes nothing (cpu_features.cc only disables).
+    ("cap_above_host", "--xla_cpu_max_isa=AMX", "AVX512", "AMX"),
+    ("unknown_cap", "--xla_cpu_max_isa=MMX", "unknown", "MMX"),
+  )
+  def test_isa_is_the_older_of_host_and_cap(self, flags, isa, max_isa):
+    cpu = host.host_cpu(flags, _CPUINFO)
+    self.assertEqual(cpu.model, "Example CPU 9000")
+    self.assertEqual(cpu.host_isa, "AVX512")
+    self.assertEqual(cpu.isa, isa)
+    self.assertEqual(cpu.max_isa, max_isa)
+
+  def test_no_cpuinfo_is_unknown(self):
+    cpu = host.host_cpu("--xla_cpu_max_isa=AVX", "")
+    self.assertEqual((cpu.model, cpu.host_isa, cpu.isa), ("unknown",) * 3)
+
+  def test_describe_names_the_cap(self):
+    cpu = host.host_cpu("--xla_cpu_max_isa=AVX", _CPUINFO)
+    self.assertEqual(
+      cpu.describe(), "Example CPU 9000, XLA CPU ISA AVX (host AVX512)"
+    )
+
+
+class CliRecordsHostTest(absltest.TestCase):
+  def test_results_json_and_explain_name_the_isa(self):
+    env = {"XLA_FLAGS": "--xla_cpu_max_isa=AVX"}
+    proc = run_hloprobe(
+      "sweep",
+      "--batch_sizes=1",
+      "--precisions=float32",
+      "--format=json",
+      env=env,
+    )
+    self.assertEqual(proc.returncode, 0, proc.stderr)
+    doc = json.loads(proc.stdout)
+    self.assertEqual(doc["host"]["isa"], "AVX")
+    self.assertEqual(doc["host"]["max_isa"], "AVX")
+    proc = run_hloprobe(
+      "explain", "--batch_sizes=1,2", "--precisions=float32", env=env
+    )
+    self.assertEqual(proc.returncode, 0, proc.stderr)
+    self.assertIn("XLA CPU ISA AVX", proc.stdout)
+
+
+if __name__ == "__main__":
+  absltest.main()

@@ -1,0 +1,75 @@
+"""Worker processes: results come back as records; bad XLA flags fail alone."""
+
+from __future__ import annotations
+
+import os
+from unittest import mock
+
+from absl.testing import absltest
+
+from hloprobe import sweep
+from hloprobe.compile import worker
+from hloprobe.sites.dot_sites import Fate
+
+_SPEC = sweep.SweepSpec(("seed_mlp",), (1,), ("float32",), ("cpu",))
+
+
+class WorkerTest(absltest.TestCase):
+  def test_records_come_back(self):
+    (result,) = worker.call_in_worker("run_sweep", {"spec": _SPEC}, "")
+    self.assertTrue(result.ok, result.error)
+    self.assertEqual(result.fates[3].fate, Fate.MULTIPLY_REDUCE)
+    self.assertIsNotNone(result.stats)
+
+  def test_misspelled_xla_flag_is_named(self):
+    with self.assertRaisesRegex(
+      worker.WorkerError, "XLA rejected flag --xla_cpu_enable_fast_mathh=false"
+    ):
+      worker.call_in_worker(
+        "run_sweep", {"spec": _SPEC}, "--xla_cpu_enable_fast_mathh=false"
+      )
+
+  def test_user_flags_then_experiment_flags(self):
+    self.assertEqual(
+      worker.worker_xla_flags(" --xla_dump_to=/d ", "--xla_foo=1 --xla_bar=2"),
+      "--xla_dump_to=/d --xla_foo=1 --xla_bar=2",
+    )
+    self.assertEqual(worker.worker_xla_flags("", "--xla_foo=1"), "--xla_foo=1")
+    self.assertEqual(worker.worker_xla_flags("--xla_foo=1", ""), "--xla_foo=1")
+
+  def test_worker_keeps_the_users_xla_flags(self):
+    dump = self.create_tempdir().full_path
+    with mock.patch.dict(os.environ, {"XLA_FLAGS": f"--xla_dump_to={dump}"}):
+      (result,) = worker.call_in_worker(
+        "run_sweep", {"spec": _SPEC}, "--xla_cpu_enable_fast_math=false"
+      )
+    self.assertTrue(result.ok, result.error)
+    self.assertNotEmpty(os.listdir(dump))
+
+  def test_experiment_flag_wins_over_the_users(self):
+    user, mine = (self.create_tempdir().full_path for _ in range(2))
+    with mock.patch.dict(os.environ, {"XLA_FLAGS": f"--xla_dump_to={user}"}):
+      worker.call_in_worker(
+        "run_sweep", {"spec": _SPEC}, f"--xla_dump_to={mine}"
+      )
+    self.assertEmpty(os.listdir(user))
+    self.assertNotEmpty(os.listdir(mine))
+
+  def test_unknown_function(self):
+    with self.assertRaisesRegex(ValueError, "unknown worker function"):
+      worker.call_in_worker("os.system", {}, "")
+
+
+if __name__ == "__main__":
+  absltest.main()
+
+
+class BadValueTest(absltest.TestCase):
+  def test_flag_value_xla_cannot_read_is_named(self):
+    with self.assertRaisesRegex(
+      worker.WorkerError,
+      "XLA rejected flag --xla_cpu_enable_fast_math: cannot read the value 'maybe'",
+    ):
+      worker.call_in_worker(
+        "run_sweep", {"spec": _SPEC}, "--xla_cpu_enable_fast_math=maybe"
+      )

@@ -1,0 +1,188 @@
+"""Tests for hloprobe.ir.ptx on PTX that XLA wrote (jaxlib 0.10.2) and on
+hand-written PTX (see testdata/ptx/README.md)."""
+
+from __future__ import annotations
+
+import os
+
+from absl.testing import absltest, parameterized
+
+from hloprobe.ir import ptx
+
+_PTX = os.path.join(os.path.dirname(__file__), "testdata", "ptx")
+_MMA_TF32 = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
+
+
+def _kernels(filename: str) -> dict[str, ptx.PtxKernel]:
+  with open(os.path.join(_PTX, filename)) as f:
+    return {k.name: k for k in ptx.parse_ptx(f.read())}
+
+
+class ParsePtxTest(parameterized.TestCase):
+  @parameterized.named_parameters(
+    (
+      "triton_default_tf32",
+      "a100_seed_n2_default_gemm_fusion_dot.ptx",
+      "gemm_fusion_dot",
+      "TF32_TF32_F32",
+      "rna",
+    ),
+    (
+      "triton_high_fma",
+      "a100_seed_n2_high_gemm_fusion_dot.ptx",
+      "gemm_fusion_dot",
+      "F32_F32_F32",
+      None,
+    ),
+    (
+      "reduce_f32_despite_f64_sin",
+      "a100_seed_n2_input_reduce_fusion.ptx",
+      "input_reduce_fusion",
+      "F32_F32_F32",
+      None,
+    ),
+    (
+      "triton_bf16",
+      "a100_bf16_256_gemm_fusion_dot.ptx",
+      "gemm_fusion_dot",
+      "BF16_BF16_F32",
+      None,
+    ),
+    (
+      "bf16_products",
+      "h100_bf16_matvec_loop_multiply_fusion.ptx",
+      "loop_multiply_fusion",
+      None,
+      None,
+    ),
+    (
+      "callee_mma",
+      "handwritten_sm90.ptx",
+      "calls_tile_mma",
+      "TF32_TF32_F32",
+      "rna",
+    ),
+    ("wgmma", "handwritten_sm90.ptx", "wgmma_kernel", "BF16_BF16_F32", None),
+  )
+  def test_classifies(self, filename, name, algorithm, rounding):
+    k = _kernels(filename)[name]
+    self.assertEqual((k.algorithm, k.tf32_rounding), (algorithm, rounding))
+
+  def test_real_tf32_kernel_counts(self):
+    k = _kernels("a100_seed_n2_default_gemm_fusion_dot.ptx")["gemm_fusion_dot"]
+    self.assertEqual(k.target, "sm_80")
+    self.assertEqual(
+      dict(k.instructions), {"cvt.rna.tf32.f32": 6, _MMA_TF32: 2}
+    )
+    self.assertEqual(k.evidence, f"cvt.rna.tf32.f32 x6, {_MMA_TF32} x2")
+
+  def test_entries_only_and_declarations_skipped(self):
+    self.assertEqual(
+      set(_kernels("handwritten_sm90.ptx")), {"calls_tile_mma", "wgmma_kernel"}
+    )
+
+  def test_wgmma_bookkeeping_is_not_an_mma(self):
+    k = _kernels("handwritten_sm90.ptx")["wgmma_kernel"]
+    self.assertEqual(
+      [op for op, _ in k.instructions],
+      ["wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16"],
+    )
+
+  def test_bf16_products_have_no_preset(self):
+    k = _kernels("h100_bf16_matvec_loop_multiply_fusion.ptx")[
+      "loop_multiply_fusion"
+    ]
+    self.assertRegex(k.evidence, r"16-bit products \(mul\.rn\.bf16 x1\)")
+
+
+class ClassifyTest(parameterized.TestCase):
+  @parameterized.named_parameters(
+    ("tf32_truncating", {_MMA_TF32: 1}, "TF32_TF32_F32", "truncate"),
+    (
+      "f16_f16_acc",
+      {"mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16": 1},
+      "F16_F16_F16",
+      None,
+    ),
+    (
+      "f16_f32_acc",
+      {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32": 4},
+      "F16_F16_F32",
+      None,
+    ),
+    (
+      "fp8_no_preset",
+      {"mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32": 1},
+      "E4M3_E4M3_F32 (no DotAlgorithmPreset)",
+      None,
+    ),
+    (
+      "mixed_mma",
+      {_MMA_TF32: 1, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32": 1},
+      None,
+      None,
+    ),
+    ("f64_only", {"fma.rn.f64": 3}, "F64_F64_F64", None),
+    ("integer_only", {"mul.lo.s32": 3}, None, None),
+    ("nothing", {}, None, None),
+  )
+  def test_rules(self, counts, algorithm, rounding):
+    got, _, got_rounding = ptx.classify_instructions(counts)
+    self.assertEqual((got, got_rounding), (algorithm, rounding))
+
+  @parameterized.named_parameters(
+    (
+      "f32_ops_f32",
+      "a100_seed_n2_input_reduce_fusion.ptx",
+      "input_reduce_fusion",
+      "f32",
+      "F32_F32_F32",
+    ),
+    (
+      "bf16_ops_f32_products",
+      "a100_seed_n2_input_reduce_fusion.ptx",
+      "input_reduce_fusion",
+      "bf16",
+      "BF16_BF16_F32",
+    ),
+    (
+      "bf16_ops_bf16_products",
+      "h100_bf16_matvec_loop_multiply_fusion.ptx",
+      "loop_multiply_fusion",
+      "bf16",
+      None,
+    ),
+    (
+      "mma_wins",
+      "a100_seed_n2_default_gemm_fusion_dot.ptx",
+      "gemm_fusion_dot",
+      "bf16",
+      "TF32_TF32_F32",
+    ),
+    (
+      "f64_ops_f64_products",
+      "a100_seed_n2_input_reduce_fusion.ptx",
+      "input_reduce_fusion",
+      "f64",
+      "F64_F64_F64",
+    ),
+  )
+  def test_for_operands(self, filename, name, dtype, algorithm):
+    self.assertEqual(
+      ptx.for_operands(_kernels(filename)[name], dtype)[0], algorithm
+    )
+
+
+class KernelNameTest(parameterized.TestCase):
+  @parameterized.named_parameters(
+    ("dots", "gemm_fusion_dot.1", "gemm_fusion_dot_1"),
+    ("dashes", "loop-add.fusion.2", "loop_add_fusion_2"),
+    ("leading_digit", "1fusion", "_1fusion"),
+    ("dollar_kept", "a$b", "a$b"),
+  )
+  def test_sanitizes_like_xla(self, hlo_name, expected):
+    self.assertEqual(ptx.kernel_name(hlo_name), expected)
+
+
+if __name__ == "__main__":
+  absltest.main()

@@ -1,0 +1,146 @@
+"""The package layout's one rule: a stage imports only stages below it.
+
+Stages, lowest first (a module's stage is its subpackage under hloprobe/,
+or its own name for a top-level module):
+
+  errors < ir < compile < sites < numerics < sweep < golden < report
+         < verify < cli, tools < __main__, __init__
+
+`ir` is lowest after `errors`: it reads compiler text into records and needs
+nothing that compiles. It must not import the JAX runtime (`jax`, `jaxlib`);
+the MLIR Python bindings jaxlib ships (`jaxlib.mlir`) are allowed there, as
+they only parse and walk text. Imports are read with `ast`, function-level
+(lazy) imports included, so the rule holds for what a module can ever load.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+
+import testutil
+from absl.testing import absltest
+
+_ORDER = (
+  ("errors",),
+  ("ir",),
+  ("compile",),
+  ("sites",),
+  ("numerics",),
+  ("sweep",),
+  ("golden",),
+  ("report",),
+  ("verify",),
+  ("cli", "tools"),
+  ("__main__", "__init__"),
+)
+RANK = {stage: rank for rank, names in enumerate(_ORDER) for stage in names}
+# Packages that must not import the JAX runtime, and what they may import of it.
+_NO_JAX = ("ir",)
+_JAX_ALLOWED = ("jaxlib.mlir",)
+
+
+def _imported(tree: ast.AST) -> list[tuple[int, str]]:
+  """(line, dotted name) of every absolute import in `tree`.
+
+  `from hloprobe import a, b` yields hloprobe.a and hloprobe.b, since the
+  names may be submodules.
+  """
+  found = []
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import):
+      found += [(node.lineno, a.name) for a in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+      found.append((node.lineno, node.module))
+      if node.module == "hloprobe":
+        found += [(node.lineno, f"hloprobe.{a.name}") for a in node.names]
+  return found
+
+
+def _stage(rel: str) -> str:
+  """The stage of a module path relative to the package folder."""
+  first = rel.split(os.sep)[0]
+  return first[: -len(".py")] if first.endswith(".py") else first
+
+
+def _is_jax_runtime(name: str) -> bool:
+  if any(name == a or name.startswith(a + ".") for a in _JAX_ALLOWED):
+    return False
+  return name.split(".")[0] in ("jax", "jaxlib")
+
+
+def violations(package_dir: str) -> list[str]:
+  """Every upward import, and every JAX runtime import in `ir`, under
+  `package_dir` (a folder laid out like hloprobe/), as readable lines."""
+  out = []
+  for dirpath, _, files in os.walk(package_dir):
+    for f in sorted(files):
+      if not f.endswith(".py"):
+        continue
+      path = os.path.join(dirpath, f)
+      rel = os.path.relpath(path, package_dir)
+      stage = _stage(rel)
+      if stage not in RANK:
+        out.append(f"{rel}: stage {stage!r} has no place in the order")
+        continue
+      with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read(), path)
+      for line, name in _imported(tree):
+        parts = name.split(".")
+        if parts[0] == "hloprobe" and len(parts) > 1:
+          target = parts[1]
+          if target in RANK and RANK[target] > RANK[stage]:
+            out.append(f"{rel}:{line}: {stage} imports higher stage {name}")
+        elif stage in _NO_JAX and _is_jax_runtime(name):
+          out.append(f"{rel}:{line}: {stage} imports the JAX runtime {name}")
+  return out
+
+
+def _write(root: str, rel: str, text: str) -> None:
+  path = os.path.join(root, rel)
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, "w", encoding="utf-8") as f:
+    f.write(text)
+
+
+class LayeringTest(absltest.TestCase):
+  def test_hloprobe_imports_only_downward(self):
+    self.assertEqual(violations(os.path.join(testutil.ROOT, "hloprobe")), [])
+
+  def test_every_stage_is_in_the_order(self):
+    package = os.path.join(testutil.ROOT, "hloprobe")
+    stages = {_stage(n) for n in os.listdir(package) if n != "__pycache__"}
+    self.assertEqual(stages - set(RANK), set())
+
+  def test_planted_upward_import_fails(self):
+    root = self.create_tempdir().full_path
+    _write(root, "ir/hlo.py", "from hloprobe.errors import HloParseError\n")
+    _write(root, "sites/dot_sites.py", "from hloprobe.ir import hlo\n")
+    self.assertEqual(violations(root), [])
+    # A lazy import inside a function counts too.
+    _write(
+      root,
+      "sites/passes.py",
+      "def f():\n  from hloprobe import sweep\n  return sweep\n",
+    )
+    self.assertEqual(
+      violations(root),
+      ["sites/passes.py:2: sites imports higher stage hloprobe.sweep"],
+    )
+
+  def test_ir_may_use_mlir_bindings_but_not_jax(self):
+    root = self.create_tempdir().full_path
+    _write(root, "ir/stablehlo.py", "from jaxlib.mlir import ir\n")
+    self.assertEqual(violations(root), [])
+    _write(root, "ir/hlo.py", "import jax.numpy as jnp\nimport jaxlib\n")
+    self.assertEqual(
+      violations(root),
+      [
+        "ir/hlo.py:1: ir imports the JAX runtime jax.numpy",
+        "ir/hlo.py:2: ir imports the JAX runtime jaxlib",
+      ],
+    )
+
+
+if __name__ == "__main__":
+  absltest.main()

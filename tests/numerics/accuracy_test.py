@@ -1,0 +1,132 @@
+"""Error statistics, ULPs, noise floor, analytic bands and verdicts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from absl.testing import absltest, parameterized
+
+from hloprobe.numerics import accuracy, rounding
+from hloprobe.numerics.accuracy import ErrorStats, NoiseFloor
+
+# Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
+pytestmark = pytest.mark.cpu_numerics
+
+
+def _stats(
+  row0: float, ref: float = 1.0, max_abs: float | None = None
+) -> ErrorStats:
+  err = abs(row0 - ref)
+  return ErrorStats(row0, ref, err, err if max_abs is None else max_abs, err)
+
+
+_NOISE = NoiseFloor(row0_abs=1e-4, max_abs=2e-4, row0_spread_abs=1e-5)
+_TF32 = ("TF32_TF32_F32", "TF32_TF32_F32", "F32_F32_F32")
+_F32 = ("F32_F32_F32",) * 3
+
+
+class ErrorStatsTest(absltest.TestCase):
+  def test_row0_and_normwise_relative(self):
+    s = accuracy.error_stats(np.float32([1.5, -2.0]), np.float64([1.0, -4.0]))
+    self.assertEqual((s.row0, s.row0_ref, s.row0_abs), (1.5, 1.0, 0.5))
+    self.assertEqual(s.max_abs, 2.0)
+    self.assertEqual(s.max_rel, 0.5)  # 2 / max|ref| = 2 / 4
+
+  def test_shape_mismatch(self):
+    with self.assertRaisesRegex(ValueError, "shape"):
+      accuracy.error_stats(np.zeros(2), np.zeros(3))
+
+
+class UlpTest(parameterized.TestCase):
+  @parameterized.named_parameters(
+    ("same", 1.0, 1.0, 0),
+    ("next", 1.0, float(np.nextafter(np.float32(1), np.float32(2))), 1),
+    ("across_zero", float(np.float32(-1e-45)), float(np.float32(1e-45)), 2),
+    ("seed_row0", -0.5281725, -0.5281741, 27),
+  )
+  def test_f32(self, a, b, expected):
+    self.assertEqual(accuracy.ulp_distance(a, b, np.float32), expected)
+
+
+class NoiseFloorTest(absltest.TestCase):
+  def test_from_orders(self):
+    ref = np.array([1.0, 2.0])
+    floor = accuracy.noise_floor(
+      {
+        "a": np.array([1.0 + 1e-6, 2.0]),
+        "b": np.array([1.0 - 3e-6, 2.0 + 5e-6]),
+      },
+      ref,
+    )
+    self.assertAlmostEqual(floor.row0_abs, 3e-6)
+    self.assertAlmostEqual(floor.max_abs, 5e-6)
+    self.assertAlmostEqual(floor.row0_spread_abs, 4e-6)
+
+
+class SiteBandTest(absltest.TestCase):
+  def test_tf32_band_dominates_f32(self):
+    f32 = accuracy.site_band(0, "F32_F32_F32", 48, 5.0, 3.0)
+    tf32 = accuracy.site_band(0, "TF32_TF32_F32", 48, 5.0, 3.0)
+    # F32: gamma_48 * 5 = 48 * 2^-24 / (1 - 48 * 2^-24) * 5.
+    self.assertAlmostEqual(
+      f32.worst_abs, 48 * 2**-24 / (1 - 48 * 2**-24) * 5, places=12
+    )
+    self.assertAlmostEqual(
+      tf32.worst_abs, (2 * 2**-11 + 2**-22) * 5 + f32.worst_abs, places=12
+    )
+    self.assertLess(tf32.expected_abs, tf32.worst_abs)
+    self.assertLess(f32.expected_abs, tf32.expected_abs)
+
+  def test_bound_holds_on_random_tf32_dot(self):
+    """|TF32 dot - f64 dot| <= worst_abs on real data (rounding to 10 bits)."""
+    g = np.random.default_rng(0)
+    a, b = g.standard_normal((32, 256)), g.standard_normal((256, 16))
+    tf32 = lambda x: np.asarray(
+      rounding.round_to_tf32(np.float32(x)), np.float64
+    )
+    got = tf32(a) @ tf32(b)
+    scale = np.abs(a) @ np.abs(b)
+    band = accuracy.site_band(
+      0, "TF32_TF32_F32", 256, scale.max(), np.sqrt((scale**2).mean())
+    )
+    self.assertLess(np.abs(got - a @ b).max(), band.worst_abs)
+
+
+class VerdictTest(parameterized.TestCase):
+  @parameterized.named_parameters(
+    ("exact", _stats(1.0, max_abs=0.0), _stats(1.0), _F32, "exact"),
+    (
+      "noise",
+      _stats(1.0 + 1.5e-4),
+      _stats(1.0 + 1e-4),
+      _F32,
+      "within f32 noise",
+    ),
+    (
+      "explained",
+      _stats(1.6),
+      _stats(1.61),
+      _TF32,
+      "explained by TF32_TF32_F32 at sites [0, 1]",
+    ),
+    ("off_prediction", _stats(1.3), _stats(1.61), _TF32, "unexplained"),
+    ("f32_chosen_far", _stats(1.3), _stats(1.0001), _F32, "unexplained"),
+  )
+  def test_observed(self, observed, predicted, algorithms, expected):
+    self.assertEqual(
+      accuracy.verdict(observed, predicted, _NOISE, 0.05, algorithms), expected
+    )
+
+  def test_predicted_only(self):
+    self.assertEqual(
+      accuracy.verdict(None, _stats(1.61), _NOISE, 0.05, _TF32),
+      "explained by TF32_TF32_F32 at sites [0, 1]",
+    )
+    self.assertEqual(
+      accuracy.verdict(None, _stats(1.0 + 1e-4), _NOISE, 0.05, _F32),
+      "within f32 noise",
+    )
+
+
+if __name__ == "__main__":
+  absltest.main()

@@ -1,0 +1,433 @@
+"""Tests of `hloprobe explain` (explain.py and explain_text.py) on real
+compiles: the user's seed MLP on a100, t4 and cpu, jaxlib 0.10.2."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import testutil
+from absl.testing import absltest, parameterized
+from testutil import run_hloprobe
+
+from hloprobe import sweep
+from hloprobe.compile import cases, targets
+from hloprobe.report import explain, explain_text, render
+from hloprobe.sites.dot_sites import Fate
+
+# Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
+pytestmark = pytest.mark.cpu_numerics
+
+_ROOT = testutil.ROOT
+_PRECISIONS = ("bfloat16", "tensorfloat32", "float32")
+_TARGETS = ("a100", "t4", "cpu")
+_MR = (
+  (0, 1, 2, 3),
+  "multiply+reduce",
+  "dot-strength-reduction, simplification",
+)
+
+
+def _sweep(batch_sizes, precisions, target_names):
+  spec = sweep.SweepSpec(
+    ("seed_mlp",), batch_sizes, precisions, target_names, explain_passes=True
+  )
+  return sweep.run_sweep(spec), [targets.get_target(n) for n in target_names]
+
+
+def _by_target(explanations):
+  return {e.target: e for e in explanations}
+
+
+def _block(text: str, target: str) -> str:
+  """The part of the account about one target."""
+  start = text.index(f"seed_mlp on {target} (")
+  end = text.find("\n\n", start)
+  return text[start:end]
+
+
+def _unsettled(text: str) -> list[str]:
+  tail = text[text.index("What this cannot settle without a real device:") :]
+  return [line[4:] for line in tail.splitlines() if line.startswith("  - ")]
+
+
+class SeedMlpExplainTest(parameterized.TestCase):
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.results, cls.targets = _sweep((1, 2, 3), _PRECISIONS, _TARGETS)
+    cls.found = _by_target(explain.explain(cls.results, cls.targets))
+    # One line per statement, so assertions do not depend on wrapping.
+    cls.text = explain_text.render_explanation(
+      list(cls.found.values()), width=10_000
+    )
+
+  def test_json_mirrors_the_records(self):
+    records = list(self.found.values())
+    doc = json.loads(render.dumps_json(explain_text.explanation_json(records)))
+    self.assertEqual(
+      (doc["schema"], doc["schema_version"]), ("hloprobe.explain", 1)
+    )
+    by_target = {e["target"]: e for e in doc["explanations"]}
+    self.assertEqual(set(by_target), set(_TARGETS))
+    a100, record = by_target["a100"], self.found["a100"]
+    self.assertEqual(a100["precisions"], record.precisions)
+    span = a100["spans"]["bfloat16"][0]
+    self.assertEqual(
+      span["batch_sizes"], list(record.spans["bfloat16"][0].batch_sizes)
+    )
+    sites, fate, how = record.spans["bfloat16"][0].groups[0]
+    self.assertEqual(
+      span["groups"][0], {"sites": list(sites), "fate": fate, "how": how}
+    )
+    change = record.changes[0]
+    ns, fate, algorithm = change.steps[0]
+    self.assertEqual(
+      a100["changes"][0]["steps"][0],
+      {"batch_sizes": list(ns), "fate": fate, "algorithm": algorithm},
+    )
+    cpu_row0 = by_target["cpu"]["row0"][0]
+    self.assertEqual(cpu_row0["row0"], self.found["cpu"].row0[0].row0)
+
+  def test_every_config_compiled_with_passes(self):
+    for r in self.results:
+      self.assertTrue(r.ok, (r.target, r.n, r.precision, r.error))
+      self.assertIsNotNone(r.passes, r.passes_error)
+
+  @parameterized.parameters(*_PRECISIONS)
+  def test_a100_fates_change_between_n1_and_n2(self, precision):
+    spans = self.found["a100"].spans[precision]
+    self.assertEqual(
+      spans,
+      (
+        explain.FateSpan((1,), (_MR,)),
+        explain.FateSpan(
+          (2, 3),
+          (
+            (
+              (0, 1, 2),
+              "Triton gemm",
+              "triton-gemm-rewriter, hlo_normalization",
+            ),
+            ((3,), "multiply+reduce", "dot-strength-reduction, simplification"),
+          ),
+        ),
+      ),
+    )
+
+  def test_a100_tf32_only_under_bfloat16(self):
+    uses = [a for a in self.found["a100"].algorithms if a.fate == "Triton gemm"]
+    by_precision = {a.precision: a.algorithm for a in uses}
+    self.assertLen(uses, 3)
+    self.assertEqual(
+      by_precision,
+      {
+        "bfloat16": "TF32_TF32_F32",
+        "tensorfloat32": "F32_F32_F32",
+        "float32": "F32_F32_F32",
+      },
+    )
+    self.assertIn(
+      "mma.sync", next(a.evidence for a in uses if a.precision == "bfloat16")
+    )
+
+  def test_a100_arithmetic_changes_only_under_bfloat16(self):
+    changes = {c.precision: c for c in self.found["a100"].changes}
+    self.assertEqual(changes["bfloat16"].sites, (0, 1, 2))
+    self.assertTrue(changes["bfloat16"].arithmetic)
+    self.assertEqual(
+      changes["bfloat16"].steps,
+      (
+        ((1,), "multiply+reduce", "F32_F32_F32"),
+        ((2, 3), "Triton gemm", "TF32_TF32_F32"),
+      ),
+    )
+    self.assertFalse(changes["tensorfloat32"].arithmetic)
+    self.assertFalse(changes["float32"].arithmetic)
+
+  def test_a100_library_alternative_under_high_only(self):
+    (alt,) = self.found["a100"].alternatives
+    self.assertEqual(
+      (alt.precision, alt.sites, alt.batch_sizes),
+      ("tensorfloat32", (0, 1, 2), (2, 3)),
+    )
+    self.assertEqual(
+      (alt.triton_algorithm, alt.library_algorithm, alt.elsewhere),
+      ("F32_F32_F32", "TF32_TF32_F32", ("F32_F32_F32",)),
+    )
+    self.assertEqual(alt.libraries, ("cuBLAS", "cuBLASLt"))
+    self.assertEqual(
+      self.found["a100"].reported, cases.get_case("seed_mlp").reported
+    )
+
+  def test_t4_cublaslt_f32_and_nothing_to_claim(self):
+    t4 = self.found["t4"]
+    self.assertEqual(
+      t4.spans["bfloat16"][1].groups[0][:2], ((0, 1, 2), "cuBLASLt")
+    )
+    algos = {a.algorithm for a in t4.algorithms if a.fate == "cuBLASLt"}
+    self.assertEqual(algos, {"F32_F32_F32"})
+    self.assertEqual(t4.alternatives, ())
+    self.assertIsNone(t4.reported)
+
+  def test_cpu_observed_ulps_come_from_the_results(self):
+    cpu = self.found["cpu"]
+    self.assertFalse(cpu.compile_only)
+    want = {
+      (r.precision, r.n): r.ulp_vs_n1 for r in self.results if r.target == "cpu"
+    }
+    got = {
+      (z.precision, n): z.ulp_vs_n1 for z in cpu.row0 for n in z.batch_sizes
+    }
+    self.assertEqual(got, want)
+    self.assertEqual(got[("float32", 1)], 0)
+    self.assertGreater(got[("float32", 2)], 0)
+    self.assertEqual(self.found["a100"].row0, ())
+
+  def test_text_fates_and_passes(self):
+    a100 = _block(self.text, "a100")
+    self.assertIn(
+      "under every precision swept (bfloat16, tensorfloat32 and float32):", a100
+    )
+    self.assertIn(
+      "n = 1: sites 0-3 multiply+reduce (dot-strength-reduction, simplification)",
+      a100,
+    )
+    self.assertIn(
+      "n = 2-3: sites 0-2 Triton gemm (triton-gemm-rewriter, hlo_normalization); "
+      "site 3 multiply+reduce (dot-strength-reduction, simplification)",
+      a100,
+    )
+    self.assertIn(
+      "sites 0-2 change arithmetic: multiply+reduce F32_F32_F32 at n = 1, "
+      "Triton gemm TF32_TF32_F32 at n = 2-3",
+      a100,
+    )
+
+  def test_text_algorithms(self):
+    a100 = _block(self.text, "a100")
+    (line,) = [
+      l
+      for l in a100.splitlines()
+      if l.strip().startswith("Triton gemm (sites 0-2):")
+    ]
+    self.assertRegex(
+      line, r"under bfloat16 \(DEFAULT\) TF32_TF32_F32 \[ptx: [^]]*tf32"
+    )
+    self.assertIn(
+      "under tensorfloat32 (HIGH) and float32 (HIGHEST) F32_F32_F32 [ptx: no mma",
+      line,
+    )
+    self.assertEqual(
+      a100.count("TF32_TF32_F32"), 3
+    )  # algorithm line, change line, predicted verdict
+    t4 = _block(self.text, "t4")
+    self.assertIn(
+      "cuBLASLt (sites 0-2): under bfloat16 (DEFAULT) and tensorfloat32 (HIGH) F32_F32_F32",
+      t4,
+    )
+    self.assertNotIn("TF32_TF32_F32", t4)
+
+  def test_text_cpu_observed_row0(self):
+    cpu = _block(self.text, "cpu")
+    r2 = next(
+      r
+      for r in self.results
+      if (r.target, r.n, r.precision) == ("cpu", 2, "float32")
+    )
+    self.assertIn(
+      f"n = 2-3: {r2.stats.row0:.7g} (|err| vs f64 {r2.stats.row0_abs:.2e}), "
+      f"{r2.ulp_vs_n1} ULP (float32) from n = 1",
+      cpu,
+    )
+    self.assertIn("Row 0:", cpu)
+    self.assertIn("not observed (compile only)", _block(self.text, "a100"))
+
+  def test_text_cannot_settle(self):
+    lines = _unsettled(self.text)
+    tf32 = [
+      l for l in lines if l.startswith("a100: under tensorfloat32 (HIGH)")
+    ]
+    self.assertLen(tf32, 1)
+    self.assertIn(
+      "autotuning could pick cuBLAS/cuBLASLt, whose rule gives TF32_TF32_F32",
+      tf32[0],
+    )
+    self.assertIn(
+      "reproduce the reporter's tensorfloat32 error seen with jaxlib 0.4.23",
+      tf32[0],
+    )
+    self.assertIn("which this heuristic choice does not", tf32[0])
+    self.assertEqual(
+      [l.split(":")[0] for l in lines if "fates chosen by" in l], ["a100", "t4"]
+    )
+    self.assertFalse([l for l in lines if l.startswith(("t4: under", "cpu"))])
+    self.assertNotIn("bfloat16", " ".join(lines))
+
+  def test_planted_sm75_a100_claims_no_library_tf32(self):
+    # The claim comes from effective.blas_algorithm: on sm_75 cuBLAS has no
+    # TF32, so the same fates give no TF32 alternative (only the reverse one:
+    # a library call would drop the Triton kernels' TF32 under DEFAULT).
+    sm75 = dataclasses.replace(self.targets[0], compute_capability="7.5")
+    found = _by_target(explain.explain(self.results, [sm75, *self.targets[1:]]))
+    (alt,) = found["a100"].alternatives
+    self.assertEqual(
+      (alt.precision, alt.triton_algorithm, alt.library_algorithm),
+      ("bfloat16", "TF32_TF32_F32", "F32_F32_F32"),
+    )
+    self.assertIsNone(found["a100"].reported)
+    text = explain_text.render_explanation(list(found.values()), width=10_000)
+    self.assertNotIn("a100: under tensorfloat32", text)
+    self.assertNotIn("reproduce", text)
+
+  def test_planted_tf32_triton_under_high_is_no_alternative(self):
+    # Had the Triton kernels run TF32 under HIGH, the library rule would
+    # agree, and the heuristic choice would already explain the report.
+    def tf32(r):
+      if (r.target, r.precision) != ("a100", "tensorfloat32"):
+        return r
+      fates = tuple(
+        dataclasses.replace(f, effective_algorithm="TF32_TF32_F32")
+        if f.fate == Fate.TRITON_GEMM
+        else f
+        for f in r.fates
+      )
+      return dataclasses.replace(r, fates=fates)
+
+    found = _by_target(
+      explain.explain([tf32(r) for r in self.results], self.targets)
+    )
+    self.assertEqual(found["a100"].alternatives, ())
+    changes = {c.precision: c.arithmetic for c in found["a100"].changes}
+    self.assertTrue(changes["tensorfloat32"])
+
+  def test_missing_target_record_is_an_error(self):
+    with self.assertRaisesRegex(ValueError, "no Target record for target 't4'"):
+      explain.explain(self.results, [self.targets[0], self.targets[2]])
+
+  def test_a100_predicted(self):
+    by = {(z.precision, z.batch_sizes): z for z in self.found["a100"].predicted}
+    tf32 = by["bfloat16", (2, 3)]
+    self.assertAlmostEqual(tf32.row0_abs, 0.61, delta=0.02)
+    self.assertEqual(
+      tf32.verdict, "explained by TF32_TF32_F32 at sites [0, 1, 2]"
+    )
+    self.assertEqual(tf32.top_site, 0)
+    self.assertGreater(tf32.top_share, 0.9)
+    self.assertEqual(by["bfloat16", (1,)].verdict, "within f32 noise")
+    self.assertEqual(by["float32", (1, 2, 3)].verdict, "within f32 noise")
+    self.assertIn(
+      "explained by TF32_TF32_F32 at sites [0, 1, 2]; top site 0 (9", self.text
+    )
+    self.assertIn(
+      "Row 0 predicted (emulating each site's effective algorithm):", self.text
+    )
+
+
+class NothingChangesTest(absltest.TestCase):
+  def test_cpu_batch_2_and_3(self):
+    results, swept = _sweep((2, 3), ("float32",), ("cpu",))
+    (e,) = explain.explain(results, swept)
+    self.assertLen(e.spans["float32"], 1)
+    self.assertEqual(e.changes, ())
+    text = explain_text.render_explanation([e], width=10_000)
+    self.assertIn("n = 2-3: sites 0-2 dot in __ynn_fusion", text)
+    self.assertIn("no dot site changes fate across these batch sizes", text)
+    self.assertIn(
+      "under float32 (HIGHEST), no dot site changes fate or algorithm with batch size",
+      text,
+    )
+    self.assertIn("ULP vs n = 1 n/a", text)
+    self.assertIn("  - nothing: every target here compiled and ran", text)
+
+
+class RenderTest(absltest.TestCase):
+  def test_wrap_keeps_batch_ranges_whole(self):
+    e = explain.TargetExplanation(
+      case="seed_mlp",
+      target="x",
+      experiment="baseline",
+      compile_only=True,
+      precisions={"float32": "float32 (HIGHEST)"},
+      spans={
+        "float32": (
+          explain.FateSpan((1,), (_MR,)),
+          explain.FateSpan(tuple(range(2, 10)), (_MR,)),
+        )
+      },
+      algorithms=(),
+      changes=(),
+      row0=(),
+      predicted=(),
+      alternatives=(),
+      selection=None,
+      reported=None,
+      notes=(),
+    )
+    text = explain_text.render_explanation([e], width=60)
+    self.assertTrue(
+      all(len(l) <= 60 or " " not in l.strip() for l in text.splitlines())
+    )
+    self.assertNotRegex(text, r"n =\n|n\n")
+    self.assertIn("n = 2-9:", text)
+    self.assertIn("fates chosen by n/a", text)
+
+
+def _hloprobe(*args: str):
+  return run_hloprobe(*args)
+
+
+class ExplainCommandTest(parameterized.TestCase):
+  @parameterized.named_parameters(
+    ("target", "--targets=tpu", "unknown target 'tpu'"),
+    ("batch", "--batch_sizes=0", "bad batch size '0'"),
+    ("precision", "--precisions=fp32", "unknown precision 'fp32'"),
+    ("format", "--format=xml", "unknown --format 'xml'"),
+    ("markdown", "--format=markdown", "explain prints text .* or JSON"),
+  )
+  def test_bad_input_exits_2(self, flag, message):
+    proc = _hloprobe("explain", flag)
+    self.assertEqual(proc.returncode, 2, proc.stderr)
+    self.assertEqual(proc.stdout, "")
+    self.assertRegex(
+      proc.stderr, rf"^hloprobe: error: [^\n]*{message}[^\n]*\n$"
+    )
+
+  def test_explain_cpu(self):
+    proc = _hloprobe(
+      "explain", "--targets=cpu", "--batch_sizes=1,2", "--precisions=float32"
+    )
+    self.assertEqual(proc.returncode, 0, proc.stderr)
+    self.assertTrue(
+      proc.stdout.startswith("seed_mlp on cpu (compiled and run):\n")
+    )
+    self.assertIn(
+      "site 3 multiply+reduce (algsimp, simplification)", proc.stdout
+    )
+    self.assertIn("What this cannot settle without a real device:", proc.stdout)
+
+  def test_explain_cpu_json(self):
+    proc = _hloprobe(
+      "explain",
+      "--targets=cpu",
+      "--batch_sizes=1,2",
+      "--precisions=float32",
+      "--format=json",
+    )
+    self.assertEqual(proc.returncode, 0, proc.stderr)
+    (cpu,) = json.loads(proc.stdout)["explanations"]
+    self.assertEqual((cpu["target"], cpu["compile_only"]), ("cpu", False))
+    groups = cpu["spans"]["float32"][0]["groups"]
+    self.assertIn(
+      {
+        "sites": [3],
+        "fate": "multiply+reduce",
+        "how": "algsimp, simplification",
+      },
+      groups,
+    )
+
+
+if __name__ == "__main__":
+  absltest.main()

@@ -1,0 +1,99 @@
+"""Rendering: strict JSON for machines, whatever the numbers."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+from absl.testing import absltest
+
+from hloprobe import verify
+from hloprobe.numerics import accuracy, predict
+from hloprobe.report import render
+from hloprobe.sweep import ConfigResult
+
+_INF, _NAN = math.inf, math.nan
+_VERSIONS = {"jax": "0.10.2", "jaxlib": "0.10.2"}
+
+
+def _strict_loads(text: str):
+  """json.loads that rejects NaN, Infinity and -Infinity, as jq does."""
+
+  def reject(constant):
+    raise ValueError(f"not JSON: {constant}")
+
+  return json.loads(text, parse_constant=reject)
+
+
+def _overflowed() -> ConfigResult:
+  """A config whose f32 output overflowed: inf and nan errors, inf band."""
+  stats = accuracy.ErrorStats(
+    row0=_INF, row0_ref=3e38, row0_abs=_INF, max_abs=_INF, max_rel=_NAN
+  )
+  band = accuracy.SiteBand(0, "F32_F32_F32", 64, _INF, 1e30, _INF, 1e37)
+  prediction = predict.Prediction(
+    site_algorithms=("F32_F32_F32",),
+    stats=stats,
+    noise=accuracy.NoiseFloor(_INF, _INF, _NAN),
+    tolerance_abs=_INF,
+    shares=(),
+    top_site=None,
+    bands=(band,),
+    best_candidate=None,
+    verdict="n/a",
+  )
+  return ConfigResult(
+    "c_inf",
+    "cpu",
+    2,
+    "float32",
+    stats=stats,
+    output_dtype="float32",
+    prediction=prediction,
+  )
+
+
+class StrictJsonTest(absltest.TestCase):
+  def test_non_finite_floats_become_null(self):
+    doc = _strict_loads(render.render([_overflowed()], "json", _VERSIONS))
+    config = doc["configs"][0]
+    self.assertIsNone(config["numerics"]["row0_abs_err"])
+    self.assertIsNone(config["numerics"]["max_rel_err"])
+    self.assertEqual(config["numerics"]["row0_ref_f64"], 3e38)
+    self.assertIsNone(config["prediction"]["site_bands"][0]["worst_abs"])
+    self.assertEqual(config["prediction"]["site_bands"][0]["K"], 64)
+    self.assertIsNone(config["prediction"]["noise_floor"]["row0_spread_abs"])
+
+  def test_results_json_file_is_strict(self):
+    out = self.create_tempdir().full_path
+    render.write_outputs([_overflowed()], out, _VERSIONS)
+    with open(os.path.join(out, "results.json")) as f:
+      doc = _strict_loads(f.read())
+    self.assertIsNone(doc["configs"][0]["numerics"]["max_abs_err"])
+
+  def test_verification_json_is_strict(self):
+    fix = verify.Fix("float32", precision="float32")
+    outcome = verify.Verification(
+      fix, (verify.Requirement("accurate", False, ("x",)),), (), ()
+    )
+    doc = _strict_loads(render.render_verification(outcome, "json"))
+    self.assertFalse(doc["passed"])
+
+  def test_dumps_json_recurses_and_keeps_finite_values(self):
+    doc = {"a": [1.5, _INF, {"b": (-_INF, _NAN, 0.0)}], "c": "inf", "d": 7}
+    self.assertEqual(
+      _strict_loads(render.dumps_json(doc)),
+      {"a": [1.5, None, {"b": [None, None, 0.0]}], "c": "inf", "d": 7},
+    )
+
+
+if __name__ == "__main__":
+  absltest.main()
+
+
+class MarkdownTest(absltest.TestCase):
+  def test_headers_have_no_pipes(self):
+    # A '|' in a header would add columns to a GitHub markdown table.
+    for header in render._TABLE_HEADERS + render._SITE_HEADERS:
+      self.assertNotIn("|", header)

@@ -1,0 +1,157 @@
+"""What the seed's dot sites become on the CPU (real XLA compiles)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from absl.testing import absltest, parameterized
+
+from hloprobe import sweep
+from hloprobe.compile import cases, lowering, targets
+from hloprobe.ir.hlo import parse_hlo_module
+from hloprobe.ir.stablehlo import parse_stablehlo_dots
+from hloprobe.sites import dot_sites
+from hloprobe.sites.dot_sites import Fate
+
+
+def _fates(n: int, precision: str = "float32", target: str = "cpu"):
+  case = cases.get_case("seed_mlp")
+  args = case.inputs_for(case.make_inputs(), n)
+  compiled = lowering.compile_case(
+    case, args, precision, targets.get_target(target)
+  )
+  sites = parse_stablehlo_dots(compiled.stablehlo)
+  return dot_sites.map_dot_sites(
+    sites, parse_hlo_module(compiled.optimized_hlo)
+  )
+
+
+class CpuSeedFatesTest(parameterized.TestCase):
+  @parameterized.named_parameters(
+    ("bfloat16", "bfloat16"),
+    ("tensorfloat32", "tensorfloat32"),
+    ("float32", "float32"),
+  )
+  def test_batch_1_last_site_is_strength_reduced(self, precision):
+    fates = _fates(1, precision)
+    self.assertEqual(
+      [f.fate for f in fates], [Fate.DOT] * 3 + [Fate.MULTIPLY_REDUCE]
+    )
+    self.assertEqual(
+      dot_sites.fate_summary(fates), "dot x3, multiply+reduce x1"
+    )
+
+  def test_batch_2_last_site_stays_a_dot(self):
+    fates = _fates(2)
+    self.assertEqual([f.fate for f in fates], [Fate.DOT] * 4)
+    # Each site has its own carrier, and the precision config survives.
+    self.assertLen({f.carriers for f in fates}, 4)
+    self.assertEqual({f.precision_config for f in fates}, {"highest,highest"})
+
+  def test_carriers_name_real_instructions(self):
+    fates = _fates(2, "tensorfloat32")
+    self.assertEqual(fates[3].emitter, "top level")
+    self.assertTrue(fates[3].carriers[-1].startswith("dot"))
+    self.assertEqual(fates[0].emitter, "__ynn_fusion")
+    self.assertEqual(fates[0].precision_config, "high,high")
+
+
+class FixtureFatesTest(absltest.TestCase):
+  def test_unmatched_site_is_gone(self):
+    module = parse_hlo_module(
+      "HloModule m\n\nENTRY %main (p: f32[2]) -> f32[2] {\n"
+      "  ROOT %p = f32[2]{0} parameter(0)\n}\n"
+    )
+    case = cases.get_case("seed_mlp")
+    args = case.inputs_for(case.make_inputs(), 2)
+    compiled = lowering.compile_case(
+      case, args, "float32", targets.get_target("cpu")
+    )
+    sites = parse_stablehlo_dots(compiled.stablehlo)
+    fates = dot_sites.map_dot_sites(sites, module)
+    self.assertEqual({f.fate for f in fates}, {Fate.GONE})
+
+
+if __name__ == "__main__":
+  absltest.main()
+
+
+def _probe(fn, args, target: str, precision: str = "bfloat16"):
+  """Fates of an ad-hoc function (real compile)."""
+  case = cases.Case("probe", "probe", fn, lambda: args)
+  r = sweep.run_config(
+    case,
+    args,
+    None,
+    targets.get_target(target),
+    precision,
+    case.full_size(args),
+  )
+  assert r.ok, r.error
+  return r.fates
+
+
+_RNG = np.random.default_rng(0)
+_X = _RNG.standard_normal((8, 64)).astype(np.float32)
+_W = _RNG.standard_normal((64, 64)).astype(np.float32)
+
+
+class ControlFlowFatesTest(parameterized.TestCase):
+  """Sites in loops, branches and after them (a review found them 'gone')."""
+
+  @parameterized.named_parameters(
+    (
+      "scan",
+      lambda x, w: jax.lax.scan(
+        lambda h, _: (jnp.tanh(h @ w), None), x, None, length=3
+      )[0],
+    ),
+    (
+      "fori",
+      lambda x, w: jax.lax.fori_loop(0, 3, lambda i, h: jnp.tanh(h @ w), x),
+    ),
+    (
+      "after_cond",
+      lambda x, w: jax.lax.cond(x[0, 0] > 0, lambda a: a * 2, jnp.sin, x) @ w,
+    ),
+  )
+  def test_a100_gemm_found(self, fn):
+    (fate,) = _probe(fn, (_X, _W), "a100")
+    self.assertEqual(fate.fate, Fate.TRITON_GEMM)
+    self.assertEqual(fate.effective_algorithm, "TF32_TF32_F32")
+
+  def test_cond_branches_are_two_sites(self):
+    fn = lambda x, w: jax.lax.cond(
+      x[0, 0] > 0, lambda a: a @ w, lambda a: jnp.tanh(a @ w), x
+    )
+    fates = _probe(fn, (_X, _W), "a100")
+    self.assertEqual([f.fate for f in fates], [Fate.TRITON_GEMM] * 2)
+    self.assertNotEqual(fates[0].carriers, fates[1].carriers)
+
+  def test_same_ancestry_told_apart_by_shape(self):
+    # W @ x[0] (a matrix-vector product, strength-reduced) and x @ W (a gemm)
+    # read the same parameters; shapes and K tell which is which.
+    fates = _probe(
+      lambda x, w: (w @ x[0]).sum() + (x @ w).sum(), (_X, _W), "a100"
+    )
+    self.assertEqual(
+      [f.fate for f in fates], [Fate.MULTIPLY_REDUCE, Fate.TRITON_GEMM]
+    )
+    self.assertEqual(
+      [f.effective_algorithm for f in fates], ["F32_F32_F32", "TF32_TF32_F32"]
+    )
+
+
+class EpilogueTest(absltest.TestCase):
+  def test_multiply_fused_into_a_gemm_is_f32(self):
+    # jax_15362 at n = 2 on a100: site 2 (1x512 @ 512) is a multiply+reduce
+    # fused into site 1's Triton gemm; the mma is site 1's.
+    case = cases.get_case("jax_15362")
+    r = sweep.run_config(
+      case, case.make_inputs(), None, targets.get_target("a100"), "bfloat16", 2
+    )
+    self.assertEqual(r.fates[1].effective_algorithm, "TF32_TF32_F32")
+    self.assertEqual(r.fates[2].fate, Fate.MULTIPLY_REDUCE)
+    self.assertEqual(r.fates[2].effective_algorithm, "F32_F32_F32")
+    self.assertIn("fused into gemm kernel", r.fates[2].algorithm_evidence)
