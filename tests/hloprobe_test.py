@@ -1,4 +1,5 @@
-"""The public API: every name in __all__ exists; importing registers no flags."""
+"""The public API: every name in __all__ exists; importing registers no flags,
+imports no JAX and leaves stderr alone."""
 
 from __future__ import annotations
 
@@ -33,6 +34,35 @@ class ApiTest(absltest.TestCase):
       env=dict(os.environ, PYTHONPATH=_ROOT),
     )
     self.assertEqual(out.stdout.strip(), "[]")
+
+  def test_no_private_names_exported(self):
+    self.assertEqual([n for n in hloprobe.__all__ if n.startswith("_")], [])
+
+  def test_import_and_ir_load_no_jax(self):
+    # The text parsers work without the JAX runtime; nothing at import time
+    # captures stderr (only the command line silences the CUDA plugin).
+    code = (
+      "import sys, hloprobe; hloprobe.parse_hlo_module; hloprobe.parse_ptx; "
+      "print(sorted(m for m in ('jax', 'jaxlib') if m in sys.modules))"
+    )
+    out = subprocess.run(
+      [sys.executable, "-c", code],
+      capture_output=True,
+      text=True,
+      check=True,
+      env=dict(os.environ, PYTHONPATH=_ROOT),
+    )
+    self.assertEqual(out.stdout.strip(), "[]")
+    self.assertEqual(out.stderr, "")
+
+  def test_api_functions_for_each_command(self):
+    for name in (
+      "explain_sweep",
+      "golden_check",
+      "golden_update",
+      "verify_fix",
+    ):
+      self.assertTrue(callable(getattr(hloprobe, name)), name)
 
 
 if __name__ == "__main__":

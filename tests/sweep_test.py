@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 from absl.testing import absltest, parameterized
 
 from hloprobe import sweep
 from hloprobe.compile import cases
-from hloprobe.errors import UsageError
+from hloprobe.errors import InvalidArgumentError
 
 
 class BatchSizesTest(parameterized.TestCase):
@@ -29,7 +30,7 @@ class BatchSizesTest(parameterized.TestCase):
     ("word", "many"),
   )
   def test_reject(self, text):
-    with self.assertRaisesRegex(UsageError, "bad batch size"):
+    with self.assertRaisesRegex(InvalidArgumentError, "bad batch size"):
       sweep.parse_batch_sizes(text)
 
 
@@ -93,8 +94,26 @@ class FailureIsolationTest(absltest.TestCase):
       ("precisions", ("fp32",), "unknown precision"),
       ("targets", ("tpu",), "unknown target"),
     ):
-      with self.assertRaisesRegex(UsageError, message):
+      with self.assertRaisesRegex(InvalidArgumentError, message):
         dataclasses.replace(base, **{field: value})
+
+  def test_missing_reference_and_predictor_say_why(self):
+    case = cases.get_case("seed_mlp")
+    full = case.make_inputs()
+
+    def broken(*args):
+      raise ValueError("boom")
+
+    reference, why = sweep._reference(
+      dataclasses.replace(case, fn=broken), full, 2
+    )
+    self.assertIsNone(reference)
+    self.assertEqual(why, "no float64 reference: ValueError: boom")
+    # A reference without the batch axis the case names: the predictor's own
+    # failure is reported, not a missing reference.
+    predictor, why = sweep._predictor(case, full, np.float64(1.0), None)
+    self.assertIsNone(predictor)
+    self.assertTrue(why.startswith("no predictor: "), why)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import ml_dtypes
 import numpy as np
 from absl.testing import absltest, parameterized
 
-from hloprobe.errors import UsageError
+from hloprobe.errors import InvalidArgumentError
 from hloprobe.numerics import rounding
 
 
@@ -107,7 +107,7 @@ class Tf32Test(parameterized.TestCase):
     self.assertTrue(np.all(ties[differ]))
 
   def test_unknown_mode_is_an_error(self):
-    with self.assertRaisesRegex(UsageError, "'rz'.*rna, rne"):
+    with self.assertRaisesRegex(InvalidArgumentError, "'rz'.*rna, rne"):
       rounding.round_to_tf32(np.float32(1), "rz")
 
 
