@@ -14,6 +14,17 @@ import hloprobe
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def _fresh(code: str) -> subprocess.CompletedProcess:
+  """Runs `python -c code` in a fresh process with this checkout first."""
+  return subprocess.run(
+    [sys.executable, "-c", code],
+    capture_output=True,
+    text=True,
+    check=True,
+    env=dict(os.environ, PYTHONPATH=_ROOT),
+  )
+
+
 class ApiTest(absltest.TestCase):
   def test_all_names_exist_and_sorted(self):
     self.assertEqual(hloprobe.__all__, sorted(hloprobe.__all__))
@@ -26,13 +37,7 @@ class ApiTest(absltest.TestCase):
       "import hloprobe; from absl import flags; "
       "print(sorted(n for n in flags.FLAGS if n in ('case', 'batch_sizes')))"
     )
-    out = subprocess.run(
-      [sys.executable, "-c", code],
-      capture_output=True,
-      text=True,
-      check=True,
-      env=dict(os.environ, PYTHONPATH=_ROOT),
-    )
+    out = _fresh(code)
     self.assertEqual(out.stdout.strip(), "[]")
 
   def test_no_private_names_exported(self):
@@ -45,13 +50,7 @@ class ApiTest(absltest.TestCase):
       "import sys, hloprobe; hloprobe.parse_hlo_module; hloprobe.parse_ptx; "
       "print(sorted(m for m in ('jax', 'jaxlib') if m in sys.modules))"
     )
-    out = subprocess.run(
-      [sys.executable, "-c", code],
-      capture_output=True,
-      text=True,
-      check=True,
-      env=dict(os.environ, PYTHONPATH=_ROOT),
-    )
+    out = _fresh(code)
     self.assertEqual(out.stdout.strip(), "[]")
     self.assertEqual(out.stderr, "")
 
