@@ -1,57 +1,60 @@
 """hloprobe: lowered-HLO inspection and fix verification for JAX/XLA matmuls.
 
-The library API, one name per line. Importing it registers no flags and
-starts no JAX backend.
+The library API, one name per line below; each is imported on first use
+(PEP 562), so `import hloprobe` registers no flags, imports no JAX and
+touches no file descriptor. The command line (`hloprobe.cli`) is the only
+place that silences the CUDA plugin's start-up lines on stderr.
 """
 
 from __future__ import annotations
 
-from hloprobe.compile import toolchain as _toolchain
-
-# Importing jax loads the CUDA plugin, whose libraries each log "Could not
-# find cuda drivers" on a machine without one; see toolchain.quiet_startup.
-with _toolchain.quiet_startup():
-  import jax as _jax  # noqa: F401
-
-from hloprobe.compile.cases import Case as Case
-from hloprobe.compile.cases import get_case as get_case
-from hloprobe.compile.experiments import Experiment as Experiment
-from hloprobe.compile.targets import Target as Target
-from hloprobe.compile.targets import get_target as get_target
-from hloprobe.compile.targets import load_target_config as load_target_config
-from hloprobe.compile.toolchain import Ptxas as Ptxas
-from hloprobe.compile.toolchain import find_ptxas as find_ptxas
-from hloprobe.errors import GoldenError as GoldenError
-from hloprobe.errors import HloParseError as HloParseError
-from hloprobe.errors import HloprobeError as HloprobeError
-from hloprobe.golden.diff import CheckResult as CheckResult
-from hloprobe.golden.snapshot import Snapshot as Snapshot
-from hloprobe.ir.canonical import canonical_hlo as canonical_hlo
-from hloprobe.ir.canonical import canonical_stablehlo as canonical_stablehlo
-from hloprobe.ir.hlo import parse_hlo_module as parse_hlo_module
-from hloprobe.ir.ptx import PtxKernel as PtxKernel
-from hloprobe.ir.ptx import parse_ptx as parse_ptx
-from hloprobe.ir.stablehlo import (
-  parse_stablehlo_dots as parse_stablehlo_dots,
-)
-from hloprobe.numerics.accuracy import ErrorStats as ErrorStats
-from hloprobe.numerics.emulate import emulate_case as emulate_case
-from hloprobe.numerics.emulate import make_emulator as make_emulator
-from hloprobe.numerics.predict import Prediction as Prediction
-from hloprobe.numerics.predict import Predictor as Predictor
-from hloprobe.report.explain_text import (
-  render_explanation as render_explanation,
-)
-from hloprobe.sites.dot_sites import DotFate as DotFate
-from hloprobe.sites.dot_sites import Fate as Fate
-from hloprobe.sites.dot_sites import map_dot_sites as map_dot_sites
-from hloprobe.sweep import ConfigResult as ConfigResult
-from hloprobe.sweep import SweepSpec as SweepSpec
-from hloprobe.sweep import run_sweep as run_sweep
-from hloprobe.verify import Verification as Verification
-from hloprobe.verify import parse_fix as parse_fix
+import importlib
 
 __version__ = "0.1.0"
+
+# Public name -> the module that defines it.
+_WHERE = {
+  "Case": "hloprobe.compile.cases",
+  "get_case": "hloprobe.compile.cases",
+  "Experiment": "hloprobe.compile.experiments",
+  "Target": "hloprobe.compile.targets",
+  "get_target": "hloprobe.compile.targets",
+  "load_target_config": "hloprobe.compile.targets",
+  "Ptxas": "hloprobe.compile.toolchain",
+  "find_ptxas": "hloprobe.compile.toolchain",
+  "GoldenError": "hloprobe.errors",
+  "HloParseError": "hloprobe.errors",
+  "HloprobeError": "hloprobe.errors",
+  "InvalidArgumentError": "hloprobe.errors",
+  "CheckResult": "hloprobe.golden.diff",
+  "Snapshot": "hloprobe.golden.snapshot",
+  "golden_check": "hloprobe.golden.snapshot",
+  "UpdateResult": "hloprobe.golden.update",
+  "golden_update": "hloprobe.golden.update",
+  "canonical_hlo": "hloprobe.ir.canonical",
+  "canonical_stablehlo": "hloprobe.ir.canonical",
+  "parse_hlo_module": "hloprobe.ir.hlo",
+  "PtxKernel": "hloprobe.ir.ptx",
+  "parse_ptx": "hloprobe.ir.ptx",
+  "parse_stablehlo_dots": "hloprobe.ir.stablehlo",
+  "ErrorStats": "hloprobe.numerics.accuracy",
+  "emulate_case": "hloprobe.numerics.emulate",
+  "make_emulator": "hloprobe.numerics.emulate",
+  "Prediction": "hloprobe.numerics.predict",
+  "Predictor": "hloprobe.numerics.predict",
+  "TargetExplanation": "hloprobe.report.explain",
+  "explain_sweep": "hloprobe.report.explain",
+  "render_explanation": "hloprobe.report.explain_text",
+  "DotFate": "hloprobe.sites.dot_sites",
+  "Fate": "hloprobe.sites.dot_sites",
+  "map_dot_sites": "hloprobe.sites.dot_sites",
+  "ConfigResult": "hloprobe.sweep",
+  "SweepSpec": "hloprobe.sweep",
+  "run_sweep": "hloprobe.sweep",
+  "Verification": "hloprobe.verify",
+  "parse_fix": "hloprobe.verify",
+  "verify_fix": "hloprobe.verify",
+}
 
 __all__ = [
   "Case",
@@ -64,6 +67,7 @@ __all__ = [
   "GoldenError",
   "HloParseError",
   "HloprobeError",
+  "InvalidArgumentError",
   "Prediction",
   "Predictor",
   "PtxKernel",
@@ -71,14 +75,18 @@ __all__ = [
   "Snapshot",
   "SweepSpec",
   "Target",
+  "TargetExplanation",
+  "UpdateResult",
   "Verification",
-  "_toolchain",
   "canonical_hlo",
   "canonical_stablehlo",
   "emulate_case",
+  "explain_sweep",
   "find_ptxas",
   "get_case",
   "get_target",
+  "golden_check",
+  "golden_update",
   "load_target_config",
   "make_emulator",
   "map_dot_sites",
@@ -88,4 +96,16 @@ __all__ = [
   "parse_stablehlo_dots",
   "render_explanation",
   "run_sweep",
+  "verify_fix",
 ]
+
+
+def __getattr__(name: str):
+  """Imports `name`'s module on first use; AttributeError for other names."""
+  if name not in _WHERE:
+    raise AttributeError(f"module 'hloprobe' has no attribute {name!r}")
+  return getattr(importlib.import_module(_WHERE[name]), name)
+
+
+def __dir__() -> list[str]:
+  return sorted(__all__)

@@ -35,8 +35,16 @@ import sys
 
 from absl import app, flags
 
+from hloprobe.compile import toolchain
+
+# Importing jax loads the CUDA plugin, whose libraries each log "Could not
+# find cuda drivers" on a machine without one; the command line drops those
+# lines (toolchain.quiet_startup). The library leaves stderr alone.
+with toolchain.quiet_startup():
+  import jax  # noqa: F401
+
 from hloprobe.compile import cases, experiments, targets
-from hloprobe.errors import HloprobeError, TargetError, UsageError
+from hloprobe.errors import HloprobeError, InvalidArgumentError, TargetError
 from hloprobe.ir import precisions
 from hloprobe.report import render
 
@@ -203,7 +211,7 @@ def _nonempty(spec):
     if not getattr(spec, name)
   ]
   if empty:
-    raise UsageError(
+    raise InvalidArgumentError(
       f"nothing to sweep: no {' and no '.join(empty)}; e.g. --case=seed_mlp "
       "--targets=cpu --batch_sizes=1,2 --precisions=float32"
     )
@@ -219,7 +227,7 @@ def _experiments() -> list:
 
 def _check_format() -> str:
   if _FORMAT.value not in render.REPORT_FORMATS:
-    raise UsageError(
+    raise InvalidArgumentError(
       f"unknown --format {_FORMAT.value!r}; choose from {', '.join(render.REPORT_FORMATS)}"
     )
   return _FORMAT.value
@@ -252,7 +260,7 @@ def _start_jax(target_names) -> None:
       try:
         lowering.load_topology(t.name, t.config_text)
       except TargetError as e:
-        raise UsageError(str(e)) from e
+        raise InvalidArgumentError(str(e)) from e
 
 
 def _write(what: str, write):
@@ -304,7 +312,7 @@ def _cmd_explain() -> int:
 
   fmt = _check_format()
   if fmt == "markdown":
-    raise UsageError(
+    raise InvalidArgumentError(
       "explain prints text (--format=table) or JSON (--format=json); "
       "got --format=markdown"
     )
@@ -323,8 +331,6 @@ def _cmd_explain() -> int:
 
 def _cmd_targets() -> int:
   from tabulate import tabulate
-
-  from hloprobe.compile import toolchain
 
   listed = list(targets.BUILTIN_TARGETS.values())
   listed += [targets.load_target_config(p) for p in _TARGET_CONFIG.value]
@@ -396,22 +402,20 @@ def _golden_spec(golden_dir: str):
 
 
 def _cmd_golden(words: list[str]) -> int:
-  from hloprobe import sweep
-  from hloprobe.compile import lowering
   from hloprobe.golden import snapshot, update
 
   if words not in (["check"], ["update"]):
-    raise UsageError(
+    raise InvalidArgumentError(
       f"`golden` takes one word, check or update; got {words}; e.g. `hloprobe golden check`"
     )
   golden_dir = _GOLDEN_DIR.value or snapshot.default_golden_dir()
   spec = _golden_spec(golden_dir)
   _start_jax(spec.targets)
-  snap = snapshot.snapshot(sweep.run_sweep(spec), lowering.versions())
-  record = snapshot.sweep_record(spec)
   if words == ["update"]:
-    print(update.update(golden_dir, snap, record).render())
+    print(update.golden_update(spec, golden_dir).render())
     return EXIT_OK
+  snap = snapshot.sweep_snapshot(spec)
+  record = snapshot.sweep_record(spec)
   result = snapshot.check(golden_dir, snap, record, strict=_STRICT.value)
   if result.ok:
     print(result.render())
@@ -438,28 +442,23 @@ def _write_candidates(snap) -> str:
 
 
 def _cmd_verify() -> int:
-  from hloprobe import sweep, verify
-  from hloprobe.compile import lowering
-  from hloprobe.golden import snapshot
+  from hloprobe import verify
 
   if not _FIX.value:
-    raise UsageError(
+    raise InvalidArgumentError(
       "verify needs --fix, e.g. --fix=float32 or --fix=no_triton_gemm"
     )
   fix = verify.parse_fix(_FIX.value)
   requirements = verify.parse_requirements(_REQUIRE.value)
   fmt = _check_format()
-  spec = dataclasses.replace(_sweep_spec(), experiments=())
+  spec = _sweep_spec()
   verify.check_batch_sizes(requirements, spec.batch_sizes)
   _start_jax(spec.targets)
-  results = sweep.run_sweep(verify.fix_sweep(spec, fix, requirements))
-  outcome = verify.verify(
-    results,
+  outcome = verify.verify_fix(
     spec,
     fix,
     requirements,
-    golden_dir=_GOLDEN_DIR.value or snapshot.default_golden_dir(),
-    versions=lowering.versions(),
+    golden_dir=_GOLDEN_DIR.value or None,
     abs_error_bound=_ABS_ERROR_BOUND.value,
     rel_error_bound=_REL_ERROR_BOUND.value,
   )
@@ -484,17 +483,17 @@ def main(argv: list[str]) -> int:
   command, *rest = argv[1:] or ["sweep"]
   try:
     if command not in _COMMANDS:
-      raise UsageError(
+      raise InvalidArgumentError(
         f"unknown command {command!r}; choose from {', '.join(_COMMANDS)}"
       )
     if command in _TAKES_WORDS:
       return _COMMANDS[command](rest)
     if rest:
-      raise UsageError(
+      raise InvalidArgumentError(
         f"unexpected arguments {rest}; flags are written --name=value"
       )
     return _COMMANDS[command]()
-  except UsageError as e:
+  except InvalidArgumentError as e:
     _error(e)
     return EXIT_USAGE
   except (HloprobeError, OSError) as e:

@@ -10,7 +10,7 @@ __all__ = [
   "HloprobeError",
   "TargetError",
   "ToolchainError",
-  "UsageError",
+  "InvalidArgumentError",
 ]
 
 
@@ -18,15 +18,19 @@ class HloprobeError(Exception):
   """Raised for any failure hloprobe can name; the base of the family."""
 
 
-class UsageError(HloprobeError):
-  """Raised when a user-supplied value (precision, batch size, flag) is bad."""
+class InvalidArgumentError(HloprobeError):
+  """Raised when a user-supplied value (precision, batch size, flag) is bad.
+
+  The command line exits 2 for it. Named apart from absl's `app.UsageError`,
+  which the command line also handles.
+  """
 
 
-class CaseError(UsageError):
+class CaseError(InvalidArgumentError):
   """Raised when a case name is unknown."""
 
 
-class TargetError(UsageError):
+class TargetError(InvalidArgumentError):
   """Raised when a target name or target config cannot be used."""
 
 

@@ -17,7 +17,7 @@ from hloprobe.compile import lowering, worker
 from hloprobe.compile.cases import Case, get_case
 from hloprobe.compile.experiments import BASELINE, Experiment
 from hloprobe.compile.targets import Target, get_target
-from hloprobe.errors import UsageError
+from hloprobe.errors import InvalidArgumentError
 from hloprobe.ir import ptx
 from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.precisions import parse_precision
@@ -58,7 +58,7 @@ class SweepSpec:
   def __post_init__(self):
     names = [e.name for e in self.experiments]
     if len(set(names)) != len(names) or BASELINE.name in names:
-      raise UsageError(
+      raise InvalidArgumentError(
         f"experiment names must be unique and not 'baseline': {names}"
       )
     for name in self.cases:
@@ -68,7 +68,7 @@ class SweepSpec:
     for name in self.targets:
       get_target(name)
     if not self.batch_sizes or min(self.batch_sizes) < 1:
-      raise UsageError(
+      raise InvalidArgumentError(
         f"batch sizes must be positive integers, got {self.batch_sizes}"
       )
 
@@ -134,7 +134,7 @@ def parse_batch_sizes(text: str) -> tuple[int, ...]:
   """Parses `1,2,4-9,64` into (1, 2, 4, 5, 6, 7, 8, 9, 64).
 
   Raises:
-    UsageError: an item is not a positive integer or an ascending range.
+    InvalidArgumentError: an item is not a positive integer or an ascending range.
   """
   sizes: list[int] = []
   for item in text.split(","):
@@ -145,7 +145,7 @@ def parse_batch_sizes(text: str) -> tuple[int, ...]:
     elif item.isdigit() and int(item) >= 1:
       sizes.append(int(item))
     else:
-      raise UsageError(
+      raise InvalidArgumentError(
         f"bad batch size {item!r} in --batch_sizes={text!r}; expected "
         "positive integers and ranges, e.g. '1,2,4-9,64'"
       )
@@ -222,24 +222,36 @@ def _with_passes(r: ConfigResult, dumps) -> ConfigResult:
   return dataclasses.replace(r, passes=found)
 
 
-def _predictor(case, full, reference) -> predict.Predictor | None:
-  """A case's predictor; None (numerics say n/a) if it cannot be made."""
-  if reference is None:
-    return None
+def _reference(case, full, largest: int):
+  """(float64 reference at the largest batch, None), or (None, why not)."""
   try:
-    return predict.Predictor(case, full, reference)
-  except Exception:  # e.g. a scalar first output: no batch axis to cut
-    return None
+    inputs = case.inputs_for(full, largest)
+    return lowering.float64_reference(case, inputs), None
+  except Exception as e:  # configs still compile; numerics say n/a
+    return None, f"no float64 reference: {_first_line(e)}"
+
+
+def _predictor(case, full, reference, why: str | None):
+  """(a case's predictor, None), or (None, why it cannot be made)."""
+  if reference is None:
+    return None, why
+  try:
+    return predict.Predictor(case, full, reference), None
+  except Exception as e:  # e.g. a scalar first output: no batch axis to cut
+    return None, f"no predictor: {_first_line(e)}"
 
 
 def _with_prediction(
-  r: ConfigResult, predictor: predict.Predictor | None
+  r: ConfigResult, predictor: predict.Predictor | None, why: str | None
 ) -> ConfigResult:
-  """Attaches the predicted numerics; a failure is recorded, not raised."""
+  """Attaches the predicted numerics; a failure is recorded, not raised.
+
+  `why` says why there is no predictor when `predictor` is None.
+  """
   if not r.fates:
     return r
   if predictor is None:
-    return dataclasses.replace(r, prediction_error="no float64 reference")
+    return dataclasses.replace(r, prediction_error=why)
   try:
     prediction = predictor.predict(r.n, r.fates, r.stats)
   except Exception as e:  # prediction is extra; the config stays ok
@@ -316,13 +328,8 @@ def _run_baseline(spec: SweepSpec, on_result) -> list[ConfigResult]:
     case = get_case(case_name)
     full = case.make_inputs()
     largest = min(max(spec.batch_sizes), case.full_size(full))
-    try:
-      reference = lowering.float64_reference(
-        case, case.inputs_for(full, largest)
-      )
-    except Exception:  # configs still compile; numerics say n/a
-      reference = None
-    predictor = _predictor(case, full, reference)
+    reference, why = _reference(case, full, largest)
+    predictor, why = _predictor(case, full, reference, why)
     for target_name in spec.targets:
       target = get_target(target_name)
       for precision in spec.precisions:
@@ -330,7 +337,7 @@ def _run_baseline(spec: SweepSpec, on_result) -> list[ConfigResult]:
           r = run_config(
             case, full, reference, target, precision, n, spec.explain_passes
           )
-          r = _with_prediction(r, predictor)
+          r = _with_prediction(r, predictor, why)
           results.append(r)
           if on_result is not None:
             on_result(r)

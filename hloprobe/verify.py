@@ -24,13 +24,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from hloprobe.compile import lowering
 from hloprobe.compile.experiments import BASELINE, Experiment, parse_experiment
-from hloprobe.errors import UsageError
+from hloprobe.errors import InvalidArgumentError
 from hloprobe.golden import snapshot
 from hloprobe.golden.diff import describe_site_changes, dot_summary
 from hloprobe.ir import precisions
 from hloprobe.numerics import accuracy
-from hloprobe.sweep import ConfigResult, SweepSpec
+from hloprobe.sweep import ConfigResult, SweepSpec, run_sweep
 
 __all__ = [
   "REQUIREMENTS",
@@ -42,6 +43,7 @@ __all__ = [
   "parse_fix",
   "parse_requirements",
   "verify",
+  "verify_fix",
 ]
 
 REQUIREMENTS = ("consistent", "accurate", "golden")
@@ -107,18 +109,18 @@ def parse_fix(text: str) -> Fix:
   """A precision name, else a built-in experiment or `NAME:FLAGS`.
 
   Raises:
-    UsageError: neither a precision nor an experiment.
+    InvalidArgumentError: neither a precision nor an experiment.
   """
   try:
     precisions.parse_precision(text)
-  except UsageError:
+  except InvalidArgumentError:
     pass
   else:
     return Fix(text, precision=text)
   try:
     experiment = parse_experiment(text)
-  except UsageError as e:
-    raise UsageError(
+  except InvalidArgumentError as e:
+    raise InvalidArgumentError(
       f"--fix={text!r} is neither a matmul precision nor an experiment: {e}"
     ) from e
   return Fix(experiment.name, experiment=experiment)
@@ -129,7 +131,7 @@ def parse_requirements(text: str) -> tuple[str, ...]:
   names = tuple(n.strip() for n in text.split(",") if n.strip())
   bad = [n for n in names if n not in REQUIREMENTS]
   if bad or not names:
-    raise UsageError(
+    raise InvalidArgumentError(
       f"unknown requirement(s) {bad or [text]}; choose from {', '.join(REQUIREMENTS)}"
     )
   return names
@@ -141,10 +143,10 @@ def check_batch_sizes(
   """Rejects "consistent" with fewer than two batch sizes to compare.
 
   Raises:
-    UsageError: "consistent" is required and `batch_sizes` has one size.
+    InvalidArgumentError: "consistent" is required and `batch_sizes` has one size.
   """
   if "consistent" in requirements and len(set(batch_sizes)) < 2:
-    raise UsageError(
+    raise InvalidArgumentError(
       "--require=consistent compares row 0 across batch sizes and needs at "
       f"least two; got --batch_sizes={','.join(map(str, batch_sizes))}; "
       "e.g. --batch_sizes=1,2,9, or --require=accurate"
@@ -364,4 +366,43 @@ def verify(
   failures = tuple(dict.fromkeys(r.error for r in fixed if not r.ok))
   return Verification(
     fix, tuple(checks[n]() for n in requirements), changes, errors, failures
+  )
+
+
+def verify_fix(
+  spec: SweepSpec,
+  fix: str | Fix,
+  requirements: Sequence[str] = ("consistent", "accurate"),
+  *,
+  golden_dir: str | None = None,
+  abs_error_bound: float | None = None,
+  rel_error_bound: float | None = None,
+) -> Verification:
+  """`hloprobe verify` as a function: runs the baseline and the fix, judges.
+
+  Args:
+    spec: the sweep (its experiments are ignored: the fix is the only one).
+    fix: a precision or experiment name (`parse_fix`), or a `Fix`.
+    requirements: names from `REQUIREMENTS`.
+    golden_dir: the golden folder for "golden"; default `golden/`.
+    abs_error_bound, rel_error_bound: optional bounds for "accurate".
+
+  Raises:
+    InvalidArgumentError: a bad fix, requirement or batch-size list.
+    GoldenError: the golden folder is missing or corrupt ("golden").
+  """
+  fix = parse_fix(fix) if isinstance(fix, str) else fix
+  requirements = parse_requirements(",".join(requirements))
+  spec = dataclasses.replace(spec, experiments=())
+  check_batch_sizes(requirements, spec.batch_sizes)
+  results = run_sweep(fix_sweep(spec, fix, requirements))
+  return verify(
+    results,
+    spec,
+    fix,
+    requirements,
+    golden_dir=golden_dir or snapshot.default_golden_dir(),
+    versions=lowering.versions(),
+    abs_error_bound=abs_error_bound,
+    rel_error_bound=rel_error_bound,
   )

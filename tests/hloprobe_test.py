@@ -1,4 +1,5 @@
-"""The public API: every name in __all__ exists; importing registers no flags."""
+"""The public API: every name in __all__ exists; importing registers no flags,
+imports no JAX and leaves stderr alone."""
 
 from __future__ import annotations
 
@@ -13,6 +14,17 @@ import hloprobe
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def _fresh(code: str) -> subprocess.CompletedProcess:
+  """Runs `python -c code` in a fresh process with this checkout first."""
+  return subprocess.run(
+    [sys.executable, "-c", code],
+    capture_output=True,
+    text=True,
+    check=True,
+    env=dict(os.environ, PYTHONPATH=_ROOT),
+  )
+
+
 class ApiTest(absltest.TestCase):
   def test_all_names_exist_and_sorted(self):
     self.assertEqual(hloprobe.__all__, sorted(hloprobe.__all__))
@@ -25,14 +37,31 @@ class ApiTest(absltest.TestCase):
       "import hloprobe; from absl import flags; "
       "print(sorted(n for n in flags.FLAGS if n in ('case', 'batch_sizes')))"
     )
-    out = subprocess.run(
-      [sys.executable, "-c", code],
-      capture_output=True,
-      text=True,
-      check=True,
-      env=dict(os.environ, PYTHONPATH=_ROOT),
-    )
+    out = _fresh(code)
     self.assertEqual(out.stdout.strip(), "[]")
+
+  def test_no_private_names_exported(self):
+    self.assertEqual([n for n in hloprobe.__all__ if n.startswith("_")], [])
+
+  def test_import_and_ir_load_no_jax(self):
+    # The text parsers work without the JAX runtime; nothing at import time
+    # captures stderr (only the command line silences the CUDA plugin).
+    code = (
+      "import sys, hloprobe; hloprobe.parse_hlo_module; hloprobe.parse_ptx; "
+      "print(sorted(m for m in ('jax', 'jaxlib') if m in sys.modules))"
+    )
+    out = _fresh(code)
+    self.assertEqual(out.stdout.strip(), "[]")
+    self.assertEqual(out.stderr, "")
+
+  def test_api_functions_for_each_command(self):
+    for name in (
+      "explain_sweep",
+      "golden_check",
+      "golden_update",
+      "verify_fix",
+    ):
+      self.assertTrue(callable(getattr(hloprobe, name)), name)
 
 
 if __name__ == "__main__":

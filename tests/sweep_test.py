@@ -10,7 +10,7 @@ from absl.testing import absltest, parameterized
 
 from hloprobe import sweep
 from hloprobe.compile import cases
-from hloprobe.errors import UsageError
+from hloprobe.errors import InvalidArgumentError
 from hloprobe.numerics import accuracy
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
@@ -35,7 +35,7 @@ class BatchSizesTest(parameterized.TestCase):
     ("word", "many"),
   )
   def test_reject(self, text):
-    with self.assertRaisesRegex(UsageError, "bad batch size"):
+    with self.assertRaisesRegex(InvalidArgumentError, "bad batch size"):
       sweep.parse_batch_sizes(text)
 
 
@@ -115,8 +115,26 @@ class FailureIsolationTest(absltest.TestCase):
       ("precisions", ("fp32",), "unknown precision"),
       ("targets", ("tpu",), "unknown target"),
     ):
-      with self.assertRaisesRegex(UsageError, message):
+      with self.assertRaisesRegex(InvalidArgumentError, message):
         dataclasses.replace(base, **{field: value})
+
+  def test_missing_reference_and_predictor_say_why(self):
+    case = cases.get_case("seed_mlp")
+    full = case.make_inputs()
+
+    def broken(*args):
+      raise ValueError("boom")
+
+    reference, why = sweep._reference(
+      dataclasses.replace(case, fn=broken), full, 2
+    )
+    self.assertIsNone(reference)
+    self.assertEqual(why, "no float64 reference: ValueError: boom")
+    # A reference without the batch axis the case names: the predictor's own
+    # failure is reported, not a missing reference.
+    predictor, why = sweep._predictor(case, full, np.float64(1.0), None)
+    self.assertIsNone(predictor)
+    self.assertTrue(why.startswith("no predictor: "), why)
 
 
 if __name__ == "__main__":

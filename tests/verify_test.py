@@ -13,7 +13,7 @@ from absl.testing import absltest, parameterized
 
 from hloprobe import sweep, verify
 from hloprobe.compile import lowering
-from hloprobe.errors import UsageError
+from hloprobe.errors import InvalidArgumentError
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = pytest.mark.cpu_numerics
@@ -60,14 +60,14 @@ class ParseTest(parameterized.TestCase):
     ),
   )
   def test_bad(self, call, message):
-    with self.assertRaisesRegex(UsageError, message):
+    with self.assertRaisesRegex(InvalidArgumentError, message):
       call()
 
   def test_consistent_needs_two_batch_sizes(self):
     verify.check_batch_sizes(("consistent",), (1, 2))
     verify.check_batch_sizes(("accurate", "golden"), (2,))
     with self.assertRaisesRegex(
-      UsageError,
+      InvalidArgumentError,
       "--require=consistent compares row 0 across batch sizes and needs at "
       "least two; got --batch_sizes=2;",
     ):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from hloprobe.errors import UsageError
+from hloprobe.errors import InvalidArgumentError
 
 __all__ = [
   "BASELINE",
@@ -88,12 +88,12 @@ BUILTIN_EXPERIMENTS = {
 
 def _check_flags(name: str, words: list[str]) -> tuple[str, ...]:
   if not words:
-    raise UsageError(
+    raise InvalidArgumentError(
       f"experiment {name!r} has no XLA flags; write NAME:--xla_flag=value"
     )
   for word in words:
     if not word.startswith("--xla_"):
-      raise UsageError(
+      raise InvalidArgumentError(
         f"malformed XLA flag {word!r} in experiment {name!r}; "
         "expected e.g. '--xla_gpu_enable_triton_gemm=false'"
       )
@@ -104,7 +104,7 @@ def parse_experiment(text: str) -> Experiment:
   """Parses `NAME:FLAGS` or a built-in experiment's name.
 
   Raises:
-    UsageError: bad name, unknown built-in, or a word that is not an
+    InvalidArgumentError: bad name, unknown built-in, or a word that is not an
       `--xla_...` flag.
   """
   name, sep, flags = text.partition(":")
@@ -112,12 +112,12 @@ def parse_experiment(text: str) -> Experiment:
   if not sep:
     if name in BUILTIN_EXPERIMENTS:
       return BUILTIN_EXPERIMENTS[name]
-    raise UsageError(
+    raise InvalidArgumentError(
       f"unknown experiment {name!r}; write NAME:--xla_flag=value or choose "
       f"from {', '.join(BUILTIN_EXPERIMENTS)}"
     )
   if not _NAME_RE.match(name) or name == BASELINE.name:
-    raise UsageError(
+    raise InvalidArgumentError(
       f"bad experiment name {name!r}; use letters, digits, '_', '.', '-' "
       "(and not 'baseline')"
     )
@@ -128,14 +128,14 @@ def parse_experiments_file(path: str) -> list[Experiment]:
   """Reads one `NAME:FLAGS` (or built-in name) per line; `#` starts a comment.
 
   Raises:
-    UsageError: the file cannot be read, or a line is bad (named with its
+    InvalidArgumentError: the file cannot be read, or a line is bad (named with its
       line number).
   """
   try:
     with open(path) as f:
       lines = f.read().splitlines()
   except OSError as e:
-    raise UsageError(
+    raise InvalidArgumentError(
       f"cannot read --experiments_file {path!r}: {e.strerror}"
     ) from e
   out = []
@@ -145,6 +145,6 @@ def parse_experiments_file(path: str) -> list[Experiment]:
       continue
     try:
       out.append(parse_experiment(line))
-    except UsageError as e:
-      raise UsageError(f"{path}:{lineno}: {e}") from e
+    except InvalidArgumentError as e:
+      raise InvalidArgumentError(f"{path}:{lineno}: {e}") from e
   return out

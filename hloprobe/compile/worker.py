@@ -137,4 +137,8 @@ def _serve(request: str, reply: str) -> None:
 
 
 if __name__ == "__main__":
+  from hloprobe.compile import toolchain
+
+  with toolchain.quiet_startup():  # as the command line does
+    import jax  # noqa: F401
   _serve(sys.argv[1], sys.argv[2])

@@ -31,6 +31,7 @@ import itertools
 import os
 from collections.abc import Iterable, Mapping
 
+from hloprobe.compile import lowering
 from hloprobe.compile.experiments import BASELINE
 from hloprobe.errors import GoldenError
 from hloprobe.golden import format as fmt
@@ -41,13 +42,15 @@ from hloprobe.golden.diff import (
   unified_diff,
 )
 from hloprobe.golden.format import ConfigKey
-from hloprobe.sweep import ConfigResult, SweepSpec
+from hloprobe.sweep import ConfigResult, SweepSpec, run_sweep
 
 __all__ = [
   "MANIFEST",
   "Snapshot",
   "check",
   "default_golden_dir",
+  "golden_check",
+  "golden_spec",
   "in_scope",
   "list_golden_files",
   "manifest_sweep",
@@ -56,6 +59,7 @@ __all__ = [
   "snapshot",
   "sweep_configs",
   "sweep_record",
+  "sweep_snapshot",
   "write_snapshot",
 ]
 
@@ -369,3 +373,47 @@ def check(
     not_compared=tuple(skipped),
     note=note,
   )
+
+
+def sweep_snapshot(spec: SweepSpec) -> Snapshot:
+  """Runs a sweep as goldens are made (with explain_passes, see
+  `spec_from_record`) and snapshots it with this process's jax/jaxlib."""
+  spec = dataclasses.replace(spec, explain_passes=True)
+  return snapshot(run_sweep(spec), lowering.versions())
+
+
+def golden_spec(golden_dir: str | None = None) -> SweepSpec:
+  """The sweep MANIFEST.json records in `golden_dir` (default: `golden/`).
+
+  Raises:
+    GoldenError: the folder or its manifest is missing or corrupt.
+  """
+  golden_dir = golden_dir or default_golden_dir()
+  recorded = manifest_sweep(golden_dir)
+  if recorded is None:
+    raise GoldenError(f"{golden_dir}: MANIFEST.json records no sweep")
+  return spec_from_record(recorded)
+
+
+def golden_check(
+  spec: SweepSpec | None = None,
+  golden_dir: str | None = None,
+  strict: bool = False,
+) -> CheckResult:
+  """`hloprobe golden check` as a function: re-runs a sweep and compares.
+
+  Args:
+    spec: the sweep; default the one MANIFEST.json records (`golden_spec`).
+    golden_dir: the golden folder; default `default_golden_dir()`.
+    strict: compare full text even under other jax/jaxlib versions.
+
+  Returns:
+    The comparison (`CheckResult.ok` when all match).
+
+  Raises:
+    GoldenError: the folder is missing, corrupt or mid-update.
+  """
+  golden_dir = golden_dir or default_golden_dir()
+  spec = spec or golden_spec(golden_dir)
+  snap = sweep_snapshot(spec)
+  return check(golden_dir, snap, sweep_record(spec), strict=strict)

@@ -32,15 +32,20 @@ from hloprobe.golden import format as fmt
 from hloprobe.golden.snapshot import (
   MANIFEST,
   Snapshot,
+  default_golden_dir,
+  golden_spec,
   in_scope,
   list_golden_files,
   read_golden_file,
   read_manifest,
   sweep_configs,
+  sweep_record,
+  sweep_snapshot,
   write_snapshot,
 )
+from hloprobe.sweep import SweepSpec
 
-__all__ = ["UpdateResult", "update"]
+__all__ = ["UpdateResult", "golden_update", "update"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -263,6 +268,23 @@ def update(
     kept=len(set(old) - replaced),
     note=plan.note,
   )
+
+
+def golden_update(
+  spec: SweepSpec | None = None, golden_dir: str | None = None
+) -> UpdateResult:
+  """`hloprobe golden update` as a function: re-runs a sweep and writes it.
+
+  Args:
+    spec: the sweep; default the one MANIFEST.json records.
+    golden_dir: the golden folder; default `default_golden_dir()`.
+
+  Raises:
+    GoldenError: as `update`, or no manifest when `spec` is None.
+  """
+  golden_dir = golden_dir or default_golden_dir()
+  spec = spec or golden_spec(golden_dir)
+  return update(golden_dir, sweep_snapshot(spec), sweep_record(spec))
 
 
 def _stage_and_swap(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from hloprobe.errors import UsageError
+from hloprobe.errors import InvalidArgumentError
 
 __all__ = [
   "ALGORITHMS",
@@ -98,13 +98,13 @@ def parse_precision(name: str) -> str:
     The string to pass to `jax.default_matmul_precision`.
 
   Raises:
-    UsageError: the name is unknown.
+    InvalidArgumentError: the name is unknown.
   """
   if name == "DEFAULT":
     return "default"
   if name in _NAMED_PRECISIONS or name in ALGORITHMS or name in _OTHER_PRESETS:
     return name
-  raise UsageError(
+  raise InvalidArgumentError(
     f"unknown precision {name!r}; choose from {', '.join(PRECISION_NAMES)}"
   )
 

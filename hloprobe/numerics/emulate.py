@@ -28,7 +28,7 @@ import jax.extend.core as jex
 import numpy as np
 from jax import lax
 
-from hloprobe.errors import EmulationError, UsageError
+from hloprobe.errors import EmulationError, InvalidArgumentError
 from hloprobe.numerics.emulate_dot import (
   EMULATED_ALGORITHMS,
   SUMMATION_ORDERS,
@@ -251,7 +251,7 @@ class Emulator:
       for x in jax.tree_util.tree_leaves(args)
     )
     if got != self._in_avals:
-      raise UsageError(
+      raise InvalidArgumentError(
         f"[hloprobe] emulator made for arguments {self._in_avals}, called "
         f"with {got}; make one emulator per batch size"
       )
@@ -271,7 +271,7 @@ def _checked_algorithms(site_algorithms, count: int) -> tuple[str, ...]:
     )
   bad = sorted({a for a in names if a not in EMULATED_ALGORITHMS})
   if bad:
-    raise UsageError(
+    raise InvalidArgumentError(
       f"algorithms {bad} are not emulated; choose from "
       f"{', '.join(EMULATED_ALGORITHMS)}"
     )
@@ -299,12 +299,14 @@ def make_emulator(
   Raises:
     EmulationError: an unsupported primitive holds a dot, or the number of
       algorithms differs from the number of sites.
-    UsageError: an unknown algorithm, order or rounding mode.
+    InvalidArgumentError: an unknown algorithm, order or rounding mode.
   """
   if order not in SUMMATION_ORDERS:
-    raise UsageError(f"unknown order {order!r}; choose from {SUMMATION_ORDERS}")
+    raise InvalidArgumentError(
+      f"unknown order {order!r}; choose from {SUMMATION_ORDERS}"
+    )
   if tf32_rounding not in ROUNDING_MODES:
-    raise UsageError(
+    raise InvalidArgumentError(
       f"unknown tf32_rounding {tf32_rounding!r}; choose from {ROUNDING_MODES}"
     )
   closed, out_tree = trace(fn, args)
@@ -370,10 +372,12 @@ def order_spread(
   """Emulates `fn(*args)` once per order in `orders` and measures the spread.
 
   Raises:
-    UsageError: fewer than two orders, or as `make_emulator`.
+    InvalidArgumentError: fewer than two orders, or as `make_emulator`.
   """
   if len(orders) < 2:
-    raise UsageError(f"need at least two summation orders, got {orders}")
+    raise InvalidArgumentError(
+      f"need at least two summation orders, got {orders}"
+    )
   emulators = [
     make_emulator(
       fn, args, site_algorithms, order=o, tf32_rounding=tf32_rounding

@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from hloprobe.errors import EmulationError, UsageError
+from hloprobe.errors import EmulationError, InvalidArgumentError
 from hloprobe.numerics import rounding
 
 __all__ = [
@@ -111,15 +111,15 @@ def emulated_dot_general(
     the shape `lax.dot_general` gives: batch, lhs free, rhs free dims.
 
   Raises:
-    UsageError: unknown algorithm, order or rounding mode.
+    InvalidArgumentError: unknown algorithm, order or rounding mode.
     EmulationError: non-real operands, or F64_F64_F64 without x64.
   """
   if order not in SUMMATION_ORDERS:
-    raise UsageError(
+    raise InvalidArgumentError(
       f"unknown summation order {order!r}; choose from {SUMMATION_ORDERS}"
     )
   if tf32_rounding not in rounding.ROUNDING_MODES:
-    raise UsageError(
+    raise InvalidArgumentError(
       f"unknown tf32_rounding {tf32_rounding!r}; choose from "
       f"{rounding.ROUNDING_MODES}"
     )
@@ -140,7 +140,7 @@ def emulated_dot_general(
     )
   if algorithm == "F64_F64_F64":
     return _f64_dot(lhs, rhs, dimension_numbers, contract)
-  raise UsageError(
+  raise InvalidArgumentError(
     f"algorithm {algorithm!r} is not emulated; choose from "
     f"{', '.join(EMULATED_ALGORITHMS)}"
   )

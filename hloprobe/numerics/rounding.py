@@ -31,7 +31,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax import lax
 
-from hloprobe.errors import UsageError
+from hloprobe.errors import InvalidArgumentError
 
 __all__ = [
   "ROUNDING_MODES",
@@ -66,14 +66,14 @@ def round_mantissa(x, keep_bits: int, mode: str = "rne") -> jnp.ndarray:
     f32 array of the shape of `x`.
 
   Raises:
-    UsageError: `mode` or `keep_bits` is out of range.
+    InvalidArgumentError: `mode` or `keep_bits` is out of range.
   """
   if mode not in ROUNDING_MODES:
-    raise UsageError(
+    raise InvalidArgumentError(
       f"unknown rounding mode {mode!r}; choose from {', '.join(ROUNDING_MODES)}"
     )
   if not 1 <= keep_bits < _F32_MANTISSA_BITS:
-    raise UsageError(f"keep_bits must be in [1, 22], got {keep_bits}")
+    raise InvalidArgumentError(f"keep_bits must be in [1, 22], got {keep_bits}")
   x = jnp.asarray(x).astype(jnp.float32)
   drop = _F32_MANTISSA_BITS - keep_bits
   bits = lax.bitcast_convert_type(x, jnp.uint32)

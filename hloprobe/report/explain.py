@@ -21,10 +21,10 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from hloprobe.compile.cases import ReportedError, get_case
-from hloprobe.compile.targets import Target
+from hloprobe.compile.targets import Target, get_target
 from hloprobe.sites import effective
 from hloprobe.sites.dot_sites import DotFate, Fate
-from hloprobe.sweep import ConfigResult
+from hloprobe.sweep import ConfigResult, SweepSpec, run_sweep
 
 __all__ = [
   "AlgorithmUse",
@@ -35,6 +35,7 @@ __all__ = [
   "PredictedRowZero",
   "TargetExplanation",
   "explain",
+  "explain_sweep",
 ]
 
 
@@ -467,3 +468,15 @@ def explain(
   for r in results:
     groups.setdefault(key(r), []).append(r)
   return [_explain_one(rs, by_name.get(rs[0].target)) for rs in groups.values()]
+
+
+def explain_sweep(spec: SweepSpec) -> list[TargetExplanation]:
+  """`hloprobe explain` as a function: runs `spec` with pass attribution on
+  (`explain_passes=True`) and explains it (see `explain`).
+
+  Raises:
+    InvalidArgumentError: an unknown case, target or precision in `spec`.
+  """
+  spec = dataclasses.replace(spec, explain_passes=True)
+  swept = [get_target(n) for n in spec.targets]
+  return explain(run_sweep(spec), swept)

@@ -8,7 +8,7 @@ from absl.testing import absltest, parameterized
 
 from hloprobe import sweep
 from hloprobe.compile import experiments
-from hloprobe.errors import UsageError
+from hloprobe.errors import InvalidArgumentError
 from hloprobe.sites.dot_sites import Fate
 
 
@@ -39,7 +39,7 @@ class ParseTest(parameterized.TestCase):
     ("bad_name", "a b:--xla_foo=1", "bad experiment name"),
   )
   def test_reject(self, text, message):
-    with self.assertRaisesRegex(UsageError, message):
+    with self.assertRaisesRegex(InvalidArgumentError, message):
       experiments.parse_experiment(text)
 
   def test_file(self):
@@ -53,9 +53,13 @@ class ParseTest(parameterized.TestCase):
     found = experiments.parse_experiments_file(path)
     self.assertEqual([e.name for e in found], ["no_algsimp", "fast"])
     bad = self.create_tempfile(content="ok:--xla_a=1\nbroken:oops\n").full_path
-    with self.assertRaisesRegex(UsageError, ":2: malformed XLA flag 'oops'"):
+    with self.assertRaisesRegex(
+      InvalidArgumentError, ":2: malformed XLA flag 'oops'"
+    ):
       experiments.parse_experiments_file(bad)
-    with self.assertRaisesRegex(UsageError, "cannot read --experiments_file"):
+    with self.assertRaisesRegex(
+      InvalidArgumentError, "cannot read --experiments_file"
+    ):
       experiments.parse_experiments_file(os.path.join(bad, "missing"))
 
 
@@ -88,7 +92,7 @@ class SweepWithExperimentsTest(absltest.TestCase):
 
   def test_duplicate_names_rejected(self):
     e = experiments.BUILTIN_EXPERIMENTS["no_algsimp"]
-    with self.assertRaisesRegex(UsageError, "unique"):
+    with self.assertRaisesRegex(InvalidArgumentError, "unique"):
       sweep.SweepSpec(
         ("seed_mlp",), (1,), ("float32",), ("cpu",), experiments=(e, e)
       )

@@ -570,5 +570,22 @@ class DescribeSiteChangesTest(parameterized.TestCase):
     self.assertIsNone(format.path_key("cpu/seed_mlp/README.md"))
 
 
+class GoldenApiTest(absltest.TestCase):
+  def test_update_then_check_with_the_manifest_sweep(self):
+    path = self.create_tempdir().full_path
+    spec = sweep.SweepSpec(("seed_mlp",), (1,), ("float32",), ("cpu",))
+    written = update.golden_update(spec, path)
+    self.assertLen(written.added, 3)  # .stablehlo.mlir, .hlo, .dots.json
+    self.assertEqual(
+      snapshot.golden_spec(path), dataclasses.replace(spec, explain_passes=True)
+    )
+    result = snapshot.golden_check(golden_dir=path)  # the manifest's sweep
+    self.assertTrue(result.ok, result.render())
+
+  def test_check_without_manifest_is_a_golden_error(self):
+    with self.assertRaisesRegex(GoldenError, "MANIFEST"):
+      snapshot.golden_check(golden_dir=self.create_tempdir().full_path)
+
+
 if __name__ == "__main__":
   absltest.main()

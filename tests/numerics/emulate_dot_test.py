@@ -11,7 +11,7 @@ import pytest
 from absl.testing import absltest, parameterized
 from jax import lax
 
-from hloprobe.errors import EmulationError, UsageError
+from hloprobe.errors import EmulationError, InvalidArgumentError
 from hloprobe.numerics.emulate_dot import (
   EMULATED_ALGORITHMS,
   SUMMATION_ORDERS,
@@ -237,9 +237,11 @@ class EdgeCaseTest(parameterized.TestCase):
 
   def test_bad_names_are_errors(self):
     a = np.ones((2, 2), np.float32)
-    with self.assertRaisesRegex(UsageError, "'ANY_F8_ANY_F8_F32'.*F32_F32_F32"):
+    with self.assertRaisesRegex(
+      InvalidArgumentError, "'ANY_F8_ANY_F8_F32'.*F32_F32_F32"
+    ):
       emulated_dot_general(a, a, _MATMUL, "ANY_F8_ANY_F8_F32")
-    with self.assertRaisesRegex(UsageError, "'kahan'"):
+    with self.assertRaisesRegex(InvalidArgumentError, "'kahan'"):
       emulated_dot_general(a, a, _MATMUL, "F32_F32_F32", order="kahan")
     with self.assertRaisesRegex(EmulationError, "int32"):
       emulated_dot_general(a.astype(np.int32), a, _MATMUL, "F32_F32_F32")

@@ -13,7 +13,7 @@ from absl.testing import absltest, parameterized
 from jax import lax
 
 from hloprobe.compile import cases, lowering, targets
-from hloprobe.errors import EmulationError, UsageError
+from hloprobe.errors import EmulationError, InvalidArgumentError
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
 from hloprobe.numerics import emulate
 
@@ -263,16 +263,18 @@ class ErrorTest(absltest.TestCase):
 
   def test_unknown_names(self):
     fn = _PROGRAMS["nested_jit_twice"]
-    with self.assertRaisesRegex(UsageError, r"\['TF16'\]"):
+    with self.assertRaisesRegex(InvalidArgumentError, r"\['TF16'\]"):
       emulate.make_emulator(fn, (_X,), "TF16")
-    with self.assertRaisesRegex(UsageError, "'random'"):
+    with self.assertRaisesRegex(InvalidArgumentError, "'random'"):
       emulate.make_emulator(fn, (_X,), _F32, order="random")
-    with self.assertRaisesRegex(UsageError, "'rz'"):
+    with self.assertRaisesRegex(InvalidArgumentError, "'rz'"):
       emulate.make_emulator(fn, (_X,), _F32, tf32_rounding="rz")
 
   def test_emulator_checks_argument_shapes(self):
     emulator = emulate.make_emulator(_PROGRAMS["grad"], (_X,), _F32)
-    with self.assertRaisesRegex(UsageError, "one emulator per batch size"):
+    with self.assertRaisesRegex(
+      InvalidArgumentError, "one emulator per batch size"
+    ):
       emulator(_X[:1])
 
   def test_f64_sites_need_x64(self):

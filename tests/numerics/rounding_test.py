@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from absl.testing import absltest, parameterized
 
-from hloprobe.errors import UsageError
+from hloprobe.errors import InvalidArgumentError
 from hloprobe.numerics import rounding
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
@@ -111,7 +111,7 @@ class Tf32Test(parameterized.TestCase):
     self.assertTrue(np.all(ties[differ]))
 
   def test_unknown_mode_is_an_error(self):
-    with self.assertRaisesRegex(UsageError, "'rz'.*rna, rne"):
+    with self.assertRaisesRegex(InvalidArgumentError, "'rz'.*rna, rne"):
       rounding.round_to_tf32(np.float32(1), "rz")
 
 
