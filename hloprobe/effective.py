@@ -28,6 +28,7 @@ from hloprobe.hlo_parse import HloInstruction, HloModule
 from hloprobe.kernels import PtxKernel, for_operands, kernel_name
 from hloprobe.precisions import ALGORITHMS
 from hloprobe.targets import Target
+from hloprobe.versions import compat
 
 __all__ = [
   "HEURISTIC",
@@ -202,6 +203,8 @@ def _effective(
   dtype = fate.site.lhs.dtype
   if fate.fate == Fate.GONE:
     return {"algorithm_evidence": "the site is gone from the optimized HLO"}
+  if fate.fate == Fate.UNKNOWN:
+    return {"algorithm_evidence": f"unknown: {compat.unchecked_note()}"}
   if target.platform == "cpu":
     algorithm, evidence = cpu_algorithm(dtype)
   elif fate.fate in (Fate.CUBLAS, Fate.CUBLASLT):
@@ -224,6 +227,8 @@ def _effective(
   else:
     return _from_ptx(fate, instructions, kernels)
   source = "rule" if algorithm else None
+  if algorithm and compat.unchecked_note():
+    evidence = f"{evidence} [{compat.unchecked_note()}]"
   return {
     "effective_algorithm": algorithm,
     "algorithm_source": source,

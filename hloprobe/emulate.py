@@ -46,6 +46,7 @@ from hloprobe.jaxpr_sites import (
   trace,
 )
 from hloprobe.rounding import ROUNDING_MODES
+from hloprobe.versions import compat
 
 __all__ = [
   "EMULATED_ALGORITHMS",
@@ -87,7 +88,7 @@ class _Evaluator:
       env.update(
         (v, x)
         for v, x in zip(eqn.outvars, outs)
-        if not isinstance(v, jex.DropVar)
+        if not isinstance(v, compat.drop_var_type())
       )
     return [read(v) for v in jaxpr.outvars]
 
