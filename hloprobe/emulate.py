@@ -24,7 +24,6 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 import jax
-import jax.extend.core as jex
 import numpy as np
 from jax import lax
 
@@ -46,7 +45,7 @@ from hloprobe.jaxpr_sites import (
   trace,
 )
 from hloprobe.rounding import ROUNDING_MODES
-from hloprobe.versions import compat
+from hloprobe.versions.compat import JAXPR_API as jex
 
 __all__ = [
   "EMULATED_ALGORITHMS",
@@ -88,7 +87,7 @@ class _Evaluator:
       env.update(
         (v, x)
         for v, x in zip(eqn.outvars, outs)
-        if not isinstance(v, compat.drop_var_type())
+        if not isinstance(v, jex.DropVar)
       )
     return [read(v) for v in jaxpr.outvars]
 

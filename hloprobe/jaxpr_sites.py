@@ -28,10 +28,9 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 import jax
-import jax.extend.core as jex
 
 from hloprobe.errors import EmulationError
-from hloprobe.versions import compat
+from hloprobe.versions.compat import JAXPR_API as jex
 
 __all__ = [
   "CALL_PRIMITIVES",
@@ -121,7 +120,7 @@ def _contains_dot(jaxpr) -> bool:
   """Whether a dot_general occurs in `jaxpr`, at any depth."""
   return any(
     e.primitive.name == "dot_general"
-    or any(_contains_dot(j) for j in compat.jaxprs_in_params(e.params))
+    or any(_contains_dot(j) for j in jex.jaxprs_in_params(e.params))
     for e in jaxpr.eqns
   )
 
@@ -152,7 +151,7 @@ class _Planner:
         self.sites.append(
           JaxprSite(sites[i], lhs, rhs, eqn.params["dimension_numbers"], path)
         )
-      elif any(True for _ in compat.jaxprs_in_params(eqn.params)):
+      elif any(True for _ in jex.jaxprs_in_params(eqn.params)):
         subs[i] = self._plan_eqn(eqn, eqn_used[i], dce, path)
     return SitePlan(sites, subs, base, len(self.sites) - base)
 
@@ -185,7 +184,7 @@ class _Planner:
         self.plan(p["jaxpr"].jaxpr, body_used, dce, where)
         for _ in range(_scan_copies(p["length"], p["unroll"]))
       )
-    if any(_contains_dot(j) for j in compat.jaxprs_in_params(p)):
+    if any(_contains_dot(j) for j in jex.jaxprs_in_params(p)):
       raise EmulationError(
         f"[hloprobe] cannot emulate dots inside primitive {name!r} (at "
         f"{path or 'top level'}); supported: {', '.join(CALL_PRIMITIVES)}, cond, "

@@ -151,6 +151,11 @@ def load_topology(name: str, config_text: str) -> LoadedTopology:
       except compat.runtime_error_type() as e:
         error = e
       except NotImplementedError as e:  # "topology not implemented for cuda"
+        if compat.cuda_plugin_installed() and not compat.rules_checked():
+          raise TargetError(
+            f"target {name!r}: no compile-only GPU in jaxlib "
+            f"{compat.installed_jaxlib()} ({e})"
+          ) from None
         raise TargetError(
           f"target {name!r}: the CUDA plugin is not loaded ({e}); install "
           "jax-cuda12-plugin, and without a CUDA runtime set "
@@ -229,11 +234,7 @@ def compile_case(
   )
   start = time.perf_counter()
   with jax.default_matmul_precision(precision):
-    lowered = (
-      jax.jit(case.fn)
-      .trace(*specs)
-      .lower(lowering_platforms=(target.platform,))
-    )
+    lowered = compat.lower(jax.jit(case.fn), specs, target.platform)
   lower_s = time.perf_counter() - start
   stablehlo = compat.stablehlo_text(lowered)
   if target.platform != "cuda":
@@ -388,7 +389,8 @@ def float64_reference(case: Case, args: tuple) -> np.ndarray:
   Every floating input is cast to f64 and the function is run under
   `jax.enable_x64` at HIGHEST precision; returns an f64 numpy array.
   """
-  with compat.enable_x64(), jax.default_matmul_precision("highest"):
+  # "float32" is HIGHEST; jax 0.4.23 knows no "highest" here.
+  with compat.enable_x64(), jax.default_matmul_precision("float32"):
     args64 = jax.tree_util.tree_map(
       lambda a: (
         np.asarray(a, np.float64)

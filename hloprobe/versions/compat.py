@@ -5,15 +5,15 @@ hloprobe's XLA rules were checked on one jax/jaxlib version,
 which is what `hloprobe versions` and a GPU machine with its own jax need:
 
 * API differences are bridged here, each with the versions it was seen on:
-  `stablehlo_text`, `optimized_hlo_text`, `enable_x64`,
-  `jaxprs_in_params`, `drop_var_type`, `runtime_error_type` and
+  `lower`, `stablehlo_text`, `optimized_hlo_text`, `enable_x64`,
+  `JAXPR_API` (jax.extend.core with fallbacks), `runtime_error_type` and
   `deviceless_retry_options`.
 * Under another version the command line prints `version_warning()`
   once, naming the checked version, and `rules_checked()` is False: rules that recognise XLA
   by name (pass names, emitters, PTX patterns) then say "unknown" where
   they do not recognise what they see, never a guess.
 
-Imports jax lazily; only `jax.__version__`, `jaxlib.__version__` and public
+Imports jax (for `JAXPR_API`); only `jax.__version__`, `jaxlib.__version__` and public
 API are used.
 """
 
@@ -23,15 +23,16 @@ import contextlib
 import glob
 import os
 import re
-from collections.abc import Iterator
+import types
 
 __all__ = [
   "CHECKED_JAXLIB",
+  "JAXPR_API",
+  "cuda_plugin_installed",
   "deviceless_retry_options",
-  "drop_var_type",
   "enable_x64",
   "installed_jaxlib",
-  "jaxprs_in_params",
+  "lower",
   "optimized_hlo_text",
   "rules_checked",
   "runtime_error_type",
@@ -55,6 +56,17 @@ def installed_jaxlib() -> str:
   import jaxlib
 
   return jaxlib.__version__
+
+
+def cuda_plugin_installed() -> bool:
+  """Whether a jax CUDA plugin package (jax_plugins.xla_cuda12 or 13) is
+  importable in this interpreter."""
+  import importlib.util
+
+  return any(
+    importlib.util.find_spec(f"jax_plugins.xla_cuda{v}") is not None
+    for v in (12, 13)
+  )
 
 
 def rules_checked() -> bool:
@@ -83,6 +95,30 @@ def version_warning() -> str | None:
     "what XLA did is this jaxlib's; where a rule (emitter, custom call, PTX "
     "pattern) does not recognise it, hloprobe says 'unknown'"
   )
+
+
+def lower(jitted, specs, platform: str):
+  """`jitted.trace(*specs).lower(lowering_platforms=(platform,))` (jax
+  0.10.2, 0.4.34); jax without `trace` (0.4.23) lowers for its own default
+  backend only, so only "cpu" is lowered there.
+
+  Raises:
+    RuntimeError: this jax cannot lower for `platform` without its device.
+  """
+  if hasattr(jitted, "trace"):
+    return jitted.trace(*specs).lower(lowering_platforms=(platform,))
+  if platform != "cpu":
+    raise RuntimeError(
+      f"jax {_jax_version()} cannot lower for {platform} without a device "
+      "(no jit(...).trace)"
+    )
+  return jitted.lower(*specs)
+
+
+def _jax_version() -> str:
+  import jax
+
+  return jax.__version__
 
 
 def stablehlo_text(lowered) -> str:
@@ -140,30 +176,33 @@ def enable_x64():
   return contextlib.nullcontext()
 
 
-def jaxprs_in_params(params) -> Iterator:
-  """The jaxprs among an eqn's params: `jax.extend.core.jaxprs_in_params`
-  (jax 0.10.2), else `jax.core.jaxprs_in_params` (jax 0.4.38)."""
-  import jax.extend.core as jex
+def _jaxpr_api() -> types.SimpleNamespace:
+  """`jax.extend.core`'s jaxpr names, each from `jax.core` where this jax's
+  jax.extend.core lacks it (jaxprs_in_params and DropVar in jax 0.4.38;
+  Var, Literal and ClosedJaxpr too in 0.4.23); None where neither has it
+  (what uses it then fails for its config alone)."""
+  import jax.extend.core
 
-  found = getattr(jex, "jaxprs_in_params", None)
-  if found is None:
-    import jax.core
+  found = {n: getattr(jax.extend.core, n, None) for n in _JAXPR_NAMES}
+  if None in found.values():
+    try:
+      import jax.core as old
+    except ImportError:  # a jax without jax.core
+      old = None
+    found = {n: v or getattr(old, n, None) for n, v in found.items()}
+  return types.SimpleNamespace(**found)
 
-    found = jax.core.jaxprs_in_params
-  return found(params)
 
-
-def drop_var_type() -> type:
-  """The jaxpr type of an unused output: `jax.extend.core.DropVar` (jax
-  0.10.2), else `jax.core.DropVar` (jax 0.4.38)."""
-  import jax.extend.core as jex
-
-  found = getattr(jex, "DropVar", None)
-  if found is None:
-    import jax.core
-
-    found = jax.core.DropVar
-  return found
+_JAXPR_NAMES = (
+  "ClosedJaxpr",
+  "DropVar",
+  "Jaxpr",
+  "Literal",
+  "Var",
+  "jaxprs_in_params",
+)
+# Read-only: what `import jax.extend.core as jex` gives on jax 0.10.2.
+JAXPR_API = _jaxpr_api()
 
 
 def runtime_error_type() -> type:
