@@ -117,6 +117,43 @@ def test_two_versions_differ_and_venvs_are_reused(cache_dir, tmp_path):
   assert row.rstrip().endswith("*")
 
 
+def test_gpu_check_logic_with_the_cpu_standing_in(tmp_path):
+  out = tmp_path / "check.json"
+  got = subprocess.run(
+    [
+      sys.executable,
+      "-m",
+      "hloprobe.versions.gpu_check",
+      "--device_target=cpu",
+      "--compile_only_target=a100",
+      "--batch_sizes=1,2",
+      "--precisions=bfloat16",
+      f"--output={out}",
+    ],
+    env=dict(os.environ, PYTHONPATH=ROOT),
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+    timeout=600,
+    check=False,
+  )
+  assert got.returncode == 0, got.stderr
+  doc = json.loads(out.read_text())
+  assert doc["schema"] == "hloprobe.gpu_check"
+  assert (doc["device"], doc["compile_only_target"]) == ("cpu", "a100")
+  assert doc["jaxlib"] == compat.installed_jaxlib()
+  by_n = {c["n"]: c for c in doc["configs"]}
+  assert sorted(by_n) == [1, 2]
+  # The CPU computes in f32: its own (F32) band holds it at both sizes.
+  assert [by_n[n]["own"]["status"] for n in (1, 2)] == ["explained"] * 2
+  # An A100 runs F32 at n = 1 (dot strength reduction) but TF32 gemms at
+  # n = 2 under bfloat16 (README: PTX mma ... tf32), an error of ~0.6 that
+  # an f32 observation lies far outside.
+  assert by_n[1]["compile_only"]["status"] == "explained"
+  assert by_n[2]["compile_only"]["status"] == "outside band"
+  assert "TF32_TF32_F32" in by_n[2]["compile_only"]["effective_algorithms"]
+
+
 class PureTest(parameterized.TestCase):
   @parameterized.parameters(
     ("NVIDIA H200", "h200"),
