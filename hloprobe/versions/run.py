@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-from hloprobe.versions.venvs import Venv
+from hloprobe.versions.venvs import Venv, last_line
 
 __all__ = ["VersionRun", "run_version", "spec_request"]
 
@@ -84,11 +84,6 @@ def _worker_env(path_dir: str, targets: list[str]) -> dict[str, str]:
   return env
 
 
-def _last_line(text: str) -> str:
-  lines = [l for l in (text or "").strip().splitlines() if l.strip()]
-  return lines[-1].strip() if lines else "no output"
-
-
 def run_version(
   venv: Venv,
   request: dict,
@@ -141,7 +136,7 @@ def run_version(
       return VersionRun(
         venv.jaxlib,
         error=f"worker exited with status {proc.returncode}: "
-        f"{_last_line(proc.stderr)}",
+        f"{last_line(proc.stderr)}",
         venv_created=venv.created,
       )
     with open(reply_path, encoding="utf-8") as f:

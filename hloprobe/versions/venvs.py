@@ -44,6 +44,7 @@ __all__ = [
   "ensure_venv",
   "find_venv",
   "index_versions",
+  "last_line",
   "requirements_for",
   "running_venv",
   "version_key",
@@ -146,7 +147,7 @@ def index_versions(package: str, timeout: float = 120.0) -> tuple[str, ...]:
   if proc.returncode != 0 or not m:
     raise VenvError(
       f"cannot list {package} versions from the package index: "
-      f"{_last_line(proc.stderr or proc.stdout)}"
+      f"{last_line(proc.stderr or proc.stdout)}"
     )
   found = [v.strip() for v in m.group(1).split(",") if v.strip()]
   return tuple(sorted(found, key=version_key))
@@ -179,7 +180,8 @@ def requirements_for(
   return tuple(reqs)
 
 
-def _last_line(text: str) -> str:
+def last_line(text: str) -> str:
+  """The last non-blank line of a tool's output, stripped ("no output")."""
   lines = [l for l in (text or "").strip().splitlines() if l.strip()]
   return lines[-1].strip() if lines else "no output"
 
@@ -282,11 +284,11 @@ def _build(path: str, reqs: tuple[str, ...], timeout_s: float) -> None:
     [base, "-m", "venv", path], capture_output=True, text=True, check=False
   )
   if proc.returncode != 0:
-    raise VenvError(f"python -m venv failed: {_last_line(proc.stderr)}")
+    raise VenvError(f"python -m venv failed: {last_line(proc.stderr)}")
   python = os.path.join(path, "bin", "python")
   proc = _pip(python, "install", "-q", *reqs, timeout=timeout_s)
   if proc.returncode != 0:
-    said = _last_line(proc.stderr)
+    said = last_line(proc.stderr)
     m = _NO_MATCH_RE.search(proc.stderr)
     if m:
       py = ".".join(map(str, sys.version_info[:2]))
