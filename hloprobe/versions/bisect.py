@@ -155,23 +155,28 @@ def _summary_sites(config: dict) -> list[dict]:
 
 
 def _site_changes(old: VersionRun, new: VersionRun) -> tuple[str, ...]:
-  """Dot-site differences between two runs, config by config."""
-  lines = []
+  """Dot-site differences between two runs; one line per (target, case,
+  precision, site, change) with the batch sizes it holds for, e.g.
+  "a100 seed_mlp tensorfloat32 n=2,3 site 0: cuBLASLt ... -> Triton ..."."""
+  found: dict[tuple, list[int]] = {}
   for entry in compare.compare([old, new]):
     cells = [entry["cells"][r.jaxlib] for r in (old, new)]
-    words = (
-      f"{entry['target']} {entry['case']} n={entry['n']} {entry['precision']}"
-    )
     if any(c["status"] != "ok" for c in cells):
       continue
-    a, b = ({"dot_sites": c["dot_sites"]} for c in cells)
-    lines += [
-      str(c)
-      for c in describe_site_changes(
-        words, _summary_sites(a), _summary_sites(b)
+    a, b = (_summary_sites({"dot_sites": c["dot_sites"]}) for c in cells)
+    for change in describe_site_changes("", a, b):
+      key = (
+        entry["target"],
+        entry["case"],
+        entry["precision"],
+        change.site,
+        change.words,
       )
-    ]
-  return tuple(lines)
+      found.setdefault(key, []).append(entry["n"])
+  return tuple(
+    f"{t} {c} {p} n={','.join(map(str, ns))} site {i}: {words}"
+    for (t, c, p, i, words), ns in found.items()
+  )
 
 
 def render_bisect(result: BisectResult, requirements: Sequence[str]) -> str:
