@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test test-isa bench lint golden golden-update clean
+.PHONY: run test test-isa bench lint golden golden-update clean gpu-check
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,12 @@ golden: $(STAMP)
 # `make golden-update GOLDEN_FLAGS=--targets=cpu,a100,t4,h100`).
 golden-update: $(STAMP)
 	$(BIN)/hloprobe golden update $(GOLDEN_FLAGS)
+
+# On a machine with a GPU: the seed sweep on it beside its compile-only
+# twin, observed row 0 against the predicted band; writes the figures to
+# tests/testdata/gpu_check/. Uses the machine's own jax, installs nothing.
+gpu-check:
+	PYTHONPATH=. $(PYTHON) -m hloprobe.versions.gpu_check $(GPU_CHECK_FLAGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m hloprobe.tools.bench

@@ -16,6 +16,10 @@ Commands:
                   within the manifest's replaces only its own files)
   targets         list the targets
   experiments     list the built-in XLA_FLAGS experiments
+  versions        --jaxlib=V1,V2,...: the sweep under each jaxlib release
+                  (cached venvs), one table comparing them
+  bisect          --good=V --bad=V --require=consistent: the first release
+                  where the requirement's verdict changes
 
 Exit status: 0 when everything succeeded (verify: passed; golden check:
 matched), 1 when a config failed, a fix failed, goldens differ or a file
@@ -43,7 +47,7 @@ from hloprobe.compile import toolchain
 with toolchain.quiet_startup():
   import jax  # noqa: F401
 
-from hloprobe.compile import cases, experiments, targets
+from hloprobe.compile import cases, compat, experiments, targets
 from hloprobe.errors import HloprobeError, InvalidArgumentError, TargetError
 from hloprobe.ir import precisions
 from hloprobe.report import render
@@ -144,6 +148,30 @@ _STRICT = flags.DEFINE_bool(
   False,
   "`hloprobe golden check`: compare full StableHLO/HLO text even when "
   "jax/jaxlib differ from MANIFEST.json's (otherwise only dot summaries).",
+)
+
+_JAXLIB = flags.DEFINE_list(
+  "jaxlib",
+  [],
+  "`hloprobe versions`: jaxlib releases to sweep under, e.g. "
+  "0.4.35,0.6.2,0.10.2 (each in its own cached venv).",
+)
+_CACHE_DIR = flags.DEFINE_string(
+  "cache_dir",
+  None,
+  "`hloprobe versions` / `bisect`: where the per-version venvs are cached "
+  "(default ~/.cache/hloprobe/venvs, or under $XDG_CACHE_HOME).",
+)
+_GOOD = flags.DEFINE_string(
+  "good", None, "`hloprobe bisect`: the release whose verdict is the old one."
+)
+_BAD = flags.DEFINE_string(
+  "bad", None, "`hloprobe bisect`: the release whose verdict is the new one."
+)
+_CHANGES_ONLY = flags.DEFINE_bool(
+  "changes_only",
+  False,
+  "`hloprobe versions`: show only configs where something changed.",
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -255,6 +283,9 @@ def _start_jax(target_names) -> None:
     os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
   platforms = None if attached_gpu or "JAX_PLATFORMS" in os.environ else "cpu"
   lowering.start_backends(platforms)
+  warning = compat.version_warning()
+  if warning:  # once per command: the checked jaxlib is another
+    print(warning, file=sys.stderr)
   for t in wanted:  # a config XLA cannot read is bad input, found up front
     if t.compile_only:
       try:
@@ -466,8 +497,30 @@ def _cmd_verify() -> int:
   return EXIT_OK if outcome.passed else EXIT_FAILED
 
 
+def _cmd_versions() -> int:
+  from hloprobe.versions import commands
+
+  return commands.cmd_versions(
+    _sweep_spec(),
+    _JAXLIB.value,
+    _CACHE_DIR.value,
+    _check_format(),
+    _CHANGES_ONLY.value,
+  )
+
+
+def _cmd_bisect() -> int:
+  from hloprobe.versions import commands
+
+  return commands.cmd_bisect(
+    _sweep_spec(), _GOOD.value, _BAD.value, _REQUIRE.value, _CACHE_DIR.value
+  )
+
+
 _COMMANDS = {
   "sweep": _cmd_sweep,
+  "versions": _cmd_versions,
+  "bisect": _cmd_bisect,
   "explain": _cmd_explain,
   "targets": _cmd_targets,
   "experiments": _cmd_experiments,

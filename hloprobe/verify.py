@@ -40,6 +40,7 @@ __all__ = [
   "Verification",
   "check_batch_sizes",
   "fix_sweep",
+  "judge",
   "parse_fix",
   "parse_requirements",
   "verify",
@@ -315,6 +316,34 @@ def _evidence(baseline, fixed, fix) -> tuple[tuple[str, ...], tuple[str, ...]]:
           f"{new_stats.row0_abs:.2e} ({source})"
         )
   return tuple(changes), tuple(errors)
+
+
+def judge(
+  results: Sequence[ConfigResult],
+  requirements: Sequence[str],
+  abs_error_bound: float | None = None,
+  rel_error_bound: float | None = None,
+) -> tuple[Requirement, ...]:
+  """Judges "consistent" and "accurate" on a sweep's own configs (no fix).
+
+  For `hloprobe bisect`: is the requirement met by this jax version's
+  sweep as it stands. Rules as for a fix (module docstring).
+
+  Raises:
+    UsageError: a requirement other than consistent or accurate.
+  """
+  checks = {
+    "consistent": lambda: _consistent(list(results)),
+    "accurate": lambda: _accurate(
+      list(results), abs_error_bound, rel_error_bound
+    ),
+  }
+  bad = [n for n in requirements if n not in checks]
+  if bad:
+    raise InvalidArgumentError(
+      f"cannot judge {bad} on a sweep alone; choose from {', '.join(checks)}"
+    )
+  return tuple(checks[n]() for n in requirements)
 
 
 def verify(

@@ -4,7 +4,7 @@ Stages, lowest first (a module's stage is its subpackage under hloprobe/,
 or its own name for a top-level module):
 
   errors < ir < compile < sites < numerics < sweep < golden < report
-         < verify < cli, tools < __main__, __init__
+         < verify < versions < cli, tools < __main__, __init__
 
 `ir` is lowest after `errors`: it reads compiler text into records and needs
 nothing that compiles. It must not import the JAX runtime (`jax`, `jaxlib`);
@@ -31,6 +31,7 @@ _ORDER = (
   ("golden",),
   ("report",),
   ("verify",),
+  ("versions",),
   ("cli", "tools"),
   ("__main__", "__init__"),
 )

@@ -33,7 +33,7 @@ import jaxlib
 import numpy as np
 from jax.experimental import topologies
 
-from hloprobe.compile import toolchain
+from hloprobe.compile import compat, toolchain
 from hloprobe.compile.cases import Case
 from hloprobe.compile.targets import Target, drop_field, parse_unknown_field_log
 from hloprobe.errors import TargetError, ToolchainError
@@ -147,9 +147,14 @@ def load_topology(name: str, config_text: str) -> LoadedTopology:
         topo = topologies.get_topology_desc(
           name, "cuda", target_config=config_text, topology="1x1x1"
         )
-      except jax.errors.JaxRuntimeError as e:
+      except compat.runtime_error_type() as e:
         error = e
       except NotImplementedError as e:  # "topology not implemented for cuda"
+        if compat.cuda_plugin_installed() and not compat.rules_checked():
+          raise TargetError(
+            f"target {name!r}: no compile-only GPU in jaxlib "
+            f"{compat.installed_jaxlib()} ({e})"
+          ) from None
         raise TargetError(
           f"target {name!r}: the CUDA plugin is not loaded ({e}); install "
           "jax-cuda12-plugin, and without a CUDA runtime set "
@@ -228,21 +233,18 @@ def compile_case(
   )
   start = time.perf_counter()
   with jax.default_matmul_precision(precision):
-    lowered = (
-      jax.jit(case.fn)
-      .trace(*specs)
-      .lower(lowering_platforms=(target.platform,))
-    )
+    lowered = compat.lower(jax.jit(case.fn), specs, target.platform)
   lower_s = time.perf_counter() - start
-  stablehlo = lowered.as_text(debug_info=True)
+  stablehlo = compat.stablehlo_text(lowered)
   if target.platform != "cuda":
     compiled, compile_s, extras = _compile_cpu(lowered, dump_passes)
   else:
     compiled, compile_s, extras = _compile_gpu(
       lowered, target, device, dump_passes
     )
+  optimized = extras.pop("optimized_hlo")
   return CompiledCase(
-    stablehlo, compiled.as_text(), compiled, compile_s, lower_s, **extras
+    stablehlo, optimized, compiled, compile_s, lower_s, **extras
   )
 
 
@@ -265,7 +267,8 @@ def _compile_cpu(lowered, dump_passes: bool) -> tuple:
     compiled = lowered.compile(compiler_options=options)
     compile_s = time.perf_counter() - start
     dumps = _read_pass_dumps(dump_dir) if dump_passes else ()
-  return compiled, compile_s, {"pass_dumps": dumps}
+    optimized = compat.optimized_hlo_text(compiled, None)
+  return compiled, compile_s, {"pass_dumps": dumps, "optimized_hlo": optimized}
 
 
 def _jax_cuda_path() -> str | None:
@@ -297,18 +300,14 @@ def _compile_gpu(lowered, target: Target, device, dump_passes: bool) -> tuple:
     ptxas = toolchain.find_ptxas(cuda_dir)
     start = time.perf_counter()
     with toolchain.captured_stderr() as log:
-      try:
-        compiled = lowered.compile(compiler_options=options)
-      except jax.errors.JaxRuntimeError as e:
-        error = e
-      else:
-        error = None
+      compiled, error = _try_compile(lowered, options)
     compile_s = time.perf_counter() - start
     if error is not None:
       wrapped = _compile_error(target, ptxas, error, log[0])
       if wrapped is error:
         raise error
       raise wrapped from error
+    optimized = compat.optimized_hlo_text(compiled, dump_dir)
     ptx_files = sorted(glob.glob(os.path.join(dump_dir, "*.ptx")))
     ptx = tuple(_read(p) for p in ptx_files)
     dumps = _read_pass_dumps(dump_dir) if dump_passes else ()
@@ -326,8 +325,25 @@ def _compile_gpu(lowered, target: Target, device, dump_passes: bool) -> tuple:
       "compute_capability": getattr(device, "compute_capability", None),
       "xla_log": toolchain.filter_startup_noise(log[0]),
       "pass_dumps": dumps,
+      "optimized_hlo": optimized,
     },
   )
+
+
+def _try_compile(lowered, options: dict) -> tuple:
+  """(Compiled, None), or (None, the JaxRuntimeError); older XLA that wants
+  autotuning results a deviceless compile cannot have is asked again with
+  the options `compat.deviceless_retry_options` gives."""
+  try:
+    return lowered.compile(compiler_options=options), None
+  except compat.runtime_error_type() as e:
+    retry = compat.deviceless_retry_options(e)
+    if retry is None:
+      return None, e
+  try:
+    return lowered.compile(compiler_options={**options, **retry}), None
+  except compat.runtime_error_type() as e:
+    return None, e
 
 
 def _read(path: str) -> str:
@@ -372,7 +388,8 @@ def float64_reference(case: Case, args: tuple) -> np.ndarray:
   Every floating input is cast to f64 and the function is run under
   `jax.enable_x64` at HIGHEST precision; returns an f64 numpy array.
   """
-  with jax.enable_x64(True), jax.default_matmul_precision("highest"):
+  # "float32" is HIGHEST; jax 0.4.23 knows no "highest" here.
+  with compat.enable_x64(), jax.default_matmul_precision("float32"):
     args64 = jax.tree_util.tree_map(
       lambda a: (
         np.asarray(a, np.float64)

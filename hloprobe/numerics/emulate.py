@@ -24,10 +24,10 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 import jax
-import jax.extend.core as jex
 import numpy as np
 from jax import lax
 
+from hloprobe.compile.compat import JAXPR_API as jex
 from hloprobe.errors import EmulationError, InvalidArgumentError
 from hloprobe.numerics.emulate_dot import (
   EMULATED_ALGORITHMS,

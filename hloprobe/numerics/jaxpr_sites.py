@@ -28,8 +28,8 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 import jax
-import jax.extend.core as jex
 
+from hloprobe.compile.compat import JAXPR_API as jex
 from hloprobe.errors import EmulationError
 
 __all__ = [

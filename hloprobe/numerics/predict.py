@@ -22,6 +22,7 @@ import dataclasses
 import jax
 import numpy as np
 
+from hloprobe.compile import compat
 from hloprobe.compile.cases import Case
 from hloprobe.errors import HloprobeError
 from hloprobe.numerics import accuracy, emulate
@@ -278,7 +279,7 @@ class Predictor:
 def _x64_if_needed(algorithms: tuple[str, ...]):
   """F64_F64_F64 sites need 64-bit types enabled while emulating."""
   x64 = "F64_F64_F64" in algorithms
-  return jax.enable_x64(True) if x64 else contextlib.nullcontext()
+  return compat.enable_x64() if x64 else contextlib.nullcontext()
 
 
 def _chosen_algorithms(fates) -> tuple[tuple[str, ...], str | None]:

@@ -21,6 +21,9 @@ Fates, checked on jaxlib 0.10.2 (see `_classify`):
                    (AlgebraicSimplifier / `dot-strength-reduction`)
   multiply         K = 1: the dot became an elementwise multiply
   gone             nothing in the optimized HLO computes it
+  unknown          under a jaxlib other than the checked one: a dot in an
+                   emitter not listed in `_KNOWN_DOT_EMITTERS`, or no carrier
+                   while the module has custom calls hloprobe does not know
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import dataclasses
 import enum
 import math
 
+from hloprobe.compile import compat
 from hloprobe.ir.hlo import HloInstruction, HloModule
 from hloprobe.ir.precisions import algorithm_from_fields, algorithm_from_hlo
 from hloprobe.ir.stablehlo import StableHloDot
@@ -50,6 +54,17 @@ __all__ = [
 ]
 
 _TRITON_KINDS = ("__triton_gemm", "__triton_nested_gemm_fusion", "__triton")
+# Emitters of a kept dot seen on jaxlib 0.10.2 (goldens; passes.py).
+_KNOWN_DOT_EMITTERS = (
+  "top level",
+  "kLoop",
+  "kInput",
+  "kOutput",
+  "__ynn_fusion",
+  "call",
+  "while",
+  "conditional",
+)
 
 
 class Fate(str, enum.Enum):
@@ -63,6 +78,7 @@ class Fate(str, enum.Enum):
   MULTIPLY_REDUCE = "multiply+reduce"
   MULTIPLY = "multiply"
   GONE = "gone"
+  UNKNOWN = "unknown"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -205,17 +221,28 @@ def map_dot_sites(
   for site in sites:
     chosen = _pick(site, carriers, used)
     if chosen is None:
-      fates.append(_gone(site))
+      fates.append(_gone(site, _unknown_calls(module)))
       continue
     used.add(chosen)
     fates.append(_classify(site, carriers[chosen]))
   return fates
 
 
-def _gone(site: StableHloDot) -> DotFate:
+def _unknown_calls(module: HloModule) -> bool:
+  """Under an unchecked jaxlib: custom calls whose targets are not known."""
+  if compat.rules_checked():
+    return False
+  return any(
+    inst.opcode == "custom-call"
+    and custom_call_target(inst) not in GEMM_CUSTOM_CALLS
+    for _, inst in module.all_instructions()
+  )
+
+
+def _gone(site: StableHloDot, unknown: bool = False) -> DotFate:
   return DotFate(
     site,
-    Fate.GONE,
+    Fate.UNKNOWN if unknown else Fate.GONE,
     None,
     (),
     _site_precision(site),
@@ -262,8 +289,10 @@ def _classify(site: StableHloDot, carrier: Carrier) -> DotFate:
     )
   elif kind == "__cudnn$fusion":
     fate = Fate.CUDNN
-  else:
+  elif emitter in _KNOWN_DOT_EMITTERS or compat.rules_checked():
     fate = Fate.DOT
+  else:
+    fate = Fate.UNKNOWN
   precision, algorithm = _hlo_precision(inst, config)
   return DotFate(
     site=site,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from hloprobe.compile import compat
 from hloprobe.compile.targets import Target
 from hloprobe.ir.hlo import HloInstruction, HloModule
 from hloprobe.ir.precisions import ALGORITHMS
@@ -202,6 +203,8 @@ def _effective(
   dtype = fate.site.lhs.dtype
   if fate.fate == Fate.GONE:
     return {"algorithm_evidence": "the site is gone from the optimized HLO"}
+  if fate.fate == Fate.UNKNOWN:
+    return {"algorithm_evidence": f"unknown: {compat.unchecked_note()}"}
   if target.platform == "cpu":
     algorithm, evidence = cpu_algorithm(dtype)
   elif fate.fate in (Fate.CUBLAS, Fate.CUBLASLT):
@@ -224,6 +227,8 @@ def _effective(
   else:
     return _from_ptx(fate, instructions, kernels)
   source = "rule" if algorithm else None
+  if algorithm and compat.unchecked_note():
+    evidence = f"{evidence} [{compat.unchecked_note()}]"
   return {
     "effective_algorithm": algorithm,
     "algorithm_source": source,

@@ -1,0 +1,230 @@
+"""What differs between jax versions, in one place, for `lowering` to call.
+
+hloprobe's XLA rules were checked on one jax/jaxlib version,
+`CHECKED_JAXLIB` (the one pyproject.toml pins). It also runs under others,
+which is what `hloprobe versions` and a GPU machine with its own jax need:
+
+* API differences are bridged here, each with the versions it was seen on:
+  `lower`, `stablehlo_text`, `optimized_hlo_text`, `enable_x64`,
+  `JAXPR_API` (jax.extend.core with fallbacks), `runtime_error_type` and
+  `deviceless_retry_options`.
+* Under another version the command line prints `version_warning()`
+  once, naming the checked version, and `rules_checked()` is False: rules that recognise XLA
+  by name (pass names, emitters, PTX patterns) then say "unknown" where
+  they do not recognise what they see, never a guess.
+
+Imports jax (for `JAXPR_API`); only `jax.__version__`, `jaxlib.__version__` and public
+API are used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import re
+import types
+
+__all__ = [
+  "CHECKED_JAXLIB",
+  "JAXPR_API",
+  "cuda_plugin_installed",
+  "deviceless_retry_options",
+  "enable_x64",
+  "installed_jaxlib",
+  "lower",
+  "optimized_hlo_text",
+  "rules_checked",
+  "runtime_error_type",
+  "stablehlo_text",
+  "unchecked_note",
+  "version_warning",
+]
+
+CHECKED_JAXLIB = "0.10.2"
+# XLA:GPU before deviceless autotuning fell back to heuristics (seen on
+# jaxlib 0.4.35 and 0.4.38, xla/service/gpu/autotuning/
+# gemm_fusion_autotuner.cc): a compile-only Triton gemm fails with this
+# unless autotuning is off (xla_gpu_autotune_level=0, then the gemm keeps
+# its default config: still no autotuning, as on the checked version).
+_CLOSING_COMMENT_RE = re.compile(r"^\}[ \t]*//[^\n]*$", re.M)
+_DEVICELESS_AUTOTUNE = "Expect autotune result cache hit for deviceless"
+
+
+def installed_jaxlib() -> str:
+  """The jaxlib version of this process, e.g. "0.10.2"."""
+  import jaxlib
+
+  return jaxlib.__version__
+
+
+def cuda_plugin_installed() -> bool:
+  """Whether a jax CUDA plugin package (jax_plugins.xla_cuda12 or 13) is
+  importable in this interpreter."""
+  import importlib.util
+
+  return any(
+    importlib.util.find_spec(f"jax_plugins.xla_cuda{v}") is not None
+    for v in (12, 13)
+  )
+
+
+def rules_checked() -> bool:
+  """Whether this process runs the jaxlib hloprobe's rules were checked on."""
+  return installed_jaxlib() == CHECKED_JAXLIB
+
+
+def unchecked_note() -> str:
+  """Words for an evidence string under an unchecked version, else ""."""
+  if rules_checked():
+    return ""
+  return f"jaxlib {installed_jaxlib()}: rules checked on {CHECKED_JAXLIB} only"
+
+
+def version_warning() -> str | None:
+  """The one warning to print under an unchecked jaxlib, else None.
+
+  E.g. "hloprobe: warning: jaxlib 0.4.38 is not 0.10.2, the version
+  hloprobe's XLA rules were checked on: ...".
+  """
+  if rules_checked():
+    return None
+  return (
+    f"hloprobe: warning: jaxlib {installed_jaxlib()} is not "
+    f"{CHECKED_JAXLIB}, the version hloprobe's XLA rules were checked on: "
+    "what XLA did is this jaxlib's; where a rule (emitter, custom call, PTX "
+    "pattern) does not recognise it, hloprobe says 'unknown'"
+  )
+
+
+def lower(jitted, specs, platform: str):
+  """`jitted.trace(*specs).lower(lowering_platforms=(platform,))` (jax
+  0.10.2, 0.4.34); jax without `trace` (0.4.23) lowers for its own default
+  backend only, so only "cpu" is lowered there.
+
+  Raises:
+    RuntimeError: this jax cannot lower for `platform` without its device.
+  """
+  if hasattr(jitted, "trace"):
+    return jitted.trace(*specs).lower(lowering_platforms=(platform,))
+  if platform != "cpu":
+    raise RuntimeError(
+      f"jax {_jax_version()} cannot lower for {platform} without a device "
+      "(no jit(...).trace)"
+    )
+  return jitted.lower(*specs)
+
+
+def _jax_version() -> str:
+  import jax
+
+  return jax.__version__
+
+
+def stablehlo_text(lowered) -> str:
+  """StableHLO text with debug locations, on any jax version.
+
+  `Lowered.as_text(debug_info=True)` (jax 0.10.2); older jax (0.4.38) has
+  no `debug_info` argument, so the MLIR module from
+  `compiler_ir("stablehlo")` is printed with `get_asm(enable_debug_info=
+  True)` (MLIR Python bindings).
+  """
+  try:
+    return lowered.as_text(debug_info=True)
+  except TypeError:
+    module = lowered.compiler_ir("stablehlo")
+    return module.operation.get_asm(enable_debug_info=True)
+
+
+def optimized_hlo_text(compiled, dump_dir: str | None) -> str:
+  """The optimized HLO of a compile, on any jax version.
+
+  `Compiled.as_text()`; for compile-only GPU executables of older jaxlib
+  (0.4.38) that is None, so the module XLA dumped after optimizations
+  (`*after_optimizations.txt` under `xla_dump_to`, xla/service/dump.cc) is
+  read instead (the short form, without `%`, computations closed by
+  `} // name`, which is made `}`).
+
+  Raises:
+    RuntimeError: neither gives the text.
+  """
+  text = compiled.as_text()
+  if text:
+    return text
+  found = sorted(
+    glob.glob(os.path.join(dump_dir or "", "*after_optimizations.txt"))
+  )
+  if not found:
+    raise RuntimeError("this jaxlib gives no optimized HLO text")
+  with open(found[0], encoding="utf-8", errors="replace") as f:
+    # The dump closes computations as "} // name"; as_text() prints "}".
+    return _CLOSING_COMMENT_RE.sub("}", f.read())
+
+
+def enable_x64():
+  """A context with 64-bit types enabled: `jax.enable_x64(True)`, or
+  `jax.experimental.enable_x64()` where jax has no `jax.enable_x64`
+  (jax 0.4.38)."""
+  import jax
+
+  if hasattr(jax, "enable_x64"):
+    return jax.enable_x64(True)
+  from jax import experimental
+
+  if hasattr(experimental, "enable_x64"):
+    return experimental.enable_x64()
+  return contextlib.nullcontext()
+
+
+def _jaxpr_api() -> types.SimpleNamespace:
+  """`jax.extend.core`'s jaxpr names, each from `jax.core` where this jax's
+  jax.extend.core lacks it (jaxprs_in_params and DropVar in jax 0.4.38;
+  Var, Literal and ClosedJaxpr too in 0.4.23); None where neither has it
+  (what uses it then fails for its config alone)."""
+  import jax.extend.core
+
+  found = {n: getattr(jax.extend.core, n, None) for n in _JAXPR_NAMES}
+  if None in found.values():
+    try:
+      import jax.core as old
+    except ImportError:  # a jax without jax.core
+      old = None
+    found = {n: v or getattr(old, n, None) for n, v in found.items()}
+  return types.SimpleNamespace(**found)
+
+
+_JAXPR_NAMES = (
+  "ClosedJaxpr",
+  "DropVar",
+  "Jaxpr",
+  "Literal",
+  "Var",
+  "jaxprs_in_params",
+)
+# Read-only: what `import jax.extend.core as jex` gives on jax 0.10.2.
+JAXPR_API = _jaxpr_api()
+
+
+def runtime_error_type() -> type:
+  """The exception XLA raises from compiles: `jax.errors.JaxRuntimeError`
+  (jax 0.10.2), else jaxlib's `XlaRuntimeError` (jax 0.4.33 has no
+  JaxRuntimeError)."""
+  import jax
+
+  found = getattr(jax.errors, "JaxRuntimeError", None)
+  if found is None:
+    from jaxlib import xla_extension
+
+    found = xla_extension.XlaRuntimeError
+  return found
+
+
+def deviceless_retry_options(error: BaseException) -> dict[str, str] | None:
+  """Options to compile again with when a deviceless compile needs them.
+
+  Returns {"xla_gpu_autotune_level": "0"} for an XLA that wants autotuning
+  results it cannot get without a device; else None.
+  """
+  if _DEVICELESS_AUTOTUNE in str(error):
+    return {"xla_gpu_autotune_level": "0"}
+  return None

@@ -1,0 +1,214 @@
+"""`hloprobe bisect`: the first jaxlib release where a requirement's verdict
+changes.
+
+The releases are the package index's (`venvs.index_versions("jaxlib")`,
+for this Python) from --good to --bad inclusive. Each probe runs the sweep
+in that release's venv and judges the requirements on its own configs
+(`verify.judge`: "consistent", "accurate"); its verdict is PASS, FAIL, or
+unknown when the worker or a config failed. Binary search assumes one
+change between good and bad (as `git bisect` does); a probe that is
+unknown is replaced by the nearest release inside the window that is not,
+and if none is, the window is reported as not narrowed further.
+
+The answer names both neighbours, their verdicts and evidence, and the dot
+sites whose fate, emitter or effective algorithm differs between them
+(`golden_diff.describe_site_changes`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+from hloprobe.errors import InvalidArgumentError
+from hloprobe.golden.diff import SUMMARY_KEYS, describe_site_changes
+from hloprobe.versions import compare, driver, venvs
+from hloprobe.versions.run import VersionRun
+
+__all__ = [
+  "BisectResult",
+  "bisect",
+  "releases_between",
+  "render_bisect",
+  "verdict",
+]
+
+UNKNOWN = "unknown"
+
+
+@dataclasses.dataclass(frozen=True)
+class BisectResult:
+  """The outcome of a bisect.
+
+  Attributes:
+    releases: the releases searched, oldest first.
+    probed: jaxlib -> its verdict ("PASS", "FAIL" or "unknown"), in the
+      order probed.
+    before, after: the neighbours where the verdict changes (`after` is the
+      first release with the new verdict); None when good and bad agree.
+    window: releases between before and after that could not be judged.
+    runs: jaxlib -> its run, for the two neighbours.
+    site_changes: dot-site differences from before to after, in words.
+  """
+
+  releases: tuple[str, ...]
+  probed: dict[str, str]
+  before: str | None
+  after: str | None
+  window: tuple[str, ...]
+  runs: dict[str, VersionRun]
+  site_changes: tuple[str, ...]
+
+
+def releases_between(
+  releases: Sequence[str], good: str, bad: str
+) -> tuple[str, ...]:
+  """The releases from good to bad inclusive, oldest first (either order).
+
+  Raises:
+    InvalidArgumentError: good or bad is not a release the index serves.
+  """
+  for name, v in (("good", good), ("bad", bad)):
+    if v not in releases:
+      raise InvalidArgumentError(
+        f"--{name}={v} is not a jaxlib release the package index serves for "
+        f"this Python; e.g. {', '.join(releases[-3:])}"
+      )
+  lo, hi = sorted((good, bad), key=venvs.version_key)
+  key = venvs.version_key
+  return tuple(
+    v for v in sorted(releases, key=key) if key(lo) <= key(v) <= key(hi)
+  )
+
+
+def verdict(run: VersionRun) -> str:
+  """PASS, FAIL or unknown (the worker or a config failed) for one run."""
+  if not run.ok:
+    return UNKNOWN
+  configs = run.reply["results"]["configs"]
+  if not configs or any(c["status"] != "ok" for c in configs):
+    return UNKNOWN
+  judged = run.reply["requirements"]
+  return "PASS" if judged and all(r["passed"] for r in judged) else "FAIL"
+
+
+def bisect(
+  releases: Sequence[str],
+  request: dict,
+  requirements: tuple[str, ...],
+  cache_dir: str,
+  log: Callable[[str], None] = lambda line: None,
+) -> BisectResult:
+  """Binary search over `releases` (from `releases_between`)."""
+  runs: dict[str, VersionRun] = {}
+  probed: dict[str, str] = {}
+
+  def probe(i: int) -> str:
+    v = releases[i]
+    if v not in runs:
+      runs[v] = driver.run_one(v, request, cache_dir, requirements, log=log)
+      probed[v] = verdict(runs[v])
+      log(f"jaxlib {v}: {probed[v]}")
+    return probed[v]
+
+  lo, hi = 0, len(releases) - 1
+  first = probe(lo)
+  if probe(hi) == first or UNKNOWN in (first, probed[releases[hi]]):
+    return _result(releases, probed, runs, None, None, ())
+  while hi - lo > 1:
+    mid = _judged_index(probe, lo, hi)
+    if mid is None:
+      break
+    if probed[releases[mid]] == first:
+      lo = mid
+    else:
+      hi = mid
+  window = tuple(releases[lo + 1 : hi])
+  return _result(releases, probed, runs, releases[lo], releases[hi], window)
+
+
+def _judged_index(probe, lo: int, hi: int) -> int | None:
+  """The index nearest the middle of (lo, hi) whose verdict is known."""
+  mid = (lo + hi) // 2
+  order = sorted(range(lo + 1, hi), key=lambda i: (abs(i - mid), i))
+  for i in order:
+    if probe(i) != UNKNOWN:
+      return i
+  return None
+
+
+def _result(releases, probed, runs, before, after, window) -> BisectResult:
+  changes: tuple[str, ...] = ()
+  if before and after:
+    changes = _site_changes(runs[before], runs[after])
+  kept = {v: runs[v] for v in (before, after) if v in runs}
+  return BisectResult(
+    tuple(releases), dict(probed), before, after, window, kept, changes
+  )
+
+
+def _summary_sites(config: dict) -> list[dict]:
+  return [
+    {"site": s["index"]} | {k: s.get(k) for k in SUMMARY_KEYS}
+    for s in config.get("dot_sites") or []
+  ]
+
+
+def _site_changes(old: VersionRun, new: VersionRun) -> tuple[str, ...]:
+  """Dot-site differences between two runs; one line per (target, case,
+  precision, site, change) with the batch sizes it holds for, e.g.
+  "a100 seed_mlp tensorfloat32 n=2,3 site 0: cuBLASLt ... -> Triton ..."."""
+  found: dict[tuple, list[int]] = {}
+  for entry in compare.compare([old, new]):
+    cells = [entry["cells"][r.jaxlib] for r in (old, new)]
+    if any(c["status"] != "ok" for c in cells):
+      continue
+    a, b = (_summary_sites({"dot_sites": c["dot_sites"]}) for c in cells)
+    for change in describe_site_changes("", a, b):
+      key = (
+        entry["target"],
+        entry["case"],
+        entry["precision"],
+        change.site,
+        change.words,
+      )
+      found.setdefault(key, []).append(entry["n"])
+  return tuple(
+    f"{t} {c} {p} n={','.join(map(str, ns))} site {i}: {words}"
+    for (t, c, p, i, words), ns in found.items()
+  )
+
+
+def render_bisect(result: BisectResult, requirements: Sequence[str]) -> str:
+  """The answer in words: the neighbours, their evidence, the site changes."""
+  asked = ",".join(requirements)
+  lines = [
+    "probed: "
+    + ", ".join(
+      f"{v} {result.probed[v]}" for v in result.releases if v in result.probed
+    )
+  ]
+  if result.before is None:
+    first, last = result.releases[0], result.releases[-1]
+    lines.append(
+      f"no change to bisect: --require={asked} is {result.probed.get(first)} "
+      f"at {first} and {result.probed.get(last)} at {last}"
+    )
+    return "\n".join(lines)
+  b, a = result.before, result.after
+  lines.append(
+    f"--require={asked} changes from {result.probed[b]} at jaxlib {b} to "
+    f"{result.probed[a]} at jaxlib {a}"
+    + (
+      f" (not judged between them: {', '.join(result.window)})"
+      if result.window
+      else " (neighbouring releases)"
+    )
+  )
+  for v in (b, a):
+    lines.append(f"\njaxlib {v} ({result.probed[v]}):")
+    for r in result.runs[v].reply["requirements"]:
+      lines += [f"  {r['name']}: {line}" for line in r["evidence"]]
+  lines.append(f"\ndot sites that differ from jaxlib {b} to {a}:")
+  lines += [f"  {c}" for c in result.site_changes] or ["  none"]
+  return "\n".join(lines)

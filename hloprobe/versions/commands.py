@@ -1,0 +1,100 @@
+"""`hloprobe versions` and `hloprobe bisect`, with their values from cli.py.
+
+Progress (venv made or reused, each worker's failure) goes to stderr, one
+line at a time; the table, JSON or answer to stdout. Exit status: 0 when
+every version ran every config (bisect: an answer was found), 1 otherwise,
+2 for bad input (raised as InvalidArgumentError for cli.py to print).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from hloprobe.errors import InvalidArgumentError
+from hloprobe.report import render as report
+from hloprobe.versions import bisect, compare, driver, run, venvs
+
+__all__ = ["cmd_bisect", "cmd_versions"]
+
+
+def _log(line: str) -> None:
+  print(f"hloprobe: {line}", file=sys.stderr, flush=True)
+
+
+def _check_spec(spec) -> dict:
+  if spec.experiments:
+    raise InvalidArgumentError(
+      "versions and bisect sweep the baseline only; drop --experiment"
+    )
+  return run.spec_request(spec)
+
+
+def _check_versions(names: list[str]) -> list[str]:
+  if not names or not all(names):
+    raise InvalidArgumentError(
+      "--jaxlib needs at least one release and no empty ones, e.g. "
+      "--jaxlib=0.4.35,0.10.2"
+    )
+  for name in names:
+    try:
+      venvs.version_key(name)
+    except venvs.VenvError as e:
+      raise InvalidArgumentError(f"--jaxlib: {e}") from None
+  return list(dict.fromkeys(names))
+
+
+def cmd_versions(
+  spec, jaxlib: list[str], cache_dir: str | None, fmt: str, changes_only: bool
+) -> int:
+  """Runs the sweep under each version and prints the comparison.
+
+  Raises:
+    InvalidArgumentError: no or malformed --jaxlib, experiments asked for.
+  """
+  request = _check_spec(spec)
+  names = _check_versions(jaxlib)
+  runs = driver.run_versions(
+    names, request, cache_dir or venvs.default_cache_dir(), log=_log
+  )
+  if fmt == "json":
+    print(report.dumps_json(compare.versions_json(runs)))
+  else:
+    print(compare.render_versions(runs, fmt, changes_only))
+  ok = all(
+    r.ok and all(c["status"] == "ok" for c in r.reply["results"]["configs"])
+    for r in runs
+  )
+  return 0 if ok else 1
+
+
+def cmd_bisect(
+  spec, good: str | None, bad: str | None, require: str, cache_dir: str | None
+) -> int:
+  """Bisects the index's releases between --good and --bad.
+
+  Raises:
+    InvalidArgumentError: --good or --bad missing or not a release, a requirement
+      that cannot be judged on a sweep alone, or one batch size with
+      "consistent".
+  """
+  from hloprobe import verify
+
+  if not good or not bad:
+    raise InvalidArgumentError(
+      "bisect needs --good=V and --bad=V, e.g. --good=0.4.35 --bad=0.10.2"
+    )
+  requirements = verify.parse_requirements(require)
+  if "golden" in requirements:
+    raise InvalidArgumentError(
+      "bisect judges consistent and accurate; golden files belong to one jaxlib"
+    )
+  verify.check_batch_sizes(requirements, spec.batch_sizes)
+  request = _check_spec(spec)
+  releases = venvs.index_versions("jaxlib")  # VenvError: exit 1
+  between = bisect.releases_between(releases, good, bad)
+  _log(f"bisecting {len(between)} releases: {', '.join(between)}")
+  result = bisect.bisect(
+    between, request, requirements, cache_dir or venvs.default_cache_dir(), _log
+  )
+  print(bisect.render_bisect(result, requirements))
+  return 0 if result.after is not None else 1

@@ -1,0 +1,258 @@
+"""The cross-version table: one config per block, one column per jaxlib.
+
+Reads the workers' replies (`run.VersionRun`), never re-runs anything. Per
+config (case, target, n, precision) and version it shows the dot fates,
+the effective algorithms, row 0's |error| against float64 (observed where
+the target ran, else predicted, marked "(pred)") and the verdict. A field
+whose value differs between versions is marked `*` in the last column,
+with the fields compared as text (the error only through the verdict it
+leads to, so f32 noise is no change).
+
+A version that could not run a config says why in its cells: the worker's
+error, "no DotAlgorithmPreset in jax V" for a preset precision on a jax
+without them, "not installed: ..." for a version without a venv.
+
+JSON (`versions_json`), schema "hloprobe.versions" version 1:
+  {"schema": "hloprobe.versions", "schema_version": 1,
+   "checked_jaxlib": str,
+   "versions": [{"jaxlib": str, "jax": str | null, "status": "ok" |
+                 "failed", "error": str | null, "warning": str | null,
+                 "venv_created": bool}],
+   "configs": [{"case", "target", "n", "precision",
+                "changed": [field],
+                "cells": {jaxlib: {"status": "ok" | "failed" | "n/a",
+                                   "error": str | null,
+                                   "fates": str | null,
+                                   "effective_algorithms": str | null,
+                                   "row0_abs_err": float | null,
+                                   "row0_abs_err_source": "observed" |
+                                     "predicted" | null,
+                                   "verdict": str | null,
+                                   "dot_sites": [results.json site]}}}]}
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Sequence
+
+from tabulate import tabulate
+
+from hloprobe.compile.compat import CHECKED_JAXLIB
+from hloprobe.ir.precisions import ALGORITHMS
+from hloprobe.versions.run import VersionRun
+
+__all__ = [
+  "FIELDS",
+  "compare",
+  "config_key",
+  "render_versions",
+  "versions_json",
+]
+
+FIELDS = ("fates", "effective_algorithms", "row0_abs_err", "verdict")
+_CHANGE_FIELDS = ("fates", "effective_algorithms", "verdict")
+_LABELS = {
+  "fates": "dot fates",
+  "effective_algorithms": "effective algorithms",
+  "row0_abs_err": "row-0 |err|",
+  "verdict": "verdict",
+}
+
+
+def config_key(config: dict) -> tuple:
+  """(case, target, n, precision) of a results.json config."""
+  return (config["case"], config["target"], config["n"], config["precision"])
+
+
+def _algorithms(config: dict) -> str | None:
+  sites = config.get("dot_sites") or []
+  if not sites:
+    return None
+  counts = collections.Counter(
+    s.get("effective_algorithm") or "unknown" for s in sites
+  )
+  return ", ".join(f"{a} x{n}" for a, n in counts.items())
+
+
+def _error(config: dict) -> tuple[float | None, str | None]:
+  if config.get("numerics"):
+    return config["numerics"]["row0_abs_err"], "observed"
+  if config.get("prediction"):
+    return config["prediction"]["row0_abs_err"], "predicted"
+  return None, None
+
+
+def _cell(config: dict | None, run: VersionRun) -> dict:
+  """One version's cell for one config."""
+  empty = dict.fromkeys(FIELDS) | {"row0_abs_err_source": None}
+  if not run.ok:
+    return empty | {"status": "n/a", "error": run.error, "dot_sites": []}
+  if config is None:
+    return empty | {"status": "n/a", "error": "not swept", "dot_sites": []}
+  if config["status"] != "ok":
+    return empty | {
+      "status": "failed",
+      "error": _failure(config, run),
+      "dot_sites": [],
+    }
+  err, source = _error(config)
+  prediction = config.get("prediction") or {}
+  return {
+    "status": "ok",
+    "error": None,
+    "fates": config.get("fate_summary"),
+    "effective_algorithms": _algorithms(config),
+    "row0_abs_err": err,
+    "row0_abs_err_source": source,
+    "verdict": prediction.get("verdict"),
+    "dot_sites": config.get("dot_sites") or [],
+  }
+
+
+def _failure(config: dict, run: VersionRun) -> str:
+  capabilities = run.reply.get("capabilities", {})
+  if config["precision"] in ALGORITHMS and not capabilities.get(
+    "dot_algorithm_preset", True
+  ):
+    return f"no DotAlgorithmPreset in jax {run.reply.get('jax')}"
+  return f"{config['stage']}: {config['error']}"
+
+
+def compare(runs: Sequence[VersionRun]) -> list[dict]:
+  """One entry per config swept by any version, in the first sweep's order.
+
+  Returns:
+    Dicts {"case", "target", "n", "precision", "cells": {jaxlib: cell},
+    "changed": [fields whose text differs between versions that ran it]}.
+  """
+  by_version = {
+    run.jaxlib: {
+      config_key(c): c
+      for c in (run.reply or {}).get("results", {}).get("configs", [])
+      if c.get("experiment", "baseline") == "baseline"
+    }
+    for run in runs
+  }
+  keys = list(dict.fromkeys(k for v in by_version.values() for k in v))
+  out = []
+  for key in keys:
+    cells = {
+      run.jaxlib: _cell(by_version[run.jaxlib].get(key), run) for run in runs
+    }
+    ran = [c for c in cells.values() if c["status"] == "ok"]
+    changed = [f for f in _CHANGE_FIELDS if len({c[f] for c in ran}) > 1]
+    if len({c["status"] for c in cells.values()}) > 1:
+      changed.append("status")
+    case, target, n, precision = key
+    out.append(
+      {
+        "case": case,
+        "target": target,
+        "n": n,
+        "precision": precision,
+        "changed": changed,
+        "cells": cells,
+      }
+    )
+  return out
+
+
+def _show(cell: dict, field: str) -> str:
+  if cell["status"] != "ok":
+    return cell["error"] if field == "fates" else ""
+  value = cell[field]
+  if field == "row0_abs_err":
+    if value is None:
+      return "n/a"
+    suffix = " (pred)" if cell["row0_abs_err_source"] == "predicted" else ""
+    return f"{value:.2e}{suffix}"
+  return "n/a" if value is None else str(value)
+
+
+def render_versions(
+  runs: Sequence[VersionRun], fmt: str = "table", changes_only: bool = False
+) -> str:
+  """The table: per config, one row per field, one column per version.
+
+  Args:
+    runs: the versions' runs, in the order asked.
+    fmt: "table" or "markdown".
+    changes_only: only configs where something changed.
+  """
+  compared = compare(runs)
+  headers = ["config", "field"] + [f"jaxlib {r.jaxlib}" for r in runs]
+  headers.append("changed")
+  rows = []
+  for entry in compared:
+    if changes_only and not entry["changed"]:
+      continue
+    words = (
+      f"{entry['target']} {entry['case']} n={entry['n']} {entry['precision']}"
+    )
+    for i, field in enumerate(FIELDS):
+      mark = "*" if field in entry["changed"] else ""
+      if field == "fates" and "status" in entry["changed"]:
+        mark = "*"
+      rows.append(
+        [words if i == 0 else "", _LABELS[field]]
+        + [_show(entry["cells"][r.jaxlib], field) for r in runs]
+        + [mark]
+      )
+  tablefmt = "github" if fmt == "markdown" else "simple"
+  table = tabulate(
+    rows, headers=headers, tablefmt=tablefmt, disable_numparse=True
+  )
+  return "\n".join([table, *_footer(runs, compared)])
+
+
+def _footer(runs: Sequence[VersionRun], compared: list[dict]) -> list[str]:
+  lines = [""]
+  changed = sum(1 for e in compared if e["changed"])
+  lines.append(
+    f"{changed} of {len(compared)} configs changed between versions (*)."
+  )
+  lines.append(
+    f"hloprobe's XLA rules were checked on jaxlib {CHECKED_JAXLIB}; under "
+    "other versions a rule that does not recognise what XLA did says "
+    "'unknown'."
+  )
+  prng = {
+    r.jaxlib: r.reply["capabilities"].get("threefry_partitionable")
+    for r in runs
+    if r.ok
+  }
+  if len(set(prng.values())) > 1:
+    lines.append(
+      "The cases' random inputs differ between versions: "
+      "jax_threefry_partitionable is "
+      + ", ".join(f"{v} under {k}" for k, v in prng.items())
+      + " (jax 0.5.0 changed its default), so the same PRNGKey draws other "
+      "numbers and errors are not comparable across that line; fates and "
+      "algorithms are."
+    )
+  for r in runs:
+    if not r.ok:
+      lines.append(f"jaxlib {r.jaxlib}: {r.error}")
+  return lines
+
+
+def versions_json(runs: Sequence[VersionRun]) -> dict:
+  """The comparison as the "hloprobe.versions" JSON document (above)."""
+  return {
+    "schema": "hloprobe.versions",
+    "schema_version": 1,
+    "checked_jaxlib": CHECKED_JAXLIB,
+    "versions": [
+      {
+        "jaxlib": r.jaxlib,
+        "jax": (r.reply or {}).get("jax"),
+        "status": "ok" if r.ok else "failed",
+        "error": r.error,
+        "warning": (r.reply or {}).get("warning"),
+        "venv_created": r.venv_created,
+      }
+      for r in runs
+    ],
+    "configs": compare(runs),
+  }

@@ -1,0 +1,80 @@
+"""One sweep under each of several jaxlib versions: venv, then worker.
+
+`run_versions` is what `hloprobe versions` and `hloprobe bisect` share: for
+each version the cached venv (`venvs.ensure_venv`, made on first use; the
+running interpreter for its own jaxlib; CPU-only when every target is the
+CPU) and
+a worker run of the same sweep in it (`run.run_version`). A version whose
+venv cannot be made (no wheel for this Python, pip failed) becomes a
+`VersionRun` with that error; the others still run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from hloprobe.compile import compat
+from hloprobe.versions import run, venvs
+
+__all__ = ["run_one", "run_versions"]
+
+
+def run_one(
+  jaxlib: str,
+  request: dict,
+  cache_dir: str,
+  requirements: tuple[str, ...] = (),
+  plugin_versions: tuple[str, ...] | None = None,
+  log: Callable[[str], None] = lambda line: None,
+) -> run.VersionRun:
+  """One version's sweep; its failure is recorded, never raised.
+
+  Args:
+    jaxlib: e.g. "0.4.38".
+    request: `run.spec_request(spec)`.
+    cache_dir: the venv cache folder.
+    requirements: for `verify.judge` in the worker.
+    plugin_versions: the index's `jax-cuda12-plugin` versions (None: ask
+      it when a venv must be made).
+    log: called with one progress line at a time (e.g. print to stderr).
+  """
+  start = time.perf_counter()
+  cuda = any(t != "cpu" for t in request["targets"])
+  try:
+    if jaxlib == compat.installed_jaxlib():
+      venv = venvs.running_venv()
+    else:
+      venv = venvs.ensure_venv(jaxlib, cache_dir, plugin_versions, cuda=cuda)
+  except venvs.VenvError as e:
+    log(f"jaxlib {jaxlib}: {e}")
+    return run.VersionRun(jaxlib, error=str(e))
+  made = "made" if venv.created else "reused"
+  log(
+    f"jaxlib {jaxlib}: venv {made} ({venv.path}, "
+    f"{time.perf_counter() - start:.0f} s); sweeping"
+  )
+  result = run.run_version(venv, request, requirements)
+  if result.error:
+    log(f"jaxlib {jaxlib}: {result.error}")
+  return result
+
+
+def run_versions(
+  versions: Sequence[str],
+  request: dict,
+  cache_dir: str,
+  requirements: tuple[str, ...] = (),
+  log: Callable[[str], None] = lambda line: None,
+) -> list[run.VersionRun]:
+  """`run_one` for each version, in order (one worker at a time)."""
+  plugins = None
+  cuda = any(t != "cpu" for t in request["targets"])
+  if cuda and any(venvs.find_venv(v, cache_dir) is None for v in versions):
+    try:
+      plugins = venvs.index_versions("jax-cuda12-plugin")
+    except venvs.VenvError:
+      plugins = ()
+  return [
+    run_one(v, request, cache_dir, requirements, plugins, log) for v in versions
+  ]

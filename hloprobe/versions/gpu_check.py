@@ -1,0 +1,299 @@
+"""`make gpu-check`: the seed sweep on an attached GPU beside its compile-only
+description, observed row 0 against the predicted band.
+
+Runs from the source tree with the machine's own jax and nothing installed
+(`PYTHONPATH=. python -m hloprobe.versions.gpu_check`): the GPU machine may
+have another jax (e.g. 0.11.2 with CUDA 13), so hloprobe runs unchecked
+there (one warning; "unknown" where a rule does not recognise XLA).
+
+For each (n, precision) it sweeps the `gpu` target (compile and run,
+autotuned) and the built-in compile-only target of the same GPU model
+(`compile_only_target_for`: "NVIDIA H200" -> h200), then reports the
+observed row 0 and its |error| against float64, and whether it lies in the
+predicted band (`Prediction.stats.row0` +- `tolerance_abs`): of the GPU
+run's own dot fates ("explained" / "outside band"), and of the
+compile-only fates (what hloprobe predicts without the GPU). The figures go
+to a JSON file to commit as test data (schema "hloprobe.gpu_check" 1):
+
+  {"schema": "hloprobe.gpu_check", "schema_version": 1,
+   "created": ISO date, "device": str, "device_target": str,
+   "compile_only_target": str, "jax": str, "jaxlib": str,
+   "warning": str | null,
+   "configs": [{"case", "n", "precision",
+                "observed": {"row0", "row0_abs_err", "status", "error"},
+                "own": <band>, "compile_only": <band>}]}
+  <band> = {"fates": str | null, "effective_algorithms": str | null,
+            "predicted_row0": float | null, "tolerance_abs": float | null,
+            "verdict": str | null,
+            "status": "explained" | "outside band" | "n/a"}
+
+Without a GPU, `--device_target=cpu --compile_only_target=a100` runs the
+same logic with the CPU standing in (how the tests check it).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import re
+import sys
+
+from hloprobe.errors import InvalidArgumentError
+
+__all__ = [
+  "DEFAULT_OUTPUT_DIR",
+  "band_status",
+  "check_records",
+  "compile_only_target_for",
+  "gpu_check",
+  "render_check",
+]
+
+DEFAULT_OUTPUT_DIR = os.path.join("tests", "testdata", "gpu_check")
+_PRECISIONS = ("bfloat16", "tensorfloat32", "float32")
+
+
+def compile_only_target_for(device_kind: str) -> str:
+  """The built-in compile-only target of a device, e.g. "NVIDIA H200" -> h200.
+
+  Matches each built-in GPU target's name as a word of the device kind
+  (A100, H100, H200, T4, L4, A6000, V100).
+
+  Raises:
+    InvalidArgumentError: no built-in target matches (give --compile_only_target).
+  """
+  from hloprobe.compile.targets import BUILTIN_TARGETS
+
+  for name, t in BUILTIN_TARGETS.items():
+    if t.compile_only and re.search(
+      rf"\b{re.escape(name)}\b", device_kind, re.I
+    ):
+      return name
+  raise InvalidArgumentError(
+    f"no built-in compile-only target for device {device_kind!r}; pass "
+    "--compile_only_target=NAME or a .txtpb file"
+  )
+
+
+def band_status(observed_row0: float | None, prediction: dict | None) -> str:
+  """ "explained" when |observed - predicted row 0| <= tolerance, "outside
+  band" when not, "n/a" without an observation or a prediction."""
+  if observed_row0 is None or not prediction:
+    return "n/a"
+  tol = prediction.get("row0_tolerance_abs")
+  if tol is None or prediction.get("row0") is None:
+    return "n/a"
+  inside = abs(observed_row0 - prediction["row0"]) <= tol
+  return "explained" if inside else "outside band"
+
+
+def _band(config: dict | None, observed_row0: float | None) -> dict:
+  if config is None or config["status"] != "ok":
+    return {
+      "fates": None,
+      "effective_algorithms": None,
+      "predicted_row0": None,
+      "tolerance_abs": None,
+      "verdict": None,
+      "status": "n/a",
+      "error": config and config["error"],
+    }
+  p = config.get("prediction") or {}
+  algorithms = [
+    s.get("effective_algorithm") or "unknown" for s in config["dot_sites"]
+  ]
+  return {
+    "fates": config.get("fate_summary"),
+    "effective_algorithms": ", ".join(
+      f"{a} x{algorithms.count(a)}" for a in dict.fromkeys(algorithms)
+    )
+    or None,
+    "predicted_row0": p.get("row0"),
+    "tolerance_abs": p.get("row0_tolerance_abs"),
+    "verdict": p.get("verdict"),
+    "status": band_status(observed_row0, p),
+    "error": None,
+  }
+
+
+def check_records(
+  configs: list[dict], device_target: str, compile_only_target: str
+) -> list[dict]:
+  """Pairs each device config with its compile-only twin (results.json
+  configs) and judges the observation against both bands."""
+  key = lambda c: (c["case"], c["n"], c["precision"])
+  twins = {key(c): c for c in configs if c["target"] == compile_only_target}
+  out = []
+  for c in (c for c in configs if c["target"] == device_target):
+    num = c.get("numerics") or {}
+    row0 = num.get("row0")
+    out.append(
+      {
+        "case": c["case"],
+        "n": c["n"],
+        "precision": c["precision"],
+        "observed": {
+          "row0": row0,
+          "row0_abs_err": num.get("row0_abs_err"),
+          "status": c["status"],
+          "error": c["error"],
+        },
+        "own": _band(c, row0),
+        "compile_only": _band(twins.get(key(c)), row0),
+      }
+    )
+  return out
+
+
+def gpu_check(
+  device_target: str = "gpu",
+  compile_only_target: str | None = None,
+  batch_sizes: tuple[int, ...] = tuple(range(1, 10)),
+  precisions: tuple[str, ...] = _PRECISIONS,
+  case: str = "seed_mlp",
+) -> dict:
+  """Runs the check in this process and returns the JSON document (above).
+
+  Starts JAX's backends (the GPU's, for `device_target="gpu"`).
+
+  Raises:
+    InvalidArgumentError: no compile-only target matches the device.
+  """
+  import jax
+
+  from hloprobe import sweep
+  from hloprobe.compile import compat, lowering
+  from hloprobe.report import render as report
+
+  lowering.start_backends(None if device_target == "gpu" else "cpu")
+  device = jax.devices()[0].device_kind if device_target == "gpu" else "cpu"
+  twin = compile_only_target or compile_only_target_for(device)
+  spec = sweep.SweepSpec(
+    cases=(case,),
+    batch_sizes=batch_sizes,
+    precisions=precisions,
+    targets=(device_target, twin),
+  )
+  results = sweep.run_sweep(spec)
+  configs = report.results_json(results, lowering.versions())["configs"]
+  return {
+    "schema": "hloprobe.gpu_check",
+    "schema_version": 1,
+    "created": datetime.date.today().isoformat(),
+    "device": device,
+    "device_target": device_target,
+    "compile_only_target": twin,
+    **lowering.versions(),
+    "warning": compat.version_warning(),
+    "configs": check_records(configs, device_target, twin),
+  }
+
+
+def render_check(doc: dict) -> str:
+  """The check as a table: one row per config."""
+  from tabulate import tabulate
+
+  def band(b: dict) -> str:
+    if b["predicted_row0"] is None:
+      return f"n/a ({b.get('error') or 'no prediction'})"
+    return f"{b['predicted_row0']:.7g}±{b['tolerance_abs']:.1e} {b['status']}"
+
+  rows = [
+    [
+      c["n"],
+      c["precision"],
+      "n/a"
+      if c["observed"]["row0"] is None
+      else f"{c['observed']['row0']:.7g}",
+      "n/a"
+      if c["observed"]["row0_abs_err"] is None
+      else f"{c['observed']['row0_abs_err']:.2e}",
+      c["own"]["fates"] or c["observed"]["error"],
+      band(c["own"]),
+      c["compile_only"]["fates"],
+      band(c["compile_only"]),
+    ]
+    for c in doc["configs"]
+  ]
+  headers = (
+    "n",
+    "precision",
+    f"{doc['device_target']} row0",
+    "abs err row0",
+    "dot fates (run)",
+    "own band",
+    f"{doc['compile_only_target']} fates",
+    "compile-only band",
+  )
+  head = (
+    f"{doc['device']} with jax {doc['jax']} / jaxlib {doc['jaxlib']}, "
+    f"{doc['created']}"
+  )
+  return "\n".join(
+    [head, tabulate(rows, headers=headers, disable_numparse=True)]
+  )
+
+
+def _output_path(doc: dict, output: str | None) -> str:
+  if output:
+    return output
+  device = re.sub(r"[^A-Za-z0-9]+", "_", doc["device"]).strip("_").lower()
+  return os.path.join(
+    DEFAULT_OUTPUT_DIR, f"{device}-jaxlib{doc['jaxlib']}.json"
+  )
+
+
+def main(argv: list[str]) -> int:
+  """absl main: run, print the table, write the JSON file."""
+  from absl import flags
+
+  from hloprobe.report import render as report
+  from hloprobe.sweep import parse_batch_sizes
+
+  f = flags.FLAGS
+  del argv
+  try:
+    doc = gpu_check(
+      f.device_target,
+      f.compile_only_target,
+      parse_batch_sizes(f.batch_sizes),
+      tuple(f.precisions),
+    )
+  except InvalidArgumentError as e:
+    print(f"hloprobe: error: {e}", file=sys.stderr)
+    return 2
+  if doc["warning"]:
+    print(doc["warning"], file=sys.stderr)
+  print(render_check(doc))
+  path = _output_path(doc, f.output)
+  report.atomic_write(path, report.dumps_json(doc) + "\n")
+  print(f"wrote {path}", file=sys.stderr)
+  observed = [c for c in doc["configs"] if c["observed"]["status"] == "ok"]
+  return 0 if observed and len(observed) == len(doc["configs"]) else 1
+
+
+def _define_flags() -> None:
+  from absl import flags
+
+  flags.DEFINE_string(
+    "device_target", "gpu", "The target that runs: gpu, or cpu standing in."
+  )
+  flags.DEFINE_string(
+    "compile_only_target",
+    None,
+    "The compile-only twin (default: from the GPU's device kind).",
+  )
+  flags.DEFINE_string("batch_sizes", "1-9", "Batch sizes, e.g. 1-9.")
+  flags.DEFINE_list("precisions", list(_PRECISIONS), "Matmul precisions.")
+  flags.DEFINE_string(
+    "output",
+    None,
+    f"The JSON file (default {DEFAULT_OUTPUT_DIR}/<device>-jaxlib<V>.json).",
+  )
+
+
+if __name__ == "__main__":
+  from absl import app
+
+  _define_flags()
+  app.run(lambda argv: sys.exit(main(argv)))

@@ -1,0 +1,192 @@
+"""Running this hloprobe source tree under another jax: one worker per venv.
+
+The parent (`run_version`) writes a JSON request, starts the venv's Python
+on `python -m hloprobe.versions.run REQUEST REPLY` with only this source
+tree's `hloprobe` package on PYTHONPATH (a symbolic link in a temporary
+folder, so nothing else of the parent's environment comes along), and
+reads a JSON reply: strict JSON both ways, never pickles, because the two
+sides run different numpy and jax.
+
+The worker (`_serve`) starts JAX on the CPU (compile-only GPU targets need
+no CUDA backend; an attached `gpu` target lets JAX choose), runs the
+sweep, judges the requested requirements (`verify.judge`) and replies
+
+  {"jax": str, "jaxlib": str, "python": str, "warning": str | null,
+   "capabilities": {"dot_algorithm_preset": bool,
+                    "threefry_partitionable": bool | null},
+   "results": <results.json document, see report.py>,
+   "requirements": [{"name": str, "passed": bool, "evidence": [str]}]}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from hloprobe.versions.venvs import Venv, last_line
+
+__all__ = ["VersionRun", "run_version", "spec_request"]
+
+
+@dataclasses.dataclass(frozen=True)
+class VersionRun:
+  """One jaxlib version's sweep, as its worker replied.
+
+  Attributes:
+    jaxlib: the version asked for, e.g. "0.4.38".
+    reply: the worker's reply (module docstring), or None when it failed.
+    error: one line saying why there is no reply (no wheel for this
+      Python, pip failed, the worker died), else None.
+    venv_created: whether this run made the version's venv.
+  """
+
+  jaxlib: str
+  reply: dict | None = None
+  error: str | None = None
+  venv_created: bool = False
+
+  @property
+  def ok(self) -> bool:
+    return self.reply is not None
+
+
+def spec_request(spec) -> dict:
+  """A `sweep.SweepSpec` as JSON-able fields (experiments are not sent)."""
+  return {
+    "cases": list(spec.cases),
+    "batch_sizes": list(spec.batch_sizes),
+    "precisions": list(spec.precisions),
+    "targets": list(spec.targets),
+    "explain_passes": spec.explain_passes,
+  }
+
+
+def _package_dir() -> str:
+  import hloprobe
+
+  return os.path.dirname(os.path.abspath(hloprobe.__file__))
+
+
+def _worker_env(path_dir: str, targets: list[str]) -> dict[str, str]:
+  env = {
+    k: v
+    for k, v in os.environ.items()
+    if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+  }
+  env["PYTHONPATH"] = path_dir
+  env.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+  if "gpu" not in targets:
+    env.setdefault("JAX_PLATFORMS", "cpu")
+  return env
+
+
+def run_version(
+  venv: Venv,
+  request: dict,
+  requirements: tuple[str, ...] = (),
+  timeout_s: float = 1800.0,
+) -> VersionRun:
+  """Runs a sweep in a version's venv; never raises for the worker's failure.
+
+  Args:
+    venv: the version's venv (`venvs.ensure_venv`).
+    request: `spec_request(spec)`.
+    requirements: names `verify.judge` takes ("consistent", "accurate").
+    timeout_s: wall-clock limit, in seconds.
+
+  Returns:
+    A `VersionRun` with the reply, or with the error in one line.
+  """
+  with tempfile.TemporaryDirectory(prefix="hloprobe-versions-") as tmp:
+    os.symlink(_package_dir(), os.path.join(tmp, "hloprobe"))
+    req_path, reply_path = (
+      os.path.join(tmp, "request.json"),
+      os.path.join(tmp, "reply.json"),
+    )
+    with open(req_path, "w", encoding="utf-8") as f:
+      json.dump({"spec": request, "requirements": list(requirements)}, f)
+    try:
+      proc = subprocess.run(
+        [
+          venv.python,
+          "-s",
+          "-m",
+          "hloprobe.versions.run",
+          req_path,
+          reply_path,
+        ],
+        cwd=tmp,
+        env=_worker_env(tmp, request["targets"]),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+      )
+    except subprocess.TimeoutExpired:
+      return VersionRun(
+        venv.jaxlib,
+        error=f"worker timed out after {timeout_s:.0f} s",
+        venv_created=venv.created,
+      )
+    if proc.returncode != 0 or not os.path.exists(reply_path):
+      return VersionRun(
+        venv.jaxlib,
+        error=f"worker exited with status {proc.returncode}: "
+        f"{last_line(proc.stderr)}",
+        venv_created=venv.created,
+      )
+    with open(reply_path, encoding="utf-8") as f:
+      reply = json.load(f)
+  return VersionRun(venv.jaxlib, reply=reply, venv_created=venv.created)
+
+
+def _serve(request_path: str, reply_path: str) -> None:
+  """The worker: sweep, judge, reply (runs under the venv's jax)."""
+  import platform
+
+  import jax
+
+  from hloprobe import sweep, verify
+  from hloprobe.compile import compat, lowering
+  from hloprobe.report import render as report
+
+  with open(request_path, encoding="utf-8") as f:
+    request = json.load(f)
+  fields = request["spec"]
+  spec = sweep.SweepSpec(
+    cases=tuple(fields["cases"]),
+    batch_sizes=tuple(fields["batch_sizes"]),
+    precisions=tuple(fields["precisions"]),
+    targets=tuple(fields["targets"]),
+    explain_passes=bool(fields["explain_passes"]),
+  )
+  lowering.start_backends(None)
+  results = sweep.run_sweep(spec)
+  judged = verify.judge(results, request["requirements"])
+  reply = {
+    **lowering.versions(),
+    "python": platform.python_version(),
+    "warning": compat.version_warning(),
+    "capabilities": {
+      "dot_algorithm_preset": hasattr(jax.lax, "DotAlgorithmPreset"),
+      # jax 0.5.0 made it True by default: the same PRNGKey then draws
+      # other random numbers, so the cases' inputs differ across 0.5.0.
+      "threefry_partitionable": getattr(
+        jax.config, "jax_threefry_partitionable", None
+      ),
+    },
+    "results": report.results_json(results, lowering.versions()),
+    "requirements": [
+      {"name": r.name, "passed": r.passed, "evidence": list(r.evidence)}
+      for r in judged
+    ],
+  }
+  report.atomic_write(reply_path, report.dumps_json(reply))
+
+
+if __name__ == "__main__":
+  _serve(sys.argv[1], sys.argv[2])

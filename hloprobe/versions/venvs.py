@@ -1,0 +1,307 @@
+"""Cached virtualenvs, one per jaxlib version, for cross-version sweeps.
+
+Each version gets `<cache_dir>/jaxlib-<V>/` (or `jaxlib-<V>-cpu/` for CPU-only
+sweeps: no plugin, no nvcc), a standard `venv` (stdlib) into
+which `pip` installs jax==V and jaxlib==V, the CUDA 12 PJRT plugin of the
+same version where the package index has one (`jax-cuda12-plugin`,
+`jax-cuda12-pjrt`; compile-only GPU targets need it), the
+`nvidia-cuda-nvcc-cu12` wheel (its ptxas builds GPU kernels) and hloprobe's
+own run-time needs (absl-py, tabulate). hloprobe itself is not installed:
+it runs from this source tree (`run.py`).
+
+A venv is built in a temporary folder beside its final place and renamed
+into place only after pip succeeded and `hloprobe-venv.json` (what was
+installed) is written, so a folder with that file is complete and is reused
+as is; nothing else is ever written into it. A failed install leaves
+nothing behind and says why in one line (e.g. "no jaxlib 0.4.1 wheel for
+Python 3.11").
+
+The jaxlib of the running interpreter needs no venv: `running_venv`.
+
+Which versions exist comes from the package index, through pip's own query
+(`pip index versions NAME`), for the Python that runs hloprobe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from hloprobe.errors import HloprobeError
+
+__all__ = [
+  "MARKER",
+  "RECIPE",
+  "Venv",
+  "VenvError",
+  "default_cache_dir",
+  "ensure_venv",
+  "find_venv",
+  "index_versions",
+  "last_line",
+  "requirements_for",
+  "running_venv",
+  "version_key",
+]
+
+MARKER = "hloprobe-venv.json"
+_PLUGIN = ("jax-cuda12-plugin", "jax-cuda12-pjrt")
+# jaxlib wheels before 0.4.26 were built against NumPy 1 and fail to import
+# under NumPy 2 ("A module that was compiled using NumPy 1.x cannot be run
+# in NumPy 2"); measured here with jaxlib 0.4.23.
+_NUMPY2_FROM = "0.4.26"
+# jax before 0.4.36 finds ptxas by `nvidia.cuda_nvcc.__file__`, which is
+# None from nvidia-cuda-nvcc-cu12 12.9 on (a namespace package), and fails
+# at import (jax/_src/lib/__init__.py `_try_cuda_nvcc_import`, measured
+# with jax 0.4.35); 12.8 still has the __init__.py.
+_NVCC_FILE_FROM = "0.4.36"
+# Bumped whenever `requirements_for` changes: a venv made by another recipe
+# is made again.
+RECIPE = 2
+_NO_MATCH_RE = re.compile(r"No matching distribution found for (\S+)")
+_VERSIONS_RE = re.compile(r"^Available versions:\s*(.*)$", re.M)
+
+
+class VenvError(HloprobeError):
+  """Raised when a version's virtualenv cannot be made or queried."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Venv:
+  """A ready virtualenv for one jaxlib version.
+
+  Attributes:
+    jaxlib: the jaxlib version, e.g. "0.4.38".
+    path: the venv folder.
+    python: its interpreter.
+    packages: the pip requirements it was made with.
+    cuda_plugin: whether the CUDA PJRT plugin is installed (compile-only
+      GPU targets need it).
+    created: whether this call created it (False: reused from the cache).
+  """
+
+  jaxlib: str
+  path: str
+  python: str
+  packages: tuple[str, ...]
+  cuda_plugin: bool
+  created: bool = False
+
+
+def default_cache_dir() -> str:
+  """`$XDG_CACHE_HOME/hloprobe/venvs`, else `~/.cache/hloprobe/venvs`."""
+  base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
+    os.path.expanduser("~"), ".cache"
+  )
+  return os.path.join(base, "hloprobe", "venvs")
+
+
+def version_key(version: str) -> tuple[int, ...]:
+  """ "0.4.38" -> (0, 4, 38); "0.9.0.1" -> (0, 9, 0, 1). Release numbers only.
+
+  Raises:
+    VenvError: not a dotted release number (e.g. "0.4.38rc1", "latest").
+  """
+  if not re.fullmatch(r"\d+(\.\d+)+", version):
+    raise VenvError(
+      f"{version!r} is not a release version; expected e.g. 0.4.38"
+    )
+  return tuple(int(p) for p in version.split("."))
+
+
+def _pip(
+  python: str, *args: str, timeout: float
+) -> subprocess.CompletedProcess:
+  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+  env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+  try:
+    return subprocess.run(
+      [python, "-m", "pip", *args],
+      capture_output=True,
+      text=True,
+      env=env,
+      timeout=timeout,
+      check=False,
+    )
+  except subprocess.TimeoutExpired as e:
+    raise VenvError(f"pip {args[0]} timed out after {timeout:.0f} s") from e
+
+
+def index_versions(package: str, timeout: float = 120.0) -> tuple[str, ...]:
+  """The released versions the package index serves for this Python, oldest first.
+
+  Uses `pip index versions PACKAGE` (pip's own query; its "Available
+  versions:" line). Pre-releases are not listed by pip.
+
+  Raises:
+    VenvError: pip cannot reach the index or knows no such package.
+  """
+  proc = _pip(sys.executable, "index", "versions", package, timeout=timeout)
+  m = _VERSIONS_RE.search(proc.stdout)
+  if proc.returncode != 0 or not m:
+    raise VenvError(
+      f"cannot list {package} versions from the package index: "
+      f"{last_line(proc.stderr or proc.stdout)}"
+    )
+  found = [v.strip() for v in m.group(1).split(",") if v.strip()]
+  return tuple(sorted(found, key=version_key))
+
+
+def requirements_for(
+  jaxlib: str, plugin_versions: tuple[str, ...], cuda: bool = True
+) -> tuple[str, ...]:
+  """The pip requirements of one version's venv.
+
+  Args:
+    jaxlib: e.g. "0.4.38".
+    plugin_versions: the versions the index has of `jax-cuda12-plugin`
+      (with `jax-cuda12-pjrt` beside it); the plugin is added where it has
+      `jaxlib`.
+    cuda: False for a CPU-only venv (no plugin, no nvcc wheel): enough for
+      `--targets=cpu`, and a fraction of the download.
+  """
+  reqs = [f"jax=={jaxlib}", f"jaxlib=={jaxlib}"]
+  if cuda and jaxlib in plugin_versions:
+    reqs += [f"{p}=={jaxlib}" for p in _PLUGIN]
+  if cuda:
+    nvcc = "nvidia-cuda-nvcc-cu12"
+    if version_key(jaxlib) < version_key(_NVCC_FILE_FROM):
+      nvcc += "<12.9"
+    reqs.append(nvcc)
+  reqs += ["absl-py", "tabulate"]
+  if version_key(jaxlib) < version_key(_NUMPY2_FROM):
+    reqs.append("numpy<2")
+  return tuple(reqs)
+
+
+def last_line(text: str) -> str:
+  """The last non-blank line of a tool's output, stripped ("no output")."""
+  lines = [l for l in (text or "").strip().splitlines() if l.strip()]
+  return lines[-1].strip() if lines else "no output"
+
+
+def _read_marker(path: str) -> dict | None:
+  try:
+    with open(os.path.join(path, MARKER), encoding="utf-8") as f:
+      return json.load(f)
+  except (OSError, ValueError):
+    return None
+
+
+def _folder(cache_dir: str, jaxlib: str, cuda: bool) -> str:
+  return os.path.join(cache_dir, f"jaxlib-{jaxlib}{'' if cuda else '-cpu'}")
+
+
+def find_venv(jaxlib: str, cache_dir: str, cuda: bool = True) -> Venv | None:
+  """The complete cached venv of a version, or None.
+
+  With `cuda=False` the full venv serves too (preferred), else the
+  CPU-only one (`jaxlib-<V>-cpu`).
+  """
+  for with_cuda in (True,) if cuda else (True, False):
+    path = _folder(cache_dir, jaxlib, with_cuda)
+    marker = _read_marker(path)
+    python = os.path.join(path, "bin", "python")
+    if (
+      marker is not None
+      and marker.get("recipe") == RECIPE
+      and os.path.exists(python)
+    ):
+      return Venv(
+        jaxlib,
+        path,
+        python,
+        tuple(marker.get("packages", ())),
+        bool(marker.get("cuda_plugin")),
+      )
+  return None
+
+
+def running_venv() -> Venv:
+  """This interpreter as the venv of its own jaxlib (nothing to install)."""
+  import jaxlib
+
+  return Venv(jaxlib.__version__, sys.prefix, sys.executable, (), True)
+
+
+def ensure_venv(
+  jaxlib: str,
+  cache_dir: str,
+  plugin_versions: tuple[str, ...] | None = None,
+  timeout_s: float = 1800.0,
+  cuda: bool = True,
+) -> Venv:
+  """The venv of `jaxlib`, from the cache or made now (minutes).
+
+  Args:
+    jaxlib: a jaxlib release, e.g. "0.4.38".
+    cache_dir: where venvs live (`default_cache_dir()` by default).
+    plugin_versions: `index_versions("jax-cuda12-plugin")`, or None to ask
+      the index (only when a venv with CUDA must be made).
+    timeout_s: limit for the pip install, in seconds.
+    cuda: with the CUDA plugin and nvcc wheel (compile-only GPU targets);
+      False makes or reuses a CPU-only venv (a full one serves too).
+
+  Raises:
+    VenvError: the version is malformed, or venv/pip failed (e.g. "no
+      jaxlib==0.4.1 wheel for Python 3.11 on the package index").
+  """
+  version_key(jaxlib)
+  found = find_venv(jaxlib, cache_dir, cuda)
+  if found is not None:
+    return found
+  if plugin_versions is None and cuda:
+    try:
+      plugin_versions = index_versions(_PLUGIN[0])
+    except VenvError:
+      plugin_versions = ()
+  reqs = requirements_for(jaxlib, plugin_versions or (), cuda)
+  os.makedirs(cache_dir, exist_ok=True)
+  final = _folder(cache_dir, jaxlib, cuda)
+  tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(final)}-", dir=cache_dir)
+  try:
+    _build(tmp, reqs, timeout_s)
+    if os.path.exists(final):  # made by another recipe, or incomplete
+      shutil.rmtree(final)
+    os.rename(tmp, final)
+  except BaseException:
+    shutil.rmtree(tmp, ignore_errors=True)
+    raise
+  venv = find_venv(jaxlib, cache_dir, cuda)
+  return dataclasses.replace(venv, created=True)
+
+
+def _build(path: str, reqs: tuple[str, ...], timeout_s: float) -> None:
+  """venv + pip install into `path`; then the marker, written last."""
+  base = getattr(sys, "_base_executable", sys.executable)
+  proc = subprocess.run(
+    [base, "-m", "venv", path], capture_output=True, text=True, check=False
+  )
+  if proc.returncode != 0:
+    raise VenvError(f"python -m venv failed: {last_line(proc.stderr)}")
+  python = os.path.join(path, "bin", "python")
+  proc = _pip(python, "install", "-q", *reqs, timeout=timeout_s)
+  if proc.returncode != 0:
+    said = last_line(proc.stderr)
+    m = _NO_MATCH_RE.search(proc.stderr)
+    if m:
+      py = ".".join(map(str, sys.version_info[:2]))
+      raise VenvError(
+        f"no {m.group(1)} wheel for Python {py} on the package index "
+        f"(pip: {said})"
+      )
+    raise VenvError(f"pip install {' '.join(reqs[:2])} failed: {said}")
+  marker = {
+    "recipe": RECIPE,
+    "packages": list(reqs),
+    "cuda_plugin": any(r.startswith(_PLUGIN[0]) for r in reqs),
+    "python": ".".join(map(str, sys.version_info[:2])),
+  }
+  with open(os.path.join(path, MARKER), "w", encoding="utf-8") as f:
+    json.dump(marker, f, indent=1)

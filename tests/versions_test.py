@@ -1,0 +1,230 @@
+"""`hloprobe versions` with two real jaxlib releases, and its pure parts.
+
+The cross-version test installs one older jaxlib (0.4.38, CPU-only: jax,
+jaxlib, absl-py, tabulate; about 150 MB from the package index, once) into a
+venv cache. It lives under HLOPROBE_VERSIONS_TEST_CACHE when set (reused
+across test runs), else in a temporary folder; the test is skipped, saying
+so, when the package index cannot be reached.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from absl.testing import absltest, parameterized
+from testutil import ROOT, run_hloprobe
+
+from hloprobe.compile import compat
+from hloprobe.errors import InvalidArgumentError
+from hloprobe.versions import bisect, venvs
+from hloprobe.versions.run import VersionRun
+
+OLD = "0.4.38"
+_SWEEP = (
+  "--targets=cpu",
+  "--batch_sizes=1,2",
+  "--precisions=float32",
+)
+# An instruction whose opcode is dot, as HloInstruction::ToString prints it.
+_DOT_RE = re.compile(r"=\s*\S+\s+dot\(")
+_COUNT_DOTS = """
+import sys, jax
+jax.config.update("jax_platforms", "cpu")
+from hloprobe.compile.cases import get_case
+case = get_case("seed_mlp")
+args = case.inputs_for(case.make_inputs(), int(sys.argv[1]))
+print(jax.jit(case.fn).lower(*args).compile().as_text())
+"""
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+  try:
+    releases = venvs.index_versions("jaxlib", timeout=60)
+  except venvs.VenvError as e:
+    pytest.skip(f"the package index cannot be reached: {e}")
+  if OLD not in releases:
+    pytest.skip(f"the package index serves no jaxlib {OLD} for this Python")
+  return os.environ.get("HLOPROBE_VERSIONS_TEST_CACHE") or str(
+    tmp_path_factory.mktemp("venvs")
+  )
+
+
+def _hlo_dot_count(python: str, n: int, tmp_path) -> int:
+  """Dots in the optimized CPU HLO of seed_mlp at batch n, counted in the
+  text that jax itself prints (no hloprobe parsing)."""
+  link = tmp_path / f"path-{os.path.basename(os.path.dirname(python))}"
+  link.mkdir(exist_ok=True)
+  if not (link / "hloprobe").exists():
+    os.symlink(os.path.join(ROOT, "hloprobe"), link / "hloprobe")
+  env = dict(os.environ, PYTHONPATH=str(link), JAX_PLATFORMS="cpu")
+  out = subprocess.run(
+    [python, "-c", _COUNT_DOTS, str(n)],
+    env=env,
+    capture_output=True,
+    text=True,
+    check=True,
+    timeout=300,
+  ).stdout
+  return len(_DOT_RE.findall(out))
+
+
+def _site_fates(doc: dict, jaxlib: str, n: int) -> list[str]:
+  (entry,) = [c for c in doc["configs"] if c["n"] == n]
+  return [s["fate"] for s in entry["cells"][jaxlib]["dot_sites"]]
+
+
+def test_two_versions_differ_and_venvs_are_reused(cache_dir, tmp_path):
+  new = compat.installed_jaxlib()
+  flags = (f"--jaxlib={OLD},{new}", f"--cache_dir={cache_dir}", *_SWEEP)
+  first = run_hloprobe("versions", *flags, "--format=json", timeout=1200)
+  assert first.returncode == 0, first.stderr
+  doc = json.loads(first.stdout)
+  assert [v["jaxlib"] for v in doc["versions"]] == [OLD, new]
+  assert doc["versions"][0]["warning"] and new in doc["versions"][0]["warning"]
+  assert doc["versions"][1]["warning"] is None
+
+  # The real difference, counted in each jaxlib's own optimized HLO text:
+  # at n = 1 one jaxlib keeps every dot, the other strength-reduces one.
+  old_venv = venvs.find_venv(OLD, cache_dir, cuda=False)
+
+  counts = {
+    OLD: _hlo_dot_count(old_venv.python, 1, tmp_path),
+    new: _hlo_dot_count(sys.executable, 1, tmp_path),
+  }
+  assert counts[OLD] != counts[new], counts
+  for jaxlib, count in counts.items():
+    assert _site_fates(doc, jaxlib, 1).count("dot") == count
+  (n1,) = [c for c in doc["configs"] if c["n"] == 1]
+  assert "fates" in n1["changed"]
+
+  before = sorted(os.listdir(cache_dir))
+  marker = os.path.join(old_venv.path, venvs.MARKER)
+  stamp = os.stat(marker).st_mtime_ns
+  second = run_hloprobe("versions", *flags, timeout=1200)
+  assert second.returncode == 0, second.stderr
+  assert f"jaxlib {OLD}: venv reused" in second.stderr
+  assert "venv made" not in second.stderr
+  assert sorted(os.listdir(cache_dir)) == before
+  assert os.stat(marker).st_mtime_ns == stamp
+  header = second.stdout.splitlines()[0]
+  assert f"jaxlib {OLD}" in header and f"jaxlib {new}" in header
+  row = next(l for l in second.stdout.splitlines() if "n=1 float32" in l)
+  assert row.rstrip().endswith("*")
+
+
+def test_gpu_check_logic_with_the_cpu_standing_in(tmp_path):
+  out = tmp_path / "check.json"
+  got = subprocess.run(
+    [
+      sys.executable,
+      "-m",
+      "hloprobe.versions.gpu_check",
+      "--device_target=cpu",
+      "--compile_only_target=a100",
+      "--batch_sizes=1,2",
+      "--precisions=bfloat16",
+      f"--output={out}",
+    ],
+    env=dict(os.environ, PYTHONPATH=ROOT),
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+    timeout=600,
+    check=False,
+  )
+  assert got.returncode == 0, got.stderr
+  doc = json.loads(out.read_text())
+  assert doc["schema"] == "hloprobe.gpu_check"
+  assert (doc["device"], doc["compile_only_target"]) == ("cpu", "a100")
+  assert doc["jaxlib"] == compat.installed_jaxlib()
+  by_n = {c["n"]: c for c in doc["configs"]}
+  assert sorted(by_n) == [1, 2]
+  # The CPU computes in f32: its own (F32) band holds it at both sizes.
+  assert [by_n[n]["own"]["status"] for n in (1, 2)] == ["explained"] * 2
+  # An A100 runs F32 at n = 1 (dot strength reduction) but TF32 gemms at
+  # n = 2 under bfloat16 (README: PTX mma ... tf32), an error of ~0.6 that
+  # an f32 observation lies far outside.
+  assert by_n[1]["compile_only"]["status"] == "explained"
+  assert by_n[2]["compile_only"]["status"] == "outside band"
+  assert "TF32_TF32_F32" in by_n[2]["compile_only"]["effective_algorithms"]
+
+
+class PureTest(parameterized.TestCase):
+  @parameterized.parameters(
+    ("NVIDIA H200", "h200"),
+    ("NVIDIA A100-SXM4-40GB", "a100"),
+    ("Tesla T4", "t4"),
+    ("NVIDIA L4", "l4"),
+  )
+  def test_compile_only_twin(self, kind, target):
+    from hloprobe.versions.gpu_check import compile_only_target_for
+
+    self.assertEqual(compile_only_target_for(kind), target)
+
+  def test_no_twin_for_l40s(self):
+    from hloprobe.versions.gpu_check import compile_only_target_for
+
+    with self.assertRaisesRegex(InvalidArgumentError, "L40S"):
+      compile_only_target_for("NVIDIA L40S")
+
+  def test_requirements(self):
+    plugins = ("0.4.35", "0.10.2")
+    self.assertIn("numpy<2", venvs.requirements_for("0.4.23", plugins))
+    old = venvs.requirements_for("0.4.35", plugins)
+    self.assertIn("jax-cuda12-plugin==0.4.35", old)
+    self.assertIn("nvidia-cuda-nvcc-cu12<12.9", old)
+    self.assertNotIn(
+      "jax-cuda12-plugin==0.4.13", venvs.requirements_for("0.4.13", plugins)
+    )
+    cpu = venvs.requirements_for("0.10.2", plugins, cuda=False)
+    self.assertFalse([r for r in cpu if "cuda" in r or "numpy" in r])
+
+  def test_version_key(self):
+    self.assertLess(venvs.version_key("0.9.0.1"), venvs.version_key("0.10.0"))
+    with self.assertRaises(venvs.VenvError):
+      venvs.version_key("0.4.38rc1")
+
+  def test_releases_between(self):
+    releases = ("0.4.34", "0.4.35", "0.5.0", "0.10.2")
+    self.assertEqual(
+      bisect.releases_between(releases, "0.10.2", "0.4.35"),
+      ("0.4.35", "0.5.0", "0.10.2"),
+    )
+    with self.assertRaisesRegex(InvalidArgumentError, "--good=0.4.23"):
+      bisect.releases_between(releases, "0.4.23", "0.10.2")
+
+  def test_verdicts(self):
+    def run(status="ok", passed=True):
+      reply = {
+        "results": {"configs": [{"status": status}]},
+        "requirements": [{"name": "consistent", "passed": passed}],
+      }
+      return VersionRun("0.5.0", reply=reply)
+
+    self.assertEqual(bisect.verdict(run()), "PASS")
+    self.assertEqual(bisect.verdict(run(passed=False)), "FAIL")
+    self.assertEqual(bisect.verdict(run(status="failed")), "unknown")
+    self.assertEqual(bisect.verdict(VersionRun("0.5.0", error="x")), "unknown")
+
+  def test_band_status(self):
+    from hloprobe.versions.gpu_check import band_status
+
+    p = {"row0": 1.0, "row0_tolerance_abs": 0.1}
+    self.assertEqual(band_status(1.05, p), "explained")
+    self.assertEqual(band_status(1.2, p), "outside band")
+    self.assertEqual(band_status(None, p), "n/a")
+
+  def test_bad_jaxlib_is_usage_error(self):
+    got = run_hloprobe("versions", "--jaxlib=latest", "--targets=cpu")
+    self.assertEqual(got.returncode, 2)
+    self.assertIn("hloprobe: error: --jaxlib", got.stderr)
+
+
+if __name__ == "__main__":
+  absltest.main()
