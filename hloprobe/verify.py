@@ -330,7 +330,7 @@ def judge(
   sweep as it stands. Rules as for a fix (module docstring).
 
   Raises:
-    UsageError: a requirement other than consistent or accurate.
+    InvalidArgumentError: a requirement other than consistent or accurate.
   """
   checks = {
     "consistent": lambda: _consistent(list(results)),
