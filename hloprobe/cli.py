@@ -16,6 +16,10 @@ Commands:
                   within the manifest's replaces only its own files)
   targets         list the targets
   experiments     list the built-in XLA_FLAGS experiments
+  view DIR        start Google's Model Explorer (127.0.0.1 only) on a
+                  --model_explorer folder: each config's StableHLO graph
+                  with its dot sites coloured by error (at most 10 configs;
+                  --case, --targets, --batch_sizes, --precisions pick them)
 
 Exit status: 0 when everything succeeded (verify: passed; golden check:
 matched), 1 when a config failed, a fix failed, goldens differ or a file
@@ -116,10 +120,42 @@ _REL_ERROR_BOUND = flags.DEFINE_float(
   None,
   "For `verify --require=accurate`: max relative error allowed (as run_hlo_module).",
 )
+_FORMATS = (*report.REPORT_FORMATS, "html")
 _FORMAT = flags.DEFINE_string(
   "format",
   "table",
-  f"Output format: one of {', '.join(report.REPORT_FORMATS)}.",
+  f"Output format: one of {', '.join(_FORMATS)}. html: one self-contained "
+  "page (explanation, plot, tables) on stdout.",
+)
+_WIDE = flags.DEFINE_bool(
+  "wide",
+  False,
+  "--format=table: every column, unwrapped (the default table shows the "
+  f"{report.TERMINAL_WIDTH}-column first screen).",
+)
+_COLUMNS = flags.DEFINE_list(
+  "columns",
+  None,
+  "--format=table or markdown: these columns, in this order; from "
+  f"{', '.join(key for key, _ in report.TABLE_COLUMNS)}.",
+)
+_PLOT = flags.DEFINE_string(
+  "plot",
+  None,
+  "Write |row 0 - float64| against batch size as a PNG here (a panel per "
+  "target; experiments side by side). Needs matplotlib (make installs it).",
+)
+_MODEL_EXPLORER = flags.DEFINE_string(
+  "model_explorer",
+  None,
+  "Write each config's StableHLO and Model Explorer node data (dot sites "
+  "by error, fate, algorithm, pass) here; open with `hloprobe view DIR`.",
+)
+_PORT = flags.DEFINE_integer(
+  "port", 8080, "`hloprobe view`: the port (8080: the first free from 8080)."
+)
+_BROWSER = flags.DEFINE_bool(
+  "browser", True, "`hloprobe view`: open the page in a browser tab."
 )
 
 _GOLDEN_DIR = flags.DEFINE_string(
@@ -216,10 +252,12 @@ def _experiments() -> list:
 
 
 def _check_format() -> str:
-  if _FORMAT.value not in report.REPORT_FORMATS:
+  if _FORMAT.value not in _FORMATS:
     raise UsageError(
-      f"unknown --format {_FORMAT.value!r}; choose from {', '.join(report.REPORT_FORMATS)}"
+      f"unknown --format {_FORMAT.value!r}; choose from {', '.join(_FORMATS)}"
     )
+  if _COLUMNS.value is not None:
+    report.check_columns(_COLUMNS.value)
   return _FORMAT.value
 
 
@@ -265,47 +303,141 @@ def _write(what: str, write):
 
 
 def _cmd_sweep() -> int:
-  from hloprobe import lowering, sweep
+  from hloprobe import lowering
 
   spec = _sweep_spec()
   fmt = _check_format()
+  if fmt == "html":  # the page explains: name the passes
+    spec = dataclasses.replace(spec, explain_passes=True)
   _start_jax(spec.targets)
-  results = sweep.run_sweep(spec)
+  results = _run_sweep(spec)
   versions = lowering.versions()
-  print(report.render(results, fmt, versions))
-  if _SITES.value and fmt != "json":
+  if fmt == "html":
+    print(_html(results, spec, versions))
+  else:
+    print(report.render(results, fmt, versions, _COLUMNS.value, _WIDE.value))
+  if _SITES.value and fmt not in ("json", "html"):
     print()
     print(report.render_sites(results, fmt))
-  if _OUTPUT_DIR.value:
-    paths = _write(
-      f"--output_dir={_OUTPUT_DIR.value}",
-      lambda: report.write_outputs(results, _OUTPUT_DIR.value, versions),
-    )
-    print(
-      f"wrote {len(paths)} files under {_OUTPUT_DIR.value}", file=sys.stderr
-    )
+  _write_files(results, spec, versions)
   return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
 
 
+def _run_sweep(spec):
+  """The sweep, with a progress line on stderr when it is a terminal."""
+  from hloprobe import sweep
+  from hloprobe.pictures import outputs
+
+  return sweep.run_sweep(spec, outputs.progress_printer(sys.stderr))
+
+
+def _explanations(results, spec):
+  from hloprobe import explain
+
+  return explain.explain(results, [targets.get_target(n) for n in spec.targets])
+
+
+def _html(results, spec, versions) -> str:
+  from hloprobe.pictures import outputs
+
+  return outputs.html_page(results, _explanations(results, spec), versions)
+
+
+def _write_files(results, spec, versions) -> None:
+  """--output_dir (with report.html), --plot, --model_explorer; then one
+  line on stderr naming what was written, the folder last."""
+  from hloprobe.pictures import model_explorer, outputs
+
+  out, wrote = _OUTPUT_DIR.value, []
+  needs_explanations = out or _PLOT.value
+  why = _explanations(results, spec) if needs_explanations else []
+  if out:
+    wrote += _write(
+      f"--output_dir={out}",
+      lambda: (
+        report.write_outputs(results, out, versions)
+        + outputs.write_html(results, why, versions, out)
+      ),
+    )
+  if _PLOT.value:
+    wrote += _write(
+      f"--plot={_PLOT.value}",
+      lambda: outputs.write_plot(results, why, _PLOT.value),
+    )
+  if _MODEL_EXPLORER.value:
+    wrote += _write(
+      f"--model_explorer={_MODEL_EXPLORER.value}",
+      lambda: model_explorer.write_overlay(results, _MODEL_EXPLORER.value),
+    )
+  if wrote:
+    print(outputs.wrote_line(wrote, out), file=sys.stderr)
+
+
 def _cmd_explain() -> int:
-  from hloprobe import explain, explain_text, sweep
+  from hloprobe import explain_text, lowering
 
   fmt = _check_format()
   if fmt == "markdown":
     raise UsageError(
-      "explain prints text (--format=table) or JSON (--format=json); "
-      "got --format=markdown"
+      "explain prints text (--format=table), HTML (--format=html) or JSON "
+      "(--format=json); got --format=markdown"
     )
   spec = dataclasses.replace(_sweep_spec(), explain_passes=True)
-  swept = [targets.get_target(n) for n in spec.targets]
   _start_jax(spec.targets)
-  results = sweep.run_sweep(spec)
-  explanations = explain.explain(results, swept)
+  results = _run_sweep(spec)
+  versions = lowering.versions()
+  explanations = _explanations(results, spec)
   if fmt == "json":
     print(report.dumps_json(explain_text.explanation_json(explanations)))
+  elif fmt == "html":
+    print(_html(results, spec, versions))
   else:
     print(explain_text.render_explanation(explanations))
+  _write_files(results, spec, versions)
   return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
+
+
+def _cmd_view(words: list[str]) -> int:
+  """`hloprobe view DIR`: Model Explorer on a --model_explorer folder."""
+  from hloprobe.pictures import model_explorer
+
+  if len(words) != 1:
+    raise UsageError(
+      f"`view` takes one folder, got {words}; e.g. `hloprobe view out/me`"
+    )
+  entries = model_explorer.load_index(words[0])
+  picked = [e for e in entries if _picked(e)]
+  if not picked:
+    raise UsageError(f"no config in {words[0]} matches the flags given")
+  if len(picked) > model_explorer.MAX_MODELS:
+    print(
+      f"hloprobe: showing the first {model_explorer.MAX_MODELS} of "
+      f"{len(picked)} configs (Model Explorer's limit); pick others with "
+      "--targets, --batch_sizes, --precisions, --case",
+      file=sys.stderr,
+    )
+  model_explorer.serve(
+    words[0], picked[: model_explorer.MAX_MODELS], _PORT.value, _BROWSER.value
+  )
+  return EXIT_OK
+
+
+def _picked(entry: dict) -> bool:
+  """The config matches every sweep flag given on the command line."""
+  from hloprobe import sweep
+
+  wanted = {
+    key: holder.value
+    for key, holder in (
+      ("case", _CASE),
+      ("target", _TARGETS),
+      ("precision", _PRECISIONS),
+    )
+    if holder.present
+  }
+  if _BATCH_SIZES.present:
+    wanted["n"] = sweep.parse_batch_sizes(_BATCH_SIZES.value)
+  return all(entry[key] in values for key, values in wanted.items())
 
 
 def _cmd_targets() -> int:
@@ -382,7 +514,7 @@ def _golden_spec(golden_dir: str):
 
 
 def _cmd_golden(words: list[str]) -> int:
-  from hloprobe import golden, golden_update, lowering, sweep
+  from hloprobe import golden, golden_update, lowering
 
   if words not in (["check"], ["update"]):
     raise UsageError(
@@ -391,7 +523,7 @@ def _cmd_golden(words: list[str]) -> int:
   golden_dir = _GOLDEN_DIR.value or golden.default_golden_dir()
   spec = _golden_spec(golden_dir)
   _start_jax(spec.targets)
-  snap = golden.snapshot(sweep.run_sweep(spec), lowering.versions())
+  snap = golden.snapshot(_run_sweep(spec), lowering.versions())
   record = golden.sweep_record(spec)
   if words == ["update"]:
     print(golden_update.update(golden_dir, snap, record).render())
@@ -422,7 +554,7 @@ def _write_candidates(snap) -> str:
 
 
 def _cmd_verify() -> int:
-  from hloprobe import golden, lowering, sweep, verify
+  from hloprobe import golden, lowering, verify
 
   if not _FIX.value:
     raise UsageError(
@@ -434,7 +566,7 @@ def _cmd_verify() -> int:
   spec = dataclasses.replace(_sweep_spec(), experiments=())
   verify.check_batch_sizes(requirements, spec.batch_sizes)
   _start_jax(spec.targets)
-  results = sweep.run_sweep(verify.fix_sweep(spec, fix, requirements))
+  results = _run_sweep(verify.fix_sweep(spec, fix, requirements))
   outcome = verify.verify(
     results,
     spec,
@@ -456,9 +588,10 @@ _COMMANDS = {
   "experiments": _cmd_experiments,
   "golden": _cmd_golden,
   "verify": _cmd_verify,
+  "view": _cmd_view,
 }
 # Commands that take positional words: `hloprobe golden check`.
-_TAKES_WORDS = ("golden",)
+_TAKES_WORDS = ("golden", "view")
 
 
 def main(argv: list[str]) -> int:
