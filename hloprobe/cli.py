@@ -125,7 +125,8 @@ _FORMAT = flags.DEFINE_string(
   "format",
   "table",
   f"Output format: one of {', '.join(_FORMATS)}. html: one self-contained "
-  "page (explanation, plot, tables) on stdout.",
+  "page (plot, explanation, tables) on stdout; it names passes, as "
+  "--explain_passes.",
 )
 _WIDE = flags.DEFINE_bool(
   "wide",
@@ -258,7 +259,19 @@ def _check_format() -> str:
     )
   if _COLUMNS.value is not None:
     report.check_columns(_COLUMNS.value)
+  _check_extras(bool(_PLOT.value), bool(_MODEL_EXPLORER.value))
   return _FORMAT.value
+
+
+def _check_extras(plot: bool, explorer: bool) -> None:
+  """An optional extra asked for but missing: say so before sweeping."""
+  from hloprobe.pictures import outputs
+
+  missing = outputs.missing_extras(plot, explorer)
+  if missing:
+    raise UsageError(
+      f"pip install {' '.join(missing)} first (make installs both)"
+    )
 
 
 def _start_jax(target_names) -> None:
@@ -405,6 +418,7 @@ def _cmd_view(words: list[str]) -> int:
     raise UsageError(
       f"`view` takes one folder, got {words}; e.g. `hloprobe view out/me`"
     )
+  _check_extras(plot=False, explorer=True)
   entries = model_explorer.load_index(words[0])
   picked = [e for e in entries if _picked(e)]
   if not picked:

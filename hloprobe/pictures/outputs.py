@@ -5,6 +5,7 @@ files written. Files are written whole or not at all
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ __all__ = [
   "HTML_NAME",
   "PLOT_NAME",
   "html_page",
+  "missing_extras",
   "progress_printer",
   "write_html",
   "wrote_line",
@@ -25,6 +27,20 @@ __all__ = [
 
 HTML_NAME = "report.html"  # written into --output_dir
 PLOT_NAME = "row0_error.png"
+
+
+def missing_extras(plot: bool, explorer: bool) -> list[str]:
+  """The optional extras asked for but not installed, as pip words (e.g.
+  "hloprobe[plot] (matplotlib)"), so a command can stop before sweeping."""
+  wanted = [
+    (plot, "matplotlib", "hloprobe[plot] (matplotlib)"),
+    (explorer, "model_explorer", "hloprobe[explorer] (ai-edge-model-explorer)"),
+  ]
+  return [
+    words
+    for asked, module, words in wanted
+    if asked and importlib.util.find_spec(module) is None
+  ]
 
 
 def _png_or_reason(results, explanations) -> tuple[bytes | None, str | None]:
