@@ -123,7 +123,8 @@ TABLE_COLUMNS = (
 _TABLE_HEADERS = tuple(header for _, header in TABLE_COLUMNS)
 # The first screen, in the order of the story a row tells. experiment and
 # status show only where they say something (several experiments; a failed
-# config).
+# config, whose error is written under the table). Without them a row fits
+# TERMINAL_WIDTH (long cells wrap); a status column may cost a few more.
 DEFAULT_COLUMNS = (
   "experiment",
   "case",
@@ -142,7 +143,7 @@ TERMINAL_WIDTH = 120
 _WRAPPABLE_INDEX = tuple(
   i
   for i, (key, _) in enumerate(TABLE_COLUMNS)
-  if key in ("fates", "algorithms", "verdict", "status")
+  if key in ("fates", "algorithms", "verdict")
 )
 
 
@@ -339,7 +340,7 @@ def render(
     return dumps_json(results_json(results, versions))
   rows = [_row(r) for r in results]
   if columns is None and fmt == "table" and not wide:
-    return _first_screen(rows)
+    return _first_screen(results, rows)
   if columns is None:
     headers, rows = cells(results)
     return _tabulate(rows, headers, fmt)
@@ -354,29 +355,48 @@ def render(
 _COLUMN_INDEX = {key: i for i, (key, _) in enumerate(TABLE_COLUMNS)}
 
 
-def _first_screen(rows: list[list[str]]) -> str:
+def _first_screen(results, rows: list[list[str]]) -> str:
   """The default columns, the context ones only where they vary, wrapped
-  to fit TERMINAL_WIDTH."""
-  keep = [
-    _COLUMN_INDEX[c]
-    for c in DEFAULT_COLUMNS
-    if c not in ("experiment", "status")
-    or len({row[_COLUMN_INDEX[c]] for row in rows}) > 1
+  to fit TERMINAL_WIDTH; a failed config's status is "FAILED (stage)" and
+  its error is written under the table."""
+  status = _COLUMN_INDEX["status"]
+  rows = [
+    row[:status] + ["ok" if r.ok else f"FAILED ({r.stage})"] + row[status + 1 :]
+    for r, row in zip(results, rows)
   ]
+  shown = {
+    "experiment": len({row[_COLUMN_INDEX["experiment"]] for row in rows}) > 1,
+    "status": any(row[_COLUMN_INDEX["status"]] != "ok" for row in rows),
+  }
+  keep = [_COLUMN_INDEX[c] for c in DEFAULT_COLUMNS if shown.get(c, True)]
   columns = [[row[i] for row in rows] for i in keep]
   headers = [_TABLE_HEADERS[i] for i in keep]
   limits = [_width(c, h) for c, h in zip(columns, headers)]
   wrappable = [k for k, i in enumerate(keep) if i in _WRAPPABLE_INDEX]
   while sum(limits) + 2 * (len(limits) - 1) > TERMINAL_WIDTH:
     k = max(wrappable, key=lambda k: limits[k], default=None)
-    if k is None or limits[k] <= 18:  # "FAILED (compile): " on one line
+    if k is None:
       break
-    limits[k] = _width(
-      [_wrap(c, limits[k] - 1) for c in columns[k]], headers[k]
-    )
+    narrower = _width([_wrap(c, limits[k] - 1) for c in columns[k]], headers[k])
+    if narrower >= limits[k]:  # a word as wide as the column: stop there
+      wrappable.remove(k)
+    limits[k] = min(narrower, limits[k])
   wrapped = [[_wrap(c, w) for c in col] for col, w in zip(columns, limits)]
   headers = [_wrap(h, w - 2) for h, w in zip(headers, limits)]
-  return _tabulate(list(zip(*wrapped)), headers, "table")
+  errors = [
+    textwrap.fill(
+      f"{r.target} {r.case} n={r.n} {r.precision}"
+      + ("" if r.experiment == "baseline" else f" ({r.experiment})")
+      + f": {r.stage} failed: {r.error}",
+      TERMINAL_WIDTH,
+      initial_indent="  ",
+      subsequent_indent="    ",
+    )
+    for r in results
+    if not r.ok
+  ]
+  table = _tabulate(list(zip(*wrapped)), headers, "table")
+  return "\n".join([table] + (["", "failed:"] + errors if errors else []))
 
 
 def _wrap(text: str, width: int) -> str:

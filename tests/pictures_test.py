@@ -123,6 +123,30 @@ class FirstScreenTest(absltest.TestCase):
     # Wrapped or not, the a100 bfloat16 n = 2 row names TF32 at three sites.
     self.assertIn("TF32_TF32_F32 x3", text)
 
+  def test_failed_configs_get_a_status_column_and_errors_below(self):
+    error = "XlaRuntimeError: " + "no kernel for this shape " * 6
+    failed = [
+      sweep.ConfigResult(
+        "seed_mlp", "a100", n, "bfloat16", error=error, stage="compile"
+      )
+      for n in (1, 2)
+    ]
+    table, below = report.render(RESULTS + failed, "table", {}).split(
+      "\n\nfailed:\n"
+    )
+    self.assertIn("status", table.split("\n--")[0])
+    rows = [l for l in table.splitlines() if l.startswith("seed_mlp")]
+    self.assertLen(rows, len(RESULTS) + 2)
+    self.assertTrue(rows[-1].rstrip().endswith("FAILED (compile)"))
+    self.assertTrue(rows[0].rstrip().endswith("ok"))
+    self.assertRegex(
+      below, r"^  a100 seed_mlp n=1 bfloat16: compile failed: XlaRuntimeError"
+    )
+    self.assertEqual(
+      " ".join(below.split()).count("no kernel for this shape"), 12
+    )
+    self.assertLessEqual(max(map(len, below.splitlines())), 120)
+
   def test_wide_and_columns(self):
     wide = report.render(RESULTS, "table", {}, wide=True)
     self.assertIn("compile s", wide)
