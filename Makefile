@@ -3,17 +3,22 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+# Where `make run` writes report.html, row0_error.png and results.json.
+OUT ?= out
 
 .PHONY: run test test-isa bench lint golden golden-update clean gpu-check
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,plot,explorer]'
 	touch $(STAMP)
 
+# The diagnosis in words; the table, the plot and the HTML report go to
+# $(OUT), named on the last line.
 run: $(STAMP)
-	$(BIN)/hloprobe sweep --targets=cpu,a100,t4
+	$(BIN)/hloprobe explain --targets=cpu,a100,t4 --output_dir=$(OUT) \
+	  --plot=$(OUT)/row0_error.png
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests

@@ -20,6 +20,10 @@ Commands:
                   (cached venvs), one table comparing them
   bisect          --good=V --bad=V --require=consistent: the first release
                   where the requirement's verdict changes
+  view DIR        start Google's Model Explorer (127.0.0.1 only) on a
+                  --model_explorer folder: each config's StableHLO graph
+                  with its dot sites coloured by error (at most 10 configs;
+                  --case, --targets, --batch_sizes, --precisions pick them)
 
 Exit status: 0 when everything succeeded (verify: passed; golden check:
 matched), 1 when a config failed, a fix failed, goldens differ or a file
@@ -130,10 +134,43 @@ _REL_ERROR_BOUND = flags.DEFINE_float(
   None,
   "For `verify --require=accurate`: max relative error allowed (as run_hlo_module).",
 )
+_FORMATS = (*render.REPORT_FORMATS, "html")
 _FORMAT = flags.DEFINE_string(
   "format",
   "table",
-  f"Output format: one of {', '.join(render.REPORT_FORMATS)}.",
+  f"Output format: one of {', '.join(_FORMATS)}. html: one self-contained "
+  "page (plot, explanation, tables) on stdout; it names passes, as "
+  "--explain_passes.",
+)
+_WIDE = flags.DEFINE_bool(
+  "wide",
+  False,
+  "--format=table: every column, unwrapped (the default table shows the "
+  f"{render.TERMINAL_WIDTH}-column first screen).",
+)
+_COLUMNS = flags.DEFINE_list(
+  "columns",
+  None,
+  "--format=table or markdown: these columns, in this order; from "
+  f"{', '.join(key for key, _ in render.TABLE_COLUMNS)}.",
+)
+_PLOT = flags.DEFINE_string(
+  "plot",
+  None,
+  "Write |row 0 - float64| against batch size as a PNG here (a panel per "
+  "target; experiments side by side). Needs matplotlib (make installs it).",
+)
+_MODEL_EXPLORER = flags.DEFINE_string(
+  "model_explorer",
+  None,
+  "Write each config's StableHLO and Model Explorer node data (dot sites "
+  "by error, fate, algorithm, pass) here; open with `hloprobe view DIR`.",
+)
+_PORT = flags.DEFINE_integer(
+  "port", 8080, "`hloprobe view`: the port (8080: the first free from 8080)."
+)
+_BROWSER = flags.DEFINE_bool(
+  "browser", True, "`hloprobe view`: open the page in a browser tab."
 )
 
 _GOLDEN_DIR = flags.DEFINE_string(
@@ -254,11 +291,25 @@ def _experiments() -> list:
 
 
 def _check_format() -> str:
-  if _FORMAT.value not in render.REPORT_FORMATS:
+  if _FORMAT.value not in _FORMATS:
     raise InvalidArgumentError(
-      f"unknown --format {_FORMAT.value!r}; choose from {', '.join(render.REPORT_FORMATS)}"
+      f"unknown --format {_FORMAT.value!r}; choose from {', '.join(_FORMATS)}"
     )
+  if _COLUMNS.value is not None:
+    render.check_columns(_COLUMNS.value)
+  _check_extras(bool(_PLOT.value), bool(_MODEL_EXPLORER.value))
   return _FORMAT.value
+
+
+def _check_extras(plot: bool, explorer: bool) -> None:
+  """An optional extra asked for but missing: say so before sweeping."""
+  from hloprobe.pictures import outputs
+
+  missing = outputs.missing_extras(plot, explorer)
+  if missing:
+    raise InvalidArgumentError(
+      f"pip install {' '.join(missing)} first (make installs both)"
+    )
 
 
 def _start_jax(target_names) -> None:
@@ -313,51 +364,151 @@ def _host():
 
 
 def _cmd_sweep() -> int:
-  from hloprobe import sweep
   from hloprobe.compile import lowering
 
   spec = _sweep_spec()
   fmt = _check_format()
+  if fmt == "html":  # the page explains: name the passes
+    spec = dataclasses.replace(spec, explain_passes=True)
   _start_jax(spec.targets)
-  results = sweep.run_sweep(spec)
+  results = _run_sweep(spec)
   versions = lowering.versions()
   cpu = _host()
-  print(render.render(results, fmt, versions, cpu))
-  if _SITES.value and fmt != "json":
+  if fmt == "html":
+    print(_html(results, spec, versions))
+  else:
+    print(
+      render.render(
+        results, fmt, versions, cpu, columns=_COLUMNS.value, wide=_WIDE.value
+      )
+    )
+  if _SITES.value and fmt not in ("json", "html"):
     print()
     print(render.render_sites(results, fmt))
-  if _OUTPUT_DIR.value:
-    paths = _write(
-      f"--output_dir={_OUTPUT_DIR.value}",
-      lambda: render.write_outputs(results, _OUTPUT_DIR.value, versions, cpu),
-    )
-    print(
-      f"wrote {len(paths)} files under {_OUTPUT_DIR.value}", file=sys.stderr
-    )
+  _write_files(results, spec, versions, cpu)
   return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
 
 
-def _cmd_explain() -> int:
+def _run_sweep(spec):
+  """The sweep, with a progress line on stderr when it is a terminal."""
   from hloprobe import sweep
-  from hloprobe.report import explain, explain_text
+  from hloprobe.pictures import outputs
+
+  return sweep.run_sweep(spec, outputs.progress_printer(sys.stderr))
+
+
+def _explanations(results, spec):
+  from hloprobe.report import explain
+
+  return explain.explain(results, [targets.get_target(n) for n in spec.targets])
+
+
+def _html(results, spec, versions) -> str:
+  from hloprobe.pictures import outputs
+
+  return outputs.html_page(results, _explanations(results, spec), versions)
+
+
+def _write_files(results, spec, versions, cpu) -> None:
+  """--output_dir (with report.html), --plot, --model_explorer; then one
+  line on stderr naming what was written, the folder last."""
+  from hloprobe.pictures import model_explorer, outputs
+
+  out, wrote = _OUTPUT_DIR.value, []
+  needs_explanations = out or _PLOT.value
+  why = _explanations(results, spec) if needs_explanations else []
+  if out:
+    wrote += _write(
+      f"--output_dir={out}",
+      lambda: (
+        render.write_outputs(results, out, versions, cpu)
+        + outputs.write_html(results, why, versions, out)
+      ),
+    )
+  if _PLOT.value:
+    wrote += _write(
+      f"--plot={_PLOT.value}",
+      lambda: outputs.write_plot(results, why, _PLOT.value),
+    )
+  if _MODEL_EXPLORER.value:
+    wrote += _write(
+      f"--model_explorer={_MODEL_EXPLORER.value}",
+      lambda: model_explorer.write_overlay(results, _MODEL_EXPLORER.value),
+    )
+  if wrote:
+    print(outputs.wrote_line(wrote, out), file=sys.stderr)
+
+
+def _cmd_explain() -> int:
+  from hloprobe.compile import lowering
+  from hloprobe.report import explain_text
 
   fmt = _check_format()
   if fmt == "markdown":
     raise InvalidArgumentError(
-      "explain prints text (--format=table) or JSON (--format=json); "
-      "got --format=markdown"
+      "explain prints text (--format=table), HTML (--format=html) or JSON "
+      "(--format=json); got --format=markdown"
     )
   spec = dataclasses.replace(_sweep_spec(), explain_passes=True)
-  swept = [targets.get_target(n) for n in spec.targets]
   _start_jax(spec.targets)
-  results = sweep.run_sweep(spec)
-  explanations = explain.explain(results, swept)
+  results = _run_sweep(spec)
+  versions = lowering.versions()
+  explanations = _explanations(results, spec)
   cpu = _host()
   if fmt == "json":
     print(render.dumps_json(explain_text.explanation_json(explanations, cpu)))
+  elif fmt == "html":
+    print(_html(results, spec, versions))
   else:
     print(explain_text.render_explanation(explanations, host=cpu))
+  _write_files(results, spec, versions, cpu)
   return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
+
+
+def _cmd_view(words: list[str]) -> int:
+  """`hloprobe view DIR`: Model Explorer on a --model_explorer folder."""
+  from hloprobe.pictures import model_explorer
+
+  if len(words) != 1:
+    raise InvalidArgumentError(
+      f"`view` takes one folder, got {words}; e.g. `hloprobe view out/me`"
+    )
+  _check_extras(plot=False, explorer=True)
+  entries = model_explorer.load_index(words[0])
+  picked = [e for e in entries if _picked(e)]
+  if not picked:
+    raise InvalidArgumentError(
+      f"no config in {words[0]} matches the flags given"
+    )
+  if len(picked) > model_explorer.MAX_MODELS:
+    print(
+      f"hloprobe: showing the first {model_explorer.MAX_MODELS} of "
+      f"{len(picked)} configs (Model Explorer's limit); pick others with "
+      "--targets, --batch_sizes, --precisions, --case",
+      file=sys.stderr,
+    )
+  model_explorer.serve(
+    words[0], picked[: model_explorer.MAX_MODELS], _PORT.value, _BROWSER.value
+  )
+  return EXIT_OK
+
+
+def _picked(entry: dict) -> bool:
+  """The config matches every sweep flag given on the command line."""
+  from hloprobe import sweep
+
+  wanted = {
+    key: holder.value
+    for key, holder in (
+      ("case", _CASE),
+      ("target", _TARGETS),
+      ("precision", _PRECISIONS),
+    )
+    if holder.present
+  }
+  if _BATCH_SIZES.present:
+    wanted["n"] = sweep.parse_batch_sizes(_BATCH_SIZES.value)
+  return all(entry[key] in values for key, values in wanted.items())
 
 
 def _cmd_targets() -> int:
@@ -521,6 +672,7 @@ _COMMANDS = {
   "sweep": _cmd_sweep,
   "versions": _cmd_versions,
   "bisect": _cmd_bisect,
+  "view": _cmd_view,
   "explain": _cmd_explain,
   "targets": _cmd_targets,
   "experiments": _cmd_experiments,
@@ -528,7 +680,7 @@ _COMMANDS = {
   "verify": _cmd_verify,
 }
 # Commands that take positional words: `hloprobe golden check`.
-_TAKES_WORDS = ("golden",)
+_TAKES_WORDS = ("golden", "view")
 
 
 def main(argv: list[str]) -> int:

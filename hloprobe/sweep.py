@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from hloprobe.sites import dot_sites, effective, passes
 
 __all__ = [
   "ConfigResult",
+  "SweepProgress",
   "SweepSpec",
   "parse_batch_sizes",
   "run_sweep",
@@ -125,6 +127,23 @@ class ConfigResult:
   @property
   def ok(self) -> bool:
     return self.error is None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SweepProgress:
+  """Where a running sweep is, given to `run_sweep`'s `progress` callable.
+
+  Attributes:
+    done: configs finished so far (an experiment's configs finish together,
+      when its worker process returns).
+    total: all configs of the sweep, experiments included.
+    current: what runs now, e.g. "a100 seed_mlp n=3 bfloat16" or
+      "experiment no_triton_gemm (worker process)"; "" once all are done.
+  """
+
+  done: int
+  total: int
+  current: str
 
 
 _RANGE_RE = re.compile(r"^(\d+)-(\d+)$")
@@ -304,25 +323,47 @@ def _run_experiment(
   return [dataclasses.replace(r, experiment=experiment.name) for r in results]
 
 
-def run_sweep(spec: SweepSpec, on_result=None) -> list[ConfigResult]:
+def run_sweep(
+  spec: SweepSpec,
+  progress: Callable[[SweepProgress], None] | None = None,
+  on_result: Callable[[ConfigResult], None] | None = None,
+) -> list[ConfigResult]:
   """Runs every config of a sweep, the baseline here and experiments in workers.
 
   Args:
     spec: what to sweep.
-    on_result: optional callback given each baseline `ConfigResult` as it
-      completes (for progress output).
+    progress: optional callable, given a `SweepProgress` before each
+      baseline config and each experiment starts, and once at the end
+      (`current` == ""); the command line draws its progress line with it.
+    on_result: optional callable given each baseline `ConfigResult` as it
+      completes (e.g. to stream results to disk).
 
   Returns:
     One `ConfigResult` per config: the baseline's ordered case, target,
     precision, n; then each experiment's in the same order.
   """
-  results = _run_baseline(spec, on_result)
+  tell = progress or (lambda _: None)
+  per_run = len(list(_configs(spec)))
+  total = per_run * (1 + len(spec.experiments))
+  results = _run_baseline(
+    spec, lambda done, now: tell(SweepProgress(done, total, now)), on_result
+  )
   for experiment in spec.experiments:
+    tell(
+      SweepProgress(
+        len(results), total, f"experiment {experiment.name} (worker process)"
+      )
+    )
     results += _run_experiment(spec, experiment)
+  tell(SweepProgress(len(results), total, ""))
   return _with_batch_consistency(results)
 
 
-def _run_baseline(spec: SweepSpec, on_result) -> list[ConfigResult]:
+def _run_baseline(
+  spec: SweepSpec, starting, on_result=None
+) -> list[ConfigResult]:
+  """The baseline configs in order; `starting(done, label)` before each,
+  `on_result(result)` after each."""
   results = []
   for case_name in spec.cases:
     case = get_case(case_name)
@@ -334,6 +375,7 @@ def _run_baseline(spec: SweepSpec, on_result) -> list[ConfigResult]:
       target = get_target(target_name)
       for precision in spec.precisions:
         for n in spec.batch_sizes:
+          starting(len(results), f"{target_name} {case_name} n={n} {precision}")
           r = run_config(
             case, full, reference, target, precision, n, spec.explain_passes
           )

@@ -38,7 +38,11 @@ class CliGpuTargetsTest(absltest.TestCase):
 
   def test_sweep_on_a100_is_quiet(self):
     p = _hloprobe(
-      "sweep", "--targets=a100", "--batch_sizes=2", "--precisions=bfloat16"
+      "sweep",
+      "--targets=a100",
+      "--batch_sizes=2",
+      "--precisions=bfloat16",
+      "--wide",  # unwrapped cells (the default table wraps to 120 columns)
     )
     self.assertEqual(p.returncode, 0, p.stderr)
     self.assertIn("Triton gemm x3, multiply+reduce x1", p.stdout)

@@ -4,7 +4,7 @@ Stages, lowest first (a module's stage is its subpackage under hloprobe/,
 or its own name for a top-level module):
 
   errors < ir < compile < sites < numerics < sweep < golden < report
-         < verify < versions < cli, tools < __main__, __init__
+         < pictures < verify < versions < cli, tools < __main__, __init__
 
 `ir` is lowest after `errors`: it reads compiler text into records and needs
 nothing that compiles. It must not import the JAX runtime (`jax`, `jaxlib`);
@@ -30,6 +30,7 @@ _ORDER = (
   ("sweep",),
   ("golden",),
   ("report",),
+  ("pictures",),
   ("verify",),
   ("versions",),
   ("cli", "tools"),

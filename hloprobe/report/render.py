@@ -73,16 +73,24 @@ import json
 import math
 import os
 import tempfile
+import textwrap
+from collections.abc import Sequence
 
 from tabulate import tabulate
 
+from hloprobe.errors import InvalidArgumentError
 from hloprobe.sites.dot_sites import fate_summary, site_record
 from hloprobe.sweep import ConfigResult
 
 __all__ = [
+  "DEFAULT_COLUMNS",
   "REPORT_FORMATS",
   "SCHEMA_VERSION",
+  "TABLE_COLUMNS",
+  "TERMINAL_WIDTH",
+  "check_columns",
   "atomic_write",
+  "cells",
   "dumps_json",
   "render",
   "render_sites",
@@ -94,26 +102,52 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 REPORT_FORMATS = ("table", "json", "markdown")
-_TABLE_HEADERS = (
+# The sweep table's columns as (key, header); `--columns=` takes the keys.
+TABLE_COLUMNS = (
+  ("experiment", "experiment"),
+  ("case", "case"),
+  ("target", "target"),
+  ("n", "n"),
+  ("precision", "precision"),
+  ("row0", "row0"),
+  ("err", "abs err row0"),
+  ("max_rel", "max rel"),
+  ("ulp", "ULP vs n=1"),
+  ("pred_band", "pred row0 band"),
+  ("pred_err", "pred abs err row0"),
+  ("noise", "noise floor"),
+  ("top_site", "top site"),
+  ("verdict", "verdict"),
+  ("fates", "dot fates"),
+  ("algorithms", "effective algorithms"),
+  ("compile_s", "compile s"),
+  ("run_s", "run s"),
+  ("status", "status"),
+)
+_TABLE_HEADERS = tuple(header for _, header in TABLE_COLUMNS)
+# The first screen, in the order of the story a row tells. experiment and
+# status show only where they say something (several experiments; a failed
+# config, whose error is written under the table). Without them a row fits
+# TERMINAL_WIDTH (long cells wrap); a status column may cost a few more.
+DEFAULT_COLUMNS = (
   "experiment",
   "case",
   "target",
   "n",
   "precision",
-  "row0",
-  "abs err row0",
-  "max rel",
-  "ULP vs n=1",
-  "pred row0 band",
-  "pred abs err row0",
-  "noise floor",
-  "top site",
+  "fates",
+  "algorithms",
+  "err",
+  "pred_err",
   "verdict",
-  "dot fates",
-  "effective algorithms",
-  "compile s",
-  "run s",
   "status",
+)
+TERMINAL_WIDTH = 120
+# Columns the first screen may wrap onto more lines to fit TERMINAL_WIDTH.
+_WRAPPABLE_INDEX = tuple(
+  i
+  for i, (key, _) in enumerate(TABLE_COLUMNS)
+  if key in ("fates", "algorithms", "verdict")
 )
 
 
@@ -272,15 +306,46 @@ def results_json(
   }
 
 
+def check_columns(columns: Sequence[str]) -> tuple[str, ...]:
+  """`columns` as a tuple, each a key of `TABLE_COLUMNS`.
+
+  Raises:
+    InvalidArgumentError: an unknown or empty column name.
+  """
+  known = [key for key, _ in TABLE_COLUMNS]
+  bad = [c for c in columns if c not in known]
+  if bad or not columns:
+    raise InvalidArgumentError(
+      f"unknown --columns {', '.join(bad) or '(none)'}; choose from "
+      f"{', '.join(known)}"
+    )
+  return tuple(columns)
+
+
 def render(
-  results: list[ConfigResult], fmt: str, versions: dict[str, str], host=None
+  results: list[ConfigResult],
+  fmt: str,
+  versions: dict[str, str],
+  host=None,
+  columns: Sequence[str] | None = None,
+  wide: bool = False,
 ) -> str:
   """Renders results as "table" (plain), "markdown" (GitHub) or "json".
 
-  `versions` and `host` go into the JSON (see `results_json`).
+  Args:
+    results: the sweep's records.
+    fmt: "table", "markdown" or "json".
+    versions: {"jax": ..., "jaxlib": ...} for the JSON document.
+    host: the `compile.host.HostCpu` for the JSON document, or None.
+    columns: keys of `TABLE_COLUMNS` to show, in this order. None: for
+      "table", the first screen (`DEFAULT_COLUMNS`, long cells wrapped so a
+      row fits `TERMINAL_WIDTH` characters) unless `wide`; for "markdown",
+      every column. JSON always has everything.
+    wide: with columns None, a "table" of every column, unwrapped.
 
   Raises:
     ValueError: unknown format.
+    InvalidArgumentError: an unknown column.
   """
   if fmt not in REPORT_FORMATS:
     raise ValueError(
@@ -288,13 +353,82 @@ def render(
     )
   if fmt == "json":
     return dumps_json(results_json(results, versions, host))
-  return _table(results, [_row(r) for r in results], _TABLE_HEADERS, fmt)
+  rows = [_row(r) for r in results]
+  if columns is None and fmt == "table" and not wide:
+    return _first_screen(results, rows)
+  if columns is None:
+    headers, rows = cells(results)
+    return _tabulate(rows, headers, fmt)
+  keep = [_COLUMN_INDEX[c] for c in check_columns(columns)]
+  return _tabulate(
+    [[row[i] for i in keep] for row in rows],
+    [_TABLE_HEADERS[i] for i in keep],
+    fmt,
+  )
 
 
-def _table(results, rows, headers, fmt: str) -> str:
-  """A tabulate table; the experiment column only when there is a choice."""
-  if all(r.experiment == results[0].experiment for r in results):
-    rows, headers = [row[1:] for row in rows], headers[1:]
+_COLUMN_INDEX = {key: i for i, (key, _) in enumerate(TABLE_COLUMNS)}
+
+
+def _first_screen(results, rows: list[list[str]]) -> str:
+  """The default columns, the context ones only where they vary, wrapped
+  to fit TERMINAL_WIDTH; a failed config's status is "FAILED (stage)" and
+  its error is written under the table."""
+  status = _COLUMN_INDEX["status"]
+  rows = [
+    row[:status] + ["ok" if r.ok else f"FAILED ({r.stage})"] + row[status + 1 :]
+    for r, row in zip(results, rows)
+  ]
+  shown = {
+    "experiment": len({row[_COLUMN_INDEX["experiment"]] for row in rows}) > 1,
+    "status": any(row[_COLUMN_INDEX["status"]] != "ok" for row in rows),
+  }
+  keep = [_COLUMN_INDEX[c] for c in DEFAULT_COLUMNS if shown.get(c, True)]
+  columns = [[row[i] for row in rows] for i in keep]
+  headers = [_TABLE_HEADERS[i] for i in keep]
+  limits = [_width(c, h) for c, h in zip(columns, headers)]
+  wrappable = [k for k, i in enumerate(keep) if i in _WRAPPABLE_INDEX]
+  while sum(limits) + 2 * (len(limits) - 1) > TERMINAL_WIDTH:
+    k = max(wrappable, key=lambda k: limits[k], default=None)
+    if k is None:
+      break
+    narrower = _width([_wrap(c, limits[k] - 1) for c in columns[k]], headers[k])
+    if narrower >= limits[k]:  # a word as wide as the column: stop there
+      wrappable.remove(k)
+    limits[k] = min(narrower, limits[k])
+  wrapped = [[_wrap(c, w) for c in col] for col, w in zip(columns, limits)]
+  headers = [_wrap(h, w - 2) for h, w in zip(headers, limits)]
+  errors = [
+    textwrap.fill(
+      f"{r.target} {r.case} n={r.n} {r.precision}"
+      + ("" if r.experiment == "baseline" else f" ({r.experiment})")
+      + f": {r.stage} failed: {r.error}",
+      TERMINAL_WIDTH,
+      initial_indent="  ",
+      subsequent_indent="    ",
+    )
+    for r in results
+    if not r.ok
+  ]
+  table = _tabulate(list(zip(*wrapped)), headers, "table")
+  return "\n".join([table] + (["", "failed:"] + errors if errors else []))
+
+
+def _wrap(text: str, width: int) -> str:
+  """Words of `text` on lines of at most `width` (a longer word alone)."""
+  return "\n".join(textwrap.wrap(text, width, break_long_words=False)) or text
+
+
+def _width(cells: list[str], header: str) -> int:
+  """A "simple" tabulate column's width: its longest line, or its header's
+  longest word and 2 (tabulate's MIN_PADDING) if that is longer."""
+  return max(
+    [len(word) + 2 for word in header.split()]
+    + [len(line) for c in cells for line in c.splitlines()]
+  )
+
+
+def _tabulate(rows, headers, fmt: str) -> str:
   tablefmt = "github" if fmt == "markdown" else "simple"
   return tabulate(
     rows, headers=headers, tablefmt=tablefmt, disable_numparse=True
@@ -364,10 +498,27 @@ def _site_rows(r: ConfigResult) -> list[list[str]]:
   return rows
 
 
+def cells(
+  results: list[ConfigResult], sites: bool = False
+) -> tuple[list[str], list[list[str]]]:
+  """(headers, rows) of the full sweep table (every column) or, with
+  `sites`, of the dot-site table; the experiment column only when there is
+  a choice. For renderers of other formats (the HTML report)."""
+  rows = (
+    [row for r in results for row in _site_rows(r)]
+    if sites
+    else [_row(r) for r in results]
+  )
+  headers = list(_SITE_HEADERS if sites else _TABLE_HEADERS)
+  if all(r.experiment == results[0].experiment for r in results):
+    return headers[1:], [row[1:] for row in rows]
+  return headers, rows
+
+
 def render_sites(results: list[ConfigResult], fmt: str) -> str:
   """One row per dot site per config ("table" or "markdown")."""
-  rows = [row for r in results for row in _site_rows(r)]
-  return _table(results, rows, _SITE_HEADERS, fmt)
+  headers, rows = cells(results, sites=True)
+  return _tabulate(rows, headers, fmt)
 
 
 def verification_json(v) -> dict:
@@ -418,14 +569,15 @@ def render_verification(v, fmt: str) -> str:
   return "\n".join(lines)
 
 
-def atomic_write(path: str, text: str) -> None:
-  """Writes a file whole or not at all (temporary file, then rename)."""
+def atomic_write(path: str, text: str | bytes) -> None:
+  """Writes a file whole or not at all (temporary file, then rename); bytes
+  are written as they are, text as UTF-8."""
   directory = os.path.dirname(os.path.abspath(path))
   os.makedirs(directory, exist_ok=True)
   fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
   try:
-    with os.fdopen(fd, "w") as f:
-      f.write(text)
+    with os.fdopen(fd, "wb") as f:
+      f.write(text if isinstance(text, bytes) else text.encode("utf-8"))
     os.replace(tmp, path)
   except BaseException:
     if os.path.exists(tmp):

@@ -1,0 +1,363 @@
+"""Dot sites over the StableHLO graph in Google's Model Explorer.
+
+Needs the `explorer` extra (`pip install 'hloprobe[explorer]'`, PyPI
+`ai-edge-model-explorer`, 0.1.34 checked). `write_overlay` writes, per
+config, the StableHLO module as `<stem>.mlir` and node-data JSON files
+built with Model Explorer's own `node_data_builder`:
+
+  <stem>.fate.json       text: the site's fate ("Triton gemm split-K 4").
+  <stem>.algorithm.json  text: its effective algorithm ("TF32_TF32_F32").
+  <stem>.pass.json       text: the XLA pass that rewrote it (with
+                         --explain_passes), "no pass" or "unknown".
+  <stem>.error.json      number: predicted |row 0 - float64 row 0| with only
+                         this site at its effective algorithm (the site's
+                         `predict.SiteShare.alone_abs`), 3 significant
+                         digits; a site without a share adds nothing
+                         measurable above the f32 noise floor and gets the
+                         noise floor. Coloured green up to NOISE_FACTOR x
+                         the noise floor, amber up to 100x, red above. A
+                         config that ran names its observed error too.
+
+and `model_explorer.json`, the index `view` reads. <stem> is
+`<target>-<case>-n<N>-<precision>[-<experiment>]`.
+
+Node ids are the ones Model Explorer's MLIR adapter
+(`model_explorer.builtin_mlir_adapter.BuiltinMlirAdapter`, the C++
+converter in `ai_edge_model_explorer_adapter`) gives the
+`stablehlo.dot_general` ops of the written file: the adapter makes one graph
+per MLIR function (graph id = function name) and lists ops in program
+order, so the k-th dot site of a function (counted per call, as
+`stablehlo_parse` counts call paths) is the k-th dot_general node of that
+graph. Each pairing is checked against the node's own output shape and
+precision attributes; a site that does not match is left out and named in
+the index ("unmapped"), never guessed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+from collections.abc import Sequence
+
+from hloprobe.errors import HloprobeError, InvalidArgumentError
+from hloprobe.numerics import accuracy as numerics
+from hloprobe.report import render as report
+
+__all__ = [
+  "INDEX_NAME",
+  "MAX_MODELS",
+  "NodeRef",
+  "adapter_dot_nodes",
+  "load_index",
+  "map_sites",
+  "serve",
+  "write_overlay",
+]
+
+INDEX_NAME = "model_explorer.json"
+MAX_MODELS = 10  # Model Explorer 0.1.34's "up to 10 in total"
+_DOT_LABEL = "stablehlo.dot_general"
+# In this order in Model Explorer's side panel; the last loaded colours the
+# graph, so the error comes last.
+_OVERLAYS = ("fate", "algorithm", "pass", "error")
+_TITLES = {
+  "fate": "fate (hloprobe)",
+  "algorithm": "effective algorithm (hloprobe)",
+  "pass": "XLA pass (hloprobe)",
+  "error": "row-0 error, this site alone (hloprobe, predicted)",
+}
+
+
+def _import_explorer():
+  """Model Explorer's package, or one clear error."""
+  try:
+    import model_explorer
+    from model_explorer import builtin_mlir_adapter, node_data_builder
+  except ImportError as e:
+    raise HloprobeError(
+      "--model_explorer and `view` need Model Explorer: pip install "
+      "'hloprobe[explorer]' (ai-edge-model-explorer; make installs it)"
+    ) from e
+  return model_explorer, builtin_mlir_adapter, node_data_builder
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NodeRef:
+  """A node of Model Explorer's graph: graph id (MLIR function) and node id."""
+
+  graph: str
+  node: str
+
+
+def adapter_dot_nodes(mlir_path: str) -> dict[str, list[dict]]:
+  """Runs Model Explorer's MLIR adapter on a file; its dot_general nodes.
+
+  Returns:
+    graph id -> the graph's `stablehlo.dot_general` nodes (the adapter's
+    JSON dicts: "id", "label", "attrs", "outputsMetadata", ...) in the
+    adapter's order.
+
+  Raises:
+    HloprobeError: Model Explorer is missing or cannot read the file.
+  """
+  _, adapters, _ = _import_explorer()
+  try:
+    graphs = adapters.BuiltinMlirAdapter().convert(mlir_path, {})
+  except Exception as e:  # the C++ converter raises RuntimeError and others
+    raise HloprobeError(
+      f"Model Explorer's MLIR adapter cannot read {mlir_path}: {e}"
+    ) from e
+  out: dict[str, list[dict]] = {}
+  for collection in graphs["graphCollections"]:
+    for graph in collection.graphs:
+      graph = graph if isinstance(graph, dict) else dataclasses.asdict(graph)
+      out[graph["id"]] = [
+        n for n in graph["nodes"] if n.get("label") == _DOT_LABEL
+      ]
+  return out
+
+
+def _matches(site, node: dict) -> bool:
+  """The node has the site's result dims and operand precisions."""
+  shapes = [
+    a["value"]
+    for m in node.get("outputsMetadata", [])
+    for a in m.get("attrs", [])
+    if a.get("key") == "tensor_shape"
+  ]
+  attrs = {a.get("key"): str(a.get("value")) for a in node.get("attrs", [])}
+  dims = [tuple(int(d) for d in re.findall(r"(\d+)x", s)) for s in shapes]
+  precision = attrs.get("precision_config", "")
+  return dims == [site.result.dims] and all(
+    p in precision for p in site.precision
+  )
+
+
+def map_sites(fates, nodes: dict[str, list[dict]]) -> dict[int, NodeRef]:
+  """Dot site index -> its node in the adapter's graph (see module doc).
+
+  Args:
+    fates: a config's `dot_sites.DotFate`s (program order, per call path).
+    nodes: `adapter_dot_nodes` of the config's own StableHLO file.
+
+  Returns:
+    The sites whose pairing is confirmed by shape and precision; others are
+    absent.
+  """
+  seen: dict[str, int] = {}
+  found = {}
+  for f in fates:
+    graph = f.site.function.strip('"')
+    k = seen.get(graph, 0)
+    seen[graph] = k + 1
+    candidates = nodes.get(graph, [])
+    if candidates:
+      node = candidates[k % len(candidates)]
+      if _matches(f.site, node):
+        found[f.site.index] = NodeRef(graph, str(node["id"]))
+  return found
+
+
+def _site_values(r) -> dict[str, dict[int, object]]:
+  """Per overlay name, site index -> its value (number or words)."""
+  p = r.prediction
+  shares = {s.site: s.alone_abs for s in (p.shares if p else ())}
+  by = r.passes or {}
+  out: dict[str, dict[int, object]] = {name: {} for name in _OVERLAYS}
+  for f in r.fates:
+    i = f.site.index
+    if p is not None:  # 3 significant digits: what the side panel shows
+      out["error"][i] = float(f"{shares.get(i, p.noise.row0_abs):.3g}")
+    out["fate"][i] = f.fate.value + (
+      f" split-K {f.split_k}" if f.split_k else ""
+    )
+    out["algorithm"][i] = f.effective_algorithm or "unknown"
+    if r.passes is None:
+      out["pass"][i] = "unknown (run with --explain_passes)"
+    else:
+      out["pass"][i] = (
+        f"{by[i].pass_name} ({by[i].pipeline})" if i in by else "no pass"
+      )
+  return out
+
+
+def _overlay_title(r, name: str) -> str:
+  observed = r.stats.row0_abs if r.stats and name == "error" else None
+  seen = "" if observed is None else f"; observed, whole config: {observed:.2e}"
+  return _TITLES[name] + seen
+
+
+# Text overlays colour their nodes too, so whichever overlay Model Explorer
+# shows first the graph says something: algorithms by how far they round
+# (F32 green, TF32 amber, BF16 red), fates and passes by a fixed palette.
+_ALGORITHM_COLOURS = (
+  ("BF16", "#ef9a9a"),
+  ("TF32", "#ffcc80"),
+  ("F32", "#a5d6a7"),
+)
+_PALETTE = ("#90caf9", "#ffcc80", "#ce93d8", "#a5d6a7", "#ef9a9a", "#80cbc4")
+
+
+def _colour(name: str, value, palette: dict) -> str | None:
+  """A text value's background colour (None for numbers: thresholds do)."""
+  if not isinstance(value, str):
+    return None
+  if name == "algorithm":
+    return next((c for key, c in _ALGORITHM_COLOURS if key in value), "#e0e0e0")
+  return palette.setdefault(value, _PALETTE[len(palette) % len(_PALETTE)])
+
+
+def _node_data(r, name: str, values: dict[int, object], refs) -> object:
+  """One overlay as a `node_data_builder.ModelNodeData`."""
+  _, _, ndb = _import_explorer()
+  graphs: dict[str, dict[str, object]] = {}
+  for site, value in values.items():
+    if site not in refs:
+      continue
+    ref = refs[site]
+    held = graphs.setdefault(ref.graph, {})
+    old = held.get(ref.node)  # a function called twice: one node, two sites
+    if old is not None and isinstance(value, float):
+      value = max(old, value)
+    elif old is not None and old != value:
+      value = f"{old} / {value}"
+    held[ref.node] = value
+  thresholds = []
+  if name == "error" and r.prediction is not None:
+    noise = r.prediction.noise.row0_abs
+    thresholds = [
+      ndb.ThresholdItem(value=numerics.NOISE_FACTOR * noise, bgColor="#a5d6a7"),
+      ndb.ThresholdItem(value=100 * noise, bgColor="#ffcc80"),
+      ndb.ThresholdItem(value=1e300, bgColor="#ef9a9a"),
+    ]
+  palette: dict[str, str] = {}
+  return ndb.ModelNodeData(
+    graphsData={
+      graph: ndb.GraphNodeData(
+        name=_overlay_title(r, name),
+        results={
+          node: ndb.NodeDataResult(value=v, bgColor=_colour(name, v, palette))
+          for node, v in held.items()
+        },
+        thresholds=thresholds,
+      )
+      for graph, held in graphs.items()
+    }
+  )
+
+
+def _stem(r) -> str:
+  suffix = "" if r.experiment == "baseline" else f"-{r.experiment}"
+  return f"{r.target}-{r.case}-n{r.n}-{r.precision}{suffix}"
+
+
+def _write_config(r, out_dir: str) -> dict:
+  """One config's .mlir and overlays; its index entry."""
+  stem = _stem(r)
+  mlir = os.path.join(out_dir, f"{stem}.mlir")
+  report.atomic_write(mlir, r.stablehlo)
+  refs = map_sites(r.fates, adapter_dot_nodes(mlir))
+  files = {}
+  for name, values in _site_values(r).items():
+    path = os.path.join(out_dir, f"{stem}.{name}.json")
+    data = _node_data(r, name, values, refs)
+    report.atomic_write(path, data.to_json_string(indent=2) + "\n")
+    files[name] = os.path.basename(path)
+  return {
+    "case": r.case,
+    "target": r.target,
+    "n": r.n,
+    "precision": r.precision,
+    "experiment": r.experiment,
+    "model": os.path.basename(mlir),
+    "node_data": files,
+    "sites": {str(i): dataclasses.asdict(ref) for i, ref in refs.items()},
+    "unmapped": [f.site.index for f in r.fates if f.site.index not in refs],
+  }
+
+
+def write_overlay(results: Sequence, out_dir: str) -> list[str]:
+  """Writes every config's .mlir, node-data files and the index.
+
+  Args:
+    results: a sweep's `sweep.ConfigResult`s; those without StableHLO
+      (failed before lowering) are skipped.
+    out_dir: the folder (created if missing).
+
+  Returns:
+    The paths written, the index last.
+
+  Raises:
+    HloprobeError: Model Explorer is missing or its adapter fails.
+    OSError: a file cannot be written (each file is written whole or not).
+  """
+  _import_explorer()
+  entries = [_write_config(r, out_dir) for r in results if r.stablehlo]
+  index = os.path.join(out_dir, INDEX_NAME)
+  report.atomic_write(index, json.dumps({"configs": entries}, indent=2) + "\n")
+  written = [
+    os.path.join(out_dir, name)
+    for e in entries
+    for name in [e["model"], *e["node_data"].values()]
+  ]
+  return written + [index]
+
+
+def load_index(out_dir: str) -> list[dict]:
+  """The index `write_overlay` wrote: one dict per config ("case",
+  "target", "n", "precision", "experiment", "model", "node_data", "sites",
+  "unmapped").
+
+  Raises:
+    InvalidArgumentError: the folder has no readable index.
+  """
+  try:
+    with open(os.path.join(out_dir, INDEX_NAME)) as f:
+      return list(json.load(f)["configs"])
+  except (OSError, ValueError, KeyError, TypeError) as e:
+    raise InvalidArgumentError(
+      f"{out_dir} holds no Model Explorer overlay ({INDEX_NAME}): write one "
+      f"with `hloprobe sweep --model_explorer={out_dir}`"
+    ) from e
+
+
+def serve(
+  out_dir: str, entries: Sequence[dict], port: int, open_browser: bool
+) -> None:
+  """Starts Model Explorer on configs of a `write_overlay` folder; returns
+  when the server stops (Ctrl+C).
+
+  Args:
+    out_dir: the folder.
+    entries: `load_index` entries to show, at most MAX_MODELS (Model
+      Explorer 0.1.34 opens up to 10 models at once).
+    port: the port; Model Explorer takes 8080 to mean "the first free port
+      from 8080 up".
+    open_browser: open a browser tab on the page.
+
+  The server binds to 127.0.0.1 only: reachable from this machine alone.
+  Each model gets its four overlays.
+
+  Raises:
+    HloprobeError: Model Explorer is missing, or more than MAX_MODELS.
+  """
+  model_explorer, _, _ = _import_explorer()
+  if len(entries) > MAX_MODELS:
+    raise HloprobeError(
+      f"Model Explorer opens at most {MAX_MODELS} models, got {len(entries)}"
+    )
+  config = model_explorer.config()
+  for e in entries:
+    config.add_model_from_path(os.path.join(out_dir, e["model"]))
+    for name in e["node_data"].values():
+      config.add_node_data_from_path(
+        os.path.join(out_dir, name), model_name=e["model"]
+      )
+  model_explorer.visualize_from_config(
+    config=config,
+    host="127.0.0.1",
+    port=port,
+    no_open_in_browser=not open_browser,
+  )
