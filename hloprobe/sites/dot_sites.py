@@ -146,9 +146,16 @@ def _result_elements(carrier: Carrier) -> int:
 def _shape_fits(site: StableHloDot, carrier: Carrier) -> bool:
   """Whether the carrier computes as many outputs, over the same K, as the site.
 
-  A gemm: the same K and outputs, or K split by s with s times the outputs
-  (split-K); a multiply: K products per output (strength reduction), or the
-  outputs themselves when K = 1.
+  Shapes are compared by element count: XLA flattens a dot's free dimensions
+  into one (f32[16,32,1000] x f32[1000,64] becomes a gemm of f32[512,64]),
+  so the gemm's shape need not be the site's. A gemm: the site's outputs
+  over K, or s times them (split-K into s parts) over K / s each; K may be
+  padded with zeros (xla/service/gpu/split_k_gemm_rewriter.cc,
+  `MakeSplitKOperand`, pads K to a multiple of split_k, and the gemm fusion
+  may pad it to a tile multiple: 1000 becomes 4 x 252 on an A100 and
+  8 x 128 on an H100, jaxlib 0.10.2), so s parts cover K with less than K
+  of padding. A multiply: K products per output (dot strength reduction), or
+  the outputs themselves when K = 1.
   """
   out, k = _elements(site.result.dims), site.contracting_size
   got = _result_elements(carrier)
@@ -157,9 +164,10 @@ def _shape_fits(site: StableHloDot, carrier: Carrier) -> bool:
   carrier_k = _carrier_k(carrier)
   if carrier_k is None or carrier_k == 0:
     return carrier.instruction.opcode == "convolution"
-  if carrier_k == k:
-    return got == out
-  return k % carrier_k == 0 and got == out * (k // carrier_k)
+  if out == 0 or got % out:
+    return False
+  parts = got // out
+  return k <= parts * carrier_k < 2 * k or parts * carrier_k == k
 
 
 def _pick(
@@ -324,27 +332,27 @@ def _split_k(
 
   `__triton_gemm` fusions state it (`triton_gemm_config.split_k`).
   `__triton_nested_gemm_fusion`s (jaxlib 0.10.2) do not: XLA's split-K
-  rewrite (xla/service/gpu/split_k_gemm_rewriter.cc, `MakeDotSplitKBatch`)
-  gives the dot one more batch dimension, of size split_k, whose partial
-  sums a following reduce fusion adds. That is recognised by one extra batch
-  dimension whose removal leaves the site's result shape (or, for a site
-  with no batch dimension, the dot's only batch dimension).
+  rewrite (xla/service/gpu/split_k_gemm_rewriter.cc,
+  `MakeDotComputationSplitKBatch`) gives the dot one more batch dimension,
+  of size split_k, added first among the batch dimensions (so it is the
+  dot's output dimension 0), whose partial sums a following reduce fusion
+  adds. That is recognised by one extra batch dimension and an output of
+  split_k times the site's elements: compared by element count, since XLA
+  flattens the free dimensions (f32[16,32,64] becomes f32[4,512,64]).
   """
   tgc = (config or {}).get("triton_gemm_config") or {}
   if int(tgc.get("split_k", 1)) > 1:
     return int(tgc["split_k"])
   if inst.opcode != "dot":
     return None
-  n_batch = len(inst.dims_attr("lhs_batch_dims"))
+  if len(inst.dims_attr("lhs_batch_dims")) != len(site.lhs_batch) + 1:
+    return None
   dims = inst.shape.dims
-  if n_batch != len(site.lhs_batch) + 1:
+  if not dims or dims[0] < 2:
     return None
-  if len(dims) != len(site.result.dims) + 1:
+  if _elements(dims) != dims[0] * _elements(site.result.dims):
     return None
-  for i in range(n_batch):
-    if dims[:i] + dims[i + 1 :] == site.result.dims:
-      return dims[i]
-  return dims[0] if n_batch == 1 else None
+  return dims[0]
 
 
 def site_record(f: DotFate, rewritten_by=None) -> dict:
