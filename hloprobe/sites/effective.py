@@ -202,6 +202,11 @@ def _effective(
   dtype = fate.site.lhs.dtype
   if fate.fate == Fate.GONE:
     return {"algorithm_evidence": "the site is gone from the optimized HLO"}
+  if fate.fate == Fate.AMBIGUOUS:
+    names = ", ".join(path[-1] for path in fate.candidates)
+    return {
+      "algorithm_evidence": f"ambiguous: {names} fit the site equally well"
+    }
   if target.platform == "cpu":
     algorithm, evidence = cpu_algorithm(dtype)
   elif fate.fate in (Fate.CUBLAS, Fate.CUBLASLT):
