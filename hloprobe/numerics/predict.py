@@ -226,6 +226,7 @@ class Predictor:
         fates,
         chosen,
         str(self._emulate(n, chosen).dtype),
+        stats.row0_abs <= accuracy.NOISE_FACTOR * noise.row0_abs,
       ),
       note=note,
     )

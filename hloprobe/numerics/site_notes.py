@@ -66,7 +66,8 @@ def _ignored(f: DotFate) -> bool:
   )
 
 
-def _hidden(fates, chosen, verdict: str, output_dtype: str | None) -> str:
+def _below(fates, chosen, verdict: str, output_dtype, hidden: bool) -> str:
+  """The sites below their request that the verdict does not name."""
   below = tuple(
     alg if below_request(f, alg) and alg not in verdict else F32
     for f, alg in zip(fates, chosen)
@@ -74,11 +75,13 @@ def _hidden(fates, chosen, verdict: str, output_dtype: str | None) -> str:
   named = describe_algorithms(below)
   if not named:
     return ""
-  if verdict in ("exact", "within f32 noise"):
+  if verdict.startswith(("exact", "within f32 noise")):
+    if not hidden:  # the prediction shows them; the run does not
+      return f"{named} predicted, not seen in this run"
     kind = _SIXTEEN_BIT_OUTPUTS.get(output_dtype or "")
     why = f"{kind} output rounding" if kind else "the f32 noise"
     return f"{named}, hidden by {why}"
-  return f"{named} below its request"
+  return f"{named} below the requested precision"
 
 
 def annotate(
@@ -86,6 +89,7 @@ def annotate(
   fates: tuple[DotFate, ...],
   chosen: tuple[str, ...],
   output_dtype: str | None,
+  hidden: bool = True,
 ) -> str:
   """The verdict with the site notes of the module docstring appended.
 
@@ -94,8 +98,11 @@ def annotate(
     fates: the config's sites.
     chosen: the algorithm emulated at each site.
     output_dtype: numpy name of the output's dtype, e.g. "bfloat16".
+    hidden: whether the prediction itself is within the noise floor (else
+      an "exact" or "within f32 noise" verdict comes from a run that did
+      not show what the prediction does).
   """
-  notes = [_hidden(fates, chosen, verdict, output_dtype)]
+  notes = [_below(fates, chosen, verdict, output_dtype, hidden)]
   for f in fates:
     i, alg = f.site.index, f.effective_algorithm
     if f.fate == Fate.AMBIGUOUS:
