@@ -357,6 +357,36 @@ class HloModule:
     fname = self.tables.get("FileNames", {}).get(int(loc["file_name_id"]))
     return f"{fname}:{loc['line']}"
 
+  def source_frames(self, inst: HloInstruction) -> tuple[str, ...]:
+    """An instruction's source stack, innermost first, as `file:line:column`.
+
+    From `metadata.stack_frame_id` and the StackFrames / FileLocations /
+    FileNames tables; `file:line` alone from `source_file`/`source_line`;
+    () without either. The printed `parent_frame_id` is the parent's id plus
+    one, 1 meaning no parent (jaxlib 0.10.2: a helper called from two lines
+    gives frames `4 {file_location_id=4 parent_frame_id=4}` whose parent is
+    frame 3, the calling line).
+    """
+    meta = inst.metadata
+    if "stack_frame_id" not in meta:
+      if "source_file" in meta and "source_line" in meta:
+        return (f"{meta['source_file']}:{meta['source_line']}",)
+      return ()
+    frames, locs = (
+      self.tables.get("StackFrames", {}),
+      self.tables.get("FileLocations", {}),
+    )
+    names, out = self.tables.get("FileNames", {}), []
+    frame_id = int(meta["stack_frame_id"])
+    while frame_id in frames and len(out) < 64:
+      loc = locs.get(int(frames[frame_id]["file_location_id"]))
+      if not loc:
+        break
+      fname = names.get(int(loc["file_name_id"]))
+      out.append(f"{fname}:{loc['line']}:{loc.get('column', 0)}")
+      frame_id = int(frames[frame_id].get("parent_frame_id", 1)) - 1
+    return tuple(out)
+
 
 def parse_instruction(line: str, lineno: int = 0) -> HloInstruction:
   """Parses one instruction line such as `%d = f32[2]{0} dot(%a, %b), ...`.

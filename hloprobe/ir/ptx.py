@@ -14,7 +14,12 @@ fusions, loop and input-reduce fusions):
   wgmma.mma_async...<shape>.<d>.<a>.<b>  sm_90 tensor cores, the same way
   cvt.rna.tf32.f32 before a tf32 mma  operands rounded to nearest, ties
       away from zero (without it the mma truncates the f32 mantissa)
-  no mma, fma/mul on bf16 or f16  products rounded to 16 bits: no preset
+  no mma, mul on bf16 or f16  products rounded to 16 bits: BF16_PRODUCTS_F32
+      (no preset), BF16_PRODUCTS_BF16 where the sums are 16-bit adds too
+      (`add.rn.bf16`); the same for f16
+  no mma, fma on bf16 or f16  with f32 adds, an fma used as a multiply
+      (addend -0): BF16_PRODUCTS_F32; without, the fma accumulates:
+      BF16_BF16_BF16 (exact products, 16-bit sums)
   no mma, fma/mul .f64  F64_F64_F64
   no mma, only f32 fma/mul  F32_F32_F32 (IEEE f32 products, f32 sums)
   none of these  not a dot kernel (e.g. the reduce after split-K)
@@ -64,6 +69,7 @@ _FLOAT_TYPES = (
   "e5m2",
 )
 _NARROW_TYPES = ("tf32", "bf16", "bf16x2", "f16", "f16x2")
+_SIXTEEN_BIT = ("bf16", "bf16x2", "f16", "f16x2")
 _MMA_TYPES = _FLOAT_TYPES + ("s8", "u8", "s4", "u4", "s32", "b1")
 
 
@@ -75,7 +81,8 @@ class PtxKernel:
     name: the `.entry` name, e.g. "gemm_fusion_dot_1".
     target: the PTX `.target`, e.g. "sm_80"; None if not stated.
     instructions: counts of the floating-point multiply-like opcodes
-      (mma, wgmma, fma, mul, and the cvt to tf32/bf16/f16), as sorted
+      (mma, wgmma, fma, mul, and the cvt to tf32/bf16/f16; 16-bit adds, and
+      f32 adds in kernels with 16-bit products), as sorted
       (opcode, count) pairs, e.g. (("cvt.rna.tf32.f32", 12), ...).
     algorithm: the DotAlgorithmPreset name those imply, or None (no preset
       fits, or no multiply at all).
@@ -117,8 +124,15 @@ def _is_float_multiply(opcode: str) -> bool:
     return _mma_types(opcode) is not None  # not wgmma.fence and the like
   if parts[0] in ("fma", "mul"):
     return parts[-1] in _FLOAT_TYPES
+  if parts[0] == "add":  # 16-bit sums tell a 16-bit accumulator
+    return parts[-1] in _SIXTEEN_BIT
   # cvt.<rounding>.<to>.<from>: keep conversions to tf32 / 16-bit floats.
   return parts[0] == "cvt" and len(parts) >= 3 and parts[-2] in _NARROW_TYPES
+
+
+def _is_f32_add(opcode: str) -> bool:
+  parts = opcode.split(".")
+  return parts[0] == "add" and parts[-1] == "f32"
 
 
 def _functions(text: str) -> dict[str, tuple[str, str]]:
@@ -167,11 +181,11 @@ def parse_ptx(text: str) -> list[PtxKernel]:
   for name, (kind, _) in functions.items():
     if kind != "entry":
       continue
-    counts = {
-      k: v
-      for k, v in _kernel_counts(name, functions).items()
-      if _is_float_multiply(k)
-    }
+    all_counts = _kernel_counts(name, functions)
+    counts = {k: v for k, v in all_counts.items() if _is_float_multiply(k)}
+    if any(k.split(".")[-1] in _SIXTEEN_BIT for k in counts):
+      # f32 sums tell what a 16-bit fma is used for (`_sixteen_bit`).
+      counts |= {k: v for k, v in all_counts.items() if _is_f32_add(k)}
     algorithm, evidence, rounding = classify_instructions(counts)
     kernels.append(
       PtxKernel(
@@ -277,17 +291,18 @@ def for_operands(
   Tensor-core kernels keep their mma preset. Without mma the kernel's
   products of the operand's own width decide: f32 products of f32 operands
   are F32_F32_F32; of bf16/f16 operands (converted to f32, so the products
-  are exact) BF16_BF16_F32 / F16_F16_F32, unless 16-bit products appear,
-  which round each product (no preset); f64 operands need f64 products.
+  are exact) BF16_BF16_F32 / F16_F16_F32, unless 16-bit multiplies
+  appear: then `_sixteen_bit` names the products' and sums' rounding
+  (module docstring); f64 operands need f64 products.
 
   Returns:
     (preset name or None, evidence text).
   """
-  if kernel.algorithm is None or any(
+  products = _products(dict(kernel.instructions))
+  if not products or any(
     op.startswith(("mma", "wgmma")) for op, _ in kernel.instructions
   ):
     return kernel.algorithm, kernel.evidence
-  products = _products(dict(kernel.instructions))
   if operand_dtype == "f64":
     return (
       ("F64_F64_F64", f"no mma; {products['f64']}")
@@ -296,10 +311,7 @@ def for_operands(
     )
   if operand_dtype in ("bf16", "f16"):
     if "16-bit" in products:
-      return (
-        None,
-        f"no mma; 16-bit products ({products['16-bit']}): no DotAlgorithmPreset",
-      )
+      return _sixteen_bit(dict(kernel.instructions), operand_dtype)
     if "f32" in products:
       name = f"{operand_dtype.upper()}_{operand_dtype.upper()}_F32"
       return (
@@ -309,3 +321,27 @@ def for_operands(
   if "f32" in products:
     return "F32_F32_F32", f"no mma; only f32 products ({products['f32']})"
   return None, kernel.evidence
+
+
+def _sixteen_bit(counts: dict[str, int], operand_dtype: str) -> tuple[str, str]:
+  """The algorithm of a kernel with 16-bit products (module docstring)."""
+  kind = operand_dtype.upper()
+  ops = lambda head, types: sorted(
+    op
+    for op in counts
+    if op.split(".")[0] == head and op.split(".")[-1] in types
+  )
+  muls, fmas = ops("mul", _SIXTEEN_BIT), ops("fma", _SIXTEEN_BIT)
+  adds16 = ops("add", _SIXTEEN_BIT)
+  seen = _summary(counts, lambda op: op in muls + fmas + adds16)
+  if muls:
+    name = f"{kind}_PRODUCTS_{kind if adds16 else 'F32'}"
+    why = "products rounded to 16 bits"
+  elif adds16 or not any(map(_is_f32_add, counts)):
+    name, why = (
+      f"{kind}_{kind}_{kind}",
+      "16-bit fma: exact products, 16-bit sums",
+    )
+  else:
+    name, why = f"{kind}_PRODUCTS_F32", "16-bit fma as a multiply, f32 sums"
+  return name, f"no mma; {why} ({seen})"

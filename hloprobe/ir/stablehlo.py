@@ -52,7 +52,7 @@ _CALL_RE = re.compile(rf"(?<![\w.])(?:func\.)?call\s+{_SYMBOL}\(([^)]*)\)")
 _BIND_RE = re.compile(r"(%[\w.\-$]+)\s*=\s*(%[\w.\-$#]+)")
 _TENSOR = r"tensor<[^<>]*(?:<[^<>]*>)?>"  # one nesting level: complex<f32>
 _TENSOR_RE = re.compile(r"tensor<((?:\d+x)*)([^<>]*(?:<[^<>]*>)?)>")
-_LOC_TOKEN_RE = re.compile(r'"((?:[^"\\]|\\.)*)"(:\d+)?|#(loc\d*)')
+_LOC_TOKEN_RE = re.compile(r'"((?:[^"\\]|\\.)*)"(:\d+)?(:\d+)?|#(loc\d*)')
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -80,6 +80,8 @@ class StableHloDot:
     algorithm: the `algorithm = <...>` fields as a dict of str, or None.
     lhs_ancestry, rhs_ancestry: indices of the entry function's arguments
       each operand depends on.
+    frames: the source stack, innermost frame first, each `file:line:column`
+      (the `loc(callsite(...))` chain); () without debug info.
   """
 
   index: int
@@ -96,6 +98,7 @@ class StableHloDot:
   algorithm: dict[str, str] | None
   lhs_ancestry: frozenset[int]
   rhs_ancestry: frozenset[int]
+  frames: tuple[str, ...] = ()
 
   @property
   def contracting_size(self) -> int:
@@ -132,17 +135,26 @@ class _Locations:
     return self._memo[expr]
 
   def _resolve(self, expr: str, depth: int) -> str | None:
+    found = self.frames(expr, depth)
+    return found[0].rsplit(":", 1)[0] if found else None
+
+  def frames(self, expr: str, depth: int = 0) -> tuple[str, ...]:
+    """Every `file:line:column` of a location, innermost first.
+
+    `callsite(A at B)` lists A's frames before B's, and a named location
+    `"name"(inner)` is its inner one's, so the tokens in textual order,
+    with `#locN` references expanded, are the stack innermost first.
+    """
     if depth > 64:
-      return None
+      return ()
+    out: list[str] = []
     for m in _LOC_TOKEN_RE.finditer(expr):
-      if m.group(3) is not None:
-        found = self._defs.get(m.group(3))
-        found = found and self.resolve(found, depth + 1)
-        if found:
-          return found
+      if m.group(4) is not None:
+        found = self._defs.get(m.group(4))
+        out.extend(self.frames(found, depth + 1) if found else ())
       elif m.group(2):
-        return f"{m.group(1)}:{m.group(2)[1:]}"
-    return None
+        out.append(f"{m.group(1)}:{m.group(2)[1:]}:{(m.group(3) or ':0')[1:]}")
+    return tuple(out)
 
 
 @dataclasses.dataclass
@@ -269,6 +281,7 @@ class _Walker:
         index=len(self.dots),
         function=fn.name,
         location=self.locs.resolve(loc) if loc else None,
+        frames=self.locs.frames(loc) if loc else (),
         lhs=lhs_t,
         rhs=rhs_t,
         result=_tensor_type(types.group(2)),

@@ -117,8 +117,23 @@ OPERAND_UNIT = {
   "BF16_BF16_F32_X9": 2.0**-24,
   "F16_F16_F32": 2.0**-11,
   "F64_F64_F64": 0.0,
+  # 16-bit arithmetic without tensor cores (emulate_dot `_SIXTEEN_BIT`): a
+  # product rounded once to 16 bits errs by u, as two operands rounded by
+  # u/2 each; 16-bit sums accumulate with the 16-bit unit.
+  "BF16_PRODUCTS_F32": 2.0**-9,
+  "BF16_PRODUCTS_BF16": 2.0**-9,
+  "F16_PRODUCTS_F32": 2.0**-12,
+  "F16_PRODUCTS_F16": 2.0**-12,
+  "BF16_BF16_BF16": 2.0**-8,
+  "F16_F16_F16": 2.0**-11,
 }
-ACCUMULATION_UNIT = {"F64_F64_F64": 2.0**-53}
+ACCUMULATION_UNIT = {
+  "F64_F64_F64": 2.0**-53,
+  "BF16_PRODUCTS_BF16": 2.0**-8,
+  "BF16_BF16_BF16": 2.0**-8,
+  "F16_PRODUCTS_F16": 2.0**-11,
+  "F16_F16_F16": 2.0**-11,
+}
 F32_UNIT = 2.0**-24
 
 

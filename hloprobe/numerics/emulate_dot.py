@@ -16,6 +16,7 @@ either way.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -79,7 +80,25 @@ _SPLITS = {
   "TF32_TF32_F32_X3": ((1, 0), (0, 1), (0, 0)),
 }
 _SINGLE_PASS = ("F32_F32_F32", "TF32_TF32_F32", "BF16_BF16_F32", "F16_F16_F32")
-EMULATED_ALGORITHMS = _SINGLE_PASS + tuple(_SPLITS) + ("F64_F64_F64",)
+# Kernels without tensor cores that multiply or add in 16 bits (PTX
+# `mul.rn.bf16`, `fma.rn.bf16`, `add.rn.f16`, ...; see `ptx.for_operands`):
+# name -> (16-bit type, products rounded to it, sums rounded to it). The
+# *_PRODUCTS_* names are no DotAlgorithmPreset: each product is rounded to
+# the 16-bit type before it is added (on jaxlib 0.10.2 an H100's
+# strength-reduced bf16 dot multiplies with `mul.rn.bf16` and sums in f32).
+# BF16_BF16_BF16 and F16_F16_F16 are the presets: exact products (an fma),
+# each sum rounded.
+_SIXTEEN_BIT = {
+  "BF16_PRODUCTS_F32": ("bf16", True, False),
+  "F16_PRODUCTS_F32": ("f16", True, False),
+  "BF16_PRODUCTS_BF16": ("bf16", True, True),
+  "F16_PRODUCTS_F16": ("f16", True, True),
+  "BF16_BF16_BF16": ("bf16", False, True),
+  "F16_F16_F16": ("f16", False, True),
+}
+EMULATED_ALGORITHMS = (
+  _SINGLE_PASS + tuple(_SPLITS) + tuple(_SIXTEEN_BIT) + ("F64_F64_F64",)
+)
 
 
 def emulated_dot_general(
@@ -101,7 +120,9 @@ def emulated_dot_general(
     algorithm: a name from `EMULATED_ALGORITHMS`. F32_F32_F32: f32 operands
       and sums (the CPU dot at HIGHEST). TF32_TF32_F32, BF16_BF16_F32,
       F16_F16_F32: operands rounded, f32 sums. The _X3/_X6/_X9 splits: see
-      `_SPLITS`. F64_F64_F64: f64 throughout; needs `jax.enable_x64`.
+      `_SPLITS`. 16-bit products or sums: see `_SIXTEEN_BIT` (the CPU's own
+      dot cannot round them, so "xla" order sums them pairwise).
+      F64_F64_F64: f64 throughout; needs `jax.enable_x64`.
     order: f32 summation order, one of `SUMMATION_ORDERS`.
     tf32_rounding: 'rna' (XLA's Triton GEMMs) or 'rne' (the cuBLAS model);
       see `rounding`.
@@ -140,6 +161,8 @@ def emulated_dot_general(
     )
   if algorithm == "F64_F64_F64":
     return _f64_dot(lhs, rhs, dimension_numbers, contract)
+  if algorithm in _SIXTEEN_BIT:
+    return _sixteen_bit_dot(lhs, rhs, dimension_numbers, algorithm, order)
   raise InvalidArgumentError(
     f"algorithm {algorithm!r} is not emulated; choose from "
     f"{', '.join(EMULATED_ALGORITHMS)}"
@@ -184,6 +207,27 @@ def _f64_dot(lhs, rhs, dn, contract):
   return contract(lhs.astype(jnp.float64), rhs.astype(jnp.float64), dn)
 
 
+def _sixteen_bit_dot(lhs, rhs, dn, algorithm, order):
+  """Products and/or sums rounded to 16 bits (`_SIXTEEN_BIT`), f32 out.
+
+  Operands are rounded to the 16-bit type first (exact for 16-bit inputs).
+  A rounded sum is the f32 sum rounded to 16 bits; where that f32 sum is
+  itself inexact this double rounding may differ from the kernel's in the
+  last 16-bit place, far below the 16-bit rounding being modelled.
+  """
+  kind, round_products, round_sums = _SIXTEEN_BIT[algorithm]
+  to16 = rounding.round_to_bf16 if kind == "bf16" else rounding.round_to_f16
+  keep = lambda x: x
+  sums = _ORDERED["pairwise" if order == "xla" else order]
+  return _in_order(
+    functools.partial(
+      sums,
+      product=to16 if round_products else keep,
+      total=to16 if round_sums else keep,
+    )
+  )(to16(lhs), to16(rhs), dn)
+
+
 # --- summation orders -------------------------------------------------------
 
 
@@ -224,29 +268,38 @@ def _in_order(sum_products: Callable) -> Callable:
   return contract
 
 
-def _sequential(a, b):
-  """acc += a[:, :, k] * b[:, k, :] for k = 0, 1, ..., K-1."""
+def _same(x):
+  return x
+
+
+def _sequential(a, b, product=_same, total=_same):
+  """acc += a[:, :, k] * b[:, k, :] for k = 0, 1, ..., K-1.
+
+  `product` and `total` round each product and each running sum (identity:
+  the operands' own arithmetic); so do `_pairwise`'s and `_blocked`'s.
+  """
 
   def step(k, acc):
     ak = lax.dynamic_index_in_dim(a, k, axis=2, keepdims=False)
     bk = lax.dynamic_index_in_dim(b, k, axis=1, keepdims=False)
-    return acc + ak[:, :, None] * bk[:, None, :]
+    return total(acc + product(ak[:, :, None] * bk[:, None, :]))
 
   zeros = jnp.zeros((a.shape[0], a.shape[1], b.shape[2]), a.dtype)
   return lax.fori_loop(0, a.shape[2], step, zeros)
 
 
-def _tree_sum(x, axis: int):
+def _tree_sum(x, axis: int, total=_same):
   """Balanced binary-tree sum over `axis`, whose length is a power of two."""
   while x.shape[axis] > 1:
     half = x.shape[axis] // 2
-    x = lax.slice_in_dim(x, 0, half, axis=axis) + lax.slice_in_dim(
-      x, half, 2 * half, axis=axis
+    x = total(
+      lax.slice_in_dim(x, 0, half, axis=axis)
+      + lax.slice_in_dim(x, half, 2 * half, axis=axis)
     )
   return jnp.squeeze(x, axis)
 
 
-def _pairwise(a, b):
+def _pairwise(a, b, product=_same, total=_same):
   """Products summed in a balanced binary tree over K (padded with zeros)."""
   bsz, m, k = a.shape
   n = b.shape[2]
@@ -261,13 +314,13 @@ def _pairwise(a, b):
   b4 = jnp.moveaxis(b.reshape(bsz, blocks, chunk, n), 1, 0)
 
   def chunk_sum(ab):
-    products = ab[0][:, :, :, None] * ab[1][:, None, :, :]  # (B, M, C, N)
-    return _tree_sum(products, axis=2)
+    products = product(ab[0][:, :, :, None] * ab[1][:, None, :, :])
+    return _tree_sum(products, axis=2, total=total)  # (B, M, C, N) summed
 
-  return _tree_sum(lax.map(chunk_sum, (a4, b4)), axis=0)
+  return _tree_sum(lax.map(chunk_sum, (a4, b4)), axis=0, total=total)
 
 
-def _blocked(a, b):
+def _blocked(a, b, product=_same, total=_same):
   """K cut into blocks of `_BLOCK_K`: each summed sequentially, then the
   block sums added in order (a split-K GEMM's partials and reduction)."""
   bsz, m, k = a.shape
@@ -280,21 +333,23 @@ def _blocked(a, b):
   def step(j, acc):  # acc: (B, blocks, M, N)
     aj = jnp.moveaxis(lax.dynamic_index_in_dim(a4, j, 3, keepdims=False), 2, 1)
     bj = lax.dynamic_index_in_dim(b4, j, 2, keepdims=False)
-    return acc + aj[:, :, :, None] * bj[:, :, None, :]
+    return total(acc + product(aj[:, :, :, None] * bj[:, :, None, :]))
 
   partials = lax.fori_loop(
     0, _BLOCK_K, step, jnp.zeros((bsz, blocks, m, n), a.dtype)
   )
 
   def reduce(i, acc):
-    return acc + lax.dynamic_index_in_dim(partials, i, 1, keepdims=False)
+    return total(acc + lax.dynamic_index_in_dim(partials, i, 1, keepdims=False))
 
   return lax.fori_loop(0, blocks, reduce, jnp.zeros((bsz, m, n), a.dtype))
 
 
-_CONTRACTIONS = {
-  "xla": _xla_contract,
-  "sequential": _in_order(_sequential),
-  "pairwise": _in_order(_pairwise),
-  "blocked": _in_order(_blocked),
+_ORDERED = {
+  "sequential": _sequential,
+  "pairwise": _pairwise,
+  "blocked": _blocked,
+}
+_CONTRACTIONS = {"xla": _xla_contract} | {
+  name: _in_order(sums) for name, sums in _ORDERED.items()
 }

@@ -25,7 +25,7 @@ import numpy as np
 from hloprobe.compile import compat
 from hloprobe.compile.cases import Case
 from hloprobe.errors import HloprobeError
-from hloprobe.numerics import accuracy, emulate
+from hloprobe.numerics import accuracy, emulate, site_notes
 from hloprobe.sites.dot_sites import DotFate, Fate
 
 __all__ = ["Prediction", "Predictor", "SiteShare"]
@@ -73,7 +73,7 @@ class Prediction:
     best_candidate: for an observed run, the candidate assignment whose
       emulated row 0 is nearest, e.g. "TF32_TF32_F32 at sites [0, 1, 2]"
       or "F32_F32_F32"; None without an observation.
-    verdict: see `accuracy.verdict`.
+    verdict: `accuracy.verdict`'s words with `site_notes.annotate`'s notes.
     note: why something is missing (e.g. unknown algorithms taken as F32).
   """
 
@@ -222,7 +222,13 @@ class Predictor:
       best_candidate=self._best_candidate(
         n, fates, chosen, observed, tolerance
       ),
-      verdict=accuracy.verdict(observed, stats, noise, tolerance, chosen),
+      verdict=site_notes.annotate(
+        accuracy.verdict(observed, stats, noise, tolerance, chosen),
+        fates,
+        chosen,
+        str(self._emulate(n, chosen).dtype),
+        stats.row0_abs <= accuracy.NOISE_FACTOR * noise.row0_abs,
+      ),
       note=note,
     )
 

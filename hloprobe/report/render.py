@@ -33,6 +33,9 @@ results.json schema (version 1):
                       "algorithm_source": "ptx" | "rule" | null,
                       "algorithm_evidence": str | null,
                       "selection": str | null,
+                      "mapping": "source location" | "data flow" | null,
+                      "candidates": [[str]] (an ambiguous site's),
+                      "conflict": str | null,
                       "rewritten_by": {"pass": str, "pipeline": str,
                                        "fate_after": str} | null}],
        "passes_explained": bool (rewritten_by is only meaningful if true),
@@ -79,7 +82,7 @@ from collections.abc import Sequence
 from tabulate import tabulate
 
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.sites.dot_sites import fate_summary, site_record
+from hloprobe.sites.dot_sites import Fate, fate_summary, site_record
 from hloprobe.sweep import ConfigResult
 
 __all__ = [
@@ -238,9 +241,17 @@ def _prediction_json(r: ConfigResult) -> dict | None:
   }
 
 
+def _effective_cell(f) -> str:
+  """A site's effective algorithm; "unknown" where its arithmetic is not
+  settled, "n/a" where nothing computes it (gone)."""
+  if f.effective_algorithm:
+    return f.effective_algorithm
+  return "n/a" if f.fate == Fate.GONE else "unknown"
+
+
 def _algorithm_summary(fates) -> str:
-  """E.g. "TF32_TF32_F32 x3, F32_F32_F32 x1"; unsettled sites count as n/a."""
-  counts = collections.Counter(f.effective_algorithm or "n/a" for f in fates)
+  """E.g. "TF32_TF32_F32 x3, unknown x1" (see `_effective_cell`)."""
+  counts = collections.Counter(map(_effective_cell, fates))
   return ", ".join(f"{name} x{n}" for name, n in counts.items()) or "n/a"
 
 
@@ -485,13 +496,13 @@ def _site_rows(r: ConfigResult) -> list[list[str]]:
         os.path.basename(s.location) if s.location else "n/a",
         f"{s.lhs} x {s.rhs} -> {s.result}",
         str(s.contracting_size),
-        f.precision_config,
+        f.precision_config + (" (conflict)" if f.conflict else ""),
         f.algorithm or "n/a",
         f.fate.value,
         f.emitter or "n/a",
         _num(f.split_k, "d"),
         rewritten,
-        f.effective_algorithm or "n/a",
+        _effective_cell(f),
         _band_cell(r.prediction, s.index),
       ]
     )

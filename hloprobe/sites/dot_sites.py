@@ -1,14 +1,12 @@
 """What each StableHLO dot site became in the optimized HLO.
 
 A dot site is one `stablehlo.dot_general` on one call path
-(`stablehlo.StableHloDot`). XLA renames, fuses and rewrites dots, and
-drops their metadata (jaxlib 0.10.2 prints the CPU's top-level `dot` with no
-`op_name`), so sites are found again by data flow: each operand of the site
-depends on a set of entry parameters (its ancestry), XLA keeps those
-dependences, and so the optimized instruction that computes the site is the
-dot, gemm custom call or (for dot strength reduction) multiply whose two
-operands have the same ancestries (`operand_ancestry.find_carriers`), and whose
-shape and K fit (`_pick`).
+(`stablehlo.StableHloDot`). XLA renames, fuses and rewrites dots, so each
+site is found again (`identify`): by data flow (the dot, gemm custom call or,
+for dot strength reduction, multiply whose two operands depend on the same
+entry parameters, `operand_ancestry.find_carriers`), shape and K, source
+stack (the metadata XLA keeps) and precision config. A site those cannot
+tell between differing instructions is "ambiguous", not guessed.
 
 Fates, checked on jaxlib 0.10.2 (see `_classify`):
   dot              kept as an HLO `dot` (CPU runtime call, YNNPACK fusion or
@@ -24,6 +22,7 @@ Fates, checked on jaxlib 0.10.2 (see `_classify`):
   unknown          under a jaxlib other than the checked one: a dot in an
                    emitter not listed in `_KNOWN_DOT_EMITTERS`, or no carrier
                    while the module has custom calls hloprobe does not know
+  ambiguous        several differing instructions fit it equally well
 """
 
 from __future__ import annotations
@@ -35,13 +34,13 @@ import math
 
 from hloprobe.compile import compat
 from hloprobe.ir.hlo import HloInstruction, HloModule
-from hloprobe.ir.precisions import algorithm_from_fields, algorithm_from_hlo
 from hloprobe.ir.stablehlo import StableHloDot
+from hloprobe.sites import identify
 from hloprobe.sites.operand_ancestry import (
   GEMM_CUSTOM_CALLS,
   Carrier,
   custom_call_target,
-  find_carriers,
+  fusion_kind,
 )
 
 __all__ = [
@@ -79,6 +78,7 @@ class Fate(str, enum.Enum):
   MULTIPLY = "multiply"
   GONE = "gone"
   UNKNOWN = "unknown"
+  AMBIGUOUS = "ambiguous"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -105,6 +105,13 @@ class DotFate:
     algorithm_evidence: one line on why, e.g. the kernel's mma opcodes.
     selection: who chose the fate: XLA's heuristic on compile-only targets
       (no autotuning), autotuning on an attached GPU; None on CPU.
+    mapping: how the carrier was identified: "source location" (its
+      metadata's source stack is the site's) or "data flow"; None when gone
+      or ambiguous.
+    candidates: for an ambiguous site, the paths of the tied carriers.
+    conflict: where the optimized HLO contradicts the StableHLO about the
+      site, e.g. "optimized precision config highest,highest, StableHLO
+      DEFAULT,DEFAULT"; else None.
   """
 
   site: StableHloDot
@@ -119,85 +126,9 @@ class DotFate:
   algorithm_source: str | None = None
   algorithm_evidence: str | None = None
   selection: str | None = None
-
-
-def _matches(site: StableHloDot, carrier: Carrier) -> bool:
-  """Whether the carrier's two operands depend on what the site's do."""
-  anc = carrier.operand_ancestry
-  if len(anc) < 2:
-    return False
-  return sorted(map(sorted, anc[:2])) == sorted(
-    map(sorted, (site.lhs_ancestry, site.rhs_ancestry))
-  )
-
-
-def _elements(dims) -> int:
-  return math.prod(dims)
-
-
-def _carrier_k(carrier: Carrier) -> int | None:
-  """The contraction size a dot or gemm custom call computes, if known."""
-  inst = carrier.instruction
-  if inst.opcode == "dot":
-    dims = inst.dims_attr("lhs_contracting_dims")
-  elif inst.opcode == "custom-call":
-    config = inst.backend_config.get("gemm_backend_config") or {}
-    numbers = config.get("dot_dimension_numbers") or {}
-    dims = tuple(int(d) for d in numbers.get("lhs_contracting_dimensions", ()))
-  else:
-    return None
-  lhs = carrier.operand_shapes[0] if carrier.operand_shapes else None
-  if lhs is None or lhs.is_tuple or any(d >= len(lhs.dims) for d in dims):
-    return None
-  return _elements(lhs.dims[d] for d in dims)
-
-
-def _result_elements(carrier: Carrier) -> int:
-  shape = carrier.instruction.shape
-  if shape.is_tuple:  # cuBLAS custom calls return (result, workspace)
-    shape = shape.elements[0] if shape.elements else shape
-  return _elements(shape.dims)
-
-
-def _shape_fits(site: StableHloDot, carrier: Carrier) -> bool:
-  """Whether the carrier computes as many outputs, over the same K, as the site.
-
-  A gemm: the same K and outputs, or K split by s with s times the outputs
-  (split-K); a multiply: K products per output (strength reduction), or the
-  outputs themselves when K = 1.
-  """
-  out, k = _elements(site.result.dims), site.contracting_size
-  got = _result_elements(carrier)
-  if carrier.instruction.opcode == "multiply":
-    return got in (out * k, out) if k > 1 else got == out
-  carrier_k = _carrier_k(carrier)
-  if carrier_k is None or carrier_k == 0:
-    return carrier.instruction.opcode == "convolution"
-  if carrier_k == k:
-    return got == out
-  return k % carrier_k == 0 and got == out * (k // carrier_k)
-
-
-def _pick(
-  site: StableHloDot, carriers: list[Carrier], used: set[int]
-) -> int | None:
-  """The carrier of a site: ancestry first, then shape, gemms before multiplies.
-
-  Carriers whose shapes fit are preferred; where none fits (XLA padded or
-  merged the dot), ancestry alone decides. An unused carrier is preferred,
-  so identical sites map in program order; a used one is taken only when
-  nothing else matches (XLA merged identical dots).
-  """
-  matching = [i for i, c in enumerate(carriers) if _matches(site, c)]
-  fitting = [i for i in matching if _shape_fits(site, carriers[i])]
-  pool = fitting or matching
-  if site.contracting_size == 1 and not fitting:
-    pool = [i for i in pool if carriers[i].instruction.opcode != "multiply"]
-  ranked = sorted(
-    pool,
-    key=lambda i: (i in used, carriers[i].instruction.opcode == "multiply", i),
-  )
-  return ranked[0] if ranked else None
+  mapping: str | None = None
+  candidates: tuple[tuple[str, ...], ...] = ()
+  conflict: str | None = None
 
 
 def map_dot_sites(
@@ -211,21 +142,43 @@ def map_dot_sites(
     module: the parsed optimized HLO.
 
   Returns:
-    One `DotFate` per site, in site order. A site whose operands match no
-    dot-like instruction is `Fate.GONE` (see `_pick` for the choice among
-    several).
+    One `DotFate` per site, in site order: `Fate.GONE` where no carrier
+    has the site's data flow, `Fate.AMBIGUOUS` where differing carriers tie
+    (`identify`).
   """
-  carriers = find_carriers(module)
-  used: set[int] = set()
   fates = []
-  for site in sites:
-    chosen = _pick(site, carriers, used)
-    if chosen is None:
+  for site, match in zip(sites, identify.match_sites(sites, module)):
+    if match.candidates:
+      fates.append(_ambiguous(site, match.candidates))
+    elif match.carrier is None:
       fates.append(_gone(site, _unknown_calls(module)))
-      continue
-    used.add(chosen)
-    fates.append(_classify(site, carriers[chosen]))
+    else:
+      fate = _classify(site, match.carrier)
+      fates.append(
+        dataclasses.replace(
+          fate, mapping=match.how, conflict=_conflict(site, match.carrier)
+        )
+      )
   return fates
+
+
+def _conflict(site: StableHloDot, carrier: Carrier) -> str | None:
+  """The optimized operand_precision where it is not the site's, in words."""
+  precision = identify.hlo_precision(carrier.instruction)[0]
+  if precision is None or precision == identify.site_precision(site):
+    return None
+  return (
+    f"optimized precision config {precision} contradicts StableHLO "
+    f"{','.join(site.precision)}"
+  )
+
+
+def _ambiguous(site: StableHloDot, candidates) -> DotFate:
+  return dataclasses.replace(
+    _gone(site),
+    fate=Fate.AMBIGUOUS,
+    candidates=tuple(c.path for c in candidates),
+  )
 
 
 def _unknown_calls(module: HloModule) -> bool:
@@ -245,19 +198,11 @@ def _gone(site: StableHloDot, unknown: bool = False) -> DotFate:
     Fate.UNKNOWN if unknown else Fate.GONE,
     None,
     (),
-    _site_precision(site),
-    _site_algorithm(site),
+    identify.site_precision(site),
+    identify.site_algorithm(site),
     None,
     None,
   )
-
-
-def _site_precision(site: StableHloDot) -> str:
-  return ",".join(p.lower() for p in site.precision)
-
-
-def _site_algorithm(site: StableHloDot) -> str | None:
-  return algorithm_from_fields(site.algorithm) if site.algorithm else None
 
 
 def _classify(site: StableHloDot, carrier: Carrier) -> DotFate:
@@ -270,7 +215,7 @@ def _classify(site: StableHloDot, carrier: Carrier) -> DotFate:
   """
   inst = carrier.instruction
   outer = carrier.kernel
-  kind = _fusion_kind(outer) if outer is not None else None
+  kind = fusion_kind(outer) if outer is not None else None
   emitter = kind or "top level"
   config = None
   if inst.opcode == "custom-call":
@@ -293,14 +238,14 @@ def _classify(site: StableHloDot, carrier: Carrier) -> DotFate:
     fate = Fate.DOT
   else:
     fate = Fate.UNKNOWN
-  precision, algorithm = _hlo_precision(inst, config)
+  precision, algorithm = identify.hlo_precision(inst)
   return DotFate(
     site=site,
     fate=fate,
     emitter=emitter,
     carriers=carrier.path,
-    precision_config=precision or _site_precision(site),
-    algorithm=algorithm or _site_algorithm(site),
+    precision_config=precision or identify.site_precision(site),
+    algorithm=algorithm or identify.site_algorithm(site),
     split_k=_split_k(site, inst, config) if fate == Fate.TRITON_GEMM else None,
     gemm_config=config,
   )
@@ -308,42 +253,7 @@ def _classify(site: StableHloDot, carrier: Carrier) -> DotFate:
 
 def is_triton_gemm(kernel: HloInstruction | None) -> bool:
   """Whether a fusion is a Triton gemm kernel (`_TRITON_KINDS`)."""
-  return kernel is not None and _fusion_kind(kernel) in _TRITON_KINDS
-
-
-def _fusion_kind(fusion: HloInstruction) -> str | None:
-  if fusion.opcode == "custom-call":
-    return custom_call_target(fusion)
-  if fusion.opcode != "fusion":
-    return fusion.opcode
-  # GPU prints `fusion_backend_config`, CPU `fusion_config` (jaxlib 0.10.2).
-  config = fusion.backend_config
-  fbc = config.get("fusion_backend_config") or config.get("fusion_config") or {}
-  return fbc.get("kind") or fusion.attrs.get("kind")
-
-
-def _hlo_precision(
-  inst: HloInstruction, config: dict | None
-) -> tuple[str | None, str | None]:
-  """operand_precision and algorithm as the optimized HLO states them."""
-  if inst.opcode == "multiply":
-    return None, None
-  if inst.opcode == "custom-call" and config:
-    pc = (config.get("gemm_backend_config") or config).get(
-      "precision_config"
-    ) or {}
-    ops = pc.get("operand_precision")
-    algo = pc.get("algorithm")
-    precision = ",".join(p.lower() for p in ops) if ops else None
-    algorithm = None if algo in (None, "ALG_UNSET") else algo
-    if algorithm is not None and algorithm.startswith("ALG_"):
-      algorithm = algorithm_from_hlo(algorithm[len("ALG_") :].lower())
-    return precision, algorithm
-  precision = inst.attrs.get("operand_precision", "{default,default}").strip(
-    "{}"
-  )
-  algo = inst.attrs.get("algorithm")
-  return precision, algorithm_from_hlo(algo) if algo else None
+  return kernel is not None and fusion_kind(kernel) in _TRITON_KINDS
 
 
 def _split_k(
@@ -353,27 +263,27 @@ def _split_k(
 
   `__triton_gemm` fusions state it (`triton_gemm_config.split_k`).
   `__triton_nested_gemm_fusion`s (jaxlib 0.10.2) do not: XLA's split-K
-  rewrite (xla/service/gpu/split_k_gemm_rewriter.cc, `MakeDotSplitKBatch`)
-  gives the dot one more batch dimension, of size split_k, whose partial
-  sums a following reduce fusion adds. That is recognised by one extra batch
-  dimension whose removal leaves the site's result shape (or, for a site
-  with no batch dimension, the dot's only batch dimension).
+  rewrite (xla/service/gpu/split_k_gemm_rewriter.cc,
+  `MakeDotComputationSplitKBatch`) gives the dot one more batch dimension,
+  of size split_k, added first among the batch dimensions (so it is the
+  dot's output dimension 0), whose partial sums a following reduce fusion
+  adds. That is recognised by one extra batch dimension and an output of
+  split_k times the site's elements: compared by element count, since XLA
+  flattens the free dimensions (f32[16,32,64] becomes f32[4,512,64]).
   """
   tgc = (config or {}).get("triton_gemm_config") or {}
   if int(tgc.get("split_k", 1)) > 1:
     return int(tgc["split_k"])
   if inst.opcode != "dot":
     return None
-  n_batch = len(inst.dims_attr("lhs_batch_dims"))
+  if len(inst.dims_attr("lhs_batch_dims")) != len(site.lhs_batch) + 1:
+    return None
   dims = inst.shape.dims
-  if n_batch != len(site.lhs_batch) + 1:
+  if not dims or dims[0] < 2:
     return None
-  if len(dims) != len(site.result.dims) + 1:
+  if math.prod(dims) != dims[0] * math.prod(site.result.dims):
     return None
-  for i in range(n_batch):
-    if dims[:i] + dims[i + 1 :] == site.result.dims:
-      return dims[i]
-  return dims[0] if n_batch == 1 else None
+  return dims[0]
 
 
 def site_record(f: DotFate, rewritten_by=None) -> dict:
@@ -396,7 +306,7 @@ def site_record(f: DotFate, rewritten_by=None) -> dict:
     "rhs_contracting_dims": list(s.rhs_contracting),
     "K": s.contracting_size,
     "stablehlo_precision": ",".join(s.precision),
-    "stablehlo_algorithm": _site_algorithm(s),
+    "stablehlo_algorithm": identify.site_algorithm(s),
     "fate": f.fate.value,
     "emitter": f.emitter,
     "carriers": list(f.carriers),
@@ -408,6 +318,9 @@ def site_record(f: DotFate, rewritten_by=None) -> dict:
     "algorithm_source": f.algorithm_source,
     "algorithm_evidence": f.algorithm_evidence,
     "selection": f.selection,
+    "mapping": f.mapping,
+    "candidates": [list(c) for c in f.candidates],
+    "conflict": f.conflict,
     "rewritten_by": None
     if rewritten_by is None
     else {

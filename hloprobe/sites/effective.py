@@ -205,6 +205,11 @@ def _effective(
     return {"algorithm_evidence": "the site is gone from the optimized HLO"}
   if fate.fate == Fate.UNKNOWN:
     return {"algorithm_evidence": f"unknown: {compat.unchecked_note()}"}
+  if fate.fate == Fate.AMBIGUOUS:
+    names = ", ".join(path[-1] for path in fate.candidates)
+    return {
+      "algorithm_evidence": f"ambiguous: {names} fit the site equally well"
+    }
   if target.platform == "cpu":
     algorithm, evidence = cpu_algorithm(dtype)
   elif fate.fate in (Fate.CUBLAS, Fate.CUBLASLT):

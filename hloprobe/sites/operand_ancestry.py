@@ -18,6 +18,7 @@ __all__ = [
   "Carrier",
   "custom_call_target",
   "find_carriers",
+  "fusion_kind",
 ]
 
 # cuBLAS custom-call targets (xla/service/gpu/cublas_cudnn.cc) -> fate words.
@@ -158,3 +159,18 @@ def _value(module, inst: HloInstruction, ops: list, walk):
 
 def custom_call_target(inst: HloInstruction) -> str:
   return inst.attrs.get("custom_call_target", "").strip('"')
+
+
+def fusion_kind(fusion: HloInstruction) -> str | None:
+  """A kernel's kind: a fusion's backend kind, a custom call's target.
+
+  GPU prints `fusion_backend_config`, CPU `fusion_config` (jaxlib 0.10.2);
+  other instructions are named by their opcode.
+  """
+  if fusion.opcode == "custom-call":
+    return custom_call_target(fusion)
+  if fusion.opcode != "fusion":
+    return fusion.opcode
+  config = fusion.backend_config
+  fbc = config.get("fusion_backend_config") or config.get("fusion_config") or {}
+  return fbc.get("kind") or fusion.attrs.get("kind")

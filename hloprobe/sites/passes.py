@@ -53,6 +53,9 @@ class PassAttribution:
 
 
 def _is_plain(fate: dot_sites.DotFate) -> bool:
+  """Still a plain dot, or not told apart in this dump (ambiguous)."""
+  if fate.fate == dot_sites.Fate.AMBIGUOUS:
+    return True
   return fate.fate == dot_sites.Fate.DOT and fate.emitter in _PLAIN_EMITTERS
 
 

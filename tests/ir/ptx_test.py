@@ -150,7 +150,14 @@ class ClassifyTest(parameterized.TestCase):
       "h100_bf16_matvec_loop_multiply_fusion.ptx",
       "loop_multiply_fusion",
       "bf16",
-      None,
+      "BF16_PRODUCTS_F32",
+    ),
+    (
+      "bf16_products_f32_sums",
+      "h100_bf16_256_input_reduce_fusion.ptx",
+      "input_reduce_fusion",
+      "bf16",
+      "BF16_PRODUCTS_F32",
     ),
     (
       "mma_wins",
@@ -171,6 +178,51 @@ class ClassifyTest(parameterized.TestCase):
     self.assertEqual(
       ptx.for_operands(_kernels(filename)[name], dtype)[0], algorithm
     )
+
+
+class SixteenBitTest(parameterized.TestCase):
+  """Kernels that multiply or add in 16 bits (issue 11, input 3): each
+  names an algorithm the emulator computes. The products' and sums'
+  rounding is read off the opcodes (PTX ISA: `mul.rn.bf16` rounds the
+  product, `fma.rn.bf16` rounds only the sum, `add.rn.f32` sums in f32)."""
+
+  @parameterized.named_parameters(
+    ("mul_f32_sums", {"mul.rn.bf16": 4, "add.rn.f32": 3}, "BF16_PRODUCTS_F32"),
+    (
+      "mul_16bit_sums",
+      {"mul.rn.bf16": 4, "add.rn.bf16": 3},
+      "BF16_PRODUCTS_BF16",
+    ),
+    (
+      "fma_as_multiply",
+      {"fma.rn.bf16": 4, "add.rn.f32": 3},
+      "BF16_PRODUCTS_F32",
+    ),
+    ("fma_accumulates", {"fma.rn.bf16": 4}, "BF16_BF16_BF16"),
+    ("f16x2_mul", {"mul.rn.f16x2": 2, "add.rn.f32": 3}, "F16_PRODUCTS_F32"),
+    ("f16_fma_adds", {"fma.rn.f16": 2, "add.rn.f16": 3}, "F16_F16_F16"),
+  )
+  def test_scalar_16_bit(self, counts, expected):
+    dtype = "bf16" if "bf16" in next(iter(counts)) else "f16"
+    kernel = ptx.PtxKernel(
+      "k", "sm_90", tuple(sorted(counts.items())), None, "", None
+    )
+    self.assertEqual(ptx.for_operands(kernel, dtype)[0], expected)
+
+  def test_every_class_is_emulated(self):
+    from hloprobe.numerics import emulate_dot  # noqa: PLC0415 (one test)
+
+    classes = [
+      {_MMA_TF32: 1, "cvt.rna.tf32.f32": 1},
+      {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32": 1},
+      {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32": 1},
+      {"mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16": 1},
+      {"fma.rn.f32": 1},
+      {"fma.rn.f64": 1},
+    ]
+    for counts in classes:
+      algorithm = ptx.classify_instructions(counts)[0]
+      self.assertIn(algorithm, emulate_dot.EMULATED_ALGORITHMS, counts)
 
 
 class KernelNameTest(parameterized.TestCase):

@@ -6,6 +6,7 @@ import functools
 import math
 
 import jax
+import ml_dtypes
 import numpy as np
 import pytest
 from absl.testing import absltest, parameterized
@@ -245,6 +246,67 @@ class EdgeCaseTest(parameterized.TestCase):
       emulated_dot_general(a, a, _MATMUL, "F32_F32_F32", order="kahan")
     with self.assertRaisesRegex(EmulationError, "int32"):
       emulated_dot_general(a.astype(np.int32), a, _MATMUL, "F32_F32_F32")
+
+
+def _sequential_16(a, b, kind, round_products, round_sums):
+  """numpy: acc = S(acc + P(a_k b_k)) for k in order, in f32 (ml_dtypes)."""
+  to16 = lambda x: np.asarray(x, np.float32).astype(kind).astype(np.float32)
+  keep = lambda x: np.asarray(x, np.float32)
+  product, total = (
+    (to16 if round_products else keep),
+    (to16 if round_sums else keep),
+  )
+  acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
+  for k in range(a.shape[1]):
+    acc = total(acc + product(np.outer(a[:, k], b[k])))
+  return acc
+
+
+class SixteenBitTest(parameterized.TestCase):
+  """16-bit products and sums (issue 11, input 3) against numpy + ml_dtypes,
+  summed in the same sequential order: bit for bit."""
+
+  @parameterized.named_parameters(
+    ("bf16_products_f32", "BF16_PRODUCTS_F32", ml_dtypes.bfloat16, True, False),
+    (
+      "bf16_products_bf16",
+      "BF16_PRODUCTS_BF16",
+      ml_dtypes.bfloat16,
+      True,
+      True,
+    ),
+    ("bf16_bf16_bf16", "BF16_BF16_BF16", ml_dtypes.bfloat16, False, True),
+    ("f16_products_f32", "F16_PRODUCTS_F32", np.float16, True, False),
+    ("f16_products_f16", "F16_PRODUCTS_F16", np.float16, True, True),
+    ("f16_f16_f16", "F16_F16_F16", np.float16, False, True),
+  )
+  def test_sequential_matches_numpy(self, algorithm, kind, products, sums):
+    g = np.random.default_rng(16)
+    a = g.standard_normal((3, 40)).astype(kind).astype(np.float32)
+    b = g.standard_normal((40, 5)).astype(kind).astype(np.float32)
+    got = np.asarray(_emulate(algorithm, "sequential")(a, b))
+    np.testing.assert_array_equal(
+      got, _sequential_16(a, b, kind, products, sums)
+    )
+    self.assertIn(algorithm, EMULATED_ALGORITHMS)
+
+  def test_rounded_products_differ_from_exact_ones(self):
+    # bf16 x bf16 products need 16 significand bits: rounding them to 8
+    # moves sums that exact products (BF16_BF16_F32) do not.
+    g = np.random.default_rng(3)
+    a = (
+      g.standard_normal((1, 256)).astype(ml_dtypes.bfloat16).astype(np.float32)
+    )
+    b = (
+      g.standard_normal((256, 64)).astype(ml_dtypes.bfloat16).astype(np.float32)
+    )
+    rounded = np.asarray(_emulate("BF16_PRODUCTS_F32")(a, b), np.float64)
+    exact = np.asarray(_emulate("BF16_BF16_F32")(a, b), np.float64)
+    products = a.astype(np.float64)[0][:, None] * b
+    want = products.astype(ml_dtypes.bfloat16).astype(np.float64).sum(0)
+    np.testing.assert_allclose(rounded[0], want, rtol=0, atol=1e-4)
+    np.testing.assert_allclose(exact[0], products.sum(0), rtol=0, atol=1e-4)
+    self.assertGreater(np.abs(rounded - exact).max(), 1e-2)
 
 
 if __name__ == "__main__":

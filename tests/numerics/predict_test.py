@@ -123,11 +123,19 @@ class ObservedOnA100Test(absltest.TestCase):
   def test_f32_run_reveals_a_wrong_assumption(self):
     observed = self._observed("F32_F32_F32", "blocked")
     p = self.predictor.predict(2, self.fates, observed)
-    self.assertEqual(p.verdict, "within f32 noise")
+    self.assertEqual(
+      p.verdict,
+      "within f32 noise; TF32_TF32_F32 at sites [0, 1, 2] predicted, not "
+      "seen in this run",
+    )
     self.assertEqual(p.best_candidate, "F32_F32_F32")
 
   def test_bf16_run_is_unexplained_but_named(self):
     observed = self._observed(("BF16_BF16_F32",) * 3 + ("F32_F32_F32",), "xla")
     p = self.predictor.predict(2, self.fates, observed)
-    self.assertEqual(p.verdict, "unexplained")
+    self.assertEqual(
+      p.verdict,
+      "unexplained; TF32_TF32_F32 at sites [0, 1, 2] below the requested "
+      "precision",
+    )
     self.assertEqual(p.best_candidate, "BF16_BF16_F32 at sites [0, 1, 2]")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+import program_cases
 from absl.testing import absltest, parameterized
 
 from hloprobe import sweep
@@ -71,10 +74,6 @@ class FixtureFatesTest(absltest.TestCase):
     sites = parse_stablehlo_dots(compiled.stablehlo)
     fates = dot_sites.map_dot_sites(sites, module)
     self.assertEqual({f.fate for f in fates}, {Fate.GONE})
-
-
-if __name__ == "__main__":
-  absltest.main()
 
 
 def _probe(fn, args, target: str, precision: str = "bfloat16"):
@@ -155,3 +154,52 @@ class EpilogueTest(absltest.TestCase):
     self.assertEqual(r.fates[2].fate, Fate.MULTIPLY_REDUCE)
     self.assertEqual(r.fates[2].effective_algorithm, "F32_F32_F32")
     self.assertIn("fused into gemm kernel", r.fates[2].algorithm_evidence)
+
+
+def _gemm_fusion_shapes(optimized_hlo: str) -> list[tuple[int, ...]]:
+  """Output dims of each Triton gemm fusion, read from the text with a regex."""
+  found = re.findall(
+    r"%gemm_fusion\S* = f32\[([\d,]+)\]\S* fusion\(.*__triton", optimized_hlo
+  )
+  return [tuple(int(d) for d in dims.split(",")) for dims in found]
+
+
+class FlattenedFreeDimsTest(parameterized.TestCase):
+  """Split-K of gemms whose free dimensions XLA flattened (issue 11, 2).
+
+  Expected factors: the issue's reading of the optimized HLO (f32[4,512,64]
+  on an A100, f32[8,512,64] on an H100, then a reduce), checked here
+  against the gemm fusion's own shape by a regex, and unchanged by
+  reshaping the free dimensions (the flattened program is the same gemm).
+  """
+
+  @parameterized.named_parameters(
+    ("a100_two_free_dims", "a100", (16, 32, 1000), (1000, 64), 4),
+    ("h100_two_free_dims", "h100", (16, 32, 1000), (1000, 64), 8),
+    ("a100_flat", "a100", (512, 1000), (1000, 64), 4),
+    ("h100_three_free_dims", "h100", (4, 4, 32, 1000), (1000, 64), 8),
+  )
+  def test_split_k(self, target, lhs, rhs, split):
+    case = program_cases.free_dims_matmul(lhs, rhs, "t_free_dims")
+    args = case.make_inputs()
+    r = sweep.run_config(
+      case, args, None, targets.get_target(target), "default", lhs[0]
+    )
+    self.assertTrue(r.ok, r.error)
+    (fate,) = r.fates
+    self.assertEqual(fate.fate, Fate.TRITON_GEMM)
+    self.assertEqual(_gemm_fusion_shapes(r.optimized_hlo), [(split, 512, 64)])
+    self.assertEqual(fate.split_k, split)
+
+  def test_einsum_split_on_h100_at_n1(self):
+    # jax_22557 at n = 1 on an H100: f32[4,300,300] partial sums (K = 300).
+    case = cases.get_case("jax_22557")
+    r = sweep.run_config(
+      case, case.make_inputs(), None, targets.get_target("h100"), "default", 1
+    )
+    self.assertEqual(_gemm_fusion_shapes(r.optimized_hlo), [(4, 300, 300)])
+    self.assertEqual(r.fates[0].split_k, 4)
+
+
+if __name__ == "__main__":
+  absltest.main()

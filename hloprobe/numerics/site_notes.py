@@ -1,0 +1,119 @@
+"""What a verdict must also say about the sites, whatever the numbers show.
+
+A row's verdict (`accuracy.verdict`) is judged on row 0's error, which the
+output's own rounding or the f32 noise can hide. `annotate` appends, so that
+no site escapes the report:
+
+  * every site whose effective algorithm is below what it requested (a
+    declared preset, or else exact arithmetic on its operand type: TF32 or
+    BF16 operands for f32 data, 16-bit products or sums), where the verdict
+    does not already name it ("TF32_TF32_F32 at sites [1] hidden by bf16
+    output rounding");
+  * every site the target ran above its declared preset: XLA:CPU computes
+    f32 dots as F32 whatever the preset (`effective.cpu_algorithm`), so a
+    CPU check of BF16_BF16_F32 proves nothing about a GPU;
+  * sites whose algorithm is unknown or ambiguous (emulated as F32), and
+    optimized precision configs that contradict the StableHLO.
+"""
+
+from __future__ import annotations
+
+from hloprobe.ir.precisions import ALGORITHMS
+from hloprobe.numerics.accuracy import OPERAND_UNIT, describe_algorithms
+from hloprobe.sites.dot_sites import DotFate, Fate
+
+__all__ = ["annotate", "below_request"]
+
+F32 = "F32_F32_F32"
+# Storage types that hold every value of an operand type exactly.
+_HOLDS = {
+  "f64": ("f64",),
+  "f32": ("f32", "f64"),
+  "bf16": ("bf16", "tf32", "f32", "f64"),
+  "f16": ("f16", "tf32", "f32", "f64"),
+}
+_F32_UNIT = 2.0**-24
+_SIXTEEN_BIT_OUTPUTS = {"bfloat16": "bf16", "float16": "f16"}
+
+
+def below_request(f: DotFate, algorithm: str) -> bool:
+  """Whether `algorithm` at site `f` computes less precisely than it asked.
+
+  The request is the site's declared preset, if any; otherwise exact
+  products of its operand type summed in f32 or wider.
+  """
+  if f.algorithm in OPERAND_UNIT and algorithm in OPERAND_UNIT:
+    return OPERAND_UNIT[algorithm] > OPERAND_UNIT[f.algorithm]
+  if "_PRODUCTS_" in algorithm:
+    return True
+  alg = ALGORITHMS.get(algorithm)
+  if alg is None:
+    return False
+  if alg.accumulation in ("bf16", "f16"):
+    return True
+  if alg.passes > 1:
+    return OPERAND_UNIT[algorithm] > _F32_UNIT
+  return alg.lhs not in _HOLDS.get(f.site.lhs.dtype, (alg.lhs,))
+
+
+def _ignored(f: DotFate) -> bool:
+  """A declared preset the target ran more precisely than declared."""
+  alg, declared = f.effective_algorithm, f.algorithm
+  return (
+    alg in OPERAND_UNIT
+    and declared in OPERAND_UNIT
+    and OPERAND_UNIT[alg] < OPERAND_UNIT[declared]
+  )
+
+
+def _below(fates, chosen, verdict: str, output_dtype, hidden: bool) -> str:
+  """The sites below their request that the verdict does not name."""
+  below = tuple(
+    alg if below_request(f, alg) and alg not in verdict else F32
+    for f, alg in zip(fates, chosen)
+  )
+  named = describe_algorithms(below)
+  if not named:
+    return ""
+  if verdict.startswith(("exact", "within f32 noise")):
+    if not hidden:  # the prediction shows them; the run does not
+      return f"{named} predicted, not seen in this run"
+    kind = _SIXTEEN_BIT_OUTPUTS.get(output_dtype or "")
+    why = f"{kind} output rounding" if kind else "the f32 noise"
+    return f"{named}, hidden by {why}"
+  return f"{named} below the requested precision"
+
+
+def annotate(
+  verdict: str,
+  fates: tuple[DotFate, ...],
+  chosen: tuple[str, ...],
+  output_dtype: str | None,
+  hidden: bool = True,
+) -> str:
+  """The verdict with the site notes of the module docstring appended.
+
+  Args:
+    verdict: `accuracy.verdict`'s words.
+    fates: the config's sites.
+    chosen: the algorithm emulated at each site.
+    output_dtype: numpy name of the output's dtype, e.g. "bfloat16".
+    hidden: whether the prediction itself is within the noise floor (else
+      an "exact" or "within f32 noise" verdict comes from a run that did
+      not show what the prediction does).
+  """
+  notes = [_below(fates, chosen, verdict, output_dtype, hidden)]
+  for f in fates:
+    i, alg = f.site.index, f.effective_algorithm
+    if f.fate == Fate.AMBIGUOUS:
+      notes.append(f"site {i} ambiguous, emulated as F32")
+    elif f.fate != Fate.GONE and chosen[i] != alg:
+      notes.append(f"site {i} {alg or 'unknown'}, emulated as F32")
+    if _ignored(f):
+      notes.append(
+        f"site {i} ran {alg} for declared {f.algorithm}: the target "
+        "ignores the preset, so this check says nothing about a GPU"
+      )
+    if f.conflict:
+      notes.append(f"site {i}: {f.conflict}")
+  return "; ".join([verdict, *filter(None, notes)])

@@ -1,0 +1,244 @@
+"""Which optimized-HLO instruction computes each StableHLO dot site.
+
+A site is found among the carriers (`operand_ancestry.find_carriers`) by
+what identifies it, strongest first (checked on jaxlib 0.10.2):
+
+  data flow     the carrier's two operands depend on the entry parameters
+                the site's do (required; where nothing matches, the site is
+                gone);
+  shape         the carrier computes the site's outputs over its K, split or
+                padded (`shape_fits`; preferred where any carrier fits);
+  source stack  the carrier's `metadata.stack_frame_id` stack equals the
+                site's `loc(callsite(...))` stack (`file:line:column` per
+                frame). XLA keeps a dot's metadata on the dot inside a gemm
+                fusion and on the split-K dot
+                (xla/service/gpu/split_k_gemm_rewriter.cc,
+                `MakeDotComputationSplitKBatch`: `SetupDerivedInstruction`),
+                and the CPU's dots keep theirs;
+  precision     the carrier's precision config (operand_precision and
+                algorithm) is the site's;
+  unused        a carrier not yet taken by an earlier site (XLA merges
+                identical dots, so a taken one is still allowed).
+
+Two carriers left tied after all of these that differ in what a report says
+(opcode, kernel, shape, precision config, algorithm) make the site
+"ambiguous": it is reported so, never guessed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from hloprobe.ir.hlo import HloInstruction, HloModule
+from hloprobe.ir.precisions import algorithm_from_fields, algorithm_from_hlo
+from hloprobe.ir.stablehlo import StableHloDot
+from hloprobe.sites.operand_ancestry import (
+  Carrier,
+  custom_call_target,
+  find_carriers,
+  fusion_kind,
+)
+
+__all__ = [
+  "Match",
+  "hlo_precision",
+  "match_sites",
+  "site_algorithm",
+  "site_precision",
+]
+
+BY_SOURCE = "source location"
+BY_DATA_FLOW = "data flow"
+
+
+@dataclasses.dataclass(frozen=True)
+class Match:
+  """The carrier found for one site.
+
+  Attributes:
+    carrier: the instruction computing the site; None when gone or
+      ambiguous.
+    how: BY_SOURCE (its source stack is the site's), BY_DATA_FLOW (data
+      flow, shape and precision alone), or None.
+    candidates: for an ambiguous site, the tied carriers; else ().
+  """
+
+  carrier: Carrier | None
+  how: str | None = None
+  candidates: tuple[Carrier, ...] = ()
+
+
+def site_precision(site: StableHloDot) -> str:
+  """The site's StableHLO operand precision in HLO spelling: "high,high"."""
+  return ",".join(p.lower() for p in site.precision)
+
+
+def hlo_precision(inst: HloInstruction) -> tuple[str | None, str | None]:
+  """operand_precision and algorithm as the optimized HLO states them.
+
+  A dot prints them as attributes (absent: default); a cuBLAS custom call in
+  its backend_config's `precision_config`; a multiply states neither.
+  """
+  if inst.opcode == "multiply":
+    return None, None
+  if inst.opcode == "custom-call":
+    config = inst.backend_config
+    pc = (config.get("gemm_backend_config") or config).get(
+      "precision_config"
+    ) or {}
+    ops, algo = pc.get("operand_precision"), pc.get("algorithm")
+    precision = ",".join(p.lower() for p in ops) if ops else None
+    if algo in (None, "ALG_UNSET"):
+      return precision, None
+    return precision, algorithm_from_hlo(algo.removeprefix("ALG_").lower())
+  precision = inst.attrs.get("operand_precision", "{default,default}")
+  algo = inst.attrs.get("algorithm")
+  return precision.strip("{}"), algorithm_from_hlo(algo) if algo else None
+
+
+def site_algorithm(site: StableHloDot) -> str | None:
+  """The site's StableHLO algorithm as a preset name, or None."""
+  return algorithm_from_fields(site.algorithm) if site.algorithm else None
+
+
+def _matches(site: StableHloDot, carrier: Carrier) -> bool:
+  """Whether the carrier's two operands depend on what the site's do."""
+  anc = carrier.operand_ancestry
+  if len(anc) < 2:
+    return False
+  return sorted(map(sorted, anc[:2])) == sorted(
+    map(sorted, (site.lhs_ancestry, site.rhs_ancestry))
+  )
+
+
+def _carrier_k(carrier: Carrier) -> int | None:
+  """The contraction size a dot or gemm custom call computes, if known."""
+  inst = carrier.instruction
+  if inst.opcode == "dot":
+    dims = inst.dims_attr("lhs_contracting_dims")
+  elif inst.opcode == "custom-call":
+    config = inst.backend_config.get("gemm_backend_config") or {}
+    numbers = config.get("dot_dimension_numbers") or {}
+    dims = tuple(int(d) for d in numbers.get("lhs_contracting_dimensions", ()))
+  else:
+    return None
+  lhs = carrier.operand_shapes[0] if carrier.operand_shapes else None
+  if lhs is None or lhs.is_tuple or any(d >= len(lhs.dims) for d in dims):
+    return None
+  return math.prod(lhs.dims[d] for d in dims)
+
+
+def _result_elements(carrier: Carrier) -> int:
+  shape = carrier.instruction.shape
+  if shape.is_tuple:  # cuBLAS custom calls return (result, workspace)
+    shape = shape.elements[0] if shape.elements else shape
+  return math.prod(shape.dims)
+
+
+def shape_fits(site: StableHloDot, carrier: Carrier) -> bool:
+  """Whether the carrier computes as many outputs, over the same K, as the site.
+
+  Shapes are compared by element count: XLA flattens a dot's free dimensions
+  into one (f32[16,32,1000] x f32[1000,64] becomes a gemm of f32[512,64]),
+  so the gemm's shape need not be the site's. A gemm: the site's outputs
+  over K, or s times them (split-K into s parts) over K / s each; K may be
+  padded with zeros (xla/service/gpu/split_k_gemm_rewriter.cc,
+  `MakeSplitKOperand`, pads K to a multiple of split_k, and the gemm fusion
+  may pad it to a tile multiple: 1000 becomes 4 x 252 on an A100 and
+  8 x 128 on an H100, jaxlib 0.10.2), so s parts cover K with less than K
+  of padding. A multiply: K products per output (dot strength reduction), or
+  the outputs themselves when K = 1.
+  """
+  out, k = math.prod(site.result.dims), site.contracting_size
+  got = _result_elements(carrier)
+  if carrier.instruction.opcode == "multiply":
+    return got in (out * k, out) if k > 1 else got == out
+  carrier_k = _carrier_k(carrier)
+  if carrier_k is None or carrier_k == 0:
+    return carrier.instruction.opcode == "convolution"
+  if out == 0 or got % out:
+    return False
+  parts = got // out
+  return k <= parts * carrier_k < 2 * k or parts * carrier_k == k
+
+
+def _same_stack(site: tuple[str, ...], carrier: tuple[str, ...]) -> bool:
+  """Frame by frame equal; a `file:line` frame matches its `file:line:col`."""
+  n = min(len(site), len(carrier))
+  return all(
+    a == b or a.startswith(b + ":") or b.startswith(a + ":")
+    for a, b in zip(site[:n], carrier[:n])
+  )
+
+
+def _source_rank(site: StableHloDot, frames: tuple[str, ...]) -> int:
+  """0: the same source stack; 1: unknown on either side; 2: another one."""
+  if not site.frames or not frames:
+    return 1
+  return 0 if _same_stack(site.frames, frames) else 2
+
+
+def _signature(carrier: Carrier) -> tuple:
+  """What a report says of a carrier: two with one signature are alike."""
+  inst, kernel = carrier.instruction, carrier.kernel
+  return (
+    inst.opcode,
+    custom_call_target(inst),
+    fusion_kind(kernel) if kernel is not None else None,
+    str(inst.shape),
+    hlo_precision(inst),
+  )
+
+
+def _candidates(site: StableHloDot, carriers: list[Carrier]) -> list[int]:
+  """Carriers with the site's data flow; those whose shape fits, if any."""
+  matching = [i for i, c in enumerate(carriers) if _matches(site, c)]
+  fitting = [i for i in matching if shape_fits(site, carriers[i])]
+  pool = fitting or matching
+  if site.contracting_size == 1 and not fitting:
+    pool = [i for i in pool if carriers[i].instruction.opcode != "multiply"]
+  return pool
+
+
+def _pick(site, carriers, frames, used) -> Match:
+  """The best-ranked candidate, or an ambiguity (see the module docstring)."""
+
+  def rank(i: int) -> tuple:
+    precision, algorithm = hlo_precision(carriers[i].instruction)
+    return (
+      _source_rank(site, frames[i]),
+      i in used,
+      precision not in (None, site_precision(site))
+      or (precision is not None and algorithm != site_algorithm(site)),
+      carriers[i].instruction.opcode == "multiply",
+    )
+
+  pool = sorted(_candidates(site, carriers), key=lambda i: (rank(i), i))
+  if not pool:
+    return Match(None)
+  tied = [i for i in pool if rank(i) == rank(pool[0])]
+  if len({_signature(carriers[i]) for i in tied}) > 1:
+    return Match(None, None, tuple(carriers[i] for i in tied))
+  how = BY_SOURCE if rank(pool[0])[0] == 0 else BY_DATA_FLOW
+  return Match(carriers[pool[0]], how)
+
+
+def match_sites(sites: list[StableHloDot], module: HloModule) -> list[Match]:
+  """The carrier of each site, in site order (module docstring for how).
+
+  Args:
+    sites: dot sites of the StableHLO module the optimized module came from
+      (entry parameters must correspond one to one).
+    module: the parsed optimized HLO.
+  """
+  carriers = find_carriers(module)
+  frames = [module.source_frames(c.instruction) for c in carriers]
+  used: set[int] = set()
+  out = []
+  for site in sites:
+    match = _pick(site, carriers, frames, used)
+    if match.carrier is not None:
+      used.add(next(i for i, c in enumerate(carriers) if c is match.carrier))
+    out.append(match)
+  return out

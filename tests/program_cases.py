@@ -1,0 +1,120 @@
+"""Programs from public reports (issue 11) as test-defined cases.
+
+Each is a `cases.Case` built here, not a built-in: `registered` puts one in
+the case registry for a sweep and takes it out again, so the tests can run
+`sweep.run_sweep` on it by name. Inputs are numpy draws with fixed seeds
+(exact on every CPU).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+
+from hloprobe.compile import cases
+
+__all__ = [
+  "attention_bf16",
+  "bf16_matmul",
+  "free_dims_matmul",
+  "registered",
+  "two_dots",
+]
+
+
+@contextlib.contextmanager
+def registered(*programs: cases.Case):
+  """Puts cases in `cases.CASES` for the duration of a `with` block."""
+  added = [c.name for c in programs if c.name not in cases.CASES]
+  cases.CASES.update({c.name: c for c in programs})
+  try:
+    yield
+  finally:
+    for name in added:
+      del cases.CASES[name]
+
+
+def _uniform(seed: int, *shapes) -> tuple[np.ndarray, ...]:
+  g = np.random.default_rng(seed)
+  return tuple(g.uniform(size=s).astype(np.float32) for s in shapes)
+
+
+def two_dots(swap: bool = False) -> cases.Case:
+  """(a @ b, matmul(a, b, precision=HIGHEST)), a f32[2,1000], b f32[1000,2].
+
+  Two dot sites on the same operands that differ only in precision and
+  source location (issue 11, input 1); `swap` puts HIGHEST first.
+  """
+
+  def fn(a, b):
+    if swap:
+      return jnp.matmul(a, b, precision="highest"), a @ b
+    return a @ b, jnp.matmul(a, b, precision="highest")
+
+  name = "t_two_dots_swapped" if swap else "t_two_dots"
+  return cases.Case(
+    name,
+    "two dots on the same operands",
+    fn,
+    lambda: _uniform(11, (2, 1000), (1000, 2)),
+  )
+
+
+def free_dims_matmul(lhs_shape, rhs_shape, name: str) -> cases.Case:
+  """x @ w with several free dimensions (issue 11, input 2), f32 uniform."""
+  return cases.Case(
+    name,
+    f"x{list(lhs_shape)} @ w{list(rhs_shape)}",
+    lambda x, w: jnp.matmul(x, w),
+    lambda: _uniform(12, lhs_shape, rhs_shape),
+  )
+
+
+def bf16_matmul(rows: int = 4) -> cases.Case:
+  """x bf16[n,256] @ w bf16[256,64], standard normal (issue 11, input 3)."""
+
+  def inputs():
+    g = np.random.default_rng(3)
+    x = g.standard_normal((rows, 256)).astype(ml_dtypes.bfloat16)
+    w = g.standard_normal((256, 64)).astype(ml_dtypes.bfloat16)
+    return x, w
+
+  return cases.Case("t_bf16_matmul", "bf16 x @ w", jnp.matmul, inputs)
+
+
+def _attention(q, k, v):
+  """bf16 scores, f32 softmax, then probs @ v as an f32 x f32 matmul."""
+  probs = jax.nn.softmax(
+    jnp.matmul(q, k.T, preferred_element_type=jnp.float32) / 8.0, axis=-1
+  )
+  return jnp.matmul(probs, v.astype(jnp.float32)).astype(jnp.bfloat16)
+
+
+def _attention_grad(q, k, v):
+  """d/dq of sum(attention): the backward pass has f32 x f32 matmuls."""
+  loss = lambda q: _attention(q, k, v).astype(jnp.float32).sum()
+  return jax.grad(loss)(q)
+
+
+def attention_bf16(backward: bool = True) -> cases.Case:
+  """A bf16 attention-like program with f32 x f32 matmuls (input 6).
+
+  q bf16[n,64] (the batch), k and v bf16[16,64]; row i of the output
+  depends on q's row i only. The output is bf16, whose rounding (2^-9
+  relative) hides a TF32 site's (2^-11).
+  """
+
+  def inputs():
+    g = np.random.default_rng(6)
+    shapes = ((8, 64), (16, 64), (16, 64))
+    return tuple(
+      g.standard_normal(s).astype(ml_dtypes.bfloat16) for s in shapes
+    )
+
+  fn = _attention_grad if backward else _attention
+  name = "t_attention_grad" if backward else "t_attention"
+  return cases.Case(name, "bf16 attention with f32 matmuls", fn, inputs)
