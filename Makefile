@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test test-isa bench lint golden golden-update clean
+.PHONY: run test test-fast test-isa bench lint golden golden-update clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,dev]'
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -17,6 +17,11 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
+
+# The tests that compile nothing with XLA (parsers, formats, the layering
+# rule, flags): under a minute.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not compiles" tests
 
 # The tests that assert CPU-computed floats, again under older x86 ISAs
 # (XLA's CPU sum order and FMA use follow the ISA; not SSE4_2: XLA cannot
@@ -44,7 +49,7 @@ bench: $(STAMP)
 clean:
 	rm -rf $(VENV) build *.egg-info
 
+# ruff is pinned in pyproject.toml's `dev` extra, which $(STAMP) installs.
 lint: $(STAMP)
-	$(BIN)/python -m pip install -q ruff
 	$(BIN)/ruff check hloprobe tests
 	$(BIN)/ruff format --check hloprobe tests

@@ -8,6 +8,7 @@ import os
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 import testutil
 from absl.testing import absltest, parameterized
 from hypothesis import given, settings
@@ -15,11 +16,7 @@ from hypothesis import strategies as st
 
 from hloprobe.compile import cases, lowering, targets
 from hloprobe.errors import HloParseError
-from hloprobe.ir.stablehlo import (
-  StableHloDot,
-  TensorType,
-  parse_stablehlo_dots,
-)
+from hloprobe.ir.stablehlo import TensorType, parse_stablehlo_dots
 
 
 def _seed_sites(precision: str, n: int = 2):
@@ -31,6 +28,7 @@ def _seed_sites(precision: str, n: int = 2):
   return parse_stablehlo_dots(compiled.stablehlo)
 
 
+@pytest.mark.compiles
 class SeedSitesTest(parameterized.TestCase):
   @parameterized.named_parameters(
     ("bfloat16", "bfloat16", ("DEFAULT", "DEFAULT")),
@@ -268,7 +266,8 @@ class FuzzTest(absltest.TestCase):
     except HloParseError as e:
       self.assertNotIn("\n", str(e))
       return
-    self.assertTrue(all(isinstance(s, StableHloDot) for s in sites))
+    for s in sites:  # what parses gives records the later stages can use
+      self.assertGreaterEqual(s.contracting_size, 0)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from absl.testing import absltest, parameterized
 
 from hloprobe import sweep
@@ -27,6 +28,7 @@ def _fates(n: int, precision: str = "float32", target: str = "cpu"):
   )
 
 
+@pytest.mark.compiles
 class CpuSeedFatesTest(parameterized.TestCase):
   @parameterized.named_parameters(
     ("bfloat16", "bfloat16"),
@@ -73,10 +75,6 @@ class FixtureFatesTest(absltest.TestCase):
     self.assertEqual({f.fate for f in fates}, {Fate.GONE})
 
 
-if __name__ == "__main__":
-  absltest.main()
-
-
 def _probe(fn, args, target: str, precision: str = "bfloat16"):
   """Fates of an ad-hoc function (real compile)."""
   case = cases.Case("probe", "probe", fn, lambda: args)
@@ -97,6 +95,7 @@ _X = _RNG.standard_normal((8, 64)).astype(np.float32)
 _W = _RNG.standard_normal((64, 64)).astype(np.float32)
 
 
+@pytest.mark.compiles
 class ControlFlowFatesTest(parameterized.TestCase):
   """Sites in loops, branches and after them (a review found them 'gone')."""
 
@@ -143,6 +142,7 @@ class ControlFlowFatesTest(parameterized.TestCase):
     )
 
 
+@pytest.mark.compiles
 class EpilogueTest(absltest.TestCase):
   def test_multiply_fused_into_a_gemm_is_f32(self):
     # jax_15362 at n = 2 on a100: site 2 (1x512 @ 512) is a multiply+reduce
@@ -155,3 +155,7 @@ class EpilogueTest(absltest.TestCase):
     self.assertEqual(r.fates[2].fate, Fate.MULTIPLY_REDUCE)
     self.assertEqual(r.fates[2].effective_algorithm, "F32_F32_F32")
     self.assertIn("fused into gemm kernel", r.fates[2].algorithm_evidence)
+
+
+if __name__ == "__main__":
+  absltest.main()
