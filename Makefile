@@ -6,12 +6,12 @@ STAMP := $(VENV)/.installed-stamp
 # Where `make run` writes report.html, row0_error.png and results.json.
 OUT ?= out
 
-.PHONY: run test test-isa bench lint golden golden-update clean gpu-check
+.PHONY: run test test-fast test-isa bench lint golden golden-update clean gpu-check
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,plot,explorer]'
+	$(BIN)/python -m pip install -q -e '.[test,dev,plot,explorer]'
 	touch $(STAMP)
 
 # The diagnosis in words; the table, the plot and the HTML report go to
@@ -22,6 +22,11 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
+
+# The tests that compile nothing with XLA (parsers, formats, the layering
+# rule, flags): under a minute.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not compiles" tests
 
 # The tests that assert CPU-computed floats, again under older x86 ISAs
 # (XLA's CPU sum order and FMA use follow the ISA; not SSE4_2: XLA cannot
@@ -55,7 +60,7 @@ bench: $(STAMP)
 clean:
 	rm -rf $(VENV) build *.egg-info
 
+# ruff is pinned in pyproject.toml's `dev` extra, which $(STAMP) installs.
 lint: $(STAMP)
-	$(BIN)/python -m pip install -q ruff
 	$(BIN)/ruff check hloprobe tests
 	$(BIN)/ruff format --check hloprobe tests

@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 import re
 
+import pytest
 from absl.testing import absltest
 from testutil import run_hloprobe
+
+pytestmark = pytest.mark.compiles
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _NOISE = (
@@ -80,10 +83,6 @@ class CliGpuTargetsTest(absltest.TestCase):
     )
 
 
-if __name__ == "__main__":
-  absltest.main()
-
-
 class BadConfigValueTest(absltest.TestCase):
   def test_value_xla_cannot_read_is_bad_input(self):
     with open(
@@ -102,3 +101,7 @@ class BadConfigValueTest(absltest.TestCase):
     self.assertLen(errors, 1, p.stderr)
     self.assertIn("Expected integer, got: abc", errors[0])
     self.assertEqual(p.stdout, "")
+
+
+if __name__ == "__main__":
+  absltest.main()

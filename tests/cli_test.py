@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe
 
@@ -42,6 +43,7 @@ class BadInputTest(parameterized.TestCase):
     self.assertIn(message, errors[0])
     self.assertEqual(proc.stdout, "")
 
+  @pytest.mark.compiles
   def test_config_alone_is_a_target(self):
     proc = hloprobe(
       "sweep",
@@ -59,6 +61,7 @@ class BadInputTest(parameterized.TestCase):
     self.assertIn("unknown command 'frobnicate'", proc.stderr)
 
 
+@pytest.mark.compiles
 class SweepCommandTest(absltest.TestCase):
   def test_json_and_output_files(self):
     out = self.create_tempdir().full_path

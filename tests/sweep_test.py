@@ -39,6 +39,7 @@ class BatchSizesTest(parameterized.TestCase):
       sweep.parse_batch_sizes(text)
 
 
+@pytest.mark.compiles
 class SeedSweepTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
@@ -86,6 +87,7 @@ def _numpy_seed_row0() -> float:
   return float(np.mean(np.asarray(weights[-1], np.float64) @ x + biases[-1]))
 
 
+@pytest.mark.compiles
 class FailureIsolationTest(absltest.TestCase):
   def test_one_failing_config_keeps_the_others(self):
     # TF32_TF32_F32 is rejected by the CPU's dot_general lowering (jax 0.10.2).

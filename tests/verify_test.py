@@ -74,6 +74,7 @@ class ParseTest(parameterized.TestCase):
       verify.check_batch_sizes(("accurate", "consistent"), (2,))
 
 
+@pytest.mark.compiles
 class OneBatchSizeTest(absltest.TestCase):
   def test_consistent_fails_saying_why(self):
     v = _verify(
@@ -94,6 +95,7 @@ class OneBatchSizeTest(absltest.TestCase):
     )
 
 
+@pytest.mark.compiles
 class A100Test(absltest.TestCase):
   def test_no_dot_strength_reduction_under_bfloat16(self):
     v = _verify("no_dot_strength_reduction")
@@ -176,6 +178,7 @@ class A100Test(absltest.TestCase):
     )
 
 
+@pytest.mark.compiles
 class CliTest(absltest.TestCase):
   def _run(self, *args):
     return subprocess.run(

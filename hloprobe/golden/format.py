@@ -1,17 +1,24 @@
 """The golden file format: names, headers, dot summaries, the manifest.
 
-Schema version 1. One config makes three files, named
-`<target>/<case>/n<N>-<precision>[-<experiment>].<kind>`:
+File schema version 1, manifest schema version 2 (the folder layout). One
+config makes three files:
 
-  .hlo             `// hloprobe-golden v1 kind=hlo target=cpu case=seed_mlp
+  <target>/<case>/n<N>-<precision>[-<experiment>].hlo
+                   `// hloprobe-golden v1 kind=hlo target=cpu case=seed_mlp
                    n=1 precision=bfloat16 jax=0.10.2 jaxlib=0.10.2
                    date=2025-01-31` (one line), then `canonical.canonical_hlo`
                    text. `//` starts a comment for XLA's HLO parser too.
-  .stablehlo.mlir  the same header with kind=stablehlo (an MLIR comment),
-                   then `canonical.canonical_stablehlo` text.
-  .dots.json       {"golden": {<the header fields>, "schema_version": 1},
+  <target>/<case>/n<N>-<precision>[-<experiment>].dots.json
+                   {"golden": {<the header fields>, "schema_version": 1},
                     "fate_summary": "dot x3, multiply+reduce x1",
                     "sites": [<one object per dot site, one per line>]}
+  stablehlo/<case>/n<N>-<precision>[-<experiment>].stablehlo.mlir
+                   the same header with kind=stablehlo and no target (an
+                   MLIR comment), then `canonical.canonical_stablehlo` text.
+                   StableHLO is what JAX lowers, before any target's
+                   compiler, so every target of a config shares this one
+                   file; a snapshot whose targets lower a config to
+                   different StableHLO fails that config (`snapshot`).
 
 A site object: "site" (index in StableHLO program order, from 0), "lhs",
 "rhs", "result" (HLO shapes such as "f32[48,2]"), "K" (contracting size),
@@ -22,7 +29,7 @@ batch and contracting dims, "stablehlo_precision" ("DEFAULT,DEFAULT"),
 that rewrote the site, or null when it stays a plain dot).
 No source paths, no instruction names.
 
-MANIFEST.json: {"schema": "hloprobe-golden-manifest", "schema_version": 1,
+MANIFEST.json: {"schema": "hloprobe-golden-manifest", "schema_version": 2,
 "jax", "jaxlib", "date", "sweep": {"cases", "targets", "batch_sizes",
 "precisions"}}.
 
@@ -44,7 +51,9 @@ from hloprobe.ir.canonical import canonical_hlo, canonical_stablehlo
 
 __all__ = [
   "KINDS",
+  "MANIFEST_SCHEMA_VERSION",
   "SCHEMA_VERSION",
+  "STABLEHLO_DIR",
   "ConfigKey",
   "GoldenFile",
   "config_files",
@@ -57,12 +66,22 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+# 2: StableHLO once per case and config under stablehlo/ (1: per target).
+MANIFEST_SCHEMA_VERSION = 2
 KINDS = ("stablehlo.mlir", "hlo", "dots.json")
+# The folder of the target-independent StableHLO files.
+STABLEHLO_DIR = "stablehlo"
 _KIND_WORDS = {"stablehlo.mlir": "stablehlo", "hlo": "hlo", "dots.json": "dots"}
 _MANIFEST_SCHEMA = "hloprobe-golden-manifest"
+_CONFIG = (
+  r"(?P<case>[\w\-]+)/n(?P<n>\d+)-(?P<precision>\w+)"
+  r"(?:-(?P<experiment>[\w\-+=]+?))?"
+)
 _PATH_RE = re.compile(
-  r"^(?P<target>[\w\-]+)/(?P<case>[\w\-]+)/n(?P<n>\d+)-(?P<precision>\w+)"
-  r"(?:-(?P<experiment>[\w\-+=]+?))?\.(?P<kind>stablehlo\.mlir|hlo|dots\.json)$"
+  rf"^(?P<target>[\w\-]+)/{_CONFIG}\.(?P<kind>hlo|dots\.json)$"
+)
+_STABLEHLO_PATH_RE = re.compile(
+  rf"^{STABLEHLO_DIR}/{_CONFIG}\.(?P<kind>stablehlo\.mlir)$"
 )
 _HEADER_RE = re.compile(r"^// hloprobe-golden v(\d+)((?: [\w]+=\S+)*)$")
 _SWEEP_KEYS = {
@@ -75,9 +94,13 @@ _SWEEP_KEYS = {
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ConfigKey:
-  """One config of a sweep, as golden file names spell it."""
+  """One config of a sweep, as golden file names spell it.
 
-  target: str
+  `target` is None for a StableHLO file's key: the file belongs to the
+  config on every target.
+  """
+
+  target: str | None
   case: str
   n: int
   precision: str
@@ -87,25 +110,39 @@ class ConfigKey:
   def words(self) -> str:
     """e.g. "a100 seed_mlp n=1 bfloat16"."""
     extra = f" {self.experiment}" if self.experiment else ""
-    return f"{self.target} {self.case} n={self.n} {self.precision}{extra}"
+    target = f"{self.target} " if self.target else ""
+    return f"{target}{self.case} n={self.n} {self.precision}{extra}"
 
   @property
-  def config(self) -> tuple[str, str, int, str]:
+  def config(self) -> tuple[str | None, str, int, str]:
     """(target, case, n, precision): the sweep coordinates."""
     return (self.target, self.case, self.n, self.precision)
 
+  def in_configs(self, configs: set[tuple]) -> bool:
+    """Whether some (target, case, n, precision) of `configs` is this one's
+    (any target's, for a StableHLO key)."""
+    if self.target is not None:
+      return self.config in configs
+    return any(c[1:] == self.config[1:] for c in configs)
+
   def path(self, kind: str) -> str:
+    """The file's path in the golden folder; StableHLO's has no target."""
     extra = f"-{self.experiment}" if self.experiment else ""
-    return f"{self.target}/{self.case}/n{self.n}-{self.precision}{extra}.{kind}"
+    folder = STABLEHLO_DIR if kind == "stablehlo.mlir" else self.target
+    return f"{folder}/{self.case}/n{self.n}-{self.precision}{extra}.{kind}"
 
 
 def path_key(rel: str) -> tuple[ConfigKey, str] | None:
-  """(config, kind) of a golden file's relative path, or None if not one."""
-  m = _PATH_RE.match(rel)
+  """(config, kind) of a golden file's relative path, or None if not one.
+
+  A StableHLO file's key has target None.
+  """
+  m = _PATH_RE.match(rel) or _STABLEHLO_PATH_RE.match(rel)
   if not m:
     return None
+  target = m["target"] if m.re is _PATH_RE else None
   key = ConfigKey(
-    m["target"], m["case"], int(m["n"]), m["precision"], m["experiment"]
+    target, m["case"], int(m["n"]), m["precision"], m["experiment"]
   )
   return key, m["kind"]
 
@@ -113,9 +150,10 @@ def path_key(rel: str) -> tuple[ConfigKey, str] | None:
 def _header(
   key: ConfigKey, kind: str, versions: Mapping[str, str], date: str
 ) -> dict:
-  header = {
-    "kind": _KIND_WORDS[kind],
-    "target": key.target,
+  header = {"kind": _KIND_WORDS[kind]}
+  if kind != "stablehlo.mlir":
+    header["target"] = key.target
+  header |= {
     "case": key.case,
     "n": key.n,
     "precision": key.precision,
@@ -146,7 +184,10 @@ def _dots_lines(summary: Mapping) -> list[str]:
 def config_files(
   key: ConfigKey, result, versions: Mapping[str, str], date: str
 ) -> dict[str, str]:
-  """The three golden files of one successful `ConfigResult`: path -> text."""
+  """The three golden files of one successful `ConfigResult`: path -> text.
+
+  The StableHLO file's path and header leave out `key.target`.
+  """
   out = {}
   for kind, body in (
     ("stablehlo.mlir", canonical_stablehlo(result.stablehlo)),
@@ -287,7 +328,9 @@ def parse(path: str, rel: str, text: str) -> GoldenFile:
   named = path_key(rel)
   if named is None:
     raise _fail(
-      path, "not a golden file name like 'cpu/seed_mlp/n1-bfloat16.hlo'"
+      path,
+      "not a golden file name like 'cpu/seed_mlp/n1-bfloat16.hlo' or "
+      f"'{STABLEHLO_DIR}/seed_mlp/n1-bfloat16.stablehlo.mlir'",
     )
   key, kind = named
   if kind == "dots.json":
@@ -314,7 +357,7 @@ def manifest_text(
   """MANIFEST.json text for a sweep made with these jax/jaxlib versions."""
   top = {
     "schema": _MANIFEST_SCHEMA,
-    "schema_version": SCHEMA_VERSION,
+    "schema_version": MANIFEST_SCHEMA_VERSION,
     "jax": versions["jax"],
     "jaxlib": versions["jaxlib"],
     "date": date,
@@ -331,8 +374,14 @@ def manifest_text(
   return "\n".join(lines + ["  }", "}"]) + "\n"
 
 
-def parse_manifest(path: str, text: str) -> dict:
+def parse_manifest(path: str, text: str, sweep_only: bool = False) -> dict:
   """Parses and validates MANIFEST.json.
+
+  Args:
+    path: the file's path, for messages.
+    text: its content.
+    sweep_only: accept older schema versions too, whose sweep record is the
+      same (to re-run the sweep that made an older golden folder).
 
   Raises:
     GoldenError: not JSON, wrong schema, or a malformed sweep; names `path`.
@@ -345,10 +394,13 @@ def parse_manifest(path: str, text: str) -> dict:
     raise _fail(
       path, f'not a golden manifest: expected "schema": "{_MANIFEST_SCHEMA}"'
     )
-  if doc.get("schema_version") != SCHEMA_VERSION:
+  version = doc.get("schema_version")
+  older = isinstance(version, int) and 1 <= version < MANIFEST_SCHEMA_VERSION
+  if version != MANIFEST_SCHEMA_VERSION and not (sweep_only and older):
     raise _fail(
       path,
-      f"schema version {doc.get('schema_version')!r}; this hloprobe reads {SCHEMA_VERSION}",
+      f"schema version {doc.get('schema_version')!r}; this hloprobe reads "
+      f"{MANIFEST_SCHEMA_VERSION}",
     )
   sweep = doc.get("sweep")
   ok = isinstance(sweep, dict) and all(

@@ -5,15 +5,17 @@ Layout, under a golden folder (`default_golden_dir()`):
   MANIFEST.json                  jax/jaxlib versions and the sweep that made
                                  the files (cases, targets, batch sizes,
                                  precisions)
-  <target>/<case>/n<N>-<precision>[-<experiment>].stablehlo.mlir
-                                 canonical StableHLO (`canonical`)
+  stablehlo/<case>/n<N>-<precision>[-<experiment>].stablehlo.mlir
+                                 canonical StableHLO (`canonical`), one for
+                                 all targets: JAX lowers before any target
+                                 compiles
   <target>/<case>/n<N>-<precision>[-<experiment>].hlo
                                  canonical optimized HLO (`canonical`)
   <target>/<case>/n<N>-<precision>[-<experiment>].dots.json
                                  the dot summary: the semantic golden
 
 Every file says what it is (`format`): text files start with
-`// hloprobe-golden v1 kind=... target=... jax=... jaxlib=... date=...`,
+`// hloprobe-golden v1 kind=... [target=...] jax=... jaxlib=... date=...`,
 dots.json carries the same fields in its "golden" object. Headers are never
 compared; bodies are.
 
@@ -137,18 +139,29 @@ def snapshot(
     date: header date "YYYY-MM-DD"; today (UTC) when None.
 
   Returns:
-    Three files per successful config; failed configs are listed in
-    `failed` and make no files.
+    Three files per successful config, the StableHLO shared by the config's
+    targets; failed configs are listed in `failed` and make no files of
+    their own. So is a config whose StableHLO differs from another target's
+    (a platform-specific lowering), which one shared file cannot hold.
   """
   date = date or fmt.today()
-  files, failed = {}, []
+  files, failed, made_by = {}, [], {}
   for r in results:
     experiment = None if r.experiment == BASELINE.name else r.experiment
     key = ConfigKey(r.target, r.case, r.n, r.precision, experiment)
     if not r.ok:
       failed.append(f"{key.words}: failed at {r.stage}: {r.error}")
       continue
-    files.update(fmt.config_files(key, r, versions, date))
+    new = fmt.config_files(key, r, versions, date)
+    clash = [p for p, t in new.items() if files.get(p, t) != t]
+    if clash:
+      failed.append(
+        f"{key.words}: failed at golden: its StableHLO differs from "
+        f"{made_by[clash[0]]}'s, and goldens keep one per case and config"
+      )
+      continue
+    made_by.update(dict.fromkeys(new, r.target))
+    files.update(new)
   return Snapshot(files, dict(versions), tuple(failed), date)
 
 
@@ -226,13 +239,18 @@ def read_manifest(golden_dir: str) -> dict:
 def manifest_sweep(golden_dir: str) -> dict[str, list] | None:
   """The sweep recorded in the folder's manifest, or None without one.
 
+  An older manifest schema's sweep is read too, so `golden update` can
+  remake an older folder in the current layout.
+
   Returns:
     {"cases": [str], "targets": [str], "batch_sizes": [int],
      "precisions": [str]}.
   """
   if not os.path.isfile(os.path.join(golden_dir, MANIFEST)):
     return None
-  return read_manifest(golden_dir)["sweep"]
+  text = read_golden_file(golden_dir, MANIFEST)
+  path = os.path.join(golden_dir, MANIFEST)
+  return fmt.parse_manifest(path, text, sweep_only=True)["sweep"]
 
 
 def sweep_configs(sweep: Mapping[str, list]) -> set[tuple]:
@@ -286,15 +304,20 @@ def _compare(
 def in_scope(rel: str, scope: set[tuple] | None) -> bool:
   """Whether a golden file belongs to the configs `scope` (None: all do)."""
   named = fmt.path_key(rel)
-  return scope is None or (named is not None and named[0].config in scope)
+  return scope is None or (named is not None and named[0].in_configs(scope))
 
 
 def _stale(rel: str, snap: Snapshot) -> bool:
   """A golden file the snapshot lacks, and not because its config failed."""
   failed = {line.split(": failed at")[0] for line in snap.failed}
   named = fmt.path_key(rel)
-  return rel not in snap.files and (
-    named is None or named[0].words not in failed
+  if rel in snap.files or named is None:
+    return rel not in snap.files
+  words = named[0].words
+  # A StableHLO file's words lack the target the failed lines start with.
+  return not any(
+    f == words or (named[0].target is None and f.split(" ", 1)[-1] == words)
+    for f in failed
   )
 
 

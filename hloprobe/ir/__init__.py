@@ -1,8 +1,9 @@
 """Reading compiler text into records; no JAX runtime here.
 
-hlo (optimized HLO text), stablehlo (StableHLO dot_general ops), ptx (PTX
-kernels), canonical (canonical forms for goldens), precisions (the precision
-and DotAlgorithmPreset vocabulary).
+hlo (optimized HLO text), stablehlo (StableHLO dot_general ops, read with
+MLIR's parser through mlir_context, the adapter to jaxlib's MLIR bindings),
+ptx (PTX kernels), canonical (canonical forms for goldens), precisions (the
+precision and DotAlgorithmPreset vocabulary).
 """
 
 from __future__ import annotations

@@ -8,15 +8,23 @@ arguments each operand depends on (its *ancestry*), which survives every
 rewrite XLA makes and so lets `dot_sites` find the site again in the
 optimized HLO.
 
-Imports no JAX.
+The text is read by MLIR's own parser and verifier, through the Python
+bindings jaxlib ships (`mlir_context`), so every printing form MLIR accepts
+is read, attributes come from the stablehlo dialect's accessors
+(`DotDimensionNumbers`, `PrecisionAttr`, `DotAlgorithm`), and malformed text
+is one `HloParseError`. Imports the MLIR bindings, not the JAX runtime.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
+from collections.abc import Iterable
+
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
 
 from hloprobe.errors import HloParseError
+from hloprobe.ir.mlir_context import cast_or_none, parse_mlir_module
 
 __all__ = ["StableHloDot", "TensorType", "parse_stablehlo_dots"]
 
@@ -40,19 +48,14 @@ _MLIR_TO_HLO_DTYPE = {
   "complex<f32>": "c64",
   "complex<f64>": "c128",
 }
-_SYMBOL = r'@("[^"]*"|[\w.$\-]+)'  # MLIR symbols: @main, @"<lambda>"
-_FUNC_RE = re.compile(
-  rf"^func\.func\s+(?:public\s+|private\s+)?{_SYMBOL}\((.*)"
-)
-_LOC_DEF_RE = re.compile(r"^#(loc\d*)\s*=\s*loc\((.*)\)\s*$")
-_LOC_USE_RE = re.compile(r"\sloc\((.*)\)\s*$")
-_VALUE_RE = re.compile(r"%[\w.\-$]+")
-# `call @f(...)` / `func.call @f(...)`, not `stablehlo.custom_call @target`.
-_CALL_RE = re.compile(rf"(?<![\w.])(?:func\.)?call\s+{_SYMBOL}\(([^)]*)\)")
-_BIND_RE = re.compile(r"(%[\w.\-$]+)\s*=\s*(%[\w.\-$#]+)")
-_TENSOR = r"tensor<[^<>]*(?:<[^<>]*>)?>"  # one nesting level: complex<f32>
-_TENSOR_RE = re.compile(r"tensor<((?:\d+x)*)([^<>]*(?:<[^<>]*>)?)>")
-_LOC_TOKEN_RE = re.compile(r'"((?:[^"\\]|\\.)*)"(:\d+)?(:\d+)?|#(loc\d*)')
+# Call paths deeper than this are taken for recursion (MLIR allows it, XLA
+# cannot inline it).
+_MAX_CALL_DEPTH = 32
+_NONE: frozenset[int] = frozenset()
+# The file name MLIR's parser gives the text it parses, as `ir.Module.parse`
+# does it (jaxlib 0.10.2): an op printed without `loc(...)` reads back as
+# loc("-":line:col), a position in the text, not a source line.
+_PARSER_BUFFER = "-"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -109,200 +112,189 @@ class StableHloDot:
     return k
 
 
-def _tensor_type(text: str) -> TensorType:
-  body = text.strip()
-  m = _TENSOR_RE.fullmatch(body)
-  if not m:
+def _tensor_type(t: ir.Type, what: str) -> TensorType:
+  """`t` (a static-shaped ranked tensor type) in HLO spelling."""
+  ranked = cast_or_none(ir.RankedTensorType, t)
+  if ranked is None or not ranked.has_static_shape:
     raise HloParseError(
-      f"[hloprobe] bad tensor type {text!r}; expected e.g. 'tensor<48x2xf32>'"
+      f"[hloprobe] {what} of a dot_general has type {t}; expected a "
+      "static-shaped tensor, e.g. 'tensor<48x2xf32>'"
     )
-  dims, elem = m.group(1).split("x")[:-1], m.group(2)
+  elem = str(ranked.element_type)
   if elem not in _MLIR_TO_HLO_DTYPE:
-    raise HloParseError(f"[hloprobe] unknown element type {elem!r} in {text!r}")
-  return TensorType(_MLIR_TO_HLO_DTYPE[elem], tuple(int(d) for d in dims))
+    raise HloParseError(f"[hloprobe] unknown element type {elem!r} in {t}")
+  return TensorType(_MLIR_TO_HLO_DTYPE[elem], tuple(ranked.shape))
 
 
-class _Locations:
-  """Resolves `loc(...)` expressions to the innermost `file:line`."""
+def _frames(loc: ir.Location, depth: int = 0) -> tuple[str, ...]:
+  """The source stack of `loc`, innermost frame first, each `file:line:col`.
 
-  def __init__(self, defs: dict[str, str]):
-    self._defs = defs
-    self._memo: dict[str, str | None] = {}
-
-  def resolve(self, expr: str, depth: int = 0) -> str | None:
-    if expr not in self._memo:
-      self._memo[expr] = self._resolve(expr, depth)
-    return self._memo[expr]
-
-  def _resolve(self, expr: str, depth: int) -> str | None:
-    found = self.frames(expr, depth)
-    return found[0].rsplit(":", 1)[0] if found else None
-
-  def frames(self, expr: str, depth: int = 0) -> tuple[str, ...]:
-    """Every `file:line:column` of a location, innermost first.
-
-    `callsite(A at B)` lists A's frames before B's, and a named location
-    `"name"(inner)` is its inner one's, so the tokens in textual order,
-    with `#locN` references expanded, are the stack innermost first.
-    """
-    if depth > 64:
+  jax (0.10.2, `debug_info=True`) prints an op's location as a NameLoc
+  (`"jit(f)/dot_general"(...)`) around a CallSiteLoc chain whose callee is
+  the innermost frame; a FusedLoc is read in order. An op printed without a
+  location gets the parser's own, in the buffer MLIR names "-": that is no
+  source line. () without debug info.
+  """
+  if depth > 64:
+    return ()
+  if f := cast_or_none(ir.FileLineColLoc, loc):
+    if f.filename == _PARSER_BUFFER:
       return ()
-    out: list[str] = []
-    for m in _LOC_TOKEN_RE.finditer(expr):
-      if m.group(4) is not None:
-        found = self._defs.get(m.group(4))
-        out.extend(self.frames(found, depth + 1) if found else ())
-      elif m.group(2):
-        out.append(f"{m.group(1)}:{m.group(2)[1:]}:{(m.group(3) or ':0')[1:]}")
-    return tuple(out)
-
-
-@dataclasses.dataclass
-class _Function:
-  name: str
-  args: list[str]
-  lines: list[str]
-
-
-def _split_functions(lines: list[str]) -> dict[str, _Function]:
-  funcs, current, depth = {}, None, 0
-  for raw in lines:
-    line = raw.strip()
-    if current is None:
-      m = _FUNC_RE.match(line)
-      if m:
-        args = re.findall(r"(%[\w.\-$]+)\s*:", m.group(2).split(") ->")[0])
-        current, depth = _Function(m.group(1).strip('"'), args, []), 1
-      continue
-    if line.startswith("}"):
-      depth -= 1
-    if depth == 0:
-      funcs[current.name] = current
-      current = None
-      continue
-    current.lines.append(line)
-    if line.endswith("{"):
-      depth += 1
-  if current is not None:
-    raise HloParseError(
-      f"[hloprobe] function @{current.name} is not closed (truncated text?)"
+    return (f"{f.filename}:{f.start_line}:{f.start_col}",)
+  if n := cast_or_none(ir.NameLoc, loc):
+    return _frames(n.child_loc, depth + 1)
+  if c := cast_or_none(ir.CallSiteLoc, loc):
+    return _frames(c.callee, depth + 1) + _frames(c.caller, depth + 1)
+  if fused := cast_or_none(ir.FusedLoc, loc):
+    return tuple(
+      f for part in fused.locations for f in _frames(part, depth + 1)
     )
-  return funcs
+  return ()
 
 
-def _dims_pair(text: str, key: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
-  m = re.search(rf"{key} = \[([\d, ]*)\] x \[([\d, ]*)\]", text)
-  if not m:
-    return (), ()
-  parse = lambda s: tuple(int(d) for d in s.split(",") if d.strip())
-  return parse(m.group(1)), parse(m.group(2))
+def _file_line(frames: tuple[str, ...]) -> str | None:
+  """`file:line` of the innermost frame, or None."""
+  return frames[0].rsplit(":", 1)[0] if frames else None
+
+
+def _algorithm_fields(attr: ir.Attribute) -> dict[str, str]:
+  """The `algorithm = <...>` fields, as StableHLO prints them."""
+  a = stablehlo.DotAlgorithm(attr)
+  return {
+    "lhs_precision_type": str(a.lhs_precision_type),
+    "rhs_precision_type": str(a.rhs_precision_type),
+    "accumulation_type": str(a.accumulation_type),
+    "lhs_component_count": str(a.lhs_component_count),
+    "rhs_component_count": str(a.rhs_component_count),
+    "num_primitive_operations": str(a.num_primitive_operations),
+    "allow_imprecise_accumulation": str(a.allow_imprecise_accumulation).lower(),
+  }
+
+
+def _precision(op: ir.Operation) -> tuple[str, str]:
+  """The two operand precisions; absent means DEFAULT for both."""
+  if "precision_config" not in op.attributes:
+    return ("DEFAULT", "DEFAULT")
+  values = [
+    stablehlo.PrecisionAttr(a).value for a in op.attributes["precision_config"]
+  ]
+  return (values[0], values[1]) if len(values) == 2 else ("DEFAULT", "DEFAULT")
+
+
+def _union(ancestries: Iterable[frozenset[int]]) -> frozenset[int]:
+  return frozenset().union(*ancestries)
+
+
+def _symbol(op: ir.Operation, key: str) -> str:
+  attr = op.attributes[key]
+  return attr.value
 
 
 class _Walker:
-  """Walks functions per call path, tracking operand ancestry."""
+  """Walks functions per call path, tracking each value's ancestry."""
 
-  def __init__(self, funcs: dict[str, _Function], locs: _Locations):
-    self.funcs, self.locs, self.dots = funcs, locs, []
+  def __init__(self, functions: dict[str, ir.Operation]):
+    self.functions = functions
+    self.dots: list[StableHloDot] = []
 
-  def walk(self, name: str, arg_anc: list[frozenset[int]], depth: int = 0):
-    if depth > 32:
-      raise HloParseError(f"[hloprobe] call depth over 32 at @{name}")
-    fn = self.funcs.get(name)
+  def walk(
+    self, name: str, args: list[frozenset[int]], depth: int = 0
+  ) -> frozenset[int]:
+    """Walks @name with argument ancestries `args`; returns what it returns."""
+    if depth > _MAX_CALL_DEPTH:
+      raise HloParseError(
+        f"[hloprobe] call depth over {_MAX_CALL_DEPTH} at @{name}"
+      )
+    fn = self.functions.get(name)
     if fn is None:
       raise HloParseError(f"[hloprobe] call to undefined function @{name}")
-    env = dict(zip(fn.args, arg_anc))
-    returned = frozenset()
-    # Ops with regions (while, case, reduce with a body): their results also
-    # depend on what the regions return. [result names, returned ancestry].
-    open_ops: list[list] = []
-    last_results: list[str] = []
-    for line in fn.lines:
-      if line.startswith("}"):
-        if not line.endswith("{") and open_ops:  # "}, {" / "} do {" go on
-          names, acc = open_ops.pop()
-          for name in names:
-            env[name] = env.get(name, frozenset()) | acc
-        continue
-      kind, results, anc = self._op(fn, line, env, depth)
-      if kind == "return":
+    if not fn.regions[0].blocks:
+      raise HloParseError(f"[hloprobe] function @{name} has no body")
+    block = fn.regions[0].blocks[0]
+    env = dict(zip(block.arguments, args))
+    return self._block(name, block, env, depth)
+
+  def _block(self, fn: str, block: ir.Block, env: dict, depth: int):
+    """Walks a block's ops in order; returns its terminator's ancestry."""
+    returned = _NONE
+    for view in block.operations:
+      op = view.operation
+      anc = _union(env.get(v, _NONE) for v in op.operands)
+      if op.name == "func.call":
+        anc = self.walk(
+          _symbol(op, "callee"),
+          [env.get(v, _NONE) for v in op.operands],
+          depth + 1,
+        )
+      elif op.name == "stablehlo.dot_general":
+        self._dot(fn, op, env)
+      elif op.name in ("func.return", "stablehlo.return"):
         returned |= anc
-      elif kind == "region_return" and open_ops:
-        open_ops[-1][1] |= anc
-      last_results = results or last_results
-      if line.endswith("{"):  # `%r = "stablehlo.case"(%i) ({` or `cond {`
-        open_ops.append([results or last_results, frozenset()])
+      anc |= self._regions(fn, op, env, depth)
+      for result in op.results:
+        env[result] = anc
     return returned
 
-  def _op(self, fn, line, env, depth):
-    """Tracks one op; returns (kind, result names, operand ancestry)."""
-    loc_m = _LOC_USE_RE.search(line)
-    body = line[: loc_m.start()] if loc_m else line
-    lhs, eq, rhs = body.partition(" = ")
-    if not eq or not lhs.strip().startswith("%"):
-      lhs, rhs = "", body
-    operands_text = rhs.split(" : ")[0]
-    for name, value in _BIND_RE.findall(operands_text):
-      env[name] = env.get(value.split("#")[0], frozenset())
-    refs = [v.split("#")[0] for v in _VALUE_RE.findall(operands_text)]
-    anc = frozenset().union(*(env.get(r, frozenset()) for r in refs))
-    call = _CALL_RE.search(rhs)
-    if call:
-      call_args = [a.split("#")[0] for a in _VALUE_RE.findall(call.group(2))]
-      anc = self.walk(
-        call.group(1).strip('"'),
-        [env.get(a, frozenset()) for a in call_args],
-        depth + 1,
-      )
-    elif "stablehlo.dot_general" in rhs:
-      self._dot(fn, rhs, refs, env, loc_m.group(1) if loc_m else None)
-    results = [r.split(":")[0] for r in _VALUE_RE.findall(lhs)]
-    for result in results:
-      env[result] = anc
-    op = rhs.lstrip()
-    if op.startswith(("return", "func.return")):
-      return "return", results, anc
-    if op.startswith(("stablehlo.return", '"stablehlo.return"')):
-      return "region_return", results, anc
-    return None, results, anc
+  def _regions(self, fn: str, op: ir.Operation, env: dict, depth: int):
+    """Walks the regions of `op` (while, case, ...); returns what they return.
 
-  def _dot(self, fn, rhs, refs, env, loc):
-    types = re.search(rf" : \((.*)\) -> ({_TENSOR})", rhs)
-    if not types or len(refs) < 2:
-      raise HloParseError(f"[hloprobe] malformed dot_general: {rhs[:120]!r}")
-    lhs_t, rhs_t = (
-      _tensor_type(t) for t in re.findall(_TENSOR, types.group(1))[:2]
+    A region's block argument i carries operand i when the counts match
+    (stablehlo.while's loop-carried values); otherwise every operand.
+    """
+    operands = [env.get(v, _NONE) for v in op.operands]
+    returned = _NONE
+    for region in op.regions:
+      for block in region.blocks:
+        args = list(block.arguments)
+        for i, arg in enumerate(args):
+          env[arg] = (
+            operands[i] if len(args) == len(operands) else _union(operands)
+          )
+        returned |= self._block(fn, block, env, depth)
+    return returned
+
+  def _dot(self, fn: str, op: ir.Operation, env: dict) -> None:
+    dims = stablehlo.DotDimensionNumbers(op.attributes["dot_dimension_numbers"])
+    algorithm = (
+      op.attributes["algorithm"] if "algorithm" in op.attributes else None
     )
-    prec = re.search(r"precision = \[(\w+), (\w+)\]", rhs)
-    algo = re.search(r"algorithm = <([^>]*)>", rhs)
-    lb, rb = _dims_pair(rhs, "batching_dims")
-    lc, rc = _dims_pair(rhs, "contracting_dims")
+    lhs, rhs = op.operands[0], op.operands[1]
     self.dots.append(
       StableHloDot(
         index=len(self.dots),
-        function=fn.name,
-        location=self.locs.resolve(loc) if loc else None,
-        frames=self.locs.frames(loc) if loc else (),
-        lhs=lhs_t,
-        rhs=rhs_t,
-        result=_tensor_type(types.group(2)),
-        lhs_batch=lb,
-        rhs_batch=rb,
-        lhs_contracting=lc,
-        rhs_contracting=rc,
-        precision=(prec.group(1), prec.group(2))
-        if prec
-        else ("DEFAULT", "DEFAULT"),
-        algorithm=dict(re.findall(r"(\w+) = (\w+)", algo.group(1)))
-        if algo
-        else None,
-        lhs_ancestry=env.get(refs[0], frozenset()),
-        rhs_ancestry=env.get(refs[1], frozenset()),
+        function=fn,
+        location=_file_line(frames := _frames(op.location)),
+        frames=frames,
+        lhs=_tensor_type(lhs.type, "lhs"),
+        rhs=_tensor_type(rhs.type, "rhs"),
+        result=_tensor_type(op.results[0].type, "result"),
+        lhs_batch=tuple(dims.lhs_batching_dimensions),
+        rhs_batch=tuple(dims.rhs_batching_dimensions),
+        lhs_contracting=tuple(dims.lhs_contracting_dimensions),
+        rhs_contracting=tuple(dims.rhs_contracting_dimensions),
+        precision=_precision(op),
+        algorithm=_algorithm_fields(algorithm) if algorithm else None,
+        lhs_ancestry=env.get(lhs, _NONE),
+        rhs_ancestry=env.get(rhs, _NONE),
       )
     )
+
+
+def _functions(module: ir.Module) -> dict[str, ir.Operation]:
+  """The module's func.func ops by symbol name."""
+  return {
+    _symbol(view.operation, "sym_name"): view.operation
+    for view in module.body.operations
+    if view.operation.name == "func.func"
+  }
 
 
 def parse_stablehlo_dots(text: str) -> list[StableHloDot]:
   """Lists the dot_general sites of a StableHLO module in program order.
+
+  Sites inside regions (stablehlo.while bodies, stablehlo.case branches) and
+  in called functions (func.call) come where the walk from `@main` reaches
+  them, once per call path.
 
   Args:
     text: MLIR text of the module, ideally with `debug_info=True` so that
@@ -312,19 +304,16 @@ def parse_stablehlo_dots(text: str) -> list[StableHloDot]:
     One `StableHloDot` per dot_general per call path from `@main`.
 
   Raises:
-    HloParseError: the text has no `@main`, a function is not closed, or a
-      dot_general line cannot be read.
+    HloParseError: the text does not parse or verify as MLIR, has no
+      `@main`, calls deeper than 32 functions, or a dot_general has an
+      operand that is not a static-shaped tensor of a known element type.
   """
-  lines = text.splitlines()
-  defs = {}
-  for line in lines:
-    m = _LOC_DEF_RE.match(line.strip())
-    if m:
-      defs[m.group(1)] = m.group(2)
-  funcs = _split_functions(lines)
-  if "main" not in funcs:
+  module = parse_mlir_module(text)
+  functions = _functions(module)
+  if "main" not in functions:
     raise HloParseError("[hloprobe] StableHLO text has no @main function")
-  walker = _Walker(funcs, _Locations(defs))
-  main = funcs["main"]
-  walker.walk("main", [frozenset({i}) for i in range(len(main.args))])
+  walker = _Walker(functions)
+  main = functions["main"].regions[0].blocks
+  n_args = len(main[0].arguments) if main else 0
+  walker.walk("main", [frozenset({i}) for i in range(n_args)])
   return walker.dots

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from absl.testing import absltest, parameterized
 
 from hloprobe.compile import cases, lowering
@@ -42,6 +43,7 @@ class SeedTest(absltest.TestCase):
       cases.get_case("x")
 
 
+@pytest.mark.compiles
 class PortedCasesTest(parameterized.TestCase):
   @parameterized.named_parameters(
     ("tf_127577", "tf_127577", 2, (2, 512)),
@@ -65,10 +67,7 @@ class PortedCasesTest(parameterized.TestCase):
     np.testing.assert_array_equal(ref, mat.astype(np.float64))
 
 
-if __name__ == "__main__":
-  absltest.main()
-
-
+@pytest.mark.compiles
 class ReferenceDtypeTest(absltest.TestCase):
   def test_bfloat16_inputs_are_widened(self):
     x = (np.arange(8, dtype=np.float32) / 3).astype(jnp.bfloat16)
@@ -76,3 +75,7 @@ class ReferenceDtypeTest(absltest.TestCase):
     ref = lowering.float64_reference(case, (x,))
     exact = np.asarray(x, np.float64) ** 2
     np.testing.assert_array_equal(ref, exact)  # not rounded back to bf16
+
+
+if __name__ == "__main__":
+  absltest.main()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from absl.testing import absltest, parameterized
 
 from hloprobe import sweep
@@ -63,6 +64,7 @@ class ParseTest(parameterized.TestCase):
       experiments.parse_experiments_file(os.path.join(bad, "missing"))
 
 
+@pytest.mark.compiles
 class SweepWithExperimentsTest(absltest.TestCase):
   def test_flags_change_fates_and_a_bad_flag_fails_alone(self):
     spec = sweep.SweepSpec(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe
 
@@ -48,6 +49,7 @@ class HostCpuTest(parameterized.TestCase):
     )
 
 
+@pytest.mark.compiles
 class CliRecordsHostTest(absltest.TestCase):
   def test_results_json_and_explain_name_the_isa(self):
     env = {"XLA_FLAGS": "--xla_cpu_max_isa=AVX"}

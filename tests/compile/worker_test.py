@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 from unittest import mock
 
+import pytest
 from absl.testing import absltest
 
 from hloprobe import sweep
 from hloprobe.compile import worker
 from hloprobe.sites.dot_sites import Fate
+
+pytestmark = pytest.mark.compiles
 
 _SPEC = sweep.SweepSpec(("seed_mlp",), (1,), ("float32",), ("cpu",))
 
@@ -60,10 +63,6 @@ class WorkerTest(absltest.TestCase):
       worker.call_in_worker("os.system", {}, "")
 
 
-if __name__ == "__main__":
-  absltest.main()
-
-
 class BadValueTest(absltest.TestCase):
   def test_flag_value_xla_cannot_read_is_named(self):
     with self.assertRaisesRegex(
@@ -73,3 +72,7 @@ class BadValueTest(absltest.TestCase):
       worker.call_in_worker(
         "run_sweep", {"spec": _SPEC}, "--xla_cpu_enable_fast_math=maybe"
       )
+
+
+if __name__ == "__main__":
+  absltest.main()

@@ -13,6 +13,7 @@ import os
 import shutil
 from unittest import mock
 
+import pytest
 import testutil
 from absl.testing import absltest, flagsaver, parameterized
 from testutil import run_hloprobe
@@ -23,20 +24,30 @@ from hloprobe.errors import GoldenError
 from hloprobe.golden import format, snapshot, update
 from hloprobe.golden.diff import describe_site_changes
 
+pytestmark = pytest.mark.compiles
+
 _REPO = testutil.ROOT
 _GOLDEN = os.path.join(_REPO, "golden")
 _N1 = "cpu/seed_mlp/n1-bfloat16"
+_N1_STABLEHLO = "stablehlo/seed_mlp/n1-bfloat16.stablehlo.mlir"
+# The committed sweep's files: 36 configs (cpu, a100, t4, h100 x n = 1, 2, 9
+# x 3 precisions) x (.hlo, .dots.json), and one StableHLO per case and
+# config (9), shared by the four targets.
+_N_FILES = 36 * 2 + 9
 
 
-def _run_manifest_sweep() -> tuple[list[sweep.ConfigResult], dict]:
-  """The committed manifest's sweep, re-run here."""
-  recorded = snapshot.manifest_sweep(_GOLDEN)
-  spec = snapshot.spec_from_record(recorded)
-  return sweep.run_sweep(spec), recorded
+# The committed manifest's sweep, re-run once for the module (setUpModule):
+# its results, its record, and their snapshot.
+_RESULTS: list[sweep.ConfigResult] = []
+_SWEEP: dict = {}
+_SNAP: snapshot.Snapshot | None = None
 
 
-_RESULTS, _SWEEP = _run_manifest_sweep()
-_SNAP = snapshot.snapshot(_RESULTS, lowering.versions())
+def setUpModule():
+  global _SNAP
+  _SWEEP.update(snapshot.manifest_sweep(_GOLDEN))
+  _RESULTS.extend(sweep.run_sweep(snapshot.spec_from_record(_SWEEP)))
+  _SNAP = snapshot.snapshot(_RESULTS, lowering.versions())
 
 
 def _cli(*args: str, env: dict | None = None):
@@ -72,7 +83,7 @@ class GoldenTest(parameterized.TestCase):
     self.assertEqual(_SWEEP["targets"][:1], ["cpu"])
     result = snapshot.check(_GOLDEN, _SNAP)
     self.assertTrue(result.ok, result.render())
-    self.assertEqual(result.compared, 3 * len(_RESULTS))
+    self.assertEqual(result.compared, _N_FILES)
     self.assertLen(_RESULTS, 4 * 3 * 3)  # cpu, a100, t4, h100 x n=1,2,9 x 3
     self.assertIn("OK", result.render())
 
@@ -83,7 +94,7 @@ class GoldenTest(parameterized.TestCase):
       snapshot.snapshot(_RESULTS, lowering.versions(), "2000-01-01"),
       _SWEEP,
     )
-    self.assertLen(first.added, 3 * len(_RESULTS))
+    self.assertLen(first.added, _N_FILES)
     before = _texts(path)
     again = update.update(
       path,
@@ -92,7 +103,7 @@ class GoldenTest(parameterized.TestCase):
     )
     self.assertEqual(
       (again.added, again.changed, again.removed, again.unchanged),
-      ((), (), (), 3 * len(_RESULTS)),
+      ((), (), (), _N_FILES),
     )
     with open(os.path.join(path, _N1 + ".hlo")) as f:
       self.assertIn("date=2000-01-01", f.readline())
@@ -182,7 +193,7 @@ class GoldenTest(parameterized.TestCase):
     self.assertRegex(
       loose.note, r"made with jax \S+ / jaxlib 0\.0\.1-.*dot summaries only"
     )
-    self.assertLen(loose.not_compared, 2 * len(_RESULTS))
+    self.assertLen(loose.not_compared, 36 + 9)  # .hlo and .stablehlo.mlir
     strict = snapshot.check(path, _SNAP, strict=True)
     self.assertEqual([c.path for c in strict.changed], [_N1 + ".hlo"])
     self.assertIn(
@@ -223,7 +234,7 @@ class GoldenTest(parameterized.TestCase):
     ),
     (
       "truncated_stablehlo",
-      _N1 + ".stablehlo.mlir",
+      _N1_STABLEHLO,
       lambda t: t[: len(t) // 2],
       "not a complete StableHLO",
     ),
@@ -273,6 +284,48 @@ class GoldenTest(parameterized.TestCase):
     with self.assertRaisesRegex(GoldenError, message) as caught:
       snapshot.check(path, _SNAP)
     self.assertIn(os.path.join(path, rel), str(caught.exception))
+
+  def test_edited_stablehlo_is_compared(self):
+    path = self._copy()
+    self._edit(
+      os.path.join(path, _N1_STABLEHLO),
+      "precision = [DEFAULT, DEFAULT]",
+      "precision = [HIGH, HIGH]",
+    )
+    result = snapshot.check(path, _SNAP)
+    self.assertEqual([c.path for c in result.changed], [_N1_STABLEHLO])
+
+  def test_targets_lowering_differently_fail_that_config(self):
+    planted = [
+      dataclasses.replace(
+        r, stablehlo=r.stablehlo.replace("DEFAULT, DEFAULT", "HIGH, HIGH")
+      )
+      if (r.target, r.n, r.precision) == ("t4", 1, "bfloat16")
+      else r
+      for r in _RESULTS
+    ]
+    snap = snapshot.snapshot(planted, lowering.versions())
+    self.assertEqual(len(snap.failed), 1)
+    self.assertRegex(
+      snap.failed[0],
+      r"^t4 seed_mlp n=1 bfloat16: failed at golden: its StableHLO differs "
+      r"from (cpu|a100)'s, and goldens keep one per case and config$",
+    )
+    self.assertNotIn("t4/seed_mlp/n1-bfloat16.hlo", snap.files)
+    self.assertEqual(snap.files[_N1_STABLEHLO], _SNAP.files[_N1_STABLEHLO])
+
+  def test_older_manifest_is_refused_but_its_sweep_is_read(self):
+    path = self._copy()
+    self._edit(
+      os.path.join(path, "MANIFEST.json"),
+      '"schema_version": 2',
+      '"schema_version": 1',
+    )
+    self.assertEqual(snapshot.manifest_sweep(path), _SWEEP)
+    with self.assertRaisesRegex(
+      GoldenError, "schema version 1; this hloprobe reads 2"
+    ):
+      snapshot.check(path, _SNAP)
 
   def test_cli_corrupt_golden_no_traceback(self):
     path = self._copy()
@@ -335,17 +388,19 @@ class GoldenTest(parameterized.TestCase):
       "batch_sizes": [1],
       "precisions": ["float32"],
     }
-    files = {r: t for r, t in _SNAP.files.items() if r.startswith(in_scope)}
+    shared = "stablehlo/seed_mlp/n1-float32.stablehlo.mlir"
+    files = {
+      r: _SNAP.files[r]
+      for r in (in_scope + ".dots.json", in_scope + ".hlo", shared)
+    }
     result = update.update(
       path, dataclasses.replace(_SNAP, files=files), narrow
     )
     self.assertEqual(result.changed, (in_scope + ".dots.json",))
     self.assertEqual(result.removed, (in_scope + "-old.hlo",))
     self.assertEqual((result.added, result.unchanged), ((), 2))
-    self.assertEqual(result.kept, 3 * len(_RESULTS) - 3)
-    self.assertIn(
-      "105 kept outside this sweep", result.render().splitlines()[0]
-    )
+    self.assertEqual(result.kept, _N_FILES - 3)
+    self.assertIn("78 kept outside this sweep", result.render().splitlines()[0])
     self.assertIn("merged into MANIFEST.json's sweep", result.render())
     after = _texts(path)
     self.assertEqual(
@@ -380,7 +435,7 @@ class GoldenTest(parameterized.TestCase):
       result.render(),
     )
     self.assertEqual(snapshot.list_golden_files(path), sorted(files))
-    self.assertLen(result.removed, 3 * len(_RESULTS) - 3)
+    self.assertLen(result.removed, _N_FILES - 2)  # all but the two written
     self.assertEqual(snapshot.manifest_sweep(path), wider)
 
   def test_update_refuses_failed_configs(self):
@@ -404,7 +459,7 @@ class GoldenTest(parameterized.TestCase):
     with open(os.path.join(path, "cpu/seed_mlp/n5-float32.hlo"), "w") as f:
       f.write("stale\n")
     result = update.update(path, _SNAP, _SWEEP)
-    self.assertLen(result.added, len(_RESULTS))  # the n=9 third
+    self.assertLen(result.added, _N_FILES // 3)  # the n=9 third
     self.assertEqual(result.changed, (_N1 + ".dots.json",))
     self.assertEqual(result.removed, ("cpu/seed_mlp/n5-float32.hlo",))
     self.assertIn(f"  changed {_N1}.dots.json", result.render())
@@ -488,7 +543,7 @@ class GoldenCliTest(absltest.TestCase):
       precisions="float32",
     )
     self.assertEqual(status, cli.EXIT_OK)
-    self.assertIn("0 removed, 3 unchanged, 105 kept outside this sweep", out)
+    self.assertIn("0 removed, 3 unchanged, 78 kept outside this sweep", out)
     self.assertEqual(_texts(path), _texts(_GOLDEN))
 
   def test_empty_sweep_is_a_usage_error(self):
@@ -568,6 +623,16 @@ class DescribeSiteChangesTest(parameterized.TestCase):
     key = format.ConfigKey("a100", "seed_mlp", 9, "TF32_TF32_F32", "no-algsimp")
     self.assertEqual(format.path_key(key.path("dots.json")), (key, "dots.json"))
     self.assertIsNone(format.path_key("cpu/seed_mlp/README.md"))
+    # StableHLO is kept once for all targets: its path and key have none.
+    path = key.path("stablehlo.mlir")
+    self.assertEqual(
+      path, "stablehlo/seed_mlp/n9-TF32_TF32_F32-no-algsimp.stablehlo.mlir"
+    )
+    shared = dataclasses.replace(key, target=None)
+    self.assertEqual(format.path_key(path), (shared, "stablehlo.mlir"))
+    self.assertIsNone(
+      format.path_key("a100/seed_mlp/n9-float32.stablehlo.mlir")
+    )
 
 
 class GoldenApiTest(absltest.TestCase):

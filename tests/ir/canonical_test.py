@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import testutil
 from absl.testing import absltest, parameterized
 from hypothesis import given, settings
@@ -187,6 +188,7 @@ class CanonicalStableHloTest(parameterized.TestCase):
     )
 
 
+@pytest.mark.compiles
 class RenamingOnlyDifferencesTest(absltest.TestCase):
   def test_same_function_in_files_with_different_paths(self):
     texts = []

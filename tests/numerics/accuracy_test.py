@@ -63,6 +63,7 @@ class NoiseFloorTest(absltest.TestCase):
     self.assertAlmostEqual(floor.row0_spread_abs, 4e-6)
 
 
+@pytest.mark.compiles
 class SiteBandTest(absltest.TestCase):
   def test_tf32_band_dominates_f32(self):
     f32 = accuracy.site_band(0, "F32_F32_F32", 48, 5.0, 3.0)

@@ -20,7 +20,7 @@ from hloprobe.numerics.emulate_dot import (
 )
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
-pytestmark = pytest.mark.cpu_numerics
+pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
 
 _MATMUL = (((1,), (0,)), ((), ()))
 # rms of the relative error of rounding to nearest with p explicit mantissa

@@ -18,7 +18,7 @@ from hloprobe.ir.stablehlo import parse_stablehlo_dots
 from hloprobe.numerics import emulate
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
-pytestmark = pytest.mark.cpu_numerics
+pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
 
 _TF32, _F32 = "TF32_TF32_F32", "F32_F32_F32"
 _W = [np.full(s, 0.5, np.float32) for s in [(3, 4), (4, 5), (3, 3)]]

@@ -11,7 +11,7 @@ from hloprobe.compile import cases, lowering
 from hloprobe.numerics import accuracy, emulate, predict
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
-pytestmark = pytest.mark.cpu_numerics
+pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
 
 
 def _sweep(targets, precisions, sizes=(1, 2)):
@@ -88,10 +88,6 @@ class SeedCpuTest(absltest.TestCase):
       self.assertEqual(p.best_candidate, "F32_F32_F32", key)
 
 
-if __name__ == "__main__":
-  absltest.main()
-
-
 class ObservedOnA100Test(absltest.TestCase):
   """What a real A100 run would be judged as, with planted observations."""
 
@@ -139,3 +135,7 @@ class ObservedOnA100Test(absltest.TestCase):
       "precision",
     )
     self.assertEqual(p.best_candidate, "BF16_BF16_F32 at sites [0, 1, 2]")
+
+
+if __name__ == "__main__":
+  absltest.main()

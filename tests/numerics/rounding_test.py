@@ -12,7 +12,7 @@ from hloprobe.errors import InvalidArgumentError
 from hloprobe.numerics import rounding
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
-pytestmark = pytest.mark.cpu_numerics
+pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
 
 
 def _f32(bits: int) -> np.ndarray:

@@ -52,6 +52,7 @@ def _unsettled(text: str) -> list[str]:
   return [line[4:] for line in tail.splitlines() if line.startswith("  - ")]
 
 
+@pytest.mark.compiles
 class SeedMlpExplainTest(parameterized.TestCase):
   @classmethod
   def setUpClass(cls):
@@ -325,6 +326,7 @@ class SeedMlpExplainTest(parameterized.TestCase):
     )
 
 
+@pytest.mark.compiles
 class NothingChangesTest(absltest.TestCase):
   def test_cpu_batch_2_and_3(self):
     results, swept = _sweep((2, 3), ("float32",), ("cpu",))
@@ -378,6 +380,7 @@ def _hloprobe(*args: str):
   return run_hloprobe(*args)
 
 
+@pytest.mark.compiles
 class ExplainCommandTest(parameterized.TestCase):
   @parameterized.named_parameters(
     ("target", "--targets=tpu", "unknown target 'tpu'"),

@@ -88,12 +88,12 @@ class StrictJsonTest(absltest.TestCase):
     )
 
 
-if __name__ == "__main__":
-  absltest.main()
-
-
 class MarkdownTest(absltest.TestCase):
   def test_headers_have_no_pipes(self):
     # A '|' in a header would add columns to a GitHub markdown table.
     for header in render._TABLE_HEADERS + render._SITE_HEADERS:
       self.assertNotIn("|", header)
+
+
+if __name__ == "__main__":
+  absltest.main()

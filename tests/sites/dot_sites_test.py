@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import program_cases
+import pytest
 from absl.testing import absltest, parameterized
 
 from hloprobe import sweep
@@ -30,6 +31,7 @@ def _fates(n: int, precision: str = "float32", target: str = "cpu"):
   )
 
 
+@pytest.mark.compiles
 class CpuSeedFatesTest(parameterized.TestCase):
   @parameterized.named_parameters(
     ("bfloat16", "bfloat16"),
@@ -96,6 +98,7 @@ _X = _RNG.standard_normal((8, 64)).astype(np.float32)
 _W = _RNG.standard_normal((64, 64)).astype(np.float32)
 
 
+@pytest.mark.compiles
 class ControlFlowFatesTest(parameterized.TestCase):
   """Sites in loops, branches and after them (a review found them 'gone')."""
 
@@ -142,6 +145,7 @@ class ControlFlowFatesTest(parameterized.TestCase):
     )
 
 
+@pytest.mark.compiles
 class EpilogueTest(absltest.TestCase):
   def test_multiply_fused_into_a_gemm_is_f32(self):
     # jax_15362 at n = 2 on a100: site 2 (1x512 @ 512) is a multiply+reduce

@@ -6,12 +6,15 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+import pytest
 from absl.testing import absltest, parameterized
 
 from hloprobe import sweep
 from hloprobe.compile import cases, lowering, targets
 from hloprobe.sites import effective
 from hloprobe.sites.dot_sites import Fate
+
+pytestmark = pytest.mark.compiles
 
 _SEED = cases.get_case("seed_mlp")
 

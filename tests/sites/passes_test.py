@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 from absl.testing import absltest, parameterized
 
 from hloprobe import sweep
 from hloprobe.compile import cases, targets
 from hloprobe.errors import HloprobeError
 from hloprobe.sites import passes
+
+pytestmark = pytest.mark.compiles
 
 
 def _attribution(target: str, n: int, precision: str = "float32"):

@@ -1,8 +1,8 @@
-// hloprobe-golden v1 kind=stablehlo target=cpu case=seed_mlp n=2 precision=tensorfloat32 jax=0.10.2 jaxlib=0.10.2 date=2026-11-29
+// hloprobe-golden v1 kind=stablehlo case=seed_mlp n=2 precision=float32 jax=0.10.2 jaxlib=0.10.2 date=2026-11-30
 module @jit__seed_batched attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
   sdy.mesh @empty_mesh = <[]> {stablehlo.mesh = {axes = []}}
   func.func public @main(%arg0: tensor<2x2xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}, {}]>}, %arg1: tensor<48x2xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}, {}]>}, %arg2: tensor<48x48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}, {}]>}, %arg3: tensor<48x48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}, {}]>}, %arg4: tensor<1x48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}, {}]>}, %arg5: tensor<48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}]>}, %arg6: tensor<48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}]>}, %arg7: tensor<48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}]>}, %arg8: tensor<1xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}]>}, %arg9: tensor<48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}]>}, %arg10: tensor<48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}]>}, %arg11: tensor<48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}]>}, %arg12: tensor<48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}]>}, %arg13: tensor<48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}]>}, %arg14: tensor<48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}]>}) -> (tensor<2xf32> {jax.result_info = "result"}) {
-    %0 = stablehlo.dot_general %arg1, %arg0, contracting_dims = [1] x [1], precision = [HIGH, HIGH] : (tensor<48x2xf32>, tensor<2x2xf32>) -> tensor<48x2xf32>
+    %0 = stablehlo.dot_general %arg1, %arg0, contracting_dims = [1] x [1], precision = [HIGHEST, HIGHEST] : (tensor<48x2xf32>, tensor<2x2xf32>) -> tensor<48x2xf32>
     %1 = stablehlo.transpose %0, dims = [1, 0] : (tensor<48x2xf32>) -> tensor<2x48xf32>
     %2 = stablehlo.broadcast_in_dim %arg5, dims = [1] : (tensor<48xf32>) -> tensor<1x48xf32>
     %3 = stablehlo.broadcast_in_dim %2, dims = [0, 1] : (tensor<1x48xf32>) -> tensor<2x48xf32>
@@ -22,7 +22,7 @@ module @jit__seed_batched attributes {mhlo.num_partitions = 1 : i32, mhlo.num_re
     %16 = stablehlo.multiply %4, %15 : tensor<2x48xf32>
     %17 = stablehlo.sine %16 : tensor<2x48xf32>
     %18 = stablehlo.multiply %14, %17 : tensor<2x48xf32>
-    %19 = stablehlo.dot_general %arg2, %18, contracting_dims = [1] x [1], precision = [HIGH, HIGH] : (tensor<48x48xf32>, tensor<2x48xf32>) -> tensor<48x2xf32>
+    %19 = stablehlo.dot_general %arg2, %18, contracting_dims = [1] x [1], precision = [HIGHEST, HIGHEST] : (tensor<48x48xf32>, tensor<2x48xf32>) -> tensor<48x2xf32>
     %20 = stablehlo.transpose %19, dims = [1, 0] : (tensor<48x2xf32>) -> tensor<2x48xf32>
     %21 = stablehlo.broadcast_in_dim %arg6, dims = [1] : (tensor<48xf32>) -> tensor<1x48xf32>
     %22 = stablehlo.broadcast_in_dim %21, dims = [0, 1] : (tensor<1x48xf32>) -> tensor<2x48xf32>
@@ -42,7 +42,7 @@ module @jit__seed_batched attributes {mhlo.num_partitions = 1 : i32, mhlo.num_re
     %35 = stablehlo.multiply %23, %34 : tensor<2x48xf32>
     %36 = stablehlo.sine %35 : tensor<2x48xf32>
     %37 = stablehlo.multiply %33, %36 : tensor<2x48xf32>
-    %38 = stablehlo.dot_general %arg3, %37, contracting_dims = [1] x [1], precision = [HIGH, HIGH] : (tensor<48x48xf32>, tensor<2x48xf32>) -> tensor<48x2xf32>
+    %38 = stablehlo.dot_general %arg3, %37, contracting_dims = [1] x [1], precision = [HIGHEST, HIGHEST] : (tensor<48x48xf32>, tensor<2x48xf32>) -> tensor<48x2xf32>
     %39 = stablehlo.transpose %38, dims = [1, 0] : (tensor<48x2xf32>) -> tensor<2x48xf32>
     %40 = stablehlo.broadcast_in_dim %arg7, dims = [1] : (tensor<48xf32>) -> tensor<1x48xf32>
     %41 = stablehlo.broadcast_in_dim %40, dims = [0, 1] : (tensor<1x48xf32>) -> tensor<2x48xf32>
@@ -62,7 +62,7 @@ module @jit__seed_batched attributes {mhlo.num_partitions = 1 : i32, mhlo.num_re
     %54 = stablehlo.multiply %42, %53 : tensor<2x48xf32>
     %55 = stablehlo.sine %54 : tensor<2x48xf32>
     %56 = stablehlo.multiply %52, %55 : tensor<2x48xf32>
-    %57 = stablehlo.dot_general %arg4, %56, contracting_dims = [1] x [1], precision = [HIGH, HIGH] : (tensor<1x48xf32>, tensor<2x48xf32>) -> tensor<1x2xf32>
+    %57 = stablehlo.dot_general %arg4, %56, contracting_dims = [1] x [1], precision = [HIGHEST, HIGHEST] : (tensor<1x48xf32>, tensor<2x48xf32>) -> tensor<1x2xf32>
     %58 = stablehlo.transpose %57, dims = [1, 0] : (tensor<1x2xf32>) -> tensor<2x1xf32>
     %59 = stablehlo.broadcast_in_dim %arg8, dims = [1] : (tensor<1xf32>) -> tensor<1x1xf32>
     %60 = stablehlo.broadcast_in_dim %59, dims = [0, 1] : (tensor<1x1xf32>) -> tensor<2x1xf32>

@@ -1,8 +1,8 @@
-// hloprobe-golden v1 kind=stablehlo target=cpu case=seed_mlp n=1 precision=tensorfloat32 jax=0.10.2 jaxlib=0.10.2 date=2026-11-29
+// hloprobe-golden v1 kind=stablehlo case=seed_mlp n=1 precision=bfloat16 jax=0.10.2 jaxlib=0.10.2 date=2026-11-30
 module @jit__seed_batched attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
   sdy.mesh @empty_mesh = <[]> {stablehlo.mesh = {axes = []}}
   func.func public @main(%arg0: tensor<1x2xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}, {}]>}, %arg1: tensor<48x2xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}, {}]>}, %arg2: tensor<48x48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}, {}]>}, %arg3: tensor<48x48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}, {}]>}, %arg4: tensor<1x48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}, {}]>}, %arg5: tensor<48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}]>}, %arg6: tensor<48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}]>}, %arg7: tensor<48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}]>}, %arg8: tensor<1xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}]>}, %arg9: tensor<48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}]>}, %arg10: tensor<48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}]>}, %arg11: tensor<48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}]>}, %arg12: tensor<48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}]>}, %arg13: tensor<48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}]>}, %arg14: tensor<48xf32> {sdy.sharding = #sdy.sharding<@empty_mesh, [{}]>}) -> (tensor<1xf32> {jax.result_info = "result"}) {
-    %0 = stablehlo.dot_general %arg1, %arg0, contracting_dims = [1] x [1], precision = [HIGH, HIGH] : (tensor<48x2xf32>, tensor<1x2xf32>) -> tensor<48x1xf32>
+    %0 = stablehlo.dot_general %arg1, %arg0, contracting_dims = [1] x [1], precision = [DEFAULT, DEFAULT] : (tensor<48x2xf32>, tensor<1x2xf32>) -> tensor<48x1xf32>
     %1 = stablehlo.transpose %0, dims = [1, 0] : (tensor<48x1xf32>) -> tensor<1x48xf32>
     %2 = stablehlo.broadcast_in_dim %arg5, dims = [1] : (tensor<48xf32>) -> tensor<1x48xf32>
     %3 = stablehlo.add %1, %2 : tensor<1x48xf32>
@@ -19,7 +19,7 @@ module @jit__seed_batched attributes {mhlo.num_partitions = 1 : i32, mhlo.num_re
     %13 = stablehlo.multiply %3, %12 : tensor<1x48xf32>
     %14 = stablehlo.sine %13 : tensor<1x48xf32>
     %15 = stablehlo.multiply %11, %14 : tensor<1x48xf32>
-    %16 = stablehlo.dot_general %arg2, %15, contracting_dims = [1] x [1], precision = [HIGH, HIGH] : (tensor<48x48xf32>, tensor<1x48xf32>) -> tensor<48x1xf32>
+    %16 = stablehlo.dot_general %arg2, %15, contracting_dims = [1] x [1], precision = [DEFAULT, DEFAULT] : (tensor<48x48xf32>, tensor<1x48xf32>) -> tensor<48x1xf32>
     %17 = stablehlo.transpose %16, dims = [1, 0] : (tensor<48x1xf32>) -> tensor<1x48xf32>
     %18 = stablehlo.broadcast_in_dim %arg6, dims = [1] : (tensor<48xf32>) -> tensor<1x48xf32>
     %19 = stablehlo.add %17, %18 : tensor<1x48xf32>
@@ -36,7 +36,7 @@ module @jit__seed_batched attributes {mhlo.num_partitions = 1 : i32, mhlo.num_re
     %29 = stablehlo.multiply %19, %28 : tensor<1x48xf32>
     %30 = stablehlo.sine %29 : tensor<1x48xf32>
     %31 = stablehlo.multiply %27, %30 : tensor<1x48xf32>
-    %32 = stablehlo.dot_general %arg3, %31, contracting_dims = [1] x [1], precision = [HIGH, HIGH] : (tensor<48x48xf32>, tensor<1x48xf32>) -> tensor<48x1xf32>
+    %32 = stablehlo.dot_general %arg3, %31, contracting_dims = [1] x [1], precision = [DEFAULT, DEFAULT] : (tensor<48x48xf32>, tensor<1x48xf32>) -> tensor<48x1xf32>
     %33 = stablehlo.transpose %32, dims = [1, 0] : (tensor<48x1xf32>) -> tensor<1x48xf32>
     %34 = stablehlo.broadcast_in_dim %arg7, dims = [1] : (tensor<48xf32>) -> tensor<1x48xf32>
     %35 = stablehlo.add %33, %34 : tensor<1x48xf32>
@@ -53,7 +53,7 @@ module @jit__seed_batched attributes {mhlo.num_partitions = 1 : i32, mhlo.num_re
     %45 = stablehlo.multiply %35, %44 : tensor<1x48xf32>
     %46 = stablehlo.sine %45 : tensor<1x48xf32>
     %47 = stablehlo.multiply %43, %46 : tensor<1x48xf32>
-    %48 = stablehlo.dot_general %arg4, %47, contracting_dims = [1] x [1], precision = [HIGH, HIGH] : (tensor<1x48xf32>, tensor<1x48xf32>) -> tensor<1x1xf32>
+    %48 = stablehlo.dot_general %arg4, %47, contracting_dims = [1] x [1], precision = [DEFAULT, DEFAULT] : (tensor<1x48xf32>, tensor<1x48xf32>) -> tensor<1x1xf32>
     %49 = stablehlo.transpose %48, dims = [1, 0] : (tensor<1x1xf32>) -> tensor<1x1xf32>
     %50 = stablehlo.broadcast_in_dim %arg8, dims = [1] : (tensor<1xf32>) -> tensor<1x1xf32>
     %51 = stablehlo.add %49, %50 : tensor<1x1xf32>
