@@ -12,7 +12,8 @@ Which hardware path rounds how (checked on jaxlib 0.10.2):
     (xla/backends/gpu/codegen/triton/transforms/stablehlo_lower_to_triton.cc,
     `InferDotPrecision`), which converts each operand with PTX
     `cvt.rna.tf32.f32`; the PTX of the seed and tensorflow-127577 cases
-    shows it (../shared/cases/README.md, finding 0.2), and so does that of
+    shows it (tests/ir/testdata/ptx/a100_seed_n2_default_gemm_fusion_dot.ptx),
+    and so does that of
     TF32_TF32_F32 and TF32_TF32_F32_X3 dots compiled for an A100. It is the
     default.
   TF32, 'rne' (nearest, ties to even): cuBLAS and cuBLASLt with

@@ -48,8 +48,8 @@ def cpu_algorithm(operand_dtype: str) -> tuple[str | None, str]:
   XLA:CPU computes f32 dots as IEEE f32 (Eigen / YNNPACK / runtime matmul in
   the operand type): measured on jaxlib 0.10.2, DEFAULT, HIGH and the
   BF16_BF16_F32 preset give the same f32 results as HIGHEST, and
-  TF32_TF32_F32 is rejected ("not supported by dot_general on CPU";
-  ../shared/cases/README.md section 0.5).
+  TF32_TF32_F32 is rejected ("not supported by dot_general on CPU"; see
+  tests/sweep_test.py FailureIsolationTest).
   """
   presets = {"f32": "F32_F32_F32", "f64": "F64_F64_F64"}
   if operand_dtype in presets:
