@@ -357,11 +357,15 @@ class OrderSpread:
     spread_abs: per element, max minus min over the orders; f64 numpy array
       of the output's shape, in output units.
     max_spread_abs: the largest element of `spread_abs`, output units.
+    leaves: order name -> every output leaf (numpy, tree_leaves order).
   """
 
   outputs: dict[str, np.ndarray]
   spread_abs: np.ndarray
   max_spread_abs: float
+  leaves: dict[str, tuple[np.ndarray, ...]] = dataclasses.field(
+    default_factory=dict
+  )
 
 
 def order_spread(
@@ -382,9 +386,12 @@ def order_spread(
   ]
   # One compile for all orders: the emulators' jitted bodies inline here.
   every = jax.jit(
-    lambda *a: [jax.tree_util.tree_leaves(e(*a))[0] for e in emulators]
+    lambda *a: [jax.tree_util.tree_leaves(e(*a)) for e in emulators]
   )
-  outputs = {o: np.asarray(x) for o, x in zip(orders, every(*args))}
+  leaves = {
+    o: tuple(np.asarray(x) for x in xs) for o, xs in zip(orders, every(*args))
+  }
+  outputs = {o: xs[0] for o, xs in leaves.items()}
   stacked = np.stack([x.astype(np.float64) for x in outputs.values()])
   spread = stacked.max(axis=0) - stacked.min(axis=0)
-  return OrderSpread(outputs, spread, float(spread.max(initial=0.0)))
+  return OrderSpread(outputs, spread, float(spread.max(initial=0.0)), leaves)

@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from hloprobe.compile.cases import ReportedError, get_case
+from hloprobe.errors import CaseError
 from hloprobe.compile.targets import Target
 from hloprobe.sites import effective
 from hloprobe.sites.dot_sites import DotFate, Fate
@@ -423,7 +424,7 @@ def _explain_one(
     x for p, rs in ok.items() for x in fn(p, rs, *args)
   )
   selections = {f.selection for r in configs for f in r.fates}
-  reported = get_case(first.case).reported
+  reported = _reported(first.case)
   return TargetExplanation(
     case=first.case,
     target=first.target,
@@ -442,6 +443,14 @@ def _explain_one(
     else None,
     notes=tuple(_notes(configs)),
   )
+
+
+def _reported(case: str) -> ReportedError | None:
+  """What a built-in case's report saw; None for a user case."""
+  try:
+    return get_case(case).reported
+  except CaseError:  # a user case, named by its own name
+    return None
 
 
 def explain(
