@@ -360,18 +360,22 @@ def run_sweep(spec: SweepSpec, on_result=None) -> list[ConfigResult]:
 
 
 def _check_cases(names) -> None:
-  """Every case resolves, and none is named twice.
+  """Every case resolves, its batch axes fit, and none is named twice.
 
   Raises:
-    CaseError: an unknown or broken case, or a name given twice.
+    CaseError: an unknown or broken case, a batch axis out of range,
+      arguments that disagree on the batch size, or a name given twice.
   """
   seen: dict[str, str] = {}
   for name in names:
-    label = case_label(get_case(name))
+    case = get_case(name)
+    if ":" in name:  # a user's: axes in range, one batch size
+      case.full_inputs()
+    label = case_label(case)
     if name in seen.values() or label in seen:
+      also = "" if seen.get(label, name) == name else f" (as {seen[label]!r})"
       raise CaseError(
-        f"case {name!r} given twice (as {seen.get(label, name)!r}); "
-        "each case may be swept once"
+        f"case {label!r} given twice{also}; each case may be swept once"
       )
     seen[label] = name
 
