@@ -11,8 +11,6 @@ from __future__ import annotations
 import dataclasses
 import re
 
-import numpy as np
-
 from hloprobe.compile import lowering, worker
 from hloprobe.compile.cases import Case, get_case
 from hloprobe.compile.experiments import BASELINE, Experiment
@@ -387,9 +385,7 @@ def _run_baseline(spec: SweepSpec, on_result) -> list[ConfigResult]:
     full = case.full_inputs()
     references, lie = _references(case, full, spec.batch_sizes)
     predictor = (
-      None
-      if references is None
-      else predict.Predictor(case, full, references)
+      None if references is None else predict.Predictor(case, full, references)
     )
     for target_name in spec.targets:
       target = get_target(target_name)
@@ -397,12 +393,21 @@ def _run_baseline(spec: SweepSpec, on_result) -> list[ConfigResult]:
         for n in spec.batch_sizes:
           if lie is not None:
             r = ConfigResult(
-              case.name, target.name, n, precision, error=str(lie),
+              case.name,
+              target.name,
+              n,
+              precision,
+              error=str(lie),
               stage="reference",
             )
           else:
             r = run_config(
-              case, full, references, target, precision, n,
+              case,
+              full,
+              references,
+              target,
+              precision,
+              n,
               spec.explain_passes,
             )
             r = _with_prediction(r, predictor)

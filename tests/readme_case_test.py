@@ -35,8 +35,12 @@ class ReadmeExampleTest(absltest.TestCase):
     configs = json.loads(proc.stdout)["configs"]
     self.assertEqual(
       [(c["target"], c["n"], c["status"]) for c in configs],
-      [("cpu", 1, "ok"), ("cpu", 2, "ok"), ("a100", 1, "ok"),
-       ("a100", 2, "ok")],
+      [
+        ("cpu", 1, "ok"),
+        ("cpu", 2, "ok"),
+        ("a100", 1, "ok"),
+        ("a100", 2, "ok"),
+      ],
     )
     self.assertEqual(
       {leaf for c in configs for leaf, _ in c["prediction"]["leaf_verdicts"]},

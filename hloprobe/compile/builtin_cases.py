@@ -256,7 +256,6 @@ jax_22557 = Case(
 )
 
 
-
 def _descriptor_one_frame(env, emb):
   """DeePMD-style descriptor of one frame.
 
@@ -292,7 +291,7 @@ def _gram_inputs(k: int):
   g = np.random.default_rng(19444)
   mix = g.standard_normal((64, 48))
   basis = g.standard_normal((48, k))
-  return ((mix @ basis) / np.sqrt(48)).astype(np.float32),
+  return (((mix @ basis) / np.sqrt(48)).astype(np.float32),)
 
 
 def _matmul(a, b):

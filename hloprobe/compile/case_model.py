@@ -124,8 +124,9 @@ class Case:
         f"case {self.name!r}: batch_arg {self.batch_arg} out of range for "
         f"{count} arguments"
       )
-    return tuple(self.batch_axis if i == self.batch_arg else None
-                 for i in range(count))
+    return tuple(
+      self.batch_axis if i == self.batch_arg else None for i in range(count)
+    )
 
   def _batched_leaves(self, full: tuple):
     """(argument index, axis, leaf) of every batched array."""
@@ -155,8 +156,9 @@ class Case:
     if not sizes:
       raise CaseError(f"case {self.name!r}: no argument is batched")
     if len(set(sizes.values())) > 1:
-      found = ", ".join(f"argument {i} axis {a}: {n}"
-                        for (i, a), n in sizes.items())
+      found = ", ".join(
+        f"argument {i} axis {a}: {n}" for (i, a), n in sizes.items()
+      )
       raise CaseError(
         f"case {self.name!r}: arguments disagree on the batch size ({found})"
       )

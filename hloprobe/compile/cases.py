@@ -60,7 +60,9 @@ def _load_file(path: str):
     spec.loader.exec_module(module)
   except BaseException as e:
     del sys.modules[name]
-    raise CaseError(f"case module {path!r} failed to import: {_first_line(e)}")
+    raise CaseError(
+      f"case module {path!r} failed to import: {_first_line(e)}"
+    ) from e
   return module
 
 
@@ -109,7 +111,9 @@ def load_user_case(spec: str) -> Case:
   try:
     case = factory()
   except Exception as e:
-    raise CaseError(f"case factory {where}:{attr} raised {_first_line(e)}")
+    raise CaseError(
+      f"case factory {where}:{attr} raised {_first_line(e)}"
+    ) from e
   if not isinstance(case, Case):
     raise CaseError(
       f"case factory {where}:{attr} returned {type(case).__name__}, "

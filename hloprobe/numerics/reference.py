@@ -76,7 +76,9 @@ class _Widened(_Evaluator):
     jaxpr = open_jaxpr(jaxpr)
     env = dict(zip(jaxpr.constvars, map(_widen_value, consts)))
     env |= dict(zip(jaxpr.invars, args))
-    read = lambda a: _widen_value(a.val) if isinstance(a, jex.Literal) else env[a]
+    read = lambda a: (
+      _widen_value(a.val) if isinstance(a, jex.Literal) else env[a]
+    )
     for eqn in jaxpr.eqns:
       ins = [read(v) for v in eqn.invars]
       name = eqn.primitive.name
@@ -90,15 +92,14 @@ class _Widened(_Evaluator):
         outs = eqn.primitive.bind(*ins, **params)
         outs = outs if eqn.primitive.multiple_results else [outs]
       env.update(
-        (v, x) for v, x in zip(eqn.outvars, outs)
+        (v, x)
+        for v, x in zip(eqn.outvars, outs)
         if not isinstance(v, jex.DropVar)
       )
     return [read(v) for v in jaxpr.outvars]
 
 
-def float64_reference(
-  case: Case, args: tuple
-) -> tuple[np.ndarray, ...]:
+def float64_reference(case: Case, args: tuple) -> tuple[np.ndarray, ...]:
   """Every output leaf of `case.fn(*args)` computed in float64 on the CPU.
 
   Args:
@@ -123,8 +124,9 @@ def float64_reference(
     outs = run(*jax.device_put((tuple(closed.consts), leaves), cpu))
     outs = [np.asarray(o) for o in outs]
   return tuple(
-    np.asarray(o.astype(d) if case.round_reference and _is_float(d) else o,
-               np.float64)
+    np.asarray(
+      o.astype(d) if case.round_reference and _is_float(d) else o, np.float64
+    )
     for o, d in zip(outs, out_dtypes)
   )
 

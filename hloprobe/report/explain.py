@@ -21,8 +21,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from hloprobe.compile.cases import ReportedError, get_case
-from hloprobe.errors import CaseError
 from hloprobe.compile.targets import Target
+from hloprobe.errors import CaseError
 from hloprobe.sites import effective
 from hloprobe.sites.dot_sites import DotFate, Fate
 from hloprobe.sweep import ConfigResult

@@ -48,13 +48,18 @@ def _tf32_rna(x: np.ndarray) -> np.ndarray:
 class CasesCommandTest(absltest.TestCase):
   def test_every_report_is_built_in_with_its_url(self):
     self.assertEqual(
-      {c.name: c.url.rsplit("/", 1)[-1] for c in cases.CASES.values()
-       if c.url},
+      {c.name: c.url.rsplit("/", 1)[-1] for c in cases.CASES.values() if c.url},
       {
-        "jax_27188": "27188", "jax_24909": "24909", "jax_15362": "15362",
-        "jax_11628": "11628", "jax_22557": "22557", "jax_19444": "19444",
-        "jax_21212": "21212", "tf_127577": "127577",
-        "pytorch_105726": "105726", "mlx_3953": "3953",
+        "jax_27188": "27188",
+        "jax_24909": "24909",
+        "jax_15362": "15362",
+        "jax_11628": "11628",
+        "jax_22557": "22557",
+        "jax_19444": "19444",
+        "jax_21212": "21212",
+        "tf_127577": "127577",
+        "pytorch_105726": "105726",
+        "mlx_3953": "3953",
       },
     )
 
@@ -62,12 +67,15 @@ class CasesCommandTest(absltest.TestCase):
 class Jax27188Test(absltest.TestCase):
   def test_batch_1_strength_reduced_then_tf32_gemms(self):
     r = _sweep("jax_27188", (1, 32), ("a100",), ("default", "float32"))
-    self.assertEqual(_fates(r["a100", 1, "default"]),
-                     [("multiply+reduce", F32, None)] * 2)
-    self.assertEqual(_fates(r["a100", 32, "default"]),
-                     [("Triton gemm", TF32, None)] * 2)
-    self.assertEqual(_fates(r["a100", 32, "float32"]),
-                     [("Triton gemm", F32, None)] * 2)
+    self.assertEqual(
+      _fates(r["a100", 1, "default"]), [("multiply+reduce", F32, None)] * 2
+    )
+    self.assertEqual(
+      _fates(r["a100", 32, "default"]), [("Triton gemm", TF32, None)] * 2
+    )
+    self.assertEqual(
+      _fates(r["a100", 32, "float32"]), [("Triton gemm", F32, None)] * 2
+    )
     # README: TF32-emulated max relative error 4.97e-4 at batch 32.
     p = r["a100", 32, "default"].prediction
     self.assertAlmostEqual(p.stats.max_rel, 4.97e-4, delta=0.05e-4)
@@ -78,10 +86,12 @@ class Jax24909Test(absltest.TestCase):
   def test_gemms_at_one_frame_and_tensorfloat32_is_ieee(self):
     r = _sweep("jax_24909", (1, 8), ("a100",), ("default", "tensorfloat32"))
     for n in (1, 8):
-      self.assertEqual(_fates(r["a100", n, "default"]),
-                       [("Triton gemm", TF32, None)] * 2)
-      self.assertEqual(_fates(r["a100", n, "tensorfloat32"]),
-                       [("Triton gemm", F32, None)] * 2)
+      self.assertEqual(
+        _fates(r["a100", n, "default"]), [("Triton gemm", TF32, None)] * 2
+      )
+      self.assertEqual(
+        _fates(r["a100", n, "tensorfloat32"]), [("Triton gemm", F32, None)] * 2
+      )
     # README: TF32-emulated relative error of the descriptor 6.1e-4.
     p = r["a100", 8, "default"].prediction
     self.assertAlmostEqual(p.stats.max_rel, 6.1e-4, delta=0.1e-4)
@@ -95,18 +105,26 @@ class Jax15362Test(absltest.TestCase):
         _fates(r[t, 1, "default"]),
         [("multiply", F32, None)] + [("multiply+reduce", F32, None)] * 2,
       )
-      self.assertEqual(r[t, 1, "default"].prediction.verdict,
-                       "within f32 noise")
-    split = {(t, n): _fates(r[t, n, "default"])[1]
-             for t in ("a100", "h100") for n in (8, 100)}
-    self.assertEqual(split, {
-      ("a100", 8): ("Triton gemm", TF32, None),
-      ("a100", 100): ("Triton gemm", TF32, 4),
-      ("h100", 8): ("Triton gemm", TF32, 8),
-      ("h100", 100): ("Triton gemm", TF32, 8),
-    })
-    self.assertEqual(_fates(r["a100", 100, "default"])[2],
-                     ("multiply+reduce", F32, None))
+      self.assertEqual(
+        r[t, 1, "default"].prediction.verdict, "within f32 noise"
+      )
+    split = {
+      (t, n): _fates(r[t, n, "default"])[1]
+      for t in ("a100", "h100")
+      for n in (8, 100)
+    }
+    self.assertEqual(
+      split,
+      {
+        ("a100", 8): ("Triton gemm", TF32, None),
+        ("a100", 100): ("Triton gemm", TF32, 4),
+        ("h100", 8): ("Triton gemm", TF32, 8),
+        ("h100", 100): ("Triton gemm", TF32, 8),
+      },
+    )
+    self.assertEqual(
+      _fates(r["a100", 100, "default"])[2], ("multiply+reduce", F32, None)
+    )
     # README: about 2e-5 relative to max |y|.
     p = r["a100", 100, "default"].prediction
     self.assertAlmostEqual(p.stats.max_rel, 2e-5, delta=0.5e-5)
@@ -117,8 +135,9 @@ class Jax11628Test(absltest.TestCase):
     r = _sweep("jax_11628", (1, 100), ("a100",))
     self.assertEqual(_fates(r["a100", 1, "default"]), [("gone", None, None)])
     self.assertEqual(r["a100", 1, "default"].prediction.verdict, "exact")
-    self.assertEqual(_fates(r["a100", 100, "default"]),
-                     [("Triton gemm", TF32, None)])
+    self.assertEqual(
+      _fates(r["a100", 100, "default"]), [("Triton gemm", TF32, None)]
+    )
     # Each output is 1 * M[i, j] with M rounded to TF32: the error is M's
     # own TF32 rounding, max relative 2^-11 elementwise (README: 4.86e-4).
     mat = cases.get_case("jax_11628").make_inputs()[0]
@@ -135,8 +154,9 @@ class Jax11628Test(absltest.TestCase):
 class Jax22557Test(absltest.TestCase):
   def test_one_tf32_gemm_80_times_f32(self):
     r = _sweep("jax_22557", (4,), ("a100",))
-    self.assertEqual(_fates(r["a100", 4, "default"]),
-                     [("Triton gemm", TF32, None)])
+    self.assertEqual(
+      _fates(r["a100", 4, "default"]), [("Triton gemm", TF32, None)]
+    )
     case = cases.get_case("jax_22557")
     args = case.full_inputs()
     ref = np.einsum("ij,kil->kjl", *(a.astype(np.float64) for a in args))
@@ -155,10 +175,12 @@ class Jax22557Test(absltest.TestCase):
 class Jax19444Test(absltest.TestCase):
   def test_split_k_gram_and_tf32_alone_stays_psd(self):
     r = _sweep("jax_19444", (16384,), ("a100", "h100"))
-    self.assertEqual(_fates(r["a100", 16384, "default"]),
-                     [("Triton gemm", TF32, 32)])
-    self.assertEqual(_fates(r["h100", 16384, "default"]),
-                     [("Triton gemm", TF32, 64)])
+    self.assertEqual(
+      _fates(r["a100", 16384, "default"]), [("Triton gemm", TF32, 32)]
+    )
+    self.assertEqual(
+      _fates(r["h100", 16384, "default"]), [("Triton gemm", TF32, 64)]
+    )
     case = cases.get_case("jax_19444")
     (o,) = case.inputs_for(None, 16384)
     # TF32 input rounding alone: a Gram matrix of rounded inputs, PSD.
@@ -199,10 +221,12 @@ class Tf127577Test(absltest.TestCase):
   def test_exactly_tf32(self):
     r = _sweep("tf_127577", (1, 256), ("a100", "h100", "cpu"))
     for t, split in (("a100", 4), ("h100", 8)):
-      self.assertEqual(_fates(r[t, 1, "default"]),
-                       [("multiply+reduce", F32, None)])
-      self.assertEqual(_fates(r[t, 256, "default"]),
-                       [("Triton gemm", TF32, split)])
+      self.assertEqual(
+        _fates(r[t, 1, "default"]), [("multiply+reduce", F32, None)]
+      )
+      self.assertEqual(
+        _fates(r[t, 256, "default"]), [("Triton gemm", TF32, split)]
+      )
     # README: TF32-emulated relative max 2.86e-4; float32 7.4e-7.
     p = r["a100", 256, "default"].prediction
     self.assertAlmostEqual(p.stats.max_rel, 2.86e-4, delta=0.03e-4)
@@ -213,18 +237,24 @@ class Tf127577Test(absltest.TestCase):
 class Pytorch105726Test(absltest.TestCase):
   def test_split_k_depends_on_gpu_and_batch_within_f16_rounding(self):
     r = _sweep("pytorch_105726", (1, 2, 32), ("a100", "h100"))
-    split = {(t, n): _fates(r[t, n, "default"])
-             for t in ("a100", "h100") for n in (1, 2, 32)}
+    split = {
+      (t, n): _fates(r[t, n, "default"])
+      for t in ("a100", "h100")
+      for n in (1, 2, 32)
+    }
     f16 = "F16_F16_F32"
-    self.assertEqual(split, {
-      ("a100", 1): [("Triton gemm", f16, 4)],
-      ("a100", 2): [("Triton gemm", f16, None)],
-      ("a100", 32): [("Triton gemm", f16, None)],
-      ("h100", 1): [("Triton gemm", f16, 4)],
-      ("h100", 2): [("Triton gemm", f16, 4)],
-      ("h100", 32): [("Triton gemm", f16, None)],
-    })
-    for key, res in r.items():
+    self.assertEqual(
+      split,
+      {
+        ("a100", 1): [("Triton gemm", f16, 4)],
+        ("a100", 2): [("Triton gemm", f16, None)],
+        ("a100", 32): [("Triton gemm", f16, None)],
+        ("h100", 1): [("Triton gemm", f16, 4)],
+        ("h100", 2): [("Triton gemm", f16, 4)],
+        ("h100", 32): [("Triton gemm", f16, None)],
+      },
+    )
+    for res in r.values():
       self.assertEqual(res.prediction.verdict, "within f16 output rounding")
 
 
@@ -237,10 +267,12 @@ class Mlx3953Test(absltest.TestCase):
         self.assertEqual(res.fates[0].fate.value, "multiply")
         self.assertEqual(dict(res.prediction.leaf_verdicts)["[0]"], "exact")
     self.assertEqual(r["cpu", 2, "default"].leaf_stats[0].max_abs, 0.0)
-    self.assertEqual(_fates(r["a100", 1, "default"])[1],
-                     ("multiply+reduce", F32, None))
-    self.assertEqual(_fates(r["a100", 2, "default"])[1],
-                     ("Triton gemm", TF32, None))
+    self.assertEqual(
+      _fates(r["a100", 1, "default"])[1], ("multiply+reduce", F32, None)
+    )
+    self.assertEqual(
+      _fates(r["a100", 2, "default"])[1], ("Triton gemm", TF32, None)
+    )
     self.assertEqual(
       dict(r["a100", 2, "default"].prediction.leaf_verdicts)["[1]"],
       "explained by TF32_TF32_F32 at sites [1]",

@@ -7,13 +7,13 @@ import numpy as np
 from absl.testing import absltest, parameterized
 
 from hloprobe.compile import cases
+from hloprobe.errors import CaseError
 from hloprobe.numerics import reference
 
 
 def _reference(case, args):
   (out,) = reference.float64_reference(case, args)
   return out
-from hloprobe.errors import CaseError
 
 
 class SeedTest(absltest.TestCase):
@@ -58,9 +58,7 @@ class PortedCasesTest(parameterized.TestCase):
   )
   def test_float64_reference_shape(self, name, n, shape):
     case = cases.get_case(name)
-    ref = _reference(
-      case, case.inputs_for(case.make_inputs(), n)
-    )
+    ref = _reference(case, case.inputs_for(case.make_inputs(), n))
     self.assertEqual(ref.shape, shape)
     self.assertEqual(ref.dtype, np.float64)
 

@@ -17,7 +17,7 @@ from hloprobe.errors import CaseError
 
 # Two arguments (x cut along axis 0, w shared), a pytree output with a
 # scalar loss (no batch axis) and a batched leaf.
-_MODULE = textwrap.dedent('''
+_MODULE = textwrap.dedent("""
   import numpy as np
   import jax.numpy as jnp
   import hloprobe
@@ -49,7 +49,7 @@ _MODULE = textwrap.dedent('''
 
   def other():
     return 42
-''')
+""")
 
 
 def setUpModule():
@@ -73,24 +73,48 @@ class LoadTest(parameterized.TestCase):
     self.assertEqual((by_file.name, by_module.name), ("mine", "mine"))
 
   @parameterized.named_parameters(
-    ("module_not_found", "no_such_mod_xyz:make",
-     "case module 'no_such_mod_xyz' not found"),
-    ("import_fails", "broken.py:make",
-     "case module '.*broken.py' failed to import: ModuleNotFoundError"),
-    ("attribute_missing", "userpkg.mycase:nope",
-     "case module 'userpkg.mycase' has no attribute 'nope'"),
-    ("factory_raises", "userpkg.mycase:raises",
-     "case factory userpkg.mycase:raises raised RuntimeError: boom"),
-    ("returns_other", "userpkg.mycase:other",
-     "case factory userpkg.mycase:other returned int, not a hloprobe.Case"),
-    ("axis_out_of_range", "userpkg.mycase:bad_axis",
-     "case 'bad': batch axis 2 out of range for argument 0"),
-    ("batch_sizes_disagree", "userpkg.mycase:disagree",
-     r"case 'dis': arguments disagree on the batch size \(argument 0 axis 0:"
-     r" 4, argument 1 axis 1: 64\)"),
+    (
+      "module_not_found",
+      "no_such_mod_xyz:make",
+      "case module 'no_such_mod_xyz' not found",
+    ),
+    (
+      "import_fails",
+      "broken.py:make",
+      "case module '.*broken.py' failed to import: ModuleNotFoundError",
+    ),
+    (
+      "attribute_missing",
+      "userpkg.mycase:nope",
+      "case module 'userpkg.mycase' has no attribute 'nope'",
+    ),
+    (
+      "factory_raises",
+      "userpkg.mycase:raises",
+      "case factory userpkg.mycase:raises raised RuntimeError: boom",
+    ),
+    (
+      "returns_other",
+      "userpkg.mycase:other",
+      "case factory userpkg.mycase:other returned int, not a hloprobe.Case",
+    ),
+    (
+      "axis_out_of_range",
+      "userpkg.mycase:bad_axis",
+      "case 'bad': batch axis 2 out of range for argument 0",
+    ),
+    (
+      "batch_sizes_disagree",
+      "userpkg.mycase:disagree",
+      r"case 'dis': arguments disagree on the batch size \(argument 0 axis 0:"
+      r" 4, argument 1 axis 1: 64\)",
+    ),
     ("given_twice", "seed_mlp,seed_mlp", "case 'seed_mlp' given twice"),
-    ("given_twice_by_name", "seed_mlp,userpkg.mycase:seed_again",
-     "case 'seed_mlp' given twice"),
+    (
+      "given_twice_by_name",
+      "seed_mlp,userpkg.mycase:seed_again",
+      "case 'seed_mlp' given twice",
+    ),
   )
   def test_bad_input_is_one_case_error(self, names, message):
     if names.startswith("broken"):
@@ -112,8 +136,9 @@ class CommandLineTest(absltest.TestCase):
     return run_hloprobe(*args, "--batch_sizes=1,2", "--precisions=default")
 
   def test_sweep_on_cpu_and_a100(self):
-    proc = self._run(f"--case={_FILE}:make", "--targets=cpu,a100",
-                     "--format=json")
+    proc = self._run(
+      f"--case={_FILE}:make", "--targets=cpu,a100", "--format=json"
+    )
     self.assertEqual(proc.returncode, 0, proc.stderr)
     configs = json.loads(proc.stdout)["configs"]
     cpu2 = next(c for c in configs if c["target"] == "cpu" and c["n"] == 2)
@@ -138,18 +163,26 @@ class CommandLineTest(absltest.TestCase):
 
   def test_explain_verify_and_experiment_by_module_name(self):
     env = {"PYTHONPATH": _DIR}
-    common = ("--case=userpkg.mycase:make", "--targets=cpu",
-              "--batch_sizes=1,2", "--precisions=default")
+    common = (
+      "--case=userpkg.mycase:make",
+      "--targets=cpu",
+      "--batch_sizes=1,2",
+      "--precisions=default",
+    )
     explain = run_hloprobe("explain", *common, env=env)
     self.assertEqual(explain.returncode, 0, explain.stderr)
     self.assertIn("mine on cpu", explain.stdout)
-    verify = run_hloprobe("verify", *common, "--fix=float32",
-                          "--require=accurate", env=env)
+    verify = run_hloprobe(
+      "verify", *common, "--fix=float32", "--require=accurate", env=env
+    )
     self.assertEqual(verify.returncode, 0, verify.stderr + verify.stdout)
     self.assertIn("PASS", verify.stdout)
     experiment = run_hloprobe(
-      "sweep", *common, "--experiment=no_dsr:--xla_disable_hlo_passes="
-      "dot-strength-reduction", "--format=json", env=env,
+      "sweep",
+      *common,
+      "--experiment=no_dsr:--xla_disable_hlo_passes=dot-strength-reduction",
+      "--format=json",
+      env=env,
     )
     self.assertEqual(experiment.returncode, 0, experiment.stderr)
     rows = json.loads(experiment.stdout)["configs"]
@@ -163,8 +196,10 @@ class CommandLineTest(absltest.TestCase):
     self.assertEqual(proc.returncode, 2)
     self.assertEqual(
       [l for l in proc.stderr.splitlines() if "error" in l],
-      [f"hloprobe: error: case factory {_FILE}:other returned int, not a "
-       "hloprobe.Case"],
+      [
+        f"hloprobe: error: case factory {_FILE}:other returned int, not a "
+        "hloprobe.Case"
+      ],
     )
 
 

@@ -99,14 +99,20 @@ class PerBatchSizeTest(absltest.TestCase):
 class DtypeTest(absltest.TestCase):
   def test_ulps_of_every_float_dtype(self):
     for dtype in (
-      ml_dtypes.bfloat16, np.float16, np.float32, np.float64,
-      ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2,
+      ml_dtypes.bfloat16,
+      np.float16,
+      np.float32,
+      np.float64,
+      ml_dtypes.float8_e4m3fn,
+      ml_dtypes.float8_e5m2,
     ):
       eps = float(ml_dtypes.finfo(dtype).eps)
       self.assertEqual(accuracy.ulp_distance(1.0, 1.0 + eps, dtype), 1, dtype)
-      self.assertEqual(accuracy.ulp_distance(-1.0, 1.0, dtype), 2 * int(
-        np.asarray(1.0, dtype).view(f"u{np.dtype(dtype).itemsize}")
-      ), dtype)
+      self.assertEqual(
+        accuracy.ulp_distance(-1.0, 1.0, dtype),
+        2 * int(np.asarray(1.0, dtype).view(f"u{np.dtype(dtype).itemsize}")),
+        dtype,
+      )
       self.assertEqual(accuracy.output_ulp([1.5], dtype), eps)
 
   def test_bf16_output_gets_ulps_and_a_band(self):
