@@ -74,22 +74,24 @@ class _Evaluator:
     env = dict(zip(jaxpr.constvars, consts)) | dict(zip(jaxpr.invars, args))
     read = lambda a: a.val if isinstance(a, jex.Literal) else env[a]
     for i, eqn in enumerate(jaxpr.eqns):
-      ins = [read(v) for v in eqn.invars]
-      if i in plan.sites:
-        outs = [self._dot(eqn, ins, plan.sites[i])]
-      elif eqn.primitive.name in CALL_PRIMITIVES or (
-        i in plan.subs and any(s.size for s in plan.subs[i])
-      ):
-        outs = self._higher_order(eqn, ins, plan.subs.get(i))
-      else:
-        outs = eqn.primitive.bind(*ins, **eqn.params)
-        outs = outs if eqn.primitive.multiple_results else [outs]
+      outs = self._eqn(i, eqn, [read(v) for v in eqn.invars], plan)
       env.update(
         (v, x)
         for v, x in zip(eqn.outvars, outs)
         if not isinstance(v, jex.DropVar)
       )
     return [read(v) for v in jaxpr.outvars]
+
+  def _eqn(self, i: int, eqn, ins: list, plan: SitePlan) -> list:
+    """The outputs of equation `i` of a jaxpr planned by `plan`."""
+    if i in plan.sites:
+      return [self._dot(eqn, ins, plan.sites[i])]
+    if eqn.primitive.name in CALL_PRIMITIVES or (
+      i in plan.subs and any(s.size for s in plan.subs[i])
+    ):
+      return self._higher_order(eqn, ins, plan.subs.get(i))
+    outs = eqn.primitive.bind(*ins, **eqn.params)
+    return outs if eqn.primitive.multiple_results else [outs]
 
   def _closed(self, closed, plan):
     return lambda *args: self.run(closed.jaxpr, plan, closed.consts, args)

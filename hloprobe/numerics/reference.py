@@ -19,19 +19,13 @@ after checking the declaration.
 from __future__ import annotations
 
 import jax
-import jax.extend.core as jex
 import jax.numpy as jnp
 import numpy as np
 
 from hloprobe.compile.case_model import Case, leaf_names
 from hloprobe.errors import CaseError
 from hloprobe.numerics.emulate import _Evaluator
-from hloprobe.numerics.jaxpr_sites import (
-  CALL_PRIMITIVES,
-  NO_SITES,
-  open_jaxpr,
-  trace,
-)
+from hloprobe.numerics.jaxpr_sites import CALL_PRIMITIVES, NO_SITES, trace
 
 __all__ = ["References", "float64_reference"]
 
@@ -71,32 +65,18 @@ class _Widened(_Evaluator):
   def __init__(self):
     super().__init__((), "xla", "rna")
 
-  def run(self, jaxpr, plan, consts, args) -> list:
-    del plan  # no sites: every dot runs as traced, widened
-    jaxpr = open_jaxpr(jaxpr)
-    env = dict(zip(jaxpr.constvars, map(_widen_value, consts)))
-    env |= dict(zip(jaxpr.invars, args))
-    read = lambda a: (
-      _widen_value(a.val) if isinstance(a, jex.Literal) else env[a]
-    )
-    for eqn in jaxpr.eqns:
-      ins = [read(v) for v in eqn.invars]
-      name = eqn.primitive.name
-      if name == "reduce_precision":
-        outs = ins
-      elif name in CALL_PRIMITIVES or name in _LOOPS:
-        count = max(2, len(eqn.params.get("branches", ())))
-        outs = self._higher_order(eqn, ins, (NO_SITES,) * count)
-      else:
-        params = {k: _widen_param(v) for k, v in eqn.params.items()}
-        outs = eqn.primitive.bind(*ins, **params)
-        outs = outs if eqn.primitive.multiple_results else [outs]
-      env.update(
-        (v, x)
-        for v, x in zip(eqn.outvars, outs)
-        if not isinstance(v, jex.DropVar)
-      )
-    return [read(v) for v in jaxpr.outvars]
+  def _eqn(self, i: int, eqn, ins: list, plan) -> list:
+    del i, plan  # no sites: every dot runs as traced, widened
+    ins = [_widen_value(x) for x in ins]  # literals
+    name = eqn.primitive.name
+    if name == "reduce_precision":
+      return ins
+    if name in CALL_PRIMITIVES or name in _LOOPS:
+      count = max(2, len(eqn.params.get("branches", ())))
+      return self._higher_order(eqn, ins, (NO_SITES,) * count)
+    params = {k: _widen_param(v) for k, v in eqn.params.items()}
+    outs = eqn.primitive.bind(*ins, **params)
+    return outs if eqn.primitive.multiple_results else [outs]
 
 
 def float64_reference(case: Case, args: tuple) -> tuple[np.ndarray, ...]:
@@ -118,7 +98,9 @@ def float64_reference(case: Case, args: tuple) -> tuple[np.ndarray, ...]:
       _widen_value(np.asarray(a)) for a in jax.tree_util.tree_leaves(args)
     ]
     run = jax.jit(
-      lambda consts, xs: _Widened().run(closed.jaxpr, NO_SITES, consts, xs)
+      lambda consts, xs: _Widened().run(
+        closed.jaxpr, NO_SITES, [_widen_value(c) for c in consts], xs
+      )
     )
     cpu = jax.devices("cpu")[0]
     outs = run(*jax.device_put((tuple(closed.consts), leaves), cpu))
