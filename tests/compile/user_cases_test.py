@@ -191,6 +191,15 @@ class CommandLineTest(absltest.TestCase):
       [("baseline", "ok"), ("no_dsr", "ok")],
     )
 
+  def test_cases_lists_each_built_in_with_its_report(self):
+    proc = run_hloprobe("cases")
+    self.assertEqual(proc.returncode, 0, proc.stderr)
+    lines = proc.stdout.splitlines()
+    self.assertLen(lines, len(cases.CASES))
+    self.assertIn(
+      "mlx_3953        https://github.com/ml-explore/mlx/issues/3953", lines
+    )
+
   def test_bad_case_is_one_line_exit_2(self):
     proc = run_hloprobe("sweep", f"--case={_FILE}:other")
     self.assertEqual(proc.returncode, 2)
