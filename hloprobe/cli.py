@@ -15,6 +15,7 @@ Commands:
   golden update   re-run it and write the goldens atomically (a sweep
                   within the manifest's replaces only its own files)
   targets         list the targets
+  cases           list the built-in cases and the reports they come from
   experiments     list the built-in XLA_FLAGS experiments
   versions        --jaxlib=V1,V2,...: the sweep under each jaxlib release
                   (cached venvs), one table comparing them
@@ -61,7 +62,9 @@ __all__ = ["main", "run"]
 _CASE = flags.DEFINE_list(
   "case",
   ["seed_mlp"],
-  f"Cases to sweep, comma-separated; one of {sorted(cases.CASES)}.",
+  "Cases to sweep, comma-separated: built-in names (see `hloprobe cases`), "
+  "package.module:factory or path/to/file.py:factory (a function "
+  "returning a hloprobe.Case).",
 )
 _BATCH_SIZES = flags.DEFINE_string(
   "batch_sizes",
@@ -544,6 +547,17 @@ def _cmd_targets() -> int:
   return EXIT_OK
 
 
+def _cmd_cases() -> int:
+  rows = [
+    (c.name, c.url or (c.reported and c.reported.source) or "n/a")
+    for c in cases.CASES.values()
+  ]
+  width = max(len(name) for name, _ in rows)
+  for name, source in rows:
+    print(f"{name:<{width}}  {source}")
+  return EXIT_OK
+
+
 def _cmd_experiments() -> int:
   from tabulate import tabulate
 
@@ -675,6 +689,7 @@ _COMMANDS = {
   "view": _cmd_view,
   "explain": _cmd_explain,
   "targets": _cmd_targets,
+  "cases": _cmd_cases,
   "experiments": _cmd_experiments,
   "golden": _cmd_golden,
   "verify": _cmd_verify,

@@ -12,18 +12,16 @@ import dataclasses
 import re
 from collections.abc import Callable
 
-import numpy as np
-
 from hloprobe.compile import lowering, worker
 from hloprobe.compile.cases import Case, get_case
 from hloprobe.compile.experiments import BASELINE, Experiment
 from hloprobe.compile.targets import Target, get_target
-from hloprobe.errors import InvalidArgumentError
+from hloprobe.errors import CaseError, InvalidArgumentError
 from hloprobe.ir import ptx
 from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.precisions import parse_precision
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
-from hloprobe.numerics import accuracy, predict
+from hloprobe.numerics import accuracy, predict, reference
 from hloprobe.sites import dot_sites, effective, passes
 
 __all__ = [
@@ -63,8 +61,7 @@ class SweepSpec:
       raise InvalidArgumentError(
         f"experiment names must be unique and not 'baseline': {names}"
       )
-    for name in self.cases:
-      get_case(name)
+    _check_cases(self.cases)
     for name in self.precisions:
       parse_precision(name)
     for name in self.targets:
@@ -85,9 +82,15 @@ class ConfigResult:
     stage: the stage that failed ("lower", "compile", "run", ...), or None.
     stablehlo, optimized_hlo: module texts, or None if not reached.
     fates: what each StableHLO dot site became.
-    stats: errors against float64 (None when not run).
-    ulp_vs_n1: row 0 here against row 0 at batch 1, in ULPs of the output
-      dtype (None when either did not run or n = 1 is not swept).
+    stats: errors against float64 of the output leaf the row is about (the
+      prediction's `leaf` where there is one, else the leaf with the
+      largest max_rel); None when not run.
+    leaf_stats: the errors of every output leaf (tree_leaves order).
+    output_dtype: the dtype of `stats`'s leaf, e.g. "bfloat16".
+    ulp_vs_n1: row 0 (batch element 0) here against row 0 at batch 1, max
+      over its values and the batched leaves, in ULPs of each leaf's dtype
+      (None when either did not run, n = 1 is not swept, or no leaf is
+      batched).
     lower_s, compile_s, run_s: wall times in seconds, or None.
     passes: site index -> the pass that rewrote it (with --explain_passes;
       a site absent here stayed a plain dot).
@@ -112,6 +115,7 @@ class ConfigResult:
   optimized_hlo: str | None = None
   fates: tuple[dot_sites.DotFate, ...] = ()
   stats: accuracy.ErrorStats | None = None
+  leaf_stats: tuple[accuracy.ErrorStats, ...] = ()
   output_dtype: str | None = None
   ulp_vs_n1: int | None = None
   lower_s: float | None = None
@@ -178,8 +182,8 @@ def _first_line(e: BaseException) -> str:
 
 def run_config(
   case: Case,
-  full_inputs: tuple,
-  reference: np.ndarray | None,
+  full_inputs: tuple | None,
+  references: reference.References | None,
   target: Target,
   precision: str,
   n: int,
@@ -190,7 +194,7 @@ def run_config(
   With `explain_passes`, the compile dumps every pass and each dot site is
   attributed to the pass that rewrote it (see `passes`).
   """
-  base = ConfigResult(case.name, target.name, n, precision)
+  base = ConfigResult(case_label(case), target.name, n, precision)
   stage = "compile"
   try:
     args = case.inputs_for(full_inputs, n)
@@ -220,16 +224,35 @@ def run_config(
     if target.compile_only:
       return result
     stage = "run"
-    out, run_s = lowering.run_compiled(cc, args)
-    stats = None
-    if reference is not None:
-      ref = np.take(reference, np.arange(n), axis=case.output_axis)
-      stats = accuracy.error_stats(out, ref)
-    return dataclasses.replace(
-      result, stats=stats, output_dtype=str(out.dtype), run_s=run_s
+    outs, run_s = lowering.run_compiled(cc, args)
+    result = dataclasses.replace(result, run_s=run_s)
+    if references is None:
+      return result
+    leaves = tuple(
+      accuracy.error_stats(out, ref, axis, name)
+      for out, ref, axis, name in zip(
+        outs, references.at(n), references.axes, references.names
+      )
+    )
+    return _with_headline(
+      dataclasses.replace(result, leaf_stats=leaves),
+      max(range(len(leaves)), key=lambda i: (leaves[i].max_rel, -i)),
     )
   except Exception as e:  # one config's failure must not lose the others
     return dataclasses.replace(base, error=_first_line(e), stage=stage)
+
+
+def _with_headline(r: ConfigResult, leaf: int) -> ConfigResult:
+  """`r` with `stats` (and its dtype) taken from output leaf `leaf`."""
+  stats = r.leaf_stats[leaf]
+  return dataclasses.replace(
+    r, stats=stats, output_dtype=str(stats.row0_values.dtype)
+  )
+
+
+def case_label(case: Case) -> str:
+  """The name results carry: the case's own name."""
+  return case.name
 
 
 def _with_passes(r: ConfigResult, dumps) -> ConfigResult:
@@ -241,22 +264,28 @@ def _with_passes(r: ConfigResult, dumps) -> ConfigResult:
   return dataclasses.replace(r, passes=found)
 
 
-def _reference(case, full, largest: int):
-  """(float64 reference at the largest batch, None), or (None, why not)."""
+def _references(case, full, sizes):
+  """(References, None, None), (None, the case's error, None), or (None,
+  None, why the numerics are n/a).
+
+  A case that lies about `rows_independent` is an error of the case; any
+  other failure leaves the numerics n/a, with its cause.
+  """
   try:
-    inputs = case.inputs_for(full, largest)
-    return lowering.float64_reference(case, inputs), None
+    return reference.References(case, full, sizes), None, None
+  except CaseError as e:
+    return None, e, None
   except Exception as e:  # configs still compile; numerics say n/a
-    return None, f"no float64 reference: {_first_line(e)}"
+    return None, None, f"no float64 reference: {_first_line(e)}"
 
 
-def _predictor(case, full, reference, why: str | None):
+def _predictor(case, full, references, why: str | None):
   """(a case's predictor, None), or (None, why it cannot be made)."""
-  if reference is None:
+  if references is None:
     return None, why
   try:
-    return predict.Predictor(case, full, reference), None
-  except Exception as e:  # e.g. a scalar first output: no batch axis to cut
+    return predict.Predictor(case, full, references), None
+  except Exception as e:
     return None, f"no predictor: {_first_line(e)}"
 
 
@@ -267,31 +296,45 @@ def _with_prediction(
 
   `why` says why there is no predictor when `predictor` is None.
   """
-  if not r.fates:
+  if not r.fates or not r.ok:
     return r
   if predictor is None:
     return dataclasses.replace(r, prediction_error=why)
   try:
-    prediction = predictor.predict(r.n, r.fates, r.stats)
+    prediction = predictor.predict(r.n, r.fates, r.leaf_stats or None)
   except Exception as e:  # prediction is extra; the config stays ok
     return dataclasses.replace(r, prediction_error=_first_line(e))
-  return dataclasses.replace(r, prediction=prediction)
+  r = dataclasses.replace(r, prediction=prediction)
+  if r.leaf_stats:
+    names = [s.leaf for s in r.leaf_stats]
+    r = _with_headline(r, names.index(prediction.leaf))
+  return r
+
+
+def _ulp_vs(a: accuracy.ErrorStats, b: accuracy.ErrorStats) -> int | None:
+  """Row 0 of two runs of the same leaf apart, in ULPs; None if unbatched."""
+  if a.axis is None or a.row0_values.shape != b.row0_values.shape:
+    return None
+  return accuracy.ulp_distance(
+    a.row0_values, b.row0_values, a.row0_values.dtype
+  )
 
 
 def _with_batch_consistency(results: list[ConfigResult]) -> list[ConfigResult]:
   """Fills `ulp_vs_n1` from the n = 1 result of the same case/target/precision."""
   key = lambda r: (r.experiment, r.case, r.target, r.precision)
-  row0_n1 = {key(r): r for r in results if r.n == 1 and r.stats is not None}
+  at_n1 = {key(r): r for r in results if r.n == 1 and r.leaf_stats}
   out = []
   for r in results:
-    base = row0_n1.get(key(r))
-    if (
-      r.stats is not None
-      and base is not None
-      and r.output_dtype in ("float16", "float32", "float64")
-    ):
-      ulp = accuracy.ulp_distance(r.stats.row0, base.stats.row0, r.output_dtype)
-      r = dataclasses.replace(r, ulp_vs_n1=ulp)
+    base = at_n1.get(key(r))
+    if r.leaf_stats and base is not None:
+      found = [
+        u
+        for a, b in zip(r.leaf_stats, base.leaf_stats)
+        if (u := _ulp_vs(a, b)) is not None
+      ]
+      if found:
+        r = dataclasses.replace(r, ulp_vs_n1=max(found))
     out.append(r)
   return out
 
@@ -316,7 +359,13 @@ def _run_experiment(
   except worker.WorkerError as e:
     return [
       ConfigResult(
-        c, t, n, p, experiment=experiment.name, error=str(e), stage="worker"
+        case_label(get_case(c)),
+        t,
+        n,
+        p,
+        experiment=experiment.name,
+        error=str(e),
+        stage="worker",
       )
       for c, t, p, n in _configs(spec)
     ]
@@ -359,6 +408,27 @@ def run_sweep(
   return _with_batch_consistency(results)
 
 
+def _check_cases(names) -> None:
+  """Every case resolves, its batch axes fit, and none is named twice.
+
+  Raises:
+    CaseError: an unknown or broken case, a batch axis out of range,
+      arguments that disagree on the batch size, or a name given twice.
+  """
+  seen: dict[str, str] = {}
+  for name in names:
+    case = get_case(name)
+    if ":" in name:  # a user's: axes in range, one batch size
+      case.full_inputs()
+    label = case_label(case)
+    if name in seen.values() or label in seen:
+      also = "" if seen.get(label, name) == name else f" (as {seen[label]!r})"
+      raise CaseError(
+        f"case {label!r} given twice{also}; each case may be swept once"
+      )
+    seen[label] = name
+
+
 def _run_baseline(
   spec: SweepSpec, starting, on_result=None
 ) -> list[ConfigResult]:
@@ -367,19 +437,34 @@ def _run_baseline(
   results = []
   for case_name in spec.cases:
     case = get_case(case_name)
-    full = case.make_inputs()
-    largest = min(max(spec.batch_sizes), case.full_size(full))
-    reference, why = _reference(case, full, largest)
-    predictor, why = _predictor(case, full, reference, why)
+    full = case.full_inputs()
+    references, lie, why = _references(case, full, spec.batch_sizes)
+    predictor, why = _predictor(case, full, references, why)
     for target_name in spec.targets:
       target = get_target(target_name)
       for precision in spec.precisions:
         for n in spec.batch_sizes:
           starting(len(results), f"{target_name} {case_name} n={n} {precision}")
-          r = run_config(
-            case, full, reference, target, precision, n, spec.explain_passes
-          )
-          r = _with_prediction(r, predictor, why)
+          if lie is not None:
+            r = ConfigResult(
+              case.name,
+              target.name,
+              n,
+              precision,
+              error=str(lie),
+              stage="reference",
+            )
+          else:
+            r = run_config(
+              case,
+              full,
+              references,
+              target,
+              precision,
+              n,
+              spec.explain_passes,
+            )
+            r = _with_prediction(r, predictor, why)
           results.append(r)
           if on_result is not None:
             on_result(r)

@@ -10,7 +10,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run_hloprobe(
-  *args: str, env: dict | None = None, drop=(), timeout: float = 600
+  *args: str,
+  env: dict | None = None,
+  drop=(),
+  timeout: float = 600,
+  cwd: str | None = None,
 ) -> subprocess.CompletedProcess:
   """`python -m hloprobe ARGS` in a fresh process, this checkout importable.
 
@@ -18,6 +22,7 @@ def run_hloprobe(
     args: command-line words.
     env: extra environment variables.
     drop: environment variables to remove (e.g. to see the CLI set them).
+    cwd: the folder to run in (default: this one).
   """
   full = {k: v for k, v in os.environ.items() if k not in drop}
   full.update(env or {})
@@ -31,4 +36,5 @@ def run_hloprobe(
     env=full,
     timeout=timeout,
     check=False,
+    cwd=cwd,
   )

@@ -42,7 +42,6 @@ __all__ = [
   "CompiledCase",
   "LoadedTopology",
   "compile_case",
-  "float64_reference",
   "load_topology",
   "run_compiled",
   "start_backends",
@@ -368,39 +367,18 @@ def _compile_error(
 
 def run_compiled(
   compiled: CompiledCase, args: tuple
-) -> tuple[np.ndarray, float]:
-  """Runs a compiled config; returns its first output and the time in seconds.
+) -> tuple[tuple[np.ndarray, ...], float]:
+  """Runs a compiled config; returns its output leaves and the time in s.
 
-  The time covers one call, including argument transfer and
+  The leaves are numpy arrays in `jax.tree_util.tree_leaves` order. The
+  time covers one call, including argument transfer and
   `block_until_ready`.
   """
   start = time.perf_counter()
   out = compiled.compiled(*args)
   out = jax.block_until_ready(out)
   run_s = time.perf_counter() - start
-  first = jax.tree_util.tree_leaves(out)[0]
-  return np.asarray(first), run_s
-
-
-def float64_reference(case: Case, args: tuple) -> np.ndarray:
-  """The case's first output computed in float64 on the CPU.
-
-  Every floating input is cast to f64 and the function is run under
-  `jax.enable_x64` at HIGHEST precision; returns an f64 numpy array.
-  """
-  # "float32" is HIGHEST; jax 0.4.23 knows no "highest" here.
-  with compat.enable_x64(), jax.default_matmul_precision("float32"):
-    args64 = jax.tree_util.tree_map(
-      lambda a: (
-        np.asarray(a, np.float64)
-        # jax.numpy knows bfloat16 and the fp8 types; numpy does not.
-        if jax.numpy.issubdtype(np.asarray(a).dtype, jax.numpy.floating)
-        else np.asarray(a)
-      ),
-      args,
-    )
-    out = jax.jit(case.fn)(*jax.device_put(args64, jax.devices("cpu")[0]))
-    return np.asarray(jax.tree_util.tree_leaves(out)[0], np.float64)
+  return tuple(np.asarray(x) for x in jax.tree_util.tree_leaves(out)), run_s
 
 
 def xla_instruction_counts(compiled: CompiledCase) -> dict[str, int] | None:

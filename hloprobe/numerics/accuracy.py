@@ -14,27 +14,64 @@ from __future__ import annotations
 
 import dataclasses
 
+import ml_dtypes
 import numpy as np
 
-__all__ = ["ErrorStats", "error_stats", "ulp_distance"]
+__all__ = [
+  "ErrorStats",
+  "dtype_name",
+  "element0",
+  "error_stats",
+  "noise_words",
+  "output_ulp",
+  "ulp_distance",
+]
 
-_INT_VIEW = {
-  np.dtype(np.float16): np.int16,
-  np.dtype(np.float32): np.int32,
-  np.dtype(np.float64): np.int64,
-}
+_INT_BY_SIZE = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def _float_dtype(dtype) -> np.dtype | None:
+  """`dtype` as a numpy dtype if it is a float type ml_dtypes knows."""
+  try:
+    dtype = np.dtype(dtype)
+    ml_dtypes.finfo(dtype)
+  except (TypeError, ValueError):
+    return None
+  return dtype
+
+
+def dtype_name(dtype) -> str:
+  """The HLO spelling of a float dtype: bf16, f16, f32, f64, f8e4m3fn, ..."""
+  name = np.dtype(dtype).name
+  return name.replace("bfloat", "bf").replace("float", "f").replace("_", "")
+
+
+def element0(x: np.ndarray, axis: int | None) -> np.ndarray:
+  """Batch element 0 of `x` along `axis` (all of `x` when axis is None)."""
+  x = np.asarray(x)
+  return x if axis is None else np.take(x, 0, axis=axis)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ErrorStats:
-  """Errors of one config's output against the float64 reference.
+  """Errors of one output leaf against the float64 reference.
+
+  "Row 0" is batch element 0: every value of the leaf at index 0 of its
+  batch axis (all of the leaf when it has none, e.g. a scalar loss).
 
   Attributes:
-    row0: row 0's first value as computed (output dtype, as float).
+    row0: the first value of row 0 as computed (output dtype, as float).
     row0_ref: the same value in the float64 reference.
-    row0_abs: |row0 - row0_ref|.
-    max_abs: max |got - ref| over the whole batch.
+    row0_abs: max |got - ref| over row 0, output units.
+    max_abs: max |got - ref| over the whole batch, output units.
     max_rel: max |got - ref| / max |ref| over the whole batch.
+    row0_ulp: max over row 0 of the distance between got and the reference
+      rounded to the output dtype, in ULPs of that dtype; None for a
+      non-float output.
+    leaf: the output leaf's name, e.g. "[1]" ("" for a single array).
+    axis: the leaf's batch axis; None when it has none.
+    row0_values: row 0 as computed (numpy, output dtype), for comparisons
+      between batch sizes; not compared, not written to JSON.
   """
 
   row0: float
@@ -42,52 +79,108 @@ class ErrorStats:
   row0_abs: float
   max_abs: float
   max_rel: float
+  row0_ulp: int | None = None
+  leaf: str = ""
+  axis: int | None = 0
+  row0_values: np.ndarray | None = dataclasses.field(
+    default=None, compare=False, repr=False
+  )
 
 
-def error_stats(got: np.ndarray, ref: np.ndarray) -> ErrorStats:
-  """Compares an output with the float64 reference of the same rows.
+def error_stats(
+  got: np.ndarray, ref: np.ndarray, axis: int | None = 0, leaf: str = ""
+) -> ErrorStats:
+  """Compares an output leaf with the float64 reference at the same size.
 
   Args:
-    got: the output, shape (n, ...), any float dtype.
-    ref: the float64 reference, same shape (the caller slices it).
+    got: the output leaf, any shape, any float dtype.
+    ref: the float64 reference, same shape.
+    axis: the leaf's batch axis (None: not batched; row 0 is all of it).
+    leaf: the leaf's name, kept in the result.
 
   Raises:
     ValueError: the shapes differ.
   """
-  got64 = np.asarray(got, np.float64)
-  ref64 = np.asarray(ref, np.float64)
+  got = np.asarray(got)
+  got64, ref64 = got.astype(np.float64), np.asarray(ref, np.float64)
   if got64.shape != ref64.shape:
     raise ValueError(
       f"output shape {got64.shape} != reference shape {ref64.shape}"
     )
+  if got64.ndim == 0 or got64.size == 0:
+    axis = None
   diff = np.abs(got64 - ref64)
   scale = float(np.max(np.abs(ref64))) if ref64.size else 0.0
   max_abs = float(np.max(diff)) if diff.size else 0.0
-  row0, row0_ref = float(got64.reshape(-1)[0]), float(ref64.reshape(-1)[0])
+  row, row_ref = element0(got, axis), element0(ref64, axis)
+  first, first_ref = float(np.ravel(row)[0]), float(np.ravel(row_ref)[0])
+  dtype = _float_dtype(got.dtype)
   return ErrorStats(
-    row0=row0,
-    row0_ref=row0_ref,
-    row0_abs=abs(row0 - row0_ref),
+    row0=first,
+    row0_ref=first_ref,
+    row0_abs=float(np.max(element0(diff, axis))),
     max_abs=max_abs,
     max_rel=max_abs / scale if scale > 0 else max_abs,
+    row0_ulp=None if dtype is None else ulp_distance(row, row_ref, dtype),
+    leaf=leaf,
+    axis=axis,
+    row0_values=np.array(row),
   )
 
 
 def _ordered(x: np.ndarray) -> np.ndarray:
   """Maps floats to integers whose order and spacing follow the floats'."""
-  ints = x.view(_INT_VIEW[x.dtype]).astype(np.int64)
-  return np.where(ints < 0, np.iinfo(_INT_VIEW[x.dtype]).min - ints, ints)
+  view = _INT_BY_SIZE[x.dtype.itemsize]
+  ints = x.view(view).astype(np.int64)
+  return np.where(ints < 0, np.iinfo(view).min - ints, ints)
 
 
 def ulp_distance(a: float | np.ndarray, b: float | np.ndarray, dtype) -> int:
-  """Largest distance between a and b in ULPs of `dtype` (f16, f32 or f64).
+  """Largest distance between a and b in ULPs of a float `dtype`.
 
-  Both are first cast to `dtype`. Raises KeyError for other dtypes.
+  Any float type numpy or ml_dtypes knows (bf16, f16, f32, f64, the fp8
+  types): both are first rounded to `dtype`, then counted in representable
+  values between them (0: bit-identical; +0 and -0 are 0 apart).
+
+  Raises:
+    KeyError: `dtype` is not a float type.
   """
-  dtype = np.dtype(dtype)
-  a = np.atleast_1d(np.asarray(a, dtype))
-  b = np.atleast_1d(np.asarray(b, dtype))
+  dtype = _float_dtype(dtype)
+  if dtype is None:
+    raise KeyError(f"not a float dtype: {dtype}")
+  a = np.atleast_1d(np.asarray(a, np.float64).astype(dtype))
+  b = np.atleast_1d(np.asarray(b, np.float64).astype(dtype))
+  if a.size == 0:
+    return 0
   return int(np.max(np.abs(_ordered(a) - _ordered(b))))
+
+
+def output_ulp(values: np.ndarray, dtype) -> float:
+  """The spacing of `dtype` at the largest |value|: one output rounding step.
+
+  0.0 for a dtype that is not a float type. Output units.
+  """
+  dtype = _float_dtype(dtype)
+  if dtype is None:
+    return 0.0
+  info = ml_dtypes.finfo(dtype)
+  top = float(np.max(np.abs(np.asarray(values, np.float64)), initial=0.0))
+  if top < float(info.smallest_normal):
+    return float(info.smallest_subnormal)
+  return float(2.0 ** (np.floor(np.log2(top)) - info.nmant))
+
+
+def noise_words(dtype) -> str:
+  """How a verdict names the noise floor of an output of `dtype`.
+
+  f32 and f64 outputs: "f32 noise" (the floor is that of their f32/f64
+  arithmetic); narrower ones: "bf16 output rounding" (the floor is then
+  mostly the output's own rounding).
+  """
+  dtype = _float_dtype(dtype)
+  if dtype is None or dtype.itemsize >= 4:
+    return f"{dtype_name(dtype) if dtype is not None else 'f32'} noise"
+  return f"{dtype_name(dtype)} output rounding"
 
 
 # --- Predicted numerics: noise floor, analytic bands, verdicts -------------
@@ -155,16 +248,26 @@ class NoiseFloor:
   row0_spread_abs: float
 
 
-def noise_floor(outputs: dict[str, np.ndarray], ref: np.ndarray) -> NoiseFloor:
-  """The noise floor from one output per summation order (same shape as ref)."""
+def noise_floor(
+  outputs: dict[str, np.ndarray], ref: np.ndarray, axis: int | None = 0
+) -> NoiseFloor:
+  """The noise floor from one output per summation order (same shape as ref).
+
+  Row 0 is batch element 0 along `axis` (see `ErrorStats`); its spread is
+  the largest max - min over the orders of any of its values.
+  """
   ref64 = np.asarray(ref, np.float64)
-  stacked = np.stack([np.asarray(o, np.float64) for o in outputs.values()])
-  diff = np.abs(stacked - ref64)
-  row0 = stacked.reshape(len(outputs), -1)[:, 0]
+  if ref64.ndim == 0:
+    axis = None
+  rows = np.stack(
+    [element0(np.asarray(o, np.float64), axis) for o in outputs.values()]
+  )
+  everything = np.stack([np.asarray(o, np.float64) for o in outputs.values()])
+  spread = rows.max(axis=0) - rows.min(axis=0)
   return NoiseFloor(
-    row0_abs=float(diff.reshape(len(outputs), -1)[:, 0].max()),
-    max_abs=float(diff.max(initial=0.0)),
-    row0_spread_abs=float(row0.max() - row0.min()),
+    row0_abs=float(np.abs(rows - element0(ref64, axis)).max(initial=0.0)),
+    max_abs=float(np.abs(everything - ref64).max(initial=0.0)),
+    row0_spread_abs=float(np.max(spread, initial=0.0)),
   )
 
 
@@ -242,6 +345,7 @@ def verdict(
   noise: NoiseFloor,
   tolerance_abs: float,
   site_algorithms: tuple[str, ...],
+  output_dtype="float32",
 ) -> str:
   """A config's verdict, from numbers only.
 
@@ -252,16 +356,18 @@ def verdict(
     tolerance_abs: how far observed row 0 may sit from predicted row 0 and
       still be explained (output units).
     site_algorithms: the chosen (effective) algorithm of each site.
+    output_dtype: the output's dtype; names the noise floor.
 
   Returns:
-    "exact", "within f32 noise", "explained by <ALG> at sites [...]" or
+    "exact", "within f32 noise" (or "within bf16 output rounding", etc.,
+    see `noise_words`), "explained by <ALG> at sites [...]" or
     "unexplained". Without an observation the prediction is judged.
   """
   judged = observed if observed is not None else predicted
   if judged.row0_abs == 0 and judged.max_abs == 0:
     return "exact"
   if judged.row0_abs <= NOISE_FACTOR * noise.row0_abs:
-    return "within f32 noise"
+    return f"within {noise_words(output_dtype)}"
   chosen = describe_algorithms(site_algorithms)
   if (
     observed is not None and abs(observed.row0 - predicted.row0) > tolerance_abs

@@ -74,22 +74,24 @@ class _Evaluator:
     env = dict(zip(jaxpr.constvars, consts)) | dict(zip(jaxpr.invars, args))
     read = lambda a: a.val if isinstance(a, jex.Literal) else env[a]
     for i, eqn in enumerate(jaxpr.eqns):
-      ins = [read(v) for v in eqn.invars]
-      if i in plan.sites:
-        outs = [self._dot(eqn, ins, plan.sites[i])]
-      elif eqn.primitive.name in CALL_PRIMITIVES or (
-        i in plan.subs and any(s.size for s in plan.subs[i])
-      ):
-        outs = self._higher_order(eqn, ins, plan.subs.get(i))
-      else:
-        outs = eqn.primitive.bind(*ins, **eqn.params)
-        outs = outs if eqn.primitive.multiple_results else [outs]
+      outs = self._eqn(i, eqn, [read(v) for v in eqn.invars], plan)
       env.update(
         (v, x)
         for v, x in zip(eqn.outvars, outs)
         if not isinstance(v, jex.DropVar)
       )
     return [read(v) for v in jaxpr.outvars]
+
+  def _eqn(self, i: int, eqn, ins: list, plan: SitePlan) -> list:
+    """The outputs of equation `i` of a jaxpr planned by `plan`."""
+    if i in plan.sites:
+      return [self._dot(eqn, ins, plan.sites[i])]
+    if eqn.primitive.name in CALL_PRIMITIVES or (
+      i in plan.subs and any(s.size for s in plan.subs[i])
+    ):
+      return self._higher_order(eqn, ins, plan.subs.get(i))
+    outs = eqn.primitive.bind(*ins, **eqn.params)
+    return outs if eqn.primitive.multiple_results else [outs]
 
   def _closed(self, closed, plan):
     return lambda *args: self.run(closed.jaxpr, plan, closed.consts, args)
@@ -359,11 +361,15 @@ class OrderSpread:
     spread_abs: per element, max minus min over the orders; f64 numpy array
       of the output's shape, in output units.
     max_spread_abs: the largest element of `spread_abs`, output units.
+    leaves: order name -> every output leaf (numpy, tree_leaves order).
   """
 
   outputs: dict[str, np.ndarray]
   spread_abs: np.ndarray
   max_spread_abs: float
+  leaves: dict[str, tuple[np.ndarray, ...]] = dataclasses.field(
+    default_factory=dict
+  )
 
 
 def order_spread(
@@ -386,9 +392,12 @@ def order_spread(
   ]
   # One compile for all orders: the emulators' jitted bodies inline here.
   every = jax.jit(
-    lambda *a: [jax.tree_util.tree_leaves(e(*a))[0] for e in emulators]
+    lambda *a: [jax.tree_util.tree_leaves(e(*a)) for e in emulators]
   )
-  outputs = {o: np.asarray(x) for o, x in zip(orders, every(*args))}
+  leaves = {
+    o: tuple(np.asarray(x) for x in xs) for o, xs in zip(orders, every(*args))
+  }
+  outputs = {o: xs[0] for o, xs in leaves.items()}
   stacked = np.stack([x.astype(np.float64) for x in outputs.values()])
   spread = stacked.max(axis=0) - stacked.min(axis=0)
-  return OrderSpread(outputs, spread, float(spread.max(initial=0.0)))
+  return OrderSpread(outputs, spread, float(spread.max(initial=0.0)), leaves)

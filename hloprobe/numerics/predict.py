@@ -25,7 +25,7 @@ import numpy as np
 from hloprobe.compile import compat
 from hloprobe.compile.cases import Case
 from hloprobe.errors import HloprobeError
-from hloprobe.numerics import accuracy, emulate, site_notes
+from hloprobe.numerics import accuracy, emulate, reference, site_notes
 from hloprobe.sites.dot_sites import DotFate, Fate
 
 __all__ = ["Prediction", "Predictor", "SiteShare"]
@@ -64,7 +64,8 @@ class Prediction:
     noise: the f32 noise floor of the config.
     tolerance_abs: how far an observed row 0 may sit from the predicted one
       and still be explained: NOISE_FACTOR times the larger of the
-      predicted and the F32 row-0 spread over summation orders.
+      predicted and the F32 row-0 spread over summation orders, plus one
+      rounding step of the output dtype at row 0's magnitude.
     shares: attribution of the predicted error to the non-F32 sites (only
       where the error exceeds the noise floor).
     top_site: the site with the largest share, or None.
@@ -73,8 +74,13 @@ class Prediction:
     best_candidate: for an observed run, the candidate assignment whose
       emulated row 0 is nearest, e.g. "TF32_TF32_F32 at sites [0, 1, 2]"
       or "F32_F32_F32"; None without an observation.
-    verdict: `accuracy.verdict`'s words with `site_notes.annotate`'s notes.
+    verdict: see `accuracy.verdict`, for `leaf`, with `site_notes.annotate`'s
+      notes.
     note: why something is missing (e.g. unknown algorithms taken as F32).
+    leaf: the output leaf the numbers above are for: the one furthest
+      beyond its noise floor ("" for a single array).
+    leaf_verdicts: (leaf name, verdict) for every output leaf.
+    output_dtype: the dtype of `leaf`, e.g. "bfloat16".
   """
 
   site_algorithms: tuple[str, ...]
@@ -87,112 +93,148 @@ class Prediction:
   best_candidate: str | None
   verdict: str
   note: str | None = None
+  leaf: str = ""
+  leaf_verdicts: tuple[tuple[str, str], ...] = ()
+  output_dtype: str = "float32"
 
 
 # Fixed summation orders (all but XLA's own): each output element is summed
-# the same way whatever the batch size, so they are emulated once, at the
-# largest batch size, and sliced.
+# the same way whatever the batch size, so for a case whose rows are
+# independent they are emulated once, at the largest batch size, and sliced.
 _FIXED_ORDERS = tuple(o for o in emulate.SUMMATION_ORDERS if o != "xla")
+
+
+def _severity(judged: accuracy.ErrorStats, noise: accuracy.NoiseFloor) -> float:
+  """How far a leaf's row 0 sits beyond its noise floor (0/0 is 0)."""
+  if judged.row0_abs == 0:
+    return 0.0
+  floor = accuracy.NOISE_FACTOR * noise.row0_abs
+  return judged.row0_abs / floor if floor > 0 else float("inf")
 
 
 class Predictor:
   """Predicts configs of one case; caches emulations between them.
 
-  Like the float64 reference, emulations in the fixed summation orders are
-  made once at the largest batch size and sliced along the case's output
-  axis: a sweep's batch axis maps rows independently.
+  Emulations run at each batch size, like the float64 reference; for a
+  case that declares `rows_independent` (checked by `references`), the
+  slow fixed-order ones run once at the largest size and are sliced.
 
   Args:
     case: the case.
-    full_inputs: its `make_inputs()`.
-    reference: its float64 reference for the largest batch size swept.
+    full_inputs: its `full_inputs()` (None for a sized case).
+    references: its float64 references (`reference.References`).
   """
 
-  def __init__(self, case: Case, full_inputs: tuple, reference: np.ndarray):
-    self._case, self._full, self._reference = case, full_inputs, reference
-    self._largest = np.shape(reference)[case.output_axis]
-    self._outputs: dict[tuple, np.ndarray] = {}
+  def __init__(
+    self,
+    case: Case,
+    full_inputs: tuple | None,
+    references: reference.References,
+  ):
+    self._case, self._full, self._refs = case, full_inputs, references
+    self._outputs: dict[tuple, tuple[np.ndarray, ...]] = {}
     self._scales: tuple | None = None
     self._counts: dict[int, int] = {}
 
-  def _slice(self, out: np.ndarray, n: int) -> np.ndarray:
-    return np.take(out, np.arange(n), axis=self._case.output_axis)
+  def _args(self, n: int) -> tuple:
+    return self._case.inputs_for(self._full, n)
 
-  def _ref(self, n: int) -> np.ndarray:
-    return self._slice(self._reference, n)
-
-  def _emulate(self, n: int, algorithms: tuple[str, ...]) -> np.ndarray:
-    """The output at batch n in XLA's own summation order (cached)."""
+  def _emulate(self, n: int, algorithms: tuple[str, ...]) -> tuple:
+    """Every output leaf at size n in XLA's own summation order (cached)."""
     key = (n, algorithms, "xla")
     if key not in self._outputs:
-      args = self._case.inputs_for(self._full, n)
       with _x64_if_needed(algorithms):
-        out = emulate.emulate_case(self._case.fn, args, algorithms)
-      self._outputs[key] = np.asarray(jax.tree_util.tree_leaves(out)[0])
+        out = emulate.emulate_case(self._case.fn, self._args(n), algorithms)
+      self._outputs[key] = tuple(
+        np.asarray(x) for x in jax.tree_util.tree_leaves(out)
+      )
     return self._outputs[key]
 
   def _site_scales(self) -> tuple:
-    """Each site's (max, rms) of |A||B| over the largest batch (cached).
+    """Each site's (max, rms) of |A||B| over the largest size (cached).
 
     Measured once: the max over the largest batch bounds the max over any
     smaller one, so the worst-case bands stay bounds.
     """
     if self._scales is None:
-      args = self._case.inputs_for(self._full, self._largest)
-      out, self._scales = emulate.emulate_with_scales(self._case.fn, args)
-      key = (self._largest, (F32,) * len(self._scales), "xla")
-      self._outputs.setdefault(key, out)
+      args = self._args(self._refs.largest)
+      _, self._scales = emulate.emulate_with_scales(self._case.fn, args)
     return self._scales
 
-  def _fixed_orders(self, algorithms: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """Outputs at the largest batch size in the fixed orders (cached)."""
-    key = (self._largest, algorithms, _FIXED_ORDERS[0])
+  def _fixed_orders(self, n: int, algorithms: tuple[str, ...]) -> dict:
+    """Order name -> output leaves at size n, in the fixed orders (cached)."""
+    size = self._refs.largest if self._refs.independent else n
+    key = (size, algorithms, _FIXED_ORDERS[0])
     if key not in self._outputs:
-      args = self._case.inputs_for(self._full, self._largest)
       with _x64_if_needed(algorithms):
         spread = emulate.order_spread(
-          self._case.fn, args, algorithms, orders=_FIXED_ORDERS
+          self._case.fn, self._args(size), algorithms, orders=_FIXED_ORDERS
         )
-      for order, out in spread.outputs.items():
-        self._outputs[(self._largest, algorithms, order)] = out
-    return {
-      o: self._outputs[(self._largest, algorithms, o)] for o in _FIXED_ORDERS
-    }
+      for order, leaves in spread.leaves.items():
+        self._outputs[(size, algorithms, order)] = leaves
+    found = {o: self._outputs[(size, algorithms, o)] for o in _FIXED_ORDERS}
+    if size != n:
+      found = {o: self._refs.sliced(x, n) for o, x in found.items()}
+    return found
 
-  def _row0(self, n: int, algorithms: tuple[str, ...]) -> float:
-    return float(self._emulate(n, algorithms).reshape(-1)[0])
+  def _row0(self, n: int, algorithms: tuple[str, ...], leaf: int) -> float:
+    return float(np.ravel(self._emulate(n, algorithms)[leaf])[0])
 
-  def _spread(self, n: int, algorithms: tuple[str, ...]) -> accuracy.NoiseFloor:
-    """Row 0 and batch against float64 over every summation order."""
-    outputs = {
-      o: self._slice(x, n) for o, x in self._fixed_orders(algorithms).items()
-    }
-    outputs["xla"] = self._emulate(n, algorithms)
-    return accuracy.noise_floor(outputs, self._ref(n))
+  def _spread(self, n: int, algorithms: tuple[str, ...]) -> tuple:
+    """Each leaf's row 0 and batch against float64 over every order."""
+    fixed = self._fixed_orders(n, algorithms)
+    xla = self._emulate(n, algorithms)
+    refs = self._refs.at(n)
+    return tuple(
+      accuracy.noise_floor(
+        {o: x[i] for o, x in fixed.items()} | {"xla": xla[i]},
+        refs[i],
+        self._refs.axes[i],
+      )
+      for i in range(len(refs))
+    )
 
-  def _row0_abs(self, n: int, algorithms: tuple[str, ...]) -> float:
-    return abs(self._row0(n, algorithms) - float(self._ref(n).reshape(-1)[0]))
+  def _row0_abs(self, n: int, algorithms: tuple[str, ...], leaf: int) -> float:
+    axis = self._refs.axes[leaf]
+    got = self._emulate(n, algorithms)[leaf].astype(np.float64)
+    ref = self._refs.at(n)[leaf]
+    return float(np.max(np.abs(accuracy.element0(got - ref, axis))))
+
+  def _leaf_stats(self, n: int, algorithms) -> tuple[accuracy.ErrorStats, ...]:
+    return tuple(
+      accuracy.error_stats(out, ref, axis, name)
+      for out, ref, axis, name in zip(
+        self._emulate(n, algorithms),
+        self._refs.at(n),
+        self._refs.axes,
+        self._refs.names,
+      )
+    )
 
   def predict(
     self,
     n: int,
     fates: tuple[DotFate, ...],
-    observed: accuracy.ErrorStats | None,
+    observed: tuple[accuracy.ErrorStats, ...] | None,
   ) -> Prediction:
-    """The prediction of one config at batch size n.
+    """The prediction of one config at size n.
+
+    Every output leaf is judged; the one furthest beyond its noise floor
+    (observed where the target runs, else predicted) is the config's
+    `leaf`, and gets the attribution and best candidate.
 
     Args:
-      n: batch size.
+      n: batch size (or the case's swept size).
       fates: the config's dot sites, with effective algorithms.
-      observed: its observed errors, or None where it cannot run.
+      observed: its observed errors, one per output leaf, or None where
+        it cannot run.
 
     Raises:
       HloprobeError: the emulator's sites do not match the StableHLO sites.
       EmulationError: the case holds a primitive the emulator cannot follow.
     """
     if n not in self._counts:  # one trace per batch size, not per config
-      args = self._case.inputs_for(self._full, n)
-      self._counts[n] = emulate.count_sites(self._case.fn, args)
+      self._counts[n] = emulate.count_sites(self._case.fn, self._args(n))
     count = self._counts[n]
     if count != len(fates):
       raise HloprobeError(
@@ -202,37 +244,58 @@ class Predictor:
     chosen, note = _chosen_algorithms(fates)
     noise = self._spread(n, (F32,) * count)
     spread = noise if chosen == (F32,) * count else self._spread(n, chosen)
-    stats = accuracy.error_stats(self._emulate(n, chosen), self._ref(n))
-    tolerance = accuracy.NOISE_FACTOR * max(
-      spread.row0_spread_abs, noise.row0_spread_abs
+    stats = self._leaf_stats(n, chosen)
+    tolerance = tuple(
+      accuracy.NOISE_FACTOR * max(s.row0_spread_abs, f.row0_spread_abs)
+      + accuracy.output_ulp(st.row0_values, dtype)
+      for s, f, st, dtype in zip(spread, noise, stats, self._refs.dtypes)
     )
     judged = observed or stats
+    verdicts = tuple(
+      site_notes.annotate(
+        accuracy.verdict(
+          observed[i] if observed else None,
+          stats[i],
+          noise[i],
+          tolerance[i],
+          chosen,
+          self._refs.dtypes[i],
+        ),
+        fates,
+        chosen,
+        self._refs.dtypes[i],
+        stats[i].row0_abs <= accuracy.NOISE_FACTOR * noise[i].row0_abs,
+      )
+      for i in range(len(stats))
+    )
+    leaf = max(
+      range(len(stats)), key=lambda i: (_severity(judged[i], noise[i]), -i)
+    )
     shares = ()
-    if judged.row0_abs > accuracy.NOISE_FACTOR * noise.row0_abs:
-      shares = self._shares(n, chosen)
+    if _severity(judged[leaf], noise[leaf]) > 1:
+      shares = self._shares(n, chosen, leaf)
     top = max(shares, key=lambda s: s.alone_abs).site if shares else None
     return Prediction(
       site_algorithms=chosen,
-      stats=stats,
-      noise=noise,
-      tolerance_abs=tolerance,
+      stats=stats[leaf],
+      noise=noise[leaf],
+      tolerance_abs=tolerance[leaf],
       shares=shares,
       top_site=top,
       bands=self._bands(n, fates, chosen),
       best_candidate=self._best_candidate(
-        n, fates, chosen, observed, tolerance
+        n, fates, chosen, observed and observed[leaf], tolerance[leaf], leaf
       ),
-      verdict=site_notes.annotate(
-        accuracy.verdict(observed, stats, noise, tolerance, chosen),
-        fates,
-        chosen,
-        str(self._emulate(n, chosen).dtype),
-        stats.row0_abs <= accuracy.NOISE_FACTOR * noise.row0_abs,
-      ),
+      verdict=verdicts[leaf],
       note=note,
+      leaf=self._refs.names[leaf],
+      leaf_verdicts=tuple(zip(self._refs.names, verdicts)),
+      output_dtype=self._refs.dtypes[leaf],
     )
 
-  def _shares(self, n: int, chosen: tuple[str, ...]) -> tuple[SiteShare, ...]:
+  def _shares(
+    self, n: int, chosen: tuple[str, ...], leaf: int
+  ) -> tuple[SiteShare, ...]:
     count = len(chosen)
     rows = []
     for i, alg in enumerate(chosen):
@@ -241,7 +304,12 @@ class Predictor:
       alone = tuple(alg if j == i else F32 for j in range(count))
       without = tuple(F32 if j == i else a for j, a in enumerate(chosen))
       rows.append(
-        (i, alg, self._row0_abs(n, alone), self._row0_abs(n, without))
+        (
+          i,
+          alg,
+          self._row0_abs(n, alone, leaf),
+          self._row0_abs(n, without, leaf),
+        )
       )
     total = sum(r[2] for r in rows) or 1.0
     return tuple(SiteShare(i, a, al, wo, al / total) for i, a, al, wo in rows)
@@ -260,7 +328,7 @@ class Predictor:
     return tuple(bands)
 
   def _best_candidate(
-    self, n, fates, chosen, observed, tolerance
+    self, n, fates, chosen, observed, tolerance, leaf
   ) -> str | None:
     """The assignment whose row 0 is nearest the observed one.
 
@@ -269,7 +337,7 @@ class Predictor:
     """
     if observed is None:
       return None
-    if abs(self._row0(n, chosen) - observed.row0) <= tolerance:
+    if abs(self._row0(n, chosen, leaf) - observed.row0) <= tolerance:
       return accuracy.describe_algorithms(chosen) or F32
     candidates = {chosen, (F32,) * len(chosen)}
     for alg in ("TF32_TF32_F32", "BF16_BF16_F32"):
@@ -277,7 +345,8 @@ class Predictor:
         tuple(F32 if f.fate in _FIXED_FATES else alg for f in fates)
       )
     best = min(
-      sorted(candidates), key=lambda c: abs(self._row0(n, c) - observed.row0)
+      sorted(candidates),
+      key=lambda c: abs(self._row0(n, c, leaf) - observed.row0),
     )
     return accuracy.describe_algorithms(best) or F32
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from hloprobe.compile.cases import ReportedError, get_case
 from hloprobe.compile.targets import Target, get_target
+from hloprobe.errors import CaseError
 from hloprobe.sites import effective
 from hloprobe.sites.dot_sites import DotFate, Fate
 from hloprobe.sweep import ConfigResult, SweepSpec, run_sweep
@@ -424,7 +425,7 @@ def _explain_one(
     x for p, rs in ok.items() for x in fn(p, rs, *args)
   )
   selections = {f.selection for r in configs for f in r.fates}
-  reported = get_case(first.case).reported
+  reported = _reported(first.case)
   return TargetExplanation(
     case=first.case,
     target=first.target,
@@ -443,6 +444,14 @@ def _explain_one(
     else None,
     notes=tuple(_notes(configs)),
   )
+
+
+def _reported(case: str) -> ReportedError | None:
+  """What a built-in case's report saw; None for a user case."""
+  try:
+    return get_case(case).reported
+  except CaseError:  # a user case, named by its own name
+    return None
 
 
 def explain(

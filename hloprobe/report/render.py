@@ -5,9 +5,12 @@ say; it computes nothing new. Missing values render as "n/a" in tables and
 null in JSON; JSON is strict (no NaN or Infinity): a float that is not finite
 (e.g. |err| of inf when f32 overflows) is null too.
 
-results.json schema (version 1):
+results.json schema (version 2; version 1 had no "row0_ulp", "leaf",
+"leaves", "leaf_verdicts" or prediction "output_dtype", and its row 0 was
+the first value only, where version 2's row-0 errors are maxima over the
+whole batch element 0, as in `accuracy.ErrorStats`):
   {
-    "schema": "hloprobe.results", "schema_version": 1,
+    "schema": "hloprobe.results", "schema_version": 2,
     "created": ISO-8601 UTC time, "jax": str, "jaxlib": str,
     "host": {"model": str, "machine": str, "host_isa": str,
              "max_isa": str | null, "isa": str} | null (the CPU that ran
@@ -41,10 +44,19 @@ results.json schema (version 1):
        "passes_explained": bool (rewritten_by is only meaningful if true),
        "passes_error": str | null,
        "ptxas": str | null, "dropped_config_fields": [str],
-       "numerics": {"row0": float, "row0_ref_f64": float,
-                    "row0_abs_err": float, "max_abs_err": float,
+       "numerics": {"leaf": str (the output leaf the row is about, "" for
+                              a single array),
+                    "row0": float (row 0's first value),
+                    "row0_ref_f64": float,
+                    "row0_abs_err": float (max over batch element 0),
+                    "row0_ulp": int | null (max over element 0, ULPs of
+                                            the output dtype),
+                    "max_abs_err": float,
                     "max_rel_err": float, "output_dtype": str,
-                    "row0_ulp_vs_n1": int | null} | null,
+                    "row0_ulp_vs_n1": int | null,
+                    "leaves": [{"leaf", "row0", "row0_ref_f64",
+                                "row0_abs_err", "row0_ulp", "max_abs_err",
+                                "max_rel_err", "output_dtype"}]} | null,
        "prediction": {"site_algorithms": [str], "row0": float,
                       "row0_abs_err": float, "max_abs_err": float,
                       "max_rel_err": float,
@@ -59,7 +71,9 @@ results.json schema (version 1):
                                       "operand_scale_max",
                                       "operand_scale_rms"} | null],
                       "best_candidate": str | null, "verdict": str,
-                      "note": str | null} | null,
+                      "note": str | null, "leaf": str,
+                      "output_dtype": str,
+                      "leaf_verdicts": [[str, str]]} | null,
        "prediction_error": str | null,
        "timing_s": {"lower": float|null, "compile": float|null,
                     "run": float|null}}
@@ -103,7 +117,7 @@ __all__ = [
   "write_outputs",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 REPORT_FORMATS = ("table", "json", "markdown")
 # The sweep table's columns as (key, header); `--columns=` takes the keys.
 TABLE_COLUMNS = (
@@ -191,7 +205,7 @@ def _row(r: ConfigResult) -> list[str]:
     r.target,
     str(r.n),
     r.precision,
-    _num(s and s.row0, ".7g"),
+    _row0_cell(s),
     _num(s and s.row0_abs, ".2e"),
     _num(s and s.max_rel, ".2e"),
     _num(r.ulp_vs_n1, "d"),
@@ -214,8 +228,22 @@ def _prediction_cells(p) -> list[str]:
     f"{p.stats.row0_abs:.2e}",
     f"{p.noise.row0_abs:.2e}",
     _num(p.top_site, "d"),
-    p.verdict,
+    _verdict_cell(p),
   ]
+
+
+def _row0_cell(s) -> str:
+  """Row 0's first value, after its leaf's name where there are several."""
+  if s is None:
+    return "n/a"
+  return f"{s.leaf} {s.row0:.7g}" if s.leaf else f"{s.row0:.7g}"
+
+
+def _verdict_cell(p) -> str:
+  """The verdict; with several output leaves, every leaf's, named."""
+  if len(p.leaf_verdicts) <= 1:
+    return p.verdict
+  return "; ".join(f"{leaf}: {v}" for leaf, v in p.leaf_verdicts)
 
 
 def _prediction_json(r: ConfigResult) -> dict | None:
@@ -238,6 +266,9 @@ def _prediction_json(r: ConfigResult) -> dict | None:
     "best_candidate": p.best_candidate,
     "verdict": p.verdict,
     "note": p.note,
+    "leaf": p.leaf,
+    "output_dtype": p.output_dtype,
+    "leaf_verdicts": [list(x) for x in p.leaf_verdicts],
   }
 
 
@@ -255,6 +286,21 @@ def _algorithm_summary(fates) -> str:
   return ", ".join(f"{name} x{n}" for name, n in counts.items()) or "n/a"
 
 
+def _stats_json(s) -> dict:
+  return {
+    "leaf": s.leaf,
+    "row0": s.row0,
+    "row0_ref_f64": s.row0_ref,
+    "row0_abs_err": s.row0_abs,
+    "row0_ulp": s.row0_ulp,
+    "max_abs_err": s.max_abs,
+    "max_rel_err": s.max_rel,
+    "output_dtype": (
+      None if s.row0_values is None else str(s.row0_values.dtype)
+    ),
+  }
+
+
 def config_json(r: ConfigResult) -> dict:
   """One config as a results.json entry (schema above)."""
   s = r.stats
@@ -262,13 +308,9 @@ def config_json(r: ConfigResult) -> dict:
     None
     if s is None
     else {
-      "row0": s.row0,
-      "row0_ref_f64": s.row0_ref,
-      "row0_abs_err": s.row0_abs,
-      "max_abs_err": s.max_abs,
-      "max_rel_err": s.max_rel,
-      "output_dtype": r.output_dtype,
+      **_stats_json(s),
       "row0_ulp_vs_n1": r.ulp_vs_n1,
+      "leaves": [_stats_json(x) for x in r.leaf_stats],
     }
   )
   return {

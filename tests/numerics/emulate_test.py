@@ -15,7 +15,7 @@ from jax import lax
 from hloprobe.compile import cases, lowering, targets
 from hloprobe.errors import EmulationError, InvalidArgumentError
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
-from hloprobe.numerics import emulate
+from hloprobe.numerics import emulate, reference
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
@@ -130,7 +130,7 @@ class SiteNumberingTest(parameterized.TestCase):
     sites = emulate.jaxpr_sites(fn, (_X,))
     self.assertNotEmpty(sites)
     self.assertEqual(_shapes(sites), _stablehlo_shapes(compiled))
-    observed, _ = lowering.run_compiled(compiled, (_X,))
+    (observed,), _ = lowering.run_compiled(compiled, (_X,))
     predicted = emulate.emulate_case(fn, (_X,), _F32)
     np.testing.assert_allclose(predicted, observed, rtol=1e-6, atol=1e-6)
 
@@ -175,7 +175,7 @@ class SeedCaseTest(absltest.TestCase):
     super().setUpClass()
     cls.case = cases.seed_mlp
     cls.args = cls.case.inputs_for(cls.case.make_inputs(), 2)
-    cls.ref = lowering.float64_reference(cls.case, cls.args)
+    (cls.ref,) = reference.float64_reference(cls.case, cls.args)
 
   def _row0_error(self, algorithms, **kwargs) -> float:
     out = emulate.emulate_case(self.case.fn, self.args, algorithms, **kwargs)

@@ -7,8 +7,8 @@ import pytest
 from absl.testing import absltest
 
 from hloprobe import sweep
-from hloprobe.compile import cases, lowering
-from hloprobe.numerics import accuracy, emulate, predict
+from hloprobe.compile import cases
+from hloprobe.numerics import accuracy, emulate, predict, reference
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
@@ -96,8 +96,9 @@ class ObservedOnA100Test(absltest.TestCase):
     super().setUpClass()
     case = cases.get_case("seed_mlp")
     full = case.make_inputs()
-    cls.ref = lowering.float64_reference(case, case.inputs_for(full, 2))
-    cls.predictor = predict.Predictor(case, full, cls.ref)
+    refs = reference.References(case, full, (2,))
+    (cls.ref,) = refs.at(2)
+    cls.predictor = predict.Predictor(case, full, refs)
     cls.args = case.inputs_for(full, 2)
     cls.case = case
     cls.fates = _sweep(("a100",), ("bfloat16",), (2,))[
@@ -106,7 +107,7 @@ class ObservedOnA100Test(absltest.TestCase):
 
   def _observed(self, algorithms, order):
     out = emulate.emulate_case(self.case.fn, self.args, algorithms, order=order)
-    return accuracy.error_stats(out, self.ref)
+    return (accuracy.error_stats(out, self.ref),)
 
   def test_tf32_run_in_another_order_is_explained(self):
     observed = self._observed(

@@ -1,0 +1,228 @@
+"""The `Case` record: a JAX program and how a sweep sizes its inputs.
+
+A case is described, not run. Two ways to size it:
+  batch cases (`swept_size=None`): `make_inputs()` builds the full-size
+    inputs once and each batch size n takes the first n elements of every
+    batched argument along its axis (`in_axes`, as `jax.vmap`'s).
+  sized cases (`swept_size="K"`, any name): `make_inputs(n)` builds the
+    inputs at size n (e.g. a contraction length); nothing is cut.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import jax
+import numpy as np
+
+from hloprobe.errors import CaseError
+
+__all__ = ["Case", "ReportedError", "leaf_names"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReportedError:
+  """What a case's public report says it saw (the report, not hloprobe).
+
+  Attributes:
+    precisions: matmul precisions under which row 0 moved with batch size.
+    device: the GPU it was seen on, e.g. "A100".
+    compute_capability: that GPU's, e.g. "8.0"; the report is related to
+      targets of this compute capability only.
+    jaxlib: the reporter's jaxlib version.
+    source: where the report is kept.
+  """
+
+  precisions: tuple[str, ...]
+  device: str
+  compute_capability: str
+  jaxlib: str
+  source: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+  """A JAX program to sweep over batch sizes (or another named size).
+
+  Attributes:
+    name: the case's name, e.g. "seed_mlp" (letters, digits, `_`, `-`).
+    description: one line on what it is and where it comes from.
+    fn: a pure JAX function of `*args`, not jitted; returns an array or
+      any pytree of arrays (each leaf is compared with float64).
+    make_inputs: batch cases: `make_inputs()` returns the full-size
+      arguments, a tuple of numpy arrays or pytrees of them; sized cases:
+      `make_inputs(n)` returns the arguments at size n. Deterministic
+      (fixed seeds).
+    in_axes: batch cases: for each argument, the axis cut to the batch
+      size, or None for an argument every batch size shares (as
+      `jax.vmap`'s `in_axes`; an int applies to every array of a pytree
+      argument). None (the default) means `batch_axis` of argument
+      `batch_arg` and None for the others.
+    batch_arg, batch_axis: the shorthand used when `in_axes` is None.
+    output_axis: which axis of each output leaf follows the batch: an int
+      for every leaf, or a tuple with one int or None per leaf (in
+      `jax.tree_util.tree_leaves` order). None: the leaf is not batched
+      (a scalar loss, or a sized case's output); its "row 0" is all of it.
+    rows_independent: the program maps batch elements independently (as a
+      vmap does), so the float64 reference and the fixed-order emulations
+      may be computed once at the largest batch size and sliced. A sweep
+      checks it (the reference at the smallest size against the slice of
+      the largest) and fails the case's configs if it does not hold.
+      False (the default): everything is computed at each batch size.
+    swept_size: None for a batch case; else the name of the size
+      `make_inputs(n)` takes (e.g. "K" for a contraction length).
+    round_reference: compare each output leaf with the float64 reference
+      rounded to the leaf's own dtype (for reports that compare against a
+      correctly rounded result); False: against the float64 value.
+    url: the public report the case comes from, if any.
+    reported: what that report saw, where hloprobe should relate to it.
+  """
+
+  name: str
+  description: str
+  fn: Callable
+  make_inputs: Callable[..., tuple]
+  in_axes: tuple[int | None, ...] | None = None
+  batch_arg: int = 0
+  batch_axis: int = 0
+  output_axis: int | None | tuple[int | None, ...] = 0
+  rows_independent: bool = False
+  swept_size: str | None = None
+  round_reference: bool = False
+  url: str | None = None
+  reported: ReportedError | None = None
+
+  def full_inputs(self) -> tuple | None:
+    """`make_inputs()` for a batch case (checked), None for a sized case.
+
+    Raises:
+      CaseError: an axis is out of range, or batched arguments disagree on
+        the batch size.
+    """
+    if self.swept_size is not None:
+      return None
+    full = tuple(self.make_inputs())
+    self.full_size(full)
+    return full
+
+  def arg_axes(self, count: int) -> tuple[int | None, ...]:
+    """The batch axis of each of `count` arguments (None: shared).
+
+    Raises:
+      CaseError: `in_axes` has another length, or `batch_arg` is out of range.
+    """
+    if self.in_axes is not None:
+      if len(self.in_axes) != count:
+        raise CaseError(
+          f"case {self.name!r}: in_axes has {len(self.in_axes)} entries for "
+          f"{count} arguments"
+        )
+      return tuple(self.in_axes)
+    if not 0 <= self.batch_arg < count:
+      raise CaseError(
+        f"case {self.name!r}: batch_arg {self.batch_arg} out of range for "
+        f"{count} arguments"
+      )
+    return tuple(
+      self.batch_axis if i == self.batch_arg else None for i in range(count)
+    )
+
+  def _batched_leaves(self, full: tuple):
+    """(argument index, axis, leaf) of every batched array."""
+    for i, (arg, axis) in enumerate(zip(full, self.arg_axes(len(full)))):
+      if axis is None:
+        continue
+      for leaf in jax.tree_util.tree_leaves(arg):
+        ndim = np.ndim(leaf)
+        if not -ndim <= axis < ndim:
+          raise CaseError(
+            f"case {self.name!r}: batch axis {axis} out of range for "
+            f"argument {i} of shape {np.shape(leaf)}"
+          )
+        yield i, axis, leaf
+
+  def full_size(self, full: tuple) -> int:
+    """The batch size of `full` (a `make_inputs()` result).
+
+    Raises:
+      CaseError: no argument is batched, an axis is out of range, or the
+        batched arguments disagree on the size.
+    """
+    sizes = {
+      (i, axis): np.shape(leaf)[axis]
+      for i, axis, leaf in self._batched_leaves(full)
+    }
+    if not sizes:
+      raise CaseError(f"case {self.name!r}: no argument is batched")
+    if len(set(sizes.values())) > 1:
+      found = ", ".join(
+        f"argument {i} axis {a}: {n}" for (i, a), n in sizes.items()
+      )
+      raise CaseError(
+        f"case {self.name!r}: arguments disagree on the batch size ({found})"
+      )
+    return next(iter(sizes.values()))
+
+  def inputs_for(self, full: tuple | None, n: int) -> tuple:
+    """The arguments at size n.
+
+    Batch cases: every batched argument cut to its first n elements along
+    its axis (no tiling). Sized cases: `make_inputs(n)` (`full` unused).
+
+    Raises:
+      CaseError: n exceeds the full batch size.
+    """
+    if self.swept_size is not None:
+      return tuple(self.make_inputs(n))
+    size = self.full_size(full)
+    if n > size:
+      raise CaseError(
+        f"batch size {n} exceeds case {self.name!r}'s {size} rows (batch "
+        f"elements); no tiling: "
+        f"sweep batch sizes up to {size}"
+      )
+    out = []
+    for arg, axis in zip(full, self.arg_axes(len(full))):
+      if axis is not None:
+        arg = jax.tree_util.tree_map(
+          lambda a, ax=axis: np.take(np.asarray(a), np.arange(n), axis=ax), arg
+        )
+      out.append(arg)
+    return tuple(out)
+
+  def output_axes(self, shapes) -> tuple[int | None, ...]:
+    """The batch axis of each output leaf, from the leaves' shapes.
+
+    Raises:
+      CaseError: `output_axis` has another length or an axis is out of
+        range for its leaf.
+    """
+    axes = (
+      tuple(self.output_axis)
+      if isinstance(self.output_axis, tuple)
+      else (self.output_axis,) * len(shapes)
+    )
+    if self.swept_size is not None:
+      axes = (None,) * len(shapes)
+    if len(axes) != len(shapes):
+      raise CaseError(
+        f"case {self.name!r}: output_axis has {len(axes)} entries for "
+        f"{len(shapes)} output leaves"
+      )
+    for axis, shape in zip(axes, shapes):
+      if axis is not None and not -len(shape) <= axis < len(shape):
+        raise CaseError(
+          f"case {self.name!r}: output axis {axis} out of range for an "
+          f"output of shape {tuple(shape)}; use None for an unbatched output"
+        )
+    return axes
+
+
+def leaf_names(tree) -> tuple[str, ...]:
+  """The name of each leaf of an output pytree, e.g. ("[0]", "['loss']").
+
+  A single array is "" (nothing to name).
+  """
+  paths = jax.tree_util.tree_flatten_with_path(tree)[0]
+  return tuple(jax.tree_util.keystr(p) for p, _ in paths)

@@ -1,0 +1,196 @@
+"""The float64 reference of a case: its program with every float widened.
+
+The case's jaxpr (`jax.make_jaxpr`) is re-evaluated on the CPU under
+`jax.enable_x64` with every floating type widened to float64: the
+arguments, the constants and literals, and every dtype a primitive names
+(`convert_element_type`'s `new_dtype` from `astype`, `dot_general`'s
+`preferred_element_type`, `iota`'s dtype, ...); `reduce_precision` is
+skipped. So a program that pins a narrow type (`astype(jnp.float16)`,
+`preferred_element_type=jnp.float16`) still gets a float64 answer, which
+re-running `fn` on float64 arguments would not give. Dots run at HIGHEST
+precision. Higher-order primitives are followed as `emulate` follows them
+(jit, custom_jvp/vjp, cond, while, scan).
+
+`References` holds a case's references per size: at each size, or, for a
+case that declares `rows_independent`, once at the largest size and sliced,
+after checking the declaration.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from hloprobe.compile.case_model import Case, leaf_names
+from hloprobe.errors import CaseError
+from hloprobe.numerics.emulate import _Evaluator
+from hloprobe.numerics.jaxpr_sites import CALL_PRIMITIVES, NO_SITES, trace
+
+__all__ = ["References", "float64_reference"]
+
+_F64 = np.dtype(np.float64)
+_LOOPS = ("cond", "while", "scan")
+# How far the reference at the smallest size may sit from the slice of the
+# largest (normwise, per leaf) for a rows_independent case: float64
+# reductions may be ordered differently at another batch size (a few ULPs
+# of f64), an error of the declaration is of the data's own size.
+_INDEPENDENCE_RTOL = 1e-9
+
+
+def _is_float(dtype) -> bool:
+  return jnp.issubdtype(dtype, jnp.floating)
+
+
+def _widen_value(x):
+  dtype = getattr(x, "dtype", None)
+  if dtype is not None and _is_float(dtype):
+    return jnp.asarray(x, _F64)
+  if isinstance(x, float):
+    return np.float64(x)
+  return x
+
+
+def _widen_param(v):
+  if isinstance(v, np.dtype) and _is_float(v):
+    return _F64
+  if isinstance(v, type) and issubclass(v, np.floating):
+    return _F64
+  return v
+
+
+class _Widened(_Evaluator):
+  """Evaluates a jaxpr with every floating type widened to float64."""
+
+  def __init__(self):
+    super().__init__((), "xla", "rna")
+
+  def _eqn(self, i: int, eqn, ins: list, plan) -> list:
+    del i, plan  # no sites: every dot runs as traced, widened
+    ins = [_widen_value(x) for x in ins]  # literals
+    name = eqn.primitive.name
+    if name == "reduce_precision":
+      return ins
+    if name in CALL_PRIMITIVES or name in _LOOPS:
+      count = max(2, len(eqn.params.get("branches", ())))
+      return self._higher_order(eqn, ins, (NO_SITES,) * count)
+    params = {k: _widen_param(v) for k, v in eqn.params.items()}
+    outs = eqn.primitive.bind(*ins, **params)
+    return outs if eqn.primitive.multiple_results else [outs]
+
+
+def float64_reference(case: Case, args: tuple) -> tuple[np.ndarray, ...]:
+  """Every output leaf of `case.fn(*args)` computed in float64 on the CPU.
+
+  Args:
+    case: the case (its `fn` and `round_reference`).
+    args: its arguments at one size (numpy arrays or pytrees of them).
+
+  Returns:
+    One f64 numpy array per output leaf (`jax.tree_util.tree_leaves`
+    order), of the leaf's shape; rounded to the leaf's own dtype first
+    where `case.round_reference`.
+  """
+  closed, _ = trace(case.fn, args)
+  out_dtypes = [a.dtype for a in closed.out_avals]
+  with jax.enable_x64(True), jax.default_matmul_precision("highest"):
+    leaves = [
+      _widen_value(np.asarray(a)) for a in jax.tree_util.tree_leaves(args)
+    ]
+    run = jax.jit(
+      lambda consts, xs: _Widened().run(
+        closed.jaxpr, NO_SITES, [_widen_value(c) for c in consts], xs
+      )
+    )
+    cpu = jax.devices("cpu")[0]
+    outs = run(*jax.device_put((tuple(closed.consts), leaves), cpu))
+    outs = [np.asarray(o) for o in outs]
+  return tuple(
+    np.asarray(
+      o.astype(d) if case.round_reference and _is_float(d) else o, np.float64
+    )
+    for o, d in zip(outs, out_dtypes)
+  )
+
+
+class References:
+  """A case's float64 references at every size a sweep asks for (cached).
+
+  Args:
+    case: the case.
+    full: its `full_inputs()` (None for a sized case).
+    sizes: the sizes swept.
+
+  Attributes:
+    names: each output leaf's name (`case_model.leaf_names`).
+    dtypes: each output leaf's dtype, e.g. "float32", "bfloat16".
+    axes: each output leaf's batch axis, or None (`Case.output_axes`).
+
+  Raises:
+    CaseError: the output axes do not fit the outputs, or the case declares
+      `rows_independent` and its reference at the smallest size differs
+      from the slice of the largest (the case lied).
+  """
+
+  def __init__(self, case: Case, full: tuple | None, sizes):
+    self.case, self._full = case, full
+    self._cache: dict[int, tuple[np.ndarray, ...]] = {}
+    fit = sorted(sizes)
+    if full is not None:
+      fit = [n for n in fit if n <= case.full_size(full)] or fit[:1]
+    self._smallest, self._largest = fit[0], fit[-1]
+    shapes = jax.eval_shape(case.fn, *case.inputs_for(full, self._smallest))
+    leaves = jax.tree_util.tree_leaves(shapes)
+    self.names = leaf_names(shapes)
+    self.dtypes = tuple(str(np.dtype(a.dtype)) for a in leaves)
+    self.axes = case.output_axes([a.shape for a in leaves])
+    if case.rows_independent:
+      self._check_independent()
+
+  def _compute(self, n: int) -> tuple[np.ndarray, ...]:
+    if n not in self._cache:
+      args = self.case.inputs_for(self._full, n)
+      self._cache[n] = float64_reference(self.case, args)
+    return self._cache[n]
+
+  def sliced(self, leaves, n: int) -> tuple[np.ndarray, ...]:
+    """Leaves at the largest size cut to n along their batch axes."""
+    return tuple(
+      x if axis is None else np.take(x, np.arange(n), axis=axis)
+      for x, axis in zip(leaves, self.axes)
+    )
+
+  def _check_independent(self) -> None:
+    if None in self.axes:
+      raise CaseError(
+        f"case {self.case.name!r} declares rows_independent but output "
+        f"leaves {[n for n, a in zip(self.names, self.axes) if a is None]} "
+        "have no batch axis"
+      )
+    small = self._compute(self._smallest)
+    cut = self.sliced(self._compute(self._largest), self._smallest)
+    for name, a, b in zip(self.names, small, cut):
+      scale = float(np.max(np.abs(a), initial=0.0)) or 1.0
+      diff = float(np.max(np.abs(a - b), initial=0.0)) / scale
+      if diff > _INDEPENDENCE_RTOL:
+        raise CaseError(
+          f"case {self.case.name!r} declares rows_independent, but its "
+          f"float64 output{' ' + name if name else ''} at size "
+          f"{self._smallest} differs from the first {self._smallest} "
+          f"elements at size {self._largest} by {diff:.2g} (relative); "
+          "its batch elements depend on each other: drop rows_independent"
+        )
+
+  @property
+  def independent(self) -> bool:
+    return self.case.rows_independent
+
+  @property
+  def largest(self) -> int:
+    return self._largest
+
+  def at(self, n: int) -> tuple[np.ndarray, ...]:
+    """The reference leaves at size n (f64 numpy arrays)."""
+    if self.independent and n <= self._largest:
+      return self.sliced(self._compute(self._largest), n)
+    return self._compute(n)

@@ -1,0 +1,216 @@
+"""A user's own program as a case: `--case=module:factory` and `file.py:factory`."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+
+import numpy as np
+from absl.testing import absltest, parameterized
+from testutil import run_hloprobe
+
+from hloprobe import sweep
+from hloprobe.compile import cases
+from hloprobe.errors import CaseError
+
+# Two arguments (x cut along axis 0, w shared), a pytree output with a
+# scalar loss (no batch axis) and a batched leaf.
+_MODULE = textwrap.dedent("""
+  import numpy as np
+  import jax.numpy as jnp
+  import hloprobe
+
+  def _fn(x, w):
+    y = x @ w
+    return {"loss": jnp.mean(y * y), "y": y}
+
+  def _inputs():
+    g = np.random.default_rng(0)
+    return (g.standard_normal((4, 256)).astype(np.float32),
+            g.standard_normal((256, 64)).astype(np.float32))
+
+  def make():
+    return hloprobe.Case("mine", "two arguments, a loss and y", _fn, _inputs,
+                         in_axes=(0, None), output_axis=(None, 0))
+
+  def bad_axis():
+    return hloprobe.Case("bad", "", _fn, _inputs, in_axes=(2, None))
+
+  def disagree():
+    return hloprobe.Case("dis", "", _fn, _inputs, in_axes=(0, 1))
+
+  def seed_again():
+    return hloprobe.get_case("seed_mlp")
+
+  def raises():
+    raise RuntimeError("boom")
+
+  def other():
+    return 42
+""")
+
+
+def setUpModule():
+  global _DIR, _FILE
+  _DIR = absltest.get_default_test_tmpdir()
+  os.makedirs(os.path.join(_DIR, "userpkg"), exist_ok=True)
+  _FILE = os.path.join(_DIR, "userpkg", "mycase.py")
+  with open(_FILE, "w") as f:
+    f.write(_MODULE)
+  with open(os.path.join(_DIR, "userpkg", "__init__.py"), "w") as f:
+    f.write("")
+  with open(os.path.join(_DIR, "broken.py"), "w") as f:
+    f.write("import no_such_package_xyz\n")
+  sys.path.insert(0, _DIR)
+
+
+class LoadTest(parameterized.TestCase):
+  def test_file_and_module_give_the_same_case(self):
+    by_file = cases.get_case(f"{_FILE}:make")
+    by_module = cases.get_case("userpkg.mycase:make")
+    self.assertEqual((by_file.name, by_module.name), ("mine", "mine"))
+
+  @parameterized.named_parameters(
+    (
+      "module_not_found",
+      "no_such_mod_xyz:make",
+      "case module 'no_such_mod_xyz' not found",
+    ),
+    (
+      "import_fails",
+      "broken.py:make",
+      "case module '.*broken.py' failed to import: ModuleNotFoundError",
+    ),
+    (
+      "attribute_missing",
+      "userpkg.mycase:nope",
+      "case module 'userpkg.mycase' has no attribute 'nope'",
+    ),
+    (
+      "factory_raises",
+      "userpkg.mycase:raises",
+      "case factory userpkg.mycase:raises raised RuntimeError: boom",
+    ),
+    (
+      "returns_other",
+      "userpkg.mycase:other",
+      "case factory userpkg.mycase:other returned int, not a hloprobe.Case",
+    ),
+    (
+      "axis_out_of_range",
+      "userpkg.mycase:bad_axis",
+      "case 'bad': batch axis 2 out of range for argument 0",
+    ),
+    (
+      "batch_sizes_disagree",
+      "userpkg.mycase:disagree",
+      r"case 'dis': arguments disagree on the batch size \(argument 0 axis 0:"
+      r" 4, argument 1 axis 1: 64\)",
+    ),
+    ("given_twice", "seed_mlp,seed_mlp", "case 'seed_mlp' given twice"),
+    (
+      "given_twice_by_name",
+      "seed_mlp,userpkg.mycase:seed_again",
+      "case 'seed_mlp' given twice",
+    ),
+  )
+  def test_bad_input_is_one_case_error(self, names, message):
+    if names.startswith("broken"):
+      names = os.path.join(_DIR, names)
+    with self.assertRaisesRegex(CaseError, message) as cm:
+      sweep.SweepSpec(tuple(names.split(",")), (1,), ("float32",), ("cpu",))
+    self.assertNotIn("\n", str(cm.exception))
+
+  def test_batch_size_beyond_the_input_is_an_error(self):
+    case = cases.get_case("userpkg.mycase:make")
+    with self.assertRaisesRegex(CaseError, "batch size 5 exceeds case 'mine'"):
+      case.inputs_for(case.full_inputs(), 5)
+
+
+class CommandLineTest(absltest.TestCase):
+  """sweep, explain, verify and an experiment on the user's file, as a user."""
+
+  def _run(self, *args):
+    return run_hloprobe(*args, "--batch_sizes=1,2", "--precisions=default")
+
+  def test_sweep_on_cpu_and_a100(self):
+    proc = self._run(
+      f"--case={_FILE}:make", "--targets=cpu,a100", "--format=json"
+    )
+    self.assertEqual(proc.returncode, 0, proc.stderr)
+    configs = json.loads(proc.stdout)["configs"]
+    cpu2 = next(c for c in configs if c["target"] == "cpu" and c["n"] == 2)
+    leaves = {x["leaf"]: x for x in cpu2["numerics"]["leaves"]}
+    self.assertEqual(set(leaves), {"['loss']", "['y']"})
+    # Independent reference: numpy float64 at n = 2 (not a slice of n = 2's
+    # rows of a bigger batch: the loss is a mean over the batch).
+    g = np.random.default_rng(0)
+    x = g.standard_normal((4, 256)).astype(np.float32)[:2].astype(np.float64)
+    w = g.standard_normal((256, 64)).astype(np.float32).astype(np.float64)
+    y = x @ w
+    self.assertAlmostEqual(
+      leaves["['loss']"]["row0_ref_f64"], np.mean(y * y), delta=1e-9
+    )
+    self.assertAlmostEqual(leaves["['y']"]["row0_ref_f64"], y[0, 0], 12)
+    a100 = {c["n"]: c for c in configs if c["target"] == "a100"}
+    self.assertEqual(a100[2]["fate_summary"], "Triton gemm x1")
+    verdicts = dict(a100[2]["prediction"]["leaf_verdicts"])
+    self.assertEqual(
+      verdicts["['y']"], "explained by TF32_TF32_F32 at sites [0]"
+    )
+
+  def test_explain_verify_and_experiment_by_module_name(self):
+    env = {"PYTHONPATH": _DIR}
+    common = (
+      "--case=userpkg.mycase:make",
+      "--targets=cpu",
+      "--batch_sizes=1,2",
+      "--precisions=default",
+    )
+    explain = run_hloprobe("explain", *common, env=env)
+    self.assertEqual(explain.returncode, 0, explain.stderr)
+    self.assertIn("mine on cpu", explain.stdout)
+    verify = run_hloprobe(
+      "verify", *common, "--fix=float32", "--require=accurate", env=env
+    )
+    self.assertEqual(verify.returncode, 0, verify.stderr + verify.stdout)
+    self.assertIn("PASS", verify.stdout)
+    experiment = run_hloprobe(
+      "sweep",
+      *common,
+      "--experiment=no_dsr:--xla_disable_hlo_passes=dot-strength-reduction",
+      "--format=json",
+      env=env,
+    )
+    self.assertEqual(experiment.returncode, 0, experiment.stderr)
+    rows = json.loads(experiment.stdout)["configs"]
+    self.assertEqual(
+      sorted({(r["experiment"], r["status"]) for r in rows}),
+      [("baseline", "ok"), ("no_dsr", "ok")],
+    )
+
+  def test_cases_lists_each_built_in_with_its_report(self):
+    proc = run_hloprobe("cases")
+    self.assertEqual(proc.returncode, 0, proc.stderr)
+    lines = proc.stdout.splitlines()
+    self.assertLen(lines, len(cases.CASES))
+    self.assertIn(
+      "mlx_3953        https://github.com/ml-explore/mlx/issues/3953", lines
+    )
+
+  def test_bad_case_is_one_line_exit_2(self):
+    proc = run_hloprobe("sweep", f"--case={_FILE}:other")
+    self.assertEqual(proc.returncode, 2)
+    self.assertEqual(
+      [l for l in proc.stderr.splitlines() if "error" in l],
+      [
+        f"hloprobe: error: case factory {_FILE}:other returned int, not a "
+        "hloprobe.Case"
+      ],
+    )
+
+
+if __name__ == "__main__":
+  absltest.main()

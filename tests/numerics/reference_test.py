@@ -1,0 +1,138 @@
+"""The float64 reference: every float widened, per batch size, checked slicing."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+from absl.testing import absltest
+from jax import lax
+
+from hloprobe import sweep
+from hloprobe.compile import cases
+from hloprobe.numerics import accuracy, reference
+
+_RNG = np.random.default_rng(7)
+_X16 = _RNG.standard_normal((4, 512)).astype(np.float16)
+_W16 = _RNG.standard_normal((512, 8)).astype(np.float16)
+_XC = _RNG.uniform(size=(4, 64)).astype(np.float32)
+_WC = _RNG.standard_normal((64, 8)).astype(np.float32)
+
+
+def _f16_dot(x, w):
+  return lax.dot_general(
+    x, w, (((1,), (0,)), ((), ())), preferred_element_type=jnp.float16
+  )
+
+
+def _centred(x, w):
+  return (x - x.mean(0)) @ w
+
+
+def _sweep(case, sizes=(1, 2)):
+  cases.CASES[case.name] = case
+  try:
+    spec = sweep.SweepSpec((case.name,), sizes, ("float32",), ("cpu",))
+    return {r.n: r for r in sweep.run_sweep(spec)}
+  finally:
+    del cases.CASES[case.name]
+
+
+class WidenedTest(absltest.TestCase):
+  def test_pinned_f16_dot_is_computed_in_f64(self):
+    case = cases.Case("f16dot", "", _f16_dot, lambda: (_X16, _W16))
+    (ref,) = reference.float64_reference(case, (_X16, _W16))
+    np.testing.assert_array_equal(
+      ref, _X16.astype(np.float64) @ _W16.astype(np.float64)
+    )
+
+  def test_astype_and_constants_are_widened(self):
+    fn = lambda x: (x.astype(jnp.bfloat16) * jnp.bfloat16(1 / 3)).astype(
+      jnp.float32
+    )
+    x = np.float32([1.0, 2.0, 3.0])
+    (ref,) = reference.float64_reference(cases.Case("c", "", fn, None), (x,))
+    # 1/3 was a bf16 literal: widening keeps its bf16 value, exactly.
+    third = float(np.asarray(1 / 3, ml_dtypes.bfloat16))
+    np.testing.assert_array_equal(ref, x.astype(np.float64) * third)
+
+  def test_round_reference_rounds_to_the_output_dtype(self):
+    case = cases.Case(
+      "r", "", _f16_dot, lambda: (_X16, _W16), round_reference=True
+    )
+    (ref,) = reference.float64_reference(case, (_X16, _W16))
+    exact = _X16.astype(np.float64) @ _W16.astype(np.float64)
+    np.testing.assert_array_equal(ref, exact.astype(np.float16))
+
+  def test_f16_dot_verdict_is_not_exact(self):
+    case = cases.Case(
+      "f16dot", "", _f16_dot, lambda: (_X16, _W16), rows_independent=True
+    )
+    r = _sweep(case)[2]
+    self.assertTrue(r.ok, r.error)
+    self.assertGreater(r.stats.row0_abs, 0)
+    self.assertNotEqual(r.prediction.verdict, "exact")
+    self.assertEqual(r.prediction.verdict, "within f16 output rounding")
+
+
+class PerBatchSizeTest(absltest.TestCase):
+  def test_batch_dependent_program_gets_its_own_reference(self):
+    r = _sweep(cases.Case("centred", "", _centred, lambda: (_XC, _WC)))[2]
+    x = _XC[:2].astype(np.float64)
+    want = (x - x.mean(0)) @ _WC.astype(np.float64)
+    self.assertAlmostEqual(r.stats.row0_ref, want[0, 0], 12)
+    # A CPU f32 run of 2 x 64 values: about f32 rounding, not 56 %.
+    self.assertLess(r.stats.max_rel, 1e-5)
+    self.assertEqual(r.prediction.verdict, "within f32 noise")
+
+  def test_a_case_that_lies_about_independent_rows_fails(self):
+    lying = cases.Case(
+      "liar", "", _centred, lambda: (_XC, _WC), rows_independent=True
+    )
+    results = _sweep(lying, (1, 4))
+    for r in results.values():
+      self.assertFalse(r.ok)
+      self.assertEqual(r.stage, "reference")
+      self.assertIn("case 'liar' declares rows_independent", r.error)
+
+
+class DtypeTest(absltest.TestCase):
+  def test_ulps_of_every_float_dtype(self):
+    for dtype in (
+      ml_dtypes.bfloat16,
+      np.float16,
+      np.float32,
+      np.float64,
+      ml_dtypes.float8_e4m3fn,
+      ml_dtypes.float8_e5m2,
+    ):
+      eps = float(ml_dtypes.finfo(dtype).eps)
+      self.assertEqual(accuracy.ulp_distance(1.0, 1.0 + eps, dtype), 1, dtype)
+      self.assertEqual(
+        accuracy.ulp_distance(-1.0, 1.0, dtype),
+        2 * int(np.asarray(1.0, dtype).view(f"u{np.dtype(dtype).itemsize}")),
+        dtype,
+      )
+      self.assertEqual(accuracy.output_ulp([1.5], dtype), eps)
+
+  def test_bf16_output_gets_ulps_and_a_band(self):
+    g = np.random.default_rng(0)
+    x = g.standard_normal((2, 1024)).astype(ml_dtypes.bfloat16)
+    w = g.standard_normal((1024, 256)).astype(ml_dtypes.bfloat16)
+    case = cases.Case(
+      "bf16mm", "", lambda a, b: a @ b, lambda: (x, w), rows_independent=True
+    )
+    got = _sweep(case)
+    r = got[2]
+    self.assertIsNotNone(r.ulp_vs_n1)
+    self.assertIsNotNone(r.stats.row0_ulp)
+    row0 = np.asarray(x[0], np.float64) @ np.asarray(w, np.float64)
+    # The band holds at least one bf16 step at row 0's largest value.
+    step = 2.0 ** (np.floor(np.log2(np.max(np.abs(row0)))) - 7)
+    self.assertGreaterEqual(r.prediction.tolerance_abs, step)
+    self.assertEqual(r.prediction.output_dtype, "bfloat16")
+    self.assertIn(r.prediction.verdict, ("within bf16 output rounding",))
+
+
+if __name__ == "__main__":
+  absltest.main()
