@@ -382,7 +382,12 @@ def _cmd_sweep() -> int:
   else:
     print(
       render.render(
-        results, fmt, versions, cpu, columns=_COLUMNS.value, wide=_WIDE.value
+        results,
+        fmt,
+        versions,
+        columns=_COLUMNS.value,
+        wide=_WIDE.value,
+        host=cpu,
       )
     )
   if _SITES.value and fmt not in ("json", "html"):

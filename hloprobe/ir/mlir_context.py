@@ -18,8 +18,9 @@ between parses (or threads).
 
 from __future__ import annotations
 
+import importlib
+
 from jaxlib.mlir import ir
-from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import chlo, mhlo, sdy, stablehlo
 
 from hloprobe.errors import HloParseError
@@ -44,14 +45,8 @@ def cast_or_none(kind: type, value):
 
 def _context() -> ir.Context:
   """A fresh context that knows every dialect jax prints."""
-  if not hasattr(_jax_mlir_ext, "register_dialects"):
-    raise HloParseError(
-      "[hloprobe] this jaxlib's MLIR bindings have no "
-      "_jax_mlir_ext.register_dialects (checked on jaxlib 0.10.2); "
-      "cannot read StableHLO"
-    )
   registry = ir.DialectRegistry()
-  _jax_mlir_ext.register_dialects(registry)
+  _register_upstream(registry)
   context = ir.Context()
   context.append_dialect_registry(registry)
   sdy.register_dialect(context)
@@ -59,6 +54,33 @@ def _context() -> ir.Context:
   chlo.register_dialect(context)
   stablehlo.register_dialect(context)
   return context
+
+
+# Where jaxlib keeps the upstream dialect registration: `_jax_mlir_ext` on
+# jaxlib 0.10.2, `register_jax_dialects` on older releases (0.4.38, as
+# `hloprobe versions` runs it).
+_UPSTREAM_REGISTRARS = ("_jax_mlir_ext", "register_jax_dialects")
+
+
+def _register_upstream(registry: ir.DialectRegistry) -> None:
+  """Adds func and the other upstream dialects jax prints to `registry`.
+
+  Raises:
+    HloParseError: this jaxlib has none of `_UPSTREAM_REGISTRARS`.
+  """
+  for name in _UPSTREAM_REGISTRARS:
+    try:
+      module = importlib.import_module(f"jaxlib.mlir._mlir_libs.{name}")
+    except ImportError:
+      continue
+    if hasattr(module, "register_dialects"):
+      module.register_dialects(registry)
+      return
+  raise HloParseError(
+    "[hloprobe] this jaxlib's MLIR bindings register no upstream dialects "
+    f"(looked for {', '.join(_UPSTREAM_REGISTRARS)}; checked on jaxlib "
+    "0.10.2); cannot read StableHLO"
+  )
 
 
 def _first_diagnostic(error: ir.MLIRError) -> str:

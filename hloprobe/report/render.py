@@ -379,9 +379,9 @@ def render(
   results: list[ConfigResult],
   fmt: str,
   versions: dict[str, str],
-  host=None,
   columns: Sequence[str] | None = None,
   wide: bool = False,
+  host=None,
 ) -> str:
   """Renders results as "table" (plain), "markdown" (GitHub) or "json".
 
