@@ -27,6 +27,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from absl.testing import absltest
 from testutil import ROOT, run_hloprobe
 
@@ -35,6 +36,9 @@ from hloprobe.compile import targets
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.report import explain
 from hloprobe.report import render as report
+
+# Compiles with XLA (`make test-fast` skips it).
+pytestmark = pytest.mark.compiles
 
 _HAVE_PLOT = importlib.util.find_spec("matplotlib") is not None
 _HAVE_EXPLORER = importlib.util.find_spec("model_explorer") is not None

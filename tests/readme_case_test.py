@@ -6,8 +6,12 @@ import json
 import os
 import re
 
+import pytest
 from absl.testing import absltest
 from testutil import ROOT, run_hloprobe
+
+# Compiles with XLA (`make test-fast` skips it).
+pytestmark = pytest.mark.compiles
 
 
 def _example() -> str:

@@ -36,6 +36,9 @@ _COUNT_DOTS = """
 import sys, jax
 jax.config.update("jax_platforms", "cpu")
 from hloprobe.compile.cases import get_case
+
+# Compiles with XLA (`make test-fast` skips it).
+pytestmark = pytest.mark.compiles
 case = get_case("seed_mlp")
 args = case.inputs_for(case.make_inputs(), int(sys.argv[1]))
 print(jax.jit(case.fn).lower(*args).compile().as_text())

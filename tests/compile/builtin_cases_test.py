@@ -19,7 +19,7 @@ from hloprobe.compile import cases
 from hloprobe.numerics import emulate
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
-pytestmark = pytest.mark.cpu_numerics
+pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
 
 F32, TF32 = "F32_F32_F32", "TF32_TF32_F32"
 

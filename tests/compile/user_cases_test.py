@@ -8,12 +8,16 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe
 
 from hloprobe import sweep
 from hloprobe.compile import cases
 from hloprobe.errors import CaseError
+
+# Compiles with XLA (`make test-fast` skips it).
+pytestmark = pytest.mark.compiles
 
 # Two arguments (x cut along axis 0, w shared), a pytree output with a
 # scalar loss (no batch axis) and a batched leaf.

@@ -5,12 +5,16 @@ from __future__ import annotations
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
+import pytest
 from absl.testing import absltest
 from jax import lax
 
 from hloprobe import sweep
 from hloprobe.compile import cases
 from hloprobe.numerics import accuracy, reference
+
+# Compiles with XLA (`make test-fast` skips it).
+pytestmark = pytest.mark.compiles
 
 _RNG = np.random.default_rng(7)
 _X16 = _RNG.standard_normal((4, 512)).astype(np.float16)

@@ -19,7 +19,7 @@ from absl.testing import absltest
 from hloprobe import sweep
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
-pytestmark = pytest.mark.cpu_numerics
+pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
 
 
 def _sweep(case, target, n, precision="default"):

@@ -12,6 +12,7 @@ import re
 
 import jax.numpy as jnp
 import program_cases
+import pytest
 from absl.testing import absltest, parameterized
 
 from hloprobe import sweep
@@ -20,6 +21,9 @@ from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
 from hloprobe.sites import dot_sites
 from hloprobe.sites.dot_sites import Fate
+
+# Compiles with XLA (`make test-fast` skips it).
+pytestmark = pytest.mark.compiles
 
 
 def _helper_dots(a, b):
