@@ -24,6 +24,9 @@ from hloprobe.errors import InvalidArgumentError
 from hloprobe.versions import bisect, venvs
 from hloprobe.versions.run import VersionRun
 
+# Compiles with XLA (`make test-fast` skips it).
+pytestmark = pytest.mark.compiles
+
 OLD = "0.4.38"
 _SWEEP = (
   "--targets=cpu",
@@ -36,9 +39,6 @@ _COUNT_DOTS = """
 import sys, jax
 jax.config.update("jax_platforms", "cpu")
 from hloprobe.compile.cases import get_case
-
-# Compiles with XLA (`make test-fast` skips it).
-pytestmark = pytest.mark.compiles
 case = get_case("seed_mlp")
 args = case.inputs_for(case.make_inputs(), int(sys.argv[1]))
 print(jax.jit(case.fn).lower(*args).compile().as_text())
