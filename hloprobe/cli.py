@@ -145,6 +145,13 @@ _STRICT = flags.DEFINE_bool(
   "`hloprobe golden check`: compare full StableHLO/HLO text even when "
   "jax/jaxlib differ from MANIFEST.json's (otherwise only dot summaries).",
 )
+_TIMINGS = flags.DEFINE_bool(
+  "timings",
+  False,
+  "`sweep`: after the results, print the seconds each config spent per "
+  "stage (lower, compile, parse, sites, emulation, noise floor, ...) and "
+  "the sums (to stderr with --format=json).",
+)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -295,6 +302,11 @@ def _cmd_sweep() -> int:
   if _SITES.value and fmt != "json":
     print()
     print(render.render_sites(results, fmt))
+  if _TIMINGS.value:
+    from hloprobe.report import timings
+
+    out = sys.stderr if fmt == "json" else sys.stdout
+    print("\n" + timings.render_timings(results, fmt), file=out)
   if _OUTPUT_DIR.value:
     paths = _write(
       f"--output_dir={_OUTPUT_DIR.value}",

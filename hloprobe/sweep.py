@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import time
 
 import numpy as np
 
-from hloprobe.compile import lowering, worker
+from hloprobe.compile import lowering, timing, worker
 from hloprobe.compile.cases import Case, get_case
 from hloprobe.compile.experiments import BASELINE, Experiment
 from hloprobe.compile.targets import Target, get_target
@@ -97,6 +98,9 @@ class ConfigResult:
       via ...)"; None on CPU or when not reached.
     dropped_config_fields: target-config fields dropped so the installed
       proto could load the config, e.g. ("GpuDeviceInfoProto.mem_clock_ghz",).
+    timings: stage name -> exclusive wall seconds spent on this config
+      (`timing.STAGES`; a case's inputs and reference are charged to its
+      first config).
   """
 
   case: str
@@ -121,6 +125,7 @@ class ConfigResult:
   prediction_error: str | None = None
   ptxas: str | None = None
   dropped_config_fields: tuple[str, ...] = ()
+  timings: dict[str, float] = dataclasses.field(default_factory=dict)
 
   @property
   def ok(self) -> bool:
@@ -165,27 +170,35 @@ def run_config(
   precision: str,
   n: int,
   explain_passes: bool = False,
+  watch: timing.Stopwatch | None = None,
 ) -> ConfigResult:
   """Lowers, compiles, analyses and (where possible) runs one config.
 
   With `explain_passes`, the compile dumps every pass and each dot site is
-  attributed to the pass that rewrote it (see `passes`).
+  attributed to the pass that rewrote it (see `passes`). `watch`, if
+  given, is charged the time of each stage.
   """
+  watch = watch or timing.Stopwatch()
   base = ConfigResult(case.name, target.name, n, precision)
   stage = "compile"
   try:
     args = case.inputs_for(full_inputs, n)
+    start = time.perf_counter()
     cc = lowering.compile_case(
       case, args, parse_precision(precision), target, dump_passes=explain_passes
     )
+    watch.add("lower", cc.lower_s)
+    watch.add("compile", time.perf_counter() - start - cc.lower_s)
     stage = "analyse"
-    sites = parse_stablehlo_dots(cc.stablehlo)
-    module = parse_hlo_module(cc.optimized_hlo)
-    fates = dot_sites.map_dot_sites(sites, module)
-    ptx_kernels = [k for text in cc.ptx for k in ptx.parse_ptx(text)]
-    fates = effective.resolve(
-      fates, module, ptx_kernels, target, cc.compute_capability
-    )
+    with watch.stage("parse"):
+      sites = parse_stablehlo_dots(cc.stablehlo)
+      module = parse_hlo_module(cc.optimized_hlo)
+      ptx_kernels = [k for text in cc.ptx for k in ptx.parse_ptx(text)]
+    with watch.stage("sites"):
+      fates = dot_sites.map_dot_sites(sites, module)
+      fates = effective.resolve(
+        fates, module, ptx_kernels, target, cc.compute_capability
+      )
     result = dataclasses.replace(
       base,
       stablehlo=cc.stablehlo,
@@ -197,15 +210,17 @@ def run_config(
       dropped_config_fields=cc.dropped_config_fields,
     )
     if explain_passes:
-      result = _with_passes(result, cc.pass_dumps)
+      with watch.stage("passes"):
+        result = _with_passes(result, cc.pass_dumps)
     if target.compile_only:
       return result
     stage = "run"
-    out, run_s = lowering.run_compiled(cc, args)
-    stats = None
-    if reference is not None:
-      ref = np.take(reference, np.arange(n), axis=case.output_axis)
-      stats = accuracy.error_stats(out, ref)
+    with watch.stage("run"):
+      out, run_s = lowering.run_compiled(cc, args)
+      stats = None
+      if reference is not None:
+        ref = np.take(reference, np.arange(n), axis=case.output_axis)
+        stats = accuracy.error_stats(out, ref)
     return dataclasses.replace(
       result, stats=stats, output_dtype=str(out.dtype), run_s=run_s
     )
@@ -242,7 +257,10 @@ def _predictor(case, full, reference, why: str | None):
 
 
 def _with_prediction(
-  r: ConfigResult, predictor: predict.Predictor | None, why: str | None
+  r: ConfigResult,
+  predictor: predict.Predictor | None,
+  why: str | None,
+  watch: timing.Stopwatch | None = None,
 ) -> ConfigResult:
   """Attaches the predicted numerics; a failure is recorded, not raised.
 
@@ -253,7 +271,7 @@ def _with_prediction(
   if predictor is None:
     return dataclasses.replace(r, prediction_error=why)
   try:
-    prediction = predictor.predict(r.n, r.fates, r.stats)
+    prediction = predictor.predict(r.n, r.fates, r.stats, watch)
   except Exception as e:  # prediction is extra; the config stays ok
     return dataclasses.replace(r, prediction_error=_first_line(e))
   return dataclasses.replace(r, prediction=prediction)
@@ -326,18 +344,30 @@ def _run_baseline(spec: SweepSpec, on_result) -> list[ConfigResult]:
   results = []
   for case_name in spec.cases:
     case = get_case(case_name)
-    full = case.make_inputs()
+    watch = timing.Stopwatch()  # the case's first config pays for its setup
+    with watch.stage("inputs"):
+      full = case.make_inputs()
     largest = min(max(spec.batch_sizes), case.full_size(full))
-    reference, why = _reference(case, full, largest)
-    predictor, why = _predictor(case, full, reference, why)
+    with watch.stage("reference"):
+      reference, why = _reference(case, full, largest)
+      predictor, why = _predictor(case, full, reference, why)
     for target_name in spec.targets:
       target = get_target(target_name)
       for precision in spec.precisions:
         for n in spec.batch_sizes:
           r = run_config(
-            case, full, reference, target, precision, n, spec.explain_passes
+            case,
+            full,
+            reference,
+            target,
+            precision,
+            n,
+            spec.explain_passes,
+            watch,
           )
-          r = _with_prediction(r, predictor, why)
+          r = _with_prediction(r, predictor, why, watch)
+          r = dataclasses.replace(r, timings=watch.seconds())
+          watch = timing.Stopwatch()
           results.append(r)
           if on_result is not None:
             on_result(r)

@@ -22,6 +22,7 @@ import dataclasses
 import jax
 import numpy as np
 
+from hloprobe.compile import timing
 from hloprobe.compile.cases import Case
 from hloprobe.errors import HloprobeError
 from hloprobe.numerics import accuracy, emulate
@@ -113,6 +114,11 @@ class Predictor:
     self._outputs: dict[tuple, np.ndarray] = {}
     self._scales: tuple | None = None
     self._counts: dict[int, int] = {}
+    self._watch: timing.Stopwatch | None = None  # set during `predict`
+
+  def _stage(self, name: str):
+    """Times a stage on the current config's stopwatch, if any."""
+    return (self._watch.stage if self._watch else timing.null_stage)(name)
 
   def _slice(self, out: np.ndarray, n: int) -> np.ndarray:
     return np.take(out, np.arange(n), axis=self._case.output_axis)
@@ -125,7 +131,7 @@ class Predictor:
     key = (n, algorithms, "xla")
     if key not in self._outputs:
       args = self._case.inputs_for(self._full, n)
-      with _x64_if_needed(algorithms):
+      with self._stage("emulation"), _x64_if_needed(algorithms):
         out = emulate.emulate_case(self._case.fn, args, algorithms)
       self._outputs[key] = np.asarray(jax.tree_util.tree_leaves(out)[0])
     return self._outputs[key]
@@ -138,7 +144,8 @@ class Predictor:
     """
     if self._scales is None:
       args = self._case.inputs_for(self._full, self._largest)
-      out, self._scales = emulate.emulate_with_scales(self._case.fn, args)
+      with self._stage("emulation"):
+        out, self._scales = emulate.emulate_with_scales(self._case.fn, args)
       key = (self._largest, (F32,) * len(self._scales), "xla")
       self._outputs.setdefault(key, out)
     return self._scales
@@ -148,7 +155,7 @@ class Predictor:
     key = (self._largest, algorithms, _FIXED_ORDERS[0])
     if key not in self._outputs:
       args = self._case.inputs_for(self._full, self._largest)
-      with _x64_if_needed(algorithms):
+      with self._stage("emulation"), _x64_if_needed(algorithms):
         spread = emulate.order_spread(
           self._case.fn, args, algorithms, orders=_FIXED_ORDERS
         )
@@ -177,6 +184,7 @@ class Predictor:
     n: int,
     fates: tuple[DotFate, ...],
     observed: accuracy.ErrorStats | None,
+    watch: timing.Stopwatch | None = None,
   ) -> Prediction:
     """The prediction of one config at batch size n.
 
@@ -184,14 +192,24 @@ class Predictor:
       n: batch size.
       fates: the config's dot sites, with effective algorithms.
       observed: its observed errors, or None where it cannot run.
+      watch: if given, charged the time of each stage (`timing.STAGES`).
 
     Raises:
       HloprobeError: the emulator's sites do not match the StableHLO sites.
       EmulationError: the case holds a primitive the emulator cannot follow.
     """
+    self._watch = watch
+    try:
+      with self._stage("predict"):
+        return self._predict(n, fates, observed)
+    finally:
+      self._watch = None
+
+  def _predict(self, n, fates, observed) -> Prediction:
     if n not in self._counts:  # one trace per batch size, not per config
       args = self._case.inputs_for(self._full, n)
-      self._counts[n] = emulate.count_sites(self._case.fn, args)
+      with self._stage("emulation"):
+        self._counts[n] = emulate.count_sites(self._case.fn, args)
     count = self._counts[n]
     if count != len(fates):
       raise HloprobeError(
@@ -199,16 +217,20 @@ class Predictor:
         "cannot pair them"
       )
     chosen, note = _chosen_algorithms(fates)
-    noise = self._spread(n, (F32,) * count)
-    spread = noise if chosen == (F32,) * count else self._spread(n, chosen)
+    with self._stage("noise floor"):
+      noise = self._spread(n, (F32,) * count)
+      spread = noise if chosen == (F32,) * count else self._spread(n, chosen)
     stats = accuracy.error_stats(self._emulate(n, chosen), self._ref(n))
     tolerance = accuracy.NOISE_FACTOR * max(
       spread.row0_spread_abs, noise.row0_spread_abs
     )
     judged = observed or stats
-    shares = ()
-    if judged.row0_abs > accuracy.NOISE_FACTOR * noise.row0_abs:
-      shares = self._shares(n, chosen)
+    with self._stage("attribution"):
+      shares = ()
+      if judged.row0_abs > accuracy.NOISE_FACTOR * noise.row0_abs:
+        shares = self._shares(n, chosen)
+      bands = self._bands(n, fates, chosen)
+      best = self._best_candidate(n, fates, chosen, observed, tolerance)
     top = max(shares, key=lambda s: s.alone_abs).site if shares else None
     return Prediction(
       site_algorithms=chosen,
@@ -217,10 +239,8 @@ class Predictor:
       tolerance_abs=tolerance,
       shares=shares,
       top_site=top,
-      bands=self._bands(n, fates, chosen),
-      best_candidate=self._best_candidate(
-        n, fates, chosen, observed, tolerance
-      ),
+      bands=bands,
+      best_candidate=best,
       verdict=accuracy.verdict(observed, stats, noise, tolerance, chosen),
       note=note,
     )
