@@ -136,6 +136,21 @@ class Predictor:
       self._outputs[key] = np.asarray(jax.tree_util.tree_leaves(out)[0])
     return self._outputs[key]
 
+  def _prefetch(self, n: int, assignments) -> None:
+    """Emulates the missing assignments at batch n in one compile."""
+    missing = sorted(
+      {a for a in assignments if (n, a, "xla") not in self._outputs}
+    )
+    for x64 in (False, True):  # F64 sites need x64 on while tracing
+      group = [a for a in missing if ("F64_F64_F64" in a) == x64]
+      if not group:
+        continue
+      args = self._case.inputs_for(self._full, n)
+      with self._stage("emulation"), _x64_if_needed(group[0]):
+        outs = emulate.emulate_many(self._case.fn, args, group)
+      for a, out in zip(group, outs):
+        self._outputs[(n, a, "xla")] = out
+
   def _site_scales(self) -> tuple:
     """Each site's (max, rms) of |A||B| over the largest batch (cached).
 
@@ -217,6 +232,8 @@ class Predictor:
         "cannot pair them"
       )
     chosen, note = _chosen_algorithms(fates)
+    # What this config will most likely ask for, emulated together.
+    self._prefetch(n, [(F32,) * count, chosen, *_share_assignments(chosen)])
     with self._stage("noise floor"):
       noise = self._spread(n, (F32,) * count)
       spread = noise if chosen == (F32,) * count else self._spread(n, chosen)
@@ -246,15 +263,10 @@ class Predictor:
     )
 
   def _shares(self, n: int, chosen: tuple[str, ...]) -> tuple[SiteShare, ...]:
-    count = len(chosen)
     rows = []
-    for i, alg in enumerate(chosen):
-      if alg == F32:
-        continue
-      alone = tuple(alg if j == i else F32 for j in range(count))
-      without = tuple(F32 if j == i else a for j, a in enumerate(chosen))
+    for i, alone, without in _share_pairs(chosen):
       rows.append(
-        (i, alg, self._row0_abs(n, alone), self._row0_abs(n, without))
+        (i, chosen[i], self._row0_abs(n, alone), self._row0_abs(n, without))
       )
     total = sum(r[2] for r in rows) or 1.0
     return tuple(SiteShare(i, a, al, wo, al / total) for i, a, al, wo in rows)
@@ -293,6 +305,22 @@ class Predictor:
       sorted(candidates), key=lambda c: abs(self._row0(n, c) - observed.row0)
     )
     return accuracy.describe_algorithms(best) or F32
+
+
+def _share_pairs(chosen: tuple[str, ...]):
+  """(site, only it at its algorithm, it alone put back to F32) per non-F32 site."""
+  for i, alg in enumerate(chosen):
+    if alg != F32:
+      alone = tuple(alg if j == i else F32 for j in range(len(chosen)))
+      without = tuple(F32 if j == i else a for j, a in enumerate(chosen))
+      yield i, alone, without
+
+
+def _share_assignments(chosen: tuple[str, ...]) -> list[tuple[str, ...]]:
+  """Every assignment `_shares` emulates for `chosen`."""
+  return [
+    a for _, alone, without in _share_pairs(chosen) for a in (alone, without)
+  ]
 
 
 def _x64_if_needed(algorithms: tuple[str, ...]):
