@@ -152,6 +152,17 @@ _TIMINGS = flags.DEFINE_bool(
   "stage (lower, compile, parse, sites, emulation, noise floor, ...) and "
   "the sums (to stderr with --format=json).",
 )
+_CACHE_DIR = flags.DEFINE_string(
+  "cache_dir",
+  None,
+  "`sweep`/`explain`: folder of hloprobe's cache of per-config records, "
+  "keyed by everything a record depends on (jax/jaxlib, hloprobe's "
+  "source, case, inputs, target config, XLA_FLAGS, host CPU, ...). "
+  "Default: $XDG_CACHE_HOME/hloprobe or ~/.cache/hloprobe.",
+)
+_NOCACHE = flags.DEFINE_bool(
+  "nocache", False, "Compute every config; neither read nor write the cache."
+)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -194,8 +205,17 @@ def _sweep_spec():
       targets=tuple(_TARGETS.value) + _target_configs(),
       explain_passes=_EXPLAIN_PASSES.value,
       experiments=tuple(_experiments()),
+      cache_dir=_cache_dir(),
     )
   )
+
+
+def _cache_dir() -> str | None:
+  from hloprobe.compile import cache
+
+  if _NOCACHE.value:
+    return None
+  return _CACHE_DIR.value or cache.default_cache_dir()
 
 
 def _target_configs() -> tuple[str, ...]:

@@ -9,12 +9,14 @@ error and the sweep goes on.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import logging
 import re
 import time
 
 import numpy as np
 
-from hloprobe.compile import lowering, timing, worker
+from hloprobe.compile import cache, lowering, timing, worker
 from hloprobe.compile.cases import Case, get_case
 from hloprobe.compile.experiments import BASELINE, Experiment
 from hloprobe.compile.targets import Target, get_target
@@ -47,6 +49,8 @@ class SweepSpec:
       (each compile also dumps the module after every pass; see `passes`).
     experiments: XLA_FLAGS experiments run beside the baseline, each in its
       own worker process.
+    cache_dir: folder of the persistent record cache (see `cache`), or None
+      to compute every config. Only successful configs are stored.
   """
 
   cases: tuple[str, ...]
@@ -55,6 +59,7 @@ class SweepSpec:
   targets: tuple[str, ...]
   explain_passes: bool = False
   experiments: tuple[Experiment, ...] = ()
+  cache_dir: str | None = None
 
   def __post_init__(self):
     names = [e.name for e in self.experiments]
@@ -341,6 +346,7 @@ def run_sweep(spec: SweepSpec, on_result=None) -> list[ConfigResult]:
 
 
 def _run_baseline(spec: SweepSpec, on_result) -> list[ConfigResult]:
+  store = cache.RecordCache(spec.cache_dir) if spec.cache_dir else None
   results = []
   for case_name in spec.cases:
     case = get_case(case_name)
@@ -348,27 +354,82 @@ def _run_baseline(spec: SweepSpec, on_result) -> list[ConfigResult]:
     with watch.stage("inputs"):
       full = case.make_inputs()
     largest = min(max(spec.batch_sizes), case.full_size(full))
-    with watch.stage("reference"):
-      reference, why = _reference(case, full, largest)
-      predictor, why = _predictor(case, full, reference, why)
+    setup = _CaseSetup(case, full, largest)
+    with watch.stage("cache"):
+      fingerprint = _fingerprint(store, case, full)
     for target_name in spec.targets:
       target = get_target(target_name)
       for precision in spec.precisions:
         for n in spec.batch_sizes:
-          r = run_config(
-            case,
-            full,
-            reference,
-            target,
-            precision,
-            n,
-            spec.explain_passes,
+          key = fingerprint and cache.config_key(
+            fingerprint, target, precision, n, largest, spec.explain_passes
+          )
+          r = _through_cache(
+            store,
+            key,
+            functools.partial(setup.run, target, precision, n, spec, watch),
             watch,
           )
-          r = _with_prediction(r, predictor, why, watch)
           r = dataclasses.replace(r, timings=watch.seconds())
           watch = timing.Stopwatch()
           results.append(r)
           if on_result is not None:
             on_result(r)
   return results
+
+
+class _CaseSetup:
+  """A case's reference and predictor, made when a config first needs them."""
+
+  def __init__(self, case: Case, full: tuple, largest: int):
+    self.case, self.full, self.largest = case, full, largest
+    self._made = None
+
+  def run(self, target, precision, n, spec, watch) -> ConfigResult:
+    """`run_config` and its prediction; the first call makes the setup."""
+    if self._made is None:
+      with watch.stage("reference"):
+        reference, why = _reference(self.case, self.full, self.largest)
+        predictor, why = _predictor(self.case, self.full, reference, why)
+      self._made = reference, predictor, why
+    reference, predictor, why = self._made
+    r = run_config(
+      self.case,
+      self.full,
+      reference,
+      target,
+      precision,
+      n,
+      spec.explain_passes,
+      watch,
+    )
+    return _with_prediction(r, predictor, why, watch)
+
+
+def _fingerprint(store, case: Case, full: tuple) -> str | None:
+  """The case's cache fingerprint; None without a store or when it fails."""
+  if store is None:
+    return None
+  try:
+    return cache.case_fingerprint(case, full)
+  except Exception as e:  # the sweep still runs, uncached
+    logging.warning("hloprobe: not caching case %s: %s", case.name, e)
+    return None
+
+
+def _through_cache(store, key, compute, watch) -> ConfigResult:
+  """The record stored under `key`, or `compute()` (stored when ok).
+
+  Without a key (no --cache_dir, or an uncacheable case) it computes.
+  """
+  if not key:
+    return compute()
+  with watch.stage("cache"):
+    hit = store.get(key)
+  if isinstance(hit, ConfigResult):
+    return hit
+  r = compute()
+  if r.ok:
+    with watch.stage("cache"):
+      store.put(key, dataclasses.replace(r, timings={}))
+  return r
