@@ -9,9 +9,13 @@ alone, and each one put back to F32), each site's analytic band, the
 candidate assignment that best matches an observed run, and a verdict.
 
 Emulations are cached per (batch size, site algorithms, order), so configs
-that share an assignment (most precisions on most targets compute F32) cost
-one emulation. A `Predictor` holds that cache for one case; it is made per
-sweep, not kept globally.
+that share an assignment (most precisions on most targets compute F32; a100
+and h100 under float32 are one emulation) cost one emulation. The
+assignments one config will ask for at its batch size (all F32, its own,
+and those of the per-site attribution) are emulated together in one jit
+compile (`emulate.emulate_many`): XLA's CPU compile, not the run, is most
+of an emulation's cost. A `Predictor` holds that cache for one case; it is
+made per sweep, not kept globally.
 """
 
 from __future__ import annotations
