@@ -189,18 +189,31 @@ _STRICT = flags.DEFINE_bool(
   "`hloprobe golden check`: compare full StableHLO/HLO text even when "
   "jax/jaxlib differ from MANIFEST.json's (otherwise only dot summaries).",
 )
+_TIMINGS = flags.DEFINE_bool(
+  "timings",
+  False,
+  "`sweep`: after the results, print the seconds each config spent per "
+  "stage (lower, compile, parse, sites, emulation, noise floor, ...) and "
+  "the sums (to stderr with --format=json).",
+)
+_CACHE_DIR = flags.DEFINE_string(
+  "cache_dir",
+  None,
+  "`sweep`/`explain`: folder of hloprobe's cache of per-config records, "
+  "keyed by everything a record depends on (jax/jaxlib, hloprobe's "
+  "source, case, inputs, target config, XLA_FLAGS, host CPU, ...), under "
+  "records/; `versions`/`bisect` keep their per-jaxlib venvs under venvs/. "
+  "Default: $XDG_CACHE_HOME/hloprobe or ~/.cache/hloprobe.",
+)
+_NOCACHE = flags.DEFINE_bool(
+  "nocache", False, "Compute every config; neither read nor write the cache."
+)
 
 _JAXLIB = flags.DEFINE_list(
   "jaxlib",
   [],
   "`hloprobe versions`: jaxlib releases to sweep under, e.g. "
   "0.4.35,0.6.2,0.10.2 (each in its own cached venv).",
-)
-_CACHE_DIR = flags.DEFINE_string(
-  "cache_dir",
-  None,
-  "`hloprobe versions` / `bisect`: where the per-version venvs are cached "
-  "(default ~/.cache/hloprobe/venvs, or under $XDG_CACHE_HOME).",
 )
 _GOOD = flags.DEFINE_string(
   "good", None, "`hloprobe bisect`: the release whose verdict is the old one."
@@ -255,8 +268,22 @@ def _sweep_spec():
       targets=tuple(_TARGETS.value) + _target_configs(),
       explain_passes=_EXPLAIN_PASSES.value,
       experiments=tuple(_experiments()),
+      cache_dir=_cache_dir(),
     )
   )
+
+
+def _cache_dir() -> str | None:
+  from hloprobe.compile import cache
+
+  if _NOCACHE.value:
+    return None
+  return _CACHE_DIR.value or cache.default_cache_dir()
+
+
+def _venv_dir() -> str | None:
+  """Where `versions`/`bisect` keep venvs: venvs/ under --cache_dir."""
+  return os.path.join(_CACHE_DIR.value, "venvs") if _CACHE_DIR.value else None
 
 
 def _target_configs() -> tuple[str, ...]:
@@ -393,6 +420,11 @@ def _cmd_sweep() -> int:
   if _SITES.value and fmt not in ("json", "html"):
     print()
     print(render.render_sites(results, fmt))
+  if _TIMINGS.value:
+    from hloprobe.report import timings
+
+    out = sys.stderr if fmt == "json" else sys.stdout
+    print("\n" + timings.render_timings(results, fmt), file=out)
   _write_files(results, spec, versions, cpu)
   return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
 
@@ -673,7 +705,7 @@ def _cmd_versions() -> int:
   return commands.cmd_versions(
     _sweep_spec(),
     _JAXLIB.value,
-    _CACHE_DIR.value,
+    _venv_dir(),
     _check_format(),
     _CHANGES_ONLY.value,
   )
@@ -683,7 +715,7 @@ def _cmd_bisect() -> int:
   from hloprobe.versions import commands
 
   return commands.cmd_bisect(
-    _sweep_spec(), _GOOD.value, _BAD.value, _REQUIRE.value, _CACHE_DIR.value
+    _sweep_spec(), _GOOD.value, _BAD.value, _REQUIRE.value, _venv_dir()
   )
 
 

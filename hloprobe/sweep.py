@@ -9,10 +9,13 @@ error and the sweep goes on.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import logging
 import re
+import time
 from collections.abc import Callable
 
-from hloprobe.compile import lowering, worker
+from hloprobe.compile import cache, lowering, timing, worker
 from hloprobe.compile.cases import Case, get_case
 from hloprobe.compile.experiments import BASELINE, Experiment
 from hloprobe.compile.targets import Target, get_target
@@ -46,6 +49,8 @@ class SweepSpec:
       (each compile also dumps the module after every pass; see `passes`).
     experiments: XLA_FLAGS experiments run beside the baseline, each in its
       own worker process.
+    cache_dir: folder of the persistent record cache (see `cache`), or None
+      to compute every config. Only successful configs are stored.
   """
 
   cases: tuple[str, ...]
@@ -54,6 +59,7 @@ class SweepSpec:
   targets: tuple[str, ...]
   explain_passes: bool = False
   experiments: tuple[Experiment, ...] = ()
+  cache_dir: str | None = None
 
   def __post_init__(self):
     names = [e.name for e in self.experiments]
@@ -102,6 +108,9 @@ class ConfigResult:
       via ...)"; None on CPU or when not reached.
     dropped_config_fields: target-config fields dropped so the installed
       proto could load the config, e.g. ("GpuDeviceInfoProto.mem_clock_ghz",).
+    timings: stage name -> exclusive wall seconds spent on this config
+      (`timing.STAGES`; a case's inputs and reference are charged to its
+      first config).
   """
 
   case: str
@@ -127,6 +136,7 @@ class ConfigResult:
   prediction_error: str | None = None
   ptxas: str | None = None
   dropped_config_fields: tuple[str, ...] = ()
+  timings: dict[str, float] = dataclasses.field(default_factory=dict)
 
   @property
   def ok(self) -> bool:
@@ -188,27 +198,35 @@ def run_config(
   precision: str,
   n: int,
   explain_passes: bool = False,
+  watch: timing.Stopwatch | None = None,
 ) -> ConfigResult:
   """Lowers, compiles, analyses and (where possible) runs one config.
 
   With `explain_passes`, the compile dumps every pass and each dot site is
-  attributed to the pass that rewrote it (see `passes`).
+  attributed to the pass that rewrote it (see `passes`). `watch`, if
+  given, is charged the time of each stage.
   """
+  watch = watch or timing.Stopwatch()
   base = ConfigResult(case_label(case), target.name, n, precision)
   stage = "compile"
   try:
     args = case.inputs_for(full_inputs, n)
+    start = time.perf_counter()
     cc = lowering.compile_case(
       case, args, parse_precision(precision), target, dump_passes=explain_passes
     )
+    watch.add("lower", cc.lower_s)
+    watch.add("compile", time.perf_counter() - start - cc.lower_s)
     stage = "analyse"
-    sites = parse_stablehlo_dots(cc.stablehlo)
-    module = parse_hlo_module(cc.optimized_hlo)
-    fates = dot_sites.map_dot_sites(sites, module)
-    ptx_kernels = [k for text in cc.ptx for k in ptx.parse_ptx(text)]
-    fates = effective.resolve(
-      fates, module, ptx_kernels, target, cc.compute_capability
-    )
+    with watch.stage("parse"):
+      sites = parse_stablehlo_dots(cc.stablehlo)
+      module = parse_hlo_module(cc.optimized_hlo)
+      ptx_kernels = [k for text in cc.ptx for k in ptx.parse_ptx(text)]
+    with watch.stage("sites"):
+      fates = dot_sites.map_dot_sites(sites, module)
+      fates = effective.resolve(
+        fates, module, ptx_kernels, target, cc.compute_capability
+      )
     result = dataclasses.replace(
       base,
       stablehlo=cc.stablehlo,
@@ -220,18 +238,22 @@ def run_config(
       dropped_config_fields=cc.dropped_config_fields,
     )
     if explain_passes:
-      result = _with_passes(result, cc.pass_dumps)
+      with watch.stage("passes"):
+        result = _with_passes(result, cc.pass_dumps)
     if target.compile_only:
       return result
     stage = "run"
-    outs, run_s = lowering.run_compiled(cc, args)
+    with watch.stage("run"):
+      outs, run_s = lowering.run_compiled(cc, args)
     result = dataclasses.replace(result, run_s=run_s)
     if references is None:
       return result
+    with watch.stage("reference"):
+      at_n = references.at(n)
     leaves = tuple(
       accuracy.error_stats(out, ref, axis, name)
       for out, ref, axis, name in zip(
-        outs, references.at(n), references.axes, references.names
+        outs, at_n, references.axes, references.names
       )
     )
     return _with_headline(
@@ -290,7 +312,10 @@ def _predictor(case, full, references, why: str | None):
 
 
 def _with_prediction(
-  r: ConfigResult, predictor: predict.Predictor | None, why: str | None
+  r: ConfigResult,
+  predictor: predict.Predictor | None,
+  why: str | None,
+  watch: timing.Stopwatch | None = None,
 ) -> ConfigResult:
   """Attaches the predicted numerics; a failure is recorded, not raised.
 
@@ -301,7 +326,7 @@ def _with_prediction(
   if predictor is None:
     return dataclasses.replace(r, prediction_error=why)
   try:
-    prediction = predictor.predict(r.n, r.fates, r.leaf_stats or None)
+    prediction = predictor.predict(r.n, r.fates, r.leaf_stats or None, watch)
   except Exception as e:  # prediction is extra; the config stays ok
     return dataclasses.replace(r, prediction_error=_first_line(e))
   r = dataclasses.replace(r, prediction=prediction)
@@ -434,38 +459,105 @@ def _run_baseline(
 ) -> list[ConfigResult]:
   """The baseline configs in order; `starting(done, label)` before each,
   `on_result(result)` after each."""
+  store = cache.RecordCache(spec.cache_dir) if spec.cache_dir else None
   results = []
   for case_name in spec.cases:
     case = get_case(case_name)
-    full = case.full_inputs()
-    references, lie, why = _references(case, full, spec.batch_sizes)
-    predictor, why = _predictor(case, full, references, why)
+    watch = timing.Stopwatch()  # the case's first config pays for its setup
+    with watch.stage("inputs"):
+      full = case.full_inputs()
+    setup = _CaseSetup(case, full, spec.batch_sizes)
+    with watch.stage("cache"):
+      fingerprint = _fingerprint(store, case, full)
+    largest = max(spec.batch_sizes)
     for target_name in spec.targets:
       target = get_target(target_name)
       for precision in spec.precisions:
         for n in spec.batch_sizes:
           starting(len(results), f"{target_name} {case_name} n={n} {precision}")
-          if lie is not None:
-            r = ConfigResult(
-              case.name,
-              target.name,
-              n,
-              precision,
-              error=str(lie),
-              stage="reference",
-            )
-          else:
-            r = run_config(
-              case,
-              full,
-              references,
-              target,
-              precision,
-              n,
-              spec.explain_passes,
-            )
-            r = _with_prediction(r, predictor, why)
+          key = fingerprint and cache.config_key(
+            fingerprint, target, precision, n, largest, spec.explain_passes
+          )
+          r = _through_cache(
+            store,
+            key,
+            functools.partial(setup.run, target, precision, n, spec, watch),
+            watch,
+          )
+          r = dataclasses.replace(r, timings=watch.seconds())
+          watch = timing.Stopwatch()
           results.append(r)
           if on_result is not None:
             on_result(r)
   return results
+
+
+class _CaseSetup:
+  """A case's references and predictor, made when a config first needs them
+  (a warm rerun from the cache makes neither)."""
+
+  def __init__(self, case: Case, full: tuple, sizes: tuple[int, ...]):
+    self.case, self.full, self.sizes = case, full, sizes
+    self._made = None
+
+  def run(self, target, precision, n, spec, watch) -> ConfigResult:
+    """`run_config` and its prediction; the first call makes the setup.
+
+    A case that lied about `rows_independent` fails every config at stage
+    "reference", naming the case.
+    """
+    if self._made is None:
+      with watch.stage("reference"):
+        references, lie, why = _references(self.case, self.full, self.sizes)
+        predictor, why = _predictor(self.case, self.full, references, why)
+      self._made = references, lie, predictor, why
+    references, lie, predictor, why = self._made
+    if lie is not None:
+      return ConfigResult(
+        case_label(self.case),
+        target.name,
+        n,
+        precision,
+        error=str(lie),
+        stage="reference",
+      )
+    r = run_config(
+      self.case,
+      self.full,
+      references,
+      target,
+      precision,
+      n,
+      spec.explain_passes,
+      watch,
+    )
+    return _with_prediction(r, predictor, why, watch)
+
+
+def _fingerprint(store, case: Case, full: tuple) -> str | None:
+  """The case's cache fingerprint; None without a store or when it fails."""
+  if store is None:
+    return None
+  try:
+    return cache.case_fingerprint(case, full)
+  except Exception as e:  # the sweep still runs, uncached
+    logging.warning("hloprobe: not caching case %s: %s", case.name, e)
+    return None
+
+
+def _through_cache(store, key, compute, watch) -> ConfigResult:
+  """The record stored under `key`, or `compute()` (stored when ok).
+
+  Without a key (no --cache_dir, or an uncacheable case) it computes.
+  """
+  if not key:
+    return compute()
+  with watch.stage("cache"):
+    hit = store.get(key)
+  if isinstance(hit, ConfigResult):
+    return hit
+  r = compute()
+  if r.ok:
+    with watch.stage("cache"):
+      store.put(key, dataclasses.replace(r, timings={}))
+  return r

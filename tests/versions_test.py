@@ -94,7 +94,8 @@ def test_two_versions_differ_and_venvs_are_reused(cache_dir, tmp_path):
 
   # The real difference, counted in each jaxlib's own optimized HLO text:
   # at n = 1 one jaxlib keeps every dot, the other strength-reduces one.
-  old_venv = venvs.find_venv(OLD, cache_dir, cuda=False)
+  venv_dir = os.path.join(cache_dir, "venvs")  # --cache_dir's venvs/
+  old_venv = venvs.find_venv(OLD, venv_dir, cuda=False)
 
   counts = {
     OLD: _hlo_dot_count(old_venv.python, 1, tmp_path),
@@ -106,14 +107,14 @@ def test_two_versions_differ_and_venvs_are_reused(cache_dir, tmp_path):
   (n1,) = [c for c in doc["configs"] if c["n"] == 1]
   assert "fates" in n1["changed"]
 
-  before = sorted(os.listdir(cache_dir))
+  before = sorted(os.listdir(venv_dir))
   marker = os.path.join(old_venv.path, venvs.MARKER)
   stamp = os.stat(marker).st_mtime_ns
   second = run_hloprobe("versions", *flags, timeout=1200)
   assert second.returncode == 0, second.stderr
   assert f"jaxlib {OLD}: venv reused" in second.stderr
   assert "venv made" not in second.stderr
-  assert sorted(os.listdir(cache_dir)) == before
+  assert sorted(os.listdir(venv_dir)) == before
   assert os.stat(marker).st_mtime_ns == stamp
   header = second.stdout.splitlines()[0]
   assert f"jaxlib {OLD}" in header and f"jaxlib {new}" in header

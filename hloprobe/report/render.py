@@ -1,7 +1,8 @@
 """Rendering results for people (tables) and machines (results.json).
 
-The only module that imports tabulate. It formats what the records already
-say; it computes nothing new. Missing values render as "n/a" in tables and
+With timings.py (the --timings table), the only module that imports
+tabulate. It formats what the records already say; it computes nothing
+new. Missing values render as "n/a" in tables and
 null in JSON; JSON is strict (no NaN or Infinity): a float that is not finite
 (e.g. |err| of inf when f32 overflows) is null too.
 
@@ -76,7 +77,8 @@ whole batch element 0, as in `accuracy.ErrorStats`):
                       "leaf_verdicts": [[str, str]]} | null,
        "prediction_error": str | null,
        "timing_s": {"lower": float|null, "compile": float|null,
-                    "run": float|null}}
+                    "run": float|null,
+                    "stages": {stage: seconds} (see compile/timing.py)}}
     ]
   }
 """
@@ -333,7 +335,12 @@ def config_json(r: ConfigResult) -> dict:
     "prediction_error": r.prediction_error,
     "ptxas": r.ptxas,
     "dropped_config_fields": list(r.dropped_config_fields),
-    "timing_s": {"lower": r.lower_s, "compile": r.compile_s, "run": r.run_s},
+    "timing_s": {
+      "lower": r.lower_s,
+      "compile": r.compile_s,
+      "run": r.run_s,
+      "stages": dict(r.timings),
+    },
   }
 
 

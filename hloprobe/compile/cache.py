@@ -1,0 +1,196 @@
+"""hloprobe's persistent cache of per-config records (`--cache_dir`).
+
+A warm rerun of a sweep reads each config's finished record (parsed
+sites, fates, effective algorithms, observed and predicted numerics)
+instead of compiling, parsing and emulating again. A record is stored
+under a key that hashes everything it depends on (`config_key`): the
+jax/jaxlib versions, hloprobe's own source, the case (its name, batch
+cut, the jaxpr of its function and its constants, the bytes of its
+inputs), the target (its whole definition, config text included), the
+precision, batch size, largest batch size swept (the predictor's
+reference and noise floor are computed there), --explain_passes, the
+environment's XLA_/JAX_/CUDA variables and PATH (XLA_FLAGS; which ptxas
+a GPU compile finds), and the host CPU and the ISA XLA compiles for
+(CPU runs and every emulation happen here).
+
+JAX's own persistent compilation cache is not used: its key drops the
+xla_dump_* options (jax/_src/cache_key.py,
+`_hash_serialized_compile_options`, jax 0.10.2), so a hit would return an
+executable without the PTX and pass dumps hloprobe reads its fates from,
+and whether it is used is decided once per process
+(`compilation_cache.is_cache_used`), so it cannot be kept to the
+emulator's compiles.
+
+Entries are pickles written whole or not at all (a temporary file in the
+same folder, then `os.replace`); one that cannot be read is ignored with
+a warning and rewritten.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import logging
+import os
+import pickle
+import tempfile
+
+import jax
+import jaxlib
+import numpy as np
+
+from hloprobe.compile import host
+from hloprobe.compile.cases import Case
+from hloprobe.compile.targets import Target
+
+__all__ = [
+  "RecordCache",
+  "case_fingerprint",
+  "config_key",
+  "default_cache_dir",
+  "source_hash",
+]
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Bumped when the layout of entries changes.
+_FORMAT = 1
+_ENV_PREFIXES = ("XLA_", "JAX_", "CUDA", "TF_", "NVIDIA_")
+
+
+def default_cache_dir() -> str:
+  """$XDG_CACHE_HOME/hloprobe, else ~/.cache/hloprobe."""
+  base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
+    os.path.expanduser("~"), ".cache"
+  )
+  return os.path.join(base, "hloprobe")
+
+
+@functools.lru_cache(maxsize=1)
+def source_hash() -> str:
+  """sha256 of every .py and .txtpb file of the hloprobe package (hex)."""
+  h = hashlib.sha256()
+  for dirpath, dirnames, files in os.walk(_PACKAGE):
+    dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+    for name in sorted(files):
+      if name.endswith((".py", ".txtpb")):
+        path = os.path.join(dirpath, name)
+        h.update(os.path.relpath(path, _PACKAGE).encode() + b"\0")
+        with open(path, "rb") as f:
+          h.update(f.read() + b"\0")
+  return h.hexdigest()
+
+
+def _hash_leaves(h, tree) -> None:
+  for leaf in jax.tree_util.tree_leaves(tree):
+    a = np.asarray(leaf)
+    h.update(f"{a.dtype.str}{a.shape}".encode())
+    h.update(np.ascontiguousarray(a).tobytes())
+
+
+def case_fingerprint(case: Case, full_inputs: tuple) -> str:
+  """sha256 of what a case computes: its jaxpr, constants and inputs.
+
+  The jaxpr (traced at batch size 1) stands for the function's source:
+  a changed body, a changed closed-over constant or a different case with
+  the same name changes it. The inputs are hashed by dtype, shape and bytes.
+  """
+  h = hashlib.sha256()
+  h.update(
+    repr(
+      (case.name, case.batch_arg, case.batch_axis, case.output_axis)
+    ).encode()
+  )
+  args = case.inputs_for(full_inputs, 1)
+  closed = jax.make_jaxpr(case.fn)(*args)
+  h.update(str(closed.jaxpr).encode())
+  _hash_leaves(h, closed.consts)
+  _hash_leaves(h, full_inputs)
+  return h.hexdigest()
+
+
+def _environment() -> dict[str, str]:
+  env = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)}
+  env["PATH"] = os.environ.get("PATH", "")
+  return dict(sorted(env.items()))
+
+
+def config_key(
+  case_print: str,
+  target: Target,
+  precision: str,
+  n: int,
+  largest: int,
+  explain_passes: bool,
+) -> str:
+  """The cache key (sha256 hex) of one config's record; see the module doc.
+
+  Args:
+    case_print: `case_fingerprint` of the case and its inputs.
+    target: the target, whole (config text, compiler options, ...).
+    precision, n, explain_passes: the config.
+    largest: the largest batch size the sweep cuts (reference and noise
+      floor are computed there and sliced).
+  """
+  cpu = host.host_cpu(os.environ.get("XLA_FLAGS"))
+  parts = {
+    "format": _FORMAT,
+    "jax": jax.__version__,
+    "jaxlib": jaxlib.__version__,
+    "hloprobe": source_hash(),
+    "case": case_print,
+    "target": repr(dataclasses.astuple(target)),
+    "precision": precision,
+    "n": n,
+    "largest": largest,
+    "explain_passes": explain_passes,
+    "env": _environment(),
+    "host": cpu.as_json(),
+  }
+  text = json.dumps(parts, sort_keys=True, default=repr)
+  return hashlib.sha256(text.encode()).hexdigest()
+
+
+class RecordCache:
+  """Pickled records in a folder, by key.
+
+  Args:
+    directory: the cache folder (created on first write).
+  """
+
+  def __init__(self, directory: str):
+    self.directory = directory
+
+  def _path(self, key: str) -> str:
+    return os.path.join(self.directory, "records", key[:2], key + ".pkl")
+
+  def get(self, key: str):
+    """The record stored under `key`, or None (missing or unreadable)."""
+    path = self._path(key)
+    try:
+      with open(path, "rb") as f:
+        return pickle.load(f)
+    except FileNotFoundError:
+      return None
+    except Exception as e:  # a corrupt or foreign entry is a miss
+      logging.warning(
+        "hloprobe: ignoring unreadable cache entry %s: %s", path, e
+      )
+      return None
+
+  def put(self, key: str, record) -> None:
+    """Stores `record` whole or not at all; a failed write only warns."""
+    path = self._path(key)
+    try:
+      os.makedirs(os.path.dirname(path), exist_ok=True)
+      fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+      try:
+        with os.fdopen(fd, "wb") as f:
+          pickle.dump(record, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+      except BaseException:
+        os.unlink(tmp)
+        raise
+    except OSError as e:  # a read-only or full disk costs speed, not results
+      logging.warning("hloprobe: cannot write cache entry %s: %s", path, e)

@@ -1,0 +1,73 @@
+"""The `--timings` table: where a sweep's wall time went, per config.
+
+One row per config with the exclusive seconds of each stage
+(`timing.STAGES`, recorded in `ConfigResult.timings`), then a row of
+stage sums over the whole sweep. A config whose record came from the
+cache shows only its "cache" time.
+"""
+
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from hloprobe.compile import timing
+from hloprobe.sweep import ConfigResult
+
+__all__ = ["render_timings", "stage_sums"]
+
+
+def stage_sums(results: list[ConfigResult]) -> dict[str, float]:
+  """Stage name -> seconds summed over `results`, in `timing.STAGES` order."""
+  watch = timing.Stopwatch()
+  for r in results:
+    for stage, seconds in r.timings.items():
+      watch.add(stage, seconds)
+  return watch.seconds()
+
+
+def render_timings(results: list[ConfigResult], fmt: str = "table") -> str:
+  """A table of per-config stage seconds and the sweep's sums.
+
+  Args:
+    results: a sweep's records.
+    fmt: "markdown" for a GitHub table, else plain.
+
+  Returns:
+    The table text; columns are the stages any config spent time in, then
+    "total" (seconds, 2 decimals).
+  """
+  sums = stage_sums(results)
+  stages = list(sums)
+  rows = []
+  for r in results:
+    cells = [f"{r.timings[s]:.2f}" if s in r.timings else "" for s in stages]
+    total = sum(r.timings.values())
+    rows.append(
+      [
+        r.experiment,
+        r.case,
+        r.target,
+        str(r.n),
+        r.precision,
+        *cells,
+        f"{total:.2f}",
+      ]
+    )
+  rows.append(
+    [
+      "all",
+      "",
+      "",
+      "",
+      "",
+      *(f"{sums[s]:.2f}" for s in stages),
+      f"{sum(sums.values()):.2f}",
+    ]
+  )
+  headers = ["experiment", "case", "target", "n", "precision", *stages]
+  return tabulate(
+    rows,
+    headers=[*headers, "total"],
+    tablefmt="github" if fmt == "markdown" else "simple",
+    disable_numparse=True,
+  )

@@ -1,0 +1,172 @@
+"""The persistent record cache: what misses it, and that it changes nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import jax.numpy as jnp
+import numpy as np
+import testutil
+from absl.testing import absltest
+
+from hloprobe import sweep
+from hloprobe.compile import cache, cases, targets
+from hloprobe.report import render
+
+
+def _key(case_print, target="a100", precision="float32", n=4, passes=False):
+  return cache.config_key(
+    case_print, targets.get_target(target), precision, n, 64, passes
+  )
+
+
+class KeyTest(absltest.TestCase):
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.case = cases.get_case("seed_mlp")
+    cls.full = cls.case.make_inputs()
+    cls.print = cache.case_fingerprint(cls.case, cls.full)
+
+  def test_same_inputs_same_key(self):
+    self.assertEqual(cache.case_fingerprint(self.case, self.full), self.print)
+    self.assertEqual(_key(self.print), _key(self.print))
+
+  def test_changed_case_function_misses(self):
+    def other(xs, params):  # the seed MLP with one constant changed
+      return cases.seed_mlp.fn(xs * 1.5, params)
+
+    changed = dataclasses.replace(self.case, fn=other)
+    self.assertNotEqual(cache.case_fingerprint(changed, self.full), self.print)
+
+  def test_changed_input_bytes_miss(self):
+    xy, params = self.full
+    xy = xy.copy()
+    xy[7, 1] = np.nextafter(xy[7, 1], np.float32(2))  # one ULP, one element
+    self.assertNotEqual(
+      cache.case_fingerprint(self.case, (xy, params)), self.print
+    )
+
+  def test_changed_closed_over_constant_misses(self):
+    def with_const(c):
+      return lambda xs, params: cases.seed_mlp.fn(xs, params) + jnp.asarray(c)
+
+    a = dataclasses.replace(self.case, fn=with_const(np.ones(3, np.float32)))
+    b = dataclasses.replace(self.case, fn=with_const(np.zeros(3, np.float32)))
+    self.assertNotEqual(
+      cache.case_fingerprint(a, self.full), cache.case_fingerprint(b, self.full)
+    )
+
+  def test_changed_target_config_misses(self):
+    a100 = targets.get_target("a100")
+    edited = dataclasses.replace(
+      a100,
+      config_text=a100.config_text.replace(
+        "core_count: 108", "core_count: 107"
+      ),
+    )
+    self.assertNotEqual(edited.config_text, a100.config_text)
+    self.assertNotEqual(
+      cache.config_key(self.print, edited, "float32", 4, 64, False),
+      _key(self.print),
+    )
+
+  def test_config_fields_and_xla_flags_miss(self):
+    base = _key(self.print)
+    self.assertNotEqual(_key(self.print, target="h100"), base)
+    self.assertNotEqual(_key(self.print, precision="bfloat16"), base)
+    self.assertNotEqual(_key(self.print, n=5), base)
+    self.assertNotEqual(_key(self.print, passes=True), base)
+    old = os.environ.get("XLA_FLAGS")
+    os.environ["XLA_FLAGS"] = "--xla_gpu_enable_triton_gemm=false"
+    try:
+      self.assertNotEqual(_key(self.print), base)
+    finally:
+      if old is None:
+        del os.environ["XLA_FLAGS"]
+      else:
+        os.environ["XLA_FLAGS"] = old
+    self.assertEqual(_key(self.print), base)
+
+
+def _json(results):
+  """results.json's configs, without the timings (which always differ)."""
+  out = []
+  for r in results:
+    doc = render.config_json(r)
+    doc.pop("timing_s")
+    out.append(doc)
+  return out
+
+
+class SweepCacheTest(absltest.TestCase):
+  def test_cached_results_equal_computed_ones(self):
+    folder = self.create_tempdir().full_path
+    spec = sweep.SweepSpec(("seed_mlp",), (1, 2), ("float32",), ("cpu", "a100"))
+    cached = dataclasses.replace(spec, cache_dir=folder)
+    cold = sweep.run_sweep(cached)
+    self.assertTrue(all(r.ok for r in cold), [r.error for r in cold])
+    self.assertTrue(all("compile" in r.timings for r in cold))
+    warm = sweep.run_sweep(cached)
+    # every warm record came from the cache: nothing compiled or emulated
+    for r in warm:
+      self.assertNotIn("compile", r.timings)
+      self.assertNotIn("emulation", r.timings)
+      self.assertIn("cache", r.timings)
+    self.assertEqual(_json(warm), _json(cold))
+    self.assertEqual(_json(sweep.run_sweep(spec)), _json(cold))
+
+    # A corrupt entry is a miss (with a warning) and is rewritten.
+    entries = [
+      os.path.join(d, f)
+      for d, _, files in os.walk(folder)
+      for f in files
+      if f.endswith(".pkl")
+    ]
+    self.assertLen(entries, 4)
+    for path in entries:
+      with open(path, "wb") as f:
+        f.write(b"not a pickle")
+    with self.assertLogs(level="WARNING") as logs:
+      again = sweep.run_sweep(cached)
+    self.assertIn("unreadable cache entry", logs.output[0])
+    self.assertEqual(_json(again), _json(cold))
+    self.assertTrue(all("compile" in r.timings for r in again))
+    self.assertEqual(
+      {
+        type(cache.RecordCache(folder).get(os.path.basename(p)[:-4])).__name__
+        for p in entries
+      },
+      {"ConfigResult"},
+    )
+
+
+class CliTest(absltest.TestCase):
+  def test_timings_table_and_warm_rerun(self):
+    folder = self.create_tempdir().full_path
+    args = (
+      "sweep",
+      "--batch_sizes=2",
+      "--precisions=float32",
+      f"--cache_dir={folder}",
+      "--timings",
+    )
+    cold = testutil.run_hloprobe(*args)
+    self.assertEqual(cold.returncode, 0, cold.stderr)
+    table = cold.stdout.split("\n\n")[-1]
+    self.assertIn("compile", table.splitlines()[0])
+    self.assertIn("emulation", table.splitlines()[0])
+    self.assertTrue(table.splitlines()[-1].startswith("all"))
+    warm = testutil.run_hloprobe(*args)
+    self.assertEqual(warm.returncode, 0, warm.stderr)
+    header = warm.stdout.split("\n\n")[-1].splitlines()[0]
+    self.assertIn("cache", header)
+    self.assertNotIn("compile", header)
+    # --nocache computes again
+    fresh = testutil.run_hloprobe(*args, "--nocache")
+    self.assertIn("compile", fresh.stdout.split("\n\n")[-1].splitlines()[0])
+
+
+if __name__ == "__main__":
+  absltest.main()
