@@ -294,7 +294,9 @@ def _references(case, full, sizes):
   other failure leaves the numerics n/a, with its cause.
   """
   try:
-    return reference.References(case, full, sizes), None, None
+    refs = reference.References(case, full, sizes)
+    refs.at(refs.largest)  # made now, so a failure says why up front
+    return refs, None, None
   except CaseError as e:
     return None, e, None
   except Exception as e:  # configs still compile; numerics say n/a

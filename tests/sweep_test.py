@@ -127,16 +127,21 @@ class FailureIsolationTest(absltest.TestCase):
     def broken(*args):
       raise ValueError("boom")
 
-    reference, why = sweep._reference(
-      dataclasses.replace(case, fn=broken), full, 2
+    reference, lie, why = sweep._references(
+      dataclasses.replace(case, fn=broken), full, (2,)
     )
     self.assertIsNone(reference)
+    self.assertIsNone(lie)
     self.assertEqual(why, "no float64 reference: ValueError: boom")
-    # A reference without the batch axis the case names: the predictor's own
-    # failure is reported, not a missing reference.
-    predictor, why = sweep._predictor(case, full, np.float64(1.0), None)
-    self.assertIsNone(predictor)
-    self.assertTrue(why.startswith("no predictor: "), why)
+
+    # A predictor that fails reports its own cause, not a missing reference.
+    class Failing:
+      def predict(self, *args):
+        raise RuntimeError("emulator broke")
+
+    r = sweep.ConfigResult("c", "cpu", 2, "float32", fates=(None,))
+    r = sweep._with_prediction(r, Failing(), None)
+    self.assertEqual(r.prediction_error, "RuntimeError: emulator broke")
 
 
 if __name__ == "__main__":
