@@ -18,6 +18,7 @@ is one `HloParseError`. Imports the MLIR bindings, not the JAX runtime.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable
 
 from jaxlib.mlir import ir
@@ -137,6 +138,8 @@ def _frames(loc: ir.Location, depth: int = 0) -> tuple[str, ...]:
   """
   if depth > 64:
     return ()
+  if not hasattr(ir, "FileLineColLoc"):  # older jaxlib bindings (0.4.38)
+    return _frames_from_text(str(loc))
   if f := cast_or_none(ir.FileLineColLoc, loc):
     if f.filename == _PARSER_BUFFER:
       return ()
@@ -150,6 +153,21 @@ def _frames(loc: ir.Location, depth: int = 0) -> tuple[str, ...]:
       f for part in fused.locations for f in _frames(part, depth + 1)
     )
   return ()
+
+
+# `"file":line:col` in a printed location; `callsite(A at B)` prints the
+# callee A first, so textual order is innermost first.
+_FRAME_RE = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
+
+
+def _frames_from_text(text: str) -> tuple[str, ...]:
+  """`_frames` from a location's printed form, for bindings (jaxlib before
+  0.5) that expose no location classes to Python."""
+  return tuple(
+    f"{m[1]}:{m[2]}:{m[3]}"
+    for m in _FRAME_RE.finditer(text)
+    if m[1] != _PARSER_BUFFER
+  )
 
 
 def _file_line(frames: tuple[str, ...]) -> str | None:

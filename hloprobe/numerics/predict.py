@@ -258,26 +258,30 @@ class Predictor:
       for s, f, st, dtype in zip(spread, noise, stats, self._refs.dtypes)
     )
     judged = observed or stats
-    verdicts = tuple(
-      site_notes.annotate(
-        accuracy.verdict(
-          observed[i] if observed else None,
-          stats[i],
-          noise[i],
-          tolerance[i],
-          chosen,
-          self._refs.dtypes[i],
-        ),
-        fates,
+    verdicts = [
+      accuracy.verdict(
+        observed[i] if observed else None,
+        stats[i],
+        noise[i],
+        tolerance[i],
         chosen,
         self._refs.dtypes[i],
-        stats[i].row0_abs <= accuracy.NOISE_FACTOR * noise[i].row0_abs,
       )
       for i in range(len(stats))
-    )
+    ]
     leaf = max(
       range(len(stats)), key=lambda i: (_severity(judged[i], noise[i]), -i)
     )
+    # Site notes go on the headline leaf's verdict only: which sites feed
+    # which leaf is not known here, so another leaf's verdict stays its own.
+    verdicts[leaf] = site_notes.annotate(
+      verdicts[leaf],
+      fates,
+      chosen,
+      self._refs.dtypes[leaf],
+      stats[leaf].row0_abs <= accuracy.NOISE_FACTOR * noise[leaf].row0_abs,
+    )
+    verdicts = tuple(verdicts)
     with stage("attribution"):
       shares = ()
       if _severity(judged[leaf], noise[leaf]) > 1:

@@ -75,7 +75,7 @@ def _below(fates, chosen, verdict: str, output_dtype, hidden: bool) -> str:
   named = describe_algorithms(below)
   if not named:
     return ""
-  if verdict.startswith(("exact", "within f32 noise")):
+  if verdict.startswith(("exact", "within ")):  # f32 noise, output rounding
     if not hidden:  # the prediction shows them; the run does not
       return f"{named} predicted, not seen in this run"
     kind = _SIXTEEN_BIT_OUTPUTS.get(output_dtype or "")

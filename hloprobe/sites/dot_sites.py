@@ -265,11 +265,13 @@ def _split_k(
   `__triton_nested_gemm_fusion`s (jaxlib 0.10.2) do not: XLA's split-K
   rewrite (xla/service/gpu/split_k_gemm_rewriter.cc,
   `MakeDotComputationSplitKBatch`) gives the dot one more batch dimension,
-  of size split_k, added first among the batch dimensions (so it is the
-  dot's output dimension 0), whose partial sums a following reduce fusion
-  adds. That is recognised by one extra batch dimension and an output of
-  split_k times the site's elements: compared by element count, since XLA
-  flattens the free dimensions (f32[16,32,64] becomes f32[4,512,64]).
+  of size split_k, after the site's own batch dimensions (so it is the
+  dot's output dimension len(batch): f32[4,116,128] with no batch,
+  f32[2,4,116,128] with one, jaxlib 0.10.2), whose partial sums a following
+  reduce fusion adds. That is recognised by one extra batch dimension and
+  an output of split_k times the site's elements: compared by element
+  count, since XLA flattens the free dimensions (f32[16,32,64] becomes
+  f32[4,512,64]).
   """
   tgc = (config or {}).get("triton_gemm_config") or {}
   if int(tgc.get("split_k", 1)) > 1:
@@ -278,12 +280,12 @@ def _split_k(
     return None
   if len(inst.dims_attr("lhs_batch_dims")) != len(site.lhs_batch) + 1:
     return None
-  dims = inst.shape.dims
-  if not dims or dims[0] < 2:
+  dims, at = inst.shape.dims, len(site.lhs_batch)
+  if len(dims) <= at or dims[at] < 2:
     return None
-  if math.prod(dims) != dims[0] * math.prod(site.result.dims):
+  if math.prod(dims) != dims[at] * math.prod(site.result.dims):
     return None
-  return dims[0]
+  return dims[at]
 
 
 def site_record(f: DotFate, rewritten_by=None) -> dict:

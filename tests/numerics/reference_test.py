@@ -76,7 +76,8 @@ class WidenedTest(absltest.TestCase):
     self.assertTrue(r.ok, r.error)
     self.assertGreater(r.stats.row0_abs, 0)
     self.assertNotEqual(r.prediction.verdict, "exact")
-    self.assertEqual(r.prediction.verdict, "within f16 output rounding")
+    # (with a note: XLA:CPU has no rule hloprobe knows for f16 dots)
+    self.assertStartsWith(r.prediction.verdict, "within f16 output rounding")
 
 
 class PerBatchSizeTest(absltest.TestCase):
@@ -135,7 +136,7 @@ class DtypeTest(absltest.TestCase):
     step = 2.0 ** (np.floor(np.log2(np.max(np.abs(row0)))) - 7)
     self.assertGreaterEqual(r.prediction.tolerance_abs, step)
     self.assertEqual(r.prediction.output_dtype, "bfloat16")
-    self.assertIn(r.prediction.verdict, ("within bf16 output rounding",))
+    self.assertStartsWith(r.prediction.verdict, "within bf16 output rounding")
 
 
 if __name__ == "__main__":
