@@ -36,7 +36,7 @@ import sys
 from absl import app, flags
 
 from hloprobe.compile import cases, experiments, targets
-from hloprobe.errors import HloprobeError, TargetError, UsageError
+from hloprobe.errors import HloprobeError, UsageError
 from hloprobe.ir import precisions
 from hloprobe.report import render
 
@@ -247,12 +247,8 @@ def _start_jax(target_names) -> None:
     os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
   platforms = None if attached_gpu or "JAX_PLATFORMS" in os.environ else "cpu"
   lowering.start_backends(platforms)
-  for t in wanted:  # a config XLA cannot read is bad input, found up front
-    if t.compile_only:
-      try:
-        lowering.load_topology(t.name, t.config_text)
-      except TargetError as e:
-        raise UsageError(str(e)) from e
+  # Compile-only targets are loaded by the sweep, in a worker process (XLA
+  # may die on a config); one XLA rejects is a TargetError, a usage error.
 
 
 def _write(what: str, write):

@@ -3,12 +3,16 @@
 It drives the stages and holds no analysis: lower and compile
 (`lowering`), parse (`hlo`, `stablehlo`), map dot sites
 (`dot_sites`), run and compare (`accuracy`). One failing config records its
-error and the sweep goes on.
+error and the sweep goes on. Compile-only GPU targets are loaded and
+compiled in a persistent worker process (`worker.WorkerPool`): XLA can die
+on a config it does not expect (SIGFPE on `threads_per_warp: 0`, jaxlib
+0.10.2), and that death is then one config's failure.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 
 import numpy as np
@@ -28,6 +32,8 @@ from hloprobe.sites import dot_sites, effective, passes
 __all__ = [
   "ConfigResult",
   "SweepSpec",
+  "compile_config",
+  "load_target",
   "parse_batch_sizes",
   "run_sweep",
 ]
@@ -274,14 +280,12 @@ def _configs(spec: SweepSpec):
 
 
 def _run_experiment(
-  spec: SweepSpec, experiment: Experiment
+  spec: SweepSpec, experiment: Experiment, pool: worker.WorkerPool
 ) -> list[ConfigResult]:
   """The sweep under an experiment's XLA_FLAGS, in a worker process."""
   inner = dataclasses.replace(spec, experiments=())
   try:
-    results = worker.call_in_worker(
-      "run_sweep", {"spec": inner}, experiment.flags_text
-    )
+    results = pool.call("run_sweep", {"spec": inner}, experiment.flags_text)
   except worker.WorkerError as e:
     return [
       ConfigResult(
@@ -292,25 +296,111 @@ def _run_experiment(
   return [dataclasses.replace(r, experiment=experiment.name) for r in results]
 
 
-def run_sweep(spec: SweepSpec, on_result=None) -> list[ConfigResult]:
+def run_sweep(
+  spec: SweepSpec, on_result=None, pool: worker.WorkerPool | None = None
+) -> list[ConfigResult]:
   """Runs every config of a sweep, the baseline here and experiments in workers.
 
   Args:
     spec: what to sweep.
     on_result: optional callback given each baseline `ConfigResult` as it
       completes (for progress output).
+    pool: the worker processes to use; None: a pool of this call's own,
+      ended when it returns or raises.
 
   Returns:
     One `ConfigResult` per config: the baseline's ordered case, target,
     precision, n; then each experiment's in the same order.
+
+  Raises:
+    TargetError: XLA rejects a compile-only target's config (before any
+      config runs).
   """
-  results = _run_baseline(spec, on_result)
+  if pool is None:
+    with worker.WorkerPool() as own:
+      return run_sweep(spec, on_result, own)
+  broken = _load_targets(spec, pool)
+  results = _run_baseline(spec, on_result, pool, broken)
   for experiment in spec.experiments:
-    results += _run_experiment(spec, experiment)
+    results += _run_experiment(spec, experiment, pool)
   return _with_batch_consistency(results)
 
 
-def _run_baseline(spec: SweepSpec, on_result) -> list[ConfigResult]:
+def load_target(target: Target) -> tuple[str, ...]:
+  """Loads a compile-only target's config into XLA (in a worker).
+
+  Returns the fields dropped so the installed proto could read it.
+
+  Raises:
+    TargetError: XLA rejects the config.
+  """
+  return lowering.load_topology(target.name, target.config_text).dropped_fields
+
+
+def _load_targets(spec: SweepSpec, pool: worker.WorkerPool) -> dict[str, str]:
+  """Loads every compile-only target in a worker, before any config runs.
+
+  Returns target name -> why the worker died loading it (those targets'
+  configs fail with that line, without compiling).
+  """
+  broken = {}
+  for name in spec.targets:
+    target = get_target(name)
+    if target.compile_only:
+      try:
+        pool.call("load_target", {"target": target})
+      except worker.WorkerError as e:
+        broken[name] = f"loading the target config: {e}"
+  return broken
+
+
+@functools.lru_cache(maxsize=4)
+def _case_inputs(case_name: str):
+  """A worker's copy of a case's inputs (only their shapes are used)."""
+  return get_case(case_name).make_inputs()
+
+
+def compile_config(
+  case_name: str, target: Target, precision: str, n: int, explain_passes: bool
+) -> ConfigResult:
+  """`run_config` for a compile-only target, without a reference (in a worker)."""
+  case = get_case(case_name)
+  full = _case_inputs(case_name)
+  return run_config(case, full, None, target, precision, n, explain_passes)
+
+
+def _isolated_config(
+  pool: worker.WorkerPool,
+  case: Case,
+  target: Target,
+  precision: str,
+  n: int,
+  explain_passes: bool,
+  broken: str | None,
+) -> ConfigResult:
+  """A compile-only config, compiled in a worker; its death is this failure."""
+  if broken is None:
+    try:
+      return pool.call(
+        "compile_config",
+        {
+          "case_name": case.name,
+          "target": target,
+          "precision": precision,
+          "n": n,
+          "explain_passes": explain_passes,
+        },
+      )
+    except worker.WorkerError as e:
+      broken = str(e)
+  return ConfigResult(
+    case.name, target.name, n, precision, error=broken, stage="compile"
+  )
+
+
+def _run_baseline(
+  spec: SweepSpec, on_result, pool: worker.WorkerPool, broken: dict[str, str]
+) -> list[ConfigResult]:
   results = []
   for case_name in spec.cases:
     case = get_case(case_name)
@@ -327,9 +417,20 @@ def _run_baseline(spec: SweepSpec, on_result) -> list[ConfigResult]:
       target = get_target(target_name)
       for precision in spec.precisions:
         for n in spec.batch_sizes:
-          r = run_config(
-            case, full, reference, target, precision, n, spec.explain_passes
-          )
+          if target.compile_only:
+            r = _isolated_config(
+              pool,
+              case,
+              target,
+              precision,
+              n,
+              spec.explain_passes,
+              broken.get(target_name),
+            )
+          else:
+            r = run_config(
+              case, full, reference, target, precision, n, spec.explain_passes
+            )
           r = _with_prediction(r, predictor)
           results.append(r)
           if on_result is not None:

@@ -26,6 +26,7 @@ from hloprobe.errors import TargetError
 __all__ = [
   "BUILTIN_TARGETS",
   "GPU_SPECS",
+  "POSITIVE_COUNTS",
   "Target",
   "UnknownField",
   "drop_field",
@@ -229,6 +230,7 @@ def _target_from_text(
       f"{where}: no gpu_device_info.cuda_compute_capability; hloprobe "
       f"compiles for CUDA GPUs only (e.g. {_EXAMPLE})"
     )
+  _check_counts(tokens, where)
   device = _field_value(tokens, ("device_description_str",)) or name
   return Target(
     name=name,
@@ -239,6 +241,36 @@ def _target_from_text(
     compute_capability=cc,
     config_path=where,
   )
+
+
+# GpuDeviceInfoProto counts XLA divides by when it sizes kernel launches
+# (xla/service/gpu/launch_dimensions.cc, CalculateLaunchDimensions: warps
+# per block, blocks per grid dimension). Checked on jaxlib 0.10.2:
+# `threads_per_warp: 0` and `block_dim_limit_x: 0` kill the process with
+# SIGFPE while compiling; a worker process would report that, but the
+# meaning is clear enough to say so up front.
+POSITIVE_COUNTS = (
+  "threads_per_warp",
+  "threads_per_block_limit",
+  "block_dim_limit_x",
+  "block_dim_limit_y",
+  "block_dim_limit_z",
+  "core_count",
+)
+
+
+def _check_counts(tokens: list[_Token], where: str) -> None:
+  """Raises TargetError when an integer of `POSITIVE_COUNTS` is below 1."""
+  for field in POSITIVE_COUNTS:
+    value = _field_value(tokens, ("gpu_device_info", field))
+    # Not an integer at all: XLA's text-format parser says so itself.
+    if value is None or not re.fullmatch(r"[+-]?[0-9]+", value):
+      continue
+    if int(value) < 1:
+      raise TargetError(
+        f"{where}: gpu_device_info.{field} is {value!r}; it must be a "
+        f"positive integer (XLA divides by it), e.g. {_EXAMPLE}"
+      )
 
 
 def load_target_config(path: str) -> Target:
