@@ -236,6 +236,7 @@ def _start_jax(target_names) -> None:
   """
   from hloprobe.compile import lowering
 
+  _check_xla_flags()
   # absl's app.run shows INFO records; JAX's backend probing logs some
   # ("Unable to initialize backend 'tpu'").
   logging.getLogger("jax").setLevel(logging.WARNING)
@@ -249,6 +250,27 @@ def _start_jax(target_names) -> None:
   lowering.start_backends(platforms)
   # Compile-only targets are loaded by the sweep, in a worker process (XLA
   # may die on a config); one XLA rejects is a TargetError, a usage error.
+
+
+def _check_xla_flags() -> None:
+  """XLA_FLAGS of the environment, tried in a worker before JAX starts here.
+
+  XLA aborts the process on a flag it does not know or a value it cannot
+  read (see `worker`), which would end this one without a word.
+
+  Raises:
+    UsageError: XLA rejected a flag (the message names it).
+  """
+  from hloprobe.compile import worker
+
+  if not os.environ.get("XLA_FLAGS", "").strip():
+    return
+  try:
+    worker.call_in_worker("check_xla_flags", {}, "")
+  except worker.WorkerError as e:
+    if str(e).startswith("XLA rejected"):
+      raise UsageError(f"XLA_FLAGS of the environment: {e}") from None
+    raise
 
 
 def _write(what: str, write):
