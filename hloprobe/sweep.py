@@ -30,6 +30,8 @@ from hloprobe.numerics import accuracy, predict
 from hloprobe.sites import dot_sites, effective, passes
 
 __all__ = [
+  "MAX_BATCH_SIZE",
+  "MAX_BATCH_SIZES",
   "ConfigResult",
   "SweepSpec",
   "compile_config",
@@ -133,28 +135,49 @@ class ConfigResult:
     return self.error is None
 
 
-_RANGE_RE = re.compile(r"^(\d+)-(\d+)$")
+# Stated maxima, checked before any list is built: a batch size (rows of
+# the batched argument) and the number of batch sizes in one sweep.
+MAX_BATCH_SIZE = 1 << 20
+MAX_BATCH_SIZES = 4096
+# ASCII digits only ([0-9], not \\d: `int` would read '١' and '１'), at most
+# as many as MAX_BATCH_SIZE has, so no huge integer is ever made.
+_ITEM_RE = re.compile(r"([0-9]{1,7})(?:-([0-9]{1,7}))?")
+
+
+def _bad_batch_size(item: str, text: str, why: str = "") -> UsageError:
+  return UsageError(
+    f"bad batch size {item!r} in --batch_sizes={text!r}{why}; expected "
+    f"positive integers and ascending ranges up to {MAX_BATCH_SIZE}, at "
+    f"most {MAX_BATCH_SIZES} sizes, e.g. '1,2,4-9,64'"
+  )
 
 
 def parse_batch_sizes(text: str) -> tuple[int, ...]:
   """Parses `1,2,4-9,64` into (1, 2, 4, 5, 6, 7, 8, 9, 64).
 
+  Sizes are ASCII integers in [1, MAX_BATCH_SIZE]; at most MAX_BATCH_SIZES
+  of them, counted before any range is expanded. A size given twice is
+  kept once, where it first appears.
+
   Raises:
-    UsageError: an item is not a positive integer or an ascending range.
+    UsageError: an item is not a positive integer or an ascending range,
+      or the limits above are exceeded.
   """
-  sizes: list[int] = []
+  bounds, count = [], 0
   for item in text.split(","):
     item = item.strip()
-    m = _RANGE_RE.match(item)
-    if m and 1 <= int(m.group(1)) <= int(m.group(2)):
-      sizes += range(int(m.group(1)), int(m.group(2)) + 1)
-    elif item.isdigit() and int(item) >= 1:
-      sizes.append(int(item))
-    else:
-      raise UsageError(
-        f"bad batch size {item!r} in --batch_sizes={text!r}; expected "
-        "positive integers and ranges, e.g. '1,2,4-9,64'"
-      )
+    m = _ITEM_RE.fullmatch(item)
+    if m is None:
+      raise _bad_batch_size(item, text)
+    lo = int(m.group(1))
+    hi = int(m.group(2)) if m.group(2) else lo
+    if not 1 <= lo <= hi <= MAX_BATCH_SIZE:
+      raise _bad_batch_size(item, text)
+    count += hi - lo + 1
+    if count > MAX_BATCH_SIZES:
+      raise _bad_batch_size(item, text, f": more than {MAX_BATCH_SIZES} sizes")
+    bounds.append((lo, hi))
+  sizes = (n for lo, hi in bounds for n in range(lo, hi + 1))
   return tuple(dict.fromkeys(sizes))
 
 
@@ -319,11 +342,28 @@ def run_sweep(
   if pool is None:
     with worker.WorkerPool() as own:
       return run_sweep(spec, on_result, own)
+  _check_case_sizes(spec)
   broken = _load_targets(spec, pool)
   results = _run_baseline(spec, on_result, pool, broken)
   for experiment in spec.experiments:
     results += _run_experiment(spec, experiment, pool)
   return _with_batch_consistency(results)
+
+
+def _check_case_sizes(spec: SweepSpec) -> None:
+  """A batch size larger than a case's rows is bad input, found up front.
+
+  Raises:
+    UsageError: names the case, its rows and the largest size asked for.
+  """
+  largest = max(spec.batch_sizes)
+  for name in spec.cases:
+    rows = get_case(name).full_size(_case_inputs(name))
+    if largest > rows:
+      raise UsageError(
+        f"batch size {largest} exceeds case {name!r}'s {rows} rows; use "
+        f"--batch_sizes up to {rows}"
+      )
 
 
 def load_target(target: Target) -> tuple[str, ...]:
@@ -356,7 +396,7 @@ def _load_targets(spec: SweepSpec, pool: worker.WorkerPool) -> dict[str, str]:
 
 @functools.lru_cache(maxsize=4)
 def _case_inputs(case_name: str):
-  """A worker's copy of a case's inputs (only their shapes are used)."""
+  """A case's full-size inputs, made once per process (read only)."""
   return get_case(case_name).make_inputs()
 
 
@@ -404,8 +444,8 @@ def _run_baseline(
   results = []
   for case_name in spec.cases:
     case = get_case(case_name)
-    full = case.make_inputs()
-    largest = min(max(spec.batch_sizes), case.full_size(full))
+    full = _case_inputs(case_name)
+    largest = max(spec.batch_sizes)
     try:
       reference = lowering.float64_reference(
         case, case.inputs_for(full, largest)

@@ -14,6 +14,7 @@ import dataclasses
 import re
 
 from hloprobe.errors import UsageError
+from hloprobe.ir.textfile import read_text_file
 
 __all__ = [
   "BASELINE",
@@ -131,13 +132,9 @@ def parse_experiments_file(path: str) -> list[Experiment]:
     UsageError: the file cannot be read, or a line is bad (named with its
       line number).
   """
-  try:
-    with open(path) as f:
-      lines = f.read().splitlines()
-  except OSError as e:
-    raise UsageError(
-      f"cannot read --experiments_file {path!r}: {e.strerror}"
-    ) from e
+  lines = read_text_file(
+    path, f"--experiments_file={path!r}", UsageError
+  ).splitlines()
   out = []
   for lineno, line in enumerate(lines, start=1):
     line = line.split("#", 1)[0].strip()

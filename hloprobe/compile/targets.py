@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping
 
 from hloprobe.errors import TargetError
+from hloprobe.ir.textfile import read_text_file
 
 __all__ = [
   "BUILTIN_TARGETS",
@@ -282,22 +283,12 @@ def load_target_config(path: str) -> Target:
       named after the file (`a100_sxm_40`).
 
   Raises:
-    TargetError: the file cannot be read, is not text-format protobuf, or
+    TargetError: the file cannot be read, is not a regular UTF-8 text
+      file of bounded size (`textfile`), is not text-format protobuf, or
       has no CUDA compute capability. Fields the installed XLA does not know
       are not an error here (see `lowering`).
   """
-  try:
-    with open(path, encoding="utf-8") as f:
-      text = f.read()
-  except OSError as e:
-    raise TargetError(
-      f"--target_config={path!r}: cannot read it ({e})"
-    ) from None
-  except UnicodeDecodeError:
-    raise TargetError(
-      f"{path}: not a GpuTargetConfigProto text file (not UTF-8 text); "
-      f"expected 'name: value' and 'name {{ ... }}' fields, e.g. {_EXAMPLE}"
-    ) from None
+  text = read_text_file(path, f"--target_config={path!r}", TargetError)
   name = os.path.splitext(os.path.basename(path))[0]
   return _target_from_text(name, text, path, None)
 

@@ -41,6 +41,7 @@ from hloprobe.golden.diff import (
   unified_diff,
 )
 from hloprobe.golden.format import ConfigKey
+from hloprobe.ir.textfile import read_text_file
 from hloprobe.sweep import ConfigResult, SweepSpec
 
 __all__ = [
@@ -173,11 +174,7 @@ def list_golden_files(directory: str) -> list[str]:
 def read_golden_file(directory: str, rel: str) -> str:
   """The text of one file; GoldenError naming it when it cannot be read."""
   path = os.path.join(directory, rel)
-  try:
-    with open(path) as f:
-      return f.read()
-  except (OSError, UnicodeDecodeError) as e:
-    raise GoldenError(f"[hloprobe] cannot read golden file {path}: {e}") from e
+  return read_text_file(path, f"[hloprobe] golden file {path}", GoldenError)
 
 
 def _interrupted_update(golden_dir: str) -> str | None:

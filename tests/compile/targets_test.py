@@ -133,9 +133,7 @@ class LoadTargetConfigTest(absltest.TestCase):
     ):
       targets.get_target(passwd)
     binary = self.create_tempfile("blob", b"\xff\xfe\x00", mode="wb")
-    with self.assertRaisesRegex(
-      TargetError, "not a GpuTargetConfigProto text file \\(not UTF-8 text\\)"
-    ):
+    with self.assertRaisesRegex(TargetError, "not UTF-8 text \\(byte 0x"):
       targets.get_target(binary.full_path)
     plain = self.create_tempfile("my_t4_config", _SMALL).full_path
     self.assertEqual(targets.get_target(plain).compute_capability, "7.5")
