@@ -291,14 +291,95 @@ def _host():
   return host.host_cpu(os.environ.get("XLA_FLAGS"))
 
 
-def _cmd_sweep() -> int:
+class _Interrupted(KeyboardInterrupt):
+  """SIGINT or SIGTERM, raised where the program is so `finally` blocks run.
+
+  Attributes:
+    signum: the signal.
+    done: the configs finished before it, when a sweep was running.
+    total: the sweep's number of configs.
+  """
+
+  def __init__(self, signum: int, done=None, total: int = 0):
+    super().__init__(signum)
+    self.signum, self.done, self.total = signum, done, total
+
+
+def _on_signal(signum, frame) -> None:
+  """Turns the first SIGINT/SIGTERM into `_Interrupted`; ignores the rest
+  (clean-up, e.g. ending worker processes, is not interrupted again)."""
+  del frame
+  for s in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(s, signal.SIG_IGN)
+  raise _Interrupted(signum)
+
+
+@dataclasses.dataclass
+class _Progress:
+  """The configs a running sweep finished, streamed to --output_dir."""
+
+  total: int
+  output_dir: str | None
+  done: list = dataclasses.field(default_factory=list)
+
+  def add(self, r) -> None:
+    self.done.append(r)
+    if self.output_dir:
+      try:
+        render.append_result_line(self.output_dir, r)
+      except OSError:  # the final write says `cannot write`, after results
+        self.output_dir = None
+
+
+def _config_count(spec) -> int:
+  return (
+    len(spec.cases)
+    * len(spec.targets)
+    * len(spec.precisions)
+    * len(spec.batch_sizes)
+    * (1 + len(spec.experiments))
+  )
+
+
+def _run_streamed(spec):
+  """run_sweep, each finished config appended to --output_dir/results.jsonl.
+
+  Raises:
+    _Interrupted: on SIGINT/SIGTERM, carrying the configs finished.
+  """
   from hloprobe import sweep
+
+  progress = _Progress(_config_count(spec), _start_stream(_OUTPUT_DIR.value))
+  try:
+    results = sweep.run_sweep(spec, on_result=progress.add)
+  except KeyboardInterrupt as e:
+    signum = getattr(e, "signum", signal.SIGINT)
+    raise _Interrupted(signum, progress.done, progress.total) from None
+  for r in results[len(progress.done) :]:  # the experiments' configs
+    progress.add(r)
+  return results
+
+
+def _start_stream(output_dir: str | None) -> str | None:
+  """Empties --output_dir's results.jsonl; None (no stream) if it cannot."""
+  if not output_dir:
+    return None
+  try:
+    os.makedirs(output_dir, exist_ok=True)
+    with open(os.path.join(output_dir, render.RESULTS_STREAM), "w"):
+      pass
+  except OSError:  # the final write says `cannot write`, after results
+    return None
+  return output_dir
+
+
+def _cmd_sweep() -> int:
   from hloprobe.compile import lowering
 
   spec = _sweep_spec()
   fmt = _check_format()
   _start_jax(spec.targets)
-  results = sweep.run_sweep(spec)
+  results = _run_streamed(spec)
   versions = lowering.versions()
   cpu = _host()
   print(render.render(results, fmt, versions, cpu))
@@ -512,12 +593,30 @@ def main(argv: list[str]) -> int:
         f"unexpected arguments {rest}; flags are written --name=value"
       )
     return _COMMANDS[command]()
+  except KeyboardInterrupt as e:
+    return _interrupted(e)
   except UsageError as e:
     _error(e)
     return EXIT_USAGE
   except (HloprobeError, OSError) as e:
     _error(e)
     return EXIT_FAILED
+
+
+def _interrupted(e: KeyboardInterrupt) -> int:
+  """Says what an interrupt kept, in one line; returns 128 + the signal."""
+  signum = getattr(e, "signum", signal.SIGINT)
+  done = getattr(e, "done", None)
+  line = "hloprobe: interrupted"
+  if done is not None:
+    line += f" after {len(done)} of {e.total} configs"
+    if _OUTPUT_DIR.value:
+      where = os.path.join(_OUTPUT_DIR.value, render.RESULTS_STREAM)
+      line += f"; results so far in {where}"
+    else:
+      line += " (--output_dir=DIR keeps each finished config's results)"
+  print(line, file=sys.stderr)
+  return 128 + signum
 
 
 def _error(e: Exception) -> None:
@@ -542,4 +641,8 @@ def run() -> None:
   sys.modules["__main__"].__doc__ = __doc__
   # `hloprobe sweep | head`: end quietly when the reader goes away.
   signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+  # An interrupt ends the run through `finally` blocks: worker processes and
+  # temporary folders go, finished results stay (see `_run_streamed`).
+  for s in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(s, _on_signal)
   app.run(main, flags_parser=_parse_flags)

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
 
+import testutil
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe
 
@@ -120,3 +127,103 @@ class BoundedInputTest(BadInputCase):
       run_hloprobe("sweep", f"--experiments_file={big.full_path}"),
       "larger than the 16777216-byte limit",
     )
+
+
+def _processes_with(token: str) -> list[int]:
+  """Pids of live processes whose environment holds `token`."""
+  found = []
+  for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+      with open(f"/proc/{pid}/environ", "rb") as f:
+        if token.encode() in f.read():
+          found.append(int(pid))
+    except OSError:
+      continue  # ended meanwhile, or not ours
+  return found
+
+
+class InterruptTest(absltest.TestCase):
+  """SIGINT/SIGTERM mid-sweep: finished configs on disk, nothing left over.
+
+  A soak: three interrupts at points drawn with a fixed seed, on a small
+  sweep with a compile-only target (so a worker process is running).
+  """
+
+  _ARGS = ("--targets=cpu,t4", "--batch_sizes=1-3", "--precisions=float32")
+
+  def _start(self, out: str, tmp: str, token: str) -> subprocess.Popen:
+    env = dict(os.environ, TMPDIR=tmp, HLOPROBE_SOAK_TOKEN=token)
+    env["PYTHONPATH"] = os.pathsep.join(
+      filter(None, [testutil.ROOT, env.get("PYTHONPATH")])
+    )
+    return subprocess.Popen(
+      [
+        sys.executable,
+        "-m",
+        "hloprobe",
+        "sweep",
+        *self._ARGS,
+        f"--output_dir={out}",
+      ],
+      env=env,
+      stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE,
+      text=True,
+    )
+
+  def _lines(self, out: str) -> list[dict]:
+    path = os.path.join(out, "results.jsonl")
+    if not os.path.exists(path):
+      return []
+    with open(path) as f:
+      return [json.loads(line) for line in f]
+
+  def _interrupt_once(self, rng: random.Random, signum: int, i: int) -> None:
+    out, tmp = (self.create_tempdir().full_path for _ in range(2))
+    token = f"soak-{os.getpid()}-{i}"
+    proc = self._start(out, tmp, token)
+    deadline = time.monotonic() + 300
+    # Into the sweep: a finished config, or (last) the t4 worker started.
+    started = (
+      (lambda: self._lines(out))
+      if i < 2
+      else (lambda: len(_processes_with(token)) > 1)
+    )
+    while not started() and proc.poll() is None:
+      self.assertLess(time.monotonic(), deadline)
+      time.sleep(0.1)
+    time.sleep(rng.uniform(0.0, 4.0))
+    proc.send_signal(signum)
+    _, stderr = proc.communicate(timeout=300)
+    kept = self._lines(out)
+    if proc.returncode == 0:  # it finished first: everything is there
+      self.assertLen(kept, 6)
+    else:
+      self.assertEqual(proc.returncode, 128 + signum, stderr)
+      m = re.fullmatch(
+        r"hloprobe: interrupted(?: after (\d+) of 6 configs; results so far "
+        r"in \S+results\.jsonl)?\n",
+        stderr,
+      )
+      self.assertIsNotNone(m, stderr)
+      self.assertEqual(int(m.group(1) or 0), len(kept))
+    for line in kept:
+      self.assertEqual(line["status"], "ok", line)
+    self.assertEqual(
+      [(r["target"], r["n"]) for r in kept],
+      [("cpu", 1), ("cpu", 2), ("cpu", 3), ("t4", 1), ("t4", 2), ("t4", 3)][
+        : len(kept)
+      ],
+    )
+    for _ in range(50):  # a worker ends on SIGKILL from the kernel
+      if not _processes_with(token):
+        break
+      time.sleep(0.1)
+    self.assertEqual(_processes_with(token), [])
+    self.assertEqual(os.listdir(tmp), [])
+
+  def test_soak(self):
+    rng = random.Random(20261130)
+    for i, signum in enumerate((signal.SIGINT, signal.SIGTERM, signal.SIGTERM)):
+      with self.subTest(i=i, signal=signum):
+        self._interrupt_once(rng, signum, i)

@@ -194,12 +194,18 @@ class _Worker:
   def alive(self) -> bool:
     return self.proc.poll() is None
 
-  def close(self) -> None:
-    """Ends the process (stdin closed, then killed) and removes its folder."""
+  def close(self, kill: bool = False) -> None:
+    """Ends the process and removes its folder.
+
+    Args:
+      kill: SIGKILL it at once (an interrupt: it may be mid-compile);
+        otherwise close its stdin and give it 5 s to end.
+    """
     if self.proc.poll() is None:
-      self.proc.stdin.close()
+      if not kill:
+        self.proc.stdin.close()
       try:
-        self.proc.wait(timeout=5)
+        self.proc.wait(timeout=0 if kill else 5)
       except subprocess.TimeoutExpired:
         self.proc.kill()
         self.proc.wait()
@@ -265,16 +271,20 @@ class WorkerPool:
       worker = self._workers[flags] = _Worker(flags)
     return worker.call(function, kwargs, timeout_s)
 
-  def close(self) -> None:
-    """Ends every worker and removes their temporary folders."""
+  def close(self, kill: bool = False) -> None:
+    """Ends every worker and removes their temporary folders.
+
+    Args:
+      kill: SIGKILL them at once instead of letting them finish.
+    """
     while self._workers:
-      self._workers.popitem()[1].close()
+      self._workers.popitem()[1].close(kill)
 
   def __enter__(self) -> WorkerPool:
     return self
 
-  def __exit__(self, *exc) -> None:
-    self.close()
+  def __exit__(self, exc_type, *rest) -> None:
+    self.close(kill=exc_type is not None)
 
 
 def call_in_worker(

@@ -81,7 +81,9 @@ from hloprobe.sweep import ConfigResult
 
 __all__ = [
   "REPORT_FORMATS",
+  "RESULTS_STREAM",
   "SCHEMA_VERSION",
+  "append_result_line",
   "atomic_write",
   "dumps_json",
   "render",
@@ -431,6 +433,22 @@ def atomic_write(path: str, text: str) -> None:
     if os.path.exists(tmp):
       os.unlink(tmp)
     raise
+
+
+RESULTS_STREAM = "results.jsonl"
+
+
+def append_result_line(output_dir: str, r: ConfigResult) -> None:
+  """Appends one config as one JSON line to `<output_dir>/results.jsonl`.
+
+  Called as each config finishes, so an interrupted sweep keeps the
+  configs it finished; each line is one `config_json` record, written by
+  one `write` call and flushed.
+  """
+  os.makedirs(output_dir, exist_ok=True)
+  line = json.dumps(_finite(config_json(r)), allow_nan=False) + "\n"
+  with open(os.path.join(output_dir, RESULTS_STREAM), "a") as f:
+    f.write(line)
 
 
 def config_dir(r: ConfigResult) -> str:
