@@ -73,12 +73,30 @@ class SweepSpec:
       get_case(name)
     for name in self.precisions:
       parse_precision(name)
-    for name in self.targets:
-      get_target(name)
+    _check_target_names(self.targets)
     if not self.batch_sizes or min(self.batch_sizes) < 1:
       raise UsageError(
         f"batch sizes must be positive integers, got {self.batch_sizes}"
       )
+
+
+def _check_target_names(words: tuple[str, ...]) -> None:
+  """Every target loads, and no two share a name (rows and output folders
+  are keyed by it; a config file's target is named after the file).
+
+  Raises:
+    UsageError: an unknown target or bad config, or a shared name.
+  """
+  seen: dict[str, str] = {}
+  for word in words:
+    name = get_target(word).name
+    if name in seen and seen[name] != word:
+      raise UsageError(
+        f"targets {seen[name]!r} and {word!r} are both named {name!r}; rows "
+        "and output folders are keyed by the name: rename a config file "
+        "(a config's target is named after its file)"
+      )
+    seen[name] = word
 
 
 @dataclasses.dataclass(frozen=True)

@@ -227,3 +227,28 @@ class InterruptTest(absltest.TestCase):
     for i, signum in enumerate((signal.SIGINT, signal.SIGTERM, signal.SIGTERM)):
       with self.subTest(i=i, signal=signum):
         self._interrupt_once(rng, signum, i)
+
+
+class TargetNameTest(BadInputCase):
+  def _config(self, folder: str, name: str) -> str:
+    src = os.path.join(testutil.ROOT, "hloprobe/compile/gpu_specs/t4.txtpb")
+    path = os.path.join(self.create_tempdir(folder).full_path, name)
+    with open(src) as f, open(path, "w") as g:
+      g.write(f.read())
+    return path
+
+  def test_config_named_like_a_builtin_target(self):
+    path = self._config("x", "cpu.txtpb")
+    self.assertUsageError(
+      run_hloprobe("sweep", "--targets=cpu", f"--target_config={path}"),
+      f"targets 'cpu' and '{path}' are both named 'cpu'",
+    )
+
+  def test_two_configs_with_one_file_name(self):
+    a, b = self._config("a", "gpu1.txtpb"), self._config("b", "gpu1.txtpb")
+    self.assertUsageError(
+      run_hloprobe(
+        "sweep", "--targets=", f"--target_config={a}", f"--target_config={b}"
+      ),
+      "are both named 'gpu1'",
+    )
