@@ -252,3 +252,24 @@ class TargetNameTest(BadInputCase):
       ),
       "are both named 'gpu1'",
     )
+
+
+class OneLineTest(BadInputCase):
+  @parameterized.named_parameters(
+    ("superscript", "\u00b2"),
+    ("arabic_indic", "\u0661"),
+    ("fullwidth", "\uff11"),
+    ("five_thousand_digits", "9" * 5000),
+  )
+  def test_batch_size_not_ascii_or_huge(self, size):
+    self.assertUsageError(
+      run_hloprobe("sweep", f"--batch_sizes=1,{size}"),
+      f"bad batch size {size[:20]!r}"[:-1],
+    )
+
+  def test_non_utf8_experiments_file(self):
+    path = self.create_tempfile("exp.txt", b"x:--xla_a=\xff\n", mode="wb")
+    self.assertUsageError(
+      run_hloprobe("sweep", f"--experiments_file={path.full_path}"),
+      "not UTF-8 text (byte 0xff at offset 10)",
+    )
