@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 import signal
 import sys
@@ -146,8 +147,20 @@ def _names_given(names: list[str]) -> bool:
   return bool(names) and all(names)
 
 
+def _error_bound_ok(value: float | None) -> bool:
+  return value is None or (math.isfinite(value) and value >= 0)
+
+
 def _register_validators() -> None:
-  """An empty list would sweep nothing and pass vacuously: a usage error."""
+  """An empty list would sweep nothing and pass vacuously: a usage error;
+  an error bound is a finite number >= 0."""
+  for holder in (_ABS_ERROR_BOUND, _REL_ERROR_BOUND):
+    flags.register_validator(
+      holder,
+      _error_bound_ok,
+      message=f"--{holder.name} must be a finite number >= 0, e.g. "
+      f"--{holder.name}=1e-3",
+    )
   for holder, example in ((_CASE, "seed_mlp"), (_PRECISIONS, "float32")):
     flags.register_validator(
       holder,
@@ -502,6 +515,12 @@ def _cmd_golden(words: list[str]) -> int:
   if words not in (["check"], ["update"]):
     raise UsageError(
       f"`golden` takes one word, check or update; got {words}; e.g. `hloprobe golden check`"
+    )
+  if _TARGET_CONFIG.value:
+    raise UsageError(
+      "`golden` does not read --target_config; name config files in "
+      "--targets (e.g. --targets=cpu,golden/configs/x.txtpb), as "
+      "MANIFEST.json records them"
     )
   golden_dir = _GOLDEN_DIR.value or snapshot.default_golden_dir()
   spec = _golden_spec(golden_dir)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import re
 
 import numpy as np
@@ -20,7 +21,7 @@ import numpy as np
 from hloprobe.compile import lowering, worker
 from hloprobe.compile.cases import Case, get_case
 from hloprobe.compile.experiments import BASELINE, Experiment
-from hloprobe.compile.targets import Target, get_target
+from hloprobe.compile.targets import Target, get_target, is_config_path
 from hloprobe.errors import UsageError
 from hloprobe.ir import ptx
 from hloprobe.ir.hlo import parse_hlo_module
@@ -64,6 +65,12 @@ class SweepSpec:
   experiments: tuple[Experiment, ...] = ()
 
   def __post_init__(self):
+    # One rule for every list: a name (or size) given twice is swept once,
+    # where it first appears.
+    for field in ("cases", "batch_sizes", "precisions", "experiments"):
+      object.__setattr__(
+        self, field, tuple(dict.fromkeys(getattr(self, field)))
+      )
     names = [e.name for e in self.experiments]
     if len(set(names)) != len(names) or BASELINE.name in names:
       raise UsageError(
@@ -73,16 +80,28 @@ class SweepSpec:
       get_case(name)
     for name in self.precisions:
       parse_precision(name)
-    _check_target_names(self.targets)
+    object.__setattr__(self, "targets", _check_target_names(self.targets))
     if not self.batch_sizes or min(self.batch_sizes) < 1:
       raise UsageError(
         f"batch sizes must be positive integers, got {self.batch_sizes}"
       )
 
 
-def _check_target_names(words: tuple[str, ...]) -> None:
+def _same_target(a: str, b: str) -> bool:
+  """One built-in name, or two paths of one config file."""
+  if a == b:
+    return True
+  files = is_config_path(a) and is_config_path(b)
+  return files and os.path.realpath(a) == os.path.realpath(b)
+
+
+def _check_target_names(words: tuple[str, ...]) -> tuple[str, ...]:
   """Every target loads, and no two share a name (rows and output folders
   are keyed by it; a config file's target is named after the file).
+
+  Returns:
+    `words` with repeats of one target (`cpu,cpu`; `x.txtpb` and
+    `./x.txtpb`) dropped after their first.
 
   Raises:
     UsageError: an unknown target or bad config, or a shared name.
@@ -90,13 +109,14 @@ def _check_target_names(words: tuple[str, ...]) -> None:
   seen: dict[str, str] = {}
   for word in words:
     name = get_target(word).name
-    if name in seen and seen[name] != word:
+    if name in seen and not _same_target(seen[name], word):
       raise UsageError(
         f"targets {seen[name]!r} and {word!r} are both named {name!r}; rows "
         "and output folders are keyed by the name: rename a config file "
         "(a config's target is named after its file)"
       )
-    seen[name] = word
+    seen.setdefault(name, word)
+  return tuple(seen.values())
 
 
 @dataclasses.dataclass(frozen=True)

@@ -98,7 +98,8 @@ class BoundedInputTest(BadInputCase):
 
   def test_manifest_target_fifo_is_refused(self):
     golden = self.create_tempdir().full_path
-    fifo = self._fifo()
+    fifo = os.path.join(golden, "fifo.txtpb")
+    os.mkfifo(fifo)
     manifest = {
       "schema": "hloprobe-golden-manifest",
       "schema_version": 1,

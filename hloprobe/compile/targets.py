@@ -393,10 +393,14 @@ def drop_field(text: str, field: UnknownField) -> str:
     TargetError: no field of that name ends at that position.
   """
   tokens = _tokenize(text)
+  where = (field.line, field.column)
   for i, tok in enumerate(tokens):
-    if tok.text == field.field and _line_col(text, tok.end) == (
-      field.line,
-      field.column,
+    # protobuf names the column just past a scalar's name, but that of the
+    # next token for a message field (`zzz_sub { a: 1 }`: the `{`).
+    after = tokens[i + 1].start if i + 1 < len(tokens) else tok.end
+    if tok.text == field.field and where in (
+      _line_col(text, tok.end),
+      _line_col(text, after),
     ):
       j = _field_end(tokens, i)
       if j < len(tokens) and tokens[j].text in (",", ";"):

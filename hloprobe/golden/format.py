@@ -358,7 +358,7 @@ def parse_manifest(path: str, text: str) -> dict:
   ok = isinstance(sweep, dict) and all(
     isinstance(sweep.get(k), list)
     and sweep[k]
-    and all(isinstance(v, t) for v in sweep[k])
+    and all(type(v) is t for v in sweep[k])  # not True for an int
     for k, t in _SWEEP_KEYS.items()
   )
   if not ok or not all(

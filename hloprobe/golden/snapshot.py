@@ -32,6 +32,7 @@ import os
 from collections.abc import Iterable, Mapping
 
 from hloprobe.compile.experiments import BASELINE
+from hloprobe.compile.targets import is_config_path
 from hloprobe.errors import GoldenError
 from hloprobe.golden import format as fmt
 from hloprobe.golden.diff import (
@@ -225,7 +226,29 @@ def manifest_sweep(golden_dir: str) -> dict[str, list] | None:
   """
   if not os.path.isfile(os.path.join(golden_dir, MANIFEST)):
     return None
-  return read_manifest(golden_dir)["sweep"]
+  sweep = read_manifest(golden_dir)["sweep"]
+  _confine_targets(golden_dir, sweep["targets"])
+  return sweep
+
+
+def _confine_targets(golden_dir: str, words: Iterable[str]) -> None:
+  """A committed manifest reads config files only inside its folder.
+
+  Raises:
+    GoldenError: a config-file target resolves (symlinks too) outside the
+      golden folder.
+  """
+  root = os.path.realpath(golden_dir)
+  for word in words:
+    if not is_config_path(word):
+      continue
+    where = os.path.realpath(word)
+    if os.path.commonpath([root, where]) != root:
+      raise GoldenError(
+        f"[hloprobe] {os.path.join(golden_dir, MANIFEST)}: target config "
+        f"{word!r} is outside the golden folder; keep the configs a "
+        "manifest names inside it"
+      )
 
 
 def sweep_configs(sweep: Mapping[str, list]) -> set[tuple]:

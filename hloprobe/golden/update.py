@@ -40,6 +40,7 @@ from hloprobe.golden.snapshot import (
   sweep_configs,
   write_snapshot,
 )
+from hloprobe.ir.textfile import umask_mode
 
 __all__ = ["UpdateResult", "update"]
 
@@ -168,7 +169,7 @@ def _new_stage(golden_dir: str) -> str:
   parent, base = os.path.split(os.path.abspath(golden_dir))
   os.makedirs(parent, exist_ok=True)
   stage = tempfile.mkdtemp(prefix=f".{base}.update-", dir=parent)
-  os.chmod(stage, 0o755)  # mkdtemp makes it 0o700
+  os.chmod(stage, umask_mode(0o777))  # mkdtemp makes it 0o700
   return stage
 
 

@@ -1,4 +1,5 @@
-"""Reading a user's text file: a regular file of bounded size, UTF-8.
+"""Reading a user's text file (a regular file of bounded size, UTF-8), and
+the mode files hloprobe writes get.
 
 Every file hloprobe reads as input (a target config, an experiments file,
 a golden folder's files and MANIFEST.json) goes through `read_text_file`,
@@ -13,7 +14,7 @@ import stat
 
 from hloprobe.errors import HloprobeError
 
-__all__ = ["MAX_INPUT_BYTES", "read_text_file"]
+__all__ = ["MAX_INPUT_BYTES", "read_text_file", "umask_mode"]
 
 # Larger than any target config, experiments file or golden file
 # (the largest golden .hlo is under 100 KiB).
@@ -76,3 +77,11 @@ def read_text_file(
     raise error(
       f"{what}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})"
     ) from None
+
+
+def umask_mode(mode: int = 0o666) -> int:
+  """`mode` less this process's umask: what `open()` would give a new file
+  (`tempfile.mkstemp` and `mkdtemp` make 0600 / 0700 whatever the umask)."""
+  mask = os.umask(0)
+  os.umask(mask)
+  return mode & ~mask

@@ -76,6 +76,7 @@ import tempfile
 
 from tabulate import tabulate
 
+from hloprobe.ir.textfile import umask_mode
 from hloprobe.sites.dot_sites import fate_summary, site_record
 from hloprobe.sweep import ConfigResult
 
@@ -426,6 +427,7 @@ def atomic_write(path: str, text: str) -> None:
   os.makedirs(directory, exist_ok=True)
   fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
   try:
+    os.fchmod(fd, umask_mode())  # as open() would make it
     with os.fdopen(fd, "w") as f:
       f.write(text)
     os.replace(tmp, path)

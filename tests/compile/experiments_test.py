@@ -89,10 +89,13 @@ class SweepWithExperimentsTest(absltest.TestCase):
     )
 
   def test_duplicate_names_rejected(self):
+    # The same experiment twice is swept once (as any repeated name is);
+    # one name for two flag sets is an error.
     e = experiments.BUILTIN_EXPERIMENTS["no_algsimp"]
+    other = experiments.parse_experiment("no_algsimp:--xla_foo=1")
     with self.assertRaisesRegex(UsageError, "unique"):
       sweep.SweepSpec(
-        ("seed_mlp",), (1,), ("float32",), ("cpu",), experiments=(e, e)
+        ("seed_mlp",), (1,), ("float32",), ("cpu",), experiments=(e, other)
       )
 
 
