@@ -22,7 +22,8 @@ matched), 1 when a config failed, a fix failed, goldens differ or a file
 could not be written (`cannot write ...`, after any results), 2 for bad
 input (unknown case, target, precision, format, flag, command; an empty
 --case, --targets or --precisions; bad batch size; unparseable target
-config), with one line `hloprobe: error: ...`.
+config), with one line `hloprobe: error: ...`; 130 / 143 when interrupted
+by SIGINT / SIGTERM (see the README's list of rules).
 """
 
 from __future__ import annotations
