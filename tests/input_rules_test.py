@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 
@@ -26,20 +25,14 @@ gpu_device_info {
 
 
 def _manifest(targets_: list, batch_sizes: list) -> str:
-  return json.dumps(
-    {
-      "schema": "hloprobe-golden-manifest",
-      "schema_version": 1,
-      "jax": "0.10.2",
-      "jaxlib": "0.10.2",
-      "date": "2026-01-01",
-      "sweep": {
-        "cases": ["seed_mlp"],
-        "targets": targets_,
-        "batch_sizes": batch_sizes,
-        "precisions": ["float32"],
-      },
-    }
+  sweep_ = {
+    "cases": ["seed_mlp"],
+    "targets": targets_,
+    "batch_sizes": batch_sizes,
+    "precisions": ["float32"],
+  }
+  return fmt.manifest_text(
+    {"jax": "0.10.2", "jaxlib": "0.10.2"}, sweep_, "2026-01-01"
   )
 
 
