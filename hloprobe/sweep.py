@@ -428,7 +428,7 @@ def _load_targets(spec: SweepSpec, pool: worker.WorkerPool) -> dict[str, str]:
       try:
         pool.call("load_target", {"target": target})
       except worker.WorkerError as e:
-        broken[name] = f"loading the target config: {e}"
+        broken[target.name] = f"loading the target config: {e}"
   return broken
 
 
@@ -454,9 +454,13 @@ def _isolated_config(
   precision: str,
   n: int,
   explain_passes: bool,
-  broken: str | None,
+  broken_targets: dict[str, str],
 ) -> ConfigResult:
-  """A compile-only config, compiled in a worker; its death is this failure."""
+  """A compile-only config, compiled in a worker; its death is this failure.
+
+  A target in `broken_targets` (its worker died loading it) fails at once.
+  """
+  broken = broken_targets.get(target.name)
   if broken is None:
     try:
       return pool.call(
@@ -495,15 +499,9 @@ def _run_baseline(
       target = get_target(target_name)
       for precision in spec.precisions:
         for n in spec.batch_sizes:
-          if target.compile_only:
+          if target.compile_only:  # XLA may die on it: in a worker
             r = _isolated_config(
-              pool,
-              case,
-              target,
-              precision,
-              n,
-              spec.explain_passes,
-              broken.get(target_name),
+              pool, case, target, precision, n, spec.explain_passes, broken
             )
           else:
             r = run_config(

@@ -169,7 +169,7 @@ class _Worker:
     while left:
       ready, _, _ = select.select([fd], [], [], deadline - time.monotonic())
       if not ready:
-        self.close()
+        self.close(kill=True)
         raise WorkerError(
           f"worker timed out (XLA_FLAGS={self.xla_flags!r}); it was stopped"
         )
