@@ -388,12 +388,22 @@ def _start_stream(output_dir: str | None) -> str | None:
 
 
 def _cmd_sweep() -> int:
-  from hloprobe.compile import lowering
-
   spec = _sweep_spec()
   fmt = _check_format()
   _start_jax(spec.targets)
   results = _run_streamed(spec)
+  try:
+    _report_sweep(results, fmt)
+  except KeyboardInterrupt as e:  # every config finished and is streamed
+    signum = getattr(e, "signum", signal.SIGINT)
+    raise _Interrupted(signum, results, len(results)) from None
+  return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
+
+
+def _report_sweep(results, fmt: str) -> None:
+  """Prints a finished sweep and writes --output_dir's files."""
+  from hloprobe.compile import lowering
+
   versions = lowering.versions()
   cpu = _host()
   print(render.render(results, fmt, versions, cpu))
@@ -408,7 +418,6 @@ def _cmd_sweep() -> int:
     print(
       f"wrote {len(paths)} files under {_OUTPUT_DIR.value}", file=sys.stderr
     )
-  return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
 
 
 def _cmd_explain() -> int:
@@ -621,6 +630,17 @@ def main(argv: list[str]) -> int:
   except (HloprobeError, OSError) as e:
     _error(e)
     return EXIT_FAILED
+  finally:
+    _ignore_late_signals()
+
+
+def _ignore_late_signals() -> None:
+  """Once the command is done (results written), an interrupt changes
+  nothing: the exit status stays the command's (only where `run` set
+  the handlers, not in a caller's process)."""
+  for s in (signal.SIGINT, signal.SIGTERM):
+    if signal.getsignal(s) is _on_signal:
+      signal.signal(s, signal.SIG_IGN)
 
 
 def _interrupted(e: KeyboardInterrupt) -> int:
@@ -665,4 +685,7 @@ def run() -> None:
   # temporary folders go, finished results stay (see `_run_streamed`).
   for s in (signal.SIGINT, signal.SIGTERM):
     signal.signal(s, _on_signal)
-  app.run(main, flags_parser=_parse_flags)
+  try:
+    app.run(main, flags_parser=_parse_flags)
+  except KeyboardInterrupt as e:  # before `main` (flag parsing)
+    sys.exit(_interrupted(e))
