@@ -261,8 +261,9 @@ def update(
       cleaned = lock.clean_leftovers(golden_dir)
       result = _update_locked(golden_dir, snap, sweep)
   except OSError as e:
-    raise GoldenError(
-      f"[hloprobe] cannot lock or tidy {golden_dir} for the update ({e})"
+    raise GoldenError(  # e.g. the lock's folder cannot be made
+      f"[hloprobe] cannot write the new goldens for {golden_dir} ({e}); "
+      "the previous goldens are unchanged"
     ) from e
   if cleaned:
     note = "; ".join(filter(None, [result.note, *cleaned]))
