@@ -31,13 +31,15 @@ matched), 1 when a config failed, a fix failed, goldens differ or a file
 could not be written (`cannot write ...`, after any results), 2 for bad
 input (unknown case, target, precision, format, flag, command; an empty
 --case, --targets or --precisions; bad batch size; unparseable target
-config), with one line `hloprobe: error: ...`.
+config), with one line `hloprobe: error: ...`; 130 / 143 when interrupted
+by SIGINT / SIGTERM (see the README's list of rules).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 import signal
 import sys
@@ -53,7 +55,7 @@ with toolchain.quiet_startup():
   import jax  # noqa: F401
 
 from hloprobe.compile import cases, compat, experiments, targets
-from hloprobe.errors import HloprobeError, InvalidArgumentError, TargetError
+from hloprobe.errors import HloprobeError, InvalidArgumentError
 from hloprobe.ir import precisions
 from hloprobe.report import render
 
@@ -235,8 +237,20 @@ def _names_given(names: list[str]) -> bool:
   return bool(names) and all(names)
 
 
+def _error_bound_ok(value: float | None) -> bool:
+  return value is None or (math.isfinite(value) and value >= 0)
+
+
 def _register_validators() -> None:
-  """An empty list would sweep nothing and pass vacuously: a usage error."""
+  """An empty list would sweep nothing and pass vacuously: a usage error;
+  an error bound is a finite number >= 0."""
+  for holder in (_ABS_ERROR_BOUND, _REL_ERROR_BOUND):
+    flags.register_validator(
+      holder,
+      _error_bound_ok,
+      message=f"--{holder.name} must be a finite number >= 0, e.g. "
+      f"--{holder.name}=1e-3",
+    )
   for holder, example in ((_CASE, "seed_mlp"), (_PRECISIONS, "float32")):
     flags.register_validator(
       holder,
@@ -353,6 +367,7 @@ def _start_jax(target_names) -> None:
   """
   from hloprobe.compile import lowering
 
+  _check_xla_flags()
   # absl's app.run shows INFO records; JAX's backend probing logs some
   # ("Unable to initialize backend 'tpu'").
   logging.getLogger("jax").setLevel(logging.WARNING)
@@ -367,12 +382,29 @@ def _start_jax(target_names) -> None:
   warning = compat.version_warning()
   if warning:  # once per command: the checked jaxlib is another
     print(warning, file=sys.stderr)
-  for t in wanted:  # a config XLA cannot read is bad input, found up front
-    if t.compile_only:
-      try:
-        lowering.load_topology(t.name, t.config_text)
-      except TargetError as e:
-        raise InvalidArgumentError(str(e)) from e
+  # Compile-only targets are loaded by the sweep, in a worker process (XLA
+  # may die on a config); one XLA rejects is a TargetError, a usage error.
+
+
+def _check_xla_flags() -> None:
+  """XLA_FLAGS of the environment, tried in a worker before JAX starts here.
+
+  XLA aborts the process on a flag it does not know or a value it cannot
+  read (see `worker`), which would end this one without a word.
+
+  Raises:
+    InvalidArgumentError: XLA rejected a flag (the message names it).
+  """
+  from hloprobe.compile import worker
+
+  if not os.environ.get("XLA_FLAGS", "").strip():
+    return
+  try:
+    worker.call_in_worker("check_xla_flags", {}, "")
+  except worker.WorkerError as e:
+    if str(e).startswith("XLA rejected"):
+      raise InvalidArgumentError(f"XLA_FLAGS of the environment: {e}") from None
+    raise
 
 
 def _write(what: str, write):
@@ -393,15 +425,111 @@ def _host():
   return host.host_cpu(os.environ.get("XLA_FLAGS"))
 
 
-def _cmd_sweep() -> int:
-  from hloprobe.compile import lowering
+class _Interrupted(KeyboardInterrupt):
+  """SIGINT or SIGTERM, raised where the program is so `finally` blocks run.
 
+  Attributes:
+    signum: the signal.
+    done: the configs finished before it, when a sweep was running.
+    total: the sweep's number of configs.
+  """
+
+  def __init__(self, signum: int, done=None, total: int = 0):
+    super().__init__(signum)
+    self.signum, self.done, self.total = signum, done, total
+
+
+def _on_signal(signum, frame) -> None:
+  """Turns the first SIGINT/SIGTERM into `_Interrupted`; ignores the rest
+  (clean-up, e.g. ending worker processes, is not interrupted again)."""
+  del frame
+  for s in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(s, signal.SIG_IGN)
+  raise _Interrupted(signum)
+
+
+@dataclasses.dataclass
+class _Progress:
+  """The configs a running sweep finished, streamed to --output_dir."""
+
+  total: int
+  output_dir: str | None
+  done: list = dataclasses.field(default_factory=list)
+
+  def add(self, r) -> None:
+    self.done.append(r)
+    if self.output_dir:
+      try:
+        render.append_result_line(self.output_dir, r)
+      except OSError:  # the final write says `cannot write`, after results
+        self.output_dir = None
+
+
+def _config_count(spec) -> int:
+  return (
+    len(spec.cases)
+    * len(spec.targets)
+    * len(spec.precisions)
+    * len(spec.batch_sizes)
+    * (1 + len(spec.experiments))
+  )
+
+
+def _run_streamed(spec):
+  """run_sweep, each finished config appended to --output_dir/results.jsonl.
+
+  Raises:
+    _Interrupted: on SIGINT/SIGTERM, carrying the configs finished.
+  """
+  from hloprobe import sweep
+  from hloprobe.pictures import outputs
+
+  progress = _Progress(_config_count(spec), _start_stream(_OUTPUT_DIR.value))
+  try:
+    results = sweep.run_sweep(
+      spec, outputs.progress_printer(sys.stderr), on_result=progress.add
+    )
+  except KeyboardInterrupt as e:
+    signum = getattr(e, "signum", signal.SIGINT)
+    raise _Interrupted(signum, progress.done, progress.total) from None
+  for r in results[len(progress.done) :]:  # the experiments' configs
+    progress.add(r)
+  return results
+
+
+def _start_stream(output_dir: str | None) -> str | None:
+  """Empties --output_dir's results.jsonl; None (no stream) if it cannot."""
+  if not output_dir:
+    return None
+  try:
+    os.makedirs(output_dir, exist_ok=True)
+    with open(os.path.join(output_dir, render.RESULTS_STREAM), "w"):
+      pass
+  except OSError:  # the final write says `cannot write`, after results
+    return None
+  return output_dir
+
+
+def _cmd_sweep() -> int:
   spec = _sweep_spec()
   fmt = _check_format()
   if fmt == "html":  # the page explains: name the passes
     spec = dataclasses.replace(spec, explain_passes=True)
   _start_jax(spec.targets)
-  results = _run_sweep(spec)
+  results = _run_streamed(spec)
+  try:
+    _report_sweep(results, spec, fmt)
+  except KeyboardInterrupt as e:  # every config finished and is streamed
+    signum = getattr(e, "signum", signal.SIGINT)
+    raise _Interrupted(signum, results, len(results)) from None
+  return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
+
+
+def _report_sweep(results, spec, fmt: str) -> None:
+  """Prints a finished sweep and writes --output_dir's and the pictures'
+  files."""
+  from hloprobe.compile import lowering
+
   versions = lowering.versions()
   cpu = _host()
   if fmt == "html":
@@ -426,15 +554,6 @@ def _cmd_sweep() -> int:
     out = sys.stderr if fmt == "json" else sys.stdout
     print("\n" + timings.render_timings(results, fmt), file=out)
   _write_files(results, spec, versions, cpu)
-  return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
-
-
-def _run_sweep(spec):
-  """The sweep, with a progress line on stderr when it is a terminal."""
-  from hloprobe import sweep
-  from hloprobe.pictures import outputs
-
-  return sweep.run_sweep(spec, outputs.progress_printer(sys.stderr))
 
 
 def _explanations(results, spec):
@@ -491,7 +610,7 @@ def _cmd_explain() -> int:
     )
   spec = dataclasses.replace(_sweep_spec(), explain_passes=True)
   _start_jax(spec.targets)
-  results = _run_sweep(spec)
+  results = _run_streamed(spec)
   versions = lowering.versions()
   explanations = _explanations(results, spec)
   cpu = _host()
@@ -641,6 +760,12 @@ def _cmd_golden(words: list[str]) -> int:
     raise InvalidArgumentError(
       f"`golden` takes one word, check or update; got {words}; e.g. `hloprobe golden check`"
     )
+  if _TARGET_CONFIG.value:
+    raise InvalidArgumentError(
+      "`golden` does not read --target_config; name config files in "
+      "--targets (e.g. --targets=cpu,golden/configs/x.txtpb), as "
+      "MANIFEST.json records them"
+    )
   golden_dir = _GOLDEN_DIR.value or snapshot.default_golden_dir()
   spec = _golden_spec(golden_dir)
   _start_jax(spec.targets)
@@ -750,12 +875,41 @@ def main(argv: list[str]) -> int:
         f"unexpected arguments {rest}; flags are written --name=value"
       )
     return _COMMANDS[command]()
+  except KeyboardInterrupt as e:
+    return _interrupted(e)
   except InvalidArgumentError as e:
     _error(e)
     return EXIT_USAGE
   except (HloprobeError, OSError) as e:
     _error(e)
     return EXIT_FAILED
+  finally:
+    _ignore_late_signals()
+
+
+def _ignore_late_signals() -> None:
+  """Once the command is done (results written), an interrupt changes
+  nothing: the exit status stays the command's (only where `run` set
+  the handlers, not in a caller's process)."""
+  for s in (signal.SIGINT, signal.SIGTERM):
+    if signal.getsignal(s) is _on_signal:
+      signal.signal(s, signal.SIG_IGN)
+
+
+def _interrupted(e: KeyboardInterrupt) -> int:
+  """Says what an interrupt kept, in one line; returns 128 + the signal."""
+  signum = getattr(e, "signum", signal.SIGINT)
+  done = getattr(e, "done", None)
+  line = "hloprobe: interrupted"
+  if done is not None:
+    line += f" after {len(done)} of {e.total} configs"
+    if _OUTPUT_DIR.value:
+      where = os.path.join(_OUTPUT_DIR.value, render.RESULTS_STREAM)
+      line += f"; results so far in {where}"
+    else:
+      line += " (--output_dir=DIR keeps each finished config's results)"
+  print(line, file=sys.stderr)
+  return 128 + signum
 
 
 def _error(e: Exception) -> None:
@@ -780,4 +934,11 @@ def run() -> None:
   sys.modules["__main__"].__doc__ = __doc__
   # `hloprobe sweep | head`: end quietly when the reader goes away.
   signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-  app.run(main, flags_parser=_parse_flags)
+  # An interrupt ends the run through `finally` blocks: worker processes and
+  # temporary folders go, finished results stay (see `_run_streamed`).
+  for s in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(s, _on_signal)
+  try:
+    app.run(main, flags_parser=_parse_flags)
+  except KeyboardInterrupt as e:  # before `main` (flag parsing)
+    sys.exit(_interrupted(e))

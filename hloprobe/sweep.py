@@ -3,7 +3,10 @@
 It drives the stages and holds no analysis: lower and compile
 (`lowering`), parse (`hlo`, `stablehlo`), map dot sites
 (`dot_sites`), run and compare (`accuracy`). One failing config records its
-error and the sweep goes on.
+error and the sweep goes on. Compile-only GPU targets are loaded and
+compiled in a persistent worker process (`worker.WorkerPool`): XLA can die
+on a config it does not expect (SIGFPE on `threads_per_warp: 0`, jaxlib
+0.10.2), and that death is then one config's failure.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import os
 import re
 import time
 from collections.abc import Callable
@@ -18,7 +22,7 @@ from collections.abc import Callable
 from hloprobe.compile import cache, lowering, timing, worker
 from hloprobe.compile.cases import Case, get_case
 from hloprobe.compile.experiments import BASELINE, Experiment
-from hloprobe.compile.targets import Target, get_target
+from hloprobe.compile.targets import Target, get_target, is_config_path
 from hloprobe.errors import CaseError, InvalidArgumentError
 from hloprobe.ir import ptx
 from hloprobe.ir.hlo import parse_hlo_module
@@ -28,9 +32,13 @@ from hloprobe.numerics import accuracy, predict, reference
 from hloprobe.sites import dot_sites, effective, passes
 
 __all__ = [
+  "MAX_BATCH_SIZE",
+  "MAX_BATCH_SIZES",
   "ConfigResult",
   "SweepProgress",
   "SweepSpec",
+  "compile_config",
+  "load_target",
   "parse_batch_sizes",
   "run_sweep",
 ]
@@ -62,6 +70,12 @@ class SweepSpec:
   cache_dir: str | None = None
 
   def __post_init__(self):
+    # One rule for every list: a name (or size) given twice is swept once,
+    # where it first appears.
+    for field in ("cases", "batch_sizes", "precisions", "experiments"):
+      object.__setattr__(
+        self, field, tuple(dict.fromkeys(getattr(self, field)))
+      )
     names = [e.name for e in self.experiments]
     if len(set(names)) != len(names) or BASELINE.name in names:
       raise InvalidArgumentError(
@@ -70,12 +84,43 @@ class SweepSpec:
     _check_cases(self.cases)
     for name in self.precisions:
       parse_precision(name)
-    for name in self.targets:
-      get_target(name)
+    object.__setattr__(self, "targets", _check_target_names(self.targets))
     if not self.batch_sizes or min(self.batch_sizes) < 1:
       raise InvalidArgumentError(
         f"batch sizes must be positive integers, got {self.batch_sizes}"
       )
+
+
+def _same_target(a: str, b: str) -> bool:
+  """One built-in name, or two paths of one config file."""
+  if a == b:
+    return True
+  files = is_config_path(a) and is_config_path(b)
+  return files and os.path.realpath(a) == os.path.realpath(b)
+
+
+def _check_target_names(words: tuple[str, ...]) -> tuple[str, ...]:
+  """Every target loads, and no two share a name (rows and output folders
+  are keyed by it; a config file's target is named after the file).
+
+  Returns:
+    `words` with repeats of one target (`cpu,cpu`; `x.txtpb` and
+    `./x.txtpb`) dropped after their first.
+
+  Raises:
+    InvalidArgumentError: an unknown target or bad config, or a shared name.
+  """
+  seen: dict[str, str] = {}
+  for word in words:
+    name = get_target(word).name
+    if name in seen and not _same_target(seen[name], word):
+      raise InvalidArgumentError(
+        f"targets {seen[name]!r} and {word!r} are both named {name!r}; rows "
+        "and output folders are keyed by the name: rename a config file "
+        "(a config's target is named after its file)"
+      )
+    seen.setdefault(name, word)
+  return tuple(seen.values())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,28 +205,51 @@ class SweepProgress:
   current: str
 
 
-_RANGE_RE = re.compile(r"^(\d+)-(\d+)$")
+# Stated maxima, checked before any list is built: a batch size (rows of
+# the batched argument) and the number of batch sizes in one sweep.
+MAX_BATCH_SIZE = 1 << 20
+MAX_BATCH_SIZES = 4096
+# ASCII digits only ([0-9], not \\d: `int` would read '١' and '１'), at most
+# as many as MAX_BATCH_SIZE has, so no huge integer is ever made.
+_ITEM_RE = re.compile(r"([0-9]{1,7})(?:-([0-9]{1,7}))?")
+
+
+def _bad_batch_size(
+  item: str, text: str, why: str = ""
+) -> InvalidArgumentError:
+  return InvalidArgumentError(
+    f"bad batch size {item!r} in --batch_sizes={text!r}{why}; expected "
+    f"positive integers and ascending ranges up to {MAX_BATCH_SIZE}, at "
+    f"most {MAX_BATCH_SIZES} sizes, e.g. '1,2,4-9,64'"
+  )
 
 
 def parse_batch_sizes(text: str) -> tuple[int, ...]:
   """Parses `1,2,4-9,64` into (1, 2, 4, 5, 6, 7, 8, 9, 64).
 
+  Sizes are ASCII integers in [1, MAX_BATCH_SIZE]; at most MAX_BATCH_SIZES
+  of them, counted before any range is expanded. A size given twice is
+  kept once, where it first appears.
+
   Raises:
-    InvalidArgumentError: an item is not a positive integer or an ascending range.
+    InvalidArgumentError: an item is not a positive integer or an ascending range,
+      or the limits above are exceeded.
   """
-  sizes: list[int] = []
+  bounds, count = [], 0
   for item in text.split(","):
     item = item.strip()
-    m = _RANGE_RE.match(item)
-    if m and 1 <= int(m.group(1)) <= int(m.group(2)):
-      sizes += range(int(m.group(1)), int(m.group(2)) + 1)
-    elif item.isdigit() and int(item) >= 1:
-      sizes.append(int(item))
-    else:
-      raise InvalidArgumentError(
-        f"bad batch size {item!r} in --batch_sizes={text!r}; expected "
-        "positive integers and ranges, e.g. '1,2,4-9,64'"
-      )
+    m = _ITEM_RE.fullmatch(item)
+    if m is None:
+      raise _bad_batch_size(item, text)
+    lo = int(m.group(1))
+    hi = int(m.group(2)) if m.group(2) else lo
+    if not 1 <= lo <= hi <= MAX_BATCH_SIZE:
+      raise _bad_batch_size(item, text)
+    count += hi - lo + 1
+    if count > MAX_BATCH_SIZES:
+      raise _bad_batch_size(item, text, f": more than {MAX_BATCH_SIZES} sizes")
+    bounds.append((lo, hi))
+  sizes = (n for lo, hi in bounds for n in range(lo, hi + 1))
   return tuple(dict.fromkeys(sizes))
 
 
@@ -375,14 +443,12 @@ def _configs(spec: SweepSpec):
 
 
 def _run_experiment(
-  spec: SweepSpec, experiment: Experiment
+  spec: SweepSpec, experiment: Experiment, pool: worker.WorkerPool
 ) -> list[ConfigResult]:
   """The sweep under an experiment's XLA_FLAGS, in a worker process."""
   inner = dataclasses.replace(spec, experiments=())
   try:
-    results = worker.call_in_worker(
-      "run_sweep", {"spec": inner}, experiment.flags_text
-    )
+    results = pool.call("run_sweep", {"spec": inner}, experiment.flags_text)
   except worker.WorkerError as e:
     return [
       ConfigResult(
@@ -403,6 +469,7 @@ def run_sweep(
   spec: SweepSpec,
   progress: Callable[[SweepProgress], None] | None = None,
   on_result: Callable[[ConfigResult], None] | None = None,
+  pool: worker.WorkerPool | None = None,
 ) -> list[ConfigResult]:
   """Runs every config of a sweep, the baseline here and experiments in workers.
 
@@ -413,16 +480,31 @@ def run_sweep(
       (`current` == ""); the command line draws its progress line with it.
     on_result: optional callable given each baseline `ConfigResult` as it
       completes (e.g. to stream results to disk).
+    pool: the worker processes to use; None: a pool of this call's own,
+      ended when it returns or raises.
 
   Returns:
     One `ConfigResult` per config: the baseline's ordered case, target,
     precision, n; then each experiment's in the same order.
+
+  Raises:
+    TargetError: XLA rejects a compile-only target's config (before any
+      config runs).
   """
+  if pool is None:
+    with worker.WorkerPool() as own:
+      return run_sweep(spec, progress, on_result, own)
+  _check_case_sizes(spec)
+  broken = _load_targets(spec, pool)
   tell = progress or (lambda _: None)
   per_run = len(list(_configs(spec)))
   total = per_run * (1 + len(spec.experiments))
   results = _run_baseline(
-    spec, lambda done, now: tell(SweepProgress(done, total, now)), on_result
+    spec,
+    lambda done, now: tell(SweepProgress(done, total, now)),
+    on_result,
+    pool,
+    broken,
   )
   for experiment in spec.experiments:
     tell(
@@ -430,7 +512,7 @@ def run_sweep(
         len(results), total, f"experiment {experiment.name} (worker process)"
       )
     )
-    results += _run_experiment(spec, experiment)
+    results += _run_experiment(spec, experiment, pool)
   tell(SweepProgress(len(results), total, ""))
   return _with_batch_consistency(results)
 
@@ -456,19 +538,128 @@ def _check_cases(names) -> None:
     seen[label] = name
 
 
+def _check_case_sizes(spec: SweepSpec) -> None:
+  """A batch size larger than a case's rows is bad input, found up front.
+
+  Raises:
+    InvalidArgumentError: names the case, its rows and the largest size.
+  """
+  largest = max(spec.batch_sizes)
+  for name in spec.cases:
+    full = _case_inputs(name)
+    if full is None:  # a sized case makes its inputs at each size
+      continue
+    rows = get_case(name).full_size(full)
+    if largest > rows:
+      raise InvalidArgumentError(
+        f"batch size {largest} exceeds case {name!r}'s {rows} rows; use "
+        f"--batch_sizes up to {rows}"
+      )
+
+
+def load_target(target: Target) -> tuple[str, ...]:
+  """Loads a compile-only target's config into XLA (in a worker).
+
+  Returns the fields dropped so the installed proto could read it.
+
+  Raises:
+    TargetError: XLA rejects the config.
+  """
+  return lowering.load_topology(target.name, target.config_text).dropped_fields
+
+
+def _load_targets(spec: SweepSpec, pool: worker.WorkerPool) -> dict[str, str]:
+  """Loads every compile-only target in a worker, before any config runs.
+
+  Returns target name -> why the worker died loading it (those targets'
+  configs fail with that line, without compiling).
+  """
+  broken = {}
+  for name in spec.targets:
+    target = get_target(name)
+    if target.compile_only:
+      try:
+        pool.call("load_target", {"target": target})
+      except worker.WorkerError as e:
+        broken[target.name] = f"loading the target config: {e}"
+  return broken
+
+
+@functools.lru_cache(maxsize=4)
+def _case_inputs(case_name: str):
+  """A case's full-size inputs, made once per process (read only); None
+  for a case that makes its inputs at each size."""
+  return get_case(case_name).full_inputs()
+
+
+def compile_config(
+  case_name: str, target: Target, precision: str, n: int, explain_passes: bool
+) -> ConfigResult:
+  """`run_config` for a compile-only target, without a reference (in a
+  worker); `case_name` as the sweep names it (a user's `file.py:factory`
+  too)."""
+  case = get_case(case_name)
+  full = _case_inputs(case_name)
+  return run_config(case, full, None, target, precision, n, explain_passes)
+
+
+def _isolated_config(
+  pool: worker.WorkerPool,
+  case_name: str,
+  target: Target,
+  precision: str,
+  n: int,
+  explain_passes: bool,
+  broken_targets: dict[str, str],
+) -> ConfigResult:
+  """A compile-only config, compiled in a worker; its death is this failure.
+
+  A target in `broken_targets` (its worker died loading it) fails at once.
+  """
+  broken = broken_targets.get(target.name)
+  if broken is None:
+    try:
+      return pool.call(
+        "compile_config",
+        {
+          "case_name": case_name,
+          "target": target,
+          "precision": precision,
+          "n": n,
+          "explain_passes": explain_passes,
+        },
+      )
+    except worker.WorkerError as e:
+      broken = str(e)
+  return ConfigResult(
+    case_label(get_case(case_name)),
+    target.name,
+    n,
+    precision,
+    error=broken,
+    stage="compile",
+  )
+
+
 def _run_baseline(
-  spec: SweepSpec, starting, on_result=None
+  spec: SweepSpec,
+  starting,
+  on_result,
+  pool: worker.WorkerPool,
+  broken: dict[str, str],
 ) -> list[ConfigResult]:
   """The baseline configs in order; `starting(done, label)` before each,
-  `on_result(result)` after each."""
+  `on_result(result)` after each. Compile-only targets compile in `pool`'s
+  workers (XLA may die on them); `broken` names targets that failed to
+  load."""
   store = cache.RecordCache(spec.cache_dir) if spec.cache_dir else None
   results = []
   for case_name in spec.cases:
     case = get_case(case_name)
     watch = timing.Stopwatch()  # the case's first config pays for its setup
     with watch.stage("inputs"):
-      full = case.full_inputs()
-    setup = _CaseSetup(case, full, spec.batch_sizes)
+      full = _case_inputs(case_name)
+    setup = _CaseSetup(case_name, full, spec.batch_sizes, pool, broken)
     with watch.stage("cache"):
       fingerprint = _fingerprint(store, case, full)
     largest = max(spec.batch_sizes)
@@ -498,14 +689,24 @@ class _CaseSetup:
   """A case's references and predictor, made when a config first needs them
   (a warm rerun from the cache makes neither)."""
 
-  def __init__(self, case: Case, full: tuple, sizes: tuple[int, ...]):
-    self.case, self.full, self.sizes = case, full, sizes
+  def __init__(
+    self,
+    case_name: str,
+    full: tuple | None,
+    sizes: tuple[int, ...],
+    pool: worker.WorkerPool,
+    broken: dict[str, str],
+  ):
+    self.name, self.case = case_name, get_case(case_name)
+    self.full, self.sizes = full, sizes
+    self.pool, self.broken = pool, broken
     self._made = None
 
   def run(self, target, precision, n, spec, watch) -> ConfigResult:
     """`run_config` and its prediction; the first call makes the setup.
 
-    A case that lied about `rows_independent` fails every config at stage
+    A compile-only target compiles in a worker (XLA may die on it). A case
+    that lied about `rows_independent` fails every config at stage
     "reference", naming the case.
     """
     if self._made is None:
@@ -523,16 +724,29 @@ class _CaseSetup:
         error=str(lie),
         stage="reference",
       )
-    r = run_config(
-      self.case,
-      self.full,
-      references,
-      target,
-      precision,
-      n,
-      spec.explain_passes,
-      watch,
-    )
+    if target.compile_only:
+      r = _isolated_config(
+        self.pool,
+        self.name,
+        target,
+        precision,
+        n,
+        spec.explain_passes,
+        self.broken,
+      )
+      watch.add("lower", r.lower_s or 0.0)  # spent in the worker
+      watch.add("compile", r.compile_s or 0.0)
+    else:
+      r = run_config(
+        self.case,
+        self.full,
+        references,
+        target,
+        precision,
+        n,
+        spec.explain_passes,
+        watch,
+      )
     return _with_prediction(r, predictor, why, watch)
 
 

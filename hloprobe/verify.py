@@ -128,8 +128,16 @@ def parse_fix(text: str) -> Fix:
 
 
 def parse_requirements(text: str) -> tuple[str, ...]:
-  """`consistent,accurate[,golden]` into a tuple; unknown names rejected."""
-  names = tuple(n.strip() for n in text.split(",") if n.strip())
+  """`consistent,accurate[,golden]` into a tuple; unknown names rejected.
+
+  An empty item (`consistent,,accurate`) is rejected as `--batch_sizes=1,,2`
+  is; a name given twice counts once.
+  """
+  names = tuple(dict.fromkeys(n.strip() for n in text.split(",")))
+  if "" in names:
+    raise InvalidArgumentError(
+      f"--require={text!r} has an empty item; e.g. --require=consistent,accurate"
+    )
   bad = [n for n in names if n not in REQUIREMENTS]
   if bad or not names:
     raise InvalidArgumentError(

@@ -101,14 +101,14 @@ class FailureIsolationTest(absltest.TestCase):
     self.assertTrue(good.ok)
     self.assertLen(good.fates, 4)
 
-  def test_batch_larger_than_case_fails_alone(self):
-    case = cases.get_case("seed_mlp")
+  def test_batch_larger_than_case_is_a_usage_error_up_front(self):
+    # One failure per config would hide the cause: bad input, before any run.
     spec = sweep.SweepSpec(("seed_mlp",), (1, 5000), ("float32",), ("cpu",))
-    small, big = sweep.run_sweep(spec)
-    self.assertTrue(small.ok)
-    self.assertFalse(big.ok)
-    self.assertIn("4096 rows", big.error)
-    self.assertEqual(case.name, big.case)
+    with self.assertRaisesRegex(
+      InvalidArgumentError,
+      "batch size 5000 exceeds case 'seed_mlp''s 4096 rows",
+    ):
+      sweep.run_sweep(spec)
 
   def test_spec_rejects_unknown_names(self):
     base = sweep.SweepSpec(("seed_mlp",), (1,), ("float32",), ("cpu",))

@@ -14,6 +14,7 @@ import dataclasses
 import re
 
 from hloprobe.errors import InvalidArgumentError
+from hloprobe.ir.textfile import read_text_file
 
 __all__ = [
   "BASELINE",
@@ -124,23 +125,25 @@ def parse_experiment(text: str) -> Experiment:
   return Experiment(name, _check_flags(name, flags.split()))
 
 
+# `#` starts a comment at the start of a line or after a space, so a flag
+# value may hold one (`--xla_dump_to=/tmp/run#2`).
+_COMMENT_RE = re.compile(r"(?:^|\s)#.*")
+
+
 def parse_experiments_file(path: str) -> list[Experiment]:
-  """Reads one `NAME:FLAGS` (or built-in name) per line; `#` starts a comment.
+  """Reads one `NAME:FLAGS` (or built-in name) per line; `#` at the start of
+  a line or after a space starts a comment.
 
   Raises:
     InvalidArgumentError: the file cannot be read, or a line is bad (named with its
       line number).
   """
-  try:
-    with open(path) as f:
-      lines = f.read().splitlines()
-  except OSError as e:
-    raise InvalidArgumentError(
-      f"cannot read --experiments_file {path!r}: {e.strerror}"
-    ) from e
+  lines = read_text_file(
+    path, f"--experiments_file={path!r}", InvalidArgumentError
+  ).splitlines()
   out = []
   for lineno, line in enumerate(lines, start=1):
-    line = line.split("#", 1)[0].strip()
+    line = _COMMENT_RE.sub("", line).strip()
     if not line:
       continue
     try:

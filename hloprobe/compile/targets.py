@@ -22,10 +22,12 @@ import re
 from collections.abc import Mapping
 
 from hloprobe.errors import TargetError
+from hloprobe.ir.textfile import read_text_file
 
 __all__ = [
   "BUILTIN_TARGETS",
   "GPU_SPECS",
+  "POSITIVE_COUNTS",
   "Target",
   "UnknownField",
   "drop_field",
@@ -229,6 +231,7 @@ def _target_from_text(
       f"{where}: no gpu_device_info.cuda_compute_capability; hloprobe "
       f"compiles for CUDA GPUs only (e.g. {_EXAMPLE})"
     )
+  _check_counts(tokens, where)
   device = _field_value(tokens, ("device_description_str",)) or name
   return Target(
     name=name,
@@ -241,6 +244,36 @@ def _target_from_text(
   )
 
 
+# GpuDeviceInfoProto counts XLA divides by when it sizes kernel launches
+# (xla/service/gpu/launch_dimensions.cc, CalculateLaunchDimensions: warps
+# per block, blocks per grid dimension). Checked on jaxlib 0.10.2:
+# `threads_per_warp: 0` and `block_dim_limit_x: 0` kill the process with
+# SIGFPE while compiling; a worker process would report that, but the
+# meaning is clear enough to say so up front.
+POSITIVE_COUNTS = (
+  "threads_per_warp",
+  "threads_per_block_limit",
+  "block_dim_limit_x",
+  "block_dim_limit_y",
+  "block_dim_limit_z",
+  "core_count",
+)
+
+
+def _check_counts(tokens: list[_Token], where: str) -> None:
+  """Raises TargetError when an integer of `POSITIVE_COUNTS` is below 1."""
+  for field in POSITIVE_COUNTS:
+    value = _field_value(tokens, ("gpu_device_info", field))
+    # Not an integer at all: XLA's text-format parser says so itself.
+    if value is None or not re.fullmatch(r"[+-]?[0-9]+", value):
+      continue
+    if int(value) < 1:
+      raise TargetError(
+        f"{where}: gpu_device_info.{field} is {value!r}; it must be a "
+        f"positive integer (XLA divides by it), e.g. {_EXAMPLE}"
+      )
+
+
 def load_target_config(path: str) -> Target:
   """Makes a compile-only CUDA target of a GpuTargetConfigProto text file.
 
@@ -250,22 +283,12 @@ def load_target_config(path: str) -> Target:
       named after the file (`a100_sxm_40`).
 
   Raises:
-    TargetError: the file cannot be read, is not text-format protobuf, or
+    TargetError: the file cannot be read, is not a regular UTF-8 text
+      file of bounded size (`textfile`), is not text-format protobuf, or
       has no CUDA compute capability. Fields the installed XLA does not know
       are not an error here (see `lowering`).
   """
-  try:
-    with open(path, encoding="utf-8") as f:
-      text = f.read()
-  except OSError as e:
-    raise TargetError(
-      f"--target_config={path!r}: cannot read it ({e})"
-    ) from None
-  except UnicodeDecodeError:
-    raise TargetError(
-      f"{path}: not a GpuTargetConfigProto text file (not UTF-8 text); "
-      f"expected 'name: value' and 'name {{ ... }}' fields, e.g. {_EXAMPLE}"
-    ) from None
+  text = read_text_file(path, f"--target_config={path!r}", TargetError)
   name = os.path.splitext(os.path.basename(path))[0]
   return _target_from_text(name, text, path, None)
 
@@ -370,10 +393,14 @@ def drop_field(text: str, field: UnknownField) -> str:
     TargetError: no field of that name ends at that position.
   """
   tokens = _tokenize(text)
+  where = (field.line, field.column)
   for i, tok in enumerate(tokens):
-    if tok.text == field.field and _line_col(text, tok.end) == (
-      field.line,
-      field.column,
+    # protobuf names the column just past a scalar's name, but that of the
+    # next token for a message field (`zzz_sub { a: 1 }`: the `{`).
+    after = tokens[i + 1].start if i + 1 < len(tokens) else tok.end
+    if tok.text == field.field and where in (
+      _line_col(text, tok.end),
+      _line_col(text, after),
     ):
       j = _field_end(tokens, i)
       if j < len(tokens) and tokens[j].text in (",", ";"):

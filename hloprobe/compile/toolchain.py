@@ -171,7 +171,9 @@ def captured_stderr() -> Iterator[list[str]]:
   sys.stderr.flush()
   saved = os.dup(2)
   out: list[str] = []
-  with tempfile.TemporaryFile() as tmp:
+  # A named file: if native code kills the process inside the block, a
+  # worker's parent reads what it wrote (see `worker`).
+  with tempfile.NamedTemporaryFile(prefix="hloprobe-stderr-") as tmp:
     os.dup2(tmp.fileno(), 2)
     try:
       yield out

@@ -1,12 +1,24 @@
-"""Worker processes: sweep stages run under their own XLA_FLAGS.
+"""Worker processes: work XLA may crash on, and work under other XLA_FLAGS.
 
 XLA reads XLA_FLAGS once per process (xla/debug_options_flags.cc,
-ParseDebugOptionsFlagsFromEnv), so a config that needs other flags runs in a
-fresh `python -m hloprobe.compile.worker`. The request and the records travel as
-pickles through files, never as text to re-parse. XLA aborts the process
-on a flag it does not know (`parse_flags_from_env.cc: Unknown flag in
-XLA_FLAGS: --xla_...`, jaxlib 0.10.2): that death becomes one `WorkerError`
-line naming the flag.
+ParseDebugOptionsFlagsFromEnv), so a config that needs other flags runs in
+another process. XLA also aborts the whole process on input it does not
+expect: a flag it does not know (`parse_flags_from_env.cc: Unknown flag in
+XLA_FLAGS: --xla_...`, jaxlib 0.10.2), a CHECK failure, or a signal such as
+SIGFPE from a GpuTargetConfigProto with `threads_per_warp: 0`. Such work
+runs in a worker, and a worker's death becomes one `WorkerError` line naming
+the signal or the flag and the last lines XLA printed.
+
+A `WorkerPool` keeps one persistent worker (`python -m
+hloprobe.compile.worker`) per XLA_FLAGS words, so jax is imported once per
+flag set, not once per config; a worker that died is started again on the
+next call. Requests and replies travel as length-prefixed pickles on the
+worker's stdin and on a private copy of its stdout (native writes to fd 1
+go to its stderr log), never as text to re-parse. Each worker gets its own
+temporary folder (TMPDIR), removed when the worker ends however it ends;
+a worker dies with its parent (Linux `prctl(PR_SET_PDEATHSIG, SIGKILL)`)
+and ends when its stdin closes, and it ignores SIGINT so that an
+interrupt is handled once, by the parent.
 
 A worker runs with the user's own XLA_FLAGS (as the baseline does, in this
 process) followed by the experiment's. XLA reads the words left to right and
@@ -16,16 +28,28 @@ the last value of a flag wins (checked on jaxlib 0.10.2 with two
 
 from __future__ import annotations
 
+import glob
 import os
 import pickle
 import re
+import select
+import shutil
+import signal
+import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 from hloprobe.errors import HloprobeError
 
-__all__ = ["WorkerError", "call_in_worker", "worker_xla_flags"]
+__all__ = [
+  "WorkerError",
+  "WorkerPool",
+  "call_in_worker",
+  "serve",
+  "worker_xla_flags",
+]
 
 _UNKNOWN_FLAG_RE = re.compile(r"Unknown flag in XLA_FLAGS: (\S+)")
 # A flag XLA knows with a value it cannot read (command_line_flags.cc).
@@ -35,14 +59,30 @@ _BAD_VALUE_RE = re.compile(
 # Functions a worker may run, by name: (module, attribute).
 _FUNCTIONS = {
   "run_sweep": ("hloprobe.sweep", "run_sweep"),
+  "compile_config": ("hloprobe.sweep", "compile_config"),
+  "load_target": ("hloprobe.sweep", "load_target"),
+  "check_xla_flags": ("hloprobe.compile.worker", "_check_xla_flags"),
 }
+_HEADER = struct.Struct(">Q")
+_MAIN = (
+  "import sys; from hloprobe.compile import worker; worker.serve(sys.argv)"
+)
+_LAST_LINES = 3
 
 
 class WorkerError(HloprobeError):
   """Raised when a worker process dies or XLA rejects its flags."""
 
 
+def _signal_name(returncode: int) -> str:
+  try:
+    return signal.Signals(-returncode).name
+  except ValueError:
+    return f"signal {-returncode}"
+
+
 def _explain_death(returncode: int, stderr: str, xla_flags: str) -> str:
+  """One line: the flag XLA rejected, or the signal/status and last lines."""
   m = _UNKNOWN_FLAG_RE.search(stderr)
   if m:
     return f"XLA rejected flag {m.group(1)} (XLA_FLAGS={xla_flags!r})"
@@ -52,9 +92,20 @@ def _explain_death(returncode: int, stderr: str, xla_flags: str) -> str:
       f"XLA rejected flag --{m.group(2)}: cannot read the value {m.group(1)!r} "
       f"(XLA_FLAGS={xla_flags!r})"
     )
-  lines = [l for l in stderr.strip().splitlines() if l.strip()]
-  last = lines[-1] if lines else "no output"
-  return f"worker exited with status {returncode}: {last}"
+  from hloprobe.compile.toolchain import filter_startup_noise
+
+  lines = [
+    line.strip()
+    for line in filter_startup_noise(stderr).splitlines()
+    if line.strip()
+  ]
+  last = " | ".join(lines[-_LAST_LINES:]) if lines else "it printed nothing"
+  how = (
+    f"was killed by {_signal_name(returncode)}"
+    if returncode < 0
+    else f"exited with status {returncode}"
+  )
+  return f"worker process {how}; last lines: {last}"
 
 
 def worker_xla_flags(user_flags: str, experiment_flags: str) -> str:
@@ -68,77 +119,250 @@ def worker_xla_flags(user_flags: str, experiment_flags: str) -> str:
   )
 
 
-def call_in_worker(
-  function: str, kwargs: dict, xla_flags: str, timeout_s: float = 1800.0
-):
-  """Runs `function(**kwargs)` in a fresh process with extra XLA_FLAGS.
+def _jax_platforms() -> str | None:
+  """The platforms this process's JAX uses (None: JAX's own choice)."""
+  if "jax" not in sys.modules:
+    return os.environ.get("JAX_PLATFORMS")
+  return sys.modules["jax"].config.jax_platforms
 
-  Args:
-    function: a name in `_FUNCTIONS` ("run_sweep").
-    kwargs: picklable keyword arguments.
-    xla_flags: the experiment's XLA_FLAGS words ("" for none); the worker
-      gets the XLA_FLAGS of this process's environment, then these.
-    timeout_s: wall-clock limit in seconds.
 
-  Returns:
-    The function's return value, unpickled.
+class _Worker:
+  """One persistent worker process under one XLA_FLAGS."""
 
-  Raises:
-    WorkerError: the worker died (e.g. XLA rejected a flag) or timed out.
-  """
-  if function not in _FUNCTIONS:
-    raise ValueError(
-      f"unknown worker function {function!r}; choose from {sorted(_FUNCTIONS)}"
-    )
-  with tempfile.TemporaryDirectory(prefix="hloprobe-worker-") as tmp:
-    request, reply = (
-      os.path.join(tmp, "request.pkl"),
-      os.path.join(tmp, "reply.pkl"),
-    )
-    with open(request, "wb") as f:
-      pickle.dump((function, kwargs), f)
-    flags = worker_xla_flags(os.environ.get("XLA_FLAGS", ""), xla_flags)
-    env = dict(os.environ, XLA_FLAGS=flags)
+  def __init__(self, xla_flags: str):
+    self.xla_flags = xla_flags
+    self.tmp = tempfile.mkdtemp(prefix="hloprobe-worker-")
+    env = dict(os.environ, XLA_FLAGS=xla_flags, TMPDIR=self.tmp)
     platforms = _jax_platforms()
     if platforms:  # the worker starts the same backends as this process
       env["JAX_PLATFORMS"] = platforms
-    try:
-      proc = subprocess.run(
-        [sys.executable, "-m", "hloprobe.compile.worker", request, reply],
+    self.log_path = os.path.join(self.tmp, "stderr.log")
+    with open(self.log_path, "wb") as log:
+      self.proc = subprocess.Popen(
+        [sys.executable, "-c", _MAIN, str(os.getpid())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=log,
         env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
       )
-    except subprocess.TimeoutExpired as e:
-      raise WorkerError(f"worker timed out after {timeout_s:.0f} s") from e
-    if proc.returncode != 0 or not os.path.exists(reply):
-      raise WorkerError(_explain_death(proc.returncode, proc.stderr, flags))
-    with open(reply, "rb") as f:
-      return pickle.load(f)
+
+  def call(self, function: str, kwargs: dict, timeout_s: float):
+    """Sends one request; returns its result or raises what it raised."""
+    payload = pickle.dumps((function, kwargs))
+    try:
+      self.proc.stdin.write(_HEADER.pack(len(payload)) + payload)
+      self.proc.stdin.flush()
+      status, value = pickle.loads(self._read_frame(timeout_s))
+    except (BrokenPipeError, EOFError):
+      raise WorkerError(self._death()) from None
+    if status == "raise":
+      raise value
+    return value
+
+  def _read_frame(self, timeout_s: float) -> bytes:
+    deadline = time.monotonic() + timeout_s
+    header = self._read_exact(_HEADER.size, deadline)
+    return self._read_exact(_HEADER.unpack(header)[0], deadline)
+
+  def _read_exact(self, size: int, deadline: float) -> bytes:
+    fd, chunks, left = self.proc.stdout.fileno(), [], size
+    while left:
+      ready, _, _ = select.select([fd], [], [], deadline - time.monotonic())
+      if not ready:
+        self.close(kill=True)
+        raise WorkerError(
+          f"worker timed out (XLA_FLAGS={self.xla_flags!r}); it was stopped"
+        )
+      chunk = os.read(fd, min(left, 1 << 20))
+      if not chunk:
+        raise EOFError
+      chunks.append(chunk)
+      left -= len(chunk)
+    return b"".join(chunks)
+
+  def _death(self) -> str:
+    returncode = self.proc.wait()
+    text = _read_tail(self.log_path)
+    # A crash inside `toolchain.captured_stderr` leaves its capture file.
+    for path in sorted(glob.glob(os.path.join(self.tmp, "hloprobe-stderr-*"))):
+      text += _read_tail(path)
+    message = _explain_death(returncode, text, self.xla_flags)
+    self.close()
+    return message
+
+  @property
+  def alive(self) -> bool:
+    return self.proc.poll() is None
+
+  def close(self, kill: bool = False) -> None:
+    """Ends the process and removes its folder.
+
+    Args:
+      kill: SIGKILL it at once (an interrupt: it may be mid-compile);
+        otherwise close its stdin and give it 5 s to end.
+    """
+    if self.proc.poll() is None:
+      if not kill:
+        self.proc.stdin.close()
+      try:
+        self.proc.wait(timeout=0 if kill else 5)
+      except subprocess.TimeoutExpired:
+        self.proc.kill()
+        self.proc.wait()
+    for stream in (self.proc.stdin, self.proc.stdout):
+      if not stream.closed:
+        stream.close()
+    shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def _jax_platforms() -> str | None:
-  import jax
+def _read_tail(path: str, size: int = 16384) -> str:
+  try:
+    with open(path, "rb") as f:
+      f.seek(max(0, os.path.getsize(path) - size))
+      return f.read().decode("utf-8", errors="replace")
+  except OSError:
+    return ""
 
-  return jax.config.jax_platforms
+
+class WorkerPool:
+  """Persistent worker processes, one per XLA_FLAGS words.
+
+  Use as a context manager: leaving it ends every worker and removes its
+  temporary folder, also on an exception or interrupt. A worker that died
+  is replaced by a fresh one on the next call.
+  """
+
+  def __init__(self):
+    self._workers: dict[str, _Worker] = {}
+
+  def call(
+    self,
+    function: str,
+    kwargs: dict,
+    xla_flags: str = "",
+    timeout_s: float = 1800.0,
+  ):
+    """Runs `function(**kwargs)` in the worker for these extra XLA_FLAGS.
+
+    Args:
+      function: a name in `_FUNCTIONS` ("run_sweep", "compile_config", ...).
+      kwargs: picklable keyword arguments.
+      xla_flags: extra XLA_FLAGS words ("" for none); the worker gets the
+        XLA_FLAGS of this process's environment, then these.
+      timeout_s: wall-clock limit of this call, in seconds.
+
+    Returns:
+      The function's return value, unpickled.
+
+    Raises:
+      WorkerError: the worker died (a signal, an abort, XLA rejected a
+        flag) or timed out; the message is one line.
+      Exception: what the function raised, re-raised here.
+    """
+    if function not in _FUNCTIONS:
+      raise ValueError(
+        f"unknown worker function {function!r}; choose from {sorted(_FUNCTIONS)}"
+      )
+    flags = worker_xla_flags(os.environ.get("XLA_FLAGS", ""), xla_flags)
+    worker = self._workers.get(flags)
+    if worker is None or not worker.alive:
+      if worker is not None:
+        worker.close()
+      worker = self._workers[flags] = _Worker(flags)
+    return worker.call(function, kwargs, timeout_s)
+
+  def close(self, kill: bool = False) -> None:
+    """Ends every worker and removes their temporary folders.
+
+    Args:
+      kill: SIGKILL them at once instead of letting them finish.
+    """
+    while self._workers:
+      self._workers.popitem()[1].close(kill)
+
+  def __enter__(self) -> WorkerPool:
+    return self
+
+  def __exit__(self, exc_type, *rest) -> None:
+    self.close(kill=exc_type is not None)
 
 
-def _serve(request: str, reply: str) -> None:
+def call_in_worker(
+  function: str, kwargs: dict, xla_flags: str, timeout_s: float = 1800.0
+):
+  """Runs `function(**kwargs)` in a worker of its own (see `WorkerPool.call`)."""
+  with WorkerPool() as pool:
+    return pool.call(function, kwargs, xla_flags, timeout_s)
+
+
+def _check_xla_flags() -> None:
+  """Starts the CPU backend: XLA parses XLA_FLAGS then (aborting if bad)."""
+  from hloprobe.compile import lowering
+
+  lowering.start_backends("cpu")
+
+
+def _die_with_parent(parent: int) -> None:
+  """Asks Linux to SIGKILL this process when its parent ends."""
+  try:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
+  except (OSError, AttributeError):
+    pass  # elsewhere the closed stdin still ends the worker
+  if os.getppid() != parent:  # the parent ended before prctl
+    os._exit(1)
+
+
+def _read_request(fd: int):
+  header = os.read(fd, _HEADER.size)
+  while 0 < len(header) < _HEADER.size:
+    more = os.read(fd, _HEADER.size - len(header))
+    if not more:
+      return None
+    header += more
+  if not header:
+    return None
+  size, chunks = _HEADER.unpack(header)[0], []
+  while size:
+    chunk = os.read(fd, size)
+    if not chunk:
+      return None
+    chunks.append(chunk)
+    size -= len(chunk)
+  return pickle.loads(b"".join(chunks))
+
+
+def _reply(fd: int, status: str, value) -> None:
+  try:
+    payload = pickle.dumps((status, value))
+  except Exception as e:  # an unpicklable result or exception
+    payload = pickle.dumps(("raise", WorkerError(f"{type(e).__name__}: {e}")))
+  data = _HEADER.pack(len(payload)) + payload
+  while data:
+    data = data[os.write(fd, data) :]
+
+
+def serve(argv: list[str]) -> None:
+  """A worker's main: answers requests from stdin until it closes.
+
+  Args:
+    argv: ["-c", PARENT_PID].
+  """
   import importlib
 
-  with open(request, "rb") as f:
-    function, kwargs = pickle.load(f)
-  module, attr = _FUNCTIONS[function]
-  result = getattr(importlib.import_module(module), attr)(**kwargs)
-  with open(reply + ".tmp", "wb") as f:
-    pickle.dump(result, f)
-  os.replace(reply + ".tmp", reply)
-
-
-if __name__ == "__main__":
-  from hloprobe.compile import toolchain
-
-  with toolchain.quiet_startup():  # as the command line does
-    import jax  # noqa: F401
-  _serve(sys.argv[1], sys.argv[2])
+  parent = int(argv[1])
+  signal.signal(signal.SIGINT, signal.SIG_IGN)
+  _die_with_parent(parent)
+  replies = os.dup(1)
+  os.dup2(2, 1)  # stray native writes to stdout go to the log
+  while (request := _read_request(0)) is not None:
+    function, kwargs = request
+    module, attr = _FUNCTIONS[function]
+    try:
+      result = getattr(importlib.import_module(module), attr)(**kwargs)
+    except Exception as e:  # sent back and re-raised in the parent
+      _reply(replies, "raise", e)
+    else:
+      _reply(replies, "ok", result)

@@ -252,11 +252,18 @@ def _text_header(path: str, text: str) -> tuple[dict, str]:
   return {"schema_version": m.group(1)} | fields, body
 
 
-def _dots_content(path: str, text: str) -> tuple[dict, dict]:
+def _json(path: str, text: str):
+  """The JSON document in `text`; GoldenError naming `path` otherwise."""
   try:
-    doc = json.loads(text)
+    return json.loads(text)
   except json.JSONDecodeError as e:
     raise _fail(path, f"not valid JSON ({e}; truncated?)") from e
+  except RecursionError:
+    raise _fail(path, "JSON nested too deeply to read") from None
+
+
+def _dots_content(path: str, text: str) -> tuple[dict, dict]:
+  doc = _json(path, text)
   ok = (
     isinstance(doc, dict)
     and isinstance(doc.get("golden"), dict)
@@ -386,10 +393,7 @@ def parse_manifest(path: str, text: str, sweep_only: bool = False) -> dict:
   Raises:
     GoldenError: not JSON, wrong schema, or a malformed sweep; names `path`.
   """
-  try:
-    doc = json.loads(text)
-  except json.JSONDecodeError as e:
-    raise _fail(path, f"not valid JSON ({e}; truncated?)") from e
+  doc = _json(path, text)
   if not isinstance(doc, dict) or doc.get("schema") != _MANIFEST_SCHEMA:
     raise _fail(
       path, f'not a golden manifest: expected "schema": "{_MANIFEST_SCHEMA}"'
@@ -406,7 +410,7 @@ def parse_manifest(path: str, text: str, sweep_only: bool = False) -> dict:
   ok = isinstance(sweep, dict) and all(
     isinstance(sweep.get(k), list)
     and sweep[k]
-    and all(isinstance(v, t) for v in sweep[k])
+    and all(type(v) is t for v in sweep[k])  # not True for an int
     for k, t in _SWEEP_KEYS.items()
   )
   if not ok or not all(

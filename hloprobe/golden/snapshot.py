@@ -35,6 +35,7 @@ from collections.abc import Iterable, Mapping
 
 from hloprobe.compile import lowering
 from hloprobe.compile.experiments import BASELINE
+from hloprobe.compile.targets import is_config_path
 from hloprobe.errors import GoldenError
 from hloprobe.golden import format as fmt
 from hloprobe.golden.diff import (
@@ -44,6 +45,7 @@ from hloprobe.golden.diff import (
   unified_diff,
 )
 from hloprobe.golden.format import ConfigKey
+from hloprobe.ir.textfile import read_text_file
 from hloprobe.sweep import ConfigResult, SweepSpec, run_sweep
 
 __all__ = [
@@ -190,11 +192,7 @@ def list_golden_files(directory: str) -> list[str]:
 def read_golden_file(directory: str, rel: str) -> str:
   """The text of one file; GoldenError naming it when it cannot be read."""
   path = os.path.join(directory, rel)
-  try:
-    with open(path) as f:
-      return f.read()
-  except (OSError, UnicodeDecodeError) as e:
-    raise GoldenError(f"[hloprobe] cannot read golden file {path}: {e}") from e
+  return read_text_file(path, f"[hloprobe] golden file {path}", GoldenError)
 
 
 def _interrupted_update(golden_dir: str) -> str | None:
@@ -248,9 +246,29 @@ def manifest_sweep(golden_dir: str) -> dict[str, list] | None:
   """
   if not os.path.isfile(os.path.join(golden_dir, MANIFEST)):
     return None
-  text = read_golden_file(golden_dir, MANIFEST)
-  path = os.path.join(golden_dir, MANIFEST)
-  return fmt.parse_manifest(path, text, sweep_only=True)["sweep"]
+  sweep = read_manifest(golden_dir)["sweep"]
+  _confine_targets(golden_dir, sweep["targets"])
+  return sweep
+
+
+def _confine_targets(golden_dir: str, words: Iterable[str]) -> None:
+  """A committed manifest reads config files only inside its folder.
+
+  Raises:
+    GoldenError: a config-file target resolves (symlinks too) outside the
+      golden folder.
+  """
+  root = os.path.realpath(golden_dir)
+  for word in words:
+    if not is_config_path(word):
+      continue
+    where = os.path.realpath(word)
+    if os.path.commonpath([root, where]) != root:
+      raise GoldenError(
+        f"[hloprobe] {os.path.join(golden_dir, MANIFEST)}: target config "
+        f"{word!r} is outside the golden folder; keep the configs a "
+        "manifest names inside it"
+      )
 
 
 def sweep_configs(sweep: Mapping[str, list]) -> set[tuple]:

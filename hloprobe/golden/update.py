@@ -29,6 +29,7 @@ from collections.abc import Mapping
 
 from hloprobe.errors import GoldenError
 from hloprobe.golden import format as fmt
+from hloprobe.golden import lock
 from hloprobe.golden.snapshot import (
   MANIFEST,
   Snapshot,
@@ -43,6 +44,7 @@ from hloprobe.golden.snapshot import (
   sweep_snapshot,
   write_snapshot,
 )
+from hloprobe.ir.textfile import umask_mode
 from hloprobe.sweep import SweepSpec
 
 __all__ = ["UpdateResult", "golden_update", "update"]
@@ -172,7 +174,7 @@ def _new_stage(golden_dir: str) -> str:
   parent, base = os.path.split(os.path.abspath(golden_dir))
   os.makedirs(parent, exist_ok=True)
   stage = tempfile.mkdtemp(prefix=f".{base}.update-", dir=parent)
-  os.chmod(stage, 0o755)  # mkdtemp makes it 0o700
+  os.chmod(stage, umask_mode(0o777))  # mkdtemp makes it 0o700
   return stage
 
 
@@ -225,7 +227,10 @@ def _swap_in(stage: str, golden_dir: str) -> None:
 
 
 def update(
-  golden_dir: str, snap: Snapshot, sweep: Mapping[str, list]
+  golden_dir: str,
+  snap: Snapshot,
+  sweep: Mapping[str, list],
+  lock_timeout_s: float = 120.0,
 ) -> UpdateResult:
   """Writes a snapshot into the golden folder, atomically.
 
@@ -240,16 +245,41 @@ def update(
     golden_dir: the golden folder (created if absent).
     snap: the new files, from `snapshot`.
     sweep: the sweep that made them (keys as in `snapshot.manifest_sweep`).
+    lock_timeout_s: how long to wait for another update, in seconds.
+
+  One update at a time per folder (`lock.golden_lock`: a second waits,
+  then fails naming the holder); folders a killed update left are removed
+  first and named in `note`.
 
   Raises:
-    GoldenError: a config failed (nothing is written), or the folder could
-      not be replaced (the previous goldens stay).
+    GoldenError: a config failed (nothing is written), the folder could
+      not be replaced (the previous goldens stay), or another update held
+      the lock too long.
   """
   if snap.failed:
     raise GoldenError(
       "[hloprobe] refusing to update goldens, configs failed:\n  "
       + "\n  ".join(snap.failed)
     )
+  try:
+    with lock.golden_lock(golden_dir, lock_timeout_s):
+      cleaned = lock.clean_leftovers(golden_dir)
+      result = _update_locked(golden_dir, snap, sweep)
+  except OSError as e:
+    raise GoldenError(  # e.g. the lock's folder cannot be made
+      f"[hloprobe] cannot write the new goldens for {golden_dir} ({e}); "
+      "the previous goldens are unchanged"
+    ) from e
+  if cleaned:
+    note = "; ".join(filter(None, [result.note, *cleaned]))
+    result = dataclasses.replace(result, note=note)
+  return result
+
+
+def _update_locked(
+  golden_dir: str, snap: Snapshot, sweep: Mapping[str, list]
+) -> UpdateResult:
+  """`update`, holding the golden folder's lock."""
   old = list_golden_files(golden_dir) if os.path.isdir(golden_dir) else []
   plan = _plan(golden_dir, snap, sweep, old)
   replaced = {r for r in old if in_scope(r, plan.scope) or r in snap.files}

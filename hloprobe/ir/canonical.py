@@ -127,10 +127,10 @@ def _clean_json(value):
 
 def _backend_config(raw: str) -> str | None:
   """The backend_config text without noise keys; None when nothing is left."""
-  text = json.loads(raw) if raw.startswith('"') else raw
   try:
+    text = json.loads(raw) if raw.startswith('"') else raw
     value = json.loads(text)
-  except json.JSONDecodeError:
+  except (json.JSONDecodeError, RecursionError, TypeError):
     return raw  # not JSON: keep it as printed
   value = _clean_json(value)
   if value in ({}, [], None):

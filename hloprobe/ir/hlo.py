@@ -199,8 +199,25 @@ def _parse_braced_fields(text: str) -> dict[str, str]:
   out = {}
   for m in re.finditer(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)', body):
     value = m.group(2)
-    out[m.group(1)] = json.loads(value) if value.startswith('"') else value
+    out[m.group(1)] = _json_string(value) if value.startswith('"') else value
   return out
+
+
+def _json_string(text: str):
+  """A JSON value printed in HLO text; HloParseError when it is not JSON."""
+  try:
+    return json.loads(text)
+  except (json.JSONDecodeError, RecursionError) as e:
+    raise HloParseError(f"[hloprobe] bad JSON {text[:60]!r}: {e}") from None
+
+
+def _int(text: str, what: str) -> int:
+  """An integer printed in HLO text; HloParseError when it is not one."""
+  if not re.fullmatch(r"\s*-?[0-9]{1,18}\s*", text):
+    raise HloParseError(
+      f"[hloprobe] bad {what} {text[:60]!r}; expected an integer"
+    )
+  return int(text)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -229,7 +246,7 @@ class HloInstruction:
   def parameter_number(self) -> int | None:
     if self.opcode != "parameter" or self.literal is None:
       return None
-    return int(self.literal)
+    return _int(self.literal, "parameter number")
 
   @property
   def metadata(self) -> dict[str, str]:
@@ -243,11 +260,11 @@ class HloInstruction:
     raw = self.attrs.get("backend_config")
     if not raw:
       return {}
-    if raw.startswith('"'):
-      raw = json.loads(raw)
     try:
+      if raw.startswith('"'):
+        raw = json.loads(raw)
       value = json.loads(raw)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError, TypeError):
       return {}
     return value if isinstance(value, dict) else {}
 
@@ -264,7 +281,7 @@ class HloInstruction:
   def dims_attr(self, key: str) -> tuple[int, ...]:
     """An integer-list attribute such as `lhs_contracting_dims={1}`."""
     raw = self.attrs.get(key, "{}").strip("{}")
-    return tuple(int(d) for d in raw.split(",") if d.strip())
+    return tuple(_int(d, key) for d in raw.split(",") if d.strip())
 
   def to_text(self, rename: Mapping[str, str] | None = None) -> str:
     """Prints the instruction back as HLO text, optionally renaming."""
@@ -346,16 +363,20 @@ class HloModule:
     meta = inst.metadata
     if "source_file" in meta and "source_line" in meta:
       return f"{meta['source_file']}:{meta['source_line']}"
-    frame_id = meta.get("stack_frame_id")
-    frames = self.tables.get("StackFrames", {})
-    if frame_id is None or int(frame_id) not in frames:
+    try:  # malformed or dangling table rows: not known
+      frames = self.tables.get("StackFrames", {})
+      frame = frames.get(_int(meta.get("stack_frame_id", ""), "frame id"))
+      if frame is None:
+        return None
+      loc_id = _int(frame["file_location_id"], "file location id")
+      loc = self.tables.get("FileLocations", {}).get(loc_id)
+      if not loc:
+        return None
+      names = self.tables.get("FileNames", {})
+      fname = names.get(_int(loc["file_name_id"], "file name id"))
+      return f"{fname}:{loc['line']}"
+    except (HloParseError, KeyError, TypeError):
       return None
-    loc_id = int(frames[int(frame_id)]["file_location_id"])
-    loc = self.tables.get("FileLocations", {}).get(loc_id)
-    if not loc:
-      return None
-    fname = self.tables.get("FileNames", {}).get(int(loc["file_name_id"]))
-    return f"{fname}:{loc['line']}"
 
   def source_frames(self, inst: HloInstruction) -> tuple[str, ...]:
     """An instruction's source stack, innermost first, as `file:line:column`.
@@ -449,6 +470,8 @@ def _parse_operands(
   names = []
   for part in split_top_level(_COMMENT_RE.sub("", text)):
     # Operands print as `%name` or, in long form, `f32[2]{0} %name`.
+    if not part.split():
+      raise HloParseError(f"[hloprobe] empty operand in ({text[:60]})")
     names.append(part.split()[-1].lstrip("%"))
   return tuple(names), None
 
@@ -457,8 +480,8 @@ def _parse_table_row(table: str, line: str) -> tuple[int, object]:
   key, _, value = line.strip().partition(" ")
   value = value.strip()
   if table in ("FileNames", "FunctionNames"):
-    return int(key), json.loads(value)
-  return int(key), _parse_braced_fields(value)
+    return _int(key, f"{table} row key"), _json_string(value)
+  return _int(key, f"{table} row key"), _parse_braced_fields(value)
 
 
 def parse_hlo_module(text: str) -> HloModule:
@@ -507,11 +530,20 @@ def parse_hlo_module(text: str) -> HloModule:
       continue
     if line == "}":
       name, is_entry = current
+      if not insts:
+        raise HloParseError(
+          f"[hloprobe] line {lineno}: empty computation {name!r}"
+        )
       computations[name] = HloComputation(name, tuple(insts), is_entry)
       entry = name if is_entry else entry
       current = None
       continue
-    insts.append(parse_instruction(line, lineno))
+    try:
+      insts.append(parse_instruction(line, lineno))
+    except RecursionError:  # e.g. a tuple shape nested 1,000 deep
+      raise HloParseError(
+        f"[hloprobe] line {lineno}: nested too deeply to parse"
+      ) from None
   if current is not None:
     raise HloParseError(
       f"[hloprobe] computation {current[0]!r} is not closed (truncated text?)"

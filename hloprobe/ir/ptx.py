@@ -47,13 +47,15 @@ __all__ = [
   "parse_ptx",
 ]
 
-_COMMENT_RE = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+# An unclosed /* runs to the end (one match, not one failed scan per /*).
+_COMMENT_RE = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)", re.DOTALL)
+# Return-value lists are short; bounding them keeps the scan linear.
 _FUNC_RE = re.compile(
-  r"\.(entry|func)\s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)\s*\("
+  r"\.(entry|func)\s+(?:\([^()]{0,4096}\)\s*)?([A-Za-z_$][\w$]*)\s*\("
 )
 _TARGET_RE = re.compile(r"^\s*\.target\s+(\w+)", re.MULTILINE)
 _CALL_RE = re.compile(
-  r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?([A-Za-z_$][\w$]*)"
+  r"\bcall(?:\.uni)?\s+(?:\([^()]{0,4096}\)\s*,\s*)?([A-Za-z_$][\w$]*)"
 )
 _PREDICATE_RE = re.compile(r"^@!?%?\w+\s+")
 _SHAPE_RE = re.compile(r"^m\d+n\d+k\d+$")
@@ -136,39 +138,57 @@ def _is_f32_add(opcode: str) -> bool:
 
 
 def _functions(text: str) -> dict[str, tuple[str, str]]:
-  """Name -> (kind, body) of each `.entry` and `.func` with a body."""
+  """Name -> (kind, body) of each `.entry` and `.func` with a body.
+
+  Linear in the text: brackets are matched in one pass, and a body ends at
+  its closing brace or, when that is missing, where the next function
+  starts (PTX functions do not nest).
+  """
+  parens, braces = _match_all(text, "(", ")"), _match_all(text, "{", "}")
+  heads = list(_FUNC_RE.finditer(text))
   out = {}
-  for m in _FUNC_RE.finditer(text):
-    close_params = _matching(text, m.end() - 1, "(", ")")
-    brace = text.find("{", close_params)
-    semicolon = text.find(";", close_params)
+  for k, m in enumerate(heads):
+    limit = heads[k + 1].start() if k + 1 < len(heads) else len(text)
+    close_params = min(parens.get(m.end() - 1, len(text)), limit)
+    brace = text.find("{", close_params, limit)
+    semicolon = text.find(";", close_params, limit)
     if brace < 0 or (0 <= semicolon < brace):
       continue  # a declaration without a body
-    out[m.group(2)] = (
-      m.group(1),
-      text[brace + 1 : _matching(text, brace, "{", "}")],
-    )
+    end = min(braces.get(brace, len(text)), limit)
+    out[m.group(2)] = (m.group(1), text[brace + 1 : end])
   return out
 
 
-def _matching(text: str, at: int, open_: str, close: str) -> int:
-  depth = 0
-  for i in range(at, len(text)):
-    depth += (text[i] == open_) - (text[i] == close)
-    if depth == 0:
-      return i
-  return len(text)
+def _match_all(text: str, open_: str, close: str) -> dict[int, int]:
+  """Index of each matched `open_` -> index of its `close`, in one pass."""
+  stack, out = [], {}
+  for m in re.finditer(re.escape(open_) + "|" + re.escape(close), text):
+    if m.group() == open_:
+      stack.append(m.start())
+    elif stack:
+      out[stack.pop()] = m.start()
+  return out
 
 
 def _kernel_counts(
-  name: str, functions: dict, seen: frozenset = frozenset()
+  name: str, functions: dict, own: dict[str, collections.Counter]
 ) -> collections.Counter:
-  """Opcode counts of a function plus the functions it calls."""
-  body = functions[name][1]
-  counts = _opcodes(body)
-  for callee in set(_CALL_RE.findall(body)):
-    if callee in functions and callee not in seen and callee != name:
-      counts += _kernel_counts(callee, functions, seen | {name})
+  """Opcode counts of a function and of every function it reaches by calls,
+  each function counted once (iterative: no recursion limit, and linear in
+  the call graph when functions share callees). `own` caches each
+  function's own counts across kernels."""
+  counts: collections.Counter = collections.Counter()
+  seen, todo = {name}, [name]
+  while todo:
+    current = todo.pop()
+    body = functions[current][1]
+    if current not in own:
+      own[current] = _opcodes(body)
+    counts += own[current]
+    for callee in _CALL_RE.findall(body):
+      if callee in functions and callee not in seen:
+        seen.add(callee)
+        todo.append(callee)
   return counts
 
 
@@ -177,11 +197,12 @@ def parse_ptx(text: str) -> list[PtxKernel]:
   text = _COMMENT_RE.sub("", text)
   target = _TARGET_RE.search(text)
   functions = _functions(text)
+  own: dict[str, collections.Counter] = {}
   kernels = []
   for name, (kind, _) in functions.items():
     if kind != "entry":
       continue
-    all_counts = _kernel_counts(name, functions)
+    all_counts = _kernel_counts(name, functions, own)
     counts = {k: v for k, v in all_counts.items() if _is_float_multiply(k)}
     if any(k.split(".")[-1] in _SIXTEEN_BIT for k in counts):
       # f32 sums tell what a 16-bit fma is used for (`_sixteen_bit`).

@@ -98,16 +98,19 @@ from collections.abc import Sequence
 from tabulate import tabulate
 
 from hloprobe.errors import InvalidArgumentError
+from hloprobe.ir.textfile import umask_mode
 from hloprobe.sites.dot_sites import Fate, fate_summary, site_record
 from hloprobe.sweep import ConfigResult
 
 __all__ = [
   "DEFAULT_COLUMNS",
   "REPORT_FORMATS",
+  "RESULTS_STREAM",
   "SCHEMA_VERSION",
   "TABLE_COLUMNS",
   "TERMINAL_WIDTH",
   "check_columns",
+  "append_result_line",
   "atomic_write",
   "cells",
   "dumps_json",
@@ -636,6 +639,7 @@ def atomic_write(path: str, text: str | bytes) -> None:
   os.makedirs(directory, exist_ok=True)
   fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
   try:
+    os.fchmod(fd, umask_mode())  # as open() would make it
     with os.fdopen(fd, "wb") as f:
       f.write(text if isinstance(text, bytes) else text.encode("utf-8"))
     os.replace(tmp, path)
@@ -643,6 +647,22 @@ def atomic_write(path: str, text: str | bytes) -> None:
     if os.path.exists(tmp):
       os.unlink(tmp)
     raise
+
+
+RESULTS_STREAM = "results.jsonl"
+
+
+def append_result_line(output_dir: str, r: ConfigResult) -> None:
+  """Appends one config as one JSON line to `<output_dir>/results.jsonl`.
+
+  Called as each config finishes, so an interrupted sweep keeps the
+  configs it finished; each line is one `config_json` record, written by
+  one `write` call and flushed.
+  """
+  os.makedirs(output_dir, exist_ok=True)
+  line = json.dumps(_finite(config_json(r)), allow_nan=False) + "\n"
+  with open(os.path.join(output_dir, RESULTS_STREAM), "a") as f:
+    f.write(line)
 
 
 def config_dir(r: ConfigResult) -> str:

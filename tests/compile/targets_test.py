@@ -84,6 +84,19 @@ class LoadTargetConfigTest(absltest.TestCase):
     )
     self.assertEqual(targets.get_target(path), t)
 
+  def test_count_xla_divides_by_must_be_positive(self):
+    # XLA dies with SIGFPE on threads_per_warp: 0 (jaxlib 0.10.2).
+    for field, value in (
+      ("threads_per_warp", "0"),
+      ("block_dim_limit_x", "-1"),
+    ):
+      text = _SMALL.replace("core_count: 40", f"{field}: {value}")
+      path = self.create_tempfile(f"{field}.txtpb", text).full_path
+      with self.assertRaisesRegex(
+        TargetError, f"gpu_device_info.{field} is '{value}'; it must be a pos"
+      ):
+        targets.load_target_config(path)
+
   def test_syntax_error_is_one_line(self):
     path = self.create_tempfile(
       "bad.txtpb", "gpu_device_info {\n  core_count: 4\n"
@@ -120,9 +133,7 @@ class LoadTargetConfigTest(absltest.TestCase):
     ):
       targets.get_target(passwd)
     binary = self.create_tempfile("blob", b"\xff\xfe\x00", mode="wb")
-    with self.assertRaisesRegex(
-      TargetError, "not a GpuTargetConfigProto text file \\(not UTF-8 text\\)"
-    ):
+    with self.assertRaisesRegex(TargetError, "not UTF-8 text \\(byte 0x"):
       targets.get_target(binary.full_path)
     plain = self.create_tempfile("my_t4_config", _SMALL).full_path
     self.assertEqual(targets.get_target(plain).compute_capability, "7.5")

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import tempfile
 from unittest import mock
 
 import pytest
 from absl.testing import absltest
 
 from hloprobe import sweep
-from hloprobe.compile import worker
+from hloprobe.compile import targets, worker
 from hloprobe.sites.dot_sites import Fate
 
 pytestmark = pytest.mark.compiles
@@ -57,6 +59,35 @@ class WorkerTest(absltest.TestCase):
       )
     self.assertEmpty(os.listdir(user))
     self.assertNotEmpty(os.listdir(mine))
+
+  def test_xla_crash_is_one_call_failure_and_the_worker_restarts(self):
+    # Past the up-front check (targets.POSITIVE_COUNTS), as a config XLA
+    # dies on would be: jaxlib 0.10.2 takes SIGFPE compiling it.
+    a100 = targets.BUILTIN_TARGETS["a100"]
+    broken = dataclasses.replace(
+      a100,
+      name="a100_tpw0",
+      config_text=a100.config_text.replace(
+        "threads_per_warp: 32", "threads_per_warp: 0"
+      ),
+    )
+    config = dict(case_name="seed_mlp", precision="float32", n=2)
+    tmp = self.create_tempdir().full_path
+    with mock.patch.object(tempfile, "tempdir", tmp):
+      with worker.WorkerPool() as pool:
+        with self.assertRaisesRegex(
+          worker.WorkerError, r"^worker process was killed by SIGFPE; last"
+        ):
+          pool.call(
+            "compile_config", dict(config, target=broken, explain_passes=False)
+          )
+        self.assertEqual(os.listdir(tmp), [])  # its folder went with it
+        good = pool.call(
+          "compile_config", dict(config, target=a100, explain_passes=True)
+        )
+        self.assertTrue(good.ok, good.error)
+        self.assertEqual(good.fates[0].fate, Fate.TRITON_GEMM)
+    self.assertEqual(os.listdir(tmp), [])
 
   def test_unknown_function(self):
     with self.assertRaisesRegex(ValueError, "unknown worker function"):

@@ -552,7 +552,7 @@ class GoldenCliTest(absltest.TestCase):
       (("--precisions=",), "--precisions needs at least one name"),
       (
         ("--targets=", "--target_config=hloprobe/compile/gpu_specs/t4.txtpb"),
-        "nothing to sweep: no targets",
+        "`golden` does not read --target_config",
       ),
     ):
       proc = _cli("golden", "check", f"--golden_dir={_GOLDEN}", *args)

@@ -1,0 +1,87 @@
+"""Reading a user's text file (a regular file of bounded size, UTF-8), and
+the mode files hloprobe writes get.
+
+Every file hloprobe reads as input (a target config, an experiments file,
+a golden folder's files and MANIFEST.json) goes through `read_text_file`,
+so a FIFO never blocks, `/dev/zero` is never read without end and a huge
+file is refused before it is read.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from hloprobe.errors import HloprobeError
+
+__all__ = ["MAX_INPUT_BYTES", "read_text_file", "umask_mode"]
+
+# Larger than any target config, experiments file or golden file
+# (the largest golden .hlo is under 100 KiB).
+MAX_INPUT_BYTES = 16 << 20
+
+
+def _kind(mode: int) -> str:
+  for test, name in (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISSOCK, "a socket"),
+  ):
+    if test(mode):
+      return name
+  return "not a plain file"
+
+
+def read_text_file(
+  path: str,
+  what: str,
+  error: type[HloprobeError],
+  max_bytes: int = MAX_INPUT_BYTES,
+) -> str:
+  """The UTF-8 text of a regular file of at most `max_bytes` bytes.
+
+  The file is opened without blocking and checked on its descriptor, so a
+  FIFO or device is refused, never read.
+
+  Args:
+    path: the file.
+    what: how messages name it, e.g. "--experiments_file='x.txt'".
+    error: the HloprobeError subclass raised (InvalidArgumentError, TargetError, ...).
+    max_bytes: the size limit in bytes.
+
+  Raises:
+    error: cannot open it; not a regular file; larger than `max_bytes`;
+      not UTF-8 text. One line, naming `what`.
+  """
+  try:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+  except OSError as e:
+    raise error(f"{what}: cannot read it ({e.strerror})") from None
+  with os.fdopen(fd, "rb") as f:
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+      raise error(
+        f"{what}: {_kind(mode)}, not a regular file; hloprobe reads input "
+        "only from regular files"
+      )
+    data = f.read(max_bytes + 1)
+  if len(data) > max_bytes:
+    raise error(
+      f"{what}: larger than the {max_bytes}-byte limit for input files"
+    )
+  try:
+    return data.decode("utf-8")
+  except UnicodeDecodeError as e:
+    raise error(
+      f"{what}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})"
+    ) from None
+
+
+def umask_mode(mode: int = 0o666) -> int:
+  """`mode` less this process's umask: what `open()` would give a new file
+  (`tempfile.mkstemp` and `mkdtemp` make 0600 / 0700 whatever the umask)."""
+  mask = os.umask(0)
+  os.umask(mask)
+  return mode & ~mask
