@@ -856,6 +856,44 @@ _COMMANDS = {
   "golden": _cmd_golden,
   "verify": _cmd_verify,
 }
+# Flags only some commands read; given to another, a flag would be
+# silently ignored (`sweep --fix=float32`), so it is a usage error.
+_COMMAND_FLAGS = {
+  "fix": ("verify",),
+  "require": ("verify", "bisect"),
+  "abs_error_bound": ("verify",),
+  "rel_error_bound": ("verify",),
+  "golden_dir": ("golden", "verify"),
+  "strict": ("golden",),
+  "port": ("view",),
+  "browser": ("view",),
+  "jaxlib": ("versions",),
+  "changes_only": ("versions",),
+  "good": ("bisect",),
+  "bad": ("bisect",),
+  "timings": ("sweep",),
+  "sites": ("sweep",),
+  "wide": ("sweep",),
+  "columns": ("sweep",),
+  "plot": ("sweep", "explain"),
+  "model_explorer": ("sweep", "explain"),
+}
+
+
+def _check_flags_for(command: str) -> None:
+  """Every command-specific flag given is one `command` reads.
+
+  Raises:
+    InvalidArgumentError: names the flag and the commands that read it.
+  """
+  for name, commands in _COMMAND_FLAGS.items():
+    if flags.FLAGS[name].present and command not in commands:
+      raise InvalidArgumentError(
+        f"--{name} is for `hloprobe {' / '.join(commands)}`, not "
+        f"`hloprobe {command}`; drop it"
+      )
+
+
 # Commands that take positional words: `hloprobe golden check`.
 _TAKES_WORDS = ("golden", "view")
 
@@ -868,6 +906,7 @@ def main(argv: list[str]) -> int:
       raise InvalidArgumentError(
         f"unknown command {command!r}; choose from {', '.join(_COMMANDS)}"
       )
+    _check_flags_for(command)
     if command in _TAKES_WORDS:
       return _COMMANDS[command](rest)
     if rest:

@@ -32,6 +32,10 @@ class BadInputTest(parameterized.TestCase):
     ("precisions_empty", "--precisions=", "--precisions needs at least one"),
     ("targets_empty", "--targets=", "--targets needs at least one target"),
     ("targets_empty_item", "--targets=cpu,", "--targets needs at least one"),
+    # A flag the command does not read would be silently ignored.
+    ("fix_for_sweep", "--fix=float32", "--fix is for `hloprobe verify`"),
+    ("port_for_sweep", "--port=9000", "--port is for `hloprobe view`"),
+    ("good_for_sweep", "--good=0.4.38", "--good is for `hloprobe bisect`"),
   )
   def test_one_line_and_exit_2(self, flag, message):
     proc = hloprobe("sweep", flag)
