@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 
 from hloprobe.compile import cache, lowering, timing, worker
-from hloprobe.compile.cases import Case, get_case
+from hloprobe.compile.cases import Case, get_case, resolvable_elsewhere
 from hloprobe.compile.experiments import BASELINE, Experiment
 from hloprobe.compile.targets import Target, get_target, is_config_path
 from hloprobe.errors import CaseError, InvalidArgumentError
@@ -705,7 +705,9 @@ class _CaseSetup:
   def run(self, target, precision, n, spec, watch) -> ConfigResult:
     """`run_config` and its prediction; the first call makes the setup.
 
-    A compile-only target compiles in a worker (XLA may die on it). A case
+    A compile-only target compiles in a worker (XLA may die on it), where
+    the worker can find the case by name (not a case added to `CASES` at
+    run time: that one compiles here). A case
     that lied about `rows_independent` fails every config at stage
     "reference", naming the case.
     """
@@ -724,7 +726,7 @@ class _CaseSetup:
         error=str(lie),
         stage="reference",
       )
-    if target.compile_only:
+    if target.compile_only and resolvable_elsewhere(self.name):
       r = _isolated_config(
         self.pool,
         self.name,

@@ -16,6 +16,7 @@ import testutil
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe
 
+from hloprobe.golden import format
 from hloprobe.ir import textfile
 
 
@@ -102,7 +103,7 @@ class BoundedInputTest(BadInputCase):
     os.mkfifo(fifo)
     manifest = {
       "schema": "hloprobe-golden-manifest",
-      "schema_version": 1,
+      "schema_version": format.MANIFEST_SCHEMA_VERSION,
       "jax": "0.10.2",
       "jaxlib": "0.10.2",
       "date": "2026-01-01",

@@ -24,6 +24,7 @@ from hloprobe.errors import CaseError
 
 __all__ = [
   "CASES",
+  "resolvable_elsewhere",
   "Case",
   "ReportedError",
   "get_case",
@@ -33,6 +34,9 @@ __all__ = [
 ]
 
 seed_mlp = CASES["seed_mlp"]
+# The built-in names as shipped: a case added to `CASES` at run time exists
+# in this process only.
+_SHIPPED = frozenset(CASES)
 
 
 def _first_line(e: BaseException) -> str:
@@ -120,6 +124,13 @@ def load_user_case(spec: str) -> Case:
       "not a hloprobe.Case"
     )
   return case
+
+
+def resolvable_elsewhere(name: str) -> bool:
+  """Whether a fresh process (a worker) finds case `name` by that name:
+  a shipped built-in or a user's `module:factory`, not a case added to
+  `CASES` at run time."""
+  return ":" in name or name in _SHIPPED
 
 
 def get_case(name: str) -> Case:

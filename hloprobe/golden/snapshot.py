@@ -246,7 +246,9 @@ def manifest_sweep(golden_dir: str) -> dict[str, list] | None:
   """
   if not os.path.isfile(os.path.join(golden_dir, MANIFEST)):
     return None
-  sweep = read_manifest(golden_dir)["sweep"]
+  path = os.path.join(golden_dir, MANIFEST)
+  text = read_golden_file(golden_dir, MANIFEST)
+  sweep = fmt.parse_manifest(path, text, sweep_only=True)["sweep"]
   _confine_targets(golden_dir, sweep["targets"])
   return sweep
 

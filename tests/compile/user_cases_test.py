@@ -113,7 +113,6 @@ class LoadTest(parameterized.TestCase):
       r"case 'dis': arguments disagree on the batch size \(argument 0 axis 0:"
       r" 4, argument 1 axis 1: 64\)",
     ),
-    ("given_twice", "seed_mlp,seed_mlp", "case 'seed_mlp' given twice"),
     (
       "given_twice_by_name",
       "seed_mlp,userpkg.mycase:seed_again",
@@ -126,6 +125,14 @@ class LoadTest(parameterized.TestCase):
     with self.assertRaisesRegex(CaseError, message) as cm:
       sweep.SweepSpec(tuple(names.split(",")), (1,), ("float32",), ("cpu",))
     self.assertNotIn("\n", str(cm.exception))
+
+  def test_the_same_name_twice_is_swept_once(self):
+    # One rule for repeats (README, Reliability): the same word twice is
+    # swept once; one case under two names is the error above.
+    spec = sweep.SweepSpec(
+      ("seed_mlp", "seed_mlp"), (1,), ("float32",), ("cpu",)
+    )
+    self.assertEqual(spec.cases, ("seed_mlp",))
 
   def test_batch_size_beyond_the_input_is_an_error(self):
     case = cases.get_case("userpkg.mycase:make")
