@@ -44,7 +44,7 @@ from hloprobe.sites.operand_ancestry import (
 )
 
 __all__ = [
-  "DotFate",
+  "SiteFate",
   "Fate",
   "map_dot_sites",
   "fate_summary",
@@ -82,8 +82,8 @@ class Fate(str, enum.Enum):
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class DotFate:
-  """One dot site and what it became.
+class SiteFate:
+  """One dot site and what it became (its `Fate` and how it is computed).
 
   Attributes:
     site: the StableHLO dot site.
@@ -133,7 +133,7 @@ class DotFate:
 
 def map_dot_sites(
   sites: list[StableHloDot], module: HloModule
-) -> list[DotFate]:
+) -> list[SiteFate]:
   """Finds what each StableHLO dot site became in an optimized module.
 
   Args:
@@ -142,7 +142,7 @@ def map_dot_sites(
     module: the parsed optimized HLO.
 
   Returns:
-    One `DotFate` per site, in site order: `Fate.GONE` where no carrier
+    One `SiteFate` per site, in site order: `Fate.GONE` where no carrier
     has the site's data flow, `Fate.AMBIGUOUS` where differing carriers tie
     (`identify`).
   """
@@ -173,7 +173,7 @@ def _conflict(site: StableHloDot, carrier: Carrier) -> str | None:
   )
 
 
-def _ambiguous(site: StableHloDot, candidates) -> DotFate:
+def _ambiguous(site: StableHloDot, candidates) -> SiteFate:
   return dataclasses.replace(
     _gone(site),
     fate=Fate.AMBIGUOUS,
@@ -192,8 +192,8 @@ def _unknown_calls(module: HloModule) -> bool:
   )
 
 
-def _gone(site: StableHloDot, unknown: bool = False) -> DotFate:
-  return DotFate(
+def _gone(site: StableHloDot, unknown: bool = False) -> SiteFate:
+  return SiteFate(
     site,
     Fate.UNKNOWN if unknown else Fate.GONE,
     None,
@@ -205,7 +205,7 @@ def _gone(site: StableHloDot, unknown: bool = False) -> DotFate:
   )
 
 
-def _classify(site: StableHloDot, carrier: Carrier) -> DotFate:
+def _classify(site: StableHloDot, carrier: Carrier) -> SiteFate:
   """Names the fate of a site from the instruction that computes it.
 
   Rules (jaxlib 0.10.2): a custom call is named by its target; a dot is a
@@ -239,7 +239,7 @@ def _classify(site: StableHloDot, carrier: Carrier) -> DotFate:
   else:
     fate = Fate.UNKNOWN
   precision, algorithm = identify.hlo_precision(inst)
-  return DotFate(
+  return SiteFate(
     site=site,
     fate=fate,
     emitter=emitter,
@@ -286,7 +286,7 @@ def _split_k(
   return dims[0]
 
 
-def site_record(f: DotFate, rewritten_by=None) -> dict:
+def site_record(f: SiteFate, rewritten_by=None) -> dict:
   """One dot site and its fate as a JSON-ready dict (results.json's schema).
 
   Args:
@@ -331,7 +331,7 @@ def site_record(f: DotFate, rewritten_by=None) -> dict:
   }
 
 
-def fate_summary(fates: list[DotFate]) -> str:
+def fate_summary(fates: list[SiteFate]) -> str:
   """A compact summary such as `dot x3, multiply+reduce x1`."""
   counts = collections.Counter(f.fate.value for f in fates)
   return ", ".join(f"{name} x{n}" for name, n in counts.items()) or "no dots"
