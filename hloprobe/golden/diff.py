@@ -18,7 +18,13 @@ import dataclasses
 import difflib
 from collections.abc import Iterable, Mapping
 
-from hloprobe.sites.dot_sites import SiteFate, fate_summary, site_record
+from hloprobe.sites.dot_sites import (
+  EMITTER_KEYS,
+  SiteFate,
+  emitter_name,
+  fate_summary,
+  site_record,
+)
 
 __all__ = [
   "SUMMARY_KEYS",
@@ -44,7 +50,9 @@ SUMMARY_KEYS = (
   "stablehlo_precision",
   "stablehlo_algorithm",
   "fate",
-  "emitter",
+  "fusion_kind",
+  "backend_config_kind",
+  "custom_call_target",
   "precision_config",
   "algorithm",
   "effective_algorithm",
@@ -185,11 +193,17 @@ def _headline(site: dict) -> str:
   return f"{fate} {algorithm}" if algorithm else fate
 
 
+def _emitter(site: dict) -> str | None:
+  """A summary's emitter in one name (`dot_sites.emitter_name`)."""
+  return emitter_name(site.get("fate"), [site.get(k) for k in EMITTER_KEYS])
+
+
 def _site_words(old: dict, new: dict) -> str | None:
   """One site's change in words, or None when nothing differs.
 
   The headline `<fate> <algorithm> -> <fate> <algorithm>` comes first when
-  it changed; every other field that differs follows as
+  it changed, then `emitter: old -> new` when the most specific of
+  `EMITTER_KEYS` changed; every other field that differs follows as
   `field: old -> new`.
   """
   if old == new:
@@ -198,6 +212,10 @@ def _site_words(old: dict, new: dict) -> str | None:
   if _headline(old) != _headline(new):
     parts.append(f"{_headline(old)} -> {_headline(new)}")
     shown = {"fate", _algorithm_key(old), _algorithm_key(new)}
+  emitters = [_emitter(old), _emitter(new)]
+  if emitters[0] != emitters[1]:
+    parts.append(f"emitter: {_show(emitters[0])} -> {_show(emitters[1])}")
+    shown |= set(EMITTER_KEYS)
   for key in dict.fromkeys([*old, *new]):
     if key in shown or old.get(key) == new.get(key):
       continue
