@@ -167,7 +167,7 @@ class ConfigResult:
   stage: str | None = None
   stablehlo: str | None = None
   optimized_hlo: str | None = None
-  fates: tuple[dot_sites.DotFate, ...] = ()
+  fates: tuple[dot_sites.SiteFate, ...] = ()
   stats: accuracy.ErrorStats | None = None
   leaf_stats: tuple[accuracy.ErrorStats, ...] = ()
   output_dtype: str | None = None

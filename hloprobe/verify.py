@@ -295,7 +295,9 @@ def _counterpart(r: ConfigResult, baseline: list[ConfigResult], fix: Fix):
 _FATE_KEYS = (
   "site",
   "fate",
-  "emitter",
+  "fusion_kind",
+  "backend_config_kind",
+  "custom_call_target",
   "effective_algorithm",
   "split_k",
   "pass",

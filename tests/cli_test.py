@@ -78,7 +78,7 @@ class SweepCommandTest(absltest.TestCase):
     )
     self.assertEqual(proc.returncode, 0, proc.stderr)
     doc = json.loads(proc.stdout)
-    self.assertEqual(doc["schema_version"], 2)
+    self.assertEqual(doc["schema_version"], 3)
     self.assertEqual([c["n"] for c in doc["configs"]], [1, 2])
     self.assertEqual(
       doc["configs"][0]["fate_summary"], "dot x3, multiply+reduce x1"

@@ -1,6 +1,6 @@
 """The semantic golden (dot summaries) and what changed, in words and diffs.
 
-`dot_summary` turns a config's `DotFate`s into the summary dots.json holds.
+`dot_summary` turns a config's `SiteFate`s into the summary dots.json holds.
 The rest compares already-read file contents: no files, no JAX. `snapshot`
 reads and writes the files and calls into this module. Site changes are
 sentences a person reads first, such as (one line)
@@ -18,13 +18,19 @@ import dataclasses
 import difflib
 from collections.abc import Iterable, Mapping
 
-from hloprobe.sites.dot_sites import DotFate, fate_summary, site_record
+from hloprobe.sites.dot_sites import (
+  EMITTER_KEYS,
+  SiteFate,
+  emitter_name,
+  fate_summary,
+  site_record,
+)
 
 __all__ = [
   "SUMMARY_KEYS",
   "CheckResult",
   "FileChange",
-  "SiteChange",
+  "GoldenSiteChange",
   "describe_site_changes",
   "dot_summary",
   "unified_diff",
@@ -44,7 +50,9 @@ SUMMARY_KEYS = (
   "stablehlo_precision",
   "stablehlo_algorithm",
   "fate",
-  "emitter",
+  "fusion_kind",
+  "backend_config_kind",
+  "custom_call_target",
   "precision_config",
   "algorithm",
   "effective_algorithm",
@@ -53,8 +61,10 @@ SUMMARY_KEYS = (
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class SiteChange:
-  """One dot site whose summary changed.
+class GoldenSiteChange:
+  """One dot site whose summary differs between golden and candidate.
+
+  Not a change over batch sizes (that is `report.explain.FateTransition`).
 
   Attributes:
     config: the config in words, e.g. "cpu seed_mlp n=1 bfloat16".
@@ -105,7 +115,7 @@ class CheckResult:
   golden_dir: str
   compared: int
   changed: tuple[FileChange, ...] = ()
-  sites: tuple[SiteChange, ...] = ()
+  sites: tuple[GoldenSiteChange, ...] = ()
   missing: tuple[str, ...] = ()
   stale: tuple[str, ...] = ()
   failed: tuple[str, ...] = ()
@@ -183,11 +193,17 @@ def _headline(site: dict) -> str:
   return f"{fate} {algorithm}" if algorithm else fate
 
 
+def _emitter(site: dict) -> str | None:
+  """A summary's emitter in one name (`dot_sites.emitter_name`)."""
+  return emitter_name(site.get("fate"), [site.get(k) for k in EMITTER_KEYS])
+
+
 def _site_words(old: dict, new: dict) -> str | None:
   """One site's change in words, or None when nothing differs.
 
   The headline `<fate> <algorithm> -> <fate> <algorithm>` comes first when
-  it changed; every other field that differs follows as
+  it changed, then `emitter: old -> new` when the most specific of
+  `EMITTER_KEYS` changed; every other field that differs follows as
   `field: old -> new`.
   """
   if old == new:
@@ -196,6 +212,10 @@ def _site_words(old: dict, new: dict) -> str | None:
   if _headline(old) != _headline(new):
     parts.append(f"{_headline(old)} -> {_headline(new)}")
     shown = {"fate", _algorithm_key(old), _algorithm_key(new)}
+  emitters = [_emitter(old), _emitter(new)]
+  if emitters[0] != emitters[1]:
+    parts.append(f"emitter: {_show(emitters[0])} -> {_show(emitters[1])}")
+    shown |= set(EMITTER_KEYS)
   for key in dict.fromkeys([*old, *new]):
     if key in shown or old.get(key) == new.get(key):
       continue
@@ -207,7 +227,7 @@ def _site_words(old: dict, new: dict) -> str | None:
 
 def describe_site_changes(
   config: str, old_sites: list[dict], new_sites: list[dict]
-) -> list[SiteChange]:
+) -> list[GoldenSiteChange]:
   """Site-by-site changes between two dot summaries of one config.
 
   Args:
@@ -216,8 +236,8 @@ def describe_site_changes(
       `dots.json`, each site a dict with at least "site" (int) and "fate".
 
   Returns:
-    One `SiteChange` per site that differs, was added or was removed, in
-    site order.
+    One `GoldenSiteChange` per site that differs, was added or was
+    removed, in site order.
   """
   old = {s.get("site"): s for s in old_sites}
   new = {s.get("site"): s for s in new_sites}
@@ -230,11 +250,11 @@ def describe_site_changes(
     else:
       words = _site_words(old[index], new[index])
     if words:
-      changes.append(SiteChange(config, index, words))
+      changes.append(GoldenSiteChange(config, index, words))
   return changes
 
 
-def _site_summary(f: DotFate, rewritten_by) -> dict:
+def _site_summary(f: SiteFate, rewritten_by) -> dict:
   record = site_record(f, rewritten_by)
   out = {"site": record["index"]} | {k: record[k] for k in SUMMARY_KEYS}
   by = record["rewritten_by"]
@@ -243,7 +263,7 @@ def _site_summary(f: DotFate, rewritten_by) -> dict:
 
 
 def dot_summary(
-  fates: Iterable[DotFate], passes: Mapping | None = None
+  fates: Iterable[SiteFate], passes: Mapping | None = None
 ) -> dict:
   """The semantic golden of one config: {"fate_summary", "sites"}.
 

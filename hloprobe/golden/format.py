@@ -1,6 +1,7 @@
 """The golden file format: names, headers, dot summaries, the manifest.
 
-File schema version 1, manifest schema version 2 (the folder layout). One
+File schema version 1 for the text files, 2 for dots.json (version 1 had
+one "emitter" per site), manifest schema version 2 (the folder layout). One
 config makes three files:
 
   <target>/<case>/n<N>-<precision>[-<experiment>].hlo
@@ -9,7 +10,7 @@ config makes three files:
                    date=2025-01-31` (one line), then `canonical.canonical_hlo`
                    text. `//` starts a comment for XLA's HLO parser too.
   <target>/<case>/n<N>-<precision>[-<experiment>].dots.json
-                   {"golden": {<the header fields>, "schema_version": 1},
+                   {"golden": {<the header fields>, "schema_version": 2},
                     "fate_summary": "dot x3, multiply+reduce x1",
                     "sites": [<one object per dot site, one per line>]}
   stablehlo/<case>/n<N>-<precision>[-<experiment>].stablehlo.mlir
@@ -24,7 +25,9 @@ A site object: "site" (index in StableHLO program order, from 0), "lhs",
 "rhs", "result" (HLO shapes such as "f32[48,2]"), "K" (contracting size),
 batch and contracting dims, "stablehlo_precision" ("DEFAULT,DEFAULT"),
 "stablehlo_algorithm" (preset or null), "fate" (`dot_sites.Fate` value),
-"emitter", "precision_config", "algorithm", "effective_algorithm",
+"fusion_kind", "backend_config_kind", "custom_call_target" (what XLA
+prints: `dot_sites.SiteFate`), "precision_config", "algorithm",
+"effective_algorithm",
 "split_k" (see `diff.SUMMARY_KEYS`) and "pass" ("<pass> (<pipeline>)"
 that rewrote the site, or null when it stays a plain dot).
 No source paths, no instruction names.
@@ -50,6 +53,7 @@ from hloprobe.golden.diff import dot_summary
 from hloprobe.ir.canonical import canonical_hlo, canonical_stablehlo
 
 __all__ = [
+  "DOTS_SCHEMA_VERSION",
   "KINDS",
   "MANIFEST_SCHEMA_VERSION",
   "SCHEMA_VERSION",
@@ -66,6 +70,9 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+# 2: "emitter" split into "fusion_kind", "backend_config_kind" and
+# "custom_call_target" (1: one "emitter").
+DOTS_SCHEMA_VERSION = 2
 # 2: StableHLO once per case and config under stablehlo/ (1: per target).
 MANIFEST_SCHEMA_VERSION = 2
 KINDS = ("stablehlo.mlir", "hlo", "dots.json")
@@ -199,7 +206,7 @@ def config_files(
     out[key.path(kind)] = (
       f"// hloprobe-golden v{SCHEMA_VERSION} {fields}\n{body}"
     )
-  header = {"schema_version": SCHEMA_VERSION} | _header(
+  header = {"schema_version": DOTS_SCHEMA_VERSION} | _header(
     key, "dots.json", versions, date
   )
   lines = ["{", f'  "golden": {json.dumps(header)},'] + _dots_lines(
@@ -302,9 +309,10 @@ def _check_header(
   path: str, header: Mapping[str, str], key: ConfigKey, kind: str
 ) -> None:
   version = header.get("schema_version")
-  if version != str(SCHEMA_VERSION):
+  reads = DOTS_SCHEMA_VERSION if kind == "dots.json" else SCHEMA_VERSION
+  if version != str(reads):
     raise _fail(
-      path, f"schema version {version!r}; this hloprobe reads {SCHEMA_VERSION}"
+      path, f"schema version {version!r}; this hloprobe reads {reads}"
     )
   expected = {
     k: str(v)

@@ -1,7 +1,7 @@
 """Predicted numerics of a config: what its chosen algorithms should compute.
 
 For each config, the case is re-evaluated on the CPU (`emulate`) with every
-dot site at its effective algorithm (`DotFate.effective_algorithm`, which
+dot site at its effective algorithm (`SiteFate.effective_algorithm`, which
 `effective` read from the kernel or a rule), and compared with the float64
 reference (`accuracy`). Around it: the f32 noise floor (every site at F32
 under several summation orders), per-site attribution (each non-F32 site
@@ -26,7 +26,7 @@ from hloprobe.compile import compat, timing
 from hloprobe.compile.cases import Case
 from hloprobe.errors import HloprobeError
 from hloprobe.numerics import accuracy, emulate, reference, site_notes
-from hloprobe.sites.dot_sites import DotFate, Fate
+from hloprobe.sites.dot_sites import Fate, SiteFate
 
 __all__ = ["Prediction", "Predictor", "SiteShare"]
 
@@ -214,7 +214,7 @@ class Predictor:
   def predict(
     self,
     n: int,
-    fates: tuple[DotFate, ...],
+    fates: tuple[SiteFate, ...],
     observed: tuple[accuracy.ErrorStats, ...] | None,
     watch: timing.Stopwatch | None = None,
   ) -> Prediction:

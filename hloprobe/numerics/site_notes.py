@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from hloprobe.ir.precisions import ALGORITHMS
 from hloprobe.numerics.accuracy import OPERAND_UNIT, describe_algorithms
-from hloprobe.sites.dot_sites import DotFate, Fate
+from hloprobe.sites.dot_sites import Fate, SiteFate
 
 __all__ = ["annotate", "below_request"]
 
@@ -36,7 +36,7 @@ _F32_UNIT = 2.0**-24
 _SIXTEEN_BIT_OUTPUTS = {"bfloat16": "bf16", "float16": "f16"}
 
 
-def below_request(f: DotFate, algorithm: str) -> bool:
+def below_request(f: SiteFate, algorithm: str) -> bool:
   """Whether `algorithm` at site `f` computes less precisely than it asked.
 
   The request is the site's declared preset, if any; otherwise exact
@@ -56,7 +56,7 @@ def below_request(f: DotFate, algorithm: str) -> bool:
   return alg.lhs not in _HOLDS.get(f.site.lhs.dtype, (alg.lhs,))
 
 
-def _ignored(f: DotFate) -> bool:
+def _ignored(f: SiteFate) -> bool:
   """A declared preset the target ran more precisely than declared."""
   alg, declared = f.effective_algorithm, f.algorithm
   return (
@@ -86,7 +86,7 @@ def _below(fates, chosen, verdict: str, output_dtype, hidden: bool) -> str:
 
 def annotate(
   verdict: str,
-  fates: tuple[DotFate, ...],
+  fates: tuple[SiteFate, ...],
   chosen: tuple[str, ...],
   output_dtype: str | None,
   hidden: bool = True,

@@ -139,7 +139,7 @@ def map_sites(fates, nodes: dict[str, list[dict]]) -> dict[int, NodeRef]:
   """Dot site index -> its node in the adapter's graph (see module doc).
 
   Args:
-    fates: a config's `dot_sites.DotFate`s (program order, per call path).
+    fates: a config's `dot_sites.SiteFate`s (program order, per call path).
     nodes: `adapter_dot_nodes` of the config's own StableHLO file.
 
   Returns:

@@ -5,7 +5,7 @@
 (experiment, case, target): which dot sites change fate between which batch
 sizes and the pass responsible (`FateSpan`), the effective algorithm each
 fate runs per precision (`AlgorithmUse`), which sites change arithmetic or
-only their kernel as n grows (`SiteChange`), the row-0 values a target that
+only their kernel as n grows (`FateTransition`), the row-0 values a target that
 ran observed (`RowZero`), and what a compile-only target cannot settle: its
 fates are XLA's heuristic choice, and where a Triton gemm site would run
 another algorithm as a cuBLAS/cuBLASLt call (by `effective.blas_algorithm`,
@@ -24,16 +24,16 @@ from hloprobe.compile.cases import ReportedError, get_case
 from hloprobe.compile.targets import Target, get_target
 from hloprobe.errors import CaseError
 from hloprobe.sites import effective
-from hloprobe.sites.dot_sites import DotFate, Fate
+from hloprobe.sites.dot_sites import Fate, SiteFate
 from hloprobe.sweep import ConfigResult, SweepSpec, run_sweep
 
 __all__ = [
   "AlgorithmUse",
   "Alternative",
   "FateSpan",
-  "RowZero",
-  "SiteChange",
+  "FateTransition",
   "PredictedRowZero",
+  "RowZero",
   "TargetExplanation",
   "explain",
   "explain_sweep",
@@ -77,8 +77,11 @@ class AlgorithmUse:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class SiteChange:
+class FateTransition:
   """Sites whose fate or algorithm changes with batch size, one precision.
+
+  Not a golden difference (that is `golden.diff.GoldenSiteChange`): the
+  steps of one sweep's sites over its batch sizes.
 
   Attributes:
     precision: the swept precision name.
@@ -179,7 +182,7 @@ class TargetExplanation:
     spans: precision -> its `FateSpan`s in sweep order.
     algorithms, changes, row0, predicted, alternatives: see the record
       types.
-    selection: who chose the fates (`DotFate.selection`), or None (CPU).
+    selection: who chose the fates (`SiteFate.selection`), or None (CPU).
     reported: the case's public report when it concerns this target's
       compute capability, else None.
     notes: failed configs and pass-attribution errors, one line each.
@@ -192,7 +195,7 @@ class TargetExplanation:
   precisions: dict[str, str]
   spans: dict[str, tuple[FateSpan, ...]]
   algorithms: tuple[AlgorithmUse, ...]
-  changes: tuple[SiteChange, ...]
+  changes: tuple[FateTransition, ...]
   row0: tuple[RowZero, ...]
   predicted: tuple[PredictedRowZero, ...]
   alternatives: tuple[Alternative, ...]
@@ -201,7 +204,7 @@ class TargetExplanation:
   notes: tuple[str, ...]
 
 
-def _fate_words(f: DotFate) -> str:
+def _fate_words(f: SiteFate) -> str:
   """E.g. "Triton gemm", "Triton gemm split-K 4", "dot in __ynn_fusion"."""
   words = f.fate.value
   if f.fate == Fate.DOT:
@@ -240,7 +243,7 @@ def _spans(configs: list[ConfigResult]) -> tuple[FateSpan, ...]:
   )
 
 
-def _evidence(f: DotFate) -> str:
+def _evidence(f: SiteFate) -> str:
   """The evidence without kernel names, counts or the rule's call site."""
   text = f.algorithm_evidence or "n/a"
   if f.algorithm_source == "ptx":
@@ -265,7 +268,7 @@ def _algorithms(precision: str, configs) -> list[AlgorithmUse]:
   ]
 
 
-def _changes(precision: str, configs) -> list[SiteChange]:
+def _changes(precision: str, configs) -> list[FateTransition]:
   by_site: dict[int, list] = {}
   for r in configs:
     for f in r.fates:
@@ -281,7 +284,7 @@ def _changes(precision: str, configs) -> list[SiteChange]:
     if len(steps) > 1:
       by_steps.setdefault(steps, []).append(site)
   return [
-    SiteChange(
+    FateTransition(
       precision, tuple(sites), steps, len({a for _, _, a in steps}) > 1
     )
     for steps, sites in by_steps.items()
@@ -325,7 +328,7 @@ def _predicted(precision: str, configs) -> list[PredictedRowZero]:
   ]
 
 
-def _library_rules(f: DotFate, cc: str | None):
+def _library_rules(f: SiteFate, cc: str | None):
   """(libraries, algorithm, rule) where a library call would differ, or None."""
   rules = {
     lib: effective.blas_algorithm(

@@ -14,7 +14,7 @@ is for people; it is not a stable format (results.json is).
    "explanations": [one object per `explain.TargetExplanation`, its field
      names as keys, tuples as lists, None as null; two tuples become
      objects: a FateSpan's groups {"sites": [int], "fate": str, "how":
-     "pass (pipeline)" or a note} and a SiteChange's steps
+     "pass (pipeline)" or a note} and a FateTransition's steps
      {"batch_sizes": [int], "fate": str, "algorithm": str | null}]}
 """
 

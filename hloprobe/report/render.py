@@ -6,12 +6,14 @@ new. Missing values render as "n/a" in tables and
 null in JSON; JSON is strict (no NaN or Infinity): a float that is not finite
 (e.g. |err| of inf when f32 overflows) is null too.
 
-results.json schema (version 2; version 1 had no "row0_ulp", "leaf",
-"leaves", "leaf_verdicts" or prediction "output_dtype", and its row 0 was
-the first value only, where version 2's row-0 errors are maxima over the
-whole batch element 0, as in `accuracy.ErrorStats`):
+results.json schema (version 3; version 2 had one "emitter" per dot site
+where version 3 has what XLA prints: "fusion_kind", "backend_config_kind"
+and "custom_call_target"; version 1 had no "row0_ulp", "leaf", "leaves",
+"leaf_verdicts" or prediction "output_dtype", and its row 0 was the first
+value only, where version 2's row-0 errors are maxima over the whole batch
+element 0, as in `accuracy.ErrorStats`):
   {
-    "schema": "hloprobe.results", "schema_version": 2,
+    "schema": "hloprobe.results", "schema_version": 3,
     "created": ISO-8601 UTC time, "jax": str, "jaxlib": str,
     "host": {"model": str, "machine": str, "host_isa": str,
              "max_isa": str | null, "isa": str} | null (the CPU that ran
@@ -29,7 +31,15 @@ whole batch element 0, as in `accuracy.ErrorStats`):
                       "rhs_contracting_dims": [int], "K": int,
                       "stablehlo_precision": "HIGH,HIGH",
                       "stablehlo_algorithm": str | null,
-                      "fate": str, "emitter": str | null,
+                      "fate": str,
+                      "fusion_kind": "kLoop" | "kInput" | "kOutput" |
+                        "kCustom" | null (the outermost fusion's kind=),
+                      "backend_config_kind": str | null (that fusion's
+                        fusion_backend_config.kind, e.g.
+                        "__triton_nested_gemm_fusion", "__cudnn$fusion";
+                        fusion_config.kind on CPU, e.g. "__ynn_fusion"),
+                      "custom_call_target": str | null (e.g.
+                        "__cublas$lt$matmul"),
                       "carriers": [str], "precision_config": str,
                       "algorithm": str | null, "split_k": int | null,
                       "gemm_config": object | null,
@@ -122,7 +132,7 @@ __all__ = [
   "write_outputs",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 REPORT_FORMATS = ("table", "json", "markdown")
 # The sweep table's columns as (key, header); `--columns=` takes the keys.
 TABLE_COLUMNS = (

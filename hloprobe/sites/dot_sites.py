@@ -39,19 +39,25 @@ from hloprobe.sites import identify
 from hloprobe.sites.operand_ancestry import (
   GEMM_CUSTOM_CALLS,
   Carrier,
+  backend_config_kind,
   custom_call_target,
-  fusion_kind,
+  kernel_emitter,
 )
 
 __all__ = [
-  "DotFate",
+  "EMITTER_KEYS",
   "Fate",
-  "map_dot_sites",
+  "SiteFate",
+  "emitter_name",
   "fate_summary",
   "is_triton_gemm",
+  "map_dot_sites",
   "site_record",
 ]
 
+# The three names XLA prints for what emits a site, most specific first:
+# the custom call's target, the fusion's backend config kind, its `kind=`.
+EMITTER_KEYS = ("custom_call_target", "backend_config_kind", "fusion_kind")
 _TRITON_KINDS = ("__triton_gemm", "__triton_nested_gemm_fusion", "__triton")
 # Emitters of a kept dot seen on jaxlib 0.10.2 (goldens; passes.py).
 _KNOWN_DOT_EMITTERS = (
@@ -82,14 +88,21 @@ class Fate(str, enum.Enum):
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class DotFate:
-  """One dot site and what it became.
+class SiteFate:
+  """One dot site and what it became (its `Fate` and how it is computed).
 
   Attributes:
     site: the StableHLO dot site.
     fate: what it became.
-    emitter: the fusion kind or custom-call target that emits it, or
-      "top level"; None when gone.
+    fusion_kind: the `kind=` XLA prints on the outermost fusion around
+      the site's instruction (kLoop, kInput, kOutput, kCustom), or None.
+    backend_config_kind: that fusion's backend config kind
+      (`fusion_backend_config.kind` on GPU, `fusion_config.kind` on CPU),
+      e.g. "__triton_nested_gemm_fusion", "__cudnn$fusion",
+      "__ynn_fusion"; None when not printed.
+    custom_call_target: the gemm custom call's target, e.g.
+      "__cublas$lt$matmul", when a custom call computes the site; else
+      None.
     carriers: optimized-HLO instruction names that compute it, outermost
       first (e.g. ("gemm_fusion_dot.1", "dot.5")).
     precision_config: operand_precision in the optimized HLO, e.g.
@@ -116,7 +129,9 @@ class DotFate:
 
   site: StableHloDot
   fate: Fate
-  emitter: str | None
+  fusion_kind: str | None
+  backend_config_kind: str | None
+  custom_call_target: str | None
   carriers: tuple[str, ...]
   precision_config: str
   algorithm: str | None
@@ -130,10 +145,37 @@ class DotFate:
   candidates: tuple[tuple[str, ...], ...] = ()
   conflict: str | None = None
 
+  @property
+  def emitter(self) -> str | None:
+    """The most specific of the three names (`emitter_name`), for reports."""
+    return emitter_name(
+      self.fate.value,
+      (self.custom_call_target, self.backend_config_kind, self.fusion_kind),
+    )
+
+
+def emitter_name(fate: str, names) -> str | None:
+  """What a report calls a site's emitter: the most specific name XLA prints.
+
+  Args:
+    fate: the site's `Fate` value.
+    names: its custom-call target, backend config kind and fusion kind
+      (`EMITTER_KEYS` order), each str or None.
+
+  Returns:
+    The first name given; else "top level" for a site an instruction
+    outside any fusion or custom call computes, None for a site nothing
+    computes (gone, ambiguous, unknown).
+  """
+  named = next((n for n in names if n), None)
+  if named or fate in (Fate.GONE, Fate.AMBIGUOUS, Fate.UNKNOWN):
+    return named
+  return "top level"
+
 
 def map_dot_sites(
   sites: list[StableHloDot], module: HloModule
-) -> list[DotFate]:
+) -> list[SiteFate]:
   """Finds what each StableHLO dot site became in an optimized module.
 
   Args:
@@ -142,7 +184,7 @@ def map_dot_sites(
     module: the parsed optimized HLO.
 
   Returns:
-    One `DotFate` per site, in site order: `Fate.GONE` where no carrier
+    One `SiteFate` per site, in site order: `Fate.GONE` where no carrier
     has the site's data flow, `Fate.AMBIGUOUS` where differing carriers tie
     (`identify`).
   """
@@ -173,7 +215,7 @@ def _conflict(site: StableHloDot, carrier: Carrier) -> str | None:
   )
 
 
-def _ambiguous(site: StableHloDot, candidates) -> DotFate:
+def _ambiguous(site: StableHloDot, candidates) -> SiteFate:
   return dataclasses.replace(
     _gone(site),
     fate=Fate.AMBIGUOUS,
@@ -192,10 +234,12 @@ def _unknown_calls(module: HloModule) -> bool:
   )
 
 
-def _gone(site: StableHloDot, unknown: bool = False) -> DotFate:
-  return DotFate(
+def _gone(site: StableHloDot, unknown: bool = False) -> SiteFate:
+  return SiteFate(
     site,
     Fate.UNKNOWN if unknown else Fate.GONE,
+    None,
+    None,
     None,
     (),
     identify.site_precision(site),
@@ -205,7 +249,7 @@ def _gone(site: StableHloDot, unknown: bool = False) -> DotFate:
   )
 
 
-def _classify(site: StableHloDot, carrier: Carrier) -> DotFate:
+def _classify(site: StableHloDot, carrier: Carrier) -> SiteFate:
   """Names the fate of a site from the instruction that computes it.
 
   Rules (jaxlib 0.10.2): a custom call is named by its target; a dot is a
@@ -215,16 +259,12 @@ def _classify(site: StableHloDot, carrier: Carrier) -> DotFate:
   """
   inst = carrier.instruction
   outer = carrier.kernel
-  kind = fusion_kind(outer) if outer is not None else None
-  emitter = kind or "top level"
+  names = _emitter_names(inst, outer)
+  emitter = next((n for n in names.values() if n), "top level")
   config = None
   if inst.opcode == "custom-call":
-    target = custom_call_target(inst)
-    fate, emitter, config = (
-      Fate(GEMM_CUSTOM_CALLS[target]),
-      target,
-      inst.backend_config,
-    )
+    fate = Fate(GEMM_CUSTOM_CALLS[names["custom_call_target"]])
+    config = inst.backend_config
   elif inst.opcode == "multiply":
     fate = Fate.MULTIPLY if site.contracting_size == 1 else Fate.MULTIPLY_REDUCE
   elif is_triton_gemm(outer):
@@ -232,17 +272,17 @@ def _classify(site: StableHloDot, carrier: Carrier) -> DotFate:
       Fate.TRITON_GEMM,
       outer.backend_config.get("fusion_backend_config"),
     )
-  elif kind == "__cudnn$fusion":
+  elif names["backend_config_kind"] == "__cudnn$fusion":
     fate = Fate.CUDNN
   elif emitter in _KNOWN_DOT_EMITTERS or compat.rules_checked():
     fate = Fate.DOT
   else:
     fate = Fate.UNKNOWN
   precision, algorithm = identify.hlo_precision(inst)
-  return DotFate(
+  return SiteFate(
     site=site,
     fate=fate,
-    emitter=emitter,
+    **names,
     carriers=carrier.path,
     precision_config=precision or identify.site_precision(site),
     algorithm=algorithm or identify.site_algorithm(site),
@@ -251,9 +291,28 @@ def _classify(site: StableHloDot, carrier: Carrier) -> DotFate:
   )
 
 
+def _emitter_names(
+  inst: HloInstruction, kernel: HloInstruction | None
+) -> dict[str, str | None]:
+  """`EMITTER_KEYS` -> the names XLA prints for a site's instruction.
+
+  The custom-call target is the instruction's when it is a custom call,
+  else its kernel's; the kinds are those of the kernel when it is a fusion.
+  """
+  call = inst if inst.opcode == "custom-call" else kernel
+  fusion = kernel if kernel is not None and kernel.opcode == "fusion" else None
+  return {
+    "custom_call_target": custom_call_target(call)
+    if call is not None and call.opcode == "custom-call"
+    else None,
+    "backend_config_kind": backend_config_kind(fusion) if fusion else None,
+    "fusion_kind": fusion.attrs.get("kind") if fusion else None,
+  }
+
+
 def is_triton_gemm(kernel: HloInstruction | None) -> bool:
   """Whether a fusion is a Triton gemm kernel (`_TRITON_KINDS`)."""
-  return kernel is not None and fusion_kind(kernel) in _TRITON_KINDS
+  return kernel is not None and kernel_emitter(kernel) in _TRITON_KINDS
 
 
 def _split_k(
@@ -288,7 +347,7 @@ def _split_k(
   return dims[at]
 
 
-def site_record(f: DotFate, rewritten_by=None) -> dict:
+def site_record(f: SiteFate, rewritten_by=None) -> dict:
   """One dot site and its fate as a JSON-ready dict (results.json's schema).
 
   Args:
@@ -310,7 +369,9 @@ def site_record(f: DotFate, rewritten_by=None) -> dict:
     "stablehlo_precision": ",".join(s.precision),
     "stablehlo_algorithm": identify.site_algorithm(s),
     "fate": f.fate.value,
-    "emitter": f.emitter,
+    "fusion_kind": f.fusion_kind,
+    "backend_config_kind": f.backend_config_kind,
+    "custom_call_target": f.custom_call_target,
     "carriers": list(f.carriers),
     "precision_config": f.precision_config,
     "algorithm": f.algorithm,
@@ -333,7 +394,7 @@ def site_record(f: DotFate, rewritten_by=None) -> dict:
   }
 
 
-def fate_summary(fates: list[DotFate]) -> str:
+def fate_summary(fates: list[SiteFate]) -> str:
   """A compact summary such as `dot x3, multiply+reduce x1`."""
   counts = collections.Counter(f.fate.value for f in fates)
   return ", ".join(f"{name} x{n}" for name, n in counts.items()) or "no dots"

@@ -28,7 +28,7 @@ from hloprobe.compile.targets import Target
 from hloprobe.ir.hlo import HloInstruction, HloModule
 from hloprobe.ir.precisions import ALGORITHMS
 from hloprobe.ir.ptx import PtxKernel, for_operands, kernel_name
-from hloprobe.sites.dot_sites import DotFate, Fate, is_triton_gemm
+from hloprobe.sites.dot_sites import Fate, SiteFate, is_triton_gemm
 
 __all__ = [
   "HEURISTIC",
@@ -129,7 +129,7 @@ def blas_algorithm(
 
 
 def _kernel_owner(
-  fate: DotFate, instructions: dict[str, HloInstruction]
+  fate: SiteFate, instructions: dict[str, HloInstruction]
 ) -> HloInstruction | None:
   """The outermost fusion around a site's carrier: its kernel."""
   for name in fate.carriers[:-1]:
@@ -139,7 +139,7 @@ def _kernel_owner(
   return None
 
 
-def _in_gemm_kernel(fate: DotFate, instructions) -> tuple[str, str] | None:
+def _in_gemm_kernel(fate: SiteFate, instructions) -> tuple[str, str] | None:
   """A strength-reduced f32 site fused into another site's Triton gemm.
 
   XLA GPU fuses elementwise producers and consumers into a gemm fusion
@@ -172,7 +172,7 @@ def _with_declared_passes(ptx: str | None, declared: str | None) -> str | None:
 
 
 def _from_ptx(
-  fate: DotFate, instructions, kernels: dict[str, PtxKernel]
+  fate: SiteFate, instructions, kernels: dict[str, PtxKernel]
 ) -> dict:
   owner = _kernel_owner(fate, instructions)
   if owner is None:
@@ -194,7 +194,7 @@ def _from_ptx(
 
 
 def _effective(
-  fate: DotFate,
+  fate: SiteFate,
   instructions,
   kernels,
   target: Target,
@@ -242,12 +242,12 @@ def _effective(
 
 
 def resolve(
-  fates: Sequence[DotFate],
+  fates: Sequence[SiteFate],
   module: HloModule,
   kernels: Sequence[PtxKernel],
   target: Target,
   compute_capability: str | None = None,
-) -> list[DotFate]:
+) -> list[SiteFate]:
   """Fills each site's effective algorithm, its source and evidence.
 
   Args:

@@ -37,7 +37,7 @@ from hloprobe.sites.operand_ancestry import (
   Carrier,
   custom_call_target,
   find_carriers,
-  fusion_kind,
+  kernel_emitter,
 )
 
 __all__ = [
@@ -185,7 +185,7 @@ def _signature(carrier: Carrier) -> tuple:
   return (
     inst.opcode,
     custom_call_target(inst),
-    fusion_kind(kernel) if kernel is not None else None,
+    kernel_emitter(kernel) if kernel is not None else None,
     str(inst.shape),
     hlo_precision(inst),
   )

@@ -16,9 +16,10 @@ from hloprobe.ir.hlo import HloInstruction, HloModule
 __all__ = [
   "GEMM_CUSTOM_CALLS",
   "Carrier",
+  "backend_config_kind",
   "custom_call_target",
   "find_carriers",
-  "fusion_kind",
+  "kernel_emitter",
 ]
 
 # cuBLAS custom-call targets (xla/service/gpu/cublas_cudnn.cc) -> fate words.
@@ -161,16 +162,29 @@ def custom_call_target(inst: HloInstruction) -> str:
   return inst.attrs.get("custom_call_target", "").strip('"')
 
 
-def fusion_kind(fusion: HloInstruction) -> str | None:
-  """A kernel's kind: a fusion's backend kind, a custom call's target.
+def backend_config_kind(fusion: HloInstruction) -> str | None:
+  """A fusion's backend config kind, e.g. "__triton_nested_gemm_fusion".
 
-  GPU prints `fusion_backend_config`, CPU `fusion_config` (jaxlib 0.10.2);
-  other instructions are named by their opcode.
+  GPU prints it as `backend_config={"fusion_backend_config":{"kind":...}}`,
+  CPU as `{"fusion_config":{"kind":...}}` (jaxlib 0.10.2); None when the
+  instruction is no fusion or prints neither.
   """
-  if fusion.opcode == "custom-call":
-    return custom_call_target(fusion)
   if fusion.opcode != "fusion":
-    return fusion.opcode
+    return None
   config = fusion.backend_config
   fbc = config.get("fusion_backend_config") or config.get("fusion_config") or {}
-  return fbc.get("kind") or fusion.attrs.get("kind")
+  return fbc.get("kind")
+
+
+def kernel_emitter(kernel: HloInstruction) -> str | None:
+  """The most specific name of what emits a kernel, as XLA prints it.
+
+  A custom call's `custom_call_target`, else a fusion's backend config kind
+  (`backend_config_kind`), else its `kind=` (kLoop, kInput, kOutput,
+  kCustom); other instructions are named by their opcode.
+  """
+  if kernel.opcode == "custom-call":
+    return custom_call_target(kernel)
+  if kernel.opcode != "fusion":
+    return kernel.opcode
+  return backend_config_kind(kernel) or kernel.attrs.get("kind")

@@ -52,14 +52,14 @@ class PassAttribution:
   fate: str
 
 
-def _is_plain(fate: dot_sites.DotFate) -> bool:
+def _is_plain(fate: dot_sites.SiteFate) -> bool:
   """Still a plain dot, or not told apart in this dump (ambiguous)."""
   if fate.fate == dot_sites.Fate.AMBIGUOUS:
     return True
   return fate.fate == dot_sites.Fate.DOT and fate.emitter in _PLAIN_EMITTERS
 
 
-def _describe(fate: dot_sites.DotFate) -> str:
+def _describe(fate: dot_sites.SiteFate) -> str:
   if fate.fate == dot_sites.Fate.DOT:
     return f"dot in {fate.emitter}"
   return fate.fate.value

@@ -167,8 +167,8 @@ class GoldenTest(parameterized.TestCase):
     path = self._copy()
     self._edit(
       os.path.join(path, _N1 + ".dots.json"),
-      '"fate": "multiply+reduce", "emitter": "kLoop", "precision_config": "default,default", "algorithm": null, "effective_algorithm": "F32_F32_F32"',
-      '"fate": "Triton gemm", "emitter": "__triton_gemm", "precision_config": "high,high", "algorithm": "TF32_TF32_F32", "effective_algorithm": "TF32_TF32_F32"',
+      '"fate": "multiply+reduce", "fusion_kind": "kLoop", "backend_config_kind": null, "custom_call_target": null, "precision_config": "default,default", "algorithm": null, "effective_algorithm": "F32_F32_F32"',
+      '"fate": "Triton gemm", "fusion_kind": "kCustom", "backend_config_kind": "__triton_gemm", "custom_call_target": null, "precision_config": "high,high", "algorithm": "TF32_TF32_F32", "effective_algorithm": "TF32_TF32_F32"',
     )
     result = snapshot.check(path, _SNAP)
     self.assertFalse(result.ok)
@@ -597,6 +597,24 @@ class DescribeSiteChangesTest(parameterized.TestCase):
       {"fate": "dot"},
       {"fate": "dot", "pass": "algsimp"},
       "pass: (absent) -> algsimp",
+    ),
+    (
+      # The emitter is the most specific name XLA prints; a site none of
+      # whose three names is printed is computed at the top level.
+      "emitter_in_one_name",
+      {"fate": "dot", "fusion_kind": None, "backend_config_kind": None},
+      {
+        "fate": "dot",
+        "fusion_kind": "kCustom",
+        "backend_config_kind": "__ynn_fusion",
+      },
+      "emitter: top level -> __ynn_fusion",
+    ),
+    (
+      "fusion_kind_behind_the_same_backend_kind",
+      {"fate": "dot", "fusion_kind": "kCustom", "backend_config_kind": "b"},
+      {"fate": "dot", "fusion_kind": "kLoop", "backend_config_kind": "b"},
+      "fusion_kind: kCustom -> kLoop",
     ),
   )
   def test_words(self, old, new, words):

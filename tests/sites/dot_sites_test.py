@@ -57,8 +57,22 @@ class CpuSeedFatesTest(parameterized.TestCase):
   def test_carriers_name_real_instructions(self):
     fates = _fates(2, "tensorfloat32")
     self.assertEqual(fates[3].emitter, "top level")
+    self.assertEqual(
+      (
+        fates[3].fusion_kind,
+        fates[3].backend_config_kind,
+        fates[3].custom_call_target,
+      ),
+      (None, None, None),
+    )
     self.assertTrue(fates[3].carriers[-1].startswith("dot"))
+    # XLA CPU prints `kind=kCustom` and
+    # `backend_config={"fusion_config":{"kind":"__ynn_fusion"}}`.
     self.assertEqual(fates[0].emitter, "__ynn_fusion")
+    self.assertEqual(
+      (fates[0].fusion_kind, fates[0].backend_config_kind),
+      ("kCustom", "__ynn_fusion"),
+    )
     self.assertEqual(fates[0].precision_config, "high,high")
 
 
@@ -121,6 +135,12 @@ class ControlFlowFatesTest(parameterized.TestCase):
   def test_a100_gemm_found(self, fn):
     (fate,) = _probe(fn, (_X, _W), "a100")
     self.assertEqual(fate.fate, Fate.TRITON_GEMM)
+    # `kind=kCustom` with `"fusion_backend_config":{"kind":
+    # "__triton_nested_gemm_fusion"}` on jaxlib 0.10.2.
+    self.assertEqual(
+      (fate.fusion_kind, fate.backend_config_kind, fate.custom_call_target),
+      ("kCustom", "__triton_nested_gemm_fusion", None),
+    )
     self.assertEqual(fate.effective_algorithm, "TF32_TF32_F32")
 
   def test_cond_branches_are_two_sites(self):

@@ -184,6 +184,11 @@ class OtherTargetsTest(absltest.TestCase):
     )
     for f in r.fates[:3]:
       self.assertEqual(f.gemm_config["gemm_backend_config"]["epilogue"], "BIAS")
+      # A top-level `custom_call_target="__cublas$lt$matmul"`, no fusion.
+      self.assertEqual(
+        (f.custom_call_target, f.backend_config_kind, f.fusion_kind),
+        ("__cublas$lt$matmul", None, None),
+      )
       self.assertEqual(
         (f.effective_algorithm, f.algorithm_source), ("F32_F32_F32", "rule")
       )
