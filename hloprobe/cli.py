@@ -140,9 +140,10 @@ _REL_ERROR_BOUND = flags.DEFINE_float(
   "For `verify --require=accurate`: max relative error allowed (as run_hlo_module).",
 )
 _FORMATS = (*render.REPORT_FORMATS, "html")
-_FORMAT = flags.DEFINE_string(
+_FORMAT = flags.DEFINE_enum(
   "format",
   "table",
+  _FORMATS,
   f"Output format: one of {', '.join(_FORMATS)}. html: one self-contained "
   "page (plot, explanation, tables) on stdout; it names passes, as "
   "--explain_passes.",
@@ -335,10 +336,6 @@ def _experiments() -> list:
 
 
 def _check_format() -> str:
-  if _FORMAT.value not in _FORMATS:
-    raise InvalidArgumentError(
-      f"unknown --format {_FORMAT.value!r}; choose from {', '.join(_FORMATS)}"
-    )
   if _COLUMNS.value is not None:
     render.check_columns(_COLUMNS.value)
   _check_extras(bool(_PLOT.value), bool(_MODEL_EXPLORER.value))

@@ -25,7 +25,7 @@ class BadInputTest(parameterized.TestCase):
     ("target", "--targets=tpu", "unknown target 'tpu'; choose from cpu"),
     ("batch_zero", "--batch_sizes=0", "bad batch size '0'"),
     ("batch_word", "--batch_sizes=1,x", "bad batch size 'x'"),
-    ("format", "--format=xml", "unknown --format 'xml'"),
+    ("format", "--format=xml", "--format=xml: value should be one of"),
     ("flag", "--no_such_flag=1", "Unknown command line flag 'no_such_flag'"),
     ("case_empty", "--case=", "--case needs at least one name"),
     ("case_empty_item", "--case=seed_mlp,,", "--case needs at least one name"),

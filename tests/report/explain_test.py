@@ -386,7 +386,7 @@ class ExplainCommandTest(parameterized.TestCase):
     ("target", "--targets=tpu", "unknown target 'tpu'"),
     ("batch", "--batch_sizes=0", "bad batch size '0'"),
     ("precision", "--precisions=fp32", "unknown precision 'fp32'"),
-    ("format", "--format=xml", "unknown --format 'xml'"),
+    ("format", "--format=xml", "--format=xml: value should be one of"),
     ("markdown", "--format=markdown", "explain prints text .* or JSON"),
   )
   def test_bad_input_exits_2(self, flag, message):
