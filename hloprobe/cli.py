@@ -208,6 +208,14 @@ _CACHE_DIR = flags.DEFINE_string(
   "records/; `versions`/`bisect` keep their per-jaxlib venvs under venvs/. "
   "Default: $XDG_CACHE_HOME/hloprobe or ~/.cache/hloprobe.",
 )
+_JOBS = flags.DEFINE_integer(
+  "jobs",
+  os.cpu_count() or 1,
+  "How many experiments' worker processes run at once, beside the "
+  "baseline (default: the number of cores); the output order does not "
+  "change.",
+  lower_bound=1,
+)
 _NOCACHE = flags.DEFINE_bool(
   "nocache", False, "Compute every config; neither read nor write the cache."
 )
@@ -284,6 +292,7 @@ def _sweep_spec():
       explain_passes=_EXPLAIN_PASSES.value,
       experiments=tuple(_experiments()),
       cache_dir=_cache_dir(),
+      jobs=_JOBS.value,
     )
   )
 

@@ -11,6 +11,7 @@ on a config it does not expect (SIGFPE on `threads_per_warp: 0`, jaxlib
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import functools
 import logging
@@ -59,6 +60,9 @@ class SweepSpec:
       own worker process.
     cache_dir: folder of the persistent record cache (see `cache`), or None
       to compute every config. Only successful configs are stored.
+    jobs: how many experiments' worker processes run at once, beside the
+      baseline (1: one after another, after the baseline). Results keep
+      their order whatever it is.
   """
 
   cases: tuple[str, ...]
@@ -68,6 +72,7 @@ class SweepSpec:
   explain_passes: bool = False
   experiments: tuple[Experiment, ...] = ()
   cache_dir: str | None = None
+  jobs: int = 1
 
   def __post_init__(self):
     # One rule for every list: a name (or size) given twice is swept once,
@@ -499,20 +504,29 @@ def run_sweep(
   tell = progress or (lambda _: None)
   per_run = len(list(_configs(spec)))
   total = per_run * (1 + len(spec.experiments))
-  results = _run_baseline(
-    spec,
-    lambda done, now: tell(SweepProgress(done, total, now)),
-    on_result,
-    pool,
-    broken,
-  )
-  for experiment in spec.experiments:
-    tell(
-      SweepProgress(
-        len(results), total, f"experiment {experiment.name} (worker process)"
-      )
+  with concurrent.futures.ThreadPoolExecutor(max(1, spec.jobs)) as ahead:
+    # With jobs > 1 the experiments' workers start now, beside the baseline.
+    early = [
+      ahead.submit(_run_experiment, spec, e, pool)
+      for e in (spec.experiments if spec.jobs > 1 else ())
+    ]
+    results = _run_baseline(
+      spec,
+      lambda done, now: tell(SweepProgress(done, total, now)),
+      on_result,
+      pool,
+      broken,
     )
-    results += _run_experiment(spec, experiment, pool)
+    for i, experiment in enumerate(spec.experiments):
+      tell(
+        SweepProgress(
+          len(results), total, f"experiment {experiment.name} (worker process)"
+        )
+      )
+      if early:
+        results += early[i].result()
+      else:
+        results += _run_experiment(spec, experiment, pool)
   tell(SweepProgress(len(results), total, ""))
   return _with_batch_consistency(results)
 

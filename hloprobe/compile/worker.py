@@ -39,6 +39,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from hloprobe.errors import HloprobeError
@@ -234,6 +235,10 @@ class WorkerPool:
 
   def __init__(self):
     self._workers: dict[str, _Worker] = {}
+    # Experiments may call from several threads (SweepSpec.jobs): the dict
+    # under one lock, each worker's pipe under its own.
+    self._lock = threading.Lock()
+    self._busy: dict[str, threading.Lock] = {}
 
   def call(
     self,
@@ -264,12 +269,16 @@ class WorkerPool:
         f"unknown worker function {function!r}; choose from {sorted(_FUNCTIONS)}"
       )
     flags = worker_xla_flags(os.environ.get("XLA_FLAGS", ""), xla_flags)
-    worker = self._workers.get(flags)
-    if worker is None or not worker.alive:
-      if worker is not None:
-        worker.close()
-      worker = self._workers[flags] = _Worker(flags)
-    return worker.call(function, kwargs, timeout_s)
+    with self._lock:
+      busy = self._busy.setdefault(flags, threading.Lock())
+    with busy:
+      with self._lock:
+        worker = self._workers.get(flags)
+        if worker is None or not worker.alive:
+          if worker is not None:
+            worker.close()
+          worker = self._workers[flags] = _Worker(flags)
+      return worker.call(function, kwargs, timeout_s)
 
   def close(self, kill: bool = False) -> None:
     """Ends every worker and removes their temporary folders.

@@ -24,8 +24,12 @@ traces or compiles; timed from after imports unless said; the best of
                             (three precisions) against 1 (goal <= 3:
                             linear in configs), and a config at n = 4096
                             against one at n = 64 (goal <= 2). n = 65536
-                            is skipped: seed_mlp, the only built-in case,
-                            has 4096 rows.
+                            is skipped: seed_mlp has 4096 rows.
+  --jobs=1 / --jobs=2       `hloprobe sweep --targets=a100` with two
+                            XLA_FLAGS experiments (each in its worker
+                            process), whole processes, no cache: the
+                            speed-up of running them beside the baseline.
+                            Goal >= 1.6 on 2 cores.
 
 On a shared machine the absolute seconds move with the load; the ratios
 pair runs made back to back.
@@ -214,7 +218,24 @@ def main(repeats: int = 3) -> None:
     big <= 2 * three,
     f"{big / 3:.2f} s / {three / 3:.2f} s per config",
   )
-  print("n=65536: skipped (seed_mlp, the only built-in case, has 4096 rows)")
+  print("n=65536: skipped (seed_mlp has 4096 rows)")
+  run = (
+    "sweep",
+    "--targets=a100",
+    "--batch_sizes=1,2,3",
+    "--nocache",
+    "--experiment=a:--xla_gpu_enable_triton_gemm=false",
+    "--experiment=b:--xla_gpu_autotune_level=0",
+  )
+  serial = _cli_seconds(*run, "--jobs=1")
+  parallel = _cli_seconds(*run, "--jobs=2")
+  _report(
+    "two experiments --jobs=1 / --jobs=2 (a100, whole processes)",
+    serial / parallel,
+    ">= 1.6x",
+    serial >= 1.6 * parallel,
+    f"{serial:.1f} s / {parallel:.1f} s on {os.cpu_count()} cores",
+  )
 
 
 if __name__ == "__main__":
