@@ -542,7 +542,7 @@ def _check_cases(names) -> None:
   for name in names:
     case = get_case(name)
     if ":" in name:  # a user's: axes in range, one batch size
-      case.full_inputs()
+      _case_inputs(name)  # made once; the sweep reuses them
     label = case_label(case)
     if name in seen.values() or label in seen:
       also = "" if seen.get(label, name) == name else f" (as {seen[label]!r})"
