@@ -471,16 +471,6 @@ class _Progress:
         self.output_dir = None
 
 
-def _config_count(spec) -> int:
-  return (
-    len(spec.cases)
-    * len(spec.targets)
-    * len(spec.precisions)
-    * len(spec.batch_sizes)
-    * (1 + len(spec.experiments))
-  )
-
-
 def _run_streamed(spec):
   """run_sweep, each finished config appended to --output_dir/results.jsonl.
 
@@ -490,7 +480,7 @@ def _run_streamed(spec):
   from hloprobe import sweep
   from hloprobe.pictures import outputs
 
-  progress = _Progress(_config_count(spec), _start_stream(_OUTPUT_DIR.value))
+  progress = _Progress(spec.config_count, _start_stream(_OUTPUT_DIR.value))
   try:
     results = sweep.run_sweep(
       spec, outputs.progress_printer(sys.stderr), on_result=progress.add

@@ -95,6 +95,17 @@ class SweepSpec:
         f"batch sizes must be positive integers, got {self.batch_sizes}"
       )
 
+  @property
+  def config_count(self) -> int:
+    """How many configs the sweep runs, each experiment's included."""
+    per_run = (
+      len(self.cases)
+      * len(self.targets)
+      * len(self.precisions)
+      * len(self.batch_sizes)
+    )
+    return per_run * (1 + len(self.experiments))
+
 
 def _same_target(a: str, b: str) -> bool:
   """One built-in name, or two paths of one config file."""
@@ -502,8 +513,7 @@ def run_sweep(
   _check_case_sizes(spec)
   broken = _load_targets(spec, pool)
   tell = progress or (lambda _: None)
-  per_run = len(list(_configs(spec)))
-  total = per_run * (1 + len(spec.experiments))
+  total = spec.config_count
   with concurrent.futures.ThreadPoolExecutor(max(1, spec.jobs)) as ahead:
     # With jobs > 1 the experiments' workers start now, beside the baseline.
     early = [
