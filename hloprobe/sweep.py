@@ -291,7 +291,7 @@ def run_config(
   given, is charged the time of each stage.
   """
   watch = watch or timing.Stopwatch()
-  base = ConfigResult(case_label(case), target.name, n, precision)
+  base = ConfigResult(case.name, target.name, n, precision)
   stage = "compile"
   try:
     args = case.inputs_for(full_inputs, n)
@@ -354,11 +354,6 @@ def _with_headline(r: ConfigResult, leaf: int) -> ConfigResult:
   return dataclasses.replace(
     r, stats=stats, output_dtype=str(stats.row0_values.dtype)
   )
-
-
-def case_label(case: Case) -> str:
-  """The name results carry: the case's own name."""
-  return case.name
 
 
 def _with_passes(r: ConfigResult, dumps) -> ConfigResult:
@@ -468,7 +463,7 @@ def _run_experiment(
   except worker.WorkerError as e:
     return [
       ConfigResult(
-        case_label(get_case(c)),
+        get_case(c).name,
         t,
         n,
         p,
@@ -553,7 +548,7 @@ def _check_cases(names) -> None:
     case = get_case(name)
     if ":" in name:  # a user's: axes in range, one batch size
       _case_inputs(name)  # made once; the sweep reuses them
-    label = case_label(case)
+    label = case.name
     if name in seen.values() or label in seen:
       also = "" if seen.get(label, name) == name else f" (as {seen[label]!r})"
       raise CaseError(
@@ -656,7 +651,7 @@ def _isolated_config(
     except worker.WorkerError as e:
       broken = str(e)
   return ConfigResult(
-    case_label(get_case(case_name)),
+    get_case(case_name).name,
     target.name,
     n,
     precision,
@@ -743,7 +738,7 @@ class _CaseSetup:
     references, lie, predictor, why = self._made
     if lie is not None:
       return ConfigResult(
-        case_label(self.case),
+        self.case.name,
         target.name,
         n,
         precision,
