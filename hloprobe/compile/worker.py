@@ -9,10 +9,9 @@ SIGFPE from a GpuTargetConfigProto with `threads_per_warp: 0`. Such work
 runs in a worker, and a worker's death becomes one `WorkerError` line naming
 the signal or the flag and the last lines XLA printed.
 
-A `WorkerPool` keeps one persistent worker (`python -m
-hloprobe.compile.worker`) per XLA_FLAGS words, so jax is imported once per
-flag set, not once per config; a worker that died is started again on the
-next call. Requests and replies travel as length-prefixed pickles on the
+A `WorkerPool` keeps one persistent worker (`python -c` running `serve`)
+per XLA_FLAGS words, so jax is imported once per flag set, not once per
+config; a worker that died is started again on the next call. Requests and replies travel as length-prefixed pickles on the
 worker's stdin and on a private copy of its stdout (native writes to fd 1
 go to its stderr log), never as text to re-parse. Each worker gets its own
 temporary folder (TMPDIR), removed when the worker ends however it ends;
