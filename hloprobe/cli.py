@@ -528,8 +528,10 @@ def _report_sweep(results, spec, fmt: str) -> None:
 
   versions = lowering.versions()
   cpu = _host()
+  wanted = fmt == "html" or _OUTPUT_DIR.value or _PLOT.value
+  why = _explanations(results, spec) if wanted else []
   if fmt == "html":
-    print(_html(results, spec, versions))
+    print(_html(results, why, versions))
   else:
     print(
       render.render(
@@ -549,7 +551,7 @@ def _report_sweep(results, spec, fmt: str) -> None:
 
     out = sys.stderr if fmt == "json" else sys.stdout
     print("\n" + timings.render_timings(results, fmt), file=out)
-  _write_files(results, spec, versions, cpu)
+  _write_files(results, why, versions, cpu)
 
 
 def _explanations(results, spec):
@@ -558,20 +560,22 @@ def _explanations(results, spec):
   return explain.explain(results, [targets.get_target(n) for n in spec.targets])
 
 
-def _html(results, spec, versions) -> str:
+def _html(results, why, versions) -> str:
   from hloprobe.pictures import outputs
 
-  return outputs.html_page(results, _explanations(results, spec), versions)
+  return outputs.html_page(results, why, versions)
 
 
-def _write_files(results, spec, versions, cpu) -> None:
+def _write_files(results, why, versions, cpu) -> None:
   """--output_dir (with report.html), --plot, --model_explorer; then one
-  line on stderr naming what was written, the folder last."""
+  line on stderr naming what was written, the folder last.
+
+  `why`: the sweep's explanations (`_explanations`); needed with
+  --output_dir or --plot.
+  """
   from hloprobe.pictures import model_explorer, outputs
 
   out, wrote = _OUTPUT_DIR.value, []
-  needs_explanations = out or _PLOT.value
-  why = _explanations(results, spec) if needs_explanations else []
   if out:
     wrote += _write(
       f"--output_dir={out}",
@@ -613,10 +617,10 @@ def _cmd_explain() -> int:
   if fmt == "json":
     print(render.dumps_json(explain_text.explanation_json(explanations, cpu)))
   elif fmt == "html":
-    print(_html(results, spec, versions))
+    print(_html(results, explanations, versions))
   else:
     print(explain_text.render_explanation(explanations, host=cpu))
-  _write_files(results, spec, versions, cpu)
+  _write_files(results, explanations, versions, cpu)
   return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
 
 
