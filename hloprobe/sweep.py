@@ -678,7 +678,7 @@ def _run_baseline(
     watch = timing.Stopwatch()  # the case's first config pays for its setup
     with watch.stage("inputs"):
       full = _case_inputs(case_name)
-    setup = _CaseSetup(case_name, full, spec.batch_sizes, pool, broken)
+    setup = _CaseSetup(case_name, case, full, spec.batch_sizes, pool, broken)
     with watch.stage("cache"):
       fingerprint = _fingerprint(store, case, full)
     largest = max(spec.batch_sizes)
@@ -711,12 +711,13 @@ class _CaseSetup:
   def __init__(
     self,
     case_name: str,
+    case: Case,
     full: tuple | None,
     sizes: tuple[int, ...],
     pool: worker.WorkerPool,
     broken: dict[str, str],
   ):
-    self.name, self.case = case_name, get_case(case_name)
+    self.name, self.case = case_name, case
     self.full, self.sizes = full, sizes
     self.pool, self.broken = pool, broken
     self._made = None
