@@ -260,7 +260,7 @@ def _classify(site: StableHloDot, carrier: Carrier) -> SiteFate:
   inst = carrier.instruction
   outer = carrier.kernel
   names = _emitter_names(inst, outer)
-  emitter = next((n for n in names.values() if n), "top level")
+  emitter = emitter_name(Fate.DOT, names.values())
   config = None
   if inst.opcode == "custom-call":
     fate = Fate(GEMM_CUSTOM_CALLS[names["custom_call_target"]])
