@@ -26,7 +26,7 @@ from hloprobe.numerics.accuracy import (
 )
 from hloprobe.sites.dot_sites import Fate, SiteFate
 
-__all__ = ["annotate", "below_request"]
+__all__ = ["F32", "annotate", "below_request"]
 
 F32 = "F32_F32_F32"
 # Storage types that hold every value of an operand type exactly.
