@@ -217,13 +217,12 @@ def _sixteen_bit_dot(lhs, rhs, dn, algorithm, order):
   """
   kind, round_products, round_sums = _SIXTEEN_BIT[algorithm]
   to16 = rounding.round_to_bf16 if kind == "bf16" else rounding.round_to_f16
-  keep = lambda x: x
   sums = _ORDERED["pairwise" if order == "xla" else order]
   return _in_order(
     functools.partial(
       sums,
-      product=to16 if round_products else keep,
-      total=to16 if round_sums else keep,
+      product=to16 if round_products else _same,
+      total=to16 if round_sums else _same,
     )
   )(to16(lhs), to16(rhs), dn)
 

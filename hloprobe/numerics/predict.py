@@ -26,11 +26,11 @@ from hloprobe.compile import compat, timing
 from hloprobe.compile.cases import Case
 from hloprobe.errors import HloprobeError
 from hloprobe.numerics import accuracy, emulate, reference, site_notes
+from hloprobe.numerics.site_notes import F32
 from hloprobe.sites.dot_sites import Fate, SiteFate
 
 __all__ = ["Prediction", "Predictor", "SiteShare"]
 
-F32 = "F32_F32_F32"
 # Fates whose arithmetic no candidate changes: the strength-reduced ones.
 _FIXED_FATES = (Fate.MULTIPLY, Fate.MULTIPLY_REDUCE, Fate.GONE)
 

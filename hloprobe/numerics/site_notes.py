@@ -19,10 +19,14 @@ no site escapes the report:
 from __future__ import annotations
 
 from hloprobe.ir.precisions import ALGORITHMS
-from hloprobe.numerics.accuracy import OPERAND_UNIT, describe_algorithms
+from hloprobe.numerics.accuracy import (
+  F32_UNIT,
+  OPERAND_UNIT,
+  describe_algorithms,
+)
 from hloprobe.sites.dot_sites import Fate, SiteFate
 
-__all__ = ["annotate", "below_request"]
+__all__ = ["F32", "annotate", "below_request"]
 
 F32 = "F32_F32_F32"
 # Storage types that hold every value of an operand type exactly.
@@ -32,7 +36,6 @@ _HOLDS = {
   "bf16": ("bf16", "tf32", "f32", "f64"),
   "f16": ("f16", "tf32", "f32", "f64"),
 }
-_F32_UNIT = 2.0**-24
 _SIXTEEN_BIT_OUTPUTS = {"bfloat16": "bf16", "float16": "f16"}
 
 
@@ -52,7 +55,7 @@ def below_request(f: SiteFate, algorithm: str) -> bool:
   if alg.accumulation in ("bf16", "f16"):
     return True
   if alg.passes > 1:
-    return OPERAND_UNIT[algorithm] > _F32_UNIT
+    return OPERAND_UNIT[algorithm] > F32_UNIT
   return alg.lhs not in _HOLDS.get(f.site.lhs.dtype, (alg.lhs,))
 
 

@@ -59,16 +59,15 @@ __all__ = [
 # the custom call's target, the fusion's backend config kind, its `kind=`.
 EMITTER_KEYS = ("custom_call_target", "backend_config_kind", "fusion_kind")
 _TRITON_KINDS = ("__triton_gemm", "__triton_nested_gemm_fusion", "__triton")
-# Emitters of a kept dot seen on jaxlib 0.10.2 (goldens; passes.py).
+# Emitters of a kept dot seen on jaxlib 0.10.2 (goldens; passes.py). A dot
+# in a call, while or conditional body outside any fusion is "top level":
+# only fusions and custom calls name an emitter (`_emitter_names`).
 _KNOWN_DOT_EMITTERS = (
   "top level",
   "kLoop",
   "kInput",
   "kOutput",
   "__ynn_fusion",
-  "call",
-  "while",
-  "conditional",
 )
 
 
@@ -260,7 +259,7 @@ def _classify(site: StableHloDot, carrier: Carrier) -> SiteFate:
   inst = carrier.instruction
   outer = carrier.kernel
   names = _emitter_names(inst, outer)
-  emitter = next((n for n in names.values() if n), "top level")
+  emitter = emitter_name(Fate.DOT, names.values())
   config = None
   if inst.opcode == "custom-call":
     fate = Fate(GEMM_CUSTOM_CALLS[names["custom_call_target"]])

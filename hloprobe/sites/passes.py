@@ -32,7 +32,6 @@ _DUMP_RE = re.compile(
   r"^module_(?P<id>\d+)\.(?P<name>.+?)\.(?P<seq>\d{4})\.(?P<pipeline>[^.]+)"
   r"\.after_(?P<pass>[^.]+)(?:\.before_.*)?\.txt$"
 )
-_PLAIN_EMITTERS = ("top level", "call", "while", "conditional")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -56,7 +55,7 @@ def _is_plain(fate: dot_sites.SiteFate) -> bool:
   """Still a plain dot, or not told apart in this dump (ambiguous)."""
   if fate.fate == dot_sites.Fate.AMBIGUOUS:
     return True
-  return fate.fate == dot_sites.Fate.DOT and fate.emitter in _PLAIN_EMITTERS
+  return fate.fate == dot_sites.Fate.DOT and fate.emitter == "top level"
 
 
 def _describe(fate: dot_sites.SiteFate) -> str:
