@@ -440,7 +440,7 @@ def verify_fix(
     spec,
     fix,
     requirements,
-    golden_dir=golden_dir or snapshot.default_golden_dir(),
+    golden_dir=golden_dir,
     versions=lowering.versions(),
     abs_error_bound=abs_error_bound,
     rel_error_bound=rel_error_bound,

@@ -16,7 +16,6 @@ from hloprobe.report import render as report
 
 __all__ = [
   "HTML_NAME",
-  "PLOT_NAME",
   "html_page",
   "missing_extras",
   "progress_printer",
@@ -26,7 +25,6 @@ __all__ = [
 ]
 
 HTML_NAME = "report.html"  # written into --output_dir
-PLOT_NAME = "row0_error.png"
 
 
 def missing_extras(plot: bool, explorer: bool) -> list[str]:

@@ -1,10 +1,10 @@
 """Rendering results for people (tables) and machines (results.json).
 
-With timings.py (the --timings table), the only module that imports
-tabulate. It formats what the records already say; it computes nothing
-new. Missing values render as "n/a" in tables and
-null in JSON; JSON is strict (no NaN or Infinity): a float that is not finite
-(e.g. |err| of inf when f32 overflows) is null too.
+Holds `table`, the one table layout (tabulate) the other tables use too
+(cli.py still calls tabulate itself for two). It formats what the records
+already say; it computes nothing new. Missing values render as "n/a" in
+tables and null in JSON; JSON is strict (no NaN or Infinity): a float that
+is not finite (e.g. |err| of inf when f32 overflows) is null too.
 
 results.json schema (version 3; version 2 had one "emitter" per dot site
 where version 3 has what XLA prints: "fusion_kind", "backend_config_kind"
@@ -129,6 +129,7 @@ __all__ = [
   "render_verification",
   "verification_json",
   "results_json",
+  "table",
   "write_outputs",
 ]
 
@@ -431,9 +432,9 @@ def render(
     return _first_screen(results, rows)
   if columns is None:
     headers, rows = cells(results)
-    return _tabulate(rows, headers, fmt)
+    return table(rows, headers, fmt)
   keep = [_COLUMN_INDEX[c] for c in check_columns(columns)]
-  return _tabulate(
+  return table(
     [[row[i] for i in keep] for row in rows],
     [_TABLE_HEADERS[i] for i in keep],
     fmt,
@@ -483,8 +484,8 @@ def _first_screen(results, rows: list[list[str]]) -> str:
     for r in results
     if not r.ok
   ]
-  table = _tabulate(list(zip(*wrapped)), headers, "table")
-  return "\n".join([table] + (["", "failed:"] + errors if errors else []))
+  text = table(list(zip(*wrapped)), headers, "table")
+  return "\n".join([text] + (["", "failed:"] + errors if errors else []))
 
 
 def _wrap(text: str, width: int) -> str:
@@ -501,7 +502,10 @@ def _width(cells: list[str], header: str) -> int:
   )
 
 
-def _tabulate(rows, headers, fmt: str) -> str:
+def table(rows, headers, fmt: str = "table") -> str:
+  """hloprobe's one table layout: tabulate "simple" for `fmt` "table",
+  GitHub markdown for "markdown"; cells are shown as given (no number
+  parsing)."""
   tablefmt = "github" if fmt == "markdown" else "simple"
   return tabulate(
     rows, headers=headers, tablefmt=tablefmt, disable_numparse=True
@@ -591,7 +595,7 @@ def cells(
 def render_sites(results: list[ConfigResult], fmt: str) -> str:
   """One row per dot site per config ("table" or "markdown")."""
   headers, rows = cells(results, sites=True)
-  return _tabulate(rows, headers, fmt)
+  return table(rows, headers, fmt)
 
 
 def verification_json(v) -> dict:
@@ -622,18 +626,10 @@ def render_verification(v, fmt: str) -> str:
     )
     for r in v.requirements
   ]
-  tablefmt = "github" if fmt == "markdown" else "simple"
   lines = [f"verify --fix={v.fix.name}: {'PASS' if v.passed else 'FAIL'}"]
   lines += [f"the fix failed: {e}" for e in v.failures]
-  lines += [
-    "",
-    tabulate(
-      rows,
-      headers=("requirement", "result", "deciding evidence"),
-      tablefmt=tablefmt,
-      disable_numparse=True,
-    ),
-  ]
+  headers = ("requirement", "result", "deciding evidence")
+  lines += ["", table(rows, headers, fmt)]
   for r in v.requirements:
     lines += ["", f"{r.name}:"] + [f"  {e}" for e in r.evidence]
   lines += ["", "dot sites the fix changes:"]

@@ -8,9 +8,8 @@ cache shows only its "cache" time.
 
 from __future__ import annotations
 
-from tabulate import tabulate
-
 from hloprobe.compile import timing
+from hloprobe.report import render
 from hloprobe.sweep import ConfigResult
 
 __all__ = ["render_timings", "stage_sums"]
@@ -65,9 +64,4 @@ def render_timings(results: list[ConfigResult], fmt: str = "table") -> str:
     ]
   )
   headers = ["experiment", "case", "target", "n", "precision", *stages]
-  return tabulate(
-    rows,
-    headers=[*headers, "total"],
-    tablefmt="github" if fmt == "markdown" else "simple",
-    disable_numparse=True,
-  )
+  return render.table(rows, [*headers, "total"], fmt)

@@ -36,10 +36,9 @@ from __future__ import annotations
 import collections
 from collections.abc import Sequence
 
-from tabulate import tabulate
-
 from hloprobe.compile.compat import CHECKED_JAXLIB
 from hloprobe.ir.precisions import ALGORITHMS
+from hloprobe.report import render
 from hloprobe.versions.run import VersionRun
 
 __all__ = [
@@ -199,10 +198,7 @@ def render_versions(
         + [_show(entry["cells"][r.jaxlib], field) for r in runs]
         + [mark]
       )
-  tablefmt = "github" if fmt == "markdown" else "simple"
-  table = tabulate(
-    rows, headers=headers, tablefmt=tablefmt, disable_numparse=True
-  )
+  table = render.table(rows, headers, fmt)
   return "\n".join([table, *_footer(runs, compared)])
 
 

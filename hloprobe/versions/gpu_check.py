@@ -191,7 +191,7 @@ def gpu_check(
 
 def render_check(doc: dict) -> str:
   """The check as a table: one row per config."""
-  from tabulate import tabulate
+  from hloprobe.report import render as report
 
   def band(b: dict) -> str:
     if b["predicted_row0"] is None:
@@ -229,9 +229,7 @@ def render_check(doc: dict) -> str:
     f"{doc['device']} with jax {doc['jax']} / jaxlib {doc['jaxlib']}, "
     f"{doc['created']}"
   )
-  return "\n".join(
-    [head, tabulate(rows, headers=headers, disable_numparse=True)]
-  )
+  return "\n".join([head, report.table(rows, headers)])
 
 
 def _output_path(doc: dict, output: str | None) -> str:

@@ -95,11 +95,12 @@ class Venv:
 
 
 def default_cache_dir() -> str:
-  """`$XDG_CACHE_HOME/hloprobe/venvs`, else `~/.cache/hloprobe/venvs`."""
-  base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
-    os.path.expanduser("~"), ".cache"
-  )
-  return os.path.join(base, "hloprobe", "venvs")
+  """venvs/ under hloprobe's one cache folder (`cache.default_cache_dir`):
+  `$XDG_CACHE_HOME/hloprobe/venvs`, else `~/.cache/hloprobe/venvs`, as the
+  CLI's `<--cache_dir>/venvs`."""
+  from hloprobe.compile import cache  # lazy: cache imports the JAX runtime
+
+  return os.path.join(cache.default_cache_dir(), "venvs")
 
 
 def version_key(version: str) -> tuple[int, ...]:
