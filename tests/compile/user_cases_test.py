@@ -140,6 +140,7 @@ class LoadTest(parameterized.TestCase):
       case.inputs_for(case.full_inputs(), 5)
 
 
+@pytest.mark.cpu_numerics
 class CommandLineTest(absltest.TestCase):
   """sweep, explain, verify and an experiment on the user's file, as a user."""
 
