@@ -105,37 +105,39 @@ class ObservedOnA100Test(absltest.TestCase):
       "a100", "bfloat16", 2
     ].fates
 
-  def _observed(self, algorithms, order):
+  def _assert_judged(self, algorithms, order, verdict, best_candidate):
+    """A run emulated with ALGORITHMS summed in ORDER, judged at batch 2."""
     out = emulate.emulate_case(self.case.fn, self.args, algorithms, order=order)
-    return (accuracy.error_stats(out, self.ref),)
+    observed = (accuracy.error_stats(out, self.ref),)
+    p = self.predictor.predict(2, self.fates, observed)
+    self.assertEqual(p.verdict, verdict)
+    self.assertEqual(p.best_candidate, best_candidate)
 
   def test_tf32_run_in_another_order_is_explained(self):
-    observed = self._observed(
-      ("TF32_TF32_F32",) * 3 + ("F32_F32_F32",), "pairwise"
+    self._assert_judged(
+      ("TF32_TF32_F32",) * 3 + ("F32_F32_F32",),
+      "pairwise",
+      "explained by TF32_TF32_F32 at sites [0, 1, 2]",
+      "TF32_TF32_F32 at sites [0, 1, 2]",
     )
-    p = self.predictor.predict(2, self.fates, observed)
-    self.assertEqual(p.verdict, "explained by TF32_TF32_F32 at sites [0, 1, 2]")
-    self.assertEqual(p.best_candidate, "TF32_TF32_F32 at sites [0, 1, 2]")
 
   def test_f32_run_reveals_a_wrong_assumption(self):
-    observed = self._observed("F32_F32_F32", "blocked")
-    p = self.predictor.predict(2, self.fates, observed)
-    self.assertEqual(
-      p.verdict,
+    self._assert_judged(
+      "F32_F32_F32",
+      "blocked",
       "within f32 noise; TF32_TF32_F32 at sites [0, 1, 2] predicted, not "
       "seen in this run",
+      "F32_F32_F32",
     )
-    self.assertEqual(p.best_candidate, "F32_F32_F32")
 
   def test_bf16_run_is_unexplained_but_named(self):
-    observed = self._observed(("BF16_BF16_F32",) * 3 + ("F32_F32_F32",), "xla")
-    p = self.predictor.predict(2, self.fates, observed)
-    self.assertEqual(
-      p.verdict,
+    self._assert_judged(
+      ("BF16_BF16_F32",) * 3 + ("F32_F32_F32",),
+      "xla",
       "unexplained; TF32_TF32_F32 at sites [0, 1, 2] below the requested "
       "precision",
+      "BF16_BF16_F32 at sites [0, 1, 2]",
     )
-    self.assertEqual(p.best_candidate, "BF16_BF16_F32 at sites [0, 1, 2]")
 
 
 if __name__ == "__main__":
