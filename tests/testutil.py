@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -38,3 +39,10 @@ def run_hloprobe(
     check=False,
     cwd=cwd,
   )
+
+
+def run_hloprobe_json(test, *args: str, **kwargs) -> dict:
+  """run_hloprobe(ARGS, **KWARGS), asserted on TEST to exit 0: its JSON."""
+  proc = run_hloprobe(*args, **kwargs)
+  test.assertEqual(proc.returncode, 0, proc.stderr)
+  return json.loads(proc.stdout)
