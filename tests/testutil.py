@@ -1,4 +1,4 @@
-"""Shared by the tests: running the command line as a user would."""
+"""Shared by the tests: the command line run as a user would; TF32 rounding."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+
+import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -46,3 +48,10 @@ def run_hloprobe_json(test, *args: str, **kwargs) -> dict:
   proc = run_hloprobe(*args, **kwargs)
   test.assertEqual(proc.returncode, 0, proc.stderr)
   return json.loads(proc.stdout)
+
+
+def tf32_rna(x: np.ndarray) -> np.ndarray:
+  """f32 -> TF32 (10 mantissa bits), ties away from zero, in numpy."""
+  bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+  bits = (bits + (1 << 12)) & ~np.uint64((1 << 13) - 1)
+  return bits.astype(np.uint32).view(np.float32)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from absl.testing import absltest
+from testutil import tf32_rna
 
 from hloprobe import sweep
 from hloprobe.compile import cases
@@ -19,13 +20,6 @@ def _sweep(targets, precisions, sizes=(1, 2)):
   return {(r.target, r.precision, r.n): r for r in sweep.run_sweep(spec)}
 
 
-def _tf32(x) -> np.ndarray:
-  """f32 -> TF32 (10 mantissa bits, ties away from zero), as float64."""
-  bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
-  bits = (bits + (1 << 12)) & ~np.uint64((1 << 13) - 1)
-  return bits.astype(np.uint32).view(np.float32).astype(np.float64)
-
-
 def _numpy_seed_row0(tf32_sites=()) -> float:
   """The seed MLP at row 0 in numpy float64, TF32_SITES' operands rounded.
 
@@ -38,7 +32,7 @@ def _numpy_seed_row0(tf32_sites=()) -> float:
   x = np.asarray(xy[0], np.float64)
   for i, w in enumerate(weights):
     if i in tf32_sites:
-      w, x = _tf32(w), _tf32(x)
+      w, x = (tf32_rna(a).astype(np.float64) for a in (w, x))
     x = w @ x + biases[i]
     if i < len(gammas):
       x = np.exp(-(gammas[i] ** 2) * np.square(x - mus[i])) * np.sin(16 * x)
