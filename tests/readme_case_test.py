@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 
 import pytest
 from absl.testing import absltest
-from testutil import ROOT, run_hloprobe
+from testutil import ROOT, run_hloprobe_json
 
 # Compiles with XLA (`make test-fast` skips it).
 pytestmark = pytest.mark.compiles
@@ -26,7 +25,8 @@ class ReadmeExampleTest(absltest.TestCase):
     folder = self.create_tempdir().full_path
     with open(os.path.join(folder, "my_case.py"), "w") as f:
       f.write(_example())
-    proc = run_hloprobe(
+    configs = run_hloprobe_json(
+      self,
       "sweep",
       "--case=my_case.py:make_case",
       "--targets=cpu,a100",
@@ -34,9 +34,7 @@ class ReadmeExampleTest(absltest.TestCase):
       "--precisions=default",
       "--format=json",
       cwd=folder,
-    )
-    self.assertEqual(proc.returncode, 0, proc.stderr)
-    configs = json.loads(proc.stdout)["configs"]
+    )["configs"]
     self.assertEqual(
       [(c["target"], c["n"], c["status"]) for c in configs],
       [

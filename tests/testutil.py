@@ -1,10 +1,13 @@
-"""Shared by the tests: running the command line as a user would."""
+"""Shared by the tests: the command line run as a user would; TF32 rounding."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+
+import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -38,3 +41,17 @@ def run_hloprobe(
     check=False,
     cwd=cwd,
   )
+
+
+def run_hloprobe_json(test, *args: str, **kwargs) -> dict:
+  """run_hloprobe(ARGS, **KWARGS), asserted on TEST to exit 0: its JSON."""
+  proc = run_hloprobe(*args, **kwargs)
+  test.assertEqual(proc.returncode, 0, proc.stderr)
+  return json.loads(proc.stdout)
+
+
+def tf32_rna(x: np.ndarray) -> np.ndarray:
+  """f32 -> TF32 (10 mantissa bits), ties away from zero, in numpy."""
+  bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+  bits = (bits + (1 << 12)) & ~np.uint64((1 << 13) - 1)
+  return bits.astype(np.uint32).view(np.float32)

@@ -13,6 +13,7 @@ import re
 import numpy as np
 import pytest
 from absl.testing import absltest
+from testutil import tf32_rna
 
 from hloprobe import sweep
 from hloprobe.compile import cases
@@ -35,13 +36,6 @@ def _sweep(name, sizes, targets, precisions=("default",)):
 
 def _fates(r):
   return [(f.fate.value, f.effective_algorithm, f.split_k) for f in r.fates]
-
-
-def _tf32_rna(x: np.ndarray) -> np.ndarray:
-  """f32 -> TF32 (10 mantissa bits), ties away from zero, in numpy."""
-  bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
-  bits = (bits + (1 << 12)) & ~np.uint64((1 << 13) - 1)
-  return bits.astype(np.uint32).view(np.float32)
 
 
 class CasesCommandTest(absltest.TestCase):
@@ -140,7 +134,7 @@ class Jax11628Test(absltest.TestCase):
     # Each output is 1 * M[i, j] with M rounded to TF32: the error is M's
     # own TF32 rounding, max relative 2^-11 elementwise (README: 4.86e-4).
     mat = cases.get_case("jax_11628").make_inputs()[0]
-    err = _tf32_rna(mat).astype(np.float64) - mat
+    err = tf32_rna(mat).astype(np.float64) - mat
     p = r["a100", 100, "default"].prediction
     self.assertEqual(p.stats.max_abs, float(np.abs(err).max()))
     # README: std(J - M) 2.07e-4 (the report: 2.09e-4), max relative 4.86e-4.
@@ -183,7 +177,7 @@ class Jax19444Test(absltest.TestCase):
     case = cases.get_case("jax_19444")
     (o,) = case.inputs_for(None, 16384)
     # TF32 input rounding alone: a Gram matrix of rounded inputs, PSD.
-    rounded = _tf32_rna(o).astype(np.float64)
+    rounded = tf32_rna(o).astype(np.float64)
     psd = np.linalg.eigvalsh(rounded @ rounded.T / 64)[0]
     self.assertGreater(psd, -1e-10)
     # f32 accumulation alone (no TF32) makes it indefinite.

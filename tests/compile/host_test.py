@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from absl.testing import absltest, parameterized
-from testutil import run_hloprobe
+from testutil import run_hloprobe, run_hloprobe_json
 
 from hloprobe.compile import host
 
@@ -53,15 +51,14 @@ class HostCpuTest(parameterized.TestCase):
 class CliRecordsHostTest(absltest.TestCase):
   def test_results_json_and_explain_name_the_isa(self):
     env = {"XLA_FLAGS": "--xla_cpu_max_isa=AVX"}
-    proc = run_hloprobe(
+    doc = run_hloprobe_json(
+      self,
       "sweep",
       "--batch_sizes=1",
       "--precisions=float32",
       "--format=json",
       env=env,
     )
-    self.assertEqual(proc.returncode, 0, proc.stderr)
-    doc = json.loads(proc.stdout)
     self.assertEqual(doc["host"]["isa"], "AVX")
     self.assertEqual(doc["host"]["max_isa"], "AVX")
     proc = run_hloprobe(

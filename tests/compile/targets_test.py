@@ -84,45 +84,44 @@ class LoadTargetConfigTest(absltest.TestCase):
     )
     self.assertEqual(targets.get_target(path), t)
 
+  def _assert_load_fails(self, name, text, pattern):
+    """load_target_config of TEXT saved as NAME raises TargetError ~ PATTERN."""
+    path = self.create_tempfile(name, text).full_path
+    with self.assertRaisesRegex(TargetError, pattern) as cm:
+      targets.load_target_config(path)
+    return cm.exception
+
   def test_count_xla_divides_by_must_be_positive(self):
     # XLA dies with SIGFPE on threads_per_warp: 0 (jaxlib 0.10.2).
     for field, value in (
       ("threads_per_warp", "0"),
       ("block_dim_limit_x", "-1"),
     ):
-      text = _SMALL.replace("core_count: 40", f"{field}: {value}")
-      path = self.create_tempfile(f"{field}.txtpb", text).full_path
-      with self.assertRaisesRegex(
-        TargetError, f"gpu_device_info.{field} is '{value}'; it must be a pos"
-      ):
-        targets.load_target_config(path)
+      self._assert_load_fails(
+        f"{field}.txtpb",
+        _SMALL.replace("core_count: 40", f"{field}: {value}"),
+        f"gpu_device_info.{field} is '{value}'; it must be a pos",
+      )
 
   def test_syntax_error_is_one_line(self):
-    path = self.create_tempfile(
-      "bad.txtpb", "gpu_device_info {\n  core_count: 4\n"
-    ).full_path
-    with self.assertRaisesRegex(
-      TargetError,
+    error = self._assert_load_fails(
+      "bad.txtpb",
+      "gpu_device_info {\n  core_count: 4\n",
       r"bad\.txtpb:\d+:\d+: not a GpuTargetConfigProto.*missing '}'",
-    ) as cm:
-      targets.load_target_config(path)
-    self.assertNotIn("\n", str(cm.exception))
+    )
+    self.assertNotIn("\n", str(error))
 
   def test_not_a_proto(self):
-    path = self.create_tempfile(
-      "notes.txtpb", "it's prose, not a proto"
-    ).full_path
-    with self.assertRaisesRegex(TargetError, "not a GpuTargetConfigProto"):
-      targets.load_target_config(path)
+    self._assert_load_fails(
+      "notes.txtpb", "it's prose, not a proto", "not a GpuTargetConfigProto"
+    )
 
   def test_needs_cuda_compute_capability(self):
-    path = self.create_tempfile(
-      "rocm.txtpb", "gpu_device_info { core_count: 4 }"
-    ).full_path
-    with self.assertRaisesRegex(
-      TargetError, "no gpu_device_info.cuda_compute_capability"
-    ):
-      targets.load_target_config(path)
+    self._assert_load_fails(
+      "rocm.txtpb",
+      "gpu_device_info { core_count: 4 }",
+      "no gpu_device_info.cuda_compute_capability",
+    )
 
   def test_any_existing_file_is_read_as_a_config(self):
     passwd = self.create_tempfile(

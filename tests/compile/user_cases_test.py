@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import textwrap
@@ -10,7 +9,7 @@ import textwrap
 import numpy as np
 import pytest
 from absl.testing import absltest, parameterized
-from testutil import run_hloprobe
+from testutil import run_hloprobe, run_hloprobe_json
 
 from hloprobe import sweep
 from hloprobe.compile import cases
@@ -140,18 +139,19 @@ class LoadTest(parameterized.TestCase):
       case.inputs_for(case.full_inputs(), 5)
 
 
+@pytest.mark.cpu_numerics
 class CommandLineTest(absltest.TestCase):
   """sweep, explain, verify and an experiment on the user's file, as a user."""
 
-  def _run(self, *args):
-    return run_hloprobe(*args, "--batch_sizes=1,2", "--precisions=default")
-
   def test_sweep_on_cpu_and_a100(self):
-    proc = self._run(
-      f"--case={_FILE}:make", "--targets=cpu,a100", "--format=json"
-    )
-    self.assertEqual(proc.returncode, 0, proc.stderr)
-    configs = json.loads(proc.stdout)["configs"]
+    configs = run_hloprobe_json(
+      self,
+      f"--case={_FILE}:make",
+      "--targets=cpu,a100",
+      "--format=json",
+      "--batch_sizes=1,2",
+      "--precisions=default",
+    )["configs"]
     cpu2 = next(c for c in configs if c["target"] == "cpu" and c["n"] == 2)
     leaves = {x["leaf"]: x for x in cpu2["numerics"]["leaves"]}
     self.assertEqual(set(leaves), {"['loss']", "['y']"})
@@ -188,15 +188,14 @@ class CommandLineTest(absltest.TestCase):
     )
     self.assertEqual(verify.returncode, 0, verify.stderr + verify.stdout)
     self.assertIn("PASS", verify.stdout)
-    experiment = run_hloprobe(
+    rows = run_hloprobe_json(
+      self,
       "sweep",
       *common,
       "--experiment=no_dsr:--xla_disable_hlo_passes=dot-strength-reduction",
       "--format=json",
       env=env,
-    )
-    self.assertEqual(experiment.returncode, 0, experiment.stderr)
-    rows = json.loads(experiment.stdout)["configs"]
+    )["configs"]
     self.assertEqual(
       sorted({(r["experiment"], r["status"]) for r in rows}),
       [("baseline", "ok"), ("no_dsr", "ok")],

@@ -465,6 +465,14 @@ class GoldenTest(parameterized.TestCase):
     self.assertIn(f"  changed {_N1}.dots.json", result.render())
 
 
+# The narrowest sweep: cpu, batch 1, float32 (3 goldens).
+_ONE_CPU_CONFIG = {
+  "targets": "cpu",
+  "batch_sizes": "1",
+  "precisions": "float32",
+}
+
+
 class GoldenCliTest(absltest.TestCase):
   def test_check_exits_0_on_match_with_manifest_sweep_narrowed_by_flags(self):
     with flagsaver.as_parsed(
@@ -520,9 +528,7 @@ class GoldenCliTest(absltest.TestCase):
       "check",
       golden_dir=path,
       output_dir=not_a_dir,
-      targets="cpu",
-      batch_sizes="1",
-      precisions="float32",
+      **_ONE_CPU_CONFIG,
     )
     self.assertEqual(status, cli.EXIT_FAILED)
     self.assertIn("1 changed", out)
@@ -538,9 +544,7 @@ class GoldenCliTest(absltest.TestCase):
       "golden",
       "update",
       golden_dir=path,
-      targets="cpu",
-      batch_sizes="1",
-      precisions="float32",
+      **_ONE_CPU_CONFIG,
     )
     self.assertEqual(status, cli.EXIT_OK)
     self.assertIn("0 removed, 3 unchanged, 78 kept outside this sweep", out)

@@ -10,7 +10,7 @@ from hloprobe.compile import cases
 from hloprobe.numerics import emulate
 
 # Compiles with XLA (`make test-fast` skips it).
-pytestmark = pytest.mark.compiles
+pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
 
 _T, _F, _B = "TF32_TF32_F32", "F32_F32_F32", "BF16_BF16_F32_X3"
 

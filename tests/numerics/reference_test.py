@@ -14,7 +14,7 @@ from hloprobe.compile import cases
 from hloprobe.numerics import accuracy, reference
 
 # Compiles with XLA (`make test-fast` skips it).
-pytestmark = pytest.mark.compiles
+pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
 
 _RNG = np.random.default_rng(7)
 _X16 = _RNG.standard_normal((4, 512)).astype(np.float16)

@@ -134,6 +134,7 @@ class AmbiguityAndConflictTest(absltest.TestCase):
     self.assertLen(fates[0].candidates, 2)
 
 
+@pytest.mark.cpu_numerics
 class VerdictTest(absltest.TestCase):
   def test_verdict_names_site_0(self):
     case = program_cases.two_dots()
