@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from hloprobe.compile.cases import ReportedError, get_case
-from hloprobe.compile.targets import Target, get_target
+from hloprobe.compile.targets import Target
 from hloprobe.errors import CaseError
 from hloprobe.sites import effective
 from hloprobe.sites.dot_sites import Fate, SiteFate
@@ -490,5 +490,4 @@ def explain_sweep(spec: SweepSpec) -> list[TargetExplanation]:
     InvalidArgumentError: an unknown case, target or precision in `spec`.
   """
   spec = dataclasses.replace(spec, explain_passes=True)
-  swept = [get_target(n) for n in spec.targets]
-  return explain(run_sweep(spec), swept)
+  return explain(run_sweep(spec), list(spec.targets))
