@@ -10,7 +10,6 @@ from absl.testing import absltest, parameterized
 
 from hloprobe import sweep
 from hloprobe.compile import cases
-from hloprobe.compile.experiments import parse_experiment
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.numerics import accuracy
 
@@ -143,33 +142,6 @@ class FailureIsolationTest(absltest.TestCase):
     r = sweep.ConfigResult("c", "cpu", 2, "float32", fates=(None,))
     r = sweep._with_prediction(r, Failing(), None)
     self.assertEqual(r.prediction_error, "RuntimeError: emulator broke")
-
-
-@pytest.mark.compiles
-class JobsTest(absltest.TestCase):
-  def test_experiments_in_parallel_give_the_same_results_in_order(self):
-    experiments = tuple(
-      parse_experiment(text)
-      for text in (
-        "a:--xla_cpu_enable_fast_math=false",
-        "b:--xla_cpu_use_thunk_runtime=true",
-      )
-    )
-    base = sweep.SweepSpec(
-      ("seed_mlp",), (1,), ("float32",), ("cpu",), experiments=experiments
-    )
-    got = {
-      jobs: sweep.run_sweep(dataclasses.replace(base, jobs=jobs))
-      for jobs in (1, 2)
-    }
-    self.assertEqual(
-      [(r.experiment, r.n) for r in got[2]],
-      [("baseline", 1), ("a", 1), ("b", 1)],
-    )
-    for one, two in zip(got[1], got[2]):
-      self.assertTrue(two.ok, two.error)
-      self.assertEqual(one.stats.row0, two.stats.row0)
-      self.assertEqual([f.fate for f in one.fates], [f.fate for f in two.fates])
 
 
 if __name__ == "__main__":
