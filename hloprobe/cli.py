@@ -211,9 +211,9 @@ _CACHE_DIR = flags.DEFINE_string(
 _JOBS = flags.DEFINE_integer(
   "jobs",
   os.cpu_count() or 1,
-  "How many experiments' worker processes run at once, beside the "
-  "baseline (default: the number of cores); the output order does not "
-  "change.",
+  "How many worker processes compile and run configs at once (default: "
+  "the number of cores); each flag set (the baseline, each experiment) "
+  "gets max(1, jobs / flag sets). The output order does not change.",
   lower_bound=1,
 )
 _NOCACHE = flags.DEFINE_bool(

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 
+import jax
 import numpy as np
 
 from hloprobe.compile import cache, lowering, timing, worker
@@ -627,10 +628,11 @@ def run_sweep(
   the signal and XLA's last lines, and the next config gets a fresh
   worker. This process keeps the case inputs, the float64 references,
   the predictions (emulation on the CPU), the errors against the
-  references, batch consistency and the cache. References and
-  predictions are made once per case and shared by the baseline and every
-  experiment: the float64 reference does not depend on XLA_FLAGS, by
-  design.
+  references, batch consistency and the cache, on the CPU device (JAX's
+  default device is set to it here: this process never allocates on an
+  attached GPU, which the workers share). References and predictions are
+  made once per case and shared by the baseline and every experiment: the
+  float64 reference does not depend on XLA_FLAGS, by design.
 
   `spec.jobs` worker processes run at once: each of the E flag sets
   (baseline and experiments) gets max(1, jobs // E) lanes, its configs
@@ -669,7 +671,10 @@ def run_sweep(
   tell = progress or (lambda _: None)
   sweep = _Sweep(spec, pool, broken)
   results = []
-  with concurrent.futures.ThreadPoolExecutor(max(1, spec.jobs)) as lanes:
+  with (
+    concurrent.futures.ThreadPoolExecutor(max(1, spec.jobs)) as lanes,
+    jax.default_device(jax.devices("cpu")[0]),  # never a GPU here
+  ):
     try:
       sweep.dispatch(lanes)
       for i, c in enumerate(sweep.configs):

@@ -27,8 +27,8 @@ Workers get XLA_PYTHON_CLIENT_PREALLOCATE=false unless the user set it:
 several workers may share one attached GPU, and JAX's default is to take
 75% of its memory per process (JAX docs, "GPU memory allocation").
 
-A worker runs with the user's own XLA_FLAGS (as the baseline does, in this
-process) followed by the experiment's. XLA reads the words left to right and
+A worker runs with the user's own XLA_FLAGS (the baseline's workers with
+those alone) followed by the experiment's. XLA reads the words left to right and
 the last value of a flag wins (checked on jaxlib 0.10.2 with two
 --xla_dump_to), so an experiment overrides the user where both set a flag.
 """
