@@ -10,12 +10,12 @@ import textwrap
 from unittest import mock
 
 import pytest
+import testutil
 from absl.testing import absltest
 
 from hloprobe import sweep
 from hloprobe.compile import targets, worker
 from hloprobe.compile.experiments import parse_experiment
-from hloprobe.report import render
 
 pytestmark = pytest.mark.compiles
 
@@ -51,16 +51,6 @@ def _inputs():
 def crash_at_two():
   return hloprobe.Case("crash_at_two", "dies at n = 2", _fn, _inputs)
 """
-
-
-def _json(results):
-  """results.json's configs, without the timings (which always differ)."""
-  out = []
-  for r in results:
-    doc = render.config_json(r)
-    doc.pop("timing_s")
-    out.append(doc)
-  return out
 
 
 def _worker_folders(root: str) -> list[str]:
@@ -134,7 +124,7 @@ class JobsTest(absltest.TestCase):
         for n in (1, 2)
       ],
     )
-    self.assertEqual(_json(one), _json(two))
+    self.assertEqual(testutil.configs_json(one), testutil.configs_json(two))
     # Two flag sets on two jobs: one worker each, none inside another (an
     # experiment is no nested sweep with a pool of its own).
     self.assertEqual(pool.started, 2)
