@@ -664,12 +664,13 @@ def run_sweep(
     InvalidArgumentError: a batch size exceeds a case's rows.
   """
   if pool is None:
-    with worker.WorkerPool(_worker_platforms(spec)) as own:
+    with worker.WorkerPool(_worker_platforms(spec), _PRELOAD) as own:
       return run_sweep(spec, progress, on_result, own)
   _check_case_sizes(spec)
-  broken = _load_targets(spec, pool)
   tell = progress or (lambda _: None)
-  sweep = _Sweep(spec, pool, broken)
+  sweep = _Sweep(spec, pool)
+  sweep.start_workers()  # they import jax while the targets load
+  sweep.broken = _load_targets(spec, pool)
   results = []
   with (
     concurrent.futures.ThreadPoolExecutor(max(1, spec.jobs)) as lanes,
@@ -691,6 +692,10 @@ def run_sweep(
   return _with_batch_consistency(results)
 
 
+# What a sweep's own workers import as they start (`WorkerPool` preload).
+_PRELOAD = ("hloprobe.sweep",)
+
+
 def _worker_platforms(spec: SweepSpec) -> str | None:
   """JAX_PLATFORMS for a sweep's workers: with an attached GPU target the
   user's JAX_PLATFORMS or JAX's own choice (""), else this process's."""
@@ -706,8 +711,9 @@ class _Sweep:
   references, predictions) runs on the calling thread.
   """
 
-  def __init__(self, spec, pool, broken):
-    self.spec, self.pool, self.broken = spec, pool, broken
+  def __init__(self, spec, pool):
+    self.spec, self.pool = spec, pool
+    self.broken: dict[str, str] = {}  # see `_load_targets`
     self.configs = _configs(spec)
     self.stop = threading.Event()
     self.store = cache.RecordCache(spec.cache_dir) if spec.cache_dir else None
@@ -718,6 +724,7 @@ class _Sweep:
     self.watches = [timing.Stopwatch() for _ in self.configs]
     self.keys = [self._key(c, w) for c, w in zip(self.configs, self.watches)]
     self.hits = [self._hit(k, w) for k, w in zip(self.keys, self.watches)]
+    self.lanes = self._lanes()
     self.futures: dict[int, concurrent.futures.Future] = {}
 
   def _key(self, c: _Config, watch) -> str | None:
@@ -746,28 +753,44 @@ class _Sweep:
       hit = self.store.get(key)
     return hit if isinstance(hit, ConfigResult) else None
 
-  def dispatch(self, lanes: concurrent.futures.Executor) -> None:
-    """Submits every config a worker must do, one task per lane."""
+  def _lanes(self) -> list[tuple[str, int, list[int]]]:
+    """(extra XLA_FLAGS, lane, config indices) of every lane with work:
+    each flag set's configs that a worker must do, dealt in turn to its
+    max(1, jobs // flag sets) lanes."""
     sets = (BASELINE, *self.spec.experiments)
     per_set = max(1, self.spec.jobs // len(sets))
+    found = []
     for e in sets:
       todo = [
         i
         for i, c in enumerate(self.configs)
-        if c.experiment is e and self._in_worker(c) and self.hits[i] is None
+        if c.experiment is e
+        and resolvable_elsewhere(self.spec.case_names[c.case])
+        and self.hits[i] is None
       ]
-      for lane in range(per_set):
-        mine = todo[lane::per_set]
-        for i in mine:
-          self.futures[i] = concurrent.futures.Future()
-        if mine:
-          lanes.submit(self._run_lane, e.flags_text, lane, mine)
+      found += [
+        (e.flags_text, lane, todo[lane::per_set])
+        for lane in range(per_set)
+        if todo[lane::per_set]
+      ]
+    return found
 
-  def _in_worker(self, c: _Config) -> bool:
-    """Whether a worker does this config (its case is found by name
-    there, and its target loaded)."""
-    name = self.spec.case_names[c.case]
-    return resolvable_elsewhere(name) and c.target.name not in self.broken
+  def start_workers(self) -> None:
+    """Starts every lane's worker (they warm up meanwhile)."""
+    for flags, lane, _ in self.lanes:
+      self.pool.start(flags, lane)
+
+  def dispatch(self, lanes: concurrent.futures.Executor) -> None:
+    """Submits every config a worker must do, one task per lane (not a
+    config of a target that failed to load)."""
+    for flags, lane, indices in self.lanes:
+      mine = [
+        i for i in indices if self.configs[i].target.name not in self.broken
+      ]
+      for i in mine:
+        self.futures[i] = concurrent.futures.Future()
+      if mine:
+        lanes.submit(self._run_lane, flags, lane, mine)
 
   def _run_lane(self, flags: str, lane: int, indices: list[int]) -> None:
     """A lane's configs, one after another on its worker (a thread)."""

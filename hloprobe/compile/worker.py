@@ -175,14 +175,14 @@ def _worker_env(xla_flags: str, tmp: str, platforms: str | None) -> dict:
 class _Worker:
   """One persistent worker process under one XLA_FLAGS."""
 
-  def __init__(self, xla_flags: str, platforms: str | None = None):
+  def __init__(self, xla_flags: str, platforms: str | None = None, preload=()):
     self.xla_flags = xla_flags
     self.tmp = tempfile.mkdtemp(prefix="hloprobe-worker-")
     env = _worker_env(xla_flags, self.tmp, platforms)
     self.log_path = os.path.join(self.tmp, "stderr.log")
     with open(self.log_path, "wb") as log:
       self.proc = subprocess.Popen(
-        [sys.executable, "-c", _MAIN, str(os.getpid())],
+        [sys.executable, "-c", _MAIN, str(os.getpid()), *preload],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=log,
@@ -272,6 +272,11 @@ def _read_tail(path: str, size: int = 16384) -> str:
     return ""
 
 
+def _key(xla_flags: str, lane: int) -> tuple[str, int]:
+  """A pool's key of a worker: its whole XLA_FLAGS and its lane."""
+  return worker_xla_flags(os.environ.get("XLA_FLAGS", ""), xla_flags), lane
+
+
 class WorkerPool:
   """Persistent worker processes, one per (XLA_FLAGS words, lane).
 
@@ -285,13 +290,16 @@ class WorkerPool:
     platforms: JAX_PLATFORMS of the workers: None for this process's
       platforms, "" for JAX's own choice (an attached GPU), or a value
       such as "cuda,cpu".
+    preload: modules each worker imports as it starts (e.g.
+      ("hloprobe.sweep",): jax), so that `start` warms a worker up while
+      this process does other work.
 
   Attributes:
     started: how many worker processes the pool has started so far.
   """
 
-  def __init__(self, platforms: str | None = None):
-    self._platforms = platforms
+  def __init__(self, platforms: str | None = None, preload=()):
+    self._platforms, self._preload = platforms, tuple(preload)
     self._workers: dict[tuple[str, int], _Worker] = {}
     # Lanes call from several threads (SweepSpec.jobs): the dict under one
     # lock, each worker's pipe under its own.
@@ -331,7 +339,7 @@ class WorkerPool:
       raise ValueError(
         f"unknown worker function {function!r}; choose from {sorted(_FUNCTIONS)}"
       )
-    key = (worker_xla_flags(os.environ.get("XLA_FLAGS", ""), xla_flags), lane)
+    key = _key(xla_flags, lane)
     with self._lock:
       busy = self._busy.setdefault(key, threading.Lock())
     with busy:
@@ -346,9 +354,15 @@ class WorkerPool:
       if worker is None or not worker.alive:
         if worker is not None:
           worker.close()
-        worker = self._workers[key] = _Worker(key[0], self._platforms)
+        worker = _Worker(key[0], self._platforms, self._preload)
+        self._workers[key] = worker
         self.started += 1
       return worker
+
+  def start(self, xla_flags: str = "", lane: int = 0) -> None:
+    """Starts the worker of (these extra XLA_FLAGS, lane) if it is not
+    running, without waiting for it (see `call`'s arguments)."""
+    self._worker(_key(xla_flags, lane))
 
   def close(self, kill: bool = False) -> None:
     """Ends every worker and removes their temporary folders; later calls
@@ -431,7 +445,8 @@ def serve(argv: list[str]) -> None:
   """A worker's main: answers requests from stdin until it closes.
 
   Args:
-    argv: ["-c", PARENT_PID].
+    argv: ["-c", PARENT_PID, MODULE...]: the modules are imported before
+      the first request is read (a pool's `preload`).
   """
   import importlib
 
@@ -440,6 +455,11 @@ def serve(argv: list[str]) -> None:
   _die_with_parent(parent)
   replies = os.dup(1)
   os.dup2(2, 1)  # stray native writes to stdout go to the log
+  for module in argv[2:]:
+    try:
+      importlib.import_module(module)
+    except Exception:  # the request that needs it raises it again
+      pass
   while (request := _read_request(0)) is not None:
     function, kwargs = request
     module, attr = _FUNCTIONS[function]
