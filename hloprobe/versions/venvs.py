@@ -40,6 +40,7 @@ __all__ = [
   "RECIPE",
   "Venv",
   "VenvError",
+  "cached_venvs",
   "default_cache_dir",
   "ensure_venv",
   "find_venv",
@@ -222,6 +223,33 @@ def find_venv(jaxlib: str, cache_dir: str, cuda: bool = True) -> Venv | None:
         bool(marker.get("cuda_plugin")),
       )
   return None
+
+
+def cached_venvs(cache_dir: str) -> tuple[tuple[str, int], ...]:
+  """(folder name, size in bytes) of each complete venv under `cache_dir`,
+  by name; () when there is none. Venvs are not bounded by --cache_max_mb:
+  each takes minutes to make, so only the user removes one (rm -r)."""
+  try:
+    names = sorted(os.listdir(cache_dir))
+  except FileNotFoundError:
+    return ()
+  found = []
+  for name in names:
+    path = os.path.join(cache_dir, name)
+    if name.startswith("jaxlib-") and _read_marker(path) is not None:
+      found.append((name, _tree_bytes(path)))
+  return tuple(found)
+
+
+def _tree_bytes(path: str) -> int:
+  total = 0
+  for dirpath, _, files in os.walk(path):
+    for f in files:
+      try:
+        total += os.lstat(os.path.join(dirpath, f)).st_size
+      except FileNotFoundError:
+        pass
+  return total
 
 
 def running_venv() -> Venv:
