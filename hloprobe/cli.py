@@ -214,8 +214,8 @@ _JOBS = flags.DEFINE_integer(
   "jobs",
   os.cpu_count() or 1,
   "How many experiments' worker processes run at once, beside the "
-  "baseline (default: the number of cores); the output order does not "
-  "change.",
+  "baseline, and how many jaxlib versions `versions` sweeps at once "
+  "(default: the number of cores); the output order does not change.",
   lower_bound=1,
 )
 _NOCACHE = flags.DEFINE_bool(

@@ -122,6 +122,72 @@ def test_two_versions_differ_and_venvs_are_reused(cache_dir, tmp_path):
   assert row.rstrip().endswith("*")
 
 
+def _fake_venv(venv_dir, jaxlib: str, script: str) -> None:
+  """A cached CPU venv of `jaxlib` whose python is `script` (sh)."""
+  path = venv_dir / f"jaxlib-{jaxlib}-cpu"
+  (path / "bin").mkdir(parents=True)
+  python = path / "bin" / "python"
+  python.write_text("#!/bin/sh\n" + script)
+  python.chmod(0o755)
+  marker = {"recipe": venvs.RECIPE, "packages": [], "cuda_plugin": False}
+  (path / venvs.MARKER).write_text(json.dumps(marker))
+
+
+def test_versions_run_side_by_side_in_order(tmp_path):
+  """Two versions (this interpreter behind two cached venvs) run at once,
+  a third that fails costs only its own column, and the output keeps the
+  order asked. Each good venv's python waits, up to a minute, until the
+  other has started too, and writes down whether it saw it."""
+  venv_dir, meet = tmp_path / "venvs", tmp_path / "meet"
+  meet.mkdir()
+  for name in ("0.0.1", "0.0.2"):
+    _fake_venv(
+      venv_dir,
+      name,
+      f"touch {meet}/{name}\n"
+      f"i=0; while [ $(ls {meet} | wc -l) -lt 2 ] && [ $i -lt 600 ]; do "
+      "sleep 0.1; i=$((i+1)); done\n"
+      f"ls {meet} > {tmp_path}/saw-{name}\n"
+      f'exec {sys.executable} "$@"\n',
+    )
+  _fake_venv(venv_dir, "0.0.3", "echo no such jaxlib >&2; exit 3\n")
+  got = run_hloprobe(
+    "versions",
+    "--jaxlib=0.0.1,0.0.3,0.0.2",
+    "--jobs=2",
+    f"--cache_dir={tmp_path}",
+    "--targets=cpu",
+    "--batch_sizes=1",
+    "--precisions=float32",
+    "--format=json",
+  )
+  assert got.returncode == 1, got.stderr  # one version failed
+  doc = json.loads(got.stdout)
+  assert [(v["jaxlib"], v["status"]) for v in doc["versions"]] == [
+    ("0.0.1", "ok"),
+    ("0.0.3", "failed"),
+    ("0.0.2", "ok"),
+  ]
+  assert "no such jaxlib" in doc["versions"][1]["error"]
+  for name in ("0.0.1", "0.0.2"):  # both were running at once
+    assert (tmp_path / f"saw-{name}").read_text().split() == ["0.0.1", "0.0.2"]
+  (config,) = doc["configs"]
+  # The same jax computed both: equal cells, but for the source paths (each
+  # worker runs this tree from its own temporary folder).
+  one, two = (
+    _without_locations(config["cells"][v]) for v in ("0.0.1", "0.0.2")
+  )
+  assert one == two and one["status"] == "ok"
+  assert config["changed"] == ["status"]  # only the failed version's
+
+
+def _without_locations(cell: dict) -> dict:
+  sites = [
+    {k: v for k, v in s.items() if k != "location"} for s in cell["dot_sites"]
+  ]
+  return {**cell, "dot_sites": sites}
+
+
 def test_gpu_check_logic_with_the_cpu_standing_in(tmp_path):
   out = tmp_path / "check.json"
   got = subprocess.run(

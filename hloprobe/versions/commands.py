@@ -47,7 +47,8 @@ def _check_versions(names: list[str]) -> list[str]:
 def cmd_versions(
   spec, jaxlib: list[str], cache_dir: str | None, fmt: str, changes_only: bool
 ) -> int:
-  """Runs the sweep under each version and prints the comparison.
+  """Runs the sweep under each version, up to `spec.jobs` at once, and
+  prints the comparison (in the order of `jaxlib`).
 
   Raises:
     InvalidArgumentError: no or malformed --jaxlib, experiments asked for.
@@ -55,7 +56,11 @@ def cmd_versions(
   request = _check_spec(spec)
   names = _check_versions(jaxlib)
   runs = driver.run_versions(
-    names, request, cache_dir or venvs.default_cache_dir(), log=_log
+    names,
+    request,
+    cache_dir or venvs.default_cache_dir(),
+    log=_log,
+    jobs=spec.jobs,
   )
   if fmt == "json":
     print(report.dumps_json(compare.versions_json(runs)))

@@ -34,6 +34,7 @@ import sys
 import tempfile
 
 from hloprobe.errors import HloprobeError
+from hloprobe.versions.children import Children
 
 __all__ = [
   "MARKER",
@@ -118,18 +119,13 @@ def version_key(version: str) -> tuple[int, ...]:
 
 
 def _pip(
-  python: str, *args: str, timeout: float
+  python: str, *args: str, timeout: float, children: Children | None = None
 ) -> subprocess.CompletedProcess:
   env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
   env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
   try:
-    return subprocess.run(
-      [python, "-m", "pip", *args],
-      capture_output=True,
-      text=True,
-      env=env,
-      timeout=timeout,
-      check=False,
+    return (children or Children()).run(
+      [python, "-m", "pip", *args], timeout=timeout, env=env
     )
   except subprocess.TimeoutExpired as e:
     raise VenvError(f"pip {args[0]} timed out after {timeout:.0f} s") from e
@@ -265,6 +261,7 @@ def ensure_venv(
   plugin_versions: tuple[str, ...] | None = None,
   timeout_s: float = 1800.0,
   cuda: bool = True,
+  children: Children | None = None,
 ) -> Venv:
   """The venv of `jaxlib`, from the cache or made now (minutes).
 
@@ -295,7 +292,7 @@ def ensure_venv(
   final = _folder(cache_dir, jaxlib, cuda)
   tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(final)}-", dir=cache_dir)
   try:
-    _build(tmp, reqs, timeout_s)
+    _build(tmp, reqs, timeout_s, children)
     if os.path.exists(final):  # made by another recipe, or incomplete
       shutil.rmtree(final)
     os.rename(tmp, final)
@@ -306,7 +303,12 @@ def ensure_venv(
   return dataclasses.replace(venv, created=True)
 
 
-def _build(path: str, reqs: tuple[str, ...], timeout_s: float) -> None:
+def _build(
+  path: str,
+  reqs: tuple[str, ...],
+  timeout_s: float,
+  children: Children | None,
+) -> None:
   """venv + pip install into `path`; then the marker, written last."""
   base = getattr(sys, "_base_executable", sys.executable)
   proc = subprocess.run(
@@ -315,7 +317,9 @@ def _build(path: str, reqs: tuple[str, ...], timeout_s: float) -> None:
   if proc.returncode != 0:
     raise VenvError(f"python -m venv failed: {last_line(proc.stderr)}")
   python = os.path.join(path, "bin", "python")
-  proc = _pip(python, "install", "-q", *reqs, timeout=timeout_s)
+  proc = _pip(
+    python, "install", "-q", *reqs, timeout=timeout_s, children=children
+  )
   if proc.returncode != 0:
     said = last_line(proc.stderr)
     m = _NO_MATCH_RE.search(proc.stderr)
