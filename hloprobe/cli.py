@@ -56,7 +56,7 @@ from hloprobe.compile import toolchain
 with toolchain.quiet_startup():
   import jax  # noqa: F401
 
-from hloprobe.compile import cases, compat, experiments, targets
+from hloprobe.compile import cache, cases, compat, experiments, targets
 from hloprobe.errors import HloprobeError, InvalidArgumentError
 from hloprobe.ir import precisions
 from hloprobe.report import render
@@ -223,7 +223,7 @@ _NOCACHE = flags.DEFINE_bool(
 )
 _CACHE_MAX_MB = flags.DEFINE_integer(
   "cache_max_mb",
-  2048,
+  cache.DEFAULT_MAX_MB,
   "Bound of --cache_dir's records/, in MiB: after `sweep`, `explain` and "
   "`verify`, the least recently used records are removed until the rest "
   "fit (venvs/ is not bounded; see `hloprobe cache`).",
@@ -308,8 +308,6 @@ def _sweep_spec():
 
 
 def _cache_dir() -> str | None:
-  from hloprobe.compile import cache
-
   if _NOCACHE.value:
     return None
   return _CACHE_DIR.value or cache.default_cache_dir()
@@ -321,12 +319,15 @@ def _venv_dir() -> str | None:
 
 
 def _bound_cache() -> None:
-  """Evicts least recently used records down to --cache_max_mb."""
-  from hloprobe.compile import cache
-
+  """Evicts least recently used records down to --cache_max_mb; a folder
+  that cannot be read costs disk space, not the command's results."""
   folder = _cache_dir()
-  if folder:
+  if not folder:
+    return
+  try:
     cache.RecordCache(folder).evict(_CACHE_MAX_MB.value * 2**20)
+  except OSError as e:
+    logging.warning("hloprobe: cannot bound the cache %s: %s", folder, e)
 
 
 def _target_configs() -> tuple[str, ...]:
@@ -856,7 +857,6 @@ def _cmd_versions() -> int:
 
 
 def _cmd_cache(words: list[str]) -> int:
-  from hloprobe.compile import cache
   from hloprobe.versions import commands
 
   folder = _CACHE_DIR.value or cache.default_cache_dir()
