@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from absl.testing import absltest, parameterized
@@ -186,6 +188,52 @@ def _without_locations(cell: dict) -> dict:
     {k: v for k, v in s.items() if k != "location"} for s in cell["dot_sites"]
   ]
   return {**cell, "dot_sites": sites}
+
+
+def test_an_interrupt_ends_every_version_running(tmp_path):
+  """SIGTERM while two versions' workers run: both are killed, the third
+  never starts, and hloprobe exits 143."""
+  venv_dir, pids = tmp_path / "venvs", tmp_path / "pids"
+  pids.mkdir()
+  for name in ("0.0.1", "0.0.2", "0.0.3"):
+    _fake_venv(venv_dir, name, f"echo $$ > {pids}/{name}\nexec sleep 600\n")
+  proc = subprocess.Popen(
+    [
+      sys.executable,
+      "-m",
+      "hloprobe",
+      "versions",
+      "--jaxlib=0.0.1,0.0.2,0.0.3",
+      "--jobs=2",
+      f"--cache_dir={tmp_path}",
+      "--targets=cpu",
+    ],
+    env=dict(os.environ, PYTHONPATH=ROOT),
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    text=True,
+    start_new_session=True,
+  )
+  try:
+    for _ in range(1200):  # until both workers have started (2 min at most)
+      started = [p for p in pids.iterdir() if p.read_text().strip()]
+      if len(started) == 2 or proc.poll() is not None:
+        break
+      time.sleep(0.1)
+    proc.terminate()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert sorted(p.name for p in started) == ["0.0.1", "0.0.2"]
+    assert not (pids / "0.0.3").exists()
+    for p in started:
+      with pytest.raises(ProcessLookupError):
+        os.kill(int(p.read_text()), 0)
+  finally:  # on a failure, leave no process of the test behind
+    try:
+      os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+      pass
+    proc.communicate()
 
 
 def test_gpu_check_logic_with_the_cpu_standing_in(tmp_path):

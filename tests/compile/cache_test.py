@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import pickle
+import subprocess
+import sys
 
+import testutil
 from absl.testing import absltest
 
 from hloprobe.compile import cache
@@ -87,6 +90,42 @@ class EvictionTest(absltest.TestCase):
     empty = cache.RecordCache(os.path.join(self.store.directory, "none"))
     self.assertEqual(empty.usage().entries, 0)
     self.assertEqual(empty.evict(0).entries, 0)
+
+
+# Writes, reads and evicts entries 0-19 in a shared folder, as sweeps in
+# two processes would; any exception or warning fails the process.
+_SHARING = """
+import logging, sys
+from hloprobe.compile import cache
+logging.getLogger().addHandler(logging.StreamHandler())
+store = cache.RecordCache(sys.argv[1])
+for i in range(400):
+  key = f"{i % 20:02x}" + "0" * 62
+  got = store.get(key)
+  assert got is None or got == (i % 20, b"x" * 1000), got
+  store.put(key, (i % 20, b"x" * 1000))
+  store.evict(5000)
+"""
+
+
+class SharedFolderTest(absltest.TestCase):
+  def test_two_processes_evicting_one_folder(self):
+    folder = self.create_tempdir().full_path
+    env = dict(os.environ, PYTHONPATH=testutil.ROOT, JAX_PLATFORMS="cpu")
+    procs = [
+      subprocess.Popen(
+        [sys.executable, "-c", _SHARING, folder],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+      )
+      for _ in range(2)
+    ]
+    for proc in procs:
+      _, err = proc.communicate(timeout=300)
+      self.assertEqual(proc.returncode, 0, err)
+      self.assertNotIn("hloprobe:", err)  # no warning (a vanished entry)
+    self.assertLessEqual(cache.RecordCache(folder).usage().size_bytes, 5000)
 
 
 if __name__ == "__main__":
