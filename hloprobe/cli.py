@@ -21,6 +21,8 @@ Commands:
                   (cached venvs), one table comparing them
   bisect          --good=V --bad=V --require=consistent: the first release
                   where the requirement's verdict changes
+  cache [clear]   the cache folder, its records and venvs; `clear`
+                  removes the records
   view DIR        start Google's Model Explorer (127.0.0.1 only) on a
                   --model_explorer folder: each config's StableHLO graph
                   with its dot sites coloured by error (at most 10 configs;
@@ -54,7 +56,7 @@ from hloprobe.compile import toolchain
 with toolchain.quiet_startup():
   import jax  # noqa: F401
 
-from hloprobe.compile import cases, compat, experiments, targets
+from hloprobe.compile import cache, cases, compat, experiments, targets
 from hloprobe.errors import HloprobeError, InvalidArgumentError
 from hloprobe.ir import precisions
 from hloprobe.report import render
@@ -212,12 +214,20 @@ _JOBS = flags.DEFINE_integer(
   "jobs",
   os.cpu_count() or 1,
   "How many experiments' worker processes run at once, beside the "
-  "baseline (default: the number of cores); the output order does not "
-  "change.",
+  "baseline, and how many jaxlib versions `versions` sweeps at once "
+  "(default: the number of cores); the output order does not change.",
   lower_bound=1,
 )
 _NOCACHE = flags.DEFINE_bool(
   "nocache", False, "Compute every config; neither read nor write the cache."
+)
+_CACHE_MAX_MB = flags.DEFINE_integer(
+  "cache_max_mb",
+  cache.DEFAULT_MAX_MB,
+  "Bound of --cache_dir's records/, in MiB: after `sweep`, `explain` and "
+  "`verify`, the least recently used records are removed until the rest "
+  "fit (venvs/ is not bounded; see `hloprobe cache`).",
+  lower_bound=0,
 )
 
 _JAXLIB = flags.DEFINE_list(
@@ -298,8 +308,6 @@ def _sweep_spec():
 
 
 def _cache_dir() -> str | None:
-  from hloprobe.compile import cache
-
   if _NOCACHE.value:
     return None
   return _CACHE_DIR.value or cache.default_cache_dir()
@@ -308,6 +316,18 @@ def _cache_dir() -> str | None:
 def _venv_dir() -> str | None:
   """Where `versions`/`bisect` keep venvs: venvs/ under --cache_dir."""
   return os.path.join(_CACHE_DIR.value, "venvs") if _CACHE_DIR.value else None
+
+
+def _bound_cache() -> None:
+  """Evicts least recently used records down to --cache_max_mb; a folder
+  that cannot be read costs disk space, not the command's results."""
+  folder = _cache_dir()
+  if not folder:
+    return
+  try:
+    cache.RecordCache(folder).evict(_CACHE_MAX_MB.value * 2**20)
+  except OSError as e:
+    logging.warning("hloprobe: cannot bound the cache %s: %s", folder, e)
 
 
 def _target_configs() -> tuple[str, ...]:
@@ -836,6 +856,13 @@ def _cmd_versions() -> int:
   )
 
 
+def _cmd_cache(words: list[str]) -> int:
+  from hloprobe.versions import commands
+
+  folder = _CACHE_DIR.value or cache.default_cache_dir()
+  return commands.cmd_cache(words, folder, _CACHE_MAX_MB.value)
+
+
 def _cmd_bisect() -> int:
   from hloprobe.versions import commands
 
@@ -855,7 +882,10 @@ _COMMANDS = {
   "experiments": _cmd_experiments,
   "golden": _cmd_golden,
   "verify": _cmd_verify,
+  "cache": _cmd_cache,
 }
+# Commands that write the record cache; it is bounded after each.
+_CACHING = ("sweep", "explain", "verify")
 # Flags only some commands read; given to another, a flag would be
 # silently ignored (`sweep --fix=float32`), so it is a usage error.
 _COMMAND_FLAGS = {
@@ -877,6 +907,7 @@ _COMMAND_FLAGS = {
   "columns": ("sweep",),
   "plot": ("sweep", "explain"),
   "model_explorer": ("sweep", "explain"),
+  "cache_max_mb": (*_CACHING, "cache"),
 }
 
 
@@ -895,7 +926,7 @@ def _check_flags_for(command: str) -> None:
 
 
 # Commands that take positional words: `hloprobe golden check`.
-_TAKES_WORDS = ("golden", "view")
+_TAKES_WORDS = ("golden", "view", "cache")
 
 
 def main(argv: list[str]) -> int:
@@ -913,7 +944,10 @@ def main(argv: list[str]) -> int:
       raise InvalidArgumentError(
         f"unexpected arguments {rest}; flags are written --name=value"
       )
-    return _COMMANDS[command]()
+    status = _COMMANDS[command]()
+    if command in _CACHING:
+      _bound_cache()
+    return status
   except KeyboardInterrupt as e:
     return _interrupted(e)
   except InvalidArgumentError as e:

@@ -167,6 +167,20 @@ class CliTest(absltest.TestCase):
     fresh = testutil.run_hloprobe(*args, "--nocache")
     self.assertIn("compile", fresh.stdout.split("\n\n")[-1].splitlines()[0])
 
+    # `hloprobe cache` counts the one record, `cache clear` removes it, and
+    # with a bound of 0 MiB a sweep's record is evicted after the sweep.
+    shown = testutil.run_hloprobe("cache", f"--cache_dir={folder}")
+    self.assertEqual(shown.returncode, 0, shown.stderr)
+    self.assertIn("records: 1 (", shown.stdout)
+    cleared = testutil.run_hloprobe("cache", "clear", f"--cache_dir={folder}")
+    self.assertEqual(cleared.returncode, 0, cleared.stderr)
+    self.assertIn("removed 1 records", cleared.stdout)
+    self.assertEqual(cache.RecordCache(folder).usage().entries, 0)
+    bounded = testutil.run_hloprobe(*args, "--cache_max_mb=0")
+    self.assertEqual(bounded.returncode, 0, bounded.stderr)
+    self.assertIn("compile", bounded.stdout.split("\n\n")[-1].splitlines()[0])
+    self.assertEqual(cache.RecordCache(folder).usage().entries, 0)
+
 
 if __name__ == "__main__":
   absltest.main()

@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from absl.testing import absltest, parameterized
@@ -120,6 +122,118 @@ def test_two_versions_differ_and_venvs_are_reused(cache_dir, tmp_path):
   assert f"jaxlib {OLD}" in header and f"jaxlib {new}" in header
   row = next(l for l in second.stdout.splitlines() if "n=1 float32" in l)
   assert row.rstrip().endswith("*")
+
+
+def _fake_venv(venv_dir, jaxlib: str, script: str) -> None:
+  """A cached CPU venv of `jaxlib` whose python is `script` (sh)."""
+  path = venv_dir / f"jaxlib-{jaxlib}-cpu"
+  (path / "bin").mkdir(parents=True)
+  python = path / "bin" / "python"
+  python.write_text("#!/bin/sh\n" + script)
+  python.chmod(0o755)
+  marker = {"recipe": venvs.RECIPE, "packages": [], "cuda_plugin": False}
+  (path / venvs.MARKER).write_text(json.dumps(marker))
+
+
+def test_versions_run_side_by_side_in_order(tmp_path):
+  """Two versions (this interpreter behind two cached venvs) run at once,
+  a third that fails costs only its own column, and the output keeps the
+  order asked. Each good venv's python waits, up to a minute, until the
+  other has started too, and writes down whether it saw it."""
+  venv_dir, meet = tmp_path / "venvs", tmp_path / "meet"
+  meet.mkdir()
+  for name in ("0.0.1", "0.0.2"):
+    _fake_venv(
+      venv_dir,
+      name,
+      f"touch {meet}/{name}\n"
+      f"i=0; while [ $(ls {meet} | wc -l) -lt 2 ] && [ $i -lt 600 ]; do "
+      "sleep 0.1; i=$((i+1)); done\n"
+      f"ls {meet} > {tmp_path}/saw-{name}\n"
+      f'exec {sys.executable} "$@"\n',
+    )
+  _fake_venv(venv_dir, "0.0.3", "echo no such jaxlib >&2; exit 3\n")
+  got = run_hloprobe(
+    "versions",
+    "--jaxlib=0.0.1,0.0.3,0.0.2",
+    "--jobs=2",
+    f"--cache_dir={tmp_path}",
+    "--targets=cpu",
+    "--batch_sizes=1",
+    "--precisions=float32",
+    "--format=json",
+  )
+  assert got.returncode == 1, got.stderr  # one version failed
+  doc = json.loads(got.stdout)
+  assert [(v["jaxlib"], v["status"]) for v in doc["versions"]] == [
+    ("0.0.1", "ok"),
+    ("0.0.3", "failed"),
+    ("0.0.2", "ok"),
+  ]
+  assert "no such jaxlib" in doc["versions"][1]["error"]
+  for name in ("0.0.1", "0.0.2"):  # both were running at once
+    assert (tmp_path / f"saw-{name}").read_text().split() == ["0.0.1", "0.0.2"]
+  (config,) = doc["configs"]
+  # The same jax computed both: equal cells, but for the source paths (each
+  # worker runs this tree from its own temporary folder).
+  one, two = (
+    _without_locations(config["cells"][v]) for v in ("0.0.1", "0.0.2")
+  )
+  assert one == two and one["status"] == "ok"
+  assert config["changed"] == ["status"]  # only the failed version's
+
+
+def _without_locations(cell: dict) -> dict:
+  sites = [
+    {k: v for k, v in s.items() if k != "location"} for s in cell["dot_sites"]
+  ]
+  return {**cell, "dot_sites": sites}
+
+
+def test_an_interrupt_ends_every_version_running(tmp_path):
+  """SIGTERM while two versions' workers run: both are killed, the third
+  never starts, and hloprobe exits 143."""
+  venv_dir, pids = tmp_path / "venvs", tmp_path / "pids"
+  pids.mkdir()
+  for name in ("0.0.1", "0.0.2", "0.0.3"):
+    _fake_venv(venv_dir, name, f"echo $$ > {pids}/{name}\nexec sleep 600\n")
+  proc = subprocess.Popen(
+    [
+      sys.executable,
+      "-m",
+      "hloprobe",
+      "versions",
+      "--jaxlib=0.0.1,0.0.2,0.0.3",
+      "--jobs=2",
+      f"--cache_dir={tmp_path}",
+      "--targets=cpu",
+    ],
+    env=dict(os.environ, PYTHONPATH=ROOT),
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    text=True,
+    start_new_session=True,
+  )
+  try:
+    for _ in range(1200):  # until both workers have started (2 min at most)
+      started = [p for p in pids.iterdir() if p.read_text().strip()]
+      if len(started) == 2 or proc.poll() is not None:
+        break
+      time.sleep(0.1)
+    proc.terminate()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert sorted(p.name for p in started) == ["0.0.1", "0.0.2"]
+    assert not (pids / "0.0.3").exists()
+    for p in started:
+      with pytest.raises(ProcessLookupError):
+        os.kill(int(p.read_text()), 0)
+  finally:  # on a failure, leave no process of the test behind
+    try:
+      os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+      pass
+    proc.communicate()
 
 
 def test_gpu_check_logic_with_the_cpu_standing_in(tmp_path):
