@@ -31,7 +31,7 @@ import pytest
 from absl.testing import absltest
 from testutil import ROOT, run_hloprobe
 
-from hloprobe import sweep
+from hloprobe import records, sweep
 from hloprobe.compile import targets
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.report import explain
@@ -64,14 +64,15 @@ def setUpModule():
     explain_passes=True,
   )
   RESULTS[:] = sweep.run_sweep(spec, PROGRESS.append)
-  EXPLANATIONS[:] = explain.explain(
-    RESULTS, [targets.get_target(t) for t in _TARGETS]
-  )
+  EXPLANATIONS[:] = explain.explain(RESULTS)
 
 
 def _config(target: str, n: int, precision: str):
   (r,) = [
-    r for r in RESULTS if (r.target, r.n, r.precision) == (target, n, precision)
+    r
+    for r in RESULTS
+    if (r.config.target.name, r.config.n, r.config.precision)
+    == (target, n, precision)
   ]
   return r
 
@@ -132,9 +133,11 @@ class FirstScreenTest(absltest.TestCase):
 
   def test_failed_configs_get_a_status_column_and_errors_below(self):
     error = "XlaRuntimeError: " + "no kernel for this shape " * 6
+    a100 = targets.get_target("a100")
     failed = [
-      sweep.ConfigResult(
-        "seed_mlp", "a100", n, "bfloat16", error=error, stage="compile"
+      records.ConfigResult(
+        records.Config("seed_mlp", a100, n, "bfloat16"),
+        failure=records.Failure("compile", error),
       )
       for n in (1, 2)
     ]
@@ -268,7 +271,10 @@ class HtmlTest(absltest.TestCase):
     col = {h: i for i, h in enumerate(header)}
     self.assertEqual(
       [(r[col["target"]], r[col["n"]], r[col["precision"]]) for r in rows],
-      [(r.target, str(r.n), r.precision) for r in RESULTS],
+      [
+        (r.config.target.name, str(r.config.n), r.config.precision)
+        for r in RESULTS
+      ],
     )
     sites = page.tables[1][1:]
     self.assertLen(sites, _SEED_DOTS * len(RESULTS))

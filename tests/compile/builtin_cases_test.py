@@ -29,13 +29,16 @@ def _sweep(name, sizes, targets, precisions=("default",)):
   spec = sweep.SweepSpec((name,), sizes, precisions, targets)
   out = {}
   for r in sweep.run_sweep(spec):
-    assert r.ok, (r.target, r.n, r.error)
-    out[r.target, r.n, r.precision] = r
+    assert r.ok, (r.config.target.name, r.config.n, r.failure)
+    out[r.config.target.name, r.config.n, r.config.precision] = r
   return out
 
 
 def _fates(r):
-  return [(f.fate.value, f.effective_algorithm, f.split_k) for f in r.fates]
+  return [
+    (f.fate.value, f.effective_algorithm, f.split_k)
+    for f in r.compilation.fates
+  ]
 
 
 class CasesCommandTest(absltest.TestCase):
@@ -257,7 +260,7 @@ class Mlx3953Test(absltest.TestCase):
     for t in ("a100", "cpu"):
       for n in (1, 2):
         res = r[t, n, "default"]
-        self.assertEqual(res.fates[0].fate.value, "multiply")
+        self.assertEqual(res.compilation.fates[0].fate.value, "multiply")
         self.assertEqual(dict(res.prediction.leaf_verdicts)["[0]"], "exact")
     self.assertEqual(r["cpu", 2, "default"].leaf_stats[0].max_abs, 0.0)
     self.assertEqual(
