@@ -220,7 +220,12 @@ class PlotTest(absltest.TestCase):
   def test_experiments_side_by_side(self):
     from hloprobe.pictures import plot
 
-    other = [dataclasses.replace(r, experiment="nodsr") for r in RESULTS]
+    other = [
+      dataclasses.replace(
+        r, config=dataclasses.replace(r.config, experiment="nodsr")
+      )
+      for r in RESULTS
+    ]
     fig = plot.row0_figure(RESULTS + other, EXPLANATIONS)
     titles = [ax.get_title() for ax in fig.axes]
     self.assertLen(titles, 4)  # rows: cpu, a100; columns: baseline, nodsr

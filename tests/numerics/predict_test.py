@@ -131,7 +131,7 @@ class ObservedOnA100Test(absltest.TestCase):
     cls.case = case
     cls.fates = _sweep(("a100",), ("bfloat16",), (2,))[
       "a100", "bfloat16", 2
-    ].fates
+    ].compilation.fates
 
   def _assert_judged(self, algorithms, order, verdict, best_candidate):
     """A run emulated with ALGORITHMS summed in ORDER, judged at batch 2."""

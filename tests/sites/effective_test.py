@@ -154,7 +154,7 @@ class SeedOnA100Test(parameterized.TestCase):
     self.assertEqual(r.compilation.fates[3].effective_algorithm, "F32_F32_F32")
 
   def test_tf32_evidence_is_the_mma(self):
-    f = _seed("a100", "bfloat16", 2).fates[0]
+    f = _seed("a100", "bfloat16", 2).compilation.fates[0]
     self.assertRegex(
       f.algorithm_evidence,
       r"^kernel gemm_fusion_dot: cvt\.rna\.tf32\.f32 x\d+, "
@@ -162,14 +162,14 @@ class SeedOnA100Test(parameterized.TestCase):
     )
 
   def test_float32_evidence_is_fma_only(self):
-    f = _seed("a100", "float32", 2).fates[0]
+    f = _seed("a100", "float32", 2).compilation.fates[0]
     self.assertRegex(
       f.algorithm_evidence,
       r"^kernel gemm_fusion_dot: no mma; only f32 products \(fma\.rn\.f32 x\d+\)$",
     )
 
   def test_deduplicated_fusions_share_a_kernel(self):
-    fates = _seed("a100", "bfloat16", 2).fates
+    fates = _seed("a100", "bfloat16", 2).compilation.fates
     self.assertEqual(
       [f.carriers[0] for f in fates[1:3]],
       ["gemm_fusion_dot.1", "gemm_fusion_dot.2"],
