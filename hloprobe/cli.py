@@ -549,7 +549,7 @@ def _report_sweep(results, spec, fmt: str) -> None:
   versions = lowering.versions()
   cpu = _host()
   wanted = fmt == "html" or _OUTPUT_DIR.value or _PLOT.value
-  why = _explanations(results, spec) if wanted else []
+  why = _explanations(results) if wanted else []
   if fmt == "html":
     print(_html(results, why, versions))
   else:
@@ -574,10 +574,10 @@ def _report_sweep(results, spec, fmt: str) -> None:
   _write_files(results, why, versions, cpu)
 
 
-def _explanations(results, spec):
+def _explanations(results):
   from hloprobe.report import explain
 
-  return explain.explain(results, [targets.get_target(n) for n in spec.targets])
+  return explain.explain(results)
 
 
 def _html(results, why, versions) -> str:
@@ -632,7 +632,7 @@ def _cmd_explain() -> int:
   _start_jax(spec.targets)
   results = _run_streamed(spec)
   versions = lowering.versions()
-  explanations = _explanations(results, spec)
+  explanations = _explanations(results)
   cpu = _host()
   if fmt == "json":
     print(render.dumps_json(explain_text.explanation_json(explanations, cpu)))

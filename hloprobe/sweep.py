@@ -30,12 +30,19 @@ from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.precisions import parse_precision
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
 from hloprobe.numerics import accuracy, predict, reference
+from hloprobe.records import (
+  RECORD_VERSION,
+  Compilation,
+  Config,
+  ConfigResult,
+  Execution,
+  Failure,
+)
 from hloprobe.sites import dot_sites, effective, passes
 
 __all__ = [
   "MAX_BATCH_SIZE",
   "MAX_BATCH_SIZES",
-  "ConfigResult",
   "SweepProgress",
   "SweepSpec",
   "compile_config",
@@ -139,71 +146,6 @@ def _check_target_names(words: tuple[str, ...]) -> tuple[str, ...]:
   return tuple(seen.values())
 
 
-@dataclasses.dataclass(frozen=True)
-class ConfigResult:
-  """Everything one config produced.
-
-  Attributes:
-    case, target, n, precision, experiment: the config.
-    error: first line of the error when a stage failed, else None.
-    stage: the stage that failed ("lower", "compile", "run", ...), or None.
-    stablehlo, optimized_hlo: module texts, or None if not reached.
-    fates: what each StableHLO dot site became.
-    stats: errors against float64 of the output leaf the row is about (the
-      prediction's `leaf` where there is one, else the leaf with the
-      largest max_rel); None when not run.
-    leaf_stats: the errors of every output leaf (tree_leaves order).
-    output_dtype: the dtype of `stats`'s leaf, e.g. "bfloat16".
-    ulp_vs_n1: row 0 (batch element 0) here against row 0 at batch 1, max
-      over its values and the batched leaves, in ULPs of each leaf's dtype
-      (None when either did not run, n = 1 is not swept, or no leaf is
-      batched).
-    lower_s, compile_s, run_s: wall times in seconds, or None.
-    passes: site index -> the pass that rewrote it (with --explain_passes;
-      a site absent here stayed a plain dot).
-    passes_error: why pass attribution failed, or None.
-    prediction: the emulated numerics at the sites' effective algorithms,
-      with noise floor, attribution and verdict (see `predict`).
-    prediction_error: why there is no prediction, or None.
-    ptxas: the ptxas that built the GPU kernels, as "PATH (CUDA 12.9.86,
-      via ...)"; None on CPU or when not reached.
-    dropped_config_fields: target-config fields dropped so the installed
-      proto could load the config, e.g. ("GpuDeviceInfoProto.mem_clock_ghz",).
-    timings: stage name -> exclusive wall seconds spent on this config
-      (`timing.STAGES`; a case's inputs and reference are charged to its
-      first config).
-  """
-
-  case: str
-  target: str
-  n: int
-  precision: str
-  experiment: str = BASELINE.name
-  error: str | None = None
-  stage: str | None = None
-  stablehlo: str | None = None
-  optimized_hlo: str | None = None
-  fates: tuple[dot_sites.SiteFate, ...] = ()
-  stats: accuracy.ErrorStats | None = None
-  leaf_stats: tuple[accuracy.ErrorStats, ...] = ()
-  output_dtype: str | None = None
-  ulp_vs_n1: int | None = None
-  lower_s: float | None = None
-  compile_s: float | None = None
-  run_s: float | None = None
-  passes: dict[int, passes.PassAttribution] | None = None
-  passes_error: str | None = None
-  prediction: predict.Prediction | None = None
-  prediction_error: str | None = None
-  ptxas: str | None = None
-  dropped_config_fields: tuple[str, ...] = ()
-  timings: dict[str, float] = dataclasses.field(default_factory=dict)
-
-  @property
-  def ok(self) -> bool:
-    return self.error is None
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class SweepProgress:
   """Where a running sweep is, given to `run_sweep`'s `progress` callable.
@@ -291,7 +233,7 @@ def run_config(
   given, is charged the time of each stage.
   """
   watch = watch or timing.Stopwatch()
-  base = ConfigResult(case.name, target.name, n, precision)
+  config = Config(case.name, target, n, precision)
   stage = "compile"
   try:
     args = case.inputs_for(full_inputs, n)
@@ -311,27 +253,26 @@ def run_config(
       fates = effective.resolve(
         fates, module, ptx_kernels, target, cc.compute_capability
       )
-    result = dataclasses.replace(
-      base,
+    compilation = Compilation(
       stablehlo=cc.stablehlo,
       optimized_hlo=cc.optimized_hlo,
       fates=tuple(fates),
-      lower_s=cc.lower_s,
-      compile_s=cc.compile_s,
       ptxas=str(cc.ptxas) if cc.ptxas else None,
       dropped_config_fields=cc.dropped_config_fields,
+      lower_s=cc.lower_s,
+      compile_s=cc.compile_s,
     )
     if explain_passes:
       with watch.stage("passes"):
-        result = _with_passes(result, cc.pass_dumps)
+        compilation = _with_passes(compilation, cc.pass_dumps)
+    result = ConfigResult(config, compilation)
     if target.compile_only:
       return result
     stage = "run"
     with watch.stage("run"):
       outs, run_s = lowering.run_compiled(cc, args)
-    result = dataclasses.replace(result, run_s=run_s)
     if references is None:
-      return result
+      return dataclasses.replace(result, execution=Execution(run_s))
     with watch.stage("reference"):
       at_n = references.at(n)
     leaves = tuple(
@@ -340,29 +281,21 @@ def run_config(
         outs, at_n, references.axes, references.names
       )
     )
-    return _with_headline(
-      dataclasses.replace(result, leaf_stats=leaves),
-      max(range(len(leaves)), key=lambda i: (leaves[i].max_rel, -i)),
+    headline = max(range(len(leaves)), key=lambda i: (leaves[i].max_rel, -i))
+    return dataclasses.replace(
+      result, execution=Execution(run_s, leaves, headline)
     )
   except Exception as e:  # one config's failure must not lose the others
-    return dataclasses.replace(base, error=_first_line(e), stage=stage)
+    return ConfigResult(config, failure=Failure(stage, _first_line(e)))
 
 
-def _with_headline(r: ConfigResult, leaf: int) -> ConfigResult:
-  """`r` with `stats` (and its dtype) taken from output leaf `leaf`."""
-  stats = r.leaf_stats[leaf]
-  return dataclasses.replace(
-    r, stats=stats, output_dtype=str(stats.row0_values.dtype)
-  )
-
-
-def _with_passes(r: ConfigResult, dumps) -> ConfigResult:
+def _with_passes(c: Compilation, dumps) -> Compilation:
   """Attaches pass attribution; a failure is recorded, not raised."""
   try:
-    found = passes.attribute_passes(dumps, [f.site for f in r.fates])
+    found = passes.attribute_passes(dumps, [f.site for f in c.fates])
   except Exception as e:  # attribution is extra; the config stays ok
-    return dataclasses.replace(r, passes_error=_first_line(e))
-  return dataclasses.replace(r, passes=found)
+    return dataclasses.replace(c, passes_error=_first_line(e))
+  return dataclasses.replace(c, passes=found)
 
 
 def _references(case, full, sizes):
@@ -402,19 +335,30 @@ def _with_prediction(
 
   `why` says why there is no predictor when `predictor` is None.
   """
-  if not r.fates or not r.ok:
+  if not r.ok or not r.compilation.fates:
     return r
   if predictor is None:
     return dataclasses.replace(r, prediction_error=why)
+  run = r.execution
+  leaves = run.leaf_stats if run is not None else ()
   try:
-    prediction = predictor.predict(r.n, r.fates, r.leaf_stats or None, watch)
+    prediction = predictor.predict(
+      r.config.n, r.compilation.fates, leaves or None, watch
+    )
   except Exception as e:  # prediction is extra; the config stays ok
     return dataclasses.replace(r, prediction_error=_first_line(e))
   r = dataclasses.replace(r, prediction=prediction)
-  if r.leaf_stats:
-    names = [s.leaf for s in r.leaf_stats]
+  if leaves:
+    names = [s.leaf for s in leaves]
     r = _with_headline(r, names.index(prediction.leaf))
   return r
+
+
+def _with_headline(r: ConfigResult, leaf: int) -> ConfigResult:
+  """`r` with its execution's headline taken from output leaf `leaf`."""
+  return dataclasses.replace(
+    r, execution=dataclasses.replace(r.execution, headline=leaf)
+  )
 
 
 def _ulp_vs(a: accuracy.ErrorStats, b: accuracy.ErrorStats) -> int | None:
@@ -426,21 +370,29 @@ def _ulp_vs(a: accuracy.ErrorStats, b: accuracy.ErrorStats) -> int | None:
   )
 
 
+def _leaf_stats(r: ConfigResult) -> tuple[accuracy.ErrorStats, ...]:
+  return r.execution.leaf_stats if r.execution is not None else ()
+
+
 def _with_batch_consistency(results: list[ConfigResult]) -> list[ConfigResult]:
-  """Fills `ulp_vs_n1` from the n = 1 result of the same case/target/precision."""
-  key = lambda r: (r.experiment, r.case, r.target, r.precision)
-  at_n1 = {key(r): r for r in results if r.n == 1 and r.leaf_stats}
+  """Fills each execution's `ulp_vs_n1` from the n = 1 result of the same
+  experiment, case, target and precision."""
+  key = lambda c: (c.experiment, c.case, c.target.name, c.precision)
+  at_n1 = {
+    key(r.config): r for r in results if r.config.n == 1 and _leaf_stats(r)
+  }
   out = []
   for r in results:
-    base = at_n1.get(key(r))
-    if r.leaf_stats and base is not None:
+    base = at_n1.get(key(r.config))
+    if _leaf_stats(r) and base is not None:
       found = [
         u
-        for a, b in zip(r.leaf_stats, base.leaf_stats)
+        for a, b in zip(_leaf_stats(r), _leaf_stats(base))
         if (u := _ulp_vs(a, b)) is not None
       ]
       if found:
-        r = dataclasses.replace(r, ulp_vs_n1=max(found))
+        run = dataclasses.replace(r.execution, ulp_vs_n1=max(found))
+        r = dataclasses.replace(r, execution=run)
     out.append(r)
   return out
 
@@ -463,17 +415,17 @@ def _run_experiment(
   except worker.WorkerError as e:
     return [
       ConfigResult(
-        get_case(c).name,
-        t,
-        n,
-        p,
-        experiment=experiment.name,
-        error=str(e),
-        stage="worker",
+        Config(get_case(c).name, get_target(t), n, p, experiment.name),
+        failure=Failure("worker", str(e)),
       )
       for c, t, p, n in _configs(spec)
     ]
-  return [dataclasses.replace(r, experiment=experiment.name) for r in results]
+  return [
+    dataclasses.replace(
+      r, config=dataclasses.replace(r.config, experiment=experiment.name)
+    )
+    for r in results
+  ]
 
 
 def run_sweep(
@@ -651,12 +603,8 @@ def _isolated_config(
     except worker.WorkerError as e:
       broken = str(e)
   return ConfigResult(
-    get_case(case_name).name,
-    target.name,
-    n,
-    precision,
-    error=broken,
-    stage="compile",
+    Config(get_case(case_name).name, target, n, precision),
+    failure=Failure("compile", broken),
   )
 
 
@@ -688,7 +636,13 @@ def _run_baseline(
         for n in spec.batch_sizes:
           starting(len(results), f"{target_name} {case_name} n={n} {precision}")
           key = fingerprint and cache.config_key(
-            fingerprint, target, precision, n, largest, spec.explain_passes
+            fingerprint,
+            target,
+            precision,
+            n,
+            largest,
+            spec.explain_passes,
+            record_version=RECORD_VERSION,
           )
           r = _through_cache(
             store,
@@ -739,12 +693,8 @@ class _CaseSetup:
     references, lie, predictor, why = self._made
     if lie is not None:
       return ConfigResult(
-        self.case.name,
-        target.name,
-        n,
-        precision,
-        error=str(lie),
-        stage="reference",
+        Config(self.case.name, target, n, precision),
+        failure=Failure("reference", str(lie)),
       )
     if target.compile_only and resolvable_elsewhere(self.name):
       r = _isolated_config(
@@ -756,8 +706,9 @@ class _CaseSetup:
         spec.explain_passes,
         self.broken,
       )
-      watch.add("lower", r.lower_s or 0.0)  # spent in the worker
-      watch.add("compile", r.compile_s or 0.0)
+      if r.compilation is not None:  # spent in the worker
+        watch.add("lower", r.compilation.lower_s or 0.0)
+        watch.add("compile", r.compilation.compile_s or 0.0)
     else:
       r = run_config(
         self.case,

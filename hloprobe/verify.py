@@ -31,7 +31,8 @@ from hloprobe.golden import snapshot
 from hloprobe.golden.diff import describe_site_changes, dot_summary
 from hloprobe.ir import precisions
 from hloprobe.numerics import accuracy
-from hloprobe.sweep import ConfigResult, SweepSpec, run_sweep
+from hloprobe.records import ConfigResult
+from hloprobe.sweep import SweepSpec, run_sweep
 
 __all__ = [
   "REQUIREMENTS",
@@ -175,19 +176,21 @@ def fix_sweep(
 
 
 def _is_fix(r: ConfigResult, fix: Fix) -> bool:
+  c = r.config
   if fix.experiment is not None:
-    return r.experiment == fix.experiment.name
-  return r.precision == fix.precision and r.experiment == BASELINE.name
+    return c.experiment == fix.experiment.name
+  return c.precision == fix.precision and c.experiment == BASELINE.name
 
 
 def _words(r: ConfigResult) -> str:
-  return f"{r.target} {r.case} n={r.n} {r.precision}"
+  c = r.config
+  return f"{c.target.name} {c.case} n={c.n} {c.precision}"
 
 
 def _judged(r: ConfigResult) -> tuple[accuracy.ErrorStats | None, str]:
   """Observed errors where the target ran, else predicted ones."""
-  if r.stats is not None:
-    return r.stats, "observed"
+  if r.execution is not None and r.execution.stats is not None:
+    return r.execution.stats, "observed"
   if r.prediction is not None:
     return r.prediction.stats, "predicted"
   return None, "n/a"
@@ -200,16 +203,17 @@ def _noise(r: ConfigResult) -> accuracy.NoiseFloor | None:
 def _consistent(fixed: list[ConfigResult]) -> Requirement:
   groups: dict[tuple, list[ConfigResult]] = {}
   for r in fixed:
-    groups.setdefault((r.case, r.target, r.precision), []).append(r)
+    c = r.config
+    groups.setdefault((c.case, c.target.name, c.precision), []).append(r)
   bad, good = [], []
   if not groups:
     bad.append("no configs of the fix to compare")
   for rs in groups.values():
-    rs = sorted(rs, key=lambda r: r.n)
-    first, (first_stats, _) = rs[0], _judged(rs[0])
+    rs = sorted(rs, key=lambda r: r.config.n)
+    first, (first_stats, _) = rs[0].config, _judged(rs[0])
     if len(rs) < 2:
       bad.append(
-        f"{first.target} {first.case} {first.precision}: consistent needs "
+        f"{first.target.name} {first.case} {first.precision}: consistent needs "
         f"at least two batch sizes; got n={first.n}"
       )
     for r in rs[1:]:
@@ -282,11 +286,13 @@ def _golden(
 
 def _counterpart(r: ConfigResult, baseline: list[ConfigResult], fix: Fix):
   """The baseline configs the fix's config replaces."""
+  c = r.config
   return [
     b
     for b in baseline
-    if (b.case, b.target, b.n) == (r.case, r.target, r.n)
-    and (fix.precision is not None or b.precision == r.precision)
+    if (b.config.case, b.config.target.name, b.config.n)
+    == (c.case, c.target.name, c.n)
+    and (fix.precision is not None or b.config.precision == c.precision)
   ]
 
 
@@ -305,9 +311,12 @@ _FATE_KEYS = (
 
 
 def _fate_sites(r: ConfigResult) -> list[dict]:
+  comp = r.compilation
+  if comp is None:
+    return []
   return [
     {k: s[k] for k in _FATE_KEYS}
-    for s in dot_summary(r.fates, r.passes)["sites"]
+    for s in dot_summary(comp.fates, comp.passes)["sites"]
   ]
 
 
@@ -317,7 +326,10 @@ def _evidence(baseline, fixed, fix) -> tuple[tuple[str, ...], tuple[str, ...]]:
     new_stats, source = _judged(r)
     for b in _counterpart(r, baseline, fix):
       old, new = _fate_sites(b), _fate_sites(r)
-      words = f"{r.target} {r.case} n={r.n} {b.precision} -> {fix.name}"
+      c = r.config
+      words = (
+        f"{c.target.name} {c.case} n={c.n} {b.config.precision} -> {fix.name}"
+      )
       changes += [str(c) for c in describe_site_changes(words, old, new)]
       old_stats, _ = _judged(b)
       if old_stats is not None and new_stats is not None:
@@ -385,8 +397,8 @@ def verify(
   baseline = [
     r
     for r in results
-    if r.experiment == BASELINE.name
-    and r.precision in spec.precisions
+    if r.config.experiment == BASELINE.name
+    and r.config.precision in spec.precisions
     and not _is_fix(r, fix)
   ]
   checks = {
@@ -402,7 +414,7 @@ def verify(
     ),
   }
   changes, errors = _evidence(baseline, fixed, fix)
-  failures = tuple(dict.fromkeys(r.error for r in fixed if not r.ok))
+  failures = tuple(dict.fromkeys(r.failure.error for r in fixed if not r.ok))
   return Verification(
     fix, tuple(checks[n]() for n in requirements), changes, errors, failures
   )

@@ -3,8 +3,9 @@
 Stages, lowest first (a module's stage is its subpackage under hloprobe/,
 or its own name for a top-level module):
 
-  errors < ir < compile < sites < numerics < sweep < golden < report
-         < pictures < verify < versions < cli, tools < __main__, __init__
+  errors < ir < compile < sites < numerics < records < sweep < golden
+         < report < pictures < verify < versions < cli, tools
+         < __main__, __init__
 
 `ir` is lowest after `errors`: it reads compiler text into records and needs
 nothing that compiles. It must not import the JAX runtime (`jax`, `jaxlib`);
@@ -27,6 +28,7 @@ _ORDER = (
   ("compile",),
   ("sites",),
   ("numerics",),
+  ("records",),
   ("sweep",),
   ("golden",),
   ("report",),

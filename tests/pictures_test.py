@@ -31,7 +31,7 @@ import pytest
 from absl.testing import absltest
 from testutil import ROOT, run_hloprobe
 
-from hloprobe import sweep
+from hloprobe import records, sweep
 from hloprobe.compile import targets
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.report import explain
@@ -64,14 +64,15 @@ def setUpModule():
     explain_passes=True,
   )
   RESULTS[:] = sweep.run_sweep(spec, PROGRESS.append)
-  EXPLANATIONS[:] = explain.explain(
-    RESULTS, [targets.get_target(t) for t in _TARGETS]
-  )
+  EXPLANATIONS[:] = explain.explain(RESULTS)
 
 
 def _config(target: str, n: int, precision: str):
   (r,) = [
-    r for r in RESULTS if (r.target, r.n, r.precision) == (target, n, precision)
+    r
+    for r in RESULTS
+    if (r.config.target.name, r.config.n, r.config.precision)
+    == (target, n, precision)
   ]
   return r
 
@@ -132,9 +133,11 @@ class FirstScreenTest(absltest.TestCase):
 
   def test_failed_configs_get_a_status_column_and_errors_below(self):
     error = "XlaRuntimeError: " + "no kernel for this shape " * 6
+    a100 = targets.get_target("a100")
     failed = [
-      sweep.ConfigResult(
-        "seed_mlp", "a100", n, "bfloat16", error=error, stage="compile"
+      records.ConfigResult(
+        records.Config("seed_mlp", a100, n, "bfloat16"),
+        failure=records.Failure("compile", error),
       )
       for n in (1, 2)
     ]
@@ -217,7 +220,12 @@ class PlotTest(absltest.TestCase):
   def test_experiments_side_by_side(self):
     from hloprobe.pictures import plot
 
-    other = [dataclasses.replace(r, experiment="nodsr") for r in RESULTS]
+    other = [
+      dataclasses.replace(
+        r, config=dataclasses.replace(r.config, experiment="nodsr")
+      )
+      for r in RESULTS
+    ]
     fig = plot.row0_figure(RESULTS + other, EXPLANATIONS)
     titles = [ax.get_title() for ax in fig.axes]
     self.assertLen(titles, 4)  # rows: cpu, a100; columns: baseline, nodsr
@@ -268,7 +276,10 @@ class HtmlTest(absltest.TestCase):
     col = {h: i for i, h in enumerate(header)}
     self.assertEqual(
       [(r[col["target"]], r[col["n"]], r[col["precision"]]) for r in rows],
-      [(r.target, str(r.n), r.precision) for r in RESULTS],
+      [
+        (r.config.target.name, str(r.config.n), r.config.precision)
+        for r in RESULTS
+      ],
     )
     sites = page.tables[1][1:]
     self.assertLen(sites, _SEED_DOTS * len(RESULTS))

@@ -4,20 +4,34 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from unittest import mock
 
 import jax.numpy as jnp
 import numpy as np
 import testutil
 from absl.testing import absltest
 
-from hloprobe import sweep
+from hloprobe import records, sweep
 from hloprobe.compile import cache, cases, targets
 from hloprobe.report import render
 
 
-def _key(case_print, target="a100", precision="float32", n=4, passes=False):
+def _key(
+  case_print,
+  target="a100",
+  precision="float32",
+  n=4,
+  passes=False,
+  version=records.RECORD_VERSION,
+):
   return cache.config_key(
-    case_print, targets.get_target(target), precision, n, 64, passes
+    case_print,
+    targets.get_target(target),
+    precision,
+    n,
+    64,
+    passes,
+    record_version=version,
   )
 
 
@@ -68,9 +82,21 @@ class KeyTest(absltest.TestCase):
     )
     self.assertNotEqual(edited.config_text, a100.config_text)
     self.assertNotEqual(
-      cache.config_key(self.print, edited, "float32", 4, 64, False),
+      cache.config_key(
+        self.print,
+        edited,
+        "float32",
+        4,
+        64,
+        False,
+        record_version=records.RECORD_VERSION,
+      ),
       _key(self.print),
     )
+
+  def test_another_record_layout_misses(self):
+    # Records pickled in the flat layout of version 1 are not read as today's.
+    self.assertNotEqual(_key(self.print, version=1), _key(self.print))
 
   def test_config_fields_and_xla_flags_miss(self):
     base = _key(self.print)
@@ -106,7 +132,7 @@ class SweepCacheTest(absltest.TestCase):
     spec = sweep.SweepSpec(("seed_mlp",), (1, 2), ("float32",), ("cpu", "a100"))
     cached = dataclasses.replace(spec, cache_dir=folder)
     cold = sweep.run_sweep(cached)
-    self.assertTrue(all(r.ok for r in cold), [r.error for r in cold])
+    self.assertTrue(all(r.ok for r in cold), [r.failure for r in cold])
     self.assertTrue(all("compile" in r.timings for r in cold))
     warm = sweep.run_sweep(cached)
     # every warm record came from the cache: nothing compiled or emulated
@@ -140,6 +166,18 @@ class SweepCacheTest(absltest.TestCase):
       },
       {"ConfigResult"},
     )
+
+    # Entries of another record layout miss: all four are computed again
+    # and stored beside the old ones, under new keys.
+    newer = records.RECORD_VERSION + 1
+    with mock.patch.object(sweep, "RECORD_VERSION", newer):
+      relaid = sweep.run_sweep(cached)
+    self.assertTrue(all("compile" in r.timings for r in relaid))
+    self.assertEqual(_json(relaid), _json(cold))
+    stored = [
+      f for _, _, fs in os.walk(folder) for f in fs if f.endswith(".pkl")
+    ]
+    self.assertLen(stored, 8)
 
 
 class CliTest(absltest.TestCase):

@@ -9,6 +9,8 @@ cut, the jaxpr of its function and its constants, the bytes of its
 inputs), the target (its whole definition, config text included), the
 precision, batch size, largest batch size swept (the predictor's
 reference and noise floor are computed there), --explain_passes, the
+version of the records' layout (`records.RECORD_VERSION`: an entry
+pickled in another layout is never read as this one), the
 environment's XLA_/JAX_/CUDA variables and PATH (XLA_FLAGS; which ptxas
 a GPU compile finds), and the host CPU and the ISA XLA compiles for
 (CPU runs and every emulation happen here).
@@ -140,6 +142,8 @@ def config_key(
   n: int,
   largest: int,
   explain_passes: bool,
+  *,
+  record_version: int,
 ) -> str:
   """The cache key (sha256 hex) of one config's record; see the module doc.
 
@@ -149,6 +153,9 @@ def config_key(
     precision, n, explain_passes: the config.
     largest: the largest batch size the sweep cuts (reference and noise
       floor are computed there and sliced).
+    record_version: the layout of the records stored
+      (`records.RECORD_VERSION`; the sweep passes it, as this stage is
+      below the records' module).
   """
   cpu = host.host_cpu(os.environ.get("XLA_FLAGS"))
   parts = {
@@ -162,6 +169,7 @@ def config_key(
     "n": n,
     "largest": largest,
     "explain_passes": explain_passes,
+    "record_version": record_version,
     "env": _environment(),
     "host": cpu.as_json(),
   }

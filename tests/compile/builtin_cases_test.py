@@ -29,13 +29,16 @@ def _sweep(name, sizes, targets, precisions=("default",)):
   spec = sweep.SweepSpec((name,), sizes, precisions, targets)
   out = {}
   for r in sweep.run_sweep(spec):
-    assert r.ok, (r.target, r.n, r.error)
-    out[r.target, r.n, r.precision] = r
+    assert r.ok, (r.config.target.name, r.config.n, r.failure)
+    out[r.config.target.name, r.config.n, r.config.precision] = r
   return out
 
 
 def _fates(r):
-  return [(f.fate.value, f.effective_algorithm, f.split_k) for f in r.fates]
+  return [
+    (f.fate.value, f.effective_algorithm, f.split_k)
+    for f in r.compilation.fates
+  ]
 
 
 class CasesCommandTest(absltest.TestCase):
@@ -195,18 +198,21 @@ class Jax21212Test(absltest.TestCase):
   def test_t4_converts_around_an_f32_cublaslt_gemm(self):
     r = _sweep("jax_21212", (1, 16), ("t4", "a100"))
     t4 = r["t4", 16, "default"]
-    self.assertEqual([f.fate.value for f in t4.fates], ["cuBLASLt"])
+    self.assertEqual([f.fate.value for f in t4.compilation.fates], ["cuBLASLt"])
     self.assertEqual(
-      sorted(_CONVERT_RE.findall(t4.optimized_hlo)),
+      sorted(_CONVERT_RE.findall(t4.compilation.optimized_hlo)),
       ["bf16[16,1024]", "f32[1024,1024]", "f32[16,1024]"],
     )
     for t in ("t4", "a100"):
       self.assertEqual(
-        [f.fate.value for f in r[t, 1, "default"].fates], ["multiply+reduce"]
+        [f.fate.value for f in r[t, 1, "default"].compilation.fates],
+        ["multiply+reduce"],
       )
     a100 = r["a100", 16, "default"]
-    self.assertEqual([f.fate.value for f in a100.fates], ["Triton gemm"])
-    self.assertEqual(_CONVERT_RE.findall(a100.optimized_hlo), [])
+    self.assertEqual(
+      [f.fate.value for f in a100.compilation.fates], ["Triton gemm"]
+    )
+    self.assertEqual(_CONVERT_RE.findall(a100.compilation.optimized_hlo), [])
     self.assertEqual(a100.prediction.verdict, "within bf16 output rounding")
 
 
@@ -223,7 +229,7 @@ class Tf127577Test(absltest.TestCase):
     # README: TF32-emulated relative max 2.86e-4; float32 7.4e-7.
     p = r["a100", 256, "default"].prediction
     self.assertAlmostEqual(p.stats.max_rel, 2.86e-4, delta=0.03e-4)
-    self.assertLess(r["cpu", 256, "default"].stats.max_rel, 1.5e-6)
+    self.assertLess(r["cpu", 256, "default"].execution.stats.max_rel, 1.5e-6)
     self.assertEqual(p.verdict, "explained by TF32_TF32_F32 at sites [0]")
 
 
@@ -257,9 +263,11 @@ class Mlx3953Test(absltest.TestCase):
     for t in ("a100", "cpu"):
       for n in (1, 2):
         res = r[t, n, "default"]
-        self.assertEqual(res.fates[0].fate.value, "multiply")
+        self.assertEqual(res.compilation.fates[0].fate.value, "multiply")
         self.assertEqual(dict(res.prediction.leaf_verdicts)["[0]"], "exact")
-    self.assertEqual(r["cpu", 2, "default"].leaf_stats[0].max_abs, 0.0)
+    self.assertEqual(
+      r["cpu", 2, "default"].execution.leaf_stats[0].max_abs, 0.0
+    )
     self.assertEqual(
       _fates(r["a100", 1, "default"])[1], ("multiply+reduce", F32, None)
     )

@@ -22,9 +22,9 @@ _SPEC = sweep.SweepSpec(("seed_mlp",), (1,), ("float32",), ("cpu",))
 class WorkerTest(absltest.TestCase):
   def test_records_come_back(self):
     (result,) = worker.call_in_worker("run_sweep", {"spec": _SPEC}, "")
-    self.assertTrue(result.ok, result.error)
-    self.assertEqual(result.fates[3].fate, Fate.MULTIPLY_REDUCE)
-    self.assertIsNotNone(result.stats)
+    self.assertTrue(result.ok, result.failure)
+    self.assertEqual(result.compilation.fates[3].fate, Fate.MULTIPLY_REDUCE)
+    self.assertIsNotNone(result.execution.stats)
 
   def test_misspelled_xla_flag_is_named(self):
     with self.assertRaisesRegex(
@@ -48,7 +48,7 @@ class WorkerTest(absltest.TestCase):
       (result,) = worker.call_in_worker(
         "run_sweep", {"spec": _SPEC}, "--xla_cpu_enable_fast_math=false"
       )
-    self.assertTrue(result.ok, result.error)
+    self.assertTrue(result.ok, result.failure)
     self.assertNotEmpty(os.listdir(dump))
 
   def test_experiment_flag_wins_over_the_users(self):
@@ -85,8 +85,8 @@ class WorkerTest(absltest.TestCase):
         good = pool.call(
           "compile_config", dict(config, target=a100, explain_passes=True)
         )
-        self.assertTrue(good.ok, good.error)
-        self.assertEqual(good.fates[0].fate, Fate.TRITON_GEMM)
+        self.assertTrue(good.ok, good.failure)
+        self.assertEqual(good.compilation.fates[0].fate, Fate.TRITON_GEMM)
     self.assertEqual(os.listdir(tmp), [])
 
   def test_unknown_function(self):

@@ -33,7 +33,7 @@ def _sweep(batch_sizes, precisions, target_names):
   spec = sweep.SweepSpec(
     ("seed_mlp",), batch_sizes, precisions, target_names, explain_passes=True
   )
-  return sweep.run_sweep(spec), [targets.get_target(n) for n in target_names]
+  return sweep.run_sweep(spec)
 
 
 def _by_target(explanations):
@@ -57,8 +57,8 @@ class SeedMlpExplainTest(parameterized.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.results, cls.targets = _sweep((1, 2, 3), _PRECISIONS, _TARGETS)
-    cls.found = _by_target(explain.explain(cls.results, cls.targets))
+    cls.results = _sweep((1, 2, 3), _PRECISIONS, _TARGETS)
+    cls.found = _by_target(explain.explain(cls.results))
     # One line per statement, so assertions do not depend on wrapping.
     cls.text = explain_text.render_explanation(
       list(cls.found.values()), width=10_000
@@ -93,8 +93,8 @@ class SeedMlpExplainTest(parameterized.TestCase):
 
   def test_every_config_compiled_with_passes(self):
     for r in self.results:
-      self.assertTrue(r.ok, (r.target, r.n, r.precision, r.error))
-      self.assertIsNotNone(r.passes, r.passes_error)
+      self.assertTrue(r.ok, (r.config, r.failure))
+      self.assertIsNotNone(r.compilation.passes, r.compilation.passes_error)
 
   @parameterized.parameters(*_PRECISIONS)
   def test_a100_fates_change_between_n1_and_n2(self, precision):
@@ -176,7 +176,9 @@ class SeedMlpExplainTest(parameterized.TestCase):
     cpu = self.found["cpu"]
     self.assertFalse(cpu.compile_only)
     want = {
-      (r.precision, r.n): r.ulp_vs_n1 for r in self.results if r.target == "cpu"
+      (r.config.precision, r.config.n): r.execution.ulp_vs_n1
+      for r in self.results
+      if r.config.target.name == "cpu"
     }
     got = {
       (z.precision, n): z.ulp_vs_n1 for z in cpu.row0 for n in z.batch_sizes
@@ -233,9 +235,10 @@ class SeedMlpExplainTest(parameterized.TestCase):
   def test_text_cpu_observed_row0(self):
     cpu = _block(self.text, "cpu")
     r2 = next(
-      r
+      r.execution
       for r in self.results
-      if (r.target, r.n, r.precision) == ("cpu", 2, "float32")
+      if (r.config.target.name, r.config.n, r.config.precision)
+      == ("cpu", 2, "float32")
     )
     self.assertIn(
       f"n = 2-3: {r2.stats.row0:.7g} (|err| vs f64 {r2.stats.row0_abs:.2e}), "
@@ -270,8 +273,19 @@ class SeedMlpExplainTest(parameterized.TestCase):
     # The claim comes from effective.blas_algorithm: on sm_75 cuBLAS has no
     # TF32, so the same fates give no TF32 alternative (only the reverse one:
     # a library call would drop the Triton kernels' TF32 under DEFAULT).
-    sm75 = dataclasses.replace(self.targets[0], compute_capability="7.5")
-    found = _by_target(explain.explain(self.results, [sm75, *self.targets[1:]]))
+    # explain reads the compute capability from each config's Target record.
+    sm75 = dataclasses.replace(
+      targets.get_target("a100"), compute_capability="7.5"
+    )
+
+    def on_sm75(r):
+      if r.config.target.name != "a100":
+        return r
+      return dataclasses.replace(
+        r, config=dataclasses.replace(r.config, target=sm75)
+      )
+
+    found = _by_target(explain.explain([on_sm75(r) for r in self.results]))
     (alt,) = found["a100"].alternatives
     self.assertEqual(
       (alt.precision, alt.triton_algorithm, alt.library_algorithm),
@@ -286,26 +300,24 @@ class SeedMlpExplainTest(parameterized.TestCase):
     # Had the Triton kernels run TF32 under HIGH, the library rule would
     # agree, and the heuristic choice would already explain the report.
     def tf32(r):
-      if (r.target, r.precision) != ("a100", "tensorfloat32"):
+      if (r.config.target.name, r.config.precision) != (
+        "a100",
+        "tensorfloat32",
+      ):
         return r
       fates = tuple(
         dataclasses.replace(f, effective_algorithm="TF32_TF32_F32")
         if f.fate == Fate.TRITON_GEMM
         else f
-        for f in r.fates
+        for f in r.compilation.fates
       )
-      return dataclasses.replace(r, fates=fates)
+      compilation = dataclasses.replace(r.compilation, fates=fates)
+      return dataclasses.replace(r, compilation=compilation)
 
-    found = _by_target(
-      explain.explain([tf32(r) for r in self.results], self.targets)
-    )
+    found = _by_target(explain.explain([tf32(r) for r in self.results]))
     self.assertEqual(found["a100"].alternatives, ())
     changes = {c.precision: c.arithmetic for c in found["a100"].changes}
     self.assertTrue(changes["tensorfloat32"])
-
-  def test_missing_target_record_is_an_error(self):
-    with self.assertRaisesRegex(ValueError, "no Target record for target 't4'"):
-      explain.explain(self.results, [self.targets[0], self.targets[2]])
 
   def test_a100_predicted(self):
     by = {(z.precision, z.batch_sizes): z for z in self.found["a100"].predicted}
@@ -329,8 +341,7 @@ class SeedMlpExplainTest(parameterized.TestCase):
 @pytest.mark.compiles
 class NothingChangesTest(absltest.TestCase):
   def test_cpu_batch_2_and_3(self):
-    results, swept = _sweep((2, 3), ("float32",), ("cpu",))
-    (e,) = explain.explain(results, swept)
+    (e,) = explain.explain(_sweep((2, 3), ("float32",), ("cpu",)))
     self.assertLen(e.spans["float32"], 1)
     self.assertEqual(e.changes, ())
     text = explain_text.render_explanation([e], width=10_000)

@@ -103,8 +103,8 @@ def _probe(fn, args, target: str, precision: str = "bfloat16"):
     precision,
     case.full_size(args),
   )
-  assert r.ok, r.error
-  return r.fates
+  assert r.ok, r.failure
+  return r.compilation.fates
 
 
 _RNG = np.random.default_rng(0)
@@ -174,10 +174,14 @@ class EpilogueTest(absltest.TestCase):
     r = sweep.run_config(
       case, case.make_inputs(), None, targets.get_target("a100"), "bfloat16", 2
     )
-    self.assertEqual(r.fates[1].effective_algorithm, "TF32_TF32_F32")
-    self.assertEqual(r.fates[2].fate, Fate.MULTIPLY_REDUCE)
-    self.assertEqual(r.fates[2].effective_algorithm, "F32_F32_F32")
-    self.assertIn("fused into gemm kernel", r.fates[2].algorithm_evidence)
+    self.assertEqual(
+      r.compilation.fates[1].effective_algorithm, "TF32_TF32_F32"
+    )
+    self.assertEqual(r.compilation.fates[2].fate, Fate.MULTIPLY_REDUCE)
+    self.assertEqual(r.compilation.fates[2].effective_algorithm, "F32_F32_F32")
+    self.assertIn(
+      "fused into gemm kernel", r.compilation.fates[2].algorithm_evidence
+    )
 
 
 def _gemm_fusion_shapes(optimized_hlo: str) -> list[tuple[int, ...]]:
@@ -209,10 +213,12 @@ class FlattenedFreeDimsTest(parameterized.TestCase):
     r = sweep.run_config(
       case, args, None, targets.get_target(target), "default", lhs[0]
     )
-    self.assertTrue(r.ok, r.error)
-    (fate,) = r.fates
+    self.assertTrue(r.ok, r.failure)
+    (fate,) = r.compilation.fates
     self.assertEqual(fate.fate, Fate.TRITON_GEMM)
-    self.assertEqual(_gemm_fusion_shapes(r.optimized_hlo), [(split, 512, 64)])
+    self.assertEqual(
+      _gemm_fusion_shapes(r.compilation.optimized_hlo), [(split, 512, 64)]
+    )
     self.assertEqual(fate.split_k, split)
 
   def test_einsum_split_on_h100_at_n1(self):
@@ -221,8 +227,10 @@ class FlattenedFreeDimsTest(parameterized.TestCase):
     r = sweep.run_config(
       case, case.make_inputs(), None, targets.get_target("h100"), "default", 1
     )
-    self.assertEqual(_gemm_fusion_shapes(r.optimized_hlo), [(4, 300, 300)])
-    self.assertEqual(r.fates[0].split_k, 4)
+    self.assertEqual(
+      _gemm_fusion_shapes(r.compilation.optimized_hlo), [(4, 300, 300)]
+    )
+    self.assertEqual(r.compilation.fates[0].split_k, 4)
 
 
 if __name__ == "__main__":
