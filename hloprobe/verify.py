@@ -247,7 +247,7 @@ def _accurate(
       limit = f"abs bound {abs_bound}, rel bound {rel_bound}"
     else:
       ok = (
-        stats.row0_abs <= accuracy.NOISE_FACTOR * noise.row0_abs
+        accuracy.within_noise(stats, noise)
         and stats.max_abs <= accuracy.NOISE_FACTOR * noise.max_abs
       )
       limit = f"{accuracy.NOISE_FACTOR:g} x noise floor {noise.row0_abs:.2e}"
