@@ -13,6 +13,7 @@ from absl.testing import absltest, parameterized
 from jax import lax
 
 from hloprobe.errors import EmulationError, InvalidArgumentError
+from hloprobe.numerics import emulate_dot
 from hloprobe.numerics.emulate_dot import (
   EMULATED_ALGORITHMS,
   SUMMATION_ORDERS,
@@ -246,6 +247,42 @@ class EdgeCaseTest(parameterized.TestCase):
       emulated_dot_general(a, a, _MATMUL, "F32_F32_F32", order="kahan")
     with self.assertRaisesRegex(EmulationError, "int32"):
       emulated_dot_general(a.astype(np.int32), a, _MATMUL, "F32_F32_F32")
+
+
+class SplitProductsTest(parameterized.TestCase):
+  """Which partial products each split adds (hand rule from XLA's
+  `EmitBF16x3Matmul` / `x6` / `x9` in stablehlo_lower_to_triton.cc and
+  Triton's TF32x3): X3 hi*hi, hi*lo, lo*hi; X6 the parts whose indices sum
+  to at most 2; X9 all nine. The count is also what JAX lowers as
+  `num_primitive_operations` (X9 and TF32_X3 do not lower for the CPU)."""
+
+  @parameterized.named_parameters(
+    ("bf16_x3", "BF16_BF16_F32_X3", 2, 1, True),
+    ("bf16_x6", "BF16_BF16_F32_X6", 3, 2, True),
+    ("bf16_x9", "BF16_BF16_F32_X9", 3, 4, False),
+    ("tf32_x3", "TF32_TF32_F32_X3", 2, 1, False),
+  )
+  def test_products(self, algorithm, parts, max_index_sum, lowers_on_cpu):
+    want = {
+      (i, j)
+      for i in range(parts)
+      for j in range(parts)
+      if i + j <= max_index_sum
+    }
+    got = emulate_dot._SPLITS[algorithm]
+    self.assertEqual(set(got), want)
+    self.assertLen(got, len(want))
+    self.assertEqual(got[-1], (0, 0))  # high x high last (`ZeroNaNs`)
+    if not lowers_on_cpu:
+      return
+    a = np.ones((2, 2), np.float32)
+    preset = getattr(lax.DotAlgorithmPreset, algorithm)
+    text = (
+      jax.jit(lambda x, y: lax.dot(x, y, precision=preset))
+      .lower(a, a)
+      .as_text()
+    )
+    self.assertIn(f"num_primitive_operations = {len(want)},", text)
 
 
 def _sequential_16(a, b, kind, round_products, round_sums):
