@@ -192,19 +192,39 @@ class SummationOrderTest(parameterized.TestCase):
     got = _emulate("TF32_TF32_F32", order, dn=dn)(a, b)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
-  def test_orders_differ_and_pairwise_is_most_accurate(self):
-    a, b, ref = _random_matmul(seed=2, m=32, k=1024, n=32)
-    errs = {
-      o: _max_rel(_emulate("F32_F32_F32", o)(a, b), ref)
-      for o in SUMMATION_ORDERS
+  def test_orders_sum_in_their_own_order(self):
+    # ISA-independent: K = 1024 exact products, 1 then 1023 x 2^-24
+    # (2^-12 x 2^-12). Every sum is exact or an exact tie (1 + 2^-24 rounds
+    # to 1, ties to even), so no FMA or vector width changes a bit. By hand:
+    # sequential adds each 2^-24 to 1 and keeps 1; blocks of 32 lose the 31
+    # in block 0 and add the other 31 exact block sums 2^-19; the tree loses
+    # only the one 2^-24 paired with 1 at its first level.
+    k, tiny = 1024, 2.0**-12
+    a = np.full((1, k), tiny, np.float32)
+    a[0, 0] = 1.0
+    b = a.T.copy()
+    want = {
+      "sequential": 1.0,
+      "blocked": 1.0 + 31 * 2.0**-19,
+      "pairwise": 1.0 + 1022 * 2.0**-24,
     }
-    # The CPU's own dot ("xla") sums small shapes sequentially; the three
-    # fixed orders differ from each other.
-    fixed = ("sequential", "pairwise", "blocked")
-    self.assertLen({errs[o] for o in fixed}, 3)
-    self.assertEqual(min(errs, key=errs.get), "pairwise")
-    self.assertLess(errs["pairwise"], errs["sequential"])
-    self.assertLess(max(errs.values()), 1024 * 2.0**-24)
+    exact = 1.0 + 1023 * 2.0**-24
+    for order, value in want.items():
+      got = float(_emulate("F32_F32_F32", order)(a, b)[0, 0])
+      self.assertEqual(got, value, order)
+    # The CPU's own order ("xla") is the ISA's: only its error bound, the
+    # componentwise gamma_K |A||B| (Higham, section 3.1), is the same.
+    got = float(_emulate("F32_F32_F32")(a, b)[0, 0])
+    gamma = k * 2.0**-24 / (1 - k * 2.0**-24)
+    self.assertLessEqual(abs(got - exact), gamma * exact)
+
+  def test_every_order_within_the_f32_bound(self):
+    a, b, ref = _random_matmul(seed=2, m=32, k=1024, n=32)
+    gamma = 1024 * 2.0**-24 / (1 - 1024 * 2.0**-24)
+    abs_ab = np.abs(a.astype(np.float64)) @ np.abs(b)
+    for o in SUMMATION_ORDERS:
+      err = np.abs(np.asarray(_emulate("F32_F32_F32", o)(a, b)) - ref)
+      self.assertLessEqual(float(np.max(err / abs_ab)), gamma, o)
 
 
 class EdgeCaseTest(parameterized.TestCase):
