@@ -11,6 +11,7 @@ __all__ = [
   "TargetError",
   "ToolchainError",
   "InvalidArgumentError",
+  "first_line",
 ]
 
 
@@ -48,3 +49,24 @@ class GoldenError(HloprobeError):
 
 class EmulationError(HloprobeError):
   """Raised when a case or dot cannot be emulated (unsupported primitive)."""
+
+
+def first_line(e: BaseException, *, with_type: bool = True) -> str:
+  """An exception in one line, for error fields and one-line messages.
+
+  Args:
+    e: any exception; its `str` may span many lines (XLA's status messages
+      and tracebacks of a failed compile do).
+    with_type: prefix the exception's class name, e.g. "ValueError: bad".
+
+  Returns:
+    The first line of `str(e)`, stripped, as "Type: line" (with_type) or
+    "line"; when the message is empty, just the class name, e.g.
+    "KeyboardInterrupt". Never raises.
+  """
+  lines = str(e).strip().splitlines()
+  text = lines[0].strip() if lines else ""
+  name = type(e).__name__
+  if not text:
+    return name
+  return f"{name}: {text}" if with_type else text

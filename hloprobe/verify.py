@@ -22,7 +22,7 @@ it cannot:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from hloprobe.compile import lowering
 from hloprobe.compile.experiments import BASELINE, Experiment, parse_experiment
@@ -251,7 +251,7 @@ def _accurate(
       limit = f"abs bound {abs_bound}, rel bound {rel_bound}"
     else:
       ok = (
-        stats.row0_abs <= accuracy.NOISE_FACTOR * noise.row0_abs
+        accuracy.within_noise(stats, noise)
         and stats.max_abs <= accuracy.NOISE_FACTOR * noise.max_abs
       )
       limit = f"{accuracy.NOISE_FACTOR:g} x noise floor {noise.row0_abs:.2e}"
@@ -354,18 +354,33 @@ def judge(
   Raises:
     InvalidArgumentError: a requirement other than consistent or accurate.
   """
-  checks = {
-    "consistent": lambda: _consistent(list(results)),
-    "accurate": lambda: _accurate(
-      list(results), abs_error_bound, rel_error_bound
-    ),
-  }
+  checks = _checks(list(results), abs_error_bound, rel_error_bound)
   bad = [n for n in requirements if n not in checks]
   if bad:
     raise InvalidArgumentError(
       f"cannot judge {bad} on a sweep alone; choose from {', '.join(checks)}"
     )
   return tuple(checks[n]() for n in requirements)
+
+
+def _checks(
+  results: list[ConfigResult],
+  abs_bound: float | None,
+  rel_bound: float | None,
+  golden: Callable[[], Requirement] | None = None,
+) -> dict[str, Callable[[], Requirement]]:
+  """`REQUIREMENTS` name -> a thunk judging it on `results`.
+
+  "golden" is in the table only when given (it needs the sweep's spec and
+  the golden folder, which `judge` has not).
+  """
+  checks = {
+    "consistent": lambda: _consistent(results),
+    "accurate": lambda: _accurate(results, abs_bound, rel_bound),
+  }
+  if golden is not None:
+    checks["golden"] = golden
+  return checks
 
 
 def verify(
@@ -401,10 +416,11 @@ def verify(
     and r.config.precision in spec.precisions
     and not _is_fix(r, fix)
   ]
-  checks = {
-    "consistent": lambda: _consistent(fixed),
-    "accurate": lambda: _accurate(fixed, abs_error_bound, rel_error_bound),
-    "golden": lambda: _golden(
+  checks = _checks(
+    fixed,
+    abs_error_bound,
+    rel_error_bound,
+    golden=lambda: _golden(
       fixed,
       dataclasses.replace(spec, precisions=(fix.precision,))
       if fix.precision
@@ -412,7 +428,7 @@ def verify(
       golden_dir or snapshot.default_golden_dir(),
       versions or {},
     ),
-  }
+  )
   changes, errors = _evidence(baseline, fixed, fix)
   failures = tuple(dict.fromkeys(r.failure.error for r in fixed if not r.ok))
   return Verification(

@@ -322,6 +322,28 @@ class ModelExplorerTest(absltest.TestCase):
       ["Triton gemm"] * 3 + ["multiply+reduce"],
     )
 
+  def test_precision_is_compared_exactly(self):
+    # HIGH is a substring of HIGHEST: a node at HIGHEST is not a HIGH site.
+    from hloprobe.pictures import model_explorer
+
+    site = dataclasses.replace(
+      _config("a100", 2, "float32").compilation.fates[0].site,
+      precision=("HIGH", "HIGH"),
+    )
+    dims = "x".join(map(str, site.result.dims))
+    node = {
+      "outputsMetadata": [
+        {"attrs": [{"key": "tensor_shape", "value": f"tensor<{dims}xf32>"}]}
+      ],
+      "attrs": [{"key": "precision_config", "value": ""}],
+    }
+    for text, want in (
+      ("[#stablehlo<precision HIGH>, #stablehlo<precision HIGH>]", True),
+      ("[#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]", False),
+    ):
+      node["attrs"][0]["value"] = text
+      self.assertEqual(model_explorer._matches(site, node), want, text)
+
   def test_view_binds_to_localhost_only(self):
     from hloprobe.pictures import model_explorer
 

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from unittest import mock
 
 import pytest
 from absl.testing import absltest, parameterized
@@ -23,7 +24,7 @@ from testutil import ROOT, run_hloprobe
 
 from hloprobe.compile import compat
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.versions import bisect, venvs
+from hloprobe.versions import bisect, driver, venvs
 from hloprobe.versions.run import VersionRun
 
 # Compiles with XLA (`make test-fast` skips it).
@@ -329,6 +330,40 @@ class PureTest(parameterized.TestCase):
     self.assertEqual(bisect.verdict(run(passed=False)), "FAIL")
     self.assertEqual(bisect.verdict(run(status="failed")), "unknown")
     self.assertEqual(bisect.verdict(VersionRun("0.5.0", error="x")), "unknown")
+
+  def test_bisect_asks_the_index_once(self):
+    # The index and the workers are stand-ins (no venvs, no network): what
+    # is checked is how often bisect asks for the plugin versions, and that
+    # every probe gets that one answer.
+    releases = ("0.5.0", "0.5.1", "0.5.2", "0.5.3", "0.5.4")
+    asked, given = [], []
+    config = {"case": "seed_mlp", "target": "a100", "n": 2, "precision": "f"}
+
+    def index_versions(name):
+      asked.append(name)
+      return ("0.5.2",)
+
+    def run_one(v, request, cache_dir, requirements, plugins, log):
+      given.append(plugins)
+      passed = venvs.version_key(v) < venvs.version_key("0.5.3")
+      reply = {
+        "results": {"configs": [dict(config, status="ok", dot_sites=[])]},
+        "requirements": [{"name": "accurate", "passed": passed}],
+      }
+      return VersionRun(v, reply=reply)
+
+    cache = self.create_tempdir().full_path
+    with (
+      mock.patch.object(venvs, "index_versions", index_versions),
+      mock.patch.object(driver, "run_one", run_one),
+    ):
+      result = bisect.bisect(
+        releases, {"targets": ["a100"]}, ("accurate",), cache
+      )
+    self.assertEqual((result.before, result.after), ("0.5.2", "0.5.3"))
+    self.assertEqual(asked, ["jax-cuda12-plugin"])
+    self.assertLen(given, 4)  # both ends, then 0.5.2 and 0.5.3
+    self.assertEqual(set(given), {("0.5.2",)})
 
   def test_band_status(self):
     from hloprobe.versions.gpu_check import band_status

@@ -42,6 +42,7 @@ import re
 from collections.abc import Sequence
 
 from hloprobe.errors import HloprobeError, InvalidArgumentError
+from hloprobe.ir.stablehlo import parse_precision_config
 from hloprobe.numerics import accuracy as numerics
 from hloprobe.report import render as report
 
@@ -129,10 +130,8 @@ def _matches(site, node: dict) -> bool:
   ]
   attrs = {a.get("key"): str(a.get("value")) for a in node.get("attrs", [])}
   dims = [tuple(int(d) for d in re.findall(r"(\d+)x", s)) for s in shapes]
-  precision = attrs.get("precision_config", "")
-  return dims == [site.result.dims] and all(
-    p in precision for p in site.precision
-  )
+  precision = parse_precision_config(attrs.get("precision_config"))
+  return dims == [site.result.dims] and precision == tuple(site.precision)
 
 
 def map_sites(fates, nodes: dict[str, list[dict]]) -> dict[int, NodeRef]:

@@ -23,7 +23,34 @@ from hloprobe.compile import compat
 from hloprobe.versions import run, venvs
 from hloprobe.versions.children import Children
 
-__all__ = ["run_one", "run_versions"]
+__all__ = ["plugin_versions", "run_one", "run_versions"]
+
+
+def plugin_versions(
+  versions: Sequence[str], request: dict, cache_dir: str
+) -> tuple[str, ...] | None:
+  """The index's `jax-cuda12-plugin` versions, asked once for many runs.
+
+  Args:
+    versions: the jaxlib releases about to run.
+    request: `run.spec_request(spec)` (its targets say whether CUDA is
+      needed).
+    cache_dir: the venv cache folder.
+
+  Returns:
+    None when no venv with CUDA must be made (every target is the CPU, or
+    every version's venv is cached); () when the index cannot be asked
+    (the venvs are then made without the plugin); else its versions.
+  """
+  cuda = any(t != "cpu" for t in request["targets"])
+  if not cuda or all(
+    venvs.find_venv(v, cache_dir) is not None for v in versions
+  ):
+    return None
+  try:
+    return venvs.index_versions("jax-cuda12-plugin")
+  except venvs.VenvError:
+    return ()
 
 
 def run_one(
@@ -84,13 +111,7 @@ def run_versions(
   others still run. An interrupt (KeyboardInterrupt) kills every pip and
   worker process started, then propagates.
   """
-  plugins = None
-  cuda = any(t != "cpu" for t in request["targets"])
-  if cuda and any(venvs.find_venv(v, cache_dir) is None for v in versions):
-    try:
-      plugins = venvs.index_versions("jax-cuda12-plugin")
-    except venvs.VenvError:
-      plugins = ()
+  plugins = plugin_versions(versions, request, cache_dir)
   children = Children()
 
   def one(jaxlib: str) -> run.VersionRun:

@@ -166,6 +166,41 @@ class ControlFlowFatesTest(parameterized.TestCase):
 
 
 @pytest.mark.compiles
+class TritonKindTest(absltest.TestCase):
+  """Which Triton fusion kinds hold a gemm (XLA: gpu/ir_emission_utils.h)."""
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    case = cases.Case("probe", "probe", lambda x, w: x @ w, lambda: (_X, _W))
+    cls.r = sweep.run_config(
+      case, (_X, _W), None, targets.get_target("a100"), "default", 8
+    )
+    assert cls.r.ok, cls.r.failure
+    cls.sites = parse_stablehlo_dots(cls.r.compilation.stablehlo)
+
+  def _fate(self, kind: str) -> dot_sites.SiteFate:
+    text = self.r.compilation.optimized_hlo.replace(
+      '"__triton_nested_gemm_fusion"', f'"{kind}"'
+    )
+    self.assertIn(f'"kind":"{kind}"', text)
+    (fate,) = dot_sites.map_dot_sites(self.sites, parse_hlo_module(text))
+    return fate
+
+  def test_gemm_kinds_are_triton_gemms(self):
+    # kTritonGemmFusionKind and kTritonNestedGemmFusionKind.
+    for kind in ("__triton_gemm", "__triton_nested_gemm_fusion"):
+      self.assertEqual(self._fate(kind).fate, Fate.TRITON_GEMM, kind)
+
+  def test_generic_triton_fusion_is_unknown(self):
+    # kTritonFusionKind ("__triton") is XLA's generic Triton fusion, not a
+    # gemm kind; a dot in it is not guessed to be a Triton gemm.
+    fate = self._fate("__triton")
+    self.assertEqual(fate.fate, Fate.UNKNOWN)
+    self.assertEqual(fate.backend_config_kind, "__triton")
+
+
+@pytest.mark.compiles
 class EpilogueTest(absltest.TestCase):
   def test_multiply_fused_into_a_gemm_is_f32(self):
     # jax_15362 at n = 2 on a100: site 2 (1x512 @ 512) is a multiply+reduce
