@@ -61,6 +61,46 @@ from hloprobe.report import render
 
 __all__ = ["main", "run"]
 
+
+class _EnumListParser(flags.ListParser):
+  """A comma-separated list (absl's ListParser) whose every item is one of
+  `enum_values` (checked by absl's EnumParser, as DEFINE_enum checks).
+
+  absl has no list-of-enum flag, and DEFINE_multi_enum takes one value per
+  flag (`--precisions=a --precisions=b`), which would break
+  `--precisions=a,b`. An empty item is left to the flag's validator, which
+  says "no empty ones".
+  """
+
+  def __init__(self, enum_values):
+    super().__init__()
+    self._item = flags.EnumParser(list(enum_values))
+
+  def parse(self, argument):
+    items = super().parse(argument)
+    for item in filter(None, items):
+      try:
+        self._item.parse(item)
+      except ValueError as e:
+        raise ValueError(f"{item!r}: {e}") from None
+    return items
+
+
+def _define_enum_list(name, default, enum_values, help_text):
+  """A comma-separated list flag of closed vocabulary: --help shows the
+  allowed values as DEFINE_enum does; a bad item is a flag error."""
+  return flags.DEFINE(
+    _EnumListParser(enum_values),
+    name,
+    default,
+    f"<{'|'.join(enum_values)}>: {help_text}",
+    serializer=flags.CsvListSerializer(","),
+  )
+
+
+# Cases and targets are open vocabularies (a case may be
+# package.module:factory or file.py:factory, a target a config file path),
+# so they stay plain lists, checked when looked up.
 _CASE = flags.DEFINE_list(
   "case",
   ["seed_mlp"],
@@ -73,11 +113,13 @@ _BATCH_SIZES = flags.DEFINE_string(
   "1-9",
   "Batch sizes: integers and ranges, e.g. '1,2,4-9,64,4096'.",
 )
-_PRECISIONS = flags.DEFINE_list(
+_PRECISIONS = _define_enum_list(
   "precisions",
   list(precisions.DEFAULT_PRECISIONS),
-  "Matmul precisions: bfloat16, tensorfloat32, float32, default, high, "
-  "highest, or DotAlgorithmPreset names such as TF32_TF32_F32.",
+  precisions.PRECISION_NAMES,
+  "Matmul precisions, comma-separated: bfloat16, tensorfloat32, float32, "
+  "default, high, highest, or DotAlgorithmPreset names such as "
+  "TF32_TF32_F32.",
 )
 _TARGETS = flags.DEFINE_list(
   "targets", ["cpu"], "Targets, comma-separated; see `hloprobe targets`."
@@ -154,11 +196,12 @@ _WIDE = flags.DEFINE_bool(
   "--format=table: every column, unwrapped (the default table shows the "
   f"{render.TERMINAL_WIDTH}-column first screen).",
 )
-_COLUMNS = flags.DEFINE_list(
+_COLUMNS = _define_enum_list(
   "columns",
   None,
-  "--format=table or markdown: these columns, in this order; from "
-  f"{', '.join(key for key, _ in render.TABLE_COLUMNS)}.",
+  [key for key, _ in render.TABLE_COLUMNS],
+  "--format=table or markdown: these columns, in this order, "
+  "comma-separated.",
 )
 _PLOT = flags.DEFINE_string(
   "plot",
