@@ -54,6 +54,7 @@ from hloprobe.compile import toolchain
 with toolchain.quiet_startup():
   import jax  # noqa: F401
 
+from hloprobe import verify
 from hloprobe.compile import compat, experiments, targets
 from hloprobe.errors import HloprobeError, InvalidArgumentError
 from hloprobe.ir import precisions
@@ -166,10 +167,11 @@ _FIX = flags.DEFINE_string(
   "For `verify`: the candidate fix, a matmul precision (e.g. float32, "
   "F32_F32_F32) or an experiment (a built-in name or NAME:--xla_flag=value).",
 )
-_REQUIRE = flags.DEFINE_string(
+_REQUIRE = _define_enum_list(
   "require",
-  "consistent,accurate",
-  "For `verify`: requirements, comma-separated: consistent, accurate, golden.",
+  ["consistent", "accurate"],
+  verify.REQUIREMENTS,
+  "For `verify` (and `bisect`): requirements, comma-separated.",
 )
 _ABS_ERROR_BOUND = flags.DEFINE_float(
   "abs_error_bound",
@@ -200,8 +202,7 @@ _COLUMNS = _define_enum_list(
   "columns",
   None,
   [key for key, _ in render.TABLE_COLUMNS],
-  "--format=table or markdown: these columns, in this order, "
-  "comma-separated.",
+  "--format=table or markdown: these columns, in this order, comma-separated.",
 )
 _PLOT = flags.DEFINE_string(
   "plot",
@@ -633,14 +634,12 @@ def _cmd_golden(words: list[str]) -> int:
 
 
 def _cmd_verify() -> int:
-  from hloprobe import verify
-
   if not _FIX.value:
     raise InvalidArgumentError(
       "verify needs --fix, e.g. --fix=float32 or --fix=no_triton_gemm"
     )
   fix = verify.parse_fix(_FIX.value)
-  requirements = verify.parse_requirements(_REQUIRE.value)
+  requirements = verify.parse_requirements(_require())
   fmt = _check_format()
   spec = _sweep_spec()
   verify.check_batch_sizes(requirements, spec.batch_sizes)
@@ -655,6 +654,12 @@ def _cmd_verify() -> int:
   )
   print(render.render_verification(outcome, fmt))
   return EXIT_OK if outcome.passed else EXIT_FAILED
+
+
+def _require() -> str:
+  """--require as `verify.parse_requirements` reads it (which rejects an
+  empty item and drops a repeated one)."""
+  return ",".join(_REQUIRE.value)
 
 
 def _cmd_versions() -> int:
@@ -673,7 +678,7 @@ def _cmd_bisect() -> int:
   from hloprobe.versions import commands
 
   return commands.cmd_bisect(
-    _sweep_spec(), _GOOD.value, _BAD.value, _REQUIRE.value, _venv_dir()
+    _sweep_spec(), _GOOD.value, _BAD.value, _require(), _venv_dir()
   )
 
 
