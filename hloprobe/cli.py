@@ -559,26 +559,32 @@ def _cmd_view(words: list[str]) -> int:
       f"`view` takes one folder, got {words}; e.g. `hloprobe view out/me`"
     )
   outputs.check_extras(plot=False, explorer=True)
-  model_explorer.view(words[0], _wanted(), _PORT.value, _BROWSER.value)
+  values, given = _sweep_flags()
+  index_key = {
+    "cases": "case",
+    "targets": "target",
+    "batch_sizes": "n",
+    "precisions": "precision",
+  }
+  wanted = {index_key[key]: values[key] for key in given}
+  model_explorer.view(words[0], wanted, _PORT.value, _BROWSER.value)
   return EXIT_OK
 
 
-def _wanted() -> dict:
-  """Config key -> the values of each sweep flag given on the command line."""
+def _sweep_flags() -> tuple[dict, list[str]]:
+  """({"cases", "batch_sizes", "precisions", "targets"} -> the flags'
+  values, defaults included; the keys whose flags were given)."""
   from hloprobe import sweep
 
-  wanted = {
-    key: holder.value
-    for key, holder in (
-      ("case", _CASE),
-      ("target", _TARGETS),
-      ("precision", _PRECISIONS),
-    )
-    if holder.present
+  holders = {
+    "cases": _CASE,
+    "batch_sizes": _BATCH_SIZES,
+    "precisions": _PRECISIONS,
+    "targets": _TARGETS,
   }
-  if _BATCH_SIZES.present:
-    wanted["n"] = sweep.parse_batch_sizes(_BATCH_SIZES.value)
-  return wanted
+  values = {key: holder.value for key, holder in holders.items()}
+  values["batch_sizes"] = sweep.parse_batch_sizes(_BATCH_SIZES.value)
+  return values, [key for key, holder in holders.items() if holder.present]
 
 
 def _cmd_targets() -> int:
@@ -603,7 +609,6 @@ def _cmd_experiments() -> int:
 
 
 def _cmd_golden(words: list[str]) -> int:
-  from hloprobe import sweep
   from hloprobe.golden import commands, snapshot
 
   if words not in (["check"], ["update"]):
@@ -617,15 +622,7 @@ def _cmd_golden(words: list[str]) -> int:
       "MANIFEST.json records them"
     )
   golden_dir = _GOLDEN_DIR.value or snapshot.default_golden_dir()
-  holders = {
-    "cases": _CASE,
-    "batch_sizes": _BATCH_SIZES,
-    "precisions": _PRECISIONS,
-    "targets": _TARGETS,
-  }
-  values = {key: holder.value for key, holder in holders.items()}
-  values["batch_sizes"] = sweep.parse_batch_sizes(_BATCH_SIZES.value)
-  given = [key for key, holder in holders.items() if holder.present]
+  values, given = _sweep_flags()
   spec = _nonempty(commands.golden_spec(golden_dir, values, given))
   _start_jax(spec.targets)
   if words == ["update"]:
