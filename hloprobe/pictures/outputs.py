@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from hloprobe.compile.host import HostCpu
 from hloprobe.errors import HloprobeError, InvalidArgumentError, write_or_fail
 from hloprobe.pictures import html_report, model_explorer, plot
 from hloprobe.report import explain_text, timings
@@ -172,14 +173,13 @@ def show_sweep(
   results: Sequence,
   why: Sequence,
   versions: dict[str, str],
-  cpu,
+  cpu: HostCpu,
   out: Outputs,
 ) -> None:
   """Prints a finished sweep and writes --output_dir's and the pictures'
   files (`write_files`).
 
   `why`: the sweep's explanations; needed when `out.needs_explanations`.
-  `cpu`: the host CPU record (`host.host_cpu`).
   """
   fmt = out.fmt
   if fmt == "html":
@@ -208,7 +208,7 @@ def show_explanation(
   results: Sequence,
   explanations: Sequence,
   versions: dict[str, str],
-  cpu,
+  cpu: HostCpu,
   out: Outputs,
 ) -> None:
   """Prints `hloprobe explain`'s explanations as text, JSON or the HTML
@@ -226,7 +226,7 @@ def write_files(
   results: Sequence,
   why: Sequence,
   versions: dict[str, str],
-  cpu,
+  cpu: HostCpu,
   files: Outputs,
 ) -> None:
   """--output_dir (with report.html), --plot, --model_explorer; then one
