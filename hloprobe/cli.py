@@ -508,6 +508,12 @@ def _report_sweep(results, spec, fmt: str) -> None:
   outputs.show_sweep(results, why, lowering.versions(), _host(), out)
 
 
+def _explanations(results, spec):
+  from hloprobe.report import explain
+
+  return explain.explain(results, [targets.get_target(n) for n in spec.targets])
+
+
 def _outputs(fmt: str):
   """The output flags as `outputs.Outputs`."""
   from hloprobe.pictures import outputs
@@ -522,12 +528,6 @@ def _outputs(fmt: str):
     plot=_PLOT.value,
     model_explorer=_MODEL_EXPLORER.value,
   )
-
-
-def _explanations(results, spec):
-  from hloprobe.report import explain
-
-  return explain.explain(results, [targets.get_target(n) for n in spec.targets])
 
 
 def _cmd_explain() -> int:
