@@ -804,8 +804,12 @@ def _parse_flags(argv: list[str]) -> list[str]:
 
 def run() -> None:
   """The console-script entry point."""
-  # absl's --help prints the __main__ module's docstring as the usage.
+  # absl's --help prints the __main__ module's docstring as the usage and
+  # the key flags of the main program (sys.argv[0]): make those this
+  # module's, so --help lists them (closed vocabularies with their values).
   sys.modules["__main__"].__doc__ = __doc__
+  for flag in flags.FLAGS.get_flags_for_module(__name__):
+    flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
   # `hloprobe sweep | head`: end quietly when the reader goes away.
   signal.signal(signal.SIGPIPE, signal.SIG_DFL)
   # An interrupt ends the run through `finally` blocks: worker processes and

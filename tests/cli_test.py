@@ -81,7 +81,7 @@ class BadInputTest(parameterized.TestCase):
     self.assertCountEqual(allowed, [*named, "highest", *presets])
 
   def test_help_lists_allowed_values(self):
-    proc = hloprobe("--helpfull")
+    proc = hloprobe("--help")
     self.assertRegex(
       proc.stdout, r"--precisions: <bfloat16\|tensorfloat32\|float32\|"
     )
