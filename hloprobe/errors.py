@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 __all__ = [
   "CaseError",
   "EmulationError",
@@ -12,7 +15,10 @@ __all__ = [
   "ToolchainError",
   "InvalidArgumentError",
   "first_line",
+  "write_or_fail",
 ]
+
+_T = TypeVar("_T")
 
 
 class HloprobeError(Exception):
@@ -70,3 +76,22 @@ def first_line(e: BaseException, *, with_type: bool = True) -> str:
   if not text:
     return name
   return f"{name}: {text}" if with_type else text
+
+
+def write_or_fail(what: str, write: Callable[[], _T]) -> _T:
+  """Returns `write()`; an OSError becomes one `cannot write` error.
+
+  The command line calls it after results are printed, so they stay
+  printed, and exits 1 for the error.
+
+  Args:
+    what: the thing written, as a user names it ("--plot=row0.png").
+    write: writes the file(s) and returns what the caller wants back.
+
+  Raises:
+    HloprobeError: "cannot write <what>: <the OSError>", from the OSError.
+  """
+  try:
+    return write()
+  except OSError as e:
+    raise HloprobeError(f"cannot write {what}: {e}") from e

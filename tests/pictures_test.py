@@ -374,6 +374,23 @@ class ModelExplorerTest(absltest.TestCase):
       proc.wait(timeout=30)
     self.assertEqual(addresses, {"127.0.0.1"})
 
+  def test_view_picks_configs_by_the_sweep_flags_given(self):
+    from hloprobe.pictures import model_explorer
+
+    out = self.create_tempdir().full_path
+    model_explorer.write_overlay([_config("a100", 2, "float32")], out)
+    # The precision matches; each of the other flags does not.
+    for flag in ("--targets=cpu,t4", "--batch_sizes=1,3"):
+      # A view that ignored the flag would serve: the timeout ends it.
+      proc = run_hloprobe(
+        "view", out, flag, "--precisions=float32", "--nobrowser", timeout=120
+      )
+      self.assertEqual(proc.returncode, 2, proc.stderr)
+      self.assertEqual(
+        proc.stderr,
+        f"hloprobe: error: no config in {out} matches the flags given\n",
+      )
+
   def _listening(self, pid: int, port: int, timeout: float = 60) -> set[str]:
     import psutil
 
@@ -424,7 +441,7 @@ class CommandLineTest(absltest.TestCase):
       self.assertRegex(proc.stderr, rf"^hloprobe: error: .*{message}.*\n$")
     proc = run_hloprobe("sweep", "--columns=n,speed")
     self.assertEqual(proc.returncode, 2, proc.stderr)
-    self.assertIn("unknown --columns speed", proc.stderr)
+    self.assertIn("'speed': value should be one of <", proc.stderr)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,8 @@ import dataclasses
 import json
 import os
 import re
-from collections.abc import Sequence
+import sys
+from collections.abc import Collection, Mapping, Sequence
 
 from hloprobe.errors import HloprobeError, InvalidArgumentError
 from hloprobe.ir.stablehlo import parse_precision_config
@@ -54,6 +55,7 @@ __all__ = [
   "load_index",
   "map_sites",
   "serve",
+  "view",
   "write_overlay",
 ]
 
@@ -367,3 +369,37 @@ def serve(
     port=port,
     no_open_in_browser=not open_browser,
   )
+
+
+def view(
+  out_dir: str,
+  wanted: Mapping[str, Collection],
+  port: int,
+  open_browser: bool,
+) -> None:
+  """`hloprobe view DIR`: `serve` on the configs of the folder whose every
+  `wanted` key ("case", "target", "n", "precision") is among its values;
+  the first MAX_MODELS of them, with a line on stderr when there are more.
+
+  Raises:
+    InvalidArgumentError: no readable index, or no config matches.
+    HloprobeError: Model Explorer is missing.
+  """
+  entries = load_index(out_dir)
+  picked = [
+    e
+    for e in entries
+    if all(e[key] in values for key, values in wanted.items())
+  ]
+  if not picked:
+    raise InvalidArgumentError(
+      f"no config in {out_dir} matches the flags given"
+    )
+  if len(picked) > MAX_MODELS:
+    print(
+      f"hloprobe: showing the first {MAX_MODELS} of "
+      f"{len(picked)} configs (Model Explorer's limit); pick others with "
+      "--targets, --batch_sizes, --precisions, --case",
+      file=sys.stderr,
+    )
+  serve(out_dir, picked[:MAX_MODELS], port, open_browser)

@@ -429,7 +429,7 @@ class ExplainCommandTest(parameterized.TestCase):
   @parameterized.named_parameters(
     ("target", "--targets=tpu", "unknown target 'tpu'"),
     ("batch", "--batch_sizes=0", "bad batch size '0'"),
-    ("precision", "--precisions=fp32", "unknown precision 'fp32'"),
+    ("precision", "--precisions=fp32", "'fp32': value should be one of <"),
     ("format", "--format=xml", "--format=xml: value should be one of"),
     ("markdown", "--format=markdown", "explain prints text .* or JSON"),
   )
