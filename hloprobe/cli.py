@@ -21,6 +21,8 @@ Commands:
                   (cached venvs), one table comparing them
   bisect          --good=V --bad=V --require=consistent: the first release
                   where the requirement's verdict changes
+  cache [clear]   the cache folder, its records and venvs; `clear`
+                  removes the records
   view DIR        start Google's Model Explorer (127.0.0.1 only) on a
                   --model_explorer folder: each config's StableHLO graph
                   with its dot sites coloured by error (at most 10 configs;
@@ -54,13 +56,54 @@ from hloprobe.compile import toolchain
 with toolchain.quiet_startup():
   import jax  # noqa: F401
 
-from hloprobe.compile import cases, compat, experiments, targets
+from hloprobe import verify
+from hloprobe.compile import cache, compat, experiments, targets
 from hloprobe.errors import HloprobeError, InvalidArgumentError
 from hloprobe.ir import precisions
 from hloprobe.report import render
 
 __all__ = ["main", "run"]
 
+
+class _EnumListParser(flags.ListParser):
+  """A comma-separated list (absl's ListParser) whose every item is one of
+  `enum_values` (checked by absl's EnumParser, as DEFINE_enum checks).
+
+  absl has no list-of-enum flag, and DEFINE_multi_enum takes one value per
+  flag (`--precisions=a --precisions=b`), which would break
+  `--precisions=a,b`. An empty item is left to the flag's validator, which
+  says "no empty ones".
+  """
+
+  def __init__(self, enum_values):
+    super().__init__()
+    self._item = flags.EnumParser(list(enum_values))
+
+  def parse(self, argument):
+    items = super().parse(argument)
+    for item in filter(None, items):
+      try:
+        self._item.parse(item)
+      except ValueError as e:
+        raise ValueError(f"{item!r}: {e}") from None
+    return items
+
+
+def _define_enum_list(name, default, enum_values, help_text):
+  """A comma-separated list flag of closed vocabulary: --help shows the
+  allowed values as DEFINE_enum does; a bad item is a flag error."""
+  return flags.DEFINE(
+    _EnumListParser(enum_values),
+    name,
+    default,
+    f"<{'|'.join(enum_values)}>: {help_text}",
+    serializer=flags.CsvListSerializer(","),
+  )
+
+
+# Cases and targets are open vocabularies (a case may be
+# package.module:factory or file.py:factory, a target a config file path),
+# so they stay plain lists, checked when looked up.
 _CASE = flags.DEFINE_list(
   "case",
   ["seed_mlp"],
@@ -73,11 +116,13 @@ _BATCH_SIZES = flags.DEFINE_string(
   "1-9",
   "Batch sizes: integers and ranges, e.g. '1,2,4-9,64,4096'.",
 )
-_PRECISIONS = flags.DEFINE_list(
+_PRECISIONS = _define_enum_list(
   "precisions",
   list(precisions.DEFAULT_PRECISIONS),
-  "Matmul precisions: bfloat16, tensorfloat32, float32, default, high, "
-  "highest, or DotAlgorithmPreset names such as TF32_TF32_F32.",
+  precisions.PRECISION_NAMES,
+  "Matmul precisions, comma-separated: bfloat16, tensorfloat32, float32, "
+  "default, high, highest, or DotAlgorithmPreset names such as "
+  "TF32_TF32_F32.",
 )
 _TARGETS = flags.DEFINE_list(
   "targets", ["cpu"], "Targets, comma-separated; see `hloprobe targets`."
@@ -124,10 +169,11 @@ _FIX = flags.DEFINE_string(
   "For `verify`: the candidate fix, a matmul precision (e.g. float32, "
   "F32_F32_F32) or an experiment (a built-in name or NAME:--xla_flag=value).",
 )
-_REQUIRE = flags.DEFINE_string(
+_REQUIRE = _define_enum_list(
   "require",
-  "consistent,accurate",
-  "For `verify`: requirements, comma-separated: consistent, accurate, golden.",
+  ["consistent", "accurate"],
+  verify.REQUIREMENTS,
+  "For `verify` (and `bisect`): requirements, comma-separated.",
 )
 _ABS_ERROR_BOUND = flags.DEFINE_float(
   "abs_error_bound",
@@ -154,11 +200,11 @@ _WIDE = flags.DEFINE_bool(
   "--format=table: every column, unwrapped (the default table shows the "
   f"{render.TERMINAL_WIDTH}-column first screen).",
 )
-_COLUMNS = flags.DEFINE_list(
+_COLUMNS = _define_enum_list(
   "columns",
   None,
-  "--format=table or markdown: these columns, in this order; from "
-  f"{', '.join(key for key, _ in render.TABLE_COLUMNS)}.",
+  [key for key, _ in render.TABLE_COLUMNS],
+  "--format=table or markdown: these columns, in this order, comma-separated.",
 )
 _PLOT = flags.DEFINE_string(
   "plot",
@@ -213,11 +259,20 @@ _JOBS = flags.DEFINE_integer(
   os.cpu_count() or 1,
   "How many worker processes compile and run configs at once (default: "
   "the number of cores); each flag set (the baseline, each experiment) "
-  "gets max(1, jobs / flag sets). The output order does not change.",
+  "gets max(1, jobs / flag sets); `versions` sweeps this many jaxlib "
+  "versions at once. The output order does not change.",
   lower_bound=1,
 )
 _NOCACHE = flags.DEFINE_bool(
   "nocache", False, "Compute every config; neither read nor write the cache."
+)
+_CACHE_MAX_MB = flags.DEFINE_integer(
+  "cache_max_mb",
+  cache.DEFAULT_MAX_MB,
+  "Bound of --cache_dir's records/, in MiB: after `sweep`, `explain` and "
+  "`verify`, the least recently used records are removed until the rest "
+  "fit (venvs/ is not bounded; see `hloprobe cache`).",
+  lower_bound=0,
 )
 
 _JAXLIB = flags.DEFINE_list(
@@ -298,8 +353,6 @@ def _sweep_spec():
 
 
 def _cache_dir() -> str | None:
-  from hloprobe.compile import cache
-
   if _NOCACHE.value:
     return None
   return _CACHE_DIR.value or cache.default_cache_dir()
@@ -308,6 +361,18 @@ def _cache_dir() -> str | None:
 def _venv_dir() -> str | None:
   """Where `versions`/`bisect` keep venvs: venvs/ under --cache_dir."""
   return os.path.join(_CACHE_DIR.value, "venvs") if _CACHE_DIR.value else None
+
+
+def _bound_cache() -> None:
+  """Evicts least recently used records down to --cache_max_mb; a folder
+  that cannot be read costs disk space, not the command's results."""
+  folder = _cache_dir()
+  if not folder:
+    return
+  try:
+    cache.RecordCache(folder).evict(_CACHE_MAX_MB.value * 2**20)
+  except OSError as e:
+    logging.warning("hloprobe: cannot bound the cache %s: %s", folder, e)
 
 
 def _target_configs() -> tuple[str, ...]:
@@ -345,21 +410,12 @@ def _experiments() -> list:
 
 
 def _check_format() -> str:
-  if _COLUMNS.value is not None:
-    render.check_columns(_COLUMNS.value)
-  _check_extras(bool(_PLOT.value), bool(_MODEL_EXPLORER.value))
-  return _FORMAT.value
-
-
-def _check_extras(plot: bool, explorer: bool) -> None:
-  """An optional extra asked for but missing: say so before sweeping."""
   from hloprobe.pictures import outputs
 
-  missing = outputs.missing_extras(plot, explorer)
-  if missing:
-    raise InvalidArgumentError(
-      f"pip install {' '.join(missing)} first (make installs both)"
-    )
+  if _COLUMNS.value is not None:
+    render.check_columns(_COLUMNS.value)
+  outputs.check_extras(bool(_PLOT.value), bool(_MODEL_EXPLORER.value))
+  return _FORMAT.value
 
 
 def _start_jax(swept) -> None:
@@ -372,9 +428,9 @@ def _start_jax(swept) -> None:
   JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 is set (compile-only GPU targets need
   the CUDA plugin but no CUDA backend), which the workers inherit.
   """
-  from hloprobe.compile import lowering
+  from hloprobe.compile import lowering, worker
 
-  _check_xla_flags()
+  worker.check_environment_xla_flags()
   # absl's app.run shows INFO records; JAX's backend probing logs some
   # ("Unable to initialize backend 'tpu'").
   logging.getLogger("jax").setLevel(logging.WARNING)
@@ -386,38 +442,6 @@ def _start_jax(swept) -> None:
     print(warning, file=sys.stderr)
   # Compile-only targets are loaded by the sweep, in a worker process (XLA
   # may die on a config); one XLA rejects is a TargetError, a usage error.
-
-
-def _check_xla_flags() -> None:
-  """XLA_FLAGS of the environment, tried in a worker before JAX starts here.
-
-  XLA aborts the process on a flag it does not know or a value it cannot
-  read (see `worker`), which would end this one without a word.
-
-  Raises:
-    InvalidArgumentError: XLA rejected a flag (the message names it).
-  """
-  from hloprobe.compile import worker
-
-  if not os.environ.get("XLA_FLAGS", "").strip():
-    return
-  try:
-    worker.call_in_worker("check_xla_flags", {}, "")
-  except worker.WorkerError as e:
-    if str(e).startswith("XLA rejected"):
-      raise InvalidArgumentError(f"XLA_FLAGS of the environment: {e}") from None
-    raise
-
-
-def _write(what: str, write):
-  """Returns `write()`; an OSError becomes one `cannot write` error (exit 1).
-
-  Called after results are printed, so they stay printed.
-  """
-  try:
-    return write()
-  except OSError as e:
-    raise HloprobeError(f"cannot write {what}: {e}") from e
 
 
 def _host():
@@ -450,23 +474,6 @@ def _on_signal(signum, frame) -> None:
   raise _Interrupted(signum)
 
 
-@dataclasses.dataclass
-class _Progress:
-  """The configs a running sweep finished, streamed to --output_dir."""
-
-  total: int
-  output_dir: str | None
-  done: list = dataclasses.field(default_factory=list)
-
-  def add(self, r) -> None:
-    self.done.append(r)
-    if self.output_dir:
-      try:
-        render.append_result_line(self.output_dir, r)
-      except OSError:  # the final write says `cannot write`, after results
-        self.output_dir = None
-
-
 def _run_streamed(spec):
   """run_sweep, each finished config appended to --output_dir/results.jsonl.
 
@@ -475,8 +482,11 @@ def _run_streamed(spec):
   """
   from hloprobe import sweep
   from hloprobe.pictures import outputs
+  from hloprobe.report import stream
 
-  progress = _Progress(spec.config_count, _start_stream(_OUTPUT_DIR.value))
+  progress = stream.Progress(
+    spec.config_count, stream.start_stream(_OUTPUT_DIR.value)
+  )
   try:
     results = sweep.run_sweep(
       spec, outputs.progress_printer(sys.stderr), on_result=progress.add
@@ -485,19 +495,6 @@ def _run_streamed(spec):
     signum = getattr(e, "signum", signal.SIGINT)
     raise _Interrupted(signum, progress.done, progress.total) from None
   return results
-
-
-def _start_stream(output_dir: str | None) -> str | None:
-  """Empties --output_dir's results.jsonl; None (no stream) if it cannot."""
-  if not output_dir:
-    return None
-  try:
-    os.makedirs(output_dir, exist_ok=True)
-    with open(os.path.join(output_dir, render.RESULTS_STREAM), "w"):
-      pass
-  except OSError:  # the final write says `cannot write`, after results
-    return None
-  return output_dir
 
 
 def _cmd_sweep() -> int:
@@ -519,82 +516,38 @@ def _report_sweep(results, spec, fmt: str) -> None:
   """Prints a finished sweep and writes --output_dir's and the pictures'
   files."""
   from hloprobe.compile import lowering
-
-  versions = lowering.versions()
-  cpu = _host()
-  wanted = fmt == "html" or _OUTPUT_DIR.value or _PLOT.value
-  why = _explanations(results, spec) if wanted else []
-  if fmt == "html":
-    print(_html(results, why, versions))
-  else:
-    print(
-      render.render(
-        results,
-        fmt,
-        versions,
-        columns=_COLUMNS.value,
-        wide=_WIDE.value,
-        host=cpu,
-      )
-    )
-  if _SITES.value and fmt not in ("json", "html"):
-    print()
-    print(render.render_sites(results, fmt))
-  if _TIMINGS.value:
-    from hloprobe.report import timings
-
-    out = sys.stderr if fmt == "json" else sys.stdout
-    print("\n" + timings.render_timings(results, fmt), file=out)
-  _write_files(results, why, versions, cpu)
-
-
-def _explanations(results, spec):
-  from hloprobe.report import explain
-
-  return explain.explain(results, list(spec.targets))
-
-
-def _html(results, why, versions) -> str:
   from hloprobe.pictures import outputs
 
-  return outputs.html_page(results, why, versions)
+  out = _outputs(fmt)
+  why = _explanations(results) if out.needs_explanations else []
+  outputs.show_sweep(results, why, lowering.versions(), _host(), out)
 
 
-def _write_files(results, why, versions, cpu) -> None:
-  """--output_dir (with report.html), --plot, --model_explorer; then one
-  line on stderr naming what was written, the folder last.
+def _explanations(results):
+  from hloprobe.report import explain
 
-  `why`: the sweep's explanations (`_explanations`); needed with
-  --output_dir or --plot.
-  """
-  from hloprobe.pictures import model_explorer, outputs
+  return explain.explain(results)
 
-  out, wrote = _OUTPUT_DIR.value, []
-  if out:
-    wrote += _write(
-      f"--output_dir={out}",
-      lambda: (
-        render.write_outputs(results, out, versions, cpu)
-        + outputs.write_html(results, why, versions, out)
-      ),
-    )
-  if _PLOT.value:
-    wrote += _write(
-      f"--plot={_PLOT.value}",
-      lambda: outputs.write_plot(results, why, _PLOT.value),
-    )
-  if _MODEL_EXPLORER.value:
-    wrote += _write(
-      f"--model_explorer={_MODEL_EXPLORER.value}",
-      lambda: model_explorer.write_overlay(results, _MODEL_EXPLORER.value),
-    )
-  if wrote:
-    print(outputs.wrote_line(wrote, out), file=sys.stderr)
+
+def _outputs(fmt: str):
+  """The output flags as `outputs.Outputs`."""
+  from hloprobe.pictures import outputs
+
+  return outputs.Outputs(
+    fmt=fmt,
+    columns=_COLUMNS.value,
+    wide=_WIDE.value,
+    sites=_SITES.value,
+    timings=_TIMINGS.value,
+    output_dir=_OUTPUT_DIR.value,
+    plot=_PLOT.value,
+    model_explorer=_MODEL_EXPLORER.value,
+  )
 
 
 def _cmd_explain() -> int:
   from hloprobe.compile import lowering
-  from hloprobe.report import explain_text
+  from hloprobe.pictures import outputs
 
   fmt = _check_format()
   if fmt == "markdown":
@@ -606,149 +559,72 @@ def _cmd_explain() -> int:
   _start_jax(spec.targets)
   results = _run_streamed(spec)
   versions = lowering.versions()
-  explanations = _explanations(results, spec)
+  explanations = _explanations(results)
   cpu = _host()
-  if fmt == "json":
-    print(render.dumps_json(explain_text.explanation_json(explanations, cpu)))
-  elif fmt == "html":
-    print(_html(results, explanations, versions))
-  else:
-    print(explain_text.render_explanation(explanations, host=cpu))
-  _write_files(results, explanations, versions, cpu)
+  outputs.show_explanation(results, explanations, versions, cpu, _outputs(fmt))
   return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
 
 
 def _cmd_view(words: list[str]) -> int:
   """`hloprobe view DIR`: Model Explorer on a --model_explorer folder."""
-  from hloprobe.pictures import model_explorer
+  from hloprobe.pictures import model_explorer, outputs
 
   if len(words) != 1:
     raise InvalidArgumentError(
       f"`view` takes one folder, got {words}; e.g. `hloprobe view out/me`"
     )
-  _check_extras(plot=False, explorer=True)
-  entries = model_explorer.load_index(words[0])
-  picked = [e for e in entries if _picked(e)]
-  if not picked:
-    raise InvalidArgumentError(
-      f"no config in {words[0]} matches the flags given"
-    )
-  if len(picked) > model_explorer.MAX_MODELS:
-    print(
-      f"hloprobe: showing the first {model_explorer.MAX_MODELS} of "
-      f"{len(picked)} configs (Model Explorer's limit); pick others with "
-      "--targets, --batch_sizes, --precisions, --case",
-      file=sys.stderr,
-    )
-  model_explorer.serve(
-    words[0], picked[: model_explorer.MAX_MODELS], _PORT.value, _BROWSER.value
-  )
+  outputs.check_extras(plot=False, explorer=True)
+  values, given = _sweep_flags()
+  index_key = {
+    "cases": "case",
+    "targets": "target",
+    "batch_sizes": "n",
+    "precisions": "precision",
+  }
+  wanted = {index_key[key]: values[key] for key in given}
+  model_explorer.view(words[0], wanted, _PORT.value, _BROWSER.value)
   return EXIT_OK
 
 
-def _picked(entry: dict) -> bool:
-  """The config matches every sweep flag given on the command line."""
+def _sweep_flags() -> tuple[dict, list[str]]:
+  """({"cases", "batch_sizes", "precisions", "targets"} -> the flags'
+  values, defaults included; the keys whose flags were given)."""
   from hloprobe import sweep
 
-  wanted = {
-    key: holder.value
-    for key, holder in (
-      ("case", _CASE),
-      ("target", _TARGETS),
-      ("precision", _PRECISIONS),
-    )
-    if holder.present
+  holders = {
+    "cases": _CASE,
+    "batch_sizes": _BATCH_SIZES,
+    "precisions": _PRECISIONS,
+    "targets": _TARGETS,
   }
-  if _BATCH_SIZES.present:
-    wanted["n"] = sweep.parse_batch_sizes(_BATCH_SIZES.value)
-  return all(entry[key] in values for key, values in wanted.items())
+  values = {key: holder.value for key, holder in holders.items()}
+  values["batch_sizes"] = sweep.parse_batch_sizes(_BATCH_SIZES.value)
+  return values, [key for key, holder in holders.items() if holder.present]
 
 
 def _cmd_targets() -> int:
-  from tabulate import tabulate
+  from hloprobe.report import listings
 
-  listed = list(targets.BUILTIN_TARGETS.values())
-  listed += [targets.load_target_config(p) for p in _TARGET_CONFIG.value]
-  rows = [
-    (
-      t.name,
-      t.platform,
-      "compile only" if t.compile_only else "compile and run",
-      t.compute_capability or "n/a",
-      t.description,
-    )
-    for t in listed
-  ]
-  print(
-    tabulate(
-      rows,
-      headers=(
-        "target",
-        "platform",
-        "mode",
-        "compute capability",
-        "description",
-      ),
-    )
-  )
-  ptxas = toolchain.find_ptxas(toolchain.nvcc_wheel_dir())
-  found = ptxas or "none found (pip install nvidia-cuda-nvcc-cu12)"
-  print(f"\nptxas for GPU targets: {found}")
+  print(listings.targets_listing(_TARGET_CONFIG.value))
   return EXIT_OK
 
 
 def _cmd_cases() -> int:
-  rows = [
-    (c.name, c.url or (c.reported and c.reported.source) or "n/a")
-    for c in cases.CASES.values()
-  ]
-  width = max(len(name) for name, _ in rows)
-  for name, source in rows:
-    print(f"{name:<{width}}  {source}")
+  from hloprobe.report import listings
+
+  print(listings.cases_listing())
   return EXIT_OK
 
 
 def _cmd_experiments() -> int:
-  from tabulate import tabulate
+  from hloprobe.report import listings
 
-  rows = [
-    (e.name, e.flags_text, e.description)
-    for e in experiments.BUILTIN_EXPERIMENTS.values()
-  ]
-  print(tabulate(rows, headers=("experiment", "XLA_FLAGS", "what it does")))
+  print(listings.experiments_listing())
   return EXIT_OK
 
 
-def _golden_spec(golden_dir: str):
-  """The sweep flags given on the command line; the rest from MANIFEST.json."""
-  from hloprobe import sweep
-  from hloprobe.golden import snapshot
-
-  recorded = snapshot.manifest_sweep(golden_dir) or {}
-
-  def pick(key, holder, value):
-    return tuple(
-      value if holder.present or key not in recorded else recorded[key]
-    )
-
-  return _nonempty(
-    snapshot.spec_from_record(
-      {
-        "cases": pick("cases", _CASE, _CASE.value),
-        "batch_sizes": pick(
-          "batch_sizes",
-          _BATCH_SIZES,
-          sweep.parse_batch_sizes(_BATCH_SIZES.value),
-        ),
-        "precisions": pick("precisions", _PRECISIONS, _PRECISIONS.value),
-        "targets": pick("targets", _TARGETS, _TARGETS.value),
-      }
-    )
-  )
-
-
 def _cmd_golden(words: list[str]) -> int:
-  from hloprobe.golden import snapshot, update
+  from hloprobe.golden import commands, snapshot
 
   if words not in (["check"], ["update"]):
     raise InvalidArgumentError(
@@ -761,47 +637,21 @@ def _cmd_golden(words: list[str]) -> int:
       "MANIFEST.json records them"
     )
   golden_dir = _GOLDEN_DIR.value or snapshot.default_golden_dir()
-  spec = _golden_spec(golden_dir)
+  values, given = _sweep_flags()
+  spec = _nonempty(commands.golden_spec(golden_dir, values, given))
   _start_jax(spec.targets)
   if words == ["update"]:
-    print(update.golden_update(spec, golden_dir).render())
-    return EXIT_OK
-  snap = snapshot.sweep_snapshot(spec)
-  record = snapshot.sweep_record(spec)
-  result = snapshot.check(golden_dir, snap, record, strict=_STRICT.value)
-  if result.ok:
-    print(result.render())
-    return EXIT_OK
-  try:
-    out = _write("the candidate goldens", lambda: _write_candidates(snap))
-  except HloprobeError:
-    print(result.render())  # the comparison stands; only the copy failed
-    raise
-  print(dataclasses.replace(result, candidate_dir=out).render())
-  return EXIT_FAILED
-
-
-def _write_candidates(snap) -> str:
-  """Writes a mismatching snapshot to --output_dir or a new temporary folder."""
-  import tempfile
-
-  from hloprobe.golden import snapshot
-
-  out = _OUTPUT_DIR.value or tempfile.mkdtemp(
-    prefix="hloprobe-golden-candidate-"
-  )
-  return snapshot.write_snapshot(snap, out)
+    return commands.cmd_update(spec, golden_dir)
+  return commands.cmd_check(spec, golden_dir, _STRICT.value, _OUTPUT_DIR.value)
 
 
 def _cmd_verify() -> int:
-  from hloprobe import verify
-
   if not _FIX.value:
     raise InvalidArgumentError(
       "verify needs --fix, e.g. --fix=float32 or --fix=no_triton_gemm"
     )
   fix = verify.parse_fix(_FIX.value)
-  requirements = verify.parse_requirements(_REQUIRE.value)
+  requirements = verify.parse_requirements(_require())
   fmt = _check_format()
   spec = _sweep_spec()
   verify.check_batch_sizes(requirements, spec.batch_sizes)
@@ -818,6 +668,12 @@ def _cmd_verify() -> int:
   return EXIT_OK if outcome.passed else EXIT_FAILED
 
 
+def _require() -> str:
+  """--require as `verify.parse_requirements` reads it (which rejects an
+  empty item and drops a repeated one)."""
+  return ",".join(_REQUIRE.value)
+
+
 def _cmd_versions() -> int:
   from hloprobe.versions import commands
 
@@ -830,11 +686,18 @@ def _cmd_versions() -> int:
   )
 
 
+def _cmd_cache(words: list[str]) -> int:
+  from hloprobe.versions import commands
+
+  folder = _CACHE_DIR.value or cache.default_cache_dir()
+  return commands.cmd_cache(words, folder, _CACHE_MAX_MB.value)
+
+
 def _cmd_bisect() -> int:
   from hloprobe.versions import commands
 
   return commands.cmd_bisect(
-    _sweep_spec(), _GOOD.value, _BAD.value, _REQUIRE.value, _venv_dir()
+    _sweep_spec(), _GOOD.value, _BAD.value, _require(), _venv_dir()
   )
 
 
@@ -849,7 +712,10 @@ _COMMANDS = {
   "experiments": _cmd_experiments,
   "golden": _cmd_golden,
   "verify": _cmd_verify,
+  "cache": _cmd_cache,
 }
+# Commands that write the record cache; it is bounded after each.
+_CACHING = ("sweep", "explain", "verify")
 # Flags only some commands read; given to another, a flag would be
 # silently ignored (`sweep --fix=float32`), so it is a usage error.
 _COMMAND_FLAGS = {
@@ -871,6 +737,7 @@ _COMMAND_FLAGS = {
   "columns": ("sweep",),
   "plot": ("sweep", "explain"),
   "model_explorer": ("sweep", "explain"),
+  "cache_max_mb": (*_CACHING, "cache"),
 }
 
 
@@ -889,7 +756,7 @@ def _check_flags_for(command: str) -> None:
 
 
 # Commands that take positional words: `hloprobe golden check`.
-_TAKES_WORDS = ("golden", "view")
+_TAKES_WORDS = ("golden", "view", "cache")
 
 
 def main(argv: list[str]) -> int:
@@ -907,7 +774,10 @@ def main(argv: list[str]) -> int:
       raise InvalidArgumentError(
         f"unexpected arguments {rest}; flags are written --name=value"
       )
-    return _COMMANDS[command]()
+    status = _COMMANDS[command]()
+    if command in _CACHING:
+      _bound_cache()
+    return status
   except KeyboardInterrupt as e:
     return _interrupted(e)
   except InvalidArgumentError as e:
@@ -963,8 +833,12 @@ def _parse_flags(argv: list[str]) -> list[str]:
 
 def run() -> None:
   """The console-script entry point."""
-  # absl's --help prints the __main__ module's docstring as the usage.
+  # absl's --help prints the __main__ module's docstring as the usage and
+  # the key flags of the main program (sys.argv[0]): make those this
+  # module's, so --help lists them (closed vocabularies with their values).
   sys.modules["__main__"].__doc__ = __doc__
+  for flag in flags.FLAGS.get_flags_for_module(__name__):
+    flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
   # `hloprobe sweep | head`: end quietly when the reader goes away.
   signal.signal(signal.SIGPIPE, signal.SIG_DFL)
   # An interrupt ends the run through `finally` blocks: worker processes and

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 __all__ = [
   "CaseError",
   "EmulationError",
@@ -11,7 +14,11 @@ __all__ = [
   "TargetError",
   "ToolchainError",
   "InvalidArgumentError",
+  "first_line",
+  "write_or_fail",
 ]
+
+_T = TypeVar("_T")
 
 
 class HloprobeError(Exception):
@@ -48,3 +55,43 @@ class GoldenError(HloprobeError):
 
 class EmulationError(HloprobeError):
   """Raised when a case or dot cannot be emulated (unsupported primitive)."""
+
+
+def first_line(e: BaseException, *, with_type: bool = True) -> str:
+  """An exception in one line, for error fields and one-line messages.
+
+  Args:
+    e: any exception; its `str` may span many lines (XLA's status messages
+      and tracebacks of a failed compile do).
+    with_type: prefix the exception's class name, e.g. "ValueError: bad".
+
+  Returns:
+    The first line of `str(e)`, stripped, as "Type: line" (with_type) or
+    "line"; when the message is empty, just the class name, e.g.
+    "KeyboardInterrupt". Never raises.
+  """
+  lines = str(e).strip().splitlines()
+  text = lines[0].strip() if lines else ""
+  name = type(e).__name__
+  if not text:
+    return name
+  return f"{name}: {text}" if with_type else text
+
+
+def write_or_fail(what: str, write: Callable[[], _T]) -> _T:
+  """Returns `write()`; an OSError becomes one `cannot write` error.
+
+  The command line calls it after results are printed, so they stay
+  printed, and exits 1 for the error.
+
+  Args:
+    what: the thing written, as a user names it ("--plot=row0.png").
+    write: writes the file(s) and returns what the caller wants back.
+
+  Raises:
+    HloprobeError: "cannot write <what>: <the OSError>", from the OSError.
+  """
+  try:
+    return write()
+  except OSError as e:
+    raise HloprobeError(f"cannot write {what}: {e}") from e

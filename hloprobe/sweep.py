@@ -30,19 +30,26 @@ from hloprobe.compile import cache, lowering, timing, worker
 from hloprobe.compile.cases import Case, get_case, resolvable_elsewhere
 from hloprobe.compile.experiments import BASELINE, Experiment
 from hloprobe.compile.targets import Target, get_target, is_config_path
-from hloprobe.errors import CaseError, InvalidArgumentError
+from hloprobe.errors import CaseError, InvalidArgumentError, first_line
 from hloprobe.ir import ptx
 from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.precisions import parse_precision
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
 from hloprobe.numerics import accuracy, predict, reference
+from hloprobe.records import (
+  RECORD_VERSION,
+  Compilation,
+  Config,
+  ConfigResult,
+  Execution,
+  Failure,
+)
 from hloprobe.sites import dot_sites, effective, passes
 
 __all__ = [
   "MAX_BATCH_SIZE",
   "MAX_BATCH_SIZES",
   "CompiledConfig",
-  "ConfigResult",
   "SweepProgress",
   "SweepSpec",
   "compile_and_run",
@@ -181,71 +188,6 @@ def _check_target_names(pairs) -> list[tuple[str, Target]]:
   return list(seen.values())
 
 
-@dataclasses.dataclass(frozen=True)
-class ConfigResult:
-  """Everything one config produced.
-
-  Attributes:
-    case, target, n, precision, experiment: the config.
-    error: first line of the error when a stage failed, else None.
-    stage: the stage that failed ("lower", "compile", "run", ...), or None.
-    stablehlo, optimized_hlo: module texts, or None if not reached.
-    fates: what each StableHLO dot site became.
-    stats: errors against float64 of the output leaf the row is about (the
-      prediction's `leaf` where there is one, else the leaf with the
-      largest max_rel); None when not run.
-    leaf_stats: the errors of every output leaf (tree_leaves order).
-    output_dtype: the dtype of `stats`'s leaf, e.g. "bfloat16".
-    ulp_vs_n1: row 0 (batch element 0) here against row 0 at batch 1, max
-      over its values and the batched leaves, in ULPs of each leaf's dtype
-      (None when either did not run, n = 1 is not swept, or no leaf is
-      batched).
-    lower_s, compile_s, run_s: wall times in seconds, or None.
-    passes: site index -> the pass that rewrote it (with --explain_passes;
-      a site absent here stayed a plain dot).
-    passes_error: why pass attribution failed, or None.
-    prediction: the emulated numerics at the sites' effective algorithms,
-      with noise floor, attribution and verdict (see `predict`).
-    prediction_error: why there is no prediction, or None.
-    ptxas: the ptxas that built the GPU kernels, as "PATH (CUDA 12.9.86,
-      via ...)"; None on CPU or when not reached.
-    dropped_config_fields: target-config fields dropped so the installed
-      proto could load the config, e.g. ("GpuDeviceInfoProto.mem_clock_ghz",).
-    timings: stage name -> exclusive wall seconds spent on this config
-      (`timing.STAGES`; a case's inputs and reference are charged to its
-      first config).
-  """
-
-  case: str
-  target: str
-  n: int
-  precision: str
-  experiment: str = BASELINE.name
-  error: str | None = None
-  stage: str | None = None
-  stablehlo: str | None = None
-  optimized_hlo: str | None = None
-  fates: tuple[dot_sites.SiteFate, ...] = ()
-  stats: accuracy.ErrorStats | None = None
-  leaf_stats: tuple[accuracy.ErrorStats, ...] = ()
-  output_dtype: str | None = None
-  ulp_vs_n1: int | None = None
-  lower_s: float | None = None
-  compile_s: float | None = None
-  run_s: float | None = None
-  passes: dict[int, passes.PassAttribution] | None = None
-  passes_error: str | None = None
-  prediction: predict.Prediction | None = None
-  prediction_error: str | None = None
-  ptxas: str | None = None
-  dropped_config_fields: tuple[str, ...] = ()
-  timings: dict[str, float] = dataclasses.field(default_factory=dict)
-
-  @property
-  def ok(self) -> bool:
-    return self.error is None
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class SweepProgress:
   """Where a running sweep is, given to `run_sweep`'s `progress` callable.
@@ -310,26 +252,23 @@ def parse_batch_sizes(text: str) -> tuple[int, ...]:
   return tuple(dict.fromkeys(sizes))
 
 
-def _first_line(e: BaseException) -> str:
-  text = str(e).strip().splitlines()
-  return f"{type(e).__name__}: {text[0] if text else ''}".strip()
-
-
 @dataclasses.dataclass(frozen=True)
 class CompiledConfig:
   """What a worker sends back for one config (pickled).
 
   Attributes:
-    result: the config through compile, analysis and (where the target
-      runs) its run: no error statistics and no prediction yet (the main
-      process adds them); or the stage that failed, with its error.
+    result: the config with its `Compilation` (no `Execution` and no
+      prediction yet: the main process adds them), or with the `Failure`
+      of the stage that stopped it.
     outputs: the run's output leaves as numpy arrays (`tree_leaves`
       order), or None when the target does not run or a stage failed.
+    run_s: wall seconds of the run, or None when it did not run.
     timings: stage name -> exclusive wall seconds spent in the worker.
   """
 
   result: ConfigResult
   outputs: tuple[np.ndarray, ...] | None = None
+  run_s: float | None = None
   timings: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
@@ -365,7 +304,7 @@ def _compile_and_run(
   that dies in it names it.
   """
   watch = timing.Stopwatch()
-  base = ConfigResult(case.name, target.name, n, precision)
+  config = Config(case.name, target, n, precision)
   stage = "compile"
   try:
     worker.note_stage(stage)
@@ -378,25 +317,25 @@ def _compile_and_run(
     watch.add("compile", time.perf_counter() - start - cc.lower_s)
     stage = "analyse"
     worker.note_stage(stage)
-    result = _analysed(base, cc, target, watch)
+    compilation = _analysed(cc, target, watch)
     if explain_passes:
       with watch.stage("passes"):
-        result = _with_passes(result, cc.pass_dumps)
+        compilation = _with_passes(compilation, cc.pass_dumps)
+    result = ConfigResult(config, compilation)
     if target.compile_only:
-      return CompiledConfig(result, None, watch.seconds())
+      return CompiledConfig(result, timings=watch.seconds())
     stage = "run"
     worker.note_stage(stage)
     with watch.stage("run"):
       outs, run_s = lowering.run_compiled(cc, args)
-    result = dataclasses.replace(result, run_s=run_s)
-    return CompiledConfig(result, outs, watch.seconds())
+    return CompiledConfig(result, outs, run_s, watch.seconds())
   except Exception as e:  # one config's failure must not lose the others
-    failed = dataclasses.replace(base, error=_first_line(e), stage=stage)
-    return CompiledConfig(failed, None, watch.seconds())
+    failed = ConfigResult(config, failure=Failure(stage, first_line(e)))
+    return CompiledConfig(failed, timings=watch.seconds())
 
 
-def _analysed(base: ConfigResult, cc, target: Target, watch) -> ConfigResult:
-  """`base` with the compiled config's texts and its dot sites' fates."""
+def _analysed(cc, target: Target, watch) -> Compilation:
+  """The compiled config's texts and its dot sites' fates."""
   with watch.stage("parse"):
     sites = parse_stablehlo_dots(cc.stablehlo)
     module = parse_hlo_module(cc.optimized_hlo)
@@ -406,29 +345,31 @@ def _analysed(base: ConfigResult, cc, target: Target, watch) -> ConfigResult:
     fates = effective.resolve(
       fates, module, ptx_kernels, target, cc.compute_capability
     )
-  return dataclasses.replace(
-    base,
+  return Compilation(
     stablehlo=cc.stablehlo,
     optimized_hlo=cc.optimized_hlo,
     fates=tuple(fates),
-    lower_s=cc.lower_s,
-    compile_s=cc.compile_s,
     ptxas=str(cc.ptxas) if cc.ptxas else None,
     dropped_config_fields=cc.dropped_config_fields,
+    lower_s=cc.lower_s,
+    compile_s=cc.compile_s,
   )
 
 
 def _with_stats(
   work: CompiledConfig, references: reference.References | None, watch
 ) -> ConfigResult:
-  """The worker's result with its outputs' errors against float64 (in
-  this process); a failure is the config's, at stage "run"."""
+  """The worker's result with its `Execution`: run seconds and, with
+  `references`, the outputs' errors against float64 (in this process); a
+  failure is the config's, at stage "run"."""
   r = work.result
-  if not r.ok or work.outputs is None or references is None:
+  if not r.ok or work.run_s is None:
     return r
+  if work.outputs is None or references is None:
+    return dataclasses.replace(r, execution=Execution(work.run_s))
   try:
     with watch.stage("reference"):
-      at_n = references.at(r.n)
+      at_n = references.at(r.config.n)
     leaves = tuple(
       accuracy.error_stats(out, ref, axis, name)
       for out, ref, axis, name in zip(
@@ -436,24 +377,16 @@ def _with_stats(
       )
     )
   except Exception as e:  # one config's failure must not lose the others
-    return _failed(r, _first_line(e), "run")
-  return _with_headline(
-    dataclasses.replace(r, leaf_stats=leaves),
-    max(range(len(leaves)), key=lambda i: (leaves[i].max_rel, -i)),
+    return _failed(r, first_line(e), "run")
+  headline = max(range(len(leaves)), key=lambda i: (leaves[i].max_rel, -i))
+  return dataclasses.replace(
+    r, execution=Execution(work.run_s, leaves, headline)
   )
 
 
 def _failed(r: ConfigResult, error: str, stage: str) -> ConfigResult:
   """A failed record of `r`'s config (nothing else of `r` kept)."""
-  return ConfigResult(
-    r.case,
-    r.target,
-    r.n,
-    r.precision,
-    experiment=r.experiment,
-    error=error,
-    stage=stage,
-  )
+  return ConfigResult(r.config, failure=Failure(stage, error))
 
 
 def run_config(
@@ -483,21 +416,13 @@ def run_config(
   return _with_stats(work, references, watch)
 
 
-def _with_headline(r: ConfigResult, leaf: int) -> ConfigResult:
-  """`r` with `stats` (and its dtype) taken from output leaf `leaf`."""
-  stats = r.leaf_stats[leaf]
-  return dataclasses.replace(
-    r, stats=stats, output_dtype=str(stats.row0_values.dtype)
-  )
-
-
-def _with_passes(r: ConfigResult, dumps) -> ConfigResult:
+def _with_passes(c: Compilation, dumps) -> Compilation:
   """Attaches pass attribution; a failure is recorded, not raised."""
   try:
-    found = passes.attribute_passes(dumps, [f.site for f in r.fates])
+    found = passes.attribute_passes(dumps, [f.site for f in c.fates])
   except Exception as e:  # attribution is extra; the config stays ok
-    return dataclasses.replace(r, passes_error=_first_line(e))
-  return dataclasses.replace(r, passes=found)
+    return dataclasses.replace(c, passes_error=first_line(e))
+  return dataclasses.replace(c, passes=found)
 
 
 def _references(case, full, sizes):
@@ -514,7 +439,7 @@ def _references(case, full, sizes):
   except CaseError as e:
     return None, e, None
   except Exception as e:  # configs still compile; numerics say n/a
-    return None, None, f"no float64 reference: {_first_line(e)}"
+    return None, None, f"no float64 reference: {first_line(e)}"
 
 
 def _predictor(case, full, references, why: str | None):
@@ -524,7 +449,7 @@ def _predictor(case, full, references, why: str | None):
   try:
     return predict.Predictor(case, full, references), None
   except Exception as e:
-    return None, f"no predictor: {_first_line(e)}"
+    return None, f"no predictor: {first_line(e)}"
 
 
 def _with_prediction(
@@ -537,19 +462,30 @@ def _with_prediction(
 
   `why` says why there is no predictor when `predictor` is None.
   """
-  if not r.fates or not r.ok:
+  if not r.ok or not r.compilation.fates:
     return r
   if predictor is None:
     return dataclasses.replace(r, prediction_error=why)
+  run = r.execution
+  leaves = run.leaf_stats if run is not None else ()
   try:
-    prediction = predictor.predict(r.n, r.fates, r.leaf_stats or None, watch)
+    prediction = predictor.predict(
+      r.config.n, r.compilation.fates, leaves or None, watch
+    )
   except Exception as e:  # prediction is extra; the config stays ok
-    return dataclasses.replace(r, prediction_error=_first_line(e))
+    return dataclasses.replace(r, prediction_error=first_line(e))
   r = dataclasses.replace(r, prediction=prediction)
-  if r.leaf_stats:
-    names = [s.leaf for s in r.leaf_stats]
+  if leaves:
+    names = [s.leaf for s in leaves]
     r = _with_headline(r, names.index(prediction.leaf))
   return r
+
+
+def _with_headline(r: ConfigResult, leaf: int) -> ConfigResult:
+  """`r` with its execution's headline taken from output leaf `leaf`."""
+  return dataclasses.replace(
+    r, execution=dataclasses.replace(r.execution, headline=leaf)
+  )
 
 
 def _ulp_vs(a: accuracy.ErrorStats, b: accuracy.ErrorStats) -> int | None:
@@ -561,21 +497,29 @@ def _ulp_vs(a: accuracy.ErrorStats, b: accuracy.ErrorStats) -> int | None:
   )
 
 
+def _leaf_stats(r: ConfigResult) -> tuple[accuracy.ErrorStats, ...]:
+  return r.execution.leaf_stats if r.execution is not None else ()
+
+
 def _with_batch_consistency(results: list[ConfigResult]) -> list[ConfigResult]:
-  """Fills `ulp_vs_n1` from the n = 1 result of the same case/target/precision."""
-  key = lambda r: (r.experiment, r.case, r.target, r.precision)
-  at_n1 = {key(r): r for r in results if r.n == 1 and r.leaf_stats}
+  """Fills each execution's `ulp_vs_n1` from the n = 1 result of the same
+  experiment, case, target and precision."""
+  key = lambda c: (c.experiment, c.case, c.target.name, c.precision)
+  at_n1 = {
+    key(r.config): r for r in results if r.config.n == 1 and _leaf_stats(r)
+  }
   out = []
   for r in results:
-    base = at_n1.get(key(r))
-    if r.leaf_stats and base is not None:
+    base = at_n1.get(key(r.config))
+    if _leaf_stats(r) and base is not None:
       found = [
         u
-        for a, b in zip(r.leaf_stats, base.leaf_stats)
+        for a, b in zip(_leaf_stats(r), _leaf_stats(base))
         if (u := _ulp_vs(a, b)) is not None
       ]
       if found:
-        r = dataclasses.replace(r, ulp_vs_n1=max(found))
+        run = dataclasses.replace(r.execution, ulp_vs_n1=max(found))
+        r = dataclasses.replace(r, execution=run)
     out.append(r)
   return out
 
@@ -744,6 +688,7 @@ class _Sweep:
         max(self.spec.batch_sizes),
         self.spec.explain_passes,
         xla_flags=flags,
+        record_version=RECORD_VERSION,
       )
 
   def _hit(self, key: str | None, watch) -> ConfigResult | None:
@@ -835,15 +780,14 @@ class _Sweep:
       if r.ok and self.keys[i]:
         with watch.stage("cache"):
           self.store.put(self.keys[i], dataclasses.replace(r, timings={}))
-    return dataclasses.replace(
-      r, experiment=c.experiment.name, timings=watch.seconds()
-    )
+    config = dataclasses.replace(r.config, experiment=c.experiment.name)
+    return dataclasses.replace(r, config=config, timings=watch.seconds())
 
   def _work(self, i: int) -> CompiledConfig:
     """Config `i`'s worker reply, or its failure as one."""
     c = self.configs[i]
     base = ConfigResult(
-      self.spec.cases[c.case].name, c.target.name, c.n, c.precision
+      Config(self.spec.cases[c.case].name, c.target, c.n, c.precision)
     )
     broken = self.broken.get(c.target.name)
     if broken is not None:
@@ -856,7 +800,7 @@ class _Sweep:
     except worker.WorkerError as e:
       return CompiledConfig(_failed(base, str(e), e.stage or "worker"))
     except Exception as e:  # raised in the worker, e.g. a CaseError
-      return CompiledConfig(_failed(base, _first_line(e), "worker"))
+      return CompiledConfig(_failed(base, first_line(e), "worker"))
 
   def _here(self, c: _Config, base: ConfigResult, watch) -> CompiledConfig:
     """A config of a case found in this process only, done here."""
@@ -864,7 +808,7 @@ class _Sweep:
       return CompiledConfig(
         _failed(
           base,
-          f"case {base.case!r} was added to CASES at run time: it exists in "
+          f"case {base.config.case!r} was added to CASES at run time: it exists in "
           "this process only, so it cannot compile under an experiment's "
           "XLA_FLAGS (in a worker)",
           "worker",

@@ -22,7 +22,7 @@ it cannot:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from hloprobe.compile import lowering
 from hloprobe.compile.experiments import BASELINE, Experiment, parse_experiment
@@ -31,7 +31,8 @@ from hloprobe.golden import snapshot
 from hloprobe.golden.diff import describe_site_changes, dot_summary
 from hloprobe.ir import precisions
 from hloprobe.numerics import accuracy
-from hloprobe.sweep import ConfigResult, SweepSpec, run_sweep
+from hloprobe.records import ConfigResult
+from hloprobe.sweep import SweepSpec, run_sweep
 
 __all__ = [
   "REQUIREMENTS",
@@ -175,19 +176,21 @@ def fix_sweep(
 
 
 def _is_fix(r: ConfigResult, fix: Fix) -> bool:
+  c = r.config
   if fix.experiment is not None:
-    return r.experiment == fix.experiment.name
-  return r.precision == fix.precision and r.experiment == BASELINE.name
+    return c.experiment == fix.experiment.name
+  return c.precision == fix.precision and c.experiment == BASELINE.name
 
 
 def _words(r: ConfigResult) -> str:
-  return f"{r.target} {r.case} n={r.n} {r.precision}"
+  c = r.config
+  return f"{c.target.name} {c.case} n={c.n} {c.precision}"
 
 
 def _judged(r: ConfigResult) -> tuple[accuracy.ErrorStats | None, str]:
   """Observed errors where the target ran, else predicted ones."""
-  if r.stats is not None:
-    return r.stats, "observed"
+  if r.execution is not None and r.execution.stats is not None:
+    return r.execution.stats, "observed"
   if r.prediction is not None:
     return r.prediction.stats, "predicted"
   return None, "n/a"
@@ -200,16 +203,17 @@ def _noise(r: ConfigResult) -> accuracy.NoiseFloor | None:
 def _consistent(fixed: list[ConfigResult]) -> Requirement:
   groups: dict[tuple, list[ConfigResult]] = {}
   for r in fixed:
-    groups.setdefault((r.case, r.target, r.precision), []).append(r)
+    c = r.config
+    groups.setdefault((c.case, c.target.name, c.precision), []).append(r)
   bad, good = [], []
   if not groups:
     bad.append("no configs of the fix to compare")
   for rs in groups.values():
-    rs = sorted(rs, key=lambda r: r.n)
-    first, (first_stats, _) = rs[0], _judged(rs[0])
+    rs = sorted(rs, key=lambda r: r.config.n)
+    first, (first_stats, _) = rs[0].config, _judged(rs[0])
     if len(rs) < 2:
       bad.append(
-        f"{first.target} {first.case} {first.precision}: consistent needs "
+        f"{first.target.name} {first.case} {first.precision}: consistent needs "
         f"at least two batch sizes; got n={first.n}"
       )
     for r in rs[1:]:
@@ -247,7 +251,7 @@ def _accurate(
       limit = f"abs bound {abs_bound}, rel bound {rel_bound}"
     else:
       ok = (
-        stats.row0_abs <= accuracy.NOISE_FACTOR * noise.row0_abs
+        accuracy.within_noise(stats, noise)
         and stats.max_abs <= accuracy.NOISE_FACTOR * noise.max_abs
       )
       limit = f"{accuracy.NOISE_FACTOR:g} x noise floor {noise.row0_abs:.2e}"
@@ -282,11 +286,13 @@ def _golden(
 
 def _counterpart(r: ConfigResult, baseline: list[ConfigResult], fix: Fix):
   """The baseline configs the fix's config replaces."""
+  c = r.config
   return [
     b
     for b in baseline
-    if (b.case, b.target, b.n) == (r.case, r.target, r.n)
-    and (fix.precision is not None or b.precision == r.precision)
+    if (b.config.case, b.config.target.name, b.config.n)
+    == (c.case, c.target.name, c.n)
+    and (fix.precision is not None or b.config.precision == c.precision)
   ]
 
 
@@ -305,9 +311,12 @@ _FATE_KEYS = (
 
 
 def _fate_sites(r: ConfigResult) -> list[dict]:
+  comp = r.compilation
+  if comp is None:
+    return []
   return [
     {k: s[k] for k in _FATE_KEYS}
-    for s in dot_summary(r.fates, r.passes)["sites"]
+    for s in dot_summary(comp.fates, comp.passes)["sites"]
   ]
 
 
@@ -317,7 +326,10 @@ def _evidence(baseline, fixed, fix) -> tuple[tuple[str, ...], tuple[str, ...]]:
     new_stats, source = _judged(r)
     for b in _counterpart(r, baseline, fix):
       old, new = _fate_sites(b), _fate_sites(r)
-      words = f"{r.target} {r.case} n={r.n} {b.precision} -> {fix.name}"
+      c = r.config
+      words = (
+        f"{c.target.name} {c.case} n={c.n} {b.config.precision} -> {fix.name}"
+      )
       changes += [str(c) for c in describe_site_changes(words, old, new)]
       old_stats, _ = _judged(b)
       if old_stats is not None and new_stats is not None:
@@ -342,18 +354,33 @@ def judge(
   Raises:
     InvalidArgumentError: a requirement other than consistent or accurate.
   """
-  checks = {
-    "consistent": lambda: _consistent(list(results)),
-    "accurate": lambda: _accurate(
-      list(results), abs_error_bound, rel_error_bound
-    ),
-  }
+  checks = _checks(list(results), abs_error_bound, rel_error_bound)
   bad = [n for n in requirements if n not in checks]
   if bad:
     raise InvalidArgumentError(
       f"cannot judge {bad} on a sweep alone; choose from {', '.join(checks)}"
     )
   return tuple(checks[n]() for n in requirements)
+
+
+def _checks(
+  results: list[ConfigResult],
+  abs_bound: float | None,
+  rel_bound: float | None,
+  golden: Callable[[], Requirement] | None = None,
+) -> dict[str, Callable[[], Requirement]]:
+  """`REQUIREMENTS` name -> a thunk judging it on `results`.
+
+  "golden" is in the table only when given (it needs the sweep's spec and
+  the golden folder, which `judge` has not).
+  """
+  checks = {
+    "consistent": lambda: _consistent(results),
+    "accurate": lambda: _accurate(results, abs_bound, rel_bound),
+  }
+  if golden is not None:
+    checks["golden"] = golden
+  return checks
 
 
 def verify(
@@ -385,14 +412,15 @@ def verify(
   baseline = [
     r
     for r in results
-    if r.experiment == BASELINE.name
-    and r.precision in spec.precisions
+    if r.config.experiment == BASELINE.name
+    and r.config.precision in spec.precisions
     and not _is_fix(r, fix)
   ]
-  checks = {
-    "consistent": lambda: _consistent(fixed),
-    "accurate": lambda: _accurate(fixed, abs_error_bound, rel_error_bound),
-    "golden": lambda: _golden(
+  checks = _checks(
+    fixed,
+    abs_error_bound,
+    rel_error_bound,
+    golden=lambda: _golden(
       fixed,
       dataclasses.replace(spec, precisions=(fix.precision,))
       if fix.precision
@@ -400,9 +428,9 @@ def verify(
       golden_dir or snapshot.default_golden_dir(),
       versions or {},
     ),
-  }
+  )
   changes, errors = _evidence(baseline, fixed, fix)
-  failures = tuple(dict.fromkeys(r.error for r in fixed if not r.ok))
+  failures = tuple(dict.fromkeys(r.failure.error for r in fixed if not r.ok))
   return Verification(
     fix, tuple(checks[n]() for n in requirements), changes, errors, failures
   )

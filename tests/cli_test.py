@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 
+import jax
 import pytest
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe
@@ -18,8 +19,16 @@ class BadInputTest(parameterized.TestCase):
   @parameterized.named_parameters(
     (
       "precision",
-      "--precisions=fp32",
-      "unknown precision 'fp32'; choose from bfloat16",
+      "--precisions=float32,fp32",
+      "flag --precisions=float32,fp32: 'fp32': value should be one of "
+      "<bfloat16|tensorfloat32|float32|default|high|highest|DEFAULT|",
+    ),
+    ("precision_preset", "--precisions=TF32_TF32_F33", "'TF32_TF32_F33': "),
+    ("columns", "--columns=n,speed", "'speed': value should be one of <"),
+    (
+      "require",
+      "--require=consistent,nice",
+      "'nice': value should be one of <consistent|accurate|golden>",
     ),
     ("case", "--case=nope", "unknown case 'nope'; choose from jax_11628"),
     ("target", "--targets=tpu", "unknown target 'tpu'; choose from cpu"),
@@ -58,6 +67,25 @@ class BadInputTest(parameterized.TestCase):
     )
     self.assertEqual(proc.returncode, 0, proc.stderr)
     self.assertRegex(proc.stdout, r"\nseed_mlp +t4 +1 +float32 ")
+
+  def test_bad_precision_names_every_allowed_value(self):
+    proc = hloprobe("sweep", "--precisions=fp32")
+    self.assertEqual(proc.returncode, 2, proc.stderr)
+    (line,) = proc.stderr.splitlines()
+    self.assertRegex(line, r"^hloprobe: error: flag --precisions=fp32: 'fp32'")
+    allowed = line.split("<", 1)[1].removesuffix(">").split("|")
+    # jax.default_matmul_precision's names (jax/_src/config.py, 0.10.2)
+    # and every DotAlgorithmPreset member, as JAX lists them.
+    named = ["bfloat16", "tensorfloat32", "float32", "default", "high"]
+    presets = [m.name for m in jax.lax.DotAlgorithmPreset]
+    self.assertCountEqual(allowed, [*named, "highest", *presets])
+
+  def test_help_lists_allowed_values(self):
+    proc = hloprobe("--help")
+    self.assertRegex(
+      proc.stdout, r"--precisions: <bfloat16\|tensorfloat32\|float32\|"
+    )
+    self.assertRegex(proc.stdout, r"--columns: <experiment\|case\|target\|")
 
   def test_unknown_command(self):
     proc = hloprobe("frobnicate")

@@ -1,10 +1,12 @@
-"""The package layout's one rule: a stage imports only stages below it.
+"""The package layout's rules: a stage imports only stages below it, and
+only `report` formats tables (imports tabulate).
 
 Stages, lowest first (a module's stage is its subpackage under hloprobe/,
 or its own name for a top-level module):
 
-  errors < ir < compile < sites < numerics < sweep < golden < report
-         < pictures < verify < versions < cli, tools < __main__, __init__
+  errors < ir < compile < sites < numerics < records < sweep < golden
+         < report < pictures < verify < versions < cli, tools
+         < __main__, __init__
 
 `ir` is lowest after `errors`: it reads compiler text into records and needs
 nothing that compiles. It must not import the JAX runtime (`jax`, `jaxlib`);
@@ -27,6 +29,7 @@ _ORDER = (
   ("compile",),
   ("sites",),
   ("numerics",),
+  ("records",),
   ("sweep",),
   ("golden",),
   ("report",),
@@ -40,6 +43,9 @@ RANK = {stage: rank for rank, names in enumerate(_ORDER) for stage in names}
 # Packages that must not import the JAX runtime, and what they may import of it.
 _NO_JAX = ("ir",)
 _JAX_ALLOWED = ("jaxlib.mlir",)
+# The one package that formats tables (issue 10: "only the report package
+# formats tables").
+_TABLES = ("report",)
 
 
 def _imported(tree: ast.AST) -> list[tuple[int, str]]:
@@ -95,6 +101,8 @@ def violations(package_dir: str) -> list[str]:
             out.append(f"{rel}:{line}: {stage} imports higher stage {name}")
         elif stage in _NO_JAX and _is_jax_runtime(name):
           out.append(f"{rel}:{line}: {stage} imports the JAX runtime {name}")
+        elif stage not in _TABLES and parts[0] == "tabulate":
+          out.append(f"{rel}:{line}: {stage} formats tables ({name})")
   return out
 
 
@@ -141,6 +149,15 @@ class LayeringTest(absltest.TestCase):
         "ir/hlo.py:1: ir imports the JAX runtime jax.numpy",
         "ir/hlo.py:2: ir imports the JAX runtime jaxlib",
       ],
+    )
+
+  def test_only_report_formats_tables(self):
+    root = self.create_tempdir().full_path
+    _write(root, "report/listings.py", "from tabulate import tabulate\n")
+    self.assertEqual(violations(root), [])
+    _write(root, "cli.py", "def f():\n  import tabulate\n")
+    self.assertEqual(
+      violations(root), ["cli.py:2: cli formats tables (tabulate)"]
     )
 
 

@@ -31,7 +31,7 @@ import pytest
 from absl.testing import absltest
 from testutil import ROOT, run_hloprobe
 
-from hloprobe import sweep
+from hloprobe import records, sweep
 from hloprobe.compile import targets
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.report import explain
@@ -64,14 +64,15 @@ def setUpModule():
     explain_passes=True,
   )
   RESULTS[:] = sweep.run_sweep(spec, PROGRESS.append)
-  EXPLANATIONS[:] = explain.explain(
-    RESULTS, [targets.get_target(t) for t in _TARGETS]
-  )
+  EXPLANATIONS[:] = explain.explain(RESULTS)
 
 
 def _config(target: str, n: int, precision: str):
   (r,) = [
-    r for r in RESULTS if (r.target, r.n, r.precision) == (target, n, precision)
+    r
+    for r in RESULTS
+    if (r.config.target.name, r.config.n, r.config.precision)
+    == (target, n, precision)
   ]
   return r
 
@@ -132,9 +133,11 @@ class FirstScreenTest(absltest.TestCase):
 
   def test_failed_configs_get_a_status_column_and_errors_below(self):
     error = "XlaRuntimeError: " + "no kernel for this shape " * 6
+    a100 = targets.get_target("a100")
     failed = [
-      sweep.ConfigResult(
-        "seed_mlp", "a100", n, "bfloat16", error=error, stage="compile"
+      records.ConfigResult(
+        records.Config("seed_mlp", a100, n, "bfloat16"),
+        failure=records.Failure("compile", error),
       )
       for n in (1, 2)
     ]
@@ -217,7 +220,12 @@ class PlotTest(absltest.TestCase):
   def test_experiments_side_by_side(self):
     from hloprobe.pictures import plot
 
-    other = [dataclasses.replace(r, experiment="nodsr") for r in RESULTS]
+    other = [
+      dataclasses.replace(
+        r, config=dataclasses.replace(r.config, experiment="nodsr")
+      )
+      for r in RESULTS
+    ]
     fig = plot.row0_figure(RESULTS + other, EXPLANATIONS)
     titles = [ax.get_title() for ax in fig.axes]
     self.assertLen(titles, 4)  # rows: cpu, a100; columns: baseline, nodsr
@@ -268,7 +276,10 @@ class HtmlTest(absltest.TestCase):
     col = {h: i for i, h in enumerate(header)}
     self.assertEqual(
       [(r[col["target"]], r[col["n"]], r[col["precision"]]) for r in rows],
-      [(r.target, str(r.n), r.precision) for r in RESULTS],
+      [
+        (r.config.target.name, str(r.config.n), r.config.precision)
+        for r in RESULTS
+      ],
     )
     sites = page.tables[1][1:]
     self.assertLen(sites, _SEED_DOTS * len(RESULTS))
@@ -311,6 +322,28 @@ class ModelExplorerTest(absltest.TestCase):
       ["Triton gemm"] * 3 + ["multiply+reduce"],
     )
 
+  def test_precision_is_compared_exactly(self):
+    # HIGH is a substring of HIGHEST: a node at HIGHEST is not a HIGH site.
+    from hloprobe.pictures import model_explorer
+
+    site = dataclasses.replace(
+      _config("a100", 2, "float32").compilation.fates[0].site,
+      precision=("HIGH", "HIGH"),
+    )
+    dims = "x".join(map(str, site.result.dims))
+    node = {
+      "outputsMetadata": [
+        {"attrs": [{"key": "tensor_shape", "value": f"tensor<{dims}xf32>"}]}
+      ],
+      "attrs": [{"key": "precision_config", "value": ""}],
+    }
+    for text, want in (
+      ("[#stablehlo<precision HIGH>, #stablehlo<precision HIGH>]", True),
+      ("[#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]", False),
+    ):
+      node["attrs"][0]["value"] = text
+      self.assertEqual(model_explorer._matches(site, node), want, text)
+
   def test_view_binds_to_localhost_only(self):
     from hloprobe.pictures import model_explorer
 
@@ -340,6 +373,23 @@ class ModelExplorerTest(absltest.TestCase):
       proc.terminate()
       proc.wait(timeout=30)
     self.assertEqual(addresses, {"127.0.0.1"})
+
+  def test_view_picks_configs_by_the_sweep_flags_given(self):
+    from hloprobe.pictures import model_explorer
+
+    out = self.create_tempdir().full_path
+    model_explorer.write_overlay([_config("a100", 2, "float32")], out)
+    # The precision matches; each of the other flags does not.
+    for flag in ("--targets=cpu,t4", "--batch_sizes=1,3"):
+      # A view that ignored the flag would serve: the timeout ends it.
+      proc = run_hloprobe(
+        "view", out, flag, "--precisions=float32", "--nobrowser", timeout=120
+      )
+      self.assertEqual(proc.returncode, 2, proc.stderr)
+      self.assertEqual(
+        proc.stderr,
+        f"hloprobe: error: no config in {out} matches the flags given\n",
+      )
 
   def _listening(self, pid: int, port: int, timeout: float = 60) -> set[str]:
     import psutil
@@ -391,7 +441,7 @@ class CommandLineTest(absltest.TestCase):
       self.assertRegex(proc.stderr, rf"^hloprobe: error: .*{message}.*\n$")
     proc = run_hloprobe("sweep", "--columns=n,speed")
     self.assertEqual(proc.returncode, 2, proc.stderr)
-    self.assertIn("unknown --columns speed", proc.stderr)
+    self.assertIn("'speed': value should be one of <", proc.stderr)
 
 
 if __name__ == "__main__":

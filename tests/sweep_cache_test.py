@@ -4,19 +4,33 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from unittest import mock
 
 import jax.numpy as jnp
 import numpy as np
 import testutil
 from absl.testing import absltest
 
-from hloprobe import sweep
+from hloprobe import records, sweep
 from hloprobe.compile import cache, cases, targets
 
 
-def _key(case_print, target="a100", precision="float32", n=4, passes=False):
+def _key(
+  case_print,
+  target="a100",
+  precision="float32",
+  n=4,
+  passes=False,
+  version=records.RECORD_VERSION,
+):
   return cache.config_key(
-    case_print, targets.get_target(target), precision, n, 64, passes
+    case_print,
+    targets.get_target(target),
+    precision,
+    n,
+    64,
+    passes,
+    record_version=version,
   )
 
 
@@ -67,9 +81,21 @@ class KeyTest(absltest.TestCase):
     )
     self.assertNotEqual(edited.config_text, a100.config_text)
     self.assertNotEqual(
-      cache.config_key(self.print, edited, "float32", 4, 64, False),
+      cache.config_key(
+        self.print,
+        edited,
+        "float32",
+        4,
+        64,
+        False,
+        record_version=records.RECORD_VERSION,
+      ),
       _key(self.print),
     )
+
+  def test_another_record_layout_misses(self):
+    # Records pickled in the flat layout of version 1 are not read as today's.
+    self.assertNotEqual(_key(self.print, version=1), _key(self.print))
 
   def test_config_fields_and_xla_flags_miss(self):
     base = _key(self.print)
@@ -95,7 +121,7 @@ class SweepCacheTest(absltest.TestCase):
     spec = sweep.SweepSpec(("seed_mlp",), (1, 2), ("float32",), ("cpu", "a100"))
     cached = dataclasses.replace(spec, cache_dir=folder)
     cold = sweep.run_sweep(cached)
-    self.assertTrue(all(r.ok for r in cold), [r.error for r in cold])
+    self.assertTrue(all(r.ok for r in cold), [r.failure for r in cold])
     self.assertTrue(all("compile" in r.timings for r in cold))
     warm = sweep.run_sweep(cached)
     # every warm record came from the cache: nothing compiled or emulated
@@ -132,6 +158,18 @@ class SweepCacheTest(absltest.TestCase):
       {"ConfigResult"},
     )
 
+    # Entries of another record layout miss: all four are computed again
+    # and stored beside the old ones, under new keys.
+    newer = records.RECORD_VERSION + 1
+    with mock.patch.object(sweep, "RECORD_VERSION", newer):
+      relaid = sweep.run_sweep(cached)
+    self.assertTrue(all("compile" in r.timings for r in relaid))
+    self.assertEqual(testutil.configs_json(relaid), testutil.configs_json(cold))
+    stored = [
+      f for _, _, fs in os.walk(folder) for f in fs if f.endswith(".pkl")
+    ]
+    self.assertLen(stored, 8)
+
 
 class CliTest(absltest.TestCase):
   def test_timings_table_and_warm_rerun(self):
@@ -157,6 +195,20 @@ class CliTest(absltest.TestCase):
     # --nocache computes again
     fresh = testutil.run_hloprobe(*args, "--nocache")
     self.assertIn("compile", fresh.stdout.split("\n\n")[-1].splitlines()[0])
+
+    # `hloprobe cache` counts the one record, `cache clear` removes it, and
+    # with a bound of 0 MiB a sweep's record is evicted after the sweep.
+    shown = testutil.run_hloprobe("cache", f"--cache_dir={folder}")
+    self.assertEqual(shown.returncode, 0, shown.stderr)
+    self.assertIn("records: 1 (", shown.stdout)
+    cleared = testutil.run_hloprobe("cache", "clear", f"--cache_dir={folder}")
+    self.assertEqual(cleared.returncode, 0, cleared.stderr)
+    self.assertIn("removed 1 records", cleared.stdout)
+    self.assertEqual(cache.RecordCache(folder).usage().entries, 0)
+    bounded = testutil.run_hloprobe(*args, "--cache_max_mb=0")
+    self.assertEqual(bounded.returncode, 0, bounded.stderr)
+    self.assertIn("compile", bounded.stdout.split("\n\n")[-1].splitlines()[0])
+    self.assertEqual(cache.RecordCache(folder).usage().entries, 0)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from absl.testing import absltest, parameterized
 
-from hloprobe import sweep
-from hloprobe.compile import cases
+from hloprobe import records, sweep
+from hloprobe.compile import cases, targets
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.numerics import accuracy
 
@@ -45,36 +45,53 @@ class SeedSweepTest(absltest.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     spec = sweep.SweepSpec(("seed_mlp",), (1, 2), ("float32",), ("cpu",))
-    cls.results = {r.n: r for r in sweep.run_sweep(spec)}
+    cls.results = {r.config.n: r for r in sweep.run_sweep(spec)}
 
   def test_row0_depends_on_batch_size_on_cpu(self):
     r1, r2 = self.results[1], self.results[2]
-    self.assertTrue(r1.ok and r2.ok, (r1.error, r2.error))
+    self.assertTrue(r1.ok and r2.ok, (r1.failure, r2.failure))
+    e1, e2 = r1.execution, r2.execution
     # n = 1 is multiply+reduce, n = 2 a dot: f32 sums in other orders.
-    self.assertNotEqual(r1.stats.row0, r2.stats.row0)
-    self.assertEqual(r1.ulp_vs_n1, 0)
-    self.assertGreater(r2.ulp_vs_n1, 0)
+    self.assertNotEqual(e1.stats.row0, e2.stats.row0)
+    self.assertEqual(e1.ulp_vs_n1, 0)
+    self.assertGreater(e2.ulp_vs_n1, 0)
     # Both are f32 roundings of one float64 value, so they differ by no more
     # than the two errors, each bounded by the f32 noise floor that the same
     # machine measured (the "within f32 noise" rule of numerics.verdict).
     bound = accuracy.NOISE_FACTOR * max(
       r.prediction.noise.row0_abs for r in (r1, r2)
     )
-    self.assertLessEqual(abs(r1.stats.row0 - r2.stats.row0), 2 * bound)
+    self.assertLessEqual(abs(e1.stats.row0 - e2.stats.row0), 2 * bound)
 
   def test_errors_against_float64(self):
     r2 = self.results[2]
+    s = r2.execution.stats
     # The reference is float64: numpy's own forward pass of the same MLP.
-    self.assertAlmostEqual(r2.stats.row0_ref, _numpy_seed_row0(), delta=1e-12)
-    self.assertGreater(r2.stats.row0_abs, 0.0)
+    self.assertAlmostEqual(s.row0_ref, _numpy_seed_row0(), delta=1e-12)
+    self.assertGreater(s.row0_abs, 0.0)
     self.assertLessEqual(
-      r2.stats.row0_abs,
+      s.row0_abs,
       accuracy.NOISE_FACTOR * r2.prediction.noise.row0_abs,
     )
-    self.assertGreaterEqual(r2.stats.max_abs, r2.stats.row0_abs)
-    self.assertEqual(r2.stats.row0_abs, abs(r2.stats.row0 - r2.stats.row0_ref))
-    self.assertGreater(r2.compile_s, 0.0)
-    self.assertGreater(r2.run_s, 0.0)
+    self.assertGreaterEqual(s.max_abs, s.row0_abs)
+    self.assertEqual(s.row0_abs, abs(s.row0 - s.row0_ref))
+    self.assertGreater(r2.compilation.compile_s, 0.0)
+    self.assertGreater(r2.execution.run_s, 0.0)
+
+  def test_records_of_a_config_that_ran(self):
+    r2 = self.results[2]
+    self.assertEqual(
+      r2.config,
+      records.Config("seed_mlp", targets.get_target("cpu"), 2, "float32"),
+    )
+    self.assertIsNone(r2.failure)
+    # One output array: the headline is leaf 0, a float32 row.
+    self.assertLen(r2.execution.leaf_stats, 1)
+    self.assertEqual(r2.execution.headline, 0)
+    self.assertEqual(r2.execution.output_dtype, "float32")
+    self.assertIn("stablehlo.dot_general", r2.compilation.stablehlo)
+    self.assertLen(r2.compilation.fates, 4)
+    self.assertIsNone(r2.compilation.ptxas)  # no GPU kernels on CPU
 
 
 def _numpy_seed_row0() -> float:
@@ -96,10 +113,15 @@ class FailureIsolationTest(absltest.TestCase):
     )
     bad, good = sweep.run_sweep(spec)
     self.assertFalse(bad.ok)
-    self.assertIn("not supported by dot_general on CPU", bad.error)
-    self.assertNotIn("\n", bad.error)
+    self.assertEqual(bad.failure.stage, "compile")
+    self.assertIn("not supported by dot_general on CPU", bad.failure.error)
+    self.assertNotIn("\n", bad.failure.error)
+    # A failed compile made no compile record, so nothing ran or predicted.
+    self.assertIsNone(bad.compilation)
+    self.assertIsNone(bad.execution)
+    self.assertIsNone(bad.prediction)
     self.assertTrue(good.ok)
-    self.assertLen(good.fates, 4)
+    self.assertLen(good.compilation.fates, 4)
 
   def test_batch_larger_than_case_is_a_usage_error_up_front(self):
     # One failure per config would hide the cause: bad input, before any run.
@@ -139,9 +161,28 @@ class FailureIsolationTest(absltest.TestCase):
       def predict(self, *args):
         raise RuntimeError("emulator broke")
 
-    r = sweep.ConfigResult("c", "cpu", 2, "float32", fates=(None,))
+    r = records.ConfigResult(
+      records.Config("c", targets.get_target("cpu"), 2, "float32"),
+      records.Compilation("", "", fates=(None,)),
+    )
     r = sweep._with_prediction(r, Failing(), None)
     self.assertEqual(r.prediction_error, "RuntimeError: emulator broke")
+
+
+@pytest.mark.compiles
+class CompileOnlyRecordsTest(absltest.TestCase):
+  def test_a_compile_only_target_has_no_execution(self):
+    spec = sweep.SweepSpec(("seed_mlp",), (2,), ("float32",), ("a100",))
+    (r,) = sweep.run_sweep(spec)
+    self.assertTrue(r.ok, r.failure)
+    a100 = targets.get_target("a100")
+    self.assertEqual(r.config.target, a100)
+    self.assertTrue(r.config.target.compile_only)
+    # Compiled (in a worker process) and predicted, never run.
+    self.assertIsNone(r.execution)
+    self.assertLen(r.compilation.fates, 4)
+    self.assertIsNotNone(r.prediction)
+    self.assertIsNone(r.prediction_error)
 
 
 if __name__ == "__main__":

@@ -74,14 +74,17 @@ class CrashTest(absltest.TestCase):
     )
     one, two, three = sweep.run_sweep(spec)
     self.assertFalse(two.ok)
-    self.assertEqual(two.stage, "run")
-    self.assertRegex(two.error, r"^worker process was killed by SIGSEGV; last")
+    self.assertEqual(two.failure.stage, "run")
+    self.assertRegex(
+      two.failure.error, r"^worker process was killed by SIGSEGV; last"
+    )
     # Before and after it (the next on a fresh worker) all is well: row 0
     # is [0, 1] * 2 = [0, 2], exactly.
     for r in (one, three):
-      self.assertTrue(r.ok, r.error)
-      self.assertEqual(r.stats.row0_values.tolist(), [0.0, 2.0])
-      self.assertEqual(r.stats.max_abs, 0.0)
+      self.assertTrue(r.ok, r.failure)
+      stats = r.execution.stats
+      self.assertEqual(stats.row0_values.tolist(), [0.0, 2.0])
+      self.assertEqual(stats.max_abs, 0.0)
 
 
 class JobsTest(absltest.TestCase):
@@ -114,9 +117,9 @@ class JobsTest(absltest.TestCase):
             dataclasses.replace(spec, jobs=2), watch, None, pool
           )
     self.assertEqual(load.call_count, 1)
-    self.assertTrue(all(r.ok for r in two), [r.error for r in two])
+    self.assertTrue(all(r.ok for r in two), [r.failure for r in two])
     self.assertEqual(
-      [(r.experiment, r.target, r.n) for r in two],
+      [(r.config.experiment, r.config.target.name, r.config.n) for r in two],
       [
         (e, t, n)
         for e in ("baseline", "nofm")

@@ -73,6 +73,15 @@ class ParseTest(parameterized.TestCase):
     ):
       verify.check_batch_sizes(("accurate", "consistent"), (2,))
 
+  def test_judge_has_no_golden(self):
+    # `judge` (bisect) has no golden folder: only the sweep-alone checks.
+    with self.assertRaisesRegex(
+      InvalidArgumentError,
+      r"cannot judge \['golden'\] on a sweep alone; choose from "
+      "consistent, accurate",
+    ):
+      verify.judge([], ("consistent", "golden"))
+
 
 @pytest.mark.compiles
 class OneBatchSizeTest(absltest.TestCase):

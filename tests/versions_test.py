@@ -12,8 +12,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
+from unittest import mock
 
 import pytest
 from absl.testing import absltest, parameterized
@@ -21,7 +24,7 @@ from testutil import ROOT, run_hloprobe
 
 from hloprobe.compile import compat
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.versions import bisect, venvs
+from hloprobe.versions import bisect, driver, venvs
 from hloprobe.versions.run import VersionRun
 
 # Compiles with XLA (`make test-fast` skips it).
@@ -122,6 +125,118 @@ def test_two_versions_differ_and_venvs_are_reused(cache_dir, tmp_path):
   assert row.rstrip().endswith("*")
 
 
+def _fake_venv(venv_dir, jaxlib: str, script: str) -> None:
+  """A cached CPU venv of `jaxlib` whose python is `script` (sh)."""
+  path = venv_dir / f"jaxlib-{jaxlib}-cpu"
+  (path / "bin").mkdir(parents=True)
+  python = path / "bin" / "python"
+  python.write_text("#!/bin/sh\n" + script)
+  python.chmod(0o755)
+  marker = {"recipe": venvs.RECIPE, "packages": [], "cuda_plugin": False}
+  (path / venvs.MARKER).write_text(json.dumps(marker))
+
+
+def test_versions_run_side_by_side_in_order(tmp_path):
+  """Two versions (this interpreter behind two cached venvs) run at once,
+  a third that fails costs only its own column, and the output keeps the
+  order asked. Each good venv's python waits, up to a minute, until the
+  other has started too, and writes down whether it saw it."""
+  venv_dir, meet = tmp_path / "venvs", tmp_path / "meet"
+  meet.mkdir()
+  for name in ("0.0.1", "0.0.2"):
+    _fake_venv(
+      venv_dir,
+      name,
+      f"touch {meet}/{name}\n"
+      f"i=0; while [ $(ls {meet} | wc -l) -lt 2 ] && [ $i -lt 600 ]; do "
+      "sleep 0.1; i=$((i+1)); done\n"
+      f"ls {meet} > {tmp_path}/saw-{name}\n"
+      f'exec {sys.executable} "$@"\n',
+    )
+  _fake_venv(venv_dir, "0.0.3", "echo no such jaxlib >&2; exit 3\n")
+  got = run_hloprobe(
+    "versions",
+    "--jaxlib=0.0.1,0.0.3,0.0.2",
+    "--jobs=2",
+    f"--cache_dir={tmp_path}",
+    "--targets=cpu",
+    "--batch_sizes=1",
+    "--precisions=float32",
+    "--format=json",
+  )
+  assert got.returncode == 1, got.stderr  # one version failed
+  doc = json.loads(got.stdout)
+  assert [(v["jaxlib"], v["status"]) for v in doc["versions"]] == [
+    ("0.0.1", "ok"),
+    ("0.0.3", "failed"),
+    ("0.0.2", "ok"),
+  ]
+  assert "no such jaxlib" in doc["versions"][1]["error"]
+  for name in ("0.0.1", "0.0.2"):  # both were running at once
+    assert (tmp_path / f"saw-{name}").read_text().split() == ["0.0.1", "0.0.2"]
+  (config,) = doc["configs"]
+  # The same jax computed both: equal cells, but for the source paths (each
+  # worker runs this tree from its own temporary folder).
+  one, two = (
+    _without_locations(config["cells"][v]) for v in ("0.0.1", "0.0.2")
+  )
+  assert one == two and one["status"] == "ok"
+  assert config["changed"] == ["status"]  # only the failed version's
+
+
+def _without_locations(cell: dict) -> dict:
+  sites = [
+    {k: v for k, v in s.items() if k != "location"} for s in cell["dot_sites"]
+  ]
+  return {**cell, "dot_sites": sites}
+
+
+def test_an_interrupt_ends_every_version_running(tmp_path):
+  """SIGTERM while two versions' workers run: both are killed, the third
+  never starts, and hloprobe exits 143."""
+  venv_dir, pids = tmp_path / "venvs", tmp_path / "pids"
+  pids.mkdir()
+  for name in ("0.0.1", "0.0.2", "0.0.3"):
+    _fake_venv(venv_dir, name, f"echo $$ > {pids}/{name}\nexec sleep 600\n")
+  proc = subprocess.Popen(
+    [
+      sys.executable,
+      "-m",
+      "hloprobe",
+      "versions",
+      "--jaxlib=0.0.1,0.0.2,0.0.3",
+      "--jobs=2",
+      f"--cache_dir={tmp_path}",
+      "--targets=cpu",
+    ],
+    env=dict(os.environ, PYTHONPATH=ROOT),
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    text=True,
+    start_new_session=True,
+  )
+  try:
+    for _ in range(1200):  # until both workers have started (2 min at most)
+      started = [p for p in pids.iterdir() if p.read_text().strip()]
+      if len(started) == 2 or proc.poll() is not None:
+        break
+      time.sleep(0.1)
+    proc.terminate()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert sorted(p.name for p in started) == ["0.0.1", "0.0.2"]
+    assert not (pids / "0.0.3").exists()
+    for p in started:
+      with pytest.raises(ProcessLookupError):
+        os.kill(int(p.read_text()), 0)
+  finally:  # on a failure, leave no process of the test behind
+    try:
+      os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+      pass
+    proc.communicate()
+
+
 def test_gpu_check_logic_with_the_cpu_standing_in(tmp_path):
   out = tmp_path / "check.json"
   got = subprocess.run(
@@ -215,6 +330,40 @@ class PureTest(parameterized.TestCase):
     self.assertEqual(bisect.verdict(run(passed=False)), "FAIL")
     self.assertEqual(bisect.verdict(run(status="failed")), "unknown")
     self.assertEqual(bisect.verdict(VersionRun("0.5.0", error="x")), "unknown")
+
+  def test_bisect_asks_the_index_once(self):
+    # The index and the workers are stand-ins (no venvs, no network): what
+    # is checked is how often bisect asks for the plugin versions, and that
+    # every probe gets that one answer.
+    releases = ("0.5.0", "0.5.1", "0.5.2", "0.5.3", "0.5.4")
+    asked, given = [], []
+    config = {"case": "seed_mlp", "target": "a100", "n": 2, "precision": "f"}
+
+    def index_versions(name):
+      asked.append(name)
+      return ("0.5.2",)
+
+    def run_one(v, request, cache_dir, requirements, plugins, log):
+      given.append(plugins)
+      passed = venvs.version_key(v) < venvs.version_key("0.5.3")
+      reply = {
+        "results": {"configs": [dict(config, status="ok", dot_sites=[])]},
+        "requirements": [{"name": "accurate", "passed": passed}],
+      }
+      return VersionRun(v, reply=reply)
+
+    cache = self.create_tempdir().full_path
+    with (
+      mock.patch.object(venvs, "index_versions", index_versions),
+      mock.patch.object(driver, "run_one", run_one),
+    ):
+      result = bisect.bisect(
+        releases, {"targets": ["a100"]}, ("accurate",), cache
+      )
+    self.assertEqual((result.before, result.after), ("0.5.2", "0.5.3"))
+    self.assertEqual(asked, ["jax-cuda12-plugin"])
+    self.assertLen(given, 4)  # both ends, then 0.5.2 and 0.5.3
+    self.assertEqual(set(given), {("0.5.2",)})
 
   def test_band_status(self):
     from hloprobe.versions.gpu_check import band_status

@@ -9,6 +9,8 @@ cut, the jaxpr of its function and its constants, the bytes of its
 inputs), the target (its whole definition, config text included), the
 precision, batch size, largest batch size swept (the predictor's
 reference and noise floor are computed there), --explain_passes, the
+version of the records' layout (`records.RECORD_VERSION`: an entry
+pickled in another layout is never read as this one), the
 environment's XLA_/JAX_/CUDA variables and PATH (XLA_FLAGS; which ptxas
 a GPU compile finds), and the host CPU and the ISA XLA compiles for
 (CPU runs and every emulation happen here).
@@ -24,6 +26,13 @@ emulator's compiles.
 Entries are pickles written whole or not at all (a temporary file in the
 same folder, then `os.replace`); one that cannot be read is ignored with
 a warning and rewritten.
+
+The folder is bounded: `RecordCache.evict` removes the least recently used
+entries (a hit sets an entry's mtime to now) until the rest fit in a size
+limit (`--cache_max_mb`, default `DEFAULT_MAX_MB`); the command line calls
+it after each command that sweeps. Several hloprobe processes may share the
+folder: an entry that vanishes while it is read, refreshed or evicted is a
+miss, never an error, and a reader sees a whole entry or none.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ import logging
 import os
 import pickle
 import tempfile
+import time
 
 import jax
 import jaxlib
@@ -46,6 +56,8 @@ from hloprobe.compile.cases import Case
 from hloprobe.compile.targets import Target
 
 __all__ = [
+  "DEFAULT_MAX_MB",
+  "CacheUsage",
   "RecordCache",
   "case_fingerprint",
   "config_key",
@@ -57,6 +69,13 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Bumped when the layout of entries changes.
 _FORMAT = 1
 _ENV_PREFIXES = ("XLA_", "JAX_", "CUDA", "TF_", "NVIDIA_")
+# The default bound of records/, in MiB: an entry is 30-40 KiB (seed_mlp,
+# one config), so about 60000 configs.
+DEFAULT_MAX_MB = 2048
+_ENTRY = ".pkl"
+_TMP = ".tmp-"
+# A temporary file this old was left by a process that died mid-write.
+_STALE_TMP_S = 3600.0
 
 
 def default_cache_dir() -> str:
@@ -126,6 +145,8 @@ def config_key(
   largest: int,
   explain_passes: bool,
   xla_flags: str | None = None,
+  *,
+  record_version: int,
 ) -> str:
   """The cache key (sha256 hex) of one config's record; see the module doc.
 
@@ -137,6 +158,9 @@ def config_key(
       floor are computed there and sliced).
     xla_flags: the XLA_FLAGS the config compiles under (a worker's, see
       `worker.worker_xla_flags`); None: this process's environment's.
+    record_version: the layout of the records stored
+      (`records.RECORD_VERSION`; the sweep passes it, as this stage is
+      below the records' module).
   """
   if xla_flags is None:
     xla_flags = os.environ.get("XLA_FLAGS")
@@ -152,6 +176,7 @@ def config_key(
     "n": n,
     "largest": largest,
     "explain_passes": explain_passes,
+    "record_version": record_version,
     "env": _environment(xla_flags),
     "host": cpu.as_json(),
   }
@@ -159,25 +184,55 @@ def config_key(
   return hashlib.sha256(text.encode()).hexdigest()
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class CacheUsage:
+  """What records/ of a cache folder holds.
+
+  Attributes:
+    directory: the records/ folder.
+    entries: how many records.
+    size_bytes: their total size, in bytes (files only, not folders).
+  """
+
+  directory: str
+  entries: int
+  size_bytes: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Entry:
+  path: str
+  size_bytes: int
+  mtime_ns: int
+
+
 class RecordCache:
-  """Pickled records in a folder, by key.
+  """Pickled records in a folder, by key, least recently used evicted.
 
   Args:
-    directory: the cache folder (created on first write).
+    directory: the cache folder (created on first write); records go to
+      `<directory>/records/<key[:2]>/<key>.pkl`.
   """
 
   def __init__(self, directory: str):
     self.directory = directory
 
+  @property
+  def records_dir(self) -> str:
+    return os.path.join(self.directory, "records")
+
   def _path(self, key: str) -> str:
-    return os.path.join(self.directory, "records", key[:2], key + ".pkl")
+    return os.path.join(self.records_dir, key[:2], key + _ENTRY)
 
   def get(self, key: str):
-    """The record stored under `key`, or None (missing or unreadable)."""
+    """The record stored under `key`, or None (missing or unreadable).
+
+    A hit sets the entry's mtime to now, so eviction keeps it longest.
+    """
     path = self._path(key)
     try:
       with open(path, "rb") as f:
-        return pickle.load(f)
+        record = pickle.load(f)
     except FileNotFoundError:
       return None
     except Exception as e:  # a corrupt or foreign entry is a miss
@@ -185,13 +240,18 @@ class RecordCache:
         "hloprobe: ignoring unreadable cache entry %s: %s", path, e
       )
       return None
+    try:
+      os.utime(path)
+    except OSError:  # evicted meanwhile, or a read-only folder
+      pass
+    return record
 
   def put(self, key: str, record) -> None:
     """Stores `record` whole or not at all; a failed write only warns."""
     path = self._path(key)
     try:
       os.makedirs(os.path.dirname(path), exist_ok=True)
-      fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+      fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=_TMP)
       try:
         with os.fdopen(fd, "wb") as f:
           pickle.dump(record, f, protocol=pickle.HIGHEST_PROTOCOL)
@@ -201,3 +261,78 @@ class RecordCache:
         raise
     except OSError as e:  # a read-only or full disk costs speed, not results
       logging.warning("hloprobe: cannot write cache entry %s: %s", path, e)
+
+  def _scan(self) -> tuple[list[_Entry], list[str]]:
+    """The entries, and temporary files left by writers that died."""
+    entries, stale = [], []
+    old_ns = time.time_ns() - int(_STALE_TMP_S * 1e9)
+    try:
+      shards = [d.path for d in os.scandir(self.records_dir) if d.is_dir()]
+    except FileNotFoundError:
+      return [], []
+    for shard in shards:
+      try:
+        files = list(os.scandir(shard))
+      except FileNotFoundError:
+        continue
+      for f in files:
+        try:
+          st = f.stat(follow_symlinks=False)
+        except FileNotFoundError:  # removed by another process
+          continue
+        if f.name.endswith(_ENTRY):
+          entries.append(_Entry(f.path, st.st_size, st.st_mtime_ns))
+        elif f.name.startswith(_TMP) and st.st_mtime_ns < old_ns:
+          stale.append(f.path)
+    return entries, stale
+
+  def usage(self) -> CacheUsage:
+    """How many records the folder holds and their size."""
+    entries, _ = self._scan()
+    return CacheUsage(
+      self.records_dir, len(entries), sum(e.size_bytes for e in entries)
+    )
+
+  def evict(self, max_bytes: int) -> CacheUsage:
+    """Removes least recently used entries until the rest fit `max_bytes`.
+
+    Also removes temporary files a dead writer left (older than an hour).
+    An entry another process removed first is skipped; one that cannot be
+    removed (permissions) only warns.
+
+    Args:
+      max_bytes: the bound, in bytes (>= 0).
+
+    Returns:
+      What was removed (entries and bytes).
+    """
+    entries, stale = self._scan()
+    for path in stale:
+      _remove(path)
+    total = sum(e.size_bytes for e in entries)
+    removed = []
+    for e in sorted(entries, key=lambda e: (e.mtime_ns, e.path)):
+      if total <= max_bytes:
+        break
+      total -= e.size_bytes
+      if _remove(e.path):
+        removed.append(e)
+    return CacheUsage(
+      self.records_dir, len(removed), sum(e.size_bytes for e in removed)
+    )
+
+  def clear(self) -> CacheUsage:
+    """Removes every entry (`evict(0)`); returns what was removed."""
+    return self.evict(0)
+
+
+def _remove(path: str) -> bool:
+  """Unlinks `path`; False if it was gone already or cannot be removed."""
+  try:
+    os.unlink(path)
+  except FileNotFoundError:
+    return False
+  except OSError as e:
+    logging.warning("hloprobe: cannot remove cache entry %s: %s", path, e)
+    return False
+  return True

@@ -20,7 +20,7 @@ import sys
 
 from hloprobe.compile.builtin_cases import CASES
 from hloprobe.compile.case_model import Case, ReportedError, leaf_names
-from hloprobe.errors import CaseError
+from hloprobe.errors import CaseError, first_line
 
 __all__ = [
   "CASES",
@@ -37,11 +37,6 @@ seed_mlp = CASES["seed_mlp"]
 # The built-in names as shipped: a case added to `CASES` at run time exists
 # in this process only.
 _SHIPPED = frozenset(CASES)
-
-
-def _first_line(e: BaseException) -> str:
-  text = str(e).strip().splitlines()
-  return f"{type(e).__name__}: {text[0] if text else ''}".strip(": ")
 
 
 def _module_name(path: str) -> str:
@@ -65,7 +60,7 @@ def _load_file(path: str):
   except BaseException as e:
     del sys.modules[name]
     raise CaseError(
-      f"case module {path!r} failed to import: {_first_line(e)}"
+      f"case module {path!r} failed to import: {first_line(e)}"
     ) from e
   return module
 
@@ -76,13 +71,13 @@ def _load_module(name: str):
   except ModuleNotFoundError as e:
     if e.name is None or not name.startswith(e.name):
       raise CaseError(
-        f"case module {name!r} failed to import: {_first_line(e)}"
+        f"case module {name!r} failed to import: {first_line(e)}"
       ) from e
     if os.getcwd() in sys.path:
       raise CaseError(f"case module {name!r} not found ({e})") from e
   except Exception as e:
     raise CaseError(
-      f"case module {name!r} failed to import: {_first_line(e)}"
+      f"case module {name!r} failed to import: {first_line(e)}"
     ) from e
   sys.path.append(os.getcwd())  # as `python -m` would have it
   try:
@@ -91,7 +86,7 @@ def _load_module(name: str):
     raise CaseError(f"case module {name!r} not found ({e})") from e
   except Exception as e:
     raise CaseError(
-      f"case module {name!r} failed to import: {_first_line(e)}"
+      f"case module {name!r} failed to import: {first_line(e)}"
     ) from e
 
 
@@ -116,7 +111,7 @@ def load_user_case(spec: str) -> Case:
     case = factory()
   except Exception as e:
     raise CaseError(
-      f"case factory {where}:{attr} raised {_first_line(e)}"
+      f"case factory {where}:{attr} raised {first_line(e)}"
     ) from e
   if not isinstance(case, Case):
     raise CaseError(

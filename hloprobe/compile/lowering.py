@@ -36,7 +36,7 @@ from jax.experimental import topologies
 from hloprobe.compile import compat, toolchain
 from hloprobe.compile.cases import Case
 from hloprobe.compile.targets import Target, drop_field, parse_unknown_field_log
-from hloprobe.errors import TargetError, ToolchainError
+from hloprobe.errors import TargetError, ToolchainError, first_line
 
 __all__ = [
   "CompiledCase",
@@ -164,8 +164,9 @@ def load_topology(name: str, config_text: str) -> LoadedTopology:
     field = parse_unknown_field_log(log[0])
     if field is None:
       said = _last_line(log[0]) or "nothing (TF_CPP_MIN_LOG_LEVEL >= 3?)"
+      why = first_line(error, with_type=False)
       raise TargetError(
-        f"target {name!r}: XLA rejected its config: {_first_line(error)}; "
+        f"target {name!r}: XLA rejected its config: {why}; "
         f"protobuf said: {said}"
       )
     config_text = drop_field(config_text, field)
@@ -173,11 +174,6 @@ def load_topology(name: str, config_text: str) -> LoadedTopology:
   raise TargetError(
     f"target {name!r}: gave up after dropping {len(dropped)} fields"
   )
-
-
-def _first_line(e: BaseException) -> str:
-  lines = str(e).strip().splitlines()
-  return lines[0] if lines else type(e).__name__
 
 
 def _last_line(text: str) -> str:
@@ -354,7 +350,7 @@ def _compile_error(
   target: Target, ptxas, error: BaseException, log: str
 ) -> Exception:
   """A one-line error; ptxas failures become ToolchainError naming it."""
-  text = _first_line(error).rstrip(".")
+  text = first_line(error, with_type=False).rstrip(".")
   if "ptxas" not in text and "ptxas" not in log:
     return error
   sm = f"sm_{(target.compute_capability or '?').replace('.', '')}"

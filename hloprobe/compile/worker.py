@@ -49,13 +49,14 @@ import tempfile
 import threading
 import time
 
-from hloprobe.errors import HloprobeError
+from hloprobe.errors import HloprobeError, InvalidArgumentError
 
 __all__ = [
   "WorkerError",
   "WorkerPool",
   "call_in_worker",
   "note_stage",
+  "check_environment_xla_flags",
   "serve",
   "worker_xla_flags",
 ]
@@ -390,6 +391,25 @@ def call_in_worker(
   """Runs `function(**kwargs)` in a worker of its own (see `WorkerPool.call`)."""
   with WorkerPool() as pool:
     return pool.call(function, kwargs, xla_flags, timeout_s)
+
+
+def check_environment_xla_flags() -> None:
+  """XLA_FLAGS of the environment, tried in a worker before JAX starts here.
+
+  XLA aborts the process on a flag it does not know or a value it cannot
+  read (see `worker`), which would end this one without a word.
+
+  Raises:
+    InvalidArgumentError: XLA rejected a flag (the message names it).
+  """
+  if not os.environ.get("XLA_FLAGS", "").strip():
+    return
+  try:
+    call_in_worker("check_xla_flags", {}, "")
+  except WorkerError as e:
+    if str(e).startswith("XLA rejected"):
+      raise InvalidArgumentError(f"XLA_FLAGS of the environment: {e}") from None
+    raise
 
 
 def _check_xla_flags() -> None:

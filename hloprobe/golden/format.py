@@ -189,16 +189,18 @@ def _dots_lines(summary: Mapping) -> list[str]:
 
 
 def config_files(
-  key: ConfigKey, result, versions: Mapping[str, str], date: str
+  key: ConfigKey, compilation, versions: Mapping[str, str], date: str
 ) -> dict[str, str]:
-  """The three golden files of one successful `ConfigResult`: path -> text.
+  """The three golden files of one successful config: path -> text.
 
-  The StableHLO file's path and header leave out `key.target`.
+  `compilation` is the config's `records.Compilation` (module texts, dot
+  site fates and pass attribution). The StableHLO file's path and header
+  leave out `key.target`.
   """
   out = {}
   for kind, body in (
-    ("stablehlo.mlir", canonical_stablehlo(result.stablehlo)),
-    ("hlo", canonical_hlo(result.optimized_hlo)),
+    ("stablehlo.mlir", canonical_stablehlo(compilation.stablehlo)),
+    ("hlo", canonical_hlo(compilation.optimized_hlo)),
   ):
     fields = " ".join(
       f"{k}={v}" for k, v in _header(key, kind, versions, date).items()
@@ -210,7 +212,7 @@ def config_files(
     key, "dots.json", versions, date
   )
   lines = ["{", f'  "golden": {json.dumps(header)},'] + _dots_lines(
-    dot_summary(result.fates, result.passes)
+    dot_summary(compilation.fates, compilation.passes)
   )
   out[key.path("dots.json")] = "\n".join(lines + ["}"]) + "\n"
   return out

@@ -46,7 +46,8 @@ from hloprobe.golden.diff import (
 )
 from hloprobe.golden.format import ConfigKey
 from hloprobe.ir.textfile import read_text_file
-from hloprobe.sweep import ConfigResult, SweepSpec, run_sweep
+from hloprobe.records import ConfigResult
+from hloprobe.sweep import SweepSpec, run_sweep
 
 __all__ = [
   "MANIFEST",
@@ -149,12 +150,14 @@ def snapshot(
   date = date or fmt.today()
   files, failed, made_by = {}, [], {}
   for r in results:
-    experiment = None if r.experiment == BASELINE.name else r.experiment
-    key = ConfigKey(r.target, r.case, r.n, r.precision, experiment)
+    c = r.config
+    experiment = None if c.experiment == BASELINE.name else c.experiment
+    key = ConfigKey(c.target.name, c.case, c.n, c.precision, experiment)
     if not r.ok:
-      failed.append(f"{key.words}: failed at {r.stage}: {r.error}")
+      f = r.failure
+      failed.append(f"{key.words}: failed at {f.stage}: {f.error}")
       continue
-    new = fmt.config_files(key, r, versions, date)
+    new = fmt.config_files(key, r.compilation, versions, date)
     clash = [p for p, t in new.items() if files.get(p, t) != t]
     if clash:
       failed.append(
@@ -162,7 +165,7 @@ def snapshot(
         f"{made_by[clash[0]]}'s, and goldens keep one per case and config"
       )
       continue
-    made_by.update(dict.fromkeys(new, r.target))
+    made_by.update(dict.fromkeys(new, c.target.name))
     files.update(new)
   return Snapshot(files, dict(versions), tuple(failed), date)
 

@@ -25,7 +25,7 @@ from jaxlib.mlir.dialects import chlo, mhlo, sdy, stablehlo
 
 from hloprobe.errors import HloParseError
 
-__all__ = ["cast_or_none", "parse_mlir_module"]
+__all__ = ["cast_or_none", "parse_mlir_attribute", "parse_mlir_module"]
 
 
 def cast_or_none(kind: type, value):
@@ -106,10 +106,30 @@ def parse_mlir_module(text: str) -> ir.Module:
     HloParseError: the text does not parse or does not verify; the message
       names the first error's line and column in `text`.
   """
-  context = _context()
+  return _parse(ir.Module.parse, text, "StableHLO")
+
+
+def parse_mlir_attribute(text: str) -> ir.Attribute:
+  """Parses one MLIR attribute as printed, e.g. a dot's `precision_config`.
+
+  Args:
+    text: the attribute's text, e.g.
+      "[#stablehlo<precision HIGH>, #stablehlo<precision HIGHEST>]".
+
+  Returns:
+    The attribute, in a fresh context it keeps alive.
+
+  Raises:
+    HloParseError: the text is not an attribute of the registered dialects.
+  """
+  return _parse(ir.Attribute.parse, text, f"MLIR attribute {text!r}")
+
+
+def _parse(parse, text: str, what: str):
+  """`parse(text, context)` in a fresh context; errors as HloParseError."""
   try:
-    return ir.Module.parse(text, context)
+    return parse(text, _context())
   except ir.MLIRError as e:
     raise HloParseError(
-      f"[hloprobe] StableHLO does not parse: {_first_diagnostic(e)}"
+      f"[hloprobe] {what} does not parse: {_first_diagnostic(e)}"
     ) from None

@@ -25,9 +25,18 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from hloprobe.errors import HloParseError
-from hloprobe.ir.mlir_context import cast_or_none, parse_mlir_module
+from hloprobe.ir.mlir_context import (
+  cast_or_none,
+  parse_mlir_attribute,
+  parse_mlir_module,
+)
 
-__all__ = ["StableHloDot", "TensorType", "parse_stablehlo_dots"]
+__all__ = [
+  "StableHloDot",
+  "TensorType",
+  "parse_precision_config",
+  "parse_stablehlo_dots",
+]
 
 # MLIR element types -> HLO spellings.
 _MLIR_TO_HLO_DTYPE = {
@@ -193,10 +202,40 @@ def _precision(op: ir.Operation) -> tuple[str, str]:
   """The two operand precisions; absent means DEFAULT for both."""
   if "precision_config" not in op.attributes:
     return ("DEFAULT", "DEFAULT")
-  values = [
-    stablehlo.PrecisionAttr(a).value for a in op.attributes["precision_config"]
-  ]
+  return _precision_values(op.attributes["precision_config"])
+
+
+def _precision_values(config: ir.Attribute) -> tuple[str, str]:
+  """A `precision_config` array's two values; other lengths are DEFAULT."""
+  values = [stablehlo.PrecisionAttr(a).value for a in ir.ArrayAttr(config)]
   return (values[0], values[1]) if len(values) == 2 else ("DEFAULT", "DEFAULT")
+
+
+def parse_precision_config(text: str | None) -> tuple[str, str]:
+  """A dot_general's `precision_config` from its printed attribute.
+
+  For tools that show an op's attributes as text (Model Explorer's MLIR
+  adapter). Read with the same accessor as `parse_stablehlo_dots`.
+
+  Args:
+    text: e.g. "[#stablehlo<precision HIGH>, #stablehlo<precision
+      HIGHEST>]"; None or "" when the op has none.
+
+  Returns:
+    The two operand precisions, e.g. ("HIGH", "HIGHEST"); ("DEFAULT",
+    "DEFAULT") when absent, as for `StableHloDot.precision`.
+
+  Raises:
+    HloParseError: the text is not an array of stablehlo precisions.
+  """
+  if not text:
+    return ("DEFAULT", "DEFAULT")
+  try:
+    return _precision_values(parse_mlir_attribute(text))
+  except ValueError as e:  # not an array, or not precision attributes
+    raise HloParseError(
+      f"[hloprobe] {text!r} is no precision_config: {e}"
+    ) from None
 
 
 def _union(ancestries: Iterable[frozenset[int]]) -> frozenset[int]:

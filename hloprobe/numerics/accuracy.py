@@ -13,6 +13,7 @@ Units have one definition each, here:
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import ml_dtypes
 import numpy as np
@@ -22,9 +23,11 @@ __all__ = [
   "dtype_name",
   "element0",
   "error_stats",
+  "noise_multiple",
   "noise_words",
   "output_ulp",
   "ulp_distance",
+  "within_noise",
 ]
 
 _INT_BY_SIZE = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
@@ -271,6 +274,35 @@ def noise_floor(
   )
 
 
+def within_noise(stats: ErrorStats, noise: NoiseFloor) -> bool:
+  """The noise-floor rule: row 0's error counts as f32 noise.
+
+  True when stats.row0_abs <= NOISE_FACTOR x noise.row0_abs (both in the
+  output's units). The one statement of the rule: verdicts, predictions'
+  severity and `verify`'s "accurate" all use it.
+  """
+  return stats.row0_abs <= NOISE_FACTOR * noise.row0_abs
+
+
+def noise_multiple(stats: ErrorStats, noise: NoiseFloor) -> float:
+  """How many allowed noise floors row 0's error is (dimensionless).
+
+  stats.row0_abs / (NOISE_FACTOR x noise.row0_abs), above 1 exactly when
+  not `within_noise` (also where the division rounds to 1); 0 for an exact
+  row 0 (also over a zero floor), inf for an inexact row 0 over a zero
+  floor. Ranks output leaves by severity.
+  """
+  if stats.row0_abs == 0:
+    return 0.0
+  floor = NOISE_FACTOR * noise.row0_abs
+  if floor == 0:
+    return math.inf
+  ratio = stats.row0_abs / floor
+  if within_noise(stats, noise):
+    return ratio
+  return max(ratio, math.nextafter(1.0, math.inf))
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class SiteBand:
   """The analytic error band of one dot site's own output.
@@ -366,7 +398,7 @@ def verdict(
   judged = observed if observed is not None else predicted
   if judged.row0_abs == 0 and judged.max_abs == 0:
     return "exact"
-  if judged.row0_abs <= NOISE_FACTOR * noise.row0_abs:
+  if within_noise(judged, noise):
     return f"within {noise_words(output_dtype)}"
   chosen = describe_algorithms(site_algorithms)
   if (

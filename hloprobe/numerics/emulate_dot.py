@@ -25,6 +25,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from hloprobe.errors import EmulationError, InvalidArgumentError
+from hloprobe.ir import precisions
 from hloprobe.numerics import rounding
 
 __all__ = [
@@ -49,11 +50,15 @@ _PAIRWISE_CHUNK_ELEMENTS = 1 << 24
 # (xla/backends/gpu/codegen/triton/transforms/stablehlo_lower_to_triton.cc:
 # `EmitBF16x3Matmul`, `EmitBF16x6Matmul`, `EmitBF16x9Matmul`; TF32_X3 is
 # Triton's `TF32x3` rewrite, lib/Dialect/TritonGPU/Transforms/F32DotTC.cpp).
-# Before the last product (high x high) the sum so far is zeroed where it
-# is not finite (`ZeroNaNs`), so that inf x 0 between a part and an
-# infinite operand cannot poison the result. Each product here is its own
-# contraction, summed in that order; the kernel adds them into one
-# accumulator per K tile, which differs at the f32 rounding level only.
+# A split with p passes (`precisions.ALGORITHMS[...].passes`, the one
+# statement of the counts) adds the last p products of `_PRODUCT_ORDER`:
+# X9 all nine, X6 the six with parts summing to at most 2, X3 (BF16 and
+# TF32) the three with at most 1, each smallest first. Before the last
+# product (high x high) the sum so far is zeroed where it is not finite
+# (`ZeroNaNs`), so that inf x 0 between a part and an infinite operand
+# cannot poison the result. Each product here is its own contraction,
+# summed in that order; the kernel adds them into one accumulator per K
+# tile, which differs at the f32 rounding level only.
 #
 # Checked on jaxlib 0.10.2 by compiling 256x512x256 f32 dots for an A100
 # without a GPU (Triton IR and PTX of the `__triton_nested_gemm_fusion`):
@@ -63,23 +68,28 @@ _PAIRWISE_CHUNK_ELEMENTS = 1 << 24
 # as a dot with no algorithm and DEFAULT precision, and runs ONE TF32 pass
 # (mma...tf32, cvt.rna.tf32.f32; also at 64^3, 1024^3 and 8x4096x8): such a
 # site's effective algorithm on that path is TF32_TF32_F32, not X9.
+_PRODUCT_ORDER = (
+  (2, 2),
+  (1, 2),
+  (2, 1),
+  (1, 1),
+  (2, 0),
+  (0, 2),
+  (1, 0),
+  (0, 1),
+  (0, 0),
+)
 _SPLITS = {
-  "BF16_BF16_F32_X3": ((1, 0), (0, 1), (0, 0)),
-  "BF16_BF16_F32_X6": ((1, 1), (2, 0), (0, 2), (1, 0), (0, 1), (0, 0)),
-  "BF16_BF16_F32_X9": (
-    (2, 2),
-    (1, 2),
-    (2, 1),
-    (1, 1),
-    (2, 0),
-    (0, 2),
-    (1, 0),
-    (0, 1),
-    (0, 0),
-  ),
-  "TF32_TF32_F32_X3": ((1, 0), (0, 1), (0, 0)),
+  a.name: _PRODUCT_ORDER[-a.passes :]
+  for a in precisions.ALGORITHMS.values()
+  if a.passes > 1
 }
-_SINGLE_PASS = ("F32_F32_F32", "TF32_TF32_F32", "BF16_BF16_F32", "F16_F16_F32")
+# One pass, operands rounded to their storage type, f32 sums.
+_SINGLE_PASS = tuple(
+  a.name
+  for a in precisions.ALGORITHMS.values()
+  if a.passes == 1 and a.accumulation == "f32"
+)
 # Kernels without tensor cores that multiply or add in 16 bits (PTX
 # `mul.rn.bf16`, `fma.rn.bf16`, `add.rn.f16`, ...; see `ptx.for_operands`):
 # name -> (16-bit type, products rounded to it, sums rounded to it). The
@@ -172,16 +182,16 @@ def emulated_dot_general(
 def _operand_rounding(algorithm: str, tf32_rounding: str) -> Callable:
   """The operand conversion of a single-pass algorithm; f32 out."""
   return {
-    "F32_F32_F32": lambda x: x.astype(jnp.float32),
-    "TF32_TF32_F32": lambda x: rounding.round_to_tf32(x, tf32_rounding),
-    "BF16_BF16_F32": rounding.round_to_bf16,
-    "F16_F16_F32": rounding.round_to_f16,
-  }[algorithm]
+    "f32": lambda x: x.astype(jnp.float32),
+    "tf32": lambda x: rounding.round_to_tf32(x, tf32_rounding),
+    "bf16": rounding.round_to_bf16,
+    "f16": rounding.round_to_f16,
+  }[precisions.ALGORITHMS[algorithm].lhs]
 
 
 def _split_dot(lhs, rhs, dn, algorithm, contract, tf32_rounding):
   """Sum of the partial products `_SPLITS[algorithm]`, f32."""
-  if algorithm.startswith("TF32"):
+  if precisions.ALGORITHMS[algorithm].lhs == "tf32":
     lhs_parts = rounding.split_tf32(lhs, tf32_rounding)
     rhs_parts = rounding.split_tf32(rhs, tf32_rounding)
   else:

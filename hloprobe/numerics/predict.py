@@ -104,14 +104,6 @@ class Prediction:
 _FIXED_ORDERS = tuple(o for o in emulate.SUMMATION_ORDERS if o != "xla")
 
 
-def _severity(judged: accuracy.ErrorStats, noise: accuracy.NoiseFloor) -> float:
-  """How far a leaf's row 0 sits beyond its noise floor (0/0 is 0)."""
-  if judged.row0_abs == 0:
-    return 0.0
-  floor = accuracy.NOISE_FACTOR * noise.row0_abs
-  return judged.row0_abs / floor if floor > 0 else float("inf")
-
-
 class Predictor:
   """Predicts configs of one case; caches emulations between them.
 
@@ -270,7 +262,8 @@ class Predictor:
       for i in range(len(stats))
     ]
     leaf = max(
-      range(len(stats)), key=lambda i: (_severity(judged[i], noise[i]), -i)
+      range(len(stats)),
+      key=lambda i: (accuracy.noise_multiple(judged[i], noise[i]), -i),
     )
     # Site notes go on the headline leaf's verdict only: which sites feed
     # which leaf is not known here, so another leaf's verdict stays its own.
@@ -279,12 +272,12 @@ class Predictor:
       fates,
       chosen,
       self._refs.dtypes[leaf],
-      stats[leaf].row0_abs <= accuracy.NOISE_FACTOR * noise[leaf].row0_abs,
+      accuracy.within_noise(stats[leaf], noise[leaf]),
     )
     verdicts = tuple(verdicts)
     with stage("attribution"):
       shares = ()
-      if _severity(judged[leaf], noise[leaf]) > 1:
+      if not accuracy.within_noise(judged[leaf], noise[leaf]):
         shares = self._shares(n, chosen, leaf)
       bands = self._bands(n, fates, chosen)
       best = self._best_candidate(

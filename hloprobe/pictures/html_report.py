@@ -80,11 +80,11 @@ def _swept(results: Sequence) -> str:
   """One line: what the sweep covered."""
   parts = []
   for name, values in (
-    ("case", [r.case for r in results]),
-    ("targets", [r.target for r in results]),
-    ("batch sizes", [str(r.n) for r in results]),
-    ("precisions", [r.precision for r in results]),
-    ("experiments", [r.experiment for r in results]),
+    ("case", [r.config.case for r in results]),
+    ("targets", [r.config.target.name for r in results]),
+    ("batch sizes", [str(r.config.n) for r in results]),
+    ("precisions", [r.config.precision for r in results]),
+    ("experiments", [r.config.experiment for r in results]),
   ):
     parts.append(f"{name}: {', '.join(dict.fromkeys(values))}")
   return "; ".join(parts)
@@ -110,8 +110,8 @@ def render_html(
   """The report page, as text.
 
   Args:
-    results: a sweep's `sweep.ConfigResult`s (at least one).
-    explanations: `explain.explain(results, ...)`'s records.
+    results: a sweep's `records.ConfigResult`s (at least one).
+    explanations: `explain.explain(results)`'s records.
     versions: {"jax": ..., "jaxlib": ...}, shown in the header.
     png: the row-0 error plot (`plot.row0_png`), embedded; or None.
     why_no_png: shown instead of the plot when `png` is None (e.g.
@@ -123,7 +123,8 @@ def render_html(
   """
   headers, rows = _story_first(*report.cells(list(results)))
   site_headers, site_rows = report.cells(list(results), sites=True)
-  title = f"hloprobe: {', '.join(dict.fromkeys(r.case for r in results))}"
+  cases = dict.fromkeys(r.config.case for r in results)
+  title = f"hloprobe: {', '.join(cases)}"
   version_words = ", ".join(f"{k} {v}" for k, v in versions.items())
   return "\n".join(
     [

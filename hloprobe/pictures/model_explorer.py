@@ -39,9 +39,11 @@ import dataclasses
 import json
 import os
 import re
-from collections.abc import Sequence
+import sys
+from collections.abc import Collection, Mapping, Sequence
 
 from hloprobe.errors import HloprobeError, InvalidArgumentError
+from hloprobe.ir.stablehlo import parse_precision_config
 from hloprobe.numerics import accuracy as numerics
 from hloprobe.report import render as report
 
@@ -53,6 +55,7 @@ __all__ = [
   "load_index",
   "map_sites",
   "serve",
+  "view",
   "write_overlay",
 ]
 
@@ -129,10 +132,8 @@ def _matches(site, node: dict) -> bool:
   ]
   attrs = {a.get("key"): str(a.get("value")) for a in node.get("attrs", [])}
   dims = [tuple(int(d) for d in re.findall(r"(\d+)x", s)) for s in shapes]
-  precision = attrs.get("precision_config", "")
-  return dims == [site.result.dims] and all(
-    p in precision for p in site.precision
-  )
+  precision = parse_precision_config(attrs.get("precision_config"))
+  return dims == [site.result.dims] and precision == tuple(site.precision)
 
 
 def map_sites(fates, nodes: dict[str, list[dict]]) -> dict[int, NodeRef]:
@@ -162,11 +163,11 @@ def map_sites(fates, nodes: dict[str, list[dict]]) -> dict[int, NodeRef]:
 
 def _site_values(r) -> dict[str, dict[int, object]]:
   """Per overlay name, site index -> its value (number or words)."""
-  p = r.prediction
+  p, comp = r.prediction, r.compilation
   shares = {s.site: s.alone_abs for s in (p.shares if p else ())}
-  by = r.passes or {}
+  by = comp.passes or {}
   out: dict[str, dict[int, object]] = {name: {} for name in _OVERLAYS}
-  for f in r.fates:
+  for f in comp.fates:
     i = f.site.index
     if p is not None:  # 3 significant digits: what the side panel shows
       out["error"][i] = float(f"{shares.get(i, p.noise.row0_abs):.3g}")
@@ -174,7 +175,7 @@ def _site_values(r) -> dict[str, dict[int, object]]:
       f" split-K {f.split_k}" if f.split_k else ""
     )
     out["algorithm"][i] = f.effective_algorithm or "unknown"
-    if r.passes is None:
+    if comp.passes is None:
       out["pass"][i] = "unknown (run with --explain_passes)"
     else:
       out["pass"][i] = (
@@ -184,7 +185,8 @@ def _site_values(r) -> dict[str, dict[int, object]]:
 
 
 def _overlay_title(r, name: str) -> str:
-  observed = r.stats.row0_abs if r.stats and name == "error" else None
+  s = r.execution and r.execution.stats
+  observed = s.row0_abs if s and name == "error" else None
   seen = "" if observed is None else f"; observed, whole config: {observed:.2e}"
   return _TITLES[name] + seen
 
@@ -249,16 +251,18 @@ def _node_data(r, name: str, values: dict[int, object], refs) -> object:
 
 
 def _stem(r) -> str:
-  suffix = "" if r.experiment == "baseline" else f"-{r.experiment}"
-  return f"{r.target}-{r.case}-n{r.n}-{r.precision}{suffix}"
+  c = r.config
+  suffix = "" if c.experiment == "baseline" else f"-{c.experiment}"
+  return f"{c.target.name}-{c.case}-n{c.n}-{c.precision}{suffix}"
 
 
 def _write_config(r, out_dir: str) -> dict:
   """One config's .mlir and overlays; its index entry."""
   stem = _stem(r)
   mlir = os.path.join(out_dir, f"{stem}.mlir")
-  report.atomic_write(mlir, r.stablehlo)
-  refs = map_sites(r.fates, adapter_dot_nodes(mlir))
+  fates = r.compilation.fates
+  report.atomic_write(mlir, r.compilation.stablehlo)
+  refs = map_sites(fates, adapter_dot_nodes(mlir))
   files = {}
   for name, values in _site_values(r).items():
     path = os.path.join(out_dir, f"{stem}.{name}.json")
@@ -266,15 +270,15 @@ def _write_config(r, out_dir: str) -> dict:
     report.atomic_write(path, data.to_json_string(indent=2) + "\n")
     files[name] = os.path.basename(path)
   return {
-    "case": r.case,
-    "target": r.target,
-    "n": r.n,
-    "precision": r.precision,
-    "experiment": r.experiment,
+    "case": r.config.case,
+    "target": r.config.target.name,
+    "n": r.config.n,
+    "precision": r.config.precision,
+    "experiment": r.config.experiment,
     "model": os.path.basename(mlir),
     "node_data": files,
     "sites": {str(i): dataclasses.asdict(ref) for i, ref in refs.items()},
-    "unmapped": [f.site.index for f in r.fates if f.site.index not in refs],
+    "unmapped": [f.site.index for f in fates if f.site.index not in refs],
   }
 
 
@@ -282,8 +286,8 @@ def write_overlay(results: Sequence, out_dir: str) -> list[str]:
   """Writes every config's .mlir, node-data files and the index.
 
   Args:
-    results: a sweep's `sweep.ConfigResult`s; those without StableHLO
-      (failed before lowering) are skipped.
+    results: a sweep's `records.ConfigResult`s; those without StableHLO
+      (no `Compilation`: failed before lowering) are skipped.
     out_dir: the folder (created if missing).
 
   Returns:
@@ -294,7 +298,11 @@ def write_overlay(results: Sequence, out_dir: str) -> list[str]:
     OSError: a file cannot be written (each file is written whole or not).
   """
   _import_explorer()
-  entries = [_write_config(r, out_dir) for r in results if r.stablehlo]
+  entries = [
+    _write_config(r, out_dir)
+    for r in results
+    if r.compilation and r.compilation.stablehlo
+  ]
   index = os.path.join(out_dir, INDEX_NAME)
   report.atomic_write(index, json.dumps({"configs": entries}, indent=2) + "\n")
   written = [
@@ -361,3 +369,37 @@ def serve(
     port=port,
     no_open_in_browser=not open_browser,
   )
+
+
+def view(
+  out_dir: str,
+  wanted: Mapping[str, Collection],
+  port: int,
+  open_browser: bool,
+) -> None:
+  """`hloprobe view DIR`: `serve` on the configs of the folder whose every
+  `wanted` key ("case", "target", "n", "precision") is among its values;
+  the first MAX_MODELS of them, with a line on stderr when there are more.
+
+  Raises:
+    InvalidArgumentError: no readable index, or no config matches.
+    HloprobeError: Model Explorer is missing.
+  """
+  entries = load_index(out_dir)
+  picked = [
+    e
+    for e in entries
+    if all(e[key] in values for key, values in wanted.items())
+  ]
+  if not picked:
+    raise InvalidArgumentError(
+      f"no config in {out_dir} matches the flags given"
+    )
+  if len(picked) > MAX_MODELS:
+    print(
+      f"hloprobe: showing the first {MAX_MODELS} of "
+      f"{len(picked)} configs (Model Explorer's limit); pick others with "
+      "--targets, --batch_sizes, --precisions, --case",
+      file=sys.stderr,
+    )
+  serve(out_dir, picked[:MAX_MODELS], port, open_browser)

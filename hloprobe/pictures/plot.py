@@ -70,12 +70,20 @@ def panel_keys(results: Sequence) -> tuple[list, list]:
   Keys are tuples; a panel holds the results whose (case, target,
   experiment) equals its row key + column key.
   """
-  experiments = list(dict.fromkeys(r.experiment for r in results))
+  configs = [r.config for r in results]
+  experiments = list(dict.fromkeys(c.experiment for c in configs))
   if len(experiments) > 1:
-    rows = list(dict.fromkeys((r.case, r.target) for r in results))
+    rows = list(dict.fromkeys((c.case, c.target.name) for c in configs))
     return rows, [(e,) for e in experiments]
-  rows = list(dict.fromkeys((r.case,) for r in results))
-  return rows, list(dict.fromkeys((r.target, r.experiment) for r in results))
+  rows = list(dict.fromkeys((c.case,) for c in configs))
+  return rows, list(
+    dict.fromkeys((c.target.name, c.experiment) for c in configs)
+  )
+
+
+def _panel_key(r) -> tuple[str, str, str]:
+  """A result's (case, target, experiment), as `panel_keys` joins them."""
+  return r.config.case, r.config.target.name, r.config.experiment
 
 
 def _fate_changes(explanation) -> list[tuple[int, int, str]]:
@@ -112,11 +120,12 @@ def _site_words(sites) -> str:
 
 def _series(configs, precision: str):
   """(ns, observed, predicted, noise) of one precision, in sweep order."""
-  rows = [r for r in configs if r.precision == precision]
+  rows = [r for r in configs if r.config.precision == precision]
   pred = [r.prediction for r in rows]
+  seen = [r.execution and r.execution.stats for r in rows]
   return (
-    [r.n for r in rows],
-    [r.stats.row0_abs if r.stats else None for r in rows],
+    [r.config.n for r in rows],
+    [s.row0_abs if s else None for s in seen],
     [p.stats.row0_abs if p else None for p in pred],
     [p.noise.row0_abs if p else None for p in pred],
   )
@@ -181,7 +190,7 @@ def _draw_panel(ax, configs, explanation, colours) -> None:
 
 def _limits(ax, configs, values: list[float]) -> float:
   """Sets the axes' scales and limits; returns the error axis' bottom."""
-  ns = sorted({r.n for r in configs})
+  ns = sorted({r.config.n for r in configs})
   ax.set_yscale("log")
   if ns[-1] / ns[0] > 32:
     ax.set_xscale("log", base=2)
@@ -208,11 +217,11 @@ def _draw_noise(ax, noise: dict[int, float], bottom: float) -> None:
 
 
 def _title(configs, explanation) -> str:
-  first = configs[0]
+  first = configs[0].config
   runs = explanation is not None and not explanation.compile_only
   mode = "compiled and run" if runs else "compile only: predicted"
   exp = "" if first.experiment == "baseline" else f", {first.experiment}"
-  return f"{first.case} on {first.target}{exp} ({mode})"
+  return f"{first.case} on {first.target.name}{exp} ({mode})"
 
 
 def _legend(fig, colours) -> None:
@@ -249,7 +258,7 @@ def row0_figure(results: Sequence, explanations: Sequence = ()):
   """The figure (a `matplotlib.figure.Figure`, not shown).
 
   Args:
-    results: a sweep's `sweep.ConfigResult`s.
+    results: a sweep's `records.ConfigResult`s.
     explanations: `explain.explain(results, ...)`'s records, for the
       fate-change marks and whether a target ran; without them no marks
       are drawn and every target counts as compile-only.
@@ -276,14 +285,14 @@ def row0_figure(results: Sequence, explanations: Sequence = ()):
   )
   colours = {
     p: _COLOURS[i % len(_COLOURS)]
-    for i, p in enumerate(dict.fromkeys(r.precision for r in results))
+    for i, p in enumerate(dict.fromkeys(r.config.precision for r in results))
   }
   by_key = {(e.case, e.target, e.experiment): e for e in explanations}
   for i, row in enumerate(rows):
     for j, col in enumerate(cols):
       ax = axes[i][j]
       key = row + col  # (case, target, experiment), see panel_keys
-      configs = [r for r in results if (r.case, r.target, r.experiment) == key]
+      configs = [r for r in results if _panel_key(r) == key]
       if not configs:
         ax.set_axis_off()
         continue

@@ -21,11 +21,11 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from hloprobe.compile.cases import ReportedError, get_case
-from hloprobe.compile.targets import Target
 from hloprobe.errors import CaseError
+from hloprobe.records import ConfigResult
 from hloprobe.sites import effective
 from hloprobe.sites.dot_sites import Fate, SiteFate
-from hloprobe.sweep import ConfigResult, SweepSpec, run_sweep
+from hloprobe.sweep import SweepSpec, run_sweep
 
 __all__ = [
   "AlgorithmUse",
@@ -213,9 +213,10 @@ def _fate_words(f: SiteFate) -> str:
 
 
 def _pass_words(r: ConfigResult, site: int) -> str:
-  if r.passes is None:
+  found = r.compilation.passes
+  if found is None:
     return "pass n/a"
-  p = r.passes.get(site)
+  p = found.get(site)
   return f"{p.pass_name}, {p.pipeline}" if p else "no pass rewrote it"
 
 
@@ -227,10 +228,10 @@ def _runs(items: Iterable, key: Callable) -> list[list]:
 def _spans(configs: list[ConfigResult]) -> tuple[FateSpan, ...]:
   def groups(r):
     if not r.ok:
-      return (((), f"failed ({r.stage})", r.error or ""),)
+      return (((), f"failed ({r.failure.stage})", r.failure.error or ""),)
     rows = [
       (f.site.index, _fate_words(f), _pass_words(r, f.site.index))
-      for f in r.fates
+      for f in r.compilation.fates
     ]
     return tuple(
       (tuple(i for i, _, _ in run), run[0][1], run[0][2])
@@ -238,7 +239,7 @@ def _spans(configs: list[ConfigResult]) -> tuple[FateSpan, ...]:
     )
 
   return tuple(
-    FateSpan(tuple(r.n for r in run), groups(run[0]))
+    FateSpan(tuple(r.config.n for r in run), groups(run[0]))
     for run in _runs(configs, groups)
   )
 
@@ -256,12 +257,12 @@ def _evidence(f: SiteFate) -> str:
 def _algorithms(precision: str, configs) -> list[AlgorithmUse]:
   found: dict[tuple, tuple[set, list]] = {}
   for r in configs:
-    for f in r.fates:
+    for f in r.compilation.fates:
       key = (_fate_words(f), f.effective_algorithm, _evidence(f))
       sites, ns = found.setdefault(key, (set(), []))
       sites.add(f.site.index)
-      if r.n not in ns:
-        ns.append(r.n)
+      if r.config.n not in ns:
+        ns.append(r.config.n)
   return [
     AlgorithmUse(fate, precision, algo, ev, tuple(sorted(s)), tuple(ns))
     for (fate, algo, ev), (s, ns) in found.items()
@@ -271,9 +272,9 @@ def _algorithms(precision: str, configs) -> list[AlgorithmUse]:
 def _changes(precision: str, configs) -> list[FateTransition]:
   by_site: dict[int, list] = {}
   for r in configs:
-    for f in r.fates:
+    for f in r.compilation.fates:
       by_site.setdefault(f.site.index, []).append(
-        (r.n, _fate_words(f), f.effective_algorithm)
+        (r.config.n, _fate_words(f), f.effective_algorithm)
       )
   by_steps: dict[tuple, list[int]] = {}
   for site, seq in by_site.items():
@@ -292,16 +293,16 @@ def _changes(precision: str, configs) -> list[FateTransition]:
 
 
 def _row0(precision: str, configs) -> list[RowZero]:
-  ran = [r for r in configs if r.stats is not None]
-  key = lambda r: (r.stats.row0, r.ulp_vs_n1)
+  ran = [r for r in configs if r.execution and r.execution.stats is not None]
+  key = lambda r: (r.execution.stats.row0, r.execution.ulp_vs_n1)
   return [
     RowZero(
       precision,
-      tuple(r.n for r in run),
-      run[0].stats.row0,
-      run[0].stats.row0_abs,
-      run[0].ulp_vs_n1,
-      run[0].output_dtype,
+      tuple(r.config.n for r in run),
+      run[0].execution.stats.row0,
+      run[0].execution.stats.row0_abs,
+      run[0].execution.ulp_vs_n1,
+      run[0].execution.output_dtype,
     )
     for run in _runs(ran, key)
   ]
@@ -318,7 +319,7 @@ def _predicted(precision: str, configs) -> list[PredictedRowZero]:
   return [
     PredictedRowZero(
       precision,
-      tuple(r.n for r in run),
+      tuple(r.config.n for r in run),
       max(r.prediction.stats.row0_abs for r in run),
       max(r.prediction.noise.row0_abs for r in run),
       run[0].prediction.verdict,
@@ -351,20 +352,20 @@ def _alternatives(precision, configs, cc) -> list[Alternative]:
   """Triton gemm sites whose algorithm as a cuBLAS/cuBLASLt call differs."""
   found: dict[tuple, tuple[set, dict]] = {}
   for r in configs:
-    for f in r.fates:
+    for f in r.compilation.fates:
       rule = _library_rules(f, cc) if f.fate == Fate.TRITON_GEMM else None
       if rule is not None:
         key = (f.precision_config, f.effective_algorithm) + rule
         sites, ns = found.setdefault(key, (set(), {}))
         sites.add(f.site.index)
-        ns[r.n] = None
+        ns[r.config.n] = None
   out = []
   for (pc, triton, libs, algo, rule), (sites, ns) in found.items():
     others = {
       f.effective_algorithm
       for r in configs
-      if r.n not in ns
-      for f in r.fates
+      if r.config.n not in ns
+      for f in r.compilation.fates
       if f.site.index in sites
     }
     out.append(
@@ -384,7 +385,7 @@ def _alternatives(precision, configs, cc) -> list[Alternative]:
 
 
 def _precision_label(precision: str, configs) -> str:
-  fates = [f for r in configs for f in r.fates]
+  fates = [f for r in configs for f in r.compilation.fates]
   if not fates:
     return precision
   configs_seen = dict.fromkeys(
@@ -396,42 +397,39 @@ def _precision_label(precision: str, configs) -> str:
 
 
 def _notes(configs: list[ConfigResult]) -> list[str]:
+  where = lambda r: f"n = {r.config.n}, {r.config.precision}"
   notes = [
-    f"n = {r.n}, {r.precision}: {r.stage} failed: {r.error}"
+    f"{where(r)}: {r.failure.stage} failed: {r.failure.error}"
     for r in configs
     if not r.ok
   ]
   notes += [
-    f"n = {r.n}, {r.precision}: passes not named: {r.passes_error}"
+    f"{where(r)}: passes not named: {r.compilation.passes_error}"
     for r in configs
-    if r.passes_error
+    if r.compilation and r.compilation.passes_error
   ]
   return notes
 
 
-def _explain_one(
-  configs: list[ConfigResult], target: Target | None
-) -> TargetExplanation:
-  first = configs[0]
-  if target is None:
-    raise ValueError(
-      f"no Target record for target {first.target!r}; "
-      "pass every swept target to explain()"
-    )
+def _explain_one(configs: list[ConfigResult]) -> TargetExplanation:
+  first = configs[0].config
+  target = first.target
   by_precision = {
-    p: [r for r in configs if r.precision == p]
-    for p in dict.fromkeys(r.precision for r in configs)
+    p: [r for r in configs if r.config.precision == p]
+    for p in dict.fromkeys(r.config.precision for r in configs)
   }
   cc = target.compute_capability
   ok = {p: [r for r in rs if r.ok] for p, rs in by_precision.items()}
   gather = lambda fn, *args: tuple(
     x for p, rs in ok.items() for x in fn(p, rs, *args)
   )
-  selections = {f.selection for r in configs for f in r.fates}
+  selections = {
+    f.selection for r in configs if r.ok for f in r.compilation.fates
+  }
   reported = _reported(first.case)
   return TargetExplanation(
     case=first.case,
-    target=first.target,
+    target=target.name,
     experiment=first.experiment,
     compile_only=target.compile_only,
     precisions={p: _precision_label(p, rs) for p, rs in ok.items()},
@@ -457,29 +455,24 @@ def _reported(case: str) -> ReportedError | None:
     return None
 
 
-def explain(
-  results: Sequence[ConfigResult], targets: Sequence[Target]
-) -> list[TargetExplanation]:
+def explain(results: Sequence[ConfigResult]) -> list[TargetExplanation]:
   """Explains a sweep, one record per (experiment, case, target).
 
   Args:
     results: a sweep's results (`sweep.run_sweep`), best run with
-      `explain_passes=True` (otherwise passes read "pass n/a").
-    targets: the `Target` records swept (compute capability, compile-only).
+      `explain_passes=True` (otherwise passes read "pass n/a"); each
+      config's `Target` record gives the compute capability and whether
+      the target is compile-only.
 
   Returns:
     The explanations in the order the results first name them; the configs
     of each in sweep order.
-
-  Raises:
-    ValueError: a result names a target missing from `targets`.
   """
-  by_name = {t.name: t for t in targets}
-  key = lambda r: (r.experiment, r.case, r.target)
+  key = lambda c: (c.experiment, c.case, c.target.name)
   groups: dict[tuple, list[ConfigResult]] = {}
   for r in results:
-    groups.setdefault(key(r), []).append(r)
-  return [_explain_one(rs, by_name.get(rs[0].target)) for rs in groups.values()]
+    groups.setdefault(key(r.config), []).append(r)
+  return [_explain_one(rs) for rs in groups.values()]
 
 
 def explain_sweep(spec: SweepSpec) -> list[TargetExplanation]:
@@ -490,4 +483,4 @@ def explain_sweep(spec: SweepSpec) -> list[TargetExplanation]:
     InvalidArgumentError: an unknown case, target or precision in `spec`.
   """
   spec = dataclasses.replace(spec, explain_passes=True)
-  return explain(run_sweep(spec), list(spec.targets))
+  return explain(run_sweep(spec))

@@ -109,8 +109,8 @@ from tabulate import tabulate
 
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.ir.textfile import umask_mode
+from hloprobe.records import ConfigResult
 from hloprobe.sites.dot_sites import Fate, fate_summary, site_record
-from hloprobe.sweep import ConfigResult
 
 __all__ = [
   "DEFAULT_COLUMNS",
@@ -214,24 +214,34 @@ def _num(value, fmt: str) -> str:
 
 
 def _row(r: ConfigResult) -> list[str]:
-  s = r.stats
+  c, comp, run = r.config, r.compilation, r.execution
+  s = run and run.stats
+  fates = comp.fates if comp else ()
   return [
-    r.experiment,
-    r.case,
-    r.target,
-    str(r.n),
-    r.precision,
+    c.experiment,
+    c.case,
+    c.target.name,
+    str(c.n),
+    c.precision,
     _row0_cell(s),
     _num(s and s.row0_abs, ".2e"),
     _num(s and s.max_rel, ".2e"),
-    _num(r.ulp_vs_n1, "d"),
+    _num(run and run.ulp_vs_n1, "d"),
     *_prediction_cells(r.prediction),
-    fate_summary(list(r.fates)) if r.fates else "n/a",
-    _algorithm_summary(r.fates),
-    _num(r.compile_s, ".2f"),
-    _num(r.run_s, ".3f"),
-    "ok" if r.ok else f"FAILED ({r.stage}): {r.error}",
+    fate_summary(list(fates)) if fates else "n/a",
+    _algorithm_summary(fates),
+    _num(comp and comp.compile_s, ".2f"),
+    _num(run and run.run_s, ".3f"),
+    _status_cell(r, error=True),
   ]
+
+
+def _status_cell(r: ConfigResult, error: bool) -> str:
+  """The status cell: ok, or FAILED (stage) and, with `error`, the error."""
+  if r.ok:
+    return "ok"
+  f = r.failure
+  return f"FAILED ({f.stage}): {f.error}" if error else f"FAILED ({f.stage})"
 
 
 def _prediction_cells(p) -> list[str]:
@@ -317,42 +327,47 @@ def _stats_json(s) -> dict:
   }
 
 
+def _numerics_json(run) -> dict | None:
+  """An `Execution`'s results.json "numerics", or None without stats."""
+  s = run and run.stats
+  if s is None:
+    return None
+  return {
+    **_stats_json(s),
+    "row0_ulp_vs_n1": run.ulp_vs_n1,
+    "leaves": [_stats_json(x) for x in run.leaf_stats],
+  }
+
+
 def config_json(r: ConfigResult) -> dict:
   """One config as a results.json entry (schema above)."""
-  s = r.stats
-  numerics = (
-    None
-    if s is None
-    else {
-      **_stats_json(s),
-      "row0_ulp_vs_n1": r.ulp_vs_n1,
-      "leaves": [_stats_json(x) for x in r.leaf_stats],
-    }
-  )
+  c, comp, run, f = r.config, r.compilation, r.execution, r.failure
+  fates = comp.fates if comp else ()
+  passes = comp.passes if comp else None
   return {
-    "experiment": r.experiment,
-    "case": r.case,
-    "target": r.target,
-    "n": r.n,
-    "precision": r.precision,
+    "experiment": c.experiment,
+    "case": c.case,
+    "target": c.target.name,
+    "n": c.n,
+    "precision": c.precision,
     "status": "ok" if r.ok else "failed",
-    "error": r.error,
-    "stage": r.stage,
-    "fate_summary": fate_summary(list(r.fates)) if r.fates else None,
+    "error": f and f.error,
+    "stage": f and f.stage,
+    "fate_summary": fate_summary(list(fates)) if fates else None,
     "dot_sites": [
-      site_record(f, (r.passes or {}).get(f.site.index)) for f in r.fates
+      site_record(x, (passes or {}).get(x.site.index)) for x in fates
     ],
-    "passes_explained": r.passes is not None,
-    "passes_error": r.passes_error,
-    "numerics": numerics,
+    "passes_explained": passes is not None,
+    "passes_error": comp and comp.passes_error,
+    "numerics": _numerics_json(run),
     "prediction": _prediction_json(r),
     "prediction_error": r.prediction_error,
-    "ptxas": r.ptxas,
-    "dropped_config_fields": list(r.dropped_config_fields),
+    "ptxas": comp and comp.ptxas,
+    "dropped_config_fields": list(comp.dropped_config_fields if comp else ()),
     "timing_s": {
-      "lower": r.lower_s,
-      "compile": r.compile_s,
-      "run": r.run_s,
+      "lower": comp and comp.lower_s,
+      "compile": comp and comp.compile_s,
+      "run": run and run.run_s,
       "stages": dict(r.timings),
     },
   }
@@ -450,7 +465,7 @@ def _first_screen(results, rows: list[list[str]]) -> str:
   its error is written under the table."""
   status = _COLUMN_INDEX["status"]
   rows = [
-    row[:status] + ["ok" if r.ok else f"FAILED ({r.stage})"] + row[status + 1 :]
+    row[:status] + [_status_cell(r, error=False)] + row[status + 1 :]
     for r, row in zip(results, rows)
   ]
   shown = {
@@ -474,9 +489,7 @@ def _first_screen(results, rows: list[list[str]]) -> str:
   headers = [_wrap(h, w - 2) for h, w in zip(headers, limits)]
   errors = [
     textwrap.fill(
-      f"{r.target} {r.case} n={r.n} {r.precision}"
-      + ("" if r.experiment == "baseline" else f" ({r.experiment})")
-      + f": {r.stage} failed: {r.error}",
+      f"{r.config.label()}: {r.failure.stage} failed: {r.failure.error}",
       TERMINAL_WIDTH,
       initial_indent="  ",
       subsequent_indent="    ",
@@ -543,21 +556,23 @@ def _band_cell(prediction, site: int) -> str:
 
 def _site_rows(r: ConfigResult) -> list[list[str]]:
   rows = []
-  for f in r.fates:
+  c, comp = r.config, r.compilation
+  passes = comp.passes if comp else None
+  for f in comp.fates if comp else ():
     s = f.site
-    by = (r.passes or {}).get(s.index)
+    by = (passes or {}).get(s.index)
     rewritten = (
       "n/a"
-      if r.passes is None
+      if passes is None
       else (f"{by.pass_name} ({by.pipeline})" if by else "(stays a dot)")
     )
     rows.append(
       [
-        r.experiment,
-        r.target,
-        r.case,
-        str(r.n),
-        r.precision,
+        c.experiment,
+        c.target.name,
+        c.case,
+        str(c.n),
+        c.precision,
         str(s.index),
         os.path.basename(s.location) if s.location else "n/a",
         f"{s.lhs} x {s.rhs} -> {s.result}",
@@ -587,7 +602,8 @@ def cells(
     else [_row(r) for r in results]
   )
   headers = list(_SITE_HEADERS if sites else _TABLE_HEADERS)
-  if all(r.experiment == results[0].experiment for r in results):
+  first = results[0].config.experiment if results else None
+  if all(r.config.experiment == first for r in results):
     return headers[1:], [row[1:] for row in rows]
   return headers, rows
 
@@ -674,8 +690,9 @@ def append_result_line(output_dir: str, r: ConfigResult) -> None:
 def config_dir(r: ConfigResult) -> str:
   """Relative folder of one config's files:
   `<target>/<case>/n<N>-<precision>[-<experiment>]` (no suffix for baseline)."""
-  suffix = "" if r.experiment == "baseline" else f"-{r.experiment}"
-  return os.path.join(r.target, r.case, f"n{r.n}-{r.precision}{suffix}")
+  c = r.config
+  suffix = "" if c.experiment == "baseline" else f"-{c.experiment}"
+  return os.path.join(c.target.name, c.case, f"n{c.n}-{c.precision}{suffix}")
 
 
 def write_outputs(
@@ -692,9 +709,10 @@ def write_outputs(
   """
   written = []
   for r in results:
+    comp = r.compilation
     for name, text in (
-      ("stablehlo.mlir", r.stablehlo),
-      ("optimized.hlo", r.optimized_hlo),
+      ("stablehlo.mlir", comp and comp.stablehlo),
+      ("optimized.hlo", comp and comp.optimized_hlo),
     ):
       if text is not None:
         path = os.path.join(output_dir, config_dir(r), name)

@@ -9,8 +9,8 @@ cache shows only its "cache" time.
 from __future__ import annotations
 
 from hloprobe.compile import timing
+from hloprobe.records import ConfigResult
 from hloprobe.report import render
-from hloprobe.sweep import ConfigResult
 
 __all__ = ["render_timings", "stage_sums"]
 
@@ -41,13 +41,14 @@ def render_timings(results: list[ConfigResult], fmt: str = "table") -> str:
   for r in results:
     cells = [f"{r.timings[s]:.2f}" if s in r.timings else "" for s in stages]
     total = sum(r.timings.values())
+    c = r.config
     rows.append(
       [
-        r.experiment,
-        r.case,
-        r.target,
-        str(r.n),
-        r.precision,
+        c.experiment,
+        c.case,
+        c.target.name,
+        str(c.n),
+        c.precision,
         *cells,
         f"{total:.2f}",
       ]

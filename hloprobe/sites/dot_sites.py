@@ -12,16 +12,19 @@ Fates, checked on jaxlib 0.10.2 (see `_classify`):
   dot              kept as an HLO `dot` (CPU runtime call, YNNPACK fusion or
                    a loop fusion on GPU: the classical emitter)
   Triton gemm      a dot inside a `__triton_gemm` /
-                   `__triton_nested_gemm_fusion` fusion (GPU)
+                   `__triton_nested_gemm_fusion` fusion (GPU); a dot in
+                   another Triton kind (the generic `__triton`) is unknown
   cuBLAS/cuBLASLt  `__cublas$gemm` / `__cublas$lt$matmul` custom calls
   cuDNN            a dot inside a `__cudnn$fusion`
   multiply+reduce  rewritten by XLA's dot strength reduction
                    (AlgebraicSimplifier / `dot-strength-reduction`)
   multiply         K = 1: the dot became an elementwise multiply
   gone             nothing in the optimized HLO computes it
-  unknown          under a jaxlib other than the checked one: a dot in an
-                   emitter not listed in `_KNOWN_DOT_EMITTERS`, or no carrier
-                   while the module has custom calls hloprobe does not know
+  unknown          a dot in a Triton fusion that is not a gemm kind (the
+                   generic `__triton`); under a jaxlib other than the checked
+                   one also a dot in an emitter not listed in
+                   `_KNOWN_DOT_EMITTERS`, or no carrier while the module has
+                   custom calls hloprobe does not know
   ambiguous        several differing instructions fit it equally well
 """
 
@@ -58,7 +61,16 @@ __all__ = [
 # The three names XLA prints for what emits a site, most specific first:
 # the custom call's target, the fusion's backend config kind, its `kind=`.
 EMITTER_KEYS = ("custom_call_target", "backend_config_kind", "fusion_kind")
-_TRITON_KINDS = ("__triton_gemm", "__triton_nested_gemm_fusion", "__triton")
+# The fusion kinds XLA reserves for gemms (xla/service/gpu/ir_emission_utils.h:
+# kTritonGemmFusionKind, emitted by the legacy matmul emitter, and
+# kTritonNestedGemmFusionKind, "a dot expressed as nested fusions").
+_TRITON_GEMM_KINDS = ("__triton_gemm", "__triton_nested_gemm_fusion")
+# kTritonFusionKind, "__triton", is XLA's generic Triton fusion
+# (ir_emission_utils.cc `IsGenericTritonFusion`; softmax-like block-level
+# fusions): XLA does not call it a gemm, and no dot in one was seen on
+# jaxlib 0.10.2, so a dot inside it (or in any other "__triton..." kind) is
+# "unknown", never a guessed Triton gemm or plain dot.
+_TRITON_PREFIX = "__triton"
 # Emitters of a kept dot seen on jaxlib 0.10.2 (goldens; passes.py). A dot
 # in a call, while or conditional body outside any fusion is "top level":
 # only fusions and custom calls name an emitter (`_emitter_names`).
@@ -253,7 +265,8 @@ def _classify(site: StableHloDot, carrier: Carrier) -> SiteFate:
 
   Rules (jaxlib 0.10.2): a custom call is named by its target; a dot is a
   Triton gemm when its outermost enclosing fusion's
-  `fusion_backend_config.kind` is a Triton kind, cuDNN for `__cudnn$fusion`,
+  `fusion_backend_config.kind` is a Triton gemm kind (`_TRITON_GEMM_KINDS`),
+  unknown in any other Triton kind (`__triton`), cuDNN for `__cudnn$fusion`,
   and a plain dot otherwise; a multiply is dot strength reduction's output.
   """
   inst = carrier.instruction
@@ -273,6 +286,8 @@ def _classify(site: StableHloDot, carrier: Carrier) -> SiteFate:
     )
   elif names["backend_config_kind"] == "__cudnn$fusion":
     fate = Fate.CUDNN
+  elif (names["backend_config_kind"] or "").startswith(_TRITON_PREFIX):
+    fate = Fate.UNKNOWN
   elif emitter in _KNOWN_DOT_EMITTERS or compat.rules_checked():
     fate = Fate.DOT
   else:
@@ -310,8 +325,11 @@ def _emitter_names(
 
 
 def is_triton_gemm(kernel: HloInstruction | None) -> bool:
-  """Whether a fusion is a Triton gemm kernel (`_TRITON_KINDS`)."""
-  return kernel is not None and kernel_emitter(kernel) in _TRITON_KINDS
+  """Whether a fusion is a Triton gemm kernel (`_TRITON_GEMM_KINDS`).
+
+  A generic `__triton` fusion is not one (see `_TRITON_GEMM_KINDS`).
+  """
+  return kernel is not None and kernel_emitter(kernel) in _TRITON_GEMM_KINDS
 
 
 def _split_k(

@@ -92,7 +92,7 @@ from hloprobe.ir import precisions
 start = time.perf_counter()
 spec = sweep.SweepSpec(("seed_mlp",), {sizes}, {precisions}, ("{target}",))
 results = sweep.run_sweep(spec)
-assert all(r.ok for r in results), [r.error for r in results if not r.ok]
+assert all(r.ok for r in results), [r.failure for r in results if not r.ok]
 print(time.perf_counter() - start)
 """
 

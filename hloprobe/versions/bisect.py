@@ -99,14 +99,21 @@ def bisect(
   cache_dir: str,
   log: Callable[[str], None] = lambda line: None,
 ) -> BisectResult:
-  """Binary search over `releases` (from `releases_between`)."""
+  """Binary search over `releases` (from `releases_between`).
+
+  The package index's plugin versions are asked once, before the first
+  probe (`driver.plugin_versions`), not once per venv made.
+  """
   runs: dict[str, VersionRun] = {}
   probed: dict[str, str] = {}
+  plugins = driver.plugin_versions(releases, request, cache_dir)
 
   def probe(i: int) -> str:
     v = releases[i]
     if v not in runs:
-      runs[v] = driver.run_one(v, request, cache_dir, requirements, log=log)
+      runs[v] = driver.run_one(
+        v, request, cache_dir, requirements, plugins, log=log
+      )
       probed[v] = verdict(runs[v])
       log(f"jaxlib {v}: {probed[v]}")
     return probed[v]

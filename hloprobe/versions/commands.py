@@ -1,4 +1,4 @@
-"""`hloprobe versions` and `hloprobe bisect`, with their values from cli.py.
+"""`hloprobe versions`, `bisect` and `cache`, with their values from cli.py.
 
 Progress (venv made or reused, each worker's failure) goes to stderr, one
 line at a time; the table, JSON or answer to stdout. Exit status: 0 when
@@ -8,13 +8,14 @@ every version ran every config (bisect: an answer was found), 1 otherwise,
 
 from __future__ import annotations
 
+import os
 import sys
 
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.report import render as report
 from hloprobe.versions import bisect, compare, driver, run, venvs
 
-__all__ = ["cmd_bisect", "cmd_versions"]
+__all__ = ["cmd_bisect", "cmd_cache", "cmd_versions"]
 
 
 def _log(line: str) -> None:
@@ -46,7 +47,8 @@ def _check_versions(names: list[str]) -> list[str]:
 def cmd_versions(
   spec, jaxlib: list[str], cache_dir: str | None, fmt: str, changes_only: bool
 ) -> int:
-  """Runs the sweep under each version and prints the comparison.
+  """Runs the sweep under each version, up to `spec.jobs` at once, and
+  prints the comparison (in the order of `jaxlib`).
 
   Raises:
     InvalidArgumentError: no or malformed --jaxlib, experiments asked for.
@@ -54,7 +56,11 @@ def cmd_versions(
   request = _check_spec(spec)
   names = _check_versions(jaxlib)
   runs = driver.run_versions(
-    names, request, cache_dir or venvs.default_cache_dir(), log=_log
+    names,
+    request,
+    cache_dir or venvs.default_cache_dir(),
+    log=_log,
+    jobs=spec.jobs,
   )
   if fmt == "json":
     print(report.dumps_json(compare.versions_json(runs)))
@@ -98,3 +104,46 @@ def cmd_bisect(
   )
   print(bisect.render_bisect(result, requirements))
   return 0 if result.after is not None else 1
+
+
+def _mib(size_bytes: int) -> str:
+  return f"{size_bytes / 2**20:.1f} MiB"
+
+
+def cmd_cache(words: list[str], cache_dir: str, max_mb: int) -> int:
+  """`hloprobe cache`: the cache folder, its records and venvs;
+  `hloprobe cache clear`: removes the records (venvs stay).
+
+  Args:
+    words: [] or ["clear"].
+    cache_dir: --cache_dir (or its default).
+    max_mb: --cache_max_mb, the records' bound in MiB.
+
+  Raises:
+    InvalidArgumentError: another word.
+  """
+  from hloprobe.compile import cache
+
+  if words not in ([], ["clear"]):
+    raise InvalidArgumentError(
+      f"`cache` takes no word or `clear`, got {words}; e.g. "
+      "`hloprobe cache clear`"
+    )
+  store = cache.RecordCache(cache_dir)
+  print(f"cache folder: {cache_dir}")
+  if words == ["clear"]:
+    gone = store.clear()
+    print(f"removed {gone.entries} records ({_mib(gone.size_bytes)})")
+  held = store.usage()
+  print(
+    f"records: {held.entries} ({_mib(held.size_bytes)} of {max_mb} MiB, "
+    "--cache_max_mb; the least recently used go first)"
+  )
+  venv_dir = os.path.join(cache_dir, "venvs")
+  found = venvs.cached_venvs(venv_dir)
+  names = ", ".join(name for name, _ in found) or "none"
+  total = sum(size for _, size in found)
+  print(f"venvs: {len(found)} ({_mib(total)}): {names}")
+  if found:
+    print(f"  (kept by `clear`; rm -r {venv_dir}/<name> removes one)")
+  return 0

@@ -7,17 +7,50 @@ CPU) and
 a worker run of the same sweep in it (`run.run_version`). A version whose
 venv cannot be made (no wheel for this Python, pip failed) becomes a
 `VersionRun` with that error; the others still run.
+
+Versions are independent, so `run_versions` runs up to `jobs` of them at
+once (threads, each waiting on its own pip and worker processes); the runs
+come back in the order asked, whichever finishes first.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 from collections.abc import Callable, Sequence
 
 from hloprobe.compile import compat
 from hloprobe.versions import run, venvs
+from hloprobe.versions.children import Children
 
-__all__ = ["run_one", "run_versions"]
+__all__ = ["plugin_versions", "run_one", "run_versions"]
+
+
+def plugin_versions(
+  versions: Sequence[str], request: dict, cache_dir: str
+) -> tuple[str, ...] | None:
+  """The index's `jax-cuda12-plugin` versions, asked once for many runs.
+
+  Args:
+    versions: the jaxlib releases about to run.
+    request: `run.spec_request(spec)` (its targets say whether CUDA is
+      needed).
+    cache_dir: the venv cache folder.
+
+  Returns:
+    None when no venv with CUDA must be made (every target is the CPU, or
+    every version's venv is cached); () when the index cannot be asked
+    (the venvs are then made without the plugin); else its versions.
+  """
+  cuda = any(t != "cpu" for t in request["targets"])
+  if not cuda or all(
+    venvs.find_venv(v, cache_dir) is not None for v in versions
+  ):
+    return None
+  try:
+    return venvs.index_versions("jax-cuda12-plugin")
+  except venvs.VenvError:
+    return ()
 
 
 def run_one(
@@ -27,6 +60,7 @@ def run_one(
   requirements: tuple[str, ...] = (),
   plugin_versions: tuple[str, ...] | None = None,
   log: Callable[[str], None] = lambda line: None,
+  children: Children | None = None,
 ) -> run.VersionRun:
   """One version's sweep; its failure is recorded, never raised.
 
@@ -38,6 +72,7 @@ def run_one(
     plugin_versions: the index's `jax-cuda12-plugin` versions (None: ask
       it when a venv must be made).
     log: called with one progress line at a time (e.g. print to stderr).
+    children: runs pip and the worker (`Children.stop` ends them).
   """
   start = time.perf_counter()
   cuda = any(t != "cpu" for t in request["targets"])
@@ -45,7 +80,9 @@ def run_one(
     if jaxlib == compat.installed_jaxlib():
       venv = venvs.running_venv()
     else:
-      venv = venvs.ensure_venv(jaxlib, cache_dir, plugin_versions, cuda=cuda)
+      venv = venvs.ensure_venv(
+        jaxlib, cache_dir, plugin_versions, cuda=cuda, children=children
+      )
   except venvs.VenvError as e:
     log(f"jaxlib {jaxlib}: {e}")
     return run.VersionRun(jaxlib, error=str(e))
@@ -54,7 +91,7 @@ def run_one(
     f"jaxlib {jaxlib}: venv {made} ({venv.path}, "
     f"{time.perf_counter() - start:.0f} s); sweeping"
   )
-  result = run.run_version(venv, request, requirements)
+  result = run.run_version(venv, request, requirements, children=children)
   if result.error:
     log(f"jaxlib {jaxlib}: {result.error}")
   return result
@@ -66,15 +103,36 @@ def run_versions(
   cache_dir: str,
   requirements: tuple[str, ...] = (),
   log: Callable[[str], None] = lambda line: None,
+  jobs: int = 1,
 ) -> list[run.VersionRun]:
-  """`run_one` for each version, in order (one worker at a time)."""
-  plugins = None
-  cuda = any(t != "cpu" for t in request["targets"])
-  if cuda and any(venvs.find_venv(v, cache_dir) is None for v in versions):
+  """`run_one` for each version, up to `jobs` at once; in `versions` order.
+
+  A version that fails in any way is a `VersionRun` with its error; the
+  others still run. An interrupt (KeyboardInterrupt) kills every pip and
+  worker process started, then propagates.
+  """
+  plugins = plugin_versions(versions, request, cache_dir)
+  children = Children()
+
+  def one(jaxlib: str) -> run.VersionRun:
     try:
-      plugins = venvs.index_versions("jax-cuda12-plugin")
-    except venvs.VenvError:
-      plugins = ()
-  return [
-    run_one(v, request, cache_dir, requirements, plugins, log) for v in versions
-  ]
+      return run_one(
+        jaxlib, request, cache_dir, requirements, plugins, log, children
+      )
+    except Exception as e:  # e.g. a full disk: this version's error only
+      log(f"jaxlib {jaxlib}: {type(e).__name__}: {e}")
+      return run.VersionRun(jaxlib, error=f"{type(e).__name__}: {e}")
+
+  if jobs <= 1 or len(versions) <= 1:
+    return [one(v) for v in versions]
+  pool = concurrent.futures.ThreadPoolExecutor(
+    min(jobs, len(versions)), thread_name_prefix="hloprobe-version"
+  )
+  try:
+    futures = [pool.submit(one, v) for v in versions]
+    return [f.result() for f in futures]
+  except BaseException:
+    children.stop()
+    raise
+  finally:
+    pool.shutdown(wait=True, cancel_futures=True)

@@ -39,6 +39,7 @@ import re
 import sys
 
 from hloprobe.errors import InvalidArgumentError
+from hloprobe.ir.precisions import DEFAULT_PRECISIONS
 
 __all__ = [
   "DEFAULT_OUTPUT_DIR",
@@ -50,7 +51,6 @@ __all__ = [
 ]
 
 DEFAULT_OUTPUT_DIR = os.path.join("tests", "testdata", "gpu_check")
-_PRECISIONS = ("bfloat16", "tensorfloat32", "float32")
 
 
 def compile_only_target_for(device_kind: str) -> str:
@@ -149,7 +149,7 @@ def gpu_check(
   device_target: str = "gpu",
   compile_only_target: str | None = None,
   batch_sizes: tuple[int, ...] = tuple(range(1, 10)),
-  precisions: tuple[str, ...] = _PRECISIONS,
+  precisions: tuple[str, ...] = DEFAULT_PRECISIONS,
   case: str = "seed_mlp",
 ) -> dict:
   """Runs the check in this process and returns the JSON document (above).
@@ -284,7 +284,9 @@ def _define_flags() -> None:
     "The compile-only twin (default: from the GPU's device kind).",
   )
   flags.DEFINE_string("batch_sizes", "1-9", "Batch sizes, e.g. 1-9.")
-  flags.DEFINE_list("precisions", list(_PRECISIONS), "Matmul precisions.")
+  flags.DEFINE_list(
+    "precisions", list(DEFAULT_PRECISIONS), "Matmul precisions."
+  )
   flags.DEFINE_string(
     "output",
     None,

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 
+from hloprobe.versions.children import Children
 from hloprobe.versions.venvs import Venv, last_line
 
 __all__ = ["VersionRun", "run_version", "spec_request"]
@@ -89,6 +90,7 @@ def run_version(
   request: dict,
   requirements: tuple[str, ...] = (),
   timeout_s: float = 1800.0,
+  children: Children | None = None,
 ) -> VersionRun:
   """Runs a sweep in a version's venv; never raises for the worker's failure.
 
@@ -97,6 +99,7 @@ def run_version(
     request: `spec_request(spec)`.
     requirements: names `verify.judge` takes ("consistent", "accurate").
     timeout_s: wall-clock limit, in seconds.
+    children: runs the worker (`Children.stop` ends it); None: a private one.
 
   Returns:
     A `VersionRun` with the reply, or with the error in one line.
@@ -110,7 +113,7 @@ def run_version(
     with open(req_path, "w", encoding="utf-8") as f:
       json.dump({"spec": request, "requirements": list(requirements)}, f)
     try:
-      proc = subprocess.run(
+      proc = (children or Children()).run(
         [
           venv.python,
           "-s",
@@ -119,12 +122,9 @@ def run_version(
           req_path,
           reply_path,
         ],
+        timeout=timeout_s,
         cwd=tmp,
         env=_worker_env(tmp, request["targets"]),
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        check=False,
       )
     except subprocess.TimeoutExpired:
       return VersionRun(

@@ -34,12 +34,14 @@ import sys
 import tempfile
 
 from hloprobe.errors import HloprobeError
+from hloprobe.versions.children import Children
 
 __all__ = [
   "MARKER",
   "RECIPE",
   "Venv",
   "VenvError",
+  "cached_venvs",
   "default_cache_dir",
   "ensure_venv",
   "find_venv",
@@ -117,18 +119,13 @@ def version_key(version: str) -> tuple[int, ...]:
 
 
 def _pip(
-  python: str, *args: str, timeout: float
+  python: str, *args: str, timeout: float, children: Children | None = None
 ) -> subprocess.CompletedProcess:
   env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
   env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
   try:
-    return subprocess.run(
-      [python, "-m", "pip", *args],
-      capture_output=True,
-      text=True,
-      env=env,
-      timeout=timeout,
-      check=False,
+    return (children or Children()).run(
+      [python, "-m", "pip", *args], timeout=timeout, env=env
     )
   except subprocess.TimeoutExpired as e:
     raise VenvError(f"pip {args[0]} timed out after {timeout:.0f} s") from e
@@ -224,6 +221,33 @@ def find_venv(jaxlib: str, cache_dir: str, cuda: bool = True) -> Venv | None:
   return None
 
 
+def cached_venvs(cache_dir: str) -> tuple[tuple[str, int], ...]:
+  """(folder name, size in bytes) of each complete venv under `cache_dir`,
+  by name; () when there is none. Venvs are not bounded by --cache_max_mb:
+  each takes minutes to make, so only the user removes one (rm -r)."""
+  try:
+    names = sorted(os.listdir(cache_dir))
+  except FileNotFoundError:
+    return ()
+  found = []
+  for name in names:
+    path = os.path.join(cache_dir, name)
+    if name.startswith("jaxlib-") and _read_marker(path) is not None:
+      found.append((name, _tree_bytes(path)))
+  return tuple(found)
+
+
+def _tree_bytes(path: str) -> int:
+  total = 0
+  for dirpath, _, files in os.walk(path):
+    for f in files:
+      try:
+        total += os.lstat(os.path.join(dirpath, f)).st_size
+      except FileNotFoundError:
+        pass
+  return total
+
+
 def running_venv() -> Venv:
   """This interpreter as the venv of its own jaxlib (nothing to install)."""
   import jaxlib
@@ -237,6 +261,7 @@ def ensure_venv(
   plugin_versions: tuple[str, ...] | None = None,
   timeout_s: float = 1800.0,
   cuda: bool = True,
+  children: Children | None = None,
 ) -> Venv:
   """The venv of `jaxlib`, from the cache or made now (minutes).
 
@@ -267,7 +292,7 @@ def ensure_venv(
   final = _folder(cache_dir, jaxlib, cuda)
   tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(final)}-", dir=cache_dir)
   try:
-    _build(tmp, reqs, timeout_s)
+    _build(tmp, reqs, timeout_s, children)
     if os.path.exists(final):  # made by another recipe, or incomplete
       shutil.rmtree(final)
     os.rename(tmp, final)
@@ -278,7 +303,12 @@ def ensure_venv(
   return dataclasses.replace(venv, created=True)
 
 
-def _build(path: str, reqs: tuple[str, ...], timeout_s: float) -> None:
+def _build(
+  path: str,
+  reqs: tuple[str, ...],
+  timeout_s: float,
+  children: Children | None,
+) -> None:
   """venv + pip install into `path`; then the marker, written last."""
   base = getattr(sys, "_base_executable", sys.executable)
   proc = subprocess.run(
@@ -287,7 +317,9 @@ def _build(path: str, reqs: tuple[str, ...], timeout_s: float) -> None:
   if proc.returncode != 0:
     raise VenvError(f"python -m venv failed: {last_line(proc.stderr)}")
   python = os.path.join(path, "bin", "python")
-  proc = _pip(python, "install", "-q", *reqs, timeout=timeout_s)
+  proc = _pip(
+    python, "install", "-q", *reqs, timeout=timeout_s, children=children
+  )
   if proc.returncode != 0:
     said = last_line(proc.stderr)
     m = _NO_MATCH_RE.search(proc.stderr)

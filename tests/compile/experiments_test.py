@@ -79,17 +79,17 @@ class SweepWithExperimentsTest(absltest.TestCase):
     )
     base, no_algsimp, typo = sweep.run_sweep(spec)
     self.assertEqual(
-      [r.experiment for r in (base, no_algsimp, typo)],
+      [r.config.experiment for r in (base, no_algsimp, typo)],
       ["baseline", "no_algsimp", "typo"],
     )
-    self.assertEqual(base.fates[3].fate, Fate.MULTIPLY_REDUCE)
+    self.assertEqual(base.compilation.fates[3].fate, Fate.MULTIPLY_REDUCE)
     # Without AlgebraicSimplifier the CPU keeps the last layer as a dot.
-    self.assertEqual(no_algsimp.fates[3].fate, Fate.DOT)
-    self.assertIsNotNone(no_algsimp.stats)
+    self.assertEqual(no_algsimp.compilation.fates[3].fate, Fate.DOT)
+    self.assertIsNotNone(no_algsimp.execution.stats)
     self.assertFalse(typo.ok)
-    self.assertEqual(typo.stage, "worker")
+    self.assertEqual(typo.failure.stage, "worker")
     self.assertIn(
-      "XLA rejected flag --xla_cpu_enable_fast_mathh=false", typo.error
+      "XLA rejected flag --xla_cpu_enable_fast_mathh=false", typo.failure.error
     )
 
   def test_duplicate_names_rejected(self):

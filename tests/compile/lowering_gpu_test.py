@@ -110,14 +110,14 @@ class CompileGpuTest(absltest.TestCase):
     good = sweep.run_config(
       _SEED, full, None, targets.get_target("a100"), "bfloat16", 2
     )
-    self.assertEqual(bad.stage, "compile")
+    self.assertEqual(bad.failure.stage, "compile")
     self.assertRegex(
-      bad.error,
+      bad.failure.error,
       rf"^ToolchainError: target 'v100' \(sm_70\): ptxas {fake} "
       r"\(CUDA 13\.0\.88, via xla_gpu_cuda_data_dir\) cannot build its "
       r"kernels: ",
     )
-    self.assertTrue(good.ok, good.error)
+    self.assertTrue(good.ok, good.failure)
 
 
 if __name__ == "__main__":

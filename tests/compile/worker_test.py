@@ -28,8 +28,10 @@ _CONFIG = dict(
 class WorkerTest(absltest.TestCase):
   def test_records_come_back(self):
     work = worker.call_in_worker("compile_and_run", _CONFIG, "")
-    self.assertTrue(work.result.ok, work.result.error)
-    self.assertEqual(work.result.fates[3].fate, Fate.MULTIPLY_REDUCE)
+    self.assertTrue(work.result.ok, work.result.failure)
+    self.assertEqual(
+      work.result.compilation.fates[3].fate, Fate.MULTIPLY_REDUCE
+    )
     # The seed MLP's output at n = 1: one float32 mean, run in the worker.
     (out,) = work.outputs
     self.assertEqual((out.shape, str(out.dtype)), ((1,), "float32"))
@@ -56,7 +58,7 @@ class WorkerTest(absltest.TestCase):
       work = worker.call_in_worker(
         "compile_and_run", _CONFIG, "--xla_cpu_enable_fast_math=false"
       )
-    self.assertTrue(work.result.ok, work.result.error)
+    self.assertTrue(work.result.ok, work.result.failure)
     self.assertNotEmpty(os.listdir(dump))
 
   def test_experiment_flag_wins_over_the_users(self):
@@ -91,8 +93,8 @@ class WorkerTest(absltest.TestCase):
         good = pool.call(
           "compile_and_run", dict(config, target=a100, explain_passes=True)
         ).result
-        self.assertTrue(good.ok, good.error)
-        self.assertEqual(good.fates[0].fate, Fate.TRITON_GEMM)
+        self.assertTrue(good.ok, good.failure)
+        self.assertEqual(good.compilation.fates[0].fate, Fate.TRITON_GEMM)
     self.assertEqual(os.listdir(tmp), [])
 
   def test_unknown_function(self):

@@ -18,7 +18,7 @@ import testutil
 from absl.testing import absltest, flagsaver, parameterized
 from testutil import run_hloprobe
 
-from hloprobe import cli, sweep
+from hloprobe import cli, records, sweep
 from hloprobe.compile import lowering
 from hloprobe.errors import GoldenError
 from hloprobe.golden import format, snapshot, update
@@ -38,7 +38,7 @@ _N_FILES = 36 * 2 + 9
 
 # The committed manifest's sweep, re-run once for the module (setUpModule):
 # its results, its record, and their snapshot.
-_RESULTS: list[sweep.ConfigResult] = []
+_RESULTS: list[records.ConfigResult] = []
 _SWEEP: dict = {}
 _SNAP: snapshot.Snapshot | None = None
 
@@ -296,14 +296,16 @@ class GoldenTest(parameterized.TestCase):
     self.assertEqual([c.path for c in result.changed], [_N1_STABLEHLO])
 
   def test_targets_lowering_differently_fail_that_config(self):
-    planted = [
-      dataclasses.replace(
-        r, stablehlo=r.stablehlo.replace("DEFAULT, DEFAULT", "HIGH, HIGH")
+    def plant(r):
+      c, comp = r.config, r.compilation
+      if (c.target.name, c.n, c.precision) != ("t4", 1, "bfloat16"):
+        return r
+      text = comp.stablehlo.replace("DEFAULT, DEFAULT", "HIGH, HIGH")
+      return dataclasses.replace(
+        r, compilation=dataclasses.replace(comp, stablehlo=text)
       )
-      if (r.target, r.n, r.precision) == ("t4", 1, "bfloat16")
-      else r
-      for r in _RESULTS
-    ]
+
+    planted = [plant(r) for r in _RESULTS]
     snap = snapshot.snapshot(planted, lowering.versions())
     self.assertEqual(len(snap.failed), 1)
     self.assertRegex(

@@ -16,7 +16,11 @@ from hypothesis import strategies as st
 
 from hloprobe.compile import cases, lowering, targets
 from hloprobe.errors import HloParseError
-from hloprobe.ir.stablehlo import TensorType, parse_stablehlo_dots
+from hloprobe.ir.stablehlo import (
+  TensorType,
+  parse_precision_config,
+  parse_stablehlo_dots,
+)
 
 
 def _seed_sites(precision: str, n: int = 2):
@@ -252,6 +256,20 @@ def _mutated(draw) -> str:
     else:
       text = text[:j] + text[i:j] + text[j:]
   return text
+
+
+class PrecisionConfigTextTest(absltest.TestCase):
+  """`parse_precision_config`: the attribute as Model Explorer prints it."""
+
+  def test_reads_each_operand_exactly(self):
+    text = "[#stablehlo<precision HIGH>, #stablehlo<precision HIGHEST>]"
+    self.assertEqual(parse_precision_config(text), ("HIGH", "HIGHEST"))
+    self.assertEqual(parse_precision_config(None), ("DEFAULT", "DEFAULT"))
+
+  def test_not_a_precision_config_is_an_error(self):
+    for text in ("[1, 2]", "#stablehlo<precision HIGH>", "HIGH,"):
+      with self.assertRaises(HloParseError, msg=text):
+        parse_precision_config(text)
 
 
 class FuzzTest(absltest.TestCase):

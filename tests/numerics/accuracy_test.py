@@ -62,6 +62,24 @@ class NoiseFloorTest(absltest.TestCase):
     self.assertAlmostEqual(floor.max_abs, 5e-6)
     self.assertAlmostEqual(floor.row0_spread_abs, 4e-6)
 
+  def test_rule_and_multiple_agree(self):
+    # Floor 1e-4, factor 2: row-0 errors up to 2e-4 are noise.
+    for err, within, multiple in (
+      (0.0, True, 0.0),
+      (1e-4, True, 0.5),
+      (2e-4, True, 1.0),
+      (4e-4, False, 2.0),
+    ):
+      stats = _stats(1.0 + err)
+      self.assertEqual(accuracy.within_noise(stats, _NOISE), within, err)
+      self.assertAlmostEqual(
+        accuracy.noise_multiple(stats, _NOISE), multiple, places=6
+      )
+    zero = NoiseFloor(0.0, 0.0, 0.0)
+    self.assertEqual(accuracy.noise_multiple(_stats(1.0), zero), 0.0)
+    self.assertEqual(accuracy.noise_multiple(_stats(1.5), zero), np.inf)
+    self.assertFalse(accuracy.within_noise(_stats(1.5), zero))
+
 
 @pytest.mark.compiles
 class SiteBandTest(absltest.TestCase):

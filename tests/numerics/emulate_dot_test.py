@@ -13,6 +13,7 @@ from absl.testing import absltest, parameterized
 from jax import lax
 
 from hloprobe.errors import EmulationError, InvalidArgumentError
+from hloprobe.numerics import emulate_dot
 from hloprobe.numerics.emulate_dot import (
   EMULATED_ALGORITHMS,
   SUMMATION_ORDERS,
@@ -191,19 +192,39 @@ class SummationOrderTest(parameterized.TestCase):
     got = _emulate("TF32_TF32_F32", order, dn=dn)(a, b)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
-  def test_orders_differ_and_pairwise_is_most_accurate(self):
-    a, b, ref = _random_matmul(seed=2, m=32, k=1024, n=32)
-    errs = {
-      o: _max_rel(_emulate("F32_F32_F32", o)(a, b), ref)
-      for o in SUMMATION_ORDERS
+  def test_orders_sum_in_their_own_order(self):
+    # ISA-independent: K = 1024 exact products, 1 then 1023 x 2^-24
+    # (2^-12 x 2^-12). Every sum is exact or an exact tie (1 + 2^-24 rounds
+    # to 1, ties to even), so no FMA or vector width changes a bit. By hand:
+    # sequential adds each 2^-24 to 1 and keeps 1; blocks of 32 lose the 31
+    # in block 0 and add the other 31 exact block sums 2^-19; the tree loses
+    # only the one 2^-24 paired with 1 at its first level.
+    k, tiny = 1024, 2.0**-12
+    a = np.full((1, k), tiny, np.float32)
+    a[0, 0] = 1.0
+    b = a.T.copy()
+    want = {
+      "sequential": 1.0,
+      "blocked": 1.0 + 31 * 2.0**-19,
+      "pairwise": 1.0 + 1022 * 2.0**-24,
     }
-    # The CPU's own dot ("xla") sums small shapes sequentially; the three
-    # fixed orders differ from each other.
-    fixed = ("sequential", "pairwise", "blocked")
-    self.assertLen({errs[o] for o in fixed}, 3)
-    self.assertEqual(min(errs, key=errs.get), "pairwise")
-    self.assertLess(errs["pairwise"], errs["sequential"])
-    self.assertLess(max(errs.values()), 1024 * 2.0**-24)
+    exact = 1.0 + 1023 * 2.0**-24
+    for order, value in want.items():
+      got = float(_emulate("F32_F32_F32", order)(a, b)[0, 0])
+      self.assertEqual(got, value, order)
+    # The CPU's own order ("xla") is the ISA's: only its error bound, the
+    # componentwise gamma_K |A||B| (Higham, section 3.1), is the same.
+    got = float(_emulate("F32_F32_F32")(a, b)[0, 0])
+    gamma = k * 2.0**-24 / (1 - k * 2.0**-24)
+    self.assertLessEqual(abs(got - exact), gamma * exact)
+
+  def test_every_order_within_the_f32_bound(self):
+    a, b, ref = _random_matmul(seed=2, m=32, k=1024, n=32)
+    gamma = 1024 * 2.0**-24 / (1 - 1024 * 2.0**-24)
+    abs_ab = np.abs(a.astype(np.float64)) @ np.abs(b)
+    for o in SUMMATION_ORDERS:
+      err = np.abs(np.asarray(_emulate("F32_F32_F32", o)(a, b)) - ref)
+      self.assertLessEqual(float(np.max(err / abs_ab)), gamma, o)
 
 
 class EdgeCaseTest(parameterized.TestCase):
@@ -246,6 +267,42 @@ class EdgeCaseTest(parameterized.TestCase):
       emulated_dot_general(a, a, _MATMUL, "F32_F32_F32", order="kahan")
     with self.assertRaisesRegex(EmulationError, "int32"):
       emulated_dot_general(a.astype(np.int32), a, _MATMUL, "F32_F32_F32")
+
+
+class SplitProductsTest(parameterized.TestCase):
+  """Which partial products each split adds (hand rule from XLA's
+  `EmitBF16x3Matmul` / `x6` / `x9` in stablehlo_lower_to_triton.cc and
+  Triton's TF32x3): X3 hi*hi, hi*lo, lo*hi; X6 the parts whose indices sum
+  to at most 2; X9 all nine. The count is also what JAX lowers as
+  `num_primitive_operations` (X9 and TF32_X3 do not lower for the CPU)."""
+
+  @parameterized.named_parameters(
+    ("bf16_x3", "BF16_BF16_F32_X3", 2, 1, True),
+    ("bf16_x6", "BF16_BF16_F32_X6", 3, 2, True),
+    ("bf16_x9", "BF16_BF16_F32_X9", 3, 4, False),
+    ("tf32_x3", "TF32_TF32_F32_X3", 2, 1, False),
+  )
+  def test_products(self, algorithm, parts, max_index_sum, lowers_on_cpu):
+    want = {
+      (i, j)
+      for i in range(parts)
+      for j in range(parts)
+      if i + j <= max_index_sum
+    }
+    got = emulate_dot._SPLITS[algorithm]
+    self.assertEqual(set(got), want)
+    self.assertLen(got, len(want))
+    self.assertEqual(got[-1], (0, 0))  # high x high last (`ZeroNaNs`)
+    if not lowers_on_cpu:
+      return
+    a = np.ones((2, 2), np.float32)
+    preset = getattr(lax.DotAlgorithmPreset, algorithm)
+    text = (
+      jax.jit(lambda x, y: lax.dot(x, y, precision=preset))
+      .lower(a, a)
+      .as_text()
+    )
+    self.assertIn(f"num_primitive_operations = {len(want)},", text)
 
 
 def _sequential_16(a, b, kind, round_products, round_sums):

@@ -17,7 +17,10 @@ pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
 
 def _sweep(targets, precisions, sizes=(1, 2)):
   spec = sweep.SweepSpec(("seed_mlp",), sizes, precisions, targets)
-  return {(r.target, r.precision, r.n): r for r in sweep.run_sweep(spec)}
+  return {
+    (r.config.target.name, r.config.precision, r.config.n): r
+    for r in sweep.run_sweep(spec)
+  }
 
 
 def _numpy_seed_row0(tf32_sites=()) -> float:
@@ -107,7 +110,7 @@ class SeedCpuTest(absltest.TestCase):
       p = r.prediction
       self.assertIsNotNone(p, (key, r.prediction_error))
       self.assertLessEqual(
-        abs(p.stats.row0 - r.stats.row0), p.noise.row0_abs, key
+        abs(p.stats.row0 - r.execution.stats.row0), p.noise.row0_abs, key
       )
       self.assertEqual(p.verdict, "within f32 noise", key)
       self.assertEqual(p.best_candidate, "F32_F32_F32", key)
@@ -128,7 +131,7 @@ class ObservedOnA100Test(absltest.TestCase):
     cls.case = case
     cls.fates = _sweep(("a100",), ("bfloat16",), (2,))[
       "a100", "bfloat16", 2
-    ].fates
+    ].compilation.fates
 
   def _assert_judged(self, algorithms, order, verdict, best_candidate):
     """A run emulated with ALGORITHMS summed in ORDER, judged at batch 2."""

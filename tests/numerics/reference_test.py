@@ -37,7 +37,7 @@ def _sweep(case, sizes=(1, 2)):
   cases.CASES[case.name] = case
   try:
     spec = sweep.SweepSpec((case.name,), sizes, ("float32",), ("cpu",))
-    return {r.n: r for r in sweep.run_sweep(spec)}
+    return {r.config.n: r for r in sweep.run_sweep(spec)}
   finally:
     del cases.CASES[case.name]
 
@@ -73,8 +73,8 @@ class WidenedTest(absltest.TestCase):
       "f16dot", "", _f16_dot, lambda: (_X16, _W16), rows_independent=True
     )
     r = _sweep(case)[2]
-    self.assertTrue(r.ok, r.error)
-    self.assertGreater(r.stats.row0_abs, 0)
+    self.assertTrue(r.ok, r.failure)
+    self.assertGreater(r.execution.stats.row0_abs, 0)
     self.assertNotEqual(r.prediction.verdict, "exact")
     # (with a note: XLA:CPU has no rule hloprobe knows for f16 dots)
     self.assertStartsWith(r.prediction.verdict, "within f16 output rounding")
@@ -85,9 +85,9 @@ class PerBatchSizeTest(absltest.TestCase):
     r = _sweep(cases.Case("centred", "", _centred, lambda: (_XC, _WC)))[2]
     x = _XC[:2].astype(np.float64)
     want = (x - x.mean(0)) @ _WC.astype(np.float64)
-    self.assertAlmostEqual(r.stats.row0_ref, want[0, 0], 12)
+    self.assertAlmostEqual(r.execution.stats.row0_ref, want[0, 0], 12)
     # A CPU f32 run of 2 x 64 values: about f32 rounding, not 56 %.
-    self.assertLess(r.stats.max_rel, 1e-5)
+    self.assertLess(r.execution.stats.max_rel, 1e-5)
     self.assertEqual(r.prediction.verdict, "within f32 noise")
 
   def test_a_case_that_lies_about_independent_rows_fails(self):
@@ -97,8 +97,8 @@ class PerBatchSizeTest(absltest.TestCase):
     results = _sweep(lying, (1, 4))
     for r in results.values():
       self.assertFalse(r.ok)
-      self.assertEqual(r.stage, "reference")
-      self.assertIn("case 'liar' declares rows_independent", r.error)
+      self.assertEqual(r.failure.stage, "reference")
+      self.assertIn("case 'liar' declares rows_independent", r.failure.error)
 
 
 class DtypeTest(absltest.TestCase):
@@ -129,8 +129,8 @@ class DtypeTest(absltest.TestCase):
     )
     got = _sweep(case)
     r = got[2]
-    self.assertIsNotNone(r.ulp_vs_n1)
-    self.assertIsNotNone(r.stats.row0_ulp)
+    self.assertIsNotNone(r.execution.ulp_vs_n1)
+    self.assertIsNotNone(r.execution.stats.row0_ulp)
     row0 = np.asarray(x[0], np.float64) @ np.asarray(w, np.float64)
     # The band holds at least one bf16 step at row 0's largest value.
     step = 2.0 ** (np.floor(np.log2(np.max(np.abs(row0)))) - 7)

@@ -26,7 +26,7 @@ def _sweep(case, target, n, precision="default"):
   with program_cases.registered(case):
     spec = sweep.SweepSpec((case.name,), (n,), (precision,), (target,))
     (r,) = sweep.run_sweep(spec)
-  assert r.ok and r.prediction is not None, (r.error, r.prediction_error)
+  assert r.ok and r.prediction is not None, (r.failure, r.prediction_error)
   return r
 
 
@@ -39,7 +39,7 @@ def _f32_sites(stablehlo: str) -> list[int]:
 class HiddenSiteTest(absltest.TestCase):
   def test_tf32_site_hidden_by_bf16_output_is_named(self):
     r = _sweep(program_cases.attention_bf16(), "a100", 8)
-    sites = _f32_sites(r.stablehlo)
+    sites = _f32_sites(r.compilation.stablehlo)
     self.assertNotEmpty(sites)
     self.assertTrue(
       r.prediction.verdict.endswith(
@@ -51,7 +51,7 @@ class HiddenSiteTest(absltest.TestCase):
   def test_forward_variant(self):
     r = _sweep(program_cases.attention_bf16(backward=False), "h100", 8)
     self.assertIn(
-      f"TF32_TF32_F32 at sites {_f32_sites(r.stablehlo)}, hidden by bf16",
+      f"TF32_TF32_F32 at sites {_f32_sites(r.compilation.stablehlo)}, hidden by bf16",
       r.prediction.verdict,
     )
 
@@ -80,7 +80,7 @@ class CpuIgnoresPresetTest(absltest.TestCase):
   def test_cpu_bf16_preset_says_so(self):
     case = program_cases.free_dims_matmul((4, 64), (64, 8), "t_small")
     r = _sweep(case, "cpu", 4, precision="BF16_BF16_F32")
-    self.assertEqual(r.fates[0].effective_algorithm, "F32_F32_F32")
+    self.assertEqual(r.compilation.fates[0].effective_algorithm, "F32_F32_F32")
     self.assertIn(
       "site 0 ran F32_F32_F32 for declared BF16_BF16_F32: the target "
       "ignores the preset",

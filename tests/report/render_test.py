@@ -9,9 +9,10 @@ import os
 from absl.testing import absltest
 
 from hloprobe import verify
+from hloprobe.compile.targets import get_target
 from hloprobe.numerics import accuracy, predict
+from hloprobe.records import Config, ConfigResult, Execution
 from hloprobe.report import render
-from hloprobe.sweep import ConfigResult
 
 _INF, _NAN = math.inf, math.nan
 _VERSIONS = {"jax": "0.10.2", "jaxlib": "0.10.2"}
@@ -44,12 +45,8 @@ def _overflowed() -> ConfigResult:
     verdict="n/a",
   )
   return ConfigResult(
-    "c_inf",
-    "cpu",
-    2,
-    "float32",
-    stats=stats,
-    output_dtype="float32",
+    Config("c_inf", get_target("cpu"), 2, "float32"),
+    execution=Execution(run_s=0.5, leaf_stats=(stats,), headline=0),
     prediction=prediction,
   )
 

@@ -103,8 +103,8 @@ def _probe(fn, args, target: str, precision: str = "bfloat16"):
     precision,
     case.full_size(args),
   )
-  assert r.ok, r.error
-  return r.fates
+  assert r.ok, r.failure
+  return r.compilation.fates
 
 
 _RNG = np.random.default_rng(0)
@@ -166,6 +166,41 @@ class ControlFlowFatesTest(parameterized.TestCase):
 
 
 @pytest.mark.compiles
+class TritonKindTest(absltest.TestCase):
+  """Which Triton fusion kinds hold a gemm (XLA: gpu/ir_emission_utils.h)."""
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    case = cases.Case("probe", "probe", lambda x, w: x @ w, lambda: (_X, _W))
+    cls.r = sweep.run_config(
+      case, (_X, _W), None, targets.get_target("a100"), "default", 8
+    )
+    assert cls.r.ok, cls.r.failure
+    cls.sites = parse_stablehlo_dots(cls.r.compilation.stablehlo)
+
+  def _fate(self, kind: str) -> dot_sites.SiteFate:
+    text = self.r.compilation.optimized_hlo.replace(
+      '"__triton_nested_gemm_fusion"', f'"{kind}"'
+    )
+    self.assertIn(f'"kind":"{kind}"', text)
+    (fate,) = dot_sites.map_dot_sites(self.sites, parse_hlo_module(text))
+    return fate
+
+  def test_gemm_kinds_are_triton_gemms(self):
+    # kTritonGemmFusionKind and kTritonNestedGemmFusionKind.
+    for kind in ("__triton_gemm", "__triton_nested_gemm_fusion"):
+      self.assertEqual(self._fate(kind).fate, Fate.TRITON_GEMM, kind)
+
+  def test_generic_triton_fusion_is_unknown(self):
+    # kTritonFusionKind ("__triton") is XLA's generic Triton fusion, not a
+    # gemm kind; a dot in it is not guessed to be a Triton gemm.
+    fate = self._fate("__triton")
+    self.assertEqual(fate.fate, Fate.UNKNOWN)
+    self.assertEqual(fate.backend_config_kind, "__triton")
+
+
+@pytest.mark.compiles
 class EpilogueTest(absltest.TestCase):
   def test_multiply_fused_into_a_gemm_is_f32(self):
     # jax_15362 at n = 2 on a100: site 2 (1x512 @ 512) is a multiply+reduce
@@ -174,10 +209,14 @@ class EpilogueTest(absltest.TestCase):
     r = sweep.run_config(
       case, case.make_inputs(), None, targets.get_target("a100"), "bfloat16", 2
     )
-    self.assertEqual(r.fates[1].effective_algorithm, "TF32_TF32_F32")
-    self.assertEqual(r.fates[2].fate, Fate.MULTIPLY_REDUCE)
-    self.assertEqual(r.fates[2].effective_algorithm, "F32_F32_F32")
-    self.assertIn("fused into gemm kernel", r.fates[2].algorithm_evidence)
+    self.assertEqual(
+      r.compilation.fates[1].effective_algorithm, "TF32_TF32_F32"
+    )
+    self.assertEqual(r.compilation.fates[2].fate, Fate.MULTIPLY_REDUCE)
+    self.assertEqual(r.compilation.fates[2].effective_algorithm, "F32_F32_F32")
+    self.assertIn(
+      "fused into gemm kernel", r.compilation.fates[2].algorithm_evidence
+    )
 
 
 def _gemm_fusion_shapes(optimized_hlo: str) -> list[tuple[int, ...]]:
@@ -209,10 +248,12 @@ class FlattenedFreeDimsTest(parameterized.TestCase):
     r = sweep.run_config(
       case, args, None, targets.get_target(target), "default", lhs[0]
     )
-    self.assertTrue(r.ok, r.error)
-    (fate,) = r.fates
+    self.assertTrue(r.ok, r.failure)
+    (fate,) = r.compilation.fates
     self.assertEqual(fate.fate, Fate.TRITON_GEMM)
-    self.assertEqual(_gemm_fusion_shapes(r.optimized_hlo), [(split, 512, 64)])
+    self.assertEqual(
+      _gemm_fusion_shapes(r.compilation.optimized_hlo), [(split, 512, 64)]
+    )
     self.assertEqual(fate.split_k, split)
 
   def test_einsum_split_on_h100_at_n1(self):
@@ -221,8 +262,10 @@ class FlattenedFreeDimsTest(parameterized.TestCase):
     r = sweep.run_config(
       case, case.make_inputs(), None, targets.get_target("h100"), "default", 1
     )
-    self.assertEqual(_gemm_fusion_shapes(r.optimized_hlo), [(4, 300, 300)])
-    self.assertEqual(r.fates[0].split_k, 4)
+    self.assertEqual(
+      _gemm_fusion_shapes(r.compilation.optimized_hlo), [(4, 300, 300)]
+    )
+    self.assertEqual(r.compilation.fates[0].split_k, 4)
 
 
 if __name__ == "__main__":

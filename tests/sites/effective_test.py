@@ -26,7 +26,7 @@ def _seed(target: str, precision: str, n: int) -> sweep.ConfigResult:
     _SEED, _SEED.make_inputs(), None, targets.get_target(target), precision, n
   )
   if not result.ok:
-    raise AssertionError(f"{target} n={n} {precision}: {result.error}")
+    raise AssertionError(f"{target} n={n} {precision}: {result.failure}")
   return result
 
 
@@ -123,9 +123,13 @@ class SeedOnA100Test(parameterized.TestCase):
 
   def test_n1_all_sites_multiply_reduce_in_f32(self):
     r = _seed("a100", "bfloat16", 1)
-    self.assertEqual([f.fate for f in r.fates], [Fate.MULTIPLY_REDUCE] * 4)
     self.assertEqual(
-      {(f.effective_algorithm, f.algorithm_source) for f in r.fates},
+      [f.fate for f in r.compilation.fates], [Fate.MULTIPLY_REDUCE] * 4
+    )
+    self.assertEqual(
+      {
+        (f.effective_algorithm, f.algorithm_source) for f in r.compilation.fates
+      },
       {("F32_F32_F32", "ptx")},
     )
 
@@ -137,19 +141,20 @@ class SeedOnA100Test(parameterized.TestCase):
   def test_n2_triton_sites(self, precision, precision_config, algorithm):
     r = _seed("a100", precision, 2)
     self.assertEqual(
-      [f.fate for f in r.fates], [Fate.TRITON_GEMM] * 3 + [Fate.MULTIPLY_REDUCE]
+      [f.fate for f in r.compilation.fates],
+      [Fate.TRITON_GEMM] * 3 + [Fate.MULTIPLY_REDUCE],
     )
-    for f in r.fates[:3]:
+    for f in r.compilation.fates[:3]:
       self.assertEqual(
         (f.precision_config, f.effective_algorithm, f.algorithm_source),
         (precision_config, algorithm, "ptx"),
         f.algorithm_evidence,
       )
       self.assertEqual(f.selection, effective.HEURISTIC)
-    self.assertEqual(r.fates[3].effective_algorithm, "F32_F32_F32")
+    self.assertEqual(r.compilation.fates[3].effective_algorithm, "F32_F32_F32")
 
   def test_tf32_evidence_is_the_mma(self):
-    f = _seed("a100", "bfloat16", 2).fates[0]
+    f = _seed("a100", "bfloat16", 2).compilation.fates[0]
     self.assertRegex(
       f.algorithm_evidence,
       r"^kernel gemm_fusion_dot: cvt\.rna\.tf32\.f32 x\d+, "
@@ -157,14 +162,14 @@ class SeedOnA100Test(parameterized.TestCase):
     )
 
   def test_float32_evidence_is_fma_only(self):
-    f = _seed("a100", "float32", 2).fates[0]
+    f = _seed("a100", "float32", 2).compilation.fates[0]
     self.assertRegex(
       f.algorithm_evidence,
       r"^kernel gemm_fusion_dot: no mma; only f32 products \(fma\.rn\.f32 x\d+\)$",
     )
 
   def test_deduplicated_fusions_share_a_kernel(self):
-    fates = _seed("a100", "bfloat16", 2).fates
+    fates = _seed("a100", "bfloat16", 2).compilation.fates
     self.assertEqual(
       [f.carriers[0] for f in fates[1:3]],
       ["gemm_fusion_dot.1", "gemm_fusion_dot.2"],
@@ -180,9 +185,10 @@ class OtherTargetsTest(absltest.TestCase):
   def test_t4_n2_cublaslt_bias_without_tf32(self):
     r = _seed("t4", "bfloat16", 2)
     self.assertEqual(
-      [f.fate for f in r.fates], [Fate.CUBLASLT] * 3 + [Fate.MULTIPLY_REDUCE]
+      [f.fate for f in r.compilation.fates],
+      [Fate.CUBLASLT] * 3 + [Fate.MULTIPLY_REDUCE],
     )
-    for f in r.fates[:3]:
+    for f in r.compilation.fates[:3]:
       self.assertEqual(f.gemm_config["gemm_backend_config"]["epilogue"], "BIAS")
       # A top-level `custom_call_target="__cublas$lt$matmul"`, no fusion.
       self.assertEqual(
@@ -199,8 +205,8 @@ class OtherTargetsTest(absltest.TestCase):
     r = sweep.run_config(
       case, case.make_inputs(), None, targets.get_target("h100"), "float32", 512
     )
-    self.assertTrue(r.ok, r.error)
-    (f,) = r.fates
+    self.assertTrue(r.ok, r.failure)
+    (f,) = r.compilation.fates
     self.assertEqual(
       (f.fate, f.split_k, f.effective_algorithm),
       (Fate.TRITON_GEMM, 4, "F32_F32_F32"),
@@ -212,7 +218,8 @@ class OtherTargetsTest(absltest.TestCase):
       case, case.make_inputs(), None, targets.get_target("a100"), "float32", 512
     )
     self.assertEqual(
-      (r.fates[0].fate, r.fates[0].split_k), (Fate.TRITON_GEMM, None)
+      (r.compilation.fates[0].fate, r.compilation.fates[0].split_k),
+      (Fate.TRITON_GEMM, None),
     )
 
   def test_cpu_sites_by_rule(self):
@@ -220,7 +227,7 @@ class OtherTargetsTest(absltest.TestCase):
     self.assertEqual(
       {
         (f.effective_algorithm, f.algorithm_source, f.selection)
-        for f in r.fates
+        for f in r.compilation.fates
       },
       {("F32_F32_F32", "rule", None)},
     )

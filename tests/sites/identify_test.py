@@ -36,7 +36,7 @@ def _config(case, target="a100", precision="default", n=2):
   r = sweep.run_config(
     case, case.make_inputs(), None, targets.get_target(target), precision, n
   )
-  assert r.ok, r.error
+  assert r.ok, r.failure
   return r
 
 
@@ -47,17 +47,21 @@ class SharedOperandsTest(parameterized.TestCase):
   )
   def test_each_site_gets_its_own_gemm(self, swap, expected):
     r = _config(program_cases.two_dots(swap))
-    self.assertEqual([f.effective_algorithm for f in r.fates], expected)
+    self.assertEqual(
+      [f.effective_algorithm for f in r.compilation.fates], expected
+    )
     # Each site's precision config is the one its program line asked for.
     self.assertEqual(
-      [f.precision_config for f in r.fates],
+      [f.precision_config for f in r.compilation.fates],
       [
         "default,default" if alg == "TF32_TF32_F32" else "highest,highest"
         for alg in expected
       ],
     )
-    self.assertEqual({f.mapping for f in r.fates}, {"source location"})
-    self.assertEqual([f.conflict for f in r.fates], [None, None])
+    self.assertEqual(
+      {f.mapping for f in r.compilation.fates}, {"source location"}
+    )
+    self.assertEqual([f.conflict for f in r.compilation.fates], [None, None])
 
   def test_helper_called_twice_told_apart_by_caller(self):
     # Both sites share the innermost frame (the helper's line); the
@@ -67,14 +71,14 @@ class SharedOperandsTest(parameterized.TestCase):
     )
     r = _config(case)
     self.assertEqual(
-      [f.effective_algorithm for f in r.fates],
+      [f.effective_algorithm for f in r.compilation.fates],
       ["TF32_TF32_F32", "F32_F32_F32"],
     )
 
   def test_cpu_maps_by_source_too(self):
     r = _config(program_cases.two_dots(), target="cpu")
     self.assertEqual(
-      [f.precision_config for f in r.fates],
+      [f.precision_config for f in r.compilation.fates],
       ["default,default", "highest,highest"],
     )
 
@@ -90,10 +94,10 @@ class AmbiguityAndConflictTest(absltest.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     cls.r = _config(program_cases.two_dots())
-    cls.sites = parse_stablehlo_dots(cls.r.stablehlo)
+    cls.sites = parse_stablehlo_dots(cls.r.compilation.stablehlo)
 
   def test_without_metadata_precision_decides(self):
-    module = parse_hlo_module(_strip_metadata(self.r.optimized_hlo))
+    module = parse_hlo_module(_strip_metadata(self.r.compilation.optimized_hlo))
     fates = dot_sites.map_dot_sites(self.sites, module)
     self.assertEqual(
       [f.precision_config for f in fates],
@@ -104,7 +108,7 @@ class AmbiguityAndConflictTest(absltest.TestCase):
   def test_contradicting_precision_is_reported(self):
     # The dots' operand_precision moved: site 0's carrier (by source) now
     # says highest, site 1's default.
-    text = self.r.optimized_hlo.replace(
+    text = self.r.compilation.optimized_hlo.replace(
       ", operand_precision={highest,highest}", ""
     )
     text = re.sub(
@@ -121,12 +125,14 @@ class AmbiguityAndConflictTest(absltest.TestCase):
   def test_differing_carriers_without_any_key_are_ambiguous(self):
     # Both sites DEFAULT, no metadata: one carrier a Triton gemm, the other
     # a dot in a loop fusion. Nothing says which is which.
-    text = _strip_metadata(self.r.optimized_hlo).replace(
+    text = _strip_metadata(self.r.compilation.optimized_hlo).replace(
       ", operand_precision={highest,highest}", ""
     )
     text = text.replace('"__triton_nested_gemm_fusion"', '"__other"', 1)
     sites = [
-      parse_stablehlo_dots(self.r.stablehlo.replace("HIGHEST", "DEFAULT"))[i]
+      parse_stablehlo_dots(
+        self.r.compilation.stablehlo.replace("HIGHEST", "DEFAULT")
+      )[i]
       for i in (0, 1)
     ]
     fates = dot_sites.map_dot_sites(sites, parse_hlo_module(text))

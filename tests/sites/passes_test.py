@@ -24,9 +24,9 @@ def _attribution(target: str, n: int, precision: str = "float32"):
     n,
     explain_passes=True,
   )
-  self_check = r.passes_error
-  assert r.ok and self_check is None, (r.error, self_check)
-  return r.passes
+  self_check = r.compilation.passes_error
+  assert r.ok and self_check is None, (r.failure, self_check)
+  return r.compilation.passes
 
 
 class CpuPassesTest(absltest.TestCase):

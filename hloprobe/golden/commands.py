@@ -1,0 +1,89 @@
+"""`hloprobe golden check` and `hloprobe golden update`, with their values
+from cli.py.
+
+The sweep is MANIFEST.json's, each sweep flag given on the command line
+replacing its part. The report goes to stdout; exit status 0 when the
+goldens match (update: written), 1 when they differ or a candidate file
+cannot be written (`cannot write ...`, after the comparison is printed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from collections.abc import Collection, Mapping, Sequence
+
+from hloprobe.errors import HloprobeError, write_or_fail
+from hloprobe.golden import snapshot, update
+from hloprobe.sweep import SweepSpec
+
+__all__ = ["cmd_check", "cmd_update", "golden_spec"]
+
+
+def golden_spec(
+  golden_dir: str,
+  flag_values: Mapping[str, Sequence],
+  given: Collection[str],
+) -> SweepSpec:
+  """The sweep flags given on the command line; the rest from MANIFEST.json.
+
+  Args:
+    golden_dir: the golden folder (its MANIFEST.json may be missing).
+    flag_values: "cases", "batch_sizes" (ints), "precisions", "targets" ->
+      the command line's values, defaults included.
+    given: the keys of `flag_values` whose flags were on the command line;
+      the others take the manifest's value when it records one.
+  """
+  recorded = snapshot.manifest_sweep(golden_dir) or {}
+  return snapshot.spec_from_record(
+    {
+      key: tuple(
+        value if key in given or key not in recorded else recorded[key]
+      )
+      for key, value in flag_values.items()
+    }
+  )
+
+
+def cmd_update(spec: SweepSpec, golden_dir: str) -> int:
+  """Runs `spec` and rewrites the goldens (`update.golden_update`); 0."""
+  print(update.golden_update(spec, golden_dir).render())
+  return 0
+
+
+def cmd_check(
+  spec: SweepSpec, golden_dir: str, strict: bool, output_dir: str | None
+) -> int:
+  """Runs `spec` and compares with the goldens; prints the result.
+
+  On a mismatch the new snapshot is written to `output_dir` (or a new
+  temporary folder) for a person to diff or copy.
+
+  Returns:
+    0 when everything matches, else 1.
+
+  Raises:
+    HloprobeError: the candidate files cannot be written (after the
+      comparison is printed).
+  """
+  snap = snapshot.sweep_snapshot(spec)
+  record = snapshot.sweep_record(spec)
+  result = snapshot.check(golden_dir, snap, record, strict=strict)
+  if result.ok:
+    print(result.render())
+    return 0
+  try:
+    out = write_or_fail(
+      "the candidate goldens", lambda: _write_candidates(snap, output_dir)
+    )
+  except HloprobeError:
+    print(result.render())  # the comparison stands; only the copy failed
+    raise
+  print(dataclasses.replace(result, candidate_dir=out).render())
+  return 1
+
+
+def _write_candidates(snap, output_dir: str | None) -> str:
+  """Writes a mismatching snapshot to `output_dir` or a new temporary folder."""
+  out = output_dir or tempfile.mkdtemp(prefix="hloprobe-golden-candidate-")
+  return snapshot.write_snapshot(snap, out)

@@ -1,0 +1,185 @@
+"""What one sweep config produced, one frozen record per stage.
+
+A `ConfigResult` holds the `Config` (what was swept), then what each stage
+that got that far made: `Compilation` (lowering to StableHLO, XLA's
+compile to optimized HLO, the dot sites' fates and, with
+--explain_passes, the passes that rewrote them), `Execution` (running the
+compiled executable and comparing its outputs with float64), the
+`predict.Prediction` (or why there is none), and the `Failure` of the
+stage that stopped it. A stage's record is None when the stage was not
+reached: a failed compile has no `Compilation`, a compile-only target no
+`Execution`.
+
+`Compilation` and `Execution` hold only plain values (text, tuples,
+numpy arrays, other frozen records; no jax objects), so a worker process
+can return them whole and the record cache can pickle them.
+`RECORD_VERSION` names this layout in the cache key (`cache.config_key`):
+entries pickled with another layout miss.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hloprobe.compile.experiments import BASELINE
+from hloprobe.compile.targets import Target
+from hloprobe.numerics import accuracy, predict
+from hloprobe.sites import dot_sites, passes
+
+__all__ = [
+  "RECORD_VERSION",
+  "Compilation",
+  "Config",
+  "ConfigResult",
+  "Execution",
+  "Failure",
+]
+
+# Bumped when any record below changes shape; part of the cache key.
+# 1: one flat ConfigResult; 2: these records.
+RECORD_VERSION = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+  """One sweep config: what is compiled, for what, and how.
+
+  Attributes:
+    case: the case's name, as results and goldens print it.
+    target: the `Target` record compiled for (its name keys rows and
+      output folders; its compute capability and compile-only flag are
+      what `explain` reads).
+    n: the batch size (rows of the batched argument).
+    precision: the matmul precision name, e.g. "bfloat16" (see
+      `precisions.parse_precision`).
+    experiment: the XLA_FLAGS experiment's name, "baseline" for none.
+  """
+
+  case: str
+  target: Target
+  n: int
+  precision: str
+  experiment: str = BASELINE.name
+
+  def label(self) -> str:
+    """E.g. "a100 seed_mlp n=3 bfloat16" (the experiment, if any, after)."""
+    text = f"{self.target.name} {self.case} n={self.n} {self.precision}"
+    if self.experiment == BASELINE.name:
+      return text
+    return f"{text} ({self.experiment})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Compilation:
+  """What lowering and compiling one config produced, and its dot sites.
+
+  Attributes:
+    stablehlo: the lowered module's StableHLO text.
+    optimized_hlo: the optimized HLO text after XLA's passes.
+    fates: what each StableHLO dot site became (`dot_sites.SiteFate`, with
+      its effective algorithm), in site order.
+    passes: site index -> the pass that rewrote it (with --explain_passes;
+      a site absent here stayed a plain dot); None when not asked or when
+      attribution failed.
+    passes_error: why pass attribution failed, or None.
+    ptxas: the ptxas that built the GPU kernels, as "PATH (CUDA 12.9.86,
+      via ...)"; None on CPU.
+    dropped_config_fields: target-config fields dropped so the installed
+      proto could load the config, e.g. ("GpuDeviceInfoProto.mem_clock_ghz",).
+    lower_s, compile_s: wall seconds of lowering and of XLA's compile.
+  """
+
+  stablehlo: str
+  optimized_hlo: str
+  fates: tuple[dot_sites.SiteFate, ...] = ()
+  passes: dict[int, passes.PassAttribution] | None = None
+  passes_error: str | None = None
+  ptxas: str | None = None
+  dropped_config_fields: tuple[str, ...] = ()
+  lower_s: float | None = None
+  compile_s: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Execution:
+  """What running one compiled config measured.
+
+  Attributes:
+    run_s: wall seconds of the run (outputs ready on the host).
+    leaf_stats: errors against float64 of every output leaf, in
+      `jax.tree_util.tree_leaves` order; () when the case has no float64
+      reference.
+    headline: index into `leaf_stats` of the leaf the row is about (the
+      prediction's `leaf` where there is one, else the leaf with the
+      largest max_rel); None without `leaf_stats`.
+    ulp_vs_n1: row 0 (batch element 0) here against row 0 at batch 1, max
+      over its values and the batched leaves, in ULPs of each leaf's dtype
+      (None when n = 1 is not swept, it did not run, or no leaf is
+      batched).
+  """
+
+  run_s: float
+  leaf_stats: tuple[accuracy.ErrorStats, ...] = ()
+  headline: int | None = None
+  ulp_vs_n1: int | None = None
+
+  @property
+  def stats(self) -> accuracy.ErrorStats | None:
+    """The headline leaf's errors, or None without a reference."""
+    return None if self.headline is None else self.leaf_stats[self.headline]
+
+  @property
+  def output_dtype(self) -> str | None:
+    """The headline leaf's dtype, e.g. "bfloat16"; None without one."""
+    s = self.stats
+    if s is None or s.row0_values is None:
+      return None
+    return str(s.row0_values.dtype)
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure:
+  """The stage that stopped a config, and why.
+
+  Attributes:
+    stage: "lower", "compile", "analyse", "run", "reference", "worker", ...
+    error: the error's first line, e.g. "XlaRuntimeError: INTERNAL: ...".
+  """
+
+  stage: str
+  error: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigResult:
+  """Everything one config produced, by stage.
+
+  Attributes:
+    config: the config.
+    compilation: what compiling made; None when it failed or was not
+      reached.
+    execution: what running measured; None for a compile-only target or
+      when running failed or was not reached.
+    prediction: the emulated numerics at the sites' effective algorithms,
+      with noise floor, attribution and verdict (see `predict`); None
+      when there is none.
+    prediction_error: why there is no prediction, or None.
+    failure: the stage that failed, or None when every stage reached
+      succeeded.
+    timings: stage name -> exclusive wall seconds spent on this config
+      (`timing.STAGES`; a case's inputs and reference are charged to its
+      first config).
+  """
+
+  config: Config
+  compilation: Compilation | None = None
+  execution: Execution | None = None
+  prediction: predict.Prediction | None = None
+  prediction_error: str | None = None
+  failure: Failure | None = None
+  timings: dict[str, float] = dataclasses.field(default_factory=dict)
+
+  @property
+  def ok(self) -> bool:
+    """True when no stage failed."""
+    return self.failure is None

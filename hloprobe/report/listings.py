@@ -1,0 +1,69 @@
+"""The listings `hloprobe targets`, `cases` and `experiments` print.
+
+Each returns the whole text the command prints; the tables are tabulate's
+plain format, the cases a two-column list (name, the report it comes from).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tabulate import tabulate
+
+from hloprobe.compile import cases, experiments, targets, toolchain
+
+__all__ = ["cases_listing", "experiments_listing", "targets_listing"]
+
+
+def targets_listing(config_paths: Sequence[str] = ()) -> str:
+  """The built-in targets, then one per GpuTargetConfigProto file in
+  `config_paths` (--target_config), and the ptxas GPU targets would use.
+
+  Raises:
+    TargetError: a config file cannot be read or parsed.
+  """
+  listed = list(targets.BUILTIN_TARGETS.values())
+  listed += [targets.load_target_config(p) for p in config_paths]
+  rows = [
+    (
+      t.name,
+      t.platform,
+      "compile only" if t.compile_only else "compile and run",
+      t.compute_capability or "n/a",
+      t.description,
+    )
+    for t in listed
+  ]
+  table = tabulate(
+    rows,
+    headers=(
+      "target",
+      "platform",
+      "mode",
+      "compute capability",
+      "description",
+    ),
+  )
+  ptxas = toolchain.find_ptxas(toolchain.nvcc_wheel_dir())
+  found = ptxas or "none found (pip install nvidia-cuda-nvcc-cu12)"
+  return f"{table}\n\nptxas for GPU targets: {found}"
+
+
+def cases_listing() -> str:
+  """One line per built-in case: its name and the report it comes from
+  (the issue's URL, else the reported numbers' source, else "n/a")."""
+  rows = [
+    (c.name, c.url or (c.reported and c.reported.source) or "n/a")
+    for c in cases.CASES.values()
+  ]
+  width = max(len(name) for name, _ in rows)
+  return "\n".join(f"{name:<{width}}  {source}" for name, source in rows)
+
+
+def experiments_listing() -> str:
+  """The built-in XLA_FLAGS experiments: name, flags, what each does."""
+  rows = [
+    (e.name, e.flags_text, e.description)
+    for e in experiments.BUILTIN_EXPERIMENTS.values()
+  ]
+  return tabulate(rows, headers=("experiment", "XLA_FLAGS", "what it does"))
