@@ -257,9 +257,10 @@ _CACHE_DIR = flags.DEFINE_string(
 _JOBS = flags.DEFINE_integer(
   "jobs",
   os.cpu_count() or 1,
-  "How many experiments' worker processes run at once, beside the "
-  "baseline, and how many jaxlib versions `versions` sweeps at once "
-  "(default: the number of cores); the output order does not change.",
+  "How many worker processes compile and run configs at once (default: "
+  "the number of cores); each flag set (the baseline, each experiment) "
+  "gets max(1, jobs / flag sets); `versions` sweeps this many jaxlib "
+  "versions at once. The output order does not change.",
   lower_bound=1,
 )
 _NOCACHE = flags.DEFINE_bool(
@@ -417,14 +418,15 @@ def _check_format() -> str:
   return _FORMAT.value
 
 
-def _start_jax(target_names) -> None:
-  """Chooses JAX's platforms, then starts its backends without noise.
+def _start_jax(swept) -> None:
+  """Starts JAX here on the CPU only, without noise.
 
-  Compile-only GPU targets need the CUDA plugin but no CUDA backend, so
-  unless an attached GPU (`gpu`) is asked for, JAX runs on "cpu" (the
-  plugin's CUDA version check is skipped then) and
-  JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 is set; a JAX_PLATFORMS the user set
-  wins.
+  Every config compiles and runs in a worker process (see
+  `sweep.run_sweep`); this process computes float64 references and
+  emulations, on the CPU, so it never starts nor allocates on a GPU.
+  Unless an attached GPU (`gpu`) is among `swept`'s Target records,
+  JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 is set (compile-only GPU targets need
+  the CUDA plugin but no CUDA backend), which the workers inherit.
   """
   from hloprobe.compile import lowering, worker
 
@@ -432,14 +434,9 @@ def _start_jax(target_names) -> None:
   # absl's app.run shows INFO records; JAX's backend probing logs some
   # ("Unable to initialize backend 'tpu'").
   logging.getLogger("jax").setLevel(logging.WARNING)
-  wanted = [targets.get_target(n) for n in target_names]
-  attached_gpu = any(
-    t.platform == "cuda" and not t.compile_only for t in wanted
-  )
-  if not attached_gpu:
+  if not any(t.platform == "cuda" and not t.compile_only for t in swept):
     os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
-  platforms = None if attached_gpu or "JAX_PLATFORMS" in os.environ else "cpu"
-  lowering.start_backends(platforms)
+  lowering.start_backends("cpu")
   warning = compat.version_warning()
   if warning:  # once per command: the checked jaxlib is another
     print(warning, file=sys.stderr)
@@ -497,8 +494,6 @@ def _run_streamed(spec):
   except KeyboardInterrupt as e:
     signum = getattr(e, "signum", signal.SIGINT)
     raise _Interrupted(signum, progress.done, progress.total) from None
-  for r in results[len(progress.done) :]:  # the experiments' configs
-    progress.add(r)
   return results
 
 

@@ -3,10 +3,12 @@
 It drives the stages and holds no analysis: lower and compile
 (`lowering`), parse (`hlo`, `stablehlo`), map dot sites
 (`dot_sites`), run and compare (`accuracy`). One failing config records its
-error and the sweep goes on. Compile-only GPU targets are loaded and
-compiled in a persistent worker process (`worker.WorkerPool`): XLA can die
-on a config it does not expect (SIGFPE on `threads_per_warp: 0`, jaxlib
-0.10.2), and that death is then one config's failure.
+error and the sweep goes on. Every config is compiled (and run, on `cpu`
+and `gpu`) in a persistent worker process (`worker.WorkerPool`): XLA can
+die on a config it does not expect (SIGFPE on `threads_per_warp: 0`,
+jaxlib 0.10.2), and that death is then one config's failure. This process
+keeps the float64 references, the predictions and the cache; see
+`run_sweep`.
 """
 
 from __future__ import annotations
@@ -17,14 +19,18 @@ import functools
 import logging
 import os
 import re
+import threading
 import time
 from collections.abc import Callable
+
+import jax
+import numpy as np
 
 from hloprobe.compile import cache, lowering, timing, worker
 from hloprobe.compile.cases import Case, get_case, resolvable_elsewhere
 from hloprobe.compile.experiments import BASELINE, Experiment
 from hloprobe.compile.targets import Target, get_target, is_config_path
-from hloprobe.errors import CaseError, InvalidArgumentError
+from hloprobe.errors import CaseError, InvalidArgumentError, first_line
 from hloprobe.ir import ptx
 from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.precisions import parse_precision
@@ -43,9 +49,10 @@ from hloprobe.sites import dot_sites, effective, passes
 __all__ = [
   "MAX_BATCH_SIZE",
   "MAX_BATCH_SIZES",
+  "CompiledConfig",
   "SweepProgress",
   "SweepSpec",
-  "compile_config",
+  "compile_and_run",
   "load_target",
   "parse_batch_sizes",
   "run_sweep",
@@ -54,37 +61,47 @@ __all__ = [
 
 @dataclasses.dataclass(frozen=True)
 class SweepSpec:
-  """What to sweep; every name already checked.
+  """What to sweep, as records looked up once; every name already checked.
+
+  Cases and targets may be given as names (then looked up here, once: a
+  target's config file is read once per sweep) or as records with the
+  names they were looked up by (`case_names`, `target_names`).
 
   Attributes:
-    cases: case names.
+    cases: `Case` records.
     batch_sizes: positive batch sizes, in the order given.
     precisions: matmul precision names (see `precisions.parse_precision`).
-    targets: target names.
+    targets: `Target` records.
     explain_passes: also name the XLA pass that rewrote each dot site
       (each compile also dumps the module after every pass; see `passes`).
-    experiments: XLA_FLAGS experiments run beside the baseline, each in its
-      own worker process.
+    experiments: XLA_FLAGS experiments run beside the baseline; their
+      configs compile in workers under their flags, as the baseline's do
+      under the user's (see `run_sweep`).
     cache_dir: folder of the persistent record cache (see `cache`), or None
       to compute every config. Only successful configs are stored.
-    jobs: how many experiments' worker processes run at once, beside the
-      baseline (1: one after another, after the baseline). Results keep
-      their order whatever it is.
+    jobs: how many worker processes compile and run at once (see
+      `run_sweep`); results keep their order whatever it is.
+    case_names: the name each case was looked up by (`seed_mlp`,
+      `path/to/file.py:factory`): a worker process finds the case by it.
+    target_names: the word each target was looked up by (`a100`, or a
+      config file's path as given): what MANIFEST.json records.
   """
 
-  cases: tuple[str, ...]
+  cases: tuple[Case | str, ...]
   batch_sizes: tuple[int, ...]
   precisions: tuple[str, ...]
-  targets: tuple[str, ...]
+  targets: tuple[Target | str, ...]
   explain_passes: bool = False
   experiments: tuple[Experiment, ...] = ()
   cache_dir: str | None = None
   jobs: int = 1
+  case_names: tuple[str, ...] = ()
+  target_names: tuple[str, ...] = ()
 
   def __post_init__(self):
     # One rule for every list: a name (or size) given twice is swept once,
     # where it first appears.
-    for field in ("cases", "batch_sizes", "precisions", "experiments"):
+    for field in ("batch_sizes", "precisions", "experiments"):
       object.__setattr__(
         self, field, tuple(dict.fromkeys(getattr(self, field)))
       )
@@ -93,10 +110,16 @@ class SweepSpec:
       raise InvalidArgumentError(
         f"experiment names must be unique and not 'baseline': {names}"
       )
-    _check_cases(self.cases)
+    cases = _looked_up(self.cases, self.case_names, get_case)
+    _check_cases(cases)
+    targets = _check_target_names(
+      _looked_up(self.targets, self.target_names, get_target)
+    )
+    for field, pairs in (("case", cases), ("target", targets)):
+      object.__setattr__(self, f"{field}s", tuple(r for _, r in pairs))
+      object.__setattr__(self, f"{field}_names", tuple(w for w, _ in pairs))
     for name in self.precisions:
       parse_precision(name)
-    object.__setattr__(self, "targets", _check_target_names(self.targets))
     if not self.batch_sizes or min(self.batch_sizes) < 1:
       raise InvalidArgumentError(
         f"batch sizes must be positive integers, got {self.batch_sizes}"
@@ -114,36 +137,55 @@ class SweepSpec:
     return per_run * (1 + len(self.experiments))
 
 
-def _same_target(a: str, b: str) -> bool:
+def _looked_up(items, names, lookup) -> list[tuple[str, object]]:
+  """(name, record) pairs of names or records, a name given twice once.
+
+  A name is looked up with `lookup`; a record keeps its name from `names`
+  (same length as `items`), else takes its own `.name`.
+  """
+  if len(names) != len(items):
+    names = [None] * len(items)
+  found: dict[str, object] = {}
+  for item, name in zip(items, names):
+    word = item if isinstance(item, str) else name or item.name
+    if word not in found:
+      found[word] = lookup(item) if isinstance(item, str) else item
+  return list(found.items())
+
+
+def _same_target(a: tuple[str, Target], b: tuple[str, Target]) -> bool:
   """One built-in name, or two paths of one config file."""
-  if a == b:
+  if a[0] == b[0]:
     return True
-  files = is_config_path(a) and is_config_path(b)
-  return files and os.path.realpath(a) == os.path.realpath(b)
+  files = is_config_path(a[0]) and is_config_path(b[0])
+  return files and os.path.realpath(a[0]) == os.path.realpath(b[0])
 
 
-def _check_target_names(words: tuple[str, ...]) -> tuple[str, ...]:
-  """Every target loads, and no two share a name (rows and output folders
-  are keyed by it; a config file's target is named after the file).
+def _check_target_names(pairs) -> list[tuple[str, Target]]:
+  """No two targets share a name (rows and output folders are keyed by
+  it; a config file's target is named after the file).
+
+  Args:
+    pairs: (word, Target) as `_looked_up` gives them.
 
   Returns:
-    `words` with repeats of one target (`cpu,cpu`; `x.txtpb` and
-    `./x.txtpb`) dropped after their first.
+    `pairs` with repeats of one target (`x.txtpb` and `./x.txtpb`) dropped
+    after their first.
 
   Raises:
-    InvalidArgumentError: an unknown target or bad config, or a shared name.
+    InvalidArgumentError: two targets share a name.
   """
-  seen: dict[str, str] = {}
-  for word in words:
-    name = get_target(word).name
-    if name in seen and not _same_target(seen[name], word):
+  seen: dict[str, tuple[str, Target]] = {}
+  for word, target in pairs:
+    first = seen.get(target.name)
+    if first is not None and not _same_target(first, (word, target)):
       raise InvalidArgumentError(
-        f"targets {seen[name]!r} and {word!r} are both named {name!r}; rows "
-        "and output folders are keyed by the name: rename a config file "
-        "(a config's target is named after its file)"
+        f"targets {first[0]!r} and {word!r} are both named {target.name!r}; "
+        "rows and output folders are keyed by the name: rename a config "
+        "file (a config's target is named after its file)"
       )
-    seen.setdefault(name, word)
-  return tuple(seen.values())
+    seen.setdefault(target.name, (word, target))
+  return list(seen.values())
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -151,11 +193,10 @@ class SweepProgress:
   """Where a running sweep is, given to `run_sweep`'s `progress` callable.
 
   Attributes:
-    done: configs finished so far (an experiment's configs finish together,
-      when its worker process returns).
+    done: configs collected so far, in config order.
     total: all configs of the sweep, experiments included.
-    current: what runs now, e.g. "a100 seed_mlp n=3 bfloat16" or
-      "experiment no_triton_gemm (worker process)"; "" once all are done.
+    current: the config collected next, e.g. "a100 seed_mlp n=3 bfloat16"
+      or "cpu seed_mlp n=1 float32 [no_algsimp]"; "" once all are done.
   """
 
   done: int
@@ -211,9 +252,141 @@ def parse_batch_sizes(text: str) -> tuple[int, ...]:
   return tuple(dict.fromkeys(sizes))
 
 
-def _first_line(e: BaseException) -> str:
-  text = str(e).strip().splitlines()
-  return f"{type(e).__name__}: {text[0] if text else ''}".strip()
+@dataclasses.dataclass(frozen=True)
+class CompiledConfig:
+  """What a worker sends back for one config (pickled).
+
+  Attributes:
+    result: the config with its `Compilation` (no `Execution` and no
+      prediction yet: the main process adds them), or with the `Failure`
+      of the stage that stopped it.
+    outputs: the run's output leaves as numpy arrays (`tree_leaves`
+      order), or None when the target does not run or a stage failed.
+    run_s: wall seconds of the run, or None when it did not run.
+    timings: stage name -> exclusive wall seconds spent in the worker.
+  """
+
+  result: ConfigResult
+  outputs: tuple[np.ndarray, ...] | None = None
+  run_s: float | None = None
+  timings: dict[str, float] = dataclasses.field(default_factory=dict)
+
+
+def compile_and_run(
+  case_name: str, target: Target, precision: str, n: int, explain_passes: bool
+) -> CompiledConfig:
+  """One config's work in a worker: lower, compile, parse, map sites and,
+  for a target that runs (`cpu`, `gpu`), run it.
+
+  Args:
+    case_name: the name the sweep looked the case up by (a user's
+      `file.py:factory` too); the worker looks it up again.
+    target: the target record, whole.
+    precision, n: the config.
+    explain_passes: also attribute each site to the pass that rewrote it.
+  """
+  case = get_case(case_name)
+  full = _case_inputs(case_name)
+  return _compile_and_run(case, full, target, precision, n, explain_passes)
+
+
+def _compile_and_run(
+  case: Case,
+  full: tuple | None,
+  target: Target,
+  precision: str,
+  n: int,
+  explain_passes: bool,
+) -> CompiledConfig:
+  """`compile_and_run` with the case's record and full inputs in hand.
+
+  Before each stage it notes the stage (`worker.note_stage`), so a worker
+  that dies in it names it.
+  """
+  watch = timing.Stopwatch()
+  config = Config(case.name, target, n, precision)
+  stage = "compile"
+  try:
+    worker.note_stage(stage)
+    args = case.inputs_for(full, n)
+    start = time.perf_counter()
+    cc = lowering.compile_case(
+      case, args, parse_precision(precision), target, dump_passes=explain_passes
+    )
+    watch.add("lower", cc.lower_s)
+    watch.add("compile", time.perf_counter() - start - cc.lower_s)
+    stage = "analyse"
+    worker.note_stage(stage)
+    compilation = _analysed(cc, target, watch)
+    if explain_passes:
+      with watch.stage("passes"):
+        compilation = _with_passes(compilation, cc.pass_dumps)
+    result = ConfigResult(config, compilation)
+    if target.compile_only:
+      return CompiledConfig(result, timings=watch.seconds())
+    stage = "run"
+    worker.note_stage(stage)
+    with watch.stage("run"):
+      outs, run_s = lowering.run_compiled(cc, args)
+    return CompiledConfig(result, outs, run_s, watch.seconds())
+  except Exception as e:  # one config's failure must not lose the others
+    failed = ConfigResult(config, failure=Failure(stage, first_line(e)))
+    return CompiledConfig(failed, timings=watch.seconds())
+
+
+def _analysed(cc, target: Target, watch) -> Compilation:
+  """The compiled config's texts and its dot sites' fates."""
+  with watch.stage("parse"):
+    sites = parse_stablehlo_dots(cc.stablehlo)
+    module = parse_hlo_module(cc.optimized_hlo)
+    ptx_kernels = [k for text in cc.ptx for k in ptx.parse_ptx(text)]
+  with watch.stage("sites"):
+    fates = dot_sites.map_dot_sites(sites, module)
+    fates = effective.resolve(
+      fates, module, ptx_kernels, target, cc.compute_capability
+    )
+  return Compilation(
+    stablehlo=cc.stablehlo,
+    optimized_hlo=cc.optimized_hlo,
+    fates=tuple(fates),
+    ptxas=str(cc.ptxas) if cc.ptxas else None,
+    dropped_config_fields=cc.dropped_config_fields,
+    lower_s=cc.lower_s,
+    compile_s=cc.compile_s,
+  )
+
+
+def _with_stats(
+  work: CompiledConfig, references: reference.References | None, watch
+) -> ConfigResult:
+  """The worker's result with its `Execution`: run seconds and, with
+  `references`, the outputs' errors against float64 (in this process); a
+  failure is the config's, at stage "run"."""
+  r = work.result
+  if not r.ok or work.run_s is None:
+    return r
+  if work.outputs is None or references is None:
+    return dataclasses.replace(r, execution=Execution(work.run_s))
+  try:
+    with watch.stage("reference"):
+      at_n = references.at(r.config.n)
+    leaves = tuple(
+      accuracy.error_stats(out, ref, axis, name)
+      for out, ref, axis, name in zip(
+        work.outputs, at_n, references.axes, references.names
+      )
+    )
+  except Exception as e:  # one config's failure must not lose the others
+    return _failed(r, first_line(e), "run")
+  headline = max(range(len(leaves)), key=lambda i: (leaves[i].max_rel, -i))
+  return dataclasses.replace(
+    r, execution=Execution(work.run_s, leaves, headline)
+  )
+
+
+def _failed(r: ConfigResult, error: str, stage: str) -> ConfigResult:
+  """A failed record of `r`'s config (nothing else of `r` kept)."""
+  return ConfigResult(r.config, failure=Failure(stage, error))
 
 
 def run_config(
@@ -226,67 +399,21 @@ def run_config(
   explain_passes: bool = False,
   watch: timing.Stopwatch | None = None,
 ) -> ConfigResult:
-  """Lowers, compiles, analyses and (where possible) runs one config.
+  """Lowers, compiles, analyses and (where possible) runs one config here,
+  in this process (the sweep does this in workers: `compile_and_run`).
 
   With `explain_passes`, the compile dumps every pass and each dot site is
-  attributed to the pass that rewrote it (see `passes`). `watch`, if
-  given, is charged the time of each stage.
+  attributed to the pass that rewrote it (see `passes`). With
+  `references`, the outputs' errors against float64 are added. `watch`,
+  if given, is charged the time of each stage.
   """
   watch = watch or timing.Stopwatch()
-  config = Config(case.name, target, n, precision)
-  stage = "compile"
-  try:
-    args = case.inputs_for(full_inputs, n)
-    start = time.perf_counter()
-    cc = lowering.compile_case(
-      case, args, parse_precision(precision), target, dump_passes=explain_passes
-    )
-    watch.add("lower", cc.lower_s)
-    watch.add("compile", time.perf_counter() - start - cc.lower_s)
-    stage = "analyse"
-    with watch.stage("parse"):
-      sites = parse_stablehlo_dots(cc.stablehlo)
-      module = parse_hlo_module(cc.optimized_hlo)
-      ptx_kernels = [k for text in cc.ptx for k in ptx.parse_ptx(text)]
-    with watch.stage("sites"):
-      fates = dot_sites.map_dot_sites(sites, module)
-      fates = effective.resolve(
-        fates, module, ptx_kernels, target, cc.compute_capability
-      )
-    compilation = Compilation(
-      stablehlo=cc.stablehlo,
-      optimized_hlo=cc.optimized_hlo,
-      fates=tuple(fates),
-      ptxas=str(cc.ptxas) if cc.ptxas else None,
-      dropped_config_fields=cc.dropped_config_fields,
-      lower_s=cc.lower_s,
-      compile_s=cc.compile_s,
-    )
-    if explain_passes:
-      with watch.stage("passes"):
-        compilation = _with_passes(compilation, cc.pass_dumps)
-    result = ConfigResult(config, compilation)
-    if target.compile_only:
-      return result
-    stage = "run"
-    with watch.stage("run"):
-      outs, run_s = lowering.run_compiled(cc, args)
-    if references is None:
-      return dataclasses.replace(result, execution=Execution(run_s))
-    with watch.stage("reference"):
-      at_n = references.at(n)
-    leaves = tuple(
-      accuracy.error_stats(out, ref, axis, name)
-      for out, ref, axis, name in zip(
-        outs, at_n, references.axes, references.names
-      )
-    )
-    headline = max(range(len(leaves)), key=lambda i: (leaves[i].max_rel, -i))
-    return dataclasses.replace(
-      result, execution=Execution(run_s, leaves, headline)
-    )
-  except Exception as e:  # one config's failure must not lose the others
-    return ConfigResult(config, failure=Failure(stage, _first_line(e)))
+  work = _compile_and_run(
+    case, full_inputs, target, precision, n, explain_passes
+  )
+  for name, seconds in work.timings.items():
+    watch.add(name, seconds)
+  return _with_stats(work, references, watch)
 
 
 def _with_passes(c: Compilation, dumps) -> Compilation:
@@ -294,7 +421,7 @@ def _with_passes(c: Compilation, dumps) -> Compilation:
   try:
     found = passes.attribute_passes(dumps, [f.site for f in c.fates])
   except Exception as e:  # attribution is extra; the config stays ok
-    return dataclasses.replace(c, passes_error=_first_line(e))
+    return dataclasses.replace(c, passes_error=first_line(e))
   return dataclasses.replace(c, passes=found)
 
 
@@ -312,7 +439,7 @@ def _references(case, full, sizes):
   except CaseError as e:
     return None, e, None
   except Exception as e:  # configs still compile; numerics say n/a
-    return None, None, f"no float64 reference: {_first_line(e)}"
+    return None, None, f"no float64 reference: {first_line(e)}"
 
 
 def _predictor(case, full, references, why: str | None):
@@ -322,7 +449,7 @@ def _predictor(case, full, references, why: str | None):
   try:
     return predict.Predictor(case, full, references), None
   except Exception as e:
-    return None, f"no predictor: {_first_line(e)}"
+    return None, f"no predictor: {first_line(e)}"
 
 
 def _with_prediction(
@@ -346,7 +473,7 @@ def _with_prediction(
       r.config.n, r.compilation.fates, leaves or None, watch
     )
   except Exception as e:  # prediction is extra; the config stays ok
-    return dataclasses.replace(r, prediction_error=_first_line(e))
+    return dataclasses.replace(r, prediction_error=first_line(e))
   r = dataclasses.replace(r, prediction=prediction)
   if leaves:
     names = [s.leaf for s in leaves]
@@ -397,35 +524,35 @@ def _with_batch_consistency(results: list[ConfigResult]) -> list[ConfigResult]:
   return out
 
 
-def _configs(spec: SweepSpec):
-  for case in spec.cases:
-    for target in spec.targets:
-      for precision in spec.precisions:
-        for n in spec.batch_sizes:
-          yield case, target, precision, n
+@dataclasses.dataclass(frozen=True)
+class _Config:
+  """One config of a sweep, by its flag set and case index."""
+
+  experiment: Experiment
+  case: int
+  target: Target
+  precision: str
+  n: int
 
 
-def _run_experiment(
-  spec: SweepSpec, experiment: Experiment, pool: worker.WorkerPool
-) -> list[ConfigResult]:
-  """The sweep under an experiment's XLA_FLAGS, in a worker process."""
-  inner = dataclasses.replace(spec, experiments=())
-  try:
-    results = pool.call("run_sweep", {"spec": inner}, experiment.flags_text)
-  except worker.WorkerError as e:
-    return [
-      ConfigResult(
-        Config(get_case(c).name, get_target(t), n, p, experiment.name),
-        failure=Failure("worker", str(e)),
-      )
-      for c, t, p, n in _configs(spec)
-    ]
+def _configs(spec: SweepSpec) -> list[_Config]:
+  """Every config in output order: the baseline's (case, target,
+  precision, n), then each experiment's in the same order."""
   return [
-    dataclasses.replace(
-      r, config=dataclasses.replace(r.config, experiment=experiment.name)
-    )
-    for r in results
+    _Config(e, i, t, p, n)
+    for e in (BASELINE, *spec.experiments)
+    for i in range(len(spec.cases))
+    for t in spec.targets
+    for p in spec.precisions
+    for n in spec.batch_sizes
   ]
+
+
+def _label(spec: SweepSpec, c: _Config) -> str:
+  """A config in words, e.g. "a100 seed_mlp n=3 bfloat16 [no_algsimp]"."""
+  name = spec.case_names[c.case]
+  text = f"{c.target.name} {name} n={c.n} {c.precision}"
+  return text if c.experiment is BASELINE else f"{text} [{c.experiment.name}]"
 
 
 def run_sweep(
@@ -434,17 +561,42 @@ def run_sweep(
   on_result: Callable[[ConfigResult], None] | None = None,
   pool: worker.WorkerPool | None = None,
 ) -> list[ConfigResult]:
-  """Runs every config of a sweep, the baseline here and experiments in workers.
+  """Runs every config of a sweep, each in a worker process.
+
+  Every config (any target) is lowered, compiled, parsed, site-mapped
+  and, where the target runs (`cpu`, `gpu`), run in a worker process
+  keyed by its XLA_FLAGS: the user's for the baseline, the user's then
+  the experiment's for an experiment (`worker.worker_xla_flags`). XLA can
+  die on a config it does not expect (SIGFPE on `threads_per_warp: 0`,
+  jaxlib 0.10.2); the death is that config's failure, naming the stage,
+  the signal and XLA's last lines, and the next config gets a fresh
+  worker. This process keeps the case inputs, the float64 references,
+  the predictions (emulation on the CPU), the errors against the
+  references, batch consistency and the cache, on the CPU device (JAX's
+  default device is set to it here: this process never allocates on an
+  attached GPU, which the workers share). References and predictions are
+  made once per case and shared by the baseline and every experiment: the
+  float64 reference does not depend on XLA_FLAGS, by design.
+
+  `spec.jobs` worker processes run at once: each of the E flag sets
+  (baseline and experiments) gets max(1, jobs // E) lanes, its configs
+  dealt to them in turn, each lane one worker. Results are collected in
+  config order, so the output and `on_result`'s order do not depend on
+  jobs. A case added to `CASES` at run time (not found by name in another
+  process, see `resolvable_elsewhere`) compiles and runs here instead,
+  for the baseline only (an experiment's configs of it fail, stage
+  "worker").
 
   Args:
     spec: what to sweep.
     progress: optional callable, given a `SweepProgress` before each
-      baseline config and each experiment starts, and once at the end
-      (`current` == ""); the command line draws its progress line with it.
-    on_result: optional callable given each baseline `ConfigResult` as it
-      completes (e.g. to stream results to disk).
+      config is collected, and once at the end (`current` == ""); the
+      command line draws its progress line with it.
+    on_result: optional callable given each `ConfigResult` as it is
+      collected (e.g. to stream results to disk).
     pool: the worker processes to use; None: a pool of this call's own,
-      ended when it returns or raises.
+      ended when it returns or raises. On an exception or interrupt the
+      pool is closed (its workers killed) before this returns.
 
   Returns:
     One `ConfigResult` per config: the baseline's ordered case, target,
@@ -453,60 +605,246 @@ def run_sweep(
   Raises:
     TargetError: XLA rejects a compile-only target's config (before any
       config runs).
+    InvalidArgumentError: a batch size exceeds a case's rows.
   """
   if pool is None:
-    with worker.WorkerPool() as own:
+    with worker.WorkerPool(_worker_platforms(spec), _PRELOAD) as own:
       return run_sweep(spec, progress, on_result, own)
   _check_case_sizes(spec)
-  broken = _load_targets(spec, pool)
   tell = progress or (lambda _: None)
-  total = spec.config_count
-  with concurrent.futures.ThreadPoolExecutor(max(1, spec.jobs)) as ahead:
-    # With jobs > 1 the experiments' workers start now, beside the baseline.
-    early = [
-      ahead.submit(_run_experiment, spec, e, pool)
-      for e in (spec.experiments if spec.jobs > 1 else ())
-    ]
-    results = _run_baseline(
-      spec,
-      lambda done, now: tell(SweepProgress(done, total, now)),
-      on_result,
-      pool,
-      broken,
-    )
-    for i, experiment in enumerate(spec.experiments):
-      tell(
-        SweepProgress(
-          len(results), total, f"experiment {experiment.name} (worker process)"
-        )
-      )
-      if early:
-        results += early[i].result()
-      else:
-        results += _run_experiment(spec, experiment, pool)
-  tell(SweepProgress(len(results), total, ""))
+  sweep = _Sweep(spec, pool)
+  sweep.start_workers()  # they import jax while the targets load
+  sweep.broken = _load_targets(spec, pool)
+  results = []
+  with (
+    concurrent.futures.ThreadPoolExecutor(max(1, spec.jobs)) as lanes,
+    jax.default_device(jax.devices("cpu")[0]),  # never a GPU here
+  ):
+    try:
+      sweep.dispatch(lanes)
+      for i, c in enumerate(sweep.configs):
+        tell(SweepProgress(i, len(sweep.configs), _label(spec, c)))
+        results.append(sweep.collect(i))
+        if on_result is not None:
+          on_result(results[-1])
+    except BaseException:  # an interrupt: unblock the lanes, then go
+      sweep.stop.set()
+      pool.close(kill=True)
+      lanes.shutdown(wait=False, cancel_futures=True)
+      raise
+  tell(SweepProgress(len(results), len(results), ""))
   return _with_batch_consistency(results)
 
 
-def _check_cases(names) -> None:
-  """Every case resolves, its batch axes fit, and none is named twice.
+# What a sweep's own workers import as they start (`WorkerPool` preload).
+_PRELOAD = ("hloprobe.sweep",)
+
+
+def _worker_platforms(spec: SweepSpec) -> str | None:
+  """JAX_PLATFORMS for a sweep's workers: with an attached GPU target the
+  user's JAX_PLATFORMS or JAX's own choice (""), else this process's."""
+  if any(t.platform == "cuda" and not t.compile_only for t in spec.targets):
+    return os.environ.get("JAX_PLATFORMS", "")
+  return None
+
+
+class _Sweep:
+  """One sweep's configs, their cache lookups, lanes and per-case setups.
+
+  Only `dispatch`'s lane threads call workers; everything else (cache,
+  references, predictions) runs on the calling thread.
+  """
+
+  def __init__(self, spec, pool):
+    self.spec, self.pool = spec, pool
+    self.broken: dict[str, str] = {}  # see `_load_targets`
+    self.configs = _configs(spec)
+    self.stop = threading.Event()
+    self.store = cache.RecordCache(spec.cache_dir) if spec.cache_dir else None
+    self.setups = [
+      _CaseSetup(name, case, spec.batch_sizes)
+      for name, case in zip(spec.case_names, spec.cases)
+    ]
+    self.watches = [timing.Stopwatch() for _ in self.configs]
+    self.keys = [self._key(c, w) for c, w in zip(self.configs, self.watches)]
+    self.hits = [self._hit(k, w) for k, w in zip(self.keys, self.watches)]
+    self.lanes = self._lanes()
+    self.futures: dict[int, concurrent.futures.Future] = {}
+
+  def _key(self, c: _Config, watch) -> str | None:
+    """The config's cache key (see `cache.config_key`), or None."""
+    if self.store is None:
+      return None
+    fingerprint = self.setups[c.case].fingerprint(watch)
+    flags = worker.worker_xla_flags(
+      os.environ.get("XLA_FLAGS", ""), c.experiment.flags_text
+    )
+    with watch.stage("cache"):
+      return fingerprint and cache.config_key(
+        fingerprint,
+        c.target,
+        c.precision,
+        c.n,
+        max(self.spec.batch_sizes),
+        self.spec.explain_passes,
+        xla_flags=flags,
+        record_version=RECORD_VERSION,
+      )
+
+  def _hit(self, key: str | None, watch) -> ConfigResult | None:
+    if not key:
+      return None
+    with watch.stage("cache"):
+      hit = self.store.get(key)
+    return hit if isinstance(hit, ConfigResult) else None
+
+  def _lanes(self) -> list[tuple[str, int, list[int]]]:
+    """(extra XLA_FLAGS, lane, config indices) of every lane with work:
+    each flag set's configs that a worker must do, dealt in turn to its
+    max(1, jobs // flag sets) lanes."""
+    sets = (BASELINE, *self.spec.experiments)
+    per_set = max(1, self.spec.jobs // len(sets))
+    found = []
+    for e in sets:
+      todo = [
+        i
+        for i, c in enumerate(self.configs)
+        if c.experiment is e
+        and resolvable_elsewhere(self.spec.case_names[c.case])
+        and self.hits[i] is None
+      ]
+      found += [
+        (e.flags_text, lane, todo[lane::per_set])
+        for lane in range(per_set)
+        if todo[lane::per_set]
+      ]
+    return found
+
+  def start_workers(self) -> None:
+    """Starts every lane's worker (they warm up meanwhile)."""
+    for flags, lane, _ in self.lanes:
+      self.pool.start(flags, lane)
+
+  def dispatch(self, lanes: concurrent.futures.Executor) -> None:
+    """Submits every config a worker must do, one task per lane (not a
+    config of a target that failed to load)."""
+    for flags, lane, indices in self.lanes:
+      mine = [
+        i for i in indices if self.configs[i].target.name not in self.broken
+      ]
+      for i in mine:
+        self.futures[i] = concurrent.futures.Future()
+      if mine:
+        lanes.submit(self._run_lane, flags, lane, mine)
+
+  def _run_lane(self, flags: str, lane: int, indices: list[int]) -> None:
+    """A lane's configs, one after another on its worker (a thread)."""
+    rejected = None  # XLA rejected the flags: no worker of them starts
+    for i in indices:
+      future, c = self.futures[i], self.configs[i]
+      if self.stop.is_set() or not future.set_running_or_notify_cancel():
+        continue
+      try:
+        if rejected is not None:
+          raise rejected
+        future.set_result(
+          self.pool.call(
+            "compile_and_run",
+            {
+              "case_name": self.spec.case_names[c.case],
+              "target": c.target,
+              "precision": c.precision,
+              "n": c.n,
+              "explain_passes": self.spec.explain_passes,
+            },
+            flags,
+            lane=lane,
+          )
+        )
+      except worker.WorkerError as e:
+        if str(e).startswith("XLA rejected"):
+          rejected = e
+        future.set_exception(e)
+      except BaseException as e:  # handed to the collecting thread
+        future.set_exception(e)
+
+  def collect(self, i: int) -> ConfigResult:
+    """Config `i`'s record: from the cache, its worker or this process,
+    with its statistics and prediction; stored in the cache when ok."""
+    c, watch = self.configs[i], self.watches[i]
+    setup = self.setups[c.case]
+    r = self.hits[i]
+    if r is None:
+      setup.prepare(watch)  # here, while the worker compiles
+      r = setup.finish(self._work(i), watch)
+      if r.ok and self.keys[i]:
+        with watch.stage("cache"):
+          self.store.put(self.keys[i], dataclasses.replace(r, timings={}))
+    config = dataclasses.replace(r.config, experiment=c.experiment.name)
+    return dataclasses.replace(r, config=config, timings=watch.seconds())
+
+  def _work(self, i: int) -> CompiledConfig:
+    """Config `i`'s worker reply, or its failure as one."""
+    c = self.configs[i]
+    base = ConfigResult(
+      Config(self.spec.cases[c.case].name, c.target, c.n, c.precision)
+    )
+    broken = self.broken.get(c.target.name)
+    if broken is not None:
+      return CompiledConfig(_failed(base, broken, "compile"))
+    future = self.futures.get(i)
+    if future is None:
+      return self._here(c, base, self.watches[i])
+    try:
+      return future.result()
+    except worker.WorkerError as e:
+      return CompiledConfig(_failed(base, str(e), e.stage or "worker"))
+    except Exception as e:  # raised in the worker, e.g. a CaseError
+      return CompiledConfig(_failed(base, first_line(e), "worker"))
+
+  def _here(self, c: _Config, base: ConfigResult, watch) -> CompiledConfig:
+    """A config of a case found in this process only, done here."""
+    if c.experiment is not BASELINE:
+      return CompiledConfig(
+        _failed(
+          base,
+          f"case {base.config.case!r} was added to CASES at run time: it exists in "
+          "this process only, so it cannot compile under an experiment's "
+          "XLA_FLAGS (in a worker)",
+          "worker",
+        )
+      )
+    setup = self.setups[c.case]
+    return _compile_and_run(
+      setup.case,
+      setup.inputs(watch),
+      c.target,
+      c.precision,
+      c.n,
+      self.spec.explain_passes,
+    )
+
+
+def _check_cases(pairs) -> None:
+  """Every case's batch axes fit, and no case is named twice.
+
+  Args:
+    pairs: (name looked up by, Case) as `_looked_up` gives them.
 
   Raises:
-    CaseError: an unknown or broken case, a batch axis out of range,
-      arguments that disagree on the batch size, or a name given twice.
+    CaseError: a batch axis out of range, arguments that disagree on the
+      batch size, or one case given under two names.
   """
   seen: dict[str, str] = {}
-  for name in names:
-    case = get_case(name)
+  for name, case in pairs:
     if ":" in name:  # a user's: axes in range, one batch size
       _case_inputs(name)  # made once; the sweep reuses them
-    label = case.name
-    if name in seen.values() or label in seen:
-      also = "" if seen.get(label, name) == name else f" (as {seen[label]!r})"
+    if case.name in seen:
       raise CaseError(
-        f"case {label!r} given twice{also}; each case may be swept once"
+        f"case {case.name!r} given twice (as {seen[case.name]!r}); each "
+        "case may be swept once"
       )
-    seen[label] = name
+    seen[case.name] = name
 
 
 def _check_case_sizes(spec: SweepSpec) -> None:
@@ -516,11 +854,11 @@ def _check_case_sizes(spec: SweepSpec) -> None:
     InvalidArgumentError: names the case, its rows and the largest size.
   """
   largest = max(spec.batch_sizes)
-  for name in spec.cases:
+  for name, case in zip(spec.case_names, spec.cases):
     full = _case_inputs(name)
     if full is None:  # a sized case makes its inputs at each size
       continue
-    rows = get_case(name).full_size(full)
+    rows = case.full_size(full)
     if largest > rows:
       raise InvalidArgumentError(
         f"batch size {largest} exceeds case {name!r}'s {rows} rows; use "
@@ -540,14 +878,14 @@ def load_target(target: Target) -> tuple[str, ...]:
 
 
 def _load_targets(spec: SweepSpec, pool: worker.WorkerPool) -> dict[str, str]:
-  """Loads every compile-only target in a worker, before any config runs.
+  """Loads every compile-only target in the baseline's first worker,
+  before any config runs.
 
   Returns target name -> why the worker died loading it (those targets'
   configs fail with that line, without compiling).
   """
   broken = {}
-  for name in spec.targets:
-    target = get_target(name)
+  for target in spec.targets:
     if target.compile_only:
       try:
         pool.call("load_target", {"target": target})
@@ -563,190 +901,60 @@ def _case_inputs(case_name: str):
   return get_case(case_name).full_inputs()
 
 
-def compile_config(
-  case_name: str, target: Target, precision: str, n: int, explain_passes: bool
-) -> ConfigResult:
-  """`run_config` for a compile-only target, without a reference (in a
-  worker); `case_name` as the sweep names it (a user's `file.py:factory`
-  too)."""
-  case = get_case(case_name)
-  full = _case_inputs(case_name)
-  return run_config(case, full, None, target, precision, n, explain_passes)
-
-
-def _isolated_config(
-  pool: worker.WorkerPool,
-  case_name: str,
-  target: Target,
-  precision: str,
-  n: int,
-  explain_passes: bool,
-  broken_targets: dict[str, str],
-) -> ConfigResult:
-  """A compile-only config, compiled in a worker; its death is this failure.
-
-  A target in `broken_targets` (its worker died loading it) fails at once.
-  """
-  broken = broken_targets.get(target.name)
-  if broken is None:
-    try:
-      return pool.call(
-        "compile_config",
-        {
-          "case_name": case_name,
-          "target": target,
-          "precision": precision,
-          "n": n,
-          "explain_passes": explain_passes,
-        },
-      )
-    except worker.WorkerError as e:
-      broken = str(e)
-  return ConfigResult(
-    Config(get_case(case_name).name, target, n, precision),
-    failure=Failure("compile", broken),
-  )
-
-
-def _run_baseline(
-  spec: SweepSpec,
-  starting,
-  on_result,
-  pool: worker.WorkerPool,
-  broken: dict[str, str],
-) -> list[ConfigResult]:
-  """The baseline configs in order; `starting(done, label)` before each,
-  `on_result(result)` after each. Compile-only targets compile in `pool`'s
-  workers (XLA may die on them); `broken` names targets that failed to
-  load."""
-  store = cache.RecordCache(spec.cache_dir) if spec.cache_dir else None
-  results = []
-  for case_name in spec.cases:
-    case = get_case(case_name)
-    watch = timing.Stopwatch()  # the case's first config pays for its setup
-    with watch.stage("inputs"):
-      full = _case_inputs(case_name)
-    setup = _CaseSetup(case_name, case, full, spec.batch_sizes, pool, broken)
-    with watch.stage("cache"):
-      fingerprint = _fingerprint(store, case, full)
-    largest = max(spec.batch_sizes)
-    for target_name in spec.targets:
-      target = get_target(target_name)
-      for precision in spec.precisions:
-        for n in spec.batch_sizes:
-          starting(len(results), f"{target_name} {case_name} n={n} {precision}")
-          key = fingerprint and cache.config_key(
-            fingerprint,
-            target,
-            precision,
-            n,
-            largest,
-            spec.explain_passes,
-            record_version=RECORD_VERSION,
-          )
-          r = _through_cache(
-            store,
-            key,
-            functools.partial(setup.run, target, precision, n, spec, watch),
-            watch,
-          )
-          r = dataclasses.replace(r, timings=watch.seconds())
-          watch = timing.Stopwatch()
-          results.append(r)
-          if on_result is not None:
-            on_result(r)
-  return results
-
-
 class _CaseSetup:
-  """A case's references and predictor, made when a config first needs them
-  (a warm rerun from the cache makes neither)."""
+  """A case's inputs, fingerprint, references and predictor in the main
+  process, each made when first needed (a warm rerun from the cache makes
+  no reference) and shared by every target, precision and experiment.
+  The time is charged to the stopwatch of the config that needs it first.
+  """
 
-  def __init__(
-    self,
-    case_name: str,
-    case: Case,
-    full: tuple | None,
-    sizes: tuple[int, ...],
-    pool: worker.WorkerPool,
-    broken: dict[str, str],
-  ):
-    self.name, self.case = case_name, case
-    self.full, self.sizes = full, sizes
-    self.pool, self.broken = pool, broken
-    self._made = None
+  def __init__(self, name: str, case: Case, sizes: tuple[int, ...]):
+    self.name, self.case, self.sizes = name, case, sizes
+    self._full, self._print, self._made = None, None, None
 
-  def run(self, target, precision, n, spec, watch) -> ConfigResult:
-    """`run_config` and its prediction; the first call makes the setup.
+  def inputs(self, watch) -> tuple | None:
+    if self._full is None:
+      with watch.stage("inputs"):
+        self._full = (_case_inputs(self.name),)
+    return self._full[0]
 
-    A compile-only target compiles in a worker (XLA may die on it), where
-    the worker can find the case by name (not a case added to `CASES` at
-    run time: that one compiles here). A case
-    that lied about `rows_independent` fails every config at stage
+  def fingerprint(self, watch) -> str | None:
+    """The case's cache fingerprint; None when it cannot be made."""
+    if self._print is None:
+      full = self.inputs(watch)
+      with watch.stage("cache"):
+        self._print = (_fingerprint(self.case, full),)
+    return self._print[0]
+
+  def prepare(self, watch) -> None:
+    """Makes the references and the predictor (once)."""
+    if self._made is None:
+      full = self.inputs(watch)
+      with watch.stage("reference"):
+        references, lie, why = _references(self.case, full, self.sizes)
+        predictor, why = _predictor(self.case, full, references, why)
+      self._made = references, lie, predictor, why
+
+  def finish(self, work: CompiledConfig, watch) -> ConfigResult:
+    """A worker's reply with the errors against float64 and the prediction.
+
+    A case that lied about `rows_independent` fails every config at stage
     "reference", naming the case.
     """
-    if self._made is None:
-      with watch.stage("reference"):
-        references, lie, why = _references(self.case, self.full, self.sizes)
-        predictor, why = _predictor(self.case, self.full, references, why)
-      self._made = references, lie, predictor, why
+    for name, seconds in work.timings.items():
+      watch.add(name, seconds)  # spent in the worker
+    self.prepare(watch)
     references, lie, predictor, why = self._made
     if lie is not None:
-      return ConfigResult(
-        Config(self.case.name, target, n, precision),
-        failure=Failure("reference", str(lie)),
-      )
-    if target.compile_only and resolvable_elsewhere(self.name):
-      r = _isolated_config(
-        self.pool,
-        self.name,
-        target,
-        precision,
-        n,
-        spec.explain_passes,
-        self.broken,
-      )
-      if r.compilation is not None:  # spent in the worker
-        watch.add("lower", r.compilation.lower_s or 0.0)
-        watch.add("compile", r.compilation.compile_s or 0.0)
-    else:
-      r = run_config(
-        self.case,
-        self.full,
-        references,
-        target,
-        precision,
-        n,
-        spec.explain_passes,
-        watch,
-      )
+      return _failed(work.result, str(lie), "reference")
+    r = _with_stats(work, references, watch)
     return _with_prediction(r, predictor, why, watch)
 
 
-def _fingerprint(store, case: Case, full: tuple) -> str | None:
-  """The case's cache fingerprint; None without a store or when it fails."""
-  if store is None:
-    return None
+def _fingerprint(case: Case, full: tuple) -> str | None:
+  """The case's cache fingerprint; None when it fails."""
   try:
     return cache.case_fingerprint(case, full)
   except Exception as e:  # the sweep still runs, uncached
     logging.warning("hloprobe: not caching case %s: %s", case.name, e)
     return None
-
-
-def _through_cache(store, key, compute, watch) -> ConfigResult:
-  """The record stored under `key`, or `compute()` (stored when ok).
-
-  Without a key (no --cache_dir, or an uncacheable case) it computes.
-  """
-  if not key:
-    return compute()
-  with watch.stage("cache"):
-    hit = store.get(key)
-  if isinstance(hit, ConfigResult):
-    return hit
-  r = compute()
-  if r.ok:
-    with watch.stage("cache"):
-      store.put(key, dataclasses.replace(r, timings={}))
-  return r

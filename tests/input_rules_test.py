@@ -74,7 +74,7 @@ class InputRulesTest(absltest.TestCase):
       experiments=(experiments.parse_experiment("no_algsimp"),) * 2,
     )
     self.assertEqual(
-      (spec.cases, spec.batch_sizes, spec.precisions, spec.targets),
+      (spec.case_names, spec.batch_sizes, spec.precisions, spec.target_names),
       (("seed_mlp",), (2, 1), ("float32", "bfloat16"), ("cpu", "t4")),
     )
     self.assertLen(spec.experiments, 1)

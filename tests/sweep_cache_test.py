@@ -13,7 +13,6 @@ from absl.testing import absltest
 
 from hloprobe import records, sweep
 from hloprobe.compile import cache, cases, targets
-from hloprobe.report import render
 
 
 def _key(
@@ -116,16 +115,6 @@ class KeyTest(absltest.TestCase):
     self.assertEqual(_key(self.print), base)
 
 
-def _json(results):
-  """results.json's configs, without the timings (which always differ)."""
-  out = []
-  for r in results:
-    doc = render.config_json(r)
-    doc.pop("timing_s")
-    out.append(doc)
-  return out
-
-
 class SweepCacheTest(absltest.TestCase):
   def test_cached_results_equal_computed_ones(self):
     folder = self.create_tempdir().full_path
@@ -140,8 +129,10 @@ class SweepCacheTest(absltest.TestCase):
       self.assertNotIn("compile", r.timings)
       self.assertNotIn("emulation", r.timings)
       self.assertIn("cache", r.timings)
-    self.assertEqual(_json(warm), _json(cold))
-    self.assertEqual(_json(sweep.run_sweep(spec)), _json(cold))
+    self.assertEqual(testutil.configs_json(warm), testutil.configs_json(cold))
+    self.assertEqual(
+      testutil.configs_json(sweep.run_sweep(spec)), testutil.configs_json(cold)
+    )
 
     # A corrupt entry is a miss (with a warning) and is rewritten.
     entries = [
@@ -157,7 +148,7 @@ class SweepCacheTest(absltest.TestCase):
     with self.assertLogs(level="WARNING") as logs:
       again = sweep.run_sweep(cached)
     self.assertIn("unreadable cache entry", logs.output[0])
-    self.assertEqual(_json(again), _json(cold))
+    self.assertEqual(testutil.configs_json(again), testutil.configs_json(cold))
     self.assertTrue(all("compile" in r.timings for r in again))
     self.assertEqual(
       {
@@ -173,7 +164,7 @@ class SweepCacheTest(absltest.TestCase):
     with mock.patch.object(sweep, "RECORD_VERSION", newer):
       relaid = sweep.run_sweep(cached)
     self.assertTrue(all("compile" in r.timings for r in relaid))
-    self.assertEqual(_json(relaid), _json(cold))
+    self.assertEqual(testutil.configs_json(relaid), testutil.configs_json(cold))
     stored = [
       f for _, _, fs in os.walk(folder) for f in fs if f.endswith(".pkl")
     ]

@@ -10,7 +10,6 @@ from absl.testing import absltest, parameterized
 
 from hloprobe import records, sweep
 from hloprobe.compile import cases, targets
-from hloprobe.compile.experiments import parse_experiment
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.numerics import accuracy
 
@@ -184,36 +183,6 @@ class CompileOnlyRecordsTest(absltest.TestCase):
     self.assertLen(r.compilation.fates, 4)
     self.assertIsNotNone(r.prediction)
     self.assertIsNone(r.prediction_error)
-
-
-@pytest.mark.compiles
-class JobsTest(absltest.TestCase):
-  def test_experiments_in_parallel_give_the_same_results_in_order(self):
-    experiments = tuple(
-      parse_experiment(text)
-      for text in (
-        "a:--xla_cpu_enable_fast_math=false",
-        "b:--xla_cpu_use_thunk_runtime=true",
-      )
-    )
-    base = sweep.SweepSpec(
-      ("seed_mlp",), (1,), ("float32",), ("cpu",), experiments=experiments
-    )
-    got = {
-      jobs: sweep.run_sweep(dataclasses.replace(base, jobs=jobs))
-      for jobs in (1, 2)
-    }
-    self.assertEqual(
-      [(r.config.experiment, r.config.n) for r in got[2]],
-      [("baseline", 1), ("a", 1), ("b", 1)],
-    )
-    for one, two in zip(got[1], got[2]):
-      self.assertTrue(two.ok, two.failure)
-      self.assertEqual(one.execution.stats.row0, two.execution.stats.row0)
-      self.assertEqual(
-        [f.fate for f in one.compilation.fates],
-        [f.fate for f in two.compilation.fates],
-      )
 
 
 if __name__ == "__main__":

@@ -55,3 +55,15 @@ def tf32_rna(x: np.ndarray) -> np.ndarray:
   bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
   bits = (bits + (1 << 12)) & ~np.uint64((1 << 13) - 1)
   return bits.astype(np.uint32).view(np.float32)
+
+
+def configs_json(results) -> list[dict]:
+  """results.json's configs, without the timings (which always differ)."""
+  from hloprobe.report import render
+
+  out = []
+  for r in results:
+    doc = render.config_json(r)
+    doc.pop("timing_s")
+    out.append(doc)
+  return out

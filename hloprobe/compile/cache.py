@@ -129,9 +129,11 @@ def case_fingerprint(case: Case, full_inputs: tuple) -> str:
   return h.hexdigest()
 
 
-def _environment() -> dict[str, str]:
+def _environment(xla_flags: str | None) -> dict[str, str]:
   env = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)}
   env["PATH"] = os.environ.get("PATH", "")
+  if xla_flags is not None:
+    env["XLA_FLAGS"] = xla_flags
   return dict(sorted(env.items()))
 
 
@@ -142,6 +144,7 @@ def config_key(
   n: int,
   largest: int,
   explain_passes: bool,
+  xla_flags: str | None = None,
   *,
   record_version: int,
 ) -> str:
@@ -153,11 +156,15 @@ def config_key(
     precision, n, explain_passes: the config.
     largest: the largest batch size the sweep cuts (reference and noise
       floor are computed there and sliced).
+    xla_flags: the XLA_FLAGS the config compiles under (a worker's, see
+      `worker.worker_xla_flags`); None: this process's environment's.
     record_version: the layout of the records stored
       (`records.RECORD_VERSION`; the sweep passes it, as this stage is
       below the records' module).
   """
-  cpu = host.host_cpu(os.environ.get("XLA_FLAGS"))
+  if xla_flags is None:
+    xla_flags = os.environ.get("XLA_FLAGS")
+  cpu = host.host_cpu(xla_flags)
   parts = {
     "format": _FORMAT,
     "jax": jax.__version__,
@@ -170,7 +177,7 @@ def config_key(
     "largest": largest,
     "explain_passes": explain_passes,
     "record_version": record_version,
-    "env": _environment(),
+    "env": _environment(xla_flags),
     "host": cpu.as_json(),
   }
   text = json.dumps(parts, sort_keys=True, default=repr)

@@ -9,18 +9,26 @@ SIGFPE from a GpuTargetConfigProto with `threads_per_warp: 0`. Such work
 runs in a worker, and a worker's death becomes one `WorkerError` line naming
 the signal or the flag and the last lines XLA printed.
 
-A `WorkerPool` keeps one persistent worker (`python -c` running `serve`)
-per XLA_FLAGS words, so jax is imported once per flag set, not once per
-config; a worker that died is started again on the next call. Requests and replies travel as length-prefixed pickles on the
+A `WorkerPool` keeps persistent workers (`python -c` running `serve`),
+one per (XLA_FLAGS words, lane): jax is imported once per worker, not once
+per config, and several lanes of one flag set compile side by side (see
+`sweep.run_sweep`'s jobs); a worker that died is started again on the next
+call. Requests and replies travel as length-prefixed pickles on the
 worker's stdin and on a private copy of its stdout (native writes to fd 1
 go to its stderr log), never as text to re-parse. Each worker gets its own
 temporary folder (TMPDIR), removed when the worker ends however it ends;
 a worker dies with its parent (Linux `prctl(PR_SET_PDEATHSIG, SIGKILL)`)
 and ends when its stdin closes, and it ignores SIGINT so that an
-interrupt is handled once, by the parent.
+interrupt is handled once, by the parent. Before each stage of its work a
+worker notes the stage's name in a file of its folder (`note_stage`), so
+its death names the stage it died in (`WorkerError.stage`).
 
-A worker runs with the user's own XLA_FLAGS (as the baseline does, in this
-process) followed by the experiment's. XLA reads the words left to right and
+Workers get XLA_PYTHON_CLIENT_PREALLOCATE=false unless the user set it:
+several workers may share one attached GPU, and JAX's default is to take
+75% of its memory per process (JAX docs, "GPU memory allocation").
+
+A worker runs with the user's own XLA_FLAGS (the baseline's workers with
+those alone) followed by the experiment's. XLA reads the words left to right and
 the last value of a flag wins (checked on jaxlib 0.10.2 with two
 --xla_dump_to), so an experiment overrides the user where both set a flag.
 """
@@ -47,6 +55,7 @@ __all__ = [
   "WorkerError",
   "WorkerPool",
   "call_in_worker",
+  "note_stage",
   "check_environment_xla_flags",
   "serve",
   "worker_xla_flags",
@@ -59,8 +68,7 @@ _BAD_VALUE_RE = re.compile(
 )
 # Functions a worker may run, by name: (module, attribute).
 _FUNCTIONS = {
-  "run_sweep": ("hloprobe.sweep", "run_sweep"),
-  "compile_config": ("hloprobe.sweep", "compile_config"),
+  "compile_and_run": ("hloprobe.sweep", "compile_and_run"),
   "load_target": ("hloprobe.sweep", "load_target"),
   "check_xla_flags": ("hloprobe.compile.worker", "_check_xla_flags"),
 }
@@ -69,10 +77,33 @@ _MAIN = (
   "import sys; from hloprobe.compile import worker; worker.serve(sys.argv)"
 )
 _LAST_LINES = 3
+# Where a worker notes the stage it is in (a file in its own folder).
+_STAGE_FILE_ENV = "HLOPROBE_WORKER_STAGE_FILE"
 
 
 class WorkerError(HloprobeError):
-  """Raised when a worker process dies or XLA rejects its flags."""
+  """Raised when a worker process dies or XLA rejects its flags.
+
+  Attributes:
+    stage: the stage the worker noted last before it died ("compile",
+      "run", ...; see `note_stage`), or None when it noted none (it died
+      starting, e.g. on a flag XLA rejected) or did not die.
+  """
+
+  def __init__(self, message: str, stage: str | None = None):
+    super().__init__(message)
+    self.stage = stage
+
+
+def note_stage(name: str) -> None:
+  """In a worker, records that stage `name` starts (read if it dies).
+
+  A no-op outside a worker process.
+  """
+  path = os.environ.get(_STAGE_FILE_ENV)
+  if path:
+    with open(path, "w") as f:
+      f.write(name)
 
 
 def _signal_name(returncode: int) -> str:
@@ -127,20 +158,32 @@ def _jax_platforms() -> str | None:
   return sys.modules["jax"].config.jax_platforms
 
 
+def _worker_env(xla_flags: str, tmp: str, platforms: str | None) -> dict:
+  """A worker's environment: this one's, with its own XLA_FLAGS, TMPDIR,
+  stage file, JAX platforms and (unless set) no GPU preallocation."""
+  env = dict(os.environ, XLA_FLAGS=xla_flags, TMPDIR=tmp)
+  env[_STAGE_FILE_ENV] = os.path.join(tmp, "stage")
+  env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+  if platforms is None:  # the worker starts the same backends as this one
+    platforms = _jax_platforms()
+  if platforms:
+    env["JAX_PLATFORMS"] = platforms
+  else:
+    env.pop("JAX_PLATFORMS", None)
+  return env
+
+
 class _Worker:
   """One persistent worker process under one XLA_FLAGS."""
 
-  def __init__(self, xla_flags: str):
+  def __init__(self, xla_flags: str, platforms: str | None = None, preload=()):
     self.xla_flags = xla_flags
     self.tmp = tempfile.mkdtemp(prefix="hloprobe-worker-")
-    env = dict(os.environ, XLA_FLAGS=xla_flags, TMPDIR=self.tmp)
-    platforms = _jax_platforms()
-    if platforms:  # the worker starts the same backends as this process
-      env["JAX_PLATFORMS"] = platforms
+    env = _worker_env(xla_flags, self.tmp, platforms)
     self.log_path = os.path.join(self.tmp, "stderr.log")
     with open(self.log_path, "wb") as log:
       self.proc = subprocess.Popen(
-        [sys.executable, "-c", _MAIN, str(os.getpid())],
+        [sys.executable, "-c", _MAIN, str(os.getpid()), *preload],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=log,
@@ -154,8 +197,9 @@ class _Worker:
       self.proc.stdin.write(_HEADER.pack(len(payload)) + payload)
       self.proc.stdin.flush()
       status, value = pickle.loads(self._read_frame(timeout_s))
-    except (BrokenPipeError, EOFError):
-      raise WorkerError(self._death()) from None
+    except (BrokenPipeError, EOFError, ValueError, OSError):
+      # ValueError/OSError: the pool closed the pipes (an interrupt).
+      raise WorkerError(*self._death()) from None
     if status == "raise":
       raise value
     return value
@@ -181,15 +225,19 @@ class _Worker:
       left -= len(chunk)
     return b"".join(chunks)
 
-  def _death(self) -> str:
+  def _death(self) -> tuple[str, str | None]:
+    """(one line on why it died, the stage it noted last or None)."""
     returncode = self.proc.wait()
+    stage = _read_tail(os.path.join(self.tmp, "stage")).strip() or None
     text = _read_tail(self.log_path)
     # A crash inside `toolchain.captured_stderr` leaves its capture file.
     for path in sorted(glob.glob(os.path.join(self.tmp, "hloprobe-stderr-*"))):
       text += _read_tail(path)
     message = _explain_death(returncode, text, self.xla_flags)
     self.close()
-    return message
+    if message.startswith("XLA rejected"):  # a flag, not the stage
+      stage = None
+    return message, stage
 
   @property
   def alive(self) -> bool:
@@ -225,20 +273,41 @@ def _read_tail(path: str, size: int = 16384) -> str:
     return ""
 
 
+def _key(xla_flags: str, lane: int) -> tuple[str, int]:
+  """A pool's key of a worker: its whole XLA_FLAGS and its lane."""
+  return worker_xla_flags(os.environ.get("XLA_FLAGS", ""), xla_flags), lane
+
+
 class WorkerPool:
-  """Persistent worker processes, one per XLA_FLAGS words.
+  """Persistent worker processes, one per (XLA_FLAGS words, lane).
 
   Use as a context manager: leaving it ends every worker and removes its
   temporary folder, also on an exception or interrupt. A worker that died
-  is replaced by a fresh one on the next call.
+  is replaced by a fresh one on the next call; once the pool is closed,
+  no call starts one (a lane thread still running after an interrupt
+  fails at once).
+
+  Args:
+    platforms: JAX_PLATFORMS of the workers: None for this process's
+      platforms, "" for JAX's own choice (an attached GPU), or a value
+      such as "cuda,cpu".
+    preload: modules each worker imports as it starts (e.g.
+      ("hloprobe.sweep",): jax), so that `start` warms a worker up while
+      this process does other work.
+
+  Attributes:
+    started: how many worker processes the pool has started so far.
   """
 
-  def __init__(self):
-    self._workers: dict[str, _Worker] = {}
-    # Experiments may call from several threads (SweepSpec.jobs): the dict
-    # under one lock, each worker's pipe under its own.
+  def __init__(self, platforms: str | None = None, preload=()):
+    self._platforms, self._preload = platforms, tuple(preload)
+    self._workers: dict[tuple[str, int], _Worker] = {}
+    # Lanes call from several threads (SweepSpec.jobs): the dict under one
+    # lock, each worker's pipe under its own.
     self._lock = threading.Lock()
-    self._busy: dict[str, threading.Lock] = {}
+    self._busy: dict[tuple[str, int], threading.Lock] = {}
+    self._closed = False
+    self.started = 0
 
   def call(
     self,
@@ -246,48 +315,68 @@ class WorkerPool:
     kwargs: dict,
     xla_flags: str = "",
     timeout_s: float = 1800.0,
+    lane: int = 0,
   ):
     """Runs `function(**kwargs)` in the worker for these extra XLA_FLAGS.
 
     Args:
-      function: a name in `_FUNCTIONS` ("run_sweep", "compile_config", ...).
+      function: a name in `_FUNCTIONS` ("compile_and_run", ...).
       kwargs: picklable keyword arguments.
       xla_flags: extra XLA_FLAGS words ("" for none); the worker gets the
         XLA_FLAGS of this process's environment, then these.
       timeout_s: wall-clock limit of this call, in seconds.
+      lane: which of the flag set's workers (0, 1, ...): calls on one lane
+        run one after another, lanes side by side.
 
     Returns:
       The function's return value, unpickled.
 
     Raises:
       WorkerError: the worker died (a signal, an abort, XLA rejected a
-        flag) or timed out; the message is one line.
+        flag) or timed out, or the pool is closed; the message is one line.
       Exception: what the function raised, re-raised here.
     """
     if function not in _FUNCTIONS:
       raise ValueError(
         f"unknown worker function {function!r}; choose from {sorted(_FUNCTIONS)}"
       )
-    flags = worker_xla_flags(os.environ.get("XLA_FLAGS", ""), xla_flags)
+    key = _key(xla_flags, lane)
     with self._lock:
-      busy = self._busy.setdefault(flags, threading.Lock())
+      busy = self._busy.setdefault(key, threading.Lock())
     with busy:
-      with self._lock:
-        worker = self._workers.get(flags)
-        if worker is None or not worker.alive:
-          if worker is not None:
-            worker.close()
-          worker = self._workers[flags] = _Worker(flags)
-      return worker.call(function, kwargs, timeout_s)
+      return self._worker(key).call(function, kwargs, timeout_s)
+
+  def _worker(self, key: tuple[str, int]) -> _Worker:
+    """The live worker of `key`, started if needed (caller holds its lock)."""
+    with self._lock:
+      if self._closed:
+        raise WorkerError("the worker pool was closed (an interrupt)")
+      worker = self._workers.get(key)
+      if worker is None or not worker.alive:
+        if worker is not None:
+          worker.close()
+        worker = _Worker(key[0], self._platforms, self._preload)
+        self._workers[key] = worker
+        self.started += 1
+      return worker
+
+  def start(self, xla_flags: str = "", lane: int = 0) -> None:
+    """Starts the worker of (these extra XLA_FLAGS, lane) if it is not
+    running, without waiting for it (see `call`'s arguments)."""
+    self._worker(_key(xla_flags, lane))
 
   def close(self, kill: bool = False) -> None:
-    """Ends every worker and removes their temporary folders.
+    """Ends every worker and removes their temporary folders; later calls
+    raise `WorkerError`.
 
     Args:
       kill: SIGKILL them at once instead of letting them finish.
     """
-    while self._workers:
-      self._workers.popitem()[1].close(kill)
+    with self._lock:
+      self._closed = True
+      workers, self._workers = list(self._workers.values()), {}
+    for w in workers:
+      w.close(kill)
 
   def __enter__(self) -> WorkerPool:
     return self
@@ -376,7 +465,8 @@ def serve(argv: list[str]) -> None:
   """A worker's main: answers requests from stdin until it closes.
 
   Args:
-    argv: ["-c", PARENT_PID].
+    argv: ["-c", PARENT_PID, MODULE...]: the modules are imported before
+      the first request is read (a pool's `preload`).
   """
   import importlib
 
@@ -385,6 +475,11 @@ def serve(argv: list[str]) -> None:
   _die_with_parent(parent)
   replies = os.dup(1)
   os.dup2(2, 1)  # stray native writes to stdout go to the log
+  for module in argv[2:]:
+    try:
+      importlib.import_module(module)
+    except Exception:  # the request that needs it raises it again
+      pass
   while (request := _read_request(0)) is not None:
     function, kwargs = request
     module, attr = _FUNCTIONS[function]

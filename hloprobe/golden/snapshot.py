@@ -106,8 +106,8 @@ def default_golden_dir() -> str:
 def sweep_record(spec: SweepSpec) -> dict[str, list]:
   """A sweep as MANIFEST.json records it (keys as in `manifest_sweep`)."""
   return {
-    "cases": list(spec.cases),
-    "targets": list(spec.targets),
+    "cases": list(spec.case_names),
+    "targets": list(spec.target_names),
     "batch_sizes": list(spec.batch_sizes),
     "precisions": list(spec.precisions),
   }

@@ -26,10 +26,11 @@ traces or compiles; timed from after imports unless said; the best of
                             against one at n = 64 (goal <= 2). n = 65536
                             is skipped: seed_mlp has 4096 rows.
   --jobs=1 / --jobs=2       `hloprobe sweep --targets=a100` with two
-                            XLA_FLAGS experiments (each in its worker
-                            process), whole processes, no cache: the
-                            speed-up of running them beside the baseline.
-                            Goal >= 1.6 on 2 cores.
+                            XLA_FLAGS experiments, whole processes, no
+                            cache: the speed-up of two worker processes
+                            over one (three flag sets: one lane each, the
+                            third after the first to finish). Goal >= 1.6
+                            on 2 cores. Alone: `... bench jobs`.
 
 On a shared machine the absolute seconds move with the load; the ratios
 pair runs made back to back.
@@ -219,6 +220,12 @@ def main(repeats: int = 3) -> None:
     f"{big / 3:.2f} s / {three / 3:.2f} s per config",
   )
   print("n=65536: skipped (seed_mlp has 4096 rows)")
+  jobs()
+
+
+def jobs() -> None:
+  """Prints the --jobs=1 / --jobs=2 ratio with its goal (also alone:
+  `python -m hloprobe.tools.bench jobs`)."""
   run = (
     "sweep",
     "--targets=a100",
@@ -239,4 +246,4 @@ def main(repeats: int = 3) -> None:
 
 
 if __name__ == "__main__":
-  main()
+  jobs() if sys.argv[1:] == ["jobs"] else main()

@@ -165,6 +165,8 @@ def gpu_check(
   from hloprobe.compile import compat, lowering
   from hloprobe.report import render as report
 
+  if device_target == "gpu":  # the sweep's workers share the GPU
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
   lowering.start_backends(None if device_target == "gpu" else "cpu")
   device = jax.devices()[0].device_kind if device_target == "gpu" else "cpu"
   twin = compile_only_target or compile_only_target_for(device)

@@ -58,10 +58,10 @@ class VersionRun:
 def spec_request(spec) -> dict:
   """A `sweep.SweepSpec` as JSON-able fields (experiments are not sent)."""
   return {
-    "cases": list(spec.cases),
+    "cases": list(spec.case_names),
     "batch_sizes": list(spec.batch_sizes),
     "precisions": list(spec.precisions),
-    "targets": list(spec.targets),
+    "targets": list(spec.target_names),
     "explain_passes": spec.explain_passes,
   }
 

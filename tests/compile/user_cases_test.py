@@ -131,7 +131,7 @@ class LoadTest(parameterized.TestCase):
     spec = sweep.SweepSpec(
       ("seed_mlp", "seed_mlp"), (1,), ("float32",), ("cpu",)
     )
-    self.assertEqual(spec.cases, ("seed_mlp",))
+    self.assertEqual(spec.case_names, ("seed_mlp",))
 
   def test_batch_size_beyond_the_input_is_an_error(self):
     case = cases.get_case("userpkg.mycase:make")

@@ -10,28 +10,38 @@ from unittest import mock
 import pytest
 from absl.testing import absltest
 
-from hloprobe import sweep
 from hloprobe.compile import targets, worker
 from hloprobe.sites.dot_sites import Fate
 
 pytestmark = pytest.mark.compiles
 
-_SPEC = sweep.SweepSpec(("seed_mlp",), (1,), ("float32",), ("cpu",))
+_CPU = targets.BUILTIN_TARGETS["cpu"]
+_CONFIG = dict(
+  case_name="seed_mlp",
+  target=_CPU,
+  precision="float32",
+  n=1,
+  explain_passes=False,
+)
 
 
 class WorkerTest(absltest.TestCase):
   def test_records_come_back(self):
-    (result,) = worker.call_in_worker("run_sweep", {"spec": _SPEC}, "")
-    self.assertTrue(result.ok, result.failure)
-    self.assertEqual(result.compilation.fates[3].fate, Fate.MULTIPLY_REDUCE)
-    self.assertIsNotNone(result.execution.stats)
+    work = worker.call_in_worker("compile_and_run", _CONFIG, "")
+    self.assertTrue(work.result.ok, work.result.failure)
+    self.assertEqual(
+      work.result.compilation.fates[3].fate, Fate.MULTIPLY_REDUCE
+    )
+    # The seed MLP's output at n = 1: one float32 mean, run in the worker.
+    (out,) = work.outputs
+    self.assertEqual((out.shape, str(out.dtype)), ((1,), "float32"))
 
   def test_misspelled_xla_flag_is_named(self):
     with self.assertRaisesRegex(
       worker.WorkerError, "XLA rejected flag --xla_cpu_enable_fast_mathh=false"
     ):
       worker.call_in_worker(
-        "run_sweep", {"spec": _SPEC}, "--xla_cpu_enable_fast_mathh=false"
+        "compile_and_run", _CONFIG, "--xla_cpu_enable_fast_mathh=false"
       )
 
   def test_user_flags_then_experiment_flags(self):
@@ -45,18 +55,16 @@ class WorkerTest(absltest.TestCase):
   def test_worker_keeps_the_users_xla_flags(self):
     dump = self.create_tempdir().full_path
     with mock.patch.dict(os.environ, {"XLA_FLAGS": f"--xla_dump_to={dump}"}):
-      (result,) = worker.call_in_worker(
-        "run_sweep", {"spec": _SPEC}, "--xla_cpu_enable_fast_math=false"
+      work = worker.call_in_worker(
+        "compile_and_run", _CONFIG, "--xla_cpu_enable_fast_math=false"
       )
-    self.assertTrue(result.ok, result.failure)
+    self.assertTrue(work.result.ok, work.result.failure)
     self.assertNotEmpty(os.listdir(dump))
 
   def test_experiment_flag_wins_over_the_users(self):
     user, mine = (self.create_tempdir().full_path for _ in range(2))
     with mock.patch.dict(os.environ, {"XLA_FLAGS": f"--xla_dump_to={user}"}):
-      worker.call_in_worker(
-        "run_sweep", {"spec": _SPEC}, f"--xla_dump_to={mine}"
-      )
+      worker.call_in_worker("compile_and_run", _CONFIG, f"--xla_dump_to={mine}")
     self.assertEmpty(os.listdir(user))
     self.assertNotEmpty(os.listdir(mine))
 
@@ -79,12 +87,12 @@ class WorkerTest(absltest.TestCase):
           worker.WorkerError, r"^worker process was killed by SIGFPE; last"
         ):
           pool.call(
-            "compile_config", dict(config, target=broken, explain_passes=False)
+            "compile_and_run", dict(config, target=broken, explain_passes=False)
           )
         self.assertEqual(os.listdir(tmp), [])  # its folder went with it
         good = pool.call(
-          "compile_config", dict(config, target=a100, explain_passes=True)
-        )
+          "compile_and_run", dict(config, target=a100, explain_passes=True)
+        ).result
         self.assertTrue(good.ok, good.failure)
         self.assertEqual(good.compilation.fates[0].fate, Fate.TRITON_GEMM)
     self.assertEqual(os.listdir(tmp), [])
@@ -101,7 +109,7 @@ class BadValueTest(absltest.TestCase):
       "XLA rejected flag --xla_cpu_enable_fast_math: cannot read the value 'maybe'",
     ):
       worker.call_in_worker(
-        "run_sweep", {"spec": _SPEC}, "--xla_cpu_enable_fast_math=maybe"
+        "compile_and_run", _CONFIG, "--xla_cpu_enable_fast_math=maybe"
       )
 
 

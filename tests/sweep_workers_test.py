@@ -1,0 +1,140 @@
+"""The sweep's workers: every config in one, lanes up to --jobs, deaths
+contained (real compiles and runs)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+import textwrap
+from unittest import mock
+
+import pytest
+import testutil
+from absl.testing import absltest
+
+from hloprobe import sweep
+from hloprobe.compile import targets, worker
+from hloprobe.compile.experiments import parse_experiment
+
+pytestmark = pytest.mark.compiles
+
+# A case whose program calls back into Python and kills its own process
+# with SIGSEGV when the callback sees float32 rows at batch size 2: the
+# float64 reference (float64 data) never does, the compiled program at
+# n = 2 always does. x * 2 of small integers is exact in float32.
+_CRASH_CASE = """
+import os
+import signal
+
+import jax
+import numpy as np
+
+import hloprobe
+
+
+def _poke(x):
+  if x.dtype == np.float32 and x.shape[0] == 2:
+    os.kill(os.getpid(), signal.SIGSEGV)
+  return np.asarray(x, np.float32)  # the reference passes float64
+
+
+def _fn(x):
+  y = jax.pure_callback(_poke, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+  return y * 2.0
+
+
+def _inputs():
+  return (np.arange(8, dtype=np.float32).reshape(4, 2),)
+
+
+def crash_at_two():
+  return hloprobe.Case("crash_at_two", "dies at n = 2", _fn, _inputs)
+"""
+
+
+def _worker_folders(root: str) -> list[str]:
+  """Every worker's temporary folder under `root`, relative to it."""
+  return sorted(
+    os.path.relpath(os.path.join(d, name), root)
+    for d, names, _ in os.walk(root)
+    for name in names
+    if name.startswith("hloprobe-worker-")
+  )
+
+
+class CrashTest(absltest.TestCase):
+  def test_a_crash_running_a_config_is_its_failure_alone(self):
+    folder = self.create_tempdir().full_path
+    path = os.path.join(folder, "crash_case.py")
+    with open(path, "w") as f:
+      f.write(textwrap.dedent(_CRASH_CASE))
+    spec = sweep.SweepSpec(
+      (f"{path}:crash_at_two",), (1, 2, 3), ("float32",), ("cpu",)
+    )
+    one, two, three = sweep.run_sweep(spec)
+    self.assertFalse(two.ok)
+    self.assertEqual(two.failure.stage, "run")
+    self.assertRegex(
+      two.failure.error, r"^worker process was killed by SIGSEGV; last"
+    )
+    # Before and after it (the next on a fresh worker) all is well: row 0
+    # is [0, 1] * 2 = [0, 2], exactly.
+    for r in (one, three):
+      self.assertTrue(r.ok, r.failure)
+      stats = r.execution.stats
+      self.assertEqual(stats.row0_values.tolist(), [0.0, 2.0])
+      self.assertEqual(stats.max_abs, 0.0)
+
+
+class JobsTest(absltest.TestCase):
+  def test_jobs_change_nothing_and_each_flag_set_has_one_worker(self):
+    # The A100 as a config file: the sweep reads it once, a worker gets the
+    # Target record whole.
+    a100 = self.create_tempfile(
+      "my_a100.txtpb", targets.BUILTIN_TARGETS["a100"].config_text
+    ).full_path
+    reads = mock.patch.object(
+      targets, "load_target_config", wraps=targets.load_target_config
+    )
+    with reads as load:
+      spec = sweep.SweepSpec(
+        ("seed_mlp",),
+        (1, 2),
+        ("float32",),
+        ("cpu", a100),
+        experiments=(
+          parse_experiment("nofm:--xla_cpu_enable_fast_math=false"),
+        ),
+      )
+      one = sweep.run_sweep(spec)
+      tmp = self.create_tempdir().full_path
+      seen = set()
+      watch = lambda _: seen.update(_worker_folders(tmp))
+      with mock.patch.object(tempfile, "tempdir", tmp):
+        with worker.WorkerPool() as pool:
+          two = sweep.run_sweep(
+            dataclasses.replace(spec, jobs=2), watch, None, pool
+          )
+    self.assertEqual(load.call_count, 1)
+    self.assertTrue(all(r.ok for r in two), [r.failure for r in two])
+    self.assertEqual(
+      [(r.config.experiment, r.config.target.name, r.config.n) for r in two],
+      [
+        (e, t, n)
+        for e in ("baseline", "nofm")
+        for t in ("cpu", "my_a100")
+        for n in (1, 2)
+      ],
+    )
+    self.assertEqual(testutil.configs_json(one), testutil.configs_json(two))
+    # Two flag sets on two jobs: one worker each, none inside another (an
+    # experiment is no nested sweep with a pool of its own).
+    self.assertEqual(pool.started, 2)
+    self.assertLen(seen, 2)
+    self.assertTrue(all(os.sep not in f for f in seen), seen)
+    self.assertEqual(os.listdir(tmp), [])
+
+
+if __name__ == "__main__":
+  absltest.main()
