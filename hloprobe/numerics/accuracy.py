@@ -23,6 +23,7 @@ __all__ = [
   "dtype_name",
   "element0",
   "error_stats",
+  "headline_leaf",
   "noise_multiple",
   "noise_words",
   "output_ulp",
@@ -301,6 +302,43 @@ def noise_multiple(stats: ErrorStats, noise: NoiseFloor) -> float:
   if within_noise(stats, noise):
     return ratio
   return max(ratio, math.nextafter(1.0, math.inf))
+
+
+def headline_leaf(
+  axes: tuple[int | None, ...] | list[int | None],
+  dtypes: tuple[str, ...] | list[str] | None = None,
+) -> int:
+  """The output leaf a config's row is about: its headline.
+
+  The rule: leaves with a batch axis (axis not None) before those without,
+  float dtypes before others, then `jax.tree_util.tree_leaves` order; the
+  first of that ranking wins. Row 0 is batch element 0, which only a batched
+  leaf has: an unbatched leaf (a loss over the batch) changes with n by
+  design, so it never headlines while a batched leaf exists.
+
+  The rule reads only the case's output structure, never the numbers, so
+  every config of a case (each batch size, precision, target) has the
+  same headline, and tables, `explain` and `verify` compare one leaf
+  across them. Every leaf is still judged (`Prediction.leaf_verdicts`).
+
+  Args:
+    axes: each output leaf's batch axis or None, in tree-leaves order.
+    dtypes: each leaf's dtype name, e.g. "float32", "int32"; None: all
+      taken as floats.
+
+  Raises:
+    ValueError: `axes` is empty (a case has at least one output leaf).
+  """
+  if not axes:
+    raise ValueError("no output leaves to choose a headline from")
+  floats = (
+    [True] * len(axes)
+    if dtypes is None
+    else [_float_dtype(d) is not None for d in dtypes]
+  )
+  return min(
+    range(len(axes)), key=lambda i: (axes[i] is None, not floats[i], i)
+  )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

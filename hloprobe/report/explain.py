@@ -132,6 +132,8 @@ class PredictedRowZero:
     verdict: `accuracy.verdict` of the first of them.
     top_site: the site with the largest share of the error, or None.
     top_share: that site's share, in [0, 1], or None.
+    row0_abs_min, noise_abs_min: the smallest of them (equal to the
+      largest when one value covers every batch size); None when unknown.
   """
 
   precision: str
@@ -141,6 +143,8 @@ class PredictedRowZero:
   verdict: str
   top_site: int | None
   top_share: float | None
+  row0_abs_min: float | None = None
+  noise_abs_min: float | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -324,6 +328,8 @@ def _predicted(precision: str, configs) -> list[PredictedRowZero]:
       max(r.prediction.noise.row0_abs for r in run),
       run[0].prediction.verdict,
       *_top(run[0].prediction),
+      min(r.prediction.stats.row0_abs for r in run),
+      min(r.prediction.noise.row0_abs for r in run),
     )
     for run in _runs(have, key)
   ]
