@@ -37,6 +37,23 @@ class ErrorStatsTest(absltest.TestCase):
       accuracy.error_stats(np.zeros(2), np.zeros(3))
 
 
+class HeadlineLeafTest(parameterized.TestCase):
+  @parameterized.parameters(
+    ((None, 0), None, 1),  # a loss, then y: y
+    ((0, None), None, 0),
+    ((None, 0, 1), ("float32", "int32", "bfloat16"), 2),  # float over int
+    ((None, 0), ("float32", "int32"), 1),  # batched over float
+    ((None, None), ("int32", "float16"), 1),
+    ((None, None), None, 0),
+  )
+  def test_rule(self, axes, dtypes, expected):
+    self.assertEqual(accuracy.headline_leaf(axes, dtypes), expected)
+
+  def test_no_leaves(self):
+    with self.assertRaisesRegex(ValueError, "no output leaves"):
+      accuracy.headline_leaf(())
+
+
 class UlpTest(parameterized.TestCase):
   @parameterized.named_parameters(
     ("same", 1.0, 1.0, 0),
