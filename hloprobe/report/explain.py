@@ -99,7 +99,8 @@ class FateTransition:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class RowZero:
-  """Observed row 0 over consecutive batch sizes with equal values.
+  """Observed row 0 over consecutive batch sizes with equal values (row
+  0, its |err| and its ULPs from n = 1 all equal).
 
   Attributes:
     precision: the swept precision name.
@@ -298,7 +299,11 @@ def _changes(precision: str, configs) -> list[FateTransition]:
 
 def _row0(precision: str, configs) -> list[RowZero]:
   ran = [r for r in configs if r.execution and r.execution.stats is not None]
-  key = lambda r: (r.execution.stats.row0, r.execution.ulp_vs_n1)
+  key = lambda r: (
+    r.execution.stats.row0,
+    r.execution.stats.row0_abs,
+    r.execution.ulp_vs_n1,
+  )
   return [
     RowZero(
       precision,

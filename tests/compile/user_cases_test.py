@@ -156,10 +156,10 @@ class LossAndBatchedLeafTest(absltest.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     spec = sweep.SweepSpec((f"{_FILE}:make",), (1, 2), ("float32",), ("cpu",))
-    fix = verify.parse_fix("float32")
-    cls.results = sweep.run_sweep(verify.fix_sweep(spec, fix, ("consistent",)))
+    fix, require = verify.parse_fix("float32"), ("consistent", "accurate")
+    cls.results = sweep.run_sweep(verify.fix_sweep(spec, fix, require))
     cls.verification = verify.verify(
-      cls.results, spec, fix, ("consistent",), versions={}
+      cls.results, spec, fix, require, versions={}
     )
 
   def test_headline_is_the_batched_leaf_at_every_n(self):
@@ -175,7 +175,7 @@ class LossAndBatchedLeafTest(absltest.TestCase):
     # The loss (a mean over the batch) legitimately changes with n.
     loss1, loss2 = (np.mean(_numpy_y(n) ** 2) for n in (1, 2))
     self.assertGreater(abs(loss1 - loss2), 1.0)
-    (consistent,) = self.verification.requirements
+    consistent, _ = self.verification.requirements
     self.assertTrue(consistent.passed, consistent.evidence)
     (line,) = consistent.evidence
     match = re.match(
@@ -185,6 +185,16 @@ class LossAndBatchedLeafTest(absltest.TestCase):
     # Both sides are y[0, 0] (numpy float64), not the loss.
     for got in match.groups():
       self.assertAlmostEqual(float(got), _numpy_y(1)[0, 0], delta=1e-3)
+
+  def test_accurate_judges_y_and_the_loss(self):
+    _, accurate = self.verification.requirements
+    self.assertTrue(accurate.passed, accurate.evidence)
+    for line in accurate.evidence:  # y by its numbers, the loss by verdict
+      self.assertRegex(line, r"^cpu mine n=[12] float32: \['y'\] row-0 ")
+      self.assertIn("limits row-0 |err| ", line)
+    for r in self.results:
+      verdicts = dict(r.prediction.leaf_verdicts)
+      self.assertEqual(verdicts["['loss']"], "within f32 noise")
 
 
 @pytest.mark.cpu_numerics
