@@ -209,16 +209,15 @@ def _noise(r: ConfigResult) -> accuracy.NoiseFloor | None:
 
 
 def _leaf_of(
-  r: ConfigResult, leaf: str
-) -> tuple[accuracy.ErrorStats | None, str]:
-  """Output leaf `leaf`'s errors in `r`: observed, else predicted."""
-  found = [s for s in _leaf_stats(r) if s.leaf == leaf]
-  if found:
-    return found[0], "observed"
-  stats, source = _judged(r)
-  if stats is None or stats.leaf != leaf:
-    return None, "n/a"
-  return stats, source
+  r: ConfigResult, leaf: str, source: str
+) -> accuracy.ErrorStats | None:
+  """Output leaf `leaf`'s errors in `r`, "observed" or "predicted"."""
+  if source == "observed":
+    found = [s for s in _leaf_stats(r) if s.leaf == leaf]
+  else:
+    p = r.prediction
+    found = [p.stats] if p is not None and p.stats.leaf == leaf else []
+  return found[0] if found else None
 
 
 def _leaf_stats(r: ConfigResult) -> tuple[accuracy.ErrorStats, ...]:
@@ -251,9 +250,11 @@ def _consistent_line(r: ConfigResult, first: ConfigResult) -> tuple[bool, str]:
       f"{_words(r)}: output leaf{leaf} has no batch axis, so no row 0 "
       "that should stay fixed as n changes"
     )
-  base, _ = _leaf_of(first, stats.leaf)
+  base = _leaf_of(first, stats.leaf, source)
   if base is None:
-    return False, f"{_words(r)}: no row 0 of{leaf} at n={first.config.n}"
+    return False, (
+      f"{_words(r)}: no {source} row 0 of{leaf} at n={first.config.n}"
+    )
   moved = _moved(stats, base)
   limit = accuracy.NOISE_FACTOR * noise.row0_abs
   return moved <= limit, (
