@@ -10,11 +10,13 @@ it cannot:
   consistent  row 0 does not depend on batch size: for every (case, target,
               precision), max over row 0's values of |row0(n) - row0(smallest
               n)| <= NOISE_FACTOR x the f32 noise floor of row 0, both of the
-              same output leaf, the case's headline (a batched one:
+              same output leaf, this config's headline (a batched one:
               `accuracy.headline_leaf`; a leaf without a batch axis, such as
-              a loss over the batch, changes with n by design). Needs at
-              least two batch sizes (`check_batch_sizes`); a group with one,
-              or a case with no batched leaf, fails, saying so.
+              a loss over the batch, changes with n by design; a predicted
+              leaf the smallest n did not headline cannot be compared and
+              fails, saying so). Needs at least two batch sizes
+              (`check_batch_sizes`); a group with one, or a case with no
+              batched leaf, fails, saying so.
   accurate    every config is as close to float64 as f32 noise allows: row
               0 and the whole batch of the headline leaf within NOISE_FACTOR
               x the noise floor, and every other leaf's verdict exact or
@@ -251,9 +253,10 @@ def _consistent_line(r: ConfigResult, first: ConfigResult) -> tuple[bool, str]:
       "that should stay fixed as n changes"
     )
   base = _leaf_of(first, stats.leaf, source)
-  if base is None:
+  if base is None:  # several batched leaves, another headline there
     return False, (
-      f"{_words(r)}: no {source} row 0 of{leaf} at n={first.config.n}"
+      f"{_words(r)}: no {source} row 0 of{leaf} at n={first.config.n} to "
+      "compare with"
     )
   moved = _moved(stats, base)
   limit = accuracy.NOISE_FACTOR * noise.row0_abs
