@@ -248,8 +248,8 @@ _TIMINGS = flags.DEFINE_bool(
 _CACHE_DIR = flags.DEFINE_string(
   "cache_dir",
   None,
-  "`sweep`/`explain`: folder of hloprobe's cache of per-config records, "
-  "keyed by everything a record depends on (jax/jaxlib, hloprobe's "
+  "`sweep`/`explain`/`verify`: folder of hloprobe's cache of per-config "
+  "records, keyed by everything a record depends on (jax/jaxlib, hloprobe's "
   "source, case, inputs, target config, XLA_FLAGS, host CPU, ...), under "
   "records/; `versions`/`bisect` keep their per-jaxlib venvs under venvs/. "
   "Default: $XDG_CACHE_HOME/hloprobe or ~/.cache/hloprobe.",

@@ -109,9 +109,11 @@ class Execution:
     leaf_stats: errors against float64 of every output leaf, in
       `jax.tree_util.tree_leaves` order; () when the case has no float64
       reference.
-    headline: index into `leaf_stats` of the leaf the row is about (the
-      prediction's `leaf` where there is one, else the leaf with the
-      largest max_rel); None without `leaf_stats`.
+    headline: index into `leaf_stats` of the leaf the row is about
+      (`accuracy.headline_leaf`: a batched leaf where there is one; the
+      prediction's `leaf` where there is a prediction, else among several
+      batched leaves the one with the largest max_rel); None without
+      `leaf_stats`.
     ulp_vs_n1: row 0 (batch element 0) here against row 0 at batch 1, max
       over its values and the batched leaves, in ULPs of each leaf's dtype
       (None when n = 1 is not swept, it did not run, or no leaf is

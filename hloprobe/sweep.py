@@ -378,7 +378,9 @@ def _with_stats(
     )
   except Exception as e:  # one config's failure must not lose the others
     return _failed(r, first_line(e), "run")
-  headline = max(range(len(leaves)), key=lambda i: (leaves[i].max_rel, -i))
+  headline = accuracy.headline_leaf(
+    references.axes, references.dtypes, [s.max_rel for s in leaves]
+  )
   return dataclasses.replace(
     r, execution=Execution(work.run_s, leaves, headline)
   )

@@ -8,14 +8,22 @@ observed values where the target runs and predicted ones (`predict`) where
 it cannot:
 
   consistent  row 0 does not depend on batch size: for every (case, target,
-              precision), |row0(n) - row0(smallest n)| <= NOISE_FACTOR x the
-              f32 noise floor of row 0. Needs at least two batch sizes
-              (`check_batch_sizes`); a group with one fails, saying so.
-  accurate    every config is as close to float64 as f32 noise allows (row 0
-              and the whole batch within NOISE_FACTOR x the noise floor), or,
-              with --abs_error_bound / --rel_error_bound (the names of XLA's
-              run_hlo_module), max |err| <= abs bound or max rel err <= rel
-              bound (XLA's ErrorSpec: either bound suffices).
+              precision), max over row 0's values of |row0(n) - row0(smallest
+              n)| <= NOISE_FACTOR x the f32 noise floor of row 0, both of the
+              same output leaf, this config's headline (a batched one:
+              `accuracy.headline_leaf`; a leaf without a batch axis, such as
+              a loss over the batch, changes with n by design; a predicted
+              leaf the smallest n did not headline cannot be compared and
+              fails, saying so). Needs at least two batch sizes
+              (`check_batch_sizes`); a group with one, or a case with no
+              batched leaf, fails, saying so.
+  accurate    every config is as close to float64 as f32 noise allows: row
+              0 and the whole batch of the headline leaf within NOISE_FACTOR
+              x the noise floor, and every other leaf's verdict exact or
+              within noise. Or, with --abs_error_bound / --rel_error_bound
+              (the names of XLA's run_hlo_module), max |err| <= abs bound or
+              max rel err <= rel bound (XLA's ErrorSpec: either bound
+              suffices), for the headline and every observed leaf.
   golden      the fix's configs match the committed goldens.
 """
 
@@ -23,6 +31,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+
+import numpy as np
 
 from hloprobe.compile import lowering
 from hloprobe.compile.experiments import BASELINE, Experiment, parse_experiment
@@ -200,6 +210,62 @@ def _noise(r: ConfigResult) -> accuracy.NoiseFloor | None:
   return r.prediction.noise if r.prediction is not None else None
 
 
+def _leaf_of(
+  r: ConfigResult, leaf: str, source: str
+) -> accuracy.ErrorStats | None:
+  """Output leaf `leaf`'s errors in `r`, "observed" or "predicted"."""
+  if source == "observed":
+    found = [s for s in _leaf_stats(r) if s.leaf == leaf]
+  else:
+    p = r.prediction
+    found = [p.stats] if p is not None and p.stats.leaf == leaf else []
+  return found[0] if found else None
+
+
+def _leaf_stats(r: ConfigResult) -> tuple[accuracy.ErrorStats, ...]:
+  return r.execution.leaf_stats if r.execution is not None else ()
+
+
+def _moved(a: accuracy.ErrorStats, b: accuracy.ErrorStats) -> float:
+  """Max |a - b| over row 0's values (its first value where not kept)."""
+  x, y = a.row0_values, b.row0_values
+  if x is None or y is None or x.shape != y.shape:
+    return abs(a.row0 - b.row0)
+  diff = np.abs(x.astype(np.float64) - y.astype(np.float64))
+  return float(np.max(diff)) if diff.size else 0.0
+
+
+def _consistent_line(r: ConfigResult, first: ConfigResult) -> tuple[bool, str]:
+  """(passed, evidence) for row 0 of `r` against the group's `first`.
+
+  Both sides are the same output leaf, `r`'s headline (a batched leaf
+  wherever the case has one, `accuracy.headline_leaf`): a leaf without a
+  batch axis (a loss over the batch) changes with n by design.
+  """
+  stats, source = _judged(r)
+  noise = _noise(r)
+  if stats is None or noise is None:
+    return False, f"{_words(r)}: no row 0 to compare"
+  leaf = f" {stats.leaf}" if stats.leaf else ""
+  if stats.axis is None:
+    return False, (
+      f"{_words(r)}: output leaf{leaf} has no batch axis, so no row 0 "
+      "that should stay fixed as n changes"
+    )
+  base = _leaf_of(first, stats.leaf, source)
+  if base is None:  # several batched leaves, another headline there
+    return False, (
+      f"{_words(r)}: no {source} row 0 of{leaf} at n={first.config.n} to "
+      "compare with"
+    )
+  moved = _moved(stats, base)
+  limit = accuracy.NOISE_FACTOR * noise.row0_abs
+  return moved <= limit, (
+    f"{_words(r)}: row 0{leaf} {stats.row0:.7g} vs {base.row0:.7g} at "
+    f"n={first.config.n}, moved {moved:.2e} ({source}); limit {limit:.2e}"
+  )
+
+
 def _consistent(fixed: list[ConfigResult]) -> Requirement:
   groups: dict[tuple, list[ConfigResult]] = {}
   for r in fixed:
@@ -210,31 +276,62 @@ def _consistent(fixed: list[ConfigResult]) -> Requirement:
     bad.append("no configs of the fix to compare")
   for rs in groups.values():
     rs = sorted(rs, key=lambda r: r.config.n)
-    first, (first_stats, _) = rs[0].config, _judged(rs[0])
+    first = rs[0].config
     if len(rs) < 2:
       bad.append(
         f"{first.target.name} {first.case} {first.precision}: consistent needs "
         f"at least two batch sizes; got n={first.n}"
       )
     for r in rs[1:]:
-      stats, source = _judged(r)
-      noise = _noise(r)
-      if stats is None or first_stats is None or noise is None:
-        bad.append(f"{_words(r)}: no row 0 to compare")
-        continue
-      moved = abs(stats.row0 - first_stats.row0)
-      limit = accuracy.NOISE_FACTOR * noise.row0_abs
-      line = (
-        f"{_words(r)}: row 0 {stats.row0:.7g} vs {first_stats.row0:.7g} at "
-        f"n={first.n}, moved {moved:.2e} ({source}); limit {limit:.2e}"
-      )
-      (good if moved <= limit else bad).append(line)
+      ok, line = _consistent_line(r, rs[0])
+      (good if ok else bad).append(line)
   return Requirement("consistent", not bad and bool(good), tuple(bad + good))
+
+
+def _noise_limits(noise: accuracy.NoiseFloor) -> str:
+  """E.g. "limits row-0 |err| 2.02e-04, max |err| 3.10e-04 (2 x noise
+  floor 1.01e-04, 1.55e-04)": what "accurate" compares with."""
+  k = accuracy.NOISE_FACTOR
+  return (
+    f"limits row-0 |err| {k * noise.row0_abs:.2e}, max |err| "
+    f"{k * noise.max_abs:.2e} ({k:g} x noise floor {noise.row0_abs:.2e}, "
+    f"{noise.max_abs:.2e})"
+  )
+
+
+def _within_bounds(s: accuracy.ErrorStats, abs_bound, rel_bound) -> bool:
+  """XLA's ErrorSpec rule: either bound suffices."""
+  return (abs_bound is not None and s.max_abs <= abs_bound) or (
+    rel_bound is not None and s.max_rel <= rel_bound
+  )
+
+
+def _other_leaves(
+  r: ConfigResult, headline: str, abs_bound, rel_bound
+) -> list[str]:
+  """The output leaves besides the headline that are not accurate, in
+  words: by their verdict (within the noise floor or exact) or, with
+  bounds, by their observed errors (where the target ran)."""
+  if abs_bound is None and rel_bound is None:
+    verdicts = r.prediction.leaf_verdicts if r.prediction is not None else ()
+    return [
+      f"{leaf} {v}"
+      for leaf, v in verdicts
+      if leaf != headline and v != "exact" and not v.startswith("within ")
+    ]
+  return [
+    f"{s.leaf} max |err| {s.max_abs:.2e}, max rel {s.max_rel:.2e}"
+    for s in _leaf_stats(r)
+    if s.leaf != headline and not _within_bounds(s, abs_bound, rel_bound)
+  ]
 
 
 def _accurate(
   fixed: list[ConfigResult], abs_bound: float | None, rel_bound: float | None
 ) -> Requirement:
+  """Every output leaf of every config accurate: the headline by its
+  numbers, the others by their verdicts (or observed errors, with
+  bounds)."""
   bad, good = [], []
   for r in fixed:
     stats, source = _judged(r)
@@ -245,21 +342,23 @@ def _accurate(
       bad.append(f"{_words(r)}: no errors to judge")
       continue
     if abs_bound is not None or rel_bound is not None:
-      ok = (abs_bound is not None and stats.max_abs <= abs_bound) or (
-        rel_bound is not None and stats.max_rel <= rel_bound
-      )
+      ok = _within_bounds(stats, abs_bound, rel_bound)
       limit = f"abs bound {abs_bound}, rel bound {rel_bound}"
     else:
       ok = (
         accuracy.within_noise(stats, noise)
         and stats.max_abs <= accuracy.NOISE_FACTOR * noise.max_abs
       )
-      limit = f"{accuracy.NOISE_FACTOR:g} x noise floor {noise.row0_abs:.2e}"
+      limit = _noise_limits(noise)
+    others = _other_leaves(r, stats.leaf, abs_bound, rel_bound)
+    leaf = f"{stats.leaf} " if stats.leaf else ""
     line = (
-      f"{_words(r)}: row-0 |err| {stats.row0_abs:.2e}, max |err| "
+      f"{_words(r)}: {leaf}row-0 |err| {stats.row0_abs:.2e}, max |err| "
       f"{stats.max_abs:.2e}, max rel {stats.max_rel:.2e} ({source}); {limit}"
     )
-    (good if ok else bad).append(line)
+    if others:
+      line += f"; not accurate: {'; '.join(others)}"
+    (good if ok and not others else bad).append(line)
   return Requirement("accurate", not bad and bool(good), tuple(bad + good))
 
 

@@ -236,6 +236,20 @@ class PlotTest(absltest.TestCase):
     )
 
 
+class WroteLineTest(absltest.TestCase):
+  def test_one_file_is_singular(self):
+    from hloprobe.pictures import outputs
+
+    self.assertEqual(
+      outputs.wrote_line(["out/results.json"], "out"),
+      "wrote 1 file (results.json) under out",
+    )
+    self.assertEqual(
+      outputs.wrote_line(["out/a.mlir", "out/results.json"], "out"),
+      "wrote 2 files (results.json) under out",
+    )
+
+
 class _Page(html.parser.HTMLParser):
   """Rows of each table and the images of a page."""
 

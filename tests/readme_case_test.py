@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import re
 
+import numpy as np
 import pytest
 from absl.testing import absltest
-from testutil import ROOT, run_hloprobe_json
+from testutil import ROOT, run_hloprobe, run_hloprobe_json
 
 # Compiles with XLA (`make test-fast` skips it).
 pytestmark = pytest.mark.compiles
@@ -20,11 +21,48 @@ def _example() -> str:
   return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
+def _save_example(test: absltest.TestCase) -> str:
+  """The README's example saved as `my_case.py` in a new folder."""
+  folder = test.create_tempdir().full_path
+  with open(os.path.join(folder, "my_case.py"), "w") as f:
+    f.write(_example())
+  return folder
+
+
+def _numpy_y00(n: int) -> float:
+  """y[0, 0] = (x @ w)[0, 0] of the README's inputs, numpy float64."""
+  g = np.random.default_rng(0)
+  x = g.standard_normal((8, 256)).astype(np.float32)[:n]
+  w = g.standard_normal((256, 64)).astype(np.float32)
+  return float((x.astype(np.float64) @ w.astype(np.float64))[0, 0])
+
+
 class ReadmeExampleTest(absltest.TestCase):
+  def test_verify_consistent_compares_y_not_the_loss(self):
+    # The loss (a mean over the batch) changes with n by design; row 0 is
+    # y's. Found by a user: the loss at n = 2 was compared with y at n = 1.
+    folder = _save_example(self)
+    done = run_hloprobe(
+      "verify",
+      "--case=my_case.py:make_case",
+      "--targets=cpu",
+      "--batch_sizes=1,2",
+      "--precisions=float32",
+      "--fix=float32",
+      "--require=consistent",
+      cwd=folder,
+    )
+    self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+    match = re.search(
+      r"cpu my_case n=2 float32: row 0 \['y'\] (\S+) vs (\S+) at n=1",
+      done.stdout,
+    )
+    self.assertIsNotNone(match, done.stdout)
+    for got in match.groups():  # f32 error of a K = 256 sum: ~1e-5
+      self.assertAlmostEqual(float(got), _numpy_y00(1), delta=1e-3)
+
   def test_worked_example_sweeps_on_cpu_and_a100(self):
-    folder = self.create_tempdir().full_path
-    with open(os.path.join(folder, "my_case.py"), "w") as f:
-      f.write(_example())
+    folder = _save_example(self)
     configs = run_hloprobe_json(
       self,
       "sweep",

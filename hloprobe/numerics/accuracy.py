@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 
 import ml_dtypes
 import numpy as np
@@ -23,6 +24,7 @@ __all__ = [
   "dtype_name",
   "element0",
   "error_stats",
+  "headline_leaf",
   "noise_multiple",
   "noise_words",
   "output_ulp",
@@ -301,6 +303,53 @@ def noise_multiple(stats: ErrorStats, noise: NoiseFloor) -> float:
   if within_noise(stats, noise):
     return ratio
   return max(ratio, math.nextafter(1.0, math.inf))
+
+
+def headline_leaf(
+  axes: Sequence[int | None],
+  dtypes: Sequence[str] | None = None,
+  severity: Sequence[float] | None = None,
+) -> int:
+  """The output leaf a config's row is about: its headline.
+
+  The rule: only the leaves of the first non-empty tier count, batched
+  float leaves (batch axis not None), then batched others, then unbatched
+  floats, then the rest; among them the most severe (`severity`, e.g.
+  `noise_multiple`), ties and no `severity` to the first in
+  `jax.tree_util.tree_leaves` order. Row 0 is batch element 0, which only
+  a batched leaf has: an unbatched leaf (a loss over the batch) changes
+  with n by design, so it never headlines while a batched leaf exists.
+
+  A case with one batched leaf (or none, and one float leaf) therefore has
+  the same headline in every config (batch size, precision, target), so
+  tables, `explain` and `verify` compare one leaf across them; only where
+  several batched leaves compete does the numbers' severity pick, and may
+  pick differently per config. Every leaf is still judged
+  (`Prediction.leaf_verdicts`).
+
+  Args:
+    axes: each output leaf's batch axis or None, in tree-leaves order.
+    dtypes: each leaf's dtype name, e.g. "float32", "int32"; None: all
+      taken as floats.
+    severity: each leaf's severity (larger: worse), or None.
+
+  Raises:
+    ValueError: `axes` is empty (a case has at least one output leaf).
+  """
+  if not axes:
+    raise ValueError("no output leaves to choose a headline from")
+  n = len(axes)
+  floats = (
+    [True] * n
+    if dtypes is None
+    else [_float_dtype(d) is not None for d in dtypes]
+  )
+  tier = lambda i: (axes[i] is None, not floats[i])
+  best = min(tier(i) for i in range(n))
+  worst = severity if severity is not None else [0.0] * n
+  return min(
+    (i for i in range(n) if tier(i) == best), key=lambda i: (-worst[i], i)
+  )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -77,8 +77,9 @@ class Prediction:
     verdict: see `accuracy.verdict`, for `leaf`, with `site_notes.annotate`'s
       notes.
     note: why something is missing (e.g. unknown algorithms taken as F32).
-    leaf: the output leaf the numbers above are for: the one furthest
-      beyond its noise floor ("" for a single array).
+    leaf: the output leaf the numbers above are for (`accuracy.headline_leaf`:
+      a batched one where there is one; among several, the one furthest
+      beyond its noise floor); "" for a single array.
     leaf_verdicts: (leaf name, verdict) for every output leaf.
     output_dtype: the dtype of `leaf`, e.g. "bfloat16".
   """
@@ -212,8 +213,9 @@ class Predictor:
   ) -> Prediction:
     """The prediction of one config at size n.
 
-    Every output leaf is judged; the one furthest beyond its noise floor
-    (observed where the target runs, else predicted) is the config's
+    Every output leaf is judged; the headline (`accuracy.headline_leaf`:
+    batched leaves first, then the one furthest beyond its noise floor,
+    observed where the target runs, else predicted) is the config's
     `leaf`, and gets the attribution and best candidate.
 
     Args:
@@ -261,9 +263,10 @@ class Predictor:
       )
       for i in range(len(stats))
     ]
-    leaf = max(
-      range(len(stats)),
-      key=lambda i: (accuracy.noise_multiple(judged[i], noise[i]), -i),
+    leaf = accuracy.headline_leaf(
+      self._refs.axes,
+      self._refs.dtypes,
+      [accuracy.noise_multiple(j, f) for j, f in zip(judged, noise)],
     )
     # Site notes go on the headline leaf's verdict only: which sites feed
     # which leaf is not known here, so another leaf's verdict stays its own.

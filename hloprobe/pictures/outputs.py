@@ -158,7 +158,8 @@ def progress_printer(stream):
 
 def wrote_line(paths: list[str], out: str | None) -> str:
   """E.g. "wrote 28 files (report.html, row0_error.png, results.json) under
-  out": what a person opens first, and the folder at the end."""
+  out" ("wrote 1 file ..." for one): what a person opens first, and the
+  folder at the end."""
   firsts = [
     os.path.basename(p)
     for p in paths
@@ -166,7 +167,8 @@ def wrote_line(paths: list[str], out: str | None) -> str:
   ]
   named = f" ({', '.join(firsts)})" if firsts else ""
   where = out or os.path.dirname(paths[-1]) or os.curdir
-  return f"wrote {len(paths)} files{named} under {where}"
+  files = "file" if len(paths) == 1 else "files"
+  return f"wrote {len(paths)} {files}{named} under {where}"
 
 
 def show_sweep(

@@ -99,7 +99,8 @@ class FateTransition:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class RowZero:
-  """Observed row 0 over consecutive batch sizes with equal values.
+  """Observed row 0 over consecutive batch sizes with equal values (row
+  0, its |err| and its ULPs from n = 1 all equal).
 
   Attributes:
     precision: the swept precision name.
@@ -132,6 +133,8 @@ class PredictedRowZero:
     verdict: `accuracy.verdict` of the first of them.
     top_site: the site with the largest share of the error, or None.
     top_share: that site's share, in [0, 1], or None.
+    row0_abs_min, noise_abs_min: the smallest of them (equal to the
+      largest when one value covers every batch size); None when unknown.
   """
 
   precision: str
@@ -141,6 +144,8 @@ class PredictedRowZero:
   verdict: str
   top_site: int | None
   top_share: float | None
+  row0_abs_min: float | None = None
+  noise_abs_min: float | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -294,7 +299,11 @@ def _changes(precision: str, configs) -> list[FateTransition]:
 
 def _row0(precision: str, configs) -> list[RowZero]:
   ran = [r for r in configs if r.execution and r.execution.stats is not None]
-  key = lambda r: (r.execution.stats.row0, r.execution.ulp_vs_n1)
+  key = lambda r: (
+    r.execution.stats.row0,
+    r.execution.stats.row0_abs,
+    r.execution.ulp_vs_n1,
+  )
   return [
     RowZero(
       precision,
@@ -324,6 +333,8 @@ def _predicted(precision: str, configs) -> list[PredictedRowZero]:
       max(r.prediction.noise.row0_abs for r in run),
       run[0].prediction.verdict,
       *_top(run[0].prediction),
+      min(r.prediction.stats.row0_abs for r in run),
+      min(r.prediction.noise.row0_abs for r in run),
     )
     for run in _runs(have, key)
   ]

@@ -189,14 +189,22 @@ def _row0_lines(e: TargetExplanation) -> list[str]:
   return [f"{_under(e, ps)}: {t}" for ps, t in _by_text(pairs) if t]
 
 
+def _span(low: float | None, high: float, spec: str) -> str:
+  """`high` formatted, or "low to high" where the two print differently."""
+  a, b = format(high if low is None else low, spec), format(high, spec)
+  return b if a == b else f"{a} to {b}"
+
+
 def _predicted_words(z) -> str:
   top = ""
   if z.top_site is not None:
     share = "" if z.top_share is None else f" ({z.top_share:.0%})"
     top = f"; top site {z.top_site}{share}"
+  err = _span(z.row0_abs_min, z.row0_abs, ".2e")
+  floor = _span(z.noise_abs_min, z.noise_abs, ".1e")
   return (
-    f"{_ns(z.batch_sizes)}: |err| vs f64 {z.row0_abs:.2e} (f32 noise floor "
-    f"{z.noise_abs:.1e}), {z.verdict}{top}"
+    f"{_ns(z.batch_sizes)}: |err| vs f64 {err} (f32 noise floor {floor}), "
+    f"{z.verdict}{top}"
   )
 
 

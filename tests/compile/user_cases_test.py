@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import textwrap
 
@@ -11,7 +12,7 @@ import pytest
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe, run_hloprobe_json
 
-from hloprobe import sweep
+from hloprobe import sweep, verify
 from hloprobe.compile import cases
 from hloprobe.errors import CaseError
 
@@ -137,6 +138,63 @@ class LoadTest(parameterized.TestCase):
     case = cases.get_case("userpkg.mycase:make")
     with self.assertRaisesRegex(CaseError, "batch size 5 exceeds case 'mine'"):
       case.inputs_for(case.full_inputs(), 5)
+
+
+def _numpy_y(n: int) -> np.ndarray:
+  """The module's y = x @ w at batch size n, in numpy float64."""
+  g = np.random.default_rng(0)
+  x = g.standard_normal((4, 256)).astype(np.float32)[:n].astype(np.float64)
+  w = g.standard_normal((256, 64)).astype(np.float32).astype(np.float64)
+  return x @ w
+
+
+@pytest.mark.cpu_numerics
+class LossAndBatchedLeafTest(absltest.TestCase):
+  """A scalar loss beside a batched y: rows and `verify` are about y."""
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    spec = sweep.SweepSpec((f"{_FILE}:make",), (1, 2), ("float32",), ("cpu",))
+    fix, require = verify.parse_fix("float32"), ("consistent", "accurate")
+    cls.results = sweep.run_sweep(verify.fix_sweep(spec, fix, require))
+    cls.verification = verify.verify(
+      cls.results, spec, fix, require, versions={}
+    )
+
+  def test_headline_is_the_batched_leaf_at_every_n(self):
+    for r in self.results:
+      self.assertTrue(r.ok, r.failure)
+      self.assertEqual(r.execution.stats.leaf, "['y']", r.config.label())
+      self.assertEqual(r.prediction.leaf, "['y']", r.config.label())
+      # y[0, 0] from numpy float64 (f32 error of a K = 256 sum is ~1e-5).
+      want = _numpy_y(r.config.n)[0, 0]
+      self.assertAlmostEqual(r.execution.stats.row0, want, delta=1e-3)
+
+  def test_consistent_passes_though_the_loss_moves_with_n(self):
+    # The loss (a mean over the batch) legitimately changes with n.
+    loss1, loss2 = (np.mean(_numpy_y(n) ** 2) for n in (1, 2))
+    self.assertGreater(abs(loss1 - loss2), 1.0)
+    consistent, _ = self.verification.requirements
+    self.assertTrue(consistent.passed, consistent.evidence)
+    (line,) = consistent.evidence
+    match = re.match(
+      r"cpu mine n=2 float32: row 0 \['y'\] (\S+) vs (\S+) at n=1", line
+    )
+    self.assertIsNotNone(match, line)
+    # Both sides are y[0, 0] (numpy float64), not the loss.
+    for got in match.groups():
+      self.assertAlmostEqual(float(got), _numpy_y(1)[0, 0], delta=1e-3)
+
+  def test_accurate_judges_y_and_the_loss(self):
+    _, accurate = self.verification.requirements
+    self.assertTrue(accurate.passed, accurate.evidence)
+    for line in accurate.evidence:  # y by its numbers, the loss by verdict
+      self.assertRegex(line, r"^cpu mine n=[12] float32: \['y'\] row-0 ")
+      self.assertIn("limits row-0 |err| ", line)
+    for r in self.results:
+      verdicts = dict(r.prediction.leaf_verdicts)
+      self.assertEqual(verdicts["['loss']"], "within f32 noise")
 
 
 @pytest.mark.cpu_numerics

@@ -370,6 +370,19 @@ class SeedMlpExplainTest(parameterized.TestCase):
       "Row 0 predicted (emulating each site's effective algorithm):", self.text
     )
 
+  def test_predicted_groups_span_their_configs(self):
+    # Each group's smallest and largest |err| are its configs' own.
+    for z in self.found["a100"].predicted:
+      errs = [
+        r.prediction.stats.row0_abs
+        for r in self.results
+        if r.config.target.name == "a100"
+        and r.config.precision == z.precision
+        and r.config.n in z.batch_sizes
+      ]
+      self.assertLen(errs, len(z.batch_sizes))
+      self.assertEqual((z.row0_abs_min, z.row0_abs), (min(errs), max(errs)))
+
 
 @pytest.mark.compiles
 class NothingChangesTest(absltest.TestCase):
@@ -388,28 +401,75 @@ class NothingChangesTest(absltest.TestCase):
     self.assertIn("  - nothing: every target here compiled and ran", text)
 
 
+def _explanation(**fields) -> explain.TargetExplanation:
+  """A compile-only float32 explanation of seed_mlp on target "x"."""
+  return explain.TargetExplanation(
+    **{
+      "case": "seed_mlp",
+      "target": "x",
+      "experiment": "baseline",
+      "compile_only": True,
+      "precisions": {"float32": "float32 (HIGHEST)"},
+      "spans": {},
+      "algorithms": (),
+      "changes": (),
+      "row0": (),
+      "predicted": (),
+      "alternatives": (),
+      "selection": None,
+      "reported": None,
+      "notes": (),
+      **fields,
+    }
+  )
+
+
 class RenderTest(absltest.TestCase):
+  def test_predicted_group_prints_its_range(self):
+    within = "within f32 noise"
+    e = _explanation(
+      predicted=(
+        # Hand-made values: n = 1-3 differ, n = 4-5 print alike.
+        explain.PredictedRowZero(
+          "float32",
+          (1, 2, 3),
+          3.86e-5,
+          3.9e-5,
+          within,
+          None,
+          None,
+          1.56e-5,
+          1.6e-5,
+        ),
+        explain.PredictedRowZero(
+          "float32",
+          (4, 5),
+          2.08e-5,
+          2.1e-5,
+          within,
+          None,
+          None,
+          2.08e-5,
+          2.1e-5,
+        ),
+      )
+    )
+    text = explain_text.render_explanation([e], width=10_000)
+    self.assertIn(
+      "n = 1-3: |err| vs f64 1.56e-05 to 3.86e-05 (f32 noise floor 1.6e-05 "
+      "to 3.9e-05), within f32 noise; n = 4-5: |err| vs f64 2.08e-05 (f32 "
+      "noise floor 2.1e-05), within f32 noise",
+      text,
+    )
+
   def test_wrap_keeps_batch_ranges_whole(self):
-    e = explain.TargetExplanation(
-      case="seed_mlp",
-      target="x",
-      experiment="baseline",
-      compile_only=True,
-      precisions={"float32": "float32 (HIGHEST)"},
+    e = _explanation(
       spans={
         "float32": (
           explain.FateSpan((1,), (_MR,)),
           explain.FateSpan(tuple(range(2, 10)), (_MR,)),
         )
       },
-      algorithms=(),
-      changes=(),
-      row0=(),
-      predicted=(),
-      alternatives=(),
-      selection=None,
-      reported=None,
-      notes=(),
     )
     text = explain_text.render_explanation([e], width=60)
     self.assertTrue(
