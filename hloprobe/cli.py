@@ -57,7 +57,7 @@ with toolchain.quiet_startup():
   import jax  # noqa: F401
 
 from hloprobe import verify
-from hloprobe.compile import cache, compat, experiments, targets
+from hloprobe.compile import cache, compat
 from hloprobe.errors import HloprobeError, InvalidArgumentError
 from hloprobe.ir import precisions
 from hloprobe.report import render
@@ -336,19 +336,19 @@ _register_validators()
 
 
 def _sweep_spec():
-  from hloprobe import sweep
+  from hloprobe.sweep import spec
 
-  return _nonempty(
-    sweep.SweepSpec(
-      cases=tuple(_CASE.value),
-      batch_sizes=sweep.parse_batch_sizes(_BATCH_SIZES.value),
-      precisions=tuple(_PRECISIONS.value),
-      targets=tuple(_TARGETS.value) + _target_configs(),
-      explain_passes=_EXPLAIN_PASSES.value,
-      experiments=tuple(_experiments()),
-      cache_dir=_cache_dir(),
-      jobs=_JOBS.value,
-    )
+  return spec.spec_from_words(
+    cases=_CASE.value,
+    batch_sizes=_BATCH_SIZES.value,
+    precisions=_PRECISIONS.value,
+    targets=_TARGETS.value,
+    target_configs=_TARGET_CONFIG.value,
+    explain_passes=_EXPLAIN_PASSES.value,
+    experiment_words=_EXPERIMENT.value,
+    experiments_file=_EXPERIMENTS_FILE.value,
+    cache_dir=_cache_dir(),
+    jobs=_JOBS.value,
   )
 
 
@@ -373,40 +373,6 @@ def _bound_cache() -> None:
     cache.RecordCache(folder).evict(_CACHE_MAX_MB.value * 2**20)
   except OSError as e:
     logging.warning("hloprobe: cannot bound the cache %s: %s", folder, e)
-
-
-def _target_configs() -> tuple[str, ...]:
-  """--target_config paths, as words `targets.get_target` reads as files.
-
-  A bare file name (`--target_config=cpu`) becomes `./cpu`, so a file named
-  like a built-in target is still read as a file.
-  """
-  return tuple(
-    p if targets.is_config_path(p) else os.path.join(os.curdir, p)
-    for p in _TARGET_CONFIG.value
-  )
-
-
-def _nonempty(spec):
-  """`spec`, unless a list is empty: it would sweep nothing and pass."""
-  empty = [
-    name
-    for name in ("cases", "targets", "batch_sizes", "precisions")
-    if not getattr(spec, name)
-  ]
-  if empty:
-    raise InvalidArgumentError(
-      f"nothing to sweep: no {' and no '.join(empty)}; e.g. --case=seed_mlp "
-      "--targets=cpu --batch_sizes=1,2 --precisions=float32"
-    )
-  return spec
-
-
-def _experiments() -> list:
-  found = [experiments.parse_experiment(t) for t in _EXPERIMENT.value]
-  if _EXPERIMENTS_FILE.value:
-    found += experiments.parse_experiments_file(_EXPERIMENTS_FILE.value)
-  return found
 
 
 def _check_format() -> str:
@@ -637,8 +603,12 @@ def _cmd_golden(words: list[str]) -> int:
       "MANIFEST.json records them"
     )
   golden_dir = _GOLDEN_DIR.value or snapshot.default_golden_dir()
+  from hloprobe.sweep import spec as sweep_spec
+
   values, given = _sweep_flags()
-  spec = _nonempty(commands.golden_spec(golden_dir, values, given))
+  spec = sweep_spec.check_nonempty(
+    commands.golden_spec(golden_dir, values, given)
+  )
   _start_jax(spec.targets)
   if words == ["update"]:
     return commands.cmd_update(spec, golden_dir)
