@@ -5,7 +5,7 @@ Stages, lowest first (a module's stage is its subpackage under hloprobe/,
 or its own name for a top-level module):
 
   errors < ir < compile < sites < numerics < records < sweep < golden
-         < report < pictures < verify < versions < cli, tools
+         < report < pictures < verify < versions < cli_flags < cli, tools
          < __main__, __init__
 
 Inside `sweep`, its modules follow the data flow too: spec < compiled <
@@ -39,6 +39,7 @@ _ORDER = (
   ("pictures",),
   ("verify",),
   ("versions",),
+  ("cli_flags",),
   ("cli", "tools"),
   ("__main__", "__init__"),
 )
