@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import os
 import signal
 import sys
@@ -56,311 +55,47 @@ from hloprobe.compile import toolchain
 with toolchain.quiet_startup():
   import jax  # noqa: F401
 
-from hloprobe import verify
-from hloprobe.compile import cache, compat, experiments, targets
+from hloprobe import cli_flags, verify
+from hloprobe.compile import cache, compat
 from hloprobe.errors import HloprobeError, InvalidArgumentError
-from hloprobe.ir import precisions
 from hloprobe.report import render
 
 __all__ = ["main", "run"]
 
 
-class _EnumListParser(flags.ListParser):
-  """A comma-separated list (absl's ListParser) whose every item is one of
-  `enum_values` (checked by absl's EnumParser, as DEFINE_enum checks).
-
-  absl has no list-of-enum flag, and DEFINE_multi_enum takes one value per
-  flag (`--precisions=a --precisions=b`), which would break
-  `--precisions=a,b`. An empty item is left to the flag's validator, which
-  says "no empty ones".
-  """
-
-  def __init__(self, enum_values):
-    super().__init__()
-    self._item = flags.EnumParser(list(enum_values))
-
-  def parse(self, argument):
-    items = super().parse(argument)
-    for item in filter(None, items):
-      try:
-        self._item.parse(item)
-      except ValueError as e:
-        raise ValueError(f"{item!r}: {e}") from None
-    return items
-
-
-def _define_enum_list(name, default, enum_values, help_text):
-  """A comma-separated list flag of closed vocabulary: --help shows the
-  allowed values as DEFINE_enum does; a bad item is a flag error."""
-  return flags.DEFINE(
-    _EnumListParser(enum_values),
-    name,
-    default,
-    f"<{'|'.join(enum_values)}>: {help_text}",
-    serializer=flags.CsvListSerializer(","),
-  )
-
-
-# Cases and targets are open vocabularies (a case may be
-# package.module:factory or file.py:factory, a target a config file path),
-# so they stay plain lists, checked when looked up.
-_CASE = flags.DEFINE_list(
-  "case",
-  ["seed_mlp"],
-  "Cases to sweep, comma-separated: built-in names (see `hloprobe cases`), "
-  "package.module:factory or path/to/file.py:factory (a function "
-  "returning a hloprobe.Case).",
-)
-_BATCH_SIZES = flags.DEFINE_string(
-  "batch_sizes",
-  "1-9",
-  "Batch sizes: integers and ranges, e.g. '1,2,4-9,64,4096'.",
-)
-_PRECISIONS = _define_enum_list(
-  "precisions",
-  list(precisions.DEFAULT_PRECISIONS),
-  precisions.PRECISION_NAMES,
-  "Matmul precisions, comma-separated: bfloat16, tensorfloat32, float32, "
-  "default, high, highest, or DotAlgorithmPreset names such as "
-  "TF32_TF32_F32.",
-)
-_TARGETS = flags.DEFINE_list(
-  "targets", ["cpu"], "Targets, comma-separated; see `hloprobe targets`."
-)
-_TARGET_CONFIG = flags.DEFINE_multi_string(
-  "target_config",
-  [],
-  "A GpuTargetConfigProto .txtpb file to compile for as one more "
-  "compile-only target (repeatable), e.g. "
-  "hloprobe/compile/gpu_specs/a100_sxm_40.txtpb.",
-)
-_OUTPUT_DIR = flags.DEFINE_string(
-  "output_dir",
-  None,
-  "If set, write per-config stablehlo.mlir / optimized.hlo and results.json "
-  "here; for `golden check`, where candidate files go on a mismatch "
-  "(default: a new temporary folder).",
-)
-_SITES = flags.DEFINE_bool(
-  "sites",
-  False,
-  "Also print one row per dot site (table and markdown formats).",
-)
-_EXPLAIN_PASSES = flags.DEFINE_bool(
-  "explain_passes",
-  False,
-  "Name the XLA pass that rewrote each dot site (each compile also dumps "
-  "the module after every pass, to a temporary folder).",
-)
-_EXPERIMENT = flags.DEFINE_multi_string(
-  "experiment",
-  [],
-  "An XLA_FLAGS experiment NAME:FLAGS (e.g. 'cublas:--xla_gpu_enable_triton_gemm=false') "
-  "or a built-in name (see `hloprobe experiments`); repeatable. Each runs in "
-  "its own worker process beside the baseline, with the XLA_FLAGS of the "
-  "environment followed by its own (its value wins for a flag set in both).",
-)
-_EXPERIMENTS_FILE = flags.DEFINE_string(
-  "experiments_file", None, "A file of experiments, one NAME:FLAGS per line."
-)
-_FIX = flags.DEFINE_string(
-  "fix",
-  None,
-  "For `verify`: the candidate fix, a matmul precision (e.g. float32, "
-  "F32_F32_F32) or an experiment (a built-in name or NAME:--xla_flag=value).",
-)
-_REQUIRE = _define_enum_list(
-  "require",
-  ["consistent", "accurate"],
-  verify.REQUIREMENTS,
-  "For `verify` (and `bisect`): requirements, comma-separated.",
-)
-_ABS_ERROR_BOUND = flags.DEFINE_float(
-  "abs_error_bound",
-  None,
-  "For `verify --require=accurate`: max |err| allowed (as run_hlo_module).",
-)
-_REL_ERROR_BOUND = flags.DEFINE_float(
-  "rel_error_bound",
-  None,
-  "For `verify --require=accurate`: max relative error allowed (as run_hlo_module).",
-)
-_FORMATS = (*render.REPORT_FORMATS, "html")
-_FORMAT = flags.DEFINE_enum(
-  "format",
-  "table",
-  _FORMATS,
-  f"Output format: one of {', '.join(_FORMATS)}. html: one self-contained "
-  "page (plot, explanation, tables) on stdout; it names passes, as "
-  "--explain_passes.",
-)
-_WIDE = flags.DEFINE_bool(
-  "wide",
-  False,
-  "--format=table: every column, unwrapped (the default table shows the "
-  f"{render.TERMINAL_WIDTH}-column first screen).",
-)
-_COLUMNS = _define_enum_list(
-  "columns",
-  None,
-  [key for key, _ in render.TABLE_COLUMNS],
-  "--format=table or markdown: these columns, in this order, comma-separated.",
-)
-_PLOT = flags.DEFINE_string(
-  "plot",
-  None,
-  "Write |row 0 - float64| against batch size as a PNG here (a panel per "
-  "target; experiments side by side). Needs matplotlib (make installs it).",
-)
-_MODEL_EXPLORER = flags.DEFINE_string(
-  "model_explorer",
-  None,
-  "Write each config's StableHLO and Model Explorer node data (dot sites "
-  "by error, fate, algorithm, pass) here; open with `hloprobe view DIR`.",
-)
-_PORT = flags.DEFINE_integer(
-  "port", 8080, "`hloprobe view`: the port (8080: the first free from 8080)."
-)
-_BROWSER = flags.DEFINE_bool(
-  "browser", True, "`hloprobe view`: open the page in a browser tab."
-)
-
-_GOLDEN_DIR = flags.DEFINE_string(
-  "golden_dir",
-  None,
-  "`hloprobe golden`: the golden folder. Default: golden/ at the repository "
-  "root when run from a source checkout (the folder above the hloprobe "
-  "package holds pyproject.toml), else ./golden.",
-)
-_STRICT = flags.DEFINE_bool(
-  "strict",
-  False,
-  "`hloprobe golden check`: compare full StableHLO/HLO text even when "
-  "jax/jaxlib differ from MANIFEST.json's (otherwise only dot summaries).",
-)
-_TIMINGS = flags.DEFINE_bool(
-  "timings",
-  False,
-  "`sweep`: after the results, print the seconds each config spent per "
-  "stage (lower, compile, parse, sites, emulation, noise floor, ...) and "
-  "the sums (to stderr with --format=json).",
-)
-_CACHE_DIR = flags.DEFINE_string(
-  "cache_dir",
-  None,
-  "`sweep`/`explain`/`verify`: folder of hloprobe's cache of per-config "
-  "records, keyed by everything a record depends on (jax/jaxlib, hloprobe's "
-  "source, case, inputs, target config, XLA_FLAGS, host CPU, ...), under "
-  "records/; `versions`/`bisect` keep their per-jaxlib venvs under venvs/. "
-  "Default: $XDG_CACHE_HOME/hloprobe or ~/.cache/hloprobe.",
-)
-_JOBS = flags.DEFINE_integer(
-  "jobs",
-  os.cpu_count() or 1,
-  "How many worker processes compile and run configs at once (default: "
-  "the number of cores); each flag set (the baseline, each experiment) "
-  "gets max(1, jobs / flag sets); `versions` sweeps this many jaxlib "
-  "versions at once. The output order does not change.",
-  lower_bound=1,
-)
-_NOCACHE = flags.DEFINE_bool(
-  "nocache", False, "Compute every config; neither read nor write the cache."
-)
-_CACHE_MAX_MB = flags.DEFINE_integer(
-  "cache_max_mb",
-  cache.DEFAULT_MAX_MB,
-  "Bound of --cache_dir's records/, in MiB: after `sweep`, `explain` and "
-  "`verify`, the least recently used records are removed until the rest "
-  "fit (venvs/ is not bounded; see `hloprobe cache`).",
-  lower_bound=0,
-)
-
-_JAXLIB = flags.DEFINE_list(
-  "jaxlib",
-  [],
-  "`hloprobe versions`: jaxlib releases to sweep under, e.g. "
-  "0.4.35,0.6.2,0.10.2 (each in its own cached venv).",
-)
-_GOOD = flags.DEFINE_string(
-  "good", None, "`hloprobe bisect`: the release whose verdict is the old one."
-)
-_BAD = flags.DEFINE_string(
-  "bad", None, "`hloprobe bisect`: the release whose verdict is the new one."
-)
-_CHANGES_ONLY = flags.DEFINE_bool(
-  "changes_only",
-  False,
-  "`hloprobe versions`: show only configs where something changed.",
-)
-
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def _names_given(names: list[str]) -> bool:
-  """A list flag names something: not `--case=` (empty) nor `--case=a,,b`."""
-  return bool(names) and all(names)
-
-
-def _error_bound_ok(value: float | None) -> bool:
-  return value is None or (math.isfinite(value) and value >= 0)
-
-
-def _register_validators() -> None:
-  """An empty list would sweep nothing and pass vacuously: a usage error;
-  an error bound is a finite number >= 0."""
-  for holder in (_ABS_ERROR_BOUND, _REL_ERROR_BOUND):
-    flags.register_validator(
-      holder,
-      _error_bound_ok,
-      message=f"--{holder.name} must be a finite number >= 0, e.g. "
-      f"--{holder.name}=1e-3",
-    )
-  for holder, example in ((_CASE, "seed_mlp"), (_PRECISIONS, "float32")):
-    flags.register_validator(
-      holder,
-      _names_given,
-      message=f"--{holder.name} needs at least one name and no empty ones, "
-      f"e.g. --{holder.name}={example}",
-    )
-  flags.register_multi_flags_validator(
-    [_TARGETS, _TARGET_CONFIG],
-    lambda v: (
-      _names_given(v["targets"] + v["target_config"]) and all(v["targets"])
-    ),
-    message="--targets needs at least one target (or a --target_config) "
-    "and no empty ones, e.g. --targets=cpu,a100",
-  )
-
-
-_register_validators()
-
-
 def _sweep_spec():
-  from hloprobe import sweep
+  from hloprobe.sweep import spec
 
-  return _nonempty(
-    sweep.SweepSpec(
-      cases=tuple(_CASE.value),
-      batch_sizes=sweep.parse_batch_sizes(_BATCH_SIZES.value),
-      precisions=tuple(_PRECISIONS.value),
-      targets=tuple(_TARGETS.value) + _target_configs(),
-      explain_passes=_EXPLAIN_PASSES.value,
-      experiments=tuple(_experiments()),
-      cache_dir=_cache_dir(),
-      jobs=_JOBS.value,
-    )
+  return spec.spec_from_words(
+    cases=cli_flags.CASE.value,
+    batch_sizes=cli_flags.BATCH_SIZES.value,
+    precisions=cli_flags.PRECISIONS.value,
+    targets=cli_flags.TARGETS.value,
+    target_configs=cli_flags.TARGET_CONFIG.value,
+    explain_passes=cli_flags.EXPLAIN_PASSES.value,
+    experiment_words=cli_flags.EXPERIMENT.value,
+    experiments_file=cli_flags.EXPERIMENTS_FILE.value,
+    cache_dir=_cache_dir(),
+    jobs=cli_flags.JOBS.value,
   )
 
 
 def _cache_dir() -> str | None:
-  if _NOCACHE.value:
+  if cli_flags.NOCACHE.value:
     return None
-  return _CACHE_DIR.value or cache.default_cache_dir()
+  return cli_flags.CACHE_DIR.value or cache.default_cache_dir()
 
 
 def _venv_dir() -> str | None:
   """Where `versions`/`bisect` keep venvs: venvs/ under --cache_dir."""
-  return os.path.join(_CACHE_DIR.value, "venvs") if _CACHE_DIR.value else None
+  return (
+    os.path.join(cli_flags.CACHE_DIR.value, "venvs")
+    if cli_flags.CACHE_DIR.value
+    else None
+  )
 
 
 def _bound_cache() -> None:
@@ -370,52 +105,20 @@ def _bound_cache() -> None:
   if not folder:
     return
   try:
-    cache.RecordCache(folder).evict(_CACHE_MAX_MB.value * 2**20)
+    cache.RecordCache(folder).evict(cli_flags.CACHE_MAX_MB.value * 2**20)
   except OSError as e:
     logging.warning("hloprobe: cannot bound the cache %s: %s", folder, e)
-
-
-def _target_configs() -> tuple[str, ...]:
-  """--target_config paths, as words `targets.get_target` reads as files.
-
-  A bare file name (`--target_config=cpu`) becomes `./cpu`, so a file named
-  like a built-in target is still read as a file.
-  """
-  return tuple(
-    p if targets.is_config_path(p) else os.path.join(os.curdir, p)
-    for p in _TARGET_CONFIG.value
-  )
-
-
-def _nonempty(spec):
-  """`spec`, unless a list is empty: it would sweep nothing and pass."""
-  empty = [
-    name
-    for name in ("cases", "targets", "batch_sizes", "precisions")
-    if not getattr(spec, name)
-  ]
-  if empty:
-    raise InvalidArgumentError(
-      f"nothing to sweep: no {' and no '.join(empty)}; e.g. --case=seed_mlp "
-      "--targets=cpu --batch_sizes=1,2 --precisions=float32"
-    )
-  return spec
-
-
-def _experiments() -> list:
-  found = [experiments.parse_experiment(t) for t in _EXPERIMENT.value]
-  if _EXPERIMENTS_FILE.value:
-    found += experiments.parse_experiments_file(_EXPERIMENTS_FILE.value)
-  return found
 
 
 def _check_format() -> str:
   from hloprobe.pictures import outputs
 
-  if _COLUMNS.value is not None:
-    render.check_columns(_COLUMNS.value)
-  outputs.check_extras(bool(_PLOT.value), bool(_MODEL_EXPLORER.value))
-  return _FORMAT.value
+  if cli_flags.COLUMNS.value is not None:
+    render.check_columns(cli_flags.COLUMNS.value)
+  outputs.check_extras(
+    bool(cli_flags.PLOT.value), bool(cli_flags.MODEL_EXPLORER.value)
+  )
+  return cli_flags.FORMAT.value
 
 
 def _start_jax(swept) -> None:
@@ -485,7 +188,7 @@ def _run_streamed(spec):
   from hloprobe.report import stream
 
   progress = stream.Progress(
-    spec.config_count, stream.start_stream(_OUTPUT_DIR.value)
+    spec.config_count, stream.start_stream(cli_flags.OUTPUT_DIR.value)
   )
   try:
     results = sweep.run_sweep(
@@ -535,13 +238,13 @@ def _outputs(fmt: str):
 
   return outputs.Outputs(
     fmt=fmt,
-    columns=_COLUMNS.value,
-    wide=_WIDE.value,
-    sites=_SITES.value,
-    timings=_TIMINGS.value,
-    output_dir=_OUTPUT_DIR.value,
-    plot=_PLOT.value,
-    model_explorer=_MODEL_EXPLORER.value,
+    columns=cli_flags.COLUMNS.value,
+    wide=cli_flags.WIDE.value,
+    sites=cli_flags.SITES.value,
+    timings=cli_flags.TIMINGS.value,
+    output_dir=cli_flags.OUTPUT_DIR.value,
+    plot=cli_flags.PLOT.value,
+    model_explorer=cli_flags.MODEL_EXPLORER.value,
   )
 
 
@@ -582,7 +285,9 @@ def _cmd_view(words: list[str]) -> int:
     "precisions": "precision",
   }
   wanted = {index_key[key]: values[key] for key in given}
-  model_explorer.view(words[0], wanted, _PORT.value, _BROWSER.value)
+  model_explorer.view(
+    words[0], wanted, cli_flags.PORT.value, cli_flags.BROWSER.value
+  )
   return EXIT_OK
 
 
@@ -592,20 +297,20 @@ def _sweep_flags() -> tuple[dict, list[str]]:
   from hloprobe import sweep
 
   holders = {
-    "cases": _CASE,
-    "batch_sizes": _BATCH_SIZES,
-    "precisions": _PRECISIONS,
-    "targets": _TARGETS,
+    "cases": cli_flags.CASE,
+    "batch_sizes": cli_flags.BATCH_SIZES,
+    "precisions": cli_flags.PRECISIONS,
+    "targets": cli_flags.TARGETS,
   }
   values = {key: holder.value for key, holder in holders.items()}
-  values["batch_sizes"] = sweep.parse_batch_sizes(_BATCH_SIZES.value)
+  values["batch_sizes"] = sweep.parse_batch_sizes(cli_flags.BATCH_SIZES.value)
   return values, [key for key, holder in holders.items() if holder.present]
 
 
 def _cmd_targets() -> int:
   from hloprobe.report import listings
 
-  print(listings.targets_listing(_TARGET_CONFIG.value))
+  print(listings.targets_listing(cli_flags.TARGET_CONFIG.value))
   return EXIT_OK
 
 
@@ -630,27 +335,33 @@ def _cmd_golden(words: list[str]) -> int:
     raise InvalidArgumentError(
       f"`golden` takes one word, check or update; got {words}; e.g. `hloprobe golden check`"
     )
-  if _TARGET_CONFIG.value:
+  if cli_flags.TARGET_CONFIG.value:
     raise InvalidArgumentError(
       "`golden` does not read --target_config; name config files in "
       "--targets (e.g. --targets=cpu,golden/configs/x.txtpb), as "
       "MANIFEST.json records them"
     )
-  golden_dir = _GOLDEN_DIR.value or snapshot.default_golden_dir()
+  golden_dir = cli_flags.GOLDEN_DIR.value or snapshot.default_golden_dir()
+  from hloprobe.sweep import spec as sweep_spec
+
   values, given = _sweep_flags()
-  spec = _nonempty(commands.golden_spec(golden_dir, values, given))
+  spec = sweep_spec.check_nonempty(
+    commands.golden_spec(golden_dir, values, given)
+  )
   _start_jax(spec.targets)
   if words == ["update"]:
     return commands.cmd_update(spec, golden_dir)
-  return commands.cmd_check(spec, golden_dir, _STRICT.value, _OUTPUT_DIR.value)
+  return commands.cmd_check(
+    spec, golden_dir, cli_flags.STRICT.value, cli_flags.OUTPUT_DIR.value
+  )
 
 
 def _cmd_verify() -> int:
-  if not _FIX.value:
+  if not cli_flags.FIX.value:
     raise InvalidArgumentError(
       "verify needs --fix, e.g. --fix=float32 or --fix=no_triton_gemm"
     )
-  fix = verify.parse_fix(_FIX.value)
+  fix = verify.parse_fix(cli_flags.FIX.value)
   requirements = verify.parse_requirements(_require())
   fmt = _check_format()
   spec = _sweep_spec()
@@ -660,9 +371,9 @@ def _cmd_verify() -> int:
     spec,
     fix,
     requirements,
-    golden_dir=_GOLDEN_DIR.value or None,
-    abs_error_bound=_ABS_ERROR_BOUND.value,
-    rel_error_bound=_REL_ERROR_BOUND.value,
+    golden_dir=cli_flags.GOLDEN_DIR.value or None,
+    abs_error_bound=cli_flags.ABS_ERROR_BOUND.value,
+    rel_error_bound=cli_flags.REL_ERROR_BOUND.value,
   )
   print(render.render_verification(outcome, fmt))
   return EXIT_OK if outcome.passed else EXIT_FAILED
@@ -671,7 +382,7 @@ def _cmd_verify() -> int:
 def _require() -> str:
   """--require as `verify.parse_requirements` reads it (which rejects an
   empty item and drops a repeated one)."""
-  return ",".join(_REQUIRE.value)
+  return ",".join(cli_flags.REQUIRE.value)
 
 
 def _cmd_versions() -> int:
@@ -679,25 +390,29 @@ def _cmd_versions() -> int:
 
   return commands.cmd_versions(
     _sweep_spec(),
-    _JAXLIB.value,
+    cli_flags.JAXLIB.value,
     _venv_dir(),
     _check_format(),
-    _CHANGES_ONLY.value,
+    cli_flags.CHANGES_ONLY.value,
   )
 
 
 def _cmd_cache(words: list[str]) -> int:
   from hloprobe.versions import commands
 
-  folder = _CACHE_DIR.value or cache.default_cache_dir()
-  return commands.cmd_cache(words, folder, _CACHE_MAX_MB.value)
+  folder = cli_flags.CACHE_DIR.value or cache.default_cache_dir()
+  return commands.cmd_cache(words, folder, cli_flags.CACHE_MAX_MB.value)
 
 
 def _cmd_bisect() -> int:
   from hloprobe.versions import commands
 
   return commands.cmd_bisect(
-    _sweep_spec(), _GOOD.value, _BAD.value, _require(), _venv_dir()
+    _sweep_spec(),
+    cli_flags.GOOD.value,
+    cli_flags.BAD.value,
+    _require(),
+    _venv_dir(),
   )
 
 
@@ -806,8 +521,8 @@ def _interrupted(e: KeyboardInterrupt) -> int:
   line = "hloprobe: interrupted"
   if done is not None:
     line += f" after {len(done)} of {e.total} configs"
-    if _OUTPUT_DIR.value:
-      where = os.path.join(_OUTPUT_DIR.value, render.RESULTS_STREAM)
+    if cli_flags.OUTPUT_DIR.value:
+      where = os.path.join(cli_flags.OUTPUT_DIR.value, render.RESULTS_STREAM)
       line += f"; results so far in {where}"
     else:
       line += " (--output_dir=DIR keeps each finished config's results)"
@@ -837,7 +552,7 @@ def run() -> None:
   # the key flags of the main program (sys.argv[0]): make those this
   # module's, so --help lists them (closed vocabularies with their values).
   sys.modules["__main__"].__doc__ = __doc__
-  for flag in flags.FLAGS.get_flags_for_module(__name__):
+  for flag in flags.FLAGS.get_flags_for_module(cli_flags.__name__):
     flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
   # `hloprobe sweep | head`: end quietly when the reader goes away.
   signal.signal(signal.SIGPIPE, signal.SIG_DFL)

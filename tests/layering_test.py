@@ -5,8 +5,11 @@ Stages, lowest first (a module's stage is its subpackage under hloprobe/,
 or its own name for a top-level module):
 
   errors < ir < compile < sites < numerics < records < sweep < golden
-         < report < pictures < verify < versions < cli, tools
+         < report < pictures < verify < versions < cli_flags < cli, tools
          < __main__, __init__
+
+Inside `sweep`, its modules follow the data flow too: spec < compiled <
+measure < engine < __init__ (a module imports only those before it).
 
 `ir` is lowest after `errors`: it reads compiler text into records and needs
 nothing that compiles. It must not import the JAX runtime (`jax`, `jaxlib`);
@@ -36,6 +39,7 @@ _ORDER = (
   ("pictures",),
   ("verify",),
   ("versions",),
+  ("cli_flags",),
   ("cli", "tools"),
   ("__main__", "__init__"),
 )
@@ -43,6 +47,8 @@ RANK = {stage: rank for rank, names in enumerate(_ORDER) for stage in names}
 # Packages that must not import the JAX runtime, and what they may import of it.
 _NO_JAX = ("ir",)
 _JAX_ALLOWED = ("jaxlib.mlir",)
+# A package's modules in data-flow order: each imports only earlier ones.
+_WITHIN = {"sweep": ("spec", "compiled", "measure", "engine", "__init__")}
 # The one package that formats tables (issue 10: "only the report package
 # formats tables").
 _TABLES = ("report",)
@@ -51,8 +57,9 @@ _TABLES = ("report",)
 def _imported(tree: ast.AST) -> list[tuple[int, str]]:
   """(line, dotted name) of every absolute import in `tree`.
 
-  `from hloprobe import a, b` yields hloprobe.a and hloprobe.b, since the
-  names may be submodules.
+  `from hloprobe import a, b` yields hloprobe.a and hloprobe.b (and
+  `from hloprobe.sweep import spec` hloprobe.sweep.spec), since the names
+  may be submodules.
   """
   found = []
   for node in ast.walk(tree):
@@ -60,8 +67,8 @@ def _imported(tree: ast.AST) -> list[tuple[int, str]]:
       found += [(node.lineno, a.name) for a in node.names]
     elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
       found.append((node.lineno, node.module))
-      if node.module == "hloprobe":
-        found += [(node.lineno, f"hloprobe.{a.name}") for a in node.names]
+      if node.module.split(".")[0] == "hloprobe":
+        found += [(node.lineno, f"{node.module}.{a.name}") for a in node.names]
   return found
 
 
@@ -69,6 +76,15 @@ def _stage(rel: str) -> str:
   """The stage of a module path relative to the package folder."""
   first = rel.split(os.sep)[0]
   return first[: -len(".py")] if first.endswith(".py") else first
+
+
+def _upward_within(stage: str, rel: str, parts: list[str]) -> bool:
+  """`rel` (in package `stage`) imports a later module of its package."""
+  order = _WITHIN.get(stage)
+  if order is None or len(parts) < 3 or parts[1] != stage:
+    return False
+  mine = os.path.splitext(os.path.basename(rel))[0]
+  return parts[2] in order and order.index(parts[2]) > order.index(mine)
 
 
 def _is_jax_runtime(name: str) -> bool:
@@ -98,12 +114,16 @@ def violations(package_dir: str) -> list[str]:
         if parts[0] == "hloprobe" and len(parts) > 1:
           target = parts[1]
           if target in RANK and RANK[target] > RANK[stage]:
-            out.append(f"{rel}:{line}: {stage} imports higher stage {name}")
+            found = f"{stage} imports higher stage hloprobe.{target}"
+            out.append(f"{rel}:{line}: {found}")
+          elif _upward_within(stage, rel, parts):
+            found = "imports later module " + ".".join(parts[:3])
+            out.append(f"{rel}:{line}: {found}")
         elif stage in _NO_JAX and _is_jax_runtime(name):
           out.append(f"{rel}:{line}: {stage} imports the JAX runtime {name}")
         elif stage not in _TABLES and parts[0] == "tabulate":
           out.append(f"{rel}:{line}: {stage} formats tables ({name})")
-  return out
+  return list(dict.fromkeys(out))  # `from m import a` reads as m and m.a
 
 
 def _write(root: str, rel: str, text: str) -> None:
@@ -136,6 +156,21 @@ class LayeringTest(absltest.TestCase):
     self.assertEqual(
       violations(root),
       ["sites/passes.py:2: sites imports higher stage hloprobe.sweep"],
+    )
+
+  def test_sweep_modules_import_only_earlier_ones(self):
+    root = self.create_tempdir().full_path
+    _write(root, "sweep/measure.py", "from hloprobe.sweep import compiled\n")
+    _write(root, "sweep/spec.py", "from hloprobe.compile import cases\n")
+    self.assertEqual(violations(root), [])
+    _write(root, "sweep/spec.py", "from hloprobe.sweep.engine import run\n")
+    _write(root, "sweep/compiled.py", "from hloprobe.sweep import measure\n")
+    self.assertEqual(
+      violations(root),
+      [
+        "sweep/compiled.py:1: imports later module hloprobe.sweep.measure",
+        "sweep/spec.py:1: imports later module hloprobe.sweep.engine",
+      ],
     )
 
   def test_ir_may_use_mlir_bindings_but_not_jax(self):

@@ -13,6 +13,7 @@ from absl.testing import absltest
 
 from hloprobe import records, sweep
 from hloprobe.compile import cache, cases, targets
+from hloprobe.sweep import engine
 
 
 def _key(
@@ -161,7 +162,7 @@ class SweepCacheTest(absltest.TestCase):
     # Entries of another record layout miss: all four are computed again
     # and stored beside the old ones, under new keys.
     newer = records.RECORD_VERSION + 1
-    with mock.patch.object(sweep, "RECORD_VERSION", newer):
+    with mock.patch.object(engine, "RECORD_VERSION", newer):
       relaid = sweep.run_sweep(cached)
     self.assertTrue(all("compile" in r.timings for r in relaid))
     self.assertEqual(testutil.configs_json(relaid), testutil.configs_json(cold))

@@ -12,6 +12,7 @@ from hloprobe import records, sweep
 from hloprobe.compile import cases, targets
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.numerics import accuracy
+from hloprobe.sweep import measure
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = pytest.mark.cpu_numerics
@@ -149,7 +150,7 @@ class FailureIsolationTest(absltest.TestCase):
     def broken(*args):
       raise ValueError("boom")
 
-    reference, lie, why = sweep._references(
+    reference, lie, why = measure._references(
       dataclasses.replace(case, fn=broken), full, (2,)
     )
     self.assertIsNone(reference)
@@ -165,7 +166,7 @@ class FailureIsolationTest(absltest.TestCase):
       records.Config("c", targets.get_target("cpu"), 2, "float32"),
       records.Compilation("", "", fates=(None,)),
     )
-    r = sweep._with_prediction(r, Failing(), None)
+    r = measure._with_prediction(r, Failing(), None)
     self.assertEqual(r.prediction_error, "RuntimeError: emulator broke")
 
 

@@ -68,8 +68,8 @@ _BAD_VALUE_RE = re.compile(
 )
 # Functions a worker may run, by name: (module, attribute).
 _FUNCTIONS = {
-  "compile_and_run": ("hloprobe.sweep", "compile_and_run"),
-  "load_target": ("hloprobe.sweep", "load_target"),
+  "compile_and_run": ("hloprobe.sweep.compiled", "compile_and_run"),
+  "load_target": ("hloprobe.sweep.compiled", "load_target"),
   "check_xla_flags": ("hloprobe.compile.worker", "_check_xla_flags"),
 }
 _HEADER = struct.Struct(">Q")
@@ -292,7 +292,7 @@ class WorkerPool:
       platforms, "" for JAX's own choice (an attached GPU), or a value
       such as "cuda,cpu".
     preload: modules each worker imports as it starts (e.g.
-      ("hloprobe.sweep",): jax), so that `start` warms a worker up while
+      ("hloprobe.sweep.compiled",): jax), so that `start` warms a worker up while
       this process does other work.
 
   Attributes:

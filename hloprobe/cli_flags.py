@@ -1,0 +1,323 @@
+"""The command line's flags: absl `FlagHolder`s and their validators.
+
+Only `cli` reads them (`.value`), once per command, and passes plain
+values down. Closed vocabularies (precisions, --require, --columns,
+--format) are checked by absl at parse time; an empty list or a bad error
+bound is a validator's usage error.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+from absl import flags
+
+from hloprobe import verify
+from hloprobe.compile import cache
+from hloprobe.ir import precisions
+from hloprobe.report import render
+
+__all__ = [
+  "ABS_ERROR_BOUND",
+  "BAD",
+  "BATCH_SIZES",
+  "BROWSER",
+  "CACHE_DIR",
+  "CACHE_MAX_MB",
+  "CASE",
+  "CHANGES_ONLY",
+  "COLUMNS",
+  "EXPERIMENT",
+  "EXPERIMENTS_FILE",
+  "EXPLAIN_PASSES",
+  "FIX",
+  "FORMAT",
+  "FORMATS",
+  "GOLDEN_DIR",
+  "GOOD",
+  "JAXLIB",
+  "JOBS",
+  "MODEL_EXPLORER",
+  "NOCACHE",
+  "OUTPUT_DIR",
+  "PLOT",
+  "PORT",
+  "PRECISIONS",
+  "REL_ERROR_BOUND",
+  "REQUIRE",
+  "SITES",
+  "STRICT",
+  "TARGETS",
+  "TARGET_CONFIG",
+  "TIMINGS",
+  "WIDE",
+]
+
+
+class _EnumListParser(flags.ListParser):
+  """A comma-separated list (absl's ListParser) whose every item is one of
+  `enum_values` (checked by absl's EnumParser, as DEFINE_enum checks).
+
+  absl has no list-of-enum flag, and DEFINE_multi_enum takes one value per
+  flag (`--precisions=a --precisions=b`), which would break
+  `--precisions=a,b`. An empty item is left to the flag's validator, which
+  says "no empty ones".
+  """
+
+  def __init__(self, enum_values):
+    super().__init__()
+    self._item = flags.EnumParser(list(enum_values))
+
+  def parse(self, argument):
+    items = super().parse(argument)
+    for item in filter(None, items):
+      try:
+        self._item.parse(item)
+      except ValueError as e:
+        raise ValueError(f"{item!r}: {e}") from None
+    return items
+
+
+def _define_enum_list(name, default, enum_values, help_text):
+  """A comma-separated list flag of closed vocabulary: --help shows the
+  allowed values as DEFINE_enum does; a bad item is a flag error."""
+  return flags.DEFINE(
+    _EnumListParser(enum_values),
+    name,
+    default,
+    f"<{'|'.join(enum_values)}>: {help_text}",
+    serializer=flags.CsvListSerializer(","),
+  )
+
+
+# Cases and targets are open vocabularies (a case may be
+# package.module:factory or file.py:factory, a target a config file path),
+# so they stay plain lists, checked when looked up.
+CASE = flags.DEFINE_list(
+  "case",
+  ["seed_mlp"],
+  "Cases to sweep, comma-separated: built-in names (see `hloprobe cases`), "
+  "package.module:factory or path/to/file.py:factory (a function "
+  "returning a hloprobe.Case).",
+)
+BATCH_SIZES = flags.DEFINE_string(
+  "batch_sizes",
+  "1-9",
+  "Batch sizes: integers and ranges, e.g. '1,2,4-9,64,4096'.",
+)
+PRECISIONS = _define_enum_list(
+  "precisions",
+  list(precisions.DEFAULT_PRECISIONS),
+  precisions.PRECISION_NAMES,
+  "Matmul precisions, comma-separated: bfloat16, tensorfloat32, float32, "
+  "default, high, highest, or DotAlgorithmPreset names such as "
+  "TF32_TF32_F32.",
+)
+TARGETS = flags.DEFINE_list(
+  "targets", ["cpu"], "Targets, comma-separated; see `hloprobe targets`."
+)
+TARGET_CONFIG = flags.DEFINE_multi_string(
+  "target_config",
+  [],
+  "A GpuTargetConfigProto .txtpb file to compile for as one more "
+  "compile-only target (repeatable), e.g. "
+  "hloprobe/compile/gpu_specs/a100_sxm_40.txtpb.",
+)
+OUTPUT_DIR = flags.DEFINE_string(
+  "output_dir",
+  None,
+  "If set, write per-config stablehlo.mlir / optimized.hlo and results.json "
+  "here; for `golden check`, where candidate files go on a mismatch "
+  "(default: a new temporary folder).",
+)
+SITES = flags.DEFINE_bool(
+  "sites",
+  False,
+  "Also print one row per dot site (table and markdown formats).",
+)
+EXPLAIN_PASSES = flags.DEFINE_bool(
+  "explain_passes",
+  False,
+  "Name the XLA pass that rewrote each dot site (each compile also dumps "
+  "the module after every pass, to a temporary folder).",
+)
+EXPERIMENT = flags.DEFINE_multi_string(
+  "experiment",
+  [],
+  "An XLA_FLAGS experiment NAME:FLAGS (e.g. 'cublas:--xla_gpu_enable_triton_gemm=false') "
+  "or a built-in name (see `hloprobe experiments`); repeatable. Each runs in "
+  "its own worker process beside the baseline, with the XLA_FLAGS of the "
+  "environment followed by its own (its value wins for a flag set in both).",
+)
+EXPERIMENTS_FILE = flags.DEFINE_string(
+  "experiments_file", None, "A file of experiments, one NAME:FLAGS per line."
+)
+FIX = flags.DEFINE_string(
+  "fix",
+  None,
+  "For `verify`: the candidate fix, a matmul precision (e.g. float32, "
+  "F32_F32_F32) or an experiment (a built-in name or NAME:--xla_flag=value).",
+)
+REQUIRE = _define_enum_list(
+  "require",
+  ["consistent", "accurate"],
+  verify.REQUIREMENTS,
+  "For `verify` (and `bisect`): requirements, comma-separated.",
+)
+ABS_ERROR_BOUND = flags.DEFINE_float(
+  "abs_error_bound",
+  None,
+  "For `verify --require=accurate`: max |err| allowed (as run_hlo_module).",
+)
+REL_ERROR_BOUND = flags.DEFINE_float(
+  "rel_error_bound",
+  None,
+  "For `verify --require=accurate`: max relative error allowed (as run_hlo_module).",
+)
+FORMATS = (*render.REPORT_FORMATS, "html")
+FORMAT = flags.DEFINE_enum(
+  "format",
+  "table",
+  FORMATS,
+  f"Output format: one of {', '.join(FORMATS)}. html: one self-contained "
+  "page (plot, explanation, tables) on stdout; it names passes, as "
+  "--explain_passes.",
+)
+WIDE = flags.DEFINE_bool(
+  "wide",
+  False,
+  "--format=table: every column, unwrapped (the default table shows the "
+  f"{render.TERMINAL_WIDTH}-column first screen).",
+)
+COLUMNS = _define_enum_list(
+  "columns",
+  None,
+  [key for key, _ in render.TABLE_COLUMNS],
+  "--format=table or markdown: these columns, in this order, comma-separated.",
+)
+PLOT = flags.DEFINE_string(
+  "plot",
+  None,
+  "Write |row 0 - float64| against batch size as a PNG here (a panel per "
+  "target; experiments side by side). Needs matplotlib (make installs it).",
+)
+MODEL_EXPLORER = flags.DEFINE_string(
+  "model_explorer",
+  None,
+  "Write each config's StableHLO and Model Explorer node data (dot sites "
+  "by error, fate, algorithm, pass) here; open with `hloprobe view DIR`.",
+)
+PORT = flags.DEFINE_integer(
+  "port", 8080, "`hloprobe view`: the port (8080: the first free from 8080)."
+)
+BROWSER = flags.DEFINE_bool(
+  "browser", True, "`hloprobe view`: open the page in a browser tab."
+)
+
+GOLDEN_DIR = flags.DEFINE_string(
+  "golden_dir",
+  None,
+  "`hloprobe golden`: the golden folder. Default: golden/ at the repository "
+  "root when run from a source checkout (the folder above the hloprobe "
+  "package holds pyproject.toml), else ./golden.",
+)
+STRICT = flags.DEFINE_bool(
+  "strict",
+  False,
+  "`hloprobe golden check`: compare full StableHLO/HLO text even when "
+  "jax/jaxlib differ from MANIFEST.json's (otherwise only dot summaries).",
+)
+TIMINGS = flags.DEFINE_bool(
+  "timings",
+  False,
+  "`sweep`: after the results, print the seconds each config spent per "
+  "stage (lower, compile, parse, sites, emulation, noise floor, ...) and "
+  "the sums (to stderr with --format=json).",
+)
+CACHE_DIR = flags.DEFINE_string(
+  "cache_dir",
+  None,
+  "`sweep`/`explain`/`verify`: folder of hloprobe's cache of per-config "
+  "records, keyed by everything a record depends on (jax/jaxlib, hloprobe's "
+  "source, case, inputs, target config, XLA_FLAGS, host CPU, ...), under "
+  "records/; `versions`/`bisect` keep their per-jaxlib venvs under venvs/. "
+  "Default: $XDG_CACHE_HOME/hloprobe or ~/.cache/hloprobe.",
+)
+JOBS = flags.DEFINE_integer(
+  "jobs",
+  os.cpu_count() or 1,
+  "How many worker processes compile and run configs at once (default: "
+  "the number of cores); each flag set (the baseline, each experiment) "
+  "gets max(1, jobs / flag sets); `versions` sweeps this many jaxlib "
+  "versions at once. The output order does not change.",
+  lower_bound=1,
+)
+NOCACHE = flags.DEFINE_bool(
+  "nocache", False, "Compute every config; neither read nor write the cache."
+)
+CACHE_MAX_MB = flags.DEFINE_integer(
+  "cache_max_mb",
+  cache.DEFAULT_MAX_MB,
+  "Bound of --cache_dir's records/, in MiB: after `sweep`, `explain` and "
+  "`verify`, the least recently used records are removed until the rest "
+  "fit (venvs/ is not bounded; see `hloprobe cache`).",
+  lower_bound=0,
+)
+
+JAXLIB = flags.DEFINE_list(
+  "jaxlib",
+  [],
+  "`hloprobe versions`: jaxlib releases to sweep under, e.g. "
+  "0.4.35,0.6.2,0.10.2 (each in its own cached venv).",
+)
+GOOD = flags.DEFINE_string(
+  "good", None, "`hloprobe bisect`: the release whose verdict is the old one."
+)
+BAD = flags.DEFINE_string(
+  "bad", None, "`hloprobe bisect`: the release whose verdict is the new one."
+)
+CHANGES_ONLY = flags.DEFINE_bool(
+  "changes_only",
+  False,
+  "`hloprobe versions`: show only configs where something changed.",
+)
+
+
+def _names_given(names: list[str]) -> bool:
+  """A list flag names something: not `--case=` (empty) nor `--case=a,,b`."""
+  return bool(names) and all(names)
+
+
+def _error_bound_ok(value: float | None) -> bool:
+  return value is None or (math.isfinite(value) and value >= 0)
+
+
+def _register_validators() -> None:
+  """An empty list would sweep nothing and pass vacuously: a usage error;
+  an error bound is a finite number >= 0."""
+  for holder in (ABS_ERROR_BOUND, REL_ERROR_BOUND):
+    flags.register_validator(
+      holder,
+      _error_bound_ok,
+      message=f"--{holder.name} must be a finite number >= 0, e.g. "
+      f"--{holder.name}=1e-3",
+    )
+  for holder, example in ((CASE, "seed_mlp"), (PRECISIONS, "float32")):
+    flags.register_validator(
+      holder,
+      _names_given,
+      message=f"--{holder.name} needs at least one name and no empty ones, "
+      f"e.g. --{holder.name}={example}",
+    )
+  flags.register_multi_flags_validator(
+    [TARGETS, TARGET_CONFIG],
+    lambda v: (
+      _names_given(v["targets"] + v["target_config"]) and all(v["targets"])
+    ),
+    message="--targets needs at least one target (or a --target_config) "
+    "and no empty ones, e.g. --targets=cpu,a100",
+  )
+
+
+_register_validators()

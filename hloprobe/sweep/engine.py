@@ -1,0 +1,368 @@
+"""The sweep: every (case, target, precision, batch size) config, in order.
+
+It drives the stages and holds no analysis: lower and compile
+(`lowering`), parse (`hlo`, `stablehlo`), map dot sites
+(`dot_sites`), run and compare (`accuracy`). One failing config records its
+error and the sweep goes on. Every config is compiled (and run, on `cpu`
+and `gpu`) in a persistent worker process (`worker.WorkerPool`): XLA can
+die on a config it does not expect (SIGFPE on `threads_per_warp: 0`,
+jaxlib 0.10.2), and that death is then one config's failure. This process
+keeps the float64 references, the predictions and the cache; see
+`run_sweep`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import os
+import threading
+from collections.abc import Callable
+
+import jax
+
+from hloprobe.compile import cache, timing, worker
+from hloprobe.compile.cases import resolvable_elsewhere
+from hloprobe.compile.experiments import BASELINE, Experiment
+from hloprobe.compile.targets import Target
+from hloprobe.errors import first_line
+from hloprobe.records import RECORD_VERSION, Config, ConfigResult
+from hloprobe.sweep.compiled import CompiledConfig, compile_and_run_case, failed
+from hloprobe.sweep.measure import CaseSetup, with_batch_consistency
+from hloprobe.sweep.spec import SweepSpec, check_case_sizes
+
+__all__ = ["SweepProgress", "run_sweep"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SweepProgress:
+  """Where a running sweep is, given to `run_sweep`'s `progress` callable.
+
+  Attributes:
+    done: configs collected so far, in config order.
+    total: all configs of the sweep, experiments included.
+    current: the config collected next, e.g. "a100 seed_mlp n=3 bfloat16"
+      or "cpu seed_mlp n=1 float32 [no_algsimp]"; "" once all are done.
+  """
+
+  done: int
+  total: int
+  current: str
+
+
+@dataclasses.dataclass(frozen=True)
+class _Config:
+  """One config of a sweep, by its flag set and case index."""
+
+  experiment: Experiment
+  case: int
+  target: Target
+  precision: str
+  n: int
+
+
+def _configs(spec: SweepSpec) -> list[_Config]:
+  """Every config in output order: the baseline's (case, target,
+  precision, n), then each experiment's in the same order."""
+  return [
+    _Config(e, i, t, p, n)
+    for e in (BASELINE, *spec.experiments)
+    for i in range(len(spec.cases))
+    for t in spec.targets
+    for p in spec.precisions
+    for n in spec.batch_sizes
+  ]
+
+
+def _label(spec: SweepSpec, c: _Config) -> str:
+  """A config in words, e.g. "a100 seed_mlp n=3 bfloat16 [no_algsimp]"."""
+  name = spec.case_names[c.case]
+  text = f"{c.target.name} {name} n={c.n} {c.precision}"
+  return text if c.experiment is BASELINE else f"{text} [{c.experiment.name}]"
+
+
+def run_sweep(
+  spec: SweepSpec,
+  progress: Callable[[SweepProgress], None] | None = None,
+  on_result: Callable[[ConfigResult], None] | None = None,
+  pool: worker.WorkerPool | None = None,
+) -> list[ConfigResult]:
+  """Runs every config of a sweep, each in a worker process.
+
+  Every config (any target) is lowered, compiled, parsed, site-mapped
+  and, where the target runs (`cpu`, `gpu`), run in a worker process
+  keyed by its XLA_FLAGS: the user's for the baseline, the user's then
+  the experiment's for an experiment (`worker.worker_xla_flags`). XLA can
+  die on a config it does not expect (SIGFPE on `threads_per_warp: 0`,
+  jaxlib 0.10.2); the death is that config's failure, naming the stage,
+  the signal and XLA's last lines, and the next config gets a fresh
+  worker. This process keeps the case inputs, the float64 references,
+  the predictions (emulation on the CPU), the errors against the
+  references, batch consistency and the cache, on the CPU device (JAX's
+  default device is set to it here: this process never allocates on an
+  attached GPU, which the workers share). References and predictions are
+  made once per case and shared by the baseline and every experiment: the
+  float64 reference does not depend on XLA_FLAGS, by design.
+
+  `spec.jobs` worker processes run at once: each of the E flag sets
+  (baseline and experiments) gets max(1, jobs // E) lanes, its configs
+  dealt to them in turn, each lane one worker. Results are collected in
+  config order, so the output and `on_result`'s order do not depend on
+  jobs. A case added to `CASES` at run time (not found by name in another
+  process, see `resolvable_elsewhere`) compiles and runs here instead,
+  for the baseline only (an experiment's configs of it fail, stage
+  "worker").
+
+  Args:
+    spec: what to sweep.
+    progress: optional callable, given a `SweepProgress` before each
+      config is collected, and once at the end (`current` == ""); the
+      command line draws its progress line with it.
+    on_result: optional callable given each `ConfigResult` as it is
+      collected (e.g. to stream results to disk).
+    pool: the worker processes to use; None: a pool of this call's own,
+      ended when it returns or raises. On an exception or interrupt the
+      pool is closed (its workers killed) before this returns.
+
+  Returns:
+    One `ConfigResult` per config: the baseline's ordered case, target,
+    precision, n; then each experiment's in the same order.
+
+  Raises:
+    TargetError: XLA rejects a compile-only target's config (before any
+      config runs).
+    InvalidArgumentError: a batch size exceeds a case's rows.
+  """
+  if pool is None:
+    with worker.WorkerPool(_worker_platforms(spec), _PRELOAD) as own:
+      return run_sweep(spec, progress, on_result, own)
+  check_case_sizes(spec)
+  tell = progress or (lambda _: None)
+  sweep = _Sweep(spec, pool)
+  sweep.start_workers()  # they import jax while the targets load
+  sweep.broken = _load_targets(spec, pool)
+  results = []
+  with (
+    concurrent.futures.ThreadPoolExecutor(max(1, spec.jobs)) as lanes,
+    jax.default_device(jax.devices("cpu")[0]),  # never a GPU here
+  ):
+    try:
+      sweep.dispatch(lanes)
+      for i, c in enumerate(sweep.configs):
+        tell(SweepProgress(i, len(sweep.configs), _label(spec, c)))
+        results.append(sweep.collect(i))
+        if on_result is not None:
+          on_result(results[-1])
+    except BaseException:  # an interrupt: unblock the lanes, then go
+      sweep.stop.set()
+      pool.close(kill=True)
+      lanes.shutdown(wait=False, cancel_futures=True)
+      raise
+  tell(SweepProgress(len(results), len(results), ""))
+  return with_batch_consistency(results)
+
+
+# What a sweep's own workers import as they start (`WorkerPool` preload).
+_PRELOAD = ("hloprobe.sweep.compiled",)
+
+
+def _worker_platforms(spec: SweepSpec) -> str | None:
+  """JAX_PLATFORMS for a sweep's workers: with an attached GPU target the
+  user's JAX_PLATFORMS or JAX's own choice (""), else this process's."""
+  if any(t.platform == "cuda" and not t.compile_only for t in spec.targets):
+    return os.environ.get("JAX_PLATFORMS", "")
+  return None
+
+
+class _Sweep:
+  """One sweep's configs, their cache lookups, lanes and per-case setups.
+
+  Only `dispatch`'s lane threads call workers; everything else (cache,
+  references, predictions) runs on the calling thread.
+  """
+
+  def __init__(self, spec, pool):
+    self.spec, self.pool = spec, pool
+    self.broken: dict[str, str] = {}  # see `_load_targets`
+    self.configs = _configs(spec)
+    self.stop = threading.Event()
+    self.store = cache.RecordCache(spec.cache_dir) if spec.cache_dir else None
+    self.setups = [
+      CaseSetup(name, case, spec.batch_sizes)
+      for name, case in zip(spec.case_names, spec.cases)
+    ]
+    self.watches = [timing.Stopwatch() for _ in self.configs]
+    self.keys = [self._key(c, w) for c, w in zip(self.configs, self.watches)]
+    self.hits = [self._hit(k, w) for k, w in zip(self.keys, self.watches)]
+    self.lanes = self._lanes()
+    self.futures: dict[int, concurrent.futures.Future] = {}
+
+  def _key(self, c: _Config, watch) -> str | None:
+    """The config's cache key (see `cache.config_key`), or None."""
+    if self.store is None:
+      return None
+    fingerprint = self.setups[c.case].fingerprint(watch)
+    flags = worker.worker_xla_flags(
+      os.environ.get("XLA_FLAGS", ""), c.experiment.flags_text
+    )
+    with watch.stage("cache"):
+      return fingerprint and cache.config_key(
+        fingerprint,
+        c.target,
+        c.precision,
+        c.n,
+        max(self.spec.batch_sizes),
+        self.spec.explain_passes,
+        xla_flags=flags,
+        record_version=RECORD_VERSION,
+      )
+
+  def _hit(self, key: str | None, watch) -> ConfigResult | None:
+    if not key:
+      return None
+    with watch.stage("cache"):
+      hit = self.store.get(key)
+    return hit if isinstance(hit, ConfigResult) else None
+
+  def _lanes(self) -> list[tuple[str, int, list[int]]]:
+    """(extra XLA_FLAGS, lane, config indices) of every lane with work:
+    each flag set's configs that a worker must do, dealt in turn to its
+    max(1, jobs // flag sets) lanes."""
+    sets = (BASELINE, *self.spec.experiments)
+    per_set = max(1, self.spec.jobs // len(sets))
+    found = []
+    for e in sets:
+      todo = [
+        i
+        for i, c in enumerate(self.configs)
+        if c.experiment is e
+        and resolvable_elsewhere(self.spec.case_names[c.case])
+        and self.hits[i] is None
+      ]
+      found += [
+        (e.flags_text, lane, todo[lane::per_set])
+        for lane in range(per_set)
+        if todo[lane::per_set]
+      ]
+    return found
+
+  def start_workers(self) -> None:
+    """Starts every lane's worker (they warm up meanwhile)."""
+    for flags, lane, _ in self.lanes:
+      self.pool.start(flags, lane)
+
+  def dispatch(self, lanes: concurrent.futures.Executor) -> None:
+    """Submits every config a worker must do, one task per lane (not a
+    config of a target that failed to load)."""
+    for flags, lane, indices in self.lanes:
+      mine = [
+        i for i in indices if self.configs[i].target.name not in self.broken
+      ]
+      for i in mine:
+        self.futures[i] = concurrent.futures.Future()
+      if mine:
+        lanes.submit(self._run_lane, flags, lane, mine)
+
+  def _run_lane(self, flags: str, lane: int, indices: list[int]) -> None:
+    """A lane's configs, one after another on its worker (a thread)."""
+    rejected = None  # XLA rejected the flags: no worker of them starts
+    for i in indices:
+      future, c = self.futures[i], self.configs[i]
+      if self.stop.is_set() or not future.set_running_or_notify_cancel():
+        continue
+      try:
+        if rejected is not None:
+          raise rejected
+        future.set_result(
+          self.pool.call(
+            "compile_and_run",
+            {
+              "case_name": self.spec.case_names[c.case],
+              "target": c.target,
+              "precision": c.precision,
+              "n": c.n,
+              "explain_passes": self.spec.explain_passes,
+            },
+            flags,
+            lane=lane,
+          )
+        )
+      except worker.WorkerError as e:
+        if str(e).startswith("XLA rejected"):
+          rejected = e
+        future.set_exception(e)
+      except BaseException as e:  # handed to the collecting thread
+        future.set_exception(e)
+
+  def collect(self, i: int) -> ConfigResult:
+    """Config `i`'s record: from the cache, its worker or this process,
+    with its statistics and prediction; stored in the cache when ok."""
+    c, watch = self.configs[i], self.watches[i]
+    setup = self.setups[c.case]
+    r = self.hits[i]
+    if r is None:
+      setup.prepare(watch)  # here, while the worker compiles
+      r = setup.finish(self._work(i), watch)
+      if r.ok and self.keys[i]:
+        with watch.stage("cache"):
+          self.store.put(self.keys[i], dataclasses.replace(r, timings={}))
+    config = dataclasses.replace(r.config, experiment=c.experiment.name)
+    return dataclasses.replace(r, config=config, timings=watch.seconds())
+
+  def _work(self, i: int) -> CompiledConfig:
+    """Config `i`'s worker reply, or its failure as one."""
+    c = self.configs[i]
+    base = ConfigResult(
+      Config(self.spec.cases[c.case].name, c.target, c.n, c.precision)
+    )
+    broken = self.broken.get(c.target.name)
+    if broken is not None:
+      return CompiledConfig(failed(base, broken, "compile"))
+    future = self.futures.get(i)
+    if future is None:
+      return self._here(c, base, self.watches[i])
+    try:
+      return future.result()
+    except worker.WorkerError as e:
+      return CompiledConfig(failed(base, str(e), e.stage or "worker"))
+    except Exception as e:  # raised in the worker, e.g. a CaseError
+      return CompiledConfig(failed(base, first_line(e), "worker"))
+
+  def _here(self, c: _Config, base: ConfigResult, watch) -> CompiledConfig:
+    """A config of a case found in this process only, done here."""
+    if c.experiment is not BASELINE:
+      return CompiledConfig(
+        failed(
+          base,
+          f"case {base.config.case!r} was added to CASES at run time: it exists in "
+          "this process only, so it cannot compile under an experiment's "
+          "XLA_FLAGS (in a worker)",
+          "worker",
+        )
+      )
+    setup = self.setups[c.case]
+    return compile_and_run_case(
+      setup.case,
+      setup.inputs(watch),
+      c.target,
+      c.precision,
+      c.n,
+      self.spec.explain_passes,
+    )
+
+
+def _load_targets(spec: SweepSpec, pool: worker.WorkerPool) -> dict[str, str]:
+  """Loads every compile-only target in the baseline's first worker,
+  before any config runs.
+
+  Returns target name -> why the worker died loading it (those targets'
+  configs fail with that line, without compiling).
+  """
+  broken = {}
+  for target in spec.targets:
+    if target.compile_only:
+      try:
+        pool.call("load_target", {"target": target})
+      except worker.WorkerError as e:
+        broken[target.name] = f"loading the target config: {e}"
+  return broken

@@ -1,0 +1,238 @@
+"""The main process's part of a config: its errors against the float64
+references, its predicted numerics, the headline leaf and batch
+consistency (`ulp_vs_n1`), from a worker's `CompiledConfig`.
+
+A case's references and predictor are made once (`CaseSetup`) and shared
+by every target, precision and experiment of the sweep.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from hloprobe.compile import cache, timing
+from hloprobe.compile.cases import Case
+from hloprobe.compile.targets import Target
+from hloprobe.errors import CaseError, first_line
+from hloprobe.numerics import accuracy, predict, reference
+from hloprobe.records import ConfigResult, Execution
+from hloprobe.sweep.compiled import CompiledConfig, compile_and_run_case, failed
+from hloprobe.sweep.spec import case_inputs
+
+__all__ = ["CaseSetup", "run_config", "with_batch_consistency"]
+
+
+def _with_stats(
+  work: CompiledConfig, references: reference.References | None, watch
+) -> ConfigResult:
+  """The worker's result with its `Execution`: run seconds and, with
+  `references`, the outputs' errors against float64 (in this process); a
+  failure is the config's, at stage "run"."""
+  r = work.result
+  if not r.ok or work.run_s is None:
+    return r
+  if work.outputs is None or references is None:
+    return dataclasses.replace(r, execution=Execution(work.run_s))
+  try:
+    with watch.stage("reference"):
+      at_n = references.at(r.config.n)
+    leaves = tuple(
+      accuracy.error_stats(out, ref, axis, name)
+      for out, ref, axis, name in zip(
+        work.outputs, at_n, references.axes, references.names
+      )
+    )
+  except Exception as e:  # one config's failure must not lose the others
+    return failed(r, first_line(e), "run")
+  headline = accuracy.headline_leaf(
+    references.axes, references.dtypes, [s.max_rel for s in leaves]
+  )
+  return dataclasses.replace(
+    r, execution=Execution(work.run_s, leaves, headline)
+  )
+
+
+def run_config(
+  case: Case,
+  full_inputs: tuple | None,
+  references: reference.References | None,
+  target: Target,
+  precision: str,
+  n: int,
+  explain_passes: bool = False,
+  watch: timing.Stopwatch | None = None,
+) -> ConfigResult:
+  """Lowers, compiles, analyses and (where possible) runs one config here,
+  in this process (the sweep does this in workers: `compile_and_run`).
+
+  With `explain_passes`, the compile dumps every pass and each dot site is
+  attributed to the pass that rewrote it (see `passes`). With
+  `references`, the outputs' errors against float64 are added. `watch`,
+  if given, is charged the time of each stage.
+  """
+  watch = watch or timing.Stopwatch()
+  work = compile_and_run_case(
+    case, full_inputs, target, precision, n, explain_passes
+  )
+  for name, seconds in work.timings.items():
+    watch.add(name, seconds)
+  return _with_stats(work, references, watch)
+
+
+def _references(case, full, sizes):
+  """(References, None, None), (None, the case's error, None), or (None,
+  None, why the numerics are n/a).
+
+  A case that lies about `rows_independent` is an error of the case; any
+  other failure leaves the numerics n/a, with its cause.
+  """
+  try:
+    refs = reference.References(case, full, sizes)
+    refs.at(refs.largest)  # made now, so a failure says why up front
+    return refs, None, None
+  except CaseError as e:
+    return None, e, None
+  except Exception as e:  # configs still compile; numerics say n/a
+    return None, None, f"no float64 reference: {first_line(e)}"
+
+
+def _predictor(case, full, references, why: str | None):
+  """(a case's predictor, None), or (None, why it cannot be made)."""
+  if references is None:
+    return None, why
+  try:
+    return predict.Predictor(case, full, references), None
+  except Exception as e:
+    return None, f"no predictor: {first_line(e)}"
+
+
+def _with_prediction(
+  r: ConfigResult,
+  predictor: predict.Predictor | None,
+  why: str | None,
+  watch: timing.Stopwatch | None = None,
+) -> ConfigResult:
+  """Attaches the predicted numerics; a failure is recorded, not raised.
+
+  `why` says why there is no predictor when `predictor` is None.
+  """
+  if not r.ok or not r.compilation.fates:
+    return r
+  if predictor is None:
+    return dataclasses.replace(r, prediction_error=why)
+  run = r.execution
+  leaves = run.leaf_stats if run is not None else ()
+  try:
+    prediction = predictor.predict(
+      r.config.n, r.compilation.fates, leaves or None, watch
+    )
+  except Exception as e:  # prediction is extra; the config stays ok
+    return dataclasses.replace(r, prediction_error=first_line(e))
+  r = dataclasses.replace(r, prediction=prediction)
+  if leaves:
+    names = [s.leaf for s in leaves]
+    r = _with_headline(r, names.index(prediction.leaf))
+  return r
+
+
+def _with_headline(r: ConfigResult, leaf: int) -> ConfigResult:
+  """`r` with its execution's headline taken from output leaf `leaf`."""
+  return dataclasses.replace(
+    r, execution=dataclasses.replace(r.execution, headline=leaf)
+  )
+
+
+def _ulp_vs(a: accuracy.ErrorStats, b: accuracy.ErrorStats) -> int | None:
+  """Row 0 of two runs of the same leaf apart, in ULPs; None if unbatched."""
+  if a.axis is None or a.row0_values.shape != b.row0_values.shape:
+    return None
+  return accuracy.ulp_distance(
+    a.row0_values, b.row0_values, a.row0_values.dtype
+  )
+
+
+def _leaf_stats(r: ConfigResult) -> tuple[accuracy.ErrorStats, ...]:
+  return r.execution.leaf_stats if r.execution is not None else ()
+
+
+def with_batch_consistency(results: list[ConfigResult]) -> list[ConfigResult]:
+  """Fills each execution's `ulp_vs_n1` from the n = 1 result of the same
+  experiment, case, target and precision."""
+  key = lambda c: (c.experiment, c.case, c.target.name, c.precision)
+  at_n1 = {
+    key(r.config): r for r in results if r.config.n == 1 and _leaf_stats(r)
+  }
+  out = []
+  for r in results:
+    base = at_n1.get(key(r.config))
+    if _leaf_stats(r) and base is not None:
+      found = [
+        u
+        for a, b in zip(_leaf_stats(r), _leaf_stats(base))
+        if (u := _ulp_vs(a, b)) is not None
+      ]
+      if found:
+        run = dataclasses.replace(r.execution, ulp_vs_n1=max(found))
+        r = dataclasses.replace(r, execution=run)
+    out.append(r)
+  return out
+
+
+class CaseSetup:
+  """A case's inputs, fingerprint, references and predictor in the main
+  process, each made when first needed (a warm rerun from the cache makes
+  no reference) and shared by every target, precision and experiment.
+  The time is charged to the stopwatch of the config that needs it first.
+  """
+
+  def __init__(self, name: str, case: Case, sizes: tuple[int, ...]):
+    self.name, self.case, self.sizes = name, case, sizes
+    self._full, self._print, self._made = None, None, None
+
+  def inputs(self, watch) -> tuple | None:
+    if self._full is None:
+      with watch.stage("inputs"):
+        self._full = (case_inputs(self.name),)
+    return self._full[0]
+
+  def fingerprint(self, watch) -> str | None:
+    """The case's cache fingerprint; None when it cannot be made."""
+    if self._print is None:
+      full = self.inputs(watch)
+      with watch.stage("cache"):
+        self._print = (_fingerprint(self.case, full),)
+    return self._print[0]
+
+  def prepare(self, watch) -> None:
+    """Makes the references and the predictor (once)."""
+    if self._made is None:
+      full = self.inputs(watch)
+      with watch.stage("reference"):
+        references, lie, why = _references(self.case, full, self.sizes)
+        predictor, why = _predictor(self.case, full, references, why)
+      self._made = references, lie, predictor, why
+
+  def finish(self, work: CompiledConfig, watch) -> ConfigResult:
+    """A worker's reply with the errors against float64 and the prediction.
+
+    A case that lied about `rows_independent` fails every config at stage
+    "reference", naming the case.
+    """
+    for name, seconds in work.timings.items():
+      watch.add(name, seconds)  # spent in the worker
+    self.prepare(watch)
+    references, lie, predictor, why = self._made
+    if lie is not None:
+      return failed(work.result, str(lie), "reference")
+    r = _with_stats(work, references, watch)
+    return _with_prediction(r, predictor, why, watch)
+
+
+def _fingerprint(case: Case, full: tuple) -> str | None:
+  """The case's cache fingerprint; None when it fails."""
+  try:
+    return cache.case_fingerprint(case, full)
+  except Exception as e:  # the sweep still runs, uncached
+    logging.warning("hloprobe: not caching case %s: %s", case.name, e)
+    return None
