@@ -9,12 +9,14 @@ import tempfile
 import textwrap
 from unittest import mock
 
+import jax.numpy as jnp
+import numpy as np
 import pytest
 import testutil
 from absl.testing import absltest
 
 from hloprobe import sweep
-from hloprobe.compile import targets, worker
+from hloprobe.compile import cases, targets, worker
 from hloprobe.compile.experiments import parse_experiment
 
 pytestmark = pytest.mark.compiles
@@ -53,6 +55,30 @@ def crash_at_two():
 """
 
 
+# A case whose inputs differ on every call (unseeded numpy): a worker
+# making its own would run other inputs than the reference's.
+_UNSEEDED_CASE = """
+import numpy as np
+
+import hloprobe
+
+
+def _inputs():
+  rng = np.random.default_rng()
+  return (
+    rng.standard_normal((4, 64)).astype(np.float32),
+    rng.standard_normal((64, 8)).astype(np.float32),
+  )
+
+
+def unseeded():
+  return hloprobe.Case(
+    "unseeded", "x @ w on fresh random inputs", lambda x, w: x @ w, _inputs,
+    in_axes=(0, None),
+  )
+"""
+
+
 def _worker_folders(root: str) -> list[str]:
   """Every worker's temporary folder under `root`, relative to it."""
   return sorted(
@@ -85,6 +111,36 @@ class CrashTest(absltest.TestCase):
       stats = r.execution.stats
       self.assertEqual(stats.row0_values.tolist(), [0.0, 2.0])
       self.assertEqual(stats.max_abs, 0.0)
+
+
+class InputsTest(absltest.TestCase):
+  def test_the_worker_runs_on_the_references_inputs(self):
+    path = self.create_tempfile("unseeded.py", _UNSEEDED_CASE).full_path
+    spec = sweep.SweepSpec((f"{path}:unseeded",), (2,), ("float32",), ("cpu",))
+    (r,) = sweep.run_sweep(spec)
+    self.assertTrue(r.ok, r.failure)
+    # K = 64 float32 products against float64: |err| <= gamma_64 |x||w|,
+    # about 4e-6 relative; other inputs would be off by O(1).
+    self.assertLess(r.execution.stats.max_rel, 1e-4)
+
+  def test_a_record_reusing_a_builtin_name_is_compiled_as_given(self):
+    x = np.full((4, 8), 0.5, np.float32)
+    w = np.full((8, 3), 0.25, np.float32)
+    mine = cases.Case(
+      "seed_mlp",
+      "not the shipped one",
+      lambda x, w: jnp.tanh(x @ w),
+      lambda: (x, w),
+      in_axes=(0, None),
+    )
+    spec = sweep.SweepSpec((mine,), (1,), ("float32",), ("cpu",))
+    (r,) = sweep.run_sweep(spec)
+    self.assertTrue(r.ok, r.failure)
+    self.assertLen(r.compilation.fates, 1)  # the seed MLP has 4 dot sites
+    # tanh(8 * 0.5 * 0.25) = tanh(1), from numpy.
+    np.testing.assert_allclose(
+      r.execution.stats.row0_values, np.tanh(np.ones(3)), rtol=1e-6
+    )
 
 
 class JobsTest(absltest.TestCase):

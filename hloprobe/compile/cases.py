@@ -17,6 +17,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import types
 
 from hloprobe.compile.builtin_cases import CASES
 from hloprobe.compile.case_model import Case, ReportedError, leaf_names
@@ -34,9 +35,9 @@ __all__ = [
 ]
 
 seed_mlp = CASES["seed_mlp"]
-# The built-in names as shipped: a case added to `CASES` at run time exists
-# in this process only.
-_SHIPPED = frozenset(CASES)
+# The built-in cases as shipped, by name: a case added to `CASES` at run
+# time (or a record that reuses a built-in name) exists in this process only.
+_SHIPPED = types.MappingProxyType(dict(CASES))
 
 
 def _module_name(path: str) -> str:
@@ -121,11 +122,15 @@ def load_user_case(spec: str) -> Case:
   return case
 
 
-def resolvable_elsewhere(name: str) -> bool:
+def resolvable_elsewhere(name: str, case: Case | None = None) -> bool:
   """Whether a fresh process (a worker) finds case `name` by that name:
-  a shipped built-in or a user's `module:factory`, not a case added to
-  `CASES` at run time."""
-  return ":" in name or name in _SHIPPED
+  a user's `module:factory`, or a shipped built-in -- and, when `case` is
+  given, that built-in is this very record (not another `Case` that
+  reuses a built-in's name, nor one put into `CASES` at run time)."""
+  if ":" in name:
+    return True
+  shipped = _SHIPPED.get(name)
+  return shipped is not None and (case is None or case is shipped)
 
 
 def get_case(name: str) -> Case:

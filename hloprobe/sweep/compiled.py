@@ -56,7 +56,12 @@ class CompiledConfig:
 
 
 def compile_and_run(
-  case_name: str, target: Target, precision: str, n: int, explain_passes: bool
+  case_name: str,
+  target: Target,
+  precision: str,
+  n: int,
+  explain_passes: bool,
+  full_inputs: tuple | None = None,
 ) -> CompiledConfig:
   """One config's work in a worker: lower, compile, parse, map sites and,
   for a target that runs (`cpu`, `gpu`), run it.
@@ -67,9 +72,15 @@ def compile_and_run(
     target: the target record, whole.
     precision, n: the config.
     explain_passes: also attribute each site to the pass that rewrote it.
+    full_inputs: `(the case's full-size inputs,)` as the sweep's process
+      made them, or None to make them here. Sent by the sweep, so the
+      worker compiles and runs on the very inputs the float64 reference
+      is computed from (a case whose `make_inputs` is not deterministic
+      would otherwise be compared with other inputs' reference), and
+      need not make them again.
   """
   case = get_case(case_name)
-  full = case_inputs(case_name)
+  full = full_inputs[0] if full_inputs else case_inputs(case_name)
   return compile_and_run_case(case, full, target, precision, n, explain_passes)
 
 

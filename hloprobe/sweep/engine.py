@@ -29,7 +29,7 @@ from hloprobe.errors import first_line
 from hloprobe.records import RECORD_VERSION, Config, ConfigResult
 from hloprobe.sweep.compiled import CompiledConfig, compile_and_run_case, failed
 from hloprobe.sweep.measure import CaseSetup, with_batch_consistency
-from hloprobe.sweep.spec import SweepSpec, check_case_sizes
+from hloprobe.sweep.spec import SweepSpec, case_inputs, check_case_sizes
 
 __all__ = ["SweepProgress", "run_sweep"]
 
@@ -136,6 +136,9 @@ def run_sweep(
   if pool is None:
     with worker.WorkerPool(_worker_platforms(spec), _PRELOAD) as own:
       return run_sweep(spec, progress, on_result, own)
+  # The baseline's first worker imports jax while this process makes the
+  # cases' inputs (the first lane and target loading use it).
+  pool.start(BASELINE.flags_text, 0)
   check_case_sizes(spec)
   tell = progress or (lambda _: None)
   sweep = _Sweep(spec, pool)
@@ -236,7 +239,9 @@ class _Sweep:
         i
         for i, c in enumerate(self.configs)
         if c.experiment is e
-        and resolvable_elsewhere(self.spec.case_names[c.case])
+        and resolvable_elsewhere(
+          self.spec.case_names[c.case], self.spec.cases[c.case]
+        )
         and self.hits[i] is None
       ]
       found += [
@@ -282,6 +287,7 @@ class _Sweep:
               "precision": c.precision,
               "n": c.n,
               "explain_passes": self.spec.explain_passes,
+              "full_inputs": (case_inputs(self.spec.case_names[c.case]),),
             },
             flags,
             lane=lane,

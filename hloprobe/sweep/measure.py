@@ -18,7 +18,7 @@ from hloprobe.errors import CaseError, first_line
 from hloprobe.numerics import accuracy, predict, reference
 from hloprobe.records import ConfigResult, Execution
 from hloprobe.sweep.compiled import CompiledConfig, compile_and_run_case, failed
-from hloprobe.sweep.spec import case_inputs
+from hloprobe.sweep.spec import record_inputs
 
 __all__ = ["CaseSetup", "run_config", "with_batch_consistency"]
 
@@ -193,7 +193,7 @@ class CaseSetup:
   def inputs(self, watch) -> tuple | None:
     if self._full is None:
       with watch.stage("inputs"):
-        self._full = (case_inputs(self.name),)
+        self._full = (record_inputs(self.name, self.case),)
     return self._full[0]
 
   def fingerprint(self, watch) -> str | None:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 
 from hloprobe.compile import experiments as experiments_lib
-from hloprobe.compile.cases import Case, get_case
+from hloprobe.compile.cases import Case, get_case, resolvable_elsewhere
 from hloprobe.compile.experiments import BASELINE, Experiment
 from hloprobe.compile.targets import Target, get_target, is_config_path
 from hloprobe.errors import CaseError, InvalidArgumentError
@@ -25,6 +25,7 @@ __all__ = [
   "MAX_BATCH_SIZES",
   "SweepSpec",
   "case_inputs",
+  "record_inputs",
   "check_case_sizes",
   "check_nonempty",
   "config_file_words",
@@ -192,7 +193,7 @@ def check_case_sizes(spec: SweepSpec) -> None:
   """
   largest = max(spec.batch_sizes)
   for name, case in zip(spec.case_names, spec.cases):
-    full = case_inputs(name)
+    full = record_inputs(name, case)
     if full is None:  # a sized case makes its inputs at each size
       continue
     rows = case.full_size(full)
@@ -201,6 +202,16 @@ def check_case_sizes(spec: SweepSpec) -> None:
         f"batch size {largest} exceeds case {name!r}'s {rows} rows; use "
         f"--batch_sizes up to {rows}"
       )
+
+
+def record_inputs(name: str, case: Case) -> tuple | None:
+  """`case`'s full-size inputs: made once per process (`case_inputs`) when
+  a fresh process finds this very record by `name`; else the record's own
+  `full_inputs()` (a record that reuses a built-in's name, or one put into
+  `CASES` at run time, must not get the built-in's inputs)."""
+  if resolvable_elsewhere(name, case):
+    return case_inputs(name)
+  return case.full_inputs()
 
 
 @functools.lru_cache(maxsize=4)
