@@ -348,6 +348,7 @@ def _cmd_golden(words: list[str]) -> int:
   spec = sweep_spec.check_nonempty(
     commands.golden_spec(golden_dir, values, given)
   )
+  spec = dataclasses.replace(spec, jobs=cli_flags.JOBS.value)
   _start_jax(spec.targets)
   if words == ["update"]:
     return commands.cmd_update(spec, golden_dir)
@@ -453,6 +454,9 @@ _COMMAND_FLAGS = {
   "plot": ("sweep", "explain"),
   "model_explorer": ("sweep", "explain"),
   "cache_max_mb": (*_CACHING, "cache"),
+  # verify's only experiment is its --fix; goldens record no experiments.
+  "experiment": ("sweep", "explain"),
+  "experiments_file": ("sweep", "explain"),
 }
 
 

@@ -56,6 +56,15 @@ class BadInputTest(parameterized.TestCase):
     self.assertIn(message, errors[0])
     self.assertEqual(proc.stdout, "")
 
+  def test_verify_and_golden_run_no_experiment(self):
+    # verify's only experiment is its --fix; goldens record none.
+    for command in (("verify", "--fix=float32"), ("golden", "check")):
+      proc = hloprobe(*command, "--experiment=no_algsimp")
+      self.assertEqual(proc.returncode, 2, proc.stderr)
+      self.assertIn(
+        "--experiment is for `hloprobe sweep / explain`", proc.stderr
+      )
+
   @pytest.mark.compiles
   def test_config_alone_is_a_target(self):
     proc = hloprobe(
