@@ -39,6 +39,7 @@ import glob
 import os
 import pickle
 import re
+import secrets
 import select
 import shutil
 import signal
@@ -48,6 +49,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 
 from hloprobe.errors import HloprobeError, InvalidArgumentError
 
@@ -174,16 +176,34 @@ def _worker_env(xla_flags: str, tmp: str, platforms: str | None) -> dict:
 
 
 class _Worker:
-  """One persistent worker process under one XLA_FLAGS."""
+  """One persistent worker process under one XLA_FLAGS.
+
+  Made in two steps so an interrupt leaves nothing behind: the object
+  (its folder's name, no resources), which the pool notes, then `start`,
+  which makes the folder and the process; `close` removes whatever
+  `start` made, wherever it was interrupted.
+  """
 
   def __init__(self, xla_flags: str, platforms: str | None = None, preload=()):
-    self.xla_flags = xla_flags
-    self.tmp = tempfile.mkdtemp(prefix="hloprobe-worker-")
-    env = _worker_env(xla_flags, self.tmp, platforms)
+    self.xla_flags, self._platforms, self._preload = (
+      xla_flags,
+      platforms,
+      preload,
+    )
+    # Named before it exists (`tempfile.mkdtemp` makes it first).
+    self.tmp = os.path.join(
+      tempfile.gettempdir(), f"hloprobe-worker-{secrets.token_hex(8)}"
+    )
     self.log_path = os.path.join(self.tmp, "stderr.log")
+    self.proc: subprocess.Popen | None = None
+
+  def start(self) -> None:
+    """Makes its folder (0700) and starts its process, not waiting for it."""
+    os.mkdir(self.tmp, 0o700)
+    env = _worker_env(self.xla_flags, self.tmp, self._platforms)
     with open(self.log_path, "wb") as log:
       self.proc = subprocess.Popen(
-        [sys.executable, "-c", _MAIN, str(os.getpid()), *preload],
+        [sys.executable, "-c", _MAIN, str(os.getpid()), *self._preload],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=log,
@@ -241,7 +261,7 @@ class _Worker:
 
   @property
   def alive(self) -> bool:
-    return self.proc.poll() is None
+    return self.proc is not None and self.proc.poll() is None
 
   def close(self, kill: bool = False) -> None:
     """Ends the process and removes its folder.
@@ -250,6 +270,11 @@ class _Worker:
       kill: SIGKILL it at once (an interrupt: it may be mid-compile);
         otherwise close its stdin and give it 5 s to end.
     """
+    if self.proc is not None:
+      self._end(kill)
+    shutil.rmtree(self.tmp, ignore_errors=True)
+
+  def _end(self, kill: bool) -> None:
     if self.proc.poll() is None:
       if not kill:
         self.proc.stdin.close()
@@ -261,7 +286,6 @@ class _Worker:
     for stream in (self.proc.stdin, self.proc.stdout):
       if not stream.closed:
         stream.close()
-    shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def _read_tail(path: str, size: int = 16384) -> str:
@@ -302,6 +326,9 @@ class WorkerPool:
   def __init__(self, platforms: str | None = None, preload=()):
     self._platforms, self._preload = platforms, tuple(preload)
     self._workers: dict[tuple[str, int], _Worker] = {}
+    # An interrupt may come as `__exit__` starts, before it closes them:
+    # then they end when the pool is collected, or at exit at the latest.
+    self._finalizer = weakref.finalize(self, _end_all, self._workers)
     # Lanes call from several threads (SweepSpec.jobs): the dict under one
     # lock, each worker's pipe under its own.
     self._lock = threading.Lock()
@@ -356,8 +383,9 @@ class WorkerPool:
         if worker is not None:
           worker.close()
         worker = _Worker(key[0], self._platforms, self._preload)
-        self._workers[key] = worker
+        self._workers[key] = worker  # `close` ends it from here on
         self.started += 1
+        worker.start()
       return worker
 
   def start(self, xla_flags: str = "", lane: int = 0) -> None:
@@ -374,15 +402,27 @@ class WorkerPool:
     """
     with self._lock:
       self._closed = True
-      workers, self._workers = list(self._workers.values()), {}
-    for w in workers:
-      w.close(kill)
+      workers = list(self._workers.values())
+    try:
+      for w in workers:
+        w.close(kill)
+    except BaseException:  # an interrupt: end them all the quick way
+      self._finalizer()
+      raise
+    self._finalizer()
 
   def __enter__(self) -> WorkerPool:
     return self
 
   def __exit__(self, exc_type, *rest) -> None:
     self.close(kill=exc_type is not None)
+
+
+def _end_all(workers: dict) -> None:
+  """SIGKILLs a pool's workers and removes their folders (idempotent)."""
+  for w in list(workers.values()):
+    w.close(kill=True)
+  workers.clear()
 
 
 def call_in_worker(

@@ -4,43 +4,23 @@ is left beside the target, and the target is old or new, never partial."""
 from __future__ import annotations
 
 import os
-import sys
 
 from absl.testing import absltest
+from testutil import interrupted_at
 
 from hloprobe.compile import cache
+from hloprobe.ir import textfile
 from hloprobe.report import render
 
 
-def _interrupted_at(k: int, fn) -> bool:
-  """Runs `fn()`, raising KeyboardInterrupt at its k-th traced event (a
-  call, line or return of Python code, as a signal handler would between
-  bytecodes); True if it was interrupted, False if it finished first."""
-  count = 0
-
-  def tracer(frame, event, arg):
-    nonlocal count
-    if event in ("call", "line", "return"):
-      count += 1
-      if count == k:
-        raise KeyboardInterrupt
-    return tracer
-
-  sys.settrace(tracer)
-  try:
-    fn()
-  except KeyboardInterrupt:
-    return True
-  finally:
-    sys.settrace(None)
-  return False
-
-
 class InterruptedWriteTest(absltest.TestCase):
-  def _every_point(self, folder: str, fn, check) -> int:
-    """Interrupts `fn` at each point in turn; returns how many there were."""
+  def _every_point(self, folder: str, fn, check, module) -> int:
+    """Interrupts `fn` at each point of `module` and textfile (calls they
+    make and calls into them; not, say, in a gc callback) in turn; returns
+    how many there were."""
+    files = (module.__file__, textfile.__file__)
     k = 1
-    while _interrupted_at(k, fn):
+    while interrupted_at(k, fn, files):
       left = [
         os.path.join(d, f)
         for d, _, files in os.walk(folder)
@@ -62,7 +42,7 @@ class InterruptedWriteTest(absltest.TestCase):
         self.assertIn(f.read(), ("old", "new"))
 
     points = self._every_point(
-      out, lambda: render.atomic_write(path, "new"), check
+      out, lambda: render.atomic_write(path, "new"), check, render
     )
     self.assertGreater(points, 10)
     check()
@@ -76,7 +56,7 @@ class InterruptedWriteTest(absltest.TestCase):
       self.assertIn(records.get("k" * 64), (["old"], ["new"]))
 
     points = self._every_point(
-      folder, lambda: records.put("k" * 64, ["new"]), check
+      folder, lambda: records.put("k" * 64, ["new"]), check, cache
     )
     self.assertGreater(points, 10)
 
