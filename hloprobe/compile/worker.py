@@ -35,6 +35,7 @@ the last value of a flag wins (checked on jaxlib 0.10.2 with two
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pickle
@@ -195,6 +196,9 @@ class _Worker:
       tempfile.gettempdir(), f"hloprobe-worker-{secrets.token_hex(8)}"
     )
     self.log_path = os.path.join(self.tmp, "stderr.log")
+    self._stage_path = os.path.join(self.tmp, "stage")
+    # Where the current call's output starts in the log (see `_death`).
+    self._log_start = 0
     self.proc: subprocess.Popen | None = None
 
   def start(self) -> None:
@@ -213,6 +217,7 @@ class _Worker:
   def call(self, function: str, kwargs: dict, timeout_s: float):
     """Sends one request; returns its result or raises what it raised."""
     payload = pickle.dumps((function, kwargs))
+    self._new_call()
     try:
       self.proc.stdin.write(_HEADER.pack(len(payload)) + payload)
       self.proc.stdin.flush()
@@ -223,6 +228,15 @@ class _Worker:
     if status == "raise":
       raise value
     return value
+
+  def _new_call(self) -> None:
+    """Forgets the last call's stage and output: a death names this one's."""
+    with contextlib.suppress(FileNotFoundError):
+      os.unlink(self._stage_path)
+    try:
+      self._log_start = os.path.getsize(self.log_path)
+    except OSError:
+      self._log_start = 0
 
   def _read_frame(self, timeout_s: float) -> bytes:
     deadline = time.monotonic() + timeout_s
@@ -248,8 +262,8 @@ class _Worker:
   def _death(self) -> tuple[str, str | None]:
     """(one line on why it died, the stage it noted last or None)."""
     returncode = self.proc.wait()
-    stage = _read_tail(os.path.join(self.tmp, "stage")).strip() or None
-    text = _read_tail(self.log_path)
+    stage = _read_tail(self._stage_path).strip() or None
+    text = _read_tail(self.log_path, start=self._log_start)
     # A crash inside `toolchain.captured_stderr` leaves its capture file.
     for path in sorted(glob.glob(os.path.join(self.tmp, "hloprobe-stderr-*"))):
       text += _read_tail(path)
@@ -288,10 +302,12 @@ class _Worker:
         stream.close()
 
 
-def _read_tail(path: str, size: int = 16384) -> str:
+def _read_tail(path: str, size: int = 16384, start: int = 0) -> str:
+  """The last `size` bytes of the file from byte `start` on, as text
+  ("" when it cannot be read)."""
   try:
     with open(path, "rb") as f:
-      f.seek(max(0, os.path.getsize(path) - size))
+      f.seek(max(start, os.path.getsize(path) - size))
       return f.read().decode("utf-8", errors="replace")
   except OSError:
     return ""

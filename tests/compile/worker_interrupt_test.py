@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import os
 import tempfile
 from unittest import mock
@@ -42,3 +43,56 @@ class InterruptedStartTest(absltest.TestCase):
 
 if __name__ == "__main__":
   absltest.main()
+
+_CASES = """
+import os
+import numpy as np
+import hloprobe
+
+IN_WORKER = bool(os.environ.get("HLOPROBE_WORKER_STAGE_FILE"))
+
+
+def _case(name, action):
+  def fn(x, w):
+    if IN_WORKER:
+      action()
+    return x @ w
+
+  return hloprobe.Case(
+    name=name,
+    description=name,
+    fn=fn,
+    make_inputs=lambda: (np.ones((2, 4), np.float32), np.ones((4, 2), np.float32)),
+    in_axes=(0, None),
+  )
+
+
+def chatty():
+  return _case("chatty", lambda: print("chatter of the first case", flush=True))
+
+
+def aborts():
+  return _case("aborts", os.abort)
+"""
+
+
+class DeathMessageTest(absltest.TestCase):
+  def test_names_only_the_dying_calls_output(self):
+    cases = self.create_tempfile("cases.py", _CASES).full_path
+    proc = testutil.run_hloprobe(
+      "sweep",
+      f"--case={cases}:chatty,{cases}:aborts",
+      "--batch_sizes=1",
+      "--precisions=float32",
+      "--nocache",
+      "--jobs=1",
+      "--format=json",
+    )
+    self.assertEqual(proc.returncode, 1, proc.stderr)
+    chatty, aborts = json.loads(proc.stdout)["configs"]
+    self.assertEqual(chatty["status"], "ok")
+    self.assertEqual(aborts["status"], "failed")
+    self.assertStartsWith(
+      aborts["error"], "worker process was killed by SIGABRT; last lines: "
+    )
+    self.assertNotIn("chatter", aborts["error"])
