@@ -508,10 +508,21 @@ def _read_request(fd: int):
 
 
 def _reply(fd: int, status: str, value) -> None:
+  """Sends (status, value) to the parent as one frame.
+
+  An exception pickle cannot rebuild (one whose __init__ takes other
+  arguments than its args, a local class) goes as a `WorkerError` saying
+  `Type: message` of it; an unpicklable result as one naming the error.
+  """
   try:
     payload = pickle.dumps((status, value))
-  except Exception as e:  # an unpicklable result or exception
-    payload = pickle.dumps(("raise", WorkerError(f"{type(e).__name__}: {e}")))
+    if status == "raise":
+      pickle.loads(payload)
+  except Exception as e:
+    what = value if status == "raise" else e
+    payload = pickle.dumps(
+      ("raise", WorkerError(f"{type(what).__name__}: {what}"))
+    )
   data = _HEADER.pack(len(payload)) + payload
   while data:
     data = data[os.write(fd, data) :]

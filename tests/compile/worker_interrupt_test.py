@@ -73,15 +73,36 @@ def chatty():
 
 def aborts():
   return _case("aborts", os.abort)
+
+
+class TwoArgError(Exception):
+  def __init__(self, a, b):  # pickle rebuilds it with one argument
+    super().__init__(f"{a}/{b}")
+
+
+def _two_arg_inputs():
+  if IN_WORKER:
+    raise TwoArgError("in", "worker")
+  return np.ones((2, 4), np.float32), np.ones((4, 2), np.float32)
+
+
+def two_arg():  # make_inputs raises out of the worker's function
+  return hloprobe.Case(
+    name="two_arg",
+    description="two_arg",
+    fn=lambda x, w: x @ w,
+    make_inputs=_two_arg_inputs,
+    in_axes=(0, None),
+  )
 """
 
 
-class DeathMessageTest(absltest.TestCase):
-  def test_names_only_the_dying_calls_output(self):
+class FailureMessageTest(absltest.TestCase):
+  def _sweep(self, *factories: str) -> list[dict]:
     cases = self.create_tempfile("cases.py", _CASES).full_path
     proc = testutil.run_hloprobe(
       "sweep",
-      f"--case={cases}:chatty,{cases}:aborts",
+      "--case=" + ",".join(f"{cases}:{f}" for f in factories),
       "--batch_sizes=1",
       "--precisions=float32",
       "--nocache",
@@ -89,10 +110,19 @@ class DeathMessageTest(absltest.TestCase):
       "--format=json",
     )
     self.assertEqual(proc.returncode, 1, proc.stderr)
-    chatty, aborts = json.loads(proc.stdout)["configs"]
+    return json.loads(proc.stdout)["configs"]
+
+  def test_death_names_only_the_dying_calls_output(self):
+    chatty, aborts = self._sweep("chatty", "aborts")
     self.assertEqual(chatty["status"], "ok")
     self.assertEqual(aborts["status"], "failed")
     self.assertStartsWith(
       aborts["error"], "worker process was killed by SIGABRT; last lines: "
     )
     self.assertNotIn("chatter", aborts["error"])
+
+  def test_exception_pickle_cannot_rebuild_is_named(self):
+    (two_arg,) = self._sweep("two_arg")
+    self.assertEqual(two_arg["status"], "failed")
+    self.assertIn("TwoArgError: in/worker", two_arg["error"])
+    self.assertNotIn("missing 1 required positional argument", two_arg["error"])
