@@ -1,19 +1,14 @@
 """`python -m hloprobe` runs the command line (see hloprobe/cli.py)."""
 
 import signal
-import sys
-
-
-def _early_interrupt(signum, frame):
-  """An interrupt while the command line is still being imported."""
-  del frame
-  print("hloprobe: interrupted", file=sys.stderr)
-  sys.exit(128 + signum)
-
 
 if __name__ == "__main__":
-  for _s in (signal.SIGINT, signal.SIGTERM):
-    signal.signal(_s, _early_interrupt)
+  # SIGINT/SIGTERM wait, blocked, until `run` has set its handlers, then
+  # arrive there: while the command line imports jax, fd 2 is redirected
+  # (toolchain.quiet_startup) and a handler may run inside a callback of
+  # jax's that drops exceptions (`_xla_gc_callback`) or of C++ code that
+  # aborts on them.
+  signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
   from hloprobe.cli import run
 
   run()

@@ -39,6 +39,7 @@ by SIGINT / SIGTERM (see the README's list of rules).
 
 from __future__ import annotations
 
+import _thread
 import dataclasses
 import logging
 import os
@@ -168,13 +169,41 @@ class _Interrupted(KeyboardInterrupt):
     self.signum, self.done, self.total = signum, done, total
 
 
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 def _on_signal(signum, frame) -> None:
   """Turns the first SIGINT/SIGTERM into `_Interrupted`; ignores the rest
   (clean-up, e.g. ending worker processes, is not interrupted again)."""
   del frame
-  for s in (signal.SIGINT, signal.SIGTERM):
+  for s in _SIGNALS:
     signal.signal(s, signal.SIG_IGN)
   raise _Interrupted(signum)
+
+
+def _on_unraisable(unraisable) -> None:
+  """sys.unraisablehook: an `_Interrupted` that Python dropped is sent again.
+
+  A handler runs between any two bytecodes of the main thread, also inside
+  a callback whose exceptions Python prints as "Exception ignored" and
+  drops (a gc callback such as jax's `_xla_gc_callback`, a `__del__`). The
+  handlers are set again and the signal is sent from a new thread (a
+  low-level one: `threading.Thread.start` waits, and the handler would run
+  in that wait), so the main thread raises it once out of the callback;
+  other exceptions go to Python's own hook.
+  """
+  e = unraisable.exc_value
+  if not isinstance(e, _Interrupted):
+    sys.__unraisablehook__(unraisable)
+    return
+  while True:
+    try:
+      for s in _SIGNALS:
+        signal.signal(s, _on_signal)
+      _thread.start_new_thread(os.kill, (os.getpid(), e.signum))
+      return
+    except _Interrupted:  # it came back here: send it again
+      continue
 
 
 def _run_streamed(spec):
@@ -513,7 +542,7 @@ def _ignore_late_signals() -> None:
   """Once the command is done (results written), an interrupt changes
   nothing: the exit status stays the command's (only where `run` set
   the handlers, not in a caller's process)."""
-  for s in (signal.SIGINT, signal.SIGTERM):
+  for s in _SIGNALS:
     if signal.getsignal(s) is _on_signal:
       signal.signal(s, signal.SIG_IGN)
 
@@ -562,9 +591,12 @@ def run() -> None:
   signal.signal(signal.SIGPIPE, signal.SIG_DFL)
   # An interrupt ends the run through `finally` blocks: worker processes and
   # temporary folders go, finished results stay (see `_run_streamed`).
-  for s in (signal.SIGINT, signal.SIGTERM):
+  for s in _SIGNALS:
     signal.signal(s, _on_signal)
+  sys.unraisablehook = _on_unraisable
   try:
+    # `python -m hloprobe` blocks them while importing (see __main__).
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
     app.run(main, flags_parser=_parse_flags)
   except KeyboardInterrupt as e:  # before `main` (flag parsing)
     sys.exit(_interrupted(e))

@@ -67,3 +67,45 @@ def configs_json(results) -> list[dict]:
     doc.pop("timing_s")
     out.append(doc)
   return out
+
+
+def interrupted_at(k: int, fn, files: tuple[str, ...] = ()) -> bool:
+  """Runs `fn()`, raising KeyboardInterrupt at its k-th point where a
+  signal handler may run; True if it was interrupted, False if it finished
+  first.
+
+  The points are where CPython 3.11 runs pending handlers: as a Python
+  function starts (a "call" event) and as a call returns to its caller (a
+  "return" event). Not at any line: a line event also falls between a
+  `with` block and its `__exit__`, where no handler runs.
+
+  Args:
+    files: count only calls made by or into code from these files (all
+      when empty).
+  """
+  count = 0
+
+  def counted(frame) -> bool:
+    if not files:
+      return True
+    caller = frame.f_back
+    return frame.f_code.co_filename in files or (
+      caller is not None and caller.f_code.co_filename in files
+    )
+
+  def tracer(frame, event, arg):
+    nonlocal count
+    if event in ("call", "return") and counted(frame):
+      count += 1
+      if count == k:
+        raise KeyboardInterrupt
+    return tracer
+
+  sys.settrace(tracer)
+  try:
+    fn()
+  except KeyboardInterrupt:
+    return True
+  finally:
+    sys.settrace(None)
+  return False

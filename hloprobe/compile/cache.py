@@ -44,7 +44,6 @@ import json
 import logging
 import os
 import pickle
-import tempfile
 import time
 
 import jax
@@ -54,6 +53,7 @@ import numpy as np
 from hloprobe.compile import host
 from hloprobe.compile.cases import Case
 from hloprobe.compile.targets import Target
+from hloprobe.ir import textfile
 
 __all__ = [
   "DEFAULT_MAX_MB",
@@ -251,14 +251,11 @@ class RecordCache:
     path = self._path(key)
     try:
       os.makedirs(os.path.dirname(path), exist_ok=True)
-      fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=_TMP)
-      try:
-        with os.fdopen(fd, "wb") as f:
-          pickle.dump(record, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-      except BaseException:
-        os.unlink(tmp)
-        raise
+      textfile.write_whole(
+        path,
+        lambda f: pickle.dump(record, f, protocol=pickle.HIGHEST_PROTOCOL),
+        prefix=_TMP,
+      )
     except OSError as e:  # a read-only or full disk costs speed, not results
       logging.warning("hloprobe: cannot write cache entry %s: %s", path, e)
 

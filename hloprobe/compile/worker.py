@@ -35,10 +35,12 @@ the last value of a flag wins (checked on jaxlib 0.10.2 with two
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pickle
 import re
+import secrets
 import select
 import shutil
 import signal
@@ -48,6 +50,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 
 from hloprobe.errors import HloprobeError, InvalidArgumentError
 
@@ -174,16 +177,37 @@ def _worker_env(xla_flags: str, tmp: str, platforms: str | None) -> dict:
 
 
 class _Worker:
-  """One persistent worker process under one XLA_FLAGS."""
+  """One persistent worker process under one XLA_FLAGS.
+
+  Made in two steps so an interrupt leaves nothing behind: the object
+  (its folder's name, no resources), which the pool notes, then `start`,
+  which makes the folder and the process; `close` removes whatever
+  `start` made, wherever it was interrupted.
+  """
 
   def __init__(self, xla_flags: str, platforms: str | None = None, preload=()):
-    self.xla_flags = xla_flags
-    self.tmp = tempfile.mkdtemp(prefix="hloprobe-worker-")
-    env = _worker_env(xla_flags, self.tmp, platforms)
+    self.xla_flags, self._platforms, self._preload = (
+      xla_flags,
+      platforms,
+      preload,
+    )
+    # Named before it exists (`tempfile.mkdtemp` makes it first).
+    self.tmp = os.path.join(
+      tempfile.gettempdir(), f"hloprobe-worker-{secrets.token_hex(8)}"
+    )
     self.log_path = os.path.join(self.tmp, "stderr.log")
+    self._stage_path = os.path.join(self.tmp, "stage")
+    # Where the current call's output starts in the log (see `_death`).
+    self._log_start = 0
+    self.proc: subprocess.Popen | None = None
+
+  def start(self) -> None:
+    """Makes its folder (0700) and starts its process, not waiting for it."""
+    os.mkdir(self.tmp, 0o700)
+    env = _worker_env(self.xla_flags, self.tmp, self._platforms)
     with open(self.log_path, "wb") as log:
       self.proc = subprocess.Popen(
-        [sys.executable, "-c", _MAIN, str(os.getpid()), *preload],
+        [sys.executable, "-c", _MAIN, str(os.getpid()), *self._preload],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=log,
@@ -193,6 +217,7 @@ class _Worker:
   def call(self, function: str, kwargs: dict, timeout_s: float):
     """Sends one request; returns its result or raises what it raised."""
     payload = pickle.dumps((function, kwargs))
+    self._new_call()
     try:
       self.proc.stdin.write(_HEADER.pack(len(payload)) + payload)
       self.proc.stdin.flush()
@@ -203,6 +228,15 @@ class _Worker:
     if status == "raise":
       raise value
     return value
+
+  def _new_call(self) -> None:
+    """Forgets the last call's stage and output: a death names this one's."""
+    with contextlib.suppress(FileNotFoundError):
+      os.unlink(self._stage_path)
+    try:
+      self._log_start = os.path.getsize(self.log_path)
+    except OSError:
+      self._log_start = 0
 
   def _read_frame(self, timeout_s: float) -> bytes:
     deadline = time.monotonic() + timeout_s
@@ -228,8 +262,8 @@ class _Worker:
   def _death(self) -> tuple[str, str | None]:
     """(one line on why it died, the stage it noted last or None)."""
     returncode = self.proc.wait()
-    stage = _read_tail(os.path.join(self.tmp, "stage")).strip() or None
-    text = _read_tail(self.log_path)
+    stage = _read_tail(self._stage_path).strip() or None
+    text = _read_tail(self.log_path, start=self._log_start)
     # A crash inside `toolchain.captured_stderr` leaves its capture file.
     for path in sorted(glob.glob(os.path.join(self.tmp, "hloprobe-stderr-*"))):
       text += _read_tail(path)
@@ -241,7 +275,7 @@ class _Worker:
 
   @property
   def alive(self) -> bool:
-    return self.proc.poll() is None
+    return self.proc is not None and self.proc.poll() is None
 
   def close(self, kill: bool = False) -> None:
     """Ends the process and removes its folder.
@@ -250,6 +284,11 @@ class _Worker:
       kill: SIGKILL it at once (an interrupt: it may be mid-compile);
         otherwise close its stdin and give it 5 s to end.
     """
+    if self.proc is not None:
+      self._end(kill)
+    shutil.rmtree(self.tmp, ignore_errors=True)
+
+  def _end(self, kill: bool) -> None:
     if self.proc.poll() is None:
       if not kill:
         self.proc.stdin.close()
@@ -261,13 +300,14 @@ class _Worker:
     for stream in (self.proc.stdin, self.proc.stdout):
       if not stream.closed:
         stream.close()
-    shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def _read_tail(path: str, size: int = 16384) -> str:
+def _read_tail(path: str, size: int = 16384, start: int = 0) -> str:
+  """The last `size` bytes of the file from byte `start` on, as text
+  ("" when it cannot be read)."""
   try:
     with open(path, "rb") as f:
-      f.seek(max(0, os.path.getsize(path) - size))
+      f.seek(max(start, os.path.getsize(path) - size))
       return f.read().decode("utf-8", errors="replace")
   except OSError:
     return ""
@@ -302,6 +342,9 @@ class WorkerPool:
   def __init__(self, platforms: str | None = None, preload=()):
     self._platforms, self._preload = platforms, tuple(preload)
     self._workers: dict[tuple[str, int], _Worker] = {}
+    # An interrupt may come as `__exit__` starts, before it closes them:
+    # then they end when the pool is collected, or at exit at the latest.
+    self._finalizer = weakref.finalize(self, _end_all, self._workers)
     # Lanes call from several threads (SweepSpec.jobs): the dict under one
     # lock, each worker's pipe under its own.
     self._lock = threading.Lock()
@@ -356,8 +399,9 @@ class WorkerPool:
         if worker is not None:
           worker.close()
         worker = _Worker(key[0], self._platforms, self._preload)
-        self._workers[key] = worker
+        self._workers[key] = worker  # `close` ends it from here on
         self.started += 1
+        worker.start()
       return worker
 
   def start(self, xla_flags: str = "", lane: int = 0) -> None:
@@ -374,15 +418,27 @@ class WorkerPool:
     """
     with self._lock:
       self._closed = True
-      workers, self._workers = list(self._workers.values()), {}
-    for w in workers:
-      w.close(kill)
+      workers = list(self._workers.values())
+    try:
+      for w in workers:
+        w.close(kill)
+    except BaseException:  # an interrupt: end them all the quick way
+      self._finalizer()
+      raise
+    self._finalizer()
 
   def __enter__(self) -> WorkerPool:
     return self
 
   def __exit__(self, exc_type, *rest) -> None:
     self.close(kill=exc_type is not None)
+
+
+def _end_all(workers: dict) -> None:
+  """SIGKILLs a pool's workers and removes their folders (idempotent)."""
+  for w in list(workers.values()):
+    w.close(kill=True)
+  workers.clear()
 
 
 def call_in_worker(
@@ -452,10 +508,21 @@ def _read_request(fd: int):
 
 
 def _reply(fd: int, status: str, value) -> None:
+  """Sends (status, value) to the parent as one frame.
+
+  An exception pickle cannot rebuild (one whose __init__ takes other
+  arguments than its args, a local class) goes as a `WorkerError` saying
+  `Type: message` of it; an unpicklable result as one naming the error.
+  """
   try:
     payload = pickle.dumps((status, value))
-  except Exception as e:  # an unpicklable result or exception
-    payload = pickle.dumps(("raise", WorkerError(f"{type(e).__name__}: {e}")))
+    if status == "raise":
+      pickle.loads(payload)
+  except Exception as e:
+    what = value if status == "raise" else e
+    payload = pickle.dumps(
+      ("raise", WorkerError(f"{type(what).__name__}: {what}"))
+    )
   data = _HEADER.pack(len(payload)) + payload
   while data:
     data = data[os.write(fd, data) :]

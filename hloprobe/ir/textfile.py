@@ -9,12 +9,21 @@ file is refused before it is read.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import stat
+from collections.abc import Callable
+from typing import BinaryIO
 
 from hloprobe.errors import HloprobeError
 
-__all__ = ["MAX_INPUT_BYTES", "read_text_file", "umask_mode"]
+__all__ = [
+  "MAX_INPUT_BYTES",
+  "read_text_file",
+  "umask_mode",
+  "write_whole",
+]
 
 # Larger than any target config, experiments file or golden file
 # (the largest golden .hlo is under 100 KiB).
@@ -85,3 +94,34 @@ def umask_mode(mode: int = 0o666) -> int:
   mask = os.umask(0)
   os.umask(mask)
   return mode & ~mask
+
+
+def write_whole(
+  path: str, write: Callable[[BinaryIO], None], prefix: str = ".tmp-"
+) -> None:
+  """Writes the file `path` whole or not at all, even when interrupted.
+
+  `write(f)` fills a new file beside `path` (named `prefix` + 16 random hex
+  digits, mode as `open()` makes it), which is then renamed to `path`. The
+  name is drawn before the file is created (`open` mode "x", in C), inside
+  the `try` that removes it, so an exception or KeyboardInterrupt at any
+  point leaves no temporary file (`tempfile.mkstemp` creates the file
+  before its caller can note the name).
+
+  Raises:
+    OSError: the folder cannot be written (nothing is left there).
+  """
+  directory = os.path.dirname(os.path.abspath(path))
+  tmp = os.path.join(directory, prefix + secrets.token_hex(8))
+  f = None
+  try:
+    f = open(tmp, "xb")  # noqa: SIM115 (closed here also when interrupted)
+    write(f)
+    f.close()
+    os.replace(tmp, path)
+  except BaseException:
+    if f is not None:
+      f.close()
+    with contextlib.suppress(FileNotFoundError):
+      os.unlink(tmp)
+    raise

@@ -101,14 +101,13 @@ import datetime
 import json
 import math
 import os
-import tempfile
 import textwrap
 from collections.abc import Sequence
 
 from tabulate import tabulate
 
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.ir.textfile import umask_mode
+from hloprobe.ir.textfile import write_whole
 from hloprobe.records import ConfigResult
 from hloprobe.sites.dot_sites import Fate, fate_summary, site_record
 
@@ -655,20 +654,11 @@ def render_verification(v, fmt: str) -> str:
 
 
 def atomic_write(path: str, text: str | bytes) -> None:
-  """Writes a file whole or not at all (temporary file, then rename); bytes
-  are written as they are, text as UTF-8."""
-  directory = os.path.dirname(os.path.abspath(path))
-  os.makedirs(directory, exist_ok=True)
-  fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
-  try:
-    os.fchmod(fd, umask_mode())  # as open() would make it
-    with os.fdopen(fd, "wb") as f:
-      f.write(text if isinstance(text, bytes) else text.encode("utf-8"))
-    os.replace(tmp, path)
-  except BaseException:
-    if os.path.exists(tmp):
-      os.unlink(tmp)
-    raise
+  """Writes a file whole or not at all (`textfile.write_whole`, mode as
+  `open()` makes it); bytes are written as they are, text as UTF-8."""
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  data = text if isinstance(text, bytes) else text.encode("utf-8")
+  write_whole(path, lambda f: f.write(data))
 
 
 RESULTS_STREAM = "results.jsonl"

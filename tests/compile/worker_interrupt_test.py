@@ -1,0 +1,128 @@
+"""Worker pools under interrupts, and what a worker's failure reports."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import tempfile
+from unittest import mock
+
+import pytest
+import testutil
+from absl.testing import absltest
+
+from hloprobe.compile import worker
+
+
+class InterruptedStartTest(absltest.TestCase):
+  # An interrupt as `Popen()` returns loses the Popen object: Python warns
+  # that its process still runs; it ends as its stdin closes, and it is
+  # SIGKILLed with this process (PR_SET_PDEATHSIG) in any case.
+  @pytest.mark.filterwarnings(
+    "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning"
+  )
+  def test_no_folder_left_wherever_start_is_interrupted(self):
+    tmp = self.create_tempdir().full_path
+
+    def start():
+      with worker.WorkerPool() as pool:
+        pool.start("", 0)
+
+    k = 1
+    with mock.patch.object(tempfile, "tempdir", tmp):
+      # At each point of worker.py in turn: between making the folder,
+      # starting the process and noting the worker, and while closing.
+      while testutil.interrupted_at(k, start, files=(worker.__file__,)):
+        gc.collect()  # the pool, if an interrupt beat its __exit__
+        self.assertEqual(os.listdir(tmp), [], f"interrupted at event {k}")
+        k += 1
+    self.assertGreater(k, 20)
+    self.assertEqual(os.listdir(tmp), [])
+
+
+if __name__ == "__main__":
+  absltest.main()
+
+_CASES = """
+import os
+import numpy as np
+import hloprobe
+
+IN_WORKER = bool(os.environ.get("HLOPROBE_WORKER_STAGE_FILE"))
+
+
+def _case(name, action):
+  def fn(x, w):
+    if IN_WORKER:
+      action()
+    return x @ w
+
+  return hloprobe.Case(
+    name=name,
+    description=name,
+    fn=fn,
+    make_inputs=lambda: (np.ones((2, 4), np.float32), np.ones((4, 2), np.float32)),
+    in_axes=(0, None),
+  )
+
+
+def chatty():
+  return _case("chatty", lambda: print("chatter of the first case", flush=True))
+
+
+def aborts():
+  return _case("aborts", os.abort)
+
+
+class TwoArgError(Exception):
+  def __init__(self, a, b):  # pickle rebuilds it with one argument
+    super().__init__(f"{a}/{b}")
+
+
+def _two_arg_inputs():
+  if IN_WORKER:
+    raise TwoArgError("in", "worker")
+  return np.ones((2, 4), np.float32), np.ones((4, 2), np.float32)
+
+
+def two_arg():  # make_inputs raises out of the worker's function
+  return hloprobe.Case(
+    name="two_arg",
+    description="two_arg",
+    fn=lambda x, w: x @ w,
+    make_inputs=_two_arg_inputs,
+    in_axes=(0, None),
+  )
+"""
+
+
+class FailureMessageTest(absltest.TestCase):
+  def _sweep(self, *factories: str) -> list[dict]:
+    cases = self.create_tempfile("cases.py", _CASES).full_path
+    proc = testutil.run_hloprobe(
+      "sweep",
+      "--case=" + ",".join(f"{cases}:{f}" for f in factories),
+      "--batch_sizes=1",
+      "--precisions=float32",
+      "--nocache",
+      "--jobs=1",
+      "--format=json",
+    )
+    self.assertEqual(proc.returncode, 1, proc.stderr)
+    return json.loads(proc.stdout)["configs"]
+
+  def test_death_names_only_the_dying_calls_output(self):
+    chatty, aborts = self._sweep("chatty", "aborts")
+    self.assertEqual(chatty["status"], "ok")
+    self.assertEqual(aborts["status"], "failed")
+    self.assertStartsWith(
+      aborts["error"], "worker process was killed by SIGABRT; last lines: "
+    )
+    self.assertNotIn("chatter", aborts["error"])
+
+  def test_exception_pickle_cannot_rebuild_is_named(self):
+    (two_arg,) = self._sweep("two_arg")
+    self.assertEqual(two_arg["status"], "failed")
+    self.assertIn("TwoArgError: in/worker", two_arg["error"])
+    self.assertNotIn("missing 1 required positional argument", two_arg["error"])
