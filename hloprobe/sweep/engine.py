@@ -340,9 +340,10 @@ class _Sweep:
       return CompiledConfig(
         failed(
           base,
-          f"case {base.config.case!r} was added to CASES at run time: it exists in "
-          "this process only, so it cannot compile under an experiment's "
-          "XLA_FLAGS (in a worker)",
+          f"case {base.config.case!r} exists in this process only (put "
+          "into CASES at run time, or a record no other process finds by "
+          "its name), so it cannot compile under an experiment's XLA_FLAGS "
+          "(in a worker)",
           "worker",
         )
       )
