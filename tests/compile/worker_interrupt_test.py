@@ -12,7 +12,7 @@ import pytest
 import testutil
 from absl.testing import absltest
 
-from hloprobe.compile import worker
+from hloprobe.compile import targets, worker
 
 
 class InterruptedStartTest(absltest.TestCase):
@@ -40,9 +40,6 @@ class InterruptedStartTest(absltest.TestCase):
     self.assertGreater(k, 20)
     self.assertEqual(os.listdir(tmp), [])
 
-
-if __name__ == "__main__":
-  absltest.main()
 
 _CASES = """
 import os
@@ -122,7 +119,24 @@ class FailureMessageTest(absltest.TestCase):
     self.assertNotIn("chatter", aborts["error"])
 
   def test_exception_pickle_cannot_rebuild_is_named(self):
-    (two_arg,) = self._sweep("two_arg")
-    self.assertEqual(two_arg["status"], "failed")
-    self.assertIn("TwoArgError: in/worker", two_arg["error"])
-    self.assertNotIn("missing 1 required positional argument", two_arg["error"])
+    # A sweep sends its inputs to the worker; asked without them, the
+    # worker makes them and `make_inputs` raises out of the function.
+    cases = self.create_tempfile("cases.py", _CASES).full_path
+    with worker.WorkerPool() as pool:
+      with self.assertRaises(worker.WorkerError) as caught:
+        pool.call(
+          "compile_and_run",
+          {
+            "case_name": f"{cases}:two_arg",
+            "target": targets.get_target("cpu"),
+            "precision": "float32",
+            "n": 1,
+            "explain_passes": False,
+          },
+        )
+    self.assertIn("TwoArgError: in/worker", str(caught.exception))
+    self.assertNotIn("missing 1 required positional", str(caught.exception))
+
+
+if __name__ == "__main__":
+  absltest.main()
