@@ -58,10 +58,6 @@ class EnvironmentXlaFlagsTest(BadInputCase):
     self.assertIn("XLA_FLAGS of the environment", proc.stderr)
 
 
-if __name__ == "__main__":
-  absltest.main()
-
-
 class BoundedInputTest(BadInputCase):
   @parameterized.named_parameters(
     ("huge_range", "1-1000000000", "bad batch size '1-1000000000'"),
@@ -276,3 +272,7 @@ class OneLineTest(BadInputCase):
       run_hloprobe("sweep", f"--experiments_file={path.full_path}"),
       "not UTF-8 text (byte 0xff at offset 10)",
     )
+
+
+if __name__ == "__main__":
+  absltest.main()

@@ -163,10 +163,6 @@ class FuzzTest(absltest.TestCase):
     check_parser(self, ptx.parse_ptx, HloParseError, ptx_corpus())
 
 
-if __name__ == "__main__":
-  absltest.main()
-
-
 def _ptx(functions: list[str]) -> str:
   return ".version 8.0\n.target sm_80\n" + "\n".join(functions)
 
@@ -213,3 +209,7 @@ class PtxCostTest(absltest.TestCase):
     text += _func("k", ["f0"], kind="entry", close=False) + "/*" * count
     (kernel,) = ptx.parse_ptx(text)
     self.assertEqual(kernel.name, "k")
+
+
+if __name__ == "__main__":
+  absltest.main()
