@@ -252,6 +252,9 @@ JOBS = flags.DEFINE_integer(
   "gets max(1, jobs / flag sets); `versions` sweeps this many jaxlib "
   "versions at once. The output order does not change.",
   lower_bound=1,
+  # Each is a process with its own jax (~0.5 GB); more than the cores only
+  # queue for them.
+  upper_bound=max(64, os.cpu_count() or 1),
 )
 NOCACHE = flags.DEFINE_bool(
   "nocache", False, "Compute every config; neither read nor write the cache."

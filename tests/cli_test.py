@@ -45,6 +45,7 @@ class BadInputTest(parameterized.TestCase):
     ("fix_for_sweep", "--fix=float32", "--fix is for `hloprobe verify`"),
     ("port_for_sweep", "--port=9000", "--port is for `hloprobe view`"),
     ("good_for_sweep", "--good=0.4.38", "--good is for `hloprobe bisect`"),
+    ("jobs_huge", "--jobs=100000", "--jobs=100000"),
   )
   def test_one_line_and_exit_2(self, flag, message):
     proc = hloprobe("sweep", flag)
