@@ -42,7 +42,7 @@ class SweepProgress:
     done: configs collected so far, in config order.
     total: all configs of the sweep, experiments included.
     current: the config collected next, e.g. "a100 seed_mlp n=3 bfloat16"
-      or "cpu seed_mlp n=1 float32 [no_algsimp]"; "" once all are done.
+      or "cpu seed_mlp n=1 float32 (no_algsimp)"; "" once all are done.
   """
 
   done: int
@@ -74,11 +74,12 @@ def _configs(spec: SweepSpec) -> list[_Config]:
   ]
 
 
-def _label(spec: SweepSpec, c: _Config) -> str:
-  """A config in words, e.g. "a100 seed_mlp n=3 bfloat16 [no_algsimp]"."""
-  name = spec.case_names[c.case]
-  text = f"{c.target.name} {name} n={c.n} {c.precision}"
-  return text if c.experiment is BASELINE else f"{text} [{c.experiment.name}]"
+def _config_record(spec: SweepSpec, c: _Config) -> Config:
+  """The `Config` record of config `c` (its `label()` is the progress
+  line's, e.g. "a100 seed_mlp n=3 bfloat16 (no_algsimp)")."""
+  return Config(
+    spec.cases[c.case].name, c.target, c.n, c.precision, c.experiment.name
+  )
 
 
 def run_sweep(
@@ -152,7 +153,9 @@ def run_sweep(
     try:
       sweep.dispatch(lanes)
       for i, c in enumerate(sweep.configs):
-        tell(SweepProgress(i, len(sweep.configs), _label(spec, c)))
+        tell(
+          SweepProgress(i, len(sweep.configs), _config_record(spec, c).label())
+        )
         results.append(sweep.collect(i))
         if on_result is not None:
           on_result(results[-1])
@@ -318,9 +321,7 @@ class _Sweep:
   def _work(self, i: int) -> CompiledConfig:
     """Config `i`'s worker reply, or its failure as one."""
     c = self.configs[i]
-    base = ConfigResult(
-      Config(self.spec.cases[c.case].name, c.target, c.n, c.precision)
-    )
+    base = ConfigResult(_config_record(self.spec, c))
     broken = self.broken.get(c.target.name)
     if broken is not None:
       return CompiledConfig(failed(base, broken, "compile"))
