@@ -30,6 +30,7 @@ __all__ = [
   "JAXPR_API",
   "cuda_plugin_installed",
   "deviceless_retry_options",
+  "unknown_compile_option",
   "enable_x64",
   "installed_jaxlib",
   "lower",
@@ -217,6 +218,16 @@ def runtime_error_type() -> type:
 
     found = xla_extension.XlaRuntimeError
   return found
+
+
+def unknown_compile_option(error: BaseException) -> str | None:
+  """The compile option XLA said it does not know, or None.
+
+  XLA's words (jaxlib 0.10.2, `Lowered.compile(compiler_options=...)`):
+  "INVALID_ARGUMENT: No such compile option: 'NAME'".
+  """
+  m = re.search(r"No such compile option: '([^']+)'", str(error))
+  return m.group(1) if m else None
 
 
 def deviceless_retry_options(error: BaseException) -> dict[str, str] | None:

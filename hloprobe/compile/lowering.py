@@ -272,9 +272,19 @@ def _jax_cuda_path() -> str | None:
   return getattr(lib, "cuda_path", None)
 
 
+# XLA options that make a GPU compile dump each kernel's PTX into
+# `xla_dump_to`. jaxlib 0.10.2 dumps the PTX with `xla_dump_to` alone;
+# jaxlib 0.11.2 (seen on an H200 with CUDA 13, 2026-11-30, by
+# .ci/gpu-ptx-probe.py) dumps only the HLO unless `xla_dump_emitter_re`
+# matches "ptx" (".*", "llvm", "triton", "gpu" and "kernel" were tried too:
+# only ".*" and "ptx" give the *.ptx files). An XLA that does not know the
+# option compiles without it (`_try_compile`).
+_PTX_DUMP_OPTIONS = {"xla_dump_emitter_re": "ptx"}
+
+
 def _gpu_compiler_options(target: Target, dump_dir: str) -> dict[str, str]:
   """XLA options of a GPU compile: pinned ptxas, PTX dump, target's own."""
-  options = {"xla_dump_to": dump_dir}
+  options = {"xla_dump_to": dump_dir, **_PTX_DUMP_OPTIONS}
   wheel = toolchain.nvcc_wheel_dir()
   if wheel is not None:
     options["xla_gpu_cuda_data_dir"] = wheel
@@ -326,19 +336,27 @@ def _compile_gpu(lowered, target: Target, device, dump_passes: bool) -> tuple:
 
 
 def _try_compile(lowered, options: dict) -> tuple:
-  """(Compiled, None), or (None, the JaxRuntimeError); older XLA that wants
-  autotuning results a deviceless compile cannot have is asked again with
-  the options `compat.deviceless_retry_options` gives."""
-  try:
-    return lowered.compile(compiler_options=options), None
-  except compat.runtime_error_type() as e:
-    retry = compat.deviceless_retry_options(e)
-    if retry is None:
-      return None, e
-  try:
-    return lowered.compile(compiler_options={**options, **retry}), None
-  except compat.runtime_error_type() as e:
-    return None, e
+  """(Compiled, None), or (None, the JaxRuntimeError).
+
+  Asked again, at most once each: an older XLA that wants autotuning
+  results a deviceless compile cannot have, with the options
+  `compat.deviceless_retry_options` gives; and an XLA that does not know
+  one of `_PTX_DUMP_OPTIONS` (`compat.unknown_compile_option`), without it.
+  """
+  tried = set()
+  while True:
+    try:
+      return lowered.compile(compiler_options=options), None
+    except compat.runtime_error_type() as e:
+      retry = compat.deviceless_retry_options(e)
+      unknown = compat.unknown_compile_option(e)
+      if retry is not None and "retry" not in tried:
+        tried.add("retry")
+        options = {**options, **retry}
+      elif unknown in _PTX_DUMP_OPTIONS and unknown in options:
+        options = {k: v for k, v in options.items() if k != unknown}
+      else:
+        return None, e
 
 
 def _read(path: str) -> str:

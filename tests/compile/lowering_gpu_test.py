@@ -7,12 +7,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import stat
+from unittest import mock
 
+import jax
+import numpy as np
 import pytest
 from absl.testing import absltest, parameterized
 
 from hloprobe import sweep
-from hloprobe.compile import cases, lowering, targets, toolchain
+from hloprobe.compile import cases, compat, lowering, targets, toolchain
 
 _SEED = cases.get_case("seed_mlp")
 
@@ -60,6 +63,18 @@ class LoadTopologyTest(parameterized.TestCase):
     self.assertLen(loaded.topology.devices, 1)
 
 
+class UnknownCompileOptionTest(absltest.TestCase):
+  def test_names_the_option_xla_rejected(self):
+    lowered = jax.jit(lambda x: x + 1).lower(np.ones(2, np.float32))
+    with self.assertRaises(compat.runtime_error_type()) as raised:
+      lowered.compile(compiler_options={"xla_hloprobe_no_such_option": "1"})
+    self.assertEqual(
+      compat.unknown_compile_option(raised.exception),
+      "xla_hloprobe_no_such_option",
+    )
+    self.assertIsNone(compat.unknown_compile_option(ValueError("other")))
+
+
 @pytest.mark.compiles
 class CompileGpuTest(absltest.TestCase):
   def _compile(self, target, n=2):
@@ -77,6 +92,20 @@ class CompileGpuTest(absltest.TestCase):
       any(".entry gemm_fusion_dot(" in text for text in compiled.ptx)
     )
     self.assertNotIn("cudart_stub", compiled.xla_log)
+
+  def test_compiles_without_a_ptx_dump_option_xla_does_not_know(self):
+    # jaxlib 0.11.2 needs xla_dump_emitter_re=ptx for the PTX; an XLA that
+    # does not know a PTX-dump option must still compile. A name no XLA
+    # knows stands in for it: XLA itself rejects it.
+    bogus = "xla_hloprobe_no_such_option"
+    with mock.patch.dict(
+      lowering._PTX_DUMP_OPTIONS, {bogus: "ptx"}, clear=True
+    ):
+      compiled = self._compile(targets.get_target("a100"))
+    # jaxlib 0.10.2 dumps the PTX with xla_dump_to alone.
+    self.assertTrue(
+      any(".entry gemm_fusion_dot(" in text for text in compiled.ptx)
+    )
 
   def test_v100_builds_with_the_wheels_ptxas(self):
     # The CUDA 12 wheel's ptxas still builds sm_70 (pyproject.toml installs
