@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 import pytest
 from absl.testing import absltest, parameterized
+from testutil import numpy_seed_row0
 
 from hloprobe import records, sweep
 from hloprobe.compile import cases, targets
@@ -68,7 +68,7 @@ class SeedSweepTest(absltest.TestCase):
     r2 = self.results[2]
     s = r2.execution.stats
     # The reference is float64: numpy's own forward pass of the same MLP.
-    self.assertAlmostEqual(s.row0_ref, _numpy_seed_row0(), delta=1e-12)
+    self.assertAlmostEqual(s.row0_ref, numpy_seed_row0(), delta=1e-12)
     self.assertGreater(s.row0_abs, 0.0)
     self.assertLessEqual(
       s.row0_abs,
@@ -93,16 +93,6 @@ class SeedSweepTest(absltest.TestCase):
     self.assertIn("stablehlo.dot_general", r2.compilation.stablehlo)
     self.assertLen(r2.compilation.fates, 4)
     self.assertIsNone(r2.compilation.ptxas)  # no GPU kernels on CPU
-
-
-def _numpy_seed_row0() -> float:
-  """Row 0 of the seed MLP in numpy float64, from the case's own inputs."""
-  xy, (weights, biases, gammas, mus) = cases.seed_mlp.make_inputs()
-  x = xy[0].astype(np.float64)
-  for w, b, g, mu in zip(weights[:-1], biases[:-1], gammas, mus):
-    x = np.asarray(w, np.float64) @ x + b
-    x = np.exp(-(np.float64(g) ** 2) * (x - mu) ** 2) * np.sin(16.0 * x)
-  return float(np.mean(np.asarray(weights[-1], np.float64) @ x + biases[-1]))
 
 
 @pytest.mark.compiles

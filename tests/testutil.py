@@ -57,6 +57,35 @@ def tf32_rna(x: np.ndarray) -> np.ndarray:
   return bits.astype(np.uint32).view(np.float32)
 
 
+def numpy_seed_row0(tf32_sites=(), f32_between=False) -> float:
+  """Row 0 of the seed MLP in numpy float64, written from the issue's code
+  (independent of hloprobe's emulation), from the case's own inputs.
+
+  Args:
+    tf32_sites: the dot sites (0-3) whose operands are rounded to TF32
+      first (`tf32_rna`); products exact, sums in float64.
+    f32_between: round each layer's pre-activation and activation to
+      float32, as a kernel that stores f32 does.
+  """
+  from hloprobe.compile import cases
+
+  xy, params = cases.get_case("seed_mlp").make_inputs()
+  weights, biases, gammas, mus = (
+    [np.asarray(a, np.float64) for a in group] for group in params
+  )
+  f32 = (lambda a: np.float64(np.float32(a))) if f32_between else (lambda a: a)
+  x = np.asarray(xy[0], np.float64)
+  for i, w in enumerate(weights):
+    if i in tf32_sites:
+      w, x = (tf32_rna(a).astype(np.float64) for a in (w, x))
+    x = w @ x + biases[i]
+    if i < len(gammas):
+      x = f32(x)
+      x = np.exp(-(gammas[i] ** 2) * np.square(x - mus[i])) * np.sin(16 * x)
+      x = f32(x)
+  return float(x.mean())
+
+
 def configs_json(results) -> list[dict]:
   """results.json's configs, without the timings (which always differ)."""
   from hloprobe.report import render

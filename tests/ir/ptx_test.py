@@ -35,6 +35,20 @@ class ParsePtxTest(parameterized.TestCase):
       None,
     ),
     (
+      "triton_high_tf32_jaxlib_0_11_2",
+      "h200_jaxlib0112_seed_n2_high_gemm_fusion_dot.ptx",
+      "gemm_fusion_dot",
+      "TF32_TF32_F32",
+      "rna",
+    ),
+    (
+      "triton_high_tf32_jaxlib_0_11_2_autotuned",
+      "h200gpu_jaxlib0112_seed_n2_high_gemm_fusion_dot_1.ptx",
+      "gemm_fusion_dot_1",
+      "TF32_TF32_F32",
+      "rna",
+    ),
+    (
       "reduce_f32_despite_f64_sin",
       "a100_seed_n2_input_reduce_fusion.ptx",
       "input_reduce_fusion",

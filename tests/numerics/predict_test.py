@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from absl.testing import absltest
-from testutil import tf32_rna
+from testutil import numpy_seed_row0
 
 from hloprobe import sweep
 from hloprobe.compile import cases
@@ -23,25 +23,6 @@ def _sweep(targets, precisions, sizes=(1, 2)):
   }
 
 
-def _numpy_seed_row0(tf32_sites=()) -> float:
-  """The seed MLP at row 0 in numpy float64, TF32_SITES' operands rounded.
-
-  Written from the issue's code, independent of hloprobe's emulation.
-  """
-  xy, params = cases.get_case("seed_mlp").make_inputs()
-  weights, biases, gammas, mus = (
-    [np.asarray(a, np.float64) for a in group] for group in params
-  )
-  x = np.asarray(xy[0], np.float64)
-  for i, w in enumerate(weights):
-    if i in tf32_sites:
-      w, x = (tf32_rna(a).astype(np.float64) for a in (w, x))
-    x = w @ x + biases[i]
-    if i < len(gammas):
-      x = np.exp(-(gammas[i] ** 2) * np.square(x - mus[i])) * np.sin(16 * x)
-  return float(x.mean())
-
-
 def _f32_ulp(x: float) -> float:
   return float(np.spacing(np.float32(abs(x))))
 
@@ -53,7 +34,7 @@ class SeedA100Test(absltest.TestCase):
     cls.r = _sweep(
       ("a100",), ("bfloat16", "tensorfloat32", "float32"), (1, 2, 9)
     )
-    cls.numpy_tf32_move = abs(_numpy_seed_row0((0, 1, 2)) - _numpy_seed_row0())
+    cls.numpy_tf32_move = abs(numpy_seed_row0((0, 1, 2)) - numpy_seed_row0())
 
   def test_numpy_tf32_move_is_the_readmes_0_61(self):
     # README: row 0 moves by 0.61 under bfloat16 on an A100.

@@ -6,11 +6,10 @@ from __future__ import annotations
 import dataclasses
 import json
 
-import numpy as np
 import pytest
 import testutil
 from absl.testing import absltest, parameterized
-from testutil import run_hloprobe
+from testutil import numpy_seed_row0, run_hloprobe
 
 from hloprobe import sweep
 from hloprobe.compile import cases, targets
@@ -53,33 +52,10 @@ def _unsettled(text: str) -> list[str]:
   return [line[4:] for line in tail.splitlines() if line.startswith("  - ")]
 
 
-def _tf32_rna(a: np.ndarray) -> np.ndarray:
-  """f32 -> nearest TF32 (10 explicit mantissa bits), ties away from zero:
-  PTX cvt.rna.tf32.f32, what XLA's Triton gemms use; numpy bit arithmetic."""
-  bits = np.asarray(a, np.float32).view(np.uint32)
-  return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
-
-
-def _seed_row0(tf32: bool) -> float:
-  """Row 0 (xy[0]) of the seed MLP in numpy: float64 throughout, or with
-  the three hidden-layer dots' operands rounded to TF32 (products exact,
-  float64 sums) and f32 activations; the last dot in float64."""
-  xy, (weights, biases, gammas, mus) = cases.get_case("seed_mlp").make_inputs()
-  f64 = lambda a: np.asarray(a, np.float64)
-  x = f64(xy[0])
-  for w, b, gamma, mu in zip(weights[:-1], biases[:-1], gammas, mus):
-    if tf32:
-      h = f64(_tf32_rna(w)) @ f64(_tf32_rna(x)) + b
-      h = f64(h.astype(np.float32))
-    else:
-      h = f64(w) @ x + b
-    x = np.exp(-(f64(gamma) ** 2) * np.square(h - mu)) * np.sin(h * 16.0)
-    x = f64(x.astype(np.float32)) if tf32 else x
-  return float((f64(weights[-1]) @ x + biases[-1]).mean())
-
-
 def _seed_tf32_row0_abs() -> float:
-  return abs(_seed_row0(True) - _seed_row0(False))
+  """|row 0 with TF32 operands at sites 0-2 and f32 activations - float64|,
+  in numpy."""
+  return abs(numpy_seed_row0((0, 1, 2), f32_between=True) - numpy_seed_row0())
 
 
 @pytest.mark.compiles
