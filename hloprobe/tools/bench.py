@@ -24,13 +24,20 @@ traces or compiles; timed from after imports unless said; the best of
                             (three precisions) against 1 (goal <= 3:
                             linear in configs), and a config at n = 4096
                             against one at n = 64 (goal <= 2). n = 65536
-                            is skipped: seed_mlp has 4096 rows.
-  --jobs=1 / --jobs=2       `hloprobe sweep --targets=a100` with two
-                            XLA_FLAGS experiments, whole processes, no
-                            cache: the speed-up of two worker processes
-                            over one (three flag sets: one lane each, the
-                            third after the first to finish). Goal >= 1.6
-                            on 2 cores. Alone: `... bench jobs`.
+                            runs the seed MLP on a 256x256 grid (a
+                            `file.py:factory` case written for the bench,
+                            seed_mlp has 4096 rows); it has no goal.
+  --jobs=1 / --jobs=2       `hloprobe sweep --targets=a100` (n = 1..9) with
+                            two XLA_FLAGS experiments, 81 configs, whole
+                            processes, no cache: the speed-up of two worker
+                            processes over one (three flag sets: one lane
+                            each, the third after the first to finish).
+                            Goal >= 1.6 on 2 cores. Alone: `... bench jobs`.
+
+Where measured, each side's CPU seconds (its own and its workers') over its
+wall seconds say how many cores it kept busy: a run that already keeps
+c of N cores busy can be made at most N / c times faster by more workers,
+which the --jobs line prints.
 
 On a shared machine the absolute seconds move with the load; the ratios
 pair runs made back to back.
@@ -38,7 +45,9 @@ pair runs made back to back.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -46,12 +55,28 @@ import time
 
 __all__ = ["main"]
 
-_PLAIN = """
+# Every timing script starts its clocks with _START and ends with _STOP,
+# which prints "wall_seconds cpu_seconds": the CPU seconds of the script and
+# of every process it started and waited for (the sweep's workers).
+_START = """
+import resource, time
+def _cpu():
+  return sum(
+    u.ru_utime + u.ru_stime
+    for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+  )
+start, start_cpu = time.perf_counter(), _cpu()
+"""
+_STOP = """
+print(time.perf_counter() - start, _cpu() - start_cpu)
+"""
+
+_PLAIN = f"""
 import time
 import jax
 from hloprobe.compile import cases
 from hloprobe.ir import precisions
-start = time.perf_counter()
+{_START}
 case = cases.get_case("seed_mlp")
 xy, params = case.make_inputs()
 fn = jax.jit(lambda xs, p: case.fn(xs, p))
@@ -59,16 +84,16 @@ for n in range(1, 10):
   for precision in precisions.DEFAULT_PRECISIONS:
     with jax.default_matmul_precision(precision):
       float(fn(xy[:n], params).ravel()[0])
-print(time.perf_counter() - start)
+{_STOP}
 """
 
-_PLAIN_A100 = """
+_PLAIN_A100 = f"""
 import time
 import jax
 from jax.experimental import topologies
 from hloprobe.compile import cases, targets
 from hloprobe.ir import precisions
-start = time.perf_counter()
+{_START}
 case = cases.get_case("seed_mlp")
 xy, params = case.make_inputs()
 config = targets.get_target("a100").config_text
@@ -82,19 +107,22 @@ for n in range(1, 10):
     with jax.default_matmul_precision(precision):
       lowered = jax.jit(case.fn).trace(*args).lower(lowering_platforms=("cuda",))
     lowered.compile().as_text()
-print(time.perf_counter() - start)
+{_STOP}
 """
 
-_SWEEP = """
-import time
+_SWEEP = (
+  """
 from hloprobe import sweep
 from hloprobe.ir import precisions
-start = time.perf_counter()
-spec = sweep.SweepSpec(("seed_mlp",), {sizes}, {precisions}, ("{target}",))
+"""
+  + _START.replace("{", "{{").replace("}", "}}")
+  + """
+spec = sweep.SweepSpec(({case!r},), {sizes}, {precisions}, ("{target}",))
 results = sweep.run_sweep(spec)
 assert all(r.ok for r in results), [r.failure for r in results if not r.ok]
-print(time.perf_counter() - start)
 """
+  + _STOP
+)
 
 _EMULATOR = """
 import time
@@ -120,8 +148,22 @@ print(emulated / run)
 _ENV = {"JAX_PLATFORMS": "cpu", "JAX_SKIP_CUDA_CONSTRAINTS_CHECK": "1"}
 
 
-def _time(script: str) -> float:
-  """Runs a timing script in a fresh interpreter; returns its last number."""
+@dataclasses.dataclass(frozen=True)
+class Clock:
+  """One timed run: wall seconds, and the CPU seconds (user + system) of
+  the process and every process it waited for, or None if not measured."""
+
+  wall: float
+  cpu: float | None = None
+
+  def cores(self) -> str:
+    """How many cores the run kept busy on average, e.g. "1.8 cores"."""
+    return "" if self.cpu is None else f"{self.cpu / self.wall:.1f} cores"
+
+
+def _time(script: str) -> Clock:
+  """Runs a timing script in a fresh interpreter; its last line holds the
+  wall seconds, then optionally the CPU seconds (`_STOP`)."""
   proc = subprocess.run(
     [sys.executable, "-c", script],
     capture_output=True,
@@ -129,11 +171,15 @@ def _time(script: str) -> float:
     check=True,
     env=dict(os.environ, **_ENV),
   )
-  return float(proc.stdout.strip().splitlines()[-1])
+  numbers = [float(x) for x in proc.stdout.strip().splitlines()[-1].split()]
+  return Clock(*numbers)
 
 
-def _sweep(target="cpu", sizes=tuple(range(1, 10)), precisions=None) -> str:
+def _sweep(
+  target="cpu", sizes=tuple(range(1, 10)), precisions=None, case="seed_mlp"
+) -> str:
   return _SWEEP.format(
+    case=case,
     target=target,
     sizes=repr(tuple(sizes)),
     precisions=repr(precisions)
@@ -142,27 +188,103 @@ def _sweep(target="cpu", sizes=tuple(range(1, 10)), precisions=None) -> str:
   )
 
 
-def _cli_seconds(*args: str) -> float:
-  """Wall seconds of one whole `hloprobe` process."""
-  start = time.perf_counter()
+def _children_cpu() -> float:
+  usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+  return usage.ru_utime + usage.ru_stime
+
+
+def _cli(*args: str) -> Clock:
+  """One whole `hloprobe` process: wall and CPU seconds (its workers in)."""
+  start, cpu = time.perf_counter(), _children_cpu()
   subprocess.run(
     [sys.executable, "-m", "hloprobe", *args],
     capture_output=True,
     check=True,
     env=dict(os.environ, **_ENV),
   )
-  return time.perf_counter() - start
+  return Clock(time.perf_counter() - start, _children_cpu() - cpu)
 
 
-def _report(what: str, ratio: float, goal: str, ok: bool, detail: str) -> None:
+def _report(
+  what: str, ratio: float, goal: str | None, ok: bool, detail: str
+) -> None:
+  """Prints one ratio with its goal (None: a figure with no goal)."""
   verdict = "met" if ok else "NOT met"
-  print(f"{what}: {ratio:.2f}x  (goal {goal}: {verdict}; {detail})", flush=True)
+  judged = f"goal {goal}: {verdict}" if goal else "no goal"
+  print(f"{what}: {ratio:.2f}x  ({judged}; {detail})", flush=True)
 
 
-def _pair(plain: str, swept: str, repeats: int) -> tuple[float, float]:
-  """Best-of-`repeats` seconds of two scripts, run alternately."""
+def _pair(plain: str, swept: str, repeats: int) -> tuple[Clock, Clock]:
+  """The best-of-`repeats` run (least wall time) of two scripts, run
+  alternately."""
   times = [(_time(plain), _time(swept)) for _ in range(repeats)]
-  return min(t[0] for t in times), min(t[1] for t in times)
+  best = lambda i: min((t[i] for t in times), key=lambda c: c.wall)
+  return best(0), best(1)
+
+
+def _seconds(a: Clock, b: Clock) -> str:
+  """ "7.3 s / 4.6 s", with the cores each kept busy where measured."""
+  if a.cpu is None or b.cpu is None:
+    return f"{a.wall:.1f} s / {b.wall:.1f} s"
+  return (
+    f"{a.wall:.1f} s / {b.wall:.1f} s, using {a.cores()} / {b.cores()} "
+    f"of {os.cpu_count()}"
+  )
+
+
+_BIG_CASE = """
+import dataclasses
+import numpy as np
+from hloprobe.compile import builtin_cases
+
+def _inputs():
+  _, params = builtin_cases.seed_mlp.make_inputs()
+  g = np.linspace(-1, 1, 256)
+  xx, yy = np.meshgrid(g, g)
+  xy = np.stack([xx.ravel(), yy.ravel()], axis=1).astype(np.float32)
+  return xy, params
+
+def make_case():
+  return dataclasses.replace(
+    builtin_cases.seed_mlp,
+    name="seed_mlp_256x256",
+    description="seed_mlp on a 256x256 grid (65536 rows), for make bench",
+    make_inputs=_inputs,
+  )
+"""
+
+
+def _per_config(repeats: int) -> None:
+  """Linear in configs; n=4096 against n=64; n=65536 on a 256x256 seed."""
+  one = _time(_sweep(sizes=(64,), precisions=("float32",)))
+  three = _time(_sweep(sizes=(64,)))
+  _report(
+    "3 configs / 1 config (cpu, n=64)",
+    three.wall / one.wall,
+    "<= 3x (linear)",
+    three.wall <= 3 * one.wall,
+    _seconds(three, one),
+  )
+  big = _time(_sweep(sizes=(4096,)))
+  _report(
+    "cost per config n=4096 / n=64 (cpu, 3 configs each)",
+    big.wall / three.wall,
+    "<= 2x",
+    big.wall <= 2 * three.wall,
+    f"{big.wall / 3:.2f} s / {three.wall / 3:.2f} s per config",
+  )
+  with tempfile.TemporaryDirectory(prefix="hloprobe-bench-") as folder:
+    path = os.path.join(folder, "seed_256.py")
+    with open(path, "w") as f:
+      f.write(_BIG_CASE)
+    huge = _time(_sweep(sizes=(65536,), case=f"{path}:make_case"))
+  _report(
+    "cost per config n=65536 / n=64 (cpu, 3 configs each, seed on 256x256)",
+    huge.wall / three.wall,
+    None,
+    True,
+    f"{huge.wall / 3:.2f} s / {three.wall / 3:.2f} s per config",
+  )
 
 
 def main(repeats: int = 3) -> None:
@@ -170,20 +292,20 @@ def main(repeats: int = 3) -> None:
   plain, swept = _pair(_PLAIN, _sweep(), repeats)
   _report(
     "sweep / plain loop (27 configs, cpu)",
-    swept / plain,
+    swept.wall / plain.wall,
     "<= 1.2x",
-    swept <= 1.2 * plain,
-    f"{swept:.1f} s / {plain:.1f} s",
+    swept.wall <= 1.2 * plain.wall,
+    _seconds(swept, plain),
   )
   plain, swept = _pair(_PLAIN_A100, _sweep("a100"), repeats)
   _report(
     "sweep / plain compile loop (27 configs, a100)",
-    swept / plain,
+    swept.wall / plain.wall,
     "<= 1.2x",
-    swept <= 1.2 * plain,
-    f"{swept:.1f} s / {plain:.1f} s",
+    swept.wall <= 1.2 * plain.wall,
+    _seconds(swept, plain),
   )
-  ratio = min(_time(_EMULATOR) for _ in range(repeats))
+  ratio = min(_time(_EMULATOR).wall for _ in range(repeats))
   _report(
     "emulator / CPU run (seed_mlp, n=4096, TF32 sites)",
     ratio,
@@ -193,55 +315,41 @@ def main(repeats: int = 3) -> None:
   )
   with tempfile.TemporaryDirectory(prefix="hloprobe-bench-") as folder:
     run = ("sweep", "--targets=cpu,a100,t4", f"--cache_dir={folder}")
-    cold = _cli_seconds(*run)
-    warm = min(_cli_seconds(*run) for _ in range(2))
+    cold = _cli(*run)
+    warm = min((_cli(*run) for _ in range(2)), key=lambda c: c.wall)
   _report(
     "warm / cold rerun (make run: 81 configs, whole processes)",
-    warm / cold,
+    warm.wall / cold.wall,
     "<= 0.2x",
-    warm <= 0.2 * cold,
-    f"{warm:.1f} s / {cold:.1f} s",
+    warm.wall <= 0.2 * cold.wall,
+    _seconds(warm, cold),
   )
-  one = _time(_sweep(sizes=(64,), precisions=("float32",)))
-  three = _time(_sweep(sizes=(64,)))
-  _report(
-    "3 configs / 1 config (cpu, n=64)",
-    three / one,
-    "<= 3x (linear)",
-    three <= 3 * one,
-    f"{three:.1f} s / {one:.1f} s",
-  )
-  big = _time(_sweep(sizes=(4096,)))
-  _report(
-    "cost per config n=4096 / n=64 (cpu, 3 configs each)",
-    big / three,
-    "<= 2x",
-    big <= 2 * three,
-    f"{big / 3:.2f} s / {three / 3:.2f} s per config",
-  )
-  print("n=65536: skipped (seed_mlp has 4096 rows)")
+  _per_config(repeats)
   jobs()
 
 
 def jobs() -> None:
   """Prints the --jobs=1 / --jobs=2 ratio with its goal (also alone:
-  `python -m hloprobe.tools.bench jobs`)."""
+  `python -m hloprobe.tools.bench jobs`), and how many cores --jobs=1
+  already kept busy: with c of them busy on N cores, more workers can
+  speed the run up by at most N / c."""
   run = (
     "sweep",
     "--targets=a100",
-    "--batch_sizes=1,2,3",
     "--nocache",
     "--experiment=a:--xla_gpu_enable_triton_gemm=false",
     "--experiment=b:--xla_gpu_autotune_level=0",
   )
-  serial = _cli_seconds(*run, "--jobs=1")
-  parallel = _cli_seconds(*run, "--jobs=2")
+  serial = _cli(*run, "--jobs=1")
+  parallel = _cli(*run, "--jobs=2")
+  cores = os.cpu_count() or 1
   _report(
-    "two experiments --jobs=1 / --jobs=2 (a100, whole processes)",
-    serial / parallel,
+    "two experiments --jobs=1 / --jobs=2 (81 configs, a100, whole processes)",
+    serial.wall / parallel.wall,
     ">= 1.6x",
-    serial >= 1.6 * parallel,
-    f"{serial:.1f} s / {parallel:.1f} s on {os.cpu_count()} cores",
+    serial.wall >= 1.6 * parallel.wall,
+    f"{_seconds(serial, parallel)}; at most "
+    f"{cores * serial.wall / serial.cpu:.2f}x left above --jobs=1",
   )
 
 
