@@ -210,6 +210,8 @@ class CliTest(absltest.TestCase):
     self.assertEqual(bounded.returncode, 0, bounded.stderr)
     self.assertIn("compile", bounded.stdout.split("\n\n")[-1].splitlines()[0])
     self.assertEqual(cache.RecordCache(folder).usage().entries, 0)
+    # and its emptied records/xx/ folder with it
+    self.assertEqual(os.listdir(cache.RecordCache(folder).records_dir), [])
 
 
 if __name__ == "__main__":
