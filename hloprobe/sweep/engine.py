@@ -140,9 +140,8 @@ def run_sweep(
   # The baseline's first worker imports jax while this process makes the
   # cases' inputs (the first lane and target loading use it).
   pool.start(BASELINE.flags_text, 0)
-  check_case_sizes(spec)
   tell = progress or (lambda _: None)
-  sweep = _Sweep(spec, pool)
+  sweep = _Sweep(spec, pool)  # inputs (sizes checked), cache lookups
   sweep.start_workers()  # they import jax while the targets load
   sweep.broken = _load_targets(spec, pool)
   results = []
@@ -198,10 +197,17 @@ class _Sweep:
       for name, case in zip(spec.case_names, spec.cases)
     ]
     self.watches = [timing.Stopwatch() for _ in self.configs]
+    check_case_sizes(spec, [self._inputs(i) for i in range(len(spec.cases))])
     self.keys = [self._key(c, w) for c, w in zip(self.configs, self.watches)]
     self.hits = [self._hit(k, w) for k, w in zip(self.keys, self.watches)]
     self.lanes = self._lanes()
     self.futures: dict[int, concurrent.futures.Future] = {}
+
+  def _inputs(self, case: int) -> tuple | None:
+    """Case `case`'s full inputs (made once, `CaseSetup`), charged to the
+    stopwatch of its first config."""
+    first = next(i for i, c in enumerate(self.configs) if c.case == case)
+    return self.setups[case].inputs(self.watches[first])
 
   def _key(self, c: _Config, watch) -> str | None:
     """The config's cache key (see `cache.config_key`), or None."""
