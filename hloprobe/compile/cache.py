@@ -300,6 +300,18 @@ class RecordCache:
           stale.append(f.path)
     return entries, stale
 
+  def holds_at_least(self, count: int) -> bool:
+    """Whether records/ holds `count` or more entries; cheap: it lists
+    folders until it has counted `count`, and stats no file."""
+    found = 0
+    for shard in self._shards():
+      if found >= count:
+        break
+      with contextlib.suppress(FileNotFoundError):  # evicted meanwhile
+        with os.scandir(shard) as files:
+          found += sum(f.name.endswith(_ENTRY) for f in files)
+    return found >= count
+
   def usage(self) -> CacheUsage:
     """How many records the folder holds and their size."""
     entries, _ = self._scan()

@@ -44,6 +44,13 @@ class EvictionTest(absltest.TestCase):
     self.assertEqual(held.entries, 10)
     self.assertEqual(held.size_bytes, 10 * self.entry_bytes)
 
+  def test_holds_at_least_counts_entries(self):
+    self.assertTrue(self.store.holds_at_least(10))
+    self.assertFalse(self.store.holds_at_least(11))
+    missing = cache.RecordCache(os.path.join(self.store.directory, "none"))
+    self.assertTrue(missing.holds_at_least(0))
+    self.assertFalse(missing.holds_at_least(1))
+
   def test_bound_holds_and_most_recent_survive(self):
     gone = self.store.evict(4 * self.entry_bytes + 10)
     self.assertEqual((gone.entries, gone.size_bytes), (6, 6 * self.entry_bytes))
