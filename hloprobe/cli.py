@@ -580,7 +580,9 @@ def _parse_flags(argv: list[str]) -> list[str]:
 
 
 def run() -> None:
-  """The console-script entry point."""
+  """Runs the command line; entered through `hloprobe.__main__.main` (both
+  `python -m hloprobe` and the console script), which blocks SIGINT and
+  SIGTERM while this module imports jax."""
   # absl's --help prints the __main__ module's docstring as the usage and
   # the key flags of the main program (sys.argv[0]): make those this
   # module's, so --help lists them (closed vocabularies with their values).
@@ -595,7 +597,8 @@ def run() -> None:
     signal.signal(s, _on_signal)
   sys.unraisablehook = _on_unraisable
   try:
-    # `python -m hloprobe` blocks them while importing (see __main__).
+    # `hloprobe.__main__.main` (`python -m hloprobe` and the console
+    # script) blocks them while importing jax.
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
     app.run(main, flags_parser=_parse_flags)
   except KeyboardInterrupt as e:  # before `main` (flag parsing)

@@ -12,8 +12,8 @@ import testutil
 from absl.testing import absltest
 
 from hloprobe import records, sweep
-from hloprobe.compile import cache, cases, targets
-from hloprobe.sweep import engine
+from hloprobe.compile import cache, cases, targets, worker
+from hloprobe.sweep import engine, measure
 
 
 def _key(
@@ -172,6 +172,39 @@ class SweepCacheTest(absltest.TestCase):
     self.assertLen(stored, 8)
 
 
+def _sweep_counting_workers(spec):
+  """(results, workers started when the first inputs were made, workers
+  started in all), the sweep run on a pool of its own."""
+  real, seen = measure.CaseSetup.inputs, []
+  with worker.WorkerPool() as pool:
+
+    def spy(setup, watch):
+      seen.append(pool.started)
+      return real(setup, watch)
+
+    with mock.patch.object(measure.CaseSetup, "inputs", spy):
+      results = sweep.run_sweep(spec, pool=pool)
+  return results, seen[0], pool.started
+
+
+class WorkersTest(absltest.TestCase):
+  def test_a_fully_cached_rerun_starts_no_worker(self):
+    folder = self.create_tempdir().full_path
+    spec = sweep.SweepSpec(
+      ("seed_mlp",), (1,), ("float32",), ("cpu", "a100"), cache_dir=folder
+    )
+    cold, early, started = _sweep_counting_workers(spec)
+    self.assertTrue(all(r.ok for r in cold), [r.failure for r in cold])
+    # Cold: the baseline's worker is started before the inputs are made
+    # (it warms up meanwhile), and it alone compiles both configs.
+    self.assertEqual((early, started), (1, 1))
+    # Warm: every config is a hit, so no worker process starts at all.
+    warm, early, started = _sweep_counting_workers(spec)
+    self.assertEqual((early, started), (0, 0))
+    self.assertTrue(all("compile" not in r.timings for r in warm))
+    self.assertEqual(testutil.configs_json(warm), testutil.configs_json(cold))
+
+
 class CliTest(absltest.TestCase):
   def test_timings_table_and_warm_rerun(self):
     folder = self.create_tempdir().full_path
@@ -210,6 +243,8 @@ class CliTest(absltest.TestCase):
     self.assertEqual(bounded.returncode, 0, bounded.stderr)
     self.assertIn("compile", bounded.stdout.split("\n\n")[-1].splitlines()[0])
     self.assertEqual(cache.RecordCache(folder).usage().entries, 0)
+    # and its emptied records/xx/ folder with it
+    self.assertEqual(os.listdir(cache.RecordCache(folder).records_dir), [])
 
 
 if __name__ == "__main__":

@@ -145,6 +145,30 @@ class InputsTest(absltest.TestCase):
     )
 
 
+class InputsOnceTest(absltest.TestCase):
+  def test_a_case_found_here_only_makes_its_inputs_once(self):
+    x = np.full((4, 8), 0.5, np.float32)
+    w = np.full((8, 3), 0.25, np.float32)
+    calls = []
+
+    def counted():
+      calls.append(len(calls))
+      return x, w
+
+    mine = cases.Case(
+      "counted", "x @ w", lambda x, w: x @ w, counted, in_axes=(0, None)
+    )
+    self.assertFalse(cases.resolvable_elsewhere(mine.name, mine))
+    folder = self.create_tempdir().full_path
+    spec = sweep.SweepSpec(
+      (mine,), (1, 2), ("float32",), ("cpu",), cache_dir=folder
+    )
+    results = sweep.run_sweep(spec)
+    self.assertTrue(all(r.ok for r in results), [r.failure for r in results])
+    # sizes checked, fingerprint, references and both compiles: one call
+    self.assertEqual(calls, [0])
+
+
 class JobsTest(absltest.TestCase):
   def test_jobs_change_nothing_and_each_flag_set_has_one_worker(self):
     # The A100 as a config file: the sweep reads it once, a worker gets the

@@ -29,14 +29,17 @@ a warning and rewritten.
 
 The folder is bounded: `RecordCache.evict` removes the least recently used
 entries (a hit sets an entry's mtime to now) until the rest fit in a size
-limit (`--cache_max_mb`, default `DEFAULT_MAX_MB`); the command line calls
-it after each command that sweeps. Several hloprobe processes may share the
-folder: an entry that vanishes while it is read, refreshed or evicted is a
-miss, never an error, and a reader sees a whole entry or none.
+limit (`--cache_max_mb`, default `DEFAULT_MAX_MB`), and the `records/xx/`
+folders left empty; the command line calls it after each command that
+sweeps. Several hloprobe processes may share the folder: an entry that
+vanishes while it is read, refreshed or evicted is a miss, never an error,
+a reader sees a whole entry or none, and a writer whose folder another
+process's eviction removed makes it again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -76,6 +79,9 @@ _ENTRY = ".pkl"
 _TMP = ".tmp-"
 # A temporary file this old was left by a process that died mid-write.
 _STALE_TMP_S = 3600.0
+# How often `put` makes an entry's folder again when another process's
+# eviction removed it before the entry was written.
+_WRITE_TRIES = 3
 
 
 def default_cache_dir() -> str:
@@ -247,27 +253,38 @@ class RecordCache:
     return record
 
   def put(self, key: str, record) -> None:
-    """Stores `record` whole or not at all; a failed write only warns."""
+    """Stores `record` whole or not at all; a failed write only warns.
+
+    Another process's `evict` may remove the entry's folder between its
+    `makedirs` and the temporary file's creation (the folder is empty
+    then): the folder is made again, up to `_WRITE_TRIES` times.
+    """
     path = self._path(key)
+    write = lambda f: pickle.dump(record, f, protocol=pickle.HIGHEST_PROTOCOL)
+    for tries_left in reversed(range(_WRITE_TRIES)):
+      try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        textfile.write_whole(path, write, prefix=_TMP)
+        return
+      except FileNotFoundError as e:  # the folder was evicted meanwhile
+        if not tries_left:
+          logging.warning("hloprobe: cannot write cache entry %s: %s", path, e)
+      except OSError as e:  # a read-only or full disk costs speed only
+        logging.warning("hloprobe: cannot write cache entry %s: %s", path, e)
+        return
+
+  def _shards(self) -> list[str]:
+    """The `records/xx/` folders (none if records/ does not exist)."""
     try:
-      os.makedirs(os.path.dirname(path), exist_ok=True)
-      textfile.write_whole(
-        path,
-        lambda f: pickle.dump(record, f, protocol=pickle.HIGHEST_PROTOCOL),
-        prefix=_TMP,
-      )
-    except OSError as e:  # a read-only or full disk costs speed, not results
-      logging.warning("hloprobe: cannot write cache entry %s: %s", path, e)
+      return [d.path for d in os.scandir(self.records_dir) if d.is_dir()]
+    except FileNotFoundError:
+      return []
 
   def _scan(self) -> tuple[list[_Entry], list[str]]:
     """The entries, and temporary files left by writers that died."""
     entries, stale = [], []
     old_ns = time.time_ns() - int(_STALE_TMP_S * 1e9)
-    try:
-      shards = [d.path for d in os.scandir(self.records_dir) if d.is_dir()]
-    except FileNotFoundError:
-      return [], []
-    for shard in shards:
+    for shard in self._shards():
       try:
         files = list(os.scandir(shard))
       except FileNotFoundError:
@@ -283,6 +300,18 @@ class RecordCache:
           stale.append(f.path)
     return entries, stale
 
+  def holds_at_least(self, count: int) -> bool:
+    """Whether records/ holds `count` or more entries; cheap: it lists
+    folders until it has counted `count`, and stats no file."""
+    found = 0
+    for shard in self._shards():
+      if found >= count:
+        break
+      with contextlib.suppress(FileNotFoundError):  # evicted meanwhile
+        with os.scandir(shard) as files:
+          found += sum(f.name.endswith(_ENTRY) for f in files)
+    return found >= count
+
   def usage(self) -> CacheUsage:
     """How many records the folder holds and their size."""
     entries, _ = self._scan()
@@ -293,9 +322,13 @@ class RecordCache:
   def evict(self, max_bytes: int) -> CacheUsage:
     """Removes least recently used entries until the rest fit `max_bytes`.
 
-    Also removes temporary files a dead writer left (older than an hour).
-    An entry another process removed first is skipped; one that cannot be
-    removed (permissions) only warns.
+    Also removes temporary files a dead writer left (older than an hour),
+    then every `records/xx/` folder that is empty. An entry another
+    process removed first is skipped; one that cannot be removed
+    (permissions) only warns. A folder is removed with `os.rmdir`, which
+    fails, silently here, on a folder that is not empty (another process
+    wrote into it meanwhile); that process's `put` makes a folder removed
+    under it again.
 
     Args:
       max_bytes: the bound, in bytes (>= 0).
@@ -314,6 +347,9 @@ class RecordCache:
       total -= e.size_bytes
       if _remove(e.path):
         removed.append(e)
+    for shard in self._shards():
+      with contextlib.suppress(OSError):  # not empty, or gone already
+        os.rmdir(shard)
     return CacheUsage(
       self.records_dir, len(removed), sum(e.size_bytes for e in removed)
     )

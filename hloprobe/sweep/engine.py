@@ -103,7 +103,11 @@ def run_sweep(
   default device is set to it here: this process never allocates on an
   attached GPU, which the workers share). References and predictions are
   made once per case and shared by the baseline and every experiment: the
-  float64 reference does not depend on XLA_FLAGS, by design.
+  float64 reference does not depend on XLA_FLAGS, by design. A config
+  found in the cache needs no worker: a fully cached rerun starts none.
+  When some config cannot be a hit (no cache, or fewer records than
+  configs), the baseline's first worker starts before the inputs are
+  made, so that it imports jax meanwhile.
 
   `spec.jobs` worker processes run at once: each of the E flag sets
   (baseline and experiments) gets max(1, jobs // E) lanes, its configs
@@ -137,14 +141,11 @@ def run_sweep(
   if pool is None:
     with worker.WorkerPool(_worker_platforms(spec), _PRELOAD) as own:
       return run_sweep(spec, progress, on_result, own)
-  # The baseline's first worker imports jax while this process makes the
-  # cases' inputs (the first lane and target loading use it).
-  pool.start(BASELINE.flags_text, 0)
-  check_case_sizes(spec)
   tell = progress or (lambda _: None)
-  sweep = _Sweep(spec, pool)
+  sweep = _Sweep(spec, pool)  # inputs, sizes checked, cache lookups
   sweep.start_workers()  # they import jax while the targets load
-  sweep.broken = _load_targets(spec, pool)
+  if sweep.any_work:  # a fully cached rerun starts no worker
+    sweep.broken = _load_targets(spec, pool)
   results = []
   with (
     concurrent.futures.ThreadPoolExecutor(max(1, spec.jobs)) as lanes,
@@ -193,15 +194,39 @@ class _Sweep:
     self.configs = _configs(spec)
     self.stop = threading.Event()
     self.store = cache.RecordCache(spec.cache_dir) if spec.cache_dir else None
+    if self._surely_misses():
+      # The baseline's first worker imports jax while this process makes
+      # the cases' inputs (its first lane and target loading use it).
+      pool.start(BASELINE.flags_text, 0)
     self.setups = [
       CaseSetup(name, case, spec.batch_sizes)
       for name, case in zip(spec.case_names, spec.cases)
     ]
     self.watches = [timing.Stopwatch() for _ in self.configs]
+    check_case_sizes(spec, [self._inputs(i) for i in range(len(spec.cases))])
     self.keys = [self._key(c, w) for c, w in zip(self.configs, self.watches)]
     self.hits = [self._hit(k, w) for k, w in zip(self.keys, self.watches)]
+    self.any_work = any(hit is None for hit in self.hits)
     self.lanes = self._lanes()
     self.futures: dict[int, concurrent.futures.Future] = {}
+
+  def _surely_misses(self) -> bool:
+    """True when some config cannot be a cache hit, known before any input
+    is made: no cache, or fewer records in it than the sweep has distinct
+    configs (a cheap count; the lookups need each case's inputs)."""
+    if self.store is None:
+      return True
+    distinct = {
+      (c.experiment.flags_text, c.case, c.target.name, c.precision, c.n)
+      for c in self.configs
+    }
+    return not self.store.holds_at_least(len(distinct))
+
+  def _inputs(self, case: int) -> tuple | None:
+    """Case `case`'s full inputs (made once, `CaseSetup`), charged to the
+    stopwatch of its first config."""
+    first = next(i for i, c in enumerate(self.configs) if c.case == case)
+    return self.setups[case].inputs(self.watches[first])
 
   def _key(self, c: _Config, watch) -> str | None:
     """The config's cache key (see `cache.config_key`), or None."""

@@ -185,15 +185,19 @@ def _check_cases(pairs) -> None:
     seen[case.name] = name
 
 
-def check_case_sizes(spec: SweepSpec) -> None:
+def check_case_sizes(spec: SweepSpec, inputs: Sequence[tuple | None]) -> None:
   """A batch size larger than a case's rows is bad input, found up front.
+
+  Args:
+    spec: the sweep.
+    inputs: each of `spec.cases`' full-size inputs (`record_inputs`), in
+      order; the caller keeps them (a case's `make_inputs` runs once).
 
   Raises:
     InvalidArgumentError: names the case, its rows and the largest size.
   """
   largest = max(spec.batch_sizes)
-  for name, case in zip(spec.case_names, spec.cases):
-    full = record_inputs(name, case)
+  for name, case, full in zip(spec.case_names, spec.cases, inputs):
     if full is None:  # a sized case makes its inputs at each size
       continue
     rows = case.full_size(full)

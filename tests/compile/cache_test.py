@@ -6,11 +6,13 @@ import os
 import pickle
 import subprocess
 import sys
+from unittest import mock
 
 import testutil
 from absl.testing import absltest
 
 from hloprobe.compile import cache
+from hloprobe.ir import textfile
 
 _PAYLOAD = b"x" * 1000  # each entry: this pickled, a little over 1000 bytes
 
@@ -34,16 +36,28 @@ class EvictionTest(absltest.TestCase):
   def _kept(self) -> list[int]:
     return [i for i in range(10) if self.store.get(_key(i)) is not None]
 
+  def _folders(self) -> list[str]:
+    return sorted(os.listdir(self.store.records_dir))
+
   def test_usage_counts_every_entry(self):
     held = self.store.usage()
     self.assertEqual(held.entries, 10)
     self.assertEqual(held.size_bytes, 10 * self.entry_bytes)
+
+  def test_holds_at_least_counts_entries(self):
+    self.assertTrue(self.store.holds_at_least(10))
+    self.assertFalse(self.store.holds_at_least(11))
+    missing = cache.RecordCache(os.path.join(self.store.directory, "none"))
+    self.assertTrue(missing.holds_at_least(0))
+    self.assertFalse(missing.holds_at_least(1))
 
   def test_bound_holds_and_most_recent_survive(self):
     gone = self.store.evict(4 * self.entry_bytes + 10)
     self.assertEqual((gone.entries, gone.size_bytes), (6, 6 * self.entry_bytes))
     self.assertLessEqual(self.store.usage().size_bytes, 4 * self.entry_bytes)
     self.assertEqual(self._kept(), [6, 7, 8, 9])
+    # entry i is in folder records/0i/: the six emptied folders are gone
+    self.assertEqual(self._folders(), ["06", "07", "08", "09"])
 
   def test_a_hit_makes_an_entry_recent(self):
     self.assertEqual(self.store.get(_key(0)), (0, _PAYLOAD))  # the oldest
@@ -83,8 +97,26 @@ class EvictionTest(absltest.TestCase):
     self.assertEqual(self._kept(), [])
     self.assertFalse(os.path.exists(stale))
     self.assertTrue(os.path.exists(fresh))  # a writer may be using it
+    self.assertEqual(self._folders(), ["01"])  # the only one not empty
     self.store.put(_key(3), "again")  # the folder still takes entries
     self.assertEqual(self.store.get(_key(3)), "again")
+
+  def test_put_makes_a_folder_evicted_under_it_again(self):
+    self.store.clear()
+    self.assertEqual(self._folders(), [])
+    real, calls = textfile.write_whole, []
+
+    def evicted_first(path, write, prefix):
+      calls.append(path)
+      if len(calls) == 1:  # another process's eviction, after makedirs
+        self.store.evict(0)
+      real(path, write, prefix=prefix)
+
+    with mock.patch.object(textfile, "write_whole", evicted_first):
+      with self.assertNoLogs(level="WARNING"):
+        self.store.put(_key(4), "kept")
+    self.assertLen(calls, 2)
+    self.assertEqual(self.store.get(_key(4)), "kept")
 
   def test_missing_folder_is_empty(self):
     empty = cache.RecordCache(os.path.join(self.store.directory, "none"))
