@@ -50,7 +50,7 @@ SPECULATION_LIMIT = 64
 Key = tuple[int, tuple[str, ...], str]
 
 
-def needs_x64(algorithms: Sequence[str]) -> bool:
+def _needs_x64(algorithms: Sequence[str]) -> bool:
   """F64_F64_F64 sites need 64-bit types enabled while emulating."""
   return "F64_F64_F64" in algorithms
 
@@ -155,7 +155,7 @@ class EmulationCache:
     key = (n, algorithms, order)
     self._guessed.discard(key)
     if key not in self._outputs:
-      with _x64_if(needs_x64(algorithms)):
+      with _x64_if(_needs_x64(algorithms)):
         out = emulate.emulate_case(
           self._case.fn, self.args(n), algorithms, order=order
         )
@@ -231,7 +231,7 @@ class EmulationCache:
   def _make(self, keys: list[Key], scales_at: int | None) -> None:
     """Emulates `keys` and the scales: one compile per x64 mode."""
     for x64 in (False, True):
-      group = [k for k in keys if needs_x64(k[1]) == x64]
+      group = [k for k in keys if _needs_x64(k[1]) == x64]
       scales = None if x64 else scales_at
       if not group and scales is None:
         continue
