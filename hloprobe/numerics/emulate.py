@@ -204,9 +204,9 @@ def scale_recorder(fn: Callable, args: Sequence) -> tuple:
 
   Returns:
     (run, consts, count): `run(consts, leaves)` gives (first output leaf,
-    {site: (max, rms)} as jax scalars) for `fn` on arguments with
-    `args`' leaves; `consts` are the traced constants to pass it; `count`
-    is the number of sites (give `found` and it to `scales_of`).
+    {site: (max, rms)} as jax scalars) for `fn` on the leaves of arguments
+    like `args`; `consts` are the traced constants to pass it; `count` is
+    the number of sites. `scales_of(that dict, count)` gives the floats.
   """
   closed, _ = trace(fn, args)
   plan, sites = plan_sites(closed.jaxpr)
