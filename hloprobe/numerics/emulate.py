@@ -61,6 +61,8 @@ __all__ = [
   "make_emulator",
   "order_spread",
   "emulate_with_scales",
+  "scale_recorder",
+  "scales_of",
 ]
 
 
@@ -196,6 +198,36 @@ class _ScaleRecorder(_Evaluator):
     return super()._dot(eqn, ins, site)
 
 
+def scale_recorder(fn: Callable, args: Sequence) -> tuple:
+  """The traced parts of `emulate_with_scales`, for a caller that runs
+  them inside a bigger jit (the predictor's shared compile).
+
+  Returns:
+    (run, consts, count): `run(consts, leaves)` gives (first output leaf,
+    {site: (max, rms)} as jax scalars) for `fn` on the leaves of arguments
+    like `args`; `consts` are the traced constants to pass it; `count` is
+    the number of sites. `scales_of(that dict, count)` gives the floats.
+  """
+  closed, _ = trace(fn, args)
+  plan, sites = plan_sites(closed.jaxpr)
+
+  def run(consts, leaves):
+    recorder = _ScaleRecorder(len(sites))
+    outs = recorder.run(closed.jaxpr, plan, consts, leaves)
+    return outs[0], recorder.scales
+
+  return run, tuple(closed.consts), len(sites)
+
+
+def scales_of(found: dict, count: int) -> tuple:
+  """`scale_recorder`'s {site: (max, rms)} as one (max, rms) pair of
+  floats or None per site, in site order."""
+  return tuple(
+    (float(found[i][0]), float(found[i][1])) if i in found else None
+    for i in range(count)
+  )
+
+
 def emulate_with_scales(fn: Callable, args: Sequence) -> tuple:
   """`fn(*args)` with every site at F32 ("xla" order), and each site's scale.
 
@@ -207,22 +239,9 @@ def emulate_with_scales(fn: Callable, args: Sequence) -> tuple:
     (first output leaf as numpy, one `(max, rms)` pair of floats or None per
     site, in site order).
   """
-  closed, _ = trace(fn, args)
-  plan, sites = plan_sites(closed.jaxpr)
-
-  def run(consts, leaves):
-    recorder = _ScaleRecorder(len(sites))
-    outs = recorder.run(closed.jaxpr, plan, consts, leaves)
-    return outs[0], recorder.scales
-
-  out, found = jax.jit(run)(
-    tuple(closed.consts), jax.tree_util.tree_leaves(args)
-  )
-  scales = tuple(
-    (float(found[i][0]), float(found[i][1])) if i in found else None
-    for i in range(len(sites))
-  )
-  return np.asarray(out), scales
+  run, consts, count = scale_recorder(fn, args)
+  out, found = jax.jit(run)(consts, jax.tree_util.tree_leaves(args))
+  return np.asarray(out), scales_of(found, count)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,22 +10,27 @@ candidate assignment that best matches an observed run, and a verdict.
 
 Emulations are cached per (batch size, site algorithms, order), so configs
 that share an assignment (most precisions on most targets compute F32) cost
-one emulation. A `Predictor` holds that cache for one case; it is made per
-sweep, not kept globally.
+one emulation, and what one config needs is made in one compile, with a
+bounded guess at the next sizes (`emulation_cache`). A `Predictor` holds
+that cache for one case; it is made per sweep, not kept globally.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 
-import jax
 import numpy as np
 
-from hloprobe.compile import compat, timing
+from hloprobe.compile import timing
 from hloprobe.compile.cases import Case
 from hloprobe.errors import HloprobeError
-from hloprobe.numerics import accuracy, emulate, reference, site_notes
+from hloprobe.numerics import (
+  accuracy,
+  emulate,
+  emulation_cache,
+  reference,
+  site_notes,
+)
 from hloprobe.numerics.site_notes import F32
 from hloprobe.sites.dot_sites import Fate, SiteFate
 
@@ -116,6 +121,9 @@ class Predictor:
     case: the case.
     full_inputs: its `full_inputs()` (None for a sized case).
     references: its float64 references (`reference.References`).
+    sizes: the sweep's batch sizes in the order it visits them, for the
+      cache's guess at the next sizes (`emulation_cache`); () for none. The
+      predictions are the same either way.
   """
 
   def __init__(
@@ -123,25 +131,14 @@ class Predictor:
     case: Case,
     full_inputs: tuple | None,
     references: reference.References,
+    sizes: tuple[int, ...] = (),
   ):
-    self._case, self._full, self._refs = case, full_inputs, references
-    self._outputs: dict[tuple, tuple[np.ndarray, ...]] = {}
-    self._scales: tuple | None = None
-    self._counts: dict[int, int] = {}
-
-  def _args(self, n: int) -> tuple:
-    return self._case.inputs_for(self._full, n)
+    self._refs = references
+    self._cache = emulation_cache.EmulationCache(case, full_inputs, sizes)
 
   def _emulate(self, n: int, algorithms: tuple[str, ...]) -> tuple:
     """Every output leaf at size n in XLA's own summation order (cached)."""
-    key = (n, algorithms, "xla")
-    if key not in self._outputs:
-      with _x64_if_needed(algorithms):
-        out = emulate.emulate_case(self._case.fn, self._args(n), algorithms)
-      self._outputs[key] = tuple(
-        np.asarray(x) for x in jax.tree_util.tree_leaves(out)
-      )
-    return self._outputs[key]
+    return self._cache.get(n, algorithms)
 
   def _site_scales(self) -> tuple:
     """Each site's (max, rms) of |A||B| over the largest size (cached).
@@ -149,23 +146,16 @@ class Predictor:
     Measured once: the max over the largest batch bounds the max over any
     smaller one, so the worst-case bands stay bounds.
     """
-    if self._scales is None:
-      args = self._args(self._refs.largest)
-      _, self._scales = emulate.emulate_with_scales(self._case.fn, args)
-    return self._scales
+    return self._cache.scales(self._refs.largest)
+
+  def _fixed_size(self, n: int) -> int:
+    """The size the fixed orders are emulated at for size n."""
+    return self._refs.largest if self._refs.independent else n
 
   def _fixed_orders(self, n: int, algorithms: tuple[str, ...]) -> dict:
     """Order name -> output leaves at size n, in the fixed orders (cached)."""
-    size = self._refs.largest if self._refs.independent else n
-    key = (size, algorithms, _FIXED_ORDERS[0])
-    if key not in self._outputs:
-      with _x64_if_needed(algorithms):
-        spread = emulate.order_spread(
-          self._case.fn, self._args(size), algorithms, orders=_FIXED_ORDERS
-        )
-      for order, leaves in spread.leaves.items():
-        self._outputs[(size, algorithms, order)] = leaves
-    found = {o: self._outputs[(size, algorithms, o)] for o in _FIXED_ORDERS}
+    size = self._fixed_size(n)
+    found = {o: self._cache.get(size, algorithms, o) for o in _FIXED_ORDERS}
     if size != n:
       found = {o: self._refs.sliced(x, n) for o, x in found.items()}
     return found
@@ -231,17 +221,14 @@ class Predictor:
     """
     stage = watch.stage if watch is not None else timing.null_stage
     with stage("emulation"):
-      if n not in self._counts:  # one trace per batch size, not per config
-        self._counts[n] = emulate.count_sites(self._case.fn, self._args(n))
-      count = self._counts[n]
+      count = self._cache.count(n)  # one trace per batch size
       if count != len(fates):
         raise HloprobeError(
           f"the emulator finds {count} dot sites, the StableHLO "
           f"{len(fates)}; cannot pair them"
         )
       chosen, note = _chosen_algorithms(fates)
-      # What this config will most likely ask for, emulated together.
-      self._prefetch(n, [(F32,) * count, chosen, *_share_assignments(chosen)])
+      self._prefetch(n, chosen)
     with stage("noise floor"):
       noise = self._spread(n, (F32,) * count)
       spread = noise if chosen == (F32,) * count else self._spread(n, chosen)
@@ -303,24 +290,26 @@ class Predictor:
       output_dtype=self._refs.dtypes[leaf],
     )
 
-  def _prefetch(self, n: int, assignments) -> None:
-    """Emulates the missing assignments at size n in one compile (cached).
+  def _prefetch(self, n: int, chosen: tuple[str, ...]) -> None:
+    """Emulates what this config will most likely ask for in one compile
+    (`EmulationCache.fetch`): F32, `chosen` and the per-site share
+    assignments at n, both noise floors' fixed orders, and the site
+    scales; each output is bit for bit the one a separate emulation gives.
 
-    XLA's CPU compile costs about as much per module as per dot, so k
-    assignments compile several times faster together (`emulate_many`);
-    each output is bit for bit the one `_emulate` would give.
+    A config with a non-F32 site also has these assignments guessed at the
+    sweep's next sizes. An all-F32 one has not: its F32 output at another
+    size is cheaper made along with that size's other assignments, whose
+    shared ops (an F32 prefix) XLA's CSE then compiles once.
     """
-    missing = sorted(
-      {a for a in assignments if (n, a, "xla") not in self._outputs}
+    f32 = (F32,) * len(chosen)
+    wanted = [f32, chosen, *_share_assignments(chosen)]
+    size = self._fixed_size(n)
+    self._cache.fetch(
+      [(n, a, "xla") for a in wanted]
+      + [(size, a, o) for a in (f32, chosen) for o in _FIXED_ORDERS],
+      scales_at=self._refs.largest,
+      ahead_of=None if chosen == f32 else n,
     )
-    for x64 in (False, True):  # F64 sites need x64 on while tracing
-      group = [a for a in missing if ("F64_F64_F64" in a) == x64]
-      if not group:
-        continue
-      with _x64_if_needed(group[0]):
-        outs = emulate.emulate_many(self._case.fn, self._args(n), group)
-      for a, leaves in zip(group, outs):
-        self._outputs[(n, a, "xla")] = leaves
 
   def _shares(
     self, n: int, chosen: tuple[str, ...], leaf: int
@@ -393,12 +382,6 @@ def _share_assignments(chosen: tuple[str, ...]) -> list[tuple[str, ...]]:
   return [
     a for _, alone, without in _share_pairs(chosen) for a in (alone, without)
   ]
-
-
-def _x64_if_needed(algorithms: tuple[str, ...]):
-  """F64_F64_F64 sites need 64-bit types enabled while emulating."""
-  x64 = "F64_F64_F64" in algorithms
-  return compat.enable_x64() if x64 else contextlib.nullcontext()
 
 
 def _chosen_algorithms(fates) -> tuple[tuple[str, ...], str | None]:

@@ -97,12 +97,16 @@ def _references(case, full, sizes):
     return None, None, f"no float64 reference: {first_line(e)}"
 
 
-def _predictor(case, full, references, why: str | None):
-  """(a case's predictor, None), or (None, why it cannot be made)."""
+def _predictor(case, full, references, sizes, why: str | None):
+  """(a case's predictor, None), or (None, why it cannot be made).
+
+  The predictor is told the sweep's sizes in order, so one compile can
+  emulate a config's assignments at the sizes after it (`emulation_cache`).
+  """
   if references is None:
     return None, why
   try:
-    return predict.Predictor(case, full, references), None
+    return predict.Predictor(case, full, references, sizes), None
   except Exception as e:
     return None, f"no predictor: {first_line(e)}"
 
@@ -210,7 +214,9 @@ class CaseSetup:
       full = self.inputs(watch)
       with watch.stage("reference"):
         references, lie, why = _references(self.case, full, self.sizes)
-        predictor, why = _predictor(self.case, full, references, why)
+        predictor, why = _predictor(
+          self.case, full, references, self.sizes, why
+        )
       self._made = references, lie, predictor, why
 
   def finish(self, work: CompiledConfig, watch) -> ConfigResult:

@@ -1,0 +1,242 @@
+"""A case's emulated outputs for the predictor, made in few jit compiles.
+
+In a sweep the main process emulates while a worker compiles the next
+configs, and on a small machine both want the same cores. The predictor's
+cost is XLA's CPU compile of its emulators (`emulate`), which is mostly a
+cost per op plus one per module, and inside one module XLA's CSE pass
+merges the ops that several assignments at one size share. So
+`EmulationCache.fetch` makes everything one config needs in one jit
+compile (one per x64 mode): its assignments in XLA's own ("xla") summation
+order, the fixed-order ones of its noise floor, the per-site scales the
+first time, and, where told the sweep's sizes, a guess: the same
+"xla"-order assignments at the sizes the sweep visits after this one, which
+the next configs of the same target and precision usually ask for (their
+algorithms rarely change with the batch size).
+
+Why it is exact: each emulator is its own ops on its own size's arguments,
+and several emulators in one module is what `emulate.emulate_many` and
+`emulate.order_spread` already do (bit for bit the outputs of one
+emulation alone, emulate_many_test and emulation_cache_test); the summation
+orders, the compile options and the arguments are those of one emulation
+alone. A guess only decides when an output is made, never what it is.
+
+Wasted work is bounded: at most `SPECULATION_LIMIT` guessed emulations
+that nobody has asked for yet are held at a time, so a case whose
+algorithms change with the batch size wastes at most that many over a
+sweep; a guess that fails to emulate (e.g. a size the case cannot trace)
+turns guessing off and makes only what was asked for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Sequence
+
+import jax
+import numpy as np
+
+from hloprobe.compile import compat
+from hloprobe.compile.cases import Case
+from hloprobe.numerics import emulate
+
+__all__ = ["SPECULATION_LIMIT", "EmulationCache", "emulate_together"]
+
+# Most guessed emulations (one size and site assignment each, "xla" order)
+# held unasked at once: about eight sizes of a four-site config's eight
+# assignments (F32, chosen and the per-site shares).
+SPECULATION_LIMIT = 64
+
+# (batch size, site algorithms, summation order) of one emulation.
+Key = tuple[int, tuple[str, ...], str]
+
+
+def _needs_x64(algorithms: Sequence[str]) -> bool:
+  """F64_F64_F64 sites need 64-bit types enabled while emulating."""
+  return "F64_F64_F64" in algorithms
+
+
+def emulate_together(
+  fn: Callable,
+  keys: Sequence[Key],
+  args_at: Callable[[int], tuple],
+  scales_at: int | None = None,
+) -> tuple[list[tuple[np.ndarray, ...]], tuple | None]:
+  """Every emulation in `keys`, and the site scales, in one jit compile.
+
+  Each size's arguments are passed once and shared by the emulators of that
+  size (so XLA's CSE merges what their assignments share), as in
+  `emulate.emulate_many`; the scales are `emulate.emulate_with_scales`'s.
+  F64_F64_F64 keys need the call inside `compat.enable_x64()`.
+
+  Args:
+    fn: the case's function.
+    keys: (size, one algorithm per site, order) of each emulation.
+    args_at: the case's arguments at a size.
+    scales_at: the size to measure the site scales at, or None.
+
+  Returns:
+    (per key, its output leaves as numpy arrays; the scales, one (max, rms)
+    pair or None per site, or None without `scales_at`).
+
+  Raises:
+    EmulationError, InvalidArgumentError: as `emulate.make_emulator`.
+  """
+  extra = [] if scales_at is None else [scales_at]
+  sizes = list(dict.fromkeys([k[0] for k in keys] + extra))
+  where = {n: i for i, n in enumerate(sizes)}
+  sets = [args_at(n) for n in sizes]
+  emulators = [
+    (emulate.make_emulator(fn, sets[where[n]], a, order=o), where[n])
+    for n, a, o in keys
+  ]
+  record, consts, count = None, None, 0
+  if scales_at is not None:
+    record, consts, count = emulate.scale_recorder(fn, sets[where[scales_at]])
+
+  def every(arg_sets, scale_consts):
+    outs = [
+      tuple(jax.tree_util.tree_leaves(e(*arg_sets[i]))) for e, i in emulators
+    ]
+    if record is None:
+      return outs, None
+    leaves = jax.tree_util.tree_leaves(arg_sets[where[scales_at]])
+    return outs, record(scale_consts, leaves)[1]
+
+  outs, found = jax.jit(every)(sets, consts)
+  leaves = [tuple(np.asarray(x) for x in xs) for xs in outs]
+  return leaves, None if record is None else emulate.scales_of(found, count)
+
+
+def _x64_if(x64: bool):
+  return compat.enable_x64() if x64 else contextlib.nullcontext()
+
+
+class EmulationCache:
+  """A case's emulated output leaves by (size, site algorithms, order).
+
+  Made per sweep by the predictor, not kept globally.
+
+  Args:
+    case: the case.
+    full: its `full_inputs()` (None for a sized case).
+    sizes: the sweep's batch sizes in the order it visits them; () for no
+      guessing.
+    limit: most guessed emulations held unasked (`SPECULATION_LIMIT`).
+  """
+
+  def __init__(
+    self,
+    case: Case,
+    full: tuple | None,
+    sizes: Sequence[int] = (),
+    limit: int = SPECULATION_LIMIT,
+  ):
+    self._case, self._full, self._limit = case, full, limit
+    self._sizes = tuple(dict.fromkeys(sizes))
+    self._outputs: dict[Key, tuple[np.ndarray, ...]] = {}
+    self._counts: dict[int, int] = {}
+    self._scales: tuple | None = None
+    self._guessed: set[Key] = set()  # made on a guess, not yet asked for
+    self._guessing = bool(self._sizes)
+
+  def args(self, n: int) -> tuple:
+    """The case's arguments at size n."""
+    return self._case.inputs_for(self._full, n)
+
+  def count(self, n: int) -> int:
+    """The emulator's dot sites at size n (one trace per size)."""
+    if n not in self._counts:
+      self._counts[n] = emulate.count_sites(self._case.fn, self.args(n))
+    return self._counts[n]
+
+  def get(self, n: int, algorithms: tuple[str, ...], order="xla") -> tuple:
+    """Every output leaf at size n (numpy); one not yet made is made
+    alone, by `emulate.emulate_case`."""
+    key = (n, algorithms, order)
+    self._guessed.discard(key)
+    if key not in self._outputs:
+      with _x64_if(_needs_x64(algorithms)):
+        out = emulate.emulate_case(
+          self._case.fn, self.args(n), algorithms, order=order
+        )
+      self._outputs[key] = tuple(
+        np.asarray(x) for x in jax.tree_util.tree_leaves(out)
+      )
+    return self._outputs[key]
+
+  def scales(self, n: int) -> tuple:
+    """Each site's (max, rms) of |A||B| at size n, measured once (the first
+    size asked for; the predictor always asks for its largest)."""
+    if self._scales is None:
+      self.fetch((), scales_at=n)
+    return self._scales
+
+  @property
+  def guessed(self) -> int:
+    """How many guessed emulations nobody has asked for (yet)."""
+    return len(self._guessed)
+
+  def fetch(
+    self,
+    keys: Iterable[Key],
+    scales_at: int | None = None,
+    ahead_of: int | None = None,
+  ) -> None:
+    """Makes the missing `keys` (and the scales, once) in one compile.
+
+    With `ahead_of=n`, the "xla"-order keys at size n are also guessed at
+    the sweep's sizes after n (see the module docstring); a guess is made
+    only along with something asked for, never alone.
+    """
+    keys = list(dict.fromkeys(keys))
+    self._guessed.difference_update(keys)
+    missing = [k for k in keys if k not in self._outputs]
+    scales_at = scales_at if self._scales is None else None
+    if not missing and scales_at is None:
+      return
+    guesses = [] if ahead_of is None else self._guesses(ahead_of, keys)
+    try:
+      self._make(missing + guesses, scales_at)
+    except Exception:
+      if not guesses:
+        raise
+      self._guessing = False  # a guess failed: make what was asked for
+      self._make(missing, scales_at)
+      return
+    self._guessed.update(guesses)
+
+  def _guesses(self, n: int, keys: list[Key]) -> list[Key]:
+    """The "xla"-order assignments of `keys` at size n, at the sweep's
+    sizes after n with as many sites, while the limit allows whole sizes."""
+    if not self._guessing or n not in self._sizes:
+      return []
+    wanted = [a for size, a, order in keys if size == n and order == "xla"]
+    room = self._limit - len(self._guessed)
+    found: list[Key] = []
+    for m in self._sizes[self._sizes.index(n) + 1 :]:
+      new = [
+        (m, a, "xla") for a in wanted if (m, a, "xla") not in self._outputs
+      ]
+      if len(found) + len(new) > room or not self._same_count(m, n):
+        break
+      found += new
+    return found
+
+  def _same_count(self, m: int, n: int) -> bool:
+    try:
+      return self.count(m) == self.count(n)
+    except Exception:  # a size the case cannot trace: no guess there
+      return False
+
+  def _make(self, keys: list[Key], scales_at: int | None) -> None:
+    """Emulates `keys` and the scales: one compile per x64 mode."""
+    for x64 in (False, True):
+      group = [k for k in keys if _needs_x64(k[1]) == x64]
+      scales = None if x64 else scales_at
+      if not group and scales is None:
+        continue
+      with _x64_if(x64):
+        outs, found = emulate_together(self._case.fn, group, self.args, scales)
+      self._outputs.update(zip(group, outs))
+      if found is not None:
+        self._scales = found

@@ -1,0 +1,98 @@
+"""emulation_cache: one compile per config, guesses at the next sizes.
+
+A guess only changes when an emulation is made, never its bits: each
+guessed output equals the emulation of that size alone, and a sweep's
+predictions equal those of a predictor that guesses nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from absl.testing import absltest
+
+from hloprobe import sweep
+from hloprobe.compile import cases
+from hloprobe.numerics import emulate, emulation_cache, predict, reference
+
+# Compiles with XLA (`make test-fast` skips it).
+pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
+
+_T, _F = "TF32_TF32_F32", "F32_F32_F32"
+_TF32_FIRST = (_T, _F, _F, _F)
+_F32 = (_F,) * 4
+
+
+class GuessTest(absltest.TestCase):
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.case = cases.get_case("seed_mlp")
+    cls.full = cls.case.make_inputs()
+
+  def _cache(self, limit=emulation_cache.SPECULATION_LIMIT):
+    return emulation_cache.EmulationCache(
+      self.case, self.full, (2, 3, 4), limit
+    )
+
+  def test_guessed_sizes_have_the_bits_of_one_emulation_alone(self):
+    cache = self._cache()
+    asked = [(2, a, "xla") for a in (_TF32_FIRST, _F32)]
+    cache.fetch(asked, ahead_of=2)
+    self.assertEqual(cache.guessed, 4)  # 2 assignments at sizes 3 and 4
+    for n in (2, 3, 4):
+      for a in (_TF32_FIRST, _F32):
+        alone = emulate.emulate_case(
+          self.case.fn, self.case.inputs_for(self.full, n), a
+        )
+        (leaf,) = cache.get(n, a)
+        np.testing.assert_array_equal(leaf, alone, err_msg=f"{n} {a}")
+    self.assertEqual(cache.guessed, 0)  # every guess was asked for
+    # and the assignments differ, so the check can fail
+    self.assertFalse(
+      np.array_equal(cache.get(4, _F32)[0], cache.get(4, _TF32_FIRST)[0])
+    )
+
+  def test_limit_bounds_the_guesses_held(self):
+    cache = self._cache(limit=3)
+    asked = [(2, a, "xla") for a in (_TF32_FIRST, _F32)]
+    cache.fetch(asked, ahead_of=2)
+    self.assertEqual(cache.guessed, 2)  # size 3 fits the limit, 4 does not
+    # a config at size 3 asking for two others: no room at size 4
+    others = [(_F, _T, _F, _F), (_F, _F, _T, _F)]
+    cache.fetch([(3, a, "xla") for a in others], ahead_of=3)
+    self.assertEqual(cache.guessed, 2)
+
+  def test_no_sizes_no_guess(self):
+    cache = emulation_cache.EmulationCache(self.case, self.full)
+    cache.fetch([(2, _F32, "xla")], ahead_of=2)
+    self.assertEqual(cache.guessed, 0)
+
+
+class SweepGuessTest(absltest.TestCase):
+  def test_sweep_predictions_equal_one_size_alone(self):
+    # The sweep's predictor guesses at sizes 2 and 3 from size 1 and 2 (on
+    # an A100 under bfloat16 sizes >= 2 have TF32 sites); a predictor
+    # that guesses nothing, given one config alone, predicts the same.
+    sizes = (1, 2, 3)
+    spec = sweep.SweepSpec(("seed_mlp",), sizes, ("bfloat16",), ("a100",))
+    results = sweep.run_sweep(spec)
+    case = cases.get_case("seed_mlp")
+    full = case.full_inputs()
+    refs = reference.References(case, full, sizes)
+    self.assertIn("TF32_TF32_F32", results[-1].prediction.site_algorithms)
+    for r in results:
+      alone = predict.Predictor(case, full, refs).predict(
+        r.config.n, r.compilation.fates, None
+      )
+      np.testing.assert_equal(
+        dataclasses.asdict(alone),
+        dataclasses.asdict(r.prediction),
+        err_msg=str(r.config.n),
+      )
+
+
+if __name__ == "__main__":
+  absltest.main()
