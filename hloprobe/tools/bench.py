@@ -12,6 +12,8 @@ traces or compiles; timed from after imports unless said; the best of
   sweep / plain loop, a100  the same 27 configs for the compile-only A100
                             against a loop that only lowers and compiles
                             them for it (`_PLAIN_A100`). Goal <= 1.2.
+                            Both sweeps use the command line's default
+                            --jobs (the number of cores).
   emulator / CPU run        the emulator (every seed dot site at
                             TF32_TF32_F32, compile excluded) against one
                             CPU run of the case, n = 4096, best of 20
@@ -117,7 +119,9 @@ from hloprobe.ir import precisions
 """
   + _START.replace("{", "{{").replace("}", "}}")
   + """
-spec = sweep.SweepSpec(({case!r},), {sizes}, {precisions}, ("{target}",))
+spec = sweep.SweepSpec(
+  ({case!r},), {sizes}, {precisions}, ("{target}",), jobs={jobs}
+)
 results = sweep.run_sweep(spec)
 assert all(r.ok for r in results), [r.failure for r in results if not r.ok]
 """
@@ -176,9 +180,16 @@ def _time(script: str) -> Clock:
 
 
 def _sweep(
-  target="cpu", sizes=tuple(range(1, 10)), precisions=None, case="seed_mlp"
+  target="cpu",
+  sizes=tuple(range(1, 10)),
+  precisions=None,
+  case="seed_mlp",
+  jobs=os.cpu_count() or 1,
 ) -> str:
+  """The `run_sweep` timing script; `jobs` defaults to the command line's
+  default (`--jobs`: the number of cores)."""
   return _SWEEP.format(
+    jobs=jobs,
     case=case,
     target=target,
     sizes=repr(tuple(sizes)),
