@@ -139,9 +139,9 @@ def blas_algorithm(
     )
   return TF32, (
     f"{where}: TF32 allowed, not required, for DEFAULT/HIGH "
-    "(IsTf32Allowed): the kernel cuBLAS picks decides, so the site runs "
-    "TF32_TF32_F32 or F32_F32_F32; predicted as TF32_TF32_F32, the upper "
-    "bound (a real H200, jaxlib 0.11.2, kept a K = 2 gemm in f32)"
+    "(IsTf32Allowed); the kernel cuBLAS picks decides, so the site runs "
+    "TF32_TF32_F32 or F32_F32_F32, predicted at TF32_TF32_F32, the upper "
+    "bound"
   )
 
 
