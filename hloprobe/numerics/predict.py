@@ -18,6 +18,7 @@ that cache for one case; it is made per sweep, not kept globally.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import numpy as np
 
@@ -33,11 +34,15 @@ from hloprobe.numerics import (
 )
 from hloprobe.numerics.site_notes import F32
 from hloprobe.sites.dot_sites import Fate, SiteFate
+from hloprobe.sites.effective import TF32, tf32_optional
 
 __all__ = ["Prediction", "Predictor", "SiteShare"]
 
 # Fates whose arithmetic no candidate changes: the strength-reduced ones.
 _FIXED_FATES = (Fate.MULTIPLY, Fate.MULTIPLY_REDUCE, Fate.GONE)
+# TF32-optional cuBLAS sites (`effective.tf32_optional`) up to which every
+# TF32/F32 assignment of them is a candidate: 2^4 = 16 emulations at most.
+_OPTIONAL_CAP = 4
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -77,10 +82,15 @@ class Prediction:
     bands: the analytic band of each site (None where not measurable), from
       operand magnitudes over the largest batch swept.
     best_candidate: for an observed run, the candidate assignment whose
-      emulated row 0 is nearest, e.g. "TF32_TF32_F32 at sites [0, 1, 2]"
-      or "F32_F32_F32"; None without an observation.
+      emulated row 0 is nearest, e.g. "TF32_TF32_F32 at sites [1, 2]"
+      (cuBLAS kept site 0 in f32) or "F32_F32_F32"; None without an
+      observation. See `Predictor._best_candidate`.
     verdict: see `accuracy.verdict`, for `leaf`, with `site_notes.annotate`'s
-      notes.
+      notes. Where TF32 is allowed, not required (cuBLAS sites,
+      `effective.tf32_optional`), a run is explained by any assignment of
+      TF32 or F32 to those sites that it sits within `tolerance_abs` of;
+      the verdict names that assignment and the sites kept in f32.
+      Without a run, the note says row 0 assumes TF32 there (ambiguous).
     note: why something is missing (e.g. unknown algorithms taken as F32).
     leaf: the output leaf the numbers above are for (`accuracy.headline_leaf`:
       a batched one where there is one; among several, the one furthest
@@ -255,16 +265,6 @@ class Predictor:
       self._refs.dtypes,
       [accuracy.noise_multiple(j, f) for j, f in zip(judged, noise)],
     )
-    # Site notes go on the headline leaf's verdict only: which sites feed
-    # which leaf is not known here, so another leaf's verdict stays its own.
-    verdicts[leaf] = site_notes.annotate(
-      verdicts[leaf],
-      fates,
-      chosen,
-      self._refs.dtypes[leaf],
-      accuracy.within_noise(stats[leaf], noise[leaf]),
-    )
-    verdicts = tuple(verdicts)
     with stage("attribution"):
       shares = ()
       if not accuracy.within_noise(judged[leaf], noise[leaf]):
@@ -273,6 +273,16 @@ class Predictor:
       best = self._best_candidate(
         n, fates, chosen, observed and observed[leaf], tolerance[leaf], leaf
       )
+      verdicts[leaf] = self._headline_verdict(
+        n,
+        fates,
+        chosen,
+        best,
+        observed and observed[leaf],
+        (verdicts[leaf], noise[leaf], tolerance[leaf]),
+        leaf,
+      )
+    verdicts = tuple(verdicts)
     top = max(shares, key=lambda s: s.alone_abs).site if shares else None
     return Prediction(
       site_algorithms=chosen,
@@ -282,7 +292,7 @@ class Predictor:
       shares=shares,
       top_site=top,
       bands=bands,
-      best_candidate=best,
+      best_candidate=None if best is None else _describe(best),
       verdict=verdicts[leaf],
       note=note,
       leaf=self._refs.names[leaf],
@@ -343,26 +353,112 @@ class Predictor:
 
   def _best_candidate(
     self, n, fates, chosen, observed, tolerance, leaf
-  ) -> str | None:
-    """The assignment whose row 0 is nearest the observed one.
+  ) -> tuple[str, ...] | None:
+    """The assignment whose row 0 is nearest the observed one; None
+    without an observation.
 
     Where the observation sits within tolerance of the chosen assignment,
-    that one is taken without emulating the others.
+    that one is taken without emulating the others. Else the candidates,
+    nearest first and ties to the earlier: the assignments the cuBLAS rule
+    allows (`_allowed_assignments`: each TF32-optional site at TF32 or
+    F32, fewest in f32 first), every site at F32, and every site XLA did
+    not strength-reduce at TF32_TF32_F32, then at BF16_BF16_F32.
     """
     if observed is None:
       return None
     if abs(self._row0(n, chosen, leaf) - observed.row0) <= tolerance:
-      return accuracy.describe_algorithms(chosen) or F32
-    candidates = {chosen, (F32,) * len(chosen)}
-    for alg in ("TF32_TF32_F32", "BF16_BF16_F32"):
-      candidates.add(
+      return chosen
+    candidates = _allowed_assignments(chosen, _optional_sites(fates, chosen))
+    candidates.append((F32,) * len(chosen))
+    for alg in (TF32, "BF16_BF16_F32"):
+      candidates.append(
         tuple(F32 if f.fate in _FIXED_FATES else alg for f in fates)
       )
-    best = min(
-      sorted(candidates),
-      key=lambda c: abs(self._row0(n, c, leaf) - observed.row0),
+    candidates = list(dict.fromkeys(candidates))
+    self._prefetch(n, candidates)
+    return min(
+      candidates, key=lambda c: abs(self._row0(n, c, leaf) - observed.row0)
     )
-    return accuracy.describe_algorithms(best) or F32
+
+  def _headline_verdict(
+    self, n, fates, chosen, best, observed, judged, leaf
+  ) -> str:
+    """The headline leaf's verdict with its site notes.
+
+    `judged` is (`accuracy.verdict` at the chosen assignment, the f32
+    noise floor, the tolerance), all of leaf `leaf`; `observed` its
+    observed errors or None. Where the best candidate is another
+    assignment the cuBLAS rule allows (`_allowed_assignments`) and the
+    observation sits within tolerance of it, the run is judged against
+    that one, and the notes say which sites cuBLAS kept in f32. Notes go
+    on the headline leaf only: which sites feed which leaf is not known
+    here.
+    """
+    verdict, noise, tolerance = judged
+    emulated, dtype = chosen, self._refs.dtypes[leaf]
+    if (
+      best is not None
+      and best != chosen
+      and _is_allowed(best, chosen, _optional_sites(fates, chosen))
+      and abs(self._row0(n, best, leaf) - observed.row0) <= tolerance
+    ):
+      emulated = best
+    stats = self._leaf_stats(n, emulated)[leaf]
+    if emulated != chosen and verdict == "unexplained":
+      verdict = accuracy.verdict(
+        observed, stats, noise, tolerance, emulated, dtype
+      )
+    return site_notes.annotate(
+      verdict,
+      fates,
+      emulated,
+      dtype,
+      accuracy.within_noise(stats, noise),
+      observed=observed is not None,
+    )
+
+
+def _describe(assignment: tuple[str, ...]) -> str:
+  """`TF32_TF32_F32 at sites [1, 2]`, or F32_F32_F32 when every site is."""
+  return accuracy.describe_algorithms(assignment) or F32
+
+
+def _optional_sites(fates, chosen: tuple[str, ...]) -> tuple[int, ...]:
+  """The sites emulated at TF32 where TF32 is allowed, not required."""
+  return tuple(
+    i for i, f in enumerate(fates) if tf32_optional(f) and chosen[i] == TF32
+  )
+
+
+def _is_allowed(assignment, chosen, optional) -> bool:
+  """Whether `assignment` is `chosen` with some `optional` sites at F32."""
+  return all(
+    a == c or (i in optional and a == F32)
+    for i, (a, c) in enumerate(zip(assignment, chosen))
+  )
+
+
+def _allowed_assignments(
+  chosen: tuple[str, ...], optional: tuple[int, ...]
+) -> list[tuple[str, ...]]:
+  """`chosen` with each subset of the `optional` sites at F32, the empty
+  subset (`chosen` itself) first, then by size.
+
+  Every subset up to `_OPTIONAL_CAP` optional sites (2^4 = 16
+  assignments); beyond it (2^k would be too many emulations) only the
+  subsets of at most one site, and of all but at most one, so 2k + 2
+  assignments: a run that keeps another mix of them in f32 may then find
+  no match and stay "unexplained".
+  """
+  k = len(optional)
+  sizes = range(k + 1)
+  if k > _OPTIONAL_CAP:
+    sizes = sorted({0, 1, k - 1, k})
+  return [
+    tuple(F32 if i in kept else a for i, a in enumerate(chosen))
+    for size in sizes
+    for kept in itertools.combinations(optional, size)
+  ]
 
 
 def _share_pairs(chosen: tuple[str, ...]):

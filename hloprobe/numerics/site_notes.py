@@ -13,7 +13,11 @@ no site escapes the report:
     f32 dots as F32 whatever the preset (`effective.cpu_algorithm`), so a
     CPU check of BF16_BF16_F32 proves nothing about a GPU;
   * sites whose algorithm is unknown or ambiguous (emulated as F32), and
-    optimized precision configs that contradict the StableHLO.
+    optimized precision configs that contradict the StableHLO;
+  * cuBLAS / cuBLASLt sites where TF32 is allowed, not required
+    (`effective.tf32_optional`): without a run, that row 0 assumes TF32
+    there and cuBLAS may keep some in f32 (ambiguous); with a run that an
+    assignment keeping some in f32 explains, which ones cuBLAS kept.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from hloprobe.numerics.accuracy import (
   describe_algorithms,
 )
 from hloprobe.sites.dot_sites import Fate, SiteFate
+from hloprobe.sites.effective import TF32, tf32_optional
 
 __all__ = ["F32", "annotate", "below_request"]
 
@@ -87,30 +92,68 @@ def _below(fates, chosen, verdict: str, output_dtype, hidden: bool) -> str:
   return f"{named} below the requested precision"
 
 
+def _libraries(fates, sites) -> dict[str, str]:
+  """Library name -> `site 0` or `sites [1, 2]`, for the given sites."""
+  groups: dict[str, list[int]] = {}
+  for i in sites:
+    groups.setdefault(fates[i].fate.value, []).append(i)
+  return {
+    lib: f"site {ids[0]}" if len(ids) == 1 else f"sites {ids}"
+    for lib, ids in groups.items()
+  }
+
+
+def _tf32_optional(fates, chosen, observed: bool) -> str:
+  """The note on cuBLAS sites where TF32 is allowed, not required."""
+  optional = [i for i, f in enumerate(fates) if tf32_optional(f)]
+  kept = _libraries(fates, [i for i in optional if chosen[i] == F32])
+  if observed and kept:
+    return " and ".join(
+      f"{lib} kept {where} in f32 (TF32 allowed, not required)"
+      for lib, where in kept.items()
+    )
+  assumed = _libraries(fates, [i for i in optional if chosen[i] == TF32])
+  if observed or not assumed:
+    return ""
+  at = " and ".join(f"{lib} {where}" for lib, where in assumed.items())
+  return (
+    f"ambiguous: row 0 assumes {TF32} at {at}, where TF32 is allowed, not "
+    "required, and cuBLAS may keep some in f32"
+  )
+
+
 def annotate(
   verdict: str,
   fates: tuple[SiteFate, ...],
   chosen: tuple[str, ...],
   output_dtype: str | None,
   hidden: bool = True,
+  observed: bool = True,
 ) -> str:
   """The verdict with the site notes of the module docstring appended.
 
   Args:
     verdict: `accuracy.verdict`'s words.
     fates: the config's sites.
-    chosen: the algorithm emulated at each site.
+    chosen: the algorithm emulated at each site; a TF32-optional cuBLAS
+      site (`effective.tf32_optional`) at F32 here is one a run showed
+      cuBLAS kept in f32.
     output_dtype: numpy name of the output's dtype, e.g. "bfloat16".
     hidden: whether the prediction itself is within the noise floor (else
       an "exact" or "within f32 noise" verdict comes from a run that did
       not show what the prediction does).
+    observed: whether the verdict judges a real run (False: a compile-only
+      prediction).
   """
-  notes = [_below(fates, chosen, verdict, output_dtype, hidden)]
+  notes = [
+    _below(fates, chosen, verdict, output_dtype, hidden),
+    _tf32_optional(fates, chosen, observed),
+  ]
   for f in fates:
     i, alg = f.site.index, f.effective_algorithm
     if f.fate == Fate.AMBIGUOUS:
       notes.append(f"site {i} ambiguous, emulated as F32")
-    elif f.fate != Fate.GONE and chosen[i] != alg:
+    elif f.fate != Fate.GONE and chosen[i] != alg and not tf32_optional(f):
       notes.append(f"site {i} {alg or 'unknown'}, emulated as F32")
     if _ignored(f):
       notes.append(

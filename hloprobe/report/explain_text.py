@@ -242,13 +242,13 @@ def _alternative_line(e: TargetExplanation, a: Alternative) -> str:
     return line
   line += (
     f", against {_and(list(a.elsewhere))} at the other batch sizes, so "
-    f"row 0 would depend on batch size under {a.precision} too"
+    f"row 0 could depend on batch size under {a.precision} too"
   )
   explained = any(c.arithmetic for c in e.changes if c.precision == a.precision)
   rep = e.reported
   if rep and a.precision in rep.precisions:
     line += (
-      f"; that would reproduce the reporter's {a.precision} error "
+      f"; that could reproduce the reporter's {a.precision} error "
       f"seen with jaxlib {rep.jaxlib} on an {rep.device}"
       + ("" if explained else ", which this heuristic choice does not")
     )

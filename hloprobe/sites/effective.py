@@ -32,14 +32,18 @@ from hloprobe.sites.dot_sites import Fate, SiteFate, is_triton_gemm
 
 __all__ = [
   "HEURISTIC",
+  "TF32",
   "blas_algorithm",
   "cpu_algorithm",
   "resolve",
+  "tf32_optional",
 ]
 
 HEURISTIC = "XLA heuristic (compile-only: no autotuning)"
 AUTOTUNED = "XLA autotuned on the attached device"
 _PRECISION_RANK = {"default": 0, "high": 1, "highest": 2}
+TF32 = "TF32_TF32_F32"
+_BLAS_FATES = (Fate.CUBLAS, Fate.CUBLASLT)
 
 
 def cpu_algorithm(operand_dtype: str) -> tuple[str | None, str]:
@@ -81,7 +85,18 @@ def blas_algorithm(
     with compute_precision the max of operand_precision; cuBLASLt:
     gpu_blas_lt.cc `GetBlasComputationType` -> kTF32AsF32 under the same
     condition). HIGHEST is F32_F32_F32. Unlike Triton (DEFAULT only), HIGH
-    therefore runs TF32 here.
+    therefore may run TF32 here.
+  * TF32 allowed is not TF32 required: the compute type lets cuBLAS use
+    TF32 tensor cores, and the kernel cuBLAS(Lt) picks for the shape
+    decides, which the HLO does not show. Such a site runs TF32_TF32_F32
+    or F32_F32_F32. Measured on a real H200 (jaxlib 0.11.2, 2026-11-30,
+    tests/testdata/gpu_check/, `--xla_gpu_enable_triton_gemm=false`):
+    seed_mlp at n = 2 under bfloat16 gave row 0 = -0.5600404, which is
+    TF32 at its two K = 48 cuBLASLt gemms and f32 at the K = 2 one
+    (tests/gpu_measurements_test.py). The rule returns TF32_TF32_F32, the
+    upper bound, which the prediction emulates; `tf32_optional` marks the
+    site so that a run may be explained by F32 there
+    (`predict.Predictor`).
   * TF32 needs sm_80 or newer; before that the TF32 compute type runs as
     IEEE f32.
 
@@ -122,9 +137,28 @@ def blas_algorithm(
       "F32_F32_F32",
       f"{where}: TF32 allowed, but sm_{compute_capability.replace('.', '')} has no TF32 tensor cores",
     )
+  return TF32, (
+    f"{where}: TF32 allowed, not required, for DEFAULT/HIGH "
+    "(IsTf32Allowed); the kernel cuBLAS picks decides, so the site runs "
+    "TF32_TF32_F32 or F32_F32_F32, predicted at TF32_TF32_F32, the upper "
+    "bound"
+  )
+
+
+def tf32_optional(fate: SiteFate) -> bool:
+  """Whether a site's TF32 is allowed, not required: it may run F32.
+
+  True for the sites `blas_algorithm` gives TF32_TF32_F32 by its
+  IsTf32Allowed branch: a cuBLAS or cuBLASLt call on f32 operands with no
+  declared algorithm. The kernel cuBLAS picks decides between
+  TF32_TF32_F32 and F32_F32_F32 (see `blas_algorithm`). A declared
+  TF32_TF32_F32 preset is not included: no run has checked it.
+  """
   return (
-    "TF32_TF32_F32",
-    f"{where}: TF32 allowed for DEFAULT/HIGH (IsTf32Allowed)",
+    fate.fate in _BLAS_FATES
+    and fate.algorithm is None
+    and fate.site.lhs.dtype == "f32"
+    and fate.effective_algorithm == TF32
   )
 
 
@@ -212,7 +246,7 @@ def _effective(
     }
   if target.platform == "cpu":
     algorithm, evidence = cpu_algorithm(dtype)
-  elif fate.fate in (Fate.CUBLAS, Fate.CUBLASLT):
+  elif fate.fate in _BLAS_FATES:
     algorithm, evidence = blas_algorithm(
       fate.fate.value,
       dtype,

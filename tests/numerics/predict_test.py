@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import itertools
+import json
+import os
+
 import numpy as np
 import pytest
 from absl.testing import absltest
 from testutil import numpy_seed_row0
 
 from hloprobe import sweep
-from hloprobe.compile import cases
+from hloprobe.compile import cases, experiments
 from hloprobe.numerics import accuracy, emulate, predict, reference
+from hloprobe.sites import effective
+from hloprobe.sites.dot_sites import Fate
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
@@ -147,6 +153,141 @@ class ObservedOnA100Test(absltest.TestCase):
       "precision",
       "BF16_BF16_F32 at sites [0, 1, 2]",
     )
+
+
+_H200_SWEEP = os.path.join(
+  os.path.dirname(os.path.dirname(__file__)),
+  "testdata",
+  "gpu_check",
+  "nvidia_h200-jaxlib0.11.2-sweep.json",
+)
+# The numpy model sums in float64, the GPU in f32 (same rounded operands);
+# tests/gpu_measurements_test.py.
+_SAME_ALGORITHM = 1e-5
+
+
+def _h200_observed(precision: str) -> accuracy.ErrorStats:
+  """The real H200's errors (jaxlib 0.11.2, 2026-11-30) for seed_mlp at
+  n = 2 under `no_triton_gemm`, as the sweep's ErrorStats."""
+  with open(_H200_SWEEP) as f:
+    doc = json.load(f)
+  (run,) = [
+    c
+    for c in doc["configs"]
+    if (c["experiment"], c["target"], c["n"], c["precision"])
+    == ("no_triton_gemm", "gpu", 2, precision)
+  ]
+  m = run["numerics"]
+  return accuracy.ErrorStats(
+    row0=m["row0"],
+    row0_ref=m["row0_ref_f64"],
+    row0_abs=m["row0_abs_err"],
+    max_abs=m["max_abs_err"],
+    max_rel=m["max_rel_err"],
+    row0_ulp=m["row0_ulp"],
+    row0_values=np.asarray(m["row0"], np.float32),
+  )
+
+
+def _numpy_tf32_subsets(row0: float) -> list[tuple[int, ...]]:
+  """The subsets of sites 0-2 whose numpy TF32 model gives `row0`."""
+  return [
+    s
+    for k in range(4)
+    for s in itertools.combinations((0, 1, 2), k)
+    if abs(numpy_seed_row0(s, f32_between=True) - row0) <= _SAME_ALGORITHM
+  ]
+
+
+class CublasTf32AllowedTest(absltest.TestCase):
+  """`--xla_gpu_enable_triton_gemm=false` on a compile-only H200: sites
+  0-2 are cuBLASLt calls whose rule allows, not requires, TF32; the real
+  H200's row 0 is judged against each TF32/F32 assignment of them."""
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    spec = sweep.SweepSpec(
+      ("seed_mlp",),
+      (2,),
+      ("bfloat16", "tensorfloat32", "float32"),
+      ("h200",),
+      experiments=(experiments.BUILTIN_EXPERIMENTS["no_triton_gemm"],),
+    )
+    cls.r = {
+      r.config.precision: r
+      for r in sweep.run_sweep(spec)
+      if r.config.experiment == "no_triton_gemm"
+    }
+    case = cases.get_case("seed_mlp")
+    full = case.make_inputs()
+    cls.refs = reference.References(case, full, (2,))
+    cls.predictor = predict.Predictor(case, full, cls.refs)
+
+  def _judged(self, precision: str, observed: accuracy.ErrorStats):
+    fates = self.r[precision].compilation.fates
+    return self.predictor.predict(2, fates, (observed,))
+
+  def test_sites_0_to_2_are_cublaslt_with_tf32_optional(self):
+    for precision in ("bfloat16", "tensorfloat32"):  # DEFAULT, HIGH
+      fates = self.r[precision].compilation.fates
+      self.assertEqual(
+        [f.fate for f in fates], [Fate.CUBLASLT] * 3 + [Fate.MULTIPLY_REDUCE]
+      )
+      self.assertEqual(
+        [effective.tf32_optional(f) for f in fates], [True] * 3 + [False]
+      )
+      self.assertIn("TF32 allowed, not required", fates[0].algorithm_evidence)
+
+  def test_h200_run_is_tf32_at_sites_1_and_2(self):
+    # The float64 reference is the one the H200 run was measured against.
+    self.assertAlmostEqual(
+      float(np.ravel(self.refs.at(2)[0])[0]), numpy_seed_row0(), delta=1e-12
+    )
+    for precision in ("bfloat16", "tensorfloat32"):
+      observed = _h200_observed(precision)
+      (tf32,) = _numpy_tf32_subsets(observed.row0)  # (1, 2)
+      kept = sorted(set(range(3)) - set(tf32))
+      p = self._judged(precision, observed)
+      self.assertEqual(p.best_candidate, f"TF32_TF32_F32 at sites {list(tf32)}")
+      self.assertEqual(
+        p.verdict,
+        f"explained by TF32_TF32_F32 at sites {list(tf32)}; cuBLASLt kept "
+        f"site {kept[0]} in f32 (TF32 allowed, not required)",
+      )
+
+  def test_no_allowed_assignment_stays_unexplained(self):
+    observed = _h200_observed("bfloat16")
+    planted = observed.row0_ref + 0.3
+    self.assertEqual(_numpy_tf32_subsets(planted), [])
+    stats = accuracy.ErrorStats(planted, observed.row0_ref, 0.3, 0.3, 0.6)
+    p = self._judged("bfloat16", stats)
+    self.assertTrue(p.verdict.startswith("unexplained; "), p.verdict)
+    self.assertNotIn("kept", p.verdict)
+
+  def test_highest_sites_stay_f32_only(self):
+    fates = self.r["float32"].compilation.fates
+    self.assertEqual(
+      [f.effective_algorithm for f in fates], ["F32_F32_F32"] * 4
+    )
+    self.assertFalse(any(effective.tf32_optional(f) for f in fates))
+    # The H200's HIGHEST run is f32; its DEFAULT run's row 0 (TF32 at
+    # sites 1-2) is no assignment a HIGHEST cuBLASLt site may run.
+    f32 = self._judged("float32", _h200_observed("float32"))
+    self.assertEqual(f32.verdict, "within f32 noise")
+    tf32 = self._judged("float32", _h200_observed("bfloat16"))
+    self.assertTrue(tf32.verdict.startswith("unexplained"), tf32.verdict)
+    self.assertNotEqual(tf32.best_candidate, "TF32_TF32_F32 at sites [1, 2]")
+
+  def test_compile_only_says_the_tf32_is_ambiguous(self):
+    p = self.r["bfloat16"].prediction
+    self.assertIsNone(p.best_candidate)
+    self.assertIn(
+      "ambiguous: row 0 assumes TF32_TF32_F32 at cuBLASLt sites [0, 1, 2], "
+      "where TF32 is allowed, not required, and cuBLAS may keep some in f32",
+      p.verdict,
+    )
+    self.assertNotIn("ambiguous", self.r["float32"].prediction.verdict)
 
 
 if __name__ == "__main__":

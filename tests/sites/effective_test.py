@@ -95,6 +95,26 @@ class BlasRuleTest(parameterized.TestCase):
     self.assertEqual(got, expected, evidence)
     self.assertIn("cuBLASLt", evidence)
 
+  @parameterized.named_parameters(
+    ("default", "default,default"), ("high", "high,high")
+  )
+  def test_tf32_is_allowed_not_required(self, precision):
+    # A real H200 (jaxlib 0.11.2) ran a K = 2 cuBLASLt gemm in f32 that
+    # this rule allows TF32 for (tests/gpu_measurements_test.py).
+    got, evidence = effective.blas_algorithm(
+      "cuBLASLt", "f32", precision, None, "9.0"
+    )
+    self.assertEqual(got, "TF32_TF32_F32")
+    self.assertIn("TF32 allowed, not required", evidence)
+    self.assertIn("runs TF32_TF32_F32 or F32_F32_F32", evidence)
+
+  def test_highest_evidence_allows_no_tf32(self):
+    got, evidence = effective.blas_algorithm(
+      "cuBLAS", "f32", "highest,highest", None, "9.0"
+    )
+    self.assertEqual(got, "F32_F32_F32")
+    self.assertNotIn("allowed", evidence)
+
   def test_cpu_rule(self):
     self.assertEqual(effective.cpu_algorithm("f32")[0], "F32_F32_F32")
     self.assertEqual(effective.cpu_algorithm("f64")[0], "F64_F64_F64")
