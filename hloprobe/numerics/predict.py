@@ -375,7 +375,7 @@ class Predictor:
         tuple(F32 if f.fate in _FIXED_FATES else alg for f in fates)
       )
     candidates = list(dict.fromkeys(candidates))
-    self._prefetch(n, candidates)
+    self._cache.fetch([(n, c, "xla") for c in candidates])  # one compile
     return min(
       candidates, key=lambda c: abs(self._row0(n, c, leaf) - observed.row0)
     )
