@@ -283,12 +283,18 @@ _PTX_DUMP_OPTIONS = {"xla_dump_emitter_re": "ptx"}
 
 
 def _gpu_compiler_options(target: Target, dump_dir: str) -> dict[str, str]:
-  """XLA options of a GPU compile: pinned ptxas, PTX dump, target's own."""
-  options = {"xla_dump_to": dump_dir, **_PTX_DUMP_OPTIONS}
+  """XLA options of a GPU compile: pinned ptxas, target's own, PTX dump.
+
+  The PTX-dump options come last: a target's own `xla_dump_to` or
+  `xla_dump_emitter_re` would move or filter the dump the PTX is read from
+  (the folder is hloprobe's temporary one, removed after the compile).
+  """
+  options = {}
   wheel = toolchain.nvcc_wheel_dir()
   if wheel is not None:
     options["xla_gpu_cuda_data_dir"] = wheel
   options.update(target.compiler_options or {})
+  options.update({"xla_dump_to": dump_dir, **_PTX_DUMP_OPTIONS})
   return options
 
 

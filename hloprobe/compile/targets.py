@@ -56,7 +56,8 @@ class Target:
     compiler_options: extra XLA debug options passed with every compile
       (`Lowered.compile(compiler_options=...)`), e.g.
       {"xla_gpu_cuda_data_dir": "/path/to/cuda"}; they override hloprobe's
-      own choices. None for none.
+      own choices, except the dump options its PTX is read through
+      (`xla_dump_to`, `xla_dump_emitter_re`). None for none.
   """
 
   name: str

@@ -107,6 +107,25 @@ class CompileGpuTest(absltest.TestCase):
       any(".entry gemm_fusion_dot(" in text for text in compiled.ptx)
     )
 
+  def test_targets_own_dump_options_do_not_hide_the_ptx(self):
+    # A target's compiler_options override hloprobe's, but not the dump
+    # options the PTX is read through: with its own xla_dump_to, 0 PTX
+    # texts came back before. jaxlib 0.11.2 also needs
+    # xla_dump_emitter_re=ptx (0.10.2 ignores it for the PTX, so only the
+    # options XLA is given can show it here).
+    mine = self.create_tempdir().full_path
+    a100 = dataclasses.replace(
+      targets.get_target("a100"),
+      compiler_options={"xla_dump_to": mine, "xla_dump_emitter_re": "x"},
+    )
+    compiled = self._compile(a100)
+    self.assertTrue(
+      any(".entry gemm_fusion_dot(" in text for text in compiled.ptx)
+    )
+    given = lowering._gpu_compiler_options(a100, "/hloprobe/dump")
+    self.assertEqual(given["xla_dump_to"], "/hloprobe/dump")
+    self.assertEqual(given["xla_dump_emitter_re"], "ptx")
+
   def test_v100_builds_with_the_wheels_ptxas(self):
     # The CUDA 12 wheel's ptxas still builds sm_70 (pyproject.toml installs
     # it on Linux); hloprobe passes it as xla_gpu_cuda_data_dir, ahead of
