@@ -42,6 +42,7 @@ from hloprobe.golden.diff import describe_site_changes, dot_summary
 from hloprobe.ir import precisions
 from hloprobe.numerics import accuracy
 from hloprobe.records import ConfigResult
+from hloprobe.sites import effective
 from hloprobe.sweep import SweepSpec, run_sweep
 
 __all__ = [
@@ -202,8 +203,21 @@ def _judged(r: ConfigResult) -> tuple[accuracy.ErrorStats | None, str]:
   if r.execution is not None and r.execution.stats is not None:
     return r.execution.stats, "observed"
   if r.prediction is not None:
-    return r.prediction.stats, "predicted"
+    return r.prediction.stats, _predicted_words(r)
   return None, "n/a"
+
+
+def _predicted_words(r: ConfigResult) -> str:
+  """ "predicted", and where cuBLAS sites were predicted at a TF32 they
+  may not use (`effective.tf32_optional`), that the result is ambiguous."""
+  fates = r.compilation.fates if r.compilation is not None else ()
+  sites = [f.site.index for f in fates if effective.tf32_optional(f)]
+  if not sites:
+    return "predicted"
+  return (
+    f"predicted with TF32 at cuBLAS sites {sites}, which may keep f32: "
+    "ambiguous"
+  )
 
 
 def _noise(r: ConfigResult) -> accuracy.NoiseFloor | None:

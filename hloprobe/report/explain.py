@@ -89,12 +89,16 @@ class FateTransition:
     steps: (batch sizes, fate words, algorithm) in sweep order.
     arithmetic: True when the algorithm changes, False when only the fate
       (kernel, summation order) does.
+    tf32_optional: True when a step's TF32 is allowed, not required
+      (`effective.tf32_optional`: a cuBLAS call may keep f32), so the
+      arithmetic may not change after all.
   """
 
   precision: str
   sites: tuple[int, ...]
   steps: tuple[tuple[tuple[int, ...], str, str | None], ...]
   arithmetic: bool
+  tf32_optional: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -276,11 +280,14 @@ def _algorithms(precision: str, configs) -> list[AlgorithmUse]:
 
 def _changes(precision: str, configs) -> list[FateTransition]:
   by_site: dict[int, list] = {}
+  optional: set[int] = set()  # sites where TF32 is allowed, not required
   for r in configs:
     for f in r.compilation.fates:
       by_site.setdefault(f.site.index, []).append(
         (r.config.n, _fate_words(f), f.effective_algorithm)
       )
+      if effective.tf32_optional(f):
+        optional.add(f.site.index)
   by_steps: dict[tuple, list[int]] = {}
   for site, seq in by_site.items():
     steps = tuple(
@@ -291,7 +298,11 @@ def _changes(precision: str, configs) -> list[FateTransition]:
       by_steps.setdefault(steps, []).append(site)
   return [
     FateTransition(
-      precision, tuple(sites), steps, len({a for _, _, a in steps}) > 1
+      precision,
+      tuple(sites),
+      steps,
+      len({a for _, _, a in steps}) > 1,
+      bool(optional.intersection(sites)),
     )
     for steps, sites in by_steps.items()
   ]

@@ -134,13 +134,9 @@ def _change_lines(e: TargetExplanation) -> list[str]:
       f"{_sites(c.sites)} "
       + _verb(c.sites, "change", "changes")
       + " "
-      + (
-        "arithmetic"
-        if c.arithmetic
-        else "kernel but not algorithm (summation order only)"
-      )
+      + _change_words(c)
       + f": {_step_words(c.steps)}"
-      + _reported_words(c.precision, c.arithmetic, e.reported),
+      + _reported_words(c, e.reported),
     )
     for c in e.changes
   ]
@@ -156,13 +152,24 @@ def _change_lines(e: TargetExplanation) -> list[str]:
   return lines
 
 
-def _reported_words(
-  precision: str, arithmetic: bool, rep: ReportedError | None
-) -> str:
-  if not arithmetic or rep is None or precision not in rep.precisions:
+def _change_words(c) -> str:
+  """What a `FateTransition` changes, in words."""
+  if not c.arithmetic:
+    return "kernel but not algorithm (summation order only)"
+  if c.tf32_optional:
+    return (
+      "arithmetic where cuBLAS uses the TF32 it is allowed, not required, "
+      "to use (it may keep f32)"
+    )
+  return "arithmetic"
+
+
+def _reported_words(c, rep: ReportedError | None) -> str:
+  if not c.arithmetic or rep is None or c.precision not in rep.precisions:
     return ""
+  could = "could be consistent" if c.tf32_optional else "consistent"
   return (
-    f" (consistent with the reported {precision} error, {rep.device}, "
+    f" ({could} with the reported {c.precision} error, {rep.device}, "
     f"jaxlib {rep.jaxlib})"
   )
 

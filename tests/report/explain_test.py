@@ -12,7 +12,7 @@ from absl.testing import absltest, parameterized
 from testutil import numpy_seed_row0, run_hloprobe
 
 from hloprobe import sweep
-from hloprobe.compile import cases, targets
+from hloprobe.compile import cases, experiments, targets
 from hloprobe.report import explain, explain_text, render
 from hloprobe.sites.dot_sites import Fate
 
@@ -375,6 +375,37 @@ class NothingChangesTest(absltest.TestCase):
     )
     self.assertIn("ULP vs n = 1 n/a", text)
     self.assertIn("  - nothing: every target here compiled and ran", text)
+
+
+@pytest.mark.compiles
+class CublasTf32OptionalTest(absltest.TestCase):
+  def test_change_is_worded_as_may(self):
+    # no_triton_gemm: sites 0-2 become cuBLASLt calls whose TF32 is
+    # allowed, not required (a real H200's kept the K = 2 gemm in f32).
+    spec = sweep.SweepSpec(
+      ("seed_mlp",),
+      (1, 2),
+      ("bfloat16", "float32"),
+      ("a100",),
+      experiments=(experiments.parse_experiment("no_triton_gemm"),),
+    )
+    found = {e.experiment: e for e in explain.explain(sweep.run_sweep(spec))}
+    changes = {c.precision: c for c in found["no_triton_gemm"].changes}
+    self.assertTrue(changes["bfloat16"].arithmetic)
+    self.assertTrue(changes["bfloat16"].tf32_optional)
+    self.assertFalse(changes["float32"].arithmetic)  # HIGHEST: F32 only
+    baseline = {c.precision: c for c in found["baseline"].changes}
+    self.assertFalse(baseline["bfloat16"].tf32_optional)  # Triton: PTX
+    text = explain_text.render_explanation(
+      [found["no_triton_gemm"]], width=10_000
+    )
+    self.assertIn(
+      "sites 0-2 change arithmetic where cuBLAS uses the TF32 it is "
+      "allowed, not required, to use (it may keep f32): multiply+reduce "
+      "F32_F32_F32 at n = 1, cuBLASLt TF32_TF32_F32 at n = 2 (could be "
+      "consistent with the reported bfloat16 error",
+      text,
+    )
 
 
 def _explanation(**fields) -> explain.TargetExplanation:
