@@ -9,12 +9,11 @@ bound is a validator's usage error.
 from __future__ import annotations
 
 import math
-import os
 
 from absl import flags
 
 from hloprobe import verify
-from hloprobe.compile import cache
+from hloprobe.compile import cache, host
 from hloprobe.ir import precisions
 from hloprobe.report import render
 
@@ -246,15 +245,15 @@ CACHE_DIR = flags.DEFINE_string(
 )
 JOBS = flags.DEFINE_integer(
   "jobs",
-  os.cpu_count() or 1,
+  host.usable_cores(),
   "How many worker processes compile and run configs at once (default: "
-  "the number of cores); each flag set (the baseline, each experiment) "
+  "the number of cores this process may use); each flag set (the baseline, each experiment) "
   "gets max(1, jobs / flag sets); `versions` sweeps this many jaxlib "
   "versions at once. The output order does not change.",
   lower_bound=1,
   # Each is a process with its own jax (~0.5 GB); more than the cores only
   # queue for them.
-  upper_bound=max(64, os.cpu_count() or 1),
+  upper_bound=max(64, host.usable_cores()),
 )
 NOCACHE = flags.DEFINE_bool(
   "nocache", False, "Compute every config; neither read nor write the cache."

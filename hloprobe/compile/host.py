@@ -15,10 +15,11 @@ The ISA rule is XLA's (xla/backends/cpu/codegen/cpu_features.cc,
 from __future__ import annotations
 
 import dataclasses
+import os
 import platform
 import re
 
-__all__ = ["HostCpu", "X86_ISAS", "host_cpu"]
+__all__ = ["HostCpu", "X86_ISAS", "host_cpu", "usable_cores"]
 
 # XLA's `--xla_cpu_max_isa` values for x86, oldest first, each with the
 # /proc/cpuinfo flag that shows the host has it.
@@ -104,3 +105,12 @@ def _read_cpuinfo() -> str:
       return f.read(1 << 20)
   except OSError:
     return ""
+
+
+def usable_cores() -> int:
+  """The CPU cores this process may run on (its affinity mask, e.g. under
+  `taskset` or a container's cpuset), else `os.cpu_count()`; at least 1."""
+  try:
+    return max(1, len(os.sched_getaffinity(0)))
+  except (AttributeError, OSError):  # no affinity call on this platform
+    return os.cpu_count() or 1

@@ -55,6 +55,8 @@ import sys
 import tempfile
 import time
 
+from hloprobe.compile import host
+
 __all__ = ["main"]
 
 # Every timing script starts its clocks with _START and ends with _STOP,
@@ -75,6 +77,8 @@ print(time.perf_counter() - start, _cpu() - start_cpu)
 
 _PLAIN = f"""
 import time
+
+from hloprobe.compile import host
 import jax
 from hloprobe.compile import cases
 from hloprobe.ir import precisions
@@ -91,6 +95,8 @@ for n in range(1, 10):
 
 _PLAIN_A100 = f"""
 import time
+
+from hloprobe.compile import host
 import jax
 from jax.experimental import topologies
 from hloprobe.compile import cases, targets
@@ -130,6 +136,8 @@ assert all(r.ok for r in results), [r.failure for r in results if not r.ok]
 
 _EMULATOR = """
 import time
+
+from hloprobe.compile import host
 import jax
 from hloprobe.compile import cases
 from hloprobe.numerics import emulate
@@ -184,7 +192,7 @@ def _sweep(
   sizes=tuple(range(1, 10)),
   precisions=None,
   case="seed_mlp",
-  jobs=os.cpu_count() or 1,
+  jobs=host.usable_cores(),
 ) -> str:
   """The `run_sweep` timing script; `jobs` defaults to the command line's
   default (`--jobs`: the number of cores)."""
@@ -239,7 +247,7 @@ def _seconds(a: Clock, b: Clock) -> str:
     return f"{a.wall:.1f} s / {b.wall:.1f} s"
   return (
     f"{a.wall:.1f} s / {b.wall:.1f} s, using {a.cores()} / {b.cores()} "
-    f"of {os.cpu_count()}"
+    f"of {host.usable_cores()}"
   )
 
 
@@ -353,7 +361,7 @@ def jobs() -> None:
   )
   serial = _cli(*run, "--jobs=1")
   parallel = _cli(*run, "--jobs=2")
-  cores = os.cpu_count() or 1
+  cores = host.usable_cores()
   _report(
     "two experiments --jobs=1 / --jobs=2 (81 configs, a100, whole processes)",
     serial.wall / parallel.wall,

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
+import testutil
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe, run_hloprobe_json
 
@@ -48,6 +53,25 @@ class HostCpuTest(parameterized.TestCase):
 
 
 @pytest.mark.compiles
+class UsableCoresTest(absltest.TestCase):
+  def test_follows_the_affinity_mask(self):
+    # `--jobs` defaults to these cores: under taskset or a cpuset, not the
+    # machine's count.
+    one = min(os.sched_getaffinity(0))
+    code = (
+      f"import os; os.sched_setaffinity(0, {{{one}}}); "
+      "from hloprobe.compile import host; print(host.usable_cores())"
+    )
+    out = subprocess.run(
+      [sys.executable, "-c", code],
+      capture_output=True,
+      text=True,
+      check=True,
+      env=dict(os.environ, PYTHONPATH=testutil.ROOT),
+    ).stdout
+    self.assertEqual(out.split(), ["1"])
+
+
 class CliRecordsHostTest(absltest.TestCase):
   def test_results_json_and_explain_name_the_isa(self):
     env = {"XLA_FLAGS": "--xla_cpu_max_isa=AVX"}
