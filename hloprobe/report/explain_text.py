@@ -228,16 +228,23 @@ def _cannot_settle(e: TargetExplanation) -> list[str]:
     return []
   lines = [
     (
-      f"{e.target}: fates chosen by {e.selection or 'n/a'}; a real "
+      f"{_who(e)}: fates chosen by {e.selection or 'n/a'}; a real "
       f"{e.target} may autotune to another gemm config or emitter"
     )
   ]
   return lines + [_alternative_line(e, a) for a in e.alternatives]
 
 
+def _who(e: TargetExplanation) -> str:
+  """The target, and the experiment when it is not the baseline."""
+  if e.experiment == BASELINE.name:
+    return e.target
+  return f"{e.target} (experiment {e.experiment})"
+
+
 def _alternative_line(e: TargetExplanation, a: Alternative) -> str:
   line = (
-    f"{e.target}: under {e.precisions[a.precision]}, {_sites(a.sites)} at "
+    f"{_who(e)}: under {e.precisions[a.precision]}, {_sites(a.sites)} at "
     f"{_ns(a.batch_sizes)} {_verb(a.sites, 'are Triton gemms', 'is a Triton gemm')} "
     f"running {a.triton_algorithm or 'n/a'}; autotuning could pick "
     f"{'/'.join(a.libraries)}, whose rule gives {a.library_algorithm} "

@@ -397,7 +397,18 @@ class CublasTf32OptionalTest(absltest.TestCase):
     baseline = {c.precision: c for c in found["baseline"].changes}
     self.assertFalse(baseline["bfloat16"].tf32_optional)  # Triton: PTX
     text = explain_text.render_explanation(
-      [found["no_triton_gemm"]], width=10_000
+      [found["baseline"], found["no_triton_gemm"]], width=10_000
+    )
+    unsettled = _unsettled(text)
+    self.assertTrue(unsettled[0].startswith("a100: fates chosen by"))
+    self.assertTrue(
+      any(
+        line.startswith(
+          "a100 (experiment no_triton_gemm): fates chosen by XLA heuristic"
+        )
+        for line in unsettled
+      ),
+      unsettled,
     )
     self.assertIn(
       "sites 0-2 change arithmetic where cuBLAS uses the TF32 it is "
