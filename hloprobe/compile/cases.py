@@ -48,11 +48,17 @@ def _module_name(path: str) -> str:
 
 
 def _load_file(path: str):
+  """Imports a case file; its folder goes on `sys.path` (after what is
+  there, so it shadows no installed module) so that it can import the
+  modules beside it, as `python path/to/file.py` could."""
   name = _module_name(path)
   if name in sys.modules:
     return sys.modules[name]
   if not os.path.isfile(path):
     raise CaseError(f"case module {path!r}: no such file")
+  folder = os.path.dirname(os.path.realpath(path))
+  if folder not in sys.path:
+    sys.path.append(folder)
   spec = importlib.util.spec_from_file_location(name, path)
   module = importlib.util.module_from_spec(spec)
   sys.modules[name] = module  # so pickle and dataclasses can find it

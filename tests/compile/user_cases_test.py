@@ -230,6 +230,37 @@ class CommandLineTest(absltest.TestCase):
       verdicts["['y']"], "explained by TF32_TF32_F32 at sites [0]"
     )
 
+  def test_case_file_imports_a_module_beside_it(self):
+    # As `python path/to/case.py` could: the file's folder is importable
+    # (in the worker that compiles it too). The folder is on no path.
+    folder = self.create_tempdir().full_path
+    with open(os.path.join(folder, "beside_helper.py"), "w") as f:
+      f.write("SCALE = 3.0\n")
+    case_file = os.path.join(folder, "case_beside.py")
+    with open(case_file, "w") as f:
+      f.write(
+        textwrap.dedent("""
+          import numpy as np
+          import hloprobe
+          import beside_helper
+
+          def make():
+            return hloprobe.Case(
+              "beside", "", lambda x: x * beside_helper.SCALE,
+              lambda: (np.arange(4, dtype=np.float32).reshape(4, 1) + 1,))
+        """)
+      )
+    (config,) = run_hloprobe_json(
+      self,
+      f"--case={case_file}:make",
+      "--targets=cpu",
+      "--format=json",
+      "--batch_sizes=1",
+      "--precisions=float32",
+    )["configs"]
+    self.assertEqual(config["status"], "ok", config["error"])
+    self.assertEqual(config["numerics"]["row0"], 3.0)  # 1 * SCALE, exact
+
   def test_explain_verify_and_experiment_by_module_name(self):
     env = {"PYTHONPATH": _DIR}
     common = (
