@@ -274,9 +274,21 @@ def _consistent_line(r: ConfigResult, first: ConfigResult) -> tuple[bool, str]:
     )
   moved = _moved(stats, base)
   limit = accuracy.NOISE_FACTOR * noise.row0_abs
+  # Row 0 of a leaf with several values per row: the first values are
+  # shown, and the move is the largest over all of them (`_moved`).
+  count = 1 if stats.row0_values is None else stats.row0_values.size
+  first_of, over = (
+    ("", "")
+    if count < 2
+    else (
+      " (first values)",
+      f", the largest of its {count} values",
+    )
+  )
   return moved <= limit, (
-    f"{_words(r)}: row 0{leaf} {stats.row0:.7g} vs {base.row0:.7g} at "
-    f"n={first.config.n}, moved {moved:.2e} ({source}); limit {limit:.2e}"
+    f"{_words(r)}: row 0{leaf}{first_of} {stats.row0:.7g} vs "
+    f"{base.row0:.7g} at n={first.config.n}, moved {moved:.2e}{over} "
+    f"({source}); limit {limit:.2e}"
   )
 
 

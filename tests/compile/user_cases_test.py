@@ -179,9 +179,11 @@ class LossAndBatchedLeafTest(absltest.TestCase):
     self.assertTrue(consistent.passed, consistent.evidence)
     (line,) = consistent.evidence
     match = re.match(
-      r"cpu mine n=2 float32: row 0 \['y'\] (\S+) vs (\S+) at n=1", line
+      r"cpu mine n=2 float32: row 0 \['y'\] \(first values\) (\S+) vs "
+      r"(\S+) at n=1, moved \S+, the largest of its 64 values ",
+      line,
     )
-    self.assertIsNotNone(match, line)
+    self.assertIsNotNone(match, line)  # y has 64 values per row
     # Both sides are y[0, 0] (numpy float64), not the loss.
     for got in match.groups():
       self.assertAlmostEqual(float(got), _numpy_y(1)[0, 0], delta=1e-3)
