@@ -54,7 +54,8 @@ class ReadmeExampleTest(absltest.TestCase):
     )
     self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
     match = re.search(
-      r"cpu my_case n=2 float32: row 0 \['y'\] (\S+) vs (\S+) at n=1",
+      r"cpu my_case n=2 float32: row 0 \['y'\] \(first values\) (\S+) vs "
+      r"(\S+) at n=1",
       done.stdout,
     )
     self.assertIsNotNone(match, done.stdout)
