@@ -62,12 +62,18 @@ class H200GpuCheckTest(absltest.TestCase):
       self.assertAlmostEqual(highest, numpy_seed_row0(), delta=_F32_NOISE)
 
   def test_every_observation_lies_in_hloprobes_predicted_band(self):
+    # Recomputed from the committed numbers, not only the status words the
+    # run printed: |observed - predicted| <= tolerance, for both bands.
     for c in self.doc["configs"]:
-      self.assertEqual(
-        (c["own"]["status"], c["compile_only"]["status"]),
-        ("explained", "explained"),
-        (c["n"], c["precision"]),
-      )
+      observed = c["observed"]["row0"]
+      for band in ("own", "compile_only"):
+        b = c[band]
+        self.assertLessEqual(
+          abs(observed - b["predicted_row0"]),
+          b["tolerance_abs"],
+          (c["n"], c["precision"], band),
+        )
+        self.assertEqual(b["status"], "explained", (c["n"], band))
 
 
 class H200CublasLtTest(absltest.TestCase):
