@@ -1,18 +1,54 @@
 # hloprobe: `make run` and `make test` each set up .venv from scratch if needed.
-PYTHON ?= python3
+#
+# The interpreter: the newest Python >= 3.12 this machine has (jax 0.11.0 and
+# later require it; hloprobe's default is jax 0.12.0.1), looked up as
+# python3.N on PATH and in pyenv's versions/ folder (pyenv's shims answer
+# only for the selected version); else python3, which gets jax 0.10.2 (the
+# newest release for Python 3.11: pyproject.toml's markers) and a one-line
+# note. `make PYTHON=/path/to/python3.12 ...` chooses one.
+PYTHON ?= $(shell \
+  for p in python3.15 python3.14 python3.13 python3.12 \
+      $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.1[2-9]*/bin/python3; do \
+    $$p -c 'import sys; assert sys.version_info >= (3, 12); \
+      print("%d.%03d %s" % (sys.version_info[1], sys.version_info[2], sys.executable))' \
+      2>/dev/null; \
+  done | sort -n | tail -1 | cut -d' ' -f2)
+ifeq ($(strip $(PYTHON)),)
+override PYTHON := python3
+endif
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 # Where `make run` writes report.html, row0_error.png and results.json.
 OUT ?= out
+# The second release CI tests on (version-sensitive and cpu_numerics tests):
+# jax 0.10.2 in its own venv, under a Python 3.11 (the newest jax that
+# Python can have, by pyproject.toml's markers).
+OLD_PYTHON ?= python3.11
+OLD_VENV := .venv-jax0.10.2
 
-.PHONY: run test test-fast test-isa bench lint golden golden-update clean gpu-check
+.PHONY: run test test-fast test-isa test-old bench lint golden golden-update clean gpu-check
+
+# A venv made by another Python (an older checkout's 3.11 .venv) is made
+# again: pyproject.toml's markers pick jax by the interpreter.
+define make_venv
+	@want=$$($(2) -c 'import sys; print(sys.version_info[:2])'); \
+	have=$$($(1)/bin/python -c 'import sys; print(sys.version_info[:2])' 2>/dev/null); \
+	if [ "$$want" != "$$have" ]; then rm -rf $(1) && $(2) -m venv $(1); fi
+	$(1)/bin/python -m pip install -q --upgrade pip
+	$(1)/bin/python -m pip install -q -e '.[test,dev,plot,explorer]'
+	@$(1)/bin/python -c 'import sys, jax; sys.version_info >= (3, 12) or print( \
+	  "hloprobe: Python %d.%d has no jax 0.11+ (they need Python >= 3.12): " \
+	  "installed jax %s, the newest it can have; install a Python 3.12+ for " \
+	  "the default jax 0.12.0.1" % (*sys.version_info[:2], jax.__version__))'
+	touch $(1)/.installed-stamp
+endef
 
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,dev,plot,explorer]'
-	touch $(STAMP)
+	$(call make_venv,$(VENV),$(PYTHON))
+
+$(OLD_VENV)/.installed-stamp: pyproject.toml
+	$(call make_venv,$(OLD_VENV),$(OLD_PYTHON))
 
 # The diagnosis in words; the table, the plot and the HTML report go to
 # $(OUT), named on the last line.
@@ -48,6 +84,12 @@ golden: $(STAMP)
 golden-update: $(STAMP)
 	$(BIN)/hloprobe golden update $(GOLDEN_FLAGS)
 
+# The release-sensitive tests (marker `release_rules`) and the tests that
+# assert CPU-computed floats (`cpu_numerics`) again under jax 0.10.2, the
+# other release hloprobe's rules are checked on. CI runs it after `make test`.
+test-old: $(OLD_VENV)/.installed-stamp
+	$(OLD_VENV)/bin/python -m pytest -q -m "release_rules or cpu_numerics" tests
+
 # On a machine with a GPU: the seed sweep on it beside its compile-only
 # twin, observed row 0 against the predicted band; writes the figures to
 # tests/testdata/gpu_check/. Uses the machine's own jax, installs nothing.
@@ -58,7 +100,7 @@ bench: $(STAMP)
 	$(BIN)/python -m hloprobe.tools.bench
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(OLD_VENV) build *.egg-info
 
 # ruff is pinned in pyproject.toml's `dev` extra, which $(STAMP) installs.
 lint: $(STAMP)

@@ -1,7 +1,9 @@
 """What differs between jax versions, in one place, for `lowering` to call.
 
-hloprobe's XLA rules were checked on one jax/jaxlib version,
-`CHECKED_JAXLIB` (the one pyproject.toml pins). It also runs under others,
+hloprobe's XLA rules were checked on the jax/jaxlib releases in
+`CHECKED_JAXLIBS`: `CHECKED_JAXLIB` (0.12.0.1, the default pyproject.toml
+pins for Python >= 3.12) and 0.10.2 (the newest a Python 3.11 can install).
+It also runs under others,
 which is what `hloprobe versions` and a GPU machine with its own jax need:
 
 * API differences are bridged here, each with the versions it was seen on:
@@ -27,7 +29,9 @@ import types
 
 __all__ = [
   "CHECKED_JAXLIB",
+  "CHECKED_JAXLIBS",
   "JAXPR_API",
+  "checked_words",
   "cuda_plugin_installed",
   "deviceless_retry_options",
   "unknown_compile_option",
@@ -37,12 +41,16 @@ __all__ = [
   "optimized_hlo_text",
   "rules_checked",
   "runtime_error_type",
+  "scan_counts",
   "stablehlo_text",
   "unchecked_note",
   "version_warning",
 ]
 
-CHECKED_JAXLIB = "0.10.2"
+# The default release first; every rule's docstring names the releases it
+# was checked on.
+CHECKED_JAXLIBS = ("0.12.0.1", "0.10.2")
+CHECKED_JAXLIB = CHECKED_JAXLIBS[0]
 # XLA:GPU before deviceless autotuning fell back to heuristics (seen on
 # jaxlib 0.4.35 and 0.4.38, xla/service/gpu/autotuning/
 # gemm_fusion_autotuner.cc): a compile-only Triton gemm fails with this
@@ -71,15 +79,22 @@ def cuda_plugin_installed() -> bool:
 
 
 def rules_checked() -> bool:
-  """Whether this process runs the jaxlib hloprobe's rules were checked on."""
-  return installed_jaxlib() == CHECKED_JAXLIB
+  """Whether this process runs a jaxlib hloprobe's rules were checked on."""
+  return installed_jaxlib() in CHECKED_JAXLIBS
+
+
+def checked_words() -> str:
+  """ "0.12.0.1 and 0.10.2": the checked releases, in words."""
+  return " and ".join(CHECKED_JAXLIBS)
 
 
 def unchecked_note() -> str:
   """Words for an evidence string under an unchecked version, else ""."""
   if rules_checked():
     return ""
-  return f"jaxlib {installed_jaxlib()}: rules checked on {CHECKED_JAXLIB} only"
+  return (
+    f"jaxlib {installed_jaxlib()}: rules checked on {checked_words()} only"
+  )
 
 
 def version_warning() -> str | None:
@@ -204,6 +219,30 @@ _JAXPR_NAMES = (
 )
 # Read-only: what `import jax.extend.core as jex` gives on jax 0.10.2.
 JAXPR_API = _jaxpr_api()
+
+
+def scan_counts(params) -> tuple[int, int]:
+  """(consts, carry): how many of a `scan` equation's inputs are its
+  constants and its carry; the rest are the scanned xs.
+
+  jax 0.10.2 (and 0.4.x) spells them `num_consts` / `num_carry`; jax
+  0.12.0.1 has neither and packs the inputs as a flat tree
+  `ft_in = pack((consts, carry, xs))` (`jax/_src/lax/control_flow/loops.py`,
+  `_scan_impl`: `consts, carry, xs_ = ft_in.update(args).unpack()`), whose
+  parts' `len` counts their leaves.
+
+  Raises:
+    KeyError: a scan with neither spelling (a jax hloprobe does not know).
+  """
+  if "num_consts" in params:
+    return params["num_consts"], params["num_carry"]
+  if "ft_in" in params:
+    consts, carry, _ = params["ft_in"].unpack()
+    return len(consts), len(carry)
+  raise KeyError(
+    f"scan params {sorted(params)} have neither num_consts/num_carry "
+    f"(jax 0.10.2) nor ft_in (jax 0.12.0.1) under jax {_jax_version()}"
+  )
 
 
 def runtime_error_type() -> type:

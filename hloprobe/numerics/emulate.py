@@ -27,6 +27,7 @@ import jax
 import numpy as np
 from jax import lax
 
+from hloprobe.compile import compat
 from hloprobe.compile.compat import JAXPR_API as jex
 from hloprobe.errors import EmulationError, InvalidArgumentError
 from hloprobe.numerics.emulate_dot import (
@@ -139,7 +140,7 @@ class _Evaluator:
     )
 
   def _scan(self, p, ins, plans):
-    nc, nk = p["num_consts"], p["num_carry"]
+    nc, nk = compat.scan_counts(p)
     if len({self.algorithms[s.base : s.base + s.size] for s in plans}) > 1:
       raise EmulationError(
         f"[hloprobe] a scan with unroll={p['unroll']} has {len(plans)} copies "

@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 
 import jax
 
+from hloprobe.compile import compat
 from hloprobe.compile.compat import JAXPR_API as jex
 from hloprobe.errors import EmulationError
 
@@ -244,7 +245,7 @@ class _Planner:
   def _scan_liveness(self, eqn, outs):
     """jax's `_scan_dce_rule` fixpoint: (used body outputs, used inputs)."""
     p = eqn.params
-    body, nc, nk = p["jaxpr"].jaxpr, p["num_consts"], p["num_carry"]
+    body, (nc, nk) = p["jaxpr"].jaxpr, compat.scan_counts(p)
     carry, ys = list(outs[:nk]), list(outs[nk:])
     for _ in range(1 + nk):
       used_in = list(self._liveness(body, tuple(carry + ys), True)[2])

@@ -36,7 +36,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Sequence
 
-from hloprobe.compile.compat import CHECKED_JAXLIB
+from hloprobe.compile.compat import CHECKED_JAXLIBS, checked_words
 from hloprobe.ir.precisions import ALGORITHMS
 from hloprobe.report import render
 from hloprobe.versions.run import VersionRun
@@ -209,7 +209,7 @@ def _footer(runs: Sequence[VersionRun], compared: list[dict]) -> list[str]:
     f"{changed} of {len(compared)} configs changed between versions (*)."
   )
   lines.append(
-    f"hloprobe's XLA rules were checked on jaxlib {CHECKED_JAXLIB}; under "
+    f"hloprobe's XLA rules were checked on jaxlib {checked_words()}; under "
     "other versions a rule that does not recognise what XLA did says "
     "'unknown'."
   )
@@ -238,7 +238,7 @@ def versions_json(runs: Sequence[VersionRun]) -> dict:
   return {
     "schema": "hloprobe.versions",
     "schema_version": 1,
-    "checked_jaxlib": CHECKED_JAXLIB,
+    "checked_jaxlib": list(CHECKED_JAXLIBS),
     "versions": [
       {
         "jaxlib": r.jaxlib,
