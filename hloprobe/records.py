@@ -86,6 +86,9 @@ class Compilation:
       via ...)"; None on CPU.
     dropped_config_fields: target-config fields dropped so the installed
       proto could load the config, e.g. ("GpuDeviceInfoProto.mem_clock_ghz",).
+    compile_notes: what hloprobe changed to get a compile-only target's
+      compile through (e.g. "compiled again with
+      xla_gpu_enable_triton_gemm=false: ..."), one sentence each.
     lower_s, compile_s: wall seconds of lowering and of XLA's compile.
   """
 
@@ -96,6 +99,7 @@ class Compilation:
   passes_error: str | None = None
   ptxas: str | None = None
   dropped_config_fields: tuple[str, ...] = ()
+  compile_notes: tuple[str, ...] = ()
   lower_s: float | None = None
   compile_s: float | None = None
 

@@ -58,6 +58,8 @@ CHECKED_JAXLIB = CHECKED_JAXLIBS[0]
 # its default config: still no autotuning, as on the checked version).
 _CLOSING_COMMENT_RE = re.compile(r"^\}[ \t]*//[^\n]*$", re.M)
 _DEVICELESS_AUTOTUNE = "Expect autotune result cache hit for deviceless"
+_NO_DEVICELESS_CONFIG = "Failed to get configs for"
+_DETERMINISTIC_RE = re.compile(r"--xla_gpu_deterministic_ops(?:=(?:true|1))?(?:\s|$)")
 
 
 def installed_jaxlib() -> str:
@@ -269,12 +271,43 @@ def unknown_compile_option(error: BaseException) -> str | None:
   return m.group(1) if m else None
 
 
-def deviceless_retry_options(error: BaseException) -> dict[str, str] | None:
-  """Options to compile again with when a deviceless compile needs them.
+def deviceless_retry_options(
+  error: BaseException, xla_flags: str
+) -> tuple[dict[str, str | bool], str] | None:
+  """Options to compile a compile-only GPU target again with, and why.
 
-  Returns {"xla_gpu_autotune_level": "0"} for an XLA that wants autotuning
-  results it cannot get without a device; else None.
+  Two XLA behaviours, each a deviceless compile's alone:
+  * jaxlib 0.4.35/0.4.38 (`gemm_fusion_autotuner.cc`) want autotuning
+    results they cannot have ("Expect autotune result cache hit for
+    deviceless"): again with `xla_gpu_autotune_level=0`, which keeps each
+    gemm's default config, as later releases do without a device.
+  * jaxlib 0.12.0.1 under `--xla_gpu_deterministic_ops` ("Failed to get
+    configs for: N out of N instructions"): deterministic ops leave Triton
+    out of gemm autotuning (XLA 56623979, 2026-05-18) and a deviceless
+    compile cannot autotune the cuBLAS that is left, so the Triton gemm
+    fusions get no config (0.10.2 still compiled them as Triton gemms).
+    Again with `xla_gpu_enable_triton_gemm=false`: the gemms go to cuBLAS,
+    which is what a real GPU's autotuner is left with.
+
+  Args:
+    error: the compile's error.
+    xla_flags: the XLA_FLAGS the compile ran under.
+
+  Returns:
+    (options to add, a sentence for the config's notes), or None.
   """
-  if _DEVICELESS_AUTOTUNE in str(error):
-    return {"xla_gpu_autotune_level": "0"}
+  text = str(error)
+  if _DEVICELESS_AUTOTUNE in text:
+    return {"xla_gpu_autotune_level": "0"}, (
+      "compiled again with xla_gpu_autotune_level=0: this XLA wants "
+      "autotuning results a compile-only target cannot have"
+    )
+  if _NO_DEVICELESS_CONFIG in text and _DETERMINISTIC_RE.search(xla_flags):
+    return {"xla_gpu_enable_triton_gemm": False}, (
+      "compiled again with xla_gpu_enable_triton_gemm=false: under "
+      "xla_gpu_deterministic_ops this XLA leaves Triton out of gemm "
+      "autotuning (XLA 56623979) and a compile-only target cannot autotune, "
+      "so its gemms had no config; a real GPU's autotuner is left with "
+      "cuBLAS, as this compile is"
+    )
   return None

@@ -71,6 +71,9 @@ class CompiledCase:
     xla_log: what XLA wrote to stderr while compiling a GPU target.
     pass_dumps: with `dump_passes`, (file name, HLO text) of every module
       XLA dumped after a pass that changed it, in file-name order.
+    compile_notes: what hloprobe changed to get a compile-only target's
+      compile through (`compat.deviceless_retry_options`), one sentence
+      each; () when nothing was.
   """
 
   stablehlo: str
@@ -85,6 +88,7 @@ class CompiledCase:
   compute_capability: str | None = None
   xla_log: str = ""
   pass_dumps: tuple[tuple[str, str], ...] = ()
+  compile_notes: tuple[str, ...] = ()
 
 
 def versions() -> dict[str, str]:
@@ -311,7 +315,9 @@ def _compile_gpu(lowered, target: Target, device, dump_passes: bool) -> tuple:
     ptxas = toolchain.find_ptxas(cuda_dir)
     start = time.perf_counter()
     with toolchain.captured_stderr() as log:
-      compiled, error = _try_compile(lowered, options)
+      compiled, error, notes = _try_compile(
+        lowered, options, target.compile_only
+      )
     compile_s = time.perf_counter() - start
     if error is not None:
       wrapped = _compile_error(target, ptxas, error, log[0])
@@ -337,32 +343,38 @@ def _compile_gpu(lowered, target: Target, device, dump_passes: bool) -> tuple:
       "xla_log": toolchain.filter_startup_noise(log[0]),
       "pass_dumps": dumps,
       "optimized_hlo": optimized,
+      "compile_notes": notes,
     },
   )
 
 
-def _try_compile(lowered, options: dict) -> tuple:
-  """(Compiled, None), or (None, the JaxRuntimeError).
+def _try_compile(lowered, options: dict, deviceless: bool) -> tuple:
+  """(Compiled, None, notes), or (None, the JaxRuntimeError, notes).
 
-  Asked again, at most once each: an older XLA that wants autotuning
-  results a deviceless compile cannot have, with the options
-  `compat.deviceless_retry_options` gives; and an XLA that does not know
-  one of `_PTX_DUMP_OPTIONS` (`compat.unknown_compile_option`), without it.
+  Asked again, at most once each: a compile-only target's compile that
+  XLA cannot do without a device, with the options
+  `compat.deviceless_retry_options` gives (its sentence goes into
+  `notes`); and an XLA that does not know one of `_PTX_DUMP_OPTIONS`
+  (`compat.unknown_compile_option`), without it.
   """
-  tried = set()
+  notes: list[str] = []
   while True:
     try:
-      return lowered.compile(compiler_options=options), None
+      return lowered.compile(compiler_options=options), None, tuple(notes)
     except compat.runtime_error_type() as e:
-      retry = compat.deviceless_retry_options(e)
+      retry = (
+        compat.deviceless_retry_options(e, os.environ.get("XLA_FLAGS", ""))
+        if deviceless and not notes
+        else None
+      )
       unknown = compat.unknown_compile_option(e)
-      if retry is not None and "retry" not in tried:
-        tried.add("retry")
-        options = {**options, **retry}
+      if retry is not None:
+        options = {**options, **retry[0]}
+        notes.append(retry[1])
       elif unknown in _PTX_DUMP_OPTIONS and unknown in options:
         options = {k: v for k, v in options.items() if k != unknown}
       else:
-        return None, e
+        return None, e, tuple(notes)
 
 
 def _read(path: str) -> str:

@@ -54,7 +54,7 @@ element 0, as in `accuracy.ErrorStats`):
                                        "fate_after": str} | null}],
        "passes_explained": bool (rewritten_by is only meaningful if true),
        "passes_error": str | null,
-       "ptxas": str | null, "dropped_config_fields": [str],
+       "ptxas": str | null, "dropped_config_fields": [str], "compile_notes": [str],
        "numerics": {"leaf": str (the output leaf the row is about, "" for
                               a single array),
                     "row0": float (row 0's first value),
@@ -236,11 +236,17 @@ def _row(r: ConfigResult) -> list[str]:
 
 
 def _status_cell(r: ConfigResult, error: bool) -> str:
-  """The status cell: ok, or FAILED (stage) and, with `error`, the error."""
+  """The status cell: ok ("ok, see notes" where hloprobe changed the
+  compile to get it through), or FAILED (stage) and, with `error`, the
+  error."""
   if r.ok:
-    return "ok"
+    return "ok, see notes" if _compile_notes(r) else "ok"
   f = r.failure
   return f"FAILED ({f.stage}): {f.error}" if error else f"FAILED ({f.stage})"
+
+
+def _compile_notes(r: ConfigResult) -> tuple[str, ...]:
+  return r.compilation.compile_notes if r.compilation else ()
 
 
 def _prediction_cells(p) -> list[str]:
@@ -363,6 +369,7 @@ def config_json(r: ConfigResult) -> dict:
     "prediction_error": r.prediction_error,
     "ptxas": comp and comp.ptxas,
     "dropped_config_fields": list(comp.dropped_config_fields if comp else ()),
+    "compile_notes": list(comp.compile_notes if comp else ()),
     "timing_s": {
       "lower": comp and comp.lower_s,
       "compile": comp and comp.compile_s,
@@ -496,8 +503,22 @@ def _first_screen(results, rows: list[list[str]]) -> str:
     for r in results
     if not r.ok
   ]
+  notes = [
+    textwrap.fill(
+      f"{r.config.label()}: {note}",
+      TERMINAL_WIDTH,
+      initial_indent="  ",
+      subsequent_indent="    ",
+    )
+    for r in results
+    for note in _compile_notes(r)
+  ]
   text = table(list(zip(*wrapped)), headers, "table")
-  return "\n".join([text] + (["", "failed:"] + errors if errors else []))
+  return "\n".join(
+    [text]
+    + (["", "failed:"] + errors if errors else [])
+    + (["", "notes:"] + notes if notes else [])
+  )
 
 
 def _wrap(text: str, width: int) -> str:

@@ -145,6 +145,7 @@ def _analysed(cc, target: Target, watch) -> Compilation:
     fates=tuple(fates),
     ptxas=str(cc.ptxas) if cc.ptxas else None,
     dropped_config_fields=cc.dropped_config_fields,
+    compile_notes=cc.compile_notes,
     lower_s=cc.lower_s,
     compile_s=cc.compile_s,
   )
