@@ -50,6 +50,26 @@ def run_hloprobe_json(test, *args: str, **kwargs) -> dict:
   return json.loads(proc.stdout)
 
 
+def jaxlib_at_least(version: str) -> bool:
+  """Whether this process's jaxlib is `version` or newer ("0.11.1")."""
+  import jaxlib
+
+  have = tuple(int(p) for p in jaxlib.__version__.split(".")[:4])
+  return have >= tuple(int(p) for p in version.split("."))
+
+
+def triton_tf32_under_high() -> bool:
+  """Whether XLA's Triton gemm rounds to TF32 under Precision.HIGH.
+
+  XLA commit 251becc5 ("Allow TF32 in Triton when precision is HIGH",
+  `IsTf32Allowed` in xla/backends/gpu/codegen/triton/transforms/
+  stablehlo_lower_to_triton.cc: `== DEFAULT` became `<= HIGH`), first in
+  jaxlib 0.11.1; seen in the PTX of 0.11.2 (a real H200) and 0.12.0.1
+  (compile-only A100), absent from 0.10.2's.
+  """
+  return jaxlib_at_least("0.11.1")
+
+
 def tf32_rna(x: np.ndarray) -> np.ndarray:
   """f32 -> TF32 (10 mantissa bits), ties away from zero, in numpy."""
   bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
