@@ -132,9 +132,12 @@ class PredictedRowZero:
   Attributes:
     precision: the swept precision name.
     batch_sizes: the batch sizes.
-    row0_abs: largest predicted |row 0 - float64| among them, output units.
-    noise_abs: the f32 noise floor of row 0 there (largest), output units.
-    verdict: `accuracy.verdict` of the first of them.
+    row0_abs: largest predicted |row 0 - float64| among them, output units;
+      None where they have no prediction.
+    noise_abs: the f32 noise floor of row 0 there (largest), output units;
+      None likewise.
+    verdict: `accuracy.verdict` of the first of them, or "not predicted:
+      <why>" (the config's `prediction_error`).
     top_site: the site with the largest share of the error, or None.
     top_share: that site's share, in [0, 1], or None.
     row0_abs_min, noise_abs_min: the smallest of them (equal to the
@@ -143,8 +146,8 @@ class PredictedRowZero:
 
   precision: str
   batch_sizes: tuple[int, ...]
-  row0_abs: float
-  noise_abs: float
+  row0_abs: float | None
+  noise_abs: float | None
   verdict: str
   top_site: int | None
   top_share: float | None
@@ -334,21 +337,32 @@ def _top(p) -> tuple[int | None, float | None]:
 
 
 def _predicted(precision: str, configs) -> list[PredictedRowZero]:
-  have = [r for r in configs if r.prediction is not None]
-  key = lambda r: (r.prediction.verdict, r.prediction.top_site)
-  return [
-    PredictedRowZero(
-      precision,
-      tuple(r.config.n for r in run),
-      max(r.prediction.stats.row0_abs for r in run),
-      max(r.prediction.noise.row0_abs for r in run),
-      run[0].prediction.verdict,
-      *_top(run[0].prediction),
-      min(r.prediction.stats.row0_abs for r in run),
-      min(r.prediction.noise.row0_abs for r in run),
-    )
-    for run in _runs(have, key)
+  have = [
+    r for r in configs if r.prediction is not None or r.prediction_error
   ]
+
+  def key(r):
+    if r.prediction is None:
+      return (f"not predicted: {r.prediction_error}", None)
+    return (r.prediction.verdict, r.prediction.top_site)
+
+  def row(run) -> PredictedRowZero:
+    ns = tuple(r.config.n for r in run)
+    if run[0].prediction is None:
+      return PredictedRowZero(precision, ns, None, None, key(run[0])[0], None, None)
+    ps = [r.prediction for r in run]
+    return PredictedRowZero(
+      precision,
+      ns,
+      max(p.stats.row0_abs for p in ps),
+      max(p.noise.row0_abs for p in ps),
+      ps[0].verdict,
+      *_top(ps[0]),
+      min(p.stats.row0_abs for p in ps),
+      min(p.noise.row0_abs for p in ps),
+    )
+
+  return [row(run) for run in _runs(have, key)]
 
 
 def _library_rules(f: SiteFate, cc: str | None):

@@ -203,6 +203,8 @@ def _span(low: float | None, high: float, spec: str) -> str:
 
 
 def _predicted_words(z) -> str:
+  if z.row0_abs is None:
+    return f"{_ns(z.batch_sizes)}: {z.verdict}"
   top = ""
   if z.top_site is not None:
     share = "" if z.top_share is None else f" ({z.top_share:.0%})"

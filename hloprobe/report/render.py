@@ -226,7 +226,7 @@ def _row(r: ConfigResult) -> list[str]:
     _num(s and s.row0_abs, ".2e"),
     _num(s and s.max_rel, ".2e"),
     _num(run and run.ulp_vs_n1, "d"),
-    *_prediction_cells(r.prediction),
+    *_prediction_cells(r.prediction, r.prediction_error),
     fate_summary(list(fates)) if fates else "n/a",
     _algorithm_summary(fates),
     _num(comp and comp.compile_s, ".2f"),
@@ -249,10 +249,12 @@ def _compile_notes(r: ConfigResult) -> tuple[str, ...]:
   return r.compilation.compile_notes if r.compilation else ()
 
 
-def _prediction_cells(p) -> list[str]:
-  """Predicted row 0 +- tolerance, its error, noise floor, top site, verdict."""
+def _prediction_cells(p, error: str | None = None) -> list[str]:
+  """Predicted row 0 +- tolerance, its error, noise floor, top site, verdict
+  ("not predicted" where the prediction failed: `error`, told under the
+  table)."""
   if p is None:
-    return ["n/a"] * 5
+    return ["n/a"] * 4 + ["not predicted" if error else "n/a"]
   band = f"{p.stats.row0:.7g}±{p.tolerance_abs:.1e}"
   return [
     band,
@@ -453,13 +455,13 @@ def render(
     return _first_screen(results, rows)
   if columns is None:
     headers, rows = cells(results)
-    return table(rows, headers, fmt)
+    return table(rows, headers, fmt) + _notes_text(results)
   keep = [_COLUMN_INDEX[c] for c in check_columns(columns)]
   return table(
     [[row[i] for i in keep] for row in rows],
     [_TABLE_HEADERS[i] for i in keep],
     fmt,
-  )
+  ) + _notes_text(results)
 
 
 _COLUMN_INDEX = {key: i for i, (key, _) in enumerate(TABLE_COLUMNS)}
@@ -503,22 +505,38 @@ def _first_screen(results, rows: list[list[str]]) -> str:
     for r in results
     if not r.ok
   ]
+  text = table(list(zip(*wrapped)), headers, "table")
+  return (
+    "\n".join([text] + (["", "failed:"] + errors if errors else []))
+    + _notes_text(results)
+  )
+
+
+def _notes_text(results) -> str:
+  """ "\n\nnotes:\n  ..." for the notes of `_notes`, or "" when none."""
   notes = [
     textwrap.fill(
-      f"{r.config.label()}: {note}",
+      f"{'; '.join(labels)}: {note}",
       TERMINAL_WIDTH,
       initial_indent="  ",
       subsequent_indent="    ",
     )
-    for r in results
-    for note in _compile_notes(r)
+    for note, labels in _notes(results).items()
   ]
-  text = table(list(zip(*wrapped)), headers, "table")
-  return "\n".join(
-    [text]
-    + (["", "failed:"] + errors if errors else [])
-    + (["", "notes:"] + notes if notes else [])
-  )
+  return "\n\nnotes:\n" + "\n".join(notes) if notes else ""
+
+
+def _notes(results) -> dict[str, list[str]]:
+  """Each note under the table (a compile hloprobe changed, a prediction
+  that failed) with the labels of the configs it is about, in order."""
+  notes: dict[str, list[str]] = {}
+  for r in results:
+    said = _compile_notes(r) + (
+      (f"not predicted: {r.prediction_error}",) if r.prediction_error else ()
+    )
+    for note in said:
+      notes.setdefault(note, []).append(r.config.label())
+  return notes
 
 
 def _wrap(text: str, width: int) -> str:

@@ -50,7 +50,8 @@ def cpu_algorithm(operand_dtype: str) -> tuple[str | None, str]:
   """The algorithm of a dot on XLA:CPU, whatever its precision config says.
 
   XLA:CPU computes f32 dots as IEEE f32 (Eigen / YNNPACK / runtime matmul in
-  the operand type): measured on jaxlib 0.10.2, DEFAULT, HIGH and the
+  the operand type): measured on jaxlib 0.10.2 and 0.12.0.1 (whose f32 dots
+  at n >= 2 run in a `__ynn_fusion`), DEFAULT, HIGH and the
   BF16_BF16_F32 preset give the same f32 results as HIGHEST, and
   TF32_TF32_F32 is rejected ("not supported by dot_general on CPU"; see
   tests/sweep_test.py FailureIsolationTest).
@@ -59,7 +60,7 @@ def cpu_algorithm(operand_dtype: str) -> tuple[str | None, str]:
   if operand_dtype in presets:
     return presets[operand_dtype], (
       f"XLA:CPU: {operand_dtype} dot in {operand_dtype}; operand_precision "
-      "and algorithm do not change CPU arithmetic (jaxlib 0.10.2)"
+      "and algorithm do not change CPU arithmetic (jaxlib 0.10.2, 0.12.0.1)"
     )
   return None, f"XLA:CPU: no rule for {operand_dtype} operands"
 
@@ -259,7 +260,7 @@ def _effective(
     evidence = (
       "cuDNN: the declared algorithm"
       if algorithm
-      else "cuDNN: no rule checked on jaxlib 0.10.2"
+      else "cuDNN: no rule checked (jaxlib 0.10.2, 0.12.0.1)"
     )
   elif (epilogue := _in_gemm_kernel(fate, instructions)) is not None:
     algorithm, evidence = epilogue

@@ -480,6 +480,16 @@ class RenderTest(absltest.TestCase):
       text,
     )
 
+  def test_a_failed_prediction_is_said(self):
+    why = "not predicted: no float64 reference: KeyError: 'num_consts'"
+    e = _explanation(
+      predicted=(
+        explain.PredictedRowZero("float32", (1, 2), None, None, why, None, None),
+      )
+    )
+    text = explain_text.render_explanation([e], width=10_000)
+    self.assertIn(f"n = 1-2: {why}", text)
+
   def test_wrap_keeps_batch_ranges_whole(self):
     e = _explanation(
       spans={

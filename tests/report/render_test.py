@@ -94,3 +94,44 @@ class MarkdownTest(absltest.TestCase):
 
 if __name__ == "__main__":
   absltest.main()
+
+
+class NotesTest(absltest.TestCase):
+  """What hloprobe changed or could not do is said under the table."""
+
+  def _results(self):
+    from hloprobe.records import Compilation
+
+    note = "compiled again with xla_gpu_enable_triton_gemm=false: because"
+    changed = ConfigResult(
+      Config("c", get_target("a100"), 2, "float32", "deterministic_ops"),
+      compilation=Compilation("", "", compile_notes=(note,)),
+    )
+    unpredicted = [
+      ConfigResult(
+        Config("c", get_target("cpu"), n, "float32"),
+        compilation=Compilation("", ""),
+        prediction_error="no float64 reference: KeyError: 'num_consts'",
+      )
+      for n in (1, 2)
+    ]
+    return [changed, *unpredicted]
+
+  def test_table_says_see_notes_and_not_predicted(self):
+    text = render.render(self._results(), "table", _VERSIONS)
+    self.assertIn("ok, see notes", text)
+    notes = text[text.index("\nnotes:\n") :]
+    wide = render.render(self._results(), "table", _VERSIONS, wide=True)
+    self.assertEqual(wide.count("not predicted"), 3)  # 2 cells and a note
+    self.assertIn("\nnotes:\n", wide)
+    self.assertIn("xla_gpu_enable_triton_gemm=false", notes)
+    # one note for both configs that share it, naming both
+    self.assertIn("n=1 float32; cpu c n=2 float32: not predicted: no", notes)
+    self.assertIn("KeyError: 'num_consts'", notes)
+
+  def test_json_keeps_the_compile_notes(self):
+    doc = json.loads(render.render(self._results(), "json", _VERSIONS))
+    self.assertEqual(
+      doc["configs"][0]["compile_notes"],
+      ["compiled again with xla_gpu_enable_triton_gemm=false: because"],
+    )
