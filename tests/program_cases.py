@@ -20,7 +20,9 @@ from hloprobe.compile import cases
 __all__ = [
   "attention_bf16",
   "bf16_matmul",
+  "euler_scan",
   "free_dims_matmul",
+  "long_k_matmul",
   "registered",
   "two_dots",
 ]
@@ -71,6 +73,40 @@ def free_dims_matmul(lhs_shape, rhs_shape, name: str) -> cases.Case:
     f"x{list(lhs_shape)} @ w{list(rhs_shape)}",
     lambda x, w: jnp.matmul(x, w),
     lambda: _uniform(12, lhs_shape, rhs_shape),
+  )
+
+
+def _euler(x, w, v):
+  """Four Euler steps h + 0.1 tanh(h @ w) @ v in a `lax.scan`."""
+
+  def step(h, _):
+    return h + 0.1 * jnp.tanh(h @ w) @ v, None
+
+  return jax.lax.scan(step, x, None, length=4)[0]
+
+
+def euler_scan() -> cases.Case:
+  """A scan whose body has two dot sites (the pass dump fixtures).
+
+  x f32[n,64] (the batch, n <= 8), w and v f32[64,64]; uniform draws.
+  """
+  return cases.Case(
+    "t_euler_scan",
+    "4 Euler steps of h + 0.1 tanh(h @ w) @ v in a lax.scan",
+    _euler,
+    lambda: _uniform(21, (8, 64), (64, 64), (64, 64)),
+    in_axes=(0, None, None),
+  )
+
+
+def long_k_matmul() -> cases.Case:
+  """x f32[n,8192] @ w f32[8192,8], n <= 8: a long K to split."""
+  return cases.Case(
+    "t_long_k",
+    "x @ w with K = 8192",
+    jnp.matmul,
+    lambda: _uniform(22, (8, 8192), (8192, 8)),
+    in_axes=(0, None),
   )
 
 

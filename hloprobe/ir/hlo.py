@@ -14,6 +14,18 @@ records. The grammar it accepts is the one of XLA's `HloModule::ToString`
 Attribute values are kept as raw text (so a printer can write them back) and
 interpreted on demand: `metadata`, `backend_config` (JSON), called
 computations, and dot dimension numbers.
+
+Compact tuple operands: XLA's dumps print an operand that is a
+`get-tuple-element` of a tuple as `%tuple#index` (`%arg_tuple.1#1`, nested
+`%p#1#0`) and leave the get-tuple-element instruction out
+(xla/service/dump.cc: `print_options.set_compact_gte(debug_options.
+xla_dump_compact_gte())`, flag added 2026-06-15). Seen in every
+`xla_dump_hlo_pass_re` dump of jaxlib 0.12.0.1, never in its
+`Compiled.as_text()`, nor anywhere on jaxlib 0.10.2. The parser gives each
+such operand back its instruction: a `get-tuple-element` named as the operand
+is printed (`arg_tuple.1#1`, a name XLA never gives, `#` not being allowed in
+its names), with `index=` and the element's shape, placed before its first
+use (`_expand_compact_gte`), so every consumer sees the long form.
 """
 
 from __future__ import annotations
@@ -476,6 +488,64 @@ def _parse_operands(
   return tuple(names), None
 
 
+def _expand_compact_gte(
+  insts: list[HloInstruction], computation: str
+) -> list[HloInstruction]:
+  """`insts` with a `get-tuple-element` for each compact operand `%t#i`.
+
+  See the module docstring (xla_dump_compact_gte; jaxlib 0.12.0.1 pass
+  dumps). Each `t#i` (and `t#i#j`, the element j of `t#i`) gets one
+  instruction named as printed, before its first user, whose shape is the
+  element's of `t`'s tuple shape.
+
+  Raises:
+    HloParseError: `t` is not an instruction of the computation, not a
+      tuple, or has no element i.
+  """
+  if not any("#" in o for inst in insts for o in inst.operands):
+    return insts
+  shapes = {inst.name: inst.shape for inst in insts}
+  out: list[HloInstruction] = []
+  for inst in insts:
+    for operand in inst.operands:
+      if "#" in operand:
+        _add_gte(operand, shapes, out, computation)
+    out.append(inst)
+  return out
+
+
+def _add_gte(ref: str, shapes: dict, out: list, computation: str) -> None:
+  """Appends to `out` each get-tuple-element of `ref` (`t#i#j`) not known."""
+  name, *indices = ref.split("#")
+  for index in indices:
+    element = f"{name}#{index}"
+    if element not in shapes:
+      whole = shapes.get(name)
+      if (
+        whole is None
+        or not whole.is_tuple
+        or not re.fullmatch(r"[0-9]{1,9}", index)
+        or int(index) >= len(whole.elements)
+      ):
+        raise HloParseError(
+          f"[hloprobe] computation {computation!r}: operand %{ref} is no "
+          f"element of a tuple instruction (%{name}: {whole}); expected e.g. "
+          "'%p#1' with %p a tuple of at least 2 elements"
+        )
+      shapes[element] = whole.elements[int(index)]
+      out.append(
+        HloInstruction(
+          element,
+          "get-tuple-element",
+          shapes[element],
+          (name,),
+          None,
+          {"index": index},
+        )
+      )
+    name = element
+
+
 def _parse_table_row(table: str, line: str) -> tuple[int, object]:
   key, _, value = line.strip().partition(" ")
   value = value.strip()
@@ -534,6 +604,7 @@ def parse_hlo_module(text: str) -> HloModule:
         raise HloParseError(
           f"[hloprobe] line {lineno}: empty computation {name!r}"
         )
+      insts = _expand_compact_gte(insts, name)
       computations[name] = HloComputation(name, tuple(insts), is_entry)
       entry = name if is_entry else entry
       current = None

@@ -225,9 +225,12 @@ def _fate_words(f: SiteFate) -> str:
 
 
 def _pass_words(r: ConfigResult, site: int) -> str:
+  """E.g. "splitk-rewriter, hlo_normalization"; "pass unknown" when the
+  attribution failed (its reason, naming the jaxlib, is in the notes);
+  "pass n/a" without `explain_passes`."""
   found = r.compilation.passes
   if found is None:
-    return "pass n/a"
+    return "pass unknown" if r.compilation.passes_error else "pass n/a"
   p = found.get(site)
   return f"{p.pass_name}, {p.pipeline}" if p else "no pass rewrote it"
 

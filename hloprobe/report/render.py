@@ -600,7 +600,7 @@ def _site_rows(r: ConfigResult) -> list[list[str]]:
     s = f.site
     by = (passes or {}).get(s.index)
     rewritten = (
-      "n/a"
+      ("unknown" if comp.passes_error else "n/a")
       if passes is None
       else (f"{by.pass_name} ({by.pipeline})" if by else "(stays a dot)")
     )

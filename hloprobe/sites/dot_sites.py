@@ -300,7 +300,9 @@ def _classify(site: StableHloDot, carrier: Carrier) -> SiteFate:
     carriers=carrier.path,
     precision_config=precision or identify.site_precision(site),
     algorithm=algorithm or identify.site_algorithm(site),
-    split_k=_split_k(site, inst, config) if fate == Fate.TRITON_GEMM else None,
+    split_k=_split_k(site, inst, config)
+    if fate in (Fate.TRITON_GEMM, Fate.DOT)
+    else None,
     gemm_config=config,
   )
 
@@ -335,18 +337,24 @@ def is_triton_gemm(kernel: HloInstruction | None) -> bool:
 def _split_k(
   site: StableHloDot, inst: HloInstruction, config: dict | None
 ) -> int | None:
-  """The split-K factor of a Triton gemm's dot, or None when not split.
+  """The split-K factor of a Triton gemm's or plain dot's dot, or None.
 
-  `__triton_gemm` fusions state it (`triton_gemm_config.split_k`).
-  `__triton_nested_gemm_fusion`s (jaxlib 0.10.2) do not: XLA's split-K
-  rewrite (xla/service/gpu/split_k_gemm_rewriter.cc,
-  `MakeDotComputationSplitKBatch`) gives the dot one more batch dimension,
-  of size split_k, after the site's own batch dimensions (so it is the
+  `__triton_gemm` fusions of old XLA state it (`triton_gemm_config.split_k`,
+  removed from TritonGemmConfig in XLA 47edd34a, 2026-04-22).
+  `__triton_nested_gemm_fusion`s do not (their `block_level_fusion_config`
+  has no split_k; jaxlib 0.10.2 and 0.12.0.1): split-K is XLA's HLO pass
+  `splitk-rewriter` (xla/backends/gpu/transforms/splitk_rewriter.cc, on by
+  default since abb3f8f7, 2026-04-08), which splits K "forming a new batch
+  dimension" and reduces the dot's result along it. The new batch dimension,
+  of size split_k, comes after the site's own batch dimensions (so it is the
   dot's output dimension len(batch): f32[4,116,128] with no batch,
-  f32[2,4,116,128] with one, jaxlib 0.10.2), whose partial sums a following
-  reduce fusion adds. That is recognised by one extra batch dimension and
-  an output of split_k times the site's elements: compared by element
-  count, since XLA flattens the free dimensions (f32[16,32,64] becomes
+  f32[2,4,116,128] with one; f32[4,8,8] for [8,8192]x[8192,8] under
+  `xla_gpu_experimental_force_split_k=4`, checked on jaxlib 0.10.2 and
+  0.12.0.1), and a reduce adds the partial sums. Between `splitk-rewriter`
+  and `triton-gemm-rewriter` the split dot is a plain top-level dot, hence
+  plain dots are read too. It is recognised by one extra batch dimension and
+  an output of split_k times the site's elements: compared by element count,
+  since XLA flattens the free dimensions (f32[16,32,64] becomes
   f32[4,512,64]).
   """
   tgc = (config or {}).get("triton_gemm_config") or {}

@@ -6,12 +6,21 @@ With `--explain_passes` the config's compile also gets the debug options
 affected and no second compile is needed), which make XLA write the module
 after every pass that changed it, named
 `module_<id>.<name>.<seq>.<pipeline>.after_<pass>.before_<next>.txt`
-(xla/service/dump.cc, DumpHloModuleBetweenPassesIfEnabled; jaxlib 0.10.2).
-Reading the dumps in sequence order, a site's pass is the first one after
-which it is no longer a plain `dot` (outside any fusion): for example
-`dot-strength-reduction` (GPU) or `algsimp` (CPU) turning it into
-multiply+reduce, or `triton-gemm-rewriter` wrapping it in a Triton gemm
-fusion. `lowering` removes the dump folder.
+(xla/service/dump.cc, DumpHloModuleBetweenPassesIfEnabled; checked on
+jaxlib 0.10.2 and 0.12.0.1, whose dumps print tuple operands in the compact
+`%t#i` form that `ir.hlo` expands). Reading the dumps in sequence order, a
+site's pass is the first one after which it is no longer a plain, unsplit
+`dot` (outside any fusion): for example `dot-strength-reduction` (GPU) or
+`algsimp` (CPU) turning it into multiply+reduce, `splitk-rewriter` (GPU,
+xla/backends/gpu/transforms/splitk_rewriter.cc) splitting its K into a new
+batch dimension (then `triton-gemm-rewriter` wraps the split dot in a Triton
+gemm fusion), or `triton-gemm-rewriter` wrapping an unsplit one. A scan or
+loop body is read wherever XLA puts it: in a `while` body directly (jaxlib
+0.12.0.1) or in a `call` to a `closed_call` computation inside it (jaxlib
+0.10.2). A dump hloprobe cannot read, before every site is placed, makes the
+attribution fail with the jaxlib release named (`attribute_passes`): a
+later pass would otherwise be named for a rewrite that dump may hold.
+`lowering` removes the dump folder.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ import dataclasses
 import re
 from collections.abc import Sequence
 
+from hloprobe.compile import compat
 from hloprobe.errors import HloParseError, HloprobeError
 from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.stablehlo import StableHloDot
@@ -52,16 +62,22 @@ class PassAttribution:
 
 
 def _is_plain(fate: dot_sites.SiteFate) -> bool:
-  """Still a plain dot, or not told apart in this dump (ambiguous)."""
+  """Still a plain unsplit dot, or not told apart in this dump (ambiguous)."""
   if fate.fate == dot_sites.Fate.AMBIGUOUS:
     return True
-  return fate.fate == dot_sites.Fate.DOT and fate.emitter == "top level"
+  return (
+    fate.fate == dot_sites.Fate.DOT
+    and fate.emitter == "top level"
+    and fate.split_k is None
+  )
 
 
 def _describe(fate: dot_sites.SiteFate) -> str:
-  if fate.fate == dot_sites.Fate.DOT:
-    return f"dot in {fate.emitter}"
-  return fate.fate.value
+  """E.g. "dot in __ynn_fusion", "dot split-K 4", "Triton gemm"."""
+  words = fate.fate.value
+  if fate.fate == dot_sites.Fate.DOT and fate.emitter != "top level":
+    words = f"dot in {fate.emitter}"
+  return f"{words} split-K {fate.split_k}" if fate.split_k else words
 
 
 def _pass_dumps(dumps: Sequence[tuple[str, str]]) -> list[tuple[re.Match, str]]:
@@ -98,19 +114,26 @@ def attribute_passes(
     stays a plain dot to the end is absent.
 
   Raises:
-    HloprobeError: there are no pass dumps.
+    HloprobeError: there are no pass dumps, none is named as XLA names them
+      (`_DUMP_RE`), or one cannot be parsed before every site is placed;
+      the message names the jaxlib release.
   """
   ordered = _pass_dumps(dumps)
   if not ordered:
-    raise HloprobeError("XLA wrote no pass dumps for this compile")
+    raise HloprobeError(
+      "XLA wrote no pass dumps for this compile"
+      + (f" ({_unread(len(dumps))})" if dumps else "")
+    )
   found: dict[int, PassAttribution] = {}
   for m, text in ordered:
     if len(found) == len(sites):
       break
     try:
       module = parse_hlo_module(text)
-    except HloParseError:
-      continue  # a dump XLA printed in another form; the next one decides
+    except HloParseError as e:
+      raise HloprobeError(
+        f"pass dump {m.group(0)!r} not read ({e}); {_release_words()}"
+      ) from None
     for fate in dot_sites.map_dot_sites(sites, module):
       i = fate.site.index
       if i not in found and not _is_plain(fate):
@@ -118,3 +141,19 @@ def attribute_passes(
           i, m.group("pass"), m.group("pipeline"), _describe(fate)
         )
   return found
+
+
+def _release_words() -> str:
+  """ "jaxlib 0.12.0.1 (pass dumps read on 0.12.0.1 and 0.10.2)"."""
+  return (
+    f"jaxlib {compat.installed_jaxlib()} (pass dumps read on "
+    f"{compat.checked_words()})"
+  )
+
+
+def _unread(count: int) -> str:
+  return (
+    f"{count} dump files, none named "
+    "module_<id>.<name>.<seq>.<pipeline>.after_<pass>....txt as on "
+    f"{_release_words()}"
+  )

@@ -47,7 +47,24 @@ def hlo_corpus() -> list[str]:
       glob.glob(os.path.join(testutil.ROOT, "golden", "*", "*", "*.hlo"))
     )[:8]
   ]
-  return texts + [_read(os.path.join(_TESTDATA, "seed_a100_n2_default.hlo"))]
+  # A jaxlib 0.12.0.1 pass dump: tuple operands as `%arg_tuple.1#1`.
+  compact = glob.glob(
+    os.path.join(
+      _TESTDATA,
+      "..",
+      "..",
+      "sites",
+      "testdata",
+      "passes",
+      "jaxlib01201_euler_scan_cpu_n2",
+      "*.0000.*.txt",
+    )
+  )
+  return (
+    texts
+    + [_read(os.path.join(_TESTDATA, "seed_a100_n2_default.hlo"))]
+    + [_read(p) for p in compact]
+  )
 
 
 def ptx_corpus() -> list[str]:
@@ -72,7 +89,7 @@ _SNIPPETS = (
   "%",
   "\n",
 )
-_SYNTAX = '"{}()[]=,:%.;'
+_SYNTAX = '"{}()[]=,:%.;#'
 
 
 @st.composite

@@ -106,6 +106,65 @@ class ModuleTest(absltest.TestCase):
       )
 
 
+_PASS_DUMPS = os.path.join(
+  os.path.dirname(__file__), "..", "sites", "testdata", "passes"
+)
+_COMPACT = """HloModule m
+
+%body (p: (s32[], (f32[2]{0}, f32[3]{0}))) -> f32[2] {
+  %p = (s32[], (f32[2]{0}, f32[3]{0})) parameter(0)
+  %n = f32[2]{0} negate(%p#1#0)
+  ROOT %a = f32[2]{0} add(%n, %p#1#0)
+}
+
+ENTRY %main (x: f32[2]) -> f32[2] {
+  ROOT %x = f32[2]{0} parameter(0)
+}
+"""
+
+
+class CompactGteTest(absltest.TestCase):
+  """`%t#i` operands (xla_dump_compact_gte): jaxlib 0.12.0.1's pass dumps."""
+
+  def test_nested_operand_gets_its_get_tuple_elements(self):
+    body = parse_hlo_module(_COMPACT).computations["body"]
+    self.assertEqual(
+      [(i.name, i.opcode, i.operands) for i in body.instructions[:3]],
+      [
+        ("p", "parameter", ()),
+        ("p#1", "get-tuple-element", ("p",)),
+        ("p#1#0", "get-tuple-element", ("p#1",)),
+      ],
+    )
+    gte = body.by_name()["p#1#0"]
+    self.assertEqual((str(gte.shape), gte.attrs["index"]), ("f32[2]", "0"))
+    self.assertLen(body.instructions, 5)  # one instruction per element
+
+  def test_index_out_of_range_is_an_error(self):
+    text = _COMPACT.replace("%p#1#0)", "%p#1#7)", 1)
+    with self.assertRaisesRegex(HloParseError, "operand %p#1#7 is no element"):
+      parse_hlo_module(text)
+
+  def test_scan_body_of_jaxlib_0_12_0_1_dump(self):
+    """The first pass dump of a scan: both dots read tuple elements."""
+    folder = os.path.join(_PASS_DUMPS, "jaxlib01201_euler_scan_cpu_n2")
+    (name,) = [n for n in os.listdir(folder) if ".0000." in n]
+    with open(os.path.join(folder, name)) as f:
+      text = f.read()
+    self.assertIn("dot(%arg_tuple.1#1, %arg_tuple.1#2)", text)
+    body = parse_hlo_module(text).computations["region_0.1"]
+    dots = [i for i in body.instructions if i.opcode == "dot"]
+    self.assertEqual(
+      [d.operands for d in dots],
+      [("arg_tuple.1#1", "arg_tuple.1#2"), ("mul.1", "arg_tuple.1#3")],
+    )
+    by_name = body.by_name()
+    self.assertEqual(
+      [str(by_name[f"arg_tuple.1#{i}"].shape) for i in (1, 2, 3)],
+      ["f32[2,64]", "f32[64,64]", "f32[64,64]"],
+    )
+
+
 class MalformedTest(parameterized.TestCase):
   @parameterized.named_parameters(
     ("no_header", "ENTRY %m {\n}\n", "not an HLO module"),

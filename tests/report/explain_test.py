@@ -11,7 +11,7 @@ import testutil
 from absl.testing import absltest, parameterized
 from testutil import numpy_seed_row0, run_hloprobe
 
-from hloprobe import sweep
+from hloprobe import records, sweep
 from hloprobe.compile import cases, experiments, targets
 from hloprobe.report import explain, explain_text, render
 from hloprobe.sites.dot_sites import Fate
@@ -562,6 +562,20 @@ class ExplainCommandTest(parameterized.TestCase):
       },
       groups,
     )
+
+
+class PassWordsTest(parameterized.TestCase):
+  """A failed attribution reads "pass unknown" (its note names the jaxlib)."""
+
+  @parameterized.named_parameters(
+    ("not_asked", None, "pass n/a"),
+    ("failed", "pass dump 'x' not read; jaxlib 0.13.0", "pass unknown"),
+  )
+  def test_words(self, error, words):
+    config = records.Config("c", targets.get_target("cpu"), 1, "float32")
+    compilation = records.Compilation("", "", passes_error=error)
+    r = records.ConfigResult(config, compilation)
+    self.assertEqual(explain._pass_words(r, 0), words)
 
 
 if __name__ == "__main__":

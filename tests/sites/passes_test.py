@@ -1,16 +1,135 @@
-"""Pass attribution from real XLA pass dumps, on the CPU and on a100."""
+"""Pass attribution: on recorded pass dumps of jaxlib 0.10.2 and 0.12.0.1
+(testdata/passes, see its README.md), and from real XLA pass dumps on the CPU
+and on a100."""
 
 from __future__ import annotations
 
+import dataclasses
+import os
+
+import program_cases
 import pytest
 from absl.testing import absltest, parameterized
 
 from hloprobe import sweep
-from hloprobe.compile import cases, targets
+from hloprobe.compile import cases, compat, lowering, targets
 from hloprobe.errors import HloprobeError
-from hloprobe.sites import passes
+from hloprobe.ir.hlo import parse_hlo_module
+from hloprobe.ir.stablehlo import parse_stablehlo_dots
+from hloprobe.sites import dot_sites, passes
 
-pytestmark = pytest.mark.compiles
+_PASSES = os.path.join(os.path.dirname(__file__), "testdata", "passes")
+_RELEASES = ("jaxlib0102", "jaxlib01201")
+
+
+def _recorded(folder: str):
+  """(sites, pass dumps, optimized module) of one recorded compile."""
+  path = os.path.join(_PASSES, folder)
+  texts = {}
+  for name in sorted(os.listdir(path)):
+    with open(os.path.join(path, name), encoding="utf-8") as f:
+      texts[name] = f.read()
+  sites = parse_stablehlo_dots(texts.pop("stablehlo.mlir"))
+  module = parse_hlo_module(texts.pop("optimized.hlo"))
+  return sites, list(texts.items()), module
+
+
+def _summary(found: dict) -> dict:
+  return {i: (a.pass_name, a.pipeline, a.fate) for i, a in found.items()}
+
+
+class RecordedDumpsTest(parameterized.TestCase):
+  """Facts read by hand from the recorded dumps and optimized HLO."""
+
+  @parameterized.product(release=_RELEASES)
+  def test_scan_on_cpu_goes_to_the_dot_library(self, release):
+    # Dump 0013 still has both dots in the while body (jaxlib 0.10.2: in
+    # the `closed_call` it calls; 0.12.0.1: as `dot(%arg_tuple.1#1, ...)`);
+    # 0014, after dot-library-rewriter, has them in __ynn_fusion fusions.
+    sites, dumps, module = _recorded(f"{release}_euler_scan_cpu_n2")
+    self.assertLen(sites, 2)
+    expected = ("dot-library-rewriter", "dot-library-passes")
+    self.assertEqual(
+      _summary(passes.attribute_passes(dumps, sites)),
+      {i: expected + ("dot in __ynn_fusion",) for i in (0, 1)},
+    )
+    fates = dot_sites.map_dot_sites(sites, module)
+    self.assertEqual(
+      [(f.fate, f.emitter) for f in fates],
+      [(dot_sites.Fate.DOT, "__ynn_fusion")] * 2,
+    )
+
+  @parameterized.product(release=_RELEASES)
+  def test_scan_on_a100_is_triton_gemm_rewriter(self, release):
+    sites, dumps, module = _recorded(f"{release}_euler_scan_a100_n2")
+    expected = ("triton-gemm-rewriter", "hlo_normalization", "Triton gemm")
+    self.assertEqual(
+      _summary(passes.attribute_passes(dumps, sites)),
+      {0: expected, 1: expected},
+    )
+    fates = dot_sites.map_dot_sites(sites, module)
+    self.assertEqual(
+      [(f.fate, f.emitter, f.split_k) for f in fates],
+      [(dot_sites.Fate.TRITON_GEMM, "__triton_nested_gemm_fusion", None)] * 2,
+    )
+
+  @parameterized.product(release=_RELEASES)
+  def test_forced_split_k_is_the_splitk_rewriter(self, release):
+    # xla_gpu_experimental_force_split_k=4 on f32[8,8192] @ f32[8192,8]:
+    # dump 0016 (after splitk-rewriter) has a top-level
+    # f32[4,8,8] dot(f32[8,4,2048], f32[4,2048,8]) with lhs_batch_dims={1}
+    # and a reduce over dimension 0; 0017 wraps that dot in a gemm fusion.
+    sites, dumps, module = _recorded(f"{release}_long_k_a100_n8_split4")
+    self.assertEqual(
+      _summary(passes.attribute_passes(dumps, sites)),
+      {0: ("splitk-rewriter", "hlo_normalization", "dot split-K 4")},
+    )
+    (fate,) = dot_sites.map_dot_sites(sites, module)
+    self.assertEqual(
+      (fate.fate, fate.emitter, fate.split_k),
+      (dot_sites.Fate.TRITON_GEMM, "__triton_nested_gemm_fusion", 4),
+    )
+    (dot,) = [
+      i for _, i in module.all_instructions() if i.name == fate.carriers[-1]
+    ]
+    self.assertEqual(str(dot.shape), "f32[4,8,8]")
+    # The nested gemm fusion's config states tiles, not the split factor.
+    self.assertIn("block_level_fusion_config", fate.gemm_config)
+    self.assertNotIn("split_k", str(fate.gemm_config))
+
+  @parameterized.product(release=_RELEASES)
+  def test_without_the_splitk_dump_the_next_pass_is_named(self, release):
+    """Test the tester: the split-K answer comes from dump 0016 alone."""
+    sites, dumps, _ = _recorded(f"{release}_long_k_a100_n8_split4")
+    dumps = [(n, t) for n, t in dumps if ".0016." not in n]
+    self.assertEqual(
+      _summary(passes.attribute_passes(dumps, sites)),
+      {
+        0: (
+          "triton-gemm-rewriter",
+          "hlo_normalization",
+          "Triton gemm split-K 4",
+        )
+      },
+    )
+
+  def test_an_unreadable_dump_names_the_release(self):
+    sites, dumps, _ = _recorded("jaxlib01201_euler_scan_cpu_n2")
+    broken = [
+      (n, t.replace("%arg_tuple.1#1,", "%arg_tuple.1#9,")) for n, t in dumps
+    ]
+    with self.assertRaisesRegex(
+      HloprobeError,
+      rf"\.0000\..* not read .*jaxlib {compat.installed_jaxlib()} "
+      r"\(pass dumps read on 0\.12\.0\.1 and 0\.10\.2\)",
+    ):
+      passes.attribute_passes(broken, sites)
+
+  def test_dumps_named_otherwise_name_the_release(self):
+    with self.assertRaisesRegex(
+      HloprobeError, rf"none named .*jaxlib {compat.installed_jaxlib()}"
+    ):
+      passes.attribute_passes([("after_x.txt", "HloModule m")], [])
 
 
 def _attribution(target: str, n: int, precision: str = "float32"):
@@ -29,6 +148,7 @@ def _attribution(target: str, n: int, precision: str = "float32"):
   return r.compilation.passes
 
 
+@pytest.mark.compiles
 class CpuPassesTest(absltest.TestCase):
   def test_batch_1_last_site_strength_reduced_by_algsimp(self):
     found = _attribution("cpu", 1)
@@ -52,6 +172,7 @@ class CpuPassesTest(absltest.TestCase):
       passes.attribute_passes([("unrelated.txt", "")], [])
 
 
+@pytest.mark.compiles
 class A100PassesTest(parameterized.TestCase):
   def test_batch_1_all_sites_dot_strength_reduction(self):
     found = _attribution("a100", 1, "bfloat16")
@@ -77,6 +198,76 @@ class A100PassesTest(parameterized.TestCase):
       {found[i].pass_name for i in (0, 1, 2)}, {"triton-gemm-rewriter"}
     )
     self.assertEqual(found[3].pass_name, "dot-strength-reduction")
+
+
+def _run(case, target: str, n: int, **options):
+  t = targets.get_target(target)
+  if options:
+    t = dataclasses.replace(
+      t, compiler_options={**(t.compiler_options or {}), **options}
+    )
+  r = sweep.run_config(
+    case, case.make_inputs(), None, t, "highest", n, explain_passes=True
+  )
+  assert r.ok and r.compilation.passes_error is None, (
+    r.failure,
+    r.compilation.passes_error,
+  )
+  return r
+
+
+# What the first pass dump of a scan shows: a `closed_call` computation
+# holding the body's dots (jaxlib 0.10.2) or the dots in the while body,
+# reading tuple elements as `%arg_tuple.1#1` (jaxlib 0.12.0.1).
+_SCAN_FIRST_DUMP = {"0.10.2": "%closed_call", "0.12.0.1": "%arg_tuple.1#1"}
+
+
+@pytest.mark.compiles
+@pytest.mark.release_rules
+class ReleaseRulesTest(parameterized.TestCase):
+  """The recorded facts again, compiled by the installed jaxlib."""
+
+  @parameterized.named_parameters(
+    ("cpu", "cpu", "dot-library-rewriter", "dot in __ynn_fusion"),
+    ("a100", "a100", "triton-gemm-rewriter", "Triton gemm"),
+  )
+  def test_scan_body_dots(self, target, pass_name, fate):
+    if compat.installed_jaxlib() not in _SCAN_FIRST_DUMP:
+      self.skipTest(f"no expectation for jaxlib {compat.installed_jaxlib()}")
+    r = _run(program_cases.euler_scan(), target, 2)
+    self.assertEqual(
+      {i: (a.pass_name, a.fate) for i, a in r.compilation.passes.items()},
+      {0: (pass_name, fate), 1: (pass_name, fate)},
+    )
+
+  def test_scan_first_dump_form(self):
+    expected = _SCAN_FIRST_DUMP.get(compat.installed_jaxlib())
+    if expected is None:
+      self.skipTest(f"no expectation for jaxlib {compat.installed_jaxlib()}")
+    case = program_cases.euler_scan()
+    cc = lowering.compile_case(
+      case,
+      case.inputs_for(case.make_inputs(), 2),
+      "highest",
+      targets.get_target("cpu"),
+      dump_passes=True,
+    )
+    first = min(n for n, _ in cc.pass_dumps if ".jit__euler.0000." in n)
+    self.assertIn(expected, dict(cc.pass_dumps)[first])
+
+  def test_forced_split_k(self):
+    r = _run(
+      program_cases.long_k_matmul(),
+      "a100",
+      8,
+      xla_gpu_experimental_force_split_k="4",
+    )
+    (fate,) = r.compilation.fates
+    self.assertEqual((fate.fate, fate.split_k), (dot_sites.Fate.TRITON_GEMM, 4))
+    a = r.compilation.passes[0]
+    self.assertEqual(
+      (a.pass_name, a.fate), ("splitk-rewriter", "dot split-K 4")
+    )
 
 
 if __name__ == "__main__":
