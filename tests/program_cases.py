@@ -23,6 +23,7 @@ __all__ = [
   "euler_scan",
   "free_dims_matmul",
   "long_k_matmul",
+  "merged_dots",
   "registered",
   "two_dots",
 ]
@@ -63,6 +64,40 @@ def two_dots(swap: bool = False) -> cases.Case:
     "two dots on the same operands",
     fn,
     lambda: _uniform(11, (2, 1000), (1000, 2)),
+  )
+
+
+def _same_side(x, w1, w2):
+  """(x @ w1) * (x @ w2): two dots sharing their lhs (dot-merger)."""
+  return (x @ w1) * (x @ w2)
+
+
+def _cross_side(x, w1, w2):
+  """(x @ w1) * (w2 @ x.T).T: x is one dot's lhs, the other's rhs."""
+  return (x @ w1) * (w2 @ x.T).T
+
+
+def merged_dots(cross: bool = False) -> cases.Case:
+  """Two dot sites XLA's dot-merger makes one dot of (issue 21).
+
+  x f32[n,256] (the batch), w1 f32[256,64]; w2 f32[256,64], or f32[64,256]
+  with `cross` (the shared operand on different sides), standard normal.
+  On an A100 at n = 2 both releases merge the same-side pair into one
+  Triton gemm over concatenate(w1, w2); only jaxlib 0.12.0.1 merges the
+  cross-side pair (`TryMergeLHSWithRHSOperand`).
+  """
+
+  def inputs():
+    g = np.random.default_rng(21)
+    shapes = ((8, 256), (256, 64), (64, 256) if cross else (256, 64))
+    return tuple(g.standard_normal(s).astype(np.float32) for s in shapes)
+
+  return cases.Case(
+    "t_merged_cross" if cross else "t_merged",
+    "two dots sharing x, merged by dot-merger",
+    _cross_side if cross else _same_side,
+    inputs,
+    in_axes=(0, None, None),
   )
 
 

@@ -46,6 +46,7 @@ from hloprobe.errors import HloprobeError, InvalidArgumentError
 from hloprobe.ir.stablehlo import parse_precision_config
 from hloprobe.numerics import accuracy as numerics
 from hloprobe.report import render as report
+from hloprobe.sites.dot_sites import merge_words
 
 __all__ = [
   "INDEX_NAME",
@@ -174,6 +175,8 @@ def _site_values(r) -> dict[str, dict[int, object]]:
     out["fate"][i] = f.fate.value + (
       f" split-K {f.split_k}" if f.split_k else ""
     )
+    if merged := merge_words(f):
+      out["fate"][i] += f" ({merged})"
     out["algorithm"][i] = f.effective_algorithm or "unknown"
     if comp.passes is None:
       out["pass"][i] = "unknown (run with --explain_passes)"

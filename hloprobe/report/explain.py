@@ -24,7 +24,7 @@ from hloprobe.compile.cases import ReportedError, get_case
 from hloprobe.errors import CaseError
 from hloprobe.records import ConfigResult
 from hloprobe.sites import effective
-from hloprobe.sites.dot_sites import Fate, SiteFate
+from hloprobe.sites.dot_sites import Fate, SiteFate, merge_words
 from hloprobe.sweep import SweepSpec, run_sweep
 
 __all__ = [
@@ -217,11 +217,14 @@ class TargetExplanation:
 
 
 def _fate_words(f: SiteFate) -> str:
-  """E.g. "Triton gemm", "Triton gemm split-K 4", "dot in __ynn_fusion"."""
+  """E.g. "Triton gemm", "Triton gemm split-K 4", "dot in __ynn_fusion",
+  "Triton gemm (sites 0, 1 merged by dot-merger)"."""
   words = f.fate.value
   if f.fate == Fate.DOT:
     words = f"dot in {f.emitter}" if f.emitter != "top level" else "dot"
-  return f"{words} split-K {f.split_k}" if f.split_k else words
+  words = f"{words} split-K {f.split_k}" if f.split_k else words
+  merged = merge_words(f, group=True)
+  return f"{words} ({merged})" if merged else words
 
 
 def _pass_words(r: ConfigResult, site: int) -> str:

@@ -48,8 +48,12 @@ element 0, as in `accuracy.ErrorStats`):
                       "algorithm_evidence": str | null,
                       "selection": str | null,
                       "mapping": "source location" | "data flow" | null,
-                      "candidates": [[str]] (an ambiguous site's),
+                      "candidates": [[str]] (an ambiguous site's; an
+                        unknown one's merged dot not split back),
                       "conflict": str | null,
+                      "merged_with": [int] | null (the other sites of
+                        the dot XLA's dot-merger made of this one and
+                        them; null: not merged),
                       "rewritten_by": {"pass": str, "pipeline": str,
                                        "fate_after": str} | null}],
        "passes_explained": bool (rewritten_by is only meaningful if true),
@@ -109,7 +113,12 @@ from tabulate import tabulate
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.ir.textfile import write_whole
 from hloprobe.records import ConfigResult
-from hloprobe.sites.dot_sites import Fate, fate_summary, site_record
+from hloprobe.sites.dot_sites import (
+  Fate,
+  fate_summary,
+  merge_words,
+  site_record,
+)
 
 __all__ = [
   "DEFAULT_COLUMNS",
@@ -617,7 +626,7 @@ def _site_rows(r: ConfigResult) -> list[list[str]]:
         str(s.contracting_size),
         f.precision_config + (" (conflict)" if f.conflict else ""),
         f.algorithm or "n/a",
-        f.fate.value,
+        f.fate.value + (f" ({merged})" if (merged := merge_words(f)) else ""),
         f.emitter or "n/a",
         _num(f.split_k, "d"),
         rewritten,

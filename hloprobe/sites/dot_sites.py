@@ -20,12 +20,20 @@ Fates, checked on jaxlib 0.10.2 (see `_classify`):
                    (AlgebraicSimplifier / `dot-strength-reduction`)
   multiply         K = 1: the dot became an elementwise multiply
   gone             nothing in the optimized HLO computes it
-  unknown          a dot in a Triton fusion that is not a gemm kind (the
+  unknown          a site whose operands a dot reads, one inside a
+                   concatenate none of whose parts fits it (a merged dot
+                   not split back: `identify`); a dot in a Triton fusion
+                   that is not a gemm kind (the
                    generic `__triton`); under a jaxlib other than the checked
                    one also a dot in an emitter not listed in
                    `_KNOWN_DOT_EMITTERS`, or no carrier while the module has
                    custom calls hloprobe does not know
   ambiguous        several differing instructions fit it equally well
+
+A site in a dot that XLA's `dot-merger` made of several sites has that
+dot's fate (e.g. "Triton gemm"), and `merged_with` names the other sites it
+computes (`merge_words`: "merged by dot-merger with site 1"); checked on
+jaxlib 0.10.2 and 0.12.0.1 (`identify`'s docstring).
 """
 
 from __future__ import annotations
@@ -55,6 +63,7 @@ __all__ = [
   "fate_summary",
   "is_triton_gemm",
   "map_dot_sites",
+  "merge_words",
   "site_record",
 ]
 
@@ -132,10 +141,14 @@ class SiteFate:
     mapping: how the carrier was identified: "source location" (its
       metadata's source stack is the site's) or "data flow"; None when gone
       or ambiguous.
-    candidates: for an ambiguous site, the paths of the tied carriers.
+    candidates: for an ambiguous site, the paths of the tied carriers; for
+      an unknown one not split back from a merged dot, that dot's paths.
     conflict: where the optimized HLO contradicts the StableHLO about the
       site, e.g. "optimized precision config highest,highest, StableHLO
       DEFAULT,DEFAULT"; else None.
+    merged_with: for a site computed by a dot XLA's dot-merger made of
+      several, the indices of the other sites that dot computes (() when
+      no other site was found in it); None when not merged.
   """
 
   site: StableHloDot
@@ -155,6 +168,7 @@ class SiteFate:
   mapping: str | None = None
   candidates: tuple[tuple[str, ...], ...] = ()
   conflict: str | None = None
+  merged_with: tuple[int, ...] | None = None
 
   @property
   def emitter(self) -> str | None:
@@ -199,20 +213,72 @@ def map_dot_sites(
     has the site's data flow, `Fate.AMBIGUOUS` where differing carriers tie
     (`identify`).
   """
+  matches = identify.match_sites(sites, module)
   fates = []
-  for site, match in zip(sites, identify.match_sites(sites, module)):
+  for site, match in zip(sites, matches):
     if match.candidates:
       fates.append(_ambiguous(site, match.candidates))
+    elif match.unsplit:
+      fates.append(_unsplit(site, match.unsplit))
     elif match.carrier is None:
       fates.append(_gone(site, _unknown_calls(module)))
     else:
       fate = _classify(site, match.carrier)
       fates.append(
         dataclasses.replace(
-          fate, mapping=match.how, conflict=_conflict(site, match.carrier)
+          fate,
+          mapping=match.how,
+          conflict=_conflict(site, match.carrier),
+          merged_with=_merged_with(site, match, sites, matches),
         )
       )
   return fates
+
+
+def _merged_with(site, match, sites, matches) -> tuple[int, ...] | None:
+  """The other sites a merged carrier computes; None when not merged."""
+  if not match.merged:
+    return None
+  return tuple(
+    other.index
+    for other, m in zip(sites, matches)
+    if m.merged and m.carrier is match.carrier and other is not site
+  )
+
+
+def merge_words(f: SiteFate, group: bool = False) -> str | None:
+  """E.g. "merged by dot-merger with sites 1, 2"; None when not merged.
+
+  With `group`, the same words for every site of one merged dot, e.g.
+  "sites 0, 1, 2 merged by dot-merger", so that reports can group them.
+  """
+  if f.merged_with is None:
+    return None
+  if not f.merged_with:
+    return "merged by dot-merger"
+  if group:
+    every = sorted((f.site.index, *f.merged_with))
+    return f"sites {', '.join(map(str, every))} merged by dot-merger"
+  plural = "s" if len(f.merged_with) > 1 else ""
+  return (
+    f"merged by dot-merger with site{plural} "
+    f"{', '.join(map(str, f.merged_with))}"
+  )
+
+
+def _unsplit(site: StableHloDot, carriers) -> SiteFate:
+  """A site whose operands only a merged-looking carrier reads, unfitted."""
+  names = ", ".join(c.instruction.name for c in carriers)
+  return dataclasses.replace(
+    _gone(site),
+    fate=Fate.UNKNOWN,
+    candidates=tuple(c.path for c in carriers),
+    algorithm_evidence=(
+      f"unknown: {names} read the site's operands, one inside a "
+      "concatenate (dot-merger?) none of whose parts fits the site's "
+      "shape; not split back to it"
+    ),
+  )
 
 
 def _conflict(site: StableHloDot, carrier: Carrier) -> str | None:
@@ -409,6 +475,7 @@ def site_record(f: SiteFate, rewritten_by=None) -> dict:
     "mapping": f.mapping,
     "candidates": [list(c) for c in f.candidates],
     "conflict": f.conflict,
+    "merged_with": None if f.merged_with is None else list(f.merged_with),
     "rewritten_by": None
     if rewritten_by is None
     else {

@@ -239,7 +239,10 @@ def _effective(
   if fate.fate == Fate.GONE:
     return {"algorithm_evidence": "the site is gone from the optimized HLO"}
   if fate.fate == Fate.UNKNOWN:
-    return {"algorithm_evidence": f"unknown: {compat.unchecked_note()}"}
+    return {
+      "algorithm_evidence": fate.algorithm_evidence
+      or f"unknown: {compat.unchecked_note()}"
+    }
   if fate.fate == Fate.AMBIGUOUS:
     names = ", ".join(path[-1] for path in fate.candidates)
     return {

@@ -23,6 +23,30 @@ what identifies it, strongest first (checked on jaxlib 0.10.2):
 Two carriers left tied after all of these that differ in what a report says
 (opcode, kernel, shape, precision config, algorithm) make the site
 "ambiguous": it is reported so, never guessed.
+
+Merged dots. XLA's `dot-merger` (xla/hlo/transforms/simplifiers/
+dot_merger.cc, read at openxla/xla 0e1ce768; `TryMergeSameOperand`) replaces dots that share an operand
+and have the same operand_precision, dimension numbers and types by one dot
+over the other operands concatenated along their free dimension, and
+slices each site's result out of it; `TryMergeLHSWithRHSOperand` does the
+same for two rank-2 dots that share an operand on different sides (the
+second's other operand transposed into the concatenate). The merged dot
+keeps the first dot's metadata only. So no carrier has such a site's data
+flow; where none does, a carrier is the site's merged dot when one operand
+depends on what one of the site's operands does and the other is a
+concatenate (`operand_ancestry.Concatenation`) with a part that depends on
+what the site's other operand does and whose share of the concatenate is
+the site's share of the carrier's outputs, over the site's K
+(`merged_part_fits`). The site's fate is then that carrier's: one kernel
+computes every merged site, each at that kernel's arithmetic. Which of two
+equal parts is which site does not change the fate. A carrier that reads a
+site's operands, one of them inside a concatenate none of whose parts fits
+the site, is not split back to it: the site is `unsplit` (reported
+"unknown" with that carrier named, never "gone").
+
+Merging on the same side was seen on jaxlib 0.10.2 and 0.12.0.1 (x @ w1,
+x @ w2 on an A100 at n = 2); on different sides (x @ w, v @ x.T) only on
+0.12.0.1: 0.10.2 keeps two Triton gemms.
 """
 
 from __future__ import annotations
@@ -35,6 +59,7 @@ from hloprobe.ir.precisions import algorithm_from_fields, algorithm_from_hlo
 from hloprobe.ir.stablehlo import StableHloDot
 from hloprobe.sites.operand_ancestry import (
   Carrier,
+  Concatenation,
   custom_call_target,
   find_carriers,
   kernel_emitter,
@@ -44,6 +69,7 @@ __all__ = [
   "Match",
   "hlo_precision",
   "match_sites",
+  "merged_part_fits",
   "site_algorithm",
   "site_precision",
 ]
@@ -57,16 +83,23 @@ class Match:
   """The carrier found for one site.
 
   Attributes:
-    carrier: the instruction computing the site; None when gone or
-      ambiguous.
+    carrier: the instruction computing the site; None when gone,
+      ambiguous or unsplit.
     how: BY_SOURCE (its source stack is the site's), BY_DATA_FLOW (data
       flow, shape and precision alone), or None.
     candidates: for an ambiguous site, the tied carriers; else ().
+    merged: whether the carrier is a merged dot computing this site among
+      others (one part of its concatenated operand is the site's).
+    unsplit: carriers reading the site's operands, one inside a
+      concatenate none of whose parts fits the site; () when the site has
+      a carrier or none reads its operands.
   """
 
   carrier: Carrier | None
   how: str | None = None
   candidates: tuple[Carrier, ...] = ()
+  merged: bool = False
+  unsplit: tuple[Carrier, ...] = ()
 
 
 def site_precision(site: StableHloDot) -> str:
@@ -191,14 +224,81 @@ def _signature(carrier: Carrier) -> tuple:
   )
 
 
-def _candidates(site: StableHloDot, carriers: list[Carrier]) -> list[int]:
-  """Carriers with the site's data flow; those whose shape fits, if any."""
+def _merged_operands(site: StableHloDot, carrier: Carrier):
+  """(concatenate, part indices) pairs where the carrier may merge the site.
+
+  One operand of the carrier depends on what one of the site's operands
+  does, the other is a `Concatenation`; the parts listed depend on what the
+  site's other operand does.
+  """
+  anc = carrier.operand_ancestry
+  if len(anc) < 2 or carrier.instruction.opcode not in ("dot", "custom-call"):
+    return []
+  own = (frozenset(site.lhs_ancestry), frozenset(site.rhs_ancestry))
+  out = []
+  for j in (0, 1):
+    cat, shared = anc[j], frozenset(anc[1 - j])
+    if not isinstance(cat, Concatenation):
+      continue
+    for a, b in (own, own[::-1]):
+      if shared == a:
+        out.append((cat, [p for p, part in enumerate(cat.parts) if part == b]))
+  return out
+
+
+def merged_part_fits(site: StableHloDot, carrier: Carrier) -> bool:
+  """Whether a part of the carrier's concatenated operand is the site's.
+
+  The part depends on what the site's other operand does (the shared one
+  matching), K is the site's (or padded below twice it, as `shape_fits`),
+  and the part's share of the concatenate's elements is the site's share
+  of the carrier's outputs: the shared operand's free dimensions times the
+  part's, over the shared one's times all parts' (dot_merger.cc
+  concatenates along the one free dimension of the other operands).
+  """
+  out, k = math.prod(site.result.dims), site.contracting_size
+  carrier_k = _carrier_k(carrier)
+  if not carrier_k or not k or not k <= carrier_k < 2 * k:
+    return False
+  got = _result_elements(carrier)
+  for cat, parts in _merged_operands(site, carrier):
+    total = sum(cat.part_elements)
+    for p in parts:
+      part = cat.part_elements[p]
+      if total and part and got * part == out * total:
+        return True
+  return False
+
+
+def _reads_concatenated(site: StableHloDot, carrier: Carrier) -> bool:
+  """The carrier reads the site's operands, one within a concatenate."""
+  anc = carrier.operand_ancestry
+  if len(anc) < 2:
+    return False
+  own = (frozenset(site.lhs_ancestry), frozenset(site.rhs_ancestry))
+  for j in (0, 1):
+    cat, shared = anc[j], frozenset(anc[1 - j])
+    if isinstance(cat, Concatenation) and any(
+      shared == a and b <= cat for a, b in (own, own[::-1])
+    ):
+      return True
+  return False
+
+
+def _candidates(
+  site: StableHloDot, carriers: list[Carrier]
+) -> tuple[list[int], bool]:
+  """Carriers with the site's data flow, those whose shape fits first; else
+  merged dots with a part that fits (the bool says which)."""
   matching = [i for i, c in enumerate(carriers) if _matches(site, c)]
   fitting = [i for i in matching if shape_fits(site, carriers[i])]
+  merged = [i for i, c in enumerate(carriers) if merged_part_fits(site, c)]
+  if not fitting and merged:
+    return merged, True
   pool = fitting or matching
   if site.contracting_size == 1 and not fitting:
     pool = [i for i in pool if carriers[i].instruction.opcode != "multiply"]
-  return pool
+  return pool, False
 
 
 def _pick(site, carriers, frames, used) -> Match:
@@ -214,14 +314,16 @@ def _pick(site, carriers, frames, used) -> Match:
       carriers[i].instruction.opcode == "multiply",
     )
 
-  pool = sorted(_candidates(site, carriers), key=lambda i: (rank(i), i))
+  pool, merged = _candidates(site, carriers)
+  pool = sorted(pool, key=lambda i: (rank(i), i))
   if not pool:
-    return Match(None)
+    unsplit = [c for c in carriers if _reads_concatenated(site, c)]
+    return Match(None, unsplit=tuple(unsplit))
   tied = [i for i in pool if rank(i) == rank(pool[0])]
   if len({_signature(carriers[i]) for i in tied}) > 1:
     return Match(None, None, tuple(carriers[i] for i in tied))
   how = BY_SOURCE if rank(pool[0])[0] == 0 else BY_DATA_FLOW
-  return Match(carriers[pool[0]], how)
+  return Match(carriers[pool[0]], how, merged=merged)
 
 
 def match_sites(sites: list[StableHloDot], module: HloModule) -> list[Match]:

@@ -3,19 +3,26 @@
 `find_carriers` walks an optimized module from ENTRY and records every dot,
 convolution, multiply and gemm custom call with the entry parameters each
 operand depends on (its ancestry), the data-flow key `dot_sites` matches
-StableHLO dot sites by. Checked on jaxlib 0.10.2.
+StableHLO dot sites by. Checked on jaxlib 0.10.2 and 0.12.0.1.
+
+An operand that is a `concatenate` keeps the ancestry of each of its parts
+(`Concatenation`), through the shape-only ops and fusion boundaries between
+the concatenate and the dot, so that a dot XLA's `dot-merger` made out of
+several sites can be split back into them (`identify`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 
 from hloprobe.ir.hlo import HloInstruction, HloModule
 
 __all__ = [
   "GEMM_CUSTOM_CALLS",
   "Carrier",
+  "Concatenation",
   "backend_config_kind",
   "custom_call_target",
   "find_carriers",
@@ -36,6 +43,36 @@ _WALKED_OPCODES = (
   "async-start",
   "custom-call",
 )
+# Ops that move or relabel a concatenation's elements without mixing its
+# parts: a `Concatenation` passes through them whole. dot-merger's operand
+# reaches the merged dot through these (jaxlib 0.12.0.1: a `transpose` of
+# a part, a `bitcast` of the dot, the concatenate in its own kInput fusion).
+_PASSTHROUGH_OPCODES = ("bitcast", "copy", "reshape", "transpose", "convert")
+
+
+class Concatenation(frozenset):
+  """The ancestry of a `concatenate`, with the ancestry of each of its parts.
+
+  As a frozenset it is the union of the parts' entry parameters, so every
+  rule that takes an ancestry takes it unchanged.
+
+  Attributes:
+    parts: per concatenated operand, in order, the entry parameters it
+      depends on; a concatenate of concatenates lists the inner parts.
+    part_elements: per part, its element count (int; 0 where the
+      computation does not show its shape).
+  """
+
+  __slots__ = ("part_elements", "parts")
+
+  def __new__(cls, parts, part_elements):
+    self = super().__new__(cls, frozenset().union(*parts))
+    self.parts = tuple(frozenset(p) for p in parts)
+    self.part_elements = tuple(part_elements)
+    return self
+
+  def __reduce__(self):
+    return (Concatenation, (self.parts, self.part_elements))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -46,7 +83,8 @@ class Carrier:
     instruction: the dot, multiply or custom call.
     computation: name of the computation holding it.
     enclosing: the fusion/call instructions around it, outermost first.
-    operand_ancestry: per operand, the entry parameter numbers it depends on.
+    operand_ancestry: per operand, the entry parameter numbers it depends on
+      (a `Concatenation` where the operand is a concatenate).
     operand_shapes: per operand, its shape where the computation shows it.
   """
 
@@ -122,7 +160,10 @@ def _walk(module, comp_name, params, enclosing, out, depth):
     walk = functools.partial(
       _walk_called, module, enclosing + (inst,), out, depth + 1
     )
-    env[inst.name] = _value(module, inst, ops, walk)
+    if inst.opcode == "concatenate":
+      env[inst.name] = _concatenation(inst, ops, shapes)
+    else:
+      env[inst.name] = _value(module, inst, ops, walk)
   return env.get(comp.root.name, frozenset())
 
 
@@ -130,9 +171,31 @@ def _walk_called(module, enclosing, out, depth, name, binding):
   return _walk(module, name, binding, enclosing, out, depth)
 
 
+def _concatenation(inst: HloInstruction, ops: list, shapes) -> Concatenation:
+  """A concatenate's ancestry, part by part (nested ones spliced in)."""
+  parts, sizes = [], []
+  for name, value in zip(inst.operands, ops):
+    if isinstance(value, Concatenation):
+      parts += value.parts
+      sizes += value.part_elements
+      continue
+    shape = shapes.get(name)
+    parts.append(_flat(value))
+    sizes.append(
+      math.prod(shape.dims) if shape is not None and not shape.is_tuple else 0
+    )
+  return Concatenation(parts, sizes)
+
+
 def _value(module, inst: HloInstruction, ops: list, walk):
   """The ancestry value of one instruction (walking what it calls)."""
   called = [c for c in inst.called_computations if c in module.computations]
+  if (
+    inst.opcode in _PASSTHROUGH_OPCODES
+    and len(ops) == 1
+    and isinstance(ops[0], Concatenation)
+  ):
+    return ops[0]
   if inst.opcode == "tuple":
     return tuple(ops)
   if inst.opcode == "get-tuple-element":
