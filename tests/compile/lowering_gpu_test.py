@@ -12,6 +12,7 @@ from unittest import mock
 import jax
 import numpy as np
 import pytest
+import testutil
 from absl.testing import absltest, parameterized
 
 from hloprobe import sweep
@@ -46,7 +47,11 @@ _V100_DROPPED = (
 )
 
 
+@pytest.mark.release_rules
 class LoadTopologyTest(parameterized.TestCase):
+  # XLA's specs (hloprobe/compile/gpu_specs) are newer than jaxlib 0.10.2's
+  # GpuTargetConfigProto, which lacks these fields (xla/stream_executor/
+  # device_description.proto at its XLA commit); 0.12.0.1's has them all.
   @parameterized.named_parameters(
     ("h100", "h100", ("GpuDeviceInfoProto.collective_memory_granularity",)),
     ("h200", "h200", ("GpuDeviceInfoProto.collective_memory_granularity",)),
@@ -57,6 +62,8 @@ class LoadTopologyTest(parameterized.TestCase):
     ("a6000", "a6000", ()),
   )
   def test_loads_after_dropping_unknown_fields(self, name, dropped):
+    if testutil.jaxlib_at_least("0.12.0.1"):
+      dropped = ()
     t = targets.get_target(name)
     loaded = lowering.load_topology(t.name, t.config_text)
     self.assertEqual(loaded.dropped_fields, dropped)
@@ -166,6 +173,41 @@ class CompileGpuTest(absltest.TestCase):
       r"kernels: ",
     )
     self.assertTrue(good.ok, good.failure)
+
+
+@pytest.mark.compiles
+@pytest.mark.release_rules
+class DeterministicOpsTest(absltest.TestCase):
+  """`--xla_gpu_deterministic_ops` on a compile-only a100.
+
+  XLA 56623979 (2026-05-18) leaves Triton out of gemm autotuning under
+  deterministic ops; a deviceless compile cannot autotune what is left, so
+  jaxlib 0.12.0.1 fails the Triton gemm fusions ("Failed to get configs"),
+  where 0.10.2 (before that commit) still compiled them as Triton gemms.
+  """
+
+  def test_compiles_with_cublas_and_says_so_where_xla_has_no_config(self):
+    doc = testutil.run_hloprobe_json(
+      self,
+      "sweep",
+      "--targets=a100",
+      "--batch_sizes=2",
+      "--precisions=float32",
+      "--experiment=deterministic_ops",
+      "--nocache",
+      "--format=json",
+    )
+    det = next(c for c in doc["configs"] if c["experiment"] != "baseline")
+    self.assertEqual(det["status"], "ok", det["error"])
+    fates = [s["fate"] for s in det["dot_sites"]][:3]  # the three gemms
+    if testutil.jaxlib_at_least("0.12.0.1"):
+      self.assertEqual(fates, ["cuBLASLt"] * 3)
+      (note,) = det["compile_notes"]
+      self.assertIn("xla_gpu_enable_triton_gemm=false", note)
+      self.assertIn("xla_gpu_deterministic_ops", note)
+    else:
+      self.assertEqual(fates, ["Triton gemm"] * 3)
+      self.assertEqual(det["compile_notes"], [])
 
 
 if __name__ == "__main__":
