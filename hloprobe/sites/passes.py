@@ -62,21 +62,28 @@ class PassAttribution:
 
 
 def _is_plain(fate: dot_sites.SiteFate) -> bool:
-  """Still a plain unsplit dot, or not told apart in this dump (ambiguous)."""
+  """Still a plain unsplit, unmerged dot, or not told apart in this dump
+  (ambiguous). A dot `dot-merger` made of several sites is not plain: the
+  pass that merged them (xla/hlo/transforms/simplifiers/dot_merger.cc) is
+  theirs."""
   if fate.fate == dot_sites.Fate.AMBIGUOUS:
     return True
   return (
     fate.fate == dot_sites.Fate.DOT
     and fate.emitter == "top level"
     and fate.split_k is None
+    and fate.merged_with is None
   )
 
 
 def _describe(fate: dot_sites.SiteFate) -> str:
-  """E.g. "dot in __ynn_fusion", "dot split-K 4", "Triton gemm"."""
+  """E.g. "dot in __ynn_fusion", "dot split-K 4", "Triton gemm", "dot
+  (merged)"."""
   words = fate.fate.value
   if fate.fate == dot_sites.Fate.DOT and fate.emitter != "top level":
     words = f"dot in {fate.emitter}"
+  if fate.merged_with is not None:
+    words = f"{words} (merged)"
   return f"{words} split-K {fate.split_k}" if fate.split_k else words
 
 

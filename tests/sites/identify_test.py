@@ -178,7 +178,9 @@ class DotMergerVerdictTest(parameterized.TestCase):
 
   def _sweep(self, case):
     with program_cases.registered(case):
-      spec = sweep.SweepSpec((case.name,), (2,), ("bfloat16",), ("a100",))
+      spec = sweep.SweepSpec(
+        (case.name,), (2,), ("bfloat16",), ("a100",), explain_passes=True
+      )
       (r,) = sweep.run_sweep(spec)
     self.assertTrue(r.ok, r.failure)
     return r
@@ -205,6 +207,10 @@ class DotMergerVerdictTest(parameterized.TestCase):
     r = self._sweep(case)
     self.assertEqual([f.merged_with for f in r.compilation.fates], [(1,), (0,)])
     self._assert_tf32_at_both(case, r)
+    self.assertEqual(
+      {i: a.pass_name for i, a in r.compilation.passes.items()},
+      {0: "dot-merger", 1: "dot-merger"},
+    )
 
   @pytest.mark.release_rules
   def test_cross_side_merge_depends_on_release(self):
