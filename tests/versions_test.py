@@ -191,7 +191,8 @@ def test_versions_run_side_by_side_in_order(tmp_path):
     _without_locations(config["cells"][v]) for v in ("0.0.1", "0.0.2")
   )
   assert one == two and one["status"] == "ok"
-  assert config["changed"] == ["status"]  # only the failed version's
+  # The failed worker compared nothing: no change, and not counted.
+  assert (config["changed"], config["compared_in"]) == ([], ["0.0.1", "0.0.2"])
 
 
 def _without_locations(cell: dict) -> dict:
@@ -393,6 +394,25 @@ class CompareTest(parameterized.TestCase):
     self.assertEqual(entry["compared_in"], ["0.10.2"])
     self.assertEqual(entry["cells"]["0.4.1"]["status"], "not installed")
     self.assertEqual(compare.footer_counts([entry]), (0, 0, 1))
+
+  def test_a_failed_worker_compares_nothing(self):
+    runs = [
+      VersionRun("0.4.38", error="worker exited with status 1: boom"),
+      _run("0.10.2", _config(1, "dot x4")),
+    ]
+    (entry,) = compare.compare(runs)
+    self.assertEqual((entry["changed"], entry["compared_in"]), ([], ["0.10.2"]))
+    self.assertEqual(entry["cells"]["0.4.38"]["status"], "n/a")
+
+  def test_a_failed_config_is_a_change(self):
+    failed = _config(1, "") | {"status": "failed", "stage": "compile"}
+    runs = [
+      _run("0.4.38", failed | {"error": "x"}),
+      _run("0.10.2", _config(1, "dot x4")),
+    ]
+    (entry,) = compare.compare(runs)
+    self.assertEqual(entry["changed"], ["status"])
+    self.assertEqual(compare.footer_counts([entry]), (1, 1, 1))
 
   def test_a_real_change_beside_a_not_installed_release_counts(self):
     # The planted difference: one dot gone at n = 2 in the newer release.
@@ -777,8 +797,8 @@ class PureTest(parameterized.TestCase):
     asked, given = [], []
     config = {"case": "seed_mlp", "target": "a100", "n": 2, "precision": "f"}
 
-    def index_versions(name):
-      asked.append(name)
+    def index_versions(name, python_version=None):
+      asked.append((name, python_version))
       return ("0.5.2",)
 
     def run_one(v, where, request, cache_dir, requirements, plugins, log):
@@ -803,9 +823,9 @@ class PureTest(parameterized.TestCase):
         releases, {"targets": ["a100"]}, ("accurate",), cache, where=where
       )
     self.assertEqual((result.before, result.after), ("0.5.2", "0.5.3"))
-    self.assertEqual(asked, ["jax-cuda12-plugin"])
+    self.assertEqual(asked, [("jax-cuda12-plugin", "3.13")])
     self.assertLen(given, 4)  # both ends, then 0.5.2 and 0.5.3
-    self.assertEqual(set(given), {("0.5.2",)})
+    self.assertEqual(given, [{"3.13": ("0.5.2",)}] * 4)
 
   def test_band_status(self):
     from hloprobe.versions.gpu_check import band_status

@@ -13,7 +13,7 @@ error, "no DotAlgorithmPreset in jax V" for a preset precision on a jax
 without them, "not installed: ..." for a version without a venv.
 
 A config is compared when two or more versions ran it (its status "ok" or
-"failed", or the worker's failure); a version that was not installed never
+"failed"); a version that was not installed, or whose worker failed, never
 takes part, so it never makes a change. The footer counts the changes
 among compared configs only.
 
@@ -72,6 +72,9 @@ __all__ = [
 ]
 
 NOT_INSTALLED = "not installed"
+# Cell statuses of a version that ran the config ("n/a": not installed, the
+# worker failed or did not sweep it).
+_RAN = ("ok", "failed")
 
 FIELDS = ("fates", "effective_algorithms", "row0_abs_err", "verdict")
 _CHANGE_FIELDS = ("fates", "effective_algorithms", "verdict")
@@ -154,7 +157,7 @@ def compare(runs: Sequence[VersionRun]) -> list[dict]:
 
   Returns:
     Dicts {"case", "target", "n", "precision", "cells": {jaxlib: cell},
-    "compared_in": [the versions that took part: every one installed],
+    "compared_in": [the versions that ran it: status "ok" or "failed"],
     "changed": [fields whose text differs between the versions that ran
     it; "status" when theirs differ; empty unless two or more took
     part]}.
@@ -173,7 +176,7 @@ def compare(runs: Sequence[VersionRun]) -> list[dict]:
     cells = {
       run.jaxlib: _cell(by_version[run.jaxlib].get(key), run) for run in runs
     }
-    compared_in = [v for v, c in cells.items() if c["status"] != NOT_INSTALLED]
+    compared_in = [v for v, c in cells.items() if c["status"] in _RAN]
     case, target, n, precision = key
     out.append(
       {

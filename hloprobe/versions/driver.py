@@ -97,26 +97,37 @@ def plan(
 
 def plugin_versions(
   where: Mapping[str, Where], request: dict
-) -> tuple[str, ...] | None:
+) -> dict[str, tuple[str, ...]]:
   """The index's `jax-cuda12-plugin` versions, asked once for many runs.
+
+  The plugin's wheels are per Python (jax-cuda12-plugin 0.12.0.1 has none
+  for 3.11), so the index is asked once for each Python that makes a venv.
 
   Args:
     where: `plan(...)`.
     request: `run.spec_request(spec)`.
 
   Returns:
-    None when no venv with CUDA must be made (every target is the CPU, or
-    no version needs a venv made); () when the index cannot be asked (the
-    venvs are then made without the plugin); else its versions.
+    Python version ("3.13") -> the plugin's versions for it, () when the
+    index cannot be asked (the venvs are then made without the plugin);
+    {} when no venv with CUDA must be made (every target is the CPU, or
+    no version needs a venv made).
   """
   cuda = any(t != "cpu" for t in request["targets"])
-  making = any(isinstance(w, pythons.Interpreter) for w in where.values())
-  if not cuda or not making:
-    return None
-  try:
-    return venvs.index_versions("jax-cuda12-plugin")
-  except venvs.VenvError:
-    return ()
+  making = {
+    w.version for w in where.values() if isinstance(w, pythons.Interpreter)
+  }
+  if not cuda:
+    return {}
+  found = {}
+  for version in sorted(making, key=venvs.version_key):
+    try:
+      found[version] = venvs.index_versions(
+        "jax-cuda12-plugin", python_version=version
+      )
+    except venvs.VenvError:
+      found[version] = ()
+  return found
 
 
 def _not_installed(jaxlib: str, why: str, python_version=None):
@@ -134,7 +145,7 @@ def run_one(
   request: dict,
   cache_dir: str,
   requirements: tuple[str, ...] = (),
-  plugin_versions: tuple[str, ...] | None = None,
+  plugin_versions: Mapping[str, tuple[str, ...]] | None = None,
   log: Callable[[str], None] = lambda line: None,
   children: Children | None = None,
 ) -> run.VersionRun:
@@ -146,8 +157,9 @@ def run_one(
     request: `run.spec_request(spec)`.
     cache_dir: the venv cache folder.
     requirements: for `verify.judge` in the worker.
-    plugin_versions: the index's `jax-cuda12-plugin` versions (None: ask
-      it when a venv must be made).
+    plugin_versions: `plugin_versions(...)`: Python version -> the index's
+      `jax-cuda12-plugin` versions for it (a Python not in it: asked when
+      its venv is made).
     log: called with one progress line at a time (e.g. print to stderr).
     children: runs pip and the worker (`Children.stop` ends them).
   """
@@ -165,7 +177,7 @@ def run_one(
         cache_dir,
         where.path,
         where.version,
-        plugin_versions,
+        (plugin_versions or {}).get(where.version),
         cuda=cuda,
         children=children,
       )

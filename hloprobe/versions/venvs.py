@@ -331,8 +331,9 @@ def ensure_venv(
     base_python: the interpreter that makes the venv
       (`pythons.Pythons.choose`).
     python_version: its "major.minor", e.g. "3.13".
-    plugin_versions: `index_versions("jax-cuda12-plugin")`, or None to ask
-      the index (only when a venv with CUDA must be made).
+    plugin_versions: `index_versions("jax-cuda12-plugin",
+      python_version=python_version)`, or None to ask the index (only when
+      a venv with CUDA must be made).
     timeout_s: limit for the pip install, in seconds.
     cuda: with the CUDA plugin and nvcc wheel (compile-only GPU targets);
       False makes or reuses a CPU-only venv (a full one serves too).
@@ -347,7 +348,9 @@ def ensure_venv(
     return found
   if plugin_versions is None and cuda:
     try:
-      plugin_versions = index_versions(_PLUGIN[0])
+      plugin_versions = index_versions(
+        _PLUGIN[0], python_version=python_version
+      )
     except VenvError:
       plugin_versions = ()
   reqs = requirements_for(jaxlib, plugin_versions or (), cuda)
