@@ -425,6 +425,7 @@ def _cmd_versions() -> int:
     _venv_dir(),
     _check_format(),
     cli_flags.CHANGES_ONLY.value,
+    cli_flags.PYTHON.value,
   )
 
 
@@ -444,6 +445,7 @@ def _cmd_bisect() -> int:
     cli_flags.BAD.value,
     _require(),
     _venv_dir(),
+    cli_flags.PYTHON.value,
   )
 
 
@@ -475,6 +477,7 @@ _COMMAND_FLAGS = {
   "browser": ("view",),
   "jaxlib": ("versions",),
   "changes_only": ("versions",),
+  "python": ("versions", "bisect"),
   "good": ("bisect",),
   "bad": ("bisect",),
   "timings": ("sweep",),

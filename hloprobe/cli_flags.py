@@ -43,6 +43,7 @@ __all__ = [
   "PLOT",
   "PORT",
   "PRECISIONS",
+  "PYTHON",
   "REL_ERROR_BOUND",
   "REQUIRE",
   "SITES",
@@ -272,6 +273,15 @@ JAXLIB = flags.DEFINE_list(
   [],
   "`hloprobe versions`: jaxlib releases to sweep under, e.g. "
   "0.4.35,0.6.2,0.10.2 (each in its own cached venv).",
+)
+PYTHON = flags.DEFINE_string(
+  "python",
+  None,
+  "`hloprobe versions`/`bisect`: the Python interpreter (a path) that makes "
+  "every release's venv, e.g. /usr/bin/python3.12; a release without a "
+  "wheel for it is 'not installed'. Default: per release, the running "
+  "interpreter when the release has a wheel for it, else the newest "
+  "python3.N on PATH or under ~/.pyenv/versions that has one.",
 )
 GOOD = flags.DEFINE_string(
   "good", None, "`hloprobe bisect`: the release whose verdict is the old one."

@@ -1,5 +1,9 @@
 """`hloprobe versions` with two real jaxlib releases, and its pure parts.
 
+Tests that compile with XLA are marked `compiles` (`make test-fast` skips
+them); the pure parts (which Python makes a venv, what is compared and
+counted, the XLA commit table, the bisect summary) are not.
+
 The cross-version test installs one older jaxlib (0.4.38, CPU-only: jax,
 jaxlib, absl-py, tabulate; about 150 MB from the package index, once) into a
 venv cache. It lives under HLOPROBE_VERSIONS_TEST_CACHE when set (reused
@@ -24,11 +28,15 @@ from testutil import ROOT, run_hloprobe
 
 from hloprobe.compile import compat
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.versions import bisect, driver, venvs
+from hloprobe.versions import (
+  bisect,
+  commits,
+  compare,
+  driver,
+  pythons,
+  venvs,
+)
 from hloprobe.versions.run import VersionRun
-
-# Compiles with XLA (`make test-fast` skips it).
-pytestmark = pytest.mark.compiles
 
 OLD = "0.4.38"
 _SWEEP = (
@@ -85,6 +93,7 @@ def _site_fates(doc: dict, jaxlib: str, n: int) -> list[str]:
   return [s["fate"] for s in entry["cells"][jaxlib]["dot_sites"]]
 
 
+@pytest.mark.compiles
 def test_two_versions_differ_and_venvs_are_reused(cache_dir, tmp_path):
   new = compat.installed_jaxlib()
   flags = (f"--jaxlib={OLD},{new}", f"--cache_dir={cache_dir}", *_SWEEP)
@@ -127,7 +136,7 @@ def test_two_versions_differ_and_venvs_are_reused(cache_dir, tmp_path):
 
 def _fake_venv(venv_dir, jaxlib: str, script: str) -> None:
   """A cached CPU venv of `jaxlib` whose python is `script` (sh)."""
-  path = venv_dir / f"jaxlib-{jaxlib}-cpu"
+  path = venv_dir / f"jaxlib-{jaxlib}-py{venvs.this_python()}-cpu"
   (path / "bin").mkdir(parents=True)
   python = path / "bin" / "python"
   python.write_text("#!/bin/sh\n" + script)
@@ -136,6 +145,7 @@ def _fake_venv(venv_dir, jaxlib: str, script: str) -> None:
   (path / venvs.MARKER).write_text(json.dumps(marker))
 
 
+@pytest.mark.compiles
 def test_versions_run_side_by_side_in_order(tmp_path):
   """Two versions (this interpreter behind two cached venvs) run at once,
   a third that fails costs only its own column, and the output keeps the
@@ -181,7 +191,8 @@ def test_versions_run_side_by_side_in_order(tmp_path):
     _without_locations(config["cells"][v]) for v in ("0.0.1", "0.0.2")
   )
   assert one == two and one["status"] == "ok"
-  assert config["changed"] == ["status"]  # only the failed version's
+  # The failed worker compared nothing: no change, and not counted.
+  assert (config["changed"], config["compared_in"]) == ([], ["0.0.1", "0.0.2"])
 
 
 def _without_locations(cell: dict) -> dict:
@@ -191,6 +202,7 @@ def _without_locations(cell: dict) -> dict:
   return {**cell, "dot_sites": sites}
 
 
+@pytest.mark.compiles
 def test_an_interrupt_ends_every_version_running(tmp_path):
   """SIGTERM while two versions' workers run: both are killed, the third
   never starts, and hloprobe exits 143."""
@@ -237,6 +249,7 @@ def test_an_interrupt_ends_every_version_running(tmp_path):
     proc.communicate()
 
 
+@pytest.mark.compiles
 def test_gpu_check_logic_with_the_cpu_standing_in(tmp_path):
   out = tmp_path / "check.json"
   got = subprocess.run(
@@ -272,6 +285,451 @@ def test_gpu_check_logic_with_the_cpu_standing_in(tmp_path):
   assert by_n[1]["compile_only"]["status"] == "explained"
   assert by_n[2]["compile_only"]["status"] == "outside band"
   assert "TF32_TF32_F32" in by_n[2]["compile_only"]["effective_algorithms"]
+
+
+_RUNNING = compat.installed_jaxlib()
+_SWEEP_ONE = ("--targets=cpu", "--batch_sizes=1", "--precisions=float32")
+
+
+@pytest.mark.compiles
+def test_a_bogus_python_leaves_every_release_not_installed(tmp_path):
+  """--python that is no interpreter: every release, the running one too
+  (it is not that Python), is "not installed: ..." on its rows, nothing is
+  compared nor counted as a change, and the exit status is 1."""
+  bogus = str(tmp_path / "no-such-python3")
+  flags = (
+    f"--jaxlib={_RUNNING},0.4.38",
+    f"--python={bogus}",
+    f"--cache_dir={tmp_path}",
+    *_SWEEP_ONE,
+  )
+  got = run_hloprobe("versions", *flags)
+  assert got.returncode == 1, got.stderr
+  rows = [l for l in got.stdout.splitlines() if "dot fates" in l]
+  assert rows == [], got.stdout  # no release swept a config
+  assert f"jaxlib {_RUNNING}: not installed: --python={bogus}" in got.stdout
+  assert "jaxlib 0.4.38: not installed: --python=" in got.stdout
+  assert not (tmp_path / "venvs").exists()  # nothing was made
+
+
+@pytest.mark.compiles
+def test_a_release_without_wheels_is_not_installed_and_never_a_change(
+  tmp_path,
+):
+  """0.4.1 has no wheel for this Python (the package index says so; the
+  test is skipped when it cannot be reached): its cells say "not
+  installed: ..." and the running release's configs are not compared."""
+  try:
+    served = venvs.index_versions("jaxlib", timeout=60)
+  except venvs.VenvError as e:
+    pytest.skip(f"the package index cannot be reached: {e}")
+  assert "0.4.1" not in served
+  flags = (
+    f"--jaxlib=0.4.1,{_RUNNING}",
+    f"--python={sys.executable}",
+    f"--cache_dir={tmp_path}",
+    *_SWEEP_ONE,
+  )
+  got = run_hloprobe("versions", *flags, "--format=json", timeout=900)
+  assert got.returncode == 1, got.stderr  # documented: not every release ran
+  doc = json.loads(got.stdout)
+  old, new = doc["versions"]
+  assert (old["status"], old["installed"]) == ("not installed", False)
+  mine = venvs.this_python()
+  assert old["error"].startswith(
+    f"not installed: the package index has no jaxlib 0.4.1 wheel for "
+    f"Python {mine} (--python="
+  )
+  assert (new["status"], new["python"]) == ("ok", mine)
+  (config,) = doc["configs"]
+  assert config["cells"]["0.4.1"]["status"] == "not installed"
+  assert (config["changed"], config["compared_in"]) == ([], [_RUNNING])
+  table = run_hloprobe("versions", *flags, timeout=900)
+  assert table.returncode == 1, table.stderr
+  row = next(l for l in table.stdout.splitlines() if "dot fates" in l)
+  assert "not installed: the package index has no jaxlib 0.4.1" in row
+  assert not row.rstrip().endswith("*")
+  assert (
+    "0 of 0 configs compared in two or more versions changed (*); 1 of 1 "
+    "ran under fewer than two versions and are not compared."
+  ) in table.stdout
+
+
+def _config(n: int, fates: str, verdict: str = "consistent") -> dict:
+  """A results.json config of the seed MLP on the CPU, as a worker sends."""
+  return {
+    "case": "seed_mlp",
+    "target": "cpu",
+    "n": n,
+    "precision": "float32",
+    "status": "ok",
+    "fate_summary": fates,
+    "dot_sites": [],
+    "prediction": {"verdict": verdict, "row0_abs_err": 1e-6},
+  }
+
+
+def _run(jaxlib: str, *configs: dict, jax_commit: str | None = None):
+  reply = {
+    "jax": jaxlib,
+    "jax_commit": jax_commit,
+    "capabilities": {"threefry_partitionable": True},
+    "results": {"configs": list(configs)},
+    "requirements": [],
+  }
+  return VersionRun(jaxlib, reply=reply, python_version="3.13")
+
+
+def _not_installed(jaxlib: str) -> VersionRun:
+  return VersionRun(jaxlib, error="not installed: no wheel", installed=False)
+
+
+class CompareTest(parameterized.TestCase):
+  """What is compared and counted; a not-installed release never is."""
+
+  def test_a_not_installed_release_is_never_a_change(self):
+    runs = [_not_installed("0.4.1"), _run("0.10.2", _config(1, "dot x4"))]
+    (entry,) = compare.compare(runs)
+    self.assertEqual(entry["changed"], [])
+    self.assertEqual(entry["compared_in"], ["0.10.2"])
+    self.assertEqual(entry["cells"]["0.4.1"]["status"], "not installed")
+    self.assertEqual(compare.footer_counts([entry]), (0, 0, 1))
+
+  def test_a_failed_worker_compares_nothing(self):
+    runs = [
+      VersionRun("0.4.38", error="worker exited with status 1: boom"),
+      _run("0.10.2", _config(1, "dot x4")),
+    ]
+    (entry,) = compare.compare(runs)
+    self.assertEqual((entry["changed"], entry["compared_in"]), ([], ["0.10.2"]))
+    self.assertEqual(entry["cells"]["0.4.38"]["status"], "n/a")
+
+  def test_a_failed_config_is_a_change(self):
+    failed = _config(1, "") | {"status": "failed", "stage": "compile"}
+    runs = [
+      _run("0.4.38", failed | {"error": "x"}),
+      _run("0.10.2", _config(1, "dot x4")),
+    ]
+    (entry,) = compare.compare(runs)
+    self.assertEqual(entry["changed"], ["status"])
+    self.assertEqual(compare.footer_counts([entry]), (1, 1, 1))
+
+  def test_a_real_change_beside_a_not_installed_release_counts(self):
+    # The planted difference: one dot gone at n = 2 in the newer release.
+    runs = [
+      _run("0.4.38", _config(1, "dot x4"), _config(2, "dot x4")),
+      _not_installed("0.4.1"),
+      _run("0.10.2", _config(1, "dot x4"), _config(2, "dot x3")),
+    ]
+    entries = compare.compare(runs)
+    self.assertEqual([e["changed"] for e in entries], [[], ["fates"]])
+    self.assertEqual(compare.footer_counts(entries), (1, 2, 2))
+    text = compare.render_versions(runs)
+    self.assertIn(
+      "1 of 2 configs compared in two or more versions changed (*).", text
+    )
+    (row,) = [l for l in text.splitlines() if "n=2 float32" in l]
+    self.assertIn("not installed: no wheel", row)
+    self.assertTrue(row.rstrip().endswith("*"))
+
+  def test_the_issue_case_counts_nothing(self):
+    """The issue's run: 0.12.0.1 not installed under Python 3.11 made all
+    12 rows "changed"; now none is and none is compared."""
+    configs = [_config(n, "dot x4") for n in range(1, 13)]
+    runs = [_not_installed("0.12.0.1"), _run("0.10.2", *configs)]
+    entries = compare.compare(runs)
+    self.assertEqual(compare.footer_counts(entries), (0, 0, 12))
+    self.assertIn(
+      "0 of 0 configs compared in two or more versions changed (*); 12 of "
+      "12 ran under fewer than two versions and are not compared.",
+      compare.render_versions(runs),
+    )
+
+  def test_rows_and_json_name_the_commits(self):
+    jax_commit = "990e6a0b84138346e6a38785412f36356e0e5dc3"
+    runs = [
+      _run("0.10.2", _config(1, "dot x4"), jax_commit=jax_commit),
+      _run("0.12.0.1", _config(1, "dot x4")),
+    ]
+    text = compare.render_versions(runs)
+    (jax_row,) = [
+      l for l in text.splitlines() if l.lstrip().startswith("jax commit")
+    ]
+    self.assertIn("990e6a0b8413", jax_row)
+    (xla_row,) = [
+      l for l in text.splitlines() if l.lstrip().startswith("xla commit")
+    ]
+    self.assertIn("5a9e73cbd925", xla_row)
+    self.assertIn("unknown", xla_row)
+    doc = compare.versions_json(runs)
+    self.assertEqual(doc["schema_version"], 2)
+    first, second = doc["versions"]
+    self.assertEqual(
+      (first["jax_commit"], first["xla_commit"]),
+      (jax_commit, "5a9e73cbd92530cac2ac36f4736a774b2412afe2"),
+    )
+    self.assertIsNone(second["xla_commit"])
+    self.assertIn("XLA from jaxlib 0.10.2 to 0.12.0.1: unknown", text)
+
+
+class CommitsTest(parameterized.TestCase):
+  """The shipped table against commits read independently: XLA_COMMIT of
+  jax-ml/jax's third_party/xla/{workspace,revision}.bzl at the tags, by
+  `git show jax-vV:third_party/xla/....bzl` (2026-12-01)."""
+
+  @parameterized.parameters(
+    ("0.4.34", "cd6e808c59f53b40a99df1f1b860db9a3e598bff"),
+    ("0.6.2", "3d5ece64321630dade7ff733ae1353fc3c83d9cc"),
+    ("0.10.2", "5a9e73cbd92530cac2ac36f4736a774b2412afe2"),
+    ("0.11.0", "131bf41acb4650e4391a640c3f1859c1c86ad74b"),
+  )
+  def test_known_release(self, jaxlib, xla):
+    found = commits.built_from(jaxlib, None, commits.load_table())
+    self.assertEqual(found.xla_commit, xla)
+    self.assertIn("third_party/xla/", found.xla_source)
+
+  def test_the_table_is_well_formed(self):
+    table = commits.load_table()
+    hex40 = re.compile(r"[0-9a-f]{40}")
+    for jaxlib, entry in table.items():
+      venvs.version_key(jaxlib)
+      self.assertRegex(entry.jax_commit, hex40, jaxlib)
+      self.assertIn(entry.jax_commit_from, ("wheel", "tag"), jaxlib)
+      if entry.xla_commit is not None:
+        self.assertRegex(entry.xla_commit, hex40, jaxlib)
+      else:
+        self.assertStartsWith(entry.source, "unknown: ")
+
+  def test_beyond_the_table_is_unknown(self):
+    table = commits.load_table()
+    for jaxlib in ("0.12.0.1", "0.3.25"):  # not verified; not in it
+      found = commits.built_from(jaxlib, None, table)
+      self.assertIsNone(found.xla_commit)
+      self.assertStartsWith(found.xla_source, "unknown: ")
+
+  def test_another_jax_commit_is_unknown(self):
+    found = commits.built_from("0.10.2", "0" * 40, commits.load_table())
+    self.assertIsNone(found.xla_commit)
+    self.assertIn("built from jax 000000000000", found.xla_source)
+
+  def test_compare_link(self):
+    self.assertEqual(
+      commits.compare_link("aaa", "bbb"),
+      "https://github.com/openxla/xla/compare/aaa...bbb",
+    )
+
+  def test_xla_range(self):
+    old = commits.BuiltFrom("0.10.1", None, "9b63" + "0" * 36, "t")
+    new = commits.BuiltFrom("0.10.2", None, "5a9e" + "0" * 36, "t")
+    self.assertEqual(
+      commits.xla_range(old, new),
+      "XLA from jaxlib 0.10.1 to 0.10.2 (9b6300000000 to 5a9e00000000): "
+      "https://github.com/openxla/xla/compare/"
+      f"9b63{'0' * 36}...5a9e{'0' * 36}",
+    )
+    gone = commits.BuiltFrom("0.12.0", None, None, "unknown: why")
+    self.assertEqual(
+      commits.xla_range(new, gone),
+      "XLA from jaxlib 0.10.2 to 0.12.0: unknown (0.12.0: why)",
+    )
+
+
+class PythonsTest(parameterized.TestCase):
+  """Which Python makes a release's venv, from given interpreters and
+  index answers (no interpreter is started)."""
+
+  _PY311 = pythons.Interpreter("/usr/bin/python3.11", "3.11")
+  _PY312 = pythons.Interpreter("/opt/py312/bin/python3", "3.12")
+  _PY313 = pythons.Interpreter("/opt/py313/bin/python3", "3.13")
+  # As the package index has them (`pip index versions jaxlib
+  # --python-version 3.N`, 2026-12-01), cut down.
+  _WHEELS = {
+    "3.11": ("0.4.34", "0.10.2"),
+    "3.12": ("0.4.34", "0.10.2", "0.11.0", "0.12.0.1"),
+    "3.13": ("0.4.34", "0.10.2", "0.11.0", "0.12.0.1"),
+  }
+
+  def _pythons(self, running, found=None, forced=False):
+    asked = []
+
+    def wheels_for(version):
+      asked.append(version)
+      return self._WHEELS[version]
+
+    found = found or (running, self._PY312, self._PY313)
+    return pythons.Pythons(found, running, wheels_for, forced=forced), asked
+
+  def test_the_running_python_when_it_fits(self):
+    found, asked = self._pythons(self._PY311)
+    self.assertEqual(found.choose("0.10.2"), self._PY311)
+    self.assertEqual(asked, ["3.11"])  # one index query
+
+  def test_else_the_newest_that_fits(self):
+    found, asked = self._pythons(self._PY311)
+    self.assertEqual(found.choose("0.12.0.1"), self._PY313)
+    self.assertEqual(asked, ["3.11", "3.13"])
+
+  def test_no_python_fits(self):
+    found, _ = self._pythons(self._PY311)
+    with self.assertRaisesRegex(
+      venvs.VenvError,
+      r"no jaxlib 0\.4\.1 wheel for Python 3\.11, 3\.12, 3\.13 \(the "
+      r"Pythons found here; --python=PATH names another\)",
+    ):
+      found.choose("0.4.1")
+
+  def test_a_forced_python_without_a_wheel(self):
+    found, _ = self._pythons(None, found=(self._PY311,), forced=True)
+    with self.assertRaisesRegex(
+      venvs.VenvError,
+      r"no jaxlib 0\.12\.0\.1 wheel for Python 3\.11 "
+      r"\(--python=/usr/bin/python3\.11\)",
+    ):
+      found.choose("0.12.0.1")
+
+  def test_releases_are_the_union(self):
+    found, _ = self._pythons(self._PY311)
+    self.assertEqual(
+      found.releases(), ("0.4.34", "0.10.2", "0.11.0", "0.12.0.1")
+    )
+
+  def test_a_failed_query_is_said(self):
+    def wheels_for(version):
+      raise venvs.VenvError("cannot list jaxlib versions: offline")
+
+    found = pythons.Pythons((self._PY311,), self._PY311, wheels_for)
+    with self.assertRaisesRegex(
+      venvs.VenvError, "Python 3.11: cannot list jaxlib versions: offline"
+    ):
+      found.choose("0.10.2")
+
+  def test_candidate_paths(self):
+    root = self.create_tempdir()
+    for name in ("python3.12", "python3.12-config", "python3", "python3.9"):
+      root.create_file(f"bin/{name}")
+    for version in ("3.10.13", "3.9.18"):
+      root.create_file(f"pyenv/versions/{version}/bin/python3")
+    bin_dir = os.path.join(root.full_path, "bin")
+    got = pythons.candidate_paths(
+      os.pathsep.join([bin_dir, "/no/such/dir"]),
+      os.path.join(root.full_path, "pyenv"),
+      "/no/home",
+    )
+    pyenv = os.path.join(root.full_path, "pyenv", "versions")
+    self.assertEqual(
+      got,
+      [
+        os.path.join(bin_dir, "python3.12"),
+        os.path.join(bin_dir, "python3.9"),
+        os.path.join(pyenv, "3.9.18", "bin", "python3"),
+        os.path.join(pyenv, "3.10.13", "bin", "python3"),
+      ],
+    )
+
+  def test_find_pythons_keeps_one_per_interpreter(self):
+    # A shim and the interpreter it runs report the same executable; a
+    # path that fails its probe is left out.
+    reports = {
+      "/shims/python3.12": self._PY312,
+      "/opt/py312/bin/python3": self._PY312,
+      "/usr/bin/python3.11": self._PY311,
+    }
+
+    def probe_one(path):
+      if path not in reports:
+        raise venvs.VenvError(f"{path} does not run")
+      return reports[path]
+
+    got = pythons.find_pythons(
+      [
+        "/shims/python3.12",
+        "/bin/false",
+        "/opt/py312/bin/python3",
+        "/usr/bin/python3.11",
+      ],
+      self._PY313,
+      probe_one,
+    )
+    self.assertEqual(got, (self._PY313, self._PY312, self._PY311))
+
+  def test_probe_this_interpreter_and_a_bogus_one(self):
+    found = pythons.probe(sys.executable)
+    self.assertEqual(found.version, venvs.this_python())
+    with self.assertRaisesRegex(venvs.VenvError, "does not run"):
+      pythons.probe("/no/such/python3")
+
+
+class BisectSummaryTest(parameterized.TestCase):
+  """The end of a bisect: XLA range and the emitters/passes that moved."""
+
+  def _site(self, fate, algorithm, target=None, by=None) -> dict:
+    return {
+      "index": 0,
+      "fate": fate,
+      "effective_algorithm": algorithm,
+      "custom_call_target": target,
+      "backend_config_kind": None,
+      "fusion_kind": None,
+      "rewritten_by": by,
+    }
+
+  def _runs(self):
+    def config(site):
+      c = _config(2, site["fate"])
+      return c | {
+        "target": "a100",
+        "precision": "tensorfloat32",
+        "dot_sites": [site],
+        "passes_explained": True,
+      }
+
+    old = _run(
+      "0.10.1",
+      config(self._site("cuBLAS gemm", "F32_F32_F32", "__cublas$gemm")),
+      jax_commit="619764c15117fbefc4ba13ab941871cb514c23f6",
+    )
+    by = {"pass": "dot-algorithm-rewriter", "pipeline": "p", "fate_after": "x"}
+    new = _run(
+      "0.10.2",
+      config(self._site("cuBLAS gemm", "TF32_TF32_F32", "__cublas$gemm", by)),
+      jax_commit="990e6a0b84138346e6a38785412f36356e0e5dc3",
+    )
+    return old, new
+
+  def test_fate_movers(self):
+    old, new = self._runs()
+    self.assertEqual(
+      bisect.fate_movers(old, new),
+      (
+        "emitter __cublas$gemm -> __cublas$gemm, pass none -> "
+        "dot-algorithm-rewriter: a100 seed_mlp tensorfloat32 n=2 site 0",
+      ),
+    )
+    self.assertEqual(bisect.fate_movers(old, old), ())
+
+  def test_rendered_answer_has_the_xla_range(self):
+    old, new = self._runs()
+    for run in (old, new):
+      run.reply["requirements"] = [
+        {"name": "accurate", "passed": run is old, "evidence": ["e"]}
+      ]
+    result = bisect._result(
+      ("0.10.1", "0.10.2"),
+      {"0.10.1": "PASS", "0.10.2": "FAIL"},
+      {"0.10.1": old, "0.10.2": new},
+      "0.10.1",
+      "0.10.2",
+      (),
+    )
+    text = bisect.render_bisect(result, ("accurate",))
+    self.assertIn(
+      "XLA from jaxlib 0.10.1 to 0.10.2 (9b635916ecc6 to 5a9e73cbd925): "
+      "https://github.com/openxla/xla/compare/"
+      "9b635916ecc6df6efee62d8e4b0c7ef87ef84d69..."
+      "5a9e73cbd92530cac2ac36f4736a774b2412afe2",
+      text,
+    )
+    self.assertIn("pass none -> dot-algorithm-rewriter", text)
 
 
 class PureTest(parameterized.TestCase):
@@ -339,11 +797,11 @@ class PureTest(parameterized.TestCase):
     asked, given = [], []
     config = {"case": "seed_mlp", "target": "a100", "n": 2, "precision": "f"}
 
-    def index_versions(name):
-      asked.append(name)
+    def index_versions(name, python_version=None):
+      asked.append((name, python_version))
       return ("0.5.2",)
 
-    def run_one(v, request, cache_dir, requirements, plugins, log):
+    def run_one(v, where, request, cache_dir, requirements, plugins, log):
       given.append(plugins)
       passed = venvs.version_key(v) < venvs.version_key("0.5.3")
       reply = {
@@ -353,17 +811,21 @@ class PureTest(parameterized.TestCase):
       return VersionRun(v, reply=reply)
 
     cache = self.create_tempdir().full_path
+    # Every venv is still to be made, with one (never started) Python.
+    where = {
+      v: pythons.Interpreter("/nowhere/python3", "3.13") for v in releases
+    }
     with (
       mock.patch.object(venvs, "index_versions", index_versions),
       mock.patch.object(driver, "run_one", run_one),
     ):
       result = bisect.bisect(
-        releases, {"targets": ["a100"]}, ("accurate",), cache
+        releases, {"targets": ["a100"]}, ("accurate",), cache, where=where
       )
     self.assertEqual((result.before, result.after), ("0.5.2", "0.5.3"))
-    self.assertEqual(asked, ["jax-cuda12-plugin"])
+    self.assertEqual(asked, [("jax-cuda12-plugin", "3.13")])
     self.assertLen(given, 4)  # both ends, then 0.5.2 and 0.5.3
-    self.assertEqual(set(given), {("0.5.2",)})
+    self.assertEqual(given, [{"3.13": ("0.5.2",)}] * 4)
 
   def test_band_status(self):
     from hloprobe.versions.gpu_check import band_status

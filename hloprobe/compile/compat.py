@@ -37,6 +37,7 @@ __all__ = [
   "unknown_compile_option",
   "enable_x64",
   "installed_jaxlib",
+  "jaxlib_git_hash",
   "lower",
   "optimized_hlo_text",
   "rules_checked",
@@ -69,6 +70,23 @@ def installed_jaxlib() -> str:
   return jaxlib.__version__
 
 
+def jaxlib_git_hash() -> str | None:
+  """The JAX commit this jaxlib was built from (40 hex digits), or None.
+
+  Read from `jaxlib/version.py` `_git_hash`, which the wheel build writes:
+  present in the wheels of 0.4.34 to 0.5.3 and of 0.8.1 to 0.12.0.1, None
+  in those of 0.6.0 to 0.8.0 (read from the PyPI wheels, 2026-12-01).
+  """
+  try:
+    from jaxlib import version
+  except ImportError:
+    return None
+  found = getattr(version, "_git_hash", None)
+  if isinstance(found, str) and re.fullmatch(r"[0-9a-f]{40}", found):
+    return found
+  return None
+
+
 def cuda_plugin_installed() -> bool:
   """Whether a jax CUDA plugin package (jax_plugins.xla_cuda12 or 13) is
   importable in this interpreter."""
@@ -94,9 +112,7 @@ def unchecked_note() -> str:
   """Words for an evidence string under an unchecked version, else ""."""
   if rules_checked():
     return ""
-  return (
-    f"jaxlib {installed_jaxlib()}: rules checked on {checked_words()} only"
-  )
+  return f"jaxlib {installed_jaxlib()}: rules checked on {checked_words()} only"
 
 
 def version_warning() -> str | None:

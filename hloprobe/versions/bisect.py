@@ -1,33 +1,39 @@
 """`hloprobe bisect`: the first jaxlib release where a requirement's verdict
 changes.
 
-The releases are the package index's (`venvs.index_versions("jaxlib")`,
-for this Python) from --good to --bad inclusive. Each probe runs the sweep
-in that release's venv and judges the requirements on its own configs
-(`verify.judge`: "consistent", "accurate"); its verdict is PASS, FAIL, or
-unknown when the worker or a config failed. Binary search assumes one
+The releases are the package index's for the Pythons found here
+(`pythons.Pythons.releases`; `--python`'s alone when given) from --good to
+--bad inclusive, each run under a Python it supports (`driver.plan`). Each
+probe runs the sweep in that release's venv and judges the requirements on
+its own configs (`verify.judge`: "consistent", "accurate"); its verdict is
+PASS, FAIL, or unknown when it could not be installed, or the worker or a
+config failed. Binary search assumes one
 change between good and bad (as `git bisect` does); a probe that is
 unknown is replaced by the nearest release inside the window that is not,
 and if none is, the window is reported as not narrowed further.
 
-The answer names both neighbours, their verdicts and evidence, and the dot
-sites whose fate, emitter or effective algorithm differs between them
-(`golden_diff.describe_site_changes`).
+The answer names both neighbours, their verdicts and evidence, the XLA
+commits between them with GitHub's compare link (`commits.xla_range`),
+the emitters and passes of the dot sites whose fate or effective algorithm
+moved (`fate_movers`, from the two runs' site records), and every dot-site
+difference (`golden_diff.describe_site_changes`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.golden.diff import SUMMARY_KEYS, describe_site_changes
-from hloprobe.versions import compare, driver, venvs
+from hloprobe.sites.dot_sites import EMITTER_KEYS, emitter_name
+from hloprobe.versions import commits, compare, driver, venvs
 from hloprobe.versions.run import VersionRun
 
 __all__ = [
   "BisectResult",
   "bisect",
+  "fate_movers",
   "releases_between",
   "render_bisect",
   "verdict",
@@ -49,6 +55,10 @@ class BisectResult:
     window: releases between before and after that could not be judged.
     runs: jaxlib -> its run, for the two neighbours.
     site_changes: dot-site differences from before to after, in words.
+    xla_range: the XLA commits from before to after in one line, with the
+      compare link (`commits.xla_range`); None when good and bad agree.
+    movers: the emitters and passes of the sites whose fate or effective
+      algorithm moved from before to after (`fate_movers`).
   """
 
   releases: tuple[str, ...]
@@ -58,6 +68,8 @@ class BisectResult:
   window: tuple[str, ...]
   runs: dict[str, VersionRun]
   site_changes: tuple[str, ...]
+  xla_range: str | None = None
+  movers: tuple[str, ...] = ()
 
 
 def releases_between(
@@ -66,13 +78,14 @@ def releases_between(
   """The releases from good to bad inclusive, oldest first (either order).
 
   Raises:
-    InvalidArgumentError: good or bad is not a release the index serves.
+    InvalidArgumentError: good or bad is not among `releases` (the
+      index's for the Pythons found).
   """
   for name, v in (("good", good), ("bad", bad)):
     if v not in releases:
       raise InvalidArgumentError(
         f"--{name}={v} is not a jaxlib release the package index serves for "
-        f"this Python; e.g. {', '.join(releases[-3:])}"
+        f"the Pythons found here; e.g. {', '.join(releases[-3:])}"
       )
   lo, hi = sorted((good, bad), key=venvs.version_key)
   key = venvs.version_key
@@ -98,21 +111,28 @@ def bisect(
   requirements: tuple[str, ...],
   cache_dir: str,
   log: Callable[[str], None] = lambda line: None,
+  where: Mapping[str, driver.Where] | None = None,
 ) -> BisectResult:
   """Binary search over `releases` (from `releases_between`).
+
+  Args:
+    where: `driver.plan(releases, ...)`; None: planned here (no
+      `--python`).
 
   The package index's plugin versions are asked once, before the first
   probe (`driver.plugin_versions`), not once per venv made.
   """
   runs: dict[str, VersionRun] = {}
   probed: dict[str, str] = {}
-  plugins = driver.plugin_versions(releases, request, cache_dir)
+  if where is None:
+    where = driver.plan(releases, request, cache_dir)
+  plugins = driver.plugin_versions(where, request)
 
   def probe(i: int) -> str:
     v = releases[i]
     if v not in runs:
       runs[v] = driver.run_one(
-        v, request, cache_dir, requirements, plugins, log=log
+        v, where[v], request, cache_dir, requirements, plugins, log=log
       )
       probed[v] = verdict(runs[v])
       log(f"jaxlib {v}: {probed[v]}")
@@ -146,12 +166,82 @@ def _judged_index(probe, lo: int, hi: int) -> int | None:
 
 def _result(releases, probed, runs, before, after, window) -> BisectResult:
   changes: tuple[str, ...] = ()
+  xla, movers = None, ()
   if before and after:
     changes = _site_changes(runs[before], runs[after])
+    table = commits.load_table()
+    ends = [
+      commits.built_from(v, runs[v].reply.get("jax_commit"), table)
+      for v in (before, after)
+    ]
+    xla = commits.xla_range(*ends)
+    movers = fate_movers(runs[before], runs[after])
   kept = {v: runs[v] for v in (before, after) if v in runs}
   return BisectResult(
-    tuple(releases), dict(probed), before, after, window, kept, changes
+    tuple(releases),
+    dict(probed),
+    before,
+    after,
+    window,
+    kept,
+    changes,
+    xla,
+    movers,
   )
+
+
+def _emitter(site: dict) -> str:
+  names = [site.get(k) for k in EMITTER_KEYS]
+  return emitter_name(site.get("fate"), names) or "n/a"
+
+
+def _pass(site: dict, explained: bool) -> str:
+  if not explained:
+    return "n/a"
+  by = site.get("rewritten_by")
+  return by["pass"] if by else "none"
+
+
+def fate_movers(old: VersionRun, new: VersionRun) -> tuple[str, ...]:
+  """The emitters and passes of the dot sites whose fate or effective
+  algorithm moved from `old` to `new`, one line per (emitter, pass)
+  change with the configs and sites it holds for, e.g.
+  "emitter __cublas$gemm -> __triton_nested_gemm_fusion, pass none -> none:
+  a100 seed_mlp tensorfloat32 n=2 site 0".
+
+  The pass is the one `rewritten_by` names (the XLA pass that rewrote the
+  site, "none" when none did), "n/a" where the run did not attribute
+  passes (`--explain_passes` off or failed). Sites in only one run are
+  left out (`site_changes` names them).
+  """
+  found: dict[tuple, list[str]] = {}
+  for entry in compare.compare([old, new]):
+    cells = [entry["cells"][r.jaxlib] for r in (old, new)]
+    if any(c["status"] != "ok" for c in cells):
+      continue
+    a, b = ({s["index"]: s for s in c["dot_sites"]} for c in cells)
+    for i in sorted(set(a) & set(b)):
+      moved = any(a[i].get(k) != b[i].get(k) for k in _MOVES)
+      if not moved:
+        continue
+      key = (
+        _emitter(a[i]),
+        _emitter(b[i]),
+        _pass(a[i], cells[0]["passes_explained"]),
+        _pass(b[i], cells[1]["passes_explained"]),
+      )
+      where = (
+        f"{entry['target']} {entry['case']} {entry['precision']} "
+        f"n={entry['n']} site {i}"
+      )
+      found.setdefault(key, []).append(where)
+  return tuple(
+    f"emitter {e0} -> {e1}, pass {p0} -> {p1}: {'; '.join(sites)}"
+    for (e0, e1, p0, p1), sites in found.items()
+  )
+
+
+_MOVES = ("fate", "effective_algorithm")
 
 
 def _summary_sites(config: dict) -> list[dict]:
@@ -216,6 +306,12 @@ def render_bisect(result: BisectResult, requirements: Sequence[str]) -> str:
     lines.append(f"\njaxlib {v} ({result.probed[v]}):")
     for r in result.runs[v].reply["requirements"]:
       lines += [f"  {r['name']}: {line}" for line in r["evidence"]]
+  lines.append(f"\n{result.xla_range}")
+  lines.append(
+    f"\nemitters and passes of the dot sites whose fate or effective "
+    f"algorithm moved from jaxlib {b} to {a}:"
+  )
+  lines += [f"  {m}" for m in result.movers] or ["  none"]
   lines.append(f"\ndot sites that differ from jaxlib {b} to {a}:")
   lines += [f"  {c}" for c in result.site_changes] or ["  none"]
   return "\n".join(lines)

@@ -2,8 +2,9 @@
 
 Progress (venv made or reused, each worker's failure) goes to stderr, one
 line at a time; the table, JSON or answer to stdout. Exit status: 0 when
-every version ran every config (bisect: an answer was found), 1 otherwise,
-2 for bad input (raised as InvalidArgumentError for cli.py to print).
+every version ran every config (bisect: an answer was found), 1 otherwise
+(a version not installed, a worker or a config failed), 2 for bad input
+(raised as InvalidArgumentError for cli.py to print).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.report import render as report
-from hloprobe.versions import bisect, compare, driver, run, venvs
+from hloprobe.versions import bisect, compare, driver, pythons, run, venvs
 
 __all__ = ["cmd_bisect", "cmd_cache", "cmd_versions"]
 
@@ -45,10 +46,19 @@ def _check_versions(names: list[str]) -> list[str]:
 
 
 def cmd_versions(
-  spec, jaxlib: list[str], cache_dir: str | None, fmt: str, changes_only: bool
+  spec,
+  jaxlib: list[str],
+  cache_dir: str | None,
+  fmt: str,
+  changes_only: bool,
+  python: str | None = None,
 ) -> int:
   """Runs the sweep under each version, up to `spec.jobs` at once, and
   prints the comparison (in the order of `jaxlib`).
+
+  Args:
+    python: --python (a path): every version's venv is made with it;
+      None: each with a Python it supports (`pythons`).
 
   Raises:
     InvalidArgumentError: no or malformed --jaxlib, experiments asked for.
@@ -61,6 +71,7 @@ def cmd_versions(
     cache_dir or venvs.default_cache_dir(),
     log=_log,
     jobs=spec.jobs,
+    python=python,
   )
   if fmt == "json":
     print(report.dumps_json(compare.versions_json(runs)))
@@ -74,9 +85,17 @@ def cmd_versions(
 
 
 def cmd_bisect(
-  spec, good: str | None, bad: str | None, require: str, cache_dir: str | None
+  spec,
+  good: str | None,
+  bad: str | None,
+  require: str,
+  cache_dir: str | None,
+  python: str | None = None,
 ) -> int:
   """Bisects the index's releases between --good and --bad.
+
+  The releases are those with a wheel for a Python found here (or for
+  --python's), each probed under a Python it supports.
 
   Raises:
     InvalidArgumentError: --good or --bad missing or not a release, a requirement
@@ -96,12 +115,20 @@ def cmd_bisect(
     )
   verify.check_batch_sizes(requirements, spec.batch_sizes)
   request = _check_spec(spec)
-  releases = venvs.index_versions("jaxlib")  # VenvError: exit 1
+  found = pythons.survey(python)
+  releases = found.releases()
+  if not releases:  # exit 1
+    raise venvs.VenvError(
+      "cannot list jaxlib releases: " + ("; ".join(found.problems) or "none")
+    )
   between = bisect.releases_between(releases, good, bad)
-  _log(f"bisecting {len(between)} releases: {', '.join(between)}")
-  result = bisect.bisect(
-    between, request, requirements, cache_dir or venvs.default_cache_dir(), _log
+  _log(
+    f"bisecting {len(between)} releases: {', '.join(between)} (Pythons "
+    f"found: {', '.join(found.versions())})"
   )
+  cache_dir = cache_dir or venvs.default_cache_dir()
+  where = driver.plan(between, request, cache_dir, python, found)
+  result = bisect.bisect(between, request, requirements, cache_dir, _log, where)
   print(bisect.render_bisect(result, requirements))
   return 0 if result.after is not None else 1
 

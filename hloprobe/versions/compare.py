@@ -12,15 +12,32 @@ A version that could not run a config says why in its cells: the worker's
 error, "no DotAlgorithmPreset in jax V" for a preset precision on a jax
 without them, "not installed: ..." for a version without a venv.
 
-JSON (`versions_json`), schema "hloprobe.versions" version 1:
-  {"schema": "hloprobe.versions", "schema_version": 1,
+A config is compared when two or more versions ran it (its status "ok" or
+"failed"); a version that was not installed, or whose worker failed, never
+takes part, so it never makes a change. The footer counts the changes
+among compared configs only.
+
+Each version's first rows name what it was built from: the Python its venv
+runs, the JAX commit (from the release itself) and the XLA commit
+(`commits`, "unknown" beyond hloprobe's table); the footer gives the XLA
+compare link between neighbouring columns.
+
+JSON (`versions_json`), schema "hloprobe.versions" version 2 (version 1
+had no "installed", "python", "jax_commit", "xla_commit", "xla_source",
+"compared_in", and no "not installed" status):
+  {"schema": "hloprobe.versions", "schema_version": 2,
    "checked_jaxlib": str,
    "versions": [{"jaxlib": str, "jax": str | null, "status": "ok" |
-                 "failed", "error": str | null, "warning": str | null,
-                 "venv_created": bool}],
+                 "failed" | "not installed", "error": str | null,
+                 "warning": str | null, "venv_created": bool,
+                 "installed": bool, "python": "3.13" | null,
+                 "jax_commit": str | null, "xla_commit": str | null,
+                 "xla_source": str}],
+   "xla_ranges": [str] (neighbouring versions' XLA commits in words),
    "configs": [{"case", "target", "n", "precision",
-                "changed": [field],
-                "cells": {jaxlib: {"status": "ok" | "failed" | "n/a",
+                "changed": [field], "compared_in": [jaxlib],
+                "cells": {jaxlib: {"status": "ok" | "failed" | "n/a" |
+                                   "not installed",
                                    "error": str | null,
                                    "fates": str | null,
                                    "effective_algorithms": str | null,
@@ -28,7 +45,9 @@ JSON (`versions_json`), schema "hloprobe.versions" version 1:
                                    "row0_abs_err_source": "observed" |
                                      "predicted" | null,
                                    "verdict": str | null,
-                                   "dot_sites": [results.json site]}}}]}
+                                   "dot_sites": [results.json site],
+                                   "passes_explained": bool (ok cells
+                                     only)}}}]}
 """
 
 from __future__ import annotations
@@ -39,15 +58,23 @@ from collections.abc import Sequence
 from hloprobe.compile.compat import CHECKED_JAXLIBS, checked_words
 from hloprobe.ir.precisions import ALGORITHMS
 from hloprobe.report import render
+from hloprobe.versions import commits
 from hloprobe.versions.run import VersionRun
 
 __all__ = [
   "FIELDS",
+  "NOT_INSTALLED",
   "compare",
   "config_key",
+  "footer_counts",
   "render_versions",
   "versions_json",
 ]
+
+NOT_INSTALLED = "not installed"
+# Cell statuses of a version that ran the config ("n/a": not installed, the
+# worker failed or did not sweep it).
+_RAN = ("ok", "failed")
 
 FIELDS = ("fates", "effective_algorithms", "row0_abs_err", "verdict")
 _CHANGE_FIELDS = ("fates", "effective_algorithms", "verdict")
@@ -85,6 +112,12 @@ def _error(config: dict) -> tuple[float | None, str | None]:
 def _cell(config: dict | None, run: VersionRun) -> dict:
   """One version's cell for one config."""
   empty = dict.fromkeys(FIELDS) | {"row0_abs_err_source": None}
+  if not run.installed:
+    return empty | {
+      "status": NOT_INSTALLED,
+      "error": run.error,
+      "dot_sites": [],
+    }
   if not run.ok:
     return empty | {"status": "n/a", "error": run.error, "dot_sites": []}
   if config is None:
@@ -106,6 +139,7 @@ def _cell(config: dict | None, run: VersionRun) -> dict:
     "row0_abs_err_source": source,
     "verdict": prediction.get("verdict"),
     "dot_sites": config.get("dot_sites") or [],
+    "passes_explained": bool(config.get("passes_explained")),
   }
 
 
@@ -123,7 +157,10 @@ def compare(runs: Sequence[VersionRun]) -> list[dict]:
 
   Returns:
     Dicts {"case", "target", "n", "precision", "cells": {jaxlib: cell},
-    "changed": [fields whose text differs between versions that ran it]}.
+    "compared_in": [the versions that ran it: status "ok" or "failed"],
+    "changed": [fields whose text differs between the versions that ran
+    it; "status" when theirs differ; empty unless two or more took
+    part]}.
   """
   by_version = {
     run.jaxlib: {
@@ -139,10 +176,7 @@ def compare(runs: Sequence[VersionRun]) -> list[dict]:
     cells = {
       run.jaxlib: _cell(by_version[run.jaxlib].get(key), run) for run in runs
     }
-    ran = [c for c in cells.values() if c["status"] == "ok"]
-    changed = [f for f in _CHANGE_FIELDS if len({c[f] for c in ran}) > 1]
-    if len({c["status"] for c in cells.values()}) > 1:
-      changed.append("status")
+    compared_in = [v for v, c in cells.items() if c["status"] in _RAN]
     case, target, n, precision = key
     out.append(
       {
@@ -150,11 +184,31 @@ def compare(runs: Sequence[VersionRun]) -> list[dict]:
         "target": target,
         "n": n,
         "precision": precision,
-        "changed": changed,
+        "changed": _changed([cells[v] for v in compared_in]),
+        "compared_in": compared_in,
         "cells": cells,
       }
     )
   return out
+
+
+def _changed(cells: list[dict]) -> list[str]:
+  """The fields that differ among the cells of versions that took part;
+  none with fewer than two."""
+  if len(cells) < 2:
+    return []
+  ran = [c for c in cells if c["status"] == "ok"]
+  changed = [f for f in _CHANGE_FIELDS if len({c[f] for c in ran}) > 1]
+  if len({c["status"] for c in cells}) > 1:
+    changed.append("status")
+  return changed
+
+
+def footer_counts(compared: list[dict]) -> tuple[int, int, int]:
+  """(changed, compared, all): configs with a change, configs compared in
+  two or more versions, and all configs, for the footer."""
+  both = [e for e in compared if len(e["compared_in"]) >= 2]
+  return sum(1 for e in both if e["changed"]), len(both), len(compared)
 
 
 def _show(cell: dict, field: str) -> str:
@@ -180,9 +234,15 @@ def render_versions(
     changes_only: only configs where something changed.
   """
   compared = compare(runs)
+  built = _built_from(runs)
   headers = ["config", "field"] + [f"jaxlib {r.jaxlib}" for r in runs]
   headers.append("changed")
-  rows = []
+  rows = [
+    ["built from", "python"] + [r.python_version or "n/a" for r in runs],
+    ["", "jax commit"] + [_short(b.jax_commit) for b in built],
+    ["", "xla commit"] + [_short(b.xla_commit, "unknown") for b in built],
+  ]
+  rows = [row + [""] for row in rows]
   for entry in compared:
     if changes_only and not entry["changed"]:
       continue
@@ -199,15 +259,42 @@ def render_versions(
         + [mark]
       )
   table = render.table(rows, headers, fmt)
-  return "\n".join([table, *_footer(runs, compared)])
+  return "\n".join([table, *_footer(runs, compared, built)])
 
 
-def _footer(runs: Sequence[VersionRun], compared: list[dict]) -> list[str]:
+def _short(commit: str | None, missing: str = "n/a") -> str:
+  return commit[:12] if commit else missing
+
+
+def _built_from(runs: Sequence[VersionRun]) -> list[commits.BuiltFrom]:
+  table = commits.load_table()
+  return [
+    commits.built_from(r.jaxlib, (r.reply or {}).get("jax_commit"), table)
+    for r in runs
+  ]
+
+
+def _xla_ranges(built: list[commits.BuiltFrom]) -> list[str]:
+  """The XLA commits between each column and the next."""
+  return [commits.xla_range(a, b) for a, b in zip(built, built[1:])]
+
+
+def _footer(
+  runs: Sequence[VersionRun],
+  compared: list[dict],
+  built: list[commits.BuiltFrom],
+) -> list[str]:
   lines = [""]
-  changed = sum(1 for e in compared if e["changed"])
-  lines.append(
-    f"{changed} of {len(compared)} configs changed between versions (*)."
-  )
+  changed, both, total = footer_counts(compared)
+  counts = f"{changed} of {both} configs compared in two or more versions "
+  counts += "changed (*)"
+  if both < total:
+    counts += (
+      f"; {total - both} of {total} ran under fewer than two versions and "
+      "are not compared"
+    )
+  lines.append(counts + ".")
+  lines += _xla_ranges(built)
   lines.append(
     f"hloprobe's XLA rules were checked on jaxlib {checked_words()}; under "
     "other versions a rule that does not recognise what XLA did says "
@@ -235,20 +322,27 @@ def _footer(runs: Sequence[VersionRun], compared: list[dict]) -> list[str]:
 
 def versions_json(runs: Sequence[VersionRun]) -> dict:
   """The comparison as the "hloprobe.versions" JSON document (above)."""
+  built = _built_from(runs)
   return {
     "schema": "hloprobe.versions",
-    "schema_version": 1,
+    "schema_version": 2,
     "checked_jaxlib": list(CHECKED_JAXLIBS),
     "versions": [
       {
         "jaxlib": r.jaxlib,
         "jax": (r.reply or {}).get("jax"),
-        "status": "ok" if r.ok else "failed",
+        "status": "ok" if r.ok else "failed" if r.installed else NOT_INSTALLED,
         "error": r.error,
         "warning": (r.reply or {}).get("warning"),
         "venv_created": r.venv_created,
+        "installed": r.installed,
+        "python": r.python_version,
+        "jax_commit": b.jax_commit,
+        "xla_commit": b.xla_commit,
+        "xla_source": b.xla_source,
       }
-      for r in runs
+      for r, b in zip(runs, built)
     ],
+    "xla_ranges": _xla_ranges(built),
     "configs": compare(runs),
   }

@@ -1,12 +1,14 @@
 """One sweep under each of several jaxlib versions: venv, then worker.
 
-`run_versions` is what `hloprobe versions` and `hloprobe bisect` share: for
-each version the cached venv (`venvs.ensure_venv`, made on first use; the
-running interpreter for its own jaxlib; CPU-only when every target is the
-CPU) and
-a worker run of the same sweep in it (`run.run_version`). A version whose
-venv cannot be made (no wheel for this Python, pip failed) becomes a
-`VersionRun` with that error; the others still run.
+`run_versions` is what `hloprobe versions` and `hloprobe bisect` share.
+`plan` first says, per version, where it runs: the running interpreter for
+its own jaxlib, a cached venv, or a Python to make one with
+(`pythons.Pythons.choose`, asked only when some venv must be made), or why
+it cannot be installed. Then `run_one` makes the venv where needed
+(`venvs.ensure_venv`, CPU-only when every target is the CPU) and runs the
+same sweep in it (`run.run_version`). A version that cannot be installed
+(no wheel for any Python found, pip failed) becomes a `VersionRun` with
+`installed=False` and "not installed: <why>"; the others still run.
 
 Versions are independent, so `run_versions` runs up to `jobs` of them at
 once (threads, each waiting on its own pip and worker processes); the runs
@@ -16,49 +18,134 @@ come back in the order asked, whichever finishes first.
 from __future__ import annotations
 
 import concurrent.futures
+import os
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from hloprobe.compile import compat
-from hloprobe.versions import run, venvs
+from hloprobe.versions import pythons, run, venvs
 from hloprobe.versions.children import Children
 
-__all__ = ["plugin_versions", "run_one", "run_versions"]
+__all__ = ["Where", "plan", "plugin_versions", "run_one", "run_versions"]
+
+# Where one version runs: a ready venv (the running interpreter's, or a
+# cached one), the Python to make its venv with, or why it cannot be
+# installed.
+Where = venvs.Venv | pythons.Interpreter | str
 
 
-def plugin_versions(
-  versions: Sequence[str], request: dict, cache_dir: str
-) -> tuple[str, ...] | None:
-  """The index's `jax-cuda12-plugin` versions, asked once for many runs.
+def _is_running(python: str | None) -> bool:
+  """Whether `--python` (None: not given) is this process's interpreter."""
+  if python is None:
+    return True
+  mine = {os.path.realpath(sys.executable)}
+  mine.add(os.path.realpath(pythons.running_python().path))
+  return os.path.realpath(python) in mine
+
+
+def plan(
+  versions: Sequence[str],
+  request: dict,
+  cache_dir: str,
+  python: str | None = None,
+  found: pythons.Pythons | None = None,
+) -> dict[str, Where]:
+  """Where each version runs, decided before any runs.
 
   Args:
-    versions: the jaxlib releases about to run.
+    versions: jaxlib releases.
     request: `run.spec_request(spec)` (its targets say whether CUDA is
       needed).
     cache_dir: the venv cache folder.
+    python: `--python`: every version runs under that interpreter (the
+      running one keeps its own jaxlib only when it is that one); None:
+      each under a Python it supports.
+    found: `pythons.survey(python)` when the caller has it; else it is
+      made here, once, when some version needs it.
 
   Returns:
-    None when no venv with CUDA must be made (every target is the CPU, or
-    every version's venv is cached); () when the index cannot be asked
-    (the venvs are then made without the plugin); else its versions.
+    version -> a `venvs.Venv`, a `pythons.Interpreter` to make one with,
+    or one line saying why it cannot be installed.
   """
   cuda = any(t != "cpu" for t in request["targets"])
-  if not cuda or all(
-    venvs.find_venv(v, cache_dir) is not None for v in versions
-  ):
-    return None
-  try:
-    return venvs.index_versions("jax-cuda12-plugin")
-  except venvs.VenvError:
-    return ()
+  memo: list[pythons.Pythons] = [found] if found is not None else []
+
+  def survey() -> pythons.Pythons:
+    if not memo:
+      memo.append(pythons.survey(python))
+    return memo[0]
+
+  out: dict[str, Where] = {}
+  for v in versions:
+    if v == compat.installed_jaxlib() and _is_running(python):
+      out[v] = venvs.running_venv()
+      continue
+    accepted = None
+    if python is not None:
+      accepted = tuple(p.version for p in survey().found)
+    cached = venvs.find_venv(v, cache_dir, cuda, accepted)
+    if cached is not None:
+      out[v] = cached
+      continue
+    try:
+      out[v] = survey().choose(v)
+    except venvs.VenvError as e:
+      out[v] = str(e)
+  return out
+
+
+def plugin_versions(
+  where: Mapping[str, Where], request: dict
+) -> dict[str, tuple[str, ...]]:
+  """The index's `jax-cuda12-plugin` versions, asked once for many runs.
+
+  The plugin's wheels are per Python (jax-cuda12-plugin 0.12.0.1 has none
+  for 3.11), so the index is asked once for each Python that makes a venv.
+
+  Args:
+    where: `plan(...)`.
+    request: `run.spec_request(spec)`.
+
+  Returns:
+    Python version ("3.13") -> the plugin's versions for it, () when the
+    index cannot be asked (the venvs are then made without the plugin);
+    {} when no venv with CUDA must be made (every target is the CPU, or
+    no version needs a venv made).
+  """
+  cuda = any(t != "cpu" for t in request["targets"])
+  making = {
+    w.version for w in where.values() if isinstance(w, pythons.Interpreter)
+  }
+  if not cuda:
+    return {}
+  found = {}
+  for version in sorted(making, key=venvs.version_key):
+    try:
+      found[version] = venvs.index_versions(
+        "jax-cuda12-plugin", python_version=version
+      )
+    except venvs.VenvError:
+      found[version] = ()
+  return found
+
+
+def _not_installed(jaxlib: str, why: str, python_version=None):
+  return run.VersionRun(
+    jaxlib,
+    error=f"not installed: {why}",
+    installed=False,
+    python_version=python_version,
+  )
 
 
 def run_one(
   jaxlib: str,
+  where: Where,
   request: dict,
   cache_dir: str,
   requirements: tuple[str, ...] = (),
-  plugin_versions: tuple[str, ...] | None = None,
+  plugin_versions: Mapping[str, tuple[str, ...]] | None = None,
   log: Callable[[str], None] = lambda line: None,
   children: Children | None = None,
 ) -> run.VersionRun:
@@ -66,30 +153,41 @@ def run_one(
 
   Args:
     jaxlib: e.g. "0.4.38".
+    where: `plan(...)[jaxlib]`.
     request: `run.spec_request(spec)`.
     cache_dir: the venv cache folder.
     requirements: for `verify.judge` in the worker.
-    plugin_versions: the index's `jax-cuda12-plugin` versions (None: ask
-      it when a venv must be made).
+    plugin_versions: `plugin_versions(...)`: Python version -> the index's
+      `jax-cuda12-plugin` versions for it (a Python not in it: asked when
+      its venv is made).
     log: called with one progress line at a time (e.g. print to stderr).
     children: runs pip and the worker (`Children.stop` ends them).
   """
   start = time.perf_counter()
   cuda = any(t != "cpu" for t in request["targets"])
-  try:
-    if jaxlib == compat.installed_jaxlib():
-      venv = venvs.running_venv()
-    else:
+  if isinstance(where, str):
+    log(f"jaxlib {jaxlib}: not installed: {where}")
+    return _not_installed(jaxlib, where)
+  venv = where
+  if isinstance(where, pythons.Interpreter):
+    log(f"jaxlib {jaxlib}: making its venv with Python {where.version}")
+    try:
       venv = venvs.ensure_venv(
-        jaxlib, cache_dir, plugin_versions, cuda=cuda, children=children
+        jaxlib,
+        cache_dir,
+        where.path,
+        where.version,
+        (plugin_versions or {}).get(where.version),
+        cuda=cuda,
+        children=children,
       )
-  except venvs.VenvError as e:
-    log(f"jaxlib {jaxlib}: {e}")
-    return run.VersionRun(jaxlib, error=str(e))
+    except venvs.VenvError as e:
+      log(f"jaxlib {jaxlib}: not installed: {e}")
+      return _not_installed(jaxlib, str(e), where.version)
   made = "made" if venv.created else "reused"
   log(
-    f"jaxlib {jaxlib}: venv {made} ({venv.path}, "
-    f"{time.perf_counter() - start:.0f} s); sweeping"
+    f"jaxlib {jaxlib}: venv {made} ({venv.path}, Python "
+    f"{venv.python_version}, {time.perf_counter() - start:.0f} s); sweeping"
   )
   result = run.run_version(venv, request, requirements, children=children)
   if result.error:
@@ -104,20 +202,32 @@ def run_versions(
   requirements: tuple[str, ...] = (),
   log: Callable[[str], None] = lambda line: None,
   jobs: int = 1,
+  python: str | None = None,
 ) -> list[run.VersionRun]:
   """`run_one` for each version, up to `jobs` at once; in `versions` order.
 
   A version that fails in any way is a `VersionRun` with its error; the
   others still run. An interrupt (KeyboardInterrupt) kills every pip and
   worker process started, then propagates.
+
+  Args:
+    python: `--python` (see `plan`), or None.
   """
-  plugins = plugin_versions(versions, request, cache_dir)
+  where = plan(versions, request, cache_dir, python)
+  plugins = plugin_versions(where, request)
   children = Children()
 
   def one(jaxlib: str) -> run.VersionRun:
     try:
       return run_one(
-        jaxlib, request, cache_dir, requirements, plugins, log, children
+        jaxlib,
+        where[jaxlib],
+        request,
+        cache_dir,
+        requirements,
+        plugins,
+        log,
+        children,
       )
     except Exception as e:  # e.g. a full disk: this version's error only
       log(f"jaxlib {jaxlib}: {type(e).__name__}: {e}")

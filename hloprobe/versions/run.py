@@ -12,6 +12,8 @@ no CUDA backend; an attached `gpu` target lets JAX choose), runs the
 sweep, judges the requested requirements (`verify.judge`) and replies
 
   {"jax": str, "jaxlib": str, "python": str, "warning": str | null,
+   "jax_commit": str | null (the JAX commit jaxlib was built from, its
+     `jaxlib/version.py` `_git_hash`; null where the wheel records none),
    "capabilities": {"dot_algorithm_preset": bool,
                     "threefry_partitionable": bool | null},
    "results": <results.json document, see report.py>,
@@ -40,15 +42,22 @@ class VersionRun:
   Attributes:
     jaxlib: the version asked for, e.g. "0.4.38".
     reply: the worker's reply (module docstring), or None when it failed.
-    error: one line saying why there is no reply (no wheel for this
-      Python, pip failed, the worker died), else None.
+    error: one line saying why there is no reply, else None: "not
+      installed: <why>" (no wheel for any Python found, pip failed) or
+      the worker's failure.
     venv_created: whether this run made the version's venv.
+    installed: False when the version has no venv (nothing ran; its
+      cells never count as a change).
+    python_version: the "major.minor" of the Python its venv runs, or
+      None when it has none.
   """
 
   jaxlib: str
   reply: dict | None = None
   error: str | None = None
   venv_created: bool = False
+  installed: bool = True
+  python_version: str | None = None
 
   @property
   def ok(self) -> bool:
@@ -131,6 +140,7 @@ def run_version(
         venv.jaxlib,
         error=f"worker timed out after {timeout_s:.0f} s",
         venv_created=venv.created,
+        python_version=venv.python_version,
       )
     if proc.returncode != 0 or not os.path.exists(reply_path):
       return VersionRun(
@@ -138,10 +148,16 @@ def run_version(
         error=f"worker exited with status {proc.returncode}: "
         f"{last_line(proc.stderr)}",
         venv_created=venv.created,
+        python_version=venv.python_version,
       )
     with open(reply_path, encoding="utf-8") as f:
       reply = json.load(f)
-  return VersionRun(venv.jaxlib, reply=reply, venv_created=venv.created)
+  return VersionRun(
+    venv.jaxlib,
+    reply=reply,
+    venv_created=venv.created,
+    python_version=venv.python_version,
+  )
 
 
 def _serve(request_path: str, reply_path: str) -> None:
@@ -171,6 +187,7 @@ def _serve(request_path: str, reply_path: str) -> None:
     **lowering.versions(),
     "python": platform.python_version(),
     "warning": compat.version_warning(),
+    "jax_commit": compat.jaxlib_git_hash(),
     "capabilities": {
       "dot_algorithm_preset": hasattr(jax.lax, "DotAlgorithmPreset"),
       # jax 0.5.0 made it True by default: the same PRNGKey then draws

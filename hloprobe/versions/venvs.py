@@ -1,8 +1,9 @@
 """Cached virtualenvs, one per jaxlib version, for cross-version sweeps.
 
-Each version gets `<cache_dir>/jaxlib-<V>/` (or `jaxlib-<V>-cpu/` for CPU-only
-sweeps: no plugin, no nvcc), a standard `venv` (stdlib) into
-which `pip` installs jax==V and jaxlib==V, the CUDA 12 PJRT plugin of the
+Each version gets `<cache_dir>/jaxlib-<V>-py<3.N>/` (or
+`jaxlib-<V>-py<3.N>-cpu/` for CPU-only sweeps: no plugin, no nvcc), a
+standard `venv` (stdlib) made by a Python 3.N that the release has wheels
+for (`pythons.Pythons.choose`), into which `pip` installs jax==V and jaxlib==V, the CUDA 12 PJRT plugin of the
 same version where the package index has one (`jax-cuda12-plugin`,
 `jax-cuda12-pjrt`; compile-only GPU targets need it), the
 `nvidia-cuda-nvcc-cu12` wheel (its ptxas builds GPU kernels) and hloprobe's
@@ -13,13 +14,13 @@ A venv is built in a temporary folder beside its final place and renamed
 into place only after pip succeeded and `hloprobe-venv.json` (what was
 installed) is written, so a folder with that file is complete and is reused
 as is; nothing else is ever written into it. A failed install leaves
-nothing behind and says why in one line (e.g. "no jaxlib 0.4.1 wheel for
+nothing behind and says why in one line (e.g. "no jaxlib==0.4.1 wheel for
 Python 3.11").
 
 The jaxlib of the running interpreter needs no venv: `running_venv`.
 
 Which versions exist comes from the package index, through pip's own query
-(`pip index versions NAME`), for the Python that runs hloprobe.
+(`pip index versions NAME [--python-version 3.N]`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ __all__ = [
   "last_line",
   "requirements_for",
   "running_venv",
+  "this_python",
   "version_key",
 ]
 
@@ -63,9 +65,10 @@ _NUMPY2_FROM = "0.4.26"
 # at import (jax/_src/lib/__init__.py `_try_cuda_nvcc_import`, measured
 # with jax 0.4.35); 12.8 still has the __init__.py.
 _NVCC_FILE_FROM = "0.4.36"
-# Bumped whenever `requirements_for` changes: a venv made by another recipe
-# is made again.
-RECIPE = 2
+# Bumped whenever `requirements_for` or the folder's layout changes: a
+# venv made by another recipe is made again. 3: the folder and marker name
+# the Python that made the venv.
+RECIPE = 3
 _NO_MATCH_RE = re.compile(r"No matching distribution found for (\S+)")
 _VERSIONS_RE = re.compile(r"^Available versions:\s*(.*)$", re.M)
 
@@ -82,6 +85,7 @@ class Venv:
     jaxlib: the jaxlib version, e.g. "0.4.38".
     path: the venv folder.
     python: its interpreter.
+    python_version: that interpreter's "major.minor", e.g. "3.13".
     packages: the pip requirements it was made with.
     cuda_plugin: whether the CUDA PJRT plugin is installed (compile-only
       GPU targets need it).
@@ -91,6 +95,7 @@ class Venv:
   jaxlib: str
   path: str
   python: str
+  python_version: str
   packages: tuple[str, ...]
   cuda_plugin: bool
   created: bool = False
@@ -103,6 +108,11 @@ def default_cache_dir() -> str:
   from hloprobe.compile import cache  # lazy: cache imports the JAX runtime
 
   return os.path.join(cache.default_cache_dir(), "venvs")
+
+
+def this_python() -> str:
+  """This interpreter's "major.minor", e.g. "3.13"."""
+  return f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -131,16 +141,30 @@ def _pip(
     raise VenvError(f"pip {args[0]} timed out after {timeout:.0f} s") from e
 
 
-def index_versions(package: str, timeout: float = 120.0) -> tuple[str, ...]:
-  """The released versions the package index serves for this Python, oldest first.
+def index_versions(
+  package: str, timeout: float = 120.0, python_version: str | None = None
+) -> tuple[str, ...]:
+  """The released versions the package index serves, oldest first.
 
   Uses `pip index versions PACKAGE` (pip's own query; its "Available
   versions:" line). Pre-releases are not listed by pip.
 
+  Args:
+    package: e.g. "jaxlib".
+    timeout: limit for pip, in seconds.
+    python_version: "3.N": the versions with a wheel (or a source
+      distribution) for that Python (pip's `--python-version`), () when
+      there is none; None: for this Python.
+
   Raises:
     VenvError: pip cannot reach the index or knows no such package.
   """
-  proc = _pip(sys.executable, "index", "versions", package, timeout=timeout)
+  args = ["index", "versions", package]
+  if python_version is not None:
+    args += ["--python-version", python_version]
+  proc = _pip(sys.executable, *args, timeout=timeout)
+  if python_version is not None and _NO_MATCH_RE.search(proc.stderr):
+    return ()  # no release of it for that Python
   m = _VERSIONS_RE.search(proc.stdout)
   if proc.returncode != 0 or not m:
     raise VenvError(
@@ -192,32 +216,64 @@ def _read_marker(path: str) -> dict | None:
     return None
 
 
-def _folder(cache_dir: str, jaxlib: str, cuda: bool) -> str:
-  return os.path.join(cache_dir, f"jaxlib-{jaxlib}{'' if cuda else '-cpu'}")
+def _folder(
+  cache_dir: str, jaxlib: str, python_version: str, cuda: bool
+) -> str:
+  name = f"jaxlib-{jaxlib}-py{python_version}{'' if cuda else '-cpu'}"
+  return os.path.join(cache_dir, name)
 
 
-def find_venv(jaxlib: str, cache_dir: str, cuda: bool = True) -> Venv | None:
+def _cached_pythons(cache_dir: str, jaxlib: str) -> list[str]:
+  """The Python versions of `jaxlib`'s venv folders: this process's first,
+  then the newest first."""
+  pattern = re.compile(rf"jaxlib-{re.escape(jaxlib)}-py(3\.\d+)(-cpu)?")
+  try:
+    names = os.listdir(cache_dir)
+  except FileNotFoundError:
+    return []
+  found = {m.group(1) for m in map(pattern.fullmatch, names) if m}
+  mine = this_python()
+  return sorted(found, key=lambda v: (v != mine, [-x for x in version_key(v)]))
+
+
+def find_venv(
+  jaxlib: str,
+  cache_dir: str,
+  cuda: bool = True,
+  python_versions: tuple[str, ...] | None = None,
+) -> Venv | None:
   """The complete cached venv of a version, or None.
 
   With `cuda=False` the full venv serves too (preferred), else the
-  CPU-only one (`jaxlib-<V>-cpu`).
+  CPU-only one (`jaxlib-<V>-py<3.N>-cpu`).
+
+  Args:
+    jaxlib: e.g. "0.4.38".
+    cache_dir: where venvs live.
+    cuda: whether the venv must have the CUDA plugin and nvcc.
+    python_versions: the Python versions accepted, in order of preference;
+      None: any, this process's first, then the newest.
   """
-  for with_cuda in (True,) if cuda else (True, False):
-    path = _folder(cache_dir, jaxlib, with_cuda)
-    marker = _read_marker(path)
-    python = os.path.join(path, "bin", "python")
-    if (
-      marker is not None
-      and marker.get("recipe") == RECIPE
-      and os.path.exists(python)
-    ):
-      return Venv(
-        jaxlib,
-        path,
-        python,
-        tuple(marker.get("packages", ())),
-        bool(marker.get("cuda_plugin")),
-      )
+  if python_versions is None:
+    python_versions = tuple(_cached_pythons(cache_dir, jaxlib))
+  for version in python_versions:
+    for with_cuda in (True,) if cuda else (True, False):
+      path = _folder(cache_dir, jaxlib, version, with_cuda)
+      marker = _read_marker(path)
+      python = os.path.join(path, "bin", "python")
+      if (
+        marker is not None
+        and marker.get("recipe") == RECIPE
+        and os.path.exists(python)
+      ):
+        return Venv(
+          jaxlib,
+          path,
+          python,
+          version,
+          tuple(marker.get("packages", ())),
+          bool(marker.get("cuda_plugin")),
+        )
   return None
 
 
@@ -252,12 +308,16 @@ def running_venv() -> Venv:
   """This interpreter as the venv of its own jaxlib (nothing to install)."""
   import jaxlib
 
-  return Venv(jaxlib.__version__, sys.prefix, sys.executable, (), True)
+  return Venv(
+    jaxlib.__version__, sys.prefix, sys.executable, this_python(), (), True
+  )
 
 
 def ensure_venv(
   jaxlib: str,
   cache_dir: str,
+  base_python: str,
+  python_version: str,
   plugin_versions: tuple[str, ...] | None = None,
   timeout_s: float = 1800.0,
   cuda: bool = True,
@@ -268,8 +328,12 @@ def ensure_venv(
   Args:
     jaxlib: a jaxlib release, e.g. "0.4.38".
     cache_dir: where venvs live (`default_cache_dir()` by default).
-    plugin_versions: `index_versions("jax-cuda12-plugin")`, or None to ask
-      the index (only when a venv with CUDA must be made).
+    base_python: the interpreter that makes the venv
+      (`pythons.Pythons.choose`).
+    python_version: its "major.minor", e.g. "3.13".
+    plugin_versions: `index_versions("jax-cuda12-plugin",
+      python_version=python_version)`, or None to ask the index (only when
+      a venv with CUDA must be made).
     timeout_s: limit for the pip install, in seconds.
     cuda: with the CUDA plugin and nvcc wheel (compile-only GPU targets);
       False makes or reuses a CPU-only venv (a full one serves too).
@@ -279,43 +343,47 @@ def ensure_venv(
       jaxlib==0.4.1 wheel for Python 3.11 on the package index").
   """
   version_key(jaxlib)
-  found = find_venv(jaxlib, cache_dir, cuda)
+  found = find_venv(jaxlib, cache_dir, cuda, (python_version,))
   if found is not None:
     return found
   if plugin_versions is None and cuda:
     try:
-      plugin_versions = index_versions(_PLUGIN[0])
+      plugin_versions = index_versions(
+        _PLUGIN[0], python_version=python_version
+      )
     except VenvError:
       plugin_versions = ()
   reqs = requirements_for(jaxlib, plugin_versions or (), cuda)
   os.makedirs(cache_dir, exist_ok=True)
-  final = _folder(cache_dir, jaxlib, cuda)
+  final = _folder(cache_dir, jaxlib, python_version, cuda)
   tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(final)}-", dir=cache_dir)
   try:
-    _build(tmp, reqs, timeout_s, children)
+    _build(tmp, reqs, (base_python, python_version), timeout_s, children)
     if os.path.exists(final):  # made by another recipe, or incomplete
       shutil.rmtree(final)
     os.rename(tmp, final)
   except BaseException:
     shutil.rmtree(tmp, ignore_errors=True)
     raise
-  venv = find_venv(jaxlib, cache_dir, cuda)
+  venv = find_venv(jaxlib, cache_dir, cuda, (python_version,))
   return dataclasses.replace(venv, created=True)
 
 
 def _build(
   path: str,
   reqs: tuple[str, ...],
+  python: tuple[str, str],
   timeout_s: float,
   children: Children | None,
 ) -> None:
-  """venv + pip install into `path`; then the marker, written last."""
-  base = getattr(sys, "_base_executable", sys.executable)
+  """venv (made by `python`: (path, version)) + pip install into `path`;
+  then the marker, written last."""
+  base, py = python
   proc = subprocess.run(
     [base, "-m", "venv", path], capture_output=True, text=True, check=False
   )
   if proc.returncode != 0:
-    raise VenvError(f"python -m venv failed: {last_line(proc.stderr)}")
+    raise VenvError(f"{base} -m venv failed: {last_line(proc.stderr)}")
   python = os.path.join(path, "bin", "python")
   proc = _pip(
     python, "install", "-q", *reqs, timeout=timeout_s, children=children
@@ -324,7 +392,6 @@ def _build(
     said = last_line(proc.stderr)
     m = _NO_MATCH_RE.search(proc.stderr)
     if m:
-      py = ".".join(map(str, sys.version_info[:2]))
       raise VenvError(
         f"no {m.group(1)} wheel for Python {py} on the package index "
         f"(pip: {said})"
@@ -334,7 +401,8 @@ def _build(
     "recipe": RECIPE,
     "packages": list(reqs),
     "cuda_plugin": any(r.startswith(_PLUGIN[0]) for r in reqs),
-    "python": ".".join(map(str, sys.version_info[:2])),
+    "python": py,
+    "base_python": base,
   }
   with open(os.path.join(path, MARKER), "w", encoding="utf-8") as f:
     json.dump(marker, f, indent=1)
