@@ -5,8 +5,9 @@ of a PTX file with the counts of its floating-point multiply instructions
 (its own and those of the `.func`s it calls), and `classify_instructions`
 names the dot algorithm they imply as a `jax.lax.DotAlgorithmPreset` name.
 
-Rules, checked on jaxlib 0.10.2 PTX for sm_80 and sm_90 (Triton gemm
-fusions, loop and input-reduce fusions):
+Rules, checked on jaxlib 0.10.2 and 0.12.0.1 PTX for sm_80 and sm_90 (Triton
+gemm fusions, loop and input-reduce fusions; tests/ir/testdata/ptx) and on
+0.11.2's from a real H200:
 
   mma.sync.aligned.<shape>.row.col.<d>.<a>.<b>.<c>  tensor cores: preset
       `<A>_<B>_<D>`, e.g. `...f32.tf32.tf32.f32` -> TF32_TF32_F32 and

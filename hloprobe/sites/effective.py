@@ -15,7 +15,8 @@ came from (`algorithm_source`):
 None means not settled; `algorithm_evidence` says why. On compile-only
 targets the fate itself is XLA's heuristic choice: no autotuning ran, and a
 real device may pick another Triton config or cuBLAS instead.
-All rules checked on jaxlib 0.10.2.
+All rules checked on jaxlib 0.10.2 and 0.12.0.1 (the tests marked
+`release_rules` run on both).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def blas_algorithm(
 ) -> tuple[str | None, str]:
   """The algorithm of a cuBLAS / cuBLASLt gemm call, from its backend_config.
 
-  Rules (jaxlib 0.10.2):
+  Rules (jaxlib 0.10.2 and 0.12.0.1):
   * An algorithm set in precision_config is the preset it names
     (xla/service/algorithm_util.cc `GetBlasComputationType(algorithm)`).
   * bf16 / f16 operands accumulate in f32 (BF16_BF16_F32 / F16_F16_F32);
@@ -85,8 +86,9 @@ def blas_algorithm(
     `IsTf32Allowed(algorithm, compute_precision)`, `compute_precision <= 1`,
     with compute_precision the max of operand_precision; cuBLASLt:
     gpu_blas_lt.cc `GetBlasComputationType` -> kTF32AsF32 under the same
-    condition). HIGHEST is F32_F32_F32. Unlike Triton (DEFAULT only), HIGH
-    therefore may run TF32 here.
+    condition). HIGHEST is F32_F32_F32. HIGH therefore may run TF32 here,
+    as in Triton gemms only from XLA 251becc5 (jaxlib 0.11.1; DEFAULT only
+    before, as on 0.10.2).
   * TF32 allowed is not TF32 required: the compute type lets cuBLAS use
     TF32 tensor cores, and the kernel cuBLAS(Lt) picks for the shape
     decides, which the HLO does not show. Such a site runs TF32_TF32_F32

@@ -21,6 +21,7 @@ import re
 
 import numpy as np
 import pytest
+import testutil
 from absl.testing import absltest
 from testutil import tf32_rna
 
@@ -129,14 +130,19 @@ class Jax27188Test(absltest.TestCase):
 
 
 class Jax24909Test(absltest.TestCase):
+  @pytest.mark.release_rules
   def test_gemms_at_one_frame_and_tensorfloat32_is_ieee(self):
     r = _sweep("jax_24909", (1, 8), ("a100",), ("default", "tensorfloat32"))
+    # HIGH: F32 in the Triton gemm until XLA 251becc5 (jaxlib 0.11.1), TF32
+    # after it, so the report's tensorfloat32 workaround no longer holds.
+    high = TF32 if testutil.triton_tf32_under_high() else F32
     for n in (1, 8):
       self.assertEqual(
         _fates(r["a100", n, "default"]), [("Triton gemm", TF32, None)] * 2
       )
       self.assertEqual(
-        _fates(r["a100", n, "tensorfloat32"]), [("Triton gemm", F32, None)] * 2
+        _fates(r["a100", n, "tensorfloat32"]),
+        [("Triton gemm", high, None)] * 2,
       )
     # numpy: both einsums' operands TF32 (README: 6.1e-4).
     env, emb = cases.get_case("jax_24909").make_inputs()

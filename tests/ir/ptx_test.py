@@ -77,6 +77,22 @@ class ParsePtxTest(parameterized.TestCase):
       "rna",
     ),
     ("wgmma", "handwritten_sm90.ptx", "wgmma_kernel", "BF16_BF16_F32", None),
+    # jaxlib 0.12.0.1: HIGH is TF32 in the Triton gemm (XLA 251becc5), on
+    # sm_80 and sm_90a alike.
+    (
+      "triton_high_0_12_a100",
+      "a100_jaxlib01201_seed_n2_high_gemm_fusion_dot.ptx",
+      "gemm_fusion_dot",
+      "TF32_TF32_F32",
+      "rna",
+    ),
+    (
+      "triton_high_0_12_h100",
+      "h100_jaxlib01201_seed_n2_high_gemm_fusion_dot.ptx",
+      "gemm_fusion_dot",
+      "TF32_TF32_F32",
+      "rna",
+    ),
   )
   def test_classifies(self, filename, name, algorithm, rounding):
     k = _kernels(filename)[name]
