@@ -60,7 +60,9 @@ CHECKED_JAXLIB = CHECKED_JAXLIBS[0]
 _CLOSING_COMMENT_RE = re.compile(r"^\}[ \t]*//[^\n]*$", re.M)
 _DEVICELESS_AUTOTUNE = "Expect autotune result cache hit for deviceless"
 _NO_DEVICELESS_CONFIG = "Failed to get configs for"
-_DETERMINISTIC_RE = re.compile(r"--xla_gpu_deterministic_ops(?:=(?:true|1))?(?:\s|$)")
+_DETERMINISTIC_RE = re.compile(
+  r"--xla_gpu_deterministic_ops(?:=(?:true|1))?(?:\s|$)"
+)
 
 
 def installed_jaxlib() -> str:

@@ -4,8 +4,8 @@ It is also hloprobe's one adapter to private or unstable jaxlib API
 (`Compiled.runtime_executable().hlo_modules()`, `jax._src.lib.cuda_path`),
 used behind `hasattr` guards.
 
-Compile-only GPU targets (checked on jaxlib 0.10.2 with jax-cuda12-plugin
-0.10.2, no CUDA driver): the target's GpuTargetConfigProto text goes to
+Compile-only GPU targets (checked on jaxlib 0.10.2 and 0.12.0.1 with the
+jax-cuda12-plugin of the same version, no CUDA driver): the target's GpuTargetConfigProto text goes to
 `jax.experimental.topologies.get_topology_desc(name, "cuda",
 target_config=TEXT, topology="1x1x1")`; arguments are `ShapeDtypeStruct`s
 placed on the topology's device; `.trace(...).lower(lowering_platforms=

@@ -10,7 +10,8 @@ XLA picks there is its heuristic choice, which a real device may override.
 This module reads text only. It never calls JAX: loading a config into XLA
 (and dropping the fields the installed proto does not know, see
 `drop_field` and `parse_unknown_field_log`) happens in `lowering`.
-Checked on jaxlib 0.10.2.
+Checked on jaxlib 0.10.2 (which drops fields of the newer specs) and
+0.12.0.1 (which loads every spec here whole).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ ptxas. XLA turns each GPU kernel's PTX into a cubin by running a `ptxas`
 subprocess. hloprobe passes `xla_gpu_cuda_data_dir` explicitly with every
 GPU compile, pointing at the `nvidia-cuda-nvcc-cu12` wheel (a CUDA 12 ptxas
 the project pins), and `find_ptxas` repeats XLA's search to say which ptxas
-that compile used. The rule, checked on jaxlib 0.10.2:
+that compile used. The rule, checked on jaxlib 0.10.2 and 0.12.0.1:
 
 * openxla/xla xla/stream_executor/cuda/subprocess_compilation.cc,
   `FindPtxAsExecutable` -> `FindCudaExecutable`: candidates are

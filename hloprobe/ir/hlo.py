@@ -3,7 +3,8 @@
 This module imports no JAX: it takes the text of `Compiled.as_text()` (the
 optimized HLO) or of `Lowered.as_text(dialect="hlo")` and returns immutable
 records. The grammar it accepts is the one of XLA's `HloModule::ToString`
-(xla/hlo/ir/hlo_module.cc, hlo_instruction.cc), checked on jaxlib 0.10.2:
+(xla/hlo/ir/hlo_module.cc, hlo_instruction.cc), checked on jaxlib 0.10.2
+and 0.12.0.1:
 
   HloModule <name>, <attr>=<value>, ...
   FileNames / FunctionNames / FileLocations / StackFrames tables (optional)

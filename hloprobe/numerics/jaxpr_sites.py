@@ -3,7 +3,8 @@
 `plan_sites` walks a jaxpr (from `jax.make_jaxpr`) and gives every
 `dot_general` the lowering keeps the index that
 `stablehlo.parse_stablehlo_dots` gives the matching
-`stablehlo.dot_general` (checked on jax/jaxlib 0.10.2): in program order,
+`stablehlo.dot_general` (checked on jax/jaxlib 0.10.2 and 0.12.0.1): in
+program order,
 once per call path (a nested `jit` called twice is two sites, a dot in a
 `scan` or `while` body is one), cond branches in branch order, a while's
 condition before its body.
@@ -45,7 +46,8 @@ __all__ = [
   "trace",
 ]
 
-# Primitives (by name, jax 0.10.2) that call one sub-jaxpr on the eqn's
+# Primitives (by name, jax 0.10.2 and 0.12.0.1: `jit`, 0.4.x: `pjit`) that
+# call one sub-jaxpr on the eqn's
 # inputs, mapped to the param holding it. Their DCE rules prune inside;
 # custom_jvp_call and custom_vjp_call keep every input (`instantiate=True`
 # in jax/_src/custom_derivatives.py `_custom_jvp_call_dce`).
@@ -107,7 +109,8 @@ NO_SITES = SitePlan({}, {}, 0, 0)
 def _scan_copies(length: int, unroll: int) -> int:
   """How often jax's scan lowering writes the body into StableHLO.
 
-  jax/_src/lax/control_flow/loops.py `_scan_impl` (jax 0.10.2): a while
+  jax/_src/lax/control_flow/loops.py `_scan_impl` (jax 0.10.2 and
+  0.12.0.1; the scan's inputs through `compat.scan_counts`): a while
   loop of `unroll` copies when it runs at least twice, plus the remainder
   iterations written out after it.
   """

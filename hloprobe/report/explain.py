@@ -343,9 +343,7 @@ def _top(p) -> tuple[int | None, float | None]:
 
 
 def _predicted(precision: str, configs) -> list[PredictedRowZero]:
-  have = [
-    r for r in configs if r.prediction is not None or r.prediction_error
-  ]
+  have = [r for r in configs if r.prediction is not None or r.prediction_error]
 
   def key(r):
     if r.prediction is None:
@@ -355,7 +353,9 @@ def _predicted(precision: str, configs) -> list[PredictedRowZero]:
   def row(run) -> PredictedRowZero:
     ns = tuple(r.config.n for r in run)
     if run[0].prediction is None:
-      return PredictedRowZero(precision, ns, None, None, key(run[0])[0], None, None)
+      return PredictedRowZero(
+        precision, ns, None, None, key(run[0])[0], None, None
+      )
     ps = [r.prediction for r in run]
     return PredictedRowZero(
       precision,

@@ -515,10 +515,9 @@ def _first_screen(results, rows: list[list[str]]) -> str:
     if not r.ok
   ]
   text = table(list(zip(*wrapped)), headers, "table")
-  return (
-    "\n".join([text] + (["", "failed:"] + errors if errors else []))
-    + _notes_text(results)
-  )
+  return "\n".join(
+    [text] + (["", "failed:"] + errors if errors else [])
+  ) + _notes_text(results)
 
 
 def _notes_text(results) -> str:

@@ -8,7 +8,8 @@ entry parameters, `operand_ancestry.find_carriers`), shape and K, source
 stack (the metadata XLA keeps) and precision config. A site those cannot
 tell between differing instructions is "ambiguous", not guessed.
 
-Fates, checked on jaxlib 0.10.2 (see `_classify`):
+Fates, checked on jaxlib 0.10.2 and 0.12.0.1 (see `_classify`; 0.12 puts
+the CPU's f32 dots at n >= 2 in a `__ynn_fusion`):
   dot              kept as an HLO `dot` (CPU runtime call, YNNPACK fusion or
                    a loop fusion on GPU: the classical emitter)
   Triton gemm      a dot inside a `__triton_gemm` /
@@ -80,7 +81,8 @@ _TRITON_GEMM_KINDS = ("__triton_gemm", "__triton_nested_gemm_fusion")
 # jaxlib 0.10.2, so a dot inside it (or in any other "__triton..." kind) is
 # "unknown", never a guessed Triton gemm or plain dot.
 _TRITON_PREFIX = "__triton"
-# Emitters of a kept dot seen on jaxlib 0.10.2 (goldens; passes.py). A dot
+# Emitters of a kept dot seen on jaxlib 0.10.2 and 0.12.0.1 (goldens;
+# passes.py). A dot
 # in a call, while or conditional body outside any fusion is "top level":
 # only fusions and custom calls name an emitter (`_emitter_names`).
 _KNOWN_DOT_EMITTERS = (
@@ -329,7 +331,7 @@ def _gone(site: StableHloDot, unknown: bool = False) -> SiteFate:
 def _classify(site: StableHloDot, carrier: Carrier) -> SiteFate:
   """Names the fate of a site from the instruction that computes it.
 
-  Rules (jaxlib 0.10.2): a custom call is named by its target; a dot is a
+  Rules (jaxlib 0.10.2 and 0.12.0.1): a custom call is named by its target; a dot is a
   Triton gemm when its outermost enclosing fusion's
   `fusion_backend_config.kind` is a Triton gemm kind (`_TRITON_GEMM_KINDS`),
   unknown in any other Triton kind (`__triton`), cuDNN for `__cudnn$fusion`,

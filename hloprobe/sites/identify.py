@@ -1,7 +1,7 @@
 """Which optimized-HLO instruction computes each StableHLO dot site.
 
 A site is found among the carriers (`operand_ancestry.find_carriers`) by
-what identifies it, strongest first (checked on jaxlib 0.10.2):
+what identifies it, strongest first (checked on jaxlib 0.10.2 and 0.12.0.1):
 
   data flow     the carrier's two operands depend on the entry parameters
                 the site's do (required; where nothing matches, the site is

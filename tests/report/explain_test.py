@@ -484,7 +484,9 @@ class RenderTest(absltest.TestCase):
     why = "not predicted: no float64 reference: KeyError: 'num_consts'"
     e = _explanation(
       predicted=(
-        explain.PredictedRowZero("float32", (1, 2), None, None, why, None, None),
+        explain.PredictedRowZero(
+          "float32", (1, 2), None, None, why, None, None
+        ),
       )
     )
     text = explain_text.render_explanation([e], width=10_000)
