@@ -43,6 +43,7 @@ __all__ = [
   "rules_checked",
   "runtime_error_type",
   "scan_counts",
+  "while_has_dce_rule",
   "stablehlo_text",
   "unchecked_note",
   "version_warning",
@@ -263,6 +264,21 @@ def scan_counts(params) -> tuple[int, int]:
     f"scan params {sorted(params)} have neither num_consts/num_carry "
     f"(jax 0.10.2) nor ft_in (jax 0.12.0.1) under jax {_jax_version()}"
   )
+
+
+def while_has_dce_rule() -> bool:
+  """Whether this jax prunes dead code inside `while` loops when lowering.
+
+  jax 0.12.0.1 registers `_while_dce_rule` (jax/_src/lax/control_flow/
+  loops.py: a carry element is live if it is an output, read by the cond,
+  or needed by the body for a live one; the rest, and the body's dots that
+  only feed them, are pruned); jax 0.10.2 has no rule and keeps a live
+  while whole. Read from `pe.dce_rules` (private jax API, here only).
+  """
+  import jax
+  from jax._src.interpreters import partial_eval as pe
+
+  return jax.lax.while_p in pe.dce_rules
 
 
 def runtime_error_type() -> type:

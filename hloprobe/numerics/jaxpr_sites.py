@@ -12,8 +12,9 @@ condition before its body.
 Only the dots the lowering keeps are sites. Lowering first prunes dead code
 with jax's DCE rules (jax/_src/interpreters/pxla.py `_dce_jaxpr` with the
 rules in `pe.dce_rules`); `_Planner` applies the same rules: call-like
-primitives, `cond` and `scan` are pruned inside, a `while` (no rule) is
-kept whole or dropped. A `scan` with `unroll` > 1 is written into StableHLO
+primitives, `cond` and `scan` are pruned inside; a `while` is pruned inside
+where the installed jax has a rule for it (jax 0.12.0.1:
+`compat.while_has_dce_rule`), else (jax 0.10.2) kept whole or dropped. A `scan` with `unroll` > 1 is written into StableHLO
 several times (`_scan_copies`), and each copy gets its own sites.
 
 Not covered: dots that exist only in a primitive's lowering (some linear
@@ -140,6 +141,7 @@ class _Planner:
   def __init__(self):
     self.sites: list[JaxprSite] = []
     self._liveness_cache: dict = {}
+    self.while_dce = compat.while_has_dce_rule()
 
   def plan(self, jaxpr, used_outputs, dce: bool, path: str) -> SitePlan:
     live, eqn_used, _ = self._liveness(jaxpr, tuple(used_outputs), dce)
@@ -170,12 +172,18 @@ class _Planner:
         self.plan(b.jaxpr, used, dce, f"{path}/cond[{k}]".lstrip("/"))
         for k, b in enumerate(p["branches"])
       )
-    if name == "while":  # no DCE rule: kept whole, nothing pruned inside
+    if name == "while":
       where = f"{path}/while".lstrip("/")
       body = p["body_jaxpr"].jaxpr
+      prune = dce and self.while_dce
+      body_used = (
+        self._while_liveness(eqn, used)[0]
+        if prune
+        else (True,) * len(body.outvars)
+      )
       return (
-        self.plan(p["cond_jaxpr"].jaxpr, (True,), False, f"{where}[cond]"),
-        self.plan(body, (True,) * len(body.outvars), False, f"{where}[body]"),
+        self.plan(p["cond_jaxpr"].jaxpr, (True,), prune, f"{where}[cond]"),
+        self.plan(body, body_used, prune, f"{where}[body]"),
       )
     if name == "scan":
       body_used, _ = (
@@ -243,7 +251,29 @@ class _Planner:
       return [True] + [any(col) for col in zip(*per_branch)]
     if name == "scan":
       return self._scan_liveness(eqn, outs)[1]
+    if name == "while" and self.while_dce:
+      return self._while_liveness(eqn, outs)[1]
     return [True] * len(eqn.invars)
+
+  def _while_liveness(self, eqn, outs):
+    """jax 0.12.0.1's `_while_dce_rule` fixpoint: (used carry, which the
+    body computes and the loop outputs; used inputs: cond consts, body
+    consts, carry)."""
+    p = eqn.params
+    nc, nb = p["cond_nconsts"], p["body_nconsts"]
+    cond, body = p["cond_jaxpr"].jaxpr, p["body_jaxpr"].jaxpr
+    carry = list(outs)
+    for _ in range(1 + len(carry)):
+      cond_in = self._liveness(cond, (True,), True)[2]
+      carry = [a or b for a, b in zip(carry, cond_in[nc:])]
+      body_in = self._liveness(body, tuple(carry), True)[2]
+      grown = [a or b for a, b in zip(carry, body_in[nb:])]
+      if grown == carry:
+        break
+      carry = grown
+    cond_in = self._liveness(cond, (True,), True)[2]
+    body_in = self._liveness(body, tuple(carry), True)[2]
+    return tuple(carry), [*cond_in[:nc], *body_in[:nb], *carry]
 
   def _scan_liveness(self, eqn, outs):
     """jax's `_scan_dce_rule` fixpoint: (used body outputs, used inputs)."""

@@ -123,6 +123,7 @@ def _stablehlo_shapes(compiled):
   ]
 
 
+@pytest.mark.release_rules
 class SiteNumberingTest(parameterized.TestCase):
   @parameterized.named_parameters(*_PROGRAMS.items())
   def test_sites_match_stablehlo_and_f32_matches_cpu(self, fn):
