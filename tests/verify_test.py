@@ -13,8 +13,8 @@ from absl.testing import absltest, parameterized
 
 from hloprobe import sweep, verify
 from hloprobe.compile import lowering
-from hloprobe.golden import snapshot
 from hloprobe.errors import InvalidArgumentError
+from hloprobe.golden import snapshot
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = pytest.mark.cpu_numerics
