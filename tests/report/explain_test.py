@@ -59,7 +59,12 @@ def _seed_tf32_row0_abs() -> float:
 
 
 @pytest.mark.compiles
+@pytest.mark.release_rules
 class SeedMlpExplainTest(parameterized.TestCase):
+  # Whether the a100's Triton gemm runs TF32 under HIGH (XLA 251becc5,
+  # jaxlib 0.11.1): then tensorfloat32 reads as bfloat16 does.
+  HIGH_TF32 = testutil.triton_tf32_under_high()
+
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
@@ -123,7 +128,7 @@ class SeedMlpExplainTest(parameterized.TestCase):
       ),
     )
 
-  def test_a100_tf32_only_under_bfloat16(self):
+  def test_a100_tf32_under_default_and_high_by_release(self):
     uses = [a for a in self.found["a100"].algorithms if a.fate == "Triton gemm"]
     by_precision = {a.precision: a.algorithm for a in uses}
     self.assertLen(uses, 3)
@@ -131,7 +136,7 @@ class SeedMlpExplainTest(parameterized.TestCase):
       by_precision,
       {
         "bfloat16": "TF32_TF32_F32",
-        "tensorfloat32": "F32_F32_F32",
+        "tensorfloat32": "TF32_TF32_F32" if self.HIGH_TF32 else "F32_F32_F32",
         "float32": "F32_F32_F32",
       },
     )
@@ -139,21 +144,26 @@ class SeedMlpExplainTest(parameterized.TestCase):
       "mma.sync", next(a.evidence for a in uses if a.precision == "bfloat16")
     )
 
-  def test_a100_arithmetic_changes_only_under_bfloat16(self):
+  def test_a100_arithmetic_changes_under_tf32_precisions(self):
     changes = {c.precision: c for c in self.found["a100"].changes}
-    self.assertEqual(changes["bfloat16"].sites, (0, 1, 2))
-    self.assertTrue(changes["bfloat16"].arithmetic)
-    self.assertEqual(
-      changes["bfloat16"].steps,
-      (
-        ((1,), "multiply+reduce", "F32_F32_F32"),
-        ((2, 3), "Triton gemm", "TF32_TF32_F32"),
-      ),
-    )
-    self.assertFalse(changes["tensorfloat32"].arithmetic)
+    moved = ("bfloat16",) + (("tensorfloat32",) if self.HIGH_TF32 else ())
+    for precision in moved:
+      self.assertEqual(changes[precision].sites, (0, 1, 2))
+      self.assertTrue(changes[precision].arithmetic)
+      self.assertEqual(
+        changes[precision].steps,
+        (
+          ((1,), "multiply+reduce", "F32_F32_F32"),
+          ((2, 3), "Triton gemm", "TF32_TF32_F32"),
+        ),
+      )
+    self.assertEqual(changes["tensorfloat32"].arithmetic, self.HIGH_TF32)
     self.assertFalse(changes["float32"].arithmetic)
 
   def test_a100_library_alternative_under_high_only(self):
+    if self.HIGH_TF32:  # the library rule agrees with the Triton kernels
+      self.assertEqual(self.found["a100"].alternatives, ())
+      return
     (alt,) = self.found["a100"].alternatives
     self.assertEqual(
       (alt.precision, alt.sites, alt.batch_sizes),
@@ -221,16 +231,24 @@ class SeedMlpExplainTest(parameterized.TestCase):
       for l in a100.splitlines()
       if l.strip().startswith("Triton gemm (sites 0-2):")
     ]
-    self.assertRegex(
-      line, r"under bfloat16 \(DEFAULT\) TF32_TF32_F32 \[ptx: [^]]*tf32"
-    )
-    self.assertIn(
-      "under tensorfloat32 (HIGH) and float32 (HIGHEST) F32_F32_F32 [ptx: no mma",
-      line,
-    )
-    self.assertEqual(
-      a100.count("TF32_TF32_F32"), 3
-    )  # algorithm line, change line, predicted verdict
+    if self.HIGH_TF32:
+      self.assertRegex(
+        line,
+        r"under bfloat16 \(DEFAULT\) and tensorfloat32 \(HIGH\) TF32_TF32_F32 "
+        r"\[ptx: [^]]*tf32",
+      )
+      self.assertIn("under float32 (HIGHEST) F32_F32_F32 [ptx: no mma", line)
+    else:
+      self.assertRegex(
+        line, r"under bfloat16 \(DEFAULT\) TF32_TF32_F32 \[ptx: [^]]*tf32"
+      )
+      self.assertIn(
+        "under tensorfloat32 (HIGH) and float32 (HIGHEST) F32_F32_F32 "
+        "[ptx: no mma",
+        line,
+      )
+    # algorithm line, a change line per TF32 precision, predicted verdict
+    self.assertEqual(a100.count("TF32_TF32_F32"), 4 if self.HIGH_TF32 else 3)
     t4 = _block(self.text, "t4")
     self.assertIn(
       "cuBLASLt (sites 0-2): under bfloat16 (DEFAULT) and tensorfloat32 (HIGH) F32_F32_F32",
@@ -259,6 +277,12 @@ class SeedMlpExplainTest(parameterized.TestCase):
     tf32 = [
       l for l in lines if l.startswith("a100: under tensorfloat32 (HIGH)")
     ]
+    self.assertEqual(
+      [l.split(":")[0] for l in lines if "fates chosen by" in l], ["a100", "t4"]
+    )
+    if self.HIGH_TF32:  # the heuristic choice already runs TF32 under HIGH
+      self.assertEqual(tf32, [])
+      return
     self.assertLen(tf32, 1)
     self.assertIn(
       "autotuning could pick cuBLAS/cuBLASLt, whose rule gives TF32_TF32_F32",
@@ -292,14 +316,17 @@ class SeedMlpExplainTest(parameterized.TestCase):
       )
 
     found = _by_target(explain.explain([on_sm75(r) for r in self.results]))
-    (alt,) = found["a100"].alternatives
+    tf32 = ("bfloat16",) + (("tensorfloat32",) if self.HIGH_TF32 else ())
     self.assertEqual(
-      (alt.precision, alt.triton_algorithm, alt.library_algorithm),
-      ("bfloat16", "TF32_TF32_F32", "F32_F32_F32"),
+      [
+        (alt.precision, alt.triton_algorithm, alt.library_algorithm)
+        for alt in found["a100"].alternatives
+      ],
+      [(p, "TF32_TF32_F32", "F32_F32_F32") for p in tf32],
     )
     self.assertIsNone(found["a100"].reported)
     text = explain_text.render_explanation(list(found.values()), width=10_000)
-    self.assertNotIn("a100: under tensorfloat32", text)
+    self.assertNotIn("whose rule gives TF32_TF32_F32", text)
     self.assertNotIn("reproduce", text)
 
   def test_planted_tf32_triton_under_high_is_no_alternative(self):
