@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import testutil
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe
@@ -140,6 +141,7 @@ def _processes_with(token: str) -> list[int]:
   return found
 
 
+@pytest.mark.compiles  # sweeps through the CLI, interrupted
 class InterruptTest(absltest.TestCase):
   """SIGINT/SIGTERM mid-sweep: finished configs on disk, nothing left over.
 

@@ -8,6 +8,7 @@ from unittest import mock
 
 import jax.numpy as jnp
 import numpy as np
+import pytest
 import testutil
 from absl.testing import absltest
 
@@ -116,6 +117,7 @@ class KeyTest(absltest.TestCase):
     self.assertEqual(_key(self.print), base)
 
 
+@pytest.mark.compiles  # sweeps, in process or through the CLI
 class SweepCacheTest(absltest.TestCase):
   def test_cached_results_equal_computed_ones(self):
     folder = self.create_tempdir().full_path
@@ -187,6 +189,7 @@ def _sweep_counting_workers(spec):
   return results, seen[0], pool.started
 
 
+@pytest.mark.compiles  # sweeps, in process or through the CLI
 class WorkersTest(absltest.TestCase):
   def test_a_fully_cached_rerun_starts_no_worker(self):
     folder = self.create_tempdir().full_path
@@ -205,6 +208,7 @@ class WorkersTest(absltest.TestCase):
     self.assertEqual(testutil.configs_json(warm), testutil.configs_json(cold))
 
 
+@pytest.mark.compiles  # sweeps, in process or through the CLI
 class CliTest(absltest.TestCase):
   def test_timings_table_and_warm_rerun(self):
     folder = self.create_tempdir().full_path

@@ -72,6 +72,7 @@ class UsableCoresTest(absltest.TestCase):
     self.assertEqual(out.split(), ["1"])
 
 
+@pytest.mark.compiles  # a sweep through the CLI
 class CliRecordsHostTest(absltest.TestCase):
   def test_results_json_and_explain_name_the_isa(self):
     env = {"XLA_FLAGS": "--xla_cpu_max_isa=AVX"}
