@@ -58,6 +58,16 @@ def jaxlib_at_least(version: str) -> bool:
   return have >= tuple(int(p) for p in version.split("."))
 
 
+def goldens_from_this_jaxlib() -> bool:
+  """Whether golden/ was made by this process's jaxlib: a golden check
+  compares full texts then, the dot summaries alone otherwise
+  (hloprobe/golden/snapshot.py)."""
+  import jaxlib
+
+  with open(os.path.join(ROOT, "golden", "MANIFEST.json")) as f:
+    return json.load(f)["jaxlib"] == jaxlib.__version__
+
+
 def triton_tf32_under_high() -> bool:
   """Whether XLA's Triton gemm rounds to TF32 under Precision.HIGH.
 

@@ -15,7 +15,6 @@ from absl.testing import absltest, parameterized
 from hloprobe import sweep, verify
 from hloprobe.compile import lowering
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.golden import snapshot
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = pytest.mark.cpu_numerics
@@ -198,8 +197,7 @@ class A100Test(absltest.TestCase):
     self.assertTrue(v.passed, v.requirements[0].evidence)
     # 3 configs x (hlo, dots.json, stablehlo) under the goldens' own jaxlib;
     # under another, the dot summaries alone (golden/snapshot.py).
-    made_with = snapshot.read_manifest(snapshot.default_golden_dir())["jaxlib"]
-    same = made_with == lowering.versions()["jaxlib"]
+    same = testutil.goldens_from_this_jaxlib()
     self.assertEqual(
       v.requirements[0].evidence,
       (f"{9 if same else 3} golden files match",),

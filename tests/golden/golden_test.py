@@ -154,7 +154,8 @@ class GoldenTest(parameterized.TestCase):
     )
     n1 = "a100/seed_mlp/n1-bfloat16"
     self.assertIn(f"--- golden/{n1}.dots.json", text)
-    self.assertIn(f"--- golden/{n1}.hlo", text)
+    if testutil.goldens_from_this_jaxlib():  # else dot summaries alone
+      self.assertIn(f"--- golden/{n1}.hlo", text)
     self.assertNotIn("stablehlo.mlir\n", text)  # lowering is unchanged
     changed_sites = [
       l[:16]
