@@ -56,7 +56,8 @@ DROPPED_ATTRS = frozenset({"metadata"})
 
 # backend_config keys (at any depth of the JSON) that carry no numerics:
 # scheduling and cost bookkeeping of XLA GPU's GpuBackendConfig
-# (xla/service/gpu/backend_configs.proto, checked on jaxlib 0.10.2). One list,
+# (xla/service/gpu/backend_configs.proto, checked on jaxlib 0.10.2 and
+# 0.12.0.1: the goldens made with each). One list,
 # in one place: a key left out here shows up in golden diffs.
 NOISE_BACKEND_CONFIG_KEYS = frozenset(
   {

@@ -6,7 +6,7 @@ other upstream dialects, stablehlo, chlo, sdy, mhlo), parses a module in it
 and turns the parser's diagnostics into one `HloParseError`.
 
 The dialect set follows `jax._src.interpreters.mlir.make_ir_context` (jax
-0.10.2): upstream dialects through `_jax_mlir_ext.register_dialects`, then
+0.10.2 and 0.12.0.1): upstream dialects through `_jax_mlir_ext.register_dialects`, then
 each XLA dialect's `register_dialect`. The upstream registration is the one
 private jaxlib name used here; it lives in `jaxlib.mlir`, not in the JAX
 runtime, so `ir/` may import it (tests/layering_test.py). `jax`'s own

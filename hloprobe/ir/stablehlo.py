@@ -1,6 +1,7 @@
 """Dot sites of a StableHLO module, read from its MLIR text.
 
-Takes the text of `Lowered.as_text(debug_info=True)` (jax 0.10.2) and lists
+Takes the text of `Lowered.as_text(debug_info=True)` (jax 0.10.2 and
+0.12.0.1) and lists
 every `stablehlo.dot_general` as a `StableHloDot`, in program order, once per
 call path (a private function called twice gives two sites, as XLA inlines
 calls before optimizing). Each site carries the set of entry-function

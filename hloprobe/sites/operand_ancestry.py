@@ -229,7 +229,8 @@ def backend_config_kind(fusion: HloInstruction) -> str | None:
   """A fusion's backend config kind, e.g. "__triton_nested_gemm_fusion".
 
   GPU prints it as `backend_config={"fusion_backend_config":{"kind":...}}`,
-  CPU as `{"fusion_config":{"kind":...}}` (jaxlib 0.10.2); None when the
+  CPU as `{"fusion_config":{"kind":...}}` (jaxlib 0.10.2 and 0.12.0.1, whose
+  CPU dots run in a `__ynn_fusion`); None when the
   instruction is no fusion or prints neither.
   """
   if fusion.opcode != "fusion":
