@@ -37,10 +37,11 @@ define make_venv
 	if [ "$$want" != "$$have" ]; then rm -rf $(1) && $(2) -m venv $(1); fi
 	$(1)/bin/python -m pip install -q --upgrade pip
 	$(1)/bin/python -m pip install -q -e '.[test,dev,plot,explorer]'
-	@$(1)/bin/python -c 'import sys, jax; sys.version_info >= (3, 12) or print( \
+	@$(1)/bin/python -c 'import sys; from importlib.metadata import version; \
+	  sys.version_info >= (3, 12) or print( \
 	  "hloprobe: Python %d.%d has no jax 0.11+ (they need Python >= 3.12): " \
 	  "installed jax %s, the newest it can have; install a Python 3.12+ for " \
-	  "the default jax 0.12.0.1" % (*sys.version_info[:2], jax.__version__))'
+	  "the default jax 0.12.0.1" % (*sys.version_info[:2], version("jax")))'
 	touch $(1)/.installed-stamp
 endef
 
