@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import jax
 import jax.extend.core as jex
 import jax.numpy as jnp
@@ -210,24 +208,6 @@ class SeedCaseTest(absltest.TestCase):
     self.assertLess(
       spread.max_spread_abs, self._row0_error([_TF32] * 3 + [_F32]) / 100
     )
-
-  def test_cost_is_at_most_three_cpu_runs(self):
-    args = self.case.inputs_for(self.case.make_inputs(), 4096)
-    compiled = _compiled(self.case.fn, args)
-    emulator = emulate.make_emulator(self.case.fn, args, [_TF32] * 3 + [_F32])
-    jax.block_until_ready(emulator(*args))
-
-    def best_of(run, n=7):
-      times = []
-      for _ in range(n):
-        start = time.perf_counter()
-        jax.block_until_ready(run())
-        times.append(time.perf_counter() - start)
-      return min(times)
-
-    cpu_s = best_of(lambda: compiled.compiled(*args))
-    emulated_s = best_of(lambda: emulator(*args))
-    self.assertLess(emulated_s, 3 * cpu_s)  # measured about 1.0x
 
 
 class Jax11628Test(absltest.TestCase):
