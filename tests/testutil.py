@@ -54,8 +54,9 @@ def jaxlib_at_least(version: str) -> bool:
   """Whether this process's jaxlib is `version` or newer ("0.11.1")."""
   import jaxlib
 
-  have = tuple(int(p) for p in jaxlib.__version__.split(".")[:4])
-  return have >= tuple(int(p) for p in version.split("."))
+  from hloprobe.versions.venvs import version_key
+
+  return version_key(jaxlib.__version__) >= version_key(version)
 
 
 def goldens_from_this_jaxlib() -> bool:
