@@ -15,7 +15,7 @@ import time
 import pytest
 import testutil
 from absl.testing import absltest, parameterized
-from testutil import run_hloprobe
+from testutil import run_hloprobe, run_hloprobe_here
 
 from hloprobe.golden import format
 from hloprobe.ir import textfile
@@ -37,6 +37,7 @@ class BadInputCase(parameterized.TestCase):
     self.assertEqual(proc.stdout, "")
 
 
+@pytest.mark.compiles  # XLA reads XLA_FLAGS in a process of its own
 class EnvironmentXlaFlagsTest(BadInputCase):
   @parameterized.named_parameters(
     (
@@ -67,9 +68,10 @@ class BoundedInputTest(BadInputCase):
   )
   def test_batch_ranges_checked_before_building(self, sizes, message):
     self.assertUsageError(
-      run_hloprobe("sweep", f"--batch_sizes={sizes}"), message
+      run_hloprobe_here("sweep", f"--batch_sizes={sizes}"), message
     )
 
+  @pytest.mark.compiles  # checked as the sweep starts its workers
   def test_batch_size_larger_than_the_case_is_a_usage_error(self):
     # seed_mlp's input grid is 64 x 64 = 4096 rows (its docstring).
     self.assertUsageError(
@@ -91,7 +93,7 @@ class BoundedInputTest(BadInputCase):
       ("--experiments_file", "/dev/zero", "a character device"),
     ):
       with self.subTest(flag=flag, path=path):
-        proc = run_hloprobe("sweep", f"{flag}={path}", timeout=120)
+        proc = run_hloprobe_here("sweep", f"{flag}={path}")
         self.assertUsageError(proc, f"{kind}, not a regular file")
 
   def test_manifest_target_fifo_is_refused(self):
@@ -113,8 +115,8 @@ class BoundedInputTest(BadInputCase):
     }
     with open(os.path.join(golden, "MANIFEST.json"), "w") as f:
       json.dump(manifest, f)
-    proc = run_hloprobe(
-      "golden", "check", f"--golden_dir={golden}", timeout=120
+    proc = run_hloprobe_here(
+      "golden", "check", f"--golden_dir={golden}"
     )
     self.assertNotEqual(proc.returncode, 0)
     self.assertLen(_error_lines(proc), 1, proc.stderr)
@@ -123,7 +125,7 @@ class BoundedInputTest(BadInputCase):
   def test_oversized_file_is_refused(self):
     big = self.create_tempfile("big.txt", "#" * (textfile.MAX_INPUT_BYTES + 1))
     self.assertUsageError(
-      run_hloprobe("sweep", f"--experiments_file={big.full_path}"),
+      run_hloprobe_here("sweep", f"--experiments_file={big.full_path}"),
       "larger than the 16777216-byte limit",
     )
 
@@ -241,14 +243,14 @@ class TargetNameTest(BadInputCase):
   def test_config_named_like_a_builtin_target(self):
     path = self._config("x", "cpu.txtpb")
     self.assertUsageError(
-      run_hloprobe("sweep", "--targets=cpu", f"--target_config={path}"),
+      run_hloprobe_here("sweep", "--targets=cpu", f"--target_config={path}"),
       f"targets 'cpu' and '{path}' are both named 'cpu'",
     )
 
   def test_two_configs_with_one_file_name(self):
     a, b = self._config("a", "gpu1.txtpb"), self._config("b", "gpu1.txtpb")
     self.assertUsageError(
-      run_hloprobe(
+      run_hloprobe_here(
         "sweep", "--targets=", f"--target_config={a}", f"--target_config={b}"
       ),
       "are both named 'gpu1'",
@@ -264,14 +266,14 @@ class OneLineTest(BadInputCase):
   )
   def test_batch_size_not_ascii_or_huge(self, size):
     self.assertUsageError(
-      run_hloprobe("sweep", f"--batch_sizes=1,{size}"),
+      run_hloprobe_here("sweep", f"--batch_sizes=1,{size}"),
       f"bad batch size {size[:20]!r}"[:-1],
     )
 
   def test_non_utf8_experiments_file(self):
     path = self.create_tempfile("exp.txt", b"x:--xla_a=\xff\n", mode="wb")
     self.assertUsageError(
-      run_hloprobe("sweep", f"--experiments_file={path.full_path}"),
+      run_hloprobe_here("sweep", f"--experiments_file={path.full_path}"),
       "not UTF-8 text (byte 0xff at offset 10)",
     )
 

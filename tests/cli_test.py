@@ -1,4 +1,5 @@
-"""The command line as a user runs it: subprocesses, exit codes, files."""
+"""The command line: its flag checks in this process (exit codes, one line),
+and as a user runs it (subprocesses, files; marked `compiles`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import os
 import jax
 import pytest
 from absl.testing import absltest, parameterized
-from testutil import run_hloprobe
+from testutil import run_hloprobe, run_hloprobe_here
 
 
 def hloprobe(*args: str):
@@ -48,7 +49,7 @@ class BadInputTest(parameterized.TestCase):
     ("jobs_huge", "--jobs=100000", "--jobs=100000"),
   )
   def test_one_line_and_exit_2(self, flag, message):
-    proc = hloprobe("sweep", flag)
+    proc = run_hloprobe_here("sweep", flag)
     self.assertEqual(proc.returncode, 2, proc.stderr)
     errors = [
       l for l in proc.stderr.splitlines() if l.startswith("hloprobe: error:")
@@ -60,7 +61,7 @@ class BadInputTest(parameterized.TestCase):
   def test_verify_and_golden_run_no_experiment(self):
     # verify's only experiment is its --fix; goldens record none.
     for command in (("verify", "--fix=float32"), ("golden", "check")):
-      proc = hloprobe(*command, "--experiment=no_algsimp")
+      proc = run_hloprobe_here(*command, "--experiment=no_algsimp")
       self.assertEqual(proc.returncode, 2, proc.stderr)
       self.assertIn(
         "--experiment is for `hloprobe sweep / explain`", proc.stderr
@@ -79,7 +80,7 @@ class BadInputTest(parameterized.TestCase):
     self.assertRegex(proc.stdout, r"\nseed_mlp +t4 +1 +float32 ")
 
   def test_bad_precision_names_every_allowed_value(self):
-    proc = hloprobe("sweep", "--precisions=fp32")
+    proc = run_hloprobe_here("sweep", "--precisions=fp32")
     self.assertEqual(proc.returncode, 2, proc.stderr)
     (line,) = proc.stderr.splitlines()
     self.assertRegex(line, r"^hloprobe: error: flag --precisions=fp32: 'fp32'")
@@ -90,6 +91,7 @@ class BadInputTest(parameterized.TestCase):
     presets = [m.name for m in jax.lax.DotAlgorithmPreset]
     self.assertCountEqual(allowed, [*named, "highest", *presets])
 
+  @pytest.mark.compiles  # a process: --help is what `run` registers
   def test_help_lists_allowed_values(self):
     proc = hloprobe("--help")
     self.assertRegex(
@@ -98,7 +100,7 @@ class BadInputTest(parameterized.TestCase):
     self.assertRegex(proc.stdout, r"--columns: <experiment\|case\|target\|")
 
   def test_unknown_command(self):
-    proc = hloprobe("frobnicate")
+    proc = run_hloprobe_here("frobnicate")
     self.assertEqual(proc.returncode, 2)
     self.assertIn("unknown command 'frobnicate'", proc.stderr)
 

@@ -1,12 +1,27 @@
-"""pytest setup shared by the absltest-based tests."""
+"""pytest setup shared by the absltest-based tests.
+
+The `compiles` marker is checked, not trusted: a test that starts XLA
+(a backend compile in this process, which running any jax computation
+does) or starts a process (`python -m hloprobe`, a sweep's worker, any
+subprocess) fails unless it is marked `compiles`, so `make test-fast`
+(`-m "not compiles"`) stays free of them. Compiles are seen through jax's
+public monitoring events (`/jax/core/compile/backend_compile_duration`,
+jax/_src/dispatch.py, jax 0.10.2 and 0.12.0.1), processes through
+Python's audit events (`subprocess.Popen`, `os.system`, `os.posix_spawn`,
+`os.fork`). jax caches what it compiled, so a test that recompiles
+nothing new (one compiled by an earlier marked test) is not caught in a
+full run; `make test-fast` runs no marked test, so it sees them all.
+"""
 
 from __future__ import annotations
 
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 
+import pytest
 from absl import flags
 
 # Compile-only GPU targets need the CUDA plugin registered although no CUDA
@@ -20,9 +35,75 @@ _CACHE_HOME = tempfile.mkdtemp(prefix="hloprobe-test-cache-")
 os.environ["XDG_CACHE_HOME"] = _CACHE_HOME
 atexit.register(shutil.rmtree, _CACHE_HOME, ignore_errors=True)
 
+# After the environment above: importing jax starts no backend.
+import jax.monitoring  # noqa: E402
+
+_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+_SPAWN_EVENTS = frozenset(
+  ("subprocess.Popen", "os.system", "os.posix_spawn", "os.fork")
+)
+
+
+class _XlaUse:
+  """What the running test phase started; one per pytest process."""
+
+  def __init__(self):
+    self.watching = False
+    self.seen: list[str] = []
+
+  def on_compile(self, event: str, duration_s: float, **kwargs) -> None:
+    del duration_s
+    if self.watching and event == _COMPILE_EVENT:
+      self.seen.append(f"an XLA compile of {kwargs.get('fun_name', '?')}")
+
+  def on_audit(self, event: str, args: tuple) -> None:
+    if self.watching and event in _SPAWN_EVENTS:
+      what = args[1] if event == "subprocess.Popen" else args[:1]
+      self.seen.append(f"a process ({event}: {str(what)[:160]})")
+
+
+_USE = _XlaUse()
+jax.monitoring.register_event_duration_secs_listener(_USE.on_compile)
+sys.addaudithook(_USE.on_audit)
+
 
 def pytest_configure(config):
   """Marks absl flags parsed, so absltest helpers (create_tempdir) work."""
   del config
   if not flags.FLAGS.is_parsed():
     flags.FLAGS.mark_as_parsed()
+
+
+def _watched(item):
+  """Runs one phase of `item`; fails it if it started XLA unmarked."""
+  if item.get_closest_marker("compiles") is not None:
+    return (yield)
+  _USE.watching, _USE.seen = True, []
+  try:
+    result = yield
+  finally:
+    _USE.watching = False
+  if _USE.seen:
+    pytest.fail(
+      f"{item.nodeid} is not marked `compiles` but started "
+      f"{_USE.seen[0]} ({len(_USE.seen)} in all): mark it "
+      "@pytest.mark.compiles, or test the stage on a recorded fixture",
+      pytrace=False,
+    )
+  return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+  return (yield from _watched(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+  return (yield from _watched(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+  del nextitem
+  return (yield from _watched(item))

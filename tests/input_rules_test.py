@@ -6,7 +6,7 @@ import os
 import stat
 
 from absl.testing import absltest
-from testutil import run_hloprobe
+from testutil import run_hloprobe_here
 
 from hloprobe import sweep, verify
 from hloprobe.compile import experiments, targets
@@ -100,7 +100,7 @@ class InputRulesTest(absltest.TestCase):
 
 class InputRulesCliTest(absltest.TestCase):
   def _usage_error(self, *args: str) -> str:
-    proc = run_hloprobe(*args)
+    proc = run_hloprobe_here(*args)
     self.assertEqual(proc.returncode, 2, proc.stderr)
     self.assertEqual(proc.stdout, "")
     (line,) = proc.stderr.splitlines()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -40,6 +43,57 @@ def run_hloprobe(
     timeout=timeout,
     check=False,
     cwd=cwd,
+  )
+
+
+class HangError(Exception):
+  """run_hloprobe_here's command outlived its `timeout_s`; no OSError, so
+  the command line does not report it as its own failure."""
+
+
+def run_hloprobe_here(
+  *args: str, timeout_s: int = 60
+) -> subprocess.CompletedProcess:
+  """`hloprobe ARGS` in this process, for tests of flag parsing and input
+  checks that end before any work: the flags parsed as the command line
+  parses them (`cli._parse_flags`: one line, exit 2) then restored (absl
+  `flagsaver`), stdout and stderr captured. A command that goes on to
+  compile fails its test unless marked `compiles` (tests/conftest.py);
+  `run_hloprobe` runs one whole.
+
+  Args:
+    args: command-line words, the command first.
+    timeout_s: seconds before HangError ends a command stuck in a call
+      (e.g. opening a FIFO), by SIGALRM.
+
+  Returns:
+    A CompletedProcess whose returncode is main's status or sys.exit's.
+  """
+  from absl.testing import flagsaver
+
+  from hloprobe import cli
+
+  def hang(signum, frame):
+    raise HangError(f"hloprobe {' '.join(args)}: over {timeout_s} s")
+
+  out, err = io.StringIO(), io.StringIO()
+  old = signal.signal(signal.SIGALRM, hang)
+  signal.alarm(timeout_s)
+  try:
+    with (
+      flagsaver.flagsaver(),
+      contextlib.redirect_stdout(out),
+      contextlib.redirect_stderr(err),
+    ):
+      try:
+        status = cli.main(cli._parse_flags(["hloprobe", *args]))
+      except SystemExit as e:
+        status = e.code
+  finally:
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+  return subprocess.CompletedProcess(
+    ["hloprobe", *args], status, out.getvalue(), err.getvalue()
   )
 
 
