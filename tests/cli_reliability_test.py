@@ -115,9 +115,7 @@ class BoundedInputTest(BadInputCase):
     }
     with open(os.path.join(golden, "MANIFEST.json"), "w") as f:
       json.dump(manifest, f)
-    proc = run_hloprobe_here(
-      "golden", "check", f"--golden_dir={golden}"
-    )
+    proc = run_hloprobe_here("golden", "check", f"--golden_dir={golden}")
     self.assertNotEqual(proc.returncode, 0)
     self.assertLen(_error_lines(proc), 1, proc.stderr)
     self.assertIn("a FIFO, not a regular file", proc.stderr)

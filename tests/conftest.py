@@ -2,13 +2,14 @@
 
 The `compiles` marker is checked, not trusted: a test that starts XLA
 (a backend compile in this process, which running any jax computation
-does) or starts a process (`python -m hloprobe`, a sweep's worker, any
-subprocess) fails unless it is marked `compiles`, so `make test-fast`
+does) or starts a Python process (`python -m hloprobe`, a sweep's worker)
+fails unless it is marked `compiles`, so `make test-fast`
 (`-m "not compiles"`) stays free of them. Compiles are seen through jax's
 public monitoring events (`/jax/core/compile/backend_compile_duration`,
 jax/_src/dispatch.py, jax 0.10.2 and 0.12.0.1), processes through
 Python's audit events (`subprocess.Popen`, `os.system`, `os.posix_spawn`,
-`os.fork`). jax caches what it compiled, so a test that recompiles
+`os.fork`; a Popen counts when it starts a Python, as `python -m hloprobe`,
+a worker or a `-c` script does). jax caches what it compiled, so a test that recompiles
 nothing new (one compiled by an earlier marked test) is not caught in a
 full run; `make test-fast` runs no marked test, so it sees them all.
 """
@@ -57,9 +58,18 @@ class _XlaUse:
       self.seen.append(f"an XLA compile of {kwargs.get('fun_name', '?')}")
 
   def on_audit(self, event: str, args: tuple) -> None:
-    if self.watching and event in _SPAWN_EVENTS:
-      what = args[1] if event == "subprocess.Popen" else args[:1]
-      self.seen.append(f"a process ({event}: {str(what)[:160]})")
+    if not (self.watching and event in _SPAWN_EVENTS):
+      return
+    if event == "subprocess.Popen":
+      executable, argv = args[0], args[1]
+      if isinstance(argv, (str, bytes, os.PathLike)):
+        argv = [argv]
+      program = os.fsdecode(executable or argv[0])
+      # A shell script or ptxas --version starts no Python, jax nor XLA.
+      if not os.path.basename(program).startswith("python"):
+        return
+      args = argv
+    self.seen.append(f"a process ({event}: {str(args)[:160]})")
 
 
 _USE = _XlaUse()

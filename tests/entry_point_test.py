@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tomllib
 
+import pytest
 import testutil
 from absl.testing import absltest
 
@@ -52,6 +53,7 @@ class ConsoleScriptTest(absltest.TestCase):
     self.assertEqual(module, __main__.__name__)
     self.assertIs(getattr(__main__, function), __main__.main)
 
+  @pytest.mark.compiles  # a Python process that imports jax
   def test_signals_blocked_while_jax_is_imported(self):
     env = dict(os.environ, PYTHONPATH=testutil.ROOT, JAX_PLATFORMS="cpu")
     proc = subprocess.run(

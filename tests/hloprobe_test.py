@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from absl.testing import absltest
 
 import hloprobe
@@ -31,6 +32,7 @@ class ApiTest(absltest.TestCase):
     for name in hloprobe.__all__:
       self.assertTrue(hasattr(hloprobe, name), name)
 
+  @pytest.mark.compiles  # a fresh Python process
   def test_import_registers_no_flags(self):
     # In a fresh process: other tests in this one may import hloprobe.cli.
     code = (
@@ -43,6 +45,7 @@ class ApiTest(absltest.TestCase):
   def test_no_private_names_exported(self):
     self.assertEqual([n for n in hloprobe.__all__ if n.startswith("_")], [])
 
+  @pytest.mark.compiles  # a fresh Python process
   def test_import_and_ir_load_no_jax(self):
     # The text parsers work without the JAX runtime; nothing at import time
     # captures stderr (only the command line silences the CUDA plugin).

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import signal
 
+import pytest
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe
 
@@ -44,6 +45,7 @@ if _AT:
 """
 
 
+@pytest.mark.compiles  # sweeps through the command line, interrupted
 class InterruptInGcCallbackTest(parameterized.TestCase):
   @parameterized.named_parameters(
     ("importing_jax", "jax"),  # the command line's quiet start-up

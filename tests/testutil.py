@@ -104,13 +104,16 @@ def run_hloprobe_json(test, *args: str, **kwargs) -> dict:
   return json.loads(proc.stdout)
 
 
-def jaxlib_at_least(version: str) -> bool:
-  """Whether this process's jaxlib is `version` or newer ("0.11.1")."""
-  import jaxlib
-
+def jaxlib_at_least(version: str, jaxlib: str | None = None) -> bool:
+  """Whether `jaxlib` (default: this process's) is `version` or newer
+  ("0.11.1")."""
   from hloprobe.versions.venvs import version_key
 
-  return version_key(jaxlib.__version__) >= version_key(version)
+  if jaxlib is None:
+    import jaxlib as installed
+
+    jaxlib = installed.__version__
+  return version_key(jaxlib) >= version_key(version)
 
 
 def goldens_from_this_jaxlib() -> bool:
@@ -123,8 +126,9 @@ def goldens_from_this_jaxlib() -> bool:
     return json.load(f)["jaxlib"] == jaxlib.__version__
 
 
-def triton_tf32_under_high() -> bool:
-  """Whether XLA's Triton gemm rounds to TF32 under Precision.HIGH.
+def triton_tf32_under_high(jaxlib: str | None = None) -> bool:
+  """Whether XLA's Triton gemm rounds to TF32 under Precision.HIGH, in
+  `jaxlib` (a release such as "0.10.2"; default: this process's).
 
   XLA commit 251becc5 ("Allow TF32 in Triton when precision is HIGH",
   `IsTf32Allowed` in xla/backends/gpu/codegen/triton/transforms/
@@ -132,7 +136,7 @@ def triton_tf32_under_high() -> bool:
   jaxlib 0.11.1; seen in the PTX of 0.11.2 (a real H200) and 0.12.0.1
   (compile-only A100), absent from 0.10.2's.
   """
-  return jaxlib_at_least("0.11.1")
+  return jaxlib_at_least("0.11.1", jaxlib)
 
 
 def tf32_rna(x: np.ndarray) -> np.ndarray:
@@ -140,6 +144,22 @@ def tf32_rna(x: np.ndarray) -> np.ndarray:
   bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
   bits = (bits + (1 << 12)) & ~np.uint64((1 << 13) - 1)
   return bits.astype(np.uint32).view(np.float32)
+
+
+SEED_INPUTS = os.path.join(ROOT, "tests", "testdata", "seed_mlp_inputs.npz")
+
+
+def seed_mlp_inputs() -> tuple:
+  """seed_mlp's `make_inputs()`, read from SEED_INPUTS without XLA.
+
+  Recorded from jax.random under jaxlib 0.12.0.1 (bit-exact on every CPU,
+  builtin_cases.py); tests/compile/cases_test.py checks they are still
+  what `make_inputs` draws. Returns (xy: f32[4096, 2], (weights, biases,
+  gammas, mus)), each a list of f32 arrays, as `make_inputs` does.
+  """
+  with np.load(SEED_INPUTS) as f:
+    group = lambda key: [f[k] for k in sorted(f.files) if k[0] == key]
+    return f["xy"], tuple(group(key) for key in "wbgm")
 
 
 def numpy_seed_row0(tf32_sites=(), f32_between=False) -> float:
@@ -152,9 +172,7 @@ def numpy_seed_row0(tf32_sites=(), f32_between=False) -> float:
     f32_between: round each layer's pre-activation and activation to
       float32, as a kernel that stores f32 does.
   """
-  from hloprobe.compile import cases
-
-  xy, params = cases.get_case("seed_mlp").make_inputs()
+  xy, params = seed_mlp_inputs()
   weights, biases, gammas, mus = (
     [np.asarray(a, np.float64) for a in group] for group in params
   )

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from unittest import mock
 
+import pytest
 import testutil
 from absl.testing import absltest
 
@@ -140,6 +141,7 @@ for i in range(400):
 """
 
 
+@pytest.mark.compiles  # two Python processes
 class SharedFolderTest(absltest.TestCase):
   def test_two_processes_evicting_one_folder(self):
     folder = self.create_tempdir().full_path

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import testutil
 from absl.testing import absltest, parameterized
 
 from hloprobe.compile import cases
@@ -18,6 +20,7 @@ def _reference(case, args):
 
 
 class SeedTest(absltest.TestCase):
+  @pytest.mark.compiles  # the seed's inputs come from jax.random
   def test_reporter_model(self):
     case = cases.get_case("seed_mlp")
     xy, (weights, biases, gammas, mus) = case.make_inputs()
@@ -33,6 +36,16 @@ class SeedTest(absltest.TestCase):
     # he_uniform(-1, -2) of shape (out, in): fan_in is in, limit sqrt(6/in).
     self.assertLessEqual(np.max(np.abs(weights[1])), np.sqrt(6 / 48))
 
+  @pytest.mark.compiles
+  def test_recorded_inputs_are_make_inputs(self):
+    # testutil.seed_mlp_inputs: what the XLA-free tests read.
+    made = jax.tree_util.tree_leaves(cases.get_case("seed_mlp").make_inputs())
+    recorded = jax.tree_util.tree_leaves(testutil.seed_mlp_inputs())
+    self.assertLen(recorded, len(made))
+    for a, b in zip(made, recorded):
+      np.testing.assert_array_equal(a, b, strict=True)
+
+  @pytest.mark.compiles
   def test_inputs_for_cuts_rows(self):
     case = cases.get_case("seed_mlp")
     full = case.make_inputs()

@@ -70,6 +70,7 @@ class LoadTopologyTest(parameterized.TestCase):
     self.assertLen(loaded.topology.devices, 1)
 
 
+@pytest.mark.compiles
 class UnknownCompileOptionTest(absltest.TestCase):
   def test_names_the_option_xla_rejected(self):
     lowered = jax.jit(lambda x: x + 1).lower(np.ones(2, np.float32))

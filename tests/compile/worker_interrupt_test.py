@@ -14,6 +14,9 @@ from absl.testing import absltest
 
 from hloprobe.compile import targets, worker
 
+# Worker processes, started and interrupted.
+pytestmark = pytest.mark.compiles
+
 
 class InterruptedStartTest(absltest.TestCase):
   # An interrupt as `Popen()` returns loses the Popen object: Python warns

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import testutil
 from absl.testing import absltest
 
@@ -43,6 +44,7 @@ class GoldenLockTest(absltest.TestCase):
     self.assertEqual(proc.stdout.readline(), "held\n")
     return proc
 
+  @pytest.mark.compiles  # a second Python process holds the lock
   def test_second_update_fails_naming_the_holder(self):
     golden = os.path.join(self.create_tempdir().full_path, "golden")
     holder = self._holder(golden, 60)
@@ -54,6 +56,7 @@ class GoldenLockTest(absltest.TestCase):
       update.update(golden, _EMPTY, _SWEEP, lock_timeout_s=0.3)
     self.assertFalse(os.path.exists(golden))  # nothing written
 
+  @pytest.mark.compiles  # a second Python process holds the lock
   def test_second_update_waits_for_the_first(self):
     golden = os.path.join(self.create_tempdir().full_path, "golden")
     self._holder(golden, 1.0)

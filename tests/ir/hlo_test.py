@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from absl.testing import absltest, parameterized
 
 from hloprobe.compile import cases, lowering, targets
@@ -85,6 +86,7 @@ class ModuleTest(absltest.TestCase):
     dot = module.computations["gemm_fusion_dot_computation"].by_name()["dot.4"]
     self.assertEqual(module.source_location(dot), "<string>:16")
 
+  @pytest.mark.compiles
   def test_instruction_counts_match_xla(self):
     """Every computation of a real optimized module has XLA's own count."""
     case = cases.get_case("seed_mlp")

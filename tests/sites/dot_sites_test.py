@@ -1,4 +1,6 @@
-"""What the seed's dot sites become on the CPU (real XLA compiles)."""
+"""Dot-site fates of ad-hoc programs (real XLA compiles) and of recorded
+dot-merger compiles; the seed's fates on recorded compiles of two releases
+are in recorded_fates_test.py."""
 
 from __future__ import annotations
 
@@ -13,85 +15,11 @@ import pytest
 from absl.testing import absltest, parameterized
 
 from hloprobe import sweep
-from hloprobe.compile import cases, lowering, targets
+from hloprobe.compile import cases, targets
 from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
 from hloprobe.sites import dot_sites
 from hloprobe.sites.dot_sites import Fate
-
-
-def _fates(n: int, precision: str = "float32", target: str = "cpu"):
-  case = cases.get_case("seed_mlp")
-  args = case.inputs_for(case.make_inputs(), n)
-  compiled = lowering.compile_case(
-    case, args, precision, targets.get_target(target)
-  )
-  sites = parse_stablehlo_dots(compiled.stablehlo)
-  return dot_sites.map_dot_sites(
-    sites, parse_hlo_module(compiled.optimized_hlo)
-  )
-
-
-@pytest.mark.compiles
-class CpuSeedFatesTest(parameterized.TestCase):
-  @parameterized.named_parameters(
-    ("bfloat16", "bfloat16"),
-    ("tensorfloat32", "tensorfloat32"),
-    ("float32", "float32"),
-  )
-  def test_batch_1_last_site_is_strength_reduced(self, precision):
-    fates = _fates(1, precision)
-    self.assertEqual(
-      [f.fate for f in fates], [Fate.DOT] * 3 + [Fate.MULTIPLY_REDUCE]
-    )
-    self.assertEqual(
-      dot_sites.fate_summary(fates), "dot x3, multiply+reduce x1"
-    )
-
-  def test_batch_2_last_site_stays_a_dot(self):
-    fates = _fates(2)
-    self.assertEqual([f.fate for f in fates], [Fate.DOT] * 4)
-    # Each site has its own carrier, and the precision config survives.
-    self.assertLen({f.carriers for f in fates}, 4)
-    self.assertEqual({f.precision_config for f in fates}, {"highest,highest"})
-
-  def test_carriers_name_real_instructions(self):
-    fates = _fates(2, "tensorfloat32")
-    self.assertEqual(fates[3].emitter, "top level")
-    self.assertEqual(
-      (
-        fates[3].fusion_kind,
-        fates[3].backend_config_kind,
-        fates[3].custom_call_target,
-      ),
-      (None, None, None),
-    )
-    self.assertTrue(fates[3].carriers[-1].startswith("dot"))
-    # XLA CPU prints `kind=kCustom` and
-    # `backend_config={"fusion_config":{"kind":"__ynn_fusion"}}`.
-    self.assertEqual(fates[0].emitter, "__ynn_fusion")
-    self.assertEqual(
-      (fates[0].fusion_kind, fates[0].backend_config_kind),
-      ("kCustom", "__ynn_fusion"),
-    )
-    self.assertEqual(fates[0].precision_config, "high,high")
-
-
-class FixtureFatesTest(absltest.TestCase):
-  def test_unmatched_site_is_gone(self):
-    module = parse_hlo_module(
-      "HloModule m\n\nENTRY %main (p: f32[2]) -> f32[2] {\n"
-      "  ROOT %p = f32[2]{0} parameter(0)\n}\n"
-    )
-    case = cases.get_case("seed_mlp")
-    args = case.inputs_for(case.make_inputs(), 2)
-    compiled = lowering.compile_case(
-      case, args, "float32", targets.get_target("cpu")
-    )
-    sites = parse_stablehlo_dots(compiled.stablehlo)
-    fates = dot_sites.map_dot_sites(sites, module)
-    self.assertEqual({f.fate for f in fates}, {Fate.GONE})
-
 
 _MERGER = os.path.join(os.path.dirname(__file__), "testdata", "dot_merger")
 
@@ -250,41 +178,6 @@ class ControlFlowFatesTest(parameterized.TestCase):
 
 
 @pytest.mark.compiles
-class TritonKindTest(absltest.TestCase):
-  """Which Triton fusion kinds hold a gemm (XLA: gpu/ir_emission_utils.h)."""
-
-  @classmethod
-  def setUpClass(cls):
-    super().setUpClass()
-    case = cases.Case("probe", "probe", lambda x, w: x @ w, lambda: (_X, _W))
-    cls.r = sweep.run_config(
-      case, (_X, _W), None, targets.get_target("a100"), "default", 8
-    )
-    assert cls.r.ok, cls.r.failure
-    cls.sites = parse_stablehlo_dots(cls.r.compilation.stablehlo)
-
-  def _fate(self, kind: str) -> dot_sites.SiteFate:
-    text = self.r.compilation.optimized_hlo.replace(
-      '"__triton_nested_gemm_fusion"', f'"{kind}"'
-    )
-    self.assertIn(f'"kind":"{kind}"', text)
-    (fate,) = dot_sites.map_dot_sites(self.sites, parse_hlo_module(text))
-    return fate
-
-  def test_gemm_kinds_are_triton_gemms(self):
-    # kTritonGemmFusionKind and kTritonNestedGemmFusionKind.
-    for kind in ("__triton_gemm", "__triton_nested_gemm_fusion"):
-      self.assertEqual(self._fate(kind).fate, Fate.TRITON_GEMM, kind)
-
-  def test_generic_triton_fusion_is_unknown(self):
-    # kTritonFusionKind ("__triton") is XLA's generic Triton fusion, not a
-    # gemm kind; a dot in it is not guessed to be a Triton gemm.
-    fate = self._fate("__triton")
-    self.assertEqual(fate.fate, Fate.UNKNOWN)
-    self.assertEqual(fate.backend_config_kind, "__triton")
-
-
-@pytest.mark.compiles
 class EpilogueTest(absltest.TestCase):
   def test_multiply_fused_into_a_gemm_is_f32(self):
     # jax_15362 at n = 2 on a100: site 2 (1x512 @ 512) is a multiply+reduce
@@ -311,6 +204,7 @@ def _gemm_fusion_shapes(optimized_hlo: str) -> list[tuple[int, ...]]:
   return [tuple(int(d) for d in dims.split(",")) for dims in found]
 
 
+@pytest.mark.compiles
 class FlattenedFreeDimsTest(parameterized.TestCase):
   """Split-K of gemms whose free dimensions XLA flattened (issue 11, 2).
 

@@ -8,8 +8,6 @@ the program text, never from hloprobe.
 
 from __future__ import annotations
 
-import re
-
 import jax.numpy as jnp
 import numpy as np
 import program_cases
@@ -19,10 +17,6 @@ from absl.testing import absltest, parameterized
 
 from hloprobe import sweep
 from hloprobe.compile import cases, compat, targets
-from hloprobe.ir.hlo import parse_hlo_module
-from hloprobe.ir.stablehlo import parse_stablehlo_dots
-from hloprobe.sites import dot_sites
-from hloprobe.sites.dot_sites import Fate
 
 # Compiles with XLA (`make test-fast` skips it).
 pytestmark = pytest.mark.compiles
@@ -43,27 +37,8 @@ def _config(case, target="a100", precision="default", n=2):
 
 
 class SharedOperandsTest(parameterized.TestCase):
-  @parameterized.named_parameters(
-    ("plain_first", False, ["TF32_TF32_F32", "F32_F32_F32"]),
-    ("highest_first", True, ["F32_F32_F32", "TF32_TF32_F32"]),
-  )
-  def test_each_site_gets_its_own_gemm(self, swap, expected):
-    r = _config(program_cases.two_dots(swap))
-    self.assertEqual(
-      [f.effective_algorithm for f in r.compilation.fates], expected
-    )
-    # Each site's precision config is the one its program line asked for.
-    self.assertEqual(
-      [f.precision_config for f in r.compilation.fates],
-      [
-        "default,default" if alg == "TF32_TF32_F32" else "highest,highest"
-        for alg in expected
-      ],
-    )
-    self.assertEqual(
-      {f.mapping for f in r.compilation.fates}, {"source location"}
-    )
-    self.assertEqual([f.conflict for f in r.compilation.fates], [None, None])
+  """A helper called twice (an ad-hoc program, compiled here); the
+  recorded two-dots programs: recorded_fates_test.SharedOperandsTest."""
 
   def test_helper_called_twice_told_apart_by_caller(self):
     # Both sites share the innermost frame (the helper's line); the
@@ -76,73 +51,6 @@ class SharedOperandsTest(parameterized.TestCase):
       [f.effective_algorithm for f in r.compilation.fates],
       ["TF32_TF32_F32", "F32_F32_F32"],
     )
-
-  def test_cpu_maps_by_source_too(self):
-    r = _config(program_cases.two_dots(), target="cpu")
-    self.assertEqual(
-      [f.precision_config for f in r.compilation.fates],
-      ["default,default", "highest,highest"],
-    )
-
-
-def _strip_metadata(text: str) -> str:
-  return re.sub(r", metadata=\{[^}]*\}", "", text)
-
-
-@pytest.mark.release_rules
-class AmbiguityAndConflictTest(absltest.TestCase):
-  """Optimized HLO edited as XLA could have printed it (fixtures)."""
-
-  @classmethod
-  def setUpClass(cls):
-    super().setUpClass()
-    cls.r = _config(program_cases.two_dots())
-    cls.sites = parse_stablehlo_dots(cls.r.compilation.stablehlo)
-
-  def test_without_metadata_precision_decides(self):
-    module = parse_hlo_module(_strip_metadata(self.r.compilation.optimized_hlo))
-    fates = dot_sites.map_dot_sites(self.sites, module)
-    self.assertEqual(
-      [f.precision_config for f in fates],
-      ["default,default", "highest,highest"],
-    )
-    self.assertEqual({f.mapping for f in fates}, {"data flow"})
-
-  def test_contradicting_precision_is_reported(self):
-    # The dots' operand_precision moved: site 0's carrier (by source) now
-    # says highest, site 1's default.
-    text = self.r.compilation.optimized_hlo.replace(
-      ", operand_precision={highest,highest}", ""
-    )
-    # Fusion parameters are %parameter_N in jaxlib 0.10.2, %param_N in 0.12.
-    text = re.sub(
-      r"(%\S+ = f32\[2,2\]\{1,0\} dot\(%param(?:eter)?_0, "
-      r"%param(?:eter)?_1\)[^\n]*?"
-      r"rhs_contracting_dims=\{0\})",
-      r"\1, operand_precision={highest,highest}",
-      text,
-    )
-    fates = dot_sites.map_dot_sites(self.sites, parse_hlo_module(text))
-    self.assertEqual([f.mapping for f in fates], ["source location"] * 2)
-    self.assertIn("contradicts StableHLO DEFAULT,DEFAULT", fates[0].conflict)
-    self.assertIn("contradicts StableHLO HIGHEST,HIGHEST", fates[1].conflict)
-
-  def test_differing_carriers_without_any_key_are_ambiguous(self):
-    # Both sites DEFAULT, no metadata: one carrier a Triton gemm, the other
-    # a dot in a loop fusion. Nothing says which is which.
-    text = _strip_metadata(self.r.compilation.optimized_hlo).replace(
-      ", operand_precision={highest,highest}", ""
-    )
-    text = text.replace('"__triton_nested_gemm_fusion"', '"__other"', 1)
-    sites = [
-      parse_stablehlo_dots(
-        self.r.compilation.stablehlo.replace("HIGHEST", "DEFAULT")
-      )[i]
-      for i in (0, 1)
-    ]
-    fates = dot_sites.map_dot_sites(sites, parse_hlo_module(text))
-    self.assertEqual([f.fate for f in fates], [Fate.AMBIGUOUS] * 2)
-    self.assertLen(fates[0].candidates, 2)
 
 
 @pytest.mark.cpu_numerics

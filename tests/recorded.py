@@ -1,0 +1,92 @@
+"""Recorded compiles (tests/testdata/compiles/, written by record.py there)
+read back the way a sweep's stages read a fresh compile, so site and
+effective-algorithm tests run on fixtures from several jaxlib releases
+without XLA (as jax's export back-compat tests run on recorded data)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Callable
+
+from hloprobe.compile import targets
+from hloprobe.ir import ptx
+from hloprobe.ir.hlo import parse_hlo_module
+from hloprobe.ir.stablehlo import parse_stablehlo_dots
+from hloprobe.sites import dot_sites, effective
+
+__all__ = ["RELEASES", "Recorded", "fates", "load"]
+
+COMPILES = os.path.join(os.path.dirname(__file__), "testdata", "compiles")
+# The releases every fixture is recorded under (record.py's runs).
+RELEASES = ("0.10.2", "0.12.0.1")
+
+
+@dataclasses.dataclass(frozen=True)
+class Recorded:
+  """One recorded compile.
+
+  Attributes:
+    name: the fixture's folder, e.g. "seed_a100_n2_bfloat16".
+    jaxlib: the release that compiled it, e.g. "0.12.0.1".
+    config: config.json: case, target, n, precision, compute_capability
+      (a string such as "8.0", or None), jax, jaxlib.
+    stablehlo: the lowered module's text, debug locations kept.
+    optimized_hlo: `Compiled.as_text()`.
+    ptx: each PTX file XLA dumped, in dump order (empty on the CPU).
+  """
+
+  name: str
+  jaxlib: str
+  config: dict
+  stablehlo: str
+  optimized_hlo: str
+  ptx: tuple[str, ...]
+
+
+def _read(path: str) -> str:
+  with open(path, encoding="utf-8") as f:
+    return f.read()
+
+
+def load(name: str, jaxlib: str = RELEASES[-1]) -> Recorded:
+  """The fixture `name` as `jaxlib` compiled it.
+
+  Raises:
+    FileNotFoundError: no such fixture, or not recorded under `jaxlib`.
+  """
+  folder = os.path.join(COMPILES, name, f"jaxlib{jaxlib}")
+  kernels = sorted(
+    (f for f in os.listdir(folder) if f.endswith(".ptx")),
+    key=lambda f: int(f.split(".")[1]),
+  )
+  return Recorded(
+    name,
+    jaxlib,
+    json.loads(_read(os.path.join(folder, "config.json"))),
+    _read(os.path.join(folder, "stablehlo.mlir")),
+    _read(os.path.join(folder, "optimized.hlo")),
+    tuple(_read(os.path.join(folder, f)) for f in kernels),
+  )
+
+
+def fates(
+  rec: Recorded,
+  edit_hlo: Callable[[str], str] = lambda text: text,
+  edit_stablehlo: Callable[[str], str] = lambda text: text,
+) -> list[dot_sites.SiteFate]:
+  """The dot sites' fates and effective algorithms of a recorded compile:
+  the stages a sweep's worker runs after compiling (parse, map, resolve),
+  on the recorded texts, optionally edited first (a planted change)."""
+  sites = parse_stablehlo_dots(edit_stablehlo(rec.stablehlo))
+  module = parse_hlo_module(edit_hlo(rec.optimized_hlo))
+  kernels = [k for text in rec.ptx for k in ptx.parse_ptx(text)]
+  mapped = dot_sites.map_dot_sites(sites, module)
+  return effective.resolve(
+    mapped,
+    module,
+    kernels,
+    targets.get_target(rec.config["target"]),
+    rec.config["compute_capability"],
+  )

@@ -1,0 +1,322 @@
+"""Dot-site fates and effective algorithms of recorded compiles, no XLA.
+
+Each test reads tests/testdata/compiles/ (record.py there), as jaxlib
+0.10.2 and 0.12.0.1 compiled it, through the stages a sweep's worker runs
+after compiling (`recorded.fates`). Expected values are those the
+compiling tests asserted before (read from the PTX, the program text and
+XLA's rules, never from hloprobe); where a rule changed between the two
+releases the expectation says so (`testutil.triton_tf32_under_high`). The
+planted edits are the should-fail halves: the same fixture, one fact
+changed, another answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import recorded
+import testutil
+from absl.testing import absltest, parameterized
+
+from hloprobe.ir.hlo import parse_hlo_module
+from hloprobe.ir.stablehlo import parse_stablehlo_dots
+from hloprobe.sites import dot_sites, effective
+from hloprobe.sites.dot_sites import Fate
+
+# (test name suffix, release) for parameterized.named_parameters.
+_RELEASES = tuple((r.replace(".", "_"), r) for r in recorded.RELEASES)
+
+
+def _fates(name: str, jaxlib: str, **edits) -> list[dot_sites.SiteFate]:
+  return recorded.fates(recorded.load(name, jaxlib), **edits)
+
+
+class CpuSeedFatesTest(parameterized.TestCase):
+  """What the seed's dot sites become on the CPU."""
+
+  @parameterized.named_parameters(
+    (f"{p}_{tag}", p, r)
+    for p in ("bfloat16", "tensorfloat32", "float32")
+    for tag, r in _RELEASES
+  )
+  def test_batch_1_last_site_is_strength_reduced(self, precision, jaxlib):
+    fates = _fates(f"seed_cpu_n1_{precision}", jaxlib)
+    self.assertEqual(
+      [f.fate for f in fates], [Fate.DOT] * 3 + [Fate.MULTIPLY_REDUCE]
+    )
+    self.assertEqual(
+      dot_sites.fate_summary(fates), "dot x3, multiply+reduce x1"
+    )
+
+  @parameterized.named_parameters(*_RELEASES)
+  def test_batch_2_last_site_stays_a_dot(self, jaxlib):
+    fates = _fates("seed_cpu_n2_float32", jaxlib)
+    self.assertEqual([f.fate for f in fates], [Fate.DOT] * 4)
+    # Each site has its own carrier, and the precision config survives.
+    self.assertLen({f.carriers for f in fates}, 4)
+    self.assertEqual({f.precision_config for f in fates}, {"highest,highest"})
+
+  @parameterized.named_parameters(*_RELEASES)
+  def test_carriers_name_real_instructions(self, jaxlib):
+    fates = _fates("seed_cpu_n2_tensorfloat32", jaxlib)
+    self.assertEqual(fates[3].emitter, "top level")
+    self.assertEqual(
+      (
+        fates[3].fusion_kind,
+        fates[3].backend_config_kind,
+        fates[3].custom_call_target,
+      ),
+      (None, None, None),
+    )
+    self.assertTrue(fates[3].carriers[-1].startswith("dot"))
+    # XLA CPU prints `kind=kCustom` and
+    # `backend_config={"fusion_config":{"kind":"__ynn_fusion"}}`.
+    self.assertEqual(fates[0].emitter, "__ynn_fusion")
+    self.assertEqual(
+      (fates[0].fusion_kind, fates[0].backend_config_kind),
+      ("kCustom", "__ynn_fusion"),
+    )
+    self.assertEqual(fates[0].precision_config, "high,high")
+
+  @parameterized.named_parameters(*_RELEASES)
+  def test_cpu_sites_by_rule(self, jaxlib):
+    fates = _fates("seed_cpu_n2_bfloat16", jaxlib)
+    self.assertEqual(
+      {(f.effective_algorithm, f.algorithm_source, f.selection) for f in fates},
+      {("F32_F32_F32", "rule", None)},
+    )
+
+  def test_unmatched_site_is_gone(self):
+    rec = recorded.load("seed_cpu_n2_float32")
+    module = parse_hlo_module(
+      "HloModule m\n\nENTRY %main (p: f32[2]) -> f32[2] {\n"
+      "  ROOT %p = f32[2]{0} parameter(0)\n}\n"
+    )
+    sites = parse_stablehlo_dots(rec.stablehlo)
+    fates = dot_sites.map_dot_sites(sites, module)
+    self.assertEqual({f.fate for f in fates}, {Fate.GONE})
+
+
+class TritonKindTest(absltest.TestCase):
+  """Which Triton fusion kinds hold a gemm (XLA: gpu/ir_emission_utils.h)."""
+
+  def _fate(self, kind: str) -> dot_sites.SiteFate:
+    def plant(text):
+      planted = text.replace('"__triton_nested_gemm_fusion"', f'"{kind}"')
+      self.assertIn(f'"kind":"{kind}"', planted)
+      return planted
+
+    return _fates("seed_a100_n2_bfloat16", "0.12.0.1", edit_hlo=plant)[0]
+
+  def test_gemm_kinds_are_triton_gemms(self):
+    # kTritonGemmFusionKind and kTritonNestedGemmFusionKind.
+    for kind in ("__triton_gemm", "__triton_nested_gemm_fusion"):
+      self.assertEqual(self._fate(kind).fate, Fate.TRITON_GEMM, kind)
+
+  def test_generic_triton_fusion_is_unknown(self):
+    # kTritonFusionKind ("__triton") is XLA's generic Triton fusion, not a
+    # gemm kind; a dot in it is not guessed to be a Triton gemm.
+    fate = self._fate("__triton")
+    self.assertEqual(fate.fate, Fate.UNKNOWN)
+    self.assertEqual(fate.backend_config_kind, "__triton")
+
+
+class SeedOnA100Test(parameterized.TestCase):
+  """Compiled for an A100 without one, by both releases."""
+
+  @parameterized.named_parameters(*_RELEASES)
+  def test_n1_all_sites_multiply_reduce_in_f32(self, jaxlib):
+    fates = _fates("seed_a100_n1_bfloat16", jaxlib)
+    self.assertEqual([f.fate for f in fates], [Fate.MULTIPLY_REDUCE] * 4)
+    self.assertEqual(
+      {(f.effective_algorithm, f.algorithm_source) for f in fates},
+      {("F32_F32_F32", "ptx")},
+    )
+
+  @parameterized.named_parameters(
+    (f"{p}_{tag}", p, config, algorithm, r)
+    for p, config, algorithm in (
+      ("bfloat16", "default,default", "TF32_TF32_F32"),
+      ("tensorfloat32", "high,high", "F32_F32_F32"),
+      ("float32", "highest,highest", "F32_F32_F32"),
+    )
+    for tag, r in _RELEASES
+  )
+  def test_n2_triton_sites(
+    self, precision, precision_config, algorithm, jaxlib
+  ):
+    if precision == "tensorfloat32" and testutil.triton_tf32_under_high(jaxlib):
+      algorithm = "TF32_TF32_F32"  # XLA 251becc5: IsTf32Allowed <= HIGH
+    fates = _fates(f"seed_a100_n2_{precision}", jaxlib)
+    self.assertEqual(
+      [f.fate for f in fates], [Fate.TRITON_GEMM] * 3 + [Fate.MULTIPLY_REDUCE]
+    )
+    for f in fates[:3]:
+      self.assertEqual(
+        (f.precision_config, f.effective_algorithm, f.algorithm_source),
+        (precision_config, algorithm, "ptx"),
+        f.algorithm_evidence,
+      )
+      self.assertEqual(f.selection, effective.HEURISTIC)
+    self.assertEqual(fates[3].effective_algorithm, "F32_F32_F32")
+
+  @parameterized.named_parameters(*_RELEASES)
+  def test_tf32_evidence_is_the_mma(self, jaxlib):
+    f = _fates("seed_a100_n2_bfloat16", jaxlib)[0]
+    self.assertRegex(
+      f.algorithm_evidence,
+      r"^kernel gemm_fusion_dot: cvt\.rna\.tf32\.f32 x\d+, "
+      r"mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32 x\d+$",
+    )
+
+  @parameterized.named_parameters(*_RELEASES)
+  def test_float32_evidence_is_fma_only(self, jaxlib):
+    f = _fates("seed_a100_n2_float32", jaxlib)[0]
+    self.assertRegex(
+      f.algorithm_evidence,
+      r"^kernel gemm_fusion_dot: no mma; only f32 products \(fma\.rn\.f32 x\d+\)$",
+    )
+
+  def test_without_the_ptx_the_algorithm_is_not_read(self):
+    # The tester's check: the TF32 answer comes from the kernel's PTX.
+    rec = dataclasses.replace(recorded.load("seed_a100_n2_bfloat16"), ptx=())
+    f = recorded.fates(rec)[0]
+    self.assertNotEqual(f.algorithm_source, "ptx")
+    self.assertNotEqual(f.effective_algorithm, "TF32_TF32_F32")
+
+  @parameterized.named_parameters(*_RELEASES)
+  def test_deduplicated_fusions_share_a_kernel(self, jaxlib):
+    fates = _fates("seed_a100_n2_bfloat16", jaxlib)
+    self.assertEqual(
+      [f.carriers[0] for f in fates[1:3]],
+      ["gemm_fusion_dot.1", "gemm_fusion_dot.2"],
+    )
+    for f in fates[1:3]:
+      self.assertTrue(
+        f.algorithm_evidence.startswith("kernel gemm_fusion_dot_1:"),
+        f.algorithm_evidence,
+      )
+
+
+class T4Test(parameterized.TestCase):
+  @parameterized.named_parameters(*_RELEASES)
+  def test_t4_n2_cublaslt_bias_without_tf32(self, jaxlib):
+    fates = _fates("seed_t4_n2_bfloat16", jaxlib)
+    self.assertEqual(
+      [f.fate for f in fates], [Fate.CUBLASLT] * 3 + [Fate.MULTIPLY_REDUCE]
+    )
+    for f in fates[:3]:
+      self.assertEqual(f.gemm_config["gemm_backend_config"]["epilogue"], "BIAS")
+      # A top-level `custom_call_target="__cublas$lt$matmul"`, no fusion.
+      self.assertEqual(
+        (f.custom_call_target, f.backend_config_kind, f.fusion_kind),
+        ("__cublas$lt$matmul", None, None),
+      )
+      self.assertEqual(
+        (f.effective_algorithm, f.algorithm_source), ("F32_F32_F32", "rule")
+      )
+      self.assertIn("sm_75 has no TF32", f.algorithm_evidence)
+
+
+class SharedOperandsTest(parameterized.TestCase):
+  """Which instruction computes which dot site (issue 11, input 1): two
+  dots on the same operands, told apart by precision and source line."""
+
+  @parameterized.named_parameters(
+    (f"{name}_{tag}", fixture, expected, r)
+    for name, fixture, expected in (
+      (
+        "plain_first",
+        "two_dots_a100_n2_default",
+        ["TF32_TF32_F32", "F32_F32_F32"],
+      ),
+      (
+        "highest_first",
+        "two_dots_swapped_a100_n2_default",
+        ["F32_F32_F32", "TF32_TF32_F32"],
+      ),
+    )
+    for tag, r in _RELEASES
+  )
+  def test_each_site_gets_its_own_gemm(self, fixture, expected, jaxlib):
+    fates = _fates(fixture, jaxlib)
+    self.assertEqual([f.effective_algorithm for f in fates], expected)
+    # Each site's precision config is the one its program line asked for.
+    self.assertEqual(
+      [f.precision_config for f in fates],
+      [
+        "default,default" if alg == "TF32_TF32_F32" else "highest,highest"
+        for alg in expected
+      ],
+    )
+    self.assertEqual({f.mapping for f in fates}, {"source location"})
+    self.assertEqual([f.conflict for f in fates], [None, None])
+
+  @parameterized.named_parameters(*_RELEASES)
+  def test_cpu_maps_by_source_too(self, jaxlib):
+    fates = _fates("two_dots_cpu_n2_default", jaxlib)
+    self.assertEqual(
+      [f.precision_config for f in fates],
+      ["default,default", "highest,highest"],
+    )
+
+
+def _strip_metadata(text: str) -> str:
+  return re.sub(r", metadata=\{[^}]*\}", "", text)
+
+
+class AmbiguityAndConflictTest(parameterized.TestCase):
+  """The two-dots A100 compile edited as XLA could have printed it."""
+
+  @parameterized.named_parameters(*_RELEASES)
+  def test_without_metadata_precision_decides(self, jaxlib):
+    fates = _fates("two_dots_a100_n2_default", jaxlib, edit_hlo=_strip_metadata)
+    self.assertEqual(
+      [f.precision_config for f in fates],
+      ["default,default", "highest,highest"],
+    )
+    self.assertEqual({f.mapping for f in fates}, {"data flow"})
+
+  @parameterized.named_parameters(*_RELEASES)
+  def test_contradicting_precision_is_reported(self, jaxlib):
+    # The dots' operand_precision moved: site 0's carrier (by source) now
+    # says highest, site 1's default.
+    def plant(text):
+      text = text.replace(", operand_precision={highest,highest}", "")
+      # Fusion parameters are %parameter_N in 0.10.2, %param_N in 0.12.
+      return re.sub(
+        r"(%\S+ = f32\[2,2\]\{1,0\} dot\(%param(?:eter)?_0, "
+        r"%param(?:eter)?_1\)[^\n]*?"
+        r"rhs_contracting_dims=\{0\})",
+        r"\1, operand_precision={highest,highest}",
+        text,
+      )
+
+    fates = _fates("two_dots_a100_n2_default", jaxlib, edit_hlo=plant)
+    self.assertEqual([f.mapping for f in fates], ["source location"] * 2)
+    self.assertIn("contradicts StableHLO DEFAULT,DEFAULT", fates[0].conflict)
+    self.assertIn("contradicts StableHLO HIGHEST,HIGHEST", fates[1].conflict)
+
+  @parameterized.named_parameters(*_RELEASES)
+  def test_differing_carriers_without_any_key_are_ambiguous(self, jaxlib):
+    # Both sites DEFAULT, no metadata: one carrier a Triton gemm, the other
+    # a dot in a loop fusion. Nothing says which is which.
+    def plant(text):
+      text = _strip_metadata(text).replace(
+        ", operand_precision={highest,highest}", ""
+      )
+      return text.replace('"__triton_nested_gemm_fusion"', '"__other"', 1)
+
+    fates = _fates(
+      "two_dots_a100_n2_default",
+      jaxlib,
+      edit_hlo=plant,
+      edit_stablehlo=lambda text: text.replace("HIGHEST", "DEFAULT"),
+    )
+    self.assertEqual([f.fate for f in fates], [Fate.AMBIGUOUS] * 2)
+    self.assertLen(fates[0].candidates, 2)
+
+
+if __name__ == "__main__":
+  absltest.main()

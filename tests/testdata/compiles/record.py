@@ -1,0 +1,98 @@
+"""Records the compile fixtures of this folder (see README.md).
+
+Run from the repository root, once per jaxlib release:
+
+  PYTHONPATH=.:tests JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 \
+    .venv/bin/python tests/testdata/compiles/record.py [NAME...]
+  PYTHONPATH=.:tests JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 \
+    .venv-jax0.10.2/bin/python tests/testdata/compiles/record.py [NAME...]
+
+writes, per fixture (all, or the NAMEs given), <NAME>/jaxlib<V>/ beside
+this file: `stablehlo.mlir` (with its debug locations), `optimized.hlo`
+(`Compiled.as_text()`), each PTX file XLA dumped as `kernels.<i>.ptx` (GPU
+targets) and `config.json` (what was compiled, by which jax and jaxlib).
+The repository's absolute path is cut from the texts, so locations name
+`tests/program_cases.py`. Texts are unedited otherwise; tests that plant a
+difference edit them in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+
+import program_cases
+
+from hloprobe.compile import cases, lowering, targets
+from hloprobe.ir.precisions import parse_precision
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_ROOT = os.path.abspath(os.path.join(_HERE, *[os.pardir] * 3)) + os.sep
+
+# name -> (case factory, target, n, precision)
+FIXTURES = {
+  **{
+    f"seed_{t}_n{n}_{p}": (lambda: cases.get_case("seed_mlp"), t, n, p)
+    for t, n, p in (
+      ("cpu", 1, "bfloat16"),
+      ("cpu", 1, "tensorfloat32"),
+      ("cpu", 1, "float32"),
+      ("cpu", 2, "bfloat16"),
+      ("cpu", 2, "tensorfloat32"),
+      ("cpu", 2, "float32"),
+      ("a100", 1, "bfloat16"),
+      ("a100", 2, "bfloat16"),
+      ("a100", 2, "tensorfloat32"),
+      ("a100", 2, "float32"),
+      ("t4", 2, "bfloat16"),
+    )
+  },
+  "two_dots_a100_n2_default": (program_cases.two_dots, "a100", 2, "default"),
+  "two_dots_swapped_a100_n2_default": (
+    lambda: program_cases.two_dots(swap=True),
+    "a100",
+    2,
+    "default",
+  ),
+  "two_dots_cpu_n2_default": (program_cases.two_dots, "cpu", 2, "default"),
+}
+
+
+def record(name: str) -> str:
+  make, target, n, precision = FIXTURES[name]
+  case = make()
+  args = case.inputs_for(case.make_inputs(), n)
+  cc = lowering.compile_case(
+    case, args, parse_precision(precision), targets.get_target(target)
+  )
+  versions = lowering.versions()
+  folder = os.path.join(_HERE, name, "jaxlib" + versions["jaxlib"])
+  shutil.rmtree(folder, ignore_errors=True)
+  os.makedirs(folder)
+  texts = {"stablehlo.mlir": cc.stablehlo, "optimized.hlo": cc.optimized_hlo}
+  texts.update({f"kernels.{i}.ptx": text for i, text in enumerate(cc.ptx)})
+  config = {
+    "case": case.name,
+    "target": target,
+    "n": n,
+    "precision": precision,
+    "compute_capability": cc.compute_capability,
+    **versions,
+  }
+  texts["config.json"] = json.dumps(config, indent=2) + "\n"
+  for file, text in texts.items():
+    with open(os.path.join(folder, file), "w", encoding="utf-8") as f:
+      f.write(text.replace(_ROOT, ""))
+  return folder
+
+
+def main(names: list[str]) -> int:
+  for name in names or FIXTURES:
+    print("wrote", record(name))
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main(sys.argv[1:]))
