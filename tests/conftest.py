@@ -60,7 +60,8 @@ class _XlaUse:
   def on_audit(self, event: str, args: tuple) -> None:
     if not (self.watching and event in _SPAWN_EVENTS):
       return
-    if event == "subprocess.Popen":
+    if event in ("subprocess.Popen", "os.posix_spawn"):
+      # Popen: (executable, args, cwd, env); posix_spawn: (path, argv, env).
       executable, argv = args[0], args[1]
       if isinstance(argv, (str, bytes, os.PathLike)):
         argv = [argv]

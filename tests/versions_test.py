@@ -24,7 +24,7 @@ from unittest import mock
 
 import pytest
 from absl.testing import absltest, parameterized
-from testutil import ROOT, run_hloprobe
+from testutil import ROOT, run_hloprobe, run_hloprobe_here
 
 from hloprobe.compile import compat
 from hloprobe.errors import InvalidArgumentError
@@ -652,6 +652,7 @@ class PythonsTest(parameterized.TestCase):
     )
     self.assertEqual(got, (self._PY313, self._PY312, self._PY311))
 
+  @pytest.mark.compiles  # starts Python interpreters to probe them
   def test_probe_this_interpreter_and_a_bogus_one(self):
     found = pythons.probe(sys.executable)
     self.assertEqual(found.version, venvs.this_python())
@@ -836,7 +837,7 @@ class PureTest(parameterized.TestCase):
     self.assertEqual(band_status(None, p), "n/a")
 
   def test_bad_jaxlib_is_usage_error(self):
-    got = run_hloprobe("versions", "--jaxlib=latest", "--targets=cpu")
+    got = run_hloprobe_here("versions", "--jaxlib=latest", "--targets=cpu")
     self.assertEqual(got.returncode, 2)
     self.assertIn("hloprobe: error: --jaxlib", got.stderr)
 
