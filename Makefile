@@ -57,11 +57,17 @@ run: $(STAMP)
 	$(BIN)/hloprobe explain --targets=cpu,a100,t4 --output_dir=$(OUT) \
 	  --plot=$(OUT)/row0_error.png
 
+# Two pytest workers (pytest-xdist, in the test extra), each given whole
+# files (--dist loadfile), so a file's compiles cached in setUpClass and
+# functools.cache are made once; each test has temp folders and, per
+# worker, a record cache of its own (tests/conftest.py).
+TEST_JOBS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile tests
 
-# The tests that compile nothing with XLA (parsers, formats, the layering
-# rule, flags): under a minute.
+# The tests that start neither XLA nor a Python process (parsers, formats,
+# recorded compiles, the layering rule, flags in process): under a minute.
+# tests/conftest.py fails a test that does either unmarked `compiles`.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not compiles" tests
 

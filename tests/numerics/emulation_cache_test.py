@@ -11,9 +11,9 @@ import dataclasses
 
 import numpy as np
 import pytest
+import recorded
 from absl.testing import absltest
 
-from hloprobe import sweep
 from hloprobe.compile import cases
 from hloprobe.numerics import emulate, emulation_cache, predict, reference
 
@@ -73,24 +73,25 @@ class GuessTest(absltest.TestCase):
 
 class SweepGuessTest(absltest.TestCase):
   def test_sweep_predictions_equal_one_size_alone(self):
-    # The sweep's predictor guesses at sizes 2 and 3 from size 1 and 2 (on
-    # an A100 under bfloat16 sizes >= 2 have TF32 sites); a predictor
-    # that guesses nothing, given one config alone, predicts the same.
-    sizes = (1, 2, 3)
-    spec = sweep.SweepSpec(("seed_mlp",), sizes, ("bfloat16",), ("a100",))
-    results = sweep.run_sweep(spec)
+    # A predictor told a sweep's sizes guesses at sizes 2 and 9 from sizes
+    # 1 and 2 (on an A100 under bfloat16 sizes >= 2 have TF32 sites); one
+    # that guesses nothing, given one config alone, predicts the same. The
+    # fates are recorded compiles (tests/testdata/compiles).
+    sizes = (1, 2, 9)
     case = cases.get_case("seed_mlp")
     full = case.full_inputs()
     refs = reference.References(case, full, sizes)
-    self.assertIn("TF32_TF32_F32", results[-1].prediction.site_algorithms)
-    for r in results:
-      alone = predict.Predictor(case, full, refs).predict(
-        r.config.n, r.compilation.fates, None
-      )
+    guessing = predict.Predictor(case, full, refs, sizes)
+    fates = {
+      n: tuple(recorded.fates(recorded.load(f"seed_a100_n{n}_bfloat16")))
+      for n in sizes
+    }
+    swept = {n: guessing.predict(n, fates[n], None) for n in sizes}
+    self.assertIn("TF32_TF32_F32", swept[9].site_algorithms)
+    for n in sizes:
+      alone = predict.Predictor(case, full, refs).predict(n, fates[n], None)
       np.testing.assert_equal(
-        dataclasses.asdict(alone),
-        dataclasses.asdict(r.prediction),
-        err_msg=str(r.config.n),
+        dataclasses.asdict(alone), dataclasses.asdict(swept[n]), err_msg=str(n)
       )
 
 

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
 
 import numpy as np
 import pytest
+import recorded
 import testutil
 from absl.testing import absltest
 from testutil import numpy_seed_row0
 
 from hloprobe import sweep
-from hloprobe.compile import cases, experiments
+from hloprobe.compile import cases
 from hloprobe.numerics import accuracy, emulate, predict, reference
 from hloprobe.sites import effective
 from hloprobe.sites.dot_sites import Fate
@@ -34,14 +36,36 @@ def _f32_ulp(x: float) -> float:
   return float(np.spacing(np.float32(abs(x))))
 
 
-@pytest.mark.release_rules
+@functools.cache
+def _seed_predictor(sizes=(1, 2, 9)) -> predict.Predictor:
+  """seed_mlp's predictor, as a sweep over `sizes` makes it."""
+  case = cases.get_case("seed_mlp")
+  full = case.make_inputs()
+  refs = reference.References(case, full, sizes)
+  return predict.Predictor(case, full, refs, sizes)
+
+
+def _recorded_fates(name: str, jaxlib: str = recorded.RELEASES[-1]) -> tuple:
+  """A recorded compile's fates (tests/testdata/compiles): no XLA compile."""
+  return tuple(recorded.fates(recorded.load(name, jaxlib)))
+
+
 class SeedA100Test(absltest.TestCase):
+  """Predictions for compile-only A100 configs from recorded compiles of
+  jaxlib JAXLIB; the subclass below repeats them for the other release."""
+
+  JAXLIB = "0.12.0.1"
+
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.r = _sweep(
-      ("a100",), ("bfloat16", "tensorfloat32", "float32"), (1, 2, 9)
-    )
+    cls.predicted = {
+      (p, n): _seed_predictor().predict(
+        n, _recorded_fates(f"seed_a100_n{n}_{p}", cls.JAXLIB), None
+      )
+      for p in ("bfloat16", "tensorfloat32", "float32")
+      for n in (1, 2, 9)
+    }
     cls.numpy_tf32_move = abs(numpy_seed_row0((0, 1, 2)) - numpy_seed_row0())
 
   def test_numpy_tf32_move_is_the_readmes_0_61(self):
@@ -51,10 +75,10 @@ class SeedA100Test(absltest.TestCase):
   def test_tf32_kernels_move_row0_by_about_0_6(self):
     # HIGH too from XLA 251becc5 (jaxlib 0.11.1): Triton's IsTf32Allowed.
     tf32 = ("bfloat16",) + (
-      ("tensorfloat32",) if testutil.triton_tf32_under_high() else ()
+      ("tensorfloat32",) if testutil.triton_tf32_under_high(self.JAXLIB) else ()
     )
     for precision, n in itertools.product(tf32, (2, 9)):
-      p = self.r["a100", precision, n].prediction
+      p = self.predicted[precision, n]
       self.assertEqual(
         p.site_algorithms, ("TF32_TF32_F32",) * 3 + ("F32_F32_F32",)
       )
@@ -70,15 +94,15 @@ class SeedA100Test(absltest.TestCase):
       self.assertLess(p.shares[0].without_abs, 0.1)
 
   def test_f32_configs_stay_at_the_noise_floor(self):
-    tf32 = self.r["a100", "bfloat16", 2].prediction
-    high = () if testutil.triton_tf32_under_high() else (2, 9)
+    tf32 = self.predicted["bfloat16", 2]
+    high = () if testutil.triton_tf32_under_high(self.JAXLIB) else (2, 9)
     for key in (
       ("bfloat16", 1),
       ("tensorfloat32", 1),
       ("float32", 9),
       *(("tensorfloat32", n) for n in high),
     ):
-      p = self.r[("a100",) + key].prediction
+      p = self.predicted[key]
       self.assertEqual(p.verdict, "within f32 noise", key)
       # The network amplifies f32 rounding (about 1e-4 here, by a factor
       # that depends on the CPU's sum order) far above row 0's own ULP, yet
@@ -89,12 +113,16 @@ class SeedA100Test(absltest.TestCase):
       self.assertIsNone(p.top_site)
 
   def test_site_bands(self):
-    p = self.r["a100", "bfloat16", 2].prediction
+    p = self.predicted["bfloat16", 2]
     self.assertEqual([b.algorithm for b in p.bands], list(p.site_algorithms))
     self.assertEqual([b.K for b in p.bands], [2, 48, 48, 48])
     tf32, f32 = p.bands[1], p.bands[3]
     self.assertGreater(tf32.worst_abs, 100 * f32.worst_abs)
     self.assertLess(tf32.expected_abs, tf32.worst_abs)
+
+
+class SeedA100On0102Test(SeedA100Test):
+  JAXLIB = "0.10.2"
 
 
 class SeedCpuTest(absltest.TestCase):
@@ -123,9 +151,7 @@ class ObservedOnA100Test(absltest.TestCase):
     cls.predictor = predict.Predictor(case, full, refs)
     cls.args = case.inputs_for(full, 2)
     cls.case = case
-    cls.fates = _sweep(("a100",), ("bfloat16",), (2,))[
-      "a100", "bfloat16", 2
-    ].compilation.fates
+    cls.fates = _recorded_fates("seed_a100_n2_bfloat16")
 
   def _assert_judged(self, algorithms, order, verdict, best_candidate):
     """A run emulated with ALGORITHMS summed in ORDER, judged at batch 2."""
@@ -207,37 +233,33 @@ def _numpy_tf32_subsets(row0: float) -> list[tuple[int, ...]]:
 
 
 class CublasTf32AllowedTest(absltest.TestCase):
-  """`--xla_gpu_enable_triton_gemm=false` on a compile-only H200: sites
-  0-2 are cuBLASLt calls whose rule allows, not requires, TF32; the real
-  H200's row 0 is judged against each TF32/F32 assignment of them."""
+  """`--xla_gpu_enable_triton_gemm=false` on a compile-only H200 (recorded
+  compiles): sites 0-2 are cuBLASLt calls whose rule allows, not requires,
+  TF32; the real H200's row 0 is judged against each TF32/F32 assignment
+  of them."""
 
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    spec = sweep.SweepSpec(
-      ("seed_mlp",),
-      (2,),
-      ("bfloat16", "tensorfloat32", "float32"),
-      ("h200",),
-      experiments=(experiments.BUILTIN_EXPERIMENTS["no_triton_gemm"],),
-    )
-    cls.r = {
-      r.config.precision: r
-      for r in sweep.run_sweep(spec)
-      if r.config.experiment == "no_triton_gemm"
-    }
     case = cases.get_case("seed_mlp")
     full = case.make_inputs()
     cls.refs = reference.References(case, full, (2,))
     cls.predictor = predict.Predictor(case, full, cls.refs)
+    cls.fates = {
+      p: _recorded_fates(f"seed_h200_n2_{p}_no_triton_gemm")
+      for p in ("bfloat16", "tensorfloat32", "float32")
+    }
+    cls.predicted = {
+      p: cls.predictor.predict(2, fates, None) for p, fates in cls.fates.items()
+    }
 
   def _judged(self, precision: str, observed: accuracy.ErrorStats):
-    fates = self.r[precision].compilation.fates
+    fates = self.fates[precision]
     return self.predictor.predict(2, fates, (observed,))
 
   def test_sites_0_to_2_are_cublaslt_with_tf32_optional(self):
     for precision in ("bfloat16", "tensorfloat32"):  # DEFAULT, HIGH
-      fates = self.r[precision].compilation.fates
+      fates = self.fates[precision]
       self.assertEqual(
         [f.fate for f in fates], [Fate.CUBLASLT] * 3 + [Fate.MULTIPLY_REDUCE]
       )
@@ -273,7 +295,7 @@ class CublasTf32AllowedTest(absltest.TestCase):
     self.assertNotIn("kept", p.verdict)
 
   def test_highest_sites_stay_f32_only(self):
-    fates = self.r["float32"].compilation.fates
+    fates = self.fates["float32"]
     self.assertEqual(
       [f.effective_algorithm for f in fates], ["F32_F32_F32"] * 4
     )
@@ -287,14 +309,14 @@ class CublasTf32AllowedTest(absltest.TestCase):
     self.assertNotEqual(tf32.best_candidate, "TF32_TF32_F32 at sites [1, 2]")
 
   def test_compile_only_says_the_tf32_is_ambiguous(self):
-    p = self.r["bfloat16"].prediction
+    p = self.predicted["bfloat16"]
     self.assertIsNone(p.best_candidate)
     self.assertIn(
       "ambiguous: row 0 assumes TF32_TF32_F32 at cuBLASLt sites [0, 1, 2], "
       "where TF32 is allowed, not required, and cuBLAS may keep some in f32",
       p.verdict,
     )
-    self.assertNotIn("ambiguous", self.r["float32"].prediction.verdict)
+    self.assertNotIn("ambiguous", self.predicted["float32"].verdict)
 
 
 if __name__ == "__main__":

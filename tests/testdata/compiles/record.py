@@ -18,6 +18,7 @@ difference edit them in memory.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -31,7 +32,7 @@ from hloprobe.ir.precisions import parse_precision
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _ROOT = os.path.abspath(os.path.join(_HERE, *[os.pardir] * 3)) + os.sep
 
-# name -> (case factory, target, n, precision)
+# name -> (case factory, target, n, precision[, XLA options])
 FIXTURES = {
   **{
     f"seed_{t}_n{n}_{p}": (lambda: cases.get_case("seed_mlp"), t, n, p)
@@ -42,10 +43,11 @@ FIXTURES = {
       ("cpu", 2, "bfloat16"),
       ("cpu", 2, "tensorfloat32"),
       ("cpu", 2, "float32"),
-      ("a100", 1, "bfloat16"),
-      ("a100", 2, "bfloat16"),
-      ("a100", 2, "tensorfloat32"),
-      ("a100", 2, "float32"),
+      *(
+        ("a100", n, p)
+        for n in (1, 2, 9)
+        for p in ("bfloat16", "tensorfloat32", "float32")
+      ),
       ("t4", 2, "bfloat16"),
     )
   },
@@ -57,16 +59,31 @@ FIXTURES = {
     "default",
   ),
   "two_dots_cpu_n2_default": (program_cases.two_dots, "cpu", 2, "default"),
+  # Experiment no_triton_gemm (--xla_gpu_enable_triton_gemm=false) as this
+  # compile's own option: cuBLASLt gemms.
+  **{
+    f"seed_h200_n2_{p}_no_triton_gemm": (
+      lambda: cases.get_case("seed_mlp"),
+      "h200",
+      2,
+      p,
+      {"xla_gpu_enable_triton_gemm": False},
+    )
+    for p in ("bfloat16", "tensorfloat32", "float32")
+  },
 }
 
 
 def record(name: str) -> str:
-  make, target, n, precision = FIXTURES[name]
+  make, target, n, precision, *options = FIXTURES[name]
   case = make()
   args = case.inputs_for(case.make_inputs(), n)
-  cc = lowering.compile_case(
-    case, args, parse_precision(precision), targets.get_target(target)
-  )
+  t = targets.get_target(target)
+  if options:
+    t = dataclasses.replace(
+      t, compiler_options={**(t.compiler_options or {}), **options[0]}
+    )
+  cc = lowering.compile_case(case, args, parse_precision(precision), t)
   versions = lowering.versions()
   folder = os.path.join(_HERE, name, "jaxlib" + versions["jaxlib"])
   shutil.rmtree(folder, ignore_errors=True)
@@ -78,6 +95,7 @@ def record(name: str) -> str:
     "target": target,
     "n": n,
     "precision": precision,
+    "xla_options": options[0] if options else {},
     "compute_capability": cc.compute_capability,
     **versions,
   }
