@@ -4,18 +4,20 @@ only `report` formats tables (imports tabulate).
 Stages, lowest first (a module's stage is its subpackage under hloprobe/,
 or its own name for a top-level module):
 
-  errors < private_api < ir < compile < sites < numerics < records < sweep < golden
-         < report < pictures < verify < versions < cli_flags < cli, tools
+  errors < private_api < ir < compile < sites < numerics < records < sweep
+         < golden < report < pictures < verify < versions < cli_flags < cli, tools
          < __main__, __init__
 
 Inside `sweep`, its modules follow the data flow too: spec < compiled <
 measure < engine < __init__ (a module imports only those before it).
 
-`ir` is lowest after `errors`: it reads compiler text into records and needs
-nothing that compiles. It must not import the JAX runtime (`jax`, `jaxlib`);
-the MLIR Python bindings jaxlib ships (`jaxlib.mlir`) are allowed there, as
-they only parse and walk text. Imports are read with `ast`, function-level
-(lazy) imports included, so the rule holds for what a module can ever load.
+`ir` is lowest after `errors` and `private_api`: it reads compiler text
+into records and needs nothing that compiles. It must not import the JAX
+runtime (`jax`, `jaxlib`); the MLIR Python bindings jaxlib ships
+(`jaxlib.mlir`) are allowed there, as they only parse and walk text, and
+XLA's HLO parser comes through `private_api` (below it). Imports are read
+with `ast`, function-level (lazy) imports included, so the rule holds for
+what a module can ever load.
 
 Private jax/jaxlib API (`jax._src`, `jax.interpreters`, `jax.lib`, any
 `_name`, and every jaxlib module but `jaxlib` and the public `jaxlib.mlir`
