@@ -269,7 +269,10 @@ def _parse_table_row(table: str, line: str) -> tuple[int, object]:
 
 
 def parse_text_module(text: str) -> HloModule:
-  """Parses the text of one HLO module.
+  """Parses the text of one HLO module, from the text alone.
+
+  `hlo.parse_hlo_module` is the reader to call: it runs this one, then
+  takes the structure from XLA's parser where it can.
 
   Args:
     text: HLO text as printed by `Compiled.as_text()` or
