@@ -14,9 +14,10 @@ from hloprobe.compile import targets
 from hloprobe.ir import ptx
 from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
+from hloprobe.numerics import predict, reference
 from hloprobe.sites import dot_sites, effective
 
-__all__ = ["RELEASES", "Recorded", "fates", "load"]
+__all__ = ["RELEASES", "Recorded", "fates", "load", "prediction"]
 
 COMPILES = os.path.join(os.path.dirname(__file__), "testdata", "compiles")
 # The releases every fixture is recorded under (record.py's runs).
@@ -90,3 +91,13 @@ def fates(
     targets.get_target(rec.config["target"]),
     rec.config["compute_capability"],
   )
+
+
+def prediction(case, rec: Recorded) -> predict.Prediction:
+  """What a sweep predicts for the recorded compile-only config of `case`
+  (its float64 reference and emulation run here, on the CPU, with jax:
+  tests calling this are marked `compiles`)."""
+  full = case.full_inputs()
+  n = rec.config["n"]
+  refs = reference.References(case, full, (n,))
+  return predict.Predictor(case, full, refs).predict(n, tuple(fates(rec)), None)

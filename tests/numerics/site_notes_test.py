@@ -1,9 +1,10 @@
 """Verdicts name every site below its request (issue 11, inputs 3 and 6).
 
-Real compiles (compile-only GPU targets) and CPU runs. Expected sites come
-from the StableHLO text (which dots take f32 x f32 operands) and the rule
-checked on jaxlib 0.10.2 PTX (an f32 Triton gemm at DEFAULT on sm_80+ runs
-TF32); expected numbers from numpy float64 and ml_dtypes.
+Recorded compile-only GPU compiles (tests/testdata/compiles) and a CPU
+sweep. Expected sites come from the StableHLO text (which dots take f32 x
+f32 operands) and the rule checked on jaxlib 0.10.2 PTX (an f32 Triton gemm
+at DEFAULT on sm_80+ runs TF32); expected numbers from numpy float64 and
+ml_dtypes.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import ml_dtypes
 import numpy as np
 import program_cases
 import pytest
+import recorded
 from absl.testing import absltest
 
 from hloprobe import sweep
@@ -30,6 +32,13 @@ def _sweep(case, target, n, precision="default"):
   return r
 
 
+def _recorded(case, fixture: str, jaxlib: str = recorded.RELEASES[-1]):
+  """(StableHLO text, prediction) of a recorded compile-only compile of
+  `case` (tests/testdata/compiles)."""
+  rec = recorded.load(fixture, jaxlib)
+  return rec.stablehlo, recorded.prediction(case, rec)
+
+
 def _f32_sites(stablehlo: str) -> list[int]:
   """Indices of the dot_generals whose two operands are f32 tensors."""
   dots = re.findall(r"stablehlo\.dot_general.* : \((.*)\) ->", stablehlo)
@@ -38,29 +47,33 @@ def _f32_sites(stablehlo: str) -> list[int]:
 
 class HiddenSiteTest(absltest.TestCase):
   def test_tf32_site_hidden_by_bf16_output_is_named(self):
-    r = _sweep(program_cases.attention_bf16(), "a100", 8)
-    sites = _f32_sites(r.compilation.stablehlo)
+    stablehlo, p = _recorded(
+      program_cases.attention_bf16(), "attention_bf16_a100_n8_default"
+    )
+    sites = _f32_sites(stablehlo)
     self.assertNotEmpty(sites)
     self.assertTrue(
-      r.prediction.verdict.endswith(
+      p.verdict.endswith(
         f"TF32_TF32_F32 at sites {sites}, hidden by bf16 output rounding"
       ),
-      r.prediction.verdict,
+      p.verdict,
     )
 
   def test_forward_variant(self):
-    r = _sweep(program_cases.attention_bf16(backward=False), "h100", 8)
+    stablehlo, p = _recorded(
+      program_cases.attention_bf16(backward=False),
+      "attention_bf16_forward_h100_n8_default",
+    )
     self.assertIn(
-      f"TF32_TF32_F32 at sites {_f32_sites(r.compilation.stablehlo)}, hidden by bf16",
-      r.prediction.verdict,
+      f"TF32_TF32_F32 at sites {_f32_sites(stablehlo)}, hidden by bf16",
+      p.verdict,
     )
 
 
 class Bf16ProductsTest(absltest.TestCase):
   def test_h100_prediction_matches_numpy(self):
     case = program_cases.bf16_matmul()
-    r = _sweep(case, "h100", 1)
-    p = r.prediction
+    _, p = _recorded(case, "bf16_matmul_h100_n1_default")
     self.assertEqual(p.site_algorithms, ("BF16_PRODUCTS_F32",))
     x, w = (a.astype(np.float64) for a in case.make_inputs())
     products = x[0][:, None] * w  # exact: 8-bit x 8-bit significands

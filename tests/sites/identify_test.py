@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import program_cases
 import pytest
+import recorded
 import testutil
 from absl.testing import absltest, parameterized
 
@@ -56,13 +57,11 @@ class SharedOperandsTest(parameterized.TestCase):
 @pytest.mark.cpu_numerics
 class VerdictTest(absltest.TestCase):
   def test_verdict_names_site_0(self):
-    case = program_cases.two_dots()
-    with program_cases.registered(case):
-      spec = sweep.SweepSpec((case.name,), (2,), ("default",), ("a100",))
-      (r,) = sweep.run_sweep(spec)
-    self.assertEqual(
-      r.prediction.verdict, "explained by TF32_TF32_F32 at sites [0]"
+    # The recorded compile (tests/testdata/compiles), predicted here.
+    p = recorded.prediction(
+      program_cases.two_dots(), recorded.load("two_dots_a100_n2_default")
     )
+    self.assertEqual(p.verdict, "explained by TF32_TF32_F32 at sites [0]")
 
 
 def _numpy_merged_row0_abs(case) -> float:

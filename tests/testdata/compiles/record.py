@@ -59,6 +59,24 @@ FIXTURES = {
     "default",
   ),
   "two_dots_cpu_n2_default": (program_cases.two_dots, "cpu", 2, "default"),
+  "attention_bf16_a100_n8_default": (
+    program_cases.attention_bf16,
+    "a100",
+    8,
+    "default",
+  ),
+  "attention_bf16_forward_h100_n8_default": (
+    lambda: program_cases.attention_bf16(backward=False),
+    "h100",
+    8,
+    "default",
+  ),
+  "bf16_matmul_h100_n1_default": (
+    program_cases.bf16_matmul,
+    "h100",
+    1,
+    "default",
+  ),
   # Experiment no_triton_gemm (--xla_gpu_enable_triton_gemm=false) as this
   # compile's own option: cuBLASLt gemms.
   **{
