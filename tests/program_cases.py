@@ -18,11 +18,14 @@ import numpy as np
 from hloprobe.compile import cases
 
 __all__ = [
+  "CONTROL_FLOW",
   "attention_bf16",
   "bf16_matmul",
+  "control_flow",
   "euler_scan",
   "free_dims_matmul",
   "long_k_matmul",
+  "ones_matmul",
   "merged_dots",
   "registered",
   "two_dots",
@@ -189,3 +192,42 @@ def attention_bf16(backward: bool = True) -> cases.Case:
   fn = _attention_grad if backward else _attention
   name = "t_attention_grad" if backward else "t_attention"
   return cases.Case(name, "bf16 attention with f32 matmuls", fn, inputs)
+
+
+# Dot sites in loops, branches and after them (a review found them "gone"),
+# and two that read the same parameters: x f32[8,64], w f32[64,64].
+CONTROL_FLOW = {
+  "scan": lambda x, w: jax.lax.scan(
+    lambda h, _: (jnp.tanh(h @ w), None), x, None, length=3
+  )[0],
+  "fori": lambda x, w: jax.lax.fori_loop(0, 3, lambda i, h: jnp.tanh(h @ w), x),
+  "after_cond": lambda x, w: (
+    jax.lax.cond(x[0, 0] > 0, lambda a: a * 2, jnp.sin, x) @ w
+  ),
+  "cond_branches": lambda x, w: jax.lax.cond(
+    x[0, 0] > 0, lambda a: a @ w, lambda a: jnp.tanh(a @ w), x
+  ),
+  # W @ x[0] (a matrix-vector product) and x @ W (a gemm).
+  "same_ancestry": lambda x, w: (w @ x[0]).sum() + (x @ w).sum(),
+}
+
+
+def control_flow(kind: str) -> cases.Case:
+  """CONTROL_FLOW[kind] on normal draws x f32[8,64], w f32[64,64]."""
+
+  def inputs():
+    g = np.random.default_rng(0)
+    x = g.standard_normal((8, 64)).astype(np.float32)
+    return x, g.standard_normal((64, 64)).astype(np.float32)
+
+  return cases.Case(f"t_{kind}", kind, CONTROL_FLOW[kind], inputs)
+
+
+def ones_matmul(m: int, k: int, n: int) -> cases.Case:
+  """x @ y in f32, x f32[m,k] and y f32[k,n] all ones."""
+  return cases.Case(
+    f"matmul_{m}x{k}x{n}",
+    "x @ y in f32",
+    lambda x, y: x @ y,
+    lambda: (np.ones((m, k), np.float32), np.ones((k, n), np.float32)),
+  )

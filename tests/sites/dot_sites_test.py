@@ -1,21 +1,12 @@
-"""Dot-site fates of ad-hoc programs (real XLA compiles) and of recorded
-dot-merger compiles; the seed's fates on recorded compiles of two releases
-are in recorded_fates_test.py."""
+"""Dot-site fates of recorded dot-merger compiles (no XLA); the other
+recorded compiles' fates, of two releases, are in recorded_fates_test.py."""
 
 from __future__ import annotations
 
 import os
-import re
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-import program_cases
-import pytest
 from absl.testing import absltest, parameterized
 
-from hloprobe import sweep
-from hloprobe.compile import cases, targets
 from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
 from hloprobe.sites import dot_sites
@@ -102,148 +93,6 @@ class DotMergerFixtureTest(parameterized.TestCase):
     ).replace("f32[256,128]{1,0} add", "f32[256,64]{1,0} add")
     fates = _fixture_fates("t_merged-jaxlib0.12.0.1", plant)
     self.assertEqual([f.fate for f in fates], [Fate.GONE] * 2)
-
-
-def _probe(fn, args, target: str, precision: str = "bfloat16"):
-  """Fates of an ad-hoc function (real compile)."""
-  case = cases.Case("probe", "probe", fn, lambda: args)
-  r = sweep.run_config(
-    case,
-    args,
-    None,
-    targets.get_target(target),
-    precision,
-    case.full_size(args),
-  )
-  assert r.ok, r.failure
-  return r.compilation.fates
-
-
-_RNG = np.random.default_rng(0)
-_X = _RNG.standard_normal((8, 64)).astype(np.float32)
-_W = _RNG.standard_normal((64, 64)).astype(np.float32)
-
-
-@pytest.mark.compiles
-class ControlFlowFatesTest(parameterized.TestCase):
-  """Sites in loops, branches and after them (a review found them 'gone')."""
-
-  @parameterized.named_parameters(
-    (
-      "scan",
-      lambda x, w: jax.lax.scan(
-        lambda h, _: (jnp.tanh(h @ w), None), x, None, length=3
-      )[0],
-    ),
-    (
-      "fori",
-      lambda x, w: jax.lax.fori_loop(0, 3, lambda i, h: jnp.tanh(h @ w), x),
-    ),
-    (
-      "after_cond",
-      lambda x, w: jax.lax.cond(x[0, 0] > 0, lambda a: a * 2, jnp.sin, x) @ w,
-    ),
-  )
-  def test_a100_gemm_found(self, fn):
-    (fate,) = _probe(fn, (_X, _W), "a100")
-    self.assertEqual(fate.fate, Fate.TRITON_GEMM)
-    # `kind=kCustom` with `"fusion_backend_config":{"kind":
-    # "__triton_nested_gemm_fusion"}` on jaxlib 0.10.2.
-    self.assertEqual(
-      (fate.fusion_kind, fate.backend_config_kind, fate.custom_call_target),
-      ("kCustom", "__triton_nested_gemm_fusion", None),
-    )
-    self.assertEqual(fate.effective_algorithm, "TF32_TF32_F32")
-
-  def test_cond_branches_are_two_sites(self):
-    fn = lambda x, w: jax.lax.cond(
-      x[0, 0] > 0, lambda a: a @ w, lambda a: jnp.tanh(a @ w), x
-    )
-    fates = _probe(fn, (_X, _W), "a100")
-    self.assertEqual([f.fate for f in fates], [Fate.TRITON_GEMM] * 2)
-    self.assertNotEqual(fates[0].carriers, fates[1].carriers)
-
-  def test_same_ancestry_told_apart_by_shape(self):
-    # W @ x[0] (a matrix-vector product, strength-reduced) and x @ W (a gemm)
-    # read the same parameters; shapes and K tell which is which.
-    fates = _probe(
-      lambda x, w: (w @ x[0]).sum() + (x @ w).sum(), (_X, _W), "a100"
-    )
-    self.assertEqual(
-      [f.fate for f in fates], [Fate.MULTIPLY_REDUCE, Fate.TRITON_GEMM]
-    )
-    self.assertEqual(
-      [f.effective_algorithm for f in fates], ["F32_F32_F32", "TF32_TF32_F32"]
-    )
-
-
-@pytest.mark.compiles
-class EpilogueTest(absltest.TestCase):
-  def test_multiply_fused_into_a_gemm_is_f32(self):
-    # jax_15362 at n = 2 on a100: site 2 (1x512 @ 512) is a multiply+reduce
-    # fused into site 1's Triton gemm; the mma is site 1's.
-    case = cases.get_case("jax_15362")
-    r = sweep.run_config(
-      case, case.make_inputs(), None, targets.get_target("a100"), "bfloat16", 2
-    )
-    self.assertEqual(
-      r.compilation.fates[1].effective_algorithm, "TF32_TF32_F32"
-    )
-    self.assertEqual(r.compilation.fates[2].fate, Fate.MULTIPLY_REDUCE)
-    self.assertEqual(r.compilation.fates[2].effective_algorithm, "F32_F32_F32")
-    self.assertIn(
-      "fused into gemm kernel", r.compilation.fates[2].algorithm_evidence
-    )
-
-
-def _gemm_fusion_shapes(optimized_hlo: str) -> list[tuple[int, ...]]:
-  """Output dims of each Triton gemm fusion, read from the text with a regex."""
-  found = re.findall(
-    r"%gemm_fusion\S* = f32\[([\d,]+)\]\S* fusion\(.*__triton", optimized_hlo
-  )
-  return [tuple(int(d) for d in dims.split(",")) for dims in found]
-
-
-@pytest.mark.compiles
-class FlattenedFreeDimsTest(parameterized.TestCase):
-  """Split-K of gemms whose free dimensions XLA flattened (issue 11, 2).
-
-  Expected factors: the issue's reading of the optimized HLO (f32[4,512,64]
-  on an A100, f32[8,512,64] on an H100, then a reduce), checked here
-  against the gemm fusion's own shape by a regex, and unchanged by
-  reshaping the free dimensions (the flattened program is the same gemm).
-  """
-
-  @parameterized.named_parameters(
-    ("a100_two_free_dims", "a100", (16, 32, 1000), (1000, 64), 4),
-    ("h100_two_free_dims", "h100", (16, 32, 1000), (1000, 64), 8),
-    ("a100_flat", "a100", (512, 1000), (1000, 64), 4),
-    ("h100_three_free_dims", "h100", (4, 4, 32, 1000), (1000, 64), 8),
-  )
-  def test_split_k(self, target, lhs, rhs, split):
-    case = program_cases.free_dims_matmul(lhs, rhs, "t_free_dims")
-    args = case.make_inputs()
-    r = sweep.run_config(
-      case, args, None, targets.get_target(target), "default", lhs[0]
-    )
-    self.assertTrue(r.ok, r.failure)
-    (fate,) = r.compilation.fates
-    self.assertEqual(fate.fate, Fate.TRITON_GEMM)
-    self.assertEqual(
-      _gemm_fusion_shapes(r.compilation.optimized_hlo), [(split, 512, 64)]
-    )
-    self.assertEqual(fate.split_k, split)
-
-  def test_einsum_split_on_h100_at_n1(self):
-    # jax_22557 at n = 1 on an H100: f32[4,300,300] partial sums (K = 300).
-    case = cases.get_case("jax_22557")
-    r = sweep.run_config(
-      case, case.make_inputs(), None, targets.get_target("h100"), "default", 1
-    )
-    self.assertEqual(
-      _gemm_fusion_shapes(r.compilation.optimized_hlo), [(4, 300, 300)]
-    )
-    self.assertEqual(r.compilation.fates[0].split_k, 4)
 
 
 if __name__ == "__main__":

@@ -318,5 +318,111 @@ class AmbiguityAndConflictTest(parameterized.TestCase):
     self.assertLen(fates[0].candidates, 2)
 
 
+class ControlFlowFatesTest(parameterized.TestCase):
+  """Sites in loops, branches and after them (a review found them 'gone');
+  `program_cases.CONTROL_FLOW` on an A100 under bfloat16."""
+
+  @parameterized.named_parameters(
+    (f"{kind}_{tag}", kind, r)
+    for kind in ("scan", "fori", "after_cond")
+    for tag, r in _RELEASES
+  )
+  def test_a100_gemm_found(self, kind, jaxlib):
+    (fate,) = _fates(f"control_flow_{kind}_a100_n8_bfloat16", jaxlib)
+    self.assertEqual(fate.fate, Fate.TRITON_GEMM)
+    # `kind=kCustom` with `"fusion_backend_config":{"kind":
+    # "__triton_nested_gemm_fusion"}`.
+    self.assertEqual(
+      (fate.fusion_kind, fate.backend_config_kind, fate.custom_call_target),
+      ("kCustom", "__triton_nested_gemm_fusion", None),
+    )
+    self.assertEqual(fate.effective_algorithm, "TF32_TF32_F32")
+
+  @parameterized.named_parameters(*_RELEASES)
+  def test_cond_branches_are_two_sites(self, jaxlib):
+    fates = _fates("control_flow_cond_branches_a100_n8_bfloat16", jaxlib)
+    self.assertEqual([f.fate for f in fates], [Fate.TRITON_GEMM] * 2)
+    self.assertNotEqual(fates[0].carriers, fates[1].carriers)
+
+  @parameterized.named_parameters(*_RELEASES)
+  def test_same_ancestry_told_apart_by_shape(self, jaxlib):
+    # W @ x[0] (a matrix-vector product, strength-reduced) and x @ W (a
+    # gemm) read the same parameters; shapes and K tell which is which.
+    fates = _fates("control_flow_same_ancestry_a100_n8_bfloat16", jaxlib)
+    self.assertEqual(
+      [f.fate for f in fates], [Fate.MULTIPLY_REDUCE, Fate.TRITON_GEMM]
+    )
+    self.assertEqual(
+      [f.effective_algorithm for f in fates], ["F32_F32_F32", "TF32_TF32_F32"]
+    )
+
+
+class EpilogueTest(parameterized.TestCase):
+  @parameterized.named_parameters(*_RELEASES)
+  def test_multiply_fused_into_a_gemm_is_f32(self, jaxlib):
+    # jax_15362 at n = 2 on a100: site 2 (1x512 @ 512) is a multiply+reduce
+    # fused into site 1's Triton gemm; the mma is site 1's.
+    fates = _fates("jax_15362_a100_n2_bfloat16", jaxlib)
+    self.assertEqual(fates[1].effective_algorithm, "TF32_TF32_F32")
+    self.assertEqual(fates[2].fate, Fate.MULTIPLY_REDUCE)
+    self.assertEqual(fates[2].effective_algorithm, "F32_F32_F32")
+    self.assertIn("fused into gemm kernel", fates[2].algorithm_evidence)
+
+
+def _gemm_fusion_shapes(optimized_hlo: str) -> list[tuple[int, ...]]:
+  """Output dims of each Triton gemm fusion, read from the text with a regex."""
+  found = re.findall(
+    r"%gemm_fusion\S* = f32\[([\d,]+)\]\S* fusion\(.*__triton", optimized_hlo
+  )
+  return [tuple(int(d) for d in dims.split(",")) for dims in found]
+
+
+class SplitKTest(parameterized.TestCase):
+  """Split-K of gemms whose free dimensions XLA flattened (issue 11, 2).
+
+  Expected factors: the issue's reading of the optimized HLO (f32[4,512,64]
+  on an A100, f32[8,512,64] on an H100, then a reduce), checked here
+  against the gemm fusion's own shape by a regex, and unchanged by
+  reshaping the free dimensions (the flattened program is the same gemm).
+  """
+
+  @parameterized.named_parameters(
+    (f"{name}_{tag}", name, split, r)
+    for name, split in (
+      ("a100_two_free_dims", 4),
+      ("h100_two_free_dims", 8),
+      ("a100_flat", 4),
+      ("h100_three_free_dims", 8),
+    )
+    for tag, r in _RELEASES
+  )
+  def test_split_k(self, name, split, jaxlib):
+    rec = recorded.load(f"free_dims_{name}", jaxlib)
+    (fate,) = recorded.fates(rec)
+    self.assertEqual(fate.fate, Fate.TRITON_GEMM)
+    self.assertEqual(_gemm_fusion_shapes(rec.optimized_hlo), [(split, 512, 64)])
+    self.assertEqual(fate.split_k, split)
+
+  @parameterized.named_parameters(*_RELEASES)
+  def test_einsum_split_on_h100_at_n1(self, jaxlib):
+    # jax_22557 at n = 1 on an H100: f32[4,300,300] partial sums (K = 300).
+    rec = recorded.load("jax_22557_h100_n1_default", jaxlib)
+    self.assertEqual(_gemm_fusion_shapes(rec.optimized_hlo), [(4, 300, 300)])
+    self.assertEqual(recorded.fates(rec)[0].split_k, 4)
+
+  @parameterized.named_parameters(*_RELEASES)
+  def test_h100_512_cube_is_split_k(self, jaxlib):
+    (f,) = _fates("matmul_512_h100_n512_float32", jaxlib)
+    self.assertEqual(
+      (f.fate, f.split_k, f.effective_algorithm),
+      (Fate.TRITON_GEMM, 4, "F32_F32_F32"),
+    )
+
+  @parameterized.named_parameters(*_RELEASES)
+  def test_a100_512_cube_is_not_split(self, jaxlib):
+    (f,) = _fates("matmul_512_a100_n512_float32", jaxlib)
+    self.assertEqual((f.fate, f.split_k), (Fate.TRITON_GEMM, None))
+
+
 if __name__ == "__main__":
   absltest.main()

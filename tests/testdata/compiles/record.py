@@ -77,6 +77,50 @@ FIXTURES = {
     1,
     "default",
   ),
+  **{
+    f"control_flow_{kind}_a100_n8_bfloat16": (
+      lambda kind=kind: program_cases.control_flow(kind),
+      "a100",
+      8,
+      "bfloat16",
+    )
+    for kind in program_cases.CONTROL_FLOW
+  },
+  **{
+    f"free_dims_{name}": (
+      lambda lhs=lhs: program_cases.free_dims_matmul(lhs, (1000, 64), "t_fd"),
+      target,
+      lhs[0],
+      "default",
+    )
+    for name, target, lhs in (
+      ("a100_two_free_dims", "a100", (16, 32, 1000)),
+      ("h100_two_free_dims", "h100", (16, 32, 1000)),
+      ("a100_flat", "a100", (512, 1000)),
+      ("h100_three_free_dims", "h100", (4, 4, 32, 1000)),
+    )
+  },
+  "jax_22557_h100_n1_default": (
+    lambda: cases.get_case("jax_22557"),
+    "h100",
+    1,
+    "default",
+  ),
+  "jax_15362_a100_n2_bfloat16": (
+    lambda: cases.get_case("jax_15362"),
+    "a100",
+    2,
+    "bfloat16",
+  ),
+  **{
+    f"matmul_512_{t}_n512_float32": (
+      lambda: program_cases.ones_matmul(512, 512, 512),
+      t,
+      512,
+      "float32",
+    )
+    for t in ("a100", "h100")
+  },
   # Experiment no_triton_gemm (--xla_gpu_enable_triton_gemm=false) as this
   # compile's own option: cuBLASLt gemms.
   **{
