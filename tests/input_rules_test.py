@@ -13,7 +13,7 @@ from hloprobe.compile import experiments, targets
 from hloprobe.errors import GoldenError, InvalidArgumentError
 from hloprobe.golden import format as fmt
 from hloprobe.golden import snapshot
-from hloprobe.report import render
+from hloprobe.report import files
 
 _NESTED = """\
 gpu_device_info {
@@ -91,7 +91,7 @@ class InputRulesTest(absltest.TestCase):
     out = self.create_tempdir().full_path
     old = os.umask(0o002)
     try:
-      render.atomic_write(os.path.join(out, "a.txt"), "x")
+      files.atomic_write(os.path.join(out, "a.txt"), "x")
     finally:
       os.umask(old)
     mode = stat.S_IMODE(os.stat(os.path.join(out, "a.txt")).st_mode)

@@ -5,8 +5,12 @@ Stages, lowest first (a module's stage is its subpackage under hloprobe/,
 or its own name for a top-level module):
 
   errors < ir < compile < sites < numerics < records < sweep < golden
-         < report < pictures < verify < versions < cli_flags < cli, tools
-         < __main__, __init__
+         < verify < report < pictures < versions < commands < cli_flags
+         < cli, tools < __main__, __init__
+
+`verify` sits below `report`, which words its evidence records; the
+command layer (`commands`) sits above every library stage and below the
+flags.
 
 Inside `sweep`, its modules follow the data flow too: spec < compiled <
 measure < engine < __init__ (a module imports only those before it).
@@ -35,10 +39,11 @@ _ORDER = (
   ("records",),
   ("sweep",),
   ("golden",),
+  ("verify",),
   ("report",),
   ("pictures",),
-  ("verify",),
   ("versions",),
+  ("commands",),
   ("cli_flags",),
   ("cli", "tools"),
   ("__main__", "__init__"),

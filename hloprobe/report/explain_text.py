@@ -362,7 +362,7 @@ def explanation_json(
 
   `host` (a `host.HostCpu` or None) is the CPU that computed the numbers.
 
-  The caller renders it (`render.dumps_json`: strict JSON, non-finite
+  The caller renders it (`results_json.dumps_json`: strict JSON, non-finite
   floats as null).
   """
   return {

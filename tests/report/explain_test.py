@@ -13,7 +13,7 @@ from testutil import numpy_seed_row0, run_hloprobe
 
 from hloprobe import records, sweep
 from hloprobe.compile import cases, experiments, targets
-from hloprobe.report import explain, explain_text, render
+from hloprobe.report import explain, explain_text, results_json
 from hloprobe.sites.dot_sites import Fate
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
@@ -77,7 +77,9 @@ class SeedMlpExplainTest(parameterized.TestCase):
 
   def test_json_mirrors_the_records(self):
     records = list(self.found.values())
-    doc = json.loads(render.dumps_json(explain_text.explanation_json(records)))
+    doc = json.loads(
+      results_json.dumps_json(explain_text.explanation_json(records))
+    )
     self.assertEqual(
       (doc["schema"], doc["schema_version"]), ("hloprobe.explain", 1)
     )
