@@ -15,6 +15,11 @@ flags.
 Inside `sweep`, its modules follow the data flow too: spec < compiled <
 measure < engine < __init__ (a module imports only those before it).
 
+Only the command layer prints: `print(` and `sys.stdout.write` /
+`sys.stderr.write` appear in `commands`, `cli` and `tools` alone (the
+library returns data or lines; a command prints them), besides the
+exemptions in `_MAY_WRITE` (each with its reason).
+
 `ir` is lowest after `errors`: it reads compiler text into records and needs
 nothing that compiles. It must not import the JAX runtime (`jax`, `jaxlib`);
 the MLIR Python bindings jaxlib ships (`jaxlib.mlir`) are allowed there, as
@@ -57,6 +62,13 @@ _WITHIN = {"sweep": ("spec", "compiled", "measure", "engine", "__init__")}
 # The one package that formats tables (issue 10: "only the report package
 # formats tables").
 _TABLES = ("report",)
+# The stages that print (issue 22: "only the command modules print").
+_PRINTERS = ("commands", "cli", "tools")
+# Module file name -> why it may write to stderr although a library module.
+_MAY_WRITE = {
+  "toolchain.py": "quiet_startup writes back the stderr lines it does not "
+  "drop (it filters what native code printed; it says nothing itself)",
+}
 
 
 def _imported(tree: ast.AST) -> list[tuple[int, str]]:
@@ -74,6 +86,27 @@ def _imported(tree: ast.AST) -> list[tuple[int, str]]:
       found.append((node.lineno, node.module))
       if node.module.split(".")[0] == "hloprobe":
         found += [(node.lineno, f"{node.module}.{a.name}") for a in node.names]
+  return found
+
+
+def _prints(tree: ast.AST) -> list[int]:
+  """Lines of every `print(...)` and `sys.stdout/sys.stderr.write(...)`."""
+  found = []
+  for node in ast.walk(tree):
+    if not isinstance(node, ast.Call):
+      continue
+    f = node.func
+    if isinstance(f, ast.Name) and f.id == "print":
+      found.append(node.lineno)
+    elif (
+      isinstance(f, ast.Attribute)
+      and f.attr == "write"
+      and isinstance(f.value, ast.Attribute)
+      and f.value.attr in ("stdout", "stderr")
+      and isinstance(f.value.value, ast.Name)
+      and f.value.value.id == "sys"
+    ):
+      found.append(node.lineno)
   return found
 
 
@@ -99,8 +132,9 @@ def _is_jax_runtime(name: str) -> bool:
 
 
 def violations(package_dir: str) -> list[str]:
-  """Every upward import, and every JAX runtime import in `ir`, under
-  `package_dir` (a folder laid out like hloprobe/), as readable lines."""
+  """Every upward import, every JAX runtime import in `ir` and every print
+  outside the command layer, under `package_dir` (a folder laid out like
+  hloprobe/), as readable lines."""
   out = []
   for dirpath, _, files in os.walk(package_dir):
     for f in sorted(files):
@@ -114,6 +148,8 @@ def violations(package_dir: str) -> list[str]:
         continue
       with open(path, encoding="utf-8") as fh:
         tree = ast.parse(fh.read(), path)
+      if stage not in _PRINTERS and f not in _MAY_WRITE:
+        out += [f"{rel}:{line}: {stage} prints" for line in _prints(tree)]
       for line, name in _imported(tree):
         parts = name.split(".")
         if parts[0] == "hloprobe" and len(parts) > 1:
@@ -198,6 +234,30 @@ class LayeringTest(absltest.TestCase):
     _write(root, "cli.py", "def f():\n  import tabulate\n")
     self.assertEqual(
       violations(root), ["cli.py:2: cli formats tables (tabulate)"]
+    )
+
+  def test_only_the_command_layer_prints(self):
+    root = self.create_tempdir().full_path
+    _write(
+      root,
+      "commands/sweep.py",
+      "import sys\ndef main():\n  print('x')\n  sys.stderr.write('y')\n",
+    )
+    _write(root, "cli.py", "def f():\n  print('usage', file=sys.stderr)\n")
+    _write(root, "report/tables.py", "def f(out):\n  out.write('x')\n")
+    self.assertEqual(violations(root), [])
+    _write(root, "report/tables.py", "def f():\n  print('a table')\n")
+    _write(
+      root,
+      "pictures/outputs.py",
+      "import sys\nsys.stdout.write('x')\nsys.stderr.flush()\n",
+    )
+    self.assertEqual(
+      violations(root),
+      [
+        "pictures/outputs.py:2: pictures prints",
+        "report/tables.py:2: report prints",
+      ],
     )
 
 
