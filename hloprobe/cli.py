@@ -74,6 +74,10 @@ from hloprobe.report import files
 
 __all__ = ["main", "run"]
 
+# Each command is a module of `hloprobe.commands`; this one reads the flags
+# once into the command's args record, dispatches, and handles signals.
+# (The docstring above is --help's usage text.)
+
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = (
   common.EXIT_OK,

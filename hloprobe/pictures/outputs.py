@@ -1,9 +1,8 @@
-"""What the command line shows and writes for a finished sweep: the report
-(tables from `tables.render`, or the HTML page), the files of --output_dir,
---plot and --model_explorer, the progress line and the line naming the
-files written. The glue between `cli`, `report`, `plot`, `html_report` and
-`model_explorer`. Files are written whole or not at all
-(`files.atomic_write`)."""
+"""What a sweep command writes: the HTML page, the files of --output_dir,
+--plot and --model_explorer, and the line naming the files written. The
+glue between `report`, `plot`, `html_report` and `model_explorer`; the
+command layer (`hloprobe.commands`) prints. Files are written whole or not
+at all (`report.files.atomic_write`)."""
 
 from __future__ import annotations
 
