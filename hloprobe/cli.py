@@ -58,9 +58,10 @@ with toolchain.quiet_startup():
   import jax  # noqa: F401
 
 from hloprobe import cli_flags, verify
-from hloprobe.compile import cache, compat
+from hloprobe.compile import compat
 from hloprobe.errors import HloprobeError, InvalidArgumentError
 from hloprobe.report import render
+from hloprobe.runtime import cache
 
 __all__ = ["main", "run"]
 
@@ -68,16 +69,23 @@ __all__ = ["main", "run"]
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def _sweep_spec():
-  from hloprobe.sweep import spec
+def _sweep_spec(explain_passes: bool = False):
+  """The sweep the flags name, planned once (`sweep.SweepPlan`: every case,
+  target and precision looked up here, and nowhere after).
 
-  return spec.spec_from_words(
+  Args:
+    explain_passes: name the passes even without --explain_passes (explain
+      and --format=html need them).
+  """
+  from hloprobe.sweep import plan
+
+  return plan.spec_from_words(
     cases=cli_flags.CASE.value,
     batch_sizes=cli_flags.BATCH_SIZES.value,
     precisions=cli_flags.PRECISIONS.value,
     targets=cli_flags.TARGETS.value,
     target_configs=cli_flags.TARGET_CONFIG.value,
-    explain_passes=cli_flags.EXPLAIN_PASSES.value,
+    explain_passes=explain_passes or cli_flags.EXPLAIN_PASSES.value,
     experiment_words=cli_flags.EXPERIMENT.value,
     experiments_file=cli_flags.EXPERIMENTS_FILE.value,
     cache_dir=_cache_dir(),
@@ -133,9 +141,10 @@ def _start_jax(swept) -> None:
   JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 is set (compile-only GPU targets need
   the CUDA plugin but no CUDA backend), which the workers inherit.
   """
-  from hloprobe.compile import lowering, worker
+  from hloprobe.compile import lowering
+  from hloprobe.runtime import pool
 
-  worker.check_environment_xla_flags()
+  pool.check_environment_xla_flags(os.environ.get("XLA_FLAGS", ""))
   # absl's app.run shows INFO records; JAX's backend probing logs some
   # ("Unable to initialize backend 'tpu'").
   logging.getLogger("jax").setLevel(logging.WARNING)
@@ -151,7 +160,7 @@ def _start_jax(swept) -> None:
 
 def _host():
   """The CPU this process computes on, under the environment's XLA_FLAGS."""
-  from hloprobe.compile import host
+  from hloprobe.runtime import host
 
   return host.host_cpu(os.environ.get("XLA_FLAGS"))
 
@@ -207,8 +216,8 @@ def _on_unraisable(unraisable) -> None:
       continue
 
 
-def _run_streamed(spec):
-  """run_sweep, each finished config appended to --output_dir/results.jsonl.
+def _run_streamed(spec, output_dir: str | None):
+  """run_sweep, each finished config appended to output_dir/results.jsonl.
 
   Raises:
     _Interrupted: on SIGINT/SIGTERM, carrying the configs finished.
@@ -217,9 +226,7 @@ def _run_streamed(spec):
   from hloprobe.pictures import outputs
   from hloprobe.report import stream
 
-  progress = stream.Progress(
-    spec.config_count, stream.start_stream(cli_flags.OUTPUT_DIR.value)
-  )
+  progress = stream.Progress(spec.config_count, stream.start_stream(output_dir))
   try:
     results = sweep.run_sweep(
       spec, outputs.progress_printer(sys.stderr), on_result=progress.add
@@ -231,35 +238,34 @@ def _run_streamed(spec):
 
 
 def _cmd_sweep() -> int:
-  spec = _sweep_spec()
-  fmt = _check_format()
-  if fmt == "html":  # the page explains: name the passes
-    spec = dataclasses.replace(spec, explain_passes=True)
+  # The HTML page explains: it names the passes.
+  spec = _sweep_spec(explain_passes=cli_flags.FORMAT.value == "html")
+  out = _outputs(_check_format())
   _start_jax(spec.targets)
-  results = _run_streamed(spec)
+  results = _run_streamed(spec, out.output_dir)
   try:
-    _report_sweep(results, spec, fmt)
+    _report_sweep(results, spec, out)
   except KeyboardInterrupt as e:  # every config finished and is streamed
     signum = getattr(e, "signum", signal.SIGINT)
     raise _Interrupted(signum, results, len(results)) from None
   return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
 
 
-def _report_sweep(results, spec, fmt: str) -> None:
-  """Prints a finished sweep and writes --output_dir's and the pictures'
-  files."""
+def _report_sweep(results, spec, out) -> None:
+  """Prints a finished sweep and writes `out`'s files (`outputs.Outputs`,
+  read from the flags before the sweep)."""
   from hloprobe.compile import lowering
   from hloprobe.pictures import outputs
 
-  out = _outputs(fmt)
-  why = _explanations(results) if out.needs_explanations else []
+  why = _explanations(results, spec) if out.needs_explanations else []
   outputs.show_sweep(results, why, lowering.versions(), _host(), out)
 
 
-def _explanations(results):
+def _explanations(results, spec):
+  """`explain.explain` of a finished sweep of plan `spec`."""
   from hloprobe.report import explain
 
-  return explain.explain(results)
+  return explain.explain(results, [c.case for c in spec.cases])
 
 
 def _outputs(fmt: str):
@@ -288,13 +294,14 @@ def _cmd_explain() -> int:
       "explain prints text (--format=table), HTML (--format=html) or JSON "
       "(--format=json); got --format=markdown"
     )
-  spec = dataclasses.replace(_sweep_spec(), explain_passes=True)
+  spec = _sweep_spec(explain_passes=True)
+  out = _outputs(fmt)
   _start_jax(spec.targets)
-  results = _run_streamed(spec)
+  results = _run_streamed(spec, out.output_dir)
   versions = lowering.versions()
-  explanations = _explanations(results)
+  explanations = _explanations(results, spec)
   cpu = _host()
-  outputs.show_explanation(results, explanations, versions, cpu, _outputs(fmt))
+  outputs.show_explanation(results, explanations, versions, cpu, out)
   return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
 
 

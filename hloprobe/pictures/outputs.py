@@ -14,11 +14,11 @@ import sys
 import time
 from collections.abc import Sequence
 
-from hloprobe.compile.host import HostCpu
 from hloprobe.errors import HloprobeError, InvalidArgumentError, write_or_fail
 from hloprobe.pictures import html_report, model_explorer, plot
 from hloprobe.report import explain_text, timings
 from hloprobe.report import render as report
+from hloprobe.runtime.host import HostCpu
 
 __all__ = [
   "HTML_NAME",

@@ -18,7 +18,7 @@ element 0, as in `accuracy.ErrorStats`):
     "host": {"model": str, "machine": str, "host_isa": str,
              "max_isa": str | null, "isa": str} | null (the CPU that ran
              the cpu configs and every emulation, and the ISA XLA compiled
-             for: see hloprobe.compile.host; CPU numbers depend on it),
+             for: see hloprobe.runtime.host; CPU numbers depend on it),
     "configs": [
       {"experiment": str ("baseline" or an XLA_FLAGS experiment),
        "case": str, "target": str, "n": int, "precision": str,
@@ -442,7 +442,7 @@ def render(
     results: the sweep's records.
     fmt: "table", "markdown" or "json".
     versions: {"jax": ..., "jaxlib": ...} for the JSON document.
-    host: the `compile.host.HostCpu` for the JSON document, or None.
+    host: the `runtime.host.HostCpu` for the JSON document, or None.
     columns: keys of `TABLE_COLUMNS` to show, in this order. None: for
       "table", the first screen (`DEFAULT_COLUMNS`, long cells wrapped so a
       row fits `TERMINAL_WIDTH` characters) unless `wide`; for "markdown",

@@ -149,7 +149,7 @@ def cmd_cache(words: list[str], cache_dir: str, max_mb: int) -> int:
   Raises:
     InvalidArgumentError: another word.
   """
-  from hloprobe.compile import cache
+  from hloprobe.runtime import cache
 
   if words not in ([], ["clear"]):
     raise InvalidArgumentError(

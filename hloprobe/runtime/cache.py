@@ -53,10 +53,10 @@ import jax
 import jaxlib
 import numpy as np
 
-from hloprobe.compile import host
 from hloprobe.compile.cases import Case
 from hloprobe.compile.targets import Target
 from hloprobe.ir import textfile
+from hloprobe.runtime import host
 
 __all__ = [
   "DEFAULT_MAX_MB",
