@@ -92,7 +92,7 @@ element 0, as in `accuracy.ErrorStats`):
        "prediction_error": str | null,
        "timing_s": {"lower": float|null, "compile": float|null,
                     "run": float|null,
-                    "stages": {stage: seconds} (see compile/timing.py)}}
+                    "stages": {stage: seconds} (see runtime/timing.py)}}
     ]
   }
 """

@@ -66,6 +66,7 @@ def run_sweep(
   progress: Callable[[SweepProgress], None] | None = None,
   on_result: Callable[[ConfigResult], None] | None = None,
   pool: worker.WorkerPool | None = None,
+  warn: cache.Warn | None = None,
 ) -> list[ConfigResult]:
   """Runs every config of a sweep, each in a worker process.
 
@@ -108,6 +109,9 @@ def run_sweep(
     pool: the worker processes to use; None: a pool of this call's own,
       ended when it returns or raises. On an exception or interrupt the
       pool is closed (its workers killed) before this returns.
+    warn: given one line for what costs speed, never results (a cache
+      entry that cannot be read or written, a case that cannot be
+      fingerprinted); None: `cache.log_warning`.
 
   Returns:
     One `ConfigResult` per config: the baseline's ordered case, target,
@@ -123,9 +127,9 @@ def run_sweep(
   spec = plan_sweep(spec)  # a plan passes through, looked up already
   if pool is None:
     with worker.WorkerPool(_worker_platforms(spec), _PRELOAD) as own:
-      return run_sweep(spec, progress, on_result, own)
+      return run_sweep(spec, progress, on_result, own, warn)
   tell = progress or (lambda _: None)
-  sweep = _Sweep(spec, pool)  # inputs, sizes checked, cache lookups
+  sweep = _Sweep(spec, pool, warn or cache.log_warning)  # inputs, cache
   sweep.start_workers()  # they import jax while the targets load
   if sweep.any_work:  # a fully cached rerun starts no worker
     sweep.broken = _load_targets(spec, pool)
@@ -170,17 +174,19 @@ class _Sweep:
   references, predictions) runs on the calling thread.
   """
 
-  def __init__(self, spec, pool):
+  def __init__(self, spec, pool, warn: cache.Warn):
     self.spec, self.pool = spec, pool
     self.broken: dict[str, str] = {}  # see `_load_targets`
     self.configs = spec.configs()
     self.stop = threading.Event()
-    self.store = cache.RecordCache(spec.cache_dir) if spec.cache_dir else None
+    self.store = None
+    if spec.cache_dir:
+      self.store = cache.RecordCache(spec.cache_dir, warn)
     if self._surely_misses():
       # The baseline's first worker imports jax while this process makes
       # the cases' inputs (its first lane and target loading use it).
       pool.start(BASELINE.flags_text, 0)
-    self.setups = [CaseSetup(c, spec.batch_sizes) for c in spec.cases]
+    self.setups = [CaseSetup(c, spec.batch_sizes, warn) for c in spec.cases]
     self.watches = [timing.Stopwatch() for _ in self.configs]
     # Each case's full inputs, made once here (the lanes send them).
     self.inputs = [self._inputs(i) for i in range(len(spec.cases))]

@@ -10,7 +10,6 @@ by every target, precision and experiment of the sweep.
 from __future__ import annotations
 
 import dataclasses
-import logging
 
 from hloprobe.compile.cases import Case
 from hloprobe.compile.targets import Target
@@ -199,8 +198,14 @@ class CaseSetup:
   The time is charged to the stopwatch of the config that needs it first.
   """
 
-  def __init__(self, swept: SweptCase, sizes: tuple[int, ...]):
+  def __init__(
+    self,
+    swept: SweptCase,
+    sizes: tuple[int, ...],
+    warn: cache.Warn = cache.log_warning,
+  ):
     self.swept, self.case, self.sizes = swept, swept.case, sizes
+    self._warn = warn
     self._full, self._print, self._made = None, None, None
 
   def inputs(self, watch) -> tuple | None:
@@ -219,7 +224,7 @@ class CaseSetup:
     if self._print is None:
       full = self.inputs(watch)
       with watch.stage("cache"):
-        self._print = (_fingerprint(self.case, full),)
+        self._print = (_fingerprint(self.case, full, self._warn),)
     return self._print[0]
 
   def prepare(self, watch) -> None:
@@ -250,10 +255,10 @@ class CaseSetup:
     return _with_headline(r, references)
 
 
-def _fingerprint(case: Case, full: tuple) -> str | None:
-  """The case's cache fingerprint; None when it fails."""
+def _fingerprint(case: Case, full: tuple, warn: cache.Warn) -> str | None:
+  """The case's cache fingerprint; None when it fails (`warn` is told)."""
   try:
     return cache.case_fingerprint(case, full)
   except Exception as e:  # the sweep still runs, uncached
-    logging.warning("hloprobe: not caching case %s: %s", case.name, e)
+    warn(f"hloprobe: not caching case {case.name}: {e}")
     return None
