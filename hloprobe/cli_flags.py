@@ -13,9 +13,9 @@ import math
 from absl import flags
 
 from hloprobe import verify
-from hloprobe.compile import cache, host
 from hloprobe.ir import precisions
 from hloprobe.report import tables
+from hloprobe.runtime import cache, host
 
 __all__ = [
   "ABS_ERROR_BOUND",

@@ -66,12 +66,14 @@ class InputRulesTest(absltest.TestCase):
       verify.parse_requirements("consistent,,accurate")
 
   def test_duplicates_are_swept_once_everywhere(self):
-    spec = sweep.SweepSpec(
-      ("seed_mlp", "seed_mlp"),
-      (2, 1, 2),
-      ("float32", "bfloat16", "float32"),
-      ("cpu", "t4", "cpu"),
-      experiments=(experiments.parse_experiment("no_algsimp"),) * 2,
+    spec = sweep.plan_sweep(
+      sweep.SweepSpec(
+        ("seed_mlp", "seed_mlp"),
+        (2, 1, 2),
+        ("float32", "bfloat16", "float32"),
+        ("cpu", "t4", "cpu"),
+        experiments=(experiments.parse_experiment("no_algsimp"),) * 2,
+      )
     )
     self.assertEqual(
       (spec.case_names, spec.batch_sizes, spec.precisions, spec.target_names),

@@ -4,16 +4,23 @@ only `report` formats tables (imports tabulate).
 Stages, lowest first (a module's stage is its subpackage under hloprobe/,
 or its own name for a top-level module):
 
-  errors < ir < compile < sites < numerics < records < sweep < golden
-         < verify < report < pictures < versions < commands < cli_flags
-         < cli, tools < __main__, __init__
+  errors < ir < compile < runtime < sites < numerics < records < sweep
+         < golden < verify < report < pictures < versions < commands
+         < cli_flags < cli, tools < __main__, __init__
 
 `verify` sits below `report`, which words its evidence records; the
 command layer (`commands`) sits above every library stage and below the
 flags.
 
-Inside `sweep`, its modules follow the data flow too: spec < compiled <
-measure < engine < __init__ (a module imports only those before it).
+Inside `sweep`, its modules follow the data flow too: spec < plan <
+compiled < measure < engine < __init__ (a module imports only those before
+it).
+
+No module names another stage's module in a string: a string table of
+"hloprobe.<stage>.<module>" paths (as worker requests once were) or an
+`importlib.import_module` of a literal hloprobe name is an import the rules
+above cannot see. Only the package's lazy top-level face
+(`hloprobe/__init__.py`) maps names to modules.
 
 Only the command layer prints: `print(` and `sys.stdout.write` /
 `sys.stderr.write` appear in `commands`, `cli` and `tools` alone (the
@@ -31,6 +38,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 
 import testutil
 from absl.testing import absltest
@@ -39,6 +47,7 @@ _ORDER = (
   ("errors",),
   ("ir",),
   ("compile",),
+  ("runtime",),
   ("sites",),
   ("numerics",),
   ("records",),
@@ -58,7 +67,15 @@ RANK = {stage: rank for rank, names in enumerate(_ORDER) for stage in names}
 _NO_JAX = ("ir",)
 _JAX_ALLOWED = ("jaxlib.mlir",)
 # A package's modules in data-flow order: each imports only earlier ones.
-_WITHIN = {"sweep": ("spec", "compiled", "measure", "engine", "__init__")}
+# A string naming a module inside a stage: "hloprobe.sweep.compiled".
+_MODULE_PATH_RE = re.compile(r"hloprobe(\.[A-Za-z_]\w*){2,}")
+# Calls that import a module named by a string.
+_IMPORTERS = ("import_module", "__import__")
+# The lazy face: it maps each public name to the module defining it.
+_FACE = "__init__.py"
+_WITHIN = {
+  "sweep": ("spec", "plan", "compiled", "measure", "engine", "__init__")
+}
 # The one package that formats tables (issue 10: "only the report package
 # formats tables").
 _TABLES = ("report",)
@@ -125,6 +142,29 @@ def _upward_within(stage: str, rel: str, parts: list[str]) -> bool:
   return parts[2] in order and order.index(parts[2]) > order.index(mine)
 
 
+def _named_by_string(tree: ast.AST, stage: str) -> list[tuple[int, str]]:
+  """(line, what) of every module of another stage named in a string, and
+  of every import of a literal hloprobe name by `importlib`."""
+  found = []
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Call):
+      f = node.func
+      name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+      arg = node.args[0] if node.args else None
+      if (
+        name in _IMPORTERS
+        and isinstance(arg, ast.Constant)
+        and isinstance(arg.value, str)
+        and arg.value.split(".")[0] == "hloprobe"
+      ):
+        found.append((node.lineno, f"imports {arg.value!r} by name"))
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+      m = _MODULE_PATH_RE.fullmatch(node.value)
+      if m and node.value.split(".")[1] != stage:
+        found.append((node.lineno, f"names module {node.value!r} in a string"))
+  return sorted(found)
+
+
 def _is_jax_runtime(name: str) -> bool:
   if any(name == a or name.startswith(a + ".") for a in _JAX_ALLOWED):
     return False
@@ -150,6 +190,9 @@ def violations(package_dir: str) -> list[str]:
         tree = ast.parse(fh.read(), path)
       if stage not in _PRINTERS and f not in _MAY_WRITE:
         out += [f"{rel}:{line}: {stage} prints" for line in _prints(tree)]
+      if rel != _FACE:
+        for line, what in _named_by_string(tree, stage):
+          out.append(f"{rel}:{line}: {stage} {what}")
       for line, name in _imported(tree):
         parts = name.split(".")
         if parts[0] == "hloprobe" and len(parts) > 1:
@@ -211,6 +254,35 @@ class LayeringTest(absltest.TestCase):
       [
         "sweep/compiled.py:1: imports later module hloprobe.sweep.measure",
         "sweep/spec.py:1: imports later module hloprobe.sweep.engine",
+      ],
+    )
+
+  def test_worker_request_naming_a_function_by_string_fails(self):
+    root = self.create_tempdir().full_path
+    # A request record whose class the worker finds by pickle is fine, and
+    # so is a stage naming its own modules (a `python -m` of its own).
+    _write(
+      root,
+      "sweep/compiled.py",
+      "from hloprobe.runtime.serve import Request\n"
+      "class CompileRequest(Request):\n  pass\n"
+      "_SELF = 'hloprobe.sweep.compiled'\n",
+    )
+    _write(root, "__init__.py", "_WHERE = {'x': 'hloprobe.sweep.compiled'}\n")
+    self.assertEqual(violations(root), [])
+    _write(
+      root,
+      "runtime/pool.py",
+      "import importlib\n"
+      "_FUNCTIONS = {'run': ('hloprobe.sweep.compiled', 'compile_and_run')}\n"
+      "def f():\n  return importlib.import_module('hloprobe.sweep')\n",
+    )
+    self.assertEqual(
+      violations(root),
+      [
+        "runtime/pool.py:2: runtime names module 'hloprobe.sweep.compiled' "
+        "in a string",
+        "runtime/pool.py:4: runtime imports 'hloprobe.sweep' by name",
       ],
     )
 

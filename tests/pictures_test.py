@@ -33,7 +33,7 @@ from testutil import ROOT, run_hloprobe
 
 from hloprobe import records, sweep
 from hloprobe.commands import common
-from hloprobe.compile import targets
+from hloprobe.compile import cases, targets
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.report import explain, tables
 
@@ -64,7 +64,7 @@ def setUpModule():
     explain_passes=True,
   )
   RESULTS[:] = sweep.run_sweep(spec, PROGRESS.append)
-  EXPLANATIONS[:] = explain.explain(RESULTS)
+  EXPLANATIONS[:] = explain.explain(RESULTS, [cases.seed_mlp])
 
 
 def _config(target: str, n: int, precision: str):

@@ -16,8 +16,9 @@ import testutil
 from absl.testing import absltest
 
 from hloprobe import sweep
-from hloprobe.compile import cases, targets, worker
+from hloprobe.compile import cases, targets
 from hloprobe.compile.experiments import parse_experiment
+from hloprobe.runtime import pool as worker
 
 pytestmark = pytest.mark.compiles
 

@@ -38,7 +38,7 @@ def main(args: CacheArgs) -> int:
   Raises:
     InvalidArgumentError: another word.
   """
-  from hloprobe.compile import cache
+  from hloprobe.runtime import cache
   from hloprobe.versions import venvs
 
   words = list(args.words)

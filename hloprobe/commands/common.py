@@ -16,7 +16,8 @@ import os
 import signal
 import sys
 
-from hloprobe.compile import cache, compat
+from hloprobe.compile import compat
+from hloprobe.runtime import cache
 
 __all__ = [
   "EXIT_FAILED",
@@ -89,22 +90,34 @@ class Interrupted(KeyboardInterrupt):
     self.signum, self.done, self.total = signum, done, total
 
 
-def sweep_spec(words: SweepWords, experiments=(), experiments_file=None):
+def sweep_spec(
+  words: SweepWords,
+  experiments=(),
+  experiments_file=None,
+  explain_passes: bool = False,
+):
   """The sweep `words` (and the experiments, for the commands that take
-  them) ask for.
+  them) ask for, planned once (`sweep.SweepPlan`: every case, target and
+  precision looked up here, and nowhere after).
+
+  Args:
+    words: the common flags.
+    experiments, experiments_file: --experiment and --experiments_file.
+    explain_passes: name the passes even without --explain_passes
+      (explain and --format=html need them).
 
   Raises:
     InvalidArgumentError: an unknown name or a bad batch size.
   """
-  from hloprobe.sweep import spec
+  from hloprobe.sweep import plan
 
-  return spec.spec_from_words(
+  return plan.spec_from_words(
     cases=list(words.case),
     batch_sizes=words.batch_sizes,
     precisions=list(words.precisions),
     targets=list(words.targets),
     target_configs=list(words.target_config),
-    explain_passes=words.explain_passes,
+    explain_passes=explain_passes or words.explain_passes,
     experiment_words=list(experiments),
     experiments_file=experiments_file,
     cache_dir=cache_dir(words),
@@ -146,9 +159,10 @@ def start_jax(swept) -> None:
   JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 is set (compile-only GPU targets need
   the CUDA plugin but no CUDA backend), which the workers inherit.
   """
-  from hloprobe.compile import lowering, worker
+  from hloprobe.compile import lowering
+  from hloprobe.runtime import pool
 
-  worker.check_environment_xla_flags()
+  pool.check_environment_xla_flags(os.environ.get("XLA_FLAGS", ""))
   # absl's app.run shows INFO records; JAX's backend probing logs some
   # ("Unable to initialize backend 'tpu'").
   logging.getLogger("jax").setLevel(logging.WARNING)
@@ -164,7 +178,7 @@ def start_jax(swept) -> None:
 
 def host():
   """The CPU this process computes on, under the environment's XLA_FLAGS."""
-  from hloprobe.compile import host as host_cpu
+  from hloprobe.runtime import host as host_cpu
 
   return host_cpu.host_cpu(os.environ.get("XLA_FLAGS"))
 

@@ -54,13 +54,12 @@ def explain(args: ExplainArgs):
       "explain prints text (--format=table), HTML (--format=html) or JSON "
       "(--format=json); got --format=markdown"
     )
-  spec = dataclasses.replace(
-    common.sweep_spec(args.common, args.experiment, args.experiments_file),
-    explain_passes=True,
+  spec = common.sweep_spec(
+    args.common, args.experiment, args.experiments_file, explain_passes=True
   )
   common.start_jax(spec.targets)
   results = common.run_streamed(spec, args.common.output_dir)
-  return results, explained.explain(results)
+  return results, explained.explain(results, [c.case for c in spec.cases])
 
 
 def main(args: ExplainArgs) -> int:

@@ -47,7 +47,7 @@ from hloprobe.golden.diff import (
 from hloprobe.golden.format import ConfigKey
 from hloprobe.ir.textfile import read_text_file
 from hloprobe.records import ConfigResult
-from hloprobe.sweep import SweepSpec, run_sweep
+from hloprobe.sweep import SweepPlan, SweepSpec, plan_sweep, run_sweep
 
 __all__ = [
   "MANIFEST",
@@ -113,18 +113,20 @@ def sweep_record(spec: SweepSpec) -> dict[str, list]:
   }
 
 
-def spec_from_record(record: Mapping[str, Iterable]) -> SweepSpec:
+def spec_from_record(record: Mapping[str, Iterable]) -> SweepPlan:
   """The sweep a MANIFEST.json record describes, as goldens are made.
 
   Goldens always name the pass that rewrote each site, so the sweep runs
   with explain_passes.
   """
-  return SweepSpec(
-    cases=tuple(record["cases"]),
-    batch_sizes=tuple(record["batch_sizes"]),
-    precisions=tuple(record["precisions"]),
-    targets=tuple(record["targets"]),
-    explain_passes=True,
+  return plan_sweep(
+    SweepSpec(
+      cases=tuple(record["cases"]),
+      batch_sizes=tuple(record["batch_sizes"]),
+      precisions=tuple(record["precisions"]),
+      targets=tuple(record["targets"]),
+      explain_passes=True,
+    )
   )
 
 
@@ -428,7 +430,7 @@ def sweep_snapshot(spec: SweepSpec) -> Snapshot:
   return snapshot(run_sweep(spec), lowering.versions())
 
 
-def golden_spec(golden_dir: str | None = None) -> SweepSpec:
+def golden_spec(golden_dir: str | None = None) -> SweepPlan:
   """The sweep MANIFEST.json records in `golden_dir` (default: `golden/`).
 
   Raises:
@@ -460,6 +462,6 @@ def golden_check(
     GoldenError: the folder is missing, corrupt or mid-update.
   """
   golden_dir = golden_dir or default_golden_dir()
-  spec = spec or golden_spec(golden_dir)
+  spec = plan_sweep(spec or golden_spec(golden_dir))
   snap = sweep_snapshot(spec)
   return check(golden_dir, snap, sweep_record(spec), strict=strict)

@@ -45,7 +45,7 @@ from hloprobe.golden.snapshot import (
   write_snapshot,
 )
 from hloprobe.ir.textfile import umask_mode
-from hloprobe.sweep import SweepSpec
+from hloprobe.sweep import SweepSpec, plan_sweep
 
 __all__ = ["UpdateResult", "golden_update", "update"]
 
@@ -313,7 +313,7 @@ def golden_update(
     GoldenError: as `update`, or no manifest when `spec` is None.
   """
   golden_dir = golden_dir or default_golden_dir()
-  spec = spec or golden_spec(golden_dir)
+  spec = plan_sweep(spec or golden_spec(golden_dir))
   return update(golden_dir, sweep_snapshot(spec), sweep_record(spec))
 
 

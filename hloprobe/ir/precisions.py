@@ -10,6 +10,7 @@ Imports no JAX, so the HLO side can use the algorithm table too.
 from __future__ import annotations
 
 import dataclasses
+import enum
 
 from hloprobe.errors import InvalidArgumentError
 
@@ -18,6 +19,8 @@ __all__ = [
   "Algorithm",
   "DEFAULT_PRECISIONS",
   "PRECISION_NAMES",
+  "Precision",
+  "as_precision",
   "algorithm_from_fields",
   "algorithm_from_hlo",
   "parse_precision",
@@ -107,6 +110,35 @@ def parse_precision(name: str) -> str:
   raise InvalidArgumentError(
     f"unknown precision {name!r}; choose from {', '.join(PRECISION_NAMES)}"
   )
+
+
+class _PrecisionBase(enum.StrEnum):
+  """A matmul precision name as given (`str`: prints, compares and goes to
+  JSON as the name), with the value JAX's config takes."""
+
+  @property
+  def jax_name(self) -> str:
+    """The value for `jax.default_matmul_precision`, e.g. "default" for
+    "DEFAULT" (`parse_precision`)."""
+    return parse_precision(self.value)
+
+
+# The closed set of precision names (`PRECISION_NAMES`), one member each,
+# named and valued by the name: Precision("bfloat16"), Precision.TF32_TF32_F32.
+Precision = _PrecisionBase("Precision", [(n, n) for n in PRECISION_NAMES])
+Precision.__module__ = __name__  # pickled by name, as this module's
+
+
+def as_precision(name: str) -> Precision:
+  """`name` as a `Precision` member (a member is returned as it is).
+
+  Raises:
+    InvalidArgumentError: the name is unknown (see `parse_precision`).
+  """
+  if isinstance(name, Precision):
+    return name
+  parse_precision(name)
+  return Precision(name)
 
 
 def algorithm_from_fields(fields: dict[str, str]) -> str:

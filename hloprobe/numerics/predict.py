@@ -22,7 +22,6 @@ import itertools
 
 import numpy as np
 
-from hloprobe.compile import timing
 from hloprobe.compile.cases import Case
 from hloprobe.errors import HloprobeError
 from hloprobe.numerics import (
@@ -33,6 +32,7 @@ from hloprobe.numerics import (
   site_notes,
 )
 from hloprobe.numerics.site_notes import F32
+from hloprobe.runtime import timing
 from hloprobe.sites.dot_sites import Fate, SiteFate
 from hloprobe.sites.effective import TF32, tf32_optional
 

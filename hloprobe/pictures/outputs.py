@@ -11,10 +11,10 @@ import importlib.util
 import os
 from collections.abc import Sequence
 
-from hloprobe.compile.host import HostCpu
 from hloprobe.errors import HloprobeError, InvalidArgumentError, write_or_fail
 from hloprobe.pictures import html_report, model_explorer, plot
 from hloprobe.report import files
+from hloprobe.runtime.host import HostCpu
 
 __all__ = [
   "HTML_NAME",

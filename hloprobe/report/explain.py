@@ -16,13 +16,11 @@ applied to the site), autotuning could change the numerics (`Alternative`).
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from hloprobe.compile.cases import ReportedError, get_case
-from hloprobe.errors import CaseError
+from hloprobe.compile.cases import Case, ReportedError
 from hloprobe.records import ConfigResult
 from hloprobe.report.explain_records import (
   AlgorithmUse,
@@ -35,7 +33,7 @@ from hloprobe.report.explain_records import (
 )
 from hloprobe.sites import effective
 from hloprobe.sites.dot_sites import Fate, SiteFate, merge_words
-from hloprobe.sweep import SweepSpec, run_sweep
+from hloprobe.sweep import SweepSpec, plan_sweep, run_sweep
 
 __all__ = [
   "AlgorithmUse",
@@ -287,7 +285,9 @@ def _notes(configs: list[ConfigResult]) -> list[str]:
   return notes
 
 
-def _explain_one(configs: list[ConfigResult]) -> TargetExplanation:
+def _explain_one(
+  configs: list[ConfigResult], reports: dict[str, ReportedError | None]
+) -> TargetExplanation:
   first = configs[0].config
   target = first.target
   by_precision = {
@@ -302,7 +302,7 @@ def _explain_one(configs: list[ConfigResult]) -> TargetExplanation:
   selections = {
     f.selection for r in configs if r.ok for f in r.compilation.fates
   }
-  reported = _reported(first.case)
+  reported = reports.get(first.case)
   return TargetExplanation(
     case=first.case,
     target=target.name,
@@ -323,15 +323,9 @@ def _explain_one(configs: list[ConfigResult]) -> TargetExplanation:
   )
 
 
-def _reported(case: str) -> ReportedError | None:
-  """What a built-in case's report saw; None for a user case."""
-  try:
-    return get_case(case).reported
-  except CaseError:  # a user case, named by its own name
-    return None
-
-
-def explain(results: Sequence[ConfigResult]) -> list[TargetExplanation]:
+def explain(
+  results: Sequence[ConfigResult], cases: Iterable[Case] = ()
+) -> list[TargetExplanation]:
   """Explains a sweep, one record per (experiment, case, target).
 
   Args:
@@ -339,6 +333,9 @@ def explain(results: Sequence[ConfigResult]) -> list[TargetExplanation]:
       `explain_passes=True` (otherwise passes read "pass n/a"); each
       config's `Target` record gives the compute capability and whether
       the target is compile-only.
+    cases: the sweep's `Case` records (`SweepPlan.cases`' `.case`): what
+      each one's report saw (`Case.reported`) is set beside the row where
+      the compute capability matches; a case not given has none.
 
   Returns:
     The explanations in the order the results first name them; the configs
@@ -348,7 +345,8 @@ def explain(results: Sequence[ConfigResult]) -> list[TargetExplanation]:
   groups: dict[tuple, list[ConfigResult]] = {}
   for r in results:
     groups.setdefault(key(r.config), []).append(r)
-  return [_explain_one(rs) for rs in groups.values()]
+  reports = {c.name: c.reported for c in cases}
+  return [_explain_one(rs, reports) for rs in groups.values()]
 
 
 def explain_sweep(spec: SweepSpec) -> list[TargetExplanation]:
@@ -358,5 +356,5 @@ def explain_sweep(spec: SweepSpec) -> list[TargetExplanation]:
   Raises:
     InvalidArgumentError: an unknown case, target or precision in `spec`.
   """
-  spec = dataclasses.replace(spec, explain_passes=True)
-  return explain(run_sweep(spec))
+  plan = plan_sweep(spec, explain_passes=True)
+  return explain(run_sweep(plan), [c.case for c in plan.cases])

@@ -16,7 +16,7 @@ element 0, as in `accuracy.ErrorStats`):
     "host": {"model": str, "machine": str, "host_isa": str,
              "max_isa": str | null, "isa": str} | null (the CPU that ran
              the cpu configs and every emulation, and the ISA XLA compiled
-             for: see hloprobe.compile.host; CPU numbers depend on it),
+             for: see hloprobe.runtime.host; CPU numbers depend on it),
     "configs": [
       {"experiment": str ("baseline" or an XLA_FLAGS experiment),
        "case": str, "target": str, "n": int, "precision": str,
@@ -90,7 +90,7 @@ element 0, as in `accuracy.ErrorStats`):
        "prediction_error": str | null,
        "timing_s": {"lower": float|null, "compile": float|null,
                     "run": float|null,
-                    "stages": {stage: seconds} (see compile/timing.py)}}
+                    "stages": {stage: seconds} (see runtime/timing.py)}}
     ]
   }
 """

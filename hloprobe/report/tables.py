@@ -196,7 +196,7 @@ def render(
     results: the sweep's records.
     fmt: "table", "markdown" or "json".
     versions: {"jax": ..., "jaxlib": ...} for the JSON document.
-    host: the `compile.host.HostCpu` for the JSON document, or None.
+    host: the `runtime.host.HostCpu` for the JSON document, or None.
     columns: keys of `TABLE_COLUMNS` to show, in this order. None: for
       "table", the first screen (`DEFAULT_COLUMNS`, long cells wrapped so a
       row fits `TERMINAL_WIDTH` characters) unless `wide`; for "markdown",

@@ -8,9 +8,9 @@ cache shows only its "cache" time.
 
 from __future__ import annotations
 
-from hloprobe.compile import timing
 from hloprobe.records import ConfigResult
 from hloprobe.report import tables
+from hloprobe.runtime import timing
 
 __all__ = ["render_timings", "stage_sums"]
 

@@ -8,9 +8,9 @@ import os
 from absl.testing import absltest
 from testutil import interrupted_at
 
-from hloprobe.compile import cache
 from hloprobe.ir import textfile
 from hloprobe.report import files
+from hloprobe.runtime import cache
 
 
 class InterruptedWriteTest(absltest.TestCase):

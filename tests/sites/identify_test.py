@@ -149,9 +149,8 @@ class AmbiguityAndConflictTest(absltest.TestCase):
 class VerdictTest(absltest.TestCase):
   def test_verdict_names_site_0(self):
     case = program_cases.two_dots()
-    with program_cases.registered(case):
-      spec = sweep.SweepSpec((case.name,), (2,), ("default",), ("a100",))
-      (r,) = sweep.run_sweep(spec)
+    spec = sweep.SweepSpec((case,), (2,), ("default",), ("a100",))
+    (r,) = sweep.run_sweep(spec)
     self.assertEqual(
       r.prediction.verdict, "explained by TF32_TF32_F32 at sites [0]"
     )
@@ -180,11 +179,10 @@ class DotMergerVerdictTest(parameterized.TestCase):
   """
 
   def _sweep(self, case):
-    with program_cases.registered(case):
-      spec = sweep.SweepSpec(
-        (case.name,), (2,), ("bfloat16",), ("a100",), explain_passes=True
-      )
-      (r,) = sweep.run_sweep(spec)
+    spec = sweep.SweepSpec(
+      (case,), (2,), ("bfloat16",), ("a100",), explain_passes=True
+    )
+    (r,) = sweep.run_sweep(spec)
     self.assertTrue(r.ok, r.failure)
     return r
 
