@@ -22,7 +22,7 @@ from hloprobe.errors import CaseError
 from hloprobe.ir import precisions
 
 # The functions that turn a name into a record.
-_RESOLVERS = (cases.get_case, targets.get_target, precisions.parse_precision)
+_RESOLVERS = (cases.get_case, targets.get_target, precisions.as_precision)
 
 
 @contextlib.contextmanager
@@ -67,7 +67,7 @@ class PlanTest(absltest.TestCase):
       {
         "get_case": ["seed_mlp"],
         "get_target": ["cpu", "a100"],
-        "parse_precision": ["float32", "float32"],  # checked, then kept once
+        "as_precision": ["float32", "float32"],  # each word, kept once
       },
     )
     self.assertEqual(plan.precisions, (precisions.Precision.float32,))
@@ -123,7 +123,7 @@ class WalkTest(absltest.TestCase):
       {
         "get_case": ["seed_mlp"],
         "get_target": ["cpu"],
-        "parse_precision": ["float32"],
+        "as_precision": ["float32"],
       },
     )
     (row,) = [

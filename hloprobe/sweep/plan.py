@@ -168,7 +168,12 @@ def plan_sweep(spec: SweepSpec | SweepPlan, **changes) -> SweepPlan:
     cases = _swept_cases(spec.cases, spec.case_names)
     targets = _looked_up(spec.targets, spec.target_names, get_target)
   targets = _check_target_names(targets)
-  precisions = tuple(dict.fromkeys(as_precision(p) for p in spec.precisions))
+  precisions = tuple(
+    dict.fromkeys(
+      p if isinstance(p, Precision) else as_precision(p)
+      for p in spec.precisions
+    )
+  )
   batch_sizes = tuple(dict.fromkeys(spec.batch_sizes))
   if not batch_sizes or min(batch_sizes) < 1:
     raise InvalidArgumentError(
