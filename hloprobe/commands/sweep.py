@@ -69,12 +69,14 @@ def sweep(args: SweepArgs):
     InvalidArgumentError: bad input (before anything runs).
     common.Interrupted: SIGINT/SIGTERM, with the configs finished.
   """
-  spec = common.sweep_spec(args.common, args.experiment, args.experiments_file)
-  fmt = common.check_format(
-    args.common, args.columns, args.plot, args.model_explorer
+  # The HTML page explains: it names the passes.
+  spec = common.sweep_spec(
+    args.common,
+    args.experiment,
+    args.experiments_file,
+    explain_passes=args.common.format == "html",
   )
-  if fmt == "html":  # the page explains: name the passes
-    spec = dataclasses.replace(spec, explain_passes=True)
+  common.check_format(args.common, args.columns, args.plot, args.model_explorer)
   common.start_jax(spec.targets)
   return spec, common.run_streamed(spec, args.common.output_dir)
 
@@ -93,15 +95,17 @@ def write_files(results, why, versions, cpu, out) -> None:
     print(outputs.wrote_line(wrote, out.output_dir), file=sys.stderr)
 
 
-def show(results: Sequence, out) -> None:
-  """Prints a finished sweep as `out` (`pictures.outputs.Outputs`) asks
-  and writes --output_dir's and the pictures' files."""
+def show(results: Sequence, spec, out) -> None:
+  """Prints a finished sweep of plan `spec` (`sweep.SweepPlan`) as `out`
+  (`pictures.outputs.Outputs`) asks and writes --output_dir's and the
+  pictures' files."""
   from hloprobe.compile import lowering
   from hloprobe.pictures import outputs
   from hloprobe.report import explain, tables, timings
 
   fmt, versions, cpu = out.fmt, lowering.versions(), common.host()
-  why = explain.explain(results) if out.needs_explanations else []
+  cases = [c.case for c in spec.cases]
+  why = explain.explain(results, cases) if out.needs_explanations else []
   if fmt == "html":
     print(outputs.html_page(results, why, versions))
   else:
@@ -121,9 +125,9 @@ def show(results: Sequence, out) -> None:
 
 def main(args: SweepArgs) -> int:
   """`hloprobe sweep`: runs, prints, writes; returns the exit status."""
-  _, results = sweep(args)
+  spec, results = sweep(args)
   try:
-    show(results, outputs_of(args, args.common.format))
+    show(results, spec, outputs_of(args, args.common.format))
   except KeyboardInterrupt as e:  # every config finished and is streamed
     signum = getattr(e, "signum", signal.SIGINT)
     raise common.Interrupted(signum, results, len(results)) from None
