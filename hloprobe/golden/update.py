@@ -30,17 +30,19 @@ from collections.abc import Mapping
 from hloprobe.errors import GoldenError
 from hloprobe.golden import format as fmt
 from hloprobe.golden import lock
-from hloprobe.golden.snapshot import (
+from hloprobe.golden.folder import (
   MANIFEST,
-  Snapshot,
   default_golden_dir,
   golden_spec,
-  in_scope,
   list_golden_files,
   read_golden_file,
   read_manifest,
   sweep_configs,
   sweep_record,
+)
+from hloprobe.golden.snapshot import (
+  Snapshot,
+  in_scope,
   sweep_snapshot,
   write_snapshot,
 )
