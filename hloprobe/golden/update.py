@@ -17,6 +17,8 @@ last. A failure before the final rename leaves the previous goldens; a
 failure of the final rename moves them back. Files whose content did not
 change keep their old bytes, header date included, so an update that
 changes nothing changes no bytes.
+
+Private in intent: use the package, `hloprobe.golden`.
 """
 
 from __future__ import annotations

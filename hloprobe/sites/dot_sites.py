@@ -37,8 +37,9 @@ computes (`merge_words`: "merged by dot-merger with site 1"); checked on
 jaxlib 0.10.2 and 0.12.0.1 (`identify`'s docstring).
 
 `map_dot_sites` returns one `site_fate.MappedSite` per site;
-`effective.resolve` makes the `SiteFate`s of them. Private in intent: use
-the package, `hloprobe.sites`.
+`effective.resolve` makes the `SiteFate`s of them.
+
+Private in intent: use the package, `hloprobe.sites`.
 """
 
 from __future__ import annotations
@@ -56,18 +57,19 @@ from hloprobe.sites.operand_ancestry import (
   custom_call_target,
   kernel_emitter,
 )
+from hloprobe.sites.site_fate import (
+  EMITTER_KEYS,
+  Fate,
+  MappedSite,
+  SiteFate,
+  emitter_name,
+  fate_summary,
+  merge_words,
+  site_record,
+)
 
-# Names kept here for importers outside the package until they import
-# `hloprobe.sites`.
-from hloprobe.sites.site_fate import EMITTER_KEYS as EMITTER_KEYS
-from hloprobe.sites.site_fate import Fate as Fate
-from hloprobe.sites.site_fate import MappedSite
-from hloprobe.sites.site_fate import SiteFate as SiteFate
-from hloprobe.sites.site_fate import emitter_name as emitter_name
-from hloprobe.sites.site_fate import fate_summary as fate_summary
-from hloprobe.sites.site_fate import merge_words as merge_words
-from hloprobe.sites.site_fate import site_record as site_record
-
+# The names from `site_fate` are kept here for importers outside the
+# package until they import `hloprobe.sites`.
 __all__ = [
   "EMITTER_KEYS",
   "Fate",

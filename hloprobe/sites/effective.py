@@ -19,8 +19,9 @@ All rules checked on jaxlib 0.10.2 and 0.12.0.1 (the tests marked
 `release_rules` run on both).
 
 `resolve` takes `dot_sites.map_dot_sites`'s `MappedSite`s and returns
-`SiteFate`s, complete records. Private in intent: use the package,
-`hloprobe.sites`.
+`SiteFate`s, complete records.
+
+Private in intent: use the package, `hloprobe.sites`.
 """
 
 from __future__ import annotations

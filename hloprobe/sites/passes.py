@@ -21,6 +21,8 @@ loop body is read wherever XLA puts it: in a `while` body directly (jaxlib
 attribution fail with the jaxlib release named (`attribute_passes`): a
 later pass would otherwise be named for a rewrite that dump may hold.
 `lowering` removes the dump folder.
+
+Private in intent: use the package, `hloprobe.sites`.
 """
 
 from __future__ import annotations
