@@ -52,6 +52,7 @@ from hloprobe.golden.folder import (
   manifest_sweep,
   read_golden_file,
   read_manifest,
+  spec_from_record,
   sweep_configs,
   sweep_record,
 )
@@ -74,6 +75,7 @@ __all__ = [
   "read_golden_file",
   "read_manifest",
   "snapshot",
+  "spec_from_record",
   "sweep_configs",
   "sweep_record",
   "sweep_snapshot",
