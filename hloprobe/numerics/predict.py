@@ -280,6 +280,7 @@ class Predictor:
       )
     verdicts = tuple(verdicts)
     top = max(shares, key=lambda s: s.alone_abs).site if shares else None
+    described = None if best is None else candidates.describe_assignment(best)
     return Prediction(
       site_algorithms=chosen,
       stats=stats[leaf],
@@ -288,9 +289,7 @@ class Predictor:
       shares=shares,
       top_site=top,
       bands=bands,
-      best_candidate=None
-      if best is None
-      else candidates.describe_assignment(best),
+      best_candidate=described,
       verdict=verdicts[leaf],
       note=note,
       leaf=self._refs.names[leaf],
@@ -373,11 +372,11 @@ class Predictor:
     `judged` is (`accuracy.verdict` at the chosen assignment, the f32
     noise floor, the tolerance), all of leaf `leaf`; `observed` its
     observed errors or None. Where the best candidate is another
-    assignment the cuBLAS rule allows (`candidates.allowed_assignments`) and the
-    observation sits within tolerance of it, the run is judged against
-    that one, and the notes say which sites cuBLAS kept in f32. Notes go
-    on the headline leaf only: which sites feed which leaf is not known
-    here.
+    assignment the cuBLAS rule allows (`candidates.allowed_assignments`)
+    and the observation sits within tolerance of it, the run is judged
+    against that one, and the notes say which sites cuBLAS kept in f32.
+    Notes go on the headline leaf only: which sites feed which leaf is not
+    known here.
     """
     verdict, noise, tolerance = judged
     emulated, dtype = chosen, self._refs.dtypes[leaf]
