@@ -4,18 +4,26 @@ only `report` formats tables (imports tabulate).
 Stages, lowest first (a module's stage is its subpackage under hloprobe/,
 or its own name for a top-level module):
 
-  errors < ir < compile < sites < numerics < records < sweep < golden
-         < report < pictures < verify < versions < cli_flags < cli, tools
+  errors < private_api < ir < compile < sites < numerics < records < sweep
+         < golden < report < pictures < verify < versions < cli_flags < cli, tools
          < __main__, __init__
 
 Inside `sweep`, its modules follow the data flow too: spec < compiled <
 measure < engine < __init__ (a module imports only those before it).
 
-`ir` is lowest after `errors`: it reads compiler text into records and needs
-nothing that compiles. It must not import the JAX runtime (`jax`, `jaxlib`);
-the MLIR Python bindings jaxlib ships (`jaxlib.mlir`) are allowed there, as
-they only parse and walk text. Imports are read with `ast`, function-level
-(lazy) imports included, so the rule holds for what a module can ever load.
+`ir` is lowest after `errors` and `private_api`: it reads compiler text
+into records and needs nothing that compiles. It must not import the JAX
+runtime (`jax`, `jaxlib`); the MLIR Python bindings jaxlib ships
+(`jaxlib.mlir`) are allowed there, as they only parse and walk text, and
+XLA's HLO parser comes through `private_api` (below it). Imports are read
+with `ast`, function-level (lazy) imports included, so the rule holds for
+what a module can ever load.
+
+Private jax/jaxlib API (`jax._src`, `jax.interpreters`, `jax.lib`, any
+`_name`, and every jaxlib module but `jaxlib` and the public `jaxlib.mlir`
+bindings) is `private_api`'s alone: it is the one adapter to it. An import,
+an `importlib.import_module("jaxlib._x...")` or a `jax._src` attribute
+anywhere else fails.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from absl.testing import absltest
 
 _ORDER = (
   ("errors",),
+  ("private_api",),
   ("ir",),
   ("compile",),
   ("sites",),
@@ -47,6 +56,10 @@ RANK = {stage: rank for rank, names in enumerate(_ORDER) for stage in names}
 # Packages that must not import the JAX runtime, and what they may import of it.
 _NO_JAX = ("ir",)
 _JAX_ALLOWED = ("jaxlib.mlir",)
+# The one module that may use private jax/jaxlib API, and the jax modules
+# that are private without a leading underscore.
+_PRIVATE_ADAPTER = "private_api"
+_PRIVATE_JAX = ("jax._src", "jax.interpreters", "jax.lib")
 # A package's modules in data-flow order: each imports only earlier ones.
 _WITHIN = {"sweep": ("spec", "compiled", "measure", "engine", "__init__")}
 # The one package that formats tables (issue 10: "only the report package
@@ -67,9 +80,66 @@ def _imported(tree: ast.AST) -> list[tuple[int, str]]:
       found += [(node.lineno, a.name) for a in node.names]
     elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
       found.append((node.lineno, node.module))
-      if node.module.split(".")[0] == "hloprobe":
+      if node.module.split(".")[0] in ("hloprobe", "jax", "jaxlib"):
         found += [(node.lineno, f"{node.module}.{a.name}") for a in node.names]
   return found
+
+
+def _private_uses(tree: ast.AST) -> list[tuple[int, str]]:
+  """(line, name) of every private jax/jaxlib name `tree` reaches: imports,
+  `importlib.import_module` of a literal (an f-string's leading text) and
+  `jax._x` / `getattr(jax, "_x")` attributes."""
+  found = [(line, n) for line, n in _imported(tree) if _is_private_jax(n)]
+  for node in ast.walk(tree):
+    if not isinstance(node, (ast.Call, ast.Attribute)):
+      continue
+    if isinstance(node, ast.Attribute):
+      base, attr = node.value, node.attr
+    elif _call_name(node) == "getattr" and len(node.args) >= 2:
+      base, attr = node.args[0], _literal_prefix(node.args[1])
+    elif _call_name(node) == "import_module" and node.args:
+      name = _literal_prefix(node.args[0]).rstrip(".")
+      if _is_private_jax(name):
+        found.append((node.lineno, name))
+      continue
+    else:
+      continue
+    if (
+      isinstance(base, ast.Name)
+      and base.id in ("jax", "jaxlib")
+      and attr.startswith("_")
+      and not attr.startswith("__")
+    ):
+      found.append((node.lineno, f"{base.id}.{attr}"))
+  return found
+
+
+def _call_name(node: ast.Call) -> str:
+  func = node.func
+  if isinstance(func, ast.Attribute):
+    return func.attr
+  return func.id if isinstance(func, ast.Name) else ""
+
+
+def _literal_prefix(node: ast.AST) -> str:
+  """A string literal's text, an f-string's leading text, else ""."""
+  if isinstance(node, ast.JoinedStr) and node.values:
+    node = node.values[0]
+  if isinstance(node, ast.Constant) and isinstance(node.value, str):
+    return node.value
+  return ""
+
+
+def _is_private_jax(name: str) -> bool:
+  """Whether `name` (dotted) is private jax/jaxlib API (module docstring)."""
+  parts = name.split(".")
+  if parts[0] not in ("jax", "jaxlib"):
+    return False
+  if any(p.startswith("_") and not p.startswith("__") for p in parts[1:]):
+    return True
+  if parts[0] == "jax":
+    return any(name == p or name.startswith(p + ".") for p in _PRIVATE_JAX)
+  return len(parts) > 1 and parts[1] != "mlir"
 
 
 def _stage(rel: str) -> str:
@@ -109,6 +179,12 @@ def violations(package_dir: str) -> list[str]:
         continue
       with open(path, encoding="utf-8") as fh:
         tree = ast.parse(fh.read(), path)
+      if stage != _PRIVATE_ADAPTER:
+        out += [
+          f"{rel}:{line}: private jax/jaxlib API {name} outside "
+          f"{_PRIVATE_ADAPTER}"
+          for line, name in _private_uses(tree)
+        ]
       for line, name in _imported(tree):
         parts = name.split(".")
         if parts[0] == "hloprobe" and len(parts) > 1:
@@ -183,6 +259,53 @@ class LayeringTest(absltest.TestCase):
       [
         "ir/hlo.py:1: ir imports the JAX runtime jax.numpy",
         "ir/hlo.py:2: ir imports the JAX runtime jaxlib",
+      ],
+    )
+
+  def test_private_jax_api_only_in_the_adapter(self):
+    root = self.create_tempdir().full_path
+    adapter = (
+      "import importlib\n"
+      "from jax._src import lib\n"
+      "from jaxlib import _hlo, version\n"
+      "def f(n):\n"
+      "  return importlib.import_module(f'jaxlib.mlir._mlir_libs.{n}')\n"
+    )
+    _write(root, "private_api.py", adapter)
+    _write(
+      root,
+      "compile/lowering.py",
+      "import jax, jaxlib\nfrom jax.experimental import topologies\n"
+      "from jaxlib.mlir import ir\nfrom hloprobe import private_api\n",
+    )
+    _write(root, "ir/hlo.py", "from hloprobe import private_api\n")
+    self.assertEqual(violations(root), [])
+    _write(root, "compile/compat.py", adapter)
+    _write(
+      root,
+      "compile/lowering.py",
+      "import jax\nimport jax.interpreters.mlir\n"
+      "path = getattr(jax, '_src').lib\nlib = jax._src.lib\n",
+    )
+    self.assertEqual(
+      violations(root),
+      [
+        "compile/compat.py:2: private jax/jaxlib API jax._src outside "
+        "private_api",
+        "compile/compat.py:2: private jax/jaxlib API jax._src.lib outside "
+        "private_api",
+        "compile/compat.py:3: private jax/jaxlib API jaxlib._hlo outside "
+        "private_api",
+        "compile/compat.py:3: private jax/jaxlib API jaxlib.version outside "
+        "private_api",
+        "compile/compat.py:5: private jax/jaxlib API jaxlib.mlir._mlir_libs "
+        "outside private_api",
+        "compile/lowering.py:2: private jax/jaxlib API jax.interpreters.mlir "
+        "outside private_api",
+        "compile/lowering.py:3: private jax/jaxlib API jax._src outside "
+        "private_api",
+        "compile/lowering.py:4: private jax/jaxlib API jax._src outside "
+        "private_api",
       ],
     )
 

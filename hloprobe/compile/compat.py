@@ -16,7 +16,7 @@ which is what `hloprobe versions` and a GPU machine with its own jax need:
   they do not recognise what they see, never a guess.
 
 Imports jax (for `JAXPR_API`); only `jax.__version__`, `jaxlib.__version__` and public
-API are used.
+API are used here: private API is `hloprobe.private_api`'s alone.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ import glob
 import os
 import re
 import types
+
+from hloprobe import private_api
 
 __all__ = [
   "CHECKED_JAXLIB",
@@ -74,20 +76,9 @@ def installed_jaxlib() -> str:
 
 
 def jaxlib_git_hash() -> str | None:
-  """The JAX commit this jaxlib was built from (40 hex digits), or None.
-
-  Read from `jaxlib/version.py` `_git_hash`, which the wheel build writes:
-  present in the wheels of 0.4.34 to 0.5.3 and of 0.8.1 to 0.12.0.1, None
-  in those of 0.6.0 to 0.8.0 (read from the PyPI wheels, 2026-12-01).
-  """
-  try:
-    from jaxlib import version
-  except ImportError:
-    return None
-  found = getattr(version, "_git_hash", None)
-  if isinstance(found, str) and re.fullmatch(r"[0-9a-f]{40}", found):
-    return found
-  return None
+  """The JAX commit this jaxlib was built from, or None
+  (`private_api.jaxlib_git_hash`)."""
+  return private_api.jaxlib_git_hash()
 
 
 def cuda_plugin_installed() -> bool:
@@ -267,18 +258,10 @@ def scan_counts(params) -> tuple[int, int]:
 
 
 def while_has_dce_rule() -> bool:
-  """Whether this jax prunes dead code inside `while` loops when lowering.
-
-  jax 0.12.0.1 registers `_while_dce_rule` (jax/_src/lax/control_flow/
-  loops.py: a carry element is live if it is an output, read by the cond,
-  or needed by the body for a live one; the rest, and the body's dots that
-  only feed them, are pruned); jax 0.10.2 has no rule and keeps a live
-  while whole. Read from `pe.dce_rules` (private jax API, here only).
-  """
-  import jax
-  from jax._src.interpreters import partial_eval as pe
-
-  return jax.lax.while_p in pe.dce_rules
+  """Whether this jax prunes dead code inside `while` loops when lowering:
+  True on jax 0.12.0.1, False on 0.10.2 (`private_api.while_has_dce_rule`
+  says how it is read)."""
+  return private_api.while_has_dce_rule()
 
 
 def runtime_error_type() -> type:
@@ -289,9 +272,12 @@ def runtime_error_type() -> type:
 
   found = getattr(jax.errors, "JaxRuntimeError", None)
   if found is None:
-    from jaxlib import xla_extension
-
-    found = xla_extension.XlaRuntimeError
+    found = private_api.xla_runtime_error_type()
+  if found is None:
+    raise RuntimeError(
+      f"jax {_jax_version()} has neither jax.errors.JaxRuntimeError nor "
+      "jaxlib.xla_extension.XlaRuntimeError"
+    )
   return found
 
 

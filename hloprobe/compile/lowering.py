@@ -1,8 +1,8 @@
 """Lowering, compiling and running a case: the only module that compiles one.
 
-It is also hloprobe's one adapter to private or unstable jaxlib API
-(`Compiled.runtime_executable().hlo_modules()`, `jax._src.lib.cuda_path`),
-used behind `hasattr` guards.
+The private jaxlib API it needs (`Compiled.runtime_executable().
+hlo_modules()`, `jax._src.lib.cuda_path`, the `jax._src.xla_bridge` logger)
+comes through `hloprobe.private_api`, the one adapter to it.
 
 Compile-only GPU targets (checked on jaxlib 0.10.2 and 0.12.0.1 with the
 jax-cuda12-plugin of the same version, no CUDA driver): the target's GpuTargetConfigProto text goes to
@@ -33,6 +33,7 @@ import jaxlib
 import numpy as np
 from jax.experimental import topologies
 
+from hloprobe import private_api
 from hloprobe.compile import compat, toolchain
 from hloprobe.compile.cases import Case
 from hloprobe.compile.targets import Target, drop_field, parse_unknown_field_log
@@ -111,7 +112,7 @@ def start_backends(platforms: str | None) -> None:
     jax.config.update("jax_platforms", platforms)
   # Without a GPU, JAX logs the CUDA plugin's failure with a traceback;
   # configs on `gpu` then fail with one line each, which is enough.
-  bridge = logging.getLogger("jax._src.xla_bridge")
+  bridge = logging.getLogger(private_api.XLA_BRIDGE_LOGGER)
   level = bridge.level
   bridge.setLevel(logging.CRITICAL)
   try:
@@ -270,12 +271,6 @@ def _compile_cpu(lowered, dump_passes: bool) -> tuple:
   return compiled, compile_s, {"pass_dumps": dumps, "optimized_hlo": optimized}
 
 
-def _jax_cuda_path() -> str | None:
-  """What JAX itself passes as xla_gpu_cuda_data_dir (private API)."""
-  lib = getattr(getattr(jax, "_src", None), "lib", None)
-  return getattr(lib, "cuda_path", None)
-
-
 # XLA options that make a GPU compile dump each kernel's PTX into
 # `xla_dump_to`. jaxlib 0.10.2 dumps the PTX with `xla_dump_to` alone;
 # jaxlib 0.11.2 (seen on an H200 with CUDA 13, 2026-11-30, by
@@ -311,7 +306,7 @@ def _compile_gpu(lowered, target: Target, device, dump_passes: bool) -> tuple:
     options = _gpu_compiler_options(target, dump_dir)
     if dump_passes:
       options.update(_pass_dump_options(dump_dir))
-    cuda_dir = options.get("xla_gpu_cuda_data_dir", _jax_cuda_path())
+    cuda_dir = options.get("xla_gpu_cuda_data_dir", private_api.cuda_path())
     ptxas = toolchain.find_ptxas(cuda_dir)
     start = time.perf_counter()
     with toolchain.captured_stderr() as log:
@@ -416,13 +411,8 @@ def run_compiled(
 def xla_instruction_counts(compiled: CompiledCase) -> dict[str, int] | None:
   """Instruction count per computation, as XLA's own HloModule reports it.
 
-  Uses jaxlib's private `runtime_executable().hlo_modules()`; returns None
-  where this jaxlib does not offer it. For testing the text parser.
+  Uses jaxlib's private `runtime_executable().hlo_modules()`
+  (`private_api.xla_instruction_counts`); returns None where this jaxlib
+  does not offer it. For testing the text parser.
   """
-  exe = compiled.compiled.runtime_executable()
-  if not hasattr(exe, "hlo_modules"):
-    return None
-  module = exe.hlo_modules()[0]
-  if not hasattr(module, "computations"):
-    return None
-  return {c.name: len(c.instructions()) for c in module.computations()}
+  return private_api.xla_instruction_counts(compiled.compiled)

@@ -7,10 +7,11 @@ and turns the parser's diagnostics into one `HloParseError`.
 
 The dialect set follows `jax._src.interpreters.mlir.make_ir_context` (jax
 0.10.2 and 0.12.0.1): upstream dialects through `_jax_mlir_ext.register_dialects`, then
-each XLA dialect's `register_dialect`. The upstream registration is the one
-private jaxlib name used here; it lives in `jaxlib.mlir`, not in the JAX
-runtime, so `ir/` may import it (tests/layering_test.py). `jax`'s own
-factory is not used because importing it loads the JAX runtime.
+each XLA dialect's `register_dialect`. The upstream registration is private
+jaxlib API, so it comes through `hloprobe.private_api`, the one adapter to
+it; the rest is the public `jaxlib.mlir` bindings, which `ir/` may import
+(tests/layering_test.py). `jax`'s own factory is not used because importing
+it loads the JAX runtime.
 
 A context per call: creating one costs about 0.3 ms, and no state is shared
 between parses (or threads).
@@ -18,11 +19,10 @@ between parses (or threads).
 
 from __future__ import annotations
 
-import importlib
-
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import chlo, mhlo, sdy, stablehlo
 
+from hloprobe import private_api
 from hloprobe.errors import HloParseError
 
 __all__ = ["cast_or_none", "parse_mlir_attribute", "parse_mlir_module"]
@@ -56,31 +56,20 @@ def _context() -> ir.Context:
   return context
 
 
-# Where jaxlib keeps the upstream dialect registration: `_jax_mlir_ext` on
-# jaxlib 0.10.2, `register_jax_dialects` on older releases (0.4.38, as
-# `hloprobe versions` runs it).
-_UPSTREAM_REGISTRARS = ("_jax_mlir_ext", "register_jax_dialects")
-
-
 def _register_upstream(registry: ir.DialectRegistry) -> None:
   """Adds func and the other upstream dialects jax prints to `registry`.
 
   Raises:
-    HloParseError: this jaxlib has none of `_UPSTREAM_REGISTRARS`.
+    HloParseError: this jaxlib's MLIR bindings register none
+      (`private_api.register_upstream_dialects`).
   """
-  for name in _UPSTREAM_REGISTRARS:
-    try:
-      module = importlib.import_module(f"jaxlib.mlir._mlir_libs.{name}")
-    except ImportError:
-      continue
-    if hasattr(module, "register_dialects"):
-      module.register_dialects(registry)
-      return
-  raise HloParseError(
-    "[hloprobe] this jaxlib's MLIR bindings register no upstream dialects "
-    f"(looked for {', '.join(_UPSTREAM_REGISTRARS)}; checked on jaxlib "
-    "0.10.2); cannot read StableHLO"
-  )
+  if not private_api.register_upstream_dialects(registry):
+    looked = ", ".join(private_api.upstream_registrar_names())
+    raise HloParseError(
+      "[hloprobe] this jaxlib's MLIR bindings register no upstream dialects "
+      f"(looked for {looked}; checked on jaxlib 0.10.2); cannot read "
+      "StableHLO"
+    )
 
 
 def _first_diagnostic(error: ir.MLIRError) -> str:

@@ -1,0 +1,226 @@
+"""The one adapter to private jax/jaxlib API: nothing else in hloprobe
+imports it (tests/layering_test.py checks).
+
+Private means a module or attribute jax does not document as public: any
+`jax._src` name, `jax.interpreters`, `jax.lib`, and every jaxlib module but
+`jaxlib` itself (its `__version__`) and the MLIR bindings' public modules
+(`jaxlib.mlir.ir`, `jaxlib.mlir.dialects.*`). Each function names what it
+reads and the jaxlib releases it was checked on (0.12.0.1 and 0.10.2), and
+answers None (or False) where this jaxlib does not offer it, so a caller
+falls back instead of failing on another release.
+
+jax and jaxlib are imported inside the functions, so importing this module
+(as `hloprobe.ir` does) loads neither.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import NamedTuple
+
+__all__ = [
+  "XLA_BRIDGE_LOGGER",
+  "XlaComputation",
+  "XlaInstruction",
+  "cuda_path",
+  "jaxlib_git_hash",
+  "register_upstream_dialects",
+  "upstream_registrar_names",
+  "while_has_dce_rule",
+  "xla_hlo_structure",
+  "xla_instruction_counts",
+  "xla_runtime_error_type",
+]
+
+# The logger JAX reports backend start-up failures on (jax/_src/xla_bridge.py,
+# jax 0.10.2 and 0.12.0.1): `lowering.start_backends` quiets it.
+XLA_BRIDGE_LOGGER = "jax._src.xla_bridge"
+
+# Where jaxlib keeps the upstream MLIR dialect registration: `_jax_mlir_ext`
+# on jaxlib 0.10.2 and 0.12.0.1, `register_jax_dialects` on older releases
+# (0.4.38, as `hloprobe versions` runs it).
+_UPSTREAM_REGISTRARS = ("_jax_mlir_ext", "register_jax_dialects")
+
+
+def cuda_path() -> str | None:
+  """What JAX itself passes as `xla_gpu_cuda_data_dir`:
+  `jax._src.lib.cuda_path` (jax 0.10.2, 0.12.0.1), or None."""
+  import jax
+
+  lib = getattr(getattr(jax, "_src", None), "lib", None)
+  return getattr(lib, "cuda_path", None)
+
+
+def xla_runtime_error_type() -> type | None:
+  """jaxlib's `xla_extension.XlaRuntimeError` (jaxlib 0.4.33, which has no
+  `jax.errors.JaxRuntimeError`), or None where jaxlib has no such module."""
+  try:
+    from jaxlib import xla_extension
+  except ImportError:
+    return None
+  return getattr(xla_extension, "XlaRuntimeError", None)
+
+
+def jaxlib_git_hash() -> str | None:
+  """The JAX commit this jaxlib was built from (40 hex digits), or None.
+
+  Read from `jaxlib/version.py` `_git_hash`, which the wheel build writes:
+  present in the wheels of 0.4.34 to 0.5.3 and of 0.8.1 to 0.12.0.1, None
+  in those of 0.6.0 to 0.8.0 (read from the PyPI wheels, 2026-12-01).
+  """
+  try:
+    from jaxlib import version
+  except ImportError:
+    return None
+  found = getattr(version, "_git_hash", None)
+  if isinstance(found, str) and re.fullmatch(r"[0-9a-f]{40}", found):
+    return found
+  return None
+
+
+def while_has_dce_rule() -> bool:
+  """Whether this jax prunes dead code inside `while` loops when lowering.
+
+  jax 0.12.0.1 registers `_while_dce_rule` (jax/_src/lax/control_flow/
+  loops.py: a carry element is live if it is an output, read by the cond,
+  or needed by the body for a live one; the rest, and the body's dots that
+  only feed them, are pruned); jax 0.10.2 has no rule and keeps a live
+  while whole. Read from `jax._src.interpreters.partial_eval.dce_rules`.
+  """
+  import jax
+  from jax._src.interpreters import partial_eval as pe
+
+  return jax.lax.while_p in pe.dce_rules
+
+
+def register_upstream_dialects(registry) -> bool:
+  """Adds func and the other upstream MLIR dialects jax prints to
+  `registry` (a `jaxlib.mlir.ir.DialectRegistry`), as
+  `jax._src.interpreters.mlir.make_ir_context` does (jax 0.10.2, 0.12.0.1).
+
+  Returns:
+    False when this jaxlib has none of `_UPSTREAM_REGISTRARS`.
+  """
+  for name in _UPSTREAM_REGISTRARS:
+    try:
+      module = importlib.import_module(f"jaxlib.mlir._mlir_libs.{name}")
+    except ImportError:
+      continue
+    if hasattr(module, "register_dialects"):
+      module.register_dialects(registry)
+      return True
+  return False
+
+
+def upstream_registrar_names() -> tuple[str, ...]:
+  """The jaxlib modules `register_upstream_dialects` looks in, for messages."""
+  return _UPSTREAM_REGISTRARS
+
+
+def xla_instruction_counts(compiled) -> dict[str, int] | None:
+  """Instruction count per computation of a `jax.stages.Compiled`, as XLA's
+  own HloModule reports it, or None where this jaxlib does not offer it.
+
+  Reads `Compiled.runtime_executable().hlo_modules()[0].computations()`
+  (jaxlib 0.10.2, 0.12.0.1).
+  """
+  exe = compiled.runtime_executable()
+  if not hasattr(exe, "hlo_modules"):
+    return None
+  module = exe.hlo_modules()[0]
+  if not hasattr(module, "computations"):
+    return None
+  return {c.name: len(c.instructions()) for c in module.computations()}
+
+
+class XlaInstruction(NamedTuple):
+  """One instruction as XLA's HLO parser built it.
+
+  Attributes:
+    name: its name, without '%'.
+    opcode: its opcode as HLO text spells it, e.g. "custom-call".
+    operands: its operands' names, in order.
+  """
+
+  name: str
+  opcode: str
+  operands: tuple[str, ...]
+
+
+class XlaComputation(NamedTuple):
+  """One computation as XLA's HLO parser built it: its name and its
+  instructions in XLA's order (the printed one, for a parsed module)."""
+
+  name: str
+  instructions: tuple[XlaInstruction, ...]
+
+
+def xla_hlo_structure(text: str) -> tuple[XlaComputation, ...] | None:
+  """The computations of an HLO module, read by XLA's own parser.
+
+  `jaxlib._hlo.hlo_module_from_text` (xla/hlo/parser/hlo_parser.cc, an
+  unverified module), whose Python objects give a computation's name and
+  instructions and an instruction's name, opcode, operands and users
+  (jaxlib 0.10.2 and 0.12.0.1; 0.12.0.1 adds shape and
+  as_serialized_proto). Nothing there gives attributes, the ROOT, the
+  ENTRY or called computations, so `hloprobe.ir.hlo` reads those from the
+  text.
+
+  Args:
+    text: HLO module text.
+
+  Returns:
+    The computations in XLA's order, or None where this jaxlib has no HLO
+    parser or its parser rejects the text (e.g. jaxlib 0.10.2 and compact
+    `%t#1` operands).
+  """
+  try:
+    from jaxlib import _hlo
+  except ImportError:
+    return None
+  parse = getattr(_hlo, "hlo_module_from_text", None)
+  if parse is None:
+    return None
+  try:
+    module = parse(text)
+  except RuntimeError:  # XLA's status, e.g. "INVALID_ARGUMENT: Syntax error"
+    return None
+  spelling: dict[object, str] = {}
+  return tuple(
+    XlaComputation(
+      c.name,
+      tuple(
+        XlaInstruction(
+          i.name,
+          _opcode_text(i, spelling),
+          tuple(o.name for o in i.operands()),
+        )
+        for i in c.instructions()
+      ),
+    )
+    for c in module.computations()
+  )
+
+
+def _opcode_text(instruction, spelling: dict) -> str:
+  """The HLO spelling of an instruction's opcode (`HloOpcodeString`, e.g.
+  kExp is "exponential", kCustomCall "custom-call").
+
+  The bindings give the opcode as an enum only; its spelling is read once
+  per opcode from XLA's own printing of the instruction,
+  `%name = <shape> <opcode>(...)` (HloInstruction::ToString).
+  """
+  key = instruction.opcode
+  if key not in spelling:
+    rest = instruction.to_string().split(" = ", 1)[1]
+    if rest.startswith("("):  # a tuple shape: skip to its closing paren
+      depth = end = 0
+      while end == 0 or depth:
+        depth += {"(": 1, ")": -1}.get(rest[end], 0)
+        end += 1
+      rest = rest[end:]
+    else:  # an array shape, e.g. f32[8,128]{1,0:T(8,128)}, has no space
+      rest = rest.split(None, 1)[1]
+    spelling[key] = rest.split("(", 1)[0].strip()
+  return spelling[key]
