@@ -3,7 +3,10 @@
 --plot and --model_explorer, the progress line and the line naming the
 files written. The glue between `cli`, `report`, `plot`, `html_report` and
 `model_explorer`. Files are written whole or not at all
-(`report.atomic_write`)."""
+(`report.atomic_write`).
+
+Private in intent: use the package, `hloprobe.pictures`.
+"""
 
 from __future__ import annotations
 
