@@ -38,7 +38,7 @@ __all__ = [
 
 # Bumped when any record below changes shape; part of the cache key.
 # 1: one flat ConfigResult; 2: these records.
-RECORD_VERSION = 2
+RECORD_VERSION = 3
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,6 +8,8 @@ who would rather look than read, then the explanation
 (`explain_text.render_explanation`), the sweep table with every column
 (`tables.cells`) and the dot-site table. Every text is
 HTML-escaped. Imports no matplotlib itself.
+
+Private in intent: use the package, `hloprobe.pictures`.
 """
 
 from __future__ import annotations

@@ -31,6 +31,8 @@ order, so the k-th dot site of a function (counted per call, as
 graph. Each pairing is checked against the node's own output shape and
 precision attributes; a site that does not match is left out and named in
 the index ("unmapped"), never guessed.
+
+Private in intent: use the package, `hloprobe.pictures`.
 """
 
 from __future__ import annotations

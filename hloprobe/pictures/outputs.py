@@ -2,7 +2,10 @@
 --plot and --model_explorer, and the line naming the files written. The
 glue between `report`, `plot`, `html_report` and `model_explorer`; the
 command layer (`hloprobe.commands`) prints. Files are written whole or not
-at all (`report.files.atomic_write`)."""
+at all (`report.files.atomic_write`).
+
+Private in intent: use the package, `hloprobe.pictures`.
+"""
 
 from __future__ import annotations
 
