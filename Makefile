@@ -105,7 +105,7 @@ test-old: $(OLD_VENV)/.installed-stamp
 # twin, observed row 0 against the predicted band; writes the figures to
 # tests/testdata/gpu_check/. Uses the machine's own jax, installs nothing.
 gpu-check:
-	PYTHONPATH=. $(PYTHON) -m hloprobe.versions.gpu_check $(GPU_CHECK_FLAGS)
+	PYTHONPATH=. $(PYTHON) -m hloprobe.commands.gpu_check $(GPU_CHECK_FLAGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m hloprobe.tools.bench

@@ -42,7 +42,6 @@ from __future__ import annotations
 import _thread
 import contextlib
 import dataclasses
-import logging
 import os
 import signal
 import sys
@@ -57,133 +56,145 @@ from hloprobe.compile import toolchain
 with toolchain.quiet_startup():
   import jax  # noqa: F401
 
-from hloprobe import cli_flags, verify
-from hloprobe.compile import cache, compat
+from hloprobe import cli_flags
+from hloprobe.commands import (
+  bisect,
+  cache,
+  common,
+  explain,
+  golden,
+  listings,
+  sweep,
+  verify,
+  versions,
+  view,
+)
 from hloprobe.errors import HloprobeError, InvalidArgumentError
-from hloprobe.report import render
+from hloprobe.report import files
 
 __all__ = ["main", "run"]
 
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
-
-def _sweep_spec():
-  from hloprobe.sweep import spec
-
-  return spec.spec_from_words(
-    cases=cli_flags.CASE.value,
-    batch_sizes=cli_flags.BATCH_SIZES.value,
-    precisions=cli_flags.PRECISIONS.value,
-    targets=cli_flags.TARGETS.value,
-    target_configs=cli_flags.TARGET_CONFIG.value,
-    explain_passes=cli_flags.EXPLAIN_PASSES.value,
-    experiment_words=cli_flags.EXPERIMENT.value,
-    experiments_file=cli_flags.EXPERIMENTS_FILE.value,
-    cache_dir=_cache_dir(),
-    jobs=cli_flags.JOBS.value,
-  )
+# Each command is a module of `hloprobe.commands`; this one reads the flags
+# once into the command's args record, dispatches, and handles signals.
+# (The docstring above is --help's usage text.)
 
 
-def _cache_dir() -> str | None:
-  if cli_flags.NOCACHE.value:
-    return None
-  return cli_flags.CACHE_DIR.value or cache.default_cache_dir()
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = (
+  common.EXIT_OK,
+  common.EXIT_FAILED,
+  common.EXIT_USAGE,
+)
+
+# command -> (its args record, its main). The records' fields are named
+# after the flags each command reads: they are the per-command flag table.
+_COMMANDS = {
+  "sweep": (sweep.SweepArgs, sweep.main),
+  "versions": (versions.VersionsArgs, versions.main),
+  "bisect": (bisect.BisectArgs, bisect.main),
+  "view": (view.ViewArgs, view.main),
+  "explain": (explain.ExplainArgs, explain.main),
+  "targets": (listings.ListingArgs, listings.main_targets),
+  "cases": (listings.ListingArgs, listings.main_cases),
+  "experiments": (listings.ListingArgs, listings.main_experiments),
+  "golden": (golden.GoldenArgs, golden.main),
+  "verify": (verify.VerifyArgs, verify.main),
+  "cache": (cache.CacheArgs, cache.main),
+}
+# Fields that are not flags: the flags every command accepts, and the
+# positional words (`hloprobe golden check`).
+_COMMON, _WORDS = "common", "words"
+# The order a flag's commands are named in its usage error.
+_NAMING_ORDER = (
+  "sweep",
+  "explain",
+  "golden",
+  "verify",
+  "versions",
+  "bisect",
+  "cache",
+  "view",
+)
 
 
-def _venv_dir() -> str | None:
-  """Where `versions`/`bisect` keep venvs: venvs/ under --cache_dir."""
-  return (
-    os.path.join(cli_flags.CACHE_DIR.value, "venvs")
-    if cli_flags.CACHE_DIR.value
-    else None
-  )
+def _fields(record_type) -> list[str]:
+  return [f.name for f in dataclasses.fields(record_type)]
 
 
-def _bound_cache() -> None:
-  """Evicts least recently used records down to --cache_max_mb; a folder
-  that cannot be read costs disk space, not the command's results."""
-  folder = _cache_dir()
-  if not folder:
-    return
-  try:
-    cache.RecordCache(folder).evict(cli_flags.CACHE_MAX_MB.value * 2**20)
-  except OSError as e:
-    logging.warning("hloprobe: cannot bound the cache %s: %s", folder, e)
+def command_flags() -> dict[str, tuple[str, ...]]:
+  """Each flag only some commands read -> those commands: every field of
+  a command's args record that is neither the common flags
+  (`common.SweepWords`) nor its words. Given to another command, such a
+  flag would be silently ignored (`sweep --fix=float32`): a usage error."""
+  owners: dict[str, list[str]] = {}
+  for name, (record_type, _) in _COMMANDS.items():
+    for field in _fields(record_type):
+      if field not in (_COMMON, _WORDS):
+        owners.setdefault(field, []).append(name)
+  rank = {name: i for i, name in enumerate(_NAMING_ORDER)}
+  return {
+    flag: tuple(sorted(names, key=lambda n: rank.get(n, len(rank))))
+    for flag, names in owners.items()
+  }
 
 
-def _check_format() -> str:
-  from hloprobe.pictures import outputs
+def _check_flags_for(command: str) -> None:
+  """Every command-specific flag given is one `command` reads.
 
-  if cli_flags.COLUMNS.value is not None:
-    render.check_columns(cli_flags.COLUMNS.value)
-  outputs.check_extras(
-    bool(cli_flags.PLOT.value), bool(cli_flags.MODEL_EXPLORER.value)
-  )
-  return cli_flags.FORMAT.value
-
-
-def _start_jax(swept) -> None:
-  """Starts JAX here on the CPU only, without noise.
-
-  Every config compiles and runs in a worker process (see
-  `sweep.run_sweep`); this process computes float64 references and
-  emulations, on the CPU, so it never starts nor allocates on a GPU.
-  Unless an attached GPU (`gpu`) is among `swept`'s Target records,
-  JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 is set (compile-only GPU targets need
-  the CUDA plugin but no CUDA backend), which the workers inherit.
+  Raises:
+    InvalidArgumentError: names the flag and the commands that read it.
   """
-  from hloprobe.compile import lowering, worker
-
-  worker.check_environment_xla_flags()
-  # absl's app.run shows INFO records; JAX's backend probing logs some
-  # ("Unable to initialize backend 'tpu'").
-  logging.getLogger("jax").setLevel(logging.WARNING)
-  if not any(t.platform == "cuda" and not t.compile_only for t in swept):
-    os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
-  lowering.start_backends("cpu")
-  warning = compat.version_warning()
-  if warning:  # once per command: the checked jaxlib is another
-    print(warning, file=sys.stderr)
-  # Compile-only targets are loaded by the sweep, in a worker process (XLA
-  # may die on a config); one XLA rejects is a TargetError, a usage error.
+  table = command_flags()
+  for holder in flags.FLAGS.get_flags_for_module(cli_flags.__name__):
+    commands = table.get(holder.name)
+    if commands and holder.present and command not in commands:
+      raise InvalidArgumentError(
+        f"--{holder.name} is for `hloprobe {' / '.join(commands)}`, not "
+        f"`hloprobe {command}`; drop it"
+      )
 
 
-def _host():
-  """The CPU this process computes on, under the environment's XLA_FLAGS."""
-  from hloprobe.compile import host
+def _value(name: str):
+  """The flag's value; a list as a tuple (the records are frozen)."""
+  value = flags.FLAGS[name].value
+  return tuple(value) if isinstance(value, list) else value
 
-  return host.host_cpu(os.environ.get("XLA_FLAGS"))
+
+def _common() -> common.SweepWords:
+  """The flags every command accepts, and which of them were given."""
+  names = [n for n in _fields(common.SweepWords) if n != "given"]
+  return common.SweepWords(
+    **{n: _value(n) for n in names},
+    given=frozenset(n for n in names if flags.FLAGS[n].present),
+  )
 
 
-class _Interrupted(KeyboardInterrupt):
-  """SIGINT or SIGTERM, raised where the program is so `finally` blocks run.
-
-  Attributes:
-    signum: the signal.
-    done: the configs finished before it, when a sweep was running.
-    total: the sweep's number of configs.
-  """
-
-  def __init__(self, signum: int, done=None, total: int = 0):
-    super().__init__(signum)
-    self.signum, self.done, self.total = signum, done, total
+def _args(record_type, words: list[str]):
+  """`record_type` filled from the flags (read here, once) and `words`."""
+  values = {}
+  for field in _fields(record_type):
+    if field == _COMMON:
+      values[field] = _common()
+    elif field == _WORDS:
+      values[field] = tuple(words)
+    else:
+      values[field] = _value(field)
+  return record_type(**values)
 
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _on_signal(signum, frame) -> None:
-  """Turns the first SIGINT/SIGTERM into `_Interrupted`; ignores the rest
+  """Turns the first SIGINT/SIGTERM into `common.Interrupted`; ignores the rest
   (clean-up, e.g. ending worker processes, is not interrupted again)."""
   del frame
   for s in _SIGNALS:
     signal.signal(s, signal.SIG_IGN)
-  raise _Interrupted(signum)
+  raise common.Interrupted(signum)
 
 
 def _on_unraisable(unraisable) -> None:
-  """sys.unraisablehook: an `_Interrupted` that Python dropped is sent again.
+  """sys.unraisablehook: a `common.Interrupted` that Python dropped is sent again.
 
   A handler runs between any two bytecodes of the main thread, also inside
   a callback whose exceptions Python prints as "Exception ignored" and
@@ -194,7 +205,7 @@ def _on_unraisable(unraisable) -> None:
   other exceptions go to Python's own hook.
   """
   e = unraisable.exc_value
-  if not isinstance(e, _Interrupted):
+  if not isinstance(e, common.Interrupted):
     sys.__unraisablehook__(unraisable)
     return
   while True:
@@ -203,312 +214,8 @@ def _on_unraisable(unraisable) -> None:
         signal.signal(s, _on_signal)
       _thread.start_new_thread(os.kill, (os.getpid(), e.signum))
       return
-    except _Interrupted:  # it came back here: send it again
+    except common.Interrupted:  # it came back here: send it again
       continue
-
-
-def _run_streamed(spec):
-  """run_sweep, each finished config appended to --output_dir/results.jsonl.
-
-  Raises:
-    _Interrupted: on SIGINT/SIGTERM, carrying the configs finished.
-  """
-  from hloprobe import sweep
-  from hloprobe.pictures import outputs
-  from hloprobe.report import stream
-
-  progress = stream.Progress(
-    spec.config_count, stream.start_stream(cli_flags.OUTPUT_DIR.value)
-  )
-  try:
-    results = sweep.run_sweep(
-      spec, outputs.progress_printer(sys.stderr), on_result=progress.add
-    )
-  except KeyboardInterrupt as e:
-    signum = getattr(e, "signum", signal.SIGINT)
-    raise _Interrupted(signum, progress.done, progress.total) from None
-  return results
-
-
-def _cmd_sweep() -> int:
-  spec = _sweep_spec()
-  fmt = _check_format()
-  if fmt == "html":  # the page explains: name the passes
-    spec = dataclasses.replace(spec, explain_passes=True)
-  _start_jax(spec.targets)
-  results = _run_streamed(spec)
-  try:
-    _report_sweep(results, spec, fmt)
-  except KeyboardInterrupt as e:  # every config finished and is streamed
-    signum = getattr(e, "signum", signal.SIGINT)
-    raise _Interrupted(signum, results, len(results)) from None
-  return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
-
-
-def _report_sweep(results, spec, fmt: str) -> None:
-  """Prints a finished sweep and writes --output_dir's and the pictures'
-  files."""
-  from hloprobe.compile import lowering
-  from hloprobe.pictures import outputs
-
-  out = _outputs(fmt)
-  why = _explanations(results) if out.needs_explanations else []
-  outputs.show_sweep(results, why, lowering.versions(), _host(), out)
-
-
-def _explanations(results):
-  from hloprobe.report import explain
-
-  return explain.explain(results)
-
-
-def _outputs(fmt: str):
-  """The output flags as `outputs.Outputs`."""
-  from hloprobe.pictures import outputs
-
-  return outputs.Outputs(
-    fmt=fmt,
-    columns=cli_flags.COLUMNS.value,
-    wide=cli_flags.WIDE.value,
-    sites=cli_flags.SITES.value,
-    timings=cli_flags.TIMINGS.value,
-    output_dir=cli_flags.OUTPUT_DIR.value,
-    plot=cli_flags.PLOT.value,
-    model_explorer=cli_flags.MODEL_EXPLORER.value,
-  )
-
-
-def _cmd_explain() -> int:
-  from hloprobe.compile import lowering
-  from hloprobe.pictures import outputs
-
-  fmt = _check_format()
-  if fmt == "markdown":
-    raise InvalidArgumentError(
-      "explain prints text (--format=table), HTML (--format=html) or JSON "
-      "(--format=json); got --format=markdown"
-    )
-  spec = dataclasses.replace(_sweep_spec(), explain_passes=True)
-  _start_jax(spec.targets)
-  results = _run_streamed(spec)
-  versions = lowering.versions()
-  explanations = _explanations(results)
-  cpu = _host()
-  outputs.show_explanation(results, explanations, versions, cpu, _outputs(fmt))
-  return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
-
-
-def _cmd_view(words: list[str]) -> int:
-  """`hloprobe view DIR`: Model Explorer on a --model_explorer folder."""
-  from hloprobe.pictures import model_explorer, outputs
-
-  if len(words) != 1:
-    raise InvalidArgumentError(
-      f"`view` takes one folder, got {words}; e.g. `hloprobe view out/me`"
-    )
-  outputs.check_extras(plot=False, explorer=True)
-  values, given = _sweep_flags()
-  index_key = {
-    "cases": "case",
-    "targets": "target",
-    "batch_sizes": "n",
-    "precisions": "precision",
-  }
-  wanted = {index_key[key]: values[key] for key in given}
-  model_explorer.view(
-    words[0], wanted, cli_flags.PORT.value, cli_flags.BROWSER.value
-  )
-  return EXIT_OK
-
-
-def _sweep_flags() -> tuple[dict, list[str]]:
-  """({"cases", "batch_sizes", "precisions", "targets"} -> the flags'
-  values, defaults included; the keys whose flags were given)."""
-  from hloprobe import sweep
-
-  holders = {
-    "cases": cli_flags.CASE,
-    "batch_sizes": cli_flags.BATCH_SIZES,
-    "precisions": cli_flags.PRECISIONS,
-    "targets": cli_flags.TARGETS,
-  }
-  values = {key: holder.value for key, holder in holders.items()}
-  values["batch_sizes"] = sweep.parse_batch_sizes(cli_flags.BATCH_SIZES.value)
-  return values, [key for key, holder in holders.items() if holder.present]
-
-
-def _cmd_targets() -> int:
-  from hloprobe.report import listings
-
-  print(listings.targets_listing(cli_flags.TARGET_CONFIG.value))
-  return EXIT_OK
-
-
-def _cmd_cases() -> int:
-  from hloprobe.report import listings
-
-  print(listings.cases_listing())
-  return EXIT_OK
-
-
-def _cmd_experiments() -> int:
-  from hloprobe.report import listings
-
-  print(listings.experiments_listing())
-  return EXIT_OK
-
-
-def _cmd_golden(words: list[str]) -> int:
-  from hloprobe.golden import commands, snapshot
-
-  if words not in (["check"], ["update"]):
-    raise InvalidArgumentError(
-      f"`golden` takes one word, check or update; got {words}; e.g. `hloprobe golden check`"
-    )
-  if cli_flags.TARGET_CONFIG.value:
-    raise InvalidArgumentError(
-      "`golden` does not read --target_config; name config files in "
-      "--targets (e.g. --targets=cpu,golden/configs/x.txtpb), as "
-      "MANIFEST.json records them"
-    )
-  golden_dir = cli_flags.GOLDEN_DIR.value or snapshot.default_golden_dir()
-  from hloprobe.sweep import spec as sweep_spec
-
-  values, given = _sweep_flags()
-  spec = sweep_spec.check_nonempty(
-    commands.golden_spec(golden_dir, values, given)
-  )
-  spec = dataclasses.replace(spec, jobs=cli_flags.JOBS.value)
-  _start_jax(spec.targets)
-  if words == ["update"]:
-    return commands.cmd_update(spec, golden_dir)
-  return commands.cmd_check(
-    spec, golden_dir, cli_flags.STRICT.value, cli_flags.OUTPUT_DIR.value
-  )
-
-
-def _cmd_verify() -> int:
-  if not cli_flags.FIX.value:
-    raise InvalidArgumentError(
-      "verify needs --fix, e.g. --fix=float32 or --fix=no_triton_gemm"
-    )
-  fix = verify.parse_fix(cli_flags.FIX.value)
-  requirements = verify.parse_requirements(_require())
-  fmt = _check_format()
-  spec = _sweep_spec()
-  verify.check_batch_sizes(requirements, spec.batch_sizes)
-  _start_jax(spec.targets)
-  outcome = verify.verify_fix(
-    spec,
-    fix,
-    requirements,
-    golden_dir=cli_flags.GOLDEN_DIR.value or None,
-    abs_error_bound=cli_flags.ABS_ERROR_BOUND.value,
-    rel_error_bound=cli_flags.REL_ERROR_BOUND.value,
-  )
-  print(render.render_verification(outcome, fmt))
-  return EXIT_OK if outcome.passed else EXIT_FAILED
-
-
-def _require() -> str:
-  """--require as `verify.parse_requirements` reads it (which rejects an
-  empty item and drops a repeated one)."""
-  return ",".join(cli_flags.REQUIRE.value)
-
-
-def _cmd_versions() -> int:
-  from hloprobe.versions import commands
-
-  return commands.cmd_versions(
-    _sweep_spec(),
-    cli_flags.JAXLIB.value,
-    _venv_dir(),
-    _check_format(),
-    cli_flags.CHANGES_ONLY.value,
-    cli_flags.PYTHON.value,
-  )
-
-
-def _cmd_cache(words: list[str]) -> int:
-  from hloprobe.versions import commands
-
-  folder = cli_flags.CACHE_DIR.value or cache.default_cache_dir()
-  return commands.cmd_cache(words, folder, cli_flags.CACHE_MAX_MB.value)
-
-
-def _cmd_bisect() -> int:
-  from hloprobe.versions import commands
-
-  return commands.cmd_bisect(
-    _sweep_spec(),
-    cli_flags.GOOD.value,
-    cli_flags.BAD.value,
-    _require(),
-    _venv_dir(),
-    cli_flags.PYTHON.value,
-  )
-
-
-_COMMANDS = {
-  "sweep": _cmd_sweep,
-  "versions": _cmd_versions,
-  "bisect": _cmd_bisect,
-  "view": _cmd_view,
-  "explain": _cmd_explain,
-  "targets": _cmd_targets,
-  "cases": _cmd_cases,
-  "experiments": _cmd_experiments,
-  "golden": _cmd_golden,
-  "verify": _cmd_verify,
-  "cache": _cmd_cache,
-}
-# Commands that write the record cache; it is bounded after each.
-_CACHING = ("sweep", "explain", "verify")
-# Flags only some commands read; given to another, a flag would be
-# silently ignored (`sweep --fix=float32`), so it is a usage error.
-_COMMAND_FLAGS = {
-  "fix": ("verify",),
-  "require": ("verify", "bisect"),
-  "abs_error_bound": ("verify",),
-  "rel_error_bound": ("verify",),
-  "golden_dir": ("golden", "verify"),
-  "strict": ("golden",),
-  "port": ("view",),
-  "browser": ("view",),
-  "jaxlib": ("versions",),
-  "changes_only": ("versions",),
-  "python": ("versions", "bisect"),
-  "good": ("bisect",),
-  "bad": ("bisect",),
-  "timings": ("sweep",),
-  "sites": ("sweep",),
-  "wide": ("sweep",),
-  "columns": ("sweep",),
-  "plot": ("sweep", "explain"),
-  "model_explorer": ("sweep", "explain"),
-  "cache_max_mb": (*_CACHING, "cache"),
-  # verify's only experiment is its --fix; goldens record no experiments.
-  "experiment": ("sweep", "explain"),
-  "experiments_file": ("sweep", "explain"),
-}
-
-
-def _check_flags_for(command: str) -> None:
-  """Every command-specific flag given is one `command` reads.
-
-  Raises:
-    InvalidArgumentError: names the flag and the commands that read it.
-  """
-  for name, commands in _COMMAND_FLAGS.items():
-    if flags.FLAGS[name].present and command not in commands:
-      raise InvalidArgumentError(
-        f"--{name} is for `hloprobe {' / '.join(commands)}`, not "
-        f"`hloprobe {command}`; drop it"
-      )
-
-
-# Commands that take positional words: `hloprobe golden check`.
-_TAKES_WORDS = ("golden", "view", "cache")
 
 
 def main(argv: list[str]) -> int:
@@ -519,17 +226,13 @@ def main(argv: list[str]) -> int:
       raise InvalidArgumentError(
         f"unknown command {command!r}; choose from {', '.join(_COMMANDS)}"
       )
+    record_type, command_main = _COMMANDS[command]
     _check_flags_for(command)
-    if command in _TAKES_WORDS:
-      return _COMMANDS[command](rest)
-    if rest:
+    if rest and _WORDS not in _fields(record_type):
       raise InvalidArgumentError(
         f"unexpected arguments {rest}; flags are written --name=value"
       )
-    status = _COMMANDS[command]()
-    if command in _CACHING:
-      _bound_cache()
-    return status
+    return command_main(_args(record_type, rest))
   except KeyboardInterrupt as e:
     return _interrupted(e)
   except InvalidArgumentError as e:
@@ -559,7 +262,7 @@ def _interrupted(e: KeyboardInterrupt) -> int:
   if done is not None:
     line += f" after {len(done)} of {e.total} configs"
     if cli_flags.OUTPUT_DIR.value:
-      where = os.path.join(cli_flags.OUTPUT_DIR.value, render.RESULTS_STREAM)
+      where = os.path.join(cli_flags.OUTPUT_DIR.value, files.RESULTS_STREAM)
       line += f"; results so far in {where}"
     else:
       line += " (--output_dir=DIR keeps each finished config's results)"

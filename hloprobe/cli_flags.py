@@ -1,7 +1,7 @@
 """The command line's flags: absl `FlagHolder`s and their validators.
 
-Only `cli` reads them (`.value`), once per command, and passes plain
-values down. Closed vocabularies (precisions, --require, --columns,
+Only `cli` reads them (`.value`), once per command, into the command's
+args record (`hloprobe.commands`), whose fields are named after them. Closed vocabularies (precisions, --require, --columns,
 --format) are checked by absl at parse time; an empty list or a bad error
 bound is a validator's usage error.
 """
@@ -13,9 +13,9 @@ import math
 from absl import flags
 
 from hloprobe import verify
-from hloprobe.compile import cache, host
 from hloprobe.ir import precisions
-from hloprobe.report import render
+from hloprobe.report import tables
+from hloprobe.runtime import cache, host
 
 __all__ = [
   "ABS_ERROR_BOUND",
@@ -175,7 +175,7 @@ REL_ERROR_BOUND = flags.DEFINE_float(
   None,
   "For `verify --require=accurate`: max relative error allowed (as run_hlo_module).",
 )
-FORMATS = (*render.REPORT_FORMATS, "html")
+FORMATS = (*tables.REPORT_FORMATS, "html")
 FORMAT = flags.DEFINE_enum(
   "format",
   "table",
@@ -188,12 +188,12 @@ WIDE = flags.DEFINE_bool(
   "wide",
   False,
   "--format=table: every column, unwrapped (the default table shows the "
-  f"{render.TERMINAL_WIDTH}-column first screen).",
+  f"{tables.TERMINAL_WIDTH}-column first screen).",
 )
 COLUMNS = _define_enum_list(
   "columns",
   None,
-  [key for key, _ in render.TABLE_COLUMNS],
+  [key for key, _ in tables.TABLE_COLUMNS],
   "--format=table or markdown: these columns, in this order, comma-separated.",
 )
 PLOT = flags.DEFINE_string(

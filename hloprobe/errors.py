@@ -13,6 +13,7 @@ __all__ = [
   "HloprobeError",
   "TargetError",
   "ToolchainError",
+  "XlaFlagsError",
   "InvalidArgumentError",
   "first_line",
   "write_or_fail",
@@ -39,6 +40,11 @@ class CaseError(InvalidArgumentError):
 
 class TargetError(InvalidArgumentError):
   """Raised when a target name or target config cannot be used."""
+
+
+class XlaFlagsError(InvalidArgumentError):
+  """Raised when XLA rejects an XLA_FLAGS word (an unknown flag, or a value
+  it cannot read); the message names the flag and the XLA_FLAGS."""
 
 
 class ToolchainError(HloprobeError):

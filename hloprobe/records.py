@@ -23,6 +23,7 @@ import dataclasses
 
 from hloprobe.compile.experiments import BASELINE
 from hloprobe.compile.targets import Target
+from hloprobe.ir.precisions import Precision
 from hloprobe.numerics import accuracy, predict
 from hloprobe.sites import dot_sites, passes
 
@@ -37,12 +38,17 @@ __all__ = [
 
 # Bumped when any record below changes shape; part of the cache key.
 # 1: one flat ConfigResult; 2: these records.
-RECORD_VERSION = 2
+RECORD_VERSION = 3
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
   """One sweep config: what is compiled, for what, and how.
+
+  The plain-value record a config's results carry (pickled to the record
+  cache, sent to and back from a worker, written to results.json); made
+  once per config by `sweep.plan.SweepPlan.configs`, beside the `Case` and
+  `Experiment` records it names (`sweep.plan.PlannedConfig`).
 
   Attributes:
     case: the case's name, as results and goldens print it.
@@ -50,15 +56,15 @@ class Config:
       output folders; its compute capability and compile-only flag are
       what `explain` reads).
     n: the batch size (rows of the batched argument).
-    precision: the matmul precision name, e.g. "bfloat16" (see
-      `precisions.parse_precision`).
+    precision: the matmul precision, e.g. `Precision.bfloat16` (a `str`
+      enum: prints and goes to JSON as its name, "bfloat16").
     experiment: the XLA_FLAGS experiment's name, "baseline" for none.
   """
 
   case: str
   target: Target
   n: int
-  precision: str
+  precision: Precision
   experiment: str = BASELINE.name
 
   def label(self) -> str:

@@ -13,7 +13,7 @@ from hloprobe.compile import experiments, targets
 from hloprobe.errors import GoldenError, InvalidArgumentError
 from hloprobe.golden import format as fmt
 from hloprobe.golden import snapshot
-from hloprobe.report import render
+from hloprobe.report import files
 
 _NESTED = """\
 gpu_device_info {
@@ -66,12 +66,14 @@ class InputRulesTest(absltest.TestCase):
       verify.parse_requirements("consistent,,accurate")
 
   def test_duplicates_are_swept_once_everywhere(self):
-    spec = sweep.SweepSpec(
-      ("seed_mlp", "seed_mlp"),
-      (2, 1, 2),
-      ("float32", "bfloat16", "float32"),
-      ("cpu", "t4", "cpu"),
-      experiments=(experiments.parse_experiment("no_algsimp"),) * 2,
+    spec = sweep.plan_sweep(
+      sweep.SweepSpec(
+        ("seed_mlp", "seed_mlp"),
+        (2, 1, 2),
+        ("float32", "bfloat16", "float32"),
+        ("cpu", "t4", "cpu"),
+        experiments=(experiments.parse_experiment("no_algsimp"),) * 2,
+      )
     )
     self.assertEqual(
       (spec.case_names, spec.batch_sizes, spec.precisions, spec.target_names),
@@ -91,7 +93,7 @@ class InputRulesTest(absltest.TestCase):
     out = self.create_tempdir().full_path
     old = os.umask(0o002)
     try:
-      render.atomic_write(os.path.join(out, "a.txt"), "x")
+      files.atomic_write(os.path.join(out, "a.txt"), "x")
     finally:
       os.umask(old)
     mode = stat.S_IMODE(os.stat(os.path.join(out, "a.txt")).st_mode)

@@ -4,12 +4,28 @@ only `report` formats tables (imports tabulate).
 Stages, lowest first (a module's stage is its subpackage under hloprobe/,
 or its own name for a top-level module):
 
-  errors < private_api < ir < compile < sites < numerics < records < sweep
-         < golden < report < pictures < verify < versions < cli_flags < cli, tools
-         < __main__, __init__
+  errors < private_api < ir < compile < runtime < sites < numerics
+         < records < sweep < golden < verify < report < pictures < versions
+         < commands < cli_flags < cli, tools < __main__, __init__
 
-Inside `sweep`, its modules follow the data flow too: spec < compiled <
-measure < engine < __init__ (a module imports only those before it).
+`verify` sits below `report`, which words its evidence records; the
+command layer (`commands`) sits above every library stage and below the
+flags.
+
+Inside `sweep`, its modules follow the data flow too: spec < plan <
+compiled < measure < engine < __init__ (a module imports only those before
+it).
+
+No module names another stage's module in a string: a string table of
+"hloprobe.<stage>.<module>" paths (as worker requests once were) or an
+`importlib.import_module` of a literal hloprobe name is an import the rules
+above cannot see. Only the package's lazy top-level face
+(`hloprobe/__init__.py`) maps names to modules.
+
+Only the command layer prints: `print(` and `sys.stdout.write` /
+`sys.stderr.write` appear in `commands`, `cli` and `tools` alone (the
+library returns data or lines; a command prints them), besides the
+exemptions in `_MAY_WRITE` (each with its reason).
 
 `ir` is lowest after `errors` and `private_api`: it reads compiler text
 into records and needs nothing that compiles. It must not import the JAX
@@ -30,6 +46,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 
 import testutil
 from absl.testing import absltest
@@ -39,15 +56,17 @@ _ORDER = (
   ("private_api",),
   ("ir",),
   ("compile",),
+  ("runtime",),
   ("sites",),
   ("numerics",),
   ("records",),
   ("sweep",),
   ("golden",),
+  ("verify",),
   ("report",),
   ("pictures",),
-  ("verify",),
   ("versions",),
+  ("commands",),
   ("cli_flags",),
   ("cli", "tools"),
   ("__main__", "__init__"),
@@ -61,10 +80,25 @@ _JAX_ALLOWED = ("jaxlib.mlir",)
 _PRIVATE_ADAPTER = "private_api"
 _PRIVATE_JAX = ("jax._src", "jax.interpreters", "jax.lib")
 # A package's modules in data-flow order: each imports only earlier ones.
-_WITHIN = {"sweep": ("spec", "compiled", "measure", "engine", "__init__")}
+# A string naming a module inside a stage: "hloprobe.sweep.compiled".
+_MODULE_PATH_RE = re.compile(r"hloprobe(\.[A-Za-z_]\w*){2,}")
+# Calls that import a module named by a string.
+_IMPORTERS = ("import_module", "__import__")
+# The lazy face: it maps each public name to the module defining it.
+_FACE = "__init__.py"
+_WITHIN = {
+  "sweep": ("spec", "plan", "compiled", "measure", "engine", "__init__")
+}
 # The one package that formats tables (issue 10: "only the report package
 # formats tables").
 _TABLES = ("report",)
+# The stages that print (issue 22: "only the command modules print").
+_PRINTERS = ("commands", "cli", "tools")
+# Module file name -> why it may write to stderr although a library module.
+_MAY_WRITE = {
+  "toolchain.py": "quiet_startup writes back the stderr lines it does not "
+  "drop (it filters what native code printed; it says nothing itself)",
+}
 
 
 def _imported(tree: ast.AST) -> list[tuple[int, str]]:
@@ -82,6 +116,27 @@ def _imported(tree: ast.AST) -> list[tuple[int, str]]:
       found.append((node.lineno, node.module))
       if node.module.split(".")[0] in ("hloprobe", "jax", "jaxlib"):
         found += [(node.lineno, f"{node.module}.{a.name}") for a in node.names]
+  return found
+
+
+def _prints(tree: ast.AST) -> list[int]:
+  """Lines of every `print(...)` and `sys.stdout/sys.stderr.write(...)`."""
+  found = []
+  for node in ast.walk(tree):
+    if not isinstance(node, ast.Call):
+      continue
+    f = node.func
+    if isinstance(f, ast.Name) and f.id == "print":
+      found.append(node.lineno)
+    elif (
+      isinstance(f, ast.Attribute)
+      and f.attr == "write"
+      and isinstance(f.value, ast.Attribute)
+      and f.value.attr in ("stdout", "stderr")
+      and isinstance(f.value.value, ast.Name)
+      and f.value.value.id == "sys"
+    ):
+      found.append(node.lineno)
   return found
 
 
@@ -157,6 +212,29 @@ def _upward_within(stage: str, rel: str, parts: list[str]) -> bool:
   return parts[2] in order and order.index(parts[2]) > order.index(mine)
 
 
+def _named_by_string(tree: ast.AST, stage: str) -> list[tuple[int, str]]:
+  """(line, what) of every module of another stage named in a string, and
+  of every import of a literal hloprobe name by `importlib`."""
+  found = []
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Call):
+      f = node.func
+      name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+      arg = node.args[0] if node.args else None
+      if (
+        name in _IMPORTERS
+        and isinstance(arg, ast.Constant)
+        and isinstance(arg.value, str)
+        and arg.value.split(".")[0] == "hloprobe"
+      ):
+        found.append((node.lineno, f"imports {arg.value!r} by name"))
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+      m = _MODULE_PATH_RE.fullmatch(node.value)
+      if m and node.value.split(".")[1] != stage:
+        found.append((node.lineno, f"names module {node.value!r} in a string"))
+  return sorted(found)
+
+
 def _is_jax_runtime(name: str) -> bool:
   if any(name == a or name.startswith(a + ".") for a in _JAX_ALLOWED):
     return False
@@ -164,8 +242,9 @@ def _is_jax_runtime(name: str) -> bool:
 
 
 def violations(package_dir: str) -> list[str]:
-  """Every upward import, and every JAX runtime import in `ir`, under
-  `package_dir` (a folder laid out like hloprobe/), as readable lines."""
+  """Every upward import, every JAX runtime import in `ir` and every print
+  outside the command layer, under `package_dir` (a folder laid out like
+  hloprobe/), as readable lines."""
   out = []
   for dirpath, _, files in os.walk(package_dir):
     for f in sorted(files):
@@ -179,6 +258,11 @@ def violations(package_dir: str) -> list[str]:
         continue
       with open(path, encoding="utf-8") as fh:
         tree = ast.parse(fh.read(), path)
+      if stage not in _PRINTERS and f not in _MAY_WRITE:
+        out += [f"{rel}:{line}: {stage} prints" for line in _prints(tree)]
+      if rel != _FACE:
+        for line, what in _named_by_string(tree, stage):
+          out.append(f"{rel}:{line}: {stage} {what}")
       if stage != _PRIVATE_ADAPTER:
         out += [
           f"{rel}:{line}: private jax/jaxlib API {name} outside "
@@ -249,6 +333,35 @@ class LayeringTest(absltest.TestCase):
       ],
     )
 
+  def test_worker_request_naming_a_function_by_string_fails(self):
+    root = self.create_tempdir().full_path
+    # A request record whose class the worker finds by pickle is fine, and
+    # so is a stage naming its own modules (a `python -m` of its own).
+    _write(
+      root,
+      "sweep/compiled.py",
+      "from hloprobe.runtime.serve import Request\n"
+      "class CompileRequest(Request):\n  pass\n"
+      "_SELF = 'hloprobe.sweep.compiled'\n",
+    )
+    _write(root, "__init__.py", "_WHERE = {'x': 'hloprobe.sweep.compiled'}\n")
+    self.assertEqual(violations(root), [])
+    _write(
+      root,
+      "runtime/pool.py",
+      "import importlib\n"
+      "_FUNCTIONS = {'run': ('hloprobe.sweep.compiled', 'compile_and_run')}\n"
+      "def f():\n  return importlib.import_module('hloprobe.sweep')\n",
+    )
+    self.assertEqual(
+      violations(root),
+      [
+        "runtime/pool.py:2: runtime names module 'hloprobe.sweep.compiled' "
+        "in a string",
+        "runtime/pool.py:4: runtime imports 'hloprobe.sweep' by name",
+      ],
+    )
+
   def test_ir_may_use_mlir_bindings_but_not_jax(self):
     root = self.create_tempdir().full_path
     _write(root, "ir/stablehlo.py", "from jaxlib.mlir import ir\n")
@@ -316,6 +429,30 @@ class LayeringTest(absltest.TestCase):
     _write(root, "cli.py", "def f():\n  import tabulate\n")
     self.assertEqual(
       violations(root), ["cli.py:2: cli formats tables (tabulate)"]
+    )
+
+  def test_only_the_command_layer_prints(self):
+    root = self.create_tempdir().full_path
+    _write(
+      root,
+      "commands/sweep.py",
+      "import sys\ndef main():\n  print('x')\n  sys.stderr.write('y')\n",
+    )
+    _write(root, "cli.py", "def f():\n  print('usage', file=sys.stderr)\n")
+    _write(root, "report/tables.py", "def f(out):\n  out.write('x')\n")
+    self.assertEqual(violations(root), [])
+    _write(root, "report/tables.py", "def f():\n  print('a table')\n")
+    _write(
+      root,
+      "pictures/outputs.py",
+      "import sys\nsys.stdout.write('x')\nsys.stderr.flush()\n",
+    )
+    self.assertEqual(
+      violations(root),
+      [
+        "pictures/outputs.py:2: pictures prints",
+        "report/tables.py:2: report prints",
+      ],
     )
 
 

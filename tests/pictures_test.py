@@ -32,10 +32,10 @@ from absl.testing import absltest
 from testutil import ROOT, run_hloprobe
 
 from hloprobe import records, sweep
-from hloprobe.compile import targets
+from hloprobe.commands import common
+from hloprobe.compile import cases, targets
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.report import explain
-from hloprobe.report import render as report
+from hloprobe.report import explain, tables
 
 # Compiles with XLA (`make test-fast` skips it).
 pytestmark = pytest.mark.compiles
@@ -64,7 +64,7 @@ def setUpModule():
     explain_passes=True,
   )
   RESULTS[:] = sweep.run_sweep(spec, PROGRESS.append)
-  EXPLANATIONS[:] = explain.explain(RESULTS)
+  EXPLANATIONS[:] = explain.explain(RESULTS, [cases.seed_mlp])
 
 
 def _config(target: str, n: int, precision: str):
@@ -92,8 +92,6 @@ class ProgressTest(absltest.TestCase):
     self.assertEqual(PROGRESS[-1].current, "")
 
   def test_line_only_on_a_terminal(self):
-    from hloprobe.pictures import outputs
-
     class Stream:
       def __init__(self, tty):
         self.tty, self.text = tty, ""
@@ -107,9 +105,9 @@ class ProgressTest(absltest.TestCase):
       def flush(self):
         pass
 
-    self.assertIsNone(outputs.progress_printer(Stream(False)))
+    self.assertIsNone(common.progress_printer(Stream(False)))
     tty = Stream(True)
-    show = outputs.progress_printer(tty)
+    show = common.progress_printer(tty)
     for p in PROGRESS[:2]:
       show(p)
     self.assertRegex(
@@ -121,7 +119,7 @@ class ProgressTest(absltest.TestCase):
 
 class FirstScreenTest(absltest.TestCase):
   def test_default_table_fits_120_columns_and_tells_the_story(self):
-    text = report.render(RESULTS, "table", {})
+    text = tables.render(RESULTS, "table", {})
     self.assertLessEqual(max(map(len, text.splitlines())), 120)
     for word in ("case", "target", "precision", "fates", "verdict", "pred"):
       self.assertIn(word, text.split("\n--")[0])
@@ -141,7 +139,7 @@ class FirstScreenTest(absltest.TestCase):
       )
       for n in (1, 2)
     ]
-    table, below = report.render(RESULTS + failed, "table", {}).split(
+    table, below = tables.render(RESULTS + failed, "table", {}).split(
       "\n\nfailed:\n"
     )
     self.assertIn("status", table.split("\n--")[0])
@@ -158,17 +156,17 @@ class FirstScreenTest(absltest.TestCase):
     self.assertLessEqual(max(map(len, below.splitlines())), 120)
 
   def test_wide_and_columns(self):
-    wide = report.render(RESULTS, "table", {}, wide=True)
+    wide = tables.render(RESULTS, "table", {}, wide=True)
     self.assertIn("compile s", wide)
     self.assertLen(wide.splitlines(), len(RESULTS) + 2)
-    picked = report.render(RESULTS, "table", {}, ["n", "target", "verdict"])
+    picked = tables.render(RESULTS, "table", {}, ["n", "target", "verdict"])
     self.assertRegex(picked.splitlines()[0], r"^n +target +verdict *$")
-    markdown = report.render(RESULTS, "markdown", {})
+    markdown = tables.render(RESULTS, "markdown", {})
     self.assertIn("| compile s ", markdown)
     with self.assertRaisesRegex(
       InvalidArgumentError, "unknown --columns speed"
     ):
-      report.render(RESULTS, "table", {}, ["n", "speed"])
+      tables.render(RESULTS, "table", {}, ["n", "speed"])
 
 
 @absltest.skipUnless(_HAVE_PLOT, _NO_PLOT)

@@ -1,14 +1,12 @@
 """Programs from public reports (issue 11) as test-defined cases.
 
-Each is a `cases.Case` built here, not a built-in: `registered` puts one in
-the case registry for a sweep and takes it out again, so the tests can run
-`sweep.run_sweep` on it by name. Inputs are numpy draws with fixed seeds
+Each is a `cases.Case` built here, not a built-in: the tests pass the record
+itself in a sweep's spec (`sweep.SweepSpec((case,), ...)`), which then
+compiles it in the test's process. Inputs are numpy draws with fixed seeds
 (exact on every CPU).
 """
 
 from __future__ import annotations
-
-import contextlib
 
 import jax
 import jax.numpy as jnp
@@ -27,21 +25,8 @@ __all__ = [
   "long_k_matmul",
   "ones_matmul",
   "merged_dots",
-  "registered",
   "two_dots",
 ]
-
-
-@contextlib.contextmanager
-def registered(*programs: cases.Case):
-  """Puts cases in `cases.CASES` for the duration of a `with` block."""
-  added = [c.name for c in programs if c.name not in cases.CASES]
-  cases.CASES.update({c.name: c for c in programs})
-  try:
-    yield
-  finally:
-    for name in added:
-      del cases.CASES[name]
 
 
 def _uniform(seed: int, *shapes) -> tuple[np.ndarray, ...]:

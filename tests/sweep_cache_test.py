@@ -13,7 +13,9 @@ import testutil
 from absl.testing import absltest
 
 from hloprobe import records, sweep
-from hloprobe.compile import cache, cases, targets, worker
+from hloprobe.compile import cases, targets
+from hloprobe.runtime import cache
+from hloprobe.runtime import pool as worker
 from hloprobe.sweep import engine, measure
 
 

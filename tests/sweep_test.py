@@ -127,7 +127,7 @@ class FailureIsolationTest(absltest.TestCase):
     ):
       sweep.run_sweep(spec)
 
-  def test_spec_rejects_unknown_names(self):
+  def test_plan_rejects_unknown_names(self):
     base = sweep.SweepSpec(("seed_mlp",), (1,), ("float32",), ("cpu",))
     for field, value, message in (
       ("cases", ("nope",), "unknown case"),
@@ -135,7 +135,7 @@ class FailureIsolationTest(absltest.TestCase):
       ("targets", ("tpu",), "unknown target"),
     ):
       with self.assertRaisesRegex(InvalidArgumentError, message):
-        dataclasses.replace(base, **{field: value})
+        sweep.plan_sweep(base, **{field: value})
 
   def test_missing_reference_and_predictor_say_why(self):
     case = cases.get_case("seed_mlp")

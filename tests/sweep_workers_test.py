@@ -16,8 +16,9 @@ import testutil
 from absl.testing import absltest
 
 from hloprobe import sweep
-from hloprobe.compile import cases, targets, worker
+from hloprobe.compile import cases, targets
 from hloprobe.compile.experiments import parse_experiment
+from hloprobe.runtime import pool as worker
 
 pytestmark = pytest.mark.compiles
 
@@ -171,7 +172,7 @@ class InputsOnceTest(absltest.TestCase):
 
 class JobsTest(absltest.TestCase):
   def test_jobs_change_nothing_and_each_flag_set_has_one_worker(self):
-    # The A100 as a config file: the sweep reads it once, a worker gets the
+    # The A100 as a config file: the plan reads it once, a worker gets the
     # Target record whole.
     a100 = self.create_tempfile(
       "my_a100.txtpb", targets.BUILTIN_TARGETS["a100"].config_text
@@ -189,6 +190,7 @@ class JobsTest(absltest.TestCase):
           parse_experiment("nofm:--xla_cpu_enable_fast_math=false"),
         ),
       )
+      spec = sweep.plan_sweep(spec)  # read here, once for both sweeps
       one = sweep.run_sweep(spec)
       tmp = self.create_tempdir().full_path
       seen = set()

@@ -15,6 +15,7 @@ from absl.testing import absltest, parameterized
 from hloprobe import sweep, verify
 from hloprobe.compile import lowering
 from hloprobe.errors import InvalidArgumentError
+from hloprobe.report import verification
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = pytest.mark.cpu_numerics
@@ -40,6 +41,15 @@ def _verify(
 
 def _by_name(v):
   return {r.name: r for r in v.requirements}
+
+
+def _lines(requirement) -> tuple[str, ...]:
+  """A requirement's evidence records as the lines `verify` prints."""
+  return tuple(verification.requirement_lines(requirement))
+
+
+def _changes(v) -> list[str]:
+  return [str(c) for c in v.fate_changes]
 
 
 class ParseTest(parameterized.TestCase):
@@ -97,7 +107,7 @@ class OneBatchSizeTest(absltest.TestCase):
     (consistent,) = v.requirements
     self.assertFalse(consistent.passed)
     self.assertEqual(
-      consistent.evidence,
+      _lines(consistent),
       (
         "cpu seed_mlp float32: consistent needs at least two batch sizes; "
         "got n=2",
@@ -117,36 +127,38 @@ class A100Test(absltest.TestCase):
       "a100 seed_mlp n=1 bfloat16 -> no_dot_strength_reduction site 1: "
       "multiply+reduce F32_F32_F32 -> Triton gemm TF32_TF32_F32; emitter: "
       "kInput -> __triton_nested_gemm_fusion",
-      v.fate_changes,
+      _changes(v),
     )
     self.assertIn(
       "a100 seed_mlp n=1 bfloat16 -> no_dot_strength_reduction site 0: "
       "multiply+reduce F32_F32_F32 -> dot F32_F32_F32; emitter: kInput -> kLoop",
-      v.fate_changes,
+      _changes(v),
     )
     req = _by_name(v)
     self.assertFalse(req["consistent"].passed)
     self.assertFalse(req["accurate"].passed)
-    self.assertIn("(predicted)", req["accurate"].evidence[0])
+    self.assertIn("(predicted)", _lines(req["accurate"])[0])
     self.assertFalse(v.passed)
 
   def test_float32_passes_both(self):
     v = _verify("float32", targets=("a100", "cpu"))
-    self.assertTrue(v.passed, [r.evidence[:2] for r in v.requirements])
-    evidence = "\n".join(e for r in v.requirements for e in r.evidence)
+    self.assertTrue(v.passed, [_lines(r)[:2] for r in v.requirements])
+    evidence = "\n".join(e for r in v.requirements for e in _lines(r))
     self.assertIn("cpu seed_mlp n=2 float32", evidence)
     self.assertIn("(observed)", evidence)
     self.assertIn("(predicted)", evidence)
     self.assertIn(
       "a100 seed_mlp n=2 bfloat16 -> float32 site 0: Triton gemm TF32_TF32_F32 "
       "-> Triton gemm F32_F32_F32",
-      v.fate_changes,
+      _changes(v),
     )
     # Row 0's error before (TF32 operand rounding, order-free: 0.61 in our
     # numpy emulation) and after (f32: its size depends on the CPU's summation
     # order, so it is bounded by a tenth of the before, not pinned).
     line = next(
-      e for e in v.errors if e.startswith("a100 seed_mlp n=2 bfloat16 ->")
+      e
+      for e in map(verification.evidence_line, v.errors)
+      if e.startswith("a100 seed_mlp n=2 bfloat16 ->")
     )
     match = re.search(r"\|err\| (\S+) -> (\S+) \(predicted\)", line)
     self.assertIsNotNone(match, line)
@@ -169,18 +181,18 @@ class A100Test(absltest.TestCase):
       "a100 seed_mlp n=2 bfloat16 -> no_triton_gemm site 0: Triton gemm "
       "TF32_TF32_F32 -> cuBLASLt TF32_TF32_F32; emitter: "
       "__triton_nested_gemm_fusion -> __cublas$lt$matmul",
-      v.fate_changes,
+      _changes(v),
     )
     self.assertIn(
       "a100 seed_mlp n=2 tensorfloat32 -> no_triton_gemm site 0: Triton gemm "
       f"{high} -> cuBLASLt TF32_TF32_F32; emitter: "
       "__triton_nested_gemm_fusion -> __cublas$lt$matmul",
-      v.fate_changes,
+      _changes(v),
     )
     self.assertFalse(_by_name(v)["consistent"].passed)
     # cuBLASLt is allowed, not required, to use TF32 (a real H200's kept
     # the K = 2 gemm in f32): the predicted move is the upper bound.
-    evidence = _by_name(v)["consistent"].evidence
+    evidence = _lines(_by_name(v)["consistent"])
     n2 = [line for line in evidence if " n=2 " in line]
     self.assertLen(n2, 2)
     for line in n2:
@@ -194,19 +206,19 @@ class A100Test(absltest.TestCase):
     v = _verify(
       "float32", require=("golden",), targets=("a100",), sizes=(1, 2, 9)
     )
-    self.assertTrue(v.passed, v.requirements[0].evidence)
+    self.assertTrue(v.passed, _lines(v.requirements[0]))
     # 3 configs x (hlo, dots.json, stablehlo) under the goldens' own jaxlib;
     # under another, the dot summaries alone (golden/snapshot.py).
     same = testutil.goldens_from_this_jaxlib()
     self.assertEqual(
-      v.requirements[0].evidence,
+      _lines(v.requirements[0]),
       (f"{9 if same else 3} golden files match",),
     )
     v = _verify("no_triton_gemm", require=("golden",), sizes=(2,))
     self.assertFalse(v.passed)
     self.assertIn(
       "missing golden a100/seed_mlp/n2-bfloat16-no_triton_gemm.dots.json",
-      v.requirements[0].evidence[0],
+      _lines(v.requirements[0])[0],
     )
 
 

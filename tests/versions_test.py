@@ -256,7 +256,7 @@ def test_gpu_check_logic_with_the_cpu_standing_in(tmp_path):
     [
       sys.executable,
       "-m",
-      "hloprobe.versions.gpu_check",
+      "hloprobe.commands.gpu_check",
       "--device_target=cpu",
       "--compile_only_target=a100",
       "--batch_sizes=1,2",

@@ -7,6 +7,7 @@ report; `url` names the report. `hloprobe cases` lists them.
 from __future__ import annotations
 
 import statistics
+import types
 from collections.abc import Sequence
 
 import jax
@@ -391,19 +392,23 @@ mlx_3953 = Case(
   url="https://github.com/ml-explore/mlx/issues/3953",
 )
 
-CASES = {
-  c.name: c
-  for c in (
-    seed_mlp,
-    tf_127577,
-    jax_11628,
-    jax_15362,
-    jax_27188,
-    jax_22557,
-    jax_24909,
-    jax_19444,
-    jax_21212,
-    pytorch_105726,
-    mlx_3953,
-  )
-}
+# Read only: cases are passed in (a `Case` record in a sweep's spec), never
+# added here at run time.
+CASES = types.MappingProxyType(
+  {
+    c.name: c
+    for c in (
+      seed_mlp,
+      tf_127577,
+      jax_11628,
+      jax_15362,
+      jax_27188,
+      jax_22557,
+      jax_24909,
+      jax_19444,
+      jax_21212,
+      pytorch_105726,
+      mlx_3953,
+    )
+  }
+)

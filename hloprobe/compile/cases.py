@@ -17,7 +17,6 @@ import importlib
 import importlib.util
 import os
 import sys
-import types
 
 from hloprobe.compile.builtin_cases import CASES
 from hloprobe.compile.case_model import Case, ReportedError, leaf_names
@@ -35,9 +34,6 @@ __all__ = [
 ]
 
 seed_mlp = CASES["seed_mlp"]
-# The built-in cases as shipped, by name: a case added to `CASES` at run
-# time (or a record that reuses a built-in name) exists in this process only.
-_SHIPPED = types.MappingProxyType(dict(CASES))
 
 
 def _module_name(path: str) -> str:
@@ -130,12 +126,12 @@ def load_user_case(spec: str) -> Case:
 
 def resolvable_elsewhere(name: str, case: Case | None = None) -> bool:
   """Whether a fresh process (a worker) finds case `name` by that name:
-  a user's `module:factory`, or a shipped built-in -- and, when `case` is
-  given, that built-in is this very record (not another `Case` that
-  reuses a built-in's name, nor one put into `CASES` at run time)."""
+  a user's `module:factory`, or a built-in -- and, when `case` is given,
+  that built-in is this very record (not another `Case` that reuses a
+  built-in's name)."""
   if ":" in name:
     return True
-  shipped = _SHIPPED.get(name)
+  shipped = CASES.get(name)
   return shipped is not None and (case is None or case is shipped)
 
 

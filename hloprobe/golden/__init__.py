@@ -1,10 +1,60 @@
 """Goldens: snapshots of what the compiler emits, checked and updated.
 
-snapshot (make, read, check), format (file layout and bodies), diff (site
-changes in words and unified diffs), update (atomic rewrite of golden/),
-commands (`hloprobe golden check` and `update`).
+The stage's interface is the names below (`__all__`): a sweep's
+`Snapshot` (`sweep_snapshot`), compared with the golden folder (`check`,
+`golden_check`: a `CheckResult`) or written over it (`golden_update`: an
+`UpdateResult`); the folder's manifest and the sweep it records; the dot
+summary and its changes in words. Import them from here; the modules
+behind them are private in intent:
+
+  snapshot  make, write and check snapshots
+  folder    the golden folder, its files and MANIFEST.json
+  format    file names, headers, bodies and the manifest's text
+  diff      dot summaries, site changes in words, unified diffs
+  update    the atomic rewrite of golden/
+  lock      the lock an update holds
+
+(`hloprobe golden check` and `update` are `hloprobe.commands.golden`.)
+
+Two functions are not re-exported under their own names, which are their
+modules' (`hloprobe.golden.snapshot`, `hloprobe.golden.update`): use
+`snapshot.snapshot` and `update.update` until they are renamed.
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from hloprobe.golden.diff import SUMMARY_KEYS as SUMMARY_KEYS
+from hloprobe.golden.diff import CheckResult as CheckResult
+from hloprobe.golden.diff import describe_site_changes as describe_site_changes
+from hloprobe.golden.diff import dot_summary as dot_summary
+from hloprobe.golden.folder import default_golden_dir as default_golden_dir
+from hloprobe.golden.folder import golden_spec as golden_spec
+from hloprobe.golden.folder import manifest_sweep as manifest_sweep
+from hloprobe.golden.folder import spec_from_record as spec_from_record
+from hloprobe.golden.folder import sweep_record as sweep_record
+from hloprobe.golden.snapshot import Snapshot as Snapshot
+from hloprobe.golden.snapshot import check as check
+from hloprobe.golden.snapshot import golden_check as golden_check
+from hloprobe.golden.snapshot import sweep_snapshot as sweep_snapshot
+from hloprobe.golden.snapshot import write_snapshot as write_snapshot
+from hloprobe.golden.update import UpdateResult as UpdateResult
+from hloprobe.golden.update import golden_update as golden_update
+
+__all__ = [
+  "CheckResult",
+  "SUMMARY_KEYS",
+  "Snapshot",
+  "UpdateResult",
+  "check",
+  "default_golden_dir",
+  "describe_site_changes",
+  "dot_summary",
+  "golden_check",
+  "golden_spec",
+  "golden_update",
+  "manifest_sweep",
+  "spec_from_record",
+  "sweep_record",
+  "sweep_snapshot",
+  "write_snapshot",
+]

@@ -10,6 +10,8 @@ sentences a person reads first, such as (one line)
 
 and every changed file also gets a unified diff (difflib) of its canonical
 body, so the words can be checked against the text.
+
+Private in intent: use the package, `hloprobe.golden`.
 """
 
 from __future__ import annotations

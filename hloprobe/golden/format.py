@@ -26,11 +26,10 @@ A site object: "site" (index in StableHLO program order, from 0), "lhs",
 batch and contracting dims, "stablehlo_precision" ("DEFAULT,DEFAULT"),
 "stablehlo_algorithm" (preset or null), "fate" (`dot_sites.Fate` value),
 "fusion_kind", "backend_config_kind", "custom_call_target" (what XLA
-prints: `dot_sites.SiteFate`), "precision_config", "algorithm",
-"effective_algorithm",
-"split_k" (see `diff.SUMMARY_KEYS`) and "pass" ("<pass> (<pipeline>)"
-that rewrote the site, or null when it stays a plain dot).
-No source paths, no instruction names.
+prints: `sites.SiteFate`), "precision_config", "algorithm",
+"effective_algorithm", "split_k" (see `diff.SUMMARY_KEYS`) and "pass"
+("<pass> (<pipeline>)" that rewrote the site, or null when it stays a
+plain dot). No source paths, no instruction names.
 
 MANIFEST.json: {"schema": "hloprobe-golden-manifest", "schema_version": 2,
 "jax", "jaxlib", "date", "sweep": {"cases", "targets", "batch_sizes",
@@ -38,6 +37,7 @@ MANIFEST.json: {"schema": "hloprobe-golden-manifest", "schema_version": 2,
 
 Parsing validates the header against the file name and the body against its
 kind, and raises `GoldenError` naming the file, never a bare traceback.
+Private in intent: use the package, `hloprobe.golden`.
 """
 
 from __future__ import annotations

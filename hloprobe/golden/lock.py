@@ -9,6 +9,8 @@ killed between staging and swapping leaves `.<folder>.update-*` folders
 beside it; the next update, holding the lock, removes them (a `.old`
 folder is put back first when the golden folder itself is missing) and
 says so. Both names are git-ignored.
+
+Private in intent: use the package, `hloprobe.golden`.
 """
 
 from __future__ import annotations

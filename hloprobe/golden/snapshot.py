@@ -23,19 +23,19 @@ compared; bodies are.
 `snapshot`) with the folder: dot summaries always, full text too when
 jax/jaxlib match the manifest's or `strict` is set. `update.update`
 writes the folder atomically. Neither lowers nor compiles: the sweep's
-results come in.
+results come in. The folder and its manifest are read by `folder`.
+
+Private in intent: use the package, `hloprobe.golden`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import os
 from collections.abc import Iterable, Mapping
 
 from hloprobe.compile import lowering
 from hloprobe.compile.experiments import BASELINE
-from hloprobe.compile.targets import is_config_path
 from hloprobe.errors import GoldenError
 from hloprobe.golden import format as fmt
 from hloprobe.golden.diff import (
@@ -44,11 +44,24 @@ from hloprobe.golden.diff import (
   describe_site_changes,
   unified_diff,
 )
+from hloprobe.golden.folder import (
+  MANIFEST,
+  default_golden_dir,
+  golden_spec,
+  list_golden_files,
+  manifest_sweep,
+  read_golden_file,
+  read_manifest,
+  spec_from_record,
+  sweep_configs,
+  sweep_record,
+)
 from hloprobe.golden.format import ConfigKey
-from hloprobe.ir.textfile import read_text_file
 from hloprobe.records import ConfigResult
-from hloprobe.sweep import SweepSpec, run_sweep
+from hloprobe.sweep import SweepSpec, plan_sweep, run_sweep
 
+# The names from `folder` are kept here for importers outside the package
+# until they import `hloprobe.golden`.
 __all__ = [
   "MANIFEST",
   "Snapshot",
@@ -62,13 +75,12 @@ __all__ = [
   "read_golden_file",
   "read_manifest",
   "snapshot",
+  "spec_from_record",
   "sweep_configs",
   "sweep_record",
   "sweep_snapshot",
   "write_snapshot",
 ]
-
-MANIFEST = "MANIFEST.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,45 +99,6 @@ class Snapshot:
   versions: Mapping[str, str]
   failed: tuple[str, ...] = ()
   date: str = ""
-
-
-def default_golden_dir() -> str:
-  """`golden/` at the repository root, else `golden/` in the current folder.
-
-  The repository root is the folder above the `hloprobe` package when it
-  holds `pyproject.toml` (a source checkout, as in CI); an installed
-  hloprobe uses `./golden`.
-  """
-  package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-  root = os.path.dirname(package)
-  if os.path.isfile(os.path.join(root, "pyproject.toml")):
-    return os.path.join(root, "golden")
-  return os.path.abspath("golden")
-
-
-def sweep_record(spec: SweepSpec) -> dict[str, list]:
-  """A sweep as MANIFEST.json records it (keys as in `manifest_sweep`)."""
-  return {
-    "cases": list(spec.case_names),
-    "targets": list(spec.target_names),
-    "batch_sizes": list(spec.batch_sizes),
-    "precisions": list(spec.precisions),
-  }
-
-
-def spec_from_record(record: Mapping[str, Iterable]) -> SweepSpec:
-  """The sweep a MANIFEST.json record describes, as goldens are made.
-
-  Goldens always name the pass that rewrote each site, so the sweep runs
-  with explain_passes.
-  """
-  return SweepSpec(
-    cases=tuple(record["cases"]),
-    batch_sizes=tuple(record["batch_sizes"]),
-    precisions=tuple(record["precisions"]),
-    targets=tuple(record["targets"]),
-    explain_passes=True,
-  )
 
 
 def snapshot(
@@ -178,114 +151,6 @@ def write_snapshot(snap: Snapshot, directory: str) -> str:
     with open(path, "w") as f:
       f.write(text)
   return directory
-
-
-def list_golden_files(directory: str) -> list[str]:
-  """Relative paths of the files under `directory`, manifest excluded."""
-  out = []
-  for root, dirs, names in os.walk(directory):
-    dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-    for name in names:
-      rel = os.path.relpath(os.path.join(root, name), directory)
-      if rel != MANIFEST and not name.startswith("."):
-        out.append(rel.replace(os.sep, "/"))
-  return sorted(out)
-
-
-def read_golden_file(directory: str, rel: str) -> str:
-  """The text of one file; GoldenError naming it when it cannot be read."""
-  path = os.path.join(directory, rel)
-  return read_text_file(path, f"[hloprobe] golden file {path}", GoldenError)
-
-
-def _interrupted_update(golden_dir: str) -> str | None:
-  """The previous goldens an interrupted update left aside, or None."""
-  parent, base = os.path.split(os.path.abspath(golden_dir))
-  if not os.path.isdir(parent):
-    return None
-  for name in sorted(os.listdir(parent)):
-    if name.startswith(f".{base}.update-") and name.endswith(".old"):
-      return os.path.join(parent, name)
-  return None
-
-
-def _require_dir(golden_dir: str) -> None:
-  """Raises a clear GoldenError when the folder is absent."""
-  if os.path.isdir(golden_dir):
-    return
-  left = _interrupted_update(golden_dir)
-  hint = (
-    f"{left} holds the previous goldens of an interrupted update: move it back"
-    if left
-    else "create it with `hloprobe golden update`"
-  )
-  raise GoldenError(f"[hloprobe] no golden folder at {golden_dir}; {hint}")
-
-
-def read_manifest(golden_dir: str) -> dict:
-  """The folder's MANIFEST.json as a dict.
-
-  Raises:
-    GoldenError: the folder or manifest is missing or malformed.
-  """
-  _require_dir(golden_dir)
-  path = os.path.join(golden_dir, MANIFEST)
-  if not os.path.isfile(path):
-    raise GoldenError(
-      f"[hloprobe] {path} is missing; recreate the goldens with `hloprobe golden update`"
-    )
-  return fmt.parse_manifest(path, read_golden_file(golden_dir, MANIFEST))
-
-
-def manifest_sweep(golden_dir: str) -> dict[str, list] | None:
-  """The sweep recorded in the folder's manifest, or None without one.
-
-  An older manifest schema's sweep is read too, so `golden update` can
-  remake an older folder in the current layout.
-
-  Returns:
-    {"cases": [str], "targets": [str], "batch_sizes": [int],
-     "precisions": [str]}.
-  """
-  if not os.path.isfile(os.path.join(golden_dir, MANIFEST)):
-    return None
-  path = os.path.join(golden_dir, MANIFEST)
-  text = read_golden_file(golden_dir, MANIFEST)
-  sweep = fmt.parse_manifest(path, text, sweep_only=True)["sweep"]
-  _confine_targets(golden_dir, sweep["targets"])
-  return sweep
-
-
-def _confine_targets(golden_dir: str, words: Iterable[str]) -> None:
-  """A committed manifest reads config files only inside its folder.
-
-  Raises:
-    GoldenError: a config-file target resolves (symlinks too) outside the
-      golden folder.
-  """
-  root = os.path.realpath(golden_dir)
-  for word in words:
-    if not is_config_path(word):
-      continue
-    where = os.path.realpath(word)
-    if os.path.commonpath([root, where]) != root:
-      raise GoldenError(
-        f"[hloprobe] {os.path.join(golden_dir, MANIFEST)}: target config "
-        f"{word!r} is outside the golden folder; keep the configs a "
-        "manifest names inside it"
-      )
-
-
-def sweep_configs(sweep: Mapping[str, list]) -> set[tuple]:
-  """The (target, case, n, precision) configs of a sweep record."""
-  return set(
-    itertools.product(
-      sweep["targets"],
-      sweep["cases"],
-      sweep["batch_sizes"],
-      sweep["precisions"],
-    )
-  )
 
 
 def _version_note(
@@ -428,19 +293,6 @@ def sweep_snapshot(spec: SweepSpec) -> Snapshot:
   return snapshot(run_sweep(spec), lowering.versions())
 
 
-def golden_spec(golden_dir: str | None = None) -> SweepSpec:
-  """The sweep MANIFEST.json records in `golden_dir` (default: `golden/`).
-
-  Raises:
-    GoldenError: the folder or its manifest is missing or corrupt.
-  """
-  golden_dir = golden_dir or default_golden_dir()
-  recorded = manifest_sweep(golden_dir)
-  if recorded is None:
-    raise GoldenError(f"{golden_dir}: MANIFEST.json records no sweep")
-  return spec_from_record(recorded)
-
-
 def golden_check(
   spec: SweepSpec | None = None,
   golden_dir: str | None = None,
@@ -460,6 +312,6 @@ def golden_check(
     GoldenError: the folder is missing, corrupt or mid-update.
   """
   golden_dir = golden_dir or default_golden_dir()
-  spec = spec or golden_spec(golden_dir)
+  spec = plan_sweep(spec or golden_spec(golden_dir))
   snap = sweep_snapshot(spec)
   return check(golden_dir, snap, sweep_record(spec), strict=strict)

@@ -17,6 +17,8 @@ last. A failure before the final rename leaves the previous goldens; a
 failure of the final rename moves them back. Files whose content did not
 change keep their old bytes, header date included, so an update that
 changes nothing changes no bytes.
+
+Private in intent: use the package, `hloprobe.golden`.
 """
 
 from __future__ import annotations
@@ -30,22 +32,24 @@ from collections.abc import Mapping
 from hloprobe.errors import GoldenError
 from hloprobe.golden import format as fmt
 from hloprobe.golden import lock
-from hloprobe.golden.snapshot import (
+from hloprobe.golden.folder import (
   MANIFEST,
-  Snapshot,
   default_golden_dir,
   golden_spec,
-  in_scope,
   list_golden_files,
   read_golden_file,
   read_manifest,
   sweep_configs,
   sweep_record,
+)
+from hloprobe.golden.snapshot import (
+  Snapshot,
+  in_scope,
   sweep_snapshot,
   write_snapshot,
 )
 from hloprobe.ir.textfile import umask_mode
-from hloprobe.sweep import SweepSpec
+from hloprobe.sweep import SweepSpec, plan_sweep
 
 __all__ = ["UpdateResult", "golden_update", "update"]
 
@@ -313,7 +317,7 @@ def golden_update(
     GoldenError: as `update`, or no manifest when `spec` is None.
   """
   golden_dir = golden_dir or default_golden_dir()
-  spec = spec or golden_spec(golden_dir)
+  spec = plan_sweep(spec or golden_spec(golden_dir))
   return update(golden_dir, sweep_snapshot(spec), sweep_record(spec))
 
 

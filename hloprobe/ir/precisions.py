@@ -10,6 +10,7 @@ Imports no JAX, so the HLO side can use the algorithm table too.
 from __future__ import annotations
 
 import dataclasses
+import enum
 
 from hloprobe.errors import InvalidArgumentError
 
@@ -18,6 +19,8 @@ __all__ = [
   "Algorithm",
   "DEFAULT_PRECISIONS",
   "PRECISION_NAMES",
+  "Precision",
+  "as_precision",
   "algorithm_from_fields",
   "algorithm_from_hlo",
   "parse_precision",
@@ -87,26 +90,53 @@ PRECISION_NAMES = (
 DEFAULT_PRECISIONS = ("bfloat16", "tensorfloat32", "float32")
 
 
-def parse_precision(name: str) -> str:
-  """Checks a matmul precision name and returns the value for JAX's config.
+class _PrecisionBase(enum.StrEnum):
+  """A matmul precision name as given (`str`: prints, compares and goes to
+  JSON as the name), with the value JAX's config takes."""
+
+  @property
+  def jax_name(self) -> str:
+    """The value for `jax.default_matmul_precision`: the name, except
+    "default" for the DEFAULT preset (the config knows no "DEFAULT";
+    jax/_src/config.py, jax 0.10.2)."""
+    return "default" if self.value == "DEFAULT" else self.value
+
+
+# The closed set of precision names (`PRECISION_NAMES`), one member each,
+# named and valued by the name: Precision("bfloat16"), Precision.TF32_TF32_F32.
+Precision = _PrecisionBase("Precision", [(n, n) for n in PRECISION_NAMES])
+Precision.__module__ = __name__  # pickled by name, as this module's
+
+
+def as_precision(name: str) -> Precision:
+  """Checks a matmul precision name once: the `Precision` member of that
+  name (a member is returned as it is).
 
   Args:
     name: 'bfloat16', 'tensorfloat32', 'float32', 'default', 'high',
       'highest', or a DotAlgorithmPreset name such as 'TF32_TF32_F32'.
 
-  Returns:
-    The string to pass to `jax.default_matmul_precision`.
+  Raises:
+    InvalidArgumentError: the name is unknown.
+  """
+  if isinstance(name, Precision):
+    return name
+  try:
+    return Precision(name)
+  except ValueError:
+    raise InvalidArgumentError(
+      f"unknown precision {name!r}; choose from {', '.join(PRECISION_NAMES)}"
+    ) from None
+
+
+def parse_precision(name: str) -> str:
+  """Checks a matmul precision name and returns the value for JAX's config
+  (`as_precision(name).jax_name`).
 
   Raises:
     InvalidArgumentError: the name is unknown.
   """
-  if name == "DEFAULT":
-    return "default"
-  if name in _NAMED_PRECISIONS or name in ALGORITHMS or name in _OTHER_PRESETS:
-    return name
-  raise InvalidArgumentError(
-    f"unknown precision {name!r}; choose from {', '.join(PRECISION_NAMES)}"
-  )
+  return as_precision(name).jax_name
 
 
 def algorithm_from_fields(fields: dict[str, str]) -> str:

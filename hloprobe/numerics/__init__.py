@@ -1,11 +1,61 @@
 """Numbers: errors, ULPs, noise floor and verdicts, and prediction.
 
-accuracy (error statistics, ULPs, noise floor, bands, verdicts), rounding
-(float formats by rounding), emulate_dot (one dot_general under an
-algorithm), jaxpr_sites and emulate (a case's jaxpr with its dots
-emulated), predict (GPU error predicted from emulation).
+The stage's interface is the names below (`__all__`): error statistics
+against float64 (`error_stats`, `ErrorStats`), the float64 reference
+(`References`), the emulator (`make_emulator`, `emulate_case`) and the
+prediction (`Predictor`, `Prediction`). Import them from here; the
+modules behind them are private in intent:
+
+  accuracy         error statistics, ULPs, noise floor, verdicts
+  bands            the analytic error band of a site
+  rounding         float formats by rounding
+  emulate_dot      one dot_general under an algorithm
+  jaxpr_sites      a case's jaxpr dots, numbered as StableHLO numbers them
+  evaluator        the jaxpr interpreter with sites at their algorithms
+  emulate          a case's jaxpr with its dots emulated
+  reference        the float64 reference
+  emulation_cache  emulations shared between configs
+  site_notes       what a verdict notes about particular sites
+  candidates       site assignments: chosen, shares, candidates
+  predict          GPU error predicted from emulation
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from hloprobe.numerics.accuracy import NOISE_FACTOR as NOISE_FACTOR
+from hloprobe.numerics.accuracy import ErrorStats as ErrorStats
+from hloprobe.numerics.accuracy import NoiseFloor as NoiseFloor
+from hloprobe.numerics.accuracy import error_stats as error_stats
+from hloprobe.numerics.accuracy import headline_leaf as headline_leaf
+from hloprobe.numerics.accuracy import ulp_distance as ulp_distance
+from hloprobe.numerics.accuracy import within_noise as within_noise
+from hloprobe.numerics.bands import SiteBand as SiteBand
+from hloprobe.numerics.emulate import emulate_case as emulate_case
+from hloprobe.numerics.emulate import make_emulator as make_emulator
+from hloprobe.numerics.emulate_dot import (
+  EMULATED_ALGORITHMS as EMULATED_ALGORITHMS,
+)
+from hloprobe.numerics.predict import Prediction as Prediction
+from hloprobe.numerics.predict import Predictor as Predictor
+from hloprobe.numerics.predict import SiteShare as SiteShare
+from hloprobe.numerics.reference import References as References
+from hloprobe.numerics.reference import float64_reference as float64_reference
+
+__all__ = [
+  "EMULATED_ALGORITHMS",
+  "ErrorStats",
+  "NOISE_FACTOR",
+  "NoiseFloor",
+  "Prediction",
+  "Predictor",
+  "References",
+  "SiteBand",
+  "SiteShare",
+  "emulate_case",
+  "error_stats",
+  "float64_reference",
+  "headline_leaf",
+  "make_emulator",
+  "ulp_distance",
+  "within_noise",
+]

@@ -12,6 +12,8 @@ sizes, split-K and the tensor core's internal order are not modelled); the
 Products in "sequential" and "blocked" order may be fused into FMAs by the
 CPU compiler; for rounded operands (TF32, BF16) the products are exact
 either way.
+
+Private in intent: use the package, `hloprobe.numerics`.
 """
 
 from __future__ import annotations

@@ -25,6 +25,8 @@ that nobody has asked for yet are held at a time, so a case whose
 algorithms change with the batch size wastes at most that many over a
 sweep; a guess that fails to emulate (e.g. a size the case cannot trace)
 turns guessing off and makes only what was asked for.
+
+Private in intent: use the package, `hloprobe.numerics`.
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ algebra) have no jaxpr site. Compare `count_sites` with the StableHLO count
 before trusting the numbering. A higher-order primitive other than those in
 `CALL_PRIMITIVES`, cond, while and scan raises `EmulationError` if it holds
 a dot.
+
+Private in intent: use the package, `hloprobe.numerics`.
 """
 
 from __future__ import annotations

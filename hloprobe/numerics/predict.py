@@ -13,36 +13,32 @@ that share an assignment (most precisions on most targets compute F32) cost
 one emulation, and what one config needs is made in one compile, with a
 bounded guess at the next sizes (`emulation_cache`). A `Predictor` holds
 that cache for one case; it is made per sweep, not kept globally.
+
+Private in intent: use the package, `hloprobe.numerics`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
 
 import numpy as np
 
-from hloprobe.compile import timing
 from hloprobe.compile.cases import Case
 from hloprobe.errors import HloprobeError
 from hloprobe.numerics import (
   accuracy,
+  candidates,
   emulate,
   emulation_cache,
   reference,
   site_notes,
 )
+from hloprobe.numerics.bands import OPERAND_UNIT, SiteBand, site_band
 from hloprobe.numerics.site_notes import F32
-from hloprobe.sites.dot_sites import Fate, SiteFate
-from hloprobe.sites.effective import TF32, tf32_optional
+from hloprobe.runtime import timing
+from hloprobe.sites.dot_sites import SiteFate
 
 __all__ = ["Prediction", "Predictor", "SiteShare"]
-
-# Fates whose arithmetic no candidate changes: the strength-reduced ones.
-_FIXED_FATES = (Fate.MULTIPLY, Fate.MULTIPLY_REDUCE, Fate.GONE)
-# TF32-optional cuBLAS sites (`effective.tf32_optional`) up to which every
-# TF32/F32 assignment of them is a candidate: 2^4 = 16 emulations at most.
-_OPTIONAL_CAP = 4
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -105,7 +101,7 @@ class Prediction:
   tolerance_abs: float
   shares: tuple[SiteShare, ...]
   top_site: int | None
-  bands: tuple[accuracy.SiteBand | None, ...]
+  bands: tuple[SiteBand | None, ...]
   best_candidate: str | None
   verdict: str
   note: str | None = None
@@ -237,7 +233,7 @@ class Predictor:
           f"the emulator finds {count} dot sites, the StableHLO "
           f"{len(fates)}; cannot pair them"
         )
-      chosen, note = _chosen_algorithms(fates)
+      chosen, note = candidates.chosen_algorithms(fates)
       self._prefetch(n, chosen)
     with stage("noise floor"):
       noise = self._spread(n, (F32,) * count)
@@ -284,6 +280,7 @@ class Predictor:
       )
     verdicts = tuple(verdicts)
     top = max(shares, key=lambda s: s.alone_abs).site if shares else None
+    described = None if best is None else candidates.describe_assignment(best)
     return Prediction(
       site_algorithms=chosen,
       stats=stats[leaf],
@@ -292,7 +289,7 @@ class Predictor:
       shares=shares,
       top_site=top,
       bands=bands,
-      best_candidate=None if best is None else _describe(best),
+      best_candidate=described,
       verdict=verdicts[leaf],
       note=note,
       leaf=self._refs.names[leaf],
@@ -312,7 +309,7 @@ class Predictor:
     shared ops (an F32 prefix) XLA's CSE then compiles once.
     """
     f32 = (F32,) * len(chosen)
-    wanted = [f32, chosen, *_share_assignments(chosen)]
+    wanted = [f32, chosen, *candidates.share_assignments(chosen)]
     size = self._fixed_size(n)
     self._cache.fetch(
       [(n, a, "xla") for a in wanted]
@@ -325,7 +322,7 @@ class Predictor:
     self, n: int, chosen: tuple[str, ...], leaf: int
   ) -> tuple[SiteShare, ...]:
     rows = []
-    for i, alone, without in _share_pairs(chosen):
+    for i, alone, without in candidates.share_pairs(chosen):
       alg = chosen[i]
       rows.append(
         (
@@ -338,14 +335,12 @@ class Predictor:
     total = sum(r[2] for r in rows) or 1.0
     return tuple(SiteShare(i, a, al, wo, al / total) for i, a, al, wo in rows)
 
-  def _bands(
-    self, n: int, fates, chosen
-  ) -> tuple[accuracy.SiteBand | None, ...]:
+  def _bands(self, n: int, fates, chosen) -> tuple[SiteBand | None, ...]:
     bands = []
     for f, alg, scale in zip(fates, chosen, self._site_scales()):
-      ok = scale is not None and alg in accuracy.OPERAND_UNIT
+      ok = scale is not None and alg in OPERAND_UNIT
       bands.append(
-        accuracy.site_band(f.site.index, alg, f.site.contracting_size, *scale)
+        site_band(f.site.index, alg, f.site.contracting_size, *scale)
         if ok
         else None
       )
@@ -358,27 +353,16 @@ class Predictor:
     without an observation.
 
     Where the observation sits within tolerance of the chosen assignment,
-    that one is taken without emulating the others. Else the candidates,
-    nearest first and ties to the earlier: the assignments the cuBLAS rule
-    allows (`_allowed_assignments`: each TF32-optional site at TF32 or
-    F32, fewest in f32 first), every site at F32, and every site XLA did
-    not strength-reduce at TF32_TF32_F32, then at BF16_BF16_F32.
+    that one is taken without emulating the others. Else the nearest of
+    `candidates.candidate_assignments`, ties to the earlier.
     """
     if observed is None:
       return None
     if abs(self._row0(n, chosen, leaf) - observed.row0) <= tolerance:
       return chosen
-    candidates = _allowed_assignments(chosen, _optional_sites(fates, chosen))
-    candidates.append((F32,) * len(chosen))
-    for alg in (TF32, "BF16_BF16_F32"):
-      candidates.append(
-        tuple(F32 if f.fate in _FIXED_FATES else alg for f in fates)
-      )
-    candidates = list(dict.fromkeys(candidates))
-    self._cache.fetch([(n, c, "xla") for c in candidates])  # one compile
-    return min(
-      candidates, key=lambda c: abs(self._row0(n, c, leaf) - observed.row0)
-    )
+    found = candidates.candidate_assignments(fates, chosen)
+    self._cache.fetch([(n, c, "xla") for c in found])  # one compile
+    return min(found, key=lambda c: abs(self._row0(n, c, leaf) - observed.row0))
 
   def _headline_verdict(
     self, n, fates, chosen, best, observed, judged, leaf
@@ -388,18 +372,20 @@ class Predictor:
     `judged` is (`accuracy.verdict` at the chosen assignment, the f32
     noise floor, the tolerance), all of leaf `leaf`; `observed` its
     observed errors or None. Where the best candidate is another
-    assignment the cuBLAS rule allows (`_allowed_assignments`) and the
-    observation sits within tolerance of it, the run is judged against
-    that one, and the notes say which sites cuBLAS kept in f32. Notes go
-    on the headline leaf only: which sites feed which leaf is not known
-    here.
+    assignment the cuBLAS rule allows (`candidates.allowed_assignments`)
+    and the observation sits within tolerance of it, the run is judged
+    against that one, and the notes say which sites cuBLAS kept in f32.
+    Notes go on the headline leaf only: which sites feed which leaf is not
+    known here.
     """
     verdict, noise, tolerance = judged
     emulated, dtype = chosen, self._refs.dtypes[leaf]
     if (
       best is not None
       and best != chosen
-      and _is_allowed(best, chosen, _optional_sites(fates, chosen))
+      and candidates.is_allowed(
+        best, chosen, candidates.optional_sites(fates, chosen)
+      )
       and abs(self._row0(n, best, leaf) - observed.row0) <= tolerance
     ):
       emulated = best
@@ -416,79 +402,3 @@ class Predictor:
       accuracy.within_noise(stats, noise),
       observed=observed is not None,
     )
-
-
-def _describe(assignment: tuple[str, ...]) -> str:
-  """`TF32_TF32_F32 at sites [1, 2]`, or F32_F32_F32 when every site is."""
-  return accuracy.describe_algorithms(assignment) or F32
-
-
-def _optional_sites(fates, chosen: tuple[str, ...]) -> tuple[int, ...]:
-  """The sites emulated at TF32 where TF32 is allowed, not required."""
-  return tuple(
-    i for i, f in enumerate(fates) if tf32_optional(f) and chosen[i] == TF32
-  )
-
-
-def _is_allowed(assignment, chosen, optional) -> bool:
-  """Whether `assignment` is `chosen` with some `optional` sites at F32."""
-  return all(
-    a == c or (i in optional and a == F32)
-    for i, (a, c) in enumerate(zip(assignment, chosen))
-  )
-
-
-def _allowed_assignments(
-  chosen: tuple[str, ...], optional: tuple[int, ...]
-) -> list[tuple[str, ...]]:
-  """`chosen` with each subset of the `optional` sites at F32, the empty
-  subset (`chosen` itself) first, then by size.
-
-  Every subset up to `_OPTIONAL_CAP` optional sites (2^4 = 16
-  assignments); beyond it (2^k would be too many emulations) only the
-  subsets of at most one site, and of all but at most one, so 2k + 2
-  assignments: a run that keeps another mix of them in f32 may then find
-  no match and stay "unexplained".
-  """
-  k = len(optional)
-  sizes = range(k + 1)
-  if k > _OPTIONAL_CAP:
-    sizes = sorted({0, 1, k - 1, k})
-  return [
-    tuple(F32 if i in kept else a for i, a in enumerate(chosen))
-    for size in sizes
-    for kept in itertools.combinations(optional, size)
-  ]
-
-
-def _share_pairs(chosen: tuple[str, ...]):
-  """(site, that site alone at its algorithm, every other site at its
-  algorithm and that one at F32) for each non-F32 site."""
-  count = len(chosen)
-  for i, alg in enumerate(chosen):
-    if alg == F32:
-      continue
-    alone = tuple(alg if j == i else F32 for j in range(count))
-    without = tuple(F32 if j == i else a for j, a in enumerate(chosen))
-    yield i, alone, without
-
-
-def _share_assignments(chosen: tuple[str, ...]) -> list[tuple[str, ...]]:
-  """Every assignment `_shares` emulates for `chosen`."""
-  return [
-    a for _, alone, without in _share_pairs(chosen) for a in (alone, without)
-  ]
-
-
-def _chosen_algorithms(fates) -> tuple[tuple[str, ...], str | None]:
-  """Each site's effective algorithm; unknown or unemulated ones as F32."""
-  chosen, unknown = [], []
-  for f in fates:
-    alg = f.effective_algorithm
-    if alg in emulate.EMULATED_ALGORITHMS:
-      chosen.append(alg)
-    else:
-      chosen.append(F32)
-      unknown.append(f"site {f.site.index}: {alg or 'unknown'}")
-  note = f"taken as F32_F32_F32: {', '.join(unknown)}" if unknown else None
-  return tuple(chosen), note

@@ -14,6 +14,8 @@ precision. Higher-order primitives are followed as `emulate` follows them
 `References` holds a case's references per size: at each size, or, for a
 case that declares `rows_independent`, once at the largest size and sliced,
 after checking the declaration.
+
+Private in intent: use the package, `hloprobe.numerics`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 
 from hloprobe.compile.case_model import Case, leaf_names
 from hloprobe.errors import CaseError
-from hloprobe.numerics.emulate import _Evaluator
+from hloprobe.numerics.evaluator import Evaluator
 from hloprobe.numerics.jaxpr_sites import CALL_PRIMITIVES, NO_SITES, trace
 
 __all__ = ["References", "float64_reference"]
@@ -63,7 +65,7 @@ def _widen_param(v):
   return v
 
 
-class _Widened(_Evaluator):
+class _Widened(Evaluator):
   """Evaluates a jaxpr with every floating type widened to float64."""
 
   def __init__(self):

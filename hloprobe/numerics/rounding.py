@@ -25,6 +25,8 @@ Which hardware path rounds how (checked on jaxlib 0.10.2):
   BF16, 'rne' only: an HLO `convert` to bf16 (the `BF16_BF16_F32` algorithm
     and the parts of the split algorithms, see `split_bf16`) rounds to
     nearest even, on CPU and GPU (PTX `cvt.rn.bf16.f32`).
+
+Private in intent: use the package, `hloprobe.numerics`.
 """
 
 from __future__ import annotations

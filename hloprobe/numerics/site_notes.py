@@ -18,16 +18,15 @@ no site escapes the report:
     (`effective.tf32_optional`): without a run, that row 0 assumes TF32
     there and cuBLAS may keep some in f32 (ambiguous); with a run that an
     assignment keeping some in f32 explains, which ones cuBLAS kept.
+
+Private in intent: use the package, `hloprobe.numerics`.
 """
 
 from __future__ import annotations
 
 from hloprobe.ir.precisions import ALGORITHMS
-from hloprobe.numerics.accuracy import (
-  F32_UNIT,
-  OPERAND_UNIT,
-  describe_algorithms,
-)
+from hloprobe.numerics.accuracy import describe_algorithms
+from hloprobe.numerics.bands import F32_UNIT, OPERAND_UNIT
 from hloprobe.sites.dot_sites import Fate, SiteFate
 from hloprobe.sites.effective import TF32, tf32_optional
 

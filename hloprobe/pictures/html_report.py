@@ -6,8 +6,10 @@ person to open in a browser: what was swept, the row-0 error plot (`plot`,
 when matplotlib is installed; the page says so when it is not) first, for
 who would rather look than read, then the explanation
 (`explain_text.render_explanation`), the sweep table with every column
-(`report.cells`) and the dot-site table. Every text is
+(`tables.cells`) and the dot-site table. Every text is
 HTML-escaped. Imports no matplotlib itself.
+
+Private in intent: use the package, `hloprobe.pictures`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import base64
 import html
 from collections.abc import Sequence
 
-from hloprobe.report import render as report
+from hloprobe.report import tables
 from hloprobe.report.explain_text import render_explanation
 
 __all__ = ["render_html"]
@@ -66,10 +68,10 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
 
 
 def _story_first(headers: list[str], rows: list[list[str]]):
-  """The first screen's columns (`report.DEFAULT_COLUMNS`) first, in its
+  """The first screen's columns (`tables.DEFAULT_COLUMNS`) first, in its
   order, then the others: fates and verdict without scrolling."""
-  header_of = dict(report.TABLE_COLUMNS)
-  first = [header_of[k] for k in report.DEFAULT_COLUMNS]
+  header_of = dict(tables.TABLE_COLUMNS)
+  first = [header_of[k] for k in tables.DEFAULT_COLUMNS]
   order = [h for h in first if h in headers]
   order += [h for h in headers if h not in order]
   keep = [headers.index(h) for h in order]
@@ -121,8 +123,8 @@ def render_html(
     An HTML5 document; its sweep table has one <tr> per result in
     <tbody>, in the order given.
   """
-  headers, rows = _story_first(*report.cells(list(results)))
-  site_headers, site_rows = report.cells(list(results), sites=True)
+  headers, rows = _story_first(*tables.cells(list(results)))
+  site_headers, site_rows = tables.cells(list(results), sites=True)
   cases = dict.fromkeys(r.config.case for r in results)
   title = f"hloprobe: {', '.join(cases)}"
   version_words = ", ".join(f"{k} {v}" for k, v in versions.items())

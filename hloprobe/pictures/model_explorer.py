@@ -31,6 +31,8 @@ order, so the k-th dot site of a function (counted per call, as
 graph. Each pairing is checked against the node's own output shape and
 precision attributes; a site that does not match is left out and named in
 the index ("unmapped"), never guessed.
+
+Private in intent: use the package, `hloprobe.pictures`.
 """
 
 from __future__ import annotations
@@ -39,13 +41,12 @@ import dataclasses
 import json
 import os
 import re
-import sys
 from collections.abc import Collection, Mapping, Sequence
 
 from hloprobe.errors import HloprobeError, InvalidArgumentError
 from hloprobe.ir.stablehlo import parse_precision_config
 from hloprobe.numerics import accuracy as numerics
-from hloprobe.report import render as report
+from hloprobe.report import files
 from hloprobe.sites.dot_sites import merge_words
 
 __all__ = [
@@ -55,8 +56,8 @@ __all__ = [
   "adapter_dot_nodes",
   "load_index",
   "map_sites",
+  "pick",
   "serve",
-  "view",
   "write_overlay",
 ]
 
@@ -264,14 +265,14 @@ def _write_config(r, out_dir: str) -> dict:
   stem = _stem(r)
   mlir = os.path.join(out_dir, f"{stem}.mlir")
   fates = r.compilation.fates
-  report.atomic_write(mlir, r.compilation.stablehlo)
+  files.atomic_write(mlir, r.compilation.stablehlo)
   refs = map_sites(fates, adapter_dot_nodes(mlir))
-  files = {}
+  node_data = {}
   for name, values in _site_values(r).items():
     path = os.path.join(out_dir, f"{stem}.{name}.json")
     data = _node_data(r, name, values, refs)
-    report.atomic_write(path, data.to_json_string(indent=2) + "\n")
-    files[name] = os.path.basename(path)
+    files.atomic_write(path, data.to_json_string(indent=2) + "\n")
+    node_data[name] = os.path.basename(path)
   return {
     "case": r.config.case,
     "target": r.config.target.name,
@@ -279,7 +280,7 @@ def _write_config(r, out_dir: str) -> dict:
     "precision": r.config.precision,
     "experiment": r.config.experiment,
     "model": os.path.basename(mlir),
-    "node_data": files,
+    "node_data": node_data,
     "sites": {str(i): dataclasses.asdict(ref) for i, ref in refs.items()},
     "unmapped": [f.site.index for f in fates if f.site.index not in refs],
   }
@@ -307,7 +308,7 @@ def write_overlay(results: Sequence, out_dir: str) -> list[str]:
     if r.compilation and r.compilation.stablehlo
   ]
   index = os.path.join(out_dir, INDEX_NAME)
-  report.atomic_write(index, json.dumps({"configs": entries}, indent=2) + "\n")
+  files.atomic_write(index, json.dumps({"configs": entries}, indent=2) + "\n")
   written = [
     os.path.join(out_dir, name)
     for e in entries
@@ -374,19 +375,15 @@ def serve(
   )
 
 
-def view(
-  out_dir: str,
-  wanted: Mapping[str, Collection],
-  port: int,
-  open_browser: bool,
-) -> None:
-  """`hloprobe view DIR`: `serve` on the configs of the folder whose every
-  `wanted` key ("case", "target", "n", "precision") is among its values;
-  the first MAX_MODELS of them, with a line on stderr when there are more.
+def pick(
+  out_dir: str, wanted: Mapping[str, Collection]
+) -> tuple[list[dict], int]:
+  """`hloprobe view DIR`'s configs: the `load_index` entries of the folder
+  whose every `wanted` key ("case", "target", "n", "precision") is among
+  its values; the first MAX_MODELS of them, and how many matched.
 
   Raises:
     InvalidArgumentError: no readable index, or no config matches.
-    HloprobeError: Model Explorer is missing.
   """
   entries = load_index(out_dir)
   picked = [
@@ -398,11 +395,4 @@ def view(
     raise InvalidArgumentError(
       f"no config in {out_dir} matches the flags given"
     )
-  if len(picked) > MAX_MODELS:
-    print(
-      f"hloprobe: showing the first {MAX_MODELS} of "
-      f"{len(picked)} configs (Model Explorer's limit); pick others with "
-      "--targets, --batch_sizes, --precisions, --case",
-      file=sys.stderr,
-    )
-  serve(out_dir, picked[:MAX_MODELS], port, open_browser)
+  return picked[:MAX_MODELS], len(picked)

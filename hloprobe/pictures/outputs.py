@@ -1,24 +1,23 @@
-"""What the command line shows and writes for a finished sweep: the report
-(tables from `report.render`, or the HTML page), the files of --output_dir,
---plot and --model_explorer, the progress line and the line naming the
-files written. The glue between `cli`, `report`, `plot`, `html_report` and
-`model_explorer`. Files are written whole or not at all
-(`report.atomic_write`)."""
+"""What a sweep command writes: the HTML page, the files of --output_dir,
+--plot and --model_explorer, and the line naming the files written. The
+glue between `report`, `plot`, `html_report` and `model_explorer`; the
+command layer (`hloprobe.commands`) prints. Files are written whole or not
+at all (`report.files.atomic_write`).
+
+Private in intent: use the package, `hloprobe.pictures`.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.util
 import os
-import sys
-import time
 from collections.abc import Sequence
 
-from hloprobe.compile.host import HostCpu
 from hloprobe.errors import HloprobeError, InvalidArgumentError, write_or_fail
 from hloprobe.pictures import html_report, model_explorer, plot
-from hloprobe.report import explain_text, timings
-from hloprobe.report import render as report
+from hloprobe.report import files
+from hloprobe.runtime.host import HostCpu
 
 __all__ = [
   "HTML_NAME",
@@ -26,9 +25,6 @@ __all__ = [
   "check_extras",
   "html_page",
   "missing_extras",
-  "progress_printer",
-  "show_explanation",
-  "show_sweep",
   "write_files",
   "write_html",
   "wrote_line",
@@ -120,7 +116,7 @@ def write_html(
 ) -> list[str]:
   """Writes `<output_dir>/report.html`; returns [its path]."""
   path = os.path.join(output_dir, HTML_NAME)
-  report.atomic_write(path, html_page(results, explanations, versions))
+  files.atomic_write(path, html_page(results, explanations, versions))
   return [path]
 
 
@@ -133,27 +129,8 @@ def write_plot(
     HloprobeError: matplotlib is not installed.
     OSError: the file cannot be written (nothing is left behind).
   """
-  report.atomic_write(path, plot.row0_png(results, explanations))
+  files.atomic_write(path, plot.row0_png(results, explanations))
   return [path]
-
-
-def progress_printer(stream):
-  """A `sweep.run_sweep` progress callable drawing one line on `stream`
-  ("[12/81] a100 seed_mlp n=3 bfloat16  42 s"), or None when `stream` is
-  not a terminal (logs and pipes get no progress)."""
-  if not stream.isatty():
-    return None
-  start = time.monotonic()
-
-  def show(p) -> None:
-    if not p.current:
-      stream.write("\r\x1b[K")  # done: erase the line
-    else:
-      took = time.monotonic() - start
-      stream.write(f"\r\x1b[K[{p.done}/{p.total}] {p.current}  {took:.0f} s")
-    stream.flush()
-
-  return show
 
 
 def wrote_line(paths: list[str], out: str | None) -> str:
@@ -171,92 +148,38 @@ def wrote_line(paths: list[str], out: str | None) -> str:
   return f"wrote {len(paths)} {files}{named} under {where}"
 
 
-def show_sweep(
-  results: Sequence,
-  why: Sequence,
-  versions: dict[str, str],
-  cpu: HostCpu,
-  out: Outputs,
-) -> None:
-  """Prints a finished sweep and writes --output_dir's and the pictures'
-  files (`write_files`).
-
-  `why`: the sweep's explanations; needed when `out.needs_explanations`.
-  """
-  fmt = out.fmt
-  if fmt == "html":
-    print(html_page(results, why, versions))
-  else:
-    print(
-      report.render(
-        results,
-        fmt,
-        versions,
-        columns=out.columns,
-        wide=out.wide,
-        host=cpu,
-      )
-    )
-  if out.sites and fmt not in ("json", "html"):
-    print()
-    print(report.render_sites(results, fmt))
-  if out.timings:
-    stream = sys.stderr if fmt == "json" else sys.stdout
-    print("\n" + timings.render_timings(results, fmt), file=stream)
-  write_files(results, why, versions, cpu, out)
-
-
-def show_explanation(
-  results: Sequence,
-  explanations: Sequence,
-  versions: dict[str, str],
-  cpu: HostCpu,
-  out: Outputs,
-) -> None:
-  """Prints `hloprobe explain`'s explanations as text, JSON or the HTML
-  page (`out.fmt`), then writes the files asked for (`write_files`)."""
-  if out.fmt == "json":
-    print(report.dumps_json(explain_text.explanation_json(explanations, cpu)))
-  elif out.fmt == "html":
-    print(html_page(results, explanations, versions))
-  else:
-    print(explain_text.render_explanation(explanations, host=cpu))
-  write_files(results, explanations, versions, cpu, out)
-
-
 def write_files(
   results: Sequence,
   why: Sequence,
   versions: dict[str, str],
   cpu: HostCpu,
-  files: Outputs,
-) -> None:
-  """--output_dir (with report.html), --plot, --model_explorer; then one
-  line on stderr naming what was written, the folder last.
+  wanted: Outputs,
+) -> list[str]:
+  """Writes --output_dir (with report.html), --plot, --model_explorer;
+  returns the paths written, in that order (`wrote_line` says them).
 
   `why`: the sweep's explanations; needed with --output_dir or --plot.
 
   Raises:
     HloprobeError: "cannot write ...", for the first that fails.
   """
-  out, wrote = files.output_dir, []
+  out, wrote = wanted.output_dir, []
   if out:
     wrote += write_or_fail(
       f"--output_dir={out}",
       lambda: (
-        report.write_outputs(results, out, versions, cpu)
+        files.write_outputs(results, out, versions, cpu)
         + write_html(results, why, versions, out)
       ),
     )
-  if files.plot:
+  if wanted.plot:
     wrote += write_or_fail(
-      f"--plot={files.plot}",
-      lambda: write_plot(results, why, files.plot),
+      f"--plot={wanted.plot}",
+      lambda: write_plot(results, why, wanted.plot),
     )
-  if files.model_explorer:
+  if wanted.model_explorer:
     wrote += write_or_fail(
-      f"--model_explorer={files.model_explorer}",
-      lambda: model_explorer.write_overlay(results, files.model_explorer),
+      f"--model_explorer={wanted.model_explorer}",
+      lambda: model_explorer.write_overlay(results, wanted.model_explorer),
     )
-  if wrote:
-    print(wrote_line(wrote, out), file=sys.stderr)
+  return wrote

@@ -14,6 +14,8 @@ no place on it and is left out, and the panel says so.
 Every drawn line carries a gid ("observed:<precision>",
 "predicted:<precision>", "fate-change:<n>") so tests and other tools can
 read the figure back without pixels.
+
+Private in intent: use the package, `hloprobe.pictures`.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ is for people; it is not a stable format (results.json is).
 `explanation_json` gives the same records to machines
 (`hloprobe explain --format=json`), schema "hloprobe.explain" version 1:
   {"schema": "hloprobe.explain", "schema_version": 1,
-   "host": the CPU record of results.json (hloprobe.compile.host) or null,
+   "host": the CPU record of results.json (hloprobe.runtime.host) or null,
    "explanations": [one object per `explain.TargetExplanation`, its field
      names as keys, tuples as lists, None as null; two tuples become
      objects: a FateSpan's groups {"sites": [int], "fate": str, "how":
@@ -362,7 +362,7 @@ def explanation_json(
 
   `host` (a `host.HostCpu` or None) is the CPU that computed the numbers.
 
-  The caller renders it (`render.dumps_json`: strict JSON, non-finite
+  The caller renders it (`results_json.dumps_json`: strict JSON, non-finite
   floats as null).
   """
   return {

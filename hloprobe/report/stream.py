@@ -1,8 +1,8 @@
 """results.jsonl: each config's results.json entry as the config finishes.
 
 A sweep the user interrupts keeps what finished: `Progress.add` appends one
-JSON line per config to `<output_dir>/results.jsonl` (`render.RESULTS_STREAM`,
-`render.append_result_line`); results.json is written whole at the end.
+JSON line per config to `<output_dir>/results.jsonl` (`files.RESULTS_STREAM`,
+`files.append_result_line`); results.json is written whole at the end.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from hloprobe.report import render
+from hloprobe.report import files
 
 __all__ = ["Progress", "start_stream"]
 
@@ -37,7 +37,7 @@ class Progress:
     self.done.append(r)
     if self.output_dir:
       try:
-        render.append_result_line(self.output_dir, r)
+        files.append_result_line(self.output_dir, r)
       except OSError:  # the final write says `cannot write`, after results
         self.output_dir = None
 
@@ -48,7 +48,7 @@ def start_stream(output_dir: str | None) -> str | None:
     return None
   try:
     os.makedirs(output_dir, exist_ok=True)
-    with open(os.path.join(output_dir, render.RESULTS_STREAM), "w"):
+    with open(os.path.join(output_dir, files.RESULTS_STREAM), "w"):
       pass
   except OSError:  # the final write says `cannot write`, after results
     return None

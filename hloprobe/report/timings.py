@@ -8,9 +8,9 @@ cache shows only its "cache" time.
 
 from __future__ import annotations
 
-from hloprobe.compile import timing
 from hloprobe.records import ConfigResult
-from hloprobe.report import render
+from hloprobe.report import tables
+from hloprobe.runtime import timing
 
 __all__ = ["render_timings", "stage_sums"]
 
@@ -65,4 +65,4 @@ def render_timings(results: list[ConfigResult], fmt: str = "table") -> str:
     ]
   )
   headers = ["experiment", "case", "target", "n", "precision", *stages]
-  return render.table(rows, [*headers, "total"], fmt)
+  return tables.table(rows, [*headers, "total"], fmt)

@@ -1,10 +1,51 @@
 """Dot sites: each StableHLO dot_general and what XLA made of it.
 
-dot_sites (site mapping, fates), operand_ancestry (operands traced through
-fusions, loops and branches), effective (the algorithm a gemm really uses),
-passes (which HLO pass changed a site).
+The stage's interface is the names below (`__all__`): `map_dot_sites`
+gives each site's `MappedSite` in an optimized module, `resolve` turns
+those into `SiteFate`s (with the arithmetic each site really runs), and
+`attribute_passes` names the HLO pass that rewrote each site. Import them
+from here; the modules behind them are private in intent:
+
+  dot_sites         site mapping and the fate rules
+  site_fate         the records, their words and results.json's site object
+  identify          matching a site to the instruction that computes it
+  operand_ancestry  operands traced through fusions, loops and branches
+  effective         the algorithm a site really runs (PTX or a rule)
+  passes            which HLO pass changed a site (`--explain_passes`)
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from hloprobe.sites.dot_sites import map_dot_sites as map_dot_sites
+from hloprobe.sites.effective import TF32 as TF32
+from hloprobe.sites.effective import blas_algorithm as blas_algorithm
+from hloprobe.sites.effective import resolve as resolve
+from hloprobe.sites.effective import tf32_optional as tf32_optional
+from hloprobe.sites.passes import PassAttribution as PassAttribution
+from hloprobe.sites.passes import attribute_passes as attribute_passes
+from hloprobe.sites.site_fate import EMITTER_KEYS as EMITTER_KEYS
+from hloprobe.sites.site_fate import Fate as Fate
+from hloprobe.sites.site_fate import MappedSite as MappedSite
+from hloprobe.sites.site_fate import SiteFate as SiteFate
+from hloprobe.sites.site_fate import emitter_name as emitter_name
+from hloprobe.sites.site_fate import fate_summary as fate_summary
+from hloprobe.sites.site_fate import merge_words as merge_words
+from hloprobe.sites.site_fate import site_record as site_record
+
+__all__ = [
+  "EMITTER_KEYS",
+  "Fate",
+  "MappedSite",
+  "PassAttribution",
+  "SiteFate",
+  "TF32",
+  "attribute_passes",
+  "blas_algorithm",
+  "emitter_name",
+  "fate_summary",
+  "map_dot_sites",
+  "merge_words",
+  "resolve",
+  "site_record",
+  "tf32_optional",
+]

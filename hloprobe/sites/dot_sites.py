@@ -35,13 +35,15 @@ A site in a dot that XLA's `dot-merger` made of several sites has that
 dot's fate (e.g. "Triton gemm"), and `merged_with` names the other sites it
 computes (`merge_words`: "merged by dot-merger with site 1"); checked on
 jaxlib 0.10.2 and 0.12.0.1 (`identify`'s docstring).
+
+`map_dot_sites` returns one `site_fate.MappedSite` per site;
+`effective.resolve` makes the `SiteFate`s of them.
+
+Private in intent: use the package, `hloprobe.sites`.
 """
 
 from __future__ import annotations
 
-import collections
-import dataclasses
-import enum
 import math
 
 from hloprobe.compile import compat
@@ -55,7 +57,19 @@ from hloprobe.sites.operand_ancestry import (
   custom_call_target,
   kernel_emitter,
 )
+from hloprobe.sites.site_fate import (
+  EMITTER_KEYS,
+  Fate,
+  MappedSite,
+  SiteFate,
+  emitter_name,
+  fate_summary,
+  merge_words,
+  site_record,
+)
 
+# The names from `site_fate` are kept here for importers outside the
+# package until they import `hloprobe.sites`.
 __all__ = [
   "EMITTER_KEYS",
   "Fate",
@@ -68,9 +82,6 @@ __all__ = [
   "site_record",
 ]
 
-# The three names XLA prints for what emits a site, most specific first:
-# the custom call's target, the fusion's backend config kind, its `kind=`.
-EMITTER_KEYS = ("custom_call_target", "backend_config_kind", "fusion_kind")
 # The fusion kinds XLA reserves for gemms (xla/service/gpu/ir_emission_utils.h:
 # kTritonGemmFusionKind, emitted by the legacy matmul emitter, and
 # kTritonNestedGemmFusionKind, "a dot expressed as nested fusions").
@@ -94,115 +105,9 @@ _KNOWN_DOT_EMITTERS = (
 )
 
 
-class Fate(str, enum.Enum):
-  """What a dot site became; values are the words reports use."""
-
-  DOT = "dot"
-  TRITON_GEMM = "Triton gemm"
-  CUBLAS = "cuBLAS"
-  CUBLASLT = "cuBLASLt"
-  CUDNN = "cuDNN"
-  MULTIPLY_REDUCE = "multiply+reduce"
-  MULTIPLY = "multiply"
-  GONE = "gone"
-  UNKNOWN = "unknown"
-  AMBIGUOUS = "ambiguous"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class SiteFate:
-  """One dot site and what it became (its `Fate` and how it is computed).
-
-  Attributes:
-    site: the StableHLO dot site.
-    fate: what it became.
-    fusion_kind: the `kind=` XLA prints on the outermost fusion around
-      the site's instruction (kLoop, kInput, kOutput, kCustom), or None.
-    backend_config_kind: that fusion's backend config kind
-      (`fusion_backend_config.kind` on GPU, `fusion_config.kind` on CPU),
-      e.g. "__triton_nested_gemm_fusion", "__cudnn$fusion",
-      "__ynn_fusion"; None when not printed.
-    custom_call_target: the gemm custom call's target, e.g.
-      "__cublas$lt$matmul", when a custom call computes the site; else
-      None.
-    carriers: optimized-HLO instruction names that compute it, outermost
-      first (e.g. ("gemm_fusion_dot.1", "dot.5")).
-    precision_config: operand_precision in the optimized HLO, e.g.
-      "high,high"; "default" when not printed.
-    algorithm: the declared algorithm as a preset name, or None.
-    split_k: the split-K factor of a gemm, or None when not split.
-    gemm_config: the tile config / cuBLAS backend_config, or None.
-    effective_algorithm: the preset the site's arithmetic really is, e.g.
-      "TF32_TF32_F32" under DEFAULT in a Triton gemm; None until
-      `effective.resolve` fills it, or when it cannot be settled.
-    algorithm_source: "ptx" (read from the kernel) or "rule" (library
-      call or CPU, see `effective`); None when not settled.
-    algorithm_evidence: one line on why, e.g. the kernel's mma opcodes.
-    selection: who chose the fate: XLA's heuristic on compile-only targets
-      (no autotuning), autotuning on an attached GPU; None on CPU.
-    mapping: how the carrier was identified: "source location" (its
-      metadata's source stack is the site's) or "data flow"; None when gone
-      or ambiguous.
-    candidates: for an ambiguous site, the paths of the tied carriers; for
-      an unknown one not split back from a merged dot, that dot's paths.
-    conflict: where the optimized HLO contradicts the StableHLO about the
-      site, e.g. "optimized precision config highest,highest, StableHLO
-      DEFAULT,DEFAULT"; else None.
-    merged_with: for a site computed by a dot XLA's dot-merger made of
-      several, the indices of the other sites that dot computes (() when
-      no other site was found in it); None when not merged.
-  """
-
-  site: StableHloDot
-  fate: Fate
-  fusion_kind: str | None
-  backend_config_kind: str | None
-  custom_call_target: str | None
-  carriers: tuple[str, ...]
-  precision_config: str
-  algorithm: str | None
-  split_k: int | None
-  gemm_config: dict | None
-  effective_algorithm: str | None = None
-  algorithm_source: str | None = None
-  algorithm_evidence: str | None = None
-  selection: str | None = None
-  mapping: str | None = None
-  candidates: tuple[tuple[str, ...], ...] = ()
-  conflict: str | None = None
-  merged_with: tuple[int, ...] | None = None
-
-  @property
-  def emitter(self) -> str | None:
-    """The most specific of the three names (`emitter_name`), for reports."""
-    return emitter_name(
-      self.fate.value,
-      (self.custom_call_target, self.backend_config_kind, self.fusion_kind),
-    )
-
-
-def emitter_name(fate: str, names) -> str | None:
-  """What a report calls a site's emitter: the most specific name XLA prints.
-
-  Args:
-    fate: the site's `Fate` value.
-    names: its custom-call target, backend config kind and fusion kind
-      (`EMITTER_KEYS` order), each str or None.
-
-  Returns:
-    The first name given; else "top level" for a site an instruction
-    outside any fusion or custom call computes, None for a site nothing
-    computes (gone, ambiguous, unknown).
-  """
-  named = next((n for n in names if n), None)
-  if named or fate in (Fate.GONE, Fate.AMBIGUOUS, Fate.UNKNOWN):
-    return named
-  return "top level"
-
-
 def map_dot_sites(
   sites: list[StableHloDot], module: HloModule
-) -> list[SiteFate]:
+) -> list[MappedSite]:
   """Finds what each StableHLO dot site became in an optimized module.
 
   Args:
@@ -211,30 +116,39 @@ def map_dot_sites(
     module: the parsed optimized HLO.
 
   Returns:
-    One `SiteFate` per site, in site order: `Fate.GONE` where no carrier
+    One `MappedSite` per site, in site order: `Fate.GONE` where no carrier
     has the site's data flow, `Fate.AMBIGUOUS` where differing carriers tie
-    (`identify`).
+    (`identify`). `effective.resolve` turns them into `SiteFate`s.
   """
   matches = identify.match_sites(sites, module)
-  fates = []
-  for site, match in zip(sites, matches):
-    if match.candidates:
-      fates.append(_ambiguous(site, match.candidates))
-    elif match.unsplit:
-      fates.append(_unsplit(site, match.unsplit))
-    elif match.carrier is None:
-      fates.append(_gone(site, _unknown_calls(module)))
-    else:
-      fate = _classify(site, match.carrier)
-      fates.append(
-        dataclasses.replace(
-          fate,
-          mapping=match.how,
-          conflict=_conflict(site, match.carrier),
-          merged_with=_merged_with(site, match, sites, matches),
-        )
-      )
-  return fates
+  return [
+    _mapped(site, match, sites, matches, module)
+    for site, match in zip(sites, matches)
+  ]
+
+
+def _mapped(site, match, sites, matches, module: HloModule) -> MappedSite:
+  """One site's record, from its `identify` match among `matches`."""
+  if match.candidates:
+    return _uncarried(site, Fate.AMBIGUOUS, match.candidates)
+  if match.unsplit:
+    names = ", ".join(c.instruction.name for c in match.unsplit)
+    why = (
+      f"unknown: {names} read the site's operands, one inside a "
+      "concatenate (dot-merger?) none of whose parts fits the site's "
+      "shape; not split back to it"
+    )
+    return _uncarried(site, Fate.UNKNOWN, match.unsplit, why)
+  if match.carrier is None:
+    unknown = _unknown_calls(module)
+    return _uncarried(site, Fate.UNKNOWN if unknown else Fate.GONE)
+  return _classify(
+    site,
+    match.carrier,
+    mapping=match.how,
+    conflict=_conflict(site, match.carrier),
+    merged_with=_merged_with(site, match, sites, matches),
+  )
 
 
 def _merged_with(site, match, sites, matches) -> tuple[int, ...] | None:
@@ -245,41 +159,6 @@ def _merged_with(site, match, sites, matches) -> tuple[int, ...] | None:
     other.index
     for other, m in zip(sites, matches)
     if m.merged and m.carrier is match.carrier and other is not site
-  )
-
-
-def merge_words(f: SiteFate, group: bool = False) -> str | None:
-  """E.g. "merged by dot-merger with sites 1, 2"; None when not merged.
-
-  With `group`, the same words for every site of one merged dot, e.g.
-  "sites 0, 1, 2 merged by dot-merger", so that reports can group them.
-  """
-  if f.merged_with is None:
-    return None
-  if not f.merged_with:
-    return "merged by dot-merger"
-  if group:
-    every = sorted((f.site.index, *f.merged_with))
-    return f"sites {', '.join(map(str, every))} merged by dot-merger"
-  plural = "s" if len(f.merged_with) > 1 else ""
-  return (
-    f"merged by dot-merger with site{plural} "
-    f"{', '.join(map(str, f.merged_with))}"
-  )
-
-
-def _unsplit(site: StableHloDot, carriers) -> SiteFate:
-  """A site whose operands only a merged-looking carrier reads, unfitted."""
-  names = ", ".join(c.instruction.name for c in carriers)
-  return dataclasses.replace(
-    _gone(site),
-    fate=Fate.UNKNOWN,
-    candidates=tuple(c.path for c in carriers),
-    algorithm_evidence=(
-      f"unknown: {names} read the site's operands, one inside a "
-      "concatenate (dot-merger?) none of whose parts fits the site's "
-      "shape; not split back to it"
-    ),
   )
 
 
@@ -294,14 +173,6 @@ def _conflict(site: StableHloDot, carrier: Carrier) -> str | None:
   )
 
 
-def _ambiguous(site: StableHloDot, candidates) -> SiteFate:
-  return dataclasses.replace(
-    _gone(site),
-    fate=Fate.AMBIGUOUS,
-    candidates=tuple(c.path for c in candidates),
-  )
-
-
 def _unknown_calls(module: HloModule) -> bool:
   """Under an unchecked jaxlib: custom calls whose targets are not known."""
   if compat.rules_checked():
@@ -313,10 +184,17 @@ def _unknown_calls(module: HloModule) -> bool:
   )
 
 
-def _gone(site: StableHloDot, unknown: bool = False) -> SiteFate:
-  return SiteFate(
+def _uncarried(
+  site: StableHloDot,
+  fate: Fate,
+  carriers: tuple[Carrier, ...] = (),
+  unknown_reason: str | None = None,
+) -> MappedSite:
+  """A site no single carrier computes: gone, ambiguous between `carriers`
+  or unknown (`carriers` then those of a merged dot not split back)."""
+  return MappedSite(
     site,
-    Fate.UNKNOWN if unknown else Fate.GONE,
+    fate,
     None,
     None,
     None,
@@ -325,11 +203,16 @@ def _gone(site: StableHloDot, unknown: bool = False) -> SiteFate:
     identify.site_algorithm(site),
     None,
     None,
+    candidates=tuple(c.path for c in carriers),
+    unknown_reason=unknown_reason,
   )
 
 
-def _classify(site: StableHloDot, carrier: Carrier) -> SiteFate:
+def _classify(site: StableHloDot, carrier: Carrier, **found) -> MappedSite:
   """Names the fate of a site from the instruction that computes it.
+
+  `found` are the record's fields the match settled (`mapping`, `conflict`,
+  `merged_with`).
 
   Rules (jaxlib 0.10.2 and 0.12.0.1): a custom call is named by its target; a dot is a
   Triton gemm when its outermost enclosing fusion's
@@ -361,7 +244,7 @@ def _classify(site: StableHloDot, carrier: Carrier) -> SiteFate:
   else:
     fate = Fate.UNKNOWN
   precision, algorithm = identify.hlo_precision(inst)
-  return SiteFate(
+  return MappedSite(
     site=site,
     fate=fate,
     **names,
@@ -372,6 +255,7 @@ def _classify(site: StableHloDot, carrier: Carrier) -> SiteFate:
     if fate in (Fate.TRITON_GEMM, Fate.DOT)
     else None,
     gemm_config=config,
+    **found,
   )
 
 
@@ -438,57 +322,3 @@ def _split_k(
   if math.prod(dims) != dims[at] * math.prod(site.result.dims):
     return None
   return dims[at]
-
-
-def site_record(f: SiteFate, rewritten_by=None) -> dict:
-  """One dot site and its fate as a JSON-ready dict (results.json's schema).
-
-  Args:
-    f: the site's fate.
-    rewritten_by: the `passes.PassAttribution` of the site, or None.
-  """
-  s = f.site
-  return {
-    "index": s.index,
-    "location": s.location,
-    "lhs": str(s.lhs),
-    "rhs": str(s.rhs),
-    "result": str(s.result),
-    "lhs_batch_dims": list(s.lhs_batch),
-    "rhs_batch_dims": list(s.rhs_batch),
-    "lhs_contracting_dims": list(s.lhs_contracting),
-    "rhs_contracting_dims": list(s.rhs_contracting),
-    "K": s.contracting_size,
-    "stablehlo_precision": ",".join(s.precision),
-    "stablehlo_algorithm": identify.site_algorithm(s),
-    "fate": f.fate.value,
-    "fusion_kind": f.fusion_kind,
-    "backend_config_kind": f.backend_config_kind,
-    "custom_call_target": f.custom_call_target,
-    "carriers": list(f.carriers),
-    "precision_config": f.precision_config,
-    "algorithm": f.algorithm,
-    "split_k": f.split_k,
-    "gemm_config": f.gemm_config,
-    "effective_algorithm": f.effective_algorithm,
-    "algorithm_source": f.algorithm_source,
-    "algorithm_evidence": f.algorithm_evidence,
-    "selection": f.selection,
-    "mapping": f.mapping,
-    "candidates": [list(c) for c in f.candidates],
-    "conflict": f.conflict,
-    "merged_with": None if f.merged_with is None else list(f.merged_with),
-    "rewritten_by": None
-    if rewritten_by is None
-    else {
-      "pass": rewritten_by.pass_name,
-      "pipeline": rewritten_by.pipeline,
-      "fate_after": rewritten_by.fate,
-    },
-  }
-
-
-def fate_summary(fates: list[SiteFate]) -> str:
-  """A compact summary such as `dot x3, multiply+reduce x1`."""
-  counts = collections.Counter(f.fate.value for f in fates)
-  return ", ".join(f"{name} x{n}" for name, n in counts.items()) or "no dots"

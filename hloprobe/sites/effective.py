@@ -17,11 +17,15 @@ targets the fate itself is XLA's heuristic choice: no autotuning ran, and a
 real device may pick another Triton config or cuBLAS instead.
 All rules checked on jaxlib 0.10.2 and 0.12.0.1 (the tests marked
 `release_rules` run on both).
+
+`resolve` takes `dot_sites.map_dot_sites`'s `MappedSite`s and returns
+`SiteFate`s, complete records.
+
+Private in intent: use the package, `hloprobe.sites`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 from hloprobe.compile import compat
@@ -29,7 +33,8 @@ from hloprobe.compile.targets import Target
 from hloprobe.ir.hlo import HloInstruction, HloModule
 from hloprobe.ir.precisions import ALGORITHMS
 from hloprobe.ir.ptx import PtxKernel, for_operands, kernel_name
-from hloprobe.sites.dot_sites import Fate, SiteFate, is_triton_gemm
+from hloprobe.sites.dot_sites import is_triton_gemm
+from hloprobe.sites.site_fate import Fate, MappedSite, SiteFate
 
 __all__ = [
   "HEURISTIC",
@@ -39,6 +44,9 @@ __all__ = [
   "resolve",
   "tf32_optional",
 ]
+
+# (effective_algorithm, algorithm_source, algorithm_evidence) of a site.
+_Resolved = tuple[str | None, str | None, str]
 
 HEURISTIC = "XLA heuristic (compile-only: no autotuning)"
 AUTOTUNED = "XLA autotuned on the attached device"
@@ -166,7 +174,7 @@ def tf32_optional(fate: SiteFate) -> bool:
 
 
 def _kernel_owner(
-  fate: SiteFate, instructions: dict[str, HloInstruction]
+  fate: MappedSite, instructions: dict[str, HloInstruction]
 ) -> HloInstruction | None:
   """The outermost fusion around a site's carrier: its kernel."""
   for name in fate.carriers[:-1]:
@@ -176,7 +184,7 @@ def _kernel_owner(
   return None
 
 
-def _in_gemm_kernel(fate: SiteFate, instructions) -> tuple[str, str] | None:
+def _in_gemm_kernel(fate: MappedSite, instructions) -> tuple[str, str] | None:
   """A strength-reduced f32 site fused into another site's Triton gemm.
 
   XLA GPU fuses elementwise producers and consumers into a gemm fusion
@@ -209,47 +217,40 @@ def _with_declared_passes(ptx: str | None, declared: str | None) -> str | None:
 
 
 def _from_ptx(
-  fate: SiteFate, instructions, kernels: dict[str, PtxKernel]
-) -> dict:
+  fate: MappedSite, instructions, kernels: dict[str, PtxKernel]
+) -> _Resolved:
   owner = _kernel_owner(fate, instructions)
   if owner is None:
-    return {
-      "algorithm_evidence": "no fusion around the site: no kernel to read"
-    }
+    return None, None, "no fusion around the site: no kernel to read"
   name = kernel_name(owner.metadata.get("deduplicated_name") or owner.name)
   kernel = kernels.get(name)
   if kernel is None:
-    return {
-      "algorithm_evidence": f"no PTX kernel named {name!r} for fusion {owner.name!r}"
-    }
+    why = f"no PTX kernel named {name!r} for fusion {owner.name!r}"
+    return None, None, why
   algorithm, evidence = for_operands(kernel, fate.site.lhs.dtype)
-  return {
-    "effective_algorithm": _with_declared_passes(algorithm, fate.algorithm),
-    "algorithm_source": "ptx" if algorithm else None,
-    "algorithm_evidence": f"kernel {name}: {evidence}",
-  }
+  return (
+    _with_declared_passes(algorithm, fate.algorithm),
+    "ptx" if algorithm else None,
+    f"kernel {name}: {evidence}",
+  )
 
 
 def _effective(
-  fate: SiteFate,
+  fate: MappedSite,
   instructions,
   kernels,
   target: Target,
   compute_capability: str | None,
-) -> dict:
+) -> _Resolved:
   dtype = fate.site.lhs.dtype
   if fate.fate == Fate.GONE:
-    return {"algorithm_evidence": "the site is gone from the optimized HLO"}
+    return None, None, "the site is gone from the optimized HLO"
   if fate.fate == Fate.UNKNOWN:
-    return {
-      "algorithm_evidence": fate.algorithm_evidence
-      or f"unknown: {compat.unchecked_note()}"
-    }
+    why = fate.unknown_reason or f"unknown: {compat.unchecked_note()}"
+    return None, None, why
   if fate.fate == Fate.AMBIGUOUS:
     names = ", ".join(path[-1] for path in fate.candidates)
-    return {
-      "algorithm_evidence": f"ambiguous: {names} fit the site equally well"
-    }
+    return None, None, f"ambiguous: {names} fit the site equally well"
   if target.platform == "cpu":
     algorithm, evidence = cpu_algorithm(dtype)
   elif fate.fate in _BLAS_FATES:
@@ -271,24 +272,19 @@ def _effective(
     algorithm, evidence = epilogue
   else:
     return _from_ptx(fate, instructions, kernels)
-  source = "rule" if algorithm else None
   if algorithm and compat.unchecked_note():
     evidence = f"{evidence} [{compat.unchecked_note()}]"
-  return {
-    "effective_algorithm": algorithm,
-    "algorithm_source": source,
-    "algorithm_evidence": evidence,
-  }
+  return algorithm, "rule" if algorithm else None, evidence
 
 
 def resolve(
-  fates: Sequence[SiteFate],
+  fates: Sequence[MappedSite],
   module: HloModule,
   kernels: Sequence[PtxKernel],
   target: Target,
   compute_capability: str | None = None,
 ) -> list[SiteFate]:
-  """Fills each site's effective algorithm, its source and evidence.
+  """Each site's effective algorithm, its source and evidence.
 
   Args:
     fates: the sites of one compiled config (`dot_sites.map_dot_sites`).
@@ -298,8 +294,9 @@ def resolve(
     compute_capability: e.g. "8.0"; defaults to the target's.
 
   Returns:
-    The fates with `effective_algorithm`, `algorithm_source`,
-    `algorithm_evidence` and `selection` set.
+    One `SiteFate` per site, in order: its `MappedSite` fields with
+    `effective_algorithm`, `algorithm_source`, `algorithm_evidence` and
+    `selection`.
   """
   instructions = {inst.name: inst for _, inst in module.all_instructions()}
   by_name = {k.name: k for k in kernels}
@@ -307,9 +304,18 @@ def resolve(
   selection = None
   if target.platform == "cuda":
     selection = HEURISTIC if target.compile_only else AUTOTUNED
-  return [
-    dataclasses.replace(
-      f, selection=selection, **_effective(f, instructions, by_name, target, cc)
+  out = []
+  for f in fates:
+    algorithm, source, evidence = _effective(
+      f, instructions, by_name, target, cc
     )
-    for f in fates
-  ]
+    out.append(
+      SiteFate.of(
+        f,
+        effective_algorithm=algorithm,
+        algorithm_source=source,
+        algorithm_evidence=evidence,
+        selection=selection,
+      )
+    )
+  return out

@@ -47,6 +47,8 @@ the site, is not split back to it: the site is `unsplit` (reported
 Merging on the same side was seen on jaxlib 0.10.2 and 0.12.0.1 (x @ w1,
 x @ w2 on an A100 at n = 2); on different sides (x @ w, v @ x.T) only on
 0.12.0.1: 0.10.2 keeps two Triton gemms.
+
+Private in intent: use the package, `hloprobe.sites`.
 """
 
 from __future__ import annotations

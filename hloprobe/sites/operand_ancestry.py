@@ -9,6 +9,8 @@ An operand that is a `concatenate` keeps the ancestry of each of its parts
 (`Concatenation`), through the shape-only ops and fusion boundaries between
 the concatenate and the dot, so that a dot XLA's `dot-merger` made out of
 several sites can be split back into them (`identify`).
+
+Private in intent: use the package, `hloprobe.sites`.
 """
 
 from __future__ import annotations

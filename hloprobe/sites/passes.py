@@ -21,6 +21,8 @@ loop body is read wherever XLA puts it: in a `while` body directly (jaxlib
 attribution fail with the jaxlib release named (`attribute_passes`): a
 later pass would otherwise be named for a rewrite that dump may hold.
 `lowering` removes the dump folder.
+
+Private in intent: use the package, `hloprobe.sites`.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from hloprobe.errors import HloParseError, HloprobeError
 from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.stablehlo import StableHloDot
 from hloprobe.sites import dot_sites
+from hloprobe.sites.site_fate import Fate, MappedSite
 
 __all__ = ["PassAttribution", "attribute_passes"]
 
@@ -61,26 +64,26 @@ class PassAttribution:
   fate: str
 
 
-def _is_plain(fate: dot_sites.SiteFate) -> bool:
+def _is_plain(fate: MappedSite) -> bool:
   """Still a plain unsplit, unmerged dot, or not told apart in this dump
   (ambiguous). A dot `dot-merger` made of several sites is not plain: the
   pass that merged them (xla/hlo/transforms/simplifiers/dot_merger.cc) is
   theirs."""
-  if fate.fate == dot_sites.Fate.AMBIGUOUS:
+  if fate.fate == Fate.AMBIGUOUS:
     return True
   return (
-    fate.fate == dot_sites.Fate.DOT
+    fate.fate == Fate.DOT
     and fate.emitter == "top level"
     and fate.split_k is None
     and fate.merged_with is None
   )
 
 
-def _describe(fate: dot_sites.SiteFate) -> str:
+def _describe(fate: MappedSite) -> str:
   """E.g. "dot in __ynn_fusion", "dot split-K 4", "Triton gemm", "dot
   (merged)"."""
   words = fate.fate.value
-  if fate.fate == dot_sites.Fate.DOT and fate.emitter != "top level":
+  if fate.fate == Fate.DOT and fate.emitter != "top level":
     words = f"dot in {fate.emitter}"
   if fate.merged_with is not None:
     words = f"{words} (merged)"

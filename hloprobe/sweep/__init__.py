@@ -2,8 +2,10 @@
 
 Its modules, in data-flow order:
 
-  spec      what to sweep (`SweepSpec`), batch sizes, the names' checks
-  compiled  one config's work in a worker (`compile_and_run`), whose
+  spec      what to sweep, in words (`SweepSpec`), and batch sizes
+  plan      the words resolved once into records (`plan_sweep`,
+            `spec_from_words` give a `SweepPlan`)
+  compiled  one config's work in a worker (`CompileRequest`), whose
             `CompiledConfig` comes back
   measure   the main process's part: errors against float64, prediction,
             batch consistency; `run_config` does one config here
@@ -13,26 +15,34 @@ Its modules, in data-flow order:
 from __future__ import annotations
 
 from hloprobe.sweep.compiled import CompiledConfig as CompiledConfig
-from hloprobe.sweep.compiled import compile_and_run as compile_and_run
-from hloprobe.sweep.compiled import load_target as load_target
+from hloprobe.sweep.compiled import CompileRequest as CompileRequest
+from hloprobe.sweep.compiled import LoadTargetRequest as LoadTargetRequest
 from hloprobe.sweep.engine import SweepProgress as SweepProgress
 from hloprobe.sweep.engine import run_sweep as run_sweep
 from hloprobe.sweep.measure import run_config as run_config
+from hloprobe.sweep.plan import PlannedConfig as PlannedConfig
+from hloprobe.sweep.plan import SweepPlan as SweepPlan
+from hloprobe.sweep.plan import SweptCase as SweptCase
+from hloprobe.sweep.plan import plan_sweep as plan_sweep
+from hloprobe.sweep.plan import spec_from_words as spec_from_words
 from hloprobe.sweep.spec import MAX_BATCH_SIZE as MAX_BATCH_SIZE
 from hloprobe.sweep.spec import MAX_BATCH_SIZES as MAX_BATCH_SIZES
 from hloprobe.sweep.spec import SweepSpec as SweepSpec
 from hloprobe.sweep.spec import parse_batch_sizes as parse_batch_sizes
-from hloprobe.sweep.spec import spec_from_words as spec_from_words
 
 __all__ = [
   "MAX_BATCH_SIZE",
   "MAX_BATCH_SIZES",
+  "CompileRequest",
   "CompiledConfig",
+  "LoadTargetRequest",
+  "PlannedConfig",
+  "SweepPlan",
   "SweepProgress",
   "SweepSpec",
-  "compile_and_run",
-  "load_target",
+  "SweptCase",
   "parse_batch_sizes",
+  "plan_sweep",
   "run_config",
   "run_sweep",
   "spec_from_words",

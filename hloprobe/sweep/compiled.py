@@ -1,10 +1,13 @@
 """One config's work in a worker process: lower, compile, parse, map the
-dot sites and, where the target runs, run it (`compile_and_run`); and
-loading a compile-only target's config (`load_target`).
+dot sites and, where the target runs, run it (`CompileRequest`); and
+loading a compile-only target's config (`LoadTargetRequest`).
 
-What comes back is a `CompiledConfig` record (pickled): the config's
-`Compilation` and the run's outputs; the main process adds the errors
-against float64 and the prediction (see `measure`).
+The requests are `runtime.serve.Request` records, pickled whole to the
+worker, which runs their `run` method (pickle names this module, so the
+worker imports it). What comes back is a `CompiledConfig` record
+(pickled): the config's `Compilation` and the run's outputs; the main
+process adds the errors against float64 and the prediction (see
+`measure`).
 """
 
 from __future__ import annotations
@@ -14,24 +17,24 @@ import time
 
 import numpy as np
 
-from hloprobe.compile import lowering, timing, worker
+from hloprobe.compile import lowering
 from hloprobe.compile.cases import Case, get_case
 from hloprobe.compile.targets import Target
 from hloprobe.errors import first_line
 from hloprobe.ir import ptx
 from hloprobe.ir.hlo import parse_hlo_module
-from hloprobe.ir.precisions import parse_precision
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
 from hloprobe.records import Compilation, Config, ConfigResult, Failure
+from hloprobe.runtime import timing
+from hloprobe.runtime.serve import Request, note_stage
 from hloprobe.sites import dot_sites, effective, passes
-from hloprobe.sweep.spec import case_inputs
 
 __all__ = [
+  "CompileRequest",
   "CompiledConfig",
-  "compile_and_run",
+  "LoadTargetRequest",
   "compile_and_run_case",
   "failed",
-  "load_target",
 ]
 
 
@@ -55,62 +58,89 @@ class CompiledConfig:
   timings: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
-def compile_and_run(
-  case_name: str,
-  target: Target,
-  precision: str,
-  n: int,
-  explain_passes: bool,
-  full_inputs: tuple | None = None,
-) -> CompiledConfig:
-  """One config's work in a worker: lower, compile, parse, map sites and,
-  for a target that runs (`cpu`, `gpu`), run it.
+@dataclasses.dataclass(frozen=True)
+class CompileRequest(Request):
+  """One config's work, sent to a worker whole (see `compile_and_run_case`).
 
-  Args:
-    case_name: the name the sweep looked the case up by (a user's
-      `file.py:factory` too); the worker looks it up again.
-    target: the target record, whole.
-    precision, n: the config.
+  Attributes:
+    config: the config, as its results carry it (the worker's result
+      holds this very record).
+    case_source: the words the case was given by (`seed_mlp`,
+      `path/to/file.py:factory`); the worker resolves them once per process
+      (a case's function may not pickle).
+    full_inputs: the case's full-size inputs as the sweep's process made
+      them (None for a sized case), so the worker compiles and runs on the
+      very inputs the float64 reference is computed from (a case whose
+      `make_inputs` is not deterministic would otherwise be compared with
+      other inputs' reference).
     explain_passes: also attribute each site to the pass that rewrote it.
-    full_inputs: `(the case's full-size inputs,)` as the sweep's process
-      made them, or None to make them here. Sent by the sweep, so the
-      worker compiles and runs on the very inputs the float64 reference
-      is computed from (a case whose `make_inputs` is not deterministic
-      would otherwise be compared with other inputs' reference), and
-      need not make them again.
   """
-  case = get_case(case_name)
-  full = full_inputs[0] if full_inputs else case_inputs(case_name)
-  return compile_and_run_case(case, full, target, precision, n, explain_passes)
+
+  config: Config
+  case_source: str
+  full_inputs: tuple | None
+  explain_passes: bool = False
+
+  def run(self, memo: dict) -> CompiledConfig:
+    key = ("case", self.case_source)
+    if key not in memo:  # once per worker process
+      memo[key] = get_case(self.case_source)
+    return compile_and_run_case(
+      memo[key], self.full_inputs, self.config, self.explain_passes
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadTargetRequest(Request):
+  """Loads a compile-only target's config into XLA, in a worker.
+
+  `run` returns the fields dropped so the installed proto could read it.
+
+  Raises (from `run`):
+    TargetError: XLA rejects the config.
+  """
+
+  target: Target
+
+  def run(self, memo: dict) -> tuple[str, ...]:
+    del memo
+    loaded = lowering.load_topology(self.target.name, self.target.config_text)
+    return loaded.dropped_fields
 
 
 def compile_and_run_case(
-  case: Case,
-  full: tuple | None,
-  target: Target,
-  precision: str,
-  n: int,
-  explain_passes: bool,
+  case: Case, full: tuple | None, config: Config, explain_passes: bool
 ) -> CompiledConfig:
-  """`compile_and_run` with the case's record and full inputs in hand.
+  """One config's work: lower, compile, parse, map sites and, for a target
+  that runs (`cpu`, `gpu`), run it.
 
-  Before each stage it notes the stage (`worker.note_stage`), so a worker
+  Before each stage it notes the stage (`serve.note_stage`), so a worker
   that dies in it names it.
+
+  Args:
+    case: the config's case record.
+    full: the case's full-size inputs (None for a sized case).
+    config: the config; the result carries it as it is.
+    explain_passes: also attribute each site to the pass that rewrote it.
   """
   watch = timing.Stopwatch()
-  config = Config(case.name, target, n, precision)
+  target, n = config.target, config.n
   stage = "compile"
   try:
-    worker.note_stage(stage)
+    note_stage(stage)
     args = case.inputs_for(full, n)
     start = time.perf_counter()
     cc = lowering.compile_case(
-      case, args, parse_precision(precision), target, dump_passes=explain_passes
+      case,
+      args,
+      config.precision.jax_name,
+      target,
+      dump_passes=explain_passes,
     )
     watch.add("lower", cc.lower_s)
     watch.add("compile", time.perf_counter() - start - cc.lower_s)
     stage = "analyse"
-    worker.note_stage(stage)
+    note_stage(stage)
     compilation = _analysed(cc, target, watch)
     if explain_passes:
       with watch.stage("passes"):
@@ -119,7 +149,7 @@ def compile_and_run_case(
     if target.compile_only:
       return CompiledConfig(result, timings=watch.seconds())
     stage = "run"
-    worker.note_stage(stage)
+    note_stage(stage)
     with watch.stage("run"):
       outs, run_s = lowering.run_compiled(cc, args)
     return CompiledConfig(result, outs, run_s, watch.seconds())
@@ -163,14 +193,3 @@ def _with_passes(c: Compilation, dumps) -> Compilation:
 def failed(r: ConfigResult, error: str, stage: str) -> ConfigResult:
   """A failed record of `r`'s config (nothing else of `r` kept)."""
   return ConfigResult(r.config, failure=Failure(stage, error))
-
-
-def load_target(target: Target) -> tuple[str, ...]:
-  """Loads a compile-only target's config into XLA (in a worker).
-
-  Returns the fields dropped so the installed proto could read it.
-
-  Raises:
-    TargetError: XLA rejects the config.
-  """
-  return lowering.load_topology(target.name, target.config_text).dropped_fields

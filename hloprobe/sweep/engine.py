@@ -21,15 +21,26 @@ from collections.abc import Callable
 
 import jax
 
-from hloprobe.compile import cache, timing, worker
-from hloprobe.compile.cases import resolvable_elsewhere
-from hloprobe.compile.experiments import BASELINE, Experiment
-from hloprobe.compile.targets import Target
-from hloprobe.errors import first_line
-from hloprobe.records import RECORD_VERSION, Config, ConfigResult
-from hloprobe.sweep.compiled import CompiledConfig, compile_and_run_case, failed
+from hloprobe.compile.experiments import BASELINE
+from hloprobe.errors import XlaFlagsError, first_line
+from hloprobe.records import RECORD_VERSION, ConfigResult
+from hloprobe.runtime import cache, timing
+from hloprobe.runtime import pool as worker
+from hloprobe.sweep.compiled import (
+  CompiledConfig,
+  CompileRequest,
+  LoadTargetRequest,
+  compile_and_run_case,
+  failed,
+)
 from hloprobe.sweep.measure import CaseSetup, with_batch_consistency
-from hloprobe.sweep.spec import SweepSpec, case_inputs, check_case_sizes
+from hloprobe.sweep.plan import (
+  PlannedConfig,
+  SweepPlan,
+  check_case_sizes,
+  plan_sweep,
+)
+from hloprobe.sweep.spec import SweepSpec
 
 __all__ = ["SweepProgress", "run_sweep"]
 
@@ -50,43 +61,12 @@ class SweepProgress:
   current: str
 
 
-@dataclasses.dataclass(frozen=True)
-class _Config:
-  """One config of a sweep, by its flag set and case index."""
-
-  experiment: Experiment
-  case: int
-  target: Target
-  precision: str
-  n: int
-
-
-def _configs(spec: SweepSpec) -> list[_Config]:
-  """Every config in output order: the baseline's (case, target,
-  precision, n), then each experiment's in the same order."""
-  return [
-    _Config(e, i, t, p, n)
-    for e in (BASELINE, *spec.experiments)
-    for i in range(len(spec.cases))
-    for t in spec.targets
-    for p in spec.precisions
-    for n in spec.batch_sizes
-  ]
-
-
-def _config_record(spec: SweepSpec, c: _Config) -> Config:
-  """The `Config` record of config `c` (its `label()` is the progress
-  line's, e.g. "a100 seed_mlp n=3 bfloat16 (no_algsimp)")."""
-  return Config(
-    spec.cases[c.case].name, c.target, c.n, c.precision, c.experiment.name
-  )
-
-
 def run_sweep(
-  spec: SweepSpec,
+  spec: SweepSpec | SweepPlan,
   progress: Callable[[SweepProgress], None] | None = None,
   on_result: Callable[[ConfigResult], None] | None = None,
   pool: worker.WorkerPool | None = None,
+  warn: cache.Warn | None = None,
 ) -> list[ConfigResult]:
   """Runs every config of a sweep, each in a worker process.
 
@@ -113,13 +93,14 @@ def run_sweep(
   (baseline and experiments) gets max(1, jobs // E) lanes, its configs
   dealt to them in turn, each lane one worker. Results are collected in
   config order, so the output and `on_result`'s order do not depend on
-  jobs. A case added to `CASES` at run time (not found by name in another
-  process, see `resolvable_elsewhere`) compiles and runs here instead,
+  jobs. A `Case` record given in the spec that another process cannot
+  find by its name (`SweptCase.portable`) compiles and runs here instead,
   for the baseline only (an experiment's configs of it fail, stage
   "worker").
 
   Args:
-    spec: what to sweep.
+    spec: what to sweep: a plan (`plan.plan_sweep`), or a spec planned
+      here.
     progress: optional callable, given a `SweepProgress` before each
       config is collected, and once at the end (`current` == ""); the
       command line draws its progress line with it.
@@ -128,6 +109,9 @@ def run_sweep(
     pool: the worker processes to use; None: a pool of this call's own,
       ended when it returns or raises. On an exception or interrupt the
       pool is closed (its workers killed) before this returns.
+    warn: given one line for what costs speed, never results (a cache
+      entry that cannot be read or written, a case that cannot be
+      fingerprinted); None: `cache.log_warning`.
 
   Returns:
     One `ConfigResult` per config: the baseline's ordered case, target,
@@ -136,13 +120,16 @@ def run_sweep(
   Raises:
     TargetError: XLA rejects a compile-only target's config (before any
       config runs).
-    InvalidArgumentError: a batch size exceeds a case's rows.
+    CaseError: a case's inputs do not fit its batch axes.
+    InvalidArgumentError: a batch size exceeds a case's rows; as
+      `plan.plan_sweep` for a spec.
   """
+  spec = plan_sweep(spec)  # a plan passes through, looked up already
   if pool is None:
     with worker.WorkerPool(_worker_platforms(spec), _PRELOAD) as own:
-      return run_sweep(spec, progress, on_result, own)
+      return run_sweep(spec, progress, on_result, own, warn)
   tell = progress or (lambda _: None)
-  sweep = _Sweep(spec, pool)  # inputs, sizes checked, cache lookups
+  sweep = _Sweep(spec, pool, warn or cache.log_warning)  # inputs, cache
   sweep.start_workers()  # they import jax while the targets load
   if sweep.any_work:  # a fully cached rerun starts no worker
     sweep.broken = _load_targets(spec, pool)
@@ -154,9 +141,7 @@ def run_sweep(
     try:
       sweep.dispatch(lanes)
       for i, c in enumerate(sweep.configs):
-        tell(
-          SweepProgress(i, len(sweep.configs), _config_record(spec, c).label())
-        )
+        tell(SweepProgress(i, len(sweep.configs), c.config.label()))
         results.append(sweep.collect(i))
         if on_result is not None:
           on_result(results[-1])
@@ -169,11 +154,12 @@ def run_sweep(
   return with_batch_consistency(results)
 
 
-# What a sweep's own workers import as they start (`WorkerPool` preload).
-_PRELOAD = ("hloprobe.sweep.compiled",)
+# What a sweep's own workers import as they start (`WorkerPool` preload):
+# the module of these requests, and jax with it.
+_PRELOAD = (CompileRequest, LoadTargetRequest)
 
 
-def _worker_platforms(spec: SweepSpec) -> str | None:
+def _worker_platforms(spec: SweepPlan) -> str | None:
   """JAX_PLATFORMS for a sweep's workers: with an attached GPU target the
   user's JAX_PLATFORMS or JAX's own choice (""), else this process's."""
   if any(t.platform == "cuda" and not t.compile_only for t in spec.targets):
@@ -188,24 +174,28 @@ class _Sweep:
   references, predictions) runs on the calling thread.
   """
 
-  def __init__(self, spec, pool):
+  def __init__(self, spec, pool, warn: cache.Warn):
     self.spec, self.pool = spec, pool
     self.broken: dict[str, str] = {}  # see `_load_targets`
-    self.configs = _configs(spec)
+    self.configs = spec.configs()
     self.stop = threading.Event()
-    self.store = cache.RecordCache(spec.cache_dir) if spec.cache_dir else None
+    self.store = None
+    if spec.cache_dir:
+      self.store = cache.RecordCache(spec.cache_dir, warn)
     if self._surely_misses():
       # The baseline's first worker imports jax while this process makes
       # the cases' inputs (its first lane and target loading use it).
       pool.start(BASELINE.flags_text, 0)
-    self.setups = [
-      CaseSetup(name, case, spec.batch_sizes)
-      for name, case in zip(spec.case_names, spec.cases)
-    ]
+    self.setups = [CaseSetup(c, spec.batch_sizes, warn) for c in spec.cases]
     self.watches = [timing.Stopwatch() for _ in self.configs]
-    check_case_sizes(spec, [self._inputs(i) for i in range(len(spec.cases))])
+    # Each case's full inputs, made once here (the lanes send them).
+    self.inputs = [self._inputs(i) for i in range(len(spec.cases))]
+    check_case_sizes(spec, self.inputs)
     self.keys = [self._key(c, w) for c, w in zip(self.configs, self.watches)]
-    self.hits = [self._hit(k, w) for k, w in zip(self.keys, self.watches)]
+    self.hits = [
+      self._hit(c, k, w)
+      for c, k, w in zip(self.configs, self.keys, self.watches)
+    ]
     self.any_work = any(hit is None for hit in self.hits)
     self.lanes = self._lanes()
     self.futures: dict[int, concurrent.futures.Future] = {}
@@ -217,7 +207,8 @@ class _Sweep:
     if self.store is None:
       return True
     distinct = {
-      (c.experiment.flags_text, c.case, c.target.name, c.precision, c.n)
+      (c.experiment.flags_text, c.case_index, c.config.target.name)
+      + (c.config.precision, c.config.n)
       for c in self.configs
     }
     return not self.store.holds_at_least(len(distinct))
@@ -225,35 +216,39 @@ class _Sweep:
   def _inputs(self, case: int) -> tuple | None:
     """Case `case`'s full inputs (made once, `CaseSetup`), charged to the
     stopwatch of its first config."""
-    first = next(i for i, c in enumerate(self.configs) if c.case == case)
+    first = next(i for i, c in enumerate(self.configs) if c.case_index == case)
     return self.setups[case].inputs(self.watches[first])
 
-  def _key(self, c: _Config, watch) -> str | None:
+  def _key(self, c: PlannedConfig, watch) -> str | None:
     """The config's cache key (see `cache.config_key`), or None."""
     if self.store is None:
       return None
-    fingerprint = self.setups[c.case].fingerprint(watch)
+    fingerprint = self.setups[c.case_index].fingerprint(watch)
     flags = worker.worker_xla_flags(
-      os.environ.get("XLA_FLAGS", ""), c.experiment.flags_text
+      self.pool.user_xla_flags, c.experiment.flags_text
     )
     with watch.stage("cache"):
       return fingerprint and cache.config_key(
         fingerprint,
-        c.target,
-        c.precision,
-        c.n,
+        c.config.target,
+        c.config.precision,
+        c.config.n,
         max(self.spec.batch_sizes),
         self.spec.explain_passes,
         xla_flags=flags,
         record_version=RECORD_VERSION,
       )
 
-  def _hit(self, key: str | None, watch) -> ConfigResult | None:
+  def _hit(self, c: PlannedConfig, key: str | None, watch):
+    """The cached record of config `c`, carrying `c.config` (the key has
+    the experiment's flags, not its name), or None."""
     if not key:
       return None
     with watch.stage("cache"):
       hit = self.store.get(key)
-    return hit if isinstance(hit, ConfigResult) else None
+    if not isinstance(hit, ConfigResult):
+      return None
+    return dataclasses.replace(hit, config=c.config)
 
   def _lanes(self) -> list[tuple[str, int, list[int]]]:
     """(extra XLA_FLAGS, lane, config indices) of every lane with work:
@@ -266,11 +261,7 @@ class _Sweep:
       todo = [
         i
         for i, c in enumerate(self.configs)
-        if c.experiment is e
-        and resolvable_elsewhere(
-          self.spec.case_names[c.case], self.spec.cases[c.case]
-        )
-        and self.hits[i] is None
+        if c.experiment is e and c.case.portable and self.hits[i] is None
       ]
       found += [
         (e.flags_text, lane, todo[lane::per_set])
@@ -289,7 +280,9 @@ class _Sweep:
     config of a target that failed to load)."""
     for flags, lane, indices in self.lanes:
       mine = [
-        i for i in indices if self.configs[i].target.name not in self.broken
+        i
+        for i in indices
+        if self.configs[i].config.target.name not in self.broken
       ]
       for i in mine:
         self.futures[i] = concurrent.futures.Future()
@@ -306,24 +299,15 @@ class _Sweep:
       try:
         if rejected is not None:
           raise rejected
-        future.set_result(
-          self.pool.call(
-            "compile_and_run",
-            {
-              "case_name": self.spec.case_names[c.case],
-              "target": c.target,
-              "precision": c.precision,
-              "n": c.n,
-              "explain_passes": self.spec.explain_passes,
-              "full_inputs": (case_inputs(self.spec.case_names[c.case]),),
-            },
-            flags,
-            lane=lane,
-          )
+        request = CompileRequest(
+          c.config,
+          c.case.source,
+          self.inputs[c.case_index],
+          self.spec.explain_passes,
         )
-      except worker.WorkerError as e:
-        if str(e).startswith("XLA rejected"):
-          rejected = e
+        future.set_result(self.pool.call(request, flags, lane=lane))
+      except XlaFlagsError as e:
+        rejected = e
         future.set_exception(e)
       except BaseException as e:  # handed to the collecting thread
         future.set_exception(e)
@@ -332,7 +316,7 @@ class _Sweep:
     """Config `i`'s record: from the cache, its worker or this process,
     with its statistics and prediction; stored in the cache when ok."""
     c, watch = self.configs[i], self.watches[i]
-    setup = self.setups[c.case]
+    setup = self.setups[c.case_index]
     r = self.hits[i]
     if r is None:
       setup.prepare(watch)  # here, while the worker compiles
@@ -340,14 +324,13 @@ class _Sweep:
       if r.ok and self.keys[i]:
         with watch.stage("cache"):
           self.store.put(self.keys[i], dataclasses.replace(r, timings={}))
-    config = dataclasses.replace(r.config, experiment=c.experiment.name)
-    return dataclasses.replace(r, config=config, timings=watch.seconds())
+    return dataclasses.replace(r, timings=watch.seconds())
 
   def _work(self, i: int) -> CompiledConfig:
     """Config `i`'s worker reply, or its failure as one."""
     c = self.configs[i]
-    base = ConfigResult(_config_record(self.spec, c))
-    broken = self.broken.get(c.target.name)
+    base = ConfigResult(c.config)
+    broken = self.broken.get(c.config.target.name)
     if broken is not None:
       return CompiledConfig(failed(base, broken, "compile"))
     future = self.futures.get(i)
@@ -357,34 +340,32 @@ class _Sweep:
       return future.result()
     except worker.WorkerError as e:
       return CompiledConfig(failed(base, str(e), e.stage or "worker"))
+    except XlaFlagsError as e:  # no stage: the worker did not start
+      return CompiledConfig(failed(base, str(e), "worker"))
     except Exception as e:  # raised in the worker, e.g. a CaseError
       return CompiledConfig(failed(base, first_line(e), "worker"))
 
-  def _here(self, c: _Config, base: ConfigResult, watch) -> CompiledConfig:
+  def _here(
+    self, c: PlannedConfig, base: ConfigResult, watch
+  ) -> CompiledConfig:
     """A config of a case found in this process only, done here."""
     if c.experiment is not BASELINE:
       return CompiledConfig(
         failed(
           base,
-          f"case {base.config.case!r} exists in this process only (put "
-          "into CASES at run time, or a record no other process finds by "
-          "its name), so it cannot compile under an experiment's XLA_FLAGS "
-          "(in a worker)",
+          f"case {base.config.case!r} exists in this process only (a "
+          "record no other process finds by its name), so it cannot "
+          "compile under an experiment's XLA_FLAGS (in a worker)",
           "worker",
         )
       )
-    setup = self.setups[c.case]
+    setup = self.setups[c.case_index]
     return compile_and_run_case(
-      setup.case,
-      setup.inputs(watch),
-      c.target,
-      c.precision,
-      c.n,
-      self.spec.explain_passes,
+      setup.case, setup.inputs(watch), c.config, self.spec.explain_passes
     )
 
 
-def _load_targets(spec: SweepSpec, pool: worker.WorkerPool) -> dict[str, str]:
+def _load_targets(spec: SweepPlan, pool: worker.WorkerPool) -> dict[str, str]:
   """Loads every compile-only target in the baseline's first worker,
   before any config runs.
 
@@ -395,7 +376,7 @@ def _load_targets(spec: SweepSpec, pool: worker.WorkerPool) -> dict[str, str]:
   for target in spec.targets:
     if target.compile_only:
       try:
-        pool.call("load_target", {"target": target})
-      except worker.WorkerError as e:
+        pool.call(LoadTargetRequest(target))
+      except (worker.WorkerError, XlaFlagsError) as e:
         broken[target.name] = f"loading the target config: {e}"
   return broken

@@ -1,6 +1,7 @@
 """The main process's part of a config: its errors against the float64
-references, its predicted numerics, the headline leaf and batch
-consistency (`ulp_vs_n1`), from a worker's `CompiledConfig`.
+references, its predicted numerics, the headline leaf (chosen once, in
+`_with_headline`) and batch consistency (`ulp_vs_n1`), from a worker's
+`CompiledConfig`.
 
 A case's references and predictor are made once (`CaseSetup`) and shared
 by every target, precision and experiment of the sweep.
@@ -9,16 +10,16 @@ by every target, precision and experiment of the sweep.
 from __future__ import annotations
 
 import dataclasses
-import logging
 
-from hloprobe.compile import cache, timing
 from hloprobe.compile.cases import Case
 from hloprobe.compile.targets import Target
 from hloprobe.errors import CaseError, first_line
+from hloprobe.ir.precisions import as_precision
 from hloprobe.numerics import accuracy, predict, reference
-from hloprobe.records import ConfigResult, Execution
+from hloprobe.records import Config, ConfigResult, Execution
+from hloprobe.runtime import cache, timing
 from hloprobe.sweep.compiled import CompiledConfig, compile_and_run_case, failed
-from hloprobe.sweep.spec import record_inputs
+from hloprobe.sweep.plan import SweptCase
 
 __all__ = ["CaseSetup", "run_config", "with_batch_consistency"]
 
@@ -27,8 +28,9 @@ def _with_stats(
   work: CompiledConfig, references: reference.References | None, watch
 ) -> ConfigResult:
   """The worker's result with its `Execution`: run seconds and, with
-  `references`, the outputs' errors against float64 (in this process); a
-  failure is the config's, at stage "run"."""
+  `references`, the outputs' errors against float64 (in this process; no
+  headline yet, see `_with_headline`); a failure is the config's, at stage
+  "run"."""
   r = work.result
   if not r.ok or work.run_s is None:
     return r
@@ -45,12 +47,7 @@ def _with_stats(
     )
   except Exception as e:  # one config's failure must not lose the others
     return failed(r, first_line(e), "run")
-  headline = accuracy.headline_leaf(
-    references.axes, references.dtypes, [s.max_rel for s in leaves]
-  )
-  return dataclasses.replace(
-    r, execution=Execution(work.run_s, leaves, headline)
-  )
+  return dataclasses.replace(r, execution=Execution(work.run_s, leaves))
 
 
 def run_config(
@@ -64,7 +61,9 @@ def run_config(
   watch: timing.Stopwatch | None = None,
 ) -> ConfigResult:
   """Lowers, compiles, analyses and (where possible) runs one config here,
-  in this process (the sweep does this in workers: `compile_and_run`).
+  in this process (the sweep does this in workers: `CompileRequest`).
+
+  `precision` is a `Precision` or its name (checked here).
 
   With `explain_passes`, the compile dumps every pass and each dot site is
   attributed to the pass that rewrote it (see `passes`). With
@@ -72,12 +71,11 @@ def run_config(
   if given, is charged the time of each stage.
   """
   watch = watch or timing.Stopwatch()
-  work = compile_and_run_case(
-    case, full_inputs, target, precision, n, explain_passes
-  )
+  config = Config(case.name, target, n, as_precision(precision))
+  work = compile_and_run_case(case, full_inputs, config, explain_passes)
   for name, seconds in work.timings.items():
     watch.add(name, seconds)
-  return _with_stats(work, references, watch)
+  return _with_headline(_with_stats(work, references, watch), references)
 
 
 def _references(case, full, sizes):
@@ -133,17 +131,27 @@ def _with_prediction(
     )
   except Exception as e:  # prediction is extra; the config stays ok
     return dataclasses.replace(r, prediction_error=first_line(e))
-  r = dataclasses.replace(r, prediction=prediction)
-  if leaves:
-    names = [s.leaf for s in leaves]
-    r = _with_headline(r, names.index(prediction.leaf))
-  return r
+  return dataclasses.replace(r, prediction=prediction)
 
 
-def _with_headline(r: ConfigResult, leaf: int) -> ConfigResult:
-  """`r` with its execution's headline taken from output leaf `leaf`."""
+def _with_headline(
+  r: ConfigResult, references: reference.References | None
+) -> ConfigResult:
+  """`r` with its execution's headline leaf, chosen here once: the
+  prediction's leaf where there is a prediction (it judged every leaf and
+  chose it, `accuracy.headline_leaf`), else `accuracy.headline_leaf` of
+  the errors against float64."""
+  run = r.execution
+  if run is None or not run.leaf_stats:
+    return r
+  if r.prediction is not None:
+    headline = [s.leaf for s in run.leaf_stats].index(r.prediction.leaf)
+  else:
+    headline = accuracy.headline_leaf(
+      references.axes, references.dtypes, [s.max_rel for s in run.leaf_stats]
+    )
   return dataclasses.replace(
-    r, execution=dataclasses.replace(r.execution, headline=leaf)
+    r, execution=dataclasses.replace(run, headline=headline)
   )
 
 
@@ -190,14 +198,25 @@ class CaseSetup:
   The time is charged to the stopwatch of the config that needs it first.
   """
 
-  def __init__(self, name: str, case: Case, sizes: tuple[int, ...]):
-    self.name, self.case, self.sizes = name, case, sizes
+  def __init__(
+    self,
+    swept: SweptCase,
+    sizes: tuple[int, ...],
+    warn: cache.Warn = cache.log_warning,
+  ):
+    self.swept, self.case, self.sizes = swept, swept.case, sizes
+    self._warn = warn
     self._full, self._print, self._made = None, None, None
 
   def inputs(self, watch) -> tuple | None:
+    """The case's full-size inputs (`Case.full_inputs`), made once.
+
+    Raises:
+      CaseError: a batch axis out of range, or the like.
+    """
     if self._full is None:
       with watch.stage("inputs"):
-        self._full = (record_inputs(self.name, self.case),)
+        self._full = (self.case.full_inputs(),)
     return self._full[0]
 
   def fingerprint(self, watch) -> str | None:
@@ -205,7 +224,7 @@ class CaseSetup:
     if self._print is None:
       full = self.inputs(watch)
       with watch.stage("cache"):
-        self._print = (_fingerprint(self.case, full),)
+        self._print = (_fingerprint(self.case, full, self._warn),)
     return self._print[0]
 
   def prepare(self, watch) -> None:
@@ -232,13 +251,14 @@ class CaseSetup:
     if lie is not None:
       return failed(work.result, str(lie), "reference")
     r = _with_stats(work, references, watch)
-    return _with_prediction(r, predictor, why, watch)
+    r = _with_prediction(r, predictor, why, watch)
+    return _with_headline(r, references)
 
 
-def _fingerprint(case: Case, full: tuple) -> str | None:
-  """The case's cache fingerprint; None when it fails."""
+def _fingerprint(case: Case, full: tuple, warn: cache.Warn) -> str | None:
+  """The case's cache fingerprint; None when it fails (`warn` is told)."""
   try:
     return cache.case_fingerprint(case, full)
   except Exception as e:  # the sweep still runs, uncached
-    logging.warning("hloprobe: not caching case %s: %s", case.name, e)
+    warn(f"hloprobe: not caching case {case.name}: {e}")
     return None

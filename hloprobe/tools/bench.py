@@ -55,7 +55,7 @@ import sys
 import tempfile
 import time
 
-from hloprobe.compile import host
+from hloprobe.runtime import host
 
 __all__ = ["main"]
 
@@ -78,7 +78,7 @@ print(time.perf_counter() - start, _cpu() - start_cpu)
 _PLAIN = f"""
 import time
 
-from hloprobe.compile import host
+from hloprobe.runtime import host
 import jax
 from hloprobe.compile import cases
 from hloprobe.ir import precisions
@@ -96,7 +96,7 @@ for n in range(1, 10):
 _PLAIN_A100 = f"""
 import time
 
-from hloprobe.compile import host
+from hloprobe.runtime import host
 import jax
 from jax.experimental import topologies
 from hloprobe.compile import cases, targets
@@ -137,7 +137,7 @@ assert all(r.ok for r in results), [r.failure for r in results if not r.ok]
 _EMULATOR = """
 import time
 
-from hloprobe.compile import host
+from hloprobe.runtime import host
 import jax
 from hloprobe.compile import cases
 from hloprobe.numerics import emulate

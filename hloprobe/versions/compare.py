@@ -57,7 +57,7 @@ from collections.abc import Sequence
 
 from hloprobe.compile.compat import CHECKED_JAXLIBS, checked_words
 from hloprobe.ir.precisions import ALGORITHMS
-from hloprobe.report import render
+from hloprobe.report import tables
 from hloprobe.versions import commits
 from hloprobe.versions.run import VersionRun
 
@@ -258,7 +258,7 @@ def render_versions(
         + [_show(entry["cells"][r.jaxlib], field) for r in runs]
         + [mark]
       )
-  table = render.table(rows, headers, fmt)
+  table = tables.table(rows, headers, fmt)
   return "\n".join([table, *_footer(runs, compared, built)])
 
 

@@ -2,7 +2,7 @@
 description, observed row 0 against the predicted band.
 
 Runs from the source tree with the machine's own jax and nothing installed
-(`PYTHONPATH=. python -m hloprobe.versions.gpu_check`): the GPU machine may
+(`PYTHONPATH=. python -m hloprobe.commands.gpu_check`, whose `main` prints): the GPU machine may
 have another jax (e.g. 0.11.2 with CUDA 13), so hloprobe runs unchecked
 there (one warning; "unknown" where a rule does not recognise XLA).
 
@@ -36,7 +36,6 @@ from __future__ import annotations
 import datetime
 import os
 import re
-import sys
 
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.ir.precisions import DEFAULT_PRECISIONS
@@ -47,6 +46,7 @@ __all__ = [
   "check_records",
   "compile_only_target_for",
   "gpu_check",
+  "output_path",
   "render_check",
 ]
 
@@ -163,7 +163,7 @@ def gpu_check(
 
   from hloprobe import sweep
   from hloprobe.compile import compat, lowering
-  from hloprobe.report import render as report
+  from hloprobe.report import results_json
 
   if device_target == "gpu":  # the sweep's workers share the GPU
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -177,7 +177,7 @@ def gpu_check(
     targets=(device_target, twin),
   )
   results = sweep.run_sweep(spec)
-  configs = report.results_json(results, lowering.versions())["configs"]
+  configs = results_json.results_json(results, lowering.versions())["configs"]
   return {
     "schema": "hloprobe.gpu_check",
     "schema_version": 1,
@@ -193,7 +193,7 @@ def gpu_check(
 
 def render_check(doc: dict) -> str:
   """The check as a table: one row per config."""
-  from hloprobe.report import render as report
+  from hloprobe.report import tables
 
   def band(b: dict) -> str:
     if b["predicted_row0"] is None:
@@ -231,71 +231,14 @@ def render_check(doc: dict) -> str:
     f"{doc['device']} with jax {doc['jax']} / jaxlib {doc['jaxlib']}, "
     f"{doc['created']}"
   )
-  return "\n".join([head, report.table(rows, headers)])
+  return "\n".join([head, tables.table(rows, headers)])
 
 
-def _output_path(doc: dict, output: str | None) -> str:
+def output_path(doc: dict, output: str | None) -> str:
+  """`output`, or <DEFAULT_OUTPUT_DIR>/<device>-jaxlib<V>.json."""
   if output:
     return output
   device = re.sub(r"[^A-Za-z0-9]+", "_", doc["device"]).strip("_").lower()
   return os.path.join(
     DEFAULT_OUTPUT_DIR, f"{device}-jaxlib{doc['jaxlib']}.json"
   )
-
-
-def main(argv: list[str]) -> int:
-  """absl main: run, print the table, write the JSON file."""
-  from absl import flags
-
-  from hloprobe.report import render as report
-  from hloprobe.sweep import parse_batch_sizes
-
-  f = flags.FLAGS
-  del argv
-  try:
-    doc = gpu_check(
-      f.device_target,
-      f.compile_only_target,
-      parse_batch_sizes(f.batch_sizes),
-      tuple(f.precisions),
-    )
-  except InvalidArgumentError as e:
-    print(f"hloprobe: error: {e}", file=sys.stderr)
-    return 2
-  if doc["warning"]:
-    print(doc["warning"], file=sys.stderr)
-  print(render_check(doc))
-  path = _output_path(doc, f.output)
-  report.atomic_write(path, report.dumps_json(doc) + "\n")
-  print(f"wrote {path}", file=sys.stderr)
-  observed = [c for c in doc["configs"] if c["observed"]["status"] == "ok"]
-  return 0 if observed and len(observed) == len(doc["configs"]) else 1
-
-
-def _define_flags() -> None:
-  from absl import flags
-
-  flags.DEFINE_string(
-    "device_target", "gpu", "The target that runs: gpu, or cpu standing in."
-  )
-  flags.DEFINE_string(
-    "compile_only_target",
-    None,
-    "The compile-only twin (default: from the GPU's device kind).",
-  )
-  flags.DEFINE_string("batch_sizes", "1-9", "Batch sizes, e.g. 1-9.")
-  flags.DEFINE_list(
-    "precisions", list(DEFAULT_PRECISIONS), "Matmul precisions."
-  )
-  flags.DEFINE_string(
-    "output",
-    None,
-    f"The JSON file (default {DEFAULT_OUTPUT_DIR}/<device>-jaxlib<V>.json).",
-  )
-
-
-if __name__ == "__main__":
-  from absl import app
-
-  _define_flags()
-  app.run(lambda argv: sys.exit(main(argv)))

@@ -16,7 +16,7 @@ sweep, judges the requested requirements (`verify.judge`) and replies
      `jaxlib/version.py` `_git_hash`; null where the wheel records none),
    "capabilities": {"dot_algorithm_preset": bool,
                     "threefry_partitionable": bool | null},
-   "results": <results.json document, see report.py>,
+   "results": <results.json document, see report/results_json.py>,
    "requirements": [{"name": str, "passed": bool, "evidence": [str]}]}
 """
 
@@ -168,7 +168,7 @@ def _serve(request_path: str, reply_path: str) -> None:
 
   from hloprobe import sweep, verify
   from hloprobe.compile import compat, lowering
-  from hloprobe.report import render as report
+  from hloprobe.report import files, results_json, verification
 
   with open(request_path, encoding="utf-8") as f:
     request = json.load(f)
@@ -196,13 +196,17 @@ def _serve(request_path: str, reply_path: str) -> None:
         jax.config, "jax_threefry_partitionable", None
       ),
     },
-    "results": report.results_json(results, lowering.versions()),
+    "results": results_json.results_json(results, lowering.versions()),
     "requirements": [
-      {"name": r.name, "passed": r.passed, "evidence": list(r.evidence)}
+      {
+        "name": r.name,
+        "passed": r.passed,
+        "evidence": verification.requirement_lines(r),
+      }
       for r in judged
     ],
   }
-  report.atomic_write(reply_path, report.dumps_json(reply))
+  files.atomic_write(reply_path, results_json.dumps_json(reply))
 
 
 if __name__ == "__main__":

@@ -105,7 +105,7 @@ def default_cache_dir() -> str:
   """venvs/ under hloprobe's one cache folder (`cache.default_cache_dir`):
   `$XDG_CACHE_HOME/hloprobe/venvs`, else `~/.cache/hloprobe/venvs`, as the
   CLI's `<--cache_dir>/venvs`."""
-  from hloprobe.compile import cache  # lazy: cache imports the JAX runtime
+  from hloprobe.runtime import cache  # lazy: cache imports the JAX runtime
 
   return os.path.join(cache.default_cache_dir(), "venvs")
 

@@ -98,8 +98,10 @@ class SweepWithExperimentsTest(absltest.TestCase):
     e = experiments.BUILTIN_EXPERIMENTS["no_algsimp"]
     other = experiments.parse_experiment("no_algsimp:--xla_foo=1")
     with self.assertRaisesRegex(InvalidArgumentError, "unique"):
-      sweep.SweepSpec(
-        ("seed_mlp",), (1,), ("float32",), ("cpu",), experiments=(e, other)
+      sweep.plan_sweep(
+        sweep.SweepSpec(
+          ("seed_mlp",), (1,), ("float32",), ("cpu",), experiments=(e, other)
+        )
       )
 
 

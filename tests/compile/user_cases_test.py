@@ -122,8 +122,13 @@ class LoadTest(parameterized.TestCase):
   def test_bad_input_is_one_case_error(self, names, message):
     if names.startswith("broken"):
       names = os.path.join(_DIR, names)
+    spec = sweep.SweepSpec(
+      tuple(names.split(",")), (1,), ("float32",), ("cpu",)
+    )
     with self.assertRaisesRegex(CaseError, message) as cm:
-      sweep.SweepSpec(tuple(names.split(",")), (1,), ("float32",), ("cpu",))
+      # Names fail as the plan is made; a case's inputs as the sweep makes
+      # them, before any config compiles.
+      sweep.run_sweep(sweep.plan_sweep(spec))
     self.assertNotIn("\n", str(cm.exception))
 
   def test_the_same_name_twice_is_swept_once(self):
@@ -132,7 +137,7 @@ class LoadTest(parameterized.TestCase):
     spec = sweep.SweepSpec(
       ("seed_mlp", "seed_mlp"), (1,), ("float32",), ("cpu",)
     )
-    self.assertEqual(spec.case_names, ("seed_mlp",))
+    self.assertEqual(sweep.plan_sweep(spec).case_names, ("seed_mlp",))
 
   def test_batch_size_beyond_the_input_is_an_error(self):
     case = cases.get_case("userpkg.mycase:make")

@@ -678,7 +678,7 @@ class GoldenApiTest(absltest.TestCase):
     written = update.golden_update(spec, path)
     self.assertLen(written.added, 3)  # .stablehlo.mlir, .hlo, .dots.json
     self.assertEqual(
-      snapshot.golden_spec(path), dataclasses.replace(spec, explain_passes=True)
+      snapshot.golden_spec(path), sweep.plan_sweep(spec, explain_passes=True)
     )
     result = snapshot.golden_check(golden_dir=path)  # the manifest's sweep
     self.assertTrue(result.ok, result.render())

@@ -25,9 +25,8 @@ pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
 
 
 def _sweep(case, target, n, precision="default"):
-  with program_cases.registered(case):
-    spec = sweep.SweepSpec((case.name,), (n,), (precision,), (target,))
-    (r,) = sweep.run_sweep(spec)
+  spec = sweep.SweepSpec((case,), (n,), (precision,), (target,))
+  (r,) = sweep.run_sweep(spec)
   assert r.ok and r.prediction is not None, (r.failure, r.prediction_error)
   return r
 

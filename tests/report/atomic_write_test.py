@@ -8,9 +8,9 @@ import os
 from absl.testing import absltest
 from testutil import interrupted_at
 
-from hloprobe.compile import cache
 from hloprobe.ir import textfile
-from hloprobe.report import render
+from hloprobe.report import files
+from hloprobe.runtime import cache
 
 
 class InterruptedWriteTest(absltest.TestCase):
@@ -35,14 +35,14 @@ class InterruptedWriteTest(absltest.TestCase):
   def test_atomic_write(self):
     out = self.create_tempdir().full_path
     path = os.path.join(out, "f.txt")
-    render.atomic_write(path, "old")
+    files.atomic_write(path, "old")
 
     def check():
       with open(path) as f:
         self.assertIn(f.read(), ("old", "new"))
 
     points = self._every_point(
-      out, lambda: render.atomic_write(path, "new"), check, render
+      out, lambda: files.atomic_write(path, "new"), check, files
     )
     self.assertGreater(points, 10)
     check()

@@ -12,7 +12,7 @@ from hloprobe import verify
 from hloprobe.compile.targets import get_target
 from hloprobe.numerics import accuracy, predict
 from hloprobe.records import Config, ConfigResult, Execution
-from hloprobe.report import render
+from hloprobe.report import files, results_json, tables, verification
 
 _INF, _NAN = math.inf, math.nan
 _VERSIONS = {"jax": "0.10.2", "jaxlib": "0.10.2"}
@@ -53,7 +53,7 @@ def _overflowed() -> ConfigResult:
 
 class StrictJsonTest(absltest.TestCase):
   def test_non_finite_floats_become_null(self):
-    doc = _strict_loads(render.render([_overflowed()], "json", _VERSIONS))
+    doc = _strict_loads(tables.render([_overflowed()], "json", _VERSIONS))
     config = doc["configs"][0]
     self.assertIsNone(config["numerics"]["row0_abs_err"])
     self.assertIsNone(config["numerics"]["max_rel_err"])
@@ -64,7 +64,7 @@ class StrictJsonTest(absltest.TestCase):
 
   def test_results_json_file_is_strict(self):
     out = self.create_tempdir().full_path
-    render.write_outputs([_overflowed()], out, _VERSIONS)
+    files.write_outputs([_overflowed()], out, _VERSIONS)
     with open(os.path.join(out, "results.json")) as f:
       doc = _strict_loads(f.read())
     self.assertIsNone(doc["configs"][0]["numerics"]["max_abs_err"])
@@ -74,13 +74,13 @@ class StrictJsonTest(absltest.TestCase):
     outcome = verify.Verification(
       fix, (verify.Requirement("accurate", False, ("x",)),), (), ()
     )
-    doc = _strict_loads(render.render_verification(outcome, "json"))
+    doc = _strict_loads(verification.render_verification(outcome, "json"))
     self.assertFalse(doc["passed"])
 
   def test_dumps_json_recurses_and_keeps_finite_values(self):
     doc = {"a": [1.5, _INF, {"b": (-_INF, _NAN, 0.0)}], "c": "inf", "d": 7}
     self.assertEqual(
-      _strict_loads(render.dumps_json(doc)),
+      _strict_loads(results_json.dumps_json(doc)),
       {"a": [1.5, None, {"b": [None, None, 0.0]}], "c": "inf", "d": 7},
     )
 
@@ -88,7 +88,7 @@ class StrictJsonTest(absltest.TestCase):
 class MarkdownTest(absltest.TestCase):
   def test_headers_have_no_pipes(self):
     # A '|' in a header would add columns to a GitHub markdown table.
-    for header in render._TABLE_HEADERS + render._SITE_HEADERS:
+    for header in tables._TABLE_HEADERS + tables._SITE_HEADERS:
       self.assertNotIn("|", header)
 
 
@@ -118,10 +118,10 @@ class NotesTest(absltest.TestCase):
     return [changed, *unpredicted]
 
   def test_table_says_see_notes_and_not_predicted(self):
-    text = render.render(self._results(), "table", _VERSIONS)
+    text = tables.render(self._results(), "table", _VERSIONS)
     self.assertIn("ok, see notes", text)
     notes = text[text.index("\nnotes:\n") :]
-    wide = render.render(self._results(), "table", _VERSIONS, wide=True)
+    wide = tables.render(self._results(), "table", _VERSIONS, wide=True)
     self.assertEqual(wide.count("not predicted"), 3)  # 2 cells and a note
     self.assertIn("\nnotes:\n", wide)
     self.assertIn("xla_gpu_enable_triton_gemm=false", notes)
@@ -130,7 +130,7 @@ class NotesTest(absltest.TestCase):
     self.assertIn("KeyError: 'num_consts'", notes)
 
   def test_json_keeps_the_compile_notes(self):
-    doc = json.loads(render.render(self._results(), "json", _VERSIONS))
+    doc = json.loads(tables.render(self._results(), "json", _VERSIONS))
     self.assertEqual(
       doc["configs"][0]["compile_notes"],
       ["compiled again with xla_gpu_enable_triton_gemm=false: because"],

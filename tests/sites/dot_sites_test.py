@@ -7,22 +7,35 @@ import os
 
 from absl.testing import absltest, parameterized
 
+from hloprobe.compile import targets
 from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
-from hloprobe.sites import dot_sites
+from hloprobe.sites import dot_sites, effective
 from hloprobe.sites.dot_sites import Fate
 
 _MERGER = os.path.join(os.path.dirname(__file__), "testdata", "dot_merger")
 
 
-def _fixture_fates(stem: str, edit=lambda hlo: hlo):
-  """Fates of a recorded compile (testdata/dot_merger/record.py)."""
+def _fixture(stem: str, edit=lambda hlo: hlo):
+  """(sites, optimized module) of a recorded compile
+  (testdata/dot_merger/record.py)."""
   path = os.path.join(_MERGER, stem)
   with open(f"{path}.stablehlo.mlir") as f:
     sites = parse_stablehlo_dots(f.read())
   with open(f"{path}.hlo") as f:
-    module = parse_hlo_module(edit(f.read()))
-  return dot_sites.map_dot_sites(sites, module)
+    return sites, parse_hlo_module(edit(f.read()))
+
+
+def _fixture_fates(stem: str, edit=lambda hlo: hlo):
+  """The mapped sites of a recorded compile (`_fixture`)."""
+  return dot_sites.map_dot_sites(*_fixture(stem, edit))
+
+
+def _resolved(stem: str, edit=lambda hlo: hlo):
+  """The resolved sites of a recorded A100 compile (`_fixture`)."""
+  sites, module = _fixture(stem, edit)
+  fates = dot_sites.map_dot_sites(sites, module)
+  return effective.resolve(fates, module, [], targets.get_target("a100"))
 
 
 class DotMergerFixtureTest(parameterized.TestCase):
@@ -60,7 +73,8 @@ class DotMergerFixtureTest(parameterized.TestCase):
     self.assertEqual(
       dot_sites.merge_words(fates[1]), "merged by dot-merger with site 0"
     )
-    self.assertEqual(dot_sites.site_record(fates[0])["merged_with"], [1])
+    record = dot_sites.site_record(_resolved(stem)[0])
+    self.assertEqual(record["merged_with"], [1])
 
   def test_cross_side_not_merged_on_0_10(self):
     fates = _fixture_fates("t_merged_cross-jaxlib0.10.2")
@@ -82,7 +96,10 @@ class DotMergerFixtureTest(parameterized.TestCase):
     self.assertNotIn(Fate.GONE, [f.fate for f in fates])
     self.assertEqual([f.fate for f in fates], [Fate.UNKNOWN] * 2)
     self.assertEqual(fates[0].candidates, (("gemm_fusion_dot", "dot.2"),))
-    self.assertIn("none of whose parts fits", fates[0].algorithm_evidence)
+    self.assertIn("none of whose parts fits", fates[0].unknown_reason)
+    # `effective.resolve` gives the mapping's reason as the evidence.
+    resolved = _resolved("t_merged-jaxlib0.12.0.1", plant)
+    self.assertEqual(resolved[0].algorithm_evidence, fates[0].unknown_reason)
 
   def test_without_the_concatenate_the_sites_are_gone(self):
     # The tester's check: with the concatenate's parts hidden (a plain

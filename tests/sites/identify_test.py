@@ -87,11 +87,10 @@ class DotMergerVerdictTest(parameterized.TestCase):
   """
 
   def _sweep(self, case):
-    with program_cases.registered(case):
-      spec = sweep.SweepSpec(
-        (case.name,), (2,), ("bfloat16",), ("a100",), explain_passes=True
-      )
-      (r,) = sweep.run_sweep(spec)
+    spec = sweep.SweepSpec(
+      (case,), (2,), ("bfloat16",), ("a100",), explain_passes=True
+    )
+    (r,) = sweep.run_sweep(spec)
     self.assertTrue(r.ok, r.failure)
     return r
 

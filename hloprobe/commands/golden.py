@@ -1,10 +1,10 @@
-"""`hloprobe golden check` and `hloprobe golden update`, with their values
-from cli.py.
+"""`hloprobe golden check` and `hloprobe golden update`.
 
 The sweep is MANIFEST.json's, each sweep flag given on the command line
-replacing its part. The report goes to stdout; exit status 0 when the
-goldens match (update: written), 1 when they differ or a candidate file
-cannot be written (`cannot write ...`, after the comparison is printed).
+replacing its part (`golden_spec`). The report goes to stdout; exit status
+0 when the goldens match (update: written), 1 when they differ or a
+candidate file cannot be written (`cannot write ...`, after the comparison
+is printed).
 """
 
 from __future__ import annotations
@@ -13,11 +13,35 @@ import dataclasses
 import tempfile
 from collections.abc import Collection, Mapping, Sequence
 
-from hloprobe.errors import HloprobeError, write_or_fail
+from hloprobe.commands import common
+from hloprobe.errors import HloprobeError, InvalidArgumentError, write_or_fail
 from hloprobe.golden import snapshot, update
 from hloprobe.sweep import SweepSpec
 
-__all__ = ["cmd_check", "cmd_update", "golden_spec"]
+__all__ = [
+  "GoldenArgs",
+  "cmd_check",
+  "cmd_update",
+  "golden_spec",
+  "main",
+]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GoldenArgs:
+  """`hloprobe golden check|update`'s words and flags.
+
+  Attributes:
+    common: the flags every command accepts.
+    words: the words after `golden`: ["check"] or ["update"].
+    golden_dir: --golden_dir, or None (the default folder).
+    strict: --strict: compare full text across jax/jaxlib versions.
+  """
+
+  common: common.SweepWords
+  words: tuple[str, ...] = ()
+  golden_dir: str | None = None
+  strict: bool = False
 
 
 def golden_spec(
@@ -46,7 +70,8 @@ def golden_spec(
 
 
 def cmd_update(spec: SweepSpec, golden_dir: str) -> int:
-  """Runs `spec` and rewrites the goldens (`update.golden_update`); 0."""
+  """Runs `spec`, rewrites the goldens (`update.golden_update`) and says
+  what changed; returns 0."""
   print(update.golden_update(spec, golden_dir).render())
   return 0
 
@@ -87,3 +112,32 @@ def _write_candidates(snap, output_dir: str | None) -> str:
   """Writes a mismatching snapshot to `output_dir` or a new temporary folder."""
   out = output_dir or tempfile.mkdtemp(prefix="hloprobe-golden-candidate-")
   return snapshot.write_snapshot(snap, out)
+
+
+def main(args: GoldenArgs) -> int:
+  """`hloprobe golden check|update`; returns the exit status.
+
+  Raises:
+    InvalidArgumentError: another word, or --target_config given.
+  """
+  if list(args.words) not in (["check"], ["update"]):
+    raise InvalidArgumentError(
+      f"`golden` takes one word, check or update; got {list(args.words)}; "
+      "e.g. `hloprobe golden check`"
+    )
+  if args.common.target_config:
+    raise InvalidArgumentError(
+      "`golden` does not read --target_config; name config files in "
+      "--targets (e.g. --targets=cpu,golden/configs/x.txtpb), as "
+      "MANIFEST.json records them"
+    )
+  golden_dir = args.golden_dir or snapshot.default_golden_dir()
+  from hloprobe.sweep import spec as sweep_spec
+
+  values, given = common.sweep_values(args.common)
+  spec = sweep_spec.check_nonempty(golden_spec(golden_dir, values, given))
+  spec = dataclasses.replace(spec, jobs=args.common.jobs)
+  common.start_jax(spec.targets)
+  if args.words[0] == "update":
+    return cmd_update(spec, golden_dir)
+  return cmd_check(spec, golden_dir, args.strict, args.common.output_dir)

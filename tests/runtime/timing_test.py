@@ -6,7 +6,7 @@ import time
 
 from absl.testing import absltest
 
-from hloprobe.compile import timing
+from hloprobe.runtime import timing
 
 
 class StopwatchTest(absltest.TestCase):

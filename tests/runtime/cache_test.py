@@ -12,8 +12,8 @@ import pytest
 import testutil
 from absl.testing import absltest
 
-from hloprobe.compile import cache
 from hloprobe.ir import textfile
+from hloprobe.runtime import cache
 
 _PAYLOAD = b"x" * 1000  # each entry: this pickled, a little over 1000 bytes
 
@@ -129,7 +129,7 @@ class EvictionTest(absltest.TestCase):
 # two processes would; any exception or warning fails the process.
 _SHARING = """
 import logging, sys
-from hloprobe.compile import cache
+from hloprobe.runtime import cache
 logging.getLogger().addHandler(logging.StreamHandler())
 store = cache.RecordCache(sys.argv[1])
 for i in range(400):

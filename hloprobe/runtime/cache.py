@@ -48,18 +48,20 @@ import logging
 import os
 import pickle
 import time
+from collections.abc import Callable
 
 import jax
 import jaxlib
 import numpy as np
 
-from hloprobe.compile import host
 from hloprobe.compile.cases import Case
 from hloprobe.compile.targets import Target
 from hloprobe.ir import textfile
+from hloprobe.runtime import host
 
 __all__ = [
   "DEFAULT_MAX_MB",
+  "Warn",
   "CacheUsage",
   "RecordCache",
   "case_fingerprint",
@@ -82,6 +84,16 @@ _STALE_TMP_S = 3600.0
 # How often `put` makes an entry's folder again when another process's
 # eviction removed it before the entry was written.
 _WRITE_TRIES = 3
+
+
+# What a cache does with a line it cannot act on (an unreadable entry, a
+# write that failed): the caller's callable, e.g. the command line's.
+Warn = Callable[[str], None]
+
+
+def log_warning(line: str) -> None:
+  """The default `Warn`: a `logging.warning` of the line."""
+  logging.warning("%s", line)
 
 
 def default_cache_dir() -> str:
@@ -218,10 +230,13 @@ class RecordCache:
   Args:
     directory: the cache folder (created on first write); records go to
       `<directory>/records/<key[:2]>/<key>.pkl`.
+    warn: given one line for each entry it cannot read, write or remove
+      (each costs speed, never results); default `log_warning`.
   """
 
-  def __init__(self, directory: str):
+  def __init__(self, directory: str, warn: Warn | None = None):
     self.directory = directory
+    self._warn = warn or log_warning
 
   @property
   def records_dir(self) -> str:
@@ -242,9 +257,7 @@ class RecordCache:
     except FileNotFoundError:
       return None
     except Exception as e:  # a corrupt or foreign entry is a miss
-      logging.warning(
-        "hloprobe: ignoring unreadable cache entry %s: %s", path, e
-      )
+      self._warn(f"hloprobe: ignoring unreadable cache entry {path}: {e}")
       return None
     try:
       os.utime(path)
@@ -268,9 +281,9 @@ class RecordCache:
         return
       except FileNotFoundError as e:  # the folder was evicted meanwhile
         if not tries_left:
-          logging.warning("hloprobe: cannot write cache entry %s: %s", path, e)
+          self._warn(f"hloprobe: cannot write cache entry {path}: {e}")
       except OSError as e:  # a read-only or full disk costs speed only
-        logging.warning("hloprobe: cannot write cache entry %s: %s", path, e)
+        self._warn(f"hloprobe: cannot write cache entry {path}: {e}")
         return
 
   def _shards(self) -> list[str]:
@@ -338,14 +351,14 @@ class RecordCache:
     """
     entries, stale = self._scan()
     for path in stale:
-      _remove(path)
+      _remove(path, self._warn)
     total = sum(e.size_bytes for e in entries)
     removed = []
     for e in sorted(entries, key=lambda e: (e.mtime_ns, e.path)):
       if total <= max_bytes:
         break
       total -= e.size_bytes
-      if _remove(e.path):
+      if _remove(e.path, self._warn):
         removed.append(e)
     for shard in self._shards():
       with contextlib.suppress(OSError):  # not empty, or gone already
@@ -359,13 +372,14 @@ class RecordCache:
     return self.evict(0)
 
 
-def _remove(path: str) -> bool:
-  """Unlinks `path`; False if it was gone already or cannot be removed."""
+def _remove(path: str, warn: Warn) -> bool:
+  """Unlinks `path`; False if it was gone already or cannot be removed
+  (then `warn` is told)."""
   try:
     os.unlink(path)
   except FileNotFoundError:
     return False
   except OSError as e:
-    logging.warning("hloprobe: cannot remove cache entry %s: %s", path, e)
+    warn(f"hloprobe: cannot remove cache entry {path}: {e}")
     return False
   return True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import pickle
 import tempfile
 from unittest import mock
 
@@ -12,7 +13,8 @@ import pytest
 import testutil
 from absl.testing import absltest
 
-from hloprobe.compile import targets, worker
+from hloprobe.runtime import pool as worker
+from hloprobe.runtime import process, serve
 
 # Worker processes, started and interrupted.
 pytestmark = pytest.mark.compiles
@@ -36,7 +38,9 @@ class InterruptedStartTest(absltest.TestCase):
     with mock.patch.object(tempfile, "tempdir", tmp):
       # At each point of worker.py in turn: between making the folder,
       # starting the process and noting the worker, and while closing.
-      while testutil.interrupted_at(k, start, files=(worker.__file__,)):
+      while testutil.interrupted_at(
+        k, start, files=(worker.__file__, process.__file__)
+      ):
         gc.collect()  # the pool, if an interrupt beat its __exit__
         self.assertEqual(os.listdir(tmp), [], f"interrupted at event {k}")
         k += 1
@@ -73,27 +77,6 @@ def chatty():
 
 def aborts():
   return _case("aborts", os.abort)
-
-
-class TwoArgError(Exception):
-  def __init__(self, a, b):  # pickle rebuilds it with one argument
-    super().__init__(f"{a}/{b}")
-
-
-def _two_arg_inputs():
-  if IN_WORKER:
-    raise TwoArgError("in", "worker")
-  return np.ones((2, 4), np.float32), np.ones((4, 2), np.float32)
-
-
-def two_arg():  # make_inputs raises out of the worker's function
-  return hloprobe.Case(
-    name="two_arg",
-    description="two_arg",
-    fn=lambda x, w: x @ w,
-    make_inputs=_two_arg_inputs,
-    in_axes=(0, None),
-  )
 """
 
 
@@ -122,23 +105,26 @@ class FailureMessageTest(absltest.TestCase):
     self.assertNotIn("chatter", aborts["error"])
 
   def test_exception_pickle_cannot_rebuild_is_named(self):
-    # A sweep sends its inputs to the worker; asked without them, the
-    # worker makes them and `make_inputs` raises out of the function.
-    cases = self.create_tempfile("cases.py", _CASES).full_path
-    with worker.WorkerPool() as pool:
-      with self.assertRaises(worker.WorkerError) as caught:
-        pool.call(
-          "compile_and_run",
-          {
-            "case_name": f"{cases}:two_arg",
-            "target": targets.get_target("cpu"),
-            "precision": "float32",
-            "n": 1,
-            "explain_passes": False,
-          },
-        )
-    self.assertIn("TwoArgError: in/worker", str(caught.exception))
-    self.assertNotIn("missing 1 required positional", str(caught.exception))
+    # What a worker sends back for an exception pickle cannot rebuild.
+    read, write = os.pipe()
+    try:
+      serve._reply(
+        write, "raise", _TwoArgError("in", "worker"), worker.WorkerError
+      )
+      os.close(write)
+      frame = serve._read_frame(read)
+    finally:
+      os.close(read)
+    status, error = pickle.loads(frame)
+    self.assertEqual(status, "raise")
+    self.assertIsInstance(error, worker.WorkerError)
+    self.assertIn("_TwoArgError: in/worker", str(error))
+    self.assertNotIn("missing 1 required positional", str(error))
+
+
+class _TwoArgError(Exception):
+  def __init__(self, a, b):  # pickle rebuilds it with one argument
+    super().__init__(f"{a}/{b}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Tests of hloprobe.compile.host: which CPU and ISA the CPU numbers come from."""
+"""Tests of hloprobe.runtime.host: which CPU and ISA the CPU numbers come from."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import testutil
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe, run_hloprobe_json
 
-from hloprobe.compile import host
+from hloprobe.runtime import host
 
 _CPUINFO = """processor\t: 0
 model name\t: Example CPU 9000
@@ -60,7 +60,7 @@ class UsableCoresTest(absltest.TestCase):
     one = min(os.sched_getaffinity(0))
     code = (
       f"import os; os.sched_setaffinity(0, {{{one}}}); "
-      "from hloprobe.compile import host; print(host.usable_cores())"
+      "from hloprobe.runtime import host; print(host.usable_cores())"
     )
     out = subprocess.run(
       [sys.executable, "-c", code],

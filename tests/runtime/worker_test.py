@@ -10,24 +10,33 @@ from unittest import mock
 import pytest
 from absl.testing import absltest
 
-from hloprobe.compile import targets, worker
+from hloprobe import records
+from hloprobe.compile import cases, targets
+from hloprobe.errors import XlaFlagsError
+from hloprobe.ir.precisions import Precision
+from hloprobe.runtime import pool as worker
+from hloprobe.runtime import serve
 from hloprobe.sites.dot_sites import Fate
+from hloprobe.sweep import CompileRequest
 
 pytestmark = pytest.mark.compiles
 
 _CPU = targets.BUILTIN_TARGETS["cpu"]
-_CONFIG = dict(
-  case_name="seed_mlp",
-  target=_CPU,
-  precision="float32",
-  n=1,
-  explain_passes=False,
-)
+
+
+def _request(target=_CPU, n=1, explain_passes=False) -> CompileRequest:
+  """seed_mlp at float32 on `target`, as the sweep sends it."""
+  config = records.Config("seed_mlp", target, n, Precision.float32)
+  full = cases.seed_mlp.full_inputs()
+  return CompileRequest(config, "seed_mlp", full, explain_passes)
+
+
+_CONFIG = _request()
 
 
 class WorkerTest(absltest.TestCase):
   def test_records_come_back(self):
-    work = worker.call_in_worker("compile_and_run", _CONFIG, "")
+    work = worker.call_in_worker(_CONFIG, "")
     self.assertTrue(work.result.ok, work.result.failure)
     self.assertEqual(
       work.result.compilation.fates[3].fate, Fate.MULTIPLY_REDUCE
@@ -38,11 +47,9 @@ class WorkerTest(absltest.TestCase):
 
   def test_misspelled_xla_flag_is_named(self):
     with self.assertRaisesRegex(
-      worker.WorkerError, "XLA rejected flag --xla_cpu_enable_fast_mathh=false"
+      XlaFlagsError, "XLA rejected flag --xla_cpu_enable_fast_mathh=false"
     ):
-      worker.call_in_worker(
-        "compile_and_run", _CONFIG, "--xla_cpu_enable_fast_mathh=false"
-      )
+      worker.call_in_worker(_CONFIG, "--xla_cpu_enable_fast_mathh=false")
 
   def test_user_flags_then_experiment_flags(self):
     self.assertEqual(
@@ -55,16 +62,14 @@ class WorkerTest(absltest.TestCase):
   def test_worker_keeps_the_users_xla_flags(self):
     dump = self.create_tempdir().full_path
     with mock.patch.dict(os.environ, {"XLA_FLAGS": f"--xla_dump_to={dump}"}):
-      work = worker.call_in_worker(
-        "compile_and_run", _CONFIG, "--xla_cpu_enable_fast_math=false"
-      )
+      work = worker.call_in_worker(_CONFIG, "--xla_cpu_enable_fast_math=false")
     self.assertTrue(work.result.ok, work.result.failure)
     self.assertNotEmpty(os.listdir(dump))
 
   def test_experiment_flag_wins_over_the_users(self):
     user, mine = (self.create_tempdir().full_path for _ in range(2))
     with mock.patch.dict(os.environ, {"XLA_FLAGS": f"--xla_dump_to={user}"}):
-      worker.call_in_worker("compile_and_run", _CONFIG, f"--xla_dump_to={mine}")
+      worker.call_in_worker(_CONFIG, f"--xla_dump_to={mine}")
     self.assertEmpty(os.listdir(user))
     self.assertNotEmpty(os.listdir(mine))
 
@@ -79,38 +84,52 @@ class WorkerTest(absltest.TestCase):
         "threads_per_warp: 32", "threads_per_warp: 0"
       ),
     )
-    config = dict(case_name="seed_mlp", precision="float32", n=2)
     tmp = self.create_tempdir().full_path
     with mock.patch.object(tempfile, "tempdir", tmp):
       with worker.WorkerPool() as pool:
         with self.assertRaisesRegex(
           worker.WorkerError, r"^worker process was killed by SIGFPE; last"
         ):
-          pool.call(
-            "compile_and_run", dict(config, target=broken, explain_passes=False)
-          )
+          pool.call(_request(broken, 2))
         self.assertEqual(os.listdir(tmp), [])  # its folder went with it
-        good = pool.call(
-          "compile_and_run", dict(config, target=a100, explain_passes=True)
-        ).result
+        good = pool.call(_request(a100, 2, explain_passes=True)).result
         self.assertTrue(good.ok, good.failure)
         self.assertEqual(good.compilation.fates[0].fate, Fate.TRITON_GEMM)
     self.assertEqual(os.listdir(tmp), [])
 
-  def test_unknown_function(self):
-    with self.assertRaisesRegex(ValueError, "unknown worker function"):
-      worker.call_in_worker("os.system", {}, "")
+  def test_only_request_records_run(self):
+    # No names in a table: a worker runs `serve.Request` records only.
+    with self.assertRaisesRegex(TypeError, "runs Request records"):
+      worker.call_in_worker("os.system", "")
+    with self.assertRaisesRegex(TypeError, "preload takes Request classes"):
+      worker.WorkerPool(preload=("hloprobe.sweep",))
+
+  def test_rejected_flag_is_a_usage_error(self):
+    from hloprobe.errors import InvalidArgumentError
+
+    self.assertTrue(issubclass(XlaFlagsError, InvalidArgumentError))
+    with self.assertRaisesRegex(XlaFlagsError, "XLA_FLAGS of the environment"):
+      worker.check_environment_xla_flags("--xla_no_such_flag=1")
+
+  def test_the_worker_resolves_a_case_once(self):
+    memo = {}
+    request = serve.CheckXlaFlagsRequest()
+    self.assertIsNone(request.run(memo))
+    with mock.patch.object(cases, "get_case", wraps=cases.get_case) as found:
+      with mock.patch("hloprobe.sweep.compiled.get_case", found):
+        for _ in range(2):
+          work = _CONFIG.run(memo)
+    self.assertEqual(found.call_count, 1)
+    self.assertIs(work.result.config, _CONFIG.config)
 
 
 class BadValueTest(absltest.TestCase):
   def test_flag_value_xla_cannot_read_is_named(self):
     with self.assertRaisesRegex(
-      worker.WorkerError,
+      XlaFlagsError,
       "XLA rejected flag --xla_cpu_enable_fast_math: cannot read the value 'maybe'",
     ):
-      worker.call_in_worker(
-        "compile_and_run", _CONFIG, "--xla_cpu_enable_fast_math=maybe"
-      )
+      worker.call_in_worker(_CONFIG, "--xla_cpu_enable_fast_math=maybe")
 
 
 if __name__ == "__main__":

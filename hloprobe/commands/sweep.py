@@ -1,0 +1,135 @@
+"""`hloprobe sweep`: one row per config (table, markdown, JSON or HTML).
+
+`sweep` runs the configs (streamed to --output_dir/results.jsonl) and
+returns their records; `main` prints them and writes the files asked for.
+Exit status: 0 when every config succeeded, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import sys
+from collections.abc import Sequence
+
+from hloprobe.commands import common
+
+__all__ = ["SweepArgs", "main", "show", "sweep"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SweepArgs:
+  """`hloprobe sweep`'s flags (each field a flag of the same name).
+
+  Attributes:
+    common: the flags every command accepts.
+    experiment: --experiment words.
+    experiments_file: --experiments_file, or None.
+    timings: --timings: the stage seconds table after the results.
+    sites: --sites: one row per dot site after the table.
+    wide: --wide: every table column, unwrapped.
+    columns: --columns (table keys), or None for the default.
+    plot: --plot, a PNG path, or None.
+    model_explorer: --model_explorer, a folder, or None.
+    cache_max_mb: --cache_max_mb, the records' bound in MiB.
+  """
+
+  common: common.SweepWords
+  experiment: tuple[str, ...] = ()
+  experiments_file: str | None = None
+  timings: bool = False
+  sites: bool = False
+  wide: bool = False
+  columns: tuple[str, ...] | None = None
+  plot: str | None = None
+  model_explorer: str | None = None
+  cache_max_mb: int = 2048
+
+
+def outputs_of(args, fmt: str):
+  """What a sweep command prints and writes (`pictures.outputs.Outputs`)."""
+  from hloprobe.pictures import outputs
+
+  return outputs.Outputs(
+    fmt=fmt,
+    columns=getattr(args, "columns", None),
+    wide=getattr(args, "wide", False),
+    sites=getattr(args, "sites", False),
+    timings=getattr(args, "timings", False),
+    output_dir=args.common.output_dir,
+    plot=args.plot,
+    model_explorer=args.model_explorer,
+  )
+
+
+def sweep(args: SweepArgs):
+  """Runs the sweep `args` asks for; returns (its spec, its records).
+
+  Raises:
+    InvalidArgumentError: bad input (before anything runs).
+    common.Interrupted: SIGINT/SIGTERM, with the configs finished.
+  """
+  # The HTML page explains: it names the passes.
+  spec = common.sweep_spec(
+    args.common,
+    args.experiment,
+    args.experiments_file,
+    explain_passes=args.common.format == "html",
+  )
+  common.check_format(args.common, args.columns, args.plot, args.model_explorer)
+  common.start_jax(spec.targets)
+  return spec, common.run_streamed(spec, args.common.output_dir)
+
+
+def write_files(results, why, versions, cpu, out) -> None:
+  """Writes --output_dir, --plot and --model_explorer's files, then says
+  on stderr what was written, the folder last.
+
+  Raises:
+    HloprobeError: "cannot write ...", for the first that fails.
+  """
+  from hloprobe.pictures import outputs
+
+  wrote = outputs.write_files(results, why, versions, cpu, out)
+  if wrote:
+    print(outputs.wrote_line(wrote, out.output_dir), file=sys.stderr)
+
+
+def show(results: Sequence, spec, out) -> None:
+  """Prints a finished sweep of plan `spec` (`sweep.SweepPlan`) as `out`
+  (`pictures.outputs.Outputs`) asks and writes --output_dir's and the
+  pictures' files."""
+  from hloprobe.compile import lowering
+  from hloprobe.pictures import outputs
+  from hloprobe.report import explain, tables, timings
+
+  fmt, versions, cpu = out.fmt, lowering.versions(), common.host()
+  cases = [c.case for c in spec.cases]
+  why = explain.explain(results, cases) if out.needs_explanations else []
+  if fmt == "html":
+    print(outputs.html_page(results, why, versions))
+  else:
+    print(
+      tables.render(
+        results, fmt, versions, columns=out.columns, wide=out.wide, host=cpu
+      )
+    )
+  if out.sites and fmt not in ("json", "html"):
+    print()
+    print(tables.render_sites(results, fmt))
+  if out.timings:
+    stream = sys.stderr if fmt == "json" else sys.stdout
+    print("\n" + timings.render_timings(results, fmt), file=stream)
+  write_files(results, why, versions, cpu, out)
+
+
+def main(args: SweepArgs) -> int:
+  """`hloprobe sweep`: runs, prints, writes; returns the exit status."""
+  spec, results = sweep(args)
+  try:
+    show(results, spec, outputs_of(args, args.common.format))
+  except KeyboardInterrupt as e:  # every config finished and is streamed
+    signum = getattr(e, "signum", signal.SIGINT)
+    raise common.Interrupted(signum, results, len(results)) from None
+  common.bound_cache(args.common, args.cache_max_mb)
+  return common.EXIT_OK if all(r.ok for r in results) else common.EXIT_FAILED

@@ -1,0 +1,78 @@
+"""`hloprobe verify --fix=... --require=...`: run baseline and fix, judge.
+
+`verify` parses the fix and requirements, runs the one sweep and returns
+the `verify.Verification`; `main` prints it (`report.verification`).
+Exit status: 0 when every requirement passed, else 1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hloprobe.commands import common
+from hloprobe.errors import InvalidArgumentError
+
+__all__ = ["VerifyArgs", "main", "verify"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class VerifyArgs:
+  """`hloprobe verify`'s flags (each field a flag of the same name).
+
+  Attributes:
+    common: the flags every command accepts.
+    fix: --fix, a precision or an experiment, or None (an error).
+    require: --require names, as given.
+    abs_error_bound: --abs_error_bound, or None.
+    rel_error_bound: --rel_error_bound, or None.
+    golden_dir: --golden_dir, or None (the default folder).
+    cache_max_mb: --cache_max_mb, the records' bound in MiB.
+  """
+
+  common: common.SweepWords
+  fix: str | None = None
+  require: tuple[str, ...] = ("consistent", "accurate")
+  abs_error_bound: float | None = None
+  rel_error_bound: float | None = None
+  golden_dir: str | None = None
+  cache_max_mb: int = 2048
+
+
+def verify(args: VerifyArgs):
+  """Runs baseline and fix; returns the `verify.Verification`.
+
+  Raises:
+    InvalidArgumentError: no --fix, a bad fix, requirement or batch sizes.
+    GoldenError: the golden folder is missing or corrupt ("golden").
+  """
+  from hloprobe import verify as verifying
+
+  if not args.fix:
+    raise InvalidArgumentError(
+      "verify needs --fix, e.g. --fix=float32 or --fix=no_triton_gemm"
+    )
+  fix = verifying.parse_fix(args.fix)
+  # parse_requirements rejects an empty item and drops a repeated one.
+  requirements = verifying.parse_requirements(",".join(args.require))
+  common.check_format(args.common)
+  spec = common.sweep_spec(args.common)
+  verifying.check_batch_sizes(requirements, spec.batch_sizes)
+  common.start_jax(spec.targets)
+  return verifying.verify_fix(
+    spec,
+    fix,
+    requirements,
+    golden_dir=args.golden_dir or None,
+    abs_error_bound=args.abs_error_bound,
+    rel_error_bound=args.rel_error_bound,
+  )
+
+
+def main(args: VerifyArgs) -> int:
+  """`hloprobe verify`: judges, prints; returns the exit status."""
+  from hloprobe.report import verification
+
+  outcome = verify(args)
+  print(verification.render_verification(outcome, args.common.format))
+  common.bound_cache(args.common, args.cache_max_mb)
+  return common.EXIT_OK if outcome.passed else common.EXIT_FAILED

@@ -1,0 +1,111 @@
+"""`hloprobe versions --jaxlib=V1,V2,...`: the sweep under each jaxlib
+release (cached venvs), one table comparing them.
+
+Progress (venv made or reused, each worker's failure) goes to stderr, one
+line at a time (`log`); the table or JSON to stdout. Exit status: 0 when
+every version ran every config, 1 otherwise (a version not installed, a
+worker or a config failed), 2 for bad input (InvalidArgumentError).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+from hloprobe.commands import common
+from hloprobe.errors import InvalidArgumentError
+
+__all__ = ["VersionsArgs", "check_spec", "log", "main", "versions"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class VersionsArgs:
+  """`hloprobe versions`'s flags (each field a flag of the same name).
+
+  Attributes:
+    common: the flags every command accepts.
+    jaxlib: --jaxlib releases, as given.
+    changes_only: --changes_only: only configs where something changed.
+    python: --python, the interpreter making every venv, or None.
+  """
+
+  common: common.SweepWords
+  jaxlib: tuple[str, ...] = ()
+  changes_only: bool = False
+  python: str | None = None
+
+
+def log(line: str) -> None:
+  """One progress line on stderr, "hloprobe: <line>", flushed."""
+  print(f"hloprobe: {line}", file=sys.stderr, flush=True)
+
+
+def check_spec(spec) -> dict:
+  """`spec` as a worker's request.
+
+  Raises:
+    InvalidArgumentError: experiments asked for (the baseline only).
+  """
+  from hloprobe.versions import run
+
+  if spec.experiments:
+    raise InvalidArgumentError(
+      "versions and bisect sweep the baseline only; drop --experiment"
+    )
+  return run.spec_request(spec)
+
+
+def _check_versions(names) -> list[str]:
+  from hloprobe.versions import venvs
+
+  if not names or not all(names):
+    raise InvalidArgumentError(
+      "--jaxlib needs at least one release and no empty ones, e.g. "
+      "--jaxlib=0.4.35,0.10.2"
+    )
+  for name in names:
+    try:
+      venvs.version_key(name)
+    except venvs.VenvError as e:
+      raise InvalidArgumentError(f"--jaxlib: {e}") from None
+  return list(dict.fromkeys(names))
+
+
+def versions(args: VersionsArgs, spec):
+  """Runs the sweep `spec` under each --jaxlib version, up to `spec.jobs`
+  at once; returns their runs (`driver.VersionRun`s, in --jaxlib order).
+
+  Raises:
+    InvalidArgumentError: no or malformed --jaxlib, experiments asked for.
+  """
+  from hloprobe.versions import driver, venvs
+
+  request = check_spec(spec)
+  names = _check_versions(list(args.jaxlib))
+  return driver.run_versions(
+    names,
+    request,
+    common.venv_dir(args.common) or venvs.default_cache_dir(),
+    log=log,
+    jobs=spec.jobs,
+    python=args.python,
+  )
+
+
+def main(args: VersionsArgs) -> int:
+  """`hloprobe versions`: runs, prints the comparison; the exit status."""
+  from hloprobe.report import results_json
+  from hloprobe.versions import compare
+
+  spec = common.sweep_spec(args.common)
+  fmt = common.check_format(args.common)
+  runs = versions(args, spec)
+  if fmt == "json":
+    print(results_json.dumps_json(compare.versions_json(runs)))
+  else:
+    print(compare.render_versions(runs, fmt, args.changes_only))
+  ok = all(
+    r.ok and all(c["status"] == "ok" for c in r.reply["results"]["configs"])
+    for r in runs
+  )
+  return common.EXIT_OK if ok else common.EXIT_FAILED

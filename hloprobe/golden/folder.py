@@ -1,0 +1,202 @@
+"""The golden folder: where it is, its files, and its MANIFEST.json.
+
+`default_golden_dir` finds the folder, `list_golden_files` and
+`read_golden_file` read it, `read_manifest` and `manifest_sweep` read its
+MANIFEST.json (whose text `format` writes and parses), and the sweep a
+manifest records goes to and from a `SweepSpec` (`sweep_record`,
+`spec_from_record`, `golden_spec`). Nothing here writes: `update` does.
+
+Private in intent: use the package, `hloprobe.golden`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterable, Mapping
+
+from hloprobe.compile.targets import is_config_path
+from hloprobe.errors import GoldenError
+from hloprobe.golden import format as fmt
+from hloprobe.ir.textfile import read_text_file
+from hloprobe.sweep import SweepPlan, SweepSpec, plan_sweep
+
+__all__ = [
+  "MANIFEST",
+  "default_golden_dir",
+  "golden_spec",
+  "list_golden_files",
+  "manifest_sweep",
+  "read_golden_file",
+  "read_manifest",
+  "spec_from_record",
+  "sweep_configs",
+  "sweep_record",
+]
+
+MANIFEST = "MANIFEST.json"
+
+
+def default_golden_dir() -> str:
+  """`golden/` at the repository root, else `golden/` in the current folder.
+
+  The repository root is the folder above the `hloprobe` package when it
+  holds `pyproject.toml` (a source checkout, as in CI); an installed
+  hloprobe uses `./golden`.
+  """
+  package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  root = os.path.dirname(package)
+  if os.path.isfile(os.path.join(root, "pyproject.toml")):
+    return os.path.join(root, "golden")
+  return os.path.abspath("golden")
+
+
+def sweep_record(spec: SweepSpec | SweepPlan) -> dict[str, list]:
+  """A sweep as MANIFEST.json records it (keys as in `manifest_sweep`);
+  a spec in words is planned first (a plan looks nothing up again)."""
+  spec = plan_sweep(spec)
+  return {
+    "cases": list(spec.case_names),
+    "targets": list(spec.target_names),
+    "batch_sizes": list(spec.batch_sizes),
+    "precisions": list(spec.precisions),
+  }
+
+
+def spec_from_record(record: Mapping[str, Iterable]) -> SweepPlan:
+  """The sweep a MANIFEST.json record describes, as goldens are made,
+  planned (`plan_sweep`: its names looked up here, once).
+
+  Goldens always name the pass that rewrote each site, so the sweep runs
+  with explain_passes.
+  """
+  return plan_sweep(
+    SweepSpec(
+      cases=tuple(record["cases"]),
+      batch_sizes=tuple(record["batch_sizes"]),
+      precisions=tuple(record["precisions"]),
+      targets=tuple(record["targets"]),
+      explain_passes=True,
+    )
+  )
+
+
+def list_golden_files(directory: str) -> list[str]:
+  """Relative paths of the files under `directory`, manifest excluded."""
+  out = []
+  for root, dirs, names in os.walk(directory):
+    dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+    for name in names:
+      rel = os.path.relpath(os.path.join(root, name), directory)
+      if rel != MANIFEST and not name.startswith("."):
+        out.append(rel.replace(os.sep, "/"))
+  return sorted(out)
+
+
+def read_golden_file(directory: str, rel: str) -> str:
+  """The text of one file; GoldenError naming it when it cannot be read."""
+  path = os.path.join(directory, rel)
+  return read_text_file(path, f"[hloprobe] golden file {path}", GoldenError)
+
+
+def _interrupted_update(golden_dir: str) -> str | None:
+  """The previous goldens an interrupted update left aside, or None."""
+  parent, base = os.path.split(os.path.abspath(golden_dir))
+  if not os.path.isdir(parent):
+    return None
+  for name in sorted(os.listdir(parent)):
+    if name.startswith(f".{base}.update-") and name.endswith(".old"):
+      return os.path.join(parent, name)
+  return None
+
+
+def _require_dir(golden_dir: str) -> None:
+  """Raises a clear GoldenError when the folder is absent."""
+  if os.path.isdir(golden_dir):
+    return
+  left = _interrupted_update(golden_dir)
+  hint = (
+    f"{left} holds the previous goldens of an interrupted update: move it back"
+    if left
+    else "create it with `hloprobe golden update`"
+  )
+  raise GoldenError(f"[hloprobe] no golden folder at {golden_dir}; {hint}")
+
+
+def read_manifest(golden_dir: str) -> dict:
+  """The folder's MANIFEST.json as a dict.
+
+  Raises:
+    GoldenError: the folder or manifest is missing or malformed.
+  """
+  _require_dir(golden_dir)
+  path = os.path.join(golden_dir, MANIFEST)
+  if not os.path.isfile(path):
+    raise GoldenError(
+      f"[hloprobe] {path} is missing; recreate the goldens with `hloprobe golden update`"
+    )
+  return fmt.parse_manifest(path, read_golden_file(golden_dir, MANIFEST))
+
+
+def manifest_sweep(golden_dir: str) -> dict[str, list] | None:
+  """The sweep recorded in the folder's manifest, or None without one.
+
+  An older manifest schema's sweep is read too, so `golden update` can
+  remake an older folder in the current layout.
+
+  Returns:
+    {"cases": [str], "targets": [str], "batch_sizes": [int],
+     "precisions": [str]}.
+  """
+  if not os.path.isfile(os.path.join(golden_dir, MANIFEST)):
+    return None
+  path = os.path.join(golden_dir, MANIFEST)
+  text = read_golden_file(golden_dir, MANIFEST)
+  sweep = fmt.parse_manifest(path, text, sweep_only=True)["sweep"]
+  _confine_targets(golden_dir, sweep["targets"])
+  return sweep
+
+
+def _confine_targets(golden_dir: str, words: Iterable[str]) -> None:
+  """A committed manifest reads config files only inside its folder.
+
+  Raises:
+    GoldenError: a config-file target resolves (symlinks too) outside the
+      golden folder.
+  """
+  root = os.path.realpath(golden_dir)
+  for word in words:
+    if not is_config_path(word):
+      continue
+    where = os.path.realpath(word)
+    if os.path.commonpath([root, where]) != root:
+      raise GoldenError(
+        f"[hloprobe] {os.path.join(golden_dir, MANIFEST)}: target config "
+        f"{word!r} is outside the golden folder; keep the configs a "
+        "manifest names inside it"
+      )
+
+
+def sweep_configs(sweep: Mapping[str, list]) -> set[tuple]:
+  """The (target, case, n, precision) configs of a sweep record."""
+  return set(
+    itertools.product(
+      sweep["targets"],
+      sweep["cases"],
+      sweep["batch_sizes"],
+      sweep["precisions"],
+    )
+  )
+
+
+def golden_spec(golden_dir: str | None = None) -> SweepPlan:
+  """The sweep MANIFEST.json records in `golden_dir` (default: `golden/`).
+
+  Raises:
+    GoldenError: the folder or its manifest is missing or corrupt.
+  """
+  golden_dir = golden_dir or default_golden_dir()
+  recorded = manifest_sweep(golden_dir)
+  if recorded is None:
+    raise GoldenError(f"{golden_dir}: MANIFEST.json records no sweep")
+  return spec_from_record(recorded)

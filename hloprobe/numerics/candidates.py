@@ -1,0 +1,140 @@
+"""Site assignments: which algorithm each dot site is emulated at.
+
+An assignment is one algorithm name per dot site, in site order (e.g.
+("TF32_TF32_F32", "F32_F32_F32")). Here: the chosen one (each site's
+effective algorithm), the per-site share pairs, and the candidates an
+observed run is matched against, among them those the cuBLAS rule allows
+(`effective.tf32_optional`: TF32 allowed, not required). Pure functions of
+names; `predict.Predictor` emulates them.
+
+Private in intent: use the package, `hloprobe.numerics`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+
+from hloprobe.numerics import accuracy
+from hloprobe.numerics.emulate_dot import EMULATED_ALGORITHMS
+from hloprobe.numerics.site_notes import F32
+from hloprobe.sites.dot_sites import Fate, SiteFate
+from hloprobe.sites.effective import TF32, tf32_optional
+
+__all__ = [
+  "allowed_assignments",
+  "candidate_assignments",
+  "chosen_algorithms",
+  "describe_assignment",
+  "is_allowed",
+  "optional_sites",
+  "share_assignments",
+  "share_pairs",
+]
+
+# Fates whose arithmetic no candidate changes: the strength-reduced ones.
+_FIXED_FATES = (Fate.MULTIPLY, Fate.MULTIPLY_REDUCE, Fate.GONE)
+# TF32-optional cuBLAS sites (`effective.tf32_optional`) up to which every
+# TF32/F32 assignment of them is a candidate: 2^4 = 16 emulations at most.
+_OPTIONAL_CAP = 4
+
+
+def describe_assignment(assignment: tuple[str, ...]) -> str:
+  """`TF32_TF32_F32 at sites [1, 2]`, or F32_F32_F32 when every site is."""
+  return accuracy.describe_algorithms(assignment) or F32
+
+
+def optional_sites(
+  fates: Sequence[SiteFate], chosen: tuple[str, ...]
+) -> tuple[int, ...]:
+  """The sites emulated at TF32 where TF32 is allowed, not required."""
+  return tuple(
+    i for i, f in enumerate(fates) if tf32_optional(f) and chosen[i] == TF32
+  )
+
+
+def is_allowed(assignment, chosen, optional) -> bool:
+  """Whether `assignment` is `chosen` with some `optional` sites at F32."""
+  return all(
+    a == c or (i in optional and a == F32)
+    for i, (a, c) in enumerate(zip(assignment, chosen))
+  )
+
+
+def allowed_assignments(
+  chosen: tuple[str, ...], optional: tuple[int, ...]
+) -> list[tuple[str, ...]]:
+  """`chosen` with each subset of the `optional` sites at F32, the empty
+  subset (`chosen` itself) first, then by size.
+
+  Every subset up to `_OPTIONAL_CAP` optional sites (2^4 = 16
+  assignments); beyond it (2^k would be too many emulations) only the
+  subsets of at most one site, and of all but at most one, so 2k + 2
+  assignments: a run that keeps another mix of them in f32 may then find
+  no match and stay "unexplained".
+  """
+  k = len(optional)
+  sizes = range(k + 1)
+  if k > _OPTIONAL_CAP:
+    sizes = sorted({0, 1, k - 1, k})
+  return [
+    tuple(F32 if i in kept else a for i, a in enumerate(chosen))
+    for size in sizes
+    for kept in itertools.combinations(optional, size)
+  ]
+
+
+def candidate_assignments(
+  fates: Sequence[SiteFate], chosen: tuple[str, ...]
+) -> list[tuple[str, ...]]:
+  """The assignments an observed run is matched against, in order.
+
+  The assignments the cuBLAS rule allows (`allowed_assignments`: each
+  TF32-optional site at TF32 or F32, fewest in f32 first), every site at
+  F32, and every site XLA did not strength-reduce at TF32_TF32_F32, then at
+  BF16_BF16_F32; each once, at its first place.
+  """
+  candidates = allowed_assignments(chosen, optional_sites(fates, chosen))
+  candidates.append((F32,) * len(chosen))
+  for alg in (TF32, "BF16_BF16_F32"):
+    candidates.append(
+      tuple(F32 if f.fate in _FIXED_FATES else alg for f in fates)
+    )
+  return list(dict.fromkeys(candidates))
+
+
+def share_pairs(
+  chosen: tuple[str, ...],
+) -> Iterator[tuple[int, tuple[str, ...], tuple[str, ...]]]:
+  """(site, that site alone at its algorithm, every other site at its
+  algorithm and that one at F32) for each non-F32 site."""
+  count = len(chosen)
+  for i, alg in enumerate(chosen):
+    if alg == F32:
+      continue
+    alone = tuple(alg if j == i else F32 for j in range(count))
+    without = tuple(F32 if j == i else a for j, a in enumerate(chosen))
+    yield i, alone, without
+
+
+def share_assignments(chosen: tuple[str, ...]) -> list[tuple[str, ...]]:
+  """Every assignment `Predictor._shares` emulates for `chosen`."""
+  return [
+    a for _, alone, without in share_pairs(chosen) for a in (alone, without)
+  ]
+
+
+def chosen_algorithms(
+  fates: Sequence[SiteFate],
+) -> tuple[tuple[str, ...], str | None]:
+  """Each site's effective algorithm; unknown or unemulated ones as F32."""
+  chosen, unknown = [], []
+  for f in fates:
+    alg = f.effective_algorithm
+    if alg in EMULATED_ALGORITHMS:
+      chosen.append(alg)
+    else:
+      chosen.append(F32)
+      unknown.append(f"site {f.site.index}: {alg or 'unknown'}")
+  note = f"taken as F32_F32_F32: {', '.join(unknown)}" if unknown else None
+  return tuple(chosen), note

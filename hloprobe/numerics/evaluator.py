@@ -1,0 +1,135 @@
+"""The jaxpr interpreter behind the emulator and the float64 reference.
+
+`Evaluator.run` walks a jaxpr planned by `jaxpr_sites.plan_sites` and
+binds every equation as traced, except each planned `dot_general` site,
+which `emulate_dot.emulated_dot_general` computes at that site's
+algorithm (its result converted to the dtype the case's dot returns;
+integer dots run as traced). Higher-order primitives are evaluated with
+their sites: the call-like ones of `CALL_PRIMITIVES`, cond, while and scan
+(a scan whose unrolled copies have different algorithms raises
+`EmulationError`). `emulate` builds its emulators and site scales on it,
+`reference` its widened float64 evaluation.
+
+Private in intent: use the package, `hloprobe.numerics`.
+"""
+
+from __future__ import annotations
+
+import jax
+from jax import lax
+
+from hloprobe.compile import compat
+from hloprobe.compile.compat import JAXPR_API as jex
+from hloprobe.errors import EmulationError
+from hloprobe.numerics.emulate_dot import emulated_dot_general
+from hloprobe.numerics.jaxpr_sites import (
+  CALL_PRIMITIVES,
+  NO_SITES,
+  SitePlan,
+  open_jaxpr,
+)
+
+__all__ = ["Evaluator"]
+
+
+class Evaluator:
+  """Evaluates jaxprs with each planned dot site at its algorithm.
+
+  Args:
+    algorithms: one algorithm name per site (`EMULATED_ALGORITHMS`), in
+      site order.
+    order: f32 summation order of every emulated dot (`SUMMATION_ORDERS`).
+    rounding: f32 -> TF32 rounding mode ('rna' or 'rne').
+  """
+
+  def __init__(self, algorithms: tuple[str, ...], order: str, rounding: str):
+    self.algorithms, self.order, self.rounding = algorithms, order, rounding
+
+  def run(self, jaxpr, plan: SitePlan, consts, args) -> list:
+    jaxpr = open_jaxpr(jaxpr)
+    env = dict(zip(jaxpr.constvars, consts)) | dict(zip(jaxpr.invars, args))
+    read = lambda a: a.val if isinstance(a, jex.Literal) else env[a]
+    for i, eqn in enumerate(jaxpr.eqns):
+      outs = self._eqn(i, eqn, [read(v) for v in eqn.invars], plan)
+      env.update(
+        (v, x)
+        for v, x in zip(eqn.outvars, outs)
+        if not isinstance(v, jex.DropVar)
+      )
+    return [read(v) for v in jaxpr.outvars]
+
+  def _eqn(self, i: int, eqn, ins: list, plan: SitePlan) -> list:
+    """The outputs of equation `i` of a jaxpr planned by `plan`."""
+    if i in plan.sites:
+      return [self._dot(eqn, ins, plan.sites[i])]
+    if eqn.primitive.name in CALL_PRIMITIVES or (
+      i in plan.subs and any(s.size for s in plan.subs[i])
+    ):
+      return self._higher_order(eqn, ins, plan.subs.get(i))
+    outs = eqn.primitive.bind(*ins, **eqn.params)
+    return outs if eqn.primitive.multiple_results else [outs]
+
+  def _closed(self, closed, plan):
+    return lambda *args: self.run(closed.jaxpr, plan, closed.consts, args)
+
+  def _dot(self, eqn, ins, site: int):
+    out_dtype = eqn.outvars[0].aval.dtype
+    if not all(jax.numpy.issubdtype(x.dtype, jax.numpy.inexact) for x in ins):
+      return eqn.primitive.bind(*ins, **eqn.params)  # integer dots: exact
+    out = emulated_dot_general(
+      *ins,
+      eqn.params["dimension_numbers"],
+      self.algorithms[site],
+      order=self.order,
+      tf32_rounding=self.rounding,
+    )
+    return lax.convert_element_type(out, out_dtype)
+
+  def _higher_order(self, eqn, ins, plans):
+    name, p = eqn.primitive.name, eqn.params
+    if name in CALL_PRIMITIVES:
+      sub = p[CALL_PRIMITIVES[name]]
+      consts = sub.consts if isinstance(sub, jex.ClosedJaxpr) else ()
+      return self.run(sub, plans[0] if plans else NO_SITES, consts, ins)
+    if name == "cond":
+      fns = [self._closed(b, s) for b, s in zip(p["branches"], plans)]
+      return lax.switch(ins[0], fns, *ins[1:])
+    if name == "while":
+      return self._while(p, ins, plans)
+    return self._scan(p, ins, plans)
+
+  def _while(self, p, ins, plans):
+    nc, nb = p["cond_nconsts"], p["body_nconsts"]
+    cond_consts, body_consts, init = ins[:nc], ins[nc : nc + nb], ins[nc + nb :]
+    cond, body = (
+      self._closed(p["cond_jaxpr"], plans[0]),
+      self._closed(p["body_jaxpr"], plans[1]),
+    )
+    return lax.while_loop(
+      lambda c: cond(*cond_consts, *c)[0],
+      lambda c: body(*body_consts, *c),
+      list(init),
+    )
+
+  def _scan(self, p, ins, plans):
+    nc, nk = compat.scan_counts(p)
+    if len({self.algorithms[s.base : s.base + s.size] for s in plans}) > 1:
+      raise EmulationError(
+        f"[hloprobe] a scan with unroll={p['unroll']} has {len(plans)} copies "
+        "of its body in StableHLO, with different algorithms for their sites; "
+        "emulating that is not supported"
+      )
+    body = self._closed(p["jaxpr"], plans[0] if plans else NO_SITES)
+
+    def step(carry, xs):
+      outs = body(*ins[:nc], *carry, *xs)
+      return outs[:nk], outs[nk:]
+
+    carry, ys = lax.scan(
+      step,
+      list(ins[nc : nc + nk]),
+      list(ins[nc + nk :]),
+      length=p["length"],
+      reverse=p["reverse"],
+    )
+    return [*carry, *ys]

@@ -1,0 +1,89 @@
+"""The report's files: written whole or not at all.
+
+results.json and each config's `stablehlo.mlir` / `optimized.hlo` under
+--output_dir (`write_outputs`), results.jsonl as configs finish
+(`append_result_line`), and `atomic_write` for every other file (the HTML
+page, the plot, the Model Explorer overlay).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from hloprobe.ir.textfile import write_whole
+from hloprobe.records import ConfigResult
+from hloprobe.report.results_json import (
+  config_json,
+  dumps_json,
+  finite,
+  results_json,
+)
+
+__all__ = [
+  "RESULTS_STREAM",
+  "append_result_line",
+  "atomic_write",
+  "config_dir",
+  "write_outputs",
+]
+
+
+def atomic_write(path: str, text: str | bytes) -> None:
+  """Writes a file whole or not at all (`textfile.write_whole`, mode as
+  `open()` makes it); bytes are written as they are, text as UTF-8."""
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  data = text if isinstance(text, bytes) else text.encode("utf-8")
+  write_whole(path, lambda f: f.write(data))
+
+
+RESULTS_STREAM = "results.jsonl"
+
+
+def append_result_line(output_dir: str, r: ConfigResult) -> None:
+  """Appends one config as one JSON line to `<output_dir>/results.jsonl`.
+
+  Called as each config finishes, so an interrupted sweep keeps the
+  configs it finished; each line is one `config_json` record, written by
+  one `write` call and flushed.
+  """
+  os.makedirs(output_dir, exist_ok=True)
+  line = json.dumps(finite(config_json(r)), allow_nan=False) + "\n"
+  with open(os.path.join(output_dir, RESULTS_STREAM), "a") as f:
+    f.write(line)
+
+
+def config_dir(r: ConfigResult) -> str:
+  """Relative folder of one config's files:
+  `<target>/<case>/n<N>-<precision>[-<experiment>]` (no suffix for baseline)."""
+  c = r.config
+  suffix = "" if c.experiment == "baseline" else f"-{c.experiment}"
+  return os.path.join(c.target.name, c.case, f"n{c.n}-{c.precision}{suffix}")
+
+
+def write_outputs(
+  results: list[ConfigResult],
+  output_dir: str,
+  versions: dict[str, str],
+  host=None,
+) -> list[str]:
+  """Writes per-config `stablehlo.mlir` / `optimized.hlo` and `results.json`.
+
+  `versions` and `host` go into results.json (see `results_json`).
+
+  Returns the paths written. Each file is written atomically.
+  """
+  written = []
+  for r in results:
+    comp = r.compilation
+    for name, text in (
+      ("stablehlo.mlir", comp and comp.stablehlo),
+      ("optimized.hlo", comp and comp.optimized_hlo),
+    ):
+      if text is not None:
+        path = os.path.join(output_dir, config_dir(r), name)
+        atomic_write(path, text)
+        written.append(path)
+  path = os.path.join(output_dir, "results.json")
+  atomic_write(path, dumps_json(results_json(results, versions, host)) + "\n")
+  return written + [path]

@@ -1,0 +1,251 @@
+"""results.json: a sweep's records as the versioned document for machines.
+
+It formats what the records already say; it computes nothing new. Missing
+values are null; JSON is strict (no NaN or Infinity): a float that is not
+finite (e.g. |err| of inf when f32 overflows) is null too.
+
+results.json schema (version 3; version 2 had one "emitter" per dot site
+where version 3 has what XLA prints: "fusion_kind", "backend_config_kind"
+and "custom_call_target"; version 1 had no "row0_ulp", "leaf", "leaves",
+"leaf_verdicts" or prediction "output_dtype", and its row 0 was the first
+value only, where version 2's row-0 errors are maxima over the whole batch
+element 0, as in `accuracy.ErrorStats`):
+  {
+    "schema": "hloprobe.results", "schema_version": 3,
+    "created": ISO-8601 UTC time, "jax": str, "jaxlib": str,
+    "host": {"model": str, "machine": str, "host_isa": str,
+             "max_isa": str | null, "isa": str} | null (the CPU that ran
+             the cpu configs and every emulation, and the ISA XLA compiled
+             for: see hloprobe.runtime.host; CPU numbers depend on it),
+    "configs": [
+      {"experiment": str ("baseline" or an XLA_FLAGS experiment),
+       "case": str, "target": str, "n": int, "precision": str,
+       "status": "ok" | "failed", "error": str | null, "stage": str | null,
+       "fate_summary": str,
+       "dot_sites": [{"index": int, "location": "file:line" | null,
+                      "lhs": "f32[48,2]", "rhs": ..., "result": ...,
+                      "lhs_batch_dims": [int], "rhs_batch_dims": [int],
+                      "lhs_contracting_dims": [int],
+                      "rhs_contracting_dims": [int], "K": int,
+                      "stablehlo_precision": "HIGH,HIGH",
+                      "stablehlo_algorithm": str | null,
+                      "fate": str,
+                      "fusion_kind": "kLoop" | "kInput" | "kOutput" |
+                        "kCustom" | null (the outermost fusion's kind=),
+                      "backend_config_kind": str | null (that fusion's
+                        fusion_backend_config.kind, e.g.
+                        "__triton_nested_gemm_fusion", "__cudnn$fusion";
+                        fusion_config.kind on CPU, e.g. "__ynn_fusion"),
+                      "custom_call_target": str | null (e.g.
+                        "__cublas$lt$matmul"),
+                      "carriers": [str], "precision_config": str,
+                      "algorithm": str | null, "split_k": int | null,
+                      "gemm_config": object | null,
+                      "effective_algorithm": str | null,
+                      "algorithm_source": "ptx" | "rule" | null,
+                      "algorithm_evidence": str | null,
+                      "selection": str | null,
+                      "mapping": "source location" | "data flow" | null,
+                      "candidates": [[str]] (an ambiguous site's; an
+                        unknown one's merged dot not split back),
+                      "conflict": str | null,
+                      "merged_with": [int] | null (the other sites of
+                        the dot XLA's dot-merger made of this one and
+                        them; null: not merged),
+                      "rewritten_by": {"pass": str, "pipeline": str,
+                                       "fate_after": str} | null}],
+       "passes_explained": bool (rewritten_by is only meaningful if true),
+       "passes_error": str | null,
+       "ptxas": str | null, "dropped_config_fields": [str], "compile_notes": [str],
+       "numerics": {"leaf": str (the output leaf the row is about, "" for
+                              a single array),
+                    "row0": float (row 0's first value),
+                    "row0_ref_f64": float,
+                    "row0_abs_err": float (max over batch element 0),
+                    "row0_ulp": int | null (max over element 0, ULPs of
+                                            the output dtype),
+                    "max_abs_err": float,
+                    "max_rel_err": float, "output_dtype": str,
+                    "row0_ulp_vs_n1": int | null,
+                    "leaves": [{"leaf", "row0", "row0_ref_f64",
+                                "row0_abs_err", "row0_ulp", "max_abs_err",
+                                "max_rel_err", "output_dtype"}]} | null,
+       "prediction": {"site_algorithms": [str], "row0": float,
+                      "row0_abs_err": float, "max_abs_err": float,
+                      "max_rel_err": float,
+                      "noise_floor": {"row0_abs": float, "max_abs": float,
+                                      "row0_spread_abs": float},
+                      "row0_tolerance_abs": float,
+                      "site_shares": [{"site", "algorithm", "alone_abs",
+                                       "without_abs", "share"}],
+                      "top_site": int | null,
+                      "site_bands": [{"site", "algorithm", "K",
+                                      "worst_abs", "expected_abs",
+                                      "operand_scale_max",
+                                      "operand_scale_rms"} | null],
+                      "best_candidate": str | null, "verdict": str,
+                      "note": str | null, "leaf": str,
+                      "output_dtype": str,
+                      "leaf_verdicts": [[str, str]]} | null,
+       "prediction_error": str | null,
+       "timing_s": {"lower": float|null, "compile": float|null,
+                    "run": float|null,
+                    "stages": {stage: seconds} (see runtime/timing.py)}}
+    ]
+  }
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import math
+
+from hloprobe.records import ConfigResult
+from hloprobe.sites.dot_sites import fate_summary, site_record
+
+__all__ = [
+  "SCHEMA_VERSION",
+  "config_json",
+  "dumps_json",
+  "finite",
+  "results_json",
+]
+
+SCHEMA_VERSION = 3
+
+
+def finite(value):
+  """`value` with every non-finite float (inf, -inf, nan) made None.
+
+  Recurses into dicts, lists and tuples (tuples become lists, as JSON has
+  them); other values come back unchanged.
+  """
+  if isinstance(value, float) and not math.isfinite(value):
+    return None
+  if isinstance(value, dict):
+    return {k: finite(v) for k, v in value.items()}
+  if isinstance(value, (list, tuple)):
+    return [finite(v) for v in value]
+  return value
+
+
+def dumps_json(doc) -> str:
+  """A JSON document as strict JSON text, indented by 2.
+
+  Non-finite floats (e.g. an error of inf when operands near 1e37 overflow
+  f32) become null: Python's default `Infinity` / `NaN` are not JSON, and
+  strict parsers (jq, JavaScript, Go) reject them.
+  """
+  return json.dumps(finite(doc), indent=2, allow_nan=False)
+
+
+def _prediction_json(r: ConfigResult) -> dict | None:
+  p = r.prediction
+  if p is None:
+    return None
+  return {
+    "site_algorithms": list(p.site_algorithms),
+    "row0": p.stats.row0,
+    "row0_abs_err": p.stats.row0_abs,
+    "max_abs_err": p.stats.max_abs,
+    "max_rel_err": p.stats.max_rel,
+    "noise_floor": dataclasses.asdict(p.noise),
+    "row0_tolerance_abs": p.tolerance_abs,
+    "site_shares": [dataclasses.asdict(x) for x in p.shares],
+    "top_site": p.top_site,
+    "site_bands": [
+      None if b is None else dataclasses.asdict(b) for b in p.bands
+    ],
+    "best_candidate": p.best_candidate,
+    "verdict": p.verdict,
+    "note": p.note,
+    "leaf": p.leaf,
+    "output_dtype": p.output_dtype,
+    "leaf_verdicts": [list(x) for x in p.leaf_verdicts],
+  }
+
+
+def _stats_json(s) -> dict:
+  return {
+    "leaf": s.leaf,
+    "row0": s.row0,
+    "row0_ref_f64": s.row0_ref,
+    "row0_abs_err": s.row0_abs,
+    "row0_ulp": s.row0_ulp,
+    "max_abs_err": s.max_abs,
+    "max_rel_err": s.max_rel,
+    "output_dtype": (
+      None if s.row0_values is None else str(s.row0_values.dtype)
+    ),
+  }
+
+
+def _numerics_json(run) -> dict | None:
+  """An `Execution`'s results.json "numerics", or None without stats."""
+  s = run and run.stats
+  if s is None:
+    return None
+  return {
+    **_stats_json(s),
+    "row0_ulp_vs_n1": run.ulp_vs_n1,
+    "leaves": [_stats_json(x) for x in run.leaf_stats],
+  }
+
+
+def config_json(r: ConfigResult) -> dict:
+  """One config as a results.json entry (schema above)."""
+  c, comp, run, f = r.config, r.compilation, r.execution, r.failure
+  fates = comp.fates if comp else ()
+  passes = comp.passes if comp else None
+  return {
+    "experiment": c.experiment,
+    "case": c.case,
+    "target": c.target.name,
+    "n": c.n,
+    "precision": c.precision,
+    "status": "ok" if r.ok else "failed",
+    "error": f and f.error,
+    "stage": f and f.stage,
+    "fate_summary": fate_summary(list(fates)) if fates else None,
+    "dot_sites": [
+      site_record(x, (passes or {}).get(x.site.index)) for x in fates
+    ],
+    "passes_explained": passes is not None,
+    "passes_error": comp and comp.passes_error,
+    "numerics": _numerics_json(run),
+    "prediction": _prediction_json(r),
+    "prediction_error": r.prediction_error,
+    "ptxas": comp and comp.ptxas,
+    "dropped_config_fields": list(comp.dropped_config_fields if comp else ()),
+    "compile_notes": list(comp.compile_notes if comp else ()),
+    "timing_s": {
+      "lower": comp and comp.lower_s,
+      "compile": comp and comp.compile_s,
+      "run": run and run.run_s,
+      "stages": dict(r.timings),
+    },
+  }
+
+
+def results_json(
+  results: list[ConfigResult], versions: dict[str, str], host=None
+) -> dict:
+  """The whole sweep as the versioned results.json document.
+
+  Args:
+    results: the sweep's records.
+    versions: {"jax": ..., "jaxlib": ...}.
+    host: the `host.HostCpu` the numbers were computed on, or None.
+  """
+  return {
+    "schema": "hloprobe.results",
+    "schema_version": SCHEMA_VERSION,
+    "created": datetime.datetime.now(datetime.UTC).isoformat(
+      timespec="seconds"
+    ),
+    **versions,
+    "host": host.as_json() if host is not None else None,
+    "configs": [config_json(r) for r in results],
+  }

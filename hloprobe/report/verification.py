@@ -1,0 +1,190 @@
+"""`hloprobe verify`'s outcome in words (table, markdown) or JSON.
+
+The evidence records of `verify.evidence` become the lines people read;
+the JSON document carries the same lines (`verification_json`), as does a
+`versions` worker's reply to `bisect` (`requirement_lines`).
+"""
+
+from __future__ import annotations
+
+from hloprobe.report.results_json import SCHEMA_VERSION, dumps_json
+from hloprobe.report.tables import table
+from hloprobe.verify import evidence as ev
+
+__all__ = [
+  "evidence_line",
+  "render_verification",
+  "requirement_lines",
+  "verification_json",
+]
+
+
+def _subject(s: ev.Subject) -> str:
+  return f"{s.target} {s.case} n={s.n} {s.precision}"
+
+
+def _source(s: ev.Source) -> str:
+  """ "observed", "predicted" (ambiguous where cuBLAS sites were predicted
+  at a TF32 they may not use) or "n/a"."""
+  if s.kind != "predicted" or not s.tf32_optional_sites:
+    return s.kind
+  return (
+    f"predicted with TF32 at cuBLAS sites {list(s.tf32_optional_sites)}, "
+    "which may keep f32: ambiguous"
+  )
+
+
+def _not_judged(e: ev.NotJudged) -> str:
+  if e.reason is ev.Reason.NO_CONFIGS:
+    return e.reason.value
+  who, leaf = _subject(e.subject), f" {e.leaf}" if e.leaf else ""
+  if e.reason is ev.Reason.NO_BATCH_AXIS:
+    return (
+      f"{who}: output leaf{leaf} has no batch axis, so no row 0 "
+      "that should stay fixed as n changes"
+    )
+  if e.reason is ev.Reason.NO_BASE:
+    return (
+      f"{who}: no {_source(e.source)} row 0 of{leaf} at n={e.base_n} to "
+      "compare with"
+    )
+  return f"{who}: {e.reason.value}"
+
+
+def _row_moved(e: ev.RowMoved) -> str:
+  leaf = f" {e.leaf}" if e.leaf else ""
+  first_of, over = (
+    ("", "")
+    if e.values < 2
+    else (" (first values)", f", the largest of its {e.values} values")
+  )
+  return (
+    f"{_subject(e.subject)}: row 0{leaf}{first_of} {e.row0:.7g} vs "
+    f"{e.base_row0:.7g} at n={e.base_n}, moved {e.moved_abs:.2e}{over} "
+    f"({_source(e.source)}); limit {e.limit_abs:.2e}"
+  )
+
+
+def _limits(limits: ev.NoiseLimits | ev.ErrorBounds) -> str:
+  """E.g. "limits row-0 |err| 2.02e-04, max |err| 3.10e-04 (2 x noise
+  floor 1.01e-04, 1.55e-04)", or the bounds given."""
+  if isinstance(limits, ev.ErrorBounds):
+    return f"abs bound {limits.abs_bound}, rel bound {limits.rel_bound}"
+  k = limits.factor
+  return (
+    f"limits row-0 |err| {k * limits.row0_abs:.2e}, max |err| "
+    f"{k * limits.max_abs:.2e} ({k:g} x noise floor {limits.row0_abs:.2e}, "
+    f"{limits.max_abs:.2e})"
+  )
+
+
+def _other_leaf(e: ev.LeafVerdict | ev.LeafErrors) -> str:
+  if isinstance(e, ev.LeafVerdict):
+    return f"{e.leaf} {e.verdict}"
+  return f"{e.leaf} max |err| {e.max_abs:.2e}, max rel {e.max_rel:.2e}"
+
+
+def _errors_judged(e: ev.ErrorsJudged) -> str:
+  leaf = f"{e.leaf} " if e.leaf else ""
+  line = (
+    f"{_subject(e.subject)}: {leaf}row-0 |err| {e.row0_abs:.2e}, max |err| "
+    f"{e.max_abs:.2e}, max rel {e.max_rel:.2e} ({_source(e.source)}); "
+    f"{_limits(e.limits)}"
+  )
+  if e.not_accurate:
+    line += f"; not accurate: {'; '.join(map(_other_leaf, e.not_accurate))}"
+  return line
+
+
+def _golden_note(e: ev.GoldenNote) -> str:
+  if e.kind == "missing":
+    return (
+      f"missing golden {e.detail} (run `hloprobe golden update` with the "
+      "fix's sweep)"
+    )
+  if e.kind == "changed":
+    return f"changed {e.detail}"
+  if e.kind == "match":
+    return f"{e.detail} golden files match"
+  return str(e.detail)  # a site change in words, or the error
+
+
+def _too_few(e: ev.TooFewSizes) -> str:
+  return (
+    f"{e.target} {e.case} {e.precision}: consistent needs at least two "
+    f"batch sizes; got n={e.n}"
+  )
+
+
+def _error_change(e: ev.ErrorChange) -> str:
+  return (
+    f"{e.words}: row-0 |err| {e.old_abs:.2e} -> {e.new_abs:.2e} "
+    f"({_source(e.source)})"
+  )
+
+
+_WORDS = {
+  ev.NotJudged: _not_judged,
+  ev.TooFewSizes: _too_few,
+  ev.RowMoved: _row_moved,
+  ev.ErrorsJudged: _errors_judged,
+  ev.GoldenNote: _golden_note,
+  ev.ErrorChange: _error_change,
+}
+
+
+def evidence_line(e) -> str:
+  """One evidence record (`verify.evidence`) as its line; a string stays
+  as it is (a `versions` worker's reply carries lines)."""
+  words = _WORDS.get(type(e))
+  return words(e) if words else str(e)
+
+
+def requirement_lines(r) -> list[str]:
+  """A `verify.Requirement`'s evidence as lines, in its order."""
+  return [evidence_line(e) for e in r.evidence]
+
+
+def verification_json(v) -> dict:
+  """A `verify.Verification` for machines (`--format=json`)."""
+  return {
+    "schema": "hloprobe.verify",
+    "schema_version": SCHEMA_VERSION,
+    "fix": v.fix.name,
+    "fix_kind": "precision" if v.fix.precision else "experiment",
+    "xla_flags": v.fix.experiment.flags_text if v.fix.experiment else None,
+    "passed": v.passed,
+    "requirements": [
+      {"name": r.name, "passed": r.passed, "evidence": requirement_lines(r)}
+      for r in v.requirements
+    ],
+    "fate_changes": [str(c) for c in v.fate_changes],
+    "row0_errors": [evidence_line(e) for e in v.errors],
+    "failures": list(v.failures),
+  }
+
+
+def render_verification(v, fmt: str) -> str:
+  """A `verify.Verification` as text (table, markdown) or JSON."""
+  if fmt == "json":
+    return dumps_json(verification_json(v))
+  evidence = {r.name: requirement_lines(r) for r in v.requirements}
+  rows = [
+    (
+      r.name,
+      "PASS" if r.passed else "FAIL",
+      evidence[r.name][0] if evidence[r.name] else "",
+    )
+    for r in v.requirements
+  ]
+  lines = [f"verify --fix={v.fix.name}: {'PASS' if v.passed else 'FAIL'}"]
+  lines += [f"the fix failed: {e}" for e in v.failures]
+  headers = ("requirement", "result", "deciding evidence")
+  lines += ["", table(rows, headers, fmt)]
+  for r in v.requirements:
+    lines += ["", f"{r.name}:"] + [f"  {e}" for e in evidence[r.name]]
+  lines += ["", "dot sites the fix changes:"]
+  lines += [f"  {c}" for c in v.fate_changes] or ["  none"]
+  lines += ["", "row-0 error, baseline -> fix:"]
+  lines += [f"  {evidence_line(e)}" for e in v.errors]
+  return "\n".join(lines)

@@ -1,0 +1,235 @@
+"""Worker processes: work XLA may crash on, and work under other XLA_FLAGS.
+
+XLA reads XLA_FLAGS once per process (xla/debug_options_flags.cc,
+ParseDebugOptionsFlagsFromEnv), so a config that needs other flags runs in
+another process. XLA also aborts the whole process on input it does not
+expect: a flag it does not know (`parse_flags_from_env.cc: Unknown flag in
+XLA_FLAGS: --xla_...`, jaxlib 0.10.2), a CHECK failure, or a signal such as
+SIGFPE from a GpuTargetConfigProto with `threads_per_warp: 0`. Such work
+runs in a worker, and a worker's death becomes one `WorkerError` line naming
+the signal or the flag and the last lines XLA printed.
+
+A `WorkerPool` keeps persistent workers (`python -c` running `serve`),
+one per (XLA_FLAGS words, lane): jax is imported once per worker, not once
+per config, and several lanes of one flag set compile side by side (see
+`sweep.run_sweep`'s jobs); a worker that died is started again on the next
+call. Requests and replies travel as length-prefixed pickles on the
+worker's stdin and on a private copy of its stdout (native writes to fd 1
+go to its stderr log), never as text to re-parse. Each worker gets its own
+temporary folder (TMPDIR), removed when the worker ends however it ends;
+a worker dies with its parent (Linux `prctl(PR_SET_PDEATHSIG, SIGKILL)`)
+and ends when its stdin closes, and it ignores SIGINT so that an
+interrupt is handled once, by the parent. Before each stage of its work a
+worker notes the stage's name in a file of its folder (`serve.note_stage`),
+so its death names the stage it died in (`WorkerError.stage`). What a
+worker runs is a `serve.Request` record, pickled whole (see `serve`).
+
+Workers get XLA_PYTHON_CLIENT_PREALLOCATE=false unless the user set it:
+several workers may share one attached GPU, and JAX's default is to take
+75% of its memory per process (JAX docs, "GPU memory allocation").
+
+A worker runs with the user's own XLA_FLAGS (the baseline's workers with
+those alone) followed by the experiment's. XLA reads the words left to right and
+the last value of a flag wins (checked on jaxlib 0.10.2 with two
+--xla_dump_to), so an experiment overrides the user where both set a flag.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections.abc import Sequence
+
+from hloprobe.errors import XlaFlagsError
+from hloprobe.runtime.process import Worker, WorkerError
+from hloprobe.runtime.serve import CheckXlaFlagsRequest, Request
+
+__all__ = [
+  "WorkerError",
+  "WorkerPool",
+  "call_in_worker",
+  "check_environment_xla_flags",
+  "worker_xla_flags",
+]
+
+
+def worker_xla_flags(user_flags: str, experiment_flags: str) -> str:
+  """The XLA_FLAGS of a worker: the user's words, then the experiment's.
+
+  E.g. ("--xla_dump_to=/tmp/d", "--xla_cpu_enable_fast_math=false") ->
+  "--xla_dump_to=/tmp/d --xla_cpu_enable_fast_math=false".
+  """
+  return " ".join(
+    w for w in (user_flags.strip(), experiment_flags.strip()) if w
+  )
+
+
+def _preloaded(preload: Sequence[type]) -> tuple[str, ...]:
+  """The modules that define `preload`'s request classes."""
+  for kind in preload:
+    if not (isinstance(kind, type) and issubclass(kind, Request)):
+      raise TypeError(f"preload takes Request classes, got {kind!r}")
+  return tuple(dict.fromkeys(kind.__module__ for kind in preload))
+
+
+class WorkerPool:
+  """Persistent worker processes, one per (XLA_FLAGS words, lane).
+
+  Use as a context manager: leaving it ends every worker and removes its
+  temporary folder, also on an exception or interrupt. A worker that died
+  is replaced by a fresh one on the next call; once the pool is closed,
+  no call starts one (a lane thread still running after an interrupt
+  fails at once).
+
+  Args:
+    platforms: JAX_PLATFORMS of the workers: None for this process's
+      platforms, "" for JAX's own choice (an attached GPU), or a value
+      such as "cuda,cpu".
+    preload: `serve.Request` classes whose modules each worker imports as
+      it starts (e.g. (`sweep.compiled.CompileRequest`,): jax), so that
+      `start` warms a worker up while this process does other work.
+    user_xla_flags: the user's XLA_FLAGS, put before each flag set's own
+      words (see `worker_xla_flags`); None: this process's environment's,
+      read once here.
+
+  Attributes:
+    started: how many worker processes the pool has started so far.
+  """
+
+  def __init__(
+    self,
+    platforms: str | None = None,
+    preload: Sequence[type] = (),
+    user_xla_flags: str | None = None,
+  ):
+    self._platforms, self._preload = platforms, _preloaded(preload)
+    if user_xla_flags is None:
+      user_xla_flags = os.environ.get("XLA_FLAGS", "")
+    self.user_xla_flags = user_xla_flags
+    self._workers: dict[tuple[str, int], Worker] = {}
+    # An interrupt may come as `__exit__` starts, before it closes them:
+    # then they end when the pool is collected, or at exit at the latest.
+    self._finalizer = weakref.finalize(self, _end_all, self._workers)
+    # Lanes call from several threads (SweepSpec.jobs): the dict under one
+    # lock, each worker's pipe under its own.
+    self._lock = threading.Lock()
+    self._busy: dict[tuple[str, int], threading.Lock] = {}
+    self._closed = False
+    self.started = 0
+
+  def call(
+    self,
+    request: Request,
+    xla_flags: str = "",
+    timeout_s: float = 1800.0,
+    lane: int = 0,
+  ):
+    """Runs `request.run(memo)` in the worker for these extra XLA_FLAGS.
+
+    Args:
+      request: the work, a `serve.Request` record (pickled whole).
+      xla_flags: extra XLA_FLAGS words ("" for none); the worker gets the
+        pool's `user_xla_flags`, then these.
+      timeout_s: wall-clock limit of this call, in seconds.
+      lane: which of the flag set's workers (0, 1, ...): calls on one lane
+        run one after another, lanes side by side.
+
+    Returns:
+      What `request.run` returned, unpickled.
+
+    Raises:
+      XlaFlagsError: XLA rejected a flag of the worker's XLA_FLAGS.
+      WorkerError: the worker died (a signal, an abort) or timed out, or
+        the pool is closed; the message is one line.
+      Exception: what `request.run` raised, re-raised here.
+    """
+    if not isinstance(request, Request):
+      raise TypeError(f"a worker runs Request records, got {request!r}")
+    key = self._key(xla_flags, lane)
+    with self._lock:
+      busy = self._busy.setdefault(key, threading.Lock())
+    with busy:
+      return self._worker(key).call(request, timeout_s)
+
+  def _key(self, xla_flags: str, lane: int) -> tuple[str, int]:
+    """A worker's key: its whole XLA_FLAGS and its lane."""
+    return worker_xla_flags(self.user_xla_flags, xla_flags), lane
+
+  def _worker(self, key: tuple[str, int]) -> Worker:
+    """The live worker of `key`, started if needed (caller holds its lock)."""
+    with self._lock:
+      if self._closed:
+        raise WorkerError("the worker pool was closed (an interrupt)")
+      worker = self._workers.get(key)
+      if worker is None or not worker.alive:
+        if worker is not None:
+          worker.close()
+        worker = Worker(key[0], self._platforms, self._preload)
+        self._workers[key] = worker  # `close` ends it from here on
+        self.started += 1
+        worker.start()
+      return worker
+
+  def start(self, xla_flags: str = "", lane: int = 0) -> None:
+    """Starts the worker of (these extra XLA_FLAGS, lane) if it is not
+    running, without waiting for it (see `call`'s arguments)."""
+    self._worker(self._key(xla_flags, lane))
+
+  def close(self, kill: bool = False) -> None:
+    """Ends every worker and removes their temporary folders; later calls
+    raise `WorkerError`.
+
+    Args:
+      kill: SIGKILL them at once instead of letting them finish.
+    """
+    with self._lock:
+      self._closed = True
+      workers = list(self._workers.values())
+    try:
+      for w in workers:
+        w.close(kill)
+    except BaseException:  # an interrupt: end them all the quick way
+      self._finalizer()
+      raise
+    self._finalizer()
+
+  def __enter__(self) -> WorkerPool:
+    return self
+
+  def __exit__(self, exc_type, *rest) -> None:
+    self.close(kill=exc_type is not None)
+
+
+def _end_all(workers: dict) -> None:
+  """SIGKILLs a pool's workers and removes their folders (idempotent)."""
+  for w in list(workers.values()):
+    w.close(kill=True)
+  workers.clear()
+
+
+def call_in_worker(request: Request, xla_flags: str, timeout_s: float = 1800.0):
+  """Runs `request` in a worker of its own (see `WorkerPool.call`)."""
+  with WorkerPool() as pool:
+    return pool.call(request, xla_flags, timeout_s)
+
+
+def check_environment_xla_flags(xla_flags: str) -> None:
+  """The environment's XLA_FLAGS, tried in a worker before JAX starts here.
+
+  XLA aborts the process on a flag it does not know or a value it cannot
+  read (see the module doc), which would end this one without a word.
+
+  Args:
+    xla_flags: the environment's XLA_FLAGS (the command line reads it).
+
+  Raises:
+    XlaFlagsError: XLA rejected a flag (the message names it).
+  """
+  if not xla_flags.strip():
+    return
+  with WorkerPool(user_xla_flags=xla_flags) as pool:
+    try:
+      pool.call(CheckXlaFlagsRequest())
+    except XlaFlagsError as e:
+      raise XlaFlagsError(f"XLA_FLAGS of the environment: {e}") from None

@@ -1,0 +1,251 @@
+"""One worker process: start it, send it a request, read why it died.
+
+See `pool` for why work runs in workers, and `serve` for the worker's
+side. A `Worker` is made in two steps so an interrupt leaves nothing
+behind; its death becomes one `WorkerError` line naming the signal and the
+last lines XLA printed, or one `XlaFlagsError` naming the flag XLA
+rejected.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import pickle
+import re
+import secrets
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from hloprobe.compile.toolchain import filter_startup_noise
+from hloprobe.errors import HloprobeError, XlaFlagsError
+from hloprobe.runtime.serve import HEADER, STAGE_FILE_ENV, Request, main_code
+
+__all__ = ["Worker", "WorkerError"]
+
+_UNKNOWN_FLAG_RE = re.compile(r"Unknown flag in XLA_FLAGS: (\S+)")
+# A flag XLA knows with a value it cannot read (command_line_flags.cc).
+_BAD_VALUE_RE = re.compile(
+  r"Couldn't interpret value (.*) for flag (\S+?)\.?$", re.M
+)
+_LAST_LINES = 3
+
+
+class WorkerError(HloprobeError):
+  """Raised when a worker process dies (a signal, an abort) or times out.
+
+  A worker that dies because XLA rejected a flag raises
+  `errors.XlaFlagsError` instead.
+
+  Attributes:
+    stage: the stage the worker noted last before it died ("compile",
+      "run", ...; see `note_stage`), or None when it noted none (it died
+      starting, e.g. on a flag XLA rejected) or did not die.
+  """
+
+  def __init__(self, message: str, stage: str | None = None):
+    super().__init__(message)
+    self.stage = stage
+
+
+def _signal_name(returncode: int) -> str:
+  try:
+    return signal.Signals(-returncode).name
+  except ValueError:
+    return f"signal {-returncode}"
+
+
+def _rejected_flag(stderr: str, xla_flags: str) -> str | None:
+  """One line on the flag XLA rejected, or None when it rejected none."""
+  m = _UNKNOWN_FLAG_RE.search(stderr)
+  if m:
+    return f"XLA rejected flag {m.group(1)} (XLA_FLAGS={xla_flags!r})"
+  m = _BAD_VALUE_RE.search(stderr)
+  if m:
+    return (
+      f"XLA rejected flag --{m.group(2)}: cannot read the value {m.group(1)!r} "
+      f"(XLA_FLAGS={xla_flags!r})"
+    )
+  return None
+
+
+def _explain_death(returncode: int, stderr: str) -> str:
+  """One line: the signal or exit status and the last lines printed."""
+  lines = [
+    line.strip()
+    for line in filter_startup_noise(stderr).splitlines()
+    if line.strip()
+  ]
+  last = " | ".join(lines[-_LAST_LINES:]) if lines else "it printed nothing"
+  how = (
+    f"was killed by {_signal_name(returncode)}"
+    if returncode < 0
+    else f"exited with status {returncode}"
+  )
+  return f"worker process {how}; last lines: {last}"
+
+
+def _jax_platforms() -> str | None:
+  """The platforms this process's JAX uses (None: JAX's own choice)."""
+  if "jax" not in sys.modules:
+    return os.environ.get("JAX_PLATFORMS")
+  return sys.modules["jax"].config.jax_platforms
+
+
+def _worker_env(xla_flags: str, tmp: str, platforms: str | None) -> dict:
+  """A worker's environment: this one's, with its own XLA_FLAGS, TMPDIR,
+  stage file, JAX platforms and (unless set) no GPU preallocation."""
+  env = dict(os.environ, XLA_FLAGS=xla_flags, TMPDIR=tmp)
+  env[STAGE_FILE_ENV] = os.path.join(tmp, "stage")
+  env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+  if platforms is None:  # the worker starts the same backends as this one
+    platforms = _jax_platforms()
+  if platforms:
+    env["JAX_PLATFORMS"] = platforms
+  else:
+    env.pop("JAX_PLATFORMS", None)
+  return env
+
+
+class Worker:
+  """One persistent worker process under one XLA_FLAGS.
+
+  Made in two steps so an interrupt leaves nothing behind: the object
+  (its folder's name, no resources), which the pool notes, then `start`,
+  which makes the folder and the process; `close` removes whatever
+  `start` made, wherever it was interrupted.
+  """
+
+  def __init__(self, xla_flags: str, platforms: str | None = None, preload=()):
+    self.xla_flags, self._platforms, self._preload = (
+      xla_flags,
+      platforms,
+      preload,
+    )
+    # Named before it exists (`tempfile.mkdtemp` makes it first).
+    self.tmp = os.path.join(
+      tempfile.gettempdir(), f"hloprobe-worker-{secrets.token_hex(8)}"
+    )
+    self.log_path = os.path.join(self.tmp, "stderr.log")
+    self._stage_path = os.path.join(self.tmp, "stage")
+    # Where the current call's output starts in the log (see `_death`).
+    self._log_start = 0
+    self.proc: subprocess.Popen | None = None
+
+  def start(self) -> None:
+    """Makes its folder (0700) and starts its process, not waiting for it."""
+    os.mkdir(self.tmp, 0o700)
+    env = _worker_env(self.xla_flags, self.tmp, self._platforms)
+    with open(self.log_path, "wb") as log:
+      self.proc = subprocess.Popen(
+        [sys.executable, "-c", main_code(), str(os.getpid()), *self._preload],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        env=env,
+      )
+
+  def call(self, request: Request, timeout_s: float):
+    """Sends one request; returns its result or raises what it raised."""
+    payload = pickle.dumps(request)
+    self._new_call()
+    try:
+      self.proc.stdin.write(HEADER.pack(len(payload)) + payload)
+      self.proc.stdin.flush()
+      status, value = pickle.loads(self._read_frame(timeout_s))
+    except (BrokenPipeError, EOFError, ValueError, OSError):
+      # ValueError/OSError: the pool closed the pipes (an interrupt).
+      raise self._death() from None
+    if status == "raise":
+      raise value
+    return value
+
+  def _new_call(self) -> None:
+    """Forgets the last call's stage and output: a death names this one's."""
+    with contextlib.suppress(FileNotFoundError):
+      os.unlink(self._stage_path)
+    try:
+      self._log_start = os.path.getsize(self.log_path)
+    except OSError:
+      self._log_start = 0
+
+  def _read_frame(self, timeout_s: float) -> bytes:
+    deadline = time.monotonic() + timeout_s
+    header = self._read_exact(HEADER.size, deadline)
+    return self._read_exact(HEADER.unpack(header)[0], deadline)
+
+  def _read_exact(self, size: int, deadline: float) -> bytes:
+    fd, chunks, left = self.proc.stdout.fileno(), [], size
+    while left:
+      ready, _, _ = select.select([fd], [], [], deadline - time.monotonic())
+      if not ready:
+        self.close(kill=True)
+        raise WorkerError(
+          f"worker timed out (XLA_FLAGS={self.xla_flags!r}); it was stopped"
+        )
+      chunk = os.read(fd, min(left, 1 << 20))
+      if not chunk:
+        raise EOFError
+      chunks.append(chunk)
+      left -= len(chunk)
+    return b"".join(chunks)
+
+  def _death(self) -> WorkerError | XlaFlagsError:
+    """Why it died: an `XlaFlagsError` when XLA rejected a flag, else a
+    `WorkerError` naming the stage it noted last."""
+    returncode = self.proc.wait()
+    stage = _read_tail(self._stage_path).strip() or None
+    text = _read_tail(self.log_path, start=self._log_start)
+    # A crash inside `toolchain.captured_stderr` leaves its capture file.
+    for path in sorted(glob.glob(os.path.join(self.tmp, "hloprobe-stderr-*"))):
+      text += _read_tail(path)
+    self.close()
+    rejected = _rejected_flag(text, self.xla_flags)
+    if rejected is not None:  # a flag, not the stage
+      return XlaFlagsError(rejected)
+    return WorkerError(_explain_death(returncode, text), stage)
+
+  @property
+  def alive(self) -> bool:
+    return self.proc is not None and self.proc.poll() is None
+
+  def close(self, kill: bool = False) -> None:
+    """Ends the process and removes its folder.
+
+    Args:
+      kill: SIGKILL it at once (an interrupt: it may be mid-compile);
+        otherwise close its stdin and give it 5 s to end.
+    """
+    if self.proc is not None:
+      self._end(kill)
+    shutil.rmtree(self.tmp, ignore_errors=True)
+
+  def _end(self, kill: bool) -> None:
+    if self.proc.poll() is None:
+      if not kill:
+        self.proc.stdin.close()
+      try:
+        self.proc.wait(timeout=0 if kill else 5)
+      except subprocess.TimeoutExpired:
+        self.proc.kill()
+        self.proc.wait()
+    for stream in (self.proc.stdin, self.proc.stdout):
+      if not stream.closed:
+        stream.close()
+
+
+def _read_tail(path: str, size: int = 16384, start: int = 0) -> str:
+  """The last `size` bytes of the file from byte `start` on, as text
+  ("" when it cannot be read)."""
+  try:
+    with open(path, "rb") as f:
+      f.seek(max(start, os.path.getsize(path) - size))
+      return f.read().decode("utf-8", errors="replace")
+  except OSError:
+    return ""

@@ -1,0 +1,333 @@
+"""A sweep's plan: the spec's words resolved once into records.
+
+`plan_sweep` is the one place a sweep looks its cases, targets and
+precisions up by name (jax `stages.py`: `Traced.lower()` returns
+`Lowered`; here a `SweepSpec`'s words give a `SweepPlan` of records).
+Everything after it (the worker's compile, the main process's
+measurements, the report) is handed the records: a `PlannedConfig` holds
+the `records.Config` its results carry, the `SweptCase` (the `Case` record
+and the words it was given by) and the `Experiment` record.
+
+A user case (`path/to/file.py:factory`) travels to a worker as its words
+(`SweptCase.source`; its function may not pickle) and is resolved there
+once per worker process (`compiled.CompileRequest`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+
+from hloprobe.compile import experiments as experiments_lib
+from hloprobe.compile.cases import Case, get_case, resolvable_elsewhere
+from hloprobe.compile.experiments import BASELINE, Experiment
+from hloprobe.compile.targets import Target, get_target, is_config_path
+from hloprobe.errors import CaseError, InvalidArgumentError
+from hloprobe.ir.precisions import Precision, as_precision
+from hloprobe.records import Config
+from hloprobe.sweep.spec import (
+  SweepSpec,
+  check_nonempty,
+  config_file_words,
+  parse_batch_sizes,
+)
+
+__all__ = [
+  "PlannedConfig",
+  "SweepPlan",
+  "SweptCase",
+  "check_case_sizes",
+  "plan_sweep",
+  "spec_from_words",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class SweptCase:
+  """A case of a sweep, looked up once.
+
+  Attributes:
+    case: the `Case` record.
+    source: the words it was given by (`seed_mlp`, `pkg.mod:factory`,
+      `path/to/file.py:factory`): what MANIFEST.json records and how a
+      worker process finds it.
+    portable: a fresh process (a worker) finds this very record by
+      `source` (`cases.resolvable_elsewhere`); False for a record made in
+      this process only, which then compiles here.
+  """
+
+  case: Case
+  source: str
+  portable: bool
+
+  @property
+  def name(self) -> str:
+    """The case's own name, as results print it."""
+    return self.case.name
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedConfig:
+  """One config of a plan, every part a record.
+
+  Attributes:
+    config: the plain-value record its results carry (case name, `Target`,
+      n, `Precision`, experiment name); made here, never stamped later.
+    case: the case, with its source words.
+    experiment: the XLA_FLAGS experiment (`BASELINE` for none).
+    case_index: the case's index in `SweepPlan.cases`.
+  """
+
+  config: Config
+  case: SweptCase
+  experiment: Experiment
+  case_index: int
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepPlan:
+  """A sweep with every name resolved, every list checked and deduplicated.
+
+  Its fields mirror `SweepSpec`'s, as records: read it where a spec's
+  resolved parts are needed (`case_names`, `target_names` are the words
+  MANIFEST.json records).
+
+  Attributes:
+    cases: the cases, each once.
+    batch_sizes: positive batch sizes, in the order given.
+    precisions: the matmul precisions.
+    targets: the `Target` records.
+    target_names: the word each target was given by (`a100`, or a config
+      file's path as given).
+    explain_passes, experiments, cache_dir, jobs: as `SweepSpec`'s.
+  """
+
+  cases: tuple[SweptCase, ...]
+  batch_sizes: tuple[int, ...]
+  precisions: tuple[Precision, ...]
+  targets: tuple[Target, ...]
+  target_names: tuple[str, ...]
+  explain_passes: bool = False
+  experiments: tuple[Experiment, ...] = ()
+  cache_dir: str | None = None
+  jobs: int = 1
+
+  @property
+  def case_names(self) -> tuple[str, ...]:
+    """The words each case was given by."""
+    return tuple(c.source for c in self.cases)
+
+  @property
+  def config_count(self) -> int:
+    """How many configs the sweep runs, each experiment's included."""
+    return len(self.configs())
+
+  def configs(self) -> tuple[PlannedConfig, ...]:
+    """Every config in output order: the baseline's (case, target,
+    precision, n), then each experiment's in the same order."""
+    return tuple(
+      PlannedConfig(Config(c.name, t, n, p, e.name), c, e, i)
+      for e in (BASELINE, *self.experiments)
+      for i, c in enumerate(self.cases)
+      for t in self.targets
+      for p in self.precisions
+      for n in self.batch_sizes
+    )
+
+
+def plan_sweep(spec: SweepSpec | SweepPlan, **changes) -> SweepPlan:
+  """Resolves a sweep's words into records, once.
+
+  Names are looked up (`cases.get_case`, `targets.get_target`,
+  `precisions.as_precision`); records pass through untouched, so planning
+  a plan again looks nothing up. A name or size given twice is swept once,
+  where it first appears.
+
+  Args:
+    spec: the sweep in words (or records), or a plan.
+    **changes: fields to replace first (`dataclasses.replace`).
+
+  Raises:
+    CaseError: an unknown case, a user case that fails to load, or one
+      case under two names.
+    TargetError: an unknown target or an unreadable config file.
+    InvalidArgumentError: an unknown precision, a batch size below 1,
+      experiment names repeated or 'baseline', targets sharing a name.
+  """
+  spec = dataclasses.replace(spec, **changes) if changes else spec
+  experiments = tuple(dict.fromkeys(spec.experiments))
+  names = [e.name for e in experiments]
+  if len(set(names)) != len(names) or BASELINE.name in names:
+    raise InvalidArgumentError(
+      f"experiment names must be unique and not 'baseline': {names}"
+    )
+  if isinstance(spec, SweepPlan):
+    cases, targets = spec.cases, list(zip(spec.target_names, spec.targets))
+  else:
+    cases = _swept_cases(spec.cases, spec.case_names)
+    targets = _looked_up(spec.targets, spec.target_names, get_target)
+  targets = _check_target_names(targets)
+  precisions = tuple(
+    dict.fromkeys(
+      p if isinstance(p, Precision) else as_precision(p)
+      for p in spec.precisions
+    )
+  )
+  batch_sizes = tuple(dict.fromkeys(spec.batch_sizes))
+  if not batch_sizes or min(batch_sizes) < 1:
+    raise InvalidArgumentError(
+      f"batch sizes must be positive integers, got {batch_sizes}"
+    )
+  return SweepPlan(
+    cases=cases,
+    batch_sizes=batch_sizes,
+    precisions=precisions,
+    targets=tuple(t for _, t in targets),
+    target_names=tuple(w for w, _ in targets),
+    explain_passes=spec.explain_passes,
+    experiments=experiments,
+    cache_dir=spec.cache_dir,
+    jobs=spec.jobs,
+  )
+
+
+def _looked_up(items, names, lookup) -> list[tuple[str, object]]:
+  """(name, record) pairs of names or records, a name given twice once.
+
+  A name is looked up with `lookup`; a record keeps its name from `names`
+  (same length as `items`), else takes its own `.name`.
+  """
+  if len(names) != len(items):
+    names = [None] * len(items)
+  found: dict[str, object] = {}
+  for item, name in zip(items, names):
+    word = item if isinstance(item, str) else name or item.name
+    if word not in found:
+      found[word] = lookup(item) if isinstance(item, str) else item
+  return list(found.items())
+
+
+def _swept_cases(items, names) -> tuple[SweptCase, ...]:
+  """The cases, each looked up once; one case under two names is an error.
+
+  Raises:
+    CaseError: one case given under two names.
+  """
+  out: dict[str, SweptCase] = {}
+  for source, case in _looked_up(items, names, get_case):
+    first = out.get(case.name)
+    if first is not None:
+      raise CaseError(
+        f"case {case.name!r} given twice (as {first.source!r}); each "
+        "case may be swept once"
+      )
+    out[case.name] = SweptCase(case, source, resolvable_elsewhere(source, case))
+  return tuple(out.values())
+
+
+def _same_target(a: tuple[str, Target], b: tuple[str, Target]) -> bool:
+  """One built-in name, or two paths of one config file."""
+  if a[0] == b[0]:
+    return True
+  files = is_config_path(a[0]) and is_config_path(b[0])
+  return files and os.path.realpath(a[0]) == os.path.realpath(b[0])
+
+
+def _check_target_names(pairs) -> list[tuple[str, Target]]:
+  """No two targets share a name (rows and output folders are keyed by
+  it; a config file's target is named after the file).
+
+  Args:
+    pairs: (word, Target) as `_looked_up` gives them.
+
+  Returns:
+    `pairs` with repeats of one target (`x.txtpb` and `./x.txtpb`) dropped
+    after their first.
+
+  Raises:
+    InvalidArgumentError: two targets share a name.
+  """
+  seen: dict[str, tuple[str, Target]] = {}
+  for word, target in pairs:
+    first = seen.get(target.name)
+    if first is not None and not _same_target(first, (word, target)):
+      raise InvalidArgumentError(
+        f"targets {first[0]!r} and {word!r} are both named {target.name!r}; "
+        "rows and output folders are keyed by the name: rename a config "
+        "file (a config's target is named after its file)"
+      )
+    seen.setdefault(target.name, (word, target))
+  return list(seen.values())
+
+
+def check_case_sizes(plan: SweepPlan, inputs: Sequence[tuple | None]) -> None:
+  """A batch size larger than a case's rows is bad input, found up front.
+
+  Args:
+    plan: the sweep.
+    inputs: each of `plan.cases`' full-size inputs, in order; the caller
+      keeps them (a case's `make_inputs` runs once).
+
+  Raises:
+    CaseError: the case's inputs disagree on the batch size or have no
+      batched argument.
+    InvalidArgumentError: names the case, its rows and the largest size.
+  """
+  largest = max(plan.batch_sizes)
+  for swept, full in zip(plan.cases, inputs):
+    if full is None:  # a sized case makes its inputs at each size
+      continue
+    rows = swept.case.full_size(full)
+    if largest > rows:
+      raise InvalidArgumentError(
+        f"batch size {largest} exceeds case {swept.source!r}'s {rows} rows; "
+        f"use --batch_sizes up to {rows}"
+      )
+
+
+def spec_from_words(
+  *,
+  cases: Sequence[str],
+  batch_sizes: str,
+  precisions: Sequence[str],
+  targets: Sequence[str],
+  target_configs: Sequence[str] = (),
+  explain_passes: bool = False,
+  experiment_words: Sequence[str] = (),
+  experiments_file: str | None = None,
+  cache_dir: str | None = None,
+  jobs: int = 1,
+) -> SweepPlan:
+  """The plan of the sweep the command line names, in its words.
+
+  Args:
+    cases, precisions, targets: names, as --case, --precisions, --targets.
+    batch_sizes: as --batch_sizes, e.g. "1,2,4-9" (see `parse_batch_sizes`).
+    target_configs: --target_config paths (see `config_file_words`), swept
+      after `targets`.
+    explain_passes, cache_dir, jobs: as `SweepSpec`'s fields.
+    experiment_words: NAME:FLAGS or built-in names (--experiment).
+    experiments_file: a file of NAME:FLAGS lines, or None.
+
+  Raises:
+    InvalidArgumentError: a bad name or size, or a list that is empty (as
+      `plan_sweep`, whose look-ups come first).
+  """
+  found = [experiments_lib.parse_experiment(t) for t in experiment_words]
+  if experiments_file:
+    found += experiments_lib.parse_experiments_file(experiments_file)
+  return check_nonempty(
+    plan_sweep(
+      SweepSpec(
+        cases=tuple(cases),
+        batch_sizes=parse_batch_sizes(batch_sizes),
+        precisions=tuple(precisions),
+        targets=tuple(targets) + config_file_words(target_configs),
+        explain_passes=explain_passes,
+        experiments=tuple(found),
+        cache_dir=cache_dir,
+        jobs=jobs,
+      )
+    )
+  )

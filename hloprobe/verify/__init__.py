@@ -1,0 +1,62 @@
+"""`hloprobe verify`: accept or reject a candidate fix, with the evidence.
+
+The package's face: fix (parsing --fix and --require, the sweep),
+requirements (judging them), evidence (what decided them, as records),
+outcome (`verify`, `verify_fix`). `report.verification` renders the outcome.
+
+A fix is a matmul precision (`float32`, `F32_F32_F32`, ...) or an XLA_FLAGS
+experiment (`no_dot_strength_reduction`, `NAME:--xla_...`). One sweep runs
+the baseline and the fix on the same cases, targets and batch sizes; each
+requirement is then judged on the fix's configs, from numbers only, with
+observed values where the target runs and predicted ones (`predict`) where
+it cannot:
+
+  consistent  row 0 does not depend on batch size: for every (case, target,
+              precision), max over row 0's values of |row0(n) - row0(smallest
+              n)| <= NOISE_FACTOR x the f32 noise floor of row 0, both of the
+              same output leaf, this config's headline (a batched one:
+              `accuracy.headline_leaf`; a leaf without a batch axis, such as
+              a loss over the batch, changes with n by design; a predicted
+              leaf the smallest n did not headline cannot be compared and
+              fails, saying so). Needs at least two batch sizes
+              (`check_batch_sizes`); a group with one, or a case with no
+              batched leaf, fails, saying so.
+  accurate    every config is as close to float64 as f32 noise allows: row
+              0 and the whole batch of the headline leaf within NOISE_FACTOR
+              x the noise floor, and every other leaf's verdict exact or
+              within noise. Or, with --abs_error_bound / --rel_error_bound
+              (the names of XLA's run_hlo_module), max |err| <= abs bound or
+              max rel err <= rel bound (XLA's ErrorSpec: either bound
+              suffices), for the headline and every observed leaf.
+  golden      the fix's configs match the committed goldens.
+"""
+
+from __future__ import annotations
+
+from hloprobe.verify import evidence as evidence
+from hloprobe.verify.fix import REQUIREMENTS as REQUIREMENTS
+from hloprobe.verify.fix import Fix as Fix
+from hloprobe.verify.fix import check_batch_sizes as check_batch_sizes
+from hloprobe.verify.fix import fix_sweep as fix_sweep
+from hloprobe.verify.fix import parse_fix as parse_fix
+from hloprobe.verify.fix import parse_requirements as parse_requirements
+from hloprobe.verify.outcome import Verification as Verification
+from hloprobe.verify.outcome import verify as verify
+from hloprobe.verify.outcome import verify_fix as verify_fix
+from hloprobe.verify.requirements import Requirement as Requirement
+from hloprobe.verify.requirements import judge as judge
+
+__all__ = [
+  "REQUIREMENTS",
+  "Fix",
+  "Requirement",
+  "Verification",
+  "check_batch_sizes",
+  "evidence",
+  "fix_sweep",
+  "judge",
+  "parse_fix",
+  "parse_requirements",
+  "verify",
+  "verify_fix",
+]

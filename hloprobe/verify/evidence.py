@@ -1,0 +1,218 @@
+"""What decided a requirement, as records: the numbers, not sentences.
+
+`verify.judge` and `verify.verify` return these in `Requirement.evidence`
+and `Verification`; `report.verification` renders them as the lines
+`hloprobe verify` prints and its JSON carries. Errors are absolute, in the
+output's units (`_abs`), or relative (`_rel`); a row 0 is batch element 0
+of the config's headline output leaf (`accuracy.headline_leaf`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+__all__ = [
+  "ErrorBounds",
+  "ErrorChange",
+  "ErrorsJudged",
+  "GoldenNote",
+  "LeafErrors",
+  "LeafVerdict",
+  "NoiseLimits",
+  "NotJudged",
+  "Reason",
+  "RowMoved",
+  "Source",
+  "Subject",
+  "TooFewSizes",
+]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Subject:
+  """One config of the fix's sweep: target, case, batch size, precision."""
+
+  target: str
+  case: str
+  n: int
+  precision: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Source:
+  """Where the judged errors come from.
+
+  Attributes:
+    kind: "observed" (the target ran), "predicted" (emulated at the
+      effective algorithms) or "n/a" (neither).
+    tf32_optional_sites: for "predicted", the cuBLAS sites predicted at a
+      TF32 they may not use (`effective.tf32_optional`): the prediction is
+      ambiguous there; () otherwise.
+  """
+
+  kind: str
+  tf32_optional_sites: tuple[int, ...] = ()
+
+
+class Reason(enum.Enum):
+  """Why a config could not be judged."""
+
+  NO_CONFIGS = "no configs of the fix to compare"
+  NO_ROW0 = "no row 0 to compare"
+  NO_BATCH_AXIS = "the output leaf has no batch axis"
+  NO_BASE = "no row 0 of the leaf at the smallest n"
+  NO_ERRORS = "no errors to judge"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NotJudged:
+  """A config that fails its requirement because nothing could be compared.
+
+  Attributes:
+    subject: the config (None for NO_CONFIGS).
+    reason: why.
+    leaf: the output leaf concerned ("" for a single array).
+    source: for NO_BASE, the kind of row 0 looked for.
+    base_n: for NO_BASE, the smallest batch size of the group.
+  """
+
+  subject: Subject | None
+  reason: Reason
+  leaf: str = ""
+  source: Source | None = None
+  base_n: int | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TooFewSizes:
+  """A (target, case, precision) group with one batch size: "consistent"
+  has nothing to compare it with."""
+
+  target: str
+  case: str
+  precision: str
+  n: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RowMoved:
+  """ "consistent" for one config: how far row 0 moved from the group's
+  smallest batch size.
+
+  Attributes:
+    subject: the config.
+    leaf: the headline output leaf ("" for a single array).
+    row0: row 0's first value here.
+    base_row0: row 0's first value at `base_n`.
+    base_n: the group's smallest batch size.
+    moved_abs: max |row0(n) - row0(base_n)| over row 0's values.
+    values: how many values row 0 has.
+    source: observed or predicted.
+    limit_abs: NOISE_FACTOR x the f32 noise floor of row 0.
+    passed: moved_abs <= limit_abs.
+  """
+
+  subject: Subject
+  leaf: str
+  row0: float
+  base_row0: float
+  base_n: int
+  moved_abs: float
+  values: int
+  source: Source
+  limit_abs: float
+  passed: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NoiseLimits:
+  """ "accurate"'s limits from the noise floor: NOISE_FACTOR x its row-0
+  and whole-batch |err| (`accuracy.NoiseFloor`)."""
+
+  factor: float
+  row0_abs: float
+  max_abs: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ErrorBounds:
+  """ "accurate"'s limits from --abs_error_bound / --rel_error_bound (XLA's
+  ErrorSpec: either bound suffices); None where not given."""
+
+  abs_bound: float | None
+  rel_bound: float | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LeafVerdict:
+  """An output leaf besides the headline whose verdict is not accurate."""
+
+  leaf: str
+  verdict: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LeafErrors:
+  """An observed output leaf besides the headline outside the bounds."""
+
+  leaf: str
+  max_abs: float
+  max_rel: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ErrorsJudged:
+  """ "accurate" for one config: its headline leaf's errors against float64.
+
+  Attributes:
+    subject: the config.
+    leaf: the headline output leaf ("" for a single array).
+    row0_abs, max_abs, max_rel: its errors (row 0 and the whole batch).
+    source: observed or predicted.
+    limits: what they were compared with.
+    not_accurate: the other leaves that are not accurate.
+    passed: the headline within limits and no other leaf inaccurate.
+  """
+
+  subject: Subject
+  leaf: str
+  row0_abs: float
+  max_abs: float
+  max_rel: float
+  source: Source
+  limits: NoiseLimits | ErrorBounds
+  not_accurate: tuple[LeafVerdict | LeafErrors, ...]
+  passed: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GoldenNote:
+  """One finding of "golden" (`golden.snapshot.check`).
+
+  Attributes:
+    kind: "site" (a dot site changed; `detail` is the golden change
+      record), "missing" (a golden file; `detail` its name), "changed"
+      (a file whose sites did not; `detail` its path), "failed" (`detail`
+      the error) or "match" (`detail` the number of files compared).
+    detail: see `kind`.
+  """
+
+  kind: str
+  detail: object
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ErrorChange:
+  """Row 0's |err| of a baseline config and of the fix's that replaces it.
+
+  Attributes:
+    words: "<target> <case> n=<n> <old precision> -> <fix>".
+    old_abs, new_abs: row-0 |err| before and after.
+    source: how the fix's was found.
+  """
+
+  words: str
+  old_abs: float
+  new_abs: float
+  source: Source

@@ -1,0 +1,120 @@
+"""A candidate fix and the requirements it is judged by, from words.
+
+`parse_fix` and `parse_requirements` read `hloprobe verify`'s --fix and
+--require; `fix_sweep` makes the one sweep that runs baseline and fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from hloprobe.compile.experiments import BASELINE, Experiment, parse_experiment
+from hloprobe.errors import InvalidArgumentError
+from hloprobe.ir import precisions
+from hloprobe.records import ConfigResult
+from hloprobe.sweep import SweepSpec
+
+__all__ = [
+  "REQUIREMENTS",
+  "Fix",
+  "check_batch_sizes",
+  "fix_sweep",
+  "is_fix",
+  "parse_fix",
+  "parse_requirements",
+]
+
+REQUIREMENTS = ("consistent", "accurate", "golden")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Fix:
+  """A candidate fix: a precision or an XLA_FLAGS experiment.
+
+  Attributes:
+    name: as the user wrote it (the experiment's name for experiments).
+    precision: the matmul precision the fix sets, or None.
+    experiment: the experiment the fix runs, or None.
+  """
+
+  name: str
+  precision: str | None = None
+  experiment: Experiment | None = None
+
+
+def parse_fix(text: str) -> Fix:
+  """A precision name, else a built-in experiment or `NAME:FLAGS`.
+
+  Raises:
+    InvalidArgumentError: neither a precision nor an experiment.
+  """
+  try:
+    precisions.parse_precision(text)
+  except InvalidArgumentError:
+    pass
+  else:
+    return Fix(text, precision=text)
+  try:
+    experiment = parse_experiment(text)
+  except InvalidArgumentError as e:
+    raise InvalidArgumentError(
+      f"--fix={text!r} is neither a matmul precision nor an experiment: {e}"
+    ) from e
+  return Fix(experiment.name, experiment=experiment)
+
+
+def parse_requirements(text: str) -> tuple[str, ...]:
+  """`consistent,accurate[,golden]` into a tuple; unknown names rejected.
+
+  An empty item (`consistent,,accurate`) is rejected as `--batch_sizes=1,,2`
+  is; a name given twice counts once.
+  """
+  names = tuple(dict.fromkeys(n.strip() for n in text.split(",")))
+  if "" in names:
+    raise InvalidArgumentError(
+      f"--require={text!r} has an empty item; e.g. --require=consistent,accurate"
+    )
+  bad = [n for n in names if n not in REQUIREMENTS]
+  if bad or not names:
+    raise InvalidArgumentError(
+      f"unknown requirement(s) {bad or [text]}; choose from {', '.join(REQUIREMENTS)}"
+    )
+  return names
+
+
+def check_batch_sizes(
+  requirements: Sequence[str], batch_sizes: Sequence[int]
+) -> None:
+  """Rejects "consistent" with fewer than two batch sizes to compare.
+
+  Raises:
+    InvalidArgumentError: "consistent" is required and `batch_sizes` has one size.
+  """
+  if "consistent" in requirements and len(set(batch_sizes)) < 2:
+    raise InvalidArgumentError(
+      "--require=consistent compares row 0 across batch sizes and needs at "
+      f"least two; got --batch_sizes={','.join(map(str, batch_sizes))}; "
+      "e.g. --batch_sizes=1,2,9, or --require=accurate"
+    )
+
+
+def fix_sweep(
+  spec: SweepSpec, fix: Fix, requirements: Sequence[str]
+) -> SweepSpec:
+  """The one sweep that runs the baseline and the fix."""
+  spec = dataclasses.replace(spec, explain_passes="golden" in requirements)
+  if fix.experiment is not None:
+    return dataclasses.replace(spec, experiments=(fix.experiment,))
+  return dataclasses.replace(
+    spec, precisions=tuple(dict.fromkeys(spec.precisions + (fix.precision,)))
+  )
+
+
+def is_fix(r: ConfigResult, fix: Fix) -> bool:
+  """`r` is one of the fix's configs (its experiment, or its precision in
+  the baseline)."""
+  c = r.config
+  if fix.experiment is not None:
+    return c.experiment == fix.experiment.name
+  return c.precision == fix.precision and c.experiment == BASELINE.name

@@ -1,0 +1,208 @@
+"""A fix's `Verification`: its requirements judged, and what it changed.
+
+`verify` judges a finished sweep (`fix.fix_sweep`); `verify_fix` runs that
+sweep first. Rules: the package docstring.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from hloprobe.compile import lowering
+from hloprobe.compile.experiments import BASELINE
+from hloprobe.golden import snapshot
+from hloprobe.golden.diff import (
+  GoldenSiteChange,
+  describe_site_changes,
+  dot_summary,
+)
+from hloprobe.records import ConfigResult
+from hloprobe.sweep import SweepSpec, run_sweep
+from hloprobe.verify import evidence as ev
+from hloprobe.verify import requirements as judged_by
+from hloprobe.verify.fix import (
+  Fix,
+  check_batch_sizes,
+  fix_sweep,
+  is_fix,
+  parse_fix,
+  parse_requirements,
+)
+
+__all__ = ["Verification", "verify", "verify_fix"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Verification:
+  """The outcome of `verify`.
+
+  Attributes:
+    fix: the fix.
+    requirements: one outcome per required requirement, in the order asked.
+    fate_changes: dot sites whose fate, emitter or algorithm differs between
+      baseline and fix (`golden.diff.GoldenSiteChange` records).
+    errors: per config, row 0's |err| at baseline and fix
+      (`evidence.ErrorChange`).
+    failures: the distinct errors of the fix's configs that failed (e.g.
+      "XLA rejected flag ..."), or ().
+  """
+
+  fix: Fix
+  requirements: tuple[judged_by.Requirement, ...]
+  fate_changes: tuple[GoldenSiteChange, ...]
+  errors: tuple[ev.ErrorChange, ...]
+  failures: tuple[str, ...] = ()
+
+  @property
+  def passed(self) -> bool:
+    return all(r.passed for r in self.requirements)
+
+
+def _counterpart(r: ConfigResult, baseline: list[ConfigResult], fix: Fix):
+  """The baseline configs the fix's config replaces."""
+  c = r.config
+  return [
+    b
+    for b in baseline
+    if (b.config.case, b.config.target.name, b.config.n)
+    == (c.case, c.target.name, c.n)
+    and (fix.precision is not None or b.config.precision == c.precision)
+  ]
+
+
+# What "a dot site's fate changed" compares: what XLA made of it and what
+# that computes, not the precision config a precision fix changes anyway.
+_FATE_KEYS = (
+  "site",
+  "fate",
+  "fusion_kind",
+  "backend_config_kind",
+  "custom_call_target",
+  "effective_algorithm",
+  "split_k",
+  "pass",
+)
+
+
+def _fate_sites(r: ConfigResult) -> list[dict]:
+  comp = r.compilation
+  if comp is None:
+    return []
+  return [
+    {k: s[k] for k in _FATE_KEYS}
+    for s in dot_summary(comp.fates, comp.passes)["sites"]
+  ]
+
+
+def _changes(baseline, fixed, fix) -> tuple[tuple, tuple]:
+  """(site changes, row-0 error changes) from each baseline config to the
+  fix's config that replaces it."""
+  changes, errors = [], []
+  for r in (r for r in fixed if r.ok):
+    new_stats, source = judged_by.judged(r)
+    for b in _counterpart(r, baseline, fix):
+      old, new = _fate_sites(b), _fate_sites(r)
+      c = r.config
+      words = (
+        f"{c.target.name} {c.case} n={c.n} {b.config.precision} -> {fix.name}"
+      )
+      changes += describe_site_changes(words, old, new)
+      old_stats, _ = judged_by.judged(b)
+      if old_stats is not None and new_stats is not None:
+        errors.append(
+          ev.ErrorChange(words, old_stats.row0_abs, new_stats.row0_abs, source)
+        )
+  return tuple(changes), tuple(errors)
+
+
+def verify(
+  results: Sequence[ConfigResult],
+  spec: SweepSpec,
+  fix: Fix,
+  requirements: Sequence[str],
+  *,
+  golden_dir: str | None = None,
+  versions: dict[str, str] | None = None,
+  abs_error_bound: float | None = None,
+  rel_error_bound: float | None = None,
+) -> Verification:
+  """Judges a fix from the results of `fix_sweep(spec, fix, requirements)`.
+
+  Args:
+    results: that sweep's results.
+    spec: the sweep as the user asked for it (before `fix_sweep`).
+    fix: the fix.
+    requirements: names from `REQUIREMENTS`.
+    golden_dir: the golden folder (for "golden").
+    versions: jax/jaxlib versions (for "golden").
+    abs_error_bound, rel_error_bound: optional bounds for "accurate".
+
+  Raises:
+    GoldenError: the golden folder is missing or corrupt ("golden").
+  """
+  fixed = [r for r in results if is_fix(r, fix)]
+  baseline = [
+    r
+    for r in results
+    if r.config.experiment == BASELINE.name
+    and r.config.precision in spec.precisions
+    and not is_fix(r, fix)
+  ]
+  checks = judged_by.checks(
+    fixed,
+    abs_error_bound,
+    rel_error_bound,
+    golden_check=lambda: judged_by.golden(
+      fixed,
+      dataclasses.replace(spec, precisions=(fix.precision,))
+      if fix.precision
+      else spec,
+      golden_dir or snapshot.default_golden_dir(),
+      versions or {},
+    ),
+  )
+  changes, errors = _changes(baseline, fixed, fix)
+  failures = tuple(dict.fromkeys(r.failure.error for r in fixed if not r.ok))
+  return Verification(
+    fix, tuple(checks[n]() for n in requirements), changes, errors, failures
+  )
+
+
+def verify_fix(
+  spec: SweepSpec,
+  fix: str | Fix,
+  requirements: Sequence[str] = ("consistent", "accurate"),
+  *,
+  golden_dir: str | None = None,
+  abs_error_bound: float | None = None,
+  rel_error_bound: float | None = None,
+) -> Verification:
+  """`hloprobe verify` as a function: runs the baseline and the fix, judges.
+
+  Args:
+    spec: the sweep (its experiments are ignored: the fix is the only one).
+    fix: a precision or experiment name (`parse_fix`), or a `Fix`.
+    requirements: names from `REQUIREMENTS`.
+    golden_dir: the golden folder for "golden"; default `golden/`.
+    abs_error_bound, rel_error_bound: optional bounds for "accurate".
+
+  Raises:
+    InvalidArgumentError: a bad fix, requirement or batch-size list.
+    GoldenError: the golden folder is missing or corrupt ("golden").
+  """
+  fix = parse_fix(fix) if isinstance(fix, str) else fix
+  requirements = parse_requirements(",".join(requirements))
+  spec = dataclasses.replace(spec, experiments=())
+  check_batch_sizes(requirements, spec.batch_sizes)
+  results = run_sweep(fix_sweep(spec, fix, requirements))
+  return verify(
+    results,
+    spec,
+    fix,
+    requirements,
+    golden_dir=golden_dir,
+    versions=lowering.versions(),
+    abs_error_bound=abs_error_bound,
+    rel_error_bound=rel_error_bound,
+  )

@@ -1,0 +1,294 @@
+"""Judging requirements on a sweep's configs, from numbers only.
+
+Each check returns a `Requirement` whose evidence is records
+(`verify.evidence`), failures first; `report.verification` words them.
+Rules: the package docstring.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from hloprobe.errors import InvalidArgumentError
+from hloprobe.golden import snapshot
+from hloprobe.numerics import accuracy
+from hloprobe.records import ConfigResult
+from hloprobe.sites import effective
+from hloprobe.sweep import SweepSpec
+from hloprobe.verify import evidence as ev
+
+__all__ = [
+  "Requirement",
+  "checks",
+  "judge",
+  "judged",
+  "subject",
+]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Requirement:
+  """One requirement's outcome.
+
+  Attributes:
+    name: "consistent", "accurate" or "golden".
+    passed: whether the fix meets it.
+    evidence: one record per config or group that decided it (see
+      `verify.evidence`); failures first.
+  """
+
+  name: str
+  passed: bool
+  evidence: tuple
+
+
+def subject(r: ConfigResult) -> ev.Subject:
+  """The config `r` is about, for evidence."""
+  c = r.config
+  return ev.Subject(c.target.name, c.case, c.n, c.precision)
+
+
+def judged(r: ConfigResult) -> tuple[accuracy.ErrorStats | None, ev.Source]:
+  """Observed errors where the target ran, else predicted ones."""
+  if r.execution is not None and r.execution.stats is not None:
+    return r.execution.stats, ev.Source("observed")
+  if r.prediction is not None:
+    return r.prediction.stats, _predicted(r)
+  return None, ev.Source("n/a")
+
+
+def _predicted(r: ConfigResult) -> ev.Source:
+  """ "predicted", with the cuBLAS sites predicted at a TF32 they may not
+  use (`effective.tf32_optional`), which make the result ambiguous."""
+  fates = r.compilation.fates if r.compilation is not None else ()
+  sites = [f.site.index for f in fates if effective.tf32_optional(f)]
+  return ev.Source("predicted", tuple(sites))
+
+
+def _noise(r: ConfigResult) -> accuracy.NoiseFloor | None:
+  return r.prediction.noise if r.prediction is not None else None
+
+
+def _leaf_of(
+  r: ConfigResult, leaf: str, source: ev.Source
+) -> accuracy.ErrorStats | None:
+  """Output leaf `leaf`'s errors in `r`, observed or predicted."""
+  if source.kind == "observed":
+    found = [s for s in _leaf_stats(r) if s.leaf == leaf]
+  else:
+    p = r.prediction
+    found = [p.stats] if p is not None and p.stats.leaf == leaf else []
+  return found[0] if found else None
+
+
+def _leaf_stats(r: ConfigResult) -> tuple[accuracy.ErrorStats, ...]:
+  return r.execution.leaf_stats if r.execution is not None else ()
+
+
+def _moved(a: accuracy.ErrorStats, b: accuracy.ErrorStats) -> float:
+  """Max |a - b| over row 0's values (its first value where not kept)."""
+  x, y = a.row0_values, b.row0_values
+  if x is None or y is None or x.shape != y.shape:
+    return abs(a.row0 - b.row0)
+  diff = np.abs(x.astype(np.float64) - y.astype(np.float64))
+  return float(np.max(diff)) if diff.size else 0.0
+
+
+def _row_moved(r: ConfigResult, first: ConfigResult):
+  """`ev.RowMoved` (or `ev.NotJudged`) for row 0 of `r` against the
+  group's `first`.
+
+  Both sides are the same output leaf, `r`'s headline (a batched leaf
+  wherever the case has one, `accuracy.headline_leaf`): a leaf without a
+  batch axis (a loss over the batch) changes with n by design.
+  """
+  stats, source = judged(r)
+  noise = _noise(r)
+  who = subject(r)
+  if stats is None or noise is None:
+    return ev.NotJudged(who, ev.Reason.NO_ROW0)
+  if stats.axis is None:
+    return ev.NotJudged(who, ev.Reason.NO_BATCH_AXIS, stats.leaf)
+  base = _leaf_of(first, stats.leaf, source)
+  if base is None:  # several batched leaves, another headline there
+    return ev.NotJudged(
+      who, ev.Reason.NO_BASE, stats.leaf, source, first.config.n
+    )
+  moved = _moved(stats, base)
+  limit = accuracy.NOISE_FACTOR * noise.row0_abs
+  # Row 0 of a leaf with several values per row: the first values are
+  # shown, and the move is the largest over all of them (`_moved`).
+  count = 1 if stats.row0_values is None else stats.row0_values.size
+  return ev.RowMoved(
+    who,
+    stats.leaf,
+    stats.row0,
+    base.row0,
+    first.config.n,
+    moved,
+    count,
+    source,
+    limit,
+    moved <= limit,
+  )
+
+
+def _consistent(fixed: list[ConfigResult]) -> Requirement:
+  groups: dict[tuple, list[ConfigResult]] = {}
+  for r in fixed:
+    c = r.config
+    groups.setdefault((c.case, c.target.name, c.precision), []).append(r)
+  bad, good = [], []
+  if not groups:
+    bad.append(ev.NotJudged(None, ev.Reason.NO_CONFIGS))
+  for rs in groups.values():
+    rs = sorted(rs, key=lambda r: r.config.n)
+    first = rs[0].config
+    if len(rs) < 2:
+      bad.append(
+        ev.TooFewSizes(first.target.name, first.case, first.precision, first.n)
+      )
+    for r in rs[1:]:
+      found = _row_moved(r, rs[0])
+      (good if getattr(found, "passed", False) else bad).append(found)
+  return Requirement("consistent", not bad and bool(good), tuple(bad + good))
+
+
+def _within_bounds(s: accuracy.ErrorStats, abs_bound, rel_bound) -> bool:
+  """XLA's ErrorSpec rule: either bound suffices."""
+  return (abs_bound is not None and s.max_abs <= abs_bound) or (
+    rel_bound is not None and s.max_rel <= rel_bound
+  )
+
+
+def _other_leaves(
+  r: ConfigResult, headline: str, abs_bound, rel_bound
+) -> tuple[ev.LeafVerdict | ev.LeafErrors, ...]:
+  """The output leaves besides the headline that are not accurate: by
+  their verdict (within the noise floor or exact) or, with bounds, by
+  their observed errors (where the target ran)."""
+  if abs_bound is None and rel_bound is None:
+    verdicts = r.prediction.leaf_verdicts if r.prediction is not None else ()
+    return tuple(
+      ev.LeafVerdict(leaf, v)
+      for leaf, v in verdicts
+      if leaf != headline and v != "exact" and not v.startswith("within ")
+    )
+  return tuple(
+    ev.LeafErrors(s.leaf, s.max_abs, s.max_rel)
+    for s in _leaf_stats(r)
+    if s.leaf != headline and not _within_bounds(s, abs_bound, rel_bound)
+  )
+
+
+def _errors_judged(r: ConfigResult, abs_bound, rel_bound):
+  """`ev.ErrorsJudged` (or `ev.NotJudged`) for one config: the headline
+  by its numbers, the other leaves by their verdicts (or observed
+  errors, with bounds)."""
+  stats, source = judged(r)
+  noise = _noise(r)
+  bounded = abs_bound is not None or rel_bound is not None
+  if stats is None or (noise is None and not bounded):
+    return ev.NotJudged(subject(r), ev.Reason.NO_ERRORS)
+  if bounded:
+    ok = _within_bounds(stats, abs_bound, rel_bound)
+    limits = ev.ErrorBounds(abs_bound, rel_bound)
+  else:
+    k = accuracy.NOISE_FACTOR
+    ok = accuracy.within_noise(stats, noise) and stats.max_abs <= (
+      k * noise.max_abs
+    )
+    limits = ev.NoiseLimits(k, noise.row0_abs, noise.max_abs)
+  others = _other_leaves(r, stats.leaf, abs_bound, rel_bound)
+  return ev.ErrorsJudged(
+    subject(r),
+    stats.leaf,
+    stats.row0_abs,
+    stats.max_abs,
+    stats.max_rel,
+    source,
+    limits,
+    others,
+    ok and not others,
+  )
+
+
+def _accurate(
+  fixed: list[ConfigResult], abs_bound: float | None, rel_bound: float | None
+) -> Requirement:
+  """Every output leaf of every config accurate."""
+  bad, good = [], []
+  for r in fixed:
+    found = _errors_judged(r, abs_bound, rel_bound)
+    (good if getattr(found, "passed", False) else bad).append(found)
+  return Requirement("accurate", not bad and bool(good), tuple(bad + good))
+
+
+def golden(
+  fixed: list[ConfigResult],
+  spec: SweepSpec,
+  golden_dir: str,
+  versions: dict[str, str],
+) -> Requirement:
+  """ "golden": the fix's configs against the goldens in `golden_dir`.
+
+  Raises:
+    GoldenError: the golden folder is missing or corrupt.
+  """
+  snap = snapshot.snapshot(fixed, versions)
+  record = snapshot.sweep_record(spec)
+  result = snapshot.check(golden_dir, snap, record)
+  notes = [ev.GoldenNote("site", s) for s in result.sites]
+  notes += [ev.GoldenNote("missing", m) for m in result.missing]
+  if not result.sites:
+    notes += [ev.GoldenNote("changed", c.path) for c in result.changed]
+  notes += [ev.GoldenNote("failed", f) for f in result.failed]
+  if result.ok:
+    notes.append(ev.GoldenNote("match", result.compared))
+  return Requirement("golden", result.ok, tuple(notes))
+
+
+def judge(
+  results: Sequence[ConfigResult],
+  requirements: Sequence[str],
+  abs_error_bound: float | None = None,
+  rel_error_bound: float | None = None,
+) -> tuple[Requirement, ...]:
+  """Judges "consistent" and "accurate" on a sweep's own configs (no fix).
+
+  For `hloprobe bisect`: is the requirement met by this jax version's
+  sweep as it stands. Rules as for a fix (package docstring).
+
+  Raises:
+    InvalidArgumentError: a requirement other than consistent or accurate.
+  """
+  table = checks(list(results), abs_error_bound, rel_error_bound)
+  bad = [n for n in requirements if n not in table]
+  if bad:
+    raise InvalidArgumentError(
+      f"cannot judge {bad} on a sweep alone; choose from {', '.join(table)}"
+    )
+  return tuple(table[n]() for n in requirements)
+
+
+def checks(
+  results: list[ConfigResult],
+  abs_bound: float | None,
+  rel_bound: float | None,
+  golden_check: Callable[[], Requirement] | None = None,
+) -> dict[str, Callable[[], Requirement]]:
+  """`REQUIREMENTS` name -> a thunk judging it on `results`.
+
+  "golden" is in the table only when given (it needs the sweep's spec and
+  the golden folder, which `judge` has not).
+  """
+  table = {
+    "consistent": lambda: _consistent(results),
+    "accurate": lambda: _accurate(results, abs_bound, rel_bound),
+  }
+  if golden_check is not None:
+    table["golden"] = golden_check
+  return table

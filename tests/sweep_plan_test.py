@@ -1,0 +1,137 @@
+"""A sweep's words are resolved once: `plan_sweep`, and nothing after it.
+
+The walk test follows one config from the command line's words to its
+printed row, in this process (the compile runs in a worker, as always),
+counting every call of the resolvers: the case, the target and the
+precision are each looked up once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import sys
+
+import pytest
+from absl.testing import absltest, flagsaver
+
+from hloprobe import cli, cli_flags, sweep
+from hloprobe.compile import cases, targets
+from hloprobe.errors import CaseError
+from hloprobe.ir import precisions
+
+# The functions that turn a name into a record.
+_RESOLVERS = (cases.get_case, targets.get_target, precisions.as_precision)
+
+
+@contextlib.contextmanager
+def _counted(*functions):
+  """Wraps `functions` wherever a hloprobe module holds them (any alias
+  `from m import f` made), and yields {function name: [first args]}."""
+  calls = {f.__name__: [] for f in functions}
+
+  def wrap(f):
+    @functools.wraps(f)
+    def counting(*args, **kwargs):
+      calls[f.__name__].append(args[0] if args else None)
+      return f(*args, **kwargs)
+
+    return counting
+
+  wrappers = {id(f): wrap(f) for f in functions}
+  patched = []
+  for module in list(sys.modules.values()):
+    if not getattr(module, "__name__", "").startswith("hloprobe"):
+      continue
+    for name, value in list(vars(module).items()):
+      if id(value) in wrappers:
+        patched.append((module, name, value))
+        setattr(module, name, wrappers[id(value)])
+  try:
+    yield calls
+  finally:
+    for module, name, value in patched:
+      setattr(module, name, value)
+
+
+class PlanTest(absltest.TestCase):
+  def test_each_name_is_looked_up_once(self):
+    spec = sweep.SweepSpec(
+      ("seed_mlp", "seed_mlp"), (1, 2), ("float32",) * 2, ("cpu", "a100")
+    )
+    with _counted(*_RESOLVERS) as calls:
+      plan = sweep.plan_sweep(spec)
+    self.assertEqual(
+      calls,
+      {
+        "get_case": ["seed_mlp"],
+        "get_target": ["cpu", "a100"],
+        "as_precision": ["float32", "float32"],  # each word, kept once
+      },
+    )
+    self.assertEqual(plan.precisions, (precisions.Precision.float32,))
+    self.assertIs(plan.cases[0].case, cases.seed_mlp)
+    with _counted(*_RESOLVERS) as calls:  # a plan is records already
+      self.assertEqual(sweep.plan_sweep(plan), plan)
+    self.assertEqual(calls, {f.__name__: [] for f in _RESOLVERS})
+
+  def test_each_config_carries_its_records(self):
+    e = sweep.plan.experiments_lib.parse_experiment("no_algsimp")
+    plan = sweep.plan_sweep(
+      sweep.SweepSpec(
+        ("seed_mlp",), (1,), ("bfloat16",), ("cpu",), experiments=(e,)
+      )
+    )
+    base, fixed = plan.configs()
+    self.assertEqual(
+      fixed.config.label(), "cpu seed_mlp n=1 bfloat16 (no_algsimp)"
+    )
+    self.assertIs(fixed.experiment, e)
+    self.assertIs(base.case, fixed.case)
+    self.assertIs(base.config.precision, precisions.Precision.bfloat16)
+
+  def test_a_spec_checks_nothing_until_planned(self):
+    spec = sweep.SweepSpec(("no_such_case",), (1,), ("float32",), ("cpu",))
+    with self.assertRaisesRegex(CaseError, "unknown case 'no_such_case'"):
+      sweep.plan_sweep(spec)
+
+  def test_cases_are_read_only(self):
+    with self.assertRaises(TypeError):
+      cases.CASES["mine"] = cases.seed_mlp  # pass the record in a spec
+
+
+@pytest.mark.compiles
+class WalkTest(absltest.TestCase):
+  def test_command_line_to_printed_row_resolves_each_once(self):
+    out = io.StringIO()
+    with (
+      flagsaver.as_parsed(
+        (cli_flags.CASE, "seed_mlp"),
+        (cli_flags.TARGETS, "cpu"),
+        (cli_flags.BATCH_SIZES, "1"),
+        (cli_flags.PRECISIONS, "float32"),
+        (cli_flags.CACHE_DIR, self.create_tempdir().full_path),
+      ),
+      _counted(*_RESOLVERS) as calls,
+      contextlib.redirect_stdout(out),
+    ):
+      status = cli.main(["hloprobe", "sweep"])
+    self.assertEqual(status, 0, out.getvalue())
+    self.assertEqual(
+      calls,
+      {
+        "get_case": ["seed_mlp"],
+        "get_target": ["cpu"],
+        "as_precision": ["float32"],
+      },
+    )
+    (row,) = [
+      line for line in out.getvalue().splitlines() if "seed_mlp" in line
+    ]
+    for word in ("cpu", "float32"):
+      self.assertIn(word, row)
+
+
+if __name__ == "__main__":
+  absltest.main()
