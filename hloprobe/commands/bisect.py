@@ -77,7 +77,7 @@ def bisect(args: BisectArgs):
   )
   cache_dir = common.venv_dir(args.common) or venvs.default_cache_dir()
   where = driver.plan(between, request, cache_dir, args.python, found)
-  result = bisecting.bisect(
+  result = bisecting.bisect_releases(
     between, request, requirements, cache_dir, versions_command.log, where
   )
   return result, requirements

@@ -59,7 +59,7 @@ def explain(args: ExplainArgs):
   )
   common.start_jax(spec.targets)
   results = common.run_streamed(spec, args.common.output_dir)
-  return results, explained.explain(results, [c.case for c in spec.cases])
+  return results, explained.explain_sweep(results, [c.case for c in spec.cases])
 
 
 def main(args: ExplainArgs) -> int:
@@ -69,7 +69,7 @@ def main(args: ExplainArgs) -> int:
   from hloprobe.report import explain_text, results_json
 
   results, explanations = explain(args)
-  versions = lowering.versions()
+  versions = lowering.jax_versions()
   cpu = common.host()
   out = sweep_command.outputs_of(args, args.common.format)
   if out.fmt == "json":

@@ -28,7 +28,7 @@ def main(argv: list[str]) -> int:
   f = flags.FLAGS
   del argv
   try:
-    doc = gpu_check.gpu_check(
+    doc = gpu_check.run_gpu_check(
       f.device_target,
       f.compile_only_target,
       parse_batch_sizes(f.batch_sizes),

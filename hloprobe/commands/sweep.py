@@ -103,9 +103,9 @@ def show(results: Sequence, spec, out) -> None:
   from hloprobe.pictures import outputs
   from hloprobe.report import explain, tables, timings
 
-  fmt, versions, cpu = out.fmt, lowering.versions(), common.host()
+  fmt, versions, cpu = out.fmt, lowering.jax_versions(), common.host()
   cases = [c.case for c in spec.cases]
-  why = explain.explain(results, cases) if out.needs_explanations else []
+  why = explain.explain_sweep(results, cases) if out.needs_explanations else []
   if fmt == "html":
     print(outputs.html_page(results, why, versions))
   else:

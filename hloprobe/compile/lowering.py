@@ -46,7 +46,7 @@ __all__ = [
   "load_topology",
   "run_compiled",
   "start_backends",
-  "versions",
+  "jax_versions",
   "xla_instruction_counts",
 ]
 
@@ -92,7 +92,7 @@ class CompiledCase:
   compile_notes: tuple[str, ...] = ()
 
 
-def versions() -> dict[str, str]:
+def jax_versions() -> dict[str, str]:
   """jax and jaxlib versions of this process."""
   return {"jax": jax.__version__, "jaxlib": jaxlib.__version__}
 

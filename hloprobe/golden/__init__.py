@@ -16,9 +16,6 @@ behind them are private in intent:
 
 (`hloprobe golden check` and `update` are `hloprobe.commands.golden`.)
 
-Two functions are not re-exported under their own names, which are their
-modules' (`hloprobe.golden.snapshot`, `hloprobe.golden.update`): use
-`snapshot.snapshot` and `update.update` until they are renamed.
 """
 
 from __future__ import annotations

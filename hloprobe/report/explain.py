@@ -323,7 +323,7 @@ def _explain_one(
   )
 
 
-def explain(
+def explain_sweep(
   results: Sequence[ConfigResult], cases: Iterable[Case] = ()
 ) -> list[TargetExplanation]:
   """Explains a sweep, one record per (experiment, case, target).
@@ -357,4 +357,4 @@ def explain_sweep(spec: SweepSpec) -> list[TargetExplanation]:
     InvalidArgumentError: an unknown case, target or precision in `spec`.
   """
   plan = plan_sweep(spec, explain_passes=True)
-  return explain(run_sweep(plan), [c.case for c in plan.cases])
+  return explain_sweep(run_sweep(plan), [c.case for c in plan.cases])

@@ -202,7 +202,7 @@ def verify_fix(
     fix,
     requirements,
     golden_dir=golden_dir,
-    versions=lowering.versions(),
+    versions=lowering.jax_versions(),
     abs_error_bound=abs_error_bound,
     rel_error_bound=rel_error_bound,
   )

@@ -238,7 +238,7 @@ def golden(
   Raises:
     GoldenError: the golden folder is missing or corrupt.
   """
-  snap = snapshot.snapshot(fixed, versions)
+  snap = snapshot.take_snapshot(fixed, versions)
   record = snapshot.sweep_record(spec)
   result = snapshot.check(golden_dir, snap, record)
   notes = [ev.GoldenNote("site", s) for s in result.sites]

@@ -105,7 +105,7 @@ def verdict(run: VersionRun) -> str:
   return "PASS" if judged and all(r["passed"] for r in judged) else "FAIL"
 
 
-def bisect(
+def bisect_releases(
   releases: Sequence[str],
   request: dict,
   requirements: tuple[str, ...],

@@ -145,7 +145,7 @@ def check_records(
   return out
 
 
-def gpu_check(
+def run_gpu_check(
   device_target: str = "gpu",
   compile_only_target: str | None = None,
   batch_sizes: tuple[int, ...] = tuple(range(1, 10)),
@@ -177,7 +177,7 @@ def gpu_check(
     targets=(device_target, twin),
   )
   results = sweep.run_sweep(spec)
-  configs = results_json.results_json(results, lowering.versions())["configs"]
+  configs = results_json.results_json(results, lowering.jax_versions())["configs"]
   return {
     "schema": "hloprobe.gpu_check",
     "schema_version": 1,
@@ -185,7 +185,7 @@ def gpu_check(
     "device": device,
     "device_target": device_target,
     "compile_only_target": twin,
-    **lowering.versions(),
+    **lowering.jax_versions(),
     "warning": compat.version_warning(),
     "configs": check_records(configs, device_target, twin),
   }

@@ -184,7 +184,7 @@ def _serve(request_path: str, reply_path: str) -> None:
   results = sweep.run_sweep(spec)
   judged = verify.judge(results, request["requirements"])
   reply = {
-    **lowering.versions(),
+    **lowering.jax_versions(),
     "python": platform.python_version(),
     "warning": compat.version_warning(),
     "jax_commit": compat.jaxlib_git_hash(),
@@ -196,7 +196,7 @@ def _serve(request_path: str, reply_path: str) -> None:
         jax.config, "jax_threefry_partitionable", None
       ),
     },
-    "results": results_json.results_json(results, lowering.versions()),
+    "results": results_json.results_json(results, lowering.jax_versions()),
     "requirements": [
       {
         "name": r.name,
