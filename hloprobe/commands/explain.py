@@ -59,7 +59,7 @@ def explain(args: ExplainArgs):
   )
   common.start_jax(spec.targets)
   results = common.run_streamed(spec, args.common.output_dir)
-  return results, explained.explain_sweep(results, [c.case for c in spec.cases])
+  return results, explained.explain_results(results, [c.case for c in spec.cases])
 
 
 def main(args: ExplainArgs) -> int:

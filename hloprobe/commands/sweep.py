@@ -105,7 +105,7 @@ def show(results: Sequence, spec, out) -> None:
 
   fmt, versions, cpu = out.fmt, lowering.jax_versions(), common.host()
   cases = [c.case for c in spec.cases]
-  why = explain.explain_sweep(results, cases) if out.needs_explanations else []
+  why = explain.explain_results(results, cases) if out.needs_explanations else []
   if fmt == "html":
     print(outputs.html_page(results, why, versions))
   else:

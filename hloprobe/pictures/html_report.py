@@ -113,7 +113,7 @@ def render_html(
 
   Args:
     results: a sweep's `records.ConfigResult`s (at least one).
-    explanations: `explain.explain_sweep(results)`'s records.
+    explanations: `explain.explain_results(results)`'s records.
     versions: {"jax": ..., "jaxlib": ...}, shown in the header.
     png: the row-0 error plot (`plot.row0_png`), embedded; or None.
     why_no_png: shown instead of the plot when `png` is None (e.g.

@@ -44,6 +44,7 @@ __all__ = [
   "RowZero",
   "TargetExplanation",
   "explain",
+  "explain_results",
   "explain_sweep",
 ]
 
@@ -323,7 +324,7 @@ def _explain_one(
   )
 
 
-def explain_sweep(
+def explain_results(
   results: Sequence[ConfigResult], cases: Iterable[Case] = ()
 ) -> list[TargetExplanation]:
   """Explains a sweep, one record per (experiment, case, target).
@@ -357,4 +358,4 @@ def explain_sweep(spec: SweepSpec) -> list[TargetExplanation]:
     InvalidArgumentError: an unknown case, target or precision in `spec`.
   """
   plan = plan_sweep(spec, explain_passes=True)
-  return explain_sweep(run_sweep(plan), [c.case for c in plan.cases])
+  return explain_results(run_sweep(plan), [c.case for c in plan.cases])

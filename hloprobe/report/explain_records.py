@@ -1,4 +1,4 @@
-"""The records `explain.explain_sweep` returns, one `TargetExplanation` per
+"""The records `explain.explain_results` returns, one `TargetExplanation` per
 (experiment, case, target), and the parts it is made of. Use them through
 `report.explain`, which re-exports them.
 """

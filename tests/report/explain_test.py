@@ -71,7 +71,7 @@ class SeedMlpExplainTest(parameterized.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     cls.results = _sweep((1, 2, 3), _PRECISIONS, _TARGETS)
-    cls.found = _by_target(explain.explain_sweep(cls.results, _CASES))
+    cls.found = _by_target(explain.explain_results(cls.results, _CASES))
     # One line per statement, so assertions do not depend on wrapping.
     cls.text = explain_text.render_explanation(
       list(cls.found.values()), width=10_000
@@ -320,7 +320,7 @@ class SeedMlpExplainTest(parameterized.TestCase):
       )
 
     found = _by_target(
-      explain.explain_sweep([on_sm75(r) for r in self.results], _CASES)
+      explain.explain_results([on_sm75(r) for r in self.results], _CASES)
     )
     tf32 = ("bfloat16",) + (("tensorfloat32",) if self.HIGH_TF32 else ())
     self.assertEqual(
@@ -353,7 +353,7 @@ class SeedMlpExplainTest(parameterized.TestCase):
       compilation = dataclasses.replace(r.compilation, fates=fates)
       return dataclasses.replace(r, compilation=compilation)
 
-    found = _by_target(explain.explain_sweep([tf32(r) for r in self.results], _CASES))
+    found = _by_target(explain.explain_results([tf32(r) for r in self.results], _CASES))
     self.assertEqual(found["a100"].alternatives, ())
     changes = {c.precision: c.arithmetic for c in found["a100"].changes}
     self.assertTrue(changes["tensorfloat32"])
@@ -396,7 +396,7 @@ class SeedMlpExplainTest(parameterized.TestCase):
 @pytest.mark.compiles
 class NothingChangesTest(absltest.TestCase):
   def test_cpu_batch_2_and_3(self):
-    (e,) = explain.explain_sweep(_sweep((2, 3), ("float32",), ("cpu",)), _CASES)
+    (e,) = explain.explain_results(_sweep((2, 3), ("float32",), ("cpu",)), _CASES)
     self.assertLen(e.spans["float32"], 1)
     self.assertEqual(e.changes, ())
     text = explain_text.render_explanation([e], width=10_000)
@@ -423,7 +423,7 @@ class CublasTf32OptionalTest(absltest.TestCase):
       experiments=(experiments.parse_experiment("no_triton_gemm"),),
     )
     found = {
-      e.experiment: e for e in explain.explain_sweep(sweep.run_sweep(spec), _CASES)
+      e.experiment: e for e in explain.explain_results(sweep.run_sweep(spec), _CASES)
     }
     changes = {c.precision: c for c in found["no_triton_gemm"].changes}
     self.assertTrue(changes["bfloat16"].arithmetic)
