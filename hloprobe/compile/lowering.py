@@ -16,6 +16,8 @@ on stderr, so `_load_topology` captures that log, drops the field and tries
 again, recording what it dropped. Every GPU compile passes
 `xla_gpu_cuda_data_dir` (the nvidia-cuda-nvcc-cu12 wheel, see `toolchain`)
 and `xla_dump_to` (a temporary folder) so the kernels' PTX comes back.
+
+Private in intent: use the package, `hloprobe.compile`.
 """
 
 from __future__ import annotations

@@ -34,8 +34,7 @@ import dataclasses
 import os
 from collections.abc import Iterable, Mapping
 
-from hloprobe.compile import lowering
-from hloprobe.compile.experiments import BASELINE
+from hloprobe.compile import BASELINE, jax_versions
 from hloprobe.errors import GoldenError
 from hloprobe.golden import format as fmt
 from hloprobe.golden.diff import (
@@ -290,7 +289,7 @@ def sweep_snapshot(spec: SweepSpec) -> Snapshot:
   """Runs a sweep as goldens are made (with explain_passes, see
   `spec_from_record`) and snapshots it with this process's jax/jaxlib."""
   spec = dataclasses.replace(spec, explain_passes=True)
-  return take_snapshot(run_sweep(spec), lowering.jax_versions())
+  return take_snapshot(run_sweep(spec), jax_versions())
 
 
 def golden_check(

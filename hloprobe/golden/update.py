@@ -48,7 +48,7 @@ from hloprobe.golden.snapshot import (
   sweep_snapshot,
   write_snapshot,
 )
-from hloprobe.ir.textfile import umask_mode
+from hloprobe.ir import umask_mode
 from hloprobe.sweep import SweepSpec, plan_sweep
 
 __all__ = ["UpdateResult", "golden_update", "update_goldens"]

@@ -442,7 +442,9 @@ class GoldenTest(parameterized.TestCase):
       "precisions": ["float32"],
     }
     files = {r: t for r, t in _SNAP.files.items() if "cpu/seed_mlp/n1-f" in r}
-    result = update.update_goldens(path, dataclasses.replace(_SNAP, files=files), wider)
+    result = update.update_goldens(
+      path, dataclasses.replace(_SNAP, files=files), wider
+    )
     self.assertIn(
       "this sweep is not within MANIFEST.json's (batch_sizes 5 not in it): "
       "replaced the whole folder, and MANIFEST.json records this sweep",
