@@ -46,6 +46,7 @@ from hloprobe.compile.targets import Target as Target
 from hloprobe.compile.targets import get_target as get_target
 from hloprobe.compile.targets import is_config_path as is_config_path
 from hloprobe.compile.targets import load_target_config as load_target_config
+from hloprobe.compile.toolchain import Ptxas as Ptxas
 from hloprobe.compile.toolchain import (
   filter_startup_noise as filter_startup_noise,
 )
@@ -63,6 +64,7 @@ __all__ = [
   "Case",
   "Experiment",
   "JAXPR_API",
+  "Ptxas",
   "ReportedError",
   "Target",
   "checked_words",

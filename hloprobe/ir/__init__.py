@@ -65,6 +65,7 @@ __all__ = [
   "write_whole",
 ]
 
+
 _STABLEHLO_NAMES = (
   "StableHloDot",
   "parse_precision_config",

@@ -11,6 +11,10 @@ timings (--timings). Nothing here prints: the command layer does.
 from __future__ import annotations
 
 from hloprobe.report.explain import explain_results as explain_results
+from hloprobe.report.explain import explain_sweep as explain_sweep
+from hloprobe.report.explain_records import (
+  TargetExplanation as TargetExplanation,
+)
 from hloprobe.report.explain_text import explanation_json as explanation_json
 from hloprobe.report.explain_text import (
   render_explanation as render_explanation,
@@ -47,6 +51,7 @@ __all__ = [
   "RESULTS_STREAM",
   "TABLE_COLUMNS",
   "TERMINAL_WIDTH",
+  "TargetExplanation",
   "atomic_write",
   "cases_listing",
   "cells",
@@ -54,6 +59,7 @@ __all__ = [
   "dumps_json",
   "experiments_listing",
   "explain_results",
+  "explain_sweep",
   "explanation_json",
   "render",
   "render_explanation",
