@@ -48,12 +48,12 @@ import sys
 
 from absl import app, flags
 
-from hloprobe.compile import toolchain
+from hloprobe.compile import quiet_startup
 
 # Importing jax loads the CUDA plugin, whose libraries each log "Could not
 # find cuda drivers" on a machine without one; the command line drops those
 # lines (toolchain.quiet_startup). The library leaves stderr alone.
-with toolchain.quiet_startup():
+with quiet_startup():
   import jax  # noqa: F401
 
 from hloprobe import cli_flags
@@ -70,7 +70,7 @@ from hloprobe.commands import (
   view,
 )
 from hloprobe.errors import HloprobeError, InvalidArgumentError
-from hloprobe.report import files
+from hloprobe.report import RESULTS_STREAM
 
 __all__ = ["main", "run"]
 
@@ -262,7 +262,7 @@ def _interrupted(e: KeyboardInterrupt) -> int:
   if done is not None:
     line += f" after {len(done)} of {e.total} configs"
     if cli_flags.OUTPUT_DIR.value:
-      where = os.path.join(cli_flags.OUTPUT_DIR.value, files.RESULTS_STREAM)
+      where = os.path.join(cli_flags.OUTPUT_DIR.value, RESULTS_STREAM)
       line += f"; results so far in {where}"
     else:
       line += " (--output_dir=DIR keeps each finished config's results)"

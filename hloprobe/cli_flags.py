@@ -13,9 +13,9 @@ import math
 from absl import flags
 
 from hloprobe import verify
-from hloprobe.ir import precisions
-from hloprobe.report import tables
-from hloprobe.runtime import cache, host
+from hloprobe.ir import DEFAULT_PRECISIONS, PRECISION_NAMES
+from hloprobe.report import REPORT_FORMATS, TABLE_COLUMNS, TERMINAL_WIDTH
+from hloprobe.runtime import DEFAULT_MAX_MB, usable_cores
 
 __all__ = [
   "ABS_ERROR_BOUND",
@@ -108,8 +108,8 @@ BATCH_SIZES = flags.DEFINE_string(
 )
 PRECISIONS = _define_enum_list(
   "precisions",
-  list(precisions.DEFAULT_PRECISIONS),
-  precisions.PRECISION_NAMES,
+  list(DEFAULT_PRECISIONS),
+  PRECISION_NAMES,
   "Matmul precisions, comma-separated: bfloat16, tensorfloat32, float32, "
   "default, high, highest, or DotAlgorithmPreset names such as "
   "TF32_TF32_F32.",
@@ -175,7 +175,7 @@ REL_ERROR_BOUND = flags.DEFINE_float(
   None,
   "For `verify --require=accurate`: max relative error allowed (as run_hlo_module).",
 )
-FORMATS = (*tables.REPORT_FORMATS, "html")
+FORMATS = (*REPORT_FORMATS, "html")
 FORMAT = flags.DEFINE_enum(
   "format",
   "table",
@@ -188,12 +188,12 @@ WIDE = flags.DEFINE_bool(
   "wide",
   False,
   "--format=table: every column, unwrapped (the default table shows the "
-  f"{tables.TERMINAL_WIDTH}-column first screen).",
+  f"{TERMINAL_WIDTH}-column first screen).",
 )
 COLUMNS = _define_enum_list(
   "columns",
   None,
-  [key for key, _ in tables.TABLE_COLUMNS],
+  [key for key, _ in TABLE_COLUMNS],
   "--format=table or markdown: these columns, in this order, comma-separated.",
 )
 PLOT = flags.DEFINE_string(
@@ -246,7 +246,7 @@ CACHE_DIR = flags.DEFINE_string(
 )
 JOBS = flags.DEFINE_integer(
   "jobs",
-  host.usable_cores(),
+  usable_cores(),
   "How many worker processes compile and run configs at once (default: "
   "the number of cores this process may use); each flag set (the baseline, each experiment) "
   "gets max(1, jobs / flag sets); `versions` sweeps this many jaxlib "
@@ -254,14 +254,14 @@ JOBS = flags.DEFINE_integer(
   lower_bound=1,
   # Each is a process with its own jax (~0.5 GB); more than the cores only
   # queue for them.
-  upper_bound=max(64, host.usable_cores()),
+  upper_bound=max(64, usable_cores()),
 )
 NOCACHE = flags.DEFINE_bool(
   "nocache", False, "Compute every config; neither read nor write the cache."
 )
 CACHE_MAX_MB = flags.DEFINE_integer(
   "cache_max_mb",
-  cache.DEFAULT_MAX_MB,
+  DEFAULT_MAX_MB,
   "Bound of --cache_dir's records/, in MiB: after `sweep`, `explain` and "
   "`verify`, the least recently used records are removed until the rest "
   "fit (venvs/ is not bounded; see `hloprobe cache`).",

@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from hloprobe.compile.experiments import BASELINE
-from hloprobe.compile.targets import Target
-from hloprobe.ir.precisions import Precision
-from hloprobe.numerics import accuracy, predict
-from hloprobe.sites import dot_sites, passes
+from hloprobe.compile import BASELINE, Target
+from hloprobe.ir import Precision
+from hloprobe.numerics import ErrorStats, Prediction
+from hloprobe.sites import PassAttribution, SiteFate
 
 __all__ = [
   "RECORD_VERSION",
@@ -100,8 +99,8 @@ class Compilation:
 
   stablehlo: str
   optimized_hlo: str
-  fates: tuple[dot_sites.SiteFate, ...] = ()
-  passes: dict[int, passes.PassAttribution] | None = None
+  fates: tuple[SiteFate, ...] = ()
+  passes: dict[int, PassAttribution] | None = None
   passes_error: str | None = None
   ptxas: str | None = None
   dropped_config_fields: tuple[str, ...] = ()
@@ -131,12 +130,12 @@ class Execution:
   """
 
   run_s: float
-  leaf_stats: tuple[accuracy.ErrorStats, ...] = ()
+  leaf_stats: tuple[ErrorStats, ...] = ()
   headline: int | None = None
   ulp_vs_n1: int | None = None
 
   @property
-  def stats(self) -> accuracy.ErrorStats | None:
+  def stats(self) -> ErrorStats | None:
     """The headline leaf's errors, or None without a reference."""
     return None if self.headline is None else self.leaf_stats[self.headline]
 
@@ -186,7 +185,7 @@ class ConfigResult:
   config: Config
   compilation: Compilation | None = None
   execution: Execution | None = None
-  prediction: predict.Prediction | None = None
+  prediction: Prediction | None = None
   prediction_error: str | None = None
   failure: Failure | None = None
   timings: dict[str, float] = dataclasses.field(default_factory=dict)

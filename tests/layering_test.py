@@ -16,6 +16,15 @@ Inside `sweep`, its modules follow the data flow too: spec < plan <
 compiled < measure < engine < __init__ (a module imports only those before
 it).
 
+A stage reaches another stage package only through its face, the
+package's `__init__` (its `__all__`): `from hloprobe.sites import SiteFate`,
+not `from hloprobe.sites.dot_sites import SiteFate` nor `from hloprobe.sites
+import dot_sites`. The modules behind a face are private to their package
+(tests may read them). Top-level modules (`errors`, `records`, ...) are
+their own faces. The one exception is the dispatch: `cli` (and
+`__main__`) import each command's module of `commands`, a module per
+command by design.
+
 No module names another stage's module in a string: a string table of
 "hloprobe.<stage>.<module>" paths (as worker requests once were) or an
 `importlib.import_module` of a literal hloprobe name is an import the rules
@@ -241,6 +250,25 @@ def _is_jax_runtime(name: str) -> bool:
   return name.split(".")[0] in ("jax", "jaxlib")
 
 
+# Stages that may import another stage's modules past its face: the
+# command dispatch imports each command's module.
+_DISPATCH = {"cli": ("commands",), "__main__": ("commands",)}
+
+
+def _past_face(package_dir: str, stage: str, parts: list[str]) -> bool:
+  """Whether `parts` (hloprobe, pkg, name, ...) reaches a module behind the
+  face of another stage package `pkg`."""
+  if len(parts) < 3 or parts[1] == stage:
+    return False
+  if parts[1] in _DISPATCH.get(stage, ()):
+    return False
+  folder = os.path.join(package_dir, parts[1])
+  if not os.path.isdir(folder):
+    return False  # a top-level module is its own face
+  name = os.path.join(folder, parts[2])
+  return os.path.exists(name + ".py") or os.path.isdir(name)
+
+
 def violations(package_dir: str) -> list[str]:
   """Every upward import, every JAX runtime import in `ir` and every print
   outside the command layer, under `package_dir` (a folder laid out like
@@ -279,6 +307,9 @@ def violations(package_dir: str) -> list[str]:
           elif _upward_within(stage, rel, parts):
             found = "imports later module " + ".".join(parts[:3])
             out.append(f"{rel}:{line}: {found}")
+          elif _past_face(package_dir, stage, parts):
+            found = "imports " + ".".join(parts[:3]) + " past its face"
+            out.append(f"{rel}:{line}: {stage} {found}")
         elif stage in _NO_JAX and _is_jax_runtime(name):
           out.append(f"{rel}:{line}: {stage} imports the JAX runtime {name}")
         elif stage not in _TABLES and parts[0] == "tabulate":
@@ -305,7 +336,7 @@ class LayeringTest(absltest.TestCase):
   def test_planted_upward_import_fails(self):
     root = self.create_tempdir().full_path
     _write(root, "ir/hlo.py", "from hloprobe.errors import HloParseError\n")
-    _write(root, "sites/dot_sites.py", "from hloprobe.ir import hlo\n")
+    _write(root, "sites/dot_sites.py", "from hloprobe.ir import HloModule\n")
     self.assertEqual(violations(root), [])
     # A lazy import inside a function counts too.
     _write(
@@ -316,6 +347,37 @@ class LayeringTest(absltest.TestCase):
     self.assertEqual(
       violations(root),
       ["sites/passes.py:2: sites imports higher stage hloprobe.sweep"],
+    )
+
+  def test_import_past_a_face_fails(self):
+    root = self.create_tempdir().full_path
+    _write(root, "ir/hlo.py", "def parse_hlo_module(text): ...\n")
+    _write(
+      root, "ir/__init__.py", "from hloprobe.ir.hlo import parse_hlo_module\n"
+    )
+    _write(root, "commands/sweep.py", "def main(args): ...\n")
+    _write(root, "cli.py", "from hloprobe.commands import sweep\n")
+    _write(root, "errors.py", "X = 1\n")
+    _write(
+      root,
+      "sites/dot_sites.py",
+      "from hloprobe.ir import parse_hlo_module\n"
+      "from hloprobe.errors import X\n"
+      "from hloprobe.sites import passes\n",
+    )
+    self.assertEqual(violations(root), [])
+    _write(
+      root,
+      "sites/passes.py",
+      "from hloprobe.ir.hlo import parse_hlo_module\n"
+      "def f():\n  from hloprobe.ir import hlo\n  return hlo\n",
+    )
+    self.assertEqual(
+      violations(root),
+      [
+        "sites/passes.py:1: sites imports hloprobe.ir.hlo past its face",
+        "sites/passes.py:3: sites imports hloprobe.ir.hlo past its face",
+      ],
     )
 
   def test_sweep_modules_import_only_earlier_ones(self):

@@ -64,7 +64,7 @@ def setUpModule():
     explain_passes=True,
   )
   RESULTS[:] = sweep.run_sweep(spec, PROGRESS.append)
-  EXPLANATIONS[:] = explain.explain(RESULTS, [cases.seed_mlp])
+  EXPLANATIONS[:] = explain.explain_results(RESULTS, [cases.seed_mlp])
 
 
 def _config(target: str, n: int, precision: str):

@@ -17,7 +17,7 @@ import pytest
 from absl.testing import absltest, flagsaver
 
 from hloprobe import cli, cli_flags, sweep
-from hloprobe.compile import cases, targets
+from hloprobe.compile import cases, experiments, targets
 from hloprobe.errors import CaseError
 from hloprobe.ir import precisions
 
@@ -77,7 +77,7 @@ class PlanTest(absltest.TestCase):
     self.assertEqual(calls, {f.__name__: [] for f in _RESOLVERS})
 
   def test_each_config_carries_its_records(self):
-    e = sweep.plan.experiments_lib.parse_experiment("no_algsimp")
+    e = experiments.parse_experiment("no_algsimp")
     plan = sweep.plan_sweep(
       sweep.SweepSpec(
         ("seed_mlp",), (1,), ("bfloat16",), ("cpu",), experiments=(e,)

@@ -191,11 +191,11 @@ def numpy_seed_row0(tf32_sites=(), f32_between=False) -> float:
 
 def configs_json(results) -> list[dict]:
   """results.json's configs, without the timings (which always differ)."""
-  from hloprobe.report import results_json
+  from hloprobe.report import results_schema
 
   out = []
   for r in results:
-    doc = results_json.config_json(r)
+    doc = results_schema.config_json(r)
     doc.pop("timing_s")
     out.append(doc)
   return out

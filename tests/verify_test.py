@@ -35,7 +35,7 @@ def _verify(
   parsed = verify.parse_fix(fix)
   results = sweep.run_sweep(verify.fix_sweep(spec, parsed, require))
   return verify.verify(
-    results, spec, parsed, require, versions=lowering.versions(), **kwargs
+    results, spec, parsed, require, versions=lowering.jax_versions(), **kwargs
   )
 
 

@@ -820,7 +820,7 @@ class PureTest(parameterized.TestCase):
       mock.patch.object(venvs, "index_versions", index_versions),
       mock.patch.object(driver, "run_one", run_one),
     ):
-      result = bisect.bisect(
+      result = bisect.bisect_releases(
         releases, {"targets": ["a100"]}, ("accurate",), cache, where=where
       )
     self.assertEqual((result.before, result.after), ("0.5.2", "0.5.3"))

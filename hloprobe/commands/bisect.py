@@ -49,8 +49,14 @@ def bisect(args: BisectArgs):
     VenvError: the releases cannot be listed.
   """
   from hloprobe import verify
-  from hloprobe.versions import bisect as bisecting
-  from hloprobe.versions import driver, pythons, venvs
+  from hloprobe.versions import (
+    VenvError,
+    bisect_releases,
+    default_cache_dir,
+    plan,
+    releases_between,
+    survey,
+  )
 
   spec = common.sweep_spec(args.common)
   if not args.good or not args.bad:
@@ -64,20 +70,20 @@ def bisect(args: BisectArgs):
     )
   verify.check_batch_sizes(requirements, spec.batch_sizes)
   request = versions_command.check_spec(spec)
-  found = pythons.survey(args.python)
+  found = survey(args.python)
   releases = found.releases()
   if not releases:  # exit 1
-    raise venvs.VenvError(
+    raise VenvError(
       "cannot list jaxlib releases: " + ("; ".join(found.problems) or "none")
     )
-  between = bisecting.releases_between(releases, args.good, args.bad)
+  between = releases_between(releases, args.good, args.bad)
   versions_command.log(
     f"bisecting {len(between)} releases: {', '.join(between)} (Pythons "
     f"found: {', '.join(found.versions())})"
   )
-  cache_dir = common.venv_dir(args.common) or venvs.default_cache_dir()
-  where = driver.plan(between, request, cache_dir, args.python, found)
-  result = bisecting.bisect(
+  cache_dir = common.venv_dir(args.common) or default_cache_dir()
+  where = plan(between, request, cache_dir, args.python, found)
+  result = bisect_releases(
     between, request, requirements, cache_dir, versions_command.log, where
   )
   return result, requirements
@@ -85,8 +91,8 @@ def bisect(args: BisectArgs):
 
 def main(args: BisectArgs) -> int:
   """`hloprobe bisect`: bisects, prints the answer; the exit status."""
-  from hloprobe.versions import bisect as bisecting
+  from hloprobe.versions import render_bisect
 
   result, requirements = bisect(args)
-  print(bisecting.render_bisect(result, requirements))
+  print(render_bisect(result, requirements))
   return common.EXIT_OK if result.after is not None else common.EXIT_FAILED

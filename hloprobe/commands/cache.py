@@ -38,17 +38,17 @@ def main(args: CacheArgs) -> int:
   Raises:
     InvalidArgumentError: another word.
   """
-  from hloprobe.runtime import cache
-  from hloprobe.versions import venvs
+  from hloprobe.runtime import RecordCache, default_cache_dir
+  from hloprobe.versions import cached_venvs
 
   words = list(args.words)
-  cache_dir = args.common.cache_dir or cache.default_cache_dir()
+  cache_dir = args.common.cache_dir or default_cache_dir()
   if words not in ([], ["clear"]):
     raise InvalidArgumentError(
       f"`cache` takes no word or `clear`, got {words}; e.g. "
       "`hloprobe cache clear`"
     )
-  store = cache.RecordCache(cache_dir)
+  store = RecordCache(cache_dir)
   print(f"cache folder: {cache_dir}")
   if words == ["clear"]:
     gone = store.clear()
@@ -60,7 +60,7 @@ def main(args: CacheArgs) -> int:
     "first)"
   )
   venv_dir = os.path.join(cache_dir, "venvs")
-  found = venvs.cached_venvs(venv_dir)
+  found = cached_venvs(venv_dir)
   names = ", ".join(name for name, _ in found) or "none"
   total = sum(size for _, size in found)
   print(f"venvs: {len(found)} ({_mib(total)}): {names}")

@@ -16,8 +16,8 @@ import os
 import signal
 import sys
 
-from hloprobe.compile import compat
-from hloprobe.runtime import cache
+from hloprobe.compile import version_warning
+from hloprobe.runtime import RecordCache, default_cache_dir
 
 __all__ = [
   "EXIT_FAILED",
@@ -109,9 +109,9 @@ def sweep_spec(
   Raises:
     InvalidArgumentError: an unknown name or a bad batch size.
   """
-  from hloprobe.sweep import plan
+  from hloprobe.sweep import spec_from_words
 
-  return plan.spec_from_words(
+  return spec_from_words(
     cases=list(words.case),
     batch_sizes=words.batch_sizes,
     precisions=list(words.precisions),
@@ -129,7 +129,7 @@ def cache_dir(words: SweepWords) -> str | None:
   """The record cache's folder; None with --nocache."""
   if words.nocache:
     return None
-  return words.cache_dir or cache.default_cache_dir()
+  return words.cache_dir or default_cache_dir()
 
 
 def venv_dir(words: SweepWords) -> str | None:
@@ -144,7 +144,7 @@ def bound_cache(words: SweepWords, max_mb: int) -> None:
   if not folder:
     return
   try:
-    cache.RecordCache(folder).evict(max_mb * 2**20)
+    RecordCache(folder).evict(max_mb * 2**20)
   except OSError as e:
     logging.warning("hloprobe: cannot bound the cache %s: %s", folder, e)
 
@@ -159,17 +159,17 @@ def start_jax(swept) -> None:
   JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 is set (compile-only GPU targets need
   the CUDA plugin but no CUDA backend), which the workers inherit.
   """
-  from hloprobe.compile import lowering
-  from hloprobe.runtime import pool
+  from hloprobe.compile import start_backends
+  from hloprobe.runtime import check_environment_xla_flags
 
-  pool.check_environment_xla_flags(os.environ.get("XLA_FLAGS", ""))
+  check_environment_xla_flags(os.environ.get("XLA_FLAGS", ""))
   # absl's app.run shows INFO records; JAX's backend probing logs some
   # ("Unable to initialize backend 'tpu'").
   logging.getLogger("jax").setLevel(logging.WARNING)
   if not any(t.platform == "cuda" and not t.compile_only for t in swept):
     os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
-  lowering.start_backends("cpu")
-  warning = compat.version_warning()
+  start_backends("cpu")
+  warning = version_warning()
   if warning:  # once per command: the checked jaxlib is another
     print(warning, file=sys.stderr)
   # Compile-only targets are loaded by the sweep, in a worker process (XLA
@@ -178,9 +178,9 @@ def start_jax(swept) -> None:
 
 def host():
   """The CPU this process computes on, under the environment's XLA_FLAGS."""
-  from hloprobe.runtime import host as host_cpu
+  from hloprobe.runtime import host_cpu
 
-  return host_cpu.host_cpu(os.environ.get("XLA_FLAGS"))
+  return host_cpu(os.environ.get("XLA_FLAGS"))
 
 
 def progress_printer(stream):
@@ -212,9 +212,9 @@ def run_streamed(spec, output_dir: str | None):
     Interrupted: on SIGINT/SIGTERM, carrying the configs finished.
   """
   from hloprobe import sweep
-  from hloprobe.report import stream
+  from hloprobe.report import Progress, start_stream
 
-  progress = stream.Progress(spec.config_count, stream.start_stream(output_dir))
+  progress = Progress(spec.config_count, start_stream(output_dir))
   try:
     results = sweep.run_sweep(
       spec, progress_printer(sys.stderr), on_result=progress.add
@@ -237,12 +237,12 @@ def check_format(
   Raises:
     InvalidArgumentError: an unknown column, or a missing extra.
   """
-  from hloprobe.pictures import outputs
-  from hloprobe.report import tables
+  from hloprobe.pictures import check_extras
+  from hloprobe.report import check_columns
 
   if columns is not None:
-    tables.check_columns(columns)
-  outputs.check_extras(bool(plot), bool(model_explorer))
+    check_columns(columns)
+  check_extras(bool(plot), bool(model_explorer))
   return words.format
 
 

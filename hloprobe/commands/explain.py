@@ -44,7 +44,7 @@ def explain(args: ExplainArgs):
     InvalidArgumentError: bad input, --format=markdown among it.
     common.Interrupted: SIGINT/SIGTERM, with the configs finished.
   """
-  from hloprobe.report import explain as explained
+  from hloprobe.report import explain_results
 
   fmt = common.check_format(
     args.common, plot=args.plot, model_explorer=args.model_explorer
@@ -59,26 +59,26 @@ def explain(args: ExplainArgs):
   )
   common.start_jax(spec.targets)
   results = common.run_streamed(spec, args.common.output_dir)
-  return results, explained.explain(results, [c.case for c in spec.cases])
+  return results, explain_results(results, [c.case for c in spec.cases])
 
 
 def main(args: ExplainArgs) -> int:
   """`hloprobe explain`: runs, prints, writes; returns the exit status."""
-  from hloprobe.compile import lowering
-  from hloprobe.pictures import outputs
-  from hloprobe.report import explain_text, results_json
+  from hloprobe.compile import jax_versions
+  from hloprobe.pictures import html_page
+  from hloprobe.report import dumps_json, explanation_json, render_explanation
 
   results, explanations = explain(args)
-  versions = lowering.versions()
+  versions = jax_versions()
   cpu = common.host()
   out = sweep_command.outputs_of(args, args.common.format)
   if out.fmt == "json":
-    doc = explain_text.explanation_json(explanations, cpu)
-    print(results_json.dumps_json(doc))
+    doc = explanation_json(explanations, cpu)
+    print(dumps_json(doc))
   elif out.fmt == "html":
-    print(outputs.html_page(results, explanations, versions))
+    print(html_page(results, explanations, versions))
   else:
-    print(explain_text.render_explanation(explanations, host=cpu))
+    print(render_explanation(explanations, host=cpu))
   sweep_command.write_files(results, explanations, versions, cpu, out)
   common.bound_cache(args.common, args.cache_max_mb)
   return common.EXIT_OK if all(r.ok for r in results) else common.EXIT_FAILED

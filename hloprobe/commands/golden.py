@@ -15,7 +15,16 @@ from collections.abc import Collection, Mapping, Sequence
 
 from hloprobe.commands import common
 from hloprobe.errors import HloprobeError, InvalidArgumentError, write_or_fail
-from hloprobe.golden import snapshot, update
+from hloprobe.golden import (
+  check,
+  default_golden_dir,
+  golden_update,
+  manifest_sweep,
+  spec_from_record,
+  sweep_record,
+  sweep_snapshot,
+  write_snapshot,
+)
 from hloprobe.sweep import SweepSpec
 
 __all__ = [
@@ -58,8 +67,8 @@ def golden_spec(
     given: the keys of `flag_values` whose flags were on the command line;
       the others take the manifest's value when it records one.
   """
-  recorded = snapshot.manifest_sweep(golden_dir) or {}
-  return snapshot.spec_from_record(
+  recorded = manifest_sweep(golden_dir) or {}
+  return spec_from_record(
     {
       key: tuple(
         value if key in given or key not in recorded else recorded[key]
@@ -72,7 +81,7 @@ def golden_spec(
 def cmd_update(spec: SweepSpec, golden_dir: str) -> int:
   """Runs `spec`, rewrites the goldens (`update.golden_update`) and says
   what changed; returns 0."""
-  print(update.golden_update(spec, golden_dir).render())
+  print(golden_update(spec, golden_dir).render())
   return 0
 
 
@@ -91,9 +100,9 @@ def cmd_check(
     HloprobeError: the candidate files cannot be written (after the
       comparison is printed).
   """
-  snap = snapshot.sweep_snapshot(spec)
-  record = snapshot.sweep_record(spec)
-  result = snapshot.check(golden_dir, snap, record, strict=strict)
+  snap = sweep_snapshot(spec)
+  record = sweep_record(spec)
+  result = check(golden_dir, snap, record, strict=strict)
   if result.ok:
     print(result.render())
     return 0
@@ -111,7 +120,7 @@ def cmd_check(
 def _write_candidates(snap, output_dir: str | None) -> str:
   """Writes a mismatching snapshot to `output_dir` or a new temporary folder."""
   out = output_dir or tempfile.mkdtemp(prefix="hloprobe-golden-candidate-")
-  return snapshot.write_snapshot(snap, out)
+  return write_snapshot(snap, out)
 
 
 def main(args: GoldenArgs) -> int:
@@ -131,11 +140,11 @@ def main(args: GoldenArgs) -> int:
       "--targets (e.g. --targets=cpu,golden/configs/x.txtpb), as "
       "MANIFEST.json records them"
     )
-  golden_dir = args.golden_dir or snapshot.default_golden_dir()
-  from hloprobe.sweep import spec as sweep_spec
+  golden_dir = args.golden_dir or default_golden_dir()
+  from hloprobe.sweep import check_nonempty
 
   values, given = common.sweep_values(args.common)
-  spec = sweep_spec.check_nonempty(golden_spec(golden_dir, values, given))
+  spec = check_nonempty(golden_spec(golden_dir, values, given))
   spec = dataclasses.replace(spec, jobs=args.common.jobs)
   common.start_jax(spec.targets)
   if args.words[0] == "update":

@@ -12,8 +12,13 @@ from __future__ import annotations
 import sys
 
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.ir.precisions import DEFAULT_PRECISIONS
-from hloprobe.versions import gpu_check
+from hloprobe.ir import DEFAULT_PRECISIONS
+from hloprobe.versions import (
+  DEFAULT_OUTPUT_DIR,
+  output_path,
+  render_check,
+  run_gpu_check,
+)
 
 __all__ = ["main"]
 
@@ -22,13 +27,13 @@ def main(argv: list[str]) -> int:
   """absl main: run, print the table, write the JSON file."""
   from absl import flags
 
-  from hloprobe.report import files, results_json
+  from hloprobe.report import atomic_write, dumps_json
   from hloprobe.sweep import parse_batch_sizes
 
   f = flags.FLAGS
   del argv
   try:
-    doc = gpu_check.gpu_check(
+    doc = run_gpu_check(
       f.device_target,
       f.compile_only_target,
       parse_batch_sizes(f.batch_sizes),
@@ -39,9 +44,9 @@ def main(argv: list[str]) -> int:
     return 2
   if doc["warning"]:
     print(doc["warning"], file=sys.stderr)
-  print(gpu_check.render_check(doc))
-  path = gpu_check.output_path(doc, f.output)
-  files.atomic_write(path, results_json.dumps_json(doc) + "\n")
+  print(render_check(doc))
+  path = output_path(doc, f.output)
+  atomic_write(path, dumps_json(doc) + "\n")
   print(f"wrote {path}", file=sys.stderr)
   observed = [c for c in doc["configs"] if c["observed"]["status"] == "ok"]
   return 0 if observed and len(observed) == len(doc["configs"]) else 1
@@ -65,7 +70,7 @@ def _define_flags() -> None:
   flags.DEFINE_string(
     "output",
     None,
-    f"The JSON file (default {gpu_check.DEFAULT_OUTPUT_DIR}/<device>-jaxlib<V>.json).",
+    f"The JSON file (default {DEFAULT_OUTPUT_DIR}/<device>-jaxlib<V>.json).",
   )
 
 

@@ -24,25 +24,31 @@ class ListingArgs:
 
 def main_targets(args: ListingArgs) -> int:
   """`hloprobe targets`: the targets, their compute capability, ptxas."""
-  from hloprobe.report import listings
+  from hloprobe.report import (
+    targets_listing,
+  )
 
-  print(listings.targets_listing(list(args.common.target_config)))
+  print(targets_listing(list(args.common.target_config)))
   return common.EXIT_OK
 
 
 def main_cases(args: ListingArgs) -> int:
   """`hloprobe cases`: the built-in cases and the reports they come from."""
-  from hloprobe.report import listings
+  from hloprobe.report import (
+    cases_listing,
+  )
 
   del args
-  print(listings.cases_listing())
+  print(cases_listing())
   return common.EXIT_OK
 
 
 def main_experiments(args: ListingArgs) -> int:
   """`hloprobe experiments`: the built-in XLA_FLAGS experiments."""
-  from hloprobe.report import listings
+  from hloprobe.report import (
+    experiments_listing,
+  )
 
   del args
-  print(listings.experiments_listing())
+  print(experiments_listing())
   return common.EXIT_OK

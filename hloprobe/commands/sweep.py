@@ -48,9 +48,11 @@ class SweepArgs:
 
 def outputs_of(args, fmt: str):
   """What a sweep command prints and writes (`pictures.outputs.Outputs`)."""
-  from hloprobe.pictures import outputs
+  from hloprobe.pictures import (
+    Outputs,
+  )
 
-  return outputs.Outputs(
+  return Outputs(
     fmt=fmt,
     columns=getattr(args, "columns", None),
     wide=getattr(args, "wide", False),
@@ -88,38 +90,50 @@ def write_files(results, why, versions, cpu, out) -> None:
   Raises:
     HloprobeError: "cannot write ...", for the first that fails.
   """
-  from hloprobe.pictures import outputs
+  from hloprobe.pictures import (
+    write_files as outputs_write_files,
+  )
+  from hloprobe.pictures import (
+    wrote_line,
+  )
 
-  wrote = outputs.write_files(results, why, versions, cpu, out)
+  wrote = outputs_write_files(results, why, versions, cpu, out)
   if wrote:
-    print(outputs.wrote_line(wrote, out.output_dir), file=sys.stderr)
+    print(wrote_line(wrote, out.output_dir), file=sys.stderr)
 
 
 def show(results: Sequence, spec, out) -> None:
   """Prints a finished sweep of plan `spec` (`sweep.SweepPlan`) as `out`
   (`pictures.outputs.Outputs`) asks and writes --output_dir's and the
   pictures' files."""
-  from hloprobe.compile import lowering
-  from hloprobe.pictures import outputs
-  from hloprobe.report import explain, tables, timings
+  from hloprobe.compile import jax_versions
+  from hloprobe.pictures import (
+    html_page,
+  )
+  from hloprobe.report import (
+    explain_results,
+    render,
+    render_sites,
+    render_timings,
+  )
 
-  fmt, versions, cpu = out.fmt, lowering.versions(), common.host()
+  fmt, versions, cpu = out.fmt, jax_versions(), common.host()
   cases = [c.case for c in spec.cases]
-  why = explain.explain(results, cases) if out.needs_explanations else []
+  why = explain_results(results, cases) if out.needs_explanations else []
   if fmt == "html":
-    print(outputs.html_page(results, why, versions))
+    print(html_page(results, why, versions))
   else:
     print(
-      tables.render(
+      render(
         results, fmt, versions, columns=out.columns, wide=out.wide, host=cpu
       )
     )
   if out.sites and fmt not in ("json", "html"):
     print()
-    print(tables.render_sites(results, fmt))
+    print(render_sites(results, fmt))
   if out.timings:
     stream = sys.stderr if fmt == "json" else sys.stdout
-    print("\n" + timings.render_timings(results, fmt), file=stream)
+    print("\n" + render_timings(results, fmt), file=stream)
   write_files(results, why, versions, cpu, out)
 
 

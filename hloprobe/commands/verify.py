@@ -70,9 +70,9 @@ def verify(args: VerifyArgs):
 
 def main(args: VerifyArgs) -> int:
   """`hloprobe verify`: judges, prints; returns the exit status."""
-  from hloprobe.report import verification
+  from hloprobe.report import render_verification
 
   outcome = verify(args)
-  print(verification.render_verification(outcome, args.common.format))
+  print(render_verification(outcome, args.common.format))
   common.bound_cache(args.common, args.cache_max_mb)
   return common.EXIT_OK if outcome.passed else common.EXIT_FAILED

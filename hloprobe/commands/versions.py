@@ -46,17 +46,17 @@ def check_spec(spec) -> dict:
   Raises:
     InvalidArgumentError: experiments asked for (the baseline only).
   """
-  from hloprobe.versions import run
+  from hloprobe.versions import spec_request
 
   if spec.experiments:
     raise InvalidArgumentError(
       "versions and bisect sweep the baseline only; drop --experiment"
     )
-  return run.spec_request(spec)
+  return spec_request(spec)
 
 
 def _check_versions(names) -> list[str]:
-  from hloprobe.versions import venvs
+  from hloprobe.versions import VenvError, version_key
 
   if not names or not all(names):
     raise InvalidArgumentError(
@@ -65,8 +65,8 @@ def _check_versions(names) -> list[str]:
     )
   for name in names:
     try:
-      venvs.version_key(name)
-    except venvs.VenvError as e:
+      version_key(name)
+    except VenvError as e:
       raise InvalidArgumentError(f"--jaxlib: {e}") from None
   return list(dict.fromkeys(names))
 
@@ -78,14 +78,17 @@ def versions(args: VersionsArgs, spec):
   Raises:
     InvalidArgumentError: no or malformed --jaxlib, experiments asked for.
   """
-  from hloprobe.versions import driver, venvs
+  from hloprobe.versions import (
+    default_cache_dir,
+    run_versions,
+  )
 
   request = check_spec(spec)
   names = _check_versions(list(args.jaxlib))
-  return driver.run_versions(
+  return run_versions(
     names,
     request,
-    common.venv_dir(args.common) or venvs.default_cache_dir(),
+    common.venv_dir(args.common) or default_cache_dir(),
     log=log,
     jobs=spec.jobs,
     python=args.python,
@@ -94,16 +97,16 @@ def versions(args: VersionsArgs, spec):
 
 def main(args: VersionsArgs) -> int:
   """`hloprobe versions`: runs, prints the comparison; the exit status."""
-  from hloprobe.report import results_json
-  from hloprobe.versions import compare
+  from hloprobe.report import dumps_json
+  from hloprobe.versions import render_versions, versions_json
 
   spec = common.sweep_spec(args.common)
   fmt = common.check_format(args.common)
   runs = versions(args, spec)
   if fmt == "json":
-    print(results_json.dumps_json(compare.versions_json(runs)))
+    print(dumps_json(versions_json(runs)))
   else:
-    print(compare.render_versions(runs, fmt, args.changes_only))
+    print(render_versions(runs, fmt, args.changes_only))
   ok = all(
     r.ok and all(c["status"] == "ok" for c in r.reply["results"]["configs"])
     for r in runs

@@ -47,17 +47,17 @@ def main(args: ViewArgs) -> int:
     InvalidArgumentError: not one folder, no index there, nothing picked.
     HloprobeError: Model Explorer is missing.
   """
-  from hloprobe.pictures import model_explorer, outputs
+  from hloprobe.pictures import check_extras, pick, serve
 
   words = list(args.words)
   if len(words) != 1:
     raise InvalidArgumentError(
       f"`view` takes one folder, got {words}; e.g. `hloprobe view out/me`"
     )
-  outputs.check_extras(plot=False, explorer=True)
+  check_extras(plot=False, explorer=True)
   values, given = common.sweep_values(args.common)
   wanted = {_INDEX_KEY[key]: values[key] for key in given}
-  picked, matched = model_explorer.pick(words[0], wanted)
+  picked, matched = pick(words[0], wanted)
   if matched > len(picked):
     print(
       f"hloprobe: showing the first {len(picked)} of "
@@ -65,5 +65,5 @@ def main(args: ViewArgs) -> int:
       "--targets, --batch_sizes, --precisions, --case",
       file=sys.stderr,
     )
-  model_explorer.serve(words[0], picked, args.port, args.browser)
+  serve(words[0], picked, args.port, args.browser)
   return common.EXIT_OK

@@ -10,4 +10,88 @@ are `hloprobe.runtime`.
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from hloprobe.compile.builtin_cases import CASES as CASES
+from hloprobe.compile.case_model import Case as Case
+from hloprobe.compile.case_model import ReportedError as ReportedError
+from hloprobe.compile.case_model import leaf_names as leaf_names
+from hloprobe.compile.cases import get_case as get_case
+from hloprobe.compile.cases import resolvable_elsewhere as resolvable_elsewhere
+from hloprobe.compile.compat import CHECKED_JAXLIBS as CHECKED_JAXLIBS
+from hloprobe.compile.compat import JAXPR_API as JAXPR_API
+from hloprobe.compile.compat import checked_words as checked_words
+from hloprobe.compile.compat import enable_x64 as enable_x64
+from hloprobe.compile.compat import installed_jaxlib as installed_jaxlib
+from hloprobe.compile.compat import jaxlib_git_hash as jaxlib_git_hash
+from hloprobe.compile.compat import rules_checked as rules_checked
+from hloprobe.compile.compat import scan_counts as scan_counts
+from hloprobe.compile.compat import unchecked_note as unchecked_note
+from hloprobe.compile.compat import version_warning as version_warning
+from hloprobe.compile.compat import while_has_dce_rule as while_has_dce_rule
+from hloprobe.compile.experiments import BASELINE as BASELINE
+from hloprobe.compile.experiments import (
+  BUILTIN_EXPERIMENTS as BUILTIN_EXPERIMENTS,
+)
+from hloprobe.compile.experiments import Experiment as Experiment
+from hloprobe.compile.experiments import parse_experiment as parse_experiment
+from hloprobe.compile.experiments import (
+  parse_experiments_file as parse_experiments_file,
+)
+from hloprobe.compile.lowering import compile_case as compile_case
+from hloprobe.compile.lowering import jax_versions as jax_versions
+from hloprobe.compile.lowering import load_topology as load_topology
+from hloprobe.compile.lowering import run_compiled as run_compiled
+from hloprobe.compile.lowering import start_backends as start_backends
+from hloprobe.compile.targets import BUILTIN_TARGETS as BUILTIN_TARGETS
+from hloprobe.compile.targets import Target as Target
+from hloprobe.compile.targets import get_target as get_target
+from hloprobe.compile.targets import is_config_path as is_config_path
+from hloprobe.compile.targets import load_target_config as load_target_config
+from hloprobe.compile.toolchain import Ptxas as Ptxas
+from hloprobe.compile.toolchain import (
+  filter_startup_noise as filter_startup_noise,
+)
+from hloprobe.compile.toolchain import find_ptxas as find_ptxas
+from hloprobe.compile.toolchain import nvcc_wheel_dir as nvcc_wheel_dir
+from hloprobe.compile.toolchain import ptxas_version as ptxas_version
+from hloprobe.compile.toolchain import quiet_startup as quiet_startup
+
+__all__ = [
+  "BASELINE",
+  "BUILTIN_EXPERIMENTS",
+  "BUILTIN_TARGETS",
+  "CASES",
+  "CHECKED_JAXLIBS",
+  "Case",
+  "Experiment",
+  "JAXPR_API",
+  "Ptxas",
+  "ReportedError",
+  "Target",
+  "checked_words",
+  "compile_case",
+  "enable_x64",
+  "filter_startup_noise",
+  "find_ptxas",
+  "get_case",
+  "get_target",
+  "installed_jaxlib",
+  "is_config_path",
+  "jax_versions",
+  "jaxlib_git_hash",
+  "leaf_names",
+  "load_target_config",
+  "load_topology",
+  "nvcc_wheel_dir",
+  "parse_experiment",
+  "parse_experiments_file",
+  "ptxas_version",
+  "quiet_startup",
+  "resolvable_elsewhere",
+  "rules_checked",
+  "run_compiled",
+  "scan_counts",
+  "start_backends",
+  "unchecked_note",
+  "version_warning",
+  "while_has_dce_rule",
+]

@@ -2,6 +2,8 @@
 
 Each is a port, in hloprobe's own code, of the reproducer in a public
 report; `url` names the report. `hloprobe cases` lists them.
+
+Private in intent: use the package, `hloprobe.compile`.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ A case is described, not run. Two ways to size it:
     batched argument along its axis (`in_axes`, as `jax.vmap`'s).
   sized cases (`swept_size="K"`, any name): `make_inputs(n)` builds the
     inputs at size n (e.g. a contraction length); nothing is cut.
+
+Private in intent: use the package, `hloprobe.compile`.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ The factory takes no arguments and returns a `Case`. Worker processes
 resolve the same name, so every command works with a user case. Every
 failure is one `CaseError` line naming the module, the attribute and the
 underlying error.
+
+Private in intent: use the package, `hloprobe.compile`.
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ which is what `hloprobe versions` and a GPU machine with its own jax need:
 
 Imports jax (for `JAXPR_API`); only `jax.__version__`, `jaxlib.__version__` and public
 API are used here: private API is `hloprobe.private_api`'s alone.
+
+Private in intent: use the package, `hloprobe.compile`.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ and `--experiments_file=PATH` (one `NAME:FLAGS` a line; `#` comments). The
 baseline, with no extra flags, is always present. Whether XLA knows a flag
 is XLA's to say: an unknown one kills the worker, and that experiment alone
 fails (see `worker`).
+
+Private in intent: use the package, `hloprobe.compile`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import dataclasses
 import re
 
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.ir.textfile import read_text_file
+from hloprobe.ir import read_text_file
 
 __all__ = [
   "BASELINE",

@@ -16,6 +16,8 @@ on stderr, so `_load_topology` captures that log, drops the field and tries
 again, recording what it dropped. Every GPU compile passes
 `xla_gpu_cuda_data_dir` (the nvidia-cuda-nvcc-cu12 wheel, see `toolchain`)
 and `xla_dump_to` (a temporary folder) so the kernels' PTX comes back.
+
+Private in intent: use the package, `hloprobe.compile`.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ __all__ = [
   "load_topology",
   "run_compiled",
   "start_backends",
-  "versions",
+  "jax_versions",
   "xla_instruction_counts",
 ]
 
@@ -92,7 +94,7 @@ class CompiledCase:
   compile_notes: tuple[str, ...] = ()
 
 
-def versions() -> dict[str, str]:
+def jax_versions() -> dict[str, str]:
   """jax and jaxlib versions of this process."""
   return {"jax": jax.__version__, "jaxlib": jaxlib.__version__}
 

@@ -12,6 +12,8 @@ This module reads text only. It never calls JAX: loading a config into XLA
 `drop_field` and `parse_unknown_field_log`) happens in `lowering`.
 Checked on jaxlib 0.10.2 (which drops fields of the newer specs) and
 0.12.0.1 (which loads every spec here whole).
+
+Private in intent: use the package, `hloprobe.compile`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import re
 from collections.abc import Mapping
 
 from hloprobe.errors import TargetError
-from hloprobe.ir.textfile import read_text_file
+from hloprobe.ir import read_text_file
 
 __all__ = [
   "BUILTIN_TARGETS",

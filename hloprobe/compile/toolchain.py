@@ -28,6 +28,8 @@ redirects file descriptor 2 for a block and returns what was written;
 `filter_startup_noise` drops the known start-up lines.
 
 Imports no JAX.
+
+Private in intent: use the package, `hloprobe.compile`.
 """
 
 from __future__ import annotations

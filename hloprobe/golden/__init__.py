@@ -16,15 +16,13 @@ behind them are private in intent:
 
 (`hloprobe golden check` and `update` are `hloprobe.commands.golden`.)
 
-Two functions are not re-exported under their own names, which are their
-modules' (`hloprobe.golden.snapshot`, `hloprobe.golden.update`): use
-`snapshot.snapshot` and `update.update` until they are renamed.
 """
 
 from __future__ import annotations
 
 from hloprobe.golden.diff import SUMMARY_KEYS as SUMMARY_KEYS
 from hloprobe.golden.diff import CheckResult as CheckResult
+from hloprobe.golden.diff import GoldenSiteChange as GoldenSiteChange
 from hloprobe.golden.diff import describe_site_changes as describe_site_changes
 from hloprobe.golden.diff import dot_summary as dot_summary
 from hloprobe.golden.folder import default_golden_dir as default_golden_dir
@@ -36,12 +34,14 @@ from hloprobe.golden.snapshot import Snapshot as Snapshot
 from hloprobe.golden.snapshot import check as check
 from hloprobe.golden.snapshot import golden_check as golden_check
 from hloprobe.golden.snapshot import sweep_snapshot as sweep_snapshot
+from hloprobe.golden.snapshot import take_snapshot as take_snapshot
 from hloprobe.golden.snapshot import write_snapshot as write_snapshot
 from hloprobe.golden.update import UpdateResult as UpdateResult
 from hloprobe.golden.update import golden_update as golden_update
 
 __all__ = [
   "CheckResult",
+  "GoldenSiteChange",
   "SUMMARY_KEYS",
   "Snapshot",
   "UpdateResult",
@@ -56,5 +56,6 @@ __all__ = [
   "spec_from_record",
   "sweep_record",
   "sweep_snapshot",
+  "take_snapshot",
   "write_snapshot",
 ]

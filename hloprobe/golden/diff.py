@@ -20,7 +20,7 @@ import dataclasses
 import difflib
 from collections.abc import Iterable, Mapping
 
-from hloprobe.sites.dot_sites import (
+from hloprobe.sites import (
   EMITTER_KEYS,
   SiteFate,
   emitter_name,

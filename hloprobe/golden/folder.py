@@ -15,10 +15,10 @@ import itertools
 import os
 from collections.abc import Iterable, Mapping
 
-from hloprobe.compile.targets import is_config_path
+from hloprobe.compile import is_config_path
 from hloprobe.errors import GoldenError
 from hloprobe.golden import format as fmt
-from hloprobe.ir.textfile import read_text_file
+from hloprobe.ir import read_text_file
 from hloprobe.sweep import SweepPlan, SweepSpec, plan_sweep
 
 __all__ = [

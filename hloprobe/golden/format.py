@@ -50,7 +50,7 @@ from collections.abc import Mapping
 
 from hloprobe.errors import GoldenError, HloprobeError
 from hloprobe.golden.diff import dot_summary
-from hloprobe.ir.canonical import canonical_hlo, canonical_stablehlo
+from hloprobe.ir import canonical_hlo, canonical_stablehlo
 
 __all__ = [
   "DOTS_SCHEMA_VERSION",

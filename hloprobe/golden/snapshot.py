@@ -21,7 +21,7 @@ compared; bodies are.
 
 `check` compares a candidate `Snapshot` (made from sweep results by
 `snapshot`) with the folder: dot summaries always, full text too when
-jax/jaxlib match the manifest's or `strict` is set. `update.update`
+jax/jaxlib match the manifest's or `strict` is set. `update.update_goldens`
 writes the folder atomically. Neither lowers nor compiles: the sweep's
 results come in. The folder and its manifest are read by `folder`.
 
@@ -34,8 +34,7 @@ import dataclasses
 import os
 from collections.abc import Iterable, Mapping
 
-from hloprobe.compile import lowering
-from hloprobe.compile.experiments import BASELINE
+from hloprobe.compile import BASELINE, jax_versions
 from hloprobe.errors import GoldenError
 from hloprobe.golden import format as fmt
 from hloprobe.golden.diff import (
@@ -74,11 +73,11 @@ __all__ = [
   "manifest_sweep",
   "read_golden_file",
   "read_manifest",
-  "snapshot",
   "spec_from_record",
   "sweep_configs",
   "sweep_record",
   "sweep_snapshot",
+  "take_snapshot",
   "write_snapshot",
 ]
 
@@ -101,7 +100,7 @@ class Snapshot:
   date: str = ""
 
 
-def snapshot(
+def take_snapshot(
   results: Iterable[ConfigResult],
   versions: Mapping[str, str],
   date: str | None = None,
@@ -111,7 +110,7 @@ def snapshot(
   Args:
     results: one `ConfigResult` per config (an experiment other than the
       baseline becomes the file name's `-<experiment>` suffix).
-    versions: {"jax": ..., "jaxlib": ...}, e.g. `lowering.versions()`.
+    versions: {"jax": ..., "jaxlib": ...}, e.g. `lowering.jax_versions()`.
     date: header date "YYYY-MM-DD"; today (UTC) when None.
 
   Returns:
@@ -290,7 +289,7 @@ def sweep_snapshot(spec: SweepSpec) -> Snapshot:
   """Runs a sweep as goldens are made (with explain_passes, see
   `spec_from_record`) and snapshots it with this process's jax/jaxlib."""
   spec = dataclasses.replace(spec, explain_passes=True)
-  return snapshot(run_sweep(spec), lowering.versions())
+  return take_snapshot(run_sweep(spec), jax_versions())
 
 
 def golden_check(

@@ -48,10 +48,10 @@ from hloprobe.golden.snapshot import (
   sweep_snapshot,
   write_snapshot,
 )
-from hloprobe.ir.textfile import umask_mode
+from hloprobe.ir import umask_mode
 from hloprobe.sweep import SweepSpec, plan_sweep
 
-__all__ = ["UpdateResult", "golden_update", "update"]
+__all__ = ["UpdateResult", "golden_update", "update_goldens"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -230,7 +230,7 @@ def _swap_in(stage: str, golden_dir: str) -> None:
     shutil.rmtree(backup, ignore_errors=True)
 
 
-def update(
+def update_goldens(
   golden_dir: str,
   snap: Snapshot,
   sweep: Mapping[str, list],
@@ -318,7 +318,7 @@ def golden_update(
   """
   golden_dir = golden_dir or default_golden_dir()
   spec = plan_sweep(spec or golden_spec(golden_dir))
-  return update(golden_dir, sweep_snapshot(spec), sweep_record(spec))
+  return update_goldens(golden_dir, sweep_snapshot(spec), sweep_record(spec))
 
 
 def _stage_and_swap(

@@ -28,6 +28,8 @@ nothing.
 Both functions are idempotent: canonicalizing canonical text returns it
 unchanged. The output is for reading and comparing, not a serialization XLA
 promises to parse back. Imports no JAX.
+
+Private in intent: use the package, `hloprobe.ir`.
 """
 
 from __future__ import annotations

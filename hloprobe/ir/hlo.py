@@ -43,6 +43,8 @@ creates the element of `%t#1` as `t_1`; records keep the printed name
 tests/ir/xla_parse_test.py checks that both readings give equal records on
 every recorded HLO fixture and golden, under both jaxlibs. The text is
 always read first: text it cannot read is an `HloParseError`, as before.
+
+Private in intent: use the package, `hloprobe.ir`.
 """
 
 from __future__ import annotations

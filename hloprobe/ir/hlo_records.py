@@ -7,6 +7,8 @@ can write them back) and interpreted on demand: `metadata`,
 source locations (the FileNames / FileLocations / StackFrames tables). Who
 fills them is `hloprobe.ir.hlo`'s business (XLA's parser, the text reader);
 this module imports no JAX.
+
+Private in intent: use the package, `hloprobe.ir`.
 """
 
 from __future__ import annotations

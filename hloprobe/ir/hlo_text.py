@@ -24,6 +24,8 @@ such operand back its instruction: a `get-tuple-element` named as the operand
 is printed (`arg_tuple.1#1`, a name XLA never gives, `#` not being allowed in
 its names), with `index=` and the element's shape, placed before its first
 use (`_expand_compact_gte`), so every consumer sees the long form.
+
+Private in intent: use the package, `hloprobe.ir`.
 """
 
 from __future__ import annotations

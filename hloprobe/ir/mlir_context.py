@@ -15,6 +15,8 @@ it loads the JAX runtime.
 
 A context per call: creating one costs about 0.3 ms, and no state is shared
 between parses (or threads).
+
+Private in intent: use the package, `hloprobe.ir`.
 """
 
 from __future__ import annotations

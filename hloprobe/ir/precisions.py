@@ -5,6 +5,8 @@ One table per vocabulary, as JAX spells it (jax 0.10.2):
 'float32', 'default', 'high', 'highest' and the names of
 `jax.lax.DotAlgorithmPreset` (except DEFAULT, which is 'default' there).
 Imports no JAX, so the HLO side can use the algorithm table too.
+
+Private in intent: use the package, `hloprobe.ir`.
 """
 
 from __future__ import annotations

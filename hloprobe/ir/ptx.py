@@ -30,6 +30,8 @@ Kernel names: XLA names a fusion's kernel after the fusion, through
 character outside [A-Za-z0-9_$] becomes `_`, and a leading digit gets a `_`
 prefix. Fusions that XLA's GPU deduplication made identical share one
 kernel, named after the fusion in their `metadata.deduplicated_name`.
+
+Private in intent: use the package, `hloprobe.ir`.
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ bindings jaxlib ships (`mlir_context`), so every printing form MLIR accepts
 is read, attributes come from the stablehlo dialect's accessors
 (`DotDimensionNumbers`, `PrecisionAttr`, `DotAlgorithm`), and malformed text
 is one `HloParseError`. Imports the MLIR bindings, not the JAX runtime.
+
+Private in intent: use the package, `hloprobe.ir`.
 """
 
 from __future__ import annotations

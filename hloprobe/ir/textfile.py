@@ -5,6 +5,8 @@ Every file hloprobe reads as input (a target config, an experiments file,
 a golden folder's files and MANIFEST.json) goes through `read_text_file`,
 so a FIFO never blocks, `/dev/zero` is never read without end and a huge
 file is refused before it is read.
+
+Private in intent: use the package, `hloprobe.ir`.
 """
 
 from __future__ import annotations

@@ -18,8 +18,7 @@ from collections.abc import Iterator, Sequence
 from hloprobe.numerics import accuracy
 from hloprobe.numerics.emulate_dot import EMULATED_ALGORITHMS
 from hloprobe.numerics.site_notes import F32
-from hloprobe.sites.dot_sites import Fate, SiteFate
-from hloprobe.sites.effective import TF32, tf32_optional
+from hloprobe.sites import TF32, Fate, SiteFate, tf32_optional
 
 __all__ = [
   "allowed_assignments",

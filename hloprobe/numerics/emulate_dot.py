@@ -27,7 +27,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from hloprobe.errors import EmulationError, InvalidArgumentError
-from hloprobe.ir import precisions
+from hloprobe.ir import ALGORITHMS
 from hloprobe.numerics import rounding
 
 __all__ = [
@@ -83,13 +83,13 @@ _PRODUCT_ORDER = (
 )
 _SPLITS = {
   a.name: _PRODUCT_ORDER[-a.passes :]
-  for a in precisions.ALGORITHMS.values()
+  for a in ALGORITHMS.values()
   if a.passes > 1
 }
 # One pass, operands rounded to their storage type, f32 sums.
 _SINGLE_PASS = tuple(
   a.name
-  for a in precisions.ALGORITHMS.values()
+  for a in ALGORITHMS.values()
   if a.passes == 1 and a.accumulation == "f32"
 )
 # Kernels without tensor cores that multiply or add in 16 bits (PTX
@@ -188,12 +188,12 @@ def _operand_rounding(algorithm: str, tf32_rounding: str) -> Callable:
     "tf32": lambda x: rounding.round_to_tf32(x, tf32_rounding),
     "bf16": rounding.round_to_bf16,
     "f16": rounding.round_to_f16,
-  }[precisions.ALGORITHMS[algorithm].lhs]
+  }[ALGORITHMS[algorithm].lhs]
 
 
 def _split_dot(lhs, rhs, dn, algorithm, contract, tf32_rounding):
   """Sum of the partial products `_SPLITS[algorithm]`, f32."""
-  if precisions.ALGORITHMS[algorithm].lhs == "tf32":
+  if ALGORITHMS[algorithm].lhs == "tf32":
     lhs_parts = rounding.split_tf32(lhs, tf32_rounding)
     rhs_parts = rounding.split_tf32(rhs, tf32_rounding)
   else:

@@ -37,8 +37,7 @@ from collections.abc import Callable, Iterable, Sequence
 import jax
 import numpy as np
 
-from hloprobe.compile import compat
-from hloprobe.compile.cases import Case
+from hloprobe.compile import Case, enable_x64
 from hloprobe.numerics import emulate
 
 __all__ = ["SPECULATION_LIMIT", "EmulationCache", "emulate_together"]
@@ -110,7 +109,7 @@ def emulate_together(
 
 
 def _x64_if(x64: bool):
-  return compat.enable_x64() if x64 else contextlib.nullcontext()
+  return enable_x64() if x64 else contextlib.nullcontext()
 
 
 class EmulationCache:

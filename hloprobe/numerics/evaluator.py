@@ -18,8 +18,8 @@ from __future__ import annotations
 import jax
 from jax import lax
 
-from hloprobe.compile import compat
-from hloprobe.compile.compat import JAXPR_API as jex
+from hloprobe.compile import JAXPR_API as jex
+from hloprobe.compile import scan_counts
 from hloprobe.errors import EmulationError
 from hloprobe.numerics.emulate_dot import emulated_dot_general
 from hloprobe.numerics.jaxpr_sites import (
@@ -112,7 +112,7 @@ class Evaluator:
     )
 
   def _scan(self, p, ins, plans):
-    nc, nk = compat.scan_counts(p)
+    nc, nk = scan_counts(p)
     if len({self.algorithms[s.base : s.base + s.size] for s in plans}) > 1:
       raise EmulationError(
         f"[hloprobe] a scan with unroll={p['unroll']} has {len(plans)} copies "

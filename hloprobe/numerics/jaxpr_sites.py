@@ -33,8 +33,8 @@ from collections.abc import Callable, Sequence
 
 import jax
 
-from hloprobe.compile import compat
-from hloprobe.compile.compat import JAXPR_API as jex
+from hloprobe.compile import JAXPR_API as jex
+from hloprobe.compile import scan_counts, while_has_dce_rule
 from hloprobe.errors import EmulationError
 
 __all__ = [
@@ -143,7 +143,7 @@ class _Planner:
   def __init__(self):
     self.sites: list[JaxprSite] = []
     self._liveness_cache: dict = {}
-    self.while_dce = compat.while_has_dce_rule()
+    self.while_dce = while_has_dce_rule()
 
   def plan(self, jaxpr, used_outputs, dce: bool, path: str) -> SitePlan:
     live, eqn_used, _ = self._liveness(jaxpr, tuple(used_outputs), dce)
@@ -280,7 +280,7 @@ class _Planner:
   def _scan_liveness(self, eqn, outs):
     """jax's `_scan_dce_rule` fixpoint: (used body outputs, used inputs)."""
     p = eqn.params
-    body, (nc, nk) = p["jaxpr"].jaxpr, compat.scan_counts(p)
+    body, (nc, nk) = p["jaxpr"].jaxpr, scan_counts(p)
     carry, ys = list(outs[:nk]), list(outs[nk:])
     for _ in range(1 + nk):
       used_in = list(self._liveness(body, tuple(carry + ys), True)[2])

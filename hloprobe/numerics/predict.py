@@ -23,7 +23,7 @@ import dataclasses
 
 import numpy as np
 
-from hloprobe.compile.cases import Case
+from hloprobe.compile import Case
 from hloprobe.errors import HloprobeError
 from hloprobe.numerics import (
   accuracy,
@@ -35,8 +35,8 @@ from hloprobe.numerics import (
 )
 from hloprobe.numerics.bands import OPERAND_UNIT, SiteBand, site_band
 from hloprobe.numerics.site_notes import F32
-from hloprobe.runtime import timing
-from hloprobe.sites.dot_sites import SiteFate
+from hloprobe.runtime import Stopwatch, null_stage
+from hloprobe.sites import SiteFate
 
 __all__ = ["Prediction", "Predictor", "SiteShare"]
 
@@ -205,7 +205,7 @@ class Predictor:
     n: int,
     fates: tuple[SiteFate, ...],
     observed: tuple[accuracy.ErrorStats, ...] | None,
-    watch: timing.Stopwatch | None = None,
+    watch: Stopwatch | None = None,
   ) -> Prediction:
     """The prediction of one config at size n.
 
@@ -225,7 +225,7 @@ class Predictor:
       HloprobeError: the emulator's sites do not match the StableHLO sites.
       EmulationError: the case holds a primitive the emulator cannot follow.
     """
-    stage = watch.stage if watch is not None else timing.null_stage
+    stage = watch.stage if watch is not None else null_stage
     with stage("emulation"):
       count = self._cache.count(n)  # one trace per batch size
       if count != len(fates):

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hloprobe.compile.case_model import Case, leaf_names
+from hloprobe.compile import Case, leaf_names
 from hloprobe.errors import CaseError
 from hloprobe.numerics.evaluator import Evaluator
 from hloprobe.numerics.jaxpr_sites import CALL_PRIMITIVES, NO_SITES, trace

@@ -24,11 +24,10 @@ Private in intent: use the package, `hloprobe.numerics`.
 
 from __future__ import annotations
 
-from hloprobe.ir.precisions import ALGORITHMS
+from hloprobe.ir import ALGORITHMS
 from hloprobe.numerics.accuracy import describe_algorithms
 from hloprobe.numerics.bands import F32_UNIT, OPERAND_UNIT
-from hloprobe.sites.dot_sites import Fate, SiteFate
-from hloprobe.sites.effective import TF32, tf32_optional
+from hloprobe.sites import TF32, Fate, SiteFate, tf32_optional
 
 __all__ = ["F32", "annotate", "below_request"]
 

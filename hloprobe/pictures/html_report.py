@@ -18,8 +18,14 @@ import base64
 import html
 from collections.abc import Sequence
 
-from hloprobe.report import tables
-from hloprobe.report.explain_text import render_explanation
+from hloprobe.report import (
+  DEFAULT_COLUMNS,
+  TABLE_COLUMNS,
+  render_explanation,
+)
+from hloprobe.report import (
+  cells as tables_cells,
+)
 
 __all__ = ["render_html"]
 
@@ -70,8 +76,8 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
 def _story_first(headers: list[str], rows: list[list[str]]):
   """The first screen's columns (`tables.DEFAULT_COLUMNS`) first, in its
   order, then the others: fates and verdict without scrolling."""
-  header_of = dict(tables.TABLE_COLUMNS)
-  first = [header_of[k] for k in tables.DEFAULT_COLUMNS]
+  header_of = dict(TABLE_COLUMNS)
+  first = [header_of[k] for k in DEFAULT_COLUMNS]
   order = [h for h in first if h in headers]
   order += [h for h in headers if h not in order]
   keep = [headers.index(h) for h in order]
@@ -113,7 +119,7 @@ def render_html(
 
   Args:
     results: a sweep's `records.ConfigResult`s (at least one).
-    explanations: `explain.explain(results)`'s records.
+    explanations: `explain.explain_results(results)`'s records.
     versions: {"jax": ..., "jaxlib": ...}, shown in the header.
     png: the row-0 error plot (`plot.row0_png`), embedded; or None.
     why_no_png: shown instead of the plot when `png` is None (e.g.
@@ -123,8 +129,8 @@ def render_html(
     An HTML5 document; its sweep table has one <tr> per result in
     <tbody>, in the order given.
   """
-  headers, rows = _story_first(*tables.cells(list(results)))
-  site_headers, site_rows = tables.cells(list(results), sites=True)
+  headers, rows = _story_first(*tables_cells(list(results)))
+  site_headers, site_rows = tables_cells(list(results), sites=True)
   cases = dict.fromkeys(r.config.case for r in results)
   title = f"hloprobe: {', '.join(cases)}"
   version_words = ", ".join(f"{k} {v}" for k, v in versions.items())

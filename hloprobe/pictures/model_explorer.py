@@ -44,10 +44,10 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 
 from hloprobe.errors import HloprobeError, InvalidArgumentError
-from hloprobe.ir.stablehlo import parse_precision_config
-from hloprobe.numerics import accuracy as numerics
-from hloprobe.report import files
-from hloprobe.sites.dot_sites import merge_words
+from hloprobe.ir import parse_precision_config
+from hloprobe.numerics import NOISE_FACTOR
+from hloprobe.report import atomic_write
+from hloprobe.sites import merge_words
 
 __all__ = [
   "INDEX_NAME",
@@ -234,7 +234,7 @@ def _node_data(r, name: str, values: dict[int, object], refs) -> object:
   if name == "error" and r.prediction is not None:
     noise = r.prediction.noise.row0_abs
     thresholds = [
-      ndb.ThresholdItem(value=numerics.NOISE_FACTOR * noise, bgColor="#a5d6a7"),
+      ndb.ThresholdItem(value=NOISE_FACTOR * noise, bgColor="#a5d6a7"),
       ndb.ThresholdItem(value=100 * noise, bgColor="#ffcc80"),
       ndb.ThresholdItem(value=1e300, bgColor="#ef9a9a"),
     ]
@@ -265,13 +265,13 @@ def _write_config(r, out_dir: str) -> dict:
   stem = _stem(r)
   mlir = os.path.join(out_dir, f"{stem}.mlir")
   fates = r.compilation.fates
-  files.atomic_write(mlir, r.compilation.stablehlo)
+  atomic_write(mlir, r.compilation.stablehlo)
   refs = map_sites(fates, adapter_dot_nodes(mlir))
   node_data = {}
   for name, values in _site_values(r).items():
     path = os.path.join(out_dir, f"{stem}.{name}.json")
     data = _node_data(r, name, values, refs)
-    files.atomic_write(path, data.to_json_string(indent=2) + "\n")
+    atomic_write(path, data.to_json_string(indent=2) + "\n")
     node_data[name] = os.path.basename(path)
   return {
     "case": r.config.case,
@@ -308,7 +308,7 @@ def write_overlay(results: Sequence, out_dir: str) -> list[str]:
     if r.compilation and r.compilation.stablehlo
   ]
   index = os.path.join(out_dir, INDEX_NAME)
-  files.atomic_write(index, json.dumps({"configs": entries}, indent=2) + "\n")
+  atomic_write(index, json.dumps({"configs": entries}, indent=2) + "\n")
   written = [
     os.path.join(out_dir, name)
     for e in entries

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 from hloprobe.errors import HloprobeError, InvalidArgumentError, write_or_fail
 from hloprobe.pictures import html_report, model_explorer, plot
-from hloprobe.report import files
-from hloprobe.runtime.host import HostCpu
+from hloprobe.report import atomic_write, write_outputs
+from hloprobe.runtime import HostCpu
 
 __all__ = [
   "HTML_NAME",
@@ -116,7 +116,7 @@ def write_html(
 ) -> list[str]:
   """Writes `<output_dir>/report.html`; returns [its path]."""
   path = os.path.join(output_dir, HTML_NAME)
-  files.atomic_write(path, html_page(results, explanations, versions))
+  atomic_write(path, html_page(results, explanations, versions))
   return [path]
 
 
@@ -129,7 +129,7 @@ def write_plot(
     HloprobeError: matplotlib is not installed.
     OSError: the file cannot be written (nothing is left behind).
   """
-  files.atomic_write(path, plot.row0_png(results, explanations))
+  atomic_write(path, plot.row0_png(results, explanations))
   return [path]
 
 
@@ -168,7 +168,7 @@ def write_files(
     wrote += write_or_fail(
       f"--output_dir={out}",
       lambda: (
-        files.write_outputs(results, out, versions, cpu)
+        write_outputs(results, out, versions, cpu)
         + write_html(results, why, versions, out)
       ),
     )

@@ -261,7 +261,7 @@ def row0_figure(results: Sequence, explanations: Sequence = ()):
 
   Args:
     results: a sweep's `records.ConfigResult`s.
-    explanations: `explain.explain(results, ...)`'s records, for the
+    explanations: `explain.explain_results(results, ...)`'s records, for the
       fate-change marks and whether a target ran; without them no marks
       are drawn and every target counts as compile-only.
 

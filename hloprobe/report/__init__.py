@@ -10,4 +10,66 @@ timings (--timings). Nothing here prints: the command layer does.
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from hloprobe.report.explain import explain_results as explain_results
+from hloprobe.report.explain import explain_sweep as explain_sweep
+from hloprobe.report.explain_records import (
+  TargetExplanation as TargetExplanation,
+)
+from hloprobe.report.explain_text import explanation_json as explanation_json
+from hloprobe.report.explain_text import (
+  render_explanation as render_explanation,
+)
+from hloprobe.report.files import RESULTS_STREAM as RESULTS_STREAM
+from hloprobe.report.files import atomic_write as atomic_write
+from hloprobe.report.files import write_outputs as write_outputs
+from hloprobe.report.listings import cases_listing as cases_listing
+from hloprobe.report.listings import experiments_listing as experiments_listing
+from hloprobe.report.listings import targets_listing as targets_listing
+from hloprobe.report.results_schema import dumps_json as dumps_json
+from hloprobe.report.results_schema import results_json as results_json
+from hloprobe.report.stream import Progress as Progress
+from hloprobe.report.stream import start_stream as start_stream
+from hloprobe.report.tables import DEFAULT_COLUMNS as DEFAULT_COLUMNS
+from hloprobe.report.tables import REPORT_FORMATS as REPORT_FORMATS
+from hloprobe.report.tables import TABLE_COLUMNS as TABLE_COLUMNS
+from hloprobe.report.tables import TERMINAL_WIDTH as TERMINAL_WIDTH
+from hloprobe.report.tables import cells as cells
+from hloprobe.report.tables import check_columns as check_columns
+from hloprobe.report.tables import render as render
+from hloprobe.report.tables import render_sites as render_sites
+from hloprobe.report.tables import table as table
+from hloprobe.report.timings import render_timings as render_timings
+from hloprobe.report.verification import (
+  render_verification as render_verification,
+)
+from hloprobe.report.verification import requirement_lines as requirement_lines
+
+__all__ = [
+  "DEFAULT_COLUMNS",
+  "Progress",
+  "REPORT_FORMATS",
+  "RESULTS_STREAM",
+  "TABLE_COLUMNS",
+  "TERMINAL_WIDTH",
+  "TargetExplanation",
+  "atomic_write",
+  "cases_listing",
+  "cells",
+  "check_columns",
+  "dumps_json",
+  "experiments_listing",
+  "explain_results",
+  "explain_sweep",
+  "explanation_json",
+  "render",
+  "render_explanation",
+  "render_sites",
+  "render_timings",
+  "render_verification",
+  "requirement_lines",
+  "results_json",
+  "start_stream",
+  "table",
+  "targets_listing",
+  "write_outputs",
+]

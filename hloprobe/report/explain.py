@@ -12,6 +12,8 @@ another algorithm as a cuBLAS/cuBLASLt call (by `effective.blas_algorithm`,
 applied to the site), autotuning could change the numerics (`Alternative`).
 `explain_text.render_explanation` words them. The records are defined in
 `explain_records` (and re-exported here).
+
+Private in intent: use the package, `hloprobe.report`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import itertools
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from hloprobe.compile.cases import Case, ReportedError
+from hloprobe.compile import Case, ReportedError
 from hloprobe.records import ConfigResult
 from hloprobe.report.explain_records import (
   AlgorithmUse,
@@ -31,8 +33,13 @@ from hloprobe.report.explain_records import (
   RowZero,
   TargetExplanation,
 )
-from hloprobe.sites import effective
-from hloprobe.sites.dot_sites import Fate, SiteFate, merge_words
+from hloprobe.sites import (
+  Fate,
+  SiteFate,
+  blas_algorithm,
+  merge_words,
+  tf32_optional,
+)
 from hloprobe.sweep import SweepSpec, plan_sweep, run_sweep
 
 __all__ = [
@@ -43,7 +50,7 @@ __all__ = [
   "PredictedRowZero",
   "RowZero",
   "TargetExplanation",
-  "explain",
+  "explain_results",
   "explain_sweep",
 ]
 
@@ -127,7 +134,7 @@ def _changes(precision: str, configs) -> list[FateTransition]:
       by_site.setdefault(f.site.index, []).append(
         (r.config.n, _fate_words(f), f.effective_algorithm)
       )
-      if effective.tf32_optional(f):
+      if tf32_optional(f):
         optional.add(f.site.index)
   by_steps: dict[tuple, list[int]] = {}
   for site, seq in by_site.items():
@@ -206,7 +213,7 @@ def _predicted(precision: str, configs) -> list[PredictedRowZero]:
 def _library_rules(f: SiteFate, cc: str | None):
   """(libraries, algorithm, rule) where a library call would differ, or None."""
   rules = {
-    lib: effective.blas_algorithm(
+    lib: blas_algorithm(
       lib, f.site.lhs.dtype, f.precision_config, f.algorithm, cc
     )
     for lib in ("cuBLAS", "cuBLASLt")
@@ -323,7 +330,7 @@ def _explain_one(
   )
 
 
-def explain(
+def explain_results(
   results: Sequence[ConfigResult], cases: Iterable[Case] = ()
 ) -> list[TargetExplanation]:
   """Explains a sweep, one record per (experiment, case, target).
@@ -357,4 +364,4 @@ def explain_sweep(spec: SweepSpec) -> list[TargetExplanation]:
     InvalidArgumentError: an unknown case, target or precision in `spec`.
   """
   plan = plan_sweep(spec, explain_passes=True)
-  return explain(run_sweep(plan), [c.case for c in plan.cases])
+  return explain_results(run_sweep(plan), [c.case for c in plan.cases])

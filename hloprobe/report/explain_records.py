@@ -1,13 +1,15 @@
-"""The records `explain.explain` returns, one `TargetExplanation` per
+"""The records `explain.explain_results` returns, one `TargetExplanation` per
 (experiment, case, target), and the parts it is made of. Use them through
 `report.explain`, which re-exports them.
+
+Private in intent: use the package, `hloprobe.report`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from hloprobe.compile.cases import ReportedError
+from hloprobe.compile import ReportedError
 
 __all__ = [
   "AlgorithmUse",

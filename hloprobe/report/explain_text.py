@@ -16,6 +16,8 @@ is for people; it is not a stable format (results.json is).
      objects: a FateSpan's groups {"sites": [int], "fate": str, "how":
      "pass (pipeline)" or a note} and a FateTransition's steps
      {"batch_sizes": [int], "fate": str, "algorithm": str | null}]}
+
+Private in intent: use the package, `hloprobe.report`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import itertools
 import textwrap
 from collections.abc import Iterable, Sequence
 
-from hloprobe.compile.experiments import BASELINE
+from hloprobe.compile import BASELINE
 from hloprobe.report.explain import (
   Alternative,
   FateSpan,
@@ -362,7 +364,7 @@ def explanation_json(
 
   `host` (a `host.HostCpu` or None) is the CPU that computed the numbers.
 
-  The caller renders it (`results_json.dumps_json`: strict JSON, non-finite
+  The caller renders it (`results_schema.dumps_json`: strict JSON, non-finite
   floats as null).
   """
   return {

@@ -4,6 +4,8 @@ results.json and each config's `stablehlo.mlir` / `optimized.hlo` under
 --output_dir (`write_outputs`), results.jsonl as configs finish
 (`append_result_line`), and `atomic_write` for every other file (the HTML
 page, the plot, the Model Explorer overlay).
+
+Private in intent: use the package, `hloprobe.report`.
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ from __future__ import annotations
 import json
 import os
 
-from hloprobe.ir.textfile import write_whole
+from hloprobe.ir import write_whole
 from hloprobe.records import ConfigResult
-from hloprobe.report.results_json import (
+from hloprobe.report.results_schema import (
   config_json,
   dumps_json,
   finite,

@@ -2,6 +2,8 @@
 
 Each returns the whole text the command prints; the tables are tabulate's
 plain format, the cases a two-column list (name, the report it comes from).
+
+Private in intent: use the package, `hloprobe.report`.
 """
 
 from __future__ import annotations
@@ -10,7 +12,14 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
-from hloprobe.compile import cases, experiments, targets, toolchain
+from hloprobe.compile import (
+  BUILTIN_EXPERIMENTS,
+  BUILTIN_TARGETS,
+  CASES,
+  find_ptxas,
+  load_target_config,
+  nvcc_wheel_dir,
+)
 
 __all__ = ["cases_listing", "experiments_listing", "targets_listing"]
 
@@ -22,8 +31,8 @@ def targets_listing(config_paths: Sequence[str] = ()) -> str:
   Raises:
     TargetError: a config file cannot be read or parsed.
   """
-  listed = list(targets.BUILTIN_TARGETS.values())
-  listed += [targets.load_target_config(p) for p in config_paths]
+  listed = list(BUILTIN_TARGETS.values())
+  listed += [load_target_config(p) for p in config_paths]
   rows = [
     (
       t.name,
@@ -44,7 +53,7 @@ def targets_listing(config_paths: Sequence[str] = ()) -> str:
       "description",
     ),
   )
-  ptxas = toolchain.find_ptxas(toolchain.nvcc_wheel_dir())
+  ptxas = find_ptxas(nvcc_wheel_dir())
   found = ptxas or "none found (pip install nvidia-cuda-nvcc-cu12)"
   return f"{table}\n\nptxas for GPU targets: {found}"
 
@@ -54,7 +63,7 @@ def cases_listing() -> str:
   (the issue's URL, else the reported numbers' source, else "n/a")."""
   rows = [
     (c.name, c.url or (c.reported and c.reported.source) or "n/a")
-    for c in cases.CASES.values()
+    for c in CASES.values()
   ]
   width = max(len(name) for name, _ in rows)
   return "\n".join(f"{name:<{width}}  {source}" for name, source in rows)
@@ -63,7 +72,6 @@ def cases_listing() -> str:
 def experiments_listing() -> str:
   """The built-in XLA_FLAGS experiments: name, flags, what each does."""
   rows = [
-    (e.name, e.flags_text, e.description)
-    for e in experiments.BUILTIN_EXPERIMENTS.values()
+    (e.name, e.flags_text, e.description) for e in BUILTIN_EXPERIMENTS.values()
   ]
   return tabulate(rows, headers=("experiment", "XLA_FLAGS", "what it does"))

@@ -3,6 +3,8 @@
 A sweep the user interrupts keeps what finished: `Progress.add` appends one
 JSON line per config to `<output_dir>/results.jsonl` (`files.RESULTS_STREAM`,
 `files.append_result_line`); results.json is written whole at the end.
+
+Private in intent: use the package, `hloprobe.report`.
 """
 
 from __future__ import annotations

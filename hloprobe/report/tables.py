@@ -3,6 +3,8 @@
 Holds `table`, the one table layout (tabulate) the other tables use too. It
 formats what the records already say; it computes nothing new. Missing
 values render as "n/a"; `render` gives "json" to `results_json`.
+
+Private in intent: use the package, `hloprobe.report`.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from tabulate import tabulate
 
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.records import ConfigResult
-from hloprobe.report.results_json import dumps_json, results_json
-from hloprobe.sites.dot_sites import Fate, fate_summary, merge_words
+from hloprobe.report.results_schema import dumps_json, results_json
+from hloprobe.sites import Fate, fate_summary, merge_words
 
 __all__ = [
   "DEFAULT_COLUMNS",

@@ -4,20 +4,22 @@ One row per config with the exclusive seconds of each stage
 (`timing.STAGES`, recorded in `ConfigResult.timings`), then a row of
 stage sums over the whole sweep. A config whose record came from the
 cache shows only its "cache" time.
+
+Private in intent: use the package, `hloprobe.report`.
 """
 
 from __future__ import annotations
 
 from hloprobe.records import ConfigResult
 from hloprobe.report import tables
-from hloprobe.runtime import timing
+from hloprobe.runtime import Stopwatch
 
 __all__ = ["render_timings", "stage_sums"]
 
 
 def stage_sums(results: list[ConfigResult]) -> dict[str, float]:
   """Stage name -> seconds summed over `results`, in `timing.STAGES` order."""
-  watch = timing.Stopwatch()
+  watch = Stopwatch()
   for r in results:
     for stage, seconds in r.timings.items():
       watch.add(stage, seconds)

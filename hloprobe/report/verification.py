@@ -3,13 +3,29 @@
 The evidence records of `verify.evidence` become the lines people read;
 the JSON document carries the same lines (`verification_json`), as does a
 `versions` worker's reply to `bisect` (`requirement_lines`).
+
+Private in intent: use the package, `hloprobe.report`.
 """
 
 from __future__ import annotations
 
-from hloprobe.report.results_json import SCHEMA_VERSION, dumps_json
+from hloprobe.report.results_schema import SCHEMA_VERSION, dumps_json
 from hloprobe.report.tables import table
-from hloprobe.verify import evidence as ev
+from hloprobe.verify import (
+  ErrorBounds,
+  ErrorChange,
+  ErrorsJudged,
+  GoldenNote,
+  LeafErrors,
+  LeafVerdict,
+  NoiseLimits,
+  NotJudged,
+  Reason,
+  RowMoved,
+  Source,
+  Subject,
+  TooFewSizes,
+)
 
 __all__ = [
   "evidence_line",
@@ -19,11 +35,11 @@ __all__ = [
 ]
 
 
-def _subject(s: ev.Subject) -> str:
+def _subject(s: Subject) -> str:
   return f"{s.target} {s.case} n={s.n} {s.precision}"
 
 
-def _source(s: ev.Source) -> str:
+def _source(s: Source) -> str:
   """ "observed", "predicted" (ambiguous where cuBLAS sites were predicted
   at a TF32 they may not use) or "n/a"."""
   if s.kind != "predicted" or not s.tf32_optional_sites:
@@ -34,16 +50,16 @@ def _source(s: ev.Source) -> str:
   )
 
 
-def _not_judged(e: ev.NotJudged) -> str:
-  if e.reason is ev.Reason.NO_CONFIGS:
+def _not_judged(e: NotJudged) -> str:
+  if e.reason is Reason.NO_CONFIGS:
     return e.reason.value
   who, leaf = _subject(e.subject), f" {e.leaf}" if e.leaf else ""
-  if e.reason is ev.Reason.NO_BATCH_AXIS:
+  if e.reason is Reason.NO_BATCH_AXIS:
     return (
       f"{who}: output leaf{leaf} has no batch axis, so no row 0 "
       "that should stay fixed as n changes"
     )
-  if e.reason is ev.Reason.NO_BASE:
+  if e.reason is Reason.NO_BASE:
     return (
       f"{who}: no {_source(e.source)} row 0 of{leaf} at n={e.base_n} to "
       "compare with"
@@ -51,7 +67,7 @@ def _not_judged(e: ev.NotJudged) -> str:
   return f"{who}: {e.reason.value}"
 
 
-def _row_moved(e: ev.RowMoved) -> str:
+def _row_moved(e: RowMoved) -> str:
   leaf = f" {e.leaf}" if e.leaf else ""
   first_of, over = (
     ("", "")
@@ -65,10 +81,10 @@ def _row_moved(e: ev.RowMoved) -> str:
   )
 
 
-def _limits(limits: ev.NoiseLimits | ev.ErrorBounds) -> str:
+def _limits(limits: NoiseLimits | ErrorBounds) -> str:
   """E.g. "limits row-0 |err| 2.02e-04, max |err| 3.10e-04 (2 x noise
   floor 1.01e-04, 1.55e-04)", or the bounds given."""
-  if isinstance(limits, ev.ErrorBounds):
+  if isinstance(limits, ErrorBounds):
     return f"abs bound {limits.abs_bound}, rel bound {limits.rel_bound}"
   k = limits.factor
   return (
@@ -78,13 +94,13 @@ def _limits(limits: ev.NoiseLimits | ev.ErrorBounds) -> str:
   )
 
 
-def _other_leaf(e: ev.LeafVerdict | ev.LeafErrors) -> str:
-  if isinstance(e, ev.LeafVerdict):
+def _other_leaf(e: LeafVerdict | LeafErrors) -> str:
+  if isinstance(e, LeafVerdict):
     return f"{e.leaf} {e.verdict}"
   return f"{e.leaf} max |err| {e.max_abs:.2e}, max rel {e.max_rel:.2e}"
 
 
-def _errors_judged(e: ev.ErrorsJudged) -> str:
+def _errors_judged(e: ErrorsJudged) -> str:
   leaf = f"{e.leaf} " if e.leaf else ""
   line = (
     f"{_subject(e.subject)}: {leaf}row-0 |err| {e.row0_abs:.2e}, max |err| "
@@ -96,7 +112,7 @@ def _errors_judged(e: ev.ErrorsJudged) -> str:
   return line
 
 
-def _golden_note(e: ev.GoldenNote) -> str:
+def _golden_note(e: GoldenNote) -> str:
   if e.kind == "missing":
     return (
       f"missing golden {e.detail} (run `hloprobe golden update` with the "
@@ -109,14 +125,14 @@ def _golden_note(e: ev.GoldenNote) -> str:
   return str(e.detail)  # a site change in words, or the error
 
 
-def _too_few(e: ev.TooFewSizes) -> str:
+def _too_few(e: TooFewSizes) -> str:
   return (
     f"{e.target} {e.case} {e.precision}: consistent needs at least two "
     f"batch sizes; got n={e.n}"
   )
 
 
-def _error_change(e: ev.ErrorChange) -> str:
+def _error_change(e: ErrorChange) -> str:
   return (
     f"{e.words}: row-0 |err| {e.old_abs:.2e} -> {e.new_abs:.2e} "
     f"({_source(e.source)})"
@@ -124,12 +140,12 @@ def _error_change(e: ev.ErrorChange) -> str:
 
 
 _WORDS = {
-  ev.NotJudged: _not_judged,
-  ev.TooFewSizes: _too_few,
-  ev.RowMoved: _row_moved,
-  ev.ErrorsJudged: _errors_judged,
-  ev.GoldenNote: _golden_note,
-  ev.ErrorChange: _error_change,
+  NotJudged: _not_judged,
+  TooFewSizes: _too_few,
+  RowMoved: _row_moved,
+  ErrorsJudged: _errors_judged,
+  GoldenNote: _golden_note,
+  ErrorChange: _error_change,
 }
 
 

@@ -35,6 +35,8 @@ sweeps. Several hloprobe processes may share the folder: an entry that
 vanishes while it is read, refreshed or evicted is a miss, never an error,
 a reader sees a whole entry or none, and a writer whose folder another
 process's eviction removed makes it again.
+
+Private in intent: use the package, `hloprobe.runtime`.
 """
 
 from __future__ import annotations
@@ -54,9 +56,8 @@ import jax
 import jaxlib
 import numpy as np
 
-from hloprobe.compile.cases import Case
-from hloprobe.compile.targets import Target
-from hloprobe.ir import textfile
+from hloprobe.compile import Case, Target
+from hloprobe.ir import write_whole
 from hloprobe.runtime import host
 
 __all__ = [
@@ -277,7 +278,7 @@ class RecordCache:
     for tries_left in reversed(range(_WRITE_TRIES)):
       try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        textfile.write_whole(path, write, prefix=_TMP)
+        write_whole(path, write, prefix=_TMP)
         return
       except FileNotFoundError as e:  # the folder was evicted meanwhile
         if not tries_left:

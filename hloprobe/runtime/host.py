@@ -10,6 +10,8 @@ The ISA rule is XLA's (xla/backends/cpu/codegen/cpu_features.cc,
 `CpuFeatureFromString` and `ShouldEnableX86CpuFeature`, checked for jaxlib
 0.10.2): XLA compiles for the host's features, minus those newer than
 `--xla_cpu_max_isa` when that flag is set. FMA goes with AVX2.
+
+Private in intent: use the package, `hloprobe.runtime`.
 """
 
 from __future__ import annotations

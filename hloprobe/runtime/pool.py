@@ -32,6 +32,8 @@ A worker runs with the user's own XLA_FLAGS (the baseline's workers with
 those alone) followed by the experiment's. XLA reads the words left to right and
 the last value of a flag wins (checked on jaxlib 0.10.2 with two
 --xla_dump_to), so an experiment overrides the user where both set a flag.
+
+Private in intent: use the package, `hloprobe.runtime`.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ side. A `Worker` is made in two steps so an interrupt leaves nothing
 behind; its death becomes one `WorkerError` line naming the signal and the
 last lines XLA printed, or one `XlaFlagsError` naming the flag XLA
 rejected.
+
+Private in intent: use the package, `hloprobe.runtime`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from hloprobe.compile.toolchain import filter_startup_noise
+from hloprobe.compile import filter_startup_noise
 from hloprobe.errors import HloprobeError, XlaFlagsError
 from hloprobe.runtime.serve import HEADER, STAGE_FILE_ENV, Request, main_code
 

@@ -13,6 +13,8 @@ stdin and on a private copy of its stdout (native writes to fd 1 go to its
 stderr log). Before each stage of its work a worker notes the stage's name
 in a file of its folder (`note_stage`), so its death names the stage it
 died in.
+
+Private in intent: use the package, `hloprobe.runtime`.
 """
 
 from __future__ import annotations
@@ -60,9 +62,9 @@ class CheckXlaFlagsRequest(Request):
 
   def run(self, memo: dict) -> None:
     del memo
-    from hloprobe.compile import lowering
+    from hloprobe.compile import start_backends
 
-    lowering.start_backends("cpu")
+    start_backends("cpu")
 
 
 def note_stage(name: str) -> None:

@@ -6,6 +6,8 @@ times), so an emulation run while measuring the noise floor counts as
 "emulation", and the stage sums add up to the time measured.
 
 Stage names used by the sweep, in table order: `STAGES`.
+
+Private in intent: use the package, `hloprobe.runtime`.
 """
 
 from __future__ import annotations

@@ -46,9 +46,8 @@ from __future__ import annotations
 
 import math
 
-from hloprobe.compile import compat
-from hloprobe.ir.hlo import HloInstruction, HloModule
-from hloprobe.ir.stablehlo import StableHloDot
+from hloprobe.compile import rules_checked
+from hloprobe.ir import HloInstruction, HloModule, StableHloDot
 from hloprobe.sites import identify
 from hloprobe.sites.operand_ancestry import (
   GEMM_CUSTOM_CALLS,
@@ -175,7 +174,7 @@ def _conflict(site: StableHloDot, carrier: Carrier) -> str | None:
 
 def _unknown_calls(module: HloModule) -> bool:
   """Under an unchecked jaxlib: custom calls whose targets are not known."""
-  if compat.rules_checked():
+  if rules_checked():
     return False
   return any(
     inst.opcode == "custom-call"
@@ -239,7 +238,7 @@ def _classify(site: StableHloDot, carrier: Carrier, **found) -> MappedSite:
     fate = Fate.CUDNN
   elif (names["backend_config_kind"] or "").startswith(_TRITON_PREFIX):
     fate = Fate.UNKNOWN
-  elif emitter in _KNOWN_DOT_EMITTERS or compat.rules_checked():
+  elif emitter in _KNOWN_DOT_EMITTERS or rules_checked():
     fate = Fate.DOT
   else:
     fate = Fate.UNKNOWN

@@ -28,11 +28,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hloprobe.compile import compat
-from hloprobe.compile.targets import Target
-from hloprobe.ir.hlo import HloInstruction, HloModule
-from hloprobe.ir.precisions import ALGORITHMS
-from hloprobe.ir.ptx import PtxKernel, for_operands, kernel_name
+from hloprobe.compile import Target, unchecked_note
+from hloprobe.ir import (
+  ALGORITHMS,
+  HloInstruction,
+  HloModule,
+  PtxKernel,
+  for_operands,
+  kernel_name,
+)
 from hloprobe.sites.dot_sites import is_triton_gemm
 from hloprobe.sites.site_fate import Fate, MappedSite, SiteFate
 
@@ -246,7 +250,7 @@ def _effective(
   if fate.fate == Fate.GONE:
     return None, None, "the site is gone from the optimized HLO"
   if fate.fate == Fate.UNKNOWN:
-    why = fate.unknown_reason or f"unknown: {compat.unchecked_note()}"
+    why = fate.unknown_reason or f"unknown: {unchecked_note()}"
     return None, None, why
   if fate.fate == Fate.AMBIGUOUS:
     names = ", ".join(path[-1] for path in fate.candidates)
@@ -272,8 +276,8 @@ def _effective(
     algorithm, evidence = epilogue
   else:
     return _from_ptx(fate, instructions, kernels)
-  if algorithm and compat.unchecked_note():
-    evidence = f"{evidence} [{compat.unchecked_note()}]"
+  if algorithm and unchecked_note():
+    evidence = f"{evidence} [{unchecked_note()}]"
   return algorithm, "rule" if algorithm else None, evidence
 
 

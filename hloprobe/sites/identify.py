@@ -56,9 +56,13 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from hloprobe.ir.hlo import HloInstruction, HloModule
-from hloprobe.ir.precisions import algorithm_from_fields, algorithm_from_hlo
-from hloprobe.ir.stablehlo import StableHloDot
+from hloprobe.ir import (
+  HloInstruction,
+  HloModule,
+  StableHloDot,
+  algorithm_from_fields,
+  algorithm_from_hlo,
+)
 from hloprobe.sites.operand_ancestry import (
   Carrier,
   Concatenation,

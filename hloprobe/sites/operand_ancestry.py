@@ -19,7 +19,7 @@ import dataclasses
 import functools
 import math
 
-from hloprobe.ir.hlo import HloInstruction, HloModule
+from hloprobe.ir import HloInstruction, HloModule
 
 __all__ = [
   "GEMM_CUSTOM_CALLS",

@@ -32,10 +32,9 @@ import dataclasses
 import re
 from collections.abc import Sequence
 
-from hloprobe.compile import compat
+from hloprobe.compile import checked_words, installed_jaxlib
 from hloprobe.errors import HloParseError, HloprobeError
-from hloprobe.ir.hlo import parse_hlo_module
-from hloprobe.ir.stablehlo import StableHloDot
+from hloprobe.ir import StableHloDot, parse_hlo_module
 from hloprobe.sites import dot_sites
 from hloprobe.sites.site_fate import Fate, MappedSite
 
@@ -155,10 +154,7 @@ def attribute_passes(
 
 def _release_words() -> str:
   """ "jaxlib 0.12.0.1 (pass dumps read on 0.12.0.1 and 0.10.2)"."""
-  return (
-    f"jaxlib {compat.installed_jaxlib()} (pass dumps read on "
-    f"{compat.checked_words()})"
-  )
+  return f"jaxlib {installed_jaxlib()} (pass dumps read on {checked_words()})"
 
 
 def _unread(count: int) -> str:

@@ -16,7 +16,7 @@ import collections
 import dataclasses
 import enum
 
-from hloprobe.ir.stablehlo import StableHloDot
+from hloprobe.ir import StableHloDot
 from hloprobe.sites import identify
 
 __all__ = [

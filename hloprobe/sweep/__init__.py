@@ -28,19 +28,21 @@ from hloprobe.sweep.plan import spec_from_words as spec_from_words
 from hloprobe.sweep.spec import MAX_BATCH_SIZE as MAX_BATCH_SIZE
 from hloprobe.sweep.spec import MAX_BATCH_SIZES as MAX_BATCH_SIZES
 from hloprobe.sweep.spec import SweepSpec as SweepSpec
+from hloprobe.sweep.spec import check_nonempty as check_nonempty
 from hloprobe.sweep.spec import parse_batch_sizes as parse_batch_sizes
 
 __all__ = [
-  "MAX_BATCH_SIZE",
-  "MAX_BATCH_SIZES",
   "CompileRequest",
   "CompiledConfig",
   "LoadTargetRequest",
+  "MAX_BATCH_SIZE",
+  "MAX_BATCH_SIZES",
   "PlannedConfig",
   "SweepPlan",
   "SweepProgress",
   "SweepSpec",
   "SweptCase",
+  "check_nonempty",
   "parse_batch_sizes",
   "plan_sweep",
   "run_config",

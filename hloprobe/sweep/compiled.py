@@ -8,6 +8,8 @@ worker imports it). What comes back is a `CompiledConfig` record
 (pickled): the config's `Compilation` and the run's outputs; the main
 process adds the errors against float64 and the prediction (see
 `measure`).
+
+Private in intent: use the package, `hloprobe.sweep`.
 """
 
 from __future__ import annotations
@@ -17,17 +19,19 @@ import time
 
 import numpy as np
 
-from hloprobe.compile import lowering
-from hloprobe.compile.cases import Case, get_case
-from hloprobe.compile.targets import Target
+from hloprobe.compile import (
+  Case,
+  Target,
+  compile_case,
+  get_case,
+  load_topology,
+  run_compiled,
+)
 from hloprobe.errors import first_line
-from hloprobe.ir import ptx
-from hloprobe.ir.hlo import parse_hlo_module
-from hloprobe.ir.stablehlo import parse_stablehlo_dots
+from hloprobe.ir import parse_hlo_module, parse_ptx, parse_stablehlo_dots
 from hloprobe.records import Compilation, Config, ConfigResult, Failure
-from hloprobe.runtime import timing
-from hloprobe.runtime.serve import Request, note_stage
-from hloprobe.sites import dot_sites, effective, passes
+from hloprobe.runtime import Request, Stopwatch, note_stage
+from hloprobe.sites import attribute_passes, map_dot_sites, resolve
 
 __all__ = [
   "CompileRequest",
@@ -104,7 +108,7 @@ class LoadTargetRequest(Request):
 
   def run(self, memo: dict) -> tuple[str, ...]:
     del memo
-    loaded = lowering.load_topology(self.target.name, self.target.config_text)
+    loaded = load_topology(self.target.name, self.target.config_text)
     return loaded.dropped_fields
 
 
@@ -123,14 +127,14 @@ def compile_and_run_case(
     config: the config; the result carries it as it is.
     explain_passes: also attribute each site to the pass that rewrote it.
   """
-  watch = timing.Stopwatch()
+  watch = Stopwatch()
   target, n = config.target, config.n
   stage = "compile"
   try:
     note_stage(stage)
     args = case.inputs_for(full, n)
     start = time.perf_counter()
-    cc = lowering.compile_case(
+    cc = compile_case(
       case,
       args,
       config.precision.jax_name,
@@ -151,7 +155,7 @@ def compile_and_run_case(
     stage = "run"
     note_stage(stage)
     with watch.stage("run"):
-      outs, run_s = lowering.run_compiled(cc, args)
+      outs, run_s = run_compiled(cc, args)
     return CompiledConfig(result, outs, run_s, watch.seconds())
   except Exception as e:  # one config's failure must not lose the others
     failed = ConfigResult(config, failure=Failure(stage, first_line(e)))
@@ -163,12 +167,10 @@ def _analysed(cc, target: Target, watch) -> Compilation:
   with watch.stage("parse"):
     sites = parse_stablehlo_dots(cc.stablehlo)
     module = parse_hlo_module(cc.optimized_hlo)
-    ptx_kernels = [k for text in cc.ptx for k in ptx.parse_ptx(text)]
+    ptx_kernels = [k for text in cc.ptx for k in parse_ptx(text)]
   with watch.stage("sites"):
-    fates = dot_sites.map_dot_sites(sites, module)
-    fates = effective.resolve(
-      fates, module, ptx_kernels, target, cc.compute_capability
-    )
+    fates = map_dot_sites(sites, module)
+    fates = resolve(fates, module, ptx_kernels, target, cc.compute_capability)
   return Compilation(
     stablehlo=cc.stablehlo,
     optimized_hlo=cc.optimized_hlo,
@@ -184,7 +186,7 @@ def _analysed(cc, target: Target, watch) -> Compilation:
 def _with_passes(c: Compilation, dumps) -> Compilation:
   """Attaches pass attribution; a failure is recorded, not raised."""
   try:
-    found = passes.attribute_passes(dumps, [f.site for f in c.fates])
+    found = attribute_passes(dumps, [f.site for f in c.fates])
   except Exception as e:  # attribution is extra; the config stays ok
     return dataclasses.replace(c, passes_error=first_line(e))
   return dataclasses.replace(c, passes=found)

@@ -9,6 +9,8 @@ die on a config it does not expect (SIGFPE on `threads_per_warp: 0`,
 jaxlib 0.10.2), and that death is then one config's failure. This process
 keeps the float64 references, the predictions and the cache; see
 `run_sweep`.
+
+Private in intent: use the package, `hloprobe.sweep`.
 """
 
 from __future__ import annotations
@@ -21,11 +23,19 @@ from collections.abc import Callable
 
 import jax
 
-from hloprobe.compile.experiments import BASELINE
+from hloprobe.compile import BASELINE
 from hloprobe.errors import XlaFlagsError, first_line
 from hloprobe.records import RECORD_VERSION, ConfigResult
-from hloprobe.runtime import cache, timing
-from hloprobe.runtime import pool as worker
+from hloprobe.runtime import (
+  RecordCache,
+  Stopwatch,
+  Warn,
+  WorkerError,
+  WorkerPool,
+  config_key,
+  log_warning,
+  worker_xla_flags,
+)
 from hloprobe.sweep.compiled import (
   CompiledConfig,
   CompileRequest,
@@ -65,8 +75,8 @@ def run_sweep(
   spec: SweepSpec | SweepPlan,
   progress: Callable[[SweepProgress], None] | None = None,
   on_result: Callable[[ConfigResult], None] | None = None,
-  pool: worker.WorkerPool | None = None,
-  warn: cache.Warn | None = None,
+  pool: WorkerPool | None = None,
+  warn: Warn | None = None,
 ) -> list[ConfigResult]:
   """Runs every config of a sweep, each in a worker process.
 
@@ -126,10 +136,10 @@ def run_sweep(
   """
   spec = plan_sweep(spec)  # a plan passes through, looked up already
   if pool is None:
-    with worker.WorkerPool(_worker_platforms(spec), _PRELOAD) as own:
+    with WorkerPool(_worker_platforms(spec), _PRELOAD) as own:
       return run_sweep(spec, progress, on_result, own, warn)
   tell = progress or (lambda _: None)
-  sweep = _Sweep(spec, pool, warn or cache.log_warning)  # inputs, cache
+  sweep = _Sweep(spec, pool, warn or log_warning)  # inputs, cache
   sweep.start_workers()  # they import jax while the targets load
   if sweep.any_work:  # a fully cached rerun starts no worker
     sweep.broken = _load_targets(spec, pool)
@@ -174,20 +184,20 @@ class _Sweep:
   references, predictions) runs on the calling thread.
   """
 
-  def __init__(self, spec, pool, warn: cache.Warn):
+  def __init__(self, spec, pool, warn: Warn):
     self.spec, self.pool = spec, pool
     self.broken: dict[str, str] = {}  # see `_load_targets`
     self.configs = spec.configs()
     self.stop = threading.Event()
     self.store = None
     if spec.cache_dir:
-      self.store = cache.RecordCache(spec.cache_dir, warn)
+      self.store = RecordCache(spec.cache_dir, warn)
     if self._surely_misses():
       # The baseline's first worker imports jax while this process makes
       # the cases' inputs (its first lane and target loading use it).
       pool.start(BASELINE.flags_text, 0)
     self.setups = [CaseSetup(c, spec.batch_sizes, warn) for c in spec.cases]
-    self.watches = [timing.Stopwatch() for _ in self.configs]
+    self.watches = [Stopwatch() for _ in self.configs]
     # Each case's full inputs, made once here (the lanes send them).
     self.inputs = [self._inputs(i) for i in range(len(spec.cases))]
     check_case_sizes(spec, self.inputs)
@@ -224,11 +234,9 @@ class _Sweep:
     if self.store is None:
       return None
     fingerprint = self.setups[c.case_index].fingerprint(watch)
-    flags = worker.worker_xla_flags(
-      self.pool.user_xla_flags, c.experiment.flags_text
-    )
+    flags = worker_xla_flags(self.pool.user_xla_flags, c.experiment.flags_text)
     with watch.stage("cache"):
-      return fingerprint and cache.config_key(
+      return fingerprint and config_key(
         fingerprint,
         c.config.target,
         c.config.precision,
@@ -338,7 +346,7 @@ class _Sweep:
       return self._here(c, base, self.watches[i])
     try:
       return future.result()
-    except worker.WorkerError as e:
+    except WorkerError as e:
       return CompiledConfig(failed(base, str(e), e.stage or "worker"))
     except XlaFlagsError as e:  # no stage: the worker did not start
       return CompiledConfig(failed(base, str(e), "worker"))
@@ -365,7 +373,7 @@ class _Sweep:
     )
 
 
-def _load_targets(spec: SweepPlan, pool: worker.WorkerPool) -> dict[str, str]:
+def _load_targets(spec: SweepPlan, pool: WorkerPool) -> dict[str, str]:
   """Loads every compile-only target in the baseline's first worker,
   before any config runs.
 
@@ -377,6 +385,6 @@ def _load_targets(spec: SweepPlan, pool: worker.WorkerPool) -> dict[str, str]:
     if target.compile_only:
       try:
         pool.call(LoadTargetRequest(target))
-      except (worker.WorkerError, XlaFlagsError) as e:
+      except (WorkerError, XlaFlagsError) as e:
         broken[target.name] = f"loading the target config: {e}"
   return broken

@@ -5,19 +5,27 @@ references, its predicted numerics, the headline leaf (chosen once, in
 
 A case's references and predictor are made once (`CaseSetup`) and shared
 by every target, precision and experiment of the sweep.
+
+Private in intent: use the package, `hloprobe.sweep`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from hloprobe.compile.cases import Case
-from hloprobe.compile.targets import Target
+from hloprobe.compile import Case, Target
 from hloprobe.errors import CaseError, first_line
-from hloprobe.ir.precisions import as_precision
-from hloprobe.numerics import accuracy, predict, reference
+from hloprobe.ir import as_precision
+from hloprobe.numerics import (
+  ErrorStats,
+  Predictor,
+  References,
+  error_stats,
+  headline_leaf,
+  ulp_distance,
+)
 from hloprobe.records import Config, ConfigResult, Execution
-from hloprobe.runtime import cache, timing
+from hloprobe.runtime import Stopwatch, Warn, case_fingerprint, log_warning
 from hloprobe.sweep.compiled import CompiledConfig, compile_and_run_case, failed
 from hloprobe.sweep.plan import SweptCase
 
@@ -25,7 +33,7 @@ __all__ = ["CaseSetup", "run_config", "with_batch_consistency"]
 
 
 def _with_stats(
-  work: CompiledConfig, references: reference.References | None, watch
+  work: CompiledConfig, references: References | None, watch
 ) -> ConfigResult:
   """The worker's result with its `Execution`: run seconds and, with
   `references`, the outputs' errors against float64 (in this process; no
@@ -40,7 +48,7 @@ def _with_stats(
     with watch.stage("reference"):
       at_n = references.at(r.config.n)
     leaves = tuple(
-      accuracy.error_stats(out, ref, axis, name)
+      error_stats(out, ref, axis, name)
       for out, ref, axis, name in zip(
         work.outputs, at_n, references.axes, references.names
       )
@@ -53,12 +61,12 @@ def _with_stats(
 def run_config(
   case: Case,
   full_inputs: tuple | None,
-  references: reference.References | None,
+  references: References | None,
   target: Target,
   precision: str,
   n: int,
   explain_passes: bool = False,
-  watch: timing.Stopwatch | None = None,
+  watch: Stopwatch | None = None,
 ) -> ConfigResult:
   """Lowers, compiles, analyses and (where possible) runs one config here,
   in this process (the sweep does this in workers: `CompileRequest`).
@@ -70,7 +78,7 @@ def run_config(
   `references`, the outputs' errors against float64 are added. `watch`,
   if given, is charged the time of each stage.
   """
-  watch = watch or timing.Stopwatch()
+  watch = watch or Stopwatch()
   config = Config(case.name, target, n, as_precision(precision))
   work = compile_and_run_case(case, full_inputs, config, explain_passes)
   for name, seconds in work.timings.items():
@@ -86,7 +94,7 @@ def _references(case, full, sizes):
   other failure leaves the numerics n/a, with its cause.
   """
   try:
-    refs = reference.References(case, full, sizes)
+    refs = References(case, full, sizes)
     refs.at(refs.largest)  # made now, so a failure says why up front
     return refs, None, None
   except CaseError as e:
@@ -104,16 +112,16 @@ def _predictor(case, full, references, sizes, why: str | None):
   if references is None:
     return None, why
   try:
-    return predict.Predictor(case, full, references, sizes), None
+    return Predictor(case, full, references, sizes), None
   except Exception as e:
     return None, f"no predictor: {first_line(e)}"
 
 
 def _with_prediction(
   r: ConfigResult,
-  predictor: predict.Predictor | None,
+  predictor: Predictor | None,
   why: str | None,
-  watch: timing.Stopwatch | None = None,
+  watch: Stopwatch | None = None,
 ) -> ConfigResult:
   """Attaches the predicted numerics; a failure is recorded, not raised.
 
@@ -135,7 +143,7 @@ def _with_prediction(
 
 
 def _with_headline(
-  r: ConfigResult, references: reference.References | None
+  r: ConfigResult, references: References | None
 ) -> ConfigResult:
   """`r` with its execution's headline leaf, chosen here once: the
   prediction's leaf where there is a prediction (it judged every leaf and
@@ -147,7 +155,7 @@ def _with_headline(
   if r.prediction is not None:
     headline = [s.leaf for s in run.leaf_stats].index(r.prediction.leaf)
   else:
-    headline = accuracy.headline_leaf(
+    headline = headline_leaf(
       references.axes, references.dtypes, [s.max_rel for s in run.leaf_stats]
     )
   return dataclasses.replace(
@@ -155,16 +163,14 @@ def _with_headline(
   )
 
 
-def _ulp_vs(a: accuracy.ErrorStats, b: accuracy.ErrorStats) -> int | None:
+def _ulp_vs(a: ErrorStats, b: ErrorStats) -> int | None:
   """Row 0 of two runs of the same leaf apart, in ULPs; None if unbatched."""
   if a.axis is None or a.row0_values.shape != b.row0_values.shape:
     return None
-  return accuracy.ulp_distance(
-    a.row0_values, b.row0_values, a.row0_values.dtype
-  )
+  return ulp_distance(a.row0_values, b.row0_values, a.row0_values.dtype)
 
 
-def _leaf_stats(r: ConfigResult) -> tuple[accuracy.ErrorStats, ...]:
+def _leaf_stats(r: ConfigResult) -> tuple[ErrorStats, ...]:
   return r.execution.leaf_stats if r.execution is not None else ()
 
 
@@ -202,7 +208,7 @@ class CaseSetup:
     self,
     swept: SweptCase,
     sizes: tuple[int, ...],
-    warn: cache.Warn = cache.log_warning,
+    warn: Warn = log_warning,
   ):
     self.swept, self.case, self.sizes = swept, swept.case, sizes
     self._warn = warn
@@ -255,10 +261,10 @@ class CaseSetup:
     return _with_headline(r, references)
 
 
-def _fingerprint(case: Case, full: tuple, warn: cache.Warn) -> str | None:
+def _fingerprint(case: Case, full: tuple, warn: Warn) -> str | None:
   """The case's cache fingerprint; None when it fails (`warn` is told)."""
   try:
-    return cache.case_fingerprint(case, full)
+    return case_fingerprint(case, full)
   except Exception as e:  # the sweep still runs, uncached
     warn(f"hloprobe: not caching case {case.name}: {e}")
     return None

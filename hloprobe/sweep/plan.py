@@ -11,6 +11,8 @@ and the words it was given by) and the `Experiment` record.
 A user case (`path/to/file.py:factory`) travels to a worker as its words
 (`SweptCase.source`; its function may not pickle) and is resolved there
 once per worker process (`compiled.CompileRequest`).
+
+Private in intent: use the package, `hloprobe.sweep`.
 """
 
 from __future__ import annotations
@@ -19,12 +21,20 @@ import dataclasses
 import os
 from collections.abc import Sequence
 
-from hloprobe.compile import experiments as experiments_lib
-from hloprobe.compile.cases import Case, get_case, resolvable_elsewhere
-from hloprobe.compile.experiments import BASELINE, Experiment
-from hloprobe.compile.targets import Target, get_target, is_config_path
+from hloprobe.compile import (
+  BASELINE,
+  Case,
+  Experiment,
+  Target,
+  get_case,
+  get_target,
+  is_config_path,
+  parse_experiment,
+  parse_experiments_file,
+  resolvable_elsewhere,
+)
 from hloprobe.errors import CaseError, InvalidArgumentError
-from hloprobe.ir.precisions import Precision, as_precision
+from hloprobe.ir import Precision, as_precision
 from hloprobe.records import Config
 from hloprobe.sweep.spec import (
   SweepSpec,
@@ -314,9 +324,9 @@ def spec_from_words(
     InvalidArgumentError: a bad name or size, or a list that is empty (as
       `plan_sweep`, whose look-ups come first).
   """
-  found = [experiments_lib.parse_experiment(t) for t in experiment_words]
+  found = [parse_experiment(t) for t in experiment_words]
   if experiments_file:
-    found += experiments_lib.parse_experiments_file(experiments_file)
+    found += parse_experiments_file(experiments_file)
   return check_nonempty(
     plan_sweep(
       SweepSpec(

@@ -4,6 +4,8 @@ A spec only holds what it was given; nothing is looked up or checked when
 one is made. `plan.plan_sweep` resolves it, once, into a `SweepPlan` of
 records (and `plan.spec_from_words` goes from the command line's words to
 the plan).
+
+Private in intent: use the package, `hloprobe.sweep`.
 """
 
 from __future__ import annotations
@@ -13,9 +15,7 @@ import os
 import re
 from collections.abc import Sequence
 
-from hloprobe.compile.cases import Case
-from hloprobe.compile.experiments import Experiment
-from hloprobe.compile.targets import Target, is_config_path
+from hloprobe.compile import Case, Experiment, Target, is_config_path
 from hloprobe.errors import InvalidArgumentError
 
 __all__ = [

@@ -55,7 +55,7 @@ import sys
 import tempfile
 import time
 
-from hloprobe.runtime import host
+from hloprobe.runtime import usable_cores
 
 __all__ = ["main"]
 
@@ -192,7 +192,7 @@ def _sweep(
   sizes=tuple(range(1, 10)),
   precisions=None,
   case="seed_mlp",
-  jobs=host.usable_cores(),
+  jobs=usable_cores(),
 ) -> str:
   """The `run_sweep` timing script; `jobs` defaults to the command line's
   default (`--jobs`: the number of cores)."""
@@ -247,7 +247,7 @@ def _seconds(a: Clock, b: Clock) -> str:
     return f"{a.wall:.1f} s / {b.wall:.1f} s"
   return (
     f"{a.wall:.1f} s / {b.wall:.1f} s, using {a.cores()} / {b.cores()} "
-    f"of {host.usable_cores()}"
+    f"of {usable_cores()}"
   )
 
 
@@ -361,7 +361,7 @@ def jobs() -> None:
   )
   serial = _cli(*run, "--jobs=1")
   parallel = _cli(*run, "--jobs=2")
-  cores = host.usable_cores()
+  cores = usable_cores()
   _report(
     "two experiments --jobs=1 / --jobs=2 (81 configs, a100, whole processes)",
     serial.wall / parallel.wall,

@@ -33,7 +33,19 @@ it cannot:
 
 from __future__ import annotations
 
-from hloprobe.verify import evidence as evidence
+from hloprobe.verify.evidence import ErrorBounds as ErrorBounds
+from hloprobe.verify.evidence import ErrorChange as ErrorChange
+from hloprobe.verify.evidence import ErrorsJudged as ErrorsJudged
+from hloprobe.verify.evidence import GoldenNote as GoldenNote
+from hloprobe.verify.evidence import LeafErrors as LeafErrors
+from hloprobe.verify.evidence import LeafVerdict as LeafVerdict
+from hloprobe.verify.evidence import NoiseLimits as NoiseLimits
+from hloprobe.verify.evidence import NotJudged as NotJudged
+from hloprobe.verify.evidence import Reason as Reason
+from hloprobe.verify.evidence import RowMoved as RowMoved
+from hloprobe.verify.evidence import Source as Source
+from hloprobe.verify.evidence import Subject as Subject
+from hloprobe.verify.evidence import TooFewSizes as TooFewSizes
 from hloprobe.verify.fix import REQUIREMENTS as REQUIREMENTS
 from hloprobe.verify.fix import Fix as Fix
 from hloprobe.verify.fix import check_batch_sizes as check_batch_sizes
@@ -47,12 +59,24 @@ from hloprobe.verify.requirements import Requirement as Requirement
 from hloprobe.verify.requirements import judge as judge
 
 __all__ = [
-  "REQUIREMENTS",
+  "ErrorBounds",
+  "ErrorChange",
+  "ErrorsJudged",
   "Fix",
+  "GoldenNote",
+  "LeafErrors",
+  "LeafVerdict",
+  "NoiseLimits",
+  "NotJudged",
+  "REQUIREMENTS",
+  "Reason",
   "Requirement",
+  "RowMoved",
+  "Source",
+  "Subject",
+  "TooFewSizes",
   "Verification",
   "check_batch_sizes",
-  "evidence",
   "fix_sweep",
   "judge",
   "parse_fix",
@@ -60,3 +84,6 @@ __all__ = [
   "verify",
   "verify_fix",
 ]
+
+
+from hloprobe.verify import evidence as evidence

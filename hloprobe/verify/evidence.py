@@ -5,6 +5,8 @@ and `Verification`; `report.verification` renders them as the lines
 `hloprobe verify` prints and its JSON carries. Errors are absolute, in the
 output's units (`_abs`), or relative (`_rel`); a row 0 is batch element 0
 of the config's headline output leaf (`accuracy.headline_leaf`).
+
+Private in intent: use the package, `hloprobe.verify`.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 `parse_fix` and `parse_requirements` read `hloprobe verify`'s --fix and
 --require; `fix_sweep` makes the one sweep that runs baseline and fix.
+
+Private in intent: use the package, `hloprobe.verify`.
 """
 
 from __future__ import annotations
@@ -9,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from hloprobe.compile.experiments import BASELINE, Experiment, parse_experiment
+from hloprobe.compile import BASELINE, Experiment, parse_experiment
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.ir import precisions
+from hloprobe.ir import parse_precision
 from hloprobe.records import ConfigResult
 from hloprobe.sweep import SweepSpec
 
@@ -50,7 +52,7 @@ def parse_fix(text: str) -> Fix:
     InvalidArgumentError: neither a precision nor an experiment.
   """
   try:
-    precisions.parse_precision(text)
+    parse_precision(text)
   except InvalidArgumentError:
     pass
   else:

@@ -2,6 +2,8 @@
 
 `verify` judges a finished sweep (`fix.fix_sweep`); `verify_fix` runs that
 sweep first. Rules: the package docstring.
+
+Private in intent: use the package, `hloprobe.verify`.
 """
 
 from __future__ import annotations
@@ -9,11 +11,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from hloprobe.compile import lowering
-from hloprobe.compile.experiments import BASELINE
-from hloprobe.golden import snapshot
-from hloprobe.golden.diff import (
+from hloprobe.compile import BASELINE, jax_versions
+from hloprobe.golden import (
   GoldenSiteChange,
+  default_golden_dir,
   describe_site_changes,
   dot_summary,
 )
@@ -158,7 +159,7 @@ def verify(
       dataclasses.replace(spec, precisions=(fix.precision,))
       if fix.precision
       else spec,
-      golden_dir or snapshot.default_golden_dir(),
+      golden_dir or default_golden_dir(),
       versions or {},
     ),
   )
@@ -202,7 +203,7 @@ def verify_fix(
     fix,
     requirements,
     golden_dir=golden_dir,
-    versions=lowering.versions(),
+    versions=jax_versions(),
     abs_error_bound=abs_error_bound,
     rel_error_bound=rel_error_bound,
   )

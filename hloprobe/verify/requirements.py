@@ -3,6 +3,8 @@
 Each check returns a `Requirement` whose evidence is records
 (`verify.evidence`), failures first; `report.verification` words them.
 Rules: the package docstring.
+
+Private in intent: use the package, `hloprobe.verify`.
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.golden import snapshot
-from hloprobe.numerics import accuracy
+from hloprobe.golden import check, sweep_record, take_snapshot
+from hloprobe.numerics import NOISE_FACTOR, ErrorStats, NoiseFloor, within_noise
 from hloprobe.records import ConfigResult
-from hloprobe.sites import effective
+from hloprobe.sites import tf32_optional
 from hloprobe.sweep import SweepSpec
 from hloprobe.verify import evidence as ev
 
@@ -51,7 +53,7 @@ def subject(r: ConfigResult) -> ev.Subject:
   return ev.Subject(c.target.name, c.case, c.n, c.precision)
 
 
-def judged(r: ConfigResult) -> tuple[accuracy.ErrorStats | None, ev.Source]:
+def judged(r: ConfigResult) -> tuple[ErrorStats | None, ev.Source]:
   """Observed errors where the target ran, else predicted ones."""
   if r.execution is not None and r.execution.stats is not None:
     return r.execution.stats, ev.Source("observed")
@@ -64,17 +66,17 @@ def _predicted(r: ConfigResult) -> ev.Source:
   """ "predicted", with the cuBLAS sites predicted at a TF32 they may not
   use (`effective.tf32_optional`), which make the result ambiguous."""
   fates = r.compilation.fates if r.compilation is not None else ()
-  sites = [f.site.index for f in fates if effective.tf32_optional(f)]
+  sites = [f.site.index for f in fates if tf32_optional(f)]
   return ev.Source("predicted", tuple(sites))
 
 
-def _noise(r: ConfigResult) -> accuracy.NoiseFloor | None:
+def _noise(r: ConfigResult) -> NoiseFloor | None:
   return r.prediction.noise if r.prediction is not None else None
 
 
 def _leaf_of(
   r: ConfigResult, leaf: str, source: ev.Source
-) -> accuracy.ErrorStats | None:
+) -> ErrorStats | None:
   """Output leaf `leaf`'s errors in `r`, observed or predicted."""
   if source.kind == "observed":
     found = [s for s in _leaf_stats(r) if s.leaf == leaf]
@@ -84,11 +86,11 @@ def _leaf_of(
   return found[0] if found else None
 
 
-def _leaf_stats(r: ConfigResult) -> tuple[accuracy.ErrorStats, ...]:
+def _leaf_stats(r: ConfigResult) -> tuple[ErrorStats, ...]:
   return r.execution.leaf_stats if r.execution is not None else ()
 
 
-def _moved(a: accuracy.ErrorStats, b: accuracy.ErrorStats) -> float:
+def _moved(a: ErrorStats, b: ErrorStats) -> float:
   """Max |a - b| over row 0's values (its first value where not kept)."""
   x, y = a.row0_values, b.row0_values
   if x is None or y is None or x.shape != y.shape:
@@ -118,7 +120,7 @@ def _row_moved(r: ConfigResult, first: ConfigResult):
       who, ev.Reason.NO_BASE, stats.leaf, source, first.config.n
     )
   moved = _moved(stats, base)
-  limit = accuracy.NOISE_FACTOR * noise.row0_abs
+  limit = NOISE_FACTOR * noise.row0_abs
   # Row 0 of a leaf with several values per row: the first values are
   # shown, and the move is the largest over all of them (`_moved`).
   count = 1 if stats.row0_values is None else stats.row0_values.size
@@ -157,7 +159,7 @@ def _consistent(fixed: list[ConfigResult]) -> Requirement:
   return Requirement("consistent", not bad and bool(good), tuple(bad + good))
 
 
-def _within_bounds(s: accuracy.ErrorStats, abs_bound, rel_bound) -> bool:
+def _within_bounds(s: ErrorStats, abs_bound, rel_bound) -> bool:
   """XLA's ErrorSpec rule: either bound suffices."""
   return (abs_bound is not None and s.max_abs <= abs_bound) or (
     rel_bound is not None and s.max_rel <= rel_bound
@@ -197,10 +199,8 @@ def _errors_judged(r: ConfigResult, abs_bound, rel_bound):
     ok = _within_bounds(stats, abs_bound, rel_bound)
     limits = ev.ErrorBounds(abs_bound, rel_bound)
   else:
-    k = accuracy.NOISE_FACTOR
-    ok = accuracy.within_noise(stats, noise) and stats.max_abs <= (
-      k * noise.max_abs
-    )
+    k = NOISE_FACTOR
+    ok = within_noise(stats, noise) and stats.max_abs <= (k * noise.max_abs)
     limits = ev.NoiseLimits(k, noise.row0_abs, noise.max_abs)
   others = _other_leaves(r, stats.leaf, abs_bound, rel_bound)
   return ev.ErrorsJudged(
@@ -238,9 +238,9 @@ def golden(
   Raises:
     GoldenError: the golden folder is missing or corrupt.
   """
-  snap = snapshot.snapshot(fixed, versions)
-  record = snapshot.sweep_record(spec)
-  result = snapshot.check(golden_dir, snap, record)
+  snap = take_snapshot(fixed, versions)
+  record = sweep_record(spec)
+  result = check(golden_dir, snap, record)
   notes = [ev.GoldenNote("site", s) for s in result.sites]
   notes += [ev.GoldenNote("missing", m) for m in result.missing]
   if not result.sites:

@@ -17,6 +17,8 @@ commits between them with GitHub's compare link (`commits.xla_range`),
 the emitters and passes of the dot sites whose fate or effective algorithm
 moved (`fate_movers`, from the two runs' site records), and every dot-site
 difference (`golden_diff.describe_site_changes`).
+
+Private in intent: use the package, `hloprobe.versions`.
 """
 
 from __future__ import annotations
@@ -25,14 +27,14 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.golden.diff import SUMMARY_KEYS, describe_site_changes
-from hloprobe.sites.dot_sites import EMITTER_KEYS, emitter_name
+from hloprobe.golden import SUMMARY_KEYS, describe_site_changes
+from hloprobe.sites import EMITTER_KEYS, emitter_name
 from hloprobe.versions import commits, compare, driver, venvs
 from hloprobe.versions.run import VersionRun
 
 __all__ = [
   "BisectResult",
-  "bisect",
+  "bisect_releases",
   "fate_movers",
   "releases_between",
   "render_bisect",
@@ -105,7 +107,7 @@ def verdict(run: VersionRun) -> str:
   return "PASS" if judged and all(r["passed"] for r in judged) else "FAIL"
 
 
-def bisect(
+def bisect_releases(
   releases: Sequence[str],
   request: dict,
   requirements: tuple[str, ...],

@@ -4,6 +4,8 @@
 thread that waits on its own child processes. A signal reaches only the
 main thread, so `Children.stop` ends every child the threads started and
 lets no new one start; the threads then finish at once with an error.
+
+Private in intent: use the package, `hloprobe.versions`.
 """
 
 from __future__ import annotations

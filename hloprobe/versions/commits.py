@@ -8,6 +8,8 @@ worker; the wheels of 0.6.0 to 0.8.0 record none). The XLA commit comes from
 before 0.7.0) at the commit the wheel was built from, with where it was
 read. A release beyond the table, or one whose wheel names another JAX
 commit than the table's, has an unknown XLA commit, never a guess.
+
+Private in intent: use the package, `hloprobe.versions`.
 """
 
 from __future__ import annotations

@@ -48,6 +48,8 @@ had no "installed", "python", "jax_commit", "xla_commit", "xla_source",
                                    "dot_sites": [results.json site],
                                    "passes_explained": bool (ok cells
                                      only)}}}]}
+
+Private in intent: use the package, `hloprobe.versions`.
 """
 
 from __future__ import annotations
@@ -55,9 +57,9 @@ from __future__ import annotations
 import collections
 from collections.abc import Sequence
 
-from hloprobe.compile.compat import CHECKED_JAXLIBS, checked_words
-from hloprobe.ir.precisions import ALGORITHMS
-from hloprobe.report import tables
+from hloprobe.compile import CHECKED_JAXLIBS, checked_words
+from hloprobe.ir import ALGORITHMS
+from hloprobe.report import table as tables_table
 from hloprobe.versions import commits
 from hloprobe.versions.run import VersionRun
 
@@ -258,7 +260,7 @@ def render_versions(
         + [_show(entry["cells"][r.jaxlib], field) for r in runs]
         + [mark]
       )
-  table = tables.table(rows, headers, fmt)
+  table = tables_table(rows, headers, fmt)
   return "\n".join([table, *_footer(runs, compared, built)])
 
 

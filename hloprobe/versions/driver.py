@@ -13,6 +13,8 @@ same sweep in it (`run.run_version`). A version that cannot be installed
 Versions are independent, so `run_versions` runs up to `jobs` of them at
 once (threads, each waiting on its own pip and worker processes); the runs
 come back in the order asked, whichever finishes first.
+
+Private in intent: use the package, `hloprobe.versions`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from hloprobe.compile import compat
+from hloprobe.compile import installed_jaxlib
 from hloprobe.versions import pythons, run, venvs
 from hloprobe.versions.children import Children
 
@@ -78,7 +80,7 @@ def plan(
 
   out: dict[str, Where] = {}
   for v in versions:
-    if v == compat.installed_jaxlib() and _is_running(python):
+    if v == installed_jaxlib() and _is_running(python):
       out[v] = venvs.running_venv()
       continue
     accepted = None

@@ -29,6 +29,8 @@ to a JSON file to commit as test data (schema "hloprobe.gpu_check" 1):
 
 Without a GPU, `--device_target=cpu --compile_only_target=a100` runs the
 same logic with the CPU standing in (how the tests check it).
+
+Private in intent: use the package, `hloprobe.versions`.
 """
 
 from __future__ import annotations
@@ -38,16 +40,16 @@ import os
 import re
 
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.ir.precisions import DEFAULT_PRECISIONS
+from hloprobe.ir import DEFAULT_PRECISIONS
 
 __all__ = [
   "DEFAULT_OUTPUT_DIR",
   "band_status",
   "check_records",
   "compile_only_target_for",
-  "gpu_check",
   "output_path",
   "render_check",
+  "run_gpu_check",
 ]
 
 DEFAULT_OUTPUT_DIR = os.path.join("tests", "testdata", "gpu_check")
@@ -62,7 +64,7 @@ def compile_only_target_for(device_kind: str) -> str:
   Raises:
     InvalidArgumentError: no built-in target matches (give --compile_only_target).
   """
-  from hloprobe.compile.targets import BUILTIN_TARGETS
+  from hloprobe.compile import BUILTIN_TARGETS
 
   for name, t in BUILTIN_TARGETS.items():
     if t.compile_only and re.search(
@@ -145,7 +147,7 @@ def check_records(
   return out
 
 
-def gpu_check(
+def run_gpu_check(
   device_target: str = "gpu",
   compile_only_target: str | None = None,
   batch_sizes: tuple[int, ...] = tuple(range(1, 10)),
@@ -162,12 +164,12 @@ def gpu_check(
   import jax
 
   from hloprobe import sweep
-  from hloprobe.compile import compat, lowering
+  from hloprobe.compile import jax_versions, start_backends, version_warning
   from hloprobe.report import results_json
 
   if device_target == "gpu":  # the sweep's workers share the GPU
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-  lowering.start_backends(None if device_target == "gpu" else "cpu")
+  start_backends(None if device_target == "gpu" else "cpu")
   device = jax.devices()[0].device_kind if device_target == "gpu" else "cpu"
   twin = compile_only_target or compile_only_target_for(device)
   spec = sweep.SweepSpec(
@@ -177,7 +179,7 @@ def gpu_check(
     targets=(device_target, twin),
   )
   results = sweep.run_sweep(spec)
-  configs = results_json.results_json(results, lowering.versions())["configs"]
+  configs = results_json(results, jax_versions())["configs"]
   return {
     "schema": "hloprobe.gpu_check",
     "schema_version": 1,
@@ -185,15 +187,15 @@ def gpu_check(
     "device": device,
     "device_target": device_target,
     "compile_only_target": twin,
-    **lowering.versions(),
-    "warning": compat.version_warning(),
+    **jax_versions(),
+    "warning": version_warning(),
     "configs": check_records(configs, device_target, twin),
   }
 
 
 def render_check(doc: dict) -> str:
   """The check as a table: one row per config."""
-  from hloprobe.report import tables
+  from hloprobe.report import table
 
   def band(b: dict) -> str:
     if b["predicted_row0"] is None:
@@ -231,7 +233,7 @@ def render_check(doc: dict) -> str:
     f"{doc['device']} with jax {doc['jax']} / jaxlib {doc['jaxlib']}, "
     f"{doc['created']}"
   )
-  return "\n".join([head, tables.table(rows, headers)])
+  return "\n".join([head, table(rows, headers)])
 
 
 def output_path(doc: dict, output: str | None) -> str:

@@ -17,6 +17,8 @@ the release supports and that this machine has:
   for it, else the newest version found that has one.
 
 `--python=PATH` names the one interpreter to use instead.
+
+Private in intent: use the package, `hloprobe.versions`.
 """
 
 from __future__ import annotations

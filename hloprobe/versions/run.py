@@ -16,8 +16,10 @@ sweep, judges the requested requirements (`verify.judge`) and replies
      `jaxlib/version.py` `_git_hash`; null where the wheel records none),
    "capabilities": {"dot_algorithm_preset": bool,
                     "threefry_partitionable": bool | null},
-   "results": <results.json document, see report/results_json.py>,
+   "results": <results.json document, see report/results_schema.py>,
    "requirements": [{"name": str, "passed": bool, "evidence": [str]}]}
+
+Private in intent: use the package, `hloprobe.versions`.
 """
 
 from __future__ import annotations
@@ -167,8 +169,18 @@ def _serve(request_path: str, reply_path: str) -> None:
   import jax
 
   from hloprobe import sweep, verify
-  from hloprobe.compile import compat, lowering
-  from hloprobe.report import files, results_json, verification
+  from hloprobe.compile import (
+    jax_versions,
+    jaxlib_git_hash,
+    start_backends,
+    version_warning,
+  )
+  from hloprobe.report import (
+    atomic_write,
+    dumps_json,
+    requirement_lines,
+    results_json,
+  )
 
   with open(request_path, encoding="utf-8") as f:
     request = json.load(f)
@@ -180,14 +192,14 @@ def _serve(request_path: str, reply_path: str) -> None:
     targets=tuple(fields["targets"]),
     explain_passes=bool(fields["explain_passes"]),
   )
-  lowering.start_backends(None)
+  start_backends(None)
   results = sweep.run_sweep(spec)
   judged = verify.judge(results, request["requirements"])
   reply = {
-    **lowering.versions(),
+    **jax_versions(),
     "python": platform.python_version(),
-    "warning": compat.version_warning(),
-    "jax_commit": compat.jaxlib_git_hash(),
+    "warning": version_warning(),
+    "jax_commit": jaxlib_git_hash(),
     "capabilities": {
       "dot_algorithm_preset": hasattr(jax.lax, "DotAlgorithmPreset"),
       # jax 0.5.0 made it True by default: the same PRNGKey then draws
@@ -196,17 +208,17 @@ def _serve(request_path: str, reply_path: str) -> None:
         jax.config, "jax_threefry_partitionable", None
       ),
     },
-    "results": results_json.results_json(results, lowering.versions()),
+    "results": results_json(results, jax_versions()),
     "requirements": [
       {
         "name": r.name,
         "passed": r.passed,
-        "evidence": verification.requirement_lines(r),
+        "evidence": requirement_lines(r),
       }
       for r in judged
     ],
   }
-  files.atomic_write(reply_path, results_json.dumps_json(reply))
+  atomic_write(reply_path, dumps_json(reply))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ The jaxlib of the running interpreter needs no venv: `running_venv`.
 
 Which versions exist comes from the package index, through pip's own query
 (`pip index versions NAME [--python-version 3.N]`).
+
+Private in intent: use the package, `hloprobe.versions`.
 """
 
 from __future__ import annotations
@@ -105,9 +107,11 @@ def default_cache_dir() -> str:
   """venvs/ under hloprobe's one cache folder (`cache.default_cache_dir`):
   `$XDG_CACHE_HOME/hloprobe/venvs`, else `~/.cache/hloprobe/venvs`, as the
   CLI's `<--cache_dir>/venvs`."""
-  from hloprobe.runtime import cache  # lazy: cache imports the JAX runtime
+  from hloprobe.runtime import (
+    default_cache_dir as cache_default_cache_dir,
+  )  # lazy: cache imports the JAX runtime
 
-  return os.path.join(cache.default_cache_dir(), "venvs")
+  return os.path.join(cache_default_cache_dir(), "venvs")
 
 
 def this_python() -> str:

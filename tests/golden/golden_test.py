@@ -47,7 +47,7 @@ def setUpModule():
   global _SNAP
   _SWEEP.update(snapshot.manifest_sweep(_GOLDEN))
   _RESULTS.extend(sweep.run_sweep(snapshot.spec_from_record(_SWEEP)))
-  _SNAP = snapshot.snapshot(_RESULTS, lowering.versions())
+  _SNAP = snapshot.take_snapshot(_RESULTS, lowering.jax_versions())
 
 
 def _cli(*args: str, env: dict | None = None):
@@ -89,16 +89,16 @@ class GoldenTest(parameterized.TestCase):
 
   def test_update_is_idempotent_and_keeps_unchanged_files(self):
     path = os.path.join(self.create_tempdir().full_path, "golden")
-    first = update.update(
+    first = update.update_goldens(
       path,
-      snapshot.snapshot(_RESULTS, lowering.versions(), "2000-01-01"),
+      snapshot.take_snapshot(_RESULTS, lowering.jax_versions(), "2000-01-01"),
       _SWEEP,
     )
     self.assertLen(first.added, _N_FILES)
     before = _texts(path)
-    again = update.update(
+    again = update.update_goldens(
       path,
-      snapshot.snapshot(_RESULTS, lowering.versions(), "2099-12-31"),
+      snapshot.take_snapshot(_RESULTS, lowering.jax_versions(), "2099-12-31"),
       _SWEEP,
     )
     self.assertEqual(
@@ -313,7 +313,7 @@ class GoldenTest(parameterized.TestCase):
       )
 
     planted = [plant(r) for r in _RESULTS]
-    snap = snapshot.snapshot(planted, lowering.versions())
+    snap = snapshot.take_snapshot(planted, lowering.jax_versions())
     self.assertEqual(len(snap.failed), 1)
     self.assertRegex(
       snap.failed[0],
@@ -374,7 +374,7 @@ class GoldenTest(parameterized.TestCase):
       with self.assertRaisesRegex(
         GoldenError, "previous goldens are unchanged"
       ):
-        update.update(path, changed, _SWEEP)
+        update.update_goldens(path, changed, _SWEEP)
     self.assertEqual(before, _texts(path))
     self.assertEqual(os.listdir(os.path.dirname(path)), ["golden"])
 
@@ -403,7 +403,7 @@ class GoldenTest(parameterized.TestCase):
       r: _SNAP.files[r]
       for r in (in_scope + ".dots.json", in_scope + ".hlo", shared)
     }
-    result = update.update(
+    result = update.update_goldens(
       path, dataclasses.replace(_SNAP, files=files), narrow
     )
     self.assertEqual(result.changed, (in_scope + ".dots.json",))
@@ -442,7 +442,9 @@ class GoldenTest(parameterized.TestCase):
       "precisions": ["float32"],
     }
     files = {r: t for r, t in _SNAP.files.items() if "cpu/seed_mlp/n1-f" in r}
-    result = update.update(path, dataclasses.replace(_SNAP, files=files), wider)
+    result = update.update_goldens(
+      path, dataclasses.replace(_SNAP, files=files), wider
+    )
     self.assertIn(
       "this sweep is not within MANIFEST.json's (batch_sizes 5 not in it): "
       "replaced the whole folder, and MANIFEST.json records this sweep",
@@ -458,13 +460,13 @@ class GoldenTest(parameterized.TestCase):
       _SNAP, failed=("cpu seed_mlp n=1 bfloat16: failed at compile: boom",)
     )
     with self.assertRaisesRegex(GoldenError, "(?s)refusing to update.*boom"):
-      update.update(path, failed, _SWEEP)
+      update.update_goldens(path, failed, _SWEEP)
     self.assertEqual(os.listdir(path), [])
 
   def test_update_reports_added_changed_removed(self):
     path = os.path.join(self.create_tempdir().full_path, "golden")
     files = {r: t for r, t in _SNAP.files.items() if "n9" not in r}
-    update.update(path, dataclasses.replace(_SNAP, files=files), _SWEEP)
+    update.update_goldens(path, dataclasses.replace(_SNAP, files=files), _SWEEP)
     self._edit(
       os.path.join(path, _N1 + ".dots.json"),
       '"fate": "multiply+reduce"',
@@ -472,7 +474,7 @@ class GoldenTest(parameterized.TestCase):
     )
     with open(os.path.join(path, "cpu/seed_mlp/n5-float32.hlo"), "w") as f:
       f.write("stale\n")
-    result = update.update(path, _SNAP, _SWEEP)
+    result = update.update_goldens(path, _SNAP, _SWEEP)
     self.assertLen(result.added, _N_FILES // 3)  # the n=9 third
     self.assertEqual(result.changed, (_N1 + ".dots.json",))
     self.assertEqual(result.removed, ("cpu/seed_mlp/n5-float32.hlo",))

@@ -53,14 +53,14 @@ class GoldenLockTest(absltest.TestCase):
       rf"golden is being updated by process {holder.pid} since .*"
       r"\.golden\.lock\); waited 0 s",
     ):
-      update.update(golden, _EMPTY, _SWEEP, lock_timeout_s=0.3)
+      update.update_goldens(golden, _EMPTY, _SWEEP, lock_timeout_s=0.3)
     self.assertFalse(os.path.exists(golden))  # nothing written
 
   @pytest.mark.compiles  # a second Python process holds the lock
   def test_second_update_waits_for_the_first(self):
     golden = os.path.join(self.create_tempdir().full_path, "golden")
     self._holder(golden, 1.0)
-    result = update.update(golden, _EMPTY, _SWEEP, lock_timeout_s=60)
+    result = update.update_goldens(golden, _EMPTY, _SWEEP, lock_timeout_s=60)
     self.assertEqual(result.added, ())
     self.assertTrue(os.path.isfile(os.path.join(golden, "MANIFEST.json")))
     self.assertEqual(os.listdir(os.path.dirname(golden)), ["golden"])
@@ -68,10 +68,10 @@ class GoldenLockTest(absltest.TestCase):
   def test_leftovers_of_a_killed_update_are_removed_and_named(self):
     parent = self.create_tempdir().full_path
     golden = os.path.join(parent, "golden")
-    update.update(golden, _EMPTY, _SWEEP)
+    update.update_goldens(golden, _EMPTY, _SWEEP)
     for name in (".golden.update-k1l2", ".golden.update-m3n4.old"):
       os.makedirs(os.path.join(parent, name, "cpu"))
-    result = update.update(golden, _EMPTY, _SWEEP)
+    result = update.update_goldens(golden, _EMPTY, _SWEEP)
     self.assertIn(
       "removed .golden.update-k1l2 (left by an interrupted", result.note
     )
@@ -81,7 +81,7 @@ class GoldenLockTest(absltest.TestCase):
   def test_leftover_previous_goldens_are_put_back(self):
     parent = self.create_tempdir().full_path
     golden = os.path.join(parent, "golden")
-    update.update(golden, _EMPTY, _SWEEP)
+    update.update_goldens(golden, _EMPTY, _SWEEP)
     os.rename(golden, os.path.join(parent, ".golden.update-x.old"))
     with lock.golden_lock(golden):
       self.assertEqual(

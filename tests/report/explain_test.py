@@ -13,7 +13,7 @@ from testutil import numpy_seed_row0, run_hloprobe
 
 from hloprobe import records, sweep
 from hloprobe.compile import cases, experiments, targets
-from hloprobe.report import explain, explain_text, results_json
+from hloprobe.report import explain, explain_text, results_schema
 from hloprobe.sites.dot_sites import Fate
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
@@ -71,7 +71,7 @@ class SeedMlpExplainTest(parameterized.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     cls.results = _sweep((1, 2, 3), _PRECISIONS, _TARGETS)
-    cls.found = _by_target(explain.explain(cls.results, _CASES))
+    cls.found = _by_target(explain.explain_results(cls.results, _CASES))
     # One line per statement, so assertions do not depend on wrapping.
     cls.text = explain_text.render_explanation(
       list(cls.found.values()), width=10_000
@@ -80,7 +80,7 @@ class SeedMlpExplainTest(parameterized.TestCase):
   def test_json_mirrors_the_records(self):
     records = list(self.found.values())
     doc = json.loads(
-      results_json.dumps_json(explain_text.explanation_json(records))
+      results_schema.dumps_json(explain_text.explanation_json(records))
     )
     self.assertEqual(
       (doc["schema"], doc["schema_version"]), ("hloprobe.explain", 1)
@@ -320,7 +320,7 @@ class SeedMlpExplainTest(parameterized.TestCase):
       )
 
     found = _by_target(
-      explain.explain([on_sm75(r) for r in self.results], _CASES)
+      explain.explain_results([on_sm75(r) for r in self.results], _CASES)
     )
     tf32 = ("bfloat16",) + (("tensorfloat32",) if self.HIGH_TF32 else ())
     self.assertEqual(
@@ -353,7 +353,9 @@ class SeedMlpExplainTest(parameterized.TestCase):
       compilation = dataclasses.replace(r.compilation, fates=fates)
       return dataclasses.replace(r, compilation=compilation)
 
-    found = _by_target(explain.explain([tf32(r) for r in self.results], _CASES))
+    found = _by_target(
+      explain.explain_results([tf32(r) for r in self.results], _CASES)
+    )
     self.assertEqual(found["a100"].alternatives, ())
     changes = {c.precision: c.arithmetic for c in found["a100"].changes}
     self.assertTrue(changes["tensorfloat32"])
@@ -396,7 +398,9 @@ class SeedMlpExplainTest(parameterized.TestCase):
 @pytest.mark.compiles
 class NothingChangesTest(absltest.TestCase):
   def test_cpu_batch_2_and_3(self):
-    (e,) = explain.explain(_sweep((2, 3), ("float32",), ("cpu",)), _CASES)
+    (e,) = explain.explain_results(
+      _sweep((2, 3), ("float32",), ("cpu",)), _CASES
+    )
     self.assertLen(e.spans["float32"], 1)
     self.assertEqual(e.changes, ())
     text = explain_text.render_explanation([e], width=10_000)
@@ -423,7 +427,8 @@ class CublasTf32OptionalTest(absltest.TestCase):
       experiments=(experiments.parse_experiment("no_triton_gemm"),),
     )
     found = {
-      e.experiment: e for e in explain.explain(sweep.run_sweep(spec), _CASES)
+      e.experiment: e
+      for e in explain.explain_results(sweep.run_sweep(spec), _CASES)
     }
     changes = {c.precision: c for c in found["no_triton_gemm"].changes}
     self.assertTrue(changes["bfloat16"].arithmetic)

@@ -12,7 +12,7 @@ from hloprobe import verify
 from hloprobe.compile.targets import get_target
 from hloprobe.numerics import accuracy, predict
 from hloprobe.records import Config, ConfigResult, Execution
-from hloprobe.report import files, results_json, tables, verification
+from hloprobe.report import files, results_schema, tables, verification
 
 _INF, _NAN = math.inf, math.nan
 _VERSIONS = {"jax": "0.10.2", "jaxlib": "0.10.2"}
@@ -80,7 +80,7 @@ class StrictJsonTest(absltest.TestCase):
   def test_dumps_json_recurses_and_keeps_finite_values(self):
     doc = {"a": [1.5, _INF, {"b": (-_INF, _NAN, 0.0)}], "c": "inf", "d": 7}
     self.assertEqual(
-      _strict_loads(results_json.dumps_json(doc)),
+      _strict_loads(results_schema.dumps_json(doc)),
       {"a": [1.5, None, {"b": [None, None, 0.0]}], "c": "inf", "d": 7},
     )
 

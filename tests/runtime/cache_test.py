@@ -113,7 +113,7 @@ class EvictionTest(absltest.TestCase):
         self.store.evict(0)
       real(path, write, prefix=prefix)
 
-    with mock.patch.object(textfile, "write_whole", evicted_first):
+    with mock.patch.object(cache, "write_whole", evicted_first):
       with self.assertNoLogs(level="WARNING"):
         self.store.put(_key(4), "kept")
     self.assertLen(calls, 2)

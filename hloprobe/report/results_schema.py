@@ -93,6 +93,8 @@ element 0, as in `accuracy.ErrorStats`):
                     "stages": {stage: seconds} (see runtime/timing.py)}}
     ]
   }
+
+Private in intent: use the package, `hloprobe.report`.
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ import json
 import math
 
 from hloprobe.records import ConfigResult
-from hloprobe.sites.dot_sites import fate_summary, site_record
+from hloprobe.sites import fate_summary, site_record
 
 __all__ = [
   "SCHEMA_VERSION",
