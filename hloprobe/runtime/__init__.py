@@ -11,17 +11,15 @@ Its modules:
   host      `host_cpu`: the CPU and the ISA XLA compiles for
 
 `clear_caches` empties every per-process memo of the library.
+
+The interface is `__all__`; the modules behind it are private in intent.
+The record cache's names load on first use (PEP 562 `__getattr__`): its
+module imports jax, and a worker process starts (`serve`, through this
+face) before it loads JAX, so an interrupted start ends at once.
 """
 
 from __future__ import annotations
 
-from hloprobe.runtime.cache import DEFAULT_MAX_MB as DEFAULT_MAX_MB
-from hloprobe.runtime.cache import RecordCache as RecordCache
-from hloprobe.runtime.cache import Warn as Warn
-from hloprobe.runtime.cache import case_fingerprint as case_fingerprint
-from hloprobe.runtime.cache import config_key as config_key
-from hloprobe.runtime.cache import default_cache_dir as default_cache_dir
-from hloprobe.runtime.cache import log_warning as log_warning
 from hloprobe.runtime.caches import clear_caches as clear_caches
 from hloprobe.runtime.host import HostCpu as HostCpu
 from hloprobe.runtime.host import host_cpu as host_cpu
@@ -58,3 +56,22 @@ __all__ = [
   "usable_cores",
   "worker_xla_flags",
 ]
+
+_CACHE_NAMES = (
+  "DEFAULT_MAX_MB",
+  "RecordCache",
+  "Warn",
+  "case_fingerprint",
+  "config_key",
+  "default_cache_dir",
+  "log_warning",
+)
+
+
+def __getattr__(name: str):
+  """The record cache's names, on first use (see the docstring)."""
+  if name in _CACHE_NAMES:
+    from hloprobe.runtime import cache
+
+    return getattr(cache, name)
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,7 +25,6 @@ import sys
 import tempfile
 import time
 
-from hloprobe.compile import filter_startup_noise
 from hloprobe.errors import HloprobeError, XlaFlagsError
 from hloprobe.runtime.serve import HEADER, STAGE_FILE_ENV, Request, main_code
 
@@ -79,6 +78,9 @@ def _rejected_flag(stderr: str, xla_flags: str) -> str | None:
 
 def _explain_death(returncode: int, stderr: str) -> str:
   """One line: the signal or exit status and the last lines printed."""
+  # Lazy: a worker's start-up (this module) loads no JAX.
+  from hloprobe.compile import filter_startup_noise
+
   lines = [
     line.strip()
     for line in filter_startup_noise(stderr).splitlines()

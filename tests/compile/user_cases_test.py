@@ -15,6 +15,7 @@ from testutil import run_hloprobe, run_hloprobe_json
 from hloprobe import sweep, verify
 from hloprobe.compile import cases
 from hloprobe.errors import CaseError
+from hloprobe.report import requirement_lines
 
 # Compiles with XLA (`make test-fast` skips it).
 pytestmark = pytest.mark.compiles
@@ -182,7 +183,7 @@ class LossAndBatchedLeafTest(absltest.TestCase):
     self.assertGreater(abs(loss1 - loss2), 1.0)
     consistent, _ = self.verification.requirements
     self.assertTrue(consistent.passed, consistent.evidence)
-    (line,) = consistent.evidence
+    (line,) = requirement_lines(consistent)  # the evidence in words
     match = re.match(
       r"cpu mine n=2 float32: row 0 \['y'\] \(first values\) (\S+) vs "
       r"(\S+) at n=1, moved \S+, the largest of its 64 values ",
@@ -196,7 +197,8 @@ class LossAndBatchedLeafTest(absltest.TestCase):
   def test_accurate_judges_y_and_the_loss(self):
     _, accurate = self.verification.requirements
     self.assertTrue(accurate.passed, accurate.evidence)
-    for line in accurate.evidence:  # y by its numbers, the loss by verdict
+    # y by its numbers, the loss by verdict
+    for line in requirement_lines(accurate):
       self.assertRegex(line, r"^cpu mine n=[12] float32: \['y'\] row-0 ")
       self.assertIn("limits row-0 |err| ", line)
     for r in self.results:
