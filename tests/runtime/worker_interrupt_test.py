@@ -35,6 +35,11 @@ class InterruptedStartTest(absltest.TestCase):
         pool.start("", 0)
 
     k = 1
+    # gc.collect() below sees only what this test makes: the objects of the
+    # tests run before it in this process (a big heap under pytest-xdist)
+    # are frozen out of collection, which made each collection seconds.
+    gc.freeze()
+    self.addCleanup(gc.unfreeze)
     with mock.patch.object(tempfile, "tempdir", tmp):
       # At each point of worker.py in turn: between making the folder,
       # starting the process and noting the worker, and while closing.
