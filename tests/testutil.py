@@ -104,6 +104,16 @@ def run_hloprobe_json(test, *args: str, **kwargs) -> dict:
   return json.loads(proc.stdout)
 
 
+def record_cache() -> str:
+  """The record cache the command line uses in this test process (under
+  conftest's temporary XDG_CACHE_HOME), for in-process sweeps to share: a
+  config one test computed is a hit for the next (the cache's own tests
+  show a hit equals a computed record)."""
+  from hloprobe.runtime import default_cache_dir
+
+  return default_cache_dir()
+
+
 def jaxlib_at_least(version: str, jaxlib: str | None = None) -> bool:
   """Whether `jaxlib` (default: this process's) is `version` or newer
   ("0.11.1")."""

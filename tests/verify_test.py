@@ -31,7 +31,9 @@ def _verify(
   precisions=("bfloat16",),
   **kwargs,
 ):
-  spec = sweep.SweepSpec(("seed_mlp",), sizes, precisions, targets)
+  spec = sweep.SweepSpec(
+    ("seed_mlp",), sizes, precisions, targets, cache_dir=testutil.record_cache()
+  )
   parsed = verify.parse_fix(fix)
   results = sweep.run_sweep(verify.fix_sweep(spec, parsed, require))
   return verify.verify(
