@@ -14,7 +14,7 @@ def main() -> None:
 
   They wait, blocked, until `run` has set its handlers, then arrive there:
   while the command line imports jax, fd 2 is redirected
-  (toolchain.quiet_startup) and a handler may run inside a callback of
+  (startup.quiet_startup) and a handler may run inside a callback of
   jax's that drops exceptions (`_xla_gc_callback`) or of C++ code that
   aborts on them. The block is set before `hloprobe.cli` is imported, so
   this module imports nothing of jax itself.

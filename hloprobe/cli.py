@@ -48,11 +48,11 @@ import sys
 
 from absl import app, flags
 
-from hloprobe.compile import quiet_startup
+from hloprobe.startup import quiet_startup
 
 # Importing jax loads the CUDA plugin, whose libraries each log "Could not
 # find cuda drivers" on a machine without one; the command line drops those
-# lines (toolchain.quiet_startup). The library leaves stderr alone.
+# lines (startup.quiet_startup). The library leaves stderr alone.
 with quiet_startup():
   import jax  # noqa: F401
 

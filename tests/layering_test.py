@@ -4,7 +4,7 @@ only `report` formats tables (imports tabulate).
 Stages, lowest first (a module's stage is its subpackage under hloprobe/,
 or its own name for a top-level module):
 
-  errors < private_api < ir < compile < runtime < sites < numerics
+  errors < startup < private_api < ir < compile < runtime < sites < numerics
          < records < sweep < golden < verify < report < pictures < versions
          < commands < cli_flags < cli, tools < __main__, __init__
 
@@ -62,6 +62,7 @@ from absl.testing import absltest
 
 _ORDER = (
   ("errors",),
+  ("startup",),
   ("private_api",),
   ("ir",),
   ("compile",),
@@ -105,7 +106,7 @@ _TABLES = ("report",)
 _PRINTERS = ("commands", "cli", "tools")
 # Module file name -> why it may write to stderr although a library module.
 _MAY_WRITE = {
-  "toolchain.py": "quiet_startup writes back the stderr lines it does not "
+  "startup.py": "quiet_startup writes back the stderr lines it does not "
   "drop (it filters what native code printed; it says nothing itself)",
 }
 

@@ -47,13 +47,9 @@ from hloprobe.compile.targets import get_target as get_target
 from hloprobe.compile.targets import is_config_path as is_config_path
 from hloprobe.compile.targets import load_target_config as load_target_config
 from hloprobe.compile.toolchain import Ptxas as Ptxas
-from hloprobe.compile.toolchain import (
-  filter_startup_noise as filter_startup_noise,
-)
 from hloprobe.compile.toolchain import find_ptxas as find_ptxas
 from hloprobe.compile.toolchain import nvcc_wheel_dir as nvcc_wheel_dir
 from hloprobe.compile.toolchain import ptxas_version as ptxas_version
-from hloprobe.compile.toolchain import quiet_startup as quiet_startup
 
 __all__ = [
   "BASELINE",
@@ -70,7 +66,6 @@ __all__ = [
   "checked_words",
   "compile_case",
   "enable_x64",
-  "filter_startup_noise",
   "find_ptxas",
   "get_case",
   "get_target",
@@ -85,7 +80,6 @@ __all__ = [
   "parse_experiment",
   "parse_experiments_file",
   "ptxas_version",
-  "quiet_startup",
   "resolvable_elsewhere",
   "rules_checked",
   "run_compiled",

@@ -35,7 +35,7 @@ import jaxlib
 import numpy as np
 from jax.experimental import topologies
 
-from hloprobe import private_api
+from hloprobe import private_api, startup
 from hloprobe.compile import compat, toolchain
 from hloprobe.compile.cases import Case
 from hloprobe.compile.targets import Target, drop_field, parse_unknown_field_log
@@ -118,7 +118,7 @@ def start_backends(platforms: str | None) -> None:
   level = bridge.level
   bridge.setLevel(logging.CRITICAL)
   try:
-    with toolchain.quiet_startup():
+    with startup.quiet_startup():
       jax.devices()
   finally:
     bridge.setLevel(level)
@@ -148,7 +148,7 @@ def load_topology(name: str, config_text: str) -> LoadedTopology:
   """
   dropped: list[str] = []
   for _ in range(256):
-    with toolchain.captured_stderr() as log:
+    with startup.captured_stderr() as log:
       try:
         topo = topologies.get_topology_desc(
           name, "cuda", target_config=config_text, topology="1x1x1"
@@ -311,7 +311,7 @@ def _compile_gpu(lowered, target: Target, device, dump_passes: bool) -> tuple:
     cuda_dir = options.get("xla_gpu_cuda_data_dir", private_api.cuda_path())
     ptxas = toolchain.find_ptxas(cuda_dir)
     start = time.perf_counter()
-    with toolchain.captured_stderr() as log:
+    with startup.captured_stderr() as log:
       compiled, error, notes = _try_compile(
         lowered, options, target.compile_only
       )
@@ -337,7 +337,7 @@ def _compile_gpu(lowered, target: Target, device, dump_passes: bool) -> tuple:
       "dropped_config_fields": loaded.dropped_fields if loaded else (),
       "device_kind": getattr(device, "device_kind", None),
       "compute_capability": getattr(device, "compute_capability", None),
-      "xla_log": toolchain.filter_startup_noise(log[0]),
+      "xla_log": startup.filter_startup_noise(log[0]),
       "pass_dumps": dumps,
       "optimized_hlo": optimized,
       "compile_notes": notes,

@@ -21,11 +21,8 @@ that compile used. The rule, checked on jaxlib 0.10.2 and 0.12.0.1:
   nvidia.cuda_nvcc package); `Lowered.compile(compiler_options=...)`
   overrides it, which is how hloprobe pins the wheel.
 
-Native stderr. The CUDA plugin logs "Could not find cuda drivers" from each
-of its libraries at import and backend start-up, before absl logging is
-initialised, so TF_CPP_MIN_LOG_LEVEL does not hide them. `captured_stderr`
-redirects file descriptor 2 for a block and returns what was written;
-`filter_startup_noise` drops the known start-up lines.
+Native stderr (what XLA and the CUDA plugin write to file descriptor 2) is
+`hloprobe.startup`'s, a module that imports no JAX.
 
 Imports no JAX.
 
@@ -34,26 +31,18 @@ Private in intent: use the package, `hloprobe.compile`.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import importlib.util
 import os
 import re
 import subprocess
-import sys
-import tempfile
-from collections.abc import Iterator
 
 __all__ = [
-  "STARTUP_NOISE",
   "Ptxas",
-  "captured_stderr",
-  "filter_startup_noise",
   "find_ptxas",
   "nvcc_wheel_dir",
   "ptxas_version",
-  "quiet_startup",
 ]
 
 _MIN_VERSION = (11, 8, 0)
@@ -160,64 +149,3 @@ def find_ptxas(
       continue
     return Ptxas(path, ".".join(map(str, version)), source)
   return None
-
-
-@contextlib.contextmanager
-def captured_stderr() -> Iterator[list[str]]:
-  """Redirects file descriptor 2 for a block: what native code writes there
-  (and Python's sys.stderr, when that is fd 2 as in the command line).
-
-  Yields a list that holds, once the block ends, the captured text as one
-  string. The original descriptor is restored in `finally`.
-  """
-  sys.stderr.flush()
-  saved = os.dup(2)
-  out: list[str] = []
-  # A named file: if native code kills the process inside the block, a
-  # worker's parent reads what it wrote (see `worker`).
-  with tempfile.NamedTemporaryFile(prefix="hloprobe-stderr-") as tmp:
-    os.dup2(tmp.fileno(), 2)
-    try:
-      yield out
-    finally:
-      sys.stderr.flush()
-      os.dup2(saved, 2)
-      os.close(saved)
-      tmp.seek(0)
-      out.append(tmp.read().decode("utf-8", errors="replace"))
-
-
-# Lines the CUDA plugin writes at import and start-up on a machine without a
-# CUDA driver (jaxlib 0.10.2, jax-cuda12-plugin 0.10.2).
-STARTUP_NOISE = (
-  re.compile(
-    r"^WARNING: All log messages before absl::InitializeLog\(\) is called"
-  ),
-  re.compile(r"^[IW]\d{4} [\d:. ]+\s+\d+ cudart_stub\.cc:\d+\] "),
-)
-
-
-def filter_startup_noise(text: str) -> str:
-  """`text` without the lines matching `STARTUP_NOISE`."""
-  return "".join(
-    line
-    for line in text.splitlines(keepends=True)
-    if not any(p.search(line) for p in STARTUP_NOISE)
-  )
-
-
-@contextlib.contextmanager
-def quiet_startup() -> Iterator[None]:
-  """Runs a block with the plugin's start-up lines removed from stderr.
-
-  Everything else written to stderr in the block is written back after it.
-  """
-  log: list[str] = []
-  try:
-    with captured_stderr() as log:
-      yield
-  finally:
-    rest = filter_startup_noise(log[0] if log else "")
-    if rest:
-      sys.stderr.write(rest)
-      sys.stderr.flush()

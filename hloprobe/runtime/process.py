@@ -27,6 +27,7 @@ import time
 
 from hloprobe.errors import HloprobeError, XlaFlagsError
 from hloprobe.runtime.serve import HEADER, STAGE_FILE_ENV, Request, main_code
+from hloprobe.startup import filter_startup_noise
 
 __all__ = ["Worker", "WorkerError"]
 
@@ -78,9 +79,6 @@ def _rejected_flag(stderr: str, xla_flags: str) -> str | None:
 
 def _explain_death(returncode: int, stderr: str) -> str:
   """One line: the signal or exit status and the last lines printed."""
-  # Lazy: a worker's start-up (this module) loads no JAX.
-  from hloprobe.compile import filter_startup_noise
-
   lines = [
     line.strip()
     for line in filter_startup_noise(stderr).splitlines()
@@ -206,7 +204,7 @@ class Worker:
     returncode = self.proc.wait()
     stage = _read_tail(self._stage_path).strip() or None
     text = _read_tail(self.log_path, start=self._log_start)
-    # A crash inside `toolchain.captured_stderr` leaves its capture file.
+    # A crash inside `startup.captured_stderr` leaves its capture file.
     for path in sorted(glob.glob(os.path.join(self.tmp, "hloprobe-stderr-*"))):
       text += _read_tail(path)
     self.close()

@@ -7,6 +7,7 @@ import stat
 
 from absl.testing import absltest
 
+from hloprobe import startup
 from hloprobe.compile import toolchain
 
 
@@ -77,7 +78,7 @@ class FindPtxasTest(absltest.TestCase):
 
 class StderrTest(absltest.TestCase):
   def test_captured_stderr_sees_native_writes(self):
-    with toolchain.captured_stderr() as log:
+    with startup.captured_stderr() as log:
       os.write(2, b"from C\n")
     self.assertEqual(log[0], "from C\n")
 
@@ -89,7 +90,7 @@ class StderrTest(absltest.TestCase):
       "W1129 15:41:12.698856 5202 subprocess_compilation.cc:242] Falling back\n"
     )
     self.assertEqual(
-      toolchain.filter_startup_noise(text),
+      startup.filter_startup_noise(text),
       "W1129 15:41:12.698856 5202 subprocess_compilation.cc:242] Falling back\n",
     )
 

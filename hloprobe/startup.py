@@ -1,0 +1,93 @@
+"""What XLA and the CUDA plugin write to the process's stderr, and the
+command line's filter of the plugin's start-up lines.
+
+The CUDA plugin logs "Could not find cuda drivers" from each of its
+libraries at import and backend start-up (jaxlib 0.10.2 with
+jax-cuda12-plugin 0.10.2; 0.12.0.1 prints none), before absl logging is
+initialised, so TF_CPP_MIN_LOG_LEVEL does not hide them.
+`captured_stderr` redirects file descriptor 2 for a block and returns what
+was written; `filter_startup_noise` drops the known start-up lines;
+`quiet_startup` runs a block (the command line's first `import jax`)
+without them.
+
+A top-level module that imports neither JAX nor any stage, so the command
+line can enter `quiet_startup` before anything imports jax (a stage face
+imports its modules, and with them jax).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterator
+
+__all__ = [
+  "STARTUP_NOISE",
+  "captured_stderr",
+  "filter_startup_noise",
+  "quiet_startup",
+]
+
+
+@contextlib.contextmanager
+def captured_stderr() -> Iterator[list[str]]:
+  """Redirects file descriptor 2 for a block: what native code writes there
+  (and Python's sys.stderr, when that is fd 2 as in the command line).
+
+  Yields a list that holds, once the block ends, the captured text as one
+  string. The original descriptor is restored in `finally`.
+  """
+  sys.stderr.flush()
+  saved = os.dup(2)
+  out: list[str] = []
+  # A named file: if native code kills the process inside the block, a
+  # worker's parent reads what it wrote (see `worker`).
+  with tempfile.NamedTemporaryFile(prefix="hloprobe-stderr-") as tmp:
+    os.dup2(tmp.fileno(), 2)
+    try:
+      yield out
+    finally:
+      sys.stderr.flush()
+      os.dup2(saved, 2)
+      os.close(saved)
+      tmp.seek(0)
+      out.append(tmp.read().decode("utf-8", errors="replace"))
+
+
+# Lines the CUDA plugin writes at import and start-up on a machine without a
+# CUDA driver (jaxlib 0.10.2, jax-cuda12-plugin 0.10.2).
+STARTUP_NOISE = (
+  re.compile(
+    r"^WARNING: All log messages before absl::InitializeLog\(\) is called"
+  ),
+  re.compile(r"^[IW]\d{4} [\d:. ]+\s+\d+ cudart_stub\.cc:\d+\] "),
+)
+
+
+def filter_startup_noise(text: str) -> str:
+  """`text` without the lines matching `STARTUP_NOISE`."""
+  return "".join(
+    line
+    for line in text.splitlines(keepends=True)
+    if not any(p.search(line) for p in STARTUP_NOISE)
+  )
+
+
+@contextlib.contextmanager
+def quiet_startup() -> Iterator[None]:
+  """Runs a block with the plugin's start-up lines removed from stderr.
+
+  Everything else written to stderr in the block is written back after it.
+  """
+  log: list[str] = []
+  try:
+    with captured_stderr() as log:
+      yield
+  finally:
+    rest = filter_startup_noise(log[0] if log else "")
+    if rest:
+      sys.stderr.write(rest)
+      sys.stderr.flush()
