@@ -43,13 +43,6 @@ from hloprobe.sites import (
 from hloprobe.sweep import SweepSpec, plan_sweep, run_sweep
 
 __all__ = [
-  "AlgorithmUse",
-  "Alternative",
-  "FateSpan",
-  "FateTransition",
-  "PredictedRowZero",
-  "RowZero",
-  "TargetExplanation",
   "explain_results",
   "explain_sweep",
 ]

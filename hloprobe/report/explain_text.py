@@ -27,11 +27,10 @@ import itertools
 import textwrap
 from collections.abc import Iterable, Sequence
 
-from hloprobe.compile import BASELINE
-from hloprobe.report.explain import (
+from hloprobe.compile import BASELINE, ReportedError
+from hloprobe.report.explain_records import (
   Alternative,
   FateSpan,
-  ReportedError,
   TargetExplanation,
 )
 

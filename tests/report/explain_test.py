@@ -13,7 +13,12 @@ from testutil import numpy_seed_row0, run_hloprobe
 
 from hloprobe import records, sweep
 from hloprobe.compile import cases, experiments, targets
-from hloprobe.report import explain, explain_text, results_schema
+from hloprobe.report import (
+  explain,
+  explain_records,
+  explain_text,
+  results_schema,
+)
 from hloprobe.sites.dot_sites import Fate
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
@@ -117,8 +122,8 @@ class SeedMlpExplainTest(parameterized.TestCase):
     self.assertEqual(
       spans,
       (
-        explain.FateSpan((1,), (_MR,)),
-        explain.FateSpan(
+        explain_records.FateSpan((1,), (_MR,)),
+        explain_records.FateSpan(
           (2, 3),
           (
             (
@@ -459,9 +464,9 @@ class CublasTf32OptionalTest(absltest.TestCase):
     )
 
 
-def _explanation(**fields) -> explain.TargetExplanation:
+def _explanation(**fields) -> explain_records.TargetExplanation:
   """A compile-only float32 explanation of seed_mlp on target "x"."""
-  return explain.TargetExplanation(
+  return explain_records.TargetExplanation(
     **{
       "case": "seed_mlp",
       "target": "x",
@@ -488,7 +493,7 @@ class RenderTest(absltest.TestCase):
     e = _explanation(
       predicted=(
         # Hand-made values: n = 1-3 differ, n = 4-5 print alike.
-        explain.PredictedRowZero(
+        explain_records.PredictedRowZero(
           "float32",
           (1, 2, 3),
           3.86e-5,
@@ -499,7 +504,7 @@ class RenderTest(absltest.TestCase):
           1.56e-5,
           1.6e-5,
         ),
-        explain.PredictedRowZero(
+        explain_records.PredictedRowZero(
           "float32",
           (4, 5),
           2.08e-5,
@@ -524,7 +529,7 @@ class RenderTest(absltest.TestCase):
     why = "not predicted: no float64 reference: KeyError: 'num_consts'"
     e = _explanation(
       predicted=(
-        explain.PredictedRowZero(
+        explain_records.PredictedRowZero(
           "float32", (1, 2), None, None, why, None, None
         ),
       )
@@ -536,8 +541,8 @@ class RenderTest(absltest.TestCase):
     e = _explanation(
       spans={
         "float32": (
-          explain.FateSpan((1,), (_MR,)),
-          explain.FateSpan(tuple(range(2, 10)), (_MR,)),
+          explain_records.FateSpan((1,), (_MR,)),
+          explain_records.FateSpan(tuple(range(2, 10)), (_MR,)),
         )
       },
     )
