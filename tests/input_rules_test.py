@@ -11,8 +11,8 @@ from testutil import run_hloprobe_here
 from hloprobe import sweep, verify
 from hloprobe.compile import experiments, targets
 from hloprobe.errors import GoldenError, InvalidArgumentError
+from hloprobe.golden import folder
 from hloprobe.golden import format as fmt
-from hloprobe.golden import snapshot
 from hloprobe.report import files
 
 _NESTED = """\
@@ -55,7 +55,7 @@ class InputRulesTest(absltest.TestCase):
     with open(os.path.join(golden, "MANIFEST.json"), "w") as f:
       f.write(_manifest(["cpu", outside], [1]))
     with self.assertRaisesRegex(GoldenError, "is outside the golden folder"):
-      snapshot.manifest_sweep(golden)
+      folder.manifest_sweep(golden)
 
   def test_manifest_batch_size_true_is_rejected(self):
     with self.assertRaisesRegex(GoldenError, "manifest lacks"):

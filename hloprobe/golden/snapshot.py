@@ -44,14 +44,11 @@ from hloprobe.golden.diff import (
   unified_diff,
 )
 from hloprobe.golden.folder import (
-  MANIFEST,
   default_golden_dir,
   golden_spec,
   list_golden_files,
-  manifest_sweep,
   read_golden_file,
   read_manifest,
-  spec_from_record,
   sweep_configs,
   sweep_record,
 )
@@ -59,23 +56,11 @@ from hloprobe.golden.format import ConfigKey
 from hloprobe.records import ConfigResult
 from hloprobe.sweep import SweepSpec, plan_sweep, run_sweep
 
-# The names from `folder` are kept here for importers outside the package
-# until they import `hloprobe.golden`.
 __all__ = [
-  "MANIFEST",
   "Snapshot",
   "check",
-  "default_golden_dir",
   "golden_check",
-  "golden_spec",
   "in_scope",
-  "list_golden_files",
-  "manifest_sweep",
-  "read_golden_file",
-  "read_manifest",
-  "spec_from_record",
-  "sweep_configs",
-  "sweep_record",
   "sweep_snapshot",
   "take_snapshot",
   "write_snapshot",

@@ -248,7 +248,7 @@ def update_goldens(
   Args:
     golden_dir: the golden folder (created if absent).
     snap: the new files, from `snapshot`.
-    sweep: the sweep that made them (keys as in `snapshot.manifest_sweep`).
+    sweep: the sweep that made them (keys as in `folder.manifest_sweep`).
     lock_timeout_s: how long to wait for another update, in seconds.
 
   One update at a time per folder (`lock.golden_lock`: a second waits,

@@ -21,7 +21,7 @@ from testutil import run_hloprobe
 from hloprobe import cli, records, sweep
 from hloprobe.compile import lowering
 from hloprobe.errors import GoldenError
-from hloprobe.golden import format, snapshot, update
+from hloprobe.golden import folder, format, snapshot, update
 from hloprobe.golden.diff import describe_site_changes
 
 pytestmark = pytest.mark.compiles
@@ -45,8 +45,8 @@ _SNAP: snapshot.Snapshot | None = None
 
 def setUpModule():
   global _SNAP
-  _SWEEP.update(snapshot.manifest_sweep(_GOLDEN))
-  _RESULTS.extend(sweep.run_sweep(snapshot.spec_from_record(_SWEEP)))
+  _SWEEP.update(folder.manifest_sweep(_GOLDEN))
+  _RESULTS.extend(sweep.run_sweep(folder.spec_from_record(_SWEEP)))
   _SNAP = snapshot.take_snapshot(_RESULTS, lowering.jax_versions())
 
 
@@ -330,7 +330,7 @@ class GoldenTest(parameterized.TestCase):
       '"schema_version": 2',
       '"schema_version": 1',
     )
-    self.assertEqual(snapshot.manifest_sweep(path), _SWEEP)
+    self.assertEqual(folder.manifest_sweep(path), _SWEEP)
     with self.assertRaisesRegex(
       GoldenError, "schema version 1; this hloprobe reads 2"
     ):
@@ -391,7 +391,7 @@ class GoldenTest(parameterized.TestCase):
     with open(os.path.join(path, in_scope + "-old.hlo"), "w") as f:
       f.write("an in-scope file no config makes\n")
     before = _texts(path)
-    made_with = snapshot.read_manifest(path)  # the committed goldens' jax
+    made_with = folder.read_manifest(path)  # the committed goldens' jax
     narrow = {
       "cases": ["seed_mlp"],
       "targets": ["cpu"],
@@ -425,7 +425,7 @@ class GoldenTest(parameterized.TestCase):
       {r: after[r] for r in untouched - {"MANIFEST.json"}},
       {r: before[r] for r in untouched - {"MANIFEST.json"}},
     )
-    manifest = snapshot.read_manifest(path)
+    manifest = folder.read_manifest(path)
     self.assertEqual(manifest["sweep"], _SWEEP)
     # The manifest keeps the jax/jaxlib that made the files it keeps.
     self.assertEqual(
@@ -450,9 +450,9 @@ class GoldenTest(parameterized.TestCase):
       "replaced the whole folder, and MANIFEST.json records this sweep",
       result.render(),
     )
-    self.assertEqual(snapshot.list_golden_files(path), sorted(files))
+    self.assertEqual(folder.list_golden_files(path), sorted(files))
     self.assertLen(result.removed, _N_FILES - 2)  # all but the two written
-    self.assertEqual(snapshot.manifest_sweep(path), wider)
+    self.assertEqual(folder.manifest_sweep(path), wider)
 
   def test_update_refuses_failed_configs(self):
     path = self.create_tempdir().full_path
@@ -504,7 +504,7 @@ class GoldenCliTest(absltest.TestCase):
       self.assertEqual(cli.main(["hloprobe", "golden", "update"]), cli.EXIT_OK)
     with flagsaver.as_parsed(golden_dir=path):  # the manifest's sweep
       self.assertEqual(cli.main(["hloprobe", "golden", "check"]), cli.EXIT_OK)
-    self.assertLen(snapshot.list_golden_files(path), 3)
+    self.assertLen(folder.list_golden_files(path), 3)
 
   def _main(self, *words: str, **flag_values) -> tuple[int, str, str]:
     """cli.main in this process: (exit status, stdout, stderr)."""
@@ -680,7 +680,7 @@ class GoldenApiTest(absltest.TestCase):
     written = update.golden_update(spec, path)
     self.assertLen(written.added, 3)  # .stablehlo.mlir, .hlo, .dots.json
     self.assertEqual(
-      snapshot.golden_spec(path), sweep.plan_sweep(spec, explain_passes=True)
+      folder.golden_spec(path), sweep.plan_sweep(spec, explain_passes=True)
     )
     result = snapshot.golden_check(golden_dir=path)  # the manifest's sweep
     self.assertTrue(result.ok, result.render())
