@@ -22,13 +22,8 @@ from collections.abc import Sequence
 import ml_dtypes
 import numpy as np
 
-from hloprobe.numerics.bands import SiteBand
-
-# SiteBand is `bands`', kept here for importers outside the package until
-# they import `hloprobe.numerics`.
 __all__ = [
   "ErrorStats",
-  "SiteBand",
   "dtype_name",
   "element0",
   "error_stats",

@@ -10,7 +10,7 @@ from absl.testing import absltest
 
 from hloprobe import verify
 from hloprobe.compile.targets import get_target
-from hloprobe.numerics import accuracy, predict
+from hloprobe.numerics import accuracy, bands, predict
 from hloprobe.records import Config, ConfigResult, Execution
 from hloprobe.report import files, results_schema, tables, verification
 
@@ -32,7 +32,7 @@ def _overflowed() -> ConfigResult:
   stats = accuracy.ErrorStats(
     row0=_INF, row0_ref=3e38, row0_abs=_INF, max_abs=_INF, max_rel=_NAN
   )
-  band = accuracy.SiteBand(0, "F32_F32_F32", 64, _INF, 1e30, _INF, 1e37)
+  band = bands.SiteBand(0, "F32_F32_F32", 64, _INF, 1e30, _INF, 1e37)
   prediction = predict.Prediction(
     site_algorithms=("F32_F32_F32",),
     stats=stats,
