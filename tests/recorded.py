@@ -15,7 +15,7 @@ from hloprobe.ir import ptx
 from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
 from hloprobe.numerics import predict, reference
-from hloprobe.sites import dot_sites, effective
+from hloprobe.sites import dot_sites, effective, site_fate
 
 __all__ = ["RELEASES", "Recorded", "fates", "load", "prediction"]
 
@@ -76,7 +76,7 @@ def fates(
   rec: Recorded,
   edit_hlo: Callable[[str], str] = lambda text: text,
   edit_stablehlo: Callable[[str], str] = lambda text: text,
-) -> list[dot_sites.SiteFate]:
+) -> list[site_fate.SiteFate]:
   """The dot sites' fates and effective algorithms of a recorded compile:
   the stages a sweep's worker runs after compiling (parse, map, resolve),
   on the recorded texts, optionally edited first (a planted change)."""

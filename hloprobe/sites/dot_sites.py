@@ -57,28 +57,14 @@ from hloprobe.sites.operand_ancestry import (
   kernel_emitter,
 )
 from hloprobe.sites.site_fate import (
-  EMITTER_KEYS,
   Fate,
   MappedSite,
-  SiteFate,
   emitter_name,
-  fate_summary,
-  merge_words,
-  site_record,
 )
 
-# The names from `site_fate` are kept here for importers outside the
-# package until they import `hloprobe.sites`.
 __all__ = [
-  "EMITTER_KEYS",
-  "Fate",
-  "SiteFate",
-  "emitter_name",
-  "fate_summary",
   "is_triton_gemm",
   "map_dot_sites",
-  "merge_words",
-  "site_record",
 ]
 
 # The fusion kinds XLA reserves for gemms (xla/service/gpu/ir_emission_utils.h:

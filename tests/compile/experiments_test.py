@@ -10,7 +10,7 @@ from absl.testing import absltest, parameterized
 from hloprobe import sweep
 from hloprobe.compile import experiments
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.sites.dot_sites import Fate
+from hloprobe.sites import Fate
 
 
 class ParseTest(parameterized.TestCase):

@@ -17,8 +17,7 @@ from testutil import numpy_seed_row0
 from hloprobe import sweep
 from hloprobe.compile import cases
 from hloprobe.numerics import accuracy, emulate, predict, reference
-from hloprobe.sites import effective
-from hloprobe.sites.dot_sites import Fate
+from hloprobe.sites import Fate, effective
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]

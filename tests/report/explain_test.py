@@ -19,7 +19,7 @@ from hloprobe.report import (
   explain_text,
   results_schema,
 )
-from hloprobe.sites.dot_sites import Fate
+from hloprobe.sites import Fate
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = pytest.mark.cpu_numerics

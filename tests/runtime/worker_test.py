@@ -16,7 +16,7 @@ from hloprobe.errors import XlaFlagsError
 from hloprobe.ir.precisions import Precision
 from hloprobe.runtime import pool as worker
 from hloprobe.runtime import serve
-from hloprobe.sites.dot_sites import Fate
+from hloprobe.sites import Fate
 from hloprobe.sweep import CompileRequest
 
 pytestmark = pytest.mark.compiles

@@ -10,8 +10,8 @@ from absl.testing import absltest, parameterized
 from hloprobe.compile import targets
 from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
-from hloprobe.sites import dot_sites, effective
-from hloprobe.sites.dot_sites import Fate
+from hloprobe.sites import dot_sites, effective, site_fate
+from hloprobe.sites.site_fate import Fate
 
 _MERGER = os.path.join(os.path.dirname(__file__), "testdata", "dot_merger")
 
@@ -71,9 +71,9 @@ class DotMergerFixtureTest(parameterized.TestCase):
       ["__triton_nested_gemm_fusion"] * 2,
     )
     self.assertEqual(
-      dot_sites.merge_words(fates[1]), "merged by dot-merger with site 0"
+      site_fate.merge_words(fates[1]), "merged by dot-merger with site 0"
     )
-    record = dot_sites.site_record(_resolved(stem)[0])
+    record = site_fate.site_record(_resolved(stem)[0])
     self.assertEqual(record["merged_with"], [1])
 
   def test_cross_side_not_merged_on_0_10(self):

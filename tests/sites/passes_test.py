@@ -16,7 +16,7 @@ from hloprobe.compile import cases, compat, lowering, targets
 from hloprobe.errors import HloprobeError
 from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
-from hloprobe.sites import dot_sites, passes
+from hloprobe.sites import dot_sites, passes, site_fate
 
 _PASSES = os.path.join(os.path.dirname(__file__), "testdata", "passes")
 _RELEASES = ("jaxlib0102", "jaxlib01201")
@@ -56,7 +56,7 @@ class RecordedDumpsTest(parameterized.TestCase):
     fates = dot_sites.map_dot_sites(sites, module)
     self.assertEqual(
       [(f.fate, f.emitter) for f in fates],
-      [(dot_sites.Fate.DOT, "__ynn_fusion")] * 2,
+      [(site_fate.Fate.DOT, "__ynn_fusion")] * 2,
     )
 
   @parameterized.product(release=_RELEASES)
@@ -70,7 +70,7 @@ class RecordedDumpsTest(parameterized.TestCase):
     fates = dot_sites.map_dot_sites(sites, module)
     self.assertEqual(
       [(f.fate, f.emitter, f.split_k) for f in fates],
-      [(dot_sites.Fate.TRITON_GEMM, "__triton_nested_gemm_fusion", None)] * 2,
+      [(site_fate.Fate.TRITON_GEMM, "__triton_nested_gemm_fusion", None)] * 2,
     )
 
   @parameterized.product(release=_RELEASES)
@@ -87,7 +87,7 @@ class RecordedDumpsTest(parameterized.TestCase):
     (fate,) = dot_sites.map_dot_sites(sites, module)
     self.assertEqual(
       (fate.fate, fate.emitter, fate.split_k),
-      (dot_sites.Fate.TRITON_GEMM, "__triton_nested_gemm_fusion", 4),
+      (site_fate.Fate.TRITON_GEMM, "__triton_nested_gemm_fusion", 4),
     )
     (dot,) = [
       i for _, i in module.all_instructions() if i.name == fate.carriers[-1]
@@ -263,7 +263,7 @@ class ReleaseRulesTest(parameterized.TestCase):
       xla_gpu_experimental_force_split_k="4",
     )
     (fate,) = r.compilation.fates
-    self.assertEqual((fate.fate, fate.split_k), (dot_sites.Fate.TRITON_GEMM, 4))
+    self.assertEqual((fate.fate, fate.split_k), (site_fate.Fate.TRITON_GEMM, 4))
     a = r.compilation.passes[0]
     self.assertEqual(
       (a.pass_name, a.fate), ("splitk-rewriter", "dot split-K 4")

@@ -21,14 +21,14 @@ from absl.testing import absltest, parameterized
 
 from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
-from hloprobe.sites import dot_sites, effective
-from hloprobe.sites.dot_sites import Fate
+from hloprobe.sites import dot_sites, effective, site_fate
+from hloprobe.sites.site_fate import Fate
 
 # (test name suffix, release) for parameterized.named_parameters.
 _RELEASES = tuple((r.replace(".", "_"), r) for r in recorded.RELEASES)
 
 
-def _fates(name: str, jaxlib: str, **edits) -> list[dot_sites.SiteFate]:
+def _fates(name: str, jaxlib: str, **edits) -> list[site_fate.SiteFate]:
   return recorded.fates(recorded.load(name, jaxlib), **edits)
 
 
@@ -46,7 +46,7 @@ class CpuSeedFatesTest(parameterized.TestCase):
       [f.fate for f in fates], [Fate.DOT] * 3 + [Fate.MULTIPLY_REDUCE]
     )
     self.assertEqual(
-      dot_sites.fate_summary(fates), "dot x3, multiply+reduce x1"
+      site_fate.fate_summary(fates), "dot x3, multiply+reduce x1"
     )
 
   @parameterized.named_parameters(*_RELEASES)
@@ -101,7 +101,7 @@ class CpuSeedFatesTest(parameterized.TestCase):
 class TritonKindTest(absltest.TestCase):
   """Which Triton fusion kinds hold a gemm (XLA: gpu/ir_emission_utils.h)."""
 
-  def _fate(self, kind: str) -> dot_sites.SiteFate:
+  def _fate(self, kind: str) -> site_fate.SiteFate:
     def plant(text):
       planted = text.replace('"__triton_nested_gemm_fusion"', f'"{kind}"')
       self.assertIn(f'"kind":"{kind}"', planted)
