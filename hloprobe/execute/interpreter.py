@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from hloprobe.execute import blas, contraction, ops
+from hloprobe.execute import contraction, ops
 from hloprobe.execute.records import Execution, GemmCall, NotExecuted
 from hloprobe.execute.values import MISSING, Unsupported, check_arguments
 from hloprobe.ir import HloInstruction, HloModule
@@ -168,7 +168,10 @@ class Interpreter:
     inst: HloInstruction,
     kind: str,
     algorithm: str,
-    fields: blas.GemmFields | None = None,
+    *,
+    alpha: complex = 1,
+    beta: float = 0.0,
+    epilogue: str | None = None,
     has_bias: bool = False,
   ) -> None:
     """Adds a `GemmCall` the first time `inst` runs."""
@@ -176,18 +179,17 @@ class Interpreter:
     if key in self._seen:
       return
     self._seen.add(key)
-    meta = inst.metadata
     self.gemms.append(
       GemmCall(
         instruction=inst.name,
         kind=kind,
         computation=comp.name,
         algorithm=algorithm,
-        alpha=fields.alpha if fields else 1,
-        beta=fields.beta if fields else 0.0,
-        epilogue=fields.epilogue if fields else None,
+        alpha=alpha,
+        beta=beta,
+        epilogue=epilogue,
         has_bias=has_bias,
-        op_name=meta.get("op_name"),
+        op_name=inst.metadata.get("op_name"),
         source_line=self._source_line(inst),
       )
     )

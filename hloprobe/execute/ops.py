@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from hloprobe.execute import blas, contraction, elementwise, shape_ops
+from hloprobe.execute import blas, contraction, conv, elementwise, shape_ops
 from hloprobe.execute.values import (
   MISSING,
   Unsupported,
@@ -41,6 +41,9 @@ _FAST_REDUCERS = {
   "or": np.logical_or,
 }
 _IDENTITY_OPS = ("optimization-barrier", "add-dependency")
+# Custom calls that pass their one operand through (sharding annotations
+# of a single-device program; jax's unoptimized HLO has them).
+_IDENTITY_CALLS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
 
 
 def target_of(inst: HloInstruction) -> str:
@@ -93,6 +96,7 @@ class Ops:
       "reduce": self._reduce,
       "reduce-window": self._reduce_window,
       "dot": self._dot,
+      "convolution": self._convolution,
       "fusion": self._fusion,
       "call": self._call,
       "map": self._map,
@@ -289,8 +293,42 @@ class Ops:
     self.interp.record_gemm(comp, inst, scope.gemm_kind, algorithm)
     return value
 
+  def _convolution(self, comp, inst, operands, scope):
+    algorithm = self.interp.algorithm_for(inst, scope)
+    x, w = operands
+    value = conv.convolution(inst, x, w, algorithm, scope.tf32_mode)
+    self.interp.record_gemm(comp, inst, "convolution", algorithm)
+    return value
+
+  def _cudnn_conv(self, comp, inst, operands, scope, target):
+    element = inst.shape.elements[0] if inst.shape.is_tuple else inst.shape
+    algorithm = self.interp.algorithm_for(inst, scope)
+    value, (scale, side) = conv.cudnn_conv(
+      inst,
+      target,
+      list(operands),
+      algorithm,
+      compute_dtype(element.dtype, self.widen),
+    )
+    config = conv.conv_scales(inst)
+    self.interp.record_gemm(
+      comp,
+      inst,
+      "cudnn conv",
+      algorithm,
+      alpha=scale,
+      beta=side,
+      epilogue=str(config.get("activation_mode", "kNone")),
+      has_bias=target.endswith("BiasActivationForward") and len(operands) > 2,
+    )
+    return value
+
   def _custom_call(self, comp, inst, operands, scope):
     target = target_of(inst)
+    if target in conv.CONV_TARGETS:
+      return self._cudnn_conv(comp, inst, operands, scope, target)
+    if target in _IDENTITY_CALLS and len(operands) == 1:
+      return operands[0]
     if target not in blas.GEMM_TARGETS:
       raise Unsupported("no numpy model of this custom call", target)
     layouts = [
@@ -306,7 +344,16 @@ class Ops:
       compute_dtype(element.dtype, self.widen),
       algorithm,
     )
-    self.interp.record_gemm(comp, inst, target, algorithm, fields, has_bias)
+    self.interp.record_gemm(
+      comp,
+      inst,
+      target,
+      algorithm,
+      alpha=fields.alpha,
+      beta=fields.beta,
+      epilogue=fields.epilogue,
+      has_bias=has_bias,
+    )
     return value
 
   # --- calls and control flow -------------------------------------------
