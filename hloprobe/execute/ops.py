@@ -15,7 +15,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from hloprobe.execute import blas, contraction, conv, elementwise, shape_ops
+from hloprobe.execute import (
+  blas,
+  contraction,
+  conv,
+  elementwise,
+  reorder,
+  shape_ops,
+)
 from hloprobe.execute.values import (
   MISSING,
   Unsupported,
@@ -94,6 +101,8 @@ class Ops:
       ),
       "gather": lambda c, i, o, s: shape_ops.gather(o[0], o[1], i),
       "reduce": self._reduce,
+      "scatter": lambda c, i, o, s: reorder.scatter(i, o, self._applier(i, s)),
+      "sort": lambda c, i, o, s: reorder.sort(i, o, self._applier(i, s)),
       "reduce-window": self._reduce_window,
       "dot": self._dot,
       "convolution": self._convolution,
@@ -173,7 +182,11 @@ class Ops:
 
   def _compare(self, comp, inst, operands, scope):
     direction = inst.attrs.get("direction", "")
-    return elementwise.compare(direction, operands[0], operands[1])
+    total = (
+      inst.attrs.get("type") == "TOTALORDER"
+      or inst.attrs.get("order") == "TOTAL"
+    )
+    return elementwise.compare(direction, operands[0], operands[1], total)
 
   def _select(self, comp, inst, operands, scope):
     pred, a, b = operands
@@ -216,6 +229,13 @@ class Ops:
     return shape_ops.bitcast(x, source.layout, inst.shape)
 
   # --- reductions --------------------------------------------------------
+
+  def _applier(self, inst: HloInstruction, scope):
+    """Runs `inst`'s called computation on arrays (a combiner or a
+    comparator applied elementwise)."""
+    name = inst.called_computations[0]
+    sub = type(scope)(vectorized=True)
+    return lambda args: self.interp.computation(name, args, sub)
 
   def _reduce(self, comp, inst, operands, scope):
     n = len(operands) // 2
