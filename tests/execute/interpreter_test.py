@@ -275,6 +275,21 @@ class SeedTest(parameterized.TestCase):
     moved = np.abs(run.outputs[0] - ref)
     self.assertGreater(np.median(moved), 100 * _F32_LEVEL)
 
+  def test_unoptimized_and_optimized_modules_agree_at_f32(self):
+    seed = _Seed(8)
+    runs = [
+      execute_module(parse_hlo_module(_text(name)), seed.arguments)
+      for name in (
+        "seed_mlp_n8.unoptimized.hlo",
+        "seed_mlp_a100_n8_bfloat16.jaxlib0.12.0.1.hlo",
+        "seed_mlp_cpu_n8_float32.jaxlib0.12.0.1.hlo",
+      )
+    ]
+    for run in runs[1:]:
+      np.testing.assert_allclose(
+        run.outputs[0], runs[0].outputs[0], rtol=0, atol=_F32_LEVEL
+      )
+
   def test_unoptimized_hlo_widened_is_float64(self):
     seed = _Seed(8)
     module = parse_hlo_module(_text("seed_mlp_n8.unoptimized.hlo"))
