@@ -258,6 +258,10 @@ class SeedTest(parameterized.TestCase):
       [g.algorithm for g in run.gemms],
       ["F32_F32_F32", "BF16_BF16_F32", "TF32_TF32_F32"],
     )
+    self.assertEqual(
+      [g.fusions for g in run.gemms],
+      [("gemm_fusion_dot",), ("gemm_fusion_dot.1",), ("gemm_fusion_dot.2",)],
+    )
 
   def test_a_planted_swapped_transpose_is_seen(self):
     # The second layer's 48x48 weight contracted on its other dimension:
