@@ -152,6 +152,7 @@ def _changes(precision: str, configs) -> list[FateTransition]:
 def _row0(precision: str, configs) -> list[RowZero]:
   ran = [r for r in configs if r.execution and r.execution.stats is not None]
   key = lambda r: (
+    r.execution.stats.leaf,
     r.execution.stats.row0,
     r.execution.stats.row0_abs,
     r.execution.ulp_vs_n1,
@@ -164,6 +165,7 @@ def _row0(precision: str, configs) -> list[RowZero]:
       run[0].execution.stats.row0_abs,
       run[0].execution.ulp_vs_n1,
       run[0].execution.output_dtype,
+      run[0].execution.stats.leaf,
     )
     for run in _runs(ran, key)
   ]
@@ -180,7 +182,7 @@ def _predicted(precision: str, configs) -> list[PredictedRowZero]:
   def key(r):
     if r.prediction is None:
       return (f"not predicted: {r.prediction_error}", None)
-    return (r.prediction.verdict, r.prediction.top_site)
+    return (r.prediction.verdict, r.prediction.top_site, r.prediction.leaf)
 
   def row(run) -> PredictedRowZero:
     ns = tuple(r.config.n for r in run)
@@ -198,6 +200,8 @@ def _predicted(precision: str, configs) -> list[PredictedRowZero]:
       *_top(ps[0]),
       min(p.stats.row0_abs for p in ps),
       min(p.noise.row0_abs for p in ps),
+      ps[0].leaf,
+      ps[0].output_dtype,
     )
 
   return [row(run) for run in _runs(have, key)]

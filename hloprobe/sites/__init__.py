@@ -17,8 +17,10 @@ from here; the modules behind them are private in intent:
 from __future__ import annotations
 
 from hloprobe.sites.dot_sites import map_dot_sites as map_dot_sites
+from hloprobe.sites.effective import EXACT_INTEGER as EXACT_INTEGER
 from hloprobe.sites.effective import TF32 as TF32
 from hloprobe.sites.effective import blas_algorithm as blas_algorithm
+from hloprobe.sites.effective import is_integer_dtype as is_integer_dtype
 from hloprobe.sites.effective import resolve as resolve
 from hloprobe.sites.effective import tf32_optional as tf32_optional
 from hloprobe.sites.passes import PassAttribution as PassAttribution
@@ -34,6 +36,7 @@ from hloprobe.sites.site_fate import site_record as site_record
 
 __all__ = [
   "EMITTER_KEYS",
+  "EXACT_INTEGER",
   "Fate",
   "MappedSite",
   "PassAttribution",
@@ -43,6 +46,7 @@ __all__ = [
   "blas_algorithm",
   "emitter_name",
   "fate_summary",
+  "is_integer_dtype",
   "map_dot_sites",
   "merge_words",
   "resolve",

@@ -41,6 +41,7 @@ from hloprobe.sites.dot_sites import is_triton_gemm
 from hloprobe.sites.site_fate import Fate, MappedSite, SiteFate
 
 __all__ = [
+  "EXACT_INTEGER",
   "HEURISTIC",
   "TF32",
   "blas_algorithm",
@@ -57,6 +58,54 @@ AUTOTUNED = "XLA autotuned on the attached device"
 _PRECISION_RANK = {"default": 0, "high": 1, "highest": 2}
 TF32 = "TF32_TF32_F32"
 _BLAS_FATES = (Fate.CUBLAS, Fate.CUBLASLT)
+# An integer dot's "algorithm": no DotAlgorithmPreset names one (every
+# preset is a float one), and none is needed: integer products and sums are
+# exact until the accumulator wraps (see `integer_algorithm`).
+EXACT_INTEGER = "exact integer"
+# HLO's integer element types (xla/xla_data.proto PrimitiveType).
+_INTEGER_DTYPES = frozenset(
+  f"{sign}{bits}" for sign in "su" for bits in (2, 4, 8, 16, 32, 64)
+)
+
+
+def is_integer_dtype(dtype: str | None) -> bool:
+  """Whether an HLO element type ("s8", "u32", ...) is an integer type."""
+  return dtype in _INTEGER_DTYPES
+
+
+def integer_algorithm(fate: MappedSite, target: Target) -> tuple[str, str]:
+  """The arithmetic of a dot on integer operands: exact, whatever its fate.
+
+  An integer dot has no `DotAlgorithmPreset` (jax's presets all name float
+  types) and XLA gives it none: operand_precision and algorithm are
+  ignored. Its products and sums are exact integer arithmetic in the
+  accumulation type, and the result wraps (two's complement) to the output
+  type, so every fate computes the same value (sums that wrap in a
+  narrower or a wider type agree modulo the output's 2^bits): XLA:CPU's
+  dot and `__ynn_fusion`, a GPU loop fusion (an s8 -> s8 dot stays an s8
+  dot), a strength-reduced multiply+reduce (an s8 -> s32 dot converts
+  its operands to s32 before the multiply; s8 -> s8 multiplies and
+  reduces in s8), Triton's `mma.sync...satfinite.s32.s8.s8.s32`
+  (`.satfinite` clamps an s32 accumulator that would overflow, the one
+  case where it differs), and cuBLAS(Lt) with an s32 compute type
+  (all seen in the optimized HLO and PTX of jaxlib 0.12.0.1;
+  xla/service/gpu/transforms/
+  gemm_rewriter.cc `TypesAreSupportedByCublasLt` /
+  `TypesAreSupportedByLegacyCublas`: {kI32, kInt32, S8, S8, kInt32}, the
+  only integer row; the s8 dims are padded to multiples of 4 first,
+  `cublas_pad_for_gemms.cc`, e.g. an a100 n = 3 dot runs as s32[4,32]
+  and is sliced; checked on jaxlib 0.12.0.1 with
+  --xla_gpu_enable_triton_gemm=false). Where the exact sum does not fit
+  the output type, the output wraps; that is an overflow, named by the
+  verdict (`accuracy.verdict`), not an algorithm.
+  """
+  site = fate.site
+  types = f"{site.lhs.dtype} x {site.rhs.dtype} -> {site.result.dtype}"
+  where = "XLA:CPU" if target.platform == "cpu" else fate.fate.value
+  return EXACT_INTEGER, (
+    f"{where}: integer dot {types}: exact integer products and sums, "
+    "wrapping to the output type; no DotAlgorithmPreset applies"
+  )
 
 
 def cpu_algorithm(operand_dtype: str) -> tuple[str | None, str]:
@@ -255,6 +304,9 @@ def _effective(
   if fate.fate == Fate.AMBIGUOUS:
     names = ", ".join(path[-1] for path in fate.candidates)
     return None, None, f"ambiguous: {names} fit the site equally well"
+  if is_integer_dtype(dtype) and is_integer_dtype(fate.site.rhs.dtype):
+    algorithm, evidence = integer_algorithm(fate, target)
+    return algorithm, "rule", evidence
   if target.platform == "cpu":
     algorithm, evidence = cpu_algorithm(dtype)
   elif fate.fate in _BLAS_FATES:
