@@ -395,6 +395,7 @@ mlx_3953 = Case(
   url="https://github.com/ml-explore/mlx/issues/3953",
 )
 
+
 def _int8_dots(x, w, v):
   """s8 x s8 -> s32 (exact here) and s8 x s8 -> s8 (wraps: |sum| > 127)."""
   dims = (((1,), (0,)), ((), ()))

@@ -78,7 +78,7 @@ def _runs(items: Iterable, key: Callable) -> list[list]:
 def _spans(configs: list[ConfigResult]) -> tuple[FateSpan, ...]:
   def groups(r):
     if not r.ok:
-      return (((), f"failed ({r.failure.stage})", r.failure.error or ""),)
+      return (((), f"failed ({r.failure.stage})", r.failure.words() or ""),)
     rows = [
       (f.site.index, _fate_words(f), _pass_words(r, f.site.index))
       for f in r.compilation.fates
@@ -277,7 +277,7 @@ def _precision_label(precision: str, configs) -> str:
 def _notes(configs: list[ConfigResult]) -> list[str]:
   where = lambda r: f"n = {r.config.n}, {r.config.precision}"
   notes = [
-    f"{where(r)}: {r.failure.stage} failed: {r.failure.error}"
+    f"{where(r)}: {r.failure.stage} failed: {r.failure.words()}"
     for r in configs
     if not r.ok
   ]

@@ -28,12 +28,12 @@ import textwrap
 from collections.abc import Iterable, Sequence
 
 from hloprobe.compile import BASELINE, ReportedError
-from hloprobe.sites import EXACT_INTEGER
 from hloprobe.report.explain_records import (
   Alternative,
   FateSpan,
   TargetExplanation,
 )
+from hloprobe.sites import EXACT_INTEGER
 
 __all__ = ["SCHEMA_VERSION", "explanation_json", "render_explanation"]
 
@@ -179,7 +179,7 @@ def _reported_words(c, rep: ReportedError | None) -> str:
 
 
 def _leaf_words(leaf: str) -> str:
-  """"leaf ['new_w'] " for a pytree output's leaf, "" for one array."""
+  """ "leaf ['new_w'] " for a pytree output's leaf, "" for one array."""
   return f"leaf {leaf} " if leaf else ""
 
 
