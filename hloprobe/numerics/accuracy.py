@@ -12,7 +12,7 @@ Units have one definition each, here:
 An integer output leaf has no ULPs and no noise floor: its reference is
 the exact integer result (`reference`: signed integers widened to int64),
 and its error is "exact" or how many elements differ, of which how many
-overflow the output type (`integer_verdict`).
+overflow the output type (`integers`).
 
 The analytic error band of one dot site is `bands`'. Private in intent:
 use the package, `hloprobe.numerics`.
@@ -27,14 +27,18 @@ from collections.abc import Sequence
 import ml_dtypes
 import numpy as np
 
+from hloprobe.numerics.integers import (
+  integer_counts,
+  integer_verdict,
+  is_integer,
+)
+
 __all__ = [
   "ErrorStats",
   "dtype_name",
   "element0",
   "error_stats",
   "headline_leaf",
-  "integer_verdict",
-  "is_integer",
   "noise_multiple",
   "noise_words",
   "output_ulp",
@@ -55,19 +59,11 @@ def _float_dtype(dtype) -> np.dtype | None:
   return dtype
 
 
-def is_integer(dtype) -> bool:
-  """Whether `dtype` (numpy's name or dtype) is a signed or unsigned int."""
-  try:
-    return np.issubdtype(np.dtype(dtype), np.integer)
-  except TypeError:
-    return False
-
-
 def dtype_name(dtype) -> str:
   """The HLO spelling of a dtype: bf16, f16, f32, f8e4m3fn, s8, u32, ..."""
   name = np.dtype(dtype).name
   if is_integer(dtype):
-    return name.replace("uint", "u").replace("int", "s")
+    return name.replace("uint", "u").replace("int", "s")  # s8, u32
   return name.replace("bfloat", "bf").replace("float", "f").replace("_", "")
 
 
@@ -125,30 +121,6 @@ class ErrorStats:
   overflow_mode: str | None = None
 
 
-def _integer_counts(got: np.ndarray, ref: np.ndarray) -> dict:
-  """`ErrorStats`' integer fields: exact comparisons in int64."""
-  info = np.iinfo(got.dtype)
-  exact = np.asarray(ref).astype(np.int64)
-  out = got.astype(np.int64)
-  over = (exact < info.min) | (exact > info.max)
-  mode = None
-  if over.any():
-    span = 1 << info.bits
-    wrapped = (exact - info.min) % span + info.min
-    clamped = np.clip(exact, info.min, info.max)
-    modes = [
-      m
-      for m, v in (("wraps", wrapped), ("saturates", clamped))
-      if np.array_equal(out[over], v[over])
-    ]
-    mode = modes[0] if modes else "mixed"
-  return dict(
-    mismatched=int(np.count_nonzero(out != exact)),
-    overflowed=int(np.count_nonzero(over)),
-    overflow_mode=mode,
-  )
-
-
 def error_stats(
   got: np.ndarray, ref: np.ndarray, axis: int | None = 0, leaf: str = ""
 ) -> ErrorStats:
@@ -178,7 +150,7 @@ def error_stats(
   row, row_ref = element0(got, axis), element0(ref64, axis)
   first, first_ref = float(np.ravel(row)[0]), float(np.ravel(row_ref)[0])
   dtype = _float_dtype(got.dtype)
-  counts = _integer_counts(got, ref) if is_integer(got.dtype) else {}
+  counts = integer_counts(got, ref) if is_integer(got.dtype) else {}
   return ErrorStats(
     row0=first,
     row0_ref=first_ref,
@@ -420,40 +392,3 @@ def verdict(
   ):
     return "unexplained"
   return f"explained by {chosen}" if chosen else "unexplained"
-
-
-def integer_verdict(stats: ErrorStats, output_dtype) -> str:
-  """The verdict of an integer output leaf against its exact result.
-
-  No ULPs, no noise floor: "exact" when every element equals the exact
-  integer result; "overflow: N of M elements of LEAF exceed s8 [-128,
-  127] and wrap" when the only differences are elements whose exact value
-  the output type cannot hold (the output wraps or saturates there); else
-  "unexplained: K of M elements of LEAF differ from the exact integer
-  result" (with the overflow named too, if any).
-
-  Args:
-    stats: the leaf's errors (`error_stats` of an integer leaf).
-    output_dtype: its dtype, e.g. "int8".
-  """
-  if not stats.mismatched:
-    return "exact"
-  info = np.iinfo(np.dtype(output_dtype))
-  of = f" of {stats.leaf}" if stats.leaf else " of the output"
-  elements = f"{stats.elements} elements{of}"
-  over = ""
-  if stats.overflowed:
-    how = {"wraps": "wrap", "saturates": "saturate"}.get(
-      stats.overflow_mode, "wrap or saturate"
-    )
-    over = (
-      f"overflow: {stats.overflowed} of {elements} exceed "
-      f"{dtype_name(output_dtype)} [{info.min}, {info.max}] and {how}"
-    )
-  if stats.mismatched <= (stats.overflowed or 0):
-    return over
-  differ = (
-    f"unexplained: {stats.mismatched} of {elements} differ from the exact "
-    "integer result"
-  )
-  return f"{differ}; {over}" if over else differ

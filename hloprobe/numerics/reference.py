@@ -11,7 +11,7 @@ re-running `fn` on float64 arguments would not give. Dots run at HIGHEST
 precision. Signed integer types narrower than 64 bits are widened to int64
 the same way (arguments, literals, `preferred_element_type`, `new_dtype`,
 ...), so an integer dot's reference is its exact integer result, which an
-int8 or int32 output may not hold (an overflow `accuracy.integer_verdict`
+int8 or int32 output may not hold (an overflow `integers.integer_verdict`
 names); a cond's index and a select_n's predicate keep the int32 their
 primitives require. Unsigned types (random bits, bit tricks) are kept:
 their arithmetic wraps by design. Higher-order primitives are followed as `emulate` follows them

@@ -25,12 +25,9 @@ Private in intent: use the package, `hloprobe.numerics`.
 from __future__ import annotations
 
 from hloprobe.ir import ALGORITHMS
-from hloprobe.numerics.accuracy import (
-  describe_algorithms,
-  dtype_name,
-  is_integer,
-)
+from hloprobe.numerics.accuracy import describe_algorithms, dtype_name
 from hloprobe.numerics.bands import F32_UNIT, OPERAND_UNIT
+from hloprobe.numerics.integers import is_integer
 from hloprobe.sites import (
   EXACT_INTEGER,
   TF32,
@@ -141,7 +138,7 @@ def overflow_sites(verdict: str, fates, output_dtype: str) -> str:
   An integer output overflows where a sum does not fit its type; the dot
   sites whose result is of that very type (e.g. s8 x s8 -> s8) are where
   the exact sum is wrapped. Appended to an "overflow" or "unexplained"
-  verdict (`accuracy.integer_verdict`) as "the exact sum overflows s8 at
+  verdict (`integers.integer_verdict`) as "the exact sum overflows s8 at
   site 1 (s8 x s8 -> s8 dot)"; other verdicts, and an overflow no dot
   site's type explains (a convert after the dot, say), come back as they
   are.

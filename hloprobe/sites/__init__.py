@@ -21,7 +21,6 @@ from hloprobe.sites.dot_sites import map_dot_sites as map_dot_sites
 from hloprobe.sites.effective import EXACT_INTEGER as EXACT_INTEGER
 from hloprobe.sites.effective import TF32 as TF32
 from hloprobe.sites.effective import blas_algorithm as blas_algorithm
-from hloprobe.sites.effective import is_integer_dtype as is_integer_dtype
 from hloprobe.sites.effective import resolve as resolve
 from hloprobe.sites.effective import tf32_optional as tf32_optional
 from hloprobe.sites.passes import PassAttribution as PassAttribution
@@ -51,7 +50,6 @@ __all__ = [
   "emitter_name",
   "explain_rejection",
   "fate_summary",
-  "is_integer_dtype",
   "map_dot_sites",
   "merge_words",
   "resolve",
