@@ -11,7 +11,9 @@ no site escapes the report:
     output rounding");
   * every site the target ran above its declared preset: XLA:CPU computes
     f32 dots as F32 whatever the preset (`effective.cpu_algorithm`), so a
-    CPU check of BF16_BF16_F32 proves nothing about a GPU;
+    CPU check of BF16_BF16_F32 proves nothing about a GPU; a site dot
+    strength reduction made a multiply+reduce is named as such (the pass,
+    not the target, left no gemm to honour the preset);
   * sites whose algorithm is unknown or ambiguous (emulated as F32), and
     optimized precision configs that contradict the StableHLO;
   * cuBLAS / cuBLASLt sites where TF32 is allowed, not required
@@ -76,6 +78,31 @@ def _ignored(f: SiteFate) -> bool:
     alg in OPERAND_UNIT
     and declared in OPERAND_UNIT
     and OPERAND_UNIT[alg] < OPERAND_UNIT[declared]
+  )
+
+
+def _ignored_words(f: SiteFate) -> str:
+  """Why a site ran above its declared preset, by who dropped it.
+
+  A strength-reduced site (multiply+reduce, multiply: the GPU's
+  dot-strength-reduction pass, or algsimp on the CPU) has no gemm left to
+  honour the preset: its kernel's own products decide (read from its PTX on
+  a GPU), whatever the target's gemms would do, so the note names the pass,
+  not the target. Otherwise the target's dot ignores the preset: XLA:CPU
+  computes f32 dots as F32 (`effective.cpu_algorithm`), and a CPU check of
+  a preset says nothing about a GPU.
+  """
+  i, alg = f.site.index, f.effective_algorithm
+  head = f"site {i} ran {alg} for declared {f.algorithm}"
+  if f.fate in (Fate.MULTIPLY_REDUCE, Fate.MULTIPLY):
+    return (
+      f"{head}: dot strength reduction made it a {f.fate.value}, whose "
+      f"kernel computes {alg}, so this row says nothing about a gemm that "
+      "honours the preset"
+    )
+  return (
+    f"{head}: the target ignores the preset, so this check says nothing "
+    "about a GPU"
   )
 
 
@@ -198,10 +225,7 @@ def annotate(
     elif f.fate != Fate.GONE and chosen[i] != alg and not tf32_optional(f):
       notes.append(f"site {i} {alg or 'unknown'}, emulated as F32")
     if _ignored(f):
-      notes.append(
-        f"site {i} ran {alg} for declared {f.algorithm}: the target "
-        "ignores the preset, so this check says nothing about a GPU"
-      )
+      notes.append(_ignored_words(f))
     if f.conflict:
       notes.append(f"site {i}: {f.conflict}")
   return "; ".join([verdict, *filter(None, notes)])

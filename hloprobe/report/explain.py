@@ -262,16 +262,32 @@ def _alternatives(precision, configs, cc) -> list[Alternative]:
   return out
 
 
+def _config_words(f: SiteFate) -> str:
+  """A site's precision config, e.g. "DEFAULT" or "HIGH, algorithm X"."""
+  return "/".join(dict.fromkeys(f.precision_config.upper().split(","))) + (
+    f", algorithm {f.algorithm}" if f.algorithm else ""
+  )
+
+
 def _precision_label(precision: str, configs) -> str:
+  """E.g. "tensorfloat32 (HIGH)"; where the sites' configs differ, each
+  with its sites, e.g. "default (sites 0, 2 DEFAULT; site 1 HIGHEST)", so
+  that a merged label never hides which site asked for what (the
+  effective algorithms lines say which runs TF32)."""
   fates = [f for r in configs for f in r.compilation.fates]
   if not fates:
     return precision
-  configs_seen = dict.fromkeys(
-    "/".join(dict.fromkeys(f.precision_config.upper().split(",")))
-    + (f", algorithm {f.algorithm}" if f.algorithm else "")
-    for f in fates
-  )
-  return f"{precision} ({'; '.join(configs_seen)})"
+  by_config: dict[str, set[int]] = {}
+  for f in fates:
+    by_config.setdefault(_config_words(f), set()).add(f.site.index)
+  if len(by_config) == 1:
+    return f"{precision} ({next(iter(by_config))})"
+  words = [
+    f"site{'s' if len(sites) > 1 else ''} "
+    f"{', '.join(map(str, sorted(sites)))} {config}"
+    for config, sites in by_config.items()
+  ]
+  return f"{precision} ({'; '.join(words)})"
 
 
 def _notes(configs: list[ConfigResult]) -> list[str]:

@@ -101,10 +101,14 @@ def _algorithm_lines(e: TargetExplanation) -> list[str]:
   for fate in dict.fromkeys(a.fate for a in e.algorithms):
     uses = [a for a in e.algorithms if a.fate == fate]
     by_n = len(uses) > len({u.precision for u in uses})
+    # Sites of one fate that run different algorithms are named each, so
+    # a line never leaves open which site runs TF32.
+    by_site = len({a.sites for a in uses}) > 1
     pairs = [
       (
         a.precision,
-        f"{a.algorithm or 'n/a'} [{a.evidence}]"
+        (f"{_sites(a.sites)}: " if by_site else "")
+        + f"{a.algorithm or 'n/a'} [{a.evidence}]"
         + (f" at {_ns(a.batch_sizes)}" if by_n else ""),
       )
       for a in uses
@@ -223,12 +227,30 @@ def _span(low: float | None, high: float, spec: str) -> str:
   return b if a == b else f"{a} to {b}"
 
 
+def _share_words(share: float) -> str:
+  """A site's share in [0, 1] as a percentage that never rounds to 100% or
+  0% while other sites share the error: ">99%", "<1%", "100%" only for
+  all of it, e.g. TF32 at three sites of which one causes 99.6%."""
+  if share >= 1.0:
+    return "100%"
+  if share > 0.99:
+    return ">99%"
+  if 0 < share < 0.01:
+    return "<1%"
+  return f"{share:.0%}"
+
+
 def _predicted_words(z) -> str:
   if z.row0_abs is None:
     return f"{_ns(z.batch_sizes)}: {z.verdict}"
   top = ""
   if z.top_site is not None:
-    share = "" if z.top_share is None else f" ({z.top_share:.0%})"
+    share = (
+      ""
+      if z.top_share is None
+      else f" ({_share_words(z.top_share)} of the row-0 error the non-F32 "
+      "sites cause one at a time)"
+    )
     top = f"; top site {z.top_site}{share}"
   where = f"{_ns(z.batch_sizes)}: {_leaf_words(z.leaf)}"
   if _is_integer(z.output_dtype):

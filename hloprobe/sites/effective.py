@@ -108,7 +108,13 @@ def integer_algorithm(fate: MappedSite, target: Target) -> tuple[str, str]:
   )
 
 
-def cpu_algorithm(operand_dtype: str) -> tuple[str | None, str]:
+# XLA:CPU's 16-bit dots with an f32 result: (operand type -> preset).
+_CPU_SIXTEEN_BIT = {"bf16": "BF16_BF16_F32", "f16": "F16_F16_F32"}
+
+
+def cpu_algorithm(
+  operand_dtype: str, result_dtype: str | None = None
+) -> tuple[str | None, str]:
   """The algorithm of a dot on XLA:CPU, whatever its precision config says.
 
   XLA:CPU computes f32 dots as IEEE f32 (Eigen / YNNPACK / runtime matmul in
@@ -117,12 +123,28 @@ def cpu_algorithm(operand_dtype: str) -> tuple[str | None, str]:
   BF16_BF16_F32 preset give the same f32 results as HIGHEST, and
   TF32_TF32_F32 is rejected ("not supported by dot_general on CPU"; see
   tests/sweep_test.py FailureIsolationTest).
+
+  A bf16 x bf16 -> f32 dot (f16 likewise) is BF16_BF16_F32: its products
+  are exact in f32 (8 + 8 significant bits fit f32's 24) and summed in f32,
+  by either of the two paths XLA:CPU takes (optimized HLO and pass dumps of
+  jaxlib 0.10.2 and 0.12.0.1, a [n,64] x [64,32] dot): the
+  `operand_upcaster` pass (xla/service/operand_upcaster.cc, OperandUpcaster:
+  operands narrower than the result are converted to it) makes it an f32
+  dot of converted operands (n = 1), or `dot-library-rewriter` hands the
+  bf16 dot to YNNPACK as a `__ynn_fusion` with an f32 result (n = 4), which
+  accumulates in f32. A 16-bit result has no rule here.
   """
   presets = {"f32": "F32_F32_F32", "f64": "F64_F64_F64"}
   if operand_dtype in presets:
     return presets[operand_dtype], (
       f"XLA:CPU: {operand_dtype} dot in {operand_dtype}; operand_precision "
       "and algorithm do not change CPU arithmetic (jaxlib 0.10.2, 0.12.0.1)"
+    )
+  if operand_dtype in _CPU_SIXTEEN_BIT and result_dtype == "f32":
+    return _CPU_SIXTEEN_BIT[operand_dtype], (
+      f"XLA:CPU: {operand_dtype} x {operand_dtype} -> f32: exact products "
+      "summed in f32 (operand_upcaster converts the operands to f32, or "
+      "YNNPACK's __ynn_fusion accumulates in f32; jaxlib 0.10.2, 0.12.0.1)"
     )
   return None, f"XLA:CPU: no rule for {operand_dtype} operands"
 
@@ -308,7 +330,7 @@ def _effective(
     algorithm, evidence = integer_algorithm(fate, target)
     return algorithm, "rule", evidence
   if target.platform == "cpu":
-    algorithm, evidence = cpu_algorithm(dtype)
+    algorithm, evidence = cpu_algorithm(dtype, fate.site.result.dtype)
   elif fate.fate in _BLAS_FATES:
     algorithm, evidence = blas_algorithm(
       fate.fate.value,
