@@ -24,7 +24,7 @@ import dataclasses
 from hloprobe.compile import BASELINE, Target
 from hloprobe.ir import Precision
 from hloprobe.numerics import ErrorStats, Prediction
-from hloprobe.sites import PassAttribution, SiteFate
+from hloprobe.sites import CompileFinding, PassAttribution, SiteFate
 
 __all__ = [
   "RECORD_VERSION",
@@ -155,10 +155,20 @@ class Failure:
   Attributes:
     stage: "lower", "compile", "analyse", "run", "reference", "worker", ...
     error: the error's first line, e.g. "XlaRuntimeError: INTERNAL: ...".
+    finding: for a compile XLA rejected, the dot sites and the pass or
+      rule that rejected it (`sites.explain_rejection`); None otherwise or
+      when it could not be found.
   """
 
   stage: str
   error: str
+  finding: CompileFinding | None = None
+
+  def words(self) -> str:
+    """The error, after the finding's words where there is one."""
+    if self.finding is None:
+      return self.error
+    return f"{self.finding.words()}: {self.error}"
 
 
 @dataclasses.dataclass(frozen=True)

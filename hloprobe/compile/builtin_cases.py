@@ -1,7 +1,8 @@
-"""The built-in cases: the seed report's model and ten public reports.
+"""The built-in cases: the seed report's model, ten public reports, and
+`int8_dots` (integer dots, issue 24).
 
-Each is a port, in hloprobe's own code, of the reproducer in a public
-report; `url` names the report. `hloprobe cases` lists them.
+Each report's is a port, in hloprobe's own code, of its reproducer; `url`
+names the report. `hloprobe cases` lists them.
 
 Private in intent: use the package, `hloprobe.compile`.
 """
@@ -394,6 +395,29 @@ mlx_3953 = Case(
   url="https://github.com/ml-explore/mlx/issues/3953",
 )
 
+
+def _int8_dots(x, w, v):
+  """s8 x s8 -> s32 (exact here) and s8 x s8 -> s8 (wraps: |sum| > 127)."""
+  dims = (((1,), (0,)), ((), ()))
+  wide = jax.lax.dot_general(x, w, dims, preferred_element_type=jnp.int32)
+  return {"s32": wide, "s8": jax.lax.dot_general(x, v, dims)}
+
+
+def _int8_inputs():
+  """x: s8[9,64], w: s8[64,32], v: s8[64,16], uniform over s8 (seed 24)."""
+  rng = np.random.default_rng(24)
+  ints = lambda *shape: rng.integers(-128, 128, shape, dtype=np.int8)
+  return ints(9, 64), ints(64, 32), ints(64, 16)
+
+
+int8_dots = Case(
+  "int8_dots",
+  "int8 x int8 dots: exact into int32, overflowing (wrapping) into int8",
+  _int8_dots,
+  _int8_inputs,
+  rows_independent=True,
+)
+
 # Read only: cases are passed in (a `Case` record in a sweep's spec), never
 # added here at run time.
 CASES = types.MappingProxyType(
@@ -411,6 +435,7 @@ CASES = types.MappingProxyType(
       jax_21212,
       pytorch_105726,
       mlx_3953,
+      int8_dots,
     )
   }
 )

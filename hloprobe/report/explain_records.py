@@ -96,6 +96,8 @@ class RowZero:
     ulp_vs_n1: distance from n = 1's row 0 in ULPs of `output_dtype`;
       None when n = 1 was not run.
     output_dtype: e.g. "float32".
+    leaf: the output leaf row 0 is of (the config's headline leaf), e.g.
+      "['new_w']"; "" for a single array.
   """
 
   precision: str
@@ -104,6 +106,7 @@ class RowZero:
   row0_abs: float | None
   ulp_vs_n1: int | None
   output_dtype: str | None
+  leaf: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -124,6 +127,9 @@ class PredictedRowZero:
     top_share: that site's share, in [0, 1], or None.
     row0_abs_min, noise_abs_min: the smallest of them (equal to the
       largest when one value covers every batch size); None when unknown.
+    leaf: the output leaf the numbers are of (the prediction's headline
+      leaf), "" for a single array.
+    output_dtype: that leaf's dtype, e.g. "int32"; None when unknown.
   """
 
   precision: str
@@ -135,6 +141,8 @@ class PredictedRowZero:
   top_share: float | None
   row0_abs_min: float | None = None
   noise_abs_min: float | None = None
+  leaf: str = ""
+  output_dtype: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
