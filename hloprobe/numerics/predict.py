@@ -30,6 +30,7 @@ from hloprobe.numerics import (
   candidates,
   emulate,
   emulation_cache,
+  floor_check,
   reference,
   site_notes,
 )
@@ -93,6 +94,12 @@ class Prediction:
       array.
     leaf_verdicts: (leaf name, verdict) for every output leaf.
     output_dtype: the dtype of `leaf`, e.g. "bfloat16".
+    reference: where the float64 reference comes from
+      (`References.source`): the numpy executor, or "XLA:CPU float64 (not
+      executed by the numpy executor: <target>)".
+    floor_check: `leaf`'s measured noise floor checked against the numpy
+      executor (`floor_check`); where not trusted, `noise` is the
+      independent floor and the verdicts say so.
   """
 
   site_algorithms: tuple[str, ...]
@@ -108,6 +115,8 @@ class Prediction:
   leaf: str = ""
   leaf_verdicts: tuple[tuple[str, str], ...] = ()
   output_dtype: str = "float32"
+  reference: str = ""
+  floor_check: floor_check.FloorCheck | None = None
 
 
 # Fixed summation orders (all but XLA's own): each output element is summed
@@ -139,7 +148,7 @@ class Predictor:
     references: reference.References,
     sizes: tuple[int, ...] = (),
   ):
-    self._refs = references
+    self._refs, self._name = references, case.name
     self._cache = emulation_cache.EmulationCache(case, full_inputs, sizes)
 
   def _emulate(self, n: int, algorithms: tuple[str, ...]) -> tuple:
@@ -235,7 +244,8 @@ class Predictor:
       chosen, note = candidates.chosen_algorithms(fates)
       self._prefetch(n, chosen)
     with stage("noise floor"):
-      noise = self._spread(n, (F32,) * count)
+      checks = self._checked_floors(n, self._spread(n, (F32,) * count), fates)
+      noise = tuple(c.floor for c in checks)
       spread = noise if chosen == (F32,) * count else self._spread(n, chosen)
     stats = self._leaf_stats(n, chosen)
     tolerance = tuple(
@@ -278,7 +288,7 @@ class Predictor:
         leaf,
         "; ".join(v for i, v in enumerate(verdicts) if i != leaf),
       )
-    verdicts = tuple(verdicts)
+    verdicts = tuple(map(floor_check.noted, verdicts, checks))
     top = max(shares, key=lambda s: s.alone_abs).site if shares else None
     described = None if best is None else candidates.describe_assignment(best)
     return Prediction(
@@ -295,6 +305,27 @@ class Predictor:
       leaf=self._refs.names[leaf],
       leaf_verdicts=tuple(zip(self._refs.names, verdicts)),
       output_dtype=self._refs.dtypes[leaf],
+      reference=self._refs.source(n),
+      floor_check=checks[leaf],
+    )
+
+  def _checked_floors(self, n: int, measured: tuple, fates) -> tuple:
+    """Each leaf's measured floor checked against the numpy executor's F32
+    run (`floor_check.check_floor`)."""
+    run = self._refs.executed_f32(n)
+    k = sum(f.site.contracting_size or 0 for f in fates)
+    return tuple(
+      floor_check.check_floor(
+        measured[i],
+        None if run.outputs is None else run.outputs[i],
+        ref,
+        self._refs.axes[i],
+        self._refs.dtypes[i],
+        k,
+        f"case {self._name}, n = {n} (F32 emulation)",
+        run.why_not,
+      )
+      for i, ref in enumerate(self._refs.at(n))
     )
 
   def _prefetch(self, n: int, chosen: tuple[str, ...]) -> None:
