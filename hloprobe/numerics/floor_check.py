@@ -41,9 +41,10 @@ disagrees with the numpy executor: suspected XLA:CPU miscompile at
   errors of chained sites add.
 - q: an output that f32 cannot hold more finely (a bf16 leaf, a large
   value) has at least that error, whatever computes it.
-- F = 1000: on the built-in cases the measured floor sits below E0 and E
-  (README, "Independent of XLA:CPU"); the reported miscompile sat 1e11
-  above f32 noise. A miscompile within 1000x of f32 noise passes this
+- F = 1000: on the built-in cases the measured floor sits at 1.13x E0
+  and E or below (seed_mlp; the others 0.5x or below; jaxlib 0.12.0.1,
+  n = 1, 2, 4 or 8: README, "Independent of XLA:CPU"); the reported
+  miscompile sat 1e11 above f32 noise. A miscompile within 1000x of f32 noise passes this
   rule: a limit, stated, and the numbers are in `FloorCheck`.
 - The largest error as well as row 0's: a miscompile of some rows (as
   reported) need not touch row 0, but the emulation is then suspect at
