@@ -4,7 +4,9 @@ For each config, the case is re-evaluated on the CPU (`emulate`) with every
 dot site at its effective algorithm (`SiteFate.effective_algorithm`, which
 `effective` read from the kernel or a rule), and compared with the float64
 reference (`accuracy`). Around it: the f32 noise floor (every site at F32
-under several summation orders), per-site attribution (each non-F32 site
+under several summation orders; checked against the numpy executor's F32
+run, `floor_check`, and replaced by its independent floor where XLA:CPU's
+disagrees), per-site attribution (each non-F32 site
 alone, and each one put back to F32), each site's analytic band, the
 candidate assignment that best matches an observed run, and a verdict.
 
