@@ -64,6 +64,22 @@ class ExecutorReferenceTest(absltest.TestCase):
     (got,) = refs.at(8)
     np.testing.assert_allclose(got, _seed_f64(xs[:8], params), rtol=1e-12)
 
+  def test_builtin_einsum_and_pytree_cases_are_numpy_float64(self):
+    wide = lambda args: [np.asarray(a, np.float64) for a in args]
+    einsum, broadcast = cases.get_case("jax_22557"), cases.get_case("mlx_3953")
+    refs = _refs(einsum, (1, 2))
+    a, b = wide(einsum.inputs_for(einsum.full_inputs(), 2))
+    self.assertEqual(refs.source(2), reference.EXECUTOR_SOURCE)
+    np.testing.assert_allclose(
+      refs.at(2)[0], np.einsum("ij,kil->kjl", a, b), rtol=1e-12
+    )
+    refs = _refs(broadcast, (2,))
+    ones, v, halves, v2 = wide(broadcast.inputs_for(broadcast.full_inputs(), 2))
+    got = refs.at(2)  # two output leaves, in tree-leaves order
+    self.assertLen(got, 2)
+    np.testing.assert_array_equal(got[0], np.matmul(ones, v))
+    np.testing.assert_array_equal(got[1], np.matmul(halves, v2))
+
   def test_scaled_dense_is_numpy_float64(self):
     case = cases.Case(
       "scaled_dense",
