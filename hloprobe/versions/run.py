@@ -67,13 +67,17 @@ class VersionRun:
 
 
 def spec_request(spec) -> dict:
-  """A `sweep.SweepSpec` as JSON-able fields (experiments are not sent)."""
+  """A `sweep.SweepSpec` as JSON-able fields, its XLA_FLAGS experiments as
+  {"name", "xla_flags"} (the worker sweeps them beside the baseline)."""
   return {
     "cases": list(spec.case_names),
     "batch_sizes": list(spec.batch_sizes),
     "precisions": list(spec.precisions),
     "targets": list(spec.target_names),
     "explain_passes": spec.explain_passes,
+    "experiments": [
+      {"name": e.name, "xla_flags": list(e.xla_flags)} for e in spec.experiments
+    ],
   }
 
 
@@ -170,6 +174,7 @@ def _serve(request_path: str, reply_path: str) -> None:
 
   from hloprobe import sweep, verify
   from hloprobe.compile import (
+    Experiment,
     jax_versions,
     jaxlib_git_hash,
     start_backends,
@@ -191,6 +196,10 @@ def _serve(request_path: str, reply_path: str) -> None:
     precisions=tuple(fields["precisions"]),
     targets=tuple(fields["targets"]),
     explain_passes=bool(fields["explain_passes"]),
+    experiments=tuple(
+      Experiment(e["name"], tuple(e["xla_flags"]))
+      for e in fields.get("experiments", ())
+    ),
   )
   start_backends(None)
   results = sweep.run_sweep(spec)
