@@ -91,6 +91,7 @@ class Ops:
       ),
       "gather": lambda c, i, o, s: shape_ops.gather(o[0], o[1], i),
       "reduce": self._reduce,
+      "reduce-window": self._reduce_window,
       "dot": self._dot,
       "fusion": self._fusion,
       "call": self._call,
@@ -240,6 +241,25 @@ class Ops:
       np.asarray(a).astype(compute_dtype(e.dtype, self.widen))
       for a, e in zip(acc, inst.shape.elements)
     )
+
+  def _reduce_window(self, comp, inst, operands, scope):
+    """`reduce-window` of one operand: the reducer applied to the pieces
+    of each window offset in turn (`shape_ops.window_pieces`)."""
+    if len(operands) != 2:
+      raise Unsupported("a reduce-window of several operands")
+    x, init = operands
+    reducer = inst.called_computations[0]
+    fast = self._fast_reducer(reducer)
+    sub = type(scope)(vectorized=True)
+    acc = np.broadcast_to(init, tuple(inst.shape.dims))
+    for piece in shape_ops.window_pieces(x, init, inst.attrs.get("window", "")):
+      if fast is not None:
+        acc = fast(acc, piece)
+      else:
+        acc = self.interp.computation(reducer, [acc, piece], sub)
+        if acc is MISSING:
+          return MISSING
+    return np.asarray(acc)
 
   def _fast_reducer(self, name: str):
     comp = self.interp.module.computations.get(name)

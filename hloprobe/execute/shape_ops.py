@@ -32,6 +32,7 @@ __all__ = [
   "pad",
   "reverse",
   "slice_",
+  "window_pieces",
 ]
 
 
@@ -190,3 +191,40 @@ def gather(
       where[d] = i
     out[tuple(where)] = piece
   return out
+
+
+def window_pieces(x: np.ndarray, init: np.ndarray, spec: str):
+  """The operand pieces a `reduce-window` combines, one per window offset.
+
+  `window={size=AxB stride=AxB pad=lo_hixlo_hi}`: the operand is padded
+  with the init value, and for each offset in the window (in row-major
+  order, as XLA's loop visits it) the elements at `offset + stride * i`
+  form one piece of the result's shape.
+
+  Raises:
+    Unsupported: base or window dilation, or a spec of another rank.
+  """
+  fields = dict(re.findall(r"(\w+)=(\S+)", spec.strip("{}")))
+  if any(k in fields for k in ("lhs_dilate", "rhs_dilate")):
+    raise Unsupported("reduce-window with dilation")
+
+  def per_dim(key, default):
+    if key not in fields:
+      return [default] * x.ndim
+    return [v for v in fields[key].split("x")]
+
+  size = [int(v) for v in per_dim("size", 1)]
+  stride = [int(v) for v in per_dim("stride", 1)]
+  pads = [tuple(int(p) for p in v.split("_")) for v in per_dim("pad", "0_0")]
+  if not len(size) == len(stride) == len(pads) == x.ndim:
+    raise Unsupported(f"window {spec!r} for rank {x.ndim}")
+  spec_pad = "x".join(f"{lo}_{hi}" for lo, hi in pads)
+  padded = pad(x, init, spec_pad) if x.ndim else x
+  out = [(padded.shape[d] - size[d]) // stride[d] + 1 for d in range(x.ndim)]
+  for offset in np.ndindex(*size):
+    yield padded[
+      tuple(
+        slice(o, o + stride[d] * (out[d] - 1) + 1, stride[d])
+        for d, o in enumerate(offset)
+      )
+    ]
