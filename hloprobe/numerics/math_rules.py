@@ -73,7 +73,9 @@ def _alpha_over_bias(gemm) -> bool:
 # (1 - alpha) bias (openxla/xla#46110, from jax-ml/jax#39336). Checked with
 # hloprobe's scaled_dense case on an a100 with xla_gpu_enable_triton_gemm
 # off: jaxlib 0.10.2 compiles `"alpha_real":0.1 ... "epilogue":"BIAS"`,
-# jaxlib 0.12.0.1 `"alpha_real":1` and the multiply outside the call.
+# jaxlib 0.12.0.1 `"alpha_real":1` and the multiply outside the call. The
+# fixing XLA commit was not located (the stored gemm_rewriter.cc at
+# 1448ed38 still guards on beta alone; the issue is closed as fixed).
 RULES = (
   MathRule(
     "suspected miscompile: GemmRewriter folded alpha over a BIAS epilogue",
