@@ -74,15 +74,16 @@ def _alpha_over_bias(gemm) -> bool:
 # hloprobe's scaled_dense case on an a100 with xla_gpu_enable_triton_gemm
 # off: jaxlib 0.10.2 compiles `"alpha_real":0.1 ... "epilogue":"BIAS"`,
 # jaxlib 0.12.0.1 `"alpha_real":1` and the multiply outside the call. The
-# fixing XLA commit was not located (the stored gemm_rewriter.cc at
-# 1448ed38 still guards on beta alone; the issue is closed as fixed).
+# fixing XLA commit was not located: the stored gemm_rewriter.cc at
+# 1448ed38 still guards HandleMultiply on beta alone, so the change may lie
+# elsewhere (the order bias and scale are fused in); the issue is closed.
 RULES = (
   MathRule(
     "suspected miscompile: GemmRewriter folded alpha over a BIAS epilogue",
     "gemm-rewriter",
     "GemmRewriterVisitor::HandleMultiply, "
     "xla/backends/gpu/transforms/gemm_rewriter.cc; openxla/xla#46110; "
-    "seen in jaxlib 0.10.2, fixed by 0.12.0.1",
+    "seen in jaxlib 0.10.2; 0.12.0.1 compiles scaled_dense with alpha 1",
     _alpha_over_bias,
   ),
 )
