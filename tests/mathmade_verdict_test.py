@@ -105,7 +105,7 @@ class RecordedModuleTest(absltest.TestCase):
     self.assertEqual(change.fields, "alpha_real 0.1, beta 0, epilogue BIAS")
     self.assertEqual(change.site, 0)
     self.assertIn(change.instruction, fates[0].carriers)
-    self.assertEqual(change.pass_name, "gemm-rewriter")
+    self.assertEqual(change.pass_name, "cublas-gemm-rewriter")
     self.assertEqual(
       change.rule,
       "suspected miscompile: GemmRewriter folded alpha over a BIAS epilogue",

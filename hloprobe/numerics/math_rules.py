@@ -25,13 +25,13 @@ __all__ = [
 ]
 
 # The XLA pass that makes each gemm custom call: GemmRewriter
-# (xla/backends/gpu/transforms/gemm_rewriter.cc, pass name "gemm-rewriter",
-# jaxlib 0.10.2 and 0.12.0.1) rewrites dots into these targets and folds
+# (xla/backends/gpu/transforms/gemm_rewriter.cc; dumped as pass
+# "cublas-gemm-rewriter" by jaxlib 0.10.2 and 0.12.0.1) rewrites dots into these targets and folds
 # scalar multiplies, bias adds and activations into them.
 MAKING_PASS = {
-  "__cublas$gemm": "gemm-rewriter",
-  "__cublas$lt$matmul": "gemm-rewriter",
-  "__cublas$lt$matmul$f8": "gemm-rewriter",
+  "__cublas$gemm": "cublas-gemm-rewriter",
+  "__cublas$lt$matmul": "cublas-gemm-rewriter",
+  "__cublas$lt$matmul$f8": "cublas-gemm-rewriter",
 }
 
 
@@ -80,7 +80,7 @@ def _alpha_over_bias(gemm) -> bool:
 RULES = (
   MathRule(
     "suspected miscompile: GemmRewriter folded alpha over a BIAS epilogue",
-    "gemm-rewriter",
+    "cublas-gemm-rewriter",
     "GemmRewriterVisitor::HandleMultiply, "
     "xla/backends/gpu/transforms/gemm_rewriter.cc; openxla/xla#46110; "
     "seen in jaxlib 0.10.2; 0.12.0.1 compiles scaled_dense with alpha 1",
