@@ -26,8 +26,8 @@ __all__ = [
 
 # The XLA pass that makes each gemm custom call: GemmRewriter
 # (xla/backends/gpu/transforms/gemm_rewriter.cc; dumped as pass
-# "cublas-gemm-rewriter" by jaxlib 0.10.2 and 0.12.0.1) rewrites dots into these targets and folds
-# scalar multiplies, bias adds and activations into them.
+# "cublas-gemm-rewriter" by jaxlib 0.10.2 and 0.12.0.1) rewrites dots into
+# these targets and folds scalar multiplies, bias adds and activations in.
 MAKING_PASS = {
   "__cublas$gemm": "cublas-gemm-rewriter",
   "__cublas$lt$matmul": "cublas-gemm-rewriter",
