@@ -8,10 +8,11 @@ C, bias and epilogues, as the libraries document them: `blas`), dots at
 the dot algorithm each gemm runs (`contraction`: operands rounded to
 TF32, BF16, F16, or split into parts, products summed in float64 and
 rounded once to the output type), layouts (`bitcast` reads the physical
-order), control flow (call, while, conditional). What it cannot compute
-(an unknown custom call such as cuDNN attention, an opcode without a
-model) is named in `Execution.not_executed`, and the outputs are then
-None: a prediction is never silently incomplete.
+order), convolutions and cuDNN's forward convolution calls, control flow
+(call, while, conditional), reduce, reduce-window, sort, scatter, gather.
+What it cannot compute (an unknown custom call such as cuDNN attention,
+an opcode without a model) is named in `Execution.not_executed`, and the
+outputs are then None: a prediction is never silently incomplete.
 
 Why it is independent of XLA:CPU: this package imports no JAX nor jaxlib
 (tests/layering_test.py enforces it) and compiles nothing. Its arithmetic
@@ -25,8 +26,9 @@ shares nothing with an XLA:CPU compile of the program.
 
 The stage's interface is `__all__`; the modules behind it are private in
 intent: values (types, literals, layouts, argument checks), rounding,
-contraction, elementwise, shape_ops, blas, ops (the opcode table),
-interpreter (the walk), records.
+contraction, elementwise, shape_ops, reductions, reorder (scatter, sort),
+blas (cuBLAS/cuBLASLt gemms), conv (convolutions, cuDNN's calls), ops
+(the opcode table), interpreter (the walk), records.
 """
 
 from __future__ import annotations

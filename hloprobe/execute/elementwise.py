@@ -209,13 +209,30 @@ def _shift(opcode, a, b):
   return np.where(big, 0, shifted).astype(unsigned.dtype).view(a.dtype)
 
 
-def compare(direction: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-  """`compare` with `direction=EQ|NE|LT|LE|GT|GE`; pred out."""
+def compare(
+  direction: str, a: np.ndarray, b: np.ndarray, total_order: bool = False
+) -> np.ndarray:
+  """`compare` with `direction=EQ|NE|LT|LE|GT|GE`; pred out.
+
+  `total_order` (`type=TOTALORDER`, printed `order=TOTAL` by newer XLA)
+  compares floats in IEEE 754's totalOrder: -nan < -inf < ... < -0 < +0 <
+  ... < inf < +nan, by the sign-magnitude bit patterns made monotonic.
+  """
   fn = _DIRECTIONS.get(direction)
   if fn is None:
     raise Unsupported(f"compare direction {direction!r}")
+  if total_order and is_float(a.dtype):
+    return fn(_total_order_key(a), _total_order_key(b))
   work = _compute_type(a.dtype)
   return fn(a.astype(work), b.astype(work))
+
+
+def _total_order_key(x: np.ndarray) -> np.ndarray:
+  """Signed integers ordered as the floats' totalOrder."""
+  width = np.dtype(x.dtype).itemsize
+  signed = np.ascontiguousarray(x).view(np.dtype(f"i{width}")).astype(np.int64)
+  magnitude = (1 << (8 * width - 1)) - 1
+  return np.where(signed < 0, signed ^ magnitude, signed)
 
 
 def convert(x: np.ndarray, out: np.dtype) -> np.ndarray:

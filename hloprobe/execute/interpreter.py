@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from hloprobe.execute import blas, contraction, ops
+from hloprobe.execute import contraction, ops
 from hloprobe.execute.records import Execution, GemmCall, NotExecuted
 from hloprobe.execute.values import MISSING, Unsupported, check_arguments
 from hloprobe.ir import HloInstruction, HloModule
@@ -79,7 +79,8 @@ class Interpreter:
     self.widen = widen
     self.not_executed: list[NotExecuted] = []
     self.gemms: list[GemmCall] = []
-    self._seen: set[tuple[str, str]] = set()
+    self._not_run: set[tuple[str, str]] = set()
+    self._recorded: set[tuple[str, str]] = set()
     self.ops = ops.Ops(self)
 
   def run(self, arguments: Sequence) -> Execution:
@@ -129,7 +130,9 @@ class Interpreter:
       return self._not_executed(
         comp, inst, e.target or ops.target_of(inst), e.reason
       )
-    except (ValueError, IndexError, TypeError, KeyError) as e:
+    except (ValueError, IndexError, TypeError, KeyError, ArithmeticError) as e:
+      # A malformed attribute or an operand of an unexpected shape: named,
+      # never a crash.
       return self._not_executed(
         comp, inst, ops.target_of(inst), f"{type(e).__name__}: {e}"
       )
@@ -146,8 +149,8 @@ class Interpreter:
 
   def _not_executed(self, comp, inst, target, reason):
     key = (comp.name, inst.name)
-    if key not in self._seen:
-      self._seen.add(key)
+    if key not in self._not_run:
+      self._not_run.add(key)
       self.not_executed.append(NotExecuted(inst.name, target, reason))
     return MISSING
 
@@ -168,26 +171,28 @@ class Interpreter:
     inst: HloInstruction,
     kind: str,
     algorithm: str,
-    fields: blas.GemmFields | None = None,
+    *,
+    alpha: complex = 1,
+    beta: float = 0.0,
+    epilogue: str | None = None,
     has_bias: bool = False,
   ) -> None:
     """Adds a `GemmCall` the first time `inst` runs."""
-    key = ("gemm", f"{comp.name}/{inst.name}")
-    if key in self._seen:
+    key = (comp.name, inst.name)
+    if key in self._recorded:
       return
-    self._seen.add(key)
-    meta = inst.metadata
+    self._recorded.add(key)
     self.gemms.append(
       GemmCall(
         instruction=inst.name,
         kind=kind,
         computation=comp.name,
         algorithm=algorithm,
-        alpha=fields.alpha if fields else 1,
-        beta=fields.beta if fields else 0.0,
-        epilogue=fields.epilogue if fields else None,
+        alpha=alpha,
+        beta=beta,
+        epilogue=epilogue,
         has_bias=has_bias,
-        op_name=meta.get("op_name"),
+        op_name=inst.metadata.get("op_name"),
         source_line=self._source_line(inst),
       )
     )

@@ -15,9 +15,16 @@ from collections.abc import Callable
 
 import numpy as np
 
-from hloprobe.execute import blas, contraction, elementwise, shape_ops
+from hloprobe.execute import (
+  blas,
+  contraction,
+  conv,
+  elementwise,
+  reductions,
+  reorder,
+  shape_ops,
+)
 from hloprobe.execute.values import (
-  MISSING,
   Unsupported,
   compute_dtype,
   numpy_dtype,
@@ -30,17 +37,10 @@ __all__ = [
   "target_of",
 ]
 
-# Reducer root opcode -> numpy ufunc, for a reducer that is one binary op
-# of its two parameters (vectorised; any other reducer is run step by step).
-_FAST_REDUCERS = {
-  "add": np.add,
-  "multiply": np.multiply,
-  "maximum": np.maximum,
-  "minimum": np.minimum,
-  "and": np.logical_and,
-  "or": np.logical_or,
-}
 _IDENTITY_OPS = ("optimization-barrier", "add-dependency")
+# Custom calls that pass their one operand through (sharding annotations
+# of a single-device program; jax's unoptimized HLO has them).
+_IDENTITY_CALLS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
 
 
 def target_of(inst: HloInstruction) -> str:
@@ -91,8 +91,11 @@ class Ops:
       ),
       "gather": lambda c, i, o, s: shape_ops.gather(o[0], o[1], i),
       "reduce": self._reduce,
+      "scatter": lambda c, i, o, s: reorder.scatter(i, o, self._applier(i, s)),
+      "sort": lambda c, i, o, s: reorder.sort(i, o, self._applier(i, s)),
       "reduce-window": self._reduce_window,
       "dot": self._dot,
+      "convolution": self._convolution,
       "fusion": self._fusion,
       "call": self._call,
       "map": self._map,
@@ -100,6 +103,11 @@ class Ops:
       "conditional": self._conditional,
       "custom-call": self._custom_call,
       "after-all": lambda c, i, o, s: (),
+      "copy-start": lambda c, i, o, s: (o[0], o[0], np.zeros((), np.uint32)),
+      "copy-done": lambda c, i, o, s: o[0][0],
+      "async-start": self._async_start,
+      "async-update": lambda c, i, o, s: o[0],
+      "async-done": lambda c, i, o, s: o[0][1],
       "partition-id": lambda c, i, o, s: np.zeros((), np.uint32),
       "replica-id": lambda c, i, o, s: np.zeros((), np.uint32),
     }
@@ -169,7 +177,11 @@ class Ops:
 
   def _compare(self, comp, inst, operands, scope):
     direction = inst.attrs.get("direction", "")
-    return elementwise.compare(direction, operands[0], operands[1])
+    total = (
+      inst.attrs.get("type") == "TOTALORDER"
+      or inst.attrs.get("order") == "TOTAL"
+    )
+    return elementwise.compare(direction, operands[0], operands[1], total)
 
   def _select(self, comp, inst, operands, scope):
     pred, a, b = operands
@@ -213,64 +225,32 @@ class Ops:
 
   # --- reductions --------------------------------------------------------
 
-  def _reduce(self, comp, inst, operands, scope):
-    n = len(operands) // 2
-    xs, inits = operands[:n], operands[n:]
-    dims = inst.dims_attr("dimensions")
-    reducer = inst.called_computations[0]
-    fast = self._fast_reducer(reducer) if n == 1 else None
-    if fast is not None:
-      return _reduce_fast(fast, xs[0], inits[0], dims)
-    kept = [d for d in range(xs[0].ndim) if d not in dims]
-    kept_shape = tuple(xs[0].shape[d] for d in kept)
-    moved = [
-      np.transpose(x, (*dims, *kept)).reshape((-1, *kept_shape)) for x in xs
-    ]
-    acc = [np.broadcast_to(v, kept_shape) for v in inits]
+  def _applier(self, inst: HloInstruction, scope):
+    """Runs `inst`'s called computation on arrays (a combiner or a
+    comparator applied elementwise)."""
+    name = inst.called_computations[0]
     sub = type(scope)(vectorized=True)
-    for r in range(moved[0].shape[0]):
-      out = self.interp.computation(
-        reducer, [*acc, *(m[r] for m in moved)], sub
-      )
-      if out is MISSING:
-        return MISSING
-      acc = list(out) if n > 1 else [out]
-    if n == 1:
-      return np.asarray(acc[0])
+    return lambda args: self.interp.computation(name, args, sub)
+
+  def _reducer(self, inst: HloInstruction):
+    name = inst.called_computations[0]
+    return reductions.fast_reducer(self.interp.module.computations.get(name))
+
+  def _reduce(self, comp, inst, operands, scope):
+    value = reductions.reduce(
+      inst, list(operands), self._reducer(inst), self._applier(inst, scope)
+    )
+    if not isinstance(value, tuple):
+      return value
     return tuple(
-      np.asarray(a).astype(compute_dtype(e.dtype, self.widen))
-      for a, e in zip(acc, inst.shape.elements)
+      a.astype(compute_dtype(e.dtype, self.widen))
+      for a, e in zip(value, inst.shape.elements)
     )
 
   def _reduce_window(self, comp, inst, operands, scope):
-    """`reduce-window` of one operand: the reducer applied to the pieces
-    of each window offset in turn (`shape_ops.window_pieces`)."""
-    if len(operands) != 2:
-      raise Unsupported("a reduce-window of several operands")
-    x, init = operands
-    reducer = inst.called_computations[0]
-    fast = self._fast_reducer(reducer)
-    sub = type(scope)(vectorized=True)
-    acc = np.broadcast_to(init, tuple(inst.shape.dims))
-    for piece in shape_ops.window_pieces(x, init, inst.attrs.get("window", "")):
-      if fast is not None:
-        acc = fast(acc, piece)
-      else:
-        acc = self.interp.computation(reducer, [acc, piece], sub)
-        if acc is MISSING:
-          return MISSING
-    return np.asarray(acc)
-
-  def _fast_reducer(self, name: str):
-    comp = self.interp.module.computations.get(name)
-    if comp is None or len(comp.instructions) != 3:
-      return None
-    root = comp.root
-    params = {i.name for i in comp.instructions if i.opcode == "parameter"}
-    if root.opcode in _FAST_REDUCERS and set(root.operands) == params:
-      if len(params) == 2:
-        return _FAST_REDUCERS[root.opcode]
-    return None
+    return reductions.reduce_window(
+      inst, list(operands), self._reducer(inst), self._applier(inst, scope)
+    )
 
   # --- contractions ------------------------------------------------------
 
@@ -289,8 +269,42 @@ class Ops:
     self.interp.record_gemm(comp, inst, scope.gemm_kind, algorithm)
     return value
 
+  def _convolution(self, comp, inst, operands, scope):
+    algorithm = self.interp.algorithm_for(inst, scope)
+    x, w = operands
+    value = conv.convolution(inst, x, w, algorithm, scope.tf32_mode)
+    self.interp.record_gemm(comp, inst, "convolution", algorithm)
+    return value
+
+  def _cudnn_conv(self, comp, inst, operands, scope, target):
+    element = inst.shape.elements[0] if inst.shape.is_tuple else inst.shape
+    algorithm = self.interp.algorithm_for(inst, scope)
+    value, (scale, side) = conv.cudnn_conv(
+      inst,
+      target,
+      list(operands),
+      algorithm,
+      compute_dtype(element.dtype, self.widen),
+    )
+    config = conv.conv_scales(inst)
+    self.interp.record_gemm(
+      comp,
+      inst,
+      "cudnn conv",
+      algorithm,
+      alpha=scale,
+      beta=side,
+      epilogue=str(config.get("activation_mode", "kNone")),
+      has_bias=target.endswith("BiasActivationForward") and len(operands) > 2,
+    )
+    return value
+
   def _custom_call(self, comp, inst, operands, scope):
     target = target_of(inst)
+    if target in conv.CONV_TARGETS:
+      return self._cudnn_conv(comp, inst, operands, scope, target)
+    if target in _IDENTITY_CALLS and len(operands) == 1:
+      return operands[0]
     if target not in blas.GEMM_TARGETS:
       raise Unsupported("no numpy model of this custom call", target)
     layouts = [
@@ -306,7 +320,16 @@ class Ops:
       compute_dtype(element.dtype, self.widen),
       algorithm,
     )
-    self.interp.record_gemm(comp, inst, target, algorithm, fields, has_bias)
+    self.interp.record_gemm(
+      comp,
+      inst,
+      target,
+      algorithm,
+      alpha=fields.alpha,
+      beta=fields.beta,
+      epilogue=fields.epilogue,
+      has_bias=has_bias,
+    )
     return value
 
   # --- calls and control flow -------------------------------------------
@@ -317,6 +340,12 @@ class Ops:
 
   def _call(self, comp, inst, operands, scope):
     return self.interp.computation(inst.called_computations[0], operands, scope)
+
+  def _async_start(self, comp, inst, operands, scope):
+    """`async-start` runs its computation at once: ((operands), result,
+    context), the tuple `async-done` takes element 1 of."""
+    result = self._call(comp, inst, operands, scope)
+    return (tuple(operands), result, np.zeros((), np.uint32))
 
   def _map(self, comp, inst, operands, scope):
     sub = type(scope)(vectorized=True)
@@ -339,19 +368,3 @@ class Ops:
     return self.interp.computation(
       branches[index], [operands[1 + index]], type(scope)()
     )
-
-
-def _reduce_fast(fn, x: np.ndarray, init: np.ndarray, dims) -> np.ndarray:
-  """`reduce` by one ufunc: floats narrower than f32 are summed in f32."""
-  work = x.dtype
-  if x.dtype.kind not in "biuf" or (
-    x.dtype.kind == "f" and x.dtype.itemsize < 4
-  ):
-    work = np.dtype(np.float32) if x.dtype != np.bool_ else x.dtype
-  if x.dtype.kind == "V":
-    work = np.dtype(np.float32)
-  if any(x.shape[d] == 0 for d in dims):
-    kept = tuple(s for d, s in enumerate(x.shape) if d not in dims)
-    return np.broadcast_to(init, kept)
-  reduced = fn.reduce(x.astype(work), axis=tuple(dims)) if dims else x
-  return fn(init.astype(work), reduced)

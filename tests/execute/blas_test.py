@@ -28,8 +28,14 @@ def _config(alpha, beta, epilogue):
   return '{"gemm_backend_config":{' + fields + "}}"
 
 
-def _module(params, operands, result, target, config, out="f32[2,4]{1,0}"):
-  """A module calling one gemm: `params` are (name, shape) pairs."""
+_AB = [("a", "f32[2,3]{1,0}"), ("b", "f32[3,4]{1,0}")]
+_LT = "__cublas$lt$matmul"
+_LT_RESULT = "(f32[2,4]{1,0}, s8[1024]{0})"
+
+
+def _module(params, result, target, config, out="f32[2,4]{1,0}"):
+  """A module calling one gemm on all its `params`, (name, shape) pairs."""
+  operands = [n for n, _ in params]
   heads = ", ".join(f"{n}: {s.split('{')[0]}" for n, s in params)
   lines = [f"  %{n} = {s} parameter({i})" for i, (n, s) in enumerate(params)]
   args = ", ".join(f"%{n}" for n in operands)
@@ -70,16 +76,10 @@ class GemmTest(parameterized.TestCase):
     ("gelu", "GELU", _gelu),
   )
   def test_lt_matmul_alpha_beta_c_and_activation(self, epilogue, act):
-    params = [
-      ("a", "f32[2,3]{1,0}"),
-      ("b", "f32[3,4]{1,0}"),
-      ("c", "f32[2,4]{1,0}"),
-    ]
     text = _module(
-      params,
-      ["a", "b", "c"],
-      "(f32[2,4]{1,0}, s8[1024]{0})",
-      "__cublas$lt$matmul",
+      [*_AB, ("c", "f32[2,4]{1,0}")],
+      _LT_RESULT,
+      _LT,
       _config(2, 0.5, epilogue),
     )
     run = execute_module(parse_hlo_module(text), [self.a, self.b, self.c])
@@ -96,16 +96,10 @@ class GemmTest(parameterized.TestCase):
   def test_lt_matmul_bias_epilogues_add_bias_before_activation(
     self, epilogue, act
   ):
-    params = [
-      ("a", "f32[2,3]{1,0}"),
-      ("b", "f32[3,4]{1,0}"),
-      ("v", "f32[4]{0}"),
-    ]
     text = _module(
-      params,
-      ["a", "b", "v"],
-      "(f32[2,4]{1,0}, s8[1024]{0})",
-      "__cublas$lt$matmul",
+      [*_AB, ("v", "f32[4]{0}")],
+      _LT_RESULT,
+      _LT,
       _config(0.25, 0, epilogue),
     )
     run = execute_module(parse_hlo_module(text), [self.a, self.b, self.bias])
@@ -117,14 +111,8 @@ class GemmTest(parameterized.TestCase):
     # D is column-major ({0,1}): its most minor dimension is dim 0, so the
     # bias vector runs along the rows (gemm_rewriter's FuseVectorBiasAdd).
     bias = np.array([10, -20], np.float32)
-    params = [
-      ("a", "f32[2,3]{1,0}"),
-      ("b", "f32[3,4]{1,0}"),
-      ("v", "f32[2]{0}"),
-    ]
     text = _module(
-      params,
-      ["a", "b", "v"],
+      [*_AB, ("v", "f32[2]{0}")],
       "(f32[2,4]{0,1}, s8[16]{0})",
       "__cublas$lt$matmul",
       _config(1, 0, "BIAS"),
@@ -134,10 +122,8 @@ class GemmTest(parameterized.TestCase):
     np.testing.assert_array_equal(run.outputs[0], self.prod + bias[:, None])
 
   def test_gelu_aux_returns_the_pre_activation(self):
-    params = [("a", "f32[2,3]{1,0}"), ("b", "f32[3,4]{1,0}")]
     text = _module(
-      params,
-      ["a", "b"],
+      _AB,
       "(f32[2,4]{1,0}, f32[2,4]{1,0}, s8[16]{0})",
       "__cublas$lt$matmul",
       _config(1, 0, "GELU_AUX"),
@@ -146,14 +132,8 @@ class GemmTest(parameterized.TestCase):
     np.testing.assert_array_equal(run.outputs[0], self.prod)
 
   def test_legacy_gemm_with_c(self):
-    params = [
-      ("a", "f32[2,3]{1,0}"),
-      ("b", "f32[3,4]{1,0}"),
-      ("c", "f32[2,4]{1,0}"),
-    ]
     text = _module(
-      params,
-      ["a", "b", "c"],
+      [*_AB, ("c", "f32[2,4]{1,0}")],
       "f32[2,4]{1,0}",
       "__cublas$gemm",
       _config(1, 1, "DEFAULT"),
@@ -174,7 +154,6 @@ class GemmTest(parameterized.TestCase):
     ]
     text = _module(
       params,
-      ["a", "b", "sa", "sb", "sd"],
       "(f32[2,4]{1,0}, s8[16]{0})",
       "__cublas$lt$matmul$f8",
       _config(1, 0, "DEFAULT"),
@@ -192,7 +171,6 @@ class GemmTest(parameterized.TestCase):
     params = [("a", "f32[1,1]{1,0}"), ("b", "f32[1,1]{1,0}")]
     text = _module(
       params,
-      ["a", "b"],
       "f32[1,1]{1,0}",
       "__cublas$gemm",
       _config(1, 0, "DEFAULT"),

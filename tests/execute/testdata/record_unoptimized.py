@@ -6,8 +6,10 @@ Run from the repository root:
     tests/execute/testdata/record_unoptimized.py
 
 writes `<name>.unoptimized.hlo`: `jax.jit(fn).lower(*args).as_text(
-dialect="hlo")` of each program below at batch size 8, unedited but for
-the repository's absolute path, which is cut from the text.
+dialect="hlo")` of each program below (the two cases at batch size 8;
+small sort and scatter programs on `SORT_INPUT` and `SCATTER_INDICES`),
+unedited but for the repository's absolute path, which is cut from the
+text.
 """
 
 from __future__ import annotations
@@ -38,12 +40,28 @@ def scaled_dense_inputs(n: int):
   return b[:n], a, bias
 
 
+# Inputs of the sort and scatter programs (tests/execute/reorder_test.py
+# uses the same values).
+SORT_INPUT = [[3, -1, float("nan"), 0.0, -0.0, 2], [1, 1, -5, 7, 2, 1]]
+SCATTER_INDICES = [4, 0, 1, 4, 5]
+
+
 def main() -> None:
+  import jax.numpy as jnp
+
   seed = cases.get_case("seed_mlp")
   xs, params = seed.make_inputs()
   programs = {
     "scaled_dense_n8": (scaled_dense, scaled_dense_inputs(8)),
     "seed_mlp_n8": (seed.fn, (xs[:8], params)),
+    "argsort": (
+      lambda x: jnp.argsort(x, axis=1),
+      (np.array(SORT_INPUT, np.float32),),
+    ),
+    "scatter_add": (
+      lambda x, i: x.at[:, i].add(1.0),
+      (np.array(SORT_INPUT, np.float32), np.array(SCATTER_INDICES, np.int32)),
+    ),
   }
   for name, (fn, args) in programs.items():
     text = jax.jit(fn).lower(*args).as_text(dialect="hlo")
