@@ -14,7 +14,10 @@ once to the output type. The summation order of the kernel (K tiles,
 split-K, the tensor core's own order) is not modelled: the f32 band
 (Higham's gamma_K) covers what it can change, and F32_F32_F32 here is the
 f32 dot with its sums made exact. BF16_BF16_BF16 and F16_F16_F16 round
-the float64 sum to the 16-bit type once, not each partial sum.
+the float64 sum to the 16-bit type once, not each partial sum. Not
+modelled either: the Triton emitter's zeroing of a non-finite partial sum
+before the high x high product of a split (`ZeroNaNs`), which matters
+only for infinite operands.
 
 Private in intent: use the package, `hloprobe.execute`.
 """

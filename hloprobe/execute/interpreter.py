@@ -171,6 +171,7 @@ class Interpreter:
     inst: HloInstruction,
     kind: str,
     algorithm: str,
+    scope: Scope,
     *,
     alpha: complex = 1,
     beta: float = 0.0,
@@ -194,6 +195,7 @@ class Interpreter:
         has_bias=has_bias,
         op_name=inst.metadata.get("op_name"),
         source_line=self._source_line(inst),
+        fusions=scope.fusions,
       )
     )
 

@@ -266,14 +266,14 @@ class Ops:
     value = contraction.contract(a, b, dims, algorithm, scope.tf32_mode)
     if value.dtype.kind in "iu":
       algorithm = "integer"
-    self.interp.record_gemm(comp, inst, scope.gemm_kind, algorithm)
+    self.interp.record_gemm(comp, inst, scope.gemm_kind, algorithm, scope)
     return value
 
   def _convolution(self, comp, inst, operands, scope):
     algorithm = self.interp.algorithm_for(inst, scope)
     x, w = operands
     value = conv.convolution(inst, x, w, algorithm, scope.tf32_mode)
-    self.interp.record_gemm(comp, inst, "convolution", algorithm)
+    self.interp.record_gemm(comp, inst, "convolution", algorithm, scope)
     return value
 
   def _cudnn_conv(self, comp, inst, operands, scope, target):
@@ -292,6 +292,7 @@ class Ops:
       inst,
       "cudnn conv",
       algorithm,
+      scope,
       alpha=scale,
       beta=side,
       epilogue=str(config.get("activation_mode", "kNone")),
@@ -325,6 +326,7 @@ class Ops:
       inst,
       target,
       algorithm,
+      scope,
       alpha=fields.alpha,
       beta=fields.beta,
       epilogue=fields.epilogue,

@@ -61,6 +61,8 @@ class GemmCall:
     op_name: `metadata.op_name`, None when absent.
     source_line: `metadata.source_line`, or the line of its innermost
       stack frame; None when neither is known.
+    fusions: the fusion instructions enclosing it, outermost first (a
+      Triton gemm fusion's dot: `("gemm_fusion_dot.1",)`); () outside any.
   """
 
   instruction: str
@@ -73,6 +75,7 @@ class GemmCall:
   has_bias: bool = False
   op_name: str | None = None
   source_line: int | None = None
+  fusions: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

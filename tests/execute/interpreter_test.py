@@ -18,9 +18,9 @@ from hloprobe.execute import execute_module
 from hloprobe.ir import parse_hlo_module
 
 _TESTDATA = os.path.join(os.path.dirname(__file__), "testdata")
-_SEED_INPUTS = os.path.join(
-  os.path.dirname(__file__), os.pardir, "testdata", "seed_mlp_inputs.npz"
-)
+_SHARED = os.path.join(os.path.dirname(__file__), os.pardir, "testdata")
+_SEED_INPUTS = os.path.join(_SHARED, "seed_mlp_inputs.npz")
+_COMPILES = os.path.join(_SHARED, "compiles")
 _U32 = 2.0**-24  # f32 unit roundoff
 _U_TF32 = 2.0**-11  # TF32 operand rounding (10 explicit bits)
 _ALPHA32 = float(np.float32(0.1))  # the f32 constant 0.1 of the program
@@ -211,6 +211,29 @@ class SeedTest(parameterized.TestCase):
       tf32.outputs[0], seed.tf32_value(), rtol=0, atol=_F32_LEVEL
     )
 
+  @parameterized.product(
+    fixture=(
+      "seed_cpu_n2_float32",
+      "seed_a100_n9_tensorfloat32",
+      "seed_h200_n2_bfloat16_no_triton_gemm",
+      "seed_t4_n2_bfloat16",
+    ),
+    release=("0.10.2", "0.12.0.1"),
+  )
+  def test_recorded_compiles_at_f32(self, fixture, release):
+    # The stage tests' recorded compiles (tests/testdata/compiles): the CPU's
+    # dots, Triton gemm fusions, cuBLASLt calls (h200 and t4).
+    path = os.path.join(_COMPILES, fixture, f"jaxlib{release}", "optimized.hlo")
+    with open(path, encoding="utf-8") as f:
+      module = parse_hlo_module(f.read())
+    n = module.entry.parameters()[0].shape.dims[0]
+    seed = _Seed(n)
+    ref, bound = seed.reference_and_bound()
+    run = execute_module(module, seed.arguments)
+    np.testing.assert_array_less(np.abs(run.outputs[0] - ref), bound)
+    np.testing.assert_allclose(run.outputs[0], ref, rtol=0, atol=_F32_LEVEL)
+    self.assertNotEmpty(run.gemms)
+
   def test_cpu_module(self):
     seed = _Seed(8)
     module = parse_hlo_module(
@@ -235,6 +258,10 @@ class SeedTest(parameterized.TestCase):
       [g.algorithm for g in run.gemms],
       ["F32_F32_F32", "BF16_BF16_F32", "TF32_TF32_F32"],
     )
+    self.assertEqual(
+      [g.fusions for g in run.gemms],
+      [("gemm_fusion_dot",), ("gemm_fusion_dot.1",), ("gemm_fusion_dot.2",)],
+    )
 
   def test_a_planted_swapped_transpose_is_seen(self):
     # The second layer's 48x48 weight contracted on its other dimension:
@@ -251,6 +278,21 @@ class SeedTest(parameterized.TestCase):
     run = execute_module(parse_hlo_module(planted), seed.arguments)
     moved = np.abs(run.outputs[0] - ref)
     self.assertGreater(np.median(moved), 100 * _F32_LEVEL)
+
+  def test_unoptimized_and_optimized_modules_agree_at_f32(self):
+    seed = _Seed(8)
+    runs = [
+      execute_module(parse_hlo_module(_text(name)), seed.arguments)
+      for name in (
+        "seed_mlp_n8.unoptimized.hlo",
+        "seed_mlp_a100_n8_bfloat16.jaxlib0.12.0.1.hlo",
+        "seed_mlp_cpu_n8_float32.jaxlib0.12.0.1.hlo",
+      )
+    ]
+    for run in runs[1:]:
+      np.testing.assert_allclose(
+        run.outputs[0], runs[0].outputs[0], rtol=0, atol=_F32_LEVEL
+      )
 
   def test_unoptimized_hlo_widened_is_float64(self):
     seed = _Seed(8)
