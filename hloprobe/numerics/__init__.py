@@ -22,6 +22,8 @@ modules behind them are private in intent:
   site_notes       what a verdict notes about particular sites
   candidates       site assignments: chosen, shares, candidates
   predict          GPU error predicted from emulation
+  math_rules       known rewrites that change the math; gemm call words
+  made             what XLA made: the optimized module executed
 """
 
 from __future__ import annotations
@@ -43,6 +45,11 @@ from hloprobe.numerics.floor_check import (
   FLOOR_TRUST_FACTOR as FLOOR_TRUST_FACTOR,
 )
 from hloprobe.numerics.floor_check import FloorCheck as FloorCheck
+from hloprobe.numerics.made import CHANGED as CHANGED
+from hloprobe.numerics.made import Made as Made
+from hloprobe.numerics.made import MadeChecker as MadeChecker
+from hloprobe.numerics.made import MathChange as MathChange
+from hloprobe.numerics.made import config_verdict as config_verdict
 from hloprobe.numerics.predict import Prediction as Prediction
 from hloprobe.numerics.predict import Predictor as Predictor
 from hloprobe.numerics.predict import SiteShare as SiteShare
@@ -50,10 +57,14 @@ from hloprobe.numerics.reference import References as References
 from hloprobe.numerics.reference import float64_reference as float64_reference
 
 __all__ = [
+  "CHANGED",
   "EMULATED_ALGORITHMS",
   "ErrorStats",
   "FLOOR_TRUST_FACTOR",
   "FloorCheck",
+  "Made",
+  "MadeChecker",
+  "MathChange",
   "NOISE_FACTOR",
   "NoiseFloor",
   "Prediction",
@@ -61,6 +72,7 @@ __all__ = [
   "References",
   "SiteBand",
   "SiteShare",
+  "config_verdict",
   "emulate_case",
   "error_stats",
   "float64_reference",
