@@ -132,7 +132,9 @@ def cpu_algorithm(
   operands narrower than the result are converted to it) makes it an f32
   dot of converted operands (n = 1), or `dot-library-rewriter` hands the
   bf16 dot to YNNPACK as a `__ynn_fusion` with an f32 result (n = 4), which
-  accumulates in f32. A 16-bit result has no rule here.
+  accumulates in f32; an f16 dot's operands are converted to f32 before
+  its f32 `__ynn_fusion` (n = 4) or f32 dot (n = 1): f16 x f16 products
+  (11 + 11 bits) are exact in f32 too. A 16-bit result has no rule here.
   """
   presets = {"f32": "F32_F32_F32", "f64": "F64_F64_F64"}
   if operand_dtype in presets:
