@@ -88,7 +88,8 @@ def integer_algorithm(fate: MappedSite, target: Target) -> tuple[str, str]:
   reduces in s8), Triton's `mma.sync...satfinite.s32.s8.s8.s32`
   (`.satfinite` clamps an s32 accumulator that would overflow, the one
   case where it differs), and cuBLAS(Lt) with an s32 compute type
-  (all seen in the optimized HLO and PTX of jaxlib 0.12.0.1;
+  (all seen in the optimized HLO and PTX of jaxlib 0.12.0.1, the same
+  fates on 0.10.2;
   xla/service/gpu/transforms/
   gemm_rewriter.cc `TypesAreSupportedByCublasLt` /
   `TypesAreSupportedByLegacyCublas`: {kI32, kInt32, S8, S8, kInt32}, the
