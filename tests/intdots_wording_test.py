@@ -9,6 +9,7 @@ the case's output structure for the headline leaf.
 from __future__ import annotations
 
 import dataclasses
+import types
 
 import jax
 import jax.numpy as jnp
@@ -172,6 +173,17 @@ class HeadlineLeafTest(absltest.TestCase):
     self.assertIn("n = 1: leaf ['grad_out'] 0.25 (|err| vs f64", text)
     self.assertIn("n = 8: leaf ['grad_out'] 0.5 (|err| vs f64", text)
     self.assertIn("n = 1, 8: leaf ['grad_out'] |err| vs f64", text)
+
+
+class OtherLeavesTest(absltest.TestCase):
+  def test_explain_names_an_overflowing_leaf_beside_the_headline(self):
+    overflow = "overflow: 16 of 16 elements of ['s8'] exceed s8 [-128, 127]"
+    p = types.SimpleNamespace(
+      verdict="exact",
+      leaf="['s32']",
+      leaf_verdicts=(("['s32']", "exact"), ("['s8']", overflow)),
+    )
+    self.assertEqual(explain._verdict_words(p), f"exact; ['s8']: {overflow}")
 
 
 class CpuSixteenBitRuleTest(absltest.TestCase):
