@@ -36,8 +36,8 @@ __all__ = [
 ]
 
 # Bumped when any record below changes shape; part of the cache key.
-# 1: one flat ConfigResult; 2: these records; 3: SiteFate; 4: Failure.finding and
-# ErrorStats' integer counts.
+# 1: one flat ConfigResult; 2: these records; 3: SiteFate; 4:
+# Failure.finding and ErrorStats' integer counts.
 RECORD_VERSION = 4
 
 
