@@ -17,15 +17,13 @@ from hloprobe.compile import get_case, get_target, rejected_compile
 from hloprobe.sweep import run_config
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# (folder, case, target, n, precision, XLA_FLAGS this run needs)
+# (folder, case, target, n, precision)
 COMPILED = (
   ("int8_dots_a100_n1", "int8_dots", "a100", 1, "float32"),
   ("int8_dots_a100_n4", "int8_dots", "a100", 4, "float32"),
   ("int8_dots_cpu_n4", "int8_dots", "cpu", 4, "float32"),
 )
-REJECTED = (
-  ("seed_a100_n1_F16_F16_F32", "seed_mlp", "a100", 1, "F16_F16_F32"),
-)
+REJECTED = (("seed_a100_n1_F16_F16_F32", "seed_mlp", "a100", 1, "F16_F16_F32"),)
 
 
 def _write(folder: str, name: str, text: str) -> None:
@@ -38,7 +36,9 @@ def main() -> None:
   os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
   for folder, case_name, target, n, precision in COMPILED:
     case = get_case(case_name)
-    r = run_config(case, case.full_inputs(), None, get_target(target), precision, n)
+    r = run_config(
+      case, case.full_inputs(), None, get_target(target), precision, n
+    )
     assert r.ok, r.failure
     _write(folder, "stablehlo.txt", r.compilation.stablehlo)
     _write(folder, "optimized_hlo.txt", r.compilation.optimized_hlo)
@@ -50,7 +50,9 @@ def main() -> None:
     _write(folder, "stablehlo.txt", rej.stablehlo)
     _write(folder, "message.txt", rej.message)
     _write(folder, "dumps.txt", "\n".join(n for n, _ in rej.pass_dumps) + "\n")
-    _write(folder, "last_dump.txt", rej.pass_dumps[-1][1] if rej.pass_dumps else "")
+    _write(
+      folder, "last_dump.txt", rej.pass_dumps[-1][1] if rej.pass_dumps else ""
+    )
 
 
 if __name__ == "__main__":
