@@ -36,8 +36,9 @@ __all__ = [
 ]
 
 # Bumped when any record below changes shape; part of the cache key.
-# 1: one flat ConfigResult; 2: these records; 4: ConfigResult.made;
-# 5: Prediction.reference and Prediction.floor_check.
+# 1: one flat ConfigResult; 2: these records; 3: SiteFate; 4:
+# Failure.finding and ErrorStats' integer counts, ConfigResult.made; 5:
+# Prediction.reference and Prediction.floor_check.
 RECORD_VERSION = 5
 
 

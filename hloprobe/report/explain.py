@@ -177,13 +177,29 @@ def _top(p) -> tuple[int | None, float | None]:
   return p.top_site, share
 
 
+def _verdict_words(p) -> str:
+  """The headline leaf's verdict, then every other leaf's that is not
+  "exact" or "within ..." (an overflowing int8 leaf beside an exact int32
+  headline, say), each after its leaf's name."""
+  others = [
+    f"{leaf}: {v}"
+    for leaf, v in p.leaf_verdicts
+    if leaf != p.leaf and v != "exact" and not v.startswith("within ")
+  ]
+  return "; ".join([p.verdict, *others])
+
+
 def _predicted(precision: str, configs) -> list[PredictedRowZero]:
   have = [r for r in configs if r.prediction is not None or r.prediction_error]
 
   def key(r):
     if r.prediction is None:
       return (f"not predicted: {r.prediction_error}", None)
-    return (r.prediction.verdict, r.prediction.top_site, r.prediction.leaf)
+    return (
+      _verdict_words(r.prediction),
+      r.prediction.top_site,
+      r.prediction.leaf,
+    )
 
   def row(run) -> PredictedRowZero:
     ns = tuple(r.config.n for r in run)
@@ -197,7 +213,7 @@ def _predicted(precision: str, configs) -> list[PredictedRowZero]:
       ns,
       max(p.stats.row0_abs for p in ps),
       max(p.noise.row0_abs for p in ps),
-      ps[0].verdict,
+      _verdict_words(ps[0]),
       *_top(ps[0]),
       min(p.stats.row0_abs for p in ps),
       min(p.noise.row0_abs for p in ps),

@@ -122,8 +122,10 @@ class PredictedRowZero:
       None where they have no prediction.
     noise_abs: the f32 noise floor of row 0 there (largest), output units;
       None likewise.
-    verdict: `accuracy.verdict` of the first of them, or "not predicted:
-      <why>" (the config's `prediction_error`).
+    verdict: `accuracy.verdict` of the first of them, then the other
+      output leaves' verdicts that are not "exact" or "within ...", each
+      after its leaf's name; or "not predicted: <why>" (the config's
+      `prediction_error`).
     top_site: the site with the largest share of the error, or None.
     top_share: that site's share, in [0, 1], or None.
     row0_abs_min, noise_abs_min: the smallest of them (equal to the

@@ -88,7 +88,8 @@ def integer_algorithm(fate: MappedSite, target: Target) -> tuple[str, str]:
   reduces in s8), Triton's `mma.sync...satfinite.s32.s8.s8.s32`
   (`.satfinite` clamps an s32 accumulator that would overflow, the one
   case where it differs), and cuBLAS(Lt) with an s32 compute type
-  (all seen in the optimized HLO and PTX of jaxlib 0.12.0.1;
+  (all seen in the optimized HLO and PTX of jaxlib 0.12.0.1, the same
+  fates on 0.10.2;
   xla/service/gpu/transforms/
   gemm_rewriter.cc `TypesAreSupportedByCublasLt` /
   `TypesAreSupportedByLegacyCublas`: {kI32, kInt32, S8, S8, kInt32}, the
@@ -132,7 +133,9 @@ def cpu_algorithm(
   operands narrower than the result are converted to it) makes it an f32
   dot of converted operands (n = 1), or `dot-library-rewriter` hands the
   bf16 dot to YNNPACK as a `__ynn_fusion` with an f32 result (n = 4), which
-  accumulates in f32. A 16-bit result has no rule here.
+  accumulates in f32; an f16 dot's operands are converted to f32 before
+  its f32 `__ynn_fusion` (n = 4) or f32 dot (n = 1): f16 x f16 products
+  (11 + 11 bits) are exact in f32 too. A 16-bit result has no rule here.
   """
   presets = {"f32": "F32_F32_F32", "f64": "F64_F64_F64"}
   if operand_dtype in presets:

@@ -6,7 +6,8 @@ dot nor the pass: "INVALID_ARGUMENT: Unsupported dot precision algorithm: 4".
 message and the module after every pass that completed) and names:
 
   the rule: from the message, by the XLA code that writes it (`_RULES`,
-    each checked in openxla/xla and on jaxlib 0.12.0.1's compile-only a100):
+    each read in openxla/xla and seen on jaxlib 0.12.0.1's compile-only
+    a100; the first also on jaxlib 0.10.2's):
     * "Unsupported dot precision algorithm: N": dot strength reduction
       (xla/service/gpu/transforms/algebraic_simplifier.cc,
       `GpuAlgebraicSimplifierVisitor::MakeMultiplyForPrecisionAlgorithm`)
