@@ -50,6 +50,10 @@ disagrees with the numpy executor: suspected XLA:CPU miscompile at
   reported) need not touch row 0, but the emulation is then suspect at
   every row.
 
+What it does not replace: the prediction itself (the emulation at the
+chosen algorithms, its spread and attribution) is still XLA:CPU's; where
+the floor is not trusted, the note is the warning that it is suspect too.
+
 Not checked, the measured floor kept (`FloorCheck.status` says why):
 integer leaves (no noise floor), a program the executor could not run
 (its `NotExecuted` targets named), a reference or an executor run that

@@ -70,7 +70,8 @@ class Prediction:
   Attributes:
     site_algorithms: the algorithm emulated at each site.
     stats: predicted errors against float64 (`accuracy.ErrorStats`).
-    noise: the f32 noise floor of the config.
+    noise: the f32 noise floor of the config (the independent one of
+      `floor_check` where the measured one is not trusted).
     tolerance_abs: how far an observed row 0 may sit from the predicted one
       and still be explained: NOISE_FACTOR times the larger of the
       predicted and the F32 row-0 spread over summation orders, plus one
