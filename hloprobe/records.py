@@ -23,7 +23,7 @@ import dataclasses
 
 from hloprobe.compile import BASELINE, Target
 from hloprobe.ir import Precision
-from hloprobe.numerics import ErrorStats, Prediction
+from hloprobe.numerics import ErrorStats, Made, Prediction, config_verdict
 from hloprobe.sites import CompileFinding, PassAttribution, SiteFate
 
 __all__ = [
@@ -37,8 +37,8 @@ __all__ = [
 
 # Bumped when any record below changes shape; part of the cache key.
 # 1: one flat ConfigResult; 2: these records; 3: SiteFate; 4:
-# Failure.finding and ErrorStats' integer counts.
-RECORD_VERSION = 4
+# ConfigResult.made; 5: Failure.finding, ErrorStats' integer counts.
+RECORD_VERSION = 5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,6 +186,9 @@ class ConfigResult:
       with noise floor, attribution and verdict (see `predict`); None
       when there is none.
     prediction_error: why there is no prediction, or None.
+    made: what XLA made: the optimized module executed on the config's
+      inputs (`numerics.made`); None where not checked (no float64
+      reference, no compilation).
     failure: the stage that failed, or None when every stage reached
       succeeded.
     timings: stage name -> exclusive wall seconds spent on this config
@@ -198,6 +201,7 @@ class ConfigResult:
   execution: Execution | None = None
   prediction: Prediction | None = None
   prediction_error: str | None = None
+  made: Made | None = None
   failure: Failure | None = None
   timings: dict[str, float] = dataclasses.field(default_factory=dict)
 
@@ -205,3 +209,12 @@ class ConfigResult:
   def ok(self) -> bool:
     """True when no stage failed."""
     return self.failure is None
+
+  @property
+  def verdict(self) -> str | None:
+    """The config's verdict: "XLA changed the math: ..." where the
+    executed module says so, else the prediction's (with "prediction
+    incomplete: ..." added where the module could not be executed); None
+    without either (`numerics.config_verdict`)."""
+    p = self.prediction.verdict if self.prediction is not None else None
+    return config_verdict(p, self.made)

@@ -1,8 +1,7 @@
-"""The built-in cases: the seed report's model, ten public reports, and
-`int8_dots` (integer dots, issue 24).
+"""The built-in cases: the seed report's model, ten reports, issues 23 and 24.
 
-Each report's is a port, in hloprobe's own code, of its reproducer; `url`
-names the report. `hloprobe cases` lists them.
+Each is a port, in hloprobe's own code, of the reproducer in a public
+report; `url` names the report. `hloprobe cases` lists them.
 
 Private in intent: use the package, `hloprobe.compile`.
 """
@@ -19,6 +18,7 @@ import ml_dtypes
 import numpy as np
 
 from hloprobe.compile.case_model import Case, ReportedError
+from hloprobe.compile.issue_cases import int8_dots
 
 __all__ = ["CASES"]
 
@@ -396,26 +396,34 @@ mlx_3953 = Case(
 )
 
 
-def _int8_dots(x, w, v):
-  """s8 x s8 -> s32 (exact here) and s8 x s8 -> s8 (wraps: |sum| > 127)."""
-  dims = (((1,), (0,)), ((), ()))
-  wide = jax.lax.dot_general(x, w, dims, preferred_element_type=jnp.int32)
-  return {"s32": wide, "s8": jax.lax.dot_general(x, v, dims)}
+# Issue 23: a scaled dense layer, the pattern of every Euler step, residual
+# branch or `scale * (x @ W + b)`. Under jaxlib 0.10.2, with Triton gemms
+# off, XLA's GemmRewriter folds the scale into a cuBLASLt call's alpha over a
+# BIAS epilogue (`0.1 * (a @ row) + bias`, every output off by 0.9 * bias).
+_SCALED_DENSE_ALPHA = 0.1
 
 
-def _int8_inputs():
-  """x: s8[9,64], w: s8[64,32], v: s8[64,16], uniform over s8 (seed 24)."""
-  rng = np.random.default_rng(24)
-  ints = lambda *shape: rng.integers(-128, 128, shape, dtype=np.int8)
-  return ints(9, 64), ints(64, 32), ints(64, 16)
+def _scaled_dense(b, a, bias):
+  return jax.vmap(lambda row: _SCALED_DENSE_ALPHA * ((a @ row) + bias))(b)
 
 
-int8_dots = Case(
-  "int8_dots",
-  "int8 x int8 dots: exact into int32, overflowing (wrapping) into int8",
-  _int8_dots,
-  _int8_inputs,
-  rows_independent=True,
+def _scaled_dense_inputs():
+  g = np.random.default_rng(0)
+  b = g.standard_normal((9, 15)).astype(np.float32)
+  a = g.standard_normal((32, 15)).astype(np.float32)
+  bias = (100 * g.standard_normal(32)).astype(np.float32)
+  return b, a, bias
+
+
+scaled_dense = Case(
+  "scaled_dense",
+  "0.1 * (a @ row + bias), vmapped: b f32[n, 15], a f32[32, 15], bias "
+  "f32[32] (|bias| ~ 100); XLA may fold the 0.1 into a cuBLASLt alpha over "
+  "a BIAS epilogue (issue 23)",
+  _scaled_dense,
+  _scaled_dense_inputs,
+  in_axes=(0, None, None),
+  output_axis=0,
 )
 
 # Read only: cases are passed in (a `Case` record in a sweep's spec), never
@@ -435,6 +443,7 @@ CASES = types.MappingProxyType(
       jax_21212,
       pytorch_105726,
       mlx_3953,
+      scaled_dense,
       int8_dots,
     )
   }

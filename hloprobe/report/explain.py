@@ -29,6 +29,7 @@ from hloprobe.report.explain_records import (
   Alternative,
   FateSpan,
   FateTransition,
+  MadeMath,
   PredictedRowZero,
   RowZero,
   TargetExplanation,
@@ -306,6 +307,28 @@ def _precision_label(precision: str, configs) -> str:
   return f"{precision} ({'; '.join(words)})"
 
 
+def _made(precision: str, configs) -> list[MadeMath]:
+  """Configs whose executed module changed the math or could not be
+  executed, in runs of batch sizes with one verdict."""
+  told = [r for r in configs if r.made is not None and r.made.verdict]
+  out = []
+  for run in _runs(told, lambda r: r.made.verdict):
+    ms = [r.made for r in run]
+    devs = [m.deviation_abs for m in ms if m.deviation_abs is not None]
+    bounds = [m.bound_abs for m in ms if m.bound_abs is not None]
+    out.append(
+      MadeMath(
+        precision,
+        tuple(r.config.n for r in run),
+        ms[0].verdict,
+        ms[0].changed,
+        max(devs, default=None),
+        min(bounds, default=None),
+      )
+    )
+  return out
+
+
 def _notes(configs: list[ConfigResult]) -> list[str]:
   where = lambda r: f"n = {r.config.n}, {r.config.precision}"
   notes = [
@@ -356,6 +379,7 @@ def _explain_one(
     if reported and cc == reported.compute_capability
     else None,
     notes=tuple(_notes(configs)),
+    made=gather(_made),
   )
 
 

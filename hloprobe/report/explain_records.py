@@ -16,6 +16,7 @@ __all__ = [
   "Alternative",
   "FateSpan",
   "FateTransition",
+  "MadeMath",
   "PredictedRowZero",
   "RowZero",
   "TargetExplanation",
@@ -176,6 +177,31 @@ class Alternative:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class MadeMath:
+  """What XLA made, where it differs from what the program asks: configs
+  whose executed module changed the math, or could not be executed
+  (`numerics.made`), grouped by precision and verdict.
+
+  Attributes:
+    precision: the precision.
+    batch_sizes: the batch sizes with this verdict.
+    verdict: `Made.verdict`, e.g. "XLA changed the math: __cublas$lt$matmul
+      cublas-lt-matmul.1 (alpha_real 0.1, beta 0, epilogue BIAS) from site
+      0, made by gemm-rewriter: suspected miscompile: ...".
+    changed: True for a change of the math, False for "not executed".
+    deviation_abs: the largest |widened module - float64| of them.
+    bound_abs: the F32 band it left (the smallest of them).
+  """
+
+  precision: str
+  batch_sizes: tuple[int, ...]
+  verdict: str
+  changed: bool
+  deviation_abs: float | None
+  bound_abs: float | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class TargetExplanation:
   """Everything `render_explanation` says about one case on one target.
 
@@ -190,6 +216,8 @@ class TargetExplanation:
     reported: the case's public report when it concerns this target's
       compute capability, else None.
     notes: failed configs and pass-attribution errors, one line each.
+    made: what XLA made where it changed the math or could not be
+      executed (`MadeMath`); `render_explanation` leads with it.
   """
 
   case: str
@@ -206,3 +234,4 @@ class TargetExplanation:
   selection: str | None
   reported: ReportedError | None
   notes: tuple[str, ...]
+  made: tuple[MadeMath, ...] = ()

@@ -317,12 +317,35 @@ def _alternative_line(e: TargetExplanation, a: Alternative) -> str:
   return line
 
 
+def _made_lines(e: TargetExplanation) -> list[str]:
+  """The configs whose module changed the math (first) or could not be
+  executed, e.g. "float32, n = 8: XLA changed the math: ... (|widened
+  module - float64| 9.1e+01, F32 band 4.2e-05)"."""
+  lines = []
+  for m in sorted(e.made, key=lambda m: not m.changed):
+    label = e.precisions.get(m.precision, m.precision)
+    where = f"{label}, {_ns(m.batch_sizes)}"
+    size = ""
+    if m.changed and m.deviation_abs is not None:
+      size = (
+        f" (|widened module - float64| {m.deviation_abs:.2g}, F32 band "
+        f"{m.bound_abs:.2g})"
+      )
+    lines.append(f"{where}: {m.verdict}{size}")
+  return lines
+
+
 def _target_block(e: TargetExplanation) -> list[str]:
   head = f"{e.case} on {e.target}" + (
     "" if e.experiment == BASELINE.name else f" (experiment {e.experiment})"
   )
   mode = "compile only" if e.compile_only else "compiled and run"
-  out = [f"{head} ({mode}):", "  Fates by batch size:"]
+  out = [f"{head} ({mode}):"]
+  made = _made_lines(e)
+  if made:
+    out.append("  What XLA made (the optimized module executed):")
+    out += [f"    {line}" for line in made]
+  out.append("  Fates by batch size:")
   spans = _by_text((p, "\n".join(_span_lines(s))) for p, s in e.spans.items())
   for ps, text in spans:
     out.append(f"    {_under(e, ps)}:")

@@ -21,6 +21,7 @@ __all__ = [
   "GoldenNote",
   "LeafErrors",
   "LeafVerdict",
+  "MathChanged",
   "NoiseLimits",
   "NotJudged",
   "Reason",
@@ -192,6 +193,26 @@ class ErrorsJudged:
   limits: NoiseLimits | ErrorBounds
   not_accurate: tuple[LeafVerdict | LeafErrors, ...]
   passed: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MathChanged:
+  """ "accurate" fails a config whose optimized module, executed widened to
+  float64, leaves the F32 band: XLA changed the math (`numerics.made`).
+
+  Attributes:
+    subject: the config.
+    verdict: the "XLA changed the math: ..." verdict, naming the
+      instruction (custom call target, backend_config fields, site, pass).
+    deviation_abs: max |widened module - float64 reference|.
+    bound_abs: the F32 band it left.
+  """
+
+  subject: Subject
+  verdict: str
+  deviation_abs: float | None
+  bound_abs: float | None
+  passed: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

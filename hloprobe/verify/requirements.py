@@ -153,7 +153,8 @@ def _consistent(fixed: list[ConfigResult]) -> Requirement:
   groups: dict[tuple, list[ConfigResult]] = {}
   for r in fixed:
     c = r.config
-    groups.setdefault((c.case, c.target.name, c.precision), []).append(r)
+    key = (c.experiment, c.case, c.target.name, c.precision)
+    groups.setdefault(key, []).append(r)
   bad, good = [], []
   if not groups:
     bad.append(ev.NotJudged(None, ev.Reason.NO_CONFIGS))
@@ -235,9 +236,16 @@ def _errors_judged(r: ConfigResult, abs_bound, rel_bound):
 def _accurate(
   fixed: list[ConfigResult], abs_bound: float | None, rel_bound: float | None
 ) -> Requirement:
-  """Every output leaf of every config accurate."""
+  """Every output leaf of every config accurate, and no config's math
+  changed by XLA (`ev.MathChanged`, whatever its errors)."""
   bad, good = [], []
   for r in fixed:
+    if r.made is not None and r.made.changed:
+      m = r.made
+      bad.append(
+        ev.MathChanged(subject(r), m.verdict, m.deviation_abs, m.bound_abs)
+      )
+      continue
     found = _errors_judged(r, abs_bound, rel_bound)
     (good if getattr(found, "passed", False) else bad).append(found)
   return Requirement("accurate", not bad and bool(good), tuple(bad + good))
