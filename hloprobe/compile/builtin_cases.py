@@ -1,8 +1,7 @@
-"""The built-in cases: the seed report's model, ten public reports,
-`int8_dots` (integer dots, issue 24) and issue 23's `scaled_dense`.
+"""The built-in cases: the seed report's model, ten reports, issues 23 and 24.
 
-Each report's is a port, in hloprobe's own code, of its reproducer; `url`
-names the report. `hloprobe cases` lists them.
+Each is a port, in hloprobe's own code, of the reproducer in a public
+report; `url` names the report. `hloprobe cases` lists them.
 
 Private in intent: use the package, `hloprobe.compile`.
 """
@@ -19,6 +18,7 @@ import ml_dtypes
 import numpy as np
 
 from hloprobe.compile.case_model import Case, ReportedError
+from hloprobe.compile.issue_cases import int8_dots
 
 __all__ = ["CASES"]
 
@@ -396,29 +396,6 @@ mlx_3953 = Case(
 )
 
 
-def _int8_dots(x, w, v):
-  """s8 x s8 -> s32 (exact here) and s8 x s8 -> s8 (wraps: |sum| > 127)."""
-  dims = (((1,), (0,)), ((), ()))
-  wide = jax.lax.dot_general(x, w, dims, preferred_element_type=jnp.int32)
-  return {"s32": wide, "s8": jax.lax.dot_general(x, v, dims)}
-
-
-def _int8_inputs():
-  """x: s8[9,64], w: s8[64,32], v: s8[64,16], uniform over s8 (seed 24)."""
-  rng = np.random.default_rng(24)
-  ints = lambda *shape: rng.integers(-128, 128, shape, dtype=np.int8)
-  return ints(9, 64), ints(64, 32), ints(64, 16)
-
-
-int8_dots = Case(
-  "int8_dots",
-  "int8 x int8 dots: exact into int32, overflowing (wrapping) into int8",
-  _int8_dots,
-  _int8_inputs,
-  rows_independent=True,
-)
-
-
 # Issue 23: a scaled dense layer, the pattern of every Euler step, residual
 # branch or `scale * (x @ W + b)`. Under jaxlib 0.10.2, with Triton gemms
 # off, XLA's GemmRewriter folds the scale into a cuBLASLt call's alpha over a
@@ -466,8 +443,8 @@ CASES = types.MappingProxyType(
       jax_21212,
       pytorch_105726,
       mlx_3953,
-      int8_dots,
       scaled_dense,
+      int8_dots,
     )
   }
 )

@@ -348,7 +348,8 @@ def _stats(outputs, ref, refs, headline):
   ]
   if headline is not None and headline in refs.names:
     return leaves[list(refs.names).index(headline)]
-  return leaves[accuracy.headline_leaf(refs.axes, refs.dtypes)]
+  at = accuracy.headline_leaf(refs.axes, refs.dtypes)  # fixed per case
+  return leaves[at]
 
 
 def _changes(gemms, fates, passes) -> tuple[tuple[MathChange, ...], bool]:
