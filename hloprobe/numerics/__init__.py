@@ -8,6 +8,7 @@ modules behind them are private in intent:
 
   accuracy         error statistics, ULPs, noise floor, verdicts
   integers         integer leaves: exact comparison, overflow, verdict
+  rows             every row judged: the worst batch element of a leaf
   bands            the analytic error band of a site
   rounding         float formats by rounding
   emulate_dot      one dot_general under an algorithm
@@ -55,6 +56,9 @@ from hloprobe.numerics.predict import Predictor as Predictor
 from hloprobe.numerics.predict import SiteShare as SiteShare
 from hloprobe.numerics.reference import References as References
 from hloprobe.numerics.reference import float64_reference as float64_reference
+from hloprobe.numerics.rows import WorstRow as WorstRow
+from hloprobe.numerics.rows import row_words as row_words
+from hloprobe.numerics.rows import stands_out as stands_out
 
 __all__ = [
   "CHANGED",
@@ -72,12 +76,15 @@ __all__ = [
   "References",
   "SiteBand",
   "SiteShare",
+  "WorstRow",
   "config_verdict",
   "emulate_case",
   "error_stats",
   "float64_reference",
   "headline_leaf",
   "make_emulator",
+  "row_words",
+  "stands_out",
   "ulp_distance",
   "within_noise",
 ]

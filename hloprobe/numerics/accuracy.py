@@ -42,6 +42,7 @@ __all__ = [
   "noise_multiple",
   "noise_words",
   "output_ulp",
+  "row_maxima",
   "ulp_distance",
   "within_noise",
 ]
@@ -65,6 +66,15 @@ def dtype_name(dtype) -> str:
   if is_integer(dtype):
     return name.replace("uint", "u").replace("int", "s")  # s8, u32
   return name.replace("bfloat", "bf").replace("float", "f").replace("_", "")
+
+
+def row_maxima(x: np.ndarray, axis: int | None) -> np.ndarray | None:
+  """max |x| over each batch element along `axis`: shape (n,), float64;
+  None when there is no batch axis (or x is a scalar or empty)."""
+  x = np.abs(np.asarray(x, np.float64))
+  if axis is None or x.ndim == 0 or x.size == 0:
+    return None
+  return np.moveaxis(x, axis, 0).reshape(x.shape[axis], -1).max(axis=1)
 
 
 def element0(x: np.ndarray, axis: int | None) -> np.ndarray:
@@ -99,6 +109,9 @@ class ErrorStats:
     overflowed: integer leaves: how many elements' exact value lies
       outside the output type's range (the output cannot hold it); None for
       a float leaf.
+    row_abs: max |got - ref| of each batch element (index along `axis`),
+      float64, shape (n,); None without a batch axis. Not compared, not
+      written to JSON: `rows.worst_row` judges it.
     overflow_mode: integer leaves with overflow: "wraps" (every such
       element is its exact value modulo 2^bits, two's complement),
       "saturates" (clamped to the type's range) or "mixed"; else None.
@@ -119,6 +132,9 @@ class ErrorStats:
   mismatched: int | None = None
   overflowed: int | None = None
   overflow_mode: str | None = None
+  row_abs: np.ndarray | None = dataclasses.field(
+    default=None, compare=False, repr=False
+  )
 
 
 def error_stats(
@@ -162,6 +178,7 @@ def error_stats(
     axis=axis,
     row0_values=np.array(row),
     elements=int(got.size),
+    row_abs=row_maxima(diff, axis),
     **counts,
   )
 
@@ -242,11 +259,18 @@ class NoiseFloor:
     row0_abs: max over the orders of |row 0 - float64 row 0|.
     max_abs: max over the orders and the batch of |out - float64|.
     row0_spread_abs: max - min of row 0 over the orders.
+    row_abs: each batch element's floor, as row0_abs is row 0's: max over
+      the orders of |that element - float64|, shape (n,); None without a
+      batch axis, or for a floor not measured per element (`floor_check`'s
+      independent one). Not compared, not written to JSON.
   """
 
   row0_abs: float
   max_abs: float
   row0_spread_abs: float
+  row_abs: np.ndarray | None = dataclasses.field(
+    default=None, compare=False, repr=False
+  )
 
 
 def noise_floor(
@@ -269,7 +293,13 @@ def noise_floor(
     row0_abs=float(np.abs(rows - element0(ref64, axis)).max(initial=0.0)),
     max_abs=float(np.abs(everything - ref64).max(initial=0.0)),
     row0_spread_abs=float(np.max(spread, initial=0.0)),
+    row_abs=_largest_rows([row_maxima(o - ref64, axis) for o in everything]),
   )
+
+
+def _largest_rows(rows: list) -> np.ndarray | None:
+  """Elementwise max of per-row maxima (None when there are none)."""
+  return None if not rows or rows[0] is None else np.max(rows, axis=0)
 
 
 def within_noise(stats: ErrorStats, noise: NoiseFloor) -> bool:

@@ -34,6 +34,7 @@ from hloprobe.numerics import (
   emulation_cache,
   floor_check,
   reference,
+  rows,
   site_notes,
 )
 from hloprobe.numerics.bands import OPERAND_UNIT, SiteBand, site_band
@@ -103,6 +104,11 @@ class Prediction:
     floor_check: `leaf`'s measured noise floor checked against the numpy
       executor (`floor_check`); where not trusted, `noise` is the
       independent floor and the verdicts say so.
+    rows: every output leaf's worst row (`rows.worst_row`: every row
+      judged, each against its own f32 noise floor), of the observed
+      errors where there are some, else the predicted; in `leaf_verdicts`'
+      order; None for a leaf not judged by rows (integer, unbatched).
+      `verdict` stays row 0's.
   """
 
   site_algorithms: tuple[str, ...]
@@ -120,6 +126,7 @@ class Prediction:
   output_dtype: str = "float32"
   reference: str = ""
   floor_check: floor_check.FloorCheck | None = None
+  rows: tuple[rows.WorstRow | None, ...] = ()
 
 
 # Fixed summation orders (all but XLA's own): each output element is summed
@@ -310,6 +317,7 @@ class Predictor:
       output_dtype=self._refs.dtypes[leaf],
       reference=self._refs.source(n),
       floor_check=checks[leaf],
+      rows=tuple(map(rows.worst_row, judged, noise, self._refs.dtypes)),
     )
 
   def _checked_floors(self, n: int, measured: tuple, fates) -> tuple:

@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from hloprobe.compile import Case, ReportedError
+from hloprobe.numerics import stands_out
 from hloprobe.records import ConfigResult
 from hloprobe.report.explain_records import (
   AlgorithmUse,
@@ -31,6 +32,7 @@ from hloprobe.report.explain_records import (
   FateTransition,
   MadeMath,
   PredictedRowZero,
+  RowBeyond,
   RowZero,
   TargetExplanation,
 )
@@ -329,6 +331,17 @@ def _made(precision: str, configs) -> list[MadeMath]:
   return out
 
 
+def _rows(precision: str, configs) -> list[RowBeyond]:
+  """Each config's leaves whose worst row stands out beyond row 0."""
+  return [
+    RowBeyond(precision, r.config.n, w)
+    for r in configs
+    if r.prediction is not None
+    for w in r.prediction.rows
+    if stands_out(w)
+  ]
+
+
 def _notes(configs: list[ConfigResult]) -> list[str]:
   where = lambda r: f"n = {r.config.n}, {r.config.precision}"
   notes = [
@@ -393,6 +406,7 @@ def _explain_one(
     else None,
     notes=tuple(_notes(configs)),
     made=gather(_made),
+    rows=gather(_rows),
   )
 
 

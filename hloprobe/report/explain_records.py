@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from hloprobe.compile import ReportedError
+from hloprobe.numerics import WorstRow
 
 __all__ = [
   "AlgorithmUse",
@@ -18,6 +19,7 @@ __all__ = [
   "FateTransition",
   "MadeMath",
   "PredictedRowZero",
+  "RowBeyond",
   "RowZero",
   "TargetExplanation",
 ]
@@ -202,6 +204,26 @@ class MadeMath:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class RowBeyond:
+  """A config whose worst row is worse than row 0 beyond its band
+  (`numerics.stands_out`), one per output leaf that has one.
+
+  Attributes:
+    precision: the swept precision name.
+    n: the batch size.
+    worst: the leaf's worst row (`numerics.WorstRow`, judged as in
+      `Prediction.rows`).
+
+  In `explain --format=json` as "rows" (a list of these, the worst row an
+  object), added in schema version 1 without a bump: readers ignore it.
+  """
+
+  precision: str
+  n: int
+  worst: WorstRow
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class TargetExplanation:
   """Everything `render_explanation` says about one case on one target.
 
@@ -218,6 +240,7 @@ class TargetExplanation:
     notes: failed configs and pass-attribution errors, one line each.
     made: what XLA made where it changed the math or could not be
       executed (`MadeMath`); `render_explanation` leads with it.
+    rows: the configs whose worst row stands out (`RowBeyond`).
   """
 
   case: str
@@ -235,3 +258,4 @@ class TargetExplanation:
   reported: ReportedError | None
   notes: tuple[str, ...]
   made: tuple[MadeMath, ...] = ()
+  rows: tuple[RowBeyond, ...] = ()

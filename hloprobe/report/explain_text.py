@@ -28,6 +28,7 @@ import textwrap
 from collections.abc import Iterable, Sequence
 
 from hloprobe.compile import BASELINE, ReportedError
+from hloprobe.numerics import row_words
 from hloprobe.report.explain_records import (
   Alternative,
   FateSpan,
@@ -357,6 +358,13 @@ def _target_block(e: TargetExplanation) -> list[str]:
     (
       "Row 0 predicted (emulating each site's effective algorithm)",
       _predicted_lines(e),
+    ),
+    (
+      "Rows beyond row 0 (every row judged)",
+      [
+        f"{_under(e, [x.precision])}, n = {x.n}: {row_words(x.worst)}"
+        for x in e.rows
+      ],
     ),
     ("Notes", list(e.notes)),
   ):

@@ -99,7 +99,17 @@ element 0, as in `accuracy.ErrorStats`):
                                             "band_abs": float | null,
                                             "independent_floor": {...} |
                                                 null (as noise_floor)}
-                                           | null} | null,
+                                           | null,
+                      "rows": [{"leaf": str, "row": int, "abs_err": float,
+                                "floor_abs": float, "multiple": float |
+                                null (inf: an error over a zero floor),
+                                "rows": int, "beyond": int,
+                                "output_dtype": str, "words": str}
+                               | null] (every row judged: each leaf's
+                        worst row, in "leaf_verdicts"' order, null where
+                        a leaf is not judged by rows; `numerics.rows`;
+                        added in version 3 without a bump: readers of
+                        version 3 ignore it)} | null,
        "prediction_error": str | null,
        "made": {"row0": float | null, "row0_abs_err": float | null,
                 "max_abs_err": float | null, "leaf": str | null (the
@@ -131,6 +141,7 @@ import datetime
 import json
 import math
 
+from hloprobe.numerics import row_words
 from hloprobe.records import ConfigResult
 from hloprobe.sites import fate_summary, site_record
 
@@ -180,7 +191,7 @@ def _prediction_json(r: ConfigResult) -> dict | None:
     "row0_abs_err": p.stats.row0_abs,
     "max_abs_err": p.stats.max_abs,
     "max_rel_err": p.stats.max_rel,
-    "noise_floor": dataclasses.asdict(p.noise),
+    "noise_floor": _floor_json(p.noise),
     "row0_tolerance_abs": p.tolerance_abs,
     "site_shares": [dataclasses.asdict(x) for x in p.shares],
     "top_site": p.top_site,
@@ -195,7 +206,23 @@ def _prediction_json(r: ConfigResult) -> dict | None:
     "leaf_verdicts": [list(x) for x in p.leaf_verdicts],
     "reference": p.reference,
     "noise_floor_check": _floor_check_json(p.floor_check),
+    "rows": [_row_json(w) for w in p.rows],
   }
+
+
+def _floor_json(noise) -> dict:
+  """A `numerics.NoiseFloor` as JSON: its scalars (not the per-row
+  floors, which "rows" judges)."""
+  return {
+    "row0_abs": noise.row0_abs,
+    "max_abs": noise.max_abs,
+    "row0_spread_abs": noise.row0_spread_abs,
+  }
+
+
+def _row_json(w) -> dict | None:
+  """A leaf's worst row (`numerics.WorstRow`) as JSON, with its words."""
+  return None if w is None else dataclasses.asdict(w) | {"words": row_words(w)}
 
 
 def _floor_check_json(c) -> dict | None:
@@ -210,7 +237,7 @@ def _floor_check_json(c) -> dict | None:
     "band_abs": c.band_abs,
     "independent_floor": None
     if independent is None
-    else dataclasses.asdict(independent),
+    else _floor_json(independent),
   }
 
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from tabulate import tabulate
 
 from hloprobe.errors import InvalidArgumentError
+from hloprobe.numerics import row_words, stands_out
 from hloprobe.records import ConfigResult
 from hloprobe.report.results_schema import dumps_json, results_json
 from hloprobe.sites import Fate, fate_summary, merge_words
@@ -166,13 +167,17 @@ def _row0_cell(s) -> str:
 
 def _verdict_cell(r: ConfigResult) -> str:
   """The verdict (`ConfigResult.verdict`: "XLA changed the math" leads);
-  with several output leaves, every leaf's, named."""
+  with several output leaves, every leaf's, named; then the worst row of
+  each leaf where it stands out (`numerics.stands_out`: worse than row 0
+  beyond its band), e.g. "row 5: 1.2e-02, 1588x beyond f32 noise (1 of 8
+  rows)"."""
   p = r.prediction
+  rows = [row_words(w) for w in p.rows if stands_out(w)]
   if len(p.leaf_verdicts) <= 1 or (r.made is not None and r.made.changed):
-    return r.verdict
+    return "; ".join([r.verdict, *rows])
   text = "; ".join(f"{leaf}: {v}" for leaf, v in p.leaf_verdicts)
   extra = r.made.verdict if r.made is not None else None
-  return f"{text}; {extra}" if extra else text
+  return "; ".join([text, *([extra] if extra else []), *rows])
 
 
 def _effective_cell(f) -> str:

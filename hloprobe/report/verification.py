@@ -9,6 +9,7 @@ Private in intent: use the package, `hloprobe.report`.
 
 from __future__ import annotations
 
+from hloprobe.numerics import row_words
 from hloprobe.report.results_schema import SCHEMA_VERSION, dumps_json
 from hloprobe.report.tables import table
 from hloprobe.verify import (
@@ -110,6 +111,8 @@ def _errors_judged(e: ErrorsJudged) -> str:
     f"{e.max_abs:.2e}, max rel {e.max_rel:.2e} ({_source(e.source)}); "
     f"{_limits(e.limits)}"
   )
+  if e.worst_row is not None and not e.worst_row.within:
+    line += f"; every row judged: {row_words(e.worst_row)}"
   if e.not_accurate:
     line += f"; not accurate: {'; '.join(map(_other_leaf, e.not_accurate))}"
   return line

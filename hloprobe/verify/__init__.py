@@ -23,7 +23,9 @@ it cannot:
               batched leaf, fails, saying so.
   accurate    every config is as close to float64 as f32 noise allows: row
               0 and the whole batch of the headline leaf within NOISE_FACTOR
-              x the noise floor, and every other leaf's verdict exact or
+              x the noise floor, every row of every leaf within
+              NOISE_FACTOR x its own floor (`numerics.rows`: a FAIL names
+              the worst row), and every other leaf's verdict exact or
               within noise. Or, with --abs_error_bound / --rel_error_bound
               (the names of XLA's run_hlo_module), max |err| <= abs bound or
               max rel err <= rel bound (XLA's ErrorSpec: either bound

@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 
+from hloprobe.numerics import WorstRow
+
 __all__ = [
   "ErrorBounds",
   "ErrorChange",
@@ -182,6 +184,10 @@ class ErrorsJudged:
     limits: what they were compared with.
     not_accurate: the other leaves that are not accurate.
     passed: the headline within limits and no other leaf inaccurate.
+    worst_row: with noise limits, the headline's worst row
+      (`numerics.WorstRow`: every row judged against its own f32 noise
+      floor); a row beyond its band fails the config. None with bounds
+      (max |err| bounds every row already) or where rows are not judged.
   """
 
   subject: Subject
@@ -193,6 +199,7 @@ class ErrorsJudged:
   limits: NoiseLimits | ErrorBounds
   not_accurate: tuple[LeafVerdict | LeafErrors, ...]
   passed: bool
+  worst_row: WorstRow | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

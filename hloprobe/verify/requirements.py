@@ -16,7 +16,13 @@ import numpy as np
 
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.golden import check, sweep_record, take_snapshot
-from hloprobe.numerics import NOISE_FACTOR, ErrorStats, NoiseFloor, within_noise
+from hloprobe.numerics import (
+  NOISE_FACTOR,
+  ErrorStats,
+  NoiseFloor,
+  row_words,
+  within_noise,
+)
 from hloprobe.records import ConfigResult
 from hloprobe.sites import tf32_optional
 from hloprobe.sweep import SweepSpec
@@ -188,11 +194,17 @@ def _other_leaves(
   their verdict (within the noise floor or exact) or, with bounds, by
   their observed errors (where the target ran)."""
   if abs_bound is None and rel_bound is None:
-    verdicts = r.prediction.leaf_verdicts if r.prediction is not None else ()
+    p = r.prediction
+    verdicts = p.leaf_verdicts if p is not None else ()
+    rows = p.rows if p is not None else ()
     return tuple(
       ev.LeafVerdict(leaf, v)
       for leaf, v in verdicts
       if leaf != headline and v != "exact" and not v.startswith("within ")
+    ) + tuple(
+      ev.LeafVerdict(w.leaf, row_words(w))
+      for w in rows
+      if w is not None and w.leaf != headline and not w.within
     )
   return tuple(
     ev.LeafErrors(s.leaf, s.max_abs, s.max_rel)
@@ -204,7 +216,8 @@ def _other_leaves(
 def _errors_judged(r: ConfigResult, abs_bound, rel_bound):
   """`ev.ErrorsJudged` (or `ev.NotJudged`) for one config: the headline
   by its numbers, the other leaves by their verdicts (or observed
-  errors, with bounds)."""
+  errors, with bounds); without bounds, every row of every leaf against
+  its own noise floor too (`Prediction.rows`)."""
   if not r.ok:
     return _failed(r)
   stats, source = judged(r)
@@ -212,6 +225,7 @@ def _errors_judged(r: ConfigResult, abs_bound, rel_bound):
   bounded = abs_bound is not None or rel_bound is not None
   if stats is None or (noise is None and not bounded):
     return ev.NotJudged(subject(r), ev.Reason.NO_ERRORS)
+  worst = None
   if bounded:
     ok = _within_bounds(stats, abs_bound, rel_bound)
     limits = ev.ErrorBounds(abs_bound, rel_bound)
@@ -219,6 +233,8 @@ def _errors_judged(r: ConfigResult, abs_bound, rel_bound):
     k = NOISE_FACTOR
     ok = within_noise(stats, noise) and stats.max_abs <= (k * noise.max_abs)
     limits = ev.NoiseLimits(k, noise.row0_abs, noise.max_abs)
+    worst = _worst_row(r, stats.leaf)
+    ok = ok and (worst is None or worst.within)
   others = _other_leaves(r, stats.leaf, abs_bound, rel_bound)
   return ev.ErrorsJudged(
     subject(r),
@@ -230,7 +246,14 @@ def _errors_judged(r: ConfigResult, abs_bound, rel_bound):
     limits,
     others,
     ok and not others,
+    worst,
   )
+
+
+def _worst_row(r: ConfigResult, leaf: str):
+  """Leaf `leaf`'s worst row (`numerics.WorstRow`), or None."""
+  rows = r.prediction.rows if r.prediction is not None else ()
+  return next((w for w in rows if w is not None and w.leaf == leaf), None)
 
 
 def _accurate(

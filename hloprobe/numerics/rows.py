@@ -1,0 +1,150 @@
+"""Every row judged: the worst batch element of an output leaf.
+
+Row 0 is the seed's view (`accuracy.ErrorStats`): batch element 0, whose
+value should not depend on n. An error elsewhere in the batch (a kernel
+that treats some rows differently, a miscompile of some rows) leaves row 0
+alone, so every row is judged here with the rule row 0 is judged by
+(`accuracy.within_noise`), each against its own floor:
+
+  e_r   max |got - ref| over batch element r (`ErrorStats.row_abs`), the
+        float64 reference `ref` as for row 0;
+  f_r   that element's f32 noise floor (`NoiseFloor.row_abs`): max over
+        the emulated f32 summation orders of |element r - ref|, measured
+        as row 0's is; where the floor is not measured per element
+        (`floor_check`'s independent floor) the leaf's largest,
+        `NoiseFloor.max_abs`, for every row;
+  m_r   e_r / (NOISE_FACTOR x f_r): how many allowed floors row r's error
+        is, as `accuracy.noise_multiple` is for row 0 (0 for an exact row,
+        inf for an inexact one over a zero floor).
+
+The worst row is the r of the largest m_r (ties: the smallest r); the
+leaf's rows are within noise when that m_r <= 1. An integer leaf is not
+judged by rows: its verdict (`integers`) already counts every element. A
+leaf without a batch axis is not judged by rows: its row 0 is all of it.
+
+Private in intent: use the package, `hloprobe.numerics`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from hloprobe.numerics import accuracy
+from hloprobe.numerics.integers import is_integer
+
+__all__ = ["WorstRow", "row_words", "stands_out", "worst_row"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WorstRow:
+  """The worst batch element of one output leaf (see the module).
+
+  Attributes:
+    leaf: the leaf's name ("" for a single array).
+    row: its index along the leaf's batch axis.
+    abs_err: e_r, output units.
+    floor_abs: f_r, output units.
+    multiple: m_r, dimensionless.
+    rows: how many rows were judged (the batch size).
+    beyond: how many rows have m > 1.
+    row0_abs: e_0, row 0's error (output units), for `stands_out`.
+    output_dtype: the leaf's dtype name, e.g. "float32"; names the floor.
+  """
+
+  leaf: str
+  row: int
+  abs_err: float
+  floor_abs: float
+  multiple: float
+  rows: int
+  beyond: int
+  row0_abs: float = 0.0
+  output_dtype: str = "float32"
+
+  @property
+  def within(self) -> bool:
+    """Every row within its allowed noise (m <= 1)."""
+    return self.beyond == 0
+
+
+def _multiples(errors: np.ndarray, floors: np.ndarray) -> np.ndarray:
+  """m_r for every row (see the module)."""
+  allowed = accuracy.NOISE_FACTOR * floors
+  with np.errstate(divide="ignore", invalid="ignore"):
+    m = np.where(errors == 0, 0.0, errors / allowed)
+  return np.where((errors > 0) & (allowed == 0), math.inf, m)
+
+
+def worst_row(
+  stats: accuracy.ErrorStats, noise: accuracy.NoiseFloor, dtype="float32"
+) -> WorstRow | None:
+  """The worst row of a leaf, from its errors and its f32 noise floor.
+
+  Args:
+    stats: the leaf's errors (observed, or the prediction's) at size n.
+    noise: its noise floor at the same size.
+    dtype: the leaf's dtype.
+
+  Returns:
+    The worst row; None for an integer leaf, a leaf without per-row
+    errors (no batch axis, or `stats` made by hand), or a floor whose
+    rows do not match (a different size).
+  """
+  errors = stats.row_abs
+  if is_integer(dtype) or errors is None or errors.size == 0:
+    return None
+  floors = noise.row_abs
+  if floors is None:
+    floors = np.full(errors.shape, noise.max_abs)
+  if floors.shape != errors.shape:
+    return None
+  m = _multiples(errors, floors)
+  r = int(np.argmax(m))
+  return WorstRow(
+    leaf=stats.leaf,
+    row=r,
+    abs_err=float(errors[r]),
+    floor_abs=float(floors[r]),
+    multiple=float(m[r]),
+    rows=int(errors.size),
+    beyond=int(np.count_nonzero(m > 1)),
+    row0_abs=float(errors[0]),
+    output_dtype=str(dtype),
+  )
+
+
+def row_words(w: WorstRow) -> str:
+  """The rows' verdict in words.
+
+  "every row within f32 noise" (`accuracy.noise_words` names the floor,
+  e.g. "bf16 output rounding"), else "row 5: 3.2e-02, 300x beyond f32
+  noise (1 of 8 rows)": the worst row, its error and its m (rounded to
+  a whole number, at least 1 since m > 1), and how many rows are beyond
+  theirs; "where f32 noise is 0" for an error over a zero floor. A
+  named leaf leads: "['new_w'] row 5: ...".
+  """
+  noise = accuracy.noise_words(w.output_dtype)
+  if w.within:
+    return f"{w.leaf} every row within {noise}".lstrip()
+  if math.isinf(w.multiple):
+    far = f"where {noise} is 0"
+  else:
+    far = f"{w.multiple:.0f}x beyond {noise}"
+  lead = f"{w.leaf} " if w.leaf else ""
+  return (
+    f"{lead}row {w.row}: {w.abs_err:.1e}, {far} ({w.beyond} of {w.rows} rows)"
+  )
+
+
+def stands_out(w: WorstRow | None) -> bool:
+  """The worst row is worse than row 0 beyond its band: another row than
+  0, beyond its allowed noise, and its error exceeds row 0's by more than
+  NOISE_FACTOR x its floor. What `explain` and the tables add words for;
+  row 0's verdict says the rest.
+  """
+  if w is None or w.within or w.row == 0:
+    return False
+  return w.abs_err - w.row0_abs > accuracy.NOISE_FACTOR * w.floor_abs
