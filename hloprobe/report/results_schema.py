@@ -104,6 +104,7 @@ element 0, as in `accuracy.ErrorStats`):
                                 "floor_abs": float, "multiple": float |
                                 null (inf: an error over a zero floor),
                                 "rows": int, "beyond": int,
+                                "row0_abs": float, "row0_multiple": float,
                                 "output_dtype": str, "words": str}
                                | null] (every row judged: each leaf's
                         worst row, in "leaf_verdicts"' order, null where
