@@ -1,0 +1,130 @@
+"""A planted error in row 5 only is judged (issue 24, item 6).
+
+The case: y = x @ w twice, once at HIGHEST and once with the algorithm
+BF16_BF16_F32, and row 5 of the output takes the second. On the A100
+(compile only) the optimized HLO keeps the preset at the row-5 dot (a
+Triton gemm, BF16_BF16_F32: XLA's compiled math differs for row 5 only),
+while the f32 noise floor puts every site at F32. The control case is the
+same program with the plant at row 99, which n = 8 does not have.
+
+Expected values come from numpy float64: row 5's error is that of
+bf16-rounded operands, |x5' @ w' - x5 @ w|, up to the f32 summation's
+gamma_K sum_k |x5k||wkj| (Higham, Accuracy and Stability of Numerical
+Algorithms, 2nd ed., eq. 3.5), which also bounds row 5's f32 floor.
+"""
+
+from __future__ import annotations
+
+import json
+
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+from absl.testing import absltest
+from jax import lax
+
+from hloprobe import report, sweep, verify
+from hloprobe.compile import cases
+from hloprobe.numerics import NOISE_FACTOR
+
+_N, _K = 8, 64
+
+
+def _inputs():
+  g = np.random.default_rng(5)
+  x = g.uniform(size=(_N, _K)).astype(np.float32)
+  return x, g.uniform(size=(_K, 16)).astype(np.float32)
+
+
+def _case(planted_row: int) -> cases.Case:
+  def fn(x, w):
+    y = jnp.matmul(x, w, precision="highest")
+    z = lax.dot(x, w, precision=lax.DotAlgorithmPreset.BF16_BF16_F32)
+    rows = jnp.arange(x.shape[0])[:, None]
+    return jnp.where(rows == planted_row, z, y)
+
+  return cases.Case(
+    f"t_row{planted_row}", "a bf16 dot feeds one row", fn, _inputs
+  )
+
+
+def _numpy_row(r: int) -> tuple[float, float]:
+  """Row r's |bf16-operand product - exact| (max over the row) and the
+  f32 summation bound gamma_K max_j sum_k |x_rk||w_kj|, float64."""
+  x, w = (a.astype(np.float64) for a in _inputs())
+  bf = lambda a: a.astype(ml_dtypes.bfloat16).astype(np.float64)
+  err = float(np.max(np.abs(bf(x[r]) @ bf(w) - x[r] @ w)))
+  u = 2.0**-24
+  gamma = _K * u / (1 - _K * u)
+  return err, gamma * float(np.max(np.abs(x[r]) @ np.abs(w)))
+
+
+@pytest.mark.compiles
+class PlantedRowTest(absltest.TestCase):
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    spec = sweep.SweepSpec(
+      (_case(5), _case(99)), (_N,), ("float32",), ("a100",)
+    )
+    found = {r.config.case: r for r in sweep.run_sweep(spec)}
+    cls.planted, cls.control = found["t_row5"], found["t_row99"]
+
+  def test_row_5_is_named_with_its_distance_beyond_the_band(self):
+    w = self.planted.prediction.rows[0]
+    err, bound = _numpy_row(5)
+    self.assertEqual((w.row, w.rows, w.beyond), (5, _N, 1))
+    self.assertLessEqual(abs(w.abs_err - err), 2 * bound)
+    self.assertLessEqual(w.floor_abs, bound)
+    self.assertEqual(w.multiple, w.abs_err / (NOISE_FACTOR * w.floor_abs))
+    self.assertGreater(w.multiple, (err - 2 * bound) / (NOISE_FACTOR * bound))
+    self.assertRegex(
+      report.results_json([self.planted], {})["configs"][0]["prediction"][
+        "rows"
+      ][0]["words"],
+      r"^row 5: 1\.2e-02, \d+x beyond f32 noise \(1 of 8 rows\)$",
+    )
+
+  def test_row_0_view_is_unchanged(self):
+    p, c = self.planted.prediction, self.control.prediction
+    self.assertEqual(p.verdict, c.verdict)
+    self.assertTrue(p.verdict.startswith("within f32 noise"), p.verdict)
+    self.assertEqual(p.stats.row0_abs, c.stats.row0_abs)
+    self.assertLessEqual(p.stats.row0_abs, 2 * _numpy_row(0)[1])
+    self.assertTrue(c.rows[0].within)
+
+  def test_table_and_explain_name_row_5(self):
+    table = report.render([self.planted, self.control], "markdown", {})
+    self.assertRegex(
+      table,
+      r"\| within f32 noise; row 5: 1\.2e-02, \d+x beyond f32 noise "
+      r"\(1 of 8 rows\) +\|",
+    )
+    self.assertEqual(table.count("row 5:"), 1)
+    (e,) = report.explain_results([self.planted])
+    text = report.render_explanation([e], width=200)
+    self.assertIn("Rows beyond row 0 (every row judged):", text)
+    self.assertIn("n = 8: row 5: 1.2e-02, ", text)
+    (control,) = report.explain_results([self.control])
+    self.assertNotIn("Rows beyond", report.render_explanation([control]))
+    doc = report.explanation_json([e])
+    self.assertEqual(doc["explanations"][0]["rows"][0]["worst"]["row"], 5)
+    json.dumps(report.results_json([self.planted], {}))  # no numpy left
+
+  def test_verify_accurate_fails_naming_row_5(self):
+    (req,) = verify.judge([self.planted], ["accurate"])
+    self.assertFalse(req.passed)
+    line = "\n".join(report.requirement_lines(req))
+    self.assertIn("every row judged: row 5: 1.2e-02, ", line)
+    (ok,) = verify.judge([self.control], ["accurate"])
+    self.assertTrue(ok.passed, report.requirement_lines(ok))
+    self.assertNotIn("every row judged", report.requirement_lines(ok)[0])
+    # With XLA's bounds instead, max |err| bounds every row.
+    (bounded,) = verify.judge([self.planted], ["accurate"], 1e-1)
+    self.assertTrue(bounded.passed)
+    self.assertIsNone(bounded.evidence[0].worst_row)
+
+
+if __name__ == "__main__":
+  absltest.main()
