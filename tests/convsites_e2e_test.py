@@ -76,8 +76,10 @@ class ConvNetDiagnosisTest(absltest.TestCase):
     every = np.max(np.abs(_row0(self.args, (0, 1, 2)) - exact))
     np.testing.assert_allclose(p.stats.row0_abs, every, rtol=0.05)
     self.assertAlmostEqual(sum(s.share for s in p.shares), 1.0, places=6)
-    self.assertTrue(p.verdict.startswith("explained by TF32_TF32_F32 at "
-                                         "sites [0, 1, 2]"), p.verdict)
+    self.assertTrue(
+      p.verdict.startswith("explained by TF32_TF32_F32 at sites [0, 1, 2]"),
+      p.verdict,
+    )
     self.assertIn("cuDNN conv sites [0, 1]", p.verdict)
     self.assertEqual([b.K for b in p.bands], [144, 288, 32])
 
@@ -129,8 +131,10 @@ class ConvOnlyExplainTest(absltest.TestCase):
     self.assertEqual(got.returncode, 0, got.stderr)
     self.assertIn("n = 2: site 0 cuDNN conv", got.stdout)
     self.assertIn("n = 2: site 0 conv", got.stdout)
-    self.assertIn("cuDNN conv (site 0): under bfloat16 (DEFAULT) "
-                  "TF32_TF32_F32", " ".join(got.stdout.split()))
+    self.assertIn(
+      "cuDNN conv (site 0): under bfloat16 (DEFAULT) TF32_TF32_F32",
+      " ".join(got.stdout.split()),
+    )
     for line in got.stdout.splitlines():
       self.assertNotRegex(line, r"n = 2:\s*$")
 
