@@ -94,6 +94,26 @@ class ConvNetDiagnosisTest(absltest.TestCase):
     self.assertIn("conv_net", cases_listing())
 
 
+class ModelExplorerConvTest(absltest.TestCase):
+  def test_convolution_sites_are_adapter_nodes(self):
+    """Model Explorer's own MLIR adapter is the authority on node ids."""
+    from hloprobe.pictures import model_explorer
+
+    rec = recorded.load("conv_net_a100_n4_bfloat16")
+    path = self.create_tempfile("conv_net.mlir", rec.stablehlo).full_path
+    nodes = model_explorer.adapter_dot_nodes(path)
+    labels = [n["label"] for n in nodes["main"]]
+    self.assertEqual(
+      labels,
+      ["stablehlo.convolution"] * 2 + ["stablehlo.dot_general"],
+    )
+    found = model_explorer.map_sites(recorded.fates(rec), nodes)
+    self.assertEqual(
+      {i: ref.node for i, ref in found.items()},
+      {i: str(n["id"]) for i, n in enumerate(nodes["main"])},
+    )
+
+
 def conv_only():
   """A program whose only contraction is one convolution (for `explain`)."""
   from jax import lax
