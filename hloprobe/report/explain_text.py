@@ -28,12 +28,13 @@ import textwrap
 from collections.abc import Iterable, Sequence
 
 from hloprobe.compile import BASELINE, ReportedError
-from hloprobe.numerics import row_words
 from hloprobe.report.explain_records import (
+  AGREES,
   Alternative,
   FateSpan,
   TargetExplanation,
 )
+from hloprobe.report.explain_rows import rows_lines
 from hloprobe.sites import EXACT_INTEGER
 
 __all__ = ["SCHEMA_VERSION", "explanation_json", "render_explanation"]
@@ -323,7 +324,10 @@ def _made_lines(e: TargetExplanation) -> list[str]:
   executed, e.g. "float32, n = 8: XLA changed the math: ... (|widened
   module - float64| 9.1e+01, F32 band 4.2e-05)"."""
   lines = []
-  for m in sorted(e.made, key=lambda m: not m.changed):
+  # A change of the math first, then what could not be executed, then
+  # the configs whose module does what the program asks.
+  order = lambda m: (not m.changed, m.verdict.startswith(AGREES))
+  for m in sorted(e.made, key=order):
     label = e.precisions.get(m.precision, m.precision)
     where = f"{label}, {_ns(m.batch_sizes)}"
     size = ""
@@ -359,13 +363,7 @@ def _target_block(e: TargetExplanation) -> list[str]:
       "Row 0 predicted (emulating each site's effective algorithm)",
       _predicted_lines(e),
     ),
-    (
-      "Rows beyond row 0 (every row judged)",
-      [
-        f"{_under(e, [x.precision])}, n = {x.n}: {row_words(x.worst)}"
-        for x in e.rows
-      ],
-    ),
+    ("Rows beyond row 0 (every row judged)", rows_lines(e)),
     ("Notes", list(e.notes)),
   ):
     if lines:
