@@ -18,7 +18,7 @@ import ml_dtypes
 import numpy as np
 
 from hloprobe.compile.case_model import Case, ReportedError
-from hloprobe.compile.issue_cases import int8_dots
+from hloprobe.compile.issue_cases import int8_dots, sharded_matmul
 
 __all__ = ["CASES"]
 
@@ -445,6 +445,7 @@ CASES = types.MappingProxyType(
       mlx_3953,
       scaled_dense,
       int8_dots,
+      sharded_matmul,
     )
   }
 )

@@ -1,5 +1,6 @@
 """Built-in cases that come from hloprobe's own issues, not a public report:
-`int8_dots` (issue 24, integer dots). `builtin_cases.CASES` lists them.
+`int8_dots` (issue 24, integer dots) and `sharded_matmul` (issue 24, a
+contraction sharded over 8 devices). `builtin_cases.CASES` lists them.
 
 Private in intent: use the package, `hloprobe.compile`.
 """
@@ -9,10 +10,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import PartitionSpec
 
 from hloprobe.compile.case_model import Case
 
-__all__ = ["int8_dots"]
+__all__ = ["int8_dots", "sharded_matmul"]
 
 
 def _int8_dots(x, w, v):
@@ -39,4 +41,35 @@ int8_dots = Case(
   _int8_dots,
   _int8_inputs,
   rows_independent=True,
+)
+
+
+def _matmul(x, w):
+  """x @ w at the ambient matmul precision (one dot_general)."""
+  return x @ w
+
+
+def _sharded_inputs():
+  """x: f32[9,256], w: f32[256,32], standard normal (seed 245).
+
+  K = 256 splits into 8 shards of 32: each device sums 32 products, and
+  the all-reduce adds the 8 partial sums, an order no single-device dot
+  of K = 256 has.
+  """
+  rng = np.random.default_rng(245)
+  x = rng.standard_normal((9, 256)).astype(np.float32)
+  return x, rng.standard_normal((256, 32)).astype(np.float32)
+
+
+sharded_matmul = Case(
+  "sharded_matmul",
+  "x @ w with K = 256 sharded over 8 devices: per-device dots, then an "
+  "all-reduce of the partial sums",
+  _matmul,
+  _sharded_inputs,
+  rows_independent=True,
+  mesh_shape=(8,),
+  mesh_axes=("k",),
+  in_specs=(PartitionSpec(None, "k"), PartitionSpec("k", None)),
+  out_specs=PartitionSpec(),
 )

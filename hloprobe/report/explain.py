@@ -60,6 +60,13 @@ def _fate_words(f: SiteFate) -> str:
   return f"{words} ({merged})" if merged else words
 
 
+def _fate_line(f: SiteFate) -> str:
+  """`_fate_words`, then a sharded program's collective, e.g. "Triton
+  gemm, then all-reduce over 8 devices (all-reduce.3)"."""
+  words = _fate_words(f)
+  return f"{words}, then {f.collective}" if f.collective else words
+
+
 def _pass_words(r: ConfigResult, site: int) -> str:
   """E.g. "splitk-rewriter, hlo_normalization"; "pass unknown" when the
   attribution failed (its reason, naming the jaxlib, is in the notes);
@@ -81,7 +88,7 @@ def _spans(configs: list[ConfigResult]) -> tuple[FateSpan, ...]:
     if not r.ok:
       return (((), f"failed ({r.failure.stage})", r.failure.words() or ""),)
     rows = [
-      (f.site.index, _fate_words(f), _pass_words(r, f.site.index))
+      (f.site.index, _fate_line(f), _pass_words(r, f.site.index))
       for f in r.compilation.fates
     ]
     return tuple(

@@ -48,7 +48,7 @@ import math
 
 from hloprobe.compile import rules_checked
 from hloprobe.ir import HloInstruction, HloModule, StableHloDot
-from hloprobe.sites import identify
+from hloprobe.sites import collectives, identify
 from hloprobe.sites.operand_ancestry import (
   GEMM_CUSTOM_CALLS,
   Carrier,
@@ -133,7 +133,17 @@ def _mapped(site, match, sites, matches, module: HloModule) -> MappedSite:
     mapping=match.how,
     conflict=_conflict(site, match.carrier),
     merged_with=_merged_with(site, match, sites, matches),
+    collective=_collective(module, match.carrier),
   )
+
+
+def _collective(module: HloModule, carrier: Carrier) -> str | None:
+  """The collective adding the site's partial sums in an SPMD-partitioned
+  module (`collectives.collective_after`); None in a one-device module."""
+  if collectives.partition_count(module) <= 1:
+    return None
+  outermost = carrier.kernel or carrier.instruction
+  return collectives.collective_after(module, outermost)
 
 
 def _merged_with(site, match, sites, matches) -> tuple[int, ...] | None:
@@ -197,7 +207,7 @@ def _classify(site: StableHloDot, carrier: Carrier, **found) -> MappedSite:
   """Names the fate of a site from the instruction that computes it.
 
   `found` are the record's fields the match settled (`mapping`, `conflict`,
-  `merged_with`).
+  `merged_with`, `collective`).
 
   Rules (jaxlib 0.10.2 and 0.12.0.1): a custom call is named by its target; a dot is a
   Triton gemm when its outermost enclosing fusion's
