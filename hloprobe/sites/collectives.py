@@ -34,12 +34,14 @@ from hloprobe.ir import HloInstruction, HloModule
 __all__ = ["collective_after", "partition_count"]
 
 # Collectives that add partial results across devices (their async forms
-# as XLA:GPU prints them: `all-reduce-start`, or an `async-start` whose
+# as XLA:GPU prints them: `all-reduce-start`, `reduce-scatter-start`
+# (jaxlib 0.10.2), or an `async-start` whose
 # called computation holds the collective).
 _SUMMING = {
   "all-reduce": "all-reduce",
   "all-reduce-start": "all-reduce",
   "reduce-scatter": "reduce-scatter",
+  "reduce-scatter-start": "reduce-scatter",
 }
 # Instructions a result may pass through on its way to the collective.
 _PASS_THROUGH = frozenset(
