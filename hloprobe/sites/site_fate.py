@@ -43,6 +43,8 @@ class Fate(str, enum.Enum):
   CUBLAS = "cuBLAS"
   CUBLASLT = "cuBLASLt"
   CUDNN = "cuDNN"
+  CUDNN_CONV = "cuDNN conv"
+  CONV = "conv"
   MULTIPLY_REDUCE = "multiply+reduce"
   MULTIPLY = "multiply"
   GONE = "gone"
@@ -213,6 +215,7 @@ def site_record(f: SiteFate, rewritten_by=None) -> dict:
   s = f.site
   return {
     "index": s.index,
+    "op": s.op,
     "location": s.location,
     "lhs": str(s.lhs),
     "rhs": str(s.rhs),
