@@ -3,9 +3,10 @@ and the shardings of a sharded case.
 
 A compile-only GPU target is `jax.experimental.topologies.
 get_topology_desc(name, "cuda", target_config=TEXT, topology="1x1xN")`:
-one slice, one host, N devices (checked on jaxlib 0.12.0.1's CUDA plugin
-without a GPU, which also accepts "1xNx1" and "Nx1x1" but gives each of
-their devices its own process index; 0.10.2 takes "1x1x1" the same way).
+one slice, one host, N devices (checked without a GPU on the CUDA plugins
+of jaxlib 0.10.2 and 0.12.0.1, an A100 with N = 8: tests/testdata/
+sharded; 0.12.0.1 also accepts "1xNx1" and "Nx1x1", but gives each of
+their devices its own process index).
 A sharded case (`Case.mesh_shape`) gets its `Mesh` built here, against
 the target's first N devices, each argument a `NamedSharding` of its
 `PartitionSpec`; the CPU's N devices are XLA's host devices, which exist
