@@ -22,6 +22,7 @@ from hloprobe import sweep
 from hloprobe.compile import CASES, compile_case, get_target
 from hloprobe.errors import TargetError
 from hloprobe.numerics import executed, reference
+from hloprobe.report import explain, explain_text
 
 pytestmark = pytest.mark.compiles
 
@@ -61,6 +62,15 @@ class ShardedSweepTest(absltest.TestCase):
       self.assertEqual(
         fate.collective, f"all-reduce over 8 devices ({op_name})", name
       )
+
+  def test_explain_shows_the_all_reduce_beside_the_fate(self):
+    found = explain.explain_results(list(self.results.values()), [_CASE])
+    text = explain_text.render_explanation(found, width=10_000)
+    for r in self.results.values():
+      (fate,) = r.compilation.fates
+      self.assertIn(f"site 0 {fate.fate.value}", text)
+      self.assertIn(f", then {fate.collective}", text)
+    self.assertIn("not executed: SPMD-partitioned module (8 devices)", text)
 
   def test_the_cpu_runs_on_8_devices_near_numpy_float64(self):
     r = self.results["cpu"]
