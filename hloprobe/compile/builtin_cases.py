@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 
+from hloprobe.compile.attention_case import cudnn_attention
 from hloprobe.compile.case_model import Case, ReportedError
 
 __all__ = ["CASES"]
@@ -443,6 +444,7 @@ CASES = types.MappingProxyType(
       pytorch_105726,
       mlx_3953,
       scaled_dense,
+      cudnn_attention,
     )
   }
 )

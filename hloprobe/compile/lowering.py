@@ -36,7 +36,7 @@ import numpy as np
 from jax.experimental import topologies
 
 from hloprobe import private_api, startup
-from hloprobe.compile import compat, toolchain
+from hloprobe.compile import compat, cudnn, toolchain
 from hloprobe.compile.cases import Case
 from hloprobe.compile.targets import Target, drop_field, parse_unknown_field_log
 from hloprobe.errors import TargetError, ToolchainError, first_line
@@ -224,7 +224,8 @@ def compile_case(
   Raises:
     TargetError: the target's device is not available, or its config cannot
       be loaded.
-    ToolchainError: the ptxas XLA found cannot build for the target's GPU.
+    ToolchainError: the ptxas XLA found cannot build for the target's GPU,
+      or jax found no cuDNN library to trace cuDNN attention with.
     Exception: whatever JAX/XLA raise while lowering or compiling.
   """
   device = _device_for(target)
@@ -235,7 +236,12 @@ def compile_case(
   )
   start = time.perf_counter()
   with jax.default_matmul_precision(precision):
-    lowered = compat.lower(jax.jit(case.fn), specs, target.platform)
+    try:
+      lowered = compat.lower(jax.jit(case.fn), specs, target.platform)
+    except RuntimeError as e:  # jax found no cuDNN for cuDNN attention
+      if (missing := cudnn.missing_cudnn_message(e)) is None:
+        raise
+      raise ToolchainError(missing) from None
   lower_s = time.perf_counter() - start
   stablehlo = compat.stablehlo_text(lowered)
   if target.platform != "cuda":
