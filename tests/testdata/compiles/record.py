@@ -24,6 +24,7 @@ import os
 import shutil
 import sys
 
+import jax
 import program_cases
 
 from hloprobe.compile import cases, lowering, targets
@@ -142,7 +143,34 @@ FIXTURES = {
     "float32",
     {"xla_gpu_enable_triton_gemm": False},
   ),
+  # Issue 24: cuDNN's fused attention (needs the nvidia-cudnn-cu12 wheel),
+  # forward on both targets, forward and backward under a grad on the h100.
+  **{
+    f"cudnn_attention_{t}_n2_bfloat16": (
+      lambda: cases.get_case("cudnn_attention"),
+      t,
+      2,
+      "bfloat16",
+    )
+    for t in ("a100", "h100")
+  },
+  "cudnn_attention_grad_h100_n2_bfloat16": (
+    lambda: _attention_grad(cases.get_case("cudnn_attention")),
+    "h100",
+    2,
+    "bfloat16",
+  ),
 }
+
+
+def _attention_grad(case):
+  """The case's gradient of sum(attention) w.r.t. q, k and v (bf16)."""
+
+  def loss(q, k, v):
+    return case.fn(q, k, v).astype("float32").sum()
+
+  grad = jax.grad(loss, argnums=(0, 1, 2))
+  return dataclasses.replace(case, name="cudnn_attention_grad", fn=grad)
 
 
 def record(name: str) -> str:
