@@ -1,8 +1,11 @@
-"""Dot sites of a StableHLO module, read from its MLIR text.
+"""Contraction sites of a StableHLO module, read from its MLIR text.
 
 Takes the text of `Lowered.as_text(debug_info=True)` (jax 0.10.2 and
 0.12.0.1) and lists
-every `stablehlo.dot_general` as a `StableHloDot`, in program order, once per
+every `stablehlo.dot_general` and every `stablehlo.convolution` (any
+dimension numbers, feature and batch groups, strides, padding, dilations:
+each is a contraction XLA may give an algorithm) as a `StableHloDot`, in
+program order, dots and convolutions numbered together, once per
 call path (a private function called twice gives two sites, as XLA inlines
 calls before optimizing). Each site carries the set of entry-function
 arguments each operand depends on (its *ancestry*), which survives every
@@ -12,7 +15,8 @@ optimized HLO.
 The text is read by MLIR's own parser and verifier, through the Python
 bindings jaxlib ships (`mlir_context`), so every printing form MLIR accepts
 is read, attributes come from the stablehlo dialect's accessors
-(`DotDimensionNumbers`, `PrecisionAttr`, `DotAlgorithm`), and malformed text
+(`DotDimensionNumbers`, `ConvDimensionNumbers`, `PrecisionAttr`,
+`DotAlgorithm`), and malformed text
 is one `HloParseError`. Imports the MLIR bindings, not the JAX runtime.
 
 Private in intent: use the package, `hloprobe.ir`.
@@ -35,6 +39,9 @@ from hloprobe.ir.mlir_context import (
 )
 
 __all__ = [
+  "CONVOLUTION",
+  "ConvWindow",
+  "DOT",
   "StableHloDot",
   "TensorType",
   "parse_precision_config",
@@ -69,6 +76,43 @@ _NONE: frozenset[int] = frozenset()
 # does it (jaxlib 0.10.2): an op printed without `loc(...)` reads back as
 # loc("-":line:col), a position in the text, not a source line.
 _PARSER_BUFFER = "-"
+# `StableHloDot.op`: the two kinds of contraction site.
+DOT = "dot_general"
+CONVOLUTION = "convolution"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConvWindow:
+  """A `stablehlo.convolution`'s dimension numbers, window and groups.
+
+  Attributes:
+    input_batch, input_feature: the lhs (input) batch and feature dims.
+    input_spatial: the lhs spatial dims, in window order.
+    kernel_input_feature, kernel_output_feature: the rhs (kernel) feature
+      dims (the input feature dim has C / feature_group_count elements).
+    kernel_spatial: the rhs spatial dims, in window order.
+    output_batch, output_feature: the result's batch and feature dims.
+    output_spatial: the result's spatial dims.
+    strides, lhs_dilation, rhs_dilation: per spatial dim (1 when absent).
+    padding: per spatial dim, (low, high) (0 when absent).
+    feature_group_count, batch_group_count: as in StableHLO (1: none).
+  """
+
+  input_batch: int
+  input_feature: int
+  input_spatial: tuple[int, ...]
+  kernel_input_feature: int
+  kernel_output_feature: int
+  kernel_spatial: tuple[int, ...]
+  output_batch: int
+  output_feature: int
+  output_spatial: tuple[int, ...]
+  strides: tuple[int, ...]
+  padding: tuple[tuple[int, int], ...]
+  lhs_dilation: tuple[int, ...]
+  rhs_dilation: tuple[int, ...]
+  feature_group_count: int
+  batch_group_count: int
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -84,10 +128,19 @@ class TensorType:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class StableHloDot:
-  """One `stablehlo.dot_general` on one call path.
+  """One contraction site: a `stablehlo.dot_general` or a
+  `stablehlo.convolution`, on one call path.
+
+  A convolution is a site like a dot (XLA gives it an algorithm: cuDNN's
+  math type, a gemm's for a 1x1 convolution): lhs is its input, rhs its
+  kernel; it has no batch dims here, its contracting dims are the input's
+  feature dim and the kernel's input feature dim (the window's spatial
+  dims are in `window`), and its K (`contracting_size`) counts every
+  product one output sums: kernel input features times window elements.
 
   Attributes:
-    index: position in program order, from 0.
+    index: position in program order, from 0 (dots and convolutions
+      numbered together).
     function: the MLIR function holding the op.
     location: `file:line` of the innermost source frame, or None.
     lhs, rhs, result: operand and result types.
@@ -98,6 +151,8 @@ class StableHloDot:
       each operand depends on.
     frames: the source stack, innermost frame first, each `file:line:column`
       (the `loc(callsite(...))` chain); () without debug info.
+    op: `DOT` or `CONVOLUTION`.
+    window: a convolution's `ConvWindow`; None for a dot.
   """
 
   index: int
@@ -115,10 +170,27 @@ class StableHloDot:
   lhs_ancestry: frozenset[int]
   rhs_ancestry: frozenset[int]
   frames: tuple[str, ...] = ()
+  op: str = DOT
+  window: ConvWindow | None = None
+
+  @property
+  def is_convolution(self) -> bool:
+    return self.op == CONVOLUTION
 
   @property
   def contracting_size(self) -> int:
-    """K: the product of the contracting dimension sizes."""
+    """K: the products one output element sums.
+
+    A dot: the product of the contracting dimension sizes. A convolution:
+    the kernel's input features times its window elements (padding and
+    dilation may make some of them zeros).
+    """
+    if self.window is not None:
+      w = self.window
+      k = self.rhs.dims[w.kernel_input_feature]
+      for d in w.kernel_spatial:
+        k *= self.rhs.dims[d]
+      return k
     k = 1
     for d in self.lhs_contracting:
       k *= self.lhs.dims[d]
@@ -288,6 +360,8 @@ class _Walker:
         )
       elif op.name == "stablehlo.dot_general":
         self._dot(fn, op, env)
+      elif op.name == "stablehlo.convolution":
+        self._convolution(fn, op, env)
       elif op.name in ("func.return", "stablehlo.return"):
         returned |= anc
       anc |= self._regions(fn, op, env, depth)
@@ -340,6 +414,70 @@ class _Walker:
     )
 
 
+  def _convolution(self, fn: str, op: ir.Operation, env: dict) -> None:
+    window = _conv_window(op)
+    lhs, rhs = op.operands[0], op.operands[1]
+    self.dots.append(
+      StableHloDot(
+        index=len(self.dots),
+        function=fn,
+        location=_file_line(frames := _frames(op.location)),
+        frames=frames,
+        lhs=_tensor_type(lhs.type, "lhs"),
+        rhs=_tensor_type(rhs.type, "rhs"),
+        result=_tensor_type(op.results[0].type, "result"),
+        lhs_batch=(),
+        rhs_batch=(),
+        lhs_contracting=(window.input_feature,),
+        rhs_contracting=(window.kernel_input_feature,),
+        precision=_precision(op),
+        algorithm=None,
+        lhs_ancestry=env.get(lhs, _NONE),
+        rhs_ancestry=env.get(rhs, _NONE),
+        op=CONVOLUTION,
+        window=window,
+      )
+    )
+
+
+def _ints(op: ir.Operation, key: str, n: int, default: int) -> tuple:
+  """A dense i64 array attribute (`window_strides`, ...), or n defaults."""
+  if key not in op.attributes:
+    return (default,) * n
+  attr = op.attributes[key]
+  if dense := cast_or_none(ir.DenseI64ArrayAttr, attr):
+    return tuple(dense)
+  return tuple(int(v) for v in ir.DenseIntElementsAttr(attr))
+
+
+def _conv_window(op: ir.Operation) -> ConvWindow:
+  """A `stablehlo.convolution`'s `ConvWindow`, from its attributes."""
+  d = stablehlo.ConvDimensionNumbers(op.attributes["dimension_numbers"])
+  spatial = len(d.input_spatial_dimensions)
+  pads = _ints(op, "padding", 2 * spatial, 0)
+  return ConvWindow(
+    input_batch=d.input_batch_dimension,
+    input_feature=d.input_feature_dimension,
+    input_spatial=tuple(d.input_spatial_dimensions),
+    kernel_input_feature=d.kernel_input_feature_dimension,
+    kernel_output_feature=d.kernel_output_feature_dimension,
+    kernel_spatial=tuple(d.kernel_spatial_dimensions),
+    output_batch=d.output_batch_dimension,
+    output_feature=d.output_feature_dimension,
+    output_spatial=tuple(d.output_spatial_dimensions),
+    strides=_ints(op, "window_strides", spatial, 1),
+    padding=tuple(zip(pads[0::2], pads[1::2])),
+    lhs_dilation=_ints(op, "lhs_dilation", spatial, 1),
+    rhs_dilation=_ints(op, "rhs_dilation", spatial, 1),
+    feature_group_count=int(
+      ir.IntegerAttr(op.attributes["feature_group_count"]).value
+    ),
+    batch_group_count=int(
+      ir.IntegerAttr(op.attributes["batch_group_count"]).value
+    ),
+  )
+
+
 def _functions(module: ir.Module) -> dict[str, ir.Operation]:
   """The module's func.func ops by symbol name."""
   return {
@@ -350,7 +488,10 @@ def _functions(module: ir.Module) -> dict[str, ir.Operation]:
 
 
 def parse_stablehlo_dots(text: str) -> list[StableHloDot]:
-  """Lists the dot_general sites of a StableHLO module in program order.
+  """Lists the contraction sites of a StableHLO module in program order.
+
+  Every dot_general and every convolution is a site, numbered together in
+  program order (so a program without convolutions is numbered as before).
 
   Sites inside regions (stablehlo.while bodies, stablehlo.case branches) and
   in called functions (func.call) come where the walk from `@main` reaches
@@ -361,7 +502,8 @@ def parse_stablehlo_dots(text: str) -> list[StableHloDot]:
       sites carry source locations.
 
   Returns:
-    One `StableHloDot` per dot_general per call path from `@main`.
+    One `StableHloDot` per dot_general or convolution per call path from
+    `@main`.
 
   Raises:
     HloParseError: the text does not parse or verify as MLIR, has no

@@ -17,6 +17,13 @@ the CPU's f32 dots at n >= 2 in a `__ynn_fusion`):
                    another Triton kind (the generic `__triton`) is unknown
   cuBLAS/cuBLASLt  `__cublas$gemm` / `__cublas$lt$matmul` custom calls
   cuDNN            a dot inside a `__cudnn$fusion`
+  cuDNN conv       a convolution site computed by a cuDNN convolution custom
+                   call (`operand_ancestry.CONV_CUSTOM_CALLS`; its target,
+                   e.g. `__cudnn$convBiasActivationForward`, is the site's
+                   `custom_call_target`): XLA's conv rewriter on GPU
+  conv             a convolution site kept as an HLO `convolution` (the
+                   CPU's conv, or a GPU one not given to cuDNN); a 1x1
+                   convolution XLA turns into a dot gets that dot's fate
   multiply+reduce  rewritten by XLA's dot strength reduction
                    (AlgebraicSimplifier / `dot-strength-reduction`)
   multiply         K = 1: the dot became an elementwise multiply
@@ -50,6 +57,7 @@ from hloprobe.compile import rules_checked
 from hloprobe.ir import HloInstruction, HloModule, StableHloDot
 from hloprobe.sites import identify
 from hloprobe.sites.operand_ancestry import (
+  CONV_CUSTOM_CALLS,
   GEMM_CUSTOM_CALLS,
   Carrier,
   backend_config_kind,
@@ -165,6 +173,7 @@ def _unknown_calls(module: HloModule) -> bool:
   return any(
     inst.opcode == "custom-call"
     and custom_call_target(inst) not in GEMM_CUSTOM_CALLS
+    and custom_call_target(inst) not in CONV_CUSTOM_CALLS
     for _, inst in module.all_instructions()
   )
 
@@ -199,7 +208,10 @@ def _classify(site: StableHloDot, carrier: Carrier, **found) -> MappedSite:
   `found` are the record's fields the match settled (`mapping`, `conflict`,
   `merged_with`).
 
-  Rules (jaxlib 0.10.2 and 0.12.0.1): a custom call is named by its target; a dot is a
+  Rules (jaxlib 0.10.2 and 0.12.0.1): a custom call is named by its target
+  (a cuDNN convolution call is "cuDNN conv", its backend_config's
+  `cudnn_conv_backend_config` kept as the site's `gemm_config`); an HLO
+  convolution is "conv"; a dot is a
   Triton gemm when its outermost enclosing fusion's
   `fusion_backend_config.kind` is a Triton gemm kind (`_TRITON_GEMM_KINDS`),
   unknown in any other Triton kind (`__triton`), cuDNN for `__cudnn$fusion`,
@@ -210,8 +222,13 @@ def _classify(site: StableHloDot, carrier: Carrier, **found) -> MappedSite:
   names = _emitter_names(inst, outer)
   emitter = emitter_name(Fate.DOT, names.values())
   config = None
-  if inst.opcode == "custom-call":
+  if names["custom_call_target"] in CONV_CUSTOM_CALLS:
+    fate = Fate.CUDNN_CONV
+    config = inst.backend_config.get("cudnn_conv_backend_config")
+  elif inst.opcode == "custom-call":
     fate = Fate(GEMM_CUSTOM_CALLS[names["custom_call_target"]])
+  elif inst.opcode == "convolution":
+    fate = Fate.CONV
     config = inst.backend_config
   elif inst.opcode == "multiply":
     fate = Fate.MULTIPLY if site.contracting_size == 1 else Fate.MULTIPLY_REDUCE

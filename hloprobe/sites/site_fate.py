@@ -43,6 +43,8 @@ class Fate(str, enum.Enum):
   CUBLAS = "cuBLAS"
   CUBLASLT = "cuBLASLt"
   CUDNN = "cuDNN"
+  CUDNN_CONV = "cuDNN conv"
+  CONV = "conv"
   MULTIPLY_REDUCE = "multiply+reduce"
   MULTIPLY = "multiply"
   GONE = "gone"
