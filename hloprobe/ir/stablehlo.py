@@ -25,6 +25,7 @@ Private in intent: use the package, `hloprobe.ir`.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Iterable
 
@@ -32,6 +33,11 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from hloprobe.errors import HloParseError
+from hloprobe.ir.fused_attention import (
+  FUSED_ATTENTION,
+  attention_dims,
+  is_attention_target,
+)
 from hloprobe.ir.mlir_context import (
   cast_or_none,
   parse_mlir_attribute,
@@ -151,8 +157,12 @@ class StableHloDot:
       each operand depends on.
     frames: the source stack, innermost frame first, each `file:line:column`
       (the `loc(callsite(...))` chain); () without debug info.
-    op: `DOT` or `CONVOLUTION`.
+    op: `DOT`, `CONVOLUTION` or `FUSED_ATTENTION` (a cuDNN fused attention
+      call, `hloprobe.ir.fused_attention`: lhs q, rhs k, its dims those of
+      q k^T, its precision DEFAULT as the call states none).
     window: a convolution's `ConvWindow`; None for a dot.
+    custom_call: an attention site's call target, e.g.
+      "__cudnn$fmhaSoftmax"; None for the others.
   """
 
   index: int
@@ -172,6 +182,11 @@ class StableHloDot:
   frames: tuple[str, ...] = ()
   op: str = DOT
   window: ConvWindow | None = None
+  custom_call: str | None = None
+
+  @property
+  def is_attention(self) -> bool:
+    return self.op == FUSED_ATTENTION
 
   @property
   def is_convolution(self) -> bool:
@@ -362,6 +377,10 @@ class _Walker:
         self._dot(fn, op, env)
       elif op.name == "stablehlo.convolution":
         self._convolution(fn, op, env)
+      elif op.name == "stablehlo.custom_call" and is_attention_target(
+        _call_target(op)
+      ):
+        self._attention(fn, op, env)
       elif op.name in ("func.return", "stablehlo.return"):
         returned |= anc
       anc |= self._regions(fn, op, env, depth)
@@ -413,6 +432,36 @@ class _Walker:
       )
     )
 
+  def _attention(self, fn: str, op: ir.Operation, env: dict) -> None:
+    """A cuDNN fused attention call: a site over q and k (its q k^T)."""
+    target = _call_target(op)
+    config = cast_or_none(ir.StringAttr, op.attributes["backend_config"])
+    try:
+      dims = attention_dims(json.loads(config.value if config else "{}"), target)
+    except ValueError as e:
+      raise HloParseError(f"[hloprobe] {target}: backend_config: {e}") from e
+    q, k = op.operands[0], op.operands[1]
+    self.dots.append(
+      StableHloDot(
+        index=len(self.dots),
+        function=fn,
+        location=_file_line(frames := _frames(op.location)),
+        frames=frames,
+        lhs=_tensor_type(q.type, "lhs"),
+        rhs=_tensor_type(k.type, "rhs"),
+        result=_tensor_type(op.results[0].type, "result"),
+        lhs_batch=dims[0],
+        rhs_batch=dims[1],
+        lhs_contracting=dims[2],
+        rhs_contracting=dims[3],
+        precision=("DEFAULT", "DEFAULT"),
+        algorithm=None,
+        lhs_ancestry=env.get(q, _NONE),
+        rhs_ancestry=env.get(k, _NONE),
+        op=FUSED_ATTENTION,
+        custom_call=target,
+      )
+    )
 
   def _convolution(self, fn: str, op: ir.Operation, env: dict) -> None:
     window = _conv_window(op)
@@ -476,6 +525,13 @@ def _conv_window(op: ir.Operation) -> ConvWindow:
       ir.IntegerAttr(op.attributes["batch_group_count"]).value
     ),
   )
+
+
+def _call_target(op: ir.Operation) -> str | None:
+  """A stablehlo.custom_call's `call_target_name`."""
+  if "call_target_name" not in op.attributes:
+    return None
+  return ir.StringAttr(op.attributes["call_target_name"]).value
 
 
 def _functions(module: ir.Module) -> dict[str, ir.Operation]:

@@ -377,6 +377,12 @@ def _band_cell(prediction, site: int) -> str:
   return f"{band.worst_abs:.1e} / {band.expected_abs:.1e}"
 
 
+def _unrewritten(site) -> str:
+  """The pass cell of a site no pass rewrote: a fused attention site is
+  the cuDNN call jax itself wrote (`hloprobe.ir.fused_attention`)."""
+  return "(jax's cuDNN call)" if site.is_attention else "(stays a dot)"
+
+
 def _site_rows(r: ConfigResult) -> list[list[str]]:
   rows = []
   c, comp = r.config, r.compilation
@@ -387,7 +393,7 @@ def _site_rows(r: ConfigResult) -> list[list[str]]:
     rewritten = (
       ("unknown" if comp.passes_error else "n/a")
       if passes is None
-      else (f"{by.pass_name} ({by.pipeline})" if by else "(stays a dot)")
+      else (f"{by.pass_name} ({by.pipeline})" if by else _unrewritten(s))
     )
     rows.append(
       [

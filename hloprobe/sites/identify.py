@@ -62,6 +62,7 @@ from hloprobe.ir import (
   StableHloDot,
   algorithm_from_fields,
   algorithm_from_hlo,
+  is_attention_target,
 )
 from hloprobe.sites.operand_ancestry import (
   CONV_CUSTOM_CALLS,
@@ -160,7 +161,17 @@ def site_algorithm(site: StableHloDot) -> str | None:
 
 
 def _matches(site: StableHloDot, carrier: Carrier) -> bool:
-  """Whether the carrier's two operands depend on what the site's do."""
+  """Whether the carrier's two operands depend on what the site's do.
+
+  An attention site's carrier is a cuDNN fused attention call with the
+  site's own target (a forward site never takes the backward call), and
+  only such a site takes one.
+  """
+  target = custom_call_target(carrier.instruction)
+  if (site.custom_call or is_attention_target(target)) and (
+    site.custom_call != target
+  ):
+    return False
   anc = carrier.operand_ancestry
   if len(anc) < 2:
     return False
@@ -214,6 +225,8 @@ def shape_fits(site: StableHloDot, carrier: Carrier) -> bool:
   out, k = math.prod(site.result.dims), site.contracting_size
   got = _result_elements(carrier)
   if site.is_convolution and is_convolution(carrier.instruction):
+    return got == out
+  if site.is_attention:  # `_matches` took only its own target's calls
     return got == out
   if carrier.instruction.opcode == "multiply":
     return got in (out * k, out) if k > 1 else got == out

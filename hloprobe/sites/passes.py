@@ -71,6 +71,8 @@ def _is_plain(fate: MappedSite) -> bool:
   theirs."""
   if fate.fate == Fate.AMBIGUOUS:
     return True
+  if fate.site.is_attention:  # jax's own cuDNN call: no pass makes it
+    return fate.fate == Fate.CUDNN_ATTENTION
   if fate.site.is_convolution:  # still an HLO convolution outside fusions
     return fate.fate == Fate.CONV and fate.emitter == "top level"
   return (
