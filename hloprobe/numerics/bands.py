@@ -1,9 +1,16 @@
-"""The analytic error band of one dot site at one algorithm.
+"""The analytic error band of one contraction site at one algorithm.
 
 Per algorithm, the unit roundoff of its operands and of its accumulator,
 and from them and a site's operand scale (|A||B|, `emulate`'s site scales)
 a deterministic bound and a probabilistic size of the site's own error
 (`SiteBand`).
+
+A convolution site has the same band: each output sums K products of an
+input and a kernel value (K = kernel input features x window elements,
+`StableHloDot.contracting_size`), and its |A||B| is the convolution of
+|input| and |kernel|. Taps that fall on padding are zero terms: K counts
+them, so the band is an upper bound there too. An algorithm cuDNN runs by
+a transform (Winograd, FFT) is not a K-term sum and is not bounded here.
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
