@@ -67,7 +67,12 @@ def attention_dims(config: dict, target: str) -> tuple[tuple[int, ...], ...]:
     if numbers:
       return tuple(
         tuple(int(d) for d in numbers.get(f"{side}_dimensions", ()))
-        for side in ("lhs_batch", "rhs_batch", "lhs_contracting", "rhs_contracting")
+        for side in (
+          "lhs_batch",
+          "rhs_batch",
+          "lhs_contracting",
+          "rhs_contracting",
+        )
       )
   raise HloParseError(
     f"[hloprobe] {target}: backend_config has none of {', '.join(_DIMS_KEYS)}"

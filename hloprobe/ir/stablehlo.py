@@ -437,7 +437,9 @@ class _Walker:
     target = _call_target(op)
     config = cast_or_none(ir.StringAttr, op.attributes["backend_config"])
     try:
-      dims = attention_dims(json.loads(config.value if config else "{}"), target)
+      dims = attention_dims(
+        json.loads(config.value if config else "{}"), target
+      )
     except ValueError as e:
       raise HloParseError(f"[hloprobe] {target}: backend_config: {e}") from e
     q, k = op.operands[0], op.operands[1]
