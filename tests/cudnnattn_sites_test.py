@@ -16,9 +16,12 @@ from __future__ import annotations
 import json
 import re
 
+import ml_dtypes
+import numpy as np
 import recorded
 from absl.testing import absltest, parameterized
 
+from hloprobe.execute import execute_module
 from hloprobe.ir import parse_hlo_module
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
 from hloprobe.sites import Fate, attribute_passes, map_dot_sites
@@ -127,6 +130,20 @@ class PlantedTest(absltest.TestCase):
     )
     (mapped,) = map_dot_sites([dot], module)
     self.assertNotEqual(mapped.fate, Fate.CUDNN_ATTENTION)
+
+
+class ExecutorTest(absltest.TestCase):
+  def test_the_numpy_executor_names_the_call_not_executed(self):
+    # hloprobe/execute has no model of cuDNN attention: it says so.
+    rec = recorded.load("cudnn_attention_h100_n2_bfloat16")
+    module = parse_hlo_module(rec.optimized_hlo)
+    qkv = [np.zeros((2, 128, 4, 64), ml_dtypes.bfloat16)] * 3
+    run = execute_module(module, qkv)
+    self.assertIsNone(run.outputs)
+    self.assertEqual(
+      [(n.instruction, n.target) for n in run.not_executed],
+      [("dot_product_attention_fwd.4", _FORWARD)],
+    )
 
 
 class RuleTest(parameterized.TestCase):
