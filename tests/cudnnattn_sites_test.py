@@ -13,6 +13,7 @@ bf16 inputs: cuDNN frontend docs, operations/Attention; see
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 
@@ -143,6 +144,28 @@ class ExecutorTest(absltest.TestCase):
     self.assertEqual(
       [(n.instruction, n.target) for n in run.not_executed],
       [("dot_product_attention_fwd.4", _FORWARD)],
+    )
+
+
+@absltest.skipUnless(
+  importlib.util.find_spec("model_explorer") is not None,
+  "needs Model Explorer (the `explorer` extra, which make installs)",
+)
+class ModelExplorerTest(absltest.TestCase):
+  def test_the_site_maps_to_the_adapters_custom_call_node(self):
+    from hloprobe.pictures import model_explorer
+
+    rec = recorded.load("cudnn_attention_grad_h100_n2_bfloat16")
+    path = self.create_tempfile("m.mlir", content=rec.stablehlo).full_path
+    nodes = model_explorer.adapter_dot_nodes(path)
+    # The adapter's own nodes (the authority): its two fmha custom calls.
+    self.assertEqual(
+      [n["label"] for n in nodes["main"]], ["stablehlo.custom_call"] * 2
+    )
+    refs = model_explorer.map_sites(recorded.fates(rec), nodes)
+    self.assertEqual(
+      {i: r.node for i, r in refs.items()},
+      {i: str(n["id"]) for i, n in enumerate(nodes["main"])},
     )
 
 
