@@ -24,7 +24,7 @@ import dataclasses
 from hloprobe.compile import BASELINE, Target
 from hloprobe.ir import Precision
 from hloprobe.numerics import ErrorStats, Made, Prediction, config_verdict
-from hloprobe.sites import PassAttribution, SiteFate
+from hloprobe.sites import CompileFinding, PassAttribution, SiteFate
 
 __all__ = [
   "RECORD_VERSION",
@@ -36,8 +36,9 @@ __all__ = [
 ]
 
 # Bumped when any record below changes shape; part of the cache key.
-# 1: one flat ConfigResult; 2: these records; 4: ConfigResult.made.
-RECORD_VERSION = 4
+# 1: one flat ConfigResult; 2: these records; 3: SiteFate; 4:
+# ConfigResult.made; 5: Failure.finding, ErrorStats' integer counts.
+RECORD_VERSION = 5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,10 +156,20 @@ class Failure:
   Attributes:
     stage: "lower", "compile", "analyse", "run", "reference", "worker", ...
     error: the error's first line, e.g. "XlaRuntimeError: INTERNAL: ...".
+    finding: for a compile XLA rejected, the dot sites and the pass or
+      rule that rejected it (`sites.explain_rejection`); None otherwise or
+      when it could not be found.
   """
 
   stage: str
   error: str
+  finding: CompileFinding | None = None
+
+  def words(self) -> str:
+    """The error, after the finding's words where there is one."""
+    if self.finding is None:
+      return self.error
+    return f"{self.finding.words()}: {self.error}"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The built-in cases: the seed report's model, ten public reports, issue 23's.
+"""The built-in cases: the seed report's model, ten reports, issues 23 and 24.
 
 Each is a port, in hloprobe's own code, of the reproducer in a public
 report; `url` names the report. `hloprobe cases` lists them.
@@ -20,6 +20,7 @@ from jax import lax
 
 from hloprobe.compile.attention_case import cudnn_attention
 from hloprobe.compile.case_model import Case, ReportedError
+from hloprobe.compile.issue_cases import int8_dots
 
 __all__ = ["CASES"]
 
@@ -484,6 +485,7 @@ CASES = types.MappingProxyType(
       pytorch_105726,
       mlx_3953,
       scaled_dense,
+      int8_dots,
       conv_net,
       cudnn_attention,
     )

@@ -7,6 +7,7 @@ prediction (`Predictor`, `Prediction`). Import them from here; the
 modules behind them are private in intent:
 
   accuracy         error statistics, ULPs, noise floor, verdicts
+  integers         integer leaves: exact comparison, overflow, verdict
   bands            the analytic error band of a site
   rounding         float formats by rounding
   emulate_dot      one dot_general under an algorithm

@@ -97,6 +97,8 @@ class RowZero:
     ulp_vs_n1: distance from n = 1's row 0 in ULPs of `output_dtype`;
       None when n = 1 was not run.
     output_dtype: e.g. "float32".
+    leaf: the output leaf row 0 is of (the config's headline leaf), e.g.
+      "['new_w']"; "" for a single array.
   """
 
   precision: str
@@ -105,6 +107,7 @@ class RowZero:
   row0_abs: float | None
   ulp_vs_n1: int | None
   output_dtype: str | None
+  leaf: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -119,12 +122,17 @@ class PredictedRowZero:
       None where they have no prediction.
     noise_abs: the f32 noise floor of row 0 there (largest), output units;
       None likewise.
-    verdict: `accuracy.verdict` of the first of them, or "not predicted:
-      <why>" (the config's `prediction_error`).
+    verdict: `accuracy.verdict` of the first of them, then the other
+      output leaves' verdicts that are not "exact" or "within ...", each
+      after its leaf's name; or "not predicted: <why>" (the config's
+      `prediction_error`).
     top_site: the site with the largest share of the error, or None.
     top_share: that site's share, in [0, 1], or None.
     row0_abs_min, noise_abs_min: the smallest of them (equal to the
       largest when one value covers every batch size); None when unknown.
+    leaf: the output leaf the numbers are of (the prediction's headline
+      leaf), "" for a single array.
+    output_dtype: that leaf's dtype, e.g. "int32"; None when unknown.
   """
 
   precision: str
@@ -136,6 +144,8 @@ class PredictedRowZero:
   top_share: float | None
   row0_abs_min: float | None = None
   noise_abs_min: float | None = None
+  leaf: str = ""
+  output_dtype: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

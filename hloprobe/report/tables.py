@@ -119,7 +119,7 @@ def _status_cell(r: ConfigResult, error: bool) -> str:
   if r.ok:
     return "ok, see notes" if _compile_notes(r) else "ok"
   f = r.failure
-  return f"FAILED ({f.stage}): {f.error}" if error else f"FAILED ({f.stage})"
+  return f"FAILED ({f.stage}): {f.words()}" if error else f"FAILED ({f.stage})"
 
 
 def _compile_notes(r: ConfigResult) -> tuple[str, ...]:
@@ -283,7 +283,7 @@ def _first_screen(results, rows: list[list[str]]) -> str:
   headers = [_wrap(h, w - 2) for h, w in zip(headers, limits)]
   errors = [
     textwrap.fill(
-      f"{r.config.label()}: {r.failure.stage} failed: {r.failure.error}",
+      f"{r.config.label()}: {r.failure.stage} failed: {r.failure.words()}",
       TERMINAL_WIDTH,
       initial_indent="  ",
       subsequent_indent="    ",

@@ -65,6 +65,8 @@ def _not_judged(e: NotJudged) -> str:
       f"{who}: no {_source(e.source)} row 0 of{leaf} at n={e.base_n} to "
       "compare with"
     )
+  if e.failure:
+    return f"{who}: {e.reason.value}: {e.failure}"
   return f"{who}: {e.reason.value}"
 
 

@@ -167,19 +167,16 @@ def _with_made(
 def _with_headline(
   r: ConfigResult, references: References | None
 ) -> ConfigResult:
-  """`r` with its execution's headline leaf, chosen here once: the
-  prediction's leaf where there is a prediction (it judged every leaf and
-  chose it, `accuracy.headline_leaf`), else `accuracy.headline_leaf` of
-  the errors against float64."""
+  """`r` with its execution's headline leaf: the prediction's leaf where
+  there is a prediction, else `accuracy.headline_leaf` (the same rule,
+  fixed per case)."""
   run = r.execution
   if run is None or not run.leaf_stats:
     return r
   if r.prediction is not None:
     headline = [s.leaf for s in run.leaf_stats].index(r.prediction.leaf)
   else:
-    headline = headline_leaf(
-      references.axes, references.dtypes, [s.max_rel for s in run.leaf_stats]
-    )
+    headline = headline_leaf(references.axes, references.dtypes)
   return dataclasses.replace(
     r, execution=dataclasses.replace(run, headline=headline)
   )
@@ -188,6 +185,8 @@ def _with_headline(
 def _ulp_vs(a: ErrorStats, b: ErrorStats) -> int | None:
   """Row 0 of two runs of the same leaf apart, in ULPs; None if unbatched."""
   if a.axis is None or a.row0_values.shape != b.row0_values.shape:
+    return None
+  if a.row0_ulp is None:  # not a float leaf: no ULPs
     return None
   return ulp_distance(a.row0_values, b.row0_values, a.row0_values.dtype)
 

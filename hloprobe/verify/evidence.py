@@ -66,6 +66,8 @@ class Reason(enum.Enum):
   NO_BATCH_AXIS = "the output leaf has no batch axis"
   NO_BASE = "no row 0 of the leaf at the smallest n"
   NO_ERRORS = "no errors to judge"
+  NOT_COMPILED = "does not compile"
+  FAILED = "failed"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -78,6 +80,9 @@ class NotJudged:
     leaf: the output leaf concerned ("" for a single array).
     source: for NO_BASE, the kind of row 0 looked for.
     base_n: for NO_BASE, the smallest batch size of the group.
+    failure: for NOT_COMPILED and FAILED, the config's failure in words
+      (`records.Failure.words`: for a compile XLA rejected, the sites and
+      the pass or rule, then XLA's error).
   """
 
   subject: Subject | None
@@ -85,6 +90,7 @@ class NotJudged:
   leaf: str = ""
   source: Source | None = None
   base_n: int | None = None
+  failure: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

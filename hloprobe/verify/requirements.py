@@ -70,6 +70,17 @@ def _predicted(r: ConfigResult) -> ev.Source:
   return ev.Source("predicted", tuple(sites))
 
 
+def _failed(r: ConfigResult) -> ev.NotJudged:
+  """A config that failed: never "no errors", but what failed and why.
+
+  A compile XLA rejected is NOT_COMPILED, with the sites and the pass or
+  rule that rejected it where they were found (`records.Failure.words`).
+  """
+  f = r.failure
+  reason = ev.Reason.NOT_COMPILED if f.stage == "compile" else ev.Reason.FAILED
+  return ev.NotJudged(subject(r), reason, failure=f.words())
+
+
 def _noise(r: ConfigResult) -> NoiseFloor | None:
   return r.prediction.noise if r.prediction is not None else None
 
@@ -148,7 +159,10 @@ def _consistent(fixed: list[ConfigResult]) -> Requirement:
   if not groups:
     bad.append(ev.NotJudged(None, ev.Reason.NO_CONFIGS))
   for rs in groups.values():
-    rs = sorted(rs, key=lambda r: r.config.n)
+    bad.extend(_failed(r) for r in rs if not r.ok)
+    rs = sorted((r for r in rs if r.ok), key=lambda r: r.config.n)
+    if not rs:
+      continue
     first = rs[0].config
     if len(rs) < 2:
       bad.append(
@@ -191,6 +205,8 @@ def _errors_judged(r: ConfigResult, abs_bound, rel_bound):
   """`ev.ErrorsJudged` (or `ev.NotJudged`) for one config: the headline
   by its numbers, the other leaves by their verdicts (or observed
   errors, with bounds)."""
+  if not r.ok:
+    return _failed(r)
   stats, source = judged(r)
   noise = _noise(r)
   bounded = abs_bound is not None or rel_bound is not None
