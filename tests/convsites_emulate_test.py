@@ -106,9 +106,7 @@ class EmulatedConvTest(parameterized.TestCase):
       ("BF16_BF16_F32", _bf16),
     ):
       with self.subTest(algorithm):
-        got = np.asarray(
-          emulated_conv_general_dilated(x, k, params, algorithm)
-        )
+        got = np.asarray(emulated_conv_general_dilated(x, k, params, algorithm))
         exact = _conv_nhwc(rounded(x), rounded(k), **ours)
         self.assertEqual(got.shape, want.shape)
         # Only the f32 sums differ from the float64 sum of the rounded
@@ -154,7 +152,9 @@ class ConvNetJaxprSitesTest(absltest.TestCase):
     relu = lambda v: np.maximum(v, 0.0)
     # The f32 result of the first conv is rounded again to TF32 at the
     # second: compute it in f32 as the emulation does, bias added in f32.
-    h = relu(np.float32(_conv_nhwc(_tf32(x), _tf32(k1))) + b1).astype(np.float32)
+    h = relu(np.float32(_conv_nhwc(_tf32(x), _tf32(k1))) + b1).astype(
+      np.float32
+    )
     h = relu(_conv_nhwc(_tf32(h), _tf32(k2)) + b2)
     want = h.mean(axis=(1, 2)) @ np.float64(w)
     plain = emulate.emulate_case(case.fn, (x, k1, b1, k2, b2, w), "F32_F32_F32")

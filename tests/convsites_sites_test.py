@@ -19,7 +19,7 @@ import recorded
 from absl.testing import absltest, parameterized
 
 from hloprobe.ir.stablehlo import CONVOLUTION, DOT, parse_stablehlo_dots
-from hloprobe.sites import effective, tf32_optional
+from hloprobe.sites import conv_rules, tf32_optional
 from hloprobe.sites.site_fate import Fate
 
 _RELEASES = tuple((r.replace(".", "_"), r) for r in recorded.RELEASES)
@@ -52,9 +52,7 @@ class ConvNetSitesTest(parameterized.TestCase):
     ops = re.findall(r"stablehlo\.(convolution|dot_general)\b", text)
     self.assertEqual(ops, ["convolution", "convolution", "dot_general"])
     sites = parse_stablehlo_dots(text)
-    self.assertEqual(
-      [s.op for s in sites], [CONVOLUTION, CONVOLUTION, DOT]
-    )
+    self.assertEqual([s.op for s in sites], [CONVOLUTION, CONVOLUTION, DOT])
     self.assertEqual([s.index for s in sites], [0, 1, 2])
     # K: 3 x 3 window x 16 and 32 input features; the head's 32.
     self.assertEqual([s.contracting_size for s in sites], [144, 288, 32])
@@ -69,7 +67,7 @@ class ConvNetSitesTest(parameterized.TestCase):
     # Each convolution's source line is its own line of the case.
     self.assertTrue(all(s.location for s in sites))
     self.assertNotEqual(sites[0].location, sites[1].location)
-    self.assertIn("builtin_cases.py", sites[0].location)
+    self.assertIn("issue_cases.py", sites[0].location)
 
   @parameterized.named_parameters(
     (f"{p}_{tag}", p, r)
@@ -128,9 +126,7 @@ class ConvNetSitesTest(parameterized.TestCase):
     self.assertEqual(rec.optimized_hlo.count(" convolution("), 2)
     fates = recorded.fates(rec)
     self.assertEqual([f.fate for f in fates[:2]], [Fate.CONV, Fate.CONV])
-    self.assertEqual(
-      {f.effective_algorithm for f in fates}, {"F32_F32_F32"}
-    )
+    self.assertEqual({f.effective_algorithm for f in fates}, {"F32_F32_F32"})
     self.assertIn("convolution in f32", fates[0].algorithm_evidence)
 
 
@@ -149,7 +145,7 @@ class CudnnConvRuleTest(parameterized.TestCase):
     ("s8", "default,default", "8.0", None),
   )
   def test_rule(self, dtype, precision, cc, want):
-    got, why = effective.cudnn_conv_algorithm(dtype, precision, cc)
+    got, why = conv_rules.cudnn_conv_algorithm(dtype, precision, cc)
     self.assertEqual(got, want)
     self.assertTrue(why)
 

@@ -1,8 +1,7 @@
 """The built-in cases: the seed report's model, ten reports, issues 23 and 24.
 
-Each is a port, in hloprobe's own code, of the reproducer in a public
-report; `url` names the report. `hloprobe cases` lists them.
-
+Each is a port of a public report's reproducer (`url` names it), or an
+issue's program (`issue_cases`); `hloprobe cases` lists them.
 Private in intent: use the package, `hloprobe.compile`.
 """
 
@@ -16,11 +15,10 @@ import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
-from jax import lax
 
 from hloprobe.compile.attention_case import cudnn_attention
 from hloprobe.compile.case_model import Case, ReportedError
-from hloprobe.compile.issue_cases import int8_dots
+from hloprobe.compile.issue_cases import conv_net, int8_dots
 
 __all__ = ["CASES"]
 
@@ -426,45 +424,6 @@ scaled_dense = Case(
   _scaled_dense_inputs,
   in_axes=(0, None, None),
   output_axis=0,
-)
-
-# Issue 24: a small conv net, NHWC, 16 -> 32 -> 32 channels, 3x3 windows,
-# bias and relu after each convolution, then a dense head on the pooled
-# features. On a GPU XLA gives each convolution to cuDNN
-# (`__cudnn$convBiasActivationForward`), whose TF32 rule is not the gemms'
-# (`sites.cudnn_conv_algorithm`).
-_CONV_DN = ("NHWC", "HWIO", "NHWC")
-
-
-def _conv_net(x, k1, b1, k2, b2, w):
-  h = lax.conv_general_dilated(x, k1, (1, 1), "SAME", dimension_numbers=_CONV_DN)
-  h = jax.nn.relu(h + b1)
-  h = lax.conv_general_dilated(h, k2, (1, 1), "SAME", dimension_numbers=_CONV_DN)
-  h = jax.nn.relu(h + b2)
-  return jnp.mean(h, axis=(1, 2)) @ w
-
-
-def _conv_net_inputs():
-  g = np.random.default_rng(24)
-  x = g.standard_normal((9, 8, 8, 16)).astype(np.float32)
-  k1 = (g.standard_normal((3, 3, 16, 32)) / 12).astype(np.float32)
-  b1 = (0.1 * g.standard_normal(32)).astype(np.float32)
-  k2 = (g.standard_normal((3, 3, 32, 32)) / 17).astype(np.float32)
-  b2 = (0.1 * g.standard_normal(32)).astype(np.float32)
-  w = (g.standard_normal((32, 10)) / 6).astype(np.float32)
-  return x, k1, b1, k2, b2, w
-
-
-conv_net = Case(
-  "conv_net",
-  "conv net: x f32[n, 8, 8, 16] (NHWC), two 3x3 convolutions 16 -> 32 -> 32 "
-  "with bias and relu, mean pool, dense head f32[32, 10]; on a GPU each "
-  "convolution is a cuDNN call (issue 24)",
-  _conv_net,
-  _conv_net_inputs,
-  in_axes=(0, None, None, None, None, None),
-  output_axis=0,
-  rows_independent=True,
 )
 
 # Read only: cases are passed in (a `Case` record in a sweep's spec), never

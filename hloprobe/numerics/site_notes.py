@@ -155,7 +155,9 @@ def _tf32_optional(fates, chosen, observed: bool) -> str:
   if observed or not assumed:
     return ""
   at = " and ".join(f"{lib} {where}" for lib, where in assumed.items())
-  libraries = sorted({"cuDNN" if "cuDNN" in lib else "cuBLAS" for lib in assumed})
+  libraries = sorted(
+    {"cuDNN" if "cuDNN" in lib else "cuBLAS" for lib in assumed}
+  )
   return (
     f"ambiguous: row 0 assumes {TF32} at {at}, where TF32 is allowed, not "
     f"required, and {' or '.join(libraries)} may keep some in f32"

@@ -242,9 +242,9 @@ def _classify(site: StableHloDot, carrier: Carrier, **found) -> MappedSite:
     config = inst.backend_config.get("cudnn_fmha_backend_config")
   elif inst.opcode == "custom-call":
     fate = Fate(GEMM_CUSTOM_CALLS[names["custom_call_target"]])
+    config = inst.backend_config
   elif inst.opcode == "convolution":
     fate = Fate.CONV
-    config = inst.backend_config
   elif inst.opcode == "multiply":
     fate = Fate.MULTIPLY if site.contracting_size == 1 else Fate.MULTIPLY_REDUCE
   elif is_triton_gemm(outer):

@@ -10,7 +10,7 @@ came from (`algorithm_source`):
           the kernel's PTX by `ptx.for_operands`.
   "rule"  library calls (cuBLAS, cuBLASLt, cuDNN convolutions and fused
           attention), whose kernels are not visible, and the CPU:
-          `blas_algorithm`, `cudnn_conv_algorithm`,
+          `blas_algorithm`, `conv_rules.conv_algorithm`,
           `cudnn_attention_algorithm` and `cpu_algorithm`, each naming its
           source.
 
@@ -39,6 +39,7 @@ from hloprobe.ir import (
   for_operands,
   kernel_name,
 )
+from hloprobe.sites.conv_rules import conv_algorithm
 from hloprobe.sites.dot_sites import is_triton_gemm
 from hloprobe.sites.site_fate import Fate, MappedSite, SiteFate
 
@@ -49,7 +50,6 @@ __all__ = [
   "blas_algorithm",
   "cpu_algorithm",
   "cudnn_attention_algorithm",
-  "cudnn_conv_algorithm",
   "resolve",
   "tf32_optional",
 ]
@@ -238,69 +238,6 @@ def blas_algorithm(
   )
 
 
-def cudnn_conv_algorithm(
-  operand_dtype: str, precision_config: str, compute_capability: str | None
-) -> tuple[str | None, str]:
-  """The algorithm of a cuDNN convolution custom call.
-
-  Rules (read at openxla/xla 0980f134; the same code in the jaxlib 0.10.2
-  and 0.12.0.1 optimized HLO: `cudnn_conv_backend_config.algorithm` is
-  `algo_id: -1`, `math_type: DEFAULT_MATH` on a compile-only A100, the
-  autotuner's `CudnnBackend::GetDefaultConfig`, and the call keeps the
-  convolution's `operand_precision`):
-  * TF32 is allowed when every operand precision is DEFAULT or HIGH:
-    `allow_tf32 = absl::c_all_of(operand_precision, precision <=
-    PrecisionConfig::HIGH)` in xla/backends/gpu/autotuner/cudnn.cc
-    (`GetConvolutionCustomCallConfigs`), as in the older
-    xla/service/gpu/autotuning/conv_algorithm_picker.cc; it goes to cuDNN
-    as `se::EngineOptions::allow_tf32`, and cuDNN engines that down-convert
-    f32 inputs (tensor-core engines, CUDNN_NUMERICAL_NOTE_TENSOR_CORE /
-    DOWN_CONVERT_INPUTS) are dropped when it is false
-    (xla/stream_executor/cuda/cuda_dnn.cc; the legacy API's
-    CUDNN_FMA_MATH versus CUDNN_DEFAULT_MATH / CUDNN_TENSOR_OP_MATH).
-    HIGHEST therefore is F32_F32_F32 (jax's `float32` precision writes
-    `operand_precision={highest,highest,...}` on the call).
-  * As for cuBLAS (`blas_algorithm`), allowed is not required: the engine
-    cuDNN picks (by autotuning or its heuristics on a real GPU) decides.
-    The rule returns TF32_TF32_F32, the upper bound, and `tf32_optional`
-    marks the site so that a run may be explained by F32 there.
-  * bf16 / f16 operands: BF16_BF16_F32 / F16_F16_F32 (cuDNN accumulates
-    in f32 for them in XLA's convolutions, `GetConvAccumulatorType`-like
-    rules not checked otherwise); f64 is F64_F64_F64; TF32 needs sm_80.
-
-  Args:
-    operand_dtype: HLO dtype of the input and kernel, e.g. "f32".
-    precision_config: the call's input and kernel precisions, e.g.
-      "highest,highest".
-    compute_capability: e.g. "8.0"; None when unknown.
-  """
-  where = f"cuDNN conv, {operand_dtype} operands, {precision_config}"
-  fixed = {"bf16": "BF16_BF16_F32", "f16": "F16_F16_F32", "f64": "F64_F64_F64"}
-  if operand_dtype in fixed:
-    return fixed[operand_dtype], f"{where}: f32 accumulation"
-  if operand_dtype != "f32":
-    return None, f"{where}: no rule for {operand_dtype} operands"
-  ranks = [_PRECISION_RANK.get(p, 0) for p in precision_config.split(",")]
-  if max(ranks, default=0) > 1:
-    return "F32_F32_F32", (
-      f"{where}: HIGHEST forbids TF32 (allow_tf32 = all operand precisions "
-      "<= HIGH, xla/backends/gpu/autotuner/cudnn.cc)"
-    )
-  if compute_capability is None:
-    return None, f"{where}: TF32 allowed; compute capability unknown"
-  if int(compute_capability.split(".")[0]) < 8:
-    return "F32_F32_F32", (
-      f"{where}: TF32 allowed, but sm_{compute_capability.replace('.', '')} "
-      "has no TF32 tensor cores"
-    )
-  return TF32, (
-    f"{where}: TF32 allowed, not required, for DEFAULT/HIGH (allow_tf32, "
-    "xla/backends/gpu/autotuner/cudnn.cc); the engine cuDNN picks decides, "
-    "so the site runs TF32_TF32_F32 or F32_F32_F32, predicted at "
-    "TF32_TF32_F32, the upper bound"
-  )
-
-
 def cudnn_attention_algorithm(
   operand_dtype: str, config: dict | None
 ) -> tuple[str | None, str]:
@@ -357,7 +294,7 @@ def tf32_optional(fate: SiteFate) -> bool:
   True for the sites `blas_algorithm` gives TF32_TF32_F32 by its
   IsTf32Allowed branch: a cuBLAS or cuBLASLt call on f32 operands with no
   declared algorithm; and for the cuDNN convolutions
-  `cudnn_conv_algorithm` gives TF32_TF32_F32 (allow_tf32). The kernel cuBLAS picks decides between
+  `conv_rules.cudnn_conv_algorithm` gives TF32_TF32_F32 (allow_tf32). The kernel cuBLAS picks decides between
   TF32_TF32_F32 and F32_F32_F32 (see `blas_algorithm`). A declared
   TF32_TF32_F32 preset is not included: no run has checked it.
   """
@@ -450,10 +387,10 @@ def _effective(
   if is_integer_dtype(dtype) and is_integer_dtype(fate.site.rhs.dtype):
     algorithm, evidence = integer_algorithm(fate, target)
     return algorithm, "rule", evidence
-  if target.platform == "cpu":
+  if fate.fate in (Fate.CUDNN_CONV, Fate.CONV):
+    algorithm, evidence = conv_algorithm(fate, target, compute_capability)
+  elif target.platform == "cpu":
     algorithm, evidence = cpu_algorithm(dtype, fate.site.result.dtype)
-    if fate.site.is_convolution:  # XLA:CPU's convolution: the same rule
-      evidence = evidence.replace(" dot in ", " convolution in ", 1)
   elif fate.fate in _BLAS_FATES:
     algorithm, evidence = blas_algorithm(
       fate.fate.value,
@@ -464,15 +401,6 @@ def _effective(
     )
   elif fate.fate == Fate.CUDNN_ATTENTION:
     algorithm, evidence = cudnn_attention_algorithm(dtype, fate.gemm_config)
-  elif fate.fate == Fate.CUDNN_CONV:
-    algorithm, evidence = cudnn_conv_algorithm(
-      dtype, fate.precision_config, compute_capability
-    )
-  elif fate.fate == Fate.CONV:
-    algorithm, evidence = None, (
-      "an HLO convolution on the GPU: no rule checked (jaxlib 0.10.2, "
-      "0.12.0.1)"
-    )
   elif fate.fate == Fate.CUDNN:
     algorithm = fate.algorithm
     evidence = (

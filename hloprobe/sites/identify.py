@@ -151,7 +151,8 @@ def hlo_precision(inst: HloInstruction) -> tuple[str | None, str | None]:
 def is_convolution(inst: HloInstruction) -> bool:
   """An HLO convolution or a cuDNN convolution custom call."""
   return inst.opcode == "convolution" or (
-    inst.opcode == "custom-call" and custom_call_target(inst) in CONV_CUSTOM_CALLS
+    inst.opcode == "custom-call"
+    and custom_call_target(inst) in CONV_CUSTOM_CALLS
   )
 
 
