@@ -8,11 +8,12 @@ target, its q and k operands, its `cudnn_fmha_backend_config` fields
 `math_type` and `intermediate_tensor_shape.element_type`), and cuDNN's
 documented flash-attention arithmetic (f32 accumulation and softmax for
 bf16 inputs: cuDNN frontend docs, operations/Attention; see
-`hloprobe.sites.effective.cudnn_attention_algorithm`).
+`hloprobe.sites.attention_rules.cudnn_attention_algorithm`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import re
@@ -26,7 +27,7 @@ from hloprobe.execute import execute_module
 from hloprobe.ir import parse_hlo_module
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
 from hloprobe.sites import Fate, attribute_passes, map_dot_sites
-from hloprobe.sites.effective import cudnn_attention_algorithm
+from hloprobe.sites.attention_rules import cudnn_attention_algorithm
 
 _RELEASES = [(r.replace(".", "_"), r) for r in recorded.RELEASES]
 _FORWARD, _BACKWARD = "__cudnn$fmhaSoftmax", "__cudnn$fmhaSoftmaxBackward"
@@ -59,7 +60,7 @@ class ForwardTest(parameterized.TestCase):
       config["intermediate_tensor_shape"]["element_type"], "BF16"
     )
     (f,) = recorded.fates(rec)
-    self.assertEqual(f.site.custom_call, _FORWARD)
+    self.assertEqual(f.site.op, _FORWARD)
     self.assertEqual(f.fate, Fate.CUDNN_ATTENTION)
     self.assertEqual(f.fate.value, "cuDNN fused attention")
     self.assertEqual(f.custom_call_target, _FORWARD)
@@ -122,13 +123,7 @@ class PlantedTest(absltest.TestCase):
     rec = recorded.load("cudnn_attention_h100_n2_bfloat16")
     (site,) = parse_stablehlo_dots(rec.stablehlo)
     module = parse_hlo_module(rec.optimized_hlo)
-    dot = site.__class__(
-      **{
-        **{k: getattr(site, k) for k in site.__slots__},
-        "op": "dot_general",
-        "custom_call": None,
-      }
-    )
+    dot = dataclasses.replace(site, op="dot_general")
     (mapped,) = map_dot_sites([dot], module)
     self.assertNotEqual(mapped.fate, Fate.CUDNN_ATTENTION)
 

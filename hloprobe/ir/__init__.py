@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from hloprobe.ir.canonical import canonical_hlo as canonical_hlo
 from hloprobe.ir.canonical import canonical_stablehlo as canonical_stablehlo
-from hloprobe.ir.fused_attention import FUSED_ATTENTION as FUSED_ATTENTION
 from hloprobe.ir.fused_attention import attention_dims as attention_dims
 from hloprobe.ir.fused_attention import (
   is_attention_target as is_attention_target,
@@ -47,7 +46,6 @@ from hloprobe.ir.textfile import write_whole as write_whole
 __all__ = [
   "ALGORITHMS",
   "DEFAULT_PRECISIONS",
-  "FUSED_ATTENTION",
   "HloInstruction",
   "HloModule",
   "PRECISION_NAMES",

@@ -8,7 +8,7 @@ fused_attention_stablehlo.py, `_custom_name_maps`: `__cudnn$fmhaSoftmax`,
 whose `backend_config` JSON holds `cudnn_fmha_backend_config`; XLA keeps
 it as the same custom call in the optimized HLO (jaxlib 0.10.2 and
 0.12.0.1, compile-only a100 and h100). One call is one contraction site
-(`FUSED_ATTENTION`): its two batched matmuls, q k^T and softmax(.) v, run
+(its `StableHloDot.op` is the call's target): its two batched matmuls, q k^T and softmax(.) v, run
 in one cuDNN kernel. The site is described by the first, q k^T: lhs q, rhs
 k, contracting over the head dim.
 
@@ -23,13 +23,10 @@ from hloprobe.errors import HloParseError
 
 __all__ = [
   "ATTENTION_PREFIX",
-  "FUSED_ATTENTION",
   "attention_dims",
   "is_attention_target",
 ]
 
-# `StableHloDot.op` of an attention site.
-FUSED_ATTENTION = "fused_attention"
 # The prefix of every cuDNN fused attention target jax writes.
 ATTENTION_PREFIX = "__cudnn$fmha"
 # Where the q k^T product's dimension numbers are in a call's

@@ -1,23 +1,21 @@
 """Contraction sites of a StableHLO module, read from its MLIR text.
 
-Takes the text of `Lowered.as_text(debug_info=True)` (jax 0.10.2 and
-0.12.0.1) and lists
-every `stablehlo.dot_general` and every `stablehlo.convolution` (any
-dimension numbers, feature and batch groups, strides, padding, dilations:
-each is a contraction XLA may give an algorithm) as a `StableHloDot`, in
-program order, dots and convolutions numbered together, once per
-call path (a private function called twice gives two sites, as XLA inlines
-calls before optimizing). Each site carries the set of entry-function
-arguments each operand depends on (its *ancestry*), which survives every
-rewrite XLA makes and so lets `dot_sites` find the site again in the
-optimized HLO.
+Takes the text of `Lowered.as_text(debug_info=True)` (jax 0.10.2 and 0.12.0.1)
+and lists every `stablehlo.dot_general`, `stablehlo.convolution` (any
+dimension numbers, feature and batch groups, strides, padding, dilations) and
+cuDNN fused attention call (`stablehlo_attention`), the contractions XLA may
+give an algorithm, as `StableHloDot`s in program order, numbered together,
+once per call path (a private function called twice gives two sites, as XLA
+inlines calls before optimizing). Each site carries the entry-function
+arguments each operand depends on (its *ancestry*), which survives XLA's
+rewrites and so lets `dot_sites` find the site again in the optimized HLO.
 
 The text is read by MLIR's own parser and verifier, through the Python
-bindings jaxlib ships (`mlir_context`), so every printing form MLIR accepts
-is read, attributes come from the stablehlo dialect's accessors
+bindings jaxlib ships (`mlir_context`), so every printing form MLIR accepts is
+read, attributes come from the stablehlo dialect's accessors
 (`DotDimensionNumbers`, `ConvDimensionNumbers`, `PrecisionAttr`,
-`DotAlgorithm`), and malformed text
-is one `HloParseError`. Imports the MLIR bindings, not the JAX runtime.
+`DotAlgorithm`), and malformed text is one `HloParseError`. Imports the MLIR
+bindings, not the JAX runtime.
 
 Private in intent: use the package, `hloprobe.ir`.
 """
@@ -25,7 +23,6 @@ Private in intent: use the package, `hloprobe.ir`.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from collections.abc import Iterable
 
@@ -33,16 +30,12 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from hloprobe.errors import HloParseError
-from hloprobe.ir.fused_attention import (
-  FUSED_ATTENTION,
-  attention_dims,
-  is_attention_target,
-)
 from hloprobe.ir.mlir_context import (
   cast_or_none,
   parse_mlir_attribute,
   parse_mlir_module,
 )
+from hloprobe.ir.stablehlo_attention import attention_site
 from hloprobe.ir.stablehlo_conv import ConvWindow, conv_window
 
 __all__ = [
@@ -124,12 +117,8 @@ class StableHloDot:
       each operand depends on.
     frames: the source stack, innermost frame first, each `file:line:column`
       (the `loc(callsite(...))` chain); () without debug info.
-    op: `DOT`, `CONVOLUTION` or `FUSED_ATTENTION` (a cuDNN fused attention
-      call, `hloprobe.ir.fused_attention`: lhs q, rhs k, its dims those of
-      q k^T, its precision DEFAULT as the call states none).
+    op: `DOT`, `CONVOLUTION` or an attention call's target (`__cudnn$fmha`).
     window: a convolution's `ConvWindow`; None for a dot.
-    custom_call: an attention site's call target, e.g.
-      "__cudnn$fmhaSoftmax"; None for the others.
   """
 
   index: int
@@ -149,11 +138,6 @@ class StableHloDot:
   frames: tuple[str, ...] = ()
   op: str = DOT
   window: ConvWindow | None = None
-  custom_call: str | None = None
-
-  @property
-  def is_attention(self) -> bool:
-    return self.op == FUSED_ATTENTION
 
   @property
   def is_convolution(self) -> bool:
@@ -344,10 +328,8 @@ class _Walker:
         self._dot(fn, op, env)
       elif op.name == "stablehlo.convolution":
         self._convolution(fn, op, env)
-      elif op.name == "stablehlo.custom_call" and is_attention_target(
-        _call_target(op)
-      ):
-        self._attention(fn, op, env)
+      elif site := attention_site(len(self.dots), fn, op, env):
+        self.dots.append(site)
       elif op.name in ("func.return", "stablehlo.return"):
         returned |= anc
       anc |= self._regions(fn, op, env, depth)
@@ -399,39 +381,6 @@ class _Walker:
       )
     )
 
-  def _attention(self, fn: str, op: ir.Operation, env: dict) -> None:
-    """A cuDNN fused attention call: a site over q and k (its q k^T)."""
-    target = _call_target(op)
-    config = cast_or_none(ir.StringAttr, op.attributes["backend_config"])
-    try:
-      dims = attention_dims(
-        json.loads(config.value if config else "{}"), target
-      )
-    except ValueError as e:
-      raise HloParseError(f"[hloprobe] {target}: backend_config: {e}") from e
-    q, k = op.operands[0], op.operands[1]
-    self.dots.append(
-      StableHloDot(
-        index=len(self.dots),
-        function=fn,
-        location=_file_line(frames := _frames(op.location)),
-        frames=frames,
-        lhs=_tensor_type(q.type, "lhs"),
-        rhs=_tensor_type(k.type, "rhs"),
-        result=_tensor_type(op.results[0].type, "result"),
-        lhs_batch=dims[0],
-        rhs_batch=dims[1],
-        lhs_contracting=dims[2],
-        rhs_contracting=dims[3],
-        precision=("DEFAULT", "DEFAULT"),
-        algorithm=None,
-        lhs_ancestry=env.get(q, _NONE),
-        rhs_ancestry=env.get(k, _NONE),
-        op=FUSED_ATTENTION,
-        custom_call=target,
-      )
-    )
-
   def _convolution(self, fn: str, op: ir.Operation, env: dict) -> None:
     window = conv_window(op)
     lhs, rhs = op.operands[0], op.operands[1]
@@ -456,13 +405,6 @@ class _Walker:
         window=window,
       )
     )
-
-
-def _call_target(op: ir.Operation) -> str | None:
-  """A stablehlo.custom_call's `call_target_name`."""
-  if "call_target_name" not in op.attributes:
-    return None
-  return ir.StringAttr(op.attributes["call_target_name"]).value
 
 
 def _functions(module: ir.Module) -> dict[str, ir.Operation]:

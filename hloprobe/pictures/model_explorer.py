@@ -157,7 +157,7 @@ def _matches(site, node: dict) -> bool:
   attrs = {a.get("key"): str(a.get("value")) for a in node.get("attrs", [])}
   dims = [tuple(int(d) for d in re.findall(r"(\d+)x", s)) for s in shapes]
   precision = parse_precision_config(attrs.get("precision_config"))
-  if site.is_attention:
+  if is_attention_target(site.op):
     return dims[:1] == [site.result.dims]
   return dims == [site.result.dims] and precision == tuple(site.precision)
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from tabulate import tabulate
 
 from hloprobe.errors import InvalidArgumentError
+from hloprobe.ir import is_attention_target
 from hloprobe.records import ConfigResult
 from hloprobe.report.results_schema import dumps_json, results_json
 from hloprobe.sites import Fate, fate_summary, merge_words
@@ -380,7 +381,9 @@ def _band_cell(prediction, site: int) -> str:
 def _unrewritten(site) -> str:
   """The pass cell of a site no pass rewrote: a fused attention site is
   the cuDNN call jax itself wrote (`hloprobe.ir.fused_attention`)."""
-  return "(jax's cuDNN call)" if site.is_attention else "(stays a dot)"
+  if is_attention_target(site.op):
+    return "(jax's cuDNN call)"
+  return "(stays a dot)"
 
 
 def _site_rows(r: ConfigResult) -> list[list[str]]:

@@ -25,7 +25,7 @@ the CPU's f32 dots at n >= 2 in a `__ynn_fusion`):
                    CPU's conv, or a GPU one not given to cuDNN); a 1x1
                    convolution XLA turns into a dot gets that dot's fate
   cuDNN fused attention
-                   a fused attention site (`StableHloDot.is_attention`):
+                   a fused attention site (its `StableHloDot.op` the call):
                    the `__cudnn$fmha...` call jax wrote, kept by XLA (its
                    `cudnn_fmha_backend_config` is the site's `gemm_config`)
   multiply+reduce  rewritten by XLA's dot strength reduction

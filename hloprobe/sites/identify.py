@@ -169,10 +169,9 @@ def _matches(site: StableHloDot, carrier: Carrier) -> bool:
   only such a site takes one.
   """
   target = custom_call_target(carrier.instruction)
-  if (site.custom_call or is_attention_target(target)) and (
-    site.custom_call != target
-  ):
-    return False
+  if is_attention_target(site.op) or is_attention_target(target):
+    if site.op != target:
+      return False
   anc = carrier.operand_ancestry
   if len(anc) < 2:
     return False
@@ -227,7 +226,7 @@ def shape_fits(site: StableHloDot, carrier: Carrier) -> bool:
   got = _result_elements(carrier)
   if site.is_convolution and is_convolution(carrier.instruction):
     return got == out
-  if site.is_attention:  # `_matches` took only its own target's calls
+  if is_attention_target(site.op):  # `_matches` took its own target's calls
     return got == out
   if carrier.instruction.opcode == "multiply":
     return got in (out * k, out) if k > 1 else got == out
