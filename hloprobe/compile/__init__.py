@@ -47,6 +47,7 @@ from hloprobe.compile.lowering import jax_versions as jax_versions
 from hloprobe.compile.lowering import load_topology as load_topology
 from hloprobe.compile.lowering import run_compiled as run_compiled
 from hloprobe.compile.lowering import start_backends as start_backends
+from hloprobe.compile.lowering import unoptimized_hlo as unoptimized_hlo
 from hloprobe.compile.rejections import Rejection as Rejection
 from hloprobe.compile.rejections import rejected_compile as rejected_compile
 from hloprobe.compile.targets import BUILTIN_TARGETS as BUILTIN_TARGETS
@@ -99,6 +100,7 @@ __all__ = [
   "scan_counts",
   "start_backends",
   "unchecked_note",
+  "unoptimized_hlo",
   "version_warning",
   "while_has_dce_rule",
 ]

@@ -49,6 +49,7 @@ __all__ = [
   "run_compiled",
   "start_backends",
   "jax_versions",
+  "unoptimized_hlo",
   "xla_instruction_counts",
 ]
 
@@ -414,6 +415,21 @@ def run_compiled(
   out = jax.block_until_ready(out)
   run_s = time.perf_counter() - start
   return tuple(np.asarray(x) for x in jax.tree_util.tree_leaves(out)), run_s
+
+
+def unoptimized_hlo(case: Case, args: tuple) -> str:
+  """The program's HLO before any XLA pass, as text (lowered, not compiled).
+
+  `jax.jit(case.fn, keep_unused=True).lower(*args).as_text(dialect="hlo")`
+  on this process's default backend (the CPU in the sweep's main process):
+  one entry parameter per flattened argument leaf, in
+  `jax.tree_util.tree_leaves` order (`keep_unused`: jit otherwise drops
+  the parameters of unused arguments), and the output leaves as the root
+  (a tuple for several). Large constants are printed whole. Costs a trace
+  and a lowering, no compile; for `hloprobe.execute` (the numpy executor).
+  """
+  lowered = jax.jit(case.fn, keep_unused=True).lower(*args)
+  return lowered.as_text(dialect="hlo")
 
 
 def xla_instruction_counts(compiled: CompiledCase) -> dict[str, int] | None:

@@ -55,7 +55,7 @@ import numpy as np
 from hloprobe import execute, private_api
 from hloprobe.compile import Case
 from hloprobe.errors import first_line
-from hloprobe.ir import parse_hlo_module
+from hloprobe.ir import ALGORITHMS, parse_hlo_module
 from hloprobe.numerics import accuracy, math_rules
 from hloprobe.numerics.bands import F32_UNIT, site_band
 
@@ -271,10 +271,12 @@ class MadeChecker:
           f"{x.target} ({x.instruction})" for x in wide.not_executed
         )
         return Made(None, None, None, not_executed=found)
+      # Presets only: an integer site's "exact integer" is no preset, and
+      # the executor computes integer dots exactly whatever it is given.
       algorithms = {
         c: f.effective_algorithm
         for f in fates
-        if f.effective_algorithm
+        if f.effective_algorithm in ALGORITHMS
         for c in f.carriers
       }
       made = self._run(digest, module, n, params, algorithms, False)

@@ -341,7 +341,20 @@ def _notes(configs: list[ConfigResult]) -> list[str]:
     for r in configs
     if r.compilation and r.compilation.passes_error
   ]
+  notes += _reference_notes(configs)
   return notes
+
+
+def _reference_notes(configs: list[ConfigResult]) -> list[str]:
+  """Where a float64 reference did not come from the numpy executor, once
+  per batch size (the reference is the case's, shared by the configs)."""
+  found = {
+    r.config.n: p.reference
+    for r in configs
+    if (p := r.prediction) is not None
+    and "not executed by the numpy executor" in p.reference
+  }
+  return [f"n = {n}: reference: {words}" for n, words in found.items()]
 
 
 def _explain_one(

@@ -86,7 +86,20 @@ element 0, as in `accuracy.ErrorStats`):
                       "best_candidate": str | null, "verdict": str,
                       "note": str | null, "leaf": str,
                       "output_dtype": str,
-                      "leaf_verdicts": [[str, str]]} | null,
+                      "leaf_verdicts": [[str, str]],
+                      "reference": str (where the float64 reference
+                                        comes from: the numpy executor,
+                                        or "XLA:CPU float64 (not executed
+                                        by the numpy executor: <why>)"),
+                      "noise_floor_check": {"status": str ("trusted",
+                                                "untrusted", "not checked:
+                                                <why>"),
+                                            "executor_row0_abs": float|null,
+                                            "executor_max_abs": float|null,
+                                            "band_abs": float | null,
+                                            "independent_floor": {...} |
+                                                null (as noise_floor)}
+                                           | null} | null,
        "prediction_error": str | null,
        "made": {"row0": float | null, "row0_abs_err": float | null,
                 "max_abs_err": float | null, "leaf": str | null (the
@@ -180,6 +193,24 @@ def _prediction_json(r: ConfigResult) -> dict | None:
     "leaf": p.leaf,
     "output_dtype": p.output_dtype,
     "leaf_verdicts": [list(x) for x in p.leaf_verdicts],
+    "reference": p.reference,
+    "noise_floor_check": _floor_check_json(p.floor_check),
+  }
+
+
+def _floor_check_json(c) -> dict | None:
+  """A `numerics.floor_check.FloorCheck` (the headline leaf's) as JSON."""
+  if c is None:
+    return None
+  independent = c.independent
+  return {
+    "status": c.status,
+    "executor_row0_abs": c.executor_row0_abs,
+    "executor_max_abs": c.executor_max_abs,
+    "band_abs": c.band_abs,
+    "independent_floor": None
+    if independent is None
+    else dataclasses.asdict(independent),
   }
 
 
