@@ -38,8 +38,9 @@ __all__ = [
 # Bumped when any record below changes shape; part of the cache key.
 # 1: one flat ConfigResult; 2: these records; 3: SiteFate; 4:
 # ConfigResult.made; 5: Failure.finding, ErrorStats' integer counts; 6:
-# Prediction.reference and Prediction.floor_check.
-RECORD_VERSION = 6
+# Prediction.reference and Prediction.floor_check; 7: StableHloDot.op and
+# .window (convolution sites; an attention site's op is its call target).
+RECORD_VERSION = 7
 
 
 @dataclasses.dataclass(frozen=True)

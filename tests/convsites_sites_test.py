@@ -20,7 +20,7 @@ from absl.testing import absltest, parameterized
 
 from hloprobe.ir.stablehlo import CONVOLUTION, DOT, parse_stablehlo_dots
 from hloprobe.sites import conv_rules, tf32_optional
-from hloprobe.sites.site_fate import Fate
+from hloprobe.sites.site_fate import Fate, site_record
 
 _RELEASES = tuple((r.replace(".", "_"), r) for r in recorded.RELEASES)
 _CUDNN_CALL = re.compile(
@@ -92,6 +92,11 @@ class ConvNetSitesTest(parameterized.TestCase):
       self.assertEqual(tf32_optional(f), tf32)
       self.assertIsNone(f.conflict)
     self.assertNotIn(fates[2].fate, (Fate.CUDNN_CONV, Fate.CONV))
+    records = [site_record(f) for f in fates]
+    self.assertEqual(
+      [r["op"] for r in records], ["convolution", "convolution", "dot_general"]
+    )
+    self.assertEqual(records[0]["custom_call_target"], calls[0][0])
 
   @parameterized.named_parameters(*_RELEASES)
   def test_float32_writes_highest_on_the_calls(self, jaxlib):

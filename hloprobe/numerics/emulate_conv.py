@@ -15,8 +15,11 @@ around it NaN (inf x 0), where the convolution itself would not.
 
 What it does not promise: the order cuDNN's engine sums in (implicit GEMM
 tiles, Winograd or FFT transforms, which change more than the order; they
-are chosen by cuDNN and not visible in the HLO); the `order` argument lets
-a caller measure how much the order of an f32 sum matters, as for dots.
+are chosen by cuDNN and not visible in the HLO); how a cuDNN TF32 engine
+rounds f32 to TF32 (the caller's `tf32_rounding` is used; the numpy
+executor's cuDNN model, execute/conv.py, uses round to nearest even). The
+`order` argument lets a caller measure how much the order of an f32 sum
+matters, as for dots.
 Not emulated: `batch_group_count` > 1 (a grouped convolution's kernel
 gradient), which raises `EmulationError`.
 

@@ -22,7 +22,11 @@ element 0, as in `accuracy.ErrorStats`):
        "case": str, "target": str, "n": int, "precision": str,
        "status": "ok" | "failed", "error": str | null, "stage": str | null,
        "fate_summary": str,
-       "dot_sites": [{"index": int, "location": "file:line" | null,
+       "dot_sites": [{"index": int, "op": "dot_general" | "convolution"
+                        (every contraction site; a convolution's lhs is
+                        its input, rhs its kernel, K its kernel's input
+                        features times its window),
+                      "location": "file:line" | null,
                       "lhs": "f32[48,2]", "rhs": ..., "result": ...,
                       "lhs_batch_dims": [int], "rhs_batch_dims": [int],
                       "lhs_contracting_dims": [int],

@@ -212,6 +212,7 @@ def site_record(f: SiteFate, rewritten_by=None) -> dict:
   s = f.site
   return {
     "index": s.index,
+    "op": s.op,
     "location": s.location,
     "lhs": str(s.lhs),
     "rhs": str(s.rhs),
