@@ -83,7 +83,7 @@ class SweepTest(absltest.TestCase):
       i for i, t in enumerate(lines) if "implementation=" in t
     )
     self.assertTrue(
-      fate.site.location.endswith(f"hloprobe/compile/attention_case.py:{call}"),
+      fate.site.location.endswith(f"hloprobe/compile/issue_cases.py:{call}"),
       fate.site.location,
     )
 

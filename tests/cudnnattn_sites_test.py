@@ -74,7 +74,7 @@ class ForwardTest(parameterized.TestCase):
     self.assertEqual(f.algorithm_source, "rule")
     self.assertIn("math_type TENSOR_OP_MATH", f.algorithm_evidence)
     self.assertIn("intermediate BF16", f.algorithm_evidence)
-    self.assertRegex(f.site.location, r"attention_case\.py:\d+$")
+    self.assertRegex(f.site.location, r"issue_cases\.py:\d+$")
 
 
 class BackwardTest(parameterized.TestCase):
