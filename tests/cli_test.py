@@ -34,7 +34,7 @@ class BadInputTest(parameterized.TestCase):
     (
       "case",
       "--case=nope",
-      "unknown case 'nope'; choose from int8_dots, jax_11628",
+      "unknown case 'nope'; choose from conv_net, cudnn_attention, int8_dots",
     ),
     ("target", "--targets=tpu", "unknown target 'tpu'; choose from cpu"),
     ("batch_zero", "--batch_sizes=0", "bad batch size '0'"),
