@@ -109,6 +109,26 @@ class BackwardTest(parameterized.TestCase):
     self.assertEqual(attribute_passes(dumps, sites), {})
 
 
+class AttentionBlockTest(parameterized.TestCase):
+  @parameterized.named_parameters(*_RELEASES)
+  def test_merged_projections_then_attention_then_output(self, jaxlib):
+    # x @ wq, x @ wk, x @ wv (sites 0-2), attention (3), @ wo (4). In the
+    # optimized HLO the fmha call reads bitcasts (slices of one merged
+    # gemm), not the parameters: its q and k depend on x and all three
+    # weights, more than the site's own {x, wq} and {x, wk}.
+    rec = recorded.load("attention_block_h100_n2_bfloat16", jaxlib)
+    (operands, _) = _calls(rec.optimized_hlo)[_FORWARD]
+    self.assertTrue(all(o.startswith("bitcast") for o in operands), operands)
+    fates = recorded.fates(rec)
+    self.assertEqual(
+      [(f.site.op, f.fate) for f in fates],
+      [("dot_general", Fate.TRITON_GEMM)] * 3
+      + [(_FORWARD, Fate.CUDNN_ATTENTION), ("dot_general", Fate.TRITON_GEMM)],
+    )
+    self.assertEqual(fates[0].merged_with, (1, 2))
+    self.assertEqual(fates[3].carriers[-1], "dot_product_attention_fwd.4")
+
+
 class PlantedTest(absltest.TestCase):
   def test_a_missing_call_is_gone(self):
     rec = recorded.load("cudnn_attention_h100_n2_bfloat16")

@@ -25,6 +25,8 @@ import shutil
 import sys
 
 import jax
+import ml_dtypes
+import numpy as np
 import program_cases
 
 from hloprobe.compile import cases, lowering, targets
@@ -171,6 +173,13 @@ FIXTURES = {
     2,
     "bfloat16",
   ),
+  # q, k, v projections (dot-merger merges them), attention, out projection.
+  "attention_block_h100_n2_bfloat16": (
+    lambda: _attention_block(),
+    "h100",
+    2,
+    "bfloat16",
+  ),
 }
 
 
@@ -182,6 +191,29 @@ def _attention_grad(case):
 
   grad = jax.grad(loss, argnums=(0, 1, 2))
   return dataclasses.replace(case, name="cudnn_attention_grad", fn=grad)
+
+
+def _attention_block():
+  """x @ wq, x @ wk, x @ wv, cuDNN attention over 4 heads, then @ wo (bf16)."""
+
+  def block(x, wq, wk, wv, wo):
+    heads = lambda t: t.reshape(t.shape[0], t.shape[1], 4, 64)
+    q, k, v = (heads(x @ w) for w in (wq, wk, wv))
+    a = jax.nn.dot_product_attention(q, k, v, implementation="cudnn")
+    return a.reshape(a.shape[0], a.shape[1], 256) @ wo
+
+  def inputs():
+    g = np.random.default_rng(24)
+    bf16 = lambda *s: (g.standard_normal(s) / 8).astype(ml_dtypes.bfloat16)
+    return bf16(4, 128, 256), *(bf16(256, 256) for _ in range(4))
+
+  return cases.Case(
+    "attention_block",
+    "a transformer's attention block",
+    block,
+    inputs,
+    in_axes=(0, None, None, None, None),
+  )
 
 
 def record(name: str) -> str:
