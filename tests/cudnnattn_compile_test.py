@@ -77,6 +77,9 @@ class SweepTest(absltest.TestCase):
       (fate.fate.value, fate.custom_call_target, fate.effective_algorithm),
       ("cuDNN fused attention", "__cudnn$fmhaSoftmax", "BF16_BF16_F32"),
     )
+    # Predicted: the emulation and float64 reference exist for the forward.
+    self.assertIsNone(r.prediction_error)
+    self.assertIsNotNone(r.prediction)
     # The source line: the case's call of jax.nn.dot_product_attention.
     lines, first = inspect.getsourcelines(_CASE.fn)
     call = first + next(

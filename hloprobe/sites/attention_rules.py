@@ -36,8 +36,8 @@ def cudnn_attention_algorithm(
     `intermediate_tensor_shape.element_type` the input type (BF16 for
     bf16 q, k, v): the [B, N, T, S] probabilities the second matmul reads.
   So bf16 inputs are BF16_BF16_F32 (both matmuls), f16 F16_F16_F32. fp8
-  attention (`...F8`) scales its operands; no rule here. Not emulated by
-  `hloprobe.numerics` (the site is named, not predicted).
+  attention (`...F8`) scales its operands; no rule here. `hloprobe.numerics`
+  emulates the forward at this algorithm (`emulate_attention`).
 
   Args:
     operand_dtype: HLO dtype of q and k, e.g. "bf16".
