@@ -39,9 +39,10 @@ __all__ = [
 # 1: one flat ConfigResult; 2: these records; 3: SiteFate; 4:
 # ConfigResult.made; 5: Failure.finding, ErrorStats' integer counts; 6:
 # Prediction.reference and Prediction.floor_check; 7: StableHloDot.op and
-# .window (convolution sites); 8: Prediction.rows, ErrorStats.row_abs and
+# .window (convolution sites; an attention site's op is its call target); 8:
+# MappedSite.collective; 9: Prediction.rows, ErrorStats.row_abs and
 # NoiseFloor.row_abs (every row judged).
-RECORD_VERSION = 8
+RECORD_VERSION = 9
 
 
 @dataclasses.dataclass(frozen=True)

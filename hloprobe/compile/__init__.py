@@ -2,9 +2,9 @@
 
 cases (the matmul programs; the built-ins a read-only mapping), targets
 (CPU and compile-only GPUs from GpuTargetConfigProto files in gpu_specs/),
-experiments (XLA flag sets), toolchain (ptxas), lowering (compiles and runs
-a case: StableHLO, optimized HLO, PTX; the one adapter to private jaxlib
-API), rejections (a config XLA rejected, compiled again with its passes
+experiments (XLA flag sets), toolchain (ptxas), placement (compile-only
+topologies, device lists, a sharded case's mesh and shardings), lowering
+(compiles and runs a case: StableHLO, optimized HLO, PTX), rejections (a config XLA rejected, compiled again with its passes
 dumped). Worker processes, the record cache, the stopwatch and host detection
 are `hloprobe.runtime`.
 """
@@ -28,6 +28,11 @@ from hloprobe.compile.compat import scan_counts as scan_counts
 from hloprobe.compile.compat import unchecked_note as unchecked_note
 from hloprobe.compile.compat import version_warning as version_warning
 from hloprobe.compile.compat import while_has_dce_rule as while_has_dce_rule
+from hloprobe.compile.cudnn import CUDNN_WHEEL as CUDNN_WHEEL
+from hloprobe.compile.cudnn import cudnn_version as cudnn_version
+from hloprobe.compile.cudnn import (
+  missing_cudnn_message as missing_cudnn_message,
+)
 from hloprobe.compile.experiments import BASELINE as BASELINE
 from hloprobe.compile.experiments import (
   BUILTIN_EXPERIMENTS as BUILTIN_EXPERIMENTS,
@@ -39,10 +44,10 @@ from hloprobe.compile.experiments import (
 )
 from hloprobe.compile.lowering import compile_case as compile_case
 from hloprobe.compile.lowering import jax_versions as jax_versions
-from hloprobe.compile.lowering import load_topology as load_topology
 from hloprobe.compile.lowering import run_compiled as run_compiled
 from hloprobe.compile.lowering import start_backends as start_backends
 from hloprobe.compile.lowering import unoptimized_hlo as unoptimized_hlo
+from hloprobe.compile.placement import load_topology as load_topology
 from hloprobe.compile.rejections import Rejection as Rejection
 from hloprobe.compile.rejections import rejected_compile as rejected_compile
 from hloprobe.compile.targets import BUILTIN_TARGETS as BUILTIN_TARGETS
@@ -61,6 +66,7 @@ __all__ = [
   "BUILTIN_TARGETS",
   "CASES",
   "CHECKED_JAXLIBS",
+  "CUDNN_WHEEL",
   "Case",
   "Experiment",
   "JAXPR_API",
@@ -70,6 +76,7 @@ __all__ = [
   "Target",
   "checked_words",
   "compile_case",
+  "cudnn_version",
   "enable_x64",
   "find_ptxas",
   "get_case",
@@ -81,6 +88,7 @@ __all__ = [
   "leaf_names",
   "load_target_config",
   "load_topology",
+  "missing_cudnn_message",
   "nvcc_wheel_dir",
   "parse_experiment",
   "parse_experiments_file",

@@ -17,7 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from hloprobe.compile.case_model import Case, ReportedError
-from hloprobe.compile.issue_cases import conv_net, int8_dots
+from hloprobe.compile.issue_cases import ISSUE_CASES
 
 __all__ = ["CASES"]
 
@@ -443,8 +443,7 @@ CASES = types.MappingProxyType(
       pytorch_105726,
       mlx_3953,
       scaled_dense,
-      int8_dots,
-      conv_net,
+      *ISSUE_CASES,
     )
   }
 )

@@ -62,6 +62,10 @@ def _fate_words(f: SiteFate) -> str:
   return f"{words} ({merged})" if merged else words
 
 
+def _then(f: SiteFate) -> str:  # ", then all-reduce over 8 devices (...)"
+  return f", then {f.collective}" if f.collective else ""
+
+
 def _pass_words(r: ConfigResult, site: int) -> str:
   """E.g. "splitk-rewriter, hlo_normalization"; "pass unknown" when the
   attribution failed (its reason, naming the jaxlib, is in the notes);
@@ -83,7 +87,7 @@ def _spans(configs: list[ConfigResult]) -> tuple[FateSpan, ...]:
     if not r.ok:
       return (((), f"failed ({r.failure.stage})", r.failure.words() or ""),)
     rows = [
-      (f.site.index, _fate_words(f), _pass_words(r, f.site.index))
+      (f.site.index, _fate_words(f) + _then(f), _pass_words(r, f.site.index))
       for f in r.compilation.fates
     ]
     return tuple(

@@ -56,6 +56,9 @@ element 0, as in `accuracy.ErrorStats`):
                       "merged_with": [int] | null (the other sites of
                         the dot XLA's dot-merger made of this one and
                         them; null: not merged),
+                      "collective": str | null (a sharded program's
+                        collective adding the site's partial sums, e.g.
+                        "all-reduce over 8 devices (all-reduce.3)"),
                       "rewritten_by": {"pass": str, "pipeline": str,
                                        "fate_after": str} | null}],
        "passes_explained": bool (rewritten_by is only meaningful if true),

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from tabulate import tabulate
 
 from hloprobe.errors import InvalidArgumentError
+from hloprobe.ir import is_attention_target
 from hloprobe.numerics import row_words, stands_out
 from hloprobe.records import ConfigResult
 from hloprobe.report.results_schema import dumps_json, results_json
@@ -167,17 +168,14 @@ def _row0_cell(s) -> str:
 
 def _verdict_cell(r: ConfigResult) -> str:
   """The verdict (`ConfigResult.verdict`: "XLA changed the math" leads);
-  with several output leaves, every leaf's, named; then the worst row of
-  each leaf where it stands out (`numerics.stands_out`: worse than row 0
-  beyond its band), e.g. "row 5: 1.2e-02, 1588x beyond f32 noise (1 of 8
-  rows)"."""
+  every leaf's where several, named; then worst rows that `stands_out`."""
   p = r.prediction
   rows = [row_words(w) for w in p.rows if stands_out(w)]
   if len(p.leaf_verdicts) <= 1 or (r.made is not None and r.made.changed):
     return "; ".join([r.verdict, *rows])
   text = "; ".join(f"{leaf}: {v}" for leaf, v in p.leaf_verdicts)
-  extra = r.made.verdict if r.made is not None else None
-  return "; ".join([text, *([extra] if extra else []), *rows])
+  extra = [r.made.verdict] if r.made is not None and r.made.verdict else []
+  return "; ".join([text, *extra, *rows])
 
 
 def _effective_cell(f) -> str:
@@ -382,6 +380,14 @@ def _band_cell(prediction, site: int) -> str:
   return f"{band.worst_abs:.1e} / {band.expected_abs:.1e}"
 
 
+def _unrewritten(site) -> str:
+  """The pass cell of a site no pass rewrote: a fused attention site is
+  the cuDNN call jax itself wrote (`hloprobe.ir.fused_attention`)."""
+  if is_attention_target(site.op):
+    return "(jax's cuDNN call)"
+  return "(stays a dot)"
+
+
 def _site_rows(r: ConfigResult) -> list[list[str]]:
   rows = []
   c, comp = r.config, r.compilation
@@ -392,7 +398,7 @@ def _site_rows(r: ConfigResult) -> list[list[str]]:
     rewritten = (
       ("unknown" if comp.passes_error else "n/a")
       if passes is None
-      else (f"{by.pass_name} ({by.pipeline})" if by else "(stays a dot)")
+      else (f"{by.pass_name} ({by.pipeline})" if by else _unrewritten(s))
     )
     rows.append(
       [
@@ -407,7 +413,9 @@ def _site_rows(r: ConfigResult) -> list[list[str]]:
         str(s.contracting_size),
         f.precision_config + (" (conflict)" if f.conflict else ""),
         f.algorithm or "n/a",
-        f.fate.value + (f" ({merged})" if (merged := merge_words(f)) else ""),
+        f.fate.value
+        + (f" ({merged})" if (merged := merge_words(f)) else "")
+        + (f", then {f.collective}" if f.collective else ""),
         f.emitter or "n/a",
         _num(f.split_k, "d"),
         rewritten,

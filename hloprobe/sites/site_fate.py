@@ -45,6 +45,7 @@ class Fate(str, enum.Enum):
   CUDNN = "cuDNN"
   CUDNN_CONV = "cuDNN conv"
   CONV = "conv"
+  CUDNN_ATTENTION = "cuDNN fused attention"
   MULTIPLY_REDUCE = "multiply+reduce"
   MULTIPLY = "multiply"
   GONE = "gone"
@@ -91,6 +92,9 @@ class MappedSite:
       no other site was found in it); None when not merged.
     unknown_reason: why the mapping left an unknown site unknown, where it
       knows (a merged dot not split back to the site), in words; else None.
+    collective: in an SPMD-partitioned module, the collective that adds the
+      site's per-device partial sums, e.g. "all-reduce over 8 devices
+      (all-reduce.3)" (`collectives.collective_after`); None otherwise.
   """
 
   site: StableHloDot
@@ -108,6 +112,7 @@ class MappedSite:
   conflict: str | None = None
   merged_with: tuple[int, ...] | None = None
   unknown_reason: str | None = None
+  collective: str | None = None
 
   @property
   def emitter(self) -> str | None:
@@ -240,6 +245,7 @@ def site_record(f: SiteFate, rewritten_by=None) -> dict:
     "candidates": [list(c) for c in f.candidates],
     "conflict": f.conflict,
     "merged_with": None if f.merged_with is None else list(f.merged_with),
+    "collective": f.collective,
     "rewritten_by": None
     if rewritten_by is None
     else {
