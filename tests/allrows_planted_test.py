@@ -37,16 +37,16 @@ def _inputs():
   return x, g.uniform(size=(_K, 16)).astype(np.float32)
 
 
-def _case(planted_row: int) -> cases.Case:
+def _case(planted_row: int, pytree: bool = False) -> cases.Case:
   def fn(x, w):
     y = jnp.matmul(x, w, precision="highest")
     z = lax.dot(x, w, precision=lax.DotAlgorithmPreset.BF16_BF16_F32)
     rows = jnp.arange(x.shape[0])[:, None]
-    return jnp.where(rows == planted_row, z, y)
+    out = jnp.where(rows == planted_row, z, y)
+    return {"a": y, "b": out} if pytree else out
 
-  return cases.Case(
-    f"t_row{planted_row}", "a bf16 dot feeds one row", fn, _inputs
-  )
+  name = f"t_row{planted_row}" + ("_tree" if pytree else "")
+  return cases.Case(name, "a bf16 dot feeds one row", fn, _inputs)
 
 
 def _numpy_row(r: int) -> tuple[float, float]:
@@ -66,10 +66,14 @@ class PlantedRowTest(absltest.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     spec = sweep.SweepSpec(
-      (_case(5), _case(99)), (_N,), ("float32",), ("a100",)
+      (_case(5), _case(99), _case(5, pytree=True)),
+      (_N,),
+      ("float32",),
+      ("a100",),
     )
     found = {r.config.case: r for r in sweep.run_sweep(spec)}
     cls.planted, cls.control = found["t_row5"], found["t_row99"]
+    cls.tree = found["t_row5_tree"]
 
   def test_row_5_is_named_with_its_distance_beyond_the_band(self):
     w = self.planted.prediction.rows[0]
@@ -124,6 +128,25 @@ class PlantedRowTest(absltest.TestCase):
     (bounded,) = verify.judge([self.planted], ["accurate"], 1e-1)
     self.assertTrue(bounded.passed)
     self.assertIsNone(bounded.evidence[0].worst_row)
+
+  def test_every_leaf_is_judged(self):
+    # The headline is ['a'] (the first batched float leaf, fixed per case);
+    # the plant is in ['b'].
+    p = self.tree.prediction
+    self.assertEqual(p.leaf, "['a']")
+    self.assertTrue(p.verdict.startswith("within f32 noise"), p.verdict)
+    a, b = p.rows
+    self.assertTrue(a.within)
+    self.assertEqual((b.leaf, b.row, b.beyond), ("['b']", 5, 1))
+    self.assertEqual(b.abs_err, self.planted.prediction.rows[0].abs_err)
+    (req,) = verify.judge([self.tree], ["accurate"])
+    self.assertFalse(req.passed)
+    self.assertRegex(
+      report.requirement_lines(req)[0],
+      r"not accurate: \['b'\] row 5: 1\.2e-02, \d+x beyond f32 noise",
+    )
+    table = report.render([self.tree], "markdown", {})
+    self.assertIn("['b'] row 5: 1.2e-02, ", table)
 
 
 if __name__ == "__main__":

@@ -119,7 +119,7 @@ def worst_row(
   )
 
 
-def row_words(w: WorstRow) -> str:
+def row_words(w: WorstRow, leaf: bool = True) -> str:
   """The rows' verdict in words.
 
   "every row within f32 noise" (`accuracy.noise_words` names the floor,
@@ -127,16 +127,17 @@ def row_words(w: WorstRow) -> str:
   noise (1 of 8 rows)": the worst row, its error and its m (rounded to
   a whole number, at least 1 since m > 1), and how many rows are beyond
   theirs; "where f32 noise is 0" for an error over a zero floor. A
-  named leaf leads: "['new_w'] row 5: ...".
+  named leaf leads ("['new_w'] row 5: ..."), unless `leaf` is False (the
+  caller names it).
   """
   noise = accuracy.noise_words(w.output_dtype)
+  lead = f"{w.leaf} " if w.leaf and leaf else ""
   if w.within:
-    return f"{w.leaf} every row within {noise}".lstrip()
+    return f"{lead}every row within {noise}"
   if math.isinf(w.multiple):
     far = f"where {noise} is 0"
   else:
     far = f"{w.multiple:.0f}x beyond {noise}"
-  lead = f"{w.leaf} " if w.leaf else ""
   return (
     f"{lead}row {w.row}: {w.abs_err:.1e}, {far} ({w.beyond} of {w.rows} rows)"
   )

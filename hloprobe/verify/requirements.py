@@ -202,7 +202,7 @@ def _other_leaves(
       for leaf, v in verdicts
       if leaf != headline and v != "exact" and not v.startswith("within ")
     ) + tuple(
-      ev.LeafVerdict(w.leaf, row_words(w))
+      ev.LeafVerdict(w.leaf, row_words(w, leaf=False))
       for w in rows
       if w is not None and w.leaf != headline and not w.within
     )
