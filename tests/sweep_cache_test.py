@@ -122,13 +122,17 @@ class KeyTest(absltest.TestCase):
 @pytest.mark.compiles  # sweeps, in process or through the CLI
 class SweepCacheTest(absltest.TestCase):
   def test_cached_results_equal_computed_ones(self):
+    # The sweeps share one pool of workers (a cold and a warm worker make
+    # the same records: the cache is what is tested here).
+    pool = testutil.SweepPool()
+    self.addCleanup(pool.close)
     folder = self.create_tempdir().full_path
     spec = sweep.SweepSpec(("seed_mlp",), (1, 2), ("float32",), ("cpu", "a100"))
     cached = dataclasses.replace(spec, cache_dir=folder)
-    cold = sweep.run_sweep(cached)
+    cold = pool.run(cached)
     self.assertTrue(all(r.ok for r in cold), [r.failure for r in cold])
     self.assertTrue(all("compile" in r.timings for r in cold))
-    warm = sweep.run_sweep(cached)
+    warm = pool.run(cached)
     # every warm record came from the cache: nothing compiled or emulated
     for r in warm:
       self.assertNotIn("compile", r.timings)
@@ -136,7 +140,7 @@ class SweepCacheTest(absltest.TestCase):
       self.assertIn("cache", r.timings)
     self.assertEqual(testutil.configs_json(warm), testutil.configs_json(cold))
     self.assertEqual(
-      testutil.configs_json(sweep.run_sweep(spec)), testutil.configs_json(cold)
+      testutil.configs_json(pool.run(spec)), testutil.configs_json(cold)
     )
 
     # A corrupt entry is a miss (with a warning) and is rewritten; the
@@ -151,7 +155,7 @@ class SweepCacheTest(absltest.TestCase):
     with open(entries[0], "wb") as f:
       f.write(b"not a pickle")
     with self.assertLogs(level="WARNING") as logs:
-      again = sweep.run_sweep(cached)
+      again = pool.run(cached)
     self.assertLen(logs.output, 1)
     self.assertIn("unreadable cache entry", logs.output[0])
     self.assertEqual(testutil.configs_json(again), testutil.configs_json(cold))
@@ -170,7 +174,7 @@ class SweepCacheTest(absltest.TestCase):
     # and stored beside the old ones, under new keys.
     newer = records.RECORD_VERSION + 1
     with mock.patch.object(engine, "RECORD_VERSION", newer):
-      relaid = sweep.run_sweep(cached)
+      relaid = pool.run(cached)
     self.assertTrue(all("compile" in r.timings for r in relaid))
     self.assertEqual(testutil.configs_json(relaid), testutil.configs_json(cold))
     stored = [
