@@ -8,6 +8,7 @@ from typing import TypeVar
 __all__ = [
   "CaseError",
   "EmulationError",
+  "ExecutionError",
   "GoldenError",
   "HloParseError",
   "HloprobeError",
@@ -61,6 +62,12 @@ class GoldenError(HloprobeError):
 
 class EmulationError(HloprobeError):
   """Raised when a case or dot cannot be emulated (unsupported primitive)."""
+
+
+class ExecutionError(HloprobeError):
+  """Raised when an HLO module cannot be executed with the arguments given
+  (wrong count, shape or dtype); an op the executor cannot compute is no
+  error but a `NotExecuted` record (`hloprobe.execute`)."""
 
 
 def first_line(e: BaseException, *, with_type: bool = True) -> str:

@@ -25,6 +25,7 @@ __all__ = [
   "XlaInstruction",
   "cuda_path",
   "jaxlib_git_hash",
+  "kept_arguments",
   "register_upstream_dialects",
   "upstream_registrar_names",
   "while_has_dce_rule",
@@ -50,6 +51,29 @@ def cuda_path() -> str | None:
 
   lib = getattr(getattr(jax, "_src", None), "lib", None)
   return getattr(lib, "cuda_path", None)
+
+
+def kept_arguments(lowered) -> tuple[int, ...] | None:
+  """The flattened arguments a jitted function's compiled module keeps.
+
+  jit drops the arguments its jaxpr does not use (`keep_unused=False`),
+  so the optimized module's parameter i is flattened argument `kept[i]`.
+  Read from `Lowered._lowering.compile_args["kept_var_idx"]`, the set jax
+  computes in jax/_src/interpreters/pxla.py (`lower_sharding_computation`)
+  and compiles with (checked on jax 0.10.2 and 0.12.0.1).
+
+  Args:
+    lowered: a `jax.stages.Lowered` of `jax.jit(fn).lower(...)`.
+
+  Returns:
+    The kept indices into `jax.tree_util.tree_leaves(args)`, ascending;
+    None where this jax does not record them.
+  """
+  lowering = getattr(lowered, "_lowering", None)
+  args = getattr(lowering, "compile_args", None)
+  if not isinstance(args, dict) or "kept_var_idx" not in args:
+    return None
+  return tuple(sorted(int(i) for i in args["kept_var_idx"]))
 
 
 def xla_runtime_error_type() -> type | None:

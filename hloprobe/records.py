@@ -23,8 +23,8 @@ import dataclasses
 
 from hloprobe.compile import BASELINE, Target
 from hloprobe.ir import Precision
-from hloprobe.numerics import ErrorStats, Prediction
-from hloprobe.sites import PassAttribution, SiteFate
+from hloprobe.numerics import ErrorStats, Made, Prediction, config_verdict
+from hloprobe.sites import CompileFinding, PassAttribution, SiteFate
 
 __all__ = [
   "RECORD_VERSION",
@@ -36,8 +36,9 @@ __all__ = [
 ]
 
 # Bumped when any record below changes shape; part of the cache key.
-# 1: one flat ConfigResult; 2: these records.
-RECORD_VERSION = 3
+# 1: one flat ConfigResult; 2: these records; 3: SiteFate; 4:
+# ConfigResult.made; 5: Failure.finding, ErrorStats' integer counts.
+RECORD_VERSION = 5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,10 +156,20 @@ class Failure:
   Attributes:
     stage: "lower", "compile", "analyse", "run", "reference", "worker", ...
     error: the error's first line, e.g. "XlaRuntimeError: INTERNAL: ...".
+    finding: for a compile XLA rejected, the dot sites and the pass or
+      rule that rejected it (`sites.explain_rejection`); None otherwise or
+      when it could not be found.
   """
 
   stage: str
   error: str
+  finding: CompileFinding | None = None
+
+  def words(self) -> str:
+    """The error, after the finding's words where there is one."""
+    if self.finding is None:
+      return self.error
+    return f"{self.finding.words()}: {self.error}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,6 +186,9 @@ class ConfigResult:
       with noise floor, attribution and verdict (see `predict`); None
       when there is none.
     prediction_error: why there is no prediction, or None.
+    made: what XLA made: the optimized module executed on the config's
+      inputs (`numerics.made`); None where not checked (no float64
+      reference, no compilation).
     failure: the stage that failed, or None when every stage reached
       succeeded.
     timings: stage name -> exclusive wall seconds spent on this config
@@ -187,6 +201,7 @@ class ConfigResult:
   execution: Execution | None = None
   prediction: Prediction | None = None
   prediction_error: str | None = None
+  made: Made | None = None
   failure: Failure | None = None
   timings: dict[str, float] = dataclasses.field(default_factory=dict)
 
@@ -194,3 +209,12 @@ class ConfigResult:
   def ok(self) -> bool:
     """True when no stage failed."""
     return self.failure is None
+
+  @property
+  def verdict(self) -> str | None:
+    """The config's verdict: "XLA changed the math: ..." where the
+    executed module says so, else the prediction's (with "prediction
+    incomplete: ..." added where the module could not be executed); None
+    without either (`numerics.config_verdict`)."""
+    p = self.prediction.verdict if self.prediction is not None else None
+    return config_verdict(p, self.made)

@@ -70,7 +70,8 @@ class BadInputTest(parameterized.TestCase):
       proc = run_hloprobe_here(*command, "--experiment=no_algsimp")
       self.assertEqual(proc.returncode, 2, proc.stderr)
       self.assertIn(
-        "--experiment is for `hloprobe sweep / explain`", proc.stderr
+        "--experiment is for `hloprobe sweep / explain / versions / bisect`",
+        proc.stderr,
       )
 
   @pytest.mark.compiles

@@ -35,8 +35,8 @@ _LEGACY = {
   "plot": ("sweep", "explain"),
   "model_explorer": ("sweep", "explain"),
   "cache_max_mb": ("sweep", "explain", "verify", "cache"),
-  "experiment": ("sweep", "explain"),
-  "experiments_file": ("sweep", "explain"),
+  "experiment": ("sweep", "explain", "versions", "bisect"),  # issue 23
+  "experiments_file": ("sweep", "explain", "versions", "bisect"),
 }
 
 

@@ -16,6 +16,7 @@ from absl.testing import absltest, parameterized
 
 _PACKAGES = (
   "ir",
+  "execute",
   "compile",
   "runtime",
   "sites",

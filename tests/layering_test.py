@@ -4,9 +4,9 @@ only `report` formats tables (imports tabulate).
 Stages, lowest first (a module's stage is its subpackage under hloprobe/,
 or its own name for a top-level module):
 
-  errors < startup < private_api < ir < compile < runtime < sites < numerics
-         < records < sweep < golden < verify < report < pictures < versions
-         < commands < cli_flags < cli, tools < __main__, __init__
+  errors < startup < private_api < ir < execute < compile < runtime < sites
+         < numerics < records < sweep < golden < verify < report < pictures
+         < versions < commands < cli_flags < cli, tools < __main__, __init__
 
 `verify` sits below `report`, which words its evidence records; the
 command layer (`commands`) sits above every library stage and below the
@@ -35,6 +35,9 @@ Only the command layer prints: `print(` and `sys.stdout.write` /
 `sys.stderr.write` appear in `commands`, `cli` and `tools` alone (the
 library returns data or lines; a command prints them), besides the
 exemptions in `_MAY_WRITE` (each with its reason).
+
+`execute` (an executor of HLO records in numpy) sits right above `ir` and
+imports no JAX at all: it must share nothing with XLA:CPU.
 
 `ir` is lowest after `errors` and `private_api`: it reads compiler text
 into records and needs nothing that compiles. It must not import the JAX
@@ -65,6 +68,7 @@ _ORDER = (
   ("startup",),
   ("private_api",),
   ("ir",),
+  ("execute",),
   ("compile",),
   ("runtime",),
   ("sites",),
@@ -83,7 +87,7 @@ _ORDER = (
 )
 RANK = {stage: rank for rank, names in enumerate(_ORDER) for stage in names}
 # Packages that must not import the JAX runtime, and what they may import of it.
-_NO_JAX = ("ir",)
+_NO_JAX = ("ir", "execute")
 _JAX_ALLOWED = ("jaxlib.mlir",)
 # The one module that may use private jax/jaxlib API, and the jax modules
 # that are private without a leading underscore.

@@ -26,6 +26,10 @@ class BisectArgs:
     bad: --bad, the release with the new verdict, or None (an error).
     require: --require names, as given.
     python: --python, the interpreter making every venv, or None.
+    experiment, experiments_file: --experiment and --experiments_file, as
+      for `sweep`: each release sweeps them beside the baseline, and the
+      requirements are judged on every config ("which release introduced
+      or fixed this rewrite").
   """
 
   common: common.SweepWords
@@ -33,6 +37,8 @@ class BisectArgs:
   bad: str | None = None
   require: tuple[str, ...] = ("consistent", "accurate")
   python: str | None = None
+  experiment: tuple[str, ...] = ()
+  experiments_file: str | None = None
 
 
 def bisect(args: BisectArgs):
@@ -58,7 +64,7 @@ def bisect(args: BisectArgs):
     survey,
   )
 
-  spec = common.sweep_spec(args.common)
+  spec = common.sweep_spec(args.common, args.experiment, args.experiments_file)
   if not args.good or not args.bad:
     raise InvalidArgumentError(
       "bisect needs --good=V and --bad=V, e.g. --good=0.4.35 --bad=0.10.2"

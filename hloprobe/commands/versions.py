@@ -27,12 +27,16 @@ class VersionsArgs:
     jaxlib: --jaxlib releases, as given.
     changes_only: --changes_only: only configs where something changed.
     python: --python, the interpreter making every venv, or None.
+    experiment, experiments_file: --experiment and --experiments_file, as
+      for `sweep`: each version sweeps them beside the baseline.
   """
 
   common: common.SweepWords
   jaxlib: tuple[str, ...] = ()
   changes_only: bool = False
   python: str | None = None
+  experiment: tuple[str, ...] = ()
+  experiments_file: str | None = None
 
 
 def log(line: str) -> None:
@@ -41,17 +45,9 @@ def log(line: str) -> None:
 
 
 def check_spec(spec) -> dict:
-  """`spec` as a worker's request.
-
-  Raises:
-    InvalidArgumentError: experiments asked for (the baseline only).
-  """
+  """`spec` as a worker's request, its experiments included."""
   from hloprobe.versions import spec_request
 
-  if spec.experiments:
-    raise InvalidArgumentError(
-      "versions and bisect sweep the baseline only; drop --experiment"
-    )
   return spec_request(spec)
 
 
@@ -76,7 +72,7 @@ def versions(args: VersionsArgs, spec):
   at once; returns their runs (`driver.VersionRun`s, in --jaxlib order).
 
   Raises:
-    InvalidArgumentError: no or malformed --jaxlib, experiments asked for.
+    InvalidArgumentError: no or malformed --jaxlib.
   """
   from hloprobe.versions import (
     default_cache_dir,
@@ -100,7 +96,7 @@ def main(args: VersionsArgs) -> int:
   from hloprobe.report import dumps_json
   from hloprobe.versions import render_versions, versions_json
 
-  spec = common.sweep_spec(args.common)
+  spec = common.sweep_spec(args.common, args.experiment, args.experiments_file)
   fmt = common.check_format(args.common)
   runs = versions(args, spec)
   if fmt == "json":

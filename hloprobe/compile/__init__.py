@@ -4,7 +4,8 @@ cases (the matmul programs; the built-ins a read-only mapping), targets
 (CPU and compile-only GPUs from GpuTargetConfigProto files in gpu_specs/),
 experiments (XLA flag sets), toolchain (ptxas), lowering (compiles and runs
 a case: StableHLO, optimized HLO, PTX; the one adapter to private jaxlib
-API). Worker processes, the record cache, the stopwatch and host detection
+API), rejections (a config XLA rejected, compiled again with its passes
+dumped). Worker processes, the record cache, the stopwatch and host detection
 are `hloprobe.runtime`.
 """
 
@@ -41,6 +42,8 @@ from hloprobe.compile.lowering import jax_versions as jax_versions
 from hloprobe.compile.lowering import load_topology as load_topology
 from hloprobe.compile.lowering import run_compiled as run_compiled
 from hloprobe.compile.lowering import start_backends as start_backends
+from hloprobe.compile.rejections import Rejection as Rejection
+from hloprobe.compile.rejections import rejected_compile as rejected_compile
 from hloprobe.compile.targets import BUILTIN_TARGETS as BUILTIN_TARGETS
 from hloprobe.compile.targets import Target as Target
 from hloprobe.compile.targets import get_target as get_target
@@ -61,6 +64,7 @@ __all__ = [
   "Experiment",
   "JAXPR_API",
   "Ptxas",
+  "Rejection",
   "ReportedError",
   "Target",
   "checked_words",
@@ -80,6 +84,7 @@ __all__ = [
   "parse_experiment",
   "parse_experiments_file",
   "ptxas_version",
+  "rejected_compile",
   "resolvable_elsewhere",
   "rules_checked",
   "run_compiled",

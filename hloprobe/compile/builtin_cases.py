@@ -1,4 +1,4 @@
-"""The built-in cases: the seed report's model and ten public reports.
+"""The built-in cases: the seed report's model, ten reports, issues 23 and 24.
 
 Each is a port, in hloprobe's own code, of the reproducer in a public
 report; `url` names the report. `hloprobe cases` lists them.
@@ -18,6 +18,7 @@ import ml_dtypes
 import numpy as np
 
 from hloprobe.compile.case_model import Case, ReportedError
+from hloprobe.compile.issue_cases import int8_dots
 
 __all__ = ["CASES"]
 
@@ -394,6 +395,37 @@ mlx_3953 = Case(
   url="https://github.com/ml-explore/mlx/issues/3953",
 )
 
+
+# Issue 23: a scaled dense layer, the pattern of every Euler step, residual
+# branch or `scale * (x @ W + b)`. Under jaxlib 0.10.2, with Triton gemms
+# off, XLA's GemmRewriter folds the scale into a cuBLASLt call's alpha over a
+# BIAS epilogue (`0.1 * (a @ row) + bias`, every output off by 0.9 * bias).
+_SCALED_DENSE_ALPHA = 0.1
+
+
+def _scaled_dense(b, a, bias):
+  return jax.vmap(lambda row: _SCALED_DENSE_ALPHA * ((a @ row) + bias))(b)
+
+
+def _scaled_dense_inputs():
+  g = np.random.default_rng(0)
+  b = g.standard_normal((9, 15)).astype(np.float32)
+  a = g.standard_normal((32, 15)).astype(np.float32)
+  bias = (100 * g.standard_normal(32)).astype(np.float32)
+  return b, a, bias
+
+
+scaled_dense = Case(
+  "scaled_dense",
+  "0.1 * (a @ row + bias), vmapped: b f32[n, 15], a f32[32, 15], bias "
+  "f32[32] (|bias| ~ 100); XLA may fold the 0.1 into a cuBLASLt alpha over "
+  "a BIAS epilogue (issue 23)",
+  _scaled_dense,
+  _scaled_dense_inputs,
+  in_axes=(0, None, None),
+  output_axis=0,
+)
+
 # Read only: cases are passed in (a `Case` record in a sweep's spec), never
 # added here at run time.
 CASES = types.MappingProxyType(
@@ -411,6 +443,8 @@ CASES = types.MappingProxyType(
       jax_21212,
       pytorch_105726,
       mlx_3953,
+      scaled_dense,
+      int8_dots,
     )
   }
 )

@@ -35,6 +35,7 @@ __all__ = [
   "GoldenSiteChange",
   "describe_site_changes",
   "dot_summary",
+  "math_summary",
   "unified_diff",
 ]
 
@@ -279,4 +280,29 @@ def dot_summary(
   return {
     "fate_summary": fate_summary(fates),
     "sites": [_site_summary(f, passes.get(f.site.index)) for f in fates],
+  }
+
+
+def math_summary(made) -> dict | None:
+  """What XLA made, as dots.json's "math": None where the executed module
+  does what the program asks (or was not checked); else {"changed",
+  "changes": [{"target", "fields", "site", "pass", "rule"}],
+  "not_executed": [target]} (`numerics.Made`; no instruction names, as
+  goldens keep none).
+  """
+  if made is None or made.verdict is None:
+    return None
+  return {
+    "changed": made.changed,
+    "changes": [
+      {
+        "target": c.target,
+        "fields": c.fields,
+        "site": c.site,
+        "pass": c.pass_name,
+        "rule": c.rule,
+      }
+      for c in made.changes
+    ],
+    "not_executed": [x.split(" (", 1)[0] for x in made.not_executed],
   }

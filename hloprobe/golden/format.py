@@ -1,8 +1,8 @@
 """The golden file format: names, headers, dot summaries, the manifest.
 
-File schema version 1 for the text files, 2 for dots.json (version 1 had
-one "emitter" per site), manifest schema version 2 (the folder layout). One
-config makes three files:
+File schema version 1 for the text files, 3 for dots.json (2 had no "math",
+1 one "emitter" per site), manifest schema version 2 (the folder layout).
+One config makes three files:
 
   <target>/<case>/n<N>-<precision>[-<experiment>].hlo
                    `// hloprobe-golden v1 kind=hlo target=cpu case=seed_mlp
@@ -10,9 +10,10 @@ config makes three files:
                    date=2025-01-31` (one line), then `canonical.canonical_hlo`
                    text. `//` starts a comment for XLA's HLO parser too.
   <target>/<case>/n<N>-<precision>[-<experiment>].dots.json
-                   {"golden": {<the header fields>, "schema_version": 2},
+                   {"golden": {<the header fields>, "schema_version": 3},
                     "fate_summary": "dot x3, multiply+reduce x1",
-                    "sites": [<one object per dot site, one per line>]}
+                    "sites": [<one object per dot site, one per line>],
+                    "math": null | what XLA made (`diff.math_summary`)}
   stablehlo/<case>/n<N>-<precision>[-<experiment>].stablehlo.mlir
                    the same header with kind=stablehlo and no target (an
                    MLIR comment), then `canonical.canonical_stablehlo` text.
@@ -49,7 +50,7 @@ import re
 from collections.abc import Mapping
 
 from hloprobe.errors import GoldenError, HloprobeError
-from hloprobe.golden.diff import dot_summary
+from hloprobe.golden.diff import dot_summary, math_summary
 from hloprobe.ir import canonical_hlo, canonical_stablehlo
 
 __all__ = [
@@ -70,9 +71,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
-# 2: "emitter" split into "fusion_kind", "backend_config_kind" and
-# "custom_call_target" (1: one "emitter").
-DOTS_SCHEMA_VERSION = 2
+DOTS_SCHEMA_VERSION = 3  # 3: "math" (2 is read as "math": null)
 # 2: StableHLO once per case and config under stablehlo/ (1: per target).
 MANIFEST_SCHEMA_VERSION = 2
 KINDS = ("stablehlo.mlir", "hlo", "dots.json")
@@ -185,17 +184,17 @@ def _dots_lines(summary: Mapping) -> list[str]:
     f"    {json.dumps(s)}" + ("," if i + 1 < len(sites) else "")
     for i, s in enumerate(sites)
   ]
-  return lines + ["  ]"]
+  return lines + ["  ],", f'  "math": {json.dumps(summary.get("math"))}']
 
 
 def config_files(
-  key: ConfigKey, compilation, versions: Mapping[str, str], date: str
+  key: ConfigKey, compilation, versions: Mapping[str, str], date: str, made=None
 ) -> dict[str, str]:
   """The three golden files of one successful config: path -> text.
 
-  `compilation` is the config's `records.Compilation` (module texts, dot
-  site fates and pass attribution). The StableHLO file's path and header
-  leave out `key.target`.
+  `compilation` is the config's `records.Compilation` (texts, sites,
+  passes), `made` its `numerics.Made`; the StableHLO file's leaves out
+  `key.target`.
   """
   out = {}
   for kind, body in (
@@ -211,9 +210,9 @@ def config_files(
   header = {"schema_version": DOTS_SCHEMA_VERSION} | _header(
     key, "dots.json", versions, date
   )
-  lines = ["{", f'  "golden": {json.dumps(header)},'] + _dots_lines(
-    dot_summary(compilation.fates, compilation.passes)
-  )
+  summary = dot_summary(compilation.fates, compilation.passes)
+  summary["math"] = math_summary(made)
+  lines = ["{", f'  "golden": {json.dumps(header)},'] + _dots_lines(summary)
   out[key.path("dots.json")] = "\n".join(lines + ["}"]) + "\n"
   return out
 
@@ -226,7 +225,7 @@ class GoldenFile:
     key, kind: what the file name says.
     header: the header fields (str values; "n" and "schema_version" too).
     content: what is compared: the canonical text, or for dots.json the
-      {"fate_summary", "sites"} dict.
+      {"fate_summary", "sites", "math"} dict.
   """
 
   key: ConfigKey
@@ -290,6 +289,7 @@ def _dots_content(path: str, text: str) -> tuple[dict, dict]:
   return header, {
     "fate_summary": doc.get("fate_summary"),
     "sites": doc["sites"],
+    "math": doc.get("math"),
   }
 
 
@@ -312,7 +312,7 @@ def _check_header(
 ) -> None:
   version = header.get("schema_version")
   reads = DOTS_SCHEMA_VERSION if kind == "dots.json" else SCHEMA_VERSION
-  if version != str(reads):
+  if version != str(reads) and (kind, version) != ("dots.json", "2"):
     raise _fail(
       path, f"schema version {version!r}; this hloprobe reads {reads}"
     )

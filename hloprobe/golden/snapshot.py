@@ -114,7 +114,7 @@ def take_snapshot(
       f = r.failure
       failed.append(f"{key.words}: failed at {f.stage}: {f.error}")
       continue
-    new = fmt.config_files(key, r.compilation, versions, date)
+    new = fmt.config_files(key, r.compilation, versions, date, r.made)
     clash = [p for p, t in new.items() if files.get(p, t) != t]
     if clash:
       failed.append(

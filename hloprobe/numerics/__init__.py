@@ -7,6 +7,7 @@ prediction (`Predictor`, `Prediction`). Import them from here; the
 modules behind them are private in intent:
 
   accuracy         error statistics, ULPs, noise floor, verdicts
+  integers         integer leaves: exact comparison, overflow, verdict
   bands            the analytic error band of a site
   rounding         float formats by rounding
   emulate_dot      one dot_general under an algorithm
@@ -18,6 +19,8 @@ modules behind them are private in intent:
   site_notes       what a verdict notes about particular sites
   candidates       site assignments: chosen, shares, candidates
   predict          GPU error predicted from emulation
+  math_rules       known rewrites that change the math; gemm call words
+  made             what XLA made: the optimized module executed
 """
 
 from __future__ import annotations
@@ -35,6 +38,11 @@ from hloprobe.numerics.emulate import make_emulator as make_emulator
 from hloprobe.numerics.emulate_dot import (
   EMULATED_ALGORITHMS as EMULATED_ALGORITHMS,
 )
+from hloprobe.numerics.made import CHANGED as CHANGED
+from hloprobe.numerics.made import Made as Made
+from hloprobe.numerics.made import MadeChecker as MadeChecker
+from hloprobe.numerics.made import MathChange as MathChange
+from hloprobe.numerics.made import config_verdict as config_verdict
 from hloprobe.numerics.predict import Prediction as Prediction
 from hloprobe.numerics.predict import Predictor as Predictor
 from hloprobe.numerics.predict import SiteShare as SiteShare
@@ -42,8 +50,12 @@ from hloprobe.numerics.reference import References as References
 from hloprobe.numerics.reference import float64_reference as float64_reference
 
 __all__ = [
+  "CHANGED",
   "EMULATED_ALGORITHMS",
   "ErrorStats",
+  "Made",
+  "MadeChecker",
+  "MathChange",
   "NOISE_FACTOR",
   "NoiseFloor",
   "Prediction",
@@ -51,6 +63,7 @@ __all__ = [
   "References",
   "SiteBand",
   "SiteShare",
+  "config_verdict",
   "emulate_case",
   "error_stats",
   "float64_reference",

@@ -9,6 +9,11 @@ Units have one definition each, here:
               representable values (the ordered-integer view of their bits);
               0 means bit-identical.
 
+An integer output leaf has no ULPs and no noise floor: its reference is
+the exact integer result (`reference`: signed integers widened to int64),
+and its error is "exact" or how many elements differ, of which how many
+overflow the output type (`integers`).
+
 The analytic error band of one dot site is `bands`'. Private in intent:
 use the package, `hloprobe.numerics`.
 """
@@ -21,6 +26,12 @@ from collections.abc import Sequence
 
 import ml_dtypes
 import numpy as np
+
+from hloprobe.numerics.integers import (
+  integer_counts,
+  integer_verdict,
+  is_integer,
+)
 
 __all__ = [
   "ErrorStats",
@@ -49,8 +60,10 @@ def _float_dtype(dtype) -> np.dtype | None:
 
 
 def dtype_name(dtype) -> str:
-  """The HLO spelling of a float dtype: bf16, f16, f32, f64, f8e4m3fn, ..."""
+  """The HLO spelling of a dtype: bf16, f16, f32, f8e4m3fn, s8, u32, ..."""
   name = np.dtype(dtype).name
+  if is_integer(dtype):
+    return name.replace("uint", "u").replace("int", "s")  # s8, u32
   return name.replace("bfloat", "bf").replace("float", "f").replace("_", "")
 
 
@@ -80,6 +93,15 @@ class ErrorStats:
     axis: the leaf's batch axis; None when it has none.
     row0_values: row 0 as computed (numpy, output dtype), for comparisons
       between batch sizes; not compared, not written to JSON.
+    elements: how many elements the leaf has.
+    mismatched: integer leaves: how many elements differ from the exact
+      result; None for a float leaf.
+    overflowed: integer leaves: how many elements' exact value lies
+      outside the output type's range (the output cannot hold it); None for
+      a float leaf.
+    overflow_mode: integer leaves with overflow: "wraps" (every such
+      element is its exact value modulo 2^bits, two's complement),
+      "saturates" (clamped to the type's range) or "mixed"; else None.
   """
 
   row0: float
@@ -93,6 +115,10 @@ class ErrorStats:
   row0_values: np.ndarray | None = dataclasses.field(
     default=None, compare=False, repr=False
   )
+  elements: int = 0
+  mismatched: int | None = None
+  overflowed: int | None = None
+  overflow_mode: str | None = None
 
 
 def error_stats(
@@ -101,8 +127,9 @@ def error_stats(
   """Compares an output leaf with the float64 reference at the same size.
 
   Args:
-    got: the output leaf, any shape, any float dtype.
-    ref: the float64 reference, same shape.
+    got: the output leaf, any shape, any float or integer dtype.
+    ref: the float64 reference, same shape (for an integer leaf, the
+      exact integer result: int64, or float64 holding integers).
     axis: the leaf's batch axis (None: not batched; row 0 is all of it).
     leaf: the leaf's name, kept in the result.
 
@@ -123,6 +150,7 @@ def error_stats(
   row, row_ref = element0(got, axis), element0(ref64, axis)
   first, first_ref = float(np.ravel(row)[0]), float(np.ravel(row_ref)[0])
   dtype = _float_dtype(got.dtype)
+  counts = integer_counts(got, ref) if is_integer(got.dtype) else {}
   return ErrorStats(
     row0=first,
     row0_ref=first_ref,
@@ -133,6 +161,8 @@ def error_stats(
     leaf=leaf,
     axis=axis,
     row0_values=np.array(row),
+    elements=int(got.size),
+    **counts,
   )
 
 
@@ -272,32 +302,30 @@ def noise_multiple(stats: ErrorStats, noise: NoiseFloor) -> float:
 
 
 def headline_leaf(
-  axes: Sequence[int | None],
-  dtypes: Sequence[str] | None = None,
-  severity: Sequence[float] | None = None,
+  axes: Sequence[int | None], dtypes: Sequence[str] | None = None
 ) -> int:
-  """The output leaf a config's row is about: its headline.
+  """The output leaf a case's rows are about: its headline, fixed per case.
 
-  The rule: only the leaves of the first non-empty tier count, batched
-  float leaves (batch axis not None), then batched others, then unbatched
-  floats, then the rest; among them the most severe (`severity`, e.g.
-  `noise_multiple`), ties and no `severity` to the first in
-  `jax.tree_util.tree_leaves` order. Row 0 is batch element 0, which only
-  a batched leaf has: an unbatched leaf (a loss over the batch) changes
-  with n by design, so it never headlines while a batched leaf exists.
+  The rule: the first leaf, in `jax.tree_util.tree_leaves` order, of the
+  first non-empty tier: batched float leaves (batch axis not None), then
+  batched others, then unbatched floats, then the rest. Row 0 is batch
+  element 0, which only a batched leaf has: an unbatched leaf (a loss over
+  the batch) changes with n by design, so it never headlines while a
+  batched leaf exists.
 
-  A case with one batched leaf (or none, and one float leaf) therefore has
-  the same headline in every config (batch size, precision, target), so
-  tables, `explain` and `verify` compare one leaf across them; only where
-  several batched leaves compete does the numbers' severity pick, and may
-  pick differently per config. Every leaf is still judged
-  (`Prediction.leaf_verdicts`).
+  The rule reads the case's output structure only, never the numbers, so
+  every config of a case (batch size, precision, target, experiment) has
+  the same headline, and tables, `explain` and `verify` compare one leaf
+  across them (choosing the most severe leaf per config had made a
+  pytree case's row 0 jump between leaves as n changed, which read as a
+  batch-size dependence). Every leaf is still judged
+  (`Prediction.leaf_verdicts`), and where there are several, row 0 is
+  printed with its leaf's name.
 
   Args:
     axes: each output leaf's batch axis or None, in tree-leaves order.
     dtypes: each leaf's dtype name, e.g. "float32", "int32"; None: all
       taken as floats.
-    severity: each leaf's severity (larger: worse), or None.
 
   Raises:
     ValueError: `axes` is empty (a case has at least one output leaf).
@@ -310,12 +338,7 @@ def headline_leaf(
     if dtypes is None
     else [_float_dtype(d) is not None for d in dtypes]
   )
-  tier = lambda i: (axes[i] is None, not floats[i])
-  best = min(tier(i) for i in range(n))
-  worst = severity if severity is not None else [0.0] * n
-  return min(
-    (i for i in range(n) if tier(i) == best), key=lambda i: (-worst[i], i)
-  )
+  return min(range(n), key=lambda i: (axes[i] is None, not floats[i], i))
 
 
 def describe_algorithms(site_algorithms: tuple[str, ...]) -> str | None:
@@ -353,9 +376,12 @@ def verdict(
   Returns:
     "exact", "within f32 noise" (or "within bf16 output rounding", etc.,
     see `noise_words`), "explained by <ALG> at sites [...]" or
-    "unexplained". Without an observation the prediction is judged.
+    "unexplained"; for an integer output `integer_verdict`'s words.
+    Without an observation the prediction is judged.
   """
   judged = observed if observed is not None else predicted
+  if is_integer(output_dtype):
+    return integer_verdict(judged, output_dtype)
   if judged.row0_abs == 0 and judged.max_abs == 0:
     return "exact"
   if within_noise(judged, noise):

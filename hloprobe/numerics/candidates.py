@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from hloprobe.numerics import accuracy
 from hloprobe.numerics.emulate_dot import EMULATED_ALGORITHMS
 from hloprobe.numerics.site_notes import F32
-from hloprobe.sites import TF32, Fate, SiteFate, tf32_optional
+from hloprobe.sites import EXACT_INTEGER, TF32, Fate, SiteFate, tf32_optional
 
 __all__ = [
   "allowed_assignments",
@@ -126,12 +126,19 @@ def share_assignments(chosen: tuple[str, ...]) -> list[tuple[str, ...]]:
 def chosen_algorithms(
   fates: Sequence[SiteFate],
 ) -> tuple[tuple[str, ...], str | None]:
-  """Each site's effective algorithm; unknown or unemulated ones as F32."""
+  """Each site's effective algorithm; unknown or unemulated ones as F32.
+
+  An integer dot (`EXACT_INTEGER`) is F32 here too, with no note: the
+  emulator computes integer dots exactly, whatever their algorithm
+  (`evaluator.Evaluator._dot`).
+  """
   chosen, unknown = [], []
   for f in fates:
     alg = f.effective_algorithm
     if alg in EMULATED_ALGORITHMS:
       chosen.append(alg)
+    elif alg == EXACT_INTEGER:
+      chosen.append(F32)
     else:
       chosen.append(F32)
       unknown.append(f"site {f.site.index}: {alg or 'unknown'}")

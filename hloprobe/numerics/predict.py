@@ -89,8 +89,8 @@ class Prediction:
       Without a run, the note says row 0 assumes TF32 there (ambiguous).
     note: why something is missing (e.g. unknown algorithms taken as F32).
     leaf: the output leaf the numbers above are for (`accuracy.headline_leaf`:
-      a batched one where there is one; among several, the one furthest
-      beyond its noise floor); "" for a single array.
+      the case's first batched one, fixed per case); "" for a single
+      array.
     leaf_verdicts: (leaf name, verdict) for every output leaf.
     output_dtype: the dtype of `leaf`, e.g. "bfloat16".
   """
@@ -210,9 +210,8 @@ class Predictor:
     """The prediction of one config at size n.
 
     Every output leaf is judged; the headline (`accuracy.headline_leaf`:
-    batched leaves first, then the one furthest beyond its noise floor,
-    observed where the target runs, else predicted) is the config's
-    `leaf`, and gets the attribution and best candidate.
+    the case's first batched leaf, the same in every config) is the
+    config's `leaf`, and gets the attribution and best candidate.
 
     Args:
       n: batch size (or the case's swept size).
@@ -246,21 +245,21 @@ class Predictor:
     )
     judged = observed or stats
     verdicts = [
-      accuracy.verdict(
-        observed[i] if observed else None,
-        stats[i],
-        noise[i],
-        tolerance[i],
-        chosen,
+      site_notes.overflow_sites(
+        accuracy.verdict(
+          observed[i] if observed else None,
+          stats[i],
+          noise[i],
+          tolerance[i],
+          chosen,
+          self._refs.dtypes[i],
+        ),
+        fates,
         self._refs.dtypes[i],
       )
       for i in range(len(stats))
     ]
-    leaf = accuracy.headline_leaf(
-      self._refs.axes,
-      self._refs.dtypes,
-      [accuracy.noise_multiple(j, f) for j, f in zip(judged, noise)],
-    )
+    leaf = accuracy.headline_leaf(self._refs.axes, self._refs.dtypes)
     with stage("attribution"):
       shares = ()
       if not accuracy.within_noise(judged[leaf], noise[leaf]):
@@ -277,6 +276,7 @@ class Predictor:
         observed and observed[leaf],
         (verdicts[leaf], noise[leaf], tolerance[leaf]),
         leaf,
+        "; ".join(v for i, v in enumerate(verdicts) if i != leaf),
       )
     verdicts = tuple(verdicts)
     top = max(shares, key=lambda s: s.alone_abs).site if shares else None
@@ -365,7 +365,7 @@ class Predictor:
     return min(found, key=lambda c: abs(self._row0(n, c, leaf) - observed.row0))
 
   def _headline_verdict(
-    self, n, fates, chosen, best, observed, judged, leaf
+    self, n, fates, chosen, best, observed, judged, leaf, elsewhere=""
   ) -> str:
     """The headline leaf's verdict with its site notes.
 
@@ -376,7 +376,8 @@ class Predictor:
     and the observation sits within tolerance of it, the run is judged
     against that one, and the notes say which sites cuBLAS kept in f32.
     Notes go on the headline leaf only: which sites feed which leaf is not
-    known here.
+    known here; a site another leaf's verdict (`elsewhere`) already names
+    is not noted again.
     """
     verdict, noise, tolerance = judged
     emulated, dtype = chosen, self._refs.dtypes[leaf]
@@ -401,4 +402,5 @@ class Predictor:
       dtype,
       accuracy.within_noise(stats, noise),
       observed=observed is not None,
+      named_elsewhere=elsewhere,
     )

@@ -8,7 +8,13 @@ arguments, the constants and literals, and every dtype a primitive names
 skipped. So a program that pins a narrow type (`astype(jnp.float16)`,
 `preferred_element_type=jnp.float16`) still gets a float64 answer, which
 re-running `fn` on float64 arguments would not give. Dots run at HIGHEST
-precision. Higher-order primitives are followed as `emulate` follows them
+precision. Signed integer types narrower than 64 bits are widened to int64
+the same way (arguments, literals, `preferred_element_type`, `new_dtype`,
+...), so an integer dot's reference is its exact integer result, which an
+int8 or int32 output may not hold (an overflow `integers.integer_verdict`
+names); a cond's index and a select_n's predicate keep the int32 their
+primitives require. Unsigned types (random bits, bit tricks) are kept:
+their arithmetic wraps by design. Higher-order primitives are followed as `emulate` follows them
 (jit, custom_jvp/vjp, cond, while, scan).
 
 `References` holds a case's references per size: at each size, or, for a
@@ -32,6 +38,7 @@ from hloprobe.numerics.jaxpr_sites import CALL_PRIMITIVES, NO_SITES, trace
 __all__ = ["References", "float64_reference"]
 
 _F64 = np.dtype(np.float64)
+_I64 = np.dtype(np.int64)
 _LOOPS = ("cond", "while", "scan")
 # How far the reference at the smallest size may sit from the slice of the
 # largest (normwise, per leaf) for a rows_independent case: float64
@@ -44,25 +51,51 @@ def _is_float(dtype) -> bool:
   return jnp.issubdtype(dtype, jnp.floating)
 
 
+def _is_narrow_int(dtype) -> bool:
+  """A signed integer type narrower than int64 (widened to int64)."""
+  dtype = np.dtype(dtype)
+  return jnp.issubdtype(dtype, jnp.signedinteger) and dtype.itemsize < 8
+
+
+def _wide(dtype) -> np.dtype | None:
+  """The type `dtype` widens to, or None when it is kept."""
+  if _is_float(dtype):
+    return _F64
+  if _is_narrow_int(dtype):
+    return _I64
+  return None
+
+
 def _widen_value(x):
   dtype = getattr(x, "dtype", None)
-  if dtype is not None and _is_float(dtype):
-    return jnp.asarray(x, _F64)
+  if dtype is not None and (wide := _wide(dtype)) is not None:
+    return jnp.asarray(x, wide)
   if isinstance(x, float):
     return np.float64(x)
   return x
 
 
 def _widen_host(x: np.ndarray) -> np.ndarray:
-  return x.astype(_F64) if _is_float(x.dtype) else x
+  wide = _wide(x.dtype)
+  return x if wide is None else x.astype(wide)
 
 
 def _widen_param(v):
-  if isinstance(v, np.dtype) and _is_float(v):
-    return _F64
+  if isinstance(v, np.dtype) and (wide := _wide(v)) is not None:
+    return wide
   if isinstance(v, type) and issubclass(v, np.floating):
     return _F64
+  if isinstance(v, type) and issubclass(v, np.signedinteger):
+    return _wide(v) or v
   return v
+
+
+def _int32_operand(ins: list, i: int) -> list:
+  """`ins` with operand i back in int32 where it was a widened integer."""
+  x = ins[i]
+  if jnp.issubdtype(getattr(x, "dtype", np.bool_), jnp.signedinteger):
+    ins = [*ins[:i], jnp.asarray(x, np.int32), *ins[i + 1 :]]
+  return ins
 
 
 class _Widened(Evaluator):
@@ -77,6 +110,8 @@ class _Widened(Evaluator):
     name = eqn.primitive.name
     if name == "reduce_precision":
       return ins
+    if name in ("cond", "select_n"):  # an int32 index or predicate
+      ins = _int32_operand(ins, 0)
     if name in CALL_PRIMITIVES or name in _LOOPS:
       count = max(2, len(eqn.params.get("branches", ())))
       return self._higher_order(eqn, ins, (NO_SITES,) * count)
@@ -93,9 +128,10 @@ def float64_reference(case: Case, args: tuple) -> tuple[np.ndarray, ...]:
     args: its arguments at one size (numpy arrays or pytrees of them).
 
   Returns:
-    One f64 numpy array per output leaf (`jax.tree_util.tree_leaves`
-    order), of the leaf's shape; rounded to the leaf's own dtype first
-    where `case.round_reference`.
+    One numpy array per output leaf (`jax.tree_util.tree_leaves` order),
+    of the leaf's shape: f64 (rounded to the leaf's own dtype first where
+    `case.round_reference`), or int64 for a signed or unsigned integer
+    leaf (its exact value, never rounded to the leaf's type).
   """
   closed, _ = trace(case.fn, args)
   out_dtypes = [a.dtype for a in closed.out_avals]
@@ -114,8 +150,10 @@ def float64_reference(case: Case, args: tuple) -> tuple[np.ndarray, ...]:
     outs = run(*jax.device_put((tuple(closed.consts), leaves), cpu))
     outs = [np.asarray(o) for o in outs]
   return tuple(
-    np.asarray(
-      o.astype(d) if case.round_reference and _is_float(d) else o, np.float64
+    np.asarray(o, _I64)
+    if jnp.issubdtype(d, jnp.integer)
+    else np.asarray(
+      o.astype(d) if case.round_reference and _is_float(d) else o, _F64
     )
     for o, d in zip(outs, out_dtypes)
   )

@@ -11,7 +11,9 @@ no site escapes the report:
     output rounding");
   * every site the target ran above its declared preset: XLA:CPU computes
     f32 dots as F32 whatever the preset (`effective.cpu_algorithm`), so a
-    CPU check of BF16_BF16_F32 proves nothing about a GPU;
+    CPU check of BF16_BF16_F32 proves nothing about a GPU; a site dot
+    strength reduction made a multiply+reduce is named as such (the pass,
+    not the target, left no gemm to honour the preset);
   * sites whose algorithm is unknown or ambiguous (emulated as F32), and
     optimized precision configs that contradict the StableHLO;
   * cuBLAS / cuBLASLt sites where TF32 is allowed, not required
@@ -25,11 +27,18 @@ Private in intent: use the package, `hloprobe.numerics`.
 from __future__ import annotations
 
 from hloprobe.ir import ALGORITHMS
-from hloprobe.numerics.accuracy import describe_algorithms
+from hloprobe.numerics.accuracy import describe_algorithms, dtype_name
 from hloprobe.numerics.bands import F32_UNIT, OPERAND_UNIT
-from hloprobe.sites import TF32, Fate, SiteFate, tf32_optional
+from hloprobe.numerics.integers import is_integer
+from hloprobe.sites import (
+  EXACT_INTEGER,
+  TF32,
+  Fate,
+  SiteFate,
+  tf32_optional,
+)
 
-__all__ = ["F32", "annotate", "below_request"]
+__all__ = ["F32", "annotate", "below_request", "overflow_sites"]
 
 F32 = "F32_F32_F32"
 # Storage types that hold every value of an operand type exactly.
@@ -72,10 +81,40 @@ def _ignored(f: SiteFate) -> bool:
   )
 
 
-def _below(fates, chosen, verdict: str, output_dtype, hidden: bool) -> str:
-  """The sites below their request that the verdict does not name."""
+def _ignored_words(f: SiteFate) -> str:
+  """Why a site ran above its declared preset, by who dropped it.
+
+  A strength-reduced site (multiply+reduce, multiply: the GPU's
+  dot-strength-reduction pass, or algsimp on the CPU) has no gemm left to
+  honour the preset: its kernel's own products decide (read from its PTX on
+  a GPU), whatever the target's gemms would do, so the note names the pass,
+  not the target. Otherwise the target's dot ignores the preset: XLA:CPU
+  computes f32 dots as F32 (`effective.cpu_algorithm`), and a CPU check of
+  a preset says nothing about a GPU.
+  """
+  i, alg = f.site.index, f.effective_algorithm
+  head = f"site {i} ran {alg} for declared {f.algorithm}"
+  if f.fate in (Fate.MULTIPLY_REDUCE, Fate.MULTIPLY):
+    return (
+      f"{head}: dot strength reduction made it a {f.fate.value}, whose "
+      f"kernel computes {alg}, so this row says nothing about a gemm that "
+      "honours the preset"
+    )
+  return (
+    f"{head}: the target ignores the preset, so this check says nothing "
+    "about a GPU"
+  )
+
+
+def _below(
+  fates, chosen, verdict: str, output_dtype, hidden: bool, elsewhere: str = ""
+) -> str:
+  """The sites below their request that no verdict (this one, or another
+  leaf's, `elsewhere`) names."""
   below = tuple(
-    alg if below_request(f, alg) and alg not in verdict else F32
+    alg
+    if below_request(f, alg) and alg not in verdict and alg not in elsewhere
+    else F32
     for f, alg in zip(fates, chosen)
   )
   named = describe_algorithms(below)
@@ -120,6 +159,33 @@ def _tf32_optional(fates, chosen, observed: bool) -> str:
   )
 
 
+def overflow_sites(verdict: str, fates, output_dtype: str) -> str:
+  """An integer leaf's verdict with the dot sites that overflow named.
+
+  An integer output overflows where a sum does not fit its type; the dot
+  sites whose result is of that very type (e.g. s8 x s8 -> s8) are where
+  the exact sum is wrapped. Appended to an "overflow" or "unexplained"
+  verdict (`integers.integer_verdict`) as "the exact sum overflows s8 at
+  site 1 (s8 x s8 -> s8 dot)"; other verdicts, and an overflow no dot
+  site's type explains (a convert after the dot, say), come back as they
+  are.
+  """
+  if not is_integer(output_dtype) or not verdict.startswith(
+    ("overflow", "unexplained")
+  ):
+    return verdict
+  kind = dtype_name(output_dtype)
+  found = [
+    f"site {f.site.index} ({f.site.lhs.dtype} x {f.site.rhs.dtype} -> "
+    f"{kind} {f.fate.value})"
+    for f in fates
+    if f.effective_algorithm == EXACT_INTEGER and f.site.result.dtype == kind
+  ]
+  if not found:
+    return verdict
+  return f"{verdict}; the exact sum overflows {kind} at {', '.join(found)}"
+
+
 def annotate(
   verdict: str,
   fates: tuple[SiteFate, ...],
@@ -127,6 +193,7 @@ def annotate(
   output_dtype: str | None,
   hidden: bool = True,
   observed: bool = True,
+  named_elsewhere: str = "",
 ) -> str:
   """The verdict with the site notes of the module docstring appended.
 
@@ -142,22 +209,23 @@ def annotate(
       not show what the prediction does).
     observed: whether the verdict judges a real run (False: a compile-only
       prediction).
+    named_elsewhere: the other output leaves' verdicts: a site below its
+      request that one of them names is not noted again here.
   """
   notes = [
-    _below(fates, chosen, verdict, output_dtype, hidden),
+    _below(fates, chosen, verdict, output_dtype, hidden, named_elsewhere),
     _tf32_optional(fates, chosen, observed),
   ]
   for f in fates:
     i, alg = f.site.index, f.effective_algorithm
     if f.fate == Fate.AMBIGUOUS:
       notes.append(f"site {i} ambiguous, emulated as F32")
+    elif alg == EXACT_INTEGER:
+      pass  # computed exactly by the emulator, as on the target
     elif f.fate != Fate.GONE and chosen[i] != alg and not tf32_optional(f):
       notes.append(f"site {i} {alg or 'unknown'}, emulated as F32")
     if _ignored(f):
-      notes.append(
-        f"site {i} ran {alg} for declared {f.algorithm}: the target "
-        "ignores the preset, so this check says nothing about a GPU"
-      )
+      notes.append(_ignored_words(f))
     if f.conflict:
       notes.append(f"site {i}: {f.conflict}")
   return "; ".join([verdict, *filter(None, notes)])

@@ -18,6 +18,7 @@ import base64
 import html
 from collections.abc import Sequence
 
+from hloprobe.numerics import CHANGED
 from hloprobe.report import (
   DEFAULT_COLUMNS,
   TABLE_COLUMNS,
@@ -53,6 +54,8 @@ def _row_class(verdict: str, status: str) -> str:
     return "failed"
   if verdict.startswith("explained by"):
     return "explained"
+  if verdict.startswith(CHANGED):  # numerics.made: "XLA changed the math"
+    return "unexplained"
   return "unexplained" if verdict == "unexplained" else ""
 
 

@@ -17,6 +17,13 @@ built with Model Explorer's own `node_data_builder`:
                          noise floor. Coloured green up to NOISE_FACTOR x
                          the noise floor, amber up to 100x, red above. A
                          config that ran names its observed error too.
+  <stem>.math.json       text, where what XLA made was checked
+                         (`numerics.made`): at a site an "XLA changed the
+                         math" verdict names, the instruction and its
+                         fields, red; elsewhere "as the program asks"
+                         (green) or "not executed: <target>" (grey).
+                         Loaded last, so it colours the graph, where the
+                         math changed; before the error otherwise.
 
 and `model_explorer.json`, the index `view` reads. <stem> is
 `<target>-<case>-n<N>-<precision>[-<experiment>]`.
@@ -45,7 +52,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 from hloprobe.errors import HloprobeError, InvalidArgumentError
 from hloprobe.ir import parse_precision_config
-from hloprobe.numerics import NOISE_FACTOR
+from hloprobe.numerics import CHANGED, NOISE_FACTOR
 from hloprobe.report import atomic_write
 from hloprobe.sites import merge_words
 
@@ -72,7 +79,9 @@ _TITLES = {
   "algorithm": "effective algorithm (hloprobe)",
   "pass": "XLA pass (hloprobe)",
   "error": "row-0 error, this site alone (hloprobe, predicted)",
+  "math": "what XLA made (hloprobe, the optimized module executed)",
 }
+_MATH_COLOURS = {CHANGED: "#e53935", "not executed": "#e0e0e0"}
 
 
 def _import_explorer():
@@ -185,7 +194,31 @@ def _site_values(r) -> dict[str, dict[int, object]]:
       out["pass"][i] = (
         f"{by[i].pass_name} ({by[i].pipeline})" if i in by else "no pass"
       )
-  return out
+  return _with_math(r, out)
+
+
+def _with_math(r, out: dict) -> dict:
+  """`out` with the "math" overlay where what XLA made was checked: last
+  (it colours the graph) where the math changed, else before "error"."""
+  m = r.made
+  if m is None:
+    return out
+  named = {c.site: c for c in m.changes if c.site is not None}
+  words = "as the program asks"
+  if not m.complete:
+    words = f"not executed: {', '.join(m.not_executed)}"
+  values = {}
+  for f in r.compilation.fates:
+    c = named.get(f.site.index) if m.changed else None
+    values[f.site.index] = (
+      f"{CHANGED}: {c.target} ({c.fields})" + (f": {c.rule}" if c.rule else "")
+      if c is not None
+      else words
+    )
+  if m.changed:
+    return out | {"math": values}
+  error = out.pop("error")
+  return out | {"math": values, "error": error}
 
 
 def _overlay_title(r, name: str) -> str:
@@ -212,6 +245,9 @@ def _colour(name: str, value, palette: dict) -> str | None:
     return None
   if name == "algorithm":
     return next((c for key, c in _ALGORITHM_COLOURS if key in value), "#e0e0e0")
+  if name == "math":
+    found = (c for key, c in _MATH_COLOURS.items() if value.startswith(key))
+    return next(found, "#a5d6a7")
   return palette.setdefault(value, _PALETTE[len(palette) % len(_PALETTE)])
 
 

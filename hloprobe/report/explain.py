@@ -29,6 +29,7 @@ from hloprobe.report.explain_records import (
   Alternative,
   FateSpan,
   FateTransition,
+  MadeMath,
   PredictedRowZero,
   RowZero,
   TargetExplanation,
@@ -78,7 +79,7 @@ def _runs(items: Iterable, key: Callable) -> list[list]:
 def _spans(configs: list[ConfigResult]) -> tuple[FateSpan, ...]:
   def groups(r):
     if not r.ok:
-      return (((), f"failed ({r.failure.stage})", r.failure.error or ""),)
+      return (((), f"failed ({r.failure.stage})", r.failure.words() or ""),)
     rows = [
       (f.site.index, _fate_words(f), _pass_words(r, f.site.index))
       for f in r.compilation.fates
@@ -152,6 +153,7 @@ def _changes(precision: str, configs) -> list[FateTransition]:
 def _row0(precision: str, configs) -> list[RowZero]:
   ran = [r for r in configs if r.execution and r.execution.stats is not None]
   key = lambda r: (
+    r.execution.stats.leaf,
     r.execution.stats.row0,
     r.execution.stats.row0_abs,
     r.execution.ulp_vs_n1,
@@ -164,6 +166,7 @@ def _row0(precision: str, configs) -> list[RowZero]:
       run[0].execution.stats.row0_abs,
       run[0].execution.ulp_vs_n1,
       run[0].execution.output_dtype,
+      run[0].execution.stats.leaf,
     )
     for run in _runs(ran, key)
   ]
@@ -174,13 +177,29 @@ def _top(p) -> tuple[int | None, float | None]:
   return p.top_site, share
 
 
+def _verdict_words(p) -> str:
+  """The headline leaf's verdict, then every other leaf's that is not
+  "exact" or "within ..." (an overflowing int8 leaf beside an exact int32
+  headline, say), each after its leaf's name."""
+  others = [
+    f"{leaf}: {v}"
+    for leaf, v in p.leaf_verdicts
+    if leaf != p.leaf and v != "exact" and not v.startswith("within ")
+  ]
+  return "; ".join([p.verdict, *others])
+
+
 def _predicted(precision: str, configs) -> list[PredictedRowZero]:
   have = [r for r in configs if r.prediction is not None or r.prediction_error]
 
   def key(r):
     if r.prediction is None:
       return (f"not predicted: {r.prediction_error}", None)
-    return (r.prediction.verdict, r.prediction.top_site)
+    return (
+      _verdict_words(r.prediction),
+      r.prediction.top_site,
+      r.prediction.leaf,
+    )
 
   def row(run) -> PredictedRowZero:
     ns = tuple(r.config.n for r in run)
@@ -194,10 +213,12 @@ def _predicted(precision: str, configs) -> list[PredictedRowZero]:
       ns,
       max(p.stats.row0_abs for p in ps),
       max(p.noise.row0_abs for p in ps),
-      ps[0].verdict,
+      _verdict_words(ps[0]),
       *_top(ps[0]),
       min(p.stats.row0_abs for p in ps),
       min(p.noise.row0_abs for p in ps),
+      ps[0].leaf,
+      ps[0].output_dtype,
     )
 
   return [row(run) for run in _runs(have, key)]
@@ -258,22 +279,60 @@ def _alternatives(precision, configs, cc) -> list[Alternative]:
   return out
 
 
+def _config_words(f: SiteFate) -> str:
+  """A site's precision config, e.g. "DEFAULT" or "HIGH, algorithm X"."""
+  return "/".join(dict.fromkeys(f.precision_config.upper().split(","))) + (
+    f", algorithm {f.algorithm}" if f.algorithm else ""
+  )
+
+
 def _precision_label(precision: str, configs) -> str:
+  """E.g. "tensorfloat32 (HIGH)"; where the sites' configs differ, each
+  with its sites, e.g. "default (sites 0, 2 DEFAULT; site 1 HIGHEST)", so
+  that a merged label never hides which site asked for what (the
+  effective algorithms lines say which runs TF32)."""
   fates = [f for r in configs for f in r.compilation.fates]
   if not fates:
     return precision
-  configs_seen = dict.fromkeys(
-    "/".join(dict.fromkeys(f.precision_config.upper().split(",")))
-    + (f", algorithm {f.algorithm}" if f.algorithm else "")
-    for f in fates
-  )
-  return f"{precision} ({'; '.join(configs_seen)})"
+  by_config: dict[str, set[int]] = {}
+  for f in fates:
+    by_config.setdefault(_config_words(f), set()).add(f.site.index)
+  if len(by_config) == 1:
+    return f"{precision} ({next(iter(by_config))})"
+  words = [
+    f"site{'s' if len(sites) > 1 else ''} "
+    f"{', '.join(map(str, sorted(sites)))} {config}"
+    for config, sites in by_config.items()
+  ]
+  return f"{precision} ({'; '.join(words)})"
+
+
+def _made(precision: str, configs) -> list[MadeMath]:
+  """Configs whose executed module changed the math or could not be
+  executed, in runs of batch sizes with one verdict."""
+  told = [r for r in configs if r.made is not None and r.made.verdict]
+  out = []
+  for run in _runs(told, lambda r: r.made.verdict):
+    ms = [r.made for r in run]
+    devs = [m.deviation_abs for m in ms if m.deviation_abs is not None]
+    bounds = [m.bound_abs for m in ms if m.bound_abs is not None]
+    out.append(
+      MadeMath(
+        precision,
+        tuple(r.config.n for r in run),
+        ms[0].verdict,
+        ms[0].changed,
+        max(devs, default=None),
+        min(bounds, default=None),
+      )
+    )
+  return out
 
 
 def _notes(configs: list[ConfigResult]) -> list[str]:
   where = lambda r: f"n = {r.config.n}, {r.config.precision}"
   notes = [
-    f"{where(r)}: {r.failure.stage} failed: {r.failure.error}"
+    f"{where(r)}: {r.failure.stage} failed: {r.failure.words()}"
     for r in configs
     if not r.ok
   ]
@@ -320,6 +379,7 @@ def _explain_one(
     if reported and cc == reported.compute_capability
     else None,
     notes=tuple(_notes(configs)),
+    made=gather(_made),
   )
 
 

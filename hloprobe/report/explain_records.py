@@ -16,6 +16,7 @@ __all__ = [
   "Alternative",
   "FateSpan",
   "FateTransition",
+  "MadeMath",
   "PredictedRowZero",
   "RowZero",
   "TargetExplanation",
@@ -96,6 +97,8 @@ class RowZero:
     ulp_vs_n1: distance from n = 1's row 0 in ULPs of `output_dtype`;
       None when n = 1 was not run.
     output_dtype: e.g. "float32".
+    leaf: the output leaf row 0 is of (the config's headline leaf), e.g.
+      "['new_w']"; "" for a single array.
   """
 
   precision: str
@@ -104,6 +107,7 @@ class RowZero:
   row0_abs: float | None
   ulp_vs_n1: int | None
   output_dtype: str | None
+  leaf: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -118,12 +122,17 @@ class PredictedRowZero:
       None where they have no prediction.
     noise_abs: the f32 noise floor of row 0 there (largest), output units;
       None likewise.
-    verdict: `accuracy.verdict` of the first of them, or "not predicted:
-      <why>" (the config's `prediction_error`).
+    verdict: `accuracy.verdict` of the first of them, then the other
+      output leaves' verdicts that are not "exact" or "within ...", each
+      after its leaf's name; or "not predicted: <why>" (the config's
+      `prediction_error`).
     top_site: the site with the largest share of the error, or None.
     top_share: that site's share, in [0, 1], or None.
     row0_abs_min, noise_abs_min: the smallest of them (equal to the
       largest when one value covers every batch size); None when unknown.
+    leaf: the output leaf the numbers are of (the prediction's headline
+      leaf), "" for a single array.
+    output_dtype: that leaf's dtype, e.g. "int32"; None when unknown.
   """
 
   precision: str
@@ -135,6 +144,8 @@ class PredictedRowZero:
   top_share: float | None
   row0_abs_min: float | None = None
   noise_abs_min: float | None = None
+  leaf: str = ""
+  output_dtype: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -166,6 +177,31 @@ class Alternative:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class MadeMath:
+  """What XLA made, where it differs from what the program asks: configs
+  whose executed module changed the math, or could not be executed
+  (`numerics.made`), grouped by precision and verdict.
+
+  Attributes:
+    precision: the precision.
+    batch_sizes: the batch sizes with this verdict.
+    verdict: `Made.verdict`, e.g. "XLA changed the math: __cublas$lt$matmul
+      cublas-lt-matmul.1 (alpha_real 0.1, beta 0, epilogue BIAS) from site
+      0, made by gemm-rewriter: suspected miscompile: ...".
+    changed: True for a change of the math, False for "not executed".
+    deviation_abs: the largest |widened module - float64| of them.
+    bound_abs: the F32 band it left (the smallest of them).
+  """
+
+  precision: str
+  batch_sizes: tuple[int, ...]
+  verdict: str
+  changed: bool
+  deviation_abs: float | None
+  bound_abs: float | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class TargetExplanation:
   """Everything `render_explanation` says about one case on one target.
 
@@ -180,6 +216,8 @@ class TargetExplanation:
     reported: the case's public report when it concerns this target's
       compute capability, else None.
     notes: failed configs and pass-attribution errors, one line each.
+    made: what XLA made where it changed the math or could not be
+      executed (`MadeMath`); `render_explanation` leads with it.
   """
 
   case: str
@@ -196,3 +234,4 @@ class TargetExplanation:
   selection: str | None
   reported: ReportedError | None
   notes: tuple[str, ...]
+  made: tuple[MadeMath, ...] = ()

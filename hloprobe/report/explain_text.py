@@ -33,6 +33,7 @@ from hloprobe.report.explain_records import (
   FateSpan,
   TargetExplanation,
 )
+from hloprobe.sites import EXACT_INTEGER
 
 __all__ = ["SCHEMA_VERSION", "explanation_json", "render_explanation"]
 
@@ -100,10 +101,14 @@ def _algorithm_lines(e: TargetExplanation) -> list[str]:
   for fate in dict.fromkeys(a.fate for a in e.algorithms):
     uses = [a for a in e.algorithms if a.fate == fate]
     by_n = len(uses) > len({u.precision for u in uses})
+    # Sites of one fate that run different algorithms are named each, so
+    # a line never leaves open which site runs TF32.
+    by_site = len({a.sites for a in uses}) > 1
     pairs = [
       (
         a.precision,
-        f"{a.algorithm or 'n/a'} [{a.evidence}]"
+        (f"{_sites(a.sites)}: " if by_site else "")
+        + f"{a.algorithm or 'n/a'} [{a.evidence}]"
         + (f" at {_ns(a.batch_sizes)}" if by_n else ""),
       )
       for a in uses
@@ -155,6 +160,8 @@ def _change_lines(e: TargetExplanation) -> list[str]:
 
 def _change_words(c) -> str:
   """What a `FateTransition` changes, in words."""
+  if not c.arithmetic and all(a == EXACT_INTEGER for _, _, a in c.steps):
+    return "kernel but not arithmetic (exact integer sums: any order agrees)"
   if not c.arithmetic:
     return "kernel but not algorithm (summation order only)"
   if c.tf32_optional:
@@ -175,24 +182,41 @@ def _reported_words(c, rep: ReportedError | None) -> str:
   )
 
 
+def _leaf_words(leaf: str) -> str:
+  """ "leaf ['new_w'] " for a pytree output's leaf, "" for one array."""
+  return f"leaf {leaf} " if leaf else ""
+
+
+def _is_integer(dtype: str | None) -> bool:
+  return bool(dtype) and dtype.startswith(("int", "uint"))
+
+
+def _row0_words(z) -> str:
+  """One `RowZero` in words: its value, its error, its distance from n = 1.
+
+  An integer output's error is against its exact value, in integer units,
+  and has no ULPs (its verdict counts the differing elements).
+  """
+  where = f"{_ns(z.batch_sizes)}: {_leaf_words(z.leaf)}{z.row0:.7g}"
+  if _is_integer(z.output_dtype):
+    err = "n/a" if z.row0_abs is None else f"{z.row0_abs:.0f}"
+    return f"{where} (|err| vs exact {err}; integer output: no ULPs)"
+  err = "n/a" if z.row0_abs is None else f"{z.row0_abs:.2e}"
+  ulp = (
+    "ULP vs n = 1 n/a"
+    if z.ulp_vs_n1 is None
+    else f"{z.ulp_vs_n1} ULP ({z.output_dtype}) from n = 1"
+  )
+  return f"{where} (|err| vs f64 {err}), {ulp}"
+
+
 def _row0_lines(e: TargetExplanation) -> list[str]:
   if not e.row0:
     why = "compile only" if e.compile_only else "no run reached numerics"
     return [f"not observed ({why})"]
   pairs = []
   for p in e.precisions:
-    text = "; ".join(
-      f"{_ns(z.batch_sizes)}: {z.row0:.7g} (|err| vs f64 "
-      + ("n/a" if z.row0_abs is None else f"{z.row0_abs:.2e}")
-      + "), "
-      + (
-        "ULP vs n = 1 n/a"
-        if z.ulp_vs_n1 is None
-        else f"{z.ulp_vs_n1} ULP ({z.output_dtype}) from n = 1"
-      )
-      for z in e.row0
-      if z.precision == p
-    )
+    text = "; ".join(_row0_words(z) for z in e.row0 if z.precision == p)
     pairs.append((p, text))
   return [f"{_under(e, ps)}: {t}" for ps, t in _by_text(pairs) if t]
 
@@ -203,18 +227,39 @@ def _span(low: float | None, high: float, spec: str) -> str:
   return b if a == b else f"{a} to {b}"
 
 
+def _share_words(share: float) -> str:
+  """A site's share in [0, 1] as a percentage that never rounds to 100% or
+  0% while other sites share the error: ">99%", "<1%", "100%" only for
+  all of it, e.g. TF32 at three sites of which one causes 99.6%."""
+  if share >= 1.0:
+    return "100%"
+  if share > 0.99:
+    return ">99%"
+  if 0 < share < 0.01:
+    return "<1%"
+  return f"{share:.0%}"
+
+
 def _predicted_words(z) -> str:
   if z.row0_abs is None:
     return f"{_ns(z.batch_sizes)}: {z.verdict}"
   top = ""
   if z.top_site is not None:
-    share = "" if z.top_share is None else f" ({z.top_share:.0%})"
+    share = (
+      ""
+      if z.top_share is None
+      else f" ({_share_words(z.top_share)} of the row-0 error the non-F32 "
+      "sites cause one at a time)"
+    )
     top = f"; top site {z.top_site}{share}"
+  where = f"{_ns(z.batch_sizes)}: {_leaf_words(z.leaf)}"
+  if _is_integer(z.output_dtype):
+    err = _span(z.row0_abs_min, z.row0_abs, ".0f")
+    return f"{where}|err| vs exact {err} (integer: no noise floor), {z.verdict}"
   err = _span(z.row0_abs_min, z.row0_abs, ".2e")
   floor = _span(z.noise_abs_min, z.noise_abs, ".1e")
   return (
-    f"{_ns(z.batch_sizes)}: |err| vs f64 {err} (f32 noise floor {floor}), "
-    f"{z.verdict}{top}"
+    f"{where}|err| vs f64 {err} (f32 noise floor {floor}), {z.verdict}{top}"
   )
 
 
@@ -272,12 +317,35 @@ def _alternative_line(e: TargetExplanation, a: Alternative) -> str:
   return line
 
 
+def _made_lines(e: TargetExplanation) -> list[str]:
+  """The configs whose module changed the math (first) or could not be
+  executed, e.g. "float32, n = 8: XLA changed the math: ... (|widened
+  module - float64| 9.1e+01, F32 band 4.2e-05)"."""
+  lines = []
+  for m in sorted(e.made, key=lambda m: not m.changed):
+    label = e.precisions.get(m.precision, m.precision)
+    where = f"{label}, {_ns(m.batch_sizes)}"
+    size = ""
+    if m.changed and m.deviation_abs is not None:
+      size = (
+        f" (|widened module - float64| {m.deviation_abs:.2g}, F32 band "
+        f"{m.bound_abs:.2g})"
+      )
+    lines.append(f"{where}: {m.verdict}{size}")
+  return lines
+
+
 def _target_block(e: TargetExplanation) -> list[str]:
   head = f"{e.case} on {e.target}" + (
     "" if e.experiment == BASELINE.name else f" (experiment {e.experiment})"
   )
   mode = "compile only" if e.compile_only else "compiled and run"
-  out = [f"{head} ({mode}):", "  Fates by batch size:"]
+  out = [f"{head} ({mode}):"]
+  made = _made_lines(e)
+  if made:
+    out.append("  What XLA made (the optimized module executed):")
+    out += [f"    {line}" for line in made]
+  out.append("  Fates by batch size:")
   spans = _by_text((p, "\n".join(_span_lines(s))) for p, s in e.spans.items())
   for ps, text in spans:
     out.append(f"    {_under(e, ps)}:")

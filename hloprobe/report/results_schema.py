@@ -88,6 +88,20 @@ element 0, as in `accuracy.ErrorStats`):
                       "output_dtype": str,
                       "leaf_verdicts": [[str, str]]} | null,
        "prediction_error": str | null,
+       "made": {"row0": float | null, "row0_abs_err": float | null,
+                "max_abs_err": float | null, "leaf": str | null (the
+                  executed module with each gemm at its site's effective
+                  algorithm: "what XLA made"),
+                "deviation_abs": float | null, "bound_abs": float | null,
+                "deviation_leaf": str (widened to float64 against the
+                  float64 reference, and the F32 band it is judged by),
+                "changed": bool, "localised": bool, "gemms": int,
+                "changes": [{"instruction", "target", "fields", "site",
+                             "pass_name", "rule", "source"}],
+                "not_executed": [str]} | null (added in version 3
+                without a bump: readers of version 3 ignore it),
+       "verdict": str | null (the config's: "XLA changed the math: ..."
+                  leads, else the prediction's),
        "timing_s": {"lower": float|null, "compile": float|null,
                     "run": float|null,
                     "stages": {stage: seconds} (see runtime/timing.py)}}
@@ -169,6 +183,27 @@ def _prediction_json(r: ConfigResult) -> dict | None:
   }
 
 
+def _made_json(r: ConfigResult) -> dict | None:
+  m = r.made
+  if m is None:
+    return None
+  s = m.stats
+  return {
+    "row0": s and s.row0,
+    "row0_abs_err": s and s.row0_abs,
+    "max_abs_err": s and s.max_abs,
+    "leaf": s and s.leaf,
+    "deviation_abs": m.deviation_abs,
+    "bound_abs": m.bound_abs,
+    "deviation_leaf": m.deviation_leaf,
+    "changed": m.changed,
+    "localised": m.localised,
+    "gemms": m.gemms,
+    "changes": [dataclasses.asdict(c) for c in m.changes],
+    "not_executed": list(m.not_executed),
+  }
+
+
 def _stats_json(s) -> dict:
   return {
     "leaf": s.leaf,
@@ -219,6 +254,8 @@ def config_json(r: ConfigResult) -> dict:
     "numerics": _numerics_json(run),
     "prediction": _prediction_json(r),
     "prediction_error": r.prediction_error,
+    "made": _made_json(r),
+    "verdict": r.verdict,
     "ptxas": comp and comp.ptxas,
     "dropped_config_fields": list(comp.dropped_config_fields if comp else ()),
     "compile_notes": list(comp.compile_notes if comp else ()),

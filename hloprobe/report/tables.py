@@ -47,6 +47,7 @@ TABLE_COLUMNS = (
   ("ulp", "ULP vs n=1"),
   ("pred_band", "pred row0 band"),
   ("pred_err", "pred abs err row0"),
+  ("made_err", "made abs err row0"),
   ("noise", "noise floor"),
   ("top_site", "top site"),
   ("verdict", "verdict"),
@@ -71,6 +72,7 @@ DEFAULT_COLUMNS = (
   "algorithms",
   "err",
   "pred_err",
+  "made_err",
   "verdict",
   "status",
 )
@@ -101,7 +103,7 @@ def _row(r: ConfigResult) -> list[str]:
     _num(s and s.row0_abs, ".2e"),
     _num(s and s.max_rel, ".2e"),
     _num(run and run.ulp_vs_n1, "d"),
-    *_prediction_cells(r.prediction, r.prediction_error),
+    *_prediction_cells(r),
     fate_summary(list(fates)) if fates else "n/a",
     _algorithm_summary(fates),
     _num(comp and comp.compile_s, ".2f"),
@@ -117,27 +119,42 @@ def _status_cell(r: ConfigResult, error: bool) -> str:
   if r.ok:
     return "ok, see notes" if _compile_notes(r) else "ok"
   f = r.failure
-  return f"FAILED ({f.stage}): {f.error}" if error else f"FAILED ({f.stage})"
+  return f"FAILED ({f.stage}): {f.words()}" if error else f"FAILED ({f.stage})"
 
 
 def _compile_notes(r: ConfigResult) -> tuple[str, ...]:
   return r.compilation.compile_notes if r.compilation else ()
 
 
-def _prediction_cells(p, error: str | None = None) -> list[str]:
-  """Predicted row 0 +- tolerance, its error, noise floor, top site, verdict
-  ("not predicted" where the prediction failed: `error`, told under the
+def _prediction_cells(r: ConfigResult) -> list[str]:
+  """Predicted row 0 +- tolerance, its error ("what the program asks"),
+  the executed module's error ("what XLA made"), noise floor, top site,
+  verdict ("not predicted" where the prediction failed, told under the
   table)."""
+  p = r.prediction
+  made = _made_cell(r.made)
   if p is None:
-    return ["n/a"] * 4 + ["not predicted" if error else "n/a"]
+    verdict = r.verdict or ("not predicted" if r.prediction_error else "n/a")
+    return ["n/a"] * 2 + [made] + ["n/a"] * 2 + [verdict]
   band = f"{p.stats.row0:.7g}±{p.tolerance_abs:.1e}"
   return [
     band,
     f"{p.stats.row0_abs:.2e}",
+    made,
     f"{p.noise.row0_abs:.2e}",
     _num(p.top_site, "d"),
-    _verdict_cell(p),
+    _verdict_cell(r),
   ]
+
+
+def _made_cell(made) -> str:
+  """The executed module's |row 0 - f64| at the effective algorithms;
+  "not executed" where it could not be run, "n/a" where not checked."""
+  if made is None:
+    return "n/a"
+  if made.stats is None:
+    return "not executed"
+  return f"{made.stats.row0_abs:.2e}"
 
 
 def _row0_cell(s) -> str:
@@ -147,11 +164,15 @@ def _row0_cell(s) -> str:
   return f"{s.leaf} {s.row0:.7g}" if s.leaf else f"{s.row0:.7g}"
 
 
-def _verdict_cell(p) -> str:
-  """The verdict; with several output leaves, every leaf's, named."""
-  if len(p.leaf_verdicts) <= 1:
-    return p.verdict
-  return "; ".join(f"{leaf}: {v}" for leaf, v in p.leaf_verdicts)
+def _verdict_cell(r: ConfigResult) -> str:
+  """The verdict (`ConfigResult.verdict`: "XLA changed the math" leads);
+  with several output leaves, every leaf's, named."""
+  p = r.prediction
+  if len(p.leaf_verdicts) <= 1 or (r.made is not None and r.made.changed):
+    return r.verdict
+  text = "; ".join(f"{leaf}: {v}" for leaf, v in p.leaf_verdicts)
+  extra = r.made.verdict if r.made is not None else None
+  return f"{text}; {extra}" if extra else text
 
 
 def _effective_cell(f) -> str:
@@ -262,7 +283,7 @@ def _first_screen(results, rows: list[list[str]]) -> str:
   headers = [_wrap(h, w - 2) for h, w in zip(headers, limits)]
   errors = [
     textwrap.fill(
-      f"{r.config.label()}: {r.failure.stage} failed: {r.failure.error}",
+      f"{r.config.label()}: {r.failure.stage} failed: {r.failure.words()}",
       TERMINAL_WIDTH,
       initial_indent="  ",
       subsequent_indent="    ",

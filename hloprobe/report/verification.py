@@ -18,6 +18,7 @@ from hloprobe.verify import (
   GoldenNote,
   LeafErrors,
   LeafVerdict,
+  MathChanged,
   NoiseLimits,
   NotJudged,
   Reason,
@@ -64,6 +65,8 @@ def _not_judged(e: NotJudged) -> str:
       f"{who}: no {_source(e.source)} row 0 of{leaf} at n={e.base_n} to "
       "compare with"
     )
+  if e.failure:
+    return f"{who}: {e.reason.value}: {e.failure}"
   return f"{who}: {e.reason.value}"
 
 
@@ -112,6 +115,16 @@ def _errors_judged(e: ErrorsJudged) -> str:
   return line
 
 
+def _math_changed(e: MathChanged) -> str:
+  size = ""
+  if e.deviation_abs is not None and e.bound_abs is not None:
+    size = (
+      f" (|widened module - float64| {e.deviation_abs:.2e} > F32 band "
+      f"{e.bound_abs:.2e})"
+    )
+  return f"{_subject(e.subject)}: {e.verdict}{size}"
+
+
 def _golden_note(e: GoldenNote) -> str:
   if e.kind == "missing":
     return (
@@ -144,6 +157,7 @@ _WORDS = {
   TooFewSizes: _too_few,
   RowMoved: _row_moved,
   ErrorsJudged: _errors_judged,
+  MathChanged: _math_changed,
   GoldenNote: _golden_note,
   ErrorChange: _error_change,
 }

@@ -12,17 +12,21 @@ from here; the modules behind them are private in intent:
   operand_ancestry  operands traced through fusions, loops and branches
   effective         the algorithm a site really runs (PTX or a rule)
   passes            which HLO pass changed a site (`--explain_passes`)
+  rejection         which sites and pass a rejected compile names
 """
 
 from __future__ import annotations
 
 from hloprobe.sites.dot_sites import map_dot_sites as map_dot_sites
+from hloprobe.sites.effective import EXACT_INTEGER as EXACT_INTEGER
 from hloprobe.sites.effective import TF32 as TF32
 from hloprobe.sites.effective import blas_algorithm as blas_algorithm
 from hloprobe.sites.effective import resolve as resolve
 from hloprobe.sites.effective import tf32_optional as tf32_optional
 from hloprobe.sites.passes import PassAttribution as PassAttribution
 from hloprobe.sites.passes import attribute_passes as attribute_passes
+from hloprobe.sites.rejection import CompileFinding as CompileFinding
+from hloprobe.sites.rejection import explain_rejection as explain_rejection
 from hloprobe.sites.site_fate import EMITTER_KEYS as EMITTER_KEYS
 from hloprobe.sites.site_fate import Fate as Fate
 from hloprobe.sites.site_fate import MappedSite as MappedSite
@@ -33,7 +37,9 @@ from hloprobe.sites.site_fate import merge_words as merge_words
 from hloprobe.sites.site_fate import site_record as site_record
 
 __all__ = [
+  "CompileFinding",
   "EMITTER_KEYS",
+  "EXACT_INTEGER",
   "Fate",
   "MappedSite",
   "PassAttribution",
@@ -42,6 +48,7 @@ __all__ = [
   "attribute_passes",
   "blas_algorithm",
   "emitter_name",
+  "explain_rejection",
   "fate_summary",
   "map_dot_sites",
   "merge_words",

@@ -41,6 +41,7 @@ from hloprobe.sites.dot_sites import is_triton_gemm
 from hloprobe.sites.site_fate import Fate, MappedSite, SiteFate
 
 __all__ = [
+  "EXACT_INTEGER",
   "HEURISTIC",
   "TF32",
   "blas_algorithm",
@@ -57,9 +58,64 @@ AUTOTUNED = "XLA autotuned on the attached device"
 _PRECISION_RANK = {"default": 0, "high": 1, "highest": 2}
 TF32 = "TF32_TF32_F32"
 _BLAS_FATES = (Fate.CUBLAS, Fate.CUBLASLT)
+# An integer dot's "algorithm": no DotAlgorithmPreset names one (every
+# preset is a float one), and none is needed: integer products and sums are
+# exact until the accumulator wraps (see `integer_algorithm`).
+EXACT_INTEGER = "exact integer"
+# HLO's integer element types (xla/xla_data.proto PrimitiveType).
+_INTEGER_DTYPES = frozenset(
+  f"{sign}{bits}" for sign in "su" for bits in (2, 4, 8, 16, 32, 64)
+)
 
 
-def cpu_algorithm(operand_dtype: str) -> tuple[str | None, str]:
+def is_integer_dtype(dtype: str | None) -> bool:
+  """Whether an HLO element type ("s8", "u32", ...) is an integer type."""
+  return dtype in _INTEGER_DTYPES
+
+
+def integer_algorithm(fate: MappedSite, target: Target) -> tuple[str, str]:
+  """The arithmetic of a dot on integer operands: exact, whatever its fate.
+
+  An integer dot has no `DotAlgorithmPreset` (jax's presets all name float
+  types) and XLA gives it none: operand_precision and algorithm are
+  ignored. Its products and sums are exact integer arithmetic in the
+  accumulation type, and the result wraps (two's complement) to the output
+  type, so every fate computes the same value (sums that wrap in a
+  narrower or a wider type agree modulo the output's 2^bits): XLA:CPU's
+  dot and `__ynn_fusion`, a GPU loop fusion (an s8 -> s8 dot stays an s8
+  dot), a strength-reduced multiply+reduce (an s8 -> s32 dot converts
+  its operands to s32 before the multiply; s8 -> s8 multiplies and
+  reduces in s8), Triton's `mma.sync...satfinite.s32.s8.s8.s32`
+  (`.satfinite` clamps an s32 accumulator that would overflow, the one
+  case where it differs), and cuBLAS(Lt) with an s32 compute type
+  (all seen in the optimized HLO and PTX of jaxlib 0.12.0.1, the same
+  fates on 0.10.2;
+  xla/service/gpu/transforms/
+  gemm_rewriter.cc `TypesAreSupportedByCublasLt` /
+  `TypesAreSupportedByLegacyCublas`: {kI32, kInt32, S8, S8, kInt32}, the
+  only integer row; the s8 dims are padded to multiples of 4 first,
+  `cublas_pad_for_gemms.cc`, e.g. an a100 n = 3 dot runs as s32[4,32]
+  and is sliced; checked on jaxlib 0.12.0.1 with
+  --xla_gpu_enable_triton_gemm=false). Where the exact sum does not fit
+  the output type, the output wraps; that is an overflow, named by the
+  verdict (`accuracy.verdict`), not an algorithm.
+  """
+  site = fate.site
+  types = f"{site.lhs.dtype} x {site.rhs.dtype} -> {site.result.dtype}"
+  where = "XLA:CPU" if target.platform == "cpu" else fate.fate.value
+  return EXACT_INTEGER, (
+    f"{where}: integer dot {types}: exact integer products and sums, "
+    "wrapping to the output type; no DotAlgorithmPreset applies"
+  )
+
+
+# XLA:CPU's 16-bit dots with an f32 result: (operand type -> preset).
+_CPU_SIXTEEN_BIT = {"bf16": "BF16_BF16_F32", "f16": "F16_F16_F32"}
+
+
+def cpu_algorithm(
+  operand_dtype: str, result_dtype: str | None = None
+) -> tuple[str | None, str]:
   """The algorithm of a dot on XLA:CPU, whatever its precision config says.
 
   XLA:CPU computes f32 dots as IEEE f32 (Eigen / YNNPACK / runtime matmul in
@@ -68,12 +124,30 @@ def cpu_algorithm(operand_dtype: str) -> tuple[str | None, str]:
   BF16_BF16_F32 preset give the same f32 results as HIGHEST, and
   TF32_TF32_F32 is rejected ("not supported by dot_general on CPU"; see
   tests/sweep_test.py FailureIsolationTest).
+
+  A bf16 x bf16 -> f32 dot (f16 likewise) is BF16_BF16_F32: its products
+  are exact in f32 (8 + 8 significant bits fit f32's 24) and summed in f32,
+  by either of the two paths XLA:CPU takes (optimized HLO and pass dumps of
+  jaxlib 0.10.2 and 0.12.0.1, a [n,64] x [64,32] dot): the
+  `operand_upcaster` pass (xla/service/operand_upcaster.cc, OperandUpcaster:
+  operands narrower than the result are converted to it) makes it an f32
+  dot of converted operands (n = 1), or `dot-library-rewriter` hands the
+  bf16 dot to YNNPACK as a `__ynn_fusion` with an f32 result (n = 4), which
+  accumulates in f32; an f16 dot's operands are converted to f32 before
+  its f32 `__ynn_fusion` (n = 4) or f32 dot (n = 1): f16 x f16 products
+  (11 + 11 bits) are exact in f32 too. A 16-bit result has no rule here.
   """
   presets = {"f32": "F32_F32_F32", "f64": "F64_F64_F64"}
   if operand_dtype in presets:
     return presets[operand_dtype], (
       f"XLA:CPU: {operand_dtype} dot in {operand_dtype}; operand_precision "
       "and algorithm do not change CPU arithmetic (jaxlib 0.10.2, 0.12.0.1)"
+    )
+  if operand_dtype in _CPU_SIXTEEN_BIT and result_dtype == "f32":
+    return _CPU_SIXTEEN_BIT[operand_dtype], (
+      f"XLA:CPU: {operand_dtype} x {operand_dtype} -> f32: exact products "
+      "summed in f32 (operand_upcaster converts the operands to f32, or "
+      "YNNPACK's __ynn_fusion accumulates in f32; jaxlib 0.10.2, 0.12.0.1)"
     )
   return None, f"XLA:CPU: no rule for {operand_dtype} operands"
 
@@ -255,8 +329,11 @@ def _effective(
   if fate.fate == Fate.AMBIGUOUS:
     names = ", ".join(path[-1] for path in fate.candidates)
     return None, None, f"ambiguous: {names} fit the site equally well"
+  if is_integer_dtype(dtype) and is_integer_dtype(fate.site.rhs.dtype):
+    algorithm, evidence = integer_algorithm(fate, target)
+    return algorithm, "rule", evidence
   if target.platform == "cpu":
-    algorithm, evidence = cpu_algorithm(dtype)
+    algorithm, evidence = cpu_algorithm(dtype, fate.site.result.dtype)
   elif fate.fate in _BLAS_FATES:
     algorithm, evidence = blas_algorithm(
       fate.fate.value,

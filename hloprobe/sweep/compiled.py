@@ -25,13 +25,19 @@ from hloprobe.compile import (
   compile_case,
   get_case,
   load_topology,
+  rejected_compile,
   run_compiled,
 )
-from hloprobe.errors import first_line
+from hloprobe.errors import HloprobeError, first_line
 from hloprobe.ir import parse_hlo_module, parse_ptx, parse_stablehlo_dots
 from hloprobe.records import Compilation, Config, ConfigResult, Failure
 from hloprobe.runtime import Request, Stopwatch, note_stage
-from hloprobe.sites import attribute_passes, map_dot_sites, resolve
+from hloprobe.sites import (
+  attribute_passes,
+  explain_rejection,
+  map_dot_sites,
+  resolve,
+)
 
 __all__ = [
   "CompileRequest",
@@ -158,8 +164,28 @@ def compile_and_run_case(
       outs, run_s = run_compiled(cc, args)
     return CompiledConfig(result, outs, run_s, watch.seconds())
   except Exception as e:  # one config's failure must not lose the others
-    failed = ConfigResult(config, failure=Failure(stage, first_line(e)))
-    return CompiledConfig(failed, timings=watch.seconds())
+    finding = None
+    if stage == "compile" and not isinstance(e, HloprobeError):
+      with watch.stage("compile"):
+        finding = _rejection_finding(case, full, config)
+    failure = Failure(stage, first_line(e), finding)
+    return CompiledConfig(
+      ConfigResult(config, failure=failure), timings=watch.seconds()
+    )
+
+
+def _rejection_finding(case: Case, full, config: Config):
+  """The sites and pass of a compile XLA rejected (`explain_rejection`),
+  from one more compile with every pass dumped; None when that compile
+  succeeds or fails in another way (the failure keeps XLA's error)."""
+  try:
+    args = case.inputs_for(full, config.n)
+    rejection = rejected_compile(
+      case, args, config.precision.jax_name, config.target
+    )
+    return None if rejection is None else explain_rejection(rejection)
+  except Exception:  # the finding is extra; the failure stands without it
+    return None
 
 
 def _analysed(cc, target: Target, watch) -> Compilation:

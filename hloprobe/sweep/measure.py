@@ -1,5 +1,6 @@
 """The main process's part of a config: its errors against the float64
-references, its predicted numerics, the headline leaf (chosen once, in
+references, its predicted numerics, what XLA made (the optimized module
+executed, `numerics.MadeChecker`), the headline leaf (chosen once, in
 `_with_headline`) and batch consistency (`ulp_vs_n1`), from a worker's
 `CompiledConfig`.
 
@@ -18,6 +19,7 @@ from hloprobe.errors import CaseError, first_line
 from hloprobe.ir import as_precision
 from hloprobe.numerics import (
   ErrorStats,
+  MadeChecker,
   Predictor,
   References,
   error_stats,
@@ -142,22 +144,39 @@ def _with_prediction(
   return dataclasses.replace(r, prediction=prediction)
 
 
+def _with_made(
+  r: ConfigResult, checker: MadeChecker | None, watch: Stopwatch
+) -> ConfigResult:
+  """Attaches what XLA made (`numerics.made`): the config's optimized
+  module executed on its inputs; needs a float64 reference (`checker`)."""
+  if not r.ok or r.compilation is None or checker is None:
+    return r
+  c, p = r.compilation, r.prediction
+  with watch.stage("predict"):
+    made = checker.check(
+      r.config.n,
+      c.optimized_hlo,
+      c.fates,
+      c.passes,
+      p.bands if p is not None else (),
+      p.leaf if p is not None else None,
+    )
+  return dataclasses.replace(r, made=made)
+
+
 def _with_headline(
   r: ConfigResult, references: References | None
 ) -> ConfigResult:
-  """`r` with its execution's headline leaf, chosen here once: the
-  prediction's leaf where there is a prediction (it judged every leaf and
-  chose it, `accuracy.headline_leaf`), else `accuracy.headline_leaf` of
-  the errors against float64."""
+  """`r` with its execution's headline leaf: the prediction's leaf where
+  there is a prediction, else `accuracy.headline_leaf` (the same rule,
+  fixed per case)."""
   run = r.execution
   if run is None or not run.leaf_stats:
     return r
   if r.prediction is not None:
     headline = [s.leaf for s in run.leaf_stats].index(r.prediction.leaf)
   else:
-    headline = headline_leaf(
-      references.axes, references.dtypes, [s.max_rel for s in run.leaf_stats]
-    )
+    headline = headline_leaf(references.axes, references.dtypes)
   return dataclasses.replace(
     r, execution=dataclasses.replace(run, headline=headline)
   )
@@ -166,6 +185,8 @@ def _with_headline(
 def _ulp_vs(a: ErrorStats, b: ErrorStats) -> int | None:
   """Row 0 of two runs of the same leaf apart, in ULPs; None if unbatched."""
   if a.axis is None or a.row0_values.shape != b.row0_values.shape:
+    return None
+  if a.row0_ulp is None:  # not a float leaf: no ULPs
     return None
   return ulp_distance(a.row0_values, b.row0_values, a.row0_values.dtype)
 
@@ -198,7 +219,7 @@ def with_batch_consistency(results: list[ConfigResult]) -> list[ConfigResult]:
 
 
 class CaseSetup:
-  """A case's inputs, fingerprint, references and predictor in the main
+  """A case's inputs, fingerprint, references, predictor and made-checker in the main
   process, each made when first needed (a warm rerun from the cache makes
   no reference) and shared by every target, precision and experiment.
   The time is charged to the stopwatch of the config that needs it first.
@@ -242,7 +263,10 @@ class CaseSetup:
         predictor, why = _predictor(
           self.case, full, references, self.sizes, why
         )
-      self._made = references, lie, predictor, why
+        checker = None
+        if references is not None:
+          checker = MadeChecker(self.case, full, references)
+      self._made = references, lie, predictor, why, checker
 
   def finish(self, work: CompiledConfig, watch) -> ConfigResult:
     """A worker's reply with the errors against float64 and the prediction.
@@ -253,11 +277,12 @@ class CaseSetup:
     for name, seconds in work.timings.items():
       watch.add(name, seconds)  # spent in the worker
     self.prepare(watch)
-    references, lie, predictor, why = self._made
+    references, lie, predictor, why, checker = self._made
     if lie is not None:
       return failed(work.result, str(lie), "reference")
     r = _with_stats(work, references, watch)
     r = _with_prediction(r, predictor, why, watch)
+    r = _with_made(r, checker, watch)
     return _with_headline(r, references)
 
 

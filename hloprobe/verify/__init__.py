@@ -27,7 +27,10 @@ it cannot:
               within noise. Or, with --abs_error_bound / --rel_error_bound
               (the names of XLA's run_hlo_module), max |err| <= abs bound or
               max rel err <= rel bound (XLA's ErrorSpec: either bound
-              suffices), for the headline and every observed leaf.
+              suffices), for the headline and every observed leaf. Either
+              way, a config whose optimized module XLA made compute other
+              math ("XLA changed the math", `numerics.made`) fails, its
+              evidence naming the instruction.
   golden      the fix's configs match the committed goldens.
 """
 
@@ -39,6 +42,7 @@ from hloprobe.verify.evidence import ErrorsJudged as ErrorsJudged
 from hloprobe.verify.evidence import GoldenNote as GoldenNote
 from hloprobe.verify.evidence import LeafErrors as LeafErrors
 from hloprobe.verify.evidence import LeafVerdict as LeafVerdict
+from hloprobe.verify.evidence import MathChanged as MathChanged
 from hloprobe.verify.evidence import NoiseLimits as NoiseLimits
 from hloprobe.verify.evidence import NotJudged as NotJudged
 from hloprobe.verify.evidence import Reason as Reason
@@ -66,6 +70,7 @@ __all__ = [
   "GoldenNote",
   "LeafErrors",
   "LeafVerdict",
+  "MathChanged",
   "NoiseLimits",
   "NotJudged",
   "REQUIREMENTS",

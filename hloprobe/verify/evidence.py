@@ -21,6 +21,7 @@ __all__ = [
   "GoldenNote",
   "LeafErrors",
   "LeafVerdict",
+  "MathChanged",
   "NoiseLimits",
   "NotJudged",
   "Reason",
@@ -65,6 +66,8 @@ class Reason(enum.Enum):
   NO_BATCH_AXIS = "the output leaf has no batch axis"
   NO_BASE = "no row 0 of the leaf at the smallest n"
   NO_ERRORS = "no errors to judge"
+  NOT_COMPILED = "does not compile"
+  FAILED = "failed"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -77,6 +80,9 @@ class NotJudged:
     leaf: the output leaf concerned ("" for a single array).
     source: for NO_BASE, the kind of row 0 looked for.
     base_n: for NO_BASE, the smallest batch size of the group.
+    failure: for NOT_COMPILED and FAILED, the config's failure in words
+      (`records.Failure.words`: for a compile XLA rejected, the sites and
+      the pass or rule, then XLA's error).
   """
 
   subject: Subject | None
@@ -84,6 +90,7 @@ class NotJudged:
   leaf: str = ""
   source: Source | None = None
   base_n: int | None = None
+  failure: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -186,6 +193,26 @@ class ErrorsJudged:
   limits: NoiseLimits | ErrorBounds
   not_accurate: tuple[LeafVerdict | LeafErrors, ...]
   passed: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MathChanged:
+  """ "accurate" fails a config whose optimized module, executed widened to
+  float64, leaves the F32 band: XLA changed the math (`numerics.made`).
+
+  Attributes:
+    subject: the config.
+    verdict: the "XLA changed the math: ..." verdict, naming the
+      instruction (custom call target, backend_config fields, site, pass).
+    deviation_abs: max |widened module - float64 reference|.
+    bound_abs: the F32 band it left.
+  """
+
+  subject: Subject
+  verdict: str
+  deviation_abs: float | None
+  bound_abs: float | None
+  passed: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -164,7 +164,7 @@ def verify(
     ),
   )
   changes, errors = _changes(baseline, fixed, fix)
-  failures = tuple(dict.fromkeys(r.failure.error for r in fixed if not r.ok))
+  failures = tuple(dict.fromkeys(r.failure.words() for r in fixed if not r.ok))
   return Verification(
     fix, tuple(checks[n]() for n in requirements), changes, errors, failures
   )

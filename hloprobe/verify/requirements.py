@@ -70,6 +70,17 @@ def _predicted(r: ConfigResult) -> ev.Source:
   return ev.Source("predicted", tuple(sites))
 
 
+def _failed(r: ConfigResult) -> ev.NotJudged:
+  """A config that failed: never "no errors", but what failed and why.
+
+  A compile XLA rejected is NOT_COMPILED, with the sites and the pass or
+  rule that rejected it where they were found (`records.Failure.words`).
+  """
+  f = r.failure
+  reason = ev.Reason.NOT_COMPILED if f.stage == "compile" else ev.Reason.FAILED
+  return ev.NotJudged(subject(r), reason, failure=f.words())
+
+
 def _noise(r: ConfigResult) -> NoiseFloor | None:
   return r.prediction.noise if r.prediction is not None else None
 
@@ -142,12 +153,16 @@ def _consistent(fixed: list[ConfigResult]) -> Requirement:
   groups: dict[tuple, list[ConfigResult]] = {}
   for r in fixed:
     c = r.config
-    groups.setdefault((c.case, c.target.name, c.precision), []).append(r)
+    key = (c.experiment, c.case, c.target.name, c.precision)
+    groups.setdefault(key, []).append(r)
   bad, good = [], []
   if not groups:
     bad.append(ev.NotJudged(None, ev.Reason.NO_CONFIGS))
   for rs in groups.values():
-    rs = sorted(rs, key=lambda r: r.config.n)
+    bad.extend(_failed(r) for r in rs if not r.ok)
+    rs = sorted((r for r in rs if r.ok), key=lambda r: r.config.n)
+    if not rs:
+      continue
     first = rs[0].config
     if len(rs) < 2:
       bad.append(
@@ -190,6 +205,8 @@ def _errors_judged(r: ConfigResult, abs_bound, rel_bound):
   """`ev.ErrorsJudged` (or `ev.NotJudged`) for one config: the headline
   by its numbers, the other leaves by their verdicts (or observed
   errors, with bounds)."""
+  if not r.ok:
+    return _failed(r)
   stats, source = judged(r)
   noise = _noise(r)
   bounded = abs_bound is not None or rel_bound is not None
@@ -219,9 +236,16 @@ def _errors_judged(r: ConfigResult, abs_bound, rel_bound):
 def _accurate(
   fixed: list[ConfigResult], abs_bound: float | None, rel_bound: float | None
 ) -> Requirement:
-  """Every output leaf of every config accurate."""
+  """Every output leaf of every config accurate, and no config's math
+  changed by XLA (`ev.MathChanged`, whatever its errors)."""
   bad, good = [], []
   for r in fixed:
+    if r.made is not None and r.made.changed:
+      m = r.made
+      bad.append(
+        ev.MathChanged(subject(r), m.verdict, m.deviation_abs, m.bound_abs)
+      )
+      continue
     found = _errors_judged(r, abs_bound, rel_bound)
     (good if getattr(found, "passed", False) else bad).append(found)
   return Requirement("accurate", not bad and bool(good), tuple(bad + good))

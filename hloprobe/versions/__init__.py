@@ -22,6 +22,7 @@ from hloprobe.versions.gpu_check import output_path as output_path
 from hloprobe.versions.gpu_check import render_check as render_check
 from hloprobe.versions.gpu_check import run_gpu_check as run_gpu_check
 from hloprobe.versions.pythons import survey as survey
+from hloprobe.versions.run import spec_from_request as spec_from_request
 from hloprobe.versions.run import spec_request as spec_request
 from hloprobe.versions.venvs import VenvError as VenvError
 from hloprobe.versions.venvs import cached_venvs as cached_venvs
@@ -42,6 +43,7 @@ __all__ = [
   "render_versions",
   "run_gpu_check",
   "run_versions",
+  "spec_from_request",
   "spec_request",
   "survey",
   "version_key",

@@ -3,7 +3,10 @@
 Reads the workers' replies (`run.VersionRun`), never re-runs anything. Per
 config (case, target, n, precision) and version it shows the dot fates,
 the effective algorithms, row 0's |error| against float64 (observed where
-the target ran, else predicted, marked "(pred)") and the verdict. A field
+the target ran, else predicted, marked "(pred)") and the config's verdict
+("XLA changed the math: ..." where the executed module says so,
+`numerics.made`). Each XLA_FLAGS experiment's configs are compared apart
+from the baseline's. A field
 whose value differs between versions is marked `*` in the last column,
 with the fields compared as text (the error only through the verdict it
 leads to, so f32 noise is no change).
@@ -34,7 +37,7 @@ had no "installed", "python", "jax_commit", "xla_commit", "xla_source",
                  "jax_commit": str | null, "xla_commit": str | null,
                  "xla_source": str}],
    "xla_ranges": [str] (neighbouring versions' XLA commits in words),
-   "configs": [{"case", "target", "n", "precision",
+   "configs": [{"experiment", "case", "target", "n", "precision",
                 "changed": [field], "compared_in": [jaxlib],
                 "cells": {jaxlib: {"status": "ok" | "failed" | "n/a" |
                                    "not installed",
@@ -89,8 +92,14 @@ _LABELS = {
 
 
 def config_key(config: dict) -> tuple:
-  """(case, target, n, precision) of a results.json config."""
-  return (config["case"], config["target"], config["n"], config["precision"])
+  """(experiment, case, target, n, precision) of a results.json config."""
+  return (
+    config.get("experiment", "baseline"),
+    config["case"],
+    config["target"],
+    config["n"],
+    config["precision"],
+  )
 
 
 def _algorithms(config: dict) -> str | None:
@@ -139,7 +148,7 @@ def _cell(config: dict | None, run: VersionRun) -> dict:
     "effective_algorithms": _algorithms(config),
     "row0_abs_err": err,
     "row0_abs_err_source": source,
-    "verdict": prediction.get("verdict"),
+    "verdict": config.get("verdict") or prediction.get("verdict"),
     "dot_sites": config.get("dot_sites") or [],
     "passes_explained": bool(config.get("passes_explained")),
   }
@@ -158,7 +167,7 @@ def compare(runs: Sequence[VersionRun]) -> list[dict]:
   """One entry per config swept by any version, in the first sweep's order.
 
   Returns:
-    Dicts {"case", "target", "n", "precision", "cells": {jaxlib: cell},
+    Dicts {"experiment", "case", "target", "n", "precision", "cells": {jaxlib: cell},
     "compared_in": [the versions that ran it: status "ok" or "failed"],
     "changed": [fields whose text differs between the versions that ran
     it; "status" when theirs differ; empty unless two or more took
@@ -168,7 +177,6 @@ def compare(runs: Sequence[VersionRun]) -> list[dict]:
     run.jaxlib: {
       config_key(c): c
       for c in (run.reply or {}).get("results", {}).get("configs", [])
-      if c.get("experiment", "baseline") == "baseline"
     }
     for run in runs
   }
@@ -179,9 +187,10 @@ def compare(runs: Sequence[VersionRun]) -> list[dict]:
       run.jaxlib: _cell(by_version[run.jaxlib].get(key), run) for run in runs
     }
     compared_in = [v for v, c in cells.items() if c["status"] in _RAN]
-    case, target, n, precision = key
+    experiment, case, target, n, precision = key
     out.append(
       {
+        "experiment": experiment,
         "case": case,
         "target": target,
         "n": n,
@@ -251,6 +260,8 @@ def render_versions(
     words = (
       f"{entry['target']} {entry['case']} n={entry['n']} {entry['precision']}"
     )
+    if entry["experiment"] != "baseline":
+      words += f" ({entry['experiment']})"
     for i, field in enumerate(FIELDS):
       mark = "*" if field in entry["changed"] else ""
       if field == "fates" and "status" in entry["changed"]:

@@ -34,7 +34,7 @@ import tempfile
 from hloprobe.versions.children import Children
 from hloprobe.versions.venvs import Venv, last_line
 
-__all__ = ["VersionRun", "run_version", "spec_request"]
+__all__ = ["VersionRun", "run_version", "spec_from_request", "spec_request"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,14 +67,36 @@ class VersionRun:
 
 
 def spec_request(spec) -> dict:
-  """A `sweep.SweepSpec` as JSON-able fields (experiments are not sent)."""
+  """A `sweep.SweepSpec` as JSON-able fields, its XLA_FLAGS experiments as
+  {"name", "xla_flags"} (the worker sweeps them beside the baseline)."""
   return {
     "cases": list(spec.case_names),
     "batch_sizes": list(spec.batch_sizes),
     "precisions": list(spec.precisions),
     "targets": list(spec.target_names),
     "explain_passes": spec.explain_passes,
+    "experiments": [
+      {"name": e.name, "xla_flags": list(e.xla_flags)} for e in spec.experiments
+    ],
   }
+
+
+def spec_from_request(fields: dict):
+  """The `sweep.SweepSpec` a worker sweeps, from `spec_request`'s fields."""
+  from hloprobe import sweep
+  from hloprobe.compile import Experiment
+
+  return sweep.SweepSpec(
+    cases=tuple(fields["cases"]),
+    batch_sizes=tuple(fields["batch_sizes"]),
+    precisions=tuple(fields["precisions"]),
+    targets=tuple(fields["targets"]),
+    explain_passes=bool(fields["explain_passes"]),
+    experiments=tuple(
+      Experiment(e["name"], tuple(e["xla_flags"]))
+      for e in fields.get("experiments", ())
+    ),
+  )
 
 
 def _package_dir() -> str:
@@ -184,14 +206,7 @@ def _serve(request_path: str, reply_path: str) -> None:
 
   with open(request_path, encoding="utf-8") as f:
     request = json.load(f)
-  fields = request["spec"]
-  spec = sweep.SweepSpec(
-    cases=tuple(fields["cases"]),
-    batch_sizes=tuple(fields["batch_sizes"]),
-    precisions=tuple(fields["precisions"]),
-    targets=tuple(fields["targets"]),
-    explain_passes=bool(fields["explain_passes"]),
-  )
+  spec = spec_from_request(request["spec"])
   start_backends(None)
   results = sweep.run_sweep(spec)
   judged = verify.judge(results, request["requirements"])

@@ -133,6 +133,15 @@ FIXTURES = {
     )
     for p in ("bfloat16", "tensorfloat32", "float32")
   },
+  # Issue 23: GemmRewriter folds 0.1 into a cuBLASLt alpha over a BIAS
+  # epilogue under jaxlib 0.10.2 (not under 0.12.0.1).
+  "scaled_dense_a100_n8_float32_no_triton_gemm": (
+    lambda: cases.get_case("scaled_dense"),
+    "a100",
+    8,
+    "float32",
+    {"xla_gpu_enable_triton_gemm": False},
+  ),
 }
 
 
@@ -146,7 +155,7 @@ def record(name: str) -> str:
       t, compiler_options={**(t.compiler_options or {}), **options[0]}
     )
   cc = lowering.compile_case(case, args, parse_precision(precision), t)
-  versions = lowering.versions()
+  versions = lowering.jax_versions()
   folder = os.path.join(_HERE, name, "jaxlib" + versions["jaxlib"])
   shutil.rmtree(folder, ignore_errors=True)
   os.makedirs(folder)

@@ -1,0 +1,380 @@
+"""What XLA made: a config's optimized module executed on its inputs.
+
+The prediction (`predict`) emulates the *program* (its jaxpr) with each dot
+site at its effective algorithm: whatever XLA's rewrites do beyond choosing
+an algorithm (fused epilogues, alpha/beta folding, converts) is invisible
+there. Here the optimized module the config compiled (compile-only GPUs and
+the CPU alike) is executed by `hloprobe.execute`, hloprobe's numpy executor
+of HLO (no XLA), on the config's inputs at its batch size, twice:
+
+  widened  every float in float64 (`execute_module(widen=True)`). The
+           module's own rounding is then of order 2^-53 per operation,
+           2^29 times below f32's, so its difference from the program's
+           float64 reference is XLA's change of the math, not rounding.
+           It is judged against the F32 band, the analytic bound the issue
+           names (not a measured floor): the largest F32 band of the dot
+           sites (`bands.site_band` at F32_F32_F32, Higham's gamma_K times
+           max |A||B|) plus `_OUTPUT_ROUNDINGS` f32 unit roundoffs of the
+           leaf's largest reference value. A deviation above it cannot come
+           from f32 arithmetic at the sites nor from f64 rounding; one below
+           it is not called a change (a change smaller than f32's own error
+           is not one this check claims to see). Widening, rather than every
+           gemm at F32, keeps the judgement free of f32 summation order.
+  made     each gemm at its site's effective algorithm (`SiteFate.carriers`
+           names the instructions of a site; a gemm no site maps to runs at
+           F32): "what XLA made", shown beside "what the program asks".
+
+When the widened run deviates, the verdict is "XLA changed the math" and
+names the gemm calls that do more than A @ B (`math_rules`: the custom
+call target, the backend_config fields that matter, the site, the pass and
+a known miscompile's rule); with none, the gemms of the module, "not
+localised". An instruction the executor cannot compute makes the verdict
+say "prediction incomplete: not executed: <target>".
+
+Module parameters and the case's arguments: jit drops unused arguments, so
+parameter i is flattened argument `kept[i]`, read from jax's own lowering
+(`private_api.kept_arguments`), and each parameter's dimensions are checked
+against its argument's.
+
+Executions are cached per (module text fingerprint, batch size, algorithms,
+widened) in a `MadeChecker`, one per case and sweep (the inputs are the
+case's at that size).
+
+Private in intent: use the package, `hloprobe.numerics`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Mapping
+
+import jax
+import numpy as np
+
+from hloprobe import execute, private_api
+from hloprobe.compile import Case
+from hloprobe.errors import first_line
+from hloprobe.ir import parse_hlo_module
+from hloprobe.numerics import accuracy, math_rules
+from hloprobe.numerics.bands import F32_UNIT, site_band
+
+__all__ = ["CHANGED", "Made", "MadeChecker", "MathChange", "config_verdict"]
+
+CHANGED = "XLA changed the math"
+INCOMPLETE = "prediction incomplete: not executed"
+# f32 roundings of the output allowed besides the sites' bands (the
+# elementwise ops around the dots: a bias add, a scale, a convert).
+_OUTPUT_ROUNDINGS = 4
+_F32 = "F32_F32_F32"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MathChange:
+  """One instruction named by an "XLA changed the math" verdict.
+
+  Attributes:
+    instruction: its HLO name, e.g. "cublas-lt-matmul.1".
+    target: the custom call target ("__cublas$lt$matmul") or gemm kind.
+    fields: the backend_config fields that matter, e.g. "alpha_real 0.1,
+      beta 0, epilogue BIAS" (`math_rules.call_fields`).
+    site: the dot site it computes, or None when no site maps to it.
+    pass_name: the XLA pass that made it (the site's attributed pass with
+      --explain_passes, else the rule's, else the target's maker), or None.
+    rule: the known miscompile it matches (`math_rules.RULES`), or None.
+    source: where the rule is documented, or None.
+  """
+
+  instruction: str
+  target: str
+  fields: str
+  site: int | None
+  pass_name: str | None
+  rule: str | None = None
+  source: str | None = None
+
+  def words(self) -> str:
+    """E.g. "__cublas$lt$matmul cublas-lt-matmul.1 (alpha_real 0.1, beta 0,
+    epilogue BIAS) from site 0, made by gemm-rewriter: suspected ..."."""
+    where = "no dot site" if self.site is None else f"site {self.site}"
+    text = f"{self.target} {self.instruction} ({self.fields}) from {where}"
+    if self.pass_name:
+      text += f", made by {self.pass_name}"
+    return f"{text}: {self.rule}" if self.rule else text
+
+
+@dataclasses.dataclass(frozen=True)
+class Made:
+  """What XLA made of one config (see the module docstring).
+
+  Attributes:
+    stats: the headline leaf's errors against float64 with each gemm at its
+      site's effective algorithm ("what XLA made"); None when not executed.
+    deviation_abs: max |widened module - float64 reference| over the float
+      leaf furthest beyond its bound, output units; None when not executed.
+    bound_abs: that leaf's F32 band (see the module docstring).
+    deviation_leaf: that leaf's name ("" for a single array).
+    changes: the instructions named when the math changed (suspects first).
+    localised: whether `changes` are gemm calls doing more than A @ B
+      (False: no suspect, the module's gemms are listed instead).
+    not_executed: what the executor could not compute, as
+      "<target> (<instruction>)" or why the module was not run at all.
+    gemms: how many gemms the widened run computed.
+  """
+
+  stats: accuracy.ErrorStats | None
+  deviation_abs: float | None
+  bound_abs: float | None
+  deviation_leaf: str = ""
+  changes: tuple[MathChange, ...] = ()
+  localised: bool = True
+  not_executed: tuple[str, ...] = ()
+  gemms: int = 0
+
+  @property
+  def changed(self) -> bool:
+    """Whether the module's widened execution left the F32 band."""
+    if self.deviation_abs is None or self.bound_abs is None:
+      return False
+    return not self.deviation_abs <= self.bound_abs  # NaN counts
+
+  @property
+  def complete(self) -> bool:
+    return not self.not_executed
+
+  @property
+  def verdict(self) -> str | None:
+    """ "XLA changed the math: ...", "prediction incomplete: not executed:
+    ...", or None when the module does what the program asks."""
+    if self.changed:
+      if self.localised and self.changes:
+        return f"{CHANGED}: " + "; ".join(c.words() for c in self.changes)
+      listed = ", ".join(f"{c.target} {c.instruction}" for c in self.changes)
+      return f"{CHANGED} (not localised; gemms: {listed or 'none'})"
+    if self.not_executed:
+      return f"{INCOMPLETE}: {', '.join(self.not_executed)}"
+    return None
+
+
+def config_verdict(prediction_verdict: str | None, made: Made | None):
+  """A config's verdict: "XLA changed the math" leads; an incomplete
+  execution is added to the prediction's verdict; else the prediction's."""
+  extra = made.verdict if made is not None else None
+  if extra is None or made.changed or prediction_verdict is None:
+    return extra or prediction_verdict
+  return f"{prediction_verdict}; {extra}"
+
+
+def _flat(args) -> list[np.ndarray]:
+  return [np.asarray(a) for a in jax.tree_util.tree_leaves(args)]
+
+
+def _unique(items) -> tuple:
+  return tuple(dict.fromkeys(items))
+
+
+class MadeChecker:
+  """Executes the configs' optimized modules of one case (cached).
+
+  Args:
+    case: the case.
+    full: its `full_inputs()` (None for a sized case).
+    references: its float64 references (`reference.References`).
+  """
+
+  def __init__(self, case: Case, full: tuple | None, references):
+    self.case, self._full, self._refs = case, full, references
+    self._kept: tuple[int, ...] | None | str = "unknown"
+    self._runs: dict[tuple, execute.Execution] = {}
+    self._modules: dict[str, object] = {}
+
+  def _kept_arguments(self, args: tuple) -> tuple[int, ...] | None:
+    """The flattened arguments the module keeps (jax's own lowering, once
+    per case: which arguments a function uses does not depend on n)."""
+    if self._kept == "unknown":
+      lowered = jax.jit(self.case.fn).lower(*args)
+      self._kept = private_api.kept_arguments(lowered)
+    return self._kept
+
+  def _parameters(self, module, args: tuple) -> list[np.ndarray]:
+    """The module's entry parameters from the case's arguments.
+
+    Raises:
+      ValueError: they do not match (count or dimensions), naming which.
+    """
+    flat = _flat(args)
+    kept = self._kept_arguments(args)
+    if kept is None:
+      kept = tuple(range(len(flat)))
+    params = module.entry.parameters()
+    if len(params) != len(kept):
+      raise ValueError(
+        f"parameters: the module has {len(params)}, the case keeps "
+        f"{len(kept)} of {len(flat)} arguments"
+      )
+    out = []
+    for i, k in enumerate(kept):
+      dims = tuple(params[i].shape.dims)
+      if dims != tuple(flat[k].shape):
+        raise ValueError(
+          f"parameters: parameter {i} is {list(dims)}, argument {k} "
+          f"{list(flat[k].shape)}"
+        )
+      out.append(flat[k])
+    return out
+
+  def _run(self, key_text, module, n, params, algorithms, widen):
+    key = (key_text, n, tuple(sorted(algorithms.items())), widen)
+    if key not in self._runs:
+      self._runs[key] = execute.execute_module(
+        module, params, algorithms=algorithms, widen=widen
+      )
+    return self._runs[key]
+
+  def _module(self, text: str):
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    if digest not in self._modules:
+      self._modules[digest] = parse_hlo_module(text)
+    return digest, self._modules[digest]
+
+  def check(
+    self,
+    n: int,
+    optimized_hlo: str,
+    fates=(),
+    passes: Mapping | None = None,
+    bands=(),
+    headline: str | None = None,
+  ) -> Made:
+    """What XLA made of one config (see the module docstring).
+
+    Args:
+      n: the batch size.
+      optimized_hlo: the optimized module's text.
+      fates: the config's `SiteFate`s (carriers, effective algorithms).
+      passes: site -> `PassAttribution` (--explain_passes), or None.
+      bands: the prediction's `SiteBand`s (None where not measured).
+      headline: the output leaf the row is about (the prediction's); None
+        to choose it as `accuracy.headline_leaf` does.
+
+    Never raises for the module's sake: what cannot be executed is named
+    in `Made.not_executed`.
+    """
+    refs = self._refs
+    try:
+      args = self.case.inputs_for(self._full, n)
+      digest, module = self._module(optimized_hlo)
+      params = self._parameters(module, args)
+      wide = self._run(digest, module, n, params, {}, True)
+      if wide.not_executed:
+        found = _unique(
+          f"{x.target} ({x.instruction})" for x in wide.not_executed
+        )
+        return Made(None, None, None, not_executed=found)
+      algorithms = {
+        c: f.effective_algorithm
+        for f in fates
+        if f.effective_algorithm
+        for c in f.carriers
+      }
+      made = self._run(digest, module, n, params, algorithms, False)
+      ref = refs.at(n)
+      if len(wide.outputs) != len(ref) or made.outputs is None:
+        return Made(
+          None,
+          None,
+          None,
+          not_executed=(
+            f"outputs: the module has {len(wide.outputs)}, the program "
+            f"{len(ref)}",
+          ),
+        )
+    except Exception as e:  # named in the verdict, never silent
+      return Made(None, None, None, not_executed=(f"module ({first_line(e)})",))
+    leaf, dev, bound = _deviation(wide.outputs, ref, refs.names, bands)
+    stats = _stats(made.outputs, ref, refs, headline)
+    changes, localised = (), True
+    if not dev <= bound:
+      changes, localised = _changes(wide.gemms, fates, passes or {})
+    return Made(
+      stats, dev, bound, leaf, changes, localised, (), len(wide.gemms)
+    )
+
+
+def _f32_band(bands) -> float:
+  """The largest F32 band of the sites (0 without measured bands)."""
+  found = [
+    site_band(
+      b.site, _F32, b.K, b.operand_scale_max, b.operand_scale_rms
+    ).worst_abs
+    for b in bands
+    if b is not None
+  ]
+  return max(found, default=0.0)
+
+
+def _deviation(outputs, ref, names, bands) -> tuple[str, float, float]:
+  """(leaf, deviation, bound) of the float leaf furthest beyond its bound
+  (the widened outputs are float64 wherever the module computes floats)."""
+  sites = _f32_band(bands)
+  found = []
+  for got, want, name in zip(outputs, ref, names):
+    got = np.asarray(got)
+    if got.dtype.kind != "f" or got.shape != want.shape:
+      continue
+    scale = float(np.max(np.abs(want), initial=0.0))
+    bound = sites + _OUTPUT_ROUNDINGS * F32_UNIT * scale
+    diff = np.abs(got - want)
+    finite = bool(np.all(np.isfinite(diff)))
+    dev = float(np.max(diff, initial=0.0)) if finite else float("inf")
+    found.append((name, dev, bound))
+  if not found:
+    return "", 0.0, sites
+  return max(found, key=_ratio)
+
+
+def _ratio(found: tuple[str, float, float]) -> float:
+  _, dev, bound = found
+  if bound:
+    return dev / bound
+  return float("inf") if dev else 0.0
+
+
+def _stats(outputs, ref, refs, headline):
+  """The headline leaf's errors, made at the effective algorithms."""
+  leaves = [
+    accuracy.error_stats(got, want, axis, name)
+    for got, want, axis, name in zip(outputs, ref, refs.axes, refs.names)
+  ]
+  if headline is not None and headline in refs.names:
+    return leaves[list(refs.names).index(headline)]
+  at = accuracy.headline_leaf(refs.axes, refs.dtypes)  # fixed per case
+  return leaves[at]
+
+
+def _changes(gemms, fates, passes) -> tuple[tuple[MathChange, ...], bool]:
+  """The instructions to name: the gemm calls doing more than A @ B, or
+  every gemm when none does (not localised)."""
+  site_of = {c: f.site.index for f in fates for c in f.carriers}
+  once = {g.instruction: g for g in gemms}
+  suspects = [g for g in once.values() if not math_rules.is_plain(g)]
+  named = suspects or list(once.values())
+  out = []
+  for g in named:
+    site = site_of.get(g.instruction)
+    rule = math_rules.matching_rule(g) if suspects else None
+    made_by = passes.get(site).pass_name if site in passes else None
+    made_by = made_by or (rule.pass_name if rule else None)
+    made_by = made_by or math_rules.MAKING_PASS.get(g.kind)
+    out.append(
+      MathChange(
+        g.instruction,
+        g.kind,
+        math_rules.call_fields(g),
+        site,
+        made_by,
+        rule.words if rule else None,
+        rule.source if rule else None,
+      )
+    )
+  return tuple(out), bool(suspects)

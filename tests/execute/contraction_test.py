@@ -1,0 +1,112 @@
+"""Dot algorithms in the executor (`contraction`, `rounding`) against
+exact integer arithmetic on the f32 bit patterns and numpy float64."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+from absl.testing import absltest, parameterized
+
+from hloprobe.errors import ExecutionError
+from hloprobe.execute import contraction, rounding
+
+_MATMUL = contraction.DotDims((), (), (1,), (0,))
+
+
+def _tf32_by_integers(x: np.float32, ties_away: bool) -> float:
+  """x rounded to 11 significant bits with Python integers: the f32
+  significand as an integer, the 13 dropped bits compared with half."""
+  bits = int(np.float32(x).view(np.uint32))
+  sign, rest = bits >> 31, bits & 0x7FFFFFFF
+  kept, dropped = rest >> 13, rest & 0x1FFF
+  if dropped > 0x1000 or (dropped == 0x1000 and (ties_away or kept & 1)):
+    kept += 1
+  out = np.uint32((sign << 31) | (kept << 13)).view(np.float32)
+  return float(out)
+
+
+class RoundingTest(parameterized.TestCase):
+  @parameterized.named_parameters(
+    ("tie", 1 + 2**-11),
+    ("negative_tie", -(1 + 2**-11)),
+    ("odd_tie", 1 + 3 * 2**-11),
+    ("above_tie", 1 + 2**-11 + 2**-20),
+    ("small", 3.0e-39),
+    ("large", 3.3e38),
+  )
+  def test_tf32_modes(self, value):
+    x = np.array([value], np.float32)
+    for mode, away in (("rna", True), ("rne", False)):
+      self.assertEqual(
+        float(rounding.round_to_tf32(x, mode)[0]),
+        _tf32_by_integers(x[0], away),
+        mode,
+      )
+
+  def test_tf32_keeps_inf_and_nan(self):
+    x = np.array([np.inf, -np.inf, np.nan], np.float32)
+    out = rounding.round_to_tf32(x, "rna")
+    self.assertEqual(out[0], np.inf)
+    self.assertEqual(out[1], -np.inf)
+    self.assertTrue(np.isnan(out[2]))
+
+  def test_bf16_split_parts_are_bf16_and_sum_back(self):
+    x = np.random.default_rng(2).standard_normal(1000).astype(np.float32)
+    parts = rounding.split_bf16(x, 3)
+    for part in parts:
+      np.testing.assert_array_equal(
+        part, part.astype(ml_dtypes.bfloat16).astype(np.float32)
+      )
+    total = sum(p.astype(np.float64) for p in parts)
+    np.testing.assert_array_equal(total, x.astype(np.float64))
+
+
+class ContractionTest(parameterized.TestCase):
+  def setUp(self):
+    super().setUp()
+    g = np.random.default_rng(3)
+    self.a = g.standard_normal((5, 64)).astype(np.float32)
+    self.b = g.standard_normal((64, 7)).astype(np.float32)
+    self.exact = self.a.astype(np.float64) @ self.b.astype(np.float64)
+
+  def _error(self, algorithm):
+    out = contraction.contract(self.a, self.b, _MATMUL, algorithm)
+    return np.max(np.abs(out - self.exact))
+
+  def test_f32_products_are_exact(self):
+    # f32 x f32 products fit in float64; sums of 64 such are exact to
+    # far below an f32 ulp.
+    self.assertLess(self._error("F32_F32_F32"), 1e-12)
+
+  @parameterized.named_parameters(
+    ("bf16", "BF16_BF16_F32", "BF16_BF16_F32_X3"),
+    ("bf16_x3", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6"),
+    ("tf32", "TF32_TF32_F32", "TF32_TF32_F32_X3"),
+  )
+  def test_more_passes_are_more_accurate(self, fewer, more):
+    self.assertLess(self._error(more) * 50, self._error(fewer))
+
+  def test_x9_is_f32_accurate(self):
+    # Nine bf16 passes cover the 24 bits of both operands: well within the
+    # f32 sum's own rounding (64 terms).
+    scale = np.abs(self.a) @ np.abs(self.b)
+    self.assertLess(self._error("BF16_BF16_F32_X9"), 2**-24 * scale.max())
+
+  def test_batch_dims_and_integer_dots(self):
+    g = np.random.default_rng(4)
+    a = g.integers(-100, 100, (3, 4, 5)).astype(np.int8)
+    b = g.integers(-100, 100, (5, 3, 2)).astype(np.int8)
+    dims = contraction.DotDims((0,), (1,), (2,), (0,))
+    out = contraction.contract(a, b, dims, "F32_F32_F32")
+    want = np.einsum("bmk,kbn->bmn", a.astype(np.int64), b.astype(np.int64))
+    np.testing.assert_array_equal(out, want)
+
+  def test_aliases_and_unknown_names(self):
+    self.assertEqual(contraction.preset_name("TF32"), "TF32_TF32_F32")
+    self.assertEqual(contraction.preset_name("F32_F32_F32"), "F32_F32_F32")
+    with self.assertRaisesRegex(ExecutionError, "unknown dot algorithm"):
+      contraction.preset_name("FP32")
+
+
+if __name__ == "__main__":
+  absltest.main()

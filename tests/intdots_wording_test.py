@@ -1,0 +1,225 @@
+"""Wording that misled (issue 24, item 8), one test each.
+
+Expected words follow the recorded optimized HLO (tests/testdata/compiles:
+which sites XLA strength-reduced), XLA:CPU's passes (operand_upcaster,
+YNNPACK; a live CPU compile, `compiles`), exact arithmetic for shares, and
+the case's output structure for the headline leaf.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+import recorded
+from absl.testing import absltest
+
+from hloprobe.compile import Case, get_target
+from hloprobe.ir import as_precision
+from hloprobe.numerics import accuracy, site_notes
+from hloprobe.records import Compilation, Config, ConfigResult
+from hloprobe.report import explain, explain_records, explain_text
+from hloprobe.sites import Fate, effective
+from hloprobe.sweep import run_config
+
+
+def _explanation(**fields) -> explain_records.TargetExplanation:
+  return explain_records.TargetExplanation(
+    **{
+      "case": "c",
+      "target": "a100",
+      "experiment": "baseline",
+      "compile_only": True,
+      "precisions": {"default": "default (DEFAULT)"},
+      "spans": {},
+      "algorithms": (),
+      "changes": (),
+      "row0": (),
+      "predicted": (),
+      "alternatives": (),
+      "selection": None,
+      "reported": None,
+      "notes": (),
+      **fields,
+    }
+  )
+
+
+def _render(e) -> str:
+  return explain_text.render_explanation([e], width=10_000)
+
+
+class StrengthReducedPresetTest(absltest.TestCase):
+  def test_note_names_dot_strength_reduction_not_the_target(self):
+    # seed_mlp at n = 1 on the a100: XLA strength-reduced every site
+    # (multiply+reduce in the recorded optimized HLO), f32 products.
+    fates = recorded.fates(recorded.load("seed_a100_n1_float32"))
+    self.assertTrue(all(f.fate == Fate.MULTIPLY_REDUCE for f in fates))
+    declared = [
+      dataclasses.replace(f, algorithm="BF16_BF16_F32") for f in fates
+    ]
+    chosen = tuple(f.effective_algorithm for f in declared)
+    text = site_notes.annotate("within f32 noise", declared, chosen, "float32")
+    self.assertIn(
+      "site 0 ran F32_F32_F32 for declared BF16_BF16_F32: dot strength "
+      "reduction made it a multiply+reduce, whose kernel computes "
+      "F32_F32_F32, so this row says nothing about a gemm that honours the "
+      "preset",
+      text,
+    )
+    self.assertNotIn("the target ignores the preset", text)
+
+  def test_cpu_dot_keeps_the_target_wording(self):
+    fates = recorded.fates(recorded.load("seed_cpu_n1_float32"))
+    dots = [
+      dataclasses.replace(f, algorithm="BF16_BF16_F32")
+      for f in fates
+      if f.fate == Fate.DOT
+    ]
+    self.assertNotEmpty(dots)
+    text = site_notes.annotate(
+      "within f32 noise", dots, ("F32_F32_F32",) * len(dots), "float32"
+    )
+    self.assertIn("the target ignores the preset", text)
+
+
+class PerSiteAlgorithmTest(absltest.TestCase):
+  def test_label_names_each_configs_sites(self):
+    fates = recorded.fates(recorded.load("seed_a100_n2_bfloat16"))
+    mixed = [
+      dataclasses.replace(f, precision_config="highest,highest")
+      if f.site.index == 1
+      else f
+      for f in fates
+    ]
+    config = Config("seed_mlp", get_target("a100"), 2, as_precision("default"))
+    result = ConfigResult(config, Compilation("", "", tuple(mixed)))
+    others = ", ".join(str(f.site.index) for f in fates if f.site.index != 1)
+    self.assertEqual(
+      explain._precision_label("default", [result]),
+      f"default (sites {others} DEFAULT; site 1 HIGHEST)",
+    )
+
+  def test_effective_lines_say_which_site_runs_tf32(self):
+    uses = (
+      explain_records.AlgorithmUse(
+        "Triton gemm", "default", "TF32_TF32_F32", "ptx: tf32", (0,), (4,)
+      ),
+      explain_records.AlgorithmUse(
+        "Triton gemm", "default", "F32_F32_F32", "ptx: f32", (1,), (4,)
+      ),
+    )
+    text = _render(_explanation(algorithms=uses))
+    self.assertIn("site 0: TF32_TF32_F32 [ptx: tf32]", text)
+    self.assertIn("site 1: F32_F32_F32 [ptx: f32]", text)
+
+
+class TopShareTest(absltest.TestCase):
+  def test_share_never_rounds_to_all_or_nothing(self):
+    # Three TF32 sites whose errors alone are 996, 3 and 1 (exact): 99.6%.
+    total = 996 + 3 + 1
+    self.assertEqual(explain_text._share_words(996 / total), ">99%")
+    self.assertEqual(explain_text._share_words(1 / total), "<1%")
+    self.assertEqual(explain_text._share_words(1.0), "100%")
+    self.assertEqual(explain_text._share_words(0.5), "50%")
+    row = explain_records.PredictedRowZero(
+      "default",
+      (4,),
+      1e-3,
+      1e-6,
+      "explained by TF32_TF32_F32 at sites [0, 1, 2]",
+      0,
+      996 / total,
+    )
+    self.assertIn(
+      "top site 0 (>99% of the row-0 error the non-F32 sites cause one at "
+      "a time)",
+      _render(_explanation(predicted=(row,))),
+    )
+
+
+class HeadlineLeafTest(absltest.TestCase):
+  def test_fixed_by_structure_and_named(self):
+    # Two batched float leaves: the first, whatever the numbers.
+    self.assertEqual(accuracy.headline_leaf((0, 0), ("float32",) * 2), 0)
+    rows = (
+      explain_records.RowZero(
+        "default", (1,), 0.25, 0.0, None, "float32", "['grad_out']"
+      ),
+      explain_records.RowZero(
+        "default", (8,), 0.5, 1e-3, 3, "float32", "['grad_out']"
+      ),
+    )
+    predicted = (
+      explain_records.PredictedRowZero(
+        "default",
+        (1, 8),
+        1e-3,
+        1e-6,
+        "unexplained",
+        None,
+        None,
+        leaf="['grad_out']",
+      ),
+    )
+    text = _render(
+      _explanation(compile_only=False, row0=rows, predicted=predicted)
+    )
+    self.assertIn("n = 1: leaf ['grad_out'] 0.25 (|err| vs f64", text)
+    self.assertIn("n = 8: leaf ['grad_out'] 0.5 (|err| vs f64", text)
+    self.assertIn("n = 1, 8: leaf ['grad_out'] |err| vs f64", text)
+
+
+class OtherLeavesTest(absltest.TestCase):
+  def test_explain_names_an_overflowing_leaf_beside_the_headline(self):
+    overflow = "overflow: 16 of 16 elements of ['s8'] exceed s8 [-128, 127]"
+    p = types.SimpleNamespace(
+      verdict="exact",
+      leaf="['s32']",
+      leaf_verdicts=(("['s32']", "exact"), ("['s8']", overflow)),
+    )
+    self.assertEqual(explain._verdict_words(p), f"exact; ['s8']: {overflow}")
+
+
+class CpuSixteenBitRuleTest(absltest.TestCase):
+  def test_rule(self):
+    self.assertEqual(effective.cpu_algorithm("bf16", "f32")[0], "BF16_BF16_F32")
+    self.assertEqual(effective.cpu_algorithm("f16", "f32")[0], "F16_F16_F32")
+    self.assertIsNone(effective.cpu_algorithm("bf16", "bf16")[0])
+
+  @pytest.mark.compiles
+  def test_bf16_dot_on_the_cpu_is_bf16_bf16_f32(self):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((4, 64)).astype(ml_dtypes.bfloat16)
+    w = rng.standard_normal((64, 32)).astype(ml_dtypes.bfloat16)
+    case = Case(
+      "bf16_cpu",
+      "bf16 x bf16 -> f32",
+      lambda a, b: jnp.dot(a, b, preferred_element_type=jnp.float32),
+      lambda: (x, w),
+    )
+    for n in (1, 4):
+      r = run_config(case, (x, w), None, get_target("cpu"), "default", n)
+      (f,) = r.compilation.fates
+      self.assertEqual(f.effective_algorithm, "BF16_BF16_F32")
+      hlo = r.compilation.optimized_hlo
+      if n == 1:  # operand_upcaster: both operands converted to f32
+        self.assertRegex(hlo, r"f32\[64,32\]\{1,0\} convert\(")
+      else:  # YNNPACK takes the bf16 operands, f32 result
+        self.assertIn("__ynn_fusion", hlo)
+        self.assertIn("bf16[4,64]", hlo)
+        self.assertNotRegex(hlo, r"f32\[64,32\]\{1,0\} convert\(")
+    # The run: exact products summed in f32, within K u sum|a||b| of f64.
+    got = np.asarray(jax.jit(case.fn)(x, w), np.float64)
+    a, b = x.astype(np.float64), w.astype(np.float64)
+    bound = 64 * 2.0**-24 * (np.abs(a) @ np.abs(b))
+    self.assertTrue(np.all(np.abs(got - a @ b) <= bound))
+
+
+if __name__ == "__main__":
+  absltest.main()
