@@ -37,7 +37,11 @@ class BadInputTest(parameterized.TestCase):
       "--require=consistent,nice",
       "'nice': value should be one of <consistent|accurate|golden>",
     ),
-    ("case", "--case=nope", "unknown case 'nope'; choose from jax_11628"),
+    (
+      "case",
+      "--case=nope",
+      "unknown case 'nope'; choose from int8_dots, jax_11628",
+    ),
     ("target", "--targets=tpu", "unknown target 'tpu'; choose from cpu"),
     ("batch_zero", "--batch_sizes=0", "bad batch size '0'"),
     ("batch_word", "--batch_sizes=1,x", "bad batch size 'x'"),
