@@ -107,13 +107,15 @@ LONGEST_FIRST = (
   "tests/cli_test.py",  # 43
   "tests/mathmade_e2e_test.py",  # 36
   "tests/intdots_rejection_test.py",  # 30
+  "tests/numerics/emulation_cache_test.py",
+  "tests/readme_case_test.py",
   "tests/numerics/predict_test.py",
   "tests/cli_gpu_targets_test.py",
   "tests/sweep_workers_test.py",
   "tests/runtime/host_test.py",  # 25
   "tests/compile/lowering_gpu_test.py",
   "tests/intdots_integer_test.py",  # 21
-  "tests/readme_case_test.py",
+  "tests/ir/canonical_test.py",
   "tests/numerics/site_notes_test.py",
   "tests/sweep_test.py",  # 16
 )
