@@ -37,8 +37,10 @@ __all__ = [
 
 # Bumped when any record below changes shape; part of the cache key.
 # 1: one flat ConfigResult; 2: these records; 3: SiteFate; 4:
-# ConfigResult.made; 5: Failure.finding, ErrorStats' integer counts.
-RECORD_VERSION = 5
+# ConfigResult.made; 5: Failure.finding, ErrorStats' integer counts; 6:
+# Prediction.reference and Prediction.floor_check; 7: StableHloDot.op and
+# .window (convolution sites); 8: MappedSite.collective.
+RECORD_VERSION = 8
 
 
 @dataclasses.dataclass(frozen=True)

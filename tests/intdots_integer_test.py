@@ -129,6 +129,11 @@ class Int8DotsSweepTest(absltest.TestCase):
         f"s8 [-128, 127] and wrap; the exact sum overflows s8 at site 1 "
         f"(s8 x s8 -> s8 {fate})",
       )
+      # What XLA made runs too: the executor computes integer dots exactly
+      # ("exact integer" is no preset to hand it).
+      self.assertIsNotNone(r.made, r.config.label())
+      self.assertEqual(r.made.not_executed, (), r.config.label())
+      self.assertFalse(r.made.changed, r.config.label())
       if r.execution is not None:  # the CPU ran it: its bits are the wrap
         stats = {s.leaf: s for s in r.execution.leaf_stats}
         np.testing.assert_array_equal(

@@ -59,7 +59,7 @@ class FlagsTest(absltest.TestCase):
     self.assertEqual(back.cases, ("scaled_dense",))
 
 
-def _config(experiment: str, verdict: str) -> dict:
+def _config(experiment: str, verdict: str, made_err: float = 1e-6) -> dict:
   return {
     "experiment": experiment,
     "case": "scaled_dense",
@@ -70,18 +70,19 @@ def _config(experiment: str, verdict: str) -> dict:
     "fate_summary": "cuBLASLt x1",
     "dot_sites": [{"effective_algorithm": "F32_F32_F32"}],
     "prediction": {"row0_abs_err": 1e-6, "verdict": "within f32 noise"},
+    "made": {"row0_abs_err": made_err},
     "verdict": verdict,
   }
 
 
-def _run(jaxlib: str, changed: str) -> VersionRun:
+def _run(jaxlib: str, changed: str, made_err: float = 1e-6) -> VersionRun:
   reply = {
     "jax": jaxlib,
     "capabilities": {},
     "results": {
       "configs": [
         _config("baseline", "within f32 noise"),
-        _config("no_triton_gemm", changed),
+        _config("no_triton_gemm", changed, made_err),
       ]
     },
   }
@@ -91,7 +92,7 @@ def _run(jaxlib: str, changed: str) -> VersionRun:
 class CompareTest(absltest.TestCase):
   def test_experiment_configs_are_compared_apart(self):
     runs = [
-      _run("0.10.2", "XLA changed the math: __cublas$lt$matmul ..."),
+      _run("0.10.2", "XLA changed the math: __cublas$lt$matmul ...", 9.25),
       _run("0.12.0.1", "within f32 noise"),
     ]
     entries = compare(runs)
@@ -102,6 +103,11 @@ class CompareTest(absltest.TestCase):
     text = render_versions(runs)
     self.assertIn("a100 scaled_dense n=8 float32 (no_triton_gemm)", text)
     self.assertIn("XLA changed the math", text)
+    # What XLA made has its own row-0 error row, beside the program's.
+    made = [ln for ln in text.splitlines() if "row-0 |err| made" in ln]
+    self.assertLen(made, 2)
+    self.assertIn("9.25e+00", made[1])
+    self.assertNotIn("(pred)", made[1])
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from hloprobe.numerics import CHANGED
 from hloprobe.pictures import model_explorer
 from hloprobe.records import Compilation, Config, ConfigResult
 from hloprobe.report import explain_results, render, render_explanation
+from hloprobe.report.explain_records import AGREES
 from hloprobe.report.results_schema import config_json
 from hloprobe.verify import MathChanged
 
@@ -69,6 +70,16 @@ class WiringTest(absltest.TestCase):
       first.strip(), "What XLA made (the optimized module executed):"
     )
     self.assertIn("__cublas$lt$matmul", text.split("Fates by batch size")[0])
+
+  def test_explain_says_when_the_module_does_what_the_program_asks(self):
+    # jaxlib 0.12.0.1 keeps the scale outside the call (alpha_real 1):
+    # both predictions are shown, the executed module's agreeing.
+    (e,) = explain_results([_result("0.12.0.1")])
+    self.assertFalse(e.made[0].changed)
+    head = render_explanation([e]).split("Fates by batch size")[0]
+    self.assertIn("What XLA made (the optimized module executed):", head)
+    self.assertIn(f"n = {mv._N}: {AGREES}", head)
+    self.assertNotIn(CHANGED, head)
 
   def test_accurate_fails_naming_the_instruction(self):
     (req,) = verify.judge([_result()], ["accurate"])

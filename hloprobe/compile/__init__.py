@@ -2,9 +2,9 @@
 
 cases (the matmul programs; the built-ins a read-only mapping), targets
 (CPU and compile-only GPUs from GpuTargetConfigProto files in gpu_specs/),
-experiments (XLA flag sets), toolchain (ptxas), lowering (compiles and runs
-a case: StableHLO, optimized HLO, PTX; the one adapter to private jaxlib
-API), rejections (a config XLA rejected, compiled again with its passes
+experiments (XLA flag sets), toolchain (ptxas), placement (compile-only
+topologies, device lists, a sharded case's mesh and shardings), lowering
+(compiles and runs a case: StableHLO, optimized HLO, PTX), rejections (a config XLA rejected, compiled again with its passes
 dumped). Worker processes, the record cache, the stopwatch and host detection
 are `hloprobe.runtime`.
 """
@@ -39,9 +39,10 @@ from hloprobe.compile.experiments import (
 )
 from hloprobe.compile.lowering import compile_case as compile_case
 from hloprobe.compile.lowering import jax_versions as jax_versions
-from hloprobe.compile.lowering import load_topology as load_topology
 from hloprobe.compile.lowering import run_compiled as run_compiled
 from hloprobe.compile.lowering import start_backends as start_backends
+from hloprobe.compile.lowering import unoptimized_hlo as unoptimized_hlo
+from hloprobe.compile.placement import load_topology as load_topology
 from hloprobe.compile.rejections import Rejection as Rejection
 from hloprobe.compile.rejections import rejected_compile as rejected_compile
 from hloprobe.compile.targets import BUILTIN_TARGETS as BUILTIN_TARGETS
@@ -91,6 +92,7 @@ __all__ = [
   "scan_counts",
   "start_backends",
   "unchecked_note",
+  "unoptimized_hlo",
   "version_warning",
   "while_has_dce_rule",
 ]

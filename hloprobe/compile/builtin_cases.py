@@ -1,8 +1,7 @@
 """The built-in cases: the seed report's model, ten reports, issues 23 and 24.
 
-Each is a port, in hloprobe's own code, of the reproducer in a public
-report; `url` names the report. `hloprobe cases` lists them.
-
+Each is a port of a public report's reproducer (`url` names it), or an
+issue's program (`issue_cases`); `hloprobe cases` lists them.
 Private in intent: use the package, `hloprobe.compile`.
 """
 
@@ -18,7 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from hloprobe.compile.case_model import Case, ReportedError
-from hloprobe.compile.issue_cases import int8_dots
+from hloprobe.compile.issue_cases import ISSUE_CASES
 
 __all__ = ["CASES"]
 
@@ -444,7 +443,7 @@ CASES = types.MappingProxyType(
       pytorch_105726,
       mlx_3953,
       scaled_dense,
-      int8_dots,
+      *ISSUE_CASES,
     )
   }
 )

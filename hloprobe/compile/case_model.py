@@ -13,6 +13,7 @@ Private in intent: use the package, `hloprobe.compile`.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 
 import jax
@@ -79,6 +80,19 @@ class Case:
       correctly rounded result); False: against the float64 value.
     url: the public report the case comes from, if any.
     reported: what that report saw, where hloprobe should relate to it.
+    mesh_shape: a sharded program's device mesh, as the size of each mesh
+      axis, e.g. (8,); None (the default): one device, no shardings. A
+      `jax.sharding.Mesh` is not kept here (a Case goes to worker
+      processes, pickled): `lowering.compile_case` builds it against the
+      target's own devices (`device_count` of them).
+    mesh_axes: the mesh axes' names, one per `mesh_shape` entry, e.g.
+      ("k",); required with `mesh_shape`.
+    in_specs: one `jax.sharding.PartitionSpec` per argument (applied to
+      every array of a pytree argument), naming `mesh_axes`; None with a
+      mesh: every argument replicated.
+    out_specs: the output's `PartitionSpec` (every leaf); None with a
+      mesh: replicated (`P()`), so a contraction over a sharded dimension
+      ends in an all-reduce of the partial sums.
   """
 
   name: str
@@ -94,6 +108,37 @@ class Case:
   round_reference: bool = False
   url: str | None = None
   reported: ReportedError | None = None
+  mesh_shape: tuple[int, ...] | None = None
+  mesh_axes: tuple[str, ...] | None = None
+  in_specs: tuple | None = None
+  out_specs: object | None = None
+
+  def __post_init__(self):
+    """Checks the mesh fields agree (see the attributes).
+
+    Raises:
+      CaseError: `mesh_axes` missing or of another length than
+        `mesh_shape`, a mesh axis of size < 1, or shardings without a mesh.
+    """
+    if self.mesh_shape is None:
+      if self.mesh_axes or self.in_specs or self.out_specs is not None:
+        raise CaseError(
+          f"case {self.name!r}: mesh_axes, in_specs or out_specs given "
+          "without mesh_shape; e.g. mesh_shape=(8,), mesh_axes=('k',)"
+        )
+      return
+    shape, axes = tuple(self.mesh_shape), tuple(self.mesh_axes or ())
+    if len(axes) != len(shape) or any(int(n) < 1 for n in shape):
+      raise CaseError(
+        f"case {self.name!r}: mesh_shape {shape} needs one name per axis "
+        f"and sizes >= 1 (mesh_axes {axes}); e.g. mesh_shape=(8,), "
+        "mesh_axes=('k',)"
+      )
+
+  @property
+  def device_count(self) -> int:
+    """How many devices the program runs on: the mesh's size, or 1."""
+    return math.prod(self.mesh_shape) if self.mesh_shape else 1
 
   def full_inputs(self) -> tuple | None:
     """`make_inputs()` for a batch case (checked), None for a sized case.

@@ -1,5 +1,7 @@
 """Built-in cases that come from hloprobe's own issues, not a public report:
-`int8_dots` (issue 24, integer dots). `builtin_cases.CASES` lists them.
+`int8_dots` (issue 24, integer dots), `conv_net` (issue 24,
+convolutions) and `sharded_matmul` (issue 24, a contraction sharded over 8
+devices). `builtin_cases.CASES` lists them.
 
 Private in intent: use the package, `hloprobe.compile`.
 """
@@ -9,10 +11,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
+from jax.sharding import PartitionSpec
 
 from hloprobe.compile.case_model import Case
 
-__all__ = ["int8_dots"]
+__all__ = ["ISSUE_CASES", "conv_net", "int8_dots", "sharded_matmul"]
 
 
 def _int8_dots(x, w, v):
@@ -40,3 +44,81 @@ int8_dots = Case(
   _int8_inputs,
   rows_independent=True,
 )
+
+# A small conv net, NHWC, 16 -> 32 -> 32 channels, 3x3 windows, bias and
+# relu after each convolution, then a dense head on the pooled features.
+# On a GPU XLA gives each convolution to cuDNN
+# (`__cudnn$convBiasActivationForward`), whose TF32 rule is not the gemms'
+# (`sites.conv_rules.cudnn_conv_algorithm`).
+_CONV_DN = ("NHWC", "HWIO", "NHWC")
+
+
+def _conv_net(x, k1, b1, k2, b2, w):
+  h = lax.conv_general_dilated(
+    x, k1, (1, 1), "SAME", dimension_numbers=_CONV_DN
+  )
+  h = jax.nn.relu(h + b1)
+  h = lax.conv_general_dilated(
+    h, k2, (1, 1), "SAME", dimension_numbers=_CONV_DN
+  )
+  h = jax.nn.relu(h + b2)
+  return jnp.mean(h, axis=(1, 2)) @ w
+
+
+def _conv_net_inputs():
+  """x f32[9,8,8,16] standard normal; kernels scaled by 1/sqrt(K) (seed 24)."""
+  g = np.random.default_rng(24)
+  x = g.standard_normal((9, 8, 8, 16)).astype(np.float32)
+  k1 = (g.standard_normal((3, 3, 16, 32)) / 12).astype(np.float32)
+  b1 = (0.1 * g.standard_normal(32)).astype(np.float32)
+  k2 = (g.standard_normal((3, 3, 32, 32)) / 17).astype(np.float32)
+  b2 = (0.1 * g.standard_normal(32)).astype(np.float32)
+  w = (g.standard_normal((32, 10)) / 6).astype(np.float32)
+  return x, k1, b1, k2, b2, w
+
+
+conv_net = Case(
+  "conv_net",
+  "conv net: x f32[n, 8, 8, 16] (NHWC), two 3x3 convolutions 16 -> 32 -> 32 "
+  "with bias and relu, mean pool, dense head f32[32, 10]; on a GPU each "
+  "convolution is a cuDNN call (issue 24)",
+  _conv_net,
+  _conv_net_inputs,
+  in_axes=(0, None, None, None, None, None),
+  output_axis=0,
+  rows_independent=True,
+)
+
+
+def _matmul(x, w):
+  """x @ w at the ambient matmul precision (one dot_general)."""
+  return x @ w
+
+
+def _sharded_inputs():
+  """x: f32[9,256], w: f32[256,32], standard normal (seed 245).
+
+  K = 256 splits into 8 shards of 32: each device sums 32 products, and
+  the all-reduce adds the 8 partial sums, an order no single-device dot
+  of K = 256 has.
+  """
+  rng = np.random.default_rng(245)
+  x = rng.standard_normal((9, 256)).astype(np.float32)
+  return x, rng.standard_normal((256, 32)).astype(np.float32)
+
+
+sharded_matmul = Case(
+  "sharded_matmul",
+  "x @ w with K = 256 sharded over 8 devices: per-device dots, then an "
+  "all-reduce of the partial sums",
+  _matmul,
+  _sharded_inputs,
+  rows_independent=True,
+  mesh_shape=(8,),
+  mesh_axes=("k",),
+  in_specs=(PartitionSpec(None, "k"), PartitionSpec("k", None)),
+  out_specs=PartitionSpec(),
+)
+
+# In the order `builtin_cases.CASES` lists them, after the public reports'.
+ISSUE_CASES = (int8_dots, conv_net, sharded_matmul)

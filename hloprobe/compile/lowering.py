@@ -12,10 +12,14 @@ placed on the topology's device; `.trace(...).lower(lowering_platforms=
 ("cuda",)).compile(compiler_options=...)` then compiles without a GPU.
 A config newer than the installed proto fails with "Failed to parse
 GpuTargetConfigProto"; the field protobuf rejected is named only in its log
-on stderr, so `_load_topology` captures that log, drops the field and tries
+on stderr, so `placement.load_topology` captures that log, drops the field and tries
 again, recording what it dropped. Every GPU compile passes
 `xla_gpu_cuda_data_dir` (the nvidia-cuda-nvcc-cu12 wheel, see `toolchain`)
 and `xla_dump_to` (a temporary folder) so the kernels' PTX comes back.
+
+Sharded cases (`Case.mesh_shape`, N devices): `placement` gives the
+target's first N devices (a compile-only GPU's topology "1x1xN") and each
+argument's `NamedSharding`; the output's goes to `jax.jit`.
 
 Private in intent: use the package, `hloprobe.compile`.
 """
@@ -23,7 +27,6 @@ Private in intent: use the package, `hloprobe.compile`.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import glob
 import logging
 import os
@@ -33,22 +36,24 @@ import time
 import jax
 import jaxlib
 import numpy as np
-from jax.experimental import topologies
 
 from hloprobe import private_api, startup
-from hloprobe.compile import compat, toolchain
+from hloprobe.compile import compat, placement, toolchain
 from hloprobe.compile.cases import Case
-from hloprobe.compile.targets import Target, drop_field, parse_unknown_field_log
-from hloprobe.errors import TargetError, ToolchainError, first_line
+from hloprobe.compile.placement import LoadedTopology, load_topology
+from hloprobe.compile.targets import Target
+from hloprobe.errors import ToolchainError, first_line
 
 __all__ = [
   "CompiledCase",
   "LoadedTopology",
   "compile_case",
-  "load_topology",
   "run_compiled",
   "start_backends",
   "jax_versions",
+  "load_topology",
+  "lower_case",
+  "unoptimized_hlo",
   "xla_instruction_counts",
 ]
 
@@ -124,84 +129,6 @@ def start_backends(platforms: str | None) -> None:
     bridge.setLevel(level)
 
 
-@dataclasses.dataclass(frozen=True)
-class LoadedTopology:
-  """A compile-only GPU topology.
-
-  Attributes:
-    topology: the `jax.experimental.topologies` description.
-    dropped_fields: config fields removed so the installed proto parses it,
-      as "Message.field", in the order removed.
-  """
-
-  topology: object
-  dropped_fields: tuple[str, ...]
-
-
-@functools.lru_cache(maxsize=32)
-def load_topology(name: str, config_text: str) -> LoadedTopology:
-  """Loads a GpuTargetConfigProto, dropping fields the proto does not know.
-
-  Raises:
-    TargetError: XLA rejects the config for another reason, or protobuf's
-      log does not name the field (e.g. TF_CPP_MIN_LOG_LEVEL >= 3 hid it).
-  """
-  dropped: list[str] = []
-  for _ in range(256):
-    with startup.captured_stderr() as log:
-      try:
-        topo = topologies.get_topology_desc(
-          name, "cuda", target_config=config_text, topology="1x1x1"
-        )
-      except compat.runtime_error_type() as e:
-        error = e
-      except NotImplementedError as e:  # "topology not implemented for cuda"
-        if compat.cuda_plugin_installed() and not compat.rules_checked():
-          raise TargetError(
-            f"target {name!r}: no compile-only GPU in jaxlib "
-            f"{compat.installed_jaxlib()} ({e})"
-          ) from None
-        raise TargetError(
-          f"target {name!r}: the CUDA plugin is not loaded ({e}); install "
-          "jax-cuda12-plugin, and without a CUDA runtime set "
-          "JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 before JAX starts"
-        ) from None
-      else:
-        return LoadedTopology(topo, tuple(dropped))
-    field = parse_unknown_field_log(log[0])
-    if field is None:
-      said = _last_line(log[0]) or "nothing (TF_CPP_MIN_LOG_LEVEL >= 3?)"
-      why = first_line(error, with_type=False)
-      raise TargetError(
-        f"target {name!r}: XLA rejected its config: {why}; "
-        f"protobuf said: {said}"
-      )
-    config_text = drop_field(config_text, field)
-    dropped.append(field.qualified_name)
-  raise TargetError(
-    f"target {name!r}: gave up after dropping {len(dropped)} fields"
-  )
-
-
-def _last_line(text: str) -> str:
-  lines = [line for line in text.strip().splitlines() if line.strip()]
-  return lines[-1] if lines else ""
-
-
-def _device_for(target: Target):
-  """The device a target's arguments are placed on."""
-  if target.platform == "cpu":
-    return jax.devices("cpu")[0]
-  if target.compile_only:
-    return load_topology(target.name, target.config_text).topology.devices[0]
-  try:
-    return jax.devices("cuda")[0]
-  except RuntimeError as e:
-    raise TargetError(
-      f"target {target.name!r}: no CUDA device attached ({e})"
-    ) from e
-
-
 def compile_case(
   case: Case,
   args: tuple,
@@ -227,27 +154,56 @@ def compile_case(
     ToolchainError: the ptxas XLA found cannot build for the target's GPU.
     Exception: whatever JAX/XLA raise while lowering or compiling.
   """
-  device = _device_for(target)
-  sharding = jax.sharding.SingleDeviceSharding(device)
-  specs = jax.tree_util.tree_map(
-    lambda a: jax.ShapeDtypeStruct(np.shape(a), a.dtype, sharding=sharding),
-    args,
-  )
   start = time.perf_counter()
-  with jax.default_matmul_precision(precision):
-    lowered = compat.lower(jax.jit(case.fn), specs, target.platform)
+  lowered, devices = lower_case(case, args, precision, target)
   lower_s = time.perf_counter() - start
+  device = devices[0]
   stablehlo = compat.stablehlo_text(lowered)
   if target.platform != "cuda":
     compiled, compile_s, extras = _compile_cpu(lowered, dump_passes)
   else:
     compiled, compile_s, extras = _compile_gpu(
-      lowered, target, device, dump_passes
+      lowered, target, device, dump_passes, case.device_count
     )
   optimized = extras.pop("optimized_hlo")
   return CompiledCase(
     stablehlo, optimized, compiled, compile_s, lower_s, **extras
   )
+
+
+def lower_case(
+  case: Case, args: tuple, precision: str, target: Target
+) -> tuple[jax.stages.Lowered, list]:
+  """Traces and lowers `case.fn` on `args` for a target (no compile).
+
+  Args:
+    case, args, precision, target: as `compile_case` takes them.
+
+  Returns:
+    (the `jax.stages.Lowered`, the devices its arguments are placed on:
+    one, or a sharded case's `device_count`).
+
+  Raises:
+    TargetError: the target has fewer devices than the case needs.
+    CaseError: the case's `in_specs` do not fit its arguments.
+    Exception: whatever JAX raises while tracing or lowering.
+  """
+  devices = placement.devices_for(target, case.device_count)
+  shardings, out_sharding = placement.shardings(case, args, devices)
+  specs = tuple(
+    jax.tree_util.tree_map(
+      lambda a, s=s: jax.ShapeDtypeStruct(np.shape(a), a.dtype, sharding=s),
+      arg,
+    )
+    for arg, s in zip(args, shardings)
+  )
+  jitted = (
+    jax.jit(case.fn)
+    if out_sharding is None
+    else jax.jit(case.fn, out_shardings=out_sharding)
+  )
+  with jax.default_matmul_precision(precision):
+    return compat.lower(jitted, specs, target.platform), devices
 
 
 def _pass_dump_options(dump_dir: str) -> dict[str, str]:
@@ -299,7 +255,9 @@ def _gpu_compiler_options(target: Target, dump_dir: str) -> dict[str, str]:
   return options
 
 
-def _compile_gpu(lowered, target: Target, device, dump_passes: bool) -> tuple:
+def _compile_gpu(
+  lowered, target: Target, device, dump_passes: bool, devices: int = 1
+) -> tuple:
   """Compiles for CUDA with the PTX dumped; ptxas failures name the ptxas.
 
   Returns (Compiled, compile seconds, CompiledCase fields).
@@ -327,7 +285,7 @@ def _compile_gpu(lowered, target: Target, device, dump_passes: bool) -> tuple:
     dumps = _read_pass_dumps(dump_dir) if dump_passes else ()
   loaded = None
   if target.compile_only:
-    loaded = load_topology(target.name, target.config_text)
+    loaded = load_topology(target.name, target.config_text, devices)
   return (
     compiled,
     compile_s,
@@ -408,6 +366,21 @@ def run_compiled(
   out = jax.block_until_ready(out)
   run_s = time.perf_counter() - start
   return tuple(np.asarray(x) for x in jax.tree_util.tree_leaves(out)), run_s
+
+
+def unoptimized_hlo(case: Case, args: tuple) -> str:
+  """The program's HLO before any XLA pass, as text (lowered, not compiled).
+
+  `jax.jit(case.fn, keep_unused=True).lower(*args).as_text(dialect="hlo")`
+  on this process's default backend (the CPU in the sweep's main process):
+  one entry parameter per flattened argument leaf, in
+  `jax.tree_util.tree_leaves` order (`keep_unused`: jit otherwise drops
+  the parameters of unused arguments), and the output leaves as the root
+  (a tuple for several). Large constants are printed whole. Costs a trace
+  and a lowering, no compile; for `hloprobe.execute` (the numpy executor).
+  """
+  lowered = jax.jit(case.fn, keep_unused=True).lower(*args)
+  return lowered.as_text(dialect="hlo")
 
 
 def xla_instruction_counts(compiled: CompiledCase) -> dict[str, int] | None:

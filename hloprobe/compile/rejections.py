@@ -18,9 +18,6 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 
-import jax
-import numpy as np
-
 from hloprobe.compile import compat, lowering
 from hloprobe.compile.case_model import Case
 from hloprobe.compile.targets import Target
@@ -61,14 +58,7 @@ def rejected_compile(
   Raises:
     Exception: whatever lowering raises (the config failed before XLA).
   """
-  device = lowering._device_for(target)
-  sharding = jax.sharding.SingleDeviceSharding(device)
-  specs = jax.tree_util.tree_map(
-    lambda a: jax.ShapeDtypeStruct(np.shape(a), a.dtype, sharding=sharding),
-    args,
-  )
-  with jax.default_matmul_precision(precision):
-    lowered = compat.lower(jax.jit(case.fn), specs, target.platform)
+  lowered = lowering.lower_case(case, args, precision, target)[0]
   stablehlo = compat.stablehlo_text(lowered)
   with tempfile.TemporaryDirectory(prefix="hloprobe-reject-") as dump_dir:
     options = lowering._pass_dump_options(dump_dir)

@@ -1,8 +1,11 @@
-"""Dot sites of a StableHLO module, read from its MLIR text.
+"""Contraction sites of a StableHLO module, read from its MLIR text.
 
 Takes the text of `Lowered.as_text(debug_info=True)` (jax 0.10.2 and
 0.12.0.1) and lists
-every `stablehlo.dot_general` as a `StableHloDot`, in program order, once per
+every `stablehlo.dot_general` and every `stablehlo.convolution` (any
+dimension numbers, feature and batch groups, strides, padding, dilations:
+each is a contraction XLA may give an algorithm) as a `StableHloDot`, in
+program order, dots and convolutions numbered together, once per
 call path (a private function called twice gives two sites, as XLA inlines
 calls before optimizing). Each site carries the set of entry-function
 arguments each operand depends on (its *ancestry*), which survives every
@@ -12,7 +15,8 @@ optimized HLO.
 The text is read by MLIR's own parser and verifier, through the Python
 bindings jaxlib ships (`mlir_context`), so every printing form MLIR accepts
 is read, attributes come from the stablehlo dialect's accessors
-(`DotDimensionNumbers`, `PrecisionAttr`, `DotAlgorithm`), and malformed text
+(`DotDimensionNumbers`, `ConvDimensionNumbers`, `PrecisionAttr`,
+`DotAlgorithm`), and malformed text
 is one `HloParseError`. Imports the MLIR bindings, not the JAX runtime.
 
 Private in intent: use the package, `hloprobe.ir`.
@@ -33,8 +37,12 @@ from hloprobe.ir.mlir_context import (
   parse_mlir_attribute,
   parse_mlir_module,
 )
+from hloprobe.ir.stablehlo_conv import ConvWindow, conv_window
 
 __all__ = [
+  "CONVOLUTION",
+  "ConvWindow",
+  "DOT",
   "StableHloDot",
   "TensorType",
   "parse_precision_config",
@@ -69,6 +77,9 @@ _NONE: frozenset[int] = frozenset()
 # does it (jaxlib 0.10.2): an op printed without `loc(...)` reads back as
 # loc("-":line:col), a position in the text, not a source line.
 _PARSER_BUFFER = "-"
+# `StableHloDot.op`: the two kinds of contraction site.
+DOT = "dot_general"
+CONVOLUTION = "convolution"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -84,10 +95,19 @@ class TensorType:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class StableHloDot:
-  """One `stablehlo.dot_general` on one call path.
+  """One contraction site: a `stablehlo.dot_general` or a
+  `stablehlo.convolution`, on one call path.
+
+  A convolution is a site like a dot (XLA gives it an algorithm: cuDNN's
+  math type, a gemm's for a 1x1 convolution): lhs is its input, rhs its
+  kernel; it has no batch dims here, its contracting dims are the input's
+  feature dim and the kernel's input feature dim (the window's spatial
+  dims are in `window`), and its K (`contracting_size`) counts every
+  product one output sums: kernel input features times window elements.
 
   Attributes:
-    index: position in program order, from 0.
+    index: position in program order, from 0 (dots and convolutions
+      numbered together).
     function: the MLIR function holding the op.
     location: `file:line` of the innermost source frame, or None.
     lhs, rhs, result: operand and result types.
@@ -98,6 +118,8 @@ class StableHloDot:
       each operand depends on.
     frames: the source stack, innermost frame first, each `file:line:column`
       (the `loc(callsite(...))` chain); () without debug info.
+    op: `DOT` or `CONVOLUTION`.
+    window: a convolution's `ConvWindow`; None for a dot.
   """
 
   index: int
@@ -115,10 +137,27 @@ class StableHloDot:
   lhs_ancestry: frozenset[int]
   rhs_ancestry: frozenset[int]
   frames: tuple[str, ...] = ()
+  op: str = DOT
+  window: ConvWindow | None = None
+
+  @property
+  def is_convolution(self) -> bool:
+    return self.op == CONVOLUTION
 
   @property
   def contracting_size(self) -> int:
-    """K: the product of the contracting dimension sizes."""
+    """K: the products one output element sums.
+
+    A dot: the product of the contracting dimension sizes. A convolution:
+    the kernel's input features times its window elements (padding and
+    dilation may make some of them zeros).
+    """
+    if self.window is not None:
+      w = self.window
+      k = self.rhs.dims[w.kernel_input_feature]
+      for d in w.kernel_spatial:
+        k *= self.rhs.dims[d]
+      return k
     k = 1
     for d in self.lhs_contracting:
       k *= self.lhs.dims[d]
@@ -288,6 +327,8 @@ class _Walker:
         )
       elif op.name == "stablehlo.dot_general":
         self._dot(fn, op, env)
+      elif op.name == "stablehlo.convolution":
+        self._convolution(fn, op, env)
       elif op.name in ("func.return", "stablehlo.return"):
         returned |= anc
       anc |= self._regions(fn, op, env, depth)
@@ -339,6 +380,31 @@ class _Walker:
       )
     )
 
+  def _convolution(self, fn: str, op: ir.Operation, env: dict) -> None:
+    window = conv_window(op)
+    lhs, rhs = op.operands[0], op.operands[1]
+    self.dots.append(
+      StableHloDot(
+        index=len(self.dots),
+        function=fn,
+        location=_file_line(frames := _frames(op.location)),
+        frames=frames,
+        lhs=_tensor_type(lhs.type, "lhs"),
+        rhs=_tensor_type(rhs.type, "rhs"),
+        result=_tensor_type(op.results[0].type, "result"),
+        lhs_batch=(),
+        rhs_batch=(),
+        lhs_contracting=(window.input_feature,),
+        rhs_contracting=(window.kernel_input_feature,),
+        precision=_precision(op),
+        algorithm=None,
+        lhs_ancestry=env.get(lhs, _NONE),
+        rhs_ancestry=env.get(rhs, _NONE),
+        op=CONVOLUTION,
+        window=window,
+      )
+    )
+
 
 def _functions(module: ir.Module) -> dict[str, ir.Operation]:
   """The module's func.func ops by symbol name."""
@@ -350,7 +416,10 @@ def _functions(module: ir.Module) -> dict[str, ir.Operation]:
 
 
 def parse_stablehlo_dots(text: str) -> list[StableHloDot]:
-  """Lists the dot_general sites of a StableHLO module in program order.
+  """Lists the contraction sites of a StableHLO module in program order.
+
+  Every dot_general and every convolution is a site, numbered together in
+  program order (so a program without convolutions is numbered as before).
 
   Sites inside regions (stablehlo.while bodies, stablehlo.case branches) and
   in called functions (func.call) come where the walk from `@main` reaches
@@ -361,7 +430,8 @@ def parse_stablehlo_dots(text: str) -> list[StableHloDot]:
       sites carry source locations.
 
   Returns:
-    One `StableHloDot` per dot_general per call path from `@main`.
+    One `StableHloDot` per dot_general or convolution per call path from
+    `@main`.
 
   Raises:
     HloParseError: the text does not parse or verify as MLIR, has no

@@ -14,7 +14,10 @@ modules behind them are private in intent:
   jaxpr_sites      a case's jaxpr dots, numbered as StableHLO numbers them
   evaluator        the jaxpr interpreter with sites at their algorithms
   emulate          a case's jaxpr with its dots emulated
-  reference        the float64 reference
+  executed         the program lowered and run by the numpy executor
+  reference        the float64 reference (the executor's; XLA:CPU's where
+                   it cannot)
+  floor_check      the measured noise floor checked against the executor
   emulation_cache  emulations shared between configs
   site_notes       what a verdict notes about particular sites
   candidates       site assignments: chosen, shares, candidates
@@ -38,6 +41,10 @@ from hloprobe.numerics.emulate import make_emulator as make_emulator
 from hloprobe.numerics.emulate_dot import (
   EMULATED_ALGORITHMS as EMULATED_ALGORITHMS,
 )
+from hloprobe.numerics.floor_check import (
+  FLOOR_TRUST_FACTOR as FLOOR_TRUST_FACTOR,
+)
+from hloprobe.numerics.floor_check import FloorCheck as FloorCheck
 from hloprobe.numerics.made import CHANGED as CHANGED
 from hloprobe.numerics.made import Made as Made
 from hloprobe.numerics.made import MadeChecker as MadeChecker
@@ -53,6 +60,8 @@ __all__ = [
   "CHANGED",
   "EMULATED_ALGORITHMS",
   "ErrorStats",
+  "FLOOR_TRUST_FACTOR",
+  "FloorCheck",
   "Made",
   "MadeChecker",
   "MathChange",

@@ -1,9 +1,16 @@
-"""The analytic error band of one dot site at one algorithm.
+"""The analytic error band of one contraction site at one algorithm.
 
 Per algorithm, the unit roundoff of its operands and of its accumulator,
 and from them and a site's operand scale (|A||B|, `emulate`'s site scales)
 a deterministic bound and a probabilistic size of the site's own error
 (`SiteBand`).
+
+A convolution site has the same band: each output sums K products of an
+input and a kernel value (K = kernel input features x window elements,
+`StableHloDot.contracting_size`), and its |A||B| is the convolution of
+|input| and |kernel|. Taps that fall on padding are zero terms: K counts
+them, so the band is an upper bound there too. An algorithm cuDNN runs by
+a transform (Winograd, FFT) is not a K-term sum and is not bounded here.
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
@@ -19,6 +26,7 @@ __all__ = [
   "F32_UNIT",
   "OPERAND_UNIT",
   "SiteBand",
+  "gamma",
   "site_band",
 ]
 
@@ -91,6 +99,14 @@ class SiteBand:
   operand_scale_rms: float
 
 
+def gamma(k: int, unit: float) -> float:
+  """Higham's gamma_K = K u / (1 - K u): the relative error bound of a sum
+  of K terms in arithmetic of unit roundoff u (inf where K u >= 1).
+  Source: Higham, Accuracy and Stability of Numerical Algorithms, 2nd
+  ed., Lemma 3.1 and eq. 3.5."""
+  return k * unit / (1 - k * unit) if k * unit < 1 else float("inf")
+
+
 def site_band(
   site: int, algorithm: str, k: int, scale_max: float, scale_rms: float
 ) -> SiteBand:
@@ -101,8 +117,7 @@ def site_band(
   """
   u_in = OPERAND_UNIT[algorithm]
   u_acc = ACCUMULATION_UNIT.get(algorithm, F32_UNIT)
-  gamma = k * u_acc / (1 - k * u_acc) if k * u_acc < 1 else float("inf")
-  worst = (2 * u_in + u_in**2 + gamma) * scale_max
+  worst = (2 * u_in + u_in**2 + gamma(k, u_acc)) * scale_max
   expected = (u_in * np.sqrt(2 / (3 * k)) + u_acc * np.sqrt(k / 3)) * scale_rms
   return SiteBand(
     site,

@@ -11,7 +11,9 @@ sites) and integer dots run as traced.
 Higher-order primitives evaluated with their sites: jit, closed_call,
 core_call, remat2 (checkpoint), custom_jvp_call, custom_vjp_call (their
 primal function), cond, while and scan; any other one that holds a dot
-raises `EmulationError`. Convolutions are not dot sites and run as traced.
+raises `EmulationError`. Convolutions (`conv_general_dilated`) are sites
+too, numbered with the dots, and computed at their algorithm by
+`emulate_conv.emulated_conv_general_dilated`.
 The cost is about one CPU run of the case per pass of the chosen
 algorithms (1 for F32/TF32/BF16, 3 to 9 for the splits) with the "xla"
 order; the other summation orders are loops, slower, meant for the noise
@@ -91,16 +93,35 @@ class _ScaleRecorder(Evaluator):
     if not self._in_body and all(
       jax.numpy.issubdtype(x.dtype, jax.numpy.inexact) for x in ins
     ):
-      scale = lax.dot_general(
-        *(jax.numpy.abs(x).astype(np.float32) for x in ins),
-        eqn.params["dimension_numbers"],
-        precision=lax.Precision.HIGHEST,
-      )
+      scale = _absolute_product(eqn, ins)
       self.scales[site] = (
         jax.numpy.max(scale, initial=0.0),
         jax.numpy.sqrt(jax.numpy.mean(jax.numpy.square(scale))),
       )
     return super()._dot(eqn, ins, site)
+
+
+def _absolute_product(eqn, ins):
+  """|A||B|: the site's op (dot or convolution) on |operands|, f32 HIGHEST."""
+  absolute = [jax.numpy.abs(x).astype(np.float32) for x in ins]
+  if eqn.primitive.name == "conv_general_dilated":
+    p = eqn.params
+    return lax.conv_general_dilated(
+      *absolute,
+      p["window_strides"],
+      p["padding"],
+      lhs_dilation=p["lhs_dilation"],
+      rhs_dilation=p["rhs_dilation"],
+      dimension_numbers=p["dimension_numbers"],
+      feature_group_count=p["feature_group_count"],
+      batch_group_count=p["batch_group_count"],
+      precision=lax.Precision.HIGHEST,
+    )
+  return lax.dot_general(
+    *absolute,
+    eqn.params["dimension_numbers"],
+    precision=lax.Precision.HIGHEST,
+  )
 
 
 def scale_recorder(fn: Callable, args: Sequence) -> tuple:

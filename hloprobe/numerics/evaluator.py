@@ -1,10 +1,12 @@
 """The jaxpr interpreter behind the emulator and the float64 reference.
 
 `Evaluator.run` walks a jaxpr planned by `jaxpr_sites.plan_sites` and
-binds every equation as traced, except each planned `dot_general` site,
-which `emulate_dot.emulated_dot_general` computes at that site's
-algorithm (its result converted to the dtype the case's dot returns;
-integer dots run as traced). Higher-order primitives are evaluated with
+binds every equation as traced, except each planned site: a
+`dot_general`, which `emulate_dot.emulated_dot_general` computes at that
+site's algorithm, or a `conv_general_dilated`, which
+`emulate_conv.emulated_conv_general_dilated` computes at it (operands
+rounded per algorithm, f32 sums); the result is converted to the dtype the
+case's op returns; integer dots and convolutions run as traced. Higher-order primitives are evaluated with
 their sites: the call-like ones of `CALL_PRIMITIVES`, cond, while and scan
 (a scan whose unrolled copies have different algorithms raises
 `EmulationError`). `emulate` builds its emulators and site scales on it,
@@ -21,6 +23,7 @@ from jax import lax
 from hloprobe.compile import JAXPR_API as jex
 from hloprobe.compile import scan_counts
 from hloprobe.errors import EmulationError
+from hloprobe.numerics.emulate_conv import emulated_conv_general_dilated
 from hloprobe.numerics.emulate_dot import emulated_dot_general
 from hloprobe.numerics.jaxpr_sites import (
   CALL_PRIMITIVES,
@@ -33,7 +36,8 @@ __all__ = ["Evaluator"]
 
 
 class Evaluator:
-  """Evaluates jaxprs with each planned dot site at its algorithm.
+  """Evaluates jaxprs with each planned site (dot or convolution) at its
+  algorithm.
 
   Args:
     algorithms: one algorithm name per site (`EMULATED_ALGORITHMS`), in
@@ -76,13 +80,22 @@ class Evaluator:
     out_dtype = eqn.outvars[0].aval.dtype
     if not all(jax.numpy.issubdtype(x.dtype, jax.numpy.inexact) for x in ins):
       return eqn.primitive.bind(*ins, **eqn.params)  # integer dots: exact
-    out = emulated_dot_general(
-      *ins,
-      eqn.params["dimension_numbers"],
-      self.algorithms[site],
-      order=self.order,
-      tf32_rounding=self.rounding,
-    )
+    if eqn.primitive.name == "conv_general_dilated":
+      out = emulated_conv_general_dilated(
+        *ins,
+        eqn.params,
+        self.algorithms[site],
+        order=self.order,
+        tf32_rounding=self.rounding,
+      )
+    else:
+      out = emulated_dot_general(
+        *ins,
+        eqn.params["dimension_numbers"],
+        self.algorithms[site],
+        order=self.order,
+        tf32_rounding=self.rounding,
+      )
     return lax.convert_element_type(out, out_dtype)
 
   def _higher_order(self, eqn, ins, plans):

@@ -1,10 +1,12 @@
-"""Dot sites of a case's jaxpr, numbered as its StableHLO numbers them.
+"""Contraction sites of a case's jaxpr, numbered as its StableHLO numbers them.
 
 `plan_sites` walks a jaxpr (from `jax.make_jaxpr`) and gives every
-`dot_general` the lowering keeps the index that
+`dot_general` and `conv_general_dilated` the lowering keeps the index that
 `stablehlo.parse_stablehlo_dots` gives the matching
-`stablehlo.dot_general` (checked on jax/jaxlib 0.10.2 and 0.12.0.1): in
-program order,
+`stablehlo.dot_general` or `stablehlo.convolution` (each lowers to one op:
+jax/_src/lax/lax.py `_dot_general_lower`, jax/_src/lax/convolution.py
+`_conv_general_dilated_lower`; checked on jax/jaxlib 0.10.2 and 0.12.0.1):
+dots and convolutions numbered together, in program order,
 once per call path (a nested `jit` called twice is two sites, a dot in a
 `scan` or `while` body is one), cond branches in branch order, a while's
 condition before its body.
@@ -39,6 +41,7 @@ from hloprobe.errors import EmulationError
 
 __all__ = [
   "CALL_PRIMITIVES",
+  "SITE_PRIMITIVES",
   "NO_SITES",
   "JaxprSite",
   "SitePlan",
@@ -65,19 +68,22 @@ CALL_PRIMITIVES = {
   "custom_vjp_call": "call_jaxpr",
 }
 _KEEP_INPUTS = ("custom_jvp_call", "custom_vjp_call")
+# The primitives that are contraction sites.
+SITE_PRIMITIVES = ("dot_general", "conv_general_dilated")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class JaxprSite:
-  """One dot_general site of a case's jaxpr, numbered as in StableHLO.
+  """One contraction site of a case's jaxpr, numbered as in StableHLO.
 
   Attributes:
     index: site number, from 0 (same as `StableHloDot.index`).
-    lhs, rhs: operand shapes and dtypes.
-    dimension_numbers: `((lhs_contracting, rhs_contracting), (lhs_batch,
-      rhs_batch))`.
+    lhs, rhs: operand shapes and dtypes (a convolution's input and kernel).
+    dimension_numbers: a dot's `((lhs_contracting, rhs_contracting),
+      (lhs_batch, rhs_batch))`; a convolution's `ConvDimensionNumbers`.
     path: the enclosing higher-order primitives, e.g. "jit(inner)/scan";
       "" at top level.
+    primitive: "dot_general" or "conv_general_dilated".
   """
 
   index: int
@@ -85,6 +91,7 @@ class JaxprSite:
   rhs: jax.ShapeDtypeStruct
   dimension_numbers: tuple
   path: str
+  primitive: str = "dot_general"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,9 +131,9 @@ def _scan_copies(length: int, unroll: int) -> int:
 
 
 def _contains_dot(jaxpr) -> bool:
-  """Whether a dot_general occurs in `jaxpr`, at any depth."""
+  """Whether a site primitive occurs in `jaxpr`, at any depth."""
   return any(
-    e.primitive.name == "dot_general"
+    e.primitive.name in SITE_PRIMITIVES
     or any(_contains_dot(j) for j in jex.jaxprs_in_params(e.params))
     for e in jaxpr.eqns
   )
@@ -151,13 +158,21 @@ class _Planner:
     for i, eqn in enumerate(jaxpr.eqns):
       if not live[i]:
         continue
-      if eqn.primitive.name == "dot_general":
+      if eqn.primitive.name in SITE_PRIMITIVES:
         sites[i] = len(self.sites)
         lhs, rhs = (
-          jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in eqn.invars
+          jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype)
+          for v in eqn.invars[:2]
         )
         self.sites.append(
-          JaxprSite(sites[i], lhs, rhs, eqn.params["dimension_numbers"], path)
+          JaxprSite(
+            sites[i],
+            lhs,
+            rhs,
+            eqn.params["dimension_numbers"],
+            path,
+            eqn.primitive.name,
+          )
         )
       elif any(True for _ in jex.jaxprs_in_params(eqn.params)):
         subs[i] = self._plan_eqn(eqn, eqn_used[i], dce, path)
@@ -314,10 +329,10 @@ def trace(fn: Callable, args: Sequence):
 
 
 def jaxpr_sites(fn: Callable, args: Sequence) -> tuple[JaxprSite, ...]:
-  """The dot sites of `fn` on `args`, numbered as in its StableHLO."""
+  """The contraction sites of `fn` on `args`, numbered as in its StableHLO."""
   return plan_sites(trace(fn, args)[0].jaxpr)[1]
 
 
 def count_sites(fn: Callable, args: Sequence) -> int:
-  """How many dot sites `fn` has; compare with the StableHLO dot count."""
+  """How many contraction sites `fn` has; compare with the StableHLO count."""
   return len(jaxpr_sites(fn, args))

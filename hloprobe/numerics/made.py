@@ -29,7 +29,11 @@ names the gemm calls that do more than A @ B (`math_rules`: the custom
 call target, the backend_config fields that matter, the site, the pass and
 a known miscompile's rule); with none, the gemms of the module, "not
 localised". An instruction the executor cannot compute makes the verdict
-say "prediction incomplete: not executed: <target>".
+say "prediction incomplete: not executed: <target>". An SPMD-partitioned
+module (a sharded case: header `num_partitions=N`) is one device's program
+(its shards of the arguments, then collectives across devices); the
+executor runs one device, so it is not run: "not executed:
+SPMD-partitioned module (N devices)".
 
 Module parameters and the case's arguments: jit drops unused arguments, so
 parameter i is flattened argument `kept[i]`, read from jax's own lowering
@@ -55,9 +59,10 @@ import numpy as np
 from hloprobe import execute, private_api
 from hloprobe.compile import Case
 from hloprobe.errors import first_line
-from hloprobe.ir import parse_hlo_module
+from hloprobe.ir import ALGORITHMS, parse_hlo_module
 from hloprobe.numerics import accuracy, math_rules
 from hloprobe.numerics.bands import F32_UNIT, site_band
+from hloprobe.sites import partition_count
 
 __all__ = ["CHANGED", "Made", "MadeChecker", "MathChange", "config_verdict"]
 
@@ -264,6 +269,14 @@ class MadeChecker:
     try:
       args = self.case.inputs_for(self._full, n)
       digest, module = self._module(optimized_hlo)
+      if (devices := partition_count(module)) > 1:
+        # Per-device shards and collectives: not what the executor runs.
+        return Made(
+          None,
+          None,
+          None,
+          not_executed=(f"SPMD-partitioned module ({devices} devices)",),
+        )
       params = self._parameters(module, args)
       wide = self._run(digest, module, n, params, {}, True)
       if wide.not_executed:
@@ -271,10 +284,12 @@ class MadeChecker:
           f"{x.target} ({x.instruction})" for x in wide.not_executed
         )
         return Made(None, None, None, not_executed=found)
+      # Presets only: an integer site's "exact integer" is no preset, and
+      # the executor computes integer dots exactly whatever it is given.
       algorithms = {
         c: f.effective_algorithm
         for f in fates
-        if f.effective_algorithm
+        if f.effective_algorithm in ALGORITHMS
         for c in f.carriers
       }
       made = self._run(digest, module, n, params, algorithms, False)

@@ -4,7 +4,9 @@ For each config, the case is re-evaluated on the CPU (`emulate`) with every
 dot site at its effective algorithm (`SiteFate.effective_algorithm`, which
 `effective` read from the kernel or a rule), and compared with the float64
 reference (`accuracy`). Around it: the f32 noise floor (every site at F32
-under several summation orders), per-site attribution (each non-F32 site
+under several summation orders; checked against the numpy executor's F32
+run, `floor_check`, and replaced by its independent floor where XLA:CPU's
+disagrees), per-site attribution (each non-F32 site
 alone, and each one put back to F32), each site's analytic band, the
 candidate assignment that best matches an observed run, and a verdict.
 
@@ -30,6 +32,7 @@ from hloprobe.numerics import (
   candidates,
   emulate,
   emulation_cache,
+  floor_check,
   reference,
   site_notes,
 )
@@ -67,7 +70,8 @@ class Prediction:
   Attributes:
     site_algorithms: the algorithm emulated at each site.
     stats: predicted errors against float64 (`accuracy.ErrorStats`).
-    noise: the f32 noise floor of the config.
+    noise: the f32 noise floor of the config (the independent one of
+      `floor_check` where the measured one is not trusted).
     tolerance_abs: how far an observed row 0 may sit from the predicted one
       and still be explained: NOISE_FACTOR times the larger of the
       predicted and the F32 row-0 spread over summation orders, plus one
@@ -93,6 +97,12 @@ class Prediction:
       array.
     leaf_verdicts: (leaf name, verdict) for every output leaf.
     output_dtype: the dtype of `leaf`, e.g. "bfloat16".
+    reference: where the float64 reference comes from
+      (`References.source`): the numpy executor, or "XLA:CPU float64 (not
+      executed by the numpy executor: <target>)".
+    floor_check: `leaf`'s measured noise floor checked against the numpy
+      executor (`floor_check`); where not trusted, `noise` is the
+      independent floor and the verdicts say so.
   """
 
   site_algorithms: tuple[str, ...]
@@ -108,6 +118,8 @@ class Prediction:
   leaf: str = ""
   leaf_verdicts: tuple[tuple[str, str], ...] = ()
   output_dtype: str = "float32"
+  reference: str = ""
+  floor_check: floor_check.FloorCheck | None = None
 
 
 # Fixed summation orders (all but XLA's own): each output element is summed
@@ -139,7 +151,7 @@ class Predictor:
     references: reference.References,
     sizes: tuple[int, ...] = (),
   ):
-    self._refs = references
+    self._refs, self._name = references, case.name
     self._cache = emulation_cache.EmulationCache(case, full_inputs, sizes)
 
   def _emulate(self, n: int, algorithms: tuple[str, ...]) -> tuple:
@@ -235,7 +247,8 @@ class Predictor:
       chosen, note = candidates.chosen_algorithms(fates)
       self._prefetch(n, chosen)
     with stage("noise floor"):
-      noise = self._spread(n, (F32,) * count)
+      checks = self._checked_floors(n, self._spread(n, (F32,) * count), fates)
+      noise = tuple(c.floor for c in checks)
       spread = noise if chosen == (F32,) * count else self._spread(n, chosen)
     stats = self._leaf_stats(n, chosen)
     tolerance = tuple(
@@ -278,7 +291,7 @@ class Predictor:
         leaf,
         "; ".join(v for i, v in enumerate(verdicts) if i != leaf),
       )
-    verdicts = tuple(verdicts)
+    verdicts = tuple(map(floor_check.noted, verdicts, checks))
     top = max(shares, key=lambda s: s.alone_abs).site if shares else None
     described = None if best is None else candidates.describe_assignment(best)
     return Prediction(
@@ -295,6 +308,27 @@ class Predictor:
       leaf=self._refs.names[leaf],
       leaf_verdicts=tuple(zip(self._refs.names, verdicts)),
       output_dtype=self._refs.dtypes[leaf],
+      reference=self._refs.source(n),
+      floor_check=checks[leaf],
+    )
+
+  def _checked_floors(self, n: int, measured: tuple, fates) -> tuple:
+    """Each leaf's measured floor checked against the numpy executor's F32
+    run (`floor_check.check_floor`)."""
+    run = self._refs.executed_f32(n)
+    k = sum(f.site.contracting_size or 0 for f in fates)
+    return tuple(
+      floor_check.check_floor(
+        measured[i],
+        None if run.outputs is None else run.outputs[i],
+        ref,
+        self._refs.axes[i],
+        self._refs.dtypes[i],
+        k,
+        f"case {self._name}, n = {n} (F32 emulation)",
+        run.why_not,
+      )
+      for i, ref in enumerate(self._refs.at(n))
     )
 
   def _prefetch(self, n: int, chosen: tuple[str, ...]) -> None:

@@ -1,25 +1,43 @@
 """The float64 reference of a case: its program with every float widened.
 
-The case's jaxpr (`jax.make_jaxpr`) is re-evaluated on the CPU under
-`jax.enable_x64` with every floating type widened to float64: the
-arguments, the constants and literals, and every dtype a primitive names
-(`convert_element_type`'s `new_dtype` from `astype`, `dot_general`'s
-`preferred_element_type`, `iota`'s dtype, ...); `reduce_precision` is
-skipped. So a program that pins a narrow type (`astype(jnp.float16)`,
-`preferred_element_type=jnp.float16`) still gets a float64 answer, which
-re-running `fn` on float64 arguments would not give. Dots run at HIGHEST
-precision. Signed integer types narrower than 64 bits are widened to int64
-the same way (arguments, literals, `preferred_element_type`, `new_dtype`,
-...), so an integer dot's reference is its exact integer result, which an
-int8 or int32 output may not hold (an overflow `integers.integer_verdict`
-names); a cond's index and a select_n's predicate keep the int32 their
-primitives require. Unsigned types (random bits, bit tricks) are kept:
-their arithmetic wraps by design. Higher-order primitives are followed as `emulate` follows them
-(jit, custom_jvp/vjp, cond, while, scan).
+The reference is computed by the numpy executor (`executed`): the case's
+program lowered to unoptimized HLO at each size and executed with every
+float value in float64 and every gemm at F64_F64_F64 (`widen`). No XLA
+pass or code generator touches it, so it cannot share a bug with the
+XLA:CPU compile of the user's program, nor with hloprobe's emulation
+(also compiled by XLA:CPU); see `executed`'s docstring. Converts to
+narrower floats and `reduce_precision` are no-ops under widen, so a
+program that pins a narrow type (`astype(jnp.float16)`,
+`preferred_element_type=jnp.float16`) still gets a float64 answer.
+Integer values keep their types there (the module's arithmetic).
+
+Where the executor cannot compute the program (a custom call it has no
+model of, such as a LAPACK call), the reference falls back to XLA:CPU,
+and says so (`References.source`: "XLA:CPU float64 (not executed by the
+numpy executor: <target>)"): the case's jaxpr (`jax.make_jaxpr`) is
+re-evaluated on the CPU under `jax.enable_x64` with every floating type
+widened to float64: the arguments, the constants and literals, and every
+dtype a primitive names (`convert_element_type`'s `new_dtype` from
+`astype`, `dot_general`'s `preferred_element_type`, `iota`'s dtype,
+...); `reduce_precision` is skipped. Dots run at HIGHEST precision.
+Integer output leaves always come from that path: signed integer types
+narrower than 64 bits are widened to int64 the same way (arguments,
+literals, `preferred_element_type`, `new_dtype`, ...), so an integer
+dot's reference is its exact integer result, which an int8 or int32
+output may not hold (an overflow `integers.integer_verdict` names); a
+cond's index and a select_n's predicate keep the int32 their primitives
+require. Unsigned types (random bits, bit tricks) are kept: their
+arithmetic wraps by design. Higher-order primitives are followed as
+`emulate` follows them (jit, custom_jvp/vjp, cond, while, scan).
+
+The two agree on the built-in cases to 2e-14 relative (seed_mlp; the
+others to 3e-15 or bit for bit; float64 sums in other orders), measured
+at n = 8 on jaxlib 0.12.0.1.
 
 `References` holds a case's references per size: at each size, or, for a
 case that declares `rows_independent`, once at the largest size and sliced,
-after checking the declaration.
+after checking the declaration. It also keeps each size's program, for the
+executor's F32 run the noise floor is checked against (`executed_f32`).
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
@@ -32,10 +50,23 @@ import numpy as np
 
 from hloprobe.compile import Case, leaf_names
 from hloprobe.errors import CaseError
+from hloprobe.numerics import executed
 from hloprobe.numerics.evaluator import Evaluator
 from hloprobe.numerics.jaxpr_sites import CALL_PRIMITIVES, NO_SITES, trace
 
-__all__ = ["References", "float64_reference"]
+__all__ = [
+  "EXECUTOR_SOURCE",
+  "References",
+  "executed_reference",
+  "float64_reference",
+]
+
+# `References.source` where the numpy executor computed every float leaf.
+EXECUTOR_SOURCE = "numpy executor float64 (unoptimized HLO)"
+# ... where it could not: the XLA:CPU path, and why.
+_FALLBACK_SOURCE = "XLA:CPU float64 (not executed by the numpy executor: {})"
+# ... appended where integer leaves came from the XLA:CPU path.
+_INTEGER_SOURCE = "integer leaves exact int64 by XLA:CPU"
 
 _F64 = np.dtype(np.float64)
 _I64 = np.dtype(np.int64)
@@ -121,7 +152,10 @@ class _Widened(Evaluator):
 
 
 def float64_reference(case: Case, args: tuple) -> tuple[np.ndarray, ...]:
-  """Every output leaf of `case.fn(*args)` computed in float64 on the CPU.
+  """Every output leaf of `case.fn(*args)` in float64 by XLA:CPU.
+
+  The fallback of `executed_reference`, and the integer leaves' path (see
+  the module docstring).
 
   Args:
     case: the case (its `fn` and `round_reference`).
@@ -149,6 +183,13 @@ def float64_reference(case: Case, args: tuple) -> tuple[np.ndarray, ...]:
     cpu = jax.devices("cpu")[0]
     outs = run(*jax.device_put((tuple(closed.consts), leaves), cpu))
     outs = [np.asarray(o) for o in outs]
+  return _finished(case, outs, out_dtypes)
+
+
+def _finished(case: Case, outs, out_dtypes) -> tuple[np.ndarray, ...]:
+  """Reference leaves as `float64_reference` returns them: int64 for an
+  integer leaf, else float64 (rounded to the leaf's dtype first where
+  `case.round_reference`)."""
   return tuple(
     np.asarray(o, _I64)
     if jnp.issubdtype(d, jnp.integer)
@@ -157,6 +198,43 @@ def float64_reference(case: Case, args: tuple) -> tuple[np.ndarray, ...]:
     )
     for o, d in zip(outs, out_dtypes)
   )
+
+
+def executed_reference(
+  case: Case, args: tuple
+) -> tuple[tuple[np.ndarray, ...], str, executed.Program]:
+  """The float64 reference by the numpy executor, XLA:CPU's where it cannot.
+
+  Args:
+    case: the case (its `fn` and `round_reference`).
+    args: its arguments at one size (numpy arrays or pytrees of them).
+
+  Returns:
+    (the leaves, as `float64_reference` returns them; where they come
+    from: `EXECUTOR_SOURCE`, or "XLA:CPU float64 (not executed by the
+    numpy executor: <why>)", with "; integer leaves exact int64 by
+    XLA:CPU" where integer leaves came from there; the lowered program,
+    for its F32 run).
+  """
+  dtypes = [
+    np.dtype(a.dtype)
+    for a in jax.tree_util.tree_leaves(jax.eval_shape(case.fn, *args))
+  ]
+  integer = [bool(jnp.issubdtype(d, jnp.integer)) for d in dtypes]
+  if all(integer):  # exact int64 is the XLA:CPU path's (see above)
+    none = executed.Program(None, (), (), "integer outputs")
+    return float64_reference(case, args), "XLA:CPU exact int64", none
+  program = executed.lower_program(case, args)
+  run = program.run(widen=True)
+  if run.outputs is None:
+    source = _FALLBACK_SOURCE.format(run.why_not)
+    return float64_reference(case, args), source, program
+  leaves = _finished(case, run.outputs, dtypes)
+  if not any(integer):
+    return leaves, EXECUTOR_SOURCE, program
+  exact = float64_reference(case, args)
+  mixed = tuple(e if i else x for x, e, i in zip(leaves, exact, integer))
+  return mixed, f"{EXECUTOR_SOURCE}; {_INTEGER_SOURCE}", program
 
 
 class References:
@@ -181,6 +259,9 @@ class References:
   def __init__(self, case: Case, full: tuple | None, sizes):
     self.case, self._full = case, full
     self._cache: dict[int, tuple[np.ndarray, ...]] = {}
+    self._sources: dict[int, str] = {}
+    self._programs: dict[int, executed.Program] = {}
+    self._f32: dict[int, executed.Run] = {}
     fit = sorted(sizes)
     if full is not None:
       fit = [n for n in fit if n <= case.full_size(full)] or fit[:1]
@@ -196,8 +277,15 @@ class References:
   def _compute(self, n: int) -> tuple[np.ndarray, ...]:
     if n not in self._cache:
       args = self.case.inputs_for(self._full, n)
-      self._cache[n] = float64_reference(self.case, args)
+      leaves, source, program = executed_reference(self.case, args)
+      self._cache[n], self._sources[n] = leaves, source
+      self._programs[n] = program
     return self._cache[n]
+
+  def _size(self, n: int) -> int:
+    """The size whose computation serves size n (the largest, sliced, for
+    a rows_independent case)."""
+    return self._largest if self.independent and n <= self._largest else n
 
   def sliced(self, leaves, n: int) -> tuple[np.ndarray, ...]:
     """Leaves at the largest size cut to n along their batch axes."""
@@ -237,6 +325,30 @@ class References:
 
   def at(self, n: int) -> tuple[np.ndarray, ...]:
     """The reference leaves at size n (f64 numpy arrays)."""
-    if self.independent and n <= self._largest:
+    if self._size(n) != n:
       return self.sliced(self._compute(self._largest), n)
     return self._compute(n)
+
+  def source(self, n: int) -> str:
+    """Where the reference at size n comes from: `EXECUTOR_SOURCE`, or
+    "XLA:CPU float64 (not executed by the numpy executor: <why>)"."""
+    self._compute(self._size(n))
+    return self._sources[self._size(n)]
+
+  def executed_f32(self, n: int) -> executed.Run:
+    """The numpy executor's run of the program at size n with every gemm
+    at F32_F32_F32 (products summed exactly, rounded once to f32; every
+    other op in IEEE f32), cached; its outputs None where not executed.
+
+    For a rows_independent case, run at the largest size and sliced: an
+    exact sum rounded once does not depend on the other rows, so the
+    slice is the run at size n.
+    """
+    size = self._size(n)
+    if size not in self._f32:
+      self._compute(size)
+      self._f32[size] = self._programs[size].run(widen=False)
+    run = self._f32[size]
+    if size == n or run.outputs is None:
+      return run
+    return executed.Run(self.sliced(run.outputs, n))

@@ -16,10 +16,11 @@ no site escapes the report:
     not the target, left no gemm to honour the preset);
   * sites whose algorithm is unknown or ambiguous (emulated as F32), and
     optimized precision configs that contradict the StableHLO;
-  * cuBLAS / cuBLASLt sites where TF32 is allowed, not required
-    (`effective.tf32_optional`): without a run, that row 0 assumes TF32
-    there and cuBLAS may keep some in f32 (ambiguous); with a run that an
-    assignment keeping some in f32 explains, which ones cuBLAS kept.
+  * cuBLAS / cuBLASLt and cuDNN conv sites where TF32 is allowed, not
+    required (`effective.tf32_optional`): without a run, that row 0 assumes
+    TF32 there and cuBLAS (or cuDNN) may keep some in f32 (ambiguous); with
+    a run that an assignment keeping some in f32 explains, which ones the
+    library kept.
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
@@ -141,7 +142,8 @@ def _libraries(fates, sites) -> dict[str, str]:
 
 
 def _tf32_optional(fates, chosen, observed: bool) -> str:
-  """The note on cuBLAS sites where TF32 is allowed, not required."""
+  """The note on cuBLAS and cuDNN conv sites where TF32 is allowed, not
+  required."""
   optional = [i for i, f in enumerate(fates) if tf32_optional(f)]
   kept = _libraries(fates, [i for i in optional if chosen[i] == F32])
   if observed and kept:
@@ -153,9 +155,12 @@ def _tf32_optional(fates, chosen, observed: bool) -> str:
   if observed or not assumed:
     return ""
   at = " and ".join(f"{lib} {where}" for lib, where in assumed.items())
+  libraries = sorted(
+    {"cuDNN" if "cuDNN" in lib else "cuBLAS" for lib in assumed}
+  )
   return (
     f"ambiguous: row 0 assumes {TF32} at {at}, where TF32 is allowed, not "
-    "required, and cuBLAS may keep some in f32"
+    f"required, and {' or '.join(libraries)} may keep some in f32"
   )
 
 

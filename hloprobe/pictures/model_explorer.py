@@ -31,11 +31,11 @@ and `model_explorer.json`, the index `view` reads. <stem> is
 Node ids are the ones Model Explorer's MLIR adapter
 (`model_explorer.builtin_mlir_adapter.BuiltinMlirAdapter`, the C++
 converter in `ai_edge_model_explorer_adapter`) gives the
-`stablehlo.dot_general` ops of the written file: the adapter makes one graph
-per MLIR function (graph id = function name) and lists ops in program
-order, so the k-th dot site of a function (counted per call, as
-`stablehlo_parse` counts call paths) is the k-th dot_general node of that
-graph. Each pairing is checked against the node's own output shape and
+`stablehlo.dot_general` and `stablehlo.convolution` ops of the written
+file: the adapter makes one graph per MLIR function (graph id = function
+name) and lists ops in program order, so the k-th site of a function
+(counted per call, as `stablehlo_parse` counts call paths; dots and
+convolutions together) is the k-th such node of that graph. Each pairing is checked against the node's own output shape and
 precision attributes; a site that does not match is left out and named in
 the index ("unmapped"), never guessed.
 
@@ -70,7 +70,9 @@ __all__ = [
 
 INDEX_NAME = "model_explorer.json"
 MAX_MODELS = 10  # Model Explorer 0.1.34's "up to 10 in total"
-_DOT_LABEL = "stablehlo.dot_general"
+# The site ops' labels: dots and convolutions are numbered together in
+# program order (`ir.parse_stablehlo_dots`), as the adapter lists them.
+_SITE_LABELS = ("stablehlo.dot_general", "stablehlo.convolution")
 # In this order in Model Explorer's side panel; the last loaded colours the
 # graph, so the error comes last.
 _OVERLAYS = ("fate", "algorithm", "pass", "error")
@@ -106,10 +108,11 @@ class NodeRef:
 
 
 def adapter_dot_nodes(mlir_path: str) -> dict[str, list[dict]]:
-  """Runs Model Explorer's MLIR adapter on a file; its dot_general nodes.
+  """Runs Model Explorer's MLIR adapter on a file; its site nodes.
 
   Returns:
-    graph id -> the graph's `stablehlo.dot_general` nodes (the adapter's
+    graph id -> the graph's `stablehlo.dot_general` and
+    `stablehlo.convolution` nodes (the adapter's
     JSON dicts: "id", "label", "attrs", "outputsMetadata", ...) in the
     adapter's order.
 
@@ -128,7 +131,7 @@ def adapter_dot_nodes(mlir_path: str) -> dict[str, list[dict]]:
     for graph in collection.graphs:
       graph = graph if isinstance(graph, dict) else dataclasses.asdict(graph)
       out[graph["id"]] = [
-        n for n in graph["nodes"] if n.get("label") == _DOT_LABEL
+        n for n in graph["nodes"] if n.get("label") in _SITE_LABELS
       ]
   return out
 

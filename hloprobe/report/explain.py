@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from hloprobe.compile import Case, ReportedError
 from hloprobe.records import ConfigResult
 from hloprobe.report.explain_records import (
+  AGREES,
   AlgorithmUse,
   Alternative,
   FateSpan,
@@ -60,6 +61,10 @@ def _fate_words(f: SiteFate) -> str:
   return f"{words} ({merged})" if merged else words
 
 
+def _then(f: SiteFate) -> str:  # ", then all-reduce over 8 devices (...)"
+  return f", then {f.collective}" if f.collective else ""
+
+
 def _pass_words(r: ConfigResult, site: int) -> str:
   """E.g. "splitk-rewriter, hlo_normalization"; "pass unknown" when the
   attribution failed (its reason, naming the jaxlib, is in the notes);
@@ -81,7 +86,7 @@ def _spans(configs: list[ConfigResult]) -> tuple[FateSpan, ...]:
     if not r.ok:
       return (((), f"failed ({r.failure.stage})", r.failure.words() or ""),)
     rows = [
-      (f.site.index, _fate_words(f), _pass_words(r, f.site.index))
+      (f.site.index, _fate_words(f) + _then(f), _pass_words(r, f.site.index))
       for f in r.compilation.fates
     ]
     return tuple(
@@ -308,11 +313,13 @@ def _precision_label(precision: str, configs) -> str:
 
 
 def _made(precision: str, configs) -> list[MadeMath]:
-  """Configs whose executed module changed the math or could not be
-  executed, in runs of batch sizes with one verdict."""
-  told = [r for r in configs if r.made is not None and r.made.verdict]
+  """What XLA made, in runs of batch sizes with one verdict: configs whose
+  executed module changed the math or could not be executed, and those
+  whose module does what the program asks (`AGREES`, with row 0's error
+  at the effective algorithms beside the program's prediction)."""
+  checked = [r for r in configs if r.made is not None]
   out = []
-  for run in _runs(told, lambda r: r.made.verdict):
+  for run in _runs(checked, lambda r: r.made.verdict or _agrees(r)):
     ms = [r.made for r in run]
     devs = [m.deviation_abs for m in ms if m.deviation_abs is not None]
     bounds = [m.bound_abs for m in ms if m.bound_abs is not None]
@@ -320,13 +327,38 @@ def _made(precision: str, configs) -> list[MadeMath]:
       MadeMath(
         precision,
         tuple(r.config.n for r in run),
-        ms[0].verdict,
+        ms[0].verdict or _agrees_words(run),
         ms[0].changed,
         max(devs, default=None),
         min(bounds, default=None),
       )
     )
   return out
+
+
+def _agrees(r: ConfigResult) -> str:
+  """The run key of a config whose module does what the program asks."""
+  return AGREES
+
+
+def _agrees_words(run: list[ConfigResult]) -> str:
+  """E.g. "does what the program asks (row 0 |err| vs f64 at the
+  effective algorithms 6.1e-01, the program's prediction 6.1e-01)"."""
+
+  def span(values: list[float]) -> str:
+    lo, hi = min(values), max(values)
+    return (
+      f"{lo:.2g}" if f"{lo:.2g}" == f"{hi:.2g}" else f"{lo:.2g} to {hi:.2g}"
+    )
+
+  made = [r.made.stats.row0_abs for r in run if r.made.stats is not None]
+  asked = [r.prediction.stats.row0_abs for r in run if r.prediction]
+  if not made or not asked:
+    return AGREES
+  return (
+    f"{AGREES} (row 0 |err| vs f64 at the effective algorithms "
+    f"{span(made)}, the program's prediction {span(asked)})"
+  )
 
 
 def _notes(configs: list[ConfigResult]) -> list[str]:
@@ -341,7 +373,20 @@ def _notes(configs: list[ConfigResult]) -> list[str]:
     for r in configs
     if r.compilation and r.compilation.passes_error
   ]
+  notes += _reference_notes(configs)
   return notes
+
+
+def _reference_notes(configs: list[ConfigResult]) -> list[str]:
+  """Where a float64 reference did not come from the numpy executor, once
+  per batch size (the reference is the case's, shared by the configs)."""
+  found = {
+    r.config.n: p.reference
+    for r in configs
+    if (p := r.prediction) is not None
+    and "not executed by the numpy executor" in p.reference
+  }
+  return [f"n = {n}: reference: {words}" for n, words in found.items()]
 
 
 def _explain_one(

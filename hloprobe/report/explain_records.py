@@ -12,6 +12,7 @@ import dataclasses
 from hloprobe.compile import ReportedError
 
 __all__ = [
+  "AGREES",
   "AlgorithmUse",
   "Alternative",
   "FateSpan",
@@ -21,6 +22,11 @@ __all__ = [
   "RowZero",
   "TargetExplanation",
 ]
+
+
+# What explain says of configs whose optimized module, executed by the
+# numpy executor, does what the program asks (`MadeMath.verdict`).
+AGREES = "does what the program asks"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -178,17 +184,18 @@ class Alternative:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class MadeMath:
-  """What XLA made, where it differs from what the program asks: configs
-  whose executed module changed the math, or could not be executed
-  (`numerics.made`), grouped by precision and verdict.
+  """What XLA made: configs whose executed module changed the math, could
+  not be executed, or does what the program asks (`numerics.made`),
+  grouped by precision and verdict.
 
   Attributes:
     precision: the precision.
     batch_sizes: the batch sizes with this verdict.
     verdict: `Made.verdict`, e.g. "XLA changed the math: __cublas$lt$matmul
       cublas-lt-matmul.1 (alpha_real 0.1, beta 0, epilogue BIAS) from site
-      0, made by gemm-rewriter: suspected miscompile: ...".
-    changed: True for a change of the math, False for "not executed".
+      0, made by cublas-gemm-rewriter: suspected miscompile: ...", or
+      `AGREES` with row 0's error beside the program's prediction.
+    changed: True for a change of the math, False otherwise.
     deviation_abs: the largest |widened module - float64| of them.
     bound_abs: the F32 band it left (the smallest of them).
   """
@@ -216,8 +223,9 @@ class TargetExplanation:
     reported: the case's public report when it concerns this target's
       compute capability, else None.
     notes: failed configs and pass-attribution errors, one line each.
-    made: what XLA made where it changed the math or could not be
-      executed (`MadeMath`); `render_explanation` leads with it.
+    made: what XLA made (`MadeMath`): a change of the math, what could
+      not be executed, and the configs whose module does what the program
+      asks; `render_explanation` leads with it.
   """
 
   case: str

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 
 from hloprobe.compile import BASELINE, ReportedError
 from hloprobe.report.explain_records import (
+  AGREES,
   Alternative,
   FateSpan,
   TargetExplanation,
@@ -322,7 +323,10 @@ def _made_lines(e: TargetExplanation) -> list[str]:
   executed, e.g. "float32, n = 8: XLA changed the math: ... (|widened
   module - float64| 9.1e+01, F32 band 4.2e-05)"."""
   lines = []
-  for m in sorted(e.made, key=lambda m: not m.changed):
+  # A change of the math first, then what could not be executed, then
+  # the configs whose module does what the program asks.
+  order = lambda m: (not m.changed, m.verdict.startswith(AGREES))
+  for m in sorted(e.made, key=order):
     label = e.precisions.get(m.precision, m.precision)
     where = f"{label}, {_ns(m.batch_sizes)}"
     size = ""

@@ -22,7 +22,11 @@ element 0, as in `accuracy.ErrorStats`):
        "case": str, "target": str, "n": int, "precision": str,
        "status": "ok" | "failed", "error": str | null, "stage": str | null,
        "fate_summary": str,
-       "dot_sites": [{"index": int, "location": "file:line" | null,
+       "dot_sites": [{"index": int, "op": "dot_general" | "convolution"
+                        (every contraction site; a convolution's lhs is
+                        its input, rhs its kernel, K its kernel's input
+                        features times its window),
+                      "location": "file:line" | null,
                       "lhs": "f32[48,2]", "rhs": ..., "result": ...,
                       "lhs_batch_dims": [int], "rhs_batch_dims": [int],
                       "lhs_contracting_dims": [int],
@@ -52,6 +56,9 @@ element 0, as in `accuracy.ErrorStats`):
                       "merged_with": [int] | null (the other sites of
                         the dot XLA's dot-merger made of this one and
                         them; null: not merged),
+                      "collective": str | null (a sharded program's
+                        collective adding the site's partial sums, e.g.
+                        "all-reduce over 8 devices (all-reduce.3)"),
                       "rewritten_by": {"pass": str, "pipeline": str,
                                        "fate_after": str} | null}],
        "passes_explained": bool (rewritten_by is only meaningful if true),
@@ -86,7 +93,20 @@ element 0, as in `accuracy.ErrorStats`):
                       "best_candidate": str | null, "verdict": str,
                       "note": str | null, "leaf": str,
                       "output_dtype": str,
-                      "leaf_verdicts": [[str, str]]} | null,
+                      "leaf_verdicts": [[str, str]],
+                      "reference": str (where the float64 reference
+                                        comes from: the numpy executor,
+                                        or "XLA:CPU float64 (not executed
+                                        by the numpy executor: <why>)"),
+                      "noise_floor_check": {"status": str ("trusted",
+                                                "untrusted", "not checked:
+                                                <why>"),
+                                            "executor_row0_abs": float|null,
+                                            "executor_max_abs": float|null,
+                                            "band_abs": float | null,
+                                            "independent_floor": {...} |
+                                                null (as noise_floor)}
+                                           | null} | null,
        "prediction_error": str | null,
        "made": {"row0": float | null, "row0_abs_err": float | null,
                 "max_abs_err": float | null, "leaf": str | null (the
@@ -180,6 +200,24 @@ def _prediction_json(r: ConfigResult) -> dict | None:
     "leaf": p.leaf,
     "output_dtype": p.output_dtype,
     "leaf_verdicts": [list(x) for x in p.leaf_verdicts],
+    "reference": p.reference,
+    "noise_floor_check": _floor_check_json(p.floor_check),
+  }
+
+
+def _floor_check_json(c) -> dict | None:
+  """A `numerics.floor_check.FloorCheck` (the headline leaf's) as JSON."""
+  if c is None:
+    return None
+  independent = c.independent
+  return {
+    "status": c.status,
+    "executor_row0_abs": c.executor_row0_abs,
+    "executor_max_abs": c.executor_max_abs,
+    "band_abs": c.band_abs,
+    "independent_floor": None
+    if independent is None
+    else dataclasses.asdict(independent),
   }
 
 

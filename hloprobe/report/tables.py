@@ -402,7 +402,9 @@ def _site_rows(r: ConfigResult) -> list[list[str]]:
         str(s.contracting_size),
         f.precision_config + (" (conflict)" if f.conflict else ""),
         f.algorithm or "n/a",
-        f.fate.value + (f" ({merged})" if (merged := merge_words(f)) else ""),
+        f.fate.value
+        + (f" ({merged})" if (merged := merge_words(f)) else "")
+        + (f", then {f.collective}" if f.collective else ""),
         f.emitter or "n/a",
         _num(f.split_k, "d"),
         rewritten,

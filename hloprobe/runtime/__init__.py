@@ -28,6 +28,7 @@ from hloprobe.runtime.pool import WorkerPool as WorkerPool
 from hloprobe.runtime.pool import (
   check_environment_xla_flags as check_environment_xla_flags,
 )
+from hloprobe.runtime.pool import host_device_flag as host_device_flag
 from hloprobe.runtime.pool import worker_xla_flags as worker_xla_flags
 from hloprobe.runtime.process import WorkerError as WorkerError
 from hloprobe.runtime.serve import Request as Request
@@ -50,6 +51,7 @@ __all__ = [
   "config_key",
   "default_cache_dir",
   "host_cpu",
+  "host_device_flag",
   "log_warning",
   "note_stage",
   "null_stage",

@@ -11,12 +11,14 @@ from here; the modules behind them are private in intent:
   identify          matching a site to the instruction that computes it
   operand_ancestry  operands traced through fusions, loops and branches
   effective         the algorithm a site really runs (PTX or a rule)
+  collectives       a sharded program's collective adding a site's sums
   passes            which HLO pass changed a site (`--explain_passes`)
   rejection         which sites and pass a rejected compile names
 """
 
 from __future__ import annotations
 
+from hloprobe.sites.collectives import partition_count as partition_count
 from hloprobe.sites.dot_sites import map_dot_sites as map_dot_sites
 from hloprobe.sites.effective import EXACT_INTEGER as EXACT_INTEGER
 from hloprobe.sites.effective import TF32 as TF32
@@ -52,6 +54,7 @@ __all__ = [
   "fate_summary",
   "map_dot_sites",
   "merge_words",
+  "partition_count",
   "resolve",
   "site_record",
   "tf32_optional",

@@ -17,6 +17,13 @@ the CPU's f32 dots at n >= 2 in a `__ynn_fusion`):
                    another Triton kind (the generic `__triton`) is unknown
   cuBLAS/cuBLASLt  `__cublas$gemm` / `__cublas$lt$matmul` custom calls
   cuDNN            a dot inside a `__cudnn$fusion`
+  cuDNN conv       a convolution site computed by a cuDNN convolution custom
+                   call (`operand_ancestry.CONV_CUSTOM_CALLS`; its target,
+                   e.g. `__cudnn$convBiasActivationForward`, is the site's
+                   `custom_call_target`): XLA's conv rewriter on GPU
+  conv             a convolution site kept as an HLO `convolution` (the
+                   CPU's conv, or a GPU one not given to cuDNN); a 1x1
+                   convolution XLA turns into a dot gets that dot's fate
   multiply+reduce  rewritten by XLA's dot strength reduction
                    (AlgebraicSimplifier / `dot-strength-reduction`)
   multiply         K = 1: the dot became an elementwise multiply
@@ -48,8 +55,9 @@ import math
 
 from hloprobe.compile import rules_checked
 from hloprobe.ir import HloInstruction, HloModule, StableHloDot
-from hloprobe.sites import identify
+from hloprobe.sites import collectives, identify
 from hloprobe.sites.operand_ancestry import (
+  CONV_CUSTOM_CALLS,
   GEMM_CUSTOM_CALLS,
   Carrier,
   backend_config_kind,
@@ -133,7 +141,17 @@ def _mapped(site, match, sites, matches, module: HloModule) -> MappedSite:
     mapping=match.how,
     conflict=_conflict(site, match.carrier),
     merged_with=_merged_with(site, match, sites, matches),
+    collective=_collective(module, match.carrier),
   )
+
+
+def _collective(module: HloModule, carrier: Carrier) -> str | None:
+  """The collective adding the site's partial sums in an SPMD-partitioned
+  module (`collectives.collective_after`); None in a one-device module."""
+  if collectives.partition_count(module) <= 1:
+    return None
+  outermost = carrier.kernel or carrier.instruction
+  return collectives.collective_after(module, outermost)
 
 
 def _merged_with(site, match, sites, matches) -> tuple[int, ...] | None:
@@ -165,6 +183,7 @@ def _unknown_calls(module: HloModule) -> bool:
   return any(
     inst.opcode == "custom-call"
     and custom_call_target(inst) not in GEMM_CUSTOM_CALLS
+    and custom_call_target(inst) not in CONV_CUSTOM_CALLS
     for _, inst in module.all_instructions()
   )
 
@@ -197,9 +216,12 @@ def _classify(site: StableHloDot, carrier: Carrier, **found) -> MappedSite:
   """Names the fate of a site from the instruction that computes it.
 
   `found` are the record's fields the match settled (`mapping`, `conflict`,
-  `merged_with`).
+  `merged_with`, `collective`).
 
-  Rules (jaxlib 0.10.2 and 0.12.0.1): a custom call is named by its target; a dot is a
+  Rules (jaxlib 0.10.2 and 0.12.0.1): a custom call is named by its target
+  (a cuDNN convolution call is "cuDNN conv", its backend_config's
+  `cudnn_conv_backend_config` kept as the site's `gemm_config`); an HLO
+  convolution is "conv"; a dot is a
   Triton gemm when its outermost enclosing fusion's
   `fusion_backend_config.kind` is a Triton gemm kind (`_TRITON_GEMM_KINDS`),
   unknown in any other Triton kind (`__triton`), cuDNN for `__cudnn$fusion`,
@@ -210,9 +232,14 @@ def _classify(site: StableHloDot, carrier: Carrier, **found) -> MappedSite:
   names = _emitter_names(inst, outer)
   emitter = emitter_name(Fate.DOT, names.values())
   config = None
-  if inst.opcode == "custom-call":
+  if names["custom_call_target"] in CONV_CUSTOM_CALLS:
+    fate = Fate.CUDNN_CONV
+    config = inst.backend_config.get("cudnn_conv_backend_config")
+  elif inst.opcode == "custom-call":
     fate = Fate(GEMM_CUSTOM_CALLS[names["custom_call_target"]])
     config = inst.backend_config
+  elif inst.opcode == "convolution":
+    fate = Fate.CONV
   elif inst.opcode == "multiply":
     fate = Fate.MULTIPLY if site.contracting_size == 1 else Fate.MULTIPLY_REDUCE
   elif is_triton_gemm(outer):

@@ -8,8 +8,9 @@ came from (`algorithm_source`):
   "ptx"   kernels XLA generates (Triton gemm fusions, loop and reduce
           fusions holding a dot or a strength-reduced multiply): read from
           the kernel's PTX by `ptx.for_operands`.
-  "rule"  library calls (cuBLAS, cuBLASLt), whose kernels are not visible,
-          and the CPU: `blas_algorithm` and `cpu_algorithm`, each naming its
+  "rule"  library calls (cuBLAS, cuBLASLt, cuDNN convolutions), whose
+          kernels are not visible, and the CPU: `blas_algorithm`,
+          `conv_rules.conv_algorithm` and `cpu_algorithm`, each naming its
           XLA source.
 
 None means not settled; `algorithm_evidence` says why. On compile-only
@@ -37,6 +38,7 @@ from hloprobe.ir import (
   for_operands,
   kernel_name,
 )
+from hloprobe.sites.conv_rules import conv_algorithm
 from hloprobe.sites.dot_sites import is_triton_gemm
 from hloprobe.sites.site_fate import Fate, MappedSite, SiteFate
 
@@ -239,12 +241,13 @@ def tf32_optional(fate: SiteFate) -> bool:
 
   True for the sites `blas_algorithm` gives TF32_TF32_F32 by its
   IsTf32Allowed branch: a cuBLAS or cuBLASLt call on f32 operands with no
-  declared algorithm. The kernel cuBLAS picks decides between
+  declared algorithm; and for the cuDNN convolutions
+  `conv_rules.cudnn_conv_algorithm` gives TF32_TF32_F32 (allow_tf32). The kernel cuBLAS picks decides between
   TF32_TF32_F32 and F32_F32_F32 (see `blas_algorithm`). A declared
   TF32_TF32_F32 preset is not included: no run has checked it.
   """
   return (
-    fate.fate in _BLAS_FATES
+    fate.fate in (*_BLAS_FATES, Fate.CUDNN_CONV)
     and fate.algorithm is None
     and fate.site.lhs.dtype == "f32"
     and fate.effective_algorithm == TF32
@@ -332,7 +335,9 @@ def _effective(
   if is_integer_dtype(dtype) and is_integer_dtype(fate.site.rhs.dtype):
     algorithm, evidence = integer_algorithm(fate, target)
     return algorithm, "rule", evidence
-  if target.platform == "cpu":
+  if fate.fate in (Fate.CUDNN_CONV, Fate.CONV):
+    algorithm, evidence = conv_algorithm(fate, target, compute_capability)
+  elif target.platform == "cpu":
     algorithm, evidence = cpu_algorithm(dtype, fate.site.result.dtype)
   elif fate.fate in _BLAS_FATES:
     algorithm, evidence = blas_algorithm(

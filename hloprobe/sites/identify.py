@@ -64,6 +64,7 @@ from hloprobe.ir import (
   algorithm_from_hlo,
 )
 from hloprobe.sites.operand_ancestry import (
+  CONV_CUSTOM_CALLS,
   Carrier,
   Concatenation,
   custom_call_target,
@@ -74,6 +75,7 @@ from hloprobe.sites.operand_ancestry import (
 __all__ = [
   "Match",
   "hlo_precision",
+  "is_convolution",
   "match_sites",
   "merged_part_fits",
   "site_algorithm",
@@ -117,10 +119,19 @@ def hlo_precision(inst: HloInstruction) -> tuple[str | None, str | None]:
   """operand_precision and algorithm as the optimized HLO states them.
 
   A dot prints them as attributes (absent: default); a cuBLAS custom call in
-  its backend_config's `precision_config`; a multiply states neither.
+  its backend_config's `precision_config`; a multiply states neither. A
+  convolution, and a cuDNN convolution custom call, print
+  `operand_precision={highest,highest,default}` as an attribute (jaxlib
+  0.10.2 and 0.12.0.1): the first two are the input's and the kernel's,
+  the ones StableHLO states; a third and fourth (the bias and side input
+  of `__cudnn$convBiasActivationForward`, which XLA's fused conv rewriter
+  adds) are DEFAULT, so they are not part of the site's request.
   """
   if inst.opcode == "multiply":
     return None, None
+  if is_convolution(inst):
+    precision = inst.attrs.get("operand_precision", "{default,default}")
+    return ",".join(precision.strip("{}").split(",")[:2]), None
   if inst.opcode == "custom-call":
     config = inst.backend_config
     pc = (config.get("gemm_backend_config") or config).get(
@@ -134,6 +145,14 @@ def hlo_precision(inst: HloInstruction) -> tuple[str | None, str | None]:
   precision = inst.attrs.get("operand_precision", "{default,default}")
   algo = inst.attrs.get("algorithm")
   return precision.strip("{}"), algorithm_from_hlo(algo) if algo else None
+
+
+def is_convolution(inst: HloInstruction) -> bool:
+  """An HLO convolution or a cuDNN convolution custom call."""
+  return inst.opcode == "convolution" or (
+    inst.opcode == "custom-call"
+    and custom_call_target(inst) in CONV_CUSTOM_CALLS
+  )
 
 
 def site_algorithm(site: StableHloDot) -> str | None:
@@ -156,6 +175,8 @@ def _carrier_k(carrier: Carrier) -> int | None:
   inst = carrier.instruction
   if inst.opcode == "dot":
     dims = inst.dims_attr("lhs_contracting_dims")
+  elif is_convolution(inst):
+    return None
   elif inst.opcode == "custom-call":
     config = inst.backend_config.get("gemm_backend_config") or {}
     numbers = config.get("dot_dimension_numbers") or {}
@@ -187,10 +208,14 @@ def shape_fits(site: StableHloDot, carrier: Carrier) -> bool:
   may pad it to a tile multiple: 1000 becomes 4 x 252 on an A100 and
   8 x 128 on an H100, jaxlib 0.10.2), so s parts cover K with less than K
   of padding. A multiply: K products per output (dot strength reduction), or
-  the outputs themselves when K = 1.
+  the outputs themselves when K = 1. A convolution site: a convolution (or
+  cuDNN convolution call) with as many outputs, or a dot or gemm as above
+  (XLA turns a 1x1 convolution into one).
   """
   out, k = math.prod(site.result.dims), site.contracting_size
   got = _result_elements(carrier)
+  if site.is_convolution and is_convolution(carrier.instruction):
+    return got == out
   if carrier.instruction.opcode == "multiply":
     return got in (out * k, out) if k > 1 else got == out
   carrier_k = _carrier_k(carrier)

@@ -1,7 +1,8 @@
 """Carriers: the optimized-HLO instructions that may compute a dot site.
 
 `find_carriers` walks an optimized module from ENTRY and records every dot,
-convolution, multiply and gemm custom call with the entry parameters each
+convolution, multiply, gemm custom call and cuDNN convolution custom call
+with the entry parameters each
 operand depends on (its ancestry), the data-flow key `dot_sites` matches
 StableHLO dot sites by. Checked on jaxlib 0.10.2 and 0.12.0.1.
 
@@ -22,6 +23,7 @@ import math
 from hloprobe.ir import HloInstruction, HloModule
 
 __all__ = [
+  "CONV_CUSTOM_CALLS",
   "GEMM_CUSTOM_CALLS",
   "Carrier",
   "Concatenation",
@@ -37,6 +39,21 @@ GEMM_CUSTOM_CALLS = {
   "__cublas$lt$matmul": "cuBLASLt",
   "__cublas$lt$matmul$f8": "cuBLASLt",
 }
+# cuDNN convolution custom-call targets (xla/service/gpu/cublas_cudnn.cc:
+# kCudnnConvForwardCallTarget, ...BackwardInput..., ...BackwardFilter...,
+# ...BiasActivationForward..., ...ForwardGraph...), which XLA's conv
+# rewriter (xla/service/gpu/transforms/conv_rewriter.cc) and the fused conv
+# rewriter make of an HLO convolution; operands 0 and 1 are the
+# convolution's two (input and kernel; a backward call's dy and the other
+# one), in the rewritten layout. Seen on jaxlib 0.10.2 and 0.12.0.1 for an
+# A100: `__cudnn$convBiasActivationForward` for conv + bias + relu.
+CONV_CUSTOM_CALLS = (
+  "__cudnn$convForward",
+  "__cudnn$convBackwardInput",
+  "__cudnn$convBackwardFilter",
+  "__cudnn$convBiasActivationForward",
+  "__cudnn$convForwardGraph",
+)
 _WALKED_OPCODES = (
   "fusion",
   "call",
@@ -113,7 +130,8 @@ class Carrier:
 
 
 def find_carriers(module: HloModule) -> list[Carrier]:
-  """Lists every dot, convolution, multiply and gemm custom call, per call path.
+  """Lists every dot, convolution, multiply and gemm or cuDNN convolution
+  custom call, per call path.
 
   Walks from the ENTRY computation into fusions, calls, while bodies and
   conditionals, binding each computation's parameters to the ancestry of the
@@ -151,7 +169,10 @@ def _walk(module, comp_name, params, enclosing, out, depth):
     ops = [env.get(o, frozenset()) for o in inst.operands]
     if inst.opcode in ("dot", "convolution", "multiply") or (
       inst.opcode == "custom-call"
-      and custom_call_target(inst) in GEMM_CUSTOM_CALLS
+      and (
+        custom_call_target(inst) in GEMM_CUSTOM_CALLS
+        or custom_call_target(inst) in CONV_CUSTOM_CALLS
+      )
     ):
       operand_shapes = tuple(shapes.get(o) for o in inst.operands)
       out.append(

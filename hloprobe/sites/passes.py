@@ -10,7 +10,8 @@ after every pass that changed it, named
 jaxlib 0.10.2 and 0.12.0.1, whose dumps print tuple operands in the compact
 `%t#i` form that `ir.hlo` expands). Reading the dumps in sequence order, a
 site's pass is the first one after which it is no longer a plain, unsplit
-`dot` (outside any fusion): for example `dot-strength-reduction` (GPU) or
+`dot` (outside any fusion), or for a convolution site a plain
+`convolution` (the GPU's conv rewriter making it a cuDNN call): for example `dot-strength-reduction` (GPU) or
 `algsimp` (CPU) turning it into multiply+reduce, `splitk-rewriter` (GPU,
 xla/backends/gpu/transforms/splitk_rewriter.cc) splitting its K into a new
 batch dimension (then `triton-gemm-rewriter` wraps the split dot in a Triton
@@ -70,6 +71,8 @@ def _is_plain(fate: MappedSite) -> bool:
   theirs."""
   if fate.fate == Fate.AMBIGUOUS:
     return True
+  if fate.site.is_convolution:  # still an HLO convolution outside fusions
+    return fate.fate == Fate.CONV and fate.emitter == "top level"
   return (
     fate.fate == Fate.DOT
     and fate.emitter == "top level"
@@ -82,8 +85,8 @@ def _describe(fate: MappedSite) -> str:
   """E.g. "dot in __ynn_fusion", "dot split-K 4", "Triton gemm", "dot
   (merged)"."""
   words = fate.fate.value
-  if fate.fate == Fate.DOT and fate.emitter != "top level":
-    words = f"dot in {fate.emitter}"
+  if fate.fate in (Fate.DOT, Fate.CONV) and fate.emitter != "top level":
+    words = f"{words} in {fate.emitter}"
   if fate.merged_with is not None:
     words = f"{words} (merged)"
   return f"{words} split-K {fate.split_k}" if fate.split_k else words

@@ -43,6 +43,8 @@ class Fate(str, enum.Enum):
   CUBLAS = "cuBLAS"
   CUBLASLT = "cuBLASLt"
   CUDNN = "cuDNN"
+  CUDNN_CONV = "cuDNN conv"
+  CONV = "conv"
   MULTIPLY_REDUCE = "multiply+reduce"
   MULTIPLY = "multiply"
   GONE = "gone"
@@ -89,6 +91,9 @@ class MappedSite:
       no other site was found in it); None when not merged.
     unknown_reason: why the mapping left an unknown site unknown, where it
       knows (a merged dot not split back to the site), in words; else None.
+    collective: in an SPMD-partitioned module, the collective that adds the
+      site's per-device partial sums, e.g. "all-reduce over 8 devices
+      (all-reduce.3)" (`collectives.collective_after`); None otherwise.
   """
 
   site: StableHloDot
@@ -106,6 +111,7 @@ class MappedSite:
   conflict: str | None = None
   merged_with: tuple[int, ...] | None = None
   unknown_reason: str | None = None
+  collective: str | None = None
 
   @property
   def emitter(self) -> str | None:
@@ -209,6 +215,7 @@ def site_record(f: SiteFate, rewritten_by=None) -> dict:
   s = f.site
   return {
     "index": s.index,
+    "op": s.op,
     "location": s.location,
     "lhs": str(s.lhs),
     "rhs": str(s.rhs),
@@ -237,6 +244,7 @@ def site_record(f: SiteFate, rewritten_by=None) -> dict:
     "candidates": [list(c) for c in f.candidates],
     "conflict": f.conflict,
     "merged_with": None if f.merged_with is None else list(f.merged_with),
+    "collective": f.collective,
     "rewritten_by": None
     if rewritten_by is None
     else {

@@ -33,6 +33,7 @@ from hloprobe.runtime import (
   WorkerError,
   WorkerPool,
   config_key,
+  host_device_flag,
   log_warning,
   worker_xla_flags,
 )
@@ -234,7 +235,7 @@ class _Sweep:
     if self.store is None:
       return None
     fingerprint = self.setups[c.case_index].fingerprint(watch)
-    flags = worker_xla_flags(self.pool.user_xla_flags, c.experiment.flags_text)
+    flags = worker_xla_flags(self.pool.user_xla_flags, _flags(c))
     with watch.stage("cache"):
       return fingerprint and config_key(
         fingerprint,
@@ -271,11 +272,13 @@ class _Sweep:
         for i, c in enumerate(self.configs)
         if c.experiment is e and c.case.portable and self.hits[i] is None
       ]
-      found += [
-        (e.flags_text, lane, todo[lane::per_set])
-        for lane in range(per_set)
-        if todo[lane::per_set]
-      ]
+      for flags in dict.fromkeys(_flags(self.configs[i]) for i in todo):
+        mine = [i for i in todo if _flags(self.configs[i]) == flags]
+        found += [
+          (flags, lane, mine[lane::per_set])
+          for lane in range(per_set)
+          if mine[lane::per_set]
+        ]
     return found
 
   def start_workers(self) -> None:
@@ -371,6 +374,14 @@ class _Sweep:
     return compile_and_run_case(
       setup.case, setup.inputs(watch), c.config, self.spec.explain_passes
     )
+
+
+def _flags(c: PlannedConfig) -> str:
+  """The extra XLA_FLAGS of config `c`'s worker: its experiment's, then
+  the host devices a sharded case needs (`runtime.host_device_flag`), so
+  that the CPU of its worker has them."""
+  devices = host_device_flag(c.case.case.device_count)
+  return " ".join(w for w in (c.experiment.flags_text, devices) if w)
 
 
 def _load_targets(spec: SweepPlan, pool: WorkerPool) -> dict[str, str]:

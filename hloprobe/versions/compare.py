@@ -3,7 +3,9 @@
 Reads the workers' replies (`run.VersionRun`), never re-runs anything. Per
 config (case, target, n, precision) and version it shows the dot fates,
 the effective algorithms, row 0's |error| against float64 (observed where
-the target ran, else predicted, marked "(pred)") and the config's verdict
+the target ran, else predicted, marked "(pred)"), row 0's |error| of what
+XLA made (the optimized module executed at the sites' effective
+algorithms, `numerics.made`) and the config's verdict
 ("XLA changed the math: ..." where the executed module says so,
 `numerics.made`). Each XLA_FLAGS experiment's configs are compared apart
 from the baseline's. A field
@@ -47,6 +49,8 @@ had no "installed", "python", "jax_commit", "xla_commit", "xla_source",
                                    "row0_abs_err": float | null,
                                    "row0_abs_err_source": "observed" |
                                      "predicted" | null,
+                                   "made_row0_abs_err": float | null
+                                     (added without a bump),
                                    "verdict": str | null,
                                    "dot_sites": [results.json site],
                                    "passes_explained": bool (ok cells
@@ -81,12 +85,19 @@ NOT_INSTALLED = "not installed"
 # worker failed or did not sweep it).
 _RAN = ("ok", "failed")
 
-FIELDS = ("fates", "effective_algorithms", "row0_abs_err", "verdict")
+FIELDS = (
+  "fates",
+  "effective_algorithms",
+  "row0_abs_err",
+  "made_row0_abs_err",
+  "verdict",
+)
 _CHANGE_FIELDS = ("fates", "effective_algorithms", "verdict")
 _LABELS = {
   "fates": "dot fates",
   "effective_algorithms": "effective algorithms",
   "row0_abs_err": "row-0 |err|",
+  "made_row0_abs_err": "row-0 |err| made",
   "verdict": "verdict",
 }
 
@@ -148,6 +159,7 @@ def _cell(config: dict | None, run: VersionRun) -> dict:
     "effective_algorithms": _algorithms(config),
     "row0_abs_err": err,
     "row0_abs_err_source": source,
+    "made_row0_abs_err": (config.get("made") or {}).get("row0_abs_err"),
     "verdict": config.get("verdict") or prediction.get("verdict"),
     "dot_sites": config.get("dot_sites") or [],
     "passes_explained": bool(config.get("passes_explained")),
@@ -226,10 +238,11 @@ def _show(cell: dict, field: str) -> str:
   if cell["status"] != "ok":
     return cell["error"] if field == "fates" else ""
   value = cell[field]
-  if field == "row0_abs_err":
+  if field in ("row0_abs_err", "made_row0_abs_err"):
     if value is None:
       return "n/a"
-    suffix = " (pred)" if cell["row0_abs_err_source"] == "predicted" else ""
+    predicted = cell["row0_abs_err_source"] == "predicted"
+    suffix = " (pred)" if field == "row0_abs_err" and predicted else ""
     return f"{value:.2e}{suffix}"
   return "n/a" if value is None else str(value)
 

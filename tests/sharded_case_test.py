@@ -1,0 +1,80 @@
+"""A sharded Case (issue 24 item 5) as a record: its mesh fields, checked;
+picklable (it goes to workers); its device count, and the XLA_FLAGS word
+that gives a worker's CPU that many host devices. No XLA."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+from absl.testing import absltest
+from jax.sharding import PartitionSpec
+
+from hloprobe.compile import CASES, Case
+from hloprobe.errors import CaseError
+from hloprobe.runtime import host_device_flag
+
+
+def _inputs():
+  return (np.ones((2, 8), np.float32), np.ones((8, 3), np.float32))
+
+
+def _case(**mesh) -> Case:
+  return Case("m", "a matmul", lambda x, w: x @ w, _inputs, **mesh)
+
+
+class ShardedCaseTest(absltest.TestCase):
+  def test_the_builtin_case_is_listed_with_8_devices(self):
+    case = CASES["sharded_matmul"]
+    self.assertEqual(case.device_count, 8)
+    self.assertEqual(case.mesh_axes, ("k",))
+    x, w = case.full_inputs()
+    # The contracting dimension (256) is what is sharded, 32 per device.
+    self.assertEqual(x.shape[1], 256)
+    self.assertEqual(case.in_specs[0], PartitionSpec(None, "k"))
+    self.assertEqual(case.in_specs[1], PartitionSpec("k", None))
+
+  def test_a_sharded_case_pickles(self):
+    case = Case(
+      "m",
+      "a matmul",
+      np.matmul,
+      _inputs,
+      mesh_shape=(2, 4),
+      mesh_axes=("a", "b"),
+      in_specs=(PartitionSpec(None, "b"), PartitionSpec("b")),
+      out_specs=PartitionSpec("a"),
+    )
+    back = pickle.loads(pickle.dumps(case))
+    self.assertEqual(back.device_count, 8)
+    self.assertEqual(back.in_specs, case.in_specs)
+    self.assertEqual(back.out_specs, PartitionSpec("a"))
+
+  def test_one_device_without_a_mesh(self):
+    self.assertEqual(_case().device_count, 1)
+
+  def test_bad_mesh_fields_are_one_error(self):
+    for bad in (
+      {"mesh_shape": (8,)},
+      {"mesh_shape": (8,), "mesh_axes": ("a", "b")},
+      {"mesh_shape": (0,), "mesh_axes": ("a",)},
+      {"in_specs": (PartitionSpec("k"), None)},
+      {"mesh_axes": ("k",)},
+    ):
+      with self.subTest(bad=bad), self.assertRaises(CaseError) as e:
+        _case(**bad)
+      self.assertNotIn("\n", str(e.exception))
+      self.assertIn("mesh_", str(e.exception))
+
+
+class HostDeviceFlagTest(absltest.TestCase):
+  def test_the_flag_follows_the_device_count(self):
+    # The flag XLA's CPU client reads (xla/debug_options_flags.cc).
+    self.assertEqual(
+      host_device_flag(8), "--xla_force_host_platform_device_count=8"
+    )
+    self.assertEqual(host_device_flag(1), "")
+
+
+if __name__ == "__main__":
+  absltest.main()
