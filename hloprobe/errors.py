@@ -49,7 +49,8 @@ class XlaFlagsError(InvalidArgumentError):
 
 
 class ToolchainError(HloprobeError):
-  """Raised when the CUDA toolchain (ptxas) cannot build a target's kernels."""
+  """Raised when the CUDA toolchain cannot build a target's kernels (ptxas)
+  or trace its program (cuDNN's library, for cuDNN attention)."""
 
 
 class HloParseError(HloprobeError):

@@ -24,6 +24,7 @@ __all__ = [
   "XlaComputation",
   "XlaInstruction",
   "cuda_path",
+  "cudnn_version",
   "jaxlib_git_hash",
   "kept_arguments",
   "register_upstream_dialects",
@@ -51,6 +52,32 @@ def cuda_path() -> str | None:
 
   lib = getattr(getattr(jax, "_src", None), "lib", None)
   return getattr(lib, "cuda_path", None)
+
+
+def cudnn_version() -> int | None:
+  """The version of the cuDNN library JAX finds, e.g. 91002 for 9.10.2.
+
+  What jax's cuDNN attention reads while tracing, even for a compile-only
+  target: `jax._src.lib.cuda_versions.cudnn_get_version()`
+  (jax/_src/cudnn/fused_attention_stablehlo.py `check_cudnn_version`; jax
+  0.10.2 and 0.12.0.1). `cuda_versions` is the CUDA plugin's `_versions`
+  extension, which loads libcudnn.so.9 from the nvidia-cudnn-cu12 wheel
+  (its RPATH names `nvidia/cudnn/lib`) and raises RuntimeError("cuDNN not
+  found.") without it.
+
+  Returns:
+    The version (major * 10000 + minor * 100 + patch), or None where no
+    CUDA plugin or no cuDNN library is found.
+  """
+  from jax._src import lib
+
+  versions = getattr(lib, "cuda_versions", None)
+  if versions is None:
+    return None
+  try:
+    return int(versions.cudnn_get_version())
+  except RuntimeError:
+    return None
 
 
 def kept_arguments(lowered) -> tuple[int, ...] | None:

@@ -39,7 +39,8 @@ __all__ = [
 # 1: one flat ConfigResult; 2: these records; 3: SiteFate; 4:
 # ConfigResult.made; 5: Failure.finding, ErrorStats' integer counts; 6:
 # Prediction.reference and Prediction.floor_check; 7: StableHloDot.op and
-# .window (convolution sites); 8: MappedSite.collective.
+# .window (convolution sites; an attention site's op is its call target); 8:
+# MappedSite.collective.
 RECORD_VERSION = 8
 
 

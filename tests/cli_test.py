@@ -40,6 +40,7 @@ class BadInputTest(parameterized.TestCase):
     (
       "case",
       "--case=nope",
+      # The built-in names follow, sorted (the list grows with the cases).
       "unknown case 'nope'; choose from ",
     ),
     ("target", "--targets=tpu", "unknown target 'tpu'; choose from cpu"),

@@ -28,6 +28,11 @@ from hloprobe.compile.compat import scan_counts as scan_counts
 from hloprobe.compile.compat import unchecked_note as unchecked_note
 from hloprobe.compile.compat import version_warning as version_warning
 from hloprobe.compile.compat import while_has_dce_rule as while_has_dce_rule
+from hloprobe.compile.cudnn import CUDNN_WHEEL as CUDNN_WHEEL
+from hloprobe.compile.cudnn import cudnn_version as cudnn_version
+from hloprobe.compile.cudnn import (
+  missing_cudnn_message as missing_cudnn_message,
+)
 from hloprobe.compile.experiments import BASELINE as BASELINE
 from hloprobe.compile.experiments import (
   BUILTIN_EXPERIMENTS as BUILTIN_EXPERIMENTS,
@@ -61,6 +66,7 @@ __all__ = [
   "BUILTIN_TARGETS",
   "CASES",
   "CHECKED_JAXLIBS",
+  "CUDNN_WHEEL",
   "Case",
   "Experiment",
   "JAXPR_API",
@@ -70,6 +76,7 @@ __all__ = [
   "Target",
   "checked_words",
   "compile_case",
+  "cudnn_version",
   "enable_x64",
   "find_ptxas",
   "get_case",
@@ -81,6 +88,7 @@ __all__ = [
   "leaf_names",
   "load_target_config",
   "load_topology",
+  "missing_cudnn_message",
   "nvcc_wheel_dir",
   "parse_experiment",
   "parse_experiments_file",

@@ -1,7 +1,8 @@
 """Built-in cases that come from hloprobe's own issues, not a public report:
 `int8_dots` (issue 24, integer dots), `conv_net` (issue 24,
-convolutions) and `sharded_matmul` (issue 24, a contraction sharded over 8
-devices). `builtin_cases.CASES` lists them.
+convolutions), `sharded_matmul` (issue 24, a contraction sharded over 8
+devices) and `cudnn_attention` (issue 24, cuDNN's fused attention).
+`builtin_cases.CASES` lists them, in `ISSUE_CASES`' order.
 
 Private in intent: use the package, `hloprobe.compile`.
 """
@@ -10,13 +11,20 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec
 
 from hloprobe.compile.case_model import Case
 
-__all__ = ["ISSUE_CASES", "conv_net", "int8_dots", "sharded_matmul"]
+__all__ = [
+  "ISSUE_CASES",
+  "conv_net",
+  "cudnn_attention",
+  "int8_dots",
+  "sharded_matmul",
+]
 
 
 def _int8_dots(x, w, v):
@@ -120,5 +128,38 @@ sharded_matmul = Case(
   out_specs=PartitionSpec(),
 )
 
-# In the order `builtin_cases.CASES` lists them, after the public reports'.
-ISSUE_CASES = (int8_dots, conv_net, sharded_matmul)
+
+# q, k, v: bf16[batch, T, heads, head_dim] (jax.nn.dot_product_attention's
+# BTNH layout). A head dim of 64 and T = 128 meet cuDNN flash attention's
+# conditions on every target (jax/_src/cudnn/fused_attention_stablehlo.py,
+# `check_is_flash_attention`: head dim <= 128 before Hopper, a multiple of 8).
+_SHAPE = (9, 128, 4, 64)
+
+
+def _cudnn_attention(q, k, v):
+  """softmax(q k^T / sqrt(64)) v per batch element and head, by cuDNN."""
+  return jax.nn.dot_product_attention(q, k, v, implementation="cudnn")
+
+
+def _cudnn_attention_inputs():
+  """q, k, v: bf16[9, 128, 4, 64], standard normal (seed 24)."""
+  g = np.random.default_rng(24)
+  return tuple(
+    g.standard_normal(_SHAPE).astype(ml_dtypes.bfloat16) for _ in range(3)
+  )
+
+
+cudnn_attention = Case(
+  "cudnn_attention",
+  "jax.nn.dot_product_attention(implementation='cudnn') on bf16 q, k, v "
+  "[n, 128, 4, 64]: cuDNN's fused flash attention (GPU targets only, "
+  "compile-only ones included; needs the nvidia-cudnn-cu12 wheel)",
+  _cudnn_attention,
+  _cudnn_attention_inputs,
+  in_axes=(0, 0, 0),
+  output_axis=0,
+  rows_independent=True,
+)
+
+# The issues' cases, in the order `hloprobe cases` lists them.
+ISSUE_CASES = (int8_dots, conv_net, sharded_matmul, cudnn_attention)

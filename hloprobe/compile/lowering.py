@@ -38,7 +38,7 @@ import jaxlib
 import numpy as np
 
 from hloprobe import private_api, startup
-from hloprobe.compile import compat, placement, toolchain
+from hloprobe.compile import compat, cudnn, placement, toolchain
 from hloprobe.compile.cases import Case
 from hloprobe.compile.placement import LoadedTopology, load_topology
 from hloprobe.compile.targets import Target
@@ -151,7 +151,8 @@ def compile_case(
   Raises:
     TargetError: the target's device is not available, or its config cannot
       be loaded.
-    ToolchainError: the ptxas XLA found cannot build for the target's GPU.
+    ToolchainError: the ptxas XLA found cannot build for the target's GPU,
+      or jax found no cuDNN library to trace cuDNN attention with.
     Exception: whatever JAX/XLA raise while lowering or compiling.
   """
   start = time.perf_counter()
@@ -186,6 +187,8 @@ def lower_case(
   Raises:
     TargetError: the target has fewer devices than the case needs.
     CaseError: the case's `in_specs` do not fit its arguments.
+    ToolchainError: jax found no cuDNN library to trace cuDNN attention
+      with (`cudnn.missing_cudnn_message`).
     Exception: whatever JAX raises while tracing or lowering.
   """
   devices = placement.devices_for(target, case.device_count)
@@ -203,7 +206,12 @@ def lower_case(
     else jax.jit(case.fn, out_shardings=out_sharding)
   )
   with jax.default_matmul_precision(precision):
-    return compat.lower(jitted, specs, target.platform), devices
+    try:
+      return compat.lower(jitted, specs, target.platform), devices
+    except RuntimeError as e:  # jax found no cuDNN for cuDNN attention
+      if (missing := cudnn.missing_cudnn_message(e)) is None:
+        raise
+      raise ToolchainError(missing) from None
 
 
 def _pass_dump_options(dump_dir: str) -> dict[str, str]:

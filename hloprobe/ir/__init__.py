@@ -18,6 +18,10 @@ from __future__ import annotations
 
 from hloprobe.ir.canonical import canonical_hlo as canonical_hlo
 from hloprobe.ir.canonical import canonical_stablehlo as canonical_stablehlo
+from hloprobe.ir.fused_attention import attention_dims as attention_dims
+from hloprobe.ir.fused_attention import (
+  is_attention_target as is_attention_target,
+)
 from hloprobe.ir.hlo import parse_hlo_module as parse_hlo_module
 from hloprobe.ir.hlo_records import HloInstruction as HloInstruction
 from hloprobe.ir.hlo_records import HloModule as HloModule
@@ -51,9 +55,11 @@ __all__ = [
   "algorithm_from_fields",
   "algorithm_from_hlo",
   "as_precision",
+  "attention_dims",
   "canonical_hlo",
   "canonical_stablehlo",
   "for_operands",
+  "is_attention_target",
   "kernel_name",
   "parse_hlo_module",
   "parse_precision",

@@ -1,23 +1,21 @@
 """Contraction sites of a StableHLO module, read from its MLIR text.
 
-Takes the text of `Lowered.as_text(debug_info=True)` (jax 0.10.2 and
-0.12.0.1) and lists
-every `stablehlo.dot_general` and every `stablehlo.convolution` (any
-dimension numbers, feature and batch groups, strides, padding, dilations:
-each is a contraction XLA may give an algorithm) as a `StableHloDot`, in
-program order, dots and convolutions numbered together, once per
-call path (a private function called twice gives two sites, as XLA inlines
-calls before optimizing). Each site carries the set of entry-function
-arguments each operand depends on (its *ancestry*), which survives every
-rewrite XLA makes and so lets `dot_sites` find the site again in the
-optimized HLO.
+Takes the text of `Lowered.as_text(debug_info=True)` (jax 0.10.2 and 0.12.0.1)
+and lists every `stablehlo.dot_general`, `stablehlo.convolution` (any
+dimension numbers, feature and batch groups, strides, padding, dilations) and
+cuDNN fused attention call (`stablehlo_attention`), the contractions XLA may
+give an algorithm, as `StableHloDot`s in program order, numbered together,
+once per call path (a private function called twice gives two sites, as XLA
+inlines calls before optimizing). Each site carries the entry-function
+arguments each operand depends on (its *ancestry*), which survives XLA's
+rewrites and so lets `dot_sites` find the site again in the optimized HLO.
 
 The text is read by MLIR's own parser and verifier, through the Python
-bindings jaxlib ships (`mlir_context`), so every printing form MLIR accepts
-is read, attributes come from the stablehlo dialect's accessors
+bindings jaxlib ships (`mlir_context`), so every printing form MLIR accepts is
+read, attributes come from the stablehlo dialect's accessors
 (`DotDimensionNumbers`, `ConvDimensionNumbers`, `PrecisionAttr`,
-`DotAlgorithm`), and malformed text
-is one `HloParseError`. Imports the MLIR bindings, not the JAX runtime.
+`DotAlgorithm`), and malformed text is one `HloParseError`. Imports the MLIR
+bindings, not the JAX runtime.
 
 Private in intent: use the package, `hloprobe.ir`.
 """
@@ -37,6 +35,7 @@ from hloprobe.ir.mlir_context import (
   parse_mlir_attribute,
   parse_mlir_module,
 )
+from hloprobe.ir.stablehlo_attention import attention_site
 from hloprobe.ir.stablehlo_conv import ConvWindow, conv_window
 
 __all__ = [
@@ -118,7 +117,7 @@ class StableHloDot:
       each operand depends on.
     frames: the source stack, innermost frame first, each `file:line:column`
       (the `loc(callsite(...))` chain); () without debug info.
-    op: `DOT` or `CONVOLUTION`.
+    op: `DOT`, `CONVOLUTION` or an attention call's target (`__cudnn$fmha`).
     window: a convolution's `ConvWindow`; None for a dot.
   """
 
@@ -329,6 +328,8 @@ class _Walker:
         self._dot(fn, op, env)
       elif op.name == "stablehlo.convolution":
         self._convolution(fn, op, env)
+      elif site := attention_site(len(self.dots), fn, op, env):
+        self.dots.append(site)
       elif op.name in ("func.return", "stablehlo.return"):
         returned |= anc
       anc |= self._regions(fn, op, env, depth)

@@ -23,6 +23,10 @@ from jax import lax
 from hloprobe.compile import JAXPR_API as jex
 from hloprobe.compile import scan_counts
 from hloprobe.errors import EmulationError
+from hloprobe.numerics.emulate_attention import (
+  ATTENTION_PRIMITIVES,
+  emulated_attention,
+)
 from hloprobe.numerics.emulate_conv import emulated_conv_general_dilated
 from hloprobe.numerics.emulate_dot import emulated_dot_general
 from hloprobe.numerics.jaxpr_sites import (
@@ -64,6 +68,9 @@ class Evaluator:
 
   def _eqn(self, i: int, eqn, ins: list, plan: SitePlan) -> list:
     """The outputs of equation `i` of a jaxpr planned by `plan`."""
+    if i in plan.sites and eqn.primitive.name in ATTENTION_PRIMITIVES:
+      out = emulated_attention(eqn, ins, self.algorithms[plan.sites[i]])
+      return [lax.convert_element_type(out[0], eqn.outvars[0].aval.dtype)]
     if i in plan.sites:
       return [self._dot(eqn, ins, plan.sites[i])]
     if eqn.primitive.name in CALL_PRIMITIVES or (

@@ -69,7 +69,13 @@ CALL_PRIMITIVES = {
 }
 _KEEP_INPUTS = ("custom_jvp_call", "custom_vjp_call")
 # The primitives that are contraction sites.
-SITE_PRIMITIVES = ("dot_general", "conv_general_dilated")
+SITE_PRIMITIVES = (
+  "dot_general",
+  "conv_general_dilated",
+  # jax's cuDNN attention (`emulate_attention`): StableHLO's __cudnn$fmha.
+  "dot_product_attention_fwd_wrapper",
+  "dot_product_attention_bwd_wrapper",
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -169,7 +175,7 @@ class _Planner:
             sites[i],
             lhs,
             rhs,
-            eqn.params["dimension_numbers"],
+            eqn.params.get("dimension_numbers"),
             path,
             eqn.primitive.name,
           )

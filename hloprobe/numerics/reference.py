@@ -51,6 +51,10 @@ import numpy as np
 from hloprobe.compile import Case, leaf_names
 from hloprobe.errors import CaseError
 from hloprobe.numerics import executed
+from hloprobe.numerics.emulate_attention import (
+  ATTENTION_PRIMITIVES,
+  emulated_attention,
+)
 from hloprobe.numerics.evaluator import Evaluator
 from hloprobe.numerics.jaxpr_sites import CALL_PRIMITIVES, NO_SITES, trace
 
@@ -143,6 +147,8 @@ class _Widened(Evaluator):
       return ins
     if name in ("cond", "select_n"):  # an int32 index or predicate
       ins = _int32_operand(ins, 0)
+    if name in ATTENTION_PRIMITIVES:  # no CPU lowering: its f64 model
+      return emulated_attention(eqn, ins, "F64_F64_F64")
     if name in CALL_PRIMITIVES or name in _LOOPS:
       count = max(2, len(eqn.params.get("branches", ())))
       return self._higher_order(eqn, ins, (NO_SITES,) * count)

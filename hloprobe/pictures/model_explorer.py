@@ -31,11 +31,13 @@ and `model_explorer.json`, the index `view` reads. <stem> is
 Node ids are the ones Model Explorer's MLIR adapter
 (`model_explorer.builtin_mlir_adapter.BuiltinMlirAdapter`, the C++
 converter in `ai_edge_model_explorer_adapter`) gives the
-`stablehlo.dot_general` and `stablehlo.convolution` ops of the written
+`stablehlo.dot_general` and `stablehlo.convolution` ops, and the
+`stablehlo.custom_call`s of cuDNN fused attention, of the written
 file: the adapter makes one graph per MLIR function (graph id = function
 name) and lists ops in program order, so the k-th site of a function
-(counted per call, as `stablehlo_parse` counts call paths; dots and
-convolutions together) is the k-th such node of that graph. Each pairing is checked against the node's own output shape and
+(counted per call, as `stablehlo_parse` counts call paths; dots,
+convolutions and attention calls together) is the k-th such node of that
+graph. Each pairing is checked against the node's own output shape and
 precision attributes; a site that does not match is left out and named in
 the index ("unmapped"), never guessed.
 
@@ -51,7 +53,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 
 from hloprobe.errors import HloprobeError, InvalidArgumentError
-from hloprobe.ir import parse_precision_config
+from hloprobe.ir import is_attention_target, parse_precision_config
 from hloprobe.numerics import CHANGED, NOISE_FACTOR
 from hloprobe.report import atomic_write
 from hloprobe.sites import merge_words
@@ -130,14 +132,22 @@ def adapter_dot_nodes(mlir_path: str) -> dict[str, list[dict]]:
   for collection in graphs["graphCollections"]:
     for graph in collection.graphs:
       graph = graph if isinstance(graph, dict) else dataclasses.asdict(graph)
-      out[graph["id"]] = [
-        n for n in graph["nodes"] if n.get("label") in _SITE_LABELS
-      ]
+      out[graph["id"]] = [n for n in graph["nodes"] if _is_site_node(n)]
   return out
 
 
+def _is_site_node(node: dict) -> bool:
+  """A dot or convolution node, or a cuDNN fused attention call's."""
+  if node.get("label") in _SITE_LABELS:
+    return True
+  attrs = {a.get("key"): str(a.get("value")) for a in node.get("attrs", [])}
+  target = attrs.get("call_target_name", "").strip('"')
+  return is_attention_target(target) and "custom_call" in node["label"]
+
+
 def _matches(site, node: dict) -> bool:
-  """The node has the site's result dims and operand precisions."""
+  """The node has the site's result dims and operand precisions (an
+  attention call's first result is the site's; it states no precision)."""
   shapes = [
     a["value"]
     for m in node.get("outputsMetadata", [])
@@ -147,6 +157,8 @@ def _matches(site, node: dict) -> bool:
   attrs = {a.get("key"): str(a.get("value")) for a in node.get("attrs", [])}
   dims = [tuple(int(d) for d in re.findall(r"(\d+)x", s)) for s in shapes]
   precision = parse_precision_config(attrs.get("precision_config"))
+  if is_attention_target(site.op):
+    return dims[:1] == [site.result.dims]
   return dims == [site.result.dims] and precision == tuple(site.precision)
 
 

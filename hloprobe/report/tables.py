@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from tabulate import tabulate
 
 from hloprobe.errors import InvalidArgumentError
+from hloprobe.ir import is_attention_target
 from hloprobe.records import ConfigResult
 from hloprobe.report.results_schema import dumps_json, results_json
 from hloprobe.sites import Fate, fate_summary, merge_words
@@ -377,6 +378,14 @@ def _band_cell(prediction, site: int) -> str:
   return f"{band.worst_abs:.1e} / {band.expected_abs:.1e}"
 
 
+def _unrewritten(site) -> str:
+  """The pass cell of a site no pass rewrote: a fused attention site is
+  the cuDNN call jax itself wrote (`hloprobe.ir.fused_attention`)."""
+  if is_attention_target(site.op):
+    return "(jax's cuDNN call)"
+  return "(stays a dot)"
+
+
 def _site_rows(r: ConfigResult) -> list[list[str]]:
   rows = []
   c, comp = r.config, r.compilation
@@ -387,7 +396,7 @@ def _site_rows(r: ConfigResult) -> list[list[str]]:
     rewritten = (
       ("unknown" if comp.passes_error else "n/a")
       if passes is None
-      else (f"{by.pass_name} ({by.pipeline})" if by else "(stays a dot)")
+      else (f"{by.pass_name} ({by.pipeline})" if by else _unrewritten(s))
     )
     rows.append(
       [

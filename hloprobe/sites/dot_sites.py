@@ -24,6 +24,10 @@ the CPU's f32 dots at n >= 2 in a `__ynn_fusion`):
   conv             a convolution site kept as an HLO `convolution` (the
                    CPU's conv, or a GPU one not given to cuDNN); a 1x1
                    convolution XLA turns into a dot gets that dot's fate
+  cuDNN fused attention
+                   a fused attention site (its `StableHloDot.op` the call):
+                   the `__cudnn$fmha...` call jax wrote, kept by XLA (its
+                   `cudnn_fmha_backend_config` is the site's `gemm_config`)
   multiply+reduce  rewritten by XLA's dot strength reduction
                    (AlgebraicSimplifier / `dot-strength-reduction`)
   multiply         K = 1: the dot became an elementwise multiply
@@ -54,7 +58,12 @@ from __future__ import annotations
 import math
 
 from hloprobe.compile import rules_checked
-from hloprobe.ir import HloInstruction, HloModule, StableHloDot
+from hloprobe.ir import (
+  HloInstruction,
+  HloModule,
+  StableHloDot,
+  is_attention_target,
+)
 from hloprobe.sites import collectives, identify
 from hloprobe.sites.operand_ancestry import (
   CONV_CUSTOM_CALLS,
@@ -184,6 +193,7 @@ def _unknown_calls(module: HloModule) -> bool:
     inst.opcode == "custom-call"
     and custom_call_target(inst) not in GEMM_CUSTOM_CALLS
     and custom_call_target(inst) not in CONV_CUSTOM_CALLS
+    and not is_attention_target(custom_call_target(inst))
     for _, inst in module.all_instructions()
   )
 
@@ -220,7 +230,9 @@ def _classify(site: StableHloDot, carrier: Carrier, **found) -> MappedSite:
 
   Rules (jaxlib 0.10.2 and 0.12.0.1): a custom call is named by its target
   (a cuDNN convolution call is "cuDNN conv", its backend_config's
-  `cudnn_conv_backend_config` kept as the site's `gemm_config`); an HLO
+  `cudnn_conv_backend_config` kept as the site's `gemm_config`; a cuDNN
+  fused attention call "cuDNN fused attention", likewise with its
+  `cudnn_fmha_backend_config`); an HLO
   convolution is "conv"; a dot is a
   Triton gemm when its outermost enclosing fusion's
   `fusion_backend_config.kind` is a Triton gemm kind (`_TRITON_GEMM_KINDS`),
@@ -235,6 +247,9 @@ def _classify(site: StableHloDot, carrier: Carrier, **found) -> MappedSite:
   if names["custom_call_target"] in CONV_CUSTOM_CALLS:
     fate = Fate.CUDNN_CONV
     config = inst.backend_config.get("cudnn_conv_backend_config")
+  elif is_attention_target(names["custom_call_target"]):
+    fate = Fate.CUDNN_ATTENTION
+    config = inst.backend_config.get("cudnn_fmha_backend_config")
   elif inst.opcode == "custom-call":
     fate = Fate(GEMM_CUSTOM_CALLS[names["custom_call_target"]])
     config = inst.backend_config

@@ -8,10 +8,11 @@ came from (`algorithm_source`):
   "ptx"   kernels XLA generates (Triton gemm fusions, loop and reduce
           fusions holding a dot or a strength-reduced multiply): read from
           the kernel's PTX by `ptx.for_operands`.
-  "rule"  library calls (cuBLAS, cuBLASLt, cuDNN convolutions), whose
-          kernels are not visible, and the CPU: `blas_algorithm`,
-          `conv_rules.conv_algorithm` and `cpu_algorithm`, each naming its
-          XLA source.
+  "rule"  library calls (cuBLAS, cuBLASLt, cuDNN convolutions and fused
+          attention), whose kernels are not visible, and the CPU:
+          `blas_algorithm`, `conv_rules.conv_algorithm`,
+          `attention_rules.cudnn_attention_algorithm` and `cpu_algorithm`,
+          each naming its source.
 
 None means not settled; `algorithm_evidence` says why. On compile-only
 targets the fate itself is XLA's heuristic choice: no autotuning ran, and a
@@ -38,6 +39,7 @@ from hloprobe.ir import (
   for_operands,
   kernel_name,
 )
+from hloprobe.sites.attention_rules import cudnn_attention_algorithm
 from hloprobe.sites.conv_rules import conv_algorithm
 from hloprobe.sites.dot_sites import is_triton_gemm
 from hloprobe.sites.site_fate import Fate, MappedSite, SiteFate
@@ -347,6 +349,8 @@ def _effective(
       fate.algorithm,
       compute_capability,
     )
+  elif fate.fate == Fate.CUDNN_ATTENTION:
+    algorithm, evidence = cudnn_attention_algorithm(dtype, fate.gemm_config)
   elif fate.fate == Fate.CUDNN:
     algorithm = fate.algorithm
     evidence = (

@@ -62,6 +62,7 @@ from hloprobe.ir import (
   StableHloDot,
   algorithm_from_fields,
   algorithm_from_hlo,
+  is_attention_target,
 )
 from hloprobe.sites.operand_ancestry import (
   CONV_CUSTOM_CALLS,
@@ -161,8 +162,20 @@ def site_algorithm(site: StableHloDot) -> str | None:
 
 
 def _matches(site: StableHloDot, carrier: Carrier) -> bool:
-  """Whether the carrier's two operands depend on what the site's do."""
+  """Whether the carrier's two operands depend on what the site's do.
+
+  An attention site's carrier is a cuDNN fused attention call with the
+  site's own target (a forward site never takes the backward call), and
+  only such a site takes one; its q and k may depend on more than the
+  site's (XLA's dot-merger computes the q, k and v projections of one x as
+  one gemm whose result they are slices of: seen on jaxlib 0.12.0.1, h100),
+  never on less.
+  """
+  target = custom_call_target(carrier.instruction)
   anc = carrier.operand_ancestry
+  if is_attention_target(site.op) or is_attention_target(target):
+    own = (site.lhs_ancestry, site.rhs_ancestry)
+    return site.op == target and all(a <= b for a, b in zip(own, anc[:2]))
   if len(anc) < 2:
     return False
   return sorted(map(sorted, anc[:2])) == sorted(
@@ -215,6 +228,8 @@ def shape_fits(site: StableHloDot, carrier: Carrier) -> bool:
   out, k = math.prod(site.result.dims), site.contracting_size
   got = _result_elements(carrier)
   if site.is_convolution and is_convolution(carrier.instruction):
+    return got == out
+  if is_attention_target(site.op):  # `_matches` took its own target's calls
     return got == out
   if carrier.instruction.opcode == "multiply":
     return got in (out * k, out) if k > 1 else got == out

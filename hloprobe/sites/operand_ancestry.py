@@ -1,8 +1,9 @@
 """Carriers: the optimized-HLO instructions that may compute a dot site.
 
 `find_carriers` walks an optimized module from ENTRY and records every dot,
-convolution, multiply, gemm custom call and cuDNN convolution custom call
-with the entry parameters each
+convolution, multiply, gemm custom call, cuDNN convolution custom call and
+cuDNN fused attention call (`ir.is_attention_target`; its operands 0 and 1
+are q and k) with the entry parameters each
 operand depends on (its ancestry), the data-flow key `dot_sites` matches
 StableHLO dot sites by. Checked on jaxlib 0.10.2 and 0.12.0.1.
 
@@ -20,7 +21,7 @@ import dataclasses
 import functools
 import math
 
-from hloprobe.ir import HloInstruction, HloModule
+from hloprobe.ir import HloInstruction, HloModule, is_attention_target
 
 __all__ = [
   "CONV_CUSTOM_CALLS",
@@ -172,6 +173,7 @@ def _walk(module, comp_name, params, enclosing, out, depth):
       and (
         custom_call_target(inst) in GEMM_CUSTOM_CALLS
         or custom_call_target(inst) in CONV_CUSTOM_CALLS
+        or is_attention_target(custom_call_target(inst))
       )
     ):
       operand_shapes = tuple(shapes.get(o) for o in inst.operands)

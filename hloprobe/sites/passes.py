@@ -35,7 +35,7 @@ from collections.abc import Sequence
 
 from hloprobe.compile import checked_words, installed_jaxlib
 from hloprobe.errors import HloParseError, HloprobeError
-from hloprobe.ir import StableHloDot, parse_hlo_module
+from hloprobe.ir import StableHloDot, is_attention_target, parse_hlo_module
 from hloprobe.sites import dot_sites
 from hloprobe.sites.site_fate import Fate, MappedSite
 
@@ -71,6 +71,8 @@ def _is_plain(fate: MappedSite) -> bool:
   theirs."""
   if fate.fate == Fate.AMBIGUOUS:
     return True
+  if is_attention_target(fate.site.op):  # jax's own call: no pass made it
+    return fate.fate == Fate.CUDNN_ATTENTION
   if fate.site.is_convolution:  # still an HLO convolution outside fusions
     return fate.fate == Fate.CONV and fate.emitter == "top level"
   return (

@@ -45,6 +45,7 @@ class Fate(str, enum.Enum):
   CUDNN = "cuDNN"
   CUDNN_CONV = "cuDNN conv"
   CONV = "conv"
+  CUDNN_ATTENTION = "cuDNN fused attention"
   MULTIPLY_REDUCE = "multiply+reduce"
   MULTIPLY = "multiply"
   GONE = "gone"

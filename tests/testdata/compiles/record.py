@@ -24,6 +24,9 @@ import os
 import shutil
 import sys
 
+import jax
+import ml_dtypes
+import numpy as np
 import program_cases
 
 from hloprobe.compile import cases, lowering, targets
@@ -153,7 +156,64 @@ FIXTURES = {
       ("cpu", "bfloat16"),
     )
   },
+  # Issue 24: cuDNN's fused attention (needs the nvidia-cudnn-cu12 wheel),
+  # forward on both targets, forward and backward under a grad on the h100.
+  **{
+    f"cudnn_attention_{t}_n2_bfloat16": (
+      lambda: cases.get_case("cudnn_attention"),
+      t,
+      2,
+      "bfloat16",
+    )
+    for t in ("a100", "h100")
+  },
+  "cudnn_attention_grad_h100_n2_bfloat16": (
+    lambda: _attention_grad(cases.get_case("cudnn_attention")),
+    "h100",
+    2,
+    "bfloat16",
+  ),
+  # q, k, v projections (dot-merger merges them), attention, out projection.
+  "attention_block_h100_n2_bfloat16": (
+    lambda: _attention_block(),
+    "h100",
+    2,
+    "bfloat16",
+  ),
 }
+
+
+def _attention_grad(case):
+  """The case's gradient of sum(attention) w.r.t. q, k and v (bf16)."""
+
+  def loss(q, k, v):
+    return case.fn(q, k, v).astype("float32").sum()
+
+  grad = jax.grad(loss, argnums=(0, 1, 2))
+  return dataclasses.replace(case, name="cudnn_attention_grad", fn=grad)
+
+
+def _attention_block():
+  """x @ wq, x @ wk, x @ wv, cuDNN attention over 4 heads, then @ wo (bf16)."""
+
+  def block(x, wq, wk, wv, wo):
+    heads = lambda t: t.reshape(t.shape[0], t.shape[1], 4, 64)
+    q, k, v = (heads(x @ w) for w in (wq, wk, wv))
+    a = jax.nn.dot_product_attention(q, k, v, implementation="cudnn")
+    return a.reshape(a.shape[0], a.shape[1], 256) @ wo
+
+  def inputs():
+    g = np.random.default_rng(24)
+    bf16 = lambda *s: (g.standard_normal(s) / 8).astype(ml_dtypes.bfloat16)
+    return bf16(4, 128, 256), *(bf16(256, 256) for _ in range(4))
+
+  return cases.Case(
+    "attention_block",
+    "a transformer's attention block",
+    block,
+    inputs,
+    in_axes=(0, None, None, None, None),
+  )
 
 
 def record(name: str) -> str:
