@@ -60,14 +60,18 @@ run: $(STAMP)
 # Two pytest workers (pytest-xdist, in the test extra), each given whole
 # files (--dist loadfile), so a file's compiles cached in setUpClass and
 # functools.cache are made once; each test has temp folders and, per
-# worker, a record cache of its own (tests/conftest.py). The venv of
-# tests/versions_test.py's older jaxlib (about 150 MB) is made once under
-# build/ (`make clean` removes it) and reused by later runs.
+# worker, a record cache of its own (tests/conftest.py). Files are handed
+# out in collection order (--no-loadscope-reorder), which
+# tests/conftest.py's LONGEST_FIRST begins with the longest files, so the
+# workers end together. The venv of tests/versions_test.py's older jaxlib
+# (about 150 MB) is made once under build/ (`make clean` removes it) and
+# reused by later runs.
 TEST_JOBS ?= 2
 HLOPROBE_VERSIONS_TEST_CACHE ?= $(CURDIR)/build/test-venvs
 test: $(STAMP)
 	HLOPROBE_VERSIONS_TEST_CACHE=$(HLOPROBE_VERSIONS_TEST_CACHE) \
-	  $(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile tests
+	  $(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile \
+	  --no-loadscope-reorder tests
 
 # The tests that start neither XLA nor a Python process (parsers, formats,
 # recorded compiles, the layering rule, flags in process): under a minute.

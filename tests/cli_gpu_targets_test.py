@@ -7,7 +7,7 @@ import re
 
 import pytest
 from absl.testing import absltest
-from testutil import run_hloprobe
+from testutil import run_hloprobe, run_hloprobe_here
 
 pytestmark = pytest.mark.compiles
 
@@ -22,12 +22,19 @@ _NOISE = (
 
 
 def _hloprobe(*args: str):
-  # Without the variables the test process sets: the CLI must set them.
+  """The command line in a process of its own, without the variables the
+  test process sets (the CLI must set them, and start quietly)."""
   return run_hloprobe(
     *args,
     drop=("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "JAX_PLATFORMS"),
     timeout=300,
   )
+
+
+def _here(*args: str):
+  """The command line in this process: for input checks, whose one-line
+  errors do not depend on the environment."""
+  return run_hloprobe_here(*args, timeout_s=300)
 
 
 class CliGpuTargetsTest(absltest.TestCase):
@@ -55,7 +62,7 @@ class CliGpuTargetsTest(absltest.TestCase):
 
   def test_bad_target_config_is_one_line_usage_error(self):
     path = self.create_tempfile("bad.txtpb", "gpu_device_info {\n").full_path
-    p = _hloprobe("sweep", f"--target_config={path}")
+    p = _here("sweep", f"--target_config={path}")
     self.assertEqual(p.returncode, 2)
     self.assertRegex(
       p.stderr,
@@ -67,7 +74,7 @@ class CliGpuTargetsTest(absltest.TestCase):
       "passwd", "root:x:0:0:root:/root:/bin/bash\n"
     ).full_path
     for flag in (f"--target_config={passwd}", f"--targets={passwd}"):
-      p = _hloprobe("sweep", flag)
+      p = _here("sweep", flag)
       self.assertEqual(p.returncode, 2, p.stderr)
       self.assertRegex(
         p.stderr,
@@ -76,7 +83,7 @@ class CliGpuTargetsTest(absltest.TestCase):
       )
 
   def test_target_config_named_like_a_builtin_is_a_file(self):
-    p = _hloprobe("sweep", "--targets=", "--target_config=cpu")
+    p = _here("sweep", "--targets=", "--target_config=cpu")
     self.assertEqual(p.returncode, 2, p.stderr)
     self.assertRegex(
       p.stderr, r"^hloprobe: error: --target_config='\./cpu': cannot read it"
@@ -93,7 +100,7 @@ class BadConfigValueTest(absltest.TestCase):
       text = f.read()
     bad = re.sub(r"core_count: \d+", "core_count: abc", text)
     path = self.create_tempfile("bad.txtpb", content=bad).full_path
-    p = _hloprobe("sweep", f"--target_config={path}", "--batch_sizes=1")
+    p = _here("sweep", f"--target_config={path}", "--batch_sizes=1")
     self.assertEqual(p.returncode, 2, p.stderr)
     errors = [
       l for l in p.stderr.splitlines() if l.startswith("hloprobe: error:")

@@ -16,6 +16,12 @@ def hloprobe(*args: str):
   return run_hloprobe(*args)
 
 
+def _here(*args: str):
+  """The command line in this process (testutil.run_hloprobe_here), for
+  commands that compile (tests marked `compiles`)."""
+  return run_hloprobe_here(*args, timeout_s=600)
+
+
 class BadInputTest(parameterized.TestCase):
   @parameterized.named_parameters(
     (
@@ -75,12 +81,13 @@ class BadInputTest(parameterized.TestCase):
 
   @pytest.mark.compiles
   def test_config_alone_is_a_target(self):
-    proc = hloprobe(
+    proc = run_hloprobe_here(
       "sweep",
       "--targets=",
       "--target_config=hloprobe/compile/gpu_specs/t4.txtpb",
       "--batch_sizes=1",
       "--precisions=float32",
+      timeout_s=600,
     )
     self.assertEqual(proc.returncode, 0, proc.stderr)
     self.assertRegex(proc.stdout, r"\nseed_mlp +t4 +1 +float32 ")
@@ -114,6 +121,8 @@ class BadInputTest(parameterized.TestCase):
 @pytest.mark.compiles
 class SweepCommandTest(absltest.TestCase):
   def test_json_and_output_files(self):
+    # End to end, in a process of its own; the other tests run the command
+    # line in this process.
     out = self.create_tempdir().full_path
     proc = hloprobe(
       "sweep",
@@ -143,7 +152,7 @@ class SweepCommandTest(absltest.TestCase):
       self.assertTrue(f.read().startswith("HloModule"))
 
   def test_explain_passes_and_sites(self):
-    proc = hloprobe(
+    proc = _here(
       "sweep",
       "--batch_sizes=1",
       "--precisions=float32",
@@ -163,18 +172,17 @@ class SweepCommandTest(absltest.TestCase):
         "fate_after": "multiply+reduce",
       },
     )
-    proc = hloprobe(
-      "sweep", "--batch_sizes=1", "--precisions=float32", "--sites"
-    )
+    proc = _here("sweep", "--batch_sizes=1", "--precisions=float32", "--sites")
+    self.assertEqual(proc.returncode, 0, proc.stderr)
     site_rows = [l for l in proc.stdout.splitlines() if l.startswith("cpu ")]
-    self.assertLen(site_rows, 4)
+    self.assertLen(site_rows, 4, proc.stdout)
     self.assertIn("multiply+reduce", site_rows[3])
     self.assertIn("band worst / expected", proc.stdout)
     self.assertRegex(site_rows[3], r"F32_F32_F32 +\d\.\de-\d\d / \d\.\de-\d\d")
 
   def test_unwritable_output_dir_is_one_line_after_the_results(self):
     not_a_dir = self.create_tempfile("a_file").full_path
-    proc = hloprobe(
+    proc = _here(
       "sweep",
       "--batch_sizes=1",
       "--precisions=float32",
@@ -190,7 +198,7 @@ class SweepCommandTest(absltest.TestCase):
     )
 
   def test_failed_config_gives_exit_1_and_a_row(self):
-    proc = hloprobe(
+    proc = _here(
       "sweep", "--batch_sizes=2", "--precisions=TF32_TF32_F32,float32"
     )
     self.assertEqual(proc.returncode, 1, proc.stderr)

@@ -4,6 +4,7 @@ passes a marked one or one that starts only a non-Python program."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -70,6 +71,39 @@ class CompilesMarkerTest(absltest.TestCase):
 
   def test_nothing_started_passes(self):
     _phase(False, lambda: np.float32(1) + 1)
+
+
+class LongestFirstTest(absltest.TestCase):
+  """conftest.LONGEST_FIRST, which `make test` hands out first."""
+
+  def test_names_test_files_once(self):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for path in conftest.LONGEST_FIRST:
+      self.assertTrue(os.path.isfile(os.path.join(root, path)), path)
+      self.assertTrue(path.startswith("tests/") and path.endswith("_test.py"))
+    self.assertLen(set(conftest.LONGEST_FIRST), len(conftest.LONGEST_FIRST))
+
+  def test_sorts_those_files_first_and_keeps_the_rest_in_order(self):
+    class Item:
+      def __init__(self, nodeid):
+        self.nodeid = nodeid
+
+    first, second = conftest.LONGEST_FIRST[:2]
+    names = ["tests/a_test.py::T::test_1", f"{second}::test_x"]
+    names += [f"{first}::T::test_y", "tests/b_test.py::test_2"]
+    names += [f"{first}::T::test_z"]
+    items = [Item(n) for n in names]
+    conftest.pytest_collection_modifyitems(None, None, items)
+    self.assertEqual(
+      [i.nodeid for i in items],
+      [
+        f"{first}::T::test_y",
+        f"{first}::T::test_z",
+        f"{second}::test_x",
+        "tests/a_test.py::T::test_1",
+        "tests/b_test.py::test_2",
+      ],
+    )
 
 
 if __name__ == "__main__":

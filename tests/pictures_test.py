@@ -29,7 +29,7 @@ import time
 
 import pytest
 from absl.testing import absltest
-from testutil import ROOT, run_hloprobe
+from testutil import ROOT, run_hloprobe, run_hloprobe_here
 
 from hloprobe import records, sweep
 from hloprobe.commands import common
@@ -394,8 +394,8 @@ class ModelExplorerTest(absltest.TestCase):
     # The precision matches; each of the other flags does not.
     for flag in ("--targets=cpu,t4", "--batch_sizes=1,3"):
       # A view that ignored the flag would serve: the timeout ends it.
-      proc = run_hloprobe(
-        "view", out, flag, "--precisions=float32", "--nobrowser", timeout=120
+      proc = run_hloprobe_here(
+        "view", out, flag, "--precisions=float32", "--nobrowser", timeout_s=120
       )
       self.assertEqual(proc.returncode, 2, proc.stderr)
       self.assertEqual(
@@ -448,10 +448,10 @@ class CommandLineTest(absltest.TestCase):
       ([], r"`view` takes one folder"),
       ([empty], r"holds no Model Explorer overlay"),
     ):
-      proc = run_hloprobe("view", *args)
+      proc = run_hloprobe_here("view", *args)
       self.assertEqual(proc.returncode, 2, proc.stderr)
       self.assertRegex(proc.stderr, rf"^hloprobe: error: .*{message}.*\n$")
-    proc = run_hloprobe("sweep", "--columns=n,speed")
+    proc = run_hloprobe_here("sweep", "--columns=n,speed")
     self.assertEqual(proc.returncode, 2, proc.stderr)
     self.assertIn("'speed': value should be one of <", proc.stderr)
 

@@ -10,6 +10,7 @@ import json
 import os
 from collections.abc import Callable
 
+from hloprobe import records
 from hloprobe.compile import targets
 from hloprobe.ir import ptx
 from hloprobe.ir.hlo import parse_hlo_module
@@ -17,7 +18,14 @@ from hloprobe.ir.stablehlo import parse_stablehlo_dots
 from hloprobe.numerics import predict, reference
 from hloprobe.sites import dot_sites, effective, site_fate
 
-__all__ = ["RELEASES", "Recorded", "fates", "load", "prediction"]
+__all__ = [
+  "RELEASES",
+  "Recorded",
+  "config_result",
+  "fates",
+  "load",
+  "prediction",
+]
 
 COMPILES = os.path.join(os.path.dirname(__file__), "testdata", "compiles")
 # The releases every fixture is recorded under (record.py's runs).
@@ -90,6 +98,20 @@ def fates(
     kernels,
     targets.get_target(rec.config["target"]),
     rec.config["compute_capability"],
+  )
+
+
+def config_result(rec: Recorded) -> records.ConfigResult:
+  """The record a sweep's worker sends back for the recorded compile (its
+  texts and fates; no pass attribution, execution nor prediction), for
+  stages after the sweep (goldens) to run on without XLA."""
+  c = rec.config
+  config = records.Config(
+    c["case"], targets.get_target(c["target"]), c["n"], c["precision"]
+  )
+  return records.ConfigResult(
+    config,
+    records.Compilation(rec.stablehlo, rec.optimized_hlo, tuple(fates(rec))),
   )
 
 

@@ -122,13 +122,17 @@ class KeyTest(absltest.TestCase):
 @pytest.mark.compiles  # sweeps, in process or through the CLI
 class SweepCacheTest(absltest.TestCase):
   def test_cached_results_equal_computed_ones(self):
+    # The sweeps share one pool of workers (a cold and a warm worker make
+    # the same records: the cache is what is tested here).
+    pool = testutil.SweepPool()
+    self.addCleanup(pool.close)
     folder = self.create_tempdir().full_path
     spec = sweep.SweepSpec(("seed_mlp",), (1, 2), ("float32",), ("cpu", "a100"))
     cached = dataclasses.replace(spec, cache_dir=folder)
-    cold = sweep.run_sweep(cached)
+    cold = pool.run(cached)
     self.assertTrue(all(r.ok for r in cold), [r.failure for r in cold])
     self.assertTrue(all("compile" in r.timings for r in cold))
-    warm = sweep.run_sweep(cached)
+    warm = pool.run(cached)
     # every warm record came from the cache: nothing compiled or emulated
     for r in warm:
       self.assertNotIn("compile", r.timings)
@@ -136,25 +140,28 @@ class SweepCacheTest(absltest.TestCase):
       self.assertIn("cache", r.timings)
     self.assertEqual(testutil.configs_json(warm), testutil.configs_json(cold))
     self.assertEqual(
-      testutil.configs_json(sweep.run_sweep(spec)), testutil.configs_json(cold)
+      testutil.configs_json(pool.run(spec)), testutil.configs_json(cold)
     )
 
-    # A corrupt entry is a miss (with a warning) and is rewritten.
-    entries = [
+    # A corrupt entry is a miss (with a warning) and is rewritten; the
+    # others stay hits.
+    entries = sorted(
       os.path.join(d, f)
       for d, _, files in os.walk(folder)
       for f in files
       if f.endswith(".pkl")
-    ]
+    )
     self.assertLen(entries, 4)
-    for path in entries:
-      with open(path, "wb") as f:
-        f.write(b"not a pickle")
+    with open(entries[0], "wb") as f:
+      f.write(b"not a pickle")
     with self.assertLogs(level="WARNING") as logs:
-      again = sweep.run_sweep(cached)
+      again = pool.run(cached)
+    self.assertLen(logs.output, 1)
     self.assertIn("unreadable cache entry", logs.output[0])
     self.assertEqual(testutil.configs_json(again), testutil.configs_json(cold))
-    self.assertTrue(all("compile" in r.timings for r in again))
+    self.assertEqual(
+      sorted("compile" in r.timings for r in again), [False] * 3 + [True]
+    )
     self.assertEqual(
       {
         type(cache.RecordCache(folder).get(os.path.basename(p)[:-4])).__name__
@@ -167,7 +174,7 @@ class SweepCacheTest(absltest.TestCase):
     # and stored beside the old ones, under new keys.
     newer = records.RECORD_VERSION + 1
     with mock.patch.object(engine, "RECORD_VERSION", newer):
-      relaid = sweep.run_sweep(cached)
+      relaid = pool.run(cached)
     self.assertTrue(all("compile" in r.timings for r in relaid))
     self.assertEqual(testutil.configs_json(relaid), testutil.configs_json(cold))
     stored = [
@@ -221,31 +228,33 @@ class CliTest(absltest.TestCase):
       f"--cache_dir={folder}",
       "--timings",
     )
+    # End to end, in a process of its own; the reruns in this one.
     cold = testutil.run_hloprobe(*args)
     self.assertEqual(cold.returncode, 0, cold.stderr)
     table = cold.stdout.split("\n\n")[-1]
     self.assertIn("compile", table.splitlines()[0])
     self.assertIn("emulation", table.splitlines()[0])
     self.assertTrue(table.splitlines()[-1].startswith("all"))
-    warm = testutil.run_hloprobe(*args)
+    here = lambda *words: testutil.run_hloprobe_here(*words, timeout_s=600)
+    warm = here(*args)
     self.assertEqual(warm.returncode, 0, warm.stderr)
     header = warm.stdout.split("\n\n")[-1].splitlines()[0]
     self.assertIn("cache", header)
     self.assertNotIn("compile", header)
     # --nocache computes again
-    fresh = testutil.run_hloprobe(*args, "--nocache")
+    fresh = here(*args, "--nocache")
     self.assertIn("compile", fresh.stdout.split("\n\n")[-1].splitlines()[0])
 
     # `hloprobe cache` counts the one record, `cache clear` removes it, and
     # with a bound of 0 MiB a sweep's record is evicted after the sweep.
-    shown = testutil.run_hloprobe("cache", f"--cache_dir={folder}")
+    shown = here("cache", f"--cache_dir={folder}")
     self.assertEqual(shown.returncode, 0, shown.stderr)
     self.assertIn("records: 1 (", shown.stdout)
-    cleared = testutil.run_hloprobe("cache", "clear", f"--cache_dir={folder}")
+    cleared = here("cache", "clear", f"--cache_dir={folder}")
     self.assertEqual(cleared.returncode, 0, cleared.stderr)
     self.assertIn("removed 1 records", cleared.stdout)
     self.assertEqual(cache.RecordCache(folder).usage().entries, 0)
-    bounded = testutil.run_hloprobe(*args, "--cache_max_mb=0")
+    bounded = here(*args, "--cache_max_mb=0")
     self.assertEqual(bounded.returncode, 0, bounded.stderr)
     self.assertIn("compile", bounded.stdout.split("\n\n")[-1].splitlines()[0])
     self.assertEqual(cache.RecordCache(folder).usage().entries, 0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+import testutil
 from absl.testing import absltest, parameterized
 from testutil import numpy_seed_row0
 
@@ -16,6 +17,15 @@ from hloprobe.sweep import measure
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = pytest.mark.cpu_numerics
+
+# One pool of workers for the module's sweeps (each reuses them; a sweep
+# of its own pool is run_sweep's default, which the command line's tests
+# run).
+_POOL = testutil.SweepPool()
+
+
+def tearDownModule():
+  _POOL.close()
 
 
 class BatchSizesTest(parameterized.TestCase):
@@ -46,7 +56,7 @@ class SeedSweepTest(absltest.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     spec = sweep.SweepSpec(("seed_mlp",), (1, 2), ("float32",), ("cpu",))
-    cls.results = {r.config.n: r for r in sweep.run_sweep(spec)}
+    cls.results = {r.config.n: r for r in _POOL.run(spec)}
 
   def test_row0_depends_on_batch_size_on_cpu(self):
     r1, r2 = self.results[1], self.results[2]
@@ -106,7 +116,7 @@ class FailureIsolationTest(absltest.TestCase):
     spec = sweep.SweepSpec(
       ("seed_mlp",), (2,), ("TF32_TF32_F32", "float32"), ("cpu",)
     )
-    bad, good = sweep.run_sweep(spec)
+    bad, good = _POOL.run(spec)
     self.assertFalse(bad.ok)
     self.assertEqual(bad.failure.stage, "compile")
     self.assertIn("not supported by dot_general on CPU", bad.failure.error)
@@ -168,7 +178,7 @@ class FailureIsolationTest(absltest.TestCase):
 class CompileOnlyRecordsTest(absltest.TestCase):
   def test_a_compile_only_target_has_no_execution(self):
     spec = sweep.SweepSpec(("seed_mlp",), (2,), ("float32",), ("a100",))
-    (r,) = sweep.run_sweep(spec)
+    (r,) = _POOL.run(spec)
     self.assertTrue(r.ok, r.failure)
     a100 = targets.get_target("a100")
     self.assertEqual(r.config.target, a100)

@@ -114,6 +114,38 @@ def record_cache() -> str:
   return default_cache_dir()
 
 
+class SweepPool:
+  """One pool of worker processes for a test module's in-process sweeps
+  (`run`), so that each sweep reuses the workers (one per XLA_FLAGS set)
+  instead of starting Pythons that import jax again. A worker resolves
+  each case once, by name, and compiles each config with its own dump
+  folder (compile/lowering.py), as a sweep's many configs share one.
+  Workers start on the first sweep; the module's tearDownModule calls
+  `close`."""
+
+  def __init__(self):
+    self._pool = None
+
+  def run(self, spec) -> list:
+    """`sweep.run_sweep(spec)` on this pool's workers."""
+    from hloprobe import sweep
+    from hloprobe.runtime import WorkerPool
+
+    if self._pool is None:
+      self._pool = WorkerPool()
+    try:
+      return sweep.run_sweep(spec, pool=self._pool)
+    except BaseException:  # run_sweep may have closed it: the next is new
+      self.close()
+      raise
+
+  def close(self) -> None:
+    """Ends the workers (a later `run` starts new ones)."""
+    pool, self._pool = self._pool, None
+    if pool is not None:
+      pool.close(kill=True)
+
+
 def jaxlib_at_least(version: str, jaxlib: str | None = None) -> bool:
   """Whether `jaxlib` (default: this process's) is `version` or newer
   ("0.11.1")."""

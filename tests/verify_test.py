@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 import testutil
 from absl.testing import absltest, parameterized
+from testutil import run_hloprobe, run_hloprobe_here
 
 from hloprobe import sweep, verify
 from hloprobe.compile import lowering
@@ -20,7 +18,14 @@ from hloprobe.report import verification
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = pytest.mark.cpu_numerics
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# One pool of workers for the module's sweeps (baseline and each fix's
+# XLA_FLAGS: a worker each, reused by the next test).
+_POOL = testutil.SweepPool()
+
+
+def tearDownModule():
+  _POOL.close()
 
 
 def _verify(
@@ -35,7 +40,7 @@ def _verify(
     ("seed_mlp",), sizes, precisions, targets, cache_dir=testutil.record_cache()
   )
   parsed = verify.parse_fix(fix)
-  results = sweep.run_sweep(verify.fix_sweep(spec, parsed, require))
+  results = _POOL.run(verify.fix_sweep(spec, parsed, require))
   return verify.verify(
     results, spec, parsed, require, versions=lowering.jax_versions(), **kwargs
   )
@@ -224,56 +229,14 @@ class A100Test(absltest.TestCase):
     )
 
 
-@pytest.mark.compiles
-class CliTest(absltest.TestCase):
-  def _run(self, *args):
-    return subprocess.run(
-      [sys.executable, "-m", "hloprobe", "verify", *args],
-      capture_output=True,
-      text=True,
-      env=dict(os.environ, PYTHONPATH=_ROOT),
-      timeout=600,
-    )
-
-  def test_json_pass_exit_0(self):
-    proc = self._run(
-      "--targets=cpu", "--batch_sizes=1,2", "--fix=float32", "--format=json"
-    )
-    self.assertEqual(proc.returncode, 0, proc.stderr)
-    doc = json.loads(proc.stdout)
-    self.assertEqual((doc["passed"], doc["fix_kind"]), (True, "precision"))
-    self.assertEqual(
-      [r["name"] for r in doc["requirements"]], ["consistent", "accurate"]
-    )
-
-  def test_misspelled_flag_fails_alone_and_is_named(self):
-    proc = self._run(
-      "--targets=cpu",
-      "--batch_sizes=1",
-      "--precisions=float32",
-      "--fix=typo:--xla_cpu_enable_fast_mathh=false",
-      "--require=accurate",
-    )
-    self.assertEqual(proc.returncode, 1, proc.stderr)
-    self.assertIn(
-      "the fix failed: XLA rejected flag --xla_cpu_enable_fast_mathh=false",
-      proc.stdout,
-    )
-
-  def test_bounds(self):
-    proc = self._run(
-      "--targets=cpu",
-      "--batch_sizes=1",
-      "--precisions=float32",
-      "--fix=float32",
-      "--require=accurate",
-      "--abs_error_bound=1e-9",
-    )
-    self.assertEqual(proc.returncode, 1, proc.stdout)
-    self.assertIn("abs bound 1e-09", proc.stdout)
+class CliUsageTest(absltest.TestCase):
+  """`hloprobe verify`'s input checks, in this process (they end before
+  any work)."""
 
   def test_consistent_with_one_batch_size_is_a_usage_error(self):
-    proc = self._run("--targets=cpu", "--batch_sizes=2", "--fix=float32")
+    proc = run_hloprobe_here(
+      "verify", "--targets=cpu", "--batch_sizes=2", "--fix=float32"
+    )
     self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
     self.assertEqual(proc.stdout, "")
     self.assertRegex(
@@ -284,11 +247,60 @@ class CliTest(absltest.TestCase):
 
   def test_usage(self):
     for args in (("--fix=fp64",), ("--fix=float32", "--require=nice"), ()):
-      proc = self._run("--targets=cpu", *args)
+      proc = run_hloprobe_here("verify", "--targets=cpu", *args)
       self.assertEqual(proc.returncode, 2, (args, proc.stderr))
       self.assertTrue(
         proc.stderr.strip().startswith("hloprobe: error:"), proc.stderr
       )
+
+
+@pytest.mark.compiles
+class CliTest(absltest.TestCase):
+  def test_json_pass_exit_0(self):
+    # End to end: `python -m hloprobe verify` in a process of its own.
+    proc = run_hloprobe(
+      "verify",
+      "--targets=cpu",
+      "--batch_sizes=1,2",
+      "--fix=float32",
+      "--format=json",
+    )
+    self.assertEqual(proc.returncode, 0, proc.stderr)
+    doc = json.loads(proc.stdout)
+    self.assertEqual((doc["passed"], doc["fix_kind"]), (True, "precision"))
+    self.assertEqual(
+      [r["name"] for r in doc["requirements"]], ["consistent", "accurate"]
+    )
+
+  def test_misspelled_flag_fails_alone_and_is_named(self):
+    proc = run_hloprobe_here(
+      "verify",
+      "--targets=cpu",
+      "--batch_sizes=1",
+      "--precisions=float32",
+      "--fix=typo:--xla_cpu_enable_fast_mathh=false",
+      "--require=accurate",
+      timeout_s=600,
+    )
+    self.assertEqual(proc.returncode, 1, proc.stderr)
+    self.assertIn(
+      "the fix failed: XLA rejected flag --xla_cpu_enable_fast_mathh=false",
+      proc.stdout,
+    )
+
+  def test_bounds(self):
+    proc = run_hloprobe_here(
+      "verify",
+      "--targets=cpu",
+      "--batch_sizes=1",
+      "--precisions=float32",
+      "--fix=float32",
+      "--require=accurate",
+      "--abs_error_bound=1e-9",
+      timeout_s=600,
+    )
+    self.assertEqual(proc.returncode, 1, proc.stdout)
+    self.assertIn("abs bound 1e-09", proc.stdout)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import pytest
 from absl.testing import absltest, parameterized
 from testutil import ROOT, run_hloprobe, run_hloprobe_here
 
+from hloprobe.commands import versions as versions_command
 from hloprobe.compile import compat
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.versions import (
@@ -88,6 +89,24 @@ def _hlo_dot_count(python: str, n: int, tmp_path) -> int:
   return len(_DOT_RE.findall(out))
 
 
+def _versions_json_and_table(*flags: str):
+  """`hloprobe versions FLAGS` in this process, --format=json then the
+  table, from one run of the versions (the second call prints the first's
+  runs: both formats render the same records). Returns the two
+  CompletedProcesses."""
+  real, runs = versions_command.versions, []
+
+  def once(args, spec):
+    if not runs:
+      runs.append(real(args, spec))
+    return runs[0]
+
+  with mock.patch.object(versions_command, "versions", once):
+    doc = run_hloprobe_here("versions", *flags, "--format=json", timeout_s=900)
+    table = run_hloprobe_here("versions", *flags, timeout_s=900)
+  return doc, table
+
+
 def _site_fates(doc: dict, jaxlib: str, n: int) -> list[str]:
   (entry,) = [c for c in doc["configs"] if c["n"] == n]
   return [s["fate"] for s in entry["cells"][jaxlib]["dot_sites"]]
@@ -96,9 +115,18 @@ def _site_fates(doc: dict, jaxlib: str, n: int) -> list[str]:
 @pytest.mark.compiles
 def test_two_versions_differ_and_venvs_are_reused(cache_dir, tmp_path):
   new = compat.installed_jaxlib()
+  venv_dir = os.path.join(cache_dir, "venvs")  # --cache_dir's venvs/
+  cached = venvs.find_venv(OLD, venv_dir, cuda=False) is not None
   flags = (f"--jaxlib={OLD},{new}", f"--cache_dir={cache_dir}", *_SWEEP)
-  first = run_hloprobe("versions", *flags, "--format=json", timeout=1200)
+  first, table = _versions_json_and_table(*flags)
   assert first.returncode == 0, first.stderr
+  # A venv found in the cache is reused (HLOPROBE_VERSIONS_TEST_CACHE's,
+  # from an earlier run), else made.
+  if cached:
+    assert f"jaxlib {OLD}: venv reused" in first.stderr
+    assert "venv made" not in first.stderr
+  else:
+    assert f"jaxlib {OLD}: venv made" in first.stderr
   doc = json.loads(first.stdout)
   assert [v["jaxlib"] for v in doc["versions"]] == [OLD, new]
   assert doc["versions"][0]["warning"] and new in doc["versions"][0]["warning"]
@@ -106,7 +134,6 @@ def test_two_versions_differ_and_venvs_are_reused(cache_dir, tmp_path):
 
   # The real difference, counted in each jaxlib's own optimized HLO text:
   # at n = 1 one jaxlib keeps every dot, the other strength-reduces one.
-  venv_dir = os.path.join(cache_dir, "venvs")  # --cache_dir's venvs/
   old_venv = venvs.find_venv(OLD, venv_dir, cuda=False)
 
   counts = {
@@ -119,19 +146,23 @@ def test_two_versions_differ_and_venvs_are_reused(cache_dir, tmp_path):
   (n1,) = [c for c in doc["configs"] if c["n"] == 1]
   assert "fates" in n1["changed"]
 
+  # The table of the same run marks the change.
+  assert table.returncode == 0, table.stderr
+  header = table.stdout.splitlines()[0]
+  assert f"jaxlib {OLD}" in header and f"jaxlib {new}" in header
+  row = next(l for l in table.stdout.splitlines() if "n=1 float32" in l)
+  assert row.rstrip().endswith("*")
+
+  # The venv made (or found) above is found again, untouched.
   before = sorted(os.listdir(venv_dir))
   marker = os.path.join(old_venv.path, venvs.MARKER)
   stamp = os.stat(marker).st_mtime_ns
-  second = run_hloprobe("versions", *flags, timeout=1200)
-  assert second.returncode == 0, second.stderr
-  assert f"jaxlib {OLD}: venv reused" in second.stderr
-  assert "venv made" not in second.stderr
+  again = venvs.ensure_venv(
+    OLD, venv_dir, sys.executable, venvs.this_python(), cuda=False
+  )
+  assert (again.path, again.created) == (old_venv.path, False)
   assert sorted(os.listdir(venv_dir)) == before
   assert os.stat(marker).st_mtime_ns == stamp
-  header = second.stdout.splitlines()[0]
-  assert f"jaxlib {OLD}" in header and f"jaxlib {new}" in header
-  row = next(l for l in second.stdout.splitlines() if "n=1 float32" in l)
-  assert row.rstrip().endswith("*")
 
 
 def _fake_venv(venv_dir, jaxlib: str, script: str) -> None:
@@ -303,7 +334,7 @@ def test_a_bogus_python_leaves_every_release_not_installed(tmp_path):
     f"--cache_dir={tmp_path}",
     *_SWEEP_ONE,
   )
-  got = run_hloprobe("versions", *flags)
+  got = run_hloprobe_here("versions", *flags, timeout_s=600)
   assert got.returncode == 1, got.stderr
   rows = [l for l in got.stdout.splitlines() if "dot fates" in l]
   assert rows == [], got.stdout  # no release swept a config
@@ -330,7 +361,7 @@ def test_a_release_without_wheels_is_not_installed_and_never_a_change(
     f"--cache_dir={tmp_path}",
     *_SWEEP_ONE,
   )
-  got = run_hloprobe("versions", *flags, "--format=json", timeout=900)
+  got, table = _versions_json_and_table(*flags)
   assert got.returncode == 1, got.stderr  # documented: not every release ran
   doc = json.loads(got.stdout)
   old, new = doc["versions"]
@@ -344,7 +375,6 @@ def test_a_release_without_wheels_is_not_installed_and_never_a_change(
   (config,) = doc["configs"]
   assert config["cells"]["0.4.1"]["status"] == "not installed"
   assert (config["changed"], config["compared_in"]) == ([], [_RUNNING])
-  table = run_hloprobe("versions", *flags, timeout=900)
   assert table.returncode == 1, table.stderr
   row = next(l for l in table.stdout.splitlines() if "dot fates" in l)
   assert "not installed: the package index has no jaxlib 0.4.1" in row

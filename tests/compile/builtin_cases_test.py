@@ -35,10 +35,19 @@ pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
 F32, TF32 = "F32_F32_F32", "TF32_TF32_F32"
 
 
+# One pool of workers for the module's sweeps (each case's reuses them).
+_POOL = testutil.SweepPool()
+
+
+def tearDownModule():
+  _POOL.close()
+
+
 def _sweep(name, sizes, targets, precisions=("default",)):
   spec = sweep.SweepSpec((name,), sizes, precisions, targets)
+  results = _POOL.run(spec)
   out = {}
-  for r in sweep.run_sweep(spec):
+  for r in results:
     assert r.ok, (r.config.target.name, r.config.n, r.failure)
     out[r.config.target.name, r.config.n, r.config.precision] = r
   return out

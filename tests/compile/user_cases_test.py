@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
 import textwrap
+from unittest import mock
 
 import numpy as np
 import pytest
 from absl.testing import absltest, parameterized
-from testutil import run_hloprobe, run_hloprobe_json
+from testutil import run_hloprobe, run_hloprobe_here, run_hloprobe_json
 
 from hloprobe import sweep, verify
 from hloprobe.compile import cases
@@ -278,29 +280,35 @@ class CommandLineTest(absltest.TestCase):
       "--batch_sizes=1,2",
       "--precisions=default",
     )
+    # End to end: a fresh process finds the module on its PYTHONPATH.
     explain = run_hloprobe("explain", *common, env=env)
     self.assertEqual(explain.returncode, 0, explain.stderr)
     self.assertIn("mine on cpu", explain.stdout)
-    verify = run_hloprobe(
-      "verify", *common, "--fix=float32", "--require=accurate", env=env
+    # In this process (the module is on sys.path, setUpModule), its workers
+    # finding it on the PYTHONPATH they inherit.
+    path = os.pathsep.join(filter(None, [_DIR, os.environ.get("PYTHONPATH")]))
+    self.enter_context(mock.patch.dict(os.environ, {"PYTHONPATH": path}))
+    verify = run_hloprobe_here(
+      "verify", *common, "--fix=float32", "--require=accurate", timeout_s=600
     )
     self.assertEqual(verify.returncode, 0, verify.stderr + verify.stdout)
     self.assertIn("PASS", verify.stdout)
-    rows = run_hloprobe_json(
-      self,
+    sweep_run = run_hloprobe_here(
       "sweep",
       *common,
       "--experiment=no_dsr:--xla_disable_hlo_passes=dot-strength-reduction",
       "--format=json",
-      env=env,
-    )["configs"]
+      timeout_s=600,
+    )
+    self.assertEqual(sweep_run.returncode, 0, sweep_run.stderr)
+    rows = json.loads(sweep_run.stdout)["configs"]
     self.assertEqual(
       sorted({(r["experiment"], r["status"]) for r in rows}),
       [("baseline", "ok"), ("no_dsr", "ok")],
     )
 
   def test_cases_lists_each_built_in_with_its_report(self):
-    proc = run_hloprobe("cases")
+    proc = run_hloprobe_here("cases")
     self.assertEqual(proc.returncode, 0, proc.stderr)
     lines = proc.stdout.splitlines()
     self.assertLen(lines, len(cases.CASES))
@@ -309,7 +317,7 @@ class CommandLineTest(absltest.TestCase):
     )
 
   def test_bad_case_is_one_line_exit_2(self):
-    proc = run_hloprobe("sweep", f"--case={_FILE}:other")
+    proc = run_hloprobe_here("sweep", f"--case={_FILE}:other")
     self.assertEqual(proc.returncode, 2)
     self.assertEqual(
       [l for l in proc.stderr.splitlines() if "error" in l],

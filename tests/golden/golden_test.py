@@ -1,7 +1,13 @@
 """Tests of the golden mechanism: committed goldens pass, planted changes fail.
 
-Real jax compiles, no mocks of JAX. The interrupted update is simulated by
-making the final rename fail.
+The mechanism (check, update, their words and errors, the command's exit
+statuses) runs on recorded snapshots, without XLA: the committed goldens
+read back (`_SNAP`, what a sweep matching them makes; headers are never
+compared) and the recorded compiles of tests/testdata/compiles
+(`recorded.config_result`). `GoldenEndToEndTest` re-runs parts of the
+manifest's sweep for real (marked `compiles`): one check, one update, and
+a planted XLA regression; `make golden` checks the whole sweep. The
+interrupted update is simulated by making the final rename fail.
 """
 
 from __future__ import annotations
@@ -14,17 +20,16 @@ import shutil
 from unittest import mock
 
 import pytest
+import recorded
 import testutil
 from absl.testing import absltest, flagsaver, parameterized
-from testutil import run_hloprobe
+from testutil import run_hloprobe, run_hloprobe_here
 
-from hloprobe import cli, records, sweep
-from hloprobe.compile import lowering
+from hloprobe import cli, sweep
+from hloprobe.commands import golden as golden_command
 from hloprobe.errors import GoldenError
 from hloprobe.golden import folder, format, snapshot, update
 from hloprobe.golden.diff import describe_site_changes
-
-pytestmark = pytest.mark.compiles
 
 _REPO = testutil.ROOT
 _GOLDEN = os.path.join(_REPO, "golden")
@@ -35,25 +40,54 @@ _N1_STABLEHLO = "stablehlo/seed_mlp/n1-bfloat16.stablehlo.mlir"
 # config (9), shared by the four targets.
 _N_FILES = 36 * 2 + 9
 
-
-# The committed manifest's sweep, re-run once for the module (setUpModule):
-# its results, its record, and their snapshot.
-_RESULTS: list[records.ConfigResult] = []
-_SWEEP: dict = {}
-_SNAP: snapshot.Snapshot | None = None
-
-
-def setUpModule():
-  global _SNAP
-  _SWEEP.update(folder.manifest_sweep(_GOLDEN))
-  _RESULTS.extend(sweep.run_sweep(folder.spec_from_record(_SWEEP)))
-  _SNAP = snapshot.take_snapshot(_RESULTS, lowering.jax_versions())
-
-
-def _cli(*args: str, env: dict | None = None):
-  return run_hloprobe(
-    *args, env={"JAX_PLATFORMS": "cpu", **(env or {})}, timeout=300
+# The committed manifest's sweep, and the committed goldens read back as
+# the snapshot of a sweep that matches them (made with the manifest's
+# jax/jaxlib, so checks compare full text).
+_SWEEP = folder.manifest_sweep(_GOLDEN)
+_MADE_WITH = folder.read_manifest(_GOLDEN)
+_SNAP = snapshot.Snapshot(
+  {
+    r: folder.read_golden_file(_GOLDEN, r)
+    for r in folder.list_golden_files(_GOLDEN)
+  },
+  {"jax": _MADE_WITH["jax"], "jaxlib": _MADE_WITH["jaxlib"]},
+  date=_MADE_WITH["date"],
+)
+_PRECISIONS = ("bfloat16", "tensorfloat32", "float32")
+# The recorded a100 compiles of the manifest's batch sizes and precisions.
+_A100_SWEEP = {
+  "cases": ["seed_mlp"],
+  "targets": ["a100"],
+  "batch_sizes": [1, 2, 9],
+  "precisions": list(_PRECISIONS),
+}
+_A100 = tuple(
+  f"seed_a100_n{n}_{p}" for n in _A100_SWEEP["batch_sizes"] for p in _PRECISIONS
+)
+# Every recorded seed_mlp compile of the manifest's sweep (the h200 ones
+# ran an experiment, which the manifest has not).
+_RECORDED_SEEDS = tuple(
+  sorted(
+    name
+    for name in os.listdir(recorded.COMPILES)
+    if name.startswith(("seed_cpu_", "seed_a100_", "seed_t4_"))
   )
+)
+
+
+def _results(names) -> list:
+  """The recorded compiles `names` (jaxlib 0.12.0.1) as a sweep's results."""
+  return [recorded.config_result(recorded.load(name)) for name in names]
+
+
+def _recorded_sweep(spec) -> snapshot.Snapshot:
+  """`sweep_snapshot` on the recorded snapshot: `_SNAP`'s files of the
+  configs `spec` asks for, as a sweep matching the goldens would make."""
+  configs = folder.sweep_configs(folder.sweep_record(spec))
+  files = {
+    r: t for r, t in _SNAP.files.items() if snapshot.in_scope(r, configs)
+  }
+  return dataclasses.replace(_SNAP, files=files)
 
 
 def _texts(directory: str) -> dict[str, str]:
@@ -64,6 +98,15 @@ def _texts(directory: str) -> dict[str, str]:
       with open(os.path.join(root, name)) as f:
         out[os.path.relpath(os.path.join(root, name), directory)] = f.read()
   return out
+
+
+def _main(*words: str, **flag_values) -> tuple[int, str, str]:
+  """cli.main in this process: (exit status, stdout, stderr)."""
+  out, err = io.StringIO(), io.StringIO()
+  with flagsaver.as_parsed(**flag_values):
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+      status = cli.main(["hloprobe", *words])
+  return status, out.getvalue(), err.getvalue()
 
 
 class GoldenTest(parameterized.TestCase):
@@ -79,96 +122,60 @@ class GoldenTest(parameterized.TestCase):
     with open(path, "w") as f:
       f.write(text.replace(old, new, 1))
 
-  def test_committed_goldens_pass(self):
+  def test_unchanged_goldens_pass(self):
     self.assertEqual(_SWEEP["targets"][:1], ["cpu"])
+    self.assertLen(_SNAP.files, _N_FILES)
     result = snapshot.check(_GOLDEN, _SNAP)
     self.assertTrue(result.ok, result.render())
     self.assertEqual(result.compared, _N_FILES)
-    self.assertLen(_RESULTS, 4 * 3 * 3)  # cpu, a100, t4, h100 x n=1,2,9 x 3
     self.assertIn("OK", result.render())
+
+  def test_recorded_compiles_reproduce_the_committed_goldens(self):
+    # The goldens and the recorded compiles were made by jaxlib 0.12.0.1
+    # apart (README there): their StableHLO and HLO bodies are equal, and
+    # their dot summaries but for the pass (not recorded: no pass dumps).
+    self.assertEqual(_MADE_WITH["jaxlib"], recorded.RELEASES[-1])
+    self.assertLen(_RECORDED_SEEDS, 16)  # cpu n=1,2 x3, a100 x9, t4 n=2
+    snap = snapshot.take_snapshot(_results(_RECORDED_SEEDS), _SNAP.versions)
+    self.assertEqual(snap.failed, ())
+    self.assertLen(snap.files, 16 * 2 + 9)  # StableHLO: one per n, precision
+    for rel, text in snap.files.items():
+      old = format.parse(rel, rel, _SNAP.files[rel])
+      new = format.parse(rel, rel, text)
+      if rel.endswith(".dots.json"):
+        drop = lambda doc: [{**s, "pass": None} for s in doc["sites"]]
+        self.assertEqual(drop(new.content), drop(old.content), rel)
+        self.assertEqual(
+          new.content["fate_summary"], old.content["fate_summary"], rel
+        )
+      else:
+        self.assertEqual(new.content, old.content, rel)
 
   def test_update_is_idempotent_and_keeps_unchanged_files(self):
     path = os.path.join(self.create_tempdir().full_path, "golden")
+    results = _results(_A100)
     first = update.update_goldens(
       path,
-      snapshot.take_snapshot(_RESULTS, lowering.jax_versions(), "2000-01-01"),
-      _SWEEP,
+      snapshot.take_snapshot(results, _SNAP.versions, "2000-01-01"),
+      _A100_SWEEP,
     )
-    self.assertLen(first.added, _N_FILES)
+    self.assertLen(first.added, 9 * 3)  # 9 configs x (hlo, dots, StableHLO)
     before = _texts(path)
     again = update.update_goldens(
       path,
-      snapshot.take_snapshot(_RESULTS, lowering.jax_versions(), "2099-12-31"),
-      _SWEEP,
+      snapshot.take_snapshot(results, _SNAP.versions, "2099-12-31"),
+      _A100_SWEEP,
     )
     self.assertEqual(
       (again.added, again.changed, again.removed, again.unchanged),
-      ((), (), (), _N_FILES),
+      ((), (), (), 9 * 3),
     )
-    with open(os.path.join(path, _N1 + ".hlo")) as f:
+    with open(os.path.join(path, "a100/seed_mlp/n1-bfloat16.hlo")) as f:
       self.assertIn("date=2000-01-01", f.readline())
     self.assertEqual(before, _texts(path))
-    self.assertTrue(snapshot.check(path, _SNAP).ok)
-
-  @pytest.mark.release_rules
-  def test_planted_pass_disable_is_caught_in_words_and_diff(self):
-    # A real regression: without dot-strength-reduction, the a100 compile at
-    # n = 1 keeps the matrix-vector dots as dots (jaxlib 0.10.2): sites 1-2
-    # become Triton gemms with TF32 kernels, sites 0 (K = 2) and 3 (one
-    # output row) dots in loop fusions.
-    out = self.create_tempdir().full_path
-    proc = _cli(
-      "golden",
-      "check",
-      f"--golden_dir={_GOLDEN}",
-      "--targets=a100",
-      "--batch_sizes=1",
-      "--precisions=bfloat16",
-      f"--output_dir={out}",
-      env={"XLA_FLAGS": "--xla_disable_hlo_passes=dot-strength-reduction"},
+    self.assertTrue(
+      snapshot.check(path, snapshot.take_snapshot(results, _SNAP.versions)).ok
     )
-    self.assertEqual(proc.returncode, 1, proc.stderr[-2000:])
-    text = proc.stdout
-    site_lines = [
-      l.strip() for l in text.splitlines() if " site " in l and "seed_mlp" in l
-    ]
-    was = "multiply+reduce F32_F32_F32 -> "
-    dsr = "pass: dot-strength-reduction (simplification) -> "
-    # The pipeline fusion-wrapper runs in, as XLA names it in the pass dump
-    # file names: "autotuner" in jaxlib 0.10.2, its own in 0.12.0.1.
-    wrap = (
-      "fusion-wrapper" if testutil.jaxlib_at_least("0.12.0.1") else "autotuner"
-    )
-    self.assertEqual(
-      site_lines,
-      [
-        f"a100 seed_mlp n=1 bfloat16 site 0: {was}dot F32_F32_F32; emitter: "
-        f"kInput -> kLoop; {dsr}fusion-wrapper ({wrap})",
-        f"a100 seed_mlp n=1 bfloat16 site 1: {was}Triton gemm TF32_TF32_F32; emitter: "
-        f"kInput -> __triton_nested_gemm_fusion; {dsr}triton-gemm-rewriter (hlo_normalization)",
-        f"a100 seed_mlp n=1 bfloat16 site 2: {was}Triton gemm TF32_TF32_F32; emitter: "
-        f"kInput -> __triton_nested_gemm_fusion; {dsr}triton-gemm-rewriter (hlo_normalization)",
-        f"a100 seed_mlp n=1 bfloat16 site 3: {was}dot F32_F32_F32; emitter: "
-        f"kInput -> kLoop; {dsr}fusion-wrapper ({wrap})",
-      ],
-    )
-    n1 = "a100/seed_mlp/n1-bfloat16"
-    self.assertIn(f"--- golden/{n1}.dots.json", text)
-    if testutil.goldens_from_this_jaxlib():  # else dot summaries alone
-      self.assertIn(f"--- golden/{n1}.hlo", text)
-    self.assertNotIn("stablehlo.mlir\n", text)  # lowering is unchanged
-    changed_sites = [
-      l[:16]
-      for l in text.splitlines()
-      if l.startswith(('-    {"site"', '+    {"site"'))
-    ]
-    self.assertEqual(
-      changed_sites,
-      [f'{sign}    {{"site": {i},' for sign in "-+" for i in range(4)],
-    )
-    self.assertIn("__triton_nested_gemm_fusion", text)
-    self.assertIn(f"candidate files written to {out}", text)
-    self.assertTrue(os.path.isfile(os.path.join(out, n1 + ".hlo")))
 
   def test_hand_edited_fate_is_reported(self):
     path = self._copy()
@@ -305,23 +312,28 @@ class GoldenTest(parameterized.TestCase):
   def test_targets_lowering_differently_fail_that_config(self):
     def plant(r):
       c, comp = r.config, r.compilation
-      if (c.target.name, c.n, c.precision) != ("t4", 1, "bfloat16"):
+      if c.target.name != "t4":
         return r
       text = comp.stablehlo.replace("DEFAULT, DEFAULT", "HIGH, HIGH")
       return dataclasses.replace(
         r, compilation=dataclasses.replace(comp, stablehlo=text)
       )
 
-    planted = [plant(r) for r in _RESULTS]
-    snap = snapshot.take_snapshot(planted, lowering.jax_versions())
+    # The sweep's order: cpu, a100, then t4.
+    results = _results(f"seed_{t}_n2_bfloat16" for t in ("cpu", "a100", "t4"))
+    snap = snapshot.take_snapshot(map(plant, results), _SNAP.versions)
     self.assertEqual(len(snap.failed), 1)
     self.assertRegex(
       snap.failed[0],
-      r"^t4 seed_mlp n=1 bfloat16: failed at golden: its StableHLO differs "
+      r"^t4 seed_mlp n=2 bfloat16: failed at golden: its StableHLO differs "
       r"from (cpu|a100)'s, and goldens keep one per case and config$",
     )
-    self.assertNotIn("t4/seed_mlp/n1-bfloat16.hlo", snap.files)
-    self.assertEqual(snap.files[_N1_STABLEHLO], _SNAP.files[_N1_STABLEHLO])
+    self.assertNotIn("t4/seed_mlp/n2-bfloat16.hlo", snap.files)
+    self.assertIn("a100/seed_mlp/n2-bfloat16.hlo", snap.files)
+    shared = "stablehlo/seed_mlp/n2-bfloat16.stablehlo.mlir"
+    unplanted = snapshot.take_snapshot(results, _SNAP.versions)
+    self.assertEqual(unplanted.failed, ())
+    self.assertEqual(snap.files[shared], unplanted.files[shared])
 
   def test_older_manifest_is_refused_but_its_sweep_is_read(self):
     path = self._copy()
@@ -340,19 +352,19 @@ class GoldenTest(parameterized.TestCase):
     path = self._copy()
     with open(os.path.join(path, _N1 + ".hlo"), "a") as f:
       f.write("%broken = \n")
-    proc = _cli(
-      "golden",
-      "check",
-      f"--golden_dir={path}",
-      "--batch_sizes=1",
-      "--precisions=bfloat16",
-    )
-    self.assertEqual(proc.returncode, 1)
+    with mock.patch.object(golden_command, "sweep_snapshot", _recorded_sweep):
+      status, out, err = _main(
+        "golden",
+        "check",
+        golden_dir=path,
+        batch_sizes="1",
+        precisions="bfloat16",
+      )
+    self.assertEqual(status, cli.EXIT_FAILED)
     self.assertIn(
-      f"hloprobe: error: corrupt golden files:\n  {path}/{_N1}.hlo",
-      proc.stderr,
+      f"hloprobe: error: corrupt golden files:\n  {path}/{_N1}.hlo", err
     )
-    self.assertNotIn("Traceback", proc.stderr + proc.stdout)
+    self.assertNotIn("Traceback", err + out)
 
   def test_interrupted_update_leaves_previous_goldens(self):
     path = self._copy()
@@ -490,33 +502,45 @@ _ONE_CPU_CONFIG = {
 
 
 class GoldenCliTest(absltest.TestCase):
-  def test_check_exits_0_on_match_with_manifest_sweep_narrowed_by_flags(self):
-    with flagsaver.as_parsed(
-      golden_dir=_GOLDEN, batch_sizes="2", precisions="float32"
-    ):
-      self.assertEqual(cli.main(["hloprobe", "golden", "check"]), cli.EXIT_OK)
+  """`hloprobe golden` in this process, its sweep the recorded snapshot."""
+
+  def setUp(self):
+    super().setUp()
+    for module in (golden_command, update):  # check's, and update's
+      self.enter_context(
+        mock.patch.object(module, "sweep_snapshot", _recorded_sweep)
+      )
 
   def test_update_then_check_in_a_new_folder(self):
     path = os.path.join(self.create_tempdir().full_path, "g")
-    with flagsaver.as_parsed(
-      golden_dir=path, batch_sizes="1", precisions="float32"
-    ):
-      self.assertEqual(cli.main(["hloprobe", "golden", "update"]), cli.EXIT_OK)
-    with flagsaver.as_parsed(golden_dir=path):  # the manifest's sweep
-      self.assertEqual(cli.main(["hloprobe", "golden", "check"]), cli.EXIT_OK)
-    self.assertLen(folder.list_golden_files(path), 3)
-
-  def _main(self, *words: str, **flag_values) -> tuple[int, str, str]:
-    """cli.main in this process: (exit status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with flagsaver.as_parsed(**flag_values):
-      with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = cli.main(["hloprobe", *words])
-    return status, out.getvalue(), err.getvalue()
+    status, out, _ = _main(
+      "golden", "update", golden_dir=path, batch_sizes="1", precisions="float32"
+    )
+    self.assertEqual(status, cli.EXIT_OK)
+    self.assertIn("3 added", out)
+    self.assertEqual(
+      folder.manifest_sweep(path),
+      {
+        "cases": ["seed_mlp"],
+        "targets": ["cpu"],
+        "batch_sizes": [1],
+        "precisions": ["float32"],
+      },
+    )
+    status, out, _ = _main("golden", "check", golden_dir=path)  # its manifest's
+    self.assertEqual(status, cli.EXIT_OK, out)
+    self.assertEqual(
+      folder.list_golden_files(path),
+      [
+        "cpu/seed_mlp/n1-float32.dots.json",
+        "cpu/seed_mlp/n1-float32.hlo",
+        "stablehlo/seed_mlp/n1-float32.stablehlo.mlir",
+      ],
+    )
 
   def test_unwritable_golden_dir_is_one_line(self):
     not_a_dir = self.create_tempfile("a_file").full_path
-    status, _, err = self._main(
+    status, _, err = _main(
       "golden",
       "update",
       golden_dir=os.path.join(not_a_dir, "golden"),
@@ -539,7 +563,7 @@ class GoldenCliTest(absltest.TestCase):
     with open(dots, "w") as f:
       f.write(text.replace('"fate": "multiply+reduce"', '"fate": "dot"'))
     not_a_dir = self.create_tempfile("a_file").full_path
-    status, out, err = self._main(
+    status, out, err = _main(
       "golden",
       "check",
       golden_dir=path,
@@ -553,19 +577,6 @@ class GoldenCliTest(absltest.TestCase):
       err, r"^hloprobe: error: cannot write the candidate goldens: [^\n]+\n$"
     )
 
-  def test_narrow_update_on_the_command_line_keeps_every_other_golden(self):
-    path = os.path.join(self.create_tempdir().full_path, "golden")
-    shutil.copytree(_GOLDEN, path)
-    status, out, _ = self._main(
-      "golden",
-      "update",
-      golden_dir=path,
-      **_ONE_CPU_CONFIG,
-    )
-    self.assertEqual(status, cli.EXIT_OK)
-    self.assertIn("0 removed, 3 unchanged, 78 kept outside this sweep", out)
-    self.assertEqual(_texts(path), _texts(_GOLDEN))
-
   def test_empty_sweep_is_a_usage_error(self):
     for args, message in (
       (("--targets=",), "--targets needs at least one target"),
@@ -575,7 +586,9 @@ class GoldenCliTest(absltest.TestCase):
         "`golden` does not read --target_config",
       ),
     ):
-      proc = _cli("golden", "check", f"--golden_dir={_GOLDEN}", *args)
+      proc = run_hloprobe_here(
+        "golden", "check", f"--golden_dir={_GOLDEN}", *args
+      )
       self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
       self.assertEqual(proc.stdout, "")
       self.assertRegex(proc.stderr, rf"^hloprobe: error: [^\n]*{message}")
@@ -586,6 +599,101 @@ class GoldenCliTest(absltest.TestCase):
       cli.main(["hloprobe", "golden", "frobnicate"]), cli.EXIT_USAGE
     )
     self.assertEqual(cli.main(["hloprobe", "golden"]), cli.EXIT_USAGE)
+
+
+@pytest.mark.compiles
+class GoldenEndToEndTest(absltest.TestCase):
+  """Parts of the manifest's sweep compiled again: the committed goldens
+  match them, and a planted XLA regression is caught."""
+
+  def test_check_exits_0_on_match_with_manifest_sweep_narrowed_by_flags(self):
+    # Every target of the manifest, at n = 2 under float32.
+    status, out, err = _main(
+      "golden",
+      "check",
+      golden_dir=_GOLDEN,
+      batch_sizes="2",
+      precisions="float32",
+    )
+    self.assertEqual(status, cli.EXIT_OK, out + err)
+    self.assertIn("OK", out)
+
+  def test_narrow_update_on_the_command_line_keeps_every_other_golden(self):
+    path = os.path.join(self.create_tempdir().full_path, "golden")
+    shutil.copytree(_GOLDEN, path)
+    status, out, _ = _main(
+      "golden",
+      "update",
+      golden_dir=path,
+      **_ONE_CPU_CONFIG,
+    )
+    self.assertEqual(status, cli.EXIT_OK)
+    self.assertIn("0 removed, 3 unchanged, 78 kept outside this sweep", out)
+    self.assertEqual(_texts(path), _texts(_GOLDEN))
+
+  @pytest.mark.release_rules
+  def test_planted_pass_disable_is_caught_in_words_and_diff(self):
+    # A real regression: without dot-strength-reduction, the a100 compile at
+    # n = 1 keeps the matrix-vector dots as dots (jaxlib 0.10.2): sites 1-2
+    # become Triton gemms with TF32 kernels, sites 0 (K = 2) and 3 (one
+    # output row) dots in loop fusions.
+    out = self.create_tempdir().full_path
+    proc = run_hloprobe(
+      "golden",
+      "check",
+      f"--golden_dir={_GOLDEN}",
+      "--targets=a100",
+      "--batch_sizes=1",
+      "--precisions=bfloat16",
+      f"--output_dir={out}",
+      env={
+        "JAX_PLATFORMS": "cpu",
+        "XLA_FLAGS": "--xla_disable_hlo_passes=dot-strength-reduction",
+      },
+      timeout=300,
+    )
+    self.assertEqual(proc.returncode, 1, proc.stderr[-2000:])
+    text = proc.stdout
+    site_lines = [
+      l.strip() for l in text.splitlines() if " site " in l and "seed_mlp" in l
+    ]
+    was = "multiply+reduce F32_F32_F32 -> "
+    dsr = "pass: dot-strength-reduction (simplification) -> "
+    # The pipeline fusion-wrapper runs in, as XLA names it in the pass dump
+    # file names: "autotuner" in jaxlib 0.10.2, its own in 0.12.0.1.
+    wrap = (
+      "fusion-wrapper" if testutil.jaxlib_at_least("0.12.0.1") else "autotuner"
+    )
+    self.assertEqual(
+      site_lines,
+      [
+        f"a100 seed_mlp n=1 bfloat16 site 0: {was}dot F32_F32_F32; emitter: "
+        f"kInput -> kLoop; {dsr}fusion-wrapper ({wrap})",
+        f"a100 seed_mlp n=1 bfloat16 site 1: {was}Triton gemm TF32_TF32_F32; emitter: "
+        f"kInput -> __triton_nested_gemm_fusion; {dsr}triton-gemm-rewriter (hlo_normalization)",
+        f"a100 seed_mlp n=1 bfloat16 site 2: {was}Triton gemm TF32_TF32_F32; emitter: "
+        f"kInput -> __triton_nested_gemm_fusion; {dsr}triton-gemm-rewriter (hlo_normalization)",
+        f"a100 seed_mlp n=1 bfloat16 site 3: {was}dot F32_F32_F32; emitter: "
+        f"kInput -> kLoop; {dsr}fusion-wrapper ({wrap})",
+      ],
+    )
+    n1 = "a100/seed_mlp/n1-bfloat16"
+    self.assertIn(f"--- golden/{n1}.dots.json", text)
+    if testutil.goldens_from_this_jaxlib():  # else dot summaries alone
+      self.assertIn(f"--- golden/{n1}.hlo", text)
+    self.assertNotIn("stablehlo.mlir\n", text)  # lowering is unchanged
+    changed_sites = [
+      l[:16]
+      for l in text.splitlines()
+      if l.startswith(('-    {"site"', '+    {"site"'))
+    ]
+    self.assertEqual(
+      changed_sites,
+      [f'{sign}    {{"site": {i},' for sign in "-+" for i in range(4)],
+    )
+    self.assertIn("__triton_nested_gemm_fusion", text)
+    self.assertIn(f"candidate files written to {out}", text)
+    self.assertTrue(os.path.isfile(os.path.join(out, n1 + ".hlo")))
 
 
 class DescribeSiteChangesTest(parameterized.TestCase):
@@ -675,6 +783,12 @@ class DescribeSiteChangesTest(parameterized.TestCase):
 
 class GoldenApiTest(absltest.TestCase):
   def test_update_then_check_with_the_manifest_sweep(self):
+    self.enter_context(
+      mock.patch.object(update, "sweep_snapshot", _recorded_sweep)
+    )
+    self.enter_context(
+      mock.patch.object(snapshot, "sweep_snapshot", _recorded_sweep)
+    )
     path = self.create_tempdir().full_path
     spec = sweep.SweepSpec(("seed_mlp",), (1,), ("float32",), ("cpu",))
     written = update.golden_update(spec, path)

@@ -9,7 +9,7 @@ import json
 import pytest
 import testutil
 from absl.testing import absltest, parameterized
-from testutil import numpy_seed_row0, run_hloprobe
+from testutil import numpy_seed_row0, run_hloprobe, run_hloprobe_here
 
 from hloprobe import records, sweep
 from hloprobe.compile import cases, experiments, targets
@@ -36,11 +36,27 @@ _MR = (
 )
 
 
+# One pool of workers for the module's sweeps (each reuses them).
+_POOL = testutil.SweepPool()
+
+
+def tearDownModule():
+  _POOL.close()
+
+
 def _sweep(batch_sizes, precisions, target_names):
+  """The sweep `explain` runs, through this test process's record cache
+  (testutil.record_cache): a config an earlier test of this file swept is
+  a hit (the cache's tests show a hit equals a computed record)."""
   spec = sweep.SweepSpec(
-    ("seed_mlp",), batch_sizes, precisions, target_names, explain_passes=True
+    ("seed_mlp",),
+    batch_sizes,
+    precisions,
+    target_names,
+    explain_passes=True,
+    cache_dir=testutil.record_cache(),
   )
-  return sweep.run_sweep(spec)
+  return _POOL.run(spec)
 
 
 def _by_target(explanations):
@@ -432,8 +448,7 @@ class CublasTf32OptionalTest(absltest.TestCase):
       experiments=(experiments.parse_experiment("no_triton_gemm"),),
     )
     found = {
-      e.experiment: e
-      for e in explain.explain_results(sweep.run_sweep(spec), _CASES)
+      e.experiment: e for e in explain.explain_results(_POOL.run(spec), _CASES)
     }
     changes = {c.precision: c for c in found["no_triton_gemm"].changes}
     self.assertTrue(changes["bfloat16"].arithmetic)
@@ -555,12 +570,9 @@ class RenderTest(absltest.TestCase):
     self.assertIn("fates chosen by n/a", text)
 
 
-def _hloprobe(*args: str):
-  return run_hloprobe(*args)
+class ExplainUsageTest(parameterized.TestCase):
+  """`hloprobe explain`'s input checks, in this process."""
 
-
-@pytest.mark.compiles
-class ExplainCommandTest(parameterized.TestCase):
   @parameterized.named_parameters(
     ("target", "--targets=tpu", "unknown target 'tpu'"),
     ("batch", "--batch_sizes=0", "bad batch size '0'"),
@@ -569,17 +581,21 @@ class ExplainCommandTest(parameterized.TestCase):
     ("markdown", "--format=markdown", "explain prints text .* or JSON"),
   )
   def test_bad_input_exits_2(self, flag, message):
-    proc = _hloprobe("explain", flag)
+    proc = run_hloprobe_here("explain", flag)
     self.assertEqual(proc.returncode, 2, proc.stderr)
     self.assertEqual(proc.stdout, "")
     self.assertRegex(
       proc.stderr, rf"^hloprobe: error: [^\n]*{message}[^\n]*\n$"
     )
 
+
+@pytest.mark.compiles
+class ExplainCommandTest(absltest.TestCase):
+  _CPU = ("--targets=cpu", "--batch_sizes=1,2", "--precisions=float32")
+
   def test_explain_cpu(self):
-    proc = _hloprobe(
-      "explain", "--targets=cpu", "--batch_sizes=1,2", "--precisions=float32"
-    )
+    # End to end, in a process of its own.
+    proc = run_hloprobe("explain", *self._CPU)
     self.assertEqual(proc.returncode, 0, proc.stderr)
     self.assertTrue(
       proc.stdout.startswith("seed_mlp on cpu (compiled and run):\n")
@@ -590,12 +606,10 @@ class ExplainCommandTest(parameterized.TestCase):
     self.assertIn("What this cannot settle without a real device:", proc.stdout)
 
   def test_explain_cpu_json(self):
-    proc = _hloprobe(
-      "explain",
-      "--targets=cpu",
-      "--batch_sizes=1,2",
-      "--precisions=float32",
-      "--format=json",
+    # In this process: the configs are record-cache hits when
+    # test_explain_cpu (or SeedMlpExplainTest) swept them first.
+    proc = run_hloprobe_here(
+      "explain", *self._CPU, "--format=json", timeout_s=600
     )
     self.assertEqual(proc.returncode, 0, proc.stderr)
     (cpu,) = json.loads(proc.stdout)["explanations"]
