@@ -312,8 +312,10 @@ class CommandLineTest(absltest.TestCase):
     self.assertEqual(proc.returncode, 0, proc.stderr)
     lines = proc.stdout.splitlines()
     self.assertLen(lines, len(cases.CASES))
+    # Name and report, in columns as wide as the longest name.
     self.assertIn(
-      "mlx_3953        https://github.com/ml-explore/mlx/issues/3953", lines
+      ["mlx_3953", "https://github.com/ml-explore/mlx/issues/3953"],
+      [line.split() for line in lines],
     )
 
   def test_bad_case_is_one_line_exit_2(self):
