@@ -75,7 +75,9 @@ class BoundedInputTest(BadInputCase):
   def test_batch_size_larger_than_the_case_is_a_usage_error(self):
     # seed_mlp's input grid is 64 x 64 = 4096 rows (its docstring).
     self.assertUsageError(
-      run_hloprobe("sweep", "--batch_sizes=2,4097", "--precisions=float32"),
+      run_hloprobe_here(
+        "sweep", "--batch_sizes=2,4097", "--precisions=float32", timeout_s=300
+      ),
       "batch size 4097 exceeds case 'seed_mlp''s 4096 rows",
     )
 

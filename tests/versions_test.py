@@ -57,6 +57,21 @@ print(jax.jit(case.fn).lower(*args).compile().as_text())
 """
 
 
+def _hlo_dot_count_here(n: int) -> int:
+  """_hlo_dot_count for this process's jaxlib, in this process (no second
+  jax start): the same script's steps, on the CPU backend."""
+  import jax
+
+  from hloprobe.compile.cases import get_case
+
+  case = get_case("seed_mlp")
+  args = case.inputs_for(case.make_inputs(), n)
+  cpu = jax.devices("cpu")[0]
+  with jax.default_device(cpu):
+    text = jax.jit(case.fn).lower(*args).compile().as_text()
+  return len(_DOT_RE.findall(text))
+
+
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory):
   try:
@@ -138,7 +153,7 @@ def test_two_versions_differ_and_venvs_are_reused(cache_dir, tmp_path):
 
   counts = {
     OLD: _hlo_dot_count(old_venv.python, 1, tmp_path),
-    new: _hlo_dot_count(sys.executable, 1, tmp_path),
+    new: _hlo_dot_count_here(1),
   }
   assert counts[OLD] != counts[new], counts
   for jaxlib, count in counts.items():
