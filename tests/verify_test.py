@@ -257,11 +257,14 @@ class CliUsageTest(absltest.TestCase):
 @pytest.mark.compiles
 class CliTest(absltest.TestCase):
   def test_json_pass_exit_0(self):
-    # End to end: `python -m hloprobe verify` in a process of its own.
+    # End to end: `python -m hloprobe verify` in a process of its own, on
+    # A100Test.test_float32_passes_both's cpu configs (record-cache hits
+    # after it: the cache's key has the sweep's largest batch size).
     proc = run_hloprobe(
       "verify",
       "--targets=cpu",
-      "--batch_sizes=1,2",
+      "--batch_sizes=1-3",
+      "--precisions=bfloat16",
       "--fix=float32",
       "--format=json",
     )
@@ -289,11 +292,12 @@ class CliTest(absltest.TestCase):
     )
 
   def test_bounds(self):
+    # test_json_pass_exit_0's configs: record-cache hits.
     proc = run_hloprobe_here(
       "verify",
       "--targets=cpu",
-      "--batch_sizes=1",
-      "--precisions=float32",
+      "--batch_sizes=1-3",
+      "--precisions=bfloat16",
       "--fix=float32",
       "--require=accurate",
       "--abs_error_bound=1e-9",
