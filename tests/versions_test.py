@@ -210,7 +210,8 @@ def test_versions_run_side_by_side_in_order(tmp_path):
       f'exec {sys.executable} "$@"\n',
     )
   _fake_venv(venv_dir, "0.0.3", "echo no such jaxlib >&2; exit 3\n")
-  got = run_hloprobe(
+  # In this process (the versions run in processes of their own).
+  got = run_hloprobe_here(
     "versions",
     "--jaxlib=0.0.1,0.0.3,0.0.2",
     "--jobs=2",
@@ -219,6 +220,7 @@ def test_versions_run_side_by_side_in_order(tmp_path):
     "--batch_sizes=1",
     "--precisions=float32",
     "--format=json",
+    timeout_s=600,
   )
   assert got.returncode == 1, got.stderr  # one version failed
   doc = json.loads(got.stdout)
