@@ -24,7 +24,7 @@ from unittest import mock
 
 import pytest
 from absl.testing import absltest, parameterized
-from testutil import ROOT, run_hloprobe, run_hloprobe_here
+from testutil import ROOT, run_hloprobe_here
 
 from hloprobe.commands import versions as versions_command
 from hloprobe.compile import compat
