@@ -4,7 +4,8 @@ tables (the sweep and site tables), results_json (results.json), files
 (written whole: --output_dir, results.jsonl), stream (results.jsonl as
 configs finish), verification (`verify`'s outcome and evidence in words),
 listings (the targets, cases and experiments lists), explain and
-explain_records (explanation records), explain_text (their text and JSON),
+explain_records (explanation records; explain_rows: rows beyond row 0;
+explain_made: what XLA made), explain_text (their text and JSON),
 timings (--timings). Nothing here prints: the command layer does.
 """
 

@@ -24,13 +24,12 @@ from collections.abc import Callable, Iterable, Sequence
 
 from hloprobe.compile import Case, ReportedError
 from hloprobe.records import ConfigResult
+from hloprobe.report.explain_made import made_math
 from hloprobe.report.explain_records import (
-  AGREES,
   AlgorithmUse,
   Alternative,
   FateSpan,
   FateTransition,
-  MadeMath,
   PredictedRowZero,
   RowZero,
   TargetExplanation,
@@ -313,55 +312,6 @@ def _precision_label(precision: str, configs) -> str:
   return f"{precision} ({'; '.join(words)})"
 
 
-def _made(precision: str, configs) -> list[MadeMath]:
-  """What XLA made, in runs of batch sizes with one verdict: configs whose
-  executed module changed the math or could not be executed, and those
-  whose module does what the program asks (`AGREES`, with row 0's error
-  at the effective algorithms beside the program's prediction)."""
-  checked = [r for r in configs if r.made is not None]
-  out = []
-  for run in _runs(checked, lambda r: r.made.verdict or _agrees(r)):
-    ms = [r.made for r in run]
-    devs = [m.deviation_abs for m in ms if m.deviation_abs is not None]
-    bounds = [m.bound_abs for m in ms if m.bound_abs is not None]
-    out.append(
-      MadeMath(
-        precision,
-        tuple(r.config.n for r in run),
-        ms[0].verdict or _agrees_words(run),
-        ms[0].changed,
-        max(devs, default=None),
-        min(bounds, default=None),
-      )
-    )
-  return out
-
-
-def _agrees(r: ConfigResult) -> str:
-  """The run key of a config whose module does what the program asks."""
-  return AGREES
-
-
-def _agrees_words(run: list[ConfigResult]) -> str:
-  """E.g. "does what the program asks (row 0 |err| vs f64 at the
-  effective algorithms 6.1e-01, the program's prediction 6.1e-01)"."""
-
-  def span(values: list[float]) -> str:
-    lo, hi = min(values), max(values)
-    return (
-      f"{lo:.2g}" if f"{lo:.2g}" == f"{hi:.2g}" else f"{lo:.2g} to {hi:.2g}"
-    )
-
-  made = [r.made.stats.row0_abs for r in run if r.made.stats is not None]
-  asked = [r.prediction.stats.row0_abs for r in run if r.prediction]
-  if not made or not asked:
-    return AGREES
-  return (
-    f"{AGREES} (row 0 |err| vs f64 at the effective algorithms "
-    f"{span(made)}, the program's prediction {span(asked)})"
-  )
-
-
 def _notes(configs: list[ConfigResult]) -> list[str]:
   where = lambda r: f"n = {r.config.n}, {r.config.precision}"
   notes = [
@@ -425,7 +375,7 @@ def _explain_one(
     if reported and cc == reported.compute_capability
     else None,
     notes=tuple(_notes(configs)),
-    made=gather(_made),
+    made=gather(made_math),
     rows=rows_beyond(configs),
   )
 
