@@ -67,7 +67,8 @@ def _hlo_dot_count_here(n: int) -> int:
   case = get_case("seed_mlp")
   args = case.inputs_for(case.make_inputs(), n)
   cpu = jax.devices("cpu")[0]
-  with jax.default_device(cpu):
+  with jax.default_device(cpu):  # the CPU's HLO even where a GPU is seen
+    args = jax.device_put(args, cpu)
     text = jax.jit(case.fn).lower(*args).compile().as_text()
   return len(_DOT_RE.findall(text))
 
