@@ -17,6 +17,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 import recorded
+import testutil
 from absl.testing import absltest
 
 from hloprobe.compile import Case, get_target
@@ -28,26 +29,8 @@ from hloprobe.sites import Fate, effective
 from hloprobe.sweep import run_config
 
 
-def _explanation(**fields) -> explain_records.TargetExplanation:
-  return explain_records.TargetExplanation(
-    **{
-      "case": "c",
-      "target": "a100",
-      "experiment": "baseline",
-      "compile_only": True,
-      "precisions": {"default": "default (DEFAULT)"},
-      "spans": {},
-      "algorithms": (),
-      "changes": (),
-      "row0": (),
-      "predicted": (),
-      "alternatives": (),
-      "selection": None,
-      "reported": None,
-      "notes": (),
-      **fields,
-    }
-  )
+def _explanation(**fields):
+  return testutil.explanation(**fields)
 
 
 def _render(e) -> str:

@@ -283,3 +283,29 @@ def interrupted_at(k: int, fn, files: tuple[str, ...] = ()) -> bool:
   finally:
     sys.settrace(None)
   return False
+
+
+def explanation(**fields):
+  """A compile-only `report.TargetExplanation` with nothing in it but
+  `fields` (case "c" on target "a100" under DEFAULT unless given)."""
+  from hloprobe.report import TargetExplanation  # noqa: PLC0415
+
+  return TargetExplanation(
+    **{
+      "case": "c",
+      "target": "a100",
+      "experiment": "baseline",
+      "compile_only": True,
+      "precisions": {"default": "default (DEFAULT)"},
+      "spans": {},
+      "algorithms": (),
+      "changes": (),
+      "row0": (),
+      "predicted": (),
+      "alternatives": (),
+      "selection": None,
+      "reported": None,
+      "notes": (),
+      **fields,
+    }
+  )

@@ -479,24 +479,13 @@ class CublasTf32OptionalTest(absltest.TestCase):
     )
 
 
-def _explanation(**fields) -> explain_records.TargetExplanation:
+def _explanation(**fields):
   """A compile-only float32 explanation of seed_mlp on target "x"."""
-  return explain_records.TargetExplanation(
+  return testutil.explanation(
     **{
       "case": "seed_mlp",
       "target": "x",
-      "experiment": "baseline",
-      "compile_only": True,
       "precisions": {"float32": "float32 (HIGHEST)"},
-      "spans": {},
-      "algorithms": (),
-      "changes": (),
-      "row0": (),
-      "predicted": (),
-      "alternatives": (),
-      "selection": None,
-      "reported": None,
-      "notes": (),
       **fields,
     }
   )
