@@ -355,55 +355,54 @@ class _Walker:
         returned |= self._block(fn, block, env, depth)
     return returned
 
+  def _site(self, fn: str, operation: ir.Operation, env: dict, **fields):
+    """Appends the site of a contraction (lhs, rhs: operands 0, 1)."""
+    lhs, rhs = operation.operands[0], operation.operands[1]
+    self.dots.append(
+      StableHloDot(
+        index=len(self.dots),
+        function=fn,
+        location=_file_line(frames := _frames(operation.location)),
+        frames=frames,
+        lhs=_tensor_type(lhs.type, "lhs"),
+        rhs=_tensor_type(rhs.type, "rhs"),
+        result=_tensor_type(operation.results[0].type, "result"),
+        precision=_precision(operation),
+        lhs_ancestry=env.get(lhs, _NONE),
+        rhs_ancestry=env.get(rhs, _NONE),
+        **fields,
+      )
+    )
+
   def _dot(self, fn: str, op: ir.Operation, env: dict) -> None:
     dims = stablehlo.DotDimensionNumbers(op.attributes["dot_dimension_numbers"])
     algorithm = (
       op.attributes["algorithm"] if "algorithm" in op.attributes else None
     )
-    lhs, rhs = op.operands[0], op.operands[1]
-    self.dots.append(
-      StableHloDot(
-        index=len(self.dots),
-        function=fn,
-        location=_file_line(frames := _frames(op.location)),
-        frames=frames,
-        lhs=_tensor_type(lhs.type, "lhs"),
-        rhs=_tensor_type(rhs.type, "rhs"),
-        result=_tensor_type(op.results[0].type, "result"),
-        lhs_batch=tuple(dims.lhs_batching_dimensions),
-        rhs_batch=tuple(dims.rhs_batching_dimensions),
-        lhs_contracting=tuple(dims.lhs_contracting_dimensions),
-        rhs_contracting=tuple(dims.rhs_contracting_dimensions),
-        precision=_precision(op),
-        algorithm=_algorithm_fields(algorithm) if algorithm else None,
-        lhs_ancestry=env.get(lhs, _NONE),
-        rhs_ancestry=env.get(rhs, _NONE),
-      )
+    self._site(
+      fn,
+      op,
+      env,
+      lhs_batch=tuple(dims.lhs_batching_dimensions),
+      rhs_batch=tuple(dims.rhs_batching_dimensions),
+      lhs_contracting=tuple(dims.lhs_contracting_dimensions),
+      rhs_contracting=tuple(dims.rhs_contracting_dimensions),
+      algorithm=_algorithm_fields(algorithm) if algorithm else None,
     )
 
   def _convolution(self, fn: str, op: ir.Operation, env: dict) -> None:
     window = conv_window(op)
-    lhs, rhs = op.operands[0], op.operands[1]
-    self.dots.append(
-      StableHloDot(
-        index=len(self.dots),
-        function=fn,
-        location=_file_line(frames := _frames(op.location)),
-        frames=frames,
-        lhs=_tensor_type(lhs.type, "lhs"),
-        rhs=_tensor_type(rhs.type, "rhs"),
-        result=_tensor_type(op.results[0].type, "result"),
-        lhs_batch=(),
-        rhs_batch=(),
-        lhs_contracting=(window.input_feature,),
-        rhs_contracting=(window.kernel_input_feature,),
-        precision=_precision(op),
-        algorithm=None,
-        lhs_ancestry=env.get(lhs, _NONE),
-        rhs_ancestry=env.get(rhs, _NONE),
-        op=CONVOLUTION,
-        window=window,
-      )
+    self._site(
+      fn,
+      op,
+      env,
+      lhs_batch=(),
+      rhs_batch=(),
+      lhs_contracting=(window.input_feature,),
+      rhs_contracting=(window.kernel_input_feature,),
+      algorithm=None,
+      op=CONVOLUTION,
+      window=window,
     )
 
 
