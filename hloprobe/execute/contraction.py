@@ -156,7 +156,11 @@ def _split(a3, b3, algorithm, tf32_mode) -> np.ndarray:
 
 
 def _canonical(a: np.ndarray, b: np.ndarray, dims: DotDims):
-  """a as (B, M, K), b as (B, K, N), and the dot's result shape."""
+  """a as (B, M, K), b as (B, K, N), and the dot's result shape.
+
+  The same arrangement as `numerics.emulate_dot`'s, written again in numpy
+  on purpose: this package shares no code with the jax-based emulation
+  (see the package docstring, "independent of XLA:CPU")."""
   lb, rb = dims.lhs_batch, dims.rhs_batch
   lc, rc = dims.lhs_contracting, dims.rhs_contracting
   if len(lb) != len(rb) or len(lc) != len(rc):
