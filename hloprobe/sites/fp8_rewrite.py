@@ -227,15 +227,14 @@ def _fate_words(f: MappedSite, compile_only: bool) -> str:
     )
   if f.fate == Fate.TRITON_GEMM:
     words = (
-      "did not fire: the Triton gemm fusion took the dot first "
-      "(triton-gemm-rewriter runs before the FP8 GemmRewriter while "
-      "--xla_gpu_enable_triton_gemm=true, the default; "
+      "did not fire: the Triton gemm took the dot first "
+      "(triton-gemm-rewriter runs before GemmRewriter; "
       "--xla_gpu_enable_triton_gemm=false leaves it to GemmRewriter)"
     )
     if compile_only:
       words += (
-        "; compile-only, no autotuning: a real GPU's autotuner may give "
-        "it to cuBLAS (xla_gpu_cublas_fallback), whose rewriter can fire it"
+        "; compile-only: a real GPU's autotuner may hand it to cuBLAS, "
+        "whose GemmRewriter can fire it"
       )
     return words
   if f.fate in (Fate.CUBLAS, Fate.CUBLASLT):
