@@ -164,7 +164,6 @@ cudnn_attention = Case(
 )
 
 
-
 def _fp8_scaled_matmul(x, w, x_scale, w_scale):
   """Dequantize-then-dot: (f32(x) * x_scale) @ (f32(w) * w_scale).
 
