@@ -77,15 +77,6 @@ FP8_ALGORITHM = "ANY_F8_ANY_F8_F32"
 _MIN_CC = (8, 9)
 _F8_TYPES = ("f8e4m3fn", "f8e5m2")
 _OUTPUT_TYPES = ("bf16", "f16", "f32", "f8e4m3fn", "f8e5m2")
-_ANY_F8 = (
-  "f8e4m3fn",
-  "f8e5m2",
-  "f8e4m3",
-  "f8e3m4",
-  "f8e4m3fnuz",
-  "f8e5m2fnuz",
-  "f8e4m3b11fnuz",
-)
 
 
 def fp8_carrier_ancestry(target: str | None, ancestry, shapes) -> tuple:
@@ -117,10 +108,15 @@ def fp8_carrier_ancestry(target: str | None, ancestry, shapes) -> tuple:
   return (a | a_scale, b | b_scale)
 
 
+def _is_f8(dtype: str) -> bool:
+  """Any 8-bit float type HLO spells (f8e4m3fn, f8e5m2, f8e4m3fnuz, ...)."""
+  return dtype.startswith("f8")
+
+
 def _f8_sources(module: HloModule, site_type, ancestry) -> tuple[str, ...]:
   """The f8 types an operand is or is computed from: its own (StableHLO)
   type, else the f8 entry parameters its data flow starts at."""
-  if site_type.dtype in _ANY_F8:
+  if _is_f8(site_type.dtype):
     return (site_type.dtype,)
   params = module.entry.parameters()
   found = {
@@ -128,7 +124,7 @@ def _f8_sources(module: HloModule, site_type, ancestry) -> tuple[str, ...]:
     for i in ancestry
     if i in params
     and not params[i].shape.is_tuple
-    and params[i].shape.dtype in _ANY_F8
+    and _is_f8(params[i].shape.dtype)
   }
   return tuple(sorted(found))
 
