@@ -24,7 +24,7 @@ from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
 from hloprobe.numerics import site_notes
 from hloprobe.numerics.candidates import chosen_algorithms
-from hloprobe.sites import dot_sites, fp8_rewrite, site_fate
+from hloprobe.sites import dot_sites, fp8_operands, fp8_rewrite, site_fate
 from hloprobe.sites.site_fate import Fate
 
 _RELEASES = tuple((r.replace(".", "_"), r) for r in recorded.RELEASES)
@@ -90,6 +90,47 @@ class NotFiredTest(parameterized.TestCase):
       edit_stablehlo=e5m2,
     )
     self.assertIn("both operands f8e5m2", f.fp8_rewrite)
+
+
+class Fp8SiteTest(parameterized.TestCase):
+  """Which sites are fp8: GemmRewriter's walk from the dot's operands."""
+
+  @parameterized.named_parameters(*_RELEASES)
+  def test_operands_from_f8_through_the_kernels(self, jaxlib):
+    for name in (
+      "fp8_scaled_matmul_h100_n8_default",  # converts inside the gemm
+      "fp8_scaled_matmul_a100_n8_default",  # converts in their own fusions
+      "fp8_scaled_matmul_h100_n1_default",  # a multiply+reduce
+      "fp8_scaled_matmul_h100_n8_default_no_triton_gemm",  # the FP8 call
+    ):
+      rec = recorded.load(name, jaxlib)
+      module = parse_hlo_module(rec.optimized_hlo)
+      (mapped,) = dot_sites.map_dot_sites(
+        parse_stablehlo_dots(rec.stablehlo), module
+      )
+      self.assertEqual(
+        fp8_operands.f8_operand_types(mapped, module),
+        ("f8e4m3fn", "f8e4m3fn"),
+        name,
+      )
+
+  @parameterized.named_parameters(*_RELEASES)
+  def test_planted_maximum_breaks_the_path(self, jaxlib):
+    """Should fail: a max(x, 0) between the convert and the dot is no
+    dequantization (FindF8SubgraphRecursive stops at it): no note."""
+
+    def relu(text):
+      edited = re.sub(
+        r"(%mul\.\d = f32\[8,64\]\{1,0\} )multiply\(",
+        r"\1maximum(",
+        text,
+      )
+      self.assertNotEqual(edited, text)
+      return edited
+
+    f = _only("fp8_scaled_matmul_h100_n8_default", jaxlib, edit_hlo=relu)
+    self.assertEqual(f.fate, Fate.TRITON_GEMM)
+    self.assertIsNone(f.fp8_rewrite)
 
 
 class FiredTest(parameterized.TestCase):

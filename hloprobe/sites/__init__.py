@@ -12,6 +12,7 @@ from here; the modules behind them are private in intent:
   operand_ancestry  operands traced through fusions, loops and branches
   effective         the algorithm a site really runs (PTX or a rule)
   fp8_rewrite       whether the fp8 cuBLASLt rewrite fired at an fp8 site
+  fp8_operands      which f8 values a site's operands come from
   collectives       a sharded program's collective adding a site's sums
   passes            which HLO pass changed a site (`--explain_passes`)
   rejection         which sites and pass a rejected compile names

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 from hloprobe.compile import Target
 from hloprobe.ir import HloInstruction, HloModule, StableHloDot
+from hloprobe.sites.fp8_operands import f8_operand_types
 from hloprobe.sites.site_fate import Fate, MappedSite
 
 __all__ = [
@@ -108,27 +109,6 @@ def fp8_carrier_ancestry(target: str | None, ancestry, shapes) -> tuple:
   return (a | a_scale, b | b_scale)
 
 
-def _is_f8(dtype: str) -> bool:
-  """Any 8-bit float type HLO spells (f8e4m3fn, f8e5m2, f8e4m3fnuz, ...)."""
-  return dtype.startswith("f8")
-
-
-def _f8_sources(module: HloModule, site_type, ancestry) -> tuple[str, ...]:
-  """The f8 types an operand is or is computed from: its own (StableHLO)
-  type, else the f8 entry parameters its data flow starts at."""
-  if _is_f8(site_type.dtype):
-    return (site_type.dtype,)
-  params = module.entry.parameters()
-  found = {
-    params[i].shape.dtype
-    for i in ancestry
-    if i in params
-    and not params[i].shape.is_tuple
-    and _is_f8(params[i].shape.dtype)
-  }
-  return tuple(sorted(found))
-
-
 def _cc(text: str) -> tuple[int, int] | None:
   major, _, minor = text.partition(".")
   if not (major.isdigit() and minor.isdigit()):
@@ -136,7 +116,7 @@ def _cc(text: str) -> tuple[int, int] | None:
   return int(major), int(minor)
 
 
-def _rule_failures(site: StableHloDot, lhs, rhs, cc: str) -> list[str]:
+def _rule_failures(site: StableHloDot, lhs: str, rhs: str, cc: str):
   """`CreateF8CustomCall`'s conditions the site fails, in its order."""
   failed = []
   if _cc(cc) < _MIN_CC:
@@ -144,12 +124,11 @@ def _rule_failures(site: StableHloDot, lhs, rhs, cc: str) -> list[str]:
       f"compute capability {cc} < 8.9 (FP8 cuBLASLt gemms need Ada, "
       "Hopper or later)"
     )
-  if lhs == rhs == ("f8e5m2",):
+  if lhs == rhs == "f8e5m2":
     failed.append("both operands f8e5m2 (one must be f8e4m3fn)")
-  elif any(t not in _F8_TYPES for t in (*lhs, *rhs)):
+  elif lhs not in _F8_TYPES or rhs not in _F8_TYPES:
     failed.append(
-      f"operand types {'/'.join(lhs)} x {'/'.join(rhs)} (cuBLASLt FP8 "
-      "takes f8e4m3fn or f8e5m2)"
+      f"operand types {lhs} x {rhs} (cuBLASLt FP8 takes f8e4m3fn or f8e5m2)"
     )
   if site.result.dtype not in _OUTPUT_TYPES:
     failed.append(
@@ -259,17 +238,17 @@ def rewrite_note(
     compute_capability: the target's, e.g. "9.0"; None when unknown.
 
   Returns:
-    None for a site whose operands are not both fp8 (by type or by data
-    flow from f8 entry parameters) or a target that is not a CUDA GPU;
+    None for a site whose operands do not both come from f8 values
+    (`fp8_operands.f8_operand_types`: GemmRewriter's own walk) or a target
+    that is not a CUDA GPU;
     else "fired (`__cublas$lt$matmul$f8`, scales a=..., b=...; A ..., B
     ...)", "did not fire: <conditions>" or "unknown: <why>".
   """
   site = f.site
   if target.platform != "cuda" or site.is_convolution:
     return None
-  lhs = _f8_sources(module, site.lhs, site.lhs_ancestry)
-  rhs = _f8_sources(module, site.rhs, site.rhs_ancestry)
-  if not lhs or not rhs:
+  lhs, rhs = f8_operand_types(f, module)
+  if lhs is None or rhs is None:
     return None
   if f.custom_call_target == FP8_GEMM:
     return _fired_words(module, _call(module, f))
