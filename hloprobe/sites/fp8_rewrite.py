@@ -46,7 +46,8 @@ GemmRewriter passes, so there the rewrite may still fire; a compile-only
 target has no autotuning. Dot strength reduction (n = 1) leaves no dot to
 rewrite.
 
-`rewrite_note` says, for a site with fp8 operands, "fired (...)" with the
+`rewrite_note` says, for a site whose two operands come from f8 values
+(`fp8_operands`: GemmRewriter's own walk), "fired (...)" with the
 call and its scales, "did not fire: <the condition that failed>", or
 "unknown: <why>". What the fp8 gemm computes (`FP8_ALGORITHM`): products of
 the f8 values (exact), summed in f32, times a_scale * b_scale (cuBLASLt's
@@ -61,6 +62,7 @@ from __future__ import annotations
 from hloprobe.compile import Target
 from hloprobe.ir import HloInstruction, HloModule, StableHloDot
 from hloprobe.sites.fp8_operands import f8_operand_types
+from hloprobe.sites.operand_ancestry import custom_call_target
 from hloprobe.sites.site_fate import Fate, MappedSite
 
 __all__ = [
@@ -148,7 +150,7 @@ def _rule_failures(site: StableHloDot, lhs: str, rhs: str, cc: str):
   return failed
 
 
-def _scale_words(module: HloModule, inst: HloInstruction) -> str:
+def _scale_words(inst: HloInstruction) -> str:
   """A scale operand in words: its parameter's name, a constant's value."""
   if inst.opcode == "parameter":
     name = inst.metadata.get("op_name")
@@ -160,7 +162,9 @@ def _scale_words(module: HloModule, inst: HloInstruction) -> str:
 
 def _fired_words(module: HloModule, call: HloInstruction | None) -> str:
   """E.g. "fired (`__cublas$lt$matmul$f8`, scales a=x_scale, b=w_scale;
-  A f8e4m3fn[16,64], B f8e4m3fn[32,64])"."""
+  A f8e4m3fn[16,64], B f8e4m3fn[32,64])": the scale operands by their
+  parameter's name (a constant by its value: 1 where there was no scale),
+  A and B as the call takes them (padded, transposed)."""
   if call is None:
     return f"fired (`{FP8_GEMM}`)"
   by_name = {i.name: i for _, i in module.all_instructions()}
@@ -171,9 +175,7 @@ def _fired_words(module: HloModule, call: HloInstruction | None) -> str:
     if o is not None and not o.shape.is_tuple and not o.shape.dims
   ]
   names = ("a", "b", "d")
-  scales = ", ".join(
-    f"{k}={_scale_words(module, o)}" for k, o in zip(names, scalars)
-  )
+  scales = ", ".join(f"{k}={_scale_words(o)}" for k, o in zip(names, scalars))
   ab = [
     f"{k} {o.shape.dtype}[{','.join(map(str, o.shape.dims))}]"
     for k, o in zip(("A", "B"), operands[:2])
@@ -183,14 +185,13 @@ def _fired_words(module: HloModule, call: HloInstruction | None) -> str:
 
 
 def _call(module: HloModule, f: MappedSite) -> HloInstruction | None:
+  """The site's FP8 call among its carriers, or None."""
   by_name = {i.name: i for _, i in module.all_instructions()}
-  for name in f.carriers:
-    inst = by_name.get(name)
-    if inst is not None and inst.attrs.get("custom_call_target", "").strip(
-      '"'
-    ) == (FP8_GEMM):
-      return inst
-  return None
+  calls = (by_name.get(name) for name in f.carriers)
+  return next(
+    (i for i in calls if i is not None and custom_call_target(i) == FP8_GEMM),
+    None,
+  )
 
 
 def _fate_words(f: MappedSite, compile_only: bool) -> str:
