@@ -71,12 +71,14 @@ def sweep(args: SweepArgs):
     InvalidArgumentError: bad input (before anything runs).
     common.Interrupted: SIGINT/SIGTERM, with the configs finished.
   """
-  # The HTML page explains: it names the passes.
+  # The HTML page (printed, or report.html in --output_dir) explains: it
+  # names the passes.
   spec = common.sweep_spec(
     args.common,
     args.experiment,
     args.experiments_file,
-    explain_passes=args.common.format == "html",
+    explain_passes=args.common.format == "html"
+    or bool(args.common.output_dir),
   )
   common.check_format(args.common, args.columns, args.plot, args.model_explorer)
   common.start_jax(spec.targets)
