@@ -16,7 +16,7 @@ row (`numerics.row_words`) beside the verdict.
 
 The templates are package data, `hloprobe/pictures/templates/`:
 report.html.j2 (the page), table.html.j2 (one table: the macro),
-fragment.html.j2 (one table alone, `table_fragment`), page.css,
+fragment.html.j2 (one table alone, `html_table`), page.css,
 table.css and table.js (inlined). Jinja2 escapes every text
 (`autoescape`); its loader reads the templates with the package
 (`jinja2.PackageLoader`), so an installed hloprobe finds them. Imports no
@@ -47,8 +47,8 @@ from hloprobe.report import (
 __all__ = [
   "BEYOND_HEADER",
   "WORST_ROW_HEADER",
+  "html_table",
   "render_html",
-  "table_fragment",
 ]
 
 BEYOND_HEADER = "beyond band"
@@ -176,7 +176,9 @@ def _swatches() -> tuple[tuple[str, str, str], ...]:
   found = []
   for m in _SWATCHES:
     back, fore = severity.shade(m)
-    found.append((f"{m:.0f}x" + ("+" if m == severity.DARK_AT else ""), back, fore))
+    found.append(
+      (f"{m:.0f}x" + ("+" if m == severity.DARK_AT else ""), back, fore)
+    )
   return tuple(found)
 
 
@@ -256,7 +258,7 @@ def render_html(
   )
 
 
-def table_fragment(results: Sequence) -> str:
+def html_table(results: Sequence) -> str:
   """The sweep table alone as an HTML fragment (a <div> with its style and
   script, sortable, filterable and coloured as in the page), e.g. for a
   notebook's `_repr_html_`. Its ids are made from its contents, so several
