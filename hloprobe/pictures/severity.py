@@ -60,13 +60,15 @@ def beyond_band(r) -> float | None:
 
 
 def beyond_words(m: float | None) -> str:
-  """m in a table cell: "3050x", "within" (m <= 1), "inf" (over a zero
-  floor) or "n/a"."""
+  """m in a table cell: "3050x", "1.5x" (one decimal below 10), "within"
+  (m <= 1), "inf" (over a zero floor) or "n/a"."""
   if m is None:
     return "n/a"
   if m <= 1:
     return "within"
-  return "inf" if math.isinf(m) else f"{m:.0f}x"
+  if math.isinf(m):
+    return "inf"
+  return f"{m:.1f}x" if m < 10 else f"{m:.0f}x"
 
 
 def darkness(m: float | None) -> float:
