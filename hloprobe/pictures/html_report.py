@@ -67,6 +67,8 @@ _SWATCHES = (2.0, 10.0, 100.0, severity.DARK_AT)
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Header:
+  """A column's header: its text and the tooltip explaining it, if any."""
+
   text: str
   title: str | None = None
 
@@ -82,6 +84,9 @@ class Cell:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Row:
+  """A <tr>: its cells, m (`severity.beyond_band`, dimensionless; None
+  where not compared), its class ("failed" or "") and inline colours."""
+
   cells: tuple[Cell, ...]
   beyond: float | None = None
   kind: str = ""
@@ -153,7 +158,7 @@ def _config_rows(results: Sequence) -> tuple[list[Header], list[Row]]:
   """The sweep table: story columns first, then "beyond band" and "worst
   row" after the verdict; each row coloured by `severity.shade`."""
   headers, rows = _story_first(*tables_cells(list(results)))
-  at = headers.index("verdict") + 1
+  at = headers.index("verdict") + 1 if "verdict" in headers else len(headers)
   headers[at:at] = [BEYOND_HEADER, WORST_ROW_HEADER]
   out = []
   for r, row in zip(results, rows):
@@ -182,7 +187,7 @@ def _swatches() -> tuple[tuple[str, str, str], ...]:
   return tuple(found)
 
 
-def configs_table(results: Sequence, table_id: str = "configs") -> Table:
+def _configs_table(results: Sequence, table_id: str = "configs") -> Table:
   """The sweep table of `results` (`records.ConfigResult`s), one row per
   result in the order given."""
   headers, rows = _config_rows(results)
@@ -253,7 +258,7 @@ def render_html(
     png=base64.b64encode(png).decode("ascii") if png is not None else None,
     why_no_png=why_no_png or "not drawn",
     explanation=render_explanation(explanations),
-    configs=configs_table(results),
+    configs=_configs_table(results),
     sites=_sites_table(results),
   )
 
@@ -271,4 +276,4 @@ def html_table(results: Sequence) -> str:
   labels = "\n".join(r.config.label() for r in results)
   digest = hashlib.sha256(labels.encode()).hexdigest()[:10]
   template = _environment().get_template("fragment.html.j2")
-  return template.render(configs=configs_table(results, f"hloprobe-{digest}"))
+  return template.render(configs=_configs_table(results, f"hloprobe-{digest}"))
