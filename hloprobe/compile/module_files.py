@@ -39,7 +39,7 @@ import numpy as np
 from hloprobe import private_api
 from hloprobe.compile import module_sniff
 from hloprobe.errors import HloParseError, ModuleFileError
-from hloprobe.ir import parse_hlo_module, read_file_bytes
+from hloprobe.ir import read_file_bytes
 
 __all__ = [
   "MAX_MODULE_BYTES",
@@ -67,11 +67,12 @@ _PASS_TARGETS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
 _EXECUTED_PREFIXES = ("__cublas$", "__cudnn$")
 # What marks an after-optimizations module in its HLO text: the header's
 # `is_scheduled=true` (HloModule::ToString after scheduling), a fusion
-# instruction, or a GPU library call or Triton fusion.
+# instruction, or a cuBLAS/cuDNN-convolution call or Triton fusion, which
+# XLA's GPU passes make (a cuDNN attention call `__cudnn$fmha...` is jax's
+# own lowering, in unoptimized modules too).
 _SCHEDULED = re.compile(r"\A[^\n]*\bis_scheduled=true")
 _OPTIMIZED = re.compile(
-  r"\s(?:fusion|custom-call)\(.*?(?:kind=k|custom_call_target=\"__(?:cublas|"
-  r"cudnn|triton))"
+  r"\sfusion\(.*?\bkind=k|custom_call_target=\"__(?:cublas\$|cudnn\$conv|triton)"
 )
 _HLO_TARGET = re.compile(r'custom_call_target="([^"]*)"')
 _MLIR_TARGET = re.compile(
@@ -240,8 +241,7 @@ def _from_hlo(
   """A ModuleFile from an HLO module (its proto and text)."""
   from hloprobe import ir
 
-  module = parse_hlo_module(text)
-  parameters = _hlo_parameters(module)
+  name, parameters = ir.module_signature(proto)
   optimized = bool(_SCHEDULED.search(text) or _OPTIMIZED.search(text))
   try:
     stablehlo = ir.read_stablehlo_module(_hlo_to_stablehlo(proto)).text
@@ -254,7 +254,7 @@ def _from_hlo(
   return ModuleFile(
     path=path,
     kind=kind,
-    name=module.name,
+    name=name,
     stablehlo=stablehlo,
     hlo_text=text,
     optimized=optimized,
@@ -275,19 +275,6 @@ def _hlo_to_stablehlo(proto: bytes) -> bytes:
     raise ValueError(
       f"XLA cannot translate it to StableHLO: {_one_line(str(e))}"
     ) from None
-
-
-def _hlo_parameters(module) -> tuple[tuple[tuple[int, ...], str], ...]:
-  """The entry computation's parameters, by number: (dims, dtype)."""
-  params = {}
-  for inst in module.entry.instructions:
-    if inst.opcode == "parameter":
-      if inst.shape.dtype == "tuple":
-        raise ValueError(
-          f"entry parameter {inst.name} is a tuple (not supported)"
-        )
-      params[int(inst.literal)] = (tuple(inst.shape.dims), inst.shape.dtype)
-  return tuple(params[i] for i in sorted(params))
 
 
 def _check_arguments(arguments, parameters) -> None:

@@ -70,6 +70,7 @@ __all__ = [
   "kernel_name",
   "literal_from_array",
   "literal_to_arrays",
+  "module_signature",
   "parse_hlo_module",
   "parse_precision",
   "parse_precision_config",
@@ -99,6 +100,7 @@ _LAZY = {
   "wire_problem": "xla_proto",
   "literal_from_array": "xla_proto",
   "literal_to_arrays": "xla_proto",
+  "module_signature": "xla_proto",
   "read_proto_file": "xla_proto",
   "snapshot_bytes": "xla_proto",
 }

@@ -10,7 +10,9 @@ XLA's (openxla/xla, read at 0b8fa9f2 for `xla/service/hlo.proto` and
                   LiteralProto result = 3; string execution_platform = 4; }
   HloProto      { HloModuleProto hlo_module = 1; (buffer_assignment = 3) }
   HloModuleProto { string name = 1; string entry_computation_name = 2;
-                  repeated HloComputationProto computations = 3; ... }
+                  repeated HloComputationProto computations = 3;
+                  ProgramShapeProto host_program_shape = 4; ... }
+  ProgramShapeProto { repeated ShapeProto parameters = 1; ... }
   HloComputationProto { string name = 1;
                   repeated HloInstructionProto instructions = 2; ... }
   HloInstructionProto { string name = 1; string opcode = 2; ... }
@@ -51,6 +53,7 @@ __all__ = [
   "hlo_dtype_name",
   "literal_from_array",
   "literal_to_arrays",
+  "module_signature",
   "read_proto_file",
   "snapshot_bytes",
   "wire_problem",
@@ -194,9 +197,12 @@ def _classes() -> dict[str, type]:
   _field(
     comp, "instructions", 2, msg_t, label=rep, tn=".xla.HloInstructionProto"
   )
+  program = fd.message_type.add(name="ProgramShapeProto")
+  _field(program, "parameters", 1, msg_t, label=rep, tn=".xla.ShapeProto")
   module = fd.message_type.add(name="HloModuleProto")
   _field(module, "name", 1, str_t)
   _field(module, "entry_computation_name", 2, str_t)
+  _field(module, "host_program_shape", 4, msg_t, tn=".xla.ProgramShapeProto")
   _field(
     module, "computations", 3, msg_t, label=rep, tn=".xla.HloComputationProto"
   )
@@ -344,18 +350,23 @@ def _array(literal, what: str) -> np.ndarray:
   )
 
 
-def literal_from_array(array: np.ndarray):
-  """A LiteralProto message of `array` in the default (row-major) layout.
+def literal_from_array(array: np.ndarray) -> bytes:
+  """A serialized LiteralProto of `array` in the default (row-major) layout.
 
   Raises:
     ValueError: its dtype has no LiteralProto field here.
   """
-  names = {e.dtype: name for name, e in _ELEMENTS.items()}
-  name = names.get(array.dtype)
+  literal = _classes()["LiteralProto"]()
+  _fill_literal(literal, np.asarray(array))
+  return literal.SerializeToString()
+
+
+def _fill_literal(literal, array: np.ndarray) -> None:
+  """Sets an empty LiteralProto message to `array` (row-major layout)."""
+  name = hlo_dtype_name(array.dtype)
   if name is None:
     raise ValueError(f"dtype {array.dtype} has no LiteralProto field here")
   element = _ELEMENTS[name]
-  literal = _classes()["LiteralProto"]()
   literal.shape.element_type = element.number
   literal.shape.dimensions.extend(array.shape)
   literal.shape.layout.minor_to_major.extend(range(array.ndim)[::-1])
@@ -372,7 +383,6 @@ def literal_from_array(array: np.ndarray):
     )
   else:
     getattr(literal, element.field).extend(flat.tolist())
-  return literal
 
 
 def snapshot_bytes(
@@ -394,17 +404,47 @@ def snapshot_bytes(
     hlo=hlo.SerializeToString(), execution_platform=platform
   )
   for a in arguments:
-    snap.arguments.append(literal_from_array(np.asarray(a)))
+    _fill_literal(snap.arguments.add(), np.asarray(a))
   if result is not None:
     if len(result) == 1:
-      snap.result.CopyFrom(literal_from_array(np.asarray(result[0])))
+      _fill_literal(snap.result, np.asarray(result[0]))
     else:
       snap.result.shape.element_type = _TUPLE
       for leaf in result:
-        part = literal_from_array(np.asarray(leaf))
+        part = snap.result.tuple_literals.add()
+        _fill_literal(part, np.asarray(leaf))
         snap.result.shape.tuple_shapes.append(part.shape)
-        snap.result.tuple_literals.append(part)
   return snap.SerializeToString()
+
+
+def module_signature(
+  module_proto: bytes,
+) -> tuple[str, tuple[tuple[tuple[int, ...], str], ...]]:
+  """An HloModuleProto's name and entry parameters, from its
+  `host_program_shape` (the entry computation's layout, which
+  HloModule::ToProto writes).
+
+  Returns:
+    (name, parameters): each parameter (dims, HLO dtype name), in order.
+
+  Raises:
+    ValueError: not a module proto; a parameter that is a tuple or of a
+      PrimitiveType not read here.
+  """
+  module = _parse(_classes()["HloModuleProto"], module_proto)
+  if module is None:
+    raise ValueError("not an HloModuleProto")
+  parameters = []
+  for i, shape in enumerate(module.host_program_shape.parameters):
+    name = _BY_NUMBER.get(shape.element_type)
+    if name is None:
+      what = "a tuple" if shape.element_type == _TUPLE else "of a type"
+      raise ValueError(
+        f"entry parameter {i} is {what} hloprobe does not read "
+        f"(PrimitiveType {shape.element_type})"
+      )
+    parameters.append((tuple(int(d) for d in shape.dimensions), name))
+  return module.name, tuple(parameters)
 
 
 def hlo_dtype_name(dtype: np.dtype) -> str | None:
