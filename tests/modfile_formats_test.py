@@ -15,7 +15,6 @@ regex), and XLA's snapshot to the very arguments and result (bit-equal).
 from __future__ import annotations
 
 import glob
-import json
 import os
 import pickle
 import re
