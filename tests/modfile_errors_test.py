@@ -23,6 +23,7 @@ from hloprobe.compile import (
   unknown_custom_calls,
 )
 from hloprobe.errors import CaseError, ModuleFileError
+from hloprobe.tools.bench import big_hlo_module
 
 _DATA = os.path.join(os.path.dirname(__file__), "testdata", "modfile")
 
@@ -39,26 +40,6 @@ ENTRY main {
 def _recorded(name: str) -> bytes:
   with open(os.path.join(_DATA, name), "rb") as f:
     return f.read()
-
-
-def big_hlo(n: int) -> str:
-  """An HLO module of `n` instructions: a chain of adds, every tenth a dot
-  (n // 10 dots of f32[8,8])."""
-  lines = ["HloModule big", "", "ENTRY main {"]
-  lines.append("  p0 = f32[8,8]{1,0} parameter(0)")
-  prev = "p0"
-  for i in range(1, n):
-    root = "ROOT " if i == n - 1 else ""
-    if i % 10 == 0:
-      op = (
-        f"dot({prev}, {prev}), lhs_contracting_dims={{1}}, "
-        "rhs_contracting_dims={0}"
-      )
-    else:
-      op = f"add({prev}, p0)"
-    lines.append(f"  {root}i{i} = f32[8,8]{{1,0}} {op}")
-    prev = f"i{i}"
-  return "\n".join([*lines, "}", ""])
 
 
 class ErrorsTest(parameterized.TestCase):
@@ -161,7 +142,7 @@ class ErrorsTest(parameterized.TestCase):
 
   @pytest.mark.compiles  # XLA's parser and HLO-to-StableHLO translation
   def test_ten_thousand_instructions_read_in_seconds(self):
-    path = self.write("big.txt", big_hlo(10_000))
+    path = self.write("big.txt", big_hlo_module(10_000))
     start = time.perf_counter()
     mf = read_module_file(path)
     elapsed_s = time.perf_counter() - start
