@@ -28,6 +28,7 @@ __all__ = [
   "custom_call_targets",
   "hlo_proto_to_text",
   "hlo_text_to_proto",
+  "jaxlib_embedded",
   "jaxlib_git_hash",
   "kept_arguments",
   "register_upstream_dialects",
@@ -363,3 +364,40 @@ def custom_call_targets(platform: str) -> frozenset[str] | None:
     return frozenset(listing(platform))
   except (RuntimeError, ValueError):
     return None
+
+
+def jaxlib_embedded(marker: bytes, window: int = 1 << 20) -> list[bytes]:
+  """Windows of jaxlib's shared libraries that start with `marker`.
+
+  jaxlib's native code embeds what protoc generated for XLA's .proto
+  files, each file's serialized FileDescriptorProto among it (protobuf's
+  generated `.pb.cc`: `descriptor_table_protodef_<file>`); in jaxlib 0.10.2
+  and 0.12.0.1 they are in `libjax_common.so`. This finds them for
+  `hloprobe.ir`'s text-format reader, so hloprobe vendors no .proto file.
+
+  Args:
+    marker: the bytes a window starts with.
+    window: the most bytes per window.
+
+  Returns:
+    Every window found, in file order ([] where jaxlib has none).
+  """
+  import glob
+  import mmap
+  import os
+
+  try:
+    import jaxlib
+  except ImportError:
+    return []
+  found = []
+  for path in sorted(glob.glob(os.path.join(jaxlib.__path__[0], "*.so"))):
+    with (
+      open(path, "rb") as f,
+      mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data,
+    ):
+      at = data.find(marker)
+      while at >= 0:
+        found.append(bytes(data[at : at + window]))
+        at = data.find(marker, at + 1)
+  return found

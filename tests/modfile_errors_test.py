@@ -13,6 +13,7 @@ import os
 import shutil
 import time
 
+import jax
 import pytest
 from absl.testing import absltest, parameterized
 
@@ -95,11 +96,19 @@ class ErrorsTest(parameterized.TestCase):
     path = self.write("cut.snapshot.pb", data[:-10])
     self.assert_one_line(path, r": truncated: field 3 at byte \d+ runs past")
 
-  def test_proto_text_is_named_not_read(self):
-    path = self.write(
-      "m.pbtxt", 'name: "jit_f"\nentry_computation_name: "main"\n'
+  def test_proto_text_with_no_module(self):
+    text = 'name: "jit_f"\nentry_computation_name: "main"\n'
+    path = self.write("m.pbtxt", text)
+    self.assert_one_line(path, r"in text format, but with no module in it$")
+
+  def test_proto_text_syntax_error_gives_line_and_column(self):
+    text = 'name: "jit_f"\ncomputations {\n  nme: "main"\n}\n'
+    path = self.write("bad.pbtxt", text)
+    self.assert_one_line(
+      path,
+      r": xla.HloModuleProto text format does not parse: 3:3 : .*"
+      r'"xla.HloComputationProto" has no field named "nme"',
     )
-    self.assert_one_line(path, r"protobuf text format: not supported")
 
   @pytest.mark.compiles  # XLA's HLO parser
   def test_hlo_syntax_error_gives_xlas_line_and_column(self):
@@ -138,6 +147,20 @@ class ErrorsTest(parameterized.TestCase):
       'ROOT s = f32[2,3]{1,0} custom-call(x), custom_call_target="Sharding"',
     )
     mf = read_module_file(self.write("s.txt", text))
+    self.assertEqual(unknown_custom_calls(mf), ())
+
+  @pytest.mark.compiles  # XLA's parser and HLO-to-StableHLO translation
+  def test_gpu_optimized_module(self):
+    """A recorded A100 after-optimizations module (Triton gemm fusions):
+    optimized, and nothing in it unknown."""
+    version = "0.10.2" if jax.__version__ == "0.10.2" else "0.12.0.1"
+    path = os.path.join(
+      os.path.dirname(__file__),
+      f"testdata/compiles/seed_a100_n2_bfloat16/jaxlib{version}/optimized.hlo",
+    )
+    mf = read_module_file(path)
+    self.assertEqual((mf.kind, mf.optimized), ("hlo_text", True))
+    self.assertIn("__triton_nested_gemm_fusion", mf.hlo_text)
     self.assertEqual(unknown_custom_calls(mf), ())
 
   @pytest.mark.compiles  # XLA's parser and HLO-to-StableHLO translation
