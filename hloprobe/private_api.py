@@ -230,11 +230,7 @@ def xla_hlo_structure(text: str) -> tuple[XlaComputation, ...] | None:
     parser or its parser rejects the text (e.g. jaxlib 0.10.2 and compact
     `%t#1` operands).
   """
-  try:
-    from jaxlib import _hlo
-  except ImportError:
-    return None
-  parse = getattr(_hlo, "hlo_module_from_text", None)
+  parse = _hlo_function("hlo_module_from_text")
   if parse is None:
     return None
   try:
@@ -281,6 +277,16 @@ def _opcode_text(instruction, spelling: dict) -> str:
   return spelling[key]
 
 
+def _hlo_function(name: str):
+  """`jaxlib._hlo.<name>` (XLA's HLO bindings), or None where this jaxlib
+  has none."""
+  try:
+    from jaxlib import _hlo
+  except ImportError:
+    return None
+  return getattr(_hlo, name, None)
+
+
 def hlo_text_to_proto(text: str) -> bytes | None:
   """HLO text as a serialized HloModuleProto, by XLA's own parser.
 
@@ -294,11 +300,7 @@ def hlo_text_to_proto(text: str) -> bytes | None:
     ValueError: XLA's parser rejects the text; the message is XLA's status
       ("INVALID_ARGUMENT: Syntax error ...\nwas parsing 32:38: error: ...").
   """
-  try:
-    from jaxlib import _hlo
-  except ImportError:
-    return None
-  parse = getattr(_hlo, "hlo_module_from_text", None)
+  parse = _hlo_function("hlo_module_from_text")
   if parse is None:
     return None
   try:
@@ -320,11 +322,7 @@ def hlo_proto_to_text(proto: bytes) -> str | None:
   Raises:
     ValueError: XLA cannot build a module from the bytes (its status).
   """
-  try:
-    from jaxlib import _hlo
-  except ImportError:
-    return None
-  module_class = getattr(_hlo, "HloModule", None)
+  module_class = _hlo_function("HloModule")
   read = getattr(module_class, "from_serialized_hlo_module_proto", None)
   if read is None:
     return None

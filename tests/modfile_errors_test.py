@@ -128,25 +128,28 @@ class ErrorsTest(parameterized.TestCase):
     path = self.write("bad.mlir", text)
     self.assert_one_line(path, r": StableHLO does not parse: line 3:\d+: ")
 
-  @pytest.mark.compiles  # XLA's parser, the CPU backend's registry
-  def test_unknown_custom_call_is_named(self):
+  def with_root(self, root: str) -> ModuleFile:
+    """`_HLO` with another ROOT instruction, read."""
     text = _HLO.replace(
       "ROOT d = f32[2,4]{1,0} dot(x, w), lhs_contracting_dims={1}, "
       "rhs_contracting_dims={0}",
-      'ROOT d = f32[2,4]{1,0} custom-call(x, w), custom_call_target="foo"',
+      root,
     )
-    mf = read_module_file(self.write("foo.txt", text))
+    return read_module_file(self.write("root.txt", text))
+
+  @pytest.mark.compiles  # XLA's parser, the CPU backend's registry
+  def test_unknown_custom_call_is_named(self):
+    mf = self.with_root(
+      'ROOT d = f32[2,4]{1,0} custom-call(x, w), custom_call_target="foo"'
+    )
     self.assertEqual(unknown_custom_calls(mf), ("foo",))
     self.assertIn("@foo", mf.stablehlo)
 
   @pytest.mark.compiles  # XLA's parser, the CPU backend's registry
   def test_known_custom_calls_are_not_named(self):
-    text = _HLO.replace(
-      "ROOT d = f32[2,4]{1,0} dot(x, w), lhs_contracting_dims={1}, "
-      "rhs_contracting_dims={0}",
-      'ROOT s = f32[2,3]{1,0} custom-call(x), custom_call_target="Sharding"',
+    mf = self.with_root(
+      'ROOT s = f32[2,3]{1,0} custom-call(x), custom_call_target="Sharding"'
     )
-    mf = read_module_file(self.write("s.txt", text))
     self.assertEqual(unknown_custom_calls(mf), ())
 
   @pytest.mark.compiles  # XLA's parser and HLO-to-StableHLO translation

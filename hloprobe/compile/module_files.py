@@ -60,11 +60,19 @@ MAX_MODULE_BYTES = 256 * 1024 * 1024
 MODULE_KINDS = module_sniff.MODULE_KINDS
 
 # Custom-call targets something downstream consumes though XLA:CPU's
-# registry does not list them: the ones XLA's passes remove (sharding
-# annotations, xla/service/spmd; hloprobe's executor passes them through),
-# and the GPU library calls and fusions hloprobe's executor computes
-# (`hloprobe.execute`), matched by prefix.
-_PASS_TARGETS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
+# registry does not list them: those XLA's `ShardingRemover` pass drops
+# (xla/service/sharding_remover.cc, `ShardingRemover::Run`: the sharding
+# annotations and Shardy's round-trip calls, xla/service/spmd/shardy/
+# constants.h; hloprobe's executor passes the first three through), and
+# the GPU library calls hloprobe's executor computes or names as not
+# executed (`hloprobe.execute`), matched by prefix.
+_PASS_TARGETS = (
+  "Sharding",
+  "SPMDFullToShardShape",
+  "SPMDShardToFullShape",
+  "xla.sdy.FuncResultSharding",
+  "xla.sdy.ShardingGroup",
+)
 _EXECUTED_PREFIXES = ("__cublas$", "__cudnn$")
 # What marks an after-optimizations module in its HLO text: the header's
 # `is_scheduled=true` (HloModule::ToString after scheduling), a fusion
