@@ -14,9 +14,11 @@ import shutil
 import time
 
 import jax
+import numpy as np
 import pytest
 from absl.testing import absltest, parameterized
 
+from hloprobe import ir
 from hloprobe.compile import (
   ModuleFile,
   is_module_file,
@@ -127,6 +129,20 @@ class ErrorsTest(parameterized.TestCase):
     )
     path = self.write("bad.mlir", text)
     self.assert_one_line(path, r": StableHLO does not parse: line 3:\d+: ")
+
+  @pytest.mark.compiles  # XLA reads the snapshot's module
+  def test_snapshot_arguments_that_do_not_fit(self):
+    module = ir.read_proto_file(
+      _recorded("jit_f.before_optimizations.hlo.pb")
+    ).module_proto
+    x = np.zeros((2, 3), np.float32)
+    path = self.write("s.pb", ir.snapshot_bytes(module, (x, x)))
+    # The recorded module takes f32[2,3] and f32[3,4] (its README).
+    self.assert_one_line(
+      path,
+      r": the snapshot's argument 1 is f32\[2, 3\], its parameter "
+      r"f32\[3, 4\]$",
+    )
 
   def with_root(self, root: str) -> ModuleFile:
     """`_HLO` with another ROOT instruction, read."""
