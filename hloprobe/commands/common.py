@@ -59,6 +59,8 @@ class SweepWords:
     jobs: --jobs, worker processes at once (>= 1).
     cache_dir: --cache_dir, or None (the default folder).
     nocache: --nocache.
+    case_timeout: --case_timeout, seconds one worker call of a user case
+      may take (see `sweep.SweepSpec.case_timeout_s`).
     given: the names of the flags above given on the command line.
   """
 
@@ -73,6 +75,7 @@ class SweepWords:
   jobs: int = 1
   cache_dir: str | None = None
   nocache: bool = False
+  case_timeout: float = 600.0
   given: frozenset[str] = frozenset()
 
 
@@ -122,6 +125,7 @@ def sweep_spec(
     experiments_file=experiments_file,
     cache_dir=cache_dir(words),
     jobs=words.jobs,
+    case_timeout_s=words.case_timeout,
   )
 
 

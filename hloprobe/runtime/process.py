@@ -49,11 +49,14 @@ class WorkerError(HloprobeError):
     stage: the stage the worker noted last before it died ("compile",
       "run", ...; see `note_stage`), or None when it noted none (it died
       starting, e.g. on a flag XLA rejected) or did not die.
+    timed_out: the call ran past its `timeout_s` (the worker was killed).
   """
 
-  def __init__(self, message: str, stage: str | None = None):
+  def __init__(
+    self, message: str, stage: str | None = None, timed_out: bool = False
+  ):
     super().__init__(message)
-    self.stage = stage
+    self.stage, self.timed_out = stage, timed_out
 
 
 def _signal_name(returncode: int) -> str:
@@ -187,9 +190,12 @@ class Worker:
     while left:
       ready, _, _ = select.select([fd], [], [], deadline - time.monotonic())
       if not ready:
+        stage = _read_tail(self._stage_path).strip() or None
         self.close(kill=True)
         raise WorkerError(
-          f"worker timed out (XLA_FLAGS={self.xla_flags!r}); it was stopped"
+          f"worker timed out (XLA_FLAGS={self.xla_flags!r}); it was stopped",
+          stage,
+          timed_out=True,
         )
       chunk = os.read(fd, min(left, 1 << 20))
       if not chunk:

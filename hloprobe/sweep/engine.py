@@ -44,10 +44,12 @@ from hloprobe.sweep.compiled import (
   compile_and_run_case,
   failed,
 )
+from hloprobe.sweep.guarded import GuardedSetup
 from hloprobe.sweep.measure import CaseSetup, with_batch_consistency
 from hloprobe.sweep.plan import (
   PlannedConfig,
   SweepPlan,
+  SweptCase,
   check_case_sizes,
   plan_sweep,
 )
@@ -197,7 +199,8 @@ class _Sweep:
       # The baseline's first worker imports jax while this process makes
       # the cases' inputs (its first lane and target loading use it).
       pool.start(BASELINE.flags_text, 0)
-    self.setups = [CaseSetup(c, spec.batch_sizes, warn) for c in spec.cases]
+    self.setups = [self._setup(c, warn) for c in spec.cases]
+    self.hung: dict[int, str] = {}  # case index -> its timeout, one line
     self.watches = [Stopwatch() for _ in self.configs]
     # Each case's full inputs, made once here (the lanes send them).
     self.inputs = [self._inputs(i) for i in range(len(spec.cases))]
@@ -210,6 +213,21 @@ class _Sweep:
     self.any_work = any(hit is None for hit in self.hits)
     self.lanes = self._lanes()
     self.futures: dict[int, concurrent.futures.Future] = {}
+
+  def _setup(self, swept: SweptCase, warn: Warn):
+    """A case's main-process part: here for hloprobe's own cases, in a
+    worker under the case timeout for a user's (`guarded`)."""
+    sizes = self.spec.batch_sizes
+    if not swept.guarded:
+      return CaseSetup(swept, sizes, warn)
+    return GuardedSetup(
+      swept,
+      sizes,
+      warn,
+      self.pool,
+      self.spec.case_timeout_s,
+      fingerprint=self.store is not None,
+    )
 
   def _surely_misses(self) -> bool:
     """True when some config cannot be a cache hit, known before any input
@@ -270,7 +288,10 @@ class _Sweep:
       todo = [
         i
         for i, c in enumerate(self.configs)
-        if c.experiment is e and c.case.portable and self.hits[i] is None
+        if c.experiment is e
+        and c.case.portable
+        and self.hits[i] is None
+        and self.setups[c.case_index].broken is None
       ]
       for flags in dict.fromkeys(_flags(self.configs[i]) for i in todo):
         mine = [i for i in todo if _flags(self.configs[i]) == flags]
@@ -310,18 +331,40 @@ class _Sweep:
       try:
         if rejected is not None:
           raise rejected
-        request = CompileRequest(
-          c.config,
-          c.case.source,
-          self.inputs[c.case_index],
-          self.spec.explain_passes,
-        )
-        future.set_result(self.pool.call(request, flags, lane=lane))
+        future.set_result(self._compiled(c, flags, lane))
       except XlaFlagsError as e:
         rejected = e
         future.set_exception(e)
       except BaseException as e:  # handed to the collecting thread
         future.set_exception(e)
+
+  def _compiled(self, c: PlannedConfig, flags: str, lane: int):
+    """Config `c`'s worker reply. A user's case runs under the case
+    timeout; once one of its configs ran past it, its later configs fail
+    with that line, unrun (each would wait as long)."""
+    hung = self.hung.get(c.case_index)
+    if hung is not None:
+      return CompiledConfig(failed(ConfigResult(c.config), hung, "worker"))
+    request = CompileRequest(
+      c.config,
+      c.case.source,
+      self.inputs[c.case_index],
+      self.spec.explain_passes,
+    )
+    if not c.case.guarded:
+      return self.pool.call(request, flags, lane=lane)
+    timeout_s = self.spec.case_timeout_s
+    try:
+      return self.pool.call(request, flags, timeout_s, lane=lane)
+    except WorkerError as e:
+      if not e.timed_out:
+        raise WorkerError(f"case {c.case.name!r}: {e}", e.stage) from None
+      line = (
+        f"case {c.case.name!r} ran past --case_timeout={timeout_s:g} s "
+        f"(stage {e.stage or 'start'}); its worker was stopped"
+      )
+      self.hung[c.case_index] = line
+      return CompiledConfig(failed(ConfigResult(c.config), line, "worker"))
 
   def collect(self, i: int) -> ConfigResult:
     """Config `i`'s record: from the cache, its worker or this process,
@@ -344,6 +387,9 @@ class _Sweep:
     broken = self.broken.get(c.config.target.name)
     if broken is not None:
       return CompiledConfig(failed(base, broken, "compile"))
+    case_broken = self.setups[c.case_index].broken
+    if case_broken is not None and i not in self.futures:
+      return CompiledConfig(failed(base, case_broken, "worker"))
     future = self.futures.get(i)
     if future is None:
       return self._here(c, base, self.watches[i])

@@ -36,7 +36,9 @@ from hloprobe.compile import (
 from hloprobe.errors import CaseError, InvalidArgumentError
 from hloprobe.ir import Precision, as_precision
 from hloprobe.records import Config
+from hloprobe.runtime import Request, WorkerError, WorkerPool
 from hloprobe.sweep.spec import (
+  DEFAULT_CASE_TIMEOUT_S,
   SweepSpec,
   check_nonempty,
   config_file_words,
@@ -76,6 +78,12 @@ class SweptCase:
     """The case's own name, as results print it."""
     return self.case.name
 
+  @property
+  def guarded(self) -> bool:
+    """A user's case (`module:factory`): its program runs in worker
+    processes only, under a timeout (see `CaseShellRequest`)."""
+    return self.portable and ":" in self.source
+
 
 @dataclasses.dataclass(frozen=True)
 class PlannedConfig:
@@ -110,7 +118,8 @@ class SweepPlan:
     targets: the `Target` records.
     target_names: the word each target was given by (`a100`, or a config
       file's path as given).
-    explain_passes, experiments, cache_dir, jobs: as `SweepSpec`'s.
+    explain_passes, experiments, cache_dir, jobs, case_timeout_s: as
+      `SweepSpec`'s.
   """
 
   cases: tuple[SweptCase, ...]
@@ -122,6 +131,7 @@ class SweepPlan:
   experiments: tuple[Experiment, ...] = ()
   cache_dir: str | None = None
   jobs: int = 1
+  case_timeout_s: float = DEFAULT_CASE_TIMEOUT_S
 
   @property
   def case_names(self) -> tuple[str, ...]:
@@ -175,7 +185,7 @@ def plan_sweep(spec: SweepSpec | SweepPlan, **changes) -> SweepPlan:
   if isinstance(spec, SweepPlan):
     cases, targets = spec.cases, list(zip(spec.target_names, spec.targets))
   else:
-    cases = _swept_cases(spec.cases, spec.case_names)
+    cases = _swept_cases(spec.cases, spec.case_names, spec.case_timeout_s)
     targets = _looked_up(spec.targets, spec.target_names, get_target)
   targets = _check_target_names(targets)
   precisions = tuple(
@@ -199,6 +209,7 @@ def plan_sweep(spec: SweepSpec | SweepPlan, **changes) -> SweepPlan:
     experiments=experiments,
     cache_dir=spec.cache_dir,
     jobs=spec.jobs,
+    case_timeout_s=spec.case_timeout_s,
   )
 
 
@@ -218,14 +229,21 @@ def _looked_up(items, names, lookup) -> list[tuple[str, object]]:
   return list(found.items())
 
 
-def _swept_cases(items, names) -> tuple[SweptCase, ...]:
+def _swept_cases(items, names, timeout_s: float) -> tuple[SweptCase, ...]:
   """The cases, each looked up once; one case under two names is an error.
 
+  A user's case (`module:factory`) is loaded in a worker process, never
+  here (`CaseShellRequest`).
+
   Raises:
-    CaseError: one case given under two names.
+    CaseError: one case given under two names; a user case that fails to
+      load, or whose worker dies or runs past `timeout_s` loading it.
   """
   out: dict[str, SweptCase] = {}
-  for source, case in _looked_up(items, names, get_case):
+  with WorkerPool() as pool:  # started only for a user's case
+    lookup = lambda w: _loaded_in_worker(pool, w, timeout_s)
+    found = _looked_up(items, names, lookup)
+  for source, case in found:
     first = out.get(case.name)
     if first is not None:
       raise CaseError(
@@ -234,6 +252,54 @@ def _swept_cases(items, names) -> tuple[SweptCase, ...]:
       )
     out[case.name] = SweptCase(case, source, resolvable_elsewhere(source, case))
   return tuple(out.values())
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseShellRequest(Request):
+  """Loads a case by its words in a worker; returns its shell.
+
+  The shell is the `Case` record with `fn` and `make_inputs` replaced by
+  `_runs_in_workers` (they may not pickle, and they are the user's code):
+  the sweep's process plans with its fields (name, axes, mesh) and never
+  runs the program; the workers load it again by `source`.
+  """
+
+  source: str
+
+  def run(self, memo: dict) -> Case:
+    del memo
+    case = get_case(self.source)
+    return dataclasses.replace(
+      case, fn=_runs_in_workers, make_inputs=_runs_in_workers
+    )
+
+
+def _runs_in_workers(*args, **kwargs):
+  """A case shell's `fn` and `make_inputs` (see `CaseShellRequest`)."""
+  del args, kwargs
+  raise CaseError(
+    "a user case's program runs in hloprobe's worker processes only"
+  )
+
+
+def _loaded_in_worker(pool: WorkerPool, words: str, timeout_s: float):
+  """`get_case(words)`, a user case's shell loaded in a worker of `pool`.
+
+  Raises:
+    CaseError: loading it failed, or its worker died or ran past
+      `timeout_s` (one line naming the case).
+  """
+  if ":" not in words:
+    return get_case(words)
+  try:
+    return pool.call(CaseShellRequest(words), timeout_s=timeout_s)
+  except WorkerError as e:
+    how = (
+      f"ran past --case_timeout={timeout_s:g} s"
+      if e.timed_out
+      else f"ended hloprobe's worker: {e}"
+    )
+    raise CaseError(f"case {words!r}: loading it {how}") from None
 
 
 def _same_target(a: tuple[str, Target], b: tuple[str, Target]) -> bool:
@@ -308,6 +374,7 @@ def spec_from_words(
   experiments_file: str | None = None,
   cache_dir: str | None = None,
   jobs: int = 1,
+  case_timeout_s: float = DEFAULT_CASE_TIMEOUT_S,
 ) -> SweepPlan:
   """The plan of the sweep the command line names, in its words.
 
@@ -316,7 +383,8 @@ def spec_from_words(
     batch_sizes: as --batch_sizes, e.g. "1,2,4-9" (see `parse_batch_sizes`).
     target_configs: --target_config paths (see `config_file_words`), swept
       after `targets`.
-    explain_passes, cache_dir, jobs: as `SweepSpec`'s fields.
+    explain_passes, cache_dir, jobs, case_timeout_s: as `SweepSpec`'s
+      fields.
     experiment_words: NAME:FLAGS or built-in names (--experiment).
     experiments_file: a file of NAME:FLAGS lines, or None.
 
@@ -338,6 +406,7 @@ def spec_from_words(
         experiments=tuple(found),
         cache_dir=cache_dir,
         jobs=jobs,
+        case_timeout_s=case_timeout_s,
       )
     )
   )
