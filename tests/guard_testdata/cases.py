@@ -124,3 +124,14 @@ def factory_base_exception():
 def factory_exits():
   """The factory calls sys.exit(3)."""
   sys.exit(3)
+
+
+def factory_loops():
+  """The factory never returns (a hang where the case loads)."""
+  while True:
+    pass
+
+
+def factory_os_exit0():
+  """The factory ends the process that loads it with status 0."""
+  os._exit(0)
