@@ -250,21 +250,28 @@ def plan_tries(
     targets=tuple(plan.targets[i] for i in keep),
     target_names=tuple(plan.target_names[i] for i in keep),
     experiments=(),
+    # As `verify` sweeps (`fix.fix_sweep`): its command then finds every
+    # config in the record cache.
+    explain_passes=False,
   )
   return TryPlan(narrowed, candidates, tuple(mine))
 
 
 def try_sweeps(tries: TryPlan) -> tuple[SweepPlan, ...]:
-  """The sweeps that try every candidate: one of the precision fixes
-  (their configs only), one of the XLA_FLAGS fixes (with the baseline's
-  configs at fault, cache hits after the explain sweep); one may be
-  missing when no such fix applies."""
+  """The sweeps that try every candidate: one of the baseline's configs
+  at fault and the precision fixes, one of the XLA_FLAGS fixes (its
+  baseline configs the first one's, found in the record cache); the
+  second is missing when no flag fix applies. Both sweep as `verify`
+  does (no pass attribution), so that the printed `verify` commands find
+  every config in the record cache."""
   fixes = [c.parsed() for c in tries.candidates]
   precisions = tuple(f.precision for f in fixes if f.precision)
   experiments = tuple(f.experiment for f in fixes if f.experiment)
   out = []
   if precisions:
-    out.append(plan_sweep(tries.plan, precisions=precisions))
+    out.append(
+      plan_sweep(tries.plan, precisions=tries.plan.precisions + precisions)
+    )
   if experiments:
     out.append(dataclasses.replace(tries.plan, experiments=experiments))
   return tuple(out)
