@@ -141,10 +141,15 @@ class CommandTest(absltest.TestCase):
       "'--fix=a:--xla_x=1 --xla_y=2'", verify.verify_command(tries, spaced)
     )
 
+  @staticmethod
+  def _applies(target: str, fate: str) -> tuple:
+    """The candidates for one finding at sites that became `fate`."""
+    found = [_finding(6000.0, target=target, fates=(fate,))]
+    config = records.Config("seed_mlp", get_target(target), 2, "bfloat16")
+    return candidates._applies(found, [records.ConfigResult(config)])
+
   def test_candidates_for_a_triton_finding_on_an_a100(self):
-    found = [_finding(6000.0, fates=("Triton gemm (triton-gemm-rewriter)",))]
-    config = records.Config("seed_mlp", get_target("a100"), 2, "bfloat16")
-    got = candidates._applies(found, [records.ConfigResult(config)])
+    got = self._applies("a100", "Triton gemm (triton-gemm-rewriter)")
     self.assertEqual(
       [c.fix for c in got],
       [
@@ -159,9 +164,7 @@ class CommandTest(absltest.TestCase):
   def test_should_fail_twin_no_presets_below_sm80(self):
     # XLA's IsSupportedDotAlgorithmOnGpu: the multi-pass presets need
     # Ampere; a T4 (sm_75) is offered float32 and the flags only.
-    found = [_finding(6000.0, target="t4", fates=("Triton gemm split-K 4",))]
-    config = records.Config("seed_mlp", get_target("t4"), 2, "bfloat16")
-    got = candidates._applies(found, [records.ConfigResult(config)])
+    got = self._applies("t4", "Triton gemm split-K 4")
     self.assertEqual(
       [c.words for c in got],
       [

@@ -320,7 +320,7 @@ def _reason(fixed: list[ConfigResult], outcome) -> str:
   if not left:
     return f"{' and '.join(failed)} failed"
   f = left[0]
-  where = f"{f.target} n = {','.join(map(str, f.batch_sizes))}"
+  where = f"{f.target} n = {', '.join(map(str, f.batch_sizes))}"
   if f.ratio is None or f.error_abs is None:
     return f"{' and '.join(failed)} failed: {where}: {f.what}"
   return (
