@@ -37,8 +37,12 @@ SPMD-partitioned module (N devices)".
 
 Module parameters and the case's arguments: jit drops unused arguments, so
 parameter i is flattened argument `kept[i]`, read from jax's own lowering
-(`private_api.kept_arguments`), and each parameter's dimensions are checked
-against its argument's.
+(`private_api.kept_arguments`) where the module has fewer parameters than
+the case has arguments (else none was dropped: no lowering, which a
+program with a GPU-only primitive cannot have on the CPU), and each
+parameter's dimensions are checked against its argument's. Such a
+program's module holds its GPU-only call (a `__cudnn$fmha...` custom
+call), which the executor names as not executed.
 
 Executions are cached per (module text fingerprint, batch size, algorithms,
 widened) in a `MadeChecker`, one per case and sweep (the inputs are the
@@ -58,9 +62,8 @@ import numpy as np
 
 from hloprobe import execute, private_api
 from hloprobe.compile import Case
-from hloprobe.errors import first_line
 from hloprobe.ir import ALGORITHMS, parse_hlo_module
-from hloprobe.numerics import accuracy, math_rules
+from hloprobe.numerics import accuracy, executed, math_rules
 from hloprobe.numerics.bands import F32_UNIT, site_band
 from hloprobe.sites import partition_count
 
@@ -208,10 +211,12 @@ class MadeChecker:
       ValueError: they do not match (count or dimensions), naming which.
     """
     flat = _flat(args)
-    kept = self._kept_arguments(args)
+    params = module.entry.parameters()
+    # As many parameters as arguments: jit dropped none, so no lowering is
+    # needed to know which (one the CPU may not have: a GPU-only primitive).
+    kept = None if len(params) == len(flat) else self._kept_arguments(args)
     if kept is None:
       kept = tuple(range(len(flat)))
-    params = module.entry.parameters()
     if len(params) != len(kept):
       raise ValueError(
         f"parameters: the module has {len(params)}, the case keeps "
@@ -305,7 +310,7 @@ class MadeChecker:
           ),
         )
     except Exception as e:  # named in the verdict, never silent
-      return Made(None, None, None, not_executed=(f"module ({first_line(e)})",))
+      return Made(None, None, None, not_executed=(_why_not(e),))
     leaf, dev, bound = _deviation(wide.outputs, ref, refs.names, bands)
     stats = _stats(made.outputs, ref, refs, headline)
     changes, localised = (), True
@@ -314,6 +319,14 @@ class MadeChecker:
     return Made(
       stats, dev, bound, leaf, changes, localised, (), len(wide.gemms)
     )
+
+
+def _why_not(error: Exception) -> str:
+  """What stopped the check, in one line: a program without a CPU lowering
+  for jax's kept-argument list is named (`executed.why_not_lowered`), any
+  other error as "module (<its first line>)"."""
+  words = executed.why_not_lowered(error)
+  return words if "no CPU lowering" in words else f"module ({words})"
 
 
 def _f32_band(bands) -> float:
