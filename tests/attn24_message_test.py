@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import jax
 import pytest
+import recorded
 from absl.testing import absltest
 
-import recorded
 from hloprobe.compile import CASES
 from hloprobe.numerics import (
   accuracy,

@@ -27,6 +27,7 @@ import numpy as np
 
 from hloprobe.compile import Case
 from hloprobe.errors import HloprobeError
+from hloprobe.ir import is_attention_target
 from hloprobe.numerics import (
   accuracy,
   candidates,
@@ -80,8 +81,8 @@ class Prediction:
     shares: attribution of the predicted error to the non-F32 sites (only
       where the error exceeds the noise floor).
     top_site: the site with the largest share, or None.
-    bands: the analytic band of each site (None where not measurable), from
-      operand magnitudes over the largest batch swept.
+    bands: each site's band over the largest batch swept (None where not
+      measurable): analytic; measured for attention (`attention_band`).
     best_candidate: for an observed run, the candidate assignment whose
       emulated row 0 is nearest, e.g. "TF32_TF32_F32 at sites [1, 2]"
       (cuBLAS kept site 0 in f32) or "F32_F32_F32"; None without an
@@ -380,12 +381,13 @@ class Predictor:
   def _bands(self, n: int, fates, chosen) -> tuple[SiteBand | None, ...]:
     bands = []
     for f, alg, scale in zip(fates, chosen, self._site_scales()):
-      ok = scale is not None and alg in OPERAND_UNIT
-      bands.append(
-        site_band(f.site.index, alg, f.site.contracting_size, *scale)
-        if ok
-        else None
-      )
+      i, k = f.site.index, f.site.contracting_size
+      if is_attention_target(f.site.op):
+        bands.append(self._cache.attention_band(self._refs.largest, i, alg, k))
+      elif scale is not None and alg in OPERAND_UNIT:
+        bands.append(site_band(i, alg, k, *scale))
+      else:
+        bands.append(None)
     return tuple(bands)
 
   def _best_candidate(
