@@ -38,6 +38,7 @@ import jax
 import numpy as np
 
 from hloprobe.compile import Case, enable_x64
+from hloprobe.errors import EmulationError
 from hloprobe.numerics import attention_band, emulate
 
 __all__ = ["SPECULATION_LIMIT", "EmulationCache", "emulate_together"]
@@ -181,9 +182,12 @@ class EmulationCache:
     key = (n, site, algorithm, k)
     if key not in self._attention_bands:
       if n not in self._attention:
-        self._attention[n] = attention_band.attention_operands(
-          self._case.fn, self.args(n)
-        )
+        try:
+          self._attention[n] = attention_band.attention_operands(
+            self._case.fn, self.args(n)
+          )
+        except EmulationError:  # the prediction names what (the backward)
+          self._attention[n] = {}
       found = self._attention[n].get(site)
       self._attention_bands[key] = attention_band.attention_site_band(
         site, algorithm, k, found
