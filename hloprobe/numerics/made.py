@@ -37,12 +37,12 @@ SPMD-partitioned module (N devices)".
 
 Module parameters and the case's arguments: jit drops unused arguments, so
 parameter i is flattened argument `kept[i]`, read from jax's own lowering
-(`private_api.kept_arguments`) where the module has fewer parameters than
-the case has arguments (else none was dropped: no lowering, which a
-program with a GPU-only primitive cannot have on the CPU), and each
-parameter's dimensions are checked against its argument's. Such a
-program's module holds its GPU-only call (a `__cudnn$fmha...` custom
-call), which the executor names as not executed.
+(`private_api.kept_arguments`), and each parameter's dimensions are
+checked against its argument's. A program jax cannot lower for the CPU (a
+GPU-only primitive) has no such list: where its module has as many
+parameters as the case has arguments, none was dropped; its module holds
+the GPU-only call (a `__cudnn$fmha...` custom call), which the executor
+names as not executed.
 
 Executions are cached per (module text fingerprint, batch size, algorithms,
 widened) in a `MadeChecker`, one per case and sweep (the inputs are the
@@ -192,16 +192,21 @@ class MadeChecker:
 
   def __init__(self, case: Case, full: tuple | None, references):
     self.case, self._full, self._refs = case, full, references
-    self._kept: tuple[int, ...] | None | str = "unknown"
+    self._kept: tuple[int, ...] | None | str | NotImplementedError = "unknown"
     self._runs: dict[tuple, execute.Execution] = {}
     self._modules: dict[str, object] = {}
 
   def _kept_arguments(self, args: tuple) -> tuple[int, ...] | None:
     """The flattened arguments the module keeps (jax's own lowering, once
     per case: which arguments a function uses does not depend on n)."""
-    if self._kept == "unknown":
-      lowered = jax.jit(self.case.fn).lower(*args)
-      self._kept = private_api.kept_arguments(lowered)
+    if isinstance(self._kept, str):  # "unknown": not lowered yet
+      try:
+        lowered = jax.jit(self.case.fn).lower(*args)
+        self._kept = private_api.kept_arguments(lowered)
+      except NotImplementedError as e:  # no CPU lowering: kept, not retried
+        self._kept = e
+    if isinstance(self._kept, NotImplementedError):
+      raise self._kept
     return self._kept
 
   def _parameters(self, module, args: tuple) -> list[np.ndarray]:
@@ -212,9 +217,12 @@ class MadeChecker:
     """
     flat = _flat(args)
     params = module.entry.parameters()
-    # As many parameters as arguments: jit dropped none, so no lowering is
-    # needed to know which (one the CPU may not have: a GPU-only primitive).
-    kept = None if len(params) == len(flat) else self._kept_arguments(args)
+    try:
+      kept = self._kept_arguments(args)
+    except NotImplementedError:  # no CPU lowering (a GPU-only primitive)
+      if len(params) != len(flat):
+        raise
+      kept = None  # as many parameters as arguments: jit dropped none
     if kept is None:
       kept = tuple(range(len(flat)))
     if len(params) != len(kept):
