@@ -110,6 +110,8 @@ class Prediction:
       errors where there are some, else the predicted; in `leaf_verdicts`'
       order; None for a leaf not judged by rows (integer, unbatched).
       `verdict` stays row 0's.
+    noises: every output leaf's noise floor, in `leaf_verdicts`' order
+      (`noise` is `leaf`'s): what `made` judges its rows against.
   """
 
   site_algorithms: tuple[str, ...]
@@ -128,6 +130,7 @@ class Prediction:
   reference: str = ""
   floor_check: floor_check.FloorCheck | None = None
   rows: tuple[rows.WorstRow | None, ...] = ()
+  noises: tuple[accuracy.NoiseFloor, ...] = ()
 
 
 # Fixed summation orders (all but XLA's own): each output element is summed
@@ -319,6 +322,7 @@ class Predictor:
       reference=self._refs.source(n),
       floor_check=checks[leaf],
       rows=tuple(map(rows.worst_row, judged, noise, self._refs.dtypes)),
+      noises=noise,
     )
 
   def _checked_floors(self, n: int, measured: tuple, fates) -> tuple:
@@ -364,17 +368,10 @@ class Predictor:
   def _shares(
     self, n: int, chosen: tuple[str, ...], leaf: int
   ) -> tuple[SiteShare, ...]:
-    rows = []
-    for i, alone, without in candidates.share_pairs(chosen):
-      alg = chosen[i]
-      rows.append(
-        (
-          i,
-          alg,
-          self._row0_abs(n, alone, leaf),
-          self._row0_abs(n, without, leaf),
-        )
-      )
+    rows = [
+      (i, chosen[i], self._row0_abs(n, a, leaf), self._row0_abs(n, w, leaf))
+      for i, a, w in candidates.share_pairs(chosen)
+    ]
     total = sum(r[2] for r in rows) or 1.0
     return tuple(SiteShare(i, a, al, wo, al / total) for i, a, al, wo in rows)
 

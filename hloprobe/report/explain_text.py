@@ -34,7 +34,7 @@ from hloprobe.report.explain_records import (
   FateSpan,
   TargetExplanation,
 )
-from hloprobe.report.explain_rows import rows_lines
+from hloprobe.report.explain_rows import made_rows_lines, rows_lines
 from hloprobe.sites import EXACT_INTEGER
 
 __all__ = ["SCHEMA_VERSION", "explanation_json", "render_explanation"]
@@ -337,7 +337,7 @@ def _made_lines(e: TargetExplanation) -> list[str]:
         f"{m.bound_abs:.2g})"
       )
     lines.append(f"{where}: {m.verdict}{size}")
-  return lines
+  return lines + made_rows_lines(e)
 
 
 def _target_block(e: TargetExplanation) -> list[str]:
