@@ -93,7 +93,7 @@ def _span_lines(spans: tuple[FateSpan, ...]) -> list[str]:
     for s in spans
   ]
   if len(spans) == 1:
-    lines.append("no dot site changes fate across these batch sizes")
+    lines.append("no contraction site changes fate across these batch sizes")
   return lines
 
 
@@ -154,7 +154,7 @@ def _change_lines(e: TargetExplanation) -> list[str]:
   ]
   if unchanged:
     lines.append(
-      f"{_under(e, unchanged)}, no dot site changes fate or "
+      f"{_under(e, unchanged)}, no contraction site changes fate or "
       "algorithm with batch size"
     )
   return lines
