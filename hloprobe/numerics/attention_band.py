@@ -26,7 +26,7 @@ from hloprobe.numerics.emulate_attention import (
   attention_band,
 )
 from hloprobe.numerics.evaluator import Evaluator
-from hloprobe.numerics.jaxpr_sites import CALL_PRIMITIVES, plan_sites, trace
+from hloprobe.numerics.jaxpr_sites import plan_sites, trace
 
 __all__ = ["AttentionOperands", "attention_operands", "attention_site_band"]
 
@@ -41,21 +41,12 @@ class _OperandReader(Evaluator):
     super().__init__(("F32_F32_F32",) * count, "xla", "rna")
     self.operands: dict[int, tuple] = {}
     self.equations: dict[int, object] = {}
-    self._in_body = 0
-
-  def _higher_order(self, eqn, ins, plans):
-    loop = eqn.primitive.name not in CALL_PRIMITIVES
-    self._in_body += loop
-    try:
-      return super()._higher_order(eqn, ins, plans)
-    finally:
-      self._in_body -= loop
 
   def _eqn(self, i, eqn, ins, plan):
     if (
       i in plan.sites
       and eqn.primitive.name in ATTENTION_PRIMITIVES
-      and not self._in_body
+      and not self.in_body
     ):
       self.operands[plan.sites[i]] = tuple(ins)
       self.equations[plan.sites[i]] = eqn

@@ -21,27 +21,25 @@ from hloprobe.report.explain_records import RowBeyond, TargetExplanation
 __all__ = ["made_rows_beyond", "made_rows_lines", "rows_beyond", "rows_lines"]
 
 
-def rows_beyond(configs: Sequence[ConfigResult]) -> tuple[RowBeyond, ...]:
-  """Each config's leaves whose worst row stands out, in sweep order."""
+def _beyond(configs, rows_of) -> tuple[RowBeyond, ...]:
+  """Each config's worst rows (`rows_of(config)`) that stand out."""
   return tuple(
     RowBeyond(r.config.precision, r.config.n, w)
     for r in configs
-    if r.prediction is not None
-    for w in r.prediction.rows
+    for w in rows_of(r)
     if stands_out(w)
   )
+
+
+def rows_beyond(configs: Sequence[ConfigResult]) -> tuple[RowBeyond, ...]:
+  """Each config's leaves whose worst row stands out, in sweep order."""
+  return _beyond(configs, lambda r: r.prediction.rows if r.prediction else ())
 
 
 def made_rows_beyond(configs: Sequence[ConfigResult]) -> tuple[RowBeyond, ...]:
   """The same of what XLA made (`Made.rows`: the optimized module executed
   at the effective algorithms, every row judged), in sweep order."""
-  return tuple(
-    RowBeyond(r.config.precision, r.config.n, w)
-    for r in configs
-    if r.made is not None
-    for w in r.made.rows
-    if stands_out(w)
-  )
+  return _beyond(configs, lambda r: r.made.rows if r.made else ())
 
 
 def made_rows_lines(e: TargetExplanation) -> list[str]:
