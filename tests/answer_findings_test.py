@@ -99,6 +99,14 @@ class AnswerLinesTest(absltest.TestCase):
     )
     self.assertIn("  fails: --precisions=X (some cost): why", lines)
 
+  def test_a_second_finding_then_the_fix_on_line_three(self):
+    big, small = _finding(6000.0), _finding(3.0, "t4")
+    lines = answer_lines(Answer((big, small), (_trial("float32", True),)))
+    self.assertTrue(lines[0].startswith("Answer: seed_mlp on a100 "))
+    self.assertTrue(lines[1].startswith("Next: seed_mlp on t4 "), lines[1])
+    self.assertTrue(lines[2].startswith("Do: --precisions=float32 "))
+    self.assertIn("Findings, worst first:", lines)
+
   def test_none_passed_says_so(self):
     lines = answer_lines(Answer((_finding(9.0),), (_trial("X", False),)))
     self.assertEqual(lines[1], "Do: none of the 1 fixes tried passed (below)")
