@@ -44,7 +44,7 @@ from hloprobe.sweep.compiled import (
   compile_and_run_case,
   failed,
 )
-from hloprobe.sweep.guarded import GuardedSetup
+from hloprobe.sweep.guarded import GuardedSetup, compile_guarded
 from hloprobe.sweep.measure import CaseSetup, with_batch_consistency
 from hloprobe.sweep.plan import (
   PlannedConfig,
@@ -346,32 +346,25 @@ class _Sweep:
         future.set_exception(e)
 
   def _compiled(self, c: PlannedConfig, flags: str, lane: int):
-    """Config `c`'s worker reply. A user's case runs under the case
-    timeout; once one of its configs ran past it, its later configs fail
-    with that line, unrun (each would wait as long)."""
+    """Config `c`'s worker reply; a user case's, under the case timeout
+    (`guarded.compile_guarded`): once one of its configs ran past it, its
+    later configs fail with that line, unrun (each would wait as long)."""
     hung = self.hung.get(c.case_index)
-    if hung is not None:
-      return CompiledConfig(failed(ConfigResult(c.config), hung, "worker"))
-    request = CompileRequest(
-      c.config,
-      c.case.source,
-      self.inputs[c.case_index],
-      self.spec.explain_passes,
-    )
-    if not c.case.guarded:
-      return self.pool.call(request, flags, lane=lane)
-    timeout_s = self.spec.case_timeout_s
-    try:
-      return self.pool.call(request, flags, timeout_s, lane=lane)
-    except WorkerError as e:
-      if not e.timed_out:
-        raise WorkerError(f"case {c.case.name!r}: {e}", e.stage) from None
-      line = (
-        f"case {c.case.name!r} ran past --case_timeout={timeout_s:g} s "
-        f"(stage {e.stage or 'start'}); its worker was stopped"
+    if hung is None:
+      request = CompileRequest(
+        c.config,
+        c.case.source,
+        self.inputs[c.case_index],
+        self.spec.explain_passes,
       )
-      self.hung[c.case_index] = line
-      return CompiledConfig(failed(ConfigResult(c.config), line, "worker"))
+      if not c.case.guarded:
+        return self.pool.call(request, flags, lane=lane)
+      timeout_s = self.spec.case_timeout_s
+      reply, hung = compile_guarded(self.pool, request, flags, lane, timeout_s)
+      if hung is None:
+        return reply
+      self.hung[c.case_index] = hung
+    return CompiledConfig(failed(ConfigResult(c.config), hung, "worker"))
 
   def collect(self, i: int) -> ConfigResult:
     """Config `i`'s record: from the cache, its worker or this process,

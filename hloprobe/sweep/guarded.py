@@ -31,7 +31,7 @@ from hloprobe.compile import get_case
 from hloprobe.errors import CaseError, first_line
 from hloprobe.records import ConfigResult
 from hloprobe.runtime import Request, Stopwatch, Warn, WorkerError, WorkerPool
-from hloprobe.sweep.compiled import CompiledConfig, failed
+from hloprobe.sweep.compiled import CompiledConfig, CompileRequest, failed
 from hloprobe.sweep.measure import CaseSetup
 from hloprobe.sweep.plan import SweptCase
 
@@ -40,6 +40,7 @@ __all__ = [
   "CaseFinishRequest",
   "CaseInputsRequest",
   "GuardedSetup",
+  "compile_guarded",
 ]
 
 # The pool lane of the user cases' worker (no compile lane is negative).
@@ -228,3 +229,33 @@ class GuardedSetup:
       return got[0]
     r = work.result
     return failed(r, self.broken, "reference") if r.ok else r
+
+
+def compile_guarded(
+  pool: WorkerPool,
+  request: CompileRequest,
+  flags: str,
+  lane: int,
+  timeout_s: float,
+) -> tuple[CompiledConfig | None, str | None]:
+  """A user case's config compiled and run in its lane's worker under the
+  case timeout.
+
+  Returns:
+    (the reply, None), or (None, one line) when it ran past `timeout_s`
+    (the worker was stopped).
+
+  Raises:
+    WorkerError: the worker died (its line names the case); as
+      `WorkerPool.call` otherwise.
+  """
+  name = request.config.case
+  try:
+    return pool.call(request, flags, timeout_s, lane=lane), None
+  except WorkerError as e:
+    if not e.timed_out:
+      raise WorkerError(f"case {name!r}: {e}", e.stage) from None
+    return None, (
+      f"case {name!r} ran past --case_timeout={timeout_s:g} s (stage "
+      f"{e.stage or 'start'}); its worker was stopped"
+    )
