@@ -24,6 +24,7 @@ Private in intent: use the package, `hloprobe.sweep`.
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 import jax
 
@@ -33,7 +34,7 @@ from hloprobe.records import ConfigResult
 from hloprobe.runtime import Request, Stopwatch, Warn, WorkerError, WorkerPool
 from hloprobe.sweep.compiled import CompiledConfig, CompileRequest, failed
 from hloprobe.sweep.measure import CaseSetup
-from hloprobe.sweep.plan import SweptCase
+from hloprobe.sweep.plan import SweptCase, with_search_path
 
 __all__ = [
   "CASE_LANE",
@@ -90,7 +91,8 @@ class CaseInputsRequest(Request):
   """A user case's full inputs and cache fingerprint, made in a worker.
 
   `run` returns (full inputs or None for a sized case, fingerprint or
-  None, {stage: seconds}, warnings).
+  None, {stage: seconds}, warnings). `search_path`: the sweep process's
+  `sys.path` (`plan.with_search_path`).
 
   Raises (from `run`):
     CaseError: `make_inputs` raised or returned something not a tuple of
@@ -100,8 +102,10 @@ class CaseInputsRequest(Request):
   source: str
   sizes: tuple[int, ...]
   fingerprint: bool
+  search_path: tuple[str, ...] = ()
 
   def run(self, memo: dict):
+    with_search_path(self.search_path)
     setup, warned = _setup(memo, self.source, self.sizes, None)
     watch = Stopwatch()
     with jax.default_device(jax.devices("cpu")[0]):
@@ -121,7 +125,8 @@ class CaseInputsRequest(Request):
 @dataclasses.dataclass(frozen=True)
 class CaseFinishRequest(Request):
   """A user case's references made (`work` None) or one config finished
-  (`CaseSetup.finish`), in a worker.
+  (`CaseSetup.finish`), in a worker (`search_path`: as
+  `CaseInputsRequest`'s).
 
   `run` returns (the finished `ConfigResult` or None, {stage: seconds},
   warnings).
@@ -131,8 +136,10 @@ class CaseFinishRequest(Request):
   sizes: tuple[int, ...]
   full: tuple | None
   work: CompiledConfig | None
+  search_path: tuple[str, ...] = ()
 
   def run(self, memo: dict):
+    with_search_path(self.search_path)
     setup, warned = _setup(memo, self.source, self.sizes, (self.full,))
     watch = Stopwatch()
     with jax.default_device(jax.devices("cpu")[0]):
@@ -200,7 +207,7 @@ class GuardedSetup:
     """
     if self._made is None:
       request = CaseInputsRequest(
-        self.swept.source, self.sizes, self._fingerprint
+        self.swept.source, self.sizes, self._fingerprint, tuple(sys.path)
       )
       got = self._call(request, watch, "making its inputs")
       self._made = tuple(got) if got is not None else (None, None)
@@ -216,14 +223,18 @@ class GuardedSetup:
     if not self._prepared:
       self._prepared = True
       full = self.inputs(watch)
-      request = CaseFinishRequest(self.swept.source, self.sizes, full, None)
+      request = CaseFinishRequest(
+        self.swept.source, self.sizes, full, None, tuple(sys.path)
+      )
       self._call(request, watch, "its float64 reference")
 
   def finish(self, work: CompiledConfig, watch) -> ConfigResult:
     """A worker's reply finished in the case's worker (see
     `CaseSetup.finish`); a failure of the config's own when broken."""
     full = self.inputs(watch)
-    request = CaseFinishRequest(self.swept.source, self.sizes, full, work)
+    request = CaseFinishRequest(
+      self.swept.source, self.sizes, full, work, tuple(sys.path)
+    )
     got = self._call(request, watch, "its float64 reference and prediction")
     if got is not None:
       return got[0]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from collections.abc import Sequence
 
 from hloprobe.compile import (
@@ -46,12 +47,14 @@ from hloprobe.sweep.spec import (
 )
 
 __all__ = [
+  "CaseShellRequest",
   "PlannedConfig",
   "SweepPlan",
   "SweptCase",
   "check_case_sizes",
   "plan_sweep",
   "spec_from_words",
+  "with_search_path",
 ]
 
 
@@ -258,6 +261,7 @@ def _swept_cases(items, names, timeout_s: float) -> tuple[SweptCase, ...]:
 class CaseShellRequest(Request):
   """Loads a case by its words in a worker; returns its shell.
 
+  `search_path` is the sweep process's `sys.path` (`with_search_path`).
   The shell is the `Case` record with `fn` and `make_inputs` replaced by
   `_runs_in_workers` (they may not pickle, and they are the user's code):
   the sweep's process plans with its fields (name, axes, mesh) and never
@@ -265,13 +269,23 @@ class CaseShellRequest(Request):
   """
 
   source: str
+  search_path: tuple[str, ...] = ()
 
   def run(self, memo: dict) -> Case:
     del memo
+    with_search_path(self.search_path)
     case = get_case(self.source)
     return dataclasses.replace(
       case, fn=_runs_in_workers, make_inputs=_runs_in_workers
     )
+
+
+def with_search_path(paths: tuple[str, ...]) -> None:
+  """Puts the sweep process's `sys.path` entries this worker lacks in
+  front of its own, in their order: a case module found there (a folder a
+  program added at run time) is found here too."""
+  missing = [p for p in paths if p not in sys.path]
+  sys.path[:0] = missing
 
 
 def _runs_in_workers(*args, **kwargs):
@@ -292,7 +306,8 @@ def _loaded_in_worker(pool: WorkerPool, words: str, timeout_s: float):
   if ":" not in words:
     return get_case(words)
   try:
-    return pool.call(CaseShellRequest(words), timeout_s=timeout_s)
+    request = CaseShellRequest(words, tuple(sys.path))
+    return pool.call(request, timeout_s=timeout_s)
   except WorkerError as e:
     how = (
       f"ran past --case_timeout={timeout_s:g} s"
