@@ -47,6 +47,7 @@ from hloprobe.compile.lowering import jax_versions as jax_versions
 from hloprobe.compile.lowering import run_compiled as run_compiled
 from hloprobe.compile.lowering import start_backends as start_backends
 from hloprobe.compile.lowering import unoptimized_hlo as unoptimized_hlo
+from hloprobe.compile.module_case import is_module_case as is_module_case
 from hloprobe.compile.placement import load_topology as load_topology
 from hloprobe.compile.rejections import Rejection as Rejection
 from hloprobe.compile.rejections import rejected_compile as rejected_compile
@@ -83,6 +84,7 @@ __all__ = [
   "get_target",
   "installed_jaxlib",
   "is_config_path",
+  "is_module_case",
   "jax_versions",
   "jaxlib_git_hash",
   "leaf_names",

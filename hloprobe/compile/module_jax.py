@@ -1,0 +1,448 @@
+"""An unoptimized HLO module as a JAX function: each instruction a `jax.lax`
+call, so a module file is a case like any program (see `module_case`).
+
+`module_function(module)` returns `fn(*arguments)`: the entry computation
+evaluated with `jax.lax` (one call per instruction, in the printed order,
+which is a topological one: xla/hlo/ir/hlo_computation.cc
+`MakeInstructionPostOrder`, checked on jaxlib 0.10.2 and 0.12.0.1 dumps).
+Its jaxpr has one `dot_general` / `conv_general_dilated` per HLO `dot` /
+`convolution`, in the module's order, so every stage built on a jaxpr
+(float64 reference, emulation, noise floor, site numbering) and on
+lowering (StableHLO, compile for any target, passes, PTX) works on it
+unchanged.
+
+Precision: a contraction is emitted with `precision=None` (the module's own
+`operand_precision` / `algorithm` dropped), so the sweep's matmul precision
+sets it exactly as `jax_default_matmul_precision` would have in the
+program (`jax._src.lax.lax.canonicalize_precision`); `preferred_element_type`
+is the HLO result type, as jax's own lowering
+(`jax._src.lax.lax._dot_general_lower`) writes it.
+
+Source lines: each contraction is called from a frame whose file and line
+are the instruction's own (`HloModule.source_location`: `metadata`'s
+`source_file`/`source_line`, or its stack frame), so jax's source info
+(`jax._src.source_info_util.user_frame`: the innermost frame outside
+jax) and hence the site's source line are the dumped program's.
+
+What is not translated (a `custom-call`, `gather`, `scatter`, `sort`,
+`rng`, a reduce-window, a tuple-shaped entry parameter...) is refused up
+front, one `CaseError` line naming the instruction and its opcode.
+
+Private in intent: use the package, `hloprobe.compile`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from jax import lax
+
+from hloprobe.errors import CaseError
+from hloprobe.execute import numpy_dtype, parse_literal
+from hloprobe.ir import HloComputation, HloInstruction, HloModule
+
+__all__ = ["CONTRACTIONS", "contraction_count", "module_function"]
+
+# The opcodes whose instructions are sites (a precision applies to them).
+CONTRACTIONS = ("dot", "convolution")
+
+_UNARY = {
+  "abs": lax.abs,
+  "negate": lax.neg,
+  "exponential": lax.exp,
+  "exponential-minus-one": lax.expm1,
+  "log": lax.log,
+  "log-plus-one": lax.log1p,
+  "tanh": lax.tanh,
+  "logistic": lax.logistic,
+  "sqrt": lax.sqrt,
+  "rsqrt": lax.rsqrt,
+  "cbrt": lax.cbrt,
+  "sine": lax.sin,
+  "cosine": lax.cos,
+  "tan": lax.tan,
+  "floor": lax.floor,
+  "ceil": lax.ceil,
+  "sign": lax.sign,
+  "not": lax.bitwise_not,
+  "is-finite": lax.is_finite,
+  "erf": lax.erf,
+  "popcnt": lax.population_count,
+  "count-leading-zeros": lax.clz,
+  "real": lax.real,
+  "imag": lax.imag,
+  "copy": lambda x: x,
+  "optimization-barrier": lax.optimization_barrier,
+  "round-nearest-afz": lambda x: lax.round(x, lax.RoundingMethod.AWAY_FROM_ZERO),
+  "round-nearest-even": lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN),
+}
+_BINARY = {
+  "add": lax.add,
+  "subtract": lax.sub,
+  "multiply": lax.mul,
+  "divide": lax.div,
+  "maximum": lax.max,
+  "minimum": lax.min,
+  "power": lax.pow,
+  "remainder": lax.rem,
+  "and": lax.bitwise_and,
+  "or": lax.bitwise_or,
+  "xor": lax.bitwise_xor,
+  "shift-left": lax.shift_left,
+  "shift-right-logical": lax.shift_right_logical,
+  "shift-right-arithmetic": lax.shift_right_arithmetic,
+  "atan2": lax.atan2,
+}
+_COMPARE = {
+  "EQ": lax.eq,
+  "NE": lax.ne,
+  "LT": lax.lt,
+  "LE": lax.le,
+  "GT": lax.gt,
+  "GE": lax.ge,
+}
+_STRUCTURAL = (
+  "parameter",
+  "constant",
+  "tuple",
+  "get-tuple-element",
+  "call",
+  "while",
+  "conditional",
+  "reduce",
+  "compare",
+  "select",
+  "clamp",
+  "convert",
+  "bitcast-convert",
+  "broadcast",
+  "reshape",
+  "transpose",
+  "slice",
+  "concatenate",
+  "iota",
+  "pad",
+  "reverse",
+  "dynamic-slice",
+  "dynamic-update-slice",
+  *CONTRACTIONS,
+)
+KNOWN_OPCODES = frozenset((*_UNARY, *_BINARY, *_STRUCTURAL))
+_SLICE_RE = re.compile(r"\[(-?\d+):(-?\d+)(?::(-?\d+))?\]")
+
+
+def contraction_count(module: HloModule) -> int:
+  """How many dots and convolutions the module has (every computation)."""
+  return sum(i.opcode in CONTRACTIONS for _, i in module.all_instructions())
+
+
+def module_function(module: HloModule, where: str) -> Callable:
+  """The module's entry computation as a JAX function of its parameters.
+
+  Args:
+    module: an unoptimized HLO module (a `before_optimizations` dump, or
+      the HLO of a StableHLO module).
+    where: the file it came from, for error messages.
+
+  Returns:
+    `fn(*arguments)`: one array per entry parameter, in parameter order;
+    returns an array for an array-shaped root, a tuple of arrays for a
+    tuple root.
+
+  Raises:
+    CaseError: an instruction this translation has no `jax.lax` call for,
+      or a tuple-shaped entry parameter (one line naming it).
+  """
+  for comp, inst in module.all_instructions():
+    if inst.opcode not in KNOWN_OPCODES:
+      raise CaseError(
+        f"module {where!r}: instruction {inst.name} in {comp.name}: "
+        f"opcode {inst.opcode!r} is not translated to jax.lax by hloprobe"
+        f"{_target_note(inst)}; known: dots, convolutions, elementwise, "
+        "shape, reduce and control-flow opcodes"
+      )
+  for number, param in module.entry.parameters().items():
+    if param.shape.is_tuple:
+      raise CaseError(
+        f"module {where!r}: entry parameter {number} ({param.name}) is a "
+        "tuple; give a module whose parameters are arrays"
+      )
+  translator = _Translator(module, where)
+
+  def fn(*arguments):
+    return translator.run(module.entry, arguments)
+
+  fn.__name__ = module.name
+  return fn
+
+
+def _target_note(inst: HloInstruction) -> str:
+  target = inst.attrs.get("custom_call_target")
+  return f" (custom_call_target={target})" if target else ""
+
+
+class _Translator:
+  """Evaluates computations of one module with `jax.lax`, under a trace."""
+
+  def __init__(self, module: HloModule, where: str):
+    self._module = module
+    self._where = where
+    self._frames: dict[tuple[str, int], Callable] = {}
+
+  def run(self, comp: HloComputation, arguments: Sequence):
+    params = comp.parameters()
+    if len(arguments) != len(params):
+      raise CaseError(
+        f"module {self._where!r}: {comp.name} takes {len(params)} "
+        f"arguments, got {len(arguments)}"
+      )
+    env: dict[str, object] = {}
+    for inst in comp.instructions:
+      operands = [env[o] for o in inst.operands]
+      if inst.opcode == "parameter":
+        env[inst.name] = arguments[inst.parameter_number]
+      else:
+        env[inst.name] = self._one(inst, operands)
+    return env[comp.root.name]
+
+  def _called(self, name: str) -> Callable:
+    comp = self._module.computations[name.lstrip("%")]
+    return lambda *args: self.run(comp, args)
+
+  def _one(self, inst: HloInstruction, ops: list):
+    op = inst.opcode
+    if op in _UNARY:
+      return _UNARY[op](ops[0])
+    if op in _BINARY:
+      return _BINARY[op](ops[0], ops[1])
+    if op in CONTRACTIONS:
+      call, args, kwargs = _contraction(inst, ops)
+      return self._at_source(inst, call, args, kwargs)
+    return getattr(self, "_" + op.replace("-", "_"))(inst, ops)
+
+  def _at_source(self, inst: HloInstruction, fn: Callable, args, kwargs):
+    """`fn(*args, **kwargs)` called from a frame at the instruction's
+    source line (a one-line function compiled under that file name and
+    line: nothing of the file is read or run)."""
+    where = self._module.source_location(inst)
+    file, _, line = (where or "").rpartition(":")
+    if not file or not line.isdigit() or int(line) < 1:
+      return fn(*args, **kwargs)
+    key = (file, int(line))
+    if key not in self._frames:
+      text = "\n" * (key[1] - 1) + "def site(f, a, k): return f(*a, **k)\n"
+      scope: dict = {}
+      exec(compile(text, file, "exec"), scope)  # noqa: S102 (a blank frame)
+      self._frames[key] = scope["site"]
+    return self._frames[key](fn, args, kwargs)
+
+  # Structure.
+  def _constant(self, inst, ops):
+    dtype = numpy_dtype(inst.shape.dtype)
+    try:
+      return parse_literal(inst.literal or "", dtype, inst.shape.dims)
+    except Exception as e:  # the executor's Unsupported: one line
+      raise CaseError(
+        f"module {self._where!r}: constant {inst.name}: {e}; dump with "
+        "--xla_dump_large_constants to keep large constants"
+      ) from None
+
+  def _tuple(self, inst, ops):
+    return tuple(ops)
+
+  def _get_tuple_element(self, inst, ops):
+    return ops[0][int(inst.attrs["index"])]
+
+  def _call(self, inst, ops):
+    return self._called(inst.attrs["to_apply"])(*ops)
+
+  def _while(self, inst, ops):
+    cond, body = self._called(inst.attrs["condition"]), self._called(
+      inst.attrs["body"]
+    )
+    return lax.while_loop(lambda s: cond(s), lambda s: body(s), ops[0])
+
+  def _conditional(self, inst, ops):
+    if "branch_computations" in inst.attrs:
+      names = inst.called_computations
+      index = ops[0]
+    else:
+      names = (inst.attrs["false_computation"], inst.attrs["true_computation"])
+      index = lax.convert_element_type(ops[0], np.int32)
+    branches = [
+      (lambda args, f=self._called(n), i=i: f(args[i]))
+      for i, n in enumerate(names)
+    ]
+    return lax.switch(index, branches, tuple(ops[1:]))
+
+  def _reduce(self, inst, ops):
+    half = len(ops) // 2
+    comp = self._module.computations[inst.attrs["to_apply"].lstrip("%")]
+    dims = inst.dims_attr("dimensions")
+    monoid = _monoid(comp)
+    if half == 1 and monoid is not None:
+      return lax.reduce(ops[0], ops[1], monoid, dims)
+    f = self._called(comp.name)
+    if half == 1:
+      return lax.reduce(ops[0], ops[1], f, dims)
+    return tuple(
+      lax.reduce(
+        tuple(ops[:half]), tuple(ops[half:]), lambda a, b: f(*a, *b), dims
+      )
+    )
+
+  # Elementwise with attributes.
+  def _compare(self, inst, ops):
+    return _COMPARE[inst.attrs["direction"]](ops[0], ops[1])
+
+  def _select(self, inst, ops):
+    return lax.select(*ops)
+
+  def _clamp(self, inst, ops):
+    return lax.clamp(*ops)
+
+  def _convert(self, inst, ops):
+    return lax.convert_element_type(ops[0], numpy_dtype(inst.shape.dtype))
+
+  def _bitcast_convert(self, inst, ops):
+    return lax.bitcast_convert_type(ops[0], numpy_dtype(inst.shape.dtype))
+
+  # Shapes.
+  def _broadcast(self, inst, ops):
+    return lax.broadcast_in_dim(
+      ops[0], inst.shape.dims, inst.dims_attr("dimensions")
+    )
+
+  def _reshape(self, inst, ops):
+    return lax.reshape(ops[0], inst.shape.dims)
+
+  def _transpose(self, inst, ops):
+    return lax.transpose(ops[0], inst.dims_attr("dimensions"))
+
+  def _slice(self, inst, ops):
+    parts = _SLICE_RE.findall(inst.attrs.get("slice", ""))
+    return lax.slice(
+      ops[0],
+      [int(a) for a, _, _ in parts],
+      [int(b) for _, b, _ in parts],
+      [int(c or 1) for _, _, c in parts],
+    )
+
+  def _concatenate(self, inst, ops):
+    return lax.concatenate(ops, inst.dims_attr("dimensions")[0])
+
+  def _iota(self, inst, ops):
+    return lax.broadcasted_iota(
+      numpy_dtype(inst.shape.dtype),
+      inst.shape.dims,
+      int(inst.attrs["iota_dimension"]),
+    )
+
+  def _pad(self, inst, ops):
+    config = [
+      tuple(int(v) for v in (d.split("_") + ["0"])[:3])
+      for d in inst.attrs.get("padding", "").split("x")
+      if d
+    ]
+    return lax.pad(ops[0], ops[1], config)
+
+  def _reverse(self, inst, ops):
+    return lax.rev(ops[0], inst.dims_attr("dimensions"))
+
+  def _dynamic_slice(self, inst, ops):
+    return lax.dynamic_slice(
+      ops[0], ops[1:], inst.dims_attr("dynamic_slice_sizes")
+    )
+
+  def _dynamic_update_slice(self, inst, ops):
+    return lax.dynamic_update_slice(ops[0], ops[1], ops[2:])
+
+
+def _monoid(comp: HloComputation) -> Callable | None:
+  """`lax.add` (etc.) when `comp` is one binary op of its two parameters,
+  so that `lax.reduce` gives jax's own reduce_sum/max/... primitive, as
+  `jnp.sum` does (`jax._src.lax.lax._get_monoid_reducer`)."""
+  root = comp.root
+  params = comp.parameters()
+  if len(params) != 2 or root.opcode not in _BINARY:
+    return None
+  if set(root.operands) != {params[0].name, params[1].name}:
+    return None
+  if root.opcode not in ("add", "multiply", "maximum", "minimum", "and", "or"):
+    return None
+  return _BINARY[root.opcode]
+
+
+def _contraction(inst: HloInstruction, ops: list):
+  """A dot or convolution at `precision=None` (module docstring), as
+  (the `jax.lax` function, its positional and keyword arguments)."""
+  out = numpy_dtype(inst.shape.dtype)
+  if inst.opcode == "dot":
+    dims = (
+      (inst.dims_attr("lhs_contracting_dims"), inst.dims_attr("rhs_contracting_dims")),
+      (inst.dims_attr("lhs_batch_dims"), inst.dims_attr("rhs_batch_dims")),
+    )
+    return (
+      lax.dot_general,
+      (ops[0], ops[1], dims),
+      {"precision": None, "preferred_element_type": out},
+    )
+  lhs, rhs, outs = _conv_labels(inst)
+  window = _conv_window(inst.attrs.get("window", ""), len(lhs) - 2)
+  return (
+    lax.conv_general_dilated,
+    (ops[0], ops[1]),
+    {
+      "window_strides": window["stride"],
+      "padding": window["pad"],
+      "lhs_dilation": window["lhs_dilate"],
+      "rhs_dilation": window["rhs_dilate"],
+      "dimension_numbers": lax.ConvDimensionNumbers(lhs, rhs, outs),
+      "feature_group_count": int(inst.attrs.get("feature_group_count", 1)),
+      "batch_group_count": int(inst.attrs.get("batch_group_count", 1)),
+      "precision": None,
+      "preferred_element_type": out,
+    },
+  )
+
+
+def _conv_labels(inst: HloInstruction):
+  """`dim_labels=b01f_01io->b01f` as `ConvDimensionNumbers`' three specs:
+  (batch, feature, spatial...) of input and output, (out feature, in
+  feature, spatial...) of the kernel."""
+  text = inst.attrs.get("dim_labels", "")
+  ins, _, outs = text.partition("->")
+  lhs, _, rhs = ins.partition("_")
+
+  def spec(labels: str, first: str, second: str) -> tuple[int, ...]:
+    spatial = sorted((c, i) for i, c in enumerate(labels) if c.isdigit())
+    return (labels.index(first), labels.index(second), *(i for _, i in spatial))
+
+  return spec(lhs, "b", "f"), spec(rhs, "o", "i"), spec(outs, "b", "f")
+
+
+def _conv_window(text: str, rank: int) -> dict:
+  """`window={size=3x3 stride=2x2 pad=1_1x1_1 lhs_dilate=.. rhs_dilate=..}`
+  as per-dimension tuples (defaults 1, pads (0, 0))."""
+  fields = dict(
+    f.split("=", 1) for f in text.strip().strip("{}").split() if "=" in f
+  )
+
+  def ints(key: str) -> tuple[int, ...]:
+    raw = fields.get(key)
+    return tuple(int(v) for v in raw.split("x")) if raw else (1,) * rank
+
+  pads = fields.get("pad")
+  pad = (
+    [tuple(int(v) for v in p.split("_")) for p in pads.split("x")]
+    if pads
+    else [(0, 0)] * rank
+  )
+  return {
+    "stride": ints("stride"),
+    "pad": pad,
+    "lhs_dilate": ints("lhs_dilate"),
+    "rhs_dilate": ints("rhs_dilate"),
+  }
