@@ -51,7 +51,7 @@ from hloprobe.compile.case_model import Case
 from hloprobe.compile.module_jax import contraction_count, module_function
 from hloprobe.errors import CaseError, HloParseError, first_line
 from hloprobe.execute import numpy_dtype
-from hloprobe.ir import HloModule, parse_hlo_module
+from hloprobe.ir import HloModule, parse_hlo_module, parse_stablehlo_dots
 
 __all__ = ["is_module_case", "load_inputs", "module_case", "random_inputs"]
 
@@ -98,7 +98,7 @@ def module_case(path: str, inputs: str | None = None) -> Case:
       "each target"
     )
   module = _hlo_module(mf)
-  fn = module_function(module, path)
+  fn = module_function(module, path, _sources(mf, module))
   params = tuple(
     (tuple(dims), numpy_dtype(dtype)) for dims, dtype in mf.parameters
   )
@@ -167,6 +167,35 @@ def _hlo_module(mf) -> HloModule:
     return parse_hlo_module(text)
   except HloParseError as e:
     raise CaseError(f"module {mf.path!r}: {first_line(e)}") from None
+
+
+def _sources(mf, module: HloModule):
+  """`source(index, instruction)` for `module_function`: the dumped
+  program's `file:line` (the instruction's `metadata`; for a StableHLO
+  module, the location of its index-th contraction, in
+  `parse_stablehlo_dots`' order), else the module file's own line of the
+  instruction (HLO text), else the file alone as `path:1`."""
+  located: tuple[str | None, ...] = ()
+  if mf.hlo_text is None:
+    try:
+      located = tuple(d.location for d in parse_stablehlo_dots(mf.stablehlo))
+    except HloParseError:
+      located = ()
+  lines = {}
+  if mf.kind == "hlo_text":
+    for number, line in enumerate(mf.hlo_text.splitlines(), 1):
+      head = line.strip().removeprefix("ROOT ").split(" = ", 1)[0]
+      lines.setdefault(head.lstrip("%"), number)
+
+  def source(index: int, inst) -> str | None:
+    if index < len(located) and located[index]:
+      return located[index]
+    found = module.source_location(inst)
+    if found:
+      return found
+    return f"{mf.path}:{lines.get(inst.name, 1)}"
+
+  return source
 
 
 def _case_name(module_name: str) -> str:

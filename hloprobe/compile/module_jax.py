@@ -19,10 +19,10 @@ is the HLO result type, as jax's own lowering
 (`jax._src.lax.lax._dot_general_lower`) writes it.
 
 Source lines: each contraction is called from a frame whose file and line
-are the instruction's own (`HloModule.source_location`: `metadata`'s
-`source_file`/`source_line`, or its stack frame), so jax's source info
-(`jax._src.source_info_util.user_frame`: the innermost frame outside
-jax) and hence the site's source line are the dumped program's.
+are the ones `source(index, instruction)` gives (`module_case`: the
+dumped program's line from `metadata`, else the module file's own line),
+so jax's source info (`jax._src.source_info_util.user_frame`: the
+innermost frame outside jax) and hence the site's source line are those.
 
 What is not translated (a `custom-call`, `gather`, `scatter`, `sort`,
 `rng`, a reduce-window, a tuple-shaped entry parameter...) is refused up
@@ -138,13 +138,19 @@ def contraction_count(module: HloModule) -> int:
   return sum(i.opcode in CONTRACTIONS for _, i in module.all_instructions())
 
 
-def module_function(module: HloModule, where: str) -> Callable:
+def module_function(
+  module: HloModule,
+  where: str,
+  source: Callable[[int, HloInstruction], str | None] = lambda i, inst: None,
+) -> Callable:
   """The module's entry computation as a JAX function of its parameters.
 
   Args:
     module: an unoptimized HLO module (a `before_optimizations` dump, or
       the HLO of a StableHLO module).
     where: the file it came from, for error messages.
+    source: `file:line` of the contraction traced `index`-th (0, 1, ...
+      in one trace: program order, a loop body's once), or None for none.
 
   Returns:
     `fn(*arguments)`: one array per entry parameter, in parameter order;
@@ -169,9 +175,10 @@ def module_function(module: HloModule, where: str) -> Callable:
         f"module {where!r}: entry parameter {number} ({param.name}) is a "
         "tuple; give a module whose parameters are arrays"
       )
-  translator = _Translator(module, where)
+  translator = _Translator(module, where, source)
 
   def fn(*arguments):
+    translator.traced = 0
     return translator.run(module.entry, arguments)
 
   fn.__name__ = module.name
@@ -186,10 +193,12 @@ def _target_note(inst: HloInstruction) -> str:
 class _Translator:
   """Evaluates computations of one module with `jax.lax`, under a trace."""
 
-  def __init__(self, module: HloModule, where: str):
+  def __init__(self, module: HloModule, where: str, source: Callable):
     self._module = module
     self._where = where
+    self._source = source
     self._frames: dict[tuple[str, int], Callable] = {}
+    self.traced = 0  # contractions traced so far in this trace
 
   def run(self, comp: HloComputation, arguments: Sequence):
     params = comp.parameters()
@@ -226,7 +235,8 @@ class _Translator:
     """`fn(*args, **kwargs)` called from a frame at the instruction's
     source line (a one-line function compiled under that file name and
     line: nothing of the file is read or run)."""
-    where = self._module.source_location(inst)
+    where = self._source(self.traced, inst)
+    self.traced += 1
     file, _, line = (where or "").rpartition(":")
     if not file or not line.isdigit() or int(line) < 1:
       return fn(*args, **kwargs)
