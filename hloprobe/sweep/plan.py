@@ -110,7 +110,9 @@ class SweepPlan:
     targets: the `Target` records.
     target_names: the word each target was given by (`a100`, or a config
       file's path as given).
-    explain_passes, experiments, cache_dir, jobs: as `SweepSpec`'s.
+    explain_passes, experiments, cache_dir, jobs, inputs: as
+      `SweepSpec`'s (`inputs` already given to the module-file cases, kept
+      for a sweep made again elsewhere, as `versions` does).
   """
 
   cases: tuple[SweptCase, ...]
@@ -122,6 +124,7 @@ class SweepPlan:
   experiments: tuple[Experiment, ...] = ()
   cache_dir: str | None = None
   jobs: int = 1
+  inputs: str | None = None
 
   @property
   def case_names(self) -> tuple[str, ...]:
@@ -205,6 +208,7 @@ def plan_sweep(spec: SweepSpec | SweepPlan, **changes) -> SweepPlan:
     experiments=experiments,
     cache_dir=spec.cache_dir,
     jobs=spec.jobs,
+    inputs=spec.inputs,
   )
 
 
