@@ -25,6 +25,9 @@ __all__ = [
   "XlaInstruction",
   "cuda_path",
   "cudnn_version",
+  "custom_call_targets",
+  "hlo_proto_to_text",
+  "hlo_text_to_proto",
   "jaxlib_git_hash",
   "kept_arguments",
   "register_upstream_dialects",
@@ -300,3 +303,88 @@ def _opcode_text(instruction, spelling: dict) -> str:
       rest = rest.split(None, 1)[1]
     spelling[key] = rest.split("(", 1)[0].strip()
   return spelling[key]
+
+
+def hlo_text_to_proto(text: str) -> bytes | None:
+  """HLO text as a serialized HloModuleProto, by XLA's own parser.
+
+  `jaxlib._hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()`
+  (xla/hlo/parser/hlo_parser.cc; jaxlib 0.10.2 and 0.12.0.1).
+
+  Returns:
+    The proto's bytes, or None where this jaxlib has no HLO parser.
+
+  Raises:
+    ValueError: XLA's parser rejects the text; the message is XLA's status
+      ("INVALID_ARGUMENT: Syntax error ...\nwas parsing 32:38: error: ...").
+  """
+  try:
+    from jaxlib import _hlo
+  except ImportError:
+    return None
+  parse = getattr(_hlo, "hlo_module_from_text", None)
+  if parse is None:
+    return None
+  try:
+    return parse(text).as_serialized_hlo_module_proto()
+  except RuntimeError as e:
+    raise ValueError(str(e)) from None
+
+
+def hlo_proto_to_text(proto: bytes) -> str | None:
+  """A serialized HloModuleProto as HLO text, as XLA prints it.
+
+  `jaxlib._hlo.HloModule.from_serialized_hlo_module_proto(proto)
+  .to_string()` (HloModule::CreateFromProto then ToString, with metadata;
+  jaxlib 0.10.2 and 0.12.0.1).
+
+  Returns:
+    The text, or None where this jaxlib cannot read module protos.
+
+  Raises:
+    ValueError: XLA cannot build a module from the bytes (its status).
+  """
+  try:
+    from jaxlib import _hlo
+  except ImportError:
+    return None
+  module_class = getattr(_hlo, "HloModule", None)
+  read = getattr(module_class, "from_serialized_hlo_module_proto", None)
+  if read is None:
+    return None
+  try:
+    return read(proto).to_string()
+  except RuntimeError as e:
+    raise ValueError(str(e)) from None
+
+
+def custom_call_targets(platform: str) -> frozenset[str] | None:
+  """The custom-call targets registered with XLA for `platform` ("cpu").
+
+  `jaxlib.xla_client.custom_call_targets(platform)` (jaxlib 0.10.2 and
+  0.12.0.1): the FFI and legacy handlers registered so far; jax registers
+  its CPU ones (lapack_*_ffi) as the CPU backend starts, so it is started
+  first (`jax.devices("cpu")`). Targets XLA's own passes consume (e.g.
+  "Sharding") are not in it.
+
+  Returns:
+    The target names, or None where this jaxlib does not list them.
+  """
+  import jax
+
+  try:
+    jax.devices("cpu")  # registers jax's CPU targets
+  except RuntimeError:
+    return None
+
+  try:
+    from jaxlib import xla_client
+  except ImportError:
+    return None
+  listing = getattr(xla_client, "custom_call_targets", None)
+  if listing is None:
+    return None
+  try:
+    return frozenset(listing(platform))
+  except (RuntimeError, ValueError):
+    return None

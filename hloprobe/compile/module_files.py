@@ -1,14 +1,45 @@
 """Module files as cases: HLO text, HloModuleProto, HloSnapshot, StableHLO,
 jax.export artifacts, read by their contents into one `ModuleFile` record.
 
+What a bug report attaches, and how each becomes StableHLO (what jax and
+XLA compile):
+
+  hlo_text            `HloModule name, ...` (an `--xla_dump_to` folder's
+                      `*.before_optimizations.txt` / `*after_optimizations.txt`)
+                      -> XLA's HLO parser -> HloModuleProto
+  hlo_proto           a binary HloModuleProto, or the HloProto around one
+                      (`--xla_dump_hlo_as_proto`'s `*.hlo.pb`)
+  hlo_snapshot        a binary HloSnapshot (`--xla_dump_hlo_snapshots`'
+                      `*.snapshot.*.pb`: the module, its arguments, result)
+  hlo_proto_text      an HloModuleProto in protobuf text format: recognized,
+                      not read (it needs XLA's whole schema; one line says so)
+  stablehlo_text      MLIR text: `module @...`, `func.func`
+  stablehlo_bytecode  MLIR bytecode or a StableHLO portable artifact
+                      (magic "ML\\xefR")
+  jax_export          `jax.export.Exported.serialize()` (a flatbuffer that
+                      `jax.export.deserialize` reads; its `mlir_module()`)
+
+An HloModuleProto becomes StableHLO by `jax.extend.mlir.hlo_to_stablehlo`
+(jax 0.10.2 and 0.12.0.1), and HLO text by XLA's own printer
+(`private_api.hlo_proto_to_text`). The pieces that need no JAX runtime are
+`hloprobe.ir`'s (xla_proto, stablehlo_module); private jaxlib calls are
+`hloprobe.private_api`'s.
+
 Private in intent: use the package, `hloprobe.compile`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 
 import numpy as np
+
+from hloprobe import private_api
+from hloprobe.compile import module_sniff
+from hloprobe.errors import HloParseError, ModuleFileError
+from hloprobe.ir import read_file_bytes
 
 __all__ = [
   "MAX_MODULE_BYTES",
@@ -25,14 +56,27 @@ __all__ = [
 MAX_MODULE_BYTES = 256 * 1024 * 1024
 
 # The kinds of module file, as `ModuleFile.kind` names them.
-MODULE_KINDS = (
-  "hlo_text",
-  "hlo_proto",
-  "hlo_proto_text",
-  "hlo_snapshot",
-  "stablehlo_text",
-  "stablehlo_bytecode",
-  "jax_export",
+MODULE_KINDS = module_sniff.MODULE_KINDS
+
+# Custom-call targets something downstream consumes though XLA:CPU's
+# registry does not list them: the ones XLA's passes remove (sharding
+# annotations, xla/service/spmd; hloprobe's executor passes them through),
+# and the GPU library calls and fusions hloprobe's executor computes
+# (`hloprobe.execute`), matched by prefix.
+_PASS_TARGETS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
+_EXECUTED_PREFIXES = ("__cublas$", "__cudnn$")
+# What marks an after-optimizations module in its HLO text: the header's
+# `is_scheduled=true` (HloModule::ToString after scheduling), a fusion
+# instruction, or a cuBLAS/cuDNN-convolution call or Triton fusion, which
+# XLA's GPU passes make (a cuDNN attention call `__cudnn$fmha...` is jax's
+# own lowering, in unoptimized modules too).
+_SCHEDULED = re.compile(r"\A[^\n]*\bis_scheduled=true")
+_OPTIMIZED = re.compile(
+  r"\sfusion\(.*?\bkind=k|custom_call_target=\"__(?:cublas\$|cudnn\$conv|triton)"
+)
+_HLO_TARGET = re.compile(r'custom_call_target="([^"]*)"')
+_MLIR_TARGET = re.compile(
+  r'stablehlo\.custom_call\s+@([\w$.\-]+)|call_target_name\s*=\s*"([^"]*)"'
 )
 
 
@@ -44,15 +88,18 @@ class ModuleFile:
     path: the file's path as the user gave it.
     kind: one of `MODULE_KINDS`, from the file's contents (not its suffix).
     name: the module's name (HloModule name, or the StableHLO module's
-      `sym_name`), for the case's name.
-    stablehlo: the module as StableHLO text (MLIR), what jax/XLA compile.
-    hlo_text: the HLO text where the input is HLO (text, proto, snapshot);
-      None for StableHLO and jax.export inputs.
+      `sym_name`; the file's base name where it has none), for the case's
+      name.
+    stablehlo: the module as StableHLO text (MLIR, with locations; every
+      dot a `stablehlo.dot_general`), what jax/XLA compile.
+    hlo_text: the HLO text where the input is HLO (the file's own text, or
+      XLA's printing of a proto or snapshot); None for StableHLO and
+      jax.export inputs.
     optimized: True for an after-optimizations module (scheduled, fusion
-      computations, `__cublas`/`__cudnn`/`__triton` custom calls): executed
-      as it stands, not compiled again.
+      computations, `__cublas`/`__cudnn`/`__triton` calls): executed as it
+      stands, not compiled again.
     parameters: the entry computation's parameters in order, each
-      (shape, dtype name as HLO writes it: "f32", "bf16", "s8", "pred").
+      (dims, dtype name as HLO writes it: "f32", "bf16", "s8", "pred").
     arguments: an HloSnapshot's arguments, one array per parameter
       (ml_dtypes dtypes for bf16/fp8); None when the file holds none.
     result: an HloSnapshot's recorded result, its tuple's leaves in order
@@ -83,21 +130,213 @@ def read_module_file(
     The ModuleFile.
 
   Raises:
-    ModuleFileError: one line naming the file and what is wrong.
+    ModuleFileError: one line naming the file and what is wrong: cannot be
+      read, a directory, over `max_bytes`, empty, not a module of any
+      kind, a truncated proto, text XLA's or MLIR's parser rejects (its
+      first message, with line:col), a snapshot whose arguments do not
+      match the module's parameters.
   """
-  raise NotImplementedError("read_module_file")
+  what = f"module file {path!r}"
+  data = read_file_bytes(
+    path, what, ModuleFileError, max_bytes, limit_for="module files"
+  )
+  kind = module_sniff.sniff(data)
+  if isinstance(kind, module_sniff.NotAModule):
+    raise ModuleFileError(f"{what}: {kind.why}")
+  try:
+    return _read(path, kind, data)
+  except (HloParseError, ValueError) as e:
+    raise ModuleFileError(f"{what}: {_one_line(str(e))}") from None
+
+
+def _one_line(text: str) -> str:
+  """The first line of a message, whitespace folded; "[hloprobe] " off."""
+  lines = text.strip().splitlines() or ["(no message)"]
+  return " ".join(lines[0].removeprefix("[hloprobe] ").split())
+
+
+def _read(path: str, kind: module_sniff.Sniffed, data: bytes) -> ModuleFile:
+  """The ModuleFile of a sniffed file; ValueError / HloParseError for what
+  is wrong in it (read_module_file words them)."""
+  from hloprobe import ir
+
+  if kind.kind == "hlo_text":
+    text = data.decode("utf-8")
+    proto = _hlo_proto(text)
+    return _from_hlo(path, kind.kind, proto, text, None, None)
+  if kind.kind in ("hlo_proto", "hlo_snapshot"):
+    found = kind.proto
+    text = private_api.hlo_proto_to_text(found.module_proto)
+    if text is None:
+      raise ValueError("this jaxlib cannot read HloModuleProto files")
+    return _from_hlo(
+      path, kind.kind, found.module_proto, text, found.arguments, found.result
+    )
+  if kind.kind == "hlo_proto_text":
+    raise ValueError(
+      "an HloModuleProto in protobuf text format: not supported (it needs "
+      "XLA's whole schema); give its HLO text (`--xla_dump_hlo_as_text`) "
+      "or binary proto (`--xla_dump_hlo_as_proto`) instead"
+    )
+  if kind.kind == "jax_export":
+    source: str | bytes = kind.export_text
+  elif kind.kind == "stablehlo_text":
+    source = data.decode("utf-8")
+  else:
+    source = data
+  module = ir.read_stablehlo_module(source)
+  return ModuleFile(
+    path=path,
+    kind=kind.kind,
+    name=module.name or _base_name(path),
+    stablehlo=module.text,
+    hlo_text=None,
+    optimized=False,
+    parameters=module.parameters,
+    arguments=None,
+    result=None,
+  )
+
+
+def _base_name(path: str) -> str:
+  return os.path.basename(path).split(".")[0] or "module"
+
+
+def _hlo_proto(text: str) -> bytes:
+  """HLO text as an HloModuleProto, by XLA's parser.
+
+  Raises:
+    ValueError: XLA's parser's first error, "HLO text does not parse: XLA's
+      parser at line:col: <message>".
+  """
+  try:
+    proto = private_api.hlo_text_to_proto(text)
+  except ValueError as e:
+    raise ValueError(
+      f"HLO text does not parse: {_xla_parse_error(e)}"
+    ) from None
+  if proto is None:
+    raise ValueError("this jaxlib has no HLO text parser")
+  return proto
+
+
+def _xla_parse_error(e: ValueError) -> str:
+  """XLA's parser status in one line: its first "was parsing L:C: error:
+  M" as "XLA's parser at line L:C: M", else the status's first line."""
+  for line in str(e).splitlines():
+    m = re.match(r"was parsing (\d+:\d+): error: (.*)", line.strip())
+    if m:
+      return f"XLA's parser at line {m[1]}: {m[2].rstrip(':')}"
+  return _one_line(str(e))
+
+
+def _from_hlo(
+  path: str,
+  kind: str,
+  proto: bytes,
+  text: str,
+  arguments: tuple[np.ndarray, ...] | None,
+  result: tuple[np.ndarray, ...] | None,
+) -> ModuleFile:
+  """A ModuleFile from an HLO module (its proto and text)."""
+  from hloprobe import ir
+
+  name, parameters = ir.module_signature(proto)
+  optimized = bool(_SCHEDULED.search(text) or _OPTIMIZED.search(text))
+  try:
+    stablehlo = ir.read_stablehlo_module(_hlo_to_stablehlo(proto)).text
+  except (HloParseError, ValueError):
+    if not optimized:
+      raise
+    stablehlo = ""  # an optimized module is executed, not compiled
+  if arguments is not None:
+    _check_arguments(arguments, parameters)
+  return ModuleFile(
+    path=path,
+    kind=kind,
+    name=name,
+    stablehlo=stablehlo,
+    hlo_text=text,
+    optimized=optimized,
+    parameters=parameters,
+    arguments=arguments,
+    result=result,
+  )
+
+
+def _hlo_to_stablehlo(proto: bytes) -> bytes:
+  """`jax.extend.mlir.hlo_to_stablehlo` (MLIR bytecode); ValueError when
+  XLA's translation fails."""
+  import jax.extend.mlir
+
+  try:
+    return jax.extend.mlir.hlo_to_stablehlo(proto)
+  except RuntimeError as e:
+    raise ValueError(
+      f"XLA cannot translate it to StableHLO: {_one_line(str(e))}"
+    ) from None
+
+
+def _check_arguments(arguments, parameters) -> None:
+  """A snapshot's arguments against the module's parameters.
+
+  Raises:
+    ValueError: another count, shape or dtype (the first that differs).
+  """
+  from hloprobe.ir import hlo_dtype_name
+
+  if len(arguments) != len(parameters):
+    raise ValueError(
+      f"the snapshot has {len(arguments)} arguments for "
+      f"{len(parameters)} parameters"
+    )
+  for i, (a, (dims, dtype)) in enumerate(zip(arguments, parameters)):
+    got = (tuple(a.shape), hlo_dtype_name(a.dtype))
+    if got != (dims, dtype):
+      raise ValueError(
+        f"the snapshot's argument {i} is {got[1]}{list(got[0])}, "
+        f"its parameter {dtype}{list(dims)}"
+      )
 
 
 def is_module_file(spec: str) -> bool:
-  """Whether a --case word names a module file: an existing regular file,
-  not a `.py` file nor a `module:factory` spec, whose first bytes look like
-  a module of one of `MODULE_KINDS` (by contents, not suffix). Never raises.
+  """Whether a --case word names a module file.
+
+  True for an existing path that is not a `.py` file (a `module:factory`
+  or `file.py:factory` spec names no existing path): a module file of one
+  of `MODULE_KINDS`, told by its contents when `read_module_file` reads it,
+  or a file or directory it will refuse in one line naming what is wrong.
+  Never raises.
   """
-  raise NotImplementedError("is_module_file")
+  if spec.endswith(".py"):
+    return False
+  try:
+    return os.path.lexists(spec)
+  except (OSError, ValueError):
+    return False
 
 
 def unknown_custom_calls(mf: ModuleFile) -> tuple[str, ...]:
   """The custom-call targets of `mf` that neither XLA:CPU nor hloprobe's
   executor knows (e.g. "foo"), sorted, each once; () when there are none.
-  The module parses, but cannot run where one of these is called."""
-  raise NotImplementedError("unknown_custom_calls")
+
+  Known: XLA:CPU's registry (`private_api.custom_call_targets("cpu")`,
+  with jax's CPU targets), the sharding annotations XLA's passes remove,
+  and the `__cublas$`/`__cudnn$` calls `hloprobe.execute` computes (or
+  names as not executed). The module parses, but cannot run where one of
+  the unknown targets is called: the case stage names them there.
+  """
+  if mf.hlo_text is not None:
+    found = set(_HLO_TARGET.findall(mf.hlo_text))
+  else:
+    found = {a or b for a, b in _MLIR_TARGET.findall(mf.stablehlo)}
+  registered = private_api.custom_call_targets("cpu") or frozenset()
+  return tuple(
+    sorted(
+      t
+      for t in found
+      if t not in registered
+      and t not in _PASS_TARGETS
+      and not t.startswith(_EXECUTED_PREFIXES)
+    )
+  )
