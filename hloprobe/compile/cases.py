@@ -156,8 +156,8 @@ def get_case(name: str, inputs: str | None = None) -> Case:
     CaseError: the name is unknown, or loading a user case or a module
       file failed (`ModuleFileError` is a `CaseError`).
   """
-  if name not in CASES and is_module_case(name):
-    return module_case(name, inputs)
+  if name not in CASES and ":" not in name and os.path.isfile(name):
+    return module_case(name, inputs)  # what is wrong with it, by name
   if ":" in name:
     return load_user_case(name)
   if name not in CASES:

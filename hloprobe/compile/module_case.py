@@ -32,46 +32,55 @@ output's axis 0 follows); `--batch_sizes` is refused with a module case
 (the command line's check). A module whose parameters are all scalars is
 one size-1 run ("row 0" is all of its output).
 
-An optimized module (`ModuleFile.optimized`, an `after_optimizations`
-dump) is refused here: it is not a program to compile again.
+An optimized module (`ModuleFile.optimized`: an `after_optimizations`
+dump, or XLA's `--xla_dump_hlo_snapshots` snapshot, which holds the
+module as it ran) is not a program to compile again: its case is its
+unoptimized twin's, found by the dump's file names (XLA's
+`xla/service/dump.cc` names every file of one module
+`module_NNNN.NAME.*`: the twin is `module_NNNN.*.before_optimizations.txt`
+or `.hlo.pb` in the same folder), run on the optimized file's arguments
+when it is a snapshot (its parameters are the program's). Without a twin
+beside it, one line asks for it. A user then gives one file of the dump,
+whichever they have, and the story is the program's.
 
 Private in intent: use the package, `hloprobe.compile`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import glob
 import os
+import re
 
 import jax
 import numpy as np
 
 from hloprobe import private_api
-from hloprobe.compile import module_files, module_stub
+from hloprobe.compile import module_files
 from hloprobe.compile.case_model import Case
 from hloprobe.compile.module_jax import contraction_count, module_function
 from hloprobe.errors import CaseError, HloParseError, first_line
 from hloprobe.execute import numpy_dtype
 from hloprobe.ir import HloModule, parse_hlo_module, parse_stablehlo_dots
 
-__all__ = ["is_module_case", "load_inputs", "module_case", "random_inputs"]
+__all__ = [
+  "is_module_case",
+  "load_inputs",
+  "module_case",
+  "random_inputs",
+  "unoptimized_twin",
+]
 
 # The seed of the random inputs a module gets without given ones.
 INPUT_SEED = 0
+# The start of a file name XLA's dump gives: `module_0001.` (its id).
+_DUMP_NAME = re.compile(r"(module_\d+)\.")
 
 
 def is_module_case(spec: str) -> bool:
   """Whether a --case word names a module file (by its contents)."""
-  try:
-    return module_files.is_module_file(spec)
-  except NotImplementedError:  # until modfile's reader lands
-    return module_stub.is_module_file(spec)
-
-
-def _read(path: str):
-  try:
-    return module_files.read_module_file(path)
-  except NotImplementedError:  # until modfile's reader lands
-    return module_stub.read_module_file(path)
+  return module_files.is_module_file(spec)
 
 
 def module_case(path: str, inputs: str | None = None) -> Case:
@@ -90,12 +99,23 @@ def module_case(path: str, inputs: str | None = None) -> Case:
     CaseError: an optimized module, an instruction not translated, or
       inputs that do not fit the parameters (one line each).
   """
-  mf = _read(path)
+  mf = module_files.read_module_file(path)
+  paired = ()
   if mf.optimized:
-    raise CaseError(
-      f"module {path!r} is an optimized (after_optimizations) module: "
-      "give its before_optimizations twin, which hloprobe compiles for "
-      "each target"
+    twin = unoptimized_twin(path)
+    if twin is None:
+      raise CaseError(
+        f"module {path!r} is an optimized (after_optimizations) module and "
+        "no before_optimizations module of the same dump (module_NNNN.*."
+        "before_optimizations.txt) is beside it; give that one, which "
+        "hloprobe compiles for each target"
+      )
+    optimized, mf = mf, module_files.read_module_file(twin)
+    if optimized.arguments is not None:
+      mf = dataclasses.replace(mf, arguments=optimized.arguments)
+    paired = (
+      f"{path} is an optimized module: the program is its unoptimized twin "
+      f"{twin}",
     )
   module = _hlo_module(mf)
   fn = module_function(module, path, _sources(mf, module))
@@ -115,7 +135,8 @@ def module_case(path: str, inputs: str | None = None) -> Case:
   _check_traces(fn, args, path)
   count = contraction_count(module)
   notes = (
-    f"{mf.kind} module {path}",
+    *paired,
+    f"{mf.kind} module {mf.path}",
     f"precision set on {count} contractions of the module (as "
     "jax_default_matmul_precision would set them)",
     said,
@@ -146,6 +167,21 @@ def module_case(path: str, inputs: str | None = None) -> Case:
     fixed_size=rows,
     notes=notes,
   )
+
+
+def unoptimized_twin(path: str) -> str | None:
+  """The `before_optimizations` module (text, else proto) of the XLA dump
+  `path` belongs to (same folder, same `module_NNNN.` prefix), or None."""
+  folder, base = os.path.split(path)
+  match = _DUMP_NAME.match(base)
+  if match is None:
+    return None
+  for suffix in (".before_optimizations.txt", ".before_optimizations.hlo.pb"):
+    pattern = glob.escape(match.group(1)) + ".*" + suffix
+    found = sorted(glob.glob(os.path.join(glob.escape(folder or "."), pattern)))
+    if found:
+      return os.path.join(folder, os.path.basename(found[0]))
+  return None
 
 
 def _hlo_module(mf) -> HloModule:
