@@ -1,0 +1,149 @@
+"""The HLO-to-jax.lax translation computes what the module computes.
+
+The independent source is hloprobe's numpy executor (`hloprobe.execute`,
+which shares nothing with JAX or XLA:CPU): each module below, written by
+hand to use the opcodes a before_optimizations dump holds (shape ops,
+compare/select, reduce with its computation, while, conditional, a dot and
+a convolution), is run by both on the same arguments, in float64, and
+must agree to float64 rounding. The translation's jaxpr must have one
+contraction per HLO dot/convolution, with `precision=None`.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import jax
+import numpy as np
+import pytest
+from absl.testing import absltest, parameterized
+
+from hloprobe.compile import enable_x64
+from hloprobe.compile.module_jax import contraction_count, module_function
+from hloprobe.errors import CaseError
+from hloprobe.execute import execute_module
+from hloprobe.ir import parse_hlo_module
+
+pytestmark = pytest.mark.compiles
+
+_SHAPES = textwrap.dedent("""
+  HloModule shapes, entry_computation_layout={(f64[4,6]{1,0}, f64[6]{0})->(f64[3,8]{1,0}, f64[4]{0})}
+
+  max_f64 {
+    a = f64[] parameter(0)
+    b = f64[] parameter(1)
+    ROOT m = f64[] maximum(a, b)
+  }
+
+  ENTRY main {
+    x = f64[4,6]{1,0} parameter(0)
+    v = f64[6]{0} parameter(1)
+    b = f64[4,6]{1,0} broadcast(v), dimensions={1}
+    s = f64[4,6]{1,0} subtract(x, b)
+    t = f64[6,4]{0,1} transpose(s), dimensions={1,0}
+    sl = f64[3,4]{1,0} slice(t), slice={[1:6:2], [0:4]}
+    z = f64[] constant(0.5)
+    p = f64[3,8]{1,0} pad(sl, z), padding=0_0x2_2
+    i = s32[3,8]{1,0} iota(), iota_dimension=1
+    f = f64[3,8]{1,0} convert(i)
+    c = pred[3,8]{1,0} compare(p, f), direction=GT
+    sel = f64[3,8]{1,0} select(c, p, f)
+    e = f64[3,8]{1,0} exponential(sel)
+    r = f64[3,8]{1,0} reverse(e), dimensions={1}
+    ninf = f64[] constant(-inf)
+    red = f64[4]{0} reduce(x, ninf), dimensions={1}, to_apply=max_f64
+    ROOT out = (f64[3,8]{1,0}, f64[4]{0}) tuple(r, red)
+  }
+""")
+_CONTROL = textwrap.dedent("""
+  HloModule control, entry_computation_layout={(f64[3,3]{1,0}, f64[3]{0})->f64[3]{0}}
+
+  cond {
+    st = (s32[], f64[3]{0}, f64[3,3]{1,0}) parameter(0)
+    k = s32[] get-tuple-element(st), index=0
+    three = s32[] constant(3)
+    ROOT lt = pred[] compare(k, three), direction=LT
+  }
+
+  body {
+    st = (s32[], f64[3]{0}, f64[3,3]{1,0}) parameter(0)
+    k = s32[] get-tuple-element(st), index=0
+    y = f64[3]{0} get-tuple-element(st), index=1
+    m = f64[3,3]{1,0} get-tuple-element(st), index=2
+    d = f64[3]{0} dot(m, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+    t = f64[3]{0} tanh(d)
+    one = s32[] constant(1)
+    k1 = s32[] add(k, one)
+    ROOT out = (s32[], f64[3]{0}, f64[3,3]{1,0}) tuple(k1, t, m)
+  }
+
+  neg {
+    a = f64[3]{0} parameter(0)
+    ROOT n = f64[3]{0} negate(a)
+  }
+
+  same {
+    ROOT a = f64[3]{0} parameter(0)
+  }
+
+  ENTRY main {
+    m = f64[3,3]{1,0} parameter(0)
+    y = f64[3]{0} parameter(1)
+    zero = s32[] constant(0)
+    st = (s32[], f64[3]{0}, f64[3,3]{1,0}) tuple(zero, y, m)
+    w = (s32[], f64[3]{0}, f64[3,3]{1,0}) while(st), condition=cond, body=body
+    r = f64[3]{0} get-tuple-element(w), index=1
+    p = pred[] constant(true)
+    ROOT c = f64[3]{0} conditional(p, r, r), true_computation=neg, false_computation=same
+  }
+""")
+_CONV = textwrap.dedent("""
+  HloModule conv, entry_computation_layout={(f64[2,5,5,3]{3,2,1,0}, f64[3,3,3,4]{3,2,1,0})->f64[2,3,5,4]{3,2,1,0}}
+
+  ENTRY main {
+    x = f64[2,5,5,3]{3,2,1,0} parameter(0)
+    k = f64[3,3,3,4]{3,2,1,0} parameter(1)
+    ROOT c = f64[2,3,5,4]{3,2,1,0} convolution(x, k), window={size=3x3 stride=2x1 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  }
+""")
+
+
+def _arguments(module, seed: int = 0):
+  g = np.random.default_rng(seed)
+  return tuple(
+    g.standard_normal(p.shape.dims)
+    for _, p in sorted(module.entry.parameters().items())
+  )
+
+
+class TranslationTest(parameterized.TestCase):
+  @parameterized.named_parameters(
+    ("shapes", _SHAPES, 0), ("control", _CONTROL, 1), ("conv", _CONV, 1)
+  )
+  def test_agrees_with_the_numpy_executor(self, text, contractions):
+    module = parse_hlo_module(text)
+    args = _arguments(module)
+    want = execute_module(module, args, widen=True)
+    self.assertTrue(want.complete, want.not_executed)
+    fn = module_function(module, "test.txt")
+    with enable_x64():
+      got = jax.tree_util.tree_leaves(jax.jit(fn)(*args))
+      jaxpr = str(jax.make_jaxpr(fn)(*args))
+    self.assertLen(got, len(want.outputs))
+    for g, w in zip(got, want.outputs):
+      np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-12)
+    self.assertEqual(contraction_count(module), contractions)
+    found = jaxpr.count("dot_general[") + jaxpr.count("conv_general_dilated[")
+    self.assertEqual(found, contractions)
+    self.assertNotIn("Precision.", jaxpr)
+
+  def test_custom_call_refused_by_name(self):
+    module = parse_hlo_module(
+      _CONV.replace("convolution(x, k)", 'custom-call(x, k), custom_call_target="foo"')
+    )
+    with self.assertRaisesRegex(CaseError, r"custom-call.*foo"):
+      module_function(module, "test.txt")
+
+
+if __name__ == "__main__":
+  absltest.main()
