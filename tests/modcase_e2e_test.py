@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -30,10 +31,11 @@ from absl.testing import absltest, parameterized
 
 from hloprobe import report, sweep
 from hloprobe.compile import get_case, read_module_file
+from hloprobe.numerics import module_made_notes
 
 pytestmark = pytest.mark.compiles
 
-_PROGRAM = textwrap.dedent('''
+_PROGRAM = textwrap.dedent("""
   import sys
 
   import jax
@@ -71,7 +73,7 @@ _PROGRAM = textwrap.dedent('''
       f.write(lowered.as_text(debug_info=True))
     with open(f"{out}/mlp.export", "wb") as f:
       f.write(jax.export.export(jax.jit(mlp))(*args).serialize())
-''')
+""")
 # The program's dot lines (`xs @ w1`, `h @ w2`) in _PROGRAM as written.
 _DOT_LINES = (10, 11)
 _TARGETS = ("cpu", "a100")
@@ -167,9 +169,7 @@ class SameStoryTest(parameterized.TestCase):
     ("jax_export", "mlp.export"),
   )
   def test_module_file_tells_the_programs_story(self, name):
-    path = (
-      os.path.join(_DIR, name) if name.startswith("mlp") else _dumped(name)
-    )
+    path = os.path.join(_DIR, name) if name.startswith("mlp") else _dumped(name)
     inputs = os.path.join(_DIR, "inputs.npz")
     got, where, why = _story(path, inputs)
     _same(self, got, self.want)
@@ -200,6 +200,24 @@ class SnapshotTest(absltest.TestCase):
     (want,) = recorded.result
     # XLA:CPU computed it once; the same program again, within f32 sums.
     np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5, atol=1e-6)
+
+  def test_the_snapshot_executed_as_it_stands(self):
+    path = _dumped("snapshot.*.pb")
+    made, recorded = module_made_notes(path, get_case(path))
+    self.assertIn("executed as it stands by the numpy executor", made)
+    # Both are f32 runs of the program: apart by f32 rounding only (the
+    # outputs are sums of 4 values of magnitude ~10).
+    diff = float(recorded.rsplit(" ", 1)[1])
+    self.assertLess(diff, 1e-4)
+    err = float(re.search(r"max \|err\| vs .* ([0-9.e+-]+), row 0", made)[1])
+    self.assertLess(err, 1e-4)
+    self.assertEqual(
+      module_made_notes(
+        _dumped("before_optimizations.txt"),
+        get_case(_dumped("before_optimizations.txt")),
+      ),
+      (),
+    )
 
 
 class MalformedTest(parameterized.TestCase):

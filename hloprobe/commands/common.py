@@ -32,6 +32,7 @@ __all__ = [
   "check_module_words",
   "host",
   "progress_printer",
+  "reported_cases",
   "run_streamed",
   "start_jax",
   "sweep_spec",
@@ -135,6 +136,20 @@ def sweep_spec(
   )
 
 
+def reported_cases(spec) -> list:
+  """The `Case` records of plan `spec` as reports show them: an optimized
+  module file's case with what the file itself computed added to its
+  notes (`numerics.module_made_notes`; computed here, once)."""
+  from hloprobe.numerics import module_made_notes
+
+  out = []
+  for swept in spec.cases:
+    extra = module_made_notes(swept.source, swept.case)
+    case = swept.case
+    out.append(dataclasses.replace(case, notes=case.notes + extra))
+  return out
+
+
 def check_module_words(words: SweepWords) -> None:
   """--inputs and --batch_sizes against the module-file cases (see
   `sweep_spec`).
@@ -151,8 +166,10 @@ def check_module_words(words: SweepWords) -> None:
       "--case is a module file; e.g. --case=dump/module_0000.jit_f."
       "before_optimizations.txt --inputs=args.npz"
     )
-  if modules and len(modules) == len(words.case) and (
-    "batch_sizes" in words.given
+  if (
+    modules
+    and len(modules) == len(words.case)
+    and ("batch_sizes" in words.given)
   ):
     raise InvalidArgumentError(
       f"--batch_sizes does not apply to module file {modules[0]!r}: a "

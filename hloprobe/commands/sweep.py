@@ -118,7 +118,7 @@ def show(results: Sequence, spec, out) -> None:
   )
 
   fmt, versions, cpu = out.fmt, jax_versions(), common.host()
-  cases = [c.case for c in spec.cases]
+  cases = common.reported_cases(spec)
   why = explain_results(results, cases) if out.needs_explanations else []
   if fmt == "html":
     print(html_page(results, why, versions))

@@ -41,7 +41,8 @@ unoptimized twin's, found by the dump's file names (XLA's
 or `.hlo.pb` in the same folder), run on the optimized file's arguments
 when it is a snapshot (its parameters are the program's). Without a twin
 beside it, one line asks for it. A user then gives one file of the dump,
-whichever they have, and the story is the program's.
+whichever they have, and the story is the program's; what the file itself
+computes is `numerics.module_made_notes`' (the commands add it).
 
 Private in intent: use the package, `hloprobe.compile`.
 """

@@ -75,8 +75,12 @@ _UNARY = {
   "imag": lax.imag,
   "copy": lambda x: x,
   "optimization-barrier": lax.optimization_barrier,
-  "round-nearest-afz": lambda x: lax.round(x, lax.RoundingMethod.AWAY_FROM_ZERO),
-  "round-nearest-even": lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN),
+  "round-nearest-afz": lambda x: lax.round(
+    x, lax.RoundingMethod.AWAY_FROM_ZERO
+  ),
+  "round-nearest-even": lambda x: lax.round(
+    x, lax.RoundingMethod.TO_NEAREST_EVEN
+  ),
 }
 _BINARY = {
   "add": lax.add,
@@ -269,8 +273,9 @@ class _Translator:
     return self._called(inst.attrs["to_apply"])(*ops)
 
   def _while(self, inst, ops):
-    cond, body = self._called(inst.attrs["condition"]), self._called(
-      inst.attrs["body"]
+    cond, body = (
+      self._called(inst.attrs["condition"]),
+      self._called(inst.attrs["body"]),
     )
     return lax.while_loop(lambda s: cond(s), lambda s: body(s), ops[0])
 
@@ -391,7 +396,10 @@ def _contraction(inst: HloInstruction, ops: list):
   out = numpy_dtype(inst.shape.dtype)
   if inst.opcode == "dot":
     dims = (
-      (inst.dims_attr("lhs_contracting_dims"), inst.dims_attr("rhs_contracting_dims")),
+      (
+        inst.dims_attr("lhs_contracting_dims"),
+        inst.dims_attr("rhs_contracting_dims"),
+      ),
       (inst.dims_attr("lhs_batch_dims"), inst.dims_attr("rhs_batch_dims")),
     )
     return (

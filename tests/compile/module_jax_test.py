@@ -139,7 +139,9 @@ class TranslationTest(parameterized.TestCase):
 
   def test_custom_call_refused_by_name(self):
     module = parse_hlo_module(
-      _CONV.replace("convolution(x, k)", 'custom-call(x, k), custom_call_target="foo"')
+      _CONV.replace(
+        "convolution(x, k)", 'custom-call(x, k), custom_call_target="foo"'
+      )
     )
     with self.assertRaisesRegex(CaseError, r"custom-call.*foo"):
       module_function(module, "test.txt")
