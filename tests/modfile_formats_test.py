@@ -6,7 +6,7 @@ every kind of file a bug report attaches: the dump's
 `*.before_optimizations.txt`, `*.cpu_after_optimizations.txt`, `*.hlo.pb`
 and `*.snapshot.*.pb`, the program's own StableHLO (`Lowered.as_text()`),
 its MLIR bytecode, its StableHLO portable artifact and its `jax.export`
-artifact. The independent source is the program's own StableHLO and
+artifact; the dump's module proto is printed in protobuf text format here. The independent source is the program's own StableHLO and
 arguments: every file must read back to the same entry parameters and the
 same number of `stablehlo.dot_general` ops (counted in the test by a
 regex), and XLA's snapshot to the very arguments and result (bit-equal).
@@ -15,7 +15,6 @@ regex), and XLA's snapshot to the very arguments and result (bit-equal).
 from __future__ import annotations
 
 import glob
-import json
 import os
 import pickle
 import re
@@ -28,9 +27,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 from absl.testing import absltest, parameterized
+from google.protobuf import message_factory, text_format
 
-from hloprobe import ir
+from hloprobe import ir, private_api
 from hloprobe.compile import read_module_file, unknown_custom_calls
+from hloprobe.ir import proto_wire
 
 pytestmark = pytest.mark.compiles
 
@@ -100,11 +101,25 @@ def setUpModule():
     "vhlo": os.path.join(_DIR, "program.vhlo"),
     "export": os.path.join(_DIR, "program.export"),
   }
+  _FILES["pbtxt"] = os.path.join(_DIR, "module.pbtxt")
+  with open(_FILES["before_pb"], "rb") as f, open(_FILES["pbtxt"], "w") as t:
+    t.write(_as_text_format(f.read()))
   with np.load(os.path.join(_DIR, "values.npz")) as z:
     _VALUES = {k: z[k] for k in z.files}
   _VALUES["v"] = _VALUES["v"].view(ml_dtypes.bfloat16)
   with open(_FILES["mlir"]) as f:
     _PROGRAM_DOTS = len(_DOT_GENERAL.findall(f.read()))
+
+
+def _as_text_format(hlo_proto: bytes) -> str:
+  """The HloModuleProto inside a dump's HloProto in protobuf text format,
+  printed by protobuf with XLA's schema (as jaxlib embeds it)."""
+  pool = proto_wire.xla_schema(private_api.jaxlib_embedded)
+  get = lambda name: message_factory.GetMessageClass(
+    pool.FindMessageTypeByName(name)
+  )
+  module = get("xla.HloProto").FromString(hlo_proto).hlo_module
+  return text_format.MessageToString(module)
 
 
 class FormatsTest(parameterized.TestCase):
@@ -114,6 +129,7 @@ class FormatsTest(parameterized.TestCase):
   @parameterized.named_parameters(
     ("hlo_text", "before_txt", "hlo_text"),
     ("hlo_proto", "before_pb", "hlo_proto"),
+    ("hlo_proto_text", "pbtxt", "hlo_proto_text"),
     ("stablehlo_text", "mlir", "stablehlo_text"),
     ("stablehlo_bytecode", "mlirbc", "stablehlo_bytecode"),
     ("portable_artifact", "vhlo", "stablehlo_bytecode"),

@@ -11,8 +11,9 @@ XLA compile):
                       (`--xla_dump_hlo_as_proto`'s `*.hlo.pb`)
   hlo_snapshot        a binary HloSnapshot (`--xla_dump_hlo_snapshots`'
                       `*.snapshot.*.pb`: the module, its arguments, result)
-  hlo_proto_text      an HloModuleProto in protobuf text format: recognized,
-                      not read (it needs XLA's whole schema; one line says so)
+  hlo_proto_text      an HloModuleProto, HloProto or HloSnapshot in protobuf
+                      text format, read with XLA's schema as jaxlib embeds
+                      it (`ir.proto_text_to_binary`), then as binary
   stablehlo_text      MLIR text: `module @...`, `func.func`
   stablehlo_bytecode  MLIR bytecode or a StableHLO portable artifact
                       (magic "ML\\xefR")
@@ -59,11 +60,19 @@ MAX_MODULE_BYTES = 256 * 1024 * 1024
 MODULE_KINDS = module_sniff.MODULE_KINDS
 
 # Custom-call targets something downstream consumes though XLA:CPU's
-# registry does not list them: the ones XLA's passes remove (sharding
-# annotations, xla/service/spmd; hloprobe's executor passes them through),
-# and the GPU library calls and fusions hloprobe's executor computes
-# (`hloprobe.execute`), matched by prefix.
-_PASS_TARGETS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
+# registry does not list them: those XLA's `ShardingRemover` pass drops
+# (xla/service/sharding_remover.cc, `ShardingRemover::Run`: the sharding
+# annotations and Shardy's round-trip calls, xla/service/spmd/shardy/
+# constants.h; hloprobe's executor passes the first three through), and
+# the GPU library calls hloprobe's executor computes or names as not
+# executed (`hloprobe.execute`), matched by prefix.
+_PASS_TARGETS = (
+  "Sharding",
+  "SPMDFullToShardShape",
+  "SPMDShardToFullShape",
+  "xla.sdy.FuncResultSharding",
+  "xla.sdy.ShardingGroup",
+)
 _EXECUTED_PREFIXES = ("__cublas$", "__cudnn$")
 # What marks an after-optimizations module in its HLO text: the header's
 # `is_scheduled=true` (HloModule::ToString after scheduling), a fusion
@@ -91,7 +100,8 @@ class ModuleFile:
       `sym_name`; the file's base name where it has none), for the case's
       name.
     stablehlo: the module as StableHLO text (MLIR, with locations; every
-      dot a `stablehlo.dot_general`), what jax/XLA compile.
+      dot a `stablehlo.dot_general`), what jax/XLA compile; "" for an
+      optimized module XLA cannot translate (it is executed, not compiled).
     hlo_text: the HLO text where the input is HLO (the file's own text, or
       XLA's printing of a proto or snapshot); None for StableHLO and
       jax.export inputs.
@@ -165,19 +175,15 @@ def _read(path: str, kind: module_sniff.Sniffed, data: bytes) -> ModuleFile:
     proto = _hlo_proto(text)
     return _from_hlo(path, kind.kind, proto, text, None, None)
   if kind.kind in ("hlo_proto", "hlo_snapshot"):
-    found = kind.proto
-    text = private_api.hlo_proto_to_text(found.module_proto)
-    if text is None:
-      raise ValueError("this jaxlib cannot read HloModuleProto files")
-    return _from_hlo(
-      path, kind.kind, found.module_proto, text, found.arguments, found.result
-    )
+    return _from_proto(path, kind.kind, kind.proto)
   if kind.kind == "hlo_proto_text":
-    raise ValueError(
-      "an HloModuleProto in protobuf text format: not supported (it needs "
-      "XLA's whole schema); give its HLO text (`--xla_dump_hlo_as_text`) "
-      "or binary proto (`--xla_dump_hlo_as_proto`) instead"
+    binary = ir.proto_text_to_binary(
+      data.decode("utf-8"), private_api.jaxlib_embedded
     )
+    found = ir.read_proto_file(binary)
+    if found is None:
+      raise ValueError("an HLO proto in text format, but with no module in it")
+    return _from_proto(path, kind.kind, found)
   if kind.kind == "jax_export":
     source: str | bytes = kind.export_text
   elif kind.kind == "stablehlo_text":
@@ -195,6 +201,16 @@ def _read(path: str, kind: module_sniff.Sniffed, data: bytes) -> ModuleFile:
     parameters=module.parameters,
     arguments=None,
     result=None,
+  )
+
+
+def _from_proto(path: str, kind: str, found) -> ModuleFile:
+  """A ModuleFile from a proto taken apart (`ir.ProtoFile`)."""
+  text = private_api.hlo_proto_to_text(found.module_proto)
+  if text is None:
+    raise ValueError("this jaxlib cannot read HloModuleProto files")
+  return _from_hlo(
+    path, kind, found.module_proto, text, found.arguments, found.result
   )
 
 

@@ -78,6 +78,7 @@ __all__ = [
   "parse_precision_config",
   "parse_ptx",
   "parse_stablehlo_dots",
+  "proto_text_to_binary",
   "read_file_bytes",
   "read_proto_file",
   "read_stablehlo_module",
@@ -99,7 +100,8 @@ _LAZY = {
   "read_stablehlo_module": "stablehlo_module",
   "ProtoFile": "xla_proto",
   "hlo_dtype_name": "xla_proto",
-  "wire_problem": "xla_proto",
+  "wire_problem": "proto_wire",
+  "proto_text_to_binary": "proto_wire",
   "literal_from_array": "xla_proto",
   "literal_to_arrays": "xla_proto",
   "module_signature": "xla_proto",
@@ -115,6 +117,8 @@ def __getattr__(name: str):
       from hloprobe.ir import stablehlo as module
     elif _LAZY[name] == "stablehlo_module":
       from hloprobe.ir import stablehlo_module as module
+    elif _LAZY[name] == "proto_wire":
+      from hloprobe.ir import proto_wire as module
     else:
       from hloprobe.ir import xla_proto as module
     return getattr(module, name)

@@ -56,87 +56,65 @@ __all__ = [
   "module_signature",
   "read_proto_file",
   "snapshot_bytes",
-  "wire_problem",
 ]
+
+
+_T = descriptor_pb2.FieldDescriptorProto
+_BYTES = _T.TYPE_BYTES
 
 
 @dataclasses.dataclass(frozen=True)
 class _Element:
-  """One PrimitiveType: its xla_data.proto number, LiteralProto data field,
-  numpy dtype, and whether that field is a bytes field."""
+  """One PrimitiveType: its xla_data.proto number, its LiteralProto data
+  field (name, number, type: bytes, or a repeated scalar), numpy dtype."""
 
   number: int
   field: str
+  field_number: int
+  field_type: int
   dtype: np.dtype
-  packed_bytes: bool
 
 
-def _element(number: int, field: str, dtype, packed: bool) -> _Element:
-  return _Element(number, field, np.dtype(dtype), packed)
+def _element(number, field, field_number, field_type, dtype) -> _Element:
+  return _Element(number, field, field_number, field_type, np.dtype(dtype))
 
 
 # HLO dtype name -> PrimitiveType (xla/xla_data.proto `PrimitiveType`) and
 # its LiteralProto field. Sub-byte types (s1/s2/s4, u1/u2/u4, f4e2m1fn) are
 # not read: the proto packs them per XLA's in-memory type, unchecked here.
 _ELEMENTS = {
-  "pred": _element(1, "preds", np.bool_, False),
-  "s8": _element(2, "s8s", np.int8, True),
-  "s16": _element(3, "s16s", np.int16, True),
-  "s32": _element(4, "s32s", np.int32, False),
-  "s64": _element(5, "s64s", np.int64, False),
-  "u8": _element(6, "u8s", np.uint8, True),
-  "u16": _element(7, "u16s", np.uint16, True),
-  "u32": _element(8, "u32s", np.uint32, False),
-  "u64": _element(9, "u64s", np.uint64, False),
-  "f16": _element(10, "f16s", np.float16, True),
-  "f32": _element(11, "f32s", np.float32, False),
-  "f64": _element(12, "f64s", np.float64, False),
-  "c64": _element(15, "c64s", np.complex64, False),
-  "c128": _element(18, "c128s", np.complex128, False),
-  "bf16": _element(16, "bf16s", ml_dtypes.bfloat16, True),
-  "f8e5m2": _element(19, "f8e5m2s", ml_dtypes.float8_e5m2, True),
-  "f8e4m3fn": _element(20, "f8e4m3fns", ml_dtypes.float8_e4m3fn, True),
+  "pred": _element(1, "preds", 2, _T.TYPE_BOOL, np.bool_),
+  "s8": _element(2, "s8s", 15, _BYTES, np.int8),
+  "s16": _element(3, "s16s", 17, _BYTES, np.int16),
+  "s32": _element(4, "s32s", 4, _T.TYPE_INT32, np.int32),
+  "s64": _element(5, "s64s", 5, _T.TYPE_INT64, np.int64),
+  "u8": _element(6, "u8s", 3, _BYTES, np.uint8),
+  "u16": _element(7, "u16s", 16, _BYTES, np.uint16),
+  "u32": _element(8, "u32s", 6, _T.TYPE_UINT32, np.uint32),
+  "u64": _element(9, "u64s", 7, _T.TYPE_UINT64, np.uint64),
+  "f16": _element(10, "f16s", 11, _BYTES, np.float16),
+  "f32": _element(11, "f32s", 8, _T.TYPE_FLOAT, np.float32),
+  "f64": _element(12, "f64s", 9, _T.TYPE_DOUBLE, np.float64),
+  "c64": _element(15, "c64s", 12, _T.TYPE_FLOAT, np.complex64),
+  "c128": _element(18, "c128s", 18, _T.TYPE_DOUBLE, np.complex128),
+  "bf16": _element(16, "bf16s", 13, _BYTES, ml_dtypes.bfloat16),
+  "f8e5m2": _element(19, "f8e5m2s", 19, _BYTES, ml_dtypes.float8_e5m2),
+  "f8e4m3fn": _element(20, "f8e4m3fns", 20, _BYTES, ml_dtypes.float8_e4m3fn),
   "f8e4m3b11fnuz": _element(
-    23, "f8e4m3b11fnuzs", ml_dtypes.float8_e4m3b11fnuz, True
+    23, "f8e4m3b11fnuzs", 23, _BYTES, ml_dtypes.float8_e4m3b11fnuz
   ),
-  "f8e5m2fnuz": _element(24, "f8e5m2fnuzs", ml_dtypes.float8_e5m2fnuz, True),
-  "f8e4m3fnuz": _element(25, "f8e4m3fnuzs", ml_dtypes.float8_e4m3fnuz, True),
-  "f8e4m3": _element(28, "f8e4m3s", ml_dtypes.float8_e4m3, True),
-  "f8e3m4": _element(29, "f8e3m4s", ml_dtypes.float8_e3m4, True),
-  "f8e8m0fnu": _element(33, "f8e8m0fnus", ml_dtypes.float8_e8m0fnu, True),
+  "f8e5m2fnuz": _element(
+    24, "f8e5m2fnuzs", 24, _BYTES, ml_dtypes.float8_e5m2fnuz
+  ),
+  "f8e4m3fnuz": _element(
+    25, "f8e4m3fnuzs", 25, _BYTES, ml_dtypes.float8_e4m3fnuz
+  ),
+  "f8e4m3": _element(28, "f8e4m3s", 28, _BYTES, ml_dtypes.float8_e4m3),
+  "f8e3m4": _element(29, "f8e3m4s", 29, _BYTES, ml_dtypes.float8_e3m4),
+  "f8e8m0fnu": _element(33, "f8e8m0fnus", 33, _BYTES, ml_dtypes.float8_e8m0fnu),
 }
 _BY_NUMBER = {e.number: name for name, e in _ELEMENTS.items()}
 _TUPLE = 13  # PrimitiveType TUPLE
-# LiteralProto's repeated scalar fields: (name, number, FieldDescriptorProto
-# type); its bytes fields are the `_ELEMENTS` marked packed_bytes.
-_T = descriptor_pb2.FieldDescriptorProto
-_REPEATED_SCALARS = (
-  ("preds", 2, _T.TYPE_BOOL),
-  ("s32s", 4, _T.TYPE_INT32),
-  ("s64s", 5, _T.TYPE_INT64),
-  ("u32s", 6, _T.TYPE_UINT32),
-  ("u64s", 7, _T.TYPE_UINT64),
-  ("f32s", 8, _T.TYPE_FLOAT),
-  ("f64s", 9, _T.TYPE_DOUBLE),
-  ("c64s", 12, _T.TYPE_FLOAT),
-  ("c128s", 18, _T.TYPE_DOUBLE),
-)
-_LITERAL_BYTES = (
-  ("s8s", 15),
-  ("u8s", 3),
-  ("f16s", 11),
-  ("bf16s", 13),
-  ("u16s", 16),
-  ("s16s", 17),
-  ("f8e3m4s", 29),
-  ("f8e4m3b11fnuzs", 23),
-  ("f8e4m3fns", 20),
-  ("f8e4m3fnuzs", 25),
-  ("f8e4m3s", 28),
-  ("f8e5m2fnuzs", 24),
-  ("f8e5m2s", 19),
-  ("f8e8m0fnus", 33),
-)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,10 +162,9 @@ def _classes() -> dict[str, type]:
   _field(shape, "layout", 5, msg_t, tn=".xla.LayoutProto")
   lit = fd.message_type.add(name="LiteralProto")
   _field(lit, "shape", 1, msg_t, tn=".xla.ShapeProto")
-  for name, number, ftype in _REPEATED_SCALARS:
-    _field(lit, name, number, ftype, label=rep)
-  for name, number in _LITERAL_BYTES:
-    _field(lit, name, number, _T.TYPE_BYTES)
+  for e in _ELEMENTS.values():
+    label = None if e.field_type == _BYTES else rep
+    _field(lit, e.field, e.field_number, e.field_type, label=label)
   _field(lit, "tuple_literals", 10, msg_t, label=rep, tn=".xla.LiteralProto")
   inst = fd.message_type.add(name="HloInstructionProto")
   _field(inst, "name", 1, str_t)
@@ -328,7 +305,7 @@ def _array(literal, what: str) -> np.ndarray:
   if shape.layout.tiles:
     raise ValueError(f"{what}: {text} has a tiled layout (not supported)")
   raw = getattr(literal, element.field)
-  if element.packed_bytes:
+  if element.field_type == _BYTES:
     flat = np.frombuffer(raw, dtype=element.dtype.newbyteorder("<"))
   elif name in ("c64", "c128"):
     parts = np.asarray(raw, dtype=element.dtype.type(0).real.dtype)
@@ -371,7 +348,7 @@ def _fill_literal(literal, array: np.ndarray) -> None:
   literal.shape.dimensions.extend(array.shape)
   literal.shape.layout.minor_to_major.extend(range(array.ndim)[::-1])
   flat = np.ascontiguousarray(array).reshape(-1)
-  if element.packed_bytes:
+  if element.field_type == _BYTES:
     setattr(
       literal,
       element.field,
@@ -454,47 +431,3 @@ def hlo_dtype_name(dtype: np.dtype) -> str | None:
     if element.dtype == dtype:
       return name
   return None
-
-
-def wire_problem(data: bytes) -> str | None:
-  """What is wrong with `data` as a protobuf message on the wire, looking
-  at its top-level fields only: a field that runs past the end (a
-  truncated file), a bad tag; None where every field ends in bounds."""
-  pos, end = 0, len(data)
-  while pos < end:
-    start = pos
-    key, pos = _varint(data, pos)
-    if key is None:
-      return f"truncated: a field's tag at byte {start} runs past the end"
-    number, wire = key >> 3, key & 7
-    if number == 0 or wire in (3, 4, 6, 7):
-      return f"not a protobuf: bad field tag 0x{key:x} at byte {start}"
-    if wire == 0:
-      value, pos = _varint(data, pos)
-      if value is None:
-        return f"truncated: field {number} at byte {start} runs past the end"
-    elif wire == 2:
-      size, pos = _varint(data, pos)
-      if size is None or pos + size > end:
-        return (
-          f"truncated: field {number} at byte {start} runs past the end of "
-          f"the file ({end} bytes)"
-        )
-      pos += size
-    else:
-      pos += 8 if wire == 1 else 4
-      if pos > end:
-        return f"truncated: field {number} at byte {start} runs past the end"
-  return None
-
-
-def _varint(data: bytes, pos: int) -> tuple[int | None, int]:
-  """A base-128 varint at `pos`: (value, next position); (None, pos) when
-  it runs past the end or over 10 bytes."""
-  value = shift = 0
-  for i in range(pos, min(pos + 10, len(data))):
-    value |= (data[i] & 0x7F) << shift
-    shift += 7
-    if not data[i] & 0x80:
-      return value, i + 1
-  return None, pos
