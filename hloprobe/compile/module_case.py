@@ -285,15 +285,13 @@ def load_inputs(path: str, params, where: str) -> tuple[np.ndarray, ...]:
   """
   try:
     if not os.path.isfile(path):
-      raise OSError("no such file")
-    with np.load(path, allow_pickle=False) as loaded:
-      arrays = (
-        [loaded[k] for k in loaded.files]
-        if isinstance(loaded, np.lib.npyio.NpzFile)
-        else None
-      )
-  except TypeError:  # np.load of an .npy is an array, not a context manager
-    arrays = [np.load(path, allow_pickle=False)]
+      raise OSError("not a regular file (or no such file)")
+    loaded = np.load(path, allow_pickle=False)
+    if isinstance(loaded, np.lib.npyio.NpzFile):
+      with loaded:
+        arrays = [loaded[k] for k in loaded.files]
+    else:
+      arrays = [loaded]
   except Exception as e:
     raise CaseError(
       f"--inputs {path!r}: cannot read: {first_line(e, with_type=False)}"
