@@ -183,6 +183,38 @@ class SameStoryTest(parameterized.TestCase):
     self.assertIn(f"inputs from {inputs}", notes)
 
 
+class MixedSweepTest(absltest.TestCase):
+  def test_module_beside_the_program_and_an_experiment(self):
+    module = _dumped("before_optimizations.txt")
+    program = os.path.join(_DIR, "prog.py") + ":make_case"
+    plan = sweep.spec_from_words(
+      cases=[module, program],
+      batch_sizes="1,8",
+      precisions=["float32"],
+      targets=["cpu"],
+      experiment_words=[
+        "nodsr:--xla_disable_hlo_passes=dot-strength-reduction"
+      ],
+      inputs=os.path.join(_DIR, "inputs.npz"),
+    )
+    results = _POOL.run(plan)
+    self.assertEqual(
+      [(r.config.experiment, r.config.case, r.config.n) for r in results],
+      [
+        (e, c, n)
+        for e in ("baseline", "nodsr")
+        for c, ns in (("jit_mlp", (8,)), ("mlp", (1, 8)))
+        for n in ns
+      ],
+    )
+    self.assertTrue(all(r.ok for r in results), [r.failure for r in results])
+    by = {(r.config.experiment, r.config.case, r.config.n): r for r in results}
+    for e in ("baseline", "nodsr"):
+      got, want = by[e, "jit_mlp", 8], by[e, "mlp", 8]
+      self.assertEqual(got.prediction.verdict, want.prediction.verdict)
+      self.assertEqual(got.prediction.stats, want.prediction.stats)
+
+
 class SnapshotTest(absltest.TestCase):
   def test_xla_snapshot_reproduces_its_result_on_the_cpu(self):
     import jax
