@@ -14,7 +14,11 @@ compile-only topologies, experiments' XLA_FLAGS, pass dumps, PTX) is
 lowers to the same HLO instructions (a `dot` is a `dot_general`, a
 `reduce` whose computation is one `add` is `reduce_sum`), so XLA makes
 of it what it makes of the module. What it cannot translate is refused
-by name.
+by name. The jaxpr side is therefore the module's own: the float64
+reference is its HLO widened and run by the numpy executor
+(`numerics.executed`, as for any case) and the emulation evaluates its
+contractions at their effective algorithms (`numerics.evaluator`), with
+no stage told anything other than a program.
 
 `--precisions` sets every contraction's precision: the translation emits
 them with `precision=None`, so each config's matmul precision applies as
@@ -28,9 +32,11 @@ says which.
 
 Size: a module has one shape, so its case runs at one batch size
 (`Case.fixed_size`: axis 0 of its first array parameter, the rows the
-output's axis 0 follows); `--batch_sizes` is refused with a module case
-(the command line's check). A module whose parameters are all scalars is
-one size-1 run ("row 0" is all of its output).
+output's axis 0 follows); `--batch_sizes` is refused when every case is
+a module (it would apply to nothing; the command line's check), and
+mixed with other cases it sizes those. A module whose parameters are all
+scalars is one size-1 run ("row 0" is all of its output; its inputs are
+made in each process, a worker's from the same --inputs).
 
 An optimized module (`ModuleFile.optimized`: an `after_optimizations`
 dump, or XLA's `--xla_dump_hlo_snapshots` snapshot, which holds the
@@ -138,8 +144,8 @@ def module_case(path: str, inputs: str | None = None) -> Case:
   notes = (
     *paired,
     f"{mf.kind} module {mf.path}",
-    f"precision set on {count} contractions of the module (as "
-    "jax_default_matmul_precision would set them)",
+    f"precision set on {count} contraction{'s' * (count != 1)} of the "
+    "module (as jax_default_matmul_precision would set them)",
     said,
   )
   name = _case_name(mf.name)

@@ -315,6 +315,7 @@ class _Sweep:
           c.case.source,
           self.inputs[c.case_index],
           self.spec.explain_passes,
+          self.spec.inputs,
         )
         future.set_result(self.pool.call(request, flags, lane=lane))
       except XlaFlagsError as e:
