@@ -24,9 +24,10 @@ dumped program's line from `metadata`, else the module file's own line),
 so jax's source info (`jax._src.source_info_util.user_frame`: the
 innermost frame outside jax) and hence the site's source line are those.
 
-What is not translated (a `custom-call`, `gather`, `scatter`, `sort`,
-`rng`, a reduce-window, a tuple-shaped entry parameter...) is refused up
-front, one `CaseError` line naming the instruction and its opcode.
+What is not translated (a `custom-call` other than jax's sharding
+annotations, `scatter`, `sort`, `rng`, a reduce-window, a tuple-shaped
+entry parameter...) is refused up front, one `CaseError` line naming the
+instruction and its opcode.
 
 Private in intent: use the package, `hloprobe.compile`.
 """
@@ -36,6 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
@@ -129,8 +131,15 @@ _STRUCTURAL = (
   "reverse",
   "dynamic-slice",
   "dynamic-update-slice",
+  "gather",
+  "custom-call",
   *CONTRACTIONS,
 )
+# Custom calls that are the identity on one device: jax's sharding
+# annotations (`jax._src.sharding_impls`: with_sharding_constraint lowers
+# to `Sharding`; shard_map to the SPMD shape calls), which XLA's
+# ShardingRemover drops without a partitioner (sharding_remover.cc).
+_IDENTITY_CALLS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
 KNOWN_OPCODES = frozenset((*_UNARY, *_BINARY, *_STRUCTURAL))
 _SLICE_RE = re.compile(r"\[(-?\d+):(-?\d+)(?::(-?\d+))?\]")
 
@@ -164,7 +173,10 @@ def module_function(
       or a tuple-shaped entry parameter (one line naming it).
   """
   for comp, inst in module.all_instructions():
-    if inst.opcode not in KNOWN_OPCODES:
+    target = inst.attrs.get("custom_call_target", "").strip('"')
+    if inst.opcode not in KNOWN_OPCODES or (
+      inst.opcode == "custom-call" and target not in _IDENTITY_CALLS
+    ):
       raise CaseError(
         f"module {where!r}: instruction {inst.name} in {comp.name}: "
         f"opcode {inst.opcode!r} is not translated to jax.lax by hloprobe"
@@ -371,6 +383,34 @@ class _Translator:
 
   def _dynamic_update_slice(self, inst, ops):
     return lax.dynamic_update_slice(ops[0], ops[1], ops[2:])
+
+  def _custom_call(self, inst, ops):  # an `_IDENTITY_CALLS` one
+    return ops[0]
+
+  def _gather(self, inst, ops):
+    """XLA's gather (operation_semantics: out-of-range starts clamped, as
+    `mode=PROMISE_IN_BOUNDS` leaves to XLA), its index vector moved last
+    as `lax.gather` wants it."""
+    indices, vector = ops[1], int(inst.attrs.get("index_vector_dim", 0))
+    if vector == len(np.shape(indices)):
+      indices = lax.expand_dims(indices, (vector,))
+    elif vector != len(np.shape(indices)) - 1:
+      indices = jnp.moveaxis(indices, vector, -1)
+    dims = lax.GatherDimensionNumbers(
+      offset_dims=inst.dims_attr("offset_dims"),
+      collapsed_slice_dims=inst.dims_attr("collapsed_slice_dims"),
+      start_index_map=inst.dims_attr("start_index_map"),
+      operand_batching_dims=inst.dims_attr("operand_batching_dims"),
+      start_indices_batching_dims=inst.dims_attr("start_indices_batching_dims"),
+    )
+    return lax.gather(
+      ops[0],
+      indices,
+      dims,
+      inst.dims_attr("slice_sizes"),
+      indices_are_sorted=inst.attrs.get("indices_are_sorted") == "true",
+      mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS,
+    )
 
 
 def _monoid(comp: HloComputation) -> Callable | None:

@@ -3,8 +3,8 @@
 The independent source is hloprobe's numpy executor (`hloprobe.execute`,
 which shares nothing with JAX or XLA:CPU): each module below, written by
 hand to use the opcodes a before_optimizations dump holds (shape ops,
-compare/select, reduce with its computation, while, conditional, a dot and
-a convolution), is run by both on the same arguments, in float64, and
+compare/select, reduce with its computation, while, conditional, gather,
+a sharding annotation, a dot and a convolution), is run by both on the same arguments, in float64, and
 must agree to float64 rounding. The translation's jaxpr must have one
 contraction per HLO dot/convolution, with `precision=None`.
 """
@@ -107,18 +107,40 @@ _CONV = textwrap.dedent("""
   }
 """)
 
+# jnp.take's gather (jax 0.12.0.1's lowering), the index vector implicit
+# in one and explicit in the other, behind a `Sharding` annotation.
+_GATHER = textwrap.dedent("""
+  HloModule gather, entry_computation_layout={(f64[5,3]{1,0}, s32[2]{0}, s32[2,1]{1,0})->(f64[2,3]{1,0}, f64[2,3]{1,0})}
+
+  ENTRY main {
+    x = f64[5,3]{1,0} parameter(0)
+    s = f64[5,3]{1,0} custom-call(x), custom_call_target="Sharding", sharding={replicated}
+    i = s32[2]{0} parameter(1)
+    j = s32[2,1]{1,0} parameter(2)
+    a = f64[2,3]{1,0} gather(s, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,3}
+    b = f64[2,3]{1,0} gather(x, j), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,3}
+    ROOT out = (f64[2,3]{1,0}, f64[2,3]{1,0}) tuple(a, b)
+  }
+""")
+
 
 def _arguments(module, seed: int = 0):
+  """Standard normal floats, integers in [0, 4] (in range as indices)."""
   g = np.random.default_rng(seed)
   return tuple(
     g.standard_normal(p.shape.dims)
+    if p.shape.dtype.startswith("f")
+    else g.integers(0, 5, p.shape.dims).astype(np.int32)
     for _, p in sorted(module.entry.parameters().items())
   )
 
 
 class TranslationTest(parameterized.TestCase):
   @parameterized.named_parameters(
-    ("shapes", _SHAPES, 0), ("control", _CONTROL, 1), ("conv", _CONV, 1)
+    ("shapes", _SHAPES, 0),
+    ("control", _CONTROL, 1),
+    ("conv", _CONV, 1),
+    ("gather", _GATHER, 0),
   )
   def test_agrees_with_the_numpy_executor(self, text, contractions):
     module = parse_hlo_module(text)
