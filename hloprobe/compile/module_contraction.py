@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from jax import lax
 
+from hloprobe.compile import module_indexing
 from hloprobe.execute import numpy_dtype
 from hloprobe.ir import HloInstruction
 
@@ -41,7 +42,7 @@ def contraction_call(inst: HloInstruction, ops: list):
       {"precision": None, "preferred_element_type": out},
     )
   lhs, rhs, outs = _conv_labels(inst)
-  window = _conv_window(inst.attrs.get("window", ""), len(lhs) - 2)
+  window = module_indexing.window(inst.attrs.get("window", ""), len(lhs) - 2)
   return (
     lax.conv_general_dilated,
     (ops[0], ops[1]),
@@ -72,28 +73,3 @@ def _conv_labels(inst: HloInstruction):
     return (labels.index(first), labels.index(second), *(i for _, i in spatial))
 
   return spec(lhs, "b", "f"), spec(rhs, "o", "i"), spec(outs, "b", "f")
-
-
-def _conv_window(text: str, rank: int) -> dict:
-  """`window={size=3x3 stride=2x2 pad=1_1x1_1 lhs_dilate=.. rhs_dilate=..}`
-  as per-dimension tuples (defaults 1, pads (0, 0))."""
-  fields = dict(
-    f.split("=", 1) for f in text.strip().strip("{}").split() if "=" in f
-  )
-
-  def ints(key: str) -> tuple[int, ...]:
-    raw = fields.get(key)
-    return tuple(int(v) for v in raw.split("x")) if raw else (1,) * rank
-
-  pads = fields.get("pad")
-  pad = (
-    [tuple(int(v) for v in p.split("_")) for p in pads.split("x")]
-    if pads
-    else [(0, 0)] * rank
-  )
-  return {
-    "stride": ints("stride"),
-    "pad": pad,
-    "lhs_dilate": ints("lhs_dilate"),
-    "rhs_dilate": ints("rhs_dilate"),
-  }

@@ -25,8 +25,8 @@ so jax's source info (`jax._src.source_info_util.user_frame`: the
 innermost frame outside jax) and hence the site's source line are those.
 
 What is not translated (a `custom-call` other than jax's sharding
-annotations, `scatter`, `sort`, `rng`, a reduce-window, a tuple-shaped
-entry parameter...) is refused up front, one `CaseError` line naming the
+annotations, `sort`, `rng`, a scatter or reduce-window of several
+operands, a tuple-shaped entry parameter...) is refused up front, one `CaseError` line naming the
 instruction and its opcode.
 
 Private in intent: use the package, `hloprobe.compile`.
@@ -37,10 +37,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from hloprobe.compile import module_indexing
 from hloprobe.compile.module_contraction import CONTRACTIONS, contraction_call
 from hloprobe.errors import CaseError
 from hloprobe.execute import numpy_dtype, parse_literal
@@ -132,6 +132,8 @@ _STRUCTURAL = (
   "dynamic-slice",
   "dynamic-update-slice",
   "gather",
+  "scatter",
+  "reduce-window",
   "custom-call",
   *CONTRACTIONS,
 )
@@ -388,29 +390,29 @@ class _Translator:
     return ops[0]
 
   def _gather(self, inst, ops):
-    """XLA's gather (operation_semantics: out-of-range starts clamped, as
-    `mode=PROMISE_IN_BOUNDS` leaves to XLA), its index vector moved last
-    as `lax.gather` wants it."""
-    indices, vector = ops[1], int(inst.attrs.get("index_vector_dim", 0))
-    if vector == len(np.shape(indices)):
-      indices = lax.expand_dims(indices, (vector,))
-    elif vector != len(np.shape(indices)) - 1:
-      indices = jnp.moveaxis(indices, vector, -1)
-    dims = lax.GatherDimensionNumbers(
-      offset_dims=inst.dims_attr("offset_dims"),
-      collapsed_slice_dims=inst.dims_attr("collapsed_slice_dims"),
-      start_index_map=inst.dims_attr("start_index_map"),
-      operand_batching_dims=inst.dims_attr("operand_batching_dims"),
-      start_indices_batching_dims=inst.dims_attr("start_indices_batching_dims"),
+    return module_indexing.gather(inst, ops)
+
+  def _scatter(self, inst, ops):
+    comp = self._module.computations[inst.attrs["to_apply"].lstrip("%")]
+    return module_indexing.scatter(inst, ops, _scatter_kind(comp))
+
+  def _reduce_window(self, inst, ops):
+    comp = self._module.computations[inst.attrs["to_apply"].lstrip("%")]
+    monoid = _monoid(comp)
+    return module_indexing.reduce_window(
+      inst, ops, monoid or self._called(comp.name)
     )
-    return lax.gather(
-      ops[0],
-      indices,
-      dims,
-      inst.dims_attr("slice_sizes"),
-      indices_are_sorted=inst.attrs.get("indices_are_sorted") == "true",
-      mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS,
-    )
+
+
+def _scatter_kind(comp: HloComputation) -> str:
+  """A scatter's update computation as `module_indexing.scatter` names it:
+  "replace" (returns its second parameter, the update), or the binary
+  opcode of its two parameters ("add", "multiply", "maximum", "minimum")."""
+  root, params = comp.root, comp.parameters()
+  if len(params) == 2 and root.name == params[1].name:
+    return "replace"
+  monoid = _monoid(comp)
+  return root.opcode if monoid is not None else f"computation {comp.name}"
 
 
 def _monoid(comp: HloComputation) -> Callable | None:

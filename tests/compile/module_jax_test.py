@@ -123,6 +123,48 @@ _GATHER = textwrap.dedent("""
   }
 """)
 
+# `x.at[i].add(u)`, a 2x2 max pool ("SAME") and `x.at[i].set(u)` as jax
+# 0.12.0.1 lowers them (f64, JAX_ENABLE_X64=1).
+_SCATTER = textwrap.dedent("""
+  HloModule jit_f, entry_computation_layout={(f64[5,3]{1,0}, s32[2]{0}, f64[2,3]{1,0})->(f64[5,3]{1,0}, f64[5,3]{1,0}, f64[5,3]{1,0})}
+  region_0.1 {
+    scatter-add.2 = f64[] parameter(0)
+    scatter-add.3 = f64[] parameter(1)
+    ROOT add.2 = f64[] add(scatter-add.2, scatter-add.3)
+  }
+  region_1.2 {
+    reduce_window_max.3 = f64[] parameter(0)
+    reduce_window_max.4 = f64[] parameter(1)
+    ROOT reduce_window_max.5 = f64[] maximum(reduce_window_max.3, reduce_window_max.4)
+  }
+  region_2.3 {
+    scatter.2 = f64[] parameter(0)
+    ROOT scatter.3 = f64[] parameter(1)
+  }
+  ENTRY main.4 {
+    x.1 = f64[5,3]{1,0} parameter(0)
+    i.1 = s32[2]{0} parameter(1)
+    constant.5 = s32[] constant(0)
+    broadcast.3 = s32[2]{0} broadcast(constant.5), dimensions={}
+    lt.2 = pred[2]{0} compare(i.1, broadcast.3), direction=LT
+    constant.4 = s32[] constant(5)
+    broadcast.2 = s32[2]{0} broadcast(constant.4), dimensions={}
+    add.4 = s32[2]{0} add(i.1, broadcast.2)
+    select_n.2 = s32[2]{0} select(lt.2, add.4, i.1)
+    broadcast_in_dim.2 = s32[2,1]{1,0} reshape(select_n.2)
+    u.1 = f64[2,3]{1,0} parameter(2)
+    scatter-add.5 = f64[5,3]{1,0} scatter(x.1, broadcast_in_dim.2, u.1), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=region_0.1
+    constant.3 = f64[] constant(-inf)
+    reduce_window_max.7 = f64[5,3]{1,0} reduce-window(x.1, constant.3), window={size=2x2 pad=0_1x0_1}, to_apply=region_1.2
+    lt.3 = pred[2]{0} compare(i.1, broadcast.3), direction=LT
+    add.5 = s32[2]{0} add(i.1, broadcast.2)
+    select_n.3 = s32[2]{0} select(lt.3, add.5, i.1)
+    broadcast_in_dim.3 = s32[2,1]{1,0} reshape(select_n.3)
+    scatter.5 = f64[5,3]{1,0} scatter(x.1, broadcast_in_dim.3, u.1), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=region_2.3
+    ROOT tuple.1 = (f64[5,3]{1,0}, f64[5,3]{1,0}, f64[5,3]{1,0}) tuple(scatter-add.5, reduce_window_max.7, scatter.5)
+  }
+""")
+
 
 def _arguments(module, seed: int = 0):
   """Standard normal floats, integers in [0, 4] (in range as indices)."""
@@ -158,6 +200,17 @@ class TranslationTest(parameterized.TestCase):
     found = jaxpr.count("dot_general[") + jaxpr.count("conv_general_dilated[")
     self.assertEqual(found, contractions)
     self.assertNotIn("Precision.", jaxpr)
+
+  def test_scatter_and_reduce_window(self):
+    module = parse_hlo_module(_SCATTER)
+    x, _, u = _arguments(module)
+    args = (x, np.array([1, 3], np.int32), u)  # distinct: `set` is defined
+    want = execute_module(module, args, widen=True)
+    self.assertTrue(want.complete, want.not_executed)
+    with enable_x64():
+      got = jax.jit(module_function(module, "test.txt"))(*args)
+    for g, w in zip(got, want.outputs):
+      np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-12)
 
   def test_custom_call_refused_by_name(self):
     module = parse_hlo_module(
