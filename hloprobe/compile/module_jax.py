@@ -229,8 +229,18 @@ class _Translator:
       if inst.opcode == "parameter":
         env[inst.name] = arguments[inst.parameter_number]
       else:
-        env[inst.name] = self._one(inst, operands)
+        env[inst.name] = self._checked(inst, self._one(inst, operands))
     return env[comp.root.name]
+
+  def _checked(self, inst: HloInstruction, value):
+    """`value`, once its shape is the instruction's (a translation that
+    gets one wrong fails here, naming it, not somewhere downstream)."""
+    if not inst.shape.is_tuple and np.shape(value) != tuple(inst.shape.dims):
+      raise CaseError(
+        f"module {self._where!r}: {inst.opcode} {inst.name} translated to "
+        f"shape {list(np.shape(value))}, not its {list(inst.shape.dims)}"
+      )
+    return value
 
   def _called(self, name: str) -> Callable:
     comp = self._module.computations[name.lstrip("%")]
