@@ -224,7 +224,7 @@ class _Sweep:
   def _setup(self, swept: SweptCase, warn: Warn):
     """A case's main-process part: here for hloprobe's own cases, in a
     worker under the case timeout for a user's (`guarded`)."""
-    sizes = self.spec.batch_sizes
+    sizes = self.spec.sizes_of(swept)
     if not swept.guarded:
       return CaseSetup(swept, sizes, warn)
     return GuardedSetup(
@@ -267,7 +267,7 @@ class _Sweep:
         c.config.target,
         c.config.precision,
         c.config.n,
-        max(self.spec.batch_sizes),
+        max(self.spec.sizes_of(c.case)),
         self.spec.explain_passes,
         xla_flags=flags,
         record_version=RECORD_VERSION,
@@ -356,6 +356,7 @@ class _Sweep:
         c.case.source,
         self.inputs[c.case_index],
         self.spec.explain_passes,
+        self.spec.inputs,
       )
       if not c.case.guarded:
         return self.pool.call(request, flags, lane=lane)

@@ -121,8 +121,9 @@ class SweepPlan:
     targets: the `Target` records.
     target_names: the word each target was given by (`a100`, or a config
       file's path as given).
-    explain_passes, experiments, cache_dir, jobs, case_timeout_s: as
-      `SweepSpec`'s.
+    explain_passes, experiments, cache_dir, jobs, inputs, case_timeout_s:
+      as `SweepSpec`'s (`inputs` already given to the module-file cases,
+      kept for a sweep made again elsewhere, as `versions` does).
   """
 
   cases: tuple[SweptCase, ...]
@@ -135,6 +136,7 @@ class SweepPlan:
   cache_dir: str | None = None
   jobs: int = 1
   case_timeout_s: float = DEFAULT_CASE_TIMEOUT_S
+  inputs: str | None = None
 
   @property
   def case_names(self) -> tuple[str, ...]:
@@ -155,8 +157,14 @@ class SweepPlan:
       for i, c in enumerate(self.cases)
       for t in self.targets
       for p in self.precisions
-      for n in self.batch_sizes
+      for n in self.sizes_of(c)
     )
+
+  def sizes_of(self, case: SweptCase) -> tuple[int, ...]:
+    """The batch sizes a case runs at: its own one (`Case.fixed_size`, a
+    module file's) or the sweep's."""
+    fixed = case.case.fixed_size
+    return self.batch_sizes if fixed is None else (fixed,)
 
 
 def plan_sweep(spec: SweepSpec | SweepPlan, **changes) -> SweepPlan:
@@ -188,7 +196,9 @@ def plan_sweep(spec: SweepSpec | SweepPlan, **changes) -> SweepPlan:
   if isinstance(spec, SweepPlan):
     cases, targets = spec.cases, list(zip(spec.target_names, spec.targets))
   else:
-    cases = _swept_cases(spec.cases, spec.case_names, spec.case_timeout_s)
+    cases = _swept_cases(
+      spec.cases, spec.case_names, spec.inputs, spec.case_timeout_s
+    )
     targets = _looked_up(spec.targets, spec.target_names, get_target)
   targets = _check_target_names(targets)
   precisions = tuple(
@@ -213,6 +223,7 @@ def plan_sweep(spec: SweepSpec | SweepPlan, **changes) -> SweepPlan:
     cache_dir=spec.cache_dir,
     jobs=spec.jobs,
     case_timeout_s=spec.case_timeout_s,
+    inputs=spec.inputs,
   )
 
 
@@ -232,8 +243,11 @@ def _looked_up(items, names, lookup) -> list[tuple[str, object]]:
   return list(found.items())
 
 
-def _swept_cases(items, names, timeout_s: float) -> tuple[SweptCase, ...]:
-  """The cases, each looked up once; one case under two names is an error.
+def _swept_cases(
+  items, names, inputs=None, timeout_s: float = DEFAULT_CASE_TIMEOUT_S
+) -> tuple[SweptCase, ...]:
+  """The cases, each looked up once (a module file's with `inputs`); one
+  case under two names is an error.
 
   A user's case (`module:factory`) is loaded in a worker process, never
   here (`CaseShellRequest`).
@@ -244,7 +258,7 @@ def _swept_cases(items, names, timeout_s: float) -> tuple[SweptCase, ...]:
   """
   out: dict[str, SweptCase] = {}
   with WorkerPool() as pool:  # started only for a user's case
-    lookup = lambda w: _loaded_in_worker(pool, w, timeout_s)
+    lookup = lambda w: _loaded_in_worker(pool, w, timeout_s, inputs)
     found = _looked_up(items, names, lookup)
   for source, case in found:
     first = out.get(case.name)
@@ -296,15 +310,18 @@ def _runs_in_workers(*args, **kwargs):
   )
 
 
-def _loaded_in_worker(pool: WorkerPool, words: str, timeout_s: float):
-  """`get_case(words)`, a user case's shell loaded in a worker of `pool`.
+def _loaded_in_worker(
+  pool: WorkerPool, words: str, timeout_s: float, inputs: str | None
+):
+  """`get_case(words, inputs)`; a user case's (`module:factory`) shell
+  loaded in a worker of `pool`.
 
   Raises:
     CaseError: loading it failed, or its worker died or ran past
       `timeout_s` (one line naming the case).
   """
   if ":" not in words:
-    return get_case(words)
+    return get_case(words, inputs)
   try:
     request = CaseShellRequest(words, tuple(sys.path))
     return pool.call(request, timeout_s=timeout_s)
@@ -365,10 +382,10 @@ def check_case_sizes(plan: SweepPlan, inputs: Sequence[tuple | None]) -> None:
       batched argument.
     InvalidArgumentError: names the case, its rows and the largest size.
   """
-  largest = max(plan.batch_sizes)
   for swept, full in zip(plan.cases, inputs):
     if full is None:  # a sized case makes its inputs at each size
       continue
+    largest = max(plan.sizes_of(swept))
     rows = swept.case.full_size(full)
     if largest > rows:
       raise InvalidArgumentError(
@@ -390,6 +407,7 @@ def spec_from_words(
   cache_dir: str | None = None,
   jobs: int = 1,
   case_timeout_s: float = DEFAULT_CASE_TIMEOUT_S,
+  inputs: str | None = None,
 ) -> SweepPlan:
   """The plan of the sweep the command line names, in its words.
 
@@ -402,6 +420,7 @@ def spec_from_words(
       fields.
     experiment_words: NAME:FLAGS or built-in names (--experiment).
     experiments_file: a file of NAME:FLAGS lines, or None.
+    inputs: --inputs, the module-file cases' arguments, or None.
 
   Raises:
     InvalidArgumentError: a bad name or size, or a list that is empty (as
@@ -422,6 +441,7 @@ def spec_from_words(
         cache_dir=cache_dir,
         jobs=jobs,
         case_timeout_s=case_timeout_s,
+        inputs=inputs,
       )
     )
   )

@@ -65,6 +65,8 @@ class SweepSpec:
       `cases`; a worker process finds a case by it), or () for their own
       names.
     target_names: for `Target` records, the word each goes by, or ().
+    inputs: an `.npz`/`.npy` file of arguments for the module-file cases
+      (--inputs), or None.
   """
 
   cases: tuple[Case | str, ...]
@@ -78,6 +80,7 @@ class SweepSpec:
   case_timeout_s: float = DEFAULT_CASE_TIMEOUT_S
   case_names: tuple[str, ...] = ()
   target_names: tuple[str, ...] = ()
+  inputs: str | None = None
 
 
 # Stated maxima, checked before any list is built: a batch size (rows of
