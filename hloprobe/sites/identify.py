@@ -313,18 +313,24 @@ def merged_part_fits(site: StableHloDot, carrier: Carrier) -> bool:
   and the part's share of the concatenate's elements is the site's share
   of the carrier's outputs: the shared operand's free dimensions times the
   part's, over the shared one's times all parts' (dot_merger.cc
-  concatenates along the one free dimension of the other operands).
+  concatenates along the one free dimension of the other operands). A
+  merged dot split-K into s parts (split_k_gemm_rewriter.cc,
+  `MakeDotComputationSplitKBatch`: K reshaped into a batch dimension of s
+  after the concatenate) has s times those outputs over K / s each, as
+  `shape_fits` allows (seen on jaxlib 0.12.0.1: the q, k, v projections of
+  one x bf16[1, 64, 128] on an h100, split-K 4).
   """
   out, k = math.prod(site.result.dims), site.contracting_size
   carrier_k = _carrier_k(carrier)
-  if not carrier_k or not k or not k <= carrier_k < 2 * k:
+  if not carrier_k or not k or not out:
     return False
   got = _result_elements(carrier)
   for cat, parts in _merged_operands(site, carrier):
     total = sum(cat.part_elements)
     for p in parts:
       part = cat.part_elements[p]
-      if total and part and got * part == out * total:
+      splits, rest = divmod(got * part, out * total) if total else (0, 1)
+      if part and not rest and splits and k <= splits * carrier_k < 2 * k:
         return True
   return False
 
