@@ -55,6 +55,7 @@ from collections.abc import Callable
 import jax
 import jaxlib
 import numpy as np
+import platformdirs
 
 from hloprobe.compile import Case, Target
 from hloprobe.ir import write_whole
@@ -98,11 +99,10 @@ def log_warning(line: str) -> None:
 
 
 def default_cache_dir() -> str:
-  """$XDG_CACHE_HOME/hloprobe, else ~/.cache/hloprobe."""
-  base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
-    os.path.expanduser("~"), ".cache"
-  )
-  return os.path.join(base, "hloprobe")
+  """The user's cache folder for hloprobe (`platformdirs.user_cache_dir`):
+  on Linux $XDG_CACHE_HOME/hloprobe, else ~/.cache/hloprobe; on macOS
+  ~/Library/Caches/hloprobe."""
+  return platformdirs.user_cache_dir("hloprobe", appauthor=False)
 
 
 @functools.lru_cache(maxsize=1)

@@ -36,6 +36,8 @@ import subprocess
 import sys
 import tempfile
 
+from packaging.version import Version
+
 from hloprobe.errors import HloprobeError
 from hloprobe.versions.children import Children
 
@@ -119,17 +121,19 @@ def this_python() -> str:
   return f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
-def version_key(version: str) -> tuple[int, ...]:
-  """ "0.4.38" -> (0, 4, 38); "0.9.0.1" -> (0, 9, 0, 1). Release numbers only.
+def version_key(version: str) -> Version:
+  """ "0.4.38" -> Version("0.4.38"), ordered as releases are ("0.9.0.1" <
+  "0.10.0"): `packaging.version`, PEP 440's order. Release numbers only.
 
   Raises:
-    VenvError: not a dotted release number (e.g. "0.4.38rc1", "latest").
+    VenvError: not a dotted release number (e.g. "0.4.38rc1", "latest"):
+      hloprobe installs and compares releases, never pre-releases.
   """
   if not re.fullmatch(r"\d+(\.\d+)+", version):
     raise VenvError(
       f"{version!r} is not a release version; expected e.g. 0.4.38"
     )
-  return tuple(int(p) for p in version.split("."))
+  return Version(version)
 
 
 def _pip(
@@ -237,7 +241,8 @@ def _cached_pythons(cache_dir: str, jaxlib: str) -> list[str]:
     return []
   found = {m.group(1) for m in map(pattern.fullmatch, names) if m}
   mine = this_python()
-  return sorted(found, key=lambda v: (v != mine, [-x for x in version_key(v)]))
+  newest_first = sorted(found, key=version_key, reverse=True)
+  return sorted(newest_first, key=lambda v: v != mine)  # stable
 
 
 def find_venv(
