@@ -23,6 +23,15 @@ and whether it is used is decided once per process
 (`compilation_cache.is_cache_used`), so it cannot be kept to the
 emulator's compiles.
 
+Source paths in an entry are stored relative to the case's folder and
+hloprobe's package and checkout, and resolved on read (`relocate`), so
+a record written from one checkout names the reader's files.
+
+The entries stay pickles, with hloprobe's own record classes, under the
+user's cache folder: not `diskcache` either, which stores pickles too
+(issue 27 will require a cache that cannot run code when read, which
+neither gives; `Cache` entries of diskcache are pickled values).
+
 Entries are pickles written whole or not at all (a temporary file in the
 same folder, then `os.replace`); one that cannot be read is ignored with
 a warning and rewritten.
@@ -60,6 +69,7 @@ import platformdirs
 from hloprobe.compile import Case, Target
 from hloprobe.ir import write_whole
 from hloprobe.runtime import host
+from hloprobe.runtime.relocate import Roots, relative, resolved
 
 __all__ = [
   "DEFAULT_MAX_MB",
@@ -246,10 +256,13 @@ class RecordCache:
   def _path(self, key: str) -> str:
     return os.path.join(self.records_dir, key[:2], key + _ENTRY)
 
-  def get(self, key: str):
+  def get(self, key: str, roots: Roots | None = None):
     """The record stored under `key`, or None (missing or unreadable).
 
     A hit sets the entry's mtime to now, so eviction keeps it longest.
+    Its paths are this process's (`relocate.resolved` with `roots`,
+    default `Roots.of()`: hloprobe's package and checkout), whichever
+    checkout wrote it.
     """
     path = self._path(key)
     try:
@@ -264,17 +277,21 @@ class RecordCache:
       os.utime(path)
     except OSError:  # evicted meanwhile, or a read-only folder
       pass
-    return record
+    return resolved(record, roots or Roots.of())
 
-  def put(self, key: str, record) -> None:
+  def put(self, key: str, record, roots: Roots | None = None) -> None:
     """Stores `record` whole or not at all; a failed write only warns.
+
+    Paths under `roots` (default `Roots.of()`) are stored relative to
+    them (`relocate.relative`), so another checkout reads its own.
 
     Another process's `evict` may remove the entry's folder between its
     `makedirs` and the temporary file's creation (the folder is empty
     then): the folder is made again, up to `_WRITE_TRIES` times.
     """
     path = self._path(key)
-    write = lambda f: pickle.dump(record, f, protocol=pickle.HIGHEST_PROTOCOL)
+    stored = relative(record, roots or Roots.of())
+    write = lambda f: pickle.dump(stored, f, protocol=pickle.HIGHEST_PROTOCOL)
     for tries_left in reversed(range(_WRITE_TRIES)):
       try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
