@@ -40,6 +40,13 @@ traces or compiles; timed from after imports unless said; the best of
                             processes over one (three flag sets: one lane
                             each, the third after the first to finish).
                             Goal >= 1.6 on 2 cores. Alone: `... bench jobs`.
+  venv pip / uv             `hloprobe versions`' venv of a release (jaxlib
+                            0.10.2 with the CUDA plugin and nvcc, as for
+                            compile-only GPU targets) made by venv + pip
+                            (before issue 26) against uv, both with empty
+                            caches of their own (all downloaded), then again
+                            with those caches warm. Goal >= 5 (issue 26).
+                            Downloads about 1 GB. Alone: `... bench venv`.
 
 Where measured, each side's CPU seconds (its own and its workers') over its
 wall seconds say how many cores it kept busy: a run that already keeps
@@ -343,6 +350,7 @@ def main(repeats: int = 3) -> None:
   )
   _per_config(repeats)
   jobs()
+  venv()
 
 
 def made(repeats: int = 1) -> None:
@@ -395,5 +403,47 @@ def jobs() -> None:
   )
 
 
+def _made_venv(installer: str, folder: str, caches: str) -> Clock:
+  """One venv of `_VENV_RELEASE` made by `installer` under `folder`, with
+  pip's and uv's caches under `caches` (restored after)."""
+  from hloprobe.versions import venvs
+
+  saved = {k: os.environ.get(k) for k in ("PIP_CACHE_DIR", "UV_CACHE_DIR")}
+  os.environ.update(PIP_CACHE_DIR=f"{caches}/pip", UV_CACHE_DIR=f"{caches}/uv")
+  start, cpu = time.perf_counter(), _children_cpu()
+  try:
+    venvs.ensure_venv(
+      _VENV_RELEASE,
+      folder,
+      sys.executable,
+      venvs.this_python(),
+      installer=installer,
+    )
+  finally:
+    for k, v in saved.items():
+      os.environ.pop(k) if v is None else os.environ.update({k: v})
+  return Clock(time.perf_counter() - start, _children_cpu() - cpu)
+
+
+_VENV_RELEASE = "0.10.2"
+
+
+def venv() -> None:
+  """Prints venv + pip / uv for one release's venv, caches cold then warm."""
+  with tempfile.TemporaryDirectory(prefix="hloprobe-bench-") as top:
+    for state in ("cold", "warm"):
+      pip, uv = (
+        _made_venv(i, f"{top}/{state}-{i}", top) for i in ("pip", "uv")
+      )
+      _report(
+        f"versions venv, pip / uv (jaxlib {_VENV_RELEASE}, {state} caches)",
+        pip.wall / uv.wall,
+        ">= 5x",
+        pip.wall >= 5 * uv.wall,
+        _seconds(pip, uv),
+      )
+
+
 if __name__ == "__main__":
-  {"jobs": jobs, "made": made}.get(" ".join(sys.argv[1:]), main)()
+  commands = {"jobs": jobs, "made": made, "venv": venv}
+  commands.get(" ".join(sys.argv[1:]), main)()
