@@ -112,8 +112,11 @@ test-old: $(OLD_VENV)/.installed-stamp
 gpu-check:
 	PYTHONPATH=. $(PYTHON) -m hloprobe.commands.gpu_check $(GPU_CHECK_FLAGS)
 
+# Then `hloprobe versions`' venv made by uv against venv + pip (downloads
+# about 1 GB; hloprobe/tools/bench_venv.py).
 bench: $(STAMP)
 	$(BIN)/python -m hloprobe.tools.bench
+	$(BIN)/python -m hloprobe.tools.bench_venv
 
 clean:
 	rm -rf $(VENV) $(OLD_VENV) build *.egg-info

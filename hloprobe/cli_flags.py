@@ -41,6 +41,7 @@ __all__ = [
   "NOCACHE",
   "OUTPUT_DIR",
   "PLOT",
+  "PLOT_SHARED_Y",
   "PORT",
   "PRECISIONS",
   "PYTHON",
@@ -201,6 +202,12 @@ PLOT = flags.DEFINE_string(
   None,
   "Write |row 0 - float64| against batch size as a PNG here (a panel per "
   "target; experiments side by side). Needs matplotlib (make installs it).",
+)
+PLOT_SHARED_Y = flags.DEFINE_bool(
+  "plot_shared_y",
+  True,
+  "The plot (--plot, the HTML page's): one error axis for every panel, so "
+  "panels compare by height; --noplot_shared_y: each panel its own.",
 )
 MODEL_EXPLORER = flags.DEFINE_string(
   "model_explorer",

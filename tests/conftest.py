@@ -107,6 +107,7 @@ LONGEST_FIRST = (
   "tests/cli_reliability_test.py",  # 42
   "tests/mathmade_e2e_test.py",  # 36
   "tests/intdots_rejection_test.py",  # 30
+  "tests/html_browser_test.py",  # 30
   "tests/numerics/emulation_cache_test.py",
   "tests/readme_case_test.py",
   "tests/numerics/predict_test.py",
@@ -115,6 +116,7 @@ LONGEST_FIRST = (
   "tests/runtime/host_test.py",  # 25
   "tests/compile/lowering_gpu_test.py",
   "tests/intdots_integer_test.py",  # 21
+  "tests/fp8_sweep_test.py",  # 19
   "tests/ir/canonical_test.py",
   "tests/numerics/site_notes_test.py",
   "tests/sweep_test.py",  # 16

@@ -26,6 +26,7 @@ class ExplainArgs:
     experiments_file: --experiments_file, or None.
     plot: --plot, a PNG path, or None.
     model_explorer: --model_explorer, a folder, or None.
+    plot_shared_y: --plot_shared_y: the plot's panels share one error axis.
     cache_max_mb: --cache_max_mb, the records' bound in MiB.
   """
 
@@ -34,6 +35,7 @@ class ExplainArgs:
   experiments_file: str | None = None
   plot: str | None = None
   model_explorer: str | None = None
+  plot_shared_y: bool = True
   cache_max_mb: int = 2048
 
 
@@ -76,7 +78,7 @@ def main(args: ExplainArgs) -> int:
     doc = explanation_json(explanations, cpu)
     print(dumps_json(doc))
   elif out.fmt == "html":
-    print(html_page(results, explanations, versions))
+    print(html_page(results, explanations, versions, out.plot_shared_y))
   else:
     print(render_explanation(explanations, host=cpu))
   sweep_command.write_files(results, explanations, versions, cpu, out)

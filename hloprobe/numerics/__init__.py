@@ -12,6 +12,7 @@ modules behind them are private in intent:
   bands            the analytic error band of a site
   rounding         float formats by rounding
   emulate_dot      one dot_general under an algorithm
+  emulate_fp8      cuBLASLt's FP8 gemm with its scales
   jaxpr_sites      a case's jaxpr dots, numbered as StableHLO numbers them
   evaluator        the jaxpr interpreter with sites at their algorithms
   emulate          a case's jaxpr with its dots emulated

@@ -64,6 +64,9 @@ element 0, as in `accuracy.ErrorStats`):
                       "collective": str | null (a sharded program's
                         collective adding the site's partial sums, e.g.
                         "all-reduce over 8 devices (all-reduce.3)"),
+                      "fp8_rewrite": str | null (a GPU site with fp8
+                        operands: "fired (`__cublas$lt$matmul$f8`, ...)",
+                        "did not fire: <condition>" or "unknown: ..."),
                       "rewritten_by": {"pass": str, "pipeline": str,
                                        "fate_after": str} | null}],
        "passes_explained": bool (rewritten_by is only meaningful if true),
