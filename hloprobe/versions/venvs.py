@@ -7,7 +7,8 @@ virtualenv made by a Python 3.N that the release has wheels for
 plugin of the same version where the package index has one
 (`jax-cuda12-plugin`, `jax-cuda12-pjrt`; compile-only GPU targets need it),
 the `nvidia-cuda-nvcc-cu12` wheel (its ptxas builds GPU kernels) and
-hloprobe's own run-time needs (absl-py, tabulate). hloprobe itself is not
+hloprobe's own run-time needs (`_RUNTIME`: absl-py, tabulate, packaging,
+platformdirs, tqdm, filelock). hloprobe itself is not
 installed: it runs from this source tree (`run.py`).
 
 The venv is made by uv (`uv venv`, then `uv pip install`; the `uv` PyPI
@@ -93,8 +94,22 @@ _NUMPY2_FROM = "0.4.26"
 _NVCC_FILE_FROM = "0.4.36"
 # Bumped whenever `requirements_for` or the folder's layout changes: a
 # venv made by another recipe is made again. 3: the folder and marker name
-# the Python that made the venv.
-RECIPE = 3
+# the Python that made the venv; 4: hloprobe's own run-time needs grew
+# (`_RUNTIME`).
+RECIPE = 4
+# What hloprobe's source needs to run as a worker in a release's venv,
+# beside jax and jaxlib (pyproject.toml's dependencies that it imports
+# there: the flags, tables, the record cache's folder, release numbers,
+# the progress bar and the golden lock), unpinned: the installer picks
+# versions that fit the venv's Python.
+_RUNTIME = (
+  "absl-py",
+  "tabulate",
+  "packaging",
+  "platformdirs",
+  "tqdm",
+  "filelock",
+)
 _VERSIONS_RE = re.compile(r"^Available versions:\s*(.*)$", re.M)
 
 
@@ -208,7 +223,7 @@ def requirements_for(
     if version_key(jaxlib) < version_key(_NVCC_FILE_FROM):
       nvcc += "<12.9"
     reqs.append(nvcc)
-  reqs += ["absl-py", "tabulate"]
+  reqs += _RUNTIME
   if version_key(jaxlib) < version_key(_NUMPY2_FROM):
     reqs.append("numpy<2")
   return tuple(reqs)
