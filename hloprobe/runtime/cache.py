@@ -27,10 +27,12 @@ Source paths in an entry are stored relative to the case's folder and
 hloprobe's package and checkout, and resolved on read (`relocate`), so
 a record written from one checkout names the reader's files.
 
-The entries stay pickles, with hloprobe's own record classes, under the
-user's cache folder: not `diskcache` either, which stores pickles too
-(issue 27 will require a cache that cannot run code when read, which
-neither gives; `Cache` entries of diskcache are pickled values).
+The cache is not `diskcache` (which would do the writing, the eviction
+and the LRU order kept here by hand): diskcache pickles every value that
+is not bytes, str or a number, so its entries would run code when read
+as these do, and issue 27 will require a cache that cannot; moving to it
+now would change the store twice. The folder itself comes from
+`platformdirs`.
 
 Entries are pickles written whole or not at all (a temporary file in the
 same folder, then `os.replace`); one that cannot be read is ignored with
