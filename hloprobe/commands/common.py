@@ -15,6 +15,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 
 from tqdm import tqdm
 
@@ -229,6 +230,10 @@ class _Bar(tqdm):
   refresh stalled bars; this one is refreshed by each config)."""
 
   monitor_interval = 0
+  # Its write lock: a thread lock only. tqdm's default also makes a
+  # multiprocessing lock (a POSIX semaphore, and a resource-tracker process
+  # where workers start by forkserver); one bar in one process needs none.
+  _lock = threading.RLock()
 
 
 def _columns(stream) -> int:
