@@ -137,7 +137,8 @@ TARGET_CONFIG = flags.DEFINE_multi_string(
 OUTPUT_DIR = flags.DEFINE_string(
   "output_dir",
   None,
-  "If set, write per-config stablehlo.mlir / optimized.hlo and results.json "
+  "If set, write per-config stablehlo.mlir / optimized.hlo, the PTX of "
+  "each kernel a site's algorithm was read from (ptx/) and results.json "
   "here; for `golden check`, where candidate files go on a mismatch "
   "(default: a new temporary folder).",
 )

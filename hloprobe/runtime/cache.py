@@ -23,6 +23,17 @@ and whether it is used is decided once per process
 (`compilation_cache.is_cache_used`), so it cannot be kept to the
 emulator's compiles.
 
+Source paths in an entry are stored relative to the case's folder and
+hloprobe's package and checkout, and resolved on read (`relocate`), so
+a record written from one checkout names the reader's files.
+
+The cache is not `diskcache` (which would do the writing, the eviction
+and the LRU order kept here by hand): diskcache pickles every value that
+is not bytes, str or a number, so its entries would run code when read
+as these do, and issue 27 will require a cache that cannot; moving to it
+now would change the store twice. The folder itself comes from
+`platformdirs`.
+
 Entries are pickles written whole or not at all (a temporary file in the
 same folder, then `os.replace`); one that cannot be read is ignored with
 a warning and rewritten.
@@ -55,10 +66,12 @@ from collections.abc import Callable
 import jax
 import jaxlib
 import numpy as np
+import platformdirs
 
 from hloprobe.compile import Case, Target
 from hloprobe.ir import write_whole
 from hloprobe.runtime import host
+from hloprobe.runtime.relocate import Roots, relative, resolved
 
 __all__ = [
   "DEFAULT_MAX_MB",
@@ -98,11 +111,10 @@ def log_warning(line: str) -> None:
 
 
 def default_cache_dir() -> str:
-  """$XDG_CACHE_HOME/hloprobe, else ~/.cache/hloprobe."""
-  base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
-    os.path.expanduser("~"), ".cache"
-  )
-  return os.path.join(base, "hloprobe")
+  """The user's cache folder for hloprobe (`platformdirs.user_cache_dir`):
+  on Linux $XDG_CACHE_HOME/hloprobe, else ~/.cache/hloprobe; on macOS
+  ~/Library/Caches/hloprobe."""
+  return platformdirs.user_cache_dir("hloprobe", appauthor=False)
 
 
 @functools.lru_cache(maxsize=1)
@@ -247,10 +259,13 @@ class RecordCache:
   def _path(self, key: str) -> str:
     return os.path.join(self.records_dir, key[:2], key + _ENTRY)
 
-  def get(self, key: str):
+  def get(self, key: str, roots: Roots | None = None):
     """The record stored under `key`, or None (missing or unreadable).
 
     A hit sets the entry's mtime to now, so eviction keeps it longest.
+    Its paths are this process's (`relocate.resolved` with `roots`,
+    default `Roots.of()`: hloprobe's package and checkout), whichever
+    checkout wrote it.
     """
     path = self._path(key)
     try:
@@ -265,17 +280,21 @@ class RecordCache:
       os.utime(path)
     except OSError:  # evicted meanwhile, or a read-only folder
       pass
-    return record
+    return resolved(record, roots or Roots.of())
 
-  def put(self, key: str, record) -> None:
+  def put(self, key: str, record, roots: Roots | None = None) -> None:
     """Stores `record` whole or not at all; a failed write only warns.
+
+    Paths under `roots` (default `Roots.of()`) are stored relative to
+    them (`relocate.relative`), so another checkout reads its own.
 
     Another process's `evict` may remove the entry's folder between its
     `makedirs` and the temporary file's creation (the folder is empty
     then): the folder is made again, up to `_WRITE_TRIES` times.
     """
     path = self._path(key)
-    write = lambda f: pickle.dump(record, f, protocol=pickle.HIGHEST_PROTOCOL)
+    stored = relative(record, roots or Roots.of())
+    write = lambda f: pickle.dump(stored, f, protocol=pickle.HIGHEST_PROTOCOL)
     for tries_left in reversed(range(_WRITE_TRIES)):
       try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
