@@ -135,12 +135,12 @@ OUTPUT_DIR = flags.DEFINE_string(
 SITES = flags.DEFINE_bool(
   "sites",
   False,
-  "Also print one row per dot site (table and markdown formats).",
+  "Also print one row per contraction site (table and markdown formats).",
 )
 EXPLAIN_PASSES = flags.DEFINE_bool(
   "explain_passes",
   False,
-  "Name the XLA pass that rewrote each dot site (each compile also dumps "
+  "Name the XLA pass that rewrote each contraction site (each compile also dumps "
   "the module after every pass, to a temporary folder).",
 )
 EXPERIMENT = flags.DEFINE_multi_string(
@@ -212,7 +212,7 @@ PLOT_SHARED_Y = flags.DEFINE_bool(
 MODEL_EXPLORER = flags.DEFINE_string(
   "model_explorer",
   None,
-  "Write each config's StableHLO and Model Explorer node data (dot sites "
+  "Write each config's StableHLO and Model Explorer node data (sites "
   "by error, fate, algorithm, pass) here; open with `hloprobe view DIR`.",
 )
 PORT = flags.DEFINE_integer(
