@@ -6,6 +6,7 @@ Its modules:
   process   one worker process: start, call, why it died
   pool      `WorkerPool`: persistent workers per (XLA_FLAGS, lane)
   cache     `RecordCache`: finished records on disk, by key
+  record_file  a record's file: JSON and numpy bytes, never a pickle
   caches    `clear_caches`: every per-process memo emptied
   timing    `Stopwatch`: exclusive wall seconds per stage
   host      `host_cpu`: the CPU and the ISA XLA compiles for
