@@ -169,6 +169,7 @@ class RoundTripTest(absltest.TestCase):
       Precision("highest"): [np.float32(0.25), np.int8(-3), None, b"\0x"],
       "empty": np.zeros((0, 3), np.complex64),
       "nan": float("nan"),
+      "complex": complex(1.5, -0.0),
     }
     back = self._round_trip(value)
     self.assertEqual(back["bf16"].dtype, ml_dtypes.bfloat16)
@@ -180,6 +181,7 @@ class RoundTripTest(absltest.TestCase):
     self.assertEqual(back["empty"].shape, (0, 3))
     self.assertEqual(back["empty"].dtype, np.complex64)
     self.assertTrue(np.isnan(back["nan"]))
+    self.assertEqual(repr(back["complex"]), "(1.5-0j)")
 
   def test_a_dataclass_is_rebuilt_without_its_init(self):
     usage = cache.CacheUsage("d", 2, 3)

@@ -17,7 +17,7 @@ The JSON is a tree of tagged nodes: `{"t": "dataclass", "type":
 "items": [...]}`, `{"t": "dict", "items": [[key, value], ...]}`,
 `{"t": "array", "index": 3, "dtype": "<f4" | "bfloat16", "shape":
 [2, 8], "scalar": false}` (a numpy scalar: `"scalar": true`), `{"t":
-"bytes", "index": 4}`; lists, strings, numbers (NaN and infinities
+"bytes", "index": 4}`, `{"t": "complex", "re": 1.0, "im": -2.0}`; lists, strings, numbers (NaN and infinities
 as Python's json writes them), booleans and null are themselves.
 
 Reading runs no code of the file's choosing: a type is looked up only
@@ -136,6 +136,8 @@ def _encode(value, arrays: list[np.ndarray]):
   if type(value) is bytes:
     arrays.append(np.frombuffer(value, np.uint8))
     return {"t": "bytes", "index": len(arrays) - 1}
+  if type(value) is complex:
+    return {"t": "complex", "re": value.real, "im": value.imag}
   if dataclasses.is_dataclass(value) and not isinstance(value, type):
     fields = {
       f.name: _encode(getattr(value, f.name), arrays)
@@ -211,6 +213,11 @@ class _Decoder:
       return self._array(node)
     if kind == "bytes":
       return self._raw(node).tobytes()
+    if kind == "complex":
+      re, im = node.get("re"), node.get("im")
+      if type(re) is not float or type(im) is not float:
+        raise RecordFileError("bad complex node")
+      return complex(re, im)
     if kind == "enum":
       cls = _lookup(node.get("type"), enum.Enum)
       try:
