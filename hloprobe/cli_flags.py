@@ -52,6 +52,7 @@ __all__ = [
   "TARGETS",
   "TARGET_CONFIG",
   "TIMINGS",
+  "TRY_FIXES",
   "WIDE",
 ]
 
@@ -220,6 +221,14 @@ PORT = flags.DEFINE_integer(
 )
 BROWSER = flags.DEFINE_bool(
   "browser", True, "`hloprobe view`: open the page in a browser tab."
+)
+TRY_FIXES = flags.DEFINE_bool(
+  "try_fixes",
+  True,
+  "`hloprobe explain`: try the candidate fixes that apply (float32 or a "
+  "multi-pass preset, XLA flags that pin the gemm kernel or the split) on "
+  "the configs at fault, in one extra sweep, and print each with its "
+  "`hloprobe verify` command; --notry_fixes lists them untried.",
 )
 
 GOLDEN_DIR = flags.DEFINE_string(

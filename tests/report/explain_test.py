@@ -590,8 +590,12 @@ class ExplainCommandTest(absltest.TestCase):
     # End to end, in a process of its own.
     proc = run_hloprobe("explain", *self._CPU)
     self.assertEqual(proc.returncode, 0, proc.stderr)
+    # The answer first (issue 26), then the account.
     self.assertTrue(
-      proc.stdout.startswith("seed_mlp on cpu (compiled and run):\n")
+      proc.stdout.startswith(
+        "Answer: no finding: every config within its band.\n\n"
+        "seed_mlp on cpu (compiled and run):\n"
+      )
     )
     self.assertIn(
       "site 3 multiply+reduce (algsimp, simplification)", proc.stdout
