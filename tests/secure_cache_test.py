@@ -127,6 +127,17 @@ class PlantedPickleTest(absltest.TestCase):
         self.assertLen(self.warnings, 1)
         self.assertIn("unreadable cache entry", self.warnings[0])
 
+  def test_a_compressed_member_is_refused(self):
+    named = {"record.json": np.frombuffer(b"null", np.uint8)}
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **named)
+    payload = buffer.getvalue()
+    digest = record_file.hashlib.sha256(payload).hexdigest().encode()
+    header = b"hloprobe-record 2 sha256=" + digest + b"\n"
+    self._plant(_KEY + ".record", header + payload)
+    self.assertIsNone(self.store.get(_KEY))
+    self.assertIn("compressed", self.warnings[0])
+
   def test_a_flipped_byte_is_a_miss_with_a_warning(self):
     self.store.put(_KEY, ("kept", np.arange(4.0)))
     path = self.store._path(_KEY)

@@ -102,6 +102,7 @@ def load_record(data: bytes):
   if hashlib.sha256(payload).hexdigest().encode() != head[len(_MAGIC) :]:
     raise RecordFileError("its sha256 does not match its content")
   try:
+    _check_stored(payload)
     with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
       named = {name: npz[name] for name in npz.files}
     text = named.pop(_JSON)
@@ -119,6 +120,18 @@ def load_record(data: bytes):
     zipfile.BadZipFile,
   ) as e:
     raise RecordFileError(f"malformed: {type(e).__name__}: {e}") from None
+
+
+def _check_stored(payload: bytes) -> None:
+  """Refuses a zip whose members are compressed or larger than the file
+  (`numpy.savez` stores them: a forged deflated member could be a
+  decompression bomb)."""
+  with zipfile.ZipFile(io.BytesIO(payload)) as z:
+    members = z.infolist()
+  if any(m.compress_type != zipfile.ZIP_STORED for m in members) or sum(
+    m.file_size for m in members
+  ) > len(payload):
+    raise RecordFileError("its arrays are compressed or larger than it")
 
 
 def _type_name(cls: type) -> str:
