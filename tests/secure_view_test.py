@@ -5,7 +5,8 @@ Against the server (in process, on an overlay of two recorded compiles):
 file and a symlink beside the overlay, a Host header not this server's
 (DNS rebinding), a request without the token, other API calls (upload,
 update_config) and a convert of a model not given; the given overlays
-read back byte for byte. Through the command line: `--port=0` prints the
+read back byte for byte, and Model Explorer's web app in headless Chromium
+opens the configs through the gate with no request refused. Through the command line: `--port=0` prints the
 port it bound, a browser closing its connection mid-answer leaves the
 server up (SIGPIPE), and SIGINT and SIGTERM each stop it with exit 0.
 """
@@ -212,6 +213,56 @@ class PortTest(absltest.TestCase):
     bad = dict(picked[0], node_data={"fate": "../../etc/passwd"})
     with self.assertRaisesRegex(InvalidArgumentError, "outside the folder"):
       explorer_view.open_server(folder, [bad], 0)
+
+
+_CHROMIUM = "/usr/bin/chromium"  # Debian's, as tests/html_browser_test.py
+
+
+@pytest.mark.compiles  # runs headless Chromium
+class InBrowserTest(absltest.TestCase):
+  def test_the_web_app_opens_the_configs_through_the_gate(self):
+    if not os.access(_CHROMIUM, os.X_OK):
+      raise AssertionError(
+        f"headless Chromium not found at {_CHROMIUM}: `apt-get install -y "
+        "chromium` (as .ci/run does); this test does not skip"
+      )
+    folder = self.create_tempdir().full_path
+    _overlay(folder)
+    picked, _ = explorer_view.pick(folder, {})
+    server, url = explorer_view.open_server(folder, picked, 0)
+    answered = []
+    gate = server._app
+
+    def logged(environ, start_response):
+      def start(status, headers):
+        answered.append((environ["PATH_INFO"], status.split()[0]))
+        return start_response(status, headers)
+
+      return gate(environ, start)
+
+    server._server.set_app(logged)
+    thread = threading.Thread(target=server.serve_forever)
+    thread.start()
+    try:
+      subprocess.run(
+        [_CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu"]
+        + ["--no-first-run", "--disable-background-networking"]
+        + [f"--user-data-dir={self.create_tempdir().full_path}"]
+        + ["--virtual-time-budget=30000", "--dump-dom", url],
+        capture_output=True,
+        timeout=180,
+        check=True,
+      )
+    finally:
+      server._server.shutdown()
+      thread.join()
+    self.assertEqual([a for a in answered if a[1] == "403"], [])
+    paths = [p for p, status in answered if status == "200"]
+    # Each model converted, each of the first (shown) model's overlays read.
+    self.assertEqual(paths.count("/apipost/v1/send_command"), len(picked))
+    self.assertGreaterEqual(
+      paths.count("/api/v1/read_text_file"), len(picked[0]["node_data"])
+    )
 
 
 @pytest.mark.compiles  # runs `python -m hloprobe view`
