@@ -120,6 +120,7 @@ LONGEST_FIRST = (
   "tests/compile/lowering_gpu_test.py",
   "tests/intdots_integer_test.py",  # 21
   "tests/fp8_sweep_test.py",  # 19
+  "tests/secure_golden_test.py",  # 19
   "tests/ir/canonical_test.py",
   "tests/numerics/site_notes_test.py",
   "tests/sweep_test.py",  # 16

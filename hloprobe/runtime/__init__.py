@@ -8,6 +8,7 @@ Its modules:
   cache     `RecordCache`: finished records on disk, by key
   relocate  `Roots`: a record's source paths stored relative, resolved
             on read
+  record_file  a record's file: JSON and numpy bytes, never a pickle
   caches    `clear_caches`: every per-process memo emptied
   timing    `Stopwatch`: exclusive wall seconds per stage
   host      `host_cpu`: the CPU and the ISA XLA compiles for

@@ -10,7 +10,7 @@ inputs), the target (its whole definition, config text included), the
 precision, batch size, largest batch size swept (the predictor's
 reference and noise floor are computed there), --explain_passes, the
 version of the records' layout (`records.RECORD_VERSION`: an entry
-pickled in another layout is never read as this one), the
+written in another layout is never read as this one), the
 environment's XLA_/JAX_/CUDA variables and PATH (XLA_FLAGS; which ptxas
 a GPU compile finds), and the host CPU and the ISA XLA compiles for
 (CPU runs and every emulation happen here).
@@ -29,14 +29,18 @@ a record written from one checkout names the reader's files.
 
 The cache is not `diskcache` (which would do the writing, the eviction
 and the LRU order kept here by hand): diskcache pickles every value that
-is not bytes, str or a number, so its entries would run code when read
-as these do, and issue 27 will require a cache that cannot; moving to it
-now would change the store twice. The folder itself comes from
-`platformdirs`.
+is not bytes, str or a number, so its entries would run code when read;
+this cache's cannot (below). The folder itself comes from `platformdirs`.
 
-Entries are pickles written whole or not at all (a temporary file in the
-same folder, then `os.replace`); one that cannot be read is ignored with
-a warning and rewritten.
+Entries are data, never pickles (issue 27: whoever can write the folder
+must not run code as its reader): JSON and raw numpy bytes with a sha256
+of their content (`record_file`: its docstring says what a file may hold
+and how it is read with nothing run of its choosing). They are written
+whole or not at all (a temporary file in the same folder, then
+`os.replace`); one that cannot be read -- a torn or forged file, a hash
+that does not match, a type or field this hloprobe does not have -- is a
+miss with a warning, and is rewritten. The pickles of earlier releases
+(`*.pkl`) are never read: only evicted.
 
 The folder is bounded: `RecordCache.evict` removes the least recently used
 entries (a hit sets an entry's mtime to now) until the rest fit in a size
@@ -59,7 +63,6 @@ import hashlib
 import json
 import logging
 import os
-import pickle
 import time
 from collections.abc import Callable
 
@@ -71,6 +74,11 @@ import platformdirs
 from hloprobe.compile import Case, Target
 from hloprobe.ir import write_whole
 from hloprobe.runtime import host
+from hloprobe.runtime.record_file import (
+  RecordFileError,
+  dump_record,
+  load_record,
+)
 from hloprobe.runtime.relocate import Roots, relative, resolved
 
 __all__ = [
@@ -86,12 +94,14 @@ __all__ = [
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Bumped when the layout of entries changes.
-_FORMAT = 1
+_FORMAT = 2
 _ENV_PREFIXES = ("XLA_", "JAX_", "CUDA", "TF_", "NVIDIA_")
 # The default bound of records/, in MiB: an entry is 30-40 KiB (seed_mlp,
 # one config), so about 60000 configs.
 DEFAULT_MAX_MB = 2048
-_ENTRY = ".pkl"
+_ENTRY = ".record"
+# Entries of format 1 (pickles): never read, counted and evicted.
+_ENTRIES = (_ENTRY, ".pkl")
 _TMP = ".tmp-"
 # A temporary file this old was left by a process that died mid-write.
 _STALE_TMP_S = 3600.0
@@ -239,11 +249,11 @@ class _Entry:
 
 
 class RecordCache:
-  """Pickled records in a folder, by key, least recently used evicted.
+  """Records in a folder, by key, least recently used evicted.
 
   Args:
     directory: the cache folder (created on first write); records go to
-      `<directory>/records/<key[:2]>/<key>.pkl`.
+      `<directory>/records/<key[:2]>/<key>.record` (`record_file`).
     warn: given one line for each entry it cannot read, write or remove
       (each costs speed, never results); default `log_warning`.
   """
@@ -265,15 +275,16 @@ class RecordCache:
     A hit sets the entry's mtime to now, so eviction keeps it longest.
     Its paths are this process's (`relocate.resolved` with `roots`,
     default `Roots.of()`: hloprobe's package and checkout), whichever
-    checkout wrote it.
+    checkout wrote it. Reading runs no code the file chooses
+    (`record_file.load_record`).
     """
     path = self._path(key)
     try:
       with open(path, "rb") as f:
-        record = pickle.load(f)
+        record = load_record(f.read())
     except FileNotFoundError:
       return None
-    except Exception as e:  # a corrupt or foreign entry is a miss
+    except (OSError, RecordFileError) as e:  # a corrupt or forged entry
       self._warn(f"hloprobe: ignoring unreadable cache entry {path}: {e}")
       return None
     try:
@@ -294,7 +305,7 @@ class RecordCache:
     """
     path = self._path(key)
     stored = relative(record, roots or Roots.of())
-    write = lambda f: pickle.dump(stored, f, protocol=pickle.HIGHEST_PROTOCOL)
+    write = lambda f: dump_record(stored, f)
     for tries_left in reversed(range(_WRITE_TRIES)):
       try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -303,7 +314,8 @@ class RecordCache:
       except FileNotFoundError as e:  # the folder was evicted meanwhile
         if not tries_left:
           self._warn(f"hloprobe: cannot write cache entry {path}: {e}")
-      except OSError as e:  # a read-only or full disk costs speed only
+      except (OSError, RecordFileError) as e:  # costs speed only: a
+        # read-only or full disk, a value the format cannot hold
         self._warn(f"hloprobe: cannot write cache entry {path}: {e}")
         return
 
@@ -328,7 +340,7 @@ class RecordCache:
           st = f.stat(follow_symlinks=False)
         except FileNotFoundError:  # removed by another process
           continue
-        if f.name.endswith(_ENTRY):
+        if f.name.endswith(_ENTRIES):
           entries.append(_Entry(f.path, st.st_size, st.st_mtime_ns))
         elif f.name.startswith(_TMP) and st.st_mtime_ns < old_ns:
           stale.append(f.path)
@@ -343,7 +355,7 @@ class RecordCache:
         break
       with contextlib.suppress(FileNotFoundError):  # evicted meanwhile
         with os.scandir(shard) as files:
-          found += sum(f.name.endswith(_ENTRY) for f in files)
+          found += sum(f.name.endswith(_ENTRIES) for f in files)
     return found >= count
 
   def usage(self) -> CacheUsage:
