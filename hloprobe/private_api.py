@@ -26,6 +26,7 @@ __all__ = [
   "cuda_path",
   "cudnn_version",
   "custom_call_targets",
+  "hlo_canonical_entry",
   "hlo_proto_to_text",
   "hlo_text_to_proto",
   "jaxlib_embedded",
@@ -330,6 +331,41 @@ def hlo_proto_to_text(proto: bytes) -> str | None:
     return read(proto).to_string()
   except RuntimeError as e:
     raise ValueError(str(e)) from None
+
+
+def hlo_canonical_entry(text: str) -> str | None:
+  """A module's ENTRY computation as XLA prints it canonically.
+
+  `jaxlib._hlo.hlo_module_from_text(text).to_string(options)` with
+  `HloPrintOptions.canonical()` and `print_ids=False`,
+  `canonicalize_computations=True`, `print_operand_shape=True` (the
+  options of XLA's `AutotuneCacheKey::HloInstructionToCanonicalString`,
+  xla/service/gpu/autotuning/autotune_cache_key.cc, less
+  `print_only_essential_constants`, which the binding does not offer:
+  a computation with a non-scalar constant prints it otherwise). The
+  ENTRY's body comes back from its `{` to its `}`: "{\n  tmp_0 = ...\n}",
+  instructions named tmp_0, tmp_1, ... in post order (jaxlib 0.12.0.1).
+
+  Returns:
+    The text, or None where this jaxlib has no HLO printer with options.
+
+  Raises:
+    ValueError: XLA's parser rejects the text (its status).
+  """
+  parse = _hlo_function("hlo_module_from_text")
+  options_class = _hlo_function("HloPrintOptions")
+  if parse is None or options_class is None:
+    return None
+  options = options_class.canonical()
+  options.print_ids = False
+  options.canonicalize_computations = True
+  options.print_operand_shape = True
+  try:
+    printed = parse(text).to_string(options)
+  except (RuntimeError, TypeError) as e:
+    raise ValueError(str(e)) from None
+  at = printed.find("\nENTRY {")
+  return None if at < 0 else printed[at + len("\nENTRY ") :].rstrip("\n")
 
 
 def custom_call_targets(platform: str) -> frozenset[str] | None:
