@@ -87,9 +87,10 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--replay")
   parser.add_argument("-o", "--output", required=True)
   args = parser.parse_args(argv)
-  # Before XLA loads: the codegen versions are in its VLOG only.
-  os.environ.setdefault("TF_CPP_VMODULE", "autotuner_cache_interface=1")
-  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0")
+  # Before XLA loads: the codegen versions are in its VLOG only (INFO
+  # lines: a TF_CPP_MIN_LOG_LEVEL above 0 would hide them).
+  os.environ["TF_CPP_VMODULE"] = "autotuner_cache_interface=1"
+  os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
   os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
   from hloprobe import compile as compile_mod
 
