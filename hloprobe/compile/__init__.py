@@ -16,6 +16,9 @@ from hloprobe.compile.autotune import AutotuneChoice as AutotuneChoice
 from hloprobe.compile.autotune import CUBLAS_CONFIG as CUBLAS_CONFIG
 from hloprobe.compile.autotune import CodegenVersions as CodegenVersions
 from hloprobe.compile.autotune import GemmFusionKey as GemmFusionKey
+from hloprobe.compile.autotune import (
+  autotune_experiment as autotune_experiment,
+)
 from hloprobe.compile.autotune import autotuned_target as autotuned_target
 from hloprobe.compile.autotune import config_assigner_input as config_assigner_input
 from hloprobe.compile.autotune import device_fingerprint as device_fingerprint
@@ -107,6 +110,7 @@ __all__ = [
   "Rejection",
   "ReportedError",
   "Target",
+  "autotune_experiment",
   "autotuned_target",
   "checked_words",
   "compile_case",

@@ -51,18 +51,22 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from hloprobe import private_api
+from hloprobe.compile.experiments import Experiment
 from hloprobe.compile.targets import Target
 from hloprobe.errors import TargetError
+from hloprobe.ir import read_text_file
 
 __all__ = [
   "CUBLAS_CONFIG",
   "AutotuneChoice",
   "CodegenVersions",
   "GemmFusionKey",
+  "autotune_experiment",
   "autotuned_target",
   "config_assigner_input",
   "device_fingerprint",
@@ -82,6 +86,8 @@ CUBLAS_CONFIG = "gemm { algorithm: -1 }"
 # (config_assigner_pass.cc `ShouldAssignConfigToGemmFusion`).
 _GEMM_KINDS = ("__triton_gemm", "__cudnn$fusion", "__custom_fusion")
 _LOAD = "xla_gpu_load_autotune_results_from"
+# The names XLA reads as text format (autotuner_cache.cc `IsTextProtoPath`).
+_TEXT_SUFFIXES = (".txt", ".txtpb", ".textproto", ".prototxt", ".pbtxt")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -373,4 +379,52 @@ def autotuned_target(target: Target, path: str, text: str) -> Target:
     target,
     compiler_options=options,
     description=f"{target.description}; autotune results {path}",
+  )
+
+
+def autotune_experiment(path: str, targets: Sequence[Target]) -> Experiment:
+  """`--autotune_results=FILE` as an experiment named `autotuned-<stem>`.
+
+  Its XLA_FLAGS load the file (`--xla_gpu_load_autotune_results_from`),
+  so its configs run in worker processes of their own: XLA loads one
+  results file per process, and the baseline's workers never see it. Every
+  target of the sweep is compiled with it; only those whose config matches
+  the recording device can hit (the key holds the device).
+
+  Args:
+    path: an `xla.autotuner.AutotuneCache` text file (`results_textproto`,
+      or one XLA dumped with --xla_gpu_dump_autotune_results_to=F.textproto).
+    targets: the sweep's targets.
+
+  Raises:
+    TargetError: the file cannot be read, is not text format, or no
+      compile-only target of the sweep is the device it was recorded on
+      (one line, the devices named).
+  """
+  if not path.endswith(_TEXT_SUFFIXES):
+    raise TargetError(
+      f"--autotune_results={path}: hloprobe reads text-format results only "
+      f"(a name ending in {', '.join(_TEXT_SUFFIXES)})"
+    )
+  text = read_text_file(path, f"--autotune_results={path!r}", TargetError)
+  found = results_devices(text)
+  mine = {
+    t.name: device_fingerprint(t.config_text)
+    for t in targets
+    if t.compile_only and t.config_text is not None
+  }
+  if not found & set(mine.values()):
+    have = ", ".join(f"{n} {d}" for n, d in mine.items()) or "none"
+    raise TargetError(
+      f"--autotune_results={path}: recorded for device "
+      f"{', '.join(sorted(found)) or 'none'}, which no compile-only target "
+      f"of this sweep is ({have}); add the recording GPU's own config "
+      "(--target_config)"
+    )
+  stem = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(path).split(".")[0])
+  matching = sorted(n for n, d in mine.items() if d in found)
+  return Experiment(
+    f"autotuned-{stem}",
+    (f"--{_LOAD}={os.path.abspath(path)}",),
+    f"autotune results {path} (for {', '.join(matching)})",
   )

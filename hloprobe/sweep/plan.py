@@ -26,6 +26,7 @@ from hloprobe.compile import (
   Case,
   Experiment,
   Target,
+  autotune_experiment,
   get_case,
   get_target,
   is_config_path,
@@ -308,6 +309,7 @@ def spec_from_words(
   experiments_file: str | None = None,
   cache_dir: str | None = None,
   jobs: int = 1,
+  autotune_results: Sequence[str] = (),
 ) -> SweepPlan:
   """The plan of the sweep the command line names, in its words.
 
@@ -319,6 +321,8 @@ def spec_from_words(
     explain_passes, cache_dir, jobs: as `SweepSpec`'s fields.
     experiment_words: NAME:FLAGS or built-in names (--experiment).
     experiments_file: a file of NAME:FLAGS lines, or None.
+    autotune_results: --autotune_results files, each an experiment
+      (`compile.autotune_experiment`), after the others.
 
   Raises:
     InvalidArgumentError: a bad name or size, or a list that is empty (as
@@ -327,6 +331,10 @@ def spec_from_words(
   found = [parse_experiment(t) for t in experiment_words]
   if experiments_file:
     found += parse_experiments_file(experiments_file)
+  if autotune_results:
+    words = tuple(targets) + config_file_words(target_configs)
+    looked_up = [get_target(w) for w in words]
+    found += [autotune_experiment(p, looked_up) for p in autotune_results]
   return check_nonempty(
     plan_sweep(
       SweepSpec(
