@@ -26,6 +26,7 @@ __all__ = [
   "cuda_path",
   "cudnn_version",
   "custom_call_targets",
+  "gpu_target_config",
   "hlo_canonical_entry",
   "hlo_proto_to_text",
   "hlo_text_to_proto",
@@ -366,6 +367,31 @@ def hlo_canonical_entry(text: str) -> str | None:
     raise ValueError(str(e)) from None
   at = printed.find("\nENTRY {")
   return None if at < 0 else printed[at + len("\nENTRY ") :].rstrip("\n")
+
+
+def gpu_target_config(devices) -> str | None:
+  """The attached GPUs' GpuTargetConfigProto, in text format.
+
+  `jax._src.lib.xla_client.get_topology_for_devices(devices).target_config`
+  (jax's tests/aot_test.py does the same; jax 0.12.0.1): the config a
+  compile-only target needs to be this GPU for XLA's autotune keys
+  (`hloprobe.compile.autotune`). None where this jax has no such call or
+  the devices are not GPUs. Not run here without a GPU.
+  """
+  try:
+    from jax._src.lib import xla_client
+  except ImportError:
+    return None
+  get = getattr(xla_client, "get_topology_for_devices", None)
+  if get is None:
+    return None
+  try:
+    config = getattr(get(list(devices)), "target_config", None)
+  except (RuntimeError, ValueError, TypeError):
+    return None
+  if config is None:
+    return None
+  return config if isinstance(config, str) else str(config)
 
 
 def custom_call_targets(platform: str) -> frozenset[str] | None:

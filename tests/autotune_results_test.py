@@ -18,6 +18,7 @@ from absl.testing import absltest
 from hloprobe.compile import (
   CUBLAS_CONFIG,
   AutotuneChoice,
+  autotune_experiment,
   autotuned_target,
   device_fingerprint,
   device_string,
@@ -155,6 +156,43 @@ class AutotunedTargetTest(absltest.TestCase):
   def test_attached_or_cpu_target_is_refused(self):
     with self.assertRaisesRegex(TargetError, "not a compile-only GPU target"):
       autotuned_target(get_target("cpu"), "r.textproto", self._TEXT)
+
+
+class AutotuneExperimentTest(absltest.TestCase):
+  def _file(self, name: str, text: str) -> str:
+    return self.create_tempfile(name, content=text).full_path
+
+  def test_an_experiment_of_its_own_loading_the_file(self):
+    path = self._file("rec.textproto", 'device_scope: "4882ef514d13f9de"\n')
+    e = autotune_experiment(path, [get_target("cpu"), get_target("a100")])
+    self.assertEqual(e.name, "autotuned-rec")
+    self.assertEqual(
+      e.xla_flags, (f"--xla_gpu_load_autotune_results_from={path}",)
+    )
+    self.assertIn("(for a100)", e.description)
+
+  def test_no_matching_target_is_one_line(self):
+    path = self._file("rec.textproto", 'device_scope: "4882ef514d13f9de"\n')
+    with self.assertRaises(TargetError) as e:
+      autotune_experiment(path, [get_target("h100"), get_target("t4")])
+    self.assertNotIn("\n", str(e.exception))
+    self.assertRegex(str(e.exception), r"no compile-only target .*\(h100 ")
+
+  def test_binary_results_are_refused(self):
+    path = self._file("rec.pb", "")
+    with self.assertRaisesRegex(TargetError, "text-format results only"):
+      autotune_experiment(path, [get_target("a100")])
+
+
+class GpuCheckRecordTest(absltest.TestCase):
+  """The recording half runs only on a GPU; its file naming is checked here."""
+
+  def test_dump_flag_names_a_text_file_beside_the_check(self):
+    from hloprobe.versions import autotune_record_flags
+
+    word, path = autotune_record_flags("out", "NVIDIA H200")
+    self.assertEqual(path, os.path.abspath("out/nvidia_h200.autotune.textproto"))
+    self.assertEqual(word, f"--xla_gpu_dump_autotune_results_to={path}")
 
 
 if __name__ == "__main__":
