@@ -24,9 +24,8 @@ import subprocess
 import sys
 
 import pytest
-from absl.testing import absltest
-
 import testutil
+from absl.testing import absltest
 
 _TOOL = "hloprobe.tools.autotune_template"
 
@@ -47,7 +46,9 @@ def _fusion_config(hlo: str, name: str) -> dict | None:
   if line is None:
     return None
   config = re.search(r"backend_config=(\{.*\})\s*$", line.group(0)).group(1)
-  return json.loads(config)["fusion_backend_config"]["block_level_fusion_config"]
+  return json.loads(config)["fusion_backend_config"][
+    "block_level_fusion_config"
+  ]
 
 
 @pytest.mark.compiles  # two subprocesses compile for the a100
@@ -60,7 +61,9 @@ class ReplayTest(absltest.TestCase):
       "--choose=gemm_fusion_dot.1=triton:64,32,32,2,4",
       f"--output={results}",
     )
-    self.assertEqual(written.returncode, 0, written.stdout + written.stderr[-3000:])
+    self.assertEqual(
+      written.returncode, 0, written.stdout + written.stderr[-3000:]
+    )
     self.assertIn("gemm_fusion_dot.1\t__triton_gemm\t", written.stdout)
     optimized = os.path.join(folder, "optimized.hlo.txt")
     replayed = _tool(f"--replay={results}", f"--output={optimized}")

@@ -61,7 +61,9 @@ def _keys():
 
 class DeviceKeyTest(absltest.TestCase):
   def test_a100_device_string_is_xlas(self):
-    self.assertEqual(device_string(get_target("a100").config_text), _A100_DEVICE)
+    self.assertEqual(
+      device_string(get_target("a100").config_text), _A100_DEVICE
+    )
 
   def test_a100_fingerprint_is_xlas(self):
     fingerprint = device_fingerprint(get_target("a100").config_text)
@@ -113,7 +115,9 @@ class ResultsFileTest(absltest.TestCase):
       "4882ef514d13f9de",
       parse_codegen_versions(_XLA_LOG),
       [
-        AutotuneChoice(keys["gemm_fusion_dot"], "CUBLASLT_FISSION", CUBLAS_CONFIG),
+        AutotuneChoice(
+          keys["gemm_fusion_dot"], "CUBLASLT_FISSION", CUBLAS_CONFIG
+        ),
         AutotuneChoice(
           keys["gemm_fusion_dot.1"], "TRITON", triton_config(64, 32, 32, 2, 4)
         ),
@@ -191,7 +195,9 @@ class GpuCheckRecordTest(absltest.TestCase):
     from hloprobe.versions import autotune_record_flags
 
     word, path = autotune_record_flags("out", "NVIDIA H200")
-    self.assertEqual(path, os.path.abspath("out/nvidia_h200.autotune.textproto"))
+    self.assertEqual(
+      path, os.path.abspath("out/nvidia_h200.autotune.textproto")
+    )
     self.assertEqual(word, f"--xla_gpu_dump_autotune_results_to={path}")
 
 

@@ -12,19 +12,23 @@ are `hloprobe.runtime`.
 
 from __future__ import annotations
 
-from hloprobe.compile.autotune import AutotuneChoice as AutotuneChoice
 from hloprobe.compile.autotune import CUBLAS_CONFIG as CUBLAS_CONFIG
+from hloprobe.compile.autotune import AutotuneChoice as AutotuneChoice
 from hloprobe.compile.autotune import CodegenVersions as CodegenVersions
 from hloprobe.compile.autotune import GemmFusionKey as GemmFusionKey
 from hloprobe.compile.autotune import (
   autotune_experiment as autotune_experiment,
 )
 from hloprobe.compile.autotune import autotuned_target as autotuned_target
-from hloprobe.compile.autotune import config_assigner_input as config_assigner_input
+from hloprobe.compile.autotune import (
+  config_assigner_input as config_assigner_input,
+)
 from hloprobe.compile.autotune import device_fingerprint as device_fingerprint
 from hloprobe.compile.autotune import device_string as device_string
 from hloprobe.compile.autotune import gemm_fusion_keys as gemm_fusion_keys
-from hloprobe.compile.autotune import parse_codegen_versions as parse_codegen_versions
+from hloprobe.compile.autotune import (
+  parse_codegen_versions as parse_codegen_versions,
+)
 from hloprobe.compile.autotune import results_devices as results_devices
 from hloprobe.compile.autotune import results_textproto as results_textproto
 from hloprobe.compile.autotune import triton_config as triton_config

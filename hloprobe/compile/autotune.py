@@ -175,10 +175,12 @@ def device_string(config_text: str) -> str:
   Raises:
     TargetError: a field is missing from the config text.
   """
-  major = re.search(r"cuda_compute_capability\s*\{[^}]*?major\s*:\s*(\d+)",
-                    config_text)
-  minor = re.search(r"cuda_compute_capability\s*\{[^}]*?minor\s*:\s*(\d+)",
-                    config_text)
+  major = re.search(
+    r"cuda_compute_capability\s*\{[^}]*?major\s*:\s*(\d+)", config_text
+  )
+  minor = re.search(
+    r"cuda_compute_capability\s*\{[^}]*?minor\s*:\s*(\d+)", config_text
+  )
   if major is None:
     raise TargetError("target config has no cuda_compute_capability.major")
   cores = int(_device_field(config_text, "core_count"))
@@ -221,8 +223,9 @@ def config_assigner_input(pass_dumps: Iterable[tuple[str, str]]) -> str:
   )
 
 
-_INSTR_RE = re.compile(r"^\s*(?:ROOT )?%([\w.\-]+) = (\S+) ([\w\-]+)\((.*)$",
-                       re.M)
+_INSTR_RE = re.compile(
+  r"^\s*(?:ROOT )?%([\w.\-]+) = (\S+) ([\w\-]+)\((.*)$", re.M
+)
 
 
 def gemm_fusion_keys(module_text: str) -> tuple[GemmFusionKey, ...]:
@@ -249,8 +252,9 @@ def gemm_fusion_keys(module_text: str) -> tuple[GemmFusionKey, ...]:
     calls = re.search(r"calls=%([\w.\-]+)", rest).group(1)
     fusion_kind = re.search(r"kind=(k\w+)", rest).group(1)
     config = re.search(r"backend_config=(\{.*\})\s*$", rest).group(1)
-    config = json.dumps(json.loads(config), sort_keys=True,
-                        separators=(",", ":"))
+    config = json.dumps(
+      json.loads(config), sort_keys=True, separators=(",", ":")
+    )
     body = _computation(module_text, calls)
     text = (
       f"{m.group(2)} fusion({', '.join(shapes[o] for o in operands)}), "
