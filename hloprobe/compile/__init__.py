@@ -19,6 +19,9 @@ from hloprobe.compile.autotune import GemmFusionKey as GemmFusionKey
 from hloprobe.compile.autotune import (
   autotune_experiment as autotune_experiment,
 )
+from hloprobe.compile.autotune import (
+  autotune_selection as autotune_selection,
+)
 from hloprobe.compile.autotune import autotuned_target as autotuned_target
 from hloprobe.compile.autotune import (
   config_assigner_input as config_assigner_input,
@@ -115,6 +118,7 @@ __all__ = [
   "ReportedError",
   "Target",
   "autotune_experiment",
+  "autotune_selection",
   "autotuned_target",
   "checked_words",
   "compile_case",

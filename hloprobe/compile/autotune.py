@@ -67,6 +67,7 @@ __all__ = [
   "CodegenVersions",
   "GemmFusionKey",
   "autotune_experiment",
+  "autotune_selection",
   "autotuned_target",
   "config_assigner_input",
   "device_fingerprint",
@@ -431,4 +432,40 @@ def autotune_experiment(path: str, targets: Sequence[Target]) -> Experiment:
     f"autotuned-{stem}",
     (f"--{_LOAD}={os.path.abspath(path)}",),
     f"autotune results {path} (for {', '.join(matching)})",
+  )
+
+
+_LOAD_FLAG_RE = re.compile(rf"--{_LOAD}=(\S+)")
+
+
+def autotune_selection(xla_flags: str, target: Target) -> str | None:
+  """Who chose a compile-only target's fates, when results were loaded.
+
+  Args:
+    xla_flags: the XLA_FLAGS the compile ran under (a worker's; the
+      autotune experiment's `--xla_gpu_load_autotune_results_from`).
+    target: the target compiled for.
+
+  Returns:
+    E.g. "autotune results a100.textproto (autotuned on NVIDIA
+    A100-SXM4-40GB) where they hold the fusion, else XLA heuristic" when
+    the file loaded is keyed by the target's device; None otherwise (no
+    file, another device's, or not a compile-only target). Which fusions
+    the file holds is not checked per site here.
+  """
+  m = _LOAD_FLAG_RE.search(xla_flags)
+  if m is None or not target.compile_only or target.config_text is None:
+    return None
+  try:
+    with open(m.group(1), encoding="utf-8") as f:
+      found = results_devices(f.read())
+  except OSError:
+    return None
+  if device_fingerprint(target.config_text) not in found:
+    return None
+  name = re.search(r'device_description_str:\s*"([^"]+)"', target.config_text)
+  device = name.group(1) if name else device_string(target.config_text)
+  return (
+    f"autotune results {os.path.basename(m.group(1))} (autotuned on "
+    f"{device}) where they hold the fusion, else XLA heuristic"
   )

@@ -15,6 +15,7 @@ Private in intent: use the package, `hloprobe.sweep`.
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 
 import numpy as np
@@ -22,6 +23,7 @@ import numpy as np
 from hloprobe.compile import (
   Case,
   Target,
+  autotune_selection,
   compile_case,
   get_case,
   load_topology,
@@ -196,7 +198,12 @@ def _analysed(cc, target: Target, watch) -> Compilation:
     ptx_kernels = [k for text in cc.ptx for k in parse_ptx(text)]
   with watch.stage("sites"):
     fates = map_dot_sites(sites, module)
-    fates = resolve(fates, module, ptx_kernels, target, cc.compute_capability)
+    # This worker's XLA_FLAGS (an --autotune_results experiment's) are the
+    # ones its compiles ran under.
+    chosen = autotune_selection(os.environ.get("XLA_FLAGS", ""), target)
+    fates = resolve(
+      fates, module, ptx_kernels, target, cc.compute_capability, chosen
+    )
   return Compilation(
     stablehlo=cc.stablehlo,
     optimized_hlo=cc.optimized_hlo,
