@@ -19,6 +19,7 @@ from hloprobe.compile import (
   CUBLAS_CONFIG,
   AutotuneChoice,
   autotune_experiment,
+  autotune_selection,
   autotuned_target,
   device_fingerprint,
   device_string,
@@ -186,6 +187,22 @@ class AutotuneExperimentTest(absltest.TestCase):
     path = self._file("rec.pb", "")
     with self.assertRaisesRegex(TargetError, "text-format results only"):
       autotune_experiment(path, [get_target("a100")])
+
+
+class SelectionTest(absltest.TestCase):
+  def test_loaded_results_of_the_targets_device_are_named(self):
+    path = self.create_tempfile(
+      "rec.textproto", content='device_scope: "4882ef514d13f9de"\n'
+    ).full_path
+    flags = f"--xla_dump_to=/x --xla_gpu_load_autotune_results_from={path}"
+    self.assertEqual(
+      autotune_selection(flags, get_target("a100")),
+      "autotune results rec.textproto (autotuned on NVIDIA A100-SXM4-40GB) "
+      "where they hold the fusion, else XLA heuristic",
+    )
+    self.assertIsNone(autotune_selection(flags, get_target("h100")))
+    self.assertIsNone(autotune_selection(flags, get_target("cpu")))
+    self.assertIsNone(autotune_selection("", get_target("a100")))
 
 
 class GpuCheckRecordTest(absltest.TestCase):
