@@ -52,6 +52,7 @@ __all__ = [
   "TARGETS",
   "TARGET_CONFIG",
   "TIMINGS",
+  "TRY_FIXES",
   "WIDE",
 ]
 
@@ -144,12 +145,12 @@ OUTPUT_DIR = flags.DEFINE_string(
 SITES = flags.DEFINE_bool(
   "sites",
   False,
-  "Also print one row per dot site (table and markdown formats).",
+  "Also print one row per contraction site (table and markdown formats).",
 )
 EXPLAIN_PASSES = flags.DEFINE_bool(
   "explain_passes",
   False,
-  "Name the XLA pass that rewrote each dot site (each compile also dumps "
+  "Name the XLA pass that rewrote each contraction site (each compile also dumps "
   "the module after every pass, to a temporary folder).",
 )
 EXPERIMENT = flags.DEFINE_multi_string(
@@ -221,7 +222,7 @@ PLOT_SHARED_Y = flags.DEFINE_bool(
 MODEL_EXPLORER = flags.DEFINE_string(
   "model_explorer",
   None,
-  "Write each config's StableHLO and Model Explorer node data (dot sites "
+  "Write each config's StableHLO and Model Explorer node data (sites "
   "by error, fate, algorithm, pass) here; open with `hloprobe view DIR`.",
 )
 PORT = flags.DEFINE_integer(
@@ -229,6 +230,14 @@ PORT = flags.DEFINE_integer(
 )
 BROWSER = flags.DEFINE_bool(
   "browser", True, "`hloprobe view`: open the page in a browser tab."
+)
+TRY_FIXES = flags.DEFINE_bool(
+  "try_fixes",
+  True,
+  "`hloprobe explain`: try the candidate fixes that apply (float32 or a "
+  "multi-pass preset, XLA flags that pin the gemm kernel or the split) on "
+  "the configs at fault, in one extra sweep, and print each with its "
+  "`hloprobe verify` command; --notry_fixes lists them untried.",
 )
 
 GOLDEN_DIR = flags.DEFINE_string(

@@ -38,6 +38,7 @@ _LEGACY = {
   "cache_max_mb": ("sweep", "explain", "verify", "cache"),
   "experiment": ("sweep", "explain", "versions", "bisect"),  # issue 23
   "experiments_file": ("sweep", "explain", "versions", "bisect"),
+  "try_fixes": ("explain",),  # issue 26
 }
 
 

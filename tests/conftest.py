@@ -95,6 +95,7 @@ def pytest_configure(config):
 # together (longest processing time first). A file missing here only
 # runs later; a slow new file belongs in the list.
 LONGEST_FIRST = (
+  "tests/answer_explain_test.py",  # 82 (explain's fixes tried, compiled)
   "tests/verify_test.py",  # 74 CPU-s
   "tests/versions_test.py",  # 73 (its older jaxlib's venv cached)
   "tests/report/explain_test.py",  # 59

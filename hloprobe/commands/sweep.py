@@ -26,7 +26,7 @@ class SweepArgs:
     experiment: --experiment words.
     experiments_file: --experiments_file, or None.
     timings: --timings: the stage seconds table after the results.
-    sites: --sites: one row per dot site after the table.
+    sites: --sites: one row per contraction site after the table.
     wide: --wide: every table column, unwrapped.
     columns: --columns (table keys), or None for the default.
     plot: --plot, a PNG path, or None.

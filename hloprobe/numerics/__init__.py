@@ -16,6 +16,8 @@ modules behind them are private in intent:
   jaxpr_sites      a case's jaxpr dots, numbered as StableHLO numbers them
   evaluator        the jaxpr interpreter with sites at their algorithms
   emulate          a case's jaxpr with its dots emulated
+  emulate_attention  cuDNN attention's forward; its kernel variants
+  attention_band   an attention site's measured band, from its operands
   executed         the program lowered and run by the numpy executor
   reference        the float64 reference (the executor's; XLA:CPU's where
                    it cannot)

@@ -7,7 +7,7 @@ artifact and a person to open in a browser, offline: what was swept, the
 row-0 error plot (`plot`, when matplotlib is installed; the page says so
 when it is not) first, then the explanation
 (`report.render_explanation`), the sweep table with every column
-(`report.cells`, the first screen's first) and the dot-site table, each
+(`report.cells`, the first screen's first) and the contraction-site table, each
 sortable (click a header) and filterable (the box above it: rows holding
 every word typed), whole, in a container that scrolls. Each config's row
 is coloured by how far it strays beyond its band (`severity`: 1x pale to
@@ -205,7 +205,7 @@ def _sites_table(results: Sequence) -> Table:
   headers, rows = tables_cells(list(results), sites=True)
   return Table(
     "sites",
-    "the dot sites",
+    "the contraction sites",
     tuple(Header(h) for h in headers),
     tuple(
       Row(tuple(Cell(text, _sort_value(text)) for text in row)) for row in rows
@@ -247,7 +247,7 @@ def render_html(
   Returns:
     An HTML5 document; its sweep table (id "configs") has one <tr> per
     result in <tbody>, in the order given, with `data-beyond` (m, see
-    `severity`) where known; the dot-site table has id "sites".
+    `severity`) where known; the contraction-site table has id "sites".
   """
   cases = dict.fromkeys(r.config.case for r in results)
   template = _environment().get_template("report.html.j2")

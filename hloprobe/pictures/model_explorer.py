@@ -1,4 +1,4 @@
-"""Dot sites over the StableHLO graph in Google's Model Explorer.
+"""Contraction sites over the StableHLO graph in Google's Model Explorer.
 
 Needs the `explorer` extra (`pip install 'hloprobe[explorer]'`, PyPI
 `ai-edge-model-explorer`, 0.1.34 checked). `write_overlay` writes, per
@@ -170,7 +170,7 @@ def _matches(site, node: dict) -> bool:
 
 
 def map_sites(fates, nodes: dict[str, list[dict]]) -> dict[int, NodeRef]:
-  """Dot site index -> its node in the adapter's graph (see module doc).
+  """Contraction site index -> its node in the adapter's graph (see module doc).
 
   Args:
     fates: a config's `dot_sites.SiteFate`s (program order, per call path).

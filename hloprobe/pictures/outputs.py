@@ -42,7 +42,7 @@ class Outputs:
     fmt: --format: "table", "json", "markdown" or "html".
     columns: --columns (table keys, checked), or None for the default.
     wide: --wide: every table column, unwrapped.
-    sites: --sites: one row per dot site after the table.
+    sites: --sites: one row per contraction site after the table.
     timings: --timings: the stage seconds table (stderr with json).
     output_dir: --output_dir, or None.
     plot: --plot, a PNG path, or None.

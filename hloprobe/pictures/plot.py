@@ -5,9 +5,9 @@ its Agg backend (no display). One figure: a panel per target (per case and
 target; with XLA_FLAGS experiments, the baseline and each experiment side by
 side, one row per case and target). In each panel, for each precision,
 |row 0 - float64 row 0| over the swept batch sizes: observed (where the
-target ran) solid with markers, predicted (`predict`: each dot site emulated
+target ran) solid with markers, predicted (`predict`: each contraction site emulated
 at its effective algorithm) dashed; the f32 noise floor as a grey band;
-dotted vertical lines where a dot site's fate changes (from `explain`'s
+dotted vertical lines where a contraction site's fate changes (from `explain`'s
 FateSpan records). The error axis is logarithmic; an error of exactly 0 has
 no place on it and is left out, and the panel says so. Every panel shares
 one error axis by default (`shared_y`), so a flat 1e-4 on the CPU does not
@@ -98,7 +98,7 @@ def _panel_key(r) -> tuple[str, str, str]:
 
 
 def _fate_changes(explanation) -> list[tuple[int, int, str]]:
-  """(n before, n, words) where a dot site's fate changes, all precisions.
+  """(n before, n, words) where a contraction site's fate changes, all precisions.
 
   From `explain.TargetExplanation.spans`: consecutive FateSpans differ in
   some site's fate (or the pass that made it); the words name the sites
@@ -280,12 +280,14 @@ def _legend(fig, colours) -> None:
       ls="--",
       marker="o",
       fillstyle="none",
-      label="predicted (dot sites emulated at their effective algorithm)",
+      label="predicted (contraction sites emulated at their effective algorithm)",
     ),
     Patch(
       color="0.85", label="f32 noise floor (all sites F32, 4 summation orders)"
     ),
-    Line2D([], [], color="0.35", ls=":", label="a dot site's fate changes"),
+    Line2D(
+      [], [], color="0.35", ls=":", label="a contraction site's fate changes"
+    ),
   ]
   fig.legend(
     handles=handles,

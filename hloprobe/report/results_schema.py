@@ -132,8 +132,12 @@ element 0, as in `accuracy.ErrorStats`):
                 "changed": bool, "localised": bool, "gemms": int,
                 "changes": [{"instruction", "target", "fields", "site",
                              "pass_name", "rule", "source"}],
-                "not_executed": [str]} | null (added in version 3
-                without a bump: readers of version 3 ignore it),
+                "not_executed": [str],
+                "rows": [as prediction's "rows" | null] (every row of
+                  every leaf of the made run judged against the
+                  prediction's noise floors; `Made.rows`)} | null (added
+                in version 3 without a bump: readers of version 3 ignore
+                it),
        "verdict": str | null (the config's: "XLA changed the math: ..."
                   leads, else the prediction's),
        "timing_s": {"lower": float|null, "compile": float|null,
@@ -270,6 +274,7 @@ def _made_json(r: ConfigResult) -> dict | None:
     "gemms": m.gemms,
     "changes": [dataclasses.asdict(c) for c in m.changes],
     "not_executed": list(m.not_executed),
+    "rows": [_row_json(w) for w in m.rows],
   }
 
 
