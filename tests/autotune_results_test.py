@@ -124,6 +124,7 @@ class ResultsFileTest(absltest.TestCase):
         ),
       ],
     )
+    self.assertRegex(text, r"\A# hloprobe autotune results; jaxlib \S+\n")
     self.assertIn('device_scope: "4882ef514d13f9de"', text)
     self.assertEqual(text.count("entries {"), 2)
     self.assertIn(f'hlo_fingerprint: "{_HIT["gemm_fusion_dot"]}"', text)
@@ -182,6 +183,16 @@ class AutotuneExperimentTest(absltest.TestCase):
       autotune_experiment(path, [get_target("h100"), get_target("t4")])
     self.assertNotIn("\n", str(e.exception))
     self.assertRegex(str(e.exception), r"no compile-only target .*\(h100 ")
+
+  def test_another_jaxlibs_results_are_refused(self):
+    text = results_textproto(
+      "4882ef514d13f9de", parse_codegen_versions(_XLA_LOG), [], "0.11.2"
+    )
+    path = self._file("old.textproto", text)
+    with self.assertRaisesRegex(
+      TargetError, r"written for jaxlib 0\.11\.2, this is jaxlib "
+    ):
+      autotune_experiment(path, [get_target("a100")])
 
   def test_binary_results_are_refused(self):
     path = self._file("rec.pb", "")

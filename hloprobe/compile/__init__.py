@@ -17,13 +17,6 @@ from hloprobe.compile.autotune import AutotuneChoice as AutotuneChoice
 from hloprobe.compile.autotune import CodegenVersions as CodegenVersions
 from hloprobe.compile.autotune import GemmFusionKey as GemmFusionKey
 from hloprobe.compile.autotune import (
-  autotune_experiment as autotune_experiment,
-)
-from hloprobe.compile.autotune import (
-  autotune_selection as autotune_selection,
-)
-from hloprobe.compile.autotune import autotuned_target as autotuned_target
-from hloprobe.compile.autotune import (
   config_assigner_input as config_assigner_input,
 )
 from hloprobe.compile.autotune import device_fingerprint as device_fingerprint
@@ -32,9 +25,18 @@ from hloprobe.compile.autotune import gemm_fusion_keys as gemm_fusion_keys
 from hloprobe.compile.autotune import (
   parse_codegen_versions as parse_codegen_versions,
 )
-from hloprobe.compile.autotune import results_devices as results_devices
 from hloprobe.compile.autotune import results_textproto as results_textproto
 from hloprobe.compile.autotune import triton_config as triton_config
+from hloprobe.compile.autotune_replay import (
+  autotune_experiment as autotune_experiment,
+)
+from hloprobe.compile.autotune_replay import (
+  autotune_selection as autotune_selection,
+)
+from hloprobe.compile.autotune_replay import (
+  autotuned_target as autotuned_target,
+)
+from hloprobe.compile.autotune_replay import results_devices as results_devices
 from hloprobe.compile.builtin_cases import CASES as CASES
 from hloprobe.compile.case_model import Case as Case
 from hloprobe.compile.case_model import ReportedError as ReportedError

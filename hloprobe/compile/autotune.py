@@ -44,6 +44,9 @@ Split-K cannot be chosen this way in jaxlib 0.12.0.1: `TritonGemmKey.
 split_k` is a deprecated field there (the text-format parser warns) and the
 `splitk-rewriter` HLO pass decides split-K before config assignment.
 
+Replaying a file in a sweep (an experiment per file, the device and
+jaxlib checks, the sites' `selection`) is `autotune_replay`.
+
 Private in intent: use the package, `hloprobe.compile`.
 """
 
@@ -51,30 +54,23 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 
 from hloprobe import private_api
-from hloprobe.compile.experiments import Experiment
-from hloprobe.compile.targets import Target
+from hloprobe.compile.compat import installed_jaxlib
 from hloprobe.errors import TargetError
-from hloprobe.ir import read_text_file
 
 __all__ = [
   "CUBLAS_CONFIG",
   "AutotuneChoice",
   "CodegenVersions",
   "GemmFusionKey",
-  "autotune_experiment",
-  "autotune_selection",
-  "autotuned_target",
   "config_assigner_input",
   "device_fingerprint",
   "device_string",
   "gemm_fusion_keys",
   "parse_codegen_versions",
-  "results_devices",
   "results_textproto",
   "triton_config",
 ]
@@ -86,9 +82,6 @@ CUBLAS_CONFIG = "gemm { algorithm: -1 }"
 # The gemm fusion kinds the config assigner gives configs
 # (config_assigner_pass.cc `ShouldAssignConfigToGemmFusion`).
 _GEMM_KINDS = ("__triton_gemm", "__cudnn$fusion", "__custom_fusion")
-_LOAD = "xla_gpu_load_autotune_results_from"
-# The names XLA reads as text format (autotuner_cache.cc `IsTextProtoPath`).
-_TEXT_SUFFIXES = (".txt", ".txtpb", ".textproto", ".prototxt", ".pbtxt")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -311,7 +304,10 @@ def triton_config(
 
 
 def results_textproto(
-  device: str, versions: CodegenVersions, choices: Iterable[AutotuneChoice]
+  device: str,
+  versions: CodegenVersions,
+  choices: Iterable[AutotuneChoice],
+  jaxlib: str | None = None,
 ) -> str:
   """An `xla.autotuner.AutotuneCache` in text format, one entry per choice.
 
@@ -319,12 +315,18 @@ def results_textproto(
     device: `device_fingerprint` of the target.
     versions: the XLA build's (`parse_codegen_versions`).
     choices: what each fusion gets.
+    jaxlib: the jaxlib whose XLA the versions are (default: this one's),
+      written as the first line, a comment: "# hloprobe autotune results;
+      jaxlib 0.12.0.1" (`autotune_experiment` refuses another's).
 
   Raises:
     TargetError: a choice's backend is not among `versions`.
   """
   backend_versions = dict(versions.per_backend)
-  lines = [f'device_scope: "{device}"']
+  lines = [
+    f"# hloprobe autotune results; jaxlib {jaxlib or installed_jaxlib()}",
+    f'device_scope: "{device}"',
+  ]
   for c in choices:
     if c.backend not in backend_versions:
       raise TargetError(
@@ -346,126 +348,3 @@ def results_textproto(
       f"}}  # {c.fusion.name}",
     ]
   return "\n".join(lines) + "\n"
-
-
-def results_devices(text: str) -> frozenset[str]:
-  """The device fingerprints an AutotuneCache text file is keyed by."""
-  return frozenset(re.findall(r'\bdevice(?:_scope)?:\s*"([0-9a-f]{16})"', text))
-
-
-def autotuned_target(target: Target, path: str, text: str) -> Target:
-  """The target, compiled with an autotune results file loaded.
-
-  Args:
-    target: a compile-only GPU target.
-    path: the results file (text format: `.textproto`, `.txtpb`, ...).
-    text: its contents.
-
-  Raises:
-    TargetError: the target is not compile-only, or the file is keyed by
-      another device than the target's config (one line, both named).
-  """
-  if not target.compile_only or target.config_text is None:
-    raise TargetError(
-      f"--autotune_results={path}: target {target.name!r} is not a "
-      "compile-only GPU target (an attached GPU autotunes itself)"
-    )
-  mine = device_fingerprint(target.config_text)
-  found = results_devices(text)
-  if mine not in found:
-    raise TargetError(
-      f"--autotune_results={path}: recorded for device "
-      f"{', '.join(sorted(found)) or 'none'}, but target {target.name!r} is "
-      f"{mine} ({device_string(target.config_text)}); use the recording "
-      "GPU's own target config (--target_config)"
-    )
-  options: Mapping[str, str] = {**(target.compiler_options or {}), _LOAD: path}
-  return dataclasses.replace(
-    target,
-    compiler_options=options,
-    description=f"{target.description}; autotune results {path}",
-  )
-
-
-def autotune_experiment(path: str, targets: Sequence[Target]) -> Experiment:
-  """`--autotune_results=FILE` as an experiment named `autotuned-<stem>`.
-
-  Its XLA_FLAGS load the file (`--xla_gpu_load_autotune_results_from`),
-  so its configs run in worker processes of their own: XLA loads one
-  results file per process, and the baseline's workers never see it. Every
-  target of the sweep is compiled with it; only those whose config matches
-  the recording device can hit (the key holds the device).
-
-  Args:
-    path: an `xla.autotuner.AutotuneCache` text file (`results_textproto`,
-      or one XLA dumped with --xla_gpu_dump_autotune_results_to=F.textproto).
-    targets: the sweep's targets.
-
-  Raises:
-    TargetError: the file cannot be read, is not text format, or no
-      compile-only target of the sweep is the device it was recorded on
-      (one line, the devices named).
-  """
-  if not path.endswith(_TEXT_SUFFIXES):
-    raise TargetError(
-      f"--autotune_results={path}: hloprobe reads text-format results only "
-      f"(a name ending in {', '.join(_TEXT_SUFFIXES)})"
-    )
-  text = read_text_file(path, f"--autotune_results={path!r}", TargetError)
-  found = results_devices(text)
-  mine = {
-    t.name: device_fingerprint(t.config_text)
-    for t in targets
-    if t.compile_only and t.config_text is not None
-  }
-  if not found & set(mine.values()):
-    have = ", ".join(f"{n} {d}" for n, d in mine.items()) or "none"
-    raise TargetError(
-      f"--autotune_results={path}: recorded for device "
-      f"{', '.join(sorted(found)) or 'none'}, which no compile-only target "
-      f"of this sweep is ({have}); add the recording GPU's own config "
-      "(--target_config)"
-    )
-  stem = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(path).split(".")[0])
-  matching = sorted(n for n, d in mine.items() if d in found)
-  return Experiment(
-    f"autotuned-{stem}",
-    (f"--{_LOAD}={os.path.abspath(path)}",),
-    f"autotune results {path} (for {', '.join(matching)})",
-  )
-
-
-_LOAD_FLAG_RE = re.compile(rf"--{_LOAD}=(\S+)")
-
-
-def autotune_selection(xla_flags: str, target: Target) -> str | None:
-  """Who chose a compile-only target's fates, when results were loaded.
-
-  Args:
-    xla_flags: the XLA_FLAGS the compile ran under (a worker's; the
-      autotune experiment's `--xla_gpu_load_autotune_results_from`).
-    target: the target compiled for.
-
-  Returns:
-    E.g. "autotune results a100.textproto (autotuned on NVIDIA
-    A100-SXM4-40GB) where they hold the fusion, else XLA heuristic" when
-    the file loaded is keyed by the target's device; None otherwise (no
-    file, another device's, or not a compile-only target). Which fusions
-    the file holds is not checked per site here.
-  """
-  m = _LOAD_FLAG_RE.search(xla_flags)
-  if m is None or not target.compile_only or target.config_text is None:
-    return None
-  try:
-    with open(m.group(1), encoding="utf-8") as f:
-      found = results_devices(f.read())
-  except OSError:
-    return None
-  if device_fingerprint(target.config_text) not in found:
-    return None
-  name = re.search(r'device_description_str:\s*"([^"]+)"', target.config_text)
-  device = name.group(1) if name else device_string(target.config_text)
-  return (
-    f"autotune results {os.path.basename(m.group(1))} (autotuned on "
-    f"{device}) where they hold the fusion, else XLA heuristic"
-  )
