@@ -68,6 +68,11 @@ class ReplayTest(absltest.TestCase):
     optimized = os.path.join(folder, "optimized.hlo.txt")
     replayed = _tool(f"--replay={results}", f"--output={optimized}")
     self.assertEqual(replayed.returncode, 0, replayed.stderr[-2000:])
+    self.assertIn(
+      "gemm_fusion_dot: CUBLASLT_FISSION: gemm { algorithm: -1 }",
+      replayed.stdout,
+    )
+    self.assertIn("gemm_fusion_dot.2: TRITON: triton {", replayed.stdout)
     with open(optimized, encoding="utf-8") as f:
       hlo = f.read()
     # Site 0: cuBLASLt instead of a Triton gemm fusion.

@@ -17,12 +17,14 @@ from absl.testing import absltest
 
 from hloprobe.compile import (
   CUBLAS_CONFIG,
+  MISSING_ENTRY,
   AutotuneChoice,
   autotune_experiment,
   autotune_selection,
   autotuned_target,
   device_fingerprint,
   device_string,
+  entry_notes,
   gemm_fusion_keys,
   get_target,
   parse_codegen_versions,
@@ -130,6 +132,27 @@ class ResultsFileTest(absltest.TestCase):
     self.assertIn(f'hlo_fingerprint: "{_HIT["gemm_fusion_dot"]}"', text)
     self.assertIn('optimal_backend_version: "12.8.0"', text)
     self.assertIn("block_m: 64 block_n: 32 block_k: 32 num_stages: 2", text)
+
+  def test_fusions_without_an_entry_are_named(self):
+    keys = _keys()
+    text = results_textproto(
+      "4882ef514d13f9de",
+      parse_codegen_versions(_XLA_LOG),
+      [AutotuneChoice(keys[0], "CUBLASLT_FISSION", CUBLAS_CONFIG)],
+    )
+    self.assertEqual(
+      entry_notes(keys, text, "4882ef514d13f9de"),
+      (
+        ("gemm_fusion_dot", "CUBLASLT_FISSION: gemm { algorithm: -1 }"),
+        ("gemm_fusion_dot.1", MISSING_ENTRY),
+        ("gemm_fusion_dot.2", MISSING_ENTRY),
+      ),
+    )
+    # Another device's entry is not this target's.
+    self.assertEqual(
+      entry_notes(keys[:1], text, "0123456789abcdef"),
+      (("gemm_fusion_dot", MISSING_ENTRY),),
+    )
 
   def test_unknown_backend_is_one_line(self):
     key = _keys()[0]

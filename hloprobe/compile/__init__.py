@@ -27,6 +27,7 @@ from hloprobe.compile.autotune import (
 )
 from hloprobe.compile.autotune import results_textproto as results_textproto
 from hloprobe.compile.autotune import triton_config as triton_config
+from hloprobe.compile.autotune_replay import MISSING_ENTRY as MISSING_ENTRY
 from hloprobe.compile.autotune_replay import (
   autotune_experiment as autotune_experiment,
 )
@@ -36,6 +37,7 @@ from hloprobe.compile.autotune_replay import (
 from hloprobe.compile.autotune_replay import (
   autotuned_target as autotuned_target,
 )
+from hloprobe.compile.autotune_replay import entry_notes as entry_notes
 from hloprobe.compile.autotune_replay import results_devices as results_devices
 from hloprobe.compile.builtin_cases import CASES as CASES
 from hloprobe.compile.case_model import Case as Case
@@ -113,6 +115,7 @@ __all__ = [
   "GemmFusionKey",
   "JAXPR_API",
   "MAX_MODULE_BYTES",
+  "MISSING_ENTRY",
   "MODULE_KINDS",
   "ModuleFile",
   "Ptxas",
@@ -129,6 +132,7 @@ __all__ = [
   "device_fingerprint",
   "device_string",
   "enable_x64",
+  "entry_notes",
   "find_ptxas",
   "gemm_fusion_keys",
   "get_case",

@@ -16,7 +16,11 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 
-from hloprobe.compile.autotune import device_fingerprint, device_string
+from hloprobe.compile.autotune import (
+  GemmFusionKey,
+  device_fingerprint,
+  device_string,
+)
 from hloprobe.compile.compat import installed_jaxlib
 from hloprobe.compile.experiments import Experiment
 from hloprobe.compile.targets import Target
@@ -24,13 +28,20 @@ from hloprobe.errors import TargetError
 from hloprobe.ir import read_text_file
 
 __all__ = [
+  "MISSING_ENTRY",
   "autotune_experiment",
+  "entry_notes",
   "autotune_selection",
   "autotuned_target",
   "results_devices",
 ]
 
 _LOAD = "xla_gpu_load_autotune_results_from"
+# What XLA does for a gemm fusion the loaded results do not hold on a
+# compile-only target: its first compilable config (config_assigner.cc
+# `GetFirstCompilableConfigOrDefault`; jaxlib 0.12.0.1 logs "Using first
+# compilable config"), the heuristic it takes without results.
+MISSING_ENTRY = "no autotune entry for this fusion; default config used"
 
 # The names XLA reads as text format (autotuner_cache.cc `IsTextProtoPath`).
 _TEXT_SUFFIXES = (".txt", ".txtpb", ".textproto", ".prototxt", ".pbtxt")
@@ -173,4 +184,36 @@ def _check_jaxlib(path: str, text: str) -> None:
     f"jaxlib {installed_jaxlib()}: XLA keys results by its own codegen "
     "versions and cache format, so another release's are ignored or "
     "misread; record them again under this one"
+  )
+
+
+def entry_notes(
+  keys: Sequence[GemmFusionKey], text: str, device: str
+) -> tuple[tuple[str, str], ...]:
+  """Which gemm fusions a results file holds, for one device.
+
+  Args:
+    keys: the fusions (`autotune.gemm_fusion_keys`).
+    text: the results file (AutotuneCache text format).
+    device: the target's `device_fingerprint`.
+
+  Returns:
+    (fusion name, note) per key, in order: the entry's backend and config
+    on one line, e.g. "TRITON: triton { block_m: 64 ... }", or
+    `MISSING_ENTRY`.
+  """
+  held = {}
+  for entry in re.split(r"\nentries \{", text)[1:]:
+    fingerprint = re.search(r'hlo_fingerprint:\s*"([0-9a-f]+)"', entry)
+    on = re.search(r'\bdevice:\s*"([0-9a-f]{16})"', entry)
+    config = re.search(
+      r"optimal_config \{ backend: (\w+) backend_config \{ (.*) \} \}[ \t]*$",
+      entry,
+      re.M,
+    )
+    if fingerprint and on and on.group(1) == device:
+      how = f"{config.group(1)}: {config.group(2)}" if config else "held"
+      held.setdefault(fingerprint.group(1), how)
+  return tuple(
+    (k.name, held.get(k.hlo_fingerprint, MISSING_ENTRY)) for k in keys
   )

@@ -14,7 +14,9 @@ fusion as it enters the config assigner, and writes an
 (`hloprobe.compile.autotune`) choosing a backend for the fusions named;
 it prints every gemm fusion with its key. Replaying compiles the case
 with the file loaded (`--xla_gpu_load_autotune_results_from`, once per
-process: one replay per process) and writes the optimized HLO.
+process: one replay per process), writes the optimized HLO and prints,
+per gemm fusion, the entry it got or "no autotune entry for this fusion;
+default config used".
 
 A choice: NAME=cublas (cuBLASLt, algorithm -1) or
 NAME=triton:BLOCK_M,BLOCK_N,BLOCK_K[,STAGES[,WARPS]]. Split-K cannot be
@@ -101,10 +103,19 @@ def main(argv: list[str] | None = None) -> int:
   if args.replay is None:
     return _write(args, compile_mod, case, cargs, target)
   with open(args.replay, encoding="utf-8") as f:
-    target = compile_mod.autotuned_target(target, args.replay, f.read())
-  compiled = compile_mod.compile_case(case, cargs, args.precision, target)
+    text = f.read()
+  target = compile_mod.autotuned_target(target, args.replay, text)
+  compiled = compile_mod.compile_case(
+    case, cargs, args.precision, target, dump_passes=True
+  )
   with open(args.output, "w", encoding="utf-8") as f:
     f.write(compiled.optimized_hlo)
+  keys = compile_mod.gemm_fusion_keys(
+    compile_mod.config_assigner_input(compiled.pass_dumps)
+  )
+  device = compile_mod.device_fingerprint(target.config_text)
+  for name, note in compile_mod.entry_notes(keys, text, device):
+    print(f"{name}: {note}")
   return 0
 
 
