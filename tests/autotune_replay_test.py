@@ -9,8 +9,9 @@ is compiled again with the file loaded. The optimized HLO is the
 independent source: the first gemm becomes a `__cublas$lt$matmul` custom
 call, the others keep Triton with 64x32 output tiles, 4 warps, 2 stages,
 where the default compile has 16x8 tiles and 2 warps. Split-K is not
-chosen: jaxlib 0.12.0.1's TritonGemmKey.split_k is deprecated (its
-splitk-rewriter pass decides split-K before config assignment).
+chosen: jaxlib 0.12.0.1 fails a compile whose Triton entry has split_k: 4
+("TritonBackend no longer supports split-k (split_k > 1)"); its
+splitk-rewriter pass decides split-K before config assignment.
 
 Each step is its own process: XLA loads autotune results once per process.
 """

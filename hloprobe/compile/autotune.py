@@ -41,8 +41,11 @@ The backend versions (the Triton commit, cuBLAS) are the XLA build's own:
 they come from XLA's log (`parse_codegen_versions`), never from here.
 
 Split-K cannot be chosen this way in jaxlib 0.12.0.1: `TritonGemmKey.
-split_k` is a deprecated field there (the text-format parser warns) and the
-`splitk-rewriter` HLO pass decides split-K before config assignment.
+split_k` is a deprecated field there (the text-format parser warns), and
+an entry with `split_k: 4` fails the compile ("INVALID_ARGUMENT:
+TritonBackend no longer supports split-k (split_k > 1)", checked
+2026-12-02 on the seed's a100 fusion); the `splitk-rewriter` HLO pass
+decides split-K before config assignment.
 
 Replaying a file in a sweep (an experiment per file, the device and
 jaxlib checks, the sites' `selection`) is `autotune_replay`.

@@ -20,7 +20,7 @@ default config used".
 
 A choice: NAME=cublas (cuBLASLt, algorithm -1) or
 NAME=triton:BLOCK_M,BLOCK_N,BLOCK_K[,STAGES[,WARPS]]. Split-K cannot be
-chosen (deprecated in jaxlib 0.12.0.1's TritonGemmKey).
+chosen (jaxlib 0.12.0.1: "TritonBackend no longer supports split-k").
 """
 
 from __future__ import annotations
