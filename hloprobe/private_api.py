@@ -27,7 +27,6 @@ __all__ = [
   "cudnn_version",
   "custom_call_targets",
   "gpu_target_config",
-  "hlo_canonical_entry",
   "hlo_proto_to_text",
   "hlo_text_to_proto",
   "jaxlib_embedded",
@@ -336,12 +335,15 @@ def hlo_text_to_proto(text: str) -> bytes | None:
     raise ValueError(str(e)) from None
 
 
-def hlo_proto_to_text(proto: bytes) -> str | None:
+def hlo_proto_to_text(proto: bytes, canonical: bool = False) -> str | None:
   """A serialized HloModuleProto as HLO text, as XLA prints it.
 
   `jaxlib._hlo.HloModule.from_serialized_hlo_module_proto(proto)
   .to_string()` (HloModule::CreateFromProto then ToString, with metadata;
-  jaxlib 0.10.2 and 0.12.0.1).
+  jaxlib 0.10.2 and 0.12.0.1). `canonical`: with `HloPrintOptions.
+  canonical()`, `print_ids=False`, `canonicalize_computations=True` (XLA's
+  autotune key text, autotune_cache_key.cc, less the binding's missing
+  `print_only_essential_constants`; jaxlib 0.12.0.1): "{\n  tmp_0 = ...}".
 
   Returns:
     The text, or None where this jaxlib cannot read module protos.
@@ -354,69 +356,28 @@ def hlo_proto_to_text(proto: bytes) -> str | None:
   if read is None:
     return None
   try:
-    return read(proto).to_string()
+    if not canonical:
+      return read(proto).to_string()
+    options = _hlo_function("HloPrintOptions").canonical()
+    options.print_ids, options.canonicalize_computations = False, True
+    return read(proto).to_string(options)
   except RuntimeError as e:
     raise ValueError(str(e)) from None
 
 
-def hlo_canonical_entry(text: str) -> str | None:
-  """A module's ENTRY computation as XLA prints it canonically.
-
-  `jaxlib._hlo.hlo_module_from_text(text).to_string(options)` with
-  `HloPrintOptions.canonical()` and `print_ids=False`,
-  `canonicalize_computations=True`, `print_operand_shape=True` (the
-  options of XLA's `AutotuneCacheKey::HloInstructionToCanonicalString`,
-  xla/service/gpu/autotuning/autotune_cache_key.cc, less
-  `print_only_essential_constants`, which the binding does not offer:
-  a computation with a non-scalar constant prints it otherwise). The
-  ENTRY's body comes back from its `{` to its `}`: "{\n  tmp_0 = ...\n}",
-  instructions named tmp_0, tmp_1, ... in post order (jaxlib 0.12.0.1).
-
-  Returns:
-    The text, or None where this jaxlib has no HLO printer with options.
-
-  Raises:
-    ValueError: XLA's parser rejects the text (its status).
-  """
-  parse = _hlo_function("hlo_module_from_text")
-  options_class = _hlo_function("HloPrintOptions")
-  if parse is None or options_class is None:
-    return None
-  options = options_class.canonical()
-  options.print_ids = False
-  options.canonicalize_computations = True
-  options.print_operand_shape = True
-  try:
-    printed = parse(text).to_string(options)
-  except (RuntimeError, TypeError) as e:
-    raise ValueError(str(e)) from None
-  at = printed.find("\nENTRY {")
-  return None if at < 0 else printed[at + len("\nENTRY ") :].rstrip("\n")
-
-
 def gpu_target_config(devices) -> str | None:
-  """The attached GPUs' GpuTargetConfigProto, in text format.
+  """The attached GPUs' GpuTargetConfigProto text, or None (no such call).
 
   `jax._src.lib.xla_client.get_topology_for_devices(devices).target_config`
-  (jax's tests/aot_test.py does the same; jax 0.12.0.1): the config a
-  compile-only target needs to be this GPU for XLA's autotune keys
-  (`hloprobe.compile.autotune`). None where this jax has no such call or
-  the devices are not GPUs. Not run here without a GPU.
+  (jax's tests/aot_test.py; jax 0.12.0.1). Not yet run on a GPU.
   """
   try:
     from jax._src.lib import xla_client
-  except ImportError:
+
+    topology = xla_client.get_topology_for_devices(list(devices))
+    return str(topology.target_config)
+  except (ImportError, AttributeError, RuntimeError, ValueError, TypeError):
     return None
-  get = getattr(xla_client, "get_topology_for_devices", None)
-  if get is None:
-    return None
-  try:
-    config = getattr(get(list(devices)), "target_config", None)
-  except (RuntimeError, ValueError, TypeError):
-    return None
-  if config is None:
-    return None
-  return config if isinstance(config, str) else str(config)
 
 
 def custom_call_targets(platform: str) -> frozenset[str] | None:

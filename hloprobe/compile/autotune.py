@@ -265,13 +265,18 @@ def gemm_fusion_keys(module_text: str) -> tuple[GemmFusionKey, ...]:
 
 
 def _computation(module_text: str, name: str) -> str:
-  """A fused computation, printed as XLA's canonical fingerprint prints it."""
+  """A fused computation, printed as XLA's canonical fingerprint prints it:
+  its text as a module's ENTRY, printed canonically, the ENTRY's body."""
   m = re.search(rf"^%{re.escape(name)} .*?^}}", module_text, re.S | re.M)
   body = re.sub(r", metadata=\{[^}]*\}", "", m.group(0))
-  canonical = private_api.hlo_canonical_entry(f"HloModule k\n\nENTRY {body}\n")
-  if canonical is None:
+  proto = private_api.hlo_text_to_proto(f"HloModule k\n\nENTRY {body}\n")
+  printed = None
+  if proto is not None:
+    printed = private_api.hlo_proto_to_text(proto, canonical=True)
+  at = -1 if printed is None else printed.find("\nENTRY {")
+  if at < 0:
     raise TargetError("this jaxlib cannot print HLO canonically")
-  return canonical
+  return printed[at + len("\nENTRY ") :].rstrip("\n")
 
 
 _CODEGEN_RE = re.compile(r"Codegen version: ([0-9a-f]{16}) from (\S+)")
