@@ -15,6 +15,7 @@ Private in intent: use the package, `hloprobe.sweep`.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import time
 
@@ -23,6 +24,7 @@ import numpy as np
 from hloprobe.compile import (
   Case,
   Target,
+  autotune_selection,
   compile_case,
   get_case,
   load_topology,
@@ -202,7 +204,12 @@ def _analysed(cc, target: Target, watch) -> Compilation:
     ptx_kernels = [k for _, kernels in files for k in kernels]
   with watch.stage("sites"):
     fates = map_dot_sites(sites, module)
-    fates = resolve(fates, module, ptx_kernels, target, cc.compute_capability)
+    # This worker's XLA_FLAGS (an --autotune_results experiment's) are the
+    # ones its compiles ran under.
+    chosen = autotune_selection(os.environ.get("XLA_FLAGS", ""), target)
+    fates = resolve(
+      fates, module, ptx_kernels, target, cc.compute_capability, chosen
+    )
   return Compilation(
     stablehlo=cc.stablehlo,
     optimized_hlo=cc.optimized_hlo,
