@@ -82,6 +82,7 @@ _ORDER = (
   ("versions",),
   ("commands",),
   ("cli_flags",),
+  ("cli_help",),
   ("cli", "tools"),
   ("__main__", "__init__"),
 )
@@ -101,7 +102,16 @@ _IMPORTERS = ("import_module", "__import__")
 # The lazy face: it maps each public name to the module defining it.
 _FACE = "__init__.py"
 _WITHIN = {
-  "sweep": ("spec", "plan", "compiled", "measure", "guarded", "engine", "__init__")
+  "sweep": (
+    "spec",
+    "shell",
+    "plan",
+    "compiled",
+    "measure",
+    "guarded",
+    "engine",
+    "__init__",
+  )
 }
 # The one package that formats tables (issue 10: "only the report package
 # formats tables").

@@ -28,6 +28,7 @@ from hloprobe.errors import XlaFlagsError, first_line
 from hloprobe.records import RECORD_VERSION, ConfigResult
 from hloprobe.runtime import (
   RecordCache,
+  Roots,
   Stopwatch,
   Warn,
   WorkerError,
@@ -44,15 +45,15 @@ from hloprobe.sweep.compiled import (
   compile_and_run_case,
   failed,
 )
-from hloprobe.sweep.guarded import GuardedSetup, compile_guarded
-from hloprobe.sweep.measure import CaseSetup, with_batch_consistency
+from hloprobe.sweep.guarded import compile_guarded, setup_for
+from hloprobe.sweep.measure import with_batch_consistency
 from hloprobe.sweep.plan import (
   PlannedConfig,
   SweepPlan,
-  SweptCase,
   check_case_sizes,
   plan_sweep,
 )
+from hloprobe.sweep.shell import source_folder
 from hloprobe.sweep.spec import SweepSpec
 
 __all__ = ["SweepProgress", "run_sweep", "worker_pool"]
@@ -206,8 +207,15 @@ class _Sweep:
       # The baseline's first worker imports jax while this process makes
       # the cases' inputs (its first lane and target loading use it).
       pool.start(BASELINE.flags_text, 0)
-    self.setups = [self._setup(c, warn) for c in spec.cases]
+    self.setups = [
+      setup_for(
+        c, spec.sizes_of(c), warn, pool, spec.case_timeout_s, bool(self.store)
+      )
+      for c in spec.cases
+    ]
     self.hung: dict[int, str] = {}  # case index -> its timeout, one line
+    # Where each case's source paths are stored relative to in the cache.
+    self.roots = [Roots.of(source_folder(c.case)) for c in spec.cases]
     self.watches = [Stopwatch() for _ in self.configs]
     # Each case's full inputs, made once here (the lanes send them).
     self.inputs = [self._inputs(i) for i in range(len(spec.cases))]
@@ -220,21 +228,6 @@ class _Sweep:
     self.any_work = any(hit is None for hit in self.hits)
     self.lanes = self._lanes()
     self.futures: dict[int, concurrent.futures.Future] = {}
-
-  def _setup(self, swept: SweptCase, warn: Warn):
-    """A case's main-process part: here for hloprobe's own cases, in a
-    worker under the case timeout for a user's (`guarded`)."""
-    sizes = self.spec.sizes_of(swept)
-    if not swept.guarded:
-      return CaseSetup(swept, sizes, warn)
-    return GuardedSetup(
-      swept,
-      sizes,
-      warn,
-      self.pool,
-      self.spec.case_timeout_s,
-      fingerprint=self.store is not None,
-    )
 
   def _surely_misses(self) -> bool:
     """True when some config cannot be a cache hit, known before any input
@@ -279,7 +272,7 @@ class _Sweep:
     if not key:
       return None
     with watch.stage("cache"):
-      hit = self.store.get(key)
+      hit = self.store.get(key, self.roots[c.case_index])
     if not isinstance(hit, ConfigResult):
       return None
     return dataclasses.replace(hit, config=c.config)
@@ -378,7 +371,11 @@ class _Sweep:
       r = setup.finish(self._work(i), watch)
       if r.ok and self.keys[i]:
         with watch.stage("cache"):
-          self.store.put(self.keys[i], dataclasses.replace(r, timings={}))
+          self.store.put(
+            self.keys[i],
+            dataclasses.replace(r, timings={}),
+            self.roots[c.case_index],
+          )
     return dataclasses.replace(r, timings=watch.seconds())
 
   def _work(self, i: int) -> CompiledConfig:

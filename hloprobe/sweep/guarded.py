@@ -4,7 +4,7 @@ A user's case (`module:factory`, `SweptCase.guarded`) is the user's code:
 its module, factory, `make_inputs` and `fn` may loop forever, abort the
 process (`os.abort()` in a host callback), call `sys.exit(n)` or
 `os._exit(n)` (0 included) or print. The sweep's process never runs it:
-`plan.CaseShellRequest` loads it in a worker, and its inputs, cache
+`shell.CaseShellRequest` loads it in a worker, and its inputs, cache
 fingerprint, float64 references, prediction and what-XLA-made check
 (`measure.CaseSetup`) are made in one persistent worker of their own
 (`CASE_LANE`), each call under `SweepPlan.case_timeout_s`. A worker's
@@ -34,7 +34,8 @@ from hloprobe.records import ConfigResult
 from hloprobe.runtime import Request, Stopwatch, Warn, WorkerError, WorkerPool
 from hloprobe.sweep.compiled import CompiledConfig, CompileRequest, failed
 from hloprobe.sweep.measure import CaseSetup
-from hloprobe.sweep.plan import SweptCase, with_search_path
+from hloprobe.sweep.plan import SweptCase
+from hloprobe.sweep.shell import with_search_path
 
 __all__ = [
   "CASE_LANE",
@@ -42,6 +43,7 @@ __all__ = [
   "CaseInputsRequest",
   "GuardedSetup",
   "compile_guarded",
+  "setup_for",
 ]
 
 # The pool lane of the user cases' worker (no compile lane is negative).
@@ -92,7 +94,7 @@ class CaseInputsRequest(Request):
 
   `run` returns (full inputs or None for a sized case, fingerprint or
   None, {stage: seconds}, warnings). `search_path`: the sweep process's
-  `sys.path` (`plan.with_search_path`).
+  `sys.path` (`shell.with_search_path`).
 
   Raises (from `run`):
     CaseError: `make_inputs` raised or returned something not a tuple of
@@ -270,3 +272,25 @@ def compile_guarded(
       f"case {name!r} ran past --case_timeout={timeout_s:g} s (stage "
       f"{e.stage or 'start'}); its worker was stopped"
     )
+
+
+def setup_for(
+  swept: SweptCase,
+  sizes: tuple[int, ...],
+  warn: Warn,
+  pool: WorkerPool,
+  timeout_s: float,
+  fingerprint: bool,
+) -> CaseSetup | GuardedSetup:
+  """A case's main-process part: a `CaseSetup` here for hloprobe's own
+  cases and records, a `GuardedSetup` (its worker) for a user's case.
+
+  Args:
+    swept, sizes, warn: as `CaseSetup`'s.
+    pool, timeout_s: the sweep's workers and its case timeout.
+    fingerprint: the sweep caches (a user case's worker makes its
+      fingerprint with its inputs).
+  """
+  if not swept.guarded:
+    return CaseSetup(swept, sizes, warn)
+  return GuardedSetup(swept, sizes, warn, pool, timeout_s, fingerprint)

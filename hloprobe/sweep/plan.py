@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 from collections.abc import Sequence
 
 from hloprobe.compile import (
@@ -27,7 +26,7 @@ from hloprobe.compile import (
   Case,
   Experiment,
   Target,
-  get_case,
+  autotune_experiment,
   get_target,
   is_config_path,
   parse_experiment,
@@ -37,7 +36,8 @@ from hloprobe.compile import (
 from hloprobe.errors import CaseError, InvalidArgumentError
 from hloprobe.ir import Precision, as_precision
 from hloprobe.records import Config
-from hloprobe.runtime import Request, WorkerError, WorkerPool
+from hloprobe.runtime import WorkerPool
+from hloprobe.sweep.shell import loaded_in_worker
 from hloprobe.sweep.spec import (
   DEFAULT_CASE_TIMEOUT_S,
   SweepSpec,
@@ -47,14 +47,12 @@ from hloprobe.sweep.spec import (
 )
 
 __all__ = [
-  "CaseShellRequest",
   "PlannedConfig",
   "SweepPlan",
   "SweptCase",
   "check_case_sizes",
   "plan_sweep",
   "spec_from_words",
-  "with_search_path",
 ]
 
 
@@ -84,7 +82,7 @@ class SweptCase:
   @property
   def guarded(self) -> bool:
     """A user's case (`module:factory`): its program runs in worker
-    processes only, under a timeout (see `CaseShellRequest`)."""
+    processes only, under a timeout (see `shell.CaseShellRequest`)."""
     return self.portable and ":" in self.source
 
 
@@ -250,7 +248,7 @@ def _swept_cases(
   case under two names is an error.
 
   A user's case (`module:factory`) is loaded in a worker process, never
-  here (`CaseShellRequest`).
+  here (`shell.CaseShellRequest`).
 
   Raises:
     CaseError: one case given under two names; a user case that fails to
@@ -258,7 +256,7 @@ def _swept_cases(
   """
   out: dict[str, SweptCase] = {}
   with WorkerPool() as pool:  # started only for a user's case
-    lookup = lambda w: _loaded_in_worker(pool, w, timeout_s, inputs)
+    lookup = lambda w: loaded_in_worker(pool, w, timeout_s, inputs)
     found = _looked_up(items, names, lookup)
   for source, case in found:
     first = out.get(case.name)
@@ -269,69 +267,6 @@ def _swept_cases(
       )
     out[case.name] = SweptCase(case, source, resolvable_elsewhere(source, case))
   return tuple(out.values())
-
-
-@dataclasses.dataclass(frozen=True)
-class CaseShellRequest(Request):
-  """Loads a case by its words in a worker; returns its shell.
-
-  `search_path` is the sweep process's `sys.path` (`with_search_path`).
-  The shell is the `Case` record with `fn` and `make_inputs` replaced by
-  `_runs_in_workers` (they may not pickle, and they are the user's code):
-  the sweep's process plans with its fields (name, axes, mesh) and never
-  runs the program; the workers load it again by `source`.
-  """
-
-  source: str
-  search_path: tuple[str, ...] = ()
-
-  def run(self, memo: dict) -> Case:
-    del memo
-    with_search_path(self.search_path)
-    case = get_case(self.source)
-    return dataclasses.replace(
-      case, fn=_runs_in_workers, make_inputs=_runs_in_workers
-    )
-
-
-def with_search_path(paths: tuple[str, ...]) -> None:
-  """Puts the sweep process's `sys.path` entries this worker lacks in
-  front of its own, in their order: a case module found there (a folder a
-  program added at run time) is found here too."""
-  missing = [p for p in paths if p not in sys.path]
-  sys.path[:0] = missing
-
-
-def _runs_in_workers(*args, **kwargs):
-  """A case shell's `fn` and `make_inputs` (see `CaseShellRequest`)."""
-  del args, kwargs
-  raise CaseError(
-    "a user case's program runs in hloprobe's worker processes only"
-  )
-
-
-def _loaded_in_worker(
-  pool: WorkerPool, words: str, timeout_s: float, inputs: str | None
-):
-  """`get_case(words, inputs)`; a user case's (`module:factory`) shell
-  loaded in a worker of `pool`.
-
-  Raises:
-    CaseError: loading it failed, or its worker died or ran past
-      `timeout_s` (one line naming the case).
-  """
-  if ":" not in words:
-    return get_case(words, inputs)
-  try:
-    request = CaseShellRequest(words, tuple(sys.path))
-    return pool.call(request, timeout_s=timeout_s)
-  except WorkerError as e:
-    how = (
-      f"ran past --case_timeout={timeout_s:g} s"
-      if e.timed_out
-      else f"ended hloprobe's worker: {e}"
-    )
-    raise CaseError(f"case {words!r}: loading it {how}") from None
 
 
 def _same_target(a: tuple[str, Target], b: tuple[str, Target]) -> bool:
@@ -408,6 +343,7 @@ def spec_from_words(
   jobs: int = 1,
   case_timeout_s: float = DEFAULT_CASE_TIMEOUT_S,
   inputs: str | None = None,
+  autotune_results: Sequence[str] = (),
 ) -> SweepPlan:
   """The plan of the sweep the command line names, in its words.
 
@@ -421,6 +357,8 @@ def spec_from_words(
     experiment_words: NAME:FLAGS or built-in names (--experiment).
     experiments_file: a file of NAME:FLAGS lines, or None.
     inputs: --inputs, the module-file cases' arguments, or None.
+    autotune_results: --autotune_results files, each an experiment
+      (`compile.autotune_experiment`), after the others.
 
   Raises:
     InvalidArgumentError: a bad name or size, or a list that is empty (as
@@ -429,6 +367,10 @@ def spec_from_words(
   found = [parse_experiment(t) for t in experiment_words]
   if experiments_file:
     found += parse_experiments_file(experiments_file)
+  if autotune_results:
+    words = tuple(targets) + config_file_words(target_configs)
+    looked_up = [get_target(w) for w in words]
+    found += [autotune_experiment(p, looked_up) for p in autotune_results]
   return check_nonempty(
     plan_sweep(
       SweepSpec(
