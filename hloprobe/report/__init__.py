@@ -7,6 +7,7 @@ listings (the targets, cases and experiments lists), explain and
 explain_records (explanation records; explain_rows: rows beyond row 0;
 explain_made: what XLA made), explain_text (their text and JSON),
 explain_answer (the answer first: the worst finding and what to do),
+shards (a `--shard` run's files read back and joined for `merge`),
 timings (--timings). Nothing here prints: the command layer does.
 """
 
@@ -33,6 +34,12 @@ from hloprobe.report.listings import experiments_listing as experiments_listing
 from hloprobe.report.listings import targets_listing as targets_listing
 from hloprobe.report.results_schema import dumps_json as dumps_json
 from hloprobe.report.results_schema import results_json as results_json
+from hloprobe.report.shards import RECORDS_NAME as RECORDS_NAME
+from hloprobe.report.shards import ShardPart as ShardPart
+from hloprobe.report.shards import join_shards as join_shards
+from hloprobe.report.shards import read_shard as read_shard
+from hloprobe.report.shards import shard_json as shard_json
+from hloprobe.report.shards import write_records as write_records
 from hloprobe.report.stream import Progress as Progress
 from hloprobe.report.stream import start_stream as start_stream
 from hloprobe.report.tables import DEFAULT_COLUMNS as DEFAULT_COLUMNS
@@ -54,8 +61,10 @@ __all__ = [
   "Answer",
   "DEFAULT_COLUMNS",
   "Progress",
+  "RECORDS_NAME",
   "REPORT_FORMATS",
   "RESULTS_STREAM",
+  "ShardPart",
   "TABLE_COLUMNS",
   "TERMINAL_WIDTH",
   "TargetExplanation",
@@ -70,6 +79,8 @@ __all__ = [
   "explain_results",
   "explain_sweep",
   "explanation_json",
+  "join_shards",
+  "read_shard",
   "render",
   "render_answered",
   "render_explanation",
@@ -78,8 +89,10 @@ __all__ = [
   "render_verification",
   "requirement_lines",
   "results_json",
+  "shard_json",
   "start_stream",
   "table",
   "targets_listing",
   "write_outputs",
+  "write_records",
 ]

@@ -68,10 +68,12 @@ def write_outputs(
   output_dir: str,
   versions: dict[str, str],
   host=None,
+  shard: dict | None = None,
 ) -> list[str]:
   """Writes per-config `stablehlo.mlir` / `optimized.hlo` and `results.json`.
 
-  `versions` and `host` go into results.json (see `results_json`).
+  `versions`, `host` and a shard's `shard` entry go into results.json
+  (see `results_json`).
 
   Returns the paths written. Each file is written atomically.
   """
@@ -87,5 +89,5 @@ def write_outputs(
         atomic_write(path, text)
         written.append(path)
   path = os.path.join(output_dir, "results.json")
-  atomic_write(path, dumps_json(results_json(results, versions, host)) + "\n")
+  atomic_write(path, dumps_json(results_json(results, versions, host, shard)) + "\n")
   return written + [path]

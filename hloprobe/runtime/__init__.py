@@ -55,6 +55,7 @@ __all__ = [
   "log_warning",
   "note_stage",
   "null_stage",
+  "source_hash",
   "usable_cores",
   "worker_xla_flags",
 ]
@@ -67,6 +68,7 @@ _CACHE_NAMES = (
   "config_key",
   "default_cache_dir",
   "log_warning",
+  "source_hash",
 )
 
 
