@@ -47,6 +47,7 @@ __all__ = [
   "PYTHON",
   "REL_ERROR_BOUND",
   "REQUIRE",
+  "RESULTS",
   "SHARD",
   "SITES",
   "STRICT",
@@ -283,6 +284,13 @@ CACHE_MAX_MB = flags.DEFINE_integer(
   "`verify`, the least recently used records are removed until the rest "
   "fit (venvs/ is not bounded; see `hloprobe cache`).",
   lower_bound=0,
+)
+RESULTS = flags.DEFINE_string(
+  "results",
+  None,
+  "`golden check` / `verify`: judge the records in this folder, written "
+  "by `hloprobe merge --output_dir` (a sharded sweep joined), instead of "
+  "sweeping; it must hold every config the command would sweep.",
 )
 SHARD = flags.DEFINE_string(
   "shard",

@@ -10,6 +10,7 @@ the re-run cost little more than the one sweep.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -52,8 +53,14 @@ def _stream(path: str) -> list[dict]:
 
 
 def _sweep(*args):
+  # The first sweep compiles 12 configs: more than run_hloprobe_here's
+  # default minute on a loaded 2-core machine.
   return testutil.run_hloprobe_here(
-    "sweep", *_SWEEP, f"--cache_dir={testutil.record_cache()}", *args
+    "sweep",
+    *_SWEEP,
+    f"--cache_dir={testutil.record_cache()}",
+    *args,
+    timeout_s=900,
   )
 
 
@@ -70,7 +77,8 @@ class MergeTest(absltest.TestCase):
     for i in (2, 1, 0, 1):
       cls.shards[i] = _sweep(f"--shard={i}/3", f"--output_dir={cls.root}/s{i}")
     cls.merged = testutil.run_hloprobe_here(
-      "merge", *(f"{cls.root}/s{i}" for i in (1, 2, 0)),
+      "merge",
+      *(f"{cls.root}/s{i}" for i in (1, 2, 0)),
       f"--output_dir={cls.root}/merged",
     )
 
@@ -85,7 +93,9 @@ class MergeTest(absltest.TestCase):
 
   def test_shards_split_the_configs(self):
     counts = [
-      len(_comparable(os.path.join(self._dir(f"s{i}"), "results.json"))["configs"])
+      len(
+        _comparable(os.path.join(self._dir(f"s{i}"), "results.json"))["configs"]
+      )
       for i in range(3)
     ]
     self.assertEqual(counts, [4, 4, 4])  # 12 configs, cost 1 each
@@ -119,7 +129,10 @@ class MergeTest(absltest.TestCase):
 
   def test_missing_shard_is_named(self):
     proc = testutil.run_hloprobe_here(
-      "merge", self._dir("s0"), self._dir("s2"), f"--output_dir={self._dir('m')}"
+      "merge",
+      self._dir("s0"),
+      self._dir("s2"),
+      f"--output_dir={self._dir('m')}",
     )
     self.assertEqual(proc.returncode, 2)
     self.assertEqual(
@@ -130,7 +143,10 @@ class MergeTest(absltest.TestCase):
 
   def test_shard_twice_is_refused(self):
     proc = testutil.run_hloprobe_here(
-      "merge", self._dir("s0"), self._dir("s1"), self._dir("s1"),
+      "merge",
+      self._dir("s0"),
+      self._dir("s1"),
+      self._dir("s1"),
       self._dir("s2"),
     )
     self.assertEqual(proc.returncode, 2)
@@ -141,8 +157,12 @@ class MergeTest(absltest.TestCase):
     # A shard of another plan (one precision less): its configs are hits.
     other = self._dir("other1")
     proc = testutil.run_hloprobe_here(
-      "sweep", *_SWEEP[:2], "--precisions=bfloat16", *_SWEEP[3:],
-      f"--cache_dir={testutil.record_cache()}", "--shard=1/3",
+      "sweep",
+      *_SWEEP[:2],
+      "--precisions=bfloat16",
+      *_SWEEP[3:],
+      f"--cache_dir={testutil.record_cache()}",
+      "--shard=1/3",
       f"--output_dir={other}",
     )
     self.assertEqual(proc.returncode, 0, proc.stderr)
@@ -150,7 +170,9 @@ class MergeTest(absltest.TestCase):
       "merge", self._dir("s0"), other, self._dir("s2")
     )
     self.assertEqual(proc.returncode, 2)
-    self.assertRegex(proc.stderr, r"^hloprobe: error: shards of different plans")
+    self.assertRegex(
+      proc.stderr, r"^hloprobe: error: shards of different plans"
+    )
     self.assertLen(proc.stderr.strip().splitlines(), 1)
 
   def test_unsharded_folder_is_refused(self):
@@ -158,6 +180,100 @@ class MergeTest(absltest.TestCase):
     self.assertEqual(proc.returncode, 2)
     self.assertRegex(proc.stderr, "is not a shard's --output_dir")
     self.assertLen(proc.stderr.strip().splitlines(), 1)
+
+
+@pytest.mark.compiles
+class ResultsTest(absltest.TestCase):
+  """`golden check --results` and `verify --results` on a merge's folder."""
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.root = absltest.get_default_test_tmpdir() + "/shards_results"
+    shutil.rmtree(cls.root, ignore_errors=True)
+    for i in range(2):
+      _sweep(f"--shard={i}/2", f"--output_dir={cls.root}/s{i}")
+    testutil.run_hloprobe_here(
+      "merge", f"{cls.root}/s0", f"{cls.root}/s1", f"--output_dir={cls.root}/m"
+    )
+    # The goldens from a sweep of their own (golden update caches
+    # nothing): the independent side of the check.
+    cls.golden = f"{cls.root}/golden"
+    cls.update = testutil.run_hloprobe_here(
+      "golden",
+      "update",
+      *_SWEEP[:4],
+      f"--golden_dir={cls.golden}",
+      timeout_s=900,
+    )
+
+  def test_golden_check_of_merged_results_matches(self):
+    self.assertEqual(self.update.returncode, 0, self.update.stderr)
+    proc = testutil.run_hloprobe_here(
+      "golden",
+      "check",
+      f"--golden_dir={self.golden}",
+      f"--results={self.root}/m",
+    )
+    self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+
+  def test_golden_check_of_changed_results_differs(self):
+    import pickle
+
+    changed = f"{self.root}/changed"
+    shutil.copytree(f"{self.root}/m", changed, dirs_exist_ok=True)
+    path = os.path.join(changed, "records.pkl")
+    with open(path, "rb") as f:
+      records = list(pickle.load(f))
+    # Config 0 (n = 1) given config 1's (n = 2) compilation: other shapes.
+    records[0] = dataclasses.replace(
+      records[0], compilation=records[1].compilation
+    )
+    with open(path, "wb") as f:
+      pickle.dump(tuple(records), f)
+    proc = testutil.run_hloprobe_here(
+      "golden",
+      "check",
+      f"--golden_dir={self.golden}",
+      f"--results={changed}",
+      f"--output_dir={self.root}/candidate",
+    )
+    self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+
+  def test_verify_judges_merged_results(self):
+    proc = testutil.run_hloprobe_here(
+      "verify",
+      *_SWEEP[:4],
+      "--fix=" + _SWEEP[4].split("=", 1)[1],
+      "--require=accurate",
+      f"--results={self.root}/m",
+    )
+    self.assertIn(proc.returncode, (0, 1), proc.stderr)
+    self.assertIn("accurate", proc.stdout)
+    self.assertEqual(proc.stderr, "")
+
+  def test_results_missing_a_config_are_refused(self):
+    proc = testutil.run_hloprobe_here(
+      "verify",
+      *_SWEEP[:4],
+      "--fix=no_triton_gemm",
+      "--require=accurate",
+      f"--results={self.root}/m",
+    )
+    self.assertEqual(proc.returncode, 2)
+    self.assertRegex(
+      proc.stderr, r"has no config cpu seed_mlp n=1 bfloat16 \(no_triton_gemm\)"
+    )
+
+  def test_a_shard_is_not_results(self):
+    proc = testutil.run_hloprobe_here(
+      "golden",
+      "check",
+      f"--golden_dir={self.golden}",
+      f"--results={self.root}/s1",
+    )
+    self.assertEqual(proc.returncode, 2)
+    self.assertIn("one part of a sweep", proc.stderr)
 
 
 class FlagsTest(absltest.TestCase):

@@ -52,7 +52,12 @@ class ParseShardTest(parameterized.TestCase):
       {"SLURM_ARRAY_TASK_ID": "3"},
       r"SLURM_ARRAY_TASK_ID='3'.*0 to 2.*--array=0-2",
     ),
-    ("variable_not_a_number", "auto/3", {"JOB_COMPLETION_INDEX": "x"}, "0 to 2"),
+    (
+      "variable_not_a_number",
+      "auto/3",
+      {"JOB_COMPLETION_INDEX": "x"},
+      "0 to 2",
+    ),
     ("non_ascii_digit", "auto/3", {"HLOPROBE_SHARD_INDEX": "\u0661"}, "0 to 2"),
   )
   def test_refuses(self, text, environ, message):
@@ -71,7 +76,12 @@ class ShardMembersTest(parameterized.TestCase):
     ("uneven", [1.0] * 7, 3, [[0, 1], [2, 3, 4], [5, 6]]),
     # The GPU configs (cost 2) weigh twice: 4 CPU then 4 GPU configs, total
     # 12, split 6 / 6: the 4 CPU and one GPU config, then 3 GPU configs.
-    ("gpu_weighs_twice", [1.0] * 4 + [2.0] * 4, 2, [[0, 1, 2, 3, 4], [5, 6, 7]]),
+    (
+      "gpu_weighs_twice",
+      [1.0] * 4 + [2.0] * 4,
+      2,
+      [[0, 1, 2, 3, 4], [5, 6, 7]],
+    ),
     ("more_shards_than_configs", [1.0, 1.0], 4, [[], [0], [], [1]]),
     ("one_shard", [1.0, 2.0, 1.0], 1, [[0, 1, 2]]),
   )
@@ -99,7 +109,9 @@ class PlanShardTest(absltest.TestCase):
       batch_sizes="1-3",
       precisions=["bfloat16", "float32"],
       targets=["cpu", "a100"],
-      experiment_words=["nodsr:--xla_disable_hlo_passes=dot-strength-reduction"],
+      experiment_words=[
+        "nodsr:--xla_disable_hlo_passes=dot-strength-reduction"
+      ],
     )
 
   def test_shards_cover_the_plan_once(self):
@@ -107,7 +119,9 @@ class PlanShardTest(absltest.TestCase):
     self.assertLen(every, 24)  # 2 flag sets x 2 targets x 2 precisions x 3
     got = []
     for i in range(3):
-      got += [c.config for c in plan_sweep(self.plan, shard=Shard(i, 3)).configs()]
+      got += [
+        c.config for c in plan_sweep(self.plan, shard=Shard(i, 3)).configs()
+      ]
     self.assertCountEqual(got, every)
     self.assertEqual(got, every)  # contiguous, in plan order
 
@@ -133,7 +147,9 @@ class PlanShardTest(absltest.TestCase):
       explain_passes=words["explain_passes"],
     )
     identity = {"hloprobe_source": "x", "jax": "j", "XLA_FLAGS": ""}
-    self.assertEqual(again.fingerprint(identity), self.plan.fingerprint(identity))
+    self.assertEqual(
+      again.fingerprint(identity), self.plan.fingerprint(identity)
+    )
 
   def test_fingerprint_differs_by_plan_and_identity(self):
     identity = {"hloprobe_source": "x", "jax": "j", "XLA_FLAGS": ""}

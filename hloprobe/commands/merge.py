@@ -21,7 +21,7 @@ from hloprobe.commands import common
 from hloprobe.commands import sweep as sweep_command
 from hloprobe.errors import InvalidArgumentError
 
-__all__ = ["MergeArgs", "main", "merge"]
+__all__ = ["MergeArgs", "main", "merge", "results_in"]
 
 # The common flags merge reads; the others are the shards' plan's.
 _READS = ("output_dir", "format")
@@ -137,3 +137,41 @@ def main(args: MergeArgs) -> int:
     signum = getattr(e, "signum", signal.SIGINT)
     raise common.Interrupted(signum) from None
   return common.EXIT_OK if all(r.ok for r in results) else common.EXIT_FAILED
+
+
+def results_in(folder: str, plan) -> list:
+  """`plan`'s configs' records (`sweep.SweepPlan.configs()`, in its order)
+  from a `hloprobe merge` (or unsharded shard) --output_dir: what
+  `golden check --results` and `verify --results` judge instead of
+  sweeping. The folder may hold more configs than the plan's.
+
+  Raises:
+    InvalidArgumentError: no records there; a shard's folder (merge the
+      shards first); a config of the plan missing, named.
+  """
+  from hloprobe.report import read_records
+
+  if os.path.isfile(os.path.join(folder, "results.json")):
+    try:
+      from hloprobe.report import read_shard
+
+      part = read_shard(folder)
+    except InvalidArgumentError:
+      part = None
+    if part is not None and part.count > 1:
+      raise InvalidArgumentError(
+        f"--results={folder} is {part.label}, one part of a sweep: give "
+        "the folder `hloprobe merge` wrote"
+      )
+  key = lambda c: (c.experiment, c.case, c.target.name, c.n, str(c.precision))
+  found = {key(r.config): r for r in read_records(folder)}
+  picked = []
+  for c in plan.configs():
+    r = found.get(key(c.config))
+    if r is None:
+      raise InvalidArgumentError(
+        f"--results={folder} has no config {c.config.label()}; sweep (and "
+        "merge) what this command judges, or drop --results"
+      )
+    picked.append(dataclasses.replace(r, config=c.config))
+  return picked

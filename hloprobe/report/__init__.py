@@ -37,6 +37,7 @@ from hloprobe.report.results_schema import results_json as results_json
 from hloprobe.report.shards import RECORDS_NAME as RECORDS_NAME
 from hloprobe.report.shards import ShardPart as ShardPart
 from hloprobe.report.shards import join_shards as join_shards
+from hloprobe.report.shards import read_records as read_records
 from hloprobe.report.shards import read_shard as read_shard
 from hloprobe.report.shards import shard_json as shard_json
 from hloprobe.report.shards import write_records as write_records
@@ -80,6 +81,7 @@ __all__ = [
   "explain_sweep",
   "explanation_json",
   "join_shards",
+  "read_records",
   "read_shard",
   "render",
   "render_answered",

@@ -89,5 +89,7 @@ def write_outputs(
         atomic_write(path, text)
         written.append(path)
   path = os.path.join(output_dir, "results.json")
-  atomic_write(path, dumps_json(results_json(results, versions, host, shard)) + "\n")
+  atomic_write(
+    path, dumps_json(results_json(results, versions, host, shard)) + "\n"
+  )
   return written + [path]

@@ -30,6 +30,7 @@ __all__ = [
   "RECORDS_NAME",
   "ShardPart",
   "join_shards",
+  "read_records",
   "read_shard",
   "shard_json",
   "write_records",
@@ -103,6 +104,28 @@ def _not_a_shard(folder: str, why: str) -> InvalidArgumentError:
   )
 
 
+def read_records(folder: str) -> tuple[ConfigResult, ...]:
+  """The records a shard or a merge wrote into `folder` (`RECORDS_NAME`).
+
+  Raises:
+    InvalidArgumentError: none there, or not records (naming the folder).
+  """
+  path = os.path.join(folder, RECORDS_NAME)
+  try:
+    with open(path, "rb") as f:
+      records = pickle.load(f)
+  except Exception as e:  # noqa: BLE001 -- any unpickling error: one line
+    raise InvalidArgumentError(
+      f"cannot read {path}: {e}; it is written by `hloprobe sweep --shard` "
+      "and `hloprobe merge`"
+    ) from None
+  if not isinstance(records, tuple) or not all(
+    isinstance(r, ConfigResult) for r in records
+  ):
+    raise InvalidArgumentError(f"{path} holds no hloprobe records")
+  return records
+
+
 def read_shard(folder: str) -> ShardPart:
   """Reads a `--shard` run's --output_dir.
 
@@ -119,16 +142,12 @@ def read_shard(folder: str) -> ShardPart:
     index, count = int(entry["index"]), int(entry["count"])
     fingerprint, plan = str(entry["fingerprint"]), dict(entry["plan"])
   except (OSError, ValueError, KeyError, TypeError) as e:
-    raise _not_a_shard(folder, f"no {_RESULTS} with a shard entry: {e}")
-  try:
-    with open(os.path.join(folder, RECORDS_NAME), "rb") as f:
-      records = pickle.load(f)
-  except Exception as e:  # noqa: BLE001 -- any unpickling error: one line
-    raise _not_a_shard(folder, f"cannot read {RECORDS_NAME}: {e}") from None
-  if not isinstance(records, tuple) or len(records) != len(configs):
+    raise _not_a_shard(
+      folder, f"no {_RESULTS} with a shard entry: {e}"
+    ) from None
+  records = read_records(folder)
+  if len(records) != len(configs):
     raise _not_a_shard(folder, f"{RECORDS_NAME} does not match {_RESULTS}")
-  if not all(isinstance(r, ConfigResult) for r in records):
-    raise _not_a_shard(folder, f"{RECORDS_NAME} holds other records")
   return ShardPart(
     folder, index, count, fingerprint, plan, configs, doc.get("host"), records
   )
