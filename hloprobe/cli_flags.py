@@ -288,9 +288,10 @@ CACHE_MAX_MB = flags.DEFINE_integer(
 RESULTS = flags.DEFINE_string(
   "results",
   None,
-  "`golden check` / `verify`: judge the records in this folder, written "
-  "by `hloprobe merge --output_dir` (a sharded sweep joined), instead of "
-  "sweeping; it must hold every config the command would sweep.",
+  "`golden check` / `verify` / `explain`: judge the records in this "
+  "folder, written by `hloprobe merge --output_dir` (a sharded sweep "
+  "joined), instead of sweeping; it must hold every config the command "
+  "would sweep (explain still tries its fixes).",
 )
 SHARD = flags.DEFINE_string(
   "shard",

@@ -252,6 +252,17 @@ class ResultsTest(absltest.TestCase):
     self.assertIn("accurate", proc.stdout)
     self.assertEqual(proc.stderr, "")
 
+  def test_explain_of_merged_results_equals_explain(self):
+    # explain's own sweep is this plan's: every config a cache hit.
+    run = (*_SWEEP, f"--cache_dir={testutil.record_cache()}", "--notry_fixes")
+    swept = testutil.run_hloprobe_here("explain", *run, timeout_s=900)
+    merged = testutil.run_hloprobe_here(
+      "explain", *run, f"--results={self.root}/m", timeout_s=900
+    )
+    self.assertEqual(swept.returncode, 0, swept.stderr)
+    self.assertEqual(merged.returncode, 0, merged.stderr)
+    self.assertMultiLineEqual(merged.stdout, swept.stdout)
+
   def test_results_missing_a_config_are_refused(self):
     proc = testutil.run_hloprobe_here(
       "verify",

@@ -21,7 +21,7 @@ from hloprobe.commands import common
 from hloprobe.commands import sweep as sweep_command
 from hloprobe.errors import InvalidArgumentError
 
-__all__ = ["MergeArgs", "main", "merge", "results_in"]
+__all__ = ["MergeArgs", "main", "merge", "results_host", "results_in"]
 
 # The common flags merge reads; the others are the shards' plan's.
 _READS = ("output_dir", "format")
@@ -175,3 +175,18 @@ def results_in(folder: str, plan) -> list:
       )
     picked.append(dataclasses.replace(r, config=c.config))
   return picked
+
+
+def results_host(folder: str):
+  """The `runtime.HostCpu` a merge's results.json in `folder` names (the
+  shards' CPU), or None where it names none or cannot be read."""
+  import json
+
+  from hloprobe.runtime import HostCpu
+
+  try:
+    with open(os.path.join(folder, "results.json"), encoding="utf-8") as f:
+      host = json.load(f).get("host")
+    return HostCpu(**host) if host else None
+  except (OSError, ValueError, TypeError, AttributeError):
+    return None
