@@ -19,6 +19,9 @@ import pytest
 import testutil
 from absl.testing import absltest
 
+# results.json without "created" and timings (`make bench` compares so too).
+from hloprobe.tools.bench_shards import comparable as _comparable
+
 # The seed sweep with an experiment, as small as shows the merge: two flag
 # sets, two precisions, n = 1..3 (batch consistency against n = 1 crosses
 # shards).
@@ -30,17 +33,6 @@ _SWEEP = (
   "--experiment=nodsr:--xla_disable_hlo_passes=dot-strength-reduction",
   "--jobs=1",
 )
-
-
-def _comparable(path: str) -> dict:
-  """results.json without what may differ between runs: the time it was
-  made and each config's timings."""
-  with open(path, encoding="utf-8") as f:
-    doc = json.load(f)
-  doc.pop("created")
-  for c in doc["configs"]:
-    c.pop("timing_s")
-  return doc
 
 
 def _stream(path: str) -> list[dict]:
@@ -64,13 +56,19 @@ def _sweep(*args):
   )
 
 
+def _root(name: str) -> str:
+  """A new empty folder under the test's temporary folder."""
+  root = os.path.join(absltest.get_default_test_tmpdir(), name)
+  shutil.rmtree(root, ignore_errors=True)
+  return root
+
+
 @pytest.mark.compiles
 class MergeTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.root = absltest.get_default_test_tmpdir() + "/shards_merge"
-    shutil.rmtree(cls.root, ignore_errors=True)
+    cls.root = _root("shards_merge")
     cls.full = _sweep(f"--output_dir={cls.root}/full")
     # Out of order, and shard 1 run twice (a retried CI job).
     cls.shards = {}
@@ -189,8 +187,7 @@ class ResultsTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.root = absltest.get_default_test_tmpdir() + "/shards_results"
-    shutil.rmtree(cls.root, ignore_errors=True)
+    cls.root = _root("shards_results")
     for i in range(2):
       _sweep(f"--shard={i}/2", f"--output_dir={cls.root}/s{i}")
     testutil.run_hloprobe_here(

@@ -25,13 +25,14 @@ import json
 import os
 import tempfile
 
-__all__ = ["shards"]
+__all__ = ["comparable", "shards"]
 
 _RUN = ("sweep", "--targets=cpu,a100,t4", "--nocache")
 
 
-def _comparable(path: str) -> dict:
-  """results.json without "created" and each config's "timing_s"."""
+def comparable(path: str) -> dict:
+  """results.json without what differs between two runs of one sweep:
+  "created" and each config's "timing_s"."""
   with open(path, encoding="utf-8") as f:
     doc = json.load(f)
   doc.pop("created")
@@ -55,7 +56,7 @@ def shards() -> None:
     merge = bench._cli(
       "merge", out("s0"), out("s1"), f"--output_dir={out('m')}"
     )
-    same = _comparable(out("whole/results.json")) == _comparable(
+    same = comparable(out("whole/results.json")) == comparable(
       out("m/results.json")
     )
   cpu = sum(c.cpu for c in parts) + merge.cpu
