@@ -125,9 +125,10 @@ class PlanShardTest(absltest.TestCase):
     self.assertCountEqual(got, every)
     self.assertEqual(got, every)  # contiguous, in plan order
 
-  def test_gpu_configs_cost_twice(self):
-    # Per flag set: 6 cpu configs (cost 6) then 6 a100 (cost 12); total
-    # 36, halves of 18: the baseline's 12 configs, then the experiment's.
+  def test_gpu_configs_cost_more(self):
+    # Per flag set: 6 cpu configs (cost 6) then 6 a100 (cost 2.5 each:
+    # 15); total 42, halves of 21: the baseline's 12, then the experiment's.
+    self.assertEqual(shard_module.config_cost("cuda"), 2.5)
     first = plan_sweep(self.plan, shard=Shard(0, 2)).configs()
     self.assertEqual({c.config.experiment for c in first}, {"baseline"})
     self.assertLen(first, 12)

@@ -19,9 +19,9 @@ The split (`shard_members`) keeps the plan's order (experiment, case,
 target, precision, n) and cuts it into N contiguous runs of about equal
 expected cost (`config_cost`): a shard's configs share as few XLA_FLAGS
 sets and targets as the balance allows, so each shard starts few worker
-processes and loads each compile-only target once. One jaxlib release
-per sweep: `versions` sweeps a release per venv, and a shard of it keeps
-them whole by running the same split in each venv.
+processes and loads each compile-only target once. A sweep runs under
+one jaxlib release; `versions` (a venv per release) takes no --shard
+yet.
 
 Private in intent: use the package, `hloprobe.sweep`.
 """
@@ -58,12 +58,15 @@ SHARD_INDEX_VARIABLES = (
 # At most this many shards: more than a plan has configs leaves some empty.
 _MAX_SHARDS = 4096
 _SHARD_RE = re.compile(r"^(auto|[0-9]+)/([0-9]+)$")
-# Expected cost of one config, relative to a CPU config. A GPU config
-# (compile-only or attached) compiles to PTX and runs ptxas beside the
-# same emulation; README "Benchmark": the A100 sweep's configs cost about
-# twice the CPU's, and the cost per config does not grow with n (n = 4096
+# Expected cost of one config, relative to a CPU config. Measured with
+# `hloprobe sweep --targets=cpu,a100 --batch_sizes=1,2,3
+# --precisions=bfloat16,float32 --nocache --jobs=1 --timings` (2026-12-02,
+# jaxlib 0.12.0.1, a loaded 2-core machine): a100 configs 4.5-7.1 s (the
+# compile 4-7 s: PTX and ptxas), cpu configs 1.6-2.8 s (compile and run),
+# the case's first config's inputs and emulation set aside: about 2.5x.
+# The cost per config does not grow with n (README "Benchmark": n = 4096
 # costs 1.02x n = 64), so n is not weighed.
-_COST = {"cpu": 1.0, "cuda": 2.0}
+_COST = {"cpu": 1.0, "cuda": 2.5}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
