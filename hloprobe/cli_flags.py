@@ -103,7 +103,15 @@ CASE = flags.DEFINE_list(
   ["seed_mlp"],
   "Cases to sweep, comma-separated: built-in names (see `hloprobe cases`), "
   "package.module:factory or path/to/file.py:factory (a function "
-  "returning a hloprobe.Case).",
+  "returning a hloprobe.Case), or a module file (HLO text or proto, "
+  "HloSnapshot, StableHLO text or bytecode, a jax.export artifact).",
+)
+INPUTS = flags.DEFINE_string(
+  "inputs",
+  None,
+  "A module-file case's arguments: an .npz (its arrays in parameter "
+  "order) or .npy (one parameter) file. Without it a module runs on an "
+  "HloSnapshot's arguments, else on seeded random inputs.",
 )
 BATCH_SIZES = flags.DEFINE_string(
   "batch_sizes",

@@ -104,6 +104,7 @@ LONGEST_FIRST = (
   "tests/compile/builtin_cases_test.py",  # 56
   "tests/shards_merge_test.py",  # 48 (one seed sweep, golden update's)
   "tests/compile/user_cases_test.py",  # 46
+  "tests/modcase_e2e_test.py",  # 50
   "tests/pictures_test.py",  # 45
   "tests/cli_test.py",  # 43
   "tests/cli_reliability_test.py",  # 42

@@ -17,6 +17,7 @@ import signal
 import sys
 
 from hloprobe.compile import version_warning
+from hloprobe.errors import InvalidArgumentError
 from hloprobe.runtime import RecordCache, default_cache_dir
 
 __all__ = [
@@ -28,8 +29,10 @@ __all__ = [
   "bound_cache",
   "cache_dir",
   "check_format",
+  "check_module_words",
   "host",
   "progress_printer",
+  "reported_cases",
   "run_streamed",
   "start_jax",
   "sweep_spec",
@@ -59,6 +62,8 @@ class SweepWords:
     jobs: --jobs, worker processes at once (>= 1).
     cache_dir: --cache_dir, or None (the default folder).
     nocache: --nocache.
+    inputs: --inputs, an `.npz`/`.npy` file of a module case's arguments,
+      or None.
     given: the names of the flags above given on the command line.
   """
 
@@ -73,6 +78,7 @@ class SweepWords:
   jobs: int = 1
   cache_dir: str | None = None
   nocache: bool = False
+  inputs: str | None = None
   given: frozenset[str] = frozenset()
 
 
@@ -107,11 +113,16 @@ def sweep_spec(
       (explain and --format=html need them).
 
   Raises:
-    InvalidArgumentError: an unknown name or a bad batch size.
+    InvalidArgumentError: an unknown name or a bad batch size; --inputs
+      without a module case; --batch_sizes with module cases only (a
+      module runs at its own size; mixed with other cases, those take the
+      sizes).
   """
   from hloprobe.sweep import spec_from_words
 
+  check_module_words(words)
   return spec_from_words(
+    inputs=words.inputs,
     cases=list(words.case),
     batch_sizes=words.batch_sizes,
     precisions=list(words.precisions),
@@ -123,6 +134,48 @@ def sweep_spec(
     cache_dir=cache_dir(words),
     jobs=words.jobs,
   )
+
+
+def reported_cases(spec) -> list:
+  """The `Case` records of plan `spec` as reports show them: an optimized
+  module file's case with what the file itself computed added to its
+  notes (`numerics.module_made_notes`; computed here, once)."""
+  from hloprobe.numerics import module_made_notes
+
+  out = []
+  for swept in spec.cases:
+    extra = module_made_notes(swept.source, swept.case)
+    case = swept.case
+    out.append(dataclasses.replace(case, notes=case.notes + extra))
+  return out
+
+
+def check_module_words(words: SweepWords) -> None:
+  """--inputs and --batch_sizes against the module-file cases (see
+  `sweep_spec`).
+
+  Raises:
+    InvalidArgumentError: as `sweep_spec` says.
+  """
+  from hloprobe.compile import is_module_case
+
+  modules = [w for w in words.case if is_module_case(w)]
+  if words.inputs is not None and not modules:
+    raise InvalidArgumentError(
+      f"--inputs={words.inputs} gives a module file's arguments, and no "
+      "--case is a module file; e.g. --case=dump/module_0000.jit_f."
+      "before_optimizations.txt --inputs=args.npz"
+    )
+  if (
+    modules
+    and len(modules) == len(words.case)
+    and ("batch_sizes" in words.given)
+  ):
+    raise InvalidArgumentError(
+      f"--batch_sizes does not apply to module file {modules[0]!r}: a "
+      "module has one shape and runs at its own batch size; drop "
+      "--batch_sizes (or give the program as path/to/file.py:factory)"
+    )
 
 
 def cache_dir(words: SweepWords) -> str | None:

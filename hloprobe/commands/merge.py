@@ -111,6 +111,7 @@ def _plan(words: dict):
       targets=list(words["targets"]),
       explain_passes=bool(words["explain_passes"]),
       experiment_words=list(words["experiments"]),
+      inputs=words.get("inputs"),
     )
   except (KeyError, TypeError, ValueError) as e:
     raise InvalidArgumentError(f"the shards' plan is malformed: {e}") from None

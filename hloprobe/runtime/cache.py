@@ -130,7 +130,8 @@ def _hash_leaves(h, tree) -> None:
 def case_fingerprint(case: Case, full_inputs: tuple) -> str:
   """sha256 of what a case computes: its jaxpr, constants and inputs.
 
-  The jaxpr (traced at batch size 1) stands for the function's source:
+  The jaxpr (traced at batch size 1, or the case's `fixed_size`: a
+  module file's shapes are fixed) stands for the function's source:
   a changed body, a changed closed-over constant or a different case with
   the same name changes it. The inputs are hashed by dtype, shape and bytes.
   """
@@ -140,7 +141,7 @@ def case_fingerprint(case: Case, full_inputs: tuple) -> str:
       (case.name, case.batch_arg, case.batch_axis, case.output_axis)
     ).encode()
   )
-  args = case.inputs_for(full_inputs, 1)
+  args = case.inputs_for(full_inputs, case.fixed_size or 1)
   closed = jax.make_jaxpr(case.fn)(*args)
   h.update(str(closed.jaxpr).encode())
   _hash_leaves(h, closed.consts)

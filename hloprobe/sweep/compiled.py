@@ -84,17 +84,20 @@ class CompileRequest(Request):
       `make_inputs` is not deterministic would otherwise be compared with
       other inputs' reference).
     explain_passes: also attribute each site to the pass that rewrote it.
+    inputs: --inputs, a module file case's arguments (a module whose
+      parameters are all scalars makes its inputs in each process).
   """
 
   config: Config
   case_source: str
   full_inputs: tuple | None
   explain_passes: bool = False
+  inputs: str | None = None
 
   def run(self, memo: dict) -> CompiledConfig:
-    key = ("case", self.case_source)
+    key = ("case", self.case_source, self.inputs)
     if key not in memo:  # once per worker process
-      memo[key] = get_case(self.case_source)
+      memo[key] = get_case(self.case_source, self.inputs)
     return compile_and_run_case(
       memo[key], self.full_inputs, self.config, self.explain_passes
     )

@@ -204,7 +204,7 @@ class _Sweep:
       # The baseline's first worker imports jax while this process makes
       # the cases' inputs (its first lane and target loading use it).
       pool.start(BASELINE.flags_text, 0)
-    self.setups = [CaseSetup(c, spec.batch_sizes, warn) for c in spec.cases]
+    self.setups = [CaseSetup(c, spec.sizes_of(c), warn) for c in spec.cases]
     self.watches = [Stopwatch() for _ in self.configs]
     # Each case's full inputs, made once here (the lanes send them).
     self.inputs = [self._inputs(i) for i in range(len(spec.cases))]
@@ -253,7 +253,7 @@ class _Sweep:
         c.config.target,
         c.config.precision,
         c.config.n,
-        max(self.spec.batch_sizes),
+        max(self.spec.sizes_of(c.case)),
         self.spec.explain_passes,
         xla_flags=flags,
         record_version=RECORD_VERSION,
@@ -326,6 +326,7 @@ class _Sweep:
           c.case.source,
           self.inputs[c.case_index],
           self.spec.explain_passes,
+          self.spec.inputs,
         )
         future.set_result(self.pool.call(request, flags, lane=lane))
       except XlaFlagsError as e:
