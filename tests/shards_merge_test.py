@@ -215,19 +215,19 @@ class ResultsTest(absltest.TestCase):
     self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
 
   def test_golden_check_of_changed_results_differs(self):
-    import pickle
+    from hloprobe.runtime import dump_record, load_record
 
     changed = f"{self.root}/changed"
     shutil.copytree(f"{self.root}/m", changed, dirs_exist_ok=True)
-    path = os.path.join(changed, "records.pkl")
+    path = os.path.join(changed, "records.hloprobe")
     with open(path, "rb") as f:
-      records = list(pickle.load(f))
+      records = list(load_record(f.read()))
     # Config 0 (n = 1) given config 1's (n = 2) compilation: other shapes.
     records[0] = dataclasses.replace(
       records[0], compilation=records[1].compilation
     )
     with open(path, "wb") as f:
-      pickle.dump(tuple(records), f)
+      dump_record(tuple(records), f)
     proc = testutil.run_hloprobe_here(
       "golden",
       "check",

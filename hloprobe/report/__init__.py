@@ -34,6 +34,9 @@ from hloprobe.report.listings import experiments_listing as experiments_listing
 from hloprobe.report.listings import targets_listing as targets_listing
 from hloprobe.report.results_schema import dumps_json as dumps_json
 from hloprobe.report.results_schema import results_json as results_json
+from hloprobe.report.results_schema import (
+  schema_document as schema_document,
+)
 from hloprobe.report.shards import RECORDS_NAME as RECORDS_NAME
 from hloprobe.report.shards import ShardPart as ShardPart
 from hloprobe.report.shards import join_shards as join_shards
@@ -91,6 +94,7 @@ __all__ = [
   "render_verification",
   "requirement_lines",
   "results_json",
+  "schema_document",
   "shard_json",
   "start_stream",
   "table",

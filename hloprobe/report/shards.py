@@ -7,9 +7,9 @@ shard's index and count, each config's index in the whole plan) and
 `RECORDS_NAME`, the shard's `ConfigResult` records whole, in that order,
 which the merge reports on as if one sweep had made them.
 
-`RECORDS_NAME` is a pickle, as the record cache's entries are
-(`runtime.cache`): read only shards you made (your CI's artifacts), never
-a stranger's folder.
+`RECORDS_NAME` is in the record cache's own format
+(`runtime.record_file`: JSON and raw numpy bytes with a sha256, never a
+pickle): a forged file can lie about results but runs no code.
 
 Private in intent: use the package, `hloprobe.report`.
 """
@@ -17,14 +17,15 @@ Private in intent: use the package, `hloprobe.report`.
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import os
-import pickle
 from collections.abc import Sequence
 
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.records import ConfigResult
 from hloprobe.report.files import atomic_write
+from hloprobe.runtime import RecordFileError, dump_record, load_record
 
 __all__ = [
   "RECORDS_NAME",
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 # A shard's records beside its results.json (see above); a merge's too.
-RECORDS_NAME = "records.pkl"
+RECORDS_NAME = "records.hloprobe"
 _RESULTS = "results.json"
 # The first characters of a fingerprint that a message shows.
 _SHORT = 12
@@ -93,7 +94,9 @@ def write_records(output_dir: str, results: Sequence[ConfigResult]) -> str:
     OSError: it cannot be written.
   """
   path = os.path.join(output_dir, RECORDS_NAME)
-  atomic_write(path, pickle.dumps(tuple(results), pickle.HIGHEST_PROTOCOL))
+  data = io.BytesIO()
+  dump_record(tuple(results), data)
+  atomic_write(path, data.getvalue())
   return path
 
 
@@ -113,8 +116,8 @@ def read_records(folder: str) -> tuple[ConfigResult, ...]:
   path = os.path.join(folder, RECORDS_NAME)
   try:
     with open(path, "rb") as f:
-      records = pickle.load(f)
-  except Exception as e:  # noqa: BLE001 -- any unpickling error: one line
+      records = load_record(f.read())
+  except (OSError, RecordFileError) as e:
     raise InvalidArgumentError(
       f"cannot read {path}: {e}; it is written by `hloprobe sweep --shard` "
       "and `hloprobe merge`"
