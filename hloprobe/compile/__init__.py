@@ -91,6 +91,7 @@ from hloprobe.compile.module_files import (
 )
 from hloprobe.compile.placement import load_topology as load_topology
 from hloprobe.compile.rejections import Rejection as Rejection
+from hloprobe.compile.rejections import missing_lowering as missing_lowering
 from hloprobe.compile.rejections import rejected_compile as rejected_compile
 from hloprobe.compile.targets import BUILTIN_TARGETS as BUILTIN_TARGETS
 from hloprobe.compile.targets import Target as Target
@@ -149,6 +150,7 @@ __all__ = [
   "load_target_config",
   "load_topology",
   "missing_cudnn_message",
+  "missing_lowering",
   "nvcc_wheel_dir",
   "parse_codegen_versions",
   "parse_experiment",

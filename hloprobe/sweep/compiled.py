@@ -28,6 +28,7 @@ from hloprobe.compile import (
   compile_case,
   get_case,
   load_topology,
+  missing_lowering,
   rejected_compile,
   run_compiled,
 )
@@ -171,11 +172,11 @@ def compile_and_run_case(
       outs, run_s = run_compiled(cc, args)
     return CompiledConfig(result, outs, run_s, watch.seconds())
   except Exception as e:  # one config's failure must not lose the others
-    finding = None
-    if stage == "compile" and not isinstance(e, HloprobeError):
+    finding, missing = None, missing_lowering(e)
+    if stage == "compile" and not isinstance(e, HloprobeError) and not missing:
       with watch.stage("compile"):
         finding = _rejection_finding(case, full, config)
-    failure = Failure(stage, first_line(e), finding)
+    failure = Failure(stage, missing or first_line(e), finding)
     return CompiledConfig(
       ConfigResult(config, failure=failure), timings=watch.seconds()
     )
