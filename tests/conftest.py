@@ -102,6 +102,7 @@ LONGEST_FIRST = (
   "tests/golden/golden_test.py",  # 56
   "tests/sweep_cache_test.py",  # 56
   "tests/compile/builtin_cases_test.py",  # 56
+  "tests/shards_merge_test.py",  # 48 (one seed sweep, golden update's)
   "tests/compile/user_cases_test.py",  # 46
   "tests/modcase_e2e_test.py",  # 50
   "tests/pictures_test.py",  # 45

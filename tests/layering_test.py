@@ -102,7 +102,15 @@ _IMPORTERS = ("import_module", "__import__")
 # The lazy face: it maps each public name to the module defining it.
 _FACE = "__init__.py"
 _WITHIN = {
-  "sweep": ("spec", "plan", "compiled", "measure", "engine", "__init__")
+  "sweep": (
+    "spec",
+    "shard",
+    "plan",
+    "compiled",
+    "measure",
+    "engine",
+    "__init__",
+  )
 }
 # The one package that formats tables (issue 10: "only the report package
 # formats tables").
