@@ -32,9 +32,11 @@ prints: `sites.SiteFate`), "precision_config", "algorithm",
 ("<pass> (<pipeline>)" that rewrote the site, or null when it stays a
 plain dot). No source paths, no instruction names.
 
-MANIFEST.json: {"schema": "hloprobe-golden-manifest", "schema_version": 2,
+MANIFEST.json: {"schema": "hloprobe-golden-manifest", "schema_version": 3,
 "jax", "jaxlib", "date", "sweep": {"cases", "targets", "batch_sizes",
-"precisions"}}.
+"precisions"}}; from version 3 a case file's or target config's path is
+relative to the manifest's folder (2: to the folder it was written from;
+still read, see `folder.sweep_words`).
 
 Parsing validates the header against the file name and the body against its
 kind, and raises `GoldenError` naming the file, never a bare traceback.
@@ -72,8 +74,12 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 DOTS_SCHEMA_VERSION = 3  # 3: "math" (2 is read as "math": null)
-# 2: StableHLO once per case and config under stablehlo/ (1: per target).
-MANIFEST_SCHEMA_VERSION = 2
+# 2: StableHLO once per case and config under stablehlo/ (1: per target);
+# 3: paths relative to the golden folder (2: to the current folder).
+MANIFEST_SCHEMA_VERSION = 3
+# The oldest manifest `golden check` compares with: version 2's folder
+# layout is version 3's; only its paths are read another way.
+_MANIFEST_SAME_LAYOUT = 2
 KINDS = ("stablehlo.mlir", "hlo", "dots.json")
 # The folder of the target-independent StableHLO files.
 STABLEHLO_DIR = "stablehlo"
@@ -398,7 +404,8 @@ def parse_manifest(path: str, text: str, sweep_only: bool = False) -> dict:
     path: the file's path, for messages.
     text: its content.
     sweep_only: accept older schema versions too, whose sweep record is the
-      same (to re-run the sweep that made an older golden folder).
+      same (to re-run the sweep that made an older golden folder). Without
+      it versions 2 and 3 are read (the same folder layout).
 
   Raises:
     GoldenError: not JSON, wrong schema, or a malformed sweep; names `path`.
@@ -409,12 +416,13 @@ def parse_manifest(path: str, text: str, sweep_only: bool = False) -> dict:
       path, f'not a golden manifest: expected "schema": "{_MANIFEST_SCHEMA}"'
     )
   version = doc.get("schema_version")
-  older = isinstance(version, int) and 1 <= version < MANIFEST_SCHEMA_VERSION
-  if version != MANIFEST_SCHEMA_VERSION and not (sweep_only and older):
+  known = isinstance(version, int) and not isinstance(version, bool)
+  oldest = 1 if sweep_only else _MANIFEST_SAME_LAYOUT
+  if not (known and oldest <= version <= MANIFEST_SCHEMA_VERSION):
     raise _fail(
       path,
       f"schema version {doc.get('schema_version')!r}; this hloprobe reads "
-      f"{MANIFEST_SCHEMA_VERSION}",
+      f"{_MANIFEST_SAME_LAYOUT} to {MANIFEST_SCHEMA_VERSION}",
     )
   sweep = doc.get("sweep")
   ok = isinstance(sweep, dict) and all(

@@ -37,6 +37,7 @@ from hloprobe.golden.folder import (
   default_golden_dir,
   golden_spec,
   list_golden_files,
+  manifest_words,
   read_golden_file,
   read_manifest,
   sweep_configs,
@@ -201,7 +202,9 @@ def _fill(
     os.makedirs(os.path.dirname(os.path.join(stage, rel)), exist_ok=True)
     shutil.copyfile(os.path.join(golden_dir, rel), os.path.join(stage, rel))
   manifest = fmt.manifest_text(
-    plan.versions, plan.sweep, snap.date or fmt.today()
+    plan.versions,
+    manifest_words(golden_dir, plan.sweep),
+    snap.date or fmt.today(),
   )
   if not new and os.path.isfile(os.path.join(golden_dir, MANIFEST)):
     old_text = read_golden_file(golden_dir, MANIFEST)
