@@ -58,7 +58,14 @@ from hloprobe.sweep import (
   run_sweep,
 )
 
-__all__ = ["DEFAULT_PRECISIONS", "as_case", "explain", "sweep"]
+__all__ = [
+  "DEFAULT_PRECISIONS",
+  "as_case",
+  "explain",
+  "plan_case",
+  "run_plan",
+  "sweep",
+]
 
 # The command line's defaults (`cli_flags`): the seed report's precisions.
 DEFAULT_PRECISIONS = ("bfloat16", "tensorfloat32", "float32")
@@ -115,7 +122,7 @@ def as_case(
   )
 
 
-def sweep(
+def plan_case(
   fn_or_case: Callable | Case | str,
   *example_args,
   targets: Sequence[str] = ("cpu",),
@@ -128,30 +135,12 @@ def sweep(
   cache: bool = True,
   cache_dir: str | None = None,
   jobs: int | None = None,
-) -> Results:
-  """Sweeps a function (or a `Case`, or a case name) as `hloprobe sweep`.
-
-  Args:
-    fn_or_case: a JAX function (with `example_args`, see `as_case`), a
-      `Case`, or a case's words (`seed_mlp`, `path/to/file.py:factory`).
-    *example_args: the function's arguments at full batch size.
-    targets: target names (`cpu`, `gpu`, compile-only `a100`, ...).
-    precisions: matmul precision names (`float32`, `TF32_TF32_F32`, ...).
-    batch_sizes: the batch sizes n; None: 1, 2 and the full size (the
-      example's rows), those that exist. Required for a sized case.
-    in_axes, output_axis, name: as `as_case`'s (a function only).
-    explain_passes: name the XLA pass that rewrote each dot site.
-    cache: keep and reuse per-config records in `cache_dir`.
-    cache_dir: the record cache; None: `$XDG_CACHE_HOME/hloprobe` (as the
-      command line's).
-    jobs: worker processes at once; None: the CPU count (at most 64).
-
-  Returns:
-    `Results`: the records, `.table()`, `.to_dataframe()`, HTML.
+) -> SweepPlan:
+  """The plan of `sweep`'s sweep (its arguments are `sweep`'s), for
+  `run_plan`; the golden fixture records it (`golden.sweep_record`).
 
   Raises:
-    InvalidArgumentError, CaseError, TargetError: bad input, as the
-      command line's exit 2 (one line).
+    InvalidArgumentError, CaseError, TargetError: as `sweep`.
   """
   spec = SweepSpec(
     cases=(),
@@ -163,10 +152,42 @@ def sweep(
     jobs=jobs or min(os.cpu_count() or 1, 64),
   )
   options = dict(in_axes=in_axes, output_axis=output_axis, name=name)
-  plan = _plan(fn_or_case, example_args, options, spec)
-  records = _run(plan)
+  return _plan(fn_or_case, example_args, options, spec)
+
+
+def sweep(fn_or_case: Callable | Case | str, *example_args, **options):
+  """Sweeps a function (or a `Case`, or a case name) as `hloprobe sweep`.
+
+  Args:
+    fn_or_case: a JAX function (with `example_args`, see `as_case`), a
+      `Case`, or a case's words (`seed_mlp`, `path/to/file.py:factory`).
+    *example_args: the function's arguments at full batch size.
+    **options: keywords, each optional:
+      targets: target names (`cpu`, `gpu`, compile-only `a100`, ...);
+        default ["cpu"].
+      precisions: matmul precision names (`float32`, `TF32_TF32_F32`, ...);
+        default the command line's (bfloat16, tensorfloat32, float32).
+      batch_sizes: the batch sizes n; default 1, 2 and the full size (the
+        example's rows), those that exist. Required for a sized case.
+      in_axes, output_axis, name: as `as_case`'s (a function only).
+      explain_passes: name the XLA pass that rewrote each dot site.
+      cache: keep and reuse per-config records in `cache_dir` (True).
+      cache_dir: the record cache; default `$XDG_CACHE_HOME/hloprobe` (as
+        the command line's).
+      jobs: worker processes at once; default the CPU count (at most 64).
+
+  Returns:
+    `Results`: the records, `.table()`, `.to_dataframe()`, HTML; with
+    `explain_passes`, also explain's records and words.
+
+  Raises:
+    InvalidArgumentError, CaseError, TargetError: bad input, as the
+      command line's exit 2 (one line).
+  """
+  plan = plan_case(fn_or_case, *example_args, **options)
+  records = run_plan(plan)
   text = render(list(records), "table", {})
-  if not explain_passes:
+  if not plan.explain_passes:
     return Results(records, text=text)
   found = tuple(explain_results(records, [c.case for c in plan.cases]))
   host = host_cpu(os.environ.get("XLA_FLAGS"))
@@ -217,9 +238,9 @@ def _default_sizes(plan: SweepPlan) -> tuple[int, ...]:
   return tuple(n for n in dict.fromkeys((1, 2, rows)) if n <= rows)
 
 
-def _run(plan: SweepPlan) -> tuple[ConfigResult, ...]:
-  """Runs the plan, its case shipped to the workers and the workers'
-  environment set for the sweep only."""
+def run_plan(plan: SweepPlan) -> tuple[ConfigResult, ...]:
+  """Runs a plan (`plan_case`'s), its case shipped to the workers
+  (`ship`) and the workers' environment set for the sweep only."""
   swept = plan.cases[0]
   folder = None
   try:
