@@ -59,10 +59,12 @@ $(STAMP): pyproject.toml
 $(OLD_VENV)/.installed-stamp: pyproject.toml
 	$(call make_venv,$(OLD_VENV),$(OLD_PYTHON))
 
-# The diagnosis in words; the table, the plot and the HTML report go to
-# $(OUT), named on the last line.
+# The diagnosis in words, the answer first (not echoed: the first lines
+# are the worst finding and the first fix that passes, with its verify
+# command); the table, the plot and the HTML report go to $(OUT), named
+# on the last line.
 run: $(STAMP)
-	$(BIN)/hloprobe explain --targets=cpu,a100,t4 --output_dir=$(OUT) \
+	@$(BIN)/hloprobe explain --targets=cpu,a100,t4 --output_dir=$(OUT) \
 	  --plot=$(OUT)/row0_error.png
 
 # Two pytest workers (pytest-xdist, in the test extra), each given whole

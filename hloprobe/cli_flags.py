@@ -41,6 +41,7 @@ __all__ = [
   "NOCACHE",
   "OUTPUT_DIR",
   "PLOT",
+  "PLOT_SHARED_Y",
   "PORT",
   "PRECISIONS",
   "PYTHON",
@@ -51,6 +52,7 @@ __all__ = [
   "TARGETS",
   "TARGET_CONFIG",
   "TIMINGS",
+  "TRY_FIXES",
   "WIDE",
 ]
 
@@ -134,12 +136,12 @@ OUTPUT_DIR = flags.DEFINE_string(
 SITES = flags.DEFINE_bool(
   "sites",
   False,
-  "Also print one row per dot site (table and markdown formats).",
+  "Also print one row per contraction site (table and markdown formats).",
 )
 EXPLAIN_PASSES = flags.DEFINE_bool(
   "explain_passes",
   False,
-  "Name the XLA pass that rewrote each dot site (each compile also dumps "
+  "Name the XLA pass that rewrote each contraction site (each compile also dumps "
   "the module after every pass, to a temporary folder).",
 )
 EXPERIMENT = flags.DEFINE_multi_string(
@@ -202,10 +204,16 @@ PLOT = flags.DEFINE_string(
   "Write |row 0 - float64| against batch size as a PNG here (a panel per "
   "target; experiments side by side). Needs matplotlib (make installs it).",
 )
+PLOT_SHARED_Y = flags.DEFINE_bool(
+  "plot_shared_y",
+  True,
+  "The plot (--plot, the HTML page's): one error axis for every panel, so "
+  "panels compare by height; --noplot_shared_y: each panel its own.",
+)
 MODEL_EXPLORER = flags.DEFINE_string(
   "model_explorer",
   None,
-  "Write each config's StableHLO and Model Explorer node data (dot sites "
+  "Write each config's StableHLO and Model Explorer node data (sites "
   "by error, fate, algorithm, pass) here; open with `hloprobe view DIR`.",
 )
 PORT = flags.DEFINE_integer(
@@ -213,6 +221,14 @@ PORT = flags.DEFINE_integer(
 )
 BROWSER = flags.DEFINE_bool(
   "browser", True, "`hloprobe view`: open the page in a browser tab."
+)
+TRY_FIXES = flags.DEFINE_bool(
+  "try_fixes",
+  True,
+  "`hloprobe explain`: try the candidate fixes that apply (float32 or a "
+  "multi-pass preset, XLA flags that pin the gemm kernel or the split) on "
+  "the configs at fault, in one extra sweep, and print each with its "
+  "`hloprobe verify` command; --notry_fixes lists them untried.",
 )
 
 GOLDEN_DIR = flags.DEFINE_string(

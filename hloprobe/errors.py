@@ -12,6 +12,7 @@ __all__ = [
   "GoldenError",
   "HloParseError",
   "HloprobeError",
+  "ModuleFileError",
   "TargetError",
   "ToolchainError",
   "XlaFlagsError",
@@ -37,6 +38,12 @@ class InvalidArgumentError(HloprobeError):
 
 class CaseError(InvalidArgumentError):
   """Raised when a case name is unknown."""
+
+
+class ModuleFileError(CaseError):
+  """Raised when a module file given as a case cannot be read: its message
+  is one line naming the file and what is wrong (a truncated proto, HLO text
+  with a syntax error, over the size limit, not a module at all)."""
 
 
 class TargetError(InvalidArgumentError):

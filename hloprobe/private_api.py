@@ -25,6 +25,10 @@ __all__ = [
   "XlaInstruction",
   "cuda_path",
   "cudnn_version",
+  "custom_call_targets",
+  "hlo_proto_to_text",
+  "hlo_text_to_proto",
+  "jaxlib_embedded",
   "jaxlib_git_hash",
   "kept_arguments",
   "register_upstream_dialects",
@@ -226,11 +230,7 @@ def xla_hlo_structure(text: str) -> tuple[XlaComputation, ...] | None:
     parser or its parser rejects the text (e.g. jaxlib 0.10.2 and compact
     `%t#1` operands).
   """
-  try:
-    from jaxlib import _hlo
-  except ImportError:
-    return None
-  parse = getattr(_hlo, "hlo_module_from_text", None)
+  parse = _hlo_function("hlo_module_from_text")
   if parse is None:
     return None
   try:
@@ -275,3 +275,127 @@ def _opcode_text(instruction, spelling: dict) -> str:
       rest = rest.split(None, 1)[1]
     spelling[key] = rest.split("(", 1)[0].strip()
   return spelling[key]
+
+
+def _hlo_function(name: str):
+  """`jaxlib._hlo.<name>` (XLA's HLO bindings), or None where this jaxlib
+  has none."""
+  try:
+    from jaxlib import _hlo
+  except ImportError:
+    return None
+  return getattr(_hlo, name, None)
+
+
+def hlo_text_to_proto(text: str) -> bytes | None:
+  """HLO text as a serialized HloModuleProto, by XLA's own parser.
+
+  `jaxlib._hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()`
+  (xla/hlo/parser/hlo_parser.cc; jaxlib 0.10.2 and 0.12.0.1).
+
+  Returns:
+    The proto's bytes, or None where this jaxlib has no HLO parser.
+
+  Raises:
+    ValueError: XLA's parser rejects the text; the message is XLA's status
+      ("INVALID_ARGUMENT: Syntax error ...\nwas parsing 32:38: error: ...").
+  """
+  parse = _hlo_function("hlo_module_from_text")
+  if parse is None:
+    return None
+  try:
+    return parse(text).as_serialized_hlo_module_proto()
+  except RuntimeError as e:
+    raise ValueError(str(e)) from None
+
+
+def hlo_proto_to_text(proto: bytes) -> str | None:
+  """A serialized HloModuleProto as HLO text, as XLA prints it.
+
+  `jaxlib._hlo.HloModule.from_serialized_hlo_module_proto(proto)
+  .to_string()` (HloModule::CreateFromProto then ToString, with metadata;
+  jaxlib 0.10.2 and 0.12.0.1).
+
+  Returns:
+    The text, or None where this jaxlib cannot read module protos.
+
+  Raises:
+    ValueError: XLA cannot build a module from the bytes (its status).
+  """
+  module_class = _hlo_function("HloModule")
+  read = getattr(module_class, "from_serialized_hlo_module_proto", None)
+  if read is None:
+    return None
+  try:
+    return read(proto).to_string()
+  except RuntimeError as e:
+    raise ValueError(str(e)) from None
+
+
+def custom_call_targets(platform: str) -> frozenset[str] | None:
+  """The custom-call targets registered with XLA for `platform` ("cpu").
+
+  `jaxlib.xla_client.custom_call_targets(platform)` (jaxlib 0.10.2 and
+  0.12.0.1): the FFI and legacy handlers registered so far; jax registers
+  its CPU ones (lapack_*_ffi) as the CPU backend starts, so it is started
+  first (`jax.devices("cpu")`). Targets XLA's own passes consume (e.g.
+  "Sharding") are not in it.
+
+  Returns:
+    The target names, or None where this jaxlib does not list them.
+  """
+  import jax
+
+  try:
+    jax.devices("cpu")  # registers jax's CPU targets
+  except RuntimeError:
+    return None
+
+  try:
+    from jaxlib import xla_client
+  except ImportError:
+    return None
+  listing = getattr(xla_client, "custom_call_targets", None)
+  if listing is None:
+    return None
+  try:
+    return frozenset(listing(platform))
+  except (RuntimeError, ValueError):
+    return None
+
+
+def jaxlib_embedded(marker: bytes, window: int = 1 << 20) -> list[bytes]:
+  """Windows of jaxlib's shared libraries that start with `marker`.
+
+  jaxlib's native code embeds what protoc generated for XLA's .proto
+  files, each file's serialized FileDescriptorProto among it (protobuf's
+  generated `.pb.cc`: `descriptor_table_protodef_<file>`); in jaxlib 0.10.2
+  and 0.12.0.1 they are in `libjax_common.so`. This finds them for
+  `hloprobe.ir`'s text-format reader, so hloprobe vendors no .proto file.
+
+  Args:
+    marker: the bytes a window starts with.
+    window: the most bytes per window.
+
+  Returns:
+    Every window found, in file order ([] where jaxlib has none).
+  """
+  import glob
+  import mmap
+  import os
+
+  try:
+    import jaxlib
+  except ImportError:
+    return []
+  found = []
+  for path in sorted(glob.glob(os.path.join(jaxlib.__path__[0], "*.so"))):
+    with (
+      open(path, "rb") as f,
+      mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data,
+    ):
+      at = data.find(marker)
+      while at >= 0:
+        found.append(bytes(data[at : at + window]))
+        at = data.find(marker, at + 1)
+  return found

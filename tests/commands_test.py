@@ -34,9 +34,11 @@ _LEGACY = {
   "columns": ("sweep",),
   "plot": ("sweep", "explain"),
   "model_explorer": ("sweep", "explain"),
+  "plot_shared_y": ("sweep", "explain"),  # issue 26
   "cache_max_mb": ("sweep", "explain", "verify", "cache"),
   "experiment": ("sweep", "explain", "versions", "bisect"),  # issue 23
   "experiments_file": ("sweep", "explain", "versions", "bisect"),
+  "try_fixes": ("explain",),  # issue 26
 }
 
 

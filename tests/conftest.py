@@ -95,6 +95,7 @@ def pytest_configure(config):
 # together (longest processing time first). A file missing here only
 # runs later; a slow new file belongs in the list.
 LONGEST_FIRST = (
+  "tests/answer_explain_test.py",  # 82 (explain's fixes tried, compiled)
   "tests/verify_test.py",  # 74 CPU-s
   "tests/versions_test.py",  # 73 (its older jaxlib's venv cached)
   "tests/report/explain_test.py",  # 59
@@ -108,6 +109,7 @@ LONGEST_FIRST = (
   "tests/pyapi_plugin_test.py",  # 40 (pytester sessions, golden CLI twice)
   "tests/mathmade_e2e_test.py",  # 36
   "tests/intdots_rejection_test.py",  # 30
+  "tests/html_browser_test.py",  # 30
   "tests/numerics/emulation_cache_test.py",
   "tests/readme_case_test.py",
   "tests/numerics/predict_test.py",
@@ -116,6 +118,7 @@ LONGEST_FIRST = (
   "tests/runtime/host_test.py",  # 25
   "tests/compile/lowering_gpu_test.py",
   "tests/intdots_integer_test.py",  # 21
+  "tests/fp8_sweep_test.py",  # 19
   "tests/ir/canonical_test.py",
   "tests/numerics/site_notes_test.py",
   "tests/sweep_test.py",  # 16

@@ -354,7 +354,7 @@ def test_a_bogus_python_leaves_every_release_not_installed(tmp_path):
   )
   got = run_hloprobe_here("versions", *flags, timeout_s=600)
   assert got.returncode == 1, got.stderr
-  rows = [l for l in got.stdout.splitlines() if "dot fates" in l]
+  rows = [l for l in got.stdout.splitlines() if "site fates" in l]
   assert rows == [], got.stdout  # no release swept a config
   assert f"jaxlib {_RUNNING}: not installed: --python={bogus}" in got.stdout
   assert "jaxlib 0.4.38: not installed: --python=" in got.stdout
@@ -394,7 +394,7 @@ def test_a_release_without_wheels_is_not_installed_and_never_a_change(
   assert config["cells"]["0.4.1"]["status"] == "not installed"
   assert (config["changed"], config["compared_in"]) == ([], [_RUNNING])
   assert table.returncode == 1, table.stderr
-  row = next(l for l in table.stdout.splitlines() if "dot fates" in l)
+  row = next(l for l in table.stdout.splitlines() if "site fates" in l)
   assert "not installed: the package index has no jaxlib 0.4.1" in row
   assert not row.rstrip().endswith("*")
   assert (

@@ -204,9 +204,11 @@ def progress_printer(stream):
   return show
 
 
-def run_streamed(spec, output_dir: str | None):
+def run_streamed(spec, output_dir: str | None, pool=None):
   """run_sweep, each finished config appended to
   `<output_dir>/results.jsonl`; a progress line on a terminal's stderr.
+  `pool`: the `runtime.WorkerPool` to run on (`sweep.worker_pool`), or
+  None for the sweep's own.
 
   Raises:
     Interrupted: on SIGINT/SIGTERM, carrying the configs finished.
@@ -217,7 +219,7 @@ def run_streamed(spec, output_dir: str | None):
   progress = Progress(spec.config_count, start_stream(output_dir))
   try:
     results = sweep.run_sweep(
-      spec, progress_printer(sys.stderr), on_result=progress.add
+      spec, progress_printer(sys.stderr), on_result=progress.add, pool=pool
     )
   except KeyboardInterrupt as e:
     signum = getattr(e, "signum", signal.SIGINT)

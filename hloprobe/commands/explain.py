@@ -1,8 +1,14 @@
 """`hloprobe explain`: the sweep with pass attribution, in words.
 
 `explain` runs the sweep (passes named) and returns its records and their
-explanations; `main` prints them as text, JSON or the HTML page and writes
-the files asked for. Exit status: 0 when every config succeeded, else 1.
+explanations; `explain_answered` also ranks the findings and, with
+--try_fixes (the default), tries the candidate fixes on the configs at
+fault in one extra sweep on the same workers and record cache
+(`verify.plan_tries`); `main` prints the answer first, then the
+explanations, as text, JSON or the HTML page, and writes the files asked
+for (the tries' configs are not among them). Exit status: 0 when every
+config of the explain sweep succeeded, else 1 (a fix that fails to
+compile is a fix that did not pass, not a failure of the command).
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from hloprobe.commands import common
 from hloprobe.commands import sweep as sweep_command
 from hloprobe.errors import InvalidArgumentError
 
-__all__ = ["ExplainArgs", "explain", "main"]
+__all__ = ["ExplainArgs", "explain", "explain_answered", "main"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -26,7 +32,9 @@ class ExplainArgs:
     experiments_file: --experiments_file, or None.
     plot: --plot, a PNG path, or None.
     model_explorer: --model_explorer, a folder, or None.
+    plot_shared_y: --plot_shared_y: the plot's panels share one error axis.
     cache_max_mb: --cache_max_mb, the records' bound in MiB.
+    try_fixes: --try_fixes: try the candidate fixes (`explain_answered`).
   """
 
   common: common.SweepWords
@@ -34,18 +42,17 @@ class ExplainArgs:
   experiments_file: str | None = None
   plot: str | None = None
   model_explorer: str | None = None
+  plot_shared_y: bool = True
   cache_max_mb: int = 2048
+  try_fixes: bool = True
 
 
-def explain(args: ExplainArgs):
-  """Runs the sweep with passes named; returns (records, explanations).
+def _spec(args: ExplainArgs):
+  """The explain sweep's plan, once the format is checked.
 
   Raises:
     InvalidArgumentError: bad input, --format=markdown among it.
-    common.Interrupted: SIGINT/SIGTERM, with the configs finished.
   """
-  from hloprobe.report import explain_results
-
   fmt = common.check_format(
     args.common, plot=args.plot, model_explorer=args.model_explorer
   )
@@ -54,31 +61,103 @@ def explain(args: ExplainArgs):
       "explain prints text (--format=table), HTML (--format=html) or JSON "
       "(--format=json); got --format=markdown"
     )
-  spec = common.sweep_spec(
+  return common.sweep_spec(
     args.common, args.experiment, args.experiments_file, explain_passes=True
   )
+
+
+def explain(args: ExplainArgs):
+  """Runs the sweep with passes named; returns (records, explanations).
+
+  Tries no fix (see `explain_answered`).
+
+  Raises:
+    InvalidArgumentError: bad input, --format=markdown among it.
+    common.Interrupted: SIGINT/SIGTERM, with the configs finished.
+  """
+  from hloprobe.report import explain_results
+
+  spec = _spec(args)
   common.start_jax(spec.targets)
   results = common.run_streamed(spec, args.common.output_dir)
   return results, explain_results(results, [c.case for c in spec.cases])
+
+
+def explain_answered(args: ExplainArgs):
+  """`explain`, then the answer: (records, explanations, `report.Answer`).
+
+  The findings ranked worst first (`verify.find_findings`); with
+  `args.try_fixes` the candidate fixes tried on the configs at fault, on
+  the explain sweep's workers and record cache, and judged as `verify`
+  judges them; without, listed untried with their `verify` commands.
+
+  Raises:
+    InvalidArgumentError: bad input, --format=markdown among it.
+    common.Interrupted: SIGINT/SIGTERM, with the configs finished.
+  """
+  from hloprobe import sweep
+  from hloprobe.report import explain_results
+
+  spec = _spec(args)
+  common.start_jax(spec.targets)
+  with sweep.worker_pool(spec) as pool:
+    results = common.run_streamed(spec, args.common.output_dir, pool)
+    try_fixes = args.try_fixes and args.common.format != "html"
+    answer = _answer(spec, results, try_fixes, pool)
+  explanations = explain_results(results, [c.case for c in spec.cases])
+  return results, explanations, answer
+
+
+def _answer(spec, results, try_fixes: bool, pool):
+  """The findings, and the fixes tried (or why not)."""
+  import signal
+  import sys
+
+  from hloprobe import sweep, verify
+  from hloprobe.report import Answer
+
+  findings = verify.find_findings(results)
+  tries = verify.plan_tries(findings, results, spec)
+  if tries is None:
+    return Answer(findings)
+  if not try_fixes:
+    untried = tuple(
+      (c, verify.verify_command(tries, c)) for c in tries.candidates
+    )
+    return Answer(findings, untried=untried, not_tried="--notry_fixes")
+  tried = []
+  try:
+    for plan in verify.try_sweeps(tries):
+      show = common.progress_printer(sys.stderr)
+      tried += sweep.run_sweep(plan, show, pool=pool)
+  except KeyboardInterrupt as e:
+    signum = getattr(e, "signum", signal.SIGINT)
+    raise common.Interrupted(signum, results, len(results)) from None
+  return Answer(findings, verify.judge_tries(tries, tried))
 
 
 def main(args: ExplainArgs) -> int:
   """`hloprobe explain`: runs, prints, writes; returns the exit status."""
   from hloprobe.compile import jax_versions
   from hloprobe.pictures import html_page
-  from hloprobe.report import dumps_json, explanation_json, render_explanation
+  from hloprobe.report import (
+    answer_json,
+    dumps_json,
+    explanation_json,
+    render_answered,
+  )
 
-  results, explanations = explain(args)
+  results, explanations, answer = explain_answered(args)
   versions = jax_versions()
   cpu = common.host()
   out = sweep_command.outputs_of(args, args.common.format)
   if out.fmt == "json":
     doc = explanation_json(explanations, cpu)
-    print(dumps_json(doc))
+    print(dumps_json({**doc, "answer": answer_json(answer)}))
   elif out.fmt == "html":
-    print(html_page(results, explanations, versions))
+    print(html_page(results, explanations, versions, out.plot_shared_y))
   else:
-    print(render_explanation(explanations, host=cpu))
+    print(render_answered(explanations, answer, host=cpu))
   sweep_command.write_files(results, explanations, versions, cpu, out)
   common.bound_cache(args.common, args.cache_max_mb)
   return common.EXIT_OK if all(r.ok for r in results) else common.EXIT_FAILED

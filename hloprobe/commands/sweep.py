@@ -26,11 +26,12 @@ class SweepArgs:
     experiment: --experiment words.
     experiments_file: --experiments_file, or None.
     timings: --timings: the stage seconds table after the results.
-    sites: --sites: one row per dot site after the table.
+    sites: --sites: one row per contraction site after the table.
     wide: --wide: every table column, unwrapped.
     columns: --columns (table keys), or None for the default.
     plot: --plot, a PNG path, or None.
     model_explorer: --model_explorer, a folder, or None.
+    plot_shared_y: --plot_shared_y: the plot's panels share one error axis.
     cache_max_mb: --cache_max_mb, the records' bound in MiB.
   """
 
@@ -43,6 +44,7 @@ class SweepArgs:
   columns: tuple[str, ...] | None = None
   plot: str | None = None
   model_explorer: str | None = None
+  plot_shared_y: bool = True
   cache_max_mb: int = 2048
 
 
@@ -61,6 +63,7 @@ def outputs_of(args, fmt: str):
     output_dir=args.common.output_dir,
     plot=args.plot,
     model_explorer=args.model_explorer,
+    plot_shared_y=getattr(args, "plot_shared_y", True),
   )
 
 
@@ -71,12 +74,13 @@ def sweep(args: SweepArgs):
     InvalidArgumentError: bad input (before anything runs).
     common.Interrupted: SIGINT/SIGTERM, with the configs finished.
   """
-  # The HTML page explains: it names the passes.
+  # The HTML page (printed, or report.html in --output_dir) explains: it
+  # names the passes.
   spec = common.sweep_spec(
     args.common,
     args.experiment,
     args.experiments_file,
-    explain_passes=args.common.format == "html",
+    explain_passes=args.common.format == "html" or bool(args.common.output_dir),
   )
   common.check_format(args.common, args.columns, args.plot, args.model_explorer)
   common.start_jax(spec.targets)
@@ -121,7 +125,7 @@ def show(results: Sequence, spec, out) -> None:
   cases = [c.case for c in spec.cases]
   why = explain_results(results, cases) if out.needs_explanations else []
   if fmt == "html":
-    print(html_page(results, why, versions))
+    print(html_page(results, why, versions, out.plot_shared_y))
   else:
     print(
       render(

@@ -60,10 +60,16 @@ def main(args: ViewArgs) -> int:
   picked, matched = pick(words[0], wanted)
   if matched > len(picked):
     print(
-      f"hloprobe: showing the first {len(picked)} of "
+      f"hloprobe: showing the worst {len(picked)} of "
       f"{matched} configs (Model Explorer's limit); pick others with "
       "--targets, --batch_sizes, --precisions, --case",
       file=sys.stderr,
     )
+  first = picked[0]
+  print(
+    f"hloprobe: opening on {first['target']} {first['case']} n={first['n']} "
+    f"{first['precision']}, the worst finding, its layers expanded",
+    file=sys.stderr,
+  )
   serve(words[0], picked, args.port, args.browser)
   return common.EXIT_OK

@@ -47,6 +47,18 @@ from hloprobe.compile.lowering import jax_versions as jax_versions
 from hloprobe.compile.lowering import run_compiled as run_compiled
 from hloprobe.compile.lowering import start_backends as start_backends
 from hloprobe.compile.lowering import unoptimized_hlo as unoptimized_hlo
+from hloprobe.compile.module_files import (
+  MAX_MODULE_BYTES as MAX_MODULE_BYTES,
+)
+from hloprobe.compile.module_files import MODULE_KINDS as MODULE_KINDS
+from hloprobe.compile.module_files import ModuleFile as ModuleFile
+from hloprobe.compile.module_files import is_module_file as is_module_file
+from hloprobe.compile.module_files import (
+  read_module_file as read_module_file,
+)
+from hloprobe.compile.module_files import (
+  unknown_custom_calls as unknown_custom_calls,
+)
 from hloprobe.compile.placement import load_topology as load_topology
 from hloprobe.compile.rejections import Rejection as Rejection
 from hloprobe.compile.rejections import rejected_compile as rejected_compile
@@ -70,6 +82,9 @@ __all__ = [
   "Case",
   "Experiment",
   "JAXPR_API",
+  "MAX_MODULE_BYTES",
+  "MODULE_KINDS",
+  "ModuleFile",
   "Ptxas",
   "Rejection",
   "ReportedError",
@@ -83,6 +98,7 @@ __all__ = [
   "get_target",
   "installed_jaxlib",
   "is_config_path",
+  "is_module_file",
   "jax_versions",
   "jaxlib_git_hash",
   "leaf_names",
@@ -93,6 +109,7 @@ __all__ = [
   "parse_experiment",
   "parse_experiments_file",
   "ptxas_version",
+  "read_module_file",
   "rejected_compile",
   "resolvable_elsewhere",
   "rules_checked",
@@ -100,6 +117,7 @@ __all__ = [
   "scan_counts",
   "start_backends",
   "unchecked_note",
+  "unknown_custom_calls",
   "unoptimized_hlo",
   "version_warning",
   "while_has_dce_rule",

@@ -1,7 +1,8 @@
 """Built-in cases that come from hloprobe's own issues, not a public report:
 `int8_dots` (issue 24, integer dots), `conv_net` (issue 24,
 convolutions), `sharded_matmul` (issue 24, a contraction sharded over 8
-devices) and `cudnn_attention` (issue 24, cuDNN's fused attention).
+devices), `cudnn_attention` (issue 24, cuDNN's fused attention) and
+`fp8_scaled_matmul` (issue 24, an fp8 matmul with its scales).
 `builtin_cases.CASES` lists them, in `ISSUE_CASES`' order.
 
 Private in intent: use the package, `hloprobe.compile`.
@@ -22,6 +23,7 @@ __all__ = [
   "ISSUE_CASES",
   "conv_net",
   "cudnn_attention",
+  "fp8_scaled_matmul",
   "int8_dots",
   "sharded_matmul",
 ]
@@ -161,5 +163,55 @@ cudnn_attention = Case(
   rows_independent=True,
 )
 
+
+def _fp8_scaled_matmul(x, w, x_scale, w_scale):
+  """Dequantize-then-dot: (f32(x) * x_scale) @ (f32(w) * w_scale).
+
+  The shape XLA's GemmRewriter matches for an FP8 cuBLASLt gemm (a convert
+  of each f8 operand, then a multiply by a broadcast scalar scale:
+  `MatchFp8Param` in xla/service/gpu/transforms/gemm_rewriter.cc).
+  """
+  f32 = jnp.float32
+  return (x.astype(f32) * x_scale) @ (w.astype(f32) * w_scale)
+
+
+def _fp8_inputs():
+  """x: f8e4m3fn[9,64], w: f8e4m3fn[64,32], x_scale, w_scale: f32[] (seed 24).
+
+  Per-tensor scaling as fp8 training recipes do it: scale = amax / 448
+  (f8e4m3fn's largest finite value), the f8 value the standard normal
+  data over its scale, rounded to nearest even by ml_dtypes.
+  """
+  g = np.random.default_rng(24)
+  top = float(ml_dtypes.finfo(ml_dtypes.float8_e4m3fn).max)
+
+  def quantize(data):
+    scale = np.float32(np.abs(data).max() / top)
+    return (data / scale).astype(ml_dtypes.float8_e4m3fn), scale
+
+  x, x_scale = quantize(g.standard_normal((9, 64)).astype(np.float32))
+  w, w_scale = quantize(g.standard_normal((64, 32)).astype(np.float32))
+  return x, w, x_scale, w_scale
+
+
+fp8_scaled_matmul = Case(
+  "fp8_scaled_matmul",
+  "fp8 scaled matmul: (f32(x) * x_scale) @ (f32(w) * w_scale), x "
+  "f8e4m3fn[n, 64], w f8e4m3fn[64, 32], f32 scales; on an H100 the fp8 "
+  "cuBLASLt rewrite (__cublas$lt$matmul$f8) fires only without the "
+  "Triton gemm (issue 24)",
+  _fp8_scaled_matmul,
+  _fp8_inputs,
+  in_axes=(0, None, None, None),
+  output_axis=0,
+  rows_independent=True,
+)
+
 # The issues' cases, in the order `hloprobe cases` lists them.
-ISSUE_CASES = (int8_dots, conv_net, sharded_matmul, cudnn_attention)
+ISSUE_CASES = (
+  int8_dots,
+  conv_net,
+  sharded_matmul,
+  cudnn_attention,
+  fp8_scaled_matmul,
+)

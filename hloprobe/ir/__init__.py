@@ -4,14 +4,17 @@ hlo (optimized HLO text: XLA's own parser through `hloprobe.private_api`
 for the structure, hlo_text for the rest, into hlo_records), stablehlo
 (StableHLO dot_general ops, read with MLIR's parser through mlir_context,
 the adapter to jaxlib's MLIR bindings),
-ptx (PTX kernels), canonical (canonical forms for goldens), precisions (the
+ptx (PTX kernels), xla_proto (binary HloModuleProto, HloProto and
+HloSnapshot files; literals as numpy), stablehlo_module (a whole StableHLO
+module from text, bytecode or a portable artifact), canonical (canonical forms for goldens), precisions (the
 precision and DotAlgorithmPreset vocabulary).
 
 The stage's interface is `__all__`; the modules behind it are private in
 intent. The StableHLO names (`StableHloDot`, `parse_stablehlo_dots`,
-`parse_precision_config`) are imported on first use (PEP 562
-`__getattr__`): they load jaxlib's MLIR bindings, which the HLO and PTX
-readers do not need (`import hloprobe` and those readers load no jaxlib).
+`parse_precision_config`, `read_stablehlo_module`) are imported on first
+use (PEP 562 `__getattr__`): they load jaxlib's MLIR bindings, which the HLO
+and PTX readers do not need (`import hloprobe` and those readers load no
+jaxlib); so are the HloProto/HloSnapshot reader's (xla_proto: protobuf).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from hloprobe.ir.ptx import PtxKernel as PtxKernel
 from hloprobe.ir.ptx import for_operands as for_operands
 from hloprobe.ir.ptx import kernel_name as kernel_name
 from hloprobe.ir.ptx import parse_ptx as parse_ptx
+from hloprobe.ir.textfile import read_file_bytes as read_file_bytes
 from hloprobe.ir.textfile import read_text_file as read_text_file
 from hloprobe.ir.textfile import umask_mode as umask_mode
 from hloprobe.ir.textfile import write_whole as write_whole
@@ -50,8 +54,10 @@ __all__ = [
   "HloModule",
   "PRECISION_NAMES",
   "Precision",
+  "ProtoFile",
   "PtxKernel",
   "StableHloDot",
+  "StableHloModule",
   "algorithm_from_fields",
   "algorithm_from_hlo",
   "as_precision",
@@ -59,30 +65,59 @@ __all__ = [
   "canonical_hlo",
   "canonical_stablehlo",
   "for_operands",
+  "hlo_dtype_name",
   "is_attention_target",
   "kernel_name",
+  "literal_from_array",
+  "literal_to_arrays",
+  "module_signature",
   "parse_hlo_module",
   "parse_precision",
   "parse_precision_config",
   "parse_ptx",
   "parse_stablehlo_dots",
+  "proto_text_to_binary",
+  "read_file_bytes",
+  "read_proto_file",
+  "read_stablehlo_module",
   "read_text_file",
+  "snapshot_bytes",
   "umask_mode",
+  "wire_problem",
   "write_whole",
 ]
 
 
-_STABLEHLO_NAMES = (
-  "StableHloDot",
-  "parse_precision_config",
-  "parse_stablehlo_dots",
-)
+# Names imported on first use, by module: the StableHLO readers load
+# jaxlib's MLIR bindings, the proto reader the protobuf package.
+_LAZY = {
+  "StableHloDot": "stablehlo",
+  "parse_precision_config": "stablehlo",
+  "parse_stablehlo_dots": "stablehlo",
+  "StableHloModule": "stablehlo_module",
+  "read_stablehlo_module": "stablehlo_module",
+  "ProtoFile": "xla_proto",
+  "hlo_dtype_name": "xla_proto",
+  "wire_problem": "proto_wire",
+  "proto_text_to_binary": "proto_wire",
+  "literal_from_array": "xla_proto",
+  "literal_to_arrays": "xla_proto",
+  "module_signature": "xla_proto",
+  "read_proto_file": "xla_proto",
+  "snapshot_bytes": "xla_proto",
+}
 
 
 def __getattr__(name: str):
-  """The StableHLO reader's names, on first use (see the docstring)."""
-  if name in _STABLEHLO_NAMES:
-    from hloprobe.ir import stablehlo
-
-    return getattr(stablehlo, name)
+  """The lazily loaded names, on first use (see the docstring)."""
+  if name in _LAZY:
+    if _LAZY[name] == "stablehlo":
+      from hloprobe.ir import stablehlo as module
+    elif _LAZY[name] == "stablehlo_module":
+      from hloprobe.ir import stablehlo_module as module
+    elif _LAZY[name] == "proto_wire":
+      from hloprobe.ir import proto_wire as module
+    else:
+      from hloprobe.ir import xla_proto as module
+    return getattr(module, name)
   raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,7 +27,13 @@ from jaxlib.mlir.dialects import chlo, mhlo, sdy, stablehlo
 from hloprobe import private_api
 from hloprobe.errors import HloParseError
 
-__all__ = ["cast_or_none", "parse_mlir_attribute", "parse_mlir_module"]
+__all__ = [
+  "cast_or_none",
+  "first_diagnostic",
+  "new_context",
+  "parse_mlir_attribute",
+  "parse_mlir_module",
+]
 
 
 def cast_or_none(kind: type, value):
@@ -45,7 +51,7 @@ def cast_or_none(kind: type, value):
     return None
 
 
-def _context() -> ir.Context:
+def new_context() -> ir.Context:
   """A fresh context that knows every dialect jax prints."""
   registry = ir.DialectRegistry()
   _register_upstream(registry)
@@ -74,7 +80,7 @@ def _register_upstream(registry: ir.DialectRegistry) -> None:
     )
 
 
-def _first_diagnostic(error: ir.MLIRError) -> str:
+def first_diagnostic(error: ir.MLIRError) -> str:
   """`line:col: message` of the parser's first error, on one line."""
   for d in error.error_diagnostics:
     loc = cast_or_none(ir.FileLineColLoc, d.location)
@@ -119,8 +125,8 @@ def parse_mlir_attribute(text: str) -> ir.Attribute:
 def _parse(parse, text: str, what: str):
   """`parse(text, context)` in a fresh context; errors as HloParseError."""
   try:
-    return parse(text, _context())
+    return parse(text, new_context())
   except ir.MLIRError as e:
     raise HloParseError(
-      f"[hloprobe] {what} does not parse: {_first_diagnostic(e)}"
+      f"[hloprobe] {what} does not parse: {first_diagnostic(e)}"
     ) from None

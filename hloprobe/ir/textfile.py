@@ -22,6 +22,7 @@ from hloprobe.errors import HloprobeError
 
 __all__ = [
   "MAX_INPUT_BYTES",
+  "read_file_bytes",
   "read_text_file",
   "umask_mode",
   "write_whole",
@@ -66,28 +67,57 @@ def read_text_file(
     error: cannot open it; not a regular file; larger than `max_bytes`;
       not UTF-8 text. One line, naming `what`.
   """
-  try:
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-  except OSError as e:
-    raise error(f"{what}: cannot read it ({e.strerror})") from None
-  with os.fdopen(fd, "rb") as f:
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-      raise error(
-        f"{what}: {_kind(mode)}, not a regular file; hloprobe reads input "
-        "only from regular files"
-      )
-    data = f.read(max_bytes + 1)
-  if len(data) > max_bytes:
-    raise error(
-      f"{what}: larger than the {max_bytes}-byte limit for input files"
-    )
+  data = read_file_bytes(path, what, error, max_bytes)
   try:
     return data.decode("utf-8")
   except UnicodeDecodeError as e:
     raise error(
       f"{what}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})"
     ) from None
+
+
+def read_file_bytes(
+  path: str,
+  what: str,
+  error: type[HloprobeError],
+  max_bytes: int = MAX_INPUT_BYTES,
+  limit_for: str = "input files",
+) -> bytes:
+  """The bytes of a regular file of at most `max_bytes` bytes.
+
+  The file is opened without blocking and checked on its descriptor, so a
+  FIFO or device is refused, never read, and at most `max_bytes` + 1
+  bytes are read.
+
+  Args:
+    path: the file.
+    what: how messages name it.
+    error: the HloprobeError subclass raised.
+    max_bytes: the size limit in bytes.
+    limit_for: what the limit is for, in the message ("module files").
+
+  Raises:
+    error: cannot open it; not a regular file; larger than `max_bytes`.
+      One line, naming `what`.
+  """
+  try:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+  except OSError as e:
+    raise error(f"{what}: cannot read it ({e.strerror})") from None
+  mode = os.fstat(fd).st_mode
+  if not stat.S_ISREG(mode):
+    os.close(fd)
+    raise error(
+      f"{what}: {_kind(mode)}, not a regular file; hloprobe reads input "
+      "only from regular files"
+    )
+  with os.fdopen(fd, "rb") as f:
+    data = f.read(max_bytes + 1)
+  if len(data) > max_bytes:
+    raise error(
+      f"{what}: larger than the {max_bytes}-byte limit for {limit_for}"
+    )
+  return data
 
 
 def umask_mode(mode: int = 0o666) -> int:

@@ -12,9 +12,12 @@ modules behind them are private in intent:
   bands            the analytic error band of a site
   rounding         float formats by rounding
   emulate_dot      one dot_general under an algorithm
+  emulate_fp8      cuBLASLt's FP8 gemm with its scales
   jaxpr_sites      a case's jaxpr dots, numbered as StableHLO numbers them
   evaluator        the jaxpr interpreter with sites at their algorithms
   emulate          a case's jaxpr with its dots emulated
+  emulate_attention  cuDNN attention's forward; its kernel variants
+  attention_band   an attention site's measured band, from its operands
   executed         the program lowered and run by the numpy executor
   reference        the float64 reference (the executor's; XLA:CPU's where
                    it cannot)

@@ -12,6 +12,11 @@ input and a kernel value (K = kernel input features x window elements,
 them, so the band is an upper bound there too. An algorithm cuDNN runs by
 a transform (Winograd, FFT) is not a K-term sum and is not bounded here.
 
+A cuDNN fused attention site's band is not analytic: it is measured on
+the site's own operands over the flash-attention kernel variants
+(`attention_band`, `emulate_attention.attention_band`) and comes in the
+same `SiteBand` record (its operand scale P|V|, its K the head dim).
+
 Private in intent: use the package, `hloprobe.numerics`.
 """
 

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 
 from hloprobe.numerics import accuracy
 from hloprobe.numerics.emulate_dot import EMULATED_ALGORITHMS
+from hloprobe.numerics.emulate_fp8 import jaxpr_algorithm
 from hloprobe.numerics.site_notes import F32
 from hloprobe.sites import EXACT_INTEGER, TF32, Fate, SiteFate, tf32_optional
 
@@ -128,6 +129,10 @@ def chosen_algorithms(
 ) -> tuple[tuple[str, ...], str | None]:
   """Each site's effective algorithm; unknown or unemulated ones as F32.
 
+  An fp8 cuBLASLt gemm's (ANY_F8_ANY_F8_F32) is F32_F32_F32 on the
+  program's dequantized operands (`emulate_fp8.jaxpr_algorithm`), with no
+  note.
+
   An integer dot (`EXACT_INTEGER`) is F32 here too, with no note: the
   emulator computes integer dots exactly, whatever their algorithm
   (`evaluator.Evaluator._dot`).
@@ -135,8 +140,8 @@ def chosen_algorithms(
   chosen, unknown = [], []
   for f in fates:
     alg = f.effective_algorithm
-    if alg in EMULATED_ALGORITHMS:
-      chosen.append(alg)
+    if jaxpr_algorithm(alg) in EMULATED_ALGORITHMS:
+      chosen.append(jaxpr_algorithm(alg))
     elif alg == EXACT_INTEGER:
       chosen.append(F32)
     else:

@@ -41,7 +41,6 @@ from hloprobe.numerics.emulate_dot import (
 )
 from hloprobe.numerics.evaluator import Evaluator
 from hloprobe.numerics.jaxpr_sites import (
-  CALL_PRIMITIVES,
   JaxprSite,
   count_sites,
   jaxpr_sites,
@@ -79,18 +78,9 @@ class _ScaleRecorder(Evaluator):
   def __init__(self, count: int):
     super().__init__(("F32_F32_F32",) * count, "xla", "rna")
     self.scales: dict[int, tuple] = {}
-    self._in_body = 0
-
-  def _higher_order(self, eqn, ins, plans):
-    loop = eqn.primitive.name not in CALL_PRIMITIVES
-    self._in_body += loop
-    try:
-      return super()._higher_order(eqn, ins, plans)
-    finally:
-      self._in_body -= loop
 
   def _dot(self, eqn, ins, site: int):
-    if not self._in_body and all(
+    if not self.in_body and all(
       jax.numpy.issubdtype(x.dtype, jax.numpy.inexact) for x in ins
     ):
       scale = _absolute_product(eqn, ins)

@@ -22,6 +22,19 @@ so E is rounded here against the row max over all keys (the same where a
 row's max falls in its first block). The f32 sums' order is numpy's /
 XLA:CPU's, whatever `order` the caller asks for.
 
+The site's band (`attention_band`) is measured over what a kernel may do
+instead: the forward by FlashAttention-2's online softmax (Dao, 2023,
+Algorithm 1; cuDNN frontend docs, operations/Attention: cuDNN's SDPA "using
+the FlashAttention-2 algorithm", accumulation FLOAT) over key blocks of
+`KEY_BLOCKS` keys, and over all keys at once, in numpy f32 with P rounded
+to the input type before P v as the algorithm says, each against the
+float64 forward of the same inputs. What is an assumption: the block
+sizes (cuDNN does not document its tiles; 64 and 128 key columns are
+FlashAttention-2's for head dims <= 128), that the row sum l adds the
+unrounded f32 P (as FlashAttention-2's kernels do), and the order of the
+f32 sums inside a block (numpy's; a tensor core's differs by at most
+gamma_K of f32, far below bf16 P's rounding).
+
 Private in intent: use the package, `hloprobe.numerics`.
 """
 
@@ -33,7 +46,13 @@ import numpy as np
 
 from hloprobe.errors import EmulationError
 
-__all__ = ["ATTENTION_PRIMITIVES", "emulated_attention"]
+__all__ = [
+  "ATTENTION_PRIMITIVES",
+  "KEY_BLOCKS",
+  "attention_band",
+  "emulated_attention",
+  "flash_forward",
+]
 
 _FWD = "dot_product_attention_fwd_wrapper"
 ATTENTION_PRIMITIVES = (_FWD, "dot_product_attention_bwd_wrapper")
@@ -44,6 +63,9 @@ _ROUNDED = {
   "F32_F32_F32": False,
   "F64_F64_F64": False,
 }
+# Key block sizes of the online softmax a flash-attention kernel may use
+# (the module docstring: an assumption), besides every key at once.
+KEY_BLOCKS = (64, 128)
 
 
 def _unsupported(eqn, ins) -> str | None:
@@ -114,3 +136,92 @@ def emulated_attention(eqn, ins, algorithm: str) -> list:
     e = e.astype(ins[0].dtype).astype(acc)
   o = jnp.einsum("bnts,bnsh->bnth", e, v, precision=hi) / row
   return [o.transpose(0, 2, 1, 3) if btnh else o]
+
+
+def flash_forward(q, k, v, scale: float, causal: bool, block, rounded, dtype):
+  """softmax(scale q k^T) v by FlashAttention-2's forward, in numpy.
+
+  Per block of `block` keys (all keys when None), in key order: S_j =
+  scale (q k_j^T), m' = max(m, rowmax S_j), P_j = exp(S_j - m'), l =
+  exp(m - m') l + rowsum P_j, O = exp(m - m') O + P_j' v_j with P_j'
+  P_j rounded to `rounded` (None: not rounded); O / l at the end (Dao,
+  2023, Algorithm 1). Every step in `dtype`.
+
+  Args:
+    q, k, v: [B, N, T, H], [B, N, S, H], [B, N, S, H] arrays (any float
+      type; converted to `dtype` exactly for bf16/f16 inputs).
+    scale: the scale of q k^T.
+    causal: keep key s for query t only where s <= t.
+    block: keys per block, or None.
+    rounded: the type P is rounded to before P v (e.g. bfloat16), or None.
+    dtype: np.float32 or np.float64.
+
+  Returns:
+    O: [B, N, T, H] in `dtype`.
+  """
+  q, k, v = (np.ascontiguousarray(x, dtype) for x in (q, k, v))
+  t, keys = q.shape[-2], k.shape[-2]
+  m = np.full(q.shape[:-1] + (1,), -np.inf, dtype)
+  total = np.zeros_like(m)
+  o = np.zeros(q.shape[:-1] + v.shape[-1:], dtype)
+  for start in range(0, keys, block or keys):
+    stop = min(start + (block or keys), keys)
+    kt = np.ascontiguousarray(np.swapaxes(k[..., start:stop, :], -1, -2))
+    s = (q @ kt) * dtype(scale)
+    if causal:
+      keep = np.arange(start, stop)[None, :] <= np.arange(t)[:, None]
+      s = np.where(keep, s, -np.inf)
+    new = np.maximum(m, s.max(axis=-1, keepdims=True))
+    base = np.where(np.isfinite(new), new, 0)  # rows masked so far
+    p = np.exp(s - base)
+    alpha = np.exp(np.where(np.isfinite(m), m - base, -np.inf))
+    total = alpha * total + p.sum(axis=-1, keepdims=True)
+    if rounded is not None:
+      p = p.astype(rounded).astype(dtype)
+    o = alpha * o + p @ np.ascontiguousarray(v[..., start:stop, :])
+    m = new
+  return o / total
+
+
+def attention_band(eqn, ins, algorithm: str) -> tuple | None:
+  """The measured error of an attention site's forward at `algorithm`.
+
+  The forward by `flash_forward` in f32 over all keys at once and over
+  key blocks of each of `KEY_BLOCKS` (P rounded to the input type where
+  `algorithm` rounds it), each against its float64 forward (no rounding)
+  on the same q, k, v (module docstring: what is assumed).
+
+  Args:
+    eqn: a forward equation of `ATTENTION_PRIMITIVES`.
+    ins: its operands, concrete arrays (as `emulated_attention`).
+    algorithm: "BF16_BF16_F32", "F16_F16_F32" or "F32_F32_F32".
+
+  Returns:
+    (worst_abs: the largest |O - O_f64| over the variants; expected_abs:
+    the largest rms of |O - O_f64| over them; scale_max, scale_rms: max and
+    rms of P|V|, the second matmul's |A||B| with P the float64
+    probabilities), output units; None where the equation is not emulated
+    (`emulated_attention`'s limits) or the algorithm is another one.
+  """
+  if algorithm not in _ROUNDED or algorithm == "F64_F64_F64":
+    return None
+  if _unsupported(eqn, ins) is not None:
+    return None
+  btnh = eqn.params.get("layout", 0) == 0
+  q, k, v = (
+    np.asarray(x).transpose(0, 2, 1, 3) if btnh else np.asarray(x)
+    for x in ins[:3]
+  )
+  scale = float(eqn.params["scale"])
+  causal = str(eqn.params["mask_type"]).endswith("CAUSAL")
+  ref = flash_forward(q, k, v, scale, causal, None, None, np.float64)
+  rounded = np.asarray(ins[0]).dtype if _ROUNDED[algorithm] else None
+  worst = expected = 0.0
+  for block in (None, *KEY_BLOCKS):
+    out = flash_forward(q, k, v, scale, causal, block, rounded, np.float32)
+    dev = np.abs(out.astype(np.float64) - ref)
+    worst = max(worst, float(np.max(dev, initial=0.0)))
+    expected = max(expected, float(np.sqrt(np.mean(np.square(dev)))))
+  # P|V|: the float64 forward with |v| is exactly P |v| (P >= 0).
+  pv = flash_forward(q, k, np.abs(v), scale, causal, None, None, np.float64)
+  return worst, expected, float(np.max(pv)), float(np.sqrt(np.mean(pv**2)))

@@ -38,7 +38,8 @@ import jax
 import numpy as np
 
 from hloprobe.compile import Case, enable_x64
-from hloprobe.numerics import emulate
+from hloprobe.errors import EmulationError
+from hloprobe.numerics import attention_band, emulate
 
 __all__ = ["SPECULATION_LIMIT", "EmulationCache", "emulate_together"]
 
@@ -139,6 +140,8 @@ class EmulationCache:
     self._scales: tuple | None = None
     self._guessed: set[Key] = set()  # made on a guess, not yet asked for
     self._guessing = bool(self._sizes)
+    self._attention: dict[int, dict] = {}  # size -> attention operands
+    self._attention_bands: dict[tuple, object] = {}
 
   def args(self, n: int) -> tuple:
     """The case's arguments at size n."""
@@ -171,6 +174,25 @@ class EmulationCache:
     if self._scales is None:
       self.fetch((), scales_at=n)
     return self._scales
+
+  def attention_band(self, n: int, site: int, algorithm: str, k: int):
+    """An attention site's `SiteBand` at `algorithm` from its operands at
+    size n (`attention_band.attention_site_band`; None where not
+    measured); operands read once per size, bands made once."""
+    key = (n, site, algorithm, k)
+    if key not in self._attention_bands:
+      if n not in self._attention:
+        try:
+          self._attention[n] = attention_band.attention_operands(
+            self._case.fn, self.args(n)
+          )
+        except EmulationError:  # the prediction names what (the backward)
+          self._attention[n] = {}
+      found = self._attention[n].get(site)
+      self._attention_bands[key] = attention_band.attention_site_band(
+        site, algorithm, k, found
+      )
+    return self._attention_bands[key]
 
   @property
   def guessed(self) -> int:

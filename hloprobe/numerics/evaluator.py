@@ -52,6 +52,9 @@ class Evaluator:
 
   def __init__(self, algorithms: tuple[str, ...], order: str, rounding: str):
     self.algorithms, self.order, self.rounding = algorithms, order, rounding
+    # How deep the walk is inside loop and branch bodies (while, scan,
+    # cond): their values are the body's own trace, which recorders skip.
+    self.in_body = 0
 
   def run(self, jaxpr, plan: SitePlan, consts, args) -> list:
     jaxpr = open_jaxpr(jaxpr)
@@ -106,6 +109,14 @@ class Evaluator:
     return lax.convert_element_type(out, out_dtype)
 
   def _higher_order(self, eqn, ins, plans):
+    loop = eqn.primitive.name not in CALL_PRIMITIVES
+    self.in_body += loop
+    try:
+      return self._walk_higher_order(eqn, ins, plans)
+    finally:
+      self.in_body -= loop
+
+  def _walk_higher_order(self, eqn, ins, plans):
     name, p = eqn.primitive.name, eqn.params
     if name in CALL_PRIMITIVES:
       sub = p[CALL_PRIMITIVES[name]]

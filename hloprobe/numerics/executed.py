@@ -21,7 +21,11 @@ lowering is shared, by design: it is the program the user asked for.
 What the executor cannot compute (a custom call such as a LAPACK call,
 an op without a numpy model) is named: `Run.why_not` holds
 "<target>, <target>" of its `NotExecuted` records, or the first line of
-an error, and the caller falls back to XLA:CPU and says so.
+an error, and the caller falls back to XLA:CPU and says so. A program jax
+cannot lower for the CPU at all (a GPU-only primitive: jax's cuDNN
+attention registers a CUDA lowering only) has no module to execute; that
+is named in one line by `why_not_lowered`, e.g. "GPU-only primitive
+dot_product_attention_fwd has no CPU lowering for the executor's check".
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
@@ -29,6 +33,7 @@ Private in intent: use the package, `hloprobe.numerics`.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import jax
 import numpy as np
@@ -38,7 +43,37 @@ from hloprobe.errors import first_line
 from hloprobe.execute import execute_module
 from hloprobe.ir import HloModule, parse_hlo_module
 
-__all__ = ["Program", "Run", "lower_program"]
+__all__ = ["Program", "Run", "lower_program", "why_not_lowered"]
+
+# jax's error for a primitive without a lowering rule for the platform
+# (jax/_src/interpreters/mlir.py `lower_per_platform`: "MLIR translation
+# rule for primitive '<name>' not found for platform cpu"; the same words in
+# jax 0.10.2 and 0.12.0.1).
+_NO_LOWERING = re.compile(
+  r"MLIR translation rule for primitive '([^']+)' not found for platform cpu"
+)
+# Primitives jax lowers for GPUs only: the cuDNN fused attention ones,
+# `mlir.register_lowering(..., platform="cuda")` alone
+# (jax/_src/cudnn/fused_attention_stablehlo.py: dot_product_attention_fwd,
+# _bwd and their fp8 forms; jax 0.10.2 and 0.12.0.1).
+_GPU_ONLY = re.compile(r"dot_product_attention(_fp8)?_(fwd|bwd)")
+
+
+def why_not_lowered(error: BaseException) -> str:
+  """Why a program could not be lowered for the executor, in one line.
+
+  A primitive without a CPU lowering is named: "GPU-only primitive
+  dot_product_attention_fwd has no CPU lowering for the executor's check"
+  (GPU-only where jax registers a CUDA lowering alone, `_GPU_ONLY`; else
+  "primitive <name> has no CPU lowering ..."). Any other error: its first
+  line, with its type.
+  """
+  found = _NO_LOWERING.search(str(error))
+  if found is None:
+    return first_line(error)
+  name = found.group(1)
+  kind = "GPU-only primitive" if _GPU_ONLY.fullmatch(name) else "primitive"
+  return f"{kind} {name} has no CPU lowering for the executor's check"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -104,6 +139,6 @@ def lower_program(case: Case, args: tuple) -> Program:
   shapes = tuple(tuple(s.shape) for s in shapes)
   try:
     module = parse_hlo_module(unoptimized_hlo(case, args))
-  except Exception as e:  # a program jax lowers but XLA cannot parse, ...
-    return Program(None, leaves, shapes, first_line(e))
+  except Exception as e:  # a GPU-only primitive, a module XLA cannot parse
+    return Program(None, leaves, shapes, why_not_lowered(e))
   return Program(module, leaves, shapes)

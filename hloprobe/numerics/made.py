@@ -24,6 +24,12 @@ of HLO (no XLA), on the config's inputs at its batch size, twice:
            names the instructions of a site; a gemm no site maps to runs at
            F32): "what XLA made", shown beside "what the program asks".
 
+Every row of every float leaf of the made run is judged as the
+prediction's are (`rows.worst_row`: each row's error against that leaf's
+f32 noise floor, per row, from the prediction), naming the worst row
+(`Made.rows`); `Made.stats` stays the headline leaf's row 0, the seed's
+view.
+
 When the widened run deviates, the verdict is "XLA changed the math" and
 names the gemm calls that do more than A @ B (`math_rules`: the custom
 call target, the backend_config fields that matter, the site, the pass and
@@ -37,8 +43,12 @@ SPMD-partitioned module (N devices)".
 
 Module parameters and the case's arguments: jit drops unused arguments, so
 parameter i is flattened argument `kept[i]`, read from jax's own lowering
-(`private_api.kept_arguments`), and each parameter's dimensions are checked
-against its argument's.
+(`private_api.kept_arguments`), and each parameter's dimensions are
+checked against its argument's. A program jax cannot lower for the CPU (a
+GPU-only primitive) has no such list: where its module has as many
+parameters as the case has arguments, none was dropped; its module holds
+the GPU-only call (a `__cudnn$fmha...` custom call), which the executor
+names as not executed.
 
 Executions are cached per (module text fingerprint, batch size, algorithms,
 widened) in a `MadeChecker`, one per case and sweep (the inputs are the
@@ -58,9 +68,8 @@ import numpy as np
 
 from hloprobe import execute, private_api
 from hloprobe.compile import Case
-from hloprobe.errors import first_line
 from hloprobe.ir import ALGORITHMS, parse_hlo_module
-from hloprobe.numerics import accuracy, math_rules
+from hloprobe.numerics import accuracy, executed, math_rules, rows
 from hloprobe.numerics.bands import F32_UNIT, site_band
 from hloprobe.sites import partition_count
 
@@ -125,6 +134,9 @@ class Made:
     not_executed: what the executor could not compute, as
       "<target> (<instruction>)" or why the module was not run at all.
     gemms: how many gemms the widened run computed.
+    rows: every output leaf's worst row in the made run (`rows.WorstRow`,
+      None for a leaf not judged by rows), in the prediction's leaf order;
+      () when not executed or without the prediction's noise floors.
   """
 
   stats: accuracy.ErrorStats | None
@@ -135,6 +147,7 @@ class Made:
   localised: bool = True
   not_executed: tuple[str, ...] = ()
   gemms: int = 0
+  rows: tuple[rows.WorstRow | None, ...] = ()
 
   @property
   def changed(self) -> bool:
@@ -189,16 +202,21 @@ class MadeChecker:
 
   def __init__(self, case: Case, full: tuple | None, references):
     self.case, self._full, self._refs = case, full, references
-    self._kept: tuple[int, ...] | None | str = "unknown"
+    self._kept: tuple[int, ...] | None | str | NotImplementedError = "unknown"
     self._runs: dict[tuple, execute.Execution] = {}
     self._modules: dict[str, object] = {}
 
   def _kept_arguments(self, args: tuple) -> tuple[int, ...] | None:
     """The flattened arguments the module keeps (jax's own lowering, once
     per case: which arguments a function uses does not depend on n)."""
-    if self._kept == "unknown":
-      lowered = jax.jit(self.case.fn).lower(*args)
-      self._kept = private_api.kept_arguments(lowered)
+    if isinstance(self._kept, str):  # "unknown": not lowered yet
+      try:
+        lowered = jax.jit(self.case.fn).lower(*args)
+        self._kept = private_api.kept_arguments(lowered)
+      except NotImplementedError as e:  # no CPU lowering: kept, not retried
+        self._kept = e
+    if isinstance(self._kept, NotImplementedError):
+      raise self._kept
     return self._kept
 
   def _parameters(self, module, args: tuple) -> list[np.ndarray]:
@@ -208,10 +226,15 @@ class MadeChecker:
       ValueError: they do not match (count or dimensions), naming which.
     """
     flat = _flat(args)
-    kept = self._kept_arguments(args)
+    params = module.entry.parameters()
+    try:
+      kept = self._kept_arguments(args)
+    except NotImplementedError:  # no CPU lowering (a GPU-only primitive)
+      if len(params) != len(flat):
+        raise
+      kept = None  # as many parameters as arguments: jit dropped none
     if kept is None:
       kept = tuple(range(len(flat)))
-    params = module.entry.parameters()
     if len(params) != len(kept):
       raise ValueError(
         f"parameters: the module has {len(params)}, the case keeps "
@@ -250,6 +273,7 @@ class MadeChecker:
     passes: Mapping | None = None,
     bands=(),
     headline: str | None = None,
+    noises=(),
   ) -> Made:
     """What XLA made of one config (see the module docstring).
 
@@ -261,6 +285,8 @@ class MadeChecker:
       bands: the prediction's `SiteBand`s (None where not measured).
       headline: the output leaf the row is about (the prediction's); None
         to choose it as `accuracy.headline_leaf` does.
+      noises: the prediction's noise floor of every leaf
+        (`Prediction.noises`), to judge every row by; () for none.
 
     Never raises for the module's sake: what cannot be executed is named
     in `Made.not_executed`.
@@ -305,15 +331,34 @@ class MadeChecker:
           ),
         )
     except Exception as e:  # named in the verdict, never silent
-      return Made(None, None, None, not_executed=(f"module ({first_line(e)})",))
+      return Made(None, None, None, not_executed=(_why_not(e),))
     leaf, dev, bound = _deviation(wide.outputs, ref, refs.names, bands)
-    stats = _stats(made.outputs, ref, refs, headline)
+    leaves = _leaf_stats(made.outputs, ref, refs)
     changes, localised = (), True
     if not dev <= bound:
       changes, localised = _changes(wide.gemms, fates, passes or {})
+    worst = ()
+    if len(noises) == len(leaves):
+      worst = tuple(map(rows.worst_row, leaves, noises, refs.dtypes))
     return Made(
-      stats, dev, bound, leaf, changes, localised, (), len(wide.gemms)
+      _headline(leaves, refs, headline),
+      dev,
+      bound,
+      leaf,
+      changes,
+      localised,
+      (),
+      len(wide.gemms),
+      worst,
     )
+
+
+def _why_not(error: Exception) -> str:
+  """What stopped the check, in one line: a program without a CPU lowering
+  for jax's kept-argument list is named (`executed.why_not_lowered`), any
+  other error as "module (<its first line>)"."""
+  words = executed.why_not_lowered(error)
+  return words if "no CPU lowering" in words else f"module ({words})"
 
 
 def _f32_band(bands) -> float:
@@ -355,12 +400,16 @@ def _ratio(found: tuple[str, float, float]) -> float:
   return float("inf") if dev else 0.0
 
 
-def _stats(outputs, ref, refs, headline):
-  """The headline leaf's errors, made at the effective algorithms."""
-  leaves = [
+def _leaf_stats(outputs, ref, refs) -> list:
+  """Every leaf's errors, made at the effective algorithms."""
+  return [
     accuracy.error_stats(got, want, axis, name)
     for got, want, axis, name in zip(outputs, ref, refs.axes, refs.names)
   ]
+
+
+def _headline(leaves, refs, headline):
+  """The headline leaf's errors (row 0: the seed's view)."""
   if headline is not None and headline in refs.names:
     return leaves[list(refs.names).index(headline)]
   at = accuracy.headline_leaf(refs.axes, refs.dtypes)  # fixed per case

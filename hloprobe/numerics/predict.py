@@ -27,6 +27,7 @@ import numpy as np
 
 from hloprobe.compile import Case
 from hloprobe.errors import HloprobeError
+from hloprobe.ir import is_attention_target
 from hloprobe.numerics import (
   accuracy,
   candidates,
@@ -80,8 +81,8 @@ class Prediction:
     shares: attribution of the predicted error to the non-F32 sites (only
       where the error exceeds the noise floor).
     top_site: the site with the largest share, or None.
-    bands: the analytic band of each site (None where not measurable), from
-      operand magnitudes over the largest batch swept.
+    bands: each site's band over the largest batch swept (None where not
+      measurable): analytic; measured for attention (`attention_band`).
     best_candidate: for an observed run, the candidate assignment whose
       emulated row 0 is nearest, e.g. "TF32_TF32_F32 at sites [1, 2]"
       (cuBLAS kept site 0 in f32) or "F32_F32_F32"; None without an
@@ -109,6 +110,8 @@ class Prediction:
       errors where there are some, else the predicted; in `leaf_verdicts`'
       order; None for a leaf not judged by rows (integer, unbatched).
       `verdict` stays row 0's.
+    noises: every output leaf's noise floor, in `leaf_verdicts`' order
+      (`noise` is `leaf`'s): what `made` judges its rows against.
   """
 
   site_algorithms: tuple[str, ...]
@@ -127,6 +130,7 @@ class Prediction:
   reference: str = ""
   floor_check: floor_check.FloorCheck | None = None
   rows: tuple[rows.WorstRow | None, ...] = ()
+  noises: tuple[accuracy.NoiseFloor, ...] = ()
 
 
 # Fixed summation orders (all but XLA's own): each output element is summed
@@ -318,6 +322,7 @@ class Predictor:
       reference=self._refs.source(n),
       floor_check=checks[leaf],
       rows=tuple(map(rows.worst_row, judged, noise, self._refs.dtypes)),
+      noises=noise,
     )
 
   def _checked_floors(self, n: int, measured: tuple, fates) -> tuple:
@@ -363,29 +368,23 @@ class Predictor:
   def _shares(
     self, n: int, chosen: tuple[str, ...], leaf: int
   ) -> tuple[SiteShare, ...]:
-    rows = []
-    for i, alone, without in candidates.share_pairs(chosen):
-      alg = chosen[i]
-      rows.append(
-        (
-          i,
-          alg,
-          self._row0_abs(n, alone, leaf),
-          self._row0_abs(n, without, leaf),
-        )
-      )
+    rows = [
+      (i, chosen[i], self._row0_abs(n, a, leaf), self._row0_abs(n, w, leaf))
+      for i, a, w in candidates.share_pairs(chosen)
+    ]
     total = sum(r[2] for r in rows) or 1.0
     return tuple(SiteShare(i, a, al, wo, al / total) for i, a, al, wo in rows)
 
   def _bands(self, n: int, fates, chosen) -> tuple[SiteBand | None, ...]:
     bands = []
     for f, alg, scale in zip(fates, chosen, self._site_scales()):
-      ok = scale is not None and alg in OPERAND_UNIT
-      bands.append(
-        site_band(f.site.index, alg, f.site.contracting_size, *scale)
-        if ok
-        else None
-      )
+      i, k = f.site.index, f.site.contracting_size
+      if is_attention_target(f.site.op):
+        bands.append(self._cache.attention_band(self._refs.largest, i, alg, k))
+      elif scale is not None and alg in OPERAND_UNIT:
+        bands.append(site_band(i, alg, k, *scale))
+      else:
+        bands.append(None)
     return tuple(bands)
 
   def _best_candidate(

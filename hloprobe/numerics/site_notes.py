@@ -20,7 +20,10 @@ no site escapes the report:
     required (`effective.tf32_optional`): without a run, that row 0 assumes
     TF32 there and cuBLAS (or cuDNN) may keep some in f32 (ambiguous); with
     a run that an assignment keeping some in f32 explains, which ones the
-    library kept.
+    library kept;
+  * every GPU site with fp8 operands: whether XLA's fp8 cuBLASLt rewrite
+    made it `__cublas$lt$matmul$f8` ("site 0: fp8 cuBLASLt rewrite did
+    not fire: ...", `SiteFate.fp8_rewrite`).
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
@@ -30,6 +33,7 @@ from __future__ import annotations
 from hloprobe.ir import ALGORITHMS
 from hloprobe.numerics.accuracy import describe_algorithms, dtype_name
 from hloprobe.numerics.bands import F32_UNIT, OPERAND_UNIT
+from hloprobe.numerics.emulate_fp8 import jaxpr_algorithm
 from hloprobe.numerics.integers import is_integer
 from hloprobe.sites import (
   EXACT_INTEGER,
@@ -227,10 +231,16 @@ def annotate(
       notes.append(f"site {i} ambiguous, emulated as F32")
     elif alg == EXACT_INTEGER:
       pass  # computed exactly by the emulator, as on the target
-    elif f.fate != Fate.GONE and chosen[i] != alg and not tf32_optional(f):
+    elif (
+      f.fate != Fate.GONE
+      and chosen[i] != jaxpr_algorithm(alg)
+      and not tf32_optional(f)
+    ):
       notes.append(f"site {i} {alg or 'unknown'}, emulated as F32")
     if _ignored(f):
       notes.append(_ignored_words(f))
     if f.conflict:
       notes.append(f"site {i}: {f.conflict}")
+    if f.fp8_rewrite:
+      notes.append(f"site {i}: fp8 cuBLASLt rewrite {f.fp8_rewrite}")
   return "; ".join([verdict, *filter(None, notes)])

@@ -8,19 +8,24 @@ command layer (`hloprobe.commands`) does.
 
 The stage's interface is the names below (`__all__`), what the command
 layer uses: `Outputs` (the files asked for), `check_extras`, `html_page`,
-`write_files` and `wrote_line`, and Model Explorer's `pick` and `serve`.
+`write_files` and `wrote_line`, and Model Explorer's `pick` and `serve`;
+`html_table`, the sweep table alone as an HTML fragment (sortable,
+filterable, coloured as in the page: e.g. a notebook's `_repr_html_`).
 Import them from here; the modules behind them are private in intent:
 
   outputs         the files and pages a command writes
   plot            the row-0 error plot (matplotlib)
-  html_report     the HTML report
-  model_explorer  the Model Explorer overlay and viewer
+  html_report     the HTML report (templates/: its Jinja2 templates)
+  severity        how far a config strays beyond its band; its colour
+  model_explorer  the Model Explorer overlay
+  explorer_view   Model Explorer's viewer: which configs, opened how
 """
 
 from __future__ import annotations
 
-from hloprobe.pictures.model_explorer import pick as pick
-from hloprobe.pictures.model_explorer import serve as serve
+from hloprobe.pictures.explorer_view import pick as pick
+from hloprobe.pictures.explorer_view import serve as serve
+from hloprobe.pictures.html_report import html_table as html_table
 from hloprobe.pictures.outputs import Outputs as Outputs
 from hloprobe.pictures.outputs import check_extras as check_extras
 from hloprobe.pictures.outputs import html_page as html_page
@@ -31,6 +36,7 @@ __all__ = [
   "Outputs",
   "check_extras",
   "html_page",
+  "html_table",
   "pick",
   "serve",
   "write_files",

@@ -1,13 +1,26 @@
-"""The sweep as one self-contained HTML page (`--format=html`).
+"""The sweep as one self-contained HTML page (`--format=html`), from a
+Jinja2 template.
 
-One file with no outside references (styles inline, the plot as a
-`data:image/png;base64` URI), for a CI job to keep as an artifact and a
-person to open in a browser: what was swept, the row-0 error plot (`plot`,
-when matplotlib is installed; the page says so when it is not) first, for
-who would rather look than read, then the explanation
-(`explain_text.render_explanation`), the sweep table with every column
-(`tables.cells`) and the dot-site table. Every text is
-HTML-escaped. Imports no matplotlib itself.
+One file with no outside references (styles and the table script inline,
+the plot as a `data:image/png;base64` URI), for a CI job to keep as an
+artifact and a person to open in a browser, offline: what was swept, the
+row-0 error plot (`plot`, when matplotlib is installed; the page says so
+when it is not) first, then the explanation
+(`report.render_explanation`), the sweep table with every column
+(`report.cells`, the first screen's first) and the contraction-site table, each
+sortable (click a header) and filterable (the box above it: rows holding
+every word typed), whole, in a container that scrolls. Each config's row
+is coloured by how far it strays beyond its band (`severity`: 1x pale to
+1000x and more dark), named in its "beyond band" column, with its worst
+row (`numerics.row_words`) beside the verdict.
+
+The templates are package data, `hloprobe/pictures/templates/`:
+report.html.j2 (the page), table.html.j2 (one table: the macro),
+fragment.html.j2 (one table alone, `html_table`), page.css,
+table.css and table.js (inlined). Jinja2 escapes every text
+(`autoescape`); its loader reads the templates with the package
+(`jinja2.PackageLoader`), so an installed hloprobe finds them. Imports no
+matplotlib itself.
 
 Private in intent: use the package, `hloprobe.pictures`.
 """
@@ -15,10 +28,13 @@ Private in intent: use the package, `hloprobe.pictures`.
 from __future__ import annotations
 
 import base64
-import html
+import dataclasses
+import hashlib
+import math
 from collections.abc import Sequence
 
-from hloprobe.numerics import CHANGED
+from hloprobe.numerics import NOISE_FACTOR, row_words
+from hloprobe.pictures import severity
 from hloprobe.report import (
   DEFAULT_COLUMNS,
   TABLE_COLUMNS,
@@ -28,56 +44,92 @@ from hloprobe.report import (
   cells as tables_cells,
 )
 
-__all__ = ["render_html"]
+__all__ = [
+  "BEYOND_HEADER",
+  "WORST_ROW_HEADER",
+  "html_table",
+  "render_html",
+]
 
-_STYLE = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em 2em;
-       color: #1b1b1b; max-width: 110em; }
-h1 { font-size: 1.5em; margin-bottom: .2em; }
-h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
-.meta { color: #555; }
-pre { background: #f6f8fa; padding: .8em 1em; overflow-x: auto;
-      font-size: 13px; line-height: 1.35; }
-img { max-width: 100%; height: auto; border: 1px solid #ddd; }
-.scroll { overflow-x: auto; }
-table { border-collapse: collapse; font-size: 12.5px; }
-th, td { border: 1px solid #d0d7de; padding: 2px 6px; text-align: left;
-         white-space: nowrap; vertical-align: top; }
-th { background: #f0f3f6; position: sticky; top: 0; }
-tr.explained td { background: #fff4e5; }
-tr.unexplained td, tr.failed td { background: #fde8e8; }
-"""
-
-
-def _row_class(verdict: str, status: str) -> str:
-  if status != "ok":
-    return "failed"
-  if verdict.startswith("explained by"):
-    return "explained"
-  if verdict.startswith(CHANGED):  # numerics.made: "XLA changed the math"
-    return "unexplained"
-  return "unexplained" if verdict == "unexplained" else ""
+BEYOND_HEADER = "beyond band"
+WORST_ROW_HEADER = "worst row"
+_TITLES = {
+  BEYOND_HEADER: (
+    f"the largest of: |row 0 error| / ({NOISE_FACTOR:g} x its f32 noise "
+    "floor), the worst row's own, and where XLA changed the math its "
+    "deviation / its band; the row's colour, 1x pale to 1000x dark"
+  ),
+  WORST_ROW_HEADER: "every row judged as row 0 is, each against its own floor",
+}
+# The legend's swatches: distances beyond the band.
+_SWATCHES = (2.0, 10.0, 100.0, severity.DARK_AT)
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> str:
-  """An HTML table; sweep rows are tinted by verdict and status."""
-  col = {h: i for i, h in enumerate(headers)}
-  out = ['<div class="scroll"><table>', "<thead><tr>"]
-  out += [f"<th>{html.escape(h)}</th>" for h in headers]
-  out.append("</tr></thead><tbody>")
-  for row in rows:
-    kind = ""
-    if "verdict" in col and "status" in col:
-      kind = _row_class(row[col["verdict"]], row[col["status"]])
-    attr = f' class="{kind}"' if kind else ""
-    cells = "".join(f"<td>{html.escape(c)}</td>" for c in row)
-    out.append(f"<tr{attr}>{cells}</tr>")
-  out.append("</tbody></table></div>")
-  return "\n".join(out)
+@dataclasses.dataclass(frozen=True, slots=True)
+class Header:
+  """A column's header: its text and the tooltip explaining it, if any."""
+
+  text: str
+  title: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Cell:
+  """A cell: its text and, for a number, the value sorted on (a float's
+  repr; None for text and "n/a")."""
+
+  text: str
+  sort: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Row:
+  """A <tr>: its cells, m (`severity.beyond_band`, dimensionless; None
+  where not compared), its class ("failed" or "") and inline colours."""
+
+  cells: tuple[Cell, ...]
+  beyond: float | None = None
+  kind: str = ""
+  style: str = ""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Table:
+  """What table.html.j2's macro draws: `id` names the table element (its
+  filter box is `<id>-filter`, its row count `<id>-shown`)."""
+
+  id: str
+  caption: str
+  headers: tuple[Header, ...]
+  rows: tuple[Row, ...]
+  legend: str = ""
+  swatches: tuple[tuple[str, str, str], ...] = ()
+
+
+def _environment():
+  """A Jinja2 environment on the package's templates, escaping all text."""
+  import jinja2
+
+  return jinja2.Environment(
+    loader=jinja2.PackageLoader("hloprobe.pictures", "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    keep_trailing_newline=True,
+  )
+
+
+def _sort_value(text: str) -> str | None:
+  """A number's sort key (the cell is a float as tables write it, e.g.
+  "6.10e-01", "2"), else None."""
+  try:
+    value = float(text)
+  except ValueError:
+    return None
+  return repr(value) if math.isfinite(value) else None
 
 
 def _story_first(headers: list[str], rows: list[list[str]]):
-  """The first screen's columns (`tables.DEFAULT_COLUMNS`) first, in its
+  """The first screen's columns (`report.DEFAULT_COLUMNS`) first, in its
   order, then the others: fates and verdict without scrolling."""
   header_of = dict(TABLE_COLUMNS)
   first = [header_of[k] for k in DEFAULT_COLUMNS]
@@ -85,6 +137,80 @@ def _story_first(headers: list[str], rows: list[list[str]]):
   order += [h for h in headers if h not in order]
   keep = [headers.index(h) for h in order]
   return order, [[row[i] for i in keep] for row in rows]
+
+
+def _worst_rows(r) -> str:
+  """Every judged leaf's worst row in words; "n/a" without a prediction."""
+  p = r.prediction
+  if p is None:
+    return "n/a"
+  words = [row_words(w) for w in p.rows if w is not None]
+  return "; ".join(words) or "not judged (no batch axis, or integer)"
+
+
+def _beyond_sort(m: float | None) -> str | None:
+  if m is None:
+    return None
+  return repr(min(m, 1e308))  # inf sorts as the largest number
+
+
+def _config_rows(results: Sequence) -> tuple[list[Header], list[Row]]:
+  """The sweep table: story columns first, then "beyond band" and "worst
+  row" after the verdict; each row coloured by `severity.shade`."""
+  headers, rows = _story_first(*tables_cells(list(results)))
+  at = headers.index("verdict") + 1 if "verdict" in headers else len(headers)
+  headers[at:at] = [BEYOND_HEADER, WORST_ROW_HEADER]
+  out = []
+  for r, row in zip(results, rows):
+    m = severity.beyond_band(r)
+    cells = [Cell(text, _sort_value(text)) for text in row]
+    cells[at:at] = [
+      Cell(severity.beyond_words(m), _beyond_sort(m)),
+      Cell(_worst_rows(r)),
+    ]
+    colours = severity.shade(m)
+    style = ""
+    if colours:
+      style = f"background-color: {colours[0]}; color: {colours[1]}"
+    kind = "" if r.ok else "failed"
+    out.append(Row(tuple(cells), m, kind, style))
+  return [Header(h, _TITLES.get(h)) for h in headers], out
+
+
+def _swatches() -> tuple[tuple[str, str, str], ...]:
+  found = []
+  for m in _SWATCHES:
+    back, fore = severity.shade(m)
+    found.append(
+      (f"{m:.0f}x" + ("+" if m == severity.DARK_AT else ""), back, fore)
+    )
+  return tuple(found)
+
+
+def _configs_table(results: Sequence, table_id: str = "configs") -> Table:
+  """The sweep table of `results` (`records.ConfigResult`s), one row per
+  result in the order given."""
+  headers, rows = _config_rows(results)
+  return Table(
+    table_id,
+    "the configs",
+    tuple(headers),
+    tuple(rows),
+    legend="colour: distance beyond the band, log scale:",
+    swatches=_swatches(),
+  )
+
+
+def _sites_table(results: Sequence) -> Table:
+  headers, rows = tables_cells(list(results), sites=True)
+  return Table(
+    "sites",
+    "the contraction sites",
+    tuple(Header(h) for h in headers),
+    tuple(
+      Row(tuple(Cell(text, _sort_value(text)) for text in row)) for row in rows
+    ),
+  )
 
 
 def _swept(results: Sequence) -> str:
@@ -99,16 +225,6 @@ def _swept(results: Sequence) -> str:
   ):
     parts.append(f"{name}: {', '.join(dict.fromkeys(values))}")
   return "; ".join(parts)
-
-
-def _figure(png: bytes | None, why_not: str | None) -> str:
-  if png is None:
-    return f"<p><em>No plot: {html.escape(why_not or 'not drawn')}</em></p>"
-  data = base64.b64encode(png).decode("ascii")
-  return (
-    '<img alt="|row 0 - float64 row 0| against batch size, per target '
-    f'and precision" src="data:image/png;base64,{data}">'
-  )
 
 
 def render_html(
@@ -129,34 +245,35 @@ def render_html(
       "matplotlib is not installed").
 
   Returns:
-    An HTML5 document; its sweep table has one <tr> per result in
-    <tbody>, in the order given.
+    An HTML5 document; its sweep table (id "configs") has one <tr> per
+    result in <tbody>, in the order given, with `data-beyond` (m, see
+    `severity`) where known; the contraction-site table has id "sites".
   """
-  headers, rows = _story_first(*tables_cells(list(results)))
-  site_headers, site_rows = tables_cells(list(results), sites=True)
   cases = dict.fromkeys(r.config.case for r in results)
-  title = f"hloprobe: {', '.join(cases)}"
-  version_words = ", ".join(f"{k} {v}" for k, v in versions.items())
-  return "\n".join(
-    [
-      "<!DOCTYPE html>",
-      '<html lang="en"><head><meta charset="utf-8">',
-      f"<title>{html.escape(title)}</title>",
-      f"<style>{_STYLE}</style></head><body>",
-      f"<h1>{html.escape(title)}</h1>",
-      f'<p class="meta">{html.escape(_swept(results))}<br>'
-      f"{html.escape(version_words)}</p>",
-      "<h2>Row 0's error against batch size</h2>",
-      _figure(png, why_no_png),
-      "<h2>Why row 0 depends on batch size and precision</h2>",
-      f"<pre>{html.escape(render_explanation(explanations))}</pre>",
-      "<h2>Configs</h2>",
-      _table(headers, rows),
-      "<h2>Dot sites</h2>",
-      "<details><summary>one row per dot site per config</summary>",
-      _table(site_headers, site_rows),
-      "</details>",
-      "</body></html>",
-      "",
-    ]
+  template = _environment().get_template("report.html.j2")
+  return template.render(
+    title=f"hloprobe: {', '.join(cases)}",
+    swept=_swept(results),
+    versions=", ".join(f"{k} {v}" for k, v in versions.items()),
+    png=base64.b64encode(png).decode("ascii") if png is not None else None,
+    why_no_png=why_no_png or "not drawn",
+    explanation=render_explanation(explanations),
+    configs=_configs_table(results),
+    sites=_sites_table(results),
   )
+
+
+def html_table(results: Sequence) -> str:
+  """The sweep table alone as an HTML fragment (a <div> with its style and
+  script, sortable, filterable and coloured as in the page), e.g. for a
+  notebook's `_repr_html_`. Its ids are made from its contents, so several
+  fragments on one page keep apart (the same results twice share them:
+  the script binds each table once).
+
+  Args:
+    results: `records.ConfigResult`s, one row each, in the order given.
+  """
+  labels = "\n".join(r.config.label() for r in results)
+  digest = hashlib.sha256(labels.encode()).hexdigest()[:10]
+  template = _environment().get_template("fragment.html.j2")
+  return template.render(configs=_configs_table(results, f"hloprobe-{digest}"))

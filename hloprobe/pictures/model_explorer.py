@@ -1,4 +1,4 @@
-"""Dot sites over the StableHLO graph in Google's Model Explorer.
+"""Contraction sites over the StableHLO graph in Google's Model Explorer.
 
 Needs the `explorer` extra (`pip install 'hloprobe[explorer]'`, PyPI
 `ai-edge-model-explorer`, 0.1.34 checked). `write_overlay` writes, per
@@ -25,7 +25,12 @@ built with Model Explorer's own `node_data_builder`:
                          Loaded last, so it colours the graph, where the
                          math changed; before the error otherwise.
 
-and `model_explorer.json`, the index `view` reads. <stem> is
+and `model_explorer.json`, the index `view` reads (`explorer_view`): per
+config its files, its sites' nodes, how far it strays beyond its band
+("beyond", `severity.beyond_band`; null where not compared) and its worst
+site ("worst_site": the prediction's top site, whose error share is the
+largest; null where none stands out), so `view` opens on the config with
+the worst finding, at that site. <stem> is
 `<target>-<case>-n<N>-<precision>[-<experiment>]`.
 
 Node ids are the ones Model Explorer's MLIR adapter
@@ -50,11 +55,13 @@ import dataclasses
 import json
 import os
 import re
-from collections.abc import Collection, Mapping, Sequence
+import sys
+from collections.abc import Sequence
 
 from hloprobe.errors import HloprobeError, InvalidArgumentError
 from hloprobe.ir import is_attention_target, parse_precision_config
 from hloprobe.numerics import CHANGED, NOISE_FACTOR
+from hloprobe.pictures import severity
 from hloprobe.report import atomic_write
 from hloprobe.sites import merge_words
 
@@ -63,10 +70,9 @@ __all__ = [
   "MAX_MODELS",
   "NodeRef",
   "adapter_dot_nodes",
+  "import_explorer",
   "load_index",
   "map_sites",
-  "pick",
-  "serve",
   "write_overlay",
 ]
 
@@ -88,8 +94,9 @@ _TITLES = {
 _MATH_COLOURS = {CHANGED: "#e53935", "not executed": "#e0e0e0"}
 
 
-def _import_explorer():
-  """Model Explorer's package, or one clear error."""
+def import_explorer():
+  """Model Explorer's package, its MLIR adapter and node-data builder
+  modules, or one clear error."""
   try:
     import model_explorer
     from model_explorer import builtin_mlir_adapter, node_data_builder
@@ -121,7 +128,7 @@ def adapter_dot_nodes(mlir_path: str) -> dict[str, list[dict]]:
   Raises:
     HloprobeError: Model Explorer is missing or cannot read the file.
   """
-  _, adapters, _ = _import_explorer()
+  _, adapters, _ = import_explorer()
   try:
     graphs = adapters.BuiltinMlirAdapter().convert(mlir_path, {})
   except Exception as e:  # the C++ converter raises RuntimeError and others
@@ -163,7 +170,7 @@ def _matches(site, node: dict) -> bool:
 
 
 def map_sites(fates, nodes: dict[str, list[dict]]) -> dict[int, NodeRef]:
-  """Dot site index -> its node in the adapter's graph (see module doc).
+  """Contraction site index -> its node in the adapter's graph (see module doc).
 
   Args:
     fates: a config's `dot_sites.SiteFate`s (program order, per call path).
@@ -268,7 +275,7 @@ def _colour(name: str, value, palette: dict) -> str | None:
 
 def _node_data(r, name: str, values: dict[int, object], refs) -> object:
   """One overlay as a `node_data_builder.ModelNodeData`."""
-  _, _, ndb = _import_explorer()
+  _, _, ndb = import_explorer()
   graphs: dict[str, dict[str, object]] = {}
   for site, value in values.items():
     if site not in refs:
@@ -334,7 +341,21 @@ def _write_config(r, out_dir: str) -> dict:
     "node_data": node_data,
     "sites": {str(i): dataclasses.asdict(ref) for i, ref in refs.items()},
     "unmapped": [f.site.index for f in fates if f.site.index not in refs],
+    "beyond": _finite(severity.beyond_band(r)),
+    "worst_site": _worst_site(r, refs),
   }
+
+
+def _finite(m: float | None) -> float | None:
+  """m for JSON (which has no infinity): the largest float for inf."""
+  return None if m is None else min(m, sys.float_info.max)
+
+
+def _worst_site(r, refs) -> int | None:
+  """The prediction's top site (largest error share) where it has a node."""
+  p = r.prediction
+  top = p.top_site if p is not None else None
+  return top if top in refs else None
 
 
 def write_overlay(results: Sequence, out_dir: str) -> list[str]:
@@ -352,7 +373,7 @@ def write_overlay(results: Sequence, out_dir: str) -> list[str]:
     HloprobeError: Model Explorer is missing or its adapter fails.
     OSError: a file cannot be written (each file is written whole or not).
   """
-  _import_explorer()
+  import_explorer()
   entries = [
     _write_config(r, out_dir)
     for r in results
@@ -371,7 +392,8 @@ def write_overlay(results: Sequence, out_dir: str) -> list[str]:
 def load_index(out_dir: str) -> list[dict]:
   """The index `write_overlay` wrote: one dict per config ("case",
   "target", "n", "precision", "experiment", "model", "node_data", "sites",
-  "unmapped").
+  "unmapped", "beyond", "worst_site"; an index written before the last two
+  lacks them).
 
   Raises:
     InvalidArgumentError: the folder has no readable index.
@@ -384,66 +406,3 @@ def load_index(out_dir: str) -> list[dict]:
       f"{out_dir} holds no Model Explorer overlay ({INDEX_NAME}): write one "
       f"with `hloprobe sweep --model_explorer={out_dir}`"
     ) from e
-
-
-def serve(
-  out_dir: str, entries: Sequence[dict], port: int, open_browser: bool
-) -> None:
-  """Starts Model Explorer on configs of a `write_overlay` folder; returns
-  when the server stops (Ctrl+C).
-
-  Args:
-    out_dir: the folder.
-    entries: `load_index` entries to show, at most MAX_MODELS (Model
-      Explorer 0.1.34 opens up to 10 models at once).
-    port: the port; Model Explorer takes 8080 to mean "the first free port
-      from 8080 up".
-    open_browser: open a browser tab on the page.
-
-  The server binds to 127.0.0.1 only: reachable from this machine alone.
-  Each model gets its four overlays.
-
-  Raises:
-    HloprobeError: Model Explorer is missing, or more than MAX_MODELS.
-  """
-  model_explorer, _, _ = _import_explorer()
-  if len(entries) > MAX_MODELS:
-    raise HloprobeError(
-      f"Model Explorer opens at most {MAX_MODELS} models, got {len(entries)}"
-    )
-  config = model_explorer.config()
-  for e in entries:
-    config.add_model_from_path(os.path.join(out_dir, e["model"]))
-    for name in e["node_data"].values():
-      config.add_node_data_from_path(
-        os.path.join(out_dir, name), model_name=e["model"]
-      )
-  model_explorer.visualize_from_config(
-    config=config,
-    host="127.0.0.1",
-    port=port,
-    no_open_in_browser=not open_browser,
-  )
-
-
-def pick(
-  out_dir: str, wanted: Mapping[str, Collection]
-) -> tuple[list[dict], int]:
-  """`hloprobe view DIR`'s configs: the `load_index` entries of the folder
-  whose every `wanted` key ("case", "target", "n", "precision") is among
-  its values; the first MAX_MODELS of them, and how many matched.
-
-  Raises:
-    InvalidArgumentError: no readable index, or no config matches.
-  """
-  entries = load_index(out_dir)
-  picked = [
-    e
-    for e in entries
-    if all(e[key] in values for key, values in wanted.items())
-  ]
-  if not picked:
-    raise InvalidArgumentError(
-      f"no config in {out_dir} matches the flags given"
-    )
-  return picked[:MAX_MODELS], len(picked)

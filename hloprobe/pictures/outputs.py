@@ -42,11 +42,13 @@ class Outputs:
     fmt: --format: "table", "json", "markdown" or "html".
     columns: --columns (table keys, checked), or None for the default.
     wide: --wide: every table column, unwrapped.
-    sites: --sites: one row per dot site after the table.
+    sites: --sites: one row per contraction site after the table.
     timings: --timings: the stage seconds table (stderr with json).
     output_dir: --output_dir, or None.
     plot: --plot, a PNG path, or None.
     model_explorer: --model_explorer, a folder, or None.
+    plot_shared_y: --plot_shared_y: one error axis for every panel of the
+      plot (--plot, the HTML page's); False: each panel its own.
   """
 
   fmt: str = "table"
@@ -57,6 +59,7 @@ class Outputs:
   output_dir: str | None = None
   plot: str | None = None
   model_explorer: str | None = None
+  plot_shared_y: bool = True
 
   @property
   def needs_explanations(self) -> bool:
@@ -91,20 +94,26 @@ def check_extras(plot: bool, explorer: bool) -> None:
     )
 
 
-def _png_or_reason(results, explanations) -> tuple[bytes | None, str | None]:
+def _png_or_reason(
+  results, explanations, shared_y: bool
+) -> tuple[bytes | None, str | None]:
   """The plot, or why there is none (matplotlib missing)."""
   try:
-    return plot.row0_png(results, explanations), None
+    return plot.row0_png(results, explanations, shared_y), None
   except HloprobeError as e:
     return None, str(e)
 
 
 def html_page(
-  results: Sequence, explanations: Sequence, versions: dict[str, str]
+  results: Sequence,
+  explanations: Sequence,
+  versions: dict[str, str],
+  shared_y: bool = True,
 ) -> str:
   """The self-contained report (`html_report.render_html`), its plot
-  embedded when matplotlib is installed (else the page says why not)."""
-  png, why = _png_or_reason(results, explanations)
+  embedded when matplotlib is installed (else the page says why not);
+  `shared_y`: the plot's panels share one error axis."""
+  png, why = _png_or_reason(results, explanations, shared_y)
   return html_report.render_html(results, explanations, versions, png, why)
 
 
@@ -113,23 +122,25 @@ def write_html(
   explanations: Sequence,
   versions: dict[str, str],
   output_dir: str,
+  shared_y: bool = True,
 ) -> list[str]:
   """Writes `<output_dir>/report.html`; returns [its path]."""
   path = os.path.join(output_dir, HTML_NAME)
-  atomic_write(path, html_page(results, explanations, versions))
+  atomic_write(path, html_page(results, explanations, versions, shared_y))
   return [path]
 
 
 def write_plot(
-  results: Sequence, explanations: Sequence, path: str
+  results: Sequence, explanations: Sequence, path: str, shared_y: bool = True
 ) -> list[str]:
-  """Writes the row-0 error plot as a PNG at `path`; returns [path].
+  """Writes the row-0 error plot as a PNG at `path` (`shared_y`: one error
+  axis for every panel); returns [path].
 
   Raises:
     HloprobeError: matplotlib is not installed.
     OSError: the file cannot be written (nothing is left behind).
   """
-  atomic_write(path, plot.row0_png(results, explanations))
+  atomic_write(path, plot.row0_png(results, explanations, shared_y))
   return [path]
 
 
@@ -169,13 +180,13 @@ def write_files(
       f"--output_dir={out}",
       lambda: (
         write_outputs(results, out, versions, cpu)
-        + write_html(results, why, versions, out)
+        + write_html(results, why, versions, out, wanted.plot_shared_y)
       ),
     )
   if wanted.plot:
     wrote += write_or_fail(
       f"--plot={wanted.plot}",
-      lambda: write_plot(results, why, wanted.plot),
+      lambda: write_plot(results, why, wanted.plot, wanted.plot_shared_y),
     )
   if wanted.model_explorer:
     wrote += write_or_fail(

@@ -5,11 +5,16 @@ its Agg backend (no display). One figure: a panel per target (per case and
 target; with XLA_FLAGS experiments, the baseline and each experiment side by
 side, one row per case and target). In each panel, for each precision,
 |row 0 - float64 row 0| over the swept batch sizes: observed (where the
-target ran) solid with markers, predicted (`predict`: each dot site emulated
+target ran) solid with markers, predicted (`predict`: each contraction site emulated
 at its effective algorithm) dashed; the f32 noise floor as a grey band;
-dotted vertical lines where a dot site's fate changes (from `explain`'s
+dotted vertical lines where a contraction site's fate changes (from `explain`'s
 FateSpan records). The error axis is logarithmic; an error of exactly 0 has
-no place on it and is left out, and the panel says so.
+no place on it and is left out, and the panel says so. Every panel shares
+one error axis by default (`shared_y`), so a flat 1e-4 on the CPU does not
+look as high as the A100's 0.6; `shared_y=False` gives each panel its own.
+Each precision has its own colour, marker and dash pattern (filled markers
+observed, hollow predicted), drawn widest first, so precisions whose lines
+coincide (every precision on the CPU) all show.
 
 Every drawn line carries a gid ("observed:<precision>",
 "predicted:<precision>", "fate-change:<n>") so tests and other tools can
@@ -37,6 +42,10 @@ __all__ = [
 PANEL_SIZE_IN = (6.4, 4.4)  # width, height of one panel, inches
 PANEL_DPI = 100
 _LEGEND_IN = 1.0  # room under the panels for the shared legend, inches
+# Per precision, in sweep order: a marker and a dash pattern (on, off
+# points; None: solid) for the predicted line; observed lines are solid.
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h")
+_DASHES = ((6, 3), (2, 2), (8, 2, 2, 2), (4, 4), (1, 3), (10, 4), (3, 1, 1, 1))
 _COLOURS = (
   "tab:blue",
   "tab:orange",
@@ -89,7 +98,7 @@ def _panel_key(r) -> tuple[str, str, str]:
 
 
 def _fate_changes(explanation) -> list[tuple[int, int, str]]:
-  """(n before, n, words) where a dot site's fate changes, all precisions.
+  """(n before, n, words) where a contraction site's fate changes, all precisions.
 
   From `explain.TargetExplanation.spans`: consecutive FateSpans differ in
   some site's fate (or the pass that made it); the words name the sites
@@ -141,8 +150,19 @@ def _positive(ns, values):
   return [n for n, _ in pairs], [v for _, v in pairs]
 
 
-def _draw_panel(ax, configs, explanation, colours) -> None:
-  """One panel: lines per precision, noise band, fate-change marks."""
+def _styles(i: int, lw: float, ms: float) -> dict[str, dict]:
+  """The i-th precision's observed and predicted line styles."""
+  marker, dashes = _MARKERS[i % len(_MARKERS)], _DASHES[i % len(_DASHES)]
+  mark = {"marker": marker, "lw": lw, "ms": ms}
+  return {
+    "observed": {"ls": "-", **mark},
+    "predicted": {"ls": (0, dashes), "fillstyle": "none", "mew": 1.6, **mark},
+  }
+
+
+def _draw_panel(ax, configs, explanation, colours, ylim=None) -> None:
+  """One panel: lines per precision, noise band, fate-change marks; the
+  error axis' limits `ylim` (bottom, top), or the panel's own."""
   drawn, noise = [], {}
   hidden_zero = False
   for i, (precision, colour) in enumerate(colours.items()):
@@ -150,18 +170,16 @@ def _draw_panel(ax, configs, explanation, colours) -> None:
     # Equal errors (e.g. every precision on the CPU) draw on top of each
     # other: earlier precisions are wider, so each stays visible.
     lw, ms = max(3.2 - 1.0 * i, 1.2), max(10.0 - 2.5 * i, 4.0)
-    for kind, values, style in (
-      ("observed", observed, {"ls": "-", "marker": "o", "lw": lw, "ms": ms}),
-      ("predicted", predicted, {"ls": "--", "marker": "x", "lw": lw, "ms": ms}),
-    ):
+    styles = _styles(i, lw, ms)
+    for kind, values in (("observed", observed), ("predicted", predicted)):
       xs, ys = _positive(ns, values)
       hidden_zero |= 0.0 in values
       if xs:
-        ax.plot(xs, ys, color=colour, gid=f"{kind}:{precision}", **style)
+        ax.plot(xs, ys, color=colour, gid=f"{kind}:{precision}", **styles[kind])
         drawn += ys
     for n, v in zip(*_positive(ns, floor)):
       noise[n] = max(v, noise.get(n, 0.0))
-  bottom = _limits(ax, configs, drawn + list(noise.values()))
+  bottom = _limits(ax, configs, drawn + list(noise.values()), ylim)
   _draw_noise(ax, noise, bottom)
   for before, n, words in _fate_changes(explanation):
     x = math.sqrt(before * n) if ax.get_xscale() == "log" else (before + n) / 2
@@ -190,8 +208,27 @@ def _draw_panel(ax, configs, explanation, colours) -> None:
     )
 
 
-def _limits(ax, configs, values: list[float]) -> float:
-  """Sets the axes' scales and limits; returns the error axis' bottom."""
+def _plotted(results) -> list[float]:
+  """Every value a panel of `results` draws on its error axis."""
+  values = []
+  for precision in dict.fromkeys(r.config.precision for r in results):
+    ns, *series = _series(results, precision)
+    for s in series:
+      values += _positive(ns, s)[1]
+  return values
+
+
+def _shared_ylim(results) -> tuple[float, float]:
+  """One error axis for every panel: a decade below the smallest value
+  drawn to a decade above the largest."""
+  values = _plotted(results)
+  low, high = (min(values), max(values)) if values else (1e-8, 1.0)
+  return low / 10, high * 10
+
+
+def _limits(ax, configs, values: list[float], ylim=None) -> float:
+  """Sets the axes' scales and limits (the error axis' to `ylim` where
+  given); returns the error axis' bottom."""
   ns = sorted({r.config.n for r in configs})
   ax.set_yscale("log")
   if ns[-1] / ns[0] > 32:
@@ -201,10 +238,11 @@ def _limits(ax, configs, values: list[float]) -> float:
     ax.set_xlim(ns[0] - 0.5, ns[-1] + 0.5)
   if len(ns) <= 16:
     ax.set_xticks(ns, [str(n) for n in ns])
-  low, high = (min(values), max(values)) if values else (1e-8, 1.0)
-  bottom = low / 10
-  ax.set_ylim(bottom, high * 10)
-  return bottom
+  if ylim is None:
+    low, high = (min(values), max(values)) if values else (1e-8, 1.0)
+    ylim = (low / 10, high * 10)
+  ax.set_ylim(*ylim)
+  return ylim[0]
 
 
 def _draw_noise(ax, noise: dict[int, float], bottom: float) -> None:
@@ -231,7 +269,8 @@ def _legend(fig, colours) -> None:
   from matplotlib.patches import Patch
 
   handles = [
-    Line2D([], [], color=c, lw=3, label=p) for p, c in colours.items()
+    Line2D([], [], color=c, lw=3, marker=_MARKERS[i % len(_MARKERS)], label=p)
+    for i, (p, c) in enumerate(colours.items())
   ] + [
     Line2D([], [], color="k", ls="-", marker="o", label="observed (ran)"),
     Line2D(
@@ -239,13 +278,16 @@ def _legend(fig, colours) -> None:
       [],
       color="k",
       ls="--",
-      marker="x",
-      label="predicted (dot sites emulated at their effective algorithm)",
+      marker="o",
+      fillstyle="none",
+      label="predicted (contraction sites emulated at their effective algorithm)",
     ),
     Patch(
       color="0.85", label="f32 noise floor (all sites F32, 4 summation orders)"
     ),
-    Line2D([], [], color="0.35", ls=":", label="a dot site's fate changes"),
+    Line2D(
+      [], [], color="0.35", ls=":", label="a contraction site's fate changes"
+    ),
   ]
   fig.legend(
     handles=handles,
@@ -256,7 +298,9 @@ def _legend(fig, colours) -> None:
   )
 
 
-def row0_figure(results: Sequence, explanations: Sequence = ()):
+def row0_figure(
+  results: Sequence, explanations: Sequence = (), shared_y: bool = True
+):
   """The figure (a `matplotlib.figure.Figure`, not shown).
 
   Args:
@@ -264,6 +308,8 @@ def row0_figure(results: Sequence, explanations: Sequence = ()):
     explanations: `explain.explain_results(results, ...)`'s records, for the
       fate-change marks and whether a target ran; without them no marks
       are drawn and every target counts as compile-only.
+    shared_y: one error axis (the same limits) for every panel; False:
+      each panel's own, from its values.
 
   Returns:
     A Figure of len(columns) x len(rows) panels (`panel_keys`), each
@@ -290,6 +336,7 @@ def row0_figure(results: Sequence, explanations: Sequence = ()):
     for i, p in enumerate(dict.fromkeys(r.config.precision for r in results))
   }
   by_key = {(e.case, e.target, e.experiment): e for e in explanations}
+  ylim = _shared_ylim(results) if shared_y else None
   for i, row in enumerate(rows):
     for j, col in enumerate(cols):
       ax = axes[i][j]
@@ -298,7 +345,7 @@ def row0_figure(results: Sequence, explanations: Sequence = ()):
       if not configs:
         ax.set_axis_off()
         continue
-      _draw_panel(ax, configs, by_key.get(key), colours)
+      _draw_panel(ax, configs, by_key.get(key), colours, ylim)
       _label(ax, _title(configs, by_key.get(key)))
   fig.suptitle("|row 0 − float64 row 0| against batch size, per precision")
   _legend(fig, colours)
@@ -312,10 +359,12 @@ def _label(ax, title: str) -> None:
   ax.grid(True, which="major", alpha=0.3)
 
 
-def row0_png(results: Sequence, explanations: Sequence = ()) -> bytes:
+def row0_png(
+  results: Sequence, explanations: Sequence = (), shared_y: bool = True
+) -> bytes:
   """`row0_figure` as PNG bytes (size: see `row0_figure`)."""
   plt = _pyplot()
-  fig = row0_figure(results, explanations)
+  fig = row0_figure(results, explanations, shared_y)
   try:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=PANEL_DPI)

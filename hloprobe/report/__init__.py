@@ -6,6 +6,7 @@ configs finish), verification (`verify`'s outcome and evidence in words),
 listings (the targets, cases and experiments lists), explain and
 explain_records (explanation records; explain_rows: rows beyond row 0;
 explain_made: what XLA made), explain_text (their text and JSON),
+explain_answer (the answer first: the worst finding and what to do),
 timings (--timings). Nothing here prints: the command layer does.
 """
 
@@ -13,6 +14,10 @@ from __future__ import annotations
 
 from hloprobe.report.explain import explain_results as explain_results
 from hloprobe.report.explain import explain_sweep as explain_sweep
+from hloprobe.report.explain_answer import Answer as Answer
+from hloprobe.report.explain_answer import answer_json as answer_json
+from hloprobe.report.explain_answer import answer_lines as answer_lines
+from hloprobe.report.explain_answer import render_answered as render_answered
 from hloprobe.report.explain_records import (
   TargetExplanation as TargetExplanation,
 )
@@ -46,6 +51,7 @@ from hloprobe.report.verification import (
 from hloprobe.report.verification import requirement_lines as requirement_lines
 
 __all__ = [
+  "Answer",
   "DEFAULT_COLUMNS",
   "Progress",
   "REPORT_FORMATS",
@@ -53,6 +59,8 @@ __all__ = [
   "TABLE_COLUMNS",
   "TERMINAL_WIDTH",
   "TargetExplanation",
+  "answer_json",
+  "answer_lines",
   "atomic_write",
   "cases_listing",
   "cells",
@@ -63,6 +71,7 @@ __all__ = [
   "explain_sweep",
   "explanation_json",
   "render",
+  "render_answered",
   "render_explanation",
   "render_sites",
   "render_timings",

@@ -34,7 +34,7 @@ from hloprobe.report.explain_records import (
   RowZero,
   TargetExplanation,
 )
-from hloprobe.report.explain_rows import rows_beyond
+from hloprobe.report.explain_rows import made_rows_beyond, rows_beyond
 from hloprobe.sites import (
   Fate,
   SiteFate,
@@ -377,6 +377,7 @@ def _explain_one(
     notes=tuple(_notes(configs)),
     made=gather(made_math),
     rows=rows_beyond(configs),
+    made_rows=made_rows_beyond(configs),
   )
 
 

@@ -249,6 +249,7 @@ class TargetExplanation:
       not be executed, and the configs whose module does what the program
       asks; `render_explanation` leads with it.
     rows: the configs whose worst row stands out (`RowBeyond`).
+    made_rows: the same of what XLA made (`Made.rows`).
   """
 
   case: str
@@ -267,3 +268,4 @@ class TargetExplanation:
   notes: tuple[str, ...]
   made: tuple[MadeMath, ...] = ()
   rows: tuple[RowBeyond, ...] = ()
+  made_rows: tuple[RowBeyond, ...] = ()

@@ -3,7 +3,9 @@
 Every row of every output leaf is judged in `numerics.rows` (each against
 its own f32 noise floor); `explain` adds a line where a config's worst row
 says more than row 0's verdict (`numerics.stands_out`), e.g. "under
-float32, n = 8: row 5: 1.2e-02, 1588x beyond f32 noise (1 of 8 rows)".
+float32, n = 8: row 5: 1.2e-02, 1588x beyond f32 noise (1 of 8 rows)",
+and the same for what XLA made (`numerics.made`'s rows), under "What XLA
+made".
 
 Private in intent: use the package, `hloprobe.report`.
 """
@@ -16,18 +18,39 @@ from hloprobe.numerics import row_words, stands_out
 from hloprobe.records import ConfigResult
 from hloprobe.report.explain_records import RowBeyond, TargetExplanation
 
-__all__ = ["rows_beyond", "rows_lines"]
+__all__ = ["made_rows_beyond", "made_rows_lines", "rows_beyond", "rows_lines"]
+
+
+def _beyond(configs, rows_of) -> tuple[RowBeyond, ...]:
+  """Each config's worst rows (`rows_of(config)`) that stand out."""
+  return tuple(
+    RowBeyond(r.config.precision, r.config.n, w)
+    for r in configs
+    for w in rows_of(r)
+    if stands_out(w)
+  )
 
 
 def rows_beyond(configs: Sequence[ConfigResult]) -> tuple[RowBeyond, ...]:
   """Each config's leaves whose worst row stands out, in sweep order."""
-  return tuple(
-    RowBeyond(r.config.precision, r.config.n, w)
-    for r in configs
-    if r.prediction is not None
-    for w in r.prediction.rows
-    if stands_out(w)
-  )
+  return _beyond(configs, lambda r: r.prediction.rows if r.prediction else ())
+
+
+def made_rows_beyond(configs: Sequence[ConfigResult]) -> tuple[RowBeyond, ...]:
+  """The same of what XLA made (`Made.rows`: the optimized module executed
+  at the effective algorithms, every row judged), in sweep order."""
+  return _beyond(configs, lambda r: r.made.rows if r.made else ())
+
+
+def made_rows_lines(e: TargetExplanation) -> list[str]:
+  """One line per `RowBeyond` of `e.made_rows`, e.g. "float32 (HIGHEST),
+  n = 8: every row judged: row 5: 1.2e-02, 1588x beyond f32 noise (1 of
+  8 rows)"."""
+  return [
+    f"{e.precisions.get(x.precision, x.precision)}, n = {x.n}: every row "
+    f"judged: {row_words(x.worst)}"
+    for x in e.made_rows
+  ]
 
 
 def rows_lines(e: TargetExplanation) -> list[str]:

@@ -34,7 +34,7 @@ from hloprobe.report.explain_records import (
   FateSpan,
   TargetExplanation,
 )
-from hloprobe.report.explain_rows import rows_lines
+from hloprobe.report.explain_rows import made_rows_lines, rows_lines
 from hloprobe.sites import EXACT_INTEGER
 
 __all__ = ["SCHEMA_VERSION", "explanation_json", "render_explanation"]
@@ -93,7 +93,7 @@ def _span_lines(spans: tuple[FateSpan, ...]) -> list[str]:
     for s in spans
   ]
   if len(spans) == 1:
-    lines.append("no dot site changes fate across these batch sizes")
+    lines.append("no contraction site changes fate across these batch sizes")
   return lines
 
 
@@ -154,7 +154,7 @@ def _change_lines(e: TargetExplanation) -> list[str]:
   ]
   if unchanged:
     lines.append(
-      f"{_under(e, unchanged)}, no dot site changes fate or "
+      f"{_under(e, unchanged)}, no contraction site changes fate or "
       "algorithm with batch size"
     )
   return lines
@@ -337,7 +337,7 @@ def _made_lines(e: TargetExplanation) -> list[str]:
         f"{m.bound_abs:.2g})"
       )
     lines.append(f"{where}: {m.verdict}{size}")
-  return lines
+  return lines + made_rows_lines(e)
 
 
 def _target_block(e: TargetExplanation) -> list[str]:

@@ -59,6 +59,9 @@ element 0, as in `accuracy.ErrorStats`):
                       "collective": str | null (a sharded program's
                         collective adding the site's partial sums, e.g.
                         "all-reduce over 8 devices (all-reduce.3)"),
+                      "fp8_rewrite": str | null (a GPU site with fp8
+                        operands: "fired (`__cublas$lt$matmul$f8`, ...)",
+                        "did not fire: <condition>" or "unknown: ..."),
                       "rewritten_by": {"pass": str, "pipeline": str,
                                        "fate_after": str} | null}],
        "passes_explained": bool (rewritten_by is only meaningful if true),
@@ -129,8 +132,12 @@ element 0, as in `accuracy.ErrorStats`):
                 "changed": bool, "localised": bool, "gemms": int,
                 "changes": [{"instruction", "target", "fields", "site",
                              "pass_name", "rule", "source"}],
-                "not_executed": [str]} | null (added in version 3
-                without a bump: readers of version 3 ignore it),
+                "not_executed": [str],
+                "rows": [as prediction's "rows" | null] (every row of
+                  every leaf of the made run judged against the
+                  prediction's noise floors; `Made.rows`)} | null (added
+                in version 3 without a bump: readers of version 3 ignore
+                it),
        "verdict": str | null (the config's: "XLA changed the math: ..."
                   leads, else the prediction's),
        "timing_s": {"lower": float|null, "compile": float|null,
@@ -267,6 +274,7 @@ def _made_json(r: ConfigResult) -> dict | None:
     "gemms": m.gemms,
     "changes": [dataclasses.asdict(c) for c in m.changes],
     "not_executed": list(m.not_executed),
+    "rows": [_row_json(w) for w in m.rows],
   }
 
 

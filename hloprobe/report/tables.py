@@ -53,7 +53,7 @@ TABLE_COLUMNS = (
   ("noise", "noise floor"),
   ("top_site", "top site"),
   ("verdict", "verdict"),
-  ("fates", "dot fates"),
+  ("fates", "site fates"),
   ("algorithms", "effective algorithms"),
   ("compile_s", "compile s"),
   ("run_s", "run s"),
@@ -445,6 +445,6 @@ def cells(
 
 
 def render_sites(results: list[ConfigResult], fmt: str) -> str:
-  """One row per dot site per config ("table" or "markdown")."""
+  """One row per contraction site per config ("table" or "markdown")."""
   headers, rows = cells(results, sites=True)
   return table(rows, headers, fmt)

@@ -216,7 +216,7 @@ def render_verification(v, fmt: str) -> str:
   lines += ["", table(rows, headers, fmt)]
   for r in v.requirements:
     lines += ["", f"{r.name}:"] + [f"  {e}" for e in evidence[r.name]]
-  lines += ["", "dot sites the fix changes:"]
+  lines += ["", "contraction sites the fix changes:"]
   lines += [f"  {c}" for c in v.fate_changes] or ["  none"]
   lines += ["", "row-0 error, baseline -> fix:"]
   lines += [f"  {evidence_line(e)}" for e in v.errors]

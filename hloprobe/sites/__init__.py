@@ -11,6 +11,8 @@ from here; the modules behind them are private in intent:
   identify          matching a site to the instruction that computes it
   operand_ancestry  operands traced through fusions, loops and branches
   effective         the algorithm a site really runs (PTX or a rule)
+  fp8_rewrite       whether the fp8 cuBLASLt rewrite fired at an fp8 site
+  fp8_operands      which f8 values a site's operands come from
   collectives       a sharded program's collective adding a site's sums
   passes            which HLO pass changed a site (`--explain_passes`)
   rejection         which sites and pass a rejected compile names
@@ -25,6 +27,7 @@ from hloprobe.sites.effective import TF32 as TF32
 from hloprobe.sites.effective import blas_algorithm as blas_algorithm
 from hloprobe.sites.effective import resolve as resolve
 from hloprobe.sites.effective import tf32_optional as tf32_optional
+from hloprobe.sites.fp8_rewrite import FP8_ALGORITHM as FP8_ALGORITHM
 from hloprobe.sites.passes import PassAttribution as PassAttribution
 from hloprobe.sites.passes import attribute_passes as attribute_passes
 from hloprobe.sites.rejection import CompileFinding as CompileFinding
@@ -42,6 +45,7 @@ __all__ = [
   "CompileFinding",
   "EMITTER_KEYS",
   "EXACT_INTEGER",
+  "FP8_ALGORITHM",
   "Fate",
   "MappedSite",
   "PassAttribution",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from hloprobe.compile import Target
 from hloprobe.sites.site_fate import Fate, MappedSite
 
-__all__ = ["conv_algorithm", "cudnn_conv_algorithm"]
+__all__ = ["conv_algorithm", "cpu_conv_algorithm", "cudnn_conv_algorithm"]
 
 _TF32 = "TF32_TF32_F32"
 _RANK = {"default": 0, "high": 1, "highest": 2}
@@ -25,11 +25,7 @@ def conv_algorithm(
   """(effective algorithm or None, evidence) of a "conv" or "cuDNN conv" site.
 
   * cuDNN convolution calls: `cudnn_conv_algorithm`.
-  * XLA:CPU's convolution (Eigen's spatial convolution in the operand
-    type): f32 in f32 and f64 in f64, whatever operand_precision says;
-    the conv net's f32 convolutions on jaxlib 0.10.2 and 0.12.0.1 match an
-    F32 emulation within the f32 noise floor (tests/convsites_e2e_test).
-    No rule for 16-bit convolutions on the CPU (not checked).
+  * XLA:CPU's convolution: `cpu_conv_algorithm`.
   * An HLO convolution left on a GPU: no rule checked.
   """
   dtype = fate.site.lhs.dtype
@@ -38,17 +34,65 @@ def conv_algorithm(
       dtype, fate.precision_config, compute_capability
     )
   if target.platform == "cpu":
-    presets = {"f32": "F32_F32_F32", "f64": "F64_F64_F64"}
-    if dtype in presets:
-      return presets[dtype], (
-        f"XLA:CPU: {dtype} convolution in {dtype}; operand_precision does "
-        "not change CPU arithmetic (jaxlib 0.10.2, 0.12.0.1)"
-      )
-    return None, f"XLA:CPU: no rule checked for {dtype} convolutions"
+    return cpu_conv_algorithm(dtype)
   return None, (
     "an HLO convolution on the GPU (not a cuDNN call): no rule checked "
     "(jaxlib 0.10.2, 0.12.0.1)"
   )
+
+
+# XLA:CPU's passes that widen a 16-bit convolution to f32 before it runs
+# (xla/service/cpu/cpu_compiler.cc, `RunHloPassesThroughLayoutAssn`).
+_CPU_WIDENED = {
+  "bf16": (
+    "BF16_BF16_F32",
+    "float-normalization-bf16 (FloatNormalization with the base "
+    "FloatSupport(BF16), which does not support a bf16 convolution)",
+  ),
+  "f16": (
+    "F16_F16_F32",
+    "change-op-data-type (ChangeOpDataType(F16, F32) for dots and "
+    "convolutions unless --xla_cpu_strict_dot_conv_math)",
+  ),
+}
+
+
+def cpu_conv_algorithm(dtype: str) -> tuple[str | None, str]:
+  """The algorithm of an HLO convolution on XLA:CPU, whatever its
+  operand_precision says.
+
+  * f32 in f32 and f64 in f64 (Eigen's spatial convolution, or YNNPACK's
+    `__ynn_fusion` on jaxlib 0.12.0.1, in the operand type): the conv
+    net's f32 convolutions on jaxlib 0.10.2 and 0.12.0.1 match an F32
+    emulation within the f32 noise floor (tests/convsites_e2e_test).
+  * bf16 and f16: XLA:CPU has no 16-bit convolution; a pass converts the
+    operands to f32 (exactly), the convolution runs in f32 (its products
+    of 8 + 8 or 11 + 11 significant bits exact in f32's 24, summed in
+    f32) and its result is converted back to the output type:
+    BF16_BF16_F32 / F16_F16_F32. The passes are `_CPU_WIDENED`'s
+    (xla/service/cpu/cpu_compiler.cc; read at openxla/xla main, and seen
+    in the pass dumps and optimized HLO of jaxlib 0.10.2 and 0.12.0.1: f32
+    converts of both operands into an f32 `__ynn_fusion`, then a convert
+    to bf16/f16). Under --xla_cpu_strict_dot_conv_math an f16 convolution
+    stays f16: that flag is not read here.
+
+  Args:
+    dtype: HLO dtype of the input and kernel, e.g. "bf16".
+  """
+  presets = {"f32": "F32_F32_F32", "f64": "F64_F64_F64"}
+  if dtype in presets:
+    return presets[dtype], (
+      f"XLA:CPU: {dtype} convolution in {dtype}; operand_precision does "
+      "not change CPU arithmetic (jaxlib 0.10.2, 0.12.0.1)"
+    )
+  if dtype in _CPU_WIDENED:
+    algorithm, made_by = _CPU_WIDENED[dtype]
+    return algorithm, (
+      f"XLA:CPU: {dtype} convolution widened to f32 by {made_by}: exact "
+      "products summed in f32, the result converted to the output type "
+      "(xla/service/cpu/cpu_compiler.cc; jaxlib 0.10.2, 0.12.0.1)"
+    )
+  return None, f"XLA:CPU: no rule checked for {dtype} convolutions"
 
 
 def cudnn_conv_algorithm(

@@ -11,6 +11,7 @@ came from (`algorithm_source`):
   "rule"  library calls (cuBLAS, cuBLASLt, cuDNN convolutions and fused
           attention), whose kernels are not visible, and the CPU:
           `blas_algorithm`, `conv_rules.conv_algorithm`,
+          `fp8_rewrite.fp8_algorithm` (cuBLASLt's FP8 gemm),
           `attention_rules.cudnn_attention_algorithm` and `cpu_algorithm`,
           each naming its source.
 
@@ -42,6 +43,7 @@ from hloprobe.ir import (
 from hloprobe.sites.attention_rules import cudnn_attention_algorithm
 from hloprobe.sites.conv_rules import conv_algorithm
 from hloprobe.sites.dot_sites import is_triton_gemm
+from hloprobe.sites.fp8_rewrite import fp8_algorithm, rewrite_note
 from hloprobe.sites.site_fate import Fate, MappedSite, SiteFate
 
 __all__ = [
@@ -337,6 +339,8 @@ def _effective(
   if is_integer_dtype(dtype) and is_integer_dtype(fate.site.rhs.dtype):
     algorithm, evidence = integer_algorithm(fate, target)
     return algorithm, "rule", evidence
+  if fp8 := fp8_algorithm(fate):
+    return fp8[0], "rule", fp8[1]
   if fate.fate in (Fate.CUDNN_CONV, Fate.CONV):
     algorithm, evidence = conv_algorithm(fate, target, compute_capability)
   elif target.platform == "cpu":
@@ -385,8 +389,8 @@ def resolve(
 
   Returns:
     One `SiteFate` per site, in order: its `MappedSite` fields with
-    `effective_algorithm`, `algorithm_source`, `algorithm_evidence` and
-    `selection`.
+    `effective_algorithm`, `algorithm_source`, `algorithm_evidence`,
+    `selection` and `fp8_rewrite` (`fp8_rewrite.rewrite_note`).
   """
   instructions = {inst.name: inst for _, inst in module.all_instructions()}
   by_name = {k.name: k for k in kernels}
@@ -406,6 +410,7 @@ def resolve(
         algorithm_source=source,
         algorithm_evidence=evidence,
         selection=selection,
+        fp8_rewrite=rewrite_note(f, module, target, cc),
       )
     )
   return out

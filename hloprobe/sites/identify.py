@@ -64,6 +64,7 @@ from hloprobe.ir import (
   algorithm_from_hlo,
   is_attention_target,
 )
+from hloprobe.sites.fp8_rewrite import fp8_carrier_ancestry
 from hloprobe.sites.operand_ancestry import (
   CONV_CUSTOM_CALLS,
   Carrier,
@@ -169,7 +170,8 @@ def _matches(site: StableHloDot, carrier: Carrier) -> bool:
   only such a site takes one; its q and k may depend on more than the
   site's (XLA's dot-merger computes the q, k and v projections of one x as
   one gemm whose result they are slices of: seen on jaxlib 0.12.0.1, h100),
-  never on less.
+  never on less. An FP8 gemm call's scales are operands of their own
+  (`fp8_rewrite.fp8_carrier_ancestry`).
   """
   target = custom_call_target(carrier.instruction)
   anc = carrier.operand_ancestry
@@ -178,6 +180,7 @@ def _matches(site: StableHloDot, carrier: Carrier) -> bool:
     return site.op == target and all(a <= b for a, b in zip(own, anc[:2]))
   if len(anc) < 2:
     return False
+  anc = fp8_carrier_ancestry(target, anc, carrier.operand_shapes)
   return sorted(map(sorted, anc[:2])) == sorted(
     map(sorted, (site.lhs_ancestry, site.rhs_ancestry))
   )

@@ -138,12 +138,17 @@ class SiteFate(MappedSite):
     algorithm_evidence: one line on why, e.g. the kernel's mma opcodes.
     selection: who chose the fate: XLA's heuristic on compile-only targets
       (no autotuning), autotuning on an attached GPU; None on CPU.
+    fp8_rewrite: for a GPU site with fp8 operands, whether XLA's fp8
+      cuBLASLt rewrite made it `__cublas$lt$matmul$f8`: "fired (...)",
+      "did not fire: <condition>" or "unknown: <why>"
+      (`fp8_rewrite.rewrite_note`); None for other sites.
   """
 
   effective_algorithm: str | None
   algorithm_source: str | None
   algorithm_evidence: str | None
   selection: str | None
+  fp8_rewrite: str | None = None
 
   @classmethod
   def of(
@@ -154,6 +159,7 @@ class SiteFate(MappedSite):
     algorithm_source: str | None,
     algorithm_evidence: str | None,
     selection: str | None,
+    fp8_rewrite: str | None = None,
   ) -> SiteFate:
     """`mapped`'s fields, with the resolved ones (see the attributes)."""
     return cls(
@@ -164,6 +170,7 @@ class SiteFate(MappedSite):
       algorithm_source=algorithm_source,
       algorithm_evidence=algorithm_evidence,
       selection=selection,
+      fp8_rewrite=fp8_rewrite,
     )
 
 
@@ -246,6 +253,7 @@ def site_record(f: SiteFate, rewritten_by=None) -> dict:
     "conflict": f.conflict,
     "merged_with": None if f.merged_with is None else list(f.merged_with),
     "collective": f.collective,
+    "fp8_rewrite": f.fp8_rewrite,
     "rewritten_by": None
     if rewritten_by is None
     else {

@@ -19,6 +19,7 @@ from hloprobe.sweep.compiled import CompileRequest as CompileRequest
 from hloprobe.sweep.compiled import LoadTargetRequest as LoadTargetRequest
 from hloprobe.sweep.engine import SweepProgress as SweepProgress
 from hloprobe.sweep.engine import run_sweep as run_sweep
+from hloprobe.sweep.engine import worker_pool as worker_pool
 from hloprobe.sweep.measure import run_config as run_config
 from hloprobe.sweep.plan import PlannedConfig as PlannedConfig
 from hloprobe.sweep.plan import SweepPlan as SweepPlan
@@ -48,4 +49,5 @@ __all__ = [
   "run_config",
   "run_sweep",
   "spec_from_words",
+  "worker_pool",
 ]

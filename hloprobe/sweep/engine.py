@@ -53,7 +53,7 @@ from hloprobe.sweep.plan import (
 )
 from hloprobe.sweep.spec import SweepSpec
 
-__all__ = ["SweepProgress", "run_sweep"]
+__all__ = ["SweepProgress", "run_sweep", "worker_pool"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -137,7 +137,7 @@ def run_sweep(
   """
   spec = plan_sweep(spec)  # a plan passes through, looked up already
   if pool is None:
-    with WorkerPool(_worker_platforms(spec), _PRELOAD) as own:
+    with worker_pool(spec) as own:
       return run_sweep(spec, progress, on_result, own, warn)
   tell = progress or (lambda _: None)
   sweep = _Sweep(spec, pool, warn or log_warning)  # inputs, cache
@@ -168,6 +168,13 @@ def run_sweep(
 # What a sweep's own workers import as they start (`WorkerPool` preload):
 # the module of these requests, and jax with it.
 _PRELOAD = (CompileRequest, LoadTargetRequest)
+
+
+def worker_pool(spec: SweepSpec | SweepPlan) -> WorkerPool:
+  """A pool of workers fit for `spec`'s targets, for several `run_sweep`
+  calls to share (`run_sweep(..., pool=)`; `explain` runs its candidate
+  fixes on the workers its sweep started). Use it as a context manager."""
+  return WorkerPool(_worker_platforms(plan_sweep(spec)), _PRELOAD)
 
 
 def _worker_platforms(spec: SweepPlan) -> str | None:

@@ -160,6 +160,7 @@ def _with_made(
       c.passes,
       p.bands if p is not None else (),
       p.leaf if p is not None else None,
+      p.noises if p is not None else (),
     )
   return dataclasses.replace(r, made=made)
 

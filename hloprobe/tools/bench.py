@@ -40,6 +40,10 @@ traces or compiles; timed from after imports unless said; the best of
                             processes over one (three flag sets: one lane
                             each, the third after the first to finish).
                             Goal >= 1.6 on 2 cores. Alone: `... bench jobs`.
+  module file 10k / 1k      `read_module_file` of `big_hlo_module` (HLO
+                            text), 10,000 against 1,000 instructions, best
+                            of 3 after one read (about 10-15: XLA's parser,
+                            translation and MLIR). Goal: 10,000 in <= 10 s.
 
 Where measured, each side's CPU seconds (its own and its workers') over its
 wall seconds say how many cores it kept busy: a run that already keeps
@@ -181,6 +185,12 @@ class Clock:
 def _time(script: str) -> Clock:
   """Runs a timing script in a fresh interpreter; its last line holds the
   wall seconds, then optionally the CPU seconds (`_STOP`)."""
+  return Clock(*_numbers(script))
+
+
+def _numbers(script: str) -> list[float]:
+  """The numbers on the last line a script run in a fresh interpreter
+  prints."""
   proc = subprocess.run(
     [sys.executable, "-c", script],
     capture_output=True,
@@ -188,8 +198,7 @@ def _time(script: str) -> Clock:
     check=True,
     env=dict(os.environ, **_ENV),
   )
-  numbers = [float(x) for x in proc.stdout.strip().splitlines()[-1].split()]
-  return Clock(*numbers)
+  return [float(x) for x in proc.stdout.strip().splitlines()[-1].split()]
 
 
 def _sweep(
@@ -311,6 +320,44 @@ def _per_config(repeats: int) -> None:
   )
 
 
+_MODULE_FILES = """
+import os, tempfile, time
+from hloprobe.compile import read_module_file
+from hloprobe.tools.bench import big_hlo_module
+def once(path):
+  start = time.perf_counter(); read_module_file(path)
+  return time.perf_counter() - start
+def read(n):
+  path = os.path.join(tempfile.mkdtemp(), "m.txt")
+  open(path, "w").write(big_hlo_module(n))
+  return min(once(path) for _ in range(3))
+read(10); print(read(1000), read(10000))
+"""
+
+
+def big_hlo_module(n: int) -> str:
+  """HLO text of `n` f32[8,8] instructions: p0, adds, every tenth a dot."""
+  dot = "dot({0}, {0}), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}"
+  lines = ["HloModule big\n\nENTRY main {", "  p0 = f32[8,8]{1,0} parameter(0)"]
+  for i in range(1, n):
+    prev = f"i{i - 1}" if i > 1 else "p0"
+    op = dot.format(prev) if i % 10 == 0 else f"add({prev}, p0)"
+    lines.append(f"  {'ROOT ' * (i == n - 1)}i{i} = f32[8,8]{{1,0}} {op}")
+  return "\n".join([*lines, "}", ""])
+
+
+def modules() -> None:
+  """Prints the module-file read ratio (`... bench modules`)."""
+  small, big = _numbers(_MODULE_FILES)
+  _report(
+    "module file 10,000 / 1,000 instructions (HLO text read)",
+    big / small,
+    "10,000 in <= 10 s",
+    big <= 10,
+    f"{big:.2f} s / {small:.2f} s",
+  )
+
+
 def main(repeats: int = 3) -> None:
   """Prints every ratio above with its goal."""
   plain, swept = _pair(_PLAIN, _sweep(), repeats)
@@ -342,6 +389,7 @@ def main(repeats: int = 3) -> None:
     _seconds(warm, cold),
   )
   _per_config(repeats)
+  modules()
   jobs()
 
 
@@ -396,4 +444,6 @@ def jobs() -> None:
 
 
 if __name__ == "__main__":
-  {"jobs": jobs, "made": made}.get(" ".join(sys.argv[1:]), main)()
+  {"jobs": jobs, "made": made, "modules": modules}.get(
+    " ".join(sys.argv[1:]), main
+  )()

@@ -2,7 +2,11 @@
 
 The package's face: fix (parsing --fix and --require, the sweep),
 requirements (judging them), evidence (what decided them, as records),
-outcome (`verify`, `verify_fix`). `report.verification` renders the outcome.
+outcome (`verify`, `verify_fix`), findings (what a sweep got wrong, ranked
+worst first: `find_findings`), candidates (the fixes that apply to them,
+tried on the configs at fault and judged as `verify` judges:
+`plan_tries`, `try_sweeps`, `judge_tries`). `report.verification` renders
+the outcome; `report.explain_answer` the findings and the tries.
 
 A fix is a matmul precision (`float32`, `F32_F32_F32`, ...) or an XLA_FLAGS
 experiment (`no_dot_strength_reduction`, `NAME:--xla_...`). One sweep runs
@@ -38,6 +42,13 @@ it cannot:
 
 from __future__ import annotations
 
+from hloprobe.verify.candidates import Candidate as Candidate
+from hloprobe.verify.candidates import FixTrial as FixTrial
+from hloprobe.verify.candidates import TryPlan as TryPlan
+from hloprobe.verify.candidates import judge_tries as judge_tries
+from hloprobe.verify.candidates import plan_tries as plan_tries
+from hloprobe.verify.candidates import try_sweeps as try_sweeps
+from hloprobe.verify.candidates import verify_command as verify_command
 from hloprobe.verify.evidence import ErrorBounds as ErrorBounds
 from hloprobe.verify.evidence import ErrorChange as ErrorChange
 from hloprobe.verify.evidence import ErrorsJudged as ErrorsJudged
@@ -52,6 +63,10 @@ from hloprobe.verify.evidence import RowMoved as RowMoved
 from hloprobe.verify.evidence import Source as Source
 from hloprobe.verify.evidence import Subject as Subject
 from hloprobe.verify.evidence import TooFewSizes as TooFewSizes
+from hloprobe.verify.findings import Finding as Finding
+from hloprobe.verify.findings import find_findings as find_findings
+from hloprobe.verify.findings import rank_findings as rank_findings
+from hloprobe.verify.findings import times_words as times_words
 from hloprobe.verify.fix import REQUIREMENTS as REQUIREMENTS
 from hloprobe.verify.fix import Fix as Fix
 from hloprobe.verify.fix import check_batch_sizes as check_batch_sizes
@@ -65,10 +80,13 @@ from hloprobe.verify.requirements import Requirement as Requirement
 from hloprobe.verify.requirements import judge as judge
 
 __all__ = [
+  "Candidate",
   "ErrorBounds",
   "ErrorChange",
   "ErrorsJudged",
+  "Finding",
   "Fix",
+  "FixTrial",
   "GoldenNote",
   "LeafErrors",
   "LeafVerdict",
@@ -82,13 +100,21 @@ __all__ = [
   "Source",
   "Subject",
   "TooFewSizes",
+  "TryPlan",
   "Verification",
   "check_batch_sizes",
+  "find_findings",
   "fix_sweep",
   "judge",
+  "judge_tries",
   "parse_fix",
   "parse_requirements",
+  "plan_tries",
+  "rank_findings",
+  "times_words",
+  "try_sweeps",
   "verify",
+  "verify_command",
   "verify_fix",
 ]
 

@@ -41,7 +41,7 @@ class Verification:
   Attributes:
     fix: the fix.
     requirements: one outcome per required requirement, in the order asked.
-    fate_changes: dot sites whose fate, emitter or algorithm differs between
+    fate_changes: contraction sites whose fate, emitter or algorithm differs between
       baseline and fix (`golden.diff.GoldenSiteChange` records).
     errors: per config, row 0's |err| at baseline and fix
       (`evidence.ErrorChange`).

@@ -14,7 +14,7 @@ and if none is, the window is reported as not narrowed further.
 
 The answer names both neighbours, their verdicts and evidence, the XLA
 commits between them with GitHub's compare link (`commits.xla_range`),
-the emitters and passes of the dot sites whose fate or effective algorithm
+the emitters and passes of the contraction sites whose fate or effective algorithm
 moved (`fate_movers`, from the two runs' site records), and every dot-site
 difference (`golden_diff.describe_site_changes`).
 
@@ -205,7 +205,7 @@ def _pass(site: dict, explained: bool) -> str:
 
 
 def fate_movers(old: VersionRun, new: VersionRun) -> tuple[str, ...]:
-  """The emitters and passes of the dot sites whose fate or effective
+  """The emitters and passes of the contraction sites whose fate or effective
   algorithm moved from `old` to `new`, one line per (emitter, pass)
   change with the configs and sites it holds for, e.g.
   "emitter __cublas$gemm -> __triton_nested_gemm_fusion, pass none -> none:
@@ -310,10 +310,10 @@ def render_bisect(result: BisectResult, requirements: Sequence[str]) -> str:
       lines += [f"  {r['name']}: {line}" for line in r["evidence"]]
   lines.append(f"\n{result.xla_range}")
   lines.append(
-    f"\nemitters and passes of the dot sites whose fate or effective "
+    f"\nemitters and passes of the contraction sites whose fate or effective "
     f"algorithm moved from jaxlib {b} to {a}:"
   )
   lines += [f"  {m}" for m in result.movers] or ["  none"]
-  lines.append(f"\ndot sites that differ from jaxlib {b} to {a}:")
+  lines.append(f"\ncontraction sites that differ from jaxlib {b} to {a}:")
   lines += [f"  {c}" for c in result.site_changes] or ["  none"]
   return "\n".join(lines)

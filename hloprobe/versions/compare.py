@@ -1,7 +1,7 @@
 """The cross-version table: one config per block, one column per jaxlib.
 
 Reads the workers' replies (`run.VersionRun`), never re-runs anything. Per
-config (case, target, n, precision) and version it shows the dot fates,
+config (case, target, n, precision) and version it shows the site fates,
 the effective algorithms, row 0's |error| against float64 (observed where
 the target ran, else predicted, marked "(pred)"), row 0's |error| of what
 XLA made (the optimized module executed at the sites' effective
@@ -94,7 +94,7 @@ FIELDS = (
 )
 _CHANGE_FIELDS = ("fates", "effective_algorithms", "verdict")
 _LABELS = {
-  "fates": "dot fates",
+  "fates": "site fates",
   "effective_algorithms": "effective algorithms",
   "row0_abs_err": "row-0 |err|",
   "made_row0_abs_err": "row-0 |err| made",

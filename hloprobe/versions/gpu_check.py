@@ -11,7 +11,7 @@ autotuned) and the built-in compile-only target of the same GPU model
 (`compile_only_target_for`: "NVIDIA H200" -> h200), then reports the
 observed row 0 and its |error| against float64, and whether it lies in the
 predicted band (`Prediction.stats.row0` +- `tolerance_abs`): of the GPU
-run's own dot fates ("explained" / "outside band"), and of the
+run's own site fates ("explained" / "outside band"), and of the
 compile-only fates (what hloprobe predicts without the GPU). The figures go
 to a JSON file to commit as test data (schema "hloprobe.gpu_check" 1):
 
@@ -224,7 +224,7 @@ def render_check(doc: dict) -> str:
     "precision",
     f"{doc['device_target']} row0",
     "abs err row0",
-    "dot fates (run)",
+    "site fates (run)",
     "own band",
     f"{doc['compile_only_target']} fates",
     "compile-only band",

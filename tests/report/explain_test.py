@@ -426,9 +426,11 @@ class NothingChangesTest(absltest.TestCase):
     self.assertEqual(e.changes, ())
     text = explain_text.render_explanation([e], width=10_000)
     self.assertIn("n = 2-3: sites 0-2 dot in __ynn_fusion", text)
-    self.assertIn("no dot site changes fate across these batch sizes", text)
     self.assertIn(
-      "under float32 (HIGHEST), no dot site changes fate or algorithm with batch size",
+      "no contraction site changes fate across these batch sizes", text
+    )
+    self.assertIn(
+      "under float32 (HIGHEST), no contraction site changes fate or algorithm with batch size",
       text,
     )
     self.assertIn("ULP vs n = 1 n/a", text)
@@ -588,8 +590,12 @@ class ExplainCommandTest(absltest.TestCase):
     # End to end, in a process of its own.
     proc = run_hloprobe("explain", *self._CPU)
     self.assertEqual(proc.returncode, 0, proc.stderr)
+    # The answer first (issue 26), then the account.
     self.assertTrue(
-      proc.stdout.startswith("seed_mlp on cpu (compiled and run):\n")
+      proc.stdout.startswith(
+        "Answer: no finding: every config within its band.\n\n"
+        "seed_mlp on cpu (compiled and run):\n"
+      )
     )
     self.assertIn(
       "site 3 multiply+reduce (algsimp, simplification)", proc.stdout

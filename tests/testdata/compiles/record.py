@@ -173,6 +173,25 @@ FIXTURES = {
     2,
     "bfloat16",
   ),
+  # Issue 24: the fp8 scaled matmul. The h100 default is a Triton gemm (the
+  # FP8 cuBLASLt rewrite does not fire); without the Triton gemm it is
+  # `__cublas$lt$matmul$f8`; n = 1 is strength-reduced; the a100 (8.0) has
+  # no FP8 gemm.
+  **{
+    f"fp8_scaled_matmul_{t}_n{n}_default{suffix}": (
+      lambda: cases.get_case("fp8_scaled_matmul"),
+      t,
+      n,
+      "default",
+      *([options] if options else []),
+    )
+    for t, n, suffix, options in (
+      ("h100", 8, "", None),
+      ("h100", 8, "_no_triton_gemm", {"xla_gpu_enable_triton_gemm": False}),
+      ("h100", 1, "", None),
+      ("a100", 8, "", None),
+    )
+  },
   # q, k, v projections (dot-merger merges them), attention, out projection.
   "attention_block_h100_n2_bfloat16": (
     lambda: _attention_block(),

@@ -1,0 +1,363 @@
+"""What to do: the candidate fixes for a sweep's findings, tried and judged.
+
+`plan_tries` picks, for the baseline's findings (`findings.find_findings`), the
+fixes that apply and the configs to try them on; `try_sweeps` gives the
+sweeps that run them (the caller runs them, sharing its worker pool and
+record cache); `judge_tries` judges each fix exactly as `hloprobe verify`
+would (`outcome.verify`, requirements "consistent" and "accurate") and
+gives its ready-to-run `hloprobe verify` command.
+
+The candidates, in the order they are printed when they pass:
+
+  --precisions=float32       the program's dots at HIGHEST (jax's
+                             `jax_default_matmul_precision`); on a GPU
+                             the gemms run F32_F32_F32 on the CUDA cores
+                             (no tensor cores). Not tried where float32
+                             is itself at fault.
+  BF16_BF16_F32_X6, TF32_TF32_F32_X3, BF16_BF16_F32_X3
+                             algorithm presets (`jax.lax.DotAlgorithmPreset`)
+                             that emulate f32 with several tensor-core
+                             passes; tried only where XLA takes them:
+                             CUDA compute capability 8.0 or more with f32
+                             operands and output
+                             (`algorithm_util::IsSupportedDotAlgorithmOnGpu`,
+                             xla/service/algorithm_util.cc: the BF16 _X3/_X6/
+                             _X9 and TF32 presets need `IsAtLeastAmpere` and
+                             F32 storage types).
+  no_triton_gemm             --xla_gpu_enable_triton_gemm=false, where a
+                             site at fault is a Triton gemm: the gemm
+                             becomes a cuBLAS/cuBLASLt call.
+  split_k_off                --xla_gpu_experimental_force_split_k=1, where
+                             a site at fault is split along K: XLA's
+                             `splitk-rewriter` (SplitkRewriterVisitor::
+                             HandleDot, xla/backends/gpu/transforms/
+                             splitk_rewriter.cc) takes the forced factor
+                             instead of ChooseSplitK's and leaves a dot
+                             alone at 1. The flag exists in jaxlib 0.10.2
+                             and 0.12.0.1 (XLA commit c959bf90; a compile
+                             with it checked on 0.12.0.1);
+                             `xla_gpu_enable_split_k_rewriter` does not
+                             (0.12.0.1 rejects it).
+
+Costs ("passes per gemm") are the presets' own words: jax's
+`DotAlgorithmPreset` docstrings (jax/_src/lax/lax.py, jax 0.12.0.1: "_X3
+... uses 3 operations to emulate higher precision", "_X6 ... 6
+operations") and XLA's cost model of them (`GetAlgoritmFlopsPerElement`
+in splitk_rewriter.cc: 12 flops per element for BF16 _X3 and TF32 _X3,
+20 for _X6, against 2 for one pass).
+
+The configs tried: the findings' cases, targets and precisions, at the
+smallest batch size swept (the reference "consistent" compares row 0
+with) and the smallest and largest batch sizes at fault: at most three
+per (case, target, precision), so one extra sweep stays small. A fix that
+passes there is printed with the `verify` command that checks it on
+exactly those configs. No release is proposed: `versions` records which
+XLA commit each jaxlib was built from (versions/xla_commits.json), not
+which finding a release fixed.
+
+Private in intent: use the package, `hloprobe.verify`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from hloprobe.compile import BASELINE, is_config_path
+from hloprobe.records import ConfigResult
+from hloprobe.sweep import SweepPlan, plan_sweep
+from hloprobe.verify.findings import Finding, find_findings, times_words
+from hloprobe.verify.fix import Fix, parse_fix
+from hloprobe.verify.outcome import verify
+
+__all__ = [
+  "Candidate",
+  "FixTrial",
+  "TryPlan",
+  "judge_tries",
+  "plan_tries",
+  "try_sweeps",
+  "verify_command",
+]
+
+_SPLIT_K_OFF = "split_k_off:--xla_gpu_experimental_force_split_k=1"
+
+# Precision fix -> its cost on a GPU (see the module docstring).
+_PRESETS = {
+  "BF16_BF16_F32_X6": "6 BF16 tensor-core passes per gemm",
+  "TF32_TF32_F32_X3": "3 TF32 tensor-core passes per gemm",
+  "BF16_BF16_F32_X3": "3 BF16 tensor-core passes per gemm",
+}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Candidate:
+  """A fix to try.
+
+  Attributes:
+    fix: `hloprobe verify --fix`'s word, e.g. "float32", "no_triton_gemm",
+      "split_k_off:--xla_gpu_experimental_force_split_k=1".
+    words: the change in the user's words, e.g. "--precisions=float32".
+    cost: what it costs, e.g. "F32_F32_F32: 1 pass per gemm, no tensor
+      cores".
+  """
+
+  fix: str
+  words: str
+  cost: str
+
+  def parsed(self) -> Fix:
+    """The `Fix` record `verify` judges (`fix.parse_fix`)."""
+    return parse_fix(self.fix)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TryPlan:
+  """Where the candidates are tried: the baseline's findings' configs.
+
+  Attributes:
+    plan: the explain sweep's plan narrowed to them (its cases, targets
+      and precisions at fault; `batch_sizes` as the module says).
+    candidates: the fixes that apply, in printing order.
+    findings: the baseline findings they answer.
+  """
+
+  plan: SweepPlan
+  candidates: tuple[Candidate, ...]
+  findings: tuple[Finding, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FixTrial:
+  """One candidate, tried.
+
+  Attributes:
+    candidate: the fix.
+    passed: every requirement passed on the configs tried.
+    reason: one line: what it left (the fix's worst finding) or, when it
+      passed, the requirements met.
+    command: the `hloprobe verify` command that checks it.
+  """
+
+  candidate: Candidate
+  passed: bool
+  reason: str
+  command: str
+
+
+def _applies(findings: Sequence[Finding], results) -> tuple[Candidate, ...]:
+  """The candidates for these findings (see the module docstring)."""
+  names = {f.target for f in findings}
+  targets = {
+    r.config.target.name: r.config.target
+    for r in results
+    if r.config.target.name in names
+  }
+  gpus = [t for t in targets.values() if t.platform == "cuda"]
+  fault_precisions = {p for f in findings for p in f.precisions}
+  fates = [w for f in findings for w in f.fates]
+  out = []
+  if "float32" not in fault_precisions:
+    cost = (
+      "F32_F32_F32: 1 pass per gemm on CUDA cores, no tensor cores"
+      if gpus
+      else "F32_F32_F32, the CPU's arithmetic under every precision"
+    )
+    out.append(Candidate("float32", "--precisions=float32", cost))
+  if gpus and len(gpus) == len(targets) and _ampere(gpus, findings, results):
+    out += [
+      Candidate(name, f"--precisions={name}", cost)
+      for name, cost in _PRESETS.items()
+      if name not in fault_precisions
+    ]
+  if gpus and any(w.startswith("Triton gemm") for w in fates):
+    out.append(
+      Candidate(
+        "no_triton_gemm",
+        "--xla_gpu_enable_triton_gemm=false",
+        "cuBLAS/cuBLASLt calls instead of Triton gemms: 1 pass per gemm, "
+        "the library's kernel and its TF32 rule",
+      )
+    )
+  if gpus and any("split-K" in w for w in fates):
+    out.append(
+      Candidate(
+        _SPLIT_K_OFF,
+        "--xla_gpu_experimental_force_split_k=1",
+        "no split along K: one pass over K per gemm, fewer blocks at once",
+      )
+    )
+  return tuple(out)
+
+
+def _ampere(gpus, findings: Sequence[Finding], results) -> bool:
+  """Every GPU at compute capability >= 8.0, and every site at fault an
+  f32 x f32 -> f32 dot (where the multi-pass presets apply)."""
+
+  def major(t) -> int:
+    cc = t.compute_capability or "0"
+    return int(cc.split(".")[0]) if cc.split(".")[0].isdigit() else 0
+
+  if any(major(t) < 8 for t in gpus):
+    return False
+  at_fault = {(f.case, f.target): set(f.sites) for f in findings}
+  for r in results:
+    sites = at_fault.get((r.config.case, r.config.target.name))
+    if not sites or r.compilation is None:
+      continue
+    for f in r.compilation.fates:
+      s = f.site
+      if s.index in sites and (s.lhs.dtype, s.rhs.dtype) != ("f32", "f32"):
+        return False
+  return True
+
+
+def _sizes(findings: Sequence[Finding], swept: Sequence[int]) -> tuple:
+  """The smallest size swept, then the smallest and largest at fault."""
+  at_fault = sorted({n for f in findings for n in f.batch_sizes})
+  return tuple(sorted({min(swept), at_fault[0], at_fault[-1]}))
+
+
+def plan_tries(
+  findings: Sequence[Finding],
+  results: Sequence[ConfigResult],
+  plan: SweepPlan,
+) -> TryPlan | None:
+  """The fixes to try for the baseline's findings, and where; None when
+  there is nothing to try (no baseline finding, or no candidate).
+
+  Args:
+    findings: `find_findings(results)`.
+    results: the explain sweep's results.
+    plan: its plan (`sweep.SweepPlan`): the records and words the tries
+      reuse.
+  """
+  mine = [f for f in findings if f.experiment == BASELINE.name]
+  if not mine:
+    return None
+  candidates = _applies(mine, results)
+  if not candidates:
+    return None
+  cases = {f.case for f in mine}
+  targets = {f.target for f in mine}
+  precisions = {p for f in mine for p in f.precisions}
+  keep = [i for i, t in enumerate(plan.targets) if t.name in targets]
+  narrowed = dataclasses.replace(
+    plan,
+    cases=tuple(c for c in plan.cases if c.name in cases),
+    batch_sizes=_sizes(mine, plan.batch_sizes),
+    precisions=tuple(p for p in plan.precisions if str(p) in precisions),
+    targets=tuple(plan.targets[i] for i in keep),
+    target_names=tuple(plan.target_names[i] for i in keep),
+    experiments=(),
+    # As `verify` sweeps (`fix.fix_sweep`): its command then finds every
+    # config in the record cache.
+    explain_passes=False,
+  )
+  return TryPlan(narrowed, candidates, tuple(mine))
+
+
+def try_sweeps(tries: TryPlan) -> tuple[SweepPlan, ...]:
+  """The sweeps that try every candidate: one of the baseline's configs
+  at fault and the precision fixes, one of the XLA_FLAGS fixes (its
+  baseline configs the first one's, found in the record cache); the
+  second is missing when no flag fix applies. Both sweep as `verify`
+  does (no pass attribution), so that the printed `verify` commands find
+  every config in the record cache."""
+  fixes = [c.parsed() for c in tries.candidates]
+  precisions = tuple(f.precision for f in fixes if f.precision)
+  experiments = tuple(f.experiment for f in fixes if f.experiment)
+  out = []
+  if precisions:
+    out.append(
+      plan_sweep(tries.plan, precisions=tries.plan.precisions + precisions)
+    )
+  if experiments:
+    out.append(dataclasses.replace(tries.plan, experiments=experiments))
+  return tuple(out)
+
+
+def _requirements(tries: TryPlan) -> tuple[str, ...]:
+  if len(tries.plan.batch_sizes) > 1:
+    return ("consistent", "accurate")
+  return ("accurate",)
+
+
+def verify_command(tries: TryPlan, candidate: Candidate) -> str:
+  """The `hloprobe verify` command that judges `candidate` on the configs
+  tried, e.g. "hloprobe verify --case=seed_mlp --targets=a100
+  --batch_sizes=1,2,9 --precisions=bfloat16,tensorfloat32 --fix=float32
+  --require=consistent,accurate"."""
+  p = tries.plan
+  builtin = [w for w in p.target_names if not is_config_path(w)]
+  files = [w for w in p.target_names if is_config_path(w)]
+  words = ["hloprobe", "verify", f"--case={','.join(p.case_names)}"]
+  if builtin:
+    words.append(f"--targets={','.join(builtin)}")
+  words += [f"--target_config={w}" for w in files]
+  words += [
+    f"--batch_sizes={','.join(map(str, p.batch_sizes))}",
+    f"--precisions={','.join(str(x) for x in p.precisions)}",
+    _quoted(f"--fix={candidate.fix}"),
+    f"--require={','.join(_requirements(tries))}",
+  ]
+  return " ".join(words)
+
+
+def _quoted(word: str) -> str:
+  """A shell word: single-quoted where it holds more than [\\w=,.:/-]."""
+  plain = all(ch.isalnum() or ch in "_=,.:/-" for ch in word)
+  return word if plain else "'" + word.replace("'", "'\\''") + "'"
+
+
+def _reason(fixed: list[ConfigResult], outcome) -> str:
+  """One line on what a fix left, or the requirements it met."""
+  failed = [r.name for r in outcome.requirements if not r.passed]
+  if not failed:
+    names = " and ".join(r.name for r in outcome.requirements)
+    return f"{names} on {len(fixed)} configs"
+  left = find_findings(fixed)
+  if not left:
+    return f"{' and '.join(failed)} failed"
+  f = left[0]
+  where = f"{f.target} n = {', '.join(map(str, f.batch_sizes))}"
+  if f.ratio is None or f.error_abs is None:
+    return f"{' and '.join(failed)} failed: {where}: {f.what}"
+  return (
+    f"{' and '.join(failed)} failed: {where}: {f.error_abs:.2e}, "
+    f"{times_words(f.ratio)} the {f.floor_words}: {f.what}"
+  )
+
+
+def judge_tries(
+  tries: TryPlan, results: Sequence[ConfigResult]
+) -> tuple[FixTrial, ...]:
+  """Each candidate judged as `hloprobe verify` judges it, from the
+  results of `try_sweeps(tries)` (all of them, concatenated); passing
+  fixes first, each group in candidate order."""
+  spec = tries.plan
+  requirements = _requirements(tries)
+  trials = []
+  for c in tries.candidates:
+    fix = c.parsed()
+    mine = [
+      r
+      for r in results
+      if r.config.experiment == BASELINE.name
+      or (fix.experiment and r.config.experiment == fix.experiment.name)
+    ]
+    if fix.experiment is not None:  # the fix's configs at fault precisions
+      mine = [r for r in mine if r.config.precision in spec.precisions]
+    outcome = verify(mine, spec, fix, requirements)
+    fixed = [
+      r
+      for r in mine
+      if (fix.precision and r.config.precision == fix.precision)
+      or (fix.experiment and r.config.experiment == fix.experiment.name)
+    ]
+    trials.append(
+      FixTrial(
+        c, outcome.passed, _reason(fixed, outcome), verify_command(tries, c)
+      )
+    )
+  return tuple(sorted(trials, key=lambda t: not t.passed))

@@ -1,0 +1,291 @@
+"""A sweep's findings: what is wrong, where, and how far beyond its band.
+
+`find_findings` reads a sweep's `ConfigResult`s and returns one `Finding` per
+(experiment, case, target, what is wrong, sites) and set of batch sizes,
+ranked worst first: the `explain` headline is the first, and the configs
+at fault are where `candidates` tries fixes. A config is at fault exactly
+when `verify`'s "accurate" requirement (no bounds) fails on it
+(`requirements.checks`), so a fix that passes `verify` clears the
+finding, and "no finding" means every config is within its band.
+
+What a finding says, per config at fault, in this order (the first that
+applies):
+
+  failed            a stage failed (a compile XLA rejected, a worker
+                    that died): no distance can be given (ratio None).
+  changed the math  the optimized module, executed widened, left the F32
+                    band (`numerics.made`): ratio = |widened module -
+                    float64| / that band.
+  integer           an integer headline leaf differs from its exact
+                    result (overflow, wrap): ratio inf (exact is its band).
+  row 0             row 0 of the headline leaf is beyond NOISE_FACTOR x
+                    its f32 noise floor (`numerics.within_noise`): ratio
+                    = row 0's |err| / that floor, observed where the
+                    target ran, else predicted; what = the prediction's
+                    verdict ("explained by TF32_TF32_F32 at sites [0, 1,
+                    2]").
+  row               another row of a leaf beyond its own floor
+                    (`numerics.rows`): ratio = that row's |err| / its floor.
+  leaf              another leaf's verdict (an overflowing int8 leaf): inf.
+  not judged        no errors to judge (no reference, no prediction):
+                    ratio None.
+
+Ranking: ratio descending (inf first), ties in sweep order; findings with
+no ratio (failed, not judged) after every finding with one, since how far
+they are from their band cannot be said.
+
+Private in intent: use the package, `hloprobe.verify`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+from hloprobe.numerics import within_noise
+from hloprobe.records import ConfigResult
+from hloprobe.verify.requirements import checks, judged
+
+__all__ = ["Finding", "find_findings", "rank_findings", "times_words"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Finding:
+  """One thing wrong, over the configs that share it.
+
+  Attributes:
+    kind: "failed", "changed the math", "integer", "row 0", "row", "leaf"
+      or "not judged" (see the module docstring).
+    case, target, experiment: where (names, as results print them).
+    compile_only: the target ran nothing (its numbers are predicted).
+    precisions: the swept precisions it holds under, in sweep order.
+    batch_sizes: the batch sizes it holds at, ascending.
+    what: the verdict or failure in words, e.g. "explained by
+      TF32_TF32_F32 at sites [0, 1, 2]".
+    sites: the dot sites at fault (the non-F32 sites the prediction
+      attributes the error to; the rewritten call's site), () if unknown.
+    fates: what XLA made of those sites, with the pass where it was named,
+      e.g. ("Triton gemm (triton-gemm-rewriter)",).
+    error_abs: the error, output units (the worst config's); None when
+      unknown.
+    floor_abs: the band it is measured against, output units; None.
+    floor_words: that band in words, e.g. "f32 noise floor", "F32 band".
+    ratio: error_abs / floor_abs, dimensionless (inf: beyond an exact or
+      zero band); None when no distance can be given.
+    source: "observed" (the target ran), "predicted", or "" (no numbers).
+  """
+
+  kind: str
+  case: str
+  target: str
+  experiment: str
+  compile_only: bool
+  precisions: tuple[str, ...]
+  batch_sizes: tuple[int, ...]
+  what: str
+  sites: tuple[int, ...] = ()
+  fates: tuple[str, ...] = ()
+  error_abs: float | None = None
+  floor_abs: float | None = None
+  floor_words: str = ""
+  ratio: float | None = None
+  source: str = ""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Fault:
+  """One config's finding, before configs are grouped."""
+
+  kind: str
+  what: str
+  sites: tuple[int, ...] = ()
+  error_abs: float | None = None
+  floor_abs: float | None = None
+  floor_words: str = ""
+  source: str = ""
+
+  @property
+  def ratio(self) -> float | None:
+    if self.kind in ("integer", "leaf"):
+      return math.inf
+    if self.error_abs is None or self.floor_abs is None:
+      return None
+    if self.floor_abs == 0:
+      return math.inf if self.error_abs > 0 else 0.0
+    return self.error_abs / self.floor_abs
+
+
+def _floor_words(dtype: str | None) -> str:
+  """ "f32 noise floor" for f32/f64 outputs, "bfloat16 noise floor" etc."""
+  if not dtype or dtype in ("float32", "float64"):
+    return "f32 noise floor"
+  return f"{dtype} noise floor"
+
+
+def _row0_or_rows(r: ConfigResult) -> _Fault | None:
+  """Row 0 beyond its floor, else the worst row or leaf beyond its own."""
+  p = r.prediction
+  stats, source = judged(r)
+  if p is None or stats is None:
+    return None
+  dtype = p.output_dtype
+  if dtype.startswith(("int", "uint")) and p.verdict != "exact":
+    return _Fault("integer", p.verdict, source=source.kind)
+  if not within_noise(stats, p.noise):
+    return _Fault(
+      "row 0",
+      p.verdict,
+      tuple(s.site for s in p.shares),
+      stats.row0_abs,
+      p.noise.row0_abs,
+      _floor_words(dtype),
+      source.kind,
+    )
+  worst = max(
+    (w for w in p.rows if w is not None and not w.within),
+    key=lambda w: w.multiple,
+    default=None,
+  )
+  if worst is not None:
+    lead = f"{worst.leaf} " if worst.leaf else ""
+    return _Fault(
+      "row",
+      f"{lead}row {worst.row} of {worst.rows} beyond its floor",
+      tuple(s.site for s in p.shares),
+      worst.abs_err,
+      worst.floor_abs,
+      _floor_words(worst.output_dtype),
+      source.kind,
+    )
+  others = [
+    f"{leaf}: {v}"
+    for leaf, v in p.leaf_verdicts
+    if v != "exact" and not v.startswith("within ")
+  ]
+  return _Fault("leaf", others[0], source=source.kind) if others else None
+
+
+def _fault(r: ConfigResult) -> _Fault | None:
+  """The config's finding, or None when "accurate" passes on it."""
+  if not r.ok:
+    f = r.failure
+    return _Fault("failed", f"{f.stage} failed: {f.words()}")
+  if checks([r], None, None)["accurate"]().passed:
+    return None
+  m = r.made
+  if m is not None and m.changed:
+    sites = tuple(
+      dict.fromkeys(c.site for c in m.changes if c.site is not None)
+    )
+    return _Fault(
+      "changed the math",
+      m.verdict,
+      sites,
+      m.deviation_abs,
+      m.bound_abs,
+      "F32 band",
+      "executed",
+    )
+  found = _row0_or_rows(r)
+  if found is not None:
+    return found
+  why = r.prediction_error or "no errors against float64 to judge"
+  return _Fault("not judged", why)
+
+
+def _fate_words(r: ConfigResult, sites: tuple[int, ...]) -> tuple[str, ...]:
+  """What XLA made of `sites` in `r`, e.g. "Triton gemm
+  (triton-gemm-rewriter)"; a split-K factor after the fate."""
+  comp = r.compilation
+  if comp is None:
+    return ()
+  words = []
+  for f in comp.fates:
+    if f.site.index not in sites:
+      continue
+    text = f.fate.value + (f" split-K {f.split_k}" if f.split_k else "")
+    found = (comp.passes or {}).get(f.site.index)
+    words.append(f"{text} ({found.pass_name})" if found else text)
+  return tuple(dict.fromkeys(words))
+
+
+def times_words(ratio: float) -> str:
+  """How many times its band an error is, in words: 6100.3 -> "6100x",
+  2.34 -> "2.3x", inf -> "beyond an exact band"."""
+  if math.isinf(ratio):
+    return "beyond an exact band"
+  return f"{ratio:.0f}x" if ratio >= 10 else f"{ratio:.2g}x"
+
+
+def rank_findings(findings: Sequence[Finding]) -> tuple[Finding, ...]:
+  """Worst first: ratio descending, those without one last (stable)."""
+
+  def key(f: Finding):
+    return (f.ratio is None, -(f.ratio if f.ratio is not None else 0.0))
+
+  return tuple(sorted(findings, key=key))
+
+
+def find_findings(results: Sequence[ConfigResult]) -> tuple[Finding, ...]:
+  """The findings of a sweep, ranked worst first (see the module).
+
+  Args:
+    results: a sweep's `ConfigResult`s (`sweep.run_sweep`).
+
+  Returns:
+    One `Finding` per (experiment, case, target, kind, what, sites) and
+    set of batch sizes; precisions with the same batch sizes share one.
+    Empty when every config is within its band.
+  """
+  groups: dict[tuple, list[tuple[ConfigResult, _Fault]]] = {}
+  for r in results:
+    fault = _fault(r)
+    if fault is None:
+      continue
+    c = r.config
+    key = (c.experiment, c.case, c.target.name, fault.kind, fault.what)
+    groups.setdefault(key + (fault.sites,), []).append((r, fault))
+  return rank_findings(
+    [f for items in groups.values() for f in _grouped(items)]
+  )
+
+
+def _grouped(items: list[tuple[ConfigResult, _Fault]]) -> list[Finding]:
+  """One group's configs as findings: precisions that fail at the same
+  batch sizes share one."""
+  sizes: dict[str, list[int]] = {}
+  for r, _ in items:
+    sizes.setdefault(str(r.config.precision), []).append(r.config.n)
+  by_sizes: dict[tuple[int, ...], list[str]] = {}
+  for precision, ns in sizes.items():
+    by_sizes.setdefault(tuple(sorted(set(ns))), []).append(precision)
+  out = []
+  for ns, precisions in by_sizes.items():
+    mine = [(r, f) for r, f in items if str(r.config.precision) in precisions]
+    r, fault = max(mine, key=lambda rf: _order(rf[1].ratio))
+    c = r.config
+    out.append(
+      Finding(
+        fault.kind,
+        c.case,
+        c.target.name,
+        c.experiment,
+        c.target.compile_only,
+        tuple(precisions),
+        ns,
+        fault.what,
+        fault.sites,
+        _fate_words(r, fault.sites),
+        fault.error_abs,
+        fault.floor_abs,
+        fault.floor_words,
+        fault.ratio,
+        fault.source,
+      )
+    )
+  return out
+
+
+def _order(ratio: float | None) -> float:
+  return -1.0 if ratio is None else ratio

@@ -1,0 +1,149 @@
+"""`hloprobe explain` answers first (issue 26): on the seed (a100 and cpu,
+bfloat16), the first line names the a100's TF32 sites and how many times
+the f32 noise floor row 0's error is, the next the first fix that passes
+with its `verify` command, which exits 0 when run; the detail follows,
+the worst target first. The size is checked against numpy: row 0 of the
+issue's MLP in float64 with TF32 operands at sites 0-2, against an f32
+computation of it, neither from hloprobe."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+import numpy as np
+import pytest
+import testutil
+from absl.testing import absltest
+from testutil import run_hloprobe_here
+
+# Batch sizes 1 and 2: n = 1 is multiply+reduce (F32), n = 2 the Triton
+# gemms that run TF32 (see README, "The diagnosis in one command").
+_ARGS = (
+  "--targets=cpu,a100",
+  "--batch_sizes=1,2",
+  "--precisions=bfloat16",
+)
+
+
+def _numpy_f32_row0() -> float:
+  """Row 0 of the seed MLP computed in float32 by numpy (one f32
+  summation order; the noise floor hloprobe measures is the largest over
+  several)."""
+  xy, params = testutil.seed_mlp_inputs()
+  weights, biases, gammas, mus = params
+  x = np.asarray(xy[0], np.float32)
+  for i, w in enumerate(weights):
+    x = (w @ x + biases[i]).astype(np.float32)
+    if i < len(gammas):
+      g = -(gammas[i] ** 2) * np.square(x - mus[i])
+      x = (np.exp(g) * np.sin(np.float32(16) * x)).astype(np.float32)
+  return float(x.mean(dtype=np.float32))
+
+
+@pytest.mark.compiles
+class SeedAnswerTest(absltest.TestCase):
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    # In this process, through its record cache: the JSON run after the
+    # text run, and the verify command after both, find every config
+    # there (the tries sweep as verify does).
+    cls.text = run_hloprobe_here("explain", *_ARGS, timeout_s=900)
+    cls.lines = cls.text.stdout.splitlines()
+    cls.doc = json.loads(
+      run_hloprobe_here(
+        "explain", *_ARGS, "--format=json", timeout_s=900
+      ).stdout
+    )["answer"]
+
+  def test_headline_names_the_a100_tf32_sites(self):
+    self.assertEqual(self.text.returncode, 0, self.text.stderr)
+    self.assertRegex(
+      self.lines[0],
+      r"^Answer: seed_mlp on a100 \(compile only\), n = 2, under bfloat16: "
+      r"row 0 \|err\| vs f64 6\.10e-01 \(predicted\), \d+x the f32 noise "
+      r"floor 1\.\de-04: explained by TF32_TF32_F32 at sites \[0, 1, 2\]",
+    )
+    self.assertIn("Triton gemm (triton-gemm-rewriter)", self.lines[0])
+
+  def test_ratio_against_numpy(self):
+    # Independent: numpy float64 with TF32 operands at sites 0-2 against
+    # numpy float64, over numpy's own f32 error of row 0.
+    ref = testutil.numpy_seed_row0()
+    error = abs(testutil.numpy_seed_row0((0, 1, 2)) - ref)
+    floor = abs(_numpy_f32_row0() - ref)
+    (first, *_) = self.doc["findings"]
+    self.assertAlmostEqual(first["error_abs"], error, delta=1e-3 * error)
+    printed = float(re.search(r"(\d+)x the f32", self.lines[0]).group(1))
+    self.assertAlmostEqual(printed, first["ratio"], delta=1)
+    # The floors are one f32 order (numpy's) and the largest of several
+    # (hloprobe's): the same size, not the same number.
+    self.assertLess(abs(np.log2(printed / (error / floor))), 1.0)
+
+  def test_first_fix_passes_and_its_command_exits_0(self):
+    self.assertRegex(
+      self.lines[1],
+      r"^Do: --precisions=float32 \(F32_F32_F32: .*\) passes: hloprobe verify ",
+    )
+    command = self.lines[1].split(" passes: ", 1)[1]
+    self.assertEqual(
+      command,
+      "hloprobe verify --case=seed_mlp --targets=a100 --batch_sizes=1,2 "
+      "--precisions=bfloat16 --fix=float32 --require=consistent,accurate",
+    )
+    words = shlex.split(command)[1:]
+    proc = run_hloprobe_here(*words, timeout_s=900)
+    self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+    self.assertIn("PASS", proc.stdout)
+
+  def test_should_fail_twin_a_fix_that_leaves_tf32_fails(self):
+    # cuBLASLt calls may use TF32 under DEFAULT: the flag alone fails.
+    fixes = {f["fix"]: f for f in self.doc["fixes"]}
+    self.assertFalse(fixes["no_triton_gemm"]["passed"])
+    self.assertTrue(fixes["float32"]["passed"])
+    self.assertIn(
+      "  fails: --xla_gpu_enable_triton_gemm=false", "\n".join(self.lines)
+    )
+
+  def test_detail_worst_target_first(self):
+    out = self.text.stdout
+    self.assertLess(
+      out.index("seed_mlp on a100 (compile only):"),
+      out.index("seed_mlp on cpu (compiled and run):"),
+    )
+
+  def test_notry_fixes_lists_them_untried(self):
+    proc = run_hloprobe_here("explain", *_ARGS, "--notry_fixes", timeout_s=600)
+    lines = proc.stdout.splitlines()
+    self.assertEqual(lines[1], "Do: fixes not tried (--notry_fixes)")
+    self.assertIn(
+      "  --precisions=float32 (F32_F32_F32: 1 pass per gemm on CUDA cores, "
+      "no tensor cores): hloprobe verify --case=seed_mlp",
+      proc.stdout,
+    )
+
+
+@pytest.mark.compiles
+class NoFindingTest(absltest.TestCase):
+  def test_cpu_float32_has_no_finding(self):
+    proc = run_hloprobe_here(
+      "explain",
+      "--targets=cpu",
+      "--batch_sizes=1,2",
+      "--precisions=float32",
+      timeout_s=600,
+    )
+    self.assertEqual(proc.returncode, 0, proc.stderr)
+    self.assertTrue(
+      proc.stdout.startswith(
+        "Answer: no finding: every config within its band.\n\n"
+        "seed_mlp on cpu (compiled and run):"
+      ),
+      proc.stdout[:300],
+    )
+
+
+if __name__ == "__main__":
+  absltest.main()

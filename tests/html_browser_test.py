@@ -1,0 +1,315 @@
+"""report.html in headless Chromium, and Model Explorer's opening view, on
+one small real sweep: the seed at n = 2 on cpu and a100 under
+tensorfloat32, passes named.
+
+`sweep --output_dir` writes the page (in process, into the test process's
+record cache); the same sweep run again from the library is a cache hit
+and gives the records. Chromium (Debian's `chromium`, /usr/bin/chromium)
+opens each page from a file with a probe script added at its end: the
+probe clicks a header, types in the filter box (real DOM events, the
+page's own script handling them) and writes what the browser computed
+(each row's cells, whether it shows, its background colour) into the DOM,
+which `--dump-dom` prints. The test FAILS, never skips, when Chromium is
+missing: `.ci/run` installs it (`apt-get install -y chromium`).
+
+Expected facts come from outside hloprobe: the seed's a100 row 0 under
+TF32 is about 0.61 from float64 (numpy float64 with TF32-rounded operands,
+`testutil.numpy_seed_row0`), about 3000 times the band of 2 x its 1e-4
+noise floor; the CPU computes in f32 (within its band). A planted config
+of 3e-4 over a 1e-4 floor (1.5 bands) is "an unexplained small one".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+import os
+import re
+import subprocess
+import tempfile
+import urllib.parse
+
+import pytest
+from absl.testing import absltest
+from testutil import SweepPool, numpy_seed_row0, record_cache, run_hloprobe_here
+
+from hloprobe import sweep
+from hloprobe.compile import cases
+from hloprobe.pictures import html_page
+from hloprobe.report import explain
+
+pytestmark = pytest.mark.compiles
+
+CHROMIUM = "/usr/bin/chromium"
+# The machine kind's notes: no sandbox (root), no GPU, nothing fetched.
+_FLAGS = (
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+)
+_SWEEP = (
+  "--case=seed_mlp",
+  "--targets=cpu,a100",
+  "--batch_sizes=2",
+  "--precisions=tensorfloat32",
+)
+_POOL = SweepPool()
+PAGE: list = []  # sweep --output_dir's report.html
+RESULTS: list = []
+EXPLANATIONS: list = []
+
+# Records the page's state after each step into <pre id="hloprobe-probe">:
+# the configs table's rows (cells, shown, background) and the sites table's
+# "rewritten by" cells and the explanation's text.
+_PROBE = """
+(function () {
+  var steps = [];
+  function table(id) { return document.getElementById(id); }
+  function state(name) {
+    var rows = Array.prototype.slice.call(table("configs").tBodies[0].rows);
+    steps.push({step: name, shown: table("configs-shown").textContent,
+      rows: rows.map(function (r) {
+        var s = getComputedStyle(r);
+        return {cells: Array.prototype.map.call(r.cells, function (c) {
+                  return c.textContent; }),
+                hidden: s.display === "none", background: s.backgroundColor};
+      })});
+  }
+  function click(text) {
+    Array.prototype.forEach.call(table("configs").tHead.rows[0].cells,
+      function (th) { if (th.textContent === text) { th.click(); } });
+  }
+  function type(words) {
+    var box = table("configs-filter");
+    box.value = words;
+    box.dispatchEvent(new Event("input", {bubbles: true}));
+  }
+  state("loaded");
+  click("beyond band"); state("sorted");
+  click("beyond band"); state("sorted again");
+  type("a100"); state("filtered");
+  type(""); state("unfiltered");
+  var heads = Array.prototype.map.call(table("sites").tHead.rows[0].cells,
+    function (th) { return th.textContent; });
+  var col = heads.indexOf("rewritten by");
+  var passes = Array.prototype.map.call(table("sites").tBodies[0].rows,
+    function (r) { return r.cells[col].textContent; });
+  var out = {steps: steps, headers: Array.prototype.map.call(
+      table("configs").tHead.rows[0].cells, function (th) {
+        return th.textContent; }),
+    passes: passes, explanation: document.querySelector("pre").textContent};
+  var pre = document.createElement("pre");
+  pre.id = "hloprobe-probe";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+"""
+
+
+def setUpModule():
+  out = tempfile.mkdtemp(prefix="html_browser_")
+  proc = run_hloprobe_here(
+    "sweep", *_SWEEP, f"--output_dir={out}", timeout_s=600
+  )
+  if proc.returncode != 0:
+    raise AssertionError(f"sweep failed: {proc.stderr}")
+  with open(os.path.join(out, "report.html"), encoding="utf-8") as f:
+    PAGE.append(f.read())
+  spec = sweep.SweepSpec(
+    cases=("seed_mlp",),
+    batch_sizes=(2,),
+    precisions=("tensorfloat32",),
+    targets=("cpu", "a100"),
+    explain_passes=True,
+    cache_dir=record_cache(),
+  )
+  RESULTS[:] = _POOL.run(spec)
+  EXPLANATIONS[:] = explain.explain_results(RESULTS, [cases.seed_mlp])
+
+
+def tearDownModule():
+  _POOL.close()
+
+
+def _config(target: str):
+  (r,) = [r for r in RESULTS if r.config.target.name == target]
+  return r
+
+
+def _planted_small():
+  """The CPU config made an unexplained 3e-4 over a 1e-4 floor (case
+  "planted_small" names it)."""
+  r = _config("cpu")
+  p = r.prediction
+  stats = dataclasses.replace(p.stats, row0_abs=3e-4)
+  return dataclasses.replace(
+    r,
+    config=dataclasses.replace(r.config, case="planted_small"),
+    execution=None,
+    prediction=dataclasses.replace(
+      p,
+      stats=stats,
+      noise=dataclasses.replace(p.noise, row0_abs=1e-4),
+      rows=(),
+      verdict="unexplained",
+    ),
+  )
+
+
+def _in_chromium(page: str) -> dict:
+  """What the probe read from `page` in headless Chromium.
+
+  Raises:
+    AssertionError: Chromium is missing (never a skip), or did not run.
+  """
+  if not os.access(CHROMIUM, os.X_OK):
+    raise AssertionError(
+      f"headless Chromium not found at {CHROMIUM}: install Debian's "
+      "chromium (`apt-get install -y chromium`, as .ci/run does); the "
+      "HTML report's browser test does not skip"
+    )
+  with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "report.html")
+    with open(path, "w", encoding="utf-8") as f:
+      f.write(page.replace("</body>", f"<script>{_PROBE}</script></body>"))
+    profile = os.path.join(tmp, "profile")
+    os.mkdir(profile)
+    proc = subprocess.run(
+      [
+        CHROMIUM,
+        *_FLAGS,
+        f"--user-data-dir={profile}",
+        "--dump-dom",
+        f"file://{path}",
+      ],
+      capture_output=True,
+      text=True,
+      timeout=120,
+    )
+  found = re.findall(r'<pre id="hloprobe-probe">(.*?)</pre>', proc.stdout, re.S)
+  if proc.returncode != 0 or not found:
+    raise AssertionError(
+      f"chromium exited {proc.returncode} without the probe's output: "
+      f"{proc.stderr[-2000:]}"
+    )
+  return json.loads(html.unescape(found[-1]))
+
+
+def _luminance(css: str) -> float:
+  """0 (black) to 255 (white) of "rgb(r, g, b)"; a transparent background
+  shows the white page."""
+  values = [float(v) for v in re.findall(r"[\d.]+", css)]
+  if len(values) == 4 and values[3] == 0:
+    return 255.0
+  r, g, b = values[:3]
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+class ColourSortFilterTest(absltest.TestCase):
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    results = [_config("cpu"), _planted_small(), _config("a100")]
+    cls.probe = _in_chromium(html_page(results, EXPLANATIONS, {"jax": "t"}))
+    headers = cls.probe["headers"]
+    cls.case, cls.target = headers.index("case"), headers.index("target")
+    cls.beyond = headers.index("beyond band")
+
+  def _rows(self, step: str) -> list[dict]:
+    (found,) = [s for s in self.probe["steps"] if s["step"] == step]
+    return found["rows"]
+
+  def _names(self, step: str) -> list[str]:
+    return [
+      f"{r['cells'][self.case]}/{r['cells'][self.target]}"
+      for r in self._rows(step)
+    ]
+
+  def test_seed_a100_is_darker_than_an_unexplained_small_error(self):
+    self.assertAlmostEqual(
+      _config("a100").prediction.stats.row0_abs,
+      abs(numpy_seed_row0(tf32_sites=(0, 1, 2)) - numpy_seed_row0()),
+      delta=0.05,
+    )
+    light = {
+      f"{r['cells'][self.case]}/{r['cells'][self.target]}": _luminance(
+        r["background"]
+      )
+      for r in self._rows("loaded")
+    }
+    self.assertEqual(light["seed_mlp/cpu"], 255.0)  # within: not coloured
+    self.assertLess(light["planted_small/cpu"], 255.0)
+    self.assertGreater(light["planted_small/cpu"], 200.0)  # pale
+    self.assertLess(light["seed_mlp/a100"], 100.0)  # dark
+    self.assertEqual(
+      [r["cells"][self.beyond] for r in self._rows("loaded")][1], "1.5x"
+    )
+
+  def test_sorting_a_column_reorders_rows(self):
+    self.assertEqual(
+      self._names("loaded"),
+      ["seed_mlp/cpu", "planted_small/cpu", "seed_mlp/a100"],
+    )
+    self.assertEqual(
+      self._names("sorted"),
+      ["seed_mlp/cpu", "planted_small/cpu", "seed_mlp/a100"],
+    )
+    self.assertEqual(
+      self._names("sorted again"),
+      ["seed_mlp/a100", "planted_small/cpu", "seed_mlp/cpu"],
+    )
+
+  def test_the_filter_hides_rows(self):
+    shown = [
+      self._names("filtered")[i]
+      for i, r in enumerate(self._rows("filtered"))
+      if not r["hidden"]
+    ]
+    self.assertEqual(shown, ["seed_mlp/a100"])
+    step = [s for s in self.probe["steps"] if s["step"] == "filtered"]
+    self.assertEqual(step[0]["shown"], "1 of 3 rows")
+    self.assertFalse(any(r["hidden"] for r in self._rows("unfiltered")))
+
+
+class PassesNamedTest(absltest.TestCase):
+  def test_sweep_output_dir_page_names_every_fates_pass(self):
+    probe = _in_chromium(PAGE[0])
+    self.assertLen(probe["passes"], 8)  # four dot sites, two configs
+    for cell in probe["passes"]:
+      self.assertNotIn(cell, ("n/a", "unknown"))
+    self.assertNotIn("pass n/a", probe["explanation"])
+    self.assertIn("gemm", " ".join(probe["passes"]))  # a100's Triton gemms
+
+
+class ModelExplorerOpeningTest(absltest.TestCase):
+  def test_opens_on_the_worst_config_expanded_at_its_top_site(self):
+    from hloprobe.pictures import explorer_view, model_explorer
+
+    out = self.create_tempdir().full_path
+    model_explorer.write_overlay(RESULTS, out)
+    picked, matched = explorer_view.pick(out, {})
+    self.assertEqual(matched, 2)
+    self.assertEqual([e["target"] for e in picked], ["a100", "cpu"])
+    config = explorer_view.opening_config(out, picked)
+    data = json.loads(urllib.parse.unquote(config.to_url_param_value()))
+    self.assertEqual(
+      [os.path.basename(m["url"]) for m in data["models"]],
+      [e["model"] for e in picked],
+    )
+    (pane,) = data["uiState"]["paneStates"]
+    self.assertEqual(pane["deepestExpandedGroupNodeIds"], ["___all___"])
+    a100 = picked[0]
+    top = _config("a100").prediction.top_site
+    self.assertEqual(a100["worst_site"], top)
+    self.assertEqual(pane["selectedNodeId"], a100["sites"][str(top)]["node"])
+    self.assertEqual(pane["selectedGraphId"], "main")
+
+
+if __name__ == "__main__":
+  absltest.main()
