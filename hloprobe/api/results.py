@@ -77,12 +77,10 @@ class Results:
     return pandas.DataFrame(rows, columns=headers)
 
   def _repr_html_(self) -> str:
-    """A notebook's view: explain's words (if any) and the full table."""
-    headers, rows = cells(list(self.records))
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join(
-      "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
-      for row in rows
-    )
+    """A notebook's view: explain's words (if any), then the sweep table as
+    the HTML report shows it (`pictures.html_table`: sortable, filterable,
+    coloured by how far each config strays beyond its band)."""
+    from hloprobe.pictures import html_table
+
     words = f"<pre>{html.escape(self.text)}</pre>" if self.explanations else ""
-    return f"{words}<table><tr>{head}</tr>{body}</table>"
+    return words + html_table(self.records)

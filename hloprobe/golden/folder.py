@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import itertools
 import os
-import re
 from collections.abc import Iterable, Mapping
 
-from hloprobe.compile import is_config_path
+from hloprobe.compile import CASES, is_config_path
 from hloprobe.errors import GoldenError
 from hloprobe.golden import format as fmt
 from hloprobe.ir import read_text_file
@@ -46,8 +45,6 @@ __all__ = [
 ]
 
 MANIFEST = "MANIFEST.json"
-# A built-in case's name (`seed_mlp`): no path in it (see `_case_path`).
-_BUILTIN_NAME_RE = re.compile(r"[A-Za-z0-9_\-]+")
 
 
 def default_golden_dir() -> str:
@@ -175,12 +172,13 @@ def manifest_sweep(golden_dir: str) -> dict[str, list] | None:
 
 def _case_path(word: str) -> tuple[str, str] | None:
   """(file path, ":factory" or "") of a case word naming a file
-  (`path/to/file.py:factory`, or a module file with no factory), None for
-  a built-in name or an importable `package.module:factory`."""
+  (`path/to/file.py:factory`, or a module file: a word with no factory that
+  is not a built-in name), None for a built-in name or an importable
+  `package.module:factory`."""
   where, colon, attr = word.rpartition(":")
   if colon:
     return (where, colon + attr) if where.endswith(".py") else None
-  return None if _BUILTIN_NAME_RE.fullmatch(word) else (word, "")
+  return None if word in CASES else (word, "")
 
 
 def _reached(golden_dir: str, path: str) -> str:
