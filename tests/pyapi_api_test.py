@@ -46,6 +46,20 @@ class NamesTest(absltest.TestCase):
       hloprobe.sweep(lambda x: x)
 
 
+class PluginEntryPointTest(absltest.TestCase):
+  def test_pytest11_names_the_plugin_module(self):
+    import importlib
+    import tomllib
+
+    with open(
+      os.path.join(os.path.dirname(_PACKAGE), "pyproject.toml"), "rb"
+    ) as f:
+      entry = tomllib.load(f)["project"]["entry-points"]["pytest11"]
+    plugin = importlib.import_module(entry["hloprobe"])
+    self.assertTrue(callable(plugin.hloprobe_golden))
+    self.assertTrue(callable(plugin.pytest_addoption))
+
+
 class AsCaseTest(absltest.TestCase):
   def test_function_and_arguments_make_a_case(self):
     def mlp(x, w):

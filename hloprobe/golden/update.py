@@ -201,14 +201,12 @@ def _fill(
   for rel in keep:
     os.makedirs(os.path.dirname(os.path.join(stage, rel)), exist_ok=True)
     shutil.copyfile(os.path.join(golden_dir, rel), os.path.join(stage, rel))
-  manifest = fmt.manifest_text(
-    plan.versions,
-    manifest_words(golden_dir, plan.sweep),
-    snap.date or fmt.today(),
-  )
+  words = manifest_words(golden_dir, plan.sweep)
+  manifest = fmt.manifest_text(plan.versions, words, snap.date or fmt.today())
   if not new and os.path.isfile(os.path.join(golden_dir, MANIFEST)):
     old_text = read_golden_file(golden_dir, MANIFEST)
-    if fmt.same_manifest(old_text, manifest):
+    # An older manifest without paths says what this one says.
+    if fmt.same_manifest(old_text, manifest, words == dict(plan.sweep)):
       manifest = old_text
   with open(os.path.join(stage, MANIFEST), "w") as f:
     f.write(manifest)
