@@ -99,6 +99,35 @@ class ResultsTest(absltest.TestCase):
         _results().to_dataframe()
 
 
+class ManifestPathsTest(absltest.TestCase):
+  def test_paths_are_kept_relative_to_the_golden_folder(self):
+    from hloprobe.golden import folder
+
+    root = self.create_tempdir().full_path
+    sweep = {
+      "cases": ["seed_mlp", "cases/m.py:make", "pkg.mod:make", "x.hlo"],
+      "targets": ["cpu", "configs/a.txtpb"],
+    }
+    with mock.patch("os.getcwd", return_value=root):
+      kept = folder.manifest_words(os.path.join(root, "golden"), sweep)
+    self.assertEqual(
+      kept["cases"],
+      ["seed_mlp", "../cases/m.py:make", "pkg.mod:make", "../x.hlo"],
+    )
+    self.assertEqual(kept["targets"], ["cpu", "../configs/a.txtpb"])
+    # Read back from another folder: absolute (outside the current one).
+    doc = {"schema_version": 3, "sweep": kept}
+    read = folder.sweep_words(os.path.join(root, "golden"), doc)
+    self.assertEqual(read["cases"][1], os.path.join(root, "cases/m.py:make"))
+    self.assertEqual(read["targets"][1], os.path.join(root, "configs/a.txtpb"))
+
+  def test_schema_2_paths_stay_relative_to_the_current_folder(self):
+    from hloprobe.golden import folder
+
+    doc = {"schema_version": 2, "sweep": {"cases": ["m.py:f"], "targets": []}}
+    self.assertEqual(folder.sweep_words("/g", doc)["cases"], ["m.py:f"])
+
+
 class FramesTest(absltest.TestCase):
   def test_hloprobes_own_frames_are_dropped(self):
     lowering = os.path.join(_PACKAGE, "compile", "compat.py")
