@@ -101,7 +101,15 @@ CASE = flags.DEFINE_list(
   ["seed_mlp"],
   "Cases to sweep, comma-separated: built-in names (see `hloprobe cases`), "
   "package.module:factory or path/to/file.py:factory (a function "
-  "returning a hloprobe.Case).",
+  "returning a hloprobe.Case), or a module file (HLO text or proto, "
+  "HloSnapshot, StableHLO text or bytecode, a jax.export artifact).",
+)
+INPUTS = flags.DEFINE_string(
+  "inputs",
+  None,
+  "A module-file case's arguments: an .npz (its arrays in parameter "
+  "order) or .npy (one parameter) file. Without it a module runs on an "
+  "HloSnapshot's arguments, else on seeded random inputs.",
 )
 BATCH_SIZES = flags.DEFINE_string(
   "batch_sizes",
@@ -129,7 +137,8 @@ TARGET_CONFIG = flags.DEFINE_multi_string(
 OUTPUT_DIR = flags.DEFINE_string(
   "output_dir",
   None,
-  "If set, write per-config stablehlo.mlir / optimized.hlo and results.json "
+  "If set, write per-config stablehlo.mlir / optimized.hlo, the PTX of "
+  "each kernel a site's algorithm was read from (ptx/) and results.json "
   "here; for `golden check`, where candidate files go on a mismatch "
   "(default: a new temporary folder).",
 )

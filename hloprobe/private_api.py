@@ -32,6 +32,7 @@ __all__ = [
   "jaxlib_git_hash",
   "kept_arguments",
   "register_upstream_dialects",
+  "stablehlo_to_hlo_text",
   "upstream_registrar_names",
   "while_has_dce_rule",
   "xla_hlo_structure",
@@ -56,6 +57,30 @@ def cuda_path() -> str | None:
 
   lib = getattr(getattr(jax, "_src", None), "lib", None)
   return getattr(lib, "cuda_path", None)
+
+
+def stablehlo_to_hlo_text(stablehlo: str) -> str | None:
+  """The HLO text of a StableHLO module (MLIR text), as XLA converts it
+  before compiling (`xla/pjrt/mlir_to_hlo.cc` `MlirToXlaComputation`):
+  jaxlib's `_jax.mlir.mlir_module_to_xla_computation(text,
+  use_tuple_args=False, return_tuple=False).as_hlo_text()` (jaxlib
+  0.10.2 and 0.12.0.1; locations become `metadata` source lines). None
+  where this jaxlib does not offer it.
+
+  Raises:
+    Exception: what XLA raises on a module it cannot convert.
+  """
+  import jax._src.lib as lib
+
+  convert = getattr(
+    getattr(getattr(lib, "_jax", None), "mlir", None),
+    "mlir_module_to_xla_computation",
+    None,
+  )
+  if convert is None:
+    return None
+  computation = convert(stablehlo, use_tuple_args=False, return_tuple=False)
+  return computation.as_hlo_text()
 
 
 def cudnn_version() -> int | None:

@@ -103,12 +103,14 @@ LONGEST_FIRST = (
   "tests/sweep_cache_test.py",  # 56
   "tests/compile/builtin_cases_test.py",  # 56
   "tests/compile/user_cases_test.py",  # 46
+  "tests/modcase_e2e_test.py",  # 50
   "tests/pictures_test.py",  # 45
   "tests/cli_test.py",  # 43
   "tests/cli_reliability_test.py",  # 42
   "tests/pyapi_plugin_test.py",  # 40 (pytester sessions, golden CLI twice)
   "tests/mathmade_e2e_test.py",  # 36
   "tests/intdots_rejection_test.py",  # 30
+  "tests/conventions_outputs_test.py",  # 29
   "tests/html_browser_test.py",  # 30
   "tests/numerics/emulation_cache_test.py",
   "tests/readme_case_test.py",
@@ -119,6 +121,7 @@ LONGEST_FIRST = (
   "tests/compile/lowering_gpu_test.py",
   "tests/intdots_integer_test.py",  # 21
   "tests/fp8_sweep_test.py",  # 19
+  "tests/secure_golden_test.py",  # 19
   "tests/ir/canonical_test.py",
   "tests/numerics/site_notes_test.py",
   "tests/sweep_test.py",  # 16

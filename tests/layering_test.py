@@ -85,6 +85,7 @@ _ORDER = (
   ("pytest_plugin",),
   ("commands",),
   ("cli_flags",),
+  ("cli_help",),
   ("cli", "tools"),
   ("__main__", "__init__"),
 )

@@ -116,6 +116,9 @@ def make_case():
 def test_golden_check_of_a_file_case_from_another_directory(tmp_path):
   repo = tmp_path / "repo"
   (repo / "cases").mkdir(parents=True)
+  # A repository: a manifest runs case code only from inside its golden
+  # folder or repository (golden/folder.py `_confine_cases`).
+  (repo / ".git").mkdir()
   (repo / "cases" / "tiny.py").write_text(_CASE)
   flags = ("--targets=cpu", "--batch_sizes=1", "--precisions=float32")
   made = testutil.run_hloprobe(

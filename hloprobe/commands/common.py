@@ -15,8 +15,12 @@ import logging
 import os
 import signal
 import sys
+import threading
+
+from tqdm import tqdm
 
 from hloprobe.compile import version_warning
+from hloprobe.errors import InvalidArgumentError
 from hloprobe.runtime import RecordCache, default_cache_dir
 
 __all__ = [
@@ -28,8 +32,10 @@ __all__ = [
   "bound_cache",
   "cache_dir",
   "check_format",
+  "check_module_words",
   "host",
   "progress_printer",
+  "reported_cases",
   "run_streamed",
   "start_jax",
   "sweep_spec",
@@ -59,6 +65,8 @@ class SweepWords:
     jobs: --jobs, worker processes at once (>= 1).
     cache_dir: --cache_dir, or None (the default folder).
     nocache: --nocache.
+    inputs: --inputs, an `.npz`/`.npy` file of a module case's arguments,
+      or None.
     given: the names of the flags above given on the command line.
   """
 
@@ -73,6 +81,7 @@ class SweepWords:
   jobs: int = 1
   cache_dir: str | None = None
   nocache: bool = False
+  inputs: str | None = None
   given: frozenset[str] = frozenset()
 
 
@@ -107,11 +116,16 @@ def sweep_spec(
       (explain and --format=html need them).
 
   Raises:
-    InvalidArgumentError: an unknown name or a bad batch size.
+    InvalidArgumentError: an unknown name or a bad batch size; --inputs
+      without a module case; --batch_sizes with module cases only (a
+      module runs at its own size; mixed with other cases, those take the
+      sizes).
   """
   from hloprobe.sweep import spec_from_words
 
+  check_module_words(words)
   return spec_from_words(
+    inputs=words.inputs,
     cases=list(words.case),
     batch_sizes=words.batch_sizes,
     precisions=list(words.precisions),
@@ -123,6 +137,48 @@ def sweep_spec(
     cache_dir=cache_dir(words),
     jobs=words.jobs,
   )
+
+
+def reported_cases(spec) -> list:
+  """The `Case` records of plan `spec` as reports show them: an optimized
+  module file's case with what the file itself computed added to its
+  notes (`numerics.module_made_notes`; computed here, once)."""
+  from hloprobe.numerics import module_made_notes
+
+  out = []
+  for swept in spec.cases:
+    extra = module_made_notes(swept.source, swept.case)
+    case = swept.case
+    out.append(dataclasses.replace(case, notes=case.notes + extra))
+  return out
+
+
+def check_module_words(words: SweepWords) -> None:
+  """--inputs and --batch_sizes against the module-file cases (see
+  `sweep_spec`).
+
+  Raises:
+    InvalidArgumentError: as `sweep_spec` says.
+  """
+  from hloprobe.compile import is_module_case
+
+  modules = [w for w in words.case if is_module_case(w)]
+  if words.inputs is not None and not modules:
+    raise InvalidArgumentError(
+      f"--inputs={words.inputs} gives a module file's arguments, and no "
+      "--case is a module file; e.g. --case=dump/module_0000.jit_f."
+      "before_optimizations.txt --inputs=args.npz"
+    )
+  if (
+    modules
+    and len(modules) == len(words.case)
+    and ("batch_sizes" in words.given)
+  ):
+    raise InvalidArgumentError(
+      f"--batch_sizes does not apply to module file {modules[0]!r}: a "
+      "module has one shape and runs at its own batch size; drop "
+      "--batch_sizes (or give the program as path/to/file.py:factory)"
+    )
 
 
 def cache_dir(words: SweepWords) -> str | None:
@@ -184,24 +240,66 @@ def host():
 
 
 def progress_printer(stream):
-  """A `sweep.run_sweep` progress callable drawing one line on `stream`
-  ("[12/81] a100 seed_mlp n=3 bfloat16  42 s"), or None when `stream` is
-  not a terminal (logs and pipes get no progress)."""
-  import time
+  """A `sweep.run_sweep` progress callable drawing a bar with an ETA on
+  `stream`, or None when `stream` is not a terminal (logs and pipes get no
+  progress, as before).
 
+  The bar is tqdm's (`_Bar`), one line, erased when the sweep ends, e.g.
+  "[12/81] a100 seed_mlp n=3 bfloat16 |###   | 00:42<01:10": configs
+  collected, the next one, elapsed and remaining time (tqdm's estimate from
+  the configs so far; "?" until the first one is in).
+  """
   if not stream.isatty():
     return None
-  start = time.monotonic()
+  bar = None
 
   def show(p) -> None:
-    if not p.current:
-      stream.write("\r\x1b[K")  # done: erase the line
+    nonlocal bar
+    if bar is None:  # drawn at once
+      bar = _Bar(
+        desc=p.current,
+        total=p.total,
+        file=stream,
+        leave=False,
+        mininterval=0,
+        ncols=_columns(stream),
+        bar_format=_BAR_FORMAT,
+      )
+      return
+    if not p.current:  # done: erase the line
+      bar.close()
+      return
+    bar.set_description_str(p.current, refresh=False)
+    if p.done > bar.n:
+      bar.update(p.done - bar.n)
     else:
-      took = time.monotonic() - start
-      stream.write(f"\r\x1b[K[{p.done}/{p.total}] {p.current}  {took:.0f} s")
-    stream.flush()
+      bar.refresh()
 
   return show
+
+
+class _Bar(tqdm):
+  """tqdm without its monitor thread (a daemon that wakes every 10 s to
+  refresh stalled bars; this one is refreshed by each config)."""
+
+  monitor_interval = 0
+  # Its write lock: a thread lock only. tqdm's default also makes a
+  # multiprocessing lock (a POSIX semaphore, and a resource-tracker process
+  # where workers start by forkserver); one bar in one process needs none.
+  _lock = threading.RLock()
+
+
+def _columns(stream) -> int:
+  """The terminal's width, or 80 where it says none (a pty whose size
+  was never set reports 0)."""
+  try:
+    return os.get_terminal_size(stream.fileno()).columns or 80
+  except (OSError, ValueError, AttributeError):
+    return 80
+
+
+# "[12/81] a100 seed_mlp n=3 bfloat16 |###   | 00:42<01:10".
+_BAR_FORMAT = "[{n_fmt}/{total_fmt}] {desc} |{bar}| {elapsed}<{remaining}"
 
 
 def run_streamed(spec, output_dir: str | None, pool=None):

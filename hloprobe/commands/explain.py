@@ -80,7 +80,7 @@ def explain(args: ExplainArgs):
   spec = _spec(args)
   common.start_jax(spec.targets)
   results = common.run_streamed(spec, args.common.output_dir)
-  return results, explain_results(results, [c.case for c in spec.cases])
+  return results, explain_results(results, common.reported_cases(spec))
 
 
 def explain_answered(args: ExplainArgs):

@@ -122,7 +122,7 @@ def show(results: Sequence, spec, out) -> None:
   )
 
   fmt, versions, cpu = out.fmt, jax_versions(), common.host()
-  cases = [c.case for c in spec.cases]
+  cases = common.reported_cases(spec)
   why = explain_results(results, cases) if out.needs_explanations else []
   if fmt == "html":
     print(html_page(results, why, versions, out.plot_shared_y))
@@ -135,6 +135,10 @@ def show(results: Sequence, spec, out) -> None:
   if out.sites and fmt not in ("json", "html"):
     print()
     print(render_sites(results, fmt))
+  notes = [f"{c.name}: {note}" for c in cases for note in c.notes]
+  if notes and fmt != "html":  # a module file's case: inputs, precision
+    stream = sys.stderr if fmt == "json" else sys.stdout
+    print("\n" + "\n".join(notes), file=stream)
   if out.timings:
     stream = sys.stderr if fmt == "json" else sys.stdout
     print("\n" + render_timings(results, fmt), file=stream)

@@ -47,6 +47,8 @@ from hloprobe.compile.lowering import jax_versions as jax_versions
 from hloprobe.compile.lowering import run_compiled as run_compiled
 from hloprobe.compile.lowering import start_backends as start_backends
 from hloprobe.compile.lowering import unoptimized_hlo as unoptimized_hlo
+from hloprobe.compile.module_case import is_module_case as is_module_case
+from hloprobe.compile.module_case import unoptimized_twin as unoptimized_twin
 from hloprobe.compile.module_files import (
   MAX_MODULE_BYTES as MAX_MODULE_BYTES,
 )
@@ -98,6 +100,7 @@ __all__ = [
   "get_target",
   "installed_jaxlib",
   "is_config_path",
+  "is_module_case",
   "is_module_file",
   "jax_versions",
   "jaxlib_git_hash",
@@ -119,6 +122,7 @@ __all__ = [
   "unchecked_note",
   "unknown_custom_calls",
   "unoptimized_hlo",
+  "unoptimized_twin",
   "version_warning",
   "while_has_dce_rule",
 ]

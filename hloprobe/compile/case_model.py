@@ -93,6 +93,11 @@ class Case:
     out_specs: the output's `PartitionSpec` (every leaf); None with a
       mesh: replicated (`P()`), so a contraction over a sharded dimension
       ends in an all-reduce of the partial sums.
+    fixed_size: the one batch size (or size) the case runs at, whatever
+      the sweep's sizes (a module file's case: its shapes are fixed); None
+      (the default): the sweep's batch sizes.
+    notes: sentences a report shows about the case, e.g. where its inputs
+      came from (a module file's case); () for none.
   """
 
   name: str
@@ -112,6 +117,8 @@ class Case:
   mesh_axes: tuple[str, ...] | None = None
   in_specs: tuple | None = None
   out_specs: object | None = None
+  fixed_size: int | None = None
+  notes: tuple[str, ...] = ()
 
   def __post_init__(self):
     """Checks the mesh fields agree (see the attributes).

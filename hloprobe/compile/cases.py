@@ -1,10 +1,13 @@
 """Cases by name: the built-in ones, and a user's `module:factory`.
 
-`get_case` reads a name three ways:
+`get_case` reads a name four ways:
   `seed_mlp`                 a built-in case (`CASES`, see `builtin_cases`);
   `package.module:factory`   `factory()` from an importable module (the
                              current directory is searched last);
-  `path/to/file.py:factory`  `factory()` from that file.
+  `path/to/file.py:factory`  `factory()` from that file;
+  `path/to/module_file`      a module file, by its contents (HLO text or
+                             proto, HloSnapshot, StableHLO, a jax.export
+                             artifact; see `module_case`).
 The factory takes no arguments and returns a `Case`. Worker processes
 resolve the same name, so every command works with a user case. Every
 failure is one `CaseError` line naming the module, the attribute and the
@@ -22,6 +25,7 @@ import sys
 
 from hloprobe.compile.builtin_cases import CASES
 from hloprobe.compile.case_model import Case, ReportedError, leaf_names
+from hloprobe.compile.module_case import is_module_case, module_case
 from hloprobe.errors import CaseError, first_line
 
 __all__ = [
@@ -130,24 +134,36 @@ def resolvable_elsewhere(name: str, case: Case | None = None) -> bool:
   """Whether a fresh process (a worker) finds case `name` by that name:
   a user's `module:factory`, or a built-in -- and, when `case` is given,
   that built-in is this very record (not another `Case` that reuses a
-  built-in's name)."""
-  if ":" in name:
+  built-in's name). A module file is found by its path (relative to the
+  current directory, which a worker shares)."""
+  if ":" in name or is_module_case(name):
     return True
   shipped = CASES.get(name)
   return shipped is not None and (case is None or case is shipped)
 
 
-def get_case(name: str) -> Case:
-  """A built-in case by name, or a user case `module:factory`.
+def get_case(name: str, inputs: str | None = None) -> Case:
+  """A built-in case by name, a user case `module:factory`, or a module
+  file by its path.
+
+  Args:
+    name: the case's words, as --case gives them.
+    inputs: an `.npz`/`.npy` file of a module case's arguments
+      (--inputs); ignored for other cases (the command line refuses it
+      without a module case).
 
   Raises:
-    CaseError: the name is unknown, or loading a user case failed.
+    CaseError: the name is unknown, or loading a user case or a module
+      file failed (`ModuleFileError` is a `CaseError`).
   """
+  if name not in CASES and ":" not in name and os.path.isfile(name):
+    return module_case(name, inputs)  # what is wrong with it, by name
   if ":" in name:
     return load_user_case(name)
   if name not in CASES:
     raise CaseError(
       f"unknown case {name!r}; choose from {', '.join(sorted(CASES))}, or "
-      "give package.module:factory or path/to/file.py:factory"
+      "give package.module:factory, path/to/file.py:factory or a module "
+      "file (HLO, StableHLO, HloSnapshot, jax.export)"
     )
   return CASES[name]

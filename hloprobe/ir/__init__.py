@@ -26,6 +26,7 @@ from hloprobe.ir.fused_attention import (
   is_attention_target as is_attention_target,
 )
 from hloprobe.ir.hlo import parse_hlo_module as parse_hlo_module
+from hloprobe.ir.hlo_records import HloComputation as HloComputation
 from hloprobe.ir.hlo_records import HloInstruction as HloInstruction
 from hloprobe.ir.hlo_records import HloModule as HloModule
 from hloprobe.ir.precisions import ALGORITHMS as ALGORITHMS
@@ -50,6 +51,7 @@ from hloprobe.ir.textfile import write_whole as write_whole
 __all__ = [
   "ALGORITHMS",
   "DEFAULT_PRECISIONS",
+  "HloComputation",
   "HloInstruction",
   "HloModule",
   "PRECISION_NAMES",

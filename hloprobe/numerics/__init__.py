@@ -28,6 +28,7 @@ modules behind them are private in intent:
   predict          GPU error predicted from emulation
   math_rules       known rewrites that change the math; gemm call words
   made             what XLA made: the optimized module executed
+  module_made      an optimized module file executed as it stands
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ from hloprobe.numerics.made import Made as Made
 from hloprobe.numerics.made import MadeChecker as MadeChecker
 from hloprobe.numerics.made import MathChange as MathChange
 from hloprobe.numerics.made import config_verdict as config_verdict
+from hloprobe.numerics.module_made import (
+  module_made_notes as module_made_notes,
+)
 from hloprobe.numerics.predict import Prediction as Prediction
 from hloprobe.numerics.predict import Predictor as Predictor
 from hloprobe.numerics.predict import SiteShare as SiteShare
@@ -86,6 +90,7 @@ __all__ = [
   "float64_reference",
   "headline_leaf",
   "make_emulator",
+  "module_made_notes",
   "row_words",
   "stands_out",
   "ulp_distance",

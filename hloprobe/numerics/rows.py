@@ -119,13 +119,19 @@ def worst_row(
   )
 
 
+def _times(m: float) -> str:
+  """A multiple m > 1 in words: "1.3", "5" (not "5.0"), "126"."""
+  return f"{m:.1f}".removesuffix(".0") if m < 9.95 else f"{m:.0f}"
+
+
 def row_words(w: WorstRow, leaf: bool = True) -> str:
   """The rows' verdict in words.
 
   "every row within f32 noise" (`accuracy.noise_words` names the floor,
   e.g. "bf16 output rounding"), else "row 5: 3.2e-02, 300x beyond f32
-  noise (1 of 8 rows)": the worst row, its error and its m (rounded to
-  a whole number, at least 1 since m > 1), and how many rows are beyond
+  noise (1 of 8 rows)": the worst row, its error and its m (to one
+  decimal below 10, "1.3x": a whole "1x" reads as not beyond; a whole
+  number from 10), and how many rows are beyond
   theirs; "where f32 noise is 0" for an error over a zero floor. A
   named leaf leads ("['new_w'] row 5: ..."), unless `leaf` is False (the
   caller names it).
@@ -137,7 +143,7 @@ def row_words(w: WorstRow, leaf: bool = True) -> str:
   if math.isinf(w.multiple):
     far = f"where {noise} is 0"
   else:
-    far = f"{w.multiple:.0f}x beyond {noise}"
+    far = f"{_times(w.multiple)}x beyond {noise}"
   return (
     f"{lead}row {w.row}: {w.abs_err:.1e}, {far} ({w.beyond} of {w.rows} rows)"
   )

@@ -341,7 +341,9 @@ def _reference_notes(configs: list[ConfigResult]) -> list[str]:
 
 
 def _explain_one(
-  configs: list[ConfigResult], reports: dict[str, ReportedError | None]
+  configs: list[ConfigResult],
+  reports: dict[str, ReportedError | None],
+  case_notes: dict[str, tuple[str, ...]],
 ) -> TargetExplanation:
   first = configs[0].config
   target = first.target
@@ -374,7 +376,7 @@ def _explain_one(
     reported=reported
     if reported and cc == reported.compute_capability
     else None,
-    notes=tuple(_notes(configs)),
+    notes=case_notes.get(first.case, ()) + tuple(_notes(configs)),
     made=gather(made_math),
     rows=rows_beyond(configs),
     made_rows=made_rows_beyond(configs),
@@ -393,7 +395,9 @@ def explain_results(
       the target is compile-only.
     cases: the sweep's `Case` records (`SweepPlan.cases`' `.case`): what
       each one's report saw (`Case.reported`) is set beside the row where
-      the compute capability matches; a case not given has none.
+      the compute capability matches; a case not given has none. Its
+      `notes` (a module file's: where its inputs came from, how many
+      contractions the precision was set on) lead the notes.
 
   Returns:
     The explanations in the order the results first name them; the configs
@@ -403,8 +407,10 @@ def explain_results(
   groups: dict[tuple, list[ConfigResult]] = {}
   for r in results:
     groups.setdefault(key(r.config), []).append(r)
+  cases = tuple(cases)
   reports = {c.name: c.reported for c in cases}
-  return [_explain_one(rs, reports) for rs in groups.values()]
+  case_notes = {c.name: c.notes for c in cases}
+  return [_explain_one(rs, reports, case_notes) for rs in groups.values()]
 
 
 def explain_sweep(spec: SweepSpec) -> list[TargetExplanation]:

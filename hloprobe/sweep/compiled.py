@@ -15,6 +15,7 @@ Private in intent: use the package, `hloprobe.sweep`.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 
 import numpy as np
@@ -44,6 +45,7 @@ __all__ = [
   "CompiledConfig",
   "LoadTargetRequest",
   "compile_and_run_case",
+  "evidence_ptx",
   "failed",
 ]
 
@@ -84,17 +86,20 @@ class CompileRequest(Request):
       `make_inputs` is not deterministic would otherwise be compared with
       other inputs' reference).
     explain_passes: also attribute each site to the pass that rewrote it.
+    inputs: --inputs, a module file case's arguments (a module whose
+      parameters are all scalars makes its inputs in each process).
   """
 
   config: Config
   case_source: str
   full_inputs: tuple | None
   explain_passes: bool = False
+  inputs: str | None = None
 
   def run(self, memo: dict) -> CompiledConfig:
-    key = ("case", self.case_source)
+    key = ("case", self.case_source, self.inputs)
     if key not in memo:  # once per worker process
-      memo[key] = get_case(self.case_source)
+      memo[key] = get_case(self.case_source, self.inputs)
     return compile_and_run_case(
       memo[key], self.full_inputs, self.config, self.explain_passes
     )
@@ -193,7 +198,8 @@ def _analysed(cc, target: Target, watch) -> Compilation:
   with watch.stage("parse"):
     sites = parse_stablehlo_dots(cc.stablehlo)
     module = parse_hlo_module(cc.optimized_hlo)
-    ptx_kernels = [k for text in cc.ptx for k in parse_ptx(text)]
+    files = [(text, parse_ptx(text)) for text in cc.ptx]
+    ptx_kernels = [k for _, kernels in files for k in kernels]
   with watch.stage("sites"):
     fates = map_dot_sites(sites, module)
     fates = resolve(fates, module, ptx_kernels, target, cc.compute_capability)
@@ -201,12 +207,38 @@ def _analysed(cc, target: Target, watch) -> Compilation:
     stablehlo=cc.stablehlo,
     optimized_hlo=cc.optimized_hlo,
     fates=tuple(fates),
+    ptx=evidence_ptx(fates, files),
     ptxas=str(cc.ptxas) if cc.ptxas else None,
     dropped_config_fields=cc.dropped_config_fields,
     compile_notes=cc.compile_notes,
     lower_s=cc.lower_s,
     compile_s=cc.compile_s,
   )
+
+
+# How `sites.effective` names the kernel a site's algorithm was read from:
+# its evidence starts "kernel NAME: " (effective.py `_from_ptx`).
+_KERNEL_RE = re.compile(r"^kernel (\S+): ")
+
+
+def evidence_ptx(fates, files) -> dict[str, str]:
+  """The PTX of every kernel a site's effective algorithm was read from.
+
+  Args:
+    fates: the sites' `SiteFate`s.
+    files: (text, its `parse_ptx` kernels) of each PTX file XLA dumped.
+
+  Returns:
+    kernel name -> the text of the PTX file defining it, in site order;
+    {} on the CPU and where no algorithm came from the PTX.
+  """
+  by_kernel = {k.name: text for text, kernels in files for k in kernels}
+  found = {}
+  for f in fates:
+    m = _KERNEL_RE.match(f.algorithm_evidence or "")
+    if f.algorithm_source == "ptx" and m and m.group(1) in by_kernel:
+      found.setdefault(m.group(1), by_kernel[m.group(1)])
+  return found
 
 
 def _with_passes(c: Compilation, dumps) -> Compilation:

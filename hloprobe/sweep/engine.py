@@ -28,10 +28,12 @@ from hloprobe.errors import XlaFlagsError, first_line
 from hloprobe.records import RECORD_VERSION, ConfigResult
 from hloprobe.runtime import (
   RecordCache,
+  Roots,
   Stopwatch,
   Warn,
   WorkerError,
   WorkerPool,
+  case_folder,
   config_key,
   host_device_flag,
   log_warning,
@@ -204,7 +206,9 @@ class _Sweep:
       # The baseline's first worker imports jax while this process makes
       # the cases' inputs (its first lane and target loading use it).
       pool.start(BASELINE.flags_text, 0)
-    self.setups = [CaseSetup(c, spec.batch_sizes, warn) for c in spec.cases]
+    self.setups = [CaseSetup(c, spec.sizes_of(c), warn) for c in spec.cases]
+    # Where each case's source paths are stored relative to in the cache.
+    self.roots = [Roots.of(case_folder(c.case)) for c in spec.cases]
     self.watches = [Stopwatch() for _ in self.configs]
     # Each case's full inputs, made once here (the lanes send them).
     self.inputs = [self._inputs(i) for i in range(len(spec.cases))]
@@ -249,7 +253,7 @@ class _Sweep:
         c.config.target,
         c.config.precision,
         c.config.n,
-        max(self.spec.batch_sizes),
+        max(self.spec.sizes_of(c.case)),
         self.spec.explain_passes,
         xla_flags=flags,
         record_version=RECORD_VERSION,
@@ -261,7 +265,7 @@ class _Sweep:
     if not key:
       return None
     with watch.stage("cache"):
-      hit = self.store.get(key)
+      hit = self.store.get(key, self.roots[c.case_index])
     if not isinstance(hit, ConfigResult):
       return None
     return dataclasses.replace(hit, config=c.config)
@@ -322,6 +326,7 @@ class _Sweep:
           c.case.source,
           self.inputs[c.case_index],
           self.spec.explain_passes,
+          self.spec.inputs,
         )
         future.set_result(self.pool.call(request, flags, lane=lane))
       except XlaFlagsError as e:
@@ -341,7 +346,11 @@ class _Sweep:
       r = setup.finish(self._work(i), watch)
       if r.ok and self.keys[i]:
         with watch.stage("cache"):
-          self.store.put(self.keys[i], dataclasses.replace(r, timings={}))
+          self.store.put(
+            self.keys[i],
+            dataclasses.replace(r, timings={}),
+            self.roots[c.case_index],
+          )
     return dataclasses.replace(r, timings=watch.seconds())
 
   def _work(self, i: int) -> CompiledConfig:

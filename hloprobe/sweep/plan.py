@@ -110,7 +110,9 @@ class SweepPlan:
     targets: the `Target` records.
     target_names: the word each target was given by (`a100`, or a config
       file's path as given).
-    explain_passes, experiments, cache_dir, jobs: as `SweepSpec`'s.
+    explain_passes, experiments, cache_dir, jobs, inputs: as
+      `SweepSpec`'s (`inputs` already given to the module-file cases, kept
+      for a sweep made again elsewhere, as `versions` does).
   """
 
   cases: tuple[SweptCase, ...]
@@ -122,6 +124,7 @@ class SweepPlan:
   experiments: tuple[Experiment, ...] = ()
   cache_dir: str | None = None
   jobs: int = 1
+  inputs: str | None = None
 
   @property
   def case_names(self) -> tuple[str, ...]:
@@ -142,8 +145,14 @@ class SweepPlan:
       for i, c in enumerate(self.cases)
       for t in self.targets
       for p in self.precisions
-      for n in self.batch_sizes
+      for n in self.sizes_of(c)
     )
+
+  def sizes_of(self, case: SweptCase) -> tuple[int, ...]:
+    """The batch sizes a case runs at: its own one (`Case.fixed_size`, a
+    module file's) or the sweep's."""
+    fixed = case.case.fixed_size
+    return self.batch_sizes if fixed is None else (fixed,)
 
 
 def plan_sweep(spec: SweepSpec | SweepPlan, **changes) -> SweepPlan:
@@ -175,7 +184,7 @@ def plan_sweep(spec: SweepSpec | SweepPlan, **changes) -> SweepPlan:
   if isinstance(spec, SweepPlan):
     cases, targets = spec.cases, list(zip(spec.target_names, spec.targets))
   else:
-    cases = _swept_cases(spec.cases, spec.case_names)
+    cases = _swept_cases(spec.cases, spec.case_names, spec.inputs)
     targets = _looked_up(spec.targets, spec.target_names, get_target)
   targets = _check_target_names(targets)
   precisions = tuple(
@@ -199,6 +208,7 @@ def plan_sweep(spec: SweepSpec | SweepPlan, **changes) -> SweepPlan:
     experiments=experiments,
     cache_dir=spec.cache_dir,
     jobs=spec.jobs,
+    inputs=spec.inputs,
   )
 
 
@@ -218,14 +228,16 @@ def _looked_up(items, names, lookup) -> list[tuple[str, object]]:
   return list(found.items())
 
 
-def _swept_cases(items, names) -> tuple[SweptCase, ...]:
-  """The cases, each looked up once; one case under two names is an error.
+def _swept_cases(items, names, inputs=None) -> tuple[SweptCase, ...]:
+  """The cases, each looked up once (a module file's with `inputs`); one
+  case under two names is an error.
 
   Raises:
     CaseError: one case given under two names.
   """
   out: dict[str, SweptCase] = {}
-  for source, case in _looked_up(items, names, get_case):
+  found = _looked_up(items, names, lambda n: get_case(n, inputs))
+  for source, case in found:
     first = out.get(case.name)
     if first is not None:
       raise CaseError(
@@ -284,10 +296,10 @@ def check_case_sizes(plan: SweepPlan, inputs: Sequence[tuple | None]) -> None:
       batched argument.
     InvalidArgumentError: names the case, its rows and the largest size.
   """
-  largest = max(plan.batch_sizes)
   for swept, full in zip(plan.cases, inputs):
     if full is None:  # a sized case makes its inputs at each size
       continue
+    largest = max(plan.sizes_of(swept))
     rows = swept.case.full_size(full)
     if largest > rows:
       raise InvalidArgumentError(
@@ -308,6 +320,7 @@ def spec_from_words(
   experiments_file: str | None = None,
   cache_dir: str | None = None,
   jobs: int = 1,
+  inputs: str | None = None,
 ) -> SweepPlan:
   """The plan of the sweep the command line names, in its words.
 
@@ -319,6 +332,7 @@ def spec_from_words(
     explain_passes, cache_dir, jobs: as `SweepSpec`'s fields.
     experiment_words: NAME:FLAGS or built-in names (--experiment).
     experiments_file: a file of NAME:FLAGS lines, or None.
+    inputs: --inputs, the module-file cases' arguments, or None.
 
   Raises:
     InvalidArgumentError: a bad name or size, or a list that is empty (as
@@ -338,6 +352,7 @@ def spec_from_words(
         experiments=tuple(found),
         cache_dir=cache_dir,
         jobs=jobs,
+        inputs=inputs,
       )
     )
   )

@@ -55,6 +55,8 @@ class SweepSpec:
       `cases`; a worker process finds a case by it), or () for their own
       names.
     target_names: for `Target` records, the word each goes by, or ().
+    inputs: an `.npz`/`.npy` file of arguments for the module-file cases
+      (--inputs), or None.
   """
 
   cases: tuple[Case | str, ...]
@@ -67,6 +69,7 @@ class SweepSpec:
   jobs: int = 1
   case_names: tuple[str, ...] = ()
   target_names: tuple[str, ...] = ()
+  inputs: str | None = None
 
 
 # Stated maxima, checked before any list is built: a batch size (rows of

@@ -68,13 +68,21 @@ class VersionRun:
 
 def spec_request(spec) -> dict:
   """A `sweep.SweepSpec` as JSON-able fields, its XLA_FLAGS experiments as
-  {"name", "xla_flags"} (the worker sweeps them beside the baseline)."""
+  {"name", "xla_flags"} (the worker sweeps them beside the baseline); a
+  module file's path and --inputs made absolute (the worker runs in a
+  folder of its own)."""
+  from hloprobe.compile import is_module_case
+
+  inputs = getattr(spec, "inputs", None)
   return {
-    "cases": list(spec.case_names),
+    "cases": [
+      os.path.abspath(w) if is_module_case(w) else w for w in spec.case_names
+    ],
     "batch_sizes": list(spec.batch_sizes),
     "precisions": list(spec.precisions),
     "targets": list(spec.target_names),
     "explain_passes": spec.explain_passes,
+    "inputs": os.path.abspath(inputs) if inputs else None,
     "experiments": [
       {"name": e.name, "xla_flags": list(e.xla_flags)} for e in spec.experiments
     ],
@@ -92,6 +100,7 @@ def spec_from_request(fields: dict):
     precisions=tuple(fields["precisions"]),
     targets=tuple(fields["targets"]),
     explain_passes=bool(fields["explain_passes"]),
+    inputs=fields.get("inputs"),
     experiments=tuple(
       Experiment(e["name"], tuple(e["xla_flags"]))
       for e in fields.get("experiments", ())

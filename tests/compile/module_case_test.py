@@ -1,0 +1,100 @@
+"""A module file as a `Case`: its size, inputs, notes and twin.
+
+Reads the recorded dump of tests/testdata/modfile (its README: `f(x, w)`
+with x f32[2,3], w f32[3,4], two dots, two outputs of 2 rows). Expected
+values come from that program as its README writes it and from numpy.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import ml_dtypes
+import numpy as np
+import pytest
+from absl.testing import absltest
+
+from hloprobe.compile import get_case, read_module_file, resolvable_elsewhere
+from hloprobe.compile.module_case import load_inputs
+from hloprobe.errors import CaseError
+from hloprobe.runtime import case_fingerprint
+
+pytestmark = pytest.mark.compiles
+
+_DATA = os.path.join(os.path.dirname(__file__), "..", "testdata", "modfile")
+_TEXT = os.path.join(_DATA, "jit_f.before_optimizations.txt")
+_SNAPSHOT = os.path.join(_DATA, "jit_f.snapshot.pb")
+# f's arguments, as the README's program makes them.
+_X = np.arange(6, dtype=np.float32).reshape(2, 3)
+_W = np.ones((3, 4), np.float32)
+
+
+class ModuleCaseTest(absltest.TestCase):
+  def test_one_size_its_rows_and_notes(self):
+    case = get_case(_TEXT)
+    self.assertEqual(case.name, "jit_f")
+    self.assertEqual(case.fixed_size, 2)
+    self.assertEqual(case.output_axis, (0, 0))
+    self.assertIn(
+      "precision set on 2 contractions of the module (as "
+      "jax_default_matmul_precision would set them)",
+      case.notes,
+    )
+    self.assertTrue(any("seeded random" in n for n in case.notes))
+    x, w = case.make_inputs()
+    self.assertEqual((x.shape, x.dtype, w.shape), ((2, 3), np.float32, (3, 4)))
+    np.testing.assert_array_equal(get_case(_TEXT).make_inputs()[0], x)
+    self.assertTrue(resolvable_elsewhere(_TEXT))
+
+  def test_fingerprint_at_its_own_size(self):
+    case = get_case(_TEXT)
+    self.assertLen(case_fingerprint(case, case.full_inputs()), 64)
+
+  def test_inputs_from_npz_in_parameter_order(self):
+    path = self.create_tempfile("args.npz").full_path
+    np.savez(path, _X, _W)
+    case = get_case(_TEXT, inputs=path)
+    for got, want in zip(case.make_inputs(), (_X, _W)):
+      np.testing.assert_array_equal(got, want)
+    self.assertIn(f"inputs from {path}", case.notes)
+
+  def test_inputs_that_do_not_fit(self):
+    path = self.create_tempfile("args.npz").full_path
+    np.savez(path, _W, _X)
+    with self.assertRaisesRegex(CaseError, r"array 0 is float32\[3, 4\]"):
+      get_case(_TEXT, inputs=path)
+    np.savez(path, _X)
+    with self.assertRaisesRegex(CaseError, "1 arrays for the 2 parameters"):
+      get_case(_TEXT, inputs=path)
+
+  def test_bfloat16_npy_read_as_the_parameter(self):
+    path = self.create_tempfile("a.npy").full_path
+    a = np.array([1.5, -2.0], ml_dtypes.bfloat16)
+    np.save(path, a)
+    (got,) = load_inputs(path, (((2,), np.dtype(ml_dtypes.bfloat16)),), "m")
+    np.testing.assert_array_equal(got, a)
+
+  def test_snapshot_runs_as_its_twin_on_its_arguments(self):
+    folder = self.create_tempdir().full_path
+    snapshot = os.path.join(folder, "module_0000.jit_f.snapshot.7.pb")
+    shutil.copy(_SNAPSHOT, snapshot)
+    with self.assertRaisesRegex(CaseError, "before_optimizations"):
+      get_case(snapshot)
+    twin = os.path.join(folder, "module_0000.jit_f.before_optimizations.txt")
+    shutil.copy(_TEXT, twin)
+    case = get_case(snapshot)
+    self.assertIn(
+      f"{snapshot} is an optimized module: the program is its unoptimized "
+      f"twin {twin}",
+      case.notes,
+    )
+    for got, want in zip(case.make_inputs(), (_X, _W)):
+      np.testing.assert_array_equal(got, want)
+    self.assertEqual(
+      read_module_file(snapshot).arguments[0].tolist(), _X.tolist()
+    )
+
+
+if __name__ == "__main__":
+  absltest.main()
