@@ -34,9 +34,7 @@ plain dot). No source paths, no instruction names.
 
 MANIFEST.json: {"schema": "hloprobe-golden-manifest", "schema_version": 3,
 "jax", "jaxlib", "date", "sweep": {"cases", "targets", "batch_sizes",
-"precisions"}}; from version 3 a case file's or target config's path is
-relative to the manifest's folder (2: to the folder it was written from;
-still read, see `folder.sweep_words`).
+"precisions"}}; version 3's paths are relative to its folder (`folder`).
 
 Parsing validates the header against the file name and the body against its
 kind, and raises `GoldenError` naming the file, never a bare traceback.
@@ -74,12 +72,8 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 DOTS_SCHEMA_VERSION = 3  # 3: "math" (2 is read as "math": null)
-# 2: StableHLO once per case and config under stablehlo/ (1: per target);
-# 3: paths relative to the golden folder (2: to the current folder).
+# 2: StableHLO once per case and config (1: per target); 3: relative paths.
 MANIFEST_SCHEMA_VERSION = 3
-# The oldest manifest `golden check` compares with: version 2's folder
-# layout is version 3's; only its paths are read another way.
-_MANIFEST_SAME_LAYOUT = 2
 KINDS = ("stablehlo.mlir", "hlo", "dots.json")
 # The folder of the target-independent StableHLO files.
 STABLEHLO_DIR = "stablehlo"
@@ -403,9 +397,8 @@ def parse_manifest(path: str, text: str, sweep_only: bool = False) -> dict:
   Args:
     path: the file's path, for messages.
     text: its content.
-    sweep_only: accept older schema versions too, whose sweep record is the
-      same (to re-run the sweep that made an older golden folder). Without
-      it versions 2 and 3 are read (the same folder layout).
+    sweep_only: read versions from 1 (their sweep record is the same: to
+      re-run an older folder's sweep); else from 2 (3's folder layout).
 
   Raises:
     GoldenError: not JSON, wrong schema, or a malformed sweep; names `path`.
@@ -416,13 +409,12 @@ def parse_manifest(path: str, text: str, sweep_only: bool = False) -> dict:
       path, f'not a golden manifest: expected "schema": "{_MANIFEST_SCHEMA}"'
     )
   version = doc.get("schema_version")
-  known = isinstance(version, int) and not isinstance(version, bool)
-  oldest = 1 if sweep_only else _MANIFEST_SAME_LAYOUT
-  if not (known and oldest <= version <= MANIFEST_SCHEMA_VERSION):
+  readable = range(1 if sweep_only else 2, MANIFEST_SCHEMA_VERSION + 1)
+  if type(version) is not int or version not in readable:
     raise _fail(
       path,
       f"schema version {doc.get('schema_version')!r}; this hloprobe reads "
-      f"{_MANIFEST_SAME_LAYOUT} to {MANIFEST_SCHEMA_VERSION}",
+      f"{readable.start} to {MANIFEST_SCHEMA_VERSION}",
     )
   sweep = doc.get("sweep")
   ok = isinstance(sweep, dict) and all(
@@ -442,22 +434,15 @@ def parse_manifest(path: str, text: str, sweep_only: bool = False) -> dict:
   return doc
 
 
-def same_manifest(
-  old_text: str, new_text: str, any_layout_version: bool = False
-) -> bool:
-  """Whether two manifests agree on everything but the date; with
-  `any_layout_version`, but the date and the schema version (2 and 3 read
-  a sweep without paths alike: `folder.sweep_words`)."""
+def same_manifest(old_text: str, new_text: str) -> bool:
+  """Whether two manifests agree on everything but the date."""
   try:
     old, new = (
       parse_manifest("MANIFEST.json", t) for t in (old_text, new_text)
     )
   except GoldenError:
     return False
-  ignored = {"date": None}
-  if any_layout_version:
-    ignored["schema_version"] = None
-  return old | ignored == new | ignored
+  return {**old, "date": None} == {**new, "date": None}
 
 
 def today() -> str:

@@ -24,6 +24,7 @@ Private in intent: use the package, `hloprobe.golden`.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 import tempfile
@@ -205,11 +206,19 @@ def _fill(
   manifest = fmt.manifest_text(plan.versions, words, snap.date or fmt.today())
   if not new and os.path.isfile(os.path.join(golden_dir, MANIFEST)):
     old_text = read_golden_file(golden_dir, MANIFEST)
-    # An older manifest without paths says what this one says.
-    if fmt.same_manifest(old_text, manifest, words == dict(plan.sweep)):
+    if fmt.same_manifest(old_text, manifest) or (
+      words == dict(plan.sweep)  # no paths: schema 2 reads as 3 does
+      and fmt.same_manifest(old_text, _as_schema_2(manifest))
+    ):
       manifest = old_text
   with open(os.path.join(stage, MANIFEST), "w") as f:
     f.write(manifest)
+
+
+def _as_schema_2(text: str) -> str:
+  """A schema 3 manifest's text as schema 2 writes it (the same fields)."""
+  doc = json.loads(text)
+  return json.dumps(doc | {"schema_version": 2})
 
 
 def _swap_in(stage: str, golden_dir: str) -> None:
