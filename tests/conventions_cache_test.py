@@ -47,7 +47,7 @@ class RelocatedCacheTest(absltest.TestCase):
 
   def test_entry_on_disk_has_no_absolute_path_of_the_writer(self):
     self.cache.put("ab" * 32, self.record, Roots.of(package=_ELSEWHERE))
-    (entry,) = glob.glob(os.path.join(self.cache.records_dir, "*", "*.pkl"))
+    (entry,) = glob.glob(os.path.join(self.cache.records_dir, "*", "*.record"))
     with open(entry, "rb") as f:
       data = f.read()
     self.assertNotIn(b"/somewhere/else", data)

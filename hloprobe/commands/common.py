@@ -59,6 +59,8 @@ class SweepWords:
     precisions: --precisions.
     targets: --targets.
     target_config: --target_config files.
+    autotune_results: --autotune_results files (experiments, see
+      `compile.autotune_experiment`).
     explain_passes: --explain_passes.
     output_dir: --output_dir, or None.
     format: --format: "table", "json", "markdown" or "html".
@@ -75,6 +77,7 @@ class SweepWords:
   precisions: tuple[str, ...] = ()
   targets: tuple[str, ...] = ("cpu",)
   target_config: tuple[str, ...] = ()
+  autotune_results: tuple[str, ...] = ()
   explain_passes: bool = False
   output_dir: str | None = None
   format: str = "table"
@@ -131,6 +134,7 @@ def sweep_spec(
     precisions=list(words.precisions),
     targets=list(words.targets),
     target_configs=list(words.target_config),
+    autotune_results=list(words.autotune_results),
     explain_passes=explain_passes or words.explain_passes,
     experiment_words=list(experiments),
     experiments_file=experiments_file,

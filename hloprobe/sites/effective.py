@@ -334,6 +334,7 @@ def resolve(
   kernels: Sequence[PtxKernel],
   target: Target,
   compute_capability: str | None = None,
+  selection: str | None = None,
 ) -> list[SiteFate]:
   """Each site's effective algorithm, its source and evidence.
 
@@ -343,6 +344,9 @@ def resolve(
     kernels: the PTX kernels of that compile (empty on CPU).
     target: the target compiled for.
     compute_capability: e.g. "8.0"; defaults to the target's.
+    selection: who chose the fates, where not the target's default
+      (`HEURISTIC`, `AUTOTUNED`): a compile-only compile that loaded
+      autotune results (`compile.autotune_selection`).
 
   Returns:
     One `SiteFate` per site, in order: its `MappedSite` fields with
@@ -352,8 +356,7 @@ def resolve(
   instructions = {inst.name: inst for _, inst in module.all_instructions()}
   by_name = {k.name: k for k in kernels}
   cc = compute_capability or target.compute_capability
-  selection = None
-  if target.platform == "cuda":
+  if selection is None and target.platform == "cuda":
     selection = HEURISTIC if target.compile_only else AUTOTUNED
   out = []
   for f in fates:

@@ -15,6 +15,7 @@ Private in intent: use the package, `hloprobe.sweep`.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import time
 
@@ -23,9 +24,11 @@ import numpy as np
 from hloprobe.compile import (
   Case,
   Target,
+  autotune_selection,
   compile_case,
   get_case,
   load_topology,
+  missing_lowering,
   rejected_compile,
   run_compiled,
 )
@@ -169,11 +172,11 @@ def compile_and_run_case(
       outs, run_s = run_compiled(cc, args)
     return CompiledConfig(result, outs, run_s, watch.seconds())
   except Exception as e:  # one config's failure must not lose the others
-    finding = None
-    if stage == "compile" and not isinstance(e, HloprobeError):
+    finding, missing = None, missing_lowering(e)
+    if stage == "compile" and not isinstance(e, HloprobeError) and not missing:
       with watch.stage("compile"):
         finding = _rejection_finding(case, full, config)
-    failure = Failure(stage, first_line(e), finding)
+    failure = Failure(stage, missing or first_line(e), finding)
     return CompiledConfig(
       ConfigResult(config, failure=failure), timings=watch.seconds()
     )
@@ -202,7 +205,12 @@ def _analysed(cc, target: Target, watch) -> Compilation:
     ptx_kernels = [k for _, kernels in files for k in kernels]
   with watch.stage("sites"):
     fates = map_dot_sites(sites, module)
-    fates = resolve(fates, module, ptx_kernels, target, cc.compute_capability)
+    # This worker's XLA_FLAGS (an --autotune_results experiment's) are the
+    # ones its compiles ran under.
+    chosen = autotune_selection(os.environ.get("XLA_FLAGS", ""), target)
+    fates = resolve(
+      fates, module, ptx_kernels, target, cc.compute_capability, chosen
+    )
   return Compilation(
     stablehlo=cc.stablehlo,
     optimized_hlo=cc.optimized_hlo,

@@ -19,6 +19,9 @@ from hloprobe.versions.compare import versions_json as versions_json
 from hloprobe.versions.driver import plan as plan
 from hloprobe.versions.driver import run_versions as run_versions
 from hloprobe.versions.gpu_check import DEFAULT_OUTPUT_DIR as DEFAULT_OUTPUT_DIR
+from hloprobe.versions.gpu_check import (
+  autotune_record_flags as autotune_record_flags,
+)
 from hloprobe.versions.gpu_check import output_path as output_path
 from hloprobe.versions.gpu_check import render_check as render_check
 from hloprobe.versions.gpu_check import run_gpu_check as run_gpu_check
@@ -35,6 +38,7 @@ from hloprobe.versions.venvs import version_key as version_key
 __all__ = [
   "DEFAULT_OUTPUT_DIR",
   "VenvError",
+  "autotune_record_flags",
   "bisect_releases",
   "cached_venvs",
   "default_cache_dir",
