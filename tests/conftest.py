@@ -108,6 +108,7 @@ LONGEST_FIRST = (
   "tests/pictures_test.py",  # 45
   "tests/cli_test.py",  # 43
   "tests/cli_reliability_test.py",  # 42
+  "tests/pyapi_plugin_test.py",  # 40 (pytester sessions, golden CLI twice)
   "tests/mathmade_e2e_test.py",  # 36
   "tests/intdots_rejection_test.py",  # 30
   "tests/conventions_outputs_test.py",  # 29

@@ -24,6 +24,7 @@ Private in intent: use the package, `hloprobe.golden`.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 import tempfile
@@ -37,6 +38,7 @@ from hloprobe.golden.folder import (
   default_golden_dir,
   golden_spec,
   list_golden_files,
+  manifest_words,
   read_golden_file,
   read_manifest,
   sweep_configs,
@@ -200,15 +202,23 @@ def _fill(
   for rel in keep:
     os.makedirs(os.path.dirname(os.path.join(stage, rel)), exist_ok=True)
     shutil.copyfile(os.path.join(golden_dir, rel), os.path.join(stage, rel))
-  manifest = fmt.manifest_text(
-    plan.versions, plan.sweep, snap.date or fmt.today()
-  )
+  words = manifest_words(golden_dir, plan.sweep)
+  manifest = fmt.manifest_text(plan.versions, words, snap.date or fmt.today())
   if not new and os.path.isfile(os.path.join(golden_dir, MANIFEST)):
     old_text = read_golden_file(golden_dir, MANIFEST)
-    if fmt.same_manifest(old_text, manifest):
+    if fmt.same_manifest(old_text, manifest) or (
+      words == dict(plan.sweep)  # no paths: schema 2 reads as 3 does
+      and fmt.same_manifest(old_text, _as_schema_2(manifest))
+    ):
       manifest = old_text
   with open(os.path.join(stage, MANIFEST), "w") as f:
     f.write(manifest)
+
+
+def _as_schema_2(text: str) -> str:
+  """A schema 3 manifest's text as schema 2 writes it (the same fields)."""
+  doc = json.loads(text)
+  return json.dumps(doc | {"schema_version": 2})
 
 
 def _swap_in(stage: str, golden_dir: str) -> None:
