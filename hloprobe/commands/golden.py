@@ -21,7 +21,6 @@ from hloprobe.golden import (
   golden_update,
   manifest_sweep,
   spec_from_record,
-  sweep_record,
   sweep_snapshot,
   write_snapshot,
 )
@@ -101,8 +100,7 @@ def cmd_check(
       comparison is printed).
   """
   snap = sweep_snapshot(spec)
-  record = sweep_record(spec)
-  result = check(golden_dir, snap, record, strict=strict)
+  result = check(golden_dir, snap, spec, strict=strict)
   if result.ok:
     print(result.render())
     return 0
