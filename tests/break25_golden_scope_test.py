@@ -48,7 +48,10 @@ def _renamed(text: str, case: str, n: int) -> str:
   """A committed seed_mlp golden file's text with its header's case and n."""
   text = re.sub(r"case=seed_mlp n=\d+", f"case={case} n={n}", text, count=1)
   return re.sub(
-    r'"case": "seed_mlp", "n": \d+', f'"case": "{case}", "n": {n}', text, count=1
+    r'"case": "seed_mlp", "n": \d+',
+    f'"case": "{case}", "n": {n}',
+    text,
+    count=1,
   )
 
 
@@ -110,9 +113,7 @@ class GoldenScopeTest(absltest.TestCase):
   def test_narrowed_update_replaces_only_the_case_files(self):
     gone = "cpu/jit_f/n2-float32.hlo"
     files = {
-      r: t
-      for r, t in self.snap.files.items()
-      if "/jit_f/" in r and r != gone
+      r: t for r, t in self.snap.files.items() if "/jit_f/" in r and r != gone
     }
     snap = snapshot.Snapshot(files, self.snap.versions, date=self.snap.date)
     result = update.update_goldens(self.dir, snap, self._spec(_MODULE))
