@@ -67,13 +67,14 @@ run: $(STAMP)
 # tests/conftest.py's LONGEST_FIRST begins with the longest files, so the
 # workers end together. The venv of tests/versions_test.py's older jaxlib
 # (about 150 MB) is made once under build/ (`make clean` removes it) and
-# reused by later runs.
+# reused by later runs. Tests marked `downloads` (a uv-made venv in a fresh
+# folder) are left out: `pytest -m downloads tests` runs them.
 TEST_JOBS ?= 2
 HLOPROBE_VERSIONS_TEST_CACHE ?= $(CURDIR)/build/test-venvs
 test: $(STAMP)
 	HLOPROBE_VERSIONS_TEST_CACHE=$(HLOPROBE_VERSIONS_TEST_CACHE) \
 	  $(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile \
-	  --no-loadscope-reorder tests
+	  --no-loadscope-reorder -m "not downloads" tests
 
 # The tests that start neither XLA nor a Python process (parsers, formats,
 # recorded compiles, the layering rule, flags in process): under a minute.
@@ -113,8 +114,11 @@ test-old: $(OLD_VENV)/.installed-stamp
 gpu-check:
 	PYTHONPATH=. $(PYTHON) -m hloprobe.commands.gpu_check $(GPU_CHECK_FLAGS)
 
+# Then `hloprobe versions`' venv made by uv against venv + pip (downloads
+# about 1 GB; hloprobe/tools/bench_venv.py).
 bench: $(STAMP)
 	$(BIN)/python -m hloprobe.tools.bench
+	$(BIN)/python -m hloprobe.tools.bench_venv
 
 clean:
 	rm -rf $(VENV) $(OLD_VENV) build *.egg-info

@@ -56,7 +56,7 @@ from hloprobe.startup import quiet_startup
 with quiet_startup():
   import jax  # noqa: F401
 
-from hloprobe import cli_flags
+from hloprobe import cli_flags, cli_help
 from hloprobe.commands import (
   bisect,
   cache,
@@ -277,8 +277,46 @@ def _error(e: Exception) -> None:
   )
 
 
+def _help(argv: list[str]) -> str:
+  """`hloprobe [COMMAND] --help`'s text (see `cli_help`).
+
+  Raises:
+    InvalidArgumentError: an unknown command.
+  """
+  command = cli_help.command_word(argv, "sweep")
+  if command not in _COMMANDS:
+    raise InvalidArgumentError(
+      f"unknown command {command!r}; choose from {', '.join(_COMMANDS)}"
+    )
+  shared = [n for n in _fields(common.SweepWords) if n != "given"]
+  own = [
+    n for n in _fields(_COMMANDS[command][0]) if n not in (_COMMON, _WORDS)
+  ]
+  summaries = cli_help.summaries(__doc__)
+  text = cli_help.help_text(
+    command, summaries.get(command, ""), own, shared, flags.FLAGS
+  )
+  if command in argv[1:]:
+    return text
+  return f"{cli_help.overview(summaries)}\n\n{text}"
+
+
 def _parse_flags(argv: list[str]) -> list[str]:
-  """absl flag parsing with one clear line and exit 2 on a bad flag."""
+  """absl flag parsing with one clear line and exit 2 on a bad flag;
+  `-h`/`--help` and `--version` print and exit 0 first (`cli_help`)."""
+  asked = cli_help.wanted(argv)
+  if asked == "version":
+    # The package (hloprobe/__init__.py, its `__version__`) is imported
+    # before any of its modules; importing it here would climb the layers.
+    print(cli_help.version_text(sys.modules[__package__].__version__))
+    sys.exit(EXIT_OK)
+  if asked == "help":
+    try:
+      print(_help(argv))
+    except InvalidArgumentError as e:
+      _error(e)
+      sys.exit(EXIT_USAGE)
+    sys.exit(EXIT_OK)
   try:
     return flags.FLAGS(argv)
   except flags.Error as e:

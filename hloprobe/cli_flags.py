@@ -134,10 +134,20 @@ TARGET_CONFIG = flags.DEFINE_multi_string(
   "compile-only target (repeatable), e.g. "
   "hloprobe/compile/gpu_specs/a100_sxm_40.txtpb.",
 )
+AUTOTUNE_RESULTS = flags.DEFINE_multi_string(
+  "autotune_results",
+  [],
+  "An autotune results file (xla.autotuner.AutotuneCache, text format: "
+  "recorded on a GPU or written by `python -m "
+  "hloprobe.tools.autotune_template`) replayed on the compile-only targets "
+  "of the GPU it was recorded on (repeatable); each runs as an experiment "
+  "'autotuned-<file stem>' in worker processes of its own.",
+)
 OUTPUT_DIR = flags.DEFINE_string(
   "output_dir",
   None,
-  "If set, write per-config stablehlo.mlir / optimized.hlo and results.json "
+  "If set, write per-config stablehlo.mlir / optimized.hlo, the PTX of "
+  "each kernel a site's algorithm was read from (ptx/) and results.json "
   "here; for `golden check`, where candidate files go on a mismatch "
   "(default: a new temporary folder).",
 )

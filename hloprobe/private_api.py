@@ -26,6 +26,7 @@ __all__ = [
   "cuda_path",
   "cudnn_version",
   "custom_call_targets",
+  "gpu_target_config",
   "hlo_proto_to_text",
   "hlo_text_to_proto",
   "jaxlib_embedded",
@@ -334,12 +335,15 @@ def hlo_text_to_proto(text: str) -> bytes | None:
     raise ValueError(str(e)) from None
 
 
-def hlo_proto_to_text(proto: bytes) -> str | None:
+def hlo_proto_to_text(proto: bytes, canonical: bool = False) -> str | None:
   """A serialized HloModuleProto as HLO text, as XLA prints it.
 
   `jaxlib._hlo.HloModule.from_serialized_hlo_module_proto(proto)
   .to_string()` (HloModule::CreateFromProto then ToString, with metadata;
-  jaxlib 0.10.2 and 0.12.0.1).
+  jaxlib 0.10.2 and 0.12.0.1). `canonical`: with `HloPrintOptions.
+  canonical()`, `print_ids=False`, `canonicalize_computations=True` (XLA's
+  autotune key text, autotune_cache_key.cc, less the binding's missing
+  `print_only_essential_constants`; jaxlib 0.12.0.1): "{\n  tmp_0 = ...}".
 
   Returns:
     The text, or None where this jaxlib cannot read module protos.
@@ -352,9 +356,28 @@ def hlo_proto_to_text(proto: bytes) -> str | None:
   if read is None:
     return None
   try:
-    return read(proto).to_string()
+    if not canonical:
+      return read(proto).to_string()
+    options = _hlo_function("HloPrintOptions").canonical()
+    options.print_ids, options.canonicalize_computations = False, True
+    return read(proto).to_string(options)
   except RuntimeError as e:
     raise ValueError(str(e)) from None
+
+
+def gpu_target_config(devices) -> str | None:
+  """The attached GPUs' GpuTargetConfigProto text, or None (no such call).
+
+  `jax._src.lib.xla_client.get_topology_for_devices(devices).target_config`
+  (jax's tests/aot_test.py; jax 0.12.0.1). Not yet run on a GPU.
+  """
+  try:
+    from jax._src.lib import xla_client
+
+    topology = xla_client.get_topology_for_devices(list(devices))
+    return str(topology.target_config)
+  except (ImportError, AttributeError, RuntimeError, ValueError, TypeError):
+    return None
 
 
 def custom_call_targets(platform: str) -> frozenset[str] | None:

@@ -41,8 +41,9 @@ __all__ = [
 # Prediction.reference and Prediction.floor_check; 7: StableHloDot.op and
 # .window (convolution sites; an attention site's op is its call target); 8:
 # MappedSite.collective; 9: Prediction.rows, ErrorStats.row_abs and
-# NoiseFloor.row_abs (every row judged).
-RECORD_VERSION = 9
+# NoiseFloor.row_abs (every row judged); 10: Compilation.ptx, and source
+# paths stored relative (runtime/relocate.py).
+RECORD_VERSION = 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,6 +101,9 @@ class Compilation:
       compile through (e.g. "compiled again with
       xla_gpu_enable_triton_gemm=false: ..."), one sentence each.
     lower_s, compile_s: wall seconds of lowering and of XLA's compile.
+    ptx: kernel name -> the PTX file's text, for every kernel a site's
+      effective algorithm was read from (the evidence of each "ptx"
+      claim; `--output_dir` writes them); {} on the CPU.
   """
 
   stablehlo: str
@@ -112,6 +116,7 @@ class Compilation:
   compile_notes: tuple[str, ...] = ()
   lower_s: float | None = None
   compile_s: float | None = None
+  ptx: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)

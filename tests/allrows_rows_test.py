@@ -104,11 +104,29 @@ class WorstRowTest(absltest.TestCase):
     self.assertEqual((exact.multiple, exact.beyond), (0.0, 0))
 
   def test_a_named_leaf_leads(self):
-    w = rows.worst_row(_stats([0.0, 1.0], "['y']"), _floor([1.0, 0.1]))
+    w = rows.worst_row(
+      _stats([0.0, 1.0, 0.0], "['y']"), _floor([1.0, 0.1, 0.1])
+    )
     self.assertEqual(
       rows.row_words(w),
-      "['y'] row 1: 1.0e+00, 5x beyond f32 noise (1 of 2 rows)",
+      "['y'] row 1: 1.0e+00, 5x beyond f32 noise (1 of 3 rows)",
     )
+
+  def test_a_rows_floor_is_at_least_the_median(self):
+    # The all-F32 CPU conv net's rows (break24): row 3's own floor 2.3e-7
+    # is the luckiest of its orders; the median of the floors, 5e-7,
+    # allows 1.0e-6, so its 6.0e-7 is within: m = 6e-7 / 1e-6 = 0.6.
+    errors = [4e-7, 3e-7, 5e-7, 6e-7, 2e-7, 4e-7, 3e-7, 5e-7]
+    floors = [5e-7, 5e-7, 6e-7, 2.3e-7, 5e-7, 4e-7, 5e-7, 6e-7]
+    w = rows.worst_row(_stats(errors), _floor(floors))
+    self.assertTrue(w.within)
+    self.assertEqual((w.row, w.floor_abs), (3, 5e-7))
+    self.assertAlmostEqual(w.multiple, 0.6)
+    # A row far beyond the pooled floor is still named.
+    errors[5] = 1e-4
+    w = rows.worst_row(_stats(errors), _floor(floors))
+    self.assertEqual((w.row, w.beyond), (5, 1))
+    self.assertAlmostEqual(w.multiple, 1e-4 / (2 * 5e-7))
 
   def test_floor_without_rows_uses_its_largest(self):
     noise = accuracy.NoiseFloor(1e-6, 1e-5, 0.0)  # floor_check's kind

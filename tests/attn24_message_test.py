@@ -15,7 +15,7 @@ import pytest
 import recorded
 from absl.testing import absltest
 
-from hloprobe.compile import CASES
+from hloprobe.compile import CASES, get_target
 from hloprobe.numerics import (
   accuracy,
   executed,
@@ -23,6 +23,7 @@ from hloprobe.numerics import (
   made,
   reference,
 )
+from hloprobe.sweep import run_config
 
 _CASE = CASES["cudnn_attention"]
 _WORDS = (
@@ -68,6 +69,15 @@ class AttentionConfigTest(absltest.TestCase):
     with self.assertRaises(NotImplementedError) as raised:
       jax.jit(_CASE.fn).lower(*args)  # jax's CPU lowering
     self.assertEqual(executed.why_not_lowered(raised.exception), _WORDS)
+
+  def test_the_cpu_targets_config_fails_with_one_line(self):
+    # break24: the cpu config printed jax's raw NotImplementedError.
+    r = run_config(_CASE, self.full, None, get_target("cpu"), "default", 2)
+    self.assertFalse(r.ok)
+    self.assertEqual(
+      r.failure.error,
+      "GPU-only primitive dot_product_attention_fwd has no CPU lowering",
+    )
 
   def test_reference_and_floor_check_name_it(self):
     self.assertEqual(

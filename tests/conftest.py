@@ -109,6 +109,7 @@ LONGEST_FIRST = (
   "tests/cli_reliability_test.py",  # 42
   "tests/mathmade_e2e_test.py",  # 36
   "tests/intdots_rejection_test.py",  # 30
+  "tests/conventions_outputs_test.py",  # 29
   "tests/html_browser_test.py",  # 30
   "tests/numerics/emulation_cache_test.py",
   "tests/readme_case_test.py",
@@ -119,6 +120,7 @@ LONGEST_FIRST = (
   "tests/compile/lowering_gpu_test.py",
   "tests/intdots_integer_test.py",  # 21
   "tests/fp8_sweep_test.py",  # 19
+  "tests/secure_golden_test.py",  # 19
   "tests/ir/canonical_test.py",
   "tests/numerics/site_notes_test.py",
   "tests/sweep_test.py",  # 16

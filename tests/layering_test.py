@@ -82,6 +82,7 @@ _ORDER = (
   ("versions",),
   ("commands",),
   ("cli_flags",),
+  ("cli_help",),
   ("cli", "tools"),
   ("__main__", "__init__"),
 )

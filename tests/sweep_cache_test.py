@@ -98,7 +98,7 @@ class KeyTest(absltest.TestCase):
     )
 
   def test_another_record_layout_misses(self):
-    # Records pickled in the flat layout of version 1 are not read as today's.
+    # Records written in the flat layout of version 1 are not read as today's.
     self.assertNotEqual(_key(self.print, version=1), _key(self.print))
 
   def test_config_fields_and_xla_flags_miss(self):
@@ -149,11 +149,11 @@ class SweepCacheTest(absltest.TestCase):
       os.path.join(d, f)
       for d, _, files in os.walk(folder)
       for f in files
-      if f.endswith(".pkl")
+      if f.endswith(".record")
     )
     self.assertLen(entries, 4)
     with open(entries[0], "wb") as f:
-      f.write(b"not a pickle")
+      f.write(b"not a record")
     with self.assertLogs(level="WARNING") as logs:
       again = pool.run(cached)
     self.assertLen(logs.output, 1)
@@ -164,7 +164,7 @@ class SweepCacheTest(absltest.TestCase):
     )
     self.assertEqual(
       {
-        type(cache.RecordCache(folder).get(os.path.basename(p)[:-4])).__name__
+        type(cache.RecordCache(folder).get(os.path.basename(p)[:-7])).__name__
         for p in entries
       },
       {"ConfigResult"},
@@ -178,7 +178,7 @@ class SweepCacheTest(absltest.TestCase):
     self.assertTrue(all("compile" in r.timings for r in relaid))
     self.assertEqual(testutil.configs_json(relaid), testutil.configs_json(cold))
     stored = [
-      f for _, _, fs in os.walk(folder) for f in fs if f.endswith(".pkl")
+      f for _, _, fs in os.walk(folder) for f in fs if f.endswith(".record")
     ]
     self.assertLen(stored, 8)
 

@@ -15,6 +15,9 @@ import logging
 import os
 import signal
 import sys
+import threading
+
+from tqdm import tqdm
 
 from hloprobe.compile import version_warning
 from hloprobe.errors import InvalidArgumentError
@@ -56,6 +59,8 @@ class SweepWords:
     precisions: --precisions.
     targets: --targets.
     target_config: --target_config files.
+    autotune_results: --autotune_results files (experiments, see
+      `compile.autotune_experiment`).
     explain_passes: --explain_passes.
     output_dir: --output_dir, or None.
     format: --format: "table", "json", "markdown" or "html".
@@ -72,6 +77,7 @@ class SweepWords:
   precisions: tuple[str, ...] = ()
   targets: tuple[str, ...] = ("cpu",)
   target_config: tuple[str, ...] = ()
+  autotune_results: tuple[str, ...] = ()
   explain_passes: bool = False
   output_dir: str | None = None
   format: str = "table"
@@ -128,6 +134,7 @@ def sweep_spec(
     precisions=list(words.precisions),
     targets=list(words.targets),
     target_configs=list(words.target_config),
+    autotune_results=list(words.autotune_results),
     explain_passes=explain_passes or words.explain_passes,
     experiment_words=list(experiments),
     experiments_file=experiments_file,
@@ -237,24 +244,66 @@ def host():
 
 
 def progress_printer(stream):
-  """A `sweep.run_sweep` progress callable drawing one line on `stream`
-  ("[12/81] a100 seed_mlp n=3 bfloat16  42 s"), or None when `stream` is
-  not a terminal (logs and pipes get no progress)."""
-  import time
+  """A `sweep.run_sweep` progress callable drawing a bar with an ETA on
+  `stream`, or None when `stream` is not a terminal (logs and pipes get no
+  progress, as before).
 
+  The bar is tqdm's (`_Bar`), one line, erased when the sweep ends, e.g.
+  "[12/81] a100 seed_mlp n=3 bfloat16 |###   | 00:42<01:10": configs
+  collected, the next one, elapsed and remaining time (tqdm's estimate from
+  the configs so far; "?" until the first one is in).
+  """
   if not stream.isatty():
     return None
-  start = time.monotonic()
+  bar = None
 
   def show(p) -> None:
-    if not p.current:
-      stream.write("\r\x1b[K")  # done: erase the line
+    nonlocal bar
+    if bar is None:  # drawn at once
+      bar = _Bar(
+        desc=p.current,
+        total=p.total,
+        file=stream,
+        leave=False,
+        mininterval=0,
+        ncols=_columns(stream),
+        bar_format=_BAR_FORMAT,
+      )
+      return
+    if not p.current:  # done: erase the line
+      bar.close()
+      return
+    bar.set_description_str(p.current, refresh=False)
+    if p.done > bar.n:
+      bar.update(p.done - bar.n)
     else:
-      took = time.monotonic() - start
-      stream.write(f"\r\x1b[K[{p.done}/{p.total}] {p.current}  {took:.0f} s")
-    stream.flush()
+      bar.refresh()
 
   return show
+
+
+class _Bar(tqdm):
+  """tqdm without its monitor thread (a daemon that wakes every 10 s to
+  refresh stalled bars; this one is refreshed by each config)."""
+
+  monitor_interval = 0
+  # Its write lock: a thread lock only. tqdm's default also makes a
+  # multiprocessing lock (a POSIX semaphore, and a resource-tracker process
+  # where workers start by forkserver); one bar in one process needs none.
+  _lock = threading.RLock()
+
+
+def _columns(stream) -> int:
+  """The terminal's width, or 80 where it says none (a pty whose size
+  was never set reports 0)."""
+  try:
+    return os.get_terminal_size(stream.fileno()).columns or 80
+  except (OSError, ValueError, AttributeError):
+    return 80
+
+
+# "[12/81] a100 seed_mlp n=3 bfloat16 |###   | 00:42<01:10".
+_BAR_FORMAT = "[{n_fmt}/{total_fmt}] {desc} |{bar}| {elapsed}<{remaining}"
 
 
 def run_streamed(spec, output_dir: str | None, pool=None):

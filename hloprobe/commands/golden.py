@@ -16,6 +16,7 @@ from collections.abc import Collection, Mapping, Sequence
 from hloprobe.commands import common
 from hloprobe.errors import HloprobeError, InvalidArgumentError, write_or_fail
 from hloprobe.golden import (
+  case_cannot_end,
   check,
   default_golden_dir,
   golden_update,
@@ -141,10 +142,13 @@ def main(args: GoldenArgs) -> int:
   golden_dir = args.golden_dir or default_golden_dir()
   from hloprobe.sweep import check_nonempty
 
-  values, given = common.sweep_values(args.common)
-  spec = check_nonempty(golden_spec(golden_dir, values, given))
-  spec = dataclasses.replace(spec, jobs=args.common.jobs)
-  common.start_jax(spec.targets)
-  if args.words[0] == "update":
-    return cmd_update(spec, golden_dir)
-  return cmd_check(spec, golden_dir, args.strict, args.common.output_dir)
+  # Case code (factories, the reference) cannot end the command with a
+  # status of its own (`golden.case_cannot_end`).
+  with case_cannot_end(f"golden {args.words[0]}"):
+    values, given = common.sweep_values(args.common)
+    spec = check_nonempty(golden_spec(golden_dir, values, given))
+    spec = dataclasses.replace(spec, jobs=args.common.jobs)
+    common.start_jax(spec.targets)
+    if args.words[0] == "update":
+      return cmd_update(spec, golden_dir)
+    return cmd_check(spec, golden_dir, args.strict, args.common.output_dir)

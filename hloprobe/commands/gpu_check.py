@@ -9,6 +9,7 @@ are its own (absl, defined when run as a script), not `hloprobe`'s.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from hloprobe.errors import InvalidArgumentError
@@ -38,6 +39,8 @@ def main(argv: list[str]) -> int:
       f.compile_only_target,
       parse_batch_sizes(f.batch_sizes),
       tuple(f.precisions),
+      # On a GPU: its target config and autotune results, beside the JSON.
+      record_dir=os.path.dirname(f.output or "") or DEFAULT_OUTPUT_DIR,
     )
   except InvalidArgumentError as e:
     print(f"hloprobe: error: {e}", file=sys.stderr)

@@ -1,11 +1,16 @@
 """`hloprobe view DIR`: Google's Model Explorer (127.0.0.1 only) on a
 --model_explorer folder, the configs picked by the sweep flags given.
-Exit status 0 once the server stops."""
+
+It prints the URL to open on stdout (one line: the port, a random access
+token, the configs), serves those configs' files and nothing else
+(`pictures.open_server`), and stops on SIGINT/SIGTERM with exit status 0.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import sys
+import webbrowser
 
 from hloprobe.commands import common
 from hloprobe.errors import InvalidArgumentError
@@ -21,7 +26,7 @@ class ViewArgs:
     common: the flags every command accepts (--case, --targets,
       --batch_sizes, --precisions pick the configs).
     words: the words after `view`: [DIR].
-    port: --port (8080: the first free from 8080).
+    port: --port (8080: the first free of 8080-8099; 0: any free port).
     browser: --browser: open a browser tab.
   """
 
@@ -41,13 +46,14 @@ _INDEX_KEY = {
 
 
 def main(args: ViewArgs) -> int:
-  """Serves the picked configs until the server stops; returns 0.
+  """Serves the picked configs until interrupted; returns 0.
 
   Raises:
-    InvalidArgumentError: not one folder, no index there, nothing picked.
-    HloprobeError: Model Explorer is missing.
+    InvalidArgumentError: not one folder, no index there, nothing picked,
+      a port outside 0-65535.
+    HloprobeError: Model Explorer is missing; the port is in use.
   """
-  from hloprobe.pictures import check_extras, pick, serve
+  from hloprobe.pictures import check_extras, open_server, pick
 
   words = list(args.words)
   if len(words) != 1:
@@ -71,5 +77,21 @@ def main(args: ViewArgs) -> int:
     f"{first['precision']}, the worst finding, its layers expanded",
     file=sys.stderr,
   )
-  serve(words[0], picked, args.port, args.browser)
+  server, url = open_server(words[0], picked, args.port)
+  try:
+    print(url, flush=True)
+    print(
+      f"hloprobe: Model Explorer on 127.0.0.1 port {server.port}, serving "
+      f"{len(picked)} config(s) to the URL above (it holds the access "
+      "token); Ctrl+C stops it",
+      file=sys.stderr,
+      flush=True,
+    )
+    if args.browser:
+      webbrowser.open_new_tab(url)
+    server.serve_forever()
+  except common.Interrupted:
+    print("hloprobe: Model Explorer stopped", file=sys.stderr)
+  finally:
+    server.close()
   return common.EXIT_OK

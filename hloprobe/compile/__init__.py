@@ -4,13 +4,41 @@ cases (the matmul programs; the built-ins a read-only mapping), targets
 (CPU and compile-only GPUs from GpuTargetConfigProto files in gpu_specs/),
 experiments (XLA flag sets), toolchain (ptxas), placement (compile-only
 topologies, device lists, a sharded case's mesh and shardings), lowering
-(compiles and runs a case: StableHLO, optimized HLO, PTX), rejections (a config XLA rejected, compiled again with its passes
+(compiles and runs a case: StableHLO, optimized HLO, PTX), autotune
+(autotune results for compile-only targets: keys, files), rejections (a config XLA rejected, compiled again with its passes
 dumped). Worker processes, the record cache, the stopwatch and host detection
 are `hloprobe.runtime`.
 """
 
 from __future__ import annotations
 
+from hloprobe.compile.autotune import CUBLAS_CONFIG as CUBLAS_CONFIG
+from hloprobe.compile.autotune import AutotuneChoice as AutotuneChoice
+from hloprobe.compile.autotune import CodegenVersions as CodegenVersions
+from hloprobe.compile.autotune import GemmFusionKey as GemmFusionKey
+from hloprobe.compile.autotune import (
+  config_assigner_input as config_assigner_input,
+)
+from hloprobe.compile.autotune import device_fingerprint as device_fingerprint
+from hloprobe.compile.autotune import device_string as device_string
+from hloprobe.compile.autotune import gemm_fusion_keys as gemm_fusion_keys
+from hloprobe.compile.autotune import (
+  parse_codegen_versions as parse_codegen_versions,
+)
+from hloprobe.compile.autotune import results_textproto as results_textproto
+from hloprobe.compile.autotune import triton_config as triton_config
+from hloprobe.compile.autotune_replay import MISSING_ENTRY as MISSING_ENTRY
+from hloprobe.compile.autotune_replay import (
+  autotune_experiment as autotune_experiment,
+)
+from hloprobe.compile.autotune_replay import (
+  autotune_selection as autotune_selection,
+)
+from hloprobe.compile.autotune_replay import (
+  autotuned_target as autotuned_target,
+)
+from hloprobe.compile.autotune_replay import entry_notes as entry_notes
+from hloprobe.compile.autotune_replay import results_devices as results_devices
 from hloprobe.compile.builtin_cases import CASES as CASES
 from hloprobe.compile.case_model import Case as Case
 from hloprobe.compile.case_model import ReportedError as ReportedError
@@ -63,6 +91,7 @@ from hloprobe.compile.module_files import (
 )
 from hloprobe.compile.placement import load_topology as load_topology
 from hloprobe.compile.rejections import Rejection as Rejection
+from hloprobe.compile.rejections import missing_lowering as missing_lowering
 from hloprobe.compile.rejections import rejected_compile as rejected_compile
 from hloprobe.compile.targets import BUILTIN_TARGETS as BUILTIN_TARGETS
 from hloprobe.compile.targets import Target as Target
@@ -75,27 +104,40 @@ from hloprobe.compile.toolchain import nvcc_wheel_dir as nvcc_wheel_dir
 from hloprobe.compile.toolchain import ptxas_version as ptxas_version
 
 __all__ = [
+  "AutotuneChoice",
   "BASELINE",
   "BUILTIN_EXPERIMENTS",
   "BUILTIN_TARGETS",
   "CASES",
   "CHECKED_JAXLIBS",
+  "CUBLAS_CONFIG",
   "CUDNN_WHEEL",
   "Case",
+  "CodegenVersions",
   "Experiment",
+  "GemmFusionKey",
   "JAXPR_API",
   "MAX_MODULE_BYTES",
+  "MISSING_ENTRY",
   "MODULE_KINDS",
   "ModuleFile",
   "Ptxas",
   "Rejection",
   "ReportedError",
   "Target",
+  "autotune_experiment",
+  "autotune_selection",
+  "autotuned_target",
   "checked_words",
   "compile_case",
+  "config_assigner_input",
   "cudnn_version",
+  "device_fingerprint",
+  "device_string",
   "enable_x64",
+  "entry_notes",
   "find_ptxas",
+  "gemm_fusion_keys",
   "get_case",
   "get_target",
   "installed_jaxlib",
@@ -108,17 +150,22 @@ __all__ = [
   "load_target_config",
   "load_topology",
   "missing_cudnn_message",
+  "missing_lowering",
   "nvcc_wheel_dir",
+  "parse_codegen_versions",
   "parse_experiment",
   "parse_experiments_file",
   "ptxas_version",
   "read_module_file",
   "rejected_compile",
   "resolvable_elsewhere",
+  "results_devices",
+  "results_textproto",
   "rules_checked",
   "run_compiled",
   "scan_counts",
   "start_backends",
+  "triton_config",
   "unchecked_note",
   "unknown_custom_calls",
   "unoptimized_hlo",

@@ -16,13 +16,43 @@ Private in intent: use the package, `hloprobe.compile`.
 from __future__ import annotations
 
 import dataclasses
+import re
 import tempfile
 
 from hloprobe.compile import compat, lowering
 from hloprobe.compile.case_model import Case
 from hloprobe.compile.targets import Target
 
-__all__ = ["Rejection", "rejected_compile"]
+__all__ = ["Rejection", "missing_lowering", "rejected_compile"]
+
+# jax's error for a primitive without a lowering rule for the platform
+# (jax/_src/interpreters/mlir.py `lower_per_platform`: "MLIR translation
+# rule for primitive '<name>' not found for platform cpu"; the same words in
+# jax 0.10.2 and 0.12.0.1).
+_NO_LOWERING = re.compile(
+  r"MLIR translation rule for primitive '([^']+)' not found for platform cpu"
+)
+# Primitives jax lowers for GPUs only: the cuDNN fused attention ones,
+# `mlir.register_lowering(..., platform="cuda")` alone
+# (jax/_src/cudnn/fused_attention_stablehlo.py: dot_product_attention_fwd,
+# _bwd and their fp8 forms; jax 0.10.2 and 0.12.0.1).
+_GPU_ONLY = re.compile(r"dot_product_attention(_fp8)?_(fwd|bwd)")
+
+
+def missing_lowering(error: BaseException) -> str | None:
+  """The primitive jax has no CPU lowering for, in words; None otherwise.
+
+  "GPU-only primitive dot_product_attention_fwd has no CPU lowering" where
+  jax registers a CUDA lowering alone (`_GPU_ONLY`), else "primitive
+  <name> has no CPU lowering": for a config on the CPU target (its compile
+  failure) and for the executor's check (`numerics.executed`).
+  """
+  found = _NO_LOWERING.search(str(error))
+  if found is None:
+    return None
+  name = found.group(1)
+  kind = "GPU-only primitive" if _GPU_ONLY.fullmatch(name) else "primitive"
+  return f"{kind} {name} has no CPU lowering"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ behind them are private in intent:
   diff      dot summaries, site changes in words, unified diffs
   update    the atomic rewrite of golden/
   lock      the lock an update holds
+  ending    case code cannot end a golden command (os._exit, sys.exit)
 
 (`hloprobe golden check` and `update` are `hloprobe.commands.golden`.)
 
@@ -25,6 +26,7 @@ from hloprobe.golden.diff import CheckResult as CheckResult
 from hloprobe.golden.diff import GoldenSiteChange as GoldenSiteChange
 from hloprobe.golden.diff import describe_site_changes as describe_site_changes
 from hloprobe.golden.diff import dot_summary as dot_summary
+from hloprobe.golden.ending import case_cannot_end as case_cannot_end
 from hloprobe.golden.folder import default_golden_dir as default_golden_dir
 from hloprobe.golden.folder import golden_spec as golden_spec
 from hloprobe.golden.folder import manifest_sweep as manifest_sweep
@@ -45,6 +47,7 @@ __all__ = [
   "SUMMARY_KEYS",
   "Snapshot",
   "UpdateResult",
+  "case_cannot_end",
   "check",
   "default_golden_dir",
   "describe_site_changes",

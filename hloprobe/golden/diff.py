@@ -113,6 +113,10 @@ class CheckResult:
       manifest's (without `strict`).
     note: the one line on a jax/jaxlib version difference, or None.
     candidate_dir: where the candidate files were written, or None.
+    planned: how many configs the sweep planned (None: not known). A
+      sweep that planned none checked nothing: not ok.
+    unreported: planned configs that gave no result (neither files nor a
+      failure: e.g. a case that ended the sweep): not ok.
   """
 
   golden_dir: str
@@ -125,11 +129,21 @@ class CheckResult:
   not_compared: tuple[str, ...] = ()
   note: str | None = None
   candidate_dir: str | None = None
+  planned: int | None = None
+  unreported: tuple[str, ...] = ()
 
   @property
   def ok(self) -> bool:
-    """True when every compared file matches and nothing is missing, stale or failed."""
-    return not (self.changed or self.missing or self.stale or self.failed)
+    """True when every compared file matches, nothing is missing, stale
+    or failed, and every planned config reported (at least one planned)."""
+    return not (
+      self.changed
+      or self.missing
+      or self.stale
+      or self.failed
+      or self.unreported
+      or self.planned == 0
+    )
 
   def render(self) -> str:
     """The result for people: counts, the version note, changes in words, diffs."""
@@ -141,9 +155,16 @@ class CheckResult:
     ]
     if self.note:
       lines.append(self.note)
+    if self.planned == 0:
+      lines.append("the sweep planned no config: nothing was checked")
     sections = (
       ("Semantic changes:", [str(s) for s in self.sites]),
       ("Failed configs:", list(self.failed)),
+      (
+        f"Configs that reported nothing ({len(self.unreported)} of "
+        f"{self.planned} planned):",
+        list(self.unreported),
+      ),
       (
         "Missing golden files (run `hloprobe golden update`):",
         list(self.missing),

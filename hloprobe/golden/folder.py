@@ -6,16 +6,30 @@ MANIFEST.json (whose text `format` writes and parses), and the sweep a
 manifest records goes to and from a `SweepSpec` (`sweep_record`,
 `spec_from_record`, `golden_spec`). Nothing here writes: `update` does.
 
+A manifest is data a checkout receives (issue 27 item 3): the cases and
+target configs it names are confined (`manifest_sweep`). A case is a
+built-in name, or a file (`path/to/file.py:factory`, a module file) or an
+importable module (`package.module:factory`: the file or folder its
+top-level package is found at, nothing imported) inside the golden folder
+or the repository that holds it (the nearest folder above it with a
+`.git`; not an installed package's folder in it, such as a .venv's
+site-packages), symlinks resolved; hloprobe's own modules are built in
+too.
+Anything else is refused with one line before any case loads.
+
 Private in intent: use the package, `hloprobe.golden`.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import os
+import sys
 from collections.abc import Iterable, Mapping
+from importlib.machinery import PathFinder
 
-from hloprobe.compile import is_config_path
+from hloprobe.compile import CASES, is_config_path
 from hloprobe.errors import GoldenError
 from hloprobe.golden import format as fmt
 from hloprobe.ir import read_text_file
@@ -35,6 +49,9 @@ __all__ = [
 ]
 
 MANIFEST = "MANIFEST.json"
+# Folders of installed packages: not the repository's code, even inside it
+# (a .venv in the checkout).
+_INSTALLED = frozenset({"site-packages", "dist-packages"})
 
 
 def default_golden_dir() -> str:
@@ -154,6 +171,7 @@ def manifest_sweep(golden_dir: str) -> dict[str, list] | None:
   text = read_golden_file(golden_dir, MANIFEST)
   sweep = fmt.parse_manifest(path, text, sweep_only=True)["sweep"]
   _confine_targets(golden_dir, sweep["targets"])
+  _confine_cases(golden_dir, sweep["cases"])
   return sweep
 
 
@@ -175,6 +193,79 @@ def _confine_targets(golden_dir: str, words: Iterable[str]) -> None:
         f"{word!r} is outside the golden folder; keep the configs a "
         "manifest names inside it"
       )
+
+
+def _repository(folder: str) -> str | None:
+  """The nearest folder at or above `folder` (a real path) holding `.git`
+  (a folder, or a worktree's file), or None."""
+  while True:
+    if os.path.exists(os.path.join(folder, ".git")):
+      return folder
+    parent = os.path.dirname(folder)
+    if parent == folder:
+      return None
+    folder = parent
+
+
+def _case_location(word: str) -> str | None:
+  """The file or folder a case word runs code from ("" where it has none:
+  a built-in or frozen module), or None for a built-in case, hloprobe's
+  own module, or a module Python cannot find (loading it fails then)."""
+  if word in CASES:
+    return None
+  where, colon, _ = word.rpartition(":")
+  if not colon:  # a module file (HLO, StableHLO, ...), or an unknown name
+    return word if os.sep in word or os.path.exists(word) else None
+  if where.endswith(".py") or os.sep in where:
+    return where
+  top = where.split(".")[0]
+  if top == "hloprobe":
+    return None
+  try:  # a top-level name: found, not imported; the current folder last,
+    # as `cases.load_user_case` looks there last
+    spec = importlib.util.find_spec(top) or PathFinder.find_spec(
+      top, [*sys.path, os.getcwd()]
+    )
+  except (ImportError, ValueError):
+    return ""
+  if spec is None:
+    return None
+  if spec.submodule_search_locations:
+    return next(iter(spec.submodule_search_locations), "")
+  return spec.origin if spec.has_location and spec.origin else ""
+
+
+def _confine_cases(golden_dir: str, words: Iterable[str]) -> None:
+  """A manifest runs case code only from the golden folder or its
+  repository (see the module docstring).
+
+  Raises:
+    GoldenError: a case resolves (symlinks too) outside both.
+  """
+  folder = os.path.realpath(golden_dir)
+  roots = [folder]
+  repository = _repository(folder)
+  if repository is not None:
+    roots.append(repository)
+  for word in words:
+    where = _case_location(word)
+    if where is None:
+      continue
+    real = os.path.realpath(where) if where else ""
+    parts = set(real.split(os.sep))
+    if (
+      real
+      and not parts & _INSTALLED
+      and any(os.path.commonpath([r, real]) == r for r in roots)
+    ):
+      continue
+    source = f"code from {real}" if real else "a module with no file"
+    raise GoldenError(
+      f"[hloprobe] {os.path.join(golden_dir, MANIFEST)}: case {word!r} "
+      f"runs {source}, not inside {' or '.join(roots)}; a manifest "
+      "names built-in cases or cases inside its golden folder or "
+      "repository (installed packages excluded)"
+    )
 
 
 def sweep_configs(sweep: Mapping[str, list]) -> set[tuple]:

@@ -1,10 +1,14 @@
 """One `golden update` at a time per golden folder, and its leftovers.
 
-The lock is an exclusive `fcntl.flock` on `.<folder>.lock` next to the
-golden folder (not inside it: an update renames the folder away). It holds
-the holder's pid and start time, so a waiting update can name it; the
-kernel releases it when the holder ends, however it ends, and a holder
-that ends normally removes the file. An update
+The lock is `filelock.FileLock` on `.<folder>.lock` next to the golden
+folder (not inside it: an update renames the folder away): an exclusive
+`flock` the kernel releases when the holder ends, however it ends. A
+holder that ends normally removes the file before releasing it; a waiter
+that then locks the removed file tries the path again (filelock checks
+that the file it locked is still linked; hloprobe did this by hand with
+fcntl before). The
+holder writes its pid and start time into the file as it acquires
+(filelock's `on_acquired`), so a waiting update can name it. An update
 killed between staging and swapping leaves `.<folder>.update-*` folders
 beside it; the next update, holding the lock, removes them (a `.old`
 folder is put back first when the golden folder itself is missing) and
@@ -16,15 +20,19 @@ Private in intent: use the package, `hloprobe.golden`.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import time
 from collections.abc import Iterator
 
+import filelock
+
 from hloprobe.errors import GoldenError
 
 __all__ = ["clean_leftovers", "golden_lock", "lock_path"]
+
+# How often a waiting update tries the lock again, in seconds.
+_POLL_S = 0.2
 
 
 def lock_path(golden_dir: str) -> str:
@@ -33,12 +41,23 @@ def lock_path(golden_dir: str) -> str:
   return os.path.join(parent, f".{base}.lock")
 
 
-def _holder(fd: int) -> str:
+def _holder(path: str) -> str:
+  """What the holder wrote into the lock file, e.g. "process 123 since
+  2026-12-02 07:00:00"; "another process" when it cannot be read."""
   try:
-    text = os.pread(fd, 200, 0).decode("utf-8", errors="replace").strip()
+    with open(path, encoding="utf-8", errors="replace") as f:
+      text = f.read(200).strip()
   except OSError:
     text = ""
   return text or "another process"
+
+
+def _write_holder(fd: int) -> None:
+  """filelock's `on_acquired`: this process's pid and the time, into the
+  lock file it now holds."""
+  stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+  os.ftruncate(fd, 0)
+  os.pwrite(fd, f"process {os.getpid()} since {stamp}".encode(), 0)
 
 
 @contextlib.contextmanager
@@ -53,41 +72,25 @@ def golden_lock(golden_dir: str, timeout_s: float = 120.0) -> Iterator[None]:
   """
   path = lock_path(golden_dir)
   os.makedirs(os.path.dirname(path), exist_ok=True)
-  deadline = time.monotonic() + timeout_s
-  fd = _acquire(path, golden_dir, deadline, timeout_s)
+  lock = filelock.FileLock(
+    path, poll_interval=_POLL_S, on_acquired=_write_holder
+  )
   try:
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"process {os.getpid()} since {stamp}".encode(), 0)
+    lock.acquire(timeout=timeout_s)
+  except filelock.Timeout:
+    raise GoldenError(
+      f"[hloprobe] {golden_dir} is being updated by {_holder(path)} "
+      f"(lock {path}); waited {timeout_s:.0f} s, try again when it ends"
+    ) from None
+  try:
     yield
   finally:
-    os.unlink(path)  # still ours: a waiter re-checks the inode it locked
-    os.close(fd)  # releases the lock
-
-
-def _acquire(path: str, golden_dir: str, deadline: float, timeout_s: float):
-  """An fd of `path` holding its flock, where `path` is still that file."""
-  while True:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-      holder = _holder(fd)
-      os.close(fd)
-      if time.monotonic() >= deadline:
-        raise GoldenError(
-          f"[hloprobe] {golden_dir} is being updated by {holder} "
-          f"(lock {path}); waited {timeout_s:.0f} s, try again when it ends"
-        ) from None
-      time.sleep(0.2)
-      continue
-    try:
-      same = os.fstat(fd).st_ino == os.stat(path).st_ino
-    except FileNotFoundError:  # its holder removed it on release
-      same = False
-    if same:
-      return fd
-    os.close(fd)
+    # filelock keeps a Unix lock file after release; this one goes, still
+    # held (a waiter that then locks the removed file sees it unlinked and
+    # opens the path again: filelock's `_finalize_locked_fd`).
+    with contextlib.suppress(FileNotFoundError):
+      os.unlink(path)
+    lock.release()
 
 
 def clean_leftovers(golden_dir: str) -> list[str]:

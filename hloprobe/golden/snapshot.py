@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from hloprobe.compile import BASELINE, jax_versions
 from hloprobe.errors import GoldenError
@@ -43,6 +43,7 @@ from hloprobe.golden.diff import (
   describe_site_changes,
   unified_diff,
 )
+from hloprobe.golden.ending import case_cannot_end
 from hloprobe.golden.folder import (
   default_golden_dir,
   golden_spec,
@@ -53,7 +54,7 @@ from hloprobe.golden.folder import (
   sweep_record,
 )
 from hloprobe.golden.format import ConfigKey
-from hloprobe.records import ConfigResult
+from hloprobe.records import Config, ConfigResult
 from hloprobe.sweep import SweepPlan, SweepSpec, plan_sweep, run_sweep
 
 __all__ = [
@@ -78,18 +79,31 @@ class Snapshot:
     versions: {"jax": ..., "jaxlib": ...} of the process that made them.
     failed: configs that failed, as "cpu seed_mlp n=1 bfloat16: ..." lines.
     date: the date in the headers, "YYYY-MM-DD".
+    planned: how many configs the sweep planned, or None where not known
+      (a snapshot of results alone).
+    unreported: the planned configs (as "cpu seed_mlp n=1 bfloat16") that
+      gave no result at all, neither files nor a failure.
   """
 
   files: Mapping[str, str]
   versions: Mapping[str, str]
   failed: tuple[str, ...] = ()
   date: str = ""
+  planned: int | None = None
+  unreported: tuple[str, ...] = ()
+
+
+def _key(c) -> ConfigKey:
+  """The golden key of a `records.Config`."""
+  experiment = None if c.experiment == BASELINE.name else c.experiment
+  return ConfigKey(c.target.name, c.case, c.n, c.precision, experiment)
 
 
 def take_snapshot(
   results: Iterable[ConfigResult],
   versions: Mapping[str, str],
   date: str | None = None,
+  planned: Sequence[Config] | None = None,
 ) -> Snapshot:
   """The golden files of a sweep's results.
 
@@ -98,6 +112,9 @@ def take_snapshot(
       baseline becomes the file name's `-<experiment>` suffix).
     versions: {"jax": ..., "jaxlib": ...}, e.g. `lowering.jax_versions()`.
     date: header date "YYYY-MM-DD"; today (UTC) when None.
+    planned: the configs the sweep planned (`records.Config`), so configs
+      that reported nothing are named (`Snapshot.unreported`); None: not
+      known.
 
   Returns:
     Three files per successful config, the StableHLO shared by the config's
@@ -107,10 +124,10 @@ def take_snapshot(
   """
   date = date or fmt.today()
   files, failed, made_by = {}, [], {}
+  reported = set()
   for r in results:
-    c = r.config
-    experiment = None if c.experiment == BASELINE.name else c.experiment
-    key = ConfigKey(c.target.name, c.case, c.n, c.precision, experiment)
+    key = _key(r.config)
+    reported.add(key.words)
     if not r.ok:
       f = r.failure
       failed.append(f"{key.words}: failed at {f.stage}: {f.error}")
@@ -123,9 +140,13 @@ def take_snapshot(
         f"{made_by[clash[0]]}'s, and goldens keep one per case and config"
       )
       continue
-    made_by.update(dict.fromkeys(new, c.target.name))
+    made_by.update(dict.fromkeys(new, key.target))
     files.update(new)
-  return Snapshot(files, dict(versions), tuple(failed), date)
+  unreported = tuple(
+    w for w in (_key(c).words for c in planned or ()) if w not in reported
+  )
+  count = None if planned is None else len(planned)
+  return Snapshot(files, dict(versions), tuple(failed), date, count, unreported)
 
 
 def write_snapshot(snap: Snapshot, directory: str) -> str:
@@ -300,14 +321,19 @@ def check(
     failed=snap.failed,
     not_compared=tuple(skipped),
     note=note,
+    planned=snap.planned,
+    unreported=snap.unreported,
   )
 
 
 def sweep_snapshot(spec: SweepSpec) -> Snapshot:
   """Runs a sweep as goldens are made (with explain_passes, see
-  `spec_from_record`) and snapshots it with this process's jax/jaxlib."""
-  spec = dataclasses.replace(spec, explain_passes=True)
-  return take_snapshot(run_sweep(spec), jax_versions())
+  `spec_from_record`) and snapshots it with this process's jax/jaxlib,
+  knowing the configs it planned (a config that reports nothing, or a
+  sweep of none, fails a check: `CheckResult.ok`)."""
+  spec = plan_sweep(dataclasses.replace(spec, explain_passes=True))
+  planned = [p.config for p in spec.configs()]
+  return take_snapshot(run_sweep(spec), jax_versions(), planned=planned)
 
 
 def golden_check(
@@ -326,9 +352,11 @@ def golden_check(
     The comparison (`CheckResult.ok` when all match).
 
   Raises:
-    GoldenError: the folder is missing, corrupt or mid-update.
+    GoldenError: the folder is missing, corrupt or mid-update; a case
+      ended the process (`ending.case_cannot_end`).
   """
   golden_dir = golden_dir or default_golden_dir()
-  spec = plan_sweep(spec or golden_spec(golden_dir))
-  snap = sweep_snapshot(spec)
+  with case_cannot_end("golden check"):
+    spec = plan_sweep(spec or golden_spec(golden_dir))
+    snap = sweep_snapshot(spec)
   return check(golden_dir, snap, spec, strict=strict)

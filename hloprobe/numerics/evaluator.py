@@ -6,8 +6,10 @@ binds every equation as traced, except each planned site: a
 site's algorithm, or a `conv_general_dilated`, which
 `emulate_conv.emulated_conv_general_dilated` computes at it (operands
 rounded per algorithm, f32 sums); the result is converted to the dtype the
-case's op returns; integer dots and convolutions run as traced. Higher-order primitives are evaluated with
-their sites: the call-like ones of `CALL_PRIMITIVES`, cond, while and scan
+case's op returns; integer dots and convolutions with an integer result
+run as traced (exact), and integer operands with a float result are
+converted to it first, as XLA does. Higher-order primitives are evaluated
+with their sites: the call-like ones of `CALL_PRIMITIVES`, cond, while and scan
 (a scan whose unrolled copies have different algorithms raises
 `EmulationError`). `emulate` builds its emulators and site scales on it,
 `reference` its widened float64 evaluation.
@@ -89,7 +91,11 @@ class Evaluator:
   def _dot(self, eqn, ins, site: int):
     out_dtype = eqn.outvars[0].aval.dtype
     if not all(jax.numpy.issubdtype(x.dtype, jax.numpy.inexact) for x in ins):
-      return eqn.primitive.bind(*ins, **eqn.params)  # integer dots: exact
+      if not jax.numpy.issubdtype(out_dtype, jax.numpy.inexact):
+        return eqn.primitive.bind(*ins, **eqn.params)  # integer dots: exact
+      # Integer operands, float result: XLA converts the operands and sums
+      # in floats (`sites.integer_rules.integer_to_float_algorithm`).
+      ins = [lax.convert_element_type(x, out_dtype) for x in ins]
     if eqn.primitive.name == "conv_general_dilated":
       out = emulated_conv_general_dilated(
         *ins,

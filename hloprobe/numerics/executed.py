@@ -33,47 +33,28 @@ Private in intent: use the package, `hloprobe.numerics`.
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import jax
 import numpy as np
 
-from hloprobe.compile import Case, unoptimized_hlo
+from hloprobe.compile import Case, missing_lowering, unoptimized_hlo
 from hloprobe.errors import first_line
 from hloprobe.execute import execute_module
 from hloprobe.ir import HloModule, parse_hlo_module
 
 __all__ = ["Program", "Run", "lower_program", "why_not_lowered"]
 
-# jax's error for a primitive without a lowering rule for the platform
-# (jax/_src/interpreters/mlir.py `lower_per_platform`: "MLIR translation
-# rule for primitive '<name>' not found for platform cpu"; the same words in
-# jax 0.10.2 and 0.12.0.1).
-_NO_LOWERING = re.compile(
-  r"MLIR translation rule for primitive '([^']+)' not found for platform cpu"
-)
-# Primitives jax lowers for GPUs only: the cuDNN fused attention ones,
-# `mlir.register_lowering(..., platform="cuda")` alone
-# (jax/_src/cudnn/fused_attention_stablehlo.py: dot_product_attention_fwd,
-# _bwd and their fp8 forms; jax 0.10.2 and 0.12.0.1).
-_GPU_ONLY = re.compile(r"dot_product_attention(_fp8)?_(fwd|bwd)")
-
-
 def why_not_lowered(error: BaseException) -> str:
   """Why a program could not be lowered for the executor, in one line.
 
-  A primitive without a CPU lowering is named: "GPU-only primitive
-  dot_product_attention_fwd has no CPU lowering for the executor's check"
-  (GPU-only where jax registers a CUDA lowering alone, `_GPU_ONLY`; else
-  "primitive <name> has no CPU lowering ..."). Any other error: its first
-  line, with its type.
+  A primitive without a CPU lowering is named (`compile.missing_lowering`):
+  "GPU-only primitive dot_product_attention_fwd has no CPU lowering for the
+  executor's check". Any other error: its first line, with its type.
   """
-  found = _NO_LOWERING.search(str(error))
-  if found is None:
+  missing = missing_lowering(error)
+  if missing is None:
     return first_line(error)
-  name = found.group(1)
-  kind = "GPU-only primitive" if _GPU_ONLY.fullmatch(name) else "primitive"
-  return f"{kind} {name} has no CPU lowering for the executor's check"
+  return f"{missing} for the executor's check"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -8,7 +8,8 @@ command layer (`hloprobe.commands`) does.
 
 The stage's interface is the names below (`__all__`), what the command
 layer uses: `Outputs` (the files asked for), `check_extras`, `html_page`,
-`write_files` and `wrote_line`, and Model Explorer's `pick` and `serve`;
+`write_files` and `wrote_line`, and Model Explorer's `pick` and
+`open_server` (its server, serving those configs alone);
 `html_table`, the sweep table alone as an HTML fragment (sortable,
 filterable, coloured as in the page: e.g. a notebook's `_repr_html_`).
 Import them from here; the modules behind them are private in intent:
@@ -19,12 +20,13 @@ Import them from here; the modules behind them are private in intent:
   severity        how far a config strays beyond its band; its colour
   model_explorer  the Model Explorer overlay
   explorer_view   Model Explorer's viewer: which configs, opened how
+  explorer_server `view`'s web server: only the given configs, a token
 """
 
 from __future__ import annotations
 
+from hloprobe.pictures.explorer_view import open_server as open_server
 from hloprobe.pictures.explorer_view import pick as pick
-from hloprobe.pictures.explorer_view import serve as serve
 from hloprobe.pictures.html_report import html_table as html_table
 from hloprobe.pictures.outputs import Outputs as Outputs
 from hloprobe.pictures.outputs import check_extras as check_extras
@@ -37,8 +39,8 @@ __all__ = [
   "check_extras",
   "html_page",
   "html_table",
+  "open_server",
   "pick",
-  "serve",
   "write_files",
   "wrote_line",
 ]

@@ -5,8 +5,9 @@ the worst finding.
 the flags given name, worst first: by how far each strays beyond its band
 (the index's "beyond", `severity.beyond_band`), configs not compared last,
 sweep order among equals; Model Explorer shows the first model it is given
-(0.1.34's app: the first graph collection loaded). `serve` starts Model
-Explorer with them and an opening view: the worst config's graph with
+(0.1.34's app: the first graph collection loaded). `open_server` serves
+Model Explorer's web app on them (`explorer_server`: those files only,
+behind a token) with an opening view: the worst config's graph with
 every layer expanded and its worst site (the index's "worst_site")
 selected, so the coloured site nodes show at once.
 
@@ -33,13 +34,20 @@ import urllib.parse
 from collections.abc import Collection, Mapping, Sequence
 
 from hloprobe.errors import HloprobeError, InvalidArgumentError
+from hloprobe.pictures.explorer_server import ViewServer
 from hloprobe.pictures.model_explorer import (
   MAX_MODELS,
   import_explorer,
   load_index,
 )
 
-__all__ = ["EXPAND_ALL", "opening_config", "opening_state", "pick", "serve"]
+__all__ = [
+  "EXPAND_ALL",
+  "open_server",
+  "opening_config",
+  "opening_state",
+  "pick",
+]
 
 EXPAND_ALL = "___all___"  # Model Explorer 0.1.34: every layer expanded
 
@@ -130,34 +138,60 @@ def opening_config(out_dir: str, entries: Sequence[dict]):
   return config
 
 
-def serve(
-  out_dir: str, entries: Sequence[dict], port: int, open_browser: bool
-) -> None:
-  """Starts Model Explorer on configs of a `write_overlay` folder, opening
-  on the first (`opening_config`); returns when the server stops (Ctrl+C).
+def open_server(out_dir: str, entries: Sequence[dict], port: int):
+  """A bound `explorer_server.ViewServer` of configs of a `write_overlay`
+  folder (`pick`'s entries, worst first) and the URL that opens them on
+  the first (`opening_config`), token included.
 
   Args:
     out_dir: the folder.
-    entries: `pick`'s entries to show (worst first), at most MAX_MODELS
-      (Model Explorer 0.1.34 opens up to 10 models at once).
-    port: the port; Model Explorer takes 8080 to mean "the first free port
-      from 8080 up".
-    open_browser: open a browser tab on the page.
+    entries: the entries to show, at most MAX_MODELS (Model Explorer 0.1.34
+      opens up to 10 models at once).
+    port: 8080: the first free of 8080-8099, else any; 0: any free port.
 
-  The server binds to 127.0.0.1 only: reachable from this machine alone.
-  Each model gets its overlays.
+  The server binds to 127.0.0.1 only and reads no file but these
+  entries' models and overlays (see `explorer_server`).
 
   Raises:
-    HloprobeError: Model Explorer is missing, or more than MAX_MODELS.
+    HloprobeError: Model Explorer is missing, more than MAX_MODELS, the
+      port cannot be bound.
+    InvalidArgumentError: a port outside 0-65535; the index names a file
+      outside the folder.
   """
   model_explorer, _, _ = import_explorer()
   if len(entries) > MAX_MODELS:
     raise HloprobeError(
       f"Model Explorer opens at most {MAX_MODELS} models, got {len(entries)}"
     )
-  model_explorer.visualize_from_config(
-    config=opening_config(out_dir, entries),
-    host="127.0.0.1",
-    port=port,
-    no_open_in_browser=not open_browser,
+  from model_explorer.extension_manager import ExtensionManager
+
+  config = opening_config(out_dir, entries)
+  _check_inside(out_dir, config)
+  extensions = ExtensionManager([])
+  extensions.load_extensions()
+  server = ViewServer(
+    [m["url"] for m in config.model_sources],
+    config.node_data_sources,
+    port,
+    os.path.join(os.path.dirname(model_explorer.__file__), "web_app"),
+    extensions,
   )
+  return server, server.url(f"data={config.to_url_param_value()}")
+
+
+def _check_inside(out_dir: str, config) -> None:
+  """Refuses an index naming a model or overlay outside `out_dir` (an
+  absolute name, `..`, or a symlink out of it): `view` serves its own
+  folder's files only.
+
+  Raises:
+    InvalidArgumentError: one such file, named.
+  """
+  folder = os.path.realpath(out_dir)
+  paths = [m["url"] for m in config.model_sources]
+  for path in [*paths, *config.node_data_sources]:
+    if os.path.commonpath([folder, os.path.realpath(path)]) != folder:
+      raise InvalidArgumentError(
+        f"{out_dir}'s index names {path}, outside the folder; `view` "
+        "serves only the folder's own files"
+      )

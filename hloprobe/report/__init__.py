@@ -33,6 +33,9 @@ from hloprobe.report.listings import experiments_listing as experiments_listing
 from hloprobe.report.listings import targets_listing as targets_listing
 from hloprobe.report.results_schema import dumps_json as dumps_json
 from hloprobe.report.results_schema import results_json as results_json
+from hloprobe.report.results_schema import (
+  schema_document as schema_document,
+)
 from hloprobe.report.stream import Progress as Progress
 from hloprobe.report.stream import start_stream as start_stream
 from hloprobe.report.tables import DEFAULT_COLUMNS as DEFAULT_COLUMNS
@@ -78,6 +81,7 @@ __all__ = [
   "render_verification",
   "requirement_lines",
   "results_json",
+  "schema_document",
   "start_stream",
   "table",
   "targets_listing",

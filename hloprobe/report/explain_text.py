@@ -93,7 +93,9 @@ def _span_lines(spans: tuple[FateSpan, ...]) -> list[str]:
     for s in spans
   ]
   if len(spans) == 1:
-    lines.append("no contraction site changes fate across these batch sizes")
+    # The sizes that compiled: a size that failed has no fates to compare.
+    across = _ns(spans[0].batch_sizes)
+    lines.append(f"no contraction site changes fate across {across}")
   return lines
 
 

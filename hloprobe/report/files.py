@@ -1,6 +1,7 @@
 """The report's files: written whole or not at all.
 
-results.json and each config's `stablehlo.mlir` / `optimized.hlo` under
+results.json and each config's `stablehlo.mlir` / `optimized.hlo` (and
+the PTX its sites' algorithms were read from) under
 --output_dir (`write_outputs`), results.jsonl as configs finish
 (`append_result_line`), and `atomic_write` for every other file (the HTML
 page, the plot, the Model Explorer overlay).
@@ -16,9 +17,11 @@ import os
 from hloprobe.ir import write_whole
 from hloprobe.records import ConfigResult
 from hloprobe.report.results_schema import (
+  config_dir,
   config_json,
   dumps_json,
   finite,
+  ptx_files,
   results_json,
 )
 
@@ -55,21 +58,15 @@ def append_result_line(output_dir: str, r: ConfigResult) -> None:
     f.write(line)
 
 
-def config_dir(r: ConfigResult) -> str:
-  """Relative folder of one config's files:
-  `<target>/<case>/n<N>-<precision>[-<experiment>]` (no suffix for baseline)."""
-  c = r.config
-  suffix = "" if c.experiment == "baseline" else f"-{c.experiment}"
-  return os.path.join(c.target.name, c.case, f"n{c.n}-{c.precision}{suffix}")
-
-
 def write_outputs(
   results: list[ConfigResult],
   output_dir: str,
   versions: dict[str, str],
   host=None,
 ) -> list[str]:
-  """Writes per-config `stablehlo.mlir` / `optimized.hlo` and `results.json`.
+  """Writes per-config `stablehlo.mlir` / `optimized.hlo`, the PTX of each
+  kernel a site's algorithm was read from (`ptx/<kernel>.ptx`, named in
+  results.json's "ptx_files") and `results.json`.
 
   `versions` and `host` go into results.json (see `results_json`).
 
@@ -86,6 +83,10 @@ def write_outputs(
         path = os.path.join(output_dir, config_dir(r), name)
         atomic_write(path, text)
         written.append(path)
+    for kernel, rel in ptx_files(r).items():  # each "ptx" claim's evidence
+      path = os.path.join(output_dir, rel)
+      atomic_write(path, comp.ptx[kernel])
+      written.append(path)
   path = os.path.join(output_dir, "results.json")
   atomic_write(path, dumps_json(results_json(results, versions, host)) + "\n")
   return written + [path]

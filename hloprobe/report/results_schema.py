@@ -1,6 +1,11 @@
 """results.json: a sweep's records as the versioned document for machines.
 
-It formats what the records already say; it computes nothing new. Missing
+It formats what the records already say; it computes nothing new. The
+schema below in words is shipped as a JSON Schema (draft 2020-12) beside
+this module, `results.schema.json` (`schema_document`; package data):
+`jsonschema.validate(doc, schema_document())` checks a results.json
+(tests/conventions_outputs_test.py checks a real sweep's). It requires
+every field named here and allows fields added within a version. Missing
 values are null; JSON is strict (no NaN or Infinity): a float that is not
 finite (e.g. |err| of inf when f32 overflows) is null too.
 
@@ -67,6 +72,11 @@ element 0, as in `accuracy.ErrorStats`):
        "passes_explained": bool (rewritten_by is only meaningful if true),
        "passes_error": str | null,
        "ptxas": str | null, "dropped_config_fields": [str], "compile_notes": [str],
+       "ptx_files": {kernel: path} (the PTX of every kernel a dot site's
+                    effective algorithm was read from, "algorithm_source":
+                    "ptx"; the path relative to results.json's folder,
+                    where --output_dir writes it; added in version 3
+                    without a bump),
        "numerics": {"leaf": str (the output leaf the row is about, "" for
                               a single array),
                     "row0": float (row 0's first value),
@@ -153,22 +163,39 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import importlib.resources
 import json
 import math
+import os
+import re
 
 from hloprobe.numerics import row_words
 from hloprobe.records import ConfigResult
 from hloprobe.sites import fate_summary, site_record
 
 __all__ = [
+  "SCHEMA_FILE",
   "SCHEMA_VERSION",
+  "config_dir",
   "config_json",
   "dumps_json",
   "finite",
+  "ptx_files",
   "results_json",
+  "schema_document",
 ]
 
 SCHEMA_VERSION = 3
+# The JSON Schema of results.json, package data beside this module.
+SCHEMA_FILE = "results.schema.json"
+# What a kernel name may keep in a file name.
+_FILE_RE = re.compile(r"[^\w.-]")
+
+
+def schema_document() -> dict:
+  """results.json's JSON Schema (`SCHEMA_FILE`), as a dict."""
+  text = importlib.resources.files(__package__).joinpath(SCHEMA_FILE)
+  return json.loads(text.read_text(encoding="utf-8"))
 
 
 def finite(value):
@@ -305,6 +332,24 @@ def _numerics_json(run) -> dict | None:
   }
 
 
+def config_dir(r: ConfigResult) -> str:
+  """Relative folder of one config's files:
+  `<target>/<case>/n<N>-<precision>[-<experiment>]` (no suffix for baseline)."""
+  c = r.config
+  suffix = "" if c.experiment == "baseline" else f"-{c.experiment}"
+  return os.path.join(c.target.name, c.case, f"n{c.n}-{c.precision}{suffix}")
+
+
+def ptx_files(r: ConfigResult) -> dict[str, str]:
+  """kernel name -> where `--output_dir` writes its PTX, relative to
+  results.json's folder: `<config_dir>/ptx/<kernel>.ptx`."""
+  comp = r.compilation
+  return {
+    name: os.path.join(config_dir(r), "ptx", _FILE_RE.sub("_", name) + ".ptx")
+    for name in (comp.ptx if comp else {})
+  }
+
+
 def config_json(r: ConfigResult) -> dict:
   """One config as a results.json entry (schema above)."""
   c, comp, run, f = r.config, r.compilation, r.execution, r.failure
@@ -333,6 +378,7 @@ def config_json(r: ConfigResult) -> dict:
     "ptxas": comp and comp.ptxas,
     "dropped_config_fields": list(comp.dropped_config_fields if comp else ()),
     "compile_notes": list(comp.compile_notes if comp else ()),
+    "ptx_files": ptx_files(r),
     "timing_s": {
       "lower": comp and comp.lower_s,
       "compile": comp and comp.compile_s,

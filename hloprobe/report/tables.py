@@ -382,10 +382,11 @@ def _band_cell(prediction, site: int) -> str:
 
 def _unrewritten(site) -> str:
   """The pass cell of a site no pass rewrote: a fused attention site is
-  the cuDNN call jax itself wrote (`hloprobe.ir.fused_attention`)."""
+  the cuDNN call jax itself wrote (`hloprobe.ir.fused_attention`), a
+  convolution stays a convolution (XLA:CPU's, fate `conv`)."""
   if is_attention_target(site.op):
     return "(jax's cuDNN call)"
-  return "(stays a dot)"
+  return "(stays a convolution)" if site.is_convolution else "(stays a dot)"
 
 
 def _site_rows(r: ConfigResult) -> list[list[str]]:

@@ -6,6 +6,9 @@ Its modules:
   process   one worker process: start, call, why it died
   pool      `WorkerPool`: persistent workers per (XLA_FLAGS, lane)
   cache     `RecordCache`: finished records on disk, by key
+  relocate  `Roots`: a record's source paths stored relative, resolved
+            on read
+  record_file  a record's file: JSON and numpy bytes, never a pickle
   caches    `clear_caches`: every per-process memo emptied
   timing    `Stopwatch`: exclusive wall seconds per stage
   host      `host_cpu`: the CPU and the ISA XLA compiles for
@@ -13,8 +16,8 @@ Its modules:
 `clear_caches` empties every per-process memo of the library.
 
 The interface is `__all__`; the modules behind it are private in intent.
-The record cache's names load on first use (PEP 562 `__getattr__`): its
-module imports jax, and a worker process starts (`serve`, through this
+The record cache's names (and `relocate`'s) load on first use (PEP 562
+`__getattr__`): those modules import jax, and a worker process starts (`serve`, through this
 face) before it loads JAX, so an interrupted start ends at once.
 """
 
@@ -41,11 +44,13 @@ __all__ = [
   "HostCpu",
   "RecordCache",
   "Request",
+  "Roots",
   "Stopwatch",
   "Warn",
   "WorkerError",
   "WorkerPool",
   "case_fingerprint",
+  "case_folder",
   "check_environment_xla_flags",
   "clear_caches",
   "config_key",
@@ -70,10 +75,17 @@ _CACHE_NAMES = (
 )
 
 
+_RELOCATE_NAMES = ("Roots", "case_folder")
+
+
 def __getattr__(name: str):
   """The record cache's names, on first use (see the docstring)."""
   if name in _CACHE_NAMES:
     from hloprobe.runtime import cache
 
     return getattr(cache, name)
+  if name in _RELOCATE_NAMES:
+    from hloprobe.runtime import relocate
+
+    return getattr(relocate, name)
   raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

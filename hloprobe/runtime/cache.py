@@ -10,7 +10,7 @@ inputs), the target (its whole definition, config text included), the
 precision, batch size, largest batch size swept (the predictor's
 reference and noise floor are computed there), --explain_passes, the
 version of the records' layout (`records.RECORD_VERSION`: an entry
-pickled in another layout is never read as this one), the
+written in another layout is never read as this one), the
 environment's XLA_/JAX_/CUDA variables and PATH (XLA_FLAGS; which ptxas
 a GPU compile finds), and the host CPU and the ISA XLA compiles for
 (CPU runs and every emulation happen here).
@@ -23,9 +23,24 @@ and whether it is used is decided once per process
 (`compilation_cache.is_cache_used`), so it cannot be kept to the
 emulator's compiles.
 
-Entries are pickles written whole or not at all (a temporary file in the
-same folder, then `os.replace`); one that cannot be read is ignored with
-a warning and rewritten.
+Source paths in an entry are stored relative to the case's folder and
+hloprobe's package and checkout, and resolved on read (`relocate`), so
+a record written from one checkout names the reader's files.
+
+The cache is not `diskcache` (which would do the writing, the eviction
+and the LRU order kept here by hand): diskcache pickles every value that
+is not bytes, str or a number, so its entries would run code when read;
+this cache's cannot (below). The folder itself comes from `platformdirs`.
+
+Entries are data, never pickles (issue 27: whoever can write the folder
+must not run code as its reader): JSON and raw numpy bytes with a sha256
+of their content (`record_file`: its docstring says what a file may hold
+and how it is read with nothing run of its choosing). They are written
+whole or not at all (a temporary file in the same folder, then
+`os.replace`); one that cannot be read -- a torn or forged file, a hash
+that does not match, a type or field this hloprobe does not have -- is a
+miss with a warning, and is rewritten. The pickles of earlier releases
+(`*.pkl`) are never read: only evicted.
 
 The folder is bounded: `RecordCache.evict` removes the least recently used
 entries (a hit sets an entry's mtime to now) until the rest fit in a size
@@ -48,17 +63,23 @@ import hashlib
 import json
 import logging
 import os
-import pickle
 import time
 from collections.abc import Callable
 
 import jax
 import jaxlib
 import numpy as np
+import platformdirs
 
 from hloprobe.compile import Case, Target
 from hloprobe.ir import write_whole
 from hloprobe.runtime import host
+from hloprobe.runtime.record_file import (
+  RecordFileError,
+  dump_record,
+  load_record,
+)
+from hloprobe.runtime.relocate import Roots, relative, resolved
 
 __all__ = [
   "DEFAULT_MAX_MB",
@@ -73,12 +94,14 @@ __all__ = [
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Bumped when the layout of entries changes.
-_FORMAT = 1
+_FORMAT = 2
 _ENV_PREFIXES = ("XLA_", "JAX_", "CUDA", "TF_", "NVIDIA_")
 # The default bound of records/, in MiB: an entry is 30-40 KiB (seed_mlp,
 # one config), so about 60000 configs.
 DEFAULT_MAX_MB = 2048
-_ENTRY = ".pkl"
+_ENTRY = ".record"
+# Entries of format 1 (pickles): never read, counted and evicted.
+_ENTRIES = (_ENTRY, ".pkl")
 _TMP = ".tmp-"
 # A temporary file this old was left by a process that died mid-write.
 _STALE_TMP_S = 3600.0
@@ -98,11 +121,10 @@ def log_warning(line: str) -> None:
 
 
 def default_cache_dir() -> str:
-  """$XDG_CACHE_HOME/hloprobe, else ~/.cache/hloprobe."""
-  base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
-    os.path.expanduser("~"), ".cache"
-  )
-  return os.path.join(base, "hloprobe")
+  """The user's cache folder for hloprobe (`platformdirs.user_cache_dir`):
+  on Linux $XDG_CACHE_HOME/hloprobe, else ~/.cache/hloprobe; on macOS
+  ~/Library/Caches/hloprobe."""
+  return platformdirs.user_cache_dir("hloprobe", appauthor=False)
 
 
 @functools.lru_cache(maxsize=1)
@@ -227,11 +249,11 @@ class _Entry:
 
 
 class RecordCache:
-  """Pickled records in a folder, by key, least recently used evicted.
+  """Records in a folder, by key, least recently used evicted.
 
   Args:
     directory: the cache folder (created on first write); records go to
-      `<directory>/records/<key[:2]>/<key>.pkl`.
+      `<directory>/records/<key[:2]>/<key>.record` (`record_file`).
     warn: given one line for each entry it cannot read, write or remove
       (each costs speed, never results); default `log_warning`.
   """
@@ -247,35 +269,43 @@ class RecordCache:
   def _path(self, key: str) -> str:
     return os.path.join(self.records_dir, key[:2], key + _ENTRY)
 
-  def get(self, key: str):
+  def get(self, key: str, roots: Roots | None = None):
     """The record stored under `key`, or None (missing or unreadable).
 
     A hit sets the entry's mtime to now, so eviction keeps it longest.
+    Its paths are this process's (`relocate.resolved` with `roots`,
+    default `Roots.of()`: hloprobe's package and checkout), whichever
+    checkout wrote it. Reading runs no code the file chooses
+    (`record_file.load_record`).
     """
     path = self._path(key)
     try:
       with open(path, "rb") as f:
-        record = pickle.load(f)
+        record = load_record(f.read())
     except FileNotFoundError:
       return None
-    except Exception as e:  # a corrupt or foreign entry is a miss
+    except (OSError, RecordFileError) as e:  # a corrupt or forged entry
       self._warn(f"hloprobe: ignoring unreadable cache entry {path}: {e}")
       return None
     try:
       os.utime(path)
     except OSError:  # evicted meanwhile, or a read-only folder
       pass
-    return record
+    return resolved(record, roots or Roots.of())
 
-  def put(self, key: str, record) -> None:
+  def put(self, key: str, record, roots: Roots | None = None) -> None:
     """Stores `record` whole or not at all; a failed write only warns.
+
+    Paths under `roots` (default `Roots.of()`) are stored relative to
+    them (`relocate.relative`), so another checkout reads its own.
 
     Another process's `evict` may remove the entry's folder between its
     `makedirs` and the temporary file's creation (the folder is empty
     then): the folder is made again, up to `_WRITE_TRIES` times.
     """
     path = self._path(key)
-    write = lambda f: pickle.dump(record, f, protocol=pickle.HIGHEST_PROTOCOL)
+    stored = relative(record, roots or Roots.of())
+    write = lambda f: dump_record(stored, f)
     for tries_left in reversed(range(_WRITE_TRIES)):
       try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -284,7 +314,8 @@ class RecordCache:
       except FileNotFoundError as e:  # the folder was evicted meanwhile
         if not tries_left:
           self._warn(f"hloprobe: cannot write cache entry {path}: {e}")
-      except OSError as e:  # a read-only or full disk costs speed only
+      except (OSError, RecordFileError) as e:  # costs speed only: a
+        # read-only or full disk, a value the format cannot hold
         self._warn(f"hloprobe: cannot write cache entry {path}: {e}")
         return
 
@@ -309,7 +340,7 @@ class RecordCache:
           st = f.stat(follow_symlinks=False)
         except FileNotFoundError:  # removed by another process
           continue
-        if f.name.endswith(_ENTRY):
+        if f.name.endswith(_ENTRIES):
           entries.append(_Entry(f.path, st.st_size, st.st_mtime_ns))
         elif f.name.startswith(_TMP) and st.st_mtime_ns < old_ns:
           stale.append(f.path)
@@ -324,7 +355,7 @@ class RecordCache:
         break
       with contextlib.suppress(FileNotFoundError):  # evicted meanwhile
         with os.scandir(shard) as files:
-          found += sum(f.name.endswith(_ENTRY) for f in files)
+          found += sum(f.name.endswith(_ENTRIES) for f in files)
     return found >= count
 
   def usage(self) -> CacheUsage:

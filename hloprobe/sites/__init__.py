@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from hloprobe.sites.collectives import partition_count as partition_count
 from hloprobe.sites.dot_sites import map_dot_sites as map_dot_sites
-from hloprobe.sites.effective import EXACT_INTEGER as EXACT_INTEGER
 from hloprobe.sites.effective import TF32 as TF32
 from hloprobe.sites.effective import blas_algorithm as blas_algorithm
 from hloprobe.sites.effective import resolve as resolve
 from hloprobe.sites.effective import tf32_optional as tf32_optional
 from hloprobe.sites.fp8_rewrite import FP8_ALGORITHM as FP8_ALGORITHM
+from hloprobe.sites.integer_rules import EXACT_INTEGER as EXACT_INTEGER
 from hloprobe.sites.passes import PassAttribution as PassAttribution
 from hloprobe.sites.passes import attribute_passes as attribute_passes
 from hloprobe.sites.rejection import CompileFinding as CompileFinding

@@ -278,7 +278,7 @@ def _classify(site: StableHloDot, carrier: Carrier, **found) -> MappedSite:
     carriers=carrier.path,
     precision_config=precision or identify.site_precision(site),
     algorithm=algorithm or identify.site_algorithm(site),
-    split_k=_split_k(site, inst, config)
+    split_k=_split_k(site, inst, config, bool(found.get("merged_with")))
     if fate in (Fate.TRITON_GEMM, Fate.DOT)
     else None,
     gemm_config=config,
@@ -314,7 +314,10 @@ def is_triton_gemm(kernel: HloInstruction | None) -> bool:
 
 
 def _split_k(
-  site: StableHloDot, inst: HloInstruction, config: dict | None
+  site: StableHloDot,
+  inst: HloInstruction,
+  config: dict | None,
+  merged: bool = False,
 ) -> int | None:
   """The split-K factor of a Triton gemm's or plain dot's dot, or None.
 
@@ -334,7 +337,10 @@ def _split_k(
   plain dots are read too. It is recognised by one extra batch dimension and
   an output of split_k times the site's elements: compared by element count,
   since XLA flattens the free dimensions (f32[16,32,64] becomes
-  f32[4,512,64]).
+  f32[4,512,64]). A dot `merged` by dot-merger computes its sites' outputs
+  together, so a multiple of split_k times the site's (the q, k, v
+  projections of x bf16[1,64,128] on an h100, jaxlib 0.12.0.1: f32[4,384,64]
+  for three sites of 64 x 128, split-K 4).
   """
   tgc = (config or {}).get("triton_gemm_config") or {}
   if int(tgc.get("split_k", 1)) > 1:
@@ -346,6 +352,7 @@ def _split_k(
   dims, at = inst.shape.dims, len(site.lhs_batch)
   if len(dims) <= at or dims[at] < 2:
     return None
-  if math.prod(dims) != dims[at] * math.prod(site.result.dims):
+  whole, rest = divmod(math.prod(dims), dims[at] * math.prod(site.result.dims))
+  if rest or whole < 1 or (whole != 1 and not merged):
     return None
   return dims[at]

@@ -12,8 +12,8 @@ came from (`algorithm_source`):
           attention), whose kernels are not visible, and the CPU:
           `blas_algorithm`, `conv_rules.conv_algorithm`,
           `fp8_rewrite.fp8_algorithm` (cuBLASLt's FP8 gemm),
-          `attention_rules.cudnn_attention_algorithm` and `cpu_algorithm`,
-          each naming its source.
+          `attention_rules.cudnn_attention_algorithm`, `cpu_algorithm` and,
+          for integer operands, `integer_rules`, each naming its source.
 
 None means not settled; `algorithm_evidence` says why. On compile-only
 targets the fate itself is XLA's heuristic choice: no autotuning ran, and a
@@ -44,10 +44,14 @@ from hloprobe.sites.attention_rules import cudnn_attention_algorithm
 from hloprobe.sites.conv_rules import conv_algorithm
 from hloprobe.sites.dot_sites import is_triton_gemm
 from hloprobe.sites.fp8_rewrite import fp8_algorithm, rewrite_note
+from hloprobe.sites.integer_rules import (
+  integer_algorithm,
+  integer_to_float_algorithm,
+  is_integer_dtype,
+)
 from hloprobe.sites.site_fate import Fate, MappedSite, SiteFate
 
 __all__ = [
-  "EXACT_INTEGER",
   "HEURISTIC",
   "TF32",
   "blas_algorithm",
@@ -64,56 +68,6 @@ AUTOTUNED = "XLA autotuned on the attached device"
 _PRECISION_RANK = {"default": 0, "high": 1, "highest": 2}
 TF32 = "TF32_TF32_F32"
 _BLAS_FATES = (Fate.CUBLAS, Fate.CUBLASLT)
-# An integer dot's "algorithm": no DotAlgorithmPreset names one (every
-# preset is a float one), and none is needed: integer products and sums are
-# exact until the accumulator wraps (see `integer_algorithm`).
-EXACT_INTEGER = "exact integer"
-# HLO's integer element types (xla/xla_data.proto PrimitiveType).
-_INTEGER_DTYPES = frozenset(
-  f"{sign}{bits}" for sign in "su" for bits in (2, 4, 8, 16, 32, 64)
-)
-
-
-def is_integer_dtype(dtype: str | None) -> bool:
-  """Whether an HLO element type ("s8", "u32", ...) is an integer type."""
-  return dtype in _INTEGER_DTYPES
-
-
-def integer_algorithm(fate: MappedSite, target: Target) -> tuple[str, str]:
-  """The arithmetic of a dot on integer operands: exact, whatever its fate.
-
-  An integer dot has no `DotAlgorithmPreset` (jax's presets all name float
-  types) and XLA gives it none: operand_precision and algorithm are
-  ignored. Its products and sums are exact integer arithmetic in the
-  accumulation type, and the result wraps (two's complement) to the output
-  type, so every fate computes the same value (sums that wrap in a
-  narrower or a wider type agree modulo the output's 2^bits): XLA:CPU's
-  dot and `__ynn_fusion`, a GPU loop fusion (an s8 -> s8 dot stays an s8
-  dot), a strength-reduced multiply+reduce (an s8 -> s32 dot converts
-  its operands to s32 before the multiply; s8 -> s8 multiplies and
-  reduces in s8), Triton's `mma.sync...satfinite.s32.s8.s8.s32`
-  (`.satfinite` clamps an s32 accumulator that would overflow, the one
-  case where it differs), and cuBLAS(Lt) with an s32 compute type
-  (all seen in the optimized HLO and PTX of jaxlib 0.12.0.1, the same
-  fates on 0.10.2;
-  xla/service/gpu/transforms/
-  gemm_rewriter.cc `TypesAreSupportedByCublasLt` /
-  `TypesAreSupportedByLegacyCublas`: {kI32, kInt32, S8, S8, kInt32}, the
-  only integer row; the s8 dims are padded to multiples of 4 first,
-  `cublas_pad_for_gemms.cc`, e.g. an a100 n = 3 dot runs as s32[4,32]
-  and is sliced; checked on jaxlib 0.12.0.1 with
-  --xla_gpu_enable_triton_gemm=false). Where the exact sum does not fit
-  the output type, the output wraps; that is an overflow, named by the
-  verdict (`accuracy.verdict`), not an algorithm.
-  """
-  site = fate.site
-  types = f"{site.lhs.dtype} x {site.rhs.dtype} -> {site.result.dtype}"
-  where = "XLA:CPU" if target.platform == "cpu" else fate.fate.value
-  return EXACT_INTEGER, (
-    f"{where}: integer dot {types}: exact integer products and sums, "
-    "wrapping to the output type; no DotAlgorithmPreset applies"
-  )
-
 
 # XLA:CPU's 16-bit dots with an f32 result: (operand type -> preset).
 _CPU_SIXTEEN_BIT = {"bf16": "BF16_BF16_F32", "f16": "F16_F16_F32"}
@@ -337,7 +291,10 @@ def _effective(
     names = ", ".join(path[-1] for path in fate.candidates)
     return None, None, f"ambiguous: {names} fit the site equally well"
   if is_integer_dtype(dtype) and is_integer_dtype(fate.site.rhs.dtype):
-    algorithm, evidence = integer_algorithm(fate, target)
+    if is_integer_dtype(fate.site.result.dtype):
+      algorithm, evidence = integer_algorithm(fate, target)
+    else:
+      algorithm, evidence = integer_to_float_algorithm(fate, target)
     return algorithm, "rule", evidence
   if fp8 := fp8_algorithm(fate):
     return fp8[0], "rule", fp8[1]
@@ -377,6 +334,7 @@ def resolve(
   kernels: Sequence[PtxKernel],
   target: Target,
   compute_capability: str | None = None,
+  selection: str | None = None,
 ) -> list[SiteFate]:
   """Each site's effective algorithm, its source and evidence.
 
@@ -386,6 +344,9 @@ def resolve(
     kernels: the PTX kernels of that compile (empty on CPU).
     target: the target compiled for.
     compute_capability: e.g. "8.0"; defaults to the target's.
+    selection: who chose the fates, where not the target's default
+      (`HEURISTIC`, `AUTOTUNED`): a compile-only compile that loaded
+      autotune results (`compile.autotune_selection`).
 
   Returns:
     One `SiteFate` per site, in order: its `MappedSite` fields with
@@ -395,8 +356,7 @@ def resolve(
   instructions = {inst.name: inst for _, inst in module.all_instructions()}
   by_name = {k.name: k for k in kernels}
   cc = compute_capability or target.compute_capability
-  selection = None
-  if target.platform == "cuda":
+  if selection is None and target.platform == "cuda":
     selection = HEURISTIC if target.compile_only else AUTOTUNED
   out = []
   for f in fates:

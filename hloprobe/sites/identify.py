@@ -18,7 +18,13 @@ what identifies it, strongest first (checked on jaxlib 0.10.2 and 0.12.0.1):
   precision     the carrier's precision config (operand_precision and
                 algorithm) is the site's;
   unused        a carrier not yet taken by an earlier site (XLA merges
-                identical dots, so a taken one is still allowed).
+                identical dots, so a taken one is still allowed);
+  element type  the carrier's result element type is the site's: last, to
+                tell apart dots that XLA left without metadata (XLA:CPU's
+                s8 x s8 -> s32 and s8 x s8 -> s8 dots of one x and w at
+                n = 1, jaxlib 0.12.0.1, keep no `stack_frame_id`), where a
+                float dot's may be widened (XLA:CPU computes a bf16 dot in
+                f32: `sites.effective`).
 
 Two carriers left tied after all of these that differ in what a report says
 (opcode, kernel, shape, precision config, algorithm) make the site
@@ -205,11 +211,15 @@ def _carrier_k(carrier: Carrier) -> int | None:
   return math.prod(lhs.dims[d] for d in dims)
 
 
-def _result_elements(carrier: Carrier) -> int:
+def _result_shape(carrier: Carrier):
   shape = carrier.instruction.shape
   if shape.is_tuple:  # cuBLAS custom calls return (result, workspace)
     shape = shape.elements[0] if shape.elements else shape
-  return math.prod(shape.dims)
+  return shape
+
+
+def _result_elements(carrier: Carrier) -> int:
+  return math.prod(_result_shape(carrier).dims)
 
 
 def shape_fits(site: StableHloDot, carrier: Carrier) -> bool:
@@ -303,18 +313,24 @@ def merged_part_fits(site: StableHloDot, carrier: Carrier) -> bool:
   and the part's share of the concatenate's elements is the site's share
   of the carrier's outputs: the shared operand's free dimensions times the
   part's, over the shared one's times all parts' (dot_merger.cc
-  concatenates along the one free dimension of the other operands).
+  concatenates along the one free dimension of the other operands). A
+  merged dot split-K into s parts (split_k_gemm_rewriter.cc,
+  `MakeDotComputationSplitKBatch`: K reshaped into a batch dimension of s
+  after the concatenate) has s times those outputs over K / s each, as
+  `shape_fits` allows (seen on jaxlib 0.12.0.1: the q, k, v projections of
+  one x bf16[1, 64, 128] on an h100, split-K 4).
   """
   out, k = math.prod(site.result.dims), site.contracting_size
   carrier_k = _carrier_k(carrier)
-  if not carrier_k or not k or not k <= carrier_k < 2 * k:
+  if not carrier_k or not k or not out:
     return False
   got = _result_elements(carrier)
   for cat, parts in _merged_operands(site, carrier):
     total = sum(cat.part_elements)
     for p in parts:
       part = cat.part_elements[p]
-      if total and part and got * part == out * total:
+      splits, rest = divmod(got * part, out * total) if total else (0, 1)
+      if part and not rest and splits and k <= splits * carrier_k < 2 * k:
         return True
   return False
 
@@ -361,6 +377,7 @@ def _pick(site, carriers, frames, used) -> Match:
       precision not in (None, site_precision(site))
       or (precision is not None and algorithm != site_algorithm(site)),
       carriers[i].instruction.opcode == "multiply",
+      _result_shape(carriers[i]).dtype != site.result.dtype,
     )
 
   pool, merged = _candidates(site, carriers)

@@ -15,6 +15,8 @@ Private in intent: use the package, `hloprobe.sweep`.
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 import time
 
 import numpy as np
@@ -22,9 +24,11 @@ import numpy as np
 from hloprobe.compile import (
   Case,
   Target,
+  autotune_selection,
   compile_case,
   get_case,
   load_topology,
+  missing_lowering,
   rejected_compile,
   run_compiled,
 )
@@ -44,6 +48,7 @@ __all__ = [
   "CompiledConfig",
   "LoadTargetRequest",
   "compile_and_run_case",
+  "evidence_ptx",
   "failed",
 ]
 
@@ -167,11 +172,11 @@ def compile_and_run_case(
       outs, run_s = run_compiled(cc, args)
     return CompiledConfig(result, outs, run_s, watch.seconds())
   except Exception as e:  # one config's failure must not lose the others
-    finding = None
-    if stage == "compile" and not isinstance(e, HloprobeError):
+    finding, missing = None, missing_lowering(e)
+    if stage == "compile" and not isinstance(e, HloprobeError) and not missing:
       with watch.stage("compile"):
         finding = _rejection_finding(case, full, config)
-    failure = Failure(stage, first_line(e), finding)
+    failure = Failure(stage, missing or first_line(e), finding)
     return CompiledConfig(
       ConfigResult(config, failure=failure), timings=watch.seconds()
     )
@@ -196,20 +201,52 @@ def _analysed(cc, target: Target, watch) -> Compilation:
   with watch.stage("parse"):
     sites = parse_stablehlo_dots(cc.stablehlo)
     module = parse_hlo_module(cc.optimized_hlo)
-    ptx_kernels = [k for text in cc.ptx for k in parse_ptx(text)]
+    files = [(text, parse_ptx(text)) for text in cc.ptx]
+    ptx_kernels = [k for _, kernels in files for k in kernels]
   with watch.stage("sites"):
     fates = map_dot_sites(sites, module)
-    fates = resolve(fates, module, ptx_kernels, target, cc.compute_capability)
+    # This worker's XLA_FLAGS (an --autotune_results experiment's) are the
+    # ones its compiles ran under.
+    chosen = autotune_selection(os.environ.get("XLA_FLAGS", ""), target)
+    fates = resolve(
+      fates, module, ptx_kernels, target, cc.compute_capability, chosen
+    )
   return Compilation(
     stablehlo=cc.stablehlo,
     optimized_hlo=cc.optimized_hlo,
     fates=tuple(fates),
+    ptx=evidence_ptx(fates, files),
     ptxas=str(cc.ptxas) if cc.ptxas else None,
     dropped_config_fields=cc.dropped_config_fields,
     compile_notes=cc.compile_notes,
     lower_s=cc.lower_s,
     compile_s=cc.compile_s,
   )
+
+
+# How `sites.effective` names the kernel a site's algorithm was read from:
+# its evidence starts "kernel NAME: " (effective.py `_from_ptx`).
+_KERNEL_RE = re.compile(r"^kernel (\S+): ")
+
+
+def evidence_ptx(fates, files) -> dict[str, str]:
+  """The PTX of every kernel a site's effective algorithm was read from.
+
+  Args:
+    fates: the sites' `SiteFate`s.
+    files: (text, its `parse_ptx` kernels) of each PTX file XLA dumped.
+
+  Returns:
+    kernel name -> the text of the PTX file defining it, in site order;
+    {} on the CPU and where no algorithm came from the PTX.
+  """
+  by_kernel = {k.name: text for text, kernels in files for k in kernels}
+  found = {}
+  for f in fates:
+    m = _KERNEL_RE.match(f.algorithm_evidence or "")
+    if f.algorithm_source == "ptx" and m and m.group(1) in by_kernel:
+      found.setdefault(m.group(1), by_kernel[m.group(1)])
+  return found
 
 
 def _with_passes(c: Compilation, dumps) -> Compilation:

@@ -28,10 +28,12 @@ from hloprobe.errors import XlaFlagsError, first_line
 from hloprobe.records import RECORD_VERSION, ConfigResult
 from hloprobe.runtime import (
   RecordCache,
+  Roots,
   Stopwatch,
   Warn,
   WorkerError,
   WorkerPool,
+  case_folder,
   config_key,
   host_device_flag,
   log_warning,
@@ -205,6 +207,8 @@ class _Sweep:
       # the cases' inputs (its first lane and target loading use it).
       pool.start(BASELINE.flags_text, 0)
     self.setups = [CaseSetup(c, spec.sizes_of(c), warn) for c in spec.cases]
+    # Where each case's source paths are stored relative to in the cache.
+    self.roots = [Roots.of(case_folder(c.case)) for c in spec.cases]
     self.watches = [Stopwatch() for _ in self.configs]
     # Each case's full inputs, made once here (the lanes send them).
     self.inputs = [self._inputs(i) for i in range(len(spec.cases))]
@@ -261,7 +265,7 @@ class _Sweep:
     if not key:
       return None
     with watch.stage("cache"):
-      hit = self.store.get(key)
+      hit = self.store.get(key, self.roots[c.case_index])
     if not isinstance(hit, ConfigResult):
       return None
     return dataclasses.replace(hit, config=c.config)
@@ -342,7 +346,11 @@ class _Sweep:
       r = setup.finish(self._work(i), watch)
       if r.ok and self.keys[i]:
         with watch.stage("cache"):
-          self.store.put(self.keys[i], dataclasses.replace(r, timings={}))
+          self.store.put(
+            self.keys[i],
+            dataclasses.replace(r, timings={}),
+            self.roots[c.case_index],
+          )
     return dataclasses.replace(r, timings=watch.seconds())
 
   def _work(self, i: int) -> CompiledConfig:

@@ -26,6 +26,7 @@ from hloprobe.compile import (
   Case,
   Experiment,
   Target,
+  autotune_experiment,
   get_case,
   get_target,
   is_config_path,
@@ -321,6 +322,7 @@ def spec_from_words(
   cache_dir: str | None = None,
   jobs: int = 1,
   inputs: str | None = None,
+  autotune_results: Sequence[str] = (),
 ) -> SweepPlan:
   """The plan of the sweep the command line names, in its words.
 
@@ -333,6 +335,8 @@ def spec_from_words(
     experiment_words: NAME:FLAGS or built-in names (--experiment).
     experiments_file: a file of NAME:FLAGS lines, or None.
     inputs: --inputs, the module-file cases' arguments, or None.
+    autotune_results: --autotune_results files, each an experiment
+      (`compile.autotune_experiment`), after the others.
 
   Raises:
     InvalidArgumentError: a bad name or size, or a list that is empty (as
@@ -341,6 +345,10 @@ def spec_from_words(
   found = [parse_experiment(t) for t in experiment_words]
   if experiments_file:
     found += parse_experiments_file(experiments_file)
+  if autotune_results:
+    words = tuple(targets) + config_file_words(target_configs)
+    looked_up = [get_target(w) for w in words]
+    found += [autotune_experiment(p, looked_up) for p in autotune_results]
   return check_nonempty(
     plan_sweep(
       SweepSpec(

@@ -44,6 +44,7 @@ traces or compiles; timed from after imports unless said; the best of
                             text), 10,000 against 1,000 instructions, best
                             of 3 after one read (about 10-15: XLA's parser,
                             translation and MLIR). Goal: 10,000 in <= 10 s.
+  venv pip / uv             tools/bench_venv.py (`versions`' venvs; make bench).
 
 Where measured, each side's CPU seconds (its own and its workers') over its
 wall seconds say how many cores it kept busy: a run that already keeps

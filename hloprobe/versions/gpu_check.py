@@ -27,6 +27,16 @@ to a JSON file to commit as test data (schema "hloprobe.gpu_check" 1):
             "verdict": str | null,
             "status": "explained" | "outside band" | "n/a"}
 
+On a GPU it also records, beside the JSON file, what a compile-only
+replay needs (issue 28): the GPU's GpuTargetConfigProto
+(`<device>.target_config.txtpb`, `private_api.gpu_target_config`) and the
+autotune results of the sweep's GPU compiles
+(`<device>.autotune.textproto`, XLA's own dump:
+`--xla_gpu_dump_autotune_results_to`, added to the workers' XLA_FLAGS by
+`autotune_record_flags`); `--target_config=<that .txtpb>
+--autotune_results=<that .textproto>` then replays them without the GPU.
+This path has not run yet: no GPU was lent when it was written.
+
 Without a GPU, `--device_target=cpu --compile_only_target=a100` runs the
 same logic with the CPU standing in (how the tests check it).
 
@@ -44,6 +54,7 @@ from hloprobe.ir import DEFAULT_PRECISIONS
 
 __all__ = [
   "DEFAULT_OUTPUT_DIR",
+  "autotune_record_flags",
   "band_status",
   "check_records",
   "compile_only_target_for",
@@ -147,16 +158,52 @@ def check_records(
   return out
 
 
+def _device_stem(device: str) -> str:
+  return re.sub(r"[^a-z0-9]+", "_", device.lower()).strip("_")
+
+
+def autotune_record_flags(output_dir: str, device: str) -> tuple[str, str]:
+  """(XLA_FLAGS word dumping a GPU's autotune results, the file it names).
+
+  The file is `<output_dir>/<device>.autotune.textproto` (text format: XLA
+  chooses by the suffix, autotuner_cache.cc `IsTextProtoPath`). XLA writes
+  it after each compile that autotuned (a compile-only compile writes
+  none), so the sweep's one GPU worker leaves its last, cumulative one.
+  """
+  path = os.path.abspath(
+    os.path.join(output_dir, f"{_device_stem(device)}.autotune.textproto")
+  )
+  return f"--xla_gpu_dump_autotune_results_to={path}", path
+
+
+def _record_target_config(output_dir: str, device: str, devices) -> str | None:
+  """Writes the GPU's target config next to the check; its path, or None."""
+  from hloprobe import private_api
+
+  text = private_api.gpu_target_config(devices)
+  if text is None:
+    return None
+  os.makedirs(output_dir, exist_ok=True)
+  path = os.path.join(output_dir, f"{_device_stem(device)}.target_config.txtpb")
+  with open(path, "w", encoding="utf-8") as f:
+    f.write(text)
+  return path
+
+
 def run_gpu_check(
   device_target: str = "gpu",
   compile_only_target: str | None = None,
   batch_sizes: tuple[int, ...] = tuple(range(1, 10)),
   precisions: tuple[str, ...] = DEFAULT_PRECISIONS,
   case: str = "seed_mlp",
+  record_dir: str | None = None,
 ) -> dict:
   """Runs the check in this process and returns the JSON document (above).
 
-  Starts JAX's backends (the GPU's, for `device_target="gpu"`).
+  Starts JAX's backends (the GPU's, for `device_target="gpu"`). With
+  `record_dir` and a GPU, also writes its target config and autotune
+  results there (module docstring); the document names them
+  ("target_config_file", "autotune_results_file", None where not written).
 
   Raises:
     InvalidArgumentError: no compile-only target matches the device.
@@ -172,6 +219,14 @@ def run_gpu_check(
   start_backends(None if device_target == "gpu" else "cpu")
   device = jax.devices()[0].device_kind if device_target == "gpu" else "cpu"
   twin = compile_only_target or compile_only_target_for(device)
+  recorded = {"target_config_file": None, "autotune_results_file": None}
+  if record_dir is not None and device_target == "gpu":
+    recorded["target_config_file"] = _record_target_config(
+      record_dir, device, jax.devices()
+    )
+    word, path = autotune_record_flags(record_dir, device)
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {word}"
+    recorded["autotune_results_file"] = path
   spec = sweep.SweepSpec(
     cases=(case,),
     batch_sizes=batch_sizes,
@@ -190,6 +245,7 @@ def run_gpu_check(
     **jax_versions(),
     "warning": version_warning(),
     "configs": check_records(configs, device_target, twin),
+    **(recorded if record_dir is not None else {}),
   }
 
 

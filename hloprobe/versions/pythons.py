@@ -214,6 +214,9 @@ def candidate_paths(
 
 
 def _version_in_path(path: str) -> tuple[int, ...]:
+  """The numbers in a pyenv version folder's name, to order them. Not
+  `packaging.version`: pyenv names are not PEP 440 versions
+  ("pypy3.10-7.3.12", "miniconda3-latest")."""
   name = os.path.basename(os.path.dirname(os.path.dirname(path)))
   return tuple(int(x) for x in re.findall(r"\d+", name))
 

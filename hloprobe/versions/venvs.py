@@ -2,25 +2,39 @@
 
 Each version gets `<cache_dir>/jaxlib-<V>-py<3.N>/` (or
 `jaxlib-<V>-py<3.N>-cpu/` for CPU-only sweeps: no plugin, no nvcc), a
-standard `venv` (stdlib) made by a Python 3.N that the release has wheels
-for (`pythons.Pythons.choose`), into which `pip` installs jax==V and jaxlib==V, the CUDA 12 PJRT plugin of the
-same version where the package index has one (`jax-cuda12-plugin`,
-`jax-cuda12-pjrt`; compile-only GPU targets need it), the
-`nvidia-cuda-nvcc-cu12` wheel (its ptxas builds GPU kernels) and hloprobe's
-own run-time needs (absl-py, tabulate). hloprobe itself is not installed:
-it runs from this source tree (`run.py`).
+virtualenv made by a Python 3.N that the release has wheels for
+(`pythons.Pythons.choose`), holding jax==V and jaxlib==V, the CUDA 12 PJRT
+plugin of the same version where the package index has one
+(`jax-cuda12-plugin`, `jax-cuda12-pjrt`; compile-only GPU targets need it),
+the `nvidia-cuda-nvcc-cu12` wheel (its ptxas builds GPU kernels) and
+hloprobe's own run-time needs (`_RUNTIME`: absl-py, tabulate, packaging,
+platformdirs, tqdm, filelock). hloprobe itself is not
+installed: it runs from this source tree (`run.py`).
+
+The venv is made by uv (`uv venv`, then `uv pip install`; the `uv` PyPI
+package's binary, `uv.find_uv_bin`): it resolves and downloads in
+parallel and links wheels out of its one cache, shared by every venv (and
+the user's other uv projects), where `venv` + `pip` copied each venv's
+1 GiB of wheels, minutes each (`make bench`'s `venv` line measures the
+two). uv reads its own configuration (`UV_INDEX_URL`, `uv.toml`), not
+pip's; `PIP_INDEX_URL`, `PIP_EXTRA_INDEX_URL` and `PIP_FIND_LINKS` in the
+environment are passed on as their uv names, unless those are set. Without
+the uv package (an environment that did not install hloprobe's
+dependencies) the venv is made by `venv` + `pip` as before; the venv is the
+same either way (its marker says which made it).
 
 A venv is built in a temporary folder beside its final place and renamed
-into place only after pip succeeded and `hloprobe-venv.json` (what was
-installed) is written, so a folder with that file is complete and is reused
-as is; nothing else is ever written into it. A failed install leaves
+into place only after the install succeeded and `hloprobe-venv.json` (what
+was installed) is written, so a folder with that file is complete and is
+reused as is; nothing else is ever written into it. A failed install leaves
 nothing behind and says why in one line (e.g. "no jaxlib==0.4.1 wheel for
 Python 3.11").
 
 The jaxlib of the running interpreter needs no venv: `running_venv`.
 
 Which versions exist comes from the package index, through pip's own query
-(`pip index versions NAME [--python-version 3.N]`).
+(`pip index versions NAME [--python-version 3.N]`): uv has no command that
+lists a package's versions for a given Python, so that stays pip's.
 
 Private in intent: use the package, `hloprobe.versions`.
 """
@@ -32,14 +46,24 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
-from hloprobe.errors import HloprobeError
+from packaging.version import Version
+
 from hloprobe.versions.children import Children
+from hloprobe.versions.install import (
+  INSTALLERS,
+  NO_MATCH_RE,
+  VenvError,
+  build,
+  last_line,
+  pip,
+  uv_binary,
+)
 
 __all__ = [
+  "INSTALLERS",
   "MARKER",
   "RECIPE",
   "Venv",
@@ -53,6 +77,7 @@ __all__ = [
   "requirements_for",
   "running_venv",
   "this_python",
+  "uv_binary",
   "version_key",
 ]
 
@@ -69,14 +94,23 @@ _NUMPY2_FROM = "0.4.26"
 _NVCC_FILE_FROM = "0.4.36"
 # Bumped whenever `requirements_for` or the folder's layout changes: a
 # venv made by another recipe is made again. 3: the folder and marker name
-# the Python that made the venv.
-RECIPE = 3
-_NO_MATCH_RE = re.compile(r"No matching distribution found for (\S+)")
+# the Python that made the venv; 4: hloprobe's own run-time needs grew
+# (`_RUNTIME`).
+RECIPE = 4
+# What hloprobe's source needs to run as a worker in a release's venv,
+# beside jax and jaxlib (pyproject.toml's dependencies that it imports
+# there: the flags, tables, the record cache's folder, release numbers,
+# the progress bar and the golden lock), unpinned: the installer picks
+# versions that fit the venv's Python.
+_RUNTIME = (
+  "absl-py",
+  "tabulate",
+  "packaging",
+  "platformdirs",
+  "tqdm",
+  "filelock",
+)
 _VERSIONS_RE = re.compile(r"^Available versions:\s*(.*)$", re.M)
-
-
-class VenvError(HloprobeError):
-  """Raised when a version's virtualenv cannot be made or queried."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -119,30 +153,19 @@ def this_python() -> str:
   return f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
-def version_key(version: str) -> tuple[int, ...]:
-  """ "0.4.38" -> (0, 4, 38); "0.9.0.1" -> (0, 9, 0, 1). Release numbers only.
+def version_key(version: str) -> Version:
+  """ "0.4.38" -> Version("0.4.38"), ordered as releases are ("0.9.0.1" <
+  "0.10.0"): `packaging.version`, PEP 440's order. Release numbers only.
 
   Raises:
-    VenvError: not a dotted release number (e.g. "0.4.38rc1", "latest").
+    VenvError: not a dotted release number (e.g. "0.4.38rc1", "latest"):
+      hloprobe installs and compares releases, never pre-releases.
   """
   if not re.fullmatch(r"\d+(\.\d+)+", version):
     raise VenvError(
       f"{version!r} is not a release version; expected e.g. 0.4.38"
     )
-  return tuple(int(p) for p in version.split("."))
-
-
-def _pip(
-  python: str, *args: str, timeout: float, children: Children | None = None
-) -> subprocess.CompletedProcess:
-  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-  env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-  try:
-    return (children or Children()).run(
-      [python, "-m", "pip", *args], timeout=timeout, env=env
-    )
-  except subprocess.TimeoutExpired as e:
-    raise VenvError(f"pip {args[0]} timed out after {timeout:.0f} s") from e
+  return Version(version)
 
 
 def index_versions(
@@ -166,8 +189,8 @@ def index_versions(
   args = ["index", "versions", package]
   if python_version is not None:
     args += ["--python-version", python_version]
-  proc = _pip(sys.executable, *args, timeout=timeout)
-  if python_version is not None and _NO_MATCH_RE.search(proc.stderr):
+  proc = pip(sys.executable, *args, timeout=timeout)
+  if python_version is not None and NO_MATCH_RE.search(proc.stderr):
     return ()  # no release of it for that Python
   m = _VERSIONS_RE.search(proc.stdout)
   if proc.returncode != 0 or not m:
@@ -200,16 +223,10 @@ def requirements_for(
     if version_key(jaxlib) < version_key(_NVCC_FILE_FROM):
       nvcc += "<12.9"
     reqs.append(nvcc)
-  reqs += ["absl-py", "tabulate"]
+  reqs += _RUNTIME
   if version_key(jaxlib) < version_key(_NUMPY2_FROM):
     reqs.append("numpy<2")
   return tuple(reqs)
-
-
-def last_line(text: str) -> str:
-  """The last non-blank line of a tool's output, stripped ("no output")."""
-  lines = [l for l in (text or "").strip().splitlines() if l.strip()]
-  return lines[-1].strip() if lines else "no output"
 
 
 def _read_marker(path: str) -> dict | None:
@@ -237,7 +254,8 @@ def _cached_pythons(cache_dir: str, jaxlib: str) -> list[str]:
     return []
   found = {m.group(1) for m in map(pattern.fullmatch, names) if m}
   mine = this_python()
-  return sorted(found, key=lambda v: (v != mine, [-x for x in version_key(v)]))
+  newest_first = sorted(found, key=version_key, reverse=True)
+  return sorted(newest_first, key=lambda v: v != mine)  # stable
 
 
 def find_venv(
@@ -326,8 +344,10 @@ def ensure_venv(
   timeout_s: float = 1800.0,
   cuda: bool = True,
   children: Children | None = None,
+  installer: str | None = None,
 ) -> Venv:
-  """The venv of `jaxlib`, from the cache or made now (minutes).
+  """The venv of `jaxlib`, from the cache or made now (uv: seconds with its
+  cache warm; pip: minutes).
 
   Args:
     jaxlib: a jaxlib release, e.g. "0.4.38".
@@ -341,6 +361,8 @@ def ensure_venv(
     timeout_s: limit for the pip install, in seconds.
     cuda: with the CUDA plugin and nvcc wheel (compile-only GPU targets);
       False makes or reuses a CPU-only venv (a full one serves too).
+    installer: "uv" or "pip" (`venv` + `pip`, as hloprobe did before uv);
+      None: uv when its package is installed, else pip.
 
   Raises:
     VenvError: the version is malformed, or venv/pip failed (e.g. "no
@@ -362,7 +384,23 @@ def ensure_venv(
   final = _folder(cache_dir, jaxlib, python_version, cuda)
   tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(final)}-", dir=cache_dir)
   try:
-    _build(tmp, reqs, (base_python, python_version), timeout_s, children)
+    marker = {
+      "recipe": RECIPE,
+      "packages": list(reqs),
+      "cuda_plugin": any(r.startswith(_PLUGIN[0]) for r in reqs),
+      "python": python_version,
+      "base_python": base_python,
+    }
+    build(
+      tmp,
+      reqs,
+      (base_python, python_version),
+      timeout_s,
+      children,
+      installer or ("uv" if uv_binary() else "pip"),
+      marker,
+      MARKER,
+    )
     if os.path.exists(final):  # made by another recipe, or incomplete
       shutil.rmtree(final)
     os.rename(tmp, final)
@@ -371,42 +409,3 @@ def ensure_venv(
     raise
   venv = find_venv(jaxlib, cache_dir, cuda, (python_version,))
   return dataclasses.replace(venv, created=True)
-
-
-def _build(
-  path: str,
-  reqs: tuple[str, ...],
-  python: tuple[str, str],
-  timeout_s: float,
-  children: Children | None,
-) -> None:
-  """venv (made by `python`: (path, version)) + pip install into `path`;
-  then the marker, written last."""
-  base, py = python
-  proc = subprocess.run(
-    [base, "-m", "venv", path], capture_output=True, text=True, check=False
-  )
-  if proc.returncode != 0:
-    raise VenvError(f"{base} -m venv failed: {last_line(proc.stderr)}")
-  python = os.path.join(path, "bin", "python")
-  proc = _pip(
-    python, "install", "-q", *reqs, timeout=timeout_s, children=children
-  )
-  if proc.returncode != 0:
-    said = last_line(proc.stderr)
-    m = _NO_MATCH_RE.search(proc.stderr)
-    if m:
-      raise VenvError(
-        f"no {m.group(1)} wheel for Python {py} on the package index "
-        f"(pip: {said})"
-      )
-    raise VenvError(f"pip install {' '.join(reqs[:2])} failed: {said}")
-  marker = {
-    "recipe": RECIPE,
-    "packages": list(reqs),
-    "cuda_plugin": any(r.startswith(_PLUGIN[0]) for r in reqs),
-    "python": py,
-    "base_python": base,
-  }
-  with open(os.path.join(path, MARKER), "w", encoding="utf-8") as f:
-    json.dump(marker, f, indent=1)

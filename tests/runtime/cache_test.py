@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import pickle
 import subprocess
 import sys
 from unittest import mock
@@ -15,7 +14,7 @@ from absl.testing import absltest
 from hloprobe.ir import textfile
 from hloprobe.runtime import cache
 
-_PAYLOAD = b"x" * 1000  # each entry: this pickled, a little over 1000 bytes
+_PAYLOAD = b"x" * 1000  # each entry: this and its index, about 1.4 KB
 
 
 def _key(i: int) -> str:
@@ -30,9 +29,7 @@ class EvictionTest(absltest.TestCase):
       self.store.put(_key(i), (i, _PAYLOAD))
       # Entry i last used i seconds after the epoch: older = smaller i.
       os.utime(self.store._path(_key(i)), ns=(i * 10**9, i * 10**9))
-    self.entry_bytes = len(
-      pickle.dumps((0, _PAYLOAD), protocol=pickle.HIGHEST_PROTOCOL)
-    )
+    self.entry_bytes = os.path.getsize(self.store._path(_key(0)))
 
   def _kept(self) -> list[int]:
     return [i for i in range(10) if self.store.get(_key(i)) is not None]
