@@ -6,9 +6,10 @@ words the case was given by (a path): a narrowed check once compared 0
 files and said OK, and a narrowed update kept its case's files the
 snapshot no longer made. The folder here is built from the committed
 seed_mlp goldens: the same bodies filed under a factory case's name
-(`break25_named`, given as `<tmp>/case.py:make_case`) and under the module
-file tests/testdata/modfile/jit_f.before_optimizations.txt's (`jit_f`, at
-its own batch size 2 while the sweep asks for 1). Nothing compiles: cases
+(`break25_named`, given as `<golden>/.cases/case.py:make_case`) and under
+the module file tests/testdata/modfile/jit_f.before_optimizations.txt's
+(`jit_f`, at its own batch size 2 while the sweep asks for 1), both kept
+in the folder (a manifest names no case outside it). Nothing compiles: cases
 are looked up (the factory called, the module file read), never run.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import textwrap
 
 import testutil
@@ -25,7 +27,7 @@ from hloprobe.golden import folder, format, snapshot, update
 from hloprobe.sweep import SweepSpec
 
 _GOLDEN = os.path.join(testutil.ROOT, "golden")
-_MODULE = os.path.join(
+_MODULE_FILE = os.path.join(
   testutil.ROOT, "tests/testdata/modfile/jit_f.before_optimizations.txt"
 )
 _CASE = textwrap.dedent("""
@@ -58,11 +60,15 @@ def _renamed(text: str, case: str, n: int) -> str:
 class GoldenScopeTest(absltest.TestCase):
   def setUp(self):
     super().setUp()
-    tmp = self.create_tempdir().full_path
-    self.factory = os.path.join(tmp, "case.py") + ":make_case"
-    with open(os.path.join(tmp, "case.py"), "w") as f:
+    self.dir = os.path.join(self.create_tempdir().full_path, "golden")
+    # Inside the folder (a manifest names no code outside it), hidden from
+    # its file list.
+    os.makedirs(os.path.join(self.dir, ".cases"))
+    self.factory = os.path.join(self.dir, ".cases/case.py") + ":make_case"
+    with open(os.path.join(self.dir, ".cases/case.py"), "w") as f:
       f.write(_CASE)
-    self.dir = os.path.join(tmp, "golden")
+    self.module = os.path.join(self.dir, ".cases/jit_f.txt")
+    shutil.copyfile(_MODULE_FILE, self.module)
     made = folder.read_manifest(_GOLDEN)
     files = {}
     for (case, n), seed_n in _FILED.items():
@@ -77,7 +83,7 @@ class GoldenScopeTest(absltest.TestCase):
     )
     snapshot.write_snapshot(self.snap, self.dir)
     sweep = {
-      "cases": ["seed_mlp", self.factory, _MODULE],
+      "cases": ["seed_mlp", self.factory, self.module],
       "targets": ["cpu"],
       "batch_sizes": [1],
       "precisions": ["float32"],
@@ -93,7 +99,7 @@ class GoldenScopeTest(absltest.TestCase):
   def test_narrowed_check_compares_the_case_files(self):
     for case in ("seed_mlp", "factory", "module"):
       with self.subTest(case):
-        word = {"factory": self.factory, "module": _MODULE}.get(case, case)
+        word = {"factory": self.factory, "module": self.module}.get(case, case)
         result = snapshot.check(self.dir, self.snap, self._spec(word))
         self.assertTrue(result.ok, result.render())
         self.assertEqual(result.compared, 3, result.render())
@@ -116,12 +122,12 @@ class GoldenScopeTest(absltest.TestCase):
       r: t for r, t in self.snap.files.items() if "/jit_f/" in r and r != gone
     }
     snap = snapshot.Snapshot(files, self.snap.versions, date=self.snap.date)
-    result = update.update_goldens(self.dir, snap, self._spec(_MODULE))
+    result = update.update_goldens(self.dir, snap, self._spec(self.module))
     self.assertEqual(result.removed, (gone,), result.render())
     self.assertEqual((result.unchanged, result.kept), (2, 6), result.render())
     self.assertFalse(os.path.exists(os.path.join(self.dir, gone)))
     sweep = folder.manifest_sweep(self.dir)
-    self.assertEqual(sweep["cases"], ["seed_mlp", self.factory, _MODULE])
+    self.assertEqual(sweep["cases"], ["seed_mlp", self.factory, self.module])
 
 
 if __name__ == "__main__":
