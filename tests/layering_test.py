@@ -6,7 +6,8 @@ or its own name for a top-level module):
 
   errors < startup < private_api < ir < execute < compile < runtime < sites
          < numerics < records < sweep < golden < verify < report < pictures
-         < versions < commands < cli_flags < cli, tools < __main__, __init__
+         < versions < api < pytest_plugin < commands < cli_flags < cli, tools
+         < __main__, __init__
 
 `verify` sits below `report`, which words its evidence records; the
 command layer (`commands`) sits above every library stage and below the
@@ -80,6 +81,8 @@ _ORDER = (
   ("report",),
   ("pictures",),
   ("versions",),
+  ("api",),
+  ("pytest_plugin",),
   ("commands",),
   ("cli_flags",),
   ("cli_help",),
@@ -105,6 +108,7 @@ _WITHIN = {
   "sweep": (
     "spec",
     "shell",
+    "shard",
     "plan",
     "compiled",
     "measure",

@@ -27,6 +27,8 @@ class VerifyArgs:
     rel_error_bound: --rel_error_bound, or None.
     golden_dir: --golden_dir, or None (the default folder).
     cache_max_mb: --cache_max_mb, the records' bound in MiB.
+    results: --results, a `hloprobe merge` --output_dir whose records are
+      judged instead of sweeping, or None (sweep).
   """
 
   common: common.SweepWords
@@ -36,6 +38,7 @@ class VerifyArgs:
   rel_error_bound: float | None = None
   golden_dir: str | None = None
   cache_max_mb: int = 2048
+  results: str | None = None
 
 
 def verify(args: VerifyArgs):
@@ -58,6 +61,23 @@ def verify(args: VerifyArgs):
   spec = common.sweep_spec(args.common)
   verifying.check_batch_sizes(requirements, spec.batch_sizes)
   common.start_jax(spec.targets)
+  if args.results:  # the sweep verify_fix runs, done already (sharded)
+    from hloprobe.commands.merge import results_in
+    from hloprobe.compile import jax_versions
+    from hloprobe.sweep import plan_sweep
+
+    spec = dataclasses.replace(spec, experiments=())
+    swept = plan_sweep(verifying.fix_sweep(spec, fix, requirements))
+    return verifying.verify(
+      results_in(args.results, swept),
+      spec,
+      fix,
+      requirements,
+      golden_dir=args.golden_dir or None,
+      versions=jax_versions(),
+      abs_error_bound=args.abs_error_bound,
+      rel_error_bound=args.rel_error_bound,
+    )
   return verifying.verify_fix(
     spec,
     fix,
