@@ -48,7 +48,7 @@ import sys
 
 from absl import app, flags
 
-from hloprobe.startup import quiet_startup
+from hloprobe.startup import EscapingStream, quiet_startup
 
 # Importing jax loads the CUDA plugin, whose libraries each log "Could not
 # find cuda drivers" on a machine without one; the command line drops those
@@ -387,6 +387,12 @@ def run() -> None:
   sys.modules["__main__"].__doc__ = __doc__
   for flag in flags.FLAGS.get_flags_for_module(cli_flags.__name__):
     flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+  # A name holding an ANSI escape or another control character is printed
+  # escaped, wherever it is printed (a table, an error line).
+  sys.stdout, sys.stderr = (
+    EscapingStream(sys.stdout),
+    EscapingStream(sys.stderr),
+  )
   # `hloprobe sweep | head`: end quietly when the reader goes away.
   signal.signal(signal.SIGPIPE, signal.SIG_DFL)
   # An interrupt ends the run through `finally` blocks: worker processes and
