@@ -34,6 +34,8 @@ class ExplainArgs:
     model_explorer: --model_explorer, a folder, or None.
     plot_shared_y: --plot_shared_y: the plot's panels share one error axis.
     cache_max_mb: --cache_max_mb, the records' bound in MiB.
+    overwrite: --overwrite: replace an earlier sweep's results in
+      --output_dir (refused without it).
     try_fixes: --try_fixes: try the candidate fixes (`explain_answered`).
   """
 
@@ -45,6 +47,7 @@ class ExplainArgs:
   plot_shared_y: bool = True
   cache_max_mb: int = 2048
   try_fixes: bool = True
+  overwrite: bool = False
 
 
 def _spec(args: ExplainArgs):
@@ -79,7 +82,9 @@ def explain(args: ExplainArgs):
 
   spec = _spec(args)
   common.start_jax(spec.targets)
-  results = common.run_streamed(spec, args.common.output_dir)
+  results = common.run_streamed(
+    spec, args.common.output_dir, overwrite=args.overwrite
+  )
   return results, explain_results(results, common.reported_cases(spec))
 
 
@@ -101,7 +106,9 @@ def explain_answered(args: ExplainArgs):
   spec = _spec(args)
   common.start_jax(spec.targets)
   with sweep.worker_pool(spec) as pool:
-    results = common.run_streamed(spec, args.common.output_dir, pool)
+    results = common.run_streamed(
+      spec, args.common.output_dir, pool, overwrite=args.overwrite
+    )
     try_fixes = args.try_fixes and args.common.format != "html"
     answer = _answer(spec, results, try_fixes, pool)
   explanations = explain_results(results, [c.case for c in spec.cases])

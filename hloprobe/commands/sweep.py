@@ -33,6 +33,8 @@ class SweepArgs:
     model_explorer: --model_explorer, a folder, or None.
     plot_shared_y: --plot_shared_y: the plot's panels share one error axis.
     cache_max_mb: --cache_max_mb, the records' bound in MiB.
+    overwrite: --overwrite: replace an earlier sweep's results in
+      --output_dir (refused without it).
   """
 
   common: common.SweepWords
@@ -46,6 +48,7 @@ class SweepArgs:
   model_explorer: str | None = None
   plot_shared_y: bool = True
   cache_max_mb: int = 2048
+  overwrite: bool = False
 
 
 def outputs_of(args, fmt: str):
@@ -84,7 +87,9 @@ def sweep(args: SweepArgs):
   )
   common.check_format(args.common, args.columns, args.plot, args.model_explorer)
   common.start_jax(spec.targets)
-  return spec, common.run_streamed(spec, args.common.output_dir)
+  return spec, common.run_streamed(
+    spec, args.common.output_dir, overwrite=args.overwrite
+  )
 
 
 def write_files(results, why, versions, cpu, out) -> None:
