@@ -201,7 +201,8 @@ def bound_cache(words: SweepWords, max_mb: int) -> None:
   """Evicts least recently used records down to `max_mb` MiB; a folder
   that cannot be read costs disk space, not the command's results."""
   folder = cache_dir(words)
-  if not folder:
+  # A folder that cannot hold records: the sweep warned and ran uncached.
+  if not folder or RecordCache(folder, lambda line: None).usable() is None:
     return
   try:
     RecordCache(folder).evict(max_mb * 2**20)
