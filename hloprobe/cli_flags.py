@@ -157,7 +157,7 @@ OUTPUT_DIR = flags.DEFINE_string(
 OVERWRITE = flags.DEFINE_bool(
   "overwrite",
   False,
-  "`sweep` / `explain`: an --output_dir holding an earlier sweep's results "
+  "`sweep` / `explain` / `merge`: an --output_dir holding an earlier sweep's results "
   "(results.json or results.jsonl) is refused, so two sweeps never mix "
   "there; --overwrite removes those results (results.json, results.jsonl, "
   "report.html and the config folders results.json names) first.",
