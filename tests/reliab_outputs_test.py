@@ -9,6 +9,7 @@ import json
 import os
 import textwrap
 
+import numpy as np
 import pytest
 from absl.testing import absltest
 from testutil import run_hloprobe
@@ -16,6 +17,7 @@ from testutil import run_hloprobe
 from hloprobe import startup
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.ir import path_part
+from hloprobe.numerics import accuracy
 from hloprobe.report import start_stream
 
 _CASES = textwrap.dedent("""\
@@ -134,6 +136,27 @@ class StartStreamTest(absltest.TestCase):
   def test_an_empty_folder_is_taken(self):
     out = self.create_tempdir().full_path
     self.assertEqual(start_stream(out), out)
+
+
+class RowZeroKeptTest(absltest.TestCase):
+  """Item 18: an ErrorStats keeps at most ROW0_KEPT values of row 0."""
+
+  def test_a_large_row_is_cut_a_small_one_kept_whole(self):
+    kept = accuracy.ROW0_KEPT
+    for shape, size, values in (
+      ((2, 8, 4), 32, (8, 4)),
+      ((2, 64, kept // 32), 2 * kept, (kept,)),
+    ):
+      with self.subTest(shape=shape):
+        got = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+        stats = accuracy.error_stats(got, got.astype(np.float64) + 0.5)
+        self.assertEqual(stats.row0_size, size)
+        self.assertEqual(stats.row0_values.shape, values)
+        np.testing.assert_array_equal(
+          np.ravel(stats.row0_values), np.ravel(got[0])[: min(size, kept)]
+        )
+        # row 0's errors are still over all of it
+        self.assertEqual(stats.row0_abs, 0.5)
 
 
 @pytest.mark.compiles  # sweeps through the command line
