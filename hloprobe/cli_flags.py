@@ -41,6 +41,7 @@ __all__ = [
   "MODEL_EXPLORER",
   "NOCACHE",
   "OUTPUT_DIR",
+  "OVERWRITE",
   "PLOT",
   "PLOT_SHARED_Y",
   "PORT",
@@ -153,6 +154,14 @@ OUTPUT_DIR = flags.DEFINE_string(
   "each kernel a site's algorithm was read from (ptx/) and results.json "
   "here; for `golden check`, where candidate files go on a mismatch "
   "(default: a new temporary folder).",
+)
+OVERWRITE = flags.DEFINE_bool(
+  "overwrite",
+  False,
+  "`sweep` / `explain` / `merge`: an --output_dir holding an earlier sweep's results "
+  "(results.json or results.jsonl) is refused, so two sweeps never mix "
+  "there; --overwrite removes those results (results.json, results.jsonl, "
+  "report.html and the config folders results.json names) first.",
 )
 SITES = flags.DEFINE_bool(
   "sites",

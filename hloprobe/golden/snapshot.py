@@ -311,12 +311,16 @@ def check(
   changed, sites, skipped = _compare_all(
     golden_dir, snap, common, strict or not note
   )
+  missing = tuple(sorted(set(snap.files) - set(golden)))
   return CheckResult(
     golden_dir=golden_dir,
     compared=len(common) - len(skipped),
     changed=tuple(changed),
     sites=tuple(sites),
-    missing=tuple(sorted(set(snap.files) - set(golden))),
+    missing=missing,
+    not_files=tuple(
+      r for r in missing if os.path.isdir(os.path.join(golden_dir, r))
+    ),
     stale=tuple(r for r in scoped if _stale(r, snap)),
     failed=snap.failed,
     not_compared=tuple(skipped),

@@ -260,7 +260,8 @@ def update_goldens(
   that the snapshot lacks are removed.
 
   Args:
-    golden_dir: the golden folder (created if absent).
+    golden_dir: the golden folder (created if absent), or a symlink to
+      one (the folder it names is updated; the link stays).
     snap: the new files, from `snapshot`.
     sweep: the sweep that made them, best its spec or plan (a record alone,
       keys as in `folder.manifest_sweep`, holds words, not the names golden
@@ -281,10 +282,15 @@ def update_goldens(
       "[hloprobe] refusing to update goldens, configs failed:\n  "
       + "\n  ".join(snap.failed)
     )
+  # A symlink (--golden_dir=LINK) is followed: the folder it names is
+  # staged beside and replaced, the link kept (renaming the link itself
+  # would replace it by a folder and leave the real goldens stale).
+  real_dir = os.path.realpath(golden_dir)
   try:
-    with lock.golden_lock(golden_dir, lock_timeout_s):
-      cleaned = lock.clean_leftovers(golden_dir)
-      result = _update_locked(golden_dir, snap, sweep)
+    with lock.golden_lock(real_dir, lock_timeout_s):
+      cleaned = lock.clean_leftovers(real_dir)
+      result = _update_locked(real_dir, snap, sweep)
+    result = dataclasses.replace(result, golden_dir=golden_dir)
   except OSError as e:
     raise GoldenError(  # e.g. the lock's folder cannot be made
       f"[hloprobe] cannot write the new goldens for {golden_dir} ({e}); "

@@ -102,7 +102,11 @@ class ErrorStats:
     leaf: the output leaf's name, e.g. "[1]" ("" for a single array).
     axis: the leaf's batch axis; None when it has none.
     row0_values: row 0 as computed (numpy, output dtype), for comparisons
-      between batch sizes; not compared, not written to JSON.
+      between batch sizes; not compared, not written to JSON. A row 0 of
+      more than `ROW0_KEPT` values keeps its first `ROW0_KEPT` (flattened),
+      so a sweep's records stay small whatever the outputs' size.
+    row0_size: how many values row 0 has (0 in records made before it was
+      counted); more than `row0_values.size` when row 0 was cut.
     elements: how many elements the leaf has.
     mismatched: integer leaves: how many elements differ from the exact
       result; None for a float leaf.
@@ -128,6 +132,7 @@ class ErrorStats:
   row0_values: np.ndarray | None = dataclasses.field(
     default=None, compare=False, repr=False
   )
+  row0_size: int = 0
   elements: int = 0
   mismatched: int | None = None
   overflowed: int | None = None
@@ -185,7 +190,8 @@ def error_stats(
     row0_ulp=None if dtype is None else ulp_distance(row, row_ref, dtype),
     leaf=leaf,
     axis=axis,
-    row0_values=np.array(values),  # complex stays complex
+    row0_values=_kept(values),  # complex stays complex
+    row0_size=int(np.size(values)),
     elements=elements,
     row_abs=row_maxima(diff, axis),
     **counts,
@@ -199,6 +205,20 @@ def _parts(x) -> np.ndarray:
   x = np.asarray(x)
   imag = x.imag if np.iscomplexobj(x) else np.zeros_like(x)
   return np.stack([x.real, imag], axis=-1)
+
+
+# The values of row 0 an `ErrorStats` keeps (1 MiB of float32): row 0 of an
+# output of 64 MiB a row would otherwise be kept whole, three times per
+# config (observed, predicted, made), in memory and in the cache record.
+ROW0_KEPT = 1 << 18
+
+
+def _kept(row: np.ndarray) -> np.ndarray:
+  """A copy of `row`, or of its first `ROW0_KEPT` values (flattened)."""
+  row = np.asarray(row)
+  if row.size <= ROW0_KEPT:
+    return np.array(row)
+  return np.ravel(row)[:ROW0_KEPT].copy()
 
 
 def _ordered(x: np.ndarray) -> np.ndarray:

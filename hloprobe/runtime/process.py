@@ -36,6 +36,12 @@ _UNKNOWN_FLAG_RE = re.compile(r"Unknown flag in XLA_FLAGS: (\S+)")
 _BAD_VALUE_RE = re.compile(
   r"Couldn't interpret value (.*) for flag (\S+?)\.?$", re.M
 )
+# XLA_FLAGS that does not start with "--" is read as a file of flags
+# (xla/parse_flags_from_env.cc, SetArgvFromEnv: "Could not open file ...
+# to read flags for environment variable", then LOG(FATAL)).
+_FLAGS_FILE_RE = re.compile(
+  r'Could not open file "(.*)" to read flags for environment variable'
+)
 _LAST_LINES = 3
 
 
@@ -76,6 +82,13 @@ def _rejected_flag(stderr: str, xla_flags: str) -> str | None:
     return (
       f"XLA rejected flag --{m.group(2)}: cannot read the value {m.group(1)!r} "
       f"(XLA_FLAGS={xla_flags!r})"
+    )
+  m = _FLAGS_FILE_RE.search(stderr)
+  if m:
+    return (
+      f"XLA read XLA_FLAGS={xla_flags!r} as the name of a flags file (it "
+      "does not start with '--') and could not open it; write flags as "
+      "--name=value"
     )
   return None
 

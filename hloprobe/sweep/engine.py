@@ -202,7 +202,7 @@ class _Sweep:
     self.stop = threading.Event()
     self.store = None
     if spec.cache_dir:
-      self.store = RecordCache(spec.cache_dir, warn)
+      self.store = RecordCache(spec.cache_dir, warn).usable()
     if self._surely_misses():
       # The baseline's first worker imports jax while this process makes
       # the cases' inputs (its first lane and target loading use it).

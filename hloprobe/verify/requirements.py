@@ -152,6 +152,7 @@ def _row_moved(r: ConfigResult, first: ConfigResult):
     source,
     limit,
     moved <= limit,
+    stats.row0_size if stats.row0_size > count else 0,
   )
 
 
