@@ -56,9 +56,18 @@ def test_every_ptx_flavour_in_the_fixtures_is_modelled():
 
 
 def test_not_modelled_is_none():
-  assert km.instruction("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 75) is None
-  assert km.instruction("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 80) is None
-  assert km.instruction("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", 89) is None
+  assert (
+    km.instruction("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 75)
+    is None
+  )
+  assert (
+    km.instruction("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 80)
+    is None
+  )
+  assert (
+    km.instruction("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", 89)
+    is None
+  )
 
 
 def test_hand_checked_truncating_adder():

@@ -230,7 +230,9 @@ def mma(a, b, c, ins: MmaInstruction) -> np.ndarray:
     a, b = _tf32_truncate(a), _tf32_truncate(b)
   c = np.asarray(c, np.float32)
   for i in range(0, a.shape[-1], ins.group):
-    c = _fused_dot_add(a[..., i : i + ins.group], b[..., i : i + ins.group], c, ins)
+    c = _fused_dot_add(
+      a[..., i : i + ins.group], b[..., i : i + ins.group], c, ins
+    )
   return c
 
 
@@ -268,7 +270,11 @@ def kernel_gemm(
   piece = k_total // split_k
   out = None
   for j in range(split_k):
-    part = _walk(a[..., j * piece : (j + 1) * piece], b[..., j * piece : (j + 1) * piece, :], ins)
+    part = _walk(
+      a[..., j * piece : (j + 1) * piece],
+      b[..., j * piece : (j + 1) * piece, :],
+      ins,
+    )
     out = part if out is None else (out + part).astype(np.float32)
   return out
 

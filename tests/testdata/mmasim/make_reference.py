@@ -75,7 +75,9 @@ def element(a, b, c, arch, operand):
   fbits, group_bytes, e_zero = ARCH[arch]
   dtype, size, least = OPERAND[operand]
   if operand == "tf32":  # the instruction ignores the low 13 bits
-    cut = lambda v: (np.asarray(v, np.float32).view(np.uint32) & 0xFFFFE000).view(np.float32)
+    cut = lambda v: (
+      np.asarray(v, np.float32).view(np.uint32) & 0xFFFFE000
+    ).view(np.float32)
     a, b = cut(a), cut(b)
   group = min(group_bytes // size, len(a))
   for i in range(0, len(a), group):
@@ -104,23 +106,32 @@ def main():
       k = int(shape.rsplit("k", 1)[1])
       a, b, c = inputs(rng, k, operand)
       d = np.array(
-        [[element(a[i], b[:, j], c[i, j], arch, operand) for j in range(8)]
-         for i in range(16)],
+        [
+          [element(a[i], b[:, j], c[i, j], arch, operand) for j in range(8)]
+          for i in range(16)
+        ],
         np.float32,
       )
-      hexes = lambda x: [f"{v:08x}" for v in np.asarray(x, np.float32).view(np.uint32).ravel()]
-      cases.append({
-        "opcode": f"mma.sync.aligned.{shape}.row.col.f32.{operand}.{operand}.f32",
-        "arch": arch,
-        "sm": SM[arch],
-        "k": k,
-        "a_f32_hex": hexes(a.astype(np.float32)),
-        "b_f32_hex": hexes(b.astype(np.float32)),
-        "c_f32_hex": hexes(c),
-        "d_f32_hex": hexes(d),
-      })
+      hexes = lambda x: [
+        f"{v:08x}" for v in np.asarray(x, np.float32).view(np.uint32).ravel()
+      ]
+      cases.append(
+        {
+          "opcode": f"mma.sync.aligned.{shape}.row.col.f32.{operand}.{operand}.f32",
+          "arch": arch,
+          "sm": SM[arch],
+          "k": k,
+          "a_f32_hex": hexes(a.astype(np.float32)),
+          "b_f32_hex": hexes(b.astype(np.float32)),
+          "c_f32_hex": hexes(c),
+          "d_f32_hex": hexes(d),
+        }
+      )
   out = pathlib.Path(__file__).with_name("reference.json")
-  out.write_text(json.dumps({"source": __doc__.splitlines()[0], "cases": cases}, indent=1) + "\n")
+  out.write_text(
+    json.dumps({"source": __doc__.splitlines()[0], "cases": cases}, indent=1)
+    + "\n"
+  )
 
 
 if __name__ == "__main__":
