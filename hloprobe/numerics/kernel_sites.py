@@ -96,7 +96,8 @@ def site_model(
   Args:
     fate: the site's fate words ("Triton gemm", "cuBLAS", ...).
     evidence: its `algorithm_evidence` (the PTX opcodes for Triton).
-    compute_capability: the target's, e.g. "9.0"; None when unknown.
+    compute_capability: the target's, e.g. "9.0" or "9.0a"; None when
+      unknown.
     split_k: the fusion's split-K from the optimized HLO; None for none.
   """
   if fate != "Triton gemm":
@@ -107,11 +108,12 @@ def site_model(
     return KernelSite(BAND, f"Triton gemm: {found}")
   if compute_capability is None:
     return KernelSite(BAND, "Triton gemm: compute capability unknown")
-  major, _, minor = compute_capability.partition(".")
-  ins = instruction(opcodes[0], int(major) * 10 + int(minor or 0))
+  cc = re.match(r"(\d+)\.(\d+)", compute_capability)  # "9.0a" -> sm_90
+  sm = int(cc[1]) * 10 + int(cc[2]) if cc else None
+  ins = instruction(opcodes[0], sm) if sm else None
   if ins is None:
     return KernelSite(
-      BAND, f"Triton gemm: {opcodes[0]} on sm_{major}{minor} not modelled"
+      BAND, f"Triton gemm: {opcodes[0]} on sm_{sm or '?'} not modelled"
     )
   split = split_k or 1
   rounding = "rna" if "cvt.rna.tf32.f32" in (evidence or "") else None

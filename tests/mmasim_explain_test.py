@@ -1,0 +1,71 @@
+"""explain names, per site, a "bit-exact model" or a "band" (issue 28)."""
+
+import types
+
+from hloprobe.numerics import site_model
+from hloprobe.report import explain_kernel
+
+_TF32 = (
+  "kernel gemm_fusion_dot: cvt.rna.tf32.f32 x6, "
+  "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 x2"
+)
+
+
+def test_triton_gemm_with_a_modelled_mma_is_bit_exact():
+  m = site_model("Triton gemm", _TF32, "8.0")
+  assert (m.kind, m.ins.arch, m.ins.group, m.tf32_rounding) == (
+    "bit-exact model",
+    "Ampere",
+    4,
+    "rna",
+  )
+  m = site_model("Triton gemm", _TF32, "9.0a", 4)
+  assert (m.kind, m.ins.arch, m.split_k) == ("bit-exact model", "Hopper", 4)
+  assert m.why.endswith("split-K 4")
+
+
+def test_everything_else_is_a_band_with_the_reason():
+  cases = {
+    ("cuBLAS", _TF32, "8.0"): "cuBLAS: kernel arithmetic not modelled",
+    ("multiply+reduce", "no mma", "9.0"): "multiply+reduce: kernel",
+    ("Triton gemm", "kernel k: fma.rn.f32 x4", "8.0"): "no mma in the PTX",
+    ("Triton gemm", _TF32, "7.5"): "on sm_75 not modelled",
+    ("Triton gemm", _TF32, None): "compute capability unknown",
+    (
+      "Triton gemm",
+      _TF32 + ", mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 x1",
+      "8.0",
+    ): "m16n8k16",
+  }
+  for args, words in cases.items():
+    m = site_model(*args)
+    assert m.kind == "band" and words in m.why, (args, m.why)
+
+
+def _fate(index, fate, evidence, split_k=None):
+  return types.SimpleNamespace(
+    site=types.SimpleNamespace(index=index),
+    fate=types.SimpleNamespace(value=fate),
+    algorithm_evidence=evidence,
+    split_k=split_k,
+  )
+
+
+def test_explain_line_names_each_site():
+  fates = [_fate(i, "Triton gemm", _TF32) for i in range(3)]
+  fates.append(_fate(3, "multiply+reduce", "no mma; only f32 products"))
+  config = types.SimpleNamespace(
+    ok=True, compilation=types.SimpleNamespace(fates=fates)
+  )
+  models = explain_kernel.kernel_models([config], "9.0")
+  (line,) = explain_kernel.kernel_model_lines(
+    types.SimpleNamespace(kernel_models=models)
+  )
+  assert line.startswith(
+    "per site: sites 0-2 bit-exact model "
+    "(mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 on Hopper (MMA-Sim),"
+    " K in k8 steps); site 3 band (multiply+reduce: kernel arithmetic not "
+    "modelled)"
+  )
+  cpu = types.SimpleNamespace(kernel_models=())
+  assert explain_kernel.kernel_model_lines(cpu) == []
