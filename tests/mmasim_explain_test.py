@@ -42,12 +42,32 @@ def test_everything_else_is_a_band_with_the_reason():
     assert m.kind == "band" and words in m.why, (args, m.why)
 
 
-def _fate(index, fate, evidence, split_k=None):
+def test_multi_pass_presets_stay_bands():
+  # BF16_BF16_F32_X3 runs three bf16 mma on split operands: not one pass.
+  bf16 = "kernel k: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 x6"
+  m = site_model("Triton gemm", bf16, "8.0", None, "BF16_BF16_F32_X3")
+  assert m.kind == "band" and "BF16_BF16_F32_X3 is not one bf16 pass" in m.why
+  m = site_model("Triton gemm", bf16, "8.0", None, "BF16_BF16_F32")
+  assert m.kind == "bit-exact model"
+
+
+def test_wgmma_is_hoppers_mma_parameters():
+  # mmasim 2.1.1 nv_ptx/sim.py WGMMA: F = 25, L_max = 32 bytes, e_zero
+  # -133 for f32 output, as Hopper's mma.
+  ev = "kernel k: wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 x4"
+  m = site_model("Triton gemm", ev, "9.0a", None, "TF32_TF32_F32")
+  assert m.kind == "bit-exact model"
+  assert (m.ins.fraction_bits, m.ins.group, m.ins.e_zero) == (25, 8, -133)
+  assert site_model("Triton gemm", ev, "8.0").kind == "band"
+
+
+def _fate(index, fate, evidence, split_k=None, algorithm="TF32_TF32_F32"):
   return types.SimpleNamespace(
     site=types.SimpleNamespace(index=index),
     fate=types.SimpleNamespace(value=fate),
     algorithm_evidence=evidence,
     split_k=split_k,
+    effective_algorithm=algorithm,
   )
 
 

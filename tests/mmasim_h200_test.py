@@ -49,7 +49,13 @@ def test_committed_observation_is_the_one_checked():
 def test_sites_from_committed_ptx_and_tiles():
   sites = _seed_n2()["dot_sites"]
   kinds = [
-    ks.site_model(s["fate"], s["algorithm_evidence"], "9.0", s["split_k"])
+    ks.site_model(
+      s["fate"],
+      s["algorithm_evidence"],
+      "9.0",
+      s["split_k"],
+      s["effective_algorithm"],
+    )
     for s in sites
   ]
   assert [k.kind for k in kinds] == ["bit-exact model"] * 3 + ["band"]
@@ -72,7 +78,11 @@ def test_h200_row0_reproduced_closer_than_the_band_model():
   sites = config["dot_sites"]
   kernels = {
     s["index"]: ks.site_model(
-      s["fate"], s["algorithm_evidence"], "9.0", s["split_k"]
+      s["fate"],
+      s["algorithm_evidence"],
+      "9.0",
+      s["split_k"],
+      s["effective_algorithm"],
     )
     for s in sites
   }

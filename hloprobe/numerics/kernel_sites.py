@@ -63,6 +63,8 @@ _TRANSCENDENTAL = (
   "erf",
   "pow",
 )
+_ONE_PASS = {"tf32": "TF32_TF32_F32", "bf16": "BF16_BF16_F32"}
+_ONE_PASS["f16"] = "F16_F16_F32"
 _MMA_RE = re.compile(r"((?:wgmma\.mma_async|mma\.sync)\.[\w.]+)")
 
 
@@ -90,6 +92,7 @@ def site_model(
   evidence: str | None,
   compute_capability: str | None,
   split_k: int | None = None,
+  algorithm: str | None = None,
 ) -> KernelSite:
   """Whether a site's prediction is a bit-exact model or a band.
 
@@ -99,6 +102,10 @@ def site_model(
     compute_capability: the target's, e.g. "9.0" or "9.0a"; None when
       unknown.
     split_k: the fusion's split-K from the optimized HLO; None for none.
+    algorithm: the site's effective algorithm; given, it must be the one
+      pass of the mma's type (TF32_TF32_F32 for a tf32 mma, ...): the
+      multi-pass presets (BF16_BF16_F32_X3, TF32_TF32_F32_X3, ...) run
+      several mma on split operands, which the model does not chain.
   """
   if fate != "Triton gemm":
     return KernelSite(BAND, f"{fate}: kernel arithmetic not modelled")
@@ -114,6 +121,11 @@ def site_model(
   if ins is None:
     return KernelSite(
       BAND, f"Triton gemm: {opcodes[0]} on sm_{sm or '?'} not modelled"
+    )
+  one_pass = _ONE_PASS[ins.operand]
+  if algorithm is not None and algorithm != one_pass:
+    return KernelSite(
+      BAND, f"Triton gemm: {algorithm} is not one {ins.operand} pass"
     )
   split = split_k or 1
   rounding = "rna" if "cvt.rna.tf32.f32" in (evidence or "") else None

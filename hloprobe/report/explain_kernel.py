@@ -32,7 +32,11 @@ def kernel_models(configs, compute_capability) -> tuple:
       continue
     for f in r.compilation.fates:
       m = site_model(
-        f.fate.value, f.algorithm_evidence, compute_capability, f.split_k
+        f.fate.value,
+        f.algorithm_evidence,
+        compute_capability,
+        f.split_k,
+        f.effective_algorithm,
       )
       found.setdefault((m.kind, m.why), set()).add(f.site.index)
   return tuple((k, why, tuple(sorted(s))) for (k, why), s in found.items())
