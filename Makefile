@@ -29,6 +29,12 @@ OLD_VENV := .venv-jax0.10.2
 
 .PHONY: run test test-fast test-isa test-old bench lint golden golden-update clean gpu-check
 
+# hloprobe-quiet-cuda.pth (read there why) goes into every venv's
+# site-packages: no "Jax plugin configuration error" traceback, and the
+# CUDA plugin registered for compile-only targets, on a machine without an
+# NVIDIA driver.
+QUIET_CUDA_PTH := hloprobe-quiet-cuda.pth
+
 # A venv made by another Python (an older checkout's 3.11 .venv) is made
 # again: pyproject.toml's markers pick jax by the interpreter.
 define make_venv
@@ -37,6 +43,8 @@ define make_venv
 	if [ "$$want" != "$$have" ]; then rm -rf $(1) && $(2) -m venv $(1); fi
 	$(1)/bin/python -m pip install -q --upgrade pip
 	$(1)/bin/python -m pip install -q -e '.[test,dev,plot,explorer]'
+	cp $(QUIET_CUDA_PTH) "$$($(1)/bin/python -c \
+	  'import sysconfig; print(sysconfig.get_path("purelib"))')"
 	@$(1)/bin/python -c 'import sys; from importlib.metadata import version; \
 	  sys.version_info >= (3, 12) or print( \
 	  "hloprobe: Python %d.%d has no jax 0.11+ (they need Python >= 3.12): " \

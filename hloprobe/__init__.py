@@ -4,16 +4,27 @@ The library API, one name per line below; each is imported on first use
 (PEP 562), so `import hloprobe` registers no flags, imports no JAX and
 touches no file descriptor. The command line (`hloprobe.cli`) is the only
 place that silences the CUDA plugin's start-up lines on stderr.
+
+`hloprobe.sweep(f, x, ...)` and `hloprobe.explain(f, x, ...)` are the
+Python API (`hloprobe.api`). `hloprobe.sweep` is also the name of the sweep
+stage's package, which the import system binds on this module whenever
+it is imported; so that both hold, `hloprobe.sweep` is that package, made
+callable (`_CallableSweep`: calling it is `api.sweep`), and this module's
+type (`_Face`) hands out the callable package whoever imported it first.
+`from hloprobe.sweep import SweepSpec` works as before.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 
 __version__ = "0.1.0"
 
 # Public name -> the stage face (or top-level module) that exports it.
 _WHERE = {
+  "CASES": "hloprobe.compile",
   "Case": "hloprobe.compile",
   "get_case": "hloprobe.compile",
   "Experiment": "hloprobe.compile",
@@ -57,12 +68,16 @@ _WHERE = {
   "SweepSpec": "hloprobe.sweep",
   "plan_sweep": "hloprobe.sweep",
   "run_sweep": "hloprobe.sweep",
+  "Results": "hloprobe.api",
+  "as_case": "hloprobe.api",
+  "explain": "hloprobe.api",
   "Verification": "hloprobe.verify",
   "parse_fix": "hloprobe.verify",
   "verify_fix": "hloprobe.verify",
 }
 
 __all__ = [
+  "CASES",
   "Case",
   "CheckResult",
   "Compilation",
@@ -81,6 +96,7 @@ __all__ = [
   "Predictor",
   "PtxKernel",
   "Ptxas",
+  "Results",
   "SiteFate",
   "Snapshot",
   "SweepPlan",
@@ -89,9 +105,11 @@ __all__ = [
   "TargetExplanation",
   "UpdateResult",
   "Verification",
+  "as_case",
   "canonical_hlo",
   "canonical_stablehlo",
   "emulate_case",
+  "explain",
   "explain_sweep",
   "find_ptxas",
   "get_case",
@@ -108,6 +126,7 @@ __all__ = [
   "plan_sweep",
   "render_explanation",
   "run_sweep",
+  "sweep",
   "verify_fix",
 ]
 
@@ -121,3 +140,34 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
   return sorted(__all__)
+
+
+class _CallableSweep(types.ModuleType):
+  """The `hloprobe.sweep` package, callable: `hloprobe.sweep(f, x, ...)`
+  is `hloprobe.api.sweep(f, x, ...)` (see its docstring)."""
+
+  def __call__(self, fn_or_case, *example_args, **options):
+    api = importlib.import_module("hloprobe.api")
+    return api.sweep(fn_or_case, *example_args, **options)
+
+
+def _callable(package: types.ModuleType) -> types.ModuleType:
+  if type(package) is types.ModuleType:
+    package.__class__ = _CallableSweep
+  return package
+
+
+class _Face(types.ModuleType):
+  """This module's type: its `sweep` attribute is the callable package."""
+
+  @property
+  def sweep(self) -> types.ModuleType:
+    return _callable(importlib.import_module("hloprobe.sweep"))
+
+  @sweep.setter
+  def sweep(self, package: types.ModuleType) -> None:
+    # The import system binds the package here as it imports it.
+    _callable(package)
+
+
+sys.modules[__name__].__class__ = _Face

@@ -21,6 +21,9 @@ Commands:
                   (cached venvs), one table comparing them
   bisect          --good=V --bad=V --require=consistent: the first release
                   where the requirement's verdict changes
+  merge DIR...    join `sweep --shard=I/N --output_dir=DIR` runs into the
+                  unsharded sweep's table and --output_dir (results.json,
+                  report.html, --plot)
   cache [clear]   the cache folder, its records and venvs; `clear`
                   removes the records
   view DIR        start Google's Model Explorer (127.0.0.1 only) on a
@@ -64,6 +67,7 @@ from hloprobe.commands import (
   explain,
   golden,
   listings,
+  merge,
   sweep,
   verify,
   versions,
@@ -99,6 +103,7 @@ _COMMANDS = {
   "golden": (golden.GoldenArgs, golden.main),
   "verify": (verify.VerifyArgs, verify.main),
   "cache": (cache.CacheArgs, cache.main),
+  "merge": (merge.MergeArgs, merge.main),
 }
 # Fields that are not flags: the flags every command accepts, and the
 # positional words (`hloprobe golden check`).
@@ -113,6 +118,7 @@ _NAMING_ORDER = (
   "bisect",
   "cache",
   "view",
+  "merge",
 )
 
 

@@ -47,6 +47,8 @@ __all__ = [
   "PYTHON",
   "REL_ERROR_BOUND",
   "REQUIRE",
+  "RESULTS",
+  "SHARD",
   "SITES",
   "STRICT",
   "TARGETS",
@@ -300,6 +302,23 @@ CACHE_MAX_MB = flags.DEFINE_integer(
   "`verify`, the least recently used records are removed until the rest "
   "fit (venvs/ is not bounded; see `hloprobe cache`).",
   lower_bound=0,
+)
+RESULTS = flags.DEFINE_string(
+  "results",
+  None,
+  "`golden check` / `verify` / `explain`: judge the records in this "
+  "folder, written by `hloprobe merge --output_dir` (a sharded sweep "
+  "joined), instead of sweeping; it must hold every config the command "
+  "would sweep (explain still tries its fixes).",
+)
+SHARD = flags.DEFINE_string(
+  "shard",
+  None,
+  "`sweep`: run part I of N of the configs, written I/N (0-based, e.g. "
+  "0/3) or auto/N (I from HLOPROBE_SHARD_INDEX, JOB_COMPLETION_INDEX or "
+  "SLURM_ARRAY_TASK_ID, 0-based); needs --output_dir. `hloprobe merge "
+  "DIR... --output_dir=OUT` joins the shards into the unsharded sweep's "
+  "results.",
 )
 
 JAXLIB = flags.DEFINE_list(

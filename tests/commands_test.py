@@ -28,17 +28,19 @@ _LEGACY = {
   "python": ("versions", "bisect"),
   "good": ("bisect",),
   "bad": ("bisect",),
-  "timings": ("sweep",),
-  "sites": ("sweep",),
-  "wide": ("sweep",),
-  "columns": ("sweep",),
-  "plot": ("sweep", "explain"),
-  "model_explorer": ("sweep", "explain"),
-  "plot_shared_y": ("sweep", "explain"),  # issue 26
+  "timings": ("sweep", "merge"),  # merge: issue 29
+  "sites": ("sweep", "merge"),
+  "wide": ("sweep", "merge"),
+  "columns": ("sweep", "merge"),
+  "plot": ("sweep", "explain", "merge"),
+  "model_explorer": ("sweep", "explain", "merge"),
+  "plot_shared_y": ("sweep", "explain", "merge"),  # issue 26
   "cache_max_mb": ("sweep", "explain", "verify", "cache"),
   "experiment": ("sweep", "explain", "versions", "bisect"),  # issue 23
   "experiments_file": ("sweep", "explain", "versions", "bisect"),
   "try_fixes": ("explain",),  # issue 26
+  "shard": ("sweep",),  # issue 29
+  "results": ("explain", "golden", "verify"),
 }
 
 

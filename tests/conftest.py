@@ -102,11 +102,13 @@ LONGEST_FIRST = (
   "tests/golden/golden_test.py",  # 56
   "tests/sweep_cache_test.py",  # 56
   "tests/compile/builtin_cases_test.py",  # 56
+  "tests/shards_merge_test.py",  # 48 (one seed sweep, golden update's)
   "tests/compile/user_cases_test.py",  # 46
   "tests/modcase_e2e_test.py",  # 50
   "tests/pictures_test.py",  # 45
   "tests/cli_test.py",  # 43
   "tests/cli_reliability_test.py",  # 42
+  "tests/pyapi_plugin_test.py",  # 40 (pytester sessions, golden CLI twice)
   "tests/mathmade_e2e_test.py",  # 36
   "tests/intdots_rejection_test.py",  # 30
   "tests/conventions_outputs_test.py",  # 29

@@ -27,6 +27,7 @@ _PACKAGES = (
   "report",
   "pictures",
   "versions",
+  "api",
 )
 # Modules inside a stage package that are not behind its face (none since
 # the command layer moved to hloprobe.commands).

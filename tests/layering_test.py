@@ -6,7 +6,8 @@ or its own name for a top-level module):
 
   errors < startup < private_api < ir < execute < compile < runtime < sites
          < numerics < records < sweep < golden < verify < report < pictures
-         < versions < commands < cli_flags < cli, tools < __main__, __init__
+         < versions < api < pytest_plugin < commands < cli_flags < cli, tools
+         < __main__, __init__
 
 `verify` sits below `report`, which words its evidence records; the
 command layer (`commands`) sits above every library stage and below the
@@ -80,6 +81,8 @@ _ORDER = (
   ("report",),
   ("pictures",),
   ("versions",),
+  ("api",),
+  ("pytest_plugin",),
   ("commands",),
   ("cli_flags",),
   ("cli_help",),
@@ -102,7 +105,15 @@ _IMPORTERS = ("import_module", "__import__")
 # The lazy face: it maps each public name to the module defining it.
 _FACE = "__init__.py"
 _WITHIN = {
-  "sweep": ("spec", "plan", "compiled", "measure", "engine", "__init__")
+  "sweep": (
+    "spec",
+    "shard",
+    "plan",
+    "compiled",
+    "measure",
+    "engine",
+    "__init__",
+  )
 }
 # The one package that formats tables (issue 10: "only the report package
 # formats tables").

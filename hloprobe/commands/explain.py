@@ -35,6 +35,8 @@ class ExplainArgs:
     plot_shared_y: --plot_shared_y: the plot's panels share one error axis.
     cache_max_mb: --cache_max_mb, the records' bound in MiB.
     try_fixes: --try_fixes: try the candidate fixes (`explain_answered`).
+    results: --results, a `hloprobe merge` --output_dir whose records are
+      explained instead of sweeping (the fixes are still tried), or None.
   """
 
   common: common.SweepWords
@@ -45,6 +47,7 @@ class ExplainArgs:
   plot_shared_y: bool = True
   cache_max_mb: int = 2048
   try_fixes: bool = True
+  results: str | None = None
 
 
 def _spec(args: ExplainArgs):
@@ -101,7 +104,12 @@ def explain_answered(args: ExplainArgs):
   spec = _spec(args)
   common.start_jax(spec.targets)
   with sweep.worker_pool(spec) as pool:
-    results = common.run_streamed(spec, args.common.output_dir, pool)
+    if args.results:  # the explain sweep, done already (sharded)
+      from hloprobe.commands.merge import results_in
+
+      results = results_in(args.results, spec)
+    else:
+      results = common.run_streamed(spec, args.common.output_dir, pool)
     try_fixes = args.try_fixes and args.common.format != "html"
     answer = _answer(spec, results, try_fixes, pool)
   explanations = explain_results(results, [c.case for c in spec.cases])
@@ -150,6 +158,10 @@ def main(args: ExplainArgs) -> int:
   results, explanations, answer = explain_answered(args)
   versions = jax_versions()
   cpu = common.host()
+  if args.results:  # the CPU the merged numbers were computed on
+    from hloprobe.commands.merge import results_host
+
+    cpu = results_host(args.results) or cpu
   out = sweep_command.outputs_of(args, args.common.format)
   if out.fmt == "json":
     doc = explanation_json(explanations, cpu)

@@ -22,7 +22,6 @@ from hloprobe.golden import (
   golden_update,
   manifest_sweep,
   spec_from_record,
-  sweep_record,
   sweep_snapshot,
   write_snapshot,
 )
@@ -46,12 +45,15 @@ class GoldenArgs:
     words: the words after `golden`: ["check"] or ["update"].
     golden_dir: --golden_dir, or None (the default folder).
     strict: --strict: compare full text across jax/jaxlib versions.
+    results: --results (`check` only): a `hloprobe merge` --output_dir
+      whose records are compared instead of sweeping, or None.
   """
 
   common: common.SweepWords
   words: tuple[str, ...] = ()
   golden_dir: str | None = None
   strict: bool = False
+  results: str | None = None
 
 
 def golden_spec(
@@ -87,9 +89,14 @@ def cmd_update(spec: SweepSpec, golden_dir: str) -> int:
 
 
 def cmd_check(
-  spec: SweepSpec, golden_dir: str, strict: bool, output_dir: str | None
+  spec: SweepSpec,
+  golden_dir: str,
+  strict: bool,
+  output_dir: str | None,
+  results: str | None = None,
 ) -> int:
-  """Runs `spec` and compares with the goldens; prints the result.
+  """Runs `spec` (or reads its records from `results`, a `hloprobe merge`
+  --output_dir) and compares with the goldens; prints the result.
 
   On a mismatch the new snapshot is written to `output_dir` (or a new
   temporary folder) for a person to diff or copy.
@@ -101,9 +108,15 @@ def cmd_check(
     HloprobeError: the candidate files cannot be written (after the
       comparison is printed).
   """
-  snap = sweep_snapshot(spec)
-  record = sweep_record(spec)
-  result = check(golden_dir, snap, record, strict=strict)
+  if results:
+    from hloprobe.commands.merge import results_in
+    from hloprobe.compile import jax_versions
+    from hloprobe.golden import take_snapshot
+
+    snap = take_snapshot(results_in(results, spec), jax_versions())
+  else:
+    snap = sweep_snapshot(spec)
+  result = check(golden_dir, snap, spec, strict=strict)
   if result.ok:
     print(result.render())
     return 0
@@ -152,5 +165,11 @@ def main(args: GoldenArgs) -> int:
     spec = dataclasses.replace(spec, jobs=args.common.jobs)
     common.start_jax(spec.targets)
     if args.words[0] == "update":
+      if args.results:
+        raise InvalidArgumentError(
+          "--results is for `golden check`; `golden update` sweeps"
+        )
       return cmd_update(spec, golden_dir)
-    return cmd_check(spec, golden_dir, args.strict, args.common.output_dir)
+    return cmd_check(
+      spec, golden_dir, args.strict, args.common.output_dir, args.results
+    )

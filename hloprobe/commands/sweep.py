@@ -8,6 +8,7 @@ Exit status: 0 when every config succeeded, 1 otherwise.
 from __future__ import annotations
 
 import dataclasses
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -33,6 +34,9 @@ class SweepArgs:
     model_explorer: --model_explorer, a folder, or None.
     plot_shared_y: --plot_shared_y: the plot's panels share one error axis.
     cache_max_mb: --cache_max_mb, the records' bound in MiB.
+    shard: --shard: "I/N" (0-based) or "auto/N": run part I of N of the
+      configs (`sweep.Shard`; needs --output_dir, which `hloprobe merge`
+      joins), or None for all.
   """
 
   common: common.SweepWords
@@ -46,10 +50,12 @@ class SweepArgs:
   model_explorer: str | None = None
   plot_shared_y: bool = True
   cache_max_mb: int = 2048
+  shard: str | None = None
 
 
-def outputs_of(args, fmt: str):
-  """What a sweep command prints and writes (`pictures.outputs.Outputs`)."""
+def outputs_of(args, fmt: str, shard: dict | None = None):
+  """What a sweep command prints and writes (`pictures.outputs.Outputs`);
+  `shard`: a `--shard` run's results.json entry (`report.shard_json`)."""
   from hloprobe.pictures import (
     Outputs,
   )
@@ -64,6 +70,7 @@ def outputs_of(args, fmt: str):
     plot=args.plot,
     model_explorer=args.model_explorer,
     plot_shared_y=getattr(args, "plot_shared_y", True),
+    shard=shard,
   )
 
 
@@ -83,8 +90,44 @@ def sweep(args: SweepArgs):
     explain_passes=args.common.format == "html" or bool(args.common.output_dir),
   )
   common.check_format(args.common, args.columns, args.plot, args.model_explorer)
+  if args.shard is not None:
+    spec = _sharded(spec, args.shard, args.common.output_dir)
   common.start_jax(spec.targets)
   return spec, common.run_streamed(spec, args.common.output_dir)
+
+
+def _sharded(spec, text: str, output_dir: str | None):
+  """`spec` (a `sweep.SweepPlan`) cut to --shard's part.
+
+  Raises:
+    InvalidArgumentError: a bad --shard, or no --output_dir to merge from.
+  """
+  from hloprobe.errors import InvalidArgumentError
+  from hloprobe.sweep import parse_shard, plan_sweep
+
+  shard = parse_shard(text, os.environ)
+  if not output_dir:
+    raise InvalidArgumentError(
+      f"--shard={text} needs --output_dir=DIR: `hloprobe merge` joins the "
+      "shards' folders"
+    )
+  return plan_sweep(spec, shard=shard)
+
+
+def shard_entry(spec) -> dict | None:
+  """results.json's "shard" entry of a `--shard` run's plan, else None."""
+  from hloprobe.report import shard_json
+  from hloprobe.sweep import shard_identity
+
+  if spec.shard is None:
+    return None
+  return shard_json(
+    spec.shard.index,
+    spec.shard.count,
+    spec.fingerprint(shard_identity(os.environ)),
+    spec.words(),
+    spec.shard_indices(),
+  )
 
 
 def write_files(results, why, versions, cpu, out) -> None:
@@ -106,10 +149,26 @@ def write_files(results, why, versions, cpu, out) -> None:
     print(wrote_line(wrote, out.output_dir), file=sys.stderr)
 
 
-def show(results: Sequence, spec, out) -> None:
+def write_records(results, output_dir: str) -> None:
+  """Writes the records `hloprobe merge` reads (`report.RECORDS_NAME`).
+
+  Raises:
+    HloprobeError: "cannot write ...".
+  """
+  from hloprobe.errors import HloprobeError
+  from hloprobe.report import write_records as report_write_records
+
+  try:
+    report_write_records(output_dir, results)
+  except OSError as e:
+    raise HloprobeError(f"cannot write {output_dir}: {e}") from None
+
+
+def show(results: Sequence, spec, out, cpu=None) -> None:
   """Prints a finished sweep of plan `spec` (`sweep.SweepPlan`) as `out`
   (`pictures.outputs.Outputs`) asks and writes --output_dir's and the
-  pictures' files."""
+  pictures' files. `cpu`: the `runtime.HostCpu` the numbers were
+  computed on (a merge's: its shards'); None: this one."""
   from hloprobe.compile import jax_versions
   from hloprobe.pictures import (
     html_page,
@@ -121,7 +180,7 @@ def show(results: Sequence, spec, out) -> None:
     render_timings,
   )
 
-  fmt, versions, cpu = out.fmt, jax_versions(), common.host()
+  fmt, versions, cpu = out.fmt, jax_versions(), cpu or common.host()
   cases = common.reported_cases(spec)
   why = explain_results(results, cases) if out.needs_explanations else []
   if fmt == "html":
@@ -149,7 +208,9 @@ def main(args: SweepArgs) -> int:
   """`hloprobe sweep`: runs, prints, writes; returns the exit status."""
   spec, results = sweep(args)
   try:
-    show(results, spec, outputs_of(args, args.common.format))
+    show(results, spec, outputs_of(args, args.common.format, shard_entry(spec)))
+    if spec.shard is not None:
+      write_records(results, args.common.output_dir)
   except KeyboardInterrupt as e:  # every config finished and is streamed
     signum = getattr(e, "signum", signal.SIGINT)
     raise common.Interrupted(signum, results, len(results)) from None

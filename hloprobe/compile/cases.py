@@ -153,13 +153,21 @@ def get_case(name: str, inputs: str | None = None) -> Case:
       without a module case).
 
   Raises:
-    CaseError: the name is unknown, or loading a user case or a module
-      file failed (`ModuleFileError` is a `CaseError`).
+    CaseError: the name is unknown, a path names no file, or loading a
+      user case or a module file failed (`ModuleFileError` is a
+      `CaseError`).
   """
   if name not in CASES and ":" not in name and os.path.isfile(name):
     return module_case(name, inputs)  # what is wrong with it, by name
   if ":" in name:
     return load_user_case(name)
+  if name not in CASES and (os.path.exists(name) or set("/.") & set(name)):
+    # A path (no built-in name has "/" or "."): say what is wrong with it.
+    what = "is a folder" if os.path.isdir(name) else "does not exist"
+    raise CaseError(
+      f"module file {name!r} {what}; give a module file, e.g. an XLA "
+      "dump's dump/module_0000.jit_f.before_optimizations.txt"
+    )
   if name not in CASES:
     raise CaseError(
       f"unknown case {name!r}; choose from {', '.join(sorted(CASES))}, or "

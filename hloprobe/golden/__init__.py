@@ -40,6 +40,7 @@ from hloprobe.golden.snapshot import take_snapshot as take_snapshot
 from hloprobe.golden.snapshot import write_snapshot as write_snapshot
 from hloprobe.golden.update import UpdateResult as UpdateResult
 from hloprobe.golden.update import golden_update as golden_update
+from hloprobe.golden.update import update_goldens as update_goldens
 
 __all__ = [
   "CheckResult",
@@ -60,5 +61,6 @@ __all__ = [
   "sweep_record",
   "sweep_snapshot",
   "take_snapshot",
+  "update_goldens",
   "write_snapshot",
 ]

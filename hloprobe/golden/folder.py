@@ -6,6 +6,15 @@ MANIFEST.json (whose text `format` writes and parses), and the sweep a
 manifest records goes to and from a `SweepSpec` (`sweep_record`,
 `spec_from_record`, `golden_spec`). Nothing here writes: `update` does.
 
+Paths in a manifest (a case file `path/to/file.py:factory`, a module file,
+a target config file) are relative to the golden folder from schema
+version 3 on (`manifest_words` writes them so), so `golden check` works
+from any folder; a version 2 manifest's are relative to the current
+folder, as it was written. `read_manifest` and `manifest_sweep` give
+either's words as this process reaches them (`sweep_words`), so a sweep
+read from a manifest and one given on the command line compare word for
+word.
+
 A manifest is data a checkout receives (issue 27 item 3): the cases and
 target configs it names are confined (`manifest_sweep`). A case is a
 built-in name, or a file (`path/to/file.py:factory`, a module file) or an
@@ -41,11 +50,13 @@ __all__ = [
   "golden_spec",
   "list_golden_files",
   "manifest_sweep",
+  "manifest_words",
   "read_golden_file",
   "read_manifest",
   "spec_from_record",
   "sweep_configs",
   "sweep_record",
+  "sweep_words",
 ]
 
 MANIFEST = "MANIFEST.json"
@@ -152,7 +163,8 @@ def read_manifest(golden_dir: str) -> dict:
     raise GoldenError(
       f"[hloprobe] {path} is missing; recreate the goldens with `hloprobe golden update`"
     )
-  return fmt.parse_manifest(path, read_golden_file(golden_dir, MANIFEST))
+  doc = fmt.parse_manifest(path, read_golden_file(golden_dir, MANIFEST))
+  return doc | {"sweep": sweep_words(golden_dir, doc)}
 
 
 def manifest_sweep(golden_dir: str) -> dict[str, list] | None:
@@ -169,10 +181,72 @@ def manifest_sweep(golden_dir: str) -> dict[str, list] | None:
     return None
   path = os.path.join(golden_dir, MANIFEST)
   text = read_golden_file(golden_dir, MANIFEST)
-  sweep = fmt.parse_manifest(path, text, sweep_only=True)["sweep"]
+  sweep = sweep_words(
+    golden_dir, fmt.parse_manifest(path, text, sweep_only=True)
+  )
   _confine_targets(golden_dir, sweep["targets"])
   _confine_cases(golden_dir, sweep["cases"])
   return sweep
+
+
+def _case_path(word: str) -> tuple[str, str] | None:
+  """(file path, ":factory" or "") of a case word naming a file
+  (`path/to/file.py:factory`, or a module file: a word with no factory that
+  is not a built-in name), None for a built-in name or an importable
+  `package.module:factory`."""
+  where, colon, attr = word.rpartition(":")
+  if colon:
+    return (where, colon + attr) if where.endswith(".py") else None
+  return None if word in CASES else (word, "")
+
+
+def _reached(golden_dir: str, path: str) -> str:
+  """A manifest's `path` (relative to `golden_dir`) as this process
+  reaches it: relative to the current folder when under it, else absolute."""
+  full = os.path.normpath(os.path.join(os.path.abspath(golden_dir), path))
+  here = os.getcwd()
+  if os.path.commonpath([here, full]) == here:
+    return os.path.relpath(full, here)
+  return full
+
+
+def _map_paths(sweep: Mapping[str, list], change) -> dict[str, list]:
+  """`sweep` with `change(path)` applied to each case file and target
+  config path of it."""
+  cases = []
+  for word in sweep["cases"]:
+    found = _case_path(word)
+    cases.append(word if found is None else change(found[0]) + found[1])
+  targets = [change(w) if is_config_path(w) else w for w in sweep["targets"]]
+  return dict(sweep) | {"cases": cases, "targets": targets}
+
+
+def sweep_words(golden_dir: str, manifest: Mapping) -> dict[str, list]:
+  """A parsed manifest's sweep, its paths as this process reaches them.
+
+  Schema version 3 and later keep paths relative to the golden folder;
+  older manifests, relative to the folder they were written from (the
+  current one is assumed, as before).
+  """
+  sweep = manifest["sweep"]
+  if manifest.get("schema_version", 0) < 3:
+    return dict(sweep)
+  return _map_paths(sweep, lambda p: _reached(golden_dir, p))
+
+
+def manifest_words(golden_dir: str, sweep: Mapping[str, list]) -> dict:
+  """A sweep's words as MANIFEST.json keeps them (schema version 3): case
+  files and target configs relative to `golden_dir`, with "/" between
+  folders, so the manifest reads the same from any current folder and in
+  any checkout. E.g. "convnet.py:make_case" with golden_dir "golden" ->
+  "../convnet.py:make_case"."""
+  root = os.path.abspath(golden_dir)
+
+  def relative(path: str) -> str:
+    rel = os.path.relpath(os.path.abspath(path), root)
+    return rel.replace(os.sep, "/")
+
+  return _map_paths(sweep, relative)
 
 
 def _confine_targets(golden_dir: str, words: Iterable[str]) -> None:

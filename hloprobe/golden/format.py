@@ -32,9 +32,9 @@ prints: `sites.SiteFate`), "precision_config", "algorithm",
 ("<pass> (<pipeline>)" that rewrote the site, or null when it stays a
 plain dot). No source paths, no instruction names.
 
-MANIFEST.json: {"schema": "hloprobe-golden-manifest", "schema_version": 2,
+MANIFEST.json: {"schema": "hloprobe-golden-manifest", "schema_version": 3,
 "jax", "jaxlib", "date", "sweep": {"cases", "targets", "batch_sizes",
-"precisions"}}.
+"precisions"}}; version 3's paths are relative to its folder (`folder`).
 
 Parsing validates the header against the file name and the body against its
 kind, and raises `GoldenError` naming the file, never a bare traceback.
@@ -72,8 +72,8 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 DOTS_SCHEMA_VERSION = 3  # 3: "math" (2 is read as "math": null)
-# 2: StableHLO once per case and config under stablehlo/ (1: per target).
-MANIFEST_SCHEMA_VERSION = 2
+# 2: StableHLO once per case and config (1: per target); 3: relative paths.
+MANIFEST_SCHEMA_VERSION = 3
 KINDS = ("stablehlo.mlir", "hlo", "dots.json")
 # The folder of the target-independent StableHLO files.
 STABLEHLO_DIR = "stablehlo"
@@ -397,8 +397,8 @@ def parse_manifest(path: str, text: str, sweep_only: bool = False) -> dict:
   Args:
     path: the file's path, for messages.
     text: its content.
-    sweep_only: accept older schema versions too, whose sweep record is the
-      same (to re-run the sweep that made an older golden folder).
+    sweep_only: read versions from 1 (their sweep record is the same: to
+      re-run an older folder's sweep); else from 2 (3's folder layout).
 
   Raises:
     GoldenError: not JSON, wrong schema, or a malformed sweep; names `path`.
@@ -409,12 +409,12 @@ def parse_manifest(path: str, text: str, sweep_only: bool = False) -> dict:
       path, f'not a golden manifest: expected "schema": "{_MANIFEST_SCHEMA}"'
     )
   version = doc.get("schema_version")
-  older = isinstance(version, int) and 1 <= version < MANIFEST_SCHEMA_VERSION
-  if version != MANIFEST_SCHEMA_VERSION and not (sweep_only and older):
+  readable = range(1 if sweep_only else 2, MANIFEST_SCHEMA_VERSION + 1)
+  if type(version) is not int or version not in readable:
     raise _fail(
       path,
       f"schema version {doc.get('schema_version')!r}; this hloprobe reads "
-      f"{MANIFEST_SCHEMA_VERSION}",
+      f"{readable.start} to {MANIFEST_SCHEMA_VERSION}",
     )
   sweep = doc.get("sweep")
   ok = isinstance(sweep, dict) and all(

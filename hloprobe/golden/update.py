@@ -24,6 +24,7 @@ Private in intent: use the package, `hloprobe.golden`.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 import tempfile
@@ -37,19 +38,20 @@ from hloprobe.golden.folder import (
   default_golden_dir,
   golden_spec,
   list_golden_files,
+  manifest_words,
   read_golden_file,
   read_manifest,
   sweep_configs,
-  sweep_record,
 )
 from hloprobe.golden.snapshot import (
   Snapshot,
   in_scope,
+  sweep_scope,
   sweep_snapshot,
   write_snapshot,
 )
 from hloprobe.ir import umask_mode
-from hloprobe.sweep import SweepSpec, plan_sweep
+from hloprobe.sweep import SweepPlan, SweepSpec, plan_sweep
 
 __all__ = ["UpdateResult", "golden_update", "update_goldens"]
 
@@ -122,9 +124,14 @@ def _read_manifest(golden_dir: str) -> dict | None:
 
 
 def _plan(
-  golden_dir: str, snap: Snapshot, sweep: Mapping[str, list], old: list[str]
+  golden_dir: str,
+  snap: Snapshot,
+  sweep: SweepSpec | SweepPlan | Mapping[str, list],
+  old: list[str],
 ) -> _Plan:
-  """Merge into the manifest's sweep when `sweep` is within it, else replace."""
+  """Merge into the manifest's sweep when `sweep` is within it, else replace
+  (`sweep_scope`: the manifest's words compared, the files' names scoped)."""
+  sweep, names = sweep_scope(sweep)
   manifest = _read_manifest(golden_dir)
   if manifest is None:
     note = f"no readable {MANIFEST}: replaced the whole folder" if old else None
@@ -142,10 +149,9 @@ def _plan(
       f"this sweep is not within {MANIFEST}'s ({words} not in it): "
       f"replaced the whole folder, and {MANIFEST} records this sweep",
     )
-  scope = sweep_configs(sweep)
-  if scope == sweep_configs(recorded):
+  if sweep_configs(sweep) == sweep_configs(recorded):
     return _Plan(None, sweep, snap.versions)
-  return _merge_plan(manifest, snap, scope)
+  return _merge_plan(manifest, snap, names)
 
 
 def _merge_plan(manifest: dict, snap: Snapshot, scope: set[tuple]) -> _Plan:
@@ -200,15 +206,23 @@ def _fill(
   for rel in keep:
     os.makedirs(os.path.dirname(os.path.join(stage, rel)), exist_ok=True)
     shutil.copyfile(os.path.join(golden_dir, rel), os.path.join(stage, rel))
-  manifest = fmt.manifest_text(
-    plan.versions, plan.sweep, snap.date or fmt.today()
-  )
+  words = manifest_words(golden_dir, plan.sweep)
+  manifest = fmt.manifest_text(plan.versions, words, snap.date or fmt.today())
   if not new and os.path.isfile(os.path.join(golden_dir, MANIFEST)):
     old_text = read_golden_file(golden_dir, MANIFEST)
-    if fmt.same_manifest(old_text, manifest):
+    if fmt.same_manifest(old_text, manifest) or (
+      words == dict(plan.sweep)  # no paths: schema 2 reads as 3 does
+      and fmt.same_manifest(old_text, _as_schema_2(manifest))
+    ):
       manifest = old_text
   with open(os.path.join(stage, MANIFEST), "w") as f:
     f.write(manifest)
+
+
+def _as_schema_2(text: str) -> str:
+  """A schema 3 manifest's text as schema 2 writes it (the same fields)."""
+  doc = json.loads(text)
+  return json.dumps(doc | {"schema_version": 2})
 
 
 def _swap_in(stage: str, golden_dir: str) -> None:
@@ -233,7 +247,7 @@ def _swap_in(stage: str, golden_dir: str) -> None:
 def update_goldens(
   golden_dir: str,
   snap: Snapshot,
-  sweep: Mapping[str, list],
+  sweep: SweepSpec | SweepPlan | Mapping[str, list],
   lock_timeout_s: float = 120.0,
 ) -> UpdateResult:
   """Writes a snapshot into the golden folder, atomically.
@@ -248,7 +262,9 @@ def update_goldens(
   Args:
     golden_dir: the golden folder (created if absent).
     snap: the new files, from `snapshot`.
-    sweep: the sweep that made them (keys as in `folder.manifest_sweep`).
+    sweep: the sweep that made them, best its spec or plan (a record alone,
+      keys as in `folder.manifest_sweep`, holds words, not the names golden
+      files carry: `snapshot.sweep_scope`).
     lock_timeout_s: how long to wait for another update, in seconds.
 
   One update at a time per folder (`lock.golden_lock`: a second waits,
@@ -281,7 +297,9 @@ def update_goldens(
 
 
 def _update_locked(
-  golden_dir: str, snap: Snapshot, sweep: Mapping[str, list]
+  golden_dir: str,
+  snap: Snapshot,
+  sweep: SweepSpec | SweepPlan | Mapping[str, list],
 ) -> UpdateResult:
   """`update`, holding the golden folder's lock."""
   old = list_golden_files(golden_dir) if os.path.isdir(golden_dir) else []
@@ -318,7 +336,7 @@ def golden_update(
   """
   golden_dir = golden_dir or default_golden_dir()
   spec = plan_sweep(spec or golden_spec(golden_dir))
-  return update_goldens(golden_dir, sweep_snapshot(spec), sweep_record(spec))
+  return update_goldens(golden_dir, sweep_snapshot(spec), spec)
 
 
 def _stage_and_swap(

@@ -44,6 +44,7 @@ from hloprobe.ir import HloModule, parse_hlo_module
 
 __all__ = ["Program", "Run", "lower_program", "why_not_lowered"]
 
+
 def why_not_lowered(error: BaseException) -> str:
   """Why a program could not be lowered for the executor, in one line.
 

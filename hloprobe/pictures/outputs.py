@@ -49,6 +49,8 @@ class Outputs:
     model_explorer: --model_explorer, a folder, or None.
     plot_shared_y: --plot_shared_y: one error axis for every panel of the
       plot (--plot, the HTML page's); False: each panel its own.
+    shard: a `--shard` run's "shard" entry for results.json
+      (`report.shard_json`), or None.
   """
 
   fmt: str = "table"
@@ -60,6 +62,7 @@ class Outputs:
   plot: str | None = None
   model_explorer: str | None = None
   plot_shared_y: bool = True
+  shard: dict | None = None
 
   @property
   def needs_explanations(self) -> bool:
@@ -179,7 +182,7 @@ def write_files(
     wrote += write_or_fail(
       f"--output_dir={out}",
       lambda: (
-        write_outputs(results, out, versions, cpu)
+        write_outputs(results, out, versions, cpu, wanted.shard)
         + write_html(results, why, versions, out, wanted.plot_shared_y)
       ),
     )

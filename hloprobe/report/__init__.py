@@ -7,6 +7,7 @@ listings (the targets, cases and experiments lists), explain and
 explain_records (explanation records; explain_rows: rows beyond row 0;
 explain_made: what XLA made), explain_text (their text and JSON),
 explain_answer (the answer first: the worst finding and what to do),
+shards (a `--shard` run's files read back and joined for `merge`),
 timings (--timings). Nothing here prints: the command layer does.
 """
 
@@ -36,6 +37,13 @@ from hloprobe.report.results_schema import results_json as results_json
 from hloprobe.report.results_schema import (
   schema_document as schema_document,
 )
+from hloprobe.report.shards import RECORDS_NAME as RECORDS_NAME
+from hloprobe.report.shards import ShardPart as ShardPart
+from hloprobe.report.shards import join_shards as join_shards
+from hloprobe.report.shards import read_records as read_records
+from hloprobe.report.shards import read_shard as read_shard
+from hloprobe.report.shards import shard_json as shard_json
+from hloprobe.report.shards import write_records as write_records
 from hloprobe.report.stream import Progress as Progress
 from hloprobe.report.stream import start_stream as start_stream
 from hloprobe.report.tables import DEFAULT_COLUMNS as DEFAULT_COLUMNS
@@ -57,8 +65,10 @@ __all__ = [
   "Answer",
   "DEFAULT_COLUMNS",
   "Progress",
+  "RECORDS_NAME",
   "REPORT_FORMATS",
   "RESULTS_STREAM",
+  "ShardPart",
   "TABLE_COLUMNS",
   "TERMINAL_WIDTH",
   "TargetExplanation",
@@ -73,6 +83,9 @@ __all__ = [
   "explain_results",
   "explain_sweep",
   "explanation_json",
+  "join_shards",
+  "read_records",
+  "read_shard",
   "render",
   "render_answered",
   "render_explanation",
@@ -82,8 +95,10 @@ __all__ = [
   "requirement_lines",
   "results_json",
   "schema_document",
+  "shard_json",
   "start_stream",
   "table",
   "targets_listing",
   "write_outputs",
+  "write_records",
 ]

@@ -63,12 +63,14 @@ def write_outputs(
   output_dir: str,
   versions: dict[str, str],
   host=None,
+  shard: dict | None = None,
 ) -> list[str]:
   """Writes per-config `stablehlo.mlir` / `optimized.hlo`, the PTX of each
   kernel a site's algorithm was read from (`ptx/<kernel>.ptx`, named in
   results.json's "ptx_files") and `results.json`.
 
-  `versions` and `host` go into results.json (see `results_json`).
+  `versions`, `host` and a shard's `shard` entry go into results.json
+  (see `results_json`).
 
   Returns the paths written. Each file is written atomically.
   """
@@ -88,5 +90,7 @@ def write_outputs(
       atomic_write(path, comp.ptx[kernel])
       written.append(path)
   path = os.path.join(output_dir, "results.json")
-  atomic_write(path, dumps_json(results_json(results, versions, host)) + "\n")
+  atomic_write(
+    path, dumps_json(results_json(results, versions, host, shard)) + "\n"
+  )
   return written + [path]

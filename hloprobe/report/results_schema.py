@@ -153,7 +153,15 @@ element 0, as in `accuracy.ErrorStats`):
        "timing_s": {"lower": float|null, "compile": float|null,
                     "run": float|null,
                     "stages": {stage: seconds} (see runtime/timing.py)}}
-    ]
+    ],
+    "shard": {"index": int (0-based), "count": int, "fingerprint": str
+              (sha256 of the plan: `SweepPlan.fingerprint`),
+              "plan": {"cases", "batch_sizes", "precisions", "targets",
+                       "experiments", "explain_passes", "inputs"} (the words that
+                make the plan again), "configs": [int] (each config's
+                index in the whole plan)} (a `--shard` run's only; an
+              unsharded or merged sweep's document has none; added in
+              version 3 without a bump)
   }
 
 Private in intent: use the package, `hloprobe.report`.
@@ -389,7 +397,10 @@ def config_json(r: ConfigResult) -> dict:
 
 
 def results_json(
-  results: list[ConfigResult], versions: dict[str, str], host=None
+  results: list[ConfigResult],
+  versions: dict[str, str],
+  host=None,
+  shard: dict | None = None,
 ) -> dict:
   """The whole sweep as the versioned results.json document.
 
@@ -397,8 +408,10 @@ def results_json(
     results: the sweep's records.
     versions: {"jax": ..., "jaxlib": ...}.
     host: the `host.HostCpu` the numbers were computed on, or None.
+    shard: a shard's "shard" entry (`report.shards.shard_json`), or None:
+      an unsharded or merged sweep's document has none.
   """
-  return {
+  doc = {
     "schema": "hloprobe.results",
     "schema_version": SCHEMA_VERSION,
     "created": datetime.datetime.now(datetime.UTC).isoformat(
@@ -408,3 +421,6 @@ def results_json(
     "host": host.as_json() if host is not None else None,
     "configs": [config_json(r) for r in results],
   }
+  if shard is not None:
+    doc["shard"] = shard
+  return doc

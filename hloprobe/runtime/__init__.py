@@ -43,6 +43,7 @@ __all__ = [
   "DEFAULT_MAX_MB",
   "HostCpu",
   "RecordCache",
+  "RecordFileError",
   "Request",
   "Roots",
   "Stopwatch",
@@ -55,11 +56,14 @@ __all__ = [
   "clear_caches",
   "config_key",
   "default_cache_dir",
+  "dump_record",
   "host_cpu",
   "host_device_flag",
+  "load_record",
   "log_warning",
   "note_stage",
   "null_stage",
+  "source_hash",
   "usable_cores",
   "worker_xla_flags",
 ]
@@ -72,10 +76,12 @@ _CACHE_NAMES = (
   "config_key",
   "default_cache_dir",
   "log_warning",
+  "source_hash",
 )
 
 
 _RELOCATE_NAMES = ("Roots", "case_folder")
+_RECORD_FILE_NAMES = ("RecordFileError", "dump_record", "load_record")
 
 
 def __getattr__(name: str):
@@ -88,4 +94,8 @@ def __getattr__(name: str):
     from hloprobe.runtime import relocate
 
     return getattr(relocate, name)
+  if name in _RECORD_FILE_NAMES:
+    from hloprobe.runtime import record_file
+
+    return getattr(record_file, name)
   raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -55,6 +55,7 @@ Private in intent: use the package, `hloprobe.sites`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from hloprobe.compile import rules_checked
@@ -65,6 +66,7 @@ from hloprobe.ir import (
   is_attention_target,
 )
 from hloprobe.sites import collectives, identify
+from hloprobe.sites.frames import program_frames
 from hloprobe.sites.operand_ancestry import (
   CONV_CUSTOM_CALLS,
   GEMM_CUSTOM_CALLS,
@@ -120,12 +122,17 @@ def map_dot_sites(
   Returns:
     One `MappedSite` per site, in site order: `Fate.GONE` where no carrier
     has the site's data flow, `Fate.AMBIGUOUS` where differing carriers tie
-    (`identify`). `effective.resolve` turns them into `SiteFate`s.
+    (`identify`). `effective.resolve` turns them into `SiteFate`s. Each
+    site's `frames` keep the program's frames only (`frames.program_frames`:
+    hloprobe's own are dropped, after the sites are matched by them).
   """
   matches = identify.match_sites(sites, module)
+  shown = [
+    dataclasses.replace(s, frames=program_frames(s.frames)) for s in sites
+  ]
   return [
-    _mapped(site, match, sites, matches, module)
-    for site, match in zip(sites, matches)
+    _mapped(site, match, shown, matches, module)
+    for site, match in zip(shown, matches)
   ]
 
 

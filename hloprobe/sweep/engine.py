@@ -237,8 +237,12 @@ class _Sweep:
 
   def _inputs(self, case: int) -> tuple | None:
     """Case `case`'s full inputs (made once, `CaseSetup`), charged to the
-    stopwatch of its first config."""
-    first = next(i for i, c in enumerate(self.configs) if c.case_index == case)
+    stopwatch of its first config; None when none of this sweep's configs
+    is of it (a `--shard` without it)."""
+    mine = (i for i, c in enumerate(self.configs) if c.case_index == case)
+    first = next(mine, None)
+    if first is None:
+      return None
     return self.setups[case].inputs(self.watches[first])
 
   def _key(self, c: PlannedConfig, watch) -> str | None:

@@ -219,6 +219,22 @@ def with_batch_consistency(results: list[ConfigResult]) -> list[ConfigResult]:
   return out
 
 
+def without_batch_consistency(
+  results: list[ConfigResult],
+) -> list[ConfigResult]:
+  """`results` as a sweep collects them, before `with_batch_consistency`:
+  each execution's `ulp_vs_n1` None again (`hloprobe merge` recomputes it
+  over every shard's records, where n = 1 may be another shard's)."""
+  return [
+    dataclasses.replace(
+      r, execution=dataclasses.replace(r.execution, ulp_vs_n1=None)
+    )
+    if r.execution is not None
+    else r
+    for r in results
+  ]
+
+
 class CaseSetup:
   """A case's inputs, fingerprint, references, predictor and made-checker in the main
   process, each made when first needed (a warm rerun from the cache makes

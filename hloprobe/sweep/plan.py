@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 from hloprobe.compile import (
   BASELINE,
+  BUILTIN_EXPERIMENTS,
   Case,
   Experiment,
   Target,
@@ -37,6 +38,12 @@ from hloprobe.compile import (
 from hloprobe.errors import CaseError, InvalidArgumentError
 from hloprobe.ir import Precision, as_precision
 from hloprobe.records import Config
+from hloprobe.sweep.shard import (
+  Shard,
+  config_cost,
+  plan_fingerprint,
+  shard_members,
+)
 from hloprobe.sweep.spec import (
   SweepSpec,
   check_nonempty,
@@ -114,6 +121,8 @@ class SweepPlan:
     explain_passes, experiments, cache_dir, jobs, inputs: as
       `SweepSpec`'s (`inputs` already given to the module-file cases, kept
       for a sweep made again elsewhere, as `versions` does).
+    shard: the part of the configs this process runs (`--shard`), or
+      None for all of them.
   """
 
   cases: tuple[SweptCase, ...]
@@ -126,6 +135,7 @@ class SweepPlan:
   cache_dir: str | None = None
   jobs: int = 1
   inputs: str | None = None
+  shard: Shard | None = None
 
   @property
   def case_names(self) -> tuple[str, ...]:
@@ -138,6 +148,42 @@ class SweepPlan:
     return len(self.configs())
 
   def configs(self) -> tuple[PlannedConfig, ...]:
+    """The configs this process runs, in output order: all of them
+    (`all_configs`), or the shard's (`shard.shard_members`)."""
+    every = self.all_configs()
+    if self.shard is None:
+      return every
+    return tuple(every[i] for i in self.shard_indices())
+
+  def shard_indices(self) -> list[int]:
+    """The indices into `all_configs()` of the configs `configs()` gives."""
+    every = self.all_configs()
+    if self.shard is None:
+      return list(range(len(every)))
+    costs = [config_cost(c.config.target.platform) for c in every]
+    return shard_members(costs, self.shard)
+
+  def words(self) -> dict:
+    """The plan as the words that make it again (`spec_from_words`'s
+    arguments): what a shard records for `hloprobe merge`."""
+    return {
+      "cases": list(self.case_names),
+      "batch_sizes": list(self.batch_sizes),
+      "precisions": [str(p) for p in self.precisions],
+      "targets": list(self.target_names),
+      "experiments": [experiment_word(e) for e in self.experiments],
+      "explain_passes": self.explain_passes,
+      "inputs": self.inputs,
+    }
+
+  def fingerprint(self, identity: dict) -> str:
+    """`shard.plan_fingerprint` of this plan's words, each target's
+    definition and `identity` (hloprobe's source hash, the jax versions,
+    XLA_FLAGS): equal for the shards of one sweep, whatever the shard."""
+    targets = {"targets": [repr(t) for t in self.targets]}
+    return plan_fingerprint(self.words(), {**identity, **targets})
+
+  def all_configs(self) -> tuple[PlannedConfig, ...]:
     """Every config in output order: the baseline's (case, target,
     precision, n), then each experiment's in the same order."""
     return tuple(
@@ -210,7 +256,16 @@ def plan_sweep(spec: SweepSpec | SweepPlan, **changes) -> SweepPlan:
     cache_dir=spec.cache_dir,
     jobs=spec.jobs,
     inputs=spec.inputs,
+    shard=getattr(spec, "shard", None),
   )
+
+
+def experiment_word(e: Experiment) -> str:
+  """The --experiment word that gives `e` again: a built-in's name, else
+  NAME:FLAGS."""
+  if BUILTIN_EXPERIMENTS.get(e.name) == e:
+    return e.name
+  return f"{e.name}:{e.flags_text}"
 
 
 def _looked_up(items, names, lookup) -> list[tuple[str, object]]:

@@ -45,6 +45,7 @@ traces or compiles; timed from after imports unless said; the best of
                             of 3 after one read (about 10-15: XLA's parser,
                             translation and MLIR). Goal: 10,000 in <= 10 s.
   venv pip / uv             tools/bench_venv.py (`versions`' venvs; make bench).
+  2 shards + merge / whole  see `bench_shards` (goal <= 1.1, CPU seconds).
 
 Where measured, each side's CPU seconds (its own and its workers') over its
 wall seconds say how many cores it kept busy: a run that already keeps
@@ -66,6 +67,7 @@ import tempfile
 import time
 
 from hloprobe.runtime import usable_cores
+from hloprobe.tools.bench_shards import shards
 
 __all__ = ["main"]
 
@@ -87,7 +89,6 @@ print(time.perf_counter() - start, _cpu() - start_cpu)
 
 _PLAIN = f"""
 import time
-
 from hloprobe.runtime import host
 import jax
 from hloprobe.compile import cases
@@ -105,7 +106,6 @@ for n in range(1, 10):
 
 _PLAIN_A100 = f"""
 import time
-
 from hloprobe.runtime import host
 import jax
 from jax.experimental import topologies
@@ -146,7 +146,6 @@ assert all(r.ok for r in results), [r.failure for r in results if not r.ok]
 
 _EMULATOR = """
 import time
-
 from hloprobe.runtime import host
 import jax
 from hloprobe.compile import cases
@@ -392,6 +391,7 @@ def main(repeats: int = 3) -> None:
   _per_config(repeats)
   modules()
   jobs()
+  shards()
 
 
 def made(repeats: int = 1) -> None:
@@ -445,6 +445,6 @@ def jobs() -> None:
 
 
 if __name__ == "__main__":
-  {"jobs": jobs, "made": made, "modules": modules}.get(
+  {"jobs": jobs, "made": made, "modules": modules, "shards": shards}.get(
     " ".join(sys.argv[1:]), main
   )()

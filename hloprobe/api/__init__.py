@@ -1,0 +1,31 @@
+"""hloprobe from Python: `sweep` and `explain` on a function and its
+example arguments (or a `Case`), returning `Results`.
+
+  calls    `sweep`, `explain`, `as_case` (a function as a `Case`);
+           `plan_case` and `run_plan`, `sweep`'s two halves
+  results  `Results`: records, `.table()`, `.to_dataframe()`, HTML
+  ship     a case's way to the worker processes, and their environment
+
+`hloprobe.sweep(...)` and `hloprobe.explain(...)` are these (see
+`hloprobe/__init__.py`).
+"""
+
+from __future__ import annotations
+
+from hloprobe.api.calls import DEFAULT_PRECISIONS as DEFAULT_PRECISIONS
+from hloprobe.api.calls import as_case as as_case
+from hloprobe.api.calls import explain as explain
+from hloprobe.api.calls import plan_case as plan_case
+from hloprobe.api.calls import run_plan as run_plan
+from hloprobe.api.calls import sweep as sweep
+from hloprobe.api.results import Results as Results
+
+__all__ = [
+  "DEFAULT_PRECISIONS",
+  "Results",
+  "as_case",
+  "explain",
+  "plan_case",
+  "run_plan",
+  "sweep",
+]

@@ -1,0 +1,255 @@
+"""hloprobe from Python: `sweep` and `explain` on a function and its
+example arguments (or a `Case`), returning a `Results` record.
+
+    import hloprobe
+    r = hloprobe.explain(f, x, w, targets=["cpu", "a100"])
+    print(r)               # explain's words
+    r.table()              # the sweep table (tabulate text)
+    r.to_dataframe()       # the same cells as a pandas DataFrame
+    r                      # in a notebook: the table as HTML
+
+A plain function becomes a `Case` here (`as_case`): its name, the example
+arguments as its full-size inputs (numpy copies), `in_axes` as
+`jax.vmap`'s (default: axis 0 of the first argument is the batch, the
+others are shared). How it reaches the worker processes that compile it:
+pickled by value with cloudpickle (`ship`), into a file a worker loads as
+a `path/to/file.py:make_case` case. Why not the alternatives:
+  - in this process (what `run_sweep` does for a `Case` no other process
+    can find): XLA dying on a config would kill the user's notebook, an
+    experiment's XLA_FLAGS cannot apply (XLA reads them once per process),
+    and compile-only GPU targets need the CUDA plugin registered here,
+    which a user's earlier `jnp.ones(...)` without
+    JAX_SKIP_CUDA_CONSTRAINTS_CHECK has already ruled out;
+  - plain pickle: a function defined in `__main__` (a notebook, a script)
+    pickles by name, which a worker cannot find;
+  - the record cache: it holds results, not programs; it still serves
+    reruns (the key is the program's jaxpr and inputs, not its name).
+See `ship` for how its module and imports get there.
+
+GPU targets need no environment from the user: the workers start with
+JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 (set for the sweep, then restored) unless
+an attached GPU (`gpu`) is swept, as the command line does
+(`commands.common.start_jax`); see the README's "From Python and pytest".
+Nothing here prints.
+
+Private in intent: use the package, `hloprobe.api`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+from collections.abc import Callable, Sequence
+
+from hloprobe.api.results import Results
+from hloprobe.api.ship import ship, worker_environment
+from hloprobe.compile import Case
+from hloprobe.errors import InvalidArgumentError
+from hloprobe.records import ConfigResult
+from hloprobe.report import explain_results, render, render_explanation
+from hloprobe.runtime import default_cache_dir, host_cpu
+from hloprobe.sweep import (
+  SweepPlan,
+  SweepSpec,
+  check_nonempty,
+  plan_sweep,
+  run_sweep,
+)
+
+__all__ = [
+  "DEFAULT_PRECISIONS",
+  "as_case",
+  "explain",
+  "plan_case",
+  "run_plan",
+  "sweep",
+]
+
+# The command line's defaults (`cli_flags`): the seed report's precisions.
+DEFAULT_PRECISIONS = ("bfloat16", "tensorfloat32", "float32")
+_NAME_RE = re.compile(r"[^A-Za-z0-9_\-]")
+
+
+def as_case(
+  fn: Callable,
+  *example_args,
+  in_axes: int | Sequence[int | None] | None = None,
+  output_axis: int | None | tuple[int | None, ...] = 0,
+  name: str | None = None,
+) -> Case:
+  """A `Case` of a plain JAX function and its example arguments.
+
+  Args:
+    fn: a JAX function of the arguments, not jitted (hloprobe jits it).
+    *example_args: its arguments at full batch size: numpy or jax arrays,
+      or pytrees of them (kept as numpy copies).
+    in_axes: each argument's batch axis, or None for an argument every
+      batch size shares, as `jax.vmap`'s (an int: every argument); None
+      (default): axis 0 of the first argument, the others shared.
+    output_axis: the batch axis of each output leaf (see `Case`).
+    name: the case's name; default the function's (`f`, `lambda`).
+
+  Raises:
+    InvalidArgumentError: no example arguments, or `fn` not callable.
+  """
+  import jax
+  import numpy as np
+
+  if not callable(fn):
+    raise InvalidArgumentError(
+      f"hloprobe: expected a function, a Case or a case name; got "
+      f"{type(fn).__name__}"
+    )
+  if not example_args:
+    raise InvalidArgumentError(
+      f"hloprobe: {getattr(fn, '__name__', 'fn')} needs example arguments "
+      "(its inputs at full batch size), e.g. hloprobe.explain(f, x)"
+    )
+  args = tuple(jax.tree.map(np.asarray, a) for a in example_args)
+  if isinstance(in_axes, int):
+    in_axes = (in_axes,) * len(args)
+  label = name or _NAME_RE.sub("", getattr(fn, "__name__", "")) or "fn"
+  where = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '')}"
+  return Case(
+    name=label,
+    description=f"{where} with example arguments (hloprobe.api)",
+    fn=fn,
+    make_inputs=lambda: args,
+    in_axes=None if in_axes is None else tuple(in_axes),
+    output_axis=output_axis,
+  )
+
+
+def plan_case(
+  fn_or_case: Callable | Case | str,
+  *example_args,
+  targets: Sequence[str] = ("cpu",),
+  precisions: Sequence[str] = DEFAULT_PRECISIONS,
+  batch_sizes: Sequence[int] | None = None,
+  in_axes: int | Sequence[int | None] | None = None,
+  output_axis: int | None | tuple[int | None, ...] = 0,
+  name: str | None = None,
+  explain_passes: bool = False,
+  cache: bool = True,
+  cache_dir: str | None = None,
+  jobs: int | None = None,
+) -> SweepPlan:
+  """The plan of `sweep`'s sweep (its arguments are `sweep`'s), for
+  `run_plan`; the golden fixture records it (`golden.sweep_record`).
+
+  Raises:
+    InvalidArgumentError, CaseError, TargetError: as `sweep`.
+  """
+  spec = SweepSpec(
+    cases=(),
+    batch_sizes=tuple(batch_sizes or ()),
+    precisions=tuple(precisions),
+    targets=tuple(targets),
+    explain_passes=explain_passes,
+    cache_dir=(cache_dir or default_cache_dir()) if cache else None,
+    jobs=jobs or min(os.cpu_count() or 1, 64),
+  )
+  options = dict(in_axes=in_axes, output_axis=output_axis, name=name)
+  return _plan(fn_or_case, example_args, options, spec)
+
+
+def sweep(fn_or_case: Callable | Case | str, *example_args, **options):
+  """Sweeps a function (or a `Case`, or a case name) as `hloprobe sweep`.
+
+  Args:
+    fn_or_case: a JAX function (with `example_args`, see `as_case`), a
+      `Case`, or a case's words (`seed_mlp`, `path/to/file.py:factory`).
+    *example_args: the function's arguments at full batch size.
+    **options: keywords, each optional:
+      targets: target names (`cpu`, `gpu`, compile-only `a100`, ...);
+        default ["cpu"].
+      precisions: matmul precision names (`float32`, `TF32_TF32_F32`, ...);
+        default the command line's (bfloat16, tensorfloat32, float32).
+      batch_sizes: the batch sizes n; default 1, 2 and the full size (the
+        example's rows), those that exist. Required for a sized case.
+      in_axes, output_axis, name: as `as_case`'s (a function only).
+      explain_passes: name the XLA pass that rewrote each dot site.
+      cache: keep and reuse per-config records in `cache_dir` (True).
+      cache_dir: the record cache; default `$XDG_CACHE_HOME/hloprobe` (as
+        the command line's).
+      jobs: worker processes at once; default the CPU count (at most 64).
+
+  Returns:
+    `Results`: the records, `.table()`, `.to_dataframe()`, HTML; with
+    `explain_passes`, also explain's records and words.
+
+  Raises:
+    InvalidArgumentError, CaseError, TargetError: bad input, as the
+      command line's exit 2 (one line).
+  """
+  plan = plan_case(fn_or_case, *example_args, **options)
+  records = run_plan(plan)
+  text = render(list(records), "table", {})
+  if not plan.explain_passes:
+    return Results(records, text=text)
+  found = tuple(explain_results(records, [c.case for c in plan.cases]))
+  host = host_cpu(os.environ.get("XLA_FLAGS"))
+  return Results(records, found, render_explanation(found, host=host))
+
+
+def explain(fn_or_case: Callable | Case | str, *example_args, **options):
+  """`sweep` with passes named, then `hloprobe explain`'s words.
+
+  Takes `sweep`'s arguments (`explain_passes` is always on) and returns
+  its `Results` with `explanations` and `text` (`print(results)`).
+  """
+  return sweep(fn_or_case, *example_args, **options | {"explain_passes": True})
+
+
+def _plan(fn_or_case, example_args, case_options, spec) -> SweepPlan:
+  """The sweep's plan: the case made (`as_case`) and planned, batch sizes
+  defaulted from its rows."""
+  if isinstance(fn_or_case, (Case, str)):
+    if example_args:
+      raise InvalidArgumentError(
+        "hloprobe: example arguments go with a function, not with a Case "
+        "or a case name (its inputs are its own)"
+      )
+    case = fn_or_case
+  else:
+    case = as_case(fn_or_case, *example_args, **case_options)
+  plan = plan_sweep(spec, cases=(case,), batch_sizes=spec.batch_sizes or (1,))
+  if not spec.batch_sizes:
+    plan = dataclasses.replace(plan, batch_sizes=_default_sizes(plan))
+  return check_nonempty(plan)
+
+
+def _default_sizes(plan: SweepPlan) -> tuple[int, ...]:
+  """1, 2 and the case's full batch size, those that exist.
+
+  Raises:
+    InvalidArgumentError: a sized case (its sizes are not rows).
+  """
+  case = plan.cases[0].case
+  full = case.full_inputs()
+  if full is None:
+    raise InvalidArgumentError(
+      f"case {case.name!r} is sized by {case.swept_size!r}: give "
+      "batch_sizes=..., e.g. batch_sizes=[64, 4096]"
+    )
+  rows = case.full_size(full)
+  return tuple(n for n in dict.fromkeys((1, 2, rows)) if n <= rows)
+
+
+def run_plan(plan: SweepPlan) -> tuple[ConfigResult, ...]:
+  """Runs a plan (`plan_case`'s), its case shipped to the workers
+  (`ship`) and the workers' environment set for the sweep only."""
+  swept = plan.cases[0]
+  folder = None
+  try:
+    if not swept.portable:
+      source, folder = ship(swept.case)
+      shipped = dataclasses.replace(swept, source=source, portable=True)
+      plan = dataclasses.replace(plan, cases=(shipped,))
+    with worker_environment(plan):
+      return tuple(run_sweep(plan))
+  finally:
+    if folder is not None:
+      shutil.rmtree(folder, ignore_errors=True)

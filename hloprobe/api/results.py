@@ -1,0 +1,86 @@
+"""`Results`: a sweep's records with their table, DataFrame and HTML forms.
+
+Private in intent: use the package, `hloprobe.api`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+from collections.abc import Iterator
+
+from hloprobe.records import ConfigResult
+from hloprobe.report import cells, render
+
+__all__ = ["Results"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Results:
+  """A sweep's records, with their table, DataFrame and HTML forms.
+
+  Attributes:
+    records: one `ConfigResult` per config, in sweep order (as
+      `run_sweep` returns them); also `results[i]`, `len`, iteration.
+    explanations: `explain`'s `TargetExplanation` records; () from `sweep`.
+    text: `explain`'s words (as `hloprobe explain` prints them), or
+      `sweep`'s table.
+  """
+
+  records: tuple[ConfigResult, ...]
+  explanations: tuple = ()
+  text: str = ""
+
+  def __len__(self) -> int:
+    return len(self.records)
+
+  def __iter__(self) -> Iterator[ConfigResult]:
+    return iter(self.records)
+
+  def __getitem__(self, i: int) -> ConfigResult:
+    return self.records[i]
+
+  def __str__(self) -> str:
+    return self.text
+
+  @property
+  def ok(self) -> bool:
+    """Whether every config compiled (and ran where its target runs)."""
+    return all(r.ok for r in self.records)
+
+  def table(self, fmt: str = "table", wide: bool = False) -> str:
+    """The sweep table as `hloprobe sweep` prints it: "table" (its first
+    screen, or every column with `wide`) or "markdown" (every column).
+
+    Raises:
+      ValueError: another `fmt`.
+    """
+    if fmt not in ("table", "markdown"):
+      raise ValueError(f"unknown fmt {fmt!r}; choose from table, markdown")
+    return render(list(self.records), fmt, {}, wide=wide)
+
+  def to_dataframe(self):
+    """The full sweep table (every column, one row per config) as a
+    `pandas.DataFrame` of the table's cells (text, as printed).
+
+    Raises:
+      ImportError: pandas is not installed (one line saying so).
+    """
+    try:
+      import pandas
+    except ImportError:
+      raise ImportError(
+        "Results.to_dataframe needs pandas, which is not installed; "
+        "`pip install pandas`, or use Results.table()"
+      ) from None
+    headers, rows = cells(list(self.records))
+    return pandas.DataFrame(rows, columns=headers)
+
+  def _repr_html_(self) -> str:
+    """A notebook's view: explain's words (if any), then the sweep table as
+    the HTML report shows it (`pictures.html_table`: sortable, filterable,
+    coloured by how far each config strays beyond its band)."""
+    from hloprobe.pictures import html_table
+
+    words = f"<pre>{html.escape(self.text)}</pre>" if self.explanations else ""
+    return words + html_table(self.records)

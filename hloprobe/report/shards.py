@@ -1,0 +1,213 @@
+"""A `--shard` run's files, read back and joined for `hloprobe merge`.
+
+A shard's --output_dir holds what any sweep's does (results.json, its
+per-config files, report.html) and two things more: results.json's
+"shard" entry (`shard_json`: the plan's fingerprint and words, the
+shard's index and count, each config's index in the whole plan) and
+`RECORDS_NAME`, the shard's `ConfigResult` records whole, in that order,
+which the merge reports on as if one sweep had made them.
+
+`RECORDS_NAME` is in the record cache's own format
+(`runtime.record_file`: JSON and raw numpy bytes with a sha256, never a
+pickle): a forged file can lie about results but runs no code.
+
+Private in intent: use the package, `hloprobe.report`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+from collections.abc import Sequence
+
+from hloprobe.errors import InvalidArgumentError
+from hloprobe.records import ConfigResult
+from hloprobe.report.files import atomic_write
+from hloprobe.runtime import RecordFileError, dump_record, load_record
+
+__all__ = [
+  "RECORDS_NAME",
+  "ShardPart",
+  "join_shards",
+  "read_records",
+  "read_shard",
+  "shard_json",
+  "write_records",
+]
+
+# A shard's records beside its results.json (see above); a merge's too.
+RECORDS_NAME = "records.hloprobe"
+_RESULTS = "results.json"
+# The first characters of a fingerprint that a message shows.
+_SHORT = 12
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardPart:
+  """One shard's folder, read.
+
+  Attributes:
+    folder: the folder as given.
+    index: the shard's index (0-based).
+    count: how many shards its sweep was split into.
+    fingerprint: its plan's fingerprint (sha256 hex).
+    plan: the plan's words (`SweepPlan.words()`).
+    configs: each record's index in the whole plan.
+    host: results.json's "host" (the CPU the numbers were computed on).
+    records: the records, in `configs`' order.
+  """
+
+  folder: str
+  index: int
+  count: int
+  fingerprint: str
+  plan: dict
+  configs: tuple[int, ...]
+  host: dict | None
+  records: tuple[ConfigResult, ...]
+
+  @property
+  def label(self) -> str:
+    """E.g. "shard 1/3 (out/s1)"."""
+    return f"shard {self.index}/{self.count} ({self.folder})"
+
+
+def shard_json(
+  index: int, count: int, fingerprint: str, plan: dict, configs: Sequence[int]
+) -> dict:
+  """results.json's "shard" entry (see `results_schema`)."""
+  return {
+    "index": index,
+    "count": count,
+    "fingerprint": fingerprint,
+    "plan": plan,
+    "configs": list(configs),
+  }
+
+
+def write_records(output_dir: str, results: Sequence[ConfigResult]) -> str:
+  """Writes `results` whole to `<output_dir>/RECORDS_NAME`; returns its path.
+
+  Raises:
+    OSError: it cannot be written.
+  """
+  path = os.path.join(output_dir, RECORDS_NAME)
+  data = io.BytesIO()
+  dump_record(tuple(results), data)
+  atomic_write(path, data.getvalue())
+  return path
+
+
+def _not_a_shard(folder: str, why: str) -> InvalidArgumentError:
+  return InvalidArgumentError(
+    f"{folder} is not a shard's --output_dir ({why}); make one with "
+    "`hloprobe sweep --shard=I/N --output_dir=DIR`"
+  )
+
+
+def read_records(folder: str) -> tuple[ConfigResult, ...]:
+  """The records a shard or a merge wrote into `folder` (`RECORDS_NAME`).
+
+  Raises:
+    InvalidArgumentError: none there, or not records (naming the folder).
+  """
+  path = os.path.join(folder, RECORDS_NAME)
+  try:
+    with open(path, "rb") as f:
+      records = load_record(f.read())
+  except (OSError, RecordFileError) as e:
+    raise InvalidArgumentError(
+      f"cannot read {path}: {e}; it is written by `hloprobe sweep --shard` "
+      "and `hloprobe merge`"
+    ) from None
+  if not isinstance(records, tuple) or not all(
+    isinstance(r, ConfigResult) for r in records
+  ):
+    raise InvalidArgumentError(f"{path} holds no hloprobe records")
+  return records
+
+
+def read_shard(folder: str) -> ShardPart:
+  """Reads a `--shard` run's --output_dir.
+
+  Raises:
+    InvalidArgumentError: no results.json with a "shard" entry, no
+      records, or records that do not match it (one line, naming the
+      folder).
+  """
+  try:
+    with open(os.path.join(folder, _RESULTS), encoding="utf-8") as f:
+      doc = json.load(f)
+    entry = doc["shard"]
+    configs = tuple(int(i) for i in entry["configs"])
+    index, count = int(entry["index"]), int(entry["count"])
+    fingerprint, plan = str(entry["fingerprint"]), dict(entry["plan"])
+  except (OSError, ValueError, KeyError, TypeError) as e:
+    raise _not_a_shard(
+      folder, f"no {_RESULTS} with a shard entry: {e}"
+    ) from None
+  records = read_records(folder)
+  if len(records) != len(configs):
+    raise _not_a_shard(folder, f"{RECORDS_NAME} does not match {_RESULTS}")
+  return ShardPart(
+    folder, index, count, fingerprint, plan, configs, doc.get("host"), records
+  )
+
+
+def join_shards(parts: Sequence[ShardPart]) -> list[ConfigResult]:
+  """The shards' records in plan order, once each shard is known to be
+  one of the same plan, each shard there once and none missing.
+
+  Raises:
+    InvalidArgumentError: no shards; shards of different plans (or split
+      into different counts); a shard given twice; missing shards, named
+      (I/N); two shards computed on different CPUs (results.json's one
+      "host" could not say which numbers are whose).
+  """
+  if not parts:
+    raise InvalidArgumentError(
+      "`merge` takes the shards' folders, e.g. `hloprobe merge out/s0 "
+      "out/s1 --output_dir=out/all`"
+    )
+  first = parts[0]
+  seen: dict[int, ShardPart] = {}
+  for p in parts:
+    if p.fingerprint != first.fingerprint or p.count != first.count:
+      raise InvalidArgumentError(
+        f"shards of different plans: {first.label} is of plan "
+        f"{first.fingerprint[:_SHORT]}, {p.label} of plan "
+        f"{p.fingerprint[:_SHORT]}; merge the shards of one sweep"
+      )
+    if p.index in seen:
+      raise InvalidArgumentError(
+        f"shard {p.index}/{p.count} given twice: {seen[p.index].folder} "
+        f"and {p.folder}; give each shard once"
+      )
+    if p.host != first.host:
+      raise InvalidArgumentError(
+        f"{first.label} and {p.label} ran on different CPUs "
+        f"({_cpu(first.host)}; {_cpu(p.host)}), and CPU numbers depend on "
+        "the CPU: run the shards on one kind of machine"
+      )
+    seen[p.index] = p
+  missing = [i for i in range(first.count) if i not in seen]
+  if missing:
+    names = ", ".join(f"{i}/{first.count}" for i in missing)
+    raise InvalidArgumentError(
+      f"missing shard{'s' if len(missing) > 1 else ''} {names} of plan "
+      f"{first.fingerprint[:_SHORT]}; run `hloprobe sweep --shard=I/N` "
+      "for each and give every folder"
+    )
+  placed = {}
+  for p in parts:
+    placed.update(zip(p.configs, p.records))
+  return [placed[i] for i in sorted(placed)]
+
+
+def _cpu(host: dict | None) -> str:
+  """A results.json "host" in words."""
+  if not host:
+    return "unknown CPU"
+  return f"{host.get('model')}, ISA {host.get('isa')}"

@@ -1,0 +1,159 @@
+"""hloprobe from Python without compiling: the names the README shows
+(`hloprobe.CASES`, `hloprobe.sweep` callable and still the sweep package),
+a function made a `Case`, `Results`' forms on recorded compiles, and a
+site's frames cut to the program's own."""
+
+from __future__ import annotations
+
+import os
+import sys
+from unittest import mock
+
+import numpy as np
+import recorded
+from absl.testing import absltest
+
+import hloprobe
+from hloprobe import api
+from hloprobe.errors import InvalidArgumentError
+from hloprobe.sites import frames as site_frames
+
+_PACKAGE = os.path.dirname(os.path.abspath(hloprobe.__file__))
+
+
+def _results() -> api.Results:
+  rec = recorded.load("seed_a100_n2_bfloat16")
+  return api.Results((recorded.config_result(rec),), text="words")
+
+
+class NamesTest(absltest.TestCase):
+  def test_cases_is_the_builtin_mapping(self):
+    # README "Reliability": `hloprobe.CASES`, read only.
+    self.assertIn("seed_mlp", hloprobe.CASES)
+    self.assertIs(hloprobe.CASES["seed_mlp"], hloprobe.get_case("seed_mlp"))
+    with self.assertRaises(TypeError):
+      hloprobe.CASES["x"] = None
+
+  def test_sweep_is_the_package_and_callable(self):
+    from hloprobe import sweep as imported
+    from hloprobe.sweep import SweepSpec
+
+    self.assertIs(imported, sys.modules["hloprobe.sweep"])
+    self.assertIs(hloprobe.sweep.SweepSpec, SweepSpec)
+    self.assertTrue(callable(hloprobe.sweep))
+    self.assertTrue(callable(hloprobe.explain))
+    with self.assertRaisesRegex(InvalidArgumentError, "needs example arg"):
+      hloprobe.sweep(lambda x: x)
+
+
+class PluginEntryPointTest(absltest.TestCase):
+  def test_pytest11_names_the_plugin_module(self):
+    import importlib
+    import tomllib
+
+    with open(
+      os.path.join(os.path.dirname(_PACKAGE), "pyproject.toml"), "rb"
+    ) as f:
+      entry = tomllib.load(f)["project"]["entry-points"]["pytest11"]
+    plugin = importlib.import_module(entry["hloprobe"])
+    self.assertTrue(callable(plugin.hloprobe_golden))
+    self.assertTrue(callable(plugin.pytest_addoption))
+
+
+class AsCaseTest(absltest.TestCase):
+  def test_function_and_arguments_make_a_case(self):
+    def mlp(x, w):
+      return x @ w
+
+    x, w = np.ones((5, 3), np.float32), np.ones((3, 2), np.float32)
+    case = api.as_case(mlp, x, w, in_axes=(0, None))
+    self.assertEqual(case.name, "mlp")
+    self.assertEqual(case.in_axes, (0, None))
+    self.assertEqual(case.full_size(case.full_inputs()), 5)
+    self.assertEqual(api.as_case(lambda x: x, x).name, "lambda")
+
+  def test_bad_input_is_one_line(self):
+    with self.assertRaisesRegex(InvalidArgumentError, "expected a function"):
+      api.as_case(3, np.ones(2))
+    with self.assertRaisesRegex(InvalidArgumentError, r"hloprobe.explain\(f"):
+      api.as_case(lambda x: x)
+
+
+class ResultsTest(absltest.TestCase):
+  def test_table_and_html_show_the_configs(self):
+    r = _results()
+    self.assertLen(r, 1)
+    self.assertIn("seed_mlp", r.table())
+    self.assertIn("a100", r.table("markdown"))
+    html = r._repr_html_()
+    self.assertIn("<table", html)
+    self.assertIn("seed_mlp", html)
+    self.assertNotIn("<pre>", html)  # no explanation: sweep's results
+    self.assertEqual(str(r), "words")
+    with self.assertRaisesRegex(ValueError, "unknown fmt 'json'"):
+      r.table("json")
+
+  def test_dataframe_or_one_import_error_line(self):
+    with mock.patch.dict(sys.modules, {"pandas": None}):
+      with self.assertRaisesRegex(ImportError, "^Results.to_dataframe needs"):
+        _results().to_dataframe()
+
+
+class ManifestPathsTest(absltest.TestCase):
+  def test_paths_are_kept_relative_to_the_golden_folder(self):
+    from hloprobe.golden import folder
+
+    root = self.create_tempdir().full_path
+    sweep = {
+      "cases": ["seed_mlp", "cases/m.py:make", "pkg.mod:make", "x.hlo"],
+      "targets": ["cpu", "configs/a.txtpb"],
+    }
+    with mock.patch("os.getcwd", return_value=root):
+      kept = folder.manifest_words(os.path.join(root, "golden"), sweep)
+    self.assertEqual(
+      kept["cases"],
+      ["seed_mlp", "../cases/m.py:make", "pkg.mod:make", "../x.hlo"],
+    )
+    self.assertEqual(kept["targets"], ["cpu", "../configs/a.txtpb"])
+    # Read back from another folder: absolute (outside the current one).
+    doc = {"schema_version": 3, "sweep": kept}
+    read = folder.sweep_words(os.path.join(root, "golden"), doc)
+    self.assertEqual(read["cases"][1], os.path.join(root, "cases/m.py:make"))
+    self.assertEqual(read["targets"][1], os.path.join(root, "configs/a.txtpb"))
+
+  def test_schema_2_paths_stay_relative_to_the_current_folder(self):
+    from hloprobe.golden import folder
+
+    doc = {"schema_version": 2, "sweep": {"cases": ["m.py:f"], "targets": []}}
+    self.assertEqual(folder.sweep_words("/g", doc)["cases"], ["m.py:f"])
+
+
+class FramesTest(absltest.TestCase):
+  def test_hloprobes_own_frames_are_dropped(self):
+    lowering = os.path.join(_PACKAGE, "compile", "compat.py")
+    engine = os.path.join(_PACKAGE, "sweep", "engine.py")
+    stack = (
+      "/u/model.py:6:18",
+      "/u/layers.py:2:1",
+      f"{lowering}:139:11",
+      f"{engine}:374:11",
+      "/u/notebook.py:11:5",
+    )
+    self.assertEqual(
+      site_frames.program_frames(stack),
+      ("/u/model.py:6:18", "/u/layers.py:2:1"),
+    )
+
+  def test_a_builtin_cases_program_is_kept(self):
+    case = os.path.join(_PACKAGE, "compile", "builtin_cases.py")
+    lowering = os.path.join(_PACKAGE, "compile", "lowering.py")
+    stack = (f"{case}:40:3", f"{case}:55:9", f"{lowering}:210:13")
+    self.assertEqual(site_frames.program_frames(stack), stack[:2])
+
+  def test_a_stack_without_hloprobe_stays_whole(self):
+    stack = ("/elsewhere/hloprobe/compile/compat.py:1:1", "/u/m.py:3:1")
+    self.assertEqual(site_frames.program_frames(stack), stack)
+
+
+if __name__ == "__main__":
+  absltest.main()
