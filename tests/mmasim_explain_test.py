@@ -89,3 +89,9 @@ def test_explain_line_names_each_site():
   )
   cpu = types.SimpleNamespace(kernel_models=())
   assert explain_kernel.kernel_model_lines(cpu) == []
+
+
+def test_site_table_has_the_kernel_model_column():
+  from hloprobe.report import tables
+
+  assert tables._SITE_HEADERS[-2:] == ("band worst / expected", "kernel model")
