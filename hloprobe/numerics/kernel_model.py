@@ -60,6 +60,7 @@ __all__ = [
   "instruction",
   "kernel_gemm",
   "mma",
+  "tf32_rna",
 ]
 
 # What explain and the site table call a site's prediction.
