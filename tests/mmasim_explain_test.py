@@ -74,15 +74,33 @@ def _fate(index, fate, evidence, split_k=None, algorithm="TF32_TF32_F32"):
 def test_explain_line_names_each_site():
   fates = [_fate(i, "Triton gemm", _TF32) for i in range(3)]
   fates.append(_fate(3, "multiply+reduce", "no mma; only f32 products"))
-  config = types.SimpleNamespace(
-    ok=True, compilation=types.SimpleNamespace(fates=fates)
-  )
-  models = explain_kernel.kernel_models([config], "9.0")
-  (line,) = explain_kernel.kernel_model_lines(
+  f32 = [
+    _fate(i, "Triton gemm", "kernel k: fma.rn.f32 x4", None, "F32_F32_F32")
+    for i in range(3)
+  ]
+  configs = [
+    types.SimpleNamespace(
+      ok=True,
+      config=types.SimpleNamespace(precision=p),
+      compilation=types.SimpleNamespace(fates=fs),
+    )
+    for p, fs in (
+      ("bfloat16", fates),
+      ("tensorfloat32", fates),
+      ("float32", f32 + fates[3:]),
+    )
+  ]
+  models = explain_kernel.kernel_models(configs, "9.0")
+  line, f32_line, where = explain_kernel.kernel_model_lines(
     types.SimpleNamespace(kernel_models=models)
   )
+  assert f32_line == (
+    "per site under float32: sites 0-2 band (Triton gemm: no mma in the PTX);"
+    " site 3 band (multiply+reduce: kernel arithmetic not modelled)"
+  )
+  assert "kernel_model_run" in where
   assert line.startswith(
-    "per site: sites 0-2 bit-exact model "
+    "per site under bfloat16, tensorfloat32: sites 0-2 bit-exact model "
     "(mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 on Hopper (MMA-Sim),"
     " K in k8 steps); site 3 band (multiply+reduce: kernel arithmetic not "
     "modelled)"

@@ -16,17 +16,19 @@ from __future__ import annotations
 
 from hloprobe.numerics import site_model
 
+BIT_EXACT = "bit-exact model"
+
 __all__ = ["kernel_model_lines", "kernel_models"]
 
 
 def kernel_models(configs, compute_capability) -> tuple:
-  """((kind, why, sites), ...) over the ok configs, in first-seen order.
+  """((precision, kind, why, sites), ...) over the ok configs, first-seen.
 
   Args:
     configs: one target's `ConfigResult`s.
     compute_capability: the target's, e.g. "8.0"; None for the CPU.
   """
-  found: dict[tuple[str, str], set[int]] = {}
+  found: dict[tuple[str, str, str], set[int]] = {}
   for r in configs:
     if not r.ok:
       continue
@@ -38,8 +40,9 @@ def kernel_models(configs, compute_capability) -> tuple:
         f.split_k,
         f.effective_algorithm,
       )
-      found.setdefault((m.kind, m.why), set()).add(f.site.index)
-  return tuple((k, why, tuple(sorted(s))) for (k, why), s in found.items())
+      key = (r.config.precision, m.kind, m.why)
+      found.setdefault(key, set()).add(f.site.index)
+  return tuple((*key, tuple(sorted(s))) for key, s in found.items())
 
 
 def _sites(sites) -> str:
@@ -49,13 +52,23 @@ def _sites(sites) -> str:
 
 
 def kernel_model_lines(e) -> list[str]:
-  """One line for a GPU target's sites; none on the CPU or without sites."""
+  """One line per set of precisions with the same words; none on the CPU.
+
+  E.g. "per site under bfloat16, tensorfloat32: sites 0-2 bit-exact model
+  (...); site 3 band (...)", then one line on where the numbers are.
+  """
   if not e.kernel_models:
     return []
-  parts = [f"{_sites(s)} {kind} ({why})" for kind, why, s in e.kernel_models]
-  return [
-    "per site: "
-    + "; ".join(parts)
-    + " [row 0 below emulates every site (band); the bit-exact model is"
-    " hloprobe.numerics.kernel_model_run]"
-  ]
+  words: dict[str, list[str]] = {}
+  for precision, kind, why, sites in e.kernel_models:
+    words.setdefault(precision, []).append(f"{_sites(sites)} {kind} ({why})")
+  by_text: dict[str, list[str]] = {}
+  for precision, parts in words.items():
+    by_text.setdefault("; ".join(parts), []).append(precision)
+  lines = [f"per site under {', '.join(ps)}: {t}" for t, ps in by_text.items()]
+  if any(m[1] == BIT_EXACT for m in e.kernel_models):
+    lines.append(
+      "the row 0 prediction below emulates every site (band); the bit-exact"
+      " model's numbers: hloprobe.numerics.kernel_model_run"
+    )
+  return lines
