@@ -4,10 +4,12 @@ A site is a "bit-exact model" when its kernel and tiles are known: its
 fate is "Triton gemm", its PTX evidence names exactly one `mma` flavour
 that `kernel_model.instruction` models on the target's sm, and its split-K
 is read from the optimized HLO (`triton_gemm_config` /
-`block_level_fusion_config`; none means 1). Everything else -- cuBLAS and
-cuBLASLt (closed kernels), multiply+reduce and CPU dots (f32 order not
-modelled), unknown PTX -- stays a "band" (the emulation's analytic
-band, `bands`).
+`block_level_fusion_config`; none means 1) and at most 2 (two f32 partials
+sum alike in either order; XLA's reduce fusion over more has an order the
+model does not know). Everything else -- cuBLAS and cuBLASLt (closed
+kernels), multiply+reduce and CPU dots (f32 order not modelled), unknown
+PTX, multi-pass presets -- stays a "band" (the emulation's analytic band,
+`bands`).
 
 `kernel_model_run` evaluates a case's jaxpr eagerly with the bit-exact
 sites computed by `kernel_model.kernel_gemm` and the others emulated at
@@ -128,6 +130,10 @@ def site_model(
       BAND, f"Triton gemm: {algorithm} is not one {ins.operand} pass"
     )
   split = split_k or 1
+  if split > 2:  # two f32 partials add alike in any order; more do not
+    return KernelSite(
+      BAND, f"Triton gemm split-K {split}: the reduce's f32 order not modelled"
+    )
   rounding = "rna" if "cvt.rna.tf32.f32" in (evidence or "") else None
   why = f"{opcodes[0]} on {ins.arch} (MMA-Sim), K in k{ins.k} steps" + (
     f", split-K {split}" if split > 1 else ""
