@@ -18,7 +18,7 @@ from tabulate import tabulate
 
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.ir import is_attention_target
-from hloprobe.numerics import row_words, stands_out
+from hloprobe.numerics import row_words, site_model, stands_out
 from hloprobe.records import ConfigResult
 from hloprobe.report.results_schema import dumps_json, results_json
 from hloprobe.sites import Fate, fate_summary, merge_words
@@ -369,6 +369,7 @@ _SITE_HEADERS = (
   "rewritten by",
   "effective algorithm",
   "band worst / expected",
+  "kernel model",
 )
 
 
@@ -422,6 +423,13 @@ def _site_rows(r: ConfigResult) -> list[list[str]]:
         rewritten,
         _effective_cell(f),
         _band_cell(r.prediction, s.index),
+        site_model(
+          f.fate.value,
+          f.algorithm_evidence,
+          c.target.compute_capability,
+          f.split_k,
+          f.effective_algorithm,
+        ).kind,
       ]
     )
   return rows
