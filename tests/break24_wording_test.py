@@ -19,7 +19,7 @@ from absl.testing import absltest
 
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
 from hloprobe.numerics import rows
-from hloprobe.report import tables
+from hloprobe.report import site_rows
 
 _MLIR = (
   pathlib.Path(__file__).parent
@@ -31,7 +31,7 @@ class UnrewrittenCellTest(absltest.TestCase):
   def test_a_convolution_stays_a_convolution(self):
     sites = parse_stablehlo_dots(_MLIR.read_text())
     self.assertEqual(
-      [tables._unrewritten(s) for s in sites],
+      [site_rows._unrewritten(s) for s in sites],
       ["(stays a convolution)", "(stays a convolution)", "(stays a dot)"],
     )
 

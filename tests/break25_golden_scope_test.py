@@ -20,6 +20,7 @@ import re
 import shutil
 import textwrap
 
+import pytest
 import testutil
 from absl.testing import absltest
 
@@ -57,6 +58,7 @@ def _renamed(text: str, case: str, n: int) -> str:
   )
 
 
+@pytest.mark.compiles  # a user case loads in a worker process (guard)
 class GoldenScopeTest(absltest.TestCase):
   def setUp(self):
     super().setUp()

@@ -103,7 +103,8 @@ class CrashTest(absltest.TestCase):
     self.assertFalse(two.ok)
     self.assertEqual(two.failure.stage, "run")
     self.assertRegex(
-      two.failure.error, r"^worker process was killed by SIGSEGV; last"
+      two.failure.error,
+      r"^case 'crash_at_two': worker process was killed by SIGSEGV; last",
     )
     # Before and after it (the next on a fresh worker) all is well: row 0
     # is [0, 1] * 2 = [0, 2], exactly.

@@ -104,9 +104,12 @@ class FailureMessageTest(absltest.TestCase):
     chatty, aborts = self._sweep("chatty", "aborts")
     self.assertEqual(chatty["status"], "ok")
     self.assertEqual(aborts["status"], "failed")
-    self.assertStartsWith(
-      aborts["error"], "worker process was killed by SIGABRT; last lines: "
+    # Prefixed with the case and the call it was in (the guarded case
+    # worker, issue 27).
+    self.assertIn(
+      "worker process was killed by SIGABRT; last lines: ", aborts["error"]
     )
+    self.assertStartsWith(aborts["error"], "case 'aborts' ")
     self.assertNotIn("chatter", aborts["error"])
 
   def test_exception_pickle_cannot_rebuild_is_named(self):
