@@ -127,6 +127,7 @@ gpu-check:
 bench: $(STAMP)
 	$(BIN)/python -m hloprobe.tools.bench
 	$(BIN)/python -m hloprobe.tools.bench_venv
+	$(BIN)/python -m hloprobe.tools.bench_memory
 
 clean:
 	rm -rf $(VENV) $(OLD_VENV) build *.egg-info

@@ -51,7 +51,7 @@ import sys
 
 from absl import app, flags
 
-from hloprobe.startup import quiet_startup
+from hloprobe.startup import EscapingStream, quiet_startup
 
 # Importing jax loads the CUDA plugin, whose libraries each log "Could not
 # find cuda drivers" on a machine without one; the command line drops those
@@ -74,6 +74,7 @@ from hloprobe.commands import (
   view,
 )
 from hloprobe.errors import HloprobeError, InvalidArgumentError
+from hloprobe.ir import read_text_file
 from hloprobe.report import RESULTS_STREAM
 
 __all__ = ["main", "run"]
@@ -324,10 +325,62 @@ def _parse_flags(argv: list[str]) -> list[str]:
       sys.exit(EXIT_USAGE)
     sys.exit(EXIT_OK)
   try:
+    _check_flagfiles(argv[1:], depth=0)
+  except InvalidArgumentError as e:
+    _error(e)
+    sys.exit(EXIT_USAGE)
+  try:
     return flags.FLAGS(argv)
   except flags.Error as e:
     print(f"hloprobe: error: {e}", file=sys.stderr)
     sys.exit(EXIT_USAGE)
+
+
+# A flag file is a list of flags; larger than this it is not one.
+_MAX_FLAGFILE_BYTES = 1 << 20
+# absl reads a flag file's own --flagfile lines in turn; deeper than this
+# is a loop or a mistake.
+_MAX_FLAGFILE_DEPTH = 16
+
+
+def _flagfile_paths(words: list[str]) -> list[str]:
+  """The files `words` name with absl's `--flagfile=F`, `-flagfile=F` or
+  `--flagfile F` (absl/flags/_flagvalues.py, FlagValues.read_flags_from_files:
+  the forms it reads), up to a bare `--`."""
+  paths = []
+  for i, word in enumerate(words):
+    if word == "--":
+      break
+    name, eq, value = word.lstrip("-").partition("=")
+    if not word.startswith("-") or name != "flagfile":
+      continue
+    if eq:
+      paths.append(value)
+    elif i + 1 < len(words):
+      paths.append(words[i + 1])
+  return paths
+
+
+def _check_flagfiles(words: list[str], depth: int) -> None:
+  """Every `--flagfile` (and each it names in turn) is a regular UTF-8 text
+  file of at most `_MAX_FLAGFILE_BYTES` bytes, checked before absl reads it:
+  absl would block on a FIFO, read /dev/zero until memory runs out and raise
+  UnicodeDecodeError on a binary file.
+
+  Raises:
+    InvalidArgumentError: the first file that is not; one line naming it.
+  """
+  for path in _flagfile_paths(words):
+    what = f"--flagfile={path!r}"
+    if depth >= _MAX_FLAGFILE_DEPTH:
+      raise InvalidArgumentError(
+        f"{what}: flag files nest more than {_MAX_FLAGFILE_DEPTH} deep"
+      )
+    text = read_text_file(
+      os.path.expanduser(path), what, InvalidArgumentError, _MAX_FLAGFILE_BYTES
+    )
+    inner = [line.strip() for line in text.splitlines()]
+    _check_flagfiles([w for w in inner if w], depth + 1)
 
 
 def run() -> None:
@@ -340,6 +393,12 @@ def run() -> None:
   sys.modules["__main__"].__doc__ = __doc__
   for flag in flags.FLAGS.get_flags_for_module(cli_flags.__name__):
     flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+  # A name holding an ANSI escape or another control character is printed
+  # escaped, wherever it is printed (a table, an error line).
+  sys.stdout, sys.stderr = (
+    EscapingStream(sys.stdout),
+    EscapingStream(sys.stderr),
+  )
   # `hloprobe sweep | head`: end quietly when the reader goes away.
   signal.signal(signal.SIGPIPE, signal.SIG_DFL)
   # An interrupt ends the run through `finally` blocks: worker processes and

@@ -24,6 +24,7 @@ __all__ = [
   "BROWSER",
   "CACHE_DIR",
   "CACHE_MAX_MB",
+  "CASE_TIMEOUT",
   "CASE",
   "CHANGES_ONLY",
   "COLUMNS",
@@ -40,6 +41,7 @@ __all__ = [
   "MODEL_EXPLORER",
   "NOCACHE",
   "OUTPUT_DIR",
+  "OVERWRITE",
   "PLOT",
   "PLOT_SHARED_Y",
   "PORT",
@@ -152,6 +154,14 @@ OUTPUT_DIR = flags.DEFINE_string(
   "each kernel a site's algorithm was read from (ptx/) and results.json "
   "here; for `golden check`, where candidate files go on a mismatch "
   "(default: a new temporary folder).",
+)
+OVERWRITE = flags.DEFINE_bool(
+  "overwrite",
+  False,
+  "`sweep` / `explain` / `merge`: an --output_dir holding an earlier sweep's results "
+  "(results.json or results.jsonl) is refused, so two sweeps never mix "
+  "there; --overwrite removes those results (results.json, results.jsonl, "
+  "report.html and the config folders results.json names) first.",
 )
 SITES = flags.DEFINE_bool(
   "sites",
@@ -291,6 +301,16 @@ JOBS = flags.DEFINE_integer(
   # Each is a process with its own jax (~0.5 GB); more than the cores only
   # queue for them.
   upper_bound=max(64, usable_cores()),
+)
+CASE_TIMEOUT = flags.DEFINE_float(
+  "case_timeout",
+  600.0,
+  "Seconds one worker call of a user case (module:factory) may take: "
+  "loading it, its inputs and float64 reference, one config's compile and "
+  "run. Past it the worker is stopped and that case's configs fail with "
+  "one line; the other cases go on. A user case's code never runs in "
+  "hloprobe's own process.",
+  lower_bound=1.0,
 )
 NOCACHE = flags.DEFINE_bool(
   "nocache", False, "Compute every config; neither read nor write the cache."

@@ -42,8 +42,9 @@ __all__ = [
 # .window (convolution sites; an attention site's op is its call target); 8:
 # MappedSite.collective; 9: Prediction.rows, ErrorStats.row_abs and
 # NoiseFloor.row_abs (every row judged); 10: Compilation.ptx, and source
-# paths stored relative (runtime/relocate.py).
-RECORD_VERSION = 10
+# paths stored relative (runtime/relocate.py); 11: ErrorStats.row0_size,
+# row0_values cut to accuracy.ROW0_KEPT values.
+RECORD_VERSION = 11
 
 
 @dataclasses.dataclass(frozen=True)

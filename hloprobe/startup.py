@@ -8,7 +8,8 @@ initialised, so TF_CPP_MIN_LOG_LEVEL does not hide them.
 `captured_stderr` redirects file descriptor 2 for a block and returns what
 was written; `filter_startup_noise` drops the known start-up lines;
 `quiet_startup` runs a block (the command line's first `import jax`)
-without them.
+without them. `EscapingStream` is what the command line prints through:
+control characters (ANSI escapes in a case name) are written escaped.
 
 A top-level module that imports neither JAX nor any stage, so the command
 line can enter `quiet_startup` before anything imports jax (a stage face
@@ -25,9 +26,11 @@ import tempfile
 from collections.abc import Iterator
 
 __all__ = [
+  "EscapingStream",
   "STARTUP_NOISE",
   "captured_stderr",
   "filter_startup_noise",
+  "printable",
   "quiet_startup",
 ]
 
@@ -91,3 +94,33 @@ def quiet_startup() -> Iterator[None]:
     if rest:
       sys.stderr.write(rest)
       sys.stderr.flush()
+
+
+# C0 controls but newline, tab and carriage return; DEL; C1 controls.
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+  """`text` with each control character but newline, tab and carriage
+  return written as Python writes it escaped (ESC as `\\x1b`), so a name
+  holding an ANSI escape cannot move the cursor or recolour a terminal."""
+  return _CONTROL_RE.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+class EscapingStream:
+  """A text stream that writes through `printable` to another one.
+
+  Args:
+    stream: the stream written to (sys.stdout, sys.stderr); every other
+      attribute is read from it.
+  """
+
+  def __init__(self, stream):
+    self._stream = stream
+
+  def write(self, text: str) -> int:
+    self._stream.write(printable(text))
+    return len(text)
+
+  def __getattr__(self, name: str):
+    return getattr(self._stream, name)

@@ -34,6 +34,7 @@ _LEGACY = {
   "columns": ("sweep", "merge"),
   "plot": ("sweep", "explain", "merge"),
   "model_explorer": ("sweep", "explain", "merge"),
+  "overwrite": ("sweep", "explain", "merge"),
   "plot_shared_y": ("sweep", "explain", "merge"),  # issue 26
   "cache_max_mb": ("sweep", "explain", "verify", "cache"),
   "experiment": ("sweep", "explain", "versions", "bisect"),  # issue 23

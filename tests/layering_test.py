@@ -107,10 +107,12 @@ _FACE = "__init__.py"
 _WITHIN = {
   "sweep": (
     "spec",
+    "shell",
     "shard",
     "plan",
     "compiled",
     "measure",
+    "guarded",
     "engine",
     "__init__",
   )

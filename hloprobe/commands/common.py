@@ -67,6 +67,8 @@ class SweepWords:
     jobs: --jobs, worker processes at once (>= 1).
     cache_dir: --cache_dir, or None (the default folder).
     nocache: --nocache.
+    case_timeout: --case_timeout, seconds one worker call of a user case
+      may take (see `sweep.SweepSpec.case_timeout_s`).
     inputs: --inputs, an `.npz`/`.npy` file of a module case's arguments,
       or None.
     given: the names of the flags above given on the command line.
@@ -84,6 +86,7 @@ class SweepWords:
   jobs: int = 1
   cache_dir: str | None = None
   nocache: bool = False
+  case_timeout: float = 600.0
   inputs: str | None = None
   given: frozenset[str] = frozenset()
 
@@ -140,6 +143,7 @@ def sweep_spec(
     experiments_file=experiments_file,
     cache_dir=cache_dir(words),
     jobs=words.jobs,
+    case_timeout_s=words.case_timeout,
   )
 
 
@@ -201,7 +205,8 @@ def bound_cache(words: SweepWords, max_mb: int) -> None:
   """Evicts least recently used records down to `max_mb` MiB; a folder
   that cannot be read costs disk space, not the command's results."""
   folder = cache_dir(words)
-  if not folder:
+  # A folder that cannot hold records: the sweep warned and ran uncached.
+  if not folder or RecordCache(folder, lambda line: None).usable() is None:
     return
   try:
     RecordCache(folder).evict(max_mb * 2**20)
@@ -306,19 +311,24 @@ def _columns(stream) -> int:
 _BAR_FORMAT = "[{n_fmt}/{total_fmt}] {desc} |{bar}| {elapsed}<{remaining}"
 
 
-def run_streamed(spec, output_dir: str | None, pool=None):
+def run_streamed(
+  spec, output_dir: str | None, pool=None, overwrite: bool = False
+):
   """run_sweep, each finished config appended to
   `<output_dir>/results.jsonl`; a progress line on a terminal's stderr.
   `pool`: the `runtime.WorkerPool` to run on (`sweep.worker_pool`), or
-  None for the sweep's own.
+  None for the sweep's own. `overwrite`: an earlier sweep's results in
+  `output_dir` are removed first (`report.start_stream`).
 
   Raises:
+    InvalidArgumentError: `output_dir` holds an earlier sweep's results
+      and not `overwrite`.
     Interrupted: on SIGINT/SIGTERM, carrying the configs finished.
   """
   from hloprobe import sweep
   from hloprobe.report import Progress, start_stream
 
-  progress = Progress(spec.config_count, start_stream(output_dir))
+  progress = Progress(spec.config_count, start_stream(output_dir, overwrite))
   try:
     results = sweep.run_sweep(
       spec, progress_printer(sys.stderr), on_result=progress.add, pool=pool

@@ -34,6 +34,8 @@ class ExplainArgs:
     model_explorer: --model_explorer, a folder, or None.
     plot_shared_y: --plot_shared_y: the plot's panels share one error axis.
     cache_max_mb: --cache_max_mb, the records' bound in MiB.
+    overwrite: --overwrite: replace an earlier sweep's results in
+      --output_dir (refused without it).
     try_fixes: --try_fixes: try the candidate fixes (`explain_answered`).
     results: --results, a `hloprobe merge` --output_dir whose records are
       explained instead of sweeping (the fixes are still tried), or None.
@@ -47,6 +49,7 @@ class ExplainArgs:
   plot_shared_y: bool = True
   cache_max_mb: int = 2048
   try_fixes: bool = True
+  overwrite: bool = False
   results: str | None = None
 
 
@@ -82,7 +85,9 @@ def explain(args: ExplainArgs):
 
   spec = _spec(args)
   common.start_jax(spec.targets)
-  results = common.run_streamed(spec, args.common.output_dir)
+  results = common.run_streamed(
+    spec, args.common.output_dir, overwrite=args.overwrite
+  )
   return results, explain_results(results, common.reported_cases(spec))
 
 
@@ -109,7 +114,9 @@ def explain_answered(args: ExplainArgs):
 
       results = results_in(args.results, spec)
     else:
-      results = common.run_streamed(spec, args.common.output_dir, pool)
+      results = common.run_streamed(
+        spec, args.common.output_dir, pool, overwrite=args.overwrite
+      )
     try_fixes = args.try_fixes and args.common.format != "html"
     answer = _answer(spec, results, try_fixes, pool)
   explanations = explain_results(results, [c.case for c in spec.cases])

@@ -22,7 +22,6 @@ from hloprobe.golden import (
   golden_update,
   manifest_sweep,
   spec_from_record,
-  sweep_record,
   sweep_snapshot,
   write_snapshot,
 )
@@ -117,8 +116,7 @@ def cmd_check(
     snap = take_snapshot(results_in(results, spec), jax_versions())
   else:
     snap = sweep_snapshot(spec)
-  record = sweep_record(spec)
-  result = check(golden_dir, snap, record, strict=strict)
+  result = check(golden_dir, snap, spec, strict=strict)
   if result.ok:
     print(result.render())
     return 0

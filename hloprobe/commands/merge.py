@@ -35,8 +35,8 @@ class MergeArgs:
     common: the flags every command accepts (merge reads --output_dir and
       --format; the plan is the shards').
     words: the shards' folders.
-    sites, timings, wide, columns, plot, model_explorer, plot_shared_y:
-      as `sweep.SweepArgs`'.
+    sites, timings, wide, columns, plot, model_explorer, plot_shared_y,
+      overwrite: as `sweep.SweepArgs`'.
   """
 
   common: common.SweepWords
@@ -48,6 +48,7 @@ class MergeArgs:
   plot: str | None = None
   model_explorer: str | None = None
   plot_shared_y: bool = True
+  overwrite: bool = False
 
 
 def merge(args: MergeArgs):
@@ -125,7 +126,7 @@ def main(args: MergeArgs) -> int:
   plan, host, collected = merge(args)
   out = args.common.output_dir
   try:
-    stream = Progress(len(collected), start_stream(out))
+    stream = Progress(len(collected), start_stream(out, args.overwrite))
     for r in collected:  # results.jsonl as the sweep streamed it
       stream.add(r)
     results = with_batch_consistency(collected)

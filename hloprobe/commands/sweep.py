@@ -34,6 +34,8 @@ class SweepArgs:
     model_explorer: --model_explorer, a folder, or None.
     plot_shared_y: --plot_shared_y: the plot's panels share one error axis.
     cache_max_mb: --cache_max_mb, the records' bound in MiB.
+    overwrite: --overwrite: replace an earlier sweep's results in
+      --output_dir (refused without it).
     shard: --shard: "I/N" (0-based) or "auto/N": run part I of N of the
       configs (`sweep.Shard`; needs --output_dir, which `hloprobe merge`
       joins), or None for all.
@@ -50,6 +52,7 @@ class SweepArgs:
   model_explorer: str | None = None
   plot_shared_y: bool = True
   cache_max_mb: int = 2048
+  overwrite: bool = False
   shard: str | None = None
 
 
@@ -93,7 +96,9 @@ def sweep(args: SweepArgs):
   if args.shard is not None:
     spec = _sharded(spec, args.shard, args.common.output_dir)
   common.start_jax(spec.targets)
-  return spec, common.run_streamed(spec, args.common.output_dir)
+  return spec, common.run_streamed(
+    spec, args.common.output_dir, overwrite=args.overwrite
+  )
 
 
 def _sharded(spec, text: str, output_dir: str | None):

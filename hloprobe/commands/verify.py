@@ -8,6 +8,7 @@ Exit status: 0 when every requirement passed, else 1.
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 from hloprobe.commands import common
 from hloprobe.errors import InvalidArgumentError
@@ -59,6 +60,7 @@ def verify(args: VerifyArgs):
   requirements = verifying.parse_requirements(",".join(args.require))
   common.check_format(args.common)
   spec = common.sweep_spec(args.common)
+  requirements = _without_consistent_for_modules(requirements, spec.cases)
   verifying.check_batch_sizes(requirements, spec.batch_sizes)
   common.start_jax(spec.targets)
   if args.results:  # the sweep verify_fix runs, done already (sharded)
@@ -86,6 +88,39 @@ def verify(args: VerifyArgs):
     abs_error_bound=args.abs_error_bound,
     rel_error_bound=args.rel_error_bound,
   )
+
+
+def _without_consistent_for_modules(
+  requirements: tuple[str, ...], cases: tuple[str, ...]
+) -> tuple[str, ...]:
+  """ "consistent" compares batch sizes; a module case runs at its one
+  size. With only module cases it is dropped, said on stderr; mixed with
+  other cases, or asked for alone, it is refused, so that nothing is
+  dropped unseen and a verify never judges nothing.
+
+  Raises:
+    InvalidArgumentError: "consistent" with module and other cases, or
+      "consistent" alone with module cases.
+  """
+  from hloprobe.compile import is_module_case
+
+  if "consistent" not in requirements:
+    return requirements
+  modules = [c for c in cases if is_module_case(c)]
+  if not modules:
+    return requirements
+  if len(modules) < len(cases) or requirements == ("consistent",):
+    raise InvalidArgumentError(
+      "--require=consistent compares batch sizes, which a module case "
+      f"does not have ({', '.join(modules)}); verify the module cases "
+      "apart, or give --require=accurate"
+    )
+  print(
+    "verify: consistent not judged: a module case runs at its one size "
+    f"({', '.join(modules)})",
+    file=sys.stderr,
+  )
+  return tuple(r for r in requirements if r != "consistent")
 
 
 def main(args: VerifyArgs) -> int:

@@ -68,10 +68,17 @@ def _load_file(path: str):
     spec.loader.exec_module(module)
   except BaseException as e:
     del sys.modules[name]
-    raise CaseError(
-      f"case module {path!r} failed to import: {first_line(e)}"
-    ) from e
+    if isinstance(e, KeyboardInterrupt):  # SIGINT/SIGTERM stop hloprobe
+      raise
+    raise CaseError(f"case module {path!r} failed to import: {_what(e)}") from e
   return module
+
+
+def _what(e: BaseException) -> str:
+  """One line on what user code raised; `sys.exit(n)` says so."""
+  if isinstance(e, SystemExit):
+    return f"SystemExit: sys.exit({e.code!r})"
+  return first_line(e)
 
 
 def _load_module(name: str):
@@ -84,19 +91,19 @@ def _load_module(name: str):
       ) from e
     if os.getcwd() in sys.path:
       raise CaseError(f"case module {name!r} not found ({e})") from e
-  except Exception as e:
-    raise CaseError(
-      f"case module {name!r} failed to import: {first_line(e)}"
-    ) from e
+  except KeyboardInterrupt:  # SIGINT/SIGTERM stop hloprobe
+    raise
+  except BaseException as e:
+    raise CaseError(f"case module {name!r} failed to import: {_what(e)}") from e
   sys.path.append(os.getcwd())  # as `python -m` would have it
   try:
     return importlib.import_module(name)
   except ModuleNotFoundError as e:
     raise CaseError(f"case module {name!r} not found ({e})") from e
-  except Exception as e:
-    raise CaseError(
-      f"case module {name!r} failed to import: {first_line(e)}"
-    ) from e
+  except KeyboardInterrupt:
+    raise
+  except BaseException as e:
+    raise CaseError(f"case module {name!r} failed to import: {_what(e)}") from e
 
 
 def load_user_case(spec: str) -> Case:
@@ -118,16 +125,37 @@ def load_user_case(spec: str) -> Case:
     raise CaseError(f"case module {where!r} has no attribute {attr!r}")
   try:
     case = factory()
-  except Exception as e:
-    raise CaseError(
-      f"case factory {where}:{attr} raised {first_line(e)}"
-    ) from e
+  except KeyboardInterrupt:  # SIGINT/SIGTERM stop hloprobe
+    raise
+  except BaseException as e:  # sys.exit, GeneratorExit: one line too
+    raise CaseError(f"case factory {where}:{attr} raised {_what(e)}") from e
   if not isinstance(case, Case):
     raise CaseError(
       f"case factory {where}:{attr} returned {type(case).__name__}, "
       "not a hloprobe.Case"
     )
+  _check_name(case.name, f"case factory {where}:{attr}")
   return case
+
+
+def _check_name(name, who: str) -> None:
+  """A case name is a non-empty string of printable characters: it names
+  output folders, table rows and worker lookups.
+
+  Raises:
+    CaseError: it is not a string (None, an int), is empty, or holds a
+      control character (NUL, an ANSI escape).
+  """
+  if not isinstance(name, str) or not name:
+    raise CaseError(
+      f"{who} returned a Case whose name is {name!r}; give a non-empty "
+      "string, e.g. 'my_case'"
+    )
+  if not name.isprintable():
+    raise CaseError(
+      f"{who} returned a Case whose name {name!r} holds a control "
+      "character; e.g. 'my_case'"
+    )
 
 
 def resolvable_elsewhere(name: str, case: Case | None = None) -> bool:
@@ -153,13 +181,21 @@ def get_case(name: str, inputs: str | None = None) -> Case:
       without a module case).
 
   Raises:
-    CaseError: the name is unknown, or loading a user case or a module
-      file failed (`ModuleFileError` is a `CaseError`).
+    CaseError: the name is unknown, a path names no file, or loading a
+      user case or a module file failed (`ModuleFileError` is a
+      `CaseError`).
   """
   if name not in CASES and ":" not in name and os.path.isfile(name):
     return module_case(name, inputs)  # what is wrong with it, by name
   if ":" in name:
     return load_user_case(name)
+  if name not in CASES and (os.path.exists(name) or set("/.") & set(name)):
+    # A path (no built-in name has "/" or "."): say what is wrong with it.
+    what = "is a folder" if os.path.isdir(name) else "does not exist"
+    raise CaseError(
+      f"module file {name!r} {what}; give a module file, e.g. an XLA "
+      "dump's dump/module_0000.jit_f.before_optimizations.txt"
+    )
   if name not in CASES:
     raise CaseError(
       f"unknown case {name!r}; choose from {', '.join(sorted(CASES))}, or "

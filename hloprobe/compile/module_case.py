@@ -103,8 +103,9 @@ def module_case(path: str, inputs: str | None = None) -> Case:
 
   Raises:
     ModuleFileError: the file cannot be read as a module.
-    CaseError: an optimized module, an instruction not translated, or
-      inputs that do not fit the parameters (one line each).
+    CaseError: an optimized module, an instruction not translated, an
+      f64 or c128 value, or inputs that do not fit the parameters (one
+      line each).
   """
   mf = module_files.read_module_file(path)
   paired = ()
@@ -207,9 +208,30 @@ def _hlo_module(mf) -> HloModule:
         f"module {mf.path!r}: this jaxlib cannot convert StableHLO to HLO"
       )
   try:
-    return parse_hlo_module(text)
+    module = parse_hlo_module(text)
   except HloParseError as e:
     raise CaseError(f"module {mf.path!r}: {first_line(e)}") from None
+  _refuse_x64(module, mf.path)
+  return module
+
+
+def _refuse_x64(module: HloModule, where: str) -> None:
+  """An f64 or c128 value (a `jax_enable_x64` program's) is refused: the
+  translation (`module_jax`) traces without x64, where jax runs it in f32
+  (a dot shown as F32_F32_F32 that the module computes in F64), silently.
+  64-bit integers stay: jax's own x32 lowering of `jax.random` uses u64.
+
+  Raises:
+    CaseError: naming the first such instruction.
+  """
+  for comp, inst in module.all_instructions():
+    if not inst.shape.is_tuple and inst.shape.dtype in ("f64", "c128"):
+      raise CaseError(
+        f"module {where!r}: instruction {inst.name} in {comp.name} is "
+        f"{inst.shape.dtype} (a jax_enable_x64 program's); hloprobe "
+        "translates modules without x64, where it would run in 32 bits; "
+        "give a module of 32-bit or narrower floats"
+      )
 
 
 def _sources(mf, module: HloModule):

@@ -38,7 +38,7 @@ import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from jax import lax
+from jax import dtypes, lax
 
 from hloprobe.compile import module_indexing
 from hloprobe.compile.module_contraction import CONTRACTIONS, contraction_call
@@ -371,8 +371,10 @@ class _Translator:
     return lax.concatenate(ops, inst.dims_attr("dimensions")[0])
 
   def _iota(self, inst, ops):
+    # Without x64 a 64-bit integer iota (jax.random's x32 lowering has a
+    # u64 one) is 32 bits, as jax makes it: the same values, no warning.
     return lax.broadcasted_iota(
-      numpy_dtype(inst.shape.dtype),
+      dtypes.canonicalize_dtype(numpy_dtype(inst.shape.dtype)),
       inst.shape.dims,
       int(inst.attrs["iota_dimension"]),
     )

@@ -24,6 +24,17 @@ import os
 import re
 from collections.abc import Mapping
 
+from hloprobe.compile.textproto import (
+  ParseError,
+  Token,
+  check_nesting,
+  field_end,
+  field_value,
+  line_col,
+  message_end,
+  text_format_int,
+  tokenize,
+)
 from hloprobe.errors import TargetError
 from hloprobe.ir import read_text_file
 
@@ -92,97 +103,14 @@ _FEATURE_SUFFIX = {
 }
 _EXAMPLE = "hloprobe/compile/gpu_specs/a100_sxm_40.txtpb"
 
-# --- A text-format protobuf tokenizer: enough to check structure, read a
-# --- few fields and cut one field out; not a full parser.
-_TOKEN_RE = re.compile(
-  r"""(?P<ws>\s+|\#[^\n]*)
-    |(?P<string>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
-    |(?P<punct>[{}<>:\[\],;])
-    |(?P<word>[A-Za-z0-9_.+\-]+)""",
-  re.VERBOSE,
-)
 
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Token:
-  kind: str
-  text: str
-  start: int
-  end: int
-
-
-def _tokenize(text: str) -> list[_Token]:
-  tokens, pos = [], 0
-  while pos < len(text):
-    m = _TOKEN_RE.match(text, pos)
-    if m is None:
-      raise _SyntaxError(pos, f"unexpected character {text[pos]!r}")
-    if m.lastgroup != "ws":
-      tokens.append(_Token(m.lastgroup, m.group(), m.start(), m.end()))
-    pos = m.end()
-  return tokens
-
-
-class _SyntaxError(Exception):
-  def __init__(self, offset: int, message: str):
-    super().__init__(message)
-    self.offset = offset
-
-
-_CLOSE = {"{": "}", "<": ">"}
-
-
-def _field_end(tokens: list[_Token], i: int) -> int:
-  """Index just past the field whose name is tokens[i]."""
-  if tokens[i].kind != "word":
-    raise _SyntaxError(
-      tokens[i].start, f"expected a field name, got {tokens[i].text!r}"
-    )
-  i += 1
-  if i < len(tokens) and tokens[i].text == ":":
-    i += 1
-  if i >= len(tokens):
-    raise _SyntaxError(tokens[-1].end, "missing value at end of file")
-  tok = tokens[i]
-  if tok.text in _CLOSE:
-    return _message_end(tokens, i + 1, _CLOSE[tok.text])
-  if tok.text == "[":
-    while i < len(tokens) and tokens[i].text != "]":
-      i += 1
-    return i + 1
-  if tok.kind == "string":
-    while i < len(tokens) and tokens[i].kind == "string":
-      i += 1
-    return i
-  if tok.kind != "word":
-    raise _SyntaxError(tok.start, f"expected a value, got {tok.text!r}")
-  return i + 1
-
-
-def _message_end(tokens: list[_Token], i: int, close: str | None) -> int:
-  """Checks fields from tokens[i] up to `close`; returns the index past it."""
-  while i < len(tokens):
-    if tokens[i].text == close:
-      return i + 1
-    i = _field_end(tokens, i)
-    if i < len(tokens) and tokens[i].text in (",", ";"):
-      i += 1
-  if close is not None:
-    raise _SyntaxError(tokens[-1].end if tokens else 0, f"missing {close!r}")
-  return i
-
-
-def _line_col(text: str, offset: int) -> tuple[int, int]:
-  line = text.count("\n", 0, offset) + 1
-  return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
-
-
-def _check_syntax(text: str, where: str) -> list[_Token]:
+def _check_syntax(text: str, where: str) -> list[Token]:
   try:
-    tokens = _tokenize(text)
-    _message_end(tokens, 0, None)
-  except _SyntaxError as e:
-    line, col = _line_col(text, e.offset)
+    tokens = tokenize(text)
+    check_nesting(tokens)
+    message_end(tokens, 0, None)
+  except ParseError as e:
+    line, col = line_col(text, e.offset)
     raise TargetError(
       f"{where}:{line}:{col}: not a GpuTargetConfigProto text file ({e}); "
       f"expected 'name: value' and 'name {{ ... }}' fields, e.g. {_EXAMPLE}"
@@ -190,33 +118,13 @@ def _check_syntax(text: str, where: str) -> list[_Token]:
   return tokens
 
 
-def _field_value(tokens: list[_Token], path: tuple[str, ...]) -> str | None:
-  """The value of a scalar field, found by its chain of field names."""
-  depth, wanted = 0, 0
-  for i, tok in enumerate(tokens):
-    if tok.text in ("{", "<"):
-      depth += 1
-    elif tok.text in ("}", ">"):
-      depth -= 1
-      wanted = min(wanted, depth)
-    elif i and tokens[i - 1].text == ":":
-      continue  # a value, not a field name
-    elif tok.kind == "word" and depth == wanted and tok.text == path[wanted]:
-      if wanted < len(path) - 1:
-        wanted += 1
-        continue
-      j = i + 2 if i + 1 < len(tokens) and tokens[i + 1].text == ":" else i + 1
-      return tokens[j].text.strip("\"'") if j < len(tokens) else None
-  return None
-
-
-def _compute_capability(tokens: list[_Token]) -> str | None:
+def _compute_capability(tokens: list[Token]) -> str | None:
   cc = ("gpu_device_info", "cuda_compute_capability")
-  major = _field_value(tokens, cc + ("major",))
+  major = field_value(tokens, cc + ("major",))
   if major is None:
     return None
-  minor = _field_value(tokens, cc + ("minor",)) or "0"
-  feature = _field_value(tokens, cc + ("feature_extension",)) or "NONE"
+  minor = field_value(tokens, cc + ("minor",)) or "0"
+  feature = field_value(tokens, cc + ("feature_extension",)) or "NONE"
   return f"{major}.{minor}{_FEATURE_SUFFIX.get(feature, '')}"
 
 
@@ -236,7 +144,7 @@ def _target_from_text(
       f"compiles for CUDA GPUs only (e.g. {_EXAMPLE})"
     )
   _check_counts(tokens, where)
-  device = _field_value(tokens, ("device_description_str",)) or name
+  device = field_value(tokens, ("device_description_str",)) or name
   return Target(
     name=name,
     platform="cuda",
@@ -264,14 +172,15 @@ POSITIVE_COUNTS = (
 )
 
 
-def _check_counts(tokens: list[_Token], where: str) -> None:
+def _check_counts(tokens: list[Token], where: str) -> None:
   """Raises TargetError when an integer of `POSITIVE_COUNTS` is below 1."""
   for field in POSITIVE_COUNTS:
-    value = _field_value(tokens, ("gpu_device_info", field))
+    value = field_value(tokens, ("gpu_device_info", field))
     # Not an integer at all: XLA's text-format parser says so itself.
-    if value is None or not re.fullmatch(r"[+-]?[0-9]+", value):
+    number = None if value is None else text_format_int(value)
+    if number is None:
       continue
-    if int(value) < 1:
+    if number < 1:
       raise TargetError(
         f"{where}: gpu_device_info.{field} is {value!r}; it must be a "
         f"positive integer (XLA divides by it), e.g. {_EXAMPLE}"
@@ -304,8 +213,8 @@ def _builtin_gpu(name: str, filename: str) -> Target:
     .read_text()
   )
   where = f"hloprobe/compile/gpu_specs/{filename}"
-  tokens = _tokenize(text)
-  device = _field_value(tokens, ("device_description_str",)) or name
+  tokens = tokenize(text)
+  device = field_value(tokens, ("device_description_str",)) or name
   description = f"{device}, compile only (XLA heuristics, no autotuning)"
   return _target_from_text(name, text, where, description)
 
@@ -396,17 +305,17 @@ def drop_field(text: str, field: UnknownField) -> str:
   Raises:
     TargetError: no field of that name ends at that position.
   """
-  tokens = _tokenize(text)
+  tokens = tokenize(text)
   where = (field.line, field.column)
   for i, tok in enumerate(tokens):
     # protobuf names the column just past a scalar's name, but that of the
     # next token for a message field (`zzz_sub { a: 1 }`: the `{`).
     after = tokens[i + 1].start if i + 1 < len(tokens) else tok.end
     if tok.text == field.field and where in (
-      _line_col(text, tok.end),
-      _line_col(text, after),
+      line_col(text, tok.end),
+      line_col(text, after),
     ):
-      j = _field_end(tokens, i)
+      j = field_end(tokens, i)
       if j < len(tokens) and tokens[j].text in (",", ";"):
         j += 1
       return _cut(text, tok.start, tokens[j - 1].end)

@@ -117,6 +117,8 @@ class CheckResult:
       sweep that planned none checked nothing: not ok.
     unreported: planned configs that gave no result (neither files nor a
       failure: e.g. a case that ended the sweep): not ok.
+    not_files: those of `missing` where the golden folder holds a
+      directory instead of the file, named as such.
   """
 
   golden_dir: str
@@ -131,6 +133,7 @@ class CheckResult:
   candidate_dir: str | None = None
   planned: int | None = None
   unreported: tuple[str, ...] = ()
+  not_files: tuple[str, ...] = ()
 
   @property
   def ok(self) -> bool:
@@ -167,7 +170,10 @@ class CheckResult:
       ),
       (
         "Missing golden files (run `hloprobe golden update`):",
-        list(self.missing),
+        [
+          f"{m} (a directory there, not a file)" if m in self.not_files else m
+          for m in self.missing
+        ],
       ),
       (
         "Stale golden files (no config of this sweep makes them):",

@@ -55,13 +55,14 @@ from hloprobe.golden.folder import (
 )
 from hloprobe.golden.format import ConfigKey
 from hloprobe.records import Config, ConfigResult
-from hloprobe.sweep import SweepSpec, plan_sweep, run_sweep
+from hloprobe.sweep import SweepPlan, SweepSpec, plan_sweep, run_sweep
 
 __all__ = [
   "Snapshot",
   "check",
   "golden_check",
   "in_scope",
+  "sweep_scope",
   "sweep_snapshot",
   "take_snapshot",
   "write_snapshot",
@@ -200,6 +201,36 @@ def in_scope(rel: str, scope: set[tuple] | None) -> bool:
   return scope is None or (named is not None and named[0].in_configs(scope))
 
 
+def sweep_scope(
+  sweep: SweepSpec | SweepPlan | Mapping[str, list],
+) -> tuple[dict[str, list], set[tuple]]:
+  """A sweep's MANIFEST.json record and the configs its golden files have.
+
+  Golden files are named by the case's and target's own names (`Case.name`,
+  `Target.name`) at the sizes the case runs (a module file's case at its
+  own, `SweepPlan.sizes_of`), while a record keeps the words they were
+  given by (`/tmp/my_case.py:make_case`, `golden/configs/x.txtpb`, batch
+  sizes the module ignores): a narrowed check or update is scoped by the
+  former and compared with the manifest by the latter.
+
+  Args:
+    sweep: a spec or plan (planned here; a plan looks nothing up again), or
+      a record alone (keys as in `manifest_sweep`), whose words are then
+      taken for the names (as a built-in case's and target's are).
+
+  Returns:
+    (the record, the (target, case, n, precision) configs by name).
+  """
+  if not isinstance(sweep, SweepSpec | SweepPlan):
+    return dict(sweep), sweep_configs(sweep)
+  plan = plan_sweep(sweep)
+  configs = {
+    (c.target.name, c.case, c.n, c.precision)
+    for c in (p.config for p in plan.configs())
+  }
+  return sweep_record(plan), configs
+
+
 def _stale(rel: str, snap: Snapshot) -> bool:
   """A golden file the snapshot lacks, and not because its config failed."""
   failed = {line.split(": failed at")[0] for line in snap.failed}
@@ -244,7 +275,7 @@ def _compare_all(
 def check(
   golden_dir: str,
   snap: Snapshot,
-  sweep: Mapping[str, list] | None = None,
+  sweep: SweepSpec | SweepPlan | Mapping[str, list] | None = None,
   strict: bool = False,
 ) -> CheckResult:
   """Compares a candidate snapshot with the golden folder.
@@ -252,9 +283,10 @@ def check(
   Args:
     golden_dir: the golden folder.
     snap: the candidate, from `snapshot` on the sweep's results.
-    sweep: the sweep that made `snap` (keys as in `manifest_sweep`). Golden
-      files outside it are not checked, unless it is the manifest's sweep
-      (or None), when they are stale.
+    sweep: the sweep that made `snap`, best its spec or plan (a record alone,
+      keys as in `manifest_sweep`, holds words, not names: `sweep_scope`).
+      Golden files outside it are not checked, unless it is the manifest's
+      sweep (or None), when they are stale.
     strict: compare full text even when jax/jaxlib differ from the
       manifest's.
 
@@ -268,22 +300,27 @@ def check(
   """
   manifest = read_manifest(golden_dir)
   note = _version_note(manifest, snap.versions, strict)
-  whole = sweep is None or sweep_configs(sweep) == sweep_configs(
+  record, scope = sweep_scope(sweep) if sweep is not None else (None, None)
+  if record is None or sweep_configs(record) == sweep_configs(
     manifest["sweep"]
-  )
-  scope = None if whole else sweep_configs(sweep)
+  ):
+    scope = None
   golden = list_golden_files(golden_dir)
   scoped = [r for r in golden if in_scope(r, scope)]
   common = sorted(set(scoped) & set(snap.files))
   changed, sites, skipped = _compare_all(
     golden_dir, snap, common, strict or not note
   )
+  missing = tuple(sorted(set(snap.files) - set(golden)))
   return CheckResult(
     golden_dir=golden_dir,
     compared=len(common) - len(skipped),
     changed=tuple(changed),
     sites=tuple(sites),
-    missing=tuple(sorted(set(snap.files) - set(golden))),
+    missing=missing,
+    not_files=tuple(
+      r for r in missing if os.path.isdir(os.path.join(golden_dir, r))
+    ),
     stale=tuple(r for r in scoped if _stale(r, snap)),
     failed=snap.failed,
     not_compared=tuple(skipped),
@@ -326,4 +363,4 @@ def golden_check(
   with case_cannot_end("golden check"):
     spec = plan_sweep(spec or golden_spec(golden_dir))
     snap = sweep_snapshot(spec)
-  return check(golden_dir, snap, sweep_record(spec), strict=strict)
+  return check(golden_dir, snap, spec, strict=strict)

@@ -42,16 +42,16 @@ from hloprobe.golden.folder import (
   read_golden_file,
   read_manifest,
   sweep_configs,
-  sweep_record,
 )
 from hloprobe.golden.snapshot import (
   Snapshot,
   in_scope,
+  sweep_scope,
   sweep_snapshot,
   write_snapshot,
 )
 from hloprobe.ir import umask_mode
-from hloprobe.sweep import SweepSpec, plan_sweep
+from hloprobe.sweep import SweepPlan, SweepSpec, plan_sweep
 
 __all__ = ["UpdateResult", "golden_update", "update_goldens"]
 
@@ -124,9 +124,14 @@ def _read_manifest(golden_dir: str) -> dict | None:
 
 
 def _plan(
-  golden_dir: str, snap: Snapshot, sweep: Mapping[str, list], old: list[str]
+  golden_dir: str,
+  snap: Snapshot,
+  sweep: SweepSpec | SweepPlan | Mapping[str, list],
+  old: list[str],
 ) -> _Plan:
-  """Merge into the manifest's sweep when `sweep` is within it, else replace."""
+  """Merge into the manifest's sweep when `sweep` is within it, else replace
+  (`sweep_scope`: the manifest's words compared, the files' names scoped)."""
+  sweep, names = sweep_scope(sweep)
   manifest = _read_manifest(golden_dir)
   if manifest is None:
     note = f"no readable {MANIFEST}: replaced the whole folder" if old else None
@@ -144,10 +149,9 @@ def _plan(
       f"this sweep is not within {MANIFEST}'s ({words} not in it): "
       f"replaced the whole folder, and {MANIFEST} records this sweep",
     )
-  scope = sweep_configs(sweep)
-  if scope == sweep_configs(recorded):
+  if sweep_configs(sweep) == sweep_configs(recorded):
     return _Plan(None, sweep, snap.versions)
-  return _merge_plan(manifest, snap, scope)
+  return _merge_plan(manifest, snap, names)
 
 
 def _merge_plan(manifest: dict, snap: Snapshot, scope: set[tuple]) -> _Plan:
@@ -243,7 +247,7 @@ def _swap_in(stage: str, golden_dir: str) -> None:
 def update_goldens(
   golden_dir: str,
   snap: Snapshot,
-  sweep: Mapping[str, list],
+  sweep: SweepSpec | SweepPlan | Mapping[str, list],
   lock_timeout_s: float = 120.0,
 ) -> UpdateResult:
   """Writes a snapshot into the golden folder, atomically.
@@ -256,9 +260,12 @@ def update_goldens(
   that the snapshot lacks are removed.
 
   Args:
-    golden_dir: the golden folder (created if absent).
+    golden_dir: the golden folder (created if absent), or a symlink to
+      one (the folder it names is updated; the link stays).
     snap: the new files, from `snapshot`.
-    sweep: the sweep that made them (keys as in `folder.manifest_sweep`).
+    sweep: the sweep that made them, best its spec or plan (a record alone,
+      keys as in `folder.manifest_sweep`, holds words, not the names golden
+      files carry: `snapshot.sweep_scope`).
     lock_timeout_s: how long to wait for another update, in seconds.
 
   One update at a time per folder (`lock.golden_lock`: a second waits,
@@ -275,10 +282,15 @@ def update_goldens(
       "[hloprobe] refusing to update goldens, configs failed:\n  "
       + "\n  ".join(snap.failed)
     )
+  # A symlink (--golden_dir=LINK) is followed: the folder it names is
+  # staged beside and replaced, the link kept (renaming the link itself
+  # would replace it by a folder and leave the real goldens stale).
+  real_dir = os.path.realpath(golden_dir)
   try:
-    with lock.golden_lock(golden_dir, lock_timeout_s):
-      cleaned = lock.clean_leftovers(golden_dir)
-      result = _update_locked(golden_dir, snap, sweep)
+    with lock.golden_lock(real_dir, lock_timeout_s):
+      cleaned = lock.clean_leftovers(real_dir)
+      result = _update_locked(real_dir, snap, sweep)
+    result = dataclasses.replace(result, golden_dir=golden_dir)
   except OSError as e:
     raise GoldenError(  # e.g. the lock's folder cannot be made
       f"[hloprobe] cannot write the new goldens for {golden_dir} ({e}); "
@@ -291,7 +303,9 @@ def update_goldens(
 
 
 def _update_locked(
-  golden_dir: str, snap: Snapshot, sweep: Mapping[str, list]
+  golden_dir: str,
+  snap: Snapshot,
+  sweep: SweepSpec | SweepPlan | Mapping[str, list],
 ) -> UpdateResult:
   """`update`, holding the golden folder's lock."""
   old = list_golden_files(golden_dir) if os.path.isdir(golden_dir) else []
@@ -328,7 +342,7 @@ def golden_update(
   """
   golden_dir = golden_dir or default_golden_dir()
   spec = plan_sweep(spec or golden_spec(golden_dir))
-  return update_goldens(golden_dir, sweep_snapshot(spec), sweep_record(spec))
+  return update_goldens(golden_dir, sweep_snapshot(spec), spec)
 
 
 def _stage_and_swap(

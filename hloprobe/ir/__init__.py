@@ -43,6 +43,7 @@ from hloprobe.ir.ptx import PtxKernel as PtxKernel
 from hloprobe.ir.ptx import for_operands as for_operands
 from hloprobe.ir.ptx import kernel_name as kernel_name
 from hloprobe.ir.ptx import parse_ptx as parse_ptx
+from hloprobe.ir.textfile import path_part as path_part
 from hloprobe.ir.textfile import read_file_bytes as read_file_bytes
 from hloprobe.ir.textfile import read_text_file as read_text_file
 from hloprobe.ir.textfile import umask_mode as umask_mode
@@ -78,6 +79,7 @@ __all__ = [
   "parse_precision_config",
   "parse_ptx",
   "parse_stablehlo_dots",
+  "path_part",
   "proto_text_to_binary",
   "read_file_bytes",
   "read_proto_file",

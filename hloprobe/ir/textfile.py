@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import stat
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from hloprobe.errors import HloprobeError
 
 __all__ = [
   "MAX_INPUT_BYTES",
+  "path_part",
   "read_file_bytes",
   "read_text_file",
   "umask_mode",
@@ -31,6 +33,22 @@ __all__ = [
 # Larger than any target config, experiments file or golden file
 # (the largest golden .hlo is under 100 KiB).
 MAX_INPUT_BYTES = 16 << 20
+
+
+# What a path part may not hold: separators, NUL and other controls.
+_NOT_IN_PART_RE = re.compile(r"[/\\\x00-\x1f\x7f]")
+
+
+def path_part(name: str) -> str:
+  """`name` (a case or target name) as one folder or file name part that
+  stays inside the folder it is joined to: separators and control
+  characters become `_`, and "", "." and ".." become "_", "_" and "__"
+  (a name "../x" or "/abs" would otherwise climb out of --output_dir).
+  An ordinary name ("seed_mlp", "a100") is returned as it is."""
+  part = _NOT_IN_PART_RE.sub("_", name)
+  if part in ("", ".", ".."):
+    return part.replace(".", "_") or "_"
+  return part
 
 
 def _kind(mode: int) -> str:

@@ -102,7 +102,11 @@ class ErrorStats:
     leaf: the output leaf's name, e.g. "[1]" ("" for a single array).
     axis: the leaf's batch axis; None when it has none.
     row0_values: row 0 as computed (numpy, output dtype), for comparisons
-      between batch sizes; not compared, not written to JSON.
+      between batch sizes; not compared, not written to JSON. A row 0 of
+      more than `ROW0_KEPT` values keeps its first `ROW0_KEPT` (flattened),
+      so a sweep's records stay small whatever the outputs' size.
+    row0_size: how many values row 0 has (0 in records made before it was
+      counted); more than `row0_values.size` when row 0 was cut.
     elements: how many elements the leaf has.
     mismatched: integer leaves: how many elements differ from the exact
       result; None for a float leaf.
@@ -128,6 +132,7 @@ class ErrorStats:
   row0_values: np.ndarray | None = dataclasses.field(
     default=None, compare=False, repr=False
   )
+  row0_size: int = 0
   elements: int = 0
   mismatched: int | None = None
   overflowed: int | None = None
@@ -143,7 +148,9 @@ def error_stats(
   """Compares an output leaf with the float64 reference at the same size.
 
   Args:
-    got: the output leaf, any shape, any float or integer dtype.
+    got: the output leaf, any shape, any float, integer, bool or complex
+      dtype (complex: real and imaginary parts compared side by side, as
+      a last axis of 2; bool: exactly, as 0 and 1).
     ref: the float64 reference, same shape (for an integer leaf, the
       exact integer result: int64, or float64 holding integers).
     axis: the leaf's batch axis (None: not batched; row 0 is all of it).
@@ -153,6 +160,13 @@ def error_stats(
     ValueError: the shapes differ.
   """
   got = np.asarray(got)
+  values = element0(got, axis if got.ndim and got.size else None)
+  elements = int(got.size)
+  if np.iscomplexobj(got) or np.iscomplexobj(ref):
+    # Real and imaginary parts side by side on a new last axis: both are
+    # compared (in ULPs of the part's float type), never one dropped.
+    got, ref = _parts(got), _parts(ref)
+    axis = axis - 1 if axis is not None and axis < 0 else axis
   got64, ref64 = got.astype(np.float64), np.asarray(ref, np.float64)
   if got64.shape != ref64.shape:
     raise ValueError(
@@ -176,11 +190,35 @@ def error_stats(
     row0_ulp=None if dtype is None else ulp_distance(row, row_ref, dtype),
     leaf=leaf,
     axis=axis,
-    row0_values=np.array(row),
-    elements=int(got.size),
+    row0_values=_kept(values),  # complex stays complex
+    row0_size=int(np.size(values)),
+    elements=elements,
     row_abs=row_maxima(diff, axis),
     **counts,
   )
+
+
+def _parts(x) -> np.ndarray:
+  """A complex array as its (real, imaginary) parts on a new last axis, in
+  its parts' float type (complex64 -> float32[..., 2]); a real array with
+  a zero imaginary part."""
+  x = np.asarray(x)
+  imag = x.imag if np.iscomplexobj(x) else np.zeros_like(x)
+  return np.stack([x.real, imag], axis=-1)
+
+
+# The values of row 0 an `ErrorStats` keeps (1 MiB of float32): row 0 of an
+# output of 64 MiB a row would otherwise be kept whole, three times per
+# config (observed, predicted, made), in memory and in the cache record.
+ROW0_KEPT = 1 << 18
+
+
+def _kept(row: np.ndarray) -> np.ndarray:
+  """A copy of `row`, or of its first `ROW0_KEPT` values (flattened)."""
+  row = np.asarray(row)
+  if row.size <= ROW0_KEPT:
+    return np.array(row)
+  return np.ravel(row)[:ROW0_KEPT].copy()
 
 
 def _ordered(x: np.ndarray) -> np.ndarray:
@@ -194,12 +232,16 @@ def ulp_distance(a: float | np.ndarray, b: float | np.ndarray, dtype) -> int:
   """Largest distance between a and b in ULPs of a float `dtype`.
 
   Any float type numpy or ml_dtypes knows (bf16, f16, f32, f64, the fp8
-  types): both are first rounded to `dtype`, then counted in representable
+  types), or a complex type (its real and imaginary parts, each in ULPs of
+  the part's float type): both are first rounded to `dtype`, then counted in representable
   values between them (0: bit-identical; +0 and -0 are 0 apart).
 
   Raises:
     KeyError: `dtype` is not a float type.
   """
+  if np.issubdtype(np.dtype(dtype), np.complexfloating):
+    # Both parts, each in ULPs of the part's type (complex64: f32).
+    a, b, dtype = _parts(a), _parts(b), np.finfo(dtype).dtype
   dtype = _float_dtype(dtype)
   if dtype is None:
     raise KeyError(f"not a float dtype: {dtype}")

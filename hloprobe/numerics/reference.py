@@ -74,6 +74,8 @@ _INTEGER_SOURCE = "integer leaves exact int64 by XLA:CPU"
 
 _F64 = np.dtype(np.float64)
 _I64 = np.dtype(np.int64)
+# complex64 widens to complex128: both parts float64, never one dropped.
+_C128 = np.dtype(np.complex128)
 _LOOPS = ("cond", "while", "scan")
 # How far the reference at the smallest size may sit from the slice of the
 # largest (normwise, per leaf) for a rows_independent case: float64
@@ -98,6 +100,8 @@ def _wide(dtype) -> np.dtype | None:
     return _F64
   if _is_narrow_int(dtype):
     return _I64
+  if jnp.issubdtype(dtype, jnp.complexfloating):
+    return _C128
   return None
 
 
@@ -120,6 +124,8 @@ def _widen_param(v):
     return wide
   if isinstance(v, type) and issubclass(v, np.floating):
     return _F64
+  if isinstance(v, type) and issubclass(v, np.complexfloating):
+    return _C128
   if isinstance(v, type) and issubclass(v, np.signedinteger):
     return _wide(v) or v
   return v
@@ -194,11 +200,13 @@ def float64_reference(case: Case, args: tuple) -> tuple[np.ndarray, ...]:
 
 def _finished(case: Case, outs, out_dtypes) -> tuple[np.ndarray, ...]:
   """Reference leaves as `float64_reference` returns them: int64 for an
-  integer leaf, else float64 (rounded to the leaf's dtype first where
+  integer leaf, complex128 for a complex one (both parts), else float64 (rounded to the leaf's dtype first where
   `case.round_reference`)."""
   return tuple(
     np.asarray(o, _I64)
     if jnp.issubdtype(d, jnp.integer)
+    else np.asarray(o, _C128)
+    if jnp.issubdtype(d, jnp.complexfloating)
     else np.asarray(
       o.astype(d) if case.round_reference and _is_float(d) else o, _F64
     )

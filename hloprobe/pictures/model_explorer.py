@@ -59,7 +59,7 @@ import sys
 from collections.abc import Sequence
 
 from hloprobe.errors import HloprobeError, InvalidArgumentError
-from hloprobe.ir import is_attention_target, parse_precision_config
+from hloprobe.ir import is_attention_target, parse_precision_config, path_part
 from hloprobe.numerics import CHANGED, NOISE_FACTOR
 from hloprobe.pictures import severity
 from hloprobe.report import atomic_write
@@ -315,7 +315,8 @@ def _node_data(r, name: str, values: dict[int, object], refs) -> object:
 def _stem(r) -> str:
   c = r.config
   suffix = "" if c.experiment == "baseline" else f"-{c.experiment}"
-  return f"{c.target.name}-{c.case}-n{c.n}-{c.precision}{suffix}"
+  # One file name, inside the folder whatever the case is named.
+  return path_part(f"{c.target.name}-{c.case}-n{c.n}-{c.precision}{suffix}")
 
 
 def _write_config(r, out_dir: str) -> dict:

@@ -177,6 +177,7 @@ import math
 import os
 import re
 
+from hloprobe.ir import path_part
 from hloprobe.numerics import row_words
 from hloprobe.records import ConfigResult
 from hloprobe.sites import fate_summary, site_record
@@ -342,10 +343,16 @@ def _numerics_json(run) -> dict | None:
 
 def config_dir(r: ConfigResult) -> str:
   """Relative folder of one config's files:
-  `<target>/<case>/n<N>-<precision>[-<experiment>]` (no suffix for baseline)."""
+  `<target>/<case>/n<N>-<precision>[-<experiment>]` (no suffix for baseline),
+  each part one folder name (`ir.path_part`: a case named "../x" or "/abs"
+  stays inside --output_dir)."""
   c = r.config
   suffix = "" if c.experiment == "baseline" else f"-{c.experiment}"
-  return os.path.join(c.target.name, c.case, f"n{c.n}-{c.precision}{suffix}")
+  return os.path.join(
+    path_part(c.target.name),
+    path_part(c.case),
+    path_part(f"n{c.n}-{c.precision}{suffix}"),
+  )
 
 
 def ptx_files(r: ConfigResult) -> dict[str, str]:

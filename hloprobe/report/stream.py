@@ -9,9 +9,14 @@ Private in intent: use the package, `hloprobe.report`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import json
 import os
+import shutil
 
+from hloprobe.errors import InvalidArgumentError
+from hloprobe.ir import path_part, read_text_file
 from hloprobe.report import files
 
 __all__ = ["Progress", "start_stream"]
@@ -44,14 +49,85 @@ class Progress:
         self.output_dir = None
 
 
-def start_stream(output_dir: str | None) -> str | None:
-  """Empties --output_dir's results.jsonl; None (no stream) if it cannot."""
+# What a sweep writes at the top of --output_dir (the HTML page is
+# pictures' `HTML_NAME`); results.json or results.jsonl there marks an
+# earlier sweep's results.
+_MARKERS = ("results.json", files.RESULTS_STREAM)
+_TOP_FILES = (*_MARKERS, "report.html")
+
+
+def start_stream(output_dir: str | None, overwrite: bool = False) -> str | None:
+  """Empties --output_dir's results.jsonl; None (no stream) if it cannot.
+
+  A folder holding an earlier sweep's results (results.json or
+  results.jsonl) is refused, so two sweeps never mix their files there;
+  with `overwrite` those results are removed first (`_clear_results`).
+
+  Raises:
+    InvalidArgumentError: `output_dir` holds earlier results and not
+      `overwrite` (one line, before anything runs).
+  """
   if not output_dir:
     return None
+  found = [n for n in _MARKERS if os.path.lexists(os.path.join(output_dir, n))]
+  if found and not overwrite:
+    raise InvalidArgumentError(
+      f"--output_dir={output_dir!r} already holds a sweep's results "
+      f"({', '.join(found)}); pass --overwrite to replace them, or choose "
+      "another folder"
+    )
   try:
+    if found:
+      _clear_results(output_dir)
     os.makedirs(output_dir, exist_ok=True)
     with open(os.path.join(output_dir, files.RESULTS_STREAM), "w"):
       pass
   except OSError:  # the final write says `cannot write`, after results
     return None
   return output_dir
+
+
+def _old_config_dirs(output_dir: str) -> list[str]:
+  """The config folders the earlier results.json names (`config_dir`'s
+  layout), relative to `output_dir`; [] when it cannot be read."""
+  try:
+    text = read_text_file(
+      os.path.join(output_dir, "results.json"),
+      "results.json",
+      InvalidArgumentError,
+    )
+    configs = json.loads(text)["configs"]
+    dirs = []
+    for c in configs:
+      exp = c.get("experiment", "baseline")
+      leaf = f"n{c['n']}-{c['precision']}" + (
+        "" if exp == "baseline" else f"-{exp}"
+      )
+      dirs.append(
+        os.path.join(
+          path_part(c["target"]), path_part(c["case"]), path_part(leaf)
+        )
+      )
+    return dirs
+  except (InvalidArgumentError, ValueError, KeyError, TypeError):
+    return []
+
+
+def _clear_results(output_dir: str) -> None:
+  """Removes an earlier sweep's files from `output_dir`: the config
+  folders its results.json names (then their parents, when left empty)
+  and `_TOP_FILES`; nothing else there is touched.
+
+  Raises:
+    OSError: a file could not be removed.
+  """
+  for rel in _old_config_dirs(output_dir):
+    path = os.path.join(output_dir, rel)
+    if os.path.isdir(path) and not os.path.islink(path):
+      shutil.rmtree(path)
+    for parent in (os.path.dirname(rel), os.path.dirname(os.path.dirname(rel))):
+      with contextlib.suppress(OSError):  # not empty: kept
+        os.rmdir(os.path.join(output_dir, parent))
+  for name in _TOP_FILES:
+    with contextlib.suppress(FileNotFoundError):
+      os.remove(os.path.join(output_dir, name))

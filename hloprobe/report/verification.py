@@ -78,6 +78,8 @@ def _row_moved(e: RowMoved) -> str:
     if e.values < 2
     else (" (first values)", f", the largest of its {e.values} values")
   )
+  if e.row0_size:  # row 0 was cut (`numerics.ROW0_KEPT`)
+    over = f", the largest of its first {e.values} of {e.row0_size} values"
   return (
     f"{_subject(e.subject)}: row 0{leaf}{first_of} {e.row0:.7g} vs "
     f"{e.base_row0:.7g} at n={e.base_n}, moved {e.moved_abs:.2e}{over} "

@@ -105,6 +105,9 @@ _ENTRIES = (_ENTRY, ".pkl")
 _TMP = ".tmp-"
 # A temporary file this old was left by a process that died mid-write.
 _STALE_TMP_S = 3600.0
+# Linux's PATH_MAX (limits.h), the NUL included: a longer path is refused
+# with ENAMETOOLONG.
+_PATH_MAX = 4096
 # How often `put` makes an entry's folder again when another process's
 # eviction removed it before the entry was written.
 _WRITE_TRIES = 3
@@ -265,6 +268,30 @@ class RecordCache:
   @property
   def records_dir(self) -> str:
     return os.path.join(self.directory, "records")
+
+  def usable(self) -> RecordCache | None:
+    """This cache, or None (after one warning) when its folder cannot hold
+    records at all: a file, a path the system refuses as too long, a
+    folder that cannot be listed. The command then runs uncached, as it
+    does (with a warning per entry) when the folder is read-only."""
+    longest = os.path.abspath(self._path("0" * 64))  # temp files: shorter
+    problem = None
+    if len(os.fsencode(longest)) >= _PATH_MAX:
+      problem = f"its record paths would be over the {_PATH_MAX}-byte limit"
+    else:
+      try:
+        os.stat(self.records_dir)
+      except FileNotFoundError:  # made on the first write
+        pass
+      except OSError as e:  # not a folder, a name too long, no permission
+        problem = e.strerror
+    if problem is None:
+      return self
+    self._warn(
+      f"hloprobe: cannot use --cache_dir={self.directory!r} ({problem}); "
+      "running uncached"
+    )
+    return None
 
   def _path(self, key: str) -> str:
     return os.path.join(self.records_dir, key[:2], key + _ENTRY)

@@ -36,6 +36,12 @@ _UNKNOWN_FLAG_RE = re.compile(r"Unknown flag in XLA_FLAGS: (\S+)")
 _BAD_VALUE_RE = re.compile(
   r"Couldn't interpret value (.*) for flag (\S+?)\.?$", re.M
 )
+# XLA_FLAGS that does not start with "--" is read as a file of flags
+# (xla/parse_flags_from_env.cc, SetArgvFromEnv: "Could not open file ...
+# to read flags for environment variable", then LOG(FATAL)).
+_FLAGS_FILE_RE = re.compile(
+  r'Could not open file "(.*)" to read flags for environment variable'
+)
 _LAST_LINES = 3
 
 
@@ -49,11 +55,14 @@ class WorkerError(HloprobeError):
     stage: the stage the worker noted last before it died ("compile",
       "run", ...; see `note_stage`), or None when it noted none (it died
       starting, e.g. on a flag XLA rejected) or did not die.
+    timed_out: the call ran past its `timeout_s` (the worker was killed).
   """
 
-  def __init__(self, message: str, stage: str | None = None):
+  def __init__(
+    self, message: str, stage: str | None = None, timed_out: bool = False
+  ):
     super().__init__(message)
-    self.stage = stage
+    self.stage, self.timed_out = stage, timed_out
 
 
 def _signal_name(returncode: int) -> str:
@@ -73,6 +82,13 @@ def _rejected_flag(stderr: str, xla_flags: str) -> str | None:
     return (
       f"XLA rejected flag --{m.group(2)}: cannot read the value {m.group(1)!r} "
       f"(XLA_FLAGS={xla_flags!r})"
+    )
+  m = _FLAGS_FILE_RE.search(stderr)
+  if m:
+    return (
+      f"XLA read XLA_FLAGS={xla_flags!r} as the name of a flags file (it "
+      "does not start with '--') and could not open it; write flags as "
+      "--name=value"
     )
   return None
 
@@ -187,9 +203,12 @@ class Worker:
     while left:
       ready, _, _ = select.select([fd], [], [], deadline - time.monotonic())
       if not ready:
+        stage = _read_tail(self._stage_path).strip() or None
         self.close(kill=True)
         raise WorkerError(
-          f"worker timed out (XLA_FLAGS={self.xla_flags!r}); it was stopped"
+          f"worker timed out (XLA_FLAGS={self.xla_flags!r}); it was stopped",
+          stage,
+          timed_out=True,
         )
       chunk = os.read(fd, min(left, 1 << 20))
       if not chunk:

@@ -33,7 +33,6 @@ from hloprobe.runtime import (
   Warn,
   WorkerError,
   WorkerPool,
-  case_folder,
   config_key,
   host_device_flag,
   log_warning,
@@ -46,13 +45,15 @@ from hloprobe.sweep.compiled import (
   compile_and_run_case,
   failed,
 )
-from hloprobe.sweep.measure import CaseSetup, with_batch_consistency
+from hloprobe.sweep.guarded import compile_guarded, setup_for
+from hloprobe.sweep.measure import with_batch_consistency
 from hloprobe.sweep.plan import (
   PlannedConfig,
   SweepPlan,
   check_case_sizes,
   plan_sweep,
 )
+from hloprobe.sweep.shell import source_folder
 from hloprobe.sweep.spec import SweepSpec
 
 __all__ = ["SweepProgress", "run_sweep", "worker_pool"]
@@ -201,14 +202,20 @@ class _Sweep:
     self.stop = threading.Event()
     self.store = None
     if spec.cache_dir:
-      self.store = RecordCache(spec.cache_dir, warn)
+      self.store = RecordCache(spec.cache_dir, warn).usable()
     if self._surely_misses():
       # The baseline's first worker imports jax while this process makes
       # the cases' inputs (its first lane and target loading use it).
       pool.start(BASELINE.flags_text, 0)
-    self.setups = [CaseSetup(c, spec.sizes_of(c), warn) for c in spec.cases]
+    self.setups = [
+      setup_for(
+        c, spec.sizes_of(c), warn, pool, spec.case_timeout_s, bool(self.store)
+      )
+      for c in spec.cases
+    ]
+    self.hung: dict[int, str] = {}  # case index -> its timeout, one line
     # Where each case's source paths are stored relative to in the cache.
-    self.roots = [Roots.of(case_folder(c.case)) for c in spec.cases]
+    self.roots = [Roots.of(source_folder(c.case)) for c in spec.cases]
     self.watches = [Stopwatch() for _ in self.configs]
     # Each case's full inputs, made once here (the lanes send them).
     self.inputs = [self._inputs(i) for i in range(len(spec.cases))]
@@ -285,7 +292,10 @@ class _Sweep:
       todo = [
         i
         for i, c in enumerate(self.configs)
-        if c.experiment is e and c.case.portable and self.hits[i] is None
+        if c.experiment is e
+        and c.case.portable
+        and self.hits[i] is None
+        and self.setups[c.case_index].broken is None
       ]
       for flags in dict.fromkeys(_flags(self.configs[i]) for i in todo):
         mine = [i for i in todo if _flags(self.configs[i]) == flags]
@@ -325,19 +335,34 @@ class _Sweep:
       try:
         if rejected is not None:
           raise rejected
-        request = CompileRequest(
-          c.config,
-          c.case.source,
-          self.inputs[c.case_index],
-          self.spec.explain_passes,
-          self.spec.inputs,
-        )
-        future.set_result(self.pool.call(request, flags, lane=lane))
+        future.set_result(self._compiled(c, flags, lane))
       except XlaFlagsError as e:
         rejected = e
         future.set_exception(e)
       except BaseException as e:  # handed to the collecting thread
         future.set_exception(e)
+
+  def _compiled(self, c: PlannedConfig, flags: str, lane: int):
+    """Config `c`'s worker reply; a user case's, under the case timeout
+    (`guarded.compile_guarded`): once one of its configs ran past it, its
+    later configs fail with that line, unrun (each would wait as long)."""
+    hung = self.hung.get(c.case_index)
+    if hung is None:
+      request = CompileRequest(
+        c.config,
+        c.case.source,
+        self.inputs[c.case_index],
+        self.spec.explain_passes,
+        self.spec.inputs,
+      )
+      if not c.case.guarded:
+        return self.pool.call(request, flags, lane=lane)
+      timeout_s = self.spec.case_timeout_s
+      reply, hung = compile_guarded(self.pool, request, flags, lane, timeout_s)
+      if hung is None:
+        return reply
+      self.hung[c.case_index] = hung
+    return CompiledConfig(failed(ConfigResult(c.config), hung, "worker"))
 
   def collect(self, i: int) -> ConfigResult:
     """Config `i`'s record: from the cache, its worker or this process,
@@ -364,6 +389,9 @@ class _Sweep:
     broken = self.broken.get(c.config.target.name)
     if broken is not None:
       return CompiledConfig(failed(base, broken, "compile"))
+    case_broken = self.setups[c.case_index].broken
+    if case_broken is not None and i not in self.futures:
+      return CompiledConfig(failed(base, case_broken, "worker"))
     future = self.futures.get(i)
     if future is None:
       return self._here(c, base, self.watches[i])

@@ -240,17 +240,30 @@ class CaseSetup:
   process, each made when first needed (a warm rerun from the cache makes
   no reference) and shared by every target, precision and experiment.
   The time is charged to the stopwatch of the config that needs it first.
+
+  Args:
+    swept: the case.
+    sizes: the sweep's sizes, in order.
+    warn: given one line where the cache fingerprint cannot be made.
+    given: (full inputs,) made elsewhere (`guarded`), or None to make
+      them here.
+
+  Attributes:
+    broken: always None here (see `guarded.GuardedSetup`).
   """
+
+  broken: str | None = None
 
   def __init__(
     self,
     swept: SweptCase,
     sizes: tuple[int, ...],
     warn: Warn = log_warning,
+    given: tuple | None = None,
   ):
     self.swept, self.case, self.sizes = swept, swept.case, sizes
     self._warn = warn
-    self._full, self._print, self._made = None, None, None
+    self._full, self._print, self._made = given, None, None
 
   def inputs(self, watch) -> tuple | None:
     """The case's full-size inputs (`Case.full_inputs`), made once.

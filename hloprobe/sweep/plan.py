@@ -28,7 +28,6 @@ from hloprobe.compile import (
   Experiment,
   Target,
   autotune_experiment,
-  get_case,
   get_target,
   is_config_path,
   parse_experiment,
@@ -38,13 +37,16 @@ from hloprobe.compile import (
 from hloprobe.errors import CaseError, InvalidArgumentError
 from hloprobe.ir import Precision, as_precision
 from hloprobe.records import Config
+from hloprobe.runtime import WorkerPool
 from hloprobe.sweep.shard import (
   Shard,
   config_cost,
   plan_fingerprint,
   shard_members,
 )
+from hloprobe.sweep.shell import loaded_in_worker
 from hloprobe.sweep.spec import (
+  DEFAULT_CASE_TIMEOUT_S,
   SweepSpec,
   check_nonempty,
   config_file_words,
@@ -84,6 +86,12 @@ class SweptCase:
     """The case's own name, as results print it."""
     return self.case.name
 
+  @property
+  def guarded(self) -> bool:
+    """A user's case (`module:factory`): its program runs in worker
+    processes only, under a timeout (see `shell.CaseShellRequest`)."""
+    return self.portable and ":" in self.source
+
 
 @dataclasses.dataclass(frozen=True)
 class PlannedConfig:
@@ -118,9 +126,9 @@ class SweepPlan:
     targets: the `Target` records.
     target_names: the word each target was given by (`a100`, or a config
       file's path as given).
-    explain_passes, experiments, cache_dir, jobs, inputs: as
-      `SweepSpec`'s (`inputs` already given to the module-file cases, kept
-      for a sweep made again elsewhere, as `versions` does).
+    explain_passes, experiments, cache_dir, jobs, inputs, case_timeout_s:
+      as `SweepSpec`'s (`inputs` already given to the module-file cases,
+      kept for a sweep made again elsewhere, as `versions` does).
     shard: the part of the configs this process runs (`--shard`), or
       None for all of them.
   """
@@ -134,6 +142,7 @@ class SweepPlan:
   experiments: tuple[Experiment, ...] = ()
   cache_dir: str | None = None
   jobs: int = 1
+  case_timeout_s: float = DEFAULT_CASE_TIMEOUT_S
   inputs: str | None = None
   shard: Shard | None = None
 
@@ -231,7 +240,9 @@ def plan_sweep(spec: SweepSpec | SweepPlan, **changes) -> SweepPlan:
   if isinstance(spec, SweepPlan):
     cases, targets = spec.cases, list(zip(spec.target_names, spec.targets))
   else:
-    cases = _swept_cases(spec.cases, spec.case_names, spec.inputs)
+    cases = _swept_cases(
+      spec.cases, spec.case_names, spec.inputs, spec.case_timeout_s
+    )
     targets = _looked_up(spec.targets, spec.target_names, get_target)
   targets = _check_target_names(targets)
   precisions = tuple(
@@ -255,6 +266,7 @@ def plan_sweep(spec: SweepSpec | SweepPlan, **changes) -> SweepPlan:
     experiments=experiments,
     cache_dir=spec.cache_dir,
     jobs=spec.jobs,
+    case_timeout_s=spec.case_timeout_s,
     inputs=spec.inputs,
     shard=getattr(spec, "shard", None),
   )
@@ -284,15 +296,23 @@ def _looked_up(items, names, lookup) -> list[tuple[str, object]]:
   return list(found.items())
 
 
-def _swept_cases(items, names, inputs=None) -> tuple[SweptCase, ...]:
+def _swept_cases(
+  items, names, inputs=None, timeout_s: float = DEFAULT_CASE_TIMEOUT_S
+) -> tuple[SweptCase, ...]:
   """The cases, each looked up once (a module file's with `inputs`); one
   case under two names is an error.
 
+  A user's case (`module:factory`) is loaded in a worker process, never
+  here (`shell.CaseShellRequest`).
+
   Raises:
-    CaseError: one case given under two names.
+    CaseError: one case given under two names; a user case that fails to
+      load, or whose worker dies or runs past `timeout_s` loading it.
   """
   out: dict[str, SweptCase] = {}
-  found = _looked_up(items, names, lambda n: get_case(n, inputs))
+  with WorkerPool() as pool:  # started only for a user's case
+    lookup = lambda w: loaded_in_worker(pool, w, timeout_s, inputs)
+    found = _looked_up(items, names, lookup)
   for source, case in found:
     first = out.get(case.name)
     if first is not None:
@@ -376,6 +396,7 @@ def spec_from_words(
   experiments_file: str | None = None,
   cache_dir: str | None = None,
   jobs: int = 1,
+  case_timeout_s: float = DEFAULT_CASE_TIMEOUT_S,
   inputs: str | None = None,
   autotune_results: Sequence[str] = (),
 ) -> SweepPlan:
@@ -386,7 +407,8 @@ def spec_from_words(
     batch_sizes: as --batch_sizes, e.g. "1,2,4-9" (see `parse_batch_sizes`).
     target_configs: --target_config paths (see `config_file_words`), swept
       after `targets`.
-    explain_passes, cache_dir, jobs: as `SweepSpec`'s fields.
+    explain_passes, cache_dir, jobs, case_timeout_s: as `SweepSpec`'s
+      fields.
     experiment_words: NAME:FLAGS or built-in names (--experiment).
     experiments_file: a file of NAME:FLAGS lines, or None.
     inputs: --inputs, the module-file cases' arguments, or None.
@@ -415,6 +437,7 @@ def spec_from_words(
         experiments=tuple(found),
         cache_dir=cache_dir,
         jobs=jobs,
+        case_timeout_s=case_timeout_s,
         inputs=inputs,
       )
     )

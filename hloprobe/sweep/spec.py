@@ -19,6 +19,7 @@ from hloprobe.compile import Case, Experiment, Target, is_config_path
 from hloprobe.errors import InvalidArgumentError
 
 __all__ = [
+  "DEFAULT_CASE_TIMEOUT_S",
   "MAX_BATCH_SIZE",
   "MAX_BATCH_SIZES",
   "SweepSpec",
@@ -26,6 +27,11 @@ __all__ = [
   "config_file_words",
   "parse_batch_sizes",
 ]
+
+# Wall seconds one call of a user case's program may take in a worker
+# (loading it, its inputs, its float64 reference, one config's compile and
+# run) before the worker is stopped and the case's configs fail.
+DEFAULT_CASE_TIMEOUT_S = 600.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +57,10 @@ class SweepSpec:
       to compute every config. Only successful configs are stored.
     jobs: how many worker processes compile and run at once (see
       `run_sweep`); results keep their order whatever it is.
+    case_timeout_s: wall seconds a user case's (`module:factory`) work may
+      take in one worker call (loading it, its inputs and references, one
+      config's compile and run); past it the worker is stopped and that
+      case's configs fail (see `run_sweep`).
     case_names: for `Case` records, the name each goes by (same length as
       `cases`; a worker process finds a case by it), or () for their own
       names.
@@ -67,6 +77,7 @@ class SweepSpec:
   experiments: tuple[Experiment, ...] = ()
   cache_dir: str | None = None
   jobs: int = 1
+  case_timeout_s: float = DEFAULT_CASE_TIMEOUT_S
   case_names: tuple[str, ...] = ()
   target_names: tuple[str, ...] = ()
   inputs: str | None = None

@@ -122,6 +122,8 @@ class RowMoved:
     source: observed or predicted.
     limit_abs: NOISE_FACTOR x the f32 noise floor of row 0.
     passed: moved_abs <= limit_abs.
+    row0_size: how many values row 0 has where more than `values` (the
+      first `values` were kept and compared); else 0.
   """
 
   subject: Subject
@@ -134,6 +136,7 @@ class RowMoved:
   source: Source
   limit_abs: float
   passed: bool
+  row0_size: int = 0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

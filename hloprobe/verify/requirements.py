@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.golden import check, sweep_record, take_snapshot
+from hloprobe.golden import check, take_snapshot
 from hloprobe.numerics import (
   NOISE_FACTOR,
   ErrorStats,
@@ -152,6 +152,7 @@ def _row_moved(r: ConfigResult, first: ConfigResult):
     source,
     limit,
     moved <= limit,
+    stats.row0_size if stats.row0_size > count else 0,
   )
 
 
@@ -286,8 +287,7 @@ def golden(
     GoldenError: the golden folder is missing or corrupt.
   """
   snap = take_snapshot(fixed, versions)
-  record = sweep_record(spec)
-  result = check(golden_dir, snap, record)
+  result = check(golden_dir, snap, spec)
   notes = [ev.GoldenNote("site", s) for s in result.sites]
   notes += [ev.GoldenNote("missing", m) for m in result.missing]
   if not result.sites:

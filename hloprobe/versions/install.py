@@ -21,6 +21,7 @@ __all__ = [
   "INSTALLERS",
   "NO_MATCH_RE",
   "VenvError",
+  "unreachable_index",
   "build",
   "last_line",
   "pip",
@@ -33,6 +34,17 @@ NO_MATCH_RE = re.compile(r"No matching distribution found for (\S+)")
 # there is no version of jaxlib==0.4.1".
 _UV_NO_MATCH_RE = re.compile(
   r"Because (?:there is no version of )?(\S+) (?:has no wheels|and you)"
+)
+# An index that could not be reached: pip's (urllib3's) "NewConnectionError
+# ... Failed to establish a new connection", "Max retries exceeded",
+# "ProxyError", a name that does not resolve; uv's "Failed to fetch ...",
+# "error sending request", "tcp connect error", "dns error". pip then says
+# "No matching distribution" too (pip 25, uv 0.9, checked 2026-12-02).
+_UNREACHABLE_RE = re.compile(
+  r"NewConnectionError|Failed to establish a new connection|Max retries "
+  r"exceeded|ProxyError|ConnectTimeoutError|Temporary failure in name "
+  r"resolution|Name or service not known|Network is unreachable|Failed to "
+  r"fetch|error sending request|tcp connect error|dns error"
 )
 # pip's index settings in the environment -> uv's names for them.
 _PIP_TO_UV = {
@@ -48,9 +60,14 @@ class VenvError(HloprobeError):
 
 
 def pip(
-  python: str, *args: str, timeout: float, children: Children | None = None
+  python: str,
+  *args: str,
+  timeout: float,
+  children: Children | None = None,
+  extra_env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess:
   env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+  env.update(extra_env or {})
   env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
   try:
     return (children or Children()).run(
@@ -99,12 +116,28 @@ def _run(
     ) from e
 
 
+def unreachable_index(stderr: str) -> VenvError | None:
+  """One line naming an unreachable package index, when the installer's
+  `stderr` says it could not reach one; else None."""
+  m = _UNREACHABLE_RE.search(stderr)
+  if m is None:
+    return None
+  return VenvError(
+    f"the package index could not be reached ({m.group()}; check the "
+    "network, a proxy or PIP_INDEX_URL / UV_INDEX_URL); no version was "
+    "looked up"
+  )
+
+
 def _install_failed(
   stderr: str, reqs: tuple[str, ...], py: str, tool: str
 ) -> VenvError:
   """One line on why an install failed: the requirement no wheel
   satisfies where the installer names one."""
   said = last_line(stderr)
+  unreachable = unreachable_index(stderr)
+  if unreachable is not None:  # not "no wheel": the index was never read
+    return unreachable
   m = NO_MATCH_RE.search(stderr) or _UV_NO_MATCH_RE.search(stderr)
   if m:
     return VenvError(
@@ -123,18 +156,21 @@ def build(
   installer: str,
   marker: dict,
   marker_name: str,
+  tmp_dir: str | None = None,
 ) -> None:
   """The venv (made by `python`: (path, version)) and `reqs` installed
   into `path`, by `installer` ("uv" or "pip"); then `marker` (with the
-  installer added) as `marker_name`, last.
+  installer added) as `marker_name`, last. `tmp_dir`: the installer's
+  TMPDIR (removed by the caller, so an interrupt leaves no temp files).
 
   Raises:
     VenvError: the venv or the install failed.
   """
   base, py = python
   venv_python = os.path.join(path, "bin", "python")
+  extra = {"TMPDIR": tmp_dir} if tmp_dir else {}
   if installer == "uv":
-    uv, env = uv_binary(), _uv_env()
+    uv, env = uv_binary(), {**_uv_env(), **extra}
     if uv is None:
       raise VenvError("the uv package is not installed (pip install uv)")
     proc = _run(
@@ -160,7 +196,13 @@ def build(
     if proc.returncode != 0:
       raise VenvError(f"{base} -m venv failed: {last_line(proc.stderr)}")
     proc = pip(
-      venv_python, "install", "-q", *reqs, timeout=timeout_s, children=children
+      venv_python,
+      "install",
+      "-q",
+      *reqs,
+      timeout=timeout_s,
+      children=children,
+      extra_env=extra,
     )
   if proc.returncode != 0:
     raise _install_failed(proc.stderr, reqs, py, installer)

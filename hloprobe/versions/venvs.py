@@ -59,8 +59,10 @@ from hloprobe.versions.install import (
   build,
   last_line,
   pip,
+  unreachable_index,
   uv_binary,
 )
+from hloprobe.versions.stages import clean_stages, python_intact, stage_prefix
 
 __all__ = [
   "INSTALLERS",
@@ -190,6 +192,9 @@ def index_versions(
   if python_version is not None:
     args += ["--python-version", python_version]
   proc = pip(sys.executable, *args, timeout=timeout)
+  unreachable = unreachable_index(proc.stderr)
+  if unreachable is not None and proc.returncode != 0:
+    raise unreachable
   if python_version is not None and NO_MATCH_RE.search(proc.stderr):
     return ()  # no release of it for that Python
   m = _VERSIONS_RE.search(proc.stdout)
@@ -286,7 +291,7 @@ def find_venv(
       if (
         marker is not None
         and marker.get("recipe") == RECIPE
-        and os.path.exists(python)
+        and python_intact(path, python)
       ):
         return Venv(
           jaxlib,
@@ -382,8 +387,13 @@ def ensure_venv(
   reqs = requirements_for(jaxlib, plugin_versions or (), cuda)
   os.makedirs(cache_dir, exist_ok=True)
   final = _folder(cache_dir, jaxlib, python_version, cuda)
-  tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(final)}-", dir=cache_dir)
+  clean_stages(cache_dir)
+  tmp = tempfile.mkdtemp(prefix=stage_prefix(final), dir=cache_dir)
+  # The installer's temporary files (pip's unpacked wheels: 100 MB) go
+  # beside the stage and with it, also when interrupted.
+  tmp_dir = tmp + ".tmp"
   try:
+    os.mkdir(tmp_dir)
     marker = {
       "recipe": RECIPE,
       "packages": list(reqs),
@@ -400,12 +410,18 @@ def ensure_venv(
       installer or ("uv" if uv_binary() else "pip"),
       marker,
       MARKER,
+      tmp_dir,
     )
-    if os.path.exists(final):  # made by another recipe, or incomplete
-      shutil.rmtree(final)
+    if os.path.lexists(final):  # another recipe, incomplete or broken
+      if os.path.isdir(final) and not os.path.islink(final):
+        shutil.rmtree(final)
+      else:
+        os.remove(final)
     os.rename(tmp, final)
   except BaseException:
     shutil.rmtree(tmp, ignore_errors=True)
     raise
+  finally:
+    shutil.rmtree(tmp_dir, ignore_errors=True)
   venv = find_venv(jaxlib, cache_dir, cuda, (python_version,))
   return dataclasses.replace(venv, created=True)

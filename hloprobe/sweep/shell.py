@@ -1,0 +1,109 @@
+"""A user case's shell: the `Case` record loaded in a worker, its program
+left there.
+
+A user's case (`module:factory`) is the user's code: its module and
+factory may loop forever, abort, call `sys.exit`/`os._exit` or print. The
+sweep's process plans with the record's fields only (`CaseShellRequest`,
+under the case timeout); the workers load it again by its words
+(`guarded`, `compiled`).
+
+Private in intent: use the package, `hloprobe.sweep`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+from hloprobe.compile import Case, get_case
+from hloprobe.errors import CaseError
+from hloprobe.runtime import Request, WorkerError, WorkerPool, case_folder
+
+__all__ = [
+  "CaseShellRequest",
+  "RunsInWorkers",
+  "loaded_in_worker",
+  "source_folder",
+  "with_search_path",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseShellRequest(Request):
+  """Loads a case by its words in a worker; returns its shell.
+
+  `search_path` is the sweep process's `sys.path` (`with_search_path`).
+  The shell is the `Case` record with `fn` and `make_inputs` replaced by
+  a `RunsInWorkers` (they may not pickle, and they are the user's code)
+  that keeps the folder of the file defining `fn` (`runtime.case_folder`,
+  for the cache's relocatable paths):
+  the sweep's process plans with its fields (name, axes, mesh) and never
+  runs the program; the workers load it again by `source`.
+  """
+
+  source: str
+  search_path: tuple[str, ...] = ()
+
+  def run(self, memo: dict) -> Case:
+    del memo
+    with_search_path(self.search_path)
+    case = get_case(self.source)
+    stub = RunsInWorkers(case_folder(case))
+    return dataclasses.replace(case, fn=stub, make_inputs=stub)
+
+
+def with_search_path(paths: tuple[str, ...]) -> None:
+  """Puts the sweep process's `sys.path` entries this worker lacks in
+  front of its own, in their order: a case module found there (a folder a
+  program added at run time) is found here too."""
+  missing = [p for p in paths if p not in sys.path]
+  sys.path[:0] = missing
+
+
+@dataclasses.dataclass(frozen=True)
+class RunsInWorkers:
+  """A case shell's `fn` and `make_inputs` (see `CaseShellRequest`).
+
+  Attributes:
+    folder: the folder of the file defining the case's `fn`, or None.
+  """
+
+  folder: str | None
+
+  def __call__(self, *args, **kwargs):
+    del args, kwargs
+    raise CaseError(
+      "a user case's program runs in hloprobe's worker processes only"
+    )
+
+
+def source_folder(case: Case) -> str | None:
+  """The folder of the file defining the case's `fn` (`case_folder`), as
+  the worker that loaded a user case's shell found it."""
+  if isinstance(case.fn, RunsInWorkers):
+    return case.fn.folder
+  return case_folder(case)
+
+
+def loaded_in_worker(
+  pool: WorkerPool, words: str, timeout_s: float, inputs: str | None
+):
+  """`get_case(words, inputs)`; a user case's (`module:factory`) shell
+  loaded in a worker of `pool`.
+
+  Raises:
+    CaseError: loading it failed, or its worker died or ran past
+      `timeout_s` (one line naming the case).
+  """
+  if ":" not in words:
+    return get_case(words, inputs)
+  try:
+    request = CaseShellRequest(words, tuple(sys.path))
+    return pool.call(request, timeout_s=timeout_s)
+  except WorkerError as e:
+    how = (
+      f"ran past --case_timeout={timeout_s:g} s"
+      if e.timed_out
+      else f"ended hloprobe's worker: {e}"
+    )
+    raise CaseError(f"case {words!r}: loading it {how}") from None
