@@ -1,5 +1,5 @@
-"""break26: where no config of a compile-only target compiled, `explain`
-says so instead of "fates chosen by n/a".
+"""break26: where no config of a compile-only target compiled (or none has
+a contraction site), `explain` says so instead of "fates chosen by n/a".
 
 Found with `hloprobe.explain` on a function whose every compile failed
 (a wrong einsum): the last block read "a100: fates chosen by n/a; a real
@@ -35,7 +35,9 @@ def _explanation(selection):
 class UnsettledTest(absltest.TestCase):
   def test_nothing_compiled_says_so(self):
     text = report.render_explanation([_explanation(None)])
-    self.assertIn("a100: no config compiled: no fates to settle", text)
+    self.assertIn(
+      "a100: no fate to settle (no config compiled, or no site)", text
+    )
     self.assertNotIn("n/a", text.split("cannot settle")[1])
 
   def test_a_compiled_target_names_who_chose(self):
