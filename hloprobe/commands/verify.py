@@ -106,7 +106,7 @@ def _without_consistent_for_modules(
 
   if "consistent" not in requirements:
     return requirements
-  modules = [c for c in cases if is_module_case(c)]
+  modules = [c for c in cases if isinstance(c, str) and is_module_case(c)]
   if not modules:
     return requirements
   if len(modules) < len(cases) or requirements == ("consistent",):

@@ -29,6 +29,10 @@ modules behind them are private in intent:
   math_rules       known rewrites that change the math; gemm call words
   made             what XLA made: the optimized module executed
   module_made      an optimized module file executed as it stands
+  kernel_model     a Triton gemm's tensor-core arithmetic, bit for bit
+                   (MMA-Sim's mma semantics, the kernel's K walk)
+  kernel_sites     which sites are a "bit-exact model" or a "band"; the
+                   kernel model's evaluation and what it leaves
 """
 
 from __future__ import annotations
@@ -50,6 +54,12 @@ from hloprobe.numerics.floor_check import (
   FLOOR_TRUST_FACTOR as FLOOR_TRUST_FACTOR,
 )
 from hloprobe.numerics.floor_check import FloorCheck as FloorCheck
+from hloprobe.numerics.kernel_sites import KernelSite as KernelSite
+from hloprobe.numerics.kernel_sites import (
+  kernel_model_run as kernel_model_run,
+)
+from hloprobe.numerics.kernel_sites import remainder_words as remainder_words
+from hloprobe.numerics.kernel_sites import site_model as site_model
 from hloprobe.numerics.made import CHANGED as CHANGED
 from hloprobe.numerics.made import Made as Made
 from hloprobe.numerics.made import MadeChecker as MadeChecker
@@ -73,6 +83,7 @@ __all__ = [
   "ErrorStats",
   "FLOOR_TRUST_FACTOR",
   "FloorCheck",
+  "KernelSite",
   "Made",
   "MadeChecker",
   "MathChange",
@@ -89,9 +100,12 @@ __all__ = [
   "error_stats",
   "float64_reference",
   "headline_leaf",
+  "kernel_model_run",
   "make_emulator",
   "module_made_notes",
+  "remainder_words",
   "row_words",
+  "site_model",
   "stands_out",
   "ulp_distance",
   "within_noise",

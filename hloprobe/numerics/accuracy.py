@@ -24,7 +24,6 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
-import ml_dtypes
 import numpy as np
 
 from hloprobe.numerics.integers import (
@@ -32,6 +31,7 @@ from hloprobe.numerics.integers import (
   integer_verdict,
   is_integer,
 )
+from hloprobe.numerics.ulps import float_dtype, output_ulp, parts, ulp_distance
 
 __all__ = [
   "ErrorStats",
@@ -46,18 +46,6 @@ __all__ = [
   "ulp_distance",
   "within_noise",
 ]
-
-_INT_BY_SIZE = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
-
-
-def _float_dtype(dtype) -> np.dtype | None:
-  """`dtype` as a numpy dtype if it is a float type ml_dtypes knows."""
-  try:
-    dtype = np.dtype(dtype)
-    ml_dtypes.finfo(dtype)
-  except (TypeError, ValueError):
-    return None
-  return dtype
 
 
 def dtype_name(dtype) -> str:
@@ -165,7 +153,7 @@ def error_stats(
   if np.iscomplexobj(got) or np.iscomplexobj(ref):
     # Real and imaginary parts side by side on a new last axis: both are
     # compared (in ULPs of the part's float type), never one dropped.
-    got, ref = _parts(got), _parts(ref)
+    got, ref = parts(got), parts(ref)
     axis = axis - 1 if axis is not None and axis < 0 else axis
   got64, ref64 = got.astype(np.float64), np.asarray(ref, np.float64)
   if got64.shape != ref64.shape:
@@ -179,7 +167,7 @@ def error_stats(
   max_abs = float(np.max(diff)) if diff.size else 0.0
   row, row_ref = element0(got, axis), element0(ref64, axis)
   first, first_ref = float(np.ravel(row)[0]), float(np.ravel(row_ref)[0])
-  dtype = _float_dtype(got.dtype)
+  dtype = float_dtype(got.dtype)
   counts = integer_counts(got, ref) if is_integer(got.dtype) else {}
   return ErrorStats(
     row0=first,
@@ -198,15 +186,6 @@ def error_stats(
   )
 
 
-def _parts(x) -> np.ndarray:
-  """A complex array as its (real, imaginary) parts on a new last axis, in
-  its parts' float type (complex64 -> float32[..., 2]); a real array with
-  a zero imaginary part."""
-  x = np.asarray(x)
-  imag = x.imag if np.iscomplexobj(x) else np.zeros_like(x)
-  return np.stack([x.real, imag], axis=-1)
-
-
 # The values of row 0 an `ErrorStats` keeps (1 MiB of float32): row 0 of an
 # output of 64 MiB a row would otherwise be kept whole, three times per
 # config (observed, predicted, made), in memory and in the cache record.
@@ -221,52 +200,6 @@ def _kept(row: np.ndarray) -> np.ndarray:
   return np.ravel(row)[:ROW0_KEPT].copy()
 
 
-def _ordered(x: np.ndarray) -> np.ndarray:
-  """Maps floats to integers whose order and spacing follow the floats'."""
-  view = _INT_BY_SIZE[x.dtype.itemsize]
-  ints = x.view(view).astype(np.int64)
-  return np.where(ints < 0, np.iinfo(view).min - ints, ints)
-
-
-def ulp_distance(a: float | np.ndarray, b: float | np.ndarray, dtype) -> int:
-  """Largest distance between a and b in ULPs of a float `dtype`.
-
-  Any float type numpy or ml_dtypes knows (bf16, f16, f32, f64, the fp8
-  types), or a complex type (its real and imaginary parts, each in ULPs of
-  the part's float type): both are first rounded to `dtype`, then counted in representable
-  values between them (0: bit-identical; +0 and -0 are 0 apart).
-
-  Raises:
-    KeyError: `dtype` is not a float type.
-  """
-  if np.issubdtype(np.dtype(dtype), np.complexfloating):
-    # Both parts, each in ULPs of the part's type (complex64: f32).
-    a, b, dtype = _parts(a), _parts(b), np.finfo(dtype).dtype
-  dtype = _float_dtype(dtype)
-  if dtype is None:
-    raise KeyError(f"not a float dtype: {dtype}")
-  a = np.atleast_1d(np.asarray(a, np.float64).astype(dtype))
-  b = np.atleast_1d(np.asarray(b, np.float64).astype(dtype))
-  if a.size == 0:
-    return 0
-  return int(np.max(np.abs(_ordered(a) - _ordered(b))))
-
-
-def output_ulp(values: np.ndarray, dtype) -> float:
-  """The spacing of `dtype` at the largest |value|: one output rounding step.
-
-  0.0 for a dtype that is not a float type. Output units.
-  """
-  dtype = _float_dtype(dtype)
-  if dtype is None:
-    return 0.0
-  info = ml_dtypes.finfo(dtype)
-  top = float(np.max(np.abs(np.asarray(values, np.float64)), initial=0.0))
-  if top < float(info.smallest_normal):
-    return float(info.smallest_subnormal)
-  return float(2.0 ** (np.floor(np.log2(top)) - info.nmant))
-
-
 def noise_words(dtype) -> str:
   """How a verdict names the noise floor of an output of `dtype`.
 
@@ -274,7 +207,7 @@ def noise_words(dtype) -> str:
   arithmetic); narrower ones: "bf16 output rounding" (the floor is then
   mostly the output's own rounding).
   """
-  dtype = _float_dtype(dtype)
+  dtype = float_dtype(dtype)
   if dtype is None or dtype.itemsize >= 4:
     return f"{dtype_name(dtype) if dtype is not None else 'f32'} noise"
   return f"{dtype_name(dtype)} output rounding"
@@ -408,7 +341,7 @@ def headline_leaf(
   floats = (
     [True] * n
     if dtypes is None
-    else [_float_dtype(d) is not None for d in dtypes]
+    else [float_dtype(d) is not None for d in dtypes]
   )
   return min(range(n), key=lambda i: (axes[i] is None, not floats[i], i))
 

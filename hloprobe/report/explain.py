@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from hloprobe.compile import Case, ReportedError
 from hloprobe.records import ConfigResult
+from hloprobe.report.explain_kernel import kernel_models
 from hloprobe.report.explain_made import made_math
 from hloprobe.report.explain_records import (
   AlgorithmUse,
@@ -380,6 +381,7 @@ def _explain_one(
     made=gather(made_math),
     rows=rows_beyond(configs),
     made_rows=made_rows_beyond(configs),
+    kernel_models=kernel_models(configs, cc) if cc else (),
   )
 
 

@@ -250,6 +250,9 @@ class TargetExplanation:
       asks; `render_explanation` leads with it.
     rows: the configs whose worst row stands out (`RowBeyond`).
     made_rows: the same of what XLA made (`Made.rows`).
+    kernel_models: per GPU target, (precision, kind, why, sites): kind
+      "bit-exact model" or "band" (`explain_kernel.kernel_models`); () on
+      the CPU.
   """
 
   case: str
@@ -269,3 +272,4 @@ class TargetExplanation:
   made: tuple[MadeMath, ...] = ()
   rows: tuple[RowBeyond, ...] = ()
   made_rows: tuple[RowBeyond, ...] = ()
+  kernel_models: tuple[tuple[str, str, str, tuple[int, ...]], ...] = ()

@@ -1,11 +1,10 @@
 """Words for `explain`'s records: the account `hloprobe explain` prints.
 
-`render_explanation` formats what the `explain.TargetExplanation` records
-say and computes nothing new: per target, the fates by batch size with the
-pass responsible, the effective algorithms per precision, which sites change
-arithmetic or only their kernel as n grows, the observed row 0, and, last,
-what compile-only targets cannot settle. Missing values read "n/a". The text
-is for people; it is not a stable format (results.json is).
+`render_explanation` words the `explain.TargetExplanation` records, computing
+nothing new: per target, fates by batch size with the pass responsible,
+effective algorithms per precision, sites changing arithmetic or kernel as n
+grows, the observed row 0 and, last, what compile-only targets cannot
+settle. Missing values read "n/a"; for people, not a stable format.
 
 `explanation_json` gives the same records to machines
 (`hloprobe explain --format=json`), schema "hloprobe.explain" version 1:
@@ -28,6 +27,7 @@ import textwrap
 from collections.abc import Iterable, Sequence
 
 from hloprobe.compile import BASELINE, ReportedError
+from hloprobe.report.explain_kernel import kernel_model_lines
 from hloprobe.report.explain_records import (
   AGREES,
   Alternative,
@@ -358,7 +358,7 @@ def _target_block(e: TargetExplanation) -> list[str]:
     out.append(f"    {_under(e, ps)}:")
     out += [f"      {line}" for line in text.split("\n")]
   for title, lines in (
-    ("Effective algorithms", _algorithm_lines(e)),
+    ("Effective algorithms", _algorithm_lines(e) + kernel_model_lines(e)),
     ("What changes with batch size", _change_lines(e)),
     ("Row 0", _row0_lines(e)),
     (

@@ -10,18 +10,18 @@ Private in intent: use the package, `hloprobe.report`.
 from __future__ import annotations
 
 import collections
-import os
 import textwrap
 from collections.abc import Sequence
 
 from tabulate import tabulate
 
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.ir import is_attention_target
 from hloprobe.numerics import row_words, stands_out
 from hloprobe.records import ConfigResult
 from hloprobe.report.results_schema import dumps_json, results_json
-from hloprobe.sites import Fate, fate_summary, merge_words
+from hloprobe.report.site_rows import SITE_HEADERS as _SITE_HEADERS
+from hloprobe.report.site_rows import effective_cell, num, site_rows
+from hloprobe.sites import fate_summary
 
 __all__ = [
   "DEFAULT_COLUMNS",
@@ -87,10 +87,6 @@ _WRAPPABLE_INDEX = tuple(
 )
 
 
-def _num(value, fmt: str) -> str:
-  return "n/a" if value is None else format(value, fmt)
-
-
 def _row(r: ConfigResult) -> list[str]:
   c, comp, run = r.config, r.compilation, r.execution
   s = run and run.stats
@@ -102,14 +98,14 @@ def _row(r: ConfigResult) -> list[str]:
     str(c.n),
     c.precision,
     _row0_cell(s),
-    _num(s and s.row0_abs, ".2e"),
-    _num(s and s.max_rel, ".2e"),
-    _num(run and run.ulp_vs_n1, "d"),
+    num(s and s.row0_abs, ".2e"),
+    num(s and s.max_rel, ".2e"),
+    num(run and run.ulp_vs_n1, "d"),
     *_prediction_cells(r),
     fate_summary(list(fates)) if fates else "n/a",
     _algorithm_summary(fates),
-    _num(comp and comp.compile_s, ".2f"),
-    _num(run and run.run_s, ".3f"),
+    num(comp and comp.compile_s, ".2f"),
+    num(run and run.run_s, ".3f"),
     _status_cell(r, error=True),
   ]
 
@@ -144,7 +140,7 @@ def _prediction_cells(r: ConfigResult) -> list[str]:
     f"{p.stats.row0_abs:.2e}",
     made,
     f"{p.noise.row0_abs:.2e}",
-    _num(p.top_site, "d"),
+    num(p.top_site, "d"),
     _verdict_cell(r),
   ]
 
@@ -178,17 +174,9 @@ def _verdict_cell(r: ConfigResult) -> str:
   return "; ".join([text, *extra, *rows])
 
 
-def _effective_cell(f) -> str:
-  """A site's effective algorithm; "unknown" where its arithmetic is not
-  settled, "n/a" where nothing computes it (gone)."""
-  if f.effective_algorithm:
-    return f.effective_algorithm
-  return "n/a" if f.fate == Fate.GONE else "unknown"
-
-
 def _algorithm_summary(fates) -> str:
-  """E.g. "TF32_TF32_F32 x3, unknown x1" (see `_effective_cell`)."""
-  counts = collections.Counter(map(_effective_cell, fates))
+  """E.g. "TF32_TF32_F32 x3, unknown x1" (see `site_rows.effective_cell`)."""
+  counts = collections.Counter(map(effective_cell, fates))
   return ", ".join(f"{name} x{n}" for name, n in counts.items()) or "n/a"
 
 
@@ -351,82 +339,6 @@ def table(rows, headers, fmt: str = "table") -> str:
   )
 
 
-_SITE_HEADERS = (
-  "experiment",
-  "target",
-  "case",
-  "n",
-  "precision",
-  "site",
-  "source",
-  "lhs x rhs -> result",
-  "K",
-  "precision config",
-  "algorithm",
-  "fate",
-  "emitter",
-  "split-K",
-  "rewritten by",
-  "effective algorithm",
-  "band worst / expected",
-)
-
-
-def _band_cell(prediction, site: int) -> str:
-  """A site's analytic band: worst-case bound / expected size, output units."""
-  band = prediction.bands[site] if prediction is not None else None
-  if band is None:
-    return "n/a"
-  return f"{band.worst_abs:.1e} / {band.expected_abs:.1e}"
-
-
-def _unrewritten(site) -> str:
-  """The pass cell of a site no pass rewrote: a fused attention site is
-  the cuDNN call jax itself wrote (`hloprobe.ir.fused_attention`), a
-  convolution stays a convolution (XLA:CPU's, fate `conv`)."""
-  if is_attention_target(site.op):
-    return "(jax's cuDNN call)"
-  return "(stays a convolution)" if site.is_convolution else "(stays a dot)"
-
-
-def _site_rows(r: ConfigResult) -> list[list[str]]:
-  rows = []
-  c, comp = r.config, r.compilation
-  passes = comp.passes if comp else None
-  for f in comp.fates if comp else ():
-    s = f.site
-    by = (passes or {}).get(s.index)
-    rewritten = (
-      ("unknown" if comp.passes_error else "n/a")
-      if passes is None
-      else (f"{by.pass_name} ({by.pipeline})" if by else _unrewritten(s))
-    )
-    rows.append(
-      [
-        c.experiment,
-        c.target.name,
-        c.case,
-        str(c.n),
-        c.precision,
-        str(s.index),
-        os.path.basename(s.location) if s.location else "n/a",
-        f"{s.lhs} x {s.rhs} -> {s.result}",
-        str(s.contracting_size),
-        f.precision_config + (" (conflict)" if f.conflict else ""),
-        f.algorithm or "n/a",
-        f.fate.value
-        + (f" ({merged})" if (merged := merge_words(f)) else "")
-        + (f", then {f.collective}" if f.collective else ""),
-        f.emitter or "n/a",
-        _num(f.split_k, "d"),
-        rewritten,
-        _effective_cell(f),
-        _band_cell(r.prediction, s.index),
-      ]
-    )
-  return rows
-
-
 def cells(
   results: list[ConfigResult], sites: bool = False
 ) -> tuple[list[str], list[list[str]]]:
@@ -434,7 +346,7 @@ def cells(
   `sites`, of the dot-site table; the experiment column only when there is
   a choice. For renderers of other formats (the HTML report)."""
   rows = (
-    [row for r in results for row in _site_rows(r)]
+    [row for r in results for row in site_rows(r)]
     if sites
     else [_row(r) for r in results]
   )

@@ -1,0 +1,265 @@
+"""Which sites the kernel model predicts bit for bit, and its evaluation.
+
+A site is a "bit-exact model" when its kernel and tiles are known: its
+fate is "Triton gemm", its PTX evidence names exactly one `mma` flavour
+that `kernel_model.instruction` models on the target's sm, and its split-K
+is read from the optimized HLO (`triton_gemm_config` /
+`block_level_fusion_config`; none means 1) and at most 2 (two f32 partials
+sum alike in either order; XLA's reduce fusion over more has an order the
+model does not know). Everything else -- cuBLAS and cuBLASLt (closed
+kernels), multiply+reduce and CPU dots (f32 order not modelled), unknown
+PTX, multi-pass presets -- stays a "band" (the emulation's analytic band,
+`bands`).
+
+`kernel_model_run` evaluates a case's jaxpr eagerly with the bit-exact
+sites computed by `kernel_model.kernel_gemm` and the others emulated at
+their algorithm (`Evaluator`), so the remaining difference to a GPU's
+output is the band sites' order and the elementwise functions (exp, sin,
+...) whose GPU implementations (Triton/libdevice, fused into the gemms'
+prologues) differ from XLA:CPU's. `remainder_words` says so with the
+sizes: the band sites' order spread and a one-ulp nudge of each
+elementwise function.
+
+Private in intent: use the package, `hloprobe.numerics`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from hloprobe.numerics.emulate_dot import SUMMATION_ORDERS, _canonical
+from hloprobe.numerics.evaluator import Evaluator
+from hloprobe.numerics.jaxpr_sites import plan_sites, trace
+from hloprobe.numerics.kernel_model import (
+  MODEL_WORDS,
+  MmaInstruction,
+  instruction,
+  kernel_gemm,
+)
+
+__all__ = [
+  "KernelSite",
+  "kernel_model_run",
+  "remainder_words",
+  "site_model",
+]
+
+BIT_EXACT, BAND = MODEL_WORDS
+# Elementwise primitives whose GPU and CPU implementations differ in the
+# last bits (transcendentals; +, *, sqrt and the like are IEEE on both).
+_TRANSCENDENTAL = (
+  "exp",
+  "exp2",
+  "log",
+  "log1p",
+  "sin",
+  "cos",
+  "tan",
+  "tanh",
+  "logistic",
+  "erf",
+  "pow",
+)
+_ONE_PASS = {"tf32": "TF32_TF32_F32", "bf16": "BF16_BF16_F32"}
+_ONE_PASS["f16"] = "F16_F16_F32"
+_MMA_RE = re.compile(r"((?:wgmma\.mma_async|mma\.sync)\.[\w.]+)")
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelSite:
+  """A site's prediction kind and, for a bit-exact model, its kernel.
+
+  Attributes:
+    kind: "bit-exact model" or "band".
+    why: one line: the instruction and split-K, or why it is a band.
+    ins: the modelled instruction (None for a band).
+    split_k: the kernel's split-K (1: none).
+    tf32_rounding: "rna" where the PTX has `cvt.rna.tf32.f32`, else None.
+  """
+
+  kind: str
+  why: str
+  ins: MmaInstruction | None = None
+  split_k: int = 1
+  tf32_rounding: str | None = None
+
+
+def site_model(
+  fate: str,
+  evidence: str | None,
+  compute_capability: str | None,
+  split_k: int | None = None,
+  algorithm: str | None = None,
+) -> KernelSite:
+  """Whether a site's prediction is a bit-exact model or a band.
+
+  Args:
+    fate: the site's fate words ("Triton gemm", "cuBLAS", ...).
+    evidence: its `algorithm_evidence` (the PTX opcodes for Triton).
+    compute_capability: the target's, e.g. "9.0" or "9.0a"; None when
+      unknown.
+    split_k: the fusion's split-K from the optimized HLO; None for none.
+    algorithm: the site's effective algorithm; given, it must be the one
+      pass of the mma's type (TF32_TF32_F32 for a tf32 mma, ...): the
+      multi-pass presets (BF16_BF16_F32_X3, TF32_TF32_F32_X3, ...) run
+      several mma on split operands, which the model does not chain.
+  """
+  if fate != "Triton gemm":
+    return KernelSite(BAND, f"{fate}: kernel arithmetic not modelled")
+  opcodes = sorted(set(_MMA_RE.findall(evidence or "")))
+  if len(opcodes) != 1:
+    found = ", ".join(opcodes) or "no mma in the PTX"
+    return KernelSite(BAND, f"Triton gemm: {found}")
+  if compute_capability is None:
+    return KernelSite(BAND, "Triton gemm: compute capability unknown")
+  cc = re.match(r"(\d+)\.(\d+)", compute_capability)  # "9.0a" -> sm_90
+  sm = int(cc[1]) * 10 + int(cc[2]) if cc else None
+  ins = instruction(opcodes[0], sm) if sm else None
+  if ins is None:
+    return KernelSite(
+      BAND, f"Triton gemm: {opcodes[0]} on sm_{sm or '?'} not modelled"
+    )
+  one_pass = _ONE_PASS[ins.operand]
+  if algorithm is not None and algorithm != one_pass:
+    return KernelSite(
+      BAND, f"Triton gemm: {algorithm} is not one {ins.operand} pass"
+    )
+  split = split_k or 1
+  if split > 2:  # two f32 partials add alike in any order; more do not
+    return KernelSite(
+      BAND, f"Triton gemm split-K {split}: the reduce's f32 order not modelled"
+    )
+  rounding = "rna" if "cvt.rna.tf32.f32" in (evidence or "") else None
+  why = f"{opcodes[0]} on {ins.arch} (MMA-Sim), K in k{ins.k} steps" + (
+    f", split-K {split}" if split > 1 else ""
+  )
+  return KernelSite(BIT_EXACT, why, ins, split, rounding)
+
+
+class _KernelEvaluator(Evaluator):
+  """An `Evaluator` with the bit-exact sites run by the kernel model and
+  optionally each transcendental nudged one f32 ulp (toward `nudge`)."""
+
+  def __init__(self, kernels: dict, nudge: float | None, *args):
+    super().__init__(*args)
+    self.kernels, self.nudge = kernels, nudge
+
+  def _dot(self, eqn, ins, site: int):
+    spec = self.kernels.get(site)
+    if spec is None:
+      return super()._dot(eqn, ins, site)
+    a3, b3, shape = _canonical(*ins, eqn.params["dimension_numbers"])
+    out = kernel_gemm(
+      np.asarray(a3),
+      np.asarray(b3),
+      spec.ins,
+      split_k=spec.split_k,
+      tf32_rounding=spec.tf32_rounding,
+    )
+    return jnp.asarray(out.reshape(shape), eqn.outvars[0].aval.dtype)
+
+  def _eqn(self, i, eqn, ins, plan):
+    outs = super()._eqn(i, eqn, ins, plan)
+    if self.nudge is None or eqn.primitive.name not in _TRANSCENDENTAL:
+      return outs
+    return [
+      jnp.nextafter(x, jnp.asarray(self.nudge, x.dtype))
+      if jnp.issubdtype(x.dtype, jnp.floating)
+      else x
+      for x in outs
+    ]
+
+
+def kernel_model_run(
+  fn,
+  args,
+  site_algorithms,
+  kernels: dict[int, KernelSite],
+  *,
+  order: str = "xla",
+  nudge: float | None = None,
+):
+  """`fn(*args)` with bit-exact sites by the kernel model, eagerly.
+
+  Args:
+    fn: the case's function (not jitted); args: its arguments.
+    site_algorithms: one algorithm per site (`EMULATED_ALGORITHMS`), used
+      for the band sites.
+    kernels: site index -> `KernelSite` of kind "bit-exact model".
+    order: the band sites' f32 summation order (`SUMMATION_ORDERS`).
+    nudge: None, or +inf/-inf: every transcendental's result moved one f32
+      ulp that way (the elementwise functions' sensitivity).
+
+  Returns:
+    The output leaves, as numpy arrays.
+  """
+  closed, _ = trace(fn, args)
+  plan, _ = plan_sites(closed.jaxpr)
+  evaluator = _KernelEvaluator(
+    {i: k for i, k in kernels.items() if k.ins is not None},
+    nudge,
+    tuple(site_algorithms),
+    order,
+    "rna",
+  )
+  outs = evaluator.run(
+    closed.jaxpr, plan, closed.consts, jax.tree_util.tree_leaves(args)
+  )
+  return [np.asarray(x) for x in outs]
+
+
+def remainder_words(
+  fn, args, site_algorithms, kernels: dict[int, KernelSite], observed: float
+) -> tuple[float, list[str]]:
+  """Row 0 by the kernel model, and what the remaining difference is.
+
+  Args:
+    fn, args, site_algorithms, kernels: as `kernel_model_run`.
+    observed: the GPU's row 0 (the first element of the first leaf).
+
+  Returns:
+    (predicted row 0, lines): the prediction against the observation, the
+    band sites' spread over f32 orders, and the elementwise functions'
+    one-ulp sensitivity.
+  """
+  first = lambda **kw: float(
+    kernel_model_run(fn, args, site_algorithms, kernels, **kw)[0].ravel()[0]
+  )
+  predicted = first()
+  ulp = float(np.spacing(np.float32(abs(observed))))
+  left = predicted - observed
+  exact = sorted(i for i, k in kernels.items() if k.kind == BIT_EXACT)
+  band = sorted(i for i in range(len(site_algorithms)) if i not in exact)
+  lines = [
+    f"kernel model row 0 {predicted:.9g} vs observed {observed:.9g}: "
+    f"{left:+.3g} ({left / ulp:+.1f} f32 ulps) left; sites {exact} "
+    f"bit-exact model, sites {band} band"
+  ]
+  orders = [first(order=o) for o in SUMMATION_ORDERS]
+  spread = max(orders) - min(orders)
+  lines.append(
+    f"band sites {band} over f32 orders {', '.join(SUMMATION_ORDERS)}: "
+    f"row 0 spans {spread:.3g} ({spread / ulp:.1f} ulps)"
+  )
+  up, down = first(nudge=np.inf), first(nudge=-np.inf)
+  lines.append(
+    "elementwise functions (exp, sin, ...: the GPU's libdevice in the "
+    "gemm prologues vs XLA:CPU's), each one ulp off: row 0 moves "
+    f"{up - predicted:+.3g} / {down - predicted:+.3g} "
+    f"({(up - predicted) / ulp:+.1f} / {(down - predicted) / ulp:+.1f} ulps)"
+  )
+  covered = abs(left) <= spread + max(
+    abs(up - predicted), abs(down - predicted)
+  )
+  lines.append(
+    "the remainder is "
+    + ("within" if covered else "beyond")
+    + " what the band sites' order and the elementwise functions' ulp move: "
+    + ("consistent with bit-exact gemms" if covered else "unexplained")
+  )
+  return predicted, lines

@@ -1,0 +1,117 @@
+"""explain names, per site, a "bit-exact model" or a "band" (issue 28)."""
+
+import types
+
+from hloprobe.numerics import site_model
+from hloprobe.report import explain_kernel
+
+_TF32 = (
+  "kernel gemm_fusion_dot: cvt.rna.tf32.f32 x6, "
+  "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 x2"
+)
+
+
+def test_triton_gemm_with_a_modelled_mma_is_bit_exact():
+  m = site_model("Triton gemm", _TF32, "8.0")
+  assert (m.kind, m.ins.arch, m.ins.group, m.tf32_rounding) == (
+    "bit-exact model",
+    "Ampere",
+    4,
+    "rna",
+  )
+  m = site_model("Triton gemm", _TF32, "9.0a", 2)
+  assert (m.kind, m.ins.arch, m.split_k) == ("bit-exact model", "Hopper", 2)
+  assert m.why.endswith("split-K 2")
+  m = site_model("Triton gemm", _TF32, "9.0a", 4)
+  assert m.kind == "band" and "order not modelled" in m.why
+
+
+def test_everything_else_is_a_band_with_the_reason():
+  cases = {
+    ("cuBLAS", _TF32, "8.0"): "cuBLAS: kernel arithmetic not modelled",
+    ("multiply+reduce", "no mma", "9.0"): "multiply+reduce: kernel",
+    ("Triton gemm", "kernel k: fma.rn.f32 x4", "8.0"): "no mma in the PTX",
+    ("Triton gemm", _TF32, "7.5"): "on sm_75 not modelled",
+    ("Triton gemm", _TF32, None): "compute capability unknown",
+    (
+      "Triton gemm",
+      _TF32 + ", mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 x1",
+      "8.0",
+    ): "m16n8k16",
+  }
+  for args, words in cases.items():
+    m = site_model(*args)
+    assert m.kind == "band" and words in m.why, (args, m.why)
+
+
+def test_multi_pass_presets_stay_bands():
+  # BF16_BF16_F32_X3 runs three bf16 mma on split operands: not one pass.
+  bf16 = "kernel k: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 x6"
+  m = site_model("Triton gemm", bf16, "8.0", None, "BF16_BF16_F32_X3")
+  assert m.kind == "band" and "BF16_BF16_F32_X3 is not one bf16 pass" in m.why
+  m = site_model("Triton gemm", bf16, "8.0", None, "BF16_BF16_F32")
+  assert m.kind == "bit-exact model"
+
+
+def test_wgmma_is_hoppers_mma_parameters():
+  # mmasim 2.1.1 nv_ptx/sim.py WGMMA: F = 25, L_max = 32 bytes, e_zero
+  # -133 for f32 output, as Hopper's mma.
+  ev = "kernel k: wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 x4"
+  m = site_model("Triton gemm", ev, "9.0a", None, "TF32_TF32_F32")
+  assert m.kind == "bit-exact model"
+  assert (m.ins.fraction_bits, m.ins.group, m.ins.e_zero) == (25, 8, -133)
+  assert site_model("Triton gemm", ev, "8.0").kind == "band"
+
+
+def _fate(index, fate, evidence, split_k=None, algorithm="TF32_TF32_F32"):
+  return types.SimpleNamespace(
+    site=types.SimpleNamespace(index=index),
+    fate=types.SimpleNamespace(value=fate),
+    algorithm_evidence=evidence,
+    split_k=split_k,
+    effective_algorithm=algorithm,
+  )
+
+
+def test_explain_line_names_each_site():
+  fates = [_fate(i, "Triton gemm", _TF32) for i in range(3)]
+  fates.append(_fate(3, "multiply+reduce", "no mma; only f32 products"))
+  f32 = [
+    _fate(i, "Triton gemm", "kernel k: fma.rn.f32 x4", None, "F32_F32_F32")
+    for i in range(3)
+  ]
+  configs = [
+    types.SimpleNamespace(
+      ok=True,
+      config=types.SimpleNamespace(precision=p),
+      compilation=types.SimpleNamespace(fates=fs),
+    )
+    for p, fs in (
+      ("bfloat16", fates),
+      ("tensorfloat32", fates),
+      ("float32", f32 + fates[3:]),
+    )
+  ]
+  models = explain_kernel.kernel_models(configs, "9.0")
+  line, f32_line, where = explain_kernel.kernel_model_lines(
+    types.SimpleNamespace(kernel_models=models)
+  )
+  assert f32_line == (
+    "per site under float32: sites 0-2 band (Triton gemm: no mma in the PTX);"
+    " site 3 band (multiply+reduce: kernel arithmetic not modelled)"
+  )
+  assert "kernel_model_run" in where
+  assert line.startswith(
+    "per site under bfloat16, tensorfloat32: sites 0-2 bit-exact model "
+    "(mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 on Hopper (MMA-Sim),"
+    " K in k8 steps); site 3 band (multiply+reduce: kernel arithmetic not "
+    "modelled)"
+  )
+  cpu = types.SimpleNamespace(kernel_models=())
+  assert explain_kernel.kernel_model_lines(cpu) == []
+
+
+def test_site_table_has_the_kernel_model_column():
+  from hloprobe.report import tables
+
+  assert tables._SITE_HEADERS[-2:] == ("band worst / expected", "kernel model")
