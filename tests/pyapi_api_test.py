@@ -104,6 +104,7 @@ class ManifestPathsTest(absltest.TestCase):
     from hloprobe.golden import folder
 
     root = self.create_tempdir().full_path
+    self.create_tempfile(os.path.join(root, "x.hlo"))  # a module file is one
     sweep = {
       "cases": ["seed_mlp", "cases/m.py:make", "pkg.mod:make", "x.hlo"],
       "targets": ["cpu", "configs/a.txtpb"],

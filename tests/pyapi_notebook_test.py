@@ -71,6 +71,14 @@ class NotebookTest(absltest.TestCase):
     self.assertEqual(a100["algorithms"], ["TF32_TF32_F32"] * 2)
     self.assertIn("TF32_TF32_F32", self.doc["text"])
 
+  def test_the_answer_comes_first(self):
+    # As `hloprobe explain` prints it (README "The answer first"): the a100's
+    # TF32 finding on line 1, then why no fix was tried (break26).
+    lines = self.doc["text"].splitlines()
+    self.assertTrue(lines[0].startswith("Answer: mlp on a100"), lines[0])
+    self.assertIn("TF32_TF32_F32 at sites [0, 1]", lines[0])
+    self.assertTrue(lines[1].startswith("Do: fixes not tried ("), lines[1])
+
   def test_cpu_keeps_f32(self):
     cpu = self.configs["cpu"]
     self.assertTrue(cpu["ok"])

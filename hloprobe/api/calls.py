@@ -48,7 +48,7 @@ from hloprobe.api.ship import ship, worker_environment
 from hloprobe.compile import Case
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.records import ConfigResult
-from hloprobe.report import explain_results, render, render_explanation
+from hloprobe.report import Answer, explain_results, render, render_answered
 from hloprobe.runtime import default_cache_dir, host_cpu
 from hloprobe.sweep import (
   SweepPlan,
@@ -57,6 +57,7 @@ from hloprobe.sweep import (
   plan_sweep,
   run_sweep,
 )
+from hloprobe.verify import find_findings
 
 __all__ = [
   "DEFAULT_PRECISIONS",
@@ -155,6 +156,14 @@ def plan_case(
   return _plan(fn_or_case, example_args, options, spec)
 
 
+# Why `explain` from Python tries no fix: each try is a further sweep, and
+# its `verify` command names a case by its words, which a function has not.
+NOT_TRIED = (
+  "hloprobe.explain tries none; `hloprobe explain --case=FILE.py:FACTORY` "
+  "tries them and prints their verify commands"
+)
+
+
 def sweep(fn_or_case: Callable | Case | str, *example_args, **options):
   """Sweeps a function (or a `Case`, or a case name) as `hloprobe sweep`.
 
@@ -178,7 +187,9 @@ def sweep(fn_or_case: Callable | Case | str, *example_args, **options):
 
   Returns:
     `Results`: the records, `.table()`, `.to_dataframe()`, HTML; with
-    `explain_passes`, also explain's records and words.
+    `explain_passes`, also explain's records and words: the answer
+    first (`report.answer_lines`: the worst finding, "Do: fixes not
+    tried", see NOT_TRIED), then the detail, the worst target first.
 
   Raises:
     InvalidArgumentError, CaseError, TargetError: bad input, as the
@@ -191,7 +202,8 @@ def sweep(fn_or_case: Callable | Case | str, *example_args, **options):
     return Results(records, text=text)
   found = tuple(explain_results(records, [c.case for c in plan.cases]))
   host = host_cpu(os.environ.get("XLA_FLAGS"))
-  return Results(records, found, render_explanation(found, host=host))
+  answer = Answer(find_findings(records), not_tried=NOT_TRIED)
+  return Results(records, found, render_answered(found, answer, host=host))
 
 
 def explain(fn_or_case: Callable | Case | str, *example_args, **options):

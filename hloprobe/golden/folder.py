@@ -189,15 +189,24 @@ def manifest_sweep(golden_dir: str) -> dict[str, list] | None:
   return sweep
 
 
-def _case_path(word: str) -> tuple[str, str] | None:
+def _case_path(word: str, base: str = "") -> tuple[str, str] | None:
   """(file path, ":factory" or "") of a case word naming a file
   (`path/to/file.py:factory`, or a module file: a word with no factory that
-  is not a built-in name), None for a built-in name or an importable
-  `package.module:factory`."""
+  is not a built-in name and names a path: a folder in it, or a file in
+  `base`), None for a built-in name, an importable `package.module:factory`
+  or another name (a function's case, `hloprobe.as_case`'s, written by the
+  pytest plugin: no file to relocate)."""
   where, colon, attr = word.rpartition(":")
   if colon:
     return (where, colon + attr) if where.endswith(".py") else None
-  return None if word in CASES else (word, "")
+  if word in CASES:
+    return None
+  is_path = "/" in word or os.sep in word
+  return (
+    (word, "")
+    if is_path or os.path.exists(os.path.abspath(os.path.join(base, word)))
+    else None
+  )
 
 
 def _reached(golden_dir: str, path: str) -> str:
@@ -210,12 +219,14 @@ def _reached(golden_dir: str, path: str) -> str:
   return full
 
 
-def _map_paths(sweep: Mapping[str, list], change) -> dict[str, list]:
+def _map_paths(
+  sweep: Mapping[str, list], change, base: str = ""
+) -> dict[str, list]:
   """`sweep` with `change(path)` applied to each case file and target
-  config path of it."""
+  config path of it; `base`: the folder its relative paths start from."""
   cases = []
   for word in sweep["cases"]:
-    found = _case_path(word)
+    found = _case_path(word, base)
     cases.append(word if found is None else change(found[0]) + found[1])
   targets = [change(w) if is_config_path(w) else w for w in sweep["targets"]]
   return dict(sweep) | {"cases": cases, "targets": targets}
@@ -231,7 +242,7 @@ def sweep_words(golden_dir: str, manifest: Mapping) -> dict[str, list]:
   sweep = manifest["sweep"]
   if manifest.get("schema_version", 0) < 3:
     return dict(sweep)
-  return _map_paths(sweep, lambda p: _reached(golden_dir, p))
+  return _map_paths(sweep, lambda p: _reached(golden_dir, p), golden_dir)
 
 
 def manifest_words(golden_dir: str, sweep: Mapping[str, list]) -> dict:

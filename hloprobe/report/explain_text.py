@@ -278,11 +278,11 @@ def _predicted_lines(e: TargetExplanation) -> list[str]:
 def _cannot_settle(e: TargetExplanation) -> list[str]:
   if not e.compile_only:
     return []
-  lines = [
-    (
-      f"{_who(e)}: fates chosen by {e.selection or 'n/a'}; a real "
-      f"{e.target} may autotune to another gemm config or emitter"
-    )
+  lines = [  # no selection: no compiled config had a contraction site
+    f"{_who(e)}: fates chosen by {e.selection}; a real {e.target} may "
+    "autotune to another gemm config or emitter"
+    if e.selection
+    else f"{_who(e)}: no fate to settle (no config compiled, or no site)"
   ]
   return lines + [_alternative_line(e, a) for a in e.alternatives]
 

@@ -556,7 +556,7 @@ class RenderTest(absltest.TestCase):
     )
     self.assertNotRegex(text, r"n =\n|n\n")
     self.assertIn("n = 2-9:", text)
-    self.assertIn("fates chosen by n/a", text)
+    self.assertIn("no fate to settle (no config compiled, or no site)", text)
 
 
 class ExplainUsageTest(parameterized.TestCase):
