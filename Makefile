@@ -67,7 +67,10 @@ run: $(STAMP)
 	@$(BIN)/hloprobe explain --targets=cpu,a100,t4 --output_dir=$(OUT) \
 	  --plot=$(OUT)/row0_error.png
 
-# Two pytest workers (pytest-xdist, in the test extra), each given whole
+# Three pytest workers (pytest-xdist, in the test extra) on CI's two
+# cores: many tests wait on worker processes and --case_timeout, so a
+# third keeps both cores busy (measured on 2 cores, 2026-12-02: 557 s with
+# two, 525 s with three). Each is given whole
 # files (--dist loadfile), so a file's compiles cached in setUpClass and
 # functools.cache are made once; each test has temp folders and, per
 # worker, a record cache of its own (tests/conftest.py). Files are handed
@@ -77,7 +80,7 @@ run: $(STAMP)
 # (about 150 MB) is made once under build/ (`make clean` removes it) and
 # reused by later runs. Tests marked `downloads` (a uv-made venv in a fresh
 # folder) are left out: `pytest -m downloads tests` runs them.
-TEST_JOBS ?= 2
+TEST_JOBS ?= 3
 HLOPROBE_VERSIONS_TEST_CACHE ?= $(CURDIR)/build/test-venvs
 test: $(STAMP)
 	HLOPROBE_VERSIONS_TEST_CACHE=$(HLOPROBE_VERSIONS_TEST_CACHE) \

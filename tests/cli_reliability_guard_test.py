@@ -50,8 +50,8 @@ class UserCaseInputTest(BadInputCase):
 
   def test_a_factory_that_loops_forever_times_out(self):
     self.assertUsageError(
-      _sweep_here("factory_loops", "--case_timeout=20"),
-      "loading it ran past --case_timeout=20 s",
+      _sweep_here("factory_loops", "--case_timeout=12"),
+      "loading it ran past --case_timeout=12 s",
     )
 
 

@@ -85,47 +85,56 @@ def pytest_configure(config):
     flags.FLAGS.mark_as_parsed()
 
 
-# The files that take longest, longest first: by CPU seconds measured alone
-# (`/usr/bin/time` around pytest on one file, 2026-12-02; the figures
-# beside them), the files without a figure by their share of one whole
-# run's test durations. `make test` (pytest-xdist, --dist loadfile
-# --no-loadscope-reorder) hands whole files to its two workers in
-# collection order, each worker taking the next file as it runs out: these
-# first, the many short files after them, so that the workers end
-# together (longest processing time first). A file missing here only
-# runs later; a slow new file belongs in the list.
+# The files that take longest, longest first: by the wall seconds their
+# tests took in one whole `make test` (pytest --durations, 2026-12-02, the
+# figures beside them; a file's setUpClass included, and the seconds it
+# waits on worker processes and timeouts). `make test` (pytest-xdist,
+# --dist loadfile --no-loadscope-reorder) hands whole files to its
+# workers in collection order, each worker taking the next file as it
+# runs out: these first, the many short files after them, so that the
+# workers end together (longest processing time first). A file missing
+# here only runs later; a slow new file belongs in the list.
 LONGEST_FIRST = (
-  "tests/answer_explain_test.py",  # 82 (explain's fixes tried, compiled)
-  "tests/verify_test.py",  # 74 CPU-s
-  "tests/versions_test.py",  # 73 (its older jaxlib's venv cached)
-  "tests/report/explain_test.py",  # 59
-  "tests/golden/golden_test.py",  # 56
-  "tests/sweep_cache_test.py",  # 56
-  "tests/compile/builtin_cases_test.py",  # 56
-  "tests/shards_merge_test.py",  # 48 (one seed sweep, golden update's)
-  "tests/compile/user_cases_test.py",  # 46
-  "tests/modcase_e2e_test.py",  # 50
-  "tests/pictures_test.py",  # 45
-  "tests/cli_test.py",  # 43
-  "tests/cli_reliability_test.py",  # 42
-  "tests/pyapi_plugin_test.py",  # 40 (pytester sessions, golden CLI twice)
-  "tests/mathmade_e2e_test.py",  # 36
-  "tests/intdots_rejection_test.py",  # 30
-  "tests/conventions_outputs_test.py",  # 29
-  "tests/html_browser_test.py",  # 30
-  "tests/numerics/emulation_cache_test.py",
-  "tests/readme_case_test.py",
-  "tests/numerics/predict_test.py",
-  "tests/cli_gpu_targets_test.py",
-  "tests/sweep_workers_test.py",
-  "tests/runtime/host_test.py",  # 25
-  "tests/compile/lowering_gpu_test.py",
-  "tests/intdots_integer_test.py",  # 21
-  "tests/fp8_sweep_test.py",  # 19
-  "tests/secure_golden_test.py",  # 19
-  "tests/ir/canonical_test.py",
-  "tests/numerics/site_notes_test.py",
-  "tests/sweep_test.py",  # 16
+  "tests/compile/user_cases_test.py",  # 69
+  "tests/verify_test.py",  # 59
+  "tests/versions_test.py",  # 53
+  "tests/answer_explain_test.py",  # 48
+  "tests/cli_reliability_guard_test.py",  # 44
+  "tests/report/explain_test.py",  # 42
+  "tests/pyapi_plugin_test.py",  # 39
+  "tests/golden/golden_test.py",  # 38
+  "tests/guard_sweep_test.py",  # 33
+  "tests/shards_merge_test.py",  # 33
+  "tests/compile/builtin_cases_test.py",  # 32
+  "tests/cli_reliability_test.py",  # 30
+  "tests/sweep_cache_test.py",  # 30
+  "tests/sweep_workers_test.py",  # 29
+  "tests/modcase_e2e_test.py",  # 27
+  "tests/cli_test.py",  # 25
+  "tests/pictures_test.py",  # 23
+  "tests/readme_case_test.py",  # 22
+  "tests/reliab_outputs_test.py",  # 18
+  "tests/runtime/worker_test.py",  # 17
+  "tests/convsites_e2e_test.py",  # 16
+  "tests/runtime/host_test.py",  # 15
+  "tests/mathmade_e2e_test.py",  # 15
+  "tests/compile/lowering_gpu_test.py",  # 14
+  "tests/numerics/predict_test.py",  # 14
+  "tests/secure_view_test.py",  # 13
+  "tests/secure_golden_test.py",  # 13
+  "tests/numerics/emulation_cache_test.py",  # 13
+  "tests/intdots_integer_test.py",  # 12
+  "tests/intdots_rejection_test.py",  # 12
+  "tests/html_browser_test.py",  # 11
+  "tests/runtime/worker_interrupt_test.py",  # 11
+  "tests/autotune_replay_test.py",  # 11
+  "tests/pyapi_notebook_test.py",  # 11
+  "tests/sites/identify_test.py",  # 10
+  "tests/numerics/reference_test.py",  # 10
+  "tests/numerics/emulate_dot_test.py",  # 8
+  "tests/cli_gpu_targets_test.py",  # 8
+  "tests/fp8_sweep_test.py",  # 8
+  "tests/ir/canonical_test.py",  # 8
 )
 
 

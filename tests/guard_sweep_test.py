@@ -26,7 +26,7 @@ _NAMES = (
   "bool_out",
   "complex_out",
 )
-_TIMEOUT_S = 30  # --case_timeout: the worker's start and jax import fit
+_TIMEOUT_S = 12  # --case_timeout: the worker's start and jax import fit
 
 
 @functools.cache
