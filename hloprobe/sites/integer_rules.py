@@ -78,14 +78,18 @@ def integer_to_float_algorithm(
 
   XLA does not keep such a dot in integers: XLA:CPU converts both operands
   to the result type and runs an f32 dot (`wrapped_convert` fusions into a
-  `__ynn_fusion` on jaxlib 0.12.0.1; `operand_upcaster`,
-  xla/service/operand_upcaster.cc, at n = 1), and a GPU's cuBLASLt gemm of
+  `__ynn_fusion` on jaxlib 0.12.0.1, into a plain f32 `dot` on 0.10.2;
+  `operand_upcaster`, xla/service/operand_upcaster.cc, at n = 1), and a
+  GPU's cuBLASLt gemm of
   s8 operands with an f32 output computes in f32 (gemm_rewriter.cc
   `GetBlasComputationType`: an F32 output takes CUBLAS_COMPUTE_32F; the
   cuBLAS documentation's cublasLtMatmul type table lists A/B CUDA_R_8I with
   C/D CUDA_R_32F under CUBLAS_COMPUTE_32F), split-K partial sums added in
   f32 by a reduce fusion: seen in the a100 and h100 optimized HLO of an
-  s8[8,4096] x s8[4096,16] -> f32 dot on jaxlib 0.12.0.1. So the products
+  s8[8,4096] x s8[4096,16] -> f32 dot on jaxlib 0.12.0.1, and the same
+  `__cublas$lt$matmul` of s8 operands into f32[16,8,16] on the a100 with
+  jaxlib 0.10.2 (checked by hand; the recorded fixture is 0.12.0.1's).
+  So the products
   are exact (8-bit operands) and the sums are f32 sums, which round once
   they pass 2^24: F32_F32_F32, not "exact integer" (a sweep of such a dot
   past 2^24 shows XLA:CPU's error of a sequential f32 sum).
