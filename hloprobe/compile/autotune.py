@@ -10,6 +10,10 @@ loaded at most once per process). So results recorded on a GPU, or
 written here by hand, choose the fusion's backend (Triton tiles, cuBLAS)
 in a compile without the GPU.
 
+jaxlib 0.10.2 has neither this format nor its keys: its GPU pipeline has
+no config-assigner pass and logs no codegen versions, so the template tool
+refuses there in one line ("XLA logged no codegen versions"; checked).
+
 The cache format jaxlib 0.12.0.1's CUDA plugin reads (checked: its log
 says "Failed to load autotune results using new format ... Attempting
 fallback to legacy format" for an `xla.AutotuneResults` file, whose
