@@ -13,6 +13,8 @@ from hloprobe.compile import CASES
 from hloprobe.compile.cases import load_user_case
 from hloprobe.errors import CaseError
 from hloprobe.numerics import error_stats
+from hloprobe.runtime import Stopwatch
+from hloprobe.sweep import SweptCase, guarded
 
 _CASES = os.path.join(os.path.dirname(__file__), "guard_testdata", "cases.py")
 
@@ -45,6 +47,35 @@ class BadFactoryTest(parameterized.TestCase):
     ).full_path
     with self.assertRaises(KeyboardInterrupt):
       load_user_case(f"{path}:make")
+
+
+class _InterruptedPool:
+  """A pool whose call is interrupted (^C while the case's worker works)."""
+
+  def __init__(self):
+    self.closed_with = None
+
+  def call(self, request, xla_flags, timeout_s, lane):
+    del request, xla_flags, timeout_s, lane
+    raise KeyboardInterrupt
+
+  def close(self, kill=False):
+    self.closed_with = kill
+
+
+class GuardedSetupTest(absltest.TestCase):
+  def test_an_interrupt_mid_call_kills_the_cases_worker(self):
+    # Its reply, sent later, would answer the next call: the pool (the
+    # plan's loader, kept between sweeps) is closed, its worker killed.
+    case = load_user_case(f"{_CASES}:prints")
+    pool = _InterruptedPool()
+    setup = guarded.GuardedSetup(
+      SweptCase(case, f"{_CASES}:prints", True), (1,), print, pool, 0, 9, False
+    )
+    with self.assertRaises(KeyboardInterrupt):
+      setup.inputs(Stopwatch())
+    self.assertIs(pool.closed_with, True)
+    self.assertIsNone(setup.broken)
 
 
 class RuntimeCasesTest(absltest.TestCase):

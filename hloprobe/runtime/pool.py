@@ -189,6 +189,11 @@ class WorkerPool:
         worker.start()
       return worker
 
+  @property
+  def closed(self) -> bool:
+    """Whether `close` was called (no call starts a worker any more)."""
+    return self._closed
+
   def start(self, xla_flags: str = "", lane: int = 0) -> None:
     """Starts the worker of (these extra XLA_FLAGS, lane) if it is not
     running, without waiting for it (see `call`'s arguments)."""

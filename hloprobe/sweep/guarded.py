@@ -6,8 +6,10 @@ process (`os.abort()` in a host callback), call `sys.exit(n)` or
 `os._exit(n)` (0 included) or print. The sweep's process never runs it:
 `shell.CaseShellRequest` loads it in a worker, and its inputs, cache
 fingerprint, float64 references, prediction and what-XLA-made check
-(`measure.CaseSetup`) are made in one persistent worker of their own
-(`CASE_LANE`), each call under `SweepPlan.case_timeout_s`. A worker's
+(`measure.CaseSetup`) are made in that same persistent worker, which
+kept the case (`SweptCase.loader`; the pool's `CASE_LANE` worker for a
+plan whose loader was closed by an interrupt), each call under
+`SweepPlan.case_timeout_s`. A worker's
 stdout is its stderr log (`runtime.serve`), so the case's prints never
 reach hloprobe's stdout. When that worker dies or runs past the timeout,
 the case is broken: its configs fail with one line naming the case, the
@@ -28,14 +30,13 @@ import sys
 
 import jax
 
-from hloprobe.compile import get_case
 from hloprobe.errors import CaseError, first_line
 from hloprobe.records import ConfigResult
 from hloprobe.runtime import Request, Stopwatch, Warn, WorkerError, WorkerPool
 from hloprobe.sweep.compiled import CompiledConfig, CompileRequest, failed
 from hloprobe.sweep.measure import CaseSetup
 from hloprobe.sweep.plan import SweptCase
-from hloprobe.sweep.shell import with_search_path
+from hloprobe.sweep.shell import loaded_case, with_search_path
 
 __all__ = [
   "CASE_LANE",
@@ -57,7 +58,7 @@ def _setup(memo: dict, source: str, sizes, given: tuple | None):
   key = ("guarded", source, sizes)
   if key not in memo:
     warned: list[str] = []
-    case = get_case(source)
+    case = loaded_case(memo, source)
     setup = CaseSetup(
       SweptCase(case, source, True), sizes, warned.append, given
     )
@@ -155,7 +156,10 @@ class CaseFinishRequest(Request):
 
 class GuardedSetup:
   """`measure.CaseSetup`'s interface for a user case, its work done in
-  the pool's `CASE_LANE` worker (see the module docstring).
+  the case's worker (see the module docstring).
+
+  Args:
+    pool, lane: the pool and lane of the case's worker.
 
   Attributes:
     broken: one line once the case's worker died or ran past the timeout
@@ -168,11 +172,13 @@ class GuardedSetup:
     sizes: tuple[int, ...],
     warn: Warn,
     pool: WorkerPool,
+    lane: int,
     timeout_s: float,
     fingerprint: bool,
   ):
     self.swept, self.case, self.sizes = swept, swept.case, sizes
     self._warn, self._pool, self._timeout_s = warn, pool, timeout_s
+    self._lane = lane
     self._fingerprint = fingerprint
     self._made: tuple | None = None  # (full inputs, fingerprint)
     self._prepared = False
@@ -185,7 +191,7 @@ class GuardedSetup:
       return None
     try:
       *value, seconds, warned = self._pool.call(
-        request, "", self._timeout_s, lane=CASE_LANE
+        request, "", self._timeout_s, lane=self._lane
       )
     except WorkerError as e:
       how = (
@@ -195,6 +201,11 @@ class GuardedSetup:
       )
       self.broken = f"case {self.case.name!r} ({what}) {how}"
       return None
+    except Exception:  # the request's own error (a CaseError)
+      raise
+    except BaseException:  # an interrupt mid-call: its reply is stale now
+      self._pool.close(kill=True)
+      raise
     for name, s in seconds.items():
       watch.add(name, s)
     for line in warned:
@@ -287,10 +298,15 @@ def setup_for(
 
   Args:
     swept, sizes, warn: as `CaseSetup`'s.
-    pool, timeout_s: the sweep's workers and its case timeout.
+    pool, timeout_s: the sweep's workers and its case timeout (a user
+      case's own worker is its loader's, `SweptCase.loader`, while that
+      pool is open; else the pool's `CASE_LANE` worker).
     fingerprint: the sweep caches (a user case's worker makes its
       fingerprint with its inputs).
   """
   if not swept.guarded:
     return CaseSetup(swept, sizes, warn)
-  return GuardedSetup(swept, sizes, warn, pool, timeout_s, fingerprint)
+  loader, lane = swept.loader, 0
+  if loader is None or loader.closed:
+    loader, lane = pool, CASE_LANE
+  return GuardedSetup(swept, sizes, warn, loader, lane, timeout_s, fingerprint)

@@ -44,7 +44,7 @@ from hloprobe.sweep.shard import (
   plan_fingerprint,
   shard_members,
 )
-from hloprobe.sweep.shell import loaded_in_worker
+from hloprobe.sweep.shell import case_loader, loaded_in_worker
 from hloprobe.sweep.spec import (
   DEFAULT_CASE_TIMEOUT_S,
   SweepSpec,
@@ -75,11 +75,16 @@ class SweptCase:
     portable: a fresh process (a worker) finds this very record by
       `source` (`cases.resolvable_elsewhere`); False for a record made in
       this process only, which then compiles here.
+    loader: the pool the plan loaded its user cases in, whose worker
+      keeps them (`shell.case_loader`; closed when there were none).
   """
 
   case: Case
   source: str
   portable: bool
+  loader: WorkerPool | None = dataclasses.field(
+    default=None, compare=False, repr=False
+  )
 
   @property
   def name(self) -> str:
@@ -310,17 +315,18 @@ def _swept_cases(
       load, or whose worker dies or runs past `timeout_s` loading it.
   """
   out: dict[str, SweptCase] = {}
-  with WorkerPool() as pool:  # started only for a user's case
+  with case_loader() as pool:  # kept when a user's case loaded
     lookup = lambda w: loaded_in_worker(pool, w, timeout_s, inputs)
     found = _looked_up(items, names, lookup)
-  for source, case in found:
-    first = out.get(case.name)
-    if first is not None:
-      raise CaseError(
-        f"case {case.name!r} given twice (as {first.source!r}); each "
-        "case may be swept once"
-      )
-    out[case.name] = SweptCase(case, source, resolvable_elsewhere(source, case))
+    for source, case in found:
+      first = out.get(case.name)
+      if first is not None:
+        raise CaseError(
+          f"case {case.name!r} given twice (as {first.source!r}); each "
+          "case may be swept once"
+        )
+      portable = resolvable_elsewhere(source, case)
+      out[case.name] = SweptCase(case, source, portable, pool)
   return tuple(out.values())
 
 

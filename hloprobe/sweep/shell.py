@@ -4,14 +4,17 @@ left there.
 A user's case (`module:factory`) is the user's code: its module and
 factory may loop forever, abort, call `sys.exit`/`os._exit` or print. The
 sweep's process plans with the record's fields only (`CaseShellRequest`,
-under the case timeout); the workers load it again by its words
-(`guarded`, `compiled`).
+under the case timeout). The worker that loaded it keeps the `Case` and
+goes on to make its inputs and references (`case_loader`, `guarded`):
+one process starts and imports jax for both; the compile workers load it
+again by its words (`compiled`).
 
 Private in intent: use the package, `hloprobe.sweep`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
 
@@ -22,6 +25,8 @@ from hloprobe.runtime import Request, WorkerError, WorkerPool, case_folder
 __all__ = [
   "CaseShellRequest",
   "RunsInWorkers",
+  "case_loader",
+  "loaded_case",
   "loaded_in_worker",
   "source_folder",
   "with_search_path",
@@ -38,18 +43,26 @@ class CaseShellRequest(Request):
   that keeps the folder of the file defining `fn` (`runtime.case_folder`,
   for the cache's relocatable paths):
   the sweep's process plans with its fields (name, axes, mesh) and never
-  runs the program; the workers load it again by `source`.
+  runs the program; this worker keeps the `Case` (`loaded_case`), the
+  compile workers load it again by `source`.
   """
 
   source: str
   search_path: tuple[str, ...] = ()
 
   def run(self, memo: dict) -> Case:
-    del memo
     with_search_path(self.search_path)
-    case = get_case(self.source)
+    case = loaded_case(memo, self.source)
     stub = RunsInWorkers(case_folder(case))
     return dataclasses.replace(case, fn=stub, make_inputs=stub)
+
+
+def loaded_case(memo: dict, source: str) -> Case:
+  """`get_case(source)` in a worker, once per worker (kept in its memo)."""
+  key = ("case", source)
+  if key not in memo:
+    memo[key] = get_case(source)
+  return memo[key]
 
 
 def with_search_path(paths: tuple[str, ...]) -> None:
@@ -83,6 +96,28 @@ def source_folder(case: Case) -> str | None:
   if isinstance(case.fn, RunsInWorkers):
     return case.fn.folder
   return case_folder(case)
+
+
+@contextlib.contextmanager
+def case_loader():
+  """A `WorkerPool` to load user cases in (`loaded_in_worker`).
+
+  Closed (its worker killed) on an exception, and at once when it
+  started no worker. Else it is left running for the sweep: its worker
+  keeps the cases it loaded and makes their inputs, references and
+  predictions (`guarded.setup_for`, `SweptCase.loader`), so a user case
+  costs no second worker start and jax import. It ends when the plan
+  holding it is collected (the pool's finalizer), at exit at the latest,
+  or when an interrupt stops one of its calls (`guarded`).
+  """
+  pool = WorkerPool()
+  try:
+    yield pool
+  except BaseException:
+    pool.close(kill=True)
+    raise
+  if not pool.started:
+    pool.close()
 
 
 def loaded_in_worker(

@@ -18,6 +18,7 @@ from hloprobe import sweep, verify
 from hloprobe.compile import cases
 from hloprobe.errors import CaseError
 from hloprobe.report import requirement_lines
+from hloprobe.runtime import WorkerPool
 
 # Compiles with XLA (`make test-fast` skips it).
 pytestmark = pytest.mark.compiles
@@ -165,10 +166,19 @@ class LossAndBatchedLeafTest(absltest.TestCase):
     super().setUpClass()
     spec = sweep.SweepSpec((f"{_FILE}:make",), (1, 2), ("float32",), ("cpu",))
     fix, require = verify.parse_fix("float32"), ("consistent", "accurate")
-    cls.results = sweep.run_sweep(verify.fix_sweep(spec, fix, require))
+    plan = sweep.plan_sweep(verify.fix_sweep(spec, fix, require))
+    with WorkerPool() as pool:
+      cls.results = sweep.run_sweep(plan, pool=pool)
+    # Worker processes started: the plan's (the case loaded), the sweep's.
+    cls.started = (plan.cases[0].loader.started, pool.started)
     cls.verification = verify.verify(
       cls.results, spec, fix, require, versions={}
     )
+
+  def test_the_worker_that_loaded_the_case_makes_its_references(self):
+    # One process loads the case and makes its inputs, references and
+    # predictions; the sweep's pool starts only the one compile worker.
+    self.assertEqual(self.started, (1, 1))
 
   def test_headline_is_the_batched_leaf_at_every_n(self):
     for r in self.results:
