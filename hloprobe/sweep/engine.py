@@ -100,8 +100,8 @@ def run_sweep(
   float64 reference does not depend on XLA_FLAGS, by design. A config
   found in the cache needs no worker: a fully cached rerun starts none.
   When some config cannot be a hit (no cache, or fewer records than
-  configs), the baseline's first worker starts before the inputs are
-  made, so that it imports jax meanwhile.
+  configs) and some case is no user's, the baseline's first worker
+  starts before the inputs are made, so that it imports jax meanwhile.
 
   `spec.jobs` worker processes run at once: each of the E flag sets
   (baseline and experiments) gets max(1, jobs // E) lanes, its configs
@@ -203,9 +203,10 @@ class _Sweep:
     self.store = None
     if spec.cache_dir:
       self.store = RecordCache(spec.cache_dir, warn).usable()
-    if self._surely_misses():
+    if self._surely_misses() and not all(c.guarded for c in spec.cases):
       # The baseline's first worker imports jax while this process makes
-      # the cases' inputs (its first lane and target loading use it).
+      # the cases' inputs (its first lane and target loading use it); a
+      # user case's come at once from its warm loader, or fail.
       pool.start(BASELINE.flags_text, 0)
     self.setups = [
       setup_for(

@@ -129,11 +129,13 @@ class LoadTest(parameterized.TestCase):
     spec = sweep.SweepSpec(
       tuple(names.split(",")), (1,), ("float32",), ("cpu",)
     )
-    with self.assertRaisesRegex(CaseError, message) as cm:
-      # Names fail as the plan is made; a case's inputs as the sweep makes
-      # them, before any config compiles.
-      sweep.run_sweep(sweep.plan_sweep(spec))
+    with WorkerPool() as pool:
+      with self.assertRaisesRegex(CaseError, message) as cm:
+        # Names fail as the plan is made; a case's inputs as the sweep
+        # makes them (in its loader's worker), before any config compiles.
+        sweep.run_sweep(sweep.plan_sweep(spec), pool=pool)
     self.assertNotIn("\n", str(cm.exception))
+    self.assertEqual(pool.started, 0)  # no compile worker started for it
 
   def test_the_same_name_twice_is_swept_once(self):
     # One rule for repeats (README, Reliability): the same word twice is
