@@ -40,9 +40,10 @@ from hloprobe.versions import (
 from hloprobe.versions.run import VersionRun
 
 OLD = "0.4.38"
+# n = 1, where the two releases' dot counts differ (the one size asserted).
 _SWEEP = (
   "--targets=cpu",
-  "--batch_sizes=1,2",
+  "--batch_sizes=1",
   "--precisions=float32",
 )
 # An instruction whose opcode is dot, as HloInstruction::ToString prints it.
