@@ -75,16 +75,13 @@ class SweptCase:
     portable: a fresh process (a worker) finds this very record by
       `source` (`cases.resolvable_elsewhere`); False for a record made in
       this process only, which then compiles here.
-    loader: the pool the plan loaded its user cases in, whose worker
-      keeps them (`shell.case_loader`; closed when there were none).
+    loader: the pool whose worker loaded and keeps the user cases.
   """
 
   case: Case
   source: str
   portable: bool
-  loader: WorkerPool | None = dataclasses.field(
-    default=None, compare=False, repr=False
-  )
+  loader: WorkerPool | None = dataclasses.field(default=None, compare=False)
 
   @property
   def name(self) -> str:
@@ -318,15 +315,16 @@ def _swept_cases(
   with case_loader() as pool:  # kept when a user's case loaded
     lookup = lambda w: loaded_in_worker(pool, w, timeout_s, inputs)
     found = _looked_up(items, names, lookup)
-    for source, case in found:
-      first = out.get(case.name)
-      if first is not None:
-        raise CaseError(
-          f"case {case.name!r} given twice (as {first.source!r}); each "
-          "case may be swept once"
-        )
-      portable = resolvable_elsewhere(source, case)
-      out[case.name] = SweptCase(case, source, portable, pool)
+  for source, case in found:
+    first = out.get(case.name)
+    if first is not None:
+      pool.close(kill=True)  # no plan keeps its cases
+      raise CaseError(
+        f"case {case.name!r} given twice (as {first.source!r}); each "
+        "case may be swept once"
+      )
+    portable = resolvable_elsewhere(source, case)
+    out[case.name] = SweptCase(case, source, portable, pool)
   return tuple(out.values())
 
 
