@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+import testutil
 from absl.testing import absltest
 
 from hloprobe.compile import (
@@ -217,10 +219,102 @@ class AutotuneExperimentTest(absltest.TestCase):
     ):
       autotune_experiment(path, [get_target("a100")])
 
+  def test_an_xla_autotune_results_file_is_refused(self):
+    # xla/autotune_results.proto's text format, as older XLAs dump it.
+    path = self._file(
+      "old.textproto",
+      'version: 3\nresults {\n  device: "CUDA: 8.0, Cores: 108"\n'
+      '  hlo: "(f32[2,2]{1,0}) fusion(...)"\n}\n'
+      'device_scope: "4882ef514d13f9de"\n',
+    )
+    with self.assertRaises(TargetError) as e:
+      autotune_experiment(path, [get_target("a100")])
+    self.assertNotIn("\n", str(e.exception))
+    self.assertIn("an xla.AutotuneResults file", str(e.exception))
+
+  def test_another_triton_commit_is_refused(self):
+    versions = parse_codegen_versions(
+      _XLA_LOG.replace("b575c0c38d428a609e25487db64051a5fa7bfab8", "f" * 40)
+    )
+    key = _keys()[1]
+    text = results_textproto(
+      "4882ef514d13f9de",
+      versions,
+      [AutotuneChoice(key, "TRITON", triton_config(64, 32, 32))],
+    )
+    path = self._file("other.textproto", text)
+    with self.assertRaisesRegex(
+      TargetError, f"TRITON codegen version {'f' * 40} is not this jaxlib"
+    ):
+      autotune_experiment(path, [get_target("a100")])
+
   def test_binary_results_are_refused(self):
     path = self._file("rec.pb", "")
     with self.assertRaisesRegex(TargetError, "text-format results only"):
       autotune_experiment(path, [get_target("a100")])
+
+
+# What each release's XLA reads (checked in its CUDA plugin, whose
+# embedded descriptors name the messages): jaxlib 0.12.0.1 keys an
+# xla.autotuner.AutotuneCache (xla/autotune_cache.proto; config_assigner
+# pass), jaxlib 0.10.2 has no such message nor pass.
+def _reads_autotune_cache() -> bool:
+  return testutil.jaxlib_at_least("0.12.0.1")
+
+
+@pytest.mark.release_rules
+class ReleaseTest(absltest.TestCase):
+  """Results of another release refused in one line, under either jaxlib
+  (`make test-old` reruns these under 0.10.2)."""
+
+  def _file(self, jaxlib: str) -> str:
+    text = results_textproto(
+      "4882ef514d13f9de", parse_codegen_versions(_XLA_LOG), [], jaxlib
+    )
+    return self.create_tempfile("rec.textproto", content=text).full_path
+
+  def test_this_jaxlibs_own_results(self):
+    from hloprobe.compile import installed_jaxlib
+
+    path = self._file(installed_jaxlib())
+    if _reads_autotune_cache():
+      e = autotune_experiment(path, [get_target("a100")])
+      self.assertEqual(e.name, "autotuned-rec")
+      return
+    with self.assertRaises(TargetError) as e:
+      autotune_experiment(path, [get_target("a100")])
+    self.assertIn("has no xla.autotuner.AutotuneCache", str(e.exception))
+
+  def test_sweep_refuses_another_releases_results_in_one_line(self):
+    path = self._file("0.11.2")
+    proc = testutil.run_hloprobe_here(
+      "sweep", "--targets=a100", "--batch_sizes=4096",
+      f"--autotune_results={path}",
+    )  # fmt: skip
+    self.assertEqual(proc.returncode, 2, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    self.assertLen(lines, 1, proc.stderr)
+    self.assertTrue(lines[0].startswith("hloprobe: error: "), lines[0])
+    if _reads_autotune_cache():
+      self.assertIn("written for jaxlib 0.11.2, this is jaxlib", lines[0])
+    else:
+      self.assertIn("has no xla.autotuner.AutotuneCache", lines[0])
+
+
+class DeviceMismatchTest(absltest.TestCase):
+  def test_sweep_with_another_devices_results_is_one_line(self):
+    path = self.create_tempfile(
+      "h100.textproto", content='device_scope: "0123456789abcdef"\n'
+    ).full_path
+    proc = testutil.run_hloprobe_here(
+      "sweep", "--targets=a100,h100", "--batch_sizes=2",
+      f"--autotune_results={path}",
+    )  # fmt: skip
+    self.assertEqual(proc.returncode, 2, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    self.assertLen(lines, 1, proc.stderr)
+    self.assertIn("recorded for device 0123456789abcdef", lines[0])
+    self.assertIn("a100 4882ef514d13f9de", lines[0])
 
 
 class SelectionTest(absltest.TestCase):
