@@ -29,6 +29,7 @@ from hloprobe.compile import (
   entry_notes,
   gemm_fusion_keys,
   get_target,
+  installed_jaxlib,
   parse_codegen_versions,
   results_textproto,
   triton_config,
@@ -274,8 +275,6 @@ class ReleaseTest(absltest.TestCase):
     return self.create_tempfile("rec.textproto", content=text).full_path
 
   def test_this_jaxlibs_own_results(self):
-    from hloprobe.compile import installed_jaxlib
-
     path = self._file(installed_jaxlib())
     if _reads_autotune_cache():
       e = autotune_experiment(path, [get_target("a100")])
@@ -344,6 +343,38 @@ class GpuCheckRecordTest(absltest.TestCase):
       path, os.path.abspath("out/nvidia_h200.autotune.textproto")
     )
     self.assertEqual(word, f"--xla_gpu_dump_autotune_results_to={path}")
+
+  def test_results_are_headed_by_the_jaxlib_that_recorded_them(self):
+    from hloprobe.versions import stamp_results
+
+    path = self.create_tempfile(
+      "gpu.textproto", content='device_scope: "4882ef514d13f9de"\n'
+    ).full_path
+    self.assertTrue(stamp_results(path, "0.11.2"))
+    self.assertTrue(stamp_results(path, "0.11.2"))  # once, not twice
+    with open(path, encoding="utf-8") as f:
+      self.assertEqual(
+        f.read(),
+        "# hloprobe autotune results; jaxlib 0.11.2\n"
+        'device_scope: "4882ef514d13f9de"\n',
+      )
+    # Replayed under another jaxlib: refused, the release named.
+    if installed_jaxlib() != "0.11.2" and testutil.jaxlib_at_least("0.12.0.1"):
+      with self.assertRaisesRegex(TargetError, "written for jaxlib 0.11.2"):
+        autotune_experiment(path, [get_target("a100")])
+    self.assertFalse(stamp_results(path + ".none", "0.11.2"))
+
+  def test_what_was_not_recorded_is_one_line(self):
+    from hloprobe.versions import recording_note
+
+    none = {"target_config_file": None, "autotune_results_file": None}
+    cpu = recording_note("cpu", none)
+    self.assertIn("--device_target=cpu is not a GPU", cpu)
+    self.assertIn(
+      "autotune results (XLA dumped none)", recording_note("gpu", none)
+    )
+    both = {"target_config_file": "a", "autotune_results_file": "b"}
+    self.assertIsNone(recording_note("gpu", both))
 
 
 if __name__ == "__main__":
