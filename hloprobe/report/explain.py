@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from hloprobe.compile import Case, ReportedError
 from hloprobe.records import ConfigResult
 from hloprobe.report.explain_autotune import autotuned, site_selections
-from hloprobe.report.explain_kernel import kernel_models
+from hloprobe.report.explain_kernel import kernel_models, kernel_rows
 from hloprobe.report.explain_made import made_math
 from hloprobe.report.explain_records import (
   AlgorithmUse,
@@ -390,6 +390,7 @@ def _explain_one(
     made_rows=made_rows_beyond(configs),
     kernel_models=kernel_models(configs, cc) if cc else (),
     site_selections=site_selections(configs),
+    kernel_rows=kernel_rows(configs) if cc else (),
   )
 
 
