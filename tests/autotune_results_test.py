@@ -263,6 +263,20 @@ def _reads_autotune_cache() -> bool:
   return testutil.jaxlib_at_least("0.12.0.1")
 
 
+def _sweep_error(test, path: str, targets: str) -> str:
+  """`hloprobe sweep --autotune_results=PATH`'s one line (exit 2, before
+  any compile)."""
+  proc = testutil.run_hloprobe_here(
+    "sweep", f"--targets={targets}", "--batch_sizes=4096",
+    f"--autotune_results={path}",
+  )  # fmt: skip
+  test.assertEqual(proc.returncode, 2, proc.stderr)
+  lines = proc.stderr.strip().splitlines()
+  test.assertLen(lines, 1, proc.stderr)
+  test.assertTrue(lines[0].startswith("hloprobe: error: "), lines[0])
+  return lines[0]
+
+
 @pytest.mark.release_rules
 class ReleaseTest(absltest.TestCase):
   """Results of another release refused in one line, under either jaxlib
@@ -285,19 +299,11 @@ class ReleaseTest(absltest.TestCase):
     self.assertIn("has no xla.autotuner.AutotuneCache", str(e.exception))
 
   def test_sweep_refuses_another_releases_results_in_one_line(self):
-    path = self._file("0.11.2")
-    proc = testutil.run_hloprobe_here(
-      "sweep", "--targets=a100", "--batch_sizes=4096",
-      f"--autotune_results={path}",
-    )  # fmt: skip
-    self.assertEqual(proc.returncode, 2, proc.stderr)
-    lines = proc.stderr.strip().splitlines()
-    self.assertLen(lines, 1, proc.stderr)
-    self.assertTrue(lines[0].startswith("hloprobe: error: "), lines[0])
+    line = _sweep_error(self, self._file("0.11.2"), "a100")
     if _reads_autotune_cache():
-      self.assertIn("written for jaxlib 0.11.2, this is jaxlib", lines[0])
+      self.assertIn("written for jaxlib 0.11.2, this is jaxlib", line)
     else:
-      self.assertIn("has no xla.autotuner.AutotuneCache", lines[0])
+      self.assertIn("has no xla.autotuner.AutotuneCache", line)
 
 
 class DeviceMismatchTest(absltest.TestCase):
@@ -305,15 +311,9 @@ class DeviceMismatchTest(absltest.TestCase):
     path = self.create_tempfile(
       "h100.textproto", content='device_scope: "0123456789abcdef"\n'
     ).full_path
-    proc = testutil.run_hloprobe_here(
-      "sweep", "--targets=a100,h100", "--batch_sizes=2",
-      f"--autotune_results={path}",
-    )  # fmt: skip
-    self.assertEqual(proc.returncode, 2, proc.stderr)
-    lines = proc.stderr.strip().splitlines()
-    self.assertLen(lines, 1, proc.stderr)
-    self.assertIn("recorded for device 0123456789abcdef", lines[0])
-    self.assertIn("a100 4882ef514d13f9de", lines[0])
+    line = _sweep_error(self, path, "a100,h100")
+    self.assertIn("recorded for device 0123456789abcdef", line)
+    self.assertIn("a100 4882ef514d13f9de", line)
 
 
 class SelectionTest(absltest.TestCase):
