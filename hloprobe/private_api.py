@@ -24,7 +24,6 @@ __all__ = [
   "XlaComputation",
   "XlaInstruction",
   "cuda_path",
-  "cuda_plugin_embeds",
   "cudnn_version",
   "custom_call_targets",
   "gpu_target_config",
@@ -410,47 +409,6 @@ def custom_call_targets(platform: str) -> frozenset[str] | None:
   try:
     return frozenset(listing(platform))
   except (RuntimeError, ValueError):
-    return None
-
-
-def cuda_plugin_embeds(markers) -> dict[bytes, bool] | None:
-  """Which byte strings the installed CUDA PJRT plugin's library holds.
-
-  The plugin (`jax_plugins.xla_cuda12`, its `xla_cuda_plugin.so`) is the
-  XLA that compiles for GPU targets; what its build embeds says what that
-  XLA reads without running it: protoc's descriptor names
-  (b"xla.autotuner.AutotuneCache": in jaxlib 0.12.0.1's plugin, not in
-  0.10.2's) and build strings such as its Triton commit (0.12.0.1's:
-  b575c0c38d428a609e25487db64051a5fa7bfab8, which XLA's autotune cache
-  logs as the TRITON codegen version). Found by locating the package
-  without importing it (no plugin starts).
-
-  Args:
-    markers: the byte strings to look for.
-
-  Returns:
-    marker -> whether the library holds it; None where no CUDA plugin is
-    installed.
-  """
-  import importlib.util
-  import mmap
-  import os
-
-  try:
-    spec = importlib.util.find_spec("jax_plugins.xla_cuda12")
-  except (ImportError, ValueError):
-    return None
-  if spec is None or not spec.submodule_search_locations:
-    return None
-  folder = list(spec.submodule_search_locations)[0]
-  path = os.path.join(folder, "xla_cuda_plugin.so")
-  try:
-    with (
-      open(path, "rb") as f,
-      mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data,
-    ):
-      return {m: data.find(m) >= 0 for m in markers}
-  except (OSError, ValueError):
     return None
 
 

@@ -13,11 +13,12 @@ Private in intent: use the package, `hloprobe.compile`.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import mmap
 import os
 import re
 from collections.abc import Mapping, Sequence
 
-from hloprobe import private_api
 from hloprobe.compile.autotune import (
   GemmFusionKey,
   device_fingerprint,
@@ -265,6 +266,39 @@ def selection_note(selection: str | None) -> str | None:
   return None
 
 
+def _plugin_embeds(markers) -> dict[bytes, bool] | None:
+  """Which byte strings the installed CUDA PJRT plugin's library holds.
+
+  The plugin (`jax_plugins.xla_cuda12`, its `xla_cuda_plugin.so`) is the
+  XLA that compiles for GPU targets; what its build embeds says what that
+  XLA reads without running it: protoc's descriptor names
+  (b"xla.autotuner.AutotuneCache": in jaxlib 0.12.0.1's plugin, not in
+  0.10.2's; checked) and its Triton commit (0.12.0.1's b575c0c3..., which
+  XLA's autotune cache logs as the TRITON codegen version). The file is
+  found without importing the package and read as bytes: no plugin
+  starts, no jax API is used.
+
+  Returns:
+    marker -> whether the library holds it; None where no CUDA plugin is
+    installed.
+  """
+  try:
+    spec = importlib.util.find_spec("jax_plugins.xla_cuda12")
+  except (ImportError, ValueError):
+    return None
+  if spec is None or not spec.submodule_search_locations:
+    return None
+  folder = list(spec.submodule_search_locations)[0]
+  try:
+    with (
+      open(os.path.join(folder, "xla_cuda_plugin.so"), "rb") as f,
+      mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data,
+    ):
+      return {m: data.find(m) >= 0 for m in markers}
+  except (OSError, ValueError):
+    return None
+
+
 def _triton_versions(text: str) -> list[str]:
   """The Triton commits the file's TRITON entries were made with, sorted."""
   found = set()
@@ -295,9 +329,7 @@ def _check_release(path: str, text: str) -> None:
   """
   where, mine = f"--autotune_results={path}", installed_jaxlib()
   commits = _triton_versions(text)
-  found = private_api.cuda_plugin_embeds(
-    [_CACHE_PROTO, *map(str.encode, commits)]
-  )
+  found = _plugin_embeds([_CACHE_PROTO, *map(str.encode, commits)])
   if found is not None and not found[_CACHE_PROTO]:
     raise TargetError(
       f"{where}: this jaxlib {mine}'s XLA has no xla.autotuner.AutotuneCache "
