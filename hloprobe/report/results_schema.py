@@ -53,7 +53,10 @@ element 0, as in `accuracy.ErrorStats`):
                       "effective_algorithm": str | null,
                       "algorithm_source": "ptx" | "rule" | null,
                       "algorithm_evidence": str | null,
-                      "selection": str | null,
+                      "selection": str | null (who chose the fate; under
+                        --autotune_results per gemm fusion: "autotuned on
+                        <device> (...)" or "no autotune entry for this
+                        fusion; default config used (...)"),
                       "mapping": "source location" | "data flow" | null,
                       "candidates": [[str]] (an ambiguous site's; an
                         unknown one's merged dot not split back),
