@@ -9,8 +9,19 @@ opens each page from a file with a probe script added at its end: the
 probe clicks a header, types in the filter box (real DOM events, the
 page's own script handling them) and writes what the browser computed
 (each row's cells, whether it shows, its background colour) into the DOM,
-which `--dump-dom` prints. The test FAILS, never skips, when Chromium is
-missing: `.ci/run` installs it (`apt-get install -y chromium`).
+which `--dump-dom` prints (`chromium.dump_dom`). The test FAILS, never
+skips, when Chromium is missing: `.ci/run` installs it (`apt-get install
+-y chromium`). (explain's answer atop report.html is checked where
+explain runs, tests/answer_explain_test.py.)
+
+Model Explorer: the page `hloprobe view` serves (`open_server`, in this
+process) is opened in headless Chromium driven over the DevTools protocol
+(`chromium.Tab`), its WebGL graph drawn in software (SwiftShader), and a
+screenshot read: the worst config's model named in the header, and its
+graph's canvas showing one patch of overlay colour per site (expanded:
+each site's node; collapsed it would be one layer box with a thin bar of
+the colours, one patch per colour). About 10 CPU-seconds, mostly
+SwiftShader's first frame.
 
 Expected facts come from outside hloprobe: the seed's a100 row 0 under
 TF32 is about 0.61 from float64 (numpy float64 with TF32-rounded operands,
