@@ -175,9 +175,7 @@ def main(args: ExplainArgs) -> int:
     doc = explanation_json(explanations, cpu)
     print(dumps_json({**doc, "answer": answer_json(answer)}))
   elif out.fmt == "html":
-    page = html_page(
-      results, explanations, versions, out.plot_shared_y, answer
-    )
+    page = html_page(results, explanations, versions, out.plot_shared_y, answer)
     print(page)
   else:
     print(render_answered(explanations, answer, host=cpu))
