@@ -4,12 +4,11 @@ Jinja2 template.
 One file with no outside references (styles and the table script inline,
 the plot as a `data:image/png;base64` URI), for a CI job to keep as an
 artifact and a person to open in a browser, offline: what was swept,
-`explain`'s answer (the worst finding and what to do: the fixes that
-passed, with their cost and `hloprobe verify` command; the lines
-`explain` prints first), the
-row-0 error plot (`plot`, when matplotlib is installed; the page says so
-when it is not) first, then the explanation
-(`report.render_explanation`), the sweep table with every column
+then first `explain`'s answer (the lines `explain` prints first: the
+worst finding, the fixes that passed with their cost and `hloprobe
+verify` command; a `sweep`'s page says explain computes them), the row-0
+error plot (`plot`, when matplotlib is installed; the page says so when
+it is not), the explanation (`report.render_explanation`), the sweep table with every column
 (`report.cells`, the first screen's first) and the contraction-site table, each
 sortable (click a header) and filterable (the box above it: rows holding
 every word typed), whole, in a container that scrolls. Each config's row
