@@ -89,9 +89,9 @@ def pytest_configure(config):
 # tests took in one whole `make test` (pytest --durations, 2026-12-02, the
 # figures beside them; a file's setUpClass included, and the seconds it
 # waits on worker processes and timeouts; user_cases,
-# cli_reliability_guard, pyapi_plugin and readme_case scaled by their CPU
-# seconds alone after and before a user case's loader worker made its
-# references too). `make test` (pytest-xdist,
+# cli_reliability_guard, pyapi_plugin and readme_case scaled by their
+# wall seconds alone on a quiet machine after and before a user case's
+# loader worker made its references too). `make test` (pytest-xdist,
 # --dist loadfile --no-loadscope-reorder) hands whole files to its
 # workers in collection order, each worker taking the next file as it
 # runs out: these first, the many short files after them, so that the
@@ -100,22 +100,22 @@ def pytest_configure(config):
 LONGEST_FIRST = (
   "tests/verify_test.py",  # 59
   "tests/versions_test.py",  # 53
-  "tests/compile/user_cases_test.py",  # 49
+  "tests/compile/user_cases_test.py",  # 50
   "tests/answer_explain_test.py",  # 48
   "tests/report/explain_test.py",  # 42
+  "tests/cli_reliability_guard_test.py",  # 39
   "tests/golden/golden_test.py",  # 38
-  "tests/cli_reliability_guard_test.py",  # 35
-  "tests/pyapi_plugin_test.py",  # 35
   "tests/guard_sweep_test.py",  # 33
   "tests/shards_merge_test.py",  # 33
   "tests/compile/builtin_cases_test.py",  # 32
+  "tests/pyapi_plugin_test.py",  # 30
   "tests/cli_reliability_test.py",  # 30
   "tests/sweep_cache_test.py",  # 30
   "tests/sweep_workers_test.py",  # 29
   "tests/modcase_e2e_test.py",  # 27
   "tests/cli_test.py",  # 25
   "tests/pictures_test.py",  # 23
-  "tests/readme_case_test.py",  # 20
+  "tests/readme_case_test.py",  # 18
   "tests/reliab_outputs_test.py",  # 18
   "tests/runtime/worker_test.py",  # 17
   "tests/convsites_e2e_test.py",  # 16
