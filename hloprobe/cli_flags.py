@@ -16,6 +16,7 @@ from hloprobe import verify
 from hloprobe.ir import DEFAULT_PRECISIONS, PRECISION_NAMES
 from hloprobe.report import REPORT_FORMATS, TABLE_COLUMNS, TERMINAL_WIDTH
 from hloprobe.runtime import DEFAULT_MAX_MB, usable_cores
+from hloprobe.sweep import EXECUTORS
 
 __all__ = [
   "ABS_ERROR_BOUND",
@@ -28,6 +29,7 @@ __all__ = [
   "CASE",
   "CHANGES_ONLY",
   "COLUMNS",
+  "EXECUTOR",
   "EXPERIMENT",
   "EXPERIMENTS_FILE",
   "EXPLAIN_PASSES",
@@ -47,6 +49,7 @@ __all__ = [
   "PORT",
   "PRECISIONS",
   "PYTHON",
+  "RAY_ADDRESS",
   "REL_ERROR_BOUND",
   "REQUIRE",
   "RESULTS",
@@ -339,6 +342,22 @@ SHARD = flags.DEFINE_string(
   "SLURM_ARRAY_TASK_ID, 0-based); needs --output_dir. `hloprobe merge "
   "DIR... --output_dir=OUT` joins the shards into the unsharded sweep's "
   "results.",
+)
+EXECUTOR = flags.DEFINE_enum(
+  "executor",
+  "local",
+  list(EXECUTORS),
+  "`sweep`/`explain`/`verify`: where the configs compile and run: `local` "
+  "worker processes (--jobs of them), or `ray`: actors of a Ray cluster "
+  "(--ray_address, else RAY_ADDRESS, else a local cluster of --jobs CPUs "
+  "on 127.0.0.1), --jobs of them at once; needs the extra `ray`. The "
+  "results are the same.",
+)
+RAY_ADDRESS = flags.DEFINE_string(
+  "ray_address",
+  None,
+  "With --executor=ray: the Ray cluster to join, e.g. ray://head:10001 or "
+  "head:6379 (default: RAY_ADDRESS, else a local cluster).",
 )
 
 JAXLIB = flags.DEFINE_list(

@@ -113,6 +113,7 @@ _WITHIN = {
     "compiled",
     "measure",
     "guarded",
+    "executor",
     "engine",
     "__init__",
   )

@@ -39,12 +39,13 @@ Private in intent: use the package, `hloprobe.runtime`.
 from __future__ import annotations
 
 import os
+import pickle
 import threading
 import weakref
 from collections.abc import Sequence
 
 from hloprobe.errors import XlaFlagsError
-from hloprobe.runtime.process import Worker, WorkerError
+from hloprobe.runtime.process import Worker, WorkerError, unpickled_reply
 from hloprobe.runtime.serve import CheckXlaFlagsRequest, Request
 
 __all__ = [
@@ -83,12 +84,17 @@ def host_device_flag(devices: int) -> str:
   return f"--xla_force_host_platform_device_count={devices}"
 
 
-def _preloaded(preload: Sequence[type]) -> tuple[str, ...]:
-  """The modules that define `preload`'s request classes."""
+def _preloaded(preload: Sequence[type | str]) -> tuple[str, ...]:
+  """The modules that define `preload`'s request classes (a module's name
+  stands for itself: a `ray_pool` lane names them unimported)."""
   for kind in preload:
+    if isinstance(kind, str):
+      continue
     if not (isinstance(kind, type) and issubclass(kind, Request)):
       raise TypeError(f"preload takes Request classes, got {kind!r}")
-  return tuple(dict.fromkeys(kind.__module__ for kind in preload))
+  return tuple(
+    dict.fromkeys(k if isinstance(k, str) else k.__module__ for k in preload)
+  )
 
 
 class WorkerPool:
@@ -104,8 +110,8 @@ class WorkerPool:
     platforms: JAX_PLATFORMS of the workers: None for this process's
       platforms, "" for JAX's own choice (an attached GPU), or a value
       such as "cuda,cpu".
-    preload: `serve.Request` classes whose modules each worker imports as
-      it starts (e.g. (`sweep.compiled.CompileRequest`,): jax), so that
+    preload: `serve.Request` classes (or their modules' names) whose
+      modules each worker imports as it starts (e.g. (`sweep.compiled.CompileRequest`,): jax), so that
       `start` warms a worker up while this process does other work.
     user_xla_flags: the user's XLA_FLAGS, put before each flag set's own
       words (see `worker_xla_flags`); None: this process's environment's,
@@ -118,7 +124,7 @@ class WorkerPool:
   def __init__(
     self,
     platforms: str | None = None,
-    preload: Sequence[type] = (),
+    preload: Sequence[type | str] = (),
     user_xla_flags: str | None = None,
   ):
     self._platforms, self._preload = platforms, _preloaded(preload)
@@ -164,11 +170,30 @@ class WorkerPool:
     """
     if not isinstance(request, Request):
       raise TypeError(f"a worker runs Request records, got {request!r}")
+    payload = pickle.dumps(request)
+    return unpickled_reply(
+      self.call_pickled(payload, xla_flags, timeout_s, lane)
+    )
+
+  def call_pickled(
+    self,
+    payload: bytes,
+    xla_flags: str = "",
+    timeout_s: float = 1800.0,
+    lane: int = 0,
+  ) -> bytes:
+    """As `call`, for a request pickled already; returns the reply's
+    pickled (status, value) unread (`process.unpickled_reply` reads it),
+    so that a go-between (a `ray_pool` lane) imports nothing it names.
+
+    Raises:
+      XlaFlagsError, WorkerError: as `call`.
+    """
     key = self._key(xla_flags, lane)
     with self._lock:
       busy = self._busy.setdefault(key, threading.Lock())
     with busy:
-      return self._worker(key).call(request, timeout_s)
+      return self._worker(key).call_pickled(payload, timeout_s)
 
   def _key(self, xla_flags: str, lane: int) -> tuple[str, int]:
     """A worker's key: its whole XLA_FLAGS and its lane."""
