@@ -164,7 +164,7 @@ class RayPool:
     self._lock = threading.Lock()
     self._busy: dict[tuple[str, int], threading.Lock] = {}
     self._actors: dict[tuple[str, int], object] = {}
-    self._pids: dict[tuple[str, int], int] = {}
+    self._pids: dict[tuple[str, int], object] = {}  # Ray refs
     self._closed = False
     self.started = 0
     self._own_cluster = not self._ray.is_initialized()
@@ -210,6 +210,8 @@ class RayPool:
           .remote(key[0], self._platforms, self._preload)
         )
         self._actors[key] = actor
+        # Its first task: it answers as soon as the actor is up.
+        self._pids[key] = actor.pid.remote()
         self.started += 1
       return actor
 
@@ -256,14 +258,11 @@ class RayPool:
     return unpickled_reply(frame)
 
   def lane_pids(self) -> dict[tuple[str, int], int]:
-    """(XLA_FLAGS, lane) -> the process id of each live actor (asked once
-    per actor; a test kills one)."""
+    """(XLA_FLAGS, lane) -> the process id of each live actor (asked as
+    its first task, so never queued behind a config; a test kills one)."""
     with self._lock:
-      actors = dict(self._actors)
-    for key, actor in actors.items():
-      if key not in self._pids:
-        self._pids[key] = self._ray.get(actor.pid.remote())
-    return {k: self._pids[k] for k in actors}
+      asked = dict(self._pids)
+    return dict(zip(asked, self._ray.get(list(asked.values()))))
 
   def _drop(self, key, actor) -> None:
     """Forgets a dead or stuck actor (killed): its lane starts a new one."""
@@ -287,6 +286,7 @@ class RayPool:
       self._closed = True
       actors = list(self._actors.values())
       self._actors.clear()
+      self._pids.clear()
     try:
       if not kill:
         self._ray.get([a.close.remote() for a in actors], timeout=30)
