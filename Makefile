@@ -131,6 +131,7 @@ bench: $(STAMP)
 	$(BIN)/python -m hloprobe.tools.bench
 	$(BIN)/python -m hloprobe.tools.bench_venv
 	$(BIN)/python -m hloprobe.tools.bench_memory
+	$(BIN)/python -m hloprobe.tools.bench_ray
 
 clean:
 	rm -rf $(VENV) $(OLD_VENV) build *.egg-info

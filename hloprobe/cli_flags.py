@@ -42,6 +42,7 @@ __all__ = [
   "JOBS",
   "MODEL_EXPLORER",
   "NOCACHE",
+  "NOT_FOR",
   "OUTPUT_DIR",
   "OVERWRITE",
   "PLOT",
@@ -359,6 +360,20 @@ RAY_ADDRESS = flags.DEFINE_string(
   "With --executor=ray: the Ray cluster to join, e.g. ray://head:10001 or "
   "head:6379 (default: RAY_ADDRESS, else a local cluster).",
 )
+# Why a command refuses a flag of other commands, where "drop it" alone
+# would hide a plan: (flag, command) -> the reason, in the usage error.
+_WHOLE = "each release's sweep runs whole in its own venv's Python"
+_NO_SHARD = f"{_WHOLE}, and `merge` joins `sweep` shards only"
+_NO_RAY = f"{_WHOLE}, a venv with no Ray in it"
+NOT_FOR = {
+  (flag, command): why
+  for command in ("versions", "bisect")
+  for flag, why in (
+    ("shard", _NO_SHARD),
+    ("executor", _NO_RAY),
+    ("ray_address", _NO_RAY),
+  )
+}
 
 JAXLIB = flags.DEFINE_list(
   "jaxlib",

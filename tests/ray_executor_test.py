@@ -72,12 +72,21 @@ class RayMissingTest(absltest.TestCase):
     self.assertEqual(proc.returncode, 2)
     self.assertIn("--ray_address=head:6379 needs --executor=ray", proc.stderr)
 
-  def test_versions_refuses_the_executor(self):
-    proc = testutil.run_hloprobe_here(
-      "versions", "--jaxlib=0.10.2", "--executor=ray"
-    )
-    self.assertEqual(proc.returncode, 2)
-    self.assertIn("--executor is for `hloprobe sweep", proc.stderr)
+  def test_versions_and_bisect_refuse_executor_and_shard_saying_why(self):
+    for command, flag in (
+      ("versions", "--executor=ray"),
+      ("bisect", "--executor=ray"),
+      ("versions", "--shard=0/2"),
+    ):
+      proc = testutil.run_hloprobe_here(command, flag)
+      self.assertEqual(proc.returncode, 2, proc.stderr)
+      (line,) = proc.stderr.strip().splitlines()
+      self.assertRegex(
+        line,
+        rf"^hloprobe: error: {flag.split('=')[0]} is for `hloprobe sweep.*`, "
+        rf"not `hloprobe {command}` \(each release's sweep runs whole in "
+        r"its own venv's Python, .*\); drop it$",
+      )
 
 
 @pytest.mark.compiles
