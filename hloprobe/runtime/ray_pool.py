@@ -49,7 +49,12 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from hloprobe.errors import InvalidArgumentError, XlaFlagsError, first_line
+from hloprobe.errors import (
+  HloprobeError,
+  InvalidArgumentError,
+  XlaFlagsError,
+  first_line,
+)
 from hloprobe.runtime.pool import WorkerPool, _preloaded, worker_xla_flags
 from hloprobe.runtime.process import WorkerError, unpickled_reply
 from hloprobe.runtime.serve import Request
@@ -85,9 +90,14 @@ class _Lane:
     xla_flags: the lane's whole XLA_FLAGS (the user's, then its own).
     platforms: JAX_PLATFORMS of its worker ("" for JAX's own choice).
     preload: module names its worker imports as it starts.
+    cwd: the sweep's folder: the actor and its worker run there where the
+      node has it (a user case's relative path, as locally), else in the
+      folder Ray gave them.
   """
 
-  def __init__(self, xla_flags: str, platforms: str, preload: tuple):
+  def __init__(self, xla_flags: str, platforms: str, preload: tuple, cwd: str):
+    if os.path.isdir(cwd):
+      os.chdir(cwd)  # this process is the actor's own
     self._pool = WorkerPool(platforms, preload, user_xla_flags=xla_flags)
 
   def pid(self) -> int:
@@ -137,6 +147,7 @@ class RayPool:
 
   Raises:
     InvalidArgumentError: Ray is not installed.
+    HloprobeError: the cluster at `address` cannot be joined.
 
   Attributes:
     started: how many actors the pool has started so far.
@@ -172,11 +183,22 @@ class RayPool:
       self._connect(address, num_cpus)
 
   def _connect(self, address: str | None, num_cpus: int) -> None:
-    """Joins `address` (or RAY_ADDRESS), else starts a local cluster."""
+    """Joins `address` (or RAY_ADDRESS), else starts a local cluster.
+
+    Raises:
+      HloprobeError: the cluster cannot be joined (one line).
+    """
     address = address or os.environ.get("RAY_ADDRESS") or None
     common = {"log_to_driver": False, "configure_logging": False}
     if address:
-      self._ray.init(address=address, **common)
+      try:
+        self._ray.init(address=address, **common)
+      except Exception as e:  # Ray's ConnectionError, auth, a bad address
+        raise HloprobeError(
+          f"cannot join the Ray cluster at {address}: {first_line(e)} (a "
+          "cluster with token authentication, Ray's default, needs "
+          "RAY_AUTH_MODE=token here and its token, `ray get-auth-token`)"
+        ) from None
     else:
       self._ray.init(
         num_cpus=max(1, num_cpus),
@@ -207,7 +229,7 @@ class RayPool:
               "py_executable": self._python,
             },
           )
-          .remote(key[0], self._platforms, self._preload)
+          .remote(key[0], self._platforms, self._preload, os.getcwd())
         )
         self._actors[key] = actor
         # Its first task: it answers as soon as the actor is up.

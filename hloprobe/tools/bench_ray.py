@@ -39,6 +39,7 @@ from hloprobe.tools.bench_shards import comparable
 __all__ = ["ray_overhead"]
 
 _RUN = ("sweep", "--targets=cpu,a100,t4", "--nocache")
+_AUTH = "RAY_AUTH_MODE"
 # A process that holds a local cluster: prints its GCS address, then keeps
 # it until its stdin closes (ray.shutdown ends the cluster's processes).
 _HOLDER = """
@@ -55,7 +56,7 @@ def _tree_cpu(root: int) -> float:
   """CPU seconds (user + system, with the children each waited for) of
   process `root` and every process below it now."""
   tick, stats = os.sysconf("SC_CLK_TCK"), {}
-  for name in os.listdir("/proc"):
+  for name in filter(str.isdigit, os.listdir("/proc")):
     try:
       with open(f"/proc/{name}/stat", encoding="ascii") as f:
         fields = f.read().rsplit(")", 1)[1].split()
@@ -81,6 +82,10 @@ def ray_overhead() -> None:
     stdout=subprocess.PIPE,
     text=True,
   )
+  # Ray's token authentication (on by default for a local cluster, its
+  # token in ~/.ray): the sweep joining it says so, as the README tells.
+  saved = os.environ.get(_AUTH)
+  os.environ[_AUTH] = "token"
   try:
     address = holder.stdout.readline().strip()
     with tempfile.TemporaryDirectory(prefix="hloprobe-bench-") as folder:
@@ -99,6 +104,10 @@ def ray_overhead() -> None:
         out("ray/results.json")
       )
   finally:
+    if saved is None:
+      os.environ.pop(_AUTH)
+    else:
+      os.environ[_AUTH] = saved
     holder.stdin.close()
     holder.wait(timeout=120)
   bench._report(
