@@ -43,6 +43,7 @@ Private in intent: use the package, `hloprobe.runtime`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import sys
@@ -55,9 +56,13 @@ from hloprobe.errors import (
   XlaFlagsError,
   first_line,
 )
-from hloprobe.runtime.pool import WorkerPool, _preloaded, worker_xla_flags
-from hloprobe.runtime.process import WorkerError, unpickled_reply
-from hloprobe.runtime.serve import Request
+from hloprobe.runtime.pool import (
+  PickledCalls,
+  WorkerPool,
+  _preloaded,
+  worker_xla_flags,
+)
+from hloprobe.runtime.process import WorkerError
 
 __all__ = ["RAY_MISSING", "RayPool", "import_ray"]
 
@@ -130,7 +135,7 @@ def _lane_env(xla_flags: str, platforms: str) -> dict[str, str]:
   return env
 
 
-class RayPool:
+class RayPool(PickledCalls):
   """`WorkerPool`'s interface on a Ray cluster: one actor per (XLA_FLAGS
   words, lane), each running its configs in a worker process of its own.
 
@@ -181,6 +186,7 @@ class RayPool:
     self._own_cluster = not self._ray.is_initialized()
     if self._own_cluster:
       self._connect(address, num_cpus)
+    self._lane_class = self._ray.remote(_Lane)
 
   def _connect(self, address: str | None, num_cpus: int) -> None:
     """Joins `address` (or RAY_ADDRESS), else starts a local cluster.
@@ -217,20 +223,16 @@ class RayPool:
         raise WorkerError("the worker pool was closed (an interrupt)")
       actor = self._actors.get(key)
       if actor is None:
-        actor = (
-          self._ray.remote(_Lane)
-          .options(
-            num_cpus=0,
-            max_restarts=0,
-            max_task_retries=0,
-            scheduling_strategy="SPREAD",
-            runtime_env={
-              "env_vars": _lane_env(key[0], self._platforms),
-              "py_executable": self._python,
-            },
-          )
-          .remote(key[0], self._platforms, self._preload, os.getcwd())
-        )
+        actor = self._lane_class.options(
+          num_cpus=0,
+          max_restarts=0,
+          max_task_retries=0,
+          scheduling_strategy="SPREAD",
+          runtime_env={
+            "env_vars": _lane_env(key[0], self._platforms),
+            "py_executable": self._python,
+          },
+        ).remote(key[0], self._platforms, self._preload, os.getcwd())
         self._actors[key] = actor
         # Its first task: it answers as soon as the actor is up.
         self._pids[key] = actor.pid.remote()
@@ -241,29 +243,27 @@ class RayPool:
     """Starts the lane's actor if it has none, without waiting for it."""
     self._actor(self._key(xla_flags, lane))
 
-  def call(
+  def call_pickled(
     self,
-    request: Request,
+    payload: bytes,
     xla_flags: str = "",
     timeout_s: float = 1800.0,
     lane: int = 0,
-  ):
-    """As `WorkerPool.call`, as one task of the lane's actor.
+  ) -> bytes:
+    """One task of the lane's actor (see `PickledCalls.call`): the reply's
+    pickled (status, value), unread.
 
     Raises:
       XlaFlagsError: XLA rejected a flag of the lane's XLA_FLAGS.
       WorkerError: the worker or the actor died (one line), timed out, or
         the pool is closed.
-      Exception: what `request.run` raised, re-raised here.
     """
-    if not isinstance(request, Request):
-      raise TypeError(f"a worker runs Request records, got {request!r}")
     key = self._key(xla_flags, lane)
     with self._lock:
       busy = self._busy.setdefault(key, threading.Lock())
     with busy:
       actor = self._actor(key)
-      ref = actor.call.remote(pickle.dumps(request), timeout_s)
+      ref = actor.call.remote(payload, timeout_s)
       try:
         frame = self._ray.get(ref, timeout=timeout_s + _SLACK_S)
       except self._ray.exceptions.GetTimeoutError:
@@ -277,7 +277,7 @@ class RayPool:
         raise WorkerError(
           f"Ray worker died (XLA_FLAGS={key[0]!r}): {first_line(e)}"
         ) from None
-    return unpickled_reply(frame)
+    return frame
 
   def lane_pids(self) -> dict[tuple[str, int], int]:
     """(XLA_FLAGS, lane) -> the process id of each live actor (asked as
@@ -292,7 +292,8 @@ class RayPool:
       if self._actors.get(key) is actor:
         del self._actors[key]
         self._pids.pop(key, None)
-    self._ray.kill(actor, no_restart=True)
+    with contextlib.suppress(Exception):  # closed meanwhile (an interrupt)
+      self._ray.kill(actor, no_restart=True)
 
   def close(self, kill: bool = False) -> None:
     """Ends every actor (and its worker); later calls raise `WorkerError`.

@@ -13,7 +13,7 @@ machine (issue 29).
                        work. Goal <= 1.1. The CPU seconds of each side
                        are printed too, the Ray side's with what the
                        cluster's processes (raylet, actors, their
-                       workers) spent meanwhile, read from /proc. The
+                       workers) spent meanwhile, sampled from /proc. The
                        two results.json must be equal but for "created"
                        and timings, or the line says they are not. The
                        cluster's own start (about 3 CPU s, 10 s on a busy
@@ -31,6 +31,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 
 from hloprobe.runtime import usable_cores
 from hloprobe.tools import bench
@@ -52,9 +53,9 @@ ray.shutdown()
 """
 
 
-def _tree_cpu(root: int) -> float:
-  """CPU seconds (user + system, with the children each waited for) of
-  process `root` and every process below it now."""
+def _tree(root: int, known: set[int]) -> dict[int, float]:
+  """pid -> CPU seconds (user + system) of each process now below `root`
+  (or in `known`, which grows by the processes found)."""
   tick, stats = os.sysconf("SC_CLK_TCK"), {}
   for name in filter(str.isdigit, os.listdir("/proc")):
     try:
@@ -62,14 +63,41 @@ def _tree_cpu(root: int) -> float:
         fields = f.read().rsplit(")", 1)[1].split()
     except (OSError, ValueError):
       continue
-    cpu = sum(int(v) for v in fields[11:15]) / tick
-    stats[int(name)] = (int(fields[1]), cpu)
-  mine, grew = {root}, True
+    stats[int(name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])))
+  known.add(root)
+  grew = True
   while grew:
-    below = {p for p, (parent, _) in stats.items() if parent in mine}
-    grew = not below <= mine
-    mine |= below
-  return sum(stats[p][1] for p in mine if p in stats)
+    below = {p for p, (parent, _) in stats.items() if parent in known}
+    grew = not below <= known
+    known |= below
+  return {p: stats[p][1] / tick for p in known if p in stats}
+
+
+class _Meter:
+  """The CPU seconds a process tree spends while the block runs, sampled
+  every 0.2 s from /proc (each process's last sample: a process that ends
+  between two loses at most 0.2 s)."""
+
+  def __init__(self, root: int):
+    self._root, self._known, self._stop = root, set(), threading.Event()
+    self._start = _tree(root, self._known)
+    self._last = dict(self._start)
+    self.cpu = 0.0
+
+  def _run(self) -> None:
+    while not self._stop.wait(0.2):
+      self._last.update(_tree(self._root, self._known))
+
+  def __enter__(self) -> _Meter:
+    self._thread = threading.Thread(target=self._run, daemon=True)
+    self._thread.start()
+    return self
+
+  def __exit__(self, *exc) -> None:
+    self._stop.set()
+    self._thread.join()
+    self._last.update(_tree(self._root, self._known))
+    self.cpu = sum(self._last.values()) - sum(self._start.values())
 
 
 def ray_overhead() -> None:
@@ -91,15 +119,14 @@ def ray_overhead() -> None:
     with tempfile.TemporaryDirectory(prefix="hloprobe-bench-") as folder:
       out = lambda name: os.path.join(folder, name)
       local = bench._cli(*_RUN, jobs, f"--output_dir={out('local')}")
-      before = _tree_cpu(holder.pid)
-      on_ray = bench._cli(
-        *_RUN,
-        jobs,
-        "--executor=ray",
-        f"--ray_address={address}",
-        f"--output_dir={out('ray')}",
-      )
-      cluster = _tree_cpu(holder.pid) - before
+      with _Meter(holder.pid) as cluster:
+        on_ray = bench._cli(
+          *_RUN,
+          jobs,
+          "--executor=ray",
+          f"--ray_address={address}",
+          f"--output_dir={out('ray')}",
+        )
       same = comparable(out("local/results.json")) == comparable(
         out("ray/results.json")
       )
@@ -116,8 +143,9 @@ def ray_overhead() -> None:
     "<= 1.1x, results.json identical",
     same and on_ray.wall <= 1.1 * local.wall,
     f"{on_ray.wall:.1f} s / {local.wall:.1f} s; CPU {on_ray.cpu:.1f} s + "
-    f"the cluster's {cluster:.1f} s / {local.cpu:.1f} s; results.json "
-    + ("identical" if same else "DIFFERS"),
+    f"the cluster's {cluster.cpu:.1f} s = "
+    f"{(on_ray.cpu + cluster.cpu) / local.cpu:.2f}x {local.cpu:.1f} s; "
+    "results.json " + ("identical" if same else "DIFFERS"),
   )
 
 
