@@ -85,17 +85,12 @@ def host_device_flag(devices: int) -> str:
   return f"--xla_force_host_platform_device_count={devices}"
 
 
-def _preloaded(preload: Sequence[type | str]) -> tuple[str, ...]:
-  """The modules that define `preload`'s request classes (a module's name
-  stands for itself: a `ray_pool` lane names them unimported)."""
+def _preloaded(preload: Sequence[type]) -> tuple[str, ...]:
+  """The modules that define `preload`'s request classes."""
   for kind in preload:
-    if isinstance(kind, str):
-      continue
     if not (isinstance(kind, type) and issubclass(kind, Request)):
       raise TypeError(f"preload takes Request classes, got {kind!r}")
-  return tuple(
-    dict.fromkeys(k if isinstance(k, str) else k.__module__ for k in preload)
-  )
+  return tuple(dict.fromkeys(kind.__module__ for kind in preload))
 
 
 class PickledCalls:
@@ -156,8 +151,8 @@ class WorkerPool(PickledCalls):
     platforms: JAX_PLATFORMS of the workers: None for this process's
       platforms, "" for JAX's own choice (an attached GPU), or a value
       such as "cuda,cpu".
-    preload: `serve.Request` classes (or their modules' names) whose
-      modules each worker imports as it starts (e.g. (`sweep.compiled.CompileRequest`,): jax), so that
+    preload: `serve.Request` classes whose modules each worker imports as
+      it starts (e.g. (`sweep.compiled.CompileRequest`,): jax), so that
       `start` warms a worker up while this process does other work.
     user_xla_flags: the user's XLA_FLAGS, put before each flag set's own
       words (see `worker_xla_flags`); None: this process's environment's,
@@ -170,7 +165,7 @@ class WorkerPool(PickledCalls):
   def __init__(
     self,
     platforms: str | None = None,
-    preload: Sequence[type | str] = (),
+    preload: Sequence[type] = (),
     user_xla_flags: str | None = None,
   ):
     self._platforms, self._preload = platforms, _preloaded(preload)

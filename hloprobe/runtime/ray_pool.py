@@ -10,10 +10,10 @@ whose `env_vars` carry its XLA_FLAGS (and JAX_PLATFORMS, no GPU
 preallocation) and whose `py_executable` is the interpreter it runs (this
 one's by default); each config is one task of that actor
 (`_Lane.call`). The actor runs the config the way the local pool does:
-in a `WorkerPool` worker process of its own (`serve`), so XLA's death on
-a config, a flag XLA rejects, the stage it died in and `--case_timeout`
-read exactly as they do locally, and a request's records come back
-unchanged. The actor only passes pickled bytes on (it imports neither jax
+in a worker process of its own (`process.Worker`, `serve`), so XLA's
+death on a config, a flag XLA rejects, the stage it died in and
+`--case_timeout` read exactly as they do locally, and a request's
+records come back unchanged. The actor only passes pickled bytes on (it imports neither jax
 nor the request's module): Ray cloudpickles the bytes, the records inside
 are `serve`'s own pickles.
 
@@ -56,13 +56,8 @@ from hloprobe.errors import (
   XlaFlagsError,
   first_line,
 )
-from hloprobe.runtime.pool import (
-  PickledCalls,
-  WorkerPool,
-  _preloaded,
-  worker_xla_flags,
-)
-from hloprobe.runtime.process import WorkerError
+from hloprobe.runtime.pool import PickledCalls, _preloaded, worker_xla_flags
+from hloprobe.runtime.process import Worker, WorkerError
 
 __all__ = ["RAY_MISSING", "RayPool", "import_ray"]
 
@@ -89,12 +84,15 @@ def import_ray():
 
 
 class _Lane:
-  """A Ray actor's body: one lane's `WorkerPool` worker on a Ray node.
+  """A Ray actor's body: one lane's worker process (`process.Worker`) on
+  a Ray node, started at once (it imports jax meanwhile) and again after
+  it died.
 
   Args:
     xla_flags: the lane's whole XLA_FLAGS (the user's, then its own).
     platforms: JAX_PLATFORMS of its worker ("" for JAX's own choice).
-    preload: module names its worker imports as it starts.
+    preload: the modules its worker imports as it starts (`RayPool`
+      names them from its Request classes, as `WorkerPool` does).
     cwd: the sweep's folder: the actor and its worker run there where the
       node has it (a user case's relative path, as locally), else in the
       folder Ray gave them.
@@ -103,7 +101,17 @@ class _Lane:
   def __init__(self, xla_flags: str, platforms: str, preload: tuple, cwd: str):
     if os.path.isdir(cwd):
       os.chdir(cwd)  # this process is the actor's own
-    self._pool = WorkerPool(platforms, preload, user_xla_flags=xla_flags)
+    self._args = (xla_flags, platforms, preload)
+    self._worker: Worker | None = None
+    self._live()
+
+  def _live(self) -> Worker:
+    if self._worker is None or not self._worker.alive:
+      if self._worker is not None:
+        self._worker.close()
+      self._worker = Worker(*self._args)
+      self._worker.start()
+    return self._worker
 
   def pid(self) -> int:
     """This actor's process id (a test kills it)."""
@@ -113,12 +121,13 @@ class _Lane:
     """One pickled request run in its worker; the pickled reply, or the
     worker's death as a pickled ("raise", error)."""
     try:
-      return self._pool.call_pickled(payload, "", timeout_s)
+      return self._live().call_pickled(payload, timeout_s)
     except (WorkerError, XlaFlagsError) as e:
       return pickle.dumps(("raise", e))
 
   def close(self) -> None:
-    self._pool.close()
+    if self._worker is not None:
+      self._worker.close()
 
 
 def _lane_env(xla_flags: str, platforms: str) -> dict[str, str]:
