@@ -48,6 +48,7 @@ import os
 import pickle
 import sys
 import threading
+import warnings
 from collections.abc import Sequence
 
 from hloprobe.errors import (
@@ -215,12 +216,16 @@ class RayPool(PickledCalls):
           "RAY_AUTH_MODE=token here and its token, `ray get-auth-token`)"
         ) from None
     else:
-      self._ray.init(
-        num_cpus=max(1, num_cpus),
-        include_dashboard=False,
-        _node_ip_address="127.0.0.1",
-        **common,
-      )
+      with warnings.catch_warnings():
+        # Ray starts its processes with subprocess (fork, then exec at
+        # once): JAX's "os.fork() was called" warning does not apply.
+        warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
+        self._ray.init(
+          num_cpus=max(1, num_cpus),
+          include_dashboard=False,
+          _node_ip_address="127.0.0.1",
+          **common,
+        )
 
   def _key(self, xla_flags: str, lane: int) -> tuple[str, int]:
     return worker_xla_flags(self.user_xla_flags, xla_flags), lane
