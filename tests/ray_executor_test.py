@@ -16,6 +16,7 @@ import shutil
 import signal
 import sys
 import time
+import warnings
 from unittest import mock
 
 import pytest
@@ -94,13 +95,16 @@ class RayExecutorTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    ray.init(
-      num_cpus=2,
-      include_dashboard=False,
-      _node_ip_address="127.0.0.1",
-      log_to_driver=False,
-      configure_logging=False,
-    )
+    with warnings.catch_warnings():
+      # Ray's processes start by fork and exec at once, as RayPool says.
+      warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
+      ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        log_to_driver=False,
+        configure_logging=False,
+      )
     cls.addClassCleanup(ray.shutdown)
     cls.root = _root("ray_executor")
     cls.runs = {
