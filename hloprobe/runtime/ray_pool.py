@@ -44,6 +44,7 @@ Private in intent: use the package, `hloprobe.runtime`.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import pickle
 import sys
@@ -66,6 +67,9 @@ RAY_MISSING = (
   "--executor=ray needs Ray, hloprobe's optional extra `ray`: "
   "pip install -e '.[ray]' (or .venv/bin/pip install 'ray>=2.60')"
 )
+# ray.init's arguments: no worker's output in this process's, and Ray's
+# logging left as this process has it.
+_QUIET = {"log_to_driver": False, "configure_logging": False}
 # Seconds a task may run past its worker's own timeout before the actor
 # is given up for dead (the worker's timeout ends it first).
 _SLACK_S = 60.0
@@ -205,27 +209,39 @@ class RayPool(PickledCalls):
       HloprobeError: the cluster cannot be joined (one line).
     """
     address = address or os.environ.get("RAY_ADDRESS") or None
-    common = {"log_to_driver": False, "configure_logging": False}
-    if address:
+    if not address:
+      return self._start_local(num_cpus)
+    try:
+      self._ray.init(address=address, **_QUIET)
+    except Exception as e:  # Ray's ConnectionError, auth, a bad address
+      raise HloprobeError(
+        f"cannot join the Ray cluster at {address}: {first_line(e)} (a "
+        "cluster with token authentication, Ray's default, needs "
+        "RAY_AUTH_MODE=token here and its token, `ray get-auth-token`)"
+      ) from None
+
+  def _start_local(self, num_cpus: int) -> None:
+    """Starts a local cluster on 127.0.0.1 with `num_cpus` CPUs.
+
+    Ray starts its processes with subprocess (fork, then exec at once):
+    JAX's "os.fork() was called" warning does not apply. Ray's log line
+    that the cluster has token authentication is dropped: the cluster is
+    the sweep's own.
+    """
+    log = logging.getLogger("ray")
+    level = log.level
+    with warnings.catch_warnings():
+      warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
+      log.setLevel(logging.ERROR)
       try:
-        self._ray.init(address=address, **common)
-      except Exception as e:  # Ray's ConnectionError, auth, a bad address
-        raise HloprobeError(
-          f"cannot join the Ray cluster at {address}: {first_line(e)} (a "
-          "cluster with token authentication, Ray's default, needs "
-          "RAY_AUTH_MODE=token here and its token, `ray get-auth-token`)"
-        ) from None
-    else:
-      with warnings.catch_warnings():
-        # Ray starts its processes with subprocess (fork, then exec at
-        # once): JAX's "os.fork() was called" warning does not apply.
-        warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
         self._ray.init(
           num_cpus=max(1, num_cpus),
           include_dashboard=False,
           _node_ip_address="127.0.0.1",
-          **common,
+          **_QUIET,
         )
+      finally:
+        log.setLevel(level)
 
   def _key(self, xla_flags: str, lane: int) -> tuple[str, int]:
     return worker_xla_flags(self.user_xla_flags, xla_flags), lane
