@@ -13,6 +13,7 @@ import math
 from absl import flags
 
 from hloprobe import verify
+from hloprobe.cli_rules import EnumListParser
 from hloprobe.ir import DEFAULT_PRECISIONS, PRECISION_NAMES
 from hloprobe.report import REPORT_FORMATS, TABLE_COLUMNS, TERMINAL_WIDTH
 from hloprobe.runtime import DEFAULT_MAX_MB, usable_cores
@@ -42,7 +43,6 @@ __all__ = [
   "JAXLIB",
   "JOBS",
   "MODEL_EXPLORER",
-  "NOT_FOR",
   "OUTPUT_DIR",
   "OVERWRITE",
   "PLOT",
@@ -66,35 +66,11 @@ __all__ = [
 ]
 
 
-class _EnumListParser(flags.ListParser):
-  """A comma-separated list (absl's ListParser) whose every item is one of
-  `enum_values` (checked by absl's EnumParser, as DEFINE_enum checks).
-
-  absl has no list-of-enum flag, and DEFINE_multi_enum takes one value per
-  flag (`--precisions=a --precisions=b`), which would break
-  `--precisions=a,b`. An empty item is left to the flag's validator, which
-  says "no empty ones".
-  """
-
-  def __init__(self, enum_values):
-    super().__init__()
-    self._item = flags.EnumParser(list(enum_values))
-
-  def parse(self, argument):
-    items = super().parse(argument)
-    for item in filter(None, items):
-      try:
-        self._item.parse(item)
-      except ValueError as e:
-        raise ValueError(f"{item!r}: {e}") from None
-    return items
-
-
 def _define_enum_list(name, default, enum_values, help_text):
   """A comma-separated list flag of closed vocabulary: --help shows the
   allowed values as DEFINE_enum does; a bad item is a flag error."""
   return flags.DEFINE(
-    _EnumListParser(enum_values),
+    EnumListParser(enum_values),
     name,
     default,
     f"<{'|'.join(enum_values)}>: {help_text}",
@@ -367,20 +343,6 @@ RAY_ADDRESS = flags.DEFINE_string(
   "With --executor=ray: the Ray cluster to join, e.g. ray://head:10001 or "
   "head:6379 (default: RAY_ADDRESS, else a local cluster).",
 )
-# Why a command refuses a flag of other commands, where "drop it" alone
-# would hide a plan: (flag, command) -> the reason, in the usage error.
-_WHOLE = "each release's sweep runs whole in its own venv's Python"
-_NO_SHARD = f"{_WHOLE}, and `merge` joins `sweep` shards only"
-_NO_RAY = f"{_WHOLE}, a venv with no Ray in it"
-NOT_FOR = {
-  (flag, command): why
-  for command in ("versions", "bisect")
-  for flag, why in (
-    ("shard", _NO_SHARD),
-    ("executor", _NO_RAY),
-    ("ray_address", _NO_RAY),
-  )
-}
 
 JAXLIB = flags.DEFINE_list(
   "jaxlib",
