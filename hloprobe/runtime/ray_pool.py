@@ -13,9 +13,9 @@ one's by default); each config is one task of that actor
 in a worker process of its own (`process.Worker`, `serve`), so XLA's
 death on a config, a flag XLA rejects, the stage it died in and
 `--case_timeout` read exactly as they do locally, and a request's
-records come back unchanged. The actor only passes pickled bytes on (it imports neither jax
-nor the request's module): Ray cloudpickles the bytes, the records inside
-are `serve`'s own pickles.
+records come back unchanged. The actor only passes pickled bytes on (it
+imports neither jax nor the request's module): Ray cloudpickles the
+bytes, the records inside are `serve`'s own pickles.
 
 A dead actor (its Ray worker killed, its node lost) fails the one config
 whose task it was running with one line (`WorkerError`, stage "worker");
