@@ -49,6 +49,11 @@ equal parts is which site does not change the fate. A carrier that reads a
 site's operands, one of them inside a concatenate none of whose parts fits
 the site, is not split back to it: the site is `unsplit` (reported
 "unknown" with that carrier named, never "gone").
+Downstream of a merged dot, a site's operands are slices of its result:
+their ancestry is the merged dot's, more than the site's. Where no carrier
+has the site's data flow and no merged dot fits, a carrier whose operands
+depend on at least what the site's do, and whose shape fits, is a
+candidate (`_reads_merged_results`), ranked as the others.
 
 Merging on the same side was seen on jaxlib 0.10.2 and 0.12.0.1 (x @ w1,
 x @ w2 on an A100 at n = 2); on different sides (x @ w, v @ x.T) only on
@@ -350,16 +355,47 @@ def _reads_concatenated(site: StableHloDot, carrier: Carrier) -> bool:
   return False
 
 
+def _reads_merged_results(site: StableHloDot, carrier: Carrier) -> bool:
+  """The carrier's operands depend on more than the site's, never on less.
+
+  Downstream of a merged dot: where dot-merger made x @ wq, x @ wk and
+  x @ wv one dot over wq, wk and wv concatenated, q and k are slices of its
+  result, so a dot of q and k (an attention's q k^T, and its probabilities
+  @ v) depends on every weight of the merged dot, not on the site's alone
+  (seen on jaxlib 0.12.0.1, a100 and h100: `jax.nn.dot_product_attention`'s
+  XLA implementation after a q, k, v projection of one x).
+  """
+  anc = carrier.operand_ancestry
+  if len(anc) < 2 or carrier.instruction.opcode == "multiply":
+    return False
+  own = (site.lhs_ancestry, site.rhs_ancestry)
+  return any(
+    all(frozenset(a) <= frozenset(b) for a, b in zip(pair, anc[:2]))
+    for pair in (own, own[::-1])
+  )
+
+
 def _candidates(
   site: StableHloDot, carriers: list[Carrier]
 ) -> tuple[list[int], bool]:
   """Carriers with the site's data flow, those whose shape fits first; else
-  merged dots with a part that fits (the bool says which)."""
+  merged dots with a part that fits (the bool says which); else carriers
+  whose operands depend on more than the site's and whose shape fits
+  (`_reads_merged_results`)."""
   matching = [i for i, c in enumerate(carriers) if _matches(site, c)]
   fitting = [i for i in matching if shape_fits(site, carriers[i])]
   merged = [i for i, c in enumerate(carriers) if merged_part_fits(site, c)]
   if not fitting and merged:
     return merged, True
+  if not matching and not is_attention_target(site.op):
+    matching = [
+      i
+      for i, c in enumerate(carriers)
+      if not is_attention_target(custom_call_target(c.instruction))
+      and _reads_merged_results(site, c)
+      and shape_fits(site, c)
+    ]
+    fitting = matching
   pool = fitting or matching
   if site.contracting_size == 1 and not fitting:
     pool = [i for i in pool if carriers[i].instruction.opcode != "multiply"]

@@ -199,6 +199,12 @@ FIXTURES = {
     2,
     "bfloat16",
   ),
+  "qkv_xla_attention_a100_n2_bfloat16": (
+    lambda: _qkv_xla_attention(),
+    "a100",
+    2,
+    "bfloat16",
+  ),
 }
 
 
@@ -229,6 +235,31 @@ def _attention_block():
   return cases.Case(
     "attention_block",
     "a transformer's attention block",
+    block,
+    inputs,
+    in_axes=(0, None, None, None, None),
+  )
+
+
+def _qkv_xla_attention():
+  """x @ wq, x @ wk, x @ wv (one x: dot-merger merges them), attention by
+  `jax.nn.dot_product_attention`'s XLA implementation (two batched dots:
+  q k^T and probabilities @ v), then @ wo; f32."""
+
+  def block(x, wq, wk, wv, wo):
+    heads = lambda t: t.reshape(t.shape[0], t.shape[1], 4, 16)
+    q, k, v = (heads(x @ w) for w in (wq, wk, wv))
+    a = jax.nn.dot_product_attention(q, k, v, implementation="xla")
+    return a.reshape(a.shape[0], a.shape[1], 64) @ wo
+
+  def inputs():
+    g = np.random.default_rng(29)
+    f32 = lambda *s: (g.standard_normal(s) / 8).astype(np.float32)
+    return f32(4, 32, 64), *(f32(64, 64) for _ in range(4))
+
+  return cases.Case(
+    "qkv_xla_attention",
+    "q, k, v projections of one x, XLA's attention, an output projection",
     block,
     inputs,
     in_axes=(0, None, None, None, None),
