@@ -330,7 +330,7 @@ def _parse_flags(argv: list[str]) -> list[str]:
     _error(e)
     sys.exit(EXIT_USAGE)
   try:
-    return flags.FLAGS(argv)
+    return flags.FLAGS(cli_flags.old_spellings(argv))
   except flags.Error as e:
     print(f"hloprobe: error: {e}", file=sys.stderr)
     sys.exit(EXIT_USAGE)

@@ -22,6 +22,7 @@ __all__ = [
   "BAD",
   "BATCH_SIZES",
   "BROWSER",
+  "CACHE",
   "CACHE_DIR",
   "CACHE_MAX_MB",
   "CASE_TIMEOUT",
@@ -39,7 +40,6 @@ __all__ = [
   "JAXLIB",
   "JOBS",
   "MODEL_EXPLORER",
-  "NOCACHE",
   "OUTPUT_DIR",
   "OVERWRITE",
   "PLOT",
@@ -58,6 +58,7 @@ __all__ = [
   "TIMINGS",
   "TRY_FIXES",
   "WIDE",
+  "old_spellings",
 ]
 
 
@@ -312,8 +313,14 @@ CASE_TIMEOUT = flags.DEFINE_float(
   "hloprobe's own process.",
   lower_bound=1.0,
 )
-NOCACHE = flags.DEFINE_bool(
-  "nocache", False, "Compute every config; neither read nor write the cache."
+# Named `cache` so that help reads `--[no]cache`; `--nocache`, the spelling
+# of the flag's first name (`nocache`), is absl's negation of it, and
+# `old_spellings` keeps that name's other forms.
+CACHE = flags.DEFINE_bool(
+  "cache",
+  True,
+  "Read and write the record cache (--cache_dir); --nocache computes every "
+  "config and neither reads nor writes it.",
 )
 CACHE_MAX_MB = flags.DEFINE_integer(
   "cache_max_mb",
@@ -367,6 +374,34 @@ CHANGES_ONLY = flags.DEFINE_bool(
   False,
   "`hloprobe versions`: show only configs where something changed.",
 )
+
+
+# A boolean flag's first name -> its name now; absl's negation `--noNEW`
+# already reads as the old `--OLD` (a flag named `nocache` printed as
+# `--[no]nocache`).
+_RENAMED = {"nocache": "cache"}
+_FALSE_WORDS = ("false", "f", "0")
+
+
+def old_spellings(argv: list[str]) -> list[str]:
+  """`argv` with a renamed boolean's other old forms in its new name:
+  `--nonocache` -> `--cache`, `--nocache=false` -> `--cache` and
+  `--nocache=true` -> `--nocache` (one or two dashes; words after a lone
+  `--` and flag files' lines are left as they are).
+  """
+  out = list(argv)
+  for i, word in enumerate(argv):
+    if word == "--":
+      break
+    dashes = "--" if word.startswith("--") else "-"
+    name, eq, value = word.removeprefix(dashes).partition("=")
+    for old, new in _RENAMED.items():
+      if not word.startswith("-") or name not in (old, f"no{old}"):
+        continue
+      on = (name == old) == (value.lower() in _FALSE_WORDS)
+      if eq or name != old:
+        out[i] = f"{dashes}{'' if on else 'no'}{new}"
+  return out
 
 
 def _names_given(names: list[str]) -> bool:

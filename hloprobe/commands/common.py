@@ -66,7 +66,7 @@ class SweepWords:
     format: --format: "table", "json", "markdown" or "html".
     jobs: --jobs, worker processes at once (>= 1).
     cache_dir: --cache_dir, or None (the default folder).
-    nocache: --nocache.
+    cache: --cache (the default); False with --nocache.
     case_timeout: --case_timeout, seconds one worker call of a user case
       may take (see `sweep.SweepSpec.case_timeout_s`).
     inputs: --inputs, an `.npz`/`.npy` file of a module case's arguments,
@@ -85,7 +85,7 @@ class SweepWords:
   format: str = "table"
   jobs: int = 1
   cache_dir: str | None = None
-  nocache: bool = False
+  cache: bool = True
   case_timeout: float = 600.0
   inputs: str | None = None
   given: frozenset[str] = frozenset()
@@ -191,7 +191,7 @@ def check_module_words(words: SweepWords) -> None:
 
 def cache_dir(words: SweepWords) -> str | None:
   """The record cache's folder; None with --nocache."""
-  if words.nocache:
+  if not words.cache:
     return None
   return words.cache_dir or default_cache_dir()
 
