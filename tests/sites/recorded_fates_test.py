@@ -287,6 +287,28 @@ class DownstreamOfMergedDotTest(parameterized.TestCase):
     self.assertEqual({f.effective_algorithm for f in fates}, {"TF32_TF32_F32"})
 
 
+class DataParallelTrainStepTest(parameterized.TestCase):
+  """A train step over a mesh of 2 devices along the batch (issue: a new
+  user's sharded grad + SGD step): each device's dot holds half of a
+  site's outputs or, for the weight gradients, half of its K (the
+  batch). Carriers read by hand from each optimized.hlo: the dot whose
+  shape is the site's per-device share and whose operands are the site's
+  (site 2, dres^T @ h, K = 8: `f32[4,64] dot(...)` contracting dims {0}
+  of 4 rows), never a multiply of the backward pass."""
+
+  _CARRIERS = {
+    "cpu": ["dot.7", "dot.6", "dot.4", "dot.5", "dot.3"],
+    "a100": ["dot.12", "dot.8", "dot.11", "dot.13", "dot.14"],
+  }
+
+  @parameterized.product(target=("cpu", "a100"), jaxlib=recorded.RELEASES)
+  def test_per_device_dots_are_the_sites(self, target, jaxlib):
+    fates = _fates(f"sgd_step_{target}_n8_float32", jaxlib)
+    self.assertEqual([f.carriers[-1] for f in fates], self._CARRIERS[target])
+    want = Fate.DOT if target == "cpu" else Fate.TRITON_GEMM
+    self.assertEqual({f.fate for f in fates}, {want})
+
+
 def _strip_metadata(text: str) -> str:
   return re.sub(r", metadata=\{[^}]*\}", "", text)
 
