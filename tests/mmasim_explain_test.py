@@ -102,7 +102,7 @@ def test_explain_line_names_each_site():
   ]
   models = explain_kernel.kernel_models(configs, "9.0")
   line, f32_line, where = explain_kernel.kernel_model_lines(
-    types.SimpleNamespace(kernel_models=models)
+    types.SimpleNamespace(kernel_models=models, kernel_rows=())
   )
   assert f32_line == (
     "per site under float32: sites 0-2 band (Triton gemm: no mma in the PTX);"
@@ -115,7 +115,7 @@ def test_explain_line_names_each_site():
     " K in k8 steps); site 3 band (multiply+reduce: kernel arithmetic not "
     "modelled)"
   )
-  cpu = types.SimpleNamespace(kernel_models=())
+  cpu = types.SimpleNamespace(kernel_models=(), kernel_rows=())
   assert explain_kernel.kernel_model_lines(cpu) == []
 
 

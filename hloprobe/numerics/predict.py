@@ -39,6 +39,7 @@ from hloprobe.numerics import (
   site_notes,
 )
 from hloprobe.numerics.bands import OPERAND_UNIT, SiteBand, site_band
+from hloprobe.numerics.kernel_sites import KernelRowZero
 from hloprobe.numerics.site_notes import F32
 from hloprobe.runtime import Stopwatch, null_stage
 from hloprobe.sites import SiteFate
@@ -112,6 +113,7 @@ class Prediction:
       `verdict` stays row 0's.
     noises: every output leaf's noise floor, in `leaf_verdicts`' order
       (`noise` is `leaf`'s): what `made` judges its rows against.
+    kernel: row 0 by the kernel model where sites are bit-exact (`KernelRows`).
   """
 
   site_algorithms: tuple[str, ...]
@@ -131,6 +133,7 @@ class Prediction:
   floor_check: floor_check.FloorCheck | None = None
   rows: tuple[rows.WorstRow | None, ...] = ()
   noises: tuple[accuracy.NoiseFloor, ...] = ()
+  kernel: KernelRowZero | None = None
 
 
 # Fixed summation orders (all but XLA's own): each output element is summed
