@@ -307,10 +307,8 @@ def _swept_cases(
   items, names, inputs=None, timeout_s: float = DEFAULT_CASE_TIMEOUT_S
 ) -> tuple[SweptCase, ...]:
   """The cases, each looked up once (a module file's with `inputs`); one
-  case under two names is an error.
-
-  A user's case (`module:factory`) is loaded in a worker process, never
-  here (`shell.CaseShellRequest`).
+  case under two names is an error. A user's case (`module:factory`) is
+  loaded in a worker, never here (`shell.case_loader`, which keeps it).
 
   Raises:
     CaseError: one case given under two names; a user case that fails to
@@ -321,15 +319,14 @@ def _swept_cases(
     lookup = lambda w: loaded_in_worker(pool, w, timeout_s, inputs)
     found = _looked_up(items, names, lookup)
   for source, case in found:
-    first = out.get(case.name)
-    if first is not None:
+    swept = SweptCase(case, source, resolvable_elsewhere(source, case), pool)
+    first = out.setdefault(case.name, swept)
+    if first is not swept:
       pool.close(kill=True)  # no plan keeps its cases
       raise CaseError(
         f"case {case.name!r} given twice (as {first.source!r}); each "
         "case may be swept once"
       )
-    portable = resolvable_elsewhere(source, case)
-    out[case.name] = SweptCase(case, source, portable, pool)
   return tuple(out.values())
 
 
