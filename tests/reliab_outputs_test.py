@@ -4,6 +4,7 @@ results in one --output_dir."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -12,7 +13,7 @@ import textwrap
 import numpy as np
 import pytest
 from absl.testing import absltest
-from testutil import run_hloprobe
+from testutil import run_hloprobe, run_hloprobe_here
 
 from hloprobe import startup
 from hloprobe.errors import InvalidArgumentError
@@ -185,21 +186,24 @@ class OutputDirTest(absltest.TestCase):
     self.assertEqual(written, sorted([".._x", path_part(outside)]))
 
     # A name holding a control character is refused (one line, exit 2:
-    # issue 27 item 14), its escape sequence written escaped.
-    ansi = run_hloprobe(
-      "sweep",
-      "--case=bad_names.py:ansi",
-      "--targets=cpu",
-      "--batch_sizes=1",
-      "--precisions=float32",
-      f"--output_dir={out}-ansi",
-      cwd=folder,
-    )
+    # issue 27 item 14), its escape sequence written escaped. This and the
+    # refusal below run in this process (the first sweep ran whole).
+    with contextlib.chdir(folder):
+      ansi = run_hloprobe_here(
+        "sweep",
+        "--case=bad_names.py:ansi",
+        "--targets=cpu",
+        "--batch_sizes=1",
+        "--precisions=float32",
+        f"--output_dir={out}-ansi",
+        timeout_s=300,
+      )
     self.assertEqual(ansi.returncode, 2, ansi.stderr)
     self.assertNotIn("\x1b", ansi.stdout + ansi.stderr)
     self.assertIn("\\x1b[31mred\\x1b[0m", ansi.stderr)
 
-    again = run_hloprobe(*sweep, cwd=folder)
+    with contextlib.chdir(folder):
+      again = run_hloprobe_here(*sweep, timeout_s=300)
     self.assertEqual(again.returncode, 2, again.stderr)
     self.assertEqual(
       [l for l in again.stderr.splitlines() if l.startswith("hloprobe:")],
