@@ -101,8 +101,8 @@ LONGEST_FIRST = (
   "tests/ray_executor_test.py",  # 80 (alone, 2026-12-02: a Ray cluster)
   "tests/verify_test.py",  # 59
   "tests/versions_test.py",  # 53
-  "tests/compile/user_cases_test.py",  # 50
   "tests/answer_explain_test.py",  # 48
+  "tests/compile/user_cases_test.py",  # 43
   "tests/report/explain_test.py",  # 42
   "tests/cli_reliability_guard_test.py",  # 39
   "tests/golden/golden_test.py",  # 38

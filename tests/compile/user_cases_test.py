@@ -12,7 +12,7 @@ from unittest import mock
 import numpy as np
 import pytest
 from absl.testing import absltest, parameterized
-from testutil import run_hloprobe, run_hloprobe_here, run_hloprobe_json
+from testutil import run_hloprobe, run_hloprobe_here
 
 from hloprobe import sweep, verify
 from hloprobe.compile import cases
@@ -220,12 +220,20 @@ class LossAndBatchedLeafTest(absltest.TestCase):
       self.assertEqual(verdicts["['loss']"], "within f32 noise")
 
 
+def _sweep_json(test, *args: str) -> dict:
+  """`hloprobe sweep ARGS` in this process, asserted to exit 0: its JSON
+  (test_explain_verify_and_experiment_by_module_name runs one whole)."""
+  proc = run_hloprobe_here("sweep", *args, timeout_s=600)
+  test.assertEqual(proc.returncode, 0, proc.stderr)
+  return json.loads(proc.stdout)
+
+
 @pytest.mark.cpu_numerics
 class CommandLineTest(absltest.TestCase):
   """sweep, explain, verify and an experiment on the user's file, as a user."""
 
   def test_sweep_on_cpu_and_a100(self):
-    configs = run_hloprobe_json(
+    configs = _sweep_json(
       self,
       f"--case={_FILE}:make",
       "--targets=cpu,a100",
@@ -273,7 +281,7 @@ class CommandLineTest(absltest.TestCase):
               lambda: (np.arange(4, dtype=np.float32).reshape(4, 1) + 1,))
         """)
       )
-    (config,) = run_hloprobe_json(
+    (config,) = _sweep_json(
       self,
       f"--case={case_file}:make",
       "--targets=cpu",
