@@ -88,7 +88,7 @@ def pytest_configure(config):
 # The files that take longest, longest first: by the wall seconds their
 # tests took in one whole `make test` (pytest --durations, 2026-12-02, the
 # figures beside them; a file's setUpClass included, and the seconds it
-# waits on worker processes and timeouts; user_cases,
+# waits on worker processes and timeouts; user_cases, reliab_outputs,
 # cli_reliability_guard, pyapi_plugin and readme_case scaled by their
 # wall seconds alone on a quiet machine after and before a user case's
 # loader worker made its references too). `make test` (pytest-xdist,
@@ -117,11 +117,11 @@ LONGEST_FIRST = (
   "tests/cli_test.py",  # 25
   "tests/pictures_test.py",  # 23
   "tests/readme_case_test.py",  # 18
-  "tests/reliab_outputs_test.py",  # 18
   "tests/runtime/worker_test.py",  # 17
   "tests/convsites_e2e_test.py",  # 16
   "tests/runtime/host_test.py",  # 15
   "tests/mathmade_e2e_test.py",  # 15
+  "tests/reliab_outputs_test.py",  # 14
   "tests/compile/lowering_gpu_test.py",  # 14
   "tests/numerics/predict_test.py",  # 14
   "tests/secure_view_test.py",  # 13
