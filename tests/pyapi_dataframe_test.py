@@ -19,7 +19,7 @@ from absl.testing import absltest
 
 from hloprobe import api
 from hloprobe.ir import Precision
-from hloprobe.numerics import ErrorStats, NoiseFloor, Prediction
+from hloprobe.numerics import ErrorStats, KernelRowZero, NoiseFloor, Prediction
 from hloprobe.records import Execution
 
 _ROW0, _ERR, _REL = 0.08197825402021408, 0.6100485523676333, 0.7019442246581789
@@ -104,6 +104,32 @@ class DataFrameTest(absltest.TestCase):
     table = _results().table(wide=True)
     self.assertIn("6.10e-01", table)
     self.assertNotIn(repr(_ERR), table)
+
+
+class KernelModelRowZeroTest(absltest.TestCase):
+  def test_pred_row0_is_the_cells_number(self):
+    # Where a site is a bit-exact model the table's band cell shows the
+    # kernel model's row 0 (tables._prediction_cells), and so does the
+    # frame; the planted value differs from the emulation's _ROW0.
+    kernel_row0 = 0.0819782614707946
+    results = _results()
+    a100 = results.records[1]
+    kernel = KernelRowZero(
+      ("bit-exact model",) * 3 + ("band",), ("",) * 4, kernel_row0, 2.5e-7
+    )
+    prediction = dataclasses.replace(a100.prediction, kernel=kernel)
+    a100 = dataclasses.replace(a100, prediction=prediction)
+    results = api.Results((results.records[0], a100))
+    f = results.to_dataframe()
+    self.assertIn("(kernel model)", results.table(wide=True))
+    self.assertEqual(f["pred row0"][1], kernel_row0)
+    self.assertEqual(f["pred row0 tolerance"][1], 3.970414400100708e-05)
+    self.assertEqual(list(f["pred row0 by"]), ["n/a", "kernel model"])
+
+  def test_should_fail_twin_emulation_without_kernel_model(self):
+    f = _results().to_dataframe()
+    self.assertEqual(f["pred row0"][1], _ROW0)
+    self.assertEqual(list(f["pred row0 by"]), ["n/a", "emulation"])
 
 
 class HtmlTest(absltest.TestCase):

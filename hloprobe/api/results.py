@@ -66,7 +66,9 @@ class Results:
     number columns numbers from the records, unrounded (n, ULPs and the
     top site as nullable integers, "Int64"; errors in output units and
     seconds as float64, NaN where the table says "n/a"); "pred row0 band"
-    is two columns, "pred row0" and "pred row0 tolerance".
+    is three columns, "pred row0" and "pred row0 tolerance" (the numbers
+    the cell shows) and "pred row0 by" ("kernel model", "emulation" or
+    "n/a", as the cell says).
 
     Raises:
       ImportError: pandas is not installed (one line saying so).
