@@ -87,7 +87,7 @@ class DataFrameTest(absltest.TestCase):
     self.assertEqual(list(f["n"]), [2, 2])
     self.assertEqual(f["ULP vs n=1"][0], 3)
     self.assertTrue(pandas.isna(f["ULP vs n=1"][1]))
-    self.assertEqual(f["abs err row0"].dtype, np.float64)
+    self.assertEqual(f["abs err row0"].dtype, "Float64")
     self.assertEqual(f["abs err row0"][0], 1.25e-5)
     self.assertEqual(f["run s"][0], 0.0123456)
     self.assertEqual(f["pred abs err row0"][1], _ERR)  # the table: 6.10e-01
@@ -104,6 +104,21 @@ class DataFrameTest(absltest.TestCase):
     table = _results().table(wide=True)
     self.assertIn("6.10e-01", table)
     self.assertNotIn(repr(_ERR), table)
+
+
+class NanIsNotNaTest(absltest.TestCase):
+  def test_a_nan_error_is_kept_apart_from_na(self):
+    # An output that is NaN has a NaN error (the table prints "nan"); a
+    # config not run has none ("n/a"). dropna() must keep the first.
+    results = _results()
+    cpu = results.records[0]
+    execution = dataclasses.replace(cpu.execution, leaf_stats=(_stats(np.nan),))
+    cpu = dataclasses.replace(cpu, execution=execution)
+    f = api.Results((cpu, results.records[1])).to_dataframe()
+    err = f["abs err row0"]
+    self.assertTrue(np.isnan(err[0]))
+    self.assertEqual(err.isna().tolist(), [False, True])  # a100: not run
+    self.assertEqual(len(f.dropna(subset=["abs err row0"])), 1)
 
 
 class KernelModelRowZeroTest(absltest.TestCase):

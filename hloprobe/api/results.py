@@ -9,6 +9,8 @@ import dataclasses
 import html
 from collections.abc import Iterator
 
+import numpy
+
 from hloprobe.records import ConfigResult
 from hloprobe.report import render, table_values
 
@@ -65,8 +67,9 @@ class Results:
     target, precision, fates, algorithms, verdict, status) plain `str`,
     number columns numbers from the records, unrounded (n, ULPs and the
     top site as nullable integers, "Int64"; errors in output units and
-    seconds as float64, NaN where the table says "n/a"); "pred row0 band"
-    is three columns, "pred row0" and "pred row0 tolerance" (the numbers
+    seconds as nullable floats, "Float64"; NA where the table says "n/a",
+    while an error that is NaN stays NaN: `Series.isna()` is False for it
+    and `dropna()` keeps it); "pred row0 band" is three columns, "pred row0" and "pred row0 tolerance" (the numbers
     the cell shows) and "pred row0 by" ("kernel model", "emulation" or
     "n/a", as the cell says).
 
@@ -83,11 +86,17 @@ class Results:
     headers, rows = table_values(self.records)
     frame = pandas.DataFrame(rows, columns=headers)
     for i, header in enumerate(headers):
-      values = [row[i] for row in rows if row[i] is not None]
+      column = [row[i] for row in rows]
+      values = [v for v in column if v is not None]
       if any(isinstance(v, str) for v in values):
         continue  # a text column
-      whole = values and all(isinstance(v, int) for v in values)
-      frame[header] = frame[header].astype("Int64" if whole else "float64")
+      if values and all(isinstance(v, int) for v in values):
+        frame[header] = frame[header].astype("Int64")
+        continue
+      # Masked where the table says "n/a": a NaN error stays NaN, not NA.
+      missing = numpy.array([v is None for v in column], bool)
+      floats = numpy.array([0.0 if v is None else v for v in column], float)
+      frame[header] = pandas.arrays.FloatingArray(floats, missing)
     return frame
 
   def _repr_html_(self) -> str:
