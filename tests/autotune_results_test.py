@@ -167,6 +167,65 @@ class ResultsFileTest(absltest.TestCase):
       )
 
 
+class FileShapesTest(absltest.TestCase):
+  def test_an_entry_first_in_the_file_is_read(self):
+    # A file of entries alone (no comment, no device_scope line before
+    # them): the first entry counts as the others do.
+    keys = _keys()
+    text = results_textproto(
+      "4882ef514d13f9de",
+      parse_codegen_versions(_XLA_LOG),
+      [AutotuneChoice(keys[0], "CUBLASLT_FISSION", CUBLAS_CONFIG)],
+    )
+    bare = text[text.index("entries {") :]
+    self.assertEqual(
+      entry_notes(keys[:1], bare, "4882ef514d13f9de"),
+      (("gemm_fusion_dot", "CUBLASLT_FISSION: gemm { algorithm: -1 }"),),
+    )
+
+
+def _scan(name: str) -> str:
+  """A recorded module of a jax.lax.scan of x @ w[i] (tanh after) for the
+  a100 under bfloat16 (testdata/autotune/README.md)."""
+  with open(os.path.join(_TESTDATA, name), encoding="utf-8") as f:
+    return f.read()
+
+
+class WhileBodyFusionTest(absltest.TestCase):
+  def test_a_site_in_a_while_body_names_its_gemm_fusion(self):
+    # The HLO, read by hand: the scan's dot is %gemm_fusion_dot inside the
+    # while body (region_0); the results file holds no entry, so XLA uses
+    # its default config for it (MISSING_ENTRY).
+    from hloprobe.compile import LoadedResults
+    from hloprobe.ir import parse_stablehlo_dots
+    from hloprobe.sweep.compiled import _autotuned_sites
+
+    before = _scan("scan_a100_bfloat16_n64.config_assigner_input.hlo.txt")
+    sites = parse_stablehlo_dots(_scan("scan_a100_bfloat16_n64.stablehlo.mlir"))
+    dumps = [("m.before.txt", before), ("m.after_config-assigner.txt", "")]
+    loaded = LoadedResults(
+      "/r/a100.textproto",
+      'device_scope: "4882ef514d13f9de"\n',
+      "4882ef514d13f9de",
+      "NVIDIA A100-SXM4-40GB",
+    )
+    self.assertEqual(
+      [k.name for k in gemm_fusion_keys(before)], ["gemm_fusion_dot"]
+    )
+    self.assertEqual(
+      _autotuned_sites(dumps, sites, loaded),
+      {0: f"{MISSING_ENTRY} (a100.textproto: XLA heuristic)"},
+    )
+
+  def test_a_tuple_elements_operand_is_refused_not_guessed(self):
+    # At n = 256 the while body's gemm fusion reads %arg_tuple.1#1, an
+    # element of the body's tuple parameter: its key is not computed (a
+    # KeyError failed the config before).
+    before = _scan("scan_a100_bfloat16_n256.config_assigner_input.hlo.txt")
+    with self.assertRaisesRegex(ValueError, r"operand %arg_tuple\.1#1 "):
+      gemm_fusion_keys(before)
+
+
 class AutotunedTargetTest(absltest.TestCase):
   _TEXT = 'device_scope: "4882ef514d13f9de"\n'
 

@@ -377,7 +377,9 @@ def entry_notes(
     `MISSING_ENTRY`.
   """
   held = {}
-  for entry in re.split(r"\nentries \{", text)[1:]:
+  # Each top-level `entries {`, the first too where nothing precedes it
+  # (a file without a comment or device_scope line).
+  for entry in re.split(r"(?m)^entries \{", text)[1:]:
     fingerprint = re.search(r'hlo_fingerprint:\s*"([0-9a-f]+)"', entry)
     on = re.search(r'\bdevice:\s*"([0-9a-f]{16})"', entry)
     config = re.search(

@@ -246,7 +246,8 @@ def _autotuned_sites(
 ) -> dict[int, str] | None:
   """Site index -> who chose its gemm fusion under loaded autotune results
   (`compile.fusion_selections`); {} without results, None where the keys
-  cannot be read (no config-assigner dump, a fusion XLA cannot print).
+  cannot be read (no config-assigner dump, a fusion XLA cannot print or
+  whose operand's shape is not read, `gemm_fusion_keys`).
 
   The fusion a site is keyed by is found as the optimized HLO's are
   (`map_dot_sites`), in the module as it enters the config assigner: a
@@ -262,11 +263,14 @@ def _autotuned_sites(
     mapped = map_dot_sites(sites, parse_hlo_module(before))
   except (HloprobeError, ValueError):
     return None
-  return {
-    f.site.index: words[f.carriers[0]]
-    for f in mapped
-    if f.carriers and f.carriers[0] in words
-  }
+  chosen = {}
+  for f in mapped:
+    # The gemm fusion on the site's carrier path (outermost first): a
+    # site in a while body's fusion has the while before it.
+    fusion = next((c for c in f.carriers if c in words), None)
+    if fusion is not None:
+      chosen[f.site.index] = words[fusion]
+  return chosen
 
 
 # How `sites.effective` names the kernel a site's algorithm was read from:
