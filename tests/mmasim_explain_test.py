@@ -115,3 +115,30 @@ def test_site_table_has_the_kernel_model_column():
   from hloprobe.report import tables
 
   assert tables._SITE_HEADERS[-2:] == ("band worst / expected", "kernel model")
+
+
+def test_a_kernel_model_that_failed_is_named_not_skipped():
+  # KernelRowZero.note is why row 0 by the kernel model is None despite a
+  # bit-exact site; results.json and explain's notes carry it.
+  from hloprobe.numerics import KernelRowZero
+
+  failed = KernelRowZero(
+    ("bit-exact model", "band"), ("mma", "cuBLAS"), note="kernel model: boom"
+  )
+  done = KernelRowZero(("bit-exact model",), ("mma",), 0.5, 1e-8)
+  configs = [
+    types.SimpleNamespace(
+      ok=True,
+      config=types.SimpleNamespace(precision=p, n=n),
+      prediction=types.SimpleNamespace(kernel=k),
+    )
+    for p, n, k in (("bfloat16", 9, failed), ("float32", 2, done))
+  ]
+  assert explain_kernel.kernel_notes(configs) == [
+    "n = 9, bfloat16: row 0 not computed by the kernel model (kernel "
+    "model: boom); the emulation's row 0 stands"
+  ]
+  doc = explain_kernel.kernel_json(failed)
+  assert doc["row0_kernel_model"] is None
+  assert doc["row0_kernel_model_note"] == "kernel model: boom"
+  assert explain_kernel.kernel_json(done)["row0_kernel_model_note"] is None

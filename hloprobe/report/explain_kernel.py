@@ -19,7 +19,13 @@ from hloprobe.numerics import site_model
 
 BIT_EXACT = "bit-exact model"
 
-__all__ = ["kernel_json", "kernel_model_lines", "kernel_models", "kernel_rows"]
+__all__ = [
+  "kernel_json",
+  "kernel_model_lines",
+  "kernel_models",
+  "kernel_notes",
+  "kernel_rows",
+]
 
 
 def kernel_models(configs, compute_capability) -> tuple:
@@ -98,15 +104,33 @@ def kernel_rows(configs) -> tuple[tuple[str, int, float, float], ...]:
   )
 
 
+def kernel_notes(configs) -> list[str]:
+  """One line per ok config whose bit-exact sites the kernel model could
+  not run (`KernelRowZero.note`), e.g. "n = 9, bfloat16: row 0 not
+  computed by the kernel model (kernel model: <error>); the emulation's
+  row 0 stands"."""
+  return [
+    f"n = {r.config.n}, {r.config.precision}: row 0 not computed by the "
+    f"kernel model ({k.note}); the emulation's row 0 stands"
+    for r in configs
+    if r.ok
+    and r.prediction is not None
+    and (k := r.prediction.kernel) is not None
+    and k.note is not None
+  ]
+
+
 def kernel_json(k) -> dict:
   """A prediction's kernel model (`numerics.KernelRowZero`) as
-  results.json's "row0_kernel_model", "row0_kernel_model_abs_err" and
-  "site_models"; {} for a record made without it."""
+  results.json's "row0_kernel_model", "row0_kernel_model_abs_err",
+  "row0_kernel_model_note" and "site_models"; {} for a record made
+  without it."""
   if k is None:
     return {}
   return {
     "row0_kernel_model": k.row0,
     "row0_kernel_model_abs_err": k.row0_abs,
+    "row0_kernel_model_note": k.note,
     "site_models": [
       {"site": i, "kind": kind, "why": why}
       for i, (kind, why) in enumerate(zip(k.kinds, k.whys))
