@@ -13,9 +13,11 @@ import math
 from absl import flags
 
 from hloprobe import verify
+from hloprobe.cli_rules import EnumListParser
 from hloprobe.ir import DEFAULT_PRECISIONS, PRECISION_NAMES
 from hloprobe.report import REPORT_FORMATS, TABLE_COLUMNS, TERMINAL_WIDTH
 from hloprobe.runtime import DEFAULT_MAX_MB, usable_cores
+from hloprobe.sweep import EXECUTORS
 
 __all__ = [
   "ABS_ERROR_BOUND",
@@ -29,6 +31,7 @@ __all__ = [
   "CASE",
   "CHANGES_ONLY",
   "COLUMNS",
+  "EXECUTOR",
   "EXPERIMENT",
   "EXPERIMENTS_FILE",
   "EXPLAIN_PASSES",
@@ -47,6 +50,7 @@ __all__ = [
   "PORT",
   "PRECISIONS",
   "PYTHON",
+  "RAY_ADDRESS",
   "REL_ERROR_BOUND",
   "REQUIRE",
   "RESULTS",
@@ -62,35 +66,11 @@ __all__ = [
 ]
 
 
-class _EnumListParser(flags.ListParser):
-  """A comma-separated list (absl's ListParser) whose every item is one of
-  `enum_values` (checked by absl's EnumParser, as DEFINE_enum checks).
-
-  absl has no list-of-enum flag, and DEFINE_multi_enum takes one value per
-  flag (`--precisions=a --precisions=b`), which would break
-  `--precisions=a,b`. An empty item is left to the flag's validator, which
-  says "no empty ones".
-  """
-
-  def __init__(self, enum_values):
-    super().__init__()
-    self._item = flags.EnumParser(list(enum_values))
-
-  def parse(self, argument):
-    items = super().parse(argument)
-    for item in filter(None, items):
-      try:
-        self._item.parse(item)
-      except ValueError as e:
-        raise ValueError(f"{item!r}: {e}") from None
-    return items
-
-
 def _define_enum_list(name, default, enum_values, help_text):
   """A comma-separated list flag of closed vocabulary: --help shows the
   allowed values as DEFINE_enum does; a bad item is a flag error."""
   return flags.DEFINE(
-    _EnumListParser(enum_values),
+    EnumListParser(enum_values),
     name,
     default,
     f"<{'|'.join(enum_values)}>: {help_text}",
@@ -346,6 +326,22 @@ SHARD = flags.DEFINE_string(
   "SLURM_ARRAY_TASK_ID, 0-based); needs --output_dir. `hloprobe merge "
   "DIR... --output_dir=OUT` joins the shards into the unsharded sweep's "
   "results.",
+)
+EXECUTOR = flags.DEFINE_enum(
+  "executor",
+  "local",
+  list(EXECUTORS),
+  "`sweep`/`explain`/`verify`: where the configs compile and run: `local` "
+  "worker processes (--jobs of them), or `ray`: actors of a Ray cluster "
+  "(--ray_address, else RAY_ADDRESS, else a local cluster of --jobs CPUs "
+  "on 127.0.0.1), --jobs of them at once; needs the extra `ray`. The "
+  "results are the same.",
+)
+RAY_ADDRESS = flags.DEFINE_string(
+  "ray_address",
+  None,
+  "With --executor=ray: the Ray cluster to join, e.g. ray://head:10001 or "
+  "head:6379 (default: RAY_ADDRESS, else a local cluster).",
 )
 
 JAXLIB = flags.DEFINE_list(

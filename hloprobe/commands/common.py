@@ -41,6 +41,7 @@ __all__ = [
   "sweep_spec",
   "sweep_values",
   "venv_dir",
+  "with_executor",
 ]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -145,6 +146,28 @@ def sweep_spec(
     jobs=words.jobs,
     case_timeout_s=words.case_timeout,
   )
+
+
+def with_executor(spec, args):
+  """Plan `spec` (`sweep.SweepPlan`) with --executor and --ray_address
+  (`args.executor`, `args.ray_address`), Ray's presence checked now,
+  before any work.
+
+  Raises:
+    InvalidArgumentError: --ray_address without --executor=ray; Ray not
+      installed (`runtime.RAY_MISSING`).
+  """
+  from hloprobe.runtime import import_ray
+
+  executor, address = args.executor, args.ray_address
+  if address and executor != "ray":
+    raise InvalidArgumentError(
+      f"--ray_address={address} needs --executor=ray (it names the Ray "
+      "cluster the configs run on)"
+    )
+  if executor == "ray":
+    import_ray()
+  return dataclasses.replace(spec, executor=executor, ray_address=address)
 
 
 def reported_cases(spec) -> list:

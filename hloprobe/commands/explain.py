@@ -40,6 +40,8 @@ class ExplainArgs:
     try_fixes: --try_fixes: try the candidate fixes (`explain_answered`).
     results: --results, a `hloprobe merge` --output_dir whose records are
       explained instead of sweeping (the fixes are still tried), or None.
+    executor, ray_address: --executor ("local" or "ray") and
+      --ray_address (`common.with_executor`).
   """
 
   common: common.SweepWords
@@ -52,6 +54,8 @@ class ExplainArgs:
   try_fixes: bool = True
   overwrite: bool = False
   results: str | None = None
+  executor: str = "local"
+  ray_address: str | None = None
 
 
 def _spec(args: ExplainArgs):
@@ -68,9 +72,10 @@ def _spec(args: ExplainArgs):
       "explain prints text (--format=table), HTML (--format=html) or JSON "
       "(--format=json); got --format=markdown"
     )
-  return common.sweep_spec(
+  spec = common.sweep_spec(
     args.common, args.experiment, args.experiments_file, explain_passes=True
   )
+  return common.with_executor(spec, args)
 
 
 def explain(args: ExplainArgs):

@@ -43,6 +43,7 @@ from hloprobe.numerics.kernel_model import (
   instruction,
   kernel_gemm,
 )
+from hloprobe.sites import EXACT_INTEGER
 
 __all__ = [
   "KernelRowZero",
@@ -115,6 +116,10 @@ def site_model(
   """
   if fate != "Triton gemm":
     return KernelSite(BAND, f"{fate}: kernel arithmetic not modelled")
+  if algorithm == EXACT_INTEGER:  # its evidence is XLA's rule, not the PTX
+    return KernelSite(
+      BAND, "Triton gemm: exact integer, any kernel's order gives its bits"
+    )
   opcodes = sorted(set(_MMA_RE.findall(evidence or "")))
   if len(opcodes) != 1:
     found = ", ".join(opcodes) or "no mma in the PTX"

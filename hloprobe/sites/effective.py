@@ -109,6 +109,11 @@ def cpu_algorithm(
       "summed in f32 (operand_upcaster converts the operands to f32, or "
       "YNNPACK's __ynn_fusion accumulates in f32; jaxlib 0.10.2, 0.12.0.1)"
     )
+  if operand_dtype in _CPU_SIXTEEN_BIT and result_dtype is not None:
+    return None, (
+      f"XLA:CPU: no rule for a {operand_dtype} x {operand_dtype} -> "
+      f"{result_dtype} dot (only an f32 result's is checked)"
+    )
   return None, f"XLA:CPU: no rule for {operand_dtype} operands"
 
 
