@@ -279,6 +279,27 @@ class AutotuneExperimentTest(absltest.TestCase):
     ):
       autotune_experiment(path, [get_target("a100")])
 
+  def test_another_jaxlib_is_refused_below_a_first_line(self):
+    # The comment is hloprobe's mark of the release, wherever it stands: a
+    # blank line (or another comment) before it does not turn it off.
+    text = "\n# edited\n" + results_textproto(
+      "4882ef514d13f9de", parse_codegen_versions(_XLA_LOG), [], "0.11.2"
+    )
+    path = self._file("old.textproto", text)
+    with self.assertRaisesRegex(TargetError, r"written for jaxlib 0\.11\.2"):
+      autotune_experiment(path, [get_target("a100")])
+
+  def test_a_byte_order_mark_is_refused_in_one_line(self):
+    # XLA's text parser fails every compile on it (jaxlib 0.12.0.1:
+    # "Failed to parse autotune results string"); refused up front.
+    path = self._file(
+      "bom.textproto", '\ufeffdevice_scope: "4882ef514d13f9de"\n'
+    )
+    with self.assertRaises(TargetError) as e:
+      autotune_experiment(path, [get_target("a100")])
+    self.assertNotIn("\n", str(e.exception))
+    self.assertIn("byte order mark", str(e.exception))
+
   def test_an_xla_autotune_results_file_is_refused(self):
     # xla/autotune_results.proto's text format, as older XLAs dump it.
     path = self._file(

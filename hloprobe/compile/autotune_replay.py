@@ -58,7 +58,9 @@ _TEXT_SUFFIXES = (".txt", ".txtpb", ".textproto", ".prototxt", ".pbtxt")
 
 
 _LOAD_FLAG_RE = re.compile(rf"--{_LOAD}=(\S+)")
-_JAXLIB_RE = re.compile(r"\A# hloprobe autotune results; jaxlib (\S+)")
+# `results_textproto`'s (and `stamp_results`') comment, on any line: an
+# edit that puts a line before it must not turn the check off.
+_JAXLIB_RE = re.compile(r"^# hloprobe autotune results; jaxlib (\S+)", re.M)
 # jaxlib 0.12.0.1's cache message, as protoc names it in the plugin.
 _CACHE_PROTO = b"xla.autotuner.AutotuneCache"
 # An xla.AutotuneResults text file (xla/autotune_results.proto): its
@@ -125,8 +127,9 @@ def autotune_experiment(path: str, targets: Sequence[Target]) -> Experiment:
 
   Raises:
     TargetError: the file cannot be read, is not text format, names
-      another jaxlib in its first line (`results_textproto`'s comment; a
-      file XLA dumped names none and is not checked), or no compile-only
+      another jaxlib in its comment line (`results_textproto`'s; a file
+      XLA dumped names none and is not checked), starts with a byte order
+      mark, is not this XLA's format (`_check_release`), or no compile-only
       target of the sweep is the device it was recorded on (one line, the
       devices named).
   """
@@ -317,7 +320,10 @@ def _check_release(path: str, text: str) -> None:
   plugin embeds no such descriptor: jaxlib 0.10.2, whose autotuner keys
   the older `xla.AutotuneResults` by device string and HLO text and has no
   config-assigner pass; checked); hloprobe wrote the file under another
-  jaxlib (its first line, `results_textproto`); the file is an
+  jaxlib (its comment line, `results_textproto`, wherever it stands); the
+  file starts with a UTF-8 byte order mark (jaxlib 0.12.0.1's XLA fails
+  every compile on it: "Failed to parse autotune results string",
+  checked); the file is an
   `xla.AutotuneResults` (`results { ... }`: an older XLA's dump, which
   jaxlib 0.12.0.1 loads by its legacy fallback but never hits, checked);
   an entry's TRITON codegen version (a Triton commit,
@@ -337,7 +343,12 @@ def _check_release(path: str, text: str) -> None:
       "the older way), so it cannot replay autotune results hloprobe reads; "
       "use jaxlib 0.12.0.1"
     )
-  m = _JAXLIB_RE.match(text)
+  if text.startswith("\ufeff"):
+    raise TargetError(
+      f"{where}: starts with a UTF-8 byte order mark, which XLA's text "
+      "parser rejects (every compile would fail); save it without one"
+    )
+  m = _JAXLIB_RE.search(text)
   if m is not None and m.group(1) != mine:
     raise TargetError(
       f"{where}: written for jaxlib {m.group(1)}, this is jaxlib {mine}: XLA "
