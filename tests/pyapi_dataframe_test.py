@@ -106,6 +106,22 @@ class DataFrameTest(absltest.TestCase):
     self.assertNotIn(repr(_ERR), table)
 
 
+class ColumnTypesTest(absltest.TestCase):
+  def test_types_are_the_columns_not_the_data(self):
+    # No rows, or a column of "n/a" only: n, ULPs and the top site stay
+    # Int64, errors Float64, text str (they all read Float64 before).
+    empty = api.Results(()).to_dataframe()
+    self.assertEqual(empty["n"].dtype, "Int64")
+    self.assertEqual(empty["ULP vs n=1"].dtype, "Int64")
+    self.assertEqual(empty["top site"].dtype, "Int64")
+    self.assertEqual(empty["abs err row0"].dtype, "Float64")
+    for text in ("case", "pred row0 by"):  # "str" in pandas 3, object in 2
+      self.assertTrue(pandas.api.types.is_string_dtype(empty[text]), text)
+    cpu_only = api.Results(_results().records[:1]).to_dataframe()
+    self.assertEqual(cpu_only["top site"].dtype, "Int64")  # not predicted
+    self.assertTrue(cpu_only["top site"].isna().all())
+
+
 class NanIsNotNaTest(absltest.TestCase):
   def test_a_nan_error_is_kept_apart_from_na(self):
     # An output that is NaN has a NaN error (the table prints "nan"); a

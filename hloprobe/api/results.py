@@ -63,7 +63,8 @@ class Results:
 
   def to_dataframe(self):
     """The full sweep table (every column, one row per config) as a
-    `pandas.DataFrame` (`report.table_values`): text columns (case,
+    `pandas.DataFrame` (`report.table_values`; each column's type is the
+    column's, whatever its rows hold, none included): text columns (case,
     target, precision, fates, algorithms, verdict, status) plain `str`,
     number columns numbers from the records, unrounded (n, ULPs and the
     top site as nullable integers, "Int64"; errors in output units and
@@ -83,14 +84,14 @@ class Results:
         "Results.to_dataframe needs pandas, which is not installed; "
         "`pip install pandas`, or use Results.table()"
       ) from None
-    headers, rows = table_values(self.records)
+    headers, kinds, rows = table_values(self.records)
     frame = pandas.DataFrame(rows, columns=headers)
-    for i, header in enumerate(headers):
+    for i, (header, kind) in enumerate(zip(headers, kinds)):
       column = [row[i] for row in rows]
-      values = [v for v in column if v is not None]
-      if any(isinstance(v, str) for v in values):
-        continue  # a text column
-      if values and all(isinstance(v, int) for v in values):
+      if kind == "str":
+        frame[header] = frame[header].astype(str)
+        continue
+      if kind == "int":
         frame[header] = frame[header].astype("Int64")
         continue
       # Masked where the table says "n/a": a NaN error stays NaN, not NA.

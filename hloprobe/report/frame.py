@@ -96,15 +96,31 @@ def _value(key: str, r: ConfigResult, text: str):
   return str(text)
 
 
+# Columns of whole numbers; the other `_NUMBERS` and the band's first two
+# parts are floats, the rest text.
+_WHOLE = frozenset({"n", "ulp", "top_site"})
+_BAND_KINDS = ("float", "float", "str")
+
+
+def _kind(header: str) -> str:
+  key = _KEY_OF[header]
+  if key not in _NUMBERS:
+    return "str"
+  return "int" if key in _WHOLE else "float"
+
+
 def table_values(
   results: Sequence[ConfigResult],
-) -> tuple[list[str], list[list[str | int | float | None]]]:
-  """(headers, rows) of the sweep table as values (see the module), one
-  row per result in the order given."""
+) -> tuple[list[str], list[str], list[list[str | int | float | None]]]:
+  """(headers, kinds, rows) of the sweep table as values (see the module),
+  one row per result in the order given; kinds: per column "int", "float"
+  or "str", by column (the same with no rows, or every value None)."""
   headers, text_rows = cells(list(results))
   out_headers: list[str] = []
+  kinds: list[str] = []
   for h in headers:
     out_headers += list(_BAND_PARTS) if h == _BAND else [h]
+    kinds += list(_BAND_KINDS) if h == _BAND else [_kind(h)]
   rows = []
   for r, texts in zip(results, text_rows):
     row: list[str | int | float | None] = []
@@ -114,4 +130,4 @@ def table_values(
       else:
         row.append(_value(_KEY_OF[h], r, text))
     rows.append(row)
-  return out_headers, rows
+  return out_headers, kinds, rows
