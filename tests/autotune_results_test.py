@@ -300,6 +300,18 @@ class AutotuneExperimentTest(absltest.TestCase):
     self.assertNotIn("\n", str(e.exception))
     self.assertIn("byte order mark", str(e.exception))
 
+  def test_a_path_with_whitespace_is_refused_in_one_line(self):
+    # XLA_FLAGS is split at whitespace: jaxlib 0.12.0.1 failed every
+    # compile with "Autotune results file does not exist: .../my".
+    folder = self.create_tempdir("my dir").full_path
+    path = os.path.join(folder, "a100.textproto")
+    with open(path, "w", encoding="utf-8") as f:
+      f.write('device_scope: "4882ef514d13f9de"\n')
+    with self.assertRaises(TargetError) as e:
+      autotune_experiment(path, [get_target("a100")])
+    self.assertNotIn("\n", str(e.exception))
+    self.assertIn("the path holds whitespace", str(e.exception))
+
   def test_an_xla_autotune_results_file_is_refused(self):
     # xla/autotune_results.proto's text format, as older XLAs dump it.
     path = self._file(

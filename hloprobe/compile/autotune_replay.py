@@ -129,7 +129,8 @@ def autotune_experiment(path: str, targets: Sequence[Target]) -> Experiment:
     TargetError: the file cannot be read, is not text format, names
       another jaxlib in its comment line (`results_textproto`'s; a file
       XLA dumped names none and is not checked), starts with a byte order
-      mark, is not this XLA's format (`_check_release`), or no compile-only
+      mark, is not this XLA's format (`_check_release`), has whitespace in
+      its path (XLA_FLAGS splits at it), or no compile-only
       target of the sweep is the device it was recorded on (one line, the
       devices named).
   """
@@ -137,6 +138,13 @@ def autotune_experiment(path: str, targets: Sequence[Target]) -> Experiment:
     raise TargetError(
       f"--autotune_results={path}: hloprobe reads text-format results only "
       f"(a name ending in {', '.join(_TEXT_SUFFIXES)})"
+    )
+  if re.search(r"\s", os.path.abspath(path)):
+    raise TargetError(
+      f"--autotune_results={path!r}: the path holds whitespace, which the "
+      "workers' XLA_FLAGS (words split at whitespace) cannot carry: every "
+      f"compile would look for {os.path.abspath(path).split()[0]!r}; use a "
+      "path without (a link to it will do)"
     )
   text = read_text_file(path, f"--autotune_results={path!r}", TargetError)
   _check_release(path, text)
