@@ -252,8 +252,13 @@ def _autotuned_sites(
   The fusion a site is keyed by is found as the optimized HLO's are
   (`map_dot_sites`), in the module as it enters the config assigner: a
   fusion the assigner gives cuBLAS leaves the optimized HLO as a custom
-  call of another name. A site in no gemm fusion there (a multiply+reduce)
-  is not the assigner's: XLA's heuristic, as without results.
+  call of another name (`FissionBackend::ApplyConfig`,
+  xla/backends/gpu/autotuner/fission.cc, openxla/xla 0e1ce768: the fusion
+  is inlined as a call and GemmRewriter makes a new `__cublas$...` custom
+  call of it; seen in the a100's optimized HLO under jaxlib 0.12.0.1 with
+  tests/autotune_replay_test.py's results file). A site in no gemm fusion
+  there (a multiply+reduce) is not the assigner's: XLA's heuristic, as
+  without results.
   """
   if loaded is None:
     return {}
