@@ -18,7 +18,8 @@ from hloprobe.compile import get_target
 from hloprobe.ir import as_precision
 from hloprobe.records import Config
 from hloprobe.runtime import Stopwatch
-from hloprobe.sweep import measure, compiled, plan
+from hloprobe.sweep import compiled, measure, plan
+
 
 def _status():
   """VmRSS and VmHWM of this process, bytes."""
@@ -26,16 +27,28 @@ def _status():
     d = dict(l.split(":", 1) for l in f)
   return {k: int(d[k].split()[0]) * 1024 for k in ("VmRSS", "VmHWM")}
 
+
 def _case(width):
   def fn(x, w, v):
     return (x @ w)[:, :, None] * v[None, None, :]
+
   def inputs():
     g = np.random.default_rng(0)
-    return (g.standard_normal((2, 64)).astype(np.float32),
-            g.standard_normal((64, 64)).astype(np.float32),
-            g.standard_normal((width,)).astype(np.float32))
-  return hloprobe.Case(name=f"w{width}", description="x", fn=fn, make_inputs=inputs,
-                       in_axes=(0, None, None), output_axis=0)
+    return (
+      g.standard_normal((2, 64)).astype(np.float32),
+      g.standard_normal((64, 64)).astype(np.float32),
+      g.standard_normal((width,)).astype(np.float32),
+    )
+
+  return hloprobe.Case(
+    name=f"w{width}",
+    description="outputs 64 x width wide a row",
+    fn=fn,
+    make_inputs=inputs,
+    in_axes=(0, None, None),
+    output_axis=0,
+  )
+
 
 def judge(width, precisions):
   """Every config of the case, finished as a sweep finishes it."""
@@ -50,6 +63,7 @@ def judge(width, precisions):
       r = setup.finish(work, watch)
       assert r.ok, r.failure
       del work, r
+
 
 def main(width: int, precisions: list[str]) -> None:
   judge(16, precisions)  # warm: jax, jit caches, the allocator
