@@ -42,7 +42,7 @@ define make_venv
 	have=$$($(1)/bin/python -c 'import sys; print(sys.version_info[:2])' 2>/dev/null); \
 	if [ "$$want" != "$$have" ]; then rm -rf $(1) && $(2) -m venv $(1); fi
 	$(1)/bin/python -m pip install -q --upgrade pip
-	$(1)/bin/python -m pip install -q -e '.[test,dev,plot,explorer]'
+	$(1)/bin/python -m pip install -q -e '.[test,dev,plot,explorer,ray]'
 	cp $(QUIET_CUDA_PTH) "$$($(1)/bin/python -c \
 	  'import sysconfig; print(sysconfig.get_path("purelib"))')"
 	@$(1)/bin/python -c 'import sys; from importlib.metadata import version; \
@@ -131,6 +131,7 @@ bench: $(STAMP)
 	$(BIN)/python -m hloprobe.tools.bench
 	$(BIN)/python -m hloprobe.tools.bench_venv
 	$(BIN)/python -m hloprobe.tools.bench_memory
+	$(BIN)/python -m hloprobe.tools.bench_ray
 
 clean:
 	rm -rf $(VENV) $(OLD_VENV) build *.egg-info

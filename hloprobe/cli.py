@@ -59,7 +59,7 @@ from hloprobe.startup import EscapingStream, quiet_startup
 with quiet_startup():
   import jax  # noqa: F401
 
-from hloprobe import cli_flags, cli_help
+from hloprobe import cli_flags, cli_help, cli_rules
 from hloprobe.commands import (
   bisect,
   cache,
@@ -154,9 +154,10 @@ def _check_flags_for(command: str) -> None:
   for holder in flags.FLAGS.get_flags_for_module(cli_flags.__name__):
     commands = table.get(holder.name)
     if commands and holder.present and command not in commands:
+      why = cli_rules.NOT_FOR.get((holder.name, command))
       raise InvalidArgumentError(
         f"--{holder.name} is for `hloprobe {' / '.join(commands)}`, not "
-        f"`hloprobe {command}`; drop it"
+        f"`hloprobe {command}`{f' ({why})' if why else ''}; drop it"
       )
 
 
@@ -330,7 +331,7 @@ def _parse_flags(argv: list[str]) -> list[str]:
     _error(e)
     sys.exit(EXIT_USAGE)
   try:
-    return flags.FLAGS(argv)
+    return flags.FLAGS(cli_flags.old_spellings(argv))
   except flags.Error as e:
     print(f"hloprobe: error: {e}", file=sys.stderr)
     sys.exit(EXIT_USAGE)

@@ -13,21 +13,25 @@ import math
 from absl import flags
 
 from hloprobe import verify
+from hloprobe.cli_rules import EnumListParser
 from hloprobe.ir import DEFAULT_PRECISIONS, PRECISION_NAMES
 from hloprobe.report import REPORT_FORMATS, TABLE_COLUMNS, TERMINAL_WIDTH
 from hloprobe.runtime import DEFAULT_MAX_MB, usable_cores
+from hloprobe.sweep import EXECUTORS
 
 __all__ = [
   "ABS_ERROR_BOUND",
   "BAD",
   "BATCH_SIZES",
   "BROWSER",
+  "CACHE",
   "CACHE_DIR",
   "CACHE_MAX_MB",
   "CASE_TIMEOUT",
   "CASE",
   "CHANGES_ONLY",
   "COLUMNS",
+  "EXECUTOR",
   "EXPERIMENT",
   "EXPERIMENTS_FILE",
   "EXPLAIN_PASSES",
@@ -39,7 +43,6 @@ __all__ = [
   "JAXLIB",
   "JOBS",
   "MODEL_EXPLORER",
-  "NOCACHE",
   "OUTPUT_DIR",
   "OVERWRITE",
   "PLOT",
@@ -47,6 +50,7 @@ __all__ = [
   "PORT",
   "PRECISIONS",
   "PYTHON",
+  "RAY_ADDRESS",
   "REL_ERROR_BOUND",
   "REQUIRE",
   "RESULTS",
@@ -58,38 +62,15 @@ __all__ = [
   "TIMINGS",
   "TRY_FIXES",
   "WIDE",
+  "old_spellings",
 ]
-
-
-class _EnumListParser(flags.ListParser):
-  """A comma-separated list (absl's ListParser) whose every item is one of
-  `enum_values` (checked by absl's EnumParser, as DEFINE_enum checks).
-
-  absl has no list-of-enum flag, and DEFINE_multi_enum takes one value per
-  flag (`--precisions=a --precisions=b`), which would break
-  `--precisions=a,b`. An empty item is left to the flag's validator, which
-  says "no empty ones".
-  """
-
-  def __init__(self, enum_values):
-    super().__init__()
-    self._item = flags.EnumParser(list(enum_values))
-
-  def parse(self, argument):
-    items = super().parse(argument)
-    for item in filter(None, items):
-      try:
-        self._item.parse(item)
-      except ValueError as e:
-        raise ValueError(f"{item!r}: {e}") from None
-    return items
 
 
 def _define_enum_list(name, default, enum_values, help_text):
   """A comma-separated list flag of closed vocabulary: --help shows the
   allowed values as DEFINE_enum does; a bad item is a flag error."""
   return flags.DEFINE(
-    _EnumListParser(enum_values),
+    EnumListParser(enum_values),
     name,
     default,
     f"<{'|'.join(enum_values)}>: {help_text}",
@@ -312,8 +293,14 @@ CASE_TIMEOUT = flags.DEFINE_float(
   "hloprobe's own process.",
   lower_bound=1.0,
 )
-NOCACHE = flags.DEFINE_bool(
-  "nocache", False, "Compute every config; neither read nor write the cache."
+# Named `cache` so that help reads `--[no]cache`; `--nocache`, the spelling
+# of the flag's first name (`nocache`), is absl's negation of it, and
+# `old_spellings` keeps that name's other forms.
+CACHE = flags.DEFINE_bool(
+  "cache",
+  True,
+  "Read and write the record cache (--cache_dir); --nocache computes every "
+  "config and neither reads nor writes it.",
 )
 CACHE_MAX_MB = flags.DEFINE_integer(
   "cache_max_mb",
@@ -339,6 +326,22 @@ SHARD = flags.DEFINE_string(
   "SLURM_ARRAY_TASK_ID, 0-based); needs --output_dir. `hloprobe merge "
   "DIR... --output_dir=OUT` joins the shards into the unsharded sweep's "
   "results.",
+)
+EXECUTOR = flags.DEFINE_enum(
+  "executor",
+  "local",
+  list(EXECUTORS),
+  "`sweep`/`explain`/`verify`: where the configs compile and run: `local` "
+  "worker processes (--jobs of them), or `ray`: actors of a Ray cluster "
+  "(--ray_address, else RAY_ADDRESS, else a local cluster of --jobs CPUs "
+  "on 127.0.0.1), --jobs of them at once; needs the extra `ray`. The "
+  "results are the same.",
+)
+RAY_ADDRESS = flags.DEFINE_string(
+  "ray_address",
+  None,
+  "With --executor=ray: the Ray cluster to join, e.g. ray://head:10001 or "
+  "head:6379 (default: RAY_ADDRESS, else a local cluster).",
 )
 
 JAXLIB = flags.DEFINE_list(
@@ -367,6 +370,34 @@ CHANGES_ONLY = flags.DEFINE_bool(
   False,
   "`hloprobe versions`: show only configs where something changed.",
 )
+
+
+# A boolean flag's first name -> its name now; absl's negation `--noNEW`
+# already reads as the old `--OLD` (a flag named `nocache` printed as
+# `--[no]nocache`).
+_RENAMED = {"nocache": "cache"}
+_FALSE_WORDS = ("false", "f", "0")
+
+
+def old_spellings(argv: list[str]) -> list[str]:
+  """`argv` with a renamed boolean's other old forms in its new name:
+  `--nonocache` -> `--cache`, `--nocache=false` -> `--cache` and
+  `--nocache=true` -> `--nocache` (one or two dashes; words after a lone
+  `--` and flag files' lines are left as they are).
+  """
+  out = list(argv)
+  for i, word in enumerate(argv):
+    if word == "--":
+      break
+    dashes = "--" if word.startswith("--") else "-"
+    name, eq, value = word.removeprefix(dashes).partition("=")
+    for old, new in _RENAMED.items():
+      if not word.startswith("-") or name not in (old, f"no{old}"):
+        continue
+      on = (name == old) == (value.lower() in _FALSE_WORDS)
+      if eq or name != old:
+        out[i] = f"{dashes}{'' if on else 'no'}{new}"
+  return out
 
 
 def _names_given(names: list[str]) -> bool:

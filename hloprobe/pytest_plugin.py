@@ -102,15 +102,16 @@ class HloprobeGolden:
       fn_or_case, *example_args, **options | {"explain_passes": True}
     )
     golden_dir = os.path.join(self.folder, _safe(plan.cases[0].name))
-    snap = take_snapshot(run_plan(plan), jax_versions())
-    if self.update:
-      return update_goldens(golden_dir, snap, sweep_record(plan))
-    if not os.path.isdir(golden_dir):
+    if not self.update and not os.path.isdir(golden_dir):
+      # Said before the sweep: nothing to compare it with.
       pytest.fail(
         f"hloprobe: no goldens at {golden_dir}; write them with "
         f"`pytest {_UPDATE}` and commit them",
         pytrace=False,
       )
+    snap = take_snapshot(run_plan(plan), jax_versions())
+    if self.update:
+      return update_goldens(golden_dir, snap, sweep_record(plan))
     result = check_goldens(golden_dir, snap, sweep_record(plan))
     if not result.ok:
       pytest.fail(_failure(result), pytrace=False)

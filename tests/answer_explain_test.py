@@ -4,19 +4,43 @@ the f32 noise floor row 0's error is, the next the first fix that passes
 with its `verify` command, which exits 0 when run; the detail follows,
 the worst target first. The size is checked against numpy: row 0 of the
 issue's MLP in float64 with TF32 operands at sites 0-2, against an f32
-computation of it, neither from hloprobe."""
+computation of it, neither from hloprobe. report.html (explain
+--output_dir) opens with the same answer lines, read in headless
+Chromium."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import shutil
+import tempfile
 
+import chromium
 import numpy as np
 import pytest
 import testutil
 from absl.testing import absltest
 from testutil import run_hloprobe_here
+
+# Reads the answer out of report.html as the browser laid it out: its text,
+# the heading before it, and where it and the plot's heading start (px).
+_ANSWER_PROBE = """
+(function () {
+  var answer = document.getElementById("answer");
+  var heads = Array.prototype.slice.call(document.querySelectorAll("h2"));
+  var plot = heads.filter(function (h) { return /Row 0/.test(h.textContent); });
+  var pre = document.createElement("pre");
+  pre.id = "hloprobe-probe";
+  pre.textContent = JSON.stringify({
+    answer: answer.textContent,
+    after: answer.previousElementSibling.textContent,
+    answer_top: answer.getBoundingClientRect().top,
+    plot_top: plot[0].getBoundingClientRect().top});
+  document.body.appendChild(pre);
+})();
+"""
 
 # Batch sizes 1 and 2: n = 1 is multiply+reduce (F32), n = 2 the Triton
 # gemms that run TF32 (see README, "The diagnosis in one command").
@@ -50,13 +74,25 @@ class SeedAnswerTest(absltest.TestCase):
     # In this process, through its record cache: the JSON run after the
     # text run, and the verify command after both, find every config
     # there (the tries sweep as verify does).
+    # The JSON run also writes report.html (--output_dir): its answer is
+    # checked in headless Chromium against the text run's lines.
     cls.text = run_hloprobe_here("explain", *_ARGS, timeout_s=900)
     cls.lines = cls.text.stdout.splitlines()
+    cls.out = tempfile.mkdtemp(prefix="answer_explain_")
     cls.doc = json.loads(
       run_hloprobe_here(
-        "explain", *_ARGS, "--format=json", timeout_s=900
+        "explain",
+        *_ARGS,
+        "--format=json",
+        f"--output_dir={cls.out}",
+        timeout_s=900,
       ).stdout
     )["answer"]
+
+  @classmethod
+  def tearDownClass(cls):
+    shutil.rmtree(cls.out, ignore_errors=True)
+    super().tearDownClass()
 
   def test_headline_names_the_a100_tf32_sites(self):
     self.assertEqual(self.text.returncode, 0, self.text.stderr)
@@ -113,6 +149,21 @@ class SeedAnswerTest(absltest.TestCase):
       out.index("seed_mlp on a100 (compile only):"),
       out.index("seed_mlp on cpu (compiled and run):"),
     )
+
+  def test_report_html_opens_with_the_same_answer(self):
+    # What Chromium shows: the first text after the title and what was
+    # swept is the answer, line for line as `explain` printed it (up to
+    # the blank line before the detail), the passing fix's command whole.
+    with open(os.path.join(self.out, "report.html"), encoding="utf-8") as f:
+      probe = chromium.dump_dom(f.read(), _ANSWER_PROBE)
+    printed = self.lines[: self.lines.index("")]
+    self.assertEqual(probe["answer"].split("\n"), printed)
+    self.assertEqual(probe["after"], "The answer")
+    self.assertIn(
+      "--fix=float32 --require=consistent,accurate", probe["answer"]
+    )
+    self.assertGreater(probe["answer_top"], 0)
+    self.assertLess(probe["answer_top"], probe["plot_top"])
 
   def test_notry_fixes_lists_them_untried(self):
     proc = run_hloprobe_here("explain", *_ARGS, "--notry_fixes", timeout_s=600)

@@ -138,6 +138,28 @@ class CommandTest(absltest.TestCase):
       "--precisions=bfloat16 --fix=float32 --require=consistent,accurate",
     )
 
+  def test_a_module_file_case_gets_no_batch_sizes(self):
+    # A module file runs at its own size (`fixed_size`): `verify` refuses
+    # --batch_sizes for it and has no "consistent" (README, "A module
+    # file as a case"), so the printed command must not ask for either.
+    tries = self._tries("float32")
+    swept = tries.plan.cases[0]
+    module = dataclasses.replace(
+      swept,
+      case=dataclasses.replace(swept.case, fixed_size=8),
+      source="dump/module_0000.jit_f.before_optimizations.txt",
+    )
+    tries = dataclasses.replace(
+      tries, plan=dataclasses.replace(tries.plan, cases=(module,))
+    )
+    self.assertEqual(
+      verify.verify_command(tries, tries.candidates[0]),
+      "hloprobe verify "
+      "--case=dump/module_0000.jit_f.before_optimizations.txt "
+      "--targets=a100 --precisions=bfloat16 --fix=float32 "
+      "--require=accurate",
+    )
+
   def test_a_flag_fix_is_quoted(self):
     word = "split_k_off:--xla_gpu_experimental_force_split_k=1"
     tries = self._tries(word)

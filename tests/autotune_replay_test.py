@@ -14,6 +14,12 @@ chosen: jaxlib 0.12.0.1 fails a compile whose Triton entry has split_k: 4
 splitk-rewriter pass decides split-K before config assignment.
 
 Each step is its own process: XLA loads autotune results once per process.
+
+`SweepSitesTest` sweeps with a results file holding one of the seed's
+gemm fusions (site 0's, keyed from the recorded config-assigner input of
+tests/testdata/autotune, whose keys XLA hit) and not the others: each
+gemm fusion site then says who chose it, in results.json, the site table
+and explain.
 """
 
 from __future__ import annotations
@@ -21,12 +27,26 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
+import numpy as np
 import pytest
 import testutil
 from absl.testing import absltest
+
+from hloprobe.compile import (
+  CUBLAS_CONFIG,
+  MISSING_ENTRY,
+  AutotuneChoice,
+  autotune_experiment,
+  gemm_fusion_keys,
+  get_target,
+  parse_codegen_versions,
+  results_textproto,
+)
 
 _TOOL = "hloprobe.tools.autotune_template"
 
@@ -96,6 +116,144 @@ class ReplayTest(absltest.TestCase):
     replayed = _tool(f"--replay={results}", f"--output={folder}/x.txt")
     self.assertNotEqual(replayed.returncode, 0)
     self.assertIn("recorded for device 0123456789abcdef", replayed.stderr)
+
+
+_POOL = testutil.SweepPool()
+_A100 = "NVIDIA A100-SXM4-40GB"  # hloprobe's a100 device_description_str
+
+
+def tearDownModule():
+  _POOL.close()
+
+
+def _one_entry_file(folder: str) -> str:
+  """Results holding the seed's first gemm fusion (cuBLAS) only."""
+  from autotune_results_test import _TESTDATA, _XLA_LOG
+
+  name = "seed_mlp_a100_bfloat16.config_assigner_input.hlo.txt"
+  with open(os.path.join(_TESTDATA, name), encoding="utf-8") as f:
+    keys = gemm_fusion_keys(f.read())
+  text = results_textproto(
+    "4882ef514d13f9de",
+    parse_codegen_versions(_XLA_LOG),
+    [AutotuneChoice(keys[0], "CUBLASLT_FISSION", CUBLAS_CONFIG)],
+  )
+  path = os.path.join(folder, "one.textproto")
+  with open(path, "w", encoding="utf-8") as f:
+    f.write(text)
+  return path
+
+
+@pytest.mark.compiles  # the seed at n = 4096 for the a100, twice
+class SweepSitesTest(absltest.TestCase):
+  @classmethod
+  def setUpClass(cls):
+    from hloprobe import report, sweep
+
+    super().setUpClass()
+    cls.folder = tempfile.mkdtemp(prefix="autotune-")
+    path = _one_entry_file(cls.folder)
+    spec = sweep.SweepSpec(
+      cases=("seed_mlp",),
+      batch_sizes=(4096,),
+      precisions=("bfloat16",),
+      targets=("a100",),
+      experiments=(autotune_experiment(path, [get_target("a100")]),),
+      cache_dir=testutil.record_cache(),
+    )
+    cls.results = _POOL.run(spec)
+    cls.explanations = report.explain_results(cls.results)
+    cls.text = report.render_explanation(cls.explanations, width=1000)
+
+  @classmethod
+  def tearDownClass(cls):
+    shutil.rmtree(cls.folder, ignore_errors=True)
+    super().tearDownClass()
+
+  def _autotuned(self):
+    (r,) = [r for r in self.results if r.config.experiment == "autotuned-one"]
+    self.assertTrue(r.ok, r.failure)
+    return r.compilation.fates
+
+  def test_each_gemm_fusion_site_says_who_chose_it(self):
+    fates = self._autotuned()
+    # Site 0: the entry's cuBLASLt call (the optimized HLO's custom call).
+    self.assertEqual(fates[0].fate.value, "cuBLASLt")
+    self.assertEqual(
+      fates[0].selection,
+      f"autotuned on {_A100} (one.textproto: CUBLASLT_FISSION: "
+      f"{CUBLAS_CONFIG})",
+    )
+    # Sites 1, 2: no entry, XLA's default Triton config.
+    for f in fates[1:3]:
+      self.assertEqual(f.fate.value, "Triton gemm")
+      self.assertTrue(f.selection.startswith(MISSING_ENTRY), f.selection)
+    # Site 3: multiply+reduce, no gemm fusion for the assigner.
+    self.assertEqual(fates[3].fate.value, "multiply+reduce")
+    self.assertTrue(fates[3].selection.startswith("XLA heuristic"))
+
+  def test_results_json_and_site_table_say_it(self):
+    from hloprobe.report import site_rows
+    from hloprobe.sites import site_record
+
+    fates = self._autotuned()
+    self.assertEqual(site_record(fates[0])["selection"], fates[0].selection)
+    (r,) = [r for r in self.results if r.config.experiment == "autotuned-one"]
+    cells = [row[11] for row in site_rows.site_rows(r)]
+    self.assertEqual(cells[0], f"cuBLASLt (autotuned on {_A100})")
+    self.assertEqual(cells[1], f"Triton gemm ({MISSING_ENTRY})")
+    self.assertEqual(cells[3], "multiply+reduce")
+
+  def test_explain_names_each_site(self):
+    who = "a100 (experiment autotuned-one)"
+    self.assertIn(
+      f"{who}: site 0 (bfloat16; n = 4096): autotuned on {_A100}", self.text
+    )
+    for i in (1, 2):
+      self.assertIn(
+        f"{who}: site {i} (bfloat16; n = 4096): {MISSING_ENTRY}", self.text
+      )
+    # The baseline keeps its one line on XLA's heuristic.
+    self.assertIn("a100: fates chosen by XLA heuristic", self.text)
+
+
+@pytest.mark.compiles  # the seed compiled for the h200 at n = 2 and 9
+class KernelPredictionTest(absltest.TestCase):
+  """The sweep's row 0 for the compile-only h200 (jaxlib 0.12.0.1's
+  compile) with its bit-exact sites by the kernel model, against the
+  committed H200 observation (tests/testdata/gpu_check, jaxlib 0.11.2:
+  0.08197562396526337 at every n = 2-9 under bfloat16; the emulation
+  alone predicted 0.0819785, 2.9e-6 off, the "2.5e-6" of issue 28)."""
+
+  def test_the_sweeps_prediction_uses_the_kernel_model(self):
+    from mmasim_h200_test import _OBSERVED
+
+    from hloprobe.compile import jax_versions
+    from hloprobe.report import results_json
+    from hloprobe.sweep import SweepSpec
+
+    spec = SweepSpec(
+      cases=("seed_mlp",),
+      batch_sizes=(2, 9),
+      precisions=("bfloat16",),
+      targets=("h200",),
+      cache_dir=testutil.record_cache(),
+    )
+    results = _POOL.run(spec)
+    ulp = float(np.spacing(np.float32(_OBSERVED)))  # 2^-27 at 0.082
+    for r in results:
+      p = r.prediction
+      self.assertEqual(p.kernel.kinds, ("bit-exact model",) * 3 + ("band",))
+      self.assertGreater(abs(p.stats.row0 - _OBSERVED), 2.5e-6)
+      self.assertLessEqual(abs(p.kernel.row0 - _OBSERVED), 4 * ulp)
+    doc = results_json(results, jax_versions())["configs"][0]["prediction"]
+    self.assertEqual(
+      doc["row0_kernel_model"], results[0].prediction.kernel.row0
+    )
+    self.assertEqual(
+      [m["kind"] for m in doc["site_models"]],
+      ["bit-exact model"] * 3 + ["band"],
+    )
 
 
 if __name__ == "__main__":

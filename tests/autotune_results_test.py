@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+import testutil
 from absl.testing import absltest
 
 from hloprobe.compile import (
@@ -27,6 +29,7 @@ from hloprobe.compile import (
   entry_notes,
   gemm_fusion_keys,
   get_target,
+  installed_jaxlib,
   parse_codegen_versions,
   results_textproto,
   triton_config,
@@ -217,10 +220,100 @@ class AutotuneExperimentTest(absltest.TestCase):
     ):
       autotune_experiment(path, [get_target("a100")])
 
+  def test_an_xla_autotune_results_file_is_refused(self):
+    # xla/autotune_results.proto's text format, as older XLAs dump it.
+    path = self._file(
+      "old.textproto",
+      'version: 3\nresults {\n  device: "CUDA: 8.0, Cores: 108"\n'
+      '  hlo: "(f32[2,2]{1,0}) fusion(...)"\n}\n'
+      'device_scope: "4882ef514d13f9de"\n',
+    )
+    with self.assertRaises(TargetError) as e:
+      autotune_experiment(path, [get_target("a100")])
+    self.assertNotIn("\n", str(e.exception))
+    self.assertIn("an xla.AutotuneResults file", str(e.exception))
+
+  def test_another_triton_commit_is_refused(self):
+    versions = parse_codegen_versions(
+      _XLA_LOG.replace("b575c0c38d428a609e25487db64051a5fa7bfab8", "f" * 40)
+    )
+    key = _keys()[1]
+    text = results_textproto(
+      "4882ef514d13f9de",
+      versions,
+      [AutotuneChoice(key, "TRITON", triton_config(64, 32, 32))],
+    )
+    path = self._file("other.textproto", text)
+    with self.assertRaisesRegex(
+      TargetError, f"TRITON codegen version {'f' * 40} is not this jaxlib"
+    ):
+      autotune_experiment(path, [get_target("a100")])
+
   def test_binary_results_are_refused(self):
     path = self._file("rec.pb", "")
     with self.assertRaisesRegex(TargetError, "text-format results only"):
       autotune_experiment(path, [get_target("a100")])
+
+
+# What each release's XLA reads (checked in its CUDA plugin, whose
+# embedded descriptors name the messages): jaxlib 0.12.0.1 keys an
+# xla.autotuner.AutotuneCache (xla/autotune_cache.proto; config_assigner
+# pass), jaxlib 0.10.2 has no such message nor pass.
+def _reads_autotune_cache() -> bool:
+  return testutil.jaxlib_at_least("0.12.0.1")
+
+
+def _sweep_error(test, path: str, targets: str) -> str:
+  """`hloprobe sweep --autotune_results=PATH`'s one line (exit 2, before
+  any compile)."""
+  proc = testutil.run_hloprobe_here(
+    "sweep", f"--targets={targets}", "--batch_sizes=4096",
+    f"--autotune_results={path}",
+  )  # fmt: skip
+  test.assertEqual(proc.returncode, 2, proc.stderr)
+  lines = proc.stderr.strip().splitlines()
+  test.assertLen(lines, 1, proc.stderr)
+  test.assertTrue(lines[0].startswith("hloprobe: error: "), lines[0])
+  return lines[0]
+
+
+@pytest.mark.release_rules
+class ReleaseTest(absltest.TestCase):
+  """Results of another release refused in one line, under either jaxlib
+  (`make test-old` reruns these under 0.10.2)."""
+
+  def _file(self, jaxlib: str) -> str:
+    text = results_textproto(
+      "4882ef514d13f9de", parse_codegen_versions(_XLA_LOG), [], jaxlib
+    )
+    return self.create_tempfile("rec.textproto", content=text).full_path
+
+  def test_this_jaxlibs_own_results(self):
+    path = self._file(installed_jaxlib())
+    if _reads_autotune_cache():
+      e = autotune_experiment(path, [get_target("a100")])
+      self.assertEqual(e.name, "autotuned-rec")
+      return
+    with self.assertRaises(TargetError) as e:
+      autotune_experiment(path, [get_target("a100")])
+    self.assertIn("has no xla.autotuner.AutotuneCache", str(e.exception))
+
+  def test_sweep_refuses_another_releases_results_in_one_line(self):
+    line = _sweep_error(self, self._file("0.11.2"), "a100")
+    if _reads_autotune_cache():
+      self.assertIn("written for jaxlib 0.11.2, this is jaxlib", line)
+    else:
+      self.assertIn("has no xla.autotuner.AutotuneCache", line)
+
+
+class DeviceMismatchTest(absltest.TestCase):
+  def test_sweep_with_another_devices_results_is_one_line(self):
+    path = self.create_tempfile(
+      "h100.textproto", content='device_scope: "0123456789abcdef"\n'
+    ).full_path
+    line = _sweep_error(self, path, "a100,h100")
+    self.assertIn("recorded for device 0123456789abcdef", line)
+    self.assertIn("a100 4882ef514d13f9de", line)
 
 
 class SelectionTest(absltest.TestCase):
@@ -250,6 +343,38 @@ class GpuCheckRecordTest(absltest.TestCase):
       path, os.path.abspath("out/nvidia_h200.autotune.textproto")
     )
     self.assertEqual(word, f"--xla_gpu_dump_autotune_results_to={path}")
+
+  def test_results_are_headed_by_the_jaxlib_that_recorded_them(self):
+    from hloprobe.versions import stamp_results
+
+    path = self.create_tempfile(
+      "gpu.textproto", content='device_scope: "4882ef514d13f9de"\n'
+    ).full_path
+    self.assertTrue(stamp_results(path, "0.11.2"))
+    self.assertTrue(stamp_results(path, "0.11.2"))  # once, not twice
+    with open(path, encoding="utf-8") as f:
+      self.assertEqual(
+        f.read(),
+        "# hloprobe autotune results; jaxlib 0.11.2\n"
+        'device_scope: "4882ef514d13f9de"\n',
+      )
+    # Replayed under another jaxlib: refused, the release named.
+    if installed_jaxlib() != "0.11.2" and testutil.jaxlib_at_least("0.12.0.1"):
+      with self.assertRaisesRegex(TargetError, "written for jaxlib 0.11.2"):
+        autotune_experiment(path, [get_target("a100")])
+    self.assertFalse(stamp_results(path + ".none", "0.11.2"))
+
+  def test_what_was_not_recorded_is_one_line(self):
+    from hloprobe.versions import recording_note
+
+    none = {"target_config_file": None, "autotune_results_file": None}
+    cpu = recording_note("cpu", none)
+    self.assertIn("--device_target=cpu is not a GPU", cpu)
+    self.assertIn(
+      "autotune results (XLA dumped none)", recording_note("gpu", none)
+    )
+    both = {"target_config_file": "a", "autotune_results_file": "b"}
+    self.assertIsNone(recording_note("gpu", both))
 
 
 if __name__ == "__main__":

@@ -42,6 +42,8 @@ _LEGACY = {
   "try_fixes": ("explain",),  # issue 26
   "shard": ("sweep",),  # issue 29
   "results": ("explain", "golden", "verify"),
+  "executor": ("sweep", "explain", "verify"),  # issue 29
+  "ray_address": ("sweep", "explain", "verify"),
 }
 
 

@@ -95,6 +95,7 @@ def pytest_configure(config):
 # workers end together (longest processing time first). A file missing
 # here only runs later; a slow new file belongs in the list.
 LONGEST_FIRST = (
+  "tests/ray_executor_test.py",  # 80 (alone, 2026-12-02: a Ray cluster)
   "tests/compile/user_cases_test.py",  # 69
   "tests/verify_test.py",  # 59
   "tests/versions_test.py",  # 53

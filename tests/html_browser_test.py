@@ -9,8 +9,19 @@ opens each page from a file with a probe script added at its end: the
 probe clicks a header, types in the filter box (real DOM events, the
 page's own script handling them) and writes what the browser computed
 (each row's cells, whether it shows, its background colour) into the DOM,
-which `--dump-dom` prints. The test FAILS, never skips, when Chromium is
-missing: `.ci/run` installs it (`apt-get install -y chromium`).
+which `--dump-dom` prints (`chromium.dump_dom`). The test FAILS, never
+skips, when Chromium is missing: `.ci/run` installs it (`apt-get install
+-y chromium`). (explain's answer atop report.html is checked where
+explain runs, tests/answer_explain_test.py.)
+
+Model Explorer: the page `hloprobe view` serves (`open_server`, in this
+process) is opened in headless Chromium driven over the DevTools protocol
+(`chromium.Tab`), its WebGL graph drawn in software (SwiftShader), and a
+screenshot read: the worst config's model named in the header, and its
+graph's canvas showing one patch of overlay colour per site (expanded:
+each site's node; collapsed it would be one layer box with a thin bar of
+the colours, one patch per colour). About 10 CPU-seconds, mostly
+SwiftShader's first frame.
 
 Expected facts come from outside hloprobe: the seed's a100 row 0 under
 TF32 is about 0.61 from float64 (numpy float64 with TF32-rounded operands,
@@ -21,15 +32,19 @@ of 3e-4 over a 1e-4 floor (1.5 bands) is "an unexplained small one".
 
 from __future__ import annotations
 
+import collections
 import dataclasses
-import html
+import io
 import json
 import os
 import re
-import subprocess
 import tempfile
+import threading
+import time
 import urllib.parse
 
+import chromium
+import numpy as np
 import pytest
 from absl.testing import absltest
 from testutil import SweepPool, numpy_seed_row0, record_cache, run_hloprobe_here
@@ -41,18 +56,6 @@ from hloprobe.report import explain
 
 pytestmark = pytest.mark.compiles
 
-CHROMIUM = "/usr/bin/chromium"
-# The machine kind's notes: no sandbox (root), no GPU, nothing fetched.
-_FLAGS = (
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-)
 _SWEEP = (
   "--case=seed_mlp",
   "--targets=cpu,a100",
@@ -163,42 +166,8 @@ def _planted_small():
 
 
 def _in_chromium(page: str) -> dict:
-  """What the probe read from `page` in headless Chromium.
-
-  Raises:
-    AssertionError: Chromium is missing (never a skip), or did not run.
-  """
-  if not os.access(CHROMIUM, os.X_OK):
-    raise AssertionError(
-      f"headless Chromium not found at {CHROMIUM}: install Debian's "
-      "chromium (`apt-get install -y chromium`, as .ci/run does); the "
-      "HTML report's browser test does not skip"
-    )
-  with tempfile.TemporaryDirectory() as tmp:
-    path = os.path.join(tmp, "report.html")
-    with open(path, "w", encoding="utf-8") as f:
-      f.write(page.replace("</body>", f"<script>{_PROBE}</script></body>"))
-    profile = os.path.join(tmp, "profile")
-    os.mkdir(profile)
-    proc = subprocess.run(
-      [
-        CHROMIUM,
-        *_FLAGS,
-        f"--user-data-dir={profile}",
-        "--dump-dom",
-        f"file://{path}",
-      ],
-      capture_output=True,
-      text=True,
-      timeout=120,
-    )
-  found = re.findall(r'<pre id="hloprobe-probe">(.*?)</pre>', proc.stdout, re.S)
-  if proc.returncode != 0 or not found:
-    raise AssertionError(
-      f"chromium exited {proc.returncode} without the probe's output: "
-      f"{proc.stderr[-2000:]}"
-    )
-  return json.loads(html.unescape(found[-1]))
+  """What the probe read from `page` in headless Chromium (`chromium`)."""
+  return chromium.dump_dom(page, _PROBE)
 
 
 def _luminance(css: str) -> float:
@@ -287,16 +256,98 @@ class PassesNamedTest(absltest.TestCase):
     self.assertIn("gemm", " ".join(probe["passes"]))  # a100's Triton gemms
 
 
+def _hue_sat(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """Hue (degrees, 0-360) and HSV saturation (0-1) of rgb (..., 3), 0-255."""
+  rgb = rgb.astype(np.float64) / 255.0
+  top, low = rgb.max(axis=-1), rgb.min(axis=-1)
+  span = np.where(top > low, top - low, 1.0)
+  r, g, b = np.moveaxis(rgb, -1, 0)
+  hue = np.select(
+    [top == r, top == g],
+    [(g - b) / span % 6, (b - r) / span + 2],
+    (r - g) / span + 4,
+  )
+  return hue * 60.0, np.where(top > 0, (top - low) / np.maximum(top, 1e-9), 0)
+
+
+def _blobs(png: bytes, colour: str, box: tuple[int, int, int, int]) -> int:
+  """How many separate patches of at least 12 pixels inside `box` (left,
+  top, right, bottom) have `colour`'s hue (within 12 degrees) and a
+  saturation of at least 0.2: node boxes filled with an overlay colour,
+  which Model Explorer draws shaded and under labels."""
+  from PIL import Image
+  from scipy import ndimage
+
+  pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+  left, top, right, bottom = box
+  hue, sat = _hue_sat(pixels[top:bottom, left:right])
+  want, _ = _hue_sat(np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)]))
+  near = np.abs((hue - want + 180) % 360 - 180) <= 12
+  labels, count = ndimage.label(near & (sat >= 0.2))
+  sizes = ndimage.sum(np.ones_like(labels), labels, range(1, count + 1))
+  return int(np.count_nonzero(np.asarray(sizes) >= 12))
+
+
+def _site_colours(out: str, entry: dict) -> collections.Counter:
+  """Each site node's colour in the entry's error overlay (the one Model
+  Explorer shows, its last): the first threshold at or above its value."""
+  with open(os.path.join(out, entry["node_data"]["error"])) as f:
+    (graph,) = json.load(f).values()
+  steps = sorted(graph["thresholds"], key=lambda t: t["value"])
+  found = collections.Counter()
+  for result in graph["results"].values():
+    found[
+      next(t["bgColor"] for t in steps if result["value"] <= t["value"])
+    ] += 1
+  return found
+
+
+class PatchCountTest(absltest.TestCase):
+  """`_blobs` on planted pictures: what it counts, and what it does not."""
+
+  @staticmethod
+  def _png(patches) -> bytes:
+    from PIL import Image
+
+    image = np.full((60, 100, 3), (233, 239, 245), np.uint8)  # the canvas
+    for (top, left), rgb in patches:
+      image[top : top + 6, left : left + 20] = rgb
+    out = io.BytesIO()
+    Image.fromarray(image).save(out, format="PNG")
+    return out.getvalue()
+
+  def test_two_shaded_red_nodes_and_an_orange_one(self):
+    # Shaded as Model Explorer draws them (0.7 x the overlay's colours).
+    png = self._png(
+      [((5, 5), (170, 113, 113)), ((30, 5), (168, 108, 108))]
+      + [((5, 50), (180, 146, 96))]
+    )
+    self.assertEqual(_blobs(png, "#ef9a9a", (0, 0, 100, 60)), 2)
+    self.assertEqual(_blobs(png, "#ffcc80", (0, 0, 100, 60)), 1)
+    self.assertEqual(_blobs(png, "#a5d6a7", (0, 0, 100, 60)), 0)
+
+  def test_should_fail_twin_grey_nodes_and_outside_the_box(self):
+    png = self._png([((5, 5), (219, 221, 226)), ((30, 60), (170, 113, 113))])
+    self.assertEqual(_blobs(png, "#ef9a9a", (0, 0, 50, 60)), 0)
+
+
 class ModelExplorerOpeningTest(absltest.TestCase):
-  def test_opens_on_the_worst_config_expanded_at_its_top_site(self):
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
     from hloprobe.pictures import explorer_view, model_explorer
 
-    out = self.create_tempdir().full_path
-    model_explorer.write_overlay(RESULTS, out)
-    picked, matched = explorer_view.pick(out, {})
-    self.assertEqual(matched, 2)
+    cls.out = tempfile.mkdtemp(prefix="html_browser_me_")
+    model_explorer.write_overlay(RESULTS, cls.out)
+    cls.picked, cls.matched = explorer_view.pick(cls.out, {})
+
+  def test_opens_on_the_worst_config_expanded_at_its_top_site(self):
+    from hloprobe.pictures import explorer_view
+
+    picked = self.picked
+    self.assertEqual(self.matched, 2)
     self.assertEqual([e["target"] for e in picked], ["a100", "cpu"])
-    config = explorer_view.opening_config(out, picked)
+    config = explorer_view.opening_config(self.out, picked)
     data = json.loads(urllib.parse.unquote(config.to_url_param_value()))
     self.assertEqual(
       [os.path.basename(m["url"]) for m in data["models"]],
@@ -309,6 +360,50 @@ class ModelExplorerOpeningTest(absltest.TestCase):
     self.assertEqual(a100["worst_site"], top)
     self.assertEqual(pane["selectedNodeId"], a100["sites"][str(top)]["node"])
     self.assertEqual(pane["selectedGraphId"], "main")
+
+  def test_served_page_shows_the_worst_graph_expanded_and_coloured(self):
+    # The page `hloprobe view` serves (`open_server`), in headless
+    # Chromium: its header names the a100 model, and the graph's canvas
+    # shows each site's node in its overlay colour, one patch per site (the
+    # seed's a100 under TF32: two red, one orange, one green). Collapsed
+    # (checked by hand, 2026-12-02), the graph is one layer box with a
+    # thin bar of the colours under it, one patch per colour: two sites of
+    # one colour tell the views apart. The cpu config's sites are all
+    # within the floor: one colour, no patch of the others.
+    from hloprobe.pictures import explorer_view
+
+    a100 = self.picked[0]
+    colours = _site_colours(self.out, a100)
+    self.assertEqual(sum(colours.values()), 4)
+    self.assertGreater(max(colours.values()), 1)
+    server, url = explorer_view.open_server(self.out, self.picked, 0)
+    thread = threading.Thread(target=server.serve_forever)
+    thread.start()
+    try:
+      with chromium.Tab(1000, 750) as tab:
+        tab.open(url)
+        tab.wait_for(
+          "document.body.innerText.includes('nodes') && "
+          "!document.body.innerText.includes('Processing graph')"
+        )
+        header = tab.evaluate("document.body.innerText")
+        box = tab.evaluate(
+          "(() => { const r = document.querySelector('canvas.main')"
+          ".getBoundingClientRect(); return [r.left, r.top, r.right, "
+          "r.bottom].map(Math.round); })()"
+        )
+        found = {}
+        for _ in range(60):  # the first frame takes seconds in software
+          png = tab.screenshot()
+          found = {c: _blobs(png, c, tuple(box)) for c in colours}
+          if found == dict(colours):
+            break
+          time.sleep(1)
+    finally:
+      server._server.shutdown()
+      thread.join()
+    self.assertIn(a100["model"], header)
+    self.assertEqual(found, dict(colours))
 
 
 if __name__ == "__main__":

@@ -174,6 +174,11 @@ class CpuSixteenBitRuleTest(absltest.TestCase):
     self.assertEqual(effective.cpu_algorithm("bf16", "f32")[0], "BF16_BF16_F32")
     self.assertEqual(effective.cpu_algorithm("f16", "f32")[0], "F16_F16_F32")
     self.assertIsNone(effective.cpu_algorithm("bf16", "bf16")[0])
+    # The rule missing is the 16-bit result's, not bf16 operands'.
+    self.assertIn(
+      "no rule for a bf16 x bf16 -> bf16 dot",
+      effective.cpu_algorithm("bf16", "bf16")[1],
+    )
 
   @pytest.mark.compiles
   def test_bf16_dot_on_the_cpu_is_bf16_bf16_f32(self):

@@ -84,6 +84,7 @@ _ORDER = (
   ("api",),
   ("pytest_plugin",),
   ("commands",),
+  ("cli_rules",),
   ("cli_flags",),
   ("cli_help",),
   ("cli", "tools"),
@@ -113,6 +114,7 @@ _WITHIN = {
     "compiled",
     "measure",
     "guarded",
+    "executor",
     "engine",
     "__init__",
   )

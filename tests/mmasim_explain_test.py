@@ -53,6 +53,14 @@ def test_multi_pass_presets_stay_bands():
   assert m.kind == "bit-exact model"
 
 
+def test_an_integer_gemm_names_no_ptx_it_did_not_read():
+  # An s8 x s8 -> s32 Triton gemm's algorithm comes from XLA's integer
+  # rule (`sites.integer_rules`), not the PTX: the reason is that rule's.
+  m = site_model("Triton gemm", "rule: exact", "8.0", None, "exact integer")
+  assert m.kind == "band" and "no mma in the PTX" not in m.why
+  assert "exact integer" in m.why
+
+
 def test_wgmma_is_hoppers_mma_parameters():
   # mmasim 2.1.1 nv_ptx/sim.py WGMMA: F = 25, L_max = 32 bytes, e_zero
   # -133 for f32 output, as Hopper's mma.
@@ -94,7 +102,7 @@ def test_explain_line_names_each_site():
   ]
   models = explain_kernel.kernel_models(configs, "9.0")
   line, f32_line, where = explain_kernel.kernel_model_lines(
-    types.SimpleNamespace(kernel_models=models)
+    types.SimpleNamespace(kernel_models=models, kernel_rows=())
   )
   assert f32_line == (
     "per site under float32: sites 0-2 band (Triton gemm: no mma in the PTX);"
@@ -107,7 +115,7 @@ def test_explain_line_names_each_site():
     " K in k8 steps); site 3 band (multiply+reduce: kernel arithmetic not "
     "modelled)"
   )
-  cpu = types.SimpleNamespace(kernel_models=())
+  cpu = types.SimpleNamespace(kernel_models=(), kernel_rows=())
   assert explain_kernel.kernel_model_lines(cpu) == []
 
 

@@ -86,6 +86,13 @@ class ErrorsTest(parameterized.TestCase):
     path = self.write("notes.txt", "Dear XLA team,\nthe matmul is wrong.\n")
     self.assert_one_line(path, r"neither HLO .* it begins 'Dear XLA team,'")
 
+  def test_a_python_file_without_its_factory(self):
+    path = self.write("model.py", "import jax\n\ndef make_case(): ...\n")
+    self.assert_one_line(
+      path,
+      r"it begins 'import jax'; a Python file is a case as .*model\.py:FACTORY$",
+    )
+
   def test_truncated_proto(self):
     data = _recorded("jit_f.before_optimizations.hlo.pb")
     path = self.write("cut.hlo.pb", data[: len(data) // 2])

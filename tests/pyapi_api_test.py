@@ -79,6 +79,34 @@ class AsCaseTest(absltest.TestCase):
       api.as_case(lambda x: x)
 
 
+class PlanWordsTest(absltest.TestCase):
+  """Keyword arguments a new user gets wrong, planned without compiling."""
+
+  _X = np.ones((4, 8), np.float32)
+
+  def _plan(self, **kw):
+    f = lambda x: x * 2.0
+    return api.plan_case(f, self._X, cache=False, jobs=1, **kw)
+
+  def test_a_string_of_targets_is_the_command_lines_words(self):
+    # `targets="cpu"` once read as the targets "c", "p", "u".
+    plan = self._plan(targets="cpu", precisions="float32,bfloat16")
+    self.assertEqual(tuple(t.name for t in plan.targets), ("cpu",))
+    self.assertEqual(
+      tuple(str(p) for p in plan.precisions), ("float32", "bfloat16")
+    )
+
+  def test_a_batch_size_above_the_rows_names_the_function(self):
+    # Not the shipped case file's temporary path, nor --batch_sizes.
+    with self.assertRaisesRegex(
+      InvalidArgumentError,
+      r"^batch size 9 exceeds 'lambda'",
+    ) as e:
+      self._plan(batch_sizes=[1, 9])
+    self.assertIn("4 example rows; use batch_sizes up to 4", str(e.exception))
+    self.assertNotIn("/tmp", str(e.exception))
+
+
 class ResultsTest(absltest.TestCase):
   def test_table_and_html_show_the_configs(self):
     r = _results()

@@ -141,3 +141,21 @@ def test_golden_check_of_a_file_case_from_another_directory(tmp_path):
   )
   assert checked.returncode == 0, checked.stdout + checked.stderr
   assert "OK" in checked.stdout
+
+
+def test_missing_goldens_fail_before_the_sweep(tmp_path, monkeypatch):
+  # No folder to compare with: the test fails at once, without the sweep
+  # (on a new user's first run it cost 40 s of compiles to say so).
+  import numpy as np
+
+  from hloprobe import api
+  from hloprobe.pytest_plugin import HloprobeGolden
+
+  def no_sweep(plan):
+    raise AssertionError("swept before finding the goldens missing")
+
+  monkeypatch.setattr(api, "run_plan", no_sweep)
+  golden = HloprobeGolden(str(tmp_path / "__hloprobe__" / "t"), False)
+  x = np.ones((2, 3), np.float32)
+  with pytest.raises(pytest.fail.Exception, match="no goldens at .*--hloprobe"):
+    golden.check(lambda a: a @ a.T, x, targets=["cpu"], batch_sizes=[1])

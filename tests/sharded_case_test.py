@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import pickle
 
+import jax
 import numpy as np
+import pytest
 from absl.testing import absltest
-from jax.sharding import PartitionSpec
+from jax.sharding import NamedSharding, PartitionSpec
 
-from hloprobe.compile import CASES, Case
+from hloprobe.compile import CASES, Case, placement
 from hloprobe.errors import CaseError
 from hloprobe.runtime import host_device_flag
 
@@ -65,6 +67,25 @@ class ShardedCaseTest(absltest.TestCase):
         _case(**bad)
       self.assertNotIn("\n", str(e.exception))
       self.assertIn("mesh_", str(e.exception))
+
+
+@pytest.mark.compiles  # jax.devices() starts XLA's CPU client
+class OutSpecsTest(absltest.TestCase):
+  def test_a_pytree_of_specs_shards_a_tuple_output(self):
+    # A train step returning (w1, w2), as `jax.jit`'s out_shardings takes
+    # a tuple for a tuple output: a sharding per leaf, each the case's spec.
+    specs = (PartitionSpec(), PartitionSpec("a"))
+    case = _case(mesh_shape=(1,), mesh_axes=("a",), out_specs=specs)
+    ins, out = placement.shardings(case, _inputs(), jax.devices("cpu")[:1])
+    self.assertLen(ins, 2)
+    self.assertIsInstance(out, tuple)
+    self.assertTrue(all(isinstance(o, NamedSharding) for o in out))
+    self.assertEqual(tuple(o.spec for o in out), specs)
+
+  def test_one_spec_is_one_sharding(self):
+    case = _case(mesh_shape=(1,), mesh_axes=("a",))
+    _, out = placement.shardings(case, _inputs(), jax.devices("cpu")[:1])
+    self.assertEqual(out.spec, PartitionSpec())
 
 
 class HostDeviceFlagTest(absltest.TestCase):

@@ -322,6 +322,40 @@ class FlagsTest(absltest.TestCase):
     self.assertEqual(proc.returncode, 2)
     self.assertIn(f"{folder} is not a shard's --output_dir", proc.stderr)
 
+  def test_records_it_cannot_read_say_to_merge_again(self):
+    # A merge's folder written by another hloprobe (its records' fields
+    # differ) or damaged: one line that says what to do.
+    from hloprobe.errors import InvalidArgumentError
+    from hloprobe.report import read_records
+
+    folder = self.create_tempdir()
+    folder.create_file("records.hloprobe", content="not records")
+    with self.assertRaisesRegex(
+      InvalidArgumentError, r"records.hloprobe: .*shard and merge again\)$"
+    ):
+      read_records(folder.full_path)
+
+  @pytest.mark.compiles  # a case file is looked up in a worker process
+  def test_a_case_file_not_found_says_where_to_merge(self):
+    # Shards ran in another folder: their relative --case word is looked
+    # up from here, and the one line says to merge from theirs.
+    from hloprobe.commands import merge
+    from hloprobe.errors import CaseError
+
+    words = {
+      "cases": ["no_such_model.py:make_case"],
+      "batch_sizes": [1],
+      "precisions": ["float32"],
+      "targets": ["cpu"],
+      "explain_passes": False,
+      "experiments": [],
+    }
+    with self.assertRaisesRegex(
+      CaseError, "no_such_model.py.*run `merge` from the folder the shards"
+    ) as e:
+      merge._plan(words)
+    self.assertNotIn("\n", str(e.exception))
+
 
 if __name__ == "__main__":
   absltest.main()

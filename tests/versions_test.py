@@ -334,6 +334,13 @@ def test_gpu_check_logic_with_the_cpu_standing_in(tmp_path):
   assert by_n[1]["compile_only"]["status"] == "explained"
   assert by_n[2]["compile_only"]["status"] == "outside band"
   assert "TF32_TF32_F32" in by_n[2]["compile_only"]["effective_algorithms"]
+  # Nothing to record for a replay without a GPU: one line says so.
+  assert doc["autotune_results_file"] is None
+  assert doc["recording_note"].startswith("gpu-check: no autotune results")
+  assert [ln for ln in got.stderr.splitlines() if "gpu-check:" in ln] == [
+    doc["recording_note"]
+  ]
+  assert sorted(p.name for p in tmp_path.iterdir()) == ["check.json"]
 
 
 _RUNNING = compat.installed_jaxlib()

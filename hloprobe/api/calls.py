@@ -146,14 +146,20 @@ def plan_case(
   spec = SweepSpec(
     cases=(),
     batch_sizes=tuple(batch_sizes or ()),
-    precisions=tuple(precisions),
-    targets=tuple(targets),
+    precisions=_names(precisions),
+    targets=_names(targets),
     explain_passes=explain_passes,
     cache_dir=(cache_dir or default_cache_dir()) if cache else None,
     jobs=jobs or min(os.cpu_count() or 1, 64),
   )
   options = dict(in_axes=in_axes, output_axis=output_axis, name=name)
   return _plan(fn_or_case, example_args, options, spec)
+
+
+def _names(words: Sequence[str] | str) -> tuple[str, ...]:
+  """A list of names; one string is the command line's comma-separated
+  words (`targets="cpu,a100"`), never its characters."""
+  return tuple(words.split(",")) if isinstance(words, str) else tuple(words)
 
 
 # Why `explain` from Python tries no fix: each try is a further sweep, and
@@ -227,10 +233,30 @@ def _plan(fn_or_case, example_args, case_options, spec) -> SweepPlan:
     case = fn_or_case
   else:
     case = as_case(fn_or_case, *example_args, **case_options)
+    _check_rows(case, spec.batch_sizes)
   plan = plan_sweep(spec, cases=(case,), batch_sizes=spec.batch_sizes or (1,))
   if not spec.batch_sizes:
     plan = dataclasses.replace(plan, batch_sizes=_default_sizes(plan))
   return check_nonempty(plan)
+
+
+def _check_rows(case: Case, batch_sizes: Sequence[int]) -> None:
+  """A batch size above a function's example rows, named here with the
+  keyword (the sweep's own check names the shipped case file and the
+  command line's flag).
+
+  Raises:
+    InvalidArgumentError: the largest size and the rows.
+  """
+  full = case.full_inputs() if batch_sizes else None
+  if full is None:
+    return
+  rows, largest = case.full_size(full), max(batch_sizes)
+  if largest > rows:
+    raise InvalidArgumentError(
+      f"batch size {largest} exceeds {case.name!r}'s {rows} example rows; "
+      f"use batch_sizes up to {rows}"
+    )
 
 
 def _default_sizes(plan: SweepPlan) -> tuple[int, ...]:

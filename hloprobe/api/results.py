@@ -10,7 +10,7 @@ import html
 from collections.abc import Iterator
 
 from hloprobe.records import ConfigResult
-from hloprobe.report import cells, render
+from hloprobe.report import render, table_values
 
 __all__ = ["Results"]
 
@@ -61,7 +61,12 @@ class Results:
 
   def to_dataframe(self):
     """The full sweep table (every column, one row per config) as a
-    `pandas.DataFrame` of the table's cells (text, as printed).
+    `pandas.DataFrame` (`report.table_values`): text columns (case,
+    target, precision, fates, algorithms, verdict, status) plain `str`,
+    number columns numbers from the records, unrounded (n, ULPs and the
+    top site as nullable integers, "Int64"; errors in output units and
+    seconds as float64, NaN where the table says "n/a"); "pred row0 band"
+    is two columns, "pred row0" and "pred row0 tolerance".
 
     Raises:
       ImportError: pandas is not installed (one line saying so).
@@ -73,8 +78,15 @@ class Results:
         "Results.to_dataframe needs pandas, which is not installed; "
         "`pip install pandas`, or use Results.table()"
       ) from None
-    headers, rows = cells(list(self.records))
-    return pandas.DataFrame(rows, columns=headers)
+    headers, rows = table_values(self.records)
+    frame = pandas.DataFrame(rows, columns=headers)
+    for i, header in enumerate(headers):
+      values = [row[i] for row in rows if row[i] is not None]
+      if any(isinstance(v, str) for v in values):
+        continue  # a text column
+      whole = values and all(isinstance(v, int) for v in values)
+      frame[header] = frame[header].astype("Int64" if whole else "float64")
+    return frame
 
   def _repr_html_(self) -> str:
     """A notebook's view: explain's words (if any), then the sweep table as

@@ -41,6 +41,7 @@ __all__ = [
   "sweep_spec",
   "sweep_values",
   "venv_dir",
+  "with_executor",
 ]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -66,7 +67,7 @@ class SweepWords:
     format: --format: "table", "json", "markdown" or "html".
     jobs: --jobs, worker processes at once (>= 1).
     cache_dir: --cache_dir, or None (the default folder).
-    nocache: --nocache.
+    cache: --cache (the default); False with --nocache.
     case_timeout: --case_timeout, seconds one worker call of a user case
       may take (see `sweep.SweepSpec.case_timeout_s`).
     inputs: --inputs, an `.npz`/`.npy` file of a module case's arguments,
@@ -85,7 +86,7 @@ class SweepWords:
   format: str = "table"
   jobs: int = 1
   cache_dir: str | None = None
-  nocache: bool = False
+  cache: bool = True
   case_timeout: float = 600.0
   inputs: str | None = None
   given: frozenset[str] = frozenset()
@@ -147,6 +148,28 @@ def sweep_spec(
   )
 
 
+def with_executor(spec, args):
+  """Plan `spec` (`sweep.SweepPlan`) with --executor and --ray_address
+  (`args.executor`, `args.ray_address`), Ray's presence checked now,
+  before any work.
+
+  Raises:
+    InvalidArgumentError: --ray_address without --executor=ray; Ray not
+      installed (`runtime.RAY_MISSING`).
+  """
+  from hloprobe.runtime import import_ray
+
+  executor, address = args.executor, args.ray_address
+  if address and executor != "ray":
+    raise InvalidArgumentError(
+      f"--ray_address={address} needs --executor=ray (it names the Ray "
+      "cluster the configs run on)"
+    )
+  if executor == "ray":
+    import_ray()
+  return dataclasses.replace(spec, executor=executor, ray_address=address)
+
+
 def reported_cases(spec) -> list:
   """The `Case` records of plan `spec` as reports show them: an optimized
   module file's case with what the file itself computed added to its
@@ -191,7 +214,7 @@ def check_module_words(words: SweepWords) -> None:
 
 def cache_dir(words: SweepWords) -> str | None:
   """The record cache's folder; None with --nocache."""
-  if words.nocache:
+  if not words.cache:
     return None
   return words.cache_dir or default_cache_dir()
 

@@ -5,7 +5,8 @@ explanations; `explain_answered` also ranks the findings and, with
 --try_fixes (the default), tries the candidate fixes on the configs at
 fault in one extra sweep on the same workers and record cache
 (`verify.plan_tries`); `main` prints the answer first, then the
-explanations, as text, JSON or the HTML page, and writes the files asked
+explanations, as text, JSON or the HTML page (the answer's lines open it,
+as they open report.html in --output_dir), and writes the files asked
 for (the tries' configs are not among them). Exit status: 0 when every
 config of the explain sweep succeeded, else 1 (a fix that fails to
 compile is a fix that did not pass, not a failure of the command).
@@ -39,6 +40,8 @@ class ExplainArgs:
     try_fixes: --try_fixes: try the candidate fixes (`explain_answered`).
     results: --results, a `hloprobe merge` --output_dir whose records are
       explained instead of sweeping (the fixes are still tried), or None.
+    executor, ray_address: --executor ("local" or "ray") and
+      --ray_address (`common.with_executor`).
   """
 
   common: common.SweepWords
@@ -51,6 +54,8 @@ class ExplainArgs:
   try_fixes: bool = True
   overwrite: bool = False
   results: str | None = None
+  executor: str = "local"
+  ray_address: str | None = None
 
 
 def _spec(args: ExplainArgs):
@@ -67,9 +72,10 @@ def _spec(args: ExplainArgs):
       "explain prints text (--format=table), HTML (--format=html) or JSON "
       "(--format=json); got --format=markdown"
     )
-  return common.sweep_spec(
+  spec = common.sweep_spec(
     args.common, args.experiment, args.experiments_file, explain_passes=True
   )
+  return common.with_executor(spec, args)
 
 
 def explain(args: ExplainArgs):
@@ -117,8 +123,7 @@ def explain_answered(args: ExplainArgs):
       results = common.run_streamed(
         spec, args.common.output_dir, pool, overwrite=args.overwrite
       )
-    try_fixes = args.try_fixes and args.common.format != "html"
-    answer = _answer(spec, results, try_fixes, pool)
+    answer = _answer(spec, results, args.try_fixes, pool)
   explanations = explain_results(results, [c.case for c in spec.cases])
   return results, explanations, answer
 
@@ -170,11 +175,13 @@ def main(args: ExplainArgs) -> int:
 
     cpu = results_host(args.results) or cpu
   out = sweep_command.outputs_of(args, args.common.format)
+  out = dataclasses.replace(out, answer=answer)
   if out.fmt == "json":
     doc = explanation_json(explanations, cpu)
     print(dumps_json({**doc, "answer": answer_json(answer)}))
   elif out.fmt == "html":
-    print(html_page(results, explanations, versions, out.plot_shared_y))
+    page = html_page(results, explanations, versions, out.plot_shared_y, answer)
+    print(page)
   else:
     print(render_answered(explanations, answer, host=cpu))
   sweep_command.write_files(results, explanations, versions, cpu, out)

@@ -45,8 +45,9 @@ def main(argv: list[str]) -> int:
   except InvalidArgumentError as e:
     print(f"hloprobe: error: {e}", file=sys.stderr)
     return 2
-  if doc["warning"]:
-    print(doc["warning"], file=sys.stderr)
+  for line in (doc["warning"], doc.get("recording_note")):
+    if line:
+      print(line, file=sys.stderr)
   print(render_check(doc))
   path = output_path(doc, f.output)
   atomic_write(path, dumps_json(doc) + "\n")

@@ -19,7 +19,7 @@ import signal
 
 from hloprobe.commands import common
 from hloprobe.commands import sweep as sweep_command
-from hloprobe.errors import InvalidArgumentError
+from hloprobe.errors import CaseError, InvalidArgumentError
 
 __all__ = ["MergeArgs", "main", "merge", "results_host", "results_in"]
 
@@ -116,6 +116,11 @@ def _plan(words: dict):
     )
   except (KeyError, TypeError, ValueError) as e:
     raise InvalidArgumentError(f"the shards' plan is malformed: {e}") from None
+  except CaseError as e:  # a case file named relative to the shards' folder
+    raise CaseError(
+      f"{e} (the shards' --case words, as they ran: run `merge` from the "
+      f"folder the shards ran in; their cases: {', '.join(words['cases'])})"
+    ) from None
 
 
 def main(args: MergeArgs) -> int:

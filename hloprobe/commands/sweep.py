@@ -39,6 +39,8 @@ class SweepArgs:
     shard: --shard: "I/N" (0-based) or "auto/N": run part I of N of the
       configs (`sweep.Shard`; needs --output_dir, which `hloprobe merge`
       joins), or None for all.
+    executor, ray_address: --executor ("local" or "ray") and
+      --ray_address (`common.with_executor`).
   """
 
   common: common.SweepWords
@@ -54,6 +56,8 @@ class SweepArgs:
   cache_max_mb: int = 2048
   overwrite: bool = False
   shard: str | None = None
+  executor: str = "local"
+  ray_address: str | None = None
 
 
 def outputs_of(args, fmt: str, shard: dict | None = None):
@@ -95,6 +99,7 @@ def sweep(args: SweepArgs):
   common.check_format(args.common, args.columns, args.plot, args.model_explorer)
   if args.shard is not None:
     spec = _sharded(spec, args.shard, args.common.output_dir)
+  spec = common.with_executor(spec, args)
   common.start_jax(spec.targets)
   return spec, common.run_streamed(
     spec, args.common.output_dir, overwrite=args.overwrite

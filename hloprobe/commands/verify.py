@@ -30,6 +30,8 @@ class VerifyArgs:
     cache_max_mb: --cache_max_mb, the records' bound in MiB.
     results: --results, a `hloprobe merge` --output_dir whose records are
       judged instead of sweeping, or None (sweep).
+    executor, ray_address: --executor ("local" or "ray") and
+      --ray_address (`common.with_executor`).
   """
 
   common: common.SweepWords
@@ -40,6 +42,8 @@ class VerifyArgs:
   golden_dir: str | None = None
   cache_max_mb: int = 2048
   results: str | None = None
+  executor: str = "local"
+  ray_address: str | None = None
 
 
 def verify(args: VerifyArgs):
@@ -59,7 +63,7 @@ def verify(args: VerifyArgs):
   # parse_requirements rejects an empty item and drops a repeated one.
   requirements = verifying.parse_requirements(",".join(args.require))
   common.check_format(args.common)
-  spec = common.sweep_spec(args.common)
+  spec = common.with_executor(common.sweep_spec(args.common), args)
   requirements = _without_consistent_for_modules(requirements, spec.cases)
   verifying.check_batch_sizes(requirements, spec.batch_sizes)
   common.start_jax(spec.targets)

@@ -27,7 +27,9 @@ from hloprobe.compile.autotune import (
 )
 from hloprobe.compile.autotune import results_textproto as results_textproto
 from hloprobe.compile.autotune import triton_config as triton_config
+from hloprobe.compile.autotune_replay import AUTOTUNED_ON as AUTOTUNED_ON
 from hloprobe.compile.autotune_replay import MISSING_ENTRY as MISSING_ENTRY
+from hloprobe.compile.autotune_replay import LoadedResults as LoadedResults
 from hloprobe.compile.autotune_replay import (
   autotune_experiment as autotune_experiment,
 )
@@ -38,7 +40,12 @@ from hloprobe.compile.autotune_replay import (
   autotuned_target as autotuned_target,
 )
 from hloprobe.compile.autotune_replay import entry_notes as entry_notes
+from hloprobe.compile.autotune_replay import (
+  fusion_selections as fusion_selections,
+)
+from hloprobe.compile.autotune_replay import loaded_results as loaded_results
 from hloprobe.compile.autotune_replay import results_devices as results_devices
+from hloprobe.compile.autotune_replay import selection_note as selection_note
 from hloprobe.compile.builtin_cases import CASES as CASES
 from hloprobe.compile.case_model import Case as Case
 from hloprobe.compile.case_model import ReportedError as ReportedError
@@ -104,6 +111,7 @@ from hloprobe.compile.toolchain import nvcc_wheel_dir as nvcc_wheel_dir
 from hloprobe.compile.toolchain import ptxas_version as ptxas_version
 
 __all__ = [
+  "AUTOTUNED_ON",
   "AutotuneChoice",
   "BASELINE",
   "BUILTIN_EXPERIMENTS",
@@ -117,6 +125,7 @@ __all__ = [
   "Experiment",
   "GemmFusionKey",
   "JAXPR_API",
+  "LoadedResults",
   "MAX_MODULE_BYTES",
   "MISSING_ENTRY",
   "MODULE_KINDS",
@@ -137,6 +146,7 @@ __all__ = [
   "enable_x64",
   "entry_notes",
   "find_ptxas",
+  "fusion_selections",
   "gemm_fusion_keys",
   "get_case",
   "get_target",
@@ -149,6 +159,7 @@ __all__ = [
   "leaf_names",
   "load_target_config",
   "load_topology",
+  "loaded_results",
   "missing_cudnn_message",
   "missing_lowering",
   "nvcc_wheel_dir",
@@ -164,6 +175,7 @@ __all__ = [
   "rules_checked",
   "run_compiled",
   "scan_counts",
+  "selection_note",
   "start_backends",
   "triton_config",
   "unchecked_note",

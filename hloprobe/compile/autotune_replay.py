@@ -3,8 +3,9 @@
 `--autotune_results=FILE` becomes an experiment (`autotune_experiment`)
 whose XLA_FLAGS load the file, refused in one line when no compile-only
 target of the sweep is the device the file is keyed by, or when hloprobe
-wrote it under another jaxlib; a compile under it names who chose its
-fates (`autotune_selection`). The keys themselves: `autotune`.
+wrote it under another jaxlib; a compile under it names who chose each
+gemm fusion (`loaded_results`, `fusion_selections`: "autotuned on
+<device>" or "no autotune entry for this fusion; default config used"). The keys themselves: `autotune`.
 
 Private in intent: use the package, `hloprobe.compile`.
 """
@@ -12,6 +13,8 @@ Private in intent: use the package, `hloprobe.compile`.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import mmap
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -28,12 +31,17 @@ from hloprobe.errors import TargetError
 from hloprobe.ir import read_text_file
 
 __all__ = [
+  "AUTOTUNED_ON",
   "MISSING_ENTRY",
+  "LoadedResults",
   "autotune_experiment",
-  "entry_notes",
   "autotune_selection",
   "autotuned_target",
+  "entry_notes",
+  "fusion_selections",
+  "loaded_results",
   "results_devices",
+  "selection_note",
 ]
 
 _LOAD = "xla_gpu_load_autotune_results_from"
@@ -42,6 +50,8 @@ _LOAD = "xla_gpu_load_autotune_results_from"
 # `GetFirstCompilableConfigOrDefault`; jaxlib 0.12.0.1 logs "Using first
 # compilable config"), the heuristic it takes without results.
 MISSING_ENTRY = "no autotune entry for this fusion; default config used"
+# How a site whose fusion the loaded results hold names who chose it.
+AUTOTUNED_ON = "autotuned on "
 
 # The names XLA reads as text format (autotuner_cache.cc `IsTextProtoPath`).
 _TEXT_SUFFIXES = (".txt", ".txtpb", ".textproto", ".prototxt", ".pbtxt")
@@ -49,6 +59,15 @@ _TEXT_SUFFIXES = (".txt", ".txtpb", ".textproto", ".prototxt", ".pbtxt")
 
 _LOAD_FLAG_RE = re.compile(rf"--{_LOAD}=(\S+)")
 _JAXLIB_RE = re.compile(r"\A# hloprobe autotune results; jaxlib (\S+)")
+# jaxlib 0.12.0.1's cache message, as protoc names it in the plugin.
+_CACHE_PROTO = b"xla.autotuner.AutotuneCache"
+# An xla.AutotuneResults text file (xla/autotune_results.proto): its
+# entries are `results { device: ... hlo: ... result { ... } }`.
+_LEGACY_RE = re.compile(r"^\s*results\s*\{", re.M)
+# An entry's backend and its version (for TRITON: the Triton commit XLA
+# was built with).
+_BACKEND_RE = re.compile(r"\bbackend:\s*(\w+)")
+_VERSION_RE = re.compile(r'optimal_backend_version:\s*"([^"]*)"')
 
 
 def results_devices(text: str) -> frozenset[str]:
@@ -117,7 +136,7 @@ def autotune_experiment(path: str, targets: Sequence[Target]) -> Experiment:
       f"(a name ending in {', '.join(_TEXT_SUFFIXES)})"
     )
   text = read_text_file(path, f"--autotune_results={path!r}", TargetError)
-  _check_jaxlib(path, text)
+  _check_release(path, text)
   found = results_devices(text)
   mine = {
     t.name: device_fingerprint(t.config_text)
@@ -141,50 +160,205 @@ def autotune_experiment(path: str, targets: Sequence[Target]) -> Experiment:
   )
 
 
-def autotune_selection(xla_flags: str, target: Target) -> str | None:
-  """Who chose a compile-only target's fates, when results were loaded.
+@dataclasses.dataclass(frozen=True, slots=True)
+class LoadedResults:
+  """An autotune results file a compile loaded, keyed by its target's device.
+
+  Attributes:
+    path: the file, as the XLA flag names it.
+    text: its contents (AutotuneCache text format).
+    fingerprint: the target's `device_fingerprint`, among the file's.
+    device: the device's name, e.g. "NVIDIA A100-SXM4-40GB" (the config's
+      `device_description_str`, else `device_string`).
+  """
+
+  path: str
+  text: str
+  fingerprint: str
+  device: str
+
+
+def loaded_results(xla_flags: str, target: Target) -> LoadedResults | None:
+  """The results file a compile for `target` loads, where it can hit.
 
   Args:
-    xla_flags: the XLA_FLAGS the compile ran under (a worker's; the
+    xla_flags: the XLA_FLAGS the compile runs under (a worker's; the
       autotune experiment's `--xla_gpu_load_autotune_results_from`).
     target: the target compiled for.
 
   Returns:
-    E.g. "autotune results a100.textproto (autotuned on NVIDIA
-    A100-SXM4-40GB) where they hold the fusion, else XLA heuristic" when
-    the file loaded is keyed by the target's device; None otherwise (no
-    file, another device's, or not a compile-only target). Which fusions
-    the file holds is not checked per site here.
+    The file, when it is keyed by the target's device; None otherwise (no
+    file, an unreadable one, another device's, or not a compile-only
+    target).
   """
   m = _LOAD_FLAG_RE.search(xla_flags)
   if m is None or not target.compile_only or target.config_text is None:
     return None
   try:
     with open(m.group(1), encoding="utf-8") as f:
-      found = results_devices(f.read())
-  except OSError:
+      text = f.read()
+  except (OSError, UnicodeDecodeError):
     return None
-  if device_fingerprint(target.config_text) not in found:
+  mine = device_fingerprint(target.config_text)
+  if mine not in results_devices(text):
     return None
   name = re.search(r'device_description_str:\s*"([^"]+)"', target.config_text)
   device = name.group(1) if name else device_string(target.config_text)
+  return LoadedResults(m.group(1), text, mine, device)
+
+
+def autotune_selection(xla_flags: str, target: Target) -> str | None:
+  """Who chose a compile-only target's fates, when results were loaded.
+
+  The words for the whole config, where which fusions the file holds is
+  not known per site (`fusion_selections` says it per fusion).
+
+  Args:
+    xla_flags, target: as `loaded_results`.
+
+  Returns:
+    E.g. "autotune results a100.textproto (autotuned on NVIDIA
+    A100-SXM4-40GB) where they hold the fusion, else XLA heuristic" when
+    the file loaded is keyed by the target's device; None otherwise.
+  """
+  loaded = loaded_results(xla_flags, target)
+  if loaded is None:
+    return None
   return (
-    f"autotune results {os.path.basename(m.group(1))} (autotuned on "
-    f"{device}) where they hold the fusion, else XLA heuristic"
+    f"autotune results {os.path.basename(loaded.path)} ({AUTOTUNED_ON}"
+    f"{loaded.device}) where they hold the fusion, else XLA heuristic"
   )
 
 
-def _check_jaxlib(path: str, text: str) -> None:
-  """Refuses results hloprobe wrote under another jaxlib (one line)."""
+def fusion_selections(
+  loaded: LoadedResults, keys: Sequence[GemmFusionKey]
+) -> dict[str, str]:
+  """Who chose each gemm fusion's config under loaded results.
+
+  Args:
+    loaded: the file (`loaded_results`).
+    keys: the compile's gemm fusions as they enter the config assigner
+      (`autotune.gemm_fusion_keys`).
+
+  Returns:
+    Fusion name -> words: "autotuned on NVIDIA A100-SXM4-40GB (a100.textproto:
+    CUBLASLT_FISSION: gemm { algorithm: -1 })" where the file holds it, else
+    "no autotune entry for this fusion; default config used
+    (a100.textproto: XLA heuristic)" (`MISSING_ENTRY`).
+  """
+  base = os.path.basename(loaded.path)
+  return {
+    name: f"{MISSING_ENTRY} ({base}: XLA heuristic)"
+    if note == MISSING_ENTRY
+    else f"{AUTOTUNED_ON}{loaded.device} ({base}: {note})"
+    for name, note in entry_notes(keys, loaded.text, loaded.fingerprint)
+  }
+
+
+def selection_note(selection: str | None) -> str | None:
+  """A site's selection in short, for tables: "autotuned on <device>" or
+  `MISSING_ENTRY` when results were loaded (`fusion_selections`); None
+  otherwise."""
+  if selection and selection.startswith(AUTOTUNED_ON):
+    return selection.split(" (", 1)[0]
+  if selection and selection.startswith(MISSING_ENTRY):
+    return MISSING_ENTRY
+  return None
+
+
+def _plugin_embeds(markers) -> dict[bytes, bool] | None:
+  """Which byte strings the installed CUDA PJRT plugin's library holds.
+
+  The plugin (`jax_plugins.xla_cuda12`, its `xla_cuda_plugin.so`) is the
+  XLA that compiles for GPU targets; what its build embeds says what that
+  XLA reads without running it: protoc's descriptor names
+  (b"xla.autotuner.AutotuneCache": in jaxlib 0.12.0.1's plugin, not in
+  0.10.2's; checked) and its Triton commit (0.12.0.1's b575c0c3..., which
+  XLA's autotune cache logs as the TRITON codegen version). The file is
+  found without importing the package and read as bytes: no plugin
+  starts, no jax API is used.
+
+  Returns:
+    marker -> whether the library holds it; None where no CUDA plugin is
+    installed.
+  """
+  try:
+    spec = importlib.util.find_spec("jax_plugins.xla_cuda12")
+  except (ImportError, ValueError):
+    return None
+  if spec is None or not spec.submodule_search_locations:
+    return None
+  folder = list(spec.submodule_search_locations)[0]
+  try:
+    with (
+      open(os.path.join(folder, "xla_cuda_plugin.so"), "rb") as f,
+      mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data,
+    ):
+      return {m: data.find(m) >= 0 for m in markers}
+  except (OSError, ValueError):
+    return None
+
+
+def _triton_versions(text: str) -> list[str]:
+  """The Triton commits the file's TRITON entries were made with, sorted."""
+  found = set()
+  for entry in re.split(r"\bentries\s*\{", text)[1:]:
+    backend, version = _BACKEND_RE.search(entry), _VERSION_RE.search(entry)
+    if backend and version and backend.group(1) == "TRITON":
+      if re.fullmatch(r"[0-9a-f]{40}", version.group(1)):
+        found.add(version.group(1))
+  return sorted(found)
+
+
+def _check_release(path: str, text: str) -> None:
+  """Refuses results this jaxlib's XLA would not read as written (one line).
+
+  In order: this XLA keys no `xla.autotuner.AutotuneCache` (its CUDA
+  plugin embeds no such descriptor: jaxlib 0.10.2, whose autotuner keys
+  the older `xla.AutotuneResults` by device string and HLO text and has no
+  config-assigner pass; checked); hloprobe wrote the file under another
+  jaxlib (its first line, `results_textproto`); the file is an
+  `xla.AutotuneResults` (`results { ... }`: an older XLA's dump, which
+  jaxlib 0.12.0.1 loads by its legacy fallback but never hits, checked);
+  an entry's TRITON codegen version (a Triton commit,
+  `optimal_backend_version`) is not this plugin's, so tiered_cache.cc
+  `MatchEntry` would match it neither strictly (codegen_version) nor
+  loosely (the backend's version). cuBLAS versions are not checked: the
+  plugin names no cuBLAS build. Without a CUDA plugin nothing compiles
+  for GPU targets and nothing is checked here.
+  """
+  where, mine = f"--autotune_results={path}", installed_jaxlib()
+  commits = _triton_versions(text)
+  found = _plugin_embeds([_CACHE_PROTO, *map(str.encode, commits)])
+  if found is not None and not found[_CACHE_PROTO]:
+    raise TargetError(
+      f"{where}: this jaxlib {mine}'s XLA has no xla.autotuner.AutotuneCache "
+      "(its CUDA plugin embeds none: no config-assigner pass, results keyed "
+      "the older way), so it cannot replay autotune results hloprobe reads; "
+      "use jaxlib 0.12.0.1"
+    )
   m = _JAXLIB_RE.match(text)
-  if m is None or m.group(1) == installed_jaxlib():
-    return
-  raise TargetError(
-    f"--autotune_results={path}: written for jaxlib {m.group(1)}, this is "
-    f"jaxlib {installed_jaxlib()}: XLA keys results by its own codegen "
-    "versions and cache format, so another release's are ignored or "
-    "misread; record them again under this one"
-  )
+  if m is not None and m.group(1) != mine:
+    raise TargetError(
+      f"{where}: written for jaxlib {m.group(1)}, this is jaxlib {mine}: XLA "
+      "keys results by its own codegen versions and cache format, so another "
+      "release's are ignored or misread; record them again under this one"
+    )
+  if _LEGACY_RE.search(text):
+    raise TargetError(
+      f"{where}: an xla.AutotuneResults file (results {{...}}: an older "
+      f"XLA's format), but this jaxlib {mine}'s XLA keys "
+      "xla.autotuner.AutotuneCache entries and hits none of those; record "
+      "them again under this jaxlib"
+    )
+  other = [c for c in commits if found is not None and not found[c.encode()]]
+  if other:
+    raise TargetError(
+      f"{where}: its TRITON codegen version {other[0]} is not this jaxlib "
+      f"{mine}'s Triton (its CUDA plugin names another commit), so XLA "
+      "would match none of its Triton entries; record them again under "
+      "this jaxlib"
+    )
 
 
 def entry_notes(

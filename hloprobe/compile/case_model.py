@@ -90,7 +90,9 @@ class Case:
     in_specs: one `jax.sharding.PartitionSpec` per argument (applied to
       every array of a pytree argument), naming `mesh_axes`; None with a
       mesh: every argument replicated.
-    out_specs: the output's `PartitionSpec` (every leaf); None with a
+    out_specs: the output's `PartitionSpec` (every leaf), or a pytree of
+      them shaped as the output or a prefix of it (as `jax.jit`'s
+      `out_shardings`, e.g. `(P(), P("k"))` for a pair); None with a
       mesh: replicated (`P()`), so a contraction over a sharded dimension
       ends in an all-reduce of the partial sums.
     fixed_size: the one batch size (or size) the case runs at, whatever

@@ -134,6 +134,8 @@ def module_case(path: str, inputs: str | None = None) -> Case:
     args, said = load_inputs(inputs, params, path), f"inputs from {inputs}"
   elif mf.arguments is not None:
     args, said = tuple(mf.arguments), "inputs: the HloSnapshot's arguments"
+    for i, array in enumerate(args):
+      _refuse_cut(array, i, f"module {path!r}'s HloSnapshot arguments")
   else:
     args = random_inputs(params)
     said = (
@@ -338,5 +340,30 @@ def load_inputs(path: str, params, where: str) -> tuple[np.ndarray, ...]:
         f"--inputs {path!r}: array {i} is {array.dtype}{list(array.shape)}; "
         f"parameter {i} of module {where!r} is {dtype}{list(shape)}"
       )
+    _refuse_cut(array, i, f"--inputs {path!r}")
     out.append(array)
   return tuple(out)
+
+
+def _refuse_cut(array: np.ndarray, i: int, source: str) -> None:
+  """A 64-bit integer argument whose values do not fit 32 bits is
+  refused: the module runs as jax traces it without x64 (`_refuse_x64`),
+  where `jnp.asarray` cuts an s64/u64 array to s32/u32 with no warning
+  (checked on jax 0.12.0.1: uint64 2**33 + 5 becomes 5).
+
+  Raises:
+    CaseError: naming the argument and its first value out of range.
+  """
+  if (
+    array.dtype.kind not in "iu" or array.dtype.itemsize != 8 or not array.size
+  ):
+    return
+  narrow = np.iinfo(np.int32 if array.dtype.kind == "i" else np.uint32)
+  outside = (array < narrow.min) | (array > narrow.max)
+  if outside.any():
+    value = array[outside].flat[0]
+    raise CaseError(
+      f"{source}: array {i} ({array.dtype}) holds {value}, outside "
+      f"{narrow.dtype}'s range; hloprobe runs modules without x64, where jax "
+      "would cut it to 32 bits: give values that fit 32 bits"
+    )

@@ -152,7 +152,10 @@ def read_module_file(
   )
   kind = module_sniff.sniff(data)
   if isinstance(kind, module_sniff.NotAModule):
-    raise ModuleFileError(f"{what}: {kind.why}")
+    hint = ""
+    if path.endswith(".py"):  # a program, given without its factory
+      hint = f"; a Python file is a case as {path}:FACTORY"
+    raise ModuleFileError(f"{what}: {kind.why}{hint}")
   try:
     return _read(path, kind, data)
   except (HloParseError, ValueError) as e:

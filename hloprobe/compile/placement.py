@@ -141,7 +141,10 @@ def shardings(case: Case, args: tuple, devices: list):
 
   One device: `SingleDeviceSharding` for every argument and no output
   sharding. A mesh (`case.mesh_shape`): `NamedSharding`s of the case's
-  PartitionSpecs on a `Mesh` of `devices`.
+  PartitionSpecs on a `Mesh` of `devices`; `out_specs` one PartitionSpec
+  or a pytree of them (as `jax.jit`'s `out_shardings`: a tuple for a
+  tuple output), so the output's sharding is a pytree of the same
+  structure.
   """
   if case.mesh_shape is None:
     one = jax.sharding.SingleDeviceSharding(devices[0])
@@ -157,5 +160,7 @@ def shardings(case: Case, args: tuple, devices: list):
       f"case {case.name!r}: in_specs has {len(ins)} entries for "
       f"{len(args)} arguments"
     )
-  out = named(case.out_specs if case.out_specs is not None else spec())
+  outs = case.out_specs if case.out_specs is not None else spec()
+  is_spec = lambda p: isinstance(p, spec)
+  out = jax.tree.map(named, outs, is_leaf=is_spec)
   return tuple(named(p) for p in ins), out

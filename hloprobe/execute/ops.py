@@ -108,6 +108,8 @@ class Ops:
       "async-start": self._async_start,
       "async-update": lambda c, i, o, s: o[0],
       "async-done": lambda c, i, o, s: o[0][1],
+      "fusion-start": self._fusion_start,
+      "fusion-done": lambda c, i, o, s: o[0][1],
       "partition-id": lambda c, i, o, s: np.zeros((), np.uint32),
       "replica-id": lambda c, i, o, s: np.zeros((), np.uint32),
     }
@@ -347,6 +349,15 @@ class Ops:
     """`async-start` runs its computation at once: ((operands), result,
     context), the tuple `async-done` takes element 1 of."""
     result = self._call(comp, inst, operands, scope)
+    return (tuple(operands), result, np.zeros((), np.uint32))
+
+  def _fusion_start(self, comp, inst, operands, scope):
+    """`fusion-start`: an async fusion (its `calls` the fused computation,
+    its result ((operands), fusion result, context), as `async-start`'s),
+    run at once; `fusion-done` takes element 1. XLA:GPU makes one of a
+    while body's dynamic-slice fusions (seen on jaxlib 0.12.0.1, a100: a
+    `lax.scan`'s `fused_dynamic_slice`)."""
+    result = self._fusion(comp, inst, operands, scope)
     return (tuple(operands), result, np.zeros((), np.uint32))
 
   def _map(self, comp, inst, operands, scope):

@@ -56,6 +56,8 @@ from hloprobe.numerics.floor_check import (
   FLOOR_TRUST_FACTOR as FLOOR_TRUST_FACTOR,
 )
 from hloprobe.numerics.floor_check import FloorCheck as FloorCheck
+from hloprobe.numerics.kernel_sites import KernelRows as KernelRows
+from hloprobe.numerics.kernel_sites import KernelRowZero as KernelRowZero
 from hloprobe.numerics.kernel_sites import KernelSite as KernelSite
 from hloprobe.numerics.kernel_sites import (
   kernel_model_run as kernel_model_run,
@@ -85,6 +87,8 @@ __all__ = [
   "ErrorStats",
   "FLOOR_TRUST_FACTOR",
   "FloorCheck",
+  "KernelRowZero",
+  "KernelRows",
   "KernelSite",
   "Made",
   "MadeChecker",

@@ -32,6 +32,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from hloprobe.errors import first_line
+from hloprobe.numerics.accuracy import element0
 from hloprobe.numerics.emulate_dot import SUMMATION_ORDERS, _canonical
 from hloprobe.numerics.evaluator import Evaluator
 from hloprobe.numerics.jaxpr_sites import plan_sites, trace
@@ -41,8 +43,11 @@ from hloprobe.numerics.kernel_model import (
   instruction,
   kernel_gemm,
 )
+from hloprobe.sites import EXACT_INTEGER
 
 __all__ = [
+  "KernelRowZero",
+  "KernelRows",
   "KernelSite",
   "kernel_model_run",
   "remainder_words",
@@ -111,6 +116,10 @@ def site_model(
   """
   if fate != "Triton gemm":
     return KernelSite(BAND, f"{fate}: kernel arithmetic not modelled")
+  if algorithm == EXACT_INTEGER:  # its evidence is XLA's rule, not the PTX
+    return KernelSite(
+      BAND, "Triton gemm: exact integer, any kernel's order gives its bits"
+    )
   opcodes = sorted(set(_MMA_RE.findall(evidence or "")))
   if len(opcodes) != 1:
     found = ", ".join(opcodes) or "no mma in the PTX"
@@ -145,23 +154,28 @@ class _KernelEvaluator(Evaluator):
   """An `Evaluator` with the bit-exact sites run by the kernel model and
   optionally each transcendental nudged one f32 ulp (toward `nudge`)."""
 
-  def __init__(self, kernels: dict, nudge: float | None, *args):
+  def __init__(self, kernels: dict, nudge: float | None, jitted, *args):
     super().__init__(*args)
-    self.kernels, self.nudge = kernels, nudge
+    self.kernels, self.nudge, self.jitted = kernels, nudge, jitted
 
   def _dot(self, eqn, ins, site: int):
     spec = self.kernels.get(site)
     if spec is None:
       return super()._dot(eqn, ins, site)
     a3, b3, shape = _canonical(*ins, eqn.params["dimension_numbers"])
-    out = kernel_gemm(
-      np.asarray(a3),
-      np.asarray(b3),
+    gemm = lambda a, b: kernel_gemm(
+      np.asarray(a),
+      np.asarray(b),
       spec.ins,
       split_k=spec.split_k,
       tf32_rounding=spec.tf32_rounding,
     )
-    return jnp.asarray(out.reshape(shape), eqn.outvars[0].aval.dtype)
+    if not self.jitted:
+      return jnp.asarray(gemm(a3, b3).reshape(shape), eqn.outvars[0].aval.dtype)
+    # Under jit the numpy model is a host callback in the one compile.
+    result = jax.ShapeDtypeStruct((*a3.shape[:-1], b3.shape[-1]), np.float32)
+    out = jax.pure_callback(gemm, result, a3, b3)
+    return out.reshape(shape).astype(eqn.outvars[0].aval.dtype)
 
   def _eqn(self, i, eqn, ins, plan):
     outs = super()._eqn(i, eqn, ins, plan)
@@ -183,8 +197,9 @@ def kernel_model_run(
   *,
   order: str = "xla",
   nudge: float | None = None,
+  jit: bool = False,
 ):
-  """`fn(*args)` with bit-exact sites by the kernel model, eagerly.
+  """`fn(*args)` with bit-exact sites by the kernel model.
 
   Args:
     fn: the case's function (not jitted); args: its arguments.
@@ -194,6 +209,13 @@ def kernel_model_run(
     order: the band sites' f32 summation order (`SUMMATION_ORDERS`).
     nudge: None, or +inf/-inf: every transcendental's result moved one f32
       ulp that way (the elementwise functions' sensitivity).
+    jit: evaluate in one XLA:CPU compile (the model a host callback in
+      it), as the sweep's emulation runs: about 0.4 s for the seed, where
+      eagerly each primitive compiles on its own (about 1.8 s per new
+      shape). The gemms are the same bits either way; XLA:CPU's fused
+      elementwise functions (sin, exp) may differ from the eager ones in
+      the last bit (the seed's row 0 on the H200 record: 4 f32 ulps off
+      the GPU under jit, 3 eagerly).
 
   Returns:
     The output leaves, as numpy arrays.
@@ -203,14 +225,112 @@ def kernel_model_run(
   evaluator = _KernelEvaluator(
     {i: k for i, k in kernels.items() if k.ins is not None},
     nudge,
+    jit,
     tuple(site_algorithms),
     order,
     "rna",
   )
-  outs = evaluator.run(
-    closed.jaxpr, plan, closed.consts, jax.tree_util.tree_leaves(args)
+  run = lambda consts, leaves: evaluator.run(closed.jaxpr, plan, consts, leaves)
+  outs = (jax.jit(run) if jit else run)(
+    tuple(closed.consts), jax.tree_util.tree_leaves(args)
   )
   return [np.asarray(x) for x in outs]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class KernelRowZero:
+  """A config's row 0 with its bit-exact sites by the kernel model.
+
+  In results.json's "prediction" as "row0_kernel_model",
+  "row0_kernel_model_abs_err" and "site_models".
+
+  Attributes:
+    kinds: per site, "bit-exact model" or "band" (`site_model`).
+    whys: per site, `site_model`'s one line.
+    row0: the headline leaf's row 0, first value (output dtype, as
+      float): the bit-exact sites by the kernel model, the others
+      emulated at their algorithm in XLA's f32 order; None where no site
+      is bit-exact (the emulation's row 0 stands) or it failed (`note`).
+    row0_abs: |row 0 - float64|, max over batch element 0; None likewise.
+    note: why `row0` is None despite a bit-exact site; else None.
+  """
+
+  kinds: tuple[str, ...]
+  whys: tuple[str, ...]
+  row0: float | None = None
+  row0_abs: float | None = None
+  note: str | None = None
+
+
+class KernelRows:
+  """The kernel model's row 0 of a case's configs (`row0`), each
+  evaluation kept for the configs that share it. Made per sweep.
+
+  A rows-independent case is evaluated once at its largest size and
+  sliced, as its float64 reference is (the kernel model's arithmetic per
+  output element does not depend on the other rows).
+
+  Args:
+    case: the case; full: its `full_inputs()` (None for a sized case).
+    references: its float64 references (`reference.References`).
+  """
+
+  def __init__(self, case, full, references):
+    self._case, self._full, self._refs = case, full, references
+    self._memo: dict[tuple, tuple] = {}
+
+  def row0(
+    self, n: int, fates, algorithms, compute_capability, leaf: str
+  ) -> KernelRowZero:
+    """Row 0 of leaf `leaf` at size n (`KernelRowZero`).
+
+    Args:
+      n: the batch size.
+      fates: the config's `SiteFate`s.
+      algorithms: the algorithm emulated at each site (the prediction's
+        `site_algorithms`), used for the band sites.
+      compute_capability: the target's, e.g. "9.0"; None (the CPU): every
+        site a band.
+      leaf: the headline leaf's name.
+    """
+    models = [
+      site_model(
+        f.fate.value,
+        f.algorithm_evidence,
+        compute_capability,
+        f.split_k,
+        f.effective_algorithm,
+      )
+      for f in fates
+    ]
+    kinds = tuple(m.kind for m in models)
+    whys = tuple(m.why for m in models)
+    exact = {i: m for i, m in enumerate(models) if m.ins is not None}
+    if not exact:
+      return KernelRowZero(kinds, whys)
+    refs = self._refs
+    size = refs.largest if refs.independent and n <= refs.largest else n
+    key = (
+      size,
+      tuple(algorithms),
+      tuple((i, m.why, m.tf32_rounding) for i, m in exact.items()),
+    )
+    try:
+      if key not in self._memo:
+        args = self._case.inputs_for(self._full, size)
+        self._memo[key] = tuple(
+          kernel_model_run(self._case.fn, args, algorithms, exact, jit=True)
+        )
+      outs = self._memo[key]
+      outs = refs.sliced(outs, n) if size != n else outs
+      i = refs.names.index(leaf)
+      got = np.asarray(element0(outs[i], refs.axes[i]), np.float64)
+      ref = element0(refs.at(n)[i], refs.axes[i])
+    except Exception as e:  # the emulation's prediction stands without it
+      return KernelRowZero(kinds, whys, note=f"kernel model: {first_line(e)}")
+    return KernelRowZero(
+      kinds, whys, float(np.ravel(got)[0]), float(np.max(np.abs(got - ref)))
+    )
 
 
 def remainder_words(

@@ -40,6 +40,7 @@ from hloprobe.numerics import (
 )
 from hloprobe.numerics.bands import OPERAND_UNIT, SiteBand, site_band
 from hloprobe.numerics.floor_sum import FloorSum
+from hloprobe.numerics.kernel_sites import KernelRowZero
 from hloprobe.numerics.site_notes import F32
 from hloprobe.runtime import Stopwatch, null_stage
 from hloprobe.sites import SiteFate
@@ -113,6 +114,7 @@ class Prediction:
       `verdict` stays row 0's.
     noises: every output leaf's noise floor, in `leaf_verdicts`' order
       (`noise` is `leaf`'s): what `made` judges its rows against.
+    kernel: row 0 by the kernel model where sites are bit-exact (`KernelRows`).
   """
 
   site_algorithms: tuple[str, ...]
@@ -132,6 +134,7 @@ class Prediction:
   floor_check: floor_check.FloorCheck | None = None
   rows: tuple[rows.WorstRow | None, ...] = ()
   noises: tuple[accuracy.NoiseFloor, ...] = ()
+  kernel: KernelRowZero | None = None
 
 
 # Fixed summation orders (all but XLA's own): each output element is summed
@@ -204,7 +207,6 @@ class Predictor:
         outs = self._fixed_order(n, algorithms, order)
       for total, out in zip(sums, outs):
         total.add(out)
-      del outs
     return tuple(total.floor() for total in sums)
 
   def _row0_abs(self, n: int, algorithms: tuple[str, ...], leaf: int) -> float:

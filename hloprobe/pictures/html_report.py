@@ -3,10 +3,12 @@ Jinja2 template.
 
 One file with no outside references (styles and the table script inline,
 the plot as a `data:image/png;base64` URI), for a CI job to keep as an
-artifact and a person to open in a browser, offline: what was swept, the
-row-0 error plot (`plot`, when matplotlib is installed; the page says so
-when it is not) first, then the explanation
-(`report.render_explanation`), the sweep table with every column
+artifact and a person to open in a browser, offline: what was swept,
+then first `explain`'s answer (the lines `explain` prints first: the
+worst finding, the fixes that passed with their cost and `hloprobe
+verify` command; a `sweep`'s page says explain computes them), the row-0
+error plot (`plot`, when matplotlib is installed; the page says so when
+it is not), the explanation (`report.render_explanation`), the sweep table with every column
 (`report.cells`, the first screen's first) and the contraction-site table, each
 sortable (click a header) and filterable (the box above it: rows holding
 every word typed), whole, in a container that scrolls. Each config's row
@@ -233,6 +235,7 @@ def render_html(
   versions: dict[str, str],
   png: bytes | None = None,
   why_no_png: str | None = None,
+  answer: Sequence[str] | None = None,
 ) -> str:
   """The report page, as text.
 
@@ -243,6 +246,9 @@ def render_html(
     png: the row-0 error plot (`plot.row0_png`), embedded; or None.
     why_no_png: shown instead of the plot when `png` is None (e.g.
       "matplotlib is not installed").
+    answer: the lines the page opens with (`report.answer_lines`: the
+      worst finding, what to do), or None where none was computed (the
+      page says `hloprobe explain` computes them).
 
   Returns:
     An HTML5 document; its sweep table (id "configs") has one <tr> per
@@ -254,6 +260,7 @@ def render_html(
   return template.render(
     title=f"hloprobe: {', '.join(cases)}",
     swept=_swept(results),
+    answer=None if answer is None else "\n".join(answer),
     versions=", ".join(f"{k} {v}" for k, v in versions.items()),
     png=base64.b64encode(png).decode("ascii") if png is not None else None,
     why_no_png=why_no_png or "not drawn",

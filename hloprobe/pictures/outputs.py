@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from hloprobe.errors import HloprobeError, InvalidArgumentError, write_or_fail
 from hloprobe.pictures import html_report, model_explorer, plot
-from hloprobe.report import atomic_write, write_outputs
+from hloprobe.report import Answer, answer_lines, atomic_write, write_outputs
 from hloprobe.runtime import HostCpu
 
 __all__ = [
@@ -51,6 +51,9 @@ class Outputs:
       plot (--plot, the HTML page's); False: each panel its own.
     shard: a `--shard` run's "shard" entry for results.json
       (`report.shard_json`), or None.
+    answer: `explain`'s answer (`report.Answer`: the findings and the
+      fixes tried), which the HTML page opens with; None where none was
+      computed (`sweep`, `merge`: the page says so).
   """
 
   fmt: str = "table"
@@ -63,6 +66,7 @@ class Outputs:
   model_explorer: str | None = None
   plot_shared_y: bool = True
   shard: dict | None = None
+  answer: Answer | None = None
 
   @property
   def needs_explanations(self) -> bool:
@@ -112,12 +116,18 @@ def html_page(
   explanations: Sequence,
   versions: dict[str, str],
   shared_y: bool = True,
+  answer: Answer | None = None,
 ) -> str:
   """The self-contained report (`html_report.render_html`), its plot
   embedded when matplotlib is installed (else the page says why not);
-  `shared_y`: the plot's panels share one error axis."""
+  `shared_y`: the plot's panels share one error axis; `answer`: explain's
+  answer, whose lines (`report.answer_lines`, as `explain` prints them)
+  open the page, or None."""
   png, why = _png_or_reason(results, explanations, shared_y)
-  return html_report.render_html(results, explanations, versions, png, why)
+  lines = answer_lines(answer) if answer is not None else None
+  return html_report.render_html(
+    results, explanations, versions, png, why, lines
+  )
 
 
 def write_html(
@@ -126,10 +136,12 @@ def write_html(
   versions: dict[str, str],
   output_dir: str,
   shared_y: bool = True,
+  answer: Answer | None = None,
 ) -> list[str]:
-  """Writes `<output_dir>/report.html`; returns [its path]."""
+  """Writes `<output_dir>/report.html` (`html_page`); returns [its path]."""
   path = os.path.join(output_dir, HTML_NAME)
-  atomic_write(path, html_page(results, explanations, versions, shared_y))
+  page = html_page(results, explanations, versions, shared_y, answer)
+  atomic_write(path, page)
   return [path]
 
 
@@ -183,7 +195,9 @@ def write_files(
       f"--output_dir={out}",
       lambda: (
         write_outputs(results, out, versions, cpu, wanted.shard)
-        + write_html(results, why, versions, out, wanted.plot_shared_y)
+        + write_html(
+          results, why, versions, out, wanted.plot_shared_y, wanted.answer
+        )
       ),
     )
   if wanted.plot:

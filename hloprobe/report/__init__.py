@@ -1,6 +1,7 @@
 """Rendering for people and machines; the only package that formats tables.
 
-tables (the sweep and site tables), results_json (results.json), files
+tables (the sweep and site tables; frame: the sweep table as values, for
+a DataFrame), results_json (results.json), files
 (written whole: --output_dir, results.jsonl), stream (results.jsonl as
 configs finish), verification (`verify`'s outcome and evidence in words),
 listings (the targets, cases and experiments lists), explain and
@@ -29,6 +30,7 @@ from hloprobe.report.explain_text import (
 from hloprobe.report.files import RESULTS_STREAM as RESULTS_STREAM
 from hloprobe.report.files import atomic_write as atomic_write
 from hloprobe.report.files import write_outputs as write_outputs
+from hloprobe.report.frame import table_values as table_values
 from hloprobe.report.listings import cases_listing as cases_listing
 from hloprobe.report.listings import experiments_listing as experiments_listing
 from hloprobe.report.listings import targets_listing as targets_listing
@@ -98,6 +100,7 @@ __all__ = [
   "shard_json",
   "start_stream",
   "table",
+  "table_values",
   "targets_listing",
   "write_outputs",
   "write_records",

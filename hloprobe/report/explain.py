@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 from hloprobe.compile import Case, ReportedError
 from hloprobe.records import ConfigResult
-from hloprobe.report.explain_kernel import kernel_models
+from hloprobe.report.explain_autotune import autotuned, site_selections
+from hloprobe.report.explain_kernel import kernel_models, kernel_rows
 from hloprobe.report.explain_made import made_math
 from hloprobe.report.explain_records import (
   AlgorithmUse,
@@ -250,11 +251,17 @@ def _library_rules(f: SiteFate, cc: str | None):
 
 
 def _alternatives(precision, configs, cc) -> list[Alternative]:
-  """Triton gemm sites whose algorithm as a cuBLAS/cuBLASLt call differs."""
+  """Triton gemm sites whose algorithm as a cuBLAS/cuBLASLt call differs,
+  but those whose fusion loaded autotune results settled ("autotuned on
+  <device>": the recording GPU's autotuner kept it Triton)."""
   found: dict[tuple, tuple[set, dict]] = {}
   for r in configs:
     for f in r.compilation.fates:
-      rule = _library_rules(f, cc) if f.fate == Fate.TRITON_GEMM else None
+      rule = (
+        _library_rules(f, cc)
+        if f.fate == Fate.TRITON_GEMM and not autotuned(f)
+        else None
+      )
       if rule is not None:
         key = (f.precision_config, f.effective_algorithm) + rule
         sites, ns = found.setdefault(key, (set(), {}))
@@ -382,6 +389,8 @@ def _explain_one(
     rows=rows_beyond(configs),
     made_rows=made_rows_beyond(configs),
     kernel_models=kernel_models(configs, cc) if cc else (),
+    site_selections=site_selections(configs),
+    kernel_rows=kernel_rows(configs) if cc else (),
   )
 
 

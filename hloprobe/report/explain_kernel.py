@@ -5,9 +5,10 @@ compiled configs (its fate, PTX evidence, split-K and the target's compute
 capability); `kernel_model_lines` words them under "Effective algorithms",
 e.g. "per site: sites 0-2 bit-exact model (mma.sync.aligned.m16n8k8...
 on Ampere (MMA-Sim), K in k8 steps); site 3 band (multiply+reduce: ...)".
-The bit-exact model's numbers come from `numerics.kernel_model_run`; the
-default sweep still predicts with the emulation's band at every site, and
-the line says so.
+The sweep computes row 0 with the bit-exact sites by the kernel model
+(`numerics.KernelRows`, `Prediction.kernel`); `kernel_rows` gathers them
+and `kernel_model_lines` prints them after the per-site line. The
+verdicts, shares and bands stay the emulation's.
 
 Private in intent: use the package, `hloprobe.report`.
 """
@@ -18,7 +19,7 @@ from hloprobe.numerics import site_model
 
 BIT_EXACT = "bit-exact model"
 
-__all__ = ["kernel_model_lines", "kernel_models"]
+__all__ = ["kernel_json", "kernel_model_lines", "kernel_models", "kernel_rows"]
 
 
 def kernel_models(configs, compute_capability) -> tuple:
@@ -66,9 +67,48 @@ def kernel_model_lines(e) -> list[str]:
   for precision, parts in words.items():
     by_text.setdefault("; ".join(parts), []).append(precision)
   lines = [f"per site under {', '.join(ps)}: {t}" for t, ps in by_text.items()]
-  if any(m[1] == BIT_EXACT for m in e.kernel_models):
-    lines.append(
+  rows: dict[str, list[str]] = {}
+  for precision, n, row0, err in e.kernel_rows:
+    rows.setdefault(precision, []).append(
+      f"n = {n}: {row0:.9g} (|err| vs f64 {err:.2e})"
+    )
+  lines += [
+    f"row 0 with those bit-exact sites by the kernel model, the bands "
+    f"emulated, under {precision}: {'; '.join(words)}"
+    for precision, words in rows.items()
+  ]
+  if not rows and any(m[1] == BIT_EXACT for m in e.kernel_models):
+    lines.append(  # records made before the sweep ran the kernel model
       "the row 0 prediction below emulates every site (band); the bit-exact"
       " model's numbers: hloprobe.numerics.kernel_model_run"
     )
   return lines
+
+
+def kernel_rows(configs) -> tuple[tuple[str, int, float, float], ...]:
+  """(precision, n, row 0, |row 0 - f64|) by the kernel model, for each ok
+  config whose prediction has one (`Prediction.kernel`), in sweep order."""
+  return tuple(
+    (r.config.precision, r.config.n, k.row0, k.row0_abs)
+    for r in configs
+    if r.ok
+    and r.prediction is not None
+    and (k := r.prediction.kernel) is not None
+    and k.row0 is not None
+  )
+
+
+def kernel_json(k) -> dict:
+  """A prediction's kernel model (`numerics.KernelRowZero`) as
+  results.json's "row0_kernel_model", "row0_kernel_model_abs_err" and
+  "site_models"; {} for a record made without it."""
+  if k is None:
+    return {}
+  return {
+    "row0_kernel_model": k.row0,
+    "row0_kernel_model_abs_err": k.row0_abs,
+    "site_models": [
+      {"site": i, "kind": kind, "why": why}
+      for i, (kind, why) in enumerate(zip(k.kinds, k.whys))
+    ],
+  }

@@ -242,6 +242,14 @@ class TargetExplanation:
     algorithms, changes, row0, predicted, alternatives: see the record
       types.
     selection: who chose the fates (`SiteFate.selection`), or None (CPU).
+    site_selections: under loaded autotune results, who chose each gemm
+      fusion site, e.g. "site 1 (bfloat16; n = 4096): no autotune entry
+      for this fusion; default config used (a100.textproto: XLA
+      heuristic)" (`compile.fusion_selections`); () otherwise. Added to
+      `explain --format=json` in schema version 1 without a bump.
+    kernel_rows: (precision, n, row 0, |row 0 - f64|) by the kernel model
+      where a config has bit-exact sites (`explain_kernel.kernel_rows`);
+      added like `site_selections`.
     reported: the case's public report when it concerns this target's
       compute capability, else None.
     notes: failed configs and pass-attribution errors, one line each.
@@ -273,3 +281,5 @@ class TargetExplanation:
   rows: tuple[RowBeyond, ...] = ()
   made_rows: tuple[RowBeyond, ...] = ()
   kernel_models: tuple[tuple[str, str, str, tuple[int, ...]], ...] = ()
+  site_selections: tuple[str, ...] = ()
+  kernel_rows: tuple[tuple[str, int, float, float], ...] = ()

@@ -278,10 +278,10 @@ def _predicted_lines(e: TargetExplanation) -> list[str]:
 def _cannot_settle(e: TargetExplanation) -> list[str]:
   if not e.compile_only:
     return []
-  lines = [  # no selection: no compiled config had a contraction site
+  lines = [f"{_who(e)}: {w}" for w in e.site_selections] or [
     f"{_who(e)}: fates chosen by {e.selection}; a real {e.target} may "
     "autotune to another gemm config or emitter"
-    if e.selection
+    if e.selection  # none: no compiled config had a contraction site
     else f"{_who(e)}: no fate to settle (no config compiled, or no site)"
   ]
   return lines + [_alternative_line(e, a) for a in e.alternatives]

@@ -53,7 +53,10 @@ element 0, as in `accuracy.ErrorStats`):
                       "effective_algorithm": str | null,
                       "algorithm_source": "ptx" | "rule" | null,
                       "algorithm_evidence": str | null,
-                      "selection": str | null,
+                      "selection": str | null (who chose the fate; under
+                        --autotune_results per gemm fusion: "autotuned on
+                        <device> (...)" or "no autotune entry for this
+                        fusion; default config used (...)"),
                       "mapping": "source location" | "data flow" | null,
                       "candidates": [[str]] (an ambiguous site's; an
                         unknown one's merged dot not split back),
@@ -130,7 +133,14 @@ element 0, as in `accuracy.ErrorStats`):
                         worst row, in "leaf_verdicts"' order, null where
                         a leaf is not judged by rows; `numerics.rows`;
                         added in version 3 without a bump: readers of
-                        version 3 ignore it)} | null,
+                        version 3 ignore it),
+                      "row0_kernel_model": float | null (row 0 with the
+                        "bit-exact model" sites by the kernel model,
+                        `numerics.KernelRows`; null: no such site),
+                      "row0_kernel_model_abs_err": float | null,
+                      "site_models": [{"site": int, "kind": "bit-exact
+                        model" | "band", "why": str}] (these three added
+                        in version 3 without a bump)} | null,
        "prediction_error": str | null,
        "made": {"row0": float | null, "row0_abs_err": float | null,
                 "max_abs_err": float | null, "leaf": str | null (the
@@ -180,6 +190,7 @@ import re
 from hloprobe.ir import path_part
 from hloprobe.numerics import row_words
 from hloprobe.records import ConfigResult
+from hloprobe.report.explain_kernel import kernel_json
 from hloprobe.sites import fate_summary, site_record
 
 __all__ = [
@@ -258,6 +269,7 @@ def _prediction_json(r: ConfigResult) -> dict | None:
     "reference": p.reference,
     "noise_floor_check": _floor_check_json(p.floor_check),
     "rows": [_row_json(w) for w in p.rows],
+    **kernel_json(p.kernel),
   }
 
 

@@ -120,7 +120,8 @@ def read_records(folder: str) -> tuple[ConfigResult, ...]:
   except (OSError, RecordFileError) as e:
     raise InvalidArgumentError(
       f"cannot read {path}: {e}; it is written by `hloprobe sweep --shard` "
-      "and `hloprobe merge`"
+      "and `hloprobe merge`, and read by the hloprobe that wrote it (one "
+      "another version wrote: shard and merge again)"
     ) from None
   if not isinstance(records, tuple) or not all(
     isinstance(r, ConfigResult) for r in records

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+from hloprobe.compile import selection_note
 from hloprobe.ir import is_attention_target
 from hloprobe.numerics import site_model
 from hloprobe.records import ConfigResult
@@ -97,7 +98,8 @@ def site_rows(r: ConfigResult) -> list[list[str]]:
         f.algorithm or "n/a",
         f.fate.value
         + (f" ({merged})" if (merged := merge_words(f)) else "")
-        + (f", then {f.collective}" if f.collective else ""),
+        + (f", then {f.collective}" if f.collective else "")
+        + (f" ({note})" if (note := selection_note(f.selection)) else ""),
         f.emitter or "n/a",
         num(f.split_k, "d"),
         rewritten,

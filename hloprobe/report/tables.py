@@ -125,16 +125,19 @@ def _compile_notes(r: ConfigResult) -> tuple[str, ...]:
 
 
 def _prediction_cells(r: ConfigResult) -> list[str]:
-  """Predicted row 0 +- tolerance, its error ("what the program asks"),
-  the executed module's error ("what XLA made"), noise floor, top site,
-  verdict ("not predicted" where the prediction failed, told under the
-  table)."""
+  """Predicted row 0 +- tolerance (the kernel model's where a site is a
+  "bit-exact model", `Prediction.kernel`), its error ("what the program
+  asks"), the executed module's error ("what XLA made"), noise floor, top
+  site, verdict ("not predicted" where the prediction failed, told under
+  the table)."""
   p = r.prediction
   made = _made_cell(r.made)
   if p is None:
     verdict = r.verdict or ("not predicted" if r.prediction_error else "n/a")
     return ["n/a"] * 2 + [made] + ["n/a"] * 2 + [verdict]
   band = f"{p.stats.row0:.7g}±{p.tolerance_abs:.1e}"
+  if p.kernel is not None and p.kernel.row0 is not None:  # bit-exact sites
+    band = f"{p.kernel.row0:.7g}±{p.tolerance_abs:.1e} (kernel model)"
   return [
     band,
     f"{p.stats.row0_abs:.2e}",

@@ -5,6 +5,8 @@ Its modules:
   serve     a worker process's side: `Request` records and the main loop
   process   one worker process: start, call, why it died
   pool      `WorkerPool`: persistent workers per (XLA_FLAGS, lane)
+  ray_pool  `RayPool`: the same on a Ray cluster (`--executor=ray`), one
+            actor per (XLA_FLAGS, lane), each with a worker of its own
   cache     `RecordCache`: finished records on disk, by key
   relocate  `Roots`: a record's source paths stored relative, resolved
             on read
@@ -34,6 +36,9 @@ from hloprobe.runtime.pool import (
 from hloprobe.runtime.pool import host_device_flag as host_device_flag
 from hloprobe.runtime.pool import worker_xla_flags as worker_xla_flags
 from hloprobe.runtime.process import WorkerError as WorkerError
+from hloprobe.runtime.ray_pool import RAY_MISSING as RAY_MISSING
+from hloprobe.runtime.ray_pool import RayPool as RayPool
+from hloprobe.runtime.ray_pool import import_ray as import_ray
 from hloprobe.runtime.serve import Request as Request
 from hloprobe.runtime.serve import note_stage as note_stage
 from hloprobe.runtime.timing import Stopwatch as Stopwatch
@@ -42,6 +47,8 @@ from hloprobe.runtime.timing import null_stage as null_stage
 __all__ = [
   "DEFAULT_MAX_MB",
   "HostCpu",
+  "RAY_MISSING",
+  "RayPool",
   "RecordCache",
   "RecordFileError",
   "Request",
@@ -59,6 +66,7 @@ __all__ = [
   "dump_record",
   "host_cpu",
   "host_device_flag",
+  "import_ray",
   "load_record",
   "log_warning",
   "note_stage",

@@ -39,15 +39,17 @@ Private in intent: use the package, `hloprobe.runtime`.
 from __future__ import annotations
 
 import os
+import pickle
 import threading
 import weakref
 from collections.abc import Sequence
 
 from hloprobe.errors import XlaFlagsError
-from hloprobe.runtime.process import Worker, WorkerError
+from hloprobe.runtime.process import Worker, WorkerError, unpickled_reply
 from hloprobe.runtime.serve import CheckXlaFlagsRequest, Request
 
 __all__ = [
+  "PickledCalls",
   "WorkerError",
   "WorkerPool",
   "call_in_worker",
@@ -91,7 +93,52 @@ def _preloaded(preload: Sequence[type]) -> tuple[str, ...]:
   return tuple(dict.fromkeys(kind.__module__ for kind in preload))
 
 
-class WorkerPool:
+class PickledCalls:
+  """`call` for a pool whose subclass runs pickled requests
+  (`call_pickled`): `WorkerPool` here, `ray_pool.RayPool` on a cluster."""
+
+  def call(
+    self,
+    request: Request,
+    xla_flags: str = "",
+    timeout_s: float = 1800.0,
+    lane: int = 0,
+  ):
+    """Runs `request.run(memo)` in a worker for these extra XLA_FLAGS.
+
+    Args:
+      request: the work, a `serve.Request` record (pickled whole).
+      xla_flags: extra XLA_FLAGS words ("" for none); the worker gets the
+        pool's `user_xla_flags`, then these.
+      timeout_s: wall-clock limit of this call, in seconds.
+      lane: which of the flag set's workers (0, 1, ...): calls on one lane
+        run one after another, lanes side by side.
+
+    Returns:
+      What `request.run` returned, unpickled.
+
+    Raises:
+      XlaFlagsError: XLA rejected a flag of the worker's XLA_FLAGS.
+      WorkerError: the worker died (a signal, an abort) or timed out, or
+        the pool is closed; the message is one line.
+      Exception: what `request.run` raised, re-raised here.
+    """
+    if not isinstance(request, Request):
+      raise TypeError(f"a worker runs Request records, got {request!r}")
+    payload = pickle.dumps(request)
+    return unpickled_reply(
+      self.call_pickled(payload, xla_flags, timeout_s, lane)
+    )
+
+  def call_pickled(
+    self, payload: bytes, xla_flags: str, timeout_s: float, lane: int
+  ) -> bytes:
+    """As `call`, for a request pickled already: the reply's pickled
+    (status, value), unread (`process.unpickled_reply` reads it)."""
+    raise NotImplementedError(type(self).__name__)
+
+
+class WorkerPool(PickledCalls):
   """Persistent worker processes, one per (XLA_FLAGS words, lane).
 
   Use as a context manager: leaving it ends every worker and removes its
@@ -136,39 +183,25 @@ class WorkerPool:
     self._closed = False
     self.started = 0
 
-  def call(
+  def call_pickled(
     self,
-    request: Request,
+    payload: bytes,
     xla_flags: str = "",
     timeout_s: float = 1800.0,
     lane: int = 0,
-  ):
-    """Runs `request.run(memo)` in the worker for these extra XLA_FLAGS.
-
-    Args:
-      request: the work, a `serve.Request` record (pickled whole).
-      xla_flags: extra XLA_FLAGS words ("" for none); the worker gets the
-        pool's `user_xla_flags`, then these.
-      timeout_s: wall-clock limit of this call, in seconds.
-      lane: which of the flag set's workers (0, 1, ...): calls on one lane
-        run one after another, lanes side by side.
-
-    Returns:
-      What `request.run` returned, unpickled.
+  ) -> bytes:
+    """As `call`, for a request pickled already; returns the reply's
+    pickled (status, value) unread (`process.unpickled_reply` reads it),
+    so that a go-between (a `ray_pool` lane) imports nothing it names.
 
     Raises:
-      XlaFlagsError: XLA rejected a flag of the worker's XLA_FLAGS.
-      WorkerError: the worker died (a signal, an abort) or timed out, or
-        the pool is closed; the message is one line.
-      Exception: what `request.run` raised, re-raised here.
+      XlaFlagsError, WorkerError: as `call`.
     """
-    if not isinstance(request, Request):
-      raise TypeError(f"a worker runs Request records, got {request!r}")
     key = self._key(xla_flags, lane)
     with self._lock:
       busy = self._busy.setdefault(key, threading.Lock())
     with busy:
-      return self._worker(key).call(request, timeout_s)
+      return self._worker(key).call_pickled(payload, timeout_s)
 
   def _key(self, xla_flags: str, lane: int) -> tuple[str, int]:
     """A worker's key: its whole XLA_FLAGS and its lane."""

@@ -29,7 +29,7 @@ from hloprobe.errors import HloprobeError, XlaFlagsError
 from hloprobe.runtime.serve import HEADER, STAGE_FILE_ENV, Request, main_code
 from hloprobe.startup import filter_startup_noise
 
-__all__ = ["Worker", "WorkerError"]
+__all__ = ["Worker", "WorkerError", "unpickled_reply"]
 
 _UNKNOWN_FLAG_RE = re.compile(r"Unknown flag in XLA_FLAGS: (\S+)")
 # A flag XLA knows with a value it cannot read (command_line_flags.cc).
@@ -171,18 +171,20 @@ class Worker:
 
   def call(self, request: Request, timeout_s: float):
     """Sends one request; returns its result or raises what it raised."""
-    payload = pickle.dumps(request)
+    return unpickled_reply(self.call_pickled(pickle.dumps(request), timeout_s))
+
+  def call_pickled(self, payload: bytes, timeout_s: float) -> bytes:
+    """Sends one pickled request; returns the reply's pickled (status,
+    value) unread, so a go-between (`ray_pool`) need not import what it
+    names. Raises `WorkerError` or `XlaFlagsError` when the worker dies."""
     self._new_call()
     try:
       self.proc.stdin.write(HEADER.pack(len(payload)) + payload)
       self.proc.stdin.flush()
-      status, value = pickle.loads(self._read_frame(timeout_s))
+      return self._read_frame(timeout_s)
     except (BrokenPipeError, EOFError, ValueError, OSError):
       # ValueError/OSError: the pool closed the pipes (an interrupt).
       raise self._death() from None
-    if status == "raise":
-      raise value
-    return value
 
   def _new_call(self) -> None:
     """Forgets the last call's stage and output: a death names this one's."""
@@ -259,6 +261,14 @@ class Worker:
     for stream in (self.proc.stdin, self.proc.stdout):
       if not stream.closed:
         stream.close()
+
+
+def unpickled_reply(frame: bytes):
+  """A worker's reply frame read: its value, or what it raised, raised."""
+  status, value = pickle.loads(frame)
+  if status == "raise":
+    raise value
+  return value
 
 
 def _read_tail(path: str, size: int = 16384, start: int = 0) -> str:

@@ -9,6 +9,7 @@ from here; the modules behind them are private in intent:
   dot_sites         site mapping and the fate rules
   site_fate         the records, their words and results.json's site object
   identify          matching a site to the instruction that computes it
+  carrier_shapes    a carrier's outputs and K against a site's (one device's share)
   operand_ancestry  operands traced through fusions, loops and branches
   effective         the algorithm a site really runs (PTX or a rule)
   fp8_rewrite       whether the fp8 cuBLASLt rewrite fired at an fp8 site

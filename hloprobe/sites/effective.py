@@ -29,7 +29,7 @@ Private in intent: use the package, `hloprobe.sites`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from hloprobe.compile import Target, unchecked_note
 from hloprobe.ir import (
@@ -108,6 +108,11 @@ def cpu_algorithm(
       f"XLA:CPU: {operand_dtype} x {operand_dtype} -> f32: exact products "
       "summed in f32 (operand_upcaster converts the operands to f32, or "
       "YNNPACK's __ynn_fusion accumulates in f32; jaxlib 0.10.2, 0.12.0.1)"
+    )
+  if operand_dtype in _CPU_SIXTEEN_BIT and result_dtype is not None:
+    return None, (
+      f"XLA:CPU: no rule for a {operand_dtype} x {operand_dtype} -> "
+      f"{result_dtype} dot (only an f32 result's is checked)"
     )
   return None, f"XLA:CPU: no rule for {operand_dtype} operands"
 
@@ -335,6 +340,7 @@ def resolve(
   target: Target,
   compute_capability: str | None = None,
   selection: str | None = None,
+  per_site: Mapping[int, str] | None = None,
 ) -> list[SiteFate]:
   """Each site's effective algorithm, its source and evidence.
 
@@ -347,6 +353,9 @@ def resolve(
     selection: who chose the fates, where not the target's default
       (`HEURISTIC`, `AUTOTUNED`): a compile-only compile that loaded
       autotune results (`compile.autotune_selection`).
+    per_site: site index -> who chose that site's fate, over `selection`:
+      under loaded autotune results, each gemm fusion's entry or its
+      absence (`compile.fusion_selections`).
 
   Returns:
     One `SiteFate` per site, in order: its `MappedSite` fields with
@@ -369,7 +378,7 @@ def resolve(
         effective_algorithm=algorithm,
         algorithm_source=source,
         algorithm_evidence=evidence,
-        selection=selection,
+        selection=(per_site or {}).get(f.site.index, selection),
         fp8_rewrite=rewrite_note(f, module, target, cc),
       )
     )

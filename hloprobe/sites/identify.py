@@ -49,6 +49,11 @@ equal parts is which site does not change the fate. A carrier that reads a
 site's operands, one of them inside a concatenate none of whose parts fits
 the site, is not split back to it: the site is `unsplit` (reported
 "unknown" with that carrier named, never "gone").
+Downstream of a merged dot, a site's operands are slices of its result:
+their ancestry is the merged dot's, more than the site's. Where no carrier
+has the site's data flow and no merged dot fits, a carrier whose operands
+depend on at least what the site's do, and whose shape fits, is a
+candidate (`_reads_merged_results`), ranked as the others.
 
 Merging on the same side was seen on jaxlib 0.10.2 and 0.12.0.1 (x @ w1,
 x @ w2 on an A100 at n = 2); on different sides (x @ w, v @ x.T) only on
@@ -70,9 +75,16 @@ from hloprobe.ir import (
   algorithm_from_hlo,
   is_attention_target,
 )
+from hloprobe.sites.carrier_shapes import (
+  carrier_k,
+  fits_on_device,
+  is_convolution,
+  result_elements,
+  result_shape,
+)
+from hloprobe.sites.collectives import partition_count
 from hloprobe.sites.fp8_rewrite import fp8_carrier_ancestry
 from hloprobe.sites.operand_ancestry import (
-  CONV_CUSTOM_CALLS,
   Carrier,
   Concatenation,
   custom_call_target,
@@ -155,14 +167,6 @@ def hlo_precision(inst: HloInstruction) -> tuple[str | None, str | None]:
   return precision.strip("{}"), algorithm_from_hlo(algo) if algo else None
 
 
-def is_convolution(inst: HloInstruction) -> bool:
-  """An HLO convolution or a cuDNN convolution custom call."""
-  return inst.opcode == "convolution" or (
-    inst.opcode == "custom-call"
-    and custom_call_target(inst) in CONV_CUSTOM_CALLS
-  )
-
-
 def site_algorithm(site: StableHloDot) -> str | None:
   """The site's StableHLO algorithm as a preset name, or None."""
   return algorithm_from_fields(site.algorithm) if site.algorithm else None
@@ -190,69 +194,6 @@ def _matches(site: StableHloDot, carrier: Carrier) -> bool:
   return sorted(map(sorted, anc[:2])) == sorted(
     map(sorted, (site.lhs_ancestry, site.rhs_ancestry))
   )
-
-
-def _carrier_k(carrier: Carrier) -> int | None:
-  """The contraction size a dot or gemm custom call computes, if known."""
-  inst = carrier.instruction
-  if inst.opcode == "dot":
-    dims = inst.dims_attr("lhs_contracting_dims")
-  elif is_convolution(inst):
-    return None
-  elif inst.opcode == "custom-call":
-    config = inst.backend_config.get("gemm_backend_config") or {}
-    numbers = config.get("dot_dimension_numbers") or {}
-    dims = tuple(int(d) for d in numbers.get("lhs_contracting_dimensions", ()))
-  else:
-    return None
-  lhs = carrier.operand_shapes[0] if carrier.operand_shapes else None
-  if lhs is None or lhs.is_tuple or any(d >= len(lhs.dims) for d in dims):
-    return None
-  return math.prod(lhs.dims[d] for d in dims)
-
-
-def _result_shape(carrier: Carrier):
-  shape = carrier.instruction.shape
-  if shape.is_tuple:  # cuBLAS custom calls return (result, workspace)
-    shape = shape.elements[0] if shape.elements else shape
-  return shape
-
-
-def _result_elements(carrier: Carrier) -> int:
-  return math.prod(_result_shape(carrier).dims)
-
-
-def shape_fits(site: StableHloDot, carrier: Carrier) -> bool:
-  """Whether the carrier computes as many outputs, over the same K, as the site.
-
-  Shapes are compared by element count: XLA flattens a dot's free dimensions
-  into one (f32[16,32,1000] x f32[1000,64] becomes a gemm of f32[512,64]),
-  so the gemm's shape need not be the site's. A gemm: the site's outputs
-  over K, or s times them (split-K into s parts) over K / s each; K may be
-  padded with zeros (xla/service/gpu/split_k_gemm_rewriter.cc,
-  `MakeSplitKOperand`, pads K to a multiple of split_k, and the gemm fusion
-  may pad it to a tile multiple: 1000 becomes 4 x 252 on an A100 and
-  8 x 128 on an H100, jaxlib 0.10.2), so s parts cover K with less than K
-  of padding. A multiply: K products per output (dot strength reduction), or
-  the outputs themselves when K = 1. A convolution site: a convolution (or
-  cuDNN convolution call) with as many outputs, or a dot or gemm as above
-  (XLA turns a 1x1 convolution into one).
-  """
-  out, k = math.prod(site.result.dims), site.contracting_size
-  got = _result_elements(carrier)
-  if site.is_convolution and is_convolution(carrier.instruction):
-    return got == out
-  if is_attention_target(site.op):  # `_matches` took its own target's calls
-    return got == out
-  if carrier.instruction.opcode == "multiply":
-    return got in (out * k, out) if k > 1 else got == out
-  carrier_k = _carrier_k(carrier)
-  if carrier_k is None or carrier_k == 0:
-    return carrier.instruction.opcode == "convolution"
-  if out == 0 or got % out:
-    return False
-  parts = got // out
-  return k <= parts * carrier_k < 2 * k or parts * carrier_k == k
 
 
 def _same_stack(site: tuple[str, ...], carrier: tuple[str, ...]) -> bool:
@@ -321,16 +262,16 @@ def merged_part_fits(site: StableHloDot, carrier: Carrier) -> bool:
   one x bf16[1, 64, 128] on an h100, split-K 4).
   """
   out, k = math.prod(site.result.dims), site.contracting_size
-  carrier_k = _carrier_k(carrier)
-  if not carrier_k or not k or not out:
+  own_k = carrier_k(carrier)
+  if not own_k or not k or not out:
     return False
-  got = _result_elements(carrier)
+  got = result_elements(carrier)
   for cat, parts in _merged_operands(site, carrier):
     total = sum(cat.part_elements)
     for p in parts:
       part = cat.part_elements[p]
       splits, rest = divmod(got * part, out * total) if total else (0, 1)
-      if part and not rest and splits and k <= splits * carrier_k < 2 * k:
+      if part and not rest and splits and k <= splits * own_k < 2 * k:
         return True
   return False
 
@@ -350,23 +291,55 @@ def _reads_concatenated(site: StableHloDot, carrier: Carrier) -> bool:
   return False
 
 
+def _reads_merged_results(site: StableHloDot, carrier: Carrier) -> bool:
+  """The carrier's operands depend on more than the site's, never on less.
+
+  Downstream of a merged dot: where dot-merger made x @ wq, x @ wk and
+  x @ wv one dot over wq, wk and wv concatenated, q and k are slices of its
+  result, so a dot of q and k (an attention's q k^T, and its probabilities
+  @ v) depends on every weight of the merged dot, not on the site's alone
+  (seen on jaxlib 0.12.0.1, a100 and h100: `jax.nn.dot_product_attention`'s
+  XLA implementation after a q, k, v projection of one x).
+  """
+  anc = carrier.operand_ancestry
+  if len(anc) < 2 or carrier.instruction.opcode == "multiply":
+    return False
+  own = (site.lhs_ancestry, site.rhs_ancestry)
+  return any(
+    all(frozenset(a) <= frozenset(b) for a, b in zip(pair, anc[:2]))
+    for pair in (own, own[::-1])
+  )
+
+
 def _candidates(
-  site: StableHloDot, carriers: list[Carrier]
+  site: StableHloDot, carriers: list[Carrier], partitions: int = 1
 ) -> tuple[list[int], bool]:
   """Carriers with the site's data flow, those whose shape fits first; else
-  merged dots with a part that fits (the bool says which)."""
+  merged dots with a part that fits (the bool says which); else carriers
+  whose operands depend on more than the site's and whose shape fits
+  (`_reads_merged_results`)."""
   matching = [i for i, c in enumerate(carriers) if _matches(site, c)]
-  fitting = [i for i in matching if shape_fits(site, carriers[i])]
+  fits = lambda c: fits_on_device(site, c, partitions)
+  fitting = [i for i in matching if fits(carriers[i])]
   merged = [i for i, c in enumerate(carriers) if merged_part_fits(site, c)]
   if not fitting and merged:
     return merged, True
+  if not matching and not is_attention_target(site.op):
+    matching = [
+      i
+      for i, c in enumerate(carriers)
+      if not is_attention_target(custom_call_target(c.instruction))
+      and _reads_merged_results(site, c)
+      and fits(c)
+    ]
+    fitting = matching
   pool = fitting or matching
   if site.contracting_size == 1 and not fitting:
     pool = [i for i in pool if carriers[i].instruction.opcode != "multiply"]
   return pool, False
 
 
-def _pick(site, carriers, frames, used) -> Match:
+def _pick(site, carriers, frames, used, partitions=1) -> Match:
   """The best-ranked candidate, or an ambiguity (see the module docstring)."""
 
   def rank(i: int) -> tuple:
@@ -377,10 +350,10 @@ def _pick(site, carriers, frames, used) -> Match:
       precision not in (None, site_precision(site))
       or (precision is not None and algorithm != site_algorithm(site)),
       carriers[i].instruction.opcode == "multiply",
-      _result_shape(carriers[i]).dtype != site.result.dtype,
+      result_shape(carriers[i]).dtype != site.result.dtype,
     )
 
-  pool, merged = _candidates(site, carriers)
+  pool, merged = _candidates(site, carriers, partitions)
   pool = sorted(pool, key=lambda i: (rank(i), i))
   if not pool:
     unsplit = [c for c in carriers if _reads_concatenated(site, c)]
@@ -402,10 +375,11 @@ def match_sites(sites: list[StableHloDot], module: HloModule) -> list[Match]:
   """
   carriers = find_carriers(module)
   frames = [module.source_frames(c.instruction) for c in carriers]
+  partitions = partition_count(module)
   used: set[int] = set()
   out = []
   for site in sites:
-    match = _pick(site, carriers, frames, used)
+    match = _pick(site, carriers, frames, used, partitions)
     if match.carrier is not None:
       used.add(next(i for i, c in enumerate(carriers) if c is match.carrier))
     out.append(match)

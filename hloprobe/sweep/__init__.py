@@ -11,6 +11,8 @@ Its modules, in data-flow order:
             `CompiledConfig` comes back
   measure   the main process's part: errors against float64, prediction,
             batch consistency; `run_config` does one config here
+  executor  `worker_pool`: the workers, local or on a Ray cluster
+            (--executor)
   engine    `run_sweep`: the lanes of worker processes, the cache, order
 """
 
@@ -21,7 +23,7 @@ from hloprobe.sweep.compiled import CompileRequest as CompileRequest
 from hloprobe.sweep.compiled import LoadTargetRequest as LoadTargetRequest
 from hloprobe.sweep.engine import SweepProgress as SweepProgress
 from hloprobe.sweep.engine import run_sweep as run_sweep
-from hloprobe.sweep.engine import worker_pool as worker_pool
+from hloprobe.sweep.executor import worker_pool as worker_pool
 from hloprobe.sweep.measure import run_config as run_config
 from hloprobe.sweep.measure import (
   with_batch_consistency as with_batch_consistency,
@@ -37,6 +39,7 @@ from hloprobe.sweep.plan import spec_from_words as spec_from_words
 from hloprobe.sweep.shard import Shard as Shard
 from hloprobe.sweep.shard import parse_shard as parse_shard
 from hloprobe.sweep.shard import shard_identity as shard_identity
+from hloprobe.sweep.spec import EXECUTORS as EXECUTORS
 from hloprobe.sweep.spec import MAX_BATCH_SIZE as MAX_BATCH_SIZE
 from hloprobe.sweep.spec import MAX_BATCH_SIZES as MAX_BATCH_SIZES
 from hloprobe.sweep.spec import SweepSpec as SweepSpec
@@ -46,6 +49,7 @@ from hloprobe.sweep.spec import parse_batch_sizes as parse_batch_sizes
 __all__ = [
   "CompileRequest",
   "CompiledConfig",
+  "EXECUTORS",
   "LoadTargetRequest",
   "MAX_BATCH_SIZE",
   "MAX_BATCH_SIZES",

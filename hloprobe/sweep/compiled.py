@@ -23,11 +23,16 @@ import numpy as np
 
 from hloprobe.compile import (
   Case,
+  LoadedResults,
   Target,
   autotune_selection,
   compile_case,
+  config_assigner_input,
+  fusion_selections,
+  gemm_fusion_keys,
   get_case,
   load_topology,
+  loaded_results,
   missing_lowering,
   rejected_compile,
   run_compiled,
@@ -147,19 +152,22 @@ def compile_and_run_case(
   try:
     note_stage(stage)
     args = case.inputs_for(full, n)
+    # This worker's XLA_FLAGS (an --autotune_results experiment's) are the
+    # ones its compiles run under; the fusions' keys need the pass dumps.
+    loaded = loaded_results(os.environ.get("XLA_FLAGS", ""), target)
     start = time.perf_counter()
     cc = compile_case(
       case,
       args,
       config.precision.jax_name,
       target,
-      dump_passes=explain_passes,
+      dump_passes=explain_passes or loaded is not None,
     )
     watch.add("lower", cc.lower_s)
     watch.add("compile", time.perf_counter() - start - cc.lower_s)
     stage = "analyse"
     note_stage(stage)
-    compilation = _analysed(cc, target, watch)
+    compilation = _analysed(cc, target, watch, loaded)
     if explain_passes:
       with watch.stage("passes"):
         compilation = _with_passes(compilation, cc.pass_dumps)
@@ -196,8 +204,11 @@ def _rejection_finding(case: Case, full, config: Config):
     return None
 
 
-def _analysed(cc, target: Target, watch) -> Compilation:
-  """The compiled config's texts and its dot sites' fates."""
+def _analysed(
+  cc, target: Target, watch, loaded: LoadedResults | None = None
+) -> Compilation:
+  """The compiled config's texts and its dot sites' fates; under `loaded`
+  autotune results, each gemm fusion site says who chose it."""
   with watch.stage("parse"):
     sites = parse_stablehlo_dots(cc.stablehlo)
     module = parse_hlo_module(cc.optimized_hlo)
@@ -205,11 +216,17 @@ def _analysed(cc, target: Target, watch) -> Compilation:
     ptx_kernels = [k for _, kernels in files for k in kernels]
   with watch.stage("sites"):
     fates = map_dot_sites(sites, module)
-    # This worker's XLA_FLAGS (an --autotune_results experiment's) are the
-    # ones its compiles ran under.
-    chosen = autotune_selection(os.environ.get("XLA_FLAGS", ""), target)
+    chosen, per_site = None, _autotuned_sites(cc.pass_dumps, sites, loaded)
+    if per_site is None:  # the fusions' keys could not be read
+      chosen = autotune_selection(os.environ.get("XLA_FLAGS", ""), target)
     fates = resolve(
-      fates, module, ptx_kernels, target, cc.compute_capability, chosen
+      fates,
+      module,
+      ptx_kernels,
+      target,
+      cc.compute_capability,
+      chosen,
+      per_site,
     )
   return Compilation(
     stablehlo=cc.stablehlo,
@@ -222,6 +239,34 @@ def _analysed(cc, target: Target, watch) -> Compilation:
     lower_s=cc.lower_s,
     compile_s=cc.compile_s,
   )
+
+
+def _autotuned_sites(
+  pass_dumps, sites, loaded: LoadedResults | None
+) -> dict[int, str] | None:
+  """Site index -> who chose its gemm fusion under loaded autotune results
+  (`compile.fusion_selections`); {} without results, None where the keys
+  cannot be read (no config-assigner dump, a fusion XLA cannot print).
+
+  The fusion a site is keyed by is found as the optimized HLO's are
+  (`map_dot_sites`), in the module as it enters the config assigner: a
+  fusion the assigner gives cuBLAS leaves the optimized HLO as a custom
+  call of another name. A site in no gemm fusion there (a multiply+reduce)
+  is not the assigner's: XLA's heuristic, as without results.
+  """
+  if loaded is None:
+    return {}
+  try:
+    before = config_assigner_input(pass_dumps)
+    words = fusion_selections(loaded, gemm_fusion_keys(before))
+    mapped = map_dot_sites(sites, parse_hlo_module(before))
+  except (HloprobeError, ValueError):
+    return None
+  return {
+    f.site.index: words[f.carriers[0]]
+    for f in mapped
+    if f.carriers and f.carriers[0] in words
+  }
 
 
 # How `sites.effective` names the kernel a site's algorithm was read from:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import os
 import threading
 from collections.abc import Callable
 
@@ -45,6 +44,7 @@ from hloprobe.sweep.compiled import (
   compile_and_run_case,
   failed,
 )
+from hloprobe.sweep.executor import worker_pool
 from hloprobe.sweep.guarded import compile_guarded, setup_for
 from hloprobe.sweep.measure import with_batch_consistency
 from hloprobe.sweep.plan import (
@@ -56,7 +56,7 @@ from hloprobe.sweep.plan import (
 from hloprobe.sweep.shell import source_folder
 from hloprobe.sweep.spec import SweepSpec
 
-__all__ = ["SweepProgress", "run_sweep", "worker_pool"]
+__all__ = ["SweepProgress", "run_sweep"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -166,26 +166,6 @@ def run_sweep(
       raise
   tell(SweepProgress(len(results), len(results), ""))
   return with_batch_consistency(results)
-
-
-# What a sweep's own workers import as they start (`WorkerPool` preload):
-# the module of these requests, and jax with it.
-_PRELOAD = (CompileRequest, LoadTargetRequest)
-
-
-def worker_pool(spec: SweepSpec | SweepPlan) -> WorkerPool:
-  """A pool of workers fit for `spec`'s targets, for several `run_sweep`
-  calls to share (`run_sweep(..., pool=)`; `explain` runs its candidate
-  fixes on the workers its sweep started). Use it as a context manager."""
-  return WorkerPool(_worker_platforms(plan_sweep(spec)), _PRELOAD)
-
-
-def _worker_platforms(spec: SweepPlan) -> str | None:
-  """JAX_PLATFORMS for a sweep's workers: with an attached GPU target the
-  user's JAX_PLATFORMS or JAX's own choice (""), else this process's."""
-  if any(t.platform == "cuda" and not t.compile_only for t in spec.targets):
-    return os.environ.get("JAX_PLATFORMS", "")
-  return None
 
 
 class _Sweep:

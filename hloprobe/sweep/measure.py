@@ -19,6 +19,7 @@ from hloprobe.errors import CaseError, first_line
 from hloprobe.ir import as_precision
 from hloprobe.numerics import (
   ErrorStats,
+  KernelRows,
   MadeChecker,
   Predictor,
   References,
@@ -27,7 +28,13 @@ from hloprobe.numerics import (
   ulp_distance,
 )
 from hloprobe.records import Config, ConfigResult, Execution
-from hloprobe.runtime import Stopwatch, Warn, case_fingerprint, log_warning
+from hloprobe.runtime import (
+  Stopwatch,
+  Warn,
+  case_fingerprint,
+  log_warning,
+  null_stage,
+)
 from hloprobe.sweep.compiled import CompiledConfig, compile_and_run_case, failed
 from hloprobe.sweep.plan import SweptCase
 
@@ -124,10 +131,13 @@ def _with_prediction(
   predictor: Predictor | None,
   why: str | None,
   watch: Stopwatch | None = None,
+  kernels: KernelRows | None = None,
 ) -> ConfigResult:
   """Attaches the predicted numerics; a failure is recorded, not raised.
 
-  `why` says why there is no predictor when `predictor` is None.
+  `why` says why there is no predictor when `predictor` is None. With
+  `kernels`, the prediction's row 0 is also the kernel model's where a
+  site is a "bit-exact model" (`Prediction.kernel`).
   """
   if not r.ok or not r.compilation.fates:
     return r
@@ -141,6 +151,16 @@ def _with_prediction(
     )
   except Exception as e:  # prediction is extra; the config stays ok
     return dataclasses.replace(r, prediction_error=first_line(e))
+  if kernels is not None:
+    with (watch.stage if watch is not None else null_stage)("predict"):
+      kernel = kernels.row0(
+        r.config.n,
+        r.compilation.fates,
+        prediction.site_algorithms,
+        r.config.target.compute_capability,
+        prediction.leaf,
+      )
+    prediction = dataclasses.replace(prediction, kernel=kernel)
   return dataclasses.replace(r, prediction=prediction)
 
 
@@ -293,10 +313,11 @@ class CaseSetup:
         predictor, why = _predictor(
           self.case, full, references, self.sizes, why
         )
-        checker = None
+        checker = kernels = None
         if references is not None:
           checker = MadeChecker(self.case, full, references)
-      self._made = references, lie, predictor, why, checker
+          kernels = KernelRows(self.case, full, references)
+      self._made = references, lie, predictor, why, checker, kernels
 
   def finish(self, work: CompiledConfig, watch) -> ConfigResult:
     """A worker's reply with the errors against float64 and the prediction.
@@ -307,11 +328,11 @@ class CaseSetup:
     for name, seconds in work.timings.items():
       watch.add(name, seconds)  # spent in the worker
     self.prepare(watch)
-    references, lie, predictor, why, checker = self._made
+    references, lie, predictor, why, checker, kernels = self._made
     if lie is not None:
       return failed(work.result, str(lie), "reference")
     r = _with_stats(work, references, watch)
-    r = _with_prediction(r, predictor, why, watch)
+    r = _with_prediction(r, predictor, why, watch, kernels)
     r = _with_made(r, checker, watch)
     return _with_headline(r, references)
 

@@ -126,9 +126,10 @@ class SweepPlan:
     targets: the `Target` records.
     target_names: the word each target was given by (`a100`, or a config
       file's path as given).
-    explain_passes, experiments, cache_dir, jobs, inputs, case_timeout_s:
-      as `SweepSpec`'s (`inputs` already given to the module-file cases,
-      kept for a sweep made again elsewhere, as `versions` does).
+    explain_passes, experiments, cache_dir, jobs, inputs, case_timeout_s,
+      executor, ray_address: as `SweepSpec`'s (`inputs` already given to
+      the module-file cases, kept for a sweep made again elsewhere, as
+      `versions` does).
     shard: the part of the configs this process runs (`--shard`), or
       None for all of them.
   """
@@ -145,6 +146,8 @@ class SweepPlan:
   case_timeout_s: float = DEFAULT_CASE_TIMEOUT_S
   inputs: str | None = None
   shard: Shard | None = None
+  executor: str = "local"
+  ray_address: str | None = None
 
   @property
   def case_names(self) -> tuple[str, ...]:
@@ -269,6 +272,8 @@ def plan_sweep(spec: SweepSpec | SweepPlan, **changes) -> SweepPlan:
     case_timeout_s=spec.case_timeout_s,
     inputs=spec.inputs,
     shard=getattr(spec, "shard", None),
+    executor=spec.executor,
+    ray_address=spec.ray_address,
   )
 
 

@@ -20,6 +20,7 @@ from hloprobe.errors import InvalidArgumentError
 
 __all__ = [
   "DEFAULT_CASE_TIMEOUT_S",
+  "EXECUTORS",
   "MAX_BATCH_SIZE",
   "MAX_BATCH_SIZES",
   "SweepSpec",
@@ -32,6 +33,8 @@ __all__ = [
 # (loading it, its inputs, its float64 reference, one config's compile and
 # run) before the worker is stopped and the case's configs fail.
 DEFAULT_CASE_TIMEOUT_S = 600.0
+# Where a sweep's workers run (--executor): see `SweepSpec.executor`.
+EXECUTORS = ("local", "ray")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +70,11 @@ class SweepSpec:
     target_names: for `Target` records, the word each goes by, or ().
     inputs: an `.npz`/`.npy` file of arguments for the module-file cases
       (--inputs), or None.
+    executor: where the workers run: "local" (processes of this machine,
+      `runtime.WorkerPool`) or "ray" (actors of a Ray cluster,
+      `runtime.RayPool`); results are the same either way.
+    ray_address: the Ray cluster's address (--ray_address), or None for
+      RAY_ADDRESS, else a local cluster of `jobs` CPUs on 127.0.0.1.
   """
 
   cases: tuple[Case | str, ...]
@@ -81,6 +89,8 @@ class SweepSpec:
   case_names: tuple[str, ...] = ()
   target_names: tuple[str, ...] = ()
   inputs: str | None = None
+  executor: str = "local"
+  ray_address: str | None = None
 
 
 # Stated maxima, checked before any list is built: a batch size (rows of

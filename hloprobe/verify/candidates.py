@@ -277,8 +277,16 @@ def try_sweeps(tries: TryPlan) -> tuple[SweepPlan, ...]:
   return tuple(out)
 
 
+def _modules_only(plan: SweepPlan) -> bool:
+  """Every case is a module file's, run at its own size (`fixed_size`):
+  `verify` refuses `--batch_sizes` for such a sweep and has no
+  "consistent" to judge (README, "A module file as a case")."""
+  return all(c.case.fixed_size is not None for c in plan.cases)
+
+
 def _requirements(tries: TryPlan) -> tuple[str, ...]:
-  if len(tries.plan.batch_sizes) > 1:
+  plan = tries.plan
+  if len(plan.batch_sizes) > 1 and not _modules_only(plan):
     return ("consistent", "accurate")
   return ("accurate",)
 
@@ -287,7 +295,8 @@ def verify_command(tries: TryPlan, candidate: Candidate) -> str:
   """The `hloprobe verify` command that judges `candidate` on the configs
   tried, e.g. "hloprobe verify --case=seed_mlp --targets=a100
   --batch_sizes=1,2,9 --precisions=bfloat16,tensorfloat32 --fix=float32
-  --require=consistent,accurate"."""
+  --require=consistent,accurate"; without `--batch_sizes` and
+  "consistent" when every case is a module file's."""
   p = tries.plan
   builtin = [w for w in p.target_names if not is_config_path(w)]
   files = [w for w in p.target_names if is_config_path(w)]
@@ -295,8 +304,9 @@ def verify_command(tries: TryPlan, candidate: Candidate) -> str:
   if builtin:
     words.append(f"--targets={','.join(builtin)}")
   words += [f"--target_config={w}" for w in files]
+  if not _modules_only(p):
+    words.append(f"--batch_sizes={','.join(map(str, p.batch_sizes))}")
   words += [
-    f"--batch_sizes={','.join(map(str, p.batch_sizes))}",
     f"--precisions={','.join(str(x) for x in p.precisions)}",
     _quoted(f"--fix={candidate.fix}"),
     f"--require={','.join(_requirements(tries))}",

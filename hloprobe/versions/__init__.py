@@ -23,8 +23,10 @@ from hloprobe.versions.gpu_check import (
   autotune_record_flags as autotune_record_flags,
 )
 from hloprobe.versions.gpu_check import output_path as output_path
+from hloprobe.versions.gpu_check import recording_note as recording_note
 from hloprobe.versions.gpu_check import render_check as render_check
 from hloprobe.versions.gpu_check import run_gpu_check as run_gpu_check
+from hloprobe.versions.gpu_check import stamp_results as stamp_results
 from hloprobe.versions.pythons import survey as survey
 from hloprobe.versions.run import spec_from_request as spec_from_request
 from hloprobe.versions.run import spec_request as spec_request
@@ -45,6 +47,7 @@ __all__ = [
   "ensure_venv",
   "output_path",
   "plan",
+  "recording_note",
   "releases_between",
   "render_bisect",
   "render_check",
@@ -53,6 +56,7 @@ __all__ = [
   "run_versions",
   "spec_from_request",
   "spec_request",
+  "stamp_results",
   "survey",
   "this_python",
   "version_key",

@@ -34,8 +34,11 @@ autotune results of the sweep's GPU compiles
 (`<device>.autotune.textproto`, XLA's own dump:
 `--xla_gpu_dump_autotune_results_to`, added to the workers' XLA_FLAGS by
 `autotune_record_flags`); `--target_config=<that .txtpb>
---autotune_results=<that .textproto>` then replays them without the GPU.
-This path has not run yet: no GPU was lent when it was written.
+--autotune_results=<that .textproto>` then replays them without the GPU,
+under the jaxlib that recorded them (`stamp_results` heads the file with
+it; `compile.autotune_experiment` refuses another). What was not recorded
+is one line ("recording_note"): a CPU standing in records nothing. This
+path has not run on a GPU yet: none was lent when it was written.
 
 Without a GPU, `--device_target=cpu --compile_only_target=a100` runs the
 same logic with the CPU standing in (how the tests check it).
@@ -59,8 +62,10 @@ __all__ = [
   "check_records",
   "compile_only_target_for",
   "output_path",
+  "recording_note",
   "render_check",
   "run_gpu_check",
+  "stamp_results",
 ]
 
 DEFAULT_OUTPUT_DIR = os.path.join("tests", "testdata", "gpu_check")
@@ -190,6 +195,57 @@ def _record_target_config(output_dir: str, device: str, devices) -> str | None:
   return path
 
 
+def recording_note(device_target: str, recorded: dict) -> str | None:
+  """One line on what a check did not record for a replay, or None.
+
+  Args:
+    device_target: the target that ran ("gpu", or "cpu" standing in).
+    recorded: the document's "target_config_file" and
+      "autotune_results_file" (None where not written).
+  """
+  if device_target != "gpu":
+    return (
+      f"gpu-check: no autotune results nor target config recorded: "
+      f"--device_target={device_target} is not a GPU (only a GPU's compiles "
+      "autotune; run make gpu-check on one to record them)"
+    )
+  missing = [
+    what
+    for what, key in (
+      (
+        "target config (this jax has no get_topology_for_devices)",
+        "target_config_file",
+      ),
+      ("autotune results (XLA dumped none)", "autotune_results_file"),
+    )
+    if recorded.get(key) is None
+  ]
+  if not missing:
+    return None
+  return f"gpu-check: not recorded: {'; '.join(missing)}"
+
+
+def stamp_results(path: str, jaxlib: str) -> bool:
+  """Heads XLA's dumped autotune results with the jaxlib that wrote them.
+
+  The first line becomes `# hloprobe autotune results; jaxlib <V>` (a
+  text-format comment XLA's parser skips), the line
+  `compile.autotune_experiment` reads to refuse another release's
+  results in one line. Returns False where XLA wrote no file.
+  """
+  try:
+    with open(path, encoding="utf-8") as f:
+      text = f.read()
+  except OSError:
+    return False
+  head = "# hloprobe autotune results; jaxlib "
+  if text.startswith(head):
+    text = text.split("\n", 1)[1] if "\n" in text else ""
+  with open(path, "w", encoding="utf-8") as f:
+    f.write(f"{head}{jaxlib}\n{text}")
+  return True
+
+
 def run_gpu_check(
   device_target: str = "gpu",
   compile_only_target: str | None = None,
@@ -202,8 +258,11 @@ def run_gpu_check(
 
   Starts JAX's backends (the GPU's, for `device_target="gpu"`). With
   `record_dir` and a GPU, also writes its target config and autotune
-  results there (module docstring); the document names them
-  ("target_config_file", "autotune_results_file", None where not written).
+  results there (module docstring; the results headed by the jaxlib,
+  `stamp_results`); the document names them ("target_config_file",
+  "autotune_results_file", None where not written) and says in one line
+  what was not recorded ("recording_note", `recording_note`: always, for
+  a CPU standing in).
 
   Raises:
     InvalidArgumentError: no compile-only target matches the device.
@@ -234,7 +293,13 @@ def run_gpu_check(
     targets=(device_target, twin),
   )
   results = sweep.run_sweep(spec)
-  configs = results_json(results, jax_versions())["configs"]
+  versions = jax_versions()
+  path = recorded["autotune_results_file"]
+  if path is not None and not stamp_results(path, versions["jaxlib"]):
+    recorded["autotune_results_file"] = None
+  if record_dir is not None:
+    recorded["recording_note"] = recording_note(device_target, recorded)
+  configs = results_json(results, versions)["configs"]
   return {
     "schema": "hloprobe.gpu_check",
     "schema_version": 1,
@@ -242,7 +307,7 @@ def run_gpu_check(
     "device": device,
     "device_target": device_target,
     "compile_only_target": twin,
-    **jax_versions(),
+    **versions,
     "warning": version_warning(),
     "configs": check_records(configs, device_target, twin),
     **(recorded if record_dir is not None else {}),

@@ -68,6 +68,16 @@ class ModuleCaseTest(absltest.TestCase):
     with self.assertRaisesRegex(CaseError, "1 arrays for the 2 parameters"):
       get_case(_TEXT, inputs=path)
 
+  def test_64_bit_integers_that_do_not_fit_32_bits(self):
+    # jax without x64 cuts 2**33 + 5 to 5 (u32) silently: refused.
+    path = self.create_tempfile("u.npy").full_path
+    np.save(path, np.array([1, 2**33 + 5], np.uint64))
+    with self.assertRaisesRegex(CaseError, r"holds 8589934597, outside uint32"):
+      load_inputs(path, (((2,), np.dtype(np.uint64)),), "m")
+    np.save(path, np.array([-(2**31), 2**31 - 1], np.int64))
+    (got,) = load_inputs(path, (((2,), np.dtype(np.int64)),), "m")
+    self.assertEqual(got.tolist(), [-(2**31), 2**31 - 1])
+
   def test_bfloat16_npy_read_as_the_parameter(self):
     path = self.create_tempfile("a.npy").full_path
     a = np.array([1.5, -2.0], ml_dtypes.bfloat16)

@@ -314,6 +314,37 @@ ENTRY %main (p: f32[4]) -> f32[4] {
 """
 
 
+# XLA:GPU's async fusion, as jaxlib 0.12.0.1 makes of a `lax.scan` body's
+# dynamic slice on an a100 (`fusion-start` calls the fused computation;
+# `fusion-done` takes its result).
+_ASYNC_FUSION = """HloModule m, entry_computation_layout={(f32[5,4]{1,0}, s32[])->f32[1,4]{1,0}}
+
+%fused_slice (p0: f32[5,4], p1: s32[]) -> f32[1,4] {
+  %p0 = f32[5,4]{1,0} parameter(0)
+  %p1 = s32[] parameter(1)
+  %zero = s32[] constant(0)
+  ROOT %ds = f32[1,4]{1,0} dynamic-slice(%p0, %p1, %zero), dynamic_slice_sizes={1,4}
+}
+
+ENTRY %main (x: f32[5,4], i: s32[]) -> f32[1,4] {
+  %x = f32[5,4]{1,0} parameter(0)
+  %i = s32[] parameter(1)
+  %fusion-start = ((f32[5,4]{1,0}, s32[]), f32[1,4]{1,0}, u32[]) fusion-start(%x, %i), kind=kLoop, calls=%fused_slice
+  ROOT %fusion-done = f32[1,4]{1,0} fusion-done(%fusion-start)
+}
+"""
+
+
+class AsyncFusionTest(absltest.TestCase):
+  def test_fusion_start_and_done_compute_the_fusion(self):
+    x = np.arange(20, dtype=np.float32).reshape(5, 4)
+    run = execute_module(
+      parse_hlo_module(_ASYNC_FUSION), [x, np.array(3, np.int32)]
+    )
+    self.assertTrue(run.complete, run.not_executed)
+    np.testing.assert_array_equal(run.outputs[0], x[3:4])
+
+
 class IncompleteAndBadInputTest(absltest.TestCase):
   def test_unknown_custom_calls_are_named_and_outputs_withheld(self):
     run = execute_module(

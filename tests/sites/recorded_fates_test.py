@@ -262,6 +262,53 @@ class SharedOperandsTest(parameterized.TestCase):
     )
 
 
+class DownstreamOfMergedDotTest(parameterized.TestCase):
+  """Dots whose operands are slices of a merged dot (issue: a new user's
+  transformer block): x @ wq, x @ wk, x @ wv become one dot over wq, wk,
+  wv concatenated (dot-merger), so XLA's attention dots of q, k and v
+  depend on all three weights, not on the site's two alone. Carriers read
+  by hand from each release's optimized.hlo: the merged
+  f32[64,192] gemm fusion, q k^T f32[8,32,32] (K = 16), probabilities @ v
+  f32[8,16,32] (K = 32) and @ wo f32[64,64]; TF32 from each kernel's
+  `mma ... tf32` (a Triton gemm at DEFAULT, both releases)."""
+
+  _CARRIERS = {
+    "0.10.2": ["gemm_fusion_dot.7"] * 3
+    + ["gemm_fusion_dot.8", "gemm_fusion_dot.9", "gemm_fusion_dot.5"],
+    "0.12.0.1": ["gemm_fusion_dot.9"] * 3
+    + ["gemm_fusion_dot.11", "gemm_fusion_dot.12", "gemm_fusion_dot.5"],
+  }
+
+  @parameterized.named_parameters(*_RELEASES)
+  def test_attention_dots_are_found_not_gone(self, jaxlib):
+    fates = _fates("qkv_xla_attention_a100_n2_bfloat16", jaxlib)
+    self.assertEqual([f.fate for f in fates], [Fate.TRITON_GEMM] * 6)
+    self.assertEqual([f.carriers[0] for f in fates], self._CARRIERS[jaxlib])
+    self.assertEqual({f.effective_algorithm for f in fates}, {"TF32_TF32_F32"})
+
+
+class DataParallelTrainStepTest(parameterized.TestCase):
+  """A train step over a mesh of 2 devices along the batch (issue: a new
+  user's sharded grad + SGD step): each device's dot holds half of a
+  site's outputs or, for the weight gradients, half of its K (the
+  batch). Carriers read by hand from each optimized.hlo: the dot whose
+  shape is the site's per-device share and whose operands are the site's
+  (site 2, dres^T @ h, K = 8: `f32[4,64] dot(...)` contracting dims {0}
+  of 4 rows), never a multiply of the backward pass."""
+
+  _CARRIERS = {
+    "cpu": ["dot.7", "dot.6", "dot.4", "dot.5", "dot.3"],
+    "a100": ["dot.12", "dot.8", "dot.11", "dot.13", "dot.14"],
+  }
+
+  @parameterized.product(target=("cpu", "a100"), jaxlib=recorded.RELEASES)
+  def test_per_device_dots_are_the_sites(self, target, jaxlib):
+    fates = _fates(f"sgd_step_{target}_n8_float32", jaxlib)
+    self.assertEqual([f.carriers[-1] for f in fates], self._CARRIERS[target])
+    want = Fate.DOT if target == "cpu" else Fate.TRITON_GEMM
+    self.assertEqual({f.fate for f in fates}, {want})
+
+
 def _strip_metadata(text: str) -> str:
   return re.sub(r", metadata=\{[^}]*\}", "", text)
 

@@ -199,6 +199,15 @@ FIXTURES = {
     2,
     "bfloat16",
   ),
+  # The CPU's needs XLA_FLAGS=--xla_force_host_platform_device_count=2.
+  "sgd_step_cpu_n8_float32": (lambda: _sgd_step(), "cpu", 8, "float32"),
+  "sgd_step_a100_n8_float32": (lambda: _sgd_step(), "a100", 8, "float32"),
+  "qkv_xla_attention_a100_n2_bfloat16": (
+    lambda: _qkv_xla_attention(),
+    "a100",
+    2,
+    "bfloat16",
+  ),
 }
 
 
@@ -232,6 +241,64 @@ def _attention_block():
     block,
     inputs,
     in_axes=(0, None, None, None, None),
+  )
+
+
+def _qkv_xla_attention():
+  """x @ wq, x @ wk, x @ wv (one x: dot-merger merges them), attention by
+  `jax.nn.dot_product_attention`'s XLA implementation (two batched dots:
+  q k^T and probabilities @ v), then @ wo; f32."""
+
+  def block(x, wq, wk, wv, wo):
+    heads = lambda t: t.reshape(t.shape[0], t.shape[1], 4, 16)
+    q, k, v = (heads(x @ w) for w in (wq, wk, wv))
+    a = jax.nn.dot_product_attention(q, k, v, implementation="xla")
+    return a.reshape(a.shape[0], a.shape[1], 64) @ wo
+
+  def inputs():
+    g = np.random.default_rng(29)
+    f32 = lambda *s: (g.standard_normal(s) / 8).astype(np.float32)
+    return f32(4, 32, 64), *(f32(64, 64) for _ in range(4))
+
+  return cases.Case(
+    "qkv_xla_attention",
+    "q, k, v projections of one x, XLA's attention, an output projection",
+    block,
+    inputs,
+    in_axes=(0, None, None, None, None),
+  )
+
+
+def _sgd_step():
+  """A train step (grad of a 2-layer tanh MLP's mean square, then SGD),
+  data-parallel over a mesh of 2 devices: each device's dots hold half
+  the batch. Returns (w1, w2)."""
+  from jax.sharding import PartitionSpec as P
+
+  def loss(params, x, y):
+    w1, w2 = params
+    return jax.numpy.mean((jax.numpy.tanh(x @ w1) @ w2 - y) ** 2)
+
+  def step(x, y, w1, w2):
+    g = jax.grad(loss)((w1, w2), x, y)
+    return (w1 - 0.1 * g[0], w2 - 0.1 * g[1])
+
+  def inputs():
+    r = np.random.default_rng(3)
+    f32 = lambda *s: r.standard_normal(s).astype(np.float32)
+    return f32(8, 32), f32(8, 4), f32(32, 64) / 6, f32(64, 4) / 8
+
+  return cases.Case(
+    "sgd_step",
+    "a data-parallel SGD step",
+    step,
+    inputs,
+    in_axes=(0, 0, None, None),
+    output_axis=None,
+    mesh_shape=(2,),
+    mesh_axes=("data",),
+    in_specs=(P("data", None), P("data", None), P(), P()),
+    out_specs=(P(), P()),
   )
 
 

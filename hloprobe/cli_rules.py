@@ -1,0 +1,51 @@
+"""The command line's rules that absl does not have: a list flag of
+closed vocabulary (`EnumListParser`, for `cli_flags`), and why a command
+refuses a flag of other commands (`NOT_FOR`, for `cli`'s usage error),
+where "drop it" alone would hide a plan.
+
+It prints nothing and reads no flag.
+"""
+
+from __future__ import annotations
+
+from absl import flags
+
+__all__ = ["EnumListParser", "NOT_FOR"]
+
+# (flag, command) -> why the command refuses the flag, in the usage error.
+_WHOLE = "each release's sweep runs whole in its own venv's Python"
+_NO_SHARD = f"{_WHOLE}, and `merge` joins `sweep` shards only"
+_NO_RAY = f"{_WHOLE}, a venv with no Ray in it"
+NOT_FOR = {
+  (flag, command): why
+  for command in ("versions", "bisect")
+  for flag, why in (
+    ("shard", _NO_SHARD),
+    ("executor", _NO_RAY),
+    ("ray_address", _NO_RAY),
+  )
+}
+
+
+class EnumListParser(flags.ListParser):
+  """A comma-separated list (absl's ListParser) whose every item is one of
+  `enum_values` (checked by absl's EnumParser, as DEFINE_enum checks).
+
+  absl has no list-of-enum flag, and DEFINE_multi_enum takes one value per
+  flag (`--precisions=a --precisions=b`), which would break
+  `--precisions=a,b`. An empty item is left to the flag's validator, which
+  says "no empty ones".
+  """
+
+  def __init__(self, enum_values):
+    super().__init__()
+    self._item = flags.EnumParser(list(enum_values))
+
+  def parse(self, argument):
+    items = super().parse(argument)
+    for item in filter(None, items):
+      try:
+        self._item.parse(item)
+      except ValueError as e:
+        raise ValueError(f"{item!r}: {e}") from None
+    return items

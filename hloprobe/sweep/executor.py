@@ -1,0 +1,54 @@
+"""Where a sweep's workers run (--executor): local processes or a Ray
+cluster's actors, behind one interface (`worker_pool`).
+
+Private in intent: use the package, `hloprobe.sweep`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hloprobe.errors import InvalidArgumentError
+from hloprobe.runtime import RayPool, WorkerPool
+from hloprobe.sweep.compiled import CompileRequest, LoadTargetRequest
+from hloprobe.sweep.plan import SweepPlan, plan_sweep
+from hloprobe.sweep.spec import EXECUTORS, SweepSpec
+
+__all__ = ["worker_pool"]
+
+# What a sweep's own workers import as they start (`WorkerPool` preload):
+# the module of these requests, and jax with it.
+_PRELOAD = (CompileRequest, LoadTargetRequest)
+
+
+def worker_pool(spec: SweepSpec | SweepPlan) -> WorkerPool | RayPool:
+  """A pool of workers fit for `spec`'s targets and executor, for several
+  `run_sweep` calls to share (`run_sweep(..., pool=)`; `explain` runs its
+  candidate fixes on the workers its sweep started): local processes, or
+  a Ray cluster's actors (`spec.executor == "ray"`, `runtime.RayPool`;
+  same interface, same results). Use it as a context manager.
+
+  Raises:
+    InvalidArgumentError: an unknown executor, or "ray" without Ray.
+  """
+  spec = plan_sweep(spec)
+  if spec.executor == "ray":
+    return RayPool(
+      _worker_platforms(spec),
+      _PRELOAD,
+      address=spec.ray_address,
+      num_cpus=spec.jobs,
+    )
+  if spec.executor != "local":
+    raise InvalidArgumentError(
+      f"unknown executor {spec.executor!r}; choose from {', '.join(EXECUTORS)}"
+    )
+  return WorkerPool(_worker_platforms(spec), _PRELOAD)
+
+
+def _worker_platforms(spec: SweepPlan) -> str | None:
+  """JAX_PLATFORMS for a sweep's workers: with an attached GPU target the
+  user's JAX_PLATFORMS or JAX's own choice (""), else this process's."""
+  if any(t.platform == "cuda" and not t.compile_only for t in spec.targets):
+    return os.environ.get("JAX_PLATFORMS", "")
+  return None
