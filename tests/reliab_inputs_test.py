@@ -111,7 +111,6 @@ class TargetInputTest(UsageErrorCase):
     )
 
 
-@pytest.mark.compiles  # XLA reads XLA_FLAGS in a worker process
 class CaseTimeoutTest(UsageErrorCase):
   def test_nan_is_one_line(self):
     # absl's lower_bound lets NaN through (NaN < 1 is false); found by a
@@ -120,6 +119,7 @@ class CaseTimeoutTest(UsageErrorCase):
     self.assertUsageError(proc, "--case_timeout must be a number of seconds")
 
 
+@pytest.mark.compiles  # XLA reads XLA_FLAGS in a worker process
 class XlaFlagsNotFlagsTest(UsageErrorCase):
   def test_words_without_dashes(self):
     # XLA reads such XLA_FLAGS as a file name (xla/parse_flags_from_env.cc).
