@@ -331,8 +331,10 @@ def _parse_flags(argv: list[str]) -> list[str]:
     _error(e)
     sys.exit(EXIT_USAGE)
   try:
-    return flags.FLAGS(cli_flags.old_spellings(argv))
-  except flags.Error as e:
+    # A flag file's lines are words too: old spellings there as well.
+    words = flags.FLAGS.read_flags_from_files(argv[1:], force_gnu=False)
+    return flags.FLAGS(cli_flags.old_spellings([argv[0], *words]))
+  except (flags.Error, ValueError) as e:  # absl: `--noBOOL=x` ValueError
     print(f"hloprobe: error: {e}", file=sys.stderr)
     sys.exit(EXIT_USAGE)
 

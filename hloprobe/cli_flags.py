@@ -377,13 +377,17 @@ CHANGES_ONLY = flags.DEFINE_bool(
 # `--[no]nocache`).
 _RENAMED = {"nocache": "cache"}
 _FALSE_WORDS = ("false", "f", "0")
+# absl's boolean values (absl/flags/_argument_parser.py, BooleanParser.
+# convert); another value is left for absl to refuse.
+_BOOL_WORDS = ("true", "t", "1", *_FALSE_WORDS)
 
 
 def old_spellings(argv: list[str]) -> list[str]:
   """`argv` with a renamed boolean's other old forms in its new name:
   `--nonocache` -> `--cache`, `--nocache=false` -> `--cache` and
   `--nocache=true` -> `--nocache` (one or two dashes; words after a lone
-  `--` and flag files' lines are left as they are).
+  `--` are left as they are, and so is a value that is not a boolean, for
+  absl to refuse). `cli` gives it a flag file's lines too, expanded.
   """
   out = list(argv)
   for i, word in enumerate(argv):
@@ -393,6 +397,8 @@ def old_spellings(argv: list[str]) -> list[str]:
     name, eq, value = word.removeprefix(dashes).partition("=")
     for old, new in _RENAMED.items():
       if not word.startswith("-") or name not in (old, f"no{old}"):
+        continue
+      if eq and value.lower() not in _BOOL_WORDS:
         continue
       on = (name == old) == (value.lower() in _FALSE_WORDS)
       if eq or name != old:

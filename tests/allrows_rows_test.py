@@ -31,6 +31,15 @@ def _floor(row_abs):
   )
 
 
+class NanRowTest(absltest.TestCase):
+  def test_a_nan_row_is_beyond_and_the_worst(self):
+    # Row 2's output is NaN, so is its error; rows 0, 1, 3 are 1e-7 over
+    # floors of 1e-7 (m = 0.5, within). NaN is not within any band.
+    w = rows.worst_row(_stats([1e-7, 1e-7, math.nan, 1e-7]), _floor([1e-7] * 4))
+    self.assertEqual((w.row, w.beyond, w.within), (2, 1, False))
+    self.assertTrue(math.isnan(w.multiple))
+
+
 class PerRowNumbersTest(absltest.TestCase):
   def test_row_maxima_along_the_batch_axis(self):
     x = np.arange(12, dtype=np.float64).reshape(3, 2, 2) - 6

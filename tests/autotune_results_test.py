@@ -167,6 +167,65 @@ class ResultsFileTest(absltest.TestCase):
       )
 
 
+class FileShapesTest(absltest.TestCase):
+  def test_an_entry_first_in_the_file_is_read(self):
+    # A file of entries alone (no comment, no device_scope line before
+    # them): the first entry counts as the others do.
+    keys = _keys()
+    text = results_textproto(
+      "4882ef514d13f9de",
+      parse_codegen_versions(_XLA_LOG),
+      [AutotuneChoice(keys[0], "CUBLASLT_FISSION", CUBLAS_CONFIG)],
+    )
+    bare = text[text.index("entries {") :]
+    self.assertEqual(
+      entry_notes(keys[:1], bare, "4882ef514d13f9de"),
+      (("gemm_fusion_dot", "CUBLASLT_FISSION: gemm { algorithm: -1 }"),),
+    )
+
+
+def _scan(name: str) -> str:
+  """A recorded module of a jax.lax.scan of x @ w[i] (tanh after) for the
+  a100 under bfloat16 (testdata/autotune/README.md)."""
+  with open(os.path.join(_TESTDATA, name), encoding="utf-8") as f:
+    return f.read()
+
+
+class WhileBodyFusionTest(absltest.TestCase):
+  def test_a_site_in_a_while_body_names_its_gemm_fusion(self):
+    # The HLO, read by hand: the scan's dot is %gemm_fusion_dot inside the
+    # while body (region_0); the results file holds no entry, so XLA uses
+    # its default config for it (MISSING_ENTRY).
+    from hloprobe.compile import LoadedResults
+    from hloprobe.ir import parse_stablehlo_dots
+    from hloprobe.sweep.compiled import _autotuned_sites
+
+    before = _scan("scan_a100_bfloat16_n64.config_assigner_input.hlo.txt")
+    sites = parse_stablehlo_dots(_scan("scan_a100_bfloat16_n64.stablehlo.mlir"))
+    dumps = [("m.before.txt", before), ("m.after_config-assigner.txt", "")]
+    loaded = LoadedResults(
+      "/r/a100.textproto",
+      'device_scope: "4882ef514d13f9de"\n',
+      "4882ef514d13f9de",
+      "NVIDIA A100-SXM4-40GB",
+    )
+    self.assertEqual(
+      [k.name for k in gemm_fusion_keys(before)], ["gemm_fusion_dot"]
+    )
+    self.assertEqual(
+      _autotuned_sites(dumps, sites, loaded),
+      {0: f"{MISSING_ENTRY} (a100.textproto: XLA heuristic)"},
+    )
+
+  def test_a_tuple_elements_operand_is_refused_not_guessed(self):
+    # At n = 256 the while body's gemm fusion reads %arg_tuple.1#1, an
+    # element of the body's tuple parameter: its key is not computed (a
+    # KeyError failed the config before).
+    before = _scan("scan_a100_bfloat16_n256.config_assigner_input.hlo.txt")
+    with self.assertRaisesRegex(ValueError, r"operand %arg_tuple\.1#1 "):
+      gemm_fusion_keys(before)
+
+
 class AutotunedTargetTest(absltest.TestCase):
   _TEXT = 'device_scope: "4882ef514d13f9de"\n'
 
@@ -219,6 +278,39 @@ class AutotuneExperimentTest(absltest.TestCase):
       TargetError, r"written for jaxlib 0\.11\.2, this is jaxlib "
     ):
       autotune_experiment(path, [get_target("a100")])
+
+  def test_another_jaxlib_is_refused_below_a_first_line(self):
+    # The comment is hloprobe's mark of the release, wherever it stands: a
+    # blank line (or another comment) before it does not turn it off.
+    text = "\n# edited\n" + results_textproto(
+      "4882ef514d13f9de", parse_codegen_versions(_XLA_LOG), [], "0.11.2"
+    )
+    path = self._file("old.textproto", text)
+    with self.assertRaisesRegex(TargetError, r"written for jaxlib 0\.11\.2"):
+      autotune_experiment(path, [get_target("a100")])
+
+  def test_a_byte_order_mark_is_refused_in_one_line(self):
+    # XLA's text parser fails every compile on it (jaxlib 0.12.0.1:
+    # "Failed to parse autotune results string"); refused up front.
+    path = self._file(
+      "bom.textproto", '\ufeffdevice_scope: "4882ef514d13f9de"\n'
+    )
+    with self.assertRaises(TargetError) as e:
+      autotune_experiment(path, [get_target("a100")])
+    self.assertNotIn("\n", str(e.exception))
+    self.assertIn("byte order mark", str(e.exception))
+
+  def test_a_path_with_whitespace_is_refused_in_one_line(self):
+    # XLA_FLAGS is split at whitespace: jaxlib 0.12.0.1 failed every
+    # compile with "Autotune results file does not exist: .../my".
+    folder = self.create_tempdir("my dir").full_path
+    path = os.path.join(folder, "a100.textproto")
+    with open(path, "w", encoding="utf-8") as f:
+      f.write('device_scope: "4882ef514d13f9de"\n')
+    with self.assertRaises(TargetError) as e:
+      autotune_experiment(path, [get_target("a100")])
+    self.assertNotIn("\n", str(e.exception))
+    self.assertIn("the path holds whitespace", str(e.exception))
 
   def test_an_xla_autotune_results_file_is_refused(self):
     # xla/autotune_results.proto's text format, as older XLAs dump it.

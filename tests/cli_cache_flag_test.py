@@ -7,6 +7,9 @@ compiles."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+
 from absl.testing import absltest, flagsaver, parameterized
 from testutil import run_hloprobe_here
 
@@ -42,6 +45,33 @@ class CacheFlagTest(parameterized.TestCase):
   )
   def test_spellings(self, words, cache):
     self.assertEqual(_cache_after(*words), cache)
+
+  @parameterized.named_parameters(
+    ("old", "--nocache", False),
+    ("old_true", "--nocache=true", False),
+    ("old_false", "--nocache=false", True),
+    ("old_negated", "--nonocache", True),
+  )
+  def test_spellings_in_a_flag_file(self, line, cache):
+    # absl reads a flag file's lines as words (FlagValues.
+    # read_flags_from_files): each meant there what it meant on the line.
+    path = self.create_tempfile(content=f"--jobs=1\n{line}\n").full_path
+    self.assertEqual(_cache_after(f"--flagfile={path}"), cache)
+
+  @parameterized.named_parameters(
+    ("not_a_boolean", "--nocache=yes"),
+    ("negated_with_value", "--nowide=true"),
+  )
+  def test_bad_boolean_is_one_line(self, word):
+    # absl raises ValueError (not flags.Error) for `--noBOOL=x`.
+    err = io.StringIO()
+    with flagsaver.flagsaver(), contextlib.redirect_stderr(err):
+      with self.assertRaises(SystemExit) as raised:
+        cli._parse_flags(["hloprobe", "cache", word])
+    self.assertEqual(raised.exception.code, 2)
+    self.assertEqual(
+      err.getvalue(), f"hloprobe: error: {word} does not take an argument\n"
+    )
 
   def test_should_fail_twin_other_flags_untouched(self):
     words = ["hloprobe", "sweep", "--cache_dir=/x", "--", "--nocache=true"]

@@ -15,6 +15,7 @@ row's floor is at least the rows' median, as `numerics.rows` documents
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import ml_dtypes
 import numpy as np
@@ -143,6 +144,43 @@ class FurthestRowTest(absltest.TestCase):
     self.assertEqual((first.case, first.kind), ("planted", "row"))
     self.assertEqual((second.case, second.kind), ("row0_only", "row 0"))
     self.assertGreater(first.ratio, second.ratio)
+
+
+class NanTest(absltest.TestCase):
+  def _finding(self, case: str, ratio: float) -> verify.Finding:
+    return verify.Finding(
+      "row 0",
+      case,
+      "a100",
+      "baseline",
+      True,
+      ("bfloat16",),
+      (2,),
+      "x",
+      ratio=ratio,
+    )
+
+  def test_a_nan_error_ranks_first_whatever_the_order(self):
+    # A NaN error is beyond every band; compared as a float it would leave
+    # sorted() in input order (3x first, above 1000x).
+    ratios = {"a": 3.0, "b": math.nan, "c": 1000.0, "d": math.inf, "e": None}
+    for order in (list(ratios), list(reversed(ratios))):
+      found = [self._finding(c, ratios[c]) for c in order]
+      ranked = [f.case for f in verify.rank_findings(found)]
+      self.assertEqual(ranked, ["b", "d", "c", "a", "e"])
+    self.assertEqual(verify.times_words(math.nan), "a NaN error, beyond")
+
+  def test_a_nan_row_beats_row_0(self):
+    # Row 0 beyond its floor (TF32), row 5 NaN: the row is the finding.
+    r = _result("bf16")
+    (worst,) = r.prediction.rows
+    nan_row = dataclasses.replace(
+      worst, row=5, abs_err=math.nan, multiple=math.nan
+    )
+    prediction = dataclasses.replace(r.prediction, rows=(nan_row,))
+    (f,) = verify.find_findings([dataclasses.replace(r, prediction=prediction)])
+    self.assertEqual((f.kind, f.what), ("row", "row 5 of 8 beyond its floor"))
+    self.assertTrue(math.isnan(f.ratio))
 
 
 if __name__ == "__main__":

@@ -91,7 +91,7 @@ def test_explain_line_names_each_site():
   configs = [
     types.SimpleNamespace(
       ok=True,
-      config=types.SimpleNamespace(precision=p),
+      config=types.SimpleNamespace(precision=p, n=2),
       compilation=types.SimpleNamespace(fates=fs),
     )
     for p, fs in (
@@ -119,7 +119,61 @@ def test_explain_line_names_each_site():
   assert explain_kernel.kernel_model_lines(cpu) == []
 
 
+def test_explain_line_names_the_sizes_where_words_differ():
+  # The seed on an a100 under bfloat16: at n = 1 dot strength reduction
+  # makes every site a multiply+reduce; at n = 2 sites 0-2 are Triton
+  # gemms (TF32 mma) and site 3 stays a multiply+reduce. One line per
+  # size, never "sites 0-3 band; sites 0-2 bit-exact" without the sizes.
+  reduced = [_fate(i, "multiply+reduce", "no mma") for i in range(4)]
+  gemms = [_fate(i, "Triton gemm", _TF32) for i in range(3)] + reduced[3:]
+  configs = [
+    types.SimpleNamespace(
+      ok=True,
+      config=types.SimpleNamespace(precision="bfloat16", n=n),
+      compilation=types.SimpleNamespace(fates=fs),
+    )
+    for n, fs in ((1, reduced), (2, gemms), (3, gemms))
+  ]
+  models = explain_kernel.kernel_models(configs, "8.0")
+  one, two, _ = explain_kernel.kernel_model_lines(
+    types.SimpleNamespace(kernel_models=models, kernel_rows=())
+  )
+  band = "band (multiply+reduce: kernel arithmetic not modelled)"
+  assert one == f"per site under bfloat16 at n = 1: sites 0-3 {band}"
+  assert two.startswith(
+    "per site under bfloat16 at n = 2-3: sites 0-2 bit-exact model (mma."
+  )
+  assert two.endswith(f"; site 3 {band}")
+
+
 def test_site_table_has_the_kernel_model_column():
   from hloprobe.report import tables
 
   assert tables._SITE_HEADERS[-2:] == ("band worst / expected", "kernel model")
+
+
+def test_a_kernel_model_that_failed_is_named_not_skipped():
+  # KernelRowZero.note is why row 0 by the kernel model is None despite a
+  # bit-exact site; results.json and explain's notes carry it.
+  from hloprobe.numerics import KernelRowZero
+
+  failed = KernelRowZero(
+    ("bit-exact model", "band"), ("mma", "cuBLAS"), note="kernel model: boom"
+  )
+  done = KernelRowZero(("bit-exact model",), ("mma",), 0.5, 1e-8)
+  configs = [
+    types.SimpleNamespace(
+      ok=True,
+      config=types.SimpleNamespace(precision=p, n=n),
+      prediction=types.SimpleNamespace(kernel=k),
+    )
+    for p, n, k in (("bfloat16", 9, failed), ("float32", 2, done))
+  ]
+  assert explain_kernel.kernel_notes(configs) == [
+    "n = 9, bfloat16: row 0 not computed by the kernel model (kernel "
+    "model: boom); the emulation's row 0 stands"
+  ]
+  doc = explain_kernel.kernel_json(failed)
+  assert doc["row0_kernel_model"] is None
+  assert doc["row0_kernel_model_note"] == "kernel model: boom"
+  assert explain_kernel.kernel_json(done)["row0_kernel_model_note"] is None

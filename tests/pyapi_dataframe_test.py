@@ -19,7 +19,7 @@ from absl.testing import absltest
 
 from hloprobe import api
 from hloprobe.ir import Precision
-from hloprobe.numerics import ErrorStats, NoiseFloor, Prediction
+from hloprobe.numerics import ErrorStats, KernelRowZero, NoiseFloor, Prediction
 from hloprobe.records import Execution
 
 _ROW0, _ERR, _REL = 0.08197825402021408, 0.6100485523676333, 0.7019442246581789
@@ -87,7 +87,7 @@ class DataFrameTest(absltest.TestCase):
     self.assertEqual(list(f["n"]), [2, 2])
     self.assertEqual(f["ULP vs n=1"][0], 3)
     self.assertTrue(pandas.isna(f["ULP vs n=1"][1]))
-    self.assertEqual(f["abs err row0"].dtype, np.float64)
+    self.assertEqual(f["abs err row0"].dtype, "Float64")
     self.assertEqual(f["abs err row0"][0], 1.25e-5)
     self.assertEqual(f["run s"][0], 0.0123456)
     self.assertEqual(f["pred abs err row0"][1], _ERR)  # the table: 6.10e-01
@@ -104,6 +104,63 @@ class DataFrameTest(absltest.TestCase):
     table = _results().table(wide=True)
     self.assertIn("6.10e-01", table)
     self.assertNotIn(repr(_ERR), table)
+
+
+class ColumnTypesTest(absltest.TestCase):
+  def test_types_are_the_columns_not_the_data(self):
+    # No rows, or a column of "n/a" only: n, ULPs and the top site stay
+    # Int64, errors Float64, text str (they all read Float64 before).
+    empty = api.Results(()).to_dataframe()
+    self.assertEqual(empty["n"].dtype, "Int64")
+    self.assertEqual(empty["ULP vs n=1"].dtype, "Int64")
+    self.assertEqual(empty["top site"].dtype, "Int64")
+    self.assertEqual(empty["abs err row0"].dtype, "Float64")
+    for text in ("case", "pred row0 by"):  # "str" in pandas 3, object in 2
+      self.assertTrue(pandas.api.types.is_string_dtype(empty[text]), text)
+    cpu_only = api.Results(_results().records[:1]).to_dataframe()
+    self.assertEqual(cpu_only["top site"].dtype, "Int64")  # not predicted
+    self.assertTrue(cpu_only["top site"].isna().all())
+
+
+class NanIsNotNaTest(absltest.TestCase):
+  def test_a_nan_error_is_kept_apart_from_na(self):
+    # An output that is NaN has a NaN error (the table prints "nan"); a
+    # config not run has none ("n/a"). dropna() must keep the first.
+    results = _results()
+    cpu = results.records[0]
+    execution = dataclasses.replace(cpu.execution, leaf_stats=(_stats(np.nan),))
+    cpu = dataclasses.replace(cpu, execution=execution)
+    f = api.Results((cpu, results.records[1])).to_dataframe()
+    err = f["abs err row0"]
+    self.assertTrue(np.isnan(err[0]))
+    self.assertEqual(err.isna().tolist(), [False, True])  # a100: not run
+    self.assertEqual(len(f.dropna(subset=["abs err row0"])), 1)
+
+
+class KernelModelRowZeroTest(absltest.TestCase):
+  def test_pred_row0_is_the_cells_number(self):
+    # Where a site is a bit-exact model the table's band cell shows the
+    # kernel model's row 0 (tables._prediction_cells), and so does the
+    # frame; the planted value differs from the emulation's _ROW0.
+    kernel_row0 = 0.0819782614707946
+    results = _results()
+    a100 = results.records[1]
+    kernel = KernelRowZero(
+      ("bit-exact model",) * 3 + ("band",), ("",) * 4, kernel_row0, 2.5e-7
+    )
+    prediction = dataclasses.replace(a100.prediction, kernel=kernel)
+    a100 = dataclasses.replace(a100, prediction=prediction)
+    results = api.Results((results.records[0], a100))
+    f = results.to_dataframe()
+    self.assertIn("(kernel model)", results.table(wide=True))
+    self.assertEqual(f["pred row0"][1], kernel_row0)
+    self.assertEqual(f["pred row0 tolerance"][1], 3.970414400100708e-05)
+    self.assertEqual(list(f["pred row0 by"]), ["n/a", "kernel model"])
+
+  def test_should_fail_twin_emulation_without_kernel_model(self):
+    f = _results().to_dataframe()
+    self.assertEqual(f["pred row0"][1], _ROW0)
+    self.assertEqual(list(f["pred row0 by"]), ["n/a", "emulation"])
 
 
 class HtmlTest(absltest.TestCase):

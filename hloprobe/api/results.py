@@ -9,6 +9,8 @@ import dataclasses
 import html
 from collections.abc import Iterator
 
+import numpy
+
 from hloprobe.records import ConfigResult
 from hloprobe.report import render, table_values
 
@@ -61,12 +63,16 @@ class Results:
 
   def to_dataframe(self):
     """The full sweep table (every column, one row per config) as a
-    `pandas.DataFrame` (`report.table_values`): text columns (case,
+    `pandas.DataFrame` (`report.table_values`; each column's type is the
+    column's, whatever its rows hold, none included): text columns (case,
     target, precision, fates, algorithms, verdict, status) plain `str`,
     number columns numbers from the records, unrounded (n, ULPs and the
     top site as nullable integers, "Int64"; errors in output units and
-    seconds as float64, NaN where the table says "n/a"); "pred row0 band"
-    is two columns, "pred row0" and "pred row0 tolerance".
+    seconds as nullable floats, "Float64"; NA where the table says "n/a",
+    while an error that is NaN stays NaN: `Series.isna()` is False for it
+    and `dropna()` keeps it); "pred row0 band" is three columns, "pred row0" and "pred row0 tolerance" (the numbers
+    the cell shows) and "pred row0 by" ("kernel model", "emulation" or
+    "n/a", as the cell says).
 
     Raises:
       ImportError: pandas is not installed (one line saying so).
@@ -78,14 +84,20 @@ class Results:
         "Results.to_dataframe needs pandas, which is not installed; "
         "`pip install pandas`, or use Results.table()"
       ) from None
-    headers, rows = table_values(self.records)
+    headers, kinds, rows = table_values(self.records)
     frame = pandas.DataFrame(rows, columns=headers)
-    for i, header in enumerate(headers):
-      values = [row[i] for row in rows if row[i] is not None]
-      if any(isinstance(v, str) for v in values):
-        continue  # a text column
-      whole = values and all(isinstance(v, int) for v in values)
-      frame[header] = frame[header].astype("Int64" if whole else "float64")
+    for i, (header, kind) in enumerate(zip(headers, kinds)):
+      column = [row[i] for row in rows]
+      if kind == "str":
+        frame[header] = frame[header].astype(str)
+        continue
+      if kind == "int":
+        frame[header] = frame[header].astype("Int64")
+        continue
+      # Masked where the table says "n/a": a NaN error stays NaN, not NA.
+      missing = numpy.array([v is None for v in column], bool)
+      floats = numpy.array([0.0 if v is None else v for v in column], float)
+      frame[header] = pandas.arrays.FloatingArray(floats, missing)
     return frame
 
   def _repr_html_(self) -> str:

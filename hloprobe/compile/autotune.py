@@ -238,7 +238,11 @@ def gemm_fusion_keys(module_text: str) -> tuple[GemmFusionKey, ...]:
 
   Raises:
     TargetError: jaxlib cannot print HLO canonically.
-    ValueError: XLA's parser rejects a fused computation.
+    ValueError: XLA's parser rejects a fused computation, or a fusion's
+      operand is a tuple or a tuple's element (`%arg_tuple.1#1`, in a
+      while body: jaxlib 0.12.0.1's HLO text), whose shape the key would
+      print and is not read here (a wrong key would call the fusion
+      missing from results that hold it).
   """
   shapes = {m.group(1): m.group(2) for m in _INSTR_RE.finditer(module_text)}
   keys = []
@@ -249,7 +253,14 @@ def gemm_fusion_keys(module_text: str) -> tuple[GemmFusionKey, ...]:
     kind = re.search(r'"fusion_backend_config":\{"kind":"([^"]+)"', rest)
     if kind is None or kind.group(1) not in _GEMM_KINDS:
       continue
-    operands = re.findall(r"%([\w.\-]+)", rest.split(")", 1)[0])
+    operands = re.findall(r"%([\w.\-]+(?:#\d+)?)", rest.split(")", 1)[0])
+    unread = [o for o in operands if o not in shapes]
+    if unread:  # `%t#1`: a tuple's element (a while body's parameter)
+      raise ValueError(
+        f"gemm fusion {m.group(1)}: the shape of its operand %{unread[0]} "
+        "is not read here (a tuple or a tuple's element); its autotune key "
+        "is not computed"
+      )
     calls = re.search(r"calls=%([\w.\-]+)", rest).group(1)
     fusion_kind = re.search(r"kind=(k\w+)", rest).group(1)
     config = re.search(r"backend_config=(\{.*\})\s*$", rest).group(1)

@@ -58,7 +58,9 @@ _TEXT_SUFFIXES = (".txt", ".txtpb", ".textproto", ".prototxt", ".pbtxt")
 
 
 _LOAD_FLAG_RE = re.compile(rf"--{_LOAD}=(\S+)")
-_JAXLIB_RE = re.compile(r"\A# hloprobe autotune results; jaxlib (\S+)")
+# `results_textproto`'s (and `stamp_results`') comment, on any line: an
+# edit that puts a line before it must not turn the check off.
+_JAXLIB_RE = re.compile(r"^# hloprobe autotune results; jaxlib (\S+)", re.M)
 # jaxlib 0.12.0.1's cache message, as protoc names it in the plugin.
 _CACHE_PROTO = b"xla.autotuner.AutotuneCache"
 # An xla.AutotuneResults text file (xla/autotune_results.proto): its
@@ -125,8 +127,10 @@ def autotune_experiment(path: str, targets: Sequence[Target]) -> Experiment:
 
   Raises:
     TargetError: the file cannot be read, is not text format, names
-      another jaxlib in its first line (`results_textproto`'s comment; a
-      file XLA dumped names none and is not checked), or no compile-only
+      another jaxlib in its comment line (`results_textproto`'s; a file
+      XLA dumped names none and is not checked), starts with a byte order
+      mark, is not this XLA's format (`_check_release`), has whitespace in
+      its path (XLA_FLAGS splits at it), or no compile-only
       target of the sweep is the device it was recorded on (one line, the
       devices named).
   """
@@ -134,6 +138,13 @@ def autotune_experiment(path: str, targets: Sequence[Target]) -> Experiment:
     raise TargetError(
       f"--autotune_results={path}: hloprobe reads text-format results only "
       f"(a name ending in {', '.join(_TEXT_SUFFIXES)})"
+    )
+  if re.search(r"\s", os.path.abspath(path)):
+    raise TargetError(
+      f"--autotune_results={path!r}: the path holds whitespace, which the "
+      "workers' XLA_FLAGS (words split at whitespace) cannot carry: every "
+      f"compile would look for {os.path.abspath(path).split()[0]!r}; use a "
+      "path without (a link to it will do)"
     )
   text = read_text_file(path, f"--autotune_results={path!r}", TargetError)
   _check_release(path, text)
@@ -317,7 +328,10 @@ def _check_release(path: str, text: str) -> None:
   plugin embeds no such descriptor: jaxlib 0.10.2, whose autotuner keys
   the older `xla.AutotuneResults` by device string and HLO text and has no
   config-assigner pass; checked); hloprobe wrote the file under another
-  jaxlib (its first line, `results_textproto`); the file is an
+  jaxlib (its comment line, `results_textproto`, wherever it stands); the
+  file starts with a UTF-8 byte order mark (jaxlib 0.12.0.1's XLA fails
+  every compile on it: "Failed to parse autotune results string",
+  checked); the file is an
   `xla.AutotuneResults` (`results { ... }`: an older XLA's dump, which
   jaxlib 0.12.0.1 loads by its legacy fallback but never hits, checked);
   an entry's TRITON codegen version (a Triton commit,
@@ -337,7 +351,12 @@ def _check_release(path: str, text: str) -> None:
       "the older way), so it cannot replay autotune results hloprobe reads; "
       "use jaxlib 0.12.0.1"
     )
-  m = _JAXLIB_RE.match(text)
+  if text.startswith("\ufeff"):
+    raise TargetError(
+      f"{where}: starts with a UTF-8 byte order mark, which XLA's text "
+      "parser rejects (every compile would fail); save it without one"
+    )
+  m = _JAXLIB_RE.search(text)
   if m is not None and m.group(1) != mine:
     raise TargetError(
       f"{where}: written for jaxlib {m.group(1)}, this is jaxlib {mine}: XLA "
@@ -377,7 +396,9 @@ def entry_notes(
     `MISSING_ENTRY`.
   """
   held = {}
-  for entry in re.split(r"\nentries \{", text)[1:]:
+  # Each top-level `entries {`, the first too where nothing precedes it
+  # (a file without a comment or device_scope line).
+  for entry in re.split(r"(?m)^entries \{", text)[1:]:
     fingerprint = re.search(r'hlo_fingerprint:\s*"([0-9a-f]+)"', entry)
     on = re.search(r'\bdevice:\s*"([0-9a-f]{16})"', entry)
     config = re.search(

@@ -23,8 +23,9 @@ alone, so every row is judged here with the rule row 0 is judged by
         is, as `accuracy.noise_multiple` is for row 0 (0 for an exact row,
         inf for an inexact one over a zero floor).
 
-The worst row is the r of the largest m_r (ties: the smallest r); the
-leaf's rows are within noise when that m_r <= 1. An integer leaf is not
+The worst row is the r of the largest m_r (ties: the smallest r; a NaN
+error's m_r is NaN, the largest, as `numpy.argmax` takes it); the leaf's
+rows are within noise when that m_r <= 1 (a NaN m_r is not). An integer leaf is not
 judged by rows: its verdict (`integers`) already counts every element. A
 leaf without a batch axis is not judged by rows: its row 0 is all of it.
 
@@ -119,7 +120,7 @@ def worst_row(
     floor_abs=float(floors[r]),
     multiple=float(m[r]),
     rows=int(errors.size),
-    beyond=int(np.count_nonzero(m > 1)),
+    beyond=int(np.count_nonzero(~(m <= 1))),  # a NaN error is beyond
     row0_abs=float(errors[0]),
     row0_multiple=float(m[0]),
     output_dtype=str(dtype),

@@ -25,7 +25,11 @@ from collections.abc import Callable, Iterable, Sequence
 from hloprobe.compile import Case, ReportedError
 from hloprobe.records import ConfigResult
 from hloprobe.report.explain_autotune import autotuned, site_selections
-from hloprobe.report.explain_kernel import kernel_models, kernel_rows
+from hloprobe.report.explain_kernel import (
+  kernel_models,
+  kernel_notes,
+  kernel_rows,
+)
 from hloprobe.report.explain_made import made_math
 from hloprobe.report.explain_records import (
   AlgorithmUse,
@@ -333,7 +337,7 @@ def _notes(configs: list[ConfigResult]) -> list[str]:
     if r.compilation and r.compilation.passes_error
   ]
   notes += _reference_notes(configs)
-  return notes
+  return notes + kernel_notes(configs)
 
 
 def _reference_notes(configs: list[ConfigResult]) -> list[str]:

@@ -30,8 +30,13 @@ def site_selections(configs: list[ConfigResult]) -> tuple[str, ...]:
   "site 0 (bfloat16; n = 4096): autotuned on NVIDIA A100-SXM4-40GB
   (a100.textproto: CUBLASLT_FISSION: gemm { algorithm: -1 })"; () without
   results. A cuBLAS entry settles the emitter, not its TF32 use: its
-  algorithm index does not say the math mode, so the verdict's
-  "ambiguous" on TF32 stays."""
+  `GemmKey` holds an index into cuBLASLt's heuristic list of algorithms
+  and a workspace size, nothing of the math mode
+  (`CublasLtBackend::GetSupportedConfigs`/`ApplyConfig`,
+  xla/backends/gpu/autotuner/cublaslt.cc, openxla/xla 00e3ab66: it sets
+  `selected_algorithm`; the compute type comes from `GemmConfig::For` and
+  the dot's precision config), so the verdict's "ambiguous" on TF32
+  stays."""
   found: dict[tuple[int, str], tuple[dict, dict]] = {}
   for r in configs:
     for f in r.compilation.fates if r.ok else ():

@@ -16,23 +16,33 @@ Private in intent: use the package, `hloprobe.report`.
 from __future__ import annotations
 
 from hloprobe.numerics import site_model
+from hloprobe.report.wording import numbers
 
 BIT_EXACT = "bit-exact model"
 
-__all__ = ["kernel_json", "kernel_model_lines", "kernel_models", "kernel_rows"]
+__all__ = [
+  "kernel_json",
+  "kernel_model_lines",
+  "kernel_models",
+  "kernel_notes",
+  "kernel_rows",
+]
 
 
 def kernel_models(configs, compute_capability) -> tuple:
-  """((precision, kind, why, sites), ...) over the ok configs, first-seen.
+  """((precision, kind, why, sites, sizes), ...) over the ok configs,
+  first-seen: the sites of that kind at every batch size in `sizes` (the
+  sizes at which a precision's sites keep one set of words are grouped).
 
   Args:
     configs: one target's `ConfigResult`s.
     compute_capability: the target's, e.g. "8.0"; None for the CPU.
   """
-  found: dict[tuple[str, str, str], set[int]] = {}
+  per_n: dict[tuple[str, int], dict[tuple[str, str], list[int]]] = {}
   for r in configs:
     if not r.ok:
       continue
+    groups = per_n.setdefault((r.config.precision, r.config.n), {})
     for f in r.compilation.fates:
       m = site_model(
         f.fate.value,
@@ -41,32 +51,48 @@ def kernel_models(configs, compute_capability) -> tuple:
         f.split_k,
         f.effective_algorithm,
       )
-      key = (r.config.precision, m.kind, m.why)
-      found.setdefault(key, set()).add(f.site.index)
-  return tuple((*key, tuple(sorted(s))) for key, s in found.items())
+      groups.setdefault((m.kind, m.why), []).append(f.site.index)
+  sizes: dict[tuple, list[int]] = {}
+  for (precision, n), groups in per_n.items():
+    key = (precision,) + tuple(
+      (kind, why, tuple(sorted(set(s)))) for (kind, why), s in groups.items()
+    )
+    sizes.setdefault(key, []).append(n)
+  return tuple(
+    (key[0], kind, why, sites, tuple(sorted(ns)))
+    for key, ns in sizes.items()
+    for kind, why, sites in key[1:]
+  )
 
 
 def _sites(sites) -> str:
-  if len(sites) > 1 and list(sites) == list(range(sites[0], sites[-1] + 1)):
-    return f"sites {sites[0]}-{sites[-1]}"
-  return ("sites " if len(sites) > 1 else "site ") + ", ".join(map(str, sites))
+  return ("sites " if len(sites) > 1 else "site ") + numbers(sites)
 
 
 def kernel_model_lines(e) -> list[str]:
   """One line per set of precisions with the same words; none on the CPU.
 
   E.g. "per site under bfloat16, tensorfloat32: sites 0-2 bit-exact model
-  (...); site 3 band (...)", then one line on where the numbers are.
+  (...); site 3 band (...)"; where the words differ by batch size, one
+  line per set of sizes ("per site under bfloat16 at n = 1: sites 0-3
+  band (...)", "... at n = 2: sites 0-2 bit-exact model (...); site 3
+  band (...)"). Then one line on where the numbers are.
   """
   if not e.kernel_models:
     return []
-  words: dict[str, list[str]] = {}
-  for precision, kind, why, sites in e.kernel_models:
-    words.setdefault(precision, []).append(f"{_sites(sites)} {kind} ({why})")
-  by_text: dict[str, list[str]] = {}
-  for precision, parts in words.items():
-    by_text.setdefault("; ".join(parts), []).append(precision)
-  lines = [f"per site under {', '.join(ps)}: {t}" for t, ps in by_text.items()]
+  words: dict[str, dict[tuple, list[str]]] = {}
+  for precision, kind, why, sites, ns in e.kernel_models:
+    by_n = words.setdefault(precision, {})
+    by_n.setdefault(ns, []).append(f"{_sites(sites)} {kind} ({why})")
+  by_text: dict[tuple[str, str], list[str]] = {}
+  for precision, by_n in words.items():
+    for ns, parts in by_n.items():
+      at = f" at n = {numbers(ns)}" if len(by_n) > 1 else ""
+      by_text.setdefault((at, "; ".join(parts)), []).append(precision)
+  lines = [
+    f"per site under {', '.join(ps)}{at}: {t}"
+    for (at, t), ps in by_text.items()
+  ]
   rows: dict[str, list[str]] = {}
   for precision, n, row0, err in e.kernel_rows:
     rows.setdefault(precision, []).append(
@@ -98,15 +124,33 @@ def kernel_rows(configs) -> tuple[tuple[str, int, float, float], ...]:
   )
 
 
+def kernel_notes(configs) -> list[str]:
+  """One line per ok config whose bit-exact sites the kernel model could
+  not run (`KernelRowZero.note`), e.g. "n = 9, bfloat16: row 0 not
+  computed by the kernel model (kernel model: <error>); the emulation's
+  row 0 stands"."""
+  return [
+    f"n = {r.config.n}, {r.config.precision}: row 0 not computed by the "
+    f"kernel model ({k.note}); the emulation's row 0 stands"
+    for r in configs
+    if r.ok
+    and r.prediction is not None
+    and (k := r.prediction.kernel) is not None
+    and k.note is not None
+  ]
+
+
 def kernel_json(k) -> dict:
   """A prediction's kernel model (`numerics.KernelRowZero`) as
-  results.json's "row0_kernel_model", "row0_kernel_model_abs_err" and
-  "site_models"; {} for a record made without it."""
+  results.json's "row0_kernel_model", "row0_kernel_model_abs_err",
+  "row0_kernel_model_note" and "site_models"; {} for a record made
+  without it."""
   if k is None:
     return {}
   return {
     "row0_kernel_model": k.row0,
     "row0_kernel_model_abs_err": k.row0_abs,
+    "row0_kernel_model_note": k.note,
     "site_models": [
       {"site": i, "kind": kind, "why": why}
       for i, (kind, why) in enumerate(zip(k.kinds, k.whys))

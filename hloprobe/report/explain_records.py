@@ -258,9 +258,9 @@ class TargetExplanation:
       asks; `render_explanation` leads with it.
     rows: the configs whose worst row stands out (`RowBeyond`).
     made_rows: the same of what XLA made (`Made.rows`).
-    kernel_models: per GPU target, (precision, kind, why, sites): kind
-      "bit-exact model" or "band" (`explain_kernel.kernel_models`); () on
-      the CPU.
+    kernel_models: per GPU target, (precision, kind, why, sites, batch
+      sizes): kind "bit-exact model" or "band"
+      (`explain_kernel.kernel_models`); () on the CPU.
   """
 
   case: str
@@ -280,6 +280,8 @@ class TargetExplanation:
   made: tuple[MadeMath, ...] = ()
   rows: tuple[RowBeyond, ...] = ()
   made_rows: tuple[RowBeyond, ...] = ()
-  kernel_models: tuple[tuple[str, str, str, tuple[int, ...]], ...] = ()
+  kernel_models: tuple[
+    tuple[str, str, str, tuple[int, ...], tuple[int, ...]], ...
+  ] = ()
   site_selections: tuple[str, ...] = ()
   kernel_rows: tuple[tuple[str, int, float, float], ...] = ()

@@ -22,7 +22,6 @@ Private in intent: use the package, `hloprobe.report`.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import textwrap
 from collections.abc import Iterable, Sequence
 
@@ -35,24 +34,12 @@ from hloprobe.report.explain_records import (
   TargetExplanation,
 )
 from hloprobe.report.explain_rows import made_rows_lines, rows_lines
+from hloprobe.report.wording import numbers as _numbers
 from hloprobe.sites import EXACT_INTEGER
 
 __all__ = ["SCHEMA_VERSION", "explanation_json", "render_explanation"]
 
 SCHEMA_VERSION = 1
-
-
-def _runs(items: Iterable, key) -> list[list]:
-  """Splits items into runs of consecutive equal keys."""
-  return [list(g) for _, g in itertools.groupby(items, key)]
-
-
-def _numbers(values: Sequence[int]) -> str:
-  """(1,) -> "1"; (2, 3, 4, 9) -> "2-4, 9"; (0, 1, 2) -> "0-2"."""
-  runs = _runs(enumerate(values), lambda iv: iv[1] - iv[0])
-  return ", ".join(
-    str(r[0][1]) if len(r) == 1 else f"{r[0][1]}-{r[-1][1]}" for r in runs
-  )
 
 
 def _ns(ns: Sequence[int]) -> str:

@@ -7,7 +7,11 @@ number columns as numbers taken from the records, unrounded: `int` (n,
 ULPs, top site) or `float` (errors in output units, seconds), None where
 the table says "n/a", "not executed" or "not predicted" (the text cells
 say why). The table's "pred row0 band" cell, "0.0819783±4.0e-05", is two
-numbers here: "pred row0" and "pred row0 tolerance" (output units).
+numbers here, "pred row0" and "pred row0 tolerance" (output units), and
+a text column "pred row0 by": "kernel model" where the cell reads
+"(kernel model)" (row 0 with the bit-exact sites by the kernel model,
+`Prediction.kernel`, the number the cell shows), "emulation" where it is
+the emulation's row 0, "n/a" where nothing was predicted.
 
 Private in intent: use the package, `hloprobe.report`.
 """
@@ -23,7 +27,7 @@ from hloprobe.report.tables import TABLE_COLUMNS, cells
 __all__ = ["table_values"]
 
 _BAND = dict(TABLE_COLUMNS)["pred_band"]
-_BAND_PARTS = ("pred row0", "pred row0 tolerance")
+_BAND_PARTS = ("pred row0", "pred row0 tolerance", "pred row0 by")
 
 
 def _run_stats(r: ConfigResult):
@@ -73,11 +77,15 @@ def _plain(value) -> int | float | None:
   return int(value) if isinstance(value, numbers.Integral) else float(value)
 
 
-def _band(r: ConfigResult) -> list[float | None]:
-  return [
-    _plain(_predicted(r, lambda p: p.stats.row0)),
-    _plain(_predicted(r, lambda p: p.tolerance_abs)),
-  ]
+def _band(r: ConfigResult) -> list[float | str | None]:
+  """The band cell's row 0, tolerance and whose row 0 it is, as
+  `tables._prediction_cells` reads them."""
+  p = r.prediction
+  if p is None:
+    return [None, None, "n/a"]
+  if p.kernel is not None and p.kernel.row0 is not None:
+    return [_plain(p.kernel.row0), _plain(p.tolerance_abs), "kernel model"]
+  return [_plain(p.stats.row0), _plain(p.tolerance_abs), "emulation"]
 
 
 def _value(key: str, r: ConfigResult, text: str):
@@ -88,15 +96,31 @@ def _value(key: str, r: ConfigResult, text: str):
   return str(text)
 
 
+# Columns of whole numbers; the other `_NUMBERS` and the band's first two
+# parts are floats, the rest text.
+_WHOLE = frozenset({"n", "ulp", "top_site"})
+_BAND_KINDS = ("float", "float", "str")
+
+
+def _kind(header: str) -> str:
+  key = _KEY_OF[header]
+  if key not in _NUMBERS:
+    return "str"
+  return "int" if key in _WHOLE else "float"
+
+
 def table_values(
   results: Sequence[ConfigResult],
-) -> tuple[list[str], list[list[str | int | float | None]]]:
-  """(headers, rows) of the sweep table as values (see the module), one
-  row per result in the order given."""
+) -> tuple[list[str], list[str], list[list[str | int | float | None]]]:
+  """(headers, kinds, rows) of the sweep table as values (see the module),
+  one row per result in the order given; kinds: per column "int", "float"
+  or "str", by column (the same with no rows, or every value None)."""
   headers, text_rows = cells(list(results))
   out_headers: list[str] = []
+  kinds: list[str] = []
   for h in headers:
     out_headers += list(_BAND_PARTS) if h == _BAND else [h]
+    kinds += list(_BAND_KINDS) if h == _BAND else [_kind(h)]
   rows = []
   for r, texts in zip(results, text_rows):
     row: list[str | int | float | None] = []
@@ -106,4 +130,4 @@ def table_values(
       else:
         row.append(_value(_KEY_OF[h], r, text))
     rows.append(row)
-  return out_headers, rows
+  return out_headers, kinds, rows

@@ -136,10 +136,14 @@ element 0, as in `accuracy.ErrorStats`):
                         version 3 ignore it),
                       "row0_kernel_model": float | null (row 0 with the
                         "bit-exact model" sites by the kernel model,
-                        `numerics.KernelRows`; null: no such site),
+                        `numerics.KernelRows`; null: no such site, or
+                        the kernel model failed, see the note),
                       "row0_kernel_model_abs_err": float | null,
+                      "row0_kernel_model_note": str | null (why row 0
+                        by the kernel model is null despite a bit-exact
+                        site; null otherwise),
                       "site_models": [{"site": int, "kind": "bit-exact
-                        model" | "band", "why": str}] (these three added
+                        model" | "band", "why": str}] (these four added
                         in version 3 without a bump)} | null,
        "prediction_error": str | null,
        "made": {"row0": float | null, "row0_abs_err": float | null,

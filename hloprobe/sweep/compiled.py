@@ -246,13 +246,19 @@ def _autotuned_sites(
 ) -> dict[int, str] | None:
   """Site index -> who chose its gemm fusion under loaded autotune results
   (`compile.fusion_selections`); {} without results, None where the keys
-  cannot be read (no config-assigner dump, a fusion XLA cannot print).
+  cannot be read (no config-assigner dump, a fusion XLA cannot print or
+  whose operand's shape is not read, `gemm_fusion_keys`).
 
   The fusion a site is keyed by is found as the optimized HLO's are
   (`map_dot_sites`), in the module as it enters the config assigner: a
   fusion the assigner gives cuBLAS leaves the optimized HLO as a custom
-  call of another name. A site in no gemm fusion there (a multiply+reduce)
-  is not the assigner's: XLA's heuristic, as without results.
+  call of another name (`FissionBackend::ApplyConfig`,
+  xla/backends/gpu/autotuner/fission.cc, openxla/xla 0e1ce768: the fusion
+  is inlined as a call and GemmRewriter makes a new `__cublas$...` custom
+  call of it; seen in the a100's optimized HLO under jaxlib 0.12.0.1 with
+  tests/autotune_replay_test.py's results file). A site in no gemm fusion
+  there (a multiply+reduce) is not the assigner's: XLA's heuristic, as
+  without results.
   """
   if loaded is None:
     return {}
@@ -262,11 +268,14 @@ def _autotuned_sites(
     mapped = map_dot_sites(sites, parse_hlo_module(before))
   except (HloprobeError, ValueError):
     return None
-  return {
-    f.site.index: words[f.carriers[0]]
-    for f in mapped
-    if f.carriers and f.carriers[0] in words
-  }
+  chosen = {}
+  for f in mapped:
+    # The gemm fusion on the site's carrier path (outermost first): a
+    # site in a while body's fusion has the while before it.
+    fusion = next((c for c in f.carriers if c in words), None)
+    if fusion is not None:
+      chosen[f.site.index] = words[fusion]
+  return chosen
 
 
 # How `sites.effective` names the kernel a site's algorithm was read from:

@@ -82,7 +82,8 @@ class Finding:
     floor_abs: the band it is measured against, output units; None.
     floor_words: that band in words, e.g. "f32 noise floor", "F32 band".
     ratio: error_abs / floor_abs, dimensionless (inf: beyond an exact or
-      zero band); None when no distance can be given.
+      zero band; NaN: the error is NaN, ranked first); None when no
+      distance can be given.
     source: "observed" (the target ran), "predicted", or "" (no numbers).
   """
 
@@ -193,8 +194,8 @@ def _worst_row(r: ConfigResult, source: str) -> _Fault | None:
 def _further(row: _Fault, row0: _Fault) -> bool:
   """`row` is further beyond its floor than `row0` is beyond its own, by
   more than NOISE_FACTOR (a floor's own resolution; less is a tie, which
-  row 0 takes)."""
-  return row.ratio > NOISE_FACTOR * row0.ratio
+  row 0 takes). A NaN error is further than any number (`_order`)."""
+  return _order(row.ratio) > NOISE_FACTOR * _order(row0.ratio)
 
 
 def _fault(r: ConfigResult) -> _Fault | None:
@@ -243,17 +244,22 @@ def _fate_words(r: ConfigResult, sites: tuple[int, ...]) -> tuple[str, ...]:
 
 def times_words(ratio: float) -> str:
   """How many times its band an error is, in words: 6100.3 -> "6100x",
-  2.34 -> "2.3x", inf -> "beyond an exact band"."""
+  2.34 -> "2.3x", inf -> "beyond an exact band", NaN (a NaN error) ->
+  "a NaN error, beyond"."""
+  if math.isnan(ratio):
+    return "a NaN error, beyond"
   if math.isinf(ratio):
     return "beyond an exact band"
   return f"{ratio:.0f}x" if ratio >= 10 else f"{ratio:.2g}x"
 
 
 def rank_findings(findings: Sequence[Finding]) -> tuple[Finding, ...]:
-  """Worst first: ratio descending, those without one last (stable)."""
+  """Worst first: a NaN error's (ratio NaN) first, then ratio
+  descending, those without one last (stable)."""
 
   def key(f: Finding):
-    return (f.ratio is None, -(f.ratio if f.ratio is not None else 0.0))
+    nan = f.ratio is not None and math.isnan(f.ratio)
+    return (f.ratio is None, not nan, -_order(f.ratio))
 
   return tuple(sorted(findings, key=key))
 
@@ -319,4 +325,9 @@ def _grouped(items: list[tuple[ConfigResult, _Fault]]) -> list[Finding]:
 
 
 def _order(ratio: float | None) -> float:
-  return -1.0 if ratio is None else ratio
+  """A ratio to compare by: None (no distance) below every number, NaN (a
+  NaN error: beyond any band) above every number, inf included; a NaN
+  compared as itself would leave `max` and `sorted` in input order."""
+  if ratio is None:
+    return -1.0
+  return math.inf if math.isnan(ratio) else ratio
