@@ -428,8 +428,7 @@ def _register_validators() -> None:
   flags.register_validator(  # NaN passes absl's lower_bound
     CASE_TIMEOUT,
     lambda v: not math.isnan(v),
-    message="--case_timeout must be a number of seconds >= 1, e.g. "
-    "--case_timeout=600",
+    message="--case_timeout must be a number of seconds >= 1, not NaN",
   )
   for holder, example in ((CASE, "seed_mlp"), (PRECISIONS, "float32")):
     flags.register_validator(

@@ -1,9 +1,7 @@
 """A venv build's staging folders, and whether a cached venv's python
 can start: what `venvs` checks so that an interrupted or killed build
 (SIGINT, SIGKILL of the parent) leaves nothing the next run does not
-clean, and a venv whose python is broken (missing, not executable, its
-base interpreter gone, or failing to start: `python_starts`) is rebuilt,
-not reused.
+clean, and a venv whose python is broken is rebuilt, not reused.
 
 Private in intent: use the package, `hloprobe.versions`.
 """
@@ -13,13 +11,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 
-__all__ = ["clean_stages", "python_intact", "python_starts", "stage_prefix"]
-
-# How long a venv's python may take to start and exit (a cold disk, a
-# loaded machine) before it counts as broken.
-_START_TIMEOUT_S = 60.0
+__all__ = ["clean_stages", "python_intact", "stage_prefix"]
 
 
 def python_intact(path: str, python: str) -> bool:
@@ -41,24 +34,6 @@ def python_intact(path: str, python: str) -> bool:
     if l.split("=")[0].strip() == "home"
   ]
   return all(os.path.isdir(h) for h in homes)
-
-
-def python_starts(python: str) -> bool:
-  """Whether `python` starts and exits 0 (`python -I -c pass`): a venv
-  whose python passes `python_intact` but cannot run (a broken binary or
-  library, a wrapper that fails) had been reused by every run, its worker
-  failing with "no output"; it is rebuilt instead (`venvs.find_venv`)."""
-  try:
-    proc = subprocess.run(
-      [python, "-I", "-c", "pass"],
-      stdin=subprocess.DEVNULL,
-      capture_output=True,
-      timeout=_START_TIMEOUT_S,
-      check=False,
-    )
-  except (OSError, subprocess.TimeoutExpired):
-    return False
-  return proc.returncode == 0
 
 
 def stage_prefix(final: str) -> str:
