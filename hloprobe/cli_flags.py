@@ -417,7 +417,7 @@ def _error_bound_ok(value: float | None) -> bool:
 
 def _register_validators() -> None:
   """An empty list would sweep nothing and pass vacuously: a usage error;
-  an error bound is a finite number >= 0."""
+  an error bound is a finite number >= 0; a case timeout is not NaN."""
   for holder in (ABS_ERROR_BOUND, REL_ERROR_BOUND):
     flags.register_validator(
       holder,
@@ -425,6 +425,11 @@ def _register_validators() -> None:
       message=f"--{holder.name} must be a finite number >= 0, e.g. "
       f"--{holder.name}=1e-3",
     )
+  flags.register_validator(  # NaN passes absl's lower_bound
+    CASE_TIMEOUT,
+    lambda v: not math.isnan(v),
+    message="--case_timeout must be a number of seconds >= 1, not NaN",
+  )
   for holder, example in ((CASE, "seed_mlp"), (PRECISIONS, "float32")):
     flags.register_validator(
       holder,

@@ -13,7 +13,7 @@ import math
 import numpy as np
 from absl.testing import absltest
 
-from hloprobe.numerics import NOISE_FACTOR, accuracy, rows
+from hloprobe.numerics import NOISE_FACTOR, accuracy, floor_sum, rows
 
 
 def _stats(row_abs, leaf="", row0_abs=None):
@@ -72,10 +72,10 @@ class PerRowNumbersTest(absltest.TestCase):
     ref = np.zeros((3, 2))
     a = np.array([[1e-7, 0], [0, 3e-7], [0, 0]])
     b = np.array([[-2e-7, 0], [1e-7, 0], [0, 4e-7]])
-    floor = accuracy.noise_floor({"a": a, "b": b}, ref)
+    floor = floor_sum.noise_floor({"a": a, "b": b}, ref)
     np.testing.assert_allclose(floor.row_abs, [2e-7, 3e-7, 4e-7], rtol=0)
     self.assertEqual(floor.row0_abs, 2e-7)
-    self.assertIsNone(accuracy.noise_floor({"a": a}, ref, None).row_abs)
+    self.assertIsNone(floor_sum.noise_floor({"a": a}, ref, None).row_abs)
 
 
 class WorstRowTest(absltest.TestCase):

@@ -111,6 +111,14 @@ class TargetInputTest(UsageErrorCase):
     )
 
 
+class CaseTimeoutTest(UsageErrorCase):
+  def test_nan_is_one_line(self):
+    # absl's lower_bound lets NaN through (NaN < 1 is false); found by a
+    # hostile input (memory27, issue 27 item 3's inputs).
+    proc = run_hloprobe_here("sweep", "--case_timeout=nan", timeout_s=20)
+    self.assertUsageError(proc, "--case_timeout must be a number of seconds")
+
+
 @pytest.mark.compiles  # XLA reads XLA_FLAGS in a worker process
 class XlaFlagsNotFlagsTest(UsageErrorCase):
   def test_words_without_dashes(self):

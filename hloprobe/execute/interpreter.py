@@ -81,6 +81,7 @@ class Interpreter:
     self.gemms: list[GemmCall] = []
     self._not_run: set[tuple[str, str]] = set()
     self._recorded: set[tuple[str, str]] = set()
+    self._dead: dict[str, dict[int, tuple[str, ...]]] = {}
     self.ops = ops.Ops(self)
 
   def run(self, arguments: Sequence) -> Execution:
@@ -105,9 +106,29 @@ class Interpreter:
     if comp is None:
       raise Unsupported(f"no computation {name}")
     env: dict[str, object] = {}
-    for inst in comp.instructions:
+    dead = self._dead_after(comp)
+    for i, inst in enumerate(comp.instructions):
       env[inst.name] = self._instruction(comp, inst, env, args, scope)
+      for name in dead.get(i, ()):
+        env.pop(name, None)  # no later instruction reads it: memory freed
     return env[comp.root.name]
+
+  def _dead_after(self, comp) -> dict[int, tuple[str, ...]]:
+    """Instruction index -> the values no instruction after it reads (the
+    root's never), so that a computation holds only its live values
+    (issue 27 item 18); made once per computation."""
+    if comp.name not in self._dead:
+      last = {inst.name: i for i, inst in enumerate(comp.instructions)}
+      for i, inst in enumerate(comp.instructions):
+        for name in inst.operands:
+          if name in last:
+            last[name] = max(last[name], i)
+      last.pop(comp.root.name, None)
+      found: dict[int, list[str]] = {}
+      for name, i in last.items():
+        found.setdefault(i, []).append(name)
+      self._dead[comp.name] = {i: tuple(v) for i, v in found.items()}
+    return self._dead[comp.name]
 
   def _instruction(self, comp, inst, env, args, scope):
     operands = []

@@ -7,6 +7,8 @@ prediction (`Predictor`, `Prediction`). Import them from here; the
 modules behind them are private in intent:
 
   accuracy         error statistics, ULPs, noise floor, verdicts
+  floor_sum        the noise floor over orders taken one at a time
+  kept             caches of whole arrays within a byte budget
   integers         integer leaves: exact comparison, overflow, verdict
   rows             every row judged: the worst batch element of a leaf
   bands            the analytic error band of a site

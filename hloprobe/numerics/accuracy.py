@@ -35,10 +35,12 @@ from hloprobe.numerics.ulps import float_dtype, output_ulp, parts, ulp_distance
 
 __all__ = [
   "ErrorStats",
+  "abs_diff",
   "dtype_name",
   "element0",
   "error_stats",
   "headline_leaf",
+  "largest_abs",
   "noise_multiple",
   "noise_words",
   "output_ulp",
@@ -58,17 +60,24 @@ def dtype_name(dtype) -> str:
 
 def row_maxima(x: np.ndarray, axis: int | None) -> np.ndarray | None:
   """max |x| over each batch element along `axis`: shape (n,), float64;
-  None when there is no batch axis (or x is a scalar or empty)."""
-  x = np.abs(np.asarray(x, np.float64))
+  None when there is no batch axis (or x is a scalar or empty). A float64
+  `x` that is already >= 0 (an absolute difference) is read in place."""
+  x = np.asarray(x)
   if axis is None or x.ndim == 0 or x.size == 0:
     return None
-  return np.moveaxis(x, axis, 0).reshape(x.shape[axis], -1).max(axis=1)
+  if x.dtype != np.float64:
+    x = x.astype(np.float64)
+  rows = np.moveaxis(x, axis, 0).reshape(x.shape[axis], -1)
+  return np.maximum(rows.max(axis=1), -rows.min(axis=1))
 
 
 def element0(x: np.ndarray, axis: int | None) -> np.ndarray:
-  """Batch element 0 of `x` along `axis` (all of `x` when axis is None)."""
+  """Batch element 0 of `x` along `axis` (all of `x` when axis is None): a
+  view, not a copy."""
   x = np.asarray(x)
-  return x if axis is None else np.take(x, 0, axis=axis)
+  if axis is None:
+    return x
+  return x[(slice(None),) * (axis % max(x.ndim, 1)) + (0,)]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -155,15 +164,17 @@ def error_stats(
     # compared (in ULPs of the part's float type), never one dropped.
     got, ref = parts(got), parts(ref)
     axis = axis - 1 if axis is not None and axis < 0 else axis
-  got64, ref64 = got.astype(np.float64), np.asarray(ref, np.float64)
-  if got64.shape != ref64.shape:
+  ref64 = np.asarray(ref, np.float64)
+  if np.shape(got) != ref64.shape:
     raise ValueError(
-      f"output shape {got64.shape} != reference shape {ref64.shape}"
+      f"output shape {np.shape(got)} != reference shape {ref64.shape}"
     )
-  if got64.ndim == 0 or got64.size == 0:
+  if ref64.ndim == 0 or ref64.size == 0:
     axis = None
-  diff = np.abs(got64 - ref64)
-  scale = float(np.max(np.abs(ref64))) if ref64.size else 0.0
+  # One float64 temporary of the leaf's size, made in place (the leaf's
+  # bytes times 8 / itemsize): issue 27 item 18.
+  diff = abs_diff(got, ref64)
+  scale = largest_abs(ref64)
   max_abs = float(np.max(diff)) if diff.size else 0.0
   row, row_ref = element0(got, axis), element0(ref64, axis)
   first, first_ref = float(np.ravel(row)[0]), float(np.ravel(row_ref)[0])
@@ -184,6 +195,22 @@ def error_stats(
     row_abs=row_maxima(diff, axis),
     **counts,
   )
+
+
+def largest_abs(x: np.ndarray) -> float:
+  """max |x| (0.0 for an empty x; NaN where x holds one), read in place."""
+  x = np.asarray(x)
+  if x.size == 0:
+    return 0.0
+  return float(np.maximum(np.max(x), -np.min(x)))
+
+
+def abs_diff(got: np.ndarray, ref64: np.ndarray) -> np.ndarray:
+  """|got - ref64| in float64, made in one array (no other temporary)."""
+  diff = np.asarray(got).astype(np.float64)
+  with np.errstate(invalid="ignore"):  # inf - inf: NaN, as before
+    np.subtract(diff, ref64, out=diff)
+  return np.abs(diff, out=diff)
 
 
 # The values of row 0 an `ErrorStats` keeps (1 MiB of float32): row 0 of an
@@ -246,35 +273,6 @@ class NoiseFloor:
   row_abs: np.ndarray | None = dataclasses.field(
     default=None, compare=False, repr=False
   )
-
-
-def noise_floor(
-  outputs: dict[str, np.ndarray], ref: np.ndarray, axis: int | None = 0
-) -> NoiseFloor:
-  """The noise floor from one output per summation order (same shape as ref).
-
-  Row 0 is batch element 0 along `axis` (see `ErrorStats`); its spread is
-  the largest max - min over the orders of any of its values.
-  """
-  ref64 = np.asarray(ref, np.float64)
-  if ref64.ndim == 0:
-    axis = None
-  rows = np.stack(
-    [element0(np.asarray(o, np.float64), axis) for o in outputs.values()]
-  )
-  everything = np.stack([np.asarray(o, np.float64) for o in outputs.values()])
-  spread = rows.max(axis=0) - rows.min(axis=0)
-  return NoiseFloor(
-    row0_abs=float(np.abs(rows - element0(ref64, axis)).max(initial=0.0)),
-    max_abs=float(np.abs(everything - ref64).max(initial=0.0)),
-    row0_spread_abs=float(np.max(spread, initial=0.0)),
-    row_abs=_largest_rows([row_maxima(o - ref64, axis) for o in everything]),
-  )
-
-
-def _largest_rows(rows: list) -> np.ndarray | None:
-  """Elementwise max of per-row maxima (None when there are none)."""
-  return None if not rows or rows[0] is None else np.max(rows, axis=0)
 
 
 def within_noise(stats: ErrorStats, noise: NoiseFloor) -> bool:

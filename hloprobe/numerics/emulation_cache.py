@@ -40,6 +40,7 @@ import numpy as np
 from hloprobe.compile import Case, enable_x64
 from hloprobe.errors import EmulationError
 from hloprobe.numerics import attention_band, emulate
+from hloprobe.numerics.kept import KEPT_BYTES, Kept
 
 __all__ = ["SPECULATION_LIMIT", "EmulationCache", "emulate_together"]
 
@@ -124,6 +125,9 @@ class EmulationCache:
     sizes: the sweep's batch sizes in the order it visits them; () for no
       guessing.
     limit: most guessed emulations held unasked (`SPECULATION_LIMIT`).
+    budget: bytes of outputs held besides the newest emulation
+      (`kept.Kept`); a fetch whose missing outputs exceed it makes none
+      ahead (each is made when asked for, so no more than it are held).
   """
 
   def __init__(
@@ -132,11 +136,14 @@ class EmulationCache:
     full: tuple | None,
     sizes: Sequence[int] = (),
     limit: int = SPECULATION_LIMIT,
+    budget: int = KEPT_BYTES,
   ):
     self._case, self._full, self._limit = case, full, limit
     self._sizes = tuple(dict.fromkeys(sizes))
-    self._outputs: dict[Key, tuple[np.ndarray, ...]] = {}
+    self._budget = budget
+    self._outputs = Kept(budget)
     self._counts: dict[int, int] = {}
+    self._bytes: dict[int, int] = {}  # size -> bytes of one emulation
     self._scales: tuple | None = None
     self._guessed: set[Key] = set()  # made on a guess, not yet asked for
     self._guessing = bool(self._sizes)
@@ -158,15 +165,32 @@ class EmulationCache:
     alone, by `emulate.emulate_case`."""
     key = (n, algorithms, order)
     self._guessed.discard(key)
-    if key not in self._outputs:
+
+    def make():
       with _x64_if(_needs_x64(algorithms)):
         out = emulate.emulate_case(
           self._case.fn, self.args(n), algorithms, order=order
         )
-      self._outputs[key] = tuple(
-        np.asarray(x) for x in jax.tree_util.tree_leaves(out)
+      return tuple(np.asarray(x) for x in jax.tree_util.tree_leaves(out))
+
+    return self._outputs.get(key, make)
+
+  def output_bytes(self, n: int) -> int:
+    """The bytes of one emulation's outputs at size n (traced once)."""
+    if n not in self._bytes:
+      shapes = jax.eval_shape(self._case.fn, *self.args(n))
+      self._bytes[n] = sum(
+        int(np.prod(a.shape)) * np.dtype(a.dtype).itemsize
+        for a in jax.tree_util.tree_leaves(shapes)
       )
-    return self._outputs[key]
+    return self._bytes[n]
+
+  def _fits(self, keys: list[Key]) -> bool:
+    """Whether `keys`' outputs fit the budget together."""
+    try:
+      return sum(self.output_bytes(k[0]) for k in keys) <= self._budget
+    except Exception:  # the emulation names what fails, when asked
+      return True
 
   def scales(self, n: int) -> tuple:
     """Each site's (max, rms) of |A||B| at size n, measured once (the first
@@ -218,6 +242,12 @@ class EmulationCache:
     if not missing and scales_at is None:
       return
     guesses = [] if ahead_of is None else self._guesses(ahead_of, keys)
+    if not self._fits(missing + guesses):
+      guesses = []  # they would push out what was asked for
+      if not self._fits(missing):
+        missing = []  # made one at a time when asked for (`get`)
+      if not missing and scales_at is None:
+        return
     try:
       self._make(missing + guesses, scales_at)
     except Exception:
@@ -260,6 +290,7 @@ class EmulationCache:
         continue
       with _x64_if(x64):
         outs, found = emulate_together(self._case.fn, group, self.args, scales)
-      self._outputs.update(zip(group, outs))
+      for key, out in zip(group, outs):
+        self._outputs.put(key, out)
       if found is not None:
         self._scales = found

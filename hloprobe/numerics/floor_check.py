@@ -135,10 +135,6 @@ class FloorCheck:
     )
 
 
-def _largest_abs(x: np.ndarray) -> float:
-  return float(np.max(np.abs(x), initial=0.0))
-
-
 def check_floor(
   measured: accuracy.NoiseFloor,
   executed_f32: np.ndarray | None,
@@ -171,16 +167,18 @@ def check_floor(
     return skip("integer leaf")
   if executed_f32 is None:
     return skip(f"not executed by the numpy executor: {why_not}")
-  ref = np.asarray(ref, np.float64)
-  got = np.asarray(executed_f32, np.float64)
+  ref, got = np.asarray(ref, np.float64), np.asarray(executed_f32)
   if not (np.all(np.isfinite(ref)) and np.all(np.isfinite(got))):
     return skip("the reference or the executor's F32 run is not finite")
   if ref.ndim == 0:
     axis = None
-  diff = np.abs(got - ref)
-  e0 = _largest_abs(accuracy.element0(diff, axis))
-  e = _largest_abs(diff)
-  b = bands.gamma(max(contraction, 1), bands.F32_UNIT) * _largest_abs(ref)
+  diff = accuracy.abs_diff(got, ref)  # the one float64 temporary
+  e0 = accuracy.largest_abs(accuracy.element0(diff, axis))
+  e = accuracy.largest_abs(diff)
+  del diff
+  b = bands.gamma(max(contraction, 1), bands.F32_UNIT) * accuracy.largest_abs(
+    ref
+  )
   q = accuracy.output_ulp(ref, dtype)
   independent = accuracy.NoiseFloor(max(e0, b, q), max(e, b, q), max(b, q))
   ok = measured.row0_abs <= FLOOR_TRUST_FACTOR * independent.row0_abs

@@ -52,7 +52,7 @@ names as not executed.
 
 Executions are cached per (module text fingerprint, batch size, algorithms,
 widened) in a `MadeChecker`, one per case and sweep (the inputs are the
-case's at that size).
+case's at that size), within a byte budget (`kept.Kept`).
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
@@ -71,6 +71,7 @@ from hloprobe.compile import Case
 from hloprobe.ir import ALGORITHMS, parse_hlo_module
 from hloprobe.numerics import accuracy, executed, math_rules, rows
 from hloprobe.numerics.bands import F32_UNIT, site_band
+from hloprobe.numerics.kept import Kept
 from hloprobe.sites import partition_count
 
 __all__ = ["CHANGED", "Made", "MadeChecker", "MathChange", "config_verdict"]
@@ -203,7 +204,9 @@ class MadeChecker:
   def __init__(self, case: Case, full: tuple | None, references):
     self.case, self._full, self._refs = case, full, references
     self._kept: tuple[int, ...] | None | str | NotImplementedError = "unknown"
-    self._runs: dict[tuple, execute.Execution] = {}
+    # Executions within a byte budget (`kept.Kept`), made again when
+    # dropped: a sweep's every config would otherwise keep its outputs.
+    self._runs = Kept()
     self._modules: dict[str, object] = {}
 
   def _kept_arguments(self, args: tuple) -> tuple[int, ...] | None:
@@ -253,11 +256,12 @@ class MadeChecker:
 
   def _run(self, key_text, module, n, params, algorithms, widen):
     key = (key_text, n, tuple(sorted(algorithms.items())), widen)
-    if key not in self._runs:
-      self._runs[key] = execute.execute_module(
+    return self._runs.get(
+      key,
+      lambda: execute.execute_module(
         module, params, algorithms=algorithms, widen=widen
-      )
-    return self._runs[key]
+      ),
+    )
 
   def _module(self, text: str):
     digest = hashlib.sha256(text.encode()).hexdigest()
@@ -382,11 +386,12 @@ def _deviation(outputs, ref, names, bands) -> tuple[str, float, float]:
     got = np.asarray(got)
     if got.dtype.kind != "f" or got.shape != want.shape:
       continue
-    scale = float(np.max(np.abs(want), initial=0.0))
+    scale = accuracy.largest_abs(want[np.isfinite(want)])
     bound = sites + _OUTPUT_ROUNDINGS * F32_UNIT * scale
-    diff = np.abs(got - want)
-    finite = bool(np.all(np.isfinite(diff)))
-    dev = float(np.max(diff, initial=0.0)) if finite else float("inf")
+    diff = accuracy.abs_diff(got, want)
+    # A NaN or infinity where the program's float64 answer has the same.
+    diff[(got == want) | (np.isnan(got) & np.isnan(want))] = 0.0
+    dev = float(np.where(np.isnan(m := np.max(diff, initial=0.0)), np.inf, m))
     found.append((name, dev, bound))
   if not found:
     return "", 0.0, sites

@@ -39,6 +39,7 @@ from hloprobe.numerics import (
   site_notes,
 )
 from hloprobe.numerics.bands import OPERAND_UNIT, SiteBand, site_band
+from hloprobe.numerics.floor_sum import FloorSum
 from hloprobe.numerics.kernel_sites import KernelRowZero
 from hloprobe.numerics.site_notes import F32
 from hloprobe.runtime import Stopwatch, null_stage
@@ -184,36 +185,35 @@ class Predictor:
     """The size the fixed orders are emulated at for size n."""
     return self._refs.largest if self._refs.independent else n
 
-  def _fixed_orders(self, n: int, algorithms: tuple[str, ...]) -> dict:
-    """Order name -> output leaves at size n, in the fixed orders (cached)."""
+  def _fixed_order(self, n: int, algorithms: tuple[str, ...], order: str):
+    """Output leaves at size n in a fixed order (cached)."""
     size = self._fixed_size(n)
-    found = {o: self._cache.get(size, algorithms, o) for o in _FIXED_ORDERS}
-    if size != n:
-      found = {o: self._refs.sliced(x, n) for o, x in found.items()}
-    return found
+    found = self._cache.get(size, algorithms, order)
+    return found if size == n else self._refs.sliced(found, n)
 
   def _row0(self, n: int, algorithms: tuple[str, ...], leaf: int) -> float:
     return float(np.ravel(self._emulate(n, algorithms)[leaf])[0])
 
   def _spread(self, n: int, algorithms: tuple[str, ...]) -> tuple:
-    """Each leaf's row 0 and batch against float64 over every order."""
-    fixed = self._fixed_orders(n, algorithms)
-    xla = self._emulate(n, algorithms)
+    """Each leaf's row 0 and batch against float64 over every order: the
+    fixed orders, then XLA's, one order's outputs at a time
+    (`floor_sum.FloorSum`)."""
     refs = self._refs.at(n)
-    return tuple(
-      accuracy.noise_floor(
-        {o: x[i] for o, x in fixed.items()} | {"xla": xla[i]},
-        refs[i],
-        self._refs.axes[i],
-      )
-      for i in range(len(refs))
-    )
+    sums = [FloorSum(r, a) for r, a in zip(refs, self._refs.axes)]
+    for order in (*_FIXED_ORDERS, "xla"):
+      if order == "xla":
+        outs = self._emulate(n, algorithms)
+      else:
+        outs = self._fixed_order(n, algorithms, order)
+      for total, out in zip(sums, outs):
+        total.add(out)
+    return tuple(total.floor() for total in sums)
 
   def _row0_abs(self, n: int, algorithms: tuple[str, ...], leaf: int) -> float:
     axis = self._refs.axes[leaf]
-    got = self._emulate(n, algorithms)[leaf].astype(np.float64)
-    ref = self._refs.at(n)[leaf]
-    return float(np.max(np.abs(accuracy.element0(got - ref, axis))))
+    got = accuracy.element0(self._emulate(n, algorithms)[leaf], axis)
+    ref = accuracy.element0(self._refs.at(n)[leaf], axis)
+    return float(np.max(np.abs(got.astype(np.float64) - ref)))
 
   def _leaf_stats(self, n: int, algorithms) -> tuple[accuracy.ErrorStats, ...]:
     return tuple(

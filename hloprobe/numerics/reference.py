@@ -57,6 +57,7 @@ from hloprobe.numerics.emulate_attention import (
 )
 from hloprobe.numerics.evaluator import Evaluator
 from hloprobe.numerics.jaxpr_sites import CALL_PRIMITIVES, NO_SITES, trace
+from hloprobe.numerics.kept import Kept
 
 __all__ = [
   "EXECUTOR_SOURCE",
@@ -272,10 +273,12 @@ class References:
 
   def __init__(self, case: Case, full: tuple | None, sizes):
     self.case, self._full = case, full
-    self._cache: dict[int, tuple[np.ndarray, ...]] = {}
+    # Whole arrays within a byte budget (`kept.Kept`), made again when
+    # dropped; the sources and programs are small.
+    self._cache = Kept()
     self._sources: dict[int, str] = {}
     self._programs: dict[int, executed.Program] = {}
-    self._f32: dict[int, executed.Run] = {}
+    self._f32 = Kept()
     fit = sorted(sizes)
     if full is not None:
       fit = [n for n in fit if n <= case.full_size(full)] or fit[:1]
@@ -289,12 +292,13 @@ class References:
       self._check_independent()
 
   def _compute(self, n: int) -> tuple[np.ndarray, ...]:
-    if n not in self._cache:
+    def make():
       args = self.case.inputs_for(self._full, n)
       leaves, source, program = executed_reference(self.case, args)
-      self._cache[n], self._sources[n] = leaves, source
-      self._programs[n] = program
-    return self._cache[n]
+      self._sources[n], self._programs[n] = source, program
+      return leaves
+
+    return self._cache.get(n, make)
 
   def _size(self, n: int) -> int:
     """The size whose computation serves size n (the largest, sliced, for
@@ -302,9 +306,10 @@ class References:
     return self._largest if self.independent and n <= self._largest else n
 
   def sliced(self, leaves, n: int) -> tuple[np.ndarray, ...]:
-    """Leaves at the largest size cut to n along their batch axes."""
+    """Leaves at the largest size cut to n along their batch axes (views,
+    not copies)."""
     return tuple(
-      x if axis is None else np.take(x, np.arange(n), axis=axis)
+      x if axis is None else x[(slice(None),) * (axis % x.ndim) + (slice(n),)]
       for x, axis in zip(leaves, self.axes)
     )
 
@@ -346,7 +351,8 @@ class References:
   def source(self, n: int) -> str:
     """Where the reference at size n comes from: `EXECUTOR_SOURCE`, or
     "XLA:CPU float64 (not executed by the numpy executor: <why>)"."""
-    self._compute(self._size(n))
+    if self._size(n) not in self._sources:
+      self._compute(self._size(n))
     return self._sources[self._size(n)]
 
   def executed_f32(self, n: int) -> executed.Run:
@@ -359,10 +365,13 @@ class References:
     slice is the run at size n.
     """
     size = self._size(n)
-    if size not in self._f32:
-      self._compute(size)
-      self._f32[size] = self._programs[size].run(widen=False)
-    run = self._f32[size]
+
+    def make():
+      if size not in self._programs:
+        self._compute(size)
+      return self._programs[size].run(widen=False)
+
+    run = self._f32.get(size, make)
     if size == n or run.outputs is None:
       return run
     return executed.Run(self.sliced(run.outputs, n))

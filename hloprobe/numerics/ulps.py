@@ -61,10 +61,24 @@ def ulp_distance(a: float | np.ndarray, b: float | np.ndarray, dtype) -> int:
   dtype = float_dtype(dtype)
   if dtype is None:
     raise KeyError(f"not a float dtype: {dtype}")
-  a = np.atleast_1d(np.asarray(a, np.float64).astype(dtype))
-  b = np.atleast_1d(np.asarray(b, np.float64).astype(dtype))
+  a, b = (np.ravel(x) for x in np.broadcast_arrays(a, b))
   if a.size == 0:
     return 0
+  # In chunks, so that the int64 temporaries stay small whatever the
+  # row's size (issue 27 item 18).
+  return max(
+    _chunk_ulps(a[i : i + _CHUNK], b[i : i + _CHUNK], dtype)
+    for i in range(0, a.size, _CHUNK)
+  )
+
+
+# Values compared at once by `ulp_distance` (8 MiB of int64 per temporary).
+_CHUNK = 1 << 20
+
+
+def _chunk_ulps(a: np.ndarray, b: np.ndarray, dtype: np.dtype) -> int:
+  a = np.asarray(a, np.float64).astype(dtype)
+  b = np.asarray(b, np.float64).astype(dtype)
   return int(np.max(np.abs(_ordered(a) - _ordered(b))))
 
 
@@ -77,7 +91,14 @@ def output_ulp(values: np.ndarray, dtype) -> float:
   if dtype is None:
     return 0.0
   info = ml_dtypes.finfo(dtype)
-  top = float(np.max(np.abs(np.asarray(values, np.float64)), initial=0.0))
+  values = np.asarray(values)
+  if values.dtype.kind == "c":
+    values = values.real  # as float64 conversion reads it
+  if values.dtype.kind not in "fV":  # not numpy's nor ml_dtypes' float
+    values = values.astype(np.float64)
+  top = 0.0
+  if values.size:  # max |value|, read in place
+    top = float(np.maximum(np.max(values), -np.min(values)))
   if top < float(info.smallest_normal):
     return float(info.smallest_subnormal)
   return float(2.0 ** (np.floor(np.log2(top)) - info.nmant))

@@ -32,7 +32,7 @@ import sys
 import tempfile
 
 from hloprobe.versions.children import Children
-from hloprobe.versions.venvs import Venv, last_line
+from hloprobe.versions.venvs import MARKER, Venv, last_line
 
 __all__ = ["VersionRun", "run_version", "spec_from_request", "spec_request"]
 
@@ -127,6 +127,42 @@ def _worker_env(path_dir: str, targets: list[str]) -> dict[str, str]:
   return env
 
 
+# How long a venv's python may take to start and exit before it counts as
+# broken (a cold disk, a loaded machine).
+_START_TIMEOUT_S = 60.0
+
+
+def _broken_python(venv: Venv, children: Children) -> str:
+  """After a failed worker: "" when the venv's python starts and exits 0
+  (`python -I -c pass`), else "; " and one line saying it cannot, the
+  cached venv's marker removed so that the next run rebuilds it
+  (`venvs.find_venv` reuses only a folder with its marker); before this,
+  such a venv was reused by every run, its worker failing with "no
+  output" (issue 27 item 12)."""
+  try:
+    proc = children.run(
+      [venv.python, "-I", "-c", "pass"], timeout=_START_TIMEOUT_S
+    )
+    status = proc.returncode
+  except subprocess.TimeoutExpired:
+    status = f"no exit in {_START_TIMEOUT_S:.0f} s"
+  except OSError as e:
+    status = e.strerror or type(e).__name__
+  if status == 0 or (isinstance(status, int) and status < 0):
+    return ""  # it starts (or the run was interrupted): the worker failed
+  marker = os.path.join(venv.path, MARKER)
+  if not os.path.isfile(marker):  # not a cached venv (the running one)
+    return f"; its python cannot start ({venv.python}: {status})"
+  try:
+    os.remove(marker)
+  except OSError:
+    pass
+  return (
+    f"; its python cannot start ({venv.python}: {status}): the venv will "
+    "be made again by the next run"
+  )
+
+
 def run_version(
   venv: Venv,
   request: dict,
@@ -176,10 +212,13 @@ def run_version(
         python_version=venv.python_version,
       )
     if proc.returncode != 0 or not os.path.exists(reply_path):
+      broken = ""
+      if proc.returncode > 0:
+        broken = _broken_python(venv, children or Children())
       return VersionRun(
         venv.jaxlib,
         error=f"worker exited with status {proc.returncode}: "
-        f"{last_line(proc.stderr)}",
+        f"{last_line(proc.stderr)}{broken}",
         venv_created=venv.created,
         python_version=venv.python_version,
       )

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from absl.testing import absltest, parameterized
 
-from hloprobe.numerics import accuracy
+from hloprobe.numerics import accuracy, floor_sum
 from hloprobe.numerics.accuracy import ErrorStats, NoiseFloor
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
@@ -70,7 +70,7 @@ class UlpTest(parameterized.TestCase):
 class NoiseFloorTest(absltest.TestCase):
   def test_from_orders(self):
     ref = np.array([1.0, 2.0])
-    floor = accuracy.noise_floor(
+    floor = floor_sum.noise_floor(
       {
         "a": np.array([1.0 + 1e-6, 2.0]),
         "b": np.array([1.0 - 3e-6, 2.0 + 5e-6]),

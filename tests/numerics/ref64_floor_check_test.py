@@ -20,7 +20,7 @@ from absl.testing import absltest
 
 from hloprobe.execute import execute_module
 from hloprobe.ir import parse_hlo_module
-from hloprobe.numerics import accuracy, executed, floor_check
+from hloprobe.numerics import accuracy, executed, floor_check, floor_sum
 
 _HERE = os.path.dirname(__file__)
 _MODULE = os.path.join(
@@ -107,7 +107,7 @@ class ExecutorRunsTest(absltest.TestCase):
 
 class FloorCheckTest(absltest.TestCase):
   def _check(self, outputs: dict, seed: _Seed, f32=None):
-    measured = accuracy.noise_floor(outputs, seed.f64, 0)
+    measured = floor_sum.noise_floor(outputs, seed.f64, 0)
     (run,) = seed.program.run(widen=False).outputs if f32 is None else f32
     return floor_check.check_floor(
       measured, run, seed.f64, 0, "float32", _K, _WHERE
@@ -186,7 +186,7 @@ class FloorCheckTest(absltest.TestCase):
 
   def test_not_checked_is_named(self):
     seed = _Seed()
-    measured = accuracy.noise_floor(seed.orders, seed.f64, 0)
+    measured = floor_sum.noise_floor(seed.orders, seed.f64, 0)
     none = floor_check.check_floor(
       measured, None, seed.f64, 0, "float32", _K, _WHERE, "my_sine"
     )
