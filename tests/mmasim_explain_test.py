@@ -2,6 +2,8 @@
 
 import types
 
+import pytest
+
 from hloprobe.numerics import site_model
 from hloprobe.report import explain_kernel
 
@@ -177,3 +179,26 @@ def test_a_kernel_model_that_failed_is_named_not_skipped():
   assert doc["row0_kernel_model"] is None
   assert doc["row0_kernel_model_note"] == "kernel model: boom"
   assert explain_kernel.kernel_json(done)["row0_kernel_model_note"] is None
+
+
+@pytest.mark.compiles  # the model runs under jax (eagerly)
+def test_kernel_model_over_its_budget_is_named_not_run():
+  # (4 x 8) @ (8 x 4) is 4 * 4 * 8 = 128 multiply-adds: a budget of 127
+  # refuses it, 128 runs it (exact integers: the bits are the product's).
+  import numpy as np
+
+  from hloprobe.numerics.kernel_sites import (
+    KernelBudgetError,
+    kernel_model_run,
+  )
+
+  a = np.arange(32, dtype=np.float32).reshape(4, 8)
+  b = np.ones((8, 4), np.float32)
+  site = site_model("Triton gemm", _TF32, "8.0", None, "TF32_TF32_F32")
+  fn = lambda x, y: x @ y
+  with pytest.raises(KernelBudgetError, match=r"over 127 multiply-adds"):
+    kernel_model_run(fn, (a, b), ("TF32_TF32_F32",), {0: site}, budget=127)
+  (out,) = kernel_model_run(
+    fn, (a, b), ("TF32_TF32_F32",), {0: site}, budget=128
+  )
+  np.testing.assert_array_equal(out, a.astype(np.float64) @ b)

@@ -46,6 +46,8 @@ from hloprobe.numerics.kernel_model import (
 from hloprobe.sites import EXACT_INTEGER
 
 __all__ = [
+  "SWEEP_BUDGET",
+  "KernelBudgetError",
   "KernelRowZero",
   "KernelRows",
   "KernelSite",
@@ -55,6 +57,10 @@ __all__ = [
 ]
 
 BIT_EXACT, BAND = MODEL_WORDS
+# The most multiply-adds a sweep's kernel-model evaluation may take (B x M
+# x N x K over its bit-exact sites): about 1.7 CPU-s at the model's ~1e7
+# per second (jax_22557's 300^3 gemm takes 2.7 s alone).
+SWEEP_BUDGET = 1 << 24
 # Elementwise primitives whose GPU and CPU implementations differ in the
 # last bits (transcendentals; +, *, sqrt and the like are IEEE on both).
 _TRANSCENDENTAL = (
@@ -150,19 +156,31 @@ def site_model(
   return KernelSite(BIT_EXACT, why, ins, split, rounding)
 
 
+class KernelBudgetError(ValueError):
+  """The kernel model's bit-exact sites exceed the multiply-adds allowed."""
+
+
 class _KernelEvaluator(Evaluator):
   """An `Evaluator` with the bit-exact sites run by the kernel model and
   optionally each transcendental nudged one f32 ulp (toward `nudge`)."""
 
-  def __init__(self, kernels: dict, nudge: float | None, jitted, *args):
+  def __init__(self, kernels: dict, nudge: float | None, jitted, budget, *args):
     super().__init__(*args)
     self.kernels, self.nudge, self.jitted = kernels, nudge, jitted
+    self.budget, self.macs = budget, 0
 
   def _dot(self, eqn, ins, site: int):
     spec = self.kernels.get(site)
     if spec is None:
       return super()._dot(eqn, ins, site)
     a3, b3, shape = _canonical(*ins, eqn.params["dimension_numbers"])
+    self.macs += int(np.prod(a3.shape, dtype=np.int64)) * int(b3.shape[-1])
+    if self.budget is not None and self.macs > self.budget:
+      raise KernelBudgetError(
+        f"not run: its bit-exact sites take over {self.budget:,} "
+        "multiply-adds at the bit level, the sweep's budget "
+        "(hloprobe.numerics.kernel_model_run computes it without one)"
+      )
     gemm = lambda a, b: kernel_gemm(
       np.asarray(a),
       np.asarray(b),
@@ -198,6 +216,7 @@ def kernel_model_run(
   order: str = "xla",
   nudge: float | None = None,
   jit: bool = False,
+  budget: int | None = None,
 ):
   """`fn(*args)` with bit-exact sites by the kernel model.
 
@@ -216,9 +235,14 @@ def kernel_model_run(
       elementwise functions (sin, exp) may differ from the eager ones in
       the last bit (the seed's row 0 on the H200 record: 4 f32 ulps off
       the GPU under jit, 3 eagerly).
+    budget: None, or the most multiply-adds (B x M x N x K summed over
+      the bit-exact sites) the model may take: about 1e7 per CPU second.
 
   Returns:
     The output leaves, as numpy arrays.
+
+  Raises:
+    KernelBudgetError: the bit-exact sites exceed `budget`.
   """
   closed, _ = trace(fn, args)
   plan, _ = plan_sites(closed.jaxpr)
@@ -226,6 +250,7 @@ def kernel_model_run(
     {i: k for i, k in kernels.items() if k.ins is not None},
     nudge,
     jit,
+    budget,
     tuple(site_algorithms),
     order,
     "rna",
@@ -268,7 +293,11 @@ class KernelRows:
 
   A rows-independent case is evaluated once at its largest size and
   sliced, as its float64 reference is (the kernel model's arithmetic per
-  output element does not depend on the other rows).
+  output element does not depend on the other rows; evaluated at size 1
+  instead, the seed's row 0 moved one f32 ulp: XLA:CPU's band sites and
+  elementwise functions are not shape-blind). The bit-exact sites of one
+  evaluation may take at most `SWEEP_BUDGET` multiply-adds; beyond it row
+  0 is not computed, and the note says so.
 
   Args:
     case: the case; full: its `full_inputs()` (None for a sized case).
@@ -319,13 +348,22 @@ class KernelRows:
       if key not in self._memo:
         args = self._case.inputs_for(self._full, size)
         self._memo[key] = tuple(
-          kernel_model_run(self._case.fn, args, algorithms, exact, jit=True)
+          kernel_model_run(
+            self._case.fn,
+            args,
+            algorithms,
+            exact,
+            jit=True,
+            budget=SWEEP_BUDGET,
+          )
         )
       outs = self._memo[key]
       outs = refs.sliced(outs, n) if size != n else outs
       i = refs.names.index(leaf)
       got = np.asarray(element0(outs[i], refs.axes[i]), np.float64)
       ref = element0(refs.at(n)[i], refs.axes[i])
+    except KernelBudgetError as e:
+      return KernelRowZero(kinds, whys, note=f"kernel model {e}")
     except Exception as e:  # the emulation's prediction stands without it
       return KernelRowZero(kinds, whys, note=f"kernel model: {first_line(e)}")
     return KernelRowZero(
