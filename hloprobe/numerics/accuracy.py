@@ -279,10 +279,15 @@ def within_noise(stats: ErrorStats, noise: NoiseFloor) -> bool:
   """The noise-floor rule: row 0's error counts as f32 noise.
 
   True when stats.row0_abs <= NOISE_FACTOR x noise.row0_abs (both in the
-  output's units). The one statement of the rule: verdicts, predictions'
-  severity and `verify`'s "accurate" all use it.
+  output's units) and the error is finite: an f32 run that overflows to
+  inf where float64 stays finite has an infinite error and, its f32
+  orders overflowing too, an infinite floor; that is never noise. The one
+  statement of the rule: verdicts, predictions' severity and `verify`'s
+  "accurate" all use it.
   """
-  return stats.row0_abs <= NOISE_FACTOR * noise.row0_abs
+  return math.isfinite(stats.row0_abs) and (
+    stats.row0_abs <= NOISE_FACTOR * noise.row0_abs
+  )
 
 
 def noise_multiple(stats: ErrorStats, noise: NoiseFloor) -> float:
@@ -291,12 +296,12 @@ def noise_multiple(stats: ErrorStats, noise: NoiseFloor) -> float:
   stats.row0_abs / (NOISE_FACTOR x noise.row0_abs), above 1 exactly when
   not `within_noise` (also where the division rounds to 1); 0 for an exact
   row 0 (also over a zero floor), inf for an inexact row 0 over a zero
-  floor. Ranks output leaves by severity.
+  floor and for an infinite error. Ranks output leaves by severity.
   """
   if stats.row0_abs == 0:
     return 0.0
   floor = NOISE_FACTOR * noise.row0_abs
-  if floor == 0:
+  if floor == 0 or math.isinf(stats.row0_abs):
     return math.inf
   ratio = stats.row0_abs / floor
   if within_noise(stats, noise):

@@ -99,6 +99,17 @@ class NoiseFloorTest(absltest.TestCase):
     self.assertEqual(accuracy.noise_multiple(_stats(1.5), zero), np.inf)
     self.assertFalse(accuracy.within_noise(_stats(1.5), zero))
 
+  def test_an_f32_overflow_is_never_noise(self):
+    # float64 row 0 is 3e38 (finite); f32 overflowed to inf in every
+    # order, so the floor is inf too: inf <= 2 x inf must not make it noise.
+    overflow = _stats(np.inf, ref=3e38)
+    floor = NoiseFloor(np.inf, np.inf, 0.0)
+    self.assertFalse(accuracy.within_noise(overflow, floor))
+    self.assertEqual(accuracy.noise_multiple(overflow, floor), np.inf)
+    self.assertNotIn(
+      "within", accuracy.verdict(None, overflow, floor, 0.0, _F32)
+    )
+
 
 class VerdictTest(parameterized.TestCase):
   @parameterized.named_parameters(
