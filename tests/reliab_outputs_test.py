@@ -134,6 +134,14 @@ class StartStreamTest(absltest.TestCase):
     with open(os.path.join(out, "results.jsonl")) as f:
       self.assertEqual(f.read(), "")
 
+  def test_a_file_or_device_is_refused_before_anything_runs(self):
+    plain = self.create_tempfile("plain").full_path
+    for path in (plain, os.devnull):
+      with self.assertRaisesRegex(
+        InvalidArgumentError, r"^--output_dir=.* is not a folder; give"
+      ):
+        start_stream(path)
+
   def test_an_empty_folder_is_taken(self):
     out = self.create_tempdir().full_path
     self.assertEqual(start_stream(out), out)

@@ -65,10 +65,16 @@ def start_stream(output_dir: str | None, overwrite: bool = False) -> str | None:
 
   Raises:
     InvalidArgumentError: `output_dir` holds earlier results and not
-      `overwrite` (one line, before anything runs).
+      `overwrite`, or is something other than a folder (a file,
+      /dev/null); one line, before anything runs.
   """
   if not output_dir:
     return None
+  if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+    raise InvalidArgumentError(
+      f"--output_dir={output_dir!r} is not a folder; give a folder (made "
+      "if missing)"
+    )
   found = [n for n in _MARKERS if os.path.lexists(os.path.join(output_dir, n))]
   if found and not overwrite:
     raise InvalidArgumentError(
