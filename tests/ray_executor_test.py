@@ -36,11 +36,12 @@ except ImportError as e:  # a failure naming the extra, never a skip
     ".venv/bin/pip install -e '.[ray]' (`make test` installs it)"
   ) from e
 
-# The seed sweep, small: cpu and a100, n = 1 and 2, one precision, plus an
-# experiment (two flag sets: two actors).
+# The seed sweep, small: cpu and a100, n = 1 (where the experiment
+# changes the fates), one precision, plus an experiment (two flag sets:
+# two actors).
 _SWEEP = (
   "--case=seed_mlp",
-  "--batch_sizes=1,2",
+  "--batch_sizes=1",
   "--precisions=float32",
   "--targets=cpu,a100",
   "--experiment=nodsr:--xla_disable_hlo_passes=dot-strength-reduction",
@@ -127,7 +128,7 @@ class RayExecutorTest(absltest.TestCase):
       _comparable(os.path.join(self.root, e, "results.json"))
       for e in ("local", "ray")
     )
-    self.assertLen(local["configs"], 8)
+    self.assertLen(local["configs"], 4)
     self.assertEqual(on_ray, local)
     self.assertMultiLineEqual(
       self.runs["ray"].stdout, self.runs["local"].stdout
@@ -136,7 +137,7 @@ class RayExecutorTest(absltest.TestCase):
   def test_killed_ray_worker_fails_one_config_only(self):
     plan = sweep.spec_from_words(
       cases=["seed_mlp"],
-      batch_sizes="1-3",
+      batch_sizes="1-2",
       precisions=["float32"],
       targets=["cpu"],
       jobs=1,
@@ -155,7 +156,7 @@ class RayExecutorTest(absltest.TestCase):
     with sweep.worker_pool(plan) as pool:  # on this file's cluster
       results = sweep.run_sweep(plan, kill_first, pool=pool)
       self.assertEqual(pool.started, 2)  # the lane's actor, then a new one
-    self.assertEqual([r.ok for r in results], [False, True, True])
+    self.assertEqual([r.ok for r in results], [False, True])
     message = results[0].failure.error
     self.assertRegex(message, r"^Ray worker died \(XLA_FLAGS=''\): ")
     self.assertNotIn("\n", message)
