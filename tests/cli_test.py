@@ -181,7 +181,9 @@ class SweepCommandTest(absltest.TestCase):
     self.assertRegex(site_rows[3], r"F32_F32_F32 +\d\.\de-\d\d / \d\.\de-\d\d")
 
   def test_unwritable_output_dir_is_one_line_after_the_results(self):
-    not_a_dir = self.create_tempfile("a_file").full_path
+    # A folder that cannot be made (its parent is a file); a file itself
+    # is refused before the sweep (reliab_outputs_test).
+    not_a_dir = self.create_tempfile("a_file").full_path + "/out"
     proc = _here(
       "sweep",
       "--batch_sizes=1",
