@@ -170,6 +170,14 @@ class NanTest(absltest.TestCase):
       self.assertEqual(ranked, ["b", "d", "c", "a", "e"])
     self.assertEqual(verify.times_words(math.nan), "a NaN error, beyond")
 
+  def test_an_infinite_error_is_named_so(self):
+    # An f32 overflow (float64 finite): error inf over an inf floor is
+    # neither "a NaN error" (inf/inf) nor "beyond an exact band".
+    self.assertEqual(
+      verify.times_words(math.inf, math.inf), "an infinite error, beyond"
+    )
+    self.assertEqual(verify.times_words(math.inf, 1.0), "beyond an exact band")
+
   def test_a_nan_row_beats_row_0(self):
     # Row 0 beyond its floor (TF32), row 5 NaN: the row is the finding.
     r = _result("bf16")

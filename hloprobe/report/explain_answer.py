@@ -85,7 +85,7 @@ def finding_words(f: Finding) -> str:
     label = what.get(f.kind, "|widened module - f64|")
     source = f" ({f.source})" if f.source else ""
     size = (
-      f"{label} {f.error_abs:.2e}{source}, {times_words(f.ratio)} the "
+      f"{label} {f.error_abs:.2e}{source}, {times_words(f.ratio, f.error_abs)} the "
       f"{f.floor_words} {f.floor_abs:.1e}: "
     )
   made = f"; XLA made them {_and(list(f.fates))}" if f.fates else ""

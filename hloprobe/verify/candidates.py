@@ -335,7 +335,7 @@ def _reason(fixed: list[ConfigResult], outcome) -> str:
     return f"{' and '.join(failed)} failed: {where}: {f.what}"
   return (
     f"{' and '.join(failed)} failed: {where}: {f.error_abs:.2e}, "
-    f"{times_words(f.ratio)} the {f.floor_words}: {f.what}"
+    f"{times_words(f.ratio, f.error_abs)} the {f.floor_words}: {f.what}"
   )
 
 

@@ -122,6 +122,8 @@ class _Fault:
       return math.inf
     if self.error_abs is None or self.floor_abs is None:
       return None
+    if math.isinf(self.error_abs):  # an f32 overflow: over an inf floor too
+      return math.inf
     if self.floor_abs == 0:
       return math.inf if self.error_abs > 0 else 0.0
     return self.error_abs / self.floor_abs
@@ -242,12 +244,15 @@ def _fate_words(r: ConfigResult, sites: tuple[int, ...]) -> tuple[str, ...]:
   return tuple(dict.fromkeys(words))
 
 
-def times_words(ratio: float) -> str:
+def times_words(ratio: float, error_abs: float | None = None) -> str:
   """How many times its band an error is, in words: 6100.3 -> "6100x",
-  2.34 -> "2.3x", inf -> "beyond an exact band", NaN (a NaN error) ->
-  "a NaN error, beyond"."""
+  2.34 -> "2.3x", inf -> "beyond an exact band" (or, for an infinite
+  `error_abs`, "an infinite error, beyond"), NaN (a NaN error) -> "a NaN
+  error, beyond"."""
   if math.isnan(ratio):
     return "a NaN error, beyond"
+  if error_abs is not None and math.isinf(error_abs):
+    return "an infinite error, beyond"
   if math.isinf(ratio):
     return "beyond an exact band"
   return f"{ratio:.0f}x" if ratio >= 10 else f"{ratio:.2g}x"
