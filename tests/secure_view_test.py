@@ -243,26 +243,38 @@ class InBrowserTest(absltest.TestCase):
     server._server.set_app(logged)
     thread = threading.Thread(target=server.serve_forever)
     thread.start()
+    overlays = len(picked[0]["node_data"])
+    reads = lambda: sum(
+      1 for p, s in answered if p == "/api/v1/read_text_file" and s == "200"
+    )
     try:
-      subprocess.run(
-        [_CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu"]
-        + ["--no-first-run", "--disable-background-networking"]
-        + [f"--user-data-dir={self.create_tempdir().full_path}"]
-        + ["--virtual-time-budget=30000", "--dump-dom", url],
-        capture_output=True,
-        timeout=180,
-        check=True,
-      )
+      # On a loaded machine the page's virtual time can run out before it
+      # reads the overlays (seen under three concurrent suites): a fresh
+      # page again, at most three times; every answer is checked below.
+      for _ in range(3):
+        subprocess.run(
+          [_CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu"]
+          + ["--no-first-run", "--disable-background-networking"]
+          + [f"--user-data-dir={self.create_tempdir().full_path}"]
+          + ["--virtual-time-budget=60000", "--dump-dom", url],
+          capture_output=True,
+          timeout=180,
+          check=True,
+        )
+        if reads() >= overlays:
+          break
     finally:
       server._server.shutdown()
       thread.join()
     self.assertEqual([a for a in answered if a[1] == "403"], [])
     paths = [p for p, status in answered if status == "200"]
-    # Each model converted, each of the first (shown) model's overlays read.
-    self.assertEqual(paths.count("/apipost/v1/send_command"), len(picked))
+    # Each model converted (on every page load), each of the first
+    # (shown) model's overlays read.
+    self.assertEqual(paths.count("/apipost/v1/send_command") % len(picked), 0)
     self.assertGreaterEqual(
-      paths.count("/api/v1/read_text_file"), len(picked[0]["node_data"])
+      paths.count("/apipost/v1/send_command"), len(picked)
     )
+    self.assertGreaterEqual(reads(), overlays)
 
 
 @pytest.mark.compiles  # runs `python -m hloprobe view`
