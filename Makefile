@@ -29,11 +29,11 @@ OLD_VENV := .venv-jax0.10.2
 
 .PHONY: run test test-fast test-isa test-old bench lint golden golden-update clean gpu-check
 
-# hloprobe-quiet-cuda.pth (read there why) goes into every venv's
-# site-packages: no "Jax plugin configuration error" traceback, and the
-# CUDA plugin registered for compile-only targets, on a machine without an
-# NVIDIA driver.
-QUIET_CUDA_PTH := hloprobe-quiet-cuda.pth
+# hloprobe/startup/hloprobe-quiet-cuda.pth (read there why) goes into
+# every venv's site-packages: no "Jax plugin configuration error"
+# traceback, and the CUDA plugin registered for compile-only targets, on
+# a machine without an NVIDIA driver.
+QUIET_CUDA_PTH := hloprobe/startup/hloprobe-quiet-cuda.pth
 
 # A venv made by another Python (an older checkout's 3.11 .venv) is made
 # again: pyproject.toml's markers pick jax by the interpreter.

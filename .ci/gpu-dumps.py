@@ -37,7 +37,7 @@ class _KeptDir:  # stands in for tempfile.TemporaryDirectory: not deleted
 def main(out: str, names: list[str]) -> None:
   from hloprobe.compile import lowering, targets
   from hloprobe.compile.cases import get_case
-  from hloprobe.sweep.compiled import compile_and_run_case
+  from hloprobe.engine.compiled import compile_and_run_case
 
   lowering.tempfile.TemporaryDirectory = _KeptDir
   extra = json.loads(os.environ.get("EXTRA_XLA_OPTIONS", "{}"))

@@ -6,19 +6,13 @@ touches no file descriptor. The command line (`hloprobe.cli`) is the only
 place that silences the CUDA plugin's start-up lines on stderr.
 
 `hloprobe.sweep(f, x, ...)` and `hloprobe.explain(f, x, ...)` are the
-Python API (`hloprobe.api`). `hloprobe.sweep` is also the name of the sweep
-stage's package, which the import system binds on this module whenever
-it is imported; so that both hold, `hloprobe.sweep` is that package, made
-callable (`_CallableSweep`: calling it is `api.sweep`), and this module's
-type (`_Face`) hands out the callable package whoever imported it first.
-`from hloprobe.sweep import SweepSpec` works as before.
+Python API (`hloprobe.api`): plain functions. The sweep stage's package
+is `hloprobe.engine` (`from hloprobe.engine import SweepSpec`).
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 
 __version__ = "0.1.0"
 
@@ -64,11 +58,12 @@ _WHERE = {
   "ConfigResult": "hloprobe.records",
   "Execution": "hloprobe.records",
   "Failure": "hloprobe.records",
-  "SweepPlan": "hloprobe.sweep",
-  "SweepSpec": "hloprobe.sweep",
-  "plan_sweep": "hloprobe.sweep",
-  "run_sweep": "hloprobe.sweep",
+  "SweepPlan": "hloprobe.engine",
+  "SweepSpec": "hloprobe.engine",
+  "plan_sweep": "hloprobe.engine",
+  "run_sweep": "hloprobe.engine",
   "Results": "hloprobe.api",
+  "sweep": "hloprobe.api",
   "as_case": "hloprobe.api",
   "explain": "hloprobe.api",
   "Verification": "hloprobe.verify",
@@ -140,34 +135,3 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
   return sorted(__all__)
-
-
-class _CallableSweep(types.ModuleType):
-  """The `hloprobe.sweep` package, callable: `hloprobe.sweep(f, x, ...)`
-  is `hloprobe.api.sweep(f, x, ...)` (see its docstring)."""
-
-  def __call__(self, fn_or_case, *example_args, **options):
-    api = importlib.import_module("hloprobe.api")
-    return api.sweep(fn_or_case, *example_args, **options)
-
-
-def _callable(package: types.ModuleType) -> types.ModuleType:
-  if type(package) is types.ModuleType:
-    package.__class__ = _CallableSweep
-  return package
-
-
-class _Face(types.ModuleType):
-  """This module's type: its `sweep` attribute is the callable package."""
-
-  @property
-  def sweep(self) -> types.ModuleType:
-    return _callable(importlib.import_module("hloprobe.sweep"))
-
-  @sweep.setter
-  def sweep(self, package: types.ModuleType) -> None:
-    # The import system binds the package here as it imports it.
-    _callable(package)
-
-
-sys.modules[__name__].__class__ = _Face

@@ -1,6 +1,6 @@
 """`python -m hloprobe` and the installed `hloprobe` console script
 (pyproject.toml `[project.scripts]`) both enter here, at `main`, and run
-the command line (see hloprobe/cli.py)."""
+the command line (see hloprobe/cli/)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ import pytest
 from absl.testing import absltest
 from jax import lax
 
-from hloprobe import report, sweep, verify
+from hloprobe import engine, report, verify
 from hloprobe.compile import cases
 from hloprobe.numerics import NOISE_FACTOR
 
@@ -65,13 +65,13 @@ class PlantedRowTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    spec = sweep.SweepSpec(
+    spec = engine.SweepSpec(
       (_case(5), _case(99), _case(5, pytree=True)),
       (_N,),
       ("float32",),
       ("a100",),
     )
-    found = {r.config.case: r for r in sweep.run_sweep(spec)}
+    found = {r.config.case: r for r in engine.run_sweep(spec)}
     cls.planted, cls.control = found["t_row5"], found["t_row99"]
     cls.tree = found["t_row5_tree"]
 

@@ -9,7 +9,7 @@ import math
 
 from absl.testing import absltest, parameterized
 
-from hloprobe import records, sweep, verify
+from hloprobe import engine, records, verify
 from hloprobe.compile import get_target
 from hloprobe.report import Answer, answer_json, answer_lines
 from hloprobe.verify import candidates
@@ -120,8 +120,8 @@ class AnswerLinesTest(absltest.TestCase):
 
 class CommandTest(absltest.TestCase):
   def _tries(self, *names):
-    plan = sweep.plan_sweep(
-      sweep.SweepSpec(("seed_mlp",), (1, 2, 9), ("bfloat16",), ("a100",))
+    plan = engine.plan_sweep(
+      engine.SweepSpec(("seed_mlp",), (1, 2, 9), ("bfloat16",), ("a100",))
     )
     found = [_finding(6000.0, fates=("Triton gemm (triton-gemm-rewriter)",))]
     return verify.TryPlan(

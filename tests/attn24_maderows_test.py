@@ -19,7 +19,7 @@ import pytest
 from absl.testing import absltest
 from allrows_planted_test import _N, _case, _numpy_row
 
-from hloprobe import report, sweep
+from hloprobe import engine, report
 
 
 @pytest.mark.compiles
@@ -27,10 +27,10 @@ class MadeRowsTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    spec = sweep.SweepSpec(
+    spec = engine.SweepSpec(
       (_case(5), _case(99)), (_N,), ("float32",), ("a100",)
     )
-    found = {r.config.case: r for r in sweep.run_sweep(spec)}
+    found = {r.config.case: r for r in engine.run_sweep(spec)}
     cls.planted, cls.control = found["t_row5"], found["t_row99"]
 
   def test_made_names_row_5(self):

@@ -16,6 +16,7 @@ import recorded
 from absl.testing import absltest
 
 from hloprobe.compile import CASES, get_target
+from hloprobe.engine import run_config
 from hloprobe.numerics import (
   accuracy,
   executed,
@@ -23,7 +24,6 @@ from hloprobe.numerics import (
   made,
   reference,
 )
-from hloprobe.sweep import run_config
 
 _CASE = CASES["cudnn_attention"]
 _WORDS = (

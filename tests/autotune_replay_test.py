@@ -148,12 +148,12 @@ def _one_entry_file(folder: str) -> str:
 class SweepSitesTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
-    from hloprobe import report, sweep
+    from hloprobe import engine, report
 
     super().setUpClass()
     cls.folder = tempfile.mkdtemp(prefix="autotune-")
     path = _one_entry_file(cls.folder)
-    spec = sweep.SweepSpec(
+    spec = engine.SweepSpec(
       cases=("seed_mlp",),
       batch_sizes=(4096,),
       precisions=("bfloat16",),
@@ -229,8 +229,8 @@ class KernelPredictionTest(absltest.TestCase):
     from mmasim_h200_test import _OBSERVED
 
     from hloprobe.compile import jax_versions
+    from hloprobe.engine import SweepSpec
     from hloprobe.report import results_json
-    from hloprobe.sweep import SweepSpec
 
     spec = SweepSpec(
       cases=("seed_mlp",),

@@ -197,8 +197,8 @@ class WhileBodyFusionTest(absltest.TestCase):
     # while body (region_0); the results file holds no entry, so XLA uses
     # its default config for it (MISSING_ENTRY).
     from hloprobe.compile import LoadedResults
+    from hloprobe.engine.compiled import _autotuned_sites
     from hloprobe.ir import parse_stablehlo_dots
-    from hloprobe.sweep.compiled import _autotuned_sites
 
     before = _scan("scan_a100_bfloat16_n64.config_assigner_input.hlo.txt")
     sites = parse_stablehlo_dots(_scan("scan_a100_bfloat16_n64.stablehlo.mlir"))

@@ -24,8 +24,8 @@ import pytest
 import testutil
 from absl.testing import absltest
 
+from hloprobe.engine import SweepSpec
 from hloprobe.golden import folder, format, snapshot, update
-from hloprobe.sweep import SweepSpec
 
 _GOLDEN = os.path.join(testutil.ROOT, "golden")
 _MODULE_FILE = os.path.join(

@@ -13,7 +13,8 @@ import io
 from absl.testing import absltest, flagsaver, parameterized
 from testutil import run_hloprobe_here
 
-from hloprobe import cli, cli_flags
+from hloprobe.cli import _flags as cli_flags
+from hloprobe.cli import _main as cli
 from hloprobe.commands import common
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from absl.testing import absltest
 
-from hloprobe import cli, cli_rules
+from hloprobe.cli import _main as cli
+from hloprobe.cli import _rules as cli_rules
 
 
 class EnumListParserTest(absltest.TestCase):

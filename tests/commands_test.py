@@ -9,7 +9,8 @@ import dataclasses
 from absl import flags
 from absl.testing import absltest, flagsaver
 
-from hloprobe import cli, cli_flags
+from hloprobe.cli import _flags as cli_flags
+from hloprobe.cli import _main as cli
 from hloprobe.commands import common, verify
 
 # The table cli.py kept by hand before issue 22 (flag -> the commands that

@@ -19,7 +19,7 @@ import jax
 import pytest
 from absl.testing import absltest, parameterized
 
-from hloprobe import sweep
+from hloprobe import engine
 from hloprobe.compile import cases, cudnn_version, lowering, targets
 
 pytestmark = pytest.mark.compiles
@@ -69,8 +69,10 @@ class CompileOnlyTest(parameterized.TestCase):
 
 class SweepTest(absltest.TestCase):
   def test_the_site_shows_with_its_fate(self):
-    spec = sweep.SweepSpec(("cudnn_attention",), (2,), ("bfloat16",), ("h100",))
-    (r,) = sweep.run_sweep(spec)
+    spec = engine.SweepSpec(
+      ("cudnn_attention",), (2,), ("bfloat16",), ("h100",)
+    )
+    (r,) = engine.run_sweep(spec)
     self.assertTrue(r.ok, r.failure)
     (fate,) = r.compilation.fates
     self.assertEqual(

@@ -21,7 +21,7 @@ _PACKAGES = (
   "runtime",
   "sites",
   "numerics",
-  "sweep",
+  "engine",
   "golden",
   "verify",
   "report",

@@ -11,10 +11,10 @@ from absl.testing import absltest, parameterized
 
 from hloprobe.compile import CASES
 from hloprobe.compile.cases import load_user_case
+from hloprobe.engine import SweptCase, guarded
 from hloprobe.errors import CaseError
 from hloprobe.numerics import error_stats
 from hloprobe.runtime import Stopwatch
-from hloprobe.sweep import SweptCase, guarded
 
 _CASES = os.path.join(os.path.dirname(__file__), "guard_testdata", "cases.py")
 

@@ -49,7 +49,7 @@ import pytest
 from absl.testing import absltest
 from testutil import SweepPool, numpy_seed_row0, record_cache, run_hloprobe_here
 
-from hloprobe import sweep
+from hloprobe import engine
 from hloprobe.compile import cases
 from hloprobe.pictures import html_page
 from hloprobe.report import explain
@@ -124,7 +124,7 @@ def setUpModule():
     raise AssertionError(f"sweep failed: {proc.stderr}")
   with open(os.path.join(out, "report.html"), encoding="utf-8") as f:
     PAGE.append(f.read())
-  spec = sweep.SweepSpec(
+  spec = engine.SweepSpec(
     cases=("seed_mlp",),
     batch_sizes=(2,),
     precisions=("tensorfloat32",),

@@ -8,7 +8,7 @@ import stat
 from absl.testing import absltest
 from testutil import run_hloprobe_here
 
-from hloprobe import sweep, verify
+from hloprobe import engine, verify
 from hloprobe.compile import experiments, targets
 from hloprobe.errors import GoldenError, InvalidArgumentError
 from hloprobe.golden import folder
@@ -66,8 +66,8 @@ class InputRulesTest(absltest.TestCase):
       verify.parse_requirements("consistent,,accurate")
 
   def test_duplicates_are_swept_once_everywhere(self):
-    spec = sweep.plan_sweep(
-      sweep.SweepSpec(
+    spec = engine.plan_sweep(
+      engine.SweepSpec(
         ("seed_mlp", "seed_mlp"),
         (2, 1, 2),
         ("float32", "bfloat16", "float32"),
@@ -80,7 +80,7 @@ class InputRulesTest(absltest.TestCase):
       (("seed_mlp",), (2, 1), ("float32", "bfloat16"), ("cpu", "t4")),
     )
     self.assertLen(spec.experiments, 1)
-    self.assertEqual(sweep.parse_batch_sizes("1-3,2"), (1, 2, 3))
+    self.assertEqual(engine.parse_batch_sizes("1-3,2"), (1, 2, 3))
 
   def test_hash_inside_a_flag_value_is_kept(self):
     path = self.create_tempfile(

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from absl.testing import absltest, parameterized
 
-from hloprobe import sweep
+from hloprobe import engine
 from hloprobe.compile import get_case, get_target
 from hloprobe.ir import parse_hlo_module, parse_stablehlo_dots
 from hloprobe.numerics import accuracy, integers
@@ -112,8 +112,10 @@ class IntegerSiteTest(parameterized.TestCase):
 class Int8DotsSweepTest(absltest.TestCase):
   def test_sweeps_one_to_nine_and_names_the_overflow(self):
     sizes = tuple(range(1, 10))
-    spec = sweep.SweepSpec(("int8_dots",), sizes, ("float32",), ("cpu", "a100"))
-    results = sweep.run_sweep(spec)
+    spec = engine.SweepSpec(
+      ("int8_dots",), sizes, ("float32",), ("cpu", "a100")
+    )
+    results = engine.run_sweep(spec)
     self.assertLen(results, 18)
     wide, narrow = _exact()
     for r in results:

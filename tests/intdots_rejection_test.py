@@ -16,7 +16,7 @@ import re
 import pytest
 from absl.testing import absltest
 
-from hloprobe import sweep
+from hloprobe import engine
 from hloprobe.compile import Rejection
 from hloprobe.sites import explain_rejection
 from hloprobe.verify import Reason, verify_fix
@@ -105,8 +105,8 @@ class RecordedRejectionTest(absltest.TestCase):
 @pytest.mark.compiles
 class LiveRejectionTest(absltest.TestCase):
   def test_sweep_row_names_site_and_pass(self):
-    spec = sweep.SweepSpec(("seed_mlp",), (1,), ("F16_F16_F32",), ("a100",))
-    (r,) = sweep.run_sweep(spec)
+    spec = engine.SweepSpec(("seed_mlp",), (1,), ("F16_F16_F32",), ("a100",))
+    (r,) = engine.run_sweep(spec)
     self.assertFalse(r.ok)
     self.assertEqual(r.failure.stage, "compile")
     self.assertEqual(r.failure.finding.sites, (0, 1, 2, 3))
@@ -117,7 +117,9 @@ class LiveRejectionTest(absltest.TestCase):
     # TF32_TF32_F32 at n = 1 without dot strength reduction: the vector x
     # vector dot (site 3) is left to a loop fusion, whose EmitDot rejects
     # the algorithm (xla/codegen/emitters/elemental_hlo_to_mlir.cc).
-    spec = sweep.SweepSpec(("seed_mlp",), (1, 2), ("TF32_TF32_F32",), ("a100",))
+    spec = engine.SweepSpec(
+      ("seed_mlp",), (1, 2), ("TF32_TF32_F32",), ("a100",)
+    )
     outcome = verify_fix(spec, "no_dot_strength_reduction", ("accurate",))
     self.assertFalse(outcome.passed)
     (accurate,) = outcome.requirements

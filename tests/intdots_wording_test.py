@@ -21,12 +21,12 @@ import testutil
 from absl.testing import absltest
 
 from hloprobe.compile import Case, get_target
+from hloprobe.engine import run_config
 from hloprobe.ir import as_precision
 from hloprobe.numerics import accuracy, site_notes
 from hloprobe.records import Compilation, Config, ConfigResult
 from hloprobe.report import explain, explain_records, explain_text
 from hloprobe.sites import Fate, effective
-from hloprobe.sweep import run_config
 
 
 def _explanation(**fields):

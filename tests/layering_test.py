@@ -5,17 +5,18 @@ Stages, lowest first (a module's stage is its subpackage under hloprobe/,
 or its own name for a top-level module):
 
   errors < startup < private_api < ir < execute < compile < runtime < sites
-         < numerics < records < sweep < golden < verify < report < pictures
-         < versions < api < pytest_plugin < commands < cli_flags < cli, tools
+         < numerics < records < engine < golden < verify < report < pictures
+         < versions < api < pytest_plugin < commands < cli, tools
          < __main__, __init__
 
 `verify` sits below `report`, which words its evidence records; the
 command layer (`commands`) sits above every library stage and below the
 flags.
 
-Inside `sweep`, its modules follow the data flow too: spec < plan <
-compiled < measure < engine < __init__ (a module imports only those before
-it).
+Inside `engine` (the sweep stage), its modules follow the data flow too:
+spec < plan < compiled < measure < engine < __init__ (a module imports only
+those before it); inside `cli`, _rules < _flags < _help < _main <
+__init__.
 
 A stage reaches another stage package only through its face, the
 package's `__init__` (its `__all__`): `from hloprobe.sites import SiteFate`,
@@ -75,7 +76,7 @@ _ORDER = (
   ("sites",),
   ("numerics",),
   ("records",),
-  ("sweep",),
+  ("engine",),
   ("golden",),
   ("verify",),
   ("report",),
@@ -84,9 +85,6 @@ _ORDER = (
   ("api",),
   ("pytest_plugin",),
   ("commands",),
-  ("cli_rules",),
-  ("cli_flags",),
-  ("cli_help",),
   ("cli", "tools"),
   ("__main__", "__init__"),
 )
@@ -99,14 +97,15 @@ _JAX_ALLOWED = ("jaxlib.mlir",)
 _PRIVATE_ADAPTER = "private_api"
 _PRIVATE_JAX = ("jax._src", "jax.interpreters", "jax.lib")
 # A package's modules in data-flow order: each imports only earlier ones.
-# A string naming a module inside a stage: "hloprobe.sweep.compiled".
+# A string naming a module inside a stage: "hloprobe.engine.compiled".
 _MODULE_PATH_RE = re.compile(r"hloprobe(\.[A-Za-z_]\w*){2,}")
 # Calls that import a module named by a string.
 _IMPORTERS = ("import_module", "__import__")
 # The lazy face: it maps each public name to the module defining it.
 _FACE = "__init__.py"
 _WITHIN = {
-  "sweep": (
+  "cli": ("_rules", "_flags", "_help", "_main", "__init__"),
+  "engine": (
     "spec",
     "shell",
     "shard",
@@ -117,7 +116,7 @@ _WITHIN = {
     "executor",
     "engine",
     "__init__",
-  )
+  ),
 }
 # The one package that formats tables (issue 10: "only the report package
 # formats tables").
@@ -126,7 +125,7 @@ _TABLES = ("report",)
 _PRINTERS = ("commands", "cli", "tools")
 # Module file name -> why it may write to stderr although a library module.
 _MAY_WRITE = {
-  "startup.py": "quiet_startup writes back the stderr lines it does not "
+  "_stderr.py": "startup.quiet_startup writes back the stderr lines it does not "
   "drop (it filters what native code printed; it says nothing itself)",
 }
 
@@ -135,7 +134,7 @@ def _imported(tree: ast.AST) -> list[tuple[int, str]]:
   """(line, dotted name) of every absolute import in `tree`.
 
   `from hloprobe import a, b` yields hloprobe.a and hloprobe.b (and
-  `from hloprobe.sweep import spec` hloprobe.sweep.spec), since the names
+  `from hloprobe.engine import spec` hloprobe.engine.spec), since the names
   may be submodules.
   """
   found = []
@@ -363,11 +362,11 @@ class LayeringTest(absltest.TestCase):
     _write(
       root,
       "sites/passes.py",
-      "def f():\n  from hloprobe import sweep\n  return sweep\n",
+      "def f():\n  from hloprobe import engine\n  return engine\n",
     )
     self.assertEqual(
       violations(root),
-      ["sites/passes.py:2: sites imports higher stage hloprobe.sweep"],
+      ["sites/passes.py:2: sites imports higher stage hloprobe.engine"],
     )
 
   def test_import_past_a_face_fails(self):
@@ -401,18 +400,18 @@ class LayeringTest(absltest.TestCase):
       ],
     )
 
-  def test_sweep_modules_import_only_earlier_ones(self):
+  def test_engine_modules_import_only_earlier_ones(self):
     root = self.create_tempdir().full_path
-    _write(root, "sweep/measure.py", "from hloprobe.sweep import compiled\n")
-    _write(root, "sweep/spec.py", "from hloprobe.compile import cases\n")
+    _write(root, "engine/measure.py", "from hloprobe.engine import compiled\n")
+    _write(root, "engine/spec.py", "from hloprobe.compile import cases\n")
     self.assertEqual(violations(root), [])
-    _write(root, "sweep/spec.py", "from hloprobe.sweep.engine import run\n")
-    _write(root, "sweep/compiled.py", "from hloprobe.sweep import measure\n")
+    _write(root, "engine/spec.py", "from hloprobe.engine.engine import run\n")
+    _write(root, "engine/compiled.py", "from hloprobe.engine import measure\n")
     self.assertEqual(
       violations(root),
       [
-        "sweep/compiled.py:1: imports later module hloprobe.sweep.measure",
-        "sweep/spec.py:1: imports later module hloprobe.sweep.engine",
+        "engine/compiled.py:1: imports later module hloprobe.engine.measure",
+        "engine/spec.py:1: imports later module hloprobe.engine.engine",
       ],
     )
 
@@ -422,26 +421,26 @@ class LayeringTest(absltest.TestCase):
     # so is a stage naming its own modules (a `python -m` of its own).
     _write(
       root,
-      "sweep/compiled.py",
+      "engine/compiled.py",
       "from hloprobe.runtime.serve import Request\n"
       "class CompileRequest(Request):\n  pass\n"
-      "_SELF = 'hloprobe.sweep.compiled'\n",
+      "_SELF = 'hloprobe.engine.compiled'\n",
     )
-    _write(root, "__init__.py", "_WHERE = {'x': 'hloprobe.sweep.compiled'}\n")
+    _write(root, "__init__.py", "_WHERE = {'x': 'hloprobe.engine.compiled'}\n")
     self.assertEqual(violations(root), [])
     _write(
       root,
       "runtime/pool.py",
       "import importlib\n"
-      "_FUNCTIONS = {'run': ('hloprobe.sweep.compiled', 'compile_and_run')}\n"
-      "def f():\n  return importlib.import_module('hloprobe.sweep')\n",
+      "_FUNCTIONS = {'run': ('hloprobe.engine.compiled', 'compile_and_run')}\n"
+      "def f():\n  return importlib.import_module('hloprobe.engine')\n",
     )
     self.assertEqual(
       violations(root),
       [
-        "runtime/pool.py:2: runtime names module 'hloprobe.sweep.compiled' "
+        "runtime/pool.py:2: runtime names module 'hloprobe.engine.compiled' "
         "in a string",
-        "runtime/pool.py:4: runtime imports 'hloprobe.sweep' by name",
+        "runtime/pool.py:4: runtime imports 'hloprobe.engine' by name",
       ],
     )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from absl.testing import absltest
 from testutil import run_hloprobe_here
 
-from hloprobe import cli
+from hloprobe.cli import _main as cli
 from hloprobe.commands import common
 from hloprobe.versions import render_versions, spec_from_request, spec_request
 from hloprobe.versions.compare import compare

@@ -29,7 +29,7 @@ import pytest
 import testutil
 from absl.testing import absltest, parameterized
 
-from hloprobe import report, sweep
+from hloprobe import engine, report
 from hloprobe.compile import get_case, read_module_file
 from hloprobe.numerics import module_made_notes
 
@@ -114,7 +114,7 @@ def _dumped(suffix: str) -> str:
 def _story(case: str, inputs: str | None):
   """(explain's records as JSON, less the case's name and notes; each
   config's site locations) of `case` at batch size 8."""
-  plan = sweep.spec_from_words(
+  plan = engine.spec_from_words(
     cases=[case],
     batch_sizes="8",
     precisions=list(_PRECISIONS),
@@ -187,7 +187,7 @@ class MixedSweepTest(absltest.TestCase):
   def test_module_beside_the_program_and_an_experiment(self):
     module = _dumped("before_optimizations.txt")
     program = os.path.join(_DIR, "prog.py") + ":make_case"
-    plan = sweep.spec_from_words(
+    plan = engine.spec_from_words(
       cases=[module, program],
       batch_sizes="1,8",
       precisions=["float32"],

@@ -31,7 +31,7 @@ import pytest
 from absl.testing import absltest
 from testutil import ROOT, run_hloprobe, run_hloprobe_here
 
-from hloprobe import records, sweep
+from hloprobe import engine, records
 from hloprobe.commands import common
 from hloprobe.compile import cases, targets
 from hloprobe.errors import InvalidArgumentError
@@ -56,14 +56,14 @@ PROGRESS: list = []
 
 
 def setUpModule():
-  spec = sweep.SweepSpec(
+  spec = engine.SweepSpec(
     cases=("seed_mlp",),
     batch_sizes=(1, 2),
     precisions=("bfloat16", "float32"),
     targets=_TARGETS,
     explain_passes=True,
   )
-  RESULTS[:] = sweep.run_sweep(spec, PROGRESS.append)
+  RESULTS[:] = engine.run_sweep(spec, PROGRESS.append)
   EXPLANATIONS[:] = explain.explain_results(RESULTS, [cases.seed_mlp])
 
 

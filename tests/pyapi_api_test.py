@@ -1,5 +1,5 @@
 """hloprobe from Python without compiling: the names the README shows
-(`hloprobe.CASES`, `hloprobe.sweep` callable and still the sweep package),
+(`hloprobe.CASES`, `hloprobe.sweep` a plain function),
 a function made a `Case`, `Results`' forms on recorded compiles, and a
 site's frames cut to the program's own."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 from unittest import mock
 
 import numpy as np
@@ -34,13 +35,13 @@ class NamesTest(absltest.TestCase):
     with self.assertRaises(TypeError):
       hloprobe.CASES["x"] = None
 
-  def test_sweep_is_the_package_and_callable(self):
+  def test_sweep_is_the_api_function(self):
     from hloprobe import sweep as imported
-    from hloprobe.sweep import SweepSpec
 
-    self.assertIs(imported, sys.modules["hloprobe.sweep"])
-    self.assertIs(hloprobe.sweep.SweepSpec, SweepSpec)
-    self.assertTrue(callable(hloprobe.sweep))
+    self.assertIs(imported, api.sweep)
+    self.assertIs(hloprobe.sweep, api.sweep)
+    self.assertIsInstance(hloprobe.sweep, types.FunctionType)
+    self.assertNotIn("hloprobe.sweep", sys.modules)
     self.assertTrue(callable(hloprobe.explain))
     with self.assertRaisesRegex(InvalidArgumentError, "needs example arg"):
       hloprobe.sweep(lambda x: x)
@@ -160,7 +161,7 @@ class ManifestPathsTest(absltest.TestCase):
 class FramesTest(absltest.TestCase):
   def test_hloprobes_own_frames_are_dropped(self):
     lowering = os.path.join(_PACKAGE, "compile", "compat.py")
-    engine = os.path.join(_PACKAGE, "sweep", "engine.py")
+    engine = os.path.join(_PACKAGE, "engine", "engine.py")
     stack = (
       "/u/model.py:6:18",
       "/u/layers.py:2:1",

@@ -23,7 +23,7 @@ import pytest
 import testutil
 from absl.testing import absltest
 
-from hloprobe import sweep
+from hloprobe import engine
 
 # results.json without "created" and timings (`make bench` compares so too).
 from hloprobe.tools.bench_shards import comparable as _comparable
@@ -135,14 +135,14 @@ class RayExecutorTest(absltest.TestCase):
     )
 
   def test_killed_ray_worker_fails_one_config_only(self):
-    plan = sweep.spec_from_words(
+    plan = engine.spec_from_words(
       cases=["seed_mlp"],
       batch_sizes="1-2",
       precisions=["float32"],
       targets=["cpu"],
       jobs=1,
     )
-    plan = sweep.plan_sweep(plan, executor="ray")
+    plan = engine.plan_sweep(plan, executor="ray")
     killed = []
 
     def kill_first(progress):
@@ -153,8 +153,8 @@ class RayExecutorTest(absltest.TestCase):
         os.kill(pid, signal.SIGKILL)
         killed.append(pid)
 
-    with sweep.worker_pool(plan) as pool:  # on this file's cluster
-      results = sweep.run_sweep(plan, kill_first, pool=pool)
+    with engine.worker_pool(plan) as pool:  # on this file's cluster
+      results = engine.run_sweep(plan, kill_first, pool=pool)
       self.assertEqual(pool.started, 2)  # the lane's actor, then a new one
     self.assertEqual([r.ok for r in results], [False, True])
     message = results[0].failure.error
@@ -162,8 +162,8 @@ class RayExecutorTest(absltest.TestCase):
     self.assertNotIn("\n", message)
 
   def test_interrupt_kills_the_actors_and_their_tasks(self):
-    plan = sweep.plan_sweep(
-      sweep.spec_from_words(
+    plan = engine.plan_sweep(
+      engine.spec_from_words(
         cases=["seed_mlp"],
         batch_sizes="1-3",
         precisions=["float32"],
@@ -180,8 +180,8 @@ class RayExecutorTest(absltest.TestCase):
         raise KeyboardInterrupt
 
     with self.assertRaises(KeyboardInterrupt):
-      with sweep.worker_pool(plan) as pool:
-        sweep.run_sweep(plan, interrupt, pool=pool)
+      with engine.worker_pool(plan) as pool:
+        engine.run_sweep(plan, interrupt, pool=pool)
     self.assertLen(pids, 1)
     for _ in range(100):  # ray.kill is asynchronous: up to 10 s
       if not _alive(pids[0]):

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from absl.testing import absltest
 
-from hloprobe import sweep
+from hloprobe import engine
 from hloprobe.compile import CASES, compile_case, get_target
 from hloprobe.errors import TargetError
 from hloprobe.numerics import executed, reference
@@ -41,10 +41,10 @@ class ShardedSweepTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    spec = sweep.SweepSpec(
+    spec = engine.SweepSpec(
       ("sharded_matmul",), (8,), ("float32",), ("cpu", "a100"), jobs=1
     )
-    cls.results = {r.config.target.name: r for r in sweep.run_sweep(spec)}
+    cls.results = {r.config.target.name: r for r in engine.run_sweep(spec)}
 
   def test_both_targets_compile_with_the_mesh(self):
     for name, r in self.results.items():

@@ -12,11 +12,12 @@ import pytest
 import testutil
 from absl.testing import absltest
 
-from hloprobe import records, sweep
+from hloprobe import engine as sweep_stage
+from hloprobe import records
 from hloprobe.compile import cases, targets
+from hloprobe.engine import engine, measure
 from hloprobe.runtime import cache
 from hloprobe.runtime import pool as worker
-from hloprobe.sweep import engine, measure
 
 
 def _key(
@@ -127,7 +128,9 @@ class SweepCacheTest(absltest.TestCase):
     pool = testutil.SweepPool()
     self.addCleanup(pool.close)
     folder = self.create_tempdir().full_path
-    spec = sweep.SweepSpec(("seed_mlp",), (1, 2), ("float32",), ("cpu", "a100"))
+    spec = sweep_stage.SweepSpec(
+      ("seed_mlp",), (1, 2), ("float32",), ("cpu", "a100")
+    )
     cached = dataclasses.replace(spec, cache_dir=folder)
     cold = pool.run(cached)
     self.assertTrue(all(r.ok for r in cold), [r.failure for r in cold])
@@ -194,7 +197,7 @@ def _sweep_counting_workers(spec):
       return real(setup, watch)
 
     with mock.patch.object(measure.CaseSetup, "inputs", spy):
-      results = sweep.run_sweep(spec, pool=pool)
+      results = sweep_stage.run_sweep(spec, pool=pool)
   return results, seen[0], pool.started
 
 
@@ -202,7 +205,7 @@ def _sweep_counting_workers(spec):
 class WorkersTest(absltest.TestCase):
   def test_a_fully_cached_rerun_starts_no_worker(self):
     folder = self.create_tempdir().full_path
-    spec = sweep.SweepSpec(
+    spec = sweep_stage.SweepSpec(
       ("seed_mlp",), (1,), ("float32",), ("cpu", "a100"), cache_dir=folder
     )
     cold, early, started = _sweep_counting_workers(spec)

@@ -16,7 +16,9 @@ import sys
 import pytest
 from absl.testing import absltest, flagsaver
 
-from hloprobe import cli, cli_flags, sweep
+from hloprobe import engine
+from hloprobe.cli import _flags as cli_flags
+from hloprobe.cli import _main as cli
 from hloprobe.compile import cases, experiments, targets
 from hloprobe.errors import CaseError
 from hloprobe.ir import precisions
@@ -57,11 +59,11 @@ def _counted(*functions):
 
 class PlanTest(absltest.TestCase):
   def test_each_name_is_looked_up_once(self):
-    spec = sweep.SweepSpec(
+    spec = engine.SweepSpec(
       ("seed_mlp", "seed_mlp"), (1, 2), ("float32",) * 2, ("cpu", "a100")
     )
     with _counted(*_RESOLVERS) as calls:
-      plan = sweep.plan_sweep(spec)
+      plan = engine.plan_sweep(spec)
     self.assertEqual(
       calls,
       {
@@ -73,13 +75,13 @@ class PlanTest(absltest.TestCase):
     self.assertEqual(plan.precisions, (precisions.Precision.float32,))
     self.assertIs(plan.cases[0].case, cases.seed_mlp)
     with _counted(*_RESOLVERS) as calls:  # a plan is records already
-      self.assertEqual(sweep.plan_sweep(plan), plan)
+      self.assertEqual(engine.plan_sweep(plan), plan)
     self.assertEqual(calls, {f.__name__: [] for f in _RESOLVERS})
 
   def test_each_config_carries_its_records(self):
     e = experiments.parse_experiment("no_algsimp")
-    plan = sweep.plan_sweep(
-      sweep.SweepSpec(
+    plan = engine.plan_sweep(
+      engine.SweepSpec(
         ("seed_mlp",), (1,), ("bfloat16",), ("cpu",), experiments=(e,)
       )
     )
@@ -92,9 +94,9 @@ class PlanTest(absltest.TestCase):
     self.assertIs(base.config.precision, precisions.Precision.bfloat16)
 
   def test_a_spec_checks_nothing_until_planned(self):
-    spec = sweep.SweepSpec(("no_such_case",), (1,), ("float32",), ("cpu",))
+    spec = engine.SweepSpec(("no_such_case",), (1,), ("float32",), ("cpu",))
     with self.assertRaisesRegex(CaseError, "unknown case 'no_such_case'"):
-      sweep.plan_sweep(spec)
+      engine.plan_sweep(spec)
 
   def test_cases_are_read_only(self):
     with self.assertRaises(TypeError):

@@ -9,11 +9,11 @@ import testutil
 from absl.testing import absltest, parameterized
 from testutil import numpy_seed_row0
 
-from hloprobe import records, sweep
+from hloprobe import engine, records
 from hloprobe.compile import cases, targets
+from hloprobe.engine import measure
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.numerics import accuracy
-from hloprobe.sweep import measure
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = pytest.mark.cpu_numerics
@@ -35,7 +35,7 @@ class BatchSizesTest(parameterized.TestCase):
     ("duplicates_dropped", "2,1-3", (2, 1, 3)),
   )
   def test_parse(self, text, expected):
-    self.assertEqual(sweep.parse_batch_sizes(text), expected)
+    self.assertEqual(engine.parse_batch_sizes(text), expected)
 
   @parameterized.named_parameters(
     ("zero", "0"),
@@ -47,7 +47,7 @@ class BatchSizesTest(parameterized.TestCase):
   )
   def test_reject(self, text):
     with self.assertRaisesRegex(InvalidArgumentError, "bad batch size"):
-      sweep.parse_batch_sizes(text)
+      engine.parse_batch_sizes(text)
 
 
 @pytest.mark.compiles
@@ -55,7 +55,7 @@ class SeedSweepTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    spec = sweep.SweepSpec(("seed_mlp",), (1, 2), ("float32",), ("cpu",))
+    spec = engine.SweepSpec(("seed_mlp",), (1, 2), ("float32",), ("cpu",))
     cls.results = {r.config.n: r for r in _POOL.run(spec)}
 
   def test_row0_depends_on_batch_size_on_cpu(self):
@@ -113,7 +113,7 @@ class SeedSweepTest(absltest.TestCase):
 class FailureIsolationTest(absltest.TestCase):
   def test_one_failing_config_keeps_the_others(self):
     # TF32_TF32_F32 is rejected by the CPU's dot_general lowering (jax 0.10.2).
-    spec = sweep.SweepSpec(
+    spec = engine.SweepSpec(
       ("seed_mlp",), (2,), ("TF32_TF32_F32", "float32"), ("cpu",)
     )
     bad, good = _POOL.run(spec)
@@ -130,22 +130,22 @@ class FailureIsolationTest(absltest.TestCase):
 
   def test_batch_larger_than_case_is_a_usage_error_up_front(self):
     # One failure per config would hide the cause: bad input, before any run.
-    spec = sweep.SweepSpec(("seed_mlp",), (1, 5000), ("float32",), ("cpu",))
+    spec = engine.SweepSpec(("seed_mlp",), (1, 5000), ("float32",), ("cpu",))
     with self.assertRaisesRegex(
       InvalidArgumentError,
       "batch size 5000 exceeds case 'seed_mlp''s 4096 rows",
     ):
-      sweep.run_sweep(spec)
+      engine.run_sweep(spec)
 
   def test_plan_rejects_unknown_names(self):
-    base = sweep.SweepSpec(("seed_mlp",), (1,), ("float32",), ("cpu",))
+    base = engine.SweepSpec(("seed_mlp",), (1,), ("float32",), ("cpu",))
     for field, value, message in (
       ("cases", ("nope",), "unknown case"),
       ("precisions", ("fp32",), "unknown precision"),
       ("targets", ("tpu",), "unknown target"),
     ):
       with self.assertRaisesRegex(InvalidArgumentError, message):
-        sweep.plan_sweep(base, **{field: value})
+        engine.plan_sweep(base, **{field: value})
 
   def test_missing_reference_and_predictor_say_why(self):
     case = cases.get_case("seed_mlp")
@@ -177,7 +177,7 @@ class FailureIsolationTest(absltest.TestCase):
 @pytest.mark.compiles
 class CompileOnlyRecordsTest(absltest.TestCase):
   def test_a_compile_only_target_has_no_execution(self):
-    spec = sweep.SweepSpec(("seed_mlp",), (2,), ("float32",), ("a100",))
+    spec = engine.SweepSpec(("seed_mlp",), (2,), ("float32",), ("a100",))
     (r,) = _POOL.run(spec)
     self.assertTrue(r.ok, r.failure)
     a100 = targets.get_target("a100")

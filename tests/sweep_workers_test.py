@@ -15,7 +15,7 @@ import pytest
 import testutil
 from absl.testing import absltest
 
-from hloprobe import sweep
+from hloprobe import engine
 from hloprobe.compile import cases, targets
 from hloprobe.compile.experiments import parse_experiment
 from hloprobe.runtime import pool as worker
@@ -96,10 +96,10 @@ class CrashTest(absltest.TestCase):
     path = os.path.join(folder, "crash_case.py")
     with open(path, "w") as f:
       f.write(textwrap.dedent(_CRASH_CASE))
-    spec = sweep.SweepSpec(
+    spec = engine.SweepSpec(
       (f"{path}:crash_at_two",), (1, 2, 3), ("float32",), ("cpu",)
     )
-    one, two, three = sweep.run_sweep(spec)
+    one, two, three = engine.run_sweep(spec)
     self.assertFalse(two.ok)
     self.assertEqual(two.failure.stage, "run")
     self.assertRegex(
@@ -119,8 +119,8 @@ class CrashTest(absltest.TestCase):
 class InputsTest(absltest.TestCase):
   def test_the_worker_runs_on_the_references_inputs(self):
     path = self.create_tempfile("unseeded.py", _UNSEEDED_CASE).full_path
-    spec = sweep.SweepSpec((f"{path}:unseeded",), (2,), ("float32",), ("cpu",))
-    (r,) = sweep.run_sweep(spec)
+    spec = engine.SweepSpec((f"{path}:unseeded",), (2,), ("float32",), ("cpu",))
+    (r,) = engine.run_sweep(spec)
     self.assertTrue(r.ok, r.failure)
     # K = 64 float32 products against float64: |err| <= gamma_64 |x||w|,
     # about 4e-6 relative; other inputs would be off by O(1).
@@ -136,8 +136,8 @@ class InputsTest(absltest.TestCase):
       lambda: (x, w),
       in_axes=(0, None),
     )
-    spec = sweep.SweepSpec((mine,), (1,), ("float32",), ("cpu",))
-    (r,) = sweep.run_sweep(spec)
+    spec = engine.SweepSpec((mine,), (1,), ("float32",), ("cpu",))
+    (r,) = engine.run_sweep(spec)
     self.assertTrue(r.ok, r.failure)
     self.assertLen(r.compilation.fates, 1)  # the seed MLP has 4 dot sites
     # tanh(8 * 0.5 * 0.25) = tanh(1), from numpy; XLA's tanh is within
@@ -162,10 +162,10 @@ class InputsOnceTest(absltest.TestCase):
     )
     self.assertFalse(cases.resolvable_elsewhere(mine.name, mine))
     folder = self.create_tempdir().full_path
-    spec = sweep.SweepSpec(
+    spec = engine.SweepSpec(
       (mine,), (1, 2), ("float32",), ("cpu",), cache_dir=folder
     )
-    results = sweep.run_sweep(spec)
+    results = engine.run_sweep(spec)
     self.assertTrue(all(r.ok for r in results), [r.failure for r in results])
     # sizes checked, fingerprint, references and both compiles: one call
     self.assertEqual(calls, [0])
@@ -182,7 +182,7 @@ class JobsTest(absltest.TestCase):
       targets, "load_target_config", wraps=targets.load_target_config
     )
     with reads as load:
-      spec = sweep.SweepSpec(
+      spec = engine.SweepSpec(
         ("seed_mlp",),
         (1, 2),
         ("float32",),
@@ -191,14 +191,14 @@ class JobsTest(absltest.TestCase):
           parse_experiment("nofm:--xla_cpu_enable_fast_math=false"),
         ),
       )
-      spec = sweep.plan_sweep(spec)  # read here, once for both sweeps
-      one = sweep.run_sweep(spec)
+      spec = engine.plan_sweep(spec)  # read here, once for both sweeps
+      one = engine.run_sweep(spec)
       tmp = self.create_tempdir().full_path
       seen = set()
       watch = lambda _: seen.update(_worker_folders(tmp))
       with mock.patch.object(tempfile, "tempdir", tmp):
         with worker.WorkerPool() as pool:
-          two = sweep.run_sweep(
+          two = engine.run_sweep(
             dataclasses.replace(spec, jobs=2), watch, None, pool
           )
     self.assertEqual(load.call_count, 1)

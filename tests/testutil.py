@@ -71,7 +71,7 @@ def run_hloprobe_here(
   """
   from absl.testing import flagsaver
 
-  from hloprobe import cli
+  from hloprobe.cli import _main as cli
 
   def hang(signum, frame):
     raise HangError(f"hloprobe {' '.join(args)}: over {timeout_s} s")
@@ -127,14 +127,14 @@ class SweepPool:
     self._pool = None
 
   def run(self, spec) -> list:
-    """`sweep.run_sweep(spec)` on this pool's workers."""
-    from hloprobe import sweep
+    """`engine.run_sweep(spec)` on this pool's workers."""
+    from hloprobe import engine
     from hloprobe.runtime import WorkerPool
 
     if self._pool is None:
       self._pool = WorkerPool()
     try:
-      return sweep.run_sweep(spec, pool=self._pool)
+      return engine.run_sweep(spec, pool=self._pool)
     except BaseException:  # run_sweep may have closed it: the next is new
       self.close()
       raise

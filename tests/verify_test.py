@@ -10,7 +10,7 @@ import testutil
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe, run_hloprobe_here
 
-from hloprobe import sweep, verify
+from hloprobe import engine, verify
 from hloprobe.compile import lowering
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.report import verification
@@ -36,7 +36,7 @@ def _verify(
   precisions=("bfloat16",),
   **kwargs,
 ):
-  spec = sweep.SweepSpec(
+  spec = engine.SweepSpec(
     ("seed_mlp",), sizes, precisions, targets, cache_dir=testutil.record_cache()
   )
   parsed = verify.parse_fix(fix)

@@ -46,17 +46,17 @@ from collections.abc import Callable, Sequence
 from hloprobe.api.results import Results
 from hloprobe.api.ship import ship, worker_environment
 from hloprobe.compile import Case
-from hloprobe.errors import InvalidArgumentError
-from hloprobe.records import ConfigResult
-from hloprobe.report import Answer, explain_results, render, render_answered
-from hloprobe.runtime import default_cache_dir, host_cpu
-from hloprobe.sweep import (
+from hloprobe.engine import (
   SweepPlan,
   SweepSpec,
   check_nonempty,
   plan_sweep,
   run_sweep,
 )
+from hloprobe.errors import InvalidArgumentError
+from hloprobe.records import ConfigResult
+from hloprobe.report import Answer, explain_results, render, render_answered
+from hloprobe.runtime import default_cache_dir, host_cpu
 from hloprobe.verify import find_findings
 
 __all__ = [
@@ -68,7 +68,7 @@ __all__ = [
   "sweep",
 ]
 
-# The command line's defaults (`cli_flags`): the seed report's precisions.
+# The command line's defaults (`cli._flags`): the seed report's precisions.
 DEFAULT_PRECISIONS = ("bfloat16", "tensorfloat32", "float32")
 _NAME_RE = re.compile(r"[^A-Za-z0-9_\-]")
 

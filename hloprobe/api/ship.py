@@ -30,8 +30,8 @@ import types
 from collections.abc import Iterator
 
 from hloprobe.compile import Case
+from hloprobe.engine import SweepPlan
 from hloprobe.errors import CaseError, first_line
-from hloprobe.sweep import SweepPlan
 
 __all__ = ["ship", "worker_environment"]
 

@@ -69,7 +69,7 @@ class SweepWords:
     cache_dir: --cache_dir, or None (the default folder).
     cache: --cache (the default); False with --nocache.
     case_timeout: --case_timeout, seconds one worker call of a user case
-      may take (see `sweep.SweepSpec.case_timeout_s`).
+      may take (see `engine.SweepSpec.case_timeout_s`).
     inputs: --inputs, an `.npz`/`.npy` file of a module case's arguments,
       or None.
     given: the names of the flags above given on the command line.
@@ -113,7 +113,7 @@ def sweep_spec(
   explain_passes: bool = False,
 ):
   """The sweep `words` (and the experiments, for the commands that take
-  them) ask for, planned once (`sweep.SweepPlan`: every case, target and
+  them) ask for, planned once (`engine.SweepPlan`: every case, target and
   precision looked up here, and nowhere after).
 
   Args:
@@ -128,7 +128,7 @@ def sweep_spec(
       module runs at its own size; mixed with other cases, those take the
       sizes).
   """
-  from hloprobe.sweep import spec_from_words
+  from hloprobe.engine import spec_from_words
 
   check_module_words(words)
   return spec_from_words(
@@ -149,7 +149,7 @@ def sweep_spec(
 
 
 def with_executor(spec, args):
-  """Plan `spec` (`sweep.SweepPlan`) with --executor and --ray_address
+  """Plan `spec` (`engine.SweepPlan`) with --executor and --ray_address
   (`args.executor`, `args.ray_address`), Ray's presence checked now,
   before any work.
 
@@ -241,7 +241,7 @@ def start_jax(swept) -> None:
   """Starts JAX here on the CPU only, without noise.
 
   Every config compiles and runs in a worker process (see
-  `sweep.run_sweep`); this process computes float64 references and
+  `engine.run_sweep`); this process computes float64 references and
   emulations, on the CPU, so it never starts nor allocates on a GPU.
   Unless an attached GPU (`gpu`) is among `swept`'s Target records,
   JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 is set (compile-only GPU targets need
@@ -272,7 +272,7 @@ def host():
 
 
 def progress_printer(stream):
-  """A `sweep.run_sweep` progress callable drawing a bar with an ETA on
+  """A `engine.run_sweep` progress callable drawing a bar with an ETA on
   `stream`, or None when `stream` is not a terminal (logs and pipes get no
   progress, as before).
 
@@ -339,7 +339,7 @@ def run_streamed(
 ):
   """run_sweep, each finished config appended to
   `<output_dir>/results.jsonl`; a progress line on a terminal's stderr.
-  `pool`: the `runtime.WorkerPool` to run on (`sweep.worker_pool`), or
+  `pool`: the `runtime.WorkerPool` to run on (`engine.worker_pool`), or
   None for the sweep's own. `overwrite`: an earlier sweep's results in
   `output_dir` are removed first (`report.start_stream`).
 
@@ -348,12 +348,12 @@ def run_streamed(
       and not `overwrite`.
     Interrupted: on SIGINT/SIGTERM, carrying the configs finished.
   """
-  from hloprobe import sweep
+  from hloprobe import engine
   from hloprobe.report import Progress, start_stream
 
   progress = Progress(spec.config_count, start_stream(output_dir, overwrite))
   try:
-    results = sweep.run_sweep(
+    results = engine.run_sweep(
       spec, progress_printer(sys.stderr), on_result=progress.add, pool=pool
     )
   except KeyboardInterrupt as e:
@@ -400,9 +400,9 @@ def sweep_values(words: SweepWords) -> tuple[dict, list[str]]:
   Raises:
     InvalidArgumentError: a bad --batch_sizes.
   """
-  from hloprobe import sweep
+  from hloprobe import engine
 
   values = {key: getattr(words, flag) for key, flag in _SWEEP_FLAGS.items()}
-  values["batch_sizes"] = sweep.parse_batch_sizes(words.batch_sizes)
+  values["batch_sizes"] = engine.parse_batch_sizes(words.batch_sizes)
   given = [key for key, flag in _SWEEP_FLAGS.items() if flag in words.given]
   return values, given

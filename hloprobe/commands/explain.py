@@ -109,12 +109,12 @@ def explain_answered(args: ExplainArgs):
     InvalidArgumentError: bad input, --format=markdown among it.
     common.Interrupted: SIGINT/SIGTERM, with the configs finished.
   """
-  from hloprobe import sweep
+  from hloprobe import engine
   from hloprobe.report import explain_results
 
   spec = _spec(args)
   common.start_jax(spec.targets)
-  with sweep.worker_pool(spec) as pool:
+  with engine.worker_pool(spec) as pool:
     if args.results:  # the explain sweep, done already (sharded)
       from hloprobe.commands.merge import results_in
 
@@ -133,7 +133,7 @@ def _answer(spec, results, try_fixes: bool, pool):
   import signal
   import sys
 
-  from hloprobe import sweep, verify
+  from hloprobe import engine, verify
   from hloprobe.report import Answer
 
   findings = verify.find_findings(results)
@@ -149,7 +149,7 @@ def _answer(spec, results, try_fixes: bool, pool):
   try:
     for plan in verify.try_sweeps(tries):
       show = common.progress_printer(sys.stderr)
-      tried += sweep.run_sweep(plan, show, pool=pool)
+      tried += engine.run_sweep(plan, show, pool=pool)
   except KeyboardInterrupt as e:
     signum = getattr(e, "signum", signal.SIGINT)
     raise common.Interrupted(signum, results, len(results)) from None

@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Collection, Mapping, Sequence
 
 from hloprobe.commands import common
+from hloprobe.engine import SweepSpec
 from hloprobe.errors import HloprobeError, InvalidArgumentError, write_or_fail
 from hloprobe.golden import (
   case_cannot_end,
@@ -25,7 +26,6 @@ from hloprobe.golden import (
   sweep_snapshot,
   write_snapshot,
 )
-from hloprobe.sweep import SweepSpec
 
 __all__ = [
   "GoldenArgs",
@@ -155,7 +155,7 @@ def main(args: GoldenArgs) -> int:
       "MANIFEST.json records them"
     )
   golden_dir = args.golden_dir or default_golden_dir()
-  from hloprobe.sweep import check_nonempty
+  from hloprobe.engine import check_nonempty
 
   # Case code (factories, the reference) cannot end the command with a
   # status of its own (`golden.case_cannot_end`).

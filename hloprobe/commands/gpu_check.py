@@ -28,8 +28,8 @@ def main(argv: list[str]) -> int:
   """absl main: run, print the table, write the JSON file."""
   from absl import flags
 
+  from hloprobe.engine import parse_batch_sizes
   from hloprobe.report import atomic_write, dumps_json
-  from hloprobe.sweep import parse_batch_sizes
 
   f = flags.FLAGS
   del argv

@@ -62,9 +62,9 @@ def merge(args: MergeArgs):
       twice, missing shards; a plan this hloprobe (its source, jax,
       XLA_FLAGS) makes otherwise; shards that disagree with its split.
   """
+  from hloprobe.engine import Shard, shard_identity, without_batch_consistency
   from hloprobe.report import join_shards, read_shard
   from hloprobe.runtime import HostCpu
-  from hloprobe.sweep import Shard, shard_identity, without_batch_consistency
 
   given = sorted(set(args.common.given) - set(_READS))
   if given:
@@ -102,7 +102,7 @@ def _plan(words: dict):
     InvalidArgumentError: words that no longer make a plan (e.g. a case
       file that moved).
   """
-  from hloprobe.sweep import spec_from_words
+  from hloprobe.engine import spec_from_words
 
   try:
     return spec_from_words(
@@ -125,8 +125,8 @@ def _plan(words: dict):
 
 def main(args: MergeArgs) -> int:
   """`hloprobe merge`: joins, prints, writes; returns the exit status."""
+  from hloprobe.engine import with_batch_consistency
   from hloprobe.report import Progress, start_stream
-  from hloprobe.sweep import with_batch_consistency
 
   plan, host, collected = merge(args)
   out = args.common.output_dir

@@ -112,8 +112,8 @@ def _sharded(spec, text: str, output_dir: str | None):
   Raises:
     InvalidArgumentError: a bad --shard, or no --output_dir to merge from.
   """
+  from hloprobe.engine import parse_shard, plan_sweep
   from hloprobe.errors import InvalidArgumentError
-  from hloprobe.sweep import parse_shard, plan_sweep
 
   shard = parse_shard(text, os.environ)
   if not output_dir:
@@ -126,8 +126,8 @@ def _sharded(spec, text: str, output_dir: str | None):
 
 def shard_entry(spec) -> dict | None:
   """results.json's "shard" entry of a `--shard` run's plan, else None."""
+  from hloprobe.engine import shard_identity
   from hloprobe.report import shard_json
-  from hloprobe.sweep import shard_identity
 
   if spec.shard is None:
     return None

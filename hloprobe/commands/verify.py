@@ -70,7 +70,7 @@ def verify(args: VerifyArgs):
   if args.results:  # the sweep verify_fix runs, done already (sharded)
     from hloprobe.commands.merge import results_in
     from hloprobe.compile import jax_versions
-    from hloprobe.sweep import plan_sweep
+    from hloprobe.engine import plan_sweep
 
     spec = dataclasses.replace(spec, experiments=())
     swept = plan_sweep(verifying.fix_sweep(spec, fix, requirements))

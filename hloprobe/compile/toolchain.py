@@ -22,7 +22,7 @@ that compile used. The rule, checked on jaxlib 0.10.2 and 0.12.0.1:
   overrides it, which is how hloprobe pins the wheel.
 
 Native stderr (what XLA and the CUDA plugin write to file descriptor 2) is
-`hloprobe.startup`'s, a module that imports no JAX.
+`hloprobe.startup`'s, a package that imports no JAX.
 
 Imports no JAX.
 

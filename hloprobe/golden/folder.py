@@ -39,10 +39,10 @@ from collections.abc import Iterable, Mapping
 from importlib.machinery import PathFinder
 
 from hloprobe.compile import CASES, is_config_path
+from hloprobe.engine import SweepPlan, SweepSpec, plan_sweep
 from hloprobe.errors import GoldenError
 from hloprobe.golden import format as fmt
 from hloprobe.ir import read_text_file
-from hloprobe.sweep import SweepPlan, SweepSpec, plan_sweep
 
 __all__ = [
   "MANIFEST",

@@ -35,6 +35,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 
 from hloprobe.compile import BASELINE, jax_versions
+from hloprobe.engine import SweepPlan, SweepSpec, plan_sweep, run_sweep
 from hloprobe.errors import GoldenError
 from hloprobe.golden import format as fmt
 from hloprobe.golden.diff import (
@@ -55,7 +56,6 @@ from hloprobe.golden.folder import (
 )
 from hloprobe.golden.format import ConfigKey
 from hloprobe.records import Config, ConfigResult
-from hloprobe.sweep import SweepPlan, SweepSpec, plan_sweep, run_sweep
 
 __all__ = [
   "Snapshot",

@@ -30,6 +30,7 @@ import shutil
 import tempfile
 from collections.abc import Mapping
 
+from hloprobe.engine import SweepPlan, SweepSpec, plan_sweep
 from hloprobe.errors import GoldenError
 from hloprobe.golden import format as fmt
 from hloprobe.golden import lock
@@ -51,7 +52,6 @@ from hloprobe.golden.snapshot import (
   write_snapshot,
 )
 from hloprobe.ir import umask_mode
-from hloprobe.sweep import SweepPlan, SweepSpec, plan_sweep
 
 __all__ = ["UpdateResult", "golden_update", "update_goldens"]
 

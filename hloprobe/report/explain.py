@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from hloprobe.compile import Case, ReportedError
+from hloprobe.engine import SweepSpec, plan_sweep, run_sweep
 from hloprobe.records import ConfigResult
 from hloprobe.report.explain_autotune import autotuned, site_selections
 from hloprobe.report.explain_kernel import (
@@ -48,7 +49,6 @@ from hloprobe.sites import (
   merge_words,
   tf32_optional,
 )
-from hloprobe.sweep import SweepSpec, plan_sweep, run_sweep
 
 __all__ = [
   "explain_results",

@@ -130,15 +130,15 @@ for n in range(1, 10):
 
 _SWEEP = (
   """
-from hloprobe import sweep
+from hloprobe import engine
 from hloprobe.ir import precisions
 """
   + _START.replace("{", "{{").replace("}", "}}")
   + """
-spec = sweep.SweepSpec(
+spec = engine.SweepSpec(
   ({case!r},), {sizes}, {precisions}, ("{target}",), jobs={jobs}
 )
-results = sweep.run_sweep(spec)
+results = engine.run_sweep(spec)
 assert all(r.ok for r in results), [r.failure for r in results if not r.ok]
 """
   + _STOP

@@ -64,8 +64,8 @@ import dataclasses
 from collections.abc import Sequence
 
 from hloprobe.compile import BASELINE, is_config_path
+from hloprobe.engine import SweepPlan, plan_sweep
 from hloprobe.records import ConfigResult
-from hloprobe.sweep import SweepPlan, plan_sweep
 from hloprobe.verify.findings import Finding, find_findings, times_words
 from hloprobe.verify.fix import Fix, parse_fix
 from hloprobe.verify.outcome import verify

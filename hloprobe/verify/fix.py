@@ -12,10 +12,10 @@ import dataclasses
 from collections.abc import Sequence
 
 from hloprobe.compile import BASELINE, Experiment, parse_experiment
+from hloprobe.engine import SweepSpec
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.ir import parse_precision
 from hloprobe.records import ConfigResult
-from hloprobe.sweep import SweepSpec
 
 __all__ = [
   "REQUIREMENTS",

@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from hloprobe.compile import BASELINE, jax_versions
+from hloprobe.engine import SweepSpec, run_sweep
 from hloprobe.golden import (
   GoldenSiteChange,
   default_golden_dir,
@@ -19,7 +20,6 @@ from hloprobe.golden import (
   dot_summary,
 )
 from hloprobe.records import ConfigResult
-from hloprobe.sweep import SweepSpec, run_sweep
 from hloprobe.verify import evidence as ev
 from hloprobe.verify import requirements as judged_by
 from hloprobe.verify.fix import (

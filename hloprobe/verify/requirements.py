@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from hloprobe.engine import SweepSpec
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.golden import check, take_snapshot
 from hloprobe.numerics import (
@@ -25,7 +26,6 @@ from hloprobe.numerics import (
 )
 from hloprobe.records import ConfigResult
 from hloprobe.sites import tf32_optional
-from hloprobe.sweep import SweepSpec
 from hloprobe.verify import evidence as ev
 
 __all__ = [

@@ -269,7 +269,7 @@ def run_gpu_check(
   """
   import jax
 
-  from hloprobe import sweep
+  from hloprobe import engine
   from hloprobe.compile import jax_versions, start_backends, version_warning
   from hloprobe.report import results_json
 
@@ -286,13 +286,13 @@ def run_gpu_check(
     word, path = autotune_record_flags(record_dir, device)
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {word}"
     recorded["autotune_results_file"] = path
-  spec = sweep.SweepSpec(
+  spec = engine.SweepSpec(
     cases=(case,),
     batch_sizes=batch_sizes,
     precisions=precisions,
     targets=(device_target, twin),
   )
-  results = sweep.run_sweep(spec)
+  results = engine.run_sweep(spec)
   versions = jax_versions()
   path = recorded["autotune_results_file"]
   if path is not None and not stamp_results(path, versions["jaxlib"]):

@@ -67,7 +67,7 @@ class VersionRun:
 
 
 def spec_request(spec) -> dict:
-  """A `sweep.SweepSpec` as JSON-able fields, its XLA_FLAGS experiments as
+  """A `engine.SweepSpec` as JSON-able fields, its XLA_FLAGS experiments as
   {"name", "xla_flags"} (the worker sweeps them beside the baseline); a
   module file's path and --inputs made absolute (the worker runs in a
   folder of its own)."""
@@ -90,11 +90,11 @@ def spec_request(spec) -> dict:
 
 
 def spec_from_request(fields: dict):
-  """The `sweep.SweepSpec` a worker sweeps, from `spec_request`'s fields."""
-  from hloprobe import sweep
+  """The `engine.SweepSpec` a worker sweeps, from `spec_request`'s fields."""
+  from hloprobe import engine
   from hloprobe.compile import Experiment
 
-  return sweep.SweepSpec(
+  return engine.SweepSpec(
     cases=tuple(fields["cases"]),
     batch_sizes=tuple(fields["batch_sizes"]),
     precisions=tuple(fields["precisions"]),
@@ -238,7 +238,7 @@ def _serve(request_path: str, reply_path: str) -> None:
 
   import jax
 
-  from hloprobe import sweep, verify
+  from hloprobe import engine, verify
   from hloprobe.compile import (
     jax_versions,
     jaxlib_git_hash,
@@ -256,7 +256,7 @@ def _serve(request_path: str, reply_path: str) -> None:
     request = json.load(f)
   spec = spec_from_request(request["spec"])
   start_backends(None)
-  results = sweep.run_sweep(spec)
+  results = engine.run_sweep(spec)
   judged = verify.judge(results, request["requirements"])
   reply = {
     **jax_versions(),

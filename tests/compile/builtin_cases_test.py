@@ -25,7 +25,7 @@ import testutil
 from absl.testing import absltest
 from testutil import tf32_rna
 
-from hloprobe import sweep
+from hloprobe import engine
 from hloprobe.compile import cases
 from hloprobe.numerics import emulate
 
@@ -44,7 +44,7 @@ def tearDownModule():
 
 
 def _sweep(name, sizes, targets, precisions=("default",)):
-  spec = sweep.SweepSpec((name,), sizes, precisions, targets)
+  spec = engine.SweepSpec((name,), sizes, precisions, targets)
   results = _POOL.run(spec)
   out = {}
   for r in results:

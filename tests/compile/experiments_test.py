@@ -7,7 +7,7 @@ import os
 import pytest
 from absl.testing import absltest, parameterized
 
-from hloprobe import sweep
+from hloprobe import engine
 from hloprobe.compile import experiments
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.sites import Fate
@@ -67,7 +67,7 @@ class ParseTest(parameterized.TestCase):
 @pytest.mark.compiles
 class SweepWithExperimentsTest(absltest.TestCase):
   def test_flags_change_fates_and_a_bad_flag_fails_alone(self):
-    spec = sweep.SweepSpec(
+    spec = engine.SweepSpec(
       ("seed_mlp",),
       (1,),
       ("float32",),
@@ -77,7 +77,7 @@ class SweepWithExperimentsTest(absltest.TestCase):
         experiments.parse_experiment("typo:--xla_cpu_enable_fast_mathh=false"),
       ),
     )
-    base, no_algsimp, typo = sweep.run_sweep(spec)
+    base, no_algsimp, typo = engine.run_sweep(spec)
     self.assertEqual(
       [r.config.experiment for r in (base, no_algsimp, typo)],
       ["baseline", "no_algsimp", "typo"],
@@ -98,8 +98,8 @@ class SweepWithExperimentsTest(absltest.TestCase):
     e = experiments.BUILTIN_EXPERIMENTS["no_algsimp"]
     other = experiments.parse_experiment("no_algsimp:--xla_foo=1")
     with self.assertRaisesRegex(InvalidArgumentError, "unique"):
-      sweep.plan_sweep(
-        sweep.SweepSpec(
+      engine.plan_sweep(
+        engine.SweepSpec(
           ("seed_mlp",), (1,), ("float32",), ("cpu",), experiments=(e, other)
         )
       )

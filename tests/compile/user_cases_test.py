@@ -14,7 +14,7 @@ import pytest
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe, run_hloprobe_here
 
-from hloprobe import sweep, verify
+from hloprobe import engine, verify
 from hloprobe.compile import cases
 from hloprobe.errors import CaseError
 from hloprobe.report import requirement_lines
@@ -126,24 +126,24 @@ class LoadTest(parameterized.TestCase):
   def test_bad_input_is_one_case_error(self, names, message):
     if names.startswith("broken"):
       names = os.path.join(_DIR, names)
-    spec = sweep.SweepSpec(
+    spec = engine.SweepSpec(
       tuple(names.split(",")), (1,), ("float32",), ("cpu",)
     )
     with WorkerPool() as pool:
       with self.assertRaisesRegex(CaseError, message) as cm:
         # Names fail as the plan is made; a case's inputs as the sweep
         # makes them (in its loader's worker), before any config compiles.
-        sweep.run_sweep(sweep.plan_sweep(spec), pool=pool)
+        engine.run_sweep(engine.plan_sweep(spec), pool=pool)
     self.assertNotIn("\n", str(cm.exception))
     self.assertEqual(pool.started, 0)  # no compile worker started for it
 
   def test_the_same_name_twice_is_swept_once(self):
     # One rule for repeats (README, Reliability): the same word twice is
     # swept once; one case under two names is the error above.
-    spec = sweep.SweepSpec(
+    spec = engine.SweepSpec(
       ("seed_mlp", "seed_mlp"), (1,), ("float32",), ("cpu",)
     )
-    self.assertEqual(sweep.plan_sweep(spec).case_names, ("seed_mlp",))
+    self.assertEqual(engine.plan_sweep(spec).case_names, ("seed_mlp",))
 
   def test_batch_size_beyond_the_input_is_an_error(self):
     case = cases.get_case("userpkg.mycase:make")
@@ -166,11 +166,11 @@ class LossAndBatchedLeafTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    spec = sweep.SweepSpec((f"{_FILE}:make",), (1, 2), ("float32",), ("cpu",))
+    spec = engine.SweepSpec((f"{_FILE}:make",), (1, 2), ("float32",), ("cpu",))
     fix, require = verify.parse_fix("float32"), ("consistent", "accurate")
-    plan = sweep.plan_sweep(verify.fix_sweep(spec, fix, require))
+    plan = engine.plan_sweep(verify.fix_sweep(spec, fix, require))
     with WorkerPool() as pool:
-      cls.results = sweep.run_sweep(plan, pool=pool)
+      cls.results = engine.run_sweep(plan, pool=pool)
     # Worker processes started: the plan's (the case loaded), the sweep's.
     cls.started = (plan.cases[0].loader.started, pool.started)
     cls.verification = verify.verify(

@@ -25,7 +25,8 @@ import testutil
 from absl.testing import absltest, flagsaver, parameterized
 from testutil import run_hloprobe, run_hloprobe_here
 
-from hloprobe import cli, sweep
+from hloprobe import engine
+from hloprobe.cli import _main as cli
 from hloprobe.commands import golden as golden_command
 from hloprobe.errors import GoldenError
 from hloprobe.golden import folder, format, snapshot, update
@@ -790,11 +791,11 @@ class GoldenApiTest(absltest.TestCase):
       mock.patch.object(snapshot, "sweep_snapshot", _recorded_sweep)
     )
     path = self.create_tempdir().full_path
-    spec = sweep.SweepSpec(("seed_mlp",), (1,), ("float32",), ("cpu",))
+    spec = engine.SweepSpec(("seed_mlp",), (1,), ("float32",), ("cpu",))
     written = update.golden_update(spec, path)
     self.assertLen(written.added, 3)  # .stablehlo.mlir, .hlo, .dots.json
     self.assertEqual(
-      folder.golden_spec(path), sweep.plan_sweep(spec, explain_passes=True)
+      folder.golden_spec(path), engine.plan_sweep(spec, explain_passes=True)
     )
     result = snapshot.golden_check(golden_dir=path)  # the manifest's sweep
     self.assertTrue(result.ok, result.render())

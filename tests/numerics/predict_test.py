@@ -14,7 +14,7 @@ import testutil
 from absl.testing import absltest
 from testutil import numpy_seed_row0
 
-from hloprobe import sweep
+from hloprobe import engine
 from hloprobe.compile import cases
 from hloprobe.numerics import accuracy, emulate, predict, reference
 from hloprobe.sites import Fate, effective
@@ -24,10 +24,10 @@ pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
 
 
 def _sweep(targets, precisions, sizes=(1, 2)):
-  spec = sweep.SweepSpec(("seed_mlp",), sizes, precisions, targets)
+  spec = engine.SweepSpec(("seed_mlp",), sizes, precisions, targets)
   return {
     (r.config.target.name, r.config.precision, r.config.n): r
-    for r in sweep.run_sweep(spec)
+    for r in engine.run_sweep(spec)
   }
 
 
@@ -191,7 +191,7 @@ _H200_SWEEP = os.path.join(
   os.path.dirname(os.path.dirname(__file__)),
   "testdata",
   "gpu_check",
-  "nvidia_h200-jaxlib0.11.2-sweep.json",
+  "nvidia_h200-jaxlib0.11.2-engine.json",
 )
 # The numpy model sums in float64, the GPU in f32 (same rounded operands);
 # tests/gpu_measurements_test.py.

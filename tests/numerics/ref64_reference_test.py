@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from absl.testing import absltest
 
-from hloprobe import sweep
+from hloprobe import engine
 from hloprobe.compile import cases
 from hloprobe.numerics import reference
 from hloprobe.report import explain, explain_text, results_schema
@@ -120,10 +120,10 @@ class FallbackShownTest(absltest.TestCase):
     chol = cases.Case(
       "chol", "", _cholesky, lambda: (_X,), rows_independent=True
     )
-    spec = sweep.SweepSpec(
+    spec = engine.SweepSpec(
       (chol, "seed_mlp"), (1, 2), ("float32",), ("cpu",), explain_passes=True
     )
-    cls.results = sweep.run_sweep(spec)
+    cls.results = engine.run_sweep(spec)
 
   def _of(self, case):
     return [r for r in self.results if r.config.case == case]

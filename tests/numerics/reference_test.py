@@ -9,7 +9,7 @@ import pytest
 from absl.testing import absltest
 from jax import lax
 
-from hloprobe import sweep
+from hloprobe import engine
 from hloprobe.compile import cases
 from hloprobe.numerics import accuracy, reference
 
@@ -34,8 +34,8 @@ def _centred(x, w):
 
 
 def _sweep(case, sizes=(1, 2)):
-  spec = sweep.SweepSpec((case,), sizes, ("float32",), ("cpu",))
-  return {r.config.n: r for r in sweep.run_sweep(spec)}
+  spec = engine.SweepSpec((case,), sizes, ("float32",), ("cpu",))
+  return {r.config.n: r for r in engine.run_sweep(spec)}
 
 
 class WidenedTest(absltest.TestCase):

@@ -18,15 +18,15 @@ import pytest
 import recorded
 from absl.testing import absltest
 
-from hloprobe import sweep
+from hloprobe import engine
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
 
 
 def _sweep(case, target, n, precision="default"):
-  spec = sweep.SweepSpec((case,), (n,), (precision,), (target,))
-  (r,) = sweep.run_sweep(spec)
+  spec = engine.SweepSpec((case,), (n,), (precision,), (target,))
+  (r,) = engine.run_sweep(spec)
   assert r.ok and r.prediction is not None, (r.failure, r.prediction_error)
   return r
 

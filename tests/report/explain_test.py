@@ -11,7 +11,7 @@ import testutil
 from absl.testing import absltest, parameterized
 from testutil import numpy_seed_row0, run_hloprobe, run_hloprobe_here
 
-from hloprobe import records, sweep
+from hloprobe import engine, records
 from hloprobe.compile import cases, experiments, targets
 from hloprobe.report import (
   explain,
@@ -48,7 +48,7 @@ def _sweep(batch_sizes, precisions, target_names):
   """The sweep `explain` runs, through this test process's record cache
   (testutil.record_cache): a config an earlier test of this file swept is
   a hit (the cache's tests show a hit equals a computed record)."""
-  spec = sweep.SweepSpec(
+  spec = engine.SweepSpec(
     ("seed_mlp",),
     batch_sizes,
     precisions,
@@ -440,7 +440,7 @@ class CublasTf32OptionalTest(absltest.TestCase):
   def test_change_is_worded_as_may(self):
     # no_triton_gemm: sites 0-2 become cuBLASLt calls whose TF32 is
     # allowed, not required (a real H200's kept the K = 2 gemm in f32).
-    spec = sweep.SweepSpec(
+    spec = engine.SweepSpec(
       ("seed_mlp",),
       (1, 2),
       ("bfloat16", "float32"),

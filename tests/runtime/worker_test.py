@@ -12,12 +12,12 @@ from absl.testing import absltest
 
 from hloprobe import records
 from hloprobe.compile import cases, targets
+from hloprobe.engine import CompileRequest
 from hloprobe.errors import XlaFlagsError
 from hloprobe.ir.precisions import Precision
 from hloprobe.runtime import pool as worker
 from hloprobe.runtime import serve
 from hloprobe.sites import Fate
-from hloprobe.sweep import CompileRequest
 
 pytestmark = pytest.mark.compiles
 
@@ -102,7 +102,7 @@ class WorkerTest(absltest.TestCase):
     with self.assertRaisesRegex(TypeError, "runs Request records"):
       worker.call_in_worker("os.system", "")
     with self.assertRaisesRegex(TypeError, "preload takes Request classes"):
-      worker.WorkerPool(preload=("hloprobe.sweep",))
+      worker.WorkerPool(preload=("hloprobe.engine",))
 
   def test_rejected_flag_is_a_usage_error(self):
     from hloprobe.errors import InvalidArgumentError
@@ -116,7 +116,7 @@ class WorkerTest(absltest.TestCase):
     request = serve.CheckXlaFlagsRequest()
     self.assertIsNone(request.run(memo))
     with mock.patch.object(cases, "get_case", wraps=cases.get_case) as found:
-      with mock.patch("hloprobe.sweep.compiled.get_case", found):
+      with mock.patch("hloprobe.engine.compiled.get_case", found):
         for _ in range(2):
           work = _CONFIG.run(memo)
     self.assertEqual(found.call_count, 1)

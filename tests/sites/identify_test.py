@@ -16,7 +16,7 @@ import recorded
 import testutil
 from absl.testing import absltest, parameterized
 
-from hloprobe import sweep
+from hloprobe import engine
 from hloprobe.compile import cases, compat, targets
 
 # Compiles with XLA (`make test-fast` skips it).
@@ -30,7 +30,7 @@ def _helper_dots(a, b):
 
 
 def _config(case, target="a100", precision="default", n=2):
-  r = sweep.run_config(
+  r = engine.run_config(
     case, case.make_inputs(), None, targets.get_target(target), precision, n
   )
   assert r.ok, r.failure
@@ -87,10 +87,10 @@ class DotMergerVerdictTest(parameterized.TestCase):
   """
 
   def _sweep(self, case):
-    spec = sweep.SweepSpec(
+    spec = engine.SweepSpec(
       (case,), (2,), ("bfloat16",), ("a100",), explain_passes=True
     )
-    (r,) = sweep.run_sweep(spec)
+    (r,) = engine.run_sweep(spec)
     self.assertTrue(r.ok, r.failure)
     return r
 

@@ -11,7 +11,7 @@ import program_cases
 import pytest
 from absl.testing import absltest, parameterized
 
-from hloprobe import sweep
+from hloprobe import engine
 from hloprobe.compile import cases, compat, lowering, targets
 from hloprobe.errors import HloprobeError
 from hloprobe.ir.hlo import parse_hlo_module
@@ -134,7 +134,7 @@ class RecordedDumpsTest(parameterized.TestCase):
 
 def _attribution(target: str, n: int, precision: str = "float32"):
   case = cases.get_case("seed_mlp")
-  r = sweep.run_config(
+  r = engine.run_config(
     case,
     case.make_inputs(),
     None,
@@ -206,7 +206,7 @@ def _run(case, target: str, n: int, **options):
     t = dataclasses.replace(
       t, compiler_options={**(t.compiler_options or {}), **options}
     )
-  r = sweep.run_config(
+  r = engine.run_config(
     case, case.make_inputs(), None, t, "highest", n, explain_passes=True
   )
   assert r.ok and r.compilation.passes_error is None, (

@@ -15,10 +15,10 @@ import numpy as np
 
 import hloprobe
 from hloprobe.compile import get_target
+from hloprobe.engine import compiled, measure, plan
 from hloprobe.ir import as_precision
 from hloprobe.records import Config
 from hloprobe.runtime import Stopwatch
-from hloprobe.sweep import compiled, measure, plan
 
 
 def _status():

@@ -21,7 +21,7 @@ import sys
 
 import program_cases
 
-from hloprobe import sweep
+from hloprobe import engine
 from hloprobe.compile import compat, targets
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -34,7 +34,7 @@ def main() -> int:
   version = compat.installed_jaxlib()
   for cross in (False, True):
     case = program_cases.merged_dots(cross)
-    r = sweep.run_config(
+    r = engine.run_config(
       case, case.make_inputs(), None, targets.get_target("a100"), "bfloat16", 2
     )
     if not r.ok:

@@ -59,7 +59,9 @@ from hloprobe.startup import EscapingStream, quiet_startup
 with quiet_startup():
   import jax  # noqa: F401
 
-from hloprobe import cli_flags, cli_help, cli_rules
+from hloprobe.cli import _flags as cli_flags
+from hloprobe.cli import _help as cli_help
+from hloprobe.cli import _rules as cli_rules
 from hloprobe.commands import (
   bisect,
   cache,
@@ -316,7 +318,7 @@ def _parse_flags(argv: list[str]) -> list[str]:
   if asked == "version":
     # The package (hloprobe/__init__.py, its `__version__`) is imported
     # before any of its modules; importing it here would climb the layers.
-    print(cli_help.version_text(sys.modules[__package__].__version__))
+    print(cli_help.version_text(sys.modules["hloprobe"].__version__))
     sys.exit(EXIT_OK)
   if asked == "help":
     try:

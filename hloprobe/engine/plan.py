@@ -12,7 +12,7 @@ A user case (`path/to/file.py:factory`) travels to a worker as its words
 (`SweptCase.source`; its function may not pickle) and is resolved there
 once per worker process (`compiled.CompileRequest`).
 
-Private in intent: use the package, `hloprobe.sweep`.
+Private in intent: use the package, `hloprobe.engine`.
 """
 
 from __future__ import annotations
@@ -34,24 +34,24 @@ from hloprobe.compile import (
   parse_experiments_file,
   resolvable_elsewhere,
 )
-from hloprobe.errors import CaseError, InvalidArgumentError
-from hloprobe.ir import Precision, as_precision
-from hloprobe.records import Config
-from hloprobe.runtime import WorkerPool
-from hloprobe.sweep.shard import (
+from hloprobe.engine.shard import (
   Shard,
   config_cost,
   plan_fingerprint,
   shard_members,
 )
-from hloprobe.sweep.shell import case_loader, loaded_in_worker
-from hloprobe.sweep.spec import (
+from hloprobe.engine.shell import case_loader, loaded_in_worker
+from hloprobe.engine.spec import (
   DEFAULT_CASE_TIMEOUT_S,
   SweepSpec,
   check_nonempty,
   config_file_words,
   parse_batch_sizes,
 )
+from hloprobe.errors import CaseError, InvalidArgumentError
+from hloprobe.ir import Precision, as_precision
+from hloprobe.records import Config
+from hloprobe.runtime import WorkerPool
 
 __all__ = [
   "PlannedConfig",

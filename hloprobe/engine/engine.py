@@ -10,7 +10,7 @@ jaxlib 0.10.2), and that death is then one config's failure. This process
 keeps the float64 references, the predictions and the cache; see
 `run_sweep`.
 
-Private in intent: use the package, `hloprobe.sweep`.
+Private in intent: use the package, `hloprobe.engine`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,24 @@ from collections.abc import Callable
 import jax
 
 from hloprobe.compile import BASELINE
+from hloprobe.engine.compiled import (
+  CompiledConfig,
+  CompileRequest,
+  LoadTargetRequest,
+  compile_and_run_case,
+  failed,
+)
+from hloprobe.engine.executor import worker_pool
+from hloprobe.engine.guarded import compile_guarded, setup_for
+from hloprobe.engine.measure import with_batch_consistency
+from hloprobe.engine.plan import (
+  PlannedConfig,
+  SweepPlan,
+  check_case_sizes,
+  plan_sweep,
+)
+from hloprobe.engine.shell import source_folder
+from hloprobe.engine.spec import SweepSpec
 from hloprobe.errors import XlaFlagsError, first_line
 from hloprobe.records import RECORD_VERSION, ConfigResult
 from hloprobe.runtime import (
@@ -37,24 +55,6 @@ from hloprobe.runtime import (
   log_warning,
   worker_xla_flags,
 )
-from hloprobe.sweep.compiled import (
-  CompiledConfig,
-  CompileRequest,
-  LoadTargetRequest,
-  compile_and_run_case,
-  failed,
-)
-from hloprobe.sweep.executor import worker_pool
-from hloprobe.sweep.guarded import compile_guarded, setup_for
-from hloprobe.sweep.measure import with_batch_consistency
-from hloprobe.sweep.plan import (
-  PlannedConfig,
-  SweepPlan,
-  check_case_sizes,
-  plan_sweep,
-)
-from hloprobe.sweep.shell import source_folder
-from hloprobe.sweep.spec import SweepSpec
 
 __all__ = ["SweepProgress", "run_sweep"]
 

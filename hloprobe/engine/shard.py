@@ -23,7 +23,7 @@ processes and loads each compile-only target once. A sweep runs under
 one jaxlib release; `versions` (a venv per release) takes no --shard
 yet.
 
-Private in intent: use the package, `hloprobe.sweep`.
+Private in intent: use the package, `hloprobe.engine`.
 """
 
 from __future__ import annotations

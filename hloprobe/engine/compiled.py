@@ -9,7 +9,7 @@ worker imports it). What comes back is a `CompiledConfig` record
 process adds the errors against float64 and the prediction (see
 `measure`).
 
-Private in intent: use the package, `hloprobe.sweep`.
+Private in intent: use the package, `hloprobe.engine`.
 """
 
 from __future__ import annotations

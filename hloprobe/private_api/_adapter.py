@@ -10,7 +10,8 @@ answers None (or False) where this jaxlib does not offer it, so a caller
 falls back instead of failing on another release.
 
 jax and jaxlib are imported inside the functions, so importing this module
-(as `hloprobe.ir` does) loads neither.
+(as `hloprobe.ir` does) loads neither. Private in intent: use the
+package, `hloprobe.private_api`.
 """
 
 from __future__ import annotations

@@ -2,12 +2,12 @@
 
 absl's own `--help` lists every flag of the program, the same 150-odd
 lines for every command. Here a command's help shows its own flags in
-full (the fields of its args record, `cli._COMMANDS`, each a flag of the
+full (the fields of its args record, `cli._main._COMMANDS`, each a flag of the
 same name) and the flags every command shares one line each;
 `--helpfull` is still absl's whole list. The words are the flags' own
-help texts (`cli_flags`), so they are written once.
+help texts (`cli._flags`), so they are written once.
 
-`cli._parse_flags` asks `wanted` before absl parses anything, so `-h`
+`cli._main._parse_flags` asks `wanted` before absl parses anything, so `-h`
 (which absl does not know) and `--version` work with any other words,
 and print to stdout with exit status 0, as `git` and `pip` do.
 """

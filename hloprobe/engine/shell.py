@@ -9,7 +9,7 @@ goes on to make its inputs and references (`case_loader`, `guarded`):
 one process starts and imports jax for both; the compile workers load it
 again by its words (`compiled`).
 
-Private in intent: use the package, `hloprobe.sweep`.
+Private in intent: use the package, `hloprobe.engine`.
 """
 
 from __future__ import annotations

@@ -11,9 +11,8 @@ was written; `filter_startup_noise` drops the known start-up lines;
 without them. `EscapingStream` is what the command line prints through:
 control characters (ANSI escapes in a case name) are written escaped.
 
-A top-level module that imports neither JAX nor any stage, so the command
-line can enter `quiet_startup` before anything imports jax (a stage face
-imports its modules, and with them jax).
+It imports neither JAX nor any stage (see the package's docstring).
+Private in intent: use the package, `hloprobe.startup`.
 """
 
 from __future__ import annotations

@@ -1,18 +1,18 @@
 """Where a sweep's workers run (--executor): local processes or a Ray
 cluster's actors, behind one interface (`worker_pool`).
 
-Private in intent: use the package, `hloprobe.sweep`.
+Private in intent: use the package, `hloprobe.engine`.
 """
 
 from __future__ import annotations
 
 import os
 
+from hloprobe.engine.compiled import CompileRequest, LoadTargetRequest
+from hloprobe.engine.plan import SweepPlan, plan_sweep
+from hloprobe.engine.spec import EXECUTORS, SweepSpec
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.runtime import RayPool, WorkerPool
-from hloprobe.sweep.compiled import CompileRequest, LoadTargetRequest
-from hloprobe.sweep.plan import SweepPlan, plan_sweep
-from hloprobe.sweep.spec import EXECUTORS, SweepSpec
 
 __all__ = ["worker_pool"]
 

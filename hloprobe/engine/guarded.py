@@ -20,7 +20,7 @@ needs nothing the dead one had).
 The built-in cases (hloprobe's own code) and `Case` records found in this
 process only keep `measure.CaseSetup` here, as before.
 
-Private in intent: use the package, `hloprobe.sweep`.
+Private in intent: use the package, `hloprobe.engine`.
 """
 
 from __future__ import annotations
@@ -30,13 +30,13 @@ import sys
 
 import jax
 
+from hloprobe.engine.compiled import CompiledConfig, CompileRequest, failed
+from hloprobe.engine.measure import CaseSetup
+from hloprobe.engine.plan import SweptCase
+from hloprobe.engine.shell import loaded_case, with_search_path
 from hloprobe.errors import CaseError, first_line
 from hloprobe.records import ConfigResult
 from hloprobe.runtime import Request, Stopwatch, Warn, WorkerError, WorkerPool
-from hloprobe.sweep.compiled import CompiledConfig, CompileRequest, failed
-from hloprobe.sweep.measure import CaseSetup
-from hloprobe.sweep.plan import SweptCase
-from hloprobe.sweep.shell import loaded_case, with_search_path
 
 __all__ = [
   "CASE_LANE",

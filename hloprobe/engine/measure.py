@@ -7,7 +7,7 @@ executed, `numerics.MadeChecker`), the headline leaf (chosen once, in
 A case's references and predictor are made once (`CaseSetup`) and shared
 by every target, precision and experiment of the sweep.
 
-Private in intent: use the package, `hloprobe.sweep`.
+Private in intent: use the package, `hloprobe.engine`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,12 @@ from __future__ import annotations
 import dataclasses
 
 from hloprobe.compile import Case, Target
+from hloprobe.engine.compiled import (
+  CompiledConfig,
+  compile_and_run_case,
+  failed,
+)
+from hloprobe.engine.plan import SweptCase
 from hloprobe.errors import CaseError, first_line
 from hloprobe.ir import as_precision
 from hloprobe.numerics import (
@@ -35,8 +41,6 @@ from hloprobe.runtime import (
   log_warning,
   null_stage,
 )
-from hloprobe.sweep.compiled import CompiledConfig, compile_and_run_case, failed
-from hloprobe.sweep.plan import SweptCase
 
 __all__ = ["CaseSetup", "run_config", "with_batch_consistency"]
 

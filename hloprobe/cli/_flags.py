@@ -13,11 +13,11 @@ import math
 from absl import flags
 
 from hloprobe import verify
-from hloprobe.cli_rules import EnumListParser
+from hloprobe.cli._rules import EnumListParser
+from hloprobe.engine import EXECUTORS
 from hloprobe.ir import DEFAULT_PRECISIONS, PRECISION_NAMES
 from hloprobe.report import REPORT_FORMATS, TABLE_COLUMNS, TERMINAL_WIDTH
 from hloprobe.runtime import DEFAULT_MAX_MB, usable_cores
-from hloprobe.sweep import EXECUTORS
 
 __all__ = [
   "ABS_ERROR_BOUND",

@@ -1,5 +1,5 @@
 """The command line's rules that absl does not have: a list flag of
-closed vocabulary (`EnumListParser`, for `cli_flags`), and why a command
+closed vocabulary (`EnumListParser`, for `cli._flags`), and why a command
 refuses a flag of other commands (`NOT_FOR`, for `cli`'s usage error),
 where "drop it" alone would hide a plan.
 

@@ -5,7 +5,7 @@ one is made. `plan.plan_sweep` resolves it, once, into a `SweepPlan` of
 records (and `plan.spec_from_words` goes from the command line's words to
 the plan).
 
-Private in intent: use the package, `hloprobe.sweep`.
+Private in intent: use the package, `hloprobe.engine`.
 """
 
 from __future__ import annotations
