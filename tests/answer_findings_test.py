@@ -13,6 +13,8 @@ from hloprobe import engine, records, verify
 from hloprobe.compile import get_target
 from hloprobe.report import Answer, answer_json, answer_lines
 from hloprobe.verify import candidates
+from hloprobe.verify.candidates import TryPlan
+from hloprobe.verify.findings import rank_findings
 
 
 def _finding(ratio, target="a100", kind="row 0", what="unexplained", **kw):
@@ -38,19 +40,19 @@ def _finding(ratio, target="a100", kind="row 0", what="unexplained", **kw):
 class RankTest(parameterized.TestCase):
   def test_a_bigger_error_first(self):
     small, big = _finding(3.0, "t4"), _finding(6000.0, "a100")
-    self.assertEqual(verify.rank_findings([small, big]), (big, small))
+    self.assertEqual(rank_findings([small, big]), (big, small))
 
   def test_should_fail_twin_equal_ratios_keep_sweep_order(self):
     # Nothing but the ratio reorders: a stable sort.
     a, b = _finding(5.0, "t4"), _finding(5.0, "a100")
-    self.assertEqual(verify.rank_findings([a, b]), (a, b))
+    self.assertEqual(rank_findings([a, b]), (a, b))
 
   def test_exact_band_first_no_distance_last(self):
     failed = _finding(None, kind="failed", what="compile failed: x")
     overflow = _finding(math.inf, kind="integer", what="overflow: ...")
     mid = _finding(40.0)
     self.assertEqual(
-      verify.rank_findings([failed, mid, overflow]), (overflow, mid, failed)
+      rank_findings([failed, mid, overflow]), (overflow, mid, failed)
     )
 
   def test_a_failed_config_is_a_finding_without_distance(self):
@@ -124,7 +126,7 @@ class CommandTest(absltest.TestCase):
       engine.SweepSpec(("seed_mlp",), (1, 2, 9), ("bfloat16",), ("a100",))
     )
     found = [_finding(6000.0, fates=("Triton gemm (triton-gemm-rewriter)",))]
-    return verify.TryPlan(
+    return TryPlan(
       dataclasses.replace(plan, batch_sizes=(1, 2, 9)),
       tuple(verify.Candidate(n, n, "") for n in names),
       tuple(found),

@@ -16,7 +16,7 @@ import recorded
 from absl.testing import absltest
 
 from hloprobe.compile import CASES, get_target
-from hloprobe.engine import run_config
+from hloprobe.engine.measure import run_config
 from hloprobe.numerics import (
   accuracy,
   executed,

@@ -37,16 +37,14 @@ import pytest
 import testutil
 from absl.testing import absltest
 
-from hloprobe.compile import (
+from hloprobe.compile import autotune_experiment, gemm_fusion_keys, get_target
+from hloprobe.compile.autotune import (
   CUBLAS_CONFIG,
-  MISSING_ENTRY,
   AutotuneChoice,
-  autotune_experiment,
-  gemm_fusion_keys,
-  get_target,
   parse_codegen_versions,
   results_textproto,
 )
+from hloprobe.compile.autotune_replay import MISSING_ENTRY
 
 _TOOL = "hloprobe.tools.autotune_template"
 

@@ -18,21 +18,25 @@ import testutil
 from absl.testing import absltest
 
 from hloprobe.compile import (
-  CUBLAS_CONFIG,
-  MISSING_ENTRY,
-  AutotuneChoice,
   autotune_experiment,
   autotune_selection,
-  autotuned_target,
-  device_fingerprint,
-  device_string,
-  entry_notes,
   gemm_fusion_keys,
   get_target,
   installed_jaxlib,
+)
+from hloprobe.compile.autotune import (
+  CUBLAS_CONFIG,
+  AutotuneChoice,
+  device_fingerprint,
+  device_string,
   parse_codegen_versions,
   results_textproto,
   triton_config,
+)
+from hloprobe.compile.autotune_replay import (
+  MISSING_ENTRY,
+  autotuned_target,
+  entry_notes,
 )
 from hloprobe.errors import TargetError
 
@@ -428,7 +432,7 @@ class GpuCheckRecordTest(absltest.TestCase):
   """The recording half runs only on a GPU; its file naming is checked here."""
 
   def test_dump_flag_names_a_text_file_beside_the_check(self):
-    from hloprobe.versions import autotune_record_flags
+    from hloprobe.versions.gpu_check import autotune_record_flags
 
     word, path = autotune_record_flags("out", "NVIDIA H200")
     self.assertEqual(
@@ -437,7 +441,7 @@ class GpuCheckRecordTest(absltest.TestCase):
     self.assertEqual(word, f"--xla_gpu_dump_autotune_results_to={path}")
 
   def test_results_are_headed_by_the_jaxlib_that_recorded_them(self):
-    from hloprobe.versions import stamp_results
+    from hloprobe.versions.gpu_check import stamp_results
 
     path = self.create_tempfile(
       "gpu.textproto", content='device_scope: "4882ef514d13f9de"\n'
@@ -457,7 +461,7 @@ class GpuCheckRecordTest(absltest.TestCase):
     self.assertFalse(stamp_results(path + ".none", "0.11.2"))
 
   def test_what_was_not_recorded_is_one_line(self):
-    from hloprobe.versions import recording_note
+    from hloprobe.versions.gpu_check import recording_note
 
     none = {"target_config_file": None, "autotune_results_file": None}
     cpu = recording_note("cpu", none)

@@ -11,10 +11,11 @@ from __future__ import annotations
 from absl.testing import absltest
 
 from hloprobe import report
+from hloprobe.report.explain_records import TargetExplanation
 
 
 def _explanation(selection):
-  return report.TargetExplanation(
+  return TargetExplanation(
     case="f",
     target="a100",
     experiment="baseline",

@@ -25,8 +25,8 @@ from testutil import run_hloprobe_here
 
 from hloprobe.engine.compiled import evidence_ptx
 from hloprobe.ir import parse_ptx
-from hloprobe.report import schema_document, write_outputs
-from hloprobe.report.results_schema import results_json
+from hloprobe.report import write_outputs
+from hloprobe.report.results_schema import results_json, schema_document
 
 _VERSIONS = {"jax": "0.12.0.1", "jaxlib": "0.12.0.1"}
 # How effective.py names the kernel a "ptx" algorithm was read from.

@@ -13,7 +13,7 @@ import time
 from absl.testing import absltest
 
 from hloprobe.commands import common
-from hloprobe.engine import SweepProgress
+from hloprobe.engine.engine import SweepProgress
 
 _LABELS = [f"a100 seed_mlp n={n} bfloat16" for n in range(1, 5)]
 

@@ -20,7 +20,8 @@ import pytest
 from absl.testing import absltest, parameterized
 
 from hloprobe import engine
-from hloprobe.compile import cases, cudnn_version, lowering, targets
+from hloprobe.compile import cases, lowering, targets
+from hloprobe.compile.cudnn import cudnn_version
 
 pytestmark = pytest.mark.compiles
 

@@ -12,7 +12,7 @@ import re
 
 from absl.testing import absltest, parameterized
 
-from hloprobe.compile import CUDNN_WHEEL, missing_cudnn_message
+from hloprobe.compile.cudnn import CUDNN_WHEEL, missing_cudnn_message
 
 _PYPROJECT = os.path.join(
   os.path.dirname(__file__), os.pardir, "pyproject.toml"

@@ -28,9 +28,10 @@ from hloprobe.numerics import (
   ErrorStats,
   NoiseFloor,
   Prediction,
-  SiteShare,
   WorstRow,
 )
+from hloprobe.numerics.predict import SiteShare
+from hloprobe.verify.findings import rank_findings
 
 _N, _K = 8, 64
 _VERDICT = "explained by TF32_TF32_F32 at sites [0]"
@@ -166,7 +167,7 @@ class NanTest(absltest.TestCase):
     ratios = {"a": 3.0, "b": math.nan, "c": 1000.0, "d": math.inf, "e": None}
     for order in (list(ratios), list(reversed(ratios))):
       found = [self._finding(c, ratios[c]) for c in order]
-      ranked = [f.case for f in verify.rank_findings(found)]
+      ranked = [f.case for f in rank_findings(found)]
       self.assertEqual(ranked, ["b", "d", "c", "a", "e"])
     self.assertEqual(verify.times_words(math.nan), "a NaN error, beyond")
 

@@ -11,7 +11,8 @@ from absl.testing import absltest, parameterized
 
 from hloprobe.compile import CASES
 from hloprobe.compile.cases import load_user_case
-from hloprobe.engine import SweptCase, guarded
+from hloprobe.engine import guarded
+from hloprobe.engine.plan import SweptCase
 from hloprobe.errors import CaseError
 from hloprobe.numerics import error_stats
 from hloprobe.runtime import Stopwatch

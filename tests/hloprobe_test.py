@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import types
 
 import pytest
 from absl.testing import absltest
@@ -45,12 +46,20 @@ class ApiTest(absltest.TestCase):
   def test_no_private_names_exported(self):
     self.assertEqual([n for n in hloprobe.__all__ if n.startswith("_")], [])
 
+  def test_the_top_level_is_the_python_api(self):
+    # Issue 36: the top level exports the Python API, about 15 names.
+    self.assertLessEqual(len(hloprobe.__all__), 16)
+    self.assertIsInstance(hloprobe.sweep, types.FunctionType)
+    with self.assertRaises(AttributeError):
+      hloprobe.parse_ptx  # noqa: B018 (a stage's name, not the API's)
+
   @pytest.mark.compiles  # a fresh Python process
   def test_import_and_ir_load_no_jax(self):
     # The text parsers work without the JAX runtime; nothing at import time
     # captures stderr (only the command line silences the CUDA plugin).
     code = (
-      "import sys, hloprobe; hloprobe.parse_hlo_module; hloprobe.parse_ptx; "
+      "import sys, hloprobe, hloprobe.ir; "
+      "hloprobe.ir.parse_hlo_module; hloprobe.ir.parse_ptx; "
       "print(sorted(m for m in ('jax', 'jaxlib') if m in sys.modules))"
     )
     out = _fresh(code)
@@ -59,7 +68,7 @@ class ApiTest(absltest.TestCase):
 
   def test_api_functions_for_each_command(self):
     for name in (
-      "explain_sweep",
+      "explain",
       "golden_check",
       "golden_update",
       "verify_fix",

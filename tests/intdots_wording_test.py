@@ -21,7 +21,7 @@ import testutil
 from absl.testing import absltest
 
 from hloprobe.compile import Case, get_target
-from hloprobe.engine import run_config
+from hloprobe.engine.measure import run_config
 from hloprobe.ir import as_precision
 from hloprobe.numerics import accuracy, site_notes
 from hloprobe.records import Compilation, Config, ConfigResult

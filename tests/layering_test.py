@@ -23,9 +23,10 @@ package's `__init__` (its `__all__`): `from hloprobe.sites import SiteFate`,
 not `from hloprobe.sites.dot_sites import SiteFate` nor `from hloprobe.sites
 import dot_sites`. The modules behind a face are private to their package
 (tests may read them). Top-level modules (`errors`, `records`, ...) are
-their own faces. The one exception is the dispatch: `cli` (and
-`__main__`) import each command's module of `commands`, a module per
-command by design.
+their own faces. The command dispatch goes through `commands`' face too
+(`COMMANDS`). The one exception is `tools`: benchmarks and maintainers'
+checks measure the internals, as tests do, and may import modules behind
+a face (nothing imports a tool).
 
 No module names another stage's module in a string: a string table of
 "hloprobe.<stage>.<module>" paths (as worker requests once were) or an
@@ -48,6 +49,12 @@ runtime (`jax`, `jaxlib`); the MLIR Python bindings jaxlib ships
 XLA's HLO parser comes through `private_api` (below it). Imports are read
 with `ast`, function-level (lazy) imports included, so the rule holds for
 what a module can ever load.
+
+No two modules of hloprobe/ import each other, directly or through
+others (an import circle), function-level imports included: modules that
+need each other share a lower module, or are one module. `from pkg import
+name` counts as importing `pkg.name` where that is a module, else `pkg`
+(its face).
 
 Private jax/jaxlib API (`jax._src`, `jax.interpreters`, `jax.lib`, any
 `_name`, and every jaxlib module but `jaxlib` and the public `jaxlib.mlir`
@@ -270,9 +277,9 @@ def _is_jax_runtime(name: str) -> bool:
   return name.split(".")[0] in ("jax", "jaxlib")
 
 
-# Stages that may import another stage's modules past its face: the
-# command dispatch imports each command's module.
-_DISPATCH = {"cli": ("commands",), "__main__": ("commands",)}
+# Stages that may import modules behind another stage's face: the
+# developer tools, which measure the internals as tests do.
+_READS_INTERNALS = ("tools",)
 
 
 def _past_face(package_dir: str, stage: str, parts: list[str]) -> bool:
@@ -280,7 +287,7 @@ def _past_face(package_dir: str, stage: str, parts: list[str]) -> bool:
   face of another stage package `pkg`."""
   if len(parts) < 3 or parts[1] == stage:
     return False
-  if parts[1] in _DISPATCH.get(stage, ()):
+  if stage in _READS_INTERNALS:
     return False
   folder = os.path.join(package_dir, parts[1])
   if not os.path.isdir(folder):
@@ -337,6 +344,73 @@ def violations(package_dir: str) -> list[str]:
   return list(dict.fromkeys(out))  # `from m import a` reads as m and m.a
 
 
+def _module_graph(package_dir: str) -> dict[str, set[str]]:
+  """Module (dotted, a package as its name) -> the package's modules it
+  imports, function-level imports included."""
+  parent = os.path.dirname(os.path.abspath(package_dir))
+  top = os.path.basename(os.path.abspath(package_dir))
+  paths = {}
+  for dirpath, _, files in os.walk(package_dir):
+    for f in files:
+      if f.endswith(".py"):
+        path = os.path.join(dirpath, f)
+        name = os.path.relpath(path, parent)[: -len(".py")]
+        name = name.replace(os.sep, ".").removesuffix(".__init__")
+        paths[name] = path
+  graph = {}
+  for name, path in paths.items():
+    with open(path, encoding="utf-8") as fh:
+      tree = ast.parse(fh.read(), path)
+    found = set()
+    for node in ast.walk(tree):
+      if isinstance(node, ast.Import):
+        found.update(a.name for a in node.names)
+      elif (
+        isinstance(node, ast.ImportFrom)
+        and node.level == 0
+        and (node.module or "").split(".")[0] == top
+      ):
+        for a in node.names:
+          sub = f"{node.module}.{a.name}"
+          found.add(sub if sub in paths else node.module)
+    graph[name] = {m for m in found if m in paths and m != name}
+  return graph
+
+
+def circles(package_dir: str) -> list[list[str]]:
+  """Every import circle among the modules under `package_dir`: the
+  strongly connected components of more than one module (Tarjan), each
+  sorted, in sorted order."""
+  graph = _module_graph(package_dir)
+  index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+  def visit(v: str) -> None:
+    index[v] = low[v] = len(index)
+    stack.append(v)
+    on_stack.add(v)
+    for w in sorted(graph[v]):
+      if w not in index:
+        visit(w)
+        low[v] = min(low[v], low[w])
+      elif w in on_stack:
+        low[v] = min(low[v], index[w])
+    if low[v] == index[v]:
+      component = []
+      while True:
+        w = stack.pop()
+        on_stack.discard(w)
+        component.append(w)
+        if w == v:
+          break
+      if len(component) > 1:
+        found.append(sorted(component))
+
+  for v in sorted(graph):
+    if v not in index:
+      visit(v)
+  return sorted(found)
+
+
 def _write(root: str, rel: str, text: str) -> None:
   path = os.path.join(root, rel)
   os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -347,6 +421,33 @@ def _write(root: str, rel: str, text: str) -> None:
 class LayeringTest(absltest.TestCase):
   def test_hloprobe_imports_only_downward(self):
     self.assertEqual(violations(os.path.join(testutil.ROOT, "hloprobe")), [])
+
+  def test_hloprobe_has_no_import_circle(self):
+    self.assertEqual(circles(os.path.join(testutil.ROOT, "hloprobe")), [])
+
+  def test_planted_circle_fails(self):
+    root = os.path.join(self.create_tempdir().full_path, "hloprobe")
+    _write(root, "__init__.py", "")
+    _write(root, "runtime/__init__.py", "from hloprobe.runtime.pool import P\n")
+    _write(root, "runtime/pool.py", "from hloprobe.runtime import serve\n")
+    _write(root, "runtime/serve.py", "import os\n")
+    self.assertEqual(circles(root), [])
+    # A function-level import closes a circle too.
+    _write(
+      root,
+      "runtime/serve.py",
+      "def f():\n  from hloprobe.runtime.pool import P\n  return P\n",
+    )
+    _write(root, "sites/a.py", "from hloprobe.sites import b\n")
+    _write(root, "sites/b.py", "from hloprobe.sites import c\n")
+    _write(root, "sites/c.py", "import hloprobe.sites.a\n")
+    self.assertEqual(
+      circles(root),
+      [
+        ["hloprobe.runtime.pool", "hloprobe.runtime.serve"],
+        ["hloprobe.sites.a", "hloprobe.sites.b", "hloprobe.sites.c"],
+      ],
+    )
 
   def test_every_stage_is_in_the_order(self):
     package = os.path.join(testutil.ROOT, "hloprobe")
@@ -376,7 +477,7 @@ class LayeringTest(absltest.TestCase):
       root, "ir/__init__.py", "from hloprobe.ir.hlo import parse_hlo_module\n"
     )
     _write(root, "commands/sweep.py", "def main(args): ...\n")
-    _write(root, "cli.py", "from hloprobe.commands import sweep\n")
+    _write(root, "tools/bench.py", "from hloprobe.commands import sweep\n")
     _write(root, "errors.py", "X = 1\n")
     _write(
       root,
@@ -392,11 +493,14 @@ class LayeringTest(absltest.TestCase):
       "from hloprobe.ir.hlo import parse_hlo_module\n"
       "def f():\n  from hloprobe.ir import hlo\n  return hlo\n",
     )
+    # The command dispatch uses `commands`' face (`COMMANDS`) too.
+    _write(root, "cli/_main.py", "from hloprobe.commands import sweep\n")
     self.assertEqual(
       violations(root),
       [
         "sites/passes.py:1: sites imports hloprobe.ir.hlo past its face",
         "sites/passes.py:3: sites imports hloprobe.ir.hlo past its face",
+        "cli/_main.py:1: cli imports hloprobe.commands.sweep past its face",
       ],
     )
 

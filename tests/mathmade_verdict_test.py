@@ -19,6 +19,7 @@ from absl.testing import absltest, parameterized
 
 from hloprobe import execute
 from hloprobe.compile import CASES, Case
+from hloprobe.execute.records import GemmCall
 from hloprobe.ir import parse_hlo_module
 from hloprobe.numerics import (
   CHANGED,
@@ -178,7 +179,7 @@ class VerdictWordsTest(parameterized.TestCase):
     ("alpha_no_epilogue", 0.1, "DEFAULT", False),
   )
   def test_rule_table(self, alpha, epilogue, matches):
-    gemm = execute.GemmCall(
+    gemm = GemmCall(
       "g",
       "__cublas$lt$matmul",
       "main",

@@ -157,7 +157,7 @@ def test_site_table_has_the_kernel_model_column():
 def test_a_kernel_model_that_failed_is_named_not_skipped():
   # KernelRowZero.note is why row 0 by the kernel model is None despite a
   # bit-exact site; results.json and explain's notes carry it.
-  from hloprobe.numerics import KernelRowZero
+  from hloprobe.numerics.kernel_sites import KernelRowZero
 
   failed = KernelRowZero(
     ("bit-exact model", "band"), ("mma", "cuBLAS"), note="kernel model: boom"

@@ -19,13 +19,14 @@ import pytest
 from absl.testing import absltest, parameterized
 
 from hloprobe import ir
-from hloprobe.compile import (
+from hloprobe.compile import read_module_file
+from hloprobe.compile.module_files import (
   ModuleFile,
   is_module_file,
-  read_module_file,
   unknown_custom_calls,
 )
 from hloprobe.errors import CaseError, ModuleFileError
+from hloprobe.ir.xla_proto import snapshot_bytes
 from hloprobe.tools.bench import big_hlo_module
 
 _DATA = os.path.join(os.path.dirname(__file__), "testdata", "modfile")
@@ -143,7 +144,7 @@ class ErrorsTest(parameterized.TestCase):
       _recorded("jit_f.before_optimizations.hlo.pb")
     ).module_proto
     x = np.zeros((2, 3), np.float32)
-    path = self.write("s.pb", ir.snapshot_bytes(module, (x, x)))
+    path = self.write("s.pb", snapshot_bytes(module, (x, x)))
     # The recorded module takes f32[2,3] and f32[3,4] (its README).
     self.assert_one_line(
       path,

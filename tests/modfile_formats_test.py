@@ -30,8 +30,10 @@ from absl.testing import absltest, parameterized
 from google.protobuf import message_factory, text_format
 
 from hloprobe import ir, private_api
-from hloprobe.compile import read_module_file, unknown_custom_calls
+from hloprobe.compile import read_module_file
+from hloprobe.compile.module_files import unknown_custom_calls
 from hloprobe.ir import proto_wire
+from hloprobe.ir.xla_proto import snapshot_bytes
 
 pytestmark = pytest.mark.compiles
 
@@ -179,7 +181,7 @@ class FormatsTest(parameterized.TestCase):
     args = (_VALUES["x"], _VALUES["w"], _VALUES["v"])
     path = os.path.join(_DIR, "mine.snapshot.pb")
     with open(path, "wb") as f:
-      f.write(ir.snapshot_bytes(proto, args, (_VALUES["y"], _VALUES["z"])))
+      f.write(snapshot_bytes(proto, args, (_VALUES["y"], _VALUES["z"])))
     mf = read_module_file(path)
     self.assertEqual((mf.kind, mf.optimized), ("hlo_snapshot", False))
     self.assertEqual(len(_DOT_GENERAL.findall(mf.stablehlo)), _PROGRAM_DOTS)

@@ -17,6 +17,11 @@ import numpy as np
 from absl.testing import absltest, parameterized
 
 from hloprobe import ir
+from hloprobe.ir.xla_proto import (
+  literal_from_array,
+  literal_to_arrays,
+  snapshot_bytes,
+)
 
 _DATA = os.path.join(os.path.dirname(__file__), "testdata", "modfile")
 
@@ -96,7 +101,7 @@ class LiteralTest(parameterized.TestCase):
   def test_round_trip_bit_equal(self, dtype):
     g = np.random.default_rng(3)
     a = (g.standard_normal((3, 4)) * 20).astype(dtype)
-    (b,) = ir.literal_to_arrays(ir.literal_from_array(a))
+    (b,) = literal_to_arrays(literal_from_array(a))
     self.assertEqual(b.dtype, a.dtype)
     np.testing.assert_array_equal(b.view(np.uint8), a.view(np.uint8))
 
@@ -105,7 +110,7 @@ class LiteralTest(parameterized.TestCase):
     # dimensions = 3: [2] }, bf16s = 13: 1.0 (0x3f80), -2.0 (0xc000) }
     shape = b"\x10\x10" + b"\x18\x02"
     data = _len_field(1, shape) + _len_field(13, b"\x80\x3f\x00\xc0")
-    (a,) = ir.literal_to_arrays(data)
+    (a,) = literal_to_arrays(data)
     self.assertEqual(a.dtype, ml_dtypes.bfloat16)
     np.testing.assert_array_equal(a.astype(np.float32), [1.0, -2.0])
 
@@ -115,21 +120,21 @@ class LiteralTest(parameterized.TestCase):
     shape = b"\x10\x0b" + _len_field(3, b"\x02\x03") + _len_field(5, layout)
     values = np.arange(6, dtype="<f4")
     data = _len_field(1, shape) + _len_field(8, values.tobytes())
-    (a,) = ir.literal_to_arrays(data)
+    (a,) = literal_to_arrays(data)
     np.testing.assert_array_equal(a, values.reshape(3, 2).T)
 
   def test_wrong_count_is_an_error(self):
     shape = b"\x10\x0b" + _len_field(3, b"\x02\x03")
     data = _len_field(1, shape) + _len_field(8, np.zeros(5, "<f4").tobytes())
     with self.assertRaisesRegex(ValueError, r"f32\[2,3\] has 5 values, not 6"):
-      ir.literal_to_arrays(data)
+      literal_to_arrays(data)
 
   def test_tuple_result_leaves_in_order(self):
     module = ir.read_proto_file(
       _read("jit_f.before_optimizations.hlo.pb")
     ).module_proto
     a, b = np.ones((2, 3), np.float32), np.arange(4, dtype=np.int32)
-    snap = ir.read_proto_file(ir.snapshot_bytes(module, (a, a), (a, b)))
+    snap = ir.read_proto_file(snapshot_bytes(module, (a, a), (a, b)))
     self.assertEqual(snap.kind, "hlo_snapshot")
     self.assertLen(snap.result, 2)
     np.testing.assert_array_equal(snap.result[1], b)

@@ -19,7 +19,8 @@ from absl.testing import absltest
 
 from hloprobe import api
 from hloprobe.ir import Precision
-from hloprobe.numerics import ErrorStats, KernelRowZero, NoiseFloor, Prediction
+from hloprobe.numerics import ErrorStats, NoiseFloor, Prediction
+from hloprobe.numerics.kernel_sites import KernelRowZero
 from hloprobe.records import Execution
 
 _ROW0, _ERR, _REL = 0.08197825402021408, 0.6100485523676333, 0.7019442246581789

@@ -10,7 +10,7 @@ import pytest
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe, run_hloprobe_here
 
-from hloprobe.golden import CheckResult
+from hloprobe.golden.diff import CheckResult
 from hloprobe.runtime import RecordCache
 
 # A config XLA's a100 spec would accept, but for the field under test

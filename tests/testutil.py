@@ -288,7 +288,7 @@ def interrupted_at(k: int, fn, files: tuple[str, ...] = ()) -> bool:
 def explanation(**fields):
   """A compile-only `report.TargetExplanation` with nothing in it but
   `fields` (case "c" on target "a100" under DEFAULT unless given)."""
-  from hloprobe.report import TargetExplanation  # noqa: PLC0415
+  from hloprobe.report.explain_records import TargetExplanation
 
   return TargetExplanation(
     **{

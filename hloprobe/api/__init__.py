@@ -12,7 +12,6 @@ example arguments (or a `Case`), returning `Results`.
 
 from __future__ import annotations
 
-from hloprobe.api.calls import DEFAULT_PRECISIONS as DEFAULT_PRECISIONS
 from hloprobe.api.calls import as_case as as_case
 from hloprobe.api.calls import explain as explain
 from hloprobe.api.calls import plan_case as plan_case
@@ -21,7 +20,6 @@ from hloprobe.api.calls import sweep as sweep
 from hloprobe.api.results import Results as Results
 
 __all__ = [
-  "DEFAULT_PRECISIONS",
   "Results",
   "as_case",
   "explain",

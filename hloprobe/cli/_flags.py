@@ -1,9 +1,12 @@
 """The command line's flags: absl `FlagHolder`s and their validators.
 
-Only `cli` reads them (`.value`), once per command, into the command's
-args record (`hloprobe.commands`), whose fields are named after them. Closed vocabularies (precisions, --require, --columns,
---format) are checked by absl at parse time; an empty list or a bad error
+Only `cli._main` reads them (`.value`), once per command, into the
+command's args record (`hloprobe.commands`), whose fields are named after
+them. Closed vocabularies (precisions, --require, --columns, --format) are
+checked by absl at parse time; an empty list or a bad error
 bound is a validator's usage error.
+
+Private in intent: use the package, `hloprobe.cli`.
 """
 
 from __future__ import annotations

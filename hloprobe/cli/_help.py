@@ -10,6 +10,8 @@ help texts (`cli._flags`), so they are written once.
 `cli._main._parse_flags` asks `wanted` before absl parses anything, so `-h`
 (which absl does not know) and `--version` work with any other words,
 and print to stdout with exit status 0, as `git` and `pip` do.
+
+Private in intent: use the package, `hloprobe.cli`.
 """
 
 from __future__ import annotations

@@ -59,55 +59,30 @@ from hloprobe.startup import EscapingStream, quiet_startup
 with quiet_startup():
   import jax  # noqa: F401
 
+from hloprobe import commands
 from hloprobe.cli import _flags as cli_flags
 from hloprobe.cli import _help as cli_help
 from hloprobe.cli import _rules as cli_rules
-from hloprobe.commands import (
-  bisect,
-  cache,
-  common,
-  explain,
-  golden,
-  listings,
-  merge,
-  sweep,
-  verify,
-  versions,
-  view,
-)
 from hloprobe.errors import HloprobeError, InvalidArgumentError
 from hloprobe.ir import read_text_file
 from hloprobe.report import RESULTS_STREAM
 
 __all__ = ["main", "run"]
 
-# Each command is a module of `hloprobe.commands`; this one reads the flags
-# once into the command's args record, dispatches, and handles signals.
+# Each command is a module of `hloprobe.commands` (its face's `COMMANDS`);
+# this one reads the flags once into the command's args record,
+# dispatches, and handles signals.
 # (The docstring above is --help's usage text.)
 
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = (
-  common.EXIT_OK,
-  common.EXIT_FAILED,
-  common.EXIT_USAGE,
+  commands.EXIT_OK,
+  commands.EXIT_FAILED,
+  commands.EXIT_USAGE,
 )
 
-# command -> (its args record, its main). The records' fields are named
-# after the flags each command reads: they are the per-command flag table.
-_COMMANDS = {
-  "sweep": (sweep.SweepArgs, sweep.main),
-  "versions": (versions.VersionsArgs, versions.main),
-  "bisect": (bisect.BisectArgs, bisect.main),
-  "view": (view.ViewArgs, view.main),
-  "explain": (explain.ExplainArgs, explain.main),
-  "targets": (listings.ListingArgs, listings.main_targets),
-  "cases": (listings.ListingArgs, listings.main_cases),
-  "experiments": (listings.ListingArgs, listings.main_experiments),
-  "golden": (golden.GoldenArgs, golden.main),
-  "verify": (verify.VerifyArgs, verify.main),
-  "cache": (cache.CacheArgs, cache.main),
-  "merge": (merge.MergeArgs, merge.main),
-}
+# command -> (its args record, its main): `hloprobe.commands.COMMANDS`.
+_COMMANDS = commands.COMMANDS
 # Fields that are not flags: the flags every command accepts, and the
 # positional words (`hloprobe golden check`).
 _COMMON, _WORDS = "common", "words"
@@ -132,7 +107,7 @@ def _fields(record_type) -> list[str]:
 def command_flags() -> dict[str, tuple[str, ...]]:
   """Each flag only some commands read -> those commands: every field of
   a command's args record that is neither the common flags
-  (`common.SweepWords`) nor its words. Given to another command, such a
+  (`commands.SweepWords`) nor its words. Given to another command, such a
   flag would be silently ignored (`sweep --fix=float32`): a usage error."""
   owners: dict[str, list[str]] = {}
   for name, (record_type, _) in _COMMANDS.items():
@@ -154,11 +129,11 @@ def _check_flags_for(command: str) -> None:
   """
   table = command_flags()
   for holder in flags.FLAGS.get_flags_for_module(cli_flags.__name__):
-    commands = table.get(holder.name)
-    if commands and holder.present and command not in commands:
+    readers = table.get(holder.name)
+    if readers and holder.present and command not in readers:
       why = cli_rules.NOT_FOR.get((holder.name, command))
       raise InvalidArgumentError(
-        f"--{holder.name} is for `hloprobe {' / '.join(commands)}`, not "
+        f"--{holder.name} is for `hloprobe {' / '.join(readers)}`, not "
         f"`hloprobe {command}`{f' ({why})' if why else ''}; drop it"
       )
 
@@ -169,10 +144,10 @@ def _value(name: str):
   return tuple(value) if isinstance(value, list) else value
 
 
-def _common() -> common.SweepWords:
+def _common() -> commands.SweepWords:
   """The flags every command accepts, and which of them were given."""
-  names = [n for n in _fields(common.SweepWords) if n != "given"]
-  return common.SweepWords(
+  names = [n for n in _fields(commands.SweepWords) if n != "given"]
+  return commands.SweepWords(
     **{n: _value(n) for n in names},
     given=frozenset(n for n in names if flags.FLAGS[n].present),
   )
@@ -195,16 +170,16 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _on_signal(signum, frame) -> None:
-  """Turns the first SIGINT/SIGTERM into `common.Interrupted`; ignores the rest
+  """Turns the first SIGINT/SIGTERM into `commands.Interrupted`; ignores the rest
   (clean-up, e.g. ending worker processes, is not interrupted again)."""
   del frame
   for s in _SIGNALS:
     signal.signal(s, signal.SIG_IGN)
-  raise common.Interrupted(signum)
+  raise commands.Interrupted(signum)
 
 
 def _on_unraisable(unraisable) -> None:
-  """sys.unraisablehook: a `common.Interrupted` that Python dropped is sent again.
+  """sys.unraisablehook: a `commands.Interrupted` that Python dropped is sent again.
 
   A handler runs between any two bytecodes of the main thread, also inside
   a callback whose exceptions Python prints as "Exception ignored" and
@@ -215,7 +190,7 @@ def _on_unraisable(unraisable) -> None:
   other exceptions go to Python's own hook.
   """
   e = unraisable.exc_value
-  if not isinstance(e, common.Interrupted):
+  if not isinstance(e, commands.Interrupted):
     sys.__unraisablehook__(unraisable)
     return
   while True:
@@ -224,7 +199,7 @@ def _on_unraisable(unraisable) -> None:
         signal.signal(s, _on_signal)
       _thread.start_new_thread(os.kill, (os.getpid(), e.signum))
       return
-    except common.Interrupted:  # it came back here: send it again
+    except commands.Interrupted:  # it came back here: send it again
       continue
 
 
@@ -298,7 +273,7 @@ def _help(argv: list[str]) -> str:
     raise InvalidArgumentError(
       f"unknown command {command!r}; choose from {', '.join(_COMMANDS)}"
     )
-  shared = [n for n in _fields(common.SweepWords) if n != "given"]
+  shared = [n for n in _fields(commands.SweepWords) if n != "given"]
   own = [
     n for n in _fields(_COMMANDS[command][0]) if n not in (_COMMON, _WORDS)
   ]

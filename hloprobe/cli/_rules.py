@@ -4,6 +4,8 @@ refuses a flag of other commands (`NOT_FOR`, for `cli`'s usage error),
 where "drop it" alone would hide a plan.
 
 It prints nothing and reads no flag.
+
+Private in intent: use the package, `hloprobe.cli`.
 """
 
 from __future__ import annotations

@@ -7,10 +7,42 @@ named after the flags it reads, a library function that returns data, and
 explain, verify, golden (check, update), listings (targets, cases,
 experiments), versions, bisect, cache, view; gpu_check is `make
 gpu-check`'s script. `common` holds what they share. `hloprobe.cli` reads
-the flags, builds the records, dispatches and handles signals.
-Importing this package imports none of its modules.
+the flags, builds the records, dispatches (`COMMANDS`: command -> its
+args record and `main`) and handles signals.
+
+The face is what `hloprobe.cli` uses: `COMMANDS`, the exit statuses, the
+shared flags' record `SweepWords` and the `Interrupted` signal. Importing
+this package imports none of its modules: each name is imported on first
+use (PEP 562), so `python -m hloprobe.commands.gpu_check` loads only its
+own module.
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import importlib
+
+__all__ = [
+  "COMMANDS",
+  "EXIT_FAILED",
+  "EXIT_OK",
+  "EXIT_USAGE",
+  "Interrupted",
+  "SweepWords",
+]
+
+# Public name -> the module behind the face that defines it.
+_WHERE = {
+  "COMMANDS": "_table",
+  "EXIT_FAILED": "common",
+  "EXIT_OK": "common",
+  "EXIT_USAGE": "common",
+  "Interrupted": "common",
+  "SweepWords": "common",
+}
+
+
+def __getattr__(name: str):
+  """Imports `name`'s module on first use; AttributeError for other names."""
+  if name not in _WHERE:
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+  return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)

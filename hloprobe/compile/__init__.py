@@ -12,23 +12,11 @@ are `hloprobe.runtime`.
 
 from __future__ import annotations
 
-from hloprobe.compile.autotune import CUBLAS_CONFIG as CUBLAS_CONFIG
-from hloprobe.compile.autotune import AutotuneChoice as AutotuneChoice
-from hloprobe.compile.autotune import CodegenVersions as CodegenVersions
-from hloprobe.compile.autotune import GemmFusionKey as GemmFusionKey
 from hloprobe.compile.autotune import (
   config_assigner_input as config_assigner_input,
 )
-from hloprobe.compile.autotune import device_fingerprint as device_fingerprint
-from hloprobe.compile.autotune import device_string as device_string
 from hloprobe.compile.autotune import gemm_fusion_keys as gemm_fusion_keys
-from hloprobe.compile.autotune import (
-  parse_codegen_versions as parse_codegen_versions,
-)
-from hloprobe.compile.autotune import results_textproto as results_textproto
-from hloprobe.compile.autotune import triton_config as triton_config
 from hloprobe.compile.autotune_replay import AUTOTUNED_ON as AUTOTUNED_ON
-from hloprobe.compile.autotune_replay import MISSING_ENTRY as MISSING_ENTRY
 from hloprobe.compile.autotune_replay import LoadedResults as LoadedResults
 from hloprobe.compile.autotune_replay import (
   autotune_experiment as autotune_experiment,
@@ -37,14 +25,9 @@ from hloprobe.compile.autotune_replay import (
   autotune_selection as autotune_selection,
 )
 from hloprobe.compile.autotune_replay import (
-  autotuned_target as autotuned_target,
-)
-from hloprobe.compile.autotune_replay import entry_notes as entry_notes
-from hloprobe.compile.autotune_replay import (
   fusion_selections as fusion_selections,
 )
 from hloprobe.compile.autotune_replay import loaded_results as loaded_results
-from hloprobe.compile.autotune_replay import results_devices as results_devices
 from hloprobe.compile.autotune_replay import selection_note as selection_note
 from hloprobe.compile.builtin_cases import CASES as CASES
 from hloprobe.compile.case_model import Case as Case
@@ -63,11 +46,6 @@ from hloprobe.compile.compat import scan_counts as scan_counts
 from hloprobe.compile.compat import unchecked_note as unchecked_note
 from hloprobe.compile.compat import version_warning as version_warning
 from hloprobe.compile.compat import while_has_dce_rule as while_has_dce_rule
-from hloprobe.compile.cudnn import CUDNN_WHEEL as CUDNN_WHEEL
-from hloprobe.compile.cudnn import cudnn_version as cudnn_version
-from hloprobe.compile.cudnn import (
-  missing_cudnn_message as missing_cudnn_message,
-)
 from hloprobe.compile.experiments import BASELINE as BASELINE
 from hloprobe.compile.experiments import (
   BUILTIN_EXPERIMENTS as BUILTIN_EXPERIMENTS,
@@ -85,16 +63,7 @@ from hloprobe.compile.lowering import unoptimized_hlo as unoptimized_hlo
 from hloprobe.compile.module_case import is_module_case as is_module_case
 from hloprobe.compile.module_case import unoptimized_twin as unoptimized_twin
 from hloprobe.compile.module_files import (
-  MAX_MODULE_BYTES as MAX_MODULE_BYTES,
-)
-from hloprobe.compile.module_files import MODULE_KINDS as MODULE_KINDS
-from hloprobe.compile.module_files import ModuleFile as ModuleFile
-from hloprobe.compile.module_files import is_module_file as is_module_file
-from hloprobe.compile.module_files import (
   read_module_file as read_module_file,
-)
-from hloprobe.compile.module_files import (
-  unknown_custom_calls as unknown_custom_calls,
 )
 from hloprobe.compile.placement import load_topology as load_topology
 from hloprobe.compile.rejections import Rejection as Rejection
@@ -105,46 +74,30 @@ from hloprobe.compile.targets import Target as Target
 from hloprobe.compile.targets import get_target as get_target
 from hloprobe.compile.targets import is_config_path as is_config_path
 from hloprobe.compile.targets import load_target_config as load_target_config
-from hloprobe.compile.toolchain import Ptxas as Ptxas
 from hloprobe.compile.toolchain import find_ptxas as find_ptxas
 from hloprobe.compile.toolchain import nvcc_wheel_dir as nvcc_wheel_dir
 from hloprobe.compile.toolchain import ptxas_version as ptxas_version
 
 __all__ = [
   "AUTOTUNED_ON",
-  "AutotuneChoice",
   "BASELINE",
   "BUILTIN_EXPERIMENTS",
   "BUILTIN_TARGETS",
   "CASES",
   "CHECKED_JAXLIBS",
-  "CUBLAS_CONFIG",
-  "CUDNN_WHEEL",
   "Case",
-  "CodegenVersions",
   "Experiment",
-  "GemmFusionKey",
   "JAXPR_API",
   "LoadedResults",
-  "MAX_MODULE_BYTES",
-  "MISSING_ENTRY",
-  "MODULE_KINDS",
-  "ModuleFile",
-  "Ptxas",
   "Rejection",
   "ReportedError",
   "Target",
   "autotune_experiment",
   "autotune_selection",
-  "autotuned_target",
   "checked_words",
   "compile_case",
   "config_assigner_input",
-  "cudnn_version",
-  "device_fingerprint",
-  "device_string",
   "enable_x64",
-  "entry_notes",
   "find_ptxas",
   "fusion_selections",
   "gemm_fusion_keys",
@@ -153,33 +106,26 @@ __all__ = [
   "installed_jaxlib",
   "is_config_path",
   "is_module_case",
-  "is_module_file",
   "jax_versions",
   "jaxlib_git_hash",
   "leaf_names",
   "load_target_config",
   "load_topology",
   "loaded_results",
-  "missing_cudnn_message",
   "missing_lowering",
   "nvcc_wheel_dir",
-  "parse_codegen_versions",
   "parse_experiment",
   "parse_experiments_file",
   "ptxas_version",
   "read_module_file",
   "rejected_compile",
   "resolvable_elsewhere",
-  "results_devices",
-  "results_textproto",
   "rules_checked",
   "run_compiled",
   "scan_counts",
   "selection_note",
   "start_backends",
-  "triton_config",
   "unchecked_note",
-  "unknown_custom_calls",
   "unoptimized_hlo",
   "unoptimized_twin",
   "version_warning",

@@ -20,52 +20,34 @@ Its modules, in data-flow order:
 
 from __future__ import annotations
 
-from hloprobe.engine.compiled import CompiledConfig as CompiledConfig
-from hloprobe.engine.compiled import CompileRequest as CompileRequest
-from hloprobe.engine.compiled import LoadTargetRequest as LoadTargetRequest
-from hloprobe.engine.engine import SweepProgress as SweepProgress
 from hloprobe.engine.engine import run_sweep as run_sweep
 from hloprobe.engine.executor import worker_pool as worker_pool
-from hloprobe.engine.measure import run_config as run_config
 from hloprobe.engine.measure import (
   with_batch_consistency as with_batch_consistency,
 )
 from hloprobe.engine.measure import (
   without_batch_consistency as without_batch_consistency,
 )
-from hloprobe.engine.plan import PlannedConfig as PlannedConfig
 from hloprobe.engine.plan import SweepPlan as SweepPlan
-from hloprobe.engine.plan import SweptCase as SweptCase
 from hloprobe.engine.plan import plan_sweep as plan_sweep
 from hloprobe.engine.plan import spec_from_words as spec_from_words
 from hloprobe.engine.shard import Shard as Shard
 from hloprobe.engine.shard import parse_shard as parse_shard
 from hloprobe.engine.shard import shard_identity as shard_identity
 from hloprobe.engine.spec import EXECUTORS as EXECUTORS
-from hloprobe.engine.spec import MAX_BATCH_SIZE as MAX_BATCH_SIZE
-from hloprobe.engine.spec import MAX_BATCH_SIZES as MAX_BATCH_SIZES
 from hloprobe.engine.spec import SweepSpec as SweepSpec
 from hloprobe.engine.spec import check_nonempty as check_nonempty
 from hloprobe.engine.spec import parse_batch_sizes as parse_batch_sizes
 
 __all__ = [
-  "CompileRequest",
-  "CompiledConfig",
   "EXECUTORS",
-  "LoadTargetRequest",
-  "MAX_BATCH_SIZE",
-  "MAX_BATCH_SIZES",
-  "PlannedConfig",
   "Shard",
   "SweepPlan",
-  "SweepProgress",
   "SweepSpec",
-  "SweptCase",
   "check_nonempty",
   "parse_batch_sizes",
   "parse_shard",
   "plan_sweep",
-  "run_config",
   "run_sweep",
   "shard_identity",
   "spec_from_words",

@@ -33,21 +33,11 @@ blas (cuBLAS/cuBLASLt gemms), conv (convolutions, cuDNN's calls), ops
 
 from __future__ import annotations
 
-from hloprobe.execute.contraction import (
-  ALGORITHM_ALIASES as ALGORITHM_ALIASES,
-)
 from hloprobe.execute.interpreter import execute_module as execute_module
-from hloprobe.execute.records import Execution as Execution
-from hloprobe.execute.records import GemmCall as GemmCall
-from hloprobe.execute.records import NotExecuted as NotExecuted
 from hloprobe.execute.values import numpy_dtype as numpy_dtype
 from hloprobe.execute.values import parse_literal as parse_literal
 
 __all__ = [
-  "ALGORITHM_ALIASES",
-  "Execution",
-  "GemmCall",
-  "NotExecuted",
   "execute_module",
   "numpy_dtype",
   "parse_literal",

@@ -22,39 +22,31 @@ behind them are private in intent:
 from __future__ import annotations
 
 from hloprobe.golden.diff import SUMMARY_KEYS as SUMMARY_KEYS
-from hloprobe.golden.diff import CheckResult as CheckResult
 from hloprobe.golden.diff import GoldenSiteChange as GoldenSiteChange
 from hloprobe.golden.diff import describe_site_changes as describe_site_changes
 from hloprobe.golden.diff import dot_summary as dot_summary
 from hloprobe.golden.ending import case_cannot_end as case_cannot_end
 from hloprobe.golden.folder import default_golden_dir as default_golden_dir
-from hloprobe.golden.folder import golden_spec as golden_spec
 from hloprobe.golden.folder import manifest_sweep as manifest_sweep
 from hloprobe.golden.folder import spec_from_record as spec_from_record
 from hloprobe.golden.folder import sweep_record as sweep_record
-from hloprobe.golden.snapshot import Snapshot as Snapshot
 from hloprobe.golden.snapshot import check as check
 from hloprobe.golden.snapshot import golden_check as golden_check
 from hloprobe.golden.snapshot import sweep_snapshot as sweep_snapshot
 from hloprobe.golden.snapshot import take_snapshot as take_snapshot
 from hloprobe.golden.snapshot import write_snapshot as write_snapshot
-from hloprobe.golden.update import UpdateResult as UpdateResult
 from hloprobe.golden.update import golden_update as golden_update
 from hloprobe.golden.update import update_goldens as update_goldens
 
 __all__ = [
-  "CheckResult",
   "GoldenSiteChange",
   "SUMMARY_KEYS",
-  "Snapshot",
-  "UpdateResult",
   "case_cannot_end",
   "check",
   "default_golden_dir",
   "describe_site_changes",
   "dot_summary",
   "golden_check",
-  "golden_spec",
   "golden_update",
   "manifest_sweep",
   "spec_from_record",

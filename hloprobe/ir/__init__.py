@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from hloprobe.ir.canonical import canonical_hlo as canonical_hlo
 from hloprobe.ir.canonical import canonical_stablehlo as canonical_stablehlo
-from hloprobe.ir.fused_attention import attention_dims as attention_dims
 from hloprobe.ir.fused_attention import (
   is_attention_target as is_attention_target,
 )
@@ -57,22 +56,17 @@ __all__ = [
   "HloModule",
   "PRECISION_NAMES",
   "Precision",
-  "ProtoFile",
   "PtxKernel",
   "StableHloDot",
-  "StableHloModule",
   "algorithm_from_fields",
   "algorithm_from_hlo",
   "as_precision",
-  "attention_dims",
   "canonical_hlo",
   "canonical_stablehlo",
   "for_operands",
   "hlo_dtype_name",
   "is_attention_target",
   "kernel_name",
-  "literal_from_array",
-  "literal_to_arrays",
   "module_signature",
   "parse_hlo_module",
   "parse_precision",
@@ -85,7 +79,6 @@ __all__ = [
   "read_proto_file",
   "read_stablehlo_module",
   "read_text_file",
-  "snapshot_bytes",
   "umask_mode",
   "wire_problem",
   "write_whole",
@@ -98,17 +91,12 @@ _LAZY = {
   "StableHloDot": "stablehlo",
   "parse_precision_config": "stablehlo",
   "parse_stablehlo_dots": "stablehlo",
-  "StableHloModule": "stablehlo_module",
   "read_stablehlo_module": "stablehlo_module",
-  "ProtoFile": "xla_proto",
   "hlo_dtype_name": "xla_proto",
   "wire_problem": "proto_wire",
   "proto_text_to_binary": "proto_wire",
-  "literal_from_array": "xla_proto",
-  "literal_to_arrays": "xla_proto",
   "module_signature": "xla_proto",
   "read_proto_file": "xla_proto",
-  "snapshot_bytes": "xla_proto",
 }
 
 

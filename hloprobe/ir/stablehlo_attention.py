@@ -19,6 +19,12 @@ from jaxlib.mlir import ir
 from hloprobe.errors import HloParseError
 from hloprobe.ir.fused_attention import attention_dims, is_attention_target
 from hloprobe.ir.mlir_context import cast_or_none
+from hloprobe.ir.stablehlo_site import (
+  StableHloDot,
+  file_line,
+  frames,
+  tensor_type,
+)
 
 __all__ = ["attention_site"]
 
@@ -46,9 +52,6 @@ def attention_site(index: int, fn: str, op: ir.Operation, env: dict):
     HloParseError: the call's backend_config is not JSON or has no
       dimension numbers.
   """
-  # Imported here: stablehlo imports this module for its walk.
-  from hloprobe.ir import stablehlo as shlo
-
   target = _call_target(op)
   if not is_attention_target(target):
     return None
@@ -58,15 +61,15 @@ def attention_site(index: int, fn: str, op: ir.Operation, env: dict):
   except ValueError as e:
     raise HloParseError(f"[hloprobe] {target}: backend_config: {e}") from e
   q, k = op.operands[0], op.operands[1]
-  frames = shlo._frames(op.location)
-  return shlo.StableHloDot(
+  stack = frames(op.location)
+  return StableHloDot(
     index=index,
     function=fn,
-    location=shlo._file_line(frames),
-    frames=frames,
-    lhs=shlo._tensor_type(q.type, "lhs"),
-    rhs=shlo._tensor_type(k.type, "rhs"),
-    result=shlo._tensor_type(op.results[0].type, "result"),
+    location=file_line(stack),
+    frames=stack,
+    lhs=tensor_type(q.type, "lhs"),
+    rhs=tensor_type(k.type, "rhs"),
+    result=tensor_type(op.results[0].type, "result"),
     lhs_batch=dims[0],
     rhs_batch=dims[1],
     lhs_contracting=dims[2],

@@ -28,7 +28,7 @@ from jaxlib.mlir.dialects import stablehlo
 
 from hloprobe.errors import HloParseError
 from hloprobe.ir import mlir_context
-from hloprobe.ir.stablehlo import _MLIR_TO_HLO_DTYPE
+from hloprobe.ir.stablehlo_site import MLIR_TO_HLO_DTYPE
 
 __all__ = ["StableHloModule", "read_stablehlo_module"]
 
@@ -161,10 +161,10 @@ def _main_parameters(
           "(tuples and tokens are not supported)"
         ) from None
       element = str(t.element_type)
-      if element not in _MLIR_TO_HLO_DTYPE:
+      if element not in MLIR_TO_HLO_DTYPE:
         raise HloParseError(
           f"@main's argument {i} has element type {element} (not supported)"
         )
-      out.append((tuple(t.shape), _MLIR_TO_HLO_DTYPE[element]))
+      out.append((tuple(t.shape), MLIR_TO_HLO_DTYPE[element]))
     return tuple(out)
   raise HloParseError("the module has no @main function")

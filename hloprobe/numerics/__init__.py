@@ -46,70 +46,42 @@ from hloprobe.numerics.accuracy import error_stats as error_stats
 from hloprobe.numerics.accuracy import headline_leaf as headline_leaf
 from hloprobe.numerics.accuracy import ulp_distance as ulp_distance
 from hloprobe.numerics.accuracy import within_noise as within_noise
-from hloprobe.numerics.bands import SiteBand as SiteBand
-from hloprobe.numerics.emulate import emulate_case as emulate_case
-from hloprobe.numerics.emulate import make_emulator as make_emulator
-from hloprobe.numerics.emulate_dot import (
-  EMULATED_ALGORITHMS as EMULATED_ALGORITHMS,
-)
-from hloprobe.numerics.floor_check import (
-  FLOOR_TRUST_FACTOR as FLOOR_TRUST_FACTOR,
-)
-from hloprobe.numerics.floor_check import FloorCheck as FloorCheck
 from hloprobe.numerics.kernel_sites import KernelRows as KernelRows
-from hloprobe.numerics.kernel_sites import KernelRowZero as KernelRowZero
-from hloprobe.numerics.kernel_sites import KernelSite as KernelSite
 from hloprobe.numerics.kernel_sites import (
   kernel_model_run as kernel_model_run,
 )
-from hloprobe.numerics.kernel_sites import remainder_words as remainder_words
 from hloprobe.numerics.kernel_sites import site_model as site_model
 from hloprobe.numerics.made import CHANGED as CHANGED
 from hloprobe.numerics.made import Made as Made
 from hloprobe.numerics.made import MadeChecker as MadeChecker
-from hloprobe.numerics.made import MathChange as MathChange
 from hloprobe.numerics.made import config_verdict as config_verdict
 from hloprobe.numerics.module_made import (
   module_made_notes as module_made_notes,
 )
 from hloprobe.numerics.predict import Prediction as Prediction
 from hloprobe.numerics.predict import Predictor as Predictor
-from hloprobe.numerics.predict import SiteShare as SiteShare
 from hloprobe.numerics.reference import References as References
-from hloprobe.numerics.reference import float64_reference as float64_reference
 from hloprobe.numerics.rows import WorstRow as WorstRow
 from hloprobe.numerics.rows import row_words as row_words
 from hloprobe.numerics.rows import stands_out as stands_out
 
 __all__ = [
   "CHANGED",
-  "EMULATED_ALGORITHMS",
   "ErrorStats",
-  "FLOOR_TRUST_FACTOR",
-  "FloorCheck",
-  "KernelRowZero",
   "KernelRows",
-  "KernelSite",
   "Made",
   "MadeChecker",
-  "MathChange",
   "NOISE_FACTOR",
   "NoiseFloor",
   "Prediction",
   "Predictor",
   "References",
-  "SiteBand",
-  "SiteShare",
   "WorstRow",
   "config_verdict",
-  "emulate_case",
   "error_stats",
-  "float64_reference",
   "headline_leaf",
   "kernel_model_run",
-  "make_emulator",
   "module_made_notes",
-  "remainder_words",
   "row_words",
   "site_model",
   "stands_out",

@@ -9,7 +9,6 @@ from __future__ import annotations
 from hloprobe.private_api._adapter import (
   XLA_BRIDGE_LOGGER,
   XlaComputation,
-  XlaInstruction,
   cuda_path,
   cudnn_version,
   custom_call_targets,
@@ -31,7 +30,6 @@ from hloprobe.private_api._adapter import (
 __all__ = [
   "XLA_BRIDGE_LOGGER",
   "XlaComputation",
-  "XlaInstruction",
   "cuda_path",
   "cudnn_version",
   "custom_call_targets",

@@ -15,14 +15,10 @@ timings (--timings). Nothing here prints: the command layer does.
 from __future__ import annotations
 
 from hloprobe.report.explain import explain_results as explain_results
-from hloprobe.report.explain import explain_sweep as explain_sweep
 from hloprobe.report.explain_answer import Answer as Answer
 from hloprobe.report.explain_answer import answer_json as answer_json
 from hloprobe.report.explain_answer import answer_lines as answer_lines
 from hloprobe.report.explain_answer import render_answered as render_answered
-from hloprobe.report.explain_records import (
-  TargetExplanation as TargetExplanation,
-)
 from hloprobe.report.explain_text import explanation_json as explanation_json
 from hloprobe.report.explain_text import (
   render_explanation as render_explanation,
@@ -39,8 +35,6 @@ from hloprobe.report.results_schema import results_json as results_json
 from hloprobe.report.results_schema import (
   schema_document as schema_document,
 )
-from hloprobe.report.shards import RECORDS_NAME as RECORDS_NAME
-from hloprobe.report.shards import ShardPart as ShardPart
 from hloprobe.report.shards import join_shards as join_shards
 from hloprobe.report.shards import read_records as read_records
 from hloprobe.report.shards import read_shard as read_shard
@@ -67,13 +61,10 @@ __all__ = [
   "Answer",
   "DEFAULT_COLUMNS",
   "Progress",
-  "RECORDS_NAME",
   "REPORT_FORMATS",
   "RESULTS_STREAM",
-  "ShardPart",
   "TABLE_COLUMNS",
   "TERMINAL_WIDTH",
-  "TargetExplanation",
   "answer_json",
   "answer_lines",
   "atomic_write",
@@ -83,7 +74,6 @@ __all__ = [
   "dumps_json",
   "experiments_listing",
   "explain_results",
-  "explain_sweep",
   "explanation_json",
   "join_shards",
   "read_records",

@@ -25,7 +25,6 @@ face) before it loads JAX, so an interrupted start ends at once.
 
 from __future__ import annotations
 
-from hloprobe.runtime.caches import clear_caches as clear_caches
 from hloprobe.runtime.host import HostCpu as HostCpu
 from hloprobe.runtime.host import host_cpu as host_cpu
 from hloprobe.runtime.host import usable_cores as usable_cores
@@ -35,19 +34,17 @@ from hloprobe.runtime.pool import (
 )
 from hloprobe.runtime.pool import host_device_flag as host_device_flag
 from hloprobe.runtime.pool import worker_xla_flags as worker_xla_flags
-from hloprobe.runtime.process import WorkerError as WorkerError
-from hloprobe.runtime.ray_pool import RAY_MISSING as RAY_MISSING
 from hloprobe.runtime.ray_pool import RayPool as RayPool
 from hloprobe.runtime.ray_pool import import_ray as import_ray
 from hloprobe.runtime.serve import Request as Request
 from hloprobe.runtime.serve import note_stage as note_stage
 from hloprobe.runtime.timing import Stopwatch as Stopwatch
 from hloprobe.runtime.timing import null_stage as null_stage
+from hloprobe.runtime.worker_error import WorkerError as WorkerError
 
 __all__ = [
   "DEFAULT_MAX_MB",
   "HostCpu",
-  "RAY_MISSING",
   "RayPool",
   "RecordCache",
   "RecordFileError",
@@ -60,7 +57,6 @@ __all__ = [
   "case_fingerprint",
   "case_folder",
   "check_environment_xla_flags",
-  "clear_caches",
   "config_key",
   "default_cache_dir",
   "dump_record",

@@ -25,8 +25,9 @@ import sys
 import tempfile
 import time
 
-from hloprobe.errors import HloprobeError, XlaFlagsError
+from hloprobe.errors import XlaFlagsError
 from hloprobe.runtime.serve import HEADER, STAGE_FILE_ENV, Request, main_code
+from hloprobe.runtime.worker_error import WorkerError
 from hloprobe.startup import filter_startup_noise
 
 __all__ = ["Worker", "WorkerError", "unpickled_reply"]
@@ -43,26 +44,6 @@ _FLAGS_FILE_RE = re.compile(
   r'Could not open file "(.*)" to read flags for environment variable'
 )
 _LAST_LINES = 3
-
-
-class WorkerError(HloprobeError):
-  """Raised when a worker process dies (a signal, an abort) or times out.
-
-  A worker that dies because XLA rejected a flag raises
-  `errors.XlaFlagsError` instead.
-
-  Attributes:
-    stage: the stage the worker noted last before it died ("compile",
-      "run", ...; see `note_stage`), or None when it noted none (it died
-      starting, e.g. on a flag XLA rejected) or did not die.
-    timed_out: the call ran past its `timeout_s` (the worker was killed).
-  """
-
-  def __init__(
-    self, message: str, stage: str | None = None, timed_out: bool = False
-  ):
-    super().__init__(message)
-    self.stage, self.timed_out = stage, timed_out
 
 
 def _signal_name(returncode: int) -> str:

@@ -26,6 +26,8 @@ import pickle
 import signal
 import struct
 
+from hloprobe.runtime.worker_error import WorkerError
+
 __all__ = [
   "CheckXlaFlagsRequest",
   "Request",
@@ -145,8 +147,6 @@ def serve(argv: list[str]) -> None:
       the first request is read, so the worker imports jax while the
       parent works.
   """
-  from hloprobe.runtime.process import WorkerError
-
   parent = int(argv[1])
   signal.signal(signal.SIGINT, signal.SIG_IGN)
   _die_with_parent(parent)

@@ -35,7 +35,6 @@ from hloprobe.sites.rejection import CompileFinding as CompileFinding
 from hloprobe.sites.rejection import explain_rejection as explain_rejection
 from hloprobe.sites.site_fate import EMITTER_KEYS as EMITTER_KEYS
 from hloprobe.sites.site_fate import Fate as Fate
-from hloprobe.sites.site_fate import MappedSite as MappedSite
 from hloprobe.sites.site_fate import SiteFate as SiteFate
 from hloprobe.sites.site_fate import emitter_name as emitter_name
 from hloprobe.sites.site_fate import fate_summary as fate_summary
@@ -48,7 +47,6 @@ __all__ = [
   "EXACT_INTEGER",
   "FP8_ALGORITHM",
   "Fate",
-  "MappedSite",
   "PassAttribution",
   "SiteFate",
   "TF32",

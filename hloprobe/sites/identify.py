@@ -71,7 +71,6 @@ from hloprobe.ir import (
   HloInstruction,
   HloModule,
   StableHloDot,
-  algorithm_from_fields,
   algorithm_from_hlo,
   is_attention_target,
 )
@@ -91,6 +90,7 @@ from hloprobe.sites.operand_ancestry import (
   find_carriers,
   kernel_emitter,
 )
+from hloprobe.sites.site_fate import site_algorithm
 
 __all__ = [
   "Match",
@@ -165,11 +165,6 @@ def hlo_precision(inst: HloInstruction) -> tuple[str | None, str | None]:
   precision = inst.attrs.get("operand_precision", "{default,default}")
   algo = inst.attrs.get("algorithm")
   return precision.strip("{}"), algorithm_from_hlo(algo) if algo else None
-
-
-def site_algorithm(site: StableHloDot) -> str | None:
-  """The site's StableHLO algorithm as a preset name, or None."""
-  return algorithm_from_fields(site.algorithm) if site.algorithm else None
 
 
 def _matches(site: StableHloDot, carrier: Carrier) -> bool:

@@ -16,8 +16,7 @@ import collections
 import dataclasses
 import enum
 
-from hloprobe.ir import StableHloDot
-from hloprobe.sites import identify
+from hloprobe.ir import StableHloDot, algorithm_from_fields
 
 __all__ = [
   "EMITTER_KEYS",
@@ -27,6 +26,7 @@ __all__ = [
   "emitter_name",
   "fate_summary",
   "merge_words",
+  "site_algorithm",
   "site_record",
 ]
 
@@ -213,6 +213,12 @@ def merge_words(f: MappedSite, group: bool = False) -> str | None:
   )
 
 
+def site_algorithm(site: StableHloDot) -> str | None:
+  """The site's StableHLO algorithm as a preset name (`ir`'s
+  `algorithm_from_fields`), or None."""
+  return algorithm_from_fields(site.algorithm) if site.algorithm else None
+
+
 def site_record(f: SiteFate, rewritten_by=None) -> dict:
   """One dot site and its fate as a JSON-ready dict (results.json's schema).
 
@@ -234,7 +240,7 @@ def site_record(f: SiteFate, rewritten_by=None) -> dict:
     "rhs_contracting_dims": list(s.rhs_contracting),
     "K": s.contracting_size,
     "stablehlo_precision": ",".join(s.precision),
-    "stablehlo_algorithm": identify.site_algorithm(s),
+    "stablehlo_algorithm": site_algorithm(s),
     "fate": f.fate.value,
     "fusion_kind": f.fusion_kind,
     "backend_config_kind": f.backend_config_kind,

@@ -11,19 +11,15 @@ why).
 from __future__ import annotations
 
 from hloprobe.startup._stderr import (
-  STARTUP_NOISE,
   EscapingStream,
   captured_stderr,
   filter_startup_noise,
-  printable,
   quiet_startup,
 )
 
 __all__ = [
-  "STARTUP_NOISE",
   "EscapingStream",
   "captured_stderr",
   "filter_startup_noise",
-  "printable",
   "quiet_startup",
 ]

@@ -1,5 +1,26 @@
-"""Developer tools kept apart from the library (bench: sweep timing)."""
+"""Developer tools kept apart from the library: benchmarks (bench: sweep
+timing; bench_memory, bench_ray, bench_shards, bench_venv) and
+maintainers' checks (autotune_template, kernel_model_check), each run as
+`python -m hloprobe.tools.NAME` (`TOOLS` lists them).
+
+Like tests, a tool measures the library's internals: it may import the
+modules behind a stage's face (tests/layering_test.py allows it). Nothing
+in the library imports a tool.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+__all__ = ["TOOLS"]
+
+# The tools' modules: each a tool run with `python -m hloprobe.tools.NAME`
+# but bench_clock, what the benchmarks share.
+TOOLS = (
+  "autotune_template",
+  "bench",
+  "bench_clock",
+  "bench_memory",
+  "bench_ray",
+  "bench_shards",
+  "bench_venv",
+  "kernel_model_check",
+)

@@ -42,17 +42,29 @@ def _parse_choice(text: str) -> tuple[str, str, str]:
   )
 
 
-def _config(backend: str, spec: str, autotune) -> str:
+def _config(backend: str, spec: str) -> str:
+  # Imported here, as `main` imports compile: after the environment is set.
+  from hloprobe.compile.autotune import CUBLAS_CONFIG, triton_config
+
   if backend == "CUBLASLT_FISSION":
-    return autotune.CUBLAS_CONFIG
-  return autotune.triton_config(*(int(x) for x in spec.split(",")))
+    return CUBLAS_CONFIG
+  return triton_config(*(int(x) for x in spec.split(",")))
 
 
 def _write(args, compile_mod, case, cargs, target) -> int:
+  # Imported here, as `main` imports compile: after the environment is set.
+  from hloprobe.compile.autotune import (
+    AutotuneChoice,
+    device_fingerprint,
+    device_string,
+    parse_codegen_versions,
+    results_textproto,
+  )
+
   compiled = compile_mod.compile_case(
     case, cargs, args.precision, target, dump_passes=True
   )
-  versions = compile_mod.parse_codegen_versions(compiled.xla_log)
+  versions = parse_codegen_versions(compiled.xla_log)
   if versions is None:
     print("XLA logged no codegen versions (not a jaxlib 0.12 GPU compile?)")
     return 1
@@ -67,16 +79,14 @@ def _write(args, compile_mod, case, cargs, target) -> int:
       print(f"--choose: no gemm fusion {name!r}; have {', '.join(by_name)}")
       return 1
     choices.append(
-      compile_mod.AutotuneChoice(
-        by_name[name], backend, _config(backend, spec, compile_mod)
-      )
+      AutotuneChoice(by_name[name], backend, _config(backend, spec))
     )
-  device = compile_mod.device_fingerprint(target.config_text)
+  device = device_fingerprint(target.config_text)
   with open(args.output, "w", encoding="utf-8") as f:
-    f.write(compile_mod.results_textproto(device, versions, choices))
+    f.write(results_textproto(device, versions, choices))
   for k in keys:
     print(f"{k.name}\t{k.fusion_kind}\t{k.hlo_fingerprint}")
-  print(f"device {device} ({compile_mod.device_string(target.config_text)})")
+  print(f"device {device} ({device_string(target.config_text)})")
   return 0
 
 
@@ -95,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
   os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
   os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
   from hloprobe import compile as compile_mod
+  from hloprobe.compile.autotune import device_fingerprint
+  from hloprobe.compile.autotune_replay import autotuned_target, entry_notes
 
   compile_mod.start_backends("cpu")
   case = compile_mod.get_case(args.case)
@@ -104,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     return _write(args, compile_mod, case, cargs, target)
   with open(args.replay, encoding="utf-8") as f:
     text = f.read()
-  target = compile_mod.autotuned_target(target, args.replay, text)
+  target = autotuned_target(target, args.replay, text)
   compiled = compile_mod.compile_case(
     case, cargs, args.precision, target, dump_passes=True
   )
@@ -113,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
   keys = compile_mod.gemm_fusion_keys(
     compile_mod.config_assigner_input(compiled.pass_dumps)
   )
-  device = compile_mod.device_fingerprint(target.config_text)
-  for name, note in compile_mod.entry_notes(keys, text, device):
+  device = device_fingerprint(target.config_text)
+  for name, note in entry_notes(keys, text, device):
     print(f"{name}: {note}")
   return 0
 

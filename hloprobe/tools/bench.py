@@ -58,15 +58,16 @@ pair runs made back to back.
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 
 from hloprobe.runtime import usable_cores
+from hloprobe.tools.bench_clock import ENV as _ENV
+from hloprobe.tools.bench_clock import Clock
+from hloprobe.tools.bench_clock import cli as _cli
+from hloprobe.tools.bench_clock import report as _report
 from hloprobe.tools.bench_shards import shards
 
 __all__ = ["main"]
@@ -165,22 +166,6 @@ emulated = best(emulate.make_emulator(case.fn, args, "TF32_TF32_F32"))
 print(emulated / run)
 """
 
-# Compile-only GPU targets without a CUDA driver (as the command line does).
-_ENV = {"JAX_PLATFORMS": "cpu", "JAX_SKIP_CUDA_CONSTRAINTS_CHECK": "1"}
-
-
-@dataclasses.dataclass(frozen=True)
-class Clock:
-  """One timed run: wall seconds, and the CPU seconds (user + system) of
-  the process and every process it waited for, or None if not measured."""
-
-  wall: float
-  cpu: float | None = None
-
-  def cores(self) -> str:
-    """How many cores the run kept busy on average, e.g. "1.8 cores"."""
-    return "" if self.cpu is None else f"{self.cpu / self.wall:.1f} cores"
-
 
 def _time(script: str) -> Clock:
   """Runs a timing script in a fresh interpreter; its last line holds the
@@ -219,32 +204,6 @@ def _sweep(
     if precisions
     else "precisions.DEFAULT_PRECISIONS",
   )
-
-
-def _children_cpu() -> float:
-  usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-  return usage.ru_utime + usage.ru_stime
-
-
-def _cli(*args: str) -> Clock:
-  """One whole `hloprobe` process: wall and CPU seconds (its workers in)."""
-  start, cpu = time.perf_counter(), _children_cpu()
-  subprocess.run(
-    [sys.executable, "-m", "hloprobe", *args],
-    capture_output=True,
-    check=True,
-    env=dict(os.environ, **_ENV),
-  )
-  return Clock(time.perf_counter() - start, _children_cpu() - cpu)
-
-
-def _report(
-  what: str, ratio: float, goal: str | None, ok: bool, detail: str
-) -> None:
-  """Prints one ratio with its goal (None: a figure with no goal)."""
-  verdict = "met" if ok else "NOT met"
-  judged = f"goal {goal}: {verdict}" if goal else "no goal"
-  print(f"{what}: {ratio:.2f}x  ({judged}; {detail})", flush=True)
 
 
 def _pair(plain: str, swept: str, repeats: int) -> tuple[Clock, Clock]:

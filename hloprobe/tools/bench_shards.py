@@ -25,6 +25,8 @@ import json
 import os
 import tempfile
 
+from hloprobe.tools.bench_clock import cli, report
+
 __all__ = ["comparable", "shards"]
 
 _RUN = ("sweep", "--targets=cpu,a100,t4", "--nocache")
@@ -44,24 +46,20 @@ def comparable(path: str) -> dict:
 def shards() -> None:
   """Prints the (2 shards + merge) / unsharded CPU ratio with its goal, and
   whether the merged results.json is the unsharded one."""
-  from hloprobe.tools import bench
-
   with tempfile.TemporaryDirectory(prefix="hloprobe-bench-") as folder:
     out = lambda name: os.path.join(folder, name)
-    whole = bench._cli(*_RUN, f"--output_dir={out('whole')}")
+    whole = cli(*_RUN, f"--output_dir={out('whole')}")
     parts = [
-      bench._cli(*_RUN, f"--shard={i}/2", f"--output_dir={out(f's{i}')}")
+      cli(*_RUN, f"--shard={i}/2", f"--output_dir={out(f's{i}')}")
       for i in range(2)
     ]
-    merge = bench._cli(
-      "merge", out("s0"), out("s1"), f"--output_dir={out('m')}"
-    )
+    merge = cli("merge", out("s0"), out("s1"), f"--output_dir={out('m')}")
     same = comparable(out("whole/results.json")) == comparable(
       out("m/results.json")
     )
   cpu = sum(c.cpu for c in parts) + merge.cpu
   wall = sum(c.wall for c in parts) + merge.wall
-  bench._report(
+  report(
     "2 shards + merge / unsharded (81 configs, CPU seconds)",
     cpu / whole.cpu,
     "<= 1.1x, merged output identical",

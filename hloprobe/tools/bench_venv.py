@@ -24,17 +24,17 @@ __all__ = ["venv"]
 def _made_venv(installer: str, folder: str, caches: str) -> bench.Clock:
   """One venv of `_VENV_RELEASE` made by `installer` under `folder`, with
   pip's and uv's caches under `caches` (restored after)."""
-  from hloprobe import versions
+  from hloprobe.versions.venvs import ensure_venv, this_python
 
   saved = {k: os.environ.get(k) for k in ("PIP_CACHE_DIR", "UV_CACHE_DIR")}
   os.environ.update(PIP_CACHE_DIR=f"{caches}/pip", UV_CACHE_DIR=f"{caches}/uv")
   start, cpu = time.perf_counter(), bench._children_cpu()
   try:
-    versions.ensure_venv(
+    ensure_venv(
       _VENV_RELEASE,
       folder,
       sys.executable,
-      versions.this_python(),
+      this_python(),
       installer=installer,
     )
   finally:

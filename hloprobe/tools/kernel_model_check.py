@@ -22,7 +22,8 @@ import sys
 
 from hloprobe.compile import get_case, get_target
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.numerics import remainder_words, site_model
+from hloprobe.numerics import site_model
+from hloprobe.numerics.kernel_sites import remainder_words
 
 __all__ = ["check_lines", "main"]
 

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 from hloprobe.verify.candidates import Candidate as Candidate
 from hloprobe.verify.candidates import FixTrial as FixTrial
-from hloprobe.verify.candidates import TryPlan as TryPlan
 from hloprobe.verify.candidates import judge_tries as judge_tries
 from hloprobe.verify.candidates import plan_tries as plan_tries
 from hloprobe.verify.candidates import try_sweeps as try_sweeps
@@ -65,10 +64,8 @@ from hloprobe.verify.evidence import Subject as Subject
 from hloprobe.verify.evidence import TooFewSizes as TooFewSizes
 from hloprobe.verify.findings import Finding as Finding
 from hloprobe.verify.findings import find_findings as find_findings
-from hloprobe.verify.findings import rank_findings as rank_findings
 from hloprobe.verify.findings import times_words as times_words
 from hloprobe.verify.fix import REQUIREMENTS as REQUIREMENTS
-from hloprobe.verify.fix import Fix as Fix
 from hloprobe.verify.fix import check_batch_sizes as check_batch_sizes
 from hloprobe.verify.fix import fix_sweep as fix_sweep
 from hloprobe.verify.fix import parse_fix as parse_fix
@@ -76,7 +73,6 @@ from hloprobe.verify.fix import parse_requirements as parse_requirements
 from hloprobe.verify.outcome import Verification as Verification
 from hloprobe.verify.outcome import verify as verify
 from hloprobe.verify.outcome import verify_fix as verify_fix
-from hloprobe.verify.requirements import Requirement as Requirement
 from hloprobe.verify.requirements import judge as judge
 
 __all__ = [
@@ -85,7 +81,6 @@ __all__ = [
   "ErrorChange",
   "ErrorsJudged",
   "Finding",
-  "Fix",
   "FixTrial",
   "GoldenNote",
   "LeafErrors",
@@ -95,12 +90,10 @@ __all__ = [
   "NotJudged",
   "REQUIREMENTS",
   "Reason",
-  "Requirement",
   "RowMoved",
   "Source",
   "Subject",
   "TooFewSizes",
-  "TryPlan",
   "Verification",
   "check_batch_sizes",
   "find_findings",
@@ -110,7 +103,6 @@ __all__ = [
   "parse_fix",
   "parse_requirements",
   "plan_tries",
-  "rank_findings",
   "times_words",
   "try_sweeps",
   "verify",

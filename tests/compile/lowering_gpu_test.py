@@ -15,8 +15,8 @@ import pytest
 import testutil
 from absl.testing import absltest, parameterized
 
-from hloprobe import engine
 from hloprobe.compile import cases, compat, lowering, targets, toolchain
+from hloprobe.engine.measure import run_config
 
 _SEED = cases.get_case("seed_mlp")
 
@@ -169,8 +169,8 @@ class CompileGpuTest(absltest.TestCase):
       (fake, "13.0.88", "xla_gpu_cuda_data_dir"),
     )
     full = _SEED.make_inputs()
-    bad = engine.run_config(_SEED, full, None, v100, "bfloat16", 2)
-    good = engine.run_config(
+    bad = run_config(_SEED, full, None, v100, "bfloat16", 2)
+    good = run_config(
       _SEED, full, None, targets.get_target("a100"), "bfloat16", 2
     )
     self.assertEqual(bad.failure.stage, "compile")

@@ -14,7 +14,7 @@ import os
 import sys
 
 from hloprobe.compile import get_case, get_target, rejected_compile
-from hloprobe.engine import run_config
+from hloprobe.engine.measure import run_config
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # (folder, case, target, n, precision)

@@ -13,6 +13,8 @@ from hloprobe.compile.targets import get_target
 from hloprobe.numerics import accuracy, bands, predict
 from hloprobe.records import Config, ConfigResult, Execution
 from hloprobe.report import files, results_schema, tables, verification
+from hloprobe.verify.fix import Fix
+from hloprobe.verify.requirements import Requirement
 
 _INF, _NAN = math.inf, math.nan
 _VERSIONS = {"jax": "0.10.2", "jaxlib": "0.10.2"}
@@ -70,9 +72,9 @@ class StrictJsonTest(absltest.TestCase):
     self.assertIsNone(doc["configs"][0]["numerics"]["max_abs_err"])
 
   def test_verification_json_is_strict(self):
-    fix = verify.Fix("float32", precision="float32")
+    fix = Fix("float32", precision="float32")
     outcome = verify.Verification(
-      fix, (verify.Requirement("accurate", False, ("x",)),), (), ()
+      fix, (Requirement("accurate", False, ("x",)),), (), ()
     )
     doc = _strict_loads(verification.render_verification(outcome, "json"))
     self.assertFalse(doc["passed"])

@@ -9,9 +9,9 @@ import re
 import testutil
 from absl.testing import absltest
 
-from hloprobe import runtime
 from hloprobe.compile import lowering, toolchain
 from hloprobe.runtime import cache
+from hloprobe.runtime.caches import clear_caches
 
 _CACHED = (lowering.load_topology, toolchain.ptxas_version, cache.source_hash)
 
@@ -21,7 +21,7 @@ class ClearCachesTest(absltest.TestCase):
     cache.source_hash()
     toolchain.ptxas_version("/no/such/ptxas")
     self.assertGreater(cache.source_hash.cache_info().currsize, 0)
-    runtime.clear_caches()
+    clear_caches()
     self.assertEqual([f.cache_info().currsize for f in _CACHED], [0, 0, 0])
 
   def test_it_knows_every_cache_of_the_library(self):

@@ -12,7 +12,7 @@ from absl.testing import absltest
 
 from hloprobe import records
 from hloprobe.compile import cases, targets
-from hloprobe.engine import CompileRequest
+from hloprobe.engine.compiled import CompileRequest
 from hloprobe.errors import XlaFlagsError
 from hloprobe.ir.precisions import Precision
 from hloprobe.runtime import pool as worker

@@ -18,6 +18,7 @@ from absl.testing import absltest, parameterized
 
 from hloprobe import engine
 from hloprobe.compile import cases, compat, targets
+from hloprobe.engine.measure import run_config
 
 # Compiles with XLA (`make test-fast` skips it).
 pytestmark = pytest.mark.compiles
@@ -30,7 +31,7 @@ def _helper_dots(a, b):
 
 
 def _config(case, target="a100", precision="default", n=2):
-  r = engine.run_config(
+  r = run_config(
     case, case.make_inputs(), None, targets.get_target(target), precision, n
   )
   assert r.ok, r.failure

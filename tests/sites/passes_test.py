@@ -11,8 +11,8 @@ import program_cases
 import pytest
 from absl.testing import absltest, parameterized
 
-from hloprobe import engine
 from hloprobe.compile import cases, compat, lowering, targets
+from hloprobe.engine.measure import run_config
 from hloprobe.errors import HloprobeError
 from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
@@ -134,7 +134,7 @@ class RecordedDumpsTest(parameterized.TestCase):
 
 def _attribution(target: str, n: int, precision: str = "float32"):
   case = cases.get_case("seed_mlp")
-  r = engine.run_config(
+  r = run_config(
     case,
     case.make_inputs(),
     None,
@@ -206,7 +206,7 @@ def _run(case, target: str, n: int, **options):
     t = dataclasses.replace(
       t, compiler_options={**(t.compiler_options or {}), **options}
     )
-  r = engine.run_config(
+  r = run_config(
     case, case.make_inputs(), None, t, "highest", n, explain_passes=True
   )
   assert r.ok and r.compilation.passes_error is None, (

@@ -21,8 +21,8 @@ import sys
 
 import program_cases
 
-from hloprobe import engine
 from hloprobe.compile import compat, targets
+from hloprobe.engine.measure import run_config
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _ROOT = os.path.abspath(os.path.join(_HERE, *[os.pardir] * 4)) + os.sep
@@ -34,7 +34,7 @@ def main() -> int:
   version = compat.installed_jaxlib()
   for cross in (False, True):
     case = program_cases.merged_dots(cross)
-    r = engine.run_config(
+    r = run_config(
       case, case.make_inputs(), None, targets.get_target("a100"), "bfloat16", 2
     )
     if not r.ok:
