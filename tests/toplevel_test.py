@@ -1,6 +1,7 @@
 """The repository's top level and the package's: only what the design card
-names (issue 36 item 5), and at most five top-level modules in hloprobe/
-(item 6: the rest live in packages).
+names (issue 36 item 5), at most five top-level modules in hloprobe/
+(item 6: the rest live in packages), and the source layout in
+CONTRIBUTING.md, not in the README (item 7: the README is for users).
 
 The repository's entries are read from `git ls-files` (what is committed
 or staged), so ignored build outputs (.venv*, build/, out/) and a
@@ -15,6 +16,7 @@ sweep with `--model_explorer=all`, committed with the code.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -77,6 +79,57 @@ class TopLevelTest(absltest.TestCase):
     package = os.path.join(testutil.ROOT, "hloprobe")
     modules = sorted(n for n in os.listdir(package) if n.endswith(".py"))
     self.assertLessEqual(len(modules), _MAX_TOP_MODULES, modules)
+
+
+def _read(name: str) -> str:
+  with open(os.path.join(testutil.ROOT, name), encoding="utf-8") as f:
+    return f.read()
+
+
+def layout_problems(readme: str, contributing: str, packages) -> list[str]:
+  """What is wrong with where the source layout is documented: a README
+  heading or code block of the package tree, or a package of `packages`
+  CONTRIBUTING.md's "Source layout" does not name (as `name/`)."""
+  out = []
+  for heading in re.findall(r"^#+ .*$", readme, re.M):
+    words = heading.lstrip("#").strip().lower()
+    if re.fullmatch(r"(source |package )?layout|development", words):
+      out.append(f"README.md: {heading!r} is for CONTRIBUTING.md")
+  if re.search(r"^```\n\s*hloprobe/\n", readme, re.M):
+    out.append("README.md: a source tree of hloprobe/")
+  part = contributing.partition("## Source layout")[2].partition("\n## ")[0]
+  if not part:
+    out.append("CONTRIBUTING.md: no '## Source layout' section")
+  for p in sorted(packages):
+    if not re.search(rf"^  {re.escape(p)}/ ", part, re.M):
+      out.append(f"CONTRIBUTING.md: the layout does not name {p}/")
+  return out
+
+
+class LayoutDocsTest(absltest.TestCase):
+  def test_layout_is_in_contributing_not_the_readme(self):
+    package = os.path.join(testutil.ROOT, "hloprobe")
+    packages = [
+      n
+      for n in os.listdir(package)
+      if os.path.exists(os.path.join(package, n, "__init__.py"))
+    ]
+    self.assertEqual(
+      layout_problems(_read("README.md"), _read("CONTRIBUTING.md"), packages),
+      [],
+    )
+
+  def test_a_readme_layout_is_found(self):
+    readme = "# x\n## Layout\n```\nhloprobe/\n  ir/  text\n```\n"
+    contributing = "# y\n## Source layout\n```\n  ir/  text\n```\n## Z\n"
+    self.assertEqual(
+      layout_problems(readme, contributing, ["ir", "sites"]),
+      [
+        "README.md: '## Layout' is for CONTRIBUTING.md",
+        "README.md: a source tree of hloprobe/",
+        "CONTRIBUTING.md: the layout does not name sites/",
+      ],
+    )
 
 
 if __name__ == "__main__":
