@@ -20,6 +20,7 @@ _PACKAGES = (
   "compile",
   "runtime",
   "sites",
+  "kernels",
   "numerics",
   "sweep",
   "golden",

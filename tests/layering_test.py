@@ -5,7 +5,7 @@ Stages, lowest first (a module's stage is its subpackage under hloprobe/,
 or its own name for a top-level module):
 
   errors < startup < private_api < ir < execute < compile < runtime < sites
-         < numerics < records < sweep < golden < verify < report < pictures
+         < kernels < numerics < records < sweep < golden < verify < report < pictures
          < versions < api < pytest_plugin < commands < cli_flags < cli, tools
          < __main__, __init__
 
@@ -73,6 +73,7 @@ _ORDER = (
   ("compile",),
   ("runtime",),
   ("sites",),
+  ("kernels",),
   ("numerics",),
   ("records",),
   ("sweep",),

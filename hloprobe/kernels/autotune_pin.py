@@ -1,0 +1,93 @@
+"""The pin: an autotune-results file that gives every gemm fusion one
+Triton config for every batch size, and the XLA flags it needs.
+
+Private in intent: use the package, `hloprobe.kernels`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from hloprobe.compile import Target
+
+__all__ = ["PIN_FLAGS", "PinResults", "PinnedGemm", "pin_gemm_configs"]
+
+# Split-K is decided by XLA's `splitk-rewriter` HLO pass before the config
+# assigner reads autotune results (jaxlib 0.12.0.1), so a results file
+# cannot pin it; the flag does (positive: force that split count).
+PIN_FLAGS = ("--xla_gpu_experimental_force_split_k=1",)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PinnedGemm:
+  """One gemm fusion of one batch size, and the config the file gives it.
+
+  Attributes:
+    batch_size: n.
+    fusion: the gemm fusion's name as the config assigner sees it.
+    hlo_fingerprint: its autotune key (`compile.GemmFusionKey`).
+    block_m, block_n, block_k, num_stages, num_warps: the Triton config.
+  """
+
+  batch_size: int
+  fusion: str
+  hlo_fingerprint: str
+  block_m: int
+  block_n: int
+  block_k: int
+  num_stages: int
+  num_warps: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PinResults:
+  """The pin file's text and what it pins.
+
+  Attributes:
+    text: an `xla.autotuner.AutotuneCache` text file
+      (`compile.results_textproto`), for `--autotune_results`.
+    gemms: what it pins, per batch size and fusion.
+    xla_flags: the XLA flags to run it with (`PIN_FLAGS`).
+  """
+
+  text: str
+  gemms: tuple[PinnedGemm, ...]
+  xla_flags: tuple[str, ...]
+
+
+def pin_gemm_configs(
+  compiled: Mapping[int, object],
+  target: Target,
+  block_m: int = 16,
+  block_n: int = 16,
+  block_k: int | None = None,
+  num_stages: int = 1,
+  num_warps: int = 2,
+) -> PinResults:
+  """Autotune results pinning one Triton config per gemm fusion for every n.
+
+  Args:
+    compiled: batch size -> that size's compile for `target` (a
+      `compile_case` result: its optimized_hlo, pass_dumps and xla_log), made with
+      `dump_passes=True` under `PIN_FLAGS` (the gemm fusions' keys are taken
+      as they enter XLA's config assigner) and with XLA's autotune-cache
+      VLOG on (`TF_CPP_VMODULE=autotuner_cache_interface=1` before XLA
+      loads: the codegen versions are logged only).
+    target: the compile-only GPU target (its config keys the file).
+    block_m, block_n, num_stages, num_warps: the config every fusion gets
+      (they do not change a row's arithmetic; small tiles compile for
+      every n).
+    block_k: the K tile; None: the smallest block_k XLA chose for any gemm
+      fusion at any n (read from the optimized HLO), capped at each
+      fusion's K.
+
+  Returns:
+    The file's text, what it pins, and `PIN_FLAGS`.
+
+  Raises:
+    TargetError: a compile lacks codegen versions or pass dumps (jaxlib
+      0.10.2 has no config-assigner pass), or the target is not
+      compile-only.
+  """
+  raise NotImplementedError("pin_gemm_configs: milestone 1 interface only")
