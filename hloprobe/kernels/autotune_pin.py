@@ -7,9 +7,20 @@ Private in intent: use the package, `hloprobe.kernels`.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 
-from hloprobe.compile import Target
+from hloprobe.compile import (
+  AutotuneChoice,
+  Target,
+  config_assigner_input,
+  device_fingerprint,
+  gemm_fusion_keys,
+  parse_codegen_versions,
+  results_textproto,
+  triton_config,
+)
+from hloprobe.errors import TargetError
 
 __all__ = ["PIN_FLAGS", "PinResults", "PinnedGemm", "pin_gemm_configs"]
 
@@ -17,6 +28,8 @@ __all__ = ["PIN_FLAGS", "PinResults", "PinnedGemm", "pin_gemm_configs"]
 # assigner reads autotune results (jaxlib 0.12.0.1), so a results file
 # cannot pin it; the flag does (positive: force that split count).
 PIN_FLAGS = ("--xla_gpu_experimental_force_split_k=1",)
+# A nested gemm's K tile, on its dot (`gemm_rules.block_k`).
+_BLOCK_K_RE = re.compile(r'dot\(.*backend_config=\{"sizes":\["(\d+)"\]\}')
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -90,4 +103,51 @@ def pin_gemm_configs(
       0.10.2 has no config-assigner pass), or the target is not
       compile-only.
   """
-  raise NotImplementedError("pin_gemm_configs: milestone 1 interface only")
+  if not target.compile_only or target.config_text is None:
+    raise TargetError(
+      f"target {target.name!r} is not a compile-only GPU target: an "
+      "attached GPU autotunes itself"
+    )
+  if not compiled:
+    raise TargetError("no compiled configs to pin")
+  versions = None
+  for c in compiled.values():
+    versions = versions or parse_codegen_versions(getattr(c, "xla_log", ""))
+  if versions is None:
+    raise TargetError(
+      "XLA logged no codegen versions: set TF_CPP_VMODULE="
+      "autotuner_cache_interface=1 and TF_CPP_MIN_LOG_LEVEL=0 before XLA "
+      "loads (jaxlib 0.12.0.1; 0.10.2 has no config-assigner pass)"
+    )
+  if block_k is None:
+    found = [
+      int(k)
+      for c in compiled.values()
+      for k in _BLOCK_K_RE.findall(c.optimized_hlo)
+    ]
+    block_k = min(found) if found else 32
+  device = device_fingerprint(target.config_text)
+  gemms, choices, seen = [], [], set()
+  for n in sorted(compiled):
+    keys = gemm_fusion_keys(config_assigner_input(compiled[n].pass_dumps))
+    for key in keys:
+      if key.fusion_kind != "__triton_gemm":
+        continue
+      config = triton_config(block_m, block_n, block_k, num_stages, num_warps)
+      gemms.append(
+        PinnedGemm(
+          n,
+          key.name,
+          key.hlo_fingerprint,
+          block_m,
+          block_n,
+          block_k,
+          num_stages,
+          num_warps,
+        )
+      )
+      if key.hlo_fingerprint not in seen:
+        seen.add(key.hlo_fingerprint)
+        choices.append(AutotuneChoice(key, "TRITON", config))
+  text = results_textproto(device, versions, choices)
+  return PinResults(text, tuple(gemms), PIN_FLAGS)
