@@ -14,7 +14,9 @@ The stage's interface is the names below (`__all__`):
   pin_gemm_configs  the autotune-results file that pins one Triton gemm
                     config per gemm fusion for every batch size (same
                     block_k, split-K 1), with the XLA flags it needs
-  PIN_FLAGS         those flags
+  PIN_FLAGS         the flags it needs (split-K 1)
+  REDUCTION_PIN_FLAGS  the flags that make the Triton softmax / layernorm
+                    fusions XLA row reductions, independent of the row count
 
 The modules behind it are private in intent:
 
@@ -36,6 +38,9 @@ below `numerics`.
 from __future__ import annotations
 
 from hloprobe.kernels.autotune_pin import PIN_FLAGS as PIN_FLAGS
+from hloprobe.kernels.autotune_pin import (
+  REDUCTION_PIN_FLAGS as REDUCTION_PIN_FLAGS,
+)
 from hloprobe.kernels.autotune_pin import PinnedGemm as PinnedGemm
 from hloprobe.kernels.autotune_pin import PinResults as PinResults
 from hloprobe.kernels.autotune_pin import pin_gemm_configs as pin_gemm_configs
@@ -53,6 +58,7 @@ __all__ = [
   "PIN_FLAGS",
   "PinResults",
   "PinnedGemm",
+  "REDUCTION_PIN_FLAGS",
   "Role",
   "RowCount",
   "compare_kernels",

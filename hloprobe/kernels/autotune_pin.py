@@ -22,12 +22,27 @@ from hloprobe.compile import (
 )
 from hloprobe.errors import TargetError
 
-__all__ = ["PIN_FLAGS", "PinResults", "PinnedGemm", "pin_gemm_configs"]
+__all__ = [
+  "PIN_FLAGS",
+  "REDUCTION_PIN_FLAGS",
+  "PinResults",
+  "PinnedGemm",
+  "pin_gemm_configs",
+]
 
 # Split-K is decided by XLA's `splitk-rewriter` HLO pass before the config
 # assigner reads autotune results (jaxlib 0.12.0.1), so a results file
 # cannot pin it; the flag does (positive: force that split count).
 PIN_FLAGS = ("--xla_gpu_experimental_force_split_k=1",)
+# The reductions' pin: without XLA's Triton softmax rewriter (pass
+# "triton-softmax-rewriter", xla/backends/gpu/transforms/
+# softmax_rewriter_triton.cc) the layernorm and softmax of issue 38's model
+# become XLA reduction-emitter row reductions (kInput fusions) at every n,
+# whose order within a row does not depend on the row count
+# (`reduction_rules`), instead of Triton fusions whose tile and num_warps
+# the cost model picks per shape. Measured on jaxlib 0.12.0.1, compile-only
+# a100, n = 8 and 64 (tests/testdata/kernels/record_pin.py).
+REDUCTION_PIN_FLAGS = ("--xla_disable_hlo_passes=triton-softmax-rewriter",)
 # A nested gemm's K tile, on its dot (`gemm_rules.block_k`).
 _BLOCK_K_RE = re.compile(r'dot\(.*backend_config=\{"sizes":\["(\d+)"\]\}')
 
@@ -82,9 +97,11 @@ def pin_gemm_configs(
 
   Args:
     compiled: batch size -> that size's compile for `target` (a
-      `compile_case` result: its optimized_hlo, pass_dumps and xla_log), made with
-      `dump_passes=True` under `PIN_FLAGS` (the gemm fusions' keys are taken
-      as they enter XLA's config assigner) and with XLA's autotune-cache
+      `compile_case` result: its optimized_hlo, pass_dumps and xla_log),
+      made with `dump_passes=True` under `PIN_FLAGS` and every other flag
+      the file will be replayed with (e.g. `REDUCTION_PIN_FLAGS`): the gemm
+      fusions' keys are taken as they enter XLA's config assigner, and
+      other flags change the fusions and with XLA's autotune-cache
       VLOG on (`TF_CPP_VMODULE=autotuner_cache_interface=1` before XLA
       loads: the codegen versions are logged only).
     target: the compile-only GPU target (its config keys the file).

@@ -18,6 +18,7 @@ Private in intent: use the package, `hloprobe.kernels`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 
 from hloprobe.kernels.records import KernelDifference, KernelRecord
@@ -30,7 +31,11 @@ def _key(r: KernelRecord) -> tuple:
 
 
 def _what(r: KernelRecord) -> str:
-  where = ", ".join(r.source) if r.source else "no source line"
+  where = (
+    ", ".join(os.path.basename(s) for s in r.source)
+    if r.source
+    else "no source line"
+  )
   return f"{r.role.value} {'+'.join(r.ops) or r.name} at {where}"
 
 
@@ -91,6 +96,14 @@ def compare_kernels(
         changes = f"emitter {x.emitter} -> {y.emitter}" + (
           f", {changes}" if changes else ""
         )
+      cx, cy = dict(x.config), dict(y.config)
+      config = ", ".join(
+        f"{k} {cx.get(k, '-')} -> {cy.get(k, '-')}"
+        for k in sorted(set(cx) | set(cy))
+        if cx.get(k) != cy.get(k) and k != "ptx"
+      )
+      if config:
+        changes += f" (config: {config})"
       name = x.name if x.name == y.name else f"{x.name} / {y.name}"
       out.append(
         KernelDifference(

@@ -252,6 +252,11 @@ class _Reader:
       normalise.normalised_ptx(kernel, self.ptx_text[kernel], self.n)
     )
 
+  def _float_ops(self, kernel: str | None) -> str:
+    if kernel is None or kernel not in self.ptx_text:
+      return "not read: no PTX for this kernel"
+    return normalise.digest(normalise.float_operations(self.ptx_text[kernel]))
+
   def _computation_digest(self, inst: HloInstruction, leaf=None) -> str:
     labels = [self.label(o) for o in inst.operands]
     called = inst.attrs.get("calls", "").strip().lstrip("%")
@@ -530,10 +535,12 @@ class _Reader:
     k = gemm_rules.contraction_length(dot, shapes)
     bk = gemm_rules.block_k(dot, config)
     split = gemm_rules.split_k_of(config, self._split_k(inst, dot))
-    if dot.dims_attr("lhs_batch_dims") and split == 1:
-      pass
+    if split > 1 and k is not None:
+      arith_split = {"k_per_split": k}
+    else:
+      arith_split = {}
     arith = {
-      "k": k if k is not None else "unknown",
+      "k": k * split if k is not None else "unknown",
       "block_k": bk or "not stated",
       "split_k": split,
       "instruction": instruction,
@@ -545,6 +552,7 @@ class _Reader:
       "accumulator": dot.shape.dtype,
       "epilogue": self._computation_digest(inst, leaf=_dot_result(fused)),
     }
+    arith.update(arith_split)
     if instruction.startswith(("mma", "wgmma")) and _swapped(dot, lhs):
       arith["operand_roles"] = "swapped"
     elif _swapped(dot, lhs):
@@ -665,6 +673,7 @@ class _Reader:
       arith["ptx_shuffles"] = str(text.count("shfl.sync"))
       vec = "v4" if ".v4." in text else "v2" if ".v2." in text else "scalar"
       arith["ptx_loads"] = vec
+      arith["ptx_float_ops"] = self._float_ops(kernel)
       del counts
     else:
       arith["ptx_shuffles"] = "not read: no PTX for this kernel"
@@ -704,12 +713,13 @@ class _Reader:
       "x".join(str(s) for s in t.get("sizes", [])) for t in tiles
     )
     arith: dict[str, str] = {
-      "tile": tile or "not stated",
       "num_warps": str(blc.get("num_warps", "not stated")),
       "computation": self._computation_digest(inst),
-      "ptx": self._ptx_digest(kernel),
+      "ptx_float_ops": self._float_ops(kernel),
     }
     conf = {k: blc[k] for k in ("num_stages", "num_ctas") if k in blc}
+    conf["output_tile"] = tile or "not stated"
+    conf["ptx"] = self._ptx_digest(kernel)
     if tiles and tiles[0].get("sizes"):
       sizes = [int(s) for s in tiles[0]["sizes"]]
       arith["rows_per_program"] = str(
@@ -748,7 +758,7 @@ class _Reader:
           "xla/backends/gpu/transforms/softmax_rewriter_triton.cc",
         ),
       )
-    del arith["ptx"]
+    del arith["ptx_float_ops"], arith["num_warps"]
     return self._make(
       inst,
       kernel,

@@ -35,6 +35,7 @@ from hloprobe.ir import HloInstruction, HloModule
 __all__ = [
   "canonical_computation",
   "digest",
+  "float_operations",
   "kernel_ptx",
   "normalised_ptx",
   "row_dims",
@@ -225,3 +226,71 @@ def normalised_ptx(name: str, text: str, row_count: int) -> str:
       for line in lines
     ]
   return "\n".join(lines)
+
+
+_FLOAT_TYPES = ("f32", "f64", "f16", "bf16", "f16x2", "bf16x2", "tf32")
+_FLOAT_HEADS = frozenset(
+  {
+    "add",
+    "sub",
+    "mul",
+    "fma",
+    "max",
+    "min",
+    "div",
+    "rcp",
+    "sqrt",
+    "rsqrt",
+    "ex2",
+    "lg2",
+    "sin",
+    "cos",
+    "tanh",
+    "neg",
+    "abs",
+    "selp",
+    "cvt",
+    "testp",
+    "copysign",
+  }
+)
+_REG_RE = re.compile(r"%[A-Za-z_]+\d*")
+_ADDRESS_RE = re.compile(r"\[[^\]]*\]")
+
+
+def float_operations(text: str) -> str:
+  """A kernel's floating-point dataflow, without its address arithmetic.
+
+  The instructions that compute or exchange float values, in order:
+  float arithmetic (an opcode whose type is f32/f64/f16/bf16/tf32, `cvt`
+  to or from one), tensor-core `mma`/`wgmma`, warp shuffles (`shfl`),
+  shared-memory stores and loads (`st.shared`/`ld.shared`, their address
+  written "[a]") and barriers; registers renamed in order of first
+  appearance, immediates kept. Two kernels whose only differences are in
+  integer index and address arithmetic (e.g. which columns a program
+  writes) have equal float operations; what the loads read is not in it
+  (the tile and layout fields say that).
+  """
+  names: dict[str, str] = {}
+
+  def rename(m: re.Match) -> str:
+    return names.setdefault(m.group(0), f"v{len(names)}")
+
+  out = []
+  for line in text.splitlines():
+    line = line.strip().rstrip(";")
+    if not line or line[0] in ".}{/" or line.endswith(":"):
+      continue
+    body = re.sub(r"^@!?%?\w+\s+", "", line)
+    opcode = body.split(None, 1)[0]
+    parts = opcode.split(".")
+    head = parts[0]
+    keep = (
+      head in ("mma", "wgmma", "shfl", "bar")
+      or (head in ("ld", "st") and "shared" in parts)
+      or (head in _FLOAT_HEADS and any(p in _FLOAT_TYPES for p in parts))
+    )
+    if keep:
+      body = _ADDRESS_RE.sub("[a]", body)
+      out.append(_REG_RE.sub(rename, body))
+  return "\n".join(out)

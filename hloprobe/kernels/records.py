@@ -60,15 +60,22 @@ class KernelRecord:
       DotAlgorithmPreset name, from the PTX or the precision), "instruction"
       (the multiply instruction: "mma.sync m16n8k8 .f32.tf32.tf32.f32",
       "wgmma m64n8k8 ...", "fma.rn.f32", "none"), "block_k" (the K tile),
-      "split_k", "k" (the contraction length), "strength_reduction"
+      "split_k", "k" (the row's contraction length), "k_per_split" (with
+      split-K), "epilogue" (a digest of the gemm fusion's other ops), "precision",
+      "operand_types", "accumulator", "operand_roles" ("swapped" where XLA
+      swapped a tensor-core dot's operands), "strength_reduction"
       ("multiply+reduce": XLA rewrote the dot), "reduce" (the reduced
       dimensions, their lengths and the reducer, e.g. "dims={1} of 512,
       add"), "reduction_emitter" ("row", "column", "Triton"),
       "tile" (Triton: the output tile a program computes, rows x columns),
       "rows_per_program", "num_warps", "vector_size", "threads_per_row",
-      "rows_per_warp", "computation" (a digest of the fused computation,
-      normalised for the row count), "ptx" (a digest of the kernel's PTX,
-      normalised for the row count; "not read: <why>" where none),
+      "rows_per_warp", "elements_per_thread", "reduced_length",
+      "computation" (a digest of the fused computation, normalised for the
+      row count), "ptx_float_ops" (a digest of the PTX's floating-point
+      dataflow: `normalise.float_operations`), "ptx_shuffles" and
+      "ptx_loads" (the warp shuffles and widest global load the PTX has),
+      "ptx" (a digest of the whole PTX normalised for the row count;
+      "not read: <why>" where none),
       "library" (for library calls: "chosen by the library's per-shape
       heuristic at run time: unknown without a device"), "collective"
       (the collective and the order of its partial sums).

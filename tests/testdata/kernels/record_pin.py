@@ -16,7 +16,11 @@ n = 2..64:
      kernel identity of the gemm kernels over all n.
 
   JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 .venv/bin/python \\
-      tests/testdata/kernels/record_pin.py
+      tests/testdata/kernels/record_pin.py [--full]
+
+With --full, both steps also pass `REDUCTION_PIN_FLAGS` (the Triton softmax
+rewriter off), the files are named ln_model_a100_fullpin*, and the
+classes are those of every row-computing kernel, not only the gemms.
 """
 
 from __future__ import annotations
@@ -32,6 +36,17 @@ SIZES = tuple(range(2, 65))
 KEPT = (2, 8, 64)
 
 
+FULL = "--full" in sys.argv
+
+
+def _flags(kernels) -> tuple[str, ...]:
+  return kernels.PIN_FLAGS + (kernels.REDUCTION_PIN_FLAGS if FULL else ())
+
+
+def _name() -> str:
+  return "ln_model_a100_fullpin" if FULL else "ln_model_a100_pin"
+
+
 def _setup(replay: str | None):
   os.environ["TF_CPP_VMODULE"] = "autotuner_cache_interface=1"
   os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
@@ -45,7 +60,7 @@ def _setup(replay: str | None):
   compile_mod.start_backends("cpu")
   target = compile_mod.get_target("a100")
   options = dict(target.compiler_options or {})
-  for flag in kernels.PIN_FLAGS:
+  for flag in _flags(kernels):
     key, value = flag.lstrip("-").split("=", 1)
     options[key] = value
   if replay is not None:
@@ -65,11 +80,13 @@ def record() -> int:
       rf.CASE, args, "float32", target, dump_passes=True
     )
   pin = kernels.pin_gemm_configs(compiled, target)
-  path = os.path.join(out, "ln_model_a100_pin.textproto")
+  path = os.path.join(out, f"{_name()}.textproto")
   with open(path, "w", encoding="utf-8") as f:
     f.write(pin.text)
   print(f"{path}: {len(pin.gemms)} gemm fusions pinned; flags {pin.xla_flags}")
-  return subprocess.call([sys.executable, __file__, "--replay", path])
+  return subprocess.call(
+    [sys.executable, __file__, "--replay", path] + (["--full"] if FULL else [])
+  )
 
 
 def replay(path: str) -> int:
@@ -82,23 +99,24 @@ def replay(path: str) -> int:
     records[n] = [
       r
       for r in kernels.read_kernels(c.optimized_hlo, n, c.ptx, core_count=108)
-      if r.role is kernels.Role.CONTRACTION
+      if FULL or r.role is kernels.Role.CONTRACTION
     ]
     if n in KEPT:
-      stem = os.path.join(out, f"ln_model_a100_pinned_n{n}")
+      stem = os.path.join(out, f"{_name()}ned_n{n}")
       with open(stem + ".hlo.txt", "w", encoding="utf-8") as f:
         f.write(c.optimized_hlo)
       with open(stem + ".ptx.txt", "w", encoding="utf-8") as f:
         for i, text in enumerate(c.ptx):
           f.write(f"// hloprobe: file {i}\n{text}\n")
   classes = kernels.kernel_classes(records)
-  print("gemm classes over n = 2..64:", classes)
+  what = "kernel" if FULL else "gemm"
+  print(f"{what} classes over n = 2..64:", classes)
   for r in records[64]:
     print(r.name, dict(r.arithmetic))
   return 0 if len(classes) == 1 else 1
 
 
 if __name__ == "__main__":
-  if len(sys.argv) == 3 and sys.argv[1] == "--replay":
+  if len(sys.argv) >= 3 and sys.argv[1] == "--replay":
     sys.exit(replay(sys.argv[2]))
   sys.exit(record())
