@@ -76,7 +76,8 @@ class PinResults:
     text: an `xla.autotuner.AutotuneCache` text file
       (`compile.results_textproto`), for `--autotune_results`.
     gemms: what it pins, per batch size and fusion.
-    xla_flags: the XLA flags to run it with (`PIN_FLAGS`).
+    xla_flags: the XLA flags to run it with (`PIN_FLAGS` and the caller's
+      `extra_flags`).
   """
 
   text: str
@@ -92,6 +93,7 @@ def pin_gemm_configs(
   block_k: int | None = None,
   num_stages: int = 1,
   num_warps: int = 2,
+  extra_flags: tuple[str, ...] = (),
 ) -> PinResults:
   """Autotune results pinning one Triton config per gemm fusion for every n.
 
@@ -108,12 +110,16 @@ def pin_gemm_configs(
     block_m, block_n, num_stages, num_warps: the config every fusion gets
       (they do not change a row's arithmetic; small tiles compile for
       every n).
+    extra_flags: the other XLA flags the compiles were made with and the
+      file is to be replayed with (e.g. `REDUCTION_PIN_FLAGS`); they are
+      returned in `xla_flags` after `PIN_FLAGS`.
     block_k: the K tile; None: the smallest block_k XLA chose for any gemm
       fusion at any n (read from the optimized HLO), capped at each
       fusion's K.
 
   Returns:
-    The file's text, what it pins, and `PIN_FLAGS`.
+    The file's text, what it pins (every `__triton_gemm` fusion of every
+    n; fusions of equal key share one entry), and the flags.
 
   Raises:
     TargetError: a compile lacks codegen versions or pass dumps (jaxlib
@@ -167,4 +173,4 @@ def pin_gemm_configs(
         seen.add(key.hlo_fingerprint)
         choices.append(AutotuneChoice(key, "TRITON", config))
   text = results_textproto(device, versions, choices)
-  return PinResults(text, tuple(gemms), PIN_FLAGS)
+  return PinResults(text, tuple(gemms), PIN_FLAGS + tuple(extra_flags))

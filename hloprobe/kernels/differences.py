@@ -25,6 +25,10 @@ from hloprobe.kernels.records import KernelDifference, KernelRecord
 
 __all__ = ["compare_kernels", "kernel_classes"]
 
+# Fields read from the PTX alone (not from a rule): a difference in these
+# only is named as such in the words.
+_PTX_ONLY = frozenset({"ptx", "ptx_float_ops"})
+
 
 def _key(r: KernelRecord) -> tuple:
   return (r.role, r.source or r.ops)
@@ -104,6 +108,12 @@ def compare_kernels(
       )
       if config:
         changes += f" (config: {config})"
+      if fields and {f[0] for f in fields} <= _PTX_ONLY:
+        changes += (
+          "; every rule field is equal: the PTX's float dataflow differs "
+          "(e.g. a value loaded again instead of kept in a register), so "
+          "the same bits are likely but not proven"
+        )
       name = x.name if x.name == y.name else f"{x.name} / {y.name}"
       out.append(
         KernelDifference(

@@ -27,6 +27,7 @@ from hloprobe.ir import (
 )
 from hloprobe.kernels import gemm_rules, normalise, reduction_rules
 from hloprobe.kernels.records import KernelRecord, Role, RowCount
+from hloprobe.sites import Fate, partition_count
 
 __all__ = ["read_kernels"]
 
@@ -416,7 +417,11 @@ class _Reader:
     conf = {}
     if "selected_algorithm" in gemm:
       conf["selected_algorithm"] = gemm["selected_algorithm"]
+    fate = {"cuBLAS": Fate.CUBLAS, "cuBLASLt": Fate.CUBLASLT}.get(
+      library, Fate.CUDNN
+    )
     arith = {
+      "fate": fate.value,
       "library": gemm_rules.LIBRARY_WORDS,
       "computation": _lone(inst, self.n, self.label),
     }
@@ -450,6 +455,9 @@ class _Reader:
       "collective": f"{kind} over replica_groups={groups or '?'}"
       + (f", reducer {reducer}" if reducer else ""),
       "order": _COLLECTIVE_ORDER,
+      "partials": f"{partition_count(self.module)} partitions (SPMD): each "
+      "adds its own slice of the products, then the collective adds the "
+      "partial sums across devices",
     }
     return self._make(
       inst,
@@ -540,6 +548,7 @@ class _Reader:
     else:
       arith_split = {}
     arith = {
+      "fate": Fate.TRITON_GEMM.value,
       "k": k * split if k is not None else "unknown",
       "block_k": bk or "not stated",
       "split_k": split,
@@ -580,6 +589,7 @@ class _Reader:
       ptx, lhs.shape.dtype if lhs is not None else dot.shape.dtype
     )
     arith = {
+      "fate": Fate.DOT.value,
       "instruction": instruction,
       "algorithm": algorithm or "unknown",
       "computation": self._computation_digest(inst)
@@ -679,6 +689,7 @@ class _Reader:
       arith["ptx_shuffles"] = "not read: no PTX for this kernel"
     role = Role.CONTRACTION if strength else Role.REDUCTION
     if strength:
+      arith["fate"] = Fate.MULTIPLY_REDUCE.value
       arith["strength_reduction"] = "multiply+reduce (dot strength reduction)"
       depends = True
       why = (

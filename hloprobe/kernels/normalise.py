@@ -254,6 +254,11 @@ _FLOAT_HEADS = frozenset(
     "copysign",
   }
 )
+# Float ops whose first two sources commute exactly (IEEE: a + b == b + a,
+# a * b == b * a, fma's product likewise; max/min), so LLVM's operand order
+# is not arithmetic (seen: `add.rn.f32 v32, v31, v29` at n = 8 and
+# `add.rn.f32 v32, v29, v31` at n = 9 in one row reduction, jaxlib 0.12.0.1).
+_COMMUTATIVE = frozenset({"add", "mul", "fma", "max", "min"})
 _REG_RE = re.compile(r"%[A-Za-z_]+\d*")
 _ADDRESS_RE = re.compile(r"\[[^\]]*\]")
 
@@ -266,7 +271,9 @@ def float_operations(text: str) -> str:
   to or from one), tensor-core `mma`/`wgmma`, warp shuffles (`shfl`),
   shared-memory stores and loads (`st.shared`/`ld.shared`, their address
   written "[a]") and barriers; registers renamed in order of first
-  appearance, immediates kept. Two kernels whose only differences are in
+  appearance, immediates kept; the first two sources of add, mul, fma,
+  max and min in a canonical order (they commute exactly, NaN payloads
+  aside). Two kernels whose only differences are in
   integer index and address arithmetic (e.g. which columns a program
   writes) have equal float operations; what the loads read is not in it
   (the tile and layout fields say that).
@@ -290,7 +297,22 @@ def float_operations(text: str) -> str:
       or (head in ("ld", "st") and "shared" in parts)
       or (head in _FLOAT_HEADS and any(p in _FLOAT_TYPES for p in parts))
     )
-    if keep:
-      body = _ADDRESS_RE.sub("[a]", body)
+    if not keep:
+      continue
+    body = _ADDRESS_RE.sub("[a]", body)
+    rest = body[len(opcode) :].strip()
+    if head in _COMMUTATIVE and "{" not in rest:
+      dest, *sources = [x.strip() for x in rest.split(",")]
+      sources = [_REG_RE.sub(rename, x) for x in sources]
+      sources[:2] = sorted(sources[:2], key=_operand_order)
+      out.append(f"{opcode} {_REG_RE.sub(rename, dest)}, {', '.join(sources)}")
+    else:
       out.append(_REG_RE.sub(rename, body))
   return "\n".join(out)
+
+
+def _operand_order(operand: str) -> tuple:
+  """Sort key of a renamed operand: registers by first appearance, then
+  immediates as text."""
+  m = re.fullmatch(r"v(\d+)", operand)
+  return (0, int(m.group(1)), "") if m else (1, 0, operand)

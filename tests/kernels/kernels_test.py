@@ -180,6 +180,23 @@ class PinTest(absltest.TestCase):
         [r.field("output_tile") for r in records], ["16x16", "16x16"]
       )
 
+  def test_full_pin_every_kernel_equal(self):
+    # REDUCTION_PIN_FLAGS too: the layernorm and softmax are XLA row
+    # reductions (row rule: 32 threads per row, vector 2, independent of n).
+    configs = {
+      n: _read("0.12.0.1", n, "ln_model_a100_fullpinned_n") for n in (2, 8, 64)
+    }
+    self.assertEqual(kernels.kernel_classes(configs), ((2, 8, 64),))
+    reductions = [
+      r for r in configs[64] if r.field("reduction_emitter") is not None
+    ]
+    self.assertLen(reductions, 4)
+    for r in reductions:
+      self.assertEqual(r.field("reduction_emitter"), "row")
+      self.assertEqual(r.field("threads_per_row"), "32")
+      self.assertEqual(r.field("vector_size"), "2")
+      self.assertEqual(r.row_count, kernels.RowCount.INDEPENDENT)
+
   def test_pin_file(self):
     with open(
       os.path.join(_DATA, "0.12.0.1", "ln_model_a100_pin.textproto"),
@@ -237,6 +254,53 @@ class LibraryAndCollectiveTest(absltest.TestCase):
     self.assertIn("reducer add", coll.field("collective"))
 
 
+class RecordedFixturesTest(parameterized.TestCase):
+  """Other stages' recorded fixtures, read here too."""
+
+  def test_tf32_mma_shape(self):
+    # seed_mlp n = 2, DEFAULT precision, a100, jaxlib 0.10.2
+    # (tests/ir/testdata/ptx/README.md): the PTX's only mma is
+    # `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`; the nested dot
+    # prints backend_config={"sizes":["16"]}.
+    root = os.path.join(os.path.dirname(__file__), "..", "ir", "testdata")
+    with open(os.path.join(root, "seed_a100_n2_default.hlo")) as f:
+      hlo = f.read()
+    with open(
+      os.path.join(root, "ptx", "a100_seed_n2_default_gemm_fusion_dot.ptx")
+    ) as f:
+      ptx = f.read()
+    gemm = kernels.read_kernels(hlo, 2, [ptx])[0]
+    self.assertEqual(gemm.name, "gemm_fusion_dot")
+    self.assertEqual(
+      gemm.field("instruction"),
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+    )
+    self.assertEqual(gemm.field("algorithm"), "TF32_TF32_F32")
+    self.assertEqual(gemm.field("block_k"), "16")
+    self.assertEqual(gemm.field("fate"), "Triton gemm")
+
+  @parameterized.parameters(
+    ("0.12.0.1", "all-reduce.3", "mesh['axis_0'=8] {'axis_0'}"),
+    ("0.10.2", "all-reduce-start", "mesh['axis_0'=1,'axis_1'=8] {'axis_1'}"),
+  )
+  def test_sharded_all_reduce(self, release, name, groups):
+    # tests/testdata/sharded: sharded_matmul over 8 devices, a100; the
+    # all-reduce adds the 8 devices' partial sums with to_apply=%add.clone.
+    path = os.path.join(
+      _DATA, "..", "sharded", release, "a100_all_reduce.hlo.txt"
+    )
+    with open(path, encoding="utf-8") as f:
+      records = _by_name(kernels.read_kernels(f.read(), 8))
+    coll = records[name]
+    self.assertEqual(coll.role, kernels.Role.COLLECTIVE)
+    self.assertEqual(
+      coll.field("collective"),
+      f"all-reduce over replica_groups={groups}, reducer add",
+    )
+    self.assertTrue(coll.field("partials").startswith("8 partitions"))
+    self.assertEqual(coll.row_count, kernels.RowCount.UNKNOWN)
+
+
 class NormaliseTest(absltest.TestCase):
   _PTX = """
 .visible .entry k_7(.param .u64 k_7_param_0)
@@ -271,7 +335,26 @@ class NormaliseTest(absltest.TestCase):
       "add.rn.f32 %r3, %r1, %r2;\n"
       "st.shared.b32 [%rd9], %r3;\n"
     )
-    self.assertEqual(ops, "add.rn.f32 v0, v1, v2\nst.shared.b32 [a], v0")
+    # Sources are named before the result of a commuting op.
+    self.assertEqual(ops, "add.rn.f32 v2, v0, v1\nst.shared.b32 [a], v2")
+
+  def test_commuted_operands_are_equal(self):
+    # LLVM printed `add.rn.f32 v32, v31, v29` at n = 8 and `..., v29, v31`
+    # at n = 9 in one row reduction (jaxlib 0.12.0.1); a + b == b + a.
+    a = normalise.float_operations(
+      "mul.rn.f32 %r1, %r7, %r8;\nadd.rn.f32 %r3, %r1, %r2;"
+    )
+    b = normalise.float_operations(
+      "mul.rn.f32 %r1, %r7, %r8;\nadd.rn.f32 %r3, %r2, %r1;"
+    )
+    self.assertEqual(a, b)
+    c = normalise.float_operations(
+      "mul.rn.f32 %r1, %r7, %r8;\nsub.rn.f32 %r3, %r2, %r1;"
+    )
+    d = normalise.float_operations(
+      "mul.rn.f32 %r1, %r7, %r8;\nsub.rn.f32 %r3, %r1, %r2;"
+    )
+    self.assertNotEqual(c, d)  # subtraction does not commute
 
 
 _MULTI = """HloModule m

@@ -79,7 +79,8 @@ def record() -> int:
     compiled[n] = compile_mod.compile_case(
       rf.CASE, args, "float32", target, dump_passes=True
     )
-  pin = kernels.pin_gemm_configs(compiled, target)
+  extra = kernels.REDUCTION_PIN_FLAGS if FULL else ()
+  pin = kernels.pin_gemm_configs(compiled, target, extra_flags=extra)
   path = os.path.join(out, f"{_name()}.textproto")
   with open(path, "w", encoding="utf-8") as f:
     f.write(pin.text)
