@@ -16,6 +16,7 @@ Private in intent: use the package, `hloprobe.kernels`.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 from hloprobe.ir import (
@@ -29,7 +30,7 @@ from hloprobe.kernels import gemm_rules, normalise, reduction_rules
 from hloprobe.kernels.records import KernelRecord, Role, RowCount
 from hloprobe.sites import Fate, partition_count
 
-__all__ = ["read_kernels"]
+__all__ = ["core_count", "read_kernels"]
 
 # Instructions that only move, relabel or select values: no kernel.
 _MOVES = frozenset(
@@ -97,6 +98,15 @@ _CPU_WHY = (
   "XLA:CPU's runtime and fusion emitters choose their blocking from the "
   "shape, and hloprobe reads no CPU tiling: compare the bits by running"
 )
+
+
+def core_count(target) -> int | None:
+  """The SM count of a compile-only GPU target (`compile.Target`), from its
+  config's `gpu_device_info.core_count` (e.g. 108 for hloprobe's a100), for
+  `read_kernels`; None for other targets or a config without one."""
+  text = getattr(target, "config_text", None) or ""
+  m = re.search(r"\bcore_count\s*:\s*(\d+)", text)
+  return int(m.group(1)) if m else None
 
 
 def read_kernels(

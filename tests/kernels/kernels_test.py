@@ -208,6 +208,13 @@ class PinTest(absltest.TestCase):
     self.assertEqual(text.count("block_k: 64"), entries)
     self.assertEqual(text.count("backend: TRITON"), entries)
 
+  def test_core_count(self):
+    from hloprobe.compile import get_target
+
+    # hloprobe/compile/gpu_specs/a100_sxm_40.txtpb: core_count: 108.
+    self.assertEqual(kernels.core_count(get_target("a100")), 108)
+    self.assertIsNone(kernels.core_count(get_target("cpu")))
+
   def test_refuses_non_compile_only(self):
     from hloprobe.compile import get_target
 
