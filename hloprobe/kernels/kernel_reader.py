@@ -126,6 +126,8 @@ def read_kernels(
   programs). Instructions that only move or relabel values (parameter,
   constant, bitcast, copy, reshape, transpose, tuple, get-tuple-element,
   slice, broadcast, ...) make none: they do not change a row's bits.
+  A while / conditional / call is one record (role OTHER, row count
+  UNKNOWN): the kernels of its bodies are not walked.
 
   Args:
     optimized_hlo: the optimized HLO text (`CompiledCase.optimized_hlo`,
@@ -688,13 +690,11 @@ class _Reader:
       else _lone(inst, self.n, self.label)
     )
     if ptx is not None:
-      counts = dict(ptx.instructions)
       text = self.ptx_text.get(kernel, "")
       arith["ptx_shuffles"] = str(text.count("shfl.sync"))
       vec = "v4" if ".v4." in text else "v2" if ".v2." in text else "scalar"
       arith["ptx_loads"] = vec
       arith["ptx_float_ops"] = self._float_ops(kernel)
-      del counts
     else:
       arith["ptx_shuffles"] = "not read: no PTX for this kernel"
     role = Role.CONTRACTION if strength else Role.REDUCTION

@@ -158,10 +158,7 @@ def _walk(module, computation, row_count, label, leaf, lines, prefix) -> str:
       for key, value in inst.attrs.items():
         if key in _DROPPED_ATTRS:
           continue
-        if key == "dimensions" or key.endswith("_dims"):
-          attrs.append(f"{key}={value}")
-        else:
-          attrs.append(f"{key}={value}")
+        attrs.append(f"{key}={value}")
       for key in ("to_apply", "calls"):
         if key in inst.attrs and inst.opcode != "fusion":
           called = inst.attrs[key].strip().lstrip("%")

@@ -308,6 +308,37 @@ class RecordedFixturesTest(parameterized.TestCase):
     self.assertEqual(coll.row_count, kernels.RowCount.UNKNOWN)
 
 
+class EveryFixtureTest(absltest.TestCase):
+  def test_reads_every_recorded_module(self):
+    # Every optimized/pass-dump HLO the suite keeps (CPU and compile-only
+    # GPUs, both releases): no exception, and every record signs, says
+    # whether it depends on the row count, and why.
+    import glob
+
+    from hloprobe.errors import HloParseError
+
+    tests = os.path.join(os.path.dirname(__file__), "..")
+    paths = sorted(
+      set(glob.glob(os.path.join(tests, "**", "*.hlo*"), recursive=True))
+    )
+    read = 0
+    for path in paths:
+      with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+      if "HloModule" not in text[:200]:
+        continue
+      platform = "cpu" if "cpu" in os.path.basename(path) else "cuda"
+      try:
+        records = kernels.read_kernels(text, 8, platform=platform)
+      except HloParseError:
+        continue  # not a whole module (a fragment kept for another test)
+      read += 1
+      for r in records:
+        self.assertTrue(r.signature, path)
+        self.assertTrue(r.row_count_why, path)
+    self.assertGreater(read, 50)
+
+
 class InstructionTest(absltest.TestCase):
   def test_wgmma_shape(self):
     # tests/ir/testdata/ptx/handwritten_sm90.ptx: one
