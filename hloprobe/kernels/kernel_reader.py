@@ -15,6 +15,7 @@ Private in intent: use the package, `hloprobe.kernels`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Sequence
@@ -84,6 +85,18 @@ _SUMMING = {
   "reduce-scatter-start": "reduce-scatter",
 }
 _REDUCES = ("reduce", "reduce-window")
+# Control flow whose bodies are walked: the attributes naming them (a
+# while's condition computes the trip count, not a row).
+_CONTROL = {
+  "while": ("body",),
+  "call": ("to_apply",),
+  "conditional": (
+    "branch_computations",
+    "true_computation",
+    "false_computation",
+  ),
+}
+_MAX_DEPTH = 8
 _COLLECTIVE_ORDER = (
   "NCCL adds the partial sums in the order of its algorithm (ring or tree, "
   "chunked), chosen at run time from the message size: unknown without a "
@@ -126,8 +139,8 @@ def read_kernels(
   programs). Instructions that only move or relabel values (parameter,
   constant, bitcast, copy, reshape, transpose, tuple, get-tuple-element,
   slice, broadcast, ...) make none: they do not change a row's bits.
-  A while / conditional / call is one record (role OTHER, row count
-  UNKNOWN): the kernels of its bodies are not walked.
+  The bodies of a while (not its condition), call or conditional are
+  walked in place; their records are named `<while>/<instruction>`.
 
   Args:
     optimized_hlo: the optimized HLO text (`CompiledCase.optimized_hlo`,
@@ -181,7 +194,7 @@ class _Reader:
     self.entry = module.entry
     self.labels: dict[str, str] = {}
     self.users: dict[str, list[HloInstruction]] = {}
-    for inst in self.entry.instructions:
+    for _, inst in module.all_instructions():
       for o in inst.operands:
         self.users.setdefault(o, []).append(inst)
 
@@ -190,10 +203,17 @@ class _Reader:
     return self.labels.get(name, name)
 
   def read(self) -> list[KernelRecord]:
-    out = []
-    for inst in self.entry.instructions:
+    out: list[KernelRecord] = []
+    self._walk(self.entry, "", out, depth=0)
+    return out
+
+  def _walk(self, comp, prefix: str, out: list, depth: int) -> None:
+    """Records of one computation's instructions; the bodies of loops,
+    calls and conditionals are walked in place, their records named
+    `<while>/<instruction>` (a loop body's kernels run once per trip)."""
+    for inst in comp.instructions:
       if inst.opcode == "parameter":
-        self.labels[inst.name] = f"arg{inst.parameter_number}"
+        self.labels[inst.name] = f"{prefix}arg{inst.parameter_number}"
         continue
       if inst.opcode in _MOVES or (
         inst.opcode == "async-start" and not self._async_sum(inst)
@@ -205,10 +225,28 @@ class _Reader:
           else f"{inst.opcode}({inner})"
         )
         continue
+      if inst.opcode in _CONTROL and depth < _MAX_DEPTH:
+        bodies = [
+          c
+          for key in _CONTROL[inst.opcode]
+          for c in _names(inst.attrs.get(key))
+          if c in self.module.computations
+        ]
+        if bodies:
+          for body in bodies:
+            self._walk(
+              self.module.computations[body],
+              f"{prefix}{inst.name}/",
+              out,
+              depth + 1,
+            )
+          self.labels[inst.name] = f"{prefix}{inst.name}"
+          continue
       record = self.record(inst, len(out))
+      if prefix:
+        record = dataclasses.replace(record, name=prefix + record.name)
       self.labels[inst.name] = f"k{len(out)}"
       out.append(record)
-    return out
 
   # -- helpers
   def _async_sum(self, inst: HloInstruction) -> str | None:
@@ -790,6 +828,16 @@ class _Reader:
       RowCount.INDEPENDENT,
       _ELEMENTWISE_RULE,
     )
+
+
+def _names(raw: str | None) -> list[str]:
+  """Computation names of an attribute such as `body=%b` or
+  `branch_computations={%a, %b}`."""
+  if not raw:
+    return []
+  return [
+    n.strip().lstrip("%") for n in raw.strip("{}").split(",") if n.strip()
+  ]
 
 
 def _fusion_kind(inst: HloInstruction) -> str | None:

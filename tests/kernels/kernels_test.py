@@ -339,6 +339,31 @@ class EveryFixtureTest(absltest.TestCase):
     self.assertGreater(read, 50)
 
 
+class ControlFlowTest(parameterized.TestCase):
+  @parameterized.parameters(
+    ("0.12.0.1", "gemm_fusion_dot_general.1"),
+    ("0.10.2", "gemm_fusion_dot_general.0"),
+  )
+  def test_scan_body_is_walked(self, release, gemm):
+    # tests/testdata/compiles/control_flow_scan_a100_n8_bfloat16: a
+    # lax.scan of x @ w; the while body holds the Triton gemm, its nested
+    # dot printing backend_config={"sizes":["64"]}.
+    path = os.path.join(
+      _DATA,
+      "..",
+      "compiles",
+      "control_flow_scan_a100_n8_bfloat16",
+      f"jaxlib{release}",
+      "optimized.hlo",
+    )
+    with open(path, encoding="utf-8") as f:
+      records = _by_name(kernels.read_kernels(f.read(), 8))
+    record = records[f"while.5/{gemm}"]
+    self.assertEqual(record.role, kernels.Role.CONTRACTION)
+    self.assertEqual(record.field("block_k"), "64")
+    self.assertEqual(record.field("split_k"), "1")
+
+
 class InstructionTest(absltest.TestCase):
   def test_wgmma_shape(self):
     # tests/ir/testdata/ptx/handwritten_sm90.ptx: one
