@@ -109,6 +109,25 @@ class KernelRecord:
   row_count_why: str
   rules: tuple[str, ...] = ()
 
+  def as_dict(self) -> dict:
+    """The record as JSON-ready data (results files, notebooks): every
+    attribute, `arithmetic`/`config` as objects, enums as their words."""
+    return {
+      "name": self.name,
+      "kernel": self.kernel,
+      "role": self.role.value,
+      "emitter": self.emitter,
+      "ops": list(self.ops),
+      "source": list(self.source),
+      "row_shape": self.row_shape,
+      "arithmetic": dict(self.arithmetic),
+      "config": dict(self.config),
+      "signature": self.signature,
+      "row_count": self.row_count.value,
+      "row_count_why": self.row_count_why,
+      "rules": list(self.rules),
+    }
+
   def field(self, name: str) -> str | None:
     """The `arithmetic` (else `config`) value called `name`, or None."""
     for key, value in self.arithmetic + self.config:
@@ -138,3 +157,14 @@ class KernelDifference:
   b: KernelRecord | None
   fields: tuple[tuple[str, str, str], ...]
   words: str
+
+  def as_dict(self) -> dict:
+    """JSON-ready data: the two kernels' names (None where absent), the
+    differing fields as [name, a, b] lists, and the words."""
+    return {
+      "what": self.what,
+      "a": self.a.name if self.a is not None else None,
+      "b": self.b.name if self.b is not None else None,
+      "fields": [list(f) for f in self.fields],
+      "words": self.words,
+    }

@@ -48,6 +48,14 @@ the order depends on the padded length and num_warps (and on how many
 rows one program holds). The kernel's PTX, normalised for the row count,
 is part of the signature, so any other difference shows too.
 
+Checked on jaxlib 0.12.0.1 and 0.10.2 (compile-only a100, issue 38's
+model, tests/testdata/kernels): the row rule's 32 threads and vector 2 for
+rows of 512 and 1000 match the PTX (5 warp shuffles per reduce, `.v2`
+loads); the Triton fusions' num_warps and tiles are read as XLA wrote
+them. The rules were read from openxla/xla's reduction.cc (commit
+07e25721) and reduction_base.cc; hloprobe does not recompute the Triton
+cost model.
+
 Private in intent: use the package, `hloprobe.kernels`.
 """
 

@@ -117,6 +117,16 @@ class ReadKernelsTest(parameterized.TestCase):
     self.assertEqual(loop.role, kernels.Role.ELEMENTWISE)
     self.assertEqual(loop.row_count, kernels.RowCount.INDEPENDENT)
 
+  def test_as_dict_is_json(self):
+    import json
+
+    record = _read("0.12.0.1", 64)[2]
+    data = json.loads(json.dumps(record.as_dict()))
+    self.assertEqual(data["arithmetic"]["split_k"], "2")
+    self.assertEqual(data["row_count"], "depends on the row count")
+    diff = kernels.compare_kernels(_read("0.12.0.1", 8), _read("0.12.0.1", 64))
+    self.assertIn("split_k", json.dumps([d.as_dict() for d in diff]))
+
   def test_bad_row_count(self):
     with self.assertRaises(ValueError):
       kernels.read_kernels("HloModule m\n", 0)
