@@ -778,6 +778,9 @@ class _Reader:
     }
     conf = {k: blc[k] for k in ("num_stages", "num_ctas") if k in blc}
     conf["output_tile"] = tile or "not stated"
+    if str(blc.get("num_warps", "")).isdigit():
+      # Triton spreads a program's tiles over all its threads.
+      conf["threads_per_program"] = str(int(blc["num_warps"]) * 32)
     conf["ptx"] = self._ptx_digest(kernel)
     if tiles and tiles[0].get("sizes"):
       sizes = [int(s) for s in tiles[0]["sizes"]]
