@@ -25,6 +25,7 @@ _PACKAGES = (
   "compile",
   "runtime",
   "sites",
+  "kernels",
   "numerics",
   "engine",
   "golden",

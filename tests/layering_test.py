@@ -5,8 +5,8 @@ Stages, lowest first (a module's stage is its subpackage under hloprobe/,
 or its own name for a top-level module):
 
   errors < startup < private_api < ir < execute < compile < runtime < sites
-         < numerics < records < engine < golden < verify < report < pictures
-         < versions < api < pytest_plugin < commands < cli, tools
+         < kernels < numerics < records < engine < golden < verify < report
+         < pictures < versions < api < pytest_plugin < commands < cli, tools
          < __main__, __init__
 
 `verify` sits below `report`, which words its evidence records; the
@@ -81,6 +81,7 @@ _ORDER = (
   ("compile",),
   ("runtime",),
   ("sites",),
+  ("kernels",),
   ("numerics",),
   ("records",),
   ("engine",),

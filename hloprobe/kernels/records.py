@@ -1,0 +1,170 @@
+"""The records of the kernels stage: one `KernelRecord` per row-computing
+kernel of a compiled config, and one `KernelDifference` per kernel whose
+per-row arithmetic differs between two configs.
+
+Private in intent: use the package, `hloprobe.kernels`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+__all__ = ["KernelDifference", "KernelRecord", "Role", "RowCount"]
+
+
+class Role(str, enum.Enum):
+  """What a kernel computes of a row; values are the words reports use."""
+
+  CONTRACTION = "contraction"  # a gemm (Triton, or a dot the emitters keep)
+  LIBRARY = "library call"  # cuBLAS / cuBLASLt / cuDNN custom call
+  REDUCTION = "reduction"  # reduce / reduce-window / their fusions
+  ELEMENTWISE = "elementwise"  # a loop fusion or lone elementwise op
+  COLLECTIVE = "collective"  # all-reduce / reduce-scatter across devices
+  OTHER = "other"  # anything else that computes values (sort, scatter...)
+
+
+class RowCount(str, enum.Enum):
+  """Whether the rule that chose a kernel's per-row arithmetic takes the
+  row count (the batch size) as an input; values are report words."""
+
+  DEPENDS = "depends on the row count"
+  INDEPENDENT = "independent of the row count"
+  UNKNOWN = "unknown"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class KernelRecord:
+  """One kernel of a compiled config that computes (part of) an output row.
+
+  Attributes:
+    name: the ENTRY instruction that launches it, e.g.
+      "gemm_fusion_dot_general.2", "triton_softmax.4", "input_reduce_fusion.3",
+      "custom-call.1", "all-reduce-start".
+    kernel: its PTX `.entry` name (`ir.kernel_name` of the fusion, or of the
+      fusion it was deduplicated with), e.g. "triton_softmax_4"; None where
+      no PTX kernel was found for it (library calls, collectives, CPU).
+    role: what it computes (`Role`).
+    emitter: who generates its code, in words, e.g. "Triton gemm
+      (__triton_nested_gemm_fusion)", "Triton block-level (__triton)",
+      "XLA reduction emitter, row reduction", "XLA loop emitter",
+      "cuBLASLt (__cublas$lt$matmul)", "collective".
+    ops: the source ops it computes, from the HLO metadata's op_name tails,
+      sorted and unique, e.g. ("dot_general", "add").
+    source: the program lines of those ops (`file:line`), sorted and unique.
+    row_shape: the kernel's output shape with the row count written "N",
+      e.g. "f32[N,1000]"; "f32[1000]" where XLA dropped a batch of 1.
+    arithmetic: the fields that decide a row's arithmetic, as sorted
+      (name, value) pairs of strings; they make the `signature`. Names
+      (each present only where it applies): "algorithm" (a
+      DotAlgorithmPreset name, from the PTX or the precision), "instruction"
+      (the multiply instruction: "mma.sync m16n8k8 .f32.tf32.tf32.f32",
+      "wgmma m64n8k8 ...", "fma.rn.f32", "none"), "block_k" (the K tile),
+      "split_k", "k" (the row's contraction length), "k_per_split" (with
+      split-K), "epilogue" (a digest of the gemm fusion's other ops), "precision",
+      "operand_types", "accumulator", "operand_roles" ("swapped" where XLA
+      swapped a tensor-core dot's operands), "strength_reduction"
+      ("multiply+reduce": XLA rewrote the dot), "reduce" (the reduced
+      dimensions, their lengths and the reducer, e.g. "dims={1} of 512,
+      add"), "reduction_emitter" ("row", "column", "Triton"),
+      "tile" (Triton: the output tile a program computes, rows x columns),
+      "rows_per_program", "num_warps", "vector_size", "threads_per_row",
+      "rows_per_warp", "elements_per_thread", "reduced_length",
+      "computation" (a digest of the fused computation, normalised for the
+      row count), "ptx_float_ops" (a digest of the PTX's floating-point
+      dataflow: `normalise.float_operations`), "ptx_shuffles" and
+      "ptx_loads" (the warp shuffles and widest global load the PTX has),
+      "ptx" (a digest of the whole PTX normalised for the row count;
+      "not read: <why>" where none),
+      "library" (for library calls: "chosen by the library's per-shape
+      heuristic at run time: unknown without a device"), "collective"
+      (the collective and the order of its partial sums).
+    config: what XLA wrote about the kernel that does not change a row's
+      arithmetic (dropped from the signature), as sorted (name, value)
+      pairs, e.g. ("num_stages", "3"), ("output_tile", "8x16").
+    signature: the per-row arithmetic normalised for the row count: the
+      role, the emitter and every `arithmetic` pair on one line. Two configs
+      whose every row-computing kernel has an equal signature (matched in
+      order, `compare_kernels`) compute the same bits for a row.
+    row_count: whether the rule that chose this arithmetic takes the row
+      count as an input (`RowCount`).
+    row_count_why: the reason, with the rule's XLA source; for UNKNOWN what
+      is not known (e.g. "cuBLAS picks its algorithm at run time from the
+      whole shape").
+    rules: the XLA sources of the rules used to read this record, e.g.
+      ("xla/backends/gpu/codegen/emitters/reduction.cc ReductionInfo",).
+  """
+
+  name: str
+  kernel: str | None
+  role: Role
+  emitter: str
+  ops: tuple[str, ...]
+  source: tuple[str, ...]
+  row_shape: str
+  arithmetic: tuple[tuple[str, str], ...]
+  config: tuple[tuple[str, str], ...]
+  signature: str
+  row_count: RowCount
+  row_count_why: str
+  rules: tuple[str, ...] = ()
+
+  def as_dict(self) -> dict:
+    """The record as JSON-ready data (results files, notebooks): every
+    attribute, `arithmetic`/`config` as objects, enums as their words."""
+    return {
+      "name": self.name,
+      "kernel": self.kernel,
+      "role": self.role.value,
+      "emitter": self.emitter,
+      "ops": list(self.ops),
+      "source": list(self.source),
+      "row_shape": self.row_shape,
+      "arithmetic": dict(self.arithmetic),
+      "config": dict(self.config),
+      "signature": self.signature,
+      "row_count": self.row_count.value,
+      "row_count_why": self.row_count_why,
+      "rules": list(self.rules),
+    }
+
+  def field(self, name: str) -> str | None:
+    """The `arithmetic` (else `config`) value called `name`, or None."""
+    for key, value in self.arithmetic + self.config:
+      if key == name:
+        return value
+    return None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class KernelDifference:
+  """A kernel whose per-row arithmetic differs between two configs.
+
+  Attributes:
+    what: the kernel in words: its role and source ops, e.g.
+      "contraction dot_general at model.py:11".
+    a: the kernel of the first config (None: it has no counterpart there).
+    b: the kernel of the second config (None: no counterpart there).
+    fields: the `arithmetic` fields that differ, as (name, value in a,
+      value in b) triples ("-" for a field one side lacks); () where one
+      side has no counterpart.
+    words: one line for reports, e.g. "gemm_fusion_dot (contraction
+      dot_general at model.py:11): split_k 1 -> 2, block_k 64 -> 128".
+  """
+
+  what: str
+  a: KernelRecord | None
+  b: KernelRecord | None
+  fields: tuple[tuple[str, str, str], ...]
+  words: str
+
+  def as_dict(self) -> dict:
+    """JSON-ready data: the two kernels' names (None where absent), the
+    differing fields as [name, a, b] lists, and the words."""
+    return {
+      "what": self.what,
+      "a": self.a.name if self.a is not None else None,
+      "b": self.b.name if self.b is not None else None,
+      "fields": [list(f) for f in self.fields],
+      "words": self.words,
+    }
