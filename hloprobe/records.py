@@ -43,8 +43,9 @@ __all__ = [
 # MappedSite.collective; 9: Prediction.rows, ErrorStats.row_abs and
 # NoiseFloor.row_abs (every row judged); 10: Compilation.ptx, and source
 # paths stored relative (runtime/relocate.py); 11: ErrorStats.row0_size,
-# row0_values cut to accuracy.ROW0_KEPT values.
-RECORD_VERSION = 11
+# row0_values cut to accuracy.ROW0_KEPT values; 12: Prediction.verdicts
+# (each leaf's verdict as a `Verdict` record).
+RECORD_VERSION = 12
 
 
 @dataclasses.dataclass(frozen=True)

@@ -26,6 +26,7 @@ modules behind them are private in intent:
   floor_check      the measured noise floor checked against the executor
   emulation_cache  emulations shared between configs
   site_notes       what a verdict notes about particular sites
+  verdicts         verdicts as records (`Verdict`), and their words
   candidates       site assignments: chosen, shares, candidates
   predict          GPU error predicted from emulation
   math_rules       known rewrites that change the math; gemm call words
@@ -80,6 +81,9 @@ from hloprobe.numerics.reference import float64_reference as float64_reference
 from hloprobe.numerics.rows import WorstRow as WorstRow
 from hloprobe.numerics.rows import row_words as row_words
 from hloprobe.numerics.rows import stands_out as stands_out
+from hloprobe.numerics.verdicts import Verdict as Verdict
+from hloprobe.numerics.verdicts import VerdictKind as VerdictKind
+from hloprobe.numerics.verdicts import verdict_words as verdict_words
 
 __all__ = [
   "CHANGED",
@@ -100,6 +104,8 @@ __all__ = [
   "References",
   "SiteBand",
   "SiteShare",
+  "Verdict",
+  "VerdictKind",
   "WorstRow",
   "config_verdict",
   "emulate_case",
@@ -114,5 +120,6 @@ __all__ = [
   "site_model",
   "stands_out",
   "ulp_distance",
+  "verdict_words",
   "within_noise",
 ]
