@@ -129,31 +129,24 @@ def explain_answered(args: ExplainArgs):
 
 
 def _answer(spec, results, try_fixes: bool, pool):
-  """The findings, and the fixes tried (or why not)."""
+  """The findings, and the fixes tried (or why not): `api.answer`, the
+  tries' progress on stderr; an interrupt says what finished."""
   import signal
   import sys
 
-  from hloprobe import sweep, verify
-  from hloprobe.report import Answer
+  from hloprobe import api
 
-  findings = verify.find_findings(results)
-  tries = verify.plan_tries(findings, results, spec)
-  if tries is None:
-    return Answer(findings)
-  if not try_fixes:
-    untried = tuple(
-      (c, verify.verify_command(tries, c)) for c in tries.candidates
-    )
-    return Answer(findings, untried=untried, not_tried="--notry_fixes")
-  tried = []
   try:
-    for plan in verify.try_sweeps(tries):
-      show = common.progress_printer(sys.stderr)
-      tried += sweep.run_sweep(plan, show, pool=pool)
+    return api.answer(
+      spec,
+      results,
+      try_fixes=try_fixes,
+      pool=pool,
+      progress=lambda: common.progress_printer(sys.stderr),
+    )
   except KeyboardInterrupt as e:
     signum = getattr(e, "signum", signal.SIGINT)
     raise common.Interrupted(signum, results, len(results)) from None
-  return Answer(findings, verify.judge_tries(tries, tried))
 
 
 def main(args: ExplainArgs) -> int:
