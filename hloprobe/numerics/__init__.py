@@ -69,6 +69,7 @@ from hloprobe.numerics.made import CHANGED as CHANGED
 from hloprobe.numerics.made import Made as Made
 from hloprobe.numerics.made import MadeChecker as MadeChecker
 from hloprobe.numerics.made import MathChange as MathChange
+from hloprobe.numerics.made import config_judgement as config_judgement
 from hloprobe.numerics.made import config_verdict as config_verdict
 from hloprobe.numerics.module_made import (
   module_made_notes as module_made_notes,
@@ -107,6 +108,7 @@ __all__ = [
   "Verdict",
   "VerdictKind",
   "WorstRow",
+  "config_judgement",
   "config_verdict",
   "emulate_case",
   "error_stats",

@@ -9,7 +9,15 @@ import re
 
 from absl.testing import absltest
 
-from hloprobe.numerics import Verdict, VerdictKind, accuracy, integers
+from hloprobe.numerics import (
+  Made,
+  MathChange,
+  Verdict,
+  VerdictKind,
+  accuracy,
+  config_judgement,
+  integers,
+)
 from hloprobe.numerics.accuracy import ErrorStats, NoiseFloor
 from hloprobe.numerics.verdicts import verdict_words
 from hloprobe.sites import Fate
@@ -78,6 +86,25 @@ class KindTest(absltest.TestCase):
       "as F32",
     )
     self.assertEqual(v.kind, VerdictKind.EXPLAINED)
+
+
+class ConfigJudgementTest(absltest.TestCase):
+  def test_math_changed_leads_and_incomplete_is_noted(self):
+    within = Verdict(VerdictKind.WITHIN_NOISE)
+    change = MathChange("cublas-lt-matmul.1", "__cublas$lt$matmul", "", 0, None)
+    # |widened module - float64| 91 beyond its F32 band 4.2e-5.
+    changed = Made(None, 91.0, 4.2e-5, changes=(change,))
+    got = config_judgement(within, changed)
+    self.assertEqual(got.kind, VerdictKind.MATH_CHANGED)
+    self.assertEqual(got.notes, (change.words(),))
+    partial = Made(None, None, None, not_executed=("custom-call.2",))
+    self.assertEqual(
+      config_judgement(within, partial).kind, VerdictKind.WITHIN_NOISE
+    )
+    self.assertLen(config_judgement(within, partial).notes, 1)
+    alone = config_judgement(None, partial)
+    self.assertEqual(alone.kind, VerdictKind.INCOMPLETE)
+    self.assertIs(config_judgement(within, Made(None, 1e-6, 4.2e-5)), within)
 
 
 # Words a verdict or fate starts with (`verdicts.verdict_words`,
