@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from hloprobe.api.answering import NOT_TRIED as NOT_TRIED
 from hloprobe.api.answering import answer as answer
+from hloprobe.api.answering import explanations as explanations
 from hloprobe.api.calls import DEFAULT_PRECISIONS as DEFAULT_PRECISIONS
 from hloprobe.api.calls import as_case as as_case
 from hloprobe.api.calls import explain as explain
@@ -37,6 +38,7 @@ __all__ = [
   "answer",
   "as_case",
   "explain",
+  "explanations",
   "plan_case",
   "run_plan",
   "sweep",

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from hloprobe.records import ConfigResult
-from hloprobe.report import Answer
+from hloprobe.report import Answer, explain_results
 from hloprobe.sweep import SweepPlan, SweepProgress, run_sweep
 from hloprobe.verify import (
   find_findings,
@@ -25,7 +25,7 @@ from hloprobe.verify import (
   verify_command,
 )
 
-__all__ = ["NOT_TRIED", "answer"]
+__all__ = ["NOT_TRIED", "answer", "explanations"]
 
 # Why `explain` from Python tries no fix: each try is a further sweep, and
 # its `verify` command names a case by its words, which a function has not.
@@ -78,3 +78,11 @@ def answer(
   for swept in try_sweeps(tries):
     tried += run_sweep(swept, progress(), pool=pool)
   return Answer(findings, judge_tries(tries, tried))
+
+
+def explanations(plan: SweepPlan, records: Sequence[ConfigResult]) -> list:
+  """explain's records (`report.explain_results`) of a sweep's records,
+  its cases as planned: the one call `hloprobe explain`, `hloprobe.explain`
+  and the pytest plugin's explain share (`hloprobe sweep`'s pages add a
+  module file's own notes, `commands.common.reported_cases`)."""
+  return explain_results(records, [c.case for c in plan.cases])

@@ -43,14 +43,14 @@ import re
 import shutil
 from collections.abc import Callable, Sequence
 
-from hloprobe.api.answering import NOT_TRIED, answer
+from hloprobe.api.answering import NOT_TRIED, answer, explanations
 from hloprobe.api.defaults import DEFAULTS
 from hloprobe.api.results import Results
 from hloprobe.api.ship import ship, worker_environment
 from hloprobe.compile import Case
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.records import ConfigResult
-from hloprobe.report import explain_results, render, render_answered
+from hloprobe.report import render, render_answered
 from hloprobe.runtime import host_cpu
 from hloprobe.sweep import (
   SweepPlan,
@@ -226,7 +226,7 @@ def sweep(
   text = render(list(records), "table", {})
   if not plan.explain_passes:
     return Results(records, text=text)
-  found = tuple(explain_results(records, [c.case for c in plan.cases]))
+  found = tuple(explanations(plan, records))
   host = host_cpu(os.environ.get("XLA_FLAGS"))
   found_answer = answer(
     plan, records, try_fixes=False, not_tried=NOT_TRIED, list_untried=False
