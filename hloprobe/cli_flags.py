@@ -288,7 +288,7 @@ JOBS = flags.DEFINE_integer(
 )
 CASE_TIMEOUT = flags.DEFINE_float(
   "case_timeout",
-  600.0,
+  DEFAULTS.case_timeout_s,
   "Seconds one worker call of a user case (module:factory) may take: "
   "loading it, its inputs and float64 reference, one config's compile and "
   "run. Past it the worker is stopped and that case's configs fail with "

@@ -7,6 +7,8 @@ example arguments (or a `Case`), returning `Results`.
            `plan_case` and `run_plan`, `sweep`'s two halves
   results  `Results`: records, `.table()`, `.to_dataframe()`, HTML
   ship     a case's way to the worker processes, and their environment
+  planning `plan`: a sweep in the command line's words (what commands/
+           turn their flags into)
   defaults the one table of defaults (`DEFAULTS`) the command line, the
            Python API and the pytest plugin share
 
@@ -27,6 +29,7 @@ from hloprobe.api.calls import run_plan as run_plan
 from hloprobe.api.calls import sweep as sweep
 from hloprobe.api.defaults import DEFAULTS as DEFAULTS
 from hloprobe.api.defaults import Defaults as Defaults
+from hloprobe.api.planning import plan as plan
 from hloprobe.api.results import Results as Results
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
   "as_case",
   "explain",
   "explanations",
+  "plan",
   "plan_case",
   "run_plan",
   "sweep",

@@ -30,12 +30,15 @@ class Defaults:
       a function from Python defaults to 1, 2 and its example's rows,
       those that exist (its rows are its full size).
     cache_max_mb: the record cache's bound, MiB.
+    case_timeout_s: seconds one worker call of a user case may take
+      (`sweep.SweepSpec.case_timeout_s`).
   """
 
   targets: tuple[str, ...] = ("cpu",)
   precisions: tuple[str, ...] = tuple(DEFAULT_PRECISIONS)
   batch_sizes: str = "1-9"
   cache_max_mb: int = DEFAULT_MAX_MB
+  case_timeout_s: float = 600.0
 
   @staticmethod
   def jobs() -> int:
