@@ -130,6 +130,10 @@ _PREFIX = re.compile(
 # A verdict compared with its words: `verdict == "unexplained"`.
 _COMPARED = re.compile(
   r"verdicts?\w*\s*[!=]=\s*[\"']|[\"']\s*[!=]=\s*\w*verdict"
+  # words looked for inside one: `"split-K" in w for w in fates`,
+  # `alg not in verdict`.
+  r"|\bin\s+(?:\w+\.)*\w*verdict\b(?!\.)"
+  r"|[\"']\s+(?:not\s+)?in\s+w\s+for\s+w\s+in\s+\w*fates"
 )
 
 
@@ -152,6 +156,8 @@ class NoPrefixParsingTest(absltest.TestCase):
       'verdict.startswith(("overflow", "unexplained"))',
       'if verdict == "unexplained":',
       'p.verdict != "exact"',
+      'any("split-K" in w for w in fates)',
+      "if alg not in verdict and alg not in elsewhere",
     ):
       self.assertTrue(_PREFIX.search(line) or _COMPARED.search(line), line)
 
