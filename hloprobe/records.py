@@ -23,7 +23,14 @@ import dataclasses
 
 from hloprobe.compile import BASELINE, Target
 from hloprobe.ir import Precision
-from hloprobe.numerics import ErrorStats, Made, Prediction, config_verdict
+from hloprobe.numerics import (
+  ErrorStats,
+  Made,
+  Prediction,
+  Verdict,
+  config_judgement,
+  config_verdict,
+)
 from hloprobe.sites import CompileFinding, PassAttribution, SiteFate
 
 __all__ = [
@@ -43,8 +50,9 @@ __all__ = [
 # MappedSite.collective; 9: Prediction.rows, ErrorStats.row_abs and
 # NoiseFloor.row_abs (every row judged); 10: Compilation.ptx, and source
 # paths stored relative (runtime/relocate.py); 11: ErrorStats.row0_size,
-# row0_values cut to accuracy.ROW0_KEPT values.
-RECORD_VERSION = 11
+# row0_values cut to accuracy.ROW0_KEPT values; 12: Prediction.verdicts
+# (each leaf's verdict as a `Verdict` record).
+RECORD_VERSION = 12
 
 
 @dataclasses.dataclass(frozen=True)
@@ -228,3 +236,12 @@ class ConfigResult:
     without either (`numerics.config_verdict`)."""
     p = self.prediction.verdict if self.prediction is not None else None
     return config_verdict(p, self.made)
+
+  @property
+  def judgement(self) -> Verdict | None:
+    """`verdict` as a record (`numerics.config_judgement`): MATH_CHANGED
+    where the executed module changed the math, else the headline leaf's
+    (an incomplete execution a note on it, or INCOMPLETE alone); None
+    without either."""
+    p = self.prediction.judgement if self.prediction is not None else None
+    return config_judgement(p, self.made)

@@ -12,6 +12,7 @@ from absl.testing import absltest, parameterized
 from hloprobe import engine, records, verify
 from hloprobe.compile import get_target
 from hloprobe.report import Answer, answer_json, answer_lines
+from hloprobe.sites import Fate
 from hloprobe.verify import candidates
 from hloprobe.verify.candidates import TryPlan
 from hloprobe.verify.findings import rank_findings
@@ -125,7 +126,13 @@ class CommandTest(absltest.TestCase):
     plan = engine.plan_sweep(
       engine.SweepSpec(("seed_mlp",), (1, 2, 9), ("bfloat16",), ("a100",))
     )
-    found = [_finding(6000.0, fates=("Triton gemm (triton-gemm-rewriter)",))]
+    found = [
+      _finding(
+        6000.0,
+        fates=("Triton gemm (triton-gemm-rewriter)",),
+        fate_kinds=(Fate.TRITON_GEMM,),
+      )
+    ]
     return TryPlan(
       dataclasses.replace(plan, batch_sizes=(1, 2, 9)),
       tuple(verify.Candidate(n, n, "") for n in names),
@@ -174,9 +181,14 @@ class CommandTest(absltest.TestCase):
     )
 
   @staticmethod
-  def _applies(target: str, fate: str) -> tuple:
+  def _applies(target: str, fate: str, split_k: tuple[int, ...] = ()) -> tuple:
     """The candidates for one finding at sites that became `fate`."""
-    found = [_finding(6000.0, target=target, fates=(fate,))]
+    kinds = (Fate.TRITON_GEMM,)  # both tests' fates are Triton gemms
+    found = [
+      _finding(
+        6000.0, target=target, fates=(fate,), fate_kinds=kinds, split_k=split_k
+      )
+    ]
     config = records.Config("seed_mlp", get_target(target), 2, "bfloat16")
     return candidates._applies(found, [records.ConfigResult(config)])
 
@@ -196,7 +208,7 @@ class CommandTest(absltest.TestCase):
   def test_should_fail_twin_no_presets_below_sm80(self):
     # XLA's IsSupportedDotAlgorithmOnGpu: the multi-pass presets need
     # Ampere; a T4 (sm_75) is offered float32 and the flags only.
-    got = self._applies("t4", "Triton gemm split-K 4")
+    got = self._applies("t4", "Triton gemm split-K 4", (4,))
     self.assertEqual(
       [c.words for c in got],
       [

@@ -24,6 +24,7 @@ from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
 from hloprobe.numerics import site_notes
 from hloprobe.numerics.candidates import chosen_algorithms
+from hloprobe.numerics.verdicts import Verdict, VerdictKind, verdict_words
 from hloprobe.sites import dot_sites, fp8_operands, fp8_rewrite, site_fate
 from hloprobe.sites.site_fate import Fate
 
@@ -188,7 +189,11 @@ class FiredTest(parameterized.TestCase):
     f = _only("fp8_scaled_matmul_h100_n8_default_no_triton_gemm", jaxlib)
     chosen, note = chosen_algorithms((f,))
     self.assertEqual((chosen, note), (("F32_F32_F32",), None))
-    words = site_notes.annotate("within f32 noise", (f,), chosen, "float32")
+    words = verdict_words(
+      site_notes.annotate(
+        Verdict(VerdictKind.WITHIN_NOISE), (f,), chosen, "float32"
+      )
+    )
     self.assertEqual(
       words, f"within f32 noise; site 0: fp8 cuBLASLt rewrite {f.fp8_rewrite}"
     )

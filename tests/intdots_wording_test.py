@@ -9,7 +9,6 @@ the case's output structure for the headline leaf.
 from __future__ import annotations
 
 import dataclasses
-import types
 
 import jax
 import jax.numpy as jnp
@@ -23,7 +22,8 @@ from absl.testing import absltest
 from hloprobe.compile import Case, get_target
 from hloprobe.engine.measure import run_config
 from hloprobe.ir import as_precision
-from hloprobe.numerics import accuracy, site_notes
+from hloprobe.numerics import Prediction, accuracy, site_notes
+from hloprobe.numerics.verdicts import Verdict, VerdictKind, verdict_words
 from hloprobe.records import Compilation, Config, ConfigResult
 from hloprobe.report import explain, explain_records, explain_text
 from hloprobe.sites import Fate, effective
@@ -37,6 +37,9 @@ def _render(e) -> str:
   return explain_text.render_explanation([e], width=10_000)
 
 
+_NOISE = Verdict(VerdictKind.WITHIN_NOISE)
+
+
 class StrengthReducedPresetTest(absltest.TestCase):
   def test_note_names_dot_strength_reduction_not_the_target(self):
     # seed_mlp at n = 1 on the a100: XLA strength-reduced every site
@@ -47,7 +50,9 @@ class StrengthReducedPresetTest(absltest.TestCase):
       dataclasses.replace(f, algorithm="BF16_BF16_F32") for f in fates
     ]
     chosen = tuple(f.effective_algorithm for f in declared)
-    text = site_notes.annotate("within f32 noise", declared, chosen, "float32")
+    text = verdict_words(
+      site_notes.annotate(_NOISE, declared, chosen, "float32")
+    )
     self.assertIn(
       "site 0 ran F32_F32_F32 for declared BF16_BF16_F32: dot strength "
       "reduction made it a multiply+reduce, whose kernel computes "
@@ -65,8 +70,8 @@ class StrengthReducedPresetTest(absltest.TestCase):
       if f.fate == Fate.DOT
     ]
     self.assertNotEmpty(dots)
-    text = site_notes.annotate(
-      "within f32 noise", dots, ("F32_F32_F32",) * len(dots), "float32"
+    text = verdict_words(
+      site_notes.annotate(_NOISE, dots, ("F32_F32_F32",) * len(dots), "float32")
     )
     self.assertIn("the target ignores the preset", text)
 
@@ -161,10 +166,22 @@ class HeadlineLeafTest(absltest.TestCase):
 class OtherLeavesTest(absltest.TestCase):
   def test_explain_names_an_overflowing_leaf_beside_the_headline(self):
     overflow = "overflow: 16 of 16 elements of ['s8'] exceed s8 [-128, 127]"
-    p = types.SimpleNamespace(
+    p = Prediction(
+      (),
+      None,
+      None,
+      0.0,
+      (),
+      None,
+      (),
+      None,
       verdict="exact",
       leaf="['s32']",
       leaf_verdicts=(("['s32']", "exact"), ("['s8']", overflow)),
+      verdicts=(
+        Verdict(VerdictKind.EXACT, "int32", "['s32']"),
+        Verdict(VerdictKind.OVERFLOW, "int8", "['s8']", (), 16, 16, 16),
+      ),
     )
     self.assertEqual(explain._verdict_words(p), f"exact; ['s8']: {overflow}")
 

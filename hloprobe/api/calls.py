@@ -43,6 +43,8 @@ import re
 import shutil
 from collections.abc import Callable, Sequence
 
+from hloprobe.api.answering import NOT_TRIED, answer, explanations
+from hloprobe.api.defaults import DEFAULTS
 from hloprobe.api.results import Results
 from hloprobe.api.ship import ship, worker_environment
 from hloprobe.compile import Case
@@ -55,9 +57,8 @@ from hloprobe.engine import (
 )
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.records import ConfigResult
-from hloprobe.report import Answer, explain_results, render, render_answered
-from hloprobe.runtime import default_cache_dir, host_cpu
-from hloprobe.verify import find_findings
+from hloprobe.report import render, render_answered
+from hloprobe.runtime import host_cpu
 
 __all__ = [
   "DEFAULT_PRECISIONS",
@@ -68,8 +69,8 @@ __all__ = [
   "sweep",
 ]
 
-# The command line's defaults (`cli._flags`): the seed report's precisions.
-DEFAULT_PRECISIONS = ("bfloat16", "tensorfloat32", "float32")
+# The seed report's precisions (`DEFAULTS.precisions`), kept by name.
+DEFAULT_PRECISIONS = DEFAULTS.precisions
 _NAME_RE = re.compile(r"[^A-Za-z0-9_\-]")
 
 
@@ -126,8 +127,8 @@ def as_case(
 def plan_case(
   fn_or_case: Callable | Case | str,
   *example_args,
-  targets: Sequence[str] = ("cpu",),
-  precisions: Sequence[str] = DEFAULT_PRECISIONS,
+  targets: Sequence[str] | str = DEFAULTS.targets,
+  precisions: Sequence[str] | str = DEFAULTS.precisions,
   batch_sizes: Sequence[int] | None = None,
   in_axes: int | Sequence[int | None] | None = None,
   output_axis: int | None | tuple[int | None, ...] = 0,
@@ -149,8 +150,8 @@ def plan_case(
     precisions=_names(precisions),
     targets=_names(targets),
     explain_passes=explain_passes,
-    cache_dir=(cache_dir or default_cache_dir()) if cache else None,
-    jobs=jobs or min(os.cpu_count() or 1, 64),
+    cache_dir=(cache_dir or DEFAULTS.cache_dir()) if cache else None,
+    jobs=jobs or DEFAULTS.jobs(),
   )
   options = dict(in_axes=in_axes, output_axis=output_axis, name=name)
   return _plan(fn_or_case, example_args, options, spec)
@@ -162,26 +163,31 @@ def _names(words: Sequence[str] | str) -> tuple[str, ...]:
   return tuple(words.split(",")) if isinstance(words, str) else tuple(words)
 
 
-# Why `explain` from Python tries no fix: each try is a further sweep, and
-# its `verify` command names a case by its words, which a function has not.
-NOT_TRIED = (
-  "hloprobe.explain tries none; `hloprobe explain --case=FILE.py:FACTORY` "
-  "tries them and prints their verify commands"
-)
-
-
-def sweep(fn_or_case: Callable | Case | str, *example_args, **options):
+def sweep(
+  fn_or_case: Callable | Case | str,
+  *example_args,
+  targets: Sequence[str] | str = DEFAULTS.targets,
+  precisions: Sequence[str] | str = DEFAULTS.precisions,
+  batch_sizes: Sequence[int] | None = None,
+  in_axes: int | Sequence[int | None] | None = None,
+  output_axis: int | None | tuple[int | None, ...] = 0,
+  name: str | None = None,
+  explain_passes: bool = False,
+  cache: bool = True,
+  cache_dir: str | None = None,
+  jobs: int | None = None,
+) -> Results:
   """Sweeps a function (or a `Case`, or a case name) as `hloprobe sweep`.
 
   Args:
     fn_or_case: a JAX function (with `example_args`, see `as_case`), a
       `Case`, or a case's words (`seed_mlp`, `path/to/file.py:factory`).
     *example_args: the function's arguments at full batch size.
-    **options: keywords, each optional:
-      targets: target names (`cpu`, `gpu`, compile-only `a100`, ...);
-        default ["cpu"].
+    Keywords (defaults from `DEFAULTS`, the command line's too):
+      targets: target names (`cpu`, `gpu`, compile-only `a100`, ...), or
+        one string of comma-separated names; default ["cpu"].
       precisions: matmul precision names (`float32`, `TF32_TF32_F32`, ...);
-        default the command line's (bfloat16, tensorfloat32, float32).
+        default bfloat16, tensorfloat32, float32.
       batch_sizes: the batch sizes n; default 1, 2 and the full size (the
         example's rows), those that exist. Required for a sized case.
       in_axes, output_axis, name: as `as_case`'s (a function only).
@@ -189,7 +195,8 @@ def sweep(fn_or_case: Callable | Case | str, *example_args, **options):
       cache: keep and reuse per-config records in `cache_dir` (True).
       cache_dir: the record cache; default `$XDG_CACHE_HOME/hloprobe` (as
         the command line's).
-      jobs: worker processes at once; default the CPU count (at most 64).
+      jobs: worker processes at once; default the cores this process may
+        use (`DEFAULTS.jobs`).
 
   Returns:
     `Results`: the records, `.table()`, `.to_dataframe()`, HTML; with
@@ -201,24 +208,66 @@ def sweep(fn_or_case: Callable | Case | str, *example_args, **options):
     InvalidArgumentError, CaseError, TargetError: bad input, as the
       command line's exit 2 (one line).
   """
-  plan = plan_case(fn_or_case, *example_args, **options)
+  plan = plan_case(
+    fn_or_case,
+    *example_args,
+    targets=targets,
+    precisions=precisions,
+    batch_sizes=batch_sizes,
+    in_axes=in_axes,
+    output_axis=output_axis,
+    name=name,
+    explain_passes=explain_passes,
+    cache=cache,
+    cache_dir=cache_dir,
+    jobs=jobs,
+  )
   records = run_plan(plan)
   text = render(list(records), "table", {})
   if not plan.explain_passes:
     return Results(records, text=text)
-  found = tuple(explain_results(records, [c.case for c in plan.cases]))
+  found = tuple(explanations(plan, records))
   host = host_cpu(os.environ.get("XLA_FLAGS"))
-  answer = Answer(find_findings(records), not_tried=NOT_TRIED)
-  return Results(records, found, render_answered(found, answer, host=host))
+  found_answer = answer(
+    plan, records, try_fixes=False, not_tried=NOT_TRIED, list_untried=False
+  )
+  return Results(
+    records, found, render_answered(found, found_answer, host=host)
+  )
 
 
-def explain(fn_or_case: Callable | Case | str, *example_args, **options):
+def explain(
+  fn_or_case: Callable | Case | str,
+  *example_args,
+  targets: Sequence[str] | str = DEFAULTS.targets,
+  precisions: Sequence[str] | str = DEFAULTS.precisions,
+  batch_sizes: Sequence[int] | None = None,
+  in_axes: int | Sequence[int | None] | None = None,
+  output_axis: int | None | tuple[int | None, ...] = 0,
+  name: str | None = None,
+  cache: bool = True,
+  cache_dir: str | None = None,
+  jobs: int | None = None,
+) -> Results:
   """`sweep` with passes named, then `hloprobe explain`'s words.
 
   Takes `sweep`'s arguments (`explain_passes` is always on) and returns
   its `Results` with `explanations` and `text` (`print(results)`).
   """
-  return sweep(fn_or_case, *example_args, **options | {"explain_passes": True})
+  return sweep(
+    fn_or_case,
+    *example_args,
+    targets=targets,
+    precisions=precisions,
+    batch_sizes=batch_sizes,
+    in_axes=in_axes,
+    output_axis=output_axis,
+    name=name,
+    explain_passes=True,
+    cache=cache,
+    cache_dir=cache_dir,
+    jobs=jobs,
+  )
 
 
 def _plan(fn_or_case, example_args, case_options, spec) -> SweepPlan:

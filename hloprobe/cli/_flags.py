@@ -16,11 +16,12 @@ import math
 from absl import flags
 
 from hloprobe import verify
+from hloprobe.api import DEFAULTS
 from hloprobe.cli._rules import EnumListParser
 from hloprobe.engine import EXECUTORS
-from hloprobe.ir import DEFAULT_PRECISIONS, PRECISION_NAMES
+from hloprobe.ir import PRECISION_NAMES
 from hloprobe.report import REPORT_FORMATS, TABLE_COLUMNS, TERMINAL_WIDTH
-from hloprobe.runtime import DEFAULT_MAX_MB, usable_cores
+from hloprobe.runtime import usable_cores
 
 __all__ = [
   "ABS_ERROR_BOUND",
@@ -101,19 +102,21 @@ INPUTS = flags.DEFINE_string(
 )
 BATCH_SIZES = flags.DEFINE_string(
   "batch_sizes",
-  "1-9",
+  DEFAULTS.batch_sizes,
   "Batch sizes: integers and ranges, e.g. '1,2,4-9,64,4096'.",
 )
 PRECISIONS = _define_enum_list(
   "precisions",
-  list(DEFAULT_PRECISIONS),
+  list(DEFAULTS.precisions),
   PRECISION_NAMES,
   "Matmul precisions, comma-separated: bfloat16, tensorfloat32, float32, "
   "default, high, highest, or DotAlgorithmPreset names such as "
   "TF32_TF32_F32.",
 )
 TARGETS = flags.DEFINE_list(
-  "targets", ["cpu"], "Targets, comma-separated; see `hloprobe targets`."
+  "targets",
+  list(DEFAULTS.targets),
+  "Targets, comma-separated; see `hloprobe targets`.",
 )
 TARGET_CONFIG = flags.DEFINE_multi_string(
   "target_config",
@@ -276,7 +279,7 @@ CACHE_DIR = flags.DEFINE_string(
 )
 JOBS = flags.DEFINE_integer(
   "jobs",
-  usable_cores(),
+  DEFAULTS.jobs(),
   "How many worker processes compile and run configs at once (default: "
   "the number of cores this process may use); each flag set (the baseline, each experiment) "
   "gets max(1, jobs / flag sets); `versions` sweeps this many jaxlib "
@@ -288,7 +291,7 @@ JOBS = flags.DEFINE_integer(
 )
 CASE_TIMEOUT = flags.DEFINE_float(
   "case_timeout",
-  600.0,
+  DEFAULTS.case_timeout_s,
   "Seconds one worker call of a user case (module:factory) may take: "
   "loading it, its inputs and float64 reference, one config's compile and "
   "run. Past it the worker is stopped and that case's configs fail with "
@@ -307,7 +310,7 @@ CACHE = flags.DEFINE_bool(
 )
 CACHE_MAX_MB = flags.DEFINE_integer(
   "cache_max_mb",
-  DEFAULT_MAX_MB,
+  DEFAULTS.cache_max_mb,
   "Bound of --cache_dir's records/, in MiB: after `sweep`, `explain` and "
   "`verify`, the least recently used records are removed until the rest "
   "fit (venvs/ is not bounded; see `hloprobe cache`).",

@@ -128,23 +128,24 @@ def sweep_spec(
       module runs at its own size; mixed with other cases, those take the
       sizes).
   """
-  from hloprobe.engine import spec_from_words
+  from hloprobe import api
 
   check_module_words(words)
-  return spec_from_words(
-    inputs=words.inputs,
-    cases=list(words.case),
+  return api.plan(
+    words.case,
     batch_sizes=words.batch_sizes,
-    precisions=list(words.precisions),
-    targets=list(words.targets),
-    target_configs=list(words.target_config),
-    autotune_results=list(words.autotune_results),
-    explain_passes=explain_passes or words.explain_passes,
-    experiment_words=list(experiments),
+    precisions=words.precisions,
+    targets=words.targets,
+    target_configs=words.target_config,
+    autotune_results=words.autotune_results,
+    experiments=experiments,
     experiments_file=experiments_file,
-    cache_dir=cache_dir(words),
+    explain_passes=explain_passes or words.explain_passes,
+    cache=words.cache,
+    cache_dir=words.cache_dir,
     jobs=words.jobs,
     case_timeout_s=words.case_timeout,
+    inputs=words.inputs,
   )
 
 

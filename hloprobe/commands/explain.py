@@ -1,12 +1,12 @@
 """`hloprobe explain`: the sweep with pass attribution, in words.
 
-`explain` runs the sweep (passes named) and returns its records and their
-explanations; `explain_answered` also ranks the findings and, with
---try_fixes (the default), tries the candidate fixes on the configs at
-fault in one extra sweep on the same workers and record cache
-(`verify.plan_tries`); `main` prints the answer first, then the
-explanations, as text, JSON or the HTML page (the answer's lines open it,
-as they open report.html in --output_dir), and writes the files asked
+`explain_answered` runs the sweep (passes named) and returns its records,
+their explanations (`api.explanations`) and the answer (`api.answer`): the
+findings ranked and, with --try_fixes (the default), the candidate fixes
+tried on the configs at fault in one extra sweep on the same workers and
+record cache (`verify.plan_tries`); `main` prints the answer first, then
+the explanations, as text, JSON or the HTML page (the answer's lines open
+it, as they open report.html in --output_dir), and writes the files asked
 for (the tries' configs are not among them). Exit status: 0 when every
 config of the explain sweep succeeded, else 1 (a fix that fails to
 compile is a fix that did not pass, not a failure of the command).
@@ -20,7 +20,7 @@ from hloprobe.commands import common
 from hloprobe.commands import sweep as sweep_command
 from hloprobe.errors import InvalidArgumentError
 
-__all__ = ["ExplainArgs", "explain", "explain_answered", "main"]
+__all__ = ["ExplainArgs", "explain_answered", "main"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -78,25 +78,6 @@ def _spec(args: ExplainArgs):
   return common.with_executor(spec, args)
 
 
-def explain(args: ExplainArgs):
-  """Runs the sweep with passes named; returns (records, explanations).
-
-  Tries no fix (see `explain_answered`).
-
-  Raises:
-    InvalidArgumentError: bad input, --format=markdown among it.
-    common.Interrupted: SIGINT/SIGTERM, with the configs finished.
-  """
-  from hloprobe.report import explain_results
-
-  spec = _spec(args)
-  common.start_jax(spec.targets)
-  results = common.run_streamed(
-    spec, args.common.output_dir, overwrite=args.overwrite
-  )
-  return results, explain_results(results, common.reported_cases(spec))
-
-
 def explain_answered(args: ExplainArgs):
   """`explain`, then the answer: (records, explanations, `report.Answer`).
 
@@ -109,8 +90,7 @@ def explain_answered(args: ExplainArgs):
     InvalidArgumentError: bad input, --format=markdown among it.
     common.Interrupted: SIGINT/SIGTERM, with the configs finished.
   """
-  from hloprobe import engine
-  from hloprobe.report import explain_results
+  from hloprobe import api, engine
 
   spec = _spec(args)
   common.start_jax(spec.targets)
@@ -124,36 +104,28 @@ def explain_answered(args: ExplainArgs):
         spec, args.common.output_dir, pool, overwrite=args.overwrite
       )
     answer = _answer(spec, results, args.try_fixes, pool)
-  explanations = explain_results(results, [c.case for c in spec.cases])
-  return results, explanations, answer
+  return results, api.explanations(spec, results), answer
 
 
 def _answer(spec, results, try_fixes: bool, pool):
-  """The findings, and the fixes tried (or why not)."""
+  """The findings, and the fixes tried (or why not): `api.answer`, the
+  tries' progress on stderr; an interrupt says what finished."""
   import signal
   import sys
 
-  from hloprobe import engine, verify
-  from hloprobe.report import Answer
+  from hloprobe import api
 
-  findings = verify.find_findings(results)
-  tries = verify.plan_tries(findings, results, spec)
-  if tries is None:
-    return Answer(findings)
-  if not try_fixes:
-    untried = tuple(
-      (c, verify.verify_command(tries, c)) for c in tries.candidates
-    )
-    return Answer(findings, untried=untried, not_tried="--notry_fixes")
-  tried = []
   try:
-    for plan in verify.try_sweeps(tries):
-      show = common.progress_printer(sys.stderr)
-      tried += engine.run_sweep(plan, show, pool=pool)
+    return api.answer(
+      spec,
+      results,
+      try_fixes=try_fixes,
+      pool=pool,
+      progress=lambda: common.progress_printer(sys.stderr),
+    )
   except KeyboardInterrupt as e:
     signum = getattr(e, "signum", signal.SIGINT)
     raise common.Interrupted(signum, results, len(results)) from None
-  return Answer(findings, verify.judge_tries(tries, tried))
 
 
 def main(args: ExplainArgs) -> int:

@@ -77,9 +77,17 @@ from hloprobe.compile.targets import load_target_config as load_target_config
 from hloprobe.compile.toolchain import find_ptxas as find_ptxas
 from hloprobe.compile.toolchain import nvcc_wheel_dir as nvcc_wheel_dir
 from hloprobe.compile.toolchain import ptxas_version as ptxas_version
+from hloprobe.compile.autotune import AutotuneChoice as AutotuneChoice
+from hloprobe.compile.autotune import device_fingerprint as device_fingerprint
+from hloprobe.compile.autotune import (
+  parse_codegen_versions as parse_codegen_versions,
+)
+from hloprobe.compile.autotune import results_textproto as results_textproto
+from hloprobe.compile.autotune import triton_config as triton_config
 
 __all__ = [
   "AUTOTUNED_ON",
+  "AutotuneChoice",
   "BASELINE",
   "BUILTIN_EXPERIMENTS",
   "BUILTIN_TARGETS",
@@ -97,6 +105,7 @@ __all__ = [
   "checked_words",
   "compile_case",
   "config_assigner_input",
+  "device_fingerprint",
   "enable_x64",
   "find_ptxas",
   "fusion_selections",
@@ -114,17 +123,20 @@ __all__ = [
   "loaded_results",
   "missing_lowering",
   "nvcc_wheel_dir",
+  "parse_codegen_versions",
   "parse_experiment",
   "parse_experiments_file",
   "ptxas_version",
   "read_module_file",
   "rejected_compile",
   "resolvable_elsewhere",
+  "results_textproto",
   "rules_checked",
   "run_compiled",
   "scan_counts",
   "selection_note",
   "start_backends",
+  "triton_config",
   "unchecked_note",
   "unoptimized_hlo",
   "unoptimized_twin",

@@ -38,11 +38,13 @@ from hloprobe.engine.spec import EXECUTORS as EXECUTORS
 from hloprobe.engine.spec import SweepSpec as SweepSpec
 from hloprobe.engine.spec import check_nonempty as check_nonempty
 from hloprobe.engine.spec import parse_batch_sizes as parse_batch_sizes
+from hloprobe.engine.engine import SweepProgress as SweepProgress
 
 __all__ = [
   "EXECUTORS",
   "Shard",
   "SweepPlan",
+  "SweepProgress",
   "SweepSpec",
   "check_nonempty",
   "parse_batch_sizes",

@@ -26,6 +26,7 @@ modules behind them are private in intent:
   floor_check      the measured noise floor checked against the executor
   emulation_cache  emulations shared between configs
   site_notes       what a verdict notes about particular sites
+  verdicts         verdicts as records (`Verdict`), and their words
   candidates       site assignments: chosen, shares, candidates
   predict          GPU error predicted from emulation
   math_rules       known rewrites that change the math; gemm call words
@@ -54,6 +55,8 @@ from hloprobe.numerics.kernel_sites import site_model as site_model
 from hloprobe.numerics.made import CHANGED as CHANGED
 from hloprobe.numerics.made import Made as Made
 from hloprobe.numerics.made import MadeChecker as MadeChecker
+from hloprobe.numerics.made import MathChange as MathChange
+from hloprobe.numerics.made import config_judgement as config_judgement
 from hloprobe.numerics.made import config_verdict as config_verdict
 from hloprobe.numerics.module_made import (
   module_made_notes as module_made_notes,
@@ -64,6 +67,9 @@ from hloprobe.numerics.reference import References as References
 from hloprobe.numerics.rows import WorstRow as WorstRow
 from hloprobe.numerics.rows import row_words as row_words
 from hloprobe.numerics.rows import stands_out as stands_out
+from hloprobe.numerics.verdicts import Verdict as Verdict
+from hloprobe.numerics.verdicts import VerdictKind as VerdictKind
+from hloprobe.numerics.verdicts import verdict_words as verdict_words
 
 __all__ = [
   "CHANGED",
@@ -76,7 +82,10 @@ __all__ = [
   "Prediction",
   "Predictor",
   "References",
+  "Verdict",
+  "VerdictKind",
   "WorstRow",
+  "config_judgement",
   "config_verdict",
   "error_stats",
   "headline_leaf",
@@ -86,5 +95,6 @@ __all__ = [
   "site_model",
   "stands_out",
   "ulp_distance",
+  "verdict_words",
   "within_noise",
 ]

@@ -28,10 +28,18 @@ import numpy as np
 
 from hloprobe.numerics.integers import (
   integer_counts,
-  integer_verdict,
+  integer_judgement,
   is_integer,
 )
 from hloprobe.numerics.ulps import float_dtype, output_ulp, parts, ulp_distance
+from hloprobe.numerics.verdicts import (
+  Verdict,
+  VerdictKind,
+  algorithm_groups,
+  groups_words,
+  noise_words,
+  verdict_words,
+)
 
 __all__ = [
   "ErrorStats",
@@ -40,6 +48,7 @@ __all__ = [
   "element0",
   "error_stats",
   "headline_leaf",
+  "judge",
   "largest_abs",
   "noise_multiple",
   "noise_words",
@@ -227,19 +236,6 @@ def _kept(row: np.ndarray) -> np.ndarray:
   return np.ravel(row)[:ROW0_KEPT].copy()
 
 
-def noise_words(dtype) -> str:
-  """How a verdict names the noise floor of an output of `dtype`.
-
-  f32 and f64 outputs: "f32 noise" (the floor is that of their f32/f64
-  arithmetic); narrower ones: "bf16 output rounding" (the floor is then
-  mostly the output's own rounding).
-  """
-  dtype = float_dtype(dtype)
-  if dtype is None or dtype.itemsize >= 4:
-    return f"{dtype_name(dtype) if dtype is not None else 'f32'} noise"
-  return f"{dtype_name(dtype)} output rounding"
-
-
 # --- Predicted numerics: noise floor, verdicts -----------------------------
 
 # How far beyond the measured f32 noise floor a deviation may go and still
@@ -351,15 +347,47 @@ def headline_leaf(
 
 def describe_algorithms(site_algorithms: tuple[str, ...]) -> str | None:
   """`TF32_TF32_F32 at sites [0, 1, 2]` for the non-F32 sites, or None."""
-  by_alg: dict[str, list[int]] = {}
-  for i, alg in enumerate(site_algorithms):
-    if alg != "F32_F32_F32":
-      by_alg.setdefault(alg, []).append(i)
-  if not by_alg:
-    return None
-  return " and ".join(
-    f"{alg} at sites {sites}" for alg, sites in by_alg.items()
-  )
+  return groups_words(algorithm_groups(site_algorithms))
+
+
+def judge(
+  observed: ErrorStats | None,
+  predicted: ErrorStats,
+  noise: NoiseFloor,
+  tolerance_abs: float,
+  site_algorithms: tuple[str, ...],
+  output_dtype="float32",
+) -> Verdict:
+  """A leaf's verdict, from numbers only, as a record.
+
+  Args:
+    observed: errors of a real run, or None where the target cannot run.
+    predicted: errors of the emulation at the chosen algorithms.
+    noise: the config's f32 noise floor.
+    tolerance_abs: how far observed row 0 may sit from predicted row 0 and
+      still be explained (output units).
+    site_algorithms: the chosen (effective) algorithm of each site.
+    output_dtype: the output's dtype (numpy's name); names the noise floor.
+
+  Returns:
+    EXACT, WITHIN_NOISE, EXPLAINED (by the non-F32 algorithms and their
+    sites) or UNEXPLAINED; for an integer output `integer_judgement`'s.
+    Without an observation the prediction is judged.
+  """
+  judged = observed if observed is not None else predicted
+  dtype = str(output_dtype)
+  if is_integer(output_dtype):
+    return integer_judgement(judged, output_dtype)
+  if judged.row0_abs == 0 and judged.max_abs == 0:
+    return Verdict(VerdictKind.EXACT, dtype, judged.leaf)
+  if within_noise(judged, noise):
+    return Verdict(VerdictKind.WITHIN_NOISE, dtype, judged.leaf)
+  groups = algorithm_groups(site_algorithms)
+  if (
+    observed is not None and abs(observed.row0 - predicted.row0) > tolerance_abs
+  ) or not groups:
+    return Verdict(VerdictKind.UNEXPLAINED, dtype, judged.leaf)
+  return Verdict(VerdictKind.EXPLAINED, dtype, judged.leaf, groups)
 
 
 def verdict(
@@ -370,33 +398,12 @@ def verdict(
   site_algorithms: tuple[str, ...],
   output_dtype="float32",
 ) -> str:
-  """A config's verdict, from numbers only.
-
-  Args:
-    observed: errors of a real run, or None where the target cannot run.
-    predicted: errors of the emulation at the chosen algorithms.
-    noise: the config's f32 noise floor.
-    tolerance_abs: how far observed row 0 may sit from predicted row 0 and
-      still be explained (output units).
-    site_algorithms: the chosen (effective) algorithm of each site.
-    output_dtype: the output's dtype; names the noise floor.
-
-  Returns:
-    "exact", "within f32 noise" (or "within bf16 output rounding", etc.,
-    see `noise_words`), "explained by <ALG> at sites [...]" or
-    "unexplained"; for an integer output `integer_verdict`'s words.
-    Without an observation the prediction is judged.
-  """
-  judged = observed if observed is not None else predicted
-  if is_integer(output_dtype):
-    return integer_verdict(judged, output_dtype)
-  if judged.row0_abs == 0 and judged.max_abs == 0:
-    return "exact"
-  if within_noise(judged, noise):
-    return f"within {noise_words(output_dtype)}"
-  chosen = describe_algorithms(site_algorithms)
-  if (
-    observed is not None and abs(observed.row0 - predicted.row0) > tolerance_abs
-  ):
-    return "unexplained"
-  return f"explained by {chosen}" if chosen else "unexplained"
+  """`judge`'s verdict in words (`verdicts.verdict_words`): "exact",
+  "within f32 noise" (or "within bf16 output rounding", etc., see
+  `noise_words`), "explained by <ALG> at sites [...]" or "unexplained"; for
+  an integer output `integers.integer_verdict`'s words."""
+  return verdict_words(
+    judge(
+      observed, predicted, noise, tolerance_abs, site_algorithms, output_dtype
+    )
+  )

@@ -70,6 +70,7 @@ import math
 import numpy as np
 
 from hloprobe.numerics import accuracy, bands
+from hloprobe.numerics.verdicts import Verdict
 
 __all__ = [
   "FLOOR_TRUST_FACTOR",
@@ -194,8 +195,7 @@ def check_floor(
   )
 
 
-def noted(verdict: str, check: FloorCheck | None) -> str:
-  """`verdict` with the check's note appended ("; ...") where the floor is
-  not trusted."""
-  words = check.words() if check is not None else None
-  return verdict if words is None else f"{verdict}; {words}"
+def noted(verdict: Verdict, check: FloorCheck | None) -> Verdict:
+  """`verdict` with the check's note appended where the floor is not
+  trusted."""
+  return verdict.noted(check.words() if check is not None else None)

@@ -13,7 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["integer_counts", "integer_verdict", "is_integer"]
+from hloprobe.numerics.verdicts import Verdict, VerdictKind, verdict_words
+
+__all__ = [
+  "integer_counts",
+  "integer_judgement",
+  "integer_verdict",
+  "is_integer",
+]
 
 
 def is_integer(dtype) -> bool:
@@ -22,11 +29,6 @@ def is_integer(dtype) -> bool:
     return np.issubdtype(np.dtype(dtype), np.integer)
   except TypeError:
     return False
-
-
-def _hlo_name(dtype) -> str:
-  """HLO's spelling of an integer type: s8, u32."""
-  return np.dtype(dtype).name.replace("uint", "u").replace("int", "s")
 
 
 def integer_counts(got: np.ndarray, ref: np.ndarray) -> dict:
@@ -63,37 +65,41 @@ def integer_counts(got: np.ndarray, ref: np.ndarray) -> dict:
   )
 
 
-def integer_verdict(stats, output_dtype) -> str:
+def integer_judgement(stats, output_dtype) -> Verdict:
   """The verdict of an integer output leaf against its exact result.
 
-  "exact" when every element equals the exact integer result; "overflow:
-  N of M elements of LEAF exceed s8 [-128, 127] and wrap" when the only
-  differences are elements whose exact value the output type cannot hold;
-  else "unexplained: K of M elements of LEAF differ from the exact integer
-  result" (with the overflow named too, if any).
+  EXACT when every element equals the exact integer result; OVERFLOW when
+  the only differences are elements whose exact value the output type
+  cannot hold; else UNEXPLAINED (the overflow counted too, if any). The
+  record carries the counts; `integer_verdict` gives its words.
 
   Args:
     stats: the leaf's `accuracy.ErrorStats` (its integer fields set).
     output_dtype: its dtype, e.g. "int8".
   """
+  dtype = np.dtype(output_dtype).name
   if not stats.mismatched:
-    return "exact"
-  info = np.iinfo(np.dtype(output_dtype))
-  of = f" of {stats.leaf}" if stats.leaf else " of the output"
-  elements = f"{stats.elements} elements{of}"
-  over = ""
-  if stats.overflowed:
-    how = {"wraps": "wrap", "saturates": "saturate"}.get(
-      stats.overflow_mode, "wrap or saturate"
-    )
-    over = (
-      f"overflow: {stats.overflowed} of {elements} exceed "
-      f"{_hlo_name(output_dtype)} [{info.min}, {info.max}] and {how}"
-    )
-  if stats.mismatched <= (stats.overflowed or 0):
-    return over
-  differ = (
-    f"unexplained: {stats.mismatched} of {elements} differ from the exact "
-    "integer result"
+    return Verdict(VerdictKind.EXACT, dtype, stats.leaf)
+  kind = (
+    VerdictKind.OVERFLOW
+    if stats.mismatched <= (stats.overflowed or 0)
+    else VerdictKind.UNEXPLAINED
   )
-  return f"{differ}; {over}" if over else differ
+  return Verdict(
+    kind,
+    dtype,
+    stats.leaf,
+    elements=stats.elements,
+    mismatched=stats.mismatched,
+    overflowed=stats.overflowed,
+    overflow_mode=stats.overflow_mode,
+  )
+
+
+def integer_verdict(stats, output_dtype) -> str:
+  """`integer_judgement` in words: "exact"; "overflow: N of M elements of
+  LEAF exceed s8 [-128, 127] and wrap"; or "unexplained: K of M elements
+  of LEAF differ from the exact integer result" (with the overflow named
+  too, if any).
+  """
+  return verdict_words(integer_judgement(stats, output_dtype))

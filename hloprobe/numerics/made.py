@@ -72,9 +72,17 @@ from hloprobe.ir import ALGORITHMS, parse_hlo_module
 from hloprobe.numerics import accuracy, executed, math_rules, rows
 from hloprobe.numerics.bands import F32_UNIT, site_band
 from hloprobe.numerics.kept import Kept
+from hloprobe.numerics.verdicts import Verdict, VerdictKind
 from hloprobe.sites import partition_count
 
-__all__ = ["CHANGED", "Made", "MadeChecker", "MathChange", "config_verdict"]
+__all__ = [
+  "CHANGED",
+  "Made",
+  "MadeChecker",
+  "MathChange",
+  "config_judgement",
+  "config_verdict",
+]
 
 CHANGED = "XLA changed the math"
 INCOMPLETE = "prediction incomplete: not executed"
@@ -173,6 +181,25 @@ class Made:
     if self.not_executed:
       return f"{INCOMPLETE}: {', '.join(self.not_executed)}"
     return None
+
+
+def config_judgement(
+  prediction: Verdict | None, made: Made | None
+) -> Verdict | None:
+  """`config_verdict` as a record: MATH_CHANGED leads (the instructions'
+  words its notes); an incomplete execution (INCOMPLETE) is a note on the
+  prediction's verdict, or the verdict where there is none; else the
+  prediction's."""
+  if made is not None and made.changed:
+    named = made.changes if made.localised else ()
+    return Verdict(
+      VerdictKind.MATH_CHANGED, notes=tuple(c.words() for c in named)
+    )
+  if made is None or made.complete:
+    return prediction
+  if prediction is None:
+    return Verdict(VerdictKind.INCOMPLETE, notes=made.not_executed)
+  return prediction.noted(made.verdict)
 
 
 def config_verdict(prediction_verdict: str | None, made: Made | None):

@@ -42,6 +42,7 @@ from hloprobe.numerics.bands import OPERAND_UNIT, SiteBand, site_band
 from hloprobe.numerics.floor_sum import FloorSum
 from hloprobe.numerics.kernel_sites import KernelRowZero
 from hloprobe.numerics.site_notes import F32
+from hloprobe.numerics.verdicts import Verdict, VerdictKind, verdict_words
 from hloprobe.runtime import Stopwatch, null_stage
 from hloprobe.sites import SiteFate
 
@@ -99,7 +100,11 @@ class Prediction:
     leaf: the output leaf the numbers above are for (`accuracy.headline_leaf`:
       the case's first batched one, fixed per case); "" for a single
       array.
-    leaf_verdicts: (leaf name, verdict) for every output leaf.
+    leaf_verdicts: (leaf name, verdict in words) for every output leaf:
+      the words of `verdicts`, as results.json keeps them.
+    verdicts: every output leaf's verdict as a record (`Verdict`), in
+      `leaf_verdicts`' order: what code reads (`judgement` is `leaf`'s);
+      () in a prediction made by hand without them.
     output_dtype: the dtype of `leaf`, e.g. "bfloat16".
     reference: where the float64 reference comes from
       (`References.source`): the numpy executor, or "XLA:CPU float64 (not
@@ -129,12 +134,29 @@ class Prediction:
   note: str | None = None
   leaf: str = ""
   leaf_verdicts: tuple[tuple[str, str], ...] = ()
+  verdicts: tuple[Verdict, ...] = ()
   output_dtype: str = "float32"
   reference: str = ""
   floor_check: floor_check.FloorCheck | None = None
   rows: tuple[rows.WorstRow | None, ...] = ()
   noises: tuple[accuracy.NoiseFloor, ...] = ()
   kernel: KernelRowZero | None = None
+
+  @property
+  def judgement(self) -> Verdict | None:
+    """The headline leaf's verdict as a record (`verdict` in words); None
+    in a prediction made without records."""
+    return next(
+      (v for leaf, _, v in self.leaf_judgements() if leaf == self.leaf), None
+    )
+
+  def leaf_judgements(self) -> tuple[tuple[str, str, Verdict], ...]:
+    """(leaf name, verdict in words, verdict record) for every output
+    leaf, in `leaf_verdicts`' order."""
+    return tuple(
+      (leaf, words, v)
+      for (leaf, words), v in zip(self.leaf_verdicts, self.verdicts)
+    )
 
 
 # Fixed summation orders (all but XLA's own): each output element is summed
@@ -273,7 +295,7 @@ class Predictor:
     judged = observed or stats
     verdicts = [
       site_notes.overflow_sites(
-        accuracy.verdict(
+        accuracy.judge(
           observed[i] if observed else None,
           stats[i],
           noise[i],
@@ -303,9 +325,10 @@ class Predictor:
         observed and observed[leaf],
         (verdicts[leaf], noise[leaf], tolerance[leaf]),
         leaf,
-        "; ".join(v for i, v in enumerate(verdicts) if i != leaf),
+        tuple(v for i, v in enumerate(verdicts) if i != leaf),
       )
     verdicts = tuple(map(floor_check.noted, verdicts, checks))
+    words = tuple(map(verdict_words, verdicts))
     top = max(shares, key=lambda s: s.alone_abs).site if shares else None
     described = None if best is None else candidates.describe_assignment(best)
     return Prediction(
@@ -317,10 +340,11 @@ class Predictor:
       top_site=top,
       bands=bands,
       best_candidate=described,
-      verdict=verdicts[leaf],
+      verdict=words[leaf],
       note=note,
       leaf=self._refs.names[leaf],
-      leaf_verdicts=tuple(zip(self._refs.names, verdicts)),
+      leaf_verdicts=tuple(zip(self._refs.names, words)),
+      verdicts=verdicts,
       output_dtype=self._refs.dtypes[leaf],
       reference=self._refs.source(n),
       floor_check=checks[leaf],
@@ -409,11 +433,11 @@ class Predictor:
     return min(found, key=lambda c: abs(self._row0(n, c, leaf) - observed.row0))
 
   def _headline_verdict(
-    self, n, fates, chosen, best, observed, judged, leaf, elsewhere=""
-  ) -> str:
+    self, n, fates, chosen, best, observed, judged, leaf, elsewhere=()
+  ) -> Verdict:
     """The headline leaf's verdict with its site notes.
 
-    `judged` is (`accuracy.verdict` at the chosen assignment, the f32
+    `judged` is (`accuracy.judge` at the chosen assignment, the f32
     noise floor, the tolerance), all of leaf `leaf`; `observed` its
     observed errors or None. Where the best candidate is another
     assignment the cuBLAS rule allows (`candidates.allowed_assignments`)
@@ -435,8 +459,12 @@ class Predictor:
     ):
       emulated = best
     stats = self._leaf_stats(n, emulated)[leaf]
-    if emulated != chosen and verdict == "unexplained":
-      verdict = accuracy.verdict(
+    if (
+      emulated != chosen
+      and verdict.kind is VerdictKind.UNEXPLAINED
+      and not verdict.integer
+    ):
+      verdict = accuracy.judge(
         observed, stats, noise, tolerance, emulated, dtype
       )
     return site_notes.annotate(

@@ -35,6 +35,7 @@ from hloprobe.numerics.accuracy import describe_algorithms, dtype_name
 from hloprobe.numerics.bands import F32_UNIT, OPERAND_UNIT
 from hloprobe.numerics.emulate_fp8 import jaxpr_algorithm
 from hloprobe.numerics.integers import is_integer
+from hloprobe.numerics.verdicts import Verdict, VerdictKind
 from hloprobe.sites import (
   EXACT_INTEGER,
   TF32,
@@ -111,21 +112,33 @@ def _ignored_words(f: SiteFate) -> str:
   )
 
 
+def _names(verdict: Verdict, alg: str) -> bool:
+  """Whether `verdict` names `alg` (as a part of an algorithm it names, as
+  the words' "explained by BF16_BF16_F32_X3" name BF16_BF16_F32)."""
+  return any(alg in name for name in verdict.algorithm_names)
+
+
 def _below(
-  fates, chosen, verdict: str, output_dtype, hidden: bool, elsewhere: str = ""
+  fates,
+  chosen,
+  verdict: Verdict,
+  output_dtype,
+  hidden: bool,
+  elsewhere: tuple[Verdict, ...] = (),
 ) -> str:
   """The sites below their request that no verdict (this one, or another
   leaf's, `elsewhere`) names."""
   below = tuple(
     alg
-    if below_request(f, alg) and alg not in verdict and alg not in elsewhere
+    if below_request(f, alg)
+    and not any(_names(v, alg) for v in (verdict, *elsewhere))
     else F32
     for f, alg in zip(fates, chosen)
   )
   named = describe_algorithms(below)
   if not named:
     return ""
-  if verdict.startswith(("exact", "within ")):  # f32 noise, output rounding
+  if verdict.accurate:  # f32 noise, output rounding
     if not hidden:  # the prediction shows them; the run does not
       return f"{named} predicted, not seen in this run"
     kind = _SIXTEEN_BIT_OUTPUTS.get(output_dtype or "")
@@ -168,7 +181,7 @@ def _tf32_optional(fates, chosen, observed: bool) -> str:
   )
 
 
-def overflow_sites(verdict: str, fates, output_dtype: str) -> str:
+def overflow_sites(verdict: Verdict, fates, output_dtype: str) -> Verdict:
   """An integer leaf's verdict with the dot sites that overflow named.
 
   An integer output overflows where a sum does not fit its type; the dot
@@ -179,8 +192,9 @@ def overflow_sites(verdict: str, fates, output_dtype: str) -> str:
   site's type explains (a convert after the dot, say), come back as they
   are.
   """
-  if not is_integer(output_dtype) or not verdict.startswith(
-    ("overflow", "unexplained")
+  if not is_integer(output_dtype) or verdict.kind not in (
+    VerdictKind.OVERFLOW,
+    VerdictKind.UNEXPLAINED,
   ):
     return verdict
   kind = dtype_name(output_dtype)
@@ -192,22 +206,22 @@ def overflow_sites(verdict: str, fates, output_dtype: str) -> str:
   ]
   if not found:
     return verdict
-  return f"{verdict}; the exact sum overflows {kind} at {', '.join(found)}"
+  return verdict.noted(f"the exact sum overflows {kind} at {', '.join(found)}")
 
 
 def annotate(
-  verdict: str,
+  verdict: Verdict,
   fates: tuple[SiteFate, ...],
   chosen: tuple[str, ...],
   output_dtype: str | None,
   hidden: bool = True,
   observed: bool = True,
-  named_elsewhere: str = "",
-) -> str:
+  named_elsewhere: tuple[Verdict, ...] = (),
+) -> Verdict:
   """The verdict with the site notes of the module docstring appended.
 
   Args:
-    verdict: `accuracy.verdict`'s words.
+    verdict: `accuracy.judge`'s verdict.
     fates: the config's sites.
     chosen: the algorithm emulated at each site; a TF32-optional cuBLAS
       site (`effective.tf32_optional`) at F32 here is one a run showed
@@ -243,4 +257,4 @@ def annotate(
       notes.append(f"site {i}: {f.conflict}")
     if f.fp8_rewrite:
       notes.append(f"site {i}: fp8 cuBLASLt rewrite {f.fp8_rewrite}")
-  return "; ".join([verdict, *filter(None, notes)])
+  return verdict.noted(*notes)

@@ -91,7 +91,24 @@ _TITLES = {
   "error": "row-0 error, this site alone (hloprobe, predicted)",
   "math": "what XLA made (hloprobe, the optimized module executed)",
 }
-_MATH_COLOURS = {CHANGED: "#e53935", "not executed": "#e0e0e0"}
+_CHANGED_COLOUR, _NOT_EXECUTED_COLOUR, _AS_ASKED_COLOUR = (
+  "#e53935",
+  "#e0e0e0",
+  "#a5d6a7",
+)
+
+
+class _MathWords(str):
+  """A "math" overlay value: its words, and its colour as a field (chosen
+  where the value is made, from `Made`'s fields, never read back from the
+  words)."""
+
+  colour: str
+
+  def __new__(cls, words: str, colour: str):
+    self = super().__new__(cls, words)
+    self.colour = colour
+    return self
 
 
 def import_explorer():
@@ -226,14 +243,20 @@ def _with_math(r, out: dict) -> dict:
   if m is None:
     return out
   named = {c.site: c for c in m.changes if c.site is not None}
-  words = "as the program asks"
+  words = _MathWords("as the program asks", _AS_ASKED_COLOUR)
   if not m.complete:
-    words = f"not executed: {', '.join(m.not_executed)}"
+    words = _MathWords(
+      f"not executed: {', '.join(m.not_executed)}", _NOT_EXECUTED_COLOUR
+    )
   values = {}
   for f in r.compilation.fates:
     c = named.get(f.site.index) if m.changed else None
     values[f.site.index] = (
-      f"{CHANGED}: {c.target} ({c.fields})" + (f": {c.rule}" if c.rule else "")
+      _MathWords(
+        f"{CHANGED}: {c.target} ({c.fields})"
+        + (f": {c.rule}" if c.rule else ""),
+        _CHANGED_COLOUR,
+      )
       if c is not None
       else words
     )
@@ -268,8 +291,7 @@ def _colour(name: str, value, palette: dict) -> str | None:
   if name == "algorithm":
     return next((c for key, c in _ALGORITHM_COLOURS if key in value), "#e0e0e0")
   if name == "math":
-    found = (c for key, c in _MATH_COLOURS.items() if value.startswith(key))
-    return next(found, "#a5d6a7")
+    return getattr(value, "colour", _AS_ASKED_COLOUR)
   return palette.setdefault(value, _PALETTE[len(palette) % len(_PALETTE)])
 
 

@@ -193,9 +193,9 @@ def _verdict_words(p) -> str:
   "exact" or "within ..." (an overflowing int8 leaf beside an exact int32
   headline, say), each after its leaf's name."""
   others = [
-    f"{leaf}: {v}"
-    for leaf, v in p.leaf_verdicts
-    if leaf != p.leaf and v != "exact" and not v.startswith("within ")
+    f"{leaf}: {words}"
+    for leaf, words, v in p.leaf_judgements()
+    if leaf != p.leaf and not v.accurate
   ]
   return "; ".join([p.verdict, *others])
 

@@ -40,6 +40,7 @@ def made_math(precision: str, configs) -> list[MadeMath]:
         ms[0].changed,
         max(devs, default=None),
         min(bounds, default=None),
+        agrees=ms[0].verdict is None,
       )
     )
   return out

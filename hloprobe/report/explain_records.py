@@ -200,6 +200,8 @@ class MadeMath:
     changed: True for a change of the math, False otherwise.
     deviation_abs: the largest |widened module - float64| of them.
     bound_abs: the F32 band it left (the smallest of them).
+    agrees: the module does what the program asks (`verdict` is `AGREES`'
+      words).
   """
 
   precision: str
@@ -208,6 +210,7 @@ class MadeMath:
   changed: bool
   deviation_abs: float | None
   bound_abs: float | None
+  agrees: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -28,7 +28,6 @@ from collections.abc import Iterable, Sequence
 from hloprobe.compile import BASELINE, ReportedError
 from hloprobe.report.explain_kernel import kernel_model_lines
 from hloprobe.report.explain_records import (
-  AGREES,
   Alternative,
   FateSpan,
   TargetExplanation,
@@ -315,7 +314,7 @@ def _made_lines(e: TargetExplanation) -> list[str]:
   lines = []
   # A change of the math first, then what could not be executed, then
   # the configs whose module does what the program asks.
-  order = lambda m: (not m.changed, m.verdict.startswith(AGREES))
+  order = lambda m: (not m.changed, m.agrees)
   for m in sorted(e.made, key=order):
     label = e.precisions.get(m.precision, m.precision)
     where = f"{label}, {_ns(m.batch_sizes)}"

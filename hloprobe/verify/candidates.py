@@ -66,6 +66,7 @@ from collections.abc import Sequence
 from hloprobe.compile import BASELINE, is_config_path
 from hloprobe.engine import SweepPlan, plan_sweep
 from hloprobe.records import ConfigResult
+from hloprobe.sites import Fate
 from hloprobe.verify.findings import Finding, find_findings, times_words
 from hloprobe.verify.fix import Fix, parse_fix
 from hloprobe.verify.outcome import verify
@@ -155,7 +156,8 @@ def _applies(findings: Sequence[Finding], results) -> tuple[Candidate, ...]:
   }
   gpus = [t for t in targets.values() if t.platform == "cuda"]
   fault_precisions = {p for f in findings for p in f.precisions}
-  fates = [w for f in findings for w in f.fates]
+  fates = {k for f in findings for k in f.fate_kinds}
+  split = any(f.split_k for f in findings)
   out = []
   if "float32" not in fault_precisions:
     cost = (
@@ -170,7 +172,7 @@ def _applies(findings: Sequence[Finding], results) -> tuple[Candidate, ...]:
       for name, cost in _PRESETS.items()
       if name not in fault_precisions
     ]
-  if gpus and any(w.startswith("Triton gemm") for w in fates):
+  if gpus and Fate.TRITON_GEMM in fates:
     out.append(
       Candidate(
         "no_triton_gemm",
@@ -179,7 +181,7 @@ def _applies(findings: Sequence[Finding], results) -> tuple[Candidate, ...]:
         "the library's kernel and its TF32 rule",
       )
     )
-  if gpus and any("split-K" in w for w in fates):
+  if gpus and split:
     out.append(
       Candidate(
         _SPLIT_K_OFF,

@@ -53,8 +53,9 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
-from hloprobe.numerics import NOISE_FACTOR, within_noise
+from hloprobe.numerics import NOISE_FACTOR, VerdictKind, within_noise
 from hloprobe.records import ConfigResult
+from hloprobe.sites import Fate
 from hloprobe.verify.requirements import checks, judged
 
 __all__ = ["Finding", "find_findings", "rank_findings", "times_words"]
@@ -85,6 +86,9 @@ class Finding:
       zero band; NaN: the error is NaN, ranked first); None when no
       distance can be given.
     source: "observed" (the target ran), "predicted", or "" (no numbers).
+    fate_kinds: what XLA made of those sites as records (`Fate`), in
+      `fates`' order, one per distinct fate: what code reads.
+    split_k: the split-K factors of those sites, where split.
   """
 
   kind: str
@@ -102,6 +106,8 @@ class Finding:
   floor_words: str = ""
   ratio: float | None = None
   source: str = ""
+  fate_kinds: tuple[Fate, ...] = ()
+  split_k: tuple[int, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -144,7 +150,9 @@ def _row0_or_rows(r: ConfigResult) -> _Fault | None:
   if p is None or stats is None:
     return None
   dtype = p.output_dtype
-  if dtype.startswith(("int", "uint")) and p.verdict != "exact":
+  j = p.judgement
+  exact = j is not None and j.kind is VerdictKind.EXACT
+  if dtype.startswith(("int", "uint")) and not exact:
     return _Fault("integer", p.verdict, source=source.kind)
   row0 = None
   if not within_noise(stats, p.noise):
@@ -163,9 +171,9 @@ def _row0_or_rows(r: ConfigResult) -> _Fault | None:
   if row is not None:
     return row
   others = [
-    f"{leaf}: {v}"
-    for leaf, v in p.leaf_verdicts
-    if v != "exact" and not v.startswith("within ")
+    f"{leaf}: {words}"
+    for leaf, words, v in p.leaf_judgements()
+    if not v.accurate
   ]
   return _Fault("leaf", others[0], source=source.kind) if others else None
 
@@ -226,6 +234,19 @@ def _fault(r: ConfigResult) -> _Fault | None:
     return found
   why = r.prediction_error or "no errors against float64 to judge"
   return _Fault("not judged", why)
+
+
+def _fate_records(
+  r: ConfigResult, sites: tuple[int, ...]
+) -> tuple[tuple[Fate, ...], tuple[int, ...]]:
+  """What XLA made of `sites` in `r` (each fate once) and the split-K
+  factors among them."""
+  comp = r.compilation
+  fates = [f for f in (comp.fates if comp else ()) if f.site.index in sites]
+  return (
+    tuple(dict.fromkeys(f.fate for f in fates)),
+    tuple(f.split_k for f in fates if f.split_k),
+  )
 
 
 def _fate_words(r: ConfigResult, sites: tuple[int, ...]) -> tuple[str, ...]:
@@ -324,6 +345,7 @@ def _grouped(items: list[tuple[ConfigResult, _Fault]]) -> list[Finding]:
         fault.floor_words,
         fault.ratio,
         fault.source,
+        *_fate_records(r, fault.sites),
       )
     )
   return out

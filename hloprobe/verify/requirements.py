@@ -196,12 +196,12 @@ def _other_leaves(
   their observed errors (where the target ran)."""
   if abs_bound is None and rel_bound is None:
     p = r.prediction
-    verdicts = p.leaf_verdicts if p is not None else ()
+    verdicts = p.leaf_judgements() if p is not None else ()
     rows = p.rows if p is not None else ()
     return tuple(
-      ev.LeafVerdict(leaf, v)
-      for leaf, v in verdicts
-      if leaf != headline and v != "exact" and not v.startswith("within ")
+      ev.LeafVerdict(leaf, words)
+      for leaf, words, v in verdicts
+      if leaf != headline and not v.accurate
     ) + tuple(
       ev.LeafVerdict(w.leaf, row_words(w, leaf=False))
       for w in rows

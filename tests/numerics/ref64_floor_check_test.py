@@ -21,6 +21,7 @@ from absl.testing import absltest
 from hloprobe.execute import execute_module
 from hloprobe.ir import parse_hlo_module
 from hloprobe.numerics import accuracy, executed, floor_check, floor_sum
+from hloprobe.numerics.verdicts import Verdict, VerdictKind, verdict_words
 
 _HERE = os.path.dirname(__file__)
 _MODULE = os.path.join(
@@ -118,9 +119,8 @@ class FloorCheckTest(absltest.TestCase):
     check = self._check(seed.orders, seed)
     self.assertEqual(check.status, "trusted")
     self.assertIs(check.floor, check.measured)
-    self.assertEqual(
-      floor_check.noted("within f32 noise", check), "within f32 noise"
-    )
+    within = Verdict(VerdictKind.WITHIN_NOISE)
+    self.assertEqual(floor_check.noted(within, check), within)
 
   def test_independent_floor_is_the_rule_written_out(self):
     seed = _Seed()
@@ -154,11 +154,13 @@ class FloorCheckTest(absltest.TestCase):
     # error of 0.5 at row 0 (far above f32's ~1e-4) was "f32 noise".
     wrong = seed.f64.astype(np.float32) + np.float32(0.5)
     stats = accuracy.error_stats(wrong, seed.f64, 0)
-    judge = lambda noise: accuracy.verdict(
+    judge = lambda noise: accuracy.judge(
       stats, stats, noise, 0.0, ("F32_F32_F32",) * 4
     )
-    self.assertEqual(judge(check.measured), "within f32 noise")
-    verdict = floor_check.noted(judge(check.floor), check)
+    self.assertEqual(judge(check.measured).kind, VerdictKind.WITHIN_NOISE)
+    noted = floor_check.noted(judge(check.floor), check)
+    self.assertEqual(noted.kind, VerdictKind.UNEXPLAINED)
+    verdict = verdict_words(noted)
     self.assertTrue(verdict.startswith("unexplained; "), verdict)
     self.assertIn(
       "noise floor from XLA:CPU disagrees with the numpy executor: "

@@ -1,0 +1,88 @@
+"""explain's answer, one library call for every entry point: the findings
+ranked worst first and the candidate fixes, tried or listed.
+
+`answer` is what `hloprobe explain` (commands/explain.py) and
+`hloprobe.explain` (`calls.sweep` with passes named) both call; they
+differ only in what they ask of it: the command line tries the fixes on
+its sweep's workers and record cache (or lists their `verify` commands
+under --notry_fixes); from Python none is tried (`NOT_TRIED`).
+
+Nothing here prints. Private in intent: use the package, `hloprobe.api`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from hloprobe.engine import SweepPlan, SweepProgress, run_sweep
+from hloprobe.records import ConfigResult
+from hloprobe.report import Answer, explain_results
+from hloprobe.verify import (
+  find_findings,
+  judge_tries,
+  plan_tries,
+  try_sweeps,
+  verify_command,
+)
+
+__all__ = ["NOT_TRIED", "answer", "explanations"]
+
+# Why `explain` from Python tries no fix: each try is a further sweep, and
+# its `verify` command names a case by its words, which a function has not.
+NOT_TRIED = (
+  "hloprobe.explain tries none; `hloprobe explain --case=FILE.py:FACTORY` "
+  "tries them and prints their verify commands"
+)
+
+
+def answer(
+  plan: SweepPlan,
+  records: Sequence[ConfigResult],
+  *,
+  try_fixes: bool,
+  not_tried: str = "--notry_fixes",
+  list_untried: bool = True,
+  pool=None,
+  progress: Callable[[], Callable[[SweepProgress], None] | None] = (
+    lambda: None
+  ),
+) -> Answer:
+  """The findings (`verify.find_findings`) and the candidate fixes.
+
+  Args:
+    plan: the explain sweep's plan.
+    records: its records.
+    try_fixes: try the candidates on the configs at fault (one or two
+      further sweeps, `verify.try_sweeps`), judged as `verify` judges.
+    not_tried: why none was tried, when not `try_fixes`.
+    list_untried: with `try_fixes` off, list each candidate with its
+      `verify` command (False: the case has no words for one; nothing is
+      planned).
+    pool: the workers the tries run on (the explain sweep's
+      `sweep.worker_pool`), or None: workers of their own.
+    progress: makes each try sweep's progress callable (or None).
+
+  Raises:
+    KeyboardInterrupt: during a try sweep (the caller says what finished).
+  """
+  findings = find_findings(records)
+  if not try_fixes and not list_untried:
+    return Answer(findings, not_tried=not_tried)
+  tries = plan_tries(findings, records, plan)
+  if tries is None:
+    return Answer(findings)
+  if not try_fixes:
+    untried = tuple((c, verify_command(tries, c)) for c in tries.candidates)
+    return Answer(findings, untried=untried, not_tried=not_tried)
+  tried = []
+  for swept in try_sweeps(tries):
+    tried += run_sweep(swept, progress(), pool=pool)
+  return Answer(findings, judge_tries(tries, tried))
+
+
+def explanations(plan: SweepPlan, records: Sequence[ConfigResult]) -> list:
+  """explain's records (`report.explain_results`) of a sweep's records,
+  its cases as planned: the one call `hloprobe explain`, `hloprobe.explain`
+  and the pytest plugin's explain share (`hloprobe sweep`'s pages add a
+  module file's own notes, `commands.common.reported_cases`)."""
+  return explain_results(records, [c.case for c in plan.cases])

@@ -1,0 +1,74 @@
+"""`plan`: the sweep a command names, in its words, planned once.
+
+The command line's commands (sweep, explain, verify, ...) turn their flags
+into this one call (`commands.common.sweep_spec`); each argument left out
+takes `DEFAULTS`' value, as a flag left out does. A function or `Case` from
+Python is planned by `calls.plan_case` with the same defaults.
+
+Private in intent: use the package, `hloprobe.api`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hloprobe.api.defaults import DEFAULTS
+from hloprobe.engine import SweepPlan, spec_from_words
+
+__all__ = ["plan"]
+
+
+def plan(
+  cases: Sequence[str],
+  *,
+  batch_sizes: str = DEFAULTS.batch_sizes,
+  precisions: Sequence[str] = DEFAULTS.precisions,
+  targets: Sequence[str] = DEFAULTS.targets,
+  target_configs: Sequence[str] = (),
+  autotune_results: Sequence[str] = (),
+  experiments: Sequence[str] = (),
+  experiments_file: str | None = None,
+  explain_passes: bool = False,
+  cache: bool = True,
+  cache_dir: str | None = None,
+  jobs: int | None = None,
+  case_timeout_s: float = DEFAULTS.case_timeout_s,
+  inputs: str | None = None,
+) -> SweepPlan:
+  """The plan of a sweep named in the command line's words.
+
+  Args:
+    cases: case words (`seed_mlp`, `path/to/file.py:factory`, a module
+      file), as --case.
+    batch_sizes: as --batch_sizes, e.g. "1,2,4-9".
+    precisions, targets: names, as --precisions and --targets.
+    target_configs: --target_config files, swept after `targets`.
+    autotune_results: --autotune_results files (experiments).
+    experiments: NAME:FLAGS or built-in names (--experiment).
+    experiments_file: a file of NAME:FLAGS lines, or None.
+    explain_passes: name the XLA pass that rewrote each dot site.
+    cache: keep and reuse records in `cache_dir` (False: --nocache).
+    cache_dir: the record cache; None: `DEFAULTS.cache_dir()`.
+    jobs: worker processes at once (>= 1); None: `DEFAULTS.jobs()`.
+    case_timeout_s: seconds one worker call of a user case may take.
+    inputs: a module case's arguments (.npz/.npy), or None.
+
+  Raises:
+    InvalidArgumentError: a bad name or size, or an empty list
+      (`sweep.spec_from_words`).
+  """
+  return spec_from_words(
+    inputs=inputs,
+    cases=list(cases),
+    batch_sizes=batch_sizes,
+    precisions=list(precisions),
+    targets=list(targets),
+    target_configs=list(target_configs),
+    autotune_results=list(autotune_results),
+    explain_passes=explain_passes,
+    experiment_words=list(experiments),
+    experiments_file=experiments_file,
+    cache_dir=(cache_dir or DEFAULTS.cache_dir()) if cache else None,
+    jobs=jobs or DEFAULTS.jobs(),
+    case_timeout_s=case_timeout_s,
+  )
