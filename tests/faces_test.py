@@ -23,6 +23,7 @@ _PACKAGES = (
   "numerics",
   "sweep",
   "golden",
+  "invariance",
   "verify",
   "report",
   "pictures",

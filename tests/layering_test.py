@@ -5,7 +5,8 @@ Stages, lowest first (a module's stage is its subpackage under hloprobe/,
 or its own name for a top-level module):
 
   errors < startup < private_api < ir < execute < compile < runtime < sites
-         < numerics < records < sweep < golden < verify < report < pictures
+         < numerics < records < sweep < golden < invariance < verify
+         < report < pictures
          < versions < api < pytest_plugin < commands < cli_flags < cli, tools
          < __main__, __init__
 
@@ -77,6 +78,7 @@ _ORDER = (
   ("records",),
   ("sweep",),
   ("golden",),
+  ("invariance",),
   ("verify",),
   ("report",),
   ("pictures",),
@@ -106,6 +108,15 @@ _IMPORTERS = ("import_module", "__import__")
 # The lazy face: it maps each public name to the module defining it.
 _FACE = "__init__.py"
 _WITHIN = {
+  "invariance": (
+    "rows",
+    "runs",
+    "kernel_identity",
+    "answer",
+    "in_workers",
+    "words",
+    "__init__",
+  ),
   "sweep": (
     "spec",
     "shell",
@@ -117,7 +128,7 @@ _WITHIN = {
     "executor",
     "engine",
     "__init__",
-  )
+  ),
 }
 # The one package that formats tables (issue 10: "only the report package
 # formats tables").

@@ -77,6 +77,9 @@ from hloprobe.compile.experiments import parse_experiment as parse_experiment
 from hloprobe.compile.experiments import (
   parse_experiments_file as parse_experiments_file,
 )
+from hloprobe.compile.invariance_cases import (
+  elementwise_only_numpy as elementwise_only_numpy,
+)
 from hloprobe.compile.lowering import compile_case as compile_case
 from hloprobe.compile.lowering import jax_versions as jax_versions
 from hloprobe.compile.lowering import run_compiled as run_compiled
@@ -143,6 +146,7 @@ __all__ = [
   "cudnn_version",
   "device_fingerprint",
   "device_string",
+  "elementwise_only_numpy",
   "enable_x64",
   "entry_notes",
   "find_ptxas",

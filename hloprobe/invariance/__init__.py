@@ -1,0 +1,71 @@
+"""Batch invariance: which batch sizes give a row the same bits, what
+breaks it at each class boundary, and the settings that pin it (issue 38).
+
+The package's face. Its modules, in data-flow order:
+
+  rows             the compared rows (row 0; an anchor row at the first,
+                   a middle and the last offset) and their classes of
+                   identical bits (`classes_of`)
+  runs             a config's rows run in a worker on one compiled
+                   executable (`RowsRequest`, `anchor_inputs`)
+  kernel_identity  the per-row arithmetic of a compile-only config's
+                   kernels (`RowKernel`), the `KernelReader` protocol
+                   that `hloprobe.kernels` fills, and the fallback from
+                   the dot sites' fates (`site_kernels`)
+  answer           each group's `Invariance`: classes, basis (bits run,
+                   kernel identity, unknown), boundaries and their causes
+  in_workers       every runnable config's rows on a sweep's workers
+  words            the answer in words, bitwise question first
+"""
+
+from __future__ import annotations
+
+from hloprobe.invariance.answer import Boundary as Boundary
+from hloprobe.invariance.answer import Invariance as Invariance
+from hloprobe.invariance.answer import config_key as config_key
+from hloprobe.invariance.answer import group_key as group_key
+from hloprobe.invariance.answer import invariance_of as invariance_of
+from hloprobe.invariance.answer import rows_from_records as rows_from_records
+from hloprobe.invariance.kernel_identity import KernelReader as KernelReader
+from hloprobe.invariance.kernel_identity import RowKernel as RowKernel
+from hloprobe.invariance.kernel_identity import site_kernels as site_kernels
+from hloprobe.invariance.rows import ANCHOR as ANCHOR
+from hloprobe.invariance.rows import ANCHOR_OFFSETS as ANCHOR_OFFSETS
+from hloprobe.invariance.rows import ROW0 as ROW0
+from hloprobe.invariance.rows import ConfigRows as ConfigRows
+from hloprobe.invariance.rows import RowClasses as RowClasses
+from hloprobe.invariance.rows import anchor_offsets as anchor_offsets
+from hloprobe.invariance.rows import classes_of as classes_of
+from hloprobe.invariance.runs import RowsRequest as RowsRequest
+from hloprobe.invariance.runs import anchor_inputs as anchor_inputs
+from hloprobe.invariance.runs import rows_here as rows_here
+from hloprobe.invariance.in_workers import rows_kind as rows_kind
+from hloprobe.invariance.in_workers import sweep_rows as sweep_rows
+from hloprobe.invariance.words import answer_lines as answer_lines
+from hloprobe.invariance.words import kernel_lines as kernel_lines
+
+__all__ = [
+  "ANCHOR",
+  "ANCHOR_OFFSETS",
+  "Boundary",
+  "ConfigRows",
+  "Invariance",
+  "KernelReader",
+  "ROW0",
+  "RowClasses",
+  "RowKernel",
+  "RowsRequest",
+  "anchor_inputs",
+  "anchor_offsets",
+  "answer_lines",
+  "classes_of",
+  "config_key",
+  "group_key",
+  "invariance_of",
+  "kernel_lines",
+  "rows_from_records",
+  "rows_here",
+  "rows_kind",
+  "site_kernels",
+  "sweep_rows",
+]

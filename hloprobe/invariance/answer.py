@@ -1,0 +1,415 @@
+"""The batch-invariance answer of each (case, target, precision,
+experiment): its classes of batch sizes, what backs them and what
+explains each boundary.
+
+Bases (issue 38 item 3), strongest first:
+  run              the target ran (the CPU, an attached GPU): the rows'
+                   bits compared exactly (`rows`).
+  kernel identity  a compile-only GPU: configs whose every row-computing
+                   kernel has the same signature (`kernel_identity`)
+                   compute the same bits; a kernel of another signature
+                   changes the row's order of operations.
+  unknown          neither settles it (a kernel whose arithmetic is not
+                   read, a failed config), with why.
+
+Private in intent: use the package, `hloprobe.invariance`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from hloprobe.invariance.kernel_identity import (
+  KernelReader,
+  RowKernel,
+  signature_key,
+  site_kernels,
+)
+from hloprobe.invariance.rows import (
+  ANCHOR,
+  ROW0,
+  ConfigRows,
+  RowClasses,
+  classes_of,
+)
+from hloprobe.records import Config, ConfigResult
+
+__all__ = [
+  "Boundary",
+  "Invariance",
+  "config_key",
+  "group_key",
+  "invariance_of",
+  "rows_from_records",
+]
+
+RUN, KERNELS, UNKNOWN = "run", "kernel identity", "unknown"
+
+
+@dataclasses.dataclass(frozen=True)
+class Boundary:
+  """Where a class of batch sizes starts, and what differs there.
+
+  Attributes:
+    n: the class's smallest batch size.
+    against: the first class's smallest batch size, compared with.
+    causes: what differs between the two configs, one phrase each, e.g.
+      "site 1 Triton gemm split-K 1 -> 2" or "sites 0-1 multiply+reduce
+      after dot-strength-reduction"; () where nothing read differs.
+    unexplained: a sentence where `causes` is empty.
+  """
+
+  n: int
+  against: int
+  causes: tuple[str, ...]
+  unexplained: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Invariance:
+  """One (case, target, precision, experiment)'s batch-invariance answer.
+
+  Attributes:
+    case, target, precision, experiment: the group (names).
+    basis: RUN, KERNELS or UNKNOWN (module docstring).
+    rows: the classes of each compared row (row 0; the anchor where run),
+      for RUN; for KERNELS one entry, ROW0, whose classes are the batch
+      sizes of equal kernel signatures (every row alike).
+    boundaries: each class after the first and its causes.
+    kernels: n -> that config's row kernels (compile-only GPUs).
+    invariant: True (one class, nothing unknown), False (a class
+      boundary seen: bits differ, or per-row arithmetic differs), None
+      (unknown: `why`).
+    why: one line where `invariant` is None, or a note.
+    sizes: every swept batch size of the group, ascending.
+  """
+
+  case: str
+  target: str
+  precision: str
+  experiment: str
+  basis: str
+  rows: tuple[RowClasses, ...]
+  boundaries: tuple[Boundary, ...] = ()
+  kernels: Mapping[int, tuple[RowKernel, ...]] = dataclasses.field(
+    default_factory=dict
+  )
+  invariant: bool | None = None
+  why: str | None = None
+  sizes: tuple[int, ...] = ()
+
+  def row(self, name: str) -> RowClasses | None:
+    return next((r for r in self.rows if r.row == name), None)
+
+
+def group_key(c: Config) -> tuple[str, str, str, str]:
+  """(case, target, precision, experiment) of a config."""
+  return (c.case, c.target.name, str(c.precision), c.experiment)
+
+
+def config_key(c: Config) -> tuple[str, str, str, str, int]:
+  """`group_key` and n: what `invariance_of`'s rows are keyed by."""
+  return (*group_key(c), c.n)
+
+
+def rows_from_records(r: ConfigResult) -> ConfigRows | None:
+  """Row 0 as the sweep's own run kept it (each batched leaf's
+  `row0_values`, exact: `accuracy.ROW0_KEPT` values at most per leaf);
+  None where the config did not run."""
+  run = r.execution
+  if not r.ok or run is None or not run.leaf_stats:
+    return None
+  found = [
+    (s.leaf, np.ravel(s.row0_values))
+    for s in run.leaf_stats
+    if s.axis is not None and s.row0_values is not None
+  ]
+  if not found:
+    return None
+  return ConfigRows(
+    r.config.n,
+    tuple(v for _, v in found),
+    leaves=tuple(name for name, _ in found),
+  )
+
+
+def _ranges(ns: Sequence[int], sizes: Sequence[int]) -> str:
+  """Batch sizes as runs over the swept ones: "2-8", "1", "2, 64"."""
+  order = list(sizes)
+  ns = sorted(ns)
+  out, start = [], 0
+  while start < len(ns):
+    end = start
+    while (
+      end + 1 < len(ns)
+      and ns[end] in order
+      and ns[end + 1] in order
+      and order.index(ns[end + 1]) == order.index(ns[end]) + 1
+    ):
+      end += 1
+    a, b = ns[start], ns[end]
+    out.append(str(a) if a == b else f"{a}-{b}")
+    start = end + 1
+  return ", ".join(out)
+
+
+def _site_list(sites: Sequence[int]) -> str:
+  """ "site 1", "sites 0-1", "sites 0, 2"."""
+  sites = sorted(sites)
+  if len(sites) == 1:
+    return f"site {sites[0]}"
+  if sites == list(range(sites[0], sites[-1] + 1)):
+    return f"sites {sites[0]}-{sites[-1]}"
+  return "sites " + ", ".join(map(str, sites))
+
+
+def _fate_words(r: ConfigResult, i: int) -> str:
+  """Site i's fate in a config, with the pass that made it."""
+  f = r.compilation.fates[i]
+  words = f.fate.value
+  if f.split_k and f.split_k > 1:
+    words += f" split-K {f.split_k}"
+  passes = r.compilation.passes or {}
+  if i in passes and passes[i].pass_name:
+    words += f" after {passes[i].pass_name.replace('-', ' ')}"
+  return words
+
+
+def _fate_key(r: ConfigResult, i: int) -> tuple:
+  f = r.compilation.fates[i]
+  return (f.fate, f.effective_algorithm, f.split_k or 1, f.custom_call_target)
+
+
+def site_causes(r: ConfigResult, base: ConfigResult) -> tuple[str, ...]:
+  """The sites whose fate differs between two configs of a group, grouped
+  by what `r` made of them: ("sites 0-1 multiply+reduce after dot
+  strength reduction", ...)."""
+  if r.compilation is None or base.compilation is None:
+    return ()
+  a, b = r.compilation.fates, base.compilation.fates
+  if len(a) != len(b):
+    return (
+      f"{len(a)} contraction sites at n = {r.config.n}, {len(b)} at "
+      f"n = {base.config.n}",
+    )
+  by_words: dict[str, list[int]] = {}
+  for i in range(len(a)):
+    if _fate_key(r, i) != _fate_key(base, i):
+      by_words.setdefault(_fate_words(r, i), []).append(i)
+  return tuple(f"{_site_list(s)} {w}" for w, s in by_words.items())
+
+
+def kernel_causes(
+  mine: Sequence[RowKernel], base: Sequence[RowKernel]
+) -> tuple[str, ...]:
+  """The kernels whose signature differs between two configs, in words
+  (the site's or kernel's name, then its arithmetic here)."""
+  out = []
+  theirs = {(k.name, k.sites): k for k in base}
+  for i, k in enumerate(mine):
+    other = theirs.get((k.name, k.sites))
+    if other is None and i < len(base) and base[i].kind == k.kind:
+      other = base[i]
+    if other is not None and other.signature == k.signature:
+      continue
+    if other is None and k.signature is None:
+      continue
+    who = _site_list(k.sites) if k.sites else k.name
+    out.append(f"{who} {k.words}")
+  return tuple(out)
+
+
+def _run_answer(
+  key, results: Sequence[ConfigResult], rows: Mapping[int, ConfigRows]
+) -> Invariance:
+  """A group that ran: classes by bits."""
+  sizes = tuple(sorted(r.config.n for r in results))
+  by_n = {r.config.n: r for r in results}
+  missing = tuple(
+    (r.config.n, _why_missing(r)) for r in results if r.config.n not in rows
+  )
+  found = [
+    c
+    for name in (ROW0, ANCHOR)
+    if (c := classes_of(list(rows.values()), name, missing)) is not None
+  ]
+  if not found:
+    return Invariance(
+      *key, UNKNOWN, (), invariant=None, why=_none_ran(missing), sizes=sizes
+    )
+  boundaries = _run_boundaries(found, by_n)
+  any_split = any(len(c.classes) > 1 or c.moves for c in found)
+  known = sum(len(c) for c in found[0].classes)
+  if any_split:
+    verdict, why = False, None
+  elif missing or known < 2:
+    verdict = None
+    why = (
+      f"only n = {_ranges([n for c in found[0].classes for n in c], sizes)} "
+      "ran"
+      + (f"; not run: {missing[0][0]}: {missing[0][1]}" if missing else "")
+    )
+  else:
+    verdict, why = True, None
+  return Invariance(
+    *key, RUN, tuple(found), boundaries, {}, verdict, why, sizes
+  )
+
+
+def _run_boundaries(found: Sequence[RowClasses], by_n) -> tuple[Boundary, ...]:
+  """Each class start of any row (once per n), explained by the sites'
+  fates against the first class."""
+  starts: dict[int, int] = {}
+  for c in found:
+    for cls in c.classes[1:]:
+      starts.setdefault(cls[0], c.classes[0][0])
+  out = []
+  for n, against in sorted(starts.items()):
+    causes = site_causes(by_n[n], by_n[against])
+    why = None if causes else _unexplained(by_n[n])
+    out.append(Boundary(n, against, causes, why))
+  return tuple(out)
+
+
+def _library_sites(r: ConfigResult) -> dict[str, list[int]]:
+  """Library kernel -> the sites it computes (e.g. "__ynn_fusion": the
+  CPU's dot-library-rewriter hands a dot to YNNPACK, which picks its
+  kernel from the whole shape at run time)."""
+  found: dict[str, list[int]] = {}
+  c = r.compilation
+  if c is None:
+    return found
+  passes = c.passes or {}
+  for f in c.fates:
+    i = f.site.index
+    p = passes.get(i)
+    words = p.fate if p is not None else ""
+    lib = next(
+      (w for w in words.split() if w.startswith("__")),
+      f.custom_call_target if f.fate.value in ("cuBLAS", "cuBLASLt") else None,
+    )
+    if lib is None and any("ynn_fusion" in name for name in f.carriers):
+      lib = "__ynn_fusion"
+    if lib:
+      found.setdefault(lib, []).append(i)
+  return found
+
+
+def _unexplained(r: ConfigResult) -> str:
+  """Why a bits boundary with no fate change happened, as far as read."""
+  libs = _library_sites(r)
+  if libs:
+    return "no site changed fate; " + "; ".join(
+      f"{_site_list(s)} run in {lib}, a library kernel chosen by the whole "
+      "shape (its order is not read)"
+      for lib, s in libs.items()
+    )
+  return (
+    "no contraction site changed fate: a kernel chose another order at "
+    "this shape (the CPU's reductions are not read)"
+  )
+
+
+def _why_missing(r: ConfigResult) -> str:
+  if not r.ok:
+    return f"failed at {r.failure.stage}: {r.failure.message}"
+  return "not run"
+
+
+def _none_ran(missing) -> str:
+  if missing:
+    return f"no config ran (n = {missing[0][0]}: {missing[0][1]})"
+  return "no batched output leaf"
+
+
+def _kernel_answer(
+  key, results: Sequence[ConfigResult], reader: KernelReader
+) -> Invariance:
+  """A compile-only group: classes by kernel identity."""
+  sizes = tuple(sorted(r.config.n for r in results))
+  kernels = {r.config.n: tuple(reader(r)) for r in results if r.ok}
+  missing = tuple((r.config.n, _why_missing(r)) for r in results if not r.ok)
+  groups: dict[tuple, list[int]] = {}
+  for n in sorted(kernels):
+    groups.setdefault(signature_key(kernels[n]), []).append(n)
+  classes = tuple(tuple(g) for g in sorted(groups.values()))
+  rows = (RowClasses(ROW0, classes, (), (), missing),) if classes else ()
+  boundaries = []
+  first = classes[0][0] if classes else None
+  for cls in classes[1:]:
+    n = cls[0]
+    causes = kernel_causes(kernels[n], kernels[first])
+    boundaries.append(
+      Boundary(n, first, causes, None if causes else "kernels differ")
+    )
+  unknown = [k for ks in kernels.values() for k in ks if k.signature is None]
+  known_differ = any(
+    any(
+      k.signature is not None for k in _differing(kernels[c[0]], kernels[first])
+    )
+    for c in classes[1:]
+  )
+  if known_differ:
+    verdict, why = False, None
+  elif unknown or missing or not kernels:
+    verdict = None
+    why = unknown[0].why_unknown if unknown else _none_ran(missing)
+  else:
+    verdict, why = (len(classes) == 1 and len(kernels) >= 2), None
+    if len(kernels) < 2:
+      verdict, why = None, "one batch size compiled"
+  return Invariance(
+    *key,
+    KERNELS if verdict is not None else UNKNOWN,
+    rows,
+    tuple(boundaries),
+    kernels,
+    verdict,
+    why,
+    sizes,
+  )
+
+
+def _differing(mine, base) -> list[RowKernel]:
+  theirs = {(k.name, k.sites): k.signature for k in base}
+  return [
+    k for k in mine if theirs.get((k.name, k.sites), k.signature) != k.signature
+  ]
+
+
+def invariance_of(
+  results: Sequence[ConfigResult],
+  rows: Mapping[tuple, ConfigRows] | None = None,
+  reader: KernelReader | None = None,
+) -> tuple[Invariance, ...]:
+  """The batch-invariance answer of every (case, target, precision,
+  experiment) group of a sweep's records, in the records' order.
+
+  Args:
+    results: the sweep's records.
+    rows: `config_key` -> the config's rows from `RowsRequest` (row 0
+      and the anchor at each offset); a config that ran but is not here is judged by its
+      records' row 0 (`rows_from_records`).
+    reader: the compile-only targets' kernel reader (`KernelReader`);
+      None: `site_kernels` (the dot sites' fates only).
+  """
+  rows = rows or {}
+  reader = reader or site_kernels
+  groups: dict[tuple, list[ConfigResult]] = {}
+  for r in results:
+    groups.setdefault(group_key(r.config), []).append(r)
+  out = []
+  for key, rs in groups.items():
+    if rs[0].config.target.compile_only:
+      out.append(_kernel_answer(key, rs, reader))
+      continue
+    found = {}
+    for r in rs:
+      got = rows.get(config_key(r.config)) or rows_from_records(r)
+      if got is not None:
+        found[r.config.n] = got
+    out.append(_run_answer(key, rs, found))
+  return tuple(out)

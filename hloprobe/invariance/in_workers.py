@@ -1,0 +1,79 @@
+"""The rows of a sweep's runnable configs, in its workers: one
+`RowsRequest` per config of a target that runs (the CPU, an attached
+GPU), on the sweep's own worker pool and lanes' XLA_FLAGS (the
+experiment's, then the host devices a sharded case needs).
+
+Private in intent: use the package, `hloprobe.invariance`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hloprobe.errors import first_line
+from hloprobe.invariance.answer import config_key
+from hloprobe.invariance.rows import ConfigRows
+from hloprobe.invariance.runs import RowsRequest
+from hloprobe.runtime import host_device_flag
+from hloprobe.sweep import PlannedConfig, SweepPlan
+
+__all__ = ["sweep_rows", "rows_kind"]
+
+
+def rows_kind(c: PlannedConfig) -> str | None:
+  """Why config `c` has no rows to run, or None when it has: a
+  compile-only target, a sized case (no rows), a module case (one fixed
+  size), a case only this process knows."""
+  case = c.case.case
+  if c.config.target.compile_only:
+    return "compile-only target"
+  if case.swept_size is not None:
+    return f"a sized case (swept over {case.swept_size}, no rows)"
+  if case.fixed_size is not None:
+    return "a module case runs at its one size"
+  if not c.case.portable:
+    return "a case only this process knows"
+  return None
+
+
+def sweep_rows(
+  plan: SweepPlan,
+  pool,
+  full_inputs: Callable[[int], tuple],
+  anchors: bool = True,
+) -> tuple[dict[tuple, ConfigRows], dict[tuple, str]]:
+  """Every runnable config's rows (`rows_kind` None), each in a worker.
+
+  Args:
+    plan: the sweep's plan.
+    pool: its `sweep.worker_pool`.
+    full_inputs: case index -> that case's full inputs (the sweep's).
+    anchors: also run the anchor at its offsets.
+
+  Returns:
+    (`config_key` -> `ConfigRows`, `config_key` -> why a config's rows
+    could not be run: one line).
+  """
+  rows, failed = {}, {}
+  inputs: dict[int, tuple] = {}
+  for c in plan.configs():
+    if rows_kind(c) is not None:
+      continue
+    if c.case_index not in inputs:
+      inputs[c.case_index] = full_inputs(c.case_index)
+    flags = " ".join(
+      w
+      for w in (
+        c.experiment.flags_text,
+        host_device_flag(c.case.case.device_count),
+      )
+      if w
+    )
+    request = RowsRequest(
+      c.config, c.case.source, inputs[c.case_index], anchors, plan.inputs
+    )
+    try:
+      rows[config_key(c.config)] = pool.call(request, flags)
+    except Exception as e:  # that config's rows are unknown, not all
+      failed[config_key(c.config)] = first_line(e)
+  return rows, failed
