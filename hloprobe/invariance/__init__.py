@@ -26,8 +26,14 @@ from hloprobe.invariance.answer import config_key as config_key
 from hloprobe.invariance.answer import group_key as group_key
 from hloprobe.invariance.answer import invariance_of as invariance_of
 from hloprobe.invariance.answer import rows_from_records as rows_from_records
+from hloprobe.invariance.in_workers import (
+  invariance_of_sweep as invariance_of_sweep,
+)
+from hloprobe.invariance.in_workers import rows_kind as rows_kind
+from hloprobe.invariance.in_workers import sweep_rows as sweep_rows
 from hloprobe.invariance.kernel_identity import KernelReader as KernelReader
 from hloprobe.invariance.kernel_identity import RowKernel as RowKernel
+from hloprobe.invariance.kernel_identity import kernel_reader as kernel_reader
 from hloprobe.invariance.kernel_identity import site_kernels as site_kernels
 from hloprobe.invariance.rows import ANCHOR as ANCHOR
 from hloprobe.invariance.rows import ANCHOR_OFFSETS as ANCHOR_OFFSETS
@@ -39,8 +45,6 @@ from hloprobe.invariance.rows import classes_of as classes_of
 from hloprobe.invariance.runs import RowsRequest as RowsRequest
 from hloprobe.invariance.runs import anchor_inputs as anchor_inputs
 from hloprobe.invariance.runs import rows_here as rows_here
-from hloprobe.invariance.in_workers import rows_kind as rows_kind
-from hloprobe.invariance.in_workers import sweep_rows as sweep_rows
 from hloprobe.invariance.words import answer_lines as answer_lines
 from hloprobe.invariance.words import kernel_lines as kernel_lines
 
@@ -62,7 +66,9 @@ __all__ = [
   "config_key",
   "group_key",
   "invariance_of",
+  "invariance_of_sweep",
   "kernel_lines",
+  "kernel_reader",
   "rows_from_records",
   "rows_here",
   "rows_kind",

@@ -25,8 +25,8 @@ import numpy as np
 from hloprobe.invariance.kernel_identity import (
   KernelReader,
   RowKernel,
+  kernel_reader,
   signature_key,
-  site_kernels,
 )
 from hloprobe.invariance.rows import (
   ANCHOR,
@@ -328,39 +328,38 @@ def _none_ran(missing) -> str:
 def _kernel_answer(
   key, results: Sequence[ConfigResult], reader: KernelReader
 ) -> Invariance:
-  """A compile-only group: classes by kernel identity."""
+  """A compile-only group: classes by kernel identity (the largest class
+  first: the reference the others are described against)."""
   sizes = tuple(sorted(r.config.n for r in results))
-  kernels = {r.config.n: tuple(reader(r)) for r in results if r.ok}
+  by_n = {r.config.n: r for r in results if r.ok}
+  kernels = {n: tuple(reader(r)) for n, r in by_n.items()}
   missing = tuple((r.config.n, _why_missing(r)) for r in results if not r.ok)
   groups: dict[tuple, list[int]] = {}
   for n in sorted(kernels):
     groups.setdefault(signature_key(kernels[n]), []).append(n)
-  classes = tuple(tuple(g) for g in sorted(groups.values()))
+  classes = reference_first([tuple(g) for g in groups.values()])
   rows = (RowClasses(ROW0, classes, (), (), missing),) if classes else ()
   boundaries = []
-  first = classes[0][0] if classes else None
+  ref = classes[0][0] if classes else None
   for cls in classes[1:]:
     n = cls[0]
-    causes = kernel_causes(kernels[n], kernels[first])
+    causes = site_causes(by_n[n], by_n[ref]) + kernel_causes(
+      [k for k in kernels[n] if not _same_fate(by_n[n], by_n[ref], k)],
+      kernels[ref],
+    )
+    causes = tuple(dict.fromkeys(causes))
     boundaries.append(
-      Boundary(n, first, causes, None if causes else "kernels differ")
+      Boundary(n, ref, causes, None if causes else "kernels differ")
     )
-  unknown = [k for ks in kernels.values() for k in ks if k.signature is None]
-  known_differ = any(
-    any(
-      k.signature is not None for k in _differing(kernels[c[0]], kernels[first])
-    )
-    for c in classes[1:]
-  )
-  if known_differ:
+  unknown = [k for ks in kernels.values() for k in ks if not k.complete]
+  if len(classes) > 1:  # some kernel's per-row arithmetic, as read, differs
     verdict, why = False, None
-  elif unknown or missing or not kernels:
-    verdict = None
-    why = unknown[0].why_unknown if unknown else _none_ran(missing)
+  elif missing or len(kernels) < 2:
+    verdict, why = None, _none_ran(missing) if missing else "one size compiled"
+  elif unknown:
+    verdict, why = None, unknown[0].why_unknown
   else:
-    verdict, why = (len(classes) == 1 and len(kernels) >= 2), None
-    if len(kernels) < 2:
-      verdict, why = None, "one batch size compiled"
+    verdict, why = True, None
   return Invariance(
     *key,
     KERNELS if verdict is not None else UNKNOWN,
@@ -373,11 +372,27 @@ def _kernel_answer(
   )
 
 
-def _differing(mine, base) -> list[RowKernel]:
-  theirs = {(k.name, k.sites): k.signature for k in base}
-  return [
-    k for k in mine if theirs.get((k.name, k.sites), k.signature) != k.signature
-  ]
+def _same_fate(r: ConfigResult, base: ConfigResult, k: RowKernel) -> bool:
+  """Whether kernel `k` of `r` computes sites whose fates `site_causes`
+  already names (so it is not named twice)."""
+  if not k.sites or r.compilation is None or base.compilation is None:
+    return False
+  a, b = r.compilation.fates, base.compilation.fates
+  if len(a) != len(b):
+    return True
+  return all(_fate_key(r, i) != _fate_key(base, i) for i in k.sites)
+
+
+def reference_first(
+  classes: Sequence[tuple[int, ...]],
+) -> tuple[tuple[int, ...], ...]:
+  """The classes with the reference first: the largest (the earliest of
+  equals), then the others in the order of their smallest n."""
+  if not classes:
+    return ()
+  ordered = sorted(classes, key=lambda c: c[0])
+  ref = max(ordered, key=len)
+  return (ref, *(c for c in ordered if c is not ref))
 
 
 def invariance_of(
@@ -394,10 +409,11 @@ def invariance_of(
       and the anchor at each offset); a config that ran but is not here is judged by its
       records' row 0 (`rows_from_records`).
     reader: the compile-only targets' kernel reader (`KernelReader`);
-      None: `site_kernels` (the dot sites' fates only).
+      None: `kernel_reader()` (the kernels stage's where installed, else
+      the dot sites' fates only).
   """
   rows = rows or {}
-  reader = reader or site_kernels
+  reader = reader or kernel_reader()
   groups: dict[tuple, list[ConfigResult]] = {}
   for r in results:
     groups.setdefault(group_key(r.config), []).append(r)

@@ -8,16 +8,18 @@ Private in intent: use the package, `hloprobe.invariance`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from hloprobe.errors import first_line
-from hloprobe.invariance.answer import config_key
+from hloprobe.invariance.answer import Invariance, config_key, invariance_of
+from hloprobe.invariance.kernel_identity import KernelReader
 from hloprobe.invariance.rows import ConfigRows
 from hloprobe.invariance.runs import RowsRequest
 from hloprobe.runtime import host_device_flag
 from hloprobe.sweep import PlannedConfig, SweepPlan
 
-__all__ = ["sweep_rows", "rows_kind"]
+__all__ = ["invariance_of_sweep", "rows_kind", "sweep_rows"]
 
 
 def rows_kind(c: PlannedConfig) -> str | None:
@@ -77,3 +79,38 @@ def sweep_rows(
     except Exception as e:  # that config's rows are unknown, not all
       failed[config_key(c.config)] = first_line(e)
   return rows, failed
+
+
+def invariance_of_sweep(
+  plan: SweepPlan,
+  results,
+  pool,
+  reader: KernelReader | None = None,
+  anchors: bool = True,
+) -> tuple[Invariance, ...]:
+  """A sweep's batch-invariance answer, one `Invariance` per (case,
+  target, precision, experiment) group: the runnable configs' rows run in
+  the sweep's workers (`sweep_rows`, on the executables its compiles left
+  there), the compile-only ones by kernel identity (`reader`).
+
+  A config whose rows fail to run is judged by its records' row 0 (the
+  sweep's own run), and the failure is the answer's note.
+  """
+  cases = {i: c.case for i, c in enumerate(plan.cases)}
+  rows, failed = sweep_rows(
+    plan, pool, lambda i: cases[i].full_inputs(), anchors
+  )
+  found = invariance_of(results, rows, reader)
+  if not failed:
+    return found
+  out = []
+  for a in found:
+    mine = [why for key, why in failed.items() if key[:4] == _key_of(a)]
+    if mine and a.why is None:
+      a = dataclasses.replace(a, why=f"anchor rows not run: {mine[0]}")
+    out.append(a)
+  return tuple(out)
+
+
+def _key_of(a: Invariance) -> tuple:
+  return (a.case, a.target, a.precision, a.experiment)

@@ -26,7 +26,13 @@ from collections.abc import Callable, Sequence
 from hloprobe.records import ConfigResult
 from hloprobe.sites import Fate, SiteFate
 
-__all__ = ["KernelReader", "RowKernel", "site_kernels", "signature_key"]
+__all__ = [
+  "KernelReader",
+  "RowKernel",
+  "kernel_reader",
+  "signature_key",
+  "site_kernels",
+]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -38,20 +44,26 @@ class RowKernel:
       HLO, or "site N" where only the site is known.
     kind: "gemm", "cuBLAS", "reduction", "elementwise", "collective", ...
     sites: the contraction sites it computes (() for none).
-    signature: what decides a row's bits, normalised for the row count
-      (equal signatures across batch sizes: the same bits for a row); None
-      when not known (`why_unknown`).
+    signature: what decides a row's bits as far as read, normalised for
+      the row count. Two configs whose kernels' signatures differ run
+      other per-row arithmetic; equal complete signatures across batch
+      sizes mean the same bits for a row.
     words: the per-row arithmetic in words, e.g. "Triton gemm TF32_TF32_F32,
       block_k 32, split-K 2".
-    why_unknown: why `signature` is None, one line; else None.
+    why_unknown: None when `signature` is complete; else why not (one
+      line): equal signatures then prove nothing.
   """
 
   name: str
   kind: str
   sites: tuple[int, ...]
-  signature: str | None
+  signature: str
   words: str
   why_unknown: str | None = None
+
+  @property
+  def complete(self) -> bool:
+    return self.why_unknown is None
 
 
 # The interface of the `hloprobe.kernels` stage: a config's row kernels.
@@ -92,19 +104,29 @@ def _site_kernel(f: SiteFate) -> RowKernel:
   algorithm = f.effective_algorithm or "algorithm unknown"
   if f.fate in (Fate.CUBLAS, Fate.CUBLASLT):
     return RowKernel(
-      name, "cuBLAS", (i,), None, f"{f.fate.value}: {_CUBLAS}", _CUBLAS
+      name,
+      "cuBLAS",
+      (i,),
+      f"{f.fate.value} {algorithm}",
+      f"{f.fate.value}: {_CUBLAS}",
+      _CUBLAS,
     )
   if f.fate == Fate.TRITON_GEMM:
     block_k = _block_k(f.gemm_config)
     split = f.split_k or 1
-    sig = f"triton {algorithm} block_k={block_k} split_k={split}"
-    sig += f" {f.algorithm_evidence or ''}"
-    words = f"Triton gemm {algorithm}, block_k {block_k}, split-K {split}"
+    mma = _mma(f.algorithm_evidence)
+    sig = f"Triton gemm {algorithm} split_k={split} {mma} block_k={block_k}"
+    words = f"Triton gemm {algorithm}, {mma}, split-K {split}"
     if block_k is None:
       return RowKernel(
-        name, "gemm", (i,), None, words, "the gemm's block_k not read"
+        name,
+        "gemm",
+        (i,),
+        sig,
+        words,
+        "the gemm's K tile (block_k) not read from its config",
       )
-    return RowKernel(name, "gemm", (i,), sig, words)
+    return RowKernel(name, "gemm", (i,), sig, f"{words}, block_k {block_k}")
   words = f"{f.fate.value} {algorithm}"
   if f.fate in (Fate.MULTIPLY, Fate.GONE):
     return RowKernel(name, "elementwise", (i,), f.fate.value, words)
@@ -112,10 +134,20 @@ def _site_kernel(f: SiteFate) -> RowKernel:
     name,
     "reduction" if f.fate == Fate.MULTIPLY_REDUCE else f.fate.value,
     (i,),
-    None,
+    f"{f.fate.value} {algorithm}",
     words,
     f"a {f.fate.value}'s order on the GPU not read: {_NO_REDUCTIONS}",
   )
+
+
+_MMA_RE = re.compile(r"(w?gmma[\w.]*|mma[\w.]*|no mma)")
+
+
+def _mma(evidence: str | None) -> str:
+  """The instruction the PTX evidence names ("mma.sync.aligned.m16n8k8..."
+  or "no mma"), or "instruction not read"."""
+  m = _MMA_RE.search(evidence or "")
+  return m.group(1) if m else "instruction not read"
 
 
 def site_kernels(result: ConfigResult) -> tuple[RowKernel, ...]:
@@ -135,9 +167,57 @@ def site_kernels(result: ConfigResult) -> tuple[RowKernel, ...]:
   if not ops:  # elementwise fusions: each element by the same code
     return found
   why = f"{', '.join(ops)} in the optimized HLO: {_NO_REDUCTIONS}"
-  return found + (RowKernel("other kernels", "reduction", (), None, why, why),)
+  other = RowKernel("other kernels", "reduction", (), "?", why, why)
+  return found + (other,)
 
 
-def signature_key(kernels: Sequence[RowKernel]) -> tuple[str | None, ...]:
+def signature_key(kernels: Sequence[RowKernel]) -> tuple[str, ...]:
   """The config's kernel identity: every kernel's signature, in order."""
   return tuple(k.signature for k in kernels)
+
+
+def _from_record(rec, fates) -> RowKernel:
+  """A `hloprobe.kernels.KernelRecord` as a `RowKernel`: its signature
+  whole; unknown where its role is a library call or whether its rule
+  takes the row count is unknown (the record says why)."""
+  sites = tuple(f.site.index for f in fates if rec.name in (f.carriers or ()))
+  shown = [
+    f"{k} {v}" for k, v in rec.arithmetic if k not in ("computation", "ptx")
+  ]
+  words = f"{rec.emitter}" + (f": {', '.join(shown)}" if shown else "")
+  role = getattr(rec.role, "value", str(rec.role))
+  count = getattr(rec.row_count, "name", str(rec.row_count))
+  why = None
+  if role == "library call" or count == "UNKNOWN":
+    why = rec.row_count_why or "unknown"
+  return RowKernel(rec.name, role, sites, rec.signature, words, why)
+
+
+def kernel_reader() -> KernelReader:
+  """The kernels stage's reader (`hloprobe.kernels.read_kernels`, every
+  row-computing kernel: gemms, reductions with their emitter and tiling,
+  library calls, collectives) where it is installed, else `site_kernels`.
+
+  A config the kernels stage cannot read falls back to `site_kernels`,
+  whose "other kernels" entry says so.
+  """
+  try:
+    from hloprobe import kernels  # noqa: PLC0415 (a stage merged apart)
+
+    read = kernels.read_kernels
+  except (ImportError, AttributeError):
+    return site_kernels
+
+  def reader(result: ConfigResult) -> tuple[RowKernel, ...]:
+    c = result.compilation
+    if not result.ok or c is None:
+      return ()
+    try:
+      records = read(
+        c.optimized_hlo, result.config.n, tuple(c.ptx.values()), "cuda"
+      )
+    except Exception:  # not read: the fates' reading, which says so
+      return site_kernels(result)
+    return tuple(_from_record(r, c.fates) for r in records)
+
+  return reader

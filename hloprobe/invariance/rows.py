@@ -136,10 +136,11 @@ class RowClasses:
 
   Attributes:
     row: ROW0 or ANCHOR.
-    classes: the batch sizes of each class, ascending; the classes in the
-      order of their smallest n.
-    ulps: per class, the largest ULP distance of its row from the first
-      class's (0 for the first; None where no leaf is a float).
+    classes: the batch sizes of each class, ascending; the reference
+      class first (the largest, the earliest of equals), then the others
+      in the order of their smallest n.
+    ulps: per class, the largest ULP distance of its row from the
+      reference class's (0 for it; None where no leaf is a float).
     moves: (n, offsets) for each n where the anchor's bits depend on its
       offset in the batch (ANCHOR only).
     missing: batch sizes whose row is not known (a failed config, a
@@ -186,6 +187,8 @@ def classes_of(
   for c in known:
     groups.setdefault(bits(c.rows(row)), []).append(c)
   ordered = sorted(groups.values(), key=lambda g: g[0].n)
+  biggest = max(ordered, key=len)  # the reference: the largest class
+  ordered = [biggest, *(g for g in ordered if g is not biggest)]
   first = ordered[0][0].rows(row)
   distances = tuple(
     0 if i == 0 else _max_ulps(first, g, row) for i, g in enumerate(ordered)

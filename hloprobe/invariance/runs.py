@@ -3,8 +3,9 @@ placed at each offset, on one compiled executable (`RowsRequest`).
 
 The request is a `runtime.Request` (pickled whole to one of the sweep's
 workers, the same `sweep.worker_pool` processes, with the config's
-experiment XLA_FLAGS): one compile per config, then one run per input
-set. The anchor's batches (`anchor_inputs`) keep every shared argument
+experiment XLA_FLAGS): it runs the executable the sweep's own compile of
+the config left in that worker (`sweep.KEPT`), else compiles once; then
+one run per input set. The anchor's batches (`anchor_inputs`) keep every shared argument
 and change only the batched ones.
 
 Private in intent: use the package, `hloprobe.invariance`.
@@ -17,10 +18,11 @@ import dataclasses
 import jax
 import numpy as np
 
-from hloprobe.compile import Case, compile_case, get_case, run_compiled
+from hloprobe.compile import Case, compile_case, get_case
 from hloprobe.invariance.rows import ConfigRows, anchor_offsets, row_of
 from hloprobe.records import Config
 from hloprobe.runtime import Request, note_stage
+from hloprobe.sweep import KEPT
 
 __all__ = ["RowsRequest", "anchor_inputs", "anchor_rows_of", "rows_here"]
 
@@ -74,22 +76,30 @@ def anchor_rows_of(
 
 
 def rows_here(
-  case: Case, full: tuple, config: Config, anchors: bool = True
+  case: Case,
+  full: tuple,
+  config: Config,
+  anchors: bool = True,
+  compiled=None,
 ) -> ConfigRows:
-  """Compiles config `config` of `case` once and runs it on the sweep's
-  inputs (row 0) and, with `anchors`, on the anchor's batches.
+  """Compiles config `config` of `case` once (or takes `compiled`, the
+  sweep's own executable of it) and runs it on the sweep's inputs (row 0)
+  and, with `anchors`, on the anchor's batches.
 
   Raises:
     CaseError: a sized case, or bad batch axes.
     Exception: what lowering, compiling or running raise.
   """
   args = case.inputs_for(full, config.n)
-  note_stage("compile")
-  cc = compile_case(case, args, config.precision.jax_name, config.target)
+  if compiled is None:
+    note_stage("compile")
+    cc = compile_case(case, args, config.precision.jax_name, config.target)
+    compiled = cc.compiled
   note_stage("run")
 
   def run(a):
-    return run_compiled(cc, a)[0]
+    out = jax.block_until_ready(compiled(*a))
+    return tuple(np.asarray(x) for x in jax.tree_util.tree_leaves(out))
 
   leaves = run(args)
   axes = case.output_axes([np.shape(x) for x in leaves])
@@ -127,4 +137,7 @@ class RowsRequest(Request):
     key = ("case", self.case_source, self.inputs)
     if key not in memo:  # the sweep's key: one case record per worker
       memo[key] = get_case(self.case_source, self.inputs)
-    return rows_here(memo[key], self.full_inputs, self.config, self.anchors)
+    kept = memo.get(KEPT, {}).get(self.config)  # the sweep's compile
+    return rows_here(
+      memo[key], self.full_inputs, self.config, self.anchors, kept
+    )

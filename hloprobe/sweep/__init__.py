@@ -18,6 +18,7 @@ Its modules, in data-flow order:
 
 from __future__ import annotations
 
+from hloprobe.sweep.compiled import KEPT as KEPT
 from hloprobe.sweep.compiled import CompiledConfig as CompiledConfig
 from hloprobe.sweep.compiled import CompileRequest as CompileRequest
 from hloprobe.sweep.compiled import LoadTargetRequest as LoadTargetRequest
@@ -50,6 +51,7 @@ __all__ = [
   "CompileRequest",
   "CompiledConfig",
   "EXECUTORS",
+  "KEPT",
   "LoadTargetRequest",
   "MAX_BATCH_SIZE",
   "MAX_BATCH_SIZES",

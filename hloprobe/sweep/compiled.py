@@ -49,6 +49,7 @@ from hloprobe.sites import (
 )
 
 __all__ = [
+  "KEPT",
   "CompileRequest",
   "CompiledConfig",
   "LoadTargetRequest",
@@ -109,7 +110,11 @@ class CompileRequest(Request):
     if key not in memo:  # once per worker process
       memo[key] = get_case(self.case_source, self.inputs)
     return compile_and_run_case(
-      memo[key], self.full_inputs, self.config, self.explain_passes
+      memo[key],
+      self.full_inputs,
+      self.config,
+      self.explain_passes,
+      memo.setdefault(KEPT, {}),
     )
 
 
@@ -131,8 +136,19 @@ class LoadTargetRequest(Request):
     return loaded.dropped_fields
 
 
+# The worker memo's key of the executables a worker keeps (`keep`), for a
+# later request of the same config to run again without compiling (the
+# batch-invariance rows, `hloprobe.invariance`): config -> `Compiled`.
+KEPT = "compiled executables"
+_KEEP_AT_MOST = 64
+
+
 def compile_and_run_case(
-  case: Case, full: tuple | None, config: Config, explain_passes: bool
+  case: Case,
+  full: tuple | None,
+  config: Config,
+  explain_passes: bool,
+  keep: dict | None = None,
 ) -> CompiledConfig:
   """One config's work: lower, compile, parse, map sites and, for a target
   that runs (`cpu`, `gpu`), run it.
@@ -145,6 +161,9 @@ def compile_and_run_case(
     full: the case's full-size inputs (None for a sized case).
     config: the config; the result carries it as it is.
     explain_passes: also attribute each site to the pass that rewrote it.
+    keep: where the target runs, the executable is kept here under
+      `config` (at most `_KEEP_AT_MOST`, the oldest dropped), for a later
+      request of this worker to run (`KEPT`); None: not kept.
   """
   watch = Stopwatch()
   target, n = config.target, config.n
@@ -178,6 +197,11 @@ def compile_and_run_case(
     note_stage(stage)
     with watch.stage("run"):
       outs, run_s = run_compiled(cc, args)
+    if keep is not None:
+      keep.pop(config, None)
+      keep[config] = cc.compiled
+      while len(keep) > _KEEP_AT_MOST:
+        keep.pop(next(iter(keep)))
     return CompiledConfig(result, outs, run_s, watch.seconds())
   except Exception as e:  # one config's failure must not lose the others
     finding, missing = None, missing_lowering(e)
