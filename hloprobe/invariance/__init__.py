@@ -14,8 +14,11 @@ The package's face. Its modules, in data-flow order:
                    the dot sites' fates (`site_kernels`)
   answer           each group's `Invariance`: classes, basis (bits run,
                    kernel identity, unknown), boundaries and their causes
-  in_workers       every runnable config's rows on a sweep's workers
-  words            the answer in words, bitwise question first
+  in_workers       every runnable config's rows on a sweep's workers, and
+                   a sweep's answer (`invariance_of_sweep`)
+  pin              the settings that pin a group, searched cheapest first
+                   and each verified by a sweep (`search_pins`)
+  words            the answer in words, bitwise question first, and JSON
 """
 
 from __future__ import annotations
@@ -35,6 +38,11 @@ from hloprobe.invariance.kernel_identity import KernelReader as KernelReader
 from hloprobe.invariance.kernel_identity import RowKernel as RowKernel
 from hloprobe.invariance.kernel_identity import kernel_reader as kernel_reader
 from hloprobe.invariance.kernel_identity import site_kernels as site_kernels
+from hloprobe.invariance.pin import Pin as Pin
+from hloprobe.invariance.pin import PinCandidate as PinCandidate
+from hloprobe.invariance.pin import candidates_for as candidates_for
+from hloprobe.invariance.pin import search_pins as search_pins
+from hloprobe.invariance.pin import untried_pins as untried_pins
 from hloprobe.invariance.rows import ANCHOR as ANCHOR
 from hloprobe.invariance.rows import ANCHOR_OFFSETS as ANCHOR_OFFSETS
 from hloprobe.invariance.rows import ROW0 as ROW0
@@ -46,7 +54,10 @@ from hloprobe.invariance.runs import RowsRequest as RowsRequest
 from hloprobe.invariance.runs import anchor_inputs as anchor_inputs
 from hloprobe.invariance.runs import rows_here as rows_here
 from hloprobe.invariance.words import answer_lines as answer_lines
+from hloprobe.invariance.words import first_lines as first_lines
+from hloprobe.invariance.words import invariance_json as invariance_json
 from hloprobe.invariance.words import kernel_lines as kernel_lines
+from hloprobe.invariance.words import pin_lines as pin_lines
 
 __all__ = [
   "ANCHOR",
@@ -55,6 +66,8 @@ __all__ = [
   "ConfigRows",
   "Invariance",
   "KernelReader",
+  "Pin",
+  "PinCandidate",
   "ROW0",
   "RowClasses",
   "RowKernel",
@@ -62,16 +75,22 @@ __all__ = [
   "anchor_inputs",
   "anchor_offsets",
   "answer_lines",
+  "candidates_for",
   "classes_of",
   "config_key",
+  "first_lines",
   "group_key",
+  "invariance_json",
   "invariance_of",
   "invariance_of_sweep",
   "kernel_lines",
   "kernel_reader",
+  "pin_lines",
   "rows_from_records",
   "rows_here",
   "rows_kind",
+  "search_pins",
   "site_kernels",
   "sweep_rows",
+  "untried_pins",
 ]

@@ -178,6 +178,26 @@ def _fate_words(r: ConfigResult, i: int) -> str:
   return words
 
 
+def _fate_change(r: ConfigResult, base: ConfigResult, i: int) -> str:
+  """Site i in `r` where its fate differs from `base`'s: the fate (and
+  pass); where only its algorithm, split-K or library call differs, that
+  change, e.g. "Triton gemm split-K 4 (1 at n = 8)"."""
+  f, g = r.compilation.fates[i], base.compilation.fates[i]
+  words = _fate_words(r, i)
+  if f.fate != g.fate:
+    return words
+  was = []
+  if (f.split_k or 1) != (g.split_k or 1):
+    was.append(f"split-K {g.split_k or 1}")
+  if f.effective_algorithm != g.effective_algorithm:
+    was.append(f"{g.effective_algorithm}")
+    words += f" {f.effective_algorithm}"
+  if f.custom_call_target != g.custom_call_target:
+    was.append(f"{g.custom_call_target}")
+    words += f" {f.custom_call_target}"
+  return f"{words} ({', '.join(was)} at n = {base.config.n})"
+
+
 def _fate_key(r: ConfigResult, i: int) -> tuple:
   f = r.compilation.fates[i]
   return (f.fate, f.effective_algorithm, f.split_k or 1, f.custom_call_target)
@@ -198,7 +218,7 @@ def site_causes(r: ConfigResult, base: ConfigResult) -> tuple[str, ...]:
   by_words: dict[str, list[int]] = {}
   for i in range(len(a)):
     if _fate_key(r, i) != _fate_key(base, i):
-      by_words.setdefault(_fate_words(r, i), []).append(i)
+      by_words.setdefault(_fate_change(r, base, i), []).append(i)
   return tuple(f"{_site_list(s)} {w}" for w, s in by_words.items())
 
 

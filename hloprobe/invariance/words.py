@@ -13,9 +13,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hloprobe.invariance.answer import KERNELS, RUN, Invariance, _ranges
+from hloprobe.invariance.pin import NOT_TRIED
 from hloprobe.invariance.rows import ANCHOR, ANCHOR_OFFSETS, ROW0, RowClasses
 
-__all__ = ["answer_lines", "kernel_lines"]
+__all__ = [
+  "answer_lines",
+  "first_lines",
+  "invariance_json",
+  "kernel_lines",
+  "pin_lines",
+]
 
 _BASIS = {RUN: "bits compared", KERNELS: "by kernel identity"}
 
@@ -115,5 +122,134 @@ def kernel_lines(answers: Sequence[Invariance]) -> list[str]:
         k = next((k for k in a.kernels[n] if k.name == name), None)
         if k is not None:
           per_n.append(f"n = {n}: {k.words}")
-      out.append(f"  {a.target} {a.precision} {name}: " + "; ".join(per_n))
+      out.append(
+        f"  {a.case} on {a.target} under {a.precision}, {name}: "
+        + "; ".join(per_n)
+      )
   return out
+
+
+def pin_lines(pins: Sequence) -> list[str]:
+  """The bitwise question's "Do:": per group searched, the first pin that
+  passed (its flags, JAX change, cost and `verify` command), else that
+  none did, then each candidate tried in one line."""
+  out = []
+  groups: dict[tuple, list] = {}
+  for p in pins:
+    groups.setdefault((p.case, p.target, p.precision), []).append(p)
+  for (case, target, precision), ps in groups.items():
+    passed = [p for p in ps if p.passed]
+    where = f"{case} on {target} under {precision}"
+    if passed:
+      p = passed[0]
+      c = p.candidate
+      if c.precision is not None:
+        how = f"precision {c.precision}"
+      else:
+        how = f"XLA_FLAGS='{' '.join(c.flags)}'"
+      if c.jax_change:
+        how += f" (in JAX: {c.jax_change})"
+      out.append(
+        f"Do: pin {where} with {how} ({c.words}; cost: {p.cost}): {p.command}"
+      )
+    elif all(p.passed is None and p.reason == NOT_TRIED for p in ps):
+      out.append(
+        f"Do: to pin {where}, try (explain --invariance=pin tries them):"
+      )
+      out += [f"  {p.candidate.name}: {p.command}" for p in ps]
+      continue
+    else:
+      out.append(f"Do: no setting tried pins {where} ({len(ps)} tried, below)")
+    out += [
+      f"  {'passes' if p.passed else 'fails' if p.passed is False else 'unknown'}"
+      f": {p.candidate.name}: {p.reason}"
+      for p in ps
+      if not (passed and p is passed[0])
+    ]
+  return out
+
+
+def first_lines(
+  answers: Sequence[Invariance], pins: Sequence = ()
+) -> list[str]:
+  """What `explain` prints first: the bitwise answer of every group,
+  the reductions per n (compile-only), the pins, then a blank line; []
+  when the question was not asked (no answers)."""
+  if not answers:
+    return []
+  return answer_lines(answers) + kernel_lines(answers) + pin_lines(pins) + [""]
+
+
+def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
+  """The answer as JSON (results.json's and `explain --format=json`'s
+  "invariance"): {"groups": [{case, target, precision, experiment,
+  basis, invariant (true/false/null), why, sizes, rows: [{row, classes,
+  ulps, moves}], boundaries: [{n, against, causes, unexplained}],
+  kernels: {n: [{name, kind, sites, signature, words, why_unknown}]}}],
+  "pins": [{case, target, precision, candidate, fix, xla_flags,
+  jax_change, passed, reason, cost, command}]}."""
+  groups = []
+  for a in answers:
+    groups.append(
+      {
+        "case": a.case,
+        "target": a.target,
+        "precision": a.precision,
+        "experiment": a.experiment,
+        "basis": a.basis,
+        "invariant": a.invariant,
+        "why": a.why,
+        "sizes": list(a.sizes),
+        "rows": [
+          {
+            "row": c.row,
+            "classes": [list(x) for x in c.classes],
+            "ulps": list(c.ulps),
+            "moves": [[n, list(o)] for n, o in c.moves],
+          }
+          for c in a.rows
+        ],
+        "boundaries": [
+          {
+            "n": b.n,
+            "against": b.against,
+            "causes": list(b.causes),
+            "unexplained": b.unexplained,
+          }
+          for b in a.boundaries
+        ],
+        "kernels": {
+          str(n): [
+            {
+              "name": k.name,
+              "kind": k.kind,
+              "sites": list(k.sites),
+              "signature": k.signature,
+              "words": k.words,
+              "why_unknown": k.why_unknown,
+            }
+            for k in ks
+          ]
+          for n, ks in a.kernels.items()
+        },
+      }
+    )
+  return {
+    "groups": groups,
+    "pins": [
+      {
+        "case": p.case,
+        "target": p.target,
+        "precision": p.precision,
+        "candidate": p.candidate.name,
+        "fix": p.candidate.fix,
+        "xla_flags": list(p.candidate.flags),
+        "jax_change": p.candidate.jax_change,
+        "passed": p.passed,
+        "reason": p.reason,
+        "cost": p.cost,
+        "command": p.command,
+      }
+      for p in pins
+    ],
+  }
