@@ -65,8 +65,8 @@ def _row_line(a: Invariance, c: RowClasses, many: bool) -> str:
     name = "row 0 (every row alike)"
   where = _where(a, many)
   basis = _BASIS.get(a.basis, a.basis)
-  ok = len(c.classes) == 1 and not c.moves
-  if ok and a.invariant is not False:
+  ok = c.invariant if a.basis == RUN else a.invariant is True
+  if ok:
     return (
       f"{name} is batch-invariant {where} ({basis}): identical for n = "
       f"{_ranges(c.classes[0], a.sizes)}"
