@@ -5,7 +5,7 @@ Expected values:
   * elementwise_only: numpy float32 (`elementwise_only_numpy`: each
     operation correctly rounded, as IEEE 754 and XLA's elementwise ops
     compute it), for row 0 and the anchor at every offset and n.
-  * tm_mm, jax_34080: `jax.jit(fn)` called directly here on the batch
+  * tm_mm, jax_34080, transformer_block: `jax.jit(fn)` called directly here on the batch
     (no hloprobe code), its rows compared as numpy uint views; hloprobe's
     classes must be the same partition.
 """
@@ -73,7 +73,7 @@ class CpuRunsTest(absltest.TestCase):
       self.assertTrue(c.invariant)
 
   def test_classes_match_direct_jit_bits(self):
-    for name in ("tm_mm", "jax_34080"):
+    for name in ("tm_mm", "jax_34080", "transformer_block"):
       case, full, rows = _rows(name, anchors=True)
       fn = jax.jit(case.fn)
       row0, anchor = {}, {}
