@@ -26,6 +26,7 @@ from hloprobe.invariance.kernel_identity import (
   KernelReader,
   RowKernel,
   kernel_reader,
+  record_differences,
   signature_key,
 )
 from hloprobe.invariance.rows import (
@@ -363,10 +364,13 @@ def _kernel_answer(
   ref = classes[0][0] if classes else None
   for cls in classes[1:]:
     n = cls[0]
-    causes = site_causes(by_n[n], by_n[ref]) + kernel_causes(
-      [k for k in kernels[n] if not _same_fate(by_n[n], by_n[ref], k)],
-      kernels[ref],
-    )
+    others = record_differences(kernels[n], kernels[ref])
+    if others is None:  # the fates' reading: matched by name and order
+      others = kernel_causes(
+        [k for k in kernels[n] if not _same_fate(by_n[n], by_n[ref], k)],
+        kernels[ref],
+      )
+    causes = site_causes(by_n[n], by_n[ref]) + others
     causes = tuple(dict.fromkeys(causes))
     boundaries.append(
       Boundary(n, ref, causes, None if causes else "kernels differ")
@@ -419,6 +423,7 @@ def invariance_of(
   results: Sequence[ConfigResult],
   rows: Mapping[tuple, ConfigRows] | None = None,
   reader: KernelReader | None = None,
+  kernels: Mapping[tuple, tuple[RowKernel, ...]] | None = None,
 ) -> tuple[Invariance, ...]:
   """The batch-invariance answer of every (case, target, precision,
   experiment) group of a sweep's records, in the records' order.
@@ -428,12 +433,20 @@ def invariance_of(
     rows: `config_key` -> the config's rows from `RowsRequest` (row 0
       and the anchor at each offset); a config that ran but is not here is judged by its
       records' row 0 (`rows_from_records`).
+    kernels: `config_key` -> a compile-only config's row kernels as
+      read in its worker (`in_workers.sweep_kernels`: every kernel's PTX);
+      a config not here is read by `reader`.
     reader: the compile-only targets' kernel reader (`KernelReader`);
       None: `kernel_reader()` (the kernels stage's where installed, else
       the dot sites' fates only).
   """
-  rows = rows or {}
-  reader = reader or kernel_reader()
+  rows, kernels = rows or {}, kernels or {}
+  base = reader or kernel_reader()
+
+  def reader(r: ConfigResult) -> tuple[RowKernel, ...]:
+    found = kernels.get(config_key(r.config))
+    return found if found is not None else tuple(base(r))
+
   groups: dict[tuple, list[ConfigResult]] = {}
   for r in results:
     groups.setdefault(group_key(r.config), []).append(r)

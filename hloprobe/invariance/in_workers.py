@@ -13,13 +13,25 @@ from collections.abc import Callable
 
 from hloprobe.errors import first_line
 from hloprobe.invariance.answer import Invariance, config_key, invariance_of
-from hloprobe.invariance.kernel_identity import KernelReader
+from hloprobe.invariance.kernel_identity import (
+  KernelReader,
+  KernelsRequest,
+  RowKernel,
+  kernel_reader,
+  records_as_kernels,
+  site_kernels,
+)
 from hloprobe.invariance.rows import ConfigRows
 from hloprobe.invariance.runs import RowsRequest
 from hloprobe.runtime import host_device_flag
 from hloprobe.sweep import PlannedConfig, SweepPlan
 
-__all__ = ["invariance_of_sweep", "rows_kind", "sweep_rows"]
+__all__ = [
+  "invariance_of_sweep",
+  "rows_kind",
+  "sweep_kernels",
+  "sweep_rows",
+]
 
 
 def rows_kind(c: PlannedConfig) -> str | None:
@@ -81,6 +93,38 @@ def sweep_rows(
   return rows, failed
 
 
+def sweep_kernels(
+  plan: SweepPlan, pool, full_inputs: Callable[[int], tuple], results
+) -> tuple[dict[tuple, tuple[RowKernel, ...]], dict[tuple, str]]:
+  """Every compile-only config's row kernels, read by `hloprobe.kernels`
+  in the worker that compiled it (`KernelsRequest`: every kernel's PTX).
+
+  Returns (`config_key` -> its `RowKernel`s, `config_key` -> why not
+  read); ({}, {}) where the kernels stage is not installed (the fates'
+  reading, `site_kernels`, then stands).
+  """
+  by_key = {config_key(r.config): r for r in results if r.ok}
+  found, failed = {}, {}
+  if kernel_reader() is site_kernels:
+    return found, failed
+  inputs: dict[int, tuple | None] = {}
+  for c in plan.configs():
+    key = config_key(c.config)
+    if not c.config.target.compile_only or key not in by_key:
+      continue
+    if c.case_index not in inputs:
+      inputs[c.case_index] = full_inputs(c.case_index)
+    request = KernelsRequest(
+      c.config, c.case.source, inputs[c.case_index], plan.inputs
+    )
+    try:
+      records = pool.call(request, c.experiment.flags_text)
+      found[key] = records_as_kernels(records, by_key[key])
+    except Exception as e:  # that config read from its fates instead
+      failed[key] = first_line(e)
+  return found, failed
+
+
 def invariance_of_sweep(
   plan: SweepPlan,
   results,
@@ -97,10 +141,18 @@ def invariance_of_sweep(
   sweep's own run), and the failure is the answer's note.
   """
   cases = {i: c.case for i, c in enumerate(plan.cases)}
-  rows, failed = sweep_rows(
-    plan, pool, lambda i: cases[i].full_inputs(), anchors
-  )
-  found = invariance_of(results, rows, reader)
+  full = {}
+
+  def inputs(i):
+    if i not in full:
+      full[i] = cases[i].full_inputs()
+    return full[i]
+
+  rows, failed = sweep_rows(plan, pool, inputs, anchors)
+  kernels = {}
+  if reader is None:
+    kernels, _ = sweep_kernels(plan, pool, inputs, results)
+  found = invariance_of(results, rows, reader, kernels)
   if not failed:
     return found
   out = []

@@ -23,11 +23,17 @@ import dataclasses
 import re
 from collections.abc import Callable, Sequence
 
-from hloprobe.records import ConfigResult
+from hloprobe.compile import compile_case, get_case
+from hloprobe.records import Config, ConfigResult
+from hloprobe.runtime import Request, note_stage
 from hloprobe.sites import Fate, SiteFate
+from hloprobe.sweep import KEPT
 
 __all__ = [
   "KernelReader",
+  "KernelsRequest",
+  "record_differences",
+  "records_as_kernels",
   "RowKernel",
   "kernel_reader",
   "signature_key",
@@ -52,6 +58,8 @@ class RowKernel:
       block_k 32, split-K 2".
     why_unknown: None when `signature` is complete; else why not (one
       line): equal signatures then prove nothing.
+    record: the `hloprobe.kernels.KernelRecord` it was made from, or None
+      (the fates' reading).
   """
 
   name: str
@@ -60,6 +68,7 @@ class RowKernel:
   signature: str
   words: str
   why_unknown: str | None = None
+  record: object = dataclasses.field(default=None, compare=False, repr=False)
 
   @property
   def complete(self) -> bool:
@@ -190,7 +199,88 @@ def _from_record(rec, fates) -> RowKernel:
   why = None
   if role == "library call" or count == "UNKNOWN":
     why = rec.row_count_why or "unknown"
-  return RowKernel(rec.name, role, sites, rec.signature, words, why)
+  return RowKernel(rec.name, role, sites, rec.signature, words, why, rec)
+
+
+def _read_kernels():
+  """`hloprobe.kernels.read_kernels` where that stage is installed, else
+  None (a branch merged apart)."""
+  try:
+    from hloprobe import kernels
+  except ImportError:
+    return None
+  return getattr(kernels, "read_kernels", None)
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelsRequest(Request):
+  """A compile-only config's kernel records (`hloprobe.kernels`), read in
+  the sweep worker that compiled it from what it kept (`sweep.KEPT`: the
+  optimized HLO and every kernel's PTX, which the records keep only for
+  the gemms); where not kept (a cached record), compiled again.
+
+  Attributes:
+    config: the config.
+    case_source, full_inputs, inputs: as `RowsRequest`'s.
+
+  `run` returns the `KernelRecord`s, or raises what reading raised.
+  """
+
+  config: Config
+  case_source: str
+  full_inputs: tuple | None
+  inputs: str | None = None
+
+  def run(self, memo: dict):
+    read = _read_kernels()
+    if read is None:
+      raise ImportError("hloprobe.kernels is not installed")
+    kept = memo.get(KEPT, {}).get(self.config)
+    if not isinstance(kept, tuple):
+      key = ("case", self.case_source, self.inputs)
+      if key not in memo:
+        memo[key] = get_case(self.case_source, self.inputs)
+      case = memo[key]
+      args = case.inputs_for(self.full_inputs, self.config.n)
+      note_stage("compile")
+      cc = compile_case(
+        case, args, self.config.precision.jax_name, self.config.target
+      )
+      kept = (cc.optimized_hlo, tuple(cc.ptx))
+    note_stage("analyse")
+    return read(kept[0], self.config.n, kept[1], "cuda")
+
+
+def record_differences(
+  mine: Sequence[RowKernel], base: Sequence[RowKernel]
+) -> tuple[str, ...] | None:
+  """The kernels stage's differences (`compare_kernels`, matched by what
+  each kernel computes) between two configs' kernels, in words, leaving
+  out those of contraction sites (their fates name them); None where the
+  kernels were not read by that stage."""
+  if not mine or not base:
+    return None
+  if any(k.record is None for k in (*mine, *base)):
+    return None
+  try:
+    from hloprobe import kernels
+  except ImportError:
+    return None
+  sited = {k.name for k in (*mine, *base) if k.sites}
+  out = []
+  for d in kernels.compare_kernels(
+    [k.record for k in base], [k.record for k in mine]
+  ):
+    names = {r.name for r in (d.a, d.b) if r is not None}
+    if names & sited:
+      continue
+    out.append(d.words)
+  return tuple(out)
+
+
+def records_as_kernels(records, result: ConfigResult) -> tuple[RowKernel, ...]:
+  """`KernelsRequest`'s records of `result`'s config as `RowKernel`s."""
+  return tuple(_from_record(r, result.compilation.fates) for r in records)
 
 
 def kernel_reader() -> KernelReader:
@@ -201,11 +291,8 @@ def kernel_reader() -> KernelReader:
   A config the kernels stage cannot read falls back to `site_kernels`,
   whose "other kernels" entry says so.
   """
-  try:
-    from hloprobe import kernels  # noqa: PLC0415 (a stage merged apart)
-
-    read = kernels.read_kernels
-  except (ImportError, AttributeError):
+  read = _read_kernels()
+  if read is None:
     return site_kernels
 
   def reader(result: ConfigResult) -> tuple[RowKernel, ...]:

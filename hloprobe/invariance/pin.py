@@ -19,6 +19,9 @@ Candidates (issue 38 item 4), those that apply to a group's boundaries:
                     (gemv-shaped dots stay gemms at n = 1)
     no_split_k      `--xla_gpu_experimental_force_split_k=1` (XLA's
                     splitk-rewriter; the flag forces one split)
+    no_triton_softmax
+                    `--xla_disable_hlo_passes=triton-softmax-rewriter`
+                    (where a Triton block-level reduction differs)
     cuBLAS          not tried on a compile-only target: the library picks
                     its kernel per shape at run time (unknown)
     pinned gemms    the kernels stage's autotune-results file (one Triton
@@ -138,6 +141,17 @@ NO_SPLIT_K = PinCandidate(
   words="every Triton gemm in one K split",
 )
 
+# The Triton softmax/normalization fusions' tile and num_warps are picked
+# per shape by the cost model; without the pass (XLA's
+# softmax_rewriter_triton.cc) a layernorm or softmax is an XLA reduction
+# emitter row reduction at every n (the kernels stage's REDUCTION_PIN_FLAGS,
+# measured on jaxlib 0.12.0.1, compile-only a100).
+NO_TRITON_SOFTMAX = PinCandidate(
+  "no_triton_softmax",
+  ("--xla_disable_hlo_passes=triton-softmax-rewriter",),
+  words="layernorm and softmax as XLA row reductions, not Triton fusions",
+)
+
 
 def _causes(a: Invariance) -> str:
   words = [c for b in a.boundaries for c in b.causes]
@@ -177,6 +191,8 @@ def candidates_for(
       out.append(NO_DSR)
     if "split-K" in causes:
       out.append(NO_SPLIT_K)
+    if "Triton block-level" in causes or "triton_softmax" in causes:
+      out.append(NO_TRITON_SOFTMAX)
     if pin_file is not None:
       out.append(
         PinCandidate(

@@ -138,6 +138,7 @@ class RowsRequest(Request):
     if key not in memo:  # the sweep's key: one case record per worker
       memo[key] = get_case(self.case_source, self.inputs)
     kept = memo.get(KEPT, {}).get(self.config)  # the sweep's compile
+    kept = None if isinstance(kept, tuple) else kept  # a GPU's texts
     return rows_here(
       memo[key], self.full_inputs, self.config, self.anchors, kept
     )

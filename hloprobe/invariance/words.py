@@ -107,23 +107,28 @@ def answer_lines(answers: Sequence[Invariance]) -> list[str]:
 
 def kernel_lines(answers: Sequence[Invariance]) -> list[str]:
   """Per compile-only group, each row kernel other than a contraction
-  site's, per batch size: its per-row arithmetic (emitter, tiling) as
-  the kernel reader gives it, so a reduction's tiling per n is seen."""
+  site's, per batch size: its per-row arithmetic (emitter, tiling) as the
+  kernel reader gives it, so a reduction's tiling per n is seen. Kernels
+  are matched across n by their place among the group's non-contraction
+  kernels of the same kind (XLA renumbers fusions from n to n)."""
   out = []
   for a in answers:
     if not a.kernels:
       continue
-    names = dict.fromkeys(
-      k.name for ks in a.kernels.values() for k in ks if not k.sites
-    )
-    for name in names:
-      per_n = []
-      for n in sorted(a.kernels):
-        k = next((k for k in a.kernels[n] if k.name == name), None)
-        if k is not None:
-          per_n.append(f"n = {n}: {k.words}")
+    per_slot: dict[tuple[str, int], list[str]] = {}
+    for n in sorted(a.kernels):
+      seen: dict[str, int] = {}
+      for k in a.kernels[n]:
+        if k.sites:
+          continue
+        i = seen.get(k.kind, 0)
+        seen[k.kind] = i + 1
+        per_slot.setdefault((k.kind, i), []).append(
+          f"n = {n}: {k.name}: {k.words}"
+        )
+    for (kind, i), per_n in per_slot.items():
       out.append(
-        f"  {a.case} on {a.target} under {a.precision}, {name}: "
+        f"  {a.case} on {a.target} under {a.precision}, {kind} {i + 1}: "
         + "; ".join(per_n)
       )
   return out

@@ -136,9 +136,9 @@ class LoadTargetRequest(Request):
     return loaded.dropped_fields
 
 
-# The worker memo's key of the executables a worker keeps (`keep`), for a
-# later request of the same config to run again without compiling (the
-# batch-invariance rows, `hloprobe.invariance`): config -> `Compiled`.
+# The worker memo's key of what a worker keeps of its compiles (`keep`),
+# for a later request of the same config to use without compiling again
+# (the batch-invariance rows and kernels, `hloprobe.invariance`).
 KEPT = "compiled executables"
 _KEEP_AT_MOST = 64
 
@@ -161,9 +161,11 @@ def compile_and_run_case(
     full: the case's full-size inputs (None for a sized case).
     config: the config; the result carries it as it is.
     explain_passes: also attribute each site to the pass that rewrote it.
-    keep: where the target runs, the executable is kept here under
-      `config` (at most `_KEEP_AT_MOST`, the oldest dropped), for a later
-      request of this worker to run (`KEPT`); None: not kept.
+    keep: kept here under `config` (at most `_KEEP_AT_MOST`, the oldest
+      dropped), for a later request of this worker (`KEPT`): where the
+      target runs, the executable (`jax.stages.Compiled`); on a
+      compile-only target, (optimized HLO text, every PTX file's text).
+      None: nothing kept.
   """
   watch = Stopwatch()
   target, n = config.target, config.n
@@ -192,16 +194,15 @@ def compile_and_run_case(
         compilation = _with_passes(compilation, cc.pass_dumps)
     result = ConfigResult(config, compilation)
     if target.compile_only:
+      if keep is not None:  # every kernel's PTX, not only the evidence
+        _keep(keep, config, (cc.optimized_hlo, tuple(cc.ptx)))
       return CompiledConfig(result, timings=watch.seconds())
     stage = "run"
     note_stage(stage)
     with watch.stage("run"):
       outs, run_s = run_compiled(cc, args)
     if keep is not None:
-      keep.pop(config, None)
-      keep[config] = cc.compiled
-      while len(keep) > _KEEP_AT_MOST:
-        keep.pop(next(iter(keep)))
+      _keep(keep, config, cc.compiled)
     return CompiledConfig(result, outs, run_s, watch.seconds())
   except Exception as e:  # one config's failure must not lose the others
     finding, missing = None, missing_lowering(e)
@@ -212,6 +213,14 @@ def compile_and_run_case(
     return CompiledConfig(
       ConfigResult(config, failure=failure), timings=watch.seconds()
     )
+
+
+def _keep(keep: dict, config: Config, what) -> None:
+  """Keeps `what` under `config`, the oldest dropped past `_KEEP_AT_MOST`."""
+  keep.pop(config, None)
+  keep[config] = what
+  while len(keep) > _KEEP_AT_MOST:
+    keep.pop(next(iter(keep)))
 
 
 def _rejection_finding(case: Case, full, config: Config):
