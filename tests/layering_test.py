@@ -114,6 +114,7 @@ _WITHIN = {
     "kernel_identity",
     "answer",
     "in_workers",
+    "pin_file",
     "pin",
     "words",
     "__init__",

@@ -128,7 +128,9 @@ def explain_answered(args: ExplainArgs):
         spec, args.common.output_dir, pool, overwrite=args.overwrite
       )
     answer = _answer(spec, results, args.try_fixes, pool)
-    answer = _with_invariance(spec, results, pool, answer, args.invariance)
+    answer = _with_invariance(
+      spec, results, pool, answer, args.invariance, args.common.output_dir
+    )
   explanations = explain_results(results, [c.case for c in spec.cases])
   return results, explanations, answer
 
@@ -161,11 +163,15 @@ def _answer(spec, results, try_fixes: bool, pool):
   return Answer(findings, verify.judge_tries(tries, tried))
 
 
-def _with_invariance(spec, results, pool, answer, mode: str):
+def _with_invariance(spec, results, pool, answer, mode: str, output_dir):
   """`answer` with the batch-invariance answer (`mode` "answer" or
-  "pin") and, under "pin", the pins searched and verified; untried, each
-  applicable pin is listed with its `verify` command."""
+  "pin") and, under "pin", the pins searched and verified (a compile-only
+  GPU's pinned-gemm file written under `output_dir`/pins, else a fresh
+  temporary folder that is kept: its `verify` command reads it); untried,
+  each applicable pin is listed with its `verify` command."""
+  import os
   import signal
+  import tempfile
 
   from hloprobe import invariance
 
@@ -177,7 +183,14 @@ def _with_invariance(spec, results, pool, answer, mode: str):
       judge = lambda sub, swept: invariance.invariance_of_sweep(
         sub, swept, pool
       )
-      pins = invariance.search_pins(spec, results, found, pool, judge)
+      folder = (
+        os.path.join(output_dir, "pins")
+        if output_dir
+        else tempfile.mkdtemp(prefix="hloprobe-pins-")
+      )
+      pins = invariance.search_pins(
+        spec, results, found, pool, judge, pin_folder=folder
+      )
     else:
       pins = invariance.untried_pins(spec, found)
   except KeyboardInterrupt as e:

@@ -16,6 +16,8 @@ The package's face. Its modules, in data-flow order:
                    kernel identity, unknown), boundaries and their causes
   in_workers       every runnable config's rows on a sweep's workers, and
                    a sweep's answer (`invariance_of_sweep`)
+  pin_file         the kernels stage's pinned-gemm autotune-results file,
+                   made from compiles in a worker of its own
   pin              the settings that pin a group, searched cheapest first
                    and each verified by a sweep (`search_pins`)
   words            the answer in words, bitwise question first, and JSON

@@ -364,7 +364,8 @@ def _kernel_answer(
   ref = classes[0][0] if classes else None
   for cls in classes[1:]:
     n = cls[0]
-    others = record_differences(kernels[n], kernels[ref])
+    named = _changed_sites(by_n[n], by_n[ref])
+    others = record_differences(kernels[n], kernels[ref], named)
     if others is None:  # the fates' reading: matched by name and order
       others = kernel_causes(
         [k for k in kernels[n] if not _same_fate(by_n[n], by_n[ref], k)],
@@ -393,6 +394,18 @@ def _kernel_answer(
     verdict,
     why,
     sizes,
+  )
+
+
+def _changed_sites(r: ConfigResult, base: ConfigResult) -> tuple[int, ...]:
+  """The sites whose fate `site_causes` names between two configs."""
+  if r.compilation is None or base.compilation is None:
+    return ()
+  a, b = r.compilation.fates, base.compilation.fates
+  if len(a) != len(b):
+    return tuple(range(max(len(a), len(b))))
+  return tuple(
+    i for i in range(len(a)) if _fate_key(r, i) != _fate_key(base, i)
   )
 
 

@@ -252,12 +252,14 @@ class KernelsRequest(Request):
 
 
 def record_differences(
-  mine: Sequence[RowKernel], base: Sequence[RowKernel]
+  mine: Sequence[RowKernel],
+  base: Sequence[RowKernel],
+  named: Sequence[int] = (),
 ) -> tuple[str, ...] | None:
   """The kernels stage's differences (`compare_kernels`, matched by what
   each kernel computes) between two configs' kernels, in words, leaving
-  out those of contraction sites (their fates name them); None where the
-  kernels were not read by that stage."""
+  out those of the contraction sites `named` (their fates name them);
+  None where the kernels were not read by that stage."""
   if not mine or not base:
     return None
   if any(k.record is None for k in (*mine, *base)):
@@ -266,7 +268,7 @@ def record_differences(
     from hloprobe import kernels
   except ImportError:
     return None
-  sited = {k.name for k in (*mine, *base) if k.sites}
+  sited = {k.name for k in (*mine, *base) if set(k.sites) & set(named)}
   out = []
   for d in kernels.compare_kernels(
     [k.record for k in base], [k.record for k in mine]

@@ -44,6 +44,7 @@ from hloprobe.compile import BUILTIN_EXPERIMENTS, Experiment, is_config_path
 from hloprobe.errors import first_line
 from hloprobe.invariance.answer import Invariance, group_key, site_causes
 from hloprobe.invariance.kernel_identity import KernelReader
+from hloprobe.invariance.pin_file import pin_flags, write_pin_file
 from hloprobe.records import ConfigResult
 from hloprobe.sweep import SweepPlan, plan_sweep, run_sweep
 
@@ -135,6 +136,9 @@ NO_DSR = PinCandidate(
   ("--xla_disable_hlo_passes=dot-strength-reduction",),
   words="matrix-vector dots stay gemms",
 )
+PINNED_GEMMS = PinCandidate(
+  "pinned_gemms", words="the kernels stage's pinned-gemm autotune results"
+)
 NO_SPLIT_K = PinCandidate(
   "no_split_k",
   ("--xla_gpu_experimental_force_split_k=1",),
@@ -193,18 +197,6 @@ def candidates_for(
       out.append(NO_SPLIT_K)
     if "Triton block-level" in causes or "triton_softmax" in causes:
       out.append(NO_TRITON_SOFTMAX)
-    if pin_file is not None:
-      out.append(
-        PinCandidate(
-          "pinned_gemms",
-          (
-            f"--xla_gpu_load_autotune_results_from={pin_file}",
-            *NO_SPLIT_K.flags,
-          ),
-          words="one Triton config per gemm for every n (block_k fixed, "
-          "split-K 1)",
-        )
-      )
   flags = [c for c in out if c.precision is None]
   if len(flags) > 1:
     union = tuple(w for c in flags for w in c.flags)
@@ -213,6 +205,16 @@ def candidates_for(
         "pin_all",
         union,
         words=" and ".join(c.words for c in flags),
+      )
+    )
+  if pin_file is not None and a.target != "cpu":
+    out.append(
+      PinCandidate(
+        "pinned_gemms",
+        (f"--xla_gpu_load_autotune_results_from={pin_file}", *pin_flags()),
+        words="one Triton config per gemm fusion for every n (block_k "
+        "fixed, split-K 1; the kernels stage's autotune-results file), "
+        "Triton softmax rewriter and dot strength reduction off",
       )
     )
   return tuple(out)
@@ -234,9 +236,29 @@ def _cost(fixed: Sequence[ConfigResult], base: Sequence[ConfigResult]) -> str:
   )
 
 
-def verify_command(plan: SweepPlan, a: Invariance, c: PinCandidate) -> str:
+def _all_but_one(after: Invariance | None) -> bool:
+  """Whether only n = 1 is apart: two classes, one of them (1,), the
+  other of at least two sizes."""
+  if after is None or not after.rows or after.rows[0].moves:
+    return False
+  classes = after.rows[0].classes
+  return (
+    len(after.rows) == 1
+    and len(classes) == 2
+    and (1,) in classes
+    and min(len(c) for c in classes if c != (1,)) >= 2
+  )
+
+
+def verify_command(
+  plan: SweepPlan,
+  a: Invariance,
+  c: PinCandidate,
+  sizes: Sequence[int] | None = None,
+) -> str:
   """`hloprobe verify --case=... --targets=... --batch_sizes=...
-  --precisions=... --fix=... --require=invariant` for group `a`."""
+  --precisions=... --fix=... --require=invariant` for group `a` (at
+  `sizes`, default its own)."""
   source = next((s.source for s in plan.cases if s.case.name == a.case), a.case)
   words = ["hloprobe", "verify", f"--case={source}"]
   names = dict(zip((t.name for t in plan.targets), plan.target_names))
@@ -246,7 +268,7 @@ def verify_command(plan: SweepPlan, a: Invariance, c: PinCandidate) -> str:
   else:
     words.append(f"--targets={target}")
   words += [
-    f"--batch_sizes={','.join(map(str, a.sizes))}",
+    f"--batch_sizes={','.join(map(str, sizes or a.sizes))}",
     f"--precisions={a.precision}",
     _quoted(f"--fix={c.fix}"),
     "--require=invariant",
@@ -267,11 +289,16 @@ def search_pins(
   judge: Callable[[SweepPlan, list[ConfigResult]], tuple[Invariance, ...]],
   pin_files: Callable[[Invariance], str | None] | None = None,
   reader: KernelReader | None = None,
+  pin_folder: str | None = None,
 ) -> tuple[Pin, ...]:
   """Every candidate of every group that is not invariant, each verified:
   one sweep per group (its case, target and sizes; the candidates as
   experiments and precisions), judged by `judge` (the invariance of a
   sweep's records: `in_workers.invariance_of_sweep` on the same pool).
+
+  With `pin_folder` (and no `pin_files`), a compile-only GPU group's
+  pinned-gemm file is written there first (`pin_file.write_pin_file`)
+  and tried last, as the costliest.
 
   Returns the pins, per group in candidate order (cheapest first); a
   sweep that fails makes its candidates unknown, saying why.
@@ -282,6 +309,15 @@ def search_pins(
     if a.invariant is not False or a.experiment != "baseline":
       continue
     found = candidates_for(a, pin_files(a) if pin_files else None)
+    if pin_files is None and pin_folder and a.target != "cpu":
+      path, why = write_pin_file(
+        plan, a.case, a.target, a.precision, pin_folder
+      )
+      found = candidates_for(a, path)
+      if path is None:
+        out.append(
+          Pin(*_key(a), PINNED_GEMMS, None, f"not made: {why}", "", "")
+        )
     if not found:
       continue
     base = [r for r in results if group_key(r.config) == _key(a)]
@@ -301,7 +337,14 @@ def search_pins(
       after = next((j for j in judged if _key(j) == key), None)
       fixed = [r for r in swept if group_key(r.config) == key]
       passed = None if after is None else after.invariant
-      reason = _reason(after)
+      reason, sizes = _reason(after), a.sizes
+      if passed is False and _all_but_one(after):
+        # n = 1 alone apart (a rank XLA drops there): the pin for n > 1.
+        sizes = tuple(n for n in a.sizes if n != 1)
+        passed = True
+        reason = (
+          f"one class for n = {', '.join(map(str, sizes))}; n = 1 stays apart"
+        )
       out.append(
         Pin(
           *_key(a),
@@ -309,7 +352,7 @@ def search_pins(
           passed,
           reason,
           _cost(fixed, base),
-          verify_command(plan, a, c),
+          verify_command(plan, a, c, sizes),
           after,
         )
       )
