@@ -178,11 +178,12 @@ def first_lines(
   answers: Sequence[Invariance], pins: Sequence = ()
 ) -> list[str]:
   """What `explain` prints first: the bitwise answer of every group,
-  the reductions per n (compile-only), the pins, then a blank line; []
-  when the question was not asked (no answers)."""
+  the reductions per n (compile-only) and the pins, before explain's
+  "Answer:" (no blank line between: one block, as report.html opens
+  with it); [] when the question was not asked (no answers)."""
   if not answers:
     return []
-  return answer_lines(answers) + kernel_lines(answers) + pin_lines(pins) + [""]
+  return answer_lines(answers) + kernel_lines(answers) + pin_lines(pins)
 
 
 def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:

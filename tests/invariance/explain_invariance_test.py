@@ -169,3 +169,61 @@ class ControlTest(absltest.TestCase):
 
 if __name__ == "__main__":
   absltest.main()
+
+
+# Row 0's bits per n under XLA_FLAGS, by plain jax in a fresh process (no
+# hloprobe code runs the model): one line "n hex" per size.
+_DIRECT = """
+import sys, numpy as np, jax
+sys.path.insert(0, {root!r})
+from hloprobe.compile import CASES
+case = CASES["dense_ln_softmax"]
+full = case.full_inputs()
+f = jax.jit(case.fn)
+for n in {sizes!r}:
+  print(n, np.asarray(f(*case.inputs_for(full, n)))[0].tobytes().hex())
+"""
+
+
+class CpuPinTest(absltest.TestCase):
+  def test_pin_found_and_verified(self):
+    import subprocess
+    import sys
+
+    import testutil
+
+    flag = "--xla_cpu_experimental_ynn_fusion_type="
+    sizes = (1, 8, 64)
+    proc = subprocess.run(
+      [sys.executable, "-c", _DIRECT.format(root=testutil.ROOT, sizes=sizes)],
+      capture_output=True,
+      text=True,
+      env=dict(os.environ, XLA_FLAGS=flag, JAX_PLATFORMS="cpu"),
+      timeout=300,
+    )
+    self.assertEqual(proc.returncode, 0, proc.stderr)
+    bits = dict(line.split() for line in proc.stdout.splitlines())
+    pinned = len(set(bits.values())) == 1
+    out = run_hloprobe_here(
+      "explain",
+      "--case=dense_ln_softmax",
+      "--targets=cpu",
+      "--batch_sizes=1,8,64",
+      "--precisions=float32",
+      "--notry_fixes",
+      "--invariance=pin",
+      timeout_s=600,
+    )
+    self.assertEqual(out.returncode, 0, out.stderr)
+    do = [l for l in out.stdout.splitlines() if l.startswith("Do: ")][0]
+    if pinned:
+      self.assertTrue(
+        do.startswith(
+          "Do: pin dense_ln_softmax on cpu under float32 with "
+          f"XLA_FLAGS='{flag}'"
+        ),
+        do,
+      )
+      self.assertIn("--require=invariant", do)
+    else:
+      self.assertTrue(do.startswith("Do: no setting tried pins"), do)
