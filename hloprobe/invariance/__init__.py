@@ -35,6 +35,7 @@ from hloprobe.invariance.in_workers import (
   invariance_of_sweep as invariance_of_sweep,
 )
 from hloprobe.invariance.in_workers import rows_kind as rows_kind
+from hloprobe.invariance.in_workers import sweep_kernels as sweep_kernels
 from hloprobe.invariance.in_workers import sweep_rows as sweep_rows
 from hloprobe.invariance.kernel_identity import KernelReader as KernelReader
 from hloprobe.invariance.kernel_identity import RowKernel as RowKernel
@@ -93,6 +94,7 @@ __all__ = [
   "rows_kind",
   "search_pins",
   "site_kernels",
+  "sweep_kernels",
   "sweep_rows",
   "untried_pins",
 ]

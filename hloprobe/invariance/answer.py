@@ -186,7 +186,7 @@ def _fate_change(r: ConfigResult, base: ConfigResult, i: int) -> str:
   f, g = r.compilation.fates[i], base.compilation.fates[i]
   words = _fate_words(r, i)
   if f.fate != g.fate:
-    return words
+    return f"{words} ({_fate_words(base, i)} at n = {base.config.n})"
   was = []
   if (f.split_k or 1) != (g.split_k or 1):
     was.append(f"split-K {g.split_k or 1}")

@@ -229,11 +229,29 @@ def _cost(fixed: Sequence[ConfigResult], base: Sequence[ConfigResult]) -> str:
     if r.ok and b is not None:
       for words in site_causes(r, b):
         changed.setdefault(words, []).append(r.config.n)
-  if not changed:
-    return "no contraction site changed fate"
-  return "; ".join(
+  words = "; ".join(
     f"{w} (n = {', '.join(map(str, ns))})" for w, ns in changed.items()
   )
+  words = words or "no contraction site changed fate"
+  before, after = _row0_error(base), _row0_error(fixed)
+  if before is not None and after is not None:
+    words += f"; row 0 |err| vs f64 {before:.2e} -> {after:.2e}"
+  return words
+
+
+def _row0_error(results: Sequence[ConfigResult]) -> float | None:
+  """The largest row-0 |err| against float64 over `results`: observed
+  where the target ran, else the prediction's (the kernel model's where
+  it is bit-exact); None where none is known."""
+  found = []
+  for r in results:
+    run = r.execution
+    stats = run.stats if run is not None else None
+    if stats is None and r.prediction is not None:
+      stats = r.prediction.stats
+    if stats is not None and stats.row0_abs is not None:
+      found.append(stats.row0_abs)
+  return max(found) if found else None
 
 
 def _all_but_one(after: Invariance | None) -> bool:

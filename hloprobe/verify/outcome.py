@@ -18,7 +18,7 @@ from hloprobe.golden import (
   describe_site_changes,
   dot_summary,
 )
-from hloprobe.invariance import sweep_rows
+from hloprobe.invariance import sweep_kernels, sweep_rows
 from hloprobe.records import ConfigResult
 from hloprobe.sweep import SweepSpec, plan_sweep, run_sweep, worker_pool
 from hloprobe.verify import evidence as ev
@@ -129,6 +129,7 @@ def verify(
   abs_error_bound: float | None = None,
   rel_error_bound: float | None = None,
   rows=None,
+  kernels=None,
 ) -> Verification:
   """Judges a fix from the results of `fix_sweep(spec, fix, requirements)`.
 
@@ -143,6 +144,9 @@ def verify(
     rows: for "invariant", the configs' anchor rows (`invariance.config_key`
       -> `invariance.ConfigRows`, `invariance.sweep_rows`); None: row 0 as
       the records keep it.
+    kernels: for "invariant", the compile-only configs' row kernels as
+      their workers read them (`invariance.sweep_kernels`); None: read
+      from the records.
 
   Raises:
     GoldenError: the golden folder is missing or corrupt ("golden").
@@ -168,6 +172,7 @@ def verify(
       versions or {},
     ),
     invariant_rows=rows,
+    invariant_kernels=kernels,
   )
   changes, errors = _changes(baseline, fixed, fix)
   failures = tuple(dict.fromkeys(r.failure.words() for r in fixed if not r.ok))
@@ -203,12 +208,13 @@ def verify_fix(
   spec = dataclasses.replace(spec, experiments=())
   check_batch_sizes(requirements, spec.batch_sizes)
   plan = plan_sweep(fix_sweep(spec, fix, requirements))
-  rows = None
+  rows = kernels = None
   with worker_pool(plan) as pool:
     results = run_sweep(plan, pool=pool)
     if "invariant" in requirements:  # the anchors, on the same workers
       full = {i: c.case.full_inputs() for i, c in enumerate(plan.cases)}
       rows, _ = sweep_rows(plan, pool, full.__getitem__)
+      kernels, _ = sweep_kernels(plan, pool, full.__getitem__, results)
   return verify(
     results,
     spec,
@@ -219,4 +225,5 @@ def verify_fix(
     abs_error_bound=abs_error_bound,
     rel_error_bound=rel_error_bound,
     rows=rows,
+    kernels=kernels,
   )

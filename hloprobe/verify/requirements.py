@@ -183,14 +183,16 @@ def _consistent(fixed: list[ConfigResult]) -> Requirement:
 
 
 def _invariant(
-  fixed: list[ConfigResult], rows: Mapping[tuple, ConfigRows] | None
+  fixed: list[ConfigResult],
+  rows: Mapping[tuple, ConfigRows] | None,
+  kernels: Mapping[tuple, tuple] | None = None,
 ) -> Requirement:
   """ "invariant": every (case, target, precision) of the fix's configs
   one class of identical bits (`invariance.invariance_of`: run where the
   target runs, by kernel identity on a compile-only GPU). The evidence is
   each group's `invariance.Invariance` (its line names the classes and
   the boundary sites), the groups not invariant (or unknown) first."""
-  answers = invariance_of(fixed, rows)
+  answers = invariance_of(fixed, rows, None, kernels)
   bad = [a for a in answers if a.invariant is not True]
   good = [a for a in answers if a.invariant is True]
   bad += [_failed(r) for r in fixed if not r.ok]
@@ -345,6 +347,7 @@ def checks(
   rel_bound: float | None,
   golden_check: Callable[[], Requirement] | None = None,
   invariant_rows: Mapping[tuple, ConfigRows] | None = None,
+  invariant_kernels: Mapping[tuple, tuple] | None = None,
 ) -> dict[str, Callable[[], Requirement]]:
   """`REQUIREMENTS` name -> a thunk judging it on `results`.
 
@@ -356,7 +359,7 @@ def checks(
   table = {
     "consistent": lambda: _consistent(results),
     "accurate": lambda: _accurate(results, abs_bound, rel_bound),
-    "invariant": lambda: _invariant(results, invariant_rows),
+    "invariant": lambda: _invariant(results, invariant_rows, invariant_kernels),
   }
   if golden_check is not None:
     table["golden"] = golden_check
