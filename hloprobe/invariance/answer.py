@@ -37,6 +37,7 @@ from hloprobe.invariance.rows import (
   classes_of,
 )
 from hloprobe.records import Config, ConfigResult
+from hloprobe.sites import Fate
 
 __all__ = [
   "Boundary",
@@ -193,15 +194,26 @@ def _fate_change(r: ConfigResult, base: ConfigResult, i: int) -> str:
   if f.effective_algorithm != g.effective_algorithm:
     was.append(f"{g.effective_algorithm}")
     words += f" {f.effective_algorithm}"
-  if f.custom_call_target != g.custom_call_target:
-    was.append(f"{g.custom_call_target}")
-    words += f" {f.custom_call_target}"
+  if _emitter(f) != _emitter(g):
+    was.append(f"in {_emitter(g)}" if _emitter(g) else "XLA's own emitter")
+    words += f" in {_emitter(f)}" if _emitter(f) else " by XLA's own emitter"
   return f"{words} ({', '.join(was)} at n = {base.config.n})"
+
+
+def _emitter(f) -> str | None:
+  """A site's library or custom emitter from its record: a custom
+  fusion's backend config kind (the CPU's "__ynn_fusion") or a library
+  call's target; None for XLA's own emitters."""
+  if f.custom_call_target:
+    return f.custom_call_target
+  if f.fusion_kind == "kCustom" and f.fate != Fate.TRITON_GEMM:
+    return f.backend_config_kind
+  return None
 
 
 def _fate_key(r: ConfigResult, i: int) -> tuple:
   f = r.compilation.fates[i]
-  return (f.fate, f.effective_algorithm, f.split_k or 1, f.custom_call_target)
+  return (f.fate, f.effective_algorithm, f.split_k or 1, _emitter(f))
 
 
 def site_causes(r: ConfigResult, base: ConfigResult) -> tuple[str, ...]:
@@ -286,42 +298,53 @@ def _run_boundaries(found: Sequence[RowClasses], by_n) -> tuple[Boundary, ...]:
   starts: dict[int, int] = {}
   for c in found:
     for cls in c.classes[1:]:
-      starts.setdefault(cls[0], c.classes[0][0])
+      starts.setdefault(cls[0], _nearest(cls[0], c.classes[0], by_n))
   out = []
   for n, against in sorted(starts.items()):
     causes = site_causes(by_n[n], by_n[against])
-    why = None if causes else _unexplained(by_n[n])
+    why = None if causes else _unexplained(by_n[n], by_n[against])
     out.append(Boundary(n, against, causes, why))
   return tuple(out)
 
 
+def _nearest(n: int, members: Sequence[int], by_n) -> int:
+  """The member of the reference class to explain n's class against: the
+  one whose sites differ from n's least (then the nearest size), so a
+  boundary names what differs, not what its reference class shares."""
+
+  def cost(m: int) -> tuple[int, int]:
+    a, b = by_n.get(n), by_n.get(m)
+    changed = len(_changed_sites(a, b)) if a and b else 0
+    return (changed, abs(m - n))
+
+  return min(members, key=cost)
+
+
 def _library_sites(r: ConfigResult) -> dict[str, list[int]]:
-  """Library kernel -> the sites it computes (e.g. "__ynn_fusion": the
-  CPU's dot-library-rewriter hands a dot to YNNPACK, which picks its
-  kernel from the whole shape at run time)."""
+  """Library kernel -> the sites it computes, from each site's record: a
+  custom fusion's backend config kind (e.g. "__ynn_fusion": the CPU's
+  dot-library-rewriter hands the dot to YNNPACK, which picks its kernel
+  from the whole shape at run time) or a library call's target."""
   found: dict[str, list[int]] = {}
   c = r.compilation
   if c is None:
     return found
-  passes = c.passes or {}
   for f in c.fates:
-    i = f.site.index
-    p = passes.get(i)
-    words = p.fate if p is not None else ""
-    lib = next(
-      (w for w in words.split() if w.startswith("__")),
-      f.custom_call_target if f.fate.value in ("cuBLAS", "cuBLASLt") else None,
-    )
-    if lib is None and any("ynn_fusion" in name for name in f.carriers):
-      lib = "__ynn_fusion"
-    if lib:
-      found.setdefault(lib, []).append(i)
+    lib = f.custom_call_target
+    if lib is None and f.fusion_kind == "kCustom":
+      lib = f.backend_config_kind
+    if lib and f.fate != Fate.TRITON_GEMM:
+      found.setdefault(lib, []).append(f.site.index)
   return found
 
 
-def _unexplained(r: ConfigResult) -> str:
-  """Why a bits boundary with no fate change happened, as far as read."""
+def _unexplained(r: ConfigResult, base: ConfigResult) -> str:
+  """Why a bits boundary with no fate change happened, as far as read:
+  the library kernels either config runs."""
   libs = _library_sites(r)
+  for lib, sites in _library_sites(base).items():
+    libs.setdefault(lib, [])
+    libs[lib] = sorted(set(libs[lib]) | set(sites))
   if libs:
     return "no site changed fate; " + "; ".join(
       f"{_site_list(s)} run in {lib}, a library kernel chosen by the whole "
@@ -361,9 +384,9 @@ def _kernel_answer(
   classes = reference_first([tuple(g) for g in groups.values()])
   rows = (RowClasses(ROW0, classes, (), (), missing),) if classes else ()
   boundaries = []
-  ref = classes[0][0] if classes else None
   for cls in classes[1:]:
     n = cls[0]
+    ref = _nearest(n, classes[0], by_n)
     named = _changed_sites(by_n[n], by_n[ref])
     others = record_differences(kernels[n], kernels[ref], named)
     if others is None:  # the fates' reading: matched by name and order
