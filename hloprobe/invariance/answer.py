@@ -462,7 +462,8 @@ def invariance_of(
   kernels: Mapping[tuple, tuple[RowKernel, ...]] | None = None,
 ) -> tuple[Invariance, ...]:
   """The batch-invariance answer of every (case, target, precision,
-  experiment) group of a sweep's records, in the records' order.
+  experiment) group of a sweep's records that swept two batch sizes or
+  more, in the records' order.
 
   Args:
     results: the sweep's records.
@@ -488,6 +489,8 @@ def invariance_of(
     groups.setdefault(group_key(r.config), []).append(r)
   out = []
   for key, rs in groups.items():
+    if len({r.config.n for r in rs}) < 2:
+      continue  # one batch size (a module case's): no question to answer
     if rs[0].config.target.compile_only:
       out.append(_kernel_answer(key, rs, reader))
       continue

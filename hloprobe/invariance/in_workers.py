@@ -71,8 +71,8 @@ def sweep_rows(
   rows, failed = {}, {}
   inputs: dict[int, tuple] = {}
   for c in plan.configs():
-    if rows_kind(c) is not None:
-      continue
+    if rows_kind(c) is not None or len(plan.sizes_of(c.case)) < 2:
+      continue  # nothing to compare it with
     if c.case_index not in inputs:
       inputs[c.case_index] = full_inputs(c.case_index)
     flags = " ".join(
@@ -112,6 +112,8 @@ def sweep_kernels(
     key = config_key(c.config)
     if not c.config.target.compile_only or key not in by_key:
       continue
+    if len(plan.sizes_of(c.case)) < 2:
+      continue  # nothing to compare it with
     if c.case_index not in inputs:
       inputs[c.case_index] = full_inputs(c.case_index)
     request = KernelsRequest(

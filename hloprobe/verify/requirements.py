@@ -196,7 +196,7 @@ def _invariant(
   bad = [a for a in answers if a.invariant is not True]
   good = [a for a in answers if a.invariant is True]
   bad += [_failed(r) for r in fixed if not r.ok]
-  if not answers:
+  if not answers:  # no group swept two sizes (check_batch_sizes refuses)
     bad.append(ev.NotJudged(None, ev.Reason.NO_CONFIGS))
   return Requirement("invariant", not bad and bool(good), tuple(bad + good))
 
