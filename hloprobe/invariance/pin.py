@@ -91,6 +91,22 @@ class PinCandidate:
       return self.name
     return f"{self.name}:{' '.join(self.flags)}"
 
+  def jax_code(self) -> str | None:
+    """The JAX code change that does the same: `jax_change`, or for XLA
+    flags the compile's own options (`Lowered.compile(compiler_options=
+    ...)`, which takes DebugOptions fields: only this program's compile
+    changes, as hloprobe's own pass dumps do); None for a file XLA loads
+    once per process (`--xla_gpu_load_autotune_results_from`)."""
+    if self.jax_change is not None or not self.flags:
+      return self.jax_change
+    options = {}
+    for word in self.flags:
+      name, _, value = word.removeprefix("--").partition("=")
+      if name == "xla_gpu_load_autotune_results_from":
+        return None
+      options[name] = value
+    return f"jax.jit(f).lower(*args).compile(compiler_options={options!r})"
+
   def experiment(self) -> Experiment | None:
     if self.precision is not None:
       return None

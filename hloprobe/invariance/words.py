@@ -152,8 +152,8 @@ def pin_lines(pins: Sequence) -> list[str]:
         how = f"precision {c.precision}"
       else:
         how = f"XLA_FLAGS='{' '.join(c.flags)}'"
-      if c.jax_change:
-        how += f" (in JAX: {c.jax_change})"
+      if c.jax_code():
+        how += f" (in JAX: {c.jax_code()})"
       out.append(
         f"Do: pin {where} with {how} ({c.words}; cost: {p.cost}): {p.command}"
       )
@@ -250,7 +250,7 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
         "candidate": p.candidate.name,
         "fix": p.candidate.fix,
         "xla_flags": list(p.candidate.flags),
-        "jax_change": p.candidate.jax_change,
+        "jax_change": p.candidate.jax_code(),
         "passed": p.passed,
         "reason": p.reason,
         "cost": p.cost,

@@ -146,7 +146,9 @@ class WordsTest(absltest.TestCase):
     self.assertEqual(
       lines[0],
       "Do: pin m on a100 under float32 with "
-      "XLA_FLAGS='--xla_gpu_experimental_force_split_k=1' (one split; cost: "
+      "XLA_FLAGS='--xla_gpu_experimental_force_split_k=1' (in JAX: "
+      "jax.jit(f).lower(*args).compile(compiler_options="
+      "{'xla_gpu_experimental_force_split_k': '1'})) (one split; cost: "
       "site 1): cmd1",
     )
     self.assertEqual(lines[1:], ["  fails: float32: still split"])
