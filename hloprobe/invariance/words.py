@@ -99,8 +99,9 @@ def answer_lines(answers: Sequence[Invariance]) -> list[str]:
         )
       out.append(line)
     if a.basis == RUN and a.row(ANCHOR) is None and a.invariant is not None:
+      why = f": {a.why}" if a.why else ""
       out.append(
-        f"  (row 0 only {_where(a, many)}: the anchor row was not run)"
+        f"  (row 0 only {_where(a, many)}: the anchor row was not run{why})"
       )
   return out
 
