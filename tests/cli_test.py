@@ -35,7 +35,7 @@ class BadInputTest(parameterized.TestCase):
     (
       "require",
       "--require=consistent,nice",
-      "'nice': value should be one of <consistent|accurate|golden>",
+      "'nice': value should be one of <consistent|accurate|golden|invariant>",
     ),
     (
       "case",

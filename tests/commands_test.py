@@ -41,6 +41,7 @@ _LEGACY = {
   "experiment": ("sweep", "explain", "versions", "bisect"),  # issue 23
   "experiments_file": ("sweep", "explain", "versions", "bisect"),
   "try_fixes": ("explain",),  # issue 26
+  "invariance": ("explain",),  # issue 38
   "shard": ("sweep",),  # issue 29
   "results": ("explain", "golden", "verify"),
   "executor": ("sweep", "explain", "verify"),  # issue 29

@@ -5,8 +5,9 @@ Stages, lowest first (a module's stage is its subpackage under hloprobe/,
 or its own name for a top-level module):
 
   errors < startup < private_api < ir < execute < compile < runtime < sites
-         < kernels < numerics < records < engine < golden < verify < report
-         < pictures < versions < api < pytest_plugin < commands < cli, tools
+         < kernels < numerics < records < engine < golden < invariance
+         < verify < report < pictures < versions < api < pytest_plugin
+         < commands < cli, tools
          < __main__, __init__
 
 `verify` sits below `report`, which words its evidence records; the
@@ -86,6 +87,7 @@ _ORDER = (
   ("records",),
   ("engine",),
   ("golden",),
+  ("invariance",),
   ("verify",),
   ("report",),
   ("pictures",),
@@ -112,6 +114,17 @@ _IMPORTERS = ("import_module", "__import__")
 # The lazy face: it maps each public name to the module defining it.
 _FACE = "__init__.py"
 _WITHIN = {
+  "invariance": (
+    "rows",
+    "runs",
+    "kernel_identity",
+    "answer",
+    "in_workers",
+    "pin_file",
+    "pin",
+    "words",
+    "__init__",
+  ),
   "cli": ("_rules", "_flags", "_help", "_main", "__init__"),
   "engine": (
     "spec",

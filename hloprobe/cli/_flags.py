@@ -44,6 +44,7 @@ __all__ = [
   "FORMATS",
   "GOLDEN_DIR",
   "GOOD",
+  "INVARIANCE",
   "JAXLIB",
   "JOBS",
   "MODEL_EXPLORER",
@@ -246,6 +247,15 @@ TRY_FIXES = flags.DEFINE_bool(
   "multi-pass preset, XLA flags that pin the gemm kernel or the split) on "
   "the configs at fault, in one extra sweep, and print each with its "
   "`hloprobe verify` command; --notry_fixes lists them untried.",
+)
+INVARIANCE = flags.DEFINE_enum(
+  "invariance",
+  "answer",
+  ["answer", "pin", "off"],
+  "`hloprobe explain`: answer first which batch sizes give row 0 and an "
+  "anchor row the same bits (the CPU: run and compared; a compile-only "
+  "GPU: by kernel identity); `pin` also searches the settings that pin "
+  "them and verifies each in one more sweep per group; `off`: neither.",
 )
 
 GOLDEN_DIR = flags.DEFINE_string(

@@ -42,6 +42,9 @@ class ExplainArgs:
       explained instead of sweeping (the fixes are still tried), or None.
     executor, ray_address: --executor ("local" or "ray") and
       --ray_address (`common.with_executor`).
+    invariance: --invariance: "answer" (the batch-invariance answer
+      first, its pins listed untried), "pin" (the pins also searched and
+      verified, `invariance.search_pins`) or "off".
   """
 
   common: common.SweepWords
@@ -56,6 +59,7 @@ class ExplainArgs:
   results: str | None = None
   executor: str = "local"
   ray_address: str | None = None
+  invariance: str = "answer"
 
 
 def _spec(args: ExplainArgs):
@@ -104,6 +108,9 @@ def explain_answered(args: ExplainArgs):
         spec, args.common.output_dir, pool, overwrite=args.overwrite
       )
     answer = _answer(spec, results, args.try_fixes, pool)
+    answer = _with_invariance(
+      spec, results, pool, answer, args.invariance, args.common.output_dir
+    )
   return results, api.explanations(spec, results), answer
 
 
@@ -126,6 +133,42 @@ def _answer(spec, results, try_fixes: bool, pool):
   except KeyboardInterrupt as e:
     signum = getattr(e, "signum", signal.SIGINT)
     raise common.Interrupted(signum, results, len(results)) from None
+
+
+def _with_invariance(spec, results, pool, answer, mode: str, output_dir):
+  """`answer` with the batch-invariance answer (`mode` "answer" or
+  "pin") and, under "pin", the pins searched and verified (a compile-only
+  GPU's pinned-gemm file written under `output_dir`/pins, else a fresh
+  temporary folder that is kept: its `verify` command reads it); untried,
+  each applicable pin is listed with its `verify` command."""
+  import os
+  import signal
+  import tempfile
+
+  from hloprobe import invariance
+
+  if mode == "off":
+    return answer
+  try:
+    found = invariance.invariance_of_sweep(spec, results, pool)
+    if mode == "pin":
+      judge = lambda sub, swept: invariance.invariance_of_sweep(
+        sub, swept, pool
+      )
+      folder = (
+        os.path.join(output_dir, "pins")
+        if output_dir
+        else tempfile.mkdtemp(prefix="hloprobe-pins-")
+      )
+      pins = invariance.search_pins(
+        spec, results, found, pool, judge, pin_folder=folder
+      )
+    else:
+      pins = invariance.untried_pins(spec, found)
+  except KeyboardInterrupt as e:
+    signum = getattr(e, "signum", signal.SIGINT)
+    raise common.Interrupted(signum, results, len(results)) from None
+  return dataclasses.replace(answer, invariance=found, pins=pins)
 
 
 def main(args: ExplainArgs) -> int:

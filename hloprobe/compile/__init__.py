@@ -12,10 +12,17 @@ are `hloprobe.runtime`.
 
 from __future__ import annotations
 
+from hloprobe.compile.autotune import AutotuneChoice as AutotuneChoice
 from hloprobe.compile.autotune import (
   config_assigner_input as config_assigner_input,
 )
+from hloprobe.compile.autotune import device_fingerprint as device_fingerprint
 from hloprobe.compile.autotune import gemm_fusion_keys as gemm_fusion_keys
+from hloprobe.compile.autotune import (
+  parse_codegen_versions as parse_codegen_versions,
+)
+from hloprobe.compile.autotune import results_textproto as results_textproto
+from hloprobe.compile.autotune import triton_config as triton_config
 from hloprobe.compile.autotune_replay import AUTOTUNED_ON as AUTOTUNED_ON
 from hloprobe.compile.autotune_replay import LoadedResults as LoadedResults
 from hloprobe.compile.autotune_replay import (
@@ -55,6 +62,9 @@ from hloprobe.compile.experiments import parse_experiment as parse_experiment
 from hloprobe.compile.experiments import (
   parse_experiments_file as parse_experiments_file,
 )
+from hloprobe.compile.invariance_cases import (
+  elementwise_only_numpy as elementwise_only_numpy,
+)
 from hloprobe.compile.lowering import compile_case as compile_case
 from hloprobe.compile.lowering import jax_versions as jax_versions
 from hloprobe.compile.lowering import run_compiled as run_compiled
@@ -77,13 +87,6 @@ from hloprobe.compile.targets import load_target_config as load_target_config
 from hloprobe.compile.toolchain import find_ptxas as find_ptxas
 from hloprobe.compile.toolchain import nvcc_wheel_dir as nvcc_wheel_dir
 from hloprobe.compile.toolchain import ptxas_version as ptxas_version
-from hloprobe.compile.autotune import AutotuneChoice as AutotuneChoice
-from hloprobe.compile.autotune import device_fingerprint as device_fingerprint
-from hloprobe.compile.autotune import (
-  parse_codegen_versions as parse_codegen_versions,
-)
-from hloprobe.compile.autotune import results_textproto as results_textproto
-from hloprobe.compile.autotune import triton_config as triton_config
 
 __all__ = [
   "AUTOTUNED_ON",
@@ -106,6 +109,7 @@ __all__ = [
   "compile_case",
   "config_assigner_input",
   "device_fingerprint",
+  "elementwise_only_numpy",
   "enable_x64",
   "find_ptxas",
   "fusion_selections",

@@ -17,6 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from hloprobe.compile.case_model import Case, ReportedError
+from hloprobe.compile.invariance_cases import INVARIANCE_CASES
 from hloprobe.compile.issue_cases import ISSUE_CASES
 
 __all__ = ["CASES"]
@@ -444,6 +445,7 @@ CASES = types.MappingProxyType(
       mlx_3953,
       scaled_dense,
       *ISSUE_CASES,
+      *INVARIANCE_CASES,
     )
   }
 )

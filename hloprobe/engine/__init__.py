@@ -20,6 +20,8 @@ Its modules, in data-flow order:
 
 from __future__ import annotations
 
+from hloprobe.engine.compiled import KEPT as KEPT
+from hloprobe.engine.engine import SweepProgress as SweepProgress
 from hloprobe.engine.engine import run_sweep as run_sweep
 from hloprobe.engine.executor import worker_pool as worker_pool
 from hloprobe.engine.measure import (
@@ -28,6 +30,7 @@ from hloprobe.engine.measure import (
 from hloprobe.engine.measure import (
   without_batch_consistency as without_batch_consistency,
 )
+from hloprobe.engine.plan import PlannedConfig as PlannedConfig
 from hloprobe.engine.plan import SweepPlan as SweepPlan
 from hloprobe.engine.plan import plan_sweep as plan_sweep
 from hloprobe.engine.plan import spec_from_words as spec_from_words
@@ -38,10 +41,11 @@ from hloprobe.engine.spec import EXECUTORS as EXECUTORS
 from hloprobe.engine.spec import SweepSpec as SweepSpec
 from hloprobe.engine.spec import check_nonempty as check_nonempty
 from hloprobe.engine.spec import parse_batch_sizes as parse_batch_sizes
-from hloprobe.engine.engine import SweepProgress as SweepProgress
 
 __all__ = [
   "EXECUTORS",
+  "KEPT",
+  "PlannedConfig",
   "Shard",
   "SweepPlan",
   "SweepProgress",

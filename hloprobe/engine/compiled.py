@@ -49,6 +49,7 @@ from hloprobe.sites import (
 )
 
 __all__ = [
+  "KEPT",
   "CompileRequest",
   "CompiledConfig",
   "LoadTargetRequest",
@@ -109,7 +110,11 @@ class CompileRequest(Request):
     if key not in memo:  # once per worker process
       memo[key] = get_case(self.case_source, self.inputs)
     return compile_and_run_case(
-      memo[key], self.full_inputs, self.config, self.explain_passes
+      memo[key],
+      self.full_inputs,
+      self.config,
+      self.explain_passes,
+      memo.setdefault(KEPT, {}),
     )
 
 
@@ -131,8 +136,19 @@ class LoadTargetRequest(Request):
     return loaded.dropped_fields
 
 
+# The worker memo's key of what a worker keeps of its compiles (`keep`),
+# for a later request of the same config to use without compiling again
+# (the batch-invariance rows and kernels, `hloprobe.invariance`).
+KEPT = "compiled executables"
+_KEEP_AT_MOST = 64
+
+
 def compile_and_run_case(
-  case: Case, full: tuple | None, config: Config, explain_passes: bool
+  case: Case,
+  full: tuple | None,
+  config: Config,
+  explain_passes: bool,
+  keep: dict | None = None,
 ) -> CompiledConfig:
   """One config's work: lower, compile, parse, map sites and, for a target
   that runs (`cpu`, `gpu`), run it.
@@ -145,6 +161,11 @@ def compile_and_run_case(
     full: the case's full-size inputs (None for a sized case).
     config: the config; the result carries it as it is.
     explain_passes: also attribute each site to the pass that rewrote it.
+    keep: kept here under `config` (at most `_KEEP_AT_MOST`, the oldest
+      dropped), for a later request of this worker (`KEPT`): where the
+      target runs, the executable (`jax.stages.Compiled`); on a
+      compile-only target, (optimized HLO text, every PTX file's text).
+      None: nothing kept.
   """
   watch = Stopwatch()
   target, n = config.target, config.n
@@ -173,11 +194,15 @@ def compile_and_run_case(
         compilation = _with_passes(compilation, cc.pass_dumps)
     result = ConfigResult(config, compilation)
     if target.compile_only:
+      if keep is not None:  # every kernel's PTX, not only the evidence
+        _keep(keep, config, (cc.optimized_hlo, tuple(cc.ptx)))
       return CompiledConfig(result, timings=watch.seconds())
     stage = "run"
     note_stage(stage)
     with watch.stage("run"):
       outs, run_s = run_compiled(cc, args)
+    if keep is not None:
+      _keep(keep, config, cc.compiled)
     return CompiledConfig(result, outs, run_s, watch.seconds())
   except Exception as e:  # one config's failure must not lose the others
     finding, missing = None, missing_lowering(e)
@@ -188,6 +213,14 @@ def compile_and_run_case(
     return CompiledConfig(
       ConfigResult(config, failure=failure), timings=watch.seconds()
     )
+
+
+def _keep(keep: dict, config: Config, what) -> None:
+  """Keeps `what` under `config`, the oldest dropped past `_KEEP_AT_MOST`."""
+  keep.pop(config, None)
+  keep[config] = what
+  while len(keep) > _KEEP_AT_MOST:
+    keep.pop(next(iter(keep)))
 
 
 def _rejection_finding(case: Case, full, config: Config):

@@ -14,6 +14,7 @@ import importlib.util
 import os
 from collections.abc import Sequence
 
+from hloprobe import invariance
 from hloprobe.errors import HloprobeError, InvalidArgumentError, write_or_fail
 from hloprobe.pictures import html_report, model_explorer, plot
 from hloprobe.report import Answer, answer_lines, atomic_write, write_outputs
@@ -124,7 +125,10 @@ def html_page(
   answer, whose lines (`report.answer_lines`, as `explain` prints them)
   open the page, or None."""
   png, why = _png_or_reason(results, explanations, shared_y)
-  lines = answer_lines(answer) if answer is not None else None
+  lines = None
+  if answer is not None:
+    first = invariance.first_lines(answer.invariance, answer.pins)
+    lines = first + answer_lines(answer)
   return html_report.render_html(
     results, explanations, versions, png, why, lines
   )
@@ -174,6 +178,14 @@ def wrote_line(paths: list[str], out: str | None) -> str:
   return f"wrote {len(paths)} {files}{named} under {where}"
 
 
+def _invariance(wanted: Outputs) -> dict | None:
+  """explain's batch-invariance answer for results.json, or None."""
+  a = wanted.answer
+  if a is None or not a.invariance:
+    return None
+  return invariance.invariance_json(a.invariance, a.pins)
+
+
 def write_files(
   results: Sequence,
   why: Sequence,
@@ -194,7 +206,9 @@ def write_files(
     wrote += write_or_fail(
       f"--output_dir={out}",
       lambda: (
-        write_outputs(results, out, versions, cpu, wanted.shard)
+        write_outputs(
+          results, out, versions, cpu, wanted.shard, _invariance(wanted)
+        )
         + write_html(
           results, why, versions, out, wanted.plot_shared_y, wanted.answer
         )

@@ -1,7 +1,9 @@
 """`explain`'s answer first: the worst finding, then what to do.
 
 `render_answered` prints, before `explain_text.render_explanation`'s
-account (whose targets it orders worst first):
+account (whose targets it orders worst first), the bitwise question's
+answer where it was asked (`invariance.first_lines`: which batch sizes
+give row 0 and the anchor row the same bits, and the pin), then:
 
   Answer: <the worst finding (`verify.Finding`): case, target, batch sizes,
           precisions, the error and how many times its band it is, the
@@ -29,6 +31,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
+from hloprobe import invariance
 from hloprobe.report.explain_records import TargetExplanation
 from hloprobe.report.explain_text import _and, _numbers, render_explanation
 from hloprobe.verify import Candidate, Finding, FixTrial, times_words
@@ -48,12 +51,18 @@ class Answer:
       `verify` command, as (candidate, command).
     not_tried: why no fix was tried (e.g. "--notry_fixes"), or None when
       they were or when there is no finding.
+    invariance: the batch-invariance answer of each group
+      (`invariance.Invariance`), printed before everything else; ().
+    pins: the settings searched to pin the rows (`invariance.Pin`), the
+      bitwise question's "Do:"; ().
   """
 
   findings: tuple[Finding, ...]
   trials: tuple[FixTrial, ...] = ()
   untried: tuple[tuple[Candidate, str], ...] = ()
   not_tried: str | None = None
+  invariance: tuple = ()
+  pins: tuple = ()
 
 
 def _where(f: Finding) -> str:
@@ -164,7 +173,8 @@ def render_answered(
   detail = render_explanation(
     _order(explanations, answer.findings), width=width, host=host
   )
-  return "\n".join(answer_lines(answer) + ["", detail])
+  first = invariance.first_lines(answer.invariance, answer.pins)
+  return "\n".join(first + answer_lines(answer) + ["", detail])
 
 
 def _finding_json(f: Finding) -> dict:
@@ -199,4 +209,5 @@ def answer_json(answer: Answer) -> dict:
     "findings": [_finding_json(f) for f in answer.findings],
     "fixes": fixes,
     "not_tried": answer.not_tried,
+    "invariance": invariance.invariance_json(answer.invariance, answer.pins),
   }

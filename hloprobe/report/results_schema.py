@@ -424,6 +424,7 @@ def results_json(
   versions: dict[str, str],
   host=None,
   shard: dict | None = None,
+  invariance: dict | None = None,
 ) -> dict:
   """The whole sweep as the versioned results.json document.
 
@@ -433,6 +434,8 @@ def results_json(
     host: the `host.HostCpu` the numbers were computed on, or None.
     shard: a shard's "shard" entry (`report.shards.shard_json`), or None:
       an unsharded or merged sweep's document has none.
+    invariance: explain's batch-invariance answer
+      (`invariance.invariance_json`), or None: none asked.
   """
   doc = {
     "schema": "hloprobe.results",
@@ -446,4 +449,6 @@ def results_json(
   }
   if shard is not None:
     doc["shard"] = shard
+  if invariance is not None:
+    doc["invariance"] = invariance
   return doc

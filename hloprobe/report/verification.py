@@ -9,6 +9,7 @@ Private in intent: use the package, `hloprobe.report`.
 
 from __future__ import annotations
 
+from hloprobe import invariance
 from hloprobe.numerics import row_words
 from hloprobe.report.results_schema import SCHEMA_VERSION, dumps_json
 from hloprobe.report.tables import table
@@ -157,7 +158,13 @@ def _error_change(e: ErrorChange) -> str:
   )
 
 
+def _invariance(e: invariance.Invariance) -> str:
+  """A group's batch-invariance answer ("invariant"'s evidence)."""
+  return f"{e.case}: " + "; ".join(invariance.answer_lines([e]))
+
+
 _WORDS = {
+  invariance.Invariance: _invariance,
   NotJudged: _not_judged,
   TooFewSizes: _too_few,
   RowMoved: _row_moved,

@@ -27,7 +27,7 @@ __all__ = [
   "parse_requirements",
 ]
 
-REQUIREMENTS = ("consistent", "accurate", "golden")
+REQUIREMENTS = ("consistent", "accurate", "golden", "invariant")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -93,6 +93,12 @@ def check_batch_sizes(
   Raises:
     InvalidArgumentError: "consistent" is required and `batch_sizes` has one size.
   """
+  if "invariant" in requirements and len(set(batch_sizes)) < 2:
+    raise InvalidArgumentError(
+      "--require=invariant compares rows' bits across batch sizes and needs "
+      f"at least two; got --batch_sizes={','.join(map(str, batch_sizes))}; "
+      "e.g. --batch_sizes=1,2,9, or --require=accurate"
+    )
   if "consistent" in requirements and len(set(batch_sizes)) < 2:
     raise InvalidArgumentError(
       "--require=consistent compares row 0 across batch sizes and needs at "

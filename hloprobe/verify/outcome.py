@@ -12,13 +12,14 @@ import dataclasses
 from collections.abc import Sequence
 
 from hloprobe.compile import BASELINE, jax_versions
-from hloprobe.engine import SweepSpec, run_sweep
+from hloprobe.engine import SweepSpec, plan_sweep, run_sweep, worker_pool
 from hloprobe.golden import (
   GoldenSiteChange,
   default_golden_dir,
   describe_site_changes,
   dot_summary,
 )
+from hloprobe.invariance import sweep_kernels, sweep_rows
 from hloprobe.records import ConfigResult
 from hloprobe.verify import evidence as ev
 from hloprobe.verify import requirements as judged_by
@@ -127,6 +128,8 @@ def verify(
   versions: dict[str, str] | None = None,
   abs_error_bound: float | None = None,
   rel_error_bound: float | None = None,
+  rows=None,
+  kernels=None,
 ) -> Verification:
   """Judges a fix from the results of `fix_sweep(spec, fix, requirements)`.
 
@@ -138,6 +141,12 @@ def verify(
     golden_dir: the golden folder (for "golden").
     versions: jax/jaxlib versions (for "golden").
     abs_error_bound, rel_error_bound: optional bounds for "accurate".
+    rows: for "invariant", the configs' anchor rows (`invariance.config_key`
+      -> `invariance.ConfigRows`, `invariance.sweep_rows`); None: row 0 as
+      the records keep it.
+    kernels: for "invariant", the compile-only configs' row kernels as
+      their workers read them (`invariance.sweep_kernels`); None: read
+      from the records.
 
   Raises:
     GoldenError: the golden folder is missing or corrupt ("golden").
@@ -162,6 +171,8 @@ def verify(
       golden_dir or default_golden_dir(),
       versions or {},
     ),
+    invariant_rows=rows,
+    invariant_kernels=kernels,
   )
   changes, errors = _changes(baseline, fixed, fix)
   failures = tuple(dict.fromkeys(r.failure.words() for r in fixed if not r.ok))
@@ -196,7 +207,14 @@ def verify_fix(
   requirements = parse_requirements(",".join(requirements))
   spec = dataclasses.replace(spec, experiments=())
   check_batch_sizes(requirements, spec.batch_sizes)
-  results = run_sweep(fix_sweep(spec, fix, requirements))
+  plan = plan_sweep(fix_sweep(spec, fix, requirements))
+  rows = kernels = None
+  with worker_pool(plan) as pool:
+    results = run_sweep(plan, pool=pool)
+    if "invariant" in requirements:  # the anchors, on the same workers
+      full = {i: c.case.full_inputs() for i, c in enumerate(plan.cases)}
+      rows, _ = sweep_rows(plan, pool, full.__getitem__)
+      kernels, _ = sweep_kernels(plan, pool, full.__getitem__, results)
   return verify(
     results,
     spec,
@@ -206,4 +224,6 @@ def verify_fix(
     versions=jax_versions(),
     abs_error_bound=abs_error_bound,
     rel_error_bound=rel_error_bound,
+    rows=rows,
+    kernels=kernels,
   )

@@ -10,13 +10,14 @@ Private in intent: use the package, `hloprobe.verify`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from hloprobe.engine import SweepSpec
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.golden import check, take_snapshot
+from hloprobe.invariance import ConfigRows, invariance_of
 from hloprobe.numerics import (
   NOISE_FACTOR,
   ErrorStats,
@@ -181,6 +182,25 @@ def _consistent(fixed: list[ConfigResult]) -> Requirement:
   return Requirement("consistent", not bad and bool(good), tuple(bad + good))
 
 
+def _invariant(
+  fixed: list[ConfigResult],
+  rows: Mapping[tuple, ConfigRows] | None,
+  kernels: Mapping[tuple, tuple] | None = None,
+) -> Requirement:
+  """ "invariant": every (case, target, precision) of the fix's configs
+  one class of identical bits (`invariance.invariance_of`: run where the
+  target runs, by kernel identity on a compile-only GPU). The evidence is
+  each group's `invariance.Invariance` (its line names the classes and
+  the boundary sites), the groups not invariant (or unknown) first."""
+  answers = invariance_of(fixed, rows, None, kernels)
+  bad = [a for a in answers if a.invariant is not True]
+  good = [a for a in answers if a.invariant is True]
+  bad += [_failed(r) for r in fixed if not r.ok]
+  if not answers:  # no group swept two sizes (check_batch_sizes refuses)
+    bad.append(ev.NotJudged(None, ev.Reason.NO_CONFIGS))
+  return Requirement("invariant", not bad and bool(good), tuple(bad + good))
+
+
 def _within_bounds(s: ErrorStats, abs_bound, rel_bound) -> bool:
   """XLA's ErrorSpec rule: either bound suffices."""
   return (abs_bound is not None and s.max_abs <= abs_bound) or (
@@ -326,15 +346,20 @@ def checks(
   abs_bound: float | None,
   rel_bound: float | None,
   golden_check: Callable[[], Requirement] | None = None,
+  invariant_rows: Mapping[tuple, ConfigRows] | None = None,
+  invariant_kernels: Mapping[tuple, tuple] | None = None,
 ) -> dict[str, Callable[[], Requirement]]:
   """`REQUIREMENTS` name -> a thunk judging it on `results`.
 
   "golden" is in the table only when given (it needs the sweep's spec and
-  the golden folder, which `judge` has not).
+  the golden folder, which `judge` has not). "invariant" judges row 0 as
+  the records keep it, and the anchor rows where `invariant_rows` (the
+  fix's configs' `invariance.sweep_rows`) has them.
   """
   table = {
     "consistent": lambda: _consistent(results),
     "accurate": lambda: _accurate(results, abs_bound, rel_bound),
+    "invariant": lambda: _invariant(results, invariant_rows, invariant_kernels),
   }
   if golden_check is not None:
     table["golden"] = golden_check

@@ -106,6 +106,9 @@ class CasesCommandTest(absltest.TestCase):
         "tf_127577": "127577",
         "pytorch_105726": "105726",
         "mlx_3953": "3953",
+        # issue 38's anchors (hloprobe/compile/invariance_cases.py)
+        "jax_34080": "34080",
+        "tm_mm": "defeating-nondeterminism-in-llm-inference",
       },
     )
 

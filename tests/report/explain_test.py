@@ -588,10 +588,17 @@ class ExplainCommandTest(absltest.TestCase):
     # End to end, in a process of its own.
     proc = run_hloprobe("explain", *self._CPU)
     self.assertEqual(proc.returncode, 0, proc.stderr)
-    # The answer first (issue 26), then the account.
+    # The bitwise answer first (issue 38), then the answer (issue 26),
+    # then the account.
+    bitwise, rest = proc.stdout.split("\nAnswer: ", 1)
+    self.assertRegex(
+      bitwise.splitlines()[0],
+      r"^row 0 is (not )?batch-invariant on cpu under float32 \(bits "
+      r"compared\): identical for n = ",
+    )
     self.assertTrue(
-      proc.stdout.startswith(
-        "Answer: no finding: every config within its band.\n\n"
+      rest.startswith(
+        "no finding: every config within its band.\n\n"
         "seed_mlp on cpu (compiled and run):\n"
       )
     )

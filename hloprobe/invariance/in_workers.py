@@ -1,0 +1,170 @@
+"""The rows of a sweep's runnable configs, in its workers: one
+`RowsRequest` per config of a target that runs (the CPU, an attached
+GPU), on the sweep's own worker pool and lanes' XLA_FLAGS (the
+experiment's, then the host devices a sharded case needs).
+
+Private in intent: use the package, `hloprobe.invariance`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from hloprobe.engine import PlannedConfig, SweepPlan
+from hloprobe.errors import first_line
+from hloprobe.invariance.answer import Invariance, config_key, invariance_of
+from hloprobe.invariance.kernel_identity import (
+  KernelReader,
+  KernelsRequest,
+  RowKernel,
+  kernel_reader,
+  records_as_kernels,
+  site_kernels,
+)
+from hloprobe.invariance.rows import ConfigRows
+from hloprobe.invariance.runs import RowsRequest
+from hloprobe.runtime import host_device_flag
+
+__all__ = [
+  "invariance_of_sweep",
+  "rows_kind",
+  "sweep_kernels",
+  "sweep_rows",
+]
+
+
+def rows_kind(c: PlannedConfig) -> str | None:
+  """Why config `c` has no rows to run, or None when it has: a
+  compile-only target, a sized case (no rows), a module case (one fixed
+  size), a case only this process knows."""
+  case = c.case.case
+  if c.config.target.compile_only:
+    return "compile-only target"
+  if case.swept_size is not None:
+    return f"a sized case (swept over {case.swept_size}, no rows)"
+  if case.fixed_size is not None:
+    return "a module case runs at its one size"
+  if not c.case.portable:
+    return "a case only this process knows"
+  return None
+
+
+def sweep_rows(
+  plan: SweepPlan,
+  pool,
+  full_inputs: Callable[[int], tuple],
+  anchors: bool = True,
+) -> tuple[dict[tuple, ConfigRows], dict[tuple, str]]:
+  """Every runnable config's rows (`rows_kind` None), each in a worker.
+
+  Args:
+    plan: the sweep's plan.
+    pool: its `sweep.worker_pool`.
+    full_inputs: case index -> that case's full inputs (the sweep's).
+    anchors: also run the anchor at its offsets.
+
+  Returns:
+    (`config_key` -> `ConfigRows`, `config_key` -> why a config's rows
+    could not be run: one line).
+  """
+  rows, failed = {}, {}
+  inputs: dict[int, tuple] = {}
+  for c in plan.configs():
+    if rows_kind(c) is not None or len(plan.sizes_of(c.case)) < 2:
+      continue  # nothing to compare it with
+    if c.case_index not in inputs:
+      inputs[c.case_index] = full_inputs(c.case_index)
+    flags = " ".join(
+      w
+      for w in (
+        c.experiment.flags_text,
+        host_device_flag(c.case.case.device_count),
+      )
+      if w
+    )
+    request = RowsRequest(
+      c.config, c.case.source, inputs[c.case_index], anchors, plan.inputs
+    )
+    try:
+      rows[config_key(c.config)] = pool.call(request, flags)
+    except Exception as e:  # that config's rows are unknown, not all
+      failed[config_key(c.config)] = first_line(e)
+  return rows, failed
+
+
+def sweep_kernels(
+  plan: SweepPlan, pool, full_inputs: Callable[[int], tuple], results
+) -> tuple[dict[tuple, tuple[RowKernel, ...]], dict[tuple, str]]:
+  """Every compile-only config's row kernels, read by `hloprobe.kernels`
+  in the worker that compiled it (`KernelsRequest`: every kernel's PTX).
+
+  Returns (`config_key` -> its `RowKernel`s, `config_key` -> why not
+  read); ({}, {}) where the kernels stage is not installed (the fates'
+  reading, `site_kernels`, then stands).
+  """
+  by_key = {config_key(r.config): r for r in results if r.ok}
+  found, failed = {}, {}
+  if kernel_reader() is site_kernels:
+    return found, failed
+  inputs: dict[int, tuple | None] = {}
+  for c in plan.configs():
+    key = config_key(c.config)
+    if not c.config.target.compile_only or key not in by_key:
+      continue
+    if len(plan.sizes_of(c.case)) < 2:
+      continue  # nothing to compare it with
+    if c.case_index not in inputs:
+      inputs[c.case_index] = full_inputs(c.case_index)
+    request = KernelsRequest(
+      c.config, c.case.source, inputs[c.case_index], plan.inputs
+    )
+    try:
+      records = pool.call(request, c.experiment.flags_text)
+      found[key] = records_as_kernels(records, by_key[key])
+    except Exception as e:  # that config read from its fates instead
+      failed[key] = first_line(e)
+  return found, failed
+
+
+def invariance_of_sweep(
+  plan: SweepPlan,
+  results,
+  pool,
+  reader: KernelReader | None = None,
+  anchors: bool = True,
+) -> tuple[Invariance, ...]:
+  """A sweep's batch-invariance answer, one `Invariance` per (case,
+  target, precision, experiment) group: the runnable configs' rows run in
+  the sweep's workers (`sweep_rows`, on the executables its compiles left
+  there), the compile-only ones by kernel identity (`reader`).
+
+  A config whose rows fail to run is judged by its records' row 0 (the
+  sweep's own run), and the failure is the answer's note.
+  """
+  cases = {i: c.case for i, c in enumerate(plan.cases)}
+  full = {}
+
+  def inputs(i):
+    if i not in full:
+      full[i] = cases[i].full_inputs()
+    return full[i]
+
+  rows, failed = sweep_rows(plan, pool, inputs, anchors)
+  kernels = {}
+  if reader is None:
+    kernels, _ = sweep_kernels(plan, pool, inputs, results)
+  found = invariance_of(results, rows, reader, kernels)
+  if not failed:
+    return found
+  out = []
+  for a in found:
+    mine = [why for key, why in failed.items() if key[:4] == _key_of(a)]
+    if mine and a.why is None:
+      a = dataclasses.replace(a, why=f"anchor rows not run: {mine[0]}")
+    out.append(a)
+  return tuple(out)
+
+
+def _key_of(a: Invariance) -> tuple:
+  return (a.case, a.target, a.precision, a.experiment)

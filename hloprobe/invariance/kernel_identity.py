@@ -1,0 +1,351 @@
+"""Kernel identity: the per-row arithmetic of a compiled config's
+row-computing kernels, and the protocol `hloprobe.kernels` fills.
+
+Two configs whose every row-computing kernel has the same signature
+compute a row with the same operations in the same order, hence the same
+bits (the basis "kernel identity" on a compile-only GPU). A kernel whose
+arithmetic is not known (a cuBLAS call: the library picks its kernel per
+shape at run time) has no signature, and invariance is then "unknown".
+
+`KernelReader` is the interface: a callable from one `ConfigResult` to
+its `RowKernel`s. The `hloprobe.kernels` stage (issue 38 item 2: gemm
+tiling, reductions' emitter, tiling and threads per row, read from the
+backend_config and the PTX) provides the full one; until it is wired in,
+`site_kernels` reads what the dot sites' fates say (gemms only) and
+leaves every other kernel unknown, saying so.
+
+Private in intent: use the package, `hloprobe.invariance`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Sequence
+
+from hloprobe.compile import compile_case, get_case
+from hloprobe.engine import KEPT
+from hloprobe.records import Config, ConfigResult
+from hloprobe.runtime import Request, note_stage
+from hloprobe.sites import Fate, SiteFate
+
+__all__ = [
+  "KernelReader",
+  "KernelsRequest",
+  "record_differences",
+  "records_as_kernels",
+  "RowKernel",
+  "kernel_reader",
+  "signature_key",
+  "site_kernels",
+]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RowKernel:
+  """One kernel that computes (part of) a row, and its per-row arithmetic.
+
+  Attributes:
+    name: the kernel's name: the fusion or custom call in the optimized
+      HLO, or "site N" where only the site is known.
+    kind: "gemm", "cuBLAS", "reduction", "elementwise", "collective", ...
+    sites: the contraction sites it computes (() for none).
+    signature: what decides a row's bits as far as read, normalised for
+      the row count. Two configs whose kernels' signatures differ run
+      other per-row arithmetic; equal complete signatures across batch
+      sizes mean the same bits for a row.
+    words: the per-row arithmetic in words, e.g. "Triton gemm TF32_TF32_F32,
+      block_k 32, split-K 2".
+    why_unknown: None when `signature` is complete; else why not (one
+      line): equal signatures then prove nothing.
+    record: the `hloprobe.kernels.KernelRecord` it was made from, or None
+      (the fates' reading).
+  """
+
+  name: str
+  kind: str
+  sites: tuple[int, ...]
+  signature: str
+  words: str
+  why_unknown: str | None = None
+  record: object = dataclasses.field(default=None, compare=False, repr=False)
+
+  @property
+  def complete(self) -> bool:
+    return self.why_unknown is None
+
+
+# The interface of the `hloprobe.kernels` stage: a config's row kernels.
+KernelReader = Callable[[ConfigResult], Sequence[RowKernel]]
+
+# What the fates alone cannot read on a GPU (the reductions' emitters).
+_NO_REDUCTIONS = (
+  "reductions and other fusions not read (the kernels stage, "
+  "hloprobe.kernels, reads their emitter and tiling)"
+)
+# HLO ops whose result mixes elements in an order a kernel chooses.
+_REDUCING = re.compile(
+  r"\b(reduce-window|reduce-scatter|all-reduce|reduce|scatter|sort)\("
+)
+_CUBLAS = (
+  "chosen by the library's per-shape heuristic at run time: unknown "
+  "without a device"
+)
+
+
+def _block_k(config: dict | None) -> int | None:
+  """A Triton gemm's K tile from its `triton_gemm_config` (or None)."""
+  if not config:
+    return None
+  for key in ("block_k", "blockK"):
+    if key in config:
+      try:
+        return int(config[key])
+      except (TypeError, ValueError):
+        return None
+  return None
+
+
+def _site_kernel(f: SiteFate) -> RowKernel:
+  """A site's kernel as its fate says (the fallback reader)."""
+  i = f.site.index
+  name = f.carriers[0] if f.carriers else f"site {i}"
+  algorithm = f.effective_algorithm or "algorithm unknown"
+  if f.fate in (Fate.CUBLAS, Fate.CUBLASLT):
+    return RowKernel(
+      name,
+      "cuBLAS",
+      (i,),
+      f"{f.fate.value} {algorithm}",
+      f"{f.fate.value}: {_CUBLAS}",
+      _CUBLAS,
+    )
+  if f.fate == Fate.TRITON_GEMM:
+    block_k = _block_k(f.gemm_config)
+    split = f.split_k or 1
+    mma = _mma(f.algorithm_evidence)
+    sig = f"Triton gemm {algorithm} split_k={split} {mma} block_k={block_k}"
+    words = f"Triton gemm {algorithm}, {mma}, split-K {split}"
+    if block_k is None:
+      return RowKernel(
+        name,
+        "gemm",
+        (i,),
+        sig,
+        words,
+        "the gemm's K tile (block_k) not read from its config",
+      )
+    return RowKernel(name, "gemm", (i,), sig, f"{words}, block_k {block_k}")
+  words = f"{f.fate.value} {algorithm}"
+  if f.fate in (Fate.MULTIPLY, Fate.GONE):
+    return RowKernel(name, "elementwise", (i,), f.fate.value, words)
+  return RowKernel(
+    name,
+    "reduction" if f.fate == Fate.MULTIPLY_REDUCE else f.fate.value,
+    (i,),
+    f"{f.fate.value} {algorithm}",
+    words,
+    f"a {f.fate.value}'s order on the GPU not read: {_NO_REDUCTIONS}",
+  )
+
+
+_MMA_RE = re.compile(r"(w?gmma[\w.]*|mma[\w.]*|no mma)")
+
+
+def _mma(evidence: str | None) -> str:
+  """The instruction the PTX evidence names ("mma.sync.aligned.m16n8k8..."
+  or "no mma"), or "instruction not read"."""
+  m = _MMA_RE.search(evidence or "")
+  return m.group(1) if m else "instruction not read"
+
+
+def site_kernels(result: ConfigResult) -> tuple[RowKernel, ...]:
+  """The fallback `KernelReader`: each contraction site's kernel as its
+  fate says (Triton gemm: algorithm, block_k, split-K and the PTX's mma;
+  cuBLAS/cuBLASLt: unknown), plus one "other kernels" entry, unknown,
+  where the optimized HLO has a reducing op (reduce, reduce-window,
+  scatter, sort, a collective) it does not read. An elementwise fusion
+  needs none: XLA's loop emitter computes each output element by the
+  same code whatever the shape (xla/backends/gpu/codegen/emitters/loop.cc,
+  jaxlib 0.12.0.1 and 0.10.2). () for a failed config."""
+  c = result.compilation
+  if not result.ok or c is None:
+    return ()
+  found = tuple(_site_kernel(f) for f in c.fates)
+  ops = sorted(set(_REDUCING.findall(c.optimized_hlo)))
+  if not ops:  # elementwise fusions: each element by the same code
+    return found
+  why = f"{', '.join(ops)} in the optimized HLO: {_NO_REDUCTIONS}"
+  other = RowKernel("other kernels", "reduction", (), "?", why, why)
+  return found + (other,)
+
+
+def signature_key(kernels: Sequence[RowKernel]) -> tuple[str, ...]:
+  """The config's kernel identity: every kernel's signature, in order."""
+  return tuple(k.signature for k in kernels)
+
+
+def _from_record(rec, fates) -> RowKernel:
+  """A `hloprobe.kernels.KernelRecord` as a `RowKernel`: its signature
+  whole; unknown where its role is a library call or whether its rule
+  takes the row count is unknown (the record says why)."""
+  sites = tuple(f.site.index for f in fates if rec.name in (f.carriers or ()))
+  shown = [
+    f"{k} {v}" for k, v in rec.arithmetic if k not in ("computation", "ptx")
+  ]
+  words = f"{rec.emitter}" + (f": {', '.join(shown)}" if shown else "")
+  role = getattr(rec.role, "value", str(rec.role))
+  count = getattr(rec.row_count, "name", str(rec.row_count))
+  why = None
+  if role == "library call" or count == "UNKNOWN":
+    why = rec.row_count_why or "unknown"
+  signature = rec.signature
+  if role == "elementwise" and "loop emitter" in rec.emitter:
+    # XLA's loop emitter computes each output element by the fused
+    # computation's own code; the shape enters only the index arithmetic
+    # (xla/backends/gpu/codegen/emitters/loop.cc, jaxlib 0.10.2 and
+    # 0.12.0.1). The record's computation digest keeps a unit dimension
+    # XLA drops at n = 1, so it differs there for the same per-element
+    # arithmetic: the kernel is identified by its emitter and ops instead.
+    signature = f"elementwise {rec.emitter} ops={','.join(rec.ops)}"
+  return RowKernel(rec.name, role, sites, signature, words, why, rec)
+
+
+def _cores(config: Config) -> dict:
+  """`core_count=` for `read_kernels` where the kernels stage offers it
+  (a compile-only target's SM count), else {}."""
+  try:
+    from hloprobe import kernels
+  except ImportError:
+    return {}
+  count = getattr(kernels, "core_count", None)
+  if count is None:
+    return {}
+  try:
+    return {"core_count": count(config.target)}
+  except Exception:  # the reader then does without it
+    return {}
+
+
+def _read_kernels():
+  """`hloprobe.kernels.read_kernels` where that stage is installed, else
+  None (a branch merged apart)."""
+  try:
+    from hloprobe import kernels
+  except ImportError:
+    return None
+  return getattr(kernels, "read_kernels", None)
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelsRequest(Request):
+  """A compile-only config's kernel records (`hloprobe.kernels`), read in
+  the sweep worker that compiled it from what it kept (`sweep.KEPT`: the
+  optimized HLO and every kernel's PTX, which the records keep only for
+  the gemms); where not kept (a cached record), compiled again.
+
+  Attributes:
+    config: the config.
+    case_source, full_inputs, inputs: as `RowsRequest`'s.
+
+  `run` returns the `KernelRecord`s, or raises what reading raised.
+  """
+
+  config: Config
+  case_source: str
+  full_inputs: tuple | None
+  inputs: str | None = None
+
+  def run(self, memo: dict):
+    read = _read_kernels()
+    if read is None:
+      raise ImportError("hloprobe.kernels is not installed")
+    kept = memo.get(KEPT, {}).get(self.config)
+    if not isinstance(kept, tuple):
+      key = ("case", self.case_source, self.inputs)
+      if key not in memo:
+        memo[key] = get_case(self.case_source, self.inputs)
+      case = memo[key]
+      args = case.inputs_for(self.full_inputs, self.config.n)
+      note_stage("compile")
+      cc = compile_case(
+        case, args, self.config.precision.jax_name, self.config.target
+      )
+      kept = (cc.optimized_hlo, tuple(cc.ptx))
+    note_stage("analyse")
+    return read(kept[0], self.config.n, kept[1], "cuda", **_cores(self.config))
+
+
+def record_differences(
+  mine: Sequence[RowKernel],
+  base: Sequence[RowKernel],
+  named: Sequence[int] = (),
+) -> tuple[str, ...] | None:
+  """The kernels stage's differences (`compare_kernels`, matched by what
+  each kernel computes) between two configs' kernels, in words, leaving
+  out those of the contraction sites `named` (their fates name them);
+  None where the kernels were not read by that stage."""
+  if not mine or not base:
+    return None
+  if any(k.record is None for k in (*mine, *base)):
+    return None
+  try:
+    from hloprobe import kernels
+  except ImportError:
+    return None
+  sited = {k.name for k in (*mine, *base) if set(k.sites) & set(named)}
+  out = []
+  for d in kernels.compare_kernels(
+    [k.record for k in base], [k.record for k in mine]
+  ):
+    names = {r.name for r in (d.a, d.b) if r is not None}
+    if names & sited or _signed_alike(d, mine, base):
+      continue
+    out.append(d.words)
+  return tuple(out)
+
+
+def _signed_alike(d, mine, base) -> bool:
+  """Whether difference `d` is between two kernels this adapter gives the
+  same signature (a loop fusion's, `_from_record`)."""
+  if d.a is None or d.b is None:
+    return False
+  a = next((k for k in base if k.record is d.a), None)
+  b = next((k for k in mine if k.record is d.b), None)
+  return a is not None and b is not None and a.signature == b.signature
+
+
+def records_as_kernels(records, result: ConfigResult) -> tuple[RowKernel, ...]:
+  """`KernelsRequest`'s records of `result`'s config as `RowKernel`s."""
+  return tuple(_from_record(r, result.compilation.fates) for r in records)
+
+
+def kernel_reader() -> KernelReader:
+  """The kernels stage's reader (`hloprobe.kernels.read_kernels`, every
+  row-computing kernel: gemms, reductions with their emitter and tiling,
+  library calls, collectives) where it is installed, else `site_kernels`.
+
+  A config the kernels stage cannot read falls back to `site_kernels`,
+  whose "other kernels" entry says so.
+  """
+  read = _read_kernels()
+  if read is None:
+    return site_kernels
+
+  def reader(result: ConfigResult) -> tuple[RowKernel, ...]:
+    c = result.compilation
+    if not result.ok or c is None:
+      return ()
+    try:
+      records = read(
+        c.optimized_hlo,
+        result.config.n,
+        tuple(c.ptx.values()),
+        "cuda",
+        **_cores(result.config),
+      )
+    except Exception:  # not read: the fates' reading, which says so
+      return site_kernels(result)
+    return tuple(_from_record(r, c.fates) for r in records)
+
+  return reader

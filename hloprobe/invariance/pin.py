@@ -1,0 +1,470 @@
+"""The pin: the settings that put every swept batch size of a group into
+one class, searched cheapest first and each verified by sweeping it.
+
+Candidates (issue 38 item 4), those that apply to a group's boundaries:
+
+  CPU
+    no_ynn_fusion   `--xla_cpu_experimental_ynn_fusion_type=` (empty: no
+                    dot goes to a YNNPACK fusion, which picks its kernel
+                    from the whole shape; XLA:CPU's own dot emitter,
+                    xla/backends/cpu/codegen/dot/dot_kernel_emitter.cc,
+                    computes it. Measured on jaxlib 0.12.0.1: one class
+                    for n = 1-64 on dense_ln_softmax and transformer_block;
+                    tm_mm's n = 1, a vector-matrix product, stays apart.
+                    The flag exists in 0.10.2 and 0.12.0.1)
+    no_algsimp      `--xla_disable_hlo_passes=algsimp` (the CPU's dot
+                    strength reduction lives in AlgebraicSimplifier)
+  GPU
+    a precision     the group's sizes at another matmul precision (only
+                    where the group's is not float32 already)
+    no_dot_strength_reduction
+                    `--xla_disable_hlo_passes=dot-strength-reduction`
+                    (gemv-shaped dots stay gemms at n = 1)
+    no_split_k      `--xla_gpu_experimental_force_split_k=1` (XLA's
+                    splitk-rewriter; the flag forces one split)
+    no_triton_softmax
+                    `--xla_disable_hlo_passes=triton-softmax-rewriter`
+                    (where a Triton block-level reduction differs)
+    cuBLAS          not tried on a compile-only target: the library picks
+                    its kernel per shape at run time (unknown)
+    pinned gemms    the kernels stage's autotune-results file (one Triton
+                    config per gemm fusion for every n, block_k fixed,
+                    split-K 1), replayed through `--autotune_results`
+  Every candidate, and the union of those that apply, is swept once on the
+  group's sizes (the baseline's configs come from the record cache) and
+  judged by `answer.invariance_of`: PASS only when the group is one class
+  (on a compile-only GPU: by kernel identity, complete signatures).
+
+Private in intent: use the package, `hloprobe.invariance`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+from hloprobe.compile import BUILTIN_EXPERIMENTS, Experiment, is_config_path
+from hloprobe.engine import SweepPlan, plan_sweep, run_sweep
+from hloprobe.errors import first_line
+from hloprobe.invariance.answer import Invariance, group_key, site_causes
+from hloprobe.invariance.kernel_identity import KernelReader
+from hloprobe.invariance.pin_file import pin_flags, write_pin_file
+from hloprobe.records import ConfigResult
+
+__all__ = [
+  "NOT_TRIED",
+  "Pin",
+  "PinCandidate",
+  "candidates_for",
+  "search_pins",
+  "untried_pins",
+]
+
+# A pin's reason where it was listed, not swept.
+NOT_TRIED = "not tried (explain --invariance=pin tries it)"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PinCandidate:
+  """One setting tried as a pin.
+
+  Attributes:
+    name: the experiment's name, or the precision's.
+    flags: its XLA_FLAGS words (() for a precision).
+    precision: the matmul precision it sets, or None.
+    words: what it changes, one phrase.
+    jax_change: the JAX code change that does the same, where one exists.
+  """
+
+  name: str
+  flags: tuple[str, ...] = ()
+  precision: str | None = None
+  words: str = ""
+  jax_change: str | None = None
+
+  @property
+  def fix(self) -> str:
+    """The `--fix` word `hloprobe verify` takes for it."""
+    if self.precision is not None:
+      return self.precision
+    if self.name in BUILTIN_EXPERIMENTS:
+      return self.name
+    return f"{self.name}:{' '.join(self.flags)}"
+
+  def jax_code(self) -> str | None:
+    """The JAX code change that does the same: `jax_change`, or for XLA
+    flags the compile's own options (`Lowered.compile(compiler_options=
+    ...)`, which takes DebugOptions fields: only this program's compile
+    changes, as hloprobe's own pass dumps do); None for a file XLA loads
+    once per process (`--xla_gpu_load_autotune_results_from`)."""
+    if self.jax_change is not None or not self.flags:
+      return self.jax_change
+    options = {}
+    for word in self.flags:
+      name, _, value = word.removeprefix("--").partition("=")
+      if name == "xla_gpu_load_autotune_results_from":
+        return None
+      options[name] = value
+    return f"jax.jit(f).lower(*args).compile(compiler_options={options!r})"
+
+  def experiment(self) -> Experiment | None:
+    if self.precision is not None:
+      return None
+    return Experiment(self.name, self.flags, self.words)
+
+
+@dataclasses.dataclass(frozen=True)
+class Pin:
+  """One candidate tried on one group, and its verdict.
+
+  Attributes:
+    case, target, precision, experiment: the group pinned.
+    candidate: the setting.
+    passed: True when every swept size is one class under it, False when
+      not, None when unknown (why in `reason`).
+    reason: one line: the classes it left, or why unknown.
+    cost: the kernels it changed against the baseline, in words.
+    command: the `hloprobe verify ... --require=invariant` command.
+    after: the group's answer under it, or None.
+  """
+
+  case: str
+  target: str
+  precision: str
+  experiment: str
+  candidate: PinCandidate
+  passed: bool | None
+  reason: str
+  cost: str
+  command: str
+  after: Invariance | None = None
+
+
+NO_YNN = PinCandidate(
+  "no_ynn_fusion",
+  ("--xla_cpu_experimental_ynn_fusion_type=",),
+  words="CPU dots by XLA's own emitter, not YNNPACK",
+)
+NO_ALGSIMP = PinCandidate(
+  "no_algsimp",
+  ("--xla_disable_hlo_passes=algsimp",),
+  words="no AlgebraicSimplifier (the CPU's dot strength reduction)",
+)
+NO_DSR = PinCandidate(
+  "no_dot_strength_reduction",
+  ("--xla_disable_hlo_passes=dot-strength-reduction",),
+  words="matrix-vector dots stay gemms",
+)
+PINNED_GEMMS = PinCandidate(
+  "pinned_gemms", words="the kernels stage's pinned-gemm autotune results"
+)
+NO_SPLIT_K = PinCandidate(
+  "no_split_k",
+  ("--xla_gpu_experimental_force_split_k=1",),
+  words="every Triton gemm in one K split",
+)
+
+# The Triton softmax/normalization fusions' tile and num_warps are picked
+# per shape by the cost model; without the pass (XLA's
+# softmax_rewriter_triton.cc) a layernorm or softmax is an XLA reduction
+# emitter row reduction at every n (the kernels stage's REDUCTION_PIN_FLAGS,
+# measured on jaxlib 0.12.0.1, compile-only a100).
+NO_TRITON_SOFTMAX = PinCandidate(
+  "no_triton_softmax",
+  ("--xla_disable_hlo_passes=triton-softmax-rewriter",),
+  words="layernorm and softmax as XLA row reductions, not Triton fusions",
+)
+
+
+def _causes(a: Invariance) -> str:
+  words = [c for b in a.boundaries for c in b.causes]
+  words += [b.unexplained or "" for b in a.boundaries]
+  return " ".join(words)
+
+
+def candidates_for(
+  a: Invariance, pin_file: str | None = None
+) -> tuple[PinCandidate, ...]:
+  """The candidates that apply to group `a`'s boundaries, cheapest first,
+  then their union (when more than one flag candidate applies).
+
+  Args:
+    a: a group that is not invariant.
+    pin_file: the kernels stage's autotune-results file for this group's
+      target, or None where none was written.
+  """
+  causes = _causes(a)
+  out: list[PinCandidate] = []
+  if a.target == "cpu" or "ynn" in causes:
+    if "ynn" in causes or not causes:
+      out.append(NO_YNN)
+    if "strength reduction" in causes or "multiply+reduce" in causes:
+      out.append(NO_ALGSIMP)
+  else:
+    if a.precision not in ("float32", "highest", "F32_F32_F32"):
+      out.append(
+        PinCandidate(
+          "float32",
+          precision="float32",
+          words="every contraction in full f32",
+          jax_change="jax.default_matmul_precision('float32')",
+        )
+      )
+    if "strength reduction" in causes or "multiply+reduce" in causes:
+      out.append(NO_DSR)
+    if "split-K" in causes:
+      out.append(NO_SPLIT_K)
+    if "Triton block-level" in causes or "triton_softmax" in causes:
+      out.append(NO_TRITON_SOFTMAX)
+  flags = [c for c in out if c.precision is None]
+  if len(flags) > 1:
+    union = tuple(w for c in flags for w in c.flags)
+    out.append(
+      PinCandidate(
+        "pin_all",
+        union,
+        words=" and ".join(c.words for c in flags),
+      )
+    )
+  if pin_file is not None and a.target != "cpu":
+    out.append(
+      PinCandidate(
+        "pinned_gemms",
+        (f"--xla_gpu_load_autotune_results_from={pin_file}", *pin_flags()),
+        words="one Triton config per gemm fusion for every n (block_k "
+        "fixed, split-K 1; the kernels stage's autotune-results file), "
+        "Triton softmax rewriter and dot strength reduction off",
+      )
+    )
+  return tuple(out)
+
+
+def _cost(fixed: Sequence[ConfigResult], base: Sequence[ConfigResult]) -> str:
+  """The contraction sites whose fate the pin changed, per n."""
+  by_n = {r.config.n: r for r in base if r.ok}
+  changed: dict[str, list[int]] = {}
+  for r in fixed:
+    b = by_n.get(r.config.n)
+    if r.ok and b is not None:
+      for words in site_causes(r, b):
+        changed.setdefault(words, []).append(r.config.n)
+  words = "; ".join(
+    f"{w} (n = {', '.join(map(str, ns))})" for w, ns in changed.items()
+  )
+  words = words or "no contraction site changed fate"
+  before, after = _row0_error(base), _row0_error(fixed)
+  if before is not None and after is not None:
+    words += f"; row 0 |err| vs f64 {before:.2e} -> {after:.2e}"
+  return words
+
+
+def _row0_error(results: Sequence[ConfigResult]) -> float | None:
+  """The largest row-0 |err| against float64 over `results`: observed
+  where the target ran, else the prediction's (the kernel model's where
+  it is bit-exact); None where none is known."""
+  found = []
+  for r in results:
+    run = r.execution
+    stats = run.stats if run is not None else None
+    if stats is None and r.prediction is not None:
+      stats = r.prediction.stats
+    if stats is not None and stats.row0_abs is not None:
+      found.append(stats.row0_abs)
+  return max(found) if found else None
+
+
+def _all_but_one(after: Invariance | None) -> bool:
+  """Whether only n = 1 is apart: for every row, two classes, one of
+  them (1,), the other of at least two sizes."""
+  if after is None or not after.rows:
+    return False
+  for row in after.rows:  # row 0 and the anchor alike
+    classes = row.classes
+    if row.moves or len(classes) != 2 or (1,) not in classes:
+      return False
+    if min(len(c) for c in classes if c != (1,)) < 2:
+      return False
+  return True
+
+
+def verify_command(
+  plan: SweepPlan,
+  a: Invariance,
+  c: PinCandidate,
+  sizes: Sequence[int] | None = None,
+) -> str:
+  """`hloprobe verify --case=... --targets=... --batch_sizes=...
+  --precisions=... --fix=... --require=invariant` for group `a` (at
+  `sizes`, default its own)."""
+  source = next((s.source for s in plan.cases if s.case.name == a.case), a.case)
+  words = ["hloprobe", "verify", f"--case={source}"]
+  names = dict(zip((t.name for t in plan.targets), plan.target_names))
+  target = names.get(a.target, a.target)
+  if is_config_path(target):
+    words.append(f"--target_config={target}")
+  else:
+    words.append(f"--targets={target}")
+  words += [
+    f"--batch_sizes={','.join(map(str, sizes or a.sizes))}",
+    f"--precisions={a.precision}",
+    _quoted(f"--fix={c.fix}"),
+    "--require=invariant",
+  ]
+  return " ".join(words)
+
+
+def _quoted(word: str) -> str:
+  plain = all(ch.isalnum() or ch in "_=,.:/-" for ch in word)
+  return word if plain else "'" + word.replace("'", "'\\''") + "'"
+
+
+def search_pins(
+  plan: SweepPlan,
+  results: Sequence[ConfigResult],
+  answers: Sequence[Invariance],
+  pool,
+  judge: Callable[[SweepPlan, list[ConfigResult]], tuple[Invariance, ...]],
+  pin_files: Callable[[Invariance], str | None] | None = None,
+  reader: KernelReader | None = None,
+  pin_folder: str | None = None,
+) -> tuple[Pin, ...]:
+  """Every candidate of every group that is not invariant, each verified:
+  one sweep per group (its case, target and sizes; the candidates as
+  experiments and precisions), judged by `judge` (the invariance of a
+  sweep's records: `in_workers.invariance_of_sweep` on the same pool).
+
+  With `pin_folder` (and no `pin_files`), a compile-only GPU group's
+  pinned-gemm file is written there first (`pin_file.write_pin_file`)
+  and tried last, as the costliest.
+
+  Returns the pins, per group in candidate order (cheapest first); a
+  sweep that fails makes its candidates unknown, saying why.
+  """
+  del reader  # the judge carries it
+  out = []
+  for a in answers:
+    if a.invariant is not False or a.experiment != "baseline":
+      continue
+    found = candidates_for(a, pin_files(a) if pin_files else None)
+    if pin_files is None and pin_folder and a.target != "cpu":
+      path, why = write_pin_file(
+        plan, a.case, a.target, a.precision, pin_folder
+      )
+      found = candidates_for(a, path)
+      if path is None:
+        out.append(
+          Pin(*_key(a), PINNED_GEMMS, None, f"not made: {why}", "", "")
+        )
+    if not found:
+      continue
+    base = [r for r in results if group_key(r.config) == _key(a)]
+    try:
+      sub = _group_plan(plan, a, found)
+      swept = run_sweep(sub, pool=pool)
+      judged = judge(sub, swept)
+    except Exception as e:  # each candidate unknown, with why
+      why = f"not swept: {first_line(e)}"
+      out += [
+        Pin(*_key(a), c, None, why, "", verify_command(plan, a, c))
+        for c in found
+      ]
+      continue
+    for c in found:
+      key = _fixed_key(a, c)
+      after = next((j for j in judged if _key(j) == key), None)
+      fixed = [r for r in swept if group_key(r.config) == key]
+      passed = None if after is None else after.invariant
+      reason, sizes = _reason(after), a.sizes
+      if passed is False and _all_but_one(after):
+        # n = 1 alone apart (a rank XLA drops there): the pin for n > 1.
+        sizes = tuple(n for n in a.sizes if n != 1)
+        passed = True
+        reason = (
+          f"one class for n = {', '.join(map(str, sizes))}; n = 1 stays apart"
+        )
+      out.append(
+        Pin(
+          *_key(a),
+          c,
+          passed,
+          reason,
+          _cost(fixed, base),
+          verify_command(plan, a, c, sizes),
+          after,
+        )
+      )
+  return tuple(out)
+
+
+def untried_pins(
+  plan: SweepPlan,
+  answers: Sequence[Invariance],
+  pin_files: Callable[[Invariance], str | None] | None = None,
+) -> tuple[Pin, ...]:
+  """The candidates of every group that is not invariant, not swept: each
+  a `Pin` with `passed` None, `reason` NOT_TRIED and its `verify`
+  command."""
+  return tuple(
+    Pin(
+      *_key(a),
+      c,
+      None,
+      NOT_TRIED,
+      "not known untried",
+      verify_command(plan, a, c),
+    )
+    for a in answers
+    if a.invariant is False and a.experiment == "baseline"
+    for c in candidates_for(a, pin_files(a) if pin_files else None)
+  )
+
+
+def _key(a: Invariance) -> tuple[str, str, str, str]:
+  return (a.case, a.target, a.precision, a.experiment)
+
+
+def _fixed_key(a: Invariance, c: PinCandidate) -> tuple[str, str, str, str]:
+  if c.precision is not None:
+    return (a.case, a.target, c.precision, a.experiment)
+  return (a.case, a.target, a.precision, c.name)
+
+
+def _reason(after: Invariance | None) -> str:
+  if after is None:
+    return "not judged: no config of it came back"
+  if after.invariant is None:
+    return f"unknown: {after.why}"
+  if after.invariant:
+    n = after.sizes
+    return f"one class for n = {', '.join(map(str, n))}"
+  row = after.rows[0] if after.rows else None
+  if row is None:
+    return "still split"
+  return "still split: " + " | ".join(
+    ", ".join(map(str, cls)) for cls in row.classes
+  )
+
+
+def _group_plan(
+  plan: SweepPlan, a: Invariance, found: Sequence[PinCandidate]
+) -> SweepPlan:
+  """The group's case, target and sizes, with every candidate."""
+  case = next(s for s in plan.cases if s.case.name == a.case)
+  i = next(i for i, t in enumerate(plan.targets) if t.name == a.target)
+  base = next(p for p in plan.precisions if str(p) == a.precision)
+  precisions = (base,) + tuple(c.precision for c in found if c.precision)
+  experiments = tuple(e for c in found if (e := c.experiment()) is not None)
+  if a.experiment != "baseline":
+    raise ValueError(
+      f"pins are searched on the baseline only, not {a.experiment!r}"
+    )
+  return plan_sweep(
+    plan,
+    cases=(case,),
+    targets=(plan.targets[i],),
+    target_names=(plan.target_names[i],),
+    batch_sizes=tuple(a.sizes),
+    precisions=precisions,
+    experiments=experiments,
+    explain_passes=True,
+  )

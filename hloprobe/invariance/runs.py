@@ -1,0 +1,144 @@
+"""Running a config's rows in a worker: the sweep's inputs and the anchor
+placed at each offset, on one compiled executable (`RowsRequest`).
+
+The request is a `runtime.Request` (pickled whole to one of the sweep's
+workers, the same `sweep.worker_pool` processes, with the config's
+experiment XLA_FLAGS): it runs the executable the sweep's own compile of
+the config left in that worker (`sweep.KEPT`), else compiles once; then
+one run per input set. The anchor's batches (`anchor_inputs`) keep every shared argument
+and change only the batched ones.
+
+Private in intent: use the package, `hloprobe.invariance`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import numpy as np
+
+from hloprobe.compile import Case, compile_case, get_case
+from hloprobe.engine import KEPT
+from hloprobe.invariance.rows import ConfigRows, anchor_offsets, row_of
+from hloprobe.records import Config
+from hloprobe.runtime import Request, note_stage
+
+__all__ = ["RowsRequest", "anchor_inputs", "anchor_rows_of", "rows_here"]
+
+# The draw of the anchor's companions (fixed: the same batches every run).
+_SEED = 38
+
+
+def anchor_inputs(case: Case, full: tuple, n: int, offset: int) -> tuple:
+  """The arguments of a batch of n with the anchor at `offset`.
+
+  The anchor is the full inputs' last row (index N - 1 of N); the other
+  n - 1 rows are the first n - 1 of a fixed permutation of rows 0 .. N - 2
+  (seed 38), so they differ from the sweep's prefix rows and from n to n.
+  Every batched argument is cut alike (a row is a row of each); shared
+  arguments pass unchanged.
+
+  Raises:
+    CaseError: the case is sized (no rows), or n exceeds its rows.
+    ValueError: `offset` is not in [0, n).
+  """
+  size = case.full_size(full)
+  if n > size:
+    case.inputs_for(full, n)  # raises its own CaseError
+  if not 0 <= offset < n:
+    raise ValueError(f"anchor offset {offset} outside a batch of {n}")
+  others = np.random.default_rng(_SEED).permutation(max(size - 1, 0))
+  others = list(others[: n - 1]) if size > 1 else [0] * (n - 1)
+  index = np.array(others[:offset] + [size - 1] + others[offset:])
+  out = []
+  for arg, axis in zip(full, case.arg_axes(len(full))):
+    if axis is not None:
+      arg = jax.tree_util.tree_map(
+        lambda a, ax=axis: np.take(np.asarray(a), index, axis=ax), arg
+      )
+    out.append(arg)
+  return tuple(out)
+
+
+def anchor_rows_of(
+  case: Case, full: tuple, n: int, run
+) -> tuple[tuple[np.ndarray, ...], ...]:
+  """The anchor row at each offset of `anchor_offsets(n)`: `run(args)`
+  gives the output leaves of one batch (each offset run once)."""
+  found: dict[int, tuple[np.ndarray, ...]] = {}
+  for offset in anchor_offsets(n):
+    if offset not in found:
+      leaves = run(anchor_inputs(case, full, n, offset))
+      axes = case.output_axes([np.shape(x) for x in leaves])
+      found[offset] = row_of(leaves, axes, offset)
+  return tuple(found[o] for o in anchor_offsets(n))
+
+
+def rows_here(
+  case: Case,
+  full: tuple,
+  config: Config,
+  anchors: bool = True,
+  compiled=None,
+) -> ConfigRows:
+  """Compiles config `config` of `case` once (or takes `compiled`, the
+  sweep's own executable of it) and runs it on the sweep's inputs (row 0)
+  and, with `anchors`, on the anchor's batches.
+
+  Raises:
+    CaseError: a sized case, or bad batch axes.
+    Exception: what lowering, compiling or running raise.
+  """
+  args = case.inputs_for(full, config.n)
+  if compiled is None:
+    note_stage("compile")
+    cc = compile_case(case, args, config.precision.jax_name, config.target)
+    compiled = cc.compiled
+  note_stage("run")
+
+  def run(a):
+    out = jax.block_until_ready(compiled(*a))
+    return tuple(np.asarray(x) for x in jax.tree_util.tree_leaves(out))
+
+  leaves = run(args)
+  axes = case.output_axes([np.shape(x) for x in leaves])
+  names = _batched_names(case, leaves, axes)
+  anchor = anchor_rows_of(case, full, config.n, run) if anchors else ()
+  return ConfigRows(config.n, row_of(leaves, axes, 0), anchor, names)
+
+
+def _batched_names(case, leaves, axes) -> tuple[str, ...]:
+  """The batched leaves' positions as names ("leaf 0", ...)."""
+  del case
+  return tuple(f"leaf {i}" for i, a in enumerate(axes) if a is not None)
+
+
+@dataclasses.dataclass(frozen=True)
+class RowsRequest(Request):
+  """One config's rows, done in a sweep worker (`rows_here`).
+
+  Attributes:
+    config: the config.
+    case_source: the words the case was given by (resolved once per
+      worker process, as `sweep.CompileRequest` does).
+    full_inputs: the case's full-size inputs, as the sweep made them.
+    anchors: also place the anchor at each offset.
+    inputs: --inputs, a module file case's arguments.
+  """
+
+  config: Config
+  case_source: str
+  full_inputs: tuple
+  anchors: bool = True
+  inputs: str | None = None
+
+  def run(self, memo: dict) -> ConfigRows:
+    key = ("case", self.case_source, self.inputs)
+    if key not in memo:  # the sweep's key: one case record per worker
+      memo[key] = get_case(self.case_source, self.inputs)
+    kept = memo.get(KEPT, {}).get(self.config)  # the sweep's compile
+    kept = None if isinstance(kept, tuple) else kept  # a GPU's texts
+    return rows_here(
+      memo[key], self.full_inputs, self.config, self.anchors, kept
+    )
