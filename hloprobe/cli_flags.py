@@ -241,6 +241,13 @@ TRY_FIXES = flags.DEFINE_bool(
   "the configs at fault, in one extra sweep, and print each with its "
   "`hloprobe verify` command; --notry_fixes lists them untried.",
 )
+VERBOSE = flags.DEFINE_bool(
+  "verbose",
+  False,
+  "`hloprobe explain`: print the detail per target (fates by batch size, "
+  "effective algorithms, row 0, what a compile-only target cannot "
+  "settle) and each fix's reason and command, not the one-screen answer.",
+)
 
 GOLDEN_DIR = flags.DEFINE_string(
   "golden_dir",

@@ -42,6 +42,7 @@ class ExplainArgs:
       explained instead of sweeping (the fixes are still tried), or None.
     executor, ray_address: --executor ("local" or "ray") and
       --ray_address (`common.with_executor`).
+    verbose: --verbose: the detail per target, not the one screen.
   """
 
   common: common.SweepWords
@@ -56,6 +57,7 @@ class ExplainArgs:
   results: str | None = None
   executor: str = "local"
   ray_address: str | None = None
+  verbose: bool = False
 
 
 def _spec(args: ExplainArgs):
@@ -183,7 +185,7 @@ def main(args: ExplainArgs) -> int:
     page = html_page(results, explanations, versions, out.plot_shared_y, answer)
     print(page)
   else:
-    print(render_answered(explanations, answer, host=cpu))
+    print(render_answered(explanations, answer, host=cpu, verbose=args.verbose))
   sweep_command.write_files(results, explanations, versions, cpu, out)
   common.bound_cache(args.common, args.cache_max_mb)
   return common.EXIT_OK if all(r.ok for r in results) else common.EXIT_FAILED
