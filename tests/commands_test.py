@@ -40,6 +40,7 @@ _LEGACY = {
   "experiment": ("sweep", "explain", "versions", "bisect"),  # issue 23
   "experiments_file": ("sweep", "explain", "versions", "bisect"),
   "try_fixes": ("explain",),  # issue 26
+  "verbose": ("explain",),  # issue 39: the detail behind --verbose
   "shard": ("sweep",),  # issue 29
   "results": ("explain", "golden", "verify"),
   "executor": ("sweep", "explain", "verify"),  # issue 29

@@ -209,7 +209,8 @@ def sweep(fn_or_case: Callable | Case | str, *example_args, **options):
   found = tuple(explain_results(records, [c.case for c in plan.cases]))
   host = host_cpu(os.environ.get("XLA_FLAGS"))
   answer = Answer(find_findings(records), not_tried=NOT_TRIED)
-  return Results(records, found, render_answered(found, answer, host=host))
+  text = render_answered(found, answer, host=host)
+  return Results(records, found, text, answer)
 
 
 def explain(fn_or_case: Callable | Case | str, *example_args, **options):

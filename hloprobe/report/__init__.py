@@ -21,6 +21,7 @@ from hloprobe.report.explain_answer import Answer as Answer
 from hloprobe.report.explain_answer import answer_json as answer_json
 from hloprobe.report.explain_answer import answer_line as answer_line
 from hloprobe.report.explain_answer import answer_lines as answer_lines
+from hloprobe.report.explain_answer import cause_lines as cause_lines
 from hloprobe.report.explain_answer import render_answered as render_answered
 from hloprobe.report.explain_records import (
   TargetExplanation as TargetExplanation,
@@ -89,6 +90,7 @@ __all__ = [
   "answer_lines",
   "atomic_write",
   "cases_listing",
+  "cause_lines",
   "cells",
   "check_columns",
   "code_change",

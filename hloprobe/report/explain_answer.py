@@ -51,6 +51,7 @@ __all__ = [
   "answer_json",
   "answer_line",
   "answer_lines",
+  "cause_lines",
   "render_answered",
 ]
 
@@ -133,7 +134,7 @@ def _cause_words(c: Cause) -> str:
     head += f" (experiment {f.experiment})"
   head += " (compile only)" if f.compile_only else ""
   algos = _and([a or "an unsettled algorithm" for a in c.algorithms])
-  sites = f"site{'s' if len(c.sites) > 1 else ''} {_numbers(c.sites)}"
+  sites = c.sites_words()
   lines = ", ".join(dict.fromkeys(s.words() for s in c.lines))
   made = f", made {_and(list(c.fates))}" if c.fates else ""
   size = ""
@@ -189,6 +190,18 @@ def _short_change(c: Candidate) -> str:
   return f"{change.on_call} or {change.around} ({c.cost})"
 
 
+def cause_lines(findings: Sequence[Finding], title: str) -> list[str]:
+  """`title`, then one line per cause of `findings` (`group_causes`),
+  numbered, worst first: as `explain` lists them, for `sweep`'s table and
+  the pytest plugin's failure message. [] when there is no finding."""
+  causes = group_causes(findings)
+  if not causes:
+    return []
+  return [title] + [
+    f"  {i}. {_cause_words(c)}" for i, c in enumerate(causes, 1)
+  ]
+
+
 def answer_line(answer: Answer) -> str:
   """The first line alone ("Answer: ..."), as `explain` repeats it last."""
   if not answer.findings:
@@ -213,8 +226,7 @@ def answer_lines(answer: Answer, verbose: bool = False) -> list[str]:
   lines = [answer_line(answer)]
   lines += _do_lines(answer, causes, verbose)
   if len(causes) > 1:
-    lines.append("Findings by cause, worst first:")
-    lines += [f"  {i}. {_cause_words(c)}" for i, c in enumerate(causes, 1)]
+    lines += cause_lines(answer.findings, "Findings by cause, worst first:")
   if verbose and len(answer.findings) > len(causes):
     lines.append("Findings as found (before grouping by cause):")
     lines += [f"  - {finding_words(f)}" for f in answer.findings]

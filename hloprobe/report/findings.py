@@ -48,6 +48,7 @@ import os
 from collections.abc import Sequence
 
 from hloprobe.ir import ALGORITHMS
+from hloprobe.report.wording import numbers
 from hloprobe.verify import Candidate, Finding
 
 __all__ = [
@@ -129,6 +130,17 @@ class Cause:
   @property
   def sites(self) -> tuple[int, ...]:
     return tuple(s.site for s in self.lines)
+
+  def sites_words(self) -> str:
+    """E.g. "sites 0-2", "site 3"."""
+    many = len(self.lines) > 1
+    return f"site{'s' if many else ''} {numbers(self.sites)}"
+
+  def sizes_words(self) -> str:
+    """E.g. "n = 2-9 under bfloat16 and tensorfloat32"."""
+    ps = list(self.precisions)
+    under = ps[0] if len(ps) == 1 else ", ".join(ps[:-1]) + " and " + ps[-1]
+    return f"n = {numbers(self.batch_sizes)} under {under}"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
