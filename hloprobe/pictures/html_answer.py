@@ -149,7 +149,7 @@ def answer_view(answer: Answer) -> AnswerView:
       do = (
         f"{change.on_call} on the calls at {places or 'the sites at fault'}"
         f" (a @ b -> jnp.matmul(a, b, {change.on_call})), or "
-        f"`with {change.around}:` around them ({top.candidate.cost})"
+        f"with {change.around}: around them ({top.candidate.cost})"
       )
     else:
       do = f"{change.flags} in the environment (an XLA flag: no code change)"
