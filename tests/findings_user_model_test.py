@@ -35,7 +35,7 @@ _MODEL = os.path.join(
   os.path.dirname(__file__), "testdata", "user_model", "my_model.py"
 )
 _CASE = f"{_MODEL}:make_case"
-_SIZES = "1,2,8"
+_SIZES = "1,2"  # n = 1 multiply+reduce, n = 2 the a100's Triton gemms
 
 # The configs table's verdict header, where the browser laid it out at
 # 1400 px, against the window and the table's scrolling box; and what the
@@ -152,7 +152,7 @@ class UserModelTest(absltest.TestCase):
 
   def test_notebook_view_finding_table_first_words_folded(self):
     results = hloprobe.explain(
-      _CASE, targets=["cpu", "a100", "t4"], batch_sizes=[1, 2, 8]
+      _CASE, targets=["cpu", "a100", "t4"], batch_sizes=[1, 2]
     )
     page = results._repr_html_()
     self.assertLess(page.index('id="findings"'), page.index('class="sortable"'))
