@@ -109,13 +109,24 @@ class HloprobeGolden:
         f"`pytest {_UPDATE}` and commit them",
         pytrace=False,
       )
-    snap = take_snapshot(run_plan(plan), jax_versions())
+    records = run_plan(plan)
+    snap = take_snapshot(records, jax_versions())
     if self.update:
       return update_goldens(golden_dir, snap, sweep_record(plan))
     result = check_goldens(golden_dir, snap, sweep_record(plan))
     if not result.ok:
-      pytest.fail(_failure(result), pytrace=False)
+      pytest.fail(_failure(result, _causes(records)), pytrace=False)
     return result
+
+
+def _causes(records) -> list[str]:
+  """The new sweep's findings, one line per cause (as `explain` groups
+  them); [] when every config is within its band."""
+  from hloprobe.report import cause_lines
+  from hloprobe.verify import find_findings
+
+  title = "the sweep now has these findings, one per cause:"
+  return cause_lines(find_findings(records), title)
 
 
 def _safe(name: str) -> str:
@@ -123,9 +134,10 @@ def _safe(name: str) -> str:
   return _UNSAFE_RE.sub("_", name)
 
 
-def _failure(result) -> str:
-  """The failure message: what changed in words, then each file's diff
-  (at most `_DIFF_LINES` lines each), then how to accept it."""
+def _failure(result, causes: list[str] = ()) -> str:
+  """The failure message: the new sweep's findings by cause (`causes`'
+  lines, if any), what changed in words, then each file's diff (at most
+  `_DIFF_LINES` lines each), then how to accept it."""
   shortened = []
   for change in result.changed:
     lines = change.diff.splitlines()
@@ -134,8 +146,9 @@ def _failure(result) -> str:
       lines = lines[:_DIFF_LINES] + [f"... ({more} more diff lines)"]
     shortened.append(dataclasses.replace(change, diff="\n".join(lines)))
   shown = dataclasses.replace(result, changed=tuple(shortened))
+  found = "".join(f"{line}\n" for line in causes)
   return (
-    f"hloprobe goldens differ\n{shown.render()}\n\nIf the change is "
+    f"hloprobe goldens differ\n{found}{shown.render()}\n\nIf the change is "
     f"intended, rewrite them with `pytest {_UPDATE}` and commit the diff"
   )
 

@@ -1,12 +1,13 @@
-"""`hloprobe explain` answers first (issue 26): on the seed (a100 and cpu,
-bfloat16), the first line names the a100's TF32 sites and how many times
-the f32 noise floor row 0's error is, the next the first fix that passes
-with its `verify` command, which exits 0 when run; the detail follows,
-the worst target first. The size is checked against numpy: row 0 of the
-issue's MLP in float64 with TF32 operands at sites 0-2, against an f32
-computation of it, neither from hloprobe. report.html (explain
---output_dir) opens with the same answer lines, read in headless
-Chromium."""
+"""`hloprobe explain` answers first (issues 26, 39): on the seed (a100 and
+cpu, bfloat16), the first line names the a100's TF32 sites with their
+source line and how many times the f32 noise floor row 0's error is, the
+next the first fix that passes as a change to the code, the third its
+`verify` command, which exits 0 when run; one line per target follows,
+the worst first, and the answer again last. The size is checked against
+numpy: row 0 of the issue's MLP in float64 with TF32 operands at sites
+0-2, against an f32 computation of it, neither from hloprobe. report.html
+(explain --output_dir) opens with the finding table and the same answer,
+read in headless Chromium."""
 
 from __future__ import annotations
 
@@ -24,17 +25,24 @@ import testutil
 from absl.testing import absltest
 from testutil import run_hloprobe_here
 
-# Reads the answer out of report.html as the browser laid it out: its text,
-# the heading before it, and where it and the plot's heading start (px).
+# Reads the answer out of report.html as the browser laid it out: its
+# first element's id, its headline, Do and verify command, the heading
+# before it, and where it and the plot's heading start (px).
 _ANSWER_PROBE = """
 (function () {
   var answer = document.getElementById("answer");
   var heads = Array.prototype.slice.call(document.querySelectorAll("h2"));
   var plot = heads.filter(function (h) { return /Row 0/.test(h.textContent); });
+  function text(sel) {
+    var e = answer.querySelector(sel);
+    return e ? e.textContent : null;
+  }
   var pre = document.createElement("pre");
   pre.id = "hloprobe-probe";
   pre.textContent = JSON.stringify({
-    answer: answer.textContent,
+    first: answer.firstElementChild.id,
+    headline: text("p.headline"),
+    command: text("code.command"),
     after: answer.previousElementSibling.textContent,
     answer_top: answer.getBoundingClientRect().top,
     plot_top: plot[0].getBoundingClientRect().top});
@@ -48,6 +56,7 @@ _ARGS = (
   "--targets=cpu,a100",
   "--batch_sizes=1,2",
   "--precisions=bfloat16",
+  "--invariance=off",  # the bitwise answer: tests/invariance/
 )
 
 
@@ -106,14 +115,17 @@ class SeedAnswerTest(absltest.TestCase):
     super().tearDownClass()
 
   def test_headline_names_the_a100_tf32_sites(self):
+    # The seed's three dots are one line of its loop (builtin_cases.py).
     self.assertEqual(self.text.returncode, 0, self.text.stderr)
     self.assertRegex(
       self.lines[0],
-      r"^Answer: seed_mlp on a100 \(compile only\), n = 2, under bfloat16: "
-      r"row 0 \|err\| vs f64 6\.10e-01 \(predicted\), \d+x the f32 noise "
-      r"floor 1\.\de-04: explained by TF32_TF32_F32 at sites \[0, 1, 2\]",
+      r"^Answer: seed_mlp on a100 \(compile only\): TF32_TF32_F32 at sites "
+      r"0-2 \(builtin_cases\.py:\d+ `x = W @ x \+ b`\), made Triton gemm "
+      r"\(triton-gemm-rewriter\): row 0 \|err\| vs f64 6\.10e-01 "
+      r"\(predicted\), \d+x the f32 noise floor 1\.\de-04, worst at n = 2 "
+      r"under bfloat16; at n = 2 under bfloat16$",
     )
-    self.assertIn("Triton gemm (triton-gemm-rewriter)", self.lines[0])
+    self.assertEqual(self.lines[-1], self.lines[0])
 
   def test_ratio_against_numpy(self):
     # Independent: numpy float64 with TF32 operands at sites 0-2 against
@@ -132,9 +144,11 @@ class SeedAnswerTest(absltest.TestCase):
   def test_first_fix_passes_and_its_command_exits_0(self):
     self.assertRegex(
       self.lines[1],
-      r"^Do: --precisions=float32 \(F32_F32_F32: .*\) passes: hloprobe verify ",
+      r"^Do: precision=jax\.lax\.Precision\.HIGHEST on the calls at "
+      r"builtin_cases\.py:\d+ .* or `with "
+      r'jax\.default_matmul_precision\("float32"\):` around them',
     )
-    command = self.lines[1].split(" passes: ", 1)[1]
+    command = self.lines[2].removeprefix("Verify (PASS): ")
     self.assertEqual(
       command,
       "hloprobe verify --case=seed_mlp --targets=a100 --batch_sizes=1,2 "
@@ -151,28 +165,29 @@ class SeedAnswerTest(absltest.TestCase):
     self.assertFalse(fixes["no_triton_gemm"]["passed"])
     self.assertTrue(fixes["float32"]["passed"])
     self.assertIn(
-      "  fails: --xla_gpu_enable_triton_gemm=false", "\n".join(self.lines)
+      "  fails: XLA_FLAGS=--xla_gpu_enable_triton_gemm=false",
+      "\n".join(self.lines),
     )
 
-  def test_detail_worst_target_first(self):
+  def test_folded_targets_worst_first(self):
+    # One line per target, its detail folded (--verbose), a100 first.
     out = self.text.stdout
     self.assertLess(
-      out.index("seed_mlp on a100 (compile only):"),
-      out.index("seed_mlp on cpu (compiled and run):"),
+      out.index("\n  seed_mlp on a100 (compile only): 1 cause: "),
+      out.index("\n  seed_mlp on cpu (compiled and run): no finding"),
     )
+    self.assertNotIn("Fates by batch size", out)
 
   def test_report_html_opens_with_the_same_answer(self):
-    # What Chromium shows: the first text after the title and what was
-    # swept is the answer, line for line as `explain` printed it (up to
-    # the blank line before the detail), the passing fix's command whole.
+    # What Chromium shows: the first thing after the title and what was
+    # swept is the answer, its finding table first, then the headline as
+    # `explain` printed it and the passing fix's command whole.
     with open(os.path.join(self.out, "report.html"), encoding="utf-8") as f:
       probe = chromium.dump_dom(f.read(), _ANSWER_PROBE)
-    printed = self.all_lines[: self.all_lines.index("")]
-    self.assertEqual(probe["answer"].split("\n"), printed)
+    self.assertEqual(probe["first"], "findings")
+    self.assertEqual(probe["headline"], self.lines[0])
+    self.assertEqual("Verify (PASS): " + probe["command"], self.lines[2])
     self.assertEqual(probe["after"], "The answer")
-    self.assertIn(
-      "--fix=float32 --require=consistent,accurate", probe["answer"]
-    )
     self.assertGreater(probe["answer_top"], 0)
     self.assertLess(probe["answer_top"], probe["plot_top"])
 
@@ -181,8 +196,9 @@ class SeedAnswerTest(absltest.TestCase):
     lines = _from_answer(proc.stdout.splitlines())
     self.assertEqual(lines[1], "Do: fixes not tried (--notry_fixes)")
     self.assertIn(
-      "  --precisions=float32 (F32_F32_F32: 1 pass per gemm on CUDA cores, "
-      "no tensor cores): hloprobe verify --case=seed_mlp",
+      "  precision=jax.lax.Precision.HIGHEST or jax.default_matmul_precision("
+      '"float32") (F32_F32_F32: 1 pass per gemm on CUDA cores, no tensor '
+      "cores): hloprobe verify --case=seed_mlp",
       proc.stdout,
     )
 
@@ -195,6 +211,7 @@ class NoFindingTest(absltest.TestCase):
       "--targets=cpu",
       "--batch_sizes=1,2",
       "--precisions=float32",
+      "--invariance=off",
       timeout_s=600,
     )
     self.assertEqual(proc.returncode, 0, proc.stderr)
@@ -202,9 +219,10 @@ class NoFindingTest(absltest.TestCase):
     bitwise, rest = proc.stdout.split("\nAnswer: ", 1)
     self.assertIn("batch-invariant on cpu under float32", bitwise)
     self.assertTrue(
-      rest.startswith(
-        "no finding: every config within its band.\n\n"
-        "seed_mlp on cpu (compiled and run):"
+      proc.stdout.startswith(
+        "Answer: no finding: every config within its band.\n\n"
+        "Per target (the detail: --verbose):\n"
+        "  seed_mlp on cpu (compiled and run): no finding"
       ),
       proc.stdout[:300],
     )

@@ -47,10 +47,16 @@ def require_chromium() -> None:
     )
 
 
-def dump_dom(page: str, probe: str, probe_id: str = "hloprobe-probe") -> dict:
+def dump_dom(
+  page: str,
+  probe: str,
+  probe_id: str = "hloprobe-probe",
+  width: int | None = None,
+) -> dict:
   """The JSON a probe script wrote into `<pre id=PROBE_ID>`, with `page`
   (HTML text) opened from a file in headless Chromium, the probe added at
-  the end of its body.
+  the end of its body; `width`: the window's width in CSS pixels (height
+  900), else Chromium's default.
 
   Raises:
     AssertionError: Chromium is missing, or did not run the probe.
@@ -67,6 +73,7 @@ def dump_dom(page: str, probe: str, probe_id: str = "hloprobe-probe") -> dict:
         CHROMIUM,
         *FLAGS,
         "--disable-gpu",
+        *([f"--window-size={width},900"] if width else []),
         f"--user-data-dir={profile}",
         "--dump-dom",
         f"file://{path}",

@@ -76,7 +76,7 @@ class NotebookTest(absltest.TestCase):
     # TF32 finding on line 1, then why no fix was tried (break26).
     lines = self.doc["text"].splitlines()
     self.assertTrue(lines[0].startswith("Answer: mlp on a100"), lines[0])
-    self.assertIn("TF32_TF32_F32 at sites [0, 1]", lines[0])
+    self.assertIn("TF32_TF32_F32 at sites 0-1 (", lines[0])
     self.assertTrue(lines[1].startswith("Do: fixes not tried ("), lines[1])
 
   def test_cpu_keeps_f32(self):

@@ -231,9 +231,8 @@ def sweep(
   found_answer = answer(
     plan, records, try_fixes=False, not_tried=NOT_TRIED, list_untried=False
   )
-  return Results(
-    records, found, render_answered(found, found_answer, host=host)
-  )
+  text = render_answered(found, found_answer, host=host)
+  return Results(records, found, text, found_answer)
 
 
 def explain(

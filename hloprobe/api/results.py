@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import numpy
 
 from hloprobe.records import ConfigResult
-from hloprobe.report import render, table_values
+from hloprobe.report import Answer, render, table_values
 
 __all__ = ["Results"]
 
@@ -27,11 +27,14 @@ class Results:
     explanations: `explain`'s `TargetExplanation` records; () from `sweep`.
     text: `explain`'s words (as `hloprobe explain` prints them), or
       `sweep`'s table.
+    answer: `explain`'s answer (`report.Answer`: the findings, grouped by
+      cause when shown), or None from `sweep`.
   """
 
   records: tuple[ConfigResult, ...]
   explanations: tuple = ()
   text: str = ""
+  answer: Answer | None = None
 
   def __len__(self) -> int:
     return len(self.records)
@@ -101,10 +104,18 @@ class Results:
     return frame
 
   def _repr_html_(self) -> str:
-    """A notebook's view: explain's words (if any), then the sweep table as
-    the HTML report shows it (`pictures.html_table`: sortable, filterable,
-    coloured by how far each config strays beyond its band)."""
+    """A notebook's view: explain's finding table and what to do (if
+    any), then the sweep table as the HTML report shows it
+    (`pictures.html_table`: sortable, filterable, coloured by how far each
+    config strays beyond its band, its rows grouped by finding), then
+    explain's words folded (a <details>)."""
     from hloprobe.pictures import html_table
 
-    words = f"<pre>{html.escape(self.text)}</pre>" if self.explanations else ""
-    return words + html_table(self.records)
+    table = html_table(self.records, self.answer)
+    if not self.explanations:
+      return table
+    words = html.escape(self.text)
+    return (
+      f"{table}<details><summary>explain's words</summary>"
+      f"<pre>{words}</pre></details>"
+    )

@@ -257,6 +257,13 @@ INVARIANCE = flags.DEFINE_enum(
   "GPU: by kernel identity); `pin` also searches the settings that pin "
   "them and verifies each in one more sweep per group; `off`: neither.",
 )
+VERBOSE = flags.DEFINE_bool(
+  "verbose",
+  False,
+  "`hloprobe explain`: print the detail per target (fates by batch size, "
+  "effective algorithms, row 0, what a compile-only target cannot "
+  "settle) and each fix's reason and command, not the one-screen answer.",
+)
 
 GOLDEN_DIR = flags.DEFINE_string(
   "golden_dir",

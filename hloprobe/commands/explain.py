@@ -45,6 +45,7 @@ class ExplainArgs:
     invariance: --invariance: "answer" (the batch-invariance answer
       first, its pins listed untried), "pin" (the pins also searched and
       verified, `invariance.search_pins`) or "off".
+    verbose: --verbose: the detail per target, not the one screen.
   """
 
   common: common.SweepWords
@@ -60,6 +61,7 @@ class ExplainArgs:
   executor: str = "local"
   ray_address: str | None = None
   invariance: str = "answer"
+  verbose: bool = False
 
 
 def _spec(args: ExplainArgs):
@@ -198,7 +200,7 @@ def main(args: ExplainArgs) -> int:
     page = html_page(results, explanations, versions, out.plot_shared_y, answer)
     print(page)
   else:
-    print(render_answered(explanations, answer, host=cpu))
+    print(render_answered(explanations, answer, host=cpu, verbose=args.verbose))
   sweep_command.write_files(results, explanations, versions, cpu, out)
   common.bound_cache(args.common, args.cache_max_mb)
   return common.EXIT_OK if all(r.ok for r in results) else common.EXIT_FAILED

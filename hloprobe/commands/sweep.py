@@ -201,6 +201,14 @@ def show(results: Sequence, spec, out, cpu=None) -> None:
         results, fmt, versions, columns=out.columns, wide=out.wide, host=cpu
       )
     )
+  if fmt == "table":  # the findings as explain groups them, one per cause
+    from hloprobe.report import cause_lines
+    from hloprobe.verify import find_findings
+
+    title = "Findings by cause, worst first (`hloprobe explain` for the fix):"
+    found = cause_lines(find_findings(results), title)
+    if found:
+      print("\n" + "\n".join(found))
   if out.sites and fmt not in ("json", "html"):
     print()
     print(render_sites(results, fmt))

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 
 from hloprobe.numerics import NOISE_FACTOR, row_words
 from hloprobe.pictures import severity
+from hloprobe.pictures.html_answer import answer_view, cause_of
 from hloprobe.report import (
   DEFAULT_COLUMNS,
   TABLE_COLUMNS,
@@ -54,6 +55,7 @@ __all__ = [
 ]
 
 BEYOND_HEADER = "beyond band"
+FINDING_HEADER = "finding"
 WORST_ROW_HEADER = "worst row"
 _TITLES = {
   BEYOND_HEADER: (
@@ -62,6 +64,8 @@ _TITLES = {
     "deviation / its band; the row's colour, 1x pale to 1000x dark"
   ),
   WORST_ROW_HEADER: "every row judged as row 0 is, each against its own floor",
+  FINDING_HEADER: "the finding (cause) of the answer's table this config "
+  "shows; none: within its band",
 }
 # The legend's swatches: distances beyond the band.
 _SWATCHES = (2.0, 10.0, 100.0, severity.DARK_AT)
@@ -132,9 +136,14 @@ def _sort_value(text: str) -> str | None:
 
 def _story_first(headers: list[str], rows: list[list[str]]):
   """The first screen's columns (`report.DEFAULT_COLUMNS`) first, in its
-  order, then the others: fates and verdict without scrolling."""
+  order but the verdict right after the precision (so that it stays on
+  screen at 1400 px, before the long fates and algorithms cells), then the
+  others."""
   header_of = dict(TABLE_COLUMNS)
   first = [header_of[k] for k in DEFAULT_COLUMNS]
+  if "verdict" in first and "precision" in first:
+    first.remove("verdict")
+    first.insert(first.index("precision") + 1, "verdict")
   order = [h for h in first if h in headers]
   order += [h for h in headers if h not in order]
   keep = [headers.index(h) for h in order]
@@ -156,20 +165,36 @@ def _beyond_sort(m: float | None) -> str | None:
   return repr(min(m, 1e308))  # inf sorts as the largest number
 
 
-def _config_rows(results: Sequence) -> tuple[list[Header], list[Row]]:
+def _config_rows(
+  results: Sequence, causes: Sequence[str] | None = None
+) -> tuple[list[Header], list[Row]]:
   """The sweep table: story columns first, then "beyond band" and "worst
-  row" after the verdict; each row coloured by `severity.shade`."""
+  row" after the verdict; each row coloured by `severity.shade`. With
+  `causes` (each result's finding number, `html_answer.cause_of`), a
+  "finding" column first and the rows grouped by finding (the findings in
+  their order, then the configs with none; sweep order within each)."""
   headers, rows = _story_first(*tables_cells(list(results)))
   at = headers.index("verdict") + 1 if "verdict" in headers else len(headers)
   headers[at:at] = [BEYOND_HEADER, WORST_ROW_HEADER]
+  if causes is not None:
+    headers.insert(0, FINDING_HEADER)
+    order = sorted(
+      range(len(results)),
+      key=lambda i: (not causes[i], int(causes[i] or 0), i),
+    )
+    results = [results[i] for i in order]
+    rows = [rows[i] for i in order]
+    causes = [causes[i] for i in order]
   out = []
-  for r, row in zip(results, rows):
+  for i, (r, row) in enumerate(zip(results, rows)):
     m = severity.beyond_band(r)
     cells = [Cell(text, _sort_value(text)) for text in row]
     cells[at:at] = [
       Cell(severity.beyond_words(m), _beyond_sort(m)),
       Cell(_worst_rows(r)),
     ]
+    if causes is not None:
+      cells.insert(0, Cell(causes[i] or "none", causes[i] or None))
     colours = severity.shade(m)
     style = ""
     if colours:
@@ -189,10 +214,14 @@ def _swatches() -> tuple[tuple[str, str, str], ...]:
   return tuple(found)
 
 
-def _configs_table(results: Sequence, table_id: str = "configs") -> Table:
+def _configs_table(
+  results: Sequence,
+  table_id: str = "configs",
+  causes: Sequence[str] | None = None,
+) -> Table:
   """The sweep table of `results` (`records.ConfigResult`s), one row per
-  result in the order given."""
-  headers, rows = _config_rows(results)
+  result, in the order given or grouped by `causes` (`_config_rows`)."""
+  headers, rows = _config_rows(results, causes)
   return Table(
     table_id,
     "the configs",
@@ -235,7 +264,7 @@ def render_html(
   versions: dict[str, str],
   png: bytes | None = None,
   why_no_png: str | None = None,
-  answer: Sequence[str] | None = None,
+  answer=None,
 ) -> str:
   """The report page, as text.
 
@@ -246,9 +275,10 @@ def render_html(
     png: the row-0 error plot (`plot.row0_png`), embedded; or None.
     why_no_png: shown instead of the plot when `png` is None (e.g.
       "matplotlib is not installed").
-    answer: the lines the page opens with (`report.answer_lines`: the
-      worst finding, what to do), or None where none was computed (the
-      page says `hloprobe explain` computes them).
+    answer: `explain`'s answer (`report.Answer`), which opens the page as
+      the finding table and what to do (`html_answer.answer_view`), the
+      configs table grouped by its findings; or None where none was
+      computed (the page says `hloprobe explain` computes them).
 
   Returns:
     An HTML5 document; its sweep table (id "configs") has one <tr> per
@@ -260,17 +290,20 @@ def render_html(
   return template.render(
     title=f"hloprobe: {', '.join(cases)}",
     swept=_swept(results),
-    answer=None if answer is None else "\n".join(answer),
+    answer=None if answer is None else answer_view(answer),
     versions=", ".join(f"{k} {v}" for k, v in versions.items()),
     png=base64.b64encode(png).decode("ascii") if png is not None else None,
     why_no_png=why_no_png or "not drawn",
     explanation=render_explanation(explanations),
-    configs=_configs_table(results),
+    configs=_configs_table(
+      results,
+      causes=None if answer is None else cause_of(answer, results),
+    ),
     sites=_sites_table(results),
   )
 
 
-def html_table(results: Sequence) -> str:
+def html_table(results: Sequence, answer=None) -> str:
   """The sweep table alone as an HTML fragment (a <div> with its style and
   script, sortable, filterable and coloured as in the page), e.g. for a
   notebook's `_repr_html_`. Its ids are made from its contents, so several
@@ -278,9 +311,16 @@ def html_table(results: Sequence) -> str:
   the script binds each table once).
 
   Args:
-    results: `records.ConfigResult`s, one row each, in the order given.
+    results: `records.ConfigResult`s, one row each, in the order given
+      (grouped by finding when `answer` is given).
+    answer: a `report.Answer`: the finding table comes first and the
+      configs table groups its rows by finding; or None (the table alone).
   """
   labels = "\n".join(r.config.label() for r in results)
   digest = hashlib.sha256(labels.encode()).hexdigest()[:10]
   template = _environment().get_template("fragment.html.j2")
-  return template.render(configs=_configs_table(results, f"hloprobe-{digest}"))
+  causes = None if answer is None else cause_of(answer, results)
+  return template.render(
+    configs=_configs_table(results, f"hloprobe-{digest}", causes),
+    answer=None if answer is None else answer_view(answer),
+  )

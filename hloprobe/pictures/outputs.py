@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from hloprobe import invariance
 from hloprobe.errors import HloprobeError, InvalidArgumentError, write_or_fail
 from hloprobe.pictures import html_report, model_explorer, plot
-from hloprobe.report import Answer, answer_lines, atomic_write, write_outputs
+from hloprobe.report import Answer, atomic_write, write_outputs
 from hloprobe.runtime import HostCpu
 
 __all__ = [
@@ -122,15 +122,11 @@ def html_page(
   """The self-contained report (`html_report.render_html`), its plot
   embedded when matplotlib is installed (else the page says why not);
   `shared_y`: the plot's panels share one error axis; `answer`: explain's
-  answer, whose lines (`report.answer_lines`, as `explain` prints them)
-  open the page, or None."""
+  answer, which opens the page as its finding table and what to do
+  (`html_report.render_html`), or None."""
   png, why = _png_or_reason(results, explanations, shared_y)
-  lines = None
-  if answer is not None:
-    first = invariance.first_lines(answer.invariance, answer.pins)
-    lines = first + answer_lines(answer)
   return html_report.render_html(
-    results, explanations, versions, png, why, lines
+    results, explanations, versions, png, why, answer
   )
 
 

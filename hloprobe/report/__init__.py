@@ -7,7 +7,8 @@ configs finish), verification (`verify`'s outcome and evidence in words),
 listings (the targets, cases and experiments lists), explain and
 explain_records (explanation records; explain_rows: rows beyond row 0;
 explain_made: what XLA made), explain_text (their text and JSON),
-explain_answer (the answer first: the worst finding and what to do),
+explain_answer (the answer first: the worst cause and what to do;
+findings: the findings grouped by cause, each fix as a code change),
 shards (a `--shard` run's files read back and joined for `merge`),
 timings (--timings). Nothing here prints: the command layer does.
 """
@@ -17,7 +18,9 @@ from __future__ import annotations
 from hloprobe.report.explain import explain_results as explain_results
 from hloprobe.report.explain_answer import Answer as Answer
 from hloprobe.report.explain_answer import answer_json as answer_json
+from hloprobe.report.explain_answer import answer_line as answer_line
 from hloprobe.report.explain_answer import answer_lines as answer_lines
+from hloprobe.report.explain_answer import cause_lines as cause_lines
 from hloprobe.report.explain_answer import render_answered as render_answered
 from hloprobe.report.explain_text import explanation_json as explanation_json
 from hloprobe.report.explain_text import (
@@ -26,6 +29,11 @@ from hloprobe.report.explain_text import (
 from hloprobe.report.files import RESULTS_STREAM as RESULTS_STREAM
 from hloprobe.report.files import atomic_write as atomic_write
 from hloprobe.report.files import write_outputs as write_outputs
+from hloprobe.report.findings import Cause as Cause
+from hloprobe.report.findings import CodeChange as CodeChange
+from hloprobe.report.findings import SiteLine as SiteLine
+from hloprobe.report.findings import code_change as code_change
+from hloprobe.report.findings import group_causes as group_causes
 from hloprobe.report.frame import table_values as table_values
 from hloprobe.report.listings import cases_listing as cases_listing
 from hloprobe.report.listings import experiments_listing as experiments_listing
@@ -59,22 +67,29 @@ from hloprobe.report.verification import requirement_lines as requirement_lines
 
 __all__ = [
   "Answer",
+  "Cause",
+  "CodeChange",
   "DEFAULT_COLUMNS",
   "Progress",
   "REPORT_FORMATS",
   "RESULTS_STREAM",
+  "SiteLine",
   "TABLE_COLUMNS",
   "TERMINAL_WIDTH",
   "answer_json",
+  "answer_line",
   "answer_lines",
   "atomic_write",
   "cases_listing",
+  "cause_lines",
   "cells",
   "check_columns",
+  "code_change",
   "dumps_json",
   "experiments_listing",
   "explain_results",
   "explanation_json",
+  "group_causes",
   "join_shards",
   "read_records",
   "read_shard",

@@ -1,21 +1,29 @@
-"""`explain`'s answer first: the worst finding, then what to do.
+"""`explain`'s answer, first and last: the worst cause, then what to do.
 
-`render_answered` prints, before `explain_text.render_explanation`'s
-account (whose targets it orders worst first), the bitwise question's
-answer where it was asked (`invariance.first_lines`: which batch sizes
-give row 0 and the anchor row the same bits, and the pin), then:
+The findings (`verify.Finding`) are grouped by cause first
+(`findings.group_causes`: one per sites, algorithm and fate, across batch
+sizes, rows and precisions). `render_answered` prints one screen: The bitwise question's answer comes first where it
+was asked (`invariance.first_lines`: which batch sizes give row 0 and the
+anchor row the same bits, and the pin).
 
-  Answer: <the worst finding (`verify.Finding`): case, target, batch sizes,
-          precisions, the error and how many times its band it is, the
-          verdict naming the sites and algorithm, what XLA made of them>
-  Next:   <the second finding, when there is one, and how many more>
-  Do:     <the first fix that passed, its cost, its `hloprobe verify`
-          command>
-  What to do (fixes tried on the configs at fault, judged as `verify`
-  judges):
-    passes: <each fix that passed, its cost and command>
-    fails:  <each fix that did not, in one line: what it left>
-  Findings, worst first: (only when there are several) one line each.
+  Answer: <the worst cause: case, target, the effective algorithm at the
+          sites at fault with their source lines (my.py:17 `h = x @
+          w1`), what XLA made of them, the worst error (its row, batch
+          size and precision) and how many times its band it is, every
+          batch size and precision it holds at>
+  Do:     <the first fix that passed, as the change to make at those
+          lines in JAX (`findings.code_change`): `precision=` on the
+          calls or `jax.default_matmul_precision` around them; XLA_FLAGS
+          where no code change exists>
+  Verify (PASS): <its `hloprobe verify` command>
+    (<how that command checks the code change>)
+  Other fixes tried: one line each (--verbose: what each left, its
+    command)
+  Findings by cause, worst first: (only when there are several)
+  Per target: one line each, the detail folded (--verbose prints
+    `explain_text.render_explanation`'s account instead)
+  Not settled without a real device: the compile-only targets
+  Answer: <the first line again, as pytest's summary ends a run>
 
 "No finding: every config within its band" when `verify`'s "accurate"
 requirement holds on every config. The answer lines are not wrapped (a
@@ -33,10 +41,22 @@ from collections.abc import Sequence
 
 from hloprobe import invariance
 from hloprobe.report.explain_records import TargetExplanation
-from hloprobe.report.explain_text import _and, _numbers, render_explanation
+from hloprobe.report.explain_text import (
+  _and,
+  _numbers,
+  render_explanation,
+)
+from hloprobe.report.findings import Cause, code_change, group_causes
 from hloprobe.verify import Candidate, Finding, FixTrial, times_words
 
-__all__ = ["Answer", "answer_json", "answer_lines", "render_answered"]
+__all__ = [
+  "Answer",
+  "answer_json",
+  "answer_line",
+  "answer_lines",
+  "cause_lines",
+  "render_answered",
+]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -101,52 +121,161 @@ def finding_words(f: Finding) -> str:
   return f"{_where(f)}: {size}{f.what}{made}"
 
 
-def _fix_words(t: FixTrial | Candidate) -> str:
-  c = t.candidate if isinstance(t, FixTrial) else t
-  return f"{c.words} ({c.cost})"
+def _cause_words(c: Cause) -> str:
+  """A cause in a line: where, the algorithm at the sites and their source
+  lines, what XLA made of them, the worst error (its row, batch size and
+  precision), and every batch size and precision it holds at.
+
+  E.g. "seed_mlp on a100 (compile only): TF32_TF32_F32 at sites 0-2
+  (builtin_cases.py:60 `h = x @ w1`, ...), made Triton gemm
+  (triton-gemm-rewriter): row 0 |err| vs f64 6.10e-01 (predicted), 6029x
+  the f32 noise floor 1.0e-04, worst at n = 2 under bfloat16; at n = 2-9
+  under bfloat16 and tensorfloat32". A cause without sites (a failed
+  stage, an integer verdict) reads as its finding does.
+  """
+  f = c.worst
+  if not c.lines or not c.algorithms:
+    return finding_words(
+      dataclasses.replace(f, batch_sizes=c.batch_sizes, precisions=c.precisions)
+    )
+  head = f"{f.case} on {f.target}"
+  if f.experiment != "baseline":
+    head += f" (experiment {f.experiment})"
+  head += " (compile only)" if f.compile_only else ""
+  algos = _and([a or "an unsettled algorithm" for a in c.algorithms])
+  sites = c.sites_words()
+  lines = ", ".join(dict.fromkeys(s.words() for s in c.lines))
+  made = f", made {_and(list(c.fates))}" if c.fates else ""
+  size = ""
+  if f.ratio is not None and f.error_abs is not None:
+    row = f"row {f.row}" if f.row is not None else "the output"
+    label = (
+      "|widened module - f64|"
+      if f.kind == "changed the math"
+      else f"{row} |err| vs f64"
+    )
+    source = f" ({f.source})" if f.source else ""
+    size = (
+      f": {label} {f.error_abs:.2e}{source}, "
+      f"{times_words(f.ratio, f.error_abs)} the {f.floor_words} "
+      f"{f.floor_abs:.1e}"
+    )
+  elif f.kind != "row 0" and f.kind != "row":
+    size = f": {f.what}"
+  worst = ""
+  if f.worst_n is not None:
+    worst = f", worst at n = {f.worst_n} under {f.worst_precision}"
+  return (
+    f"{head}: {algos} at {sites} ({lines}){made}{size}{worst}; at "
+    f"n = {_numbers(c.batch_sizes)} under {_and(list(c.precisions))}"
+  )
 
 
-def answer_lines(answer: Answer) -> list[str]:
-  """The answer in lines (see the module docstring); not wrapped."""
+def _all_lines(causes: Sequence[Cause]) -> str:
+  """Every site at fault's source line, once: "my.py:17, my.py:19"."""
+  found = dict.fromkeys(s.short for c in causes for s in c.lines)
+  return ", ".join(found) or "the sites at fault"
+
+
+def _change_words(c: Candidate, causes: Sequence[Cause]) -> str:
+  """The fix as the change to make at the lines at fault (`Do:`)."""
+  change = code_change(c)
+  if not change.code:
+    return (
+      f"{change.flags} in the environment (an XLA flag: no code change "
+      f"exists; {c.cost})"
+    )
+  return (
+    f"{change.on_call} on the calls at {_all_lines(causes)} (`a @ b` -> "
+    f"`jnp.matmul(a, b, {change.on_call})`), or `with {change.around}:` "
+    f"around them ({c.cost})"
+  )
+
+
+def _short_change(c: Candidate) -> str:
+  change = code_change(c)
+  if not change.code:
+    return f"{change.flags} ({c.cost})"
+  return f"{change.on_call} or {change.around} ({c.cost})"
+
+
+def cause_lines(findings: Sequence[Finding], title: str) -> list[str]:
+  """`title`, then one line per cause of `findings` (`group_causes`),
+  numbered, worst first: as `explain` lists them, for `sweep`'s table and
+  the pytest plugin's failure message. [] when there is no finding."""
+  causes = group_causes(findings)
+  if not causes:
+    return []
+  return [title] + [
+    f"  {i}. {_cause_words(c)}" for i, c in enumerate(causes, 1)
+  ]
+
+
+def answer_line(answer: Answer) -> str:
+  """The first line alone ("Answer: ..."), as `explain` repeats it last."""
   if not answer.findings:
-    return ["Answer: no finding: every config within its band."]
-  first, rest = answer.findings[0], answer.findings[1:]
-  lines = [f"Answer: {finding_words(first)}"]
-  if rest:
-    more = f" (and {len(rest) - 1} more below)" if len(rest) > 1 else ""
-    lines.append(f"Next: {finding_words(rest[0])}{more}")
-  lines += _do_lines(answer)
-  if rest:
-    lines.append("Findings, worst first:")
+    return "Answer: no finding: every config within its band."
+  causes = group_causes(answer.findings)
+  more = len(causes) - 1
+  tail = f" (and {more} more cause{'s' if more > 1 else ''} below)"
+  return f"Answer: {_cause_words(causes[0])}{tail if more else ''}"
+
+
+def answer_lines(answer: Answer, verbose: bool = False) -> list[str]:
+  """The answer in lines (see the module docstring); not wrapped.
+
+  Args:
+    answer: the findings and the fixes.
+    verbose: also each fix's reason and `verify` command, and every
+      finding as `verify` found it (before grouping by cause).
+  """
+  if not answer.findings:
+    return [answer_line(answer)]
+  causes = group_causes(answer.findings)
+  lines = [answer_line(answer)]
+  lines += _do_lines(answer, causes, verbose)
+  if len(causes) > 1:
+    lines += cause_lines(answer.findings, "Findings by cause, worst first:")
+  if verbose and len(answer.findings) > len(causes):
+    lines.append("Findings as found (before grouping by cause):")
     lines += [f"  - {finding_words(f)}" for f in answer.findings]
   return lines
 
 
-def _do_lines(answer: Answer) -> list[str]:
-  """ "Do: ..." and the fixes tried (passing first) or not tried."""
+def _do_lines(
+  answer: Answer, causes: Sequence[Cause], verbose: bool
+) -> list[str]:
+  """ "Do: ..." (the first fix that passed, as a change to the code at the
+  lines at fault), its `verify` command, then the other fixes."""
   passed = [t for t in answer.trials if t.passed]
   failed = [t for t in answer.trials if not t.passed]
   if passed:
     top = passed[0]
-    lines = [f"Do: {_fix_words(top)} passes: {top.command}"]
+    lines = [
+      f"Do: {_change_words(top.candidate, causes)}",
+      f"Verify (PASS): {top.command}",
+      f"  ({code_change(top.candidate).checked_by})",
+    ]
   elif answer.trials:
     lines = [f"Do: none of the {len(failed)} fixes tried passed (below)"]
   elif answer.not_tried:
     lines = [f"Do: fixes not tried ({answer.not_tried})"]
   else:
     lines = ["Do: no candidate fix applies to these findings"]
-  if answer.trials:
-    lines.append(
-      "What to do (fixes tried on the configs at fault, judged as "
-      "`hloprobe verify` judges them):"
-    )
-    lines += [
-      f"  passes: {_fix_words(t)}: {t.reason}: {t.command}" for t in passed
-    ]
-    lines += [f"  fails: {_fix_words(t)}: {t.reason}" for t in failed]
+  others = [t for t in answer.trials if not passed or t is not passed[0]]
+  if others:
+    lines.append("Other fixes tried (judged as `hloprobe verify` judges them):")
+    for t in others:
+      verdict = "passes" if t.passed else "fails"
+      line = f"  {verdict}: {_short_change(t.candidate)}"
+      if verbose:
+        line += f": {t.reason}: {t.command}"
+      else:
+        line += f": --fix={t.candidate.fix}"
+      lines.append(line)
   if answer.untried:
     lines.append("What to try (not tried here):")
-    lines += [f"  {_fix_words(c)}: {cmd}" for c, cmd in answer.untried]
+    lines += [f"  {_short_change(c)}: {cmd}" for c, cmd in answer.untried]
   return lines
 
 
@@ -162,19 +291,63 @@ def _order(
   return sorted(explanations, key=key)
 
 
+def _target_line(e: TargetExplanation, causes: Sequence[Cause]) -> str:
+  """One target, folded: its causes' sites and algorithms, or none."""
+  head = f"{e.case} on {e.target}"
+  if e.experiment != "baseline":
+    head += f" (experiment {e.experiment})"
+  head += " (compile only)" if e.compile_only else " (compiled and run)"
+  mine = [
+    c
+    for c in causes
+    if (c.worst.experiment, c.worst.case, c.worst.target)
+    == (e.experiment, e.case, e.target)
+  ]
+  if not mine:
+    return f"  {head}: no finding: every config within its band"
+  words = [
+    f"{_and([a or 'unsettled' for a in c.algorithms])} at "
+    f"site{'s' if len(c.sites) > 1 else ''} {_numbers(c.sites)}"
+    if c.lines
+    else c.worst.kind
+    for c in mine
+  ]
+  n = len(mine)
+  return f"  {head}: {n} cause{'s' if n > 1 else ''}: {'; '.join(words)}"
+
+
 def render_answered(
   explanations: Sequence[TargetExplanation],
   answer: Answer,
   width: int = 100,
   host=None,
+  verbose: bool = False,
 ) -> str:
-  """The answer, a blank line, then `render_explanation`'s account with
-  the worst target first."""
-  detail = render_explanation(
-    _order(explanations, answer.findings), width=width, host=host
-  )
+  """`explain`'s text: the answer first and last.
+
+  By default one screen: the answer, `Do:`, one line per cause, one line
+  per target (its detail folded) and what compile-only targets leave
+  open, then the answer again. With `verbose`, the fixes' reasons and
+  commands and `render_explanation`'s account (worst target first)
+  instead of the folded lines.
+  """
+  ordered = _order(explanations, answer.findings)
   first = invariance.first_lines(answer.invariance, answer.pins)
-  return "\n".join(first + answer_lines(answer) + ["", detail])
+  lines = first + answer_lines(answer, verbose)
+  if verbose:
+    detail = render_explanation(ordered, width=width, host=host)
+    return "\n".join(lines + ["", detail, "", answer_line(answer)])
+  causes = group_causes(answer.findings)
+  lines += ["", "Per target (the detail: --verbose):"]
+  lines += [_target_line(e, causes) for e in ordered]
+  open_ = list(dict.fromkeys(e.target for e in ordered if e.compile_only))
+  if open_:
+    lines.append(
+      f"Not settled without a real device: {_and(open_)} (compile only: "
+      "the gemm each site became is XLA's heuristic choice, not autotuned; "
+      "--verbose)"
+    )
+  return "\n".join(lines + ["", answer_line(answer)])
 
 
 def _finding_json(f: Finding) -> dict:
@@ -184,17 +357,36 @@ def _finding_json(f: Finding) -> dict:
   return doc
 
 
+def _cause_json(c: Cause, findings: Sequence[Finding]) -> dict:
+  return {
+    "findings": [findings.index(f) for f in c.findings],
+    "sites": [dataclasses.asdict(s) for s in c.lines],
+    "algorithms": list(c.algorithms),
+    "fates": list(c.fates),
+    "batch_sizes": list(c.batch_sizes),
+    "precisions": list(c.precisions),
+  }
+
+
 def answer_json(answer: Answer) -> dict:
   """The answer as JSON, `explain --format=json`'s "answer" (added in
   schema version 1 without a bump: readers ignore it):
     {"findings": [Finding fields; ratio "inf" for an exact band],
-     "fixes": [{"fix", "words", "cost", "tried": true, "passed", "reason",
-       "command"}, ... then the untried {"tried": false, "command"}],
+     "causes": [{"findings": indices into findings, worst first,
+       "sites": [{"site", "location": "file:line" or null, "code": the
+       line's text or null}], "algorithms", "fates", "batch_sizes",
+       "precisions"}], one per cause (`findings.group_causes`), worst
+       first,
+     "fixes": [{"fix", "words", "cost", "code_change": {"code", "on_call",
+       "around", "flags", "checked_by"} (`findings.code_change`), "tried":
+       true, "passed", "reason", "command"}, ... then the untried
+       {"tried": false, "command"}],
      "not_tried": why none was tried, or null}
   """
   fixes = [
     {
       **dataclasses.asdict(t.candidate),
+      "code_change": dataclasses.asdict(code_change(t.candidate)),
       "tried": True,
       "passed": t.passed,
       "reason": t.reason,
@@ -202,11 +394,19 @@ def answer_json(answer: Answer) -> dict:
     }
     for t in answer.trials
   ] + [
-    {**dataclasses.asdict(c), "tried": False, "command": cmd}
+    {
+      **dataclasses.asdict(c),
+      "code_change": dataclasses.asdict(code_change(c)),
+      "tried": False,
+      "command": cmd,
+    }
     for c, cmd in answer.untried
   ]
   return {
     "findings": [_finding_json(f) for f in answer.findings],
+    "causes": [
+      _cause_json(c, answer.findings) for c in group_causes(answer.findings)
+    ],
     "fixes": fixes,
     "not_tried": answer.not_tried,
     "invariance": invariance.invariance_json(answer.invariance, answer.pins),

@@ -89,6 +89,17 @@ class Finding:
     fate_kinds: what XLA made of those sites as records (`Fate`), in
       `fates`' order, one per distinct fate: what code reads.
     split_k: the split-K factors of those sites, where split.
+    algorithms: the effective algorithm of each site in `sites`, in its
+      order, at the worst config (`sites.SiteFate.effective_algorithm`;
+      None where not settled).
+    locations: each site's `file:line` in the program (the innermost
+      source frame, `ir.StableHloDot.location`, as `sweep --sites`
+      prints it), in `sites` order; None where the site has none.
+    worst_n, worst_precision: the worst config's batch size and
+      precision (the one `error_abs` is from); None for a finding that
+      has no config (none today).
+    row: the row of the headline leaf the error is of (0 for "row 0",
+      the worst row for "row"), None for other kinds.
   """
 
   kind: str
@@ -108,6 +119,11 @@ class Finding:
   source: str = ""
   fate_kinds: tuple[Fate, ...] = ()
   split_k: tuple[int, ...] = ()
+  algorithms: tuple[str | None, ...] = ()
+  locations: tuple[str | None, ...] = ()
+  worst_n: int | None = None
+  worst_precision: str | None = None
+  row: int | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -121,6 +137,7 @@ class _Fault:
   floor_abs: float | None = None
   floor_words: str = ""
   source: str = ""
+  row: int | None = None
 
   @property
   def ratio(self) -> float | None:
@@ -164,6 +181,7 @@ def _row0_or_rows(r: ConfigResult) -> _Fault | None:
       p.noise.row0_abs,
       _floor_words(dtype),
       source.kind,
+      0,
     )
   row = _worst_row(r, source.kind)
   if row0 is not None and (row is None or not _further(row, row0)):
@@ -198,6 +216,7 @@ def _worst_row(r: ConfigResult, source: str) -> _Fault | None:
     worst.floor_abs,
     _floor_words(worst.output_dtype),
     source,
+    worst.row,
   )
 
 
@@ -346,9 +365,24 @@ def _grouped(items: list[tuple[ConfigResult, _Fault]]) -> list[Finding]:
         fault.ratio,
         fault.source,
         *_fate_records(r, fault.sites),
+        *_site_fields(r, fault.sites),
+        c.n,
+        str(c.precision),
+        fault.row,
       )
     )
   return out
+
+
+def _site_fields(r: ConfigResult, sites: tuple[int, ...]) -> tuple:
+  """(effective algorithms, locations) of `sites` in `r`, in their order."""
+  comp = r.compilation
+  by_site = {f.site.index: f for f in comp.fates} if comp else {}
+  fates = [by_site.get(i) for i in sites]
+  return (
+    tuple(f.effective_algorithm if f else None for f in fates),
+    tuple(f.site.location if f else None for f in fates),
+  )
 
 
 def _order(ratio: float | None) -> float:
