@@ -77,6 +77,9 @@ from hloprobe.compile.experiments import parse_experiment as parse_experiment
 from hloprobe.compile.experiments import (
   parse_experiments_file as parse_experiments_file,
 )
+from hloprobe.compile.int_dots import CASE_SUFFIX as CASE_SUFFIX
+from hloprobe.compile.int_dots import INT32_DOTS_FIX as INT32_DOTS_FIX
+from hloprobe.compile.int_dots import int32_dots_case as int32_dots_case
 from hloprobe.compile.lowering import compile_case as compile_case
 from hloprobe.compile.lowering import jax_versions as jax_versions
 from hloprobe.compile.lowering import run_compiled as run_compiled
@@ -117,6 +120,7 @@ __all__ = [
   "BUILTIN_EXPERIMENTS",
   "BUILTIN_TARGETS",
   "CASES",
+  "CASE_SUFFIX",
   "CHECKED_JAXLIBS",
   "CUBLAS_CONFIG",
   "CUDNN_WHEEL",
@@ -124,6 +128,7 @@ __all__ = [
   "CodegenVersions",
   "Experiment",
   "GemmFusionKey",
+  "INT32_DOTS_FIX",
   "JAXPR_API",
   "LoadedResults",
   "MAX_MODULE_BYTES",
@@ -151,6 +156,7 @@ __all__ = [
   "get_case",
   "get_target",
   "installed_jaxlib",
+  "int32_dots_case",
   "is_config_path",
   "is_module_case",
   "is_module_file",

@@ -25,6 +25,7 @@ import sys
 
 from hloprobe.compile.builtin_cases import CASES
 from hloprobe.compile.case_model import Case, ReportedError, leaf_names
+from hloprobe.compile.int_dots import CASE_SUFFIX, int32_dots_case
 from hloprobe.compile.module_case import is_module_case, module_case
 from hloprobe.errors import CaseError, first_line
 
@@ -164,6 +165,8 @@ def resolvable_elsewhere(name: str, case: Case | None = None) -> bool:
   that built-in is this very record (not another `Case` that reuses a
   built-in's name). A module file is found by its path (relative to the
   current directory, which a worker shares)."""
+  if name.endswith(CASE_SUFFIX):  # a fixed case: its program's word
+    return resolvable_elsewhere(name.removesuffix(CASE_SUFFIX))
   if ":" in name or is_module_case(name):
     return True
   shipped = CASES.get(name)
@@ -173,6 +176,9 @@ def resolvable_elsewhere(name: str, case: Case | None = None) -> bool:
 def get_case(name: str, inputs: str | None = None) -> Case:
   """A built-in case by name, a user case `module:factory`, or a module
   file by its path.
+
+  A name ending in `+preferred_element_type=int32` is the case before it
+  with that fix applied (`int_dots.int32_dots_case`).
 
   Args:
     name: the case's words, as --case gives them.
@@ -185,6 +191,8 @@ def get_case(name: str, inputs: str | None = None) -> Case:
       user case or a module file failed (`ModuleFileError` is a
       `CaseError`).
   """
+  if name.endswith(CASE_SUFFIX) and name != CASE_SUFFIX:
+    return int32_dots_case(get_case(name.removesuffix(CASE_SUFFIX), inputs))
   if name not in CASES and ":" not in name and os.path.isfile(name):
     return module_case(name, inputs)  # what is wrong with it, by name
   if ":" in name:

@@ -78,6 +78,7 @@ from hloprobe.numerics.predict import SiteShare as SiteShare
 from hloprobe.numerics.reference import References as References
 from hloprobe.numerics.reference import float64_reference as float64_reference
 from hloprobe.numerics.rows import WorstRow as WorstRow
+from hloprobe.numerics.rows import far_rows_words as far_rows_words
 from hloprobe.numerics.rows import row_words as row_words
 from hloprobe.numerics.rows import stands_out as stands_out
 
@@ -104,6 +105,7 @@ __all__ = [
   "config_verdict",
   "emulate_case",
   "error_stats",
+  "far_rows_words",
   "float64_reference",
   "headline_leaf",
   "kernel_model_run",

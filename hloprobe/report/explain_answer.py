@@ -116,12 +116,19 @@ def answer_lines(answer: Answer) -> list[str]:
 def _do_lines(answer: Answer) -> list[str]:
   """ "Do: ..." and the fixes tried (passing first) or not tried."""
   passed = [t for t in answer.trials if t.passed]
-  failed = [t for t in answer.trials if not t.passed]
+  failed = [t for t in answer.trials if not t.passed and t.judged]
+  unjudged = [t for t in answer.trials if not t.passed and not t.judged]
   if passed:
     top = passed[0]
     lines = [f"Do: {_fix_words(top)} passes: {top.command}"]
-  elif answer.trials:
-    lines = [f"Do: none of the {len(failed)} fixes tried passed (below)"]
+  elif failed:
+    more = f"; {len(unjudged)} not judged" if unjudged else ""
+    lines = [f"Do: none of the {len(failed)} fixes tried passed{more} (below)"]
+  elif unjudged:  # a fix that could not be judged has not failed
+    lines = [
+      f"Do: no fix could be judged ({len(unjudged)} tried: "
+      f"{unjudged[0].reason})"
+    ]
   elif answer.not_tried:
     lines = [f"Do: fixes not tried ({answer.not_tried})"]
   else:
@@ -135,6 +142,7 @@ def _do_lines(answer: Answer) -> list[str]:
       f"  passes: {_fix_words(t)}: {t.reason}: {t.command}" for t in passed
     ]
     lines += [f"  fails: {_fix_words(t)}: {t.reason}" for t in failed]
+    lines += [f"  not judged: {_fix_words(t)}: {t.reason}" for t in unjudged]
   if answer.untried:
     lines.append("What to try (not tried here):")
     lines += [f"  {_fix_words(c)}: {cmd}" for c, cmd in answer.untried]
