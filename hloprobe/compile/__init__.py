@@ -50,6 +50,7 @@ from hloprobe.compile.builtin_cases import CASES as CASES
 from hloprobe.compile.case_model import Case as Case
 from hloprobe.compile.case_model import ReportedError as ReportedError
 from hloprobe.compile.case_model import leaf_names as leaf_names
+from hloprobe.compile.cases import absolute_case_word as absolute_case_word
 from hloprobe.compile.cases import get_case as get_case
 from hloprobe.compile.cases import resolvable_elsewhere as resolvable_elsewhere
 from hloprobe.compile.compat import CHECKED_JAXLIBS as CHECKED_JAXLIBS
@@ -139,6 +140,7 @@ __all__ = [
   "Rejection",
   "ReportedError",
   "Target",
+  "absolute_case_word",
   "autotune_experiment",
   "autotune_selection",
   "autotuned_target",
