@@ -34,11 +34,22 @@ from hloprobe.numerics.emulate_dot import emulated_dot_general
 from hloprobe.numerics.jaxpr_sites import (
   CALL_PRIMITIVES,
   NO_SITES,
+  SHARD_MAP,
   SitePlan,
   open_jaxpr,
 )
 
-__all__ = ["Evaluator"]
+__all__ = ["PSUM_INVARIANT", "Evaluator", "psum_invariant"]
+
+# The psum a shard_map body traces to under jax's varying-axes check (jax
+# 0.10.2 and 0.12.0.1: params `axes`); bound as itself it needs that check.
+PSUM_INVARIANT = "psum_invariant"
+
+
+def psum_invariant(eqn, ins) -> list:
+  """A body's `psum_invariant` as `jax.lax.psum` over its axes: the N
+  partial sums added by the collective, as the program asks."""
+  return list(lax.psum(tuple(ins), eqn.params["axes"]))
 
 
 class Evaluator:
@@ -78,10 +89,12 @@ class Evaluator:
       return [lax.convert_element_type(out[0], eqn.outvars[0].aval.dtype)]
     if i in plan.sites:
       return [self._dot(eqn, ins, plan.sites[i])]
-    if eqn.primitive.name in CALL_PRIMITIVES or (
+    if eqn.primitive.name in (*CALL_PRIMITIVES, SHARD_MAP) or (
       i in plan.subs and any(s.size for s in plan.subs[i])
     ):
       return self._higher_order(eqn, ins, plan.subs.get(i))
+    if eqn.primitive.name == PSUM_INVARIANT:
+      return psum_invariant(eqn, ins)
     outs = eqn.primitive.bind(*ins, **eqn.params)
     return outs if eqn.primitive.multiple_results else [outs]
 
@@ -128,12 +141,32 @@ class Evaluator:
       sub = p[CALL_PRIMITIVES[name]]
       consts = sub.consts if isinstance(sub, jex.ClosedJaxpr) else ()
       return self.run(sub, plans[0] if plans else NO_SITES, consts, ins)
+    if name == SHARD_MAP:
+      return self._shard_map(p, ins, plans[0] if plans else NO_SITES)
     if name == "cond":
       fns = [self._closed(b, s) for b, s in zip(p["branches"], plans)]
       return lax.switch(ins[0], fns, *ins[1:])
     if name == "while":
       return self._while(p, ins, plans)
     return self._scan(p, ins, plans)
+
+  def _shard_map(self, p, ins, plan):
+    """A `shard_map` run as the program asks, on its mesh (the devices
+    it was traced with): each device's body walked here (its dots
+    emulated at their algorithms on that device's K / N slice), the
+    collectives (psum: XLA's all-reduce of the N partial sums) as XLA:CPU
+    runs them."""
+    body = lambda *xs: tuple(self.run(p["jaxpr"], plan, (), xs))
+    return jax.shard_map(
+      body,
+      mesh=p["mesh"],
+      in_specs=p["in_specs"],
+      out_specs=p["out_specs"],
+      # Not checked: the emulated dots' summation orders (scans whose
+      # carries start unvarying) would not type-check; the psum is bound
+      # as `lax.psum` (`psum_invariant`).
+      check_vma=False,
+    )(*ins)
 
   def _while(self, p, ins, plans):
     nc, nb = p["cond_nconsts"], p["body_nconsts"]
