@@ -39,7 +39,7 @@ import numpy as np
 
 from hloprobe.compile import Case, enable_x64
 from hloprobe.errors import EmulationError
-from hloprobe.numerics import attention_band, emulate
+from hloprobe.numerics import attention_band, emulate, emulate_attention
 from hloprobe.numerics.kept import KEPT_BYTES, Kept
 
 __all__ = ["SPECULATION_LIMIT", "EmulationCache", "emulate_together"]
@@ -217,6 +217,22 @@ class EmulationCache:
         site, algorithm, k, found
       )
     return self._attention_bands[key]
+
+  def attention_notes(self, n: int) -> str | None:
+    """The attention sites whose bias dtype is not q's, in words (e.g.
+    "site 0: bias float32, q/k/v bfloat16 ..."), from the operands
+    `attention_band` read at size n; None where there is none."""
+    words = [
+      f"site {site}: {found}"
+      for site, (eqn, _) in sorted(self._attention.get(n, {}).items())
+      if (found := emulate_attention.bias_mismatch(eqn)) is not None
+    ]
+    if not words:
+      return None
+    return (
+      f"cuDNN attention bias of another dtype than q/k/v at {'; '.join(words)}"
+      " (read in its own type, added to the f32 scores)"
+    )
 
   @property
   def guessed(self) -> int:

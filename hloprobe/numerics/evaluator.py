@@ -85,8 +85,11 @@ class Evaluator:
   def _eqn(self, i: int, eqn, ins: list, plan: SitePlan) -> list:
     """The outputs of equation `i` of a jaxpr planned by `plan`."""
     if i in plan.sites and eqn.primitive.name in ATTENTION_PRIMITIVES:
-      out = emulated_attention(eqn, ins, self.algorithms[plan.sites[i]])
-      return [lax.convert_element_type(out[0], eqn.outvars[0].aval.dtype)]
+      outs = emulated_attention(eqn, ins, self.algorithms[plan.sites[i]])
+      return [
+        lax.convert_element_type(o, v.aval.dtype)
+        for o, v in zip(outs, eqn.outvars)
+      ]
     if i in plan.sites:
       return [self._dot(eqn, ins, plan.sites[i])]
     if eqn.primitive.name in (*CALL_PRIMITIVES, SHARD_MAP) or (

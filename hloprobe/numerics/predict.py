@@ -292,6 +292,9 @@ class Predictor:
       if not accuracy.within_noise(judged[leaf], noise[leaf]):
         shares = self._shares(n, chosen, leaf)
       bands = self._bands(n, fates, chosen)
+      mismatch = self._cache.attention_notes(self._refs.largest)
+      if mismatch is not None:
+        note = f"{note}; {mismatch}" if note else mismatch
       best = self._best_candidate(
         n, fates, chosen, observed and observed[leaf], tolerance[leaf], leaf
       )
@@ -319,6 +322,10 @@ class Predictor:
       )
     )
     verdicts = tuple(map(floor_check.noted, verdicts, checks))
+    if mismatch is not None:  # named where the answer is read
+      verdicts = tuple(
+        f"{v}; {mismatch}" if i == leaf else v for i, v in enumerate(verdicts)
+      )
     top = max(shares, key=lambda s: s.alone_abs).site if shares else None
     described = None if best is None else candidates.describe_assignment(best)
     return Prediction(
