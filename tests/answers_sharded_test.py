@@ -79,6 +79,25 @@ _CASES = textwrap.dedent(
     )(a, b)
 
 
+  def cancelling():
+    # Row 0: 2^24, fourteen ones, -2^24 (K = 16 over 8 devices, 2 each).
+    a = np.ones((2, 16), np.float32)
+    a[:, 0], a[:, 15] = 2.0**24, -(2.0**24)
+    return a, np.ones((16, 1), np.float32)
+
+
+  def cancel_constraint_case():
+    return hloprobe.Case(
+      "cancel_wsc", "partial sums", constraint, cancelling, in_axes=(0, None)
+    )
+
+
+  def cancel_jit_case():
+    return hloprobe.Case(
+      "cancel_jit", "partial sums", jitted, cancelling, in_axes=(0, None)
+    )
+
+
   def _case(name, fn):
     return hloprobe.Case(name, name, fn, inputs, in_axes=(0, None))
 
@@ -117,9 +136,9 @@ class UserShardedTest(absltest.TestCase):
     os.environ["XLA_FLAGS"] = (
       f"{cls._flags or ''} --xla_force_host_platform_device_count=8".strip()
     )
-    words = [
-      f"{path}:{n}" for n in ("constraint_case", "jit_case", "smap_case")
-    ]
+    names = ("constraint_case", "jit_case", "smap_case")
+    names += ("cancel_constraint_case", "cancel_jit_case")
+    words = [f"{path}:{n}" for n in names]
     spec = sweep.SweepSpec(tuple(words), (2,), ("float32",), ("cpu",))
     cls.results = {r.config.case: r for r in sweep.run_sweep(spec)}
 
@@ -132,8 +151,11 @@ class UserShardedTest(absltest.TestCase):
     cls._dir.cleanup()
     super().tearDownClass()
 
+  def _forms(self):
+    return {k: r for k, r in self.results.items() if not k.startswith("cancel")}
+
   def test_every_form_compiles_runs_and_names_its_all_reduce(self):
-    self.assertEqual(set(self.results), {"wsc", "jit_shardings", "smap"})
+    self.assertEqual(set(self._forms()), {"wsc", "jit_shardings", "smap"})
     for name, r in self.results.items():
       self.assertTrue(r.ok, (name, r.failure))
       self.assertIn("num_partitions=8", r.compilation.optimized_hlo)
@@ -148,15 +170,33 @@ class UserShardedTest(absltest.TestCase):
     u = 2.0**-24
     k = _K + 7  # 1024 products, then the all-reduce's 7 additions
     bound = k * u / (1 - k * u) * (np.abs(a[0]) @ np.abs(b)).max()
-    for name, r in self.results.items():
+    for name, r in self._forms().items():
       got = r.execution.stats.row0_values.astype(np.float64)
       self.assertLess(np.abs(got - ref[0]).max(), bound, name)
 
   def test_each_is_judged_within_f32_noise(self):
-    for name, r in self.results.items():
+    for name, r in self._forms().items():
       p = r.prediction
       self.assertIsNotNone(p, (name, r.prediction_error))
       self.assertTrue(within_noise(p.stats, p.noise), (name, p.verdict))
+
+  def test_the_prediction_adds_the_8_partial_sums(self):
+    # numpy float32: each device's two products summed (exact here, or
+    # rounded once), then the 8 partial sums added in device order:
+    # 2^24 (2^24 + 1 rounds to even), six 2s, then 1 - 2^24: 13, where the
+    # exact sum is 14 and one f32 sum over K gives 0 (the ones are lost).
+    row = np.ones(16, np.float32)
+    row[0], row[15] = 2.0**24, -(2.0**24)
+    parts = [np.float32(row[j] + row[j + 1]) for j in range(0, 16, 2)]
+    total = np.float32(0)
+    for part in parts:
+      total = np.float32(total + part)
+    self.assertEqual(float(total), 13.0)
+    for name in ("cancel_wsc", "cancel_jit"):
+      r = self.results[name]
+      self.assertTrue(r.ok, (name, r.failure))
+      self.assertEqual(r.prediction.stats.row0, float(total), name)
+      self.assertEqual(r.execution.stats.row0, float(total), name)
 
 
 if __name__ == "__main__":
