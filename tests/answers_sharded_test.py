@@ -138,7 +138,7 @@ class UserShardedTest(absltest.TestCase):
     )
     names = ("constraint_case", "jit_case", "smap_case")
     names += ("cancel_constraint_case", "cancel_jit_case")
-    words = [f"{path}:{n}" for n in names]
+    cls.words = words = [f"{path}:{n}" for n in names]
     spec = sweep.SweepSpec(tuple(words), (2,), ("float32",), ("cpu",))
     cls.results = {r.config.case: r for r in sweep.run_sweep(spec)}
 
@@ -179,6 +179,21 @@ class UserShardedTest(absltest.TestCase):
       p = r.prediction
       self.assertIsNotNone(p, (name, r.prediction_error))
       self.assertTrue(within_noise(p.stats, p.noise), (name, p.verdict))
+
+  def test_a_compile_only_a100_of_8_devices_takes_each_form(self):
+    # The program's own Mesh is built on the target's 8 devices.
+    words = [w for w in self.words if not w.split(":")[-1].startswith("cancel")]
+    spec = sweep.SweepSpec(tuple(words), (2,), ("float32",), ("a100",))
+    for r in sweep.run_sweep(spec):
+      self.assertTrue(r.ok, (r.config.case, r.failure))
+      self.assertIn("num_partitions=8", r.compilation.optimized_hlo)
+      (fate,) = r.compilation.fates
+      self.assertTrue(
+        fate.collective.startswith("all-reduce over 8 devices"), fate
+      )
+      p = r.prediction
+      self.assertIsNotNone(p, (r.config.case, r.prediction_error))
+      self.assertTrue(within_noise(p.stats, p.noise), p.verdict)
 
   def test_the_prediction_adds_the_8_partial_sums(self):
     # numpy float32: each device's two products summed (exact here, or

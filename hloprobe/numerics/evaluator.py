@@ -147,6 +147,9 @@ class Evaluator:
       found = _parts(eqn.params.get("sharding"), len(eqn.outvars[0].aval.shape))
       if found is not None:
         self.parts[eqn.outvars[0]] = found
+      # Not bound: the emulation runs on one device (bound, XLA would
+      # partition the emulation itself); the split is `_split`'s.
+      return [ins[0]]
     outs = eqn.primitive.bind(*ins, **eqn.params)
     return outs if eqn.primitive.multiple_results else [outs]
 
