@@ -98,6 +98,19 @@ _CASES = textwrap.dedent(
     )
 
 
+  def cancel_mesh_case():
+    return hloprobe.Case(
+      "cancel_mesh",
+      "partial sums of a Case mesh",
+      lambda a, b: a @ b,
+      cancelling,
+      in_axes=(0, None),
+      mesh_shape=(8,),
+      mesh_axes=("k",),
+      in_specs=(P(None, "k"), P("k", None)),
+    )
+
+
   def _case(name, fn):
     return hloprobe.Case(name, name, fn, inputs, in_axes=(0, None))
 
@@ -137,7 +150,7 @@ class UserShardedTest(absltest.TestCase):
       f"{cls._flags or ''} --xla_force_host_platform_device_count=8".strip()
     )
     names = ("constraint_case", "jit_case", "smap_case")
-    names += ("cancel_constraint_case", "cancel_jit_case")
+    names += ("cancel_constraint_case", "cancel_jit_case", "cancel_mesh_case")
     cls.words = words = [f"{path}:{n}" for n in names]
     spec = sweep.SweepSpec(tuple(words), (2,), ("float32",), ("cpu",))
     cls.results = {r.config.case: r for r in sweep.run_sweep(spec)}
@@ -207,7 +220,7 @@ class UserShardedTest(absltest.TestCase):
     for part in parts:
       total = np.float32(total + part)
     self.assertEqual(float(total), 13.0)
-    for name in ("cancel_wsc", "cancel_jit"):
+    for name in ("cancel_wsc", "cancel_jit", "cancel_mesh"):
       r = self.results[name]
       self.assertTrue(r.ok, (name, r.failure))
       self.assertEqual(r.prediction.stats.row0, float(total), name)

@@ -39,7 +39,7 @@ from hloprobe.numerics.jaxpr_sites import (
   open_jaxpr,
 )
 
-__all__ = ["PSUM_INVARIANT", "Evaluator", "psum_invariant"]
+__all__ = ["PSUM_INVARIANT", "Evaluator", "psum_invariant", "spec_parts"]
 
 # The psum a shard_map body traces to under jax's varying-axes check (jax
 # 0.10.2 and 0.12.0.1: params `axes`); bound as itself it needs that check.
@@ -53,7 +53,13 @@ def _parts(sharding, ndim: int) -> tuple[int, ...] | None:
   spec, mesh = getattr(sharding, "spec", None), getattr(sharding, "mesh", None)
   if spec is None or mesh is None:
     return None
-  sizes = dict(mesh.shape)
+  return spec_parts(spec, dict(mesh.shape), ndim)
+
+
+def spec_parts(spec, sizes: dict, ndim: int) -> tuple[int, ...]:
+  """Per dimension of an `ndim`-dimensional array, how many devices a
+  `PartitionSpec` splits it over on a mesh of axis `sizes` (name ->
+  size)."""
   out = []
   for i in range(ndim):
     entry = spec[i] if i < len(spec) else None
