@@ -20,6 +20,7 @@ import os
 import tempfile
 import textwrap
 
+import jax
 import numpy as np
 import pytest
 from absl.testing import absltest
@@ -145,6 +146,10 @@ class UserShardedTest(absltest.TestCase):
     path = os.path.join(cls._dir.name, "user_sharded.py")
     with open(path, "w", encoding="utf-8") as f:
       f.write(_CASES)
+    # This process's backend starts first, with the flags it has: only the
+    # sweep's workers get the 8 host devices (the rest of the suite counts
+    # on one: sharded_sweep_test's TooFewDevicesTest).
+    jax.devices()
     cls._flags = os.environ.get("XLA_FLAGS")
     os.environ["XLA_FLAGS"] = (
       f"{cls._flags or ''} --xla_force_host_platform_device_count=8".strip()
