@@ -186,7 +186,8 @@ def answer_json(answer: Answer) -> dict:
   """The answer as JSON, `explain --format=json`'s "answer" (added in
   schema version 1 without a bump: readers ignore it):
     {"findings": [Finding fields; ratio "inf" for an exact band],
-     "fixes": [{"fix", "words", "cost", "tried": true, "passed", "reason",
+     "fixes": [{"fix", "words", "cost", "tried": true, "passed", "judged"
+       (false: nothing could be compared, not a failure), "reason",
        "command"}, ... then the untried {"tried": false, "command"}],
      "not_tried": why none was tried, or null}
   """
@@ -195,6 +196,7 @@ def answer_json(answer: Answer) -> dict:
       **dataclasses.asdict(t.candidate),
       "tried": True,
       "passed": t.passed,
+      "judged": t.judged,
       "reason": t.reason,
       "command": t.command,
     }
