@@ -52,7 +52,7 @@ __all__ = [
 # paths stored relative (runtime/relocate.py); 11: ErrorStats.row0_size,
 # row0_values cut to accuracy.ROW0_KEPT values; 12: Prediction.verdicts
 # (each leaf's verdict as a `Verdict` record).
-RECORD_VERSION = 12
+RECORD_VERSION = 13
 
 
 @dataclasses.dataclass(frozen=True)

@@ -126,7 +126,7 @@ class AnswerLinesTest(absltest.TestCase):
 
   def test_none_passed_says_so(self):
     lines = answer_lines(Answer((_finding(9.0),), (_trial(_X3, False),)))
-    self.assertEqual(lines[1], "Do: none of the 1 fixes tried passed (below)")
+    self.assertEqual(lines[1], "Do: none of the 1 fix tried passed (below)")
 
   def test_json_ratio_of_an_exact_band(self):
     f = _finding(math.inf, kind="integer", what="overflow: ...")

@@ -40,6 +40,7 @@ from hloprobe.compile.builtin_cases import CASES as CASES
 from hloprobe.compile.case_model import Case as Case
 from hloprobe.compile.case_model import ReportedError as ReportedError
 from hloprobe.compile.case_model import leaf_names as leaf_names
+from hloprobe.compile.cases import absolute_case_word as absolute_case_word
 from hloprobe.compile.cases import get_case as get_case
 from hloprobe.compile.cases import resolvable_elsewhere as resolvable_elsewhere
 from hloprobe.compile.compat import CHECKED_JAXLIBS as CHECKED_JAXLIBS
@@ -62,6 +63,9 @@ from hloprobe.compile.experiments import parse_experiment as parse_experiment
 from hloprobe.compile.experiments import (
   parse_experiments_file as parse_experiments_file,
 )
+from hloprobe.compile.int_dots import CASE_SUFFIX as CASE_SUFFIX
+from hloprobe.compile.int_dots import INT32_DOTS_FIX as INT32_DOTS_FIX
+from hloprobe.compile.int_dots import int32_dots_case as int32_dots_case
 from hloprobe.compile.invariance_cases import (
   elementwise_only_numpy as elementwise_only_numpy,
 )
@@ -95,14 +99,17 @@ __all__ = [
   "BUILTIN_EXPERIMENTS",
   "BUILTIN_TARGETS",
   "CASES",
+  "CASE_SUFFIX",
   "CHECKED_JAXLIBS",
   "Case",
   "Experiment",
+  "INT32_DOTS_FIX",
   "JAXPR_API",
   "LoadedResults",
   "Rejection",
   "ReportedError",
   "Target",
+  "absolute_case_word",
   "autotune_experiment",
   "autotune_selection",
   "checked_words",
@@ -117,6 +124,7 @@ __all__ = [
   "get_case",
   "get_target",
   "installed_jaxlib",
+  "int32_dots_case",
   "is_config_path",
   "is_module_case",
   "jax_versions",

@@ -25,11 +25,13 @@ import sys
 
 from hloprobe.compile.builtin_cases import CASES
 from hloprobe.compile.case_model import Case, ReportedError, leaf_names
+from hloprobe.compile.int_dots import CASE_SUFFIX, int32_dots_case
 from hloprobe.compile.module_case import is_module_case, module_case
 from hloprobe.errors import CaseError, first_line
 
 __all__ = [
   "CASES",
+  "absolute_case_word",
   "resolvable_elsewhere",
   "Case",
   "ReportedError",
@@ -158,12 +160,32 @@ def _check_name(name, who: str) -> None:
     )
 
 
+def absolute_case_word(word: str) -> str:
+  """A --case word resolved against this process's folder, for a process
+  that runs in another (`hloprobe versions`' and `bisect`'s workers): the
+  path of `path/to/file.py:factory` and of a module file made absolute;
+  a built-in name and `package.module:factory` as they are (a module on
+  `PYTHONPATH` is found from any folder). `+preferred_element_type=int32`
+  is kept."""
+  base, suffix = word, ""
+  if word.endswith(CASE_SUFFIX):
+    base, suffix = word.removesuffix(CASE_SUFFIX), CASE_SUFFIX
+  where, sep, attr = base.rpartition(":")
+  if sep and where.endswith(".py"):
+    return f"{os.path.abspath(where)}:{attr}{suffix}"
+  if base not in CASES and not sep and is_module_case(base):
+    return os.path.abspath(base) + suffix
+  return word
+
+
 def resolvable_elsewhere(name: str, case: Case | None = None) -> bool:
   """Whether a fresh process (a worker) finds case `name` by that name:
   a user's `module:factory`, or a built-in -- and, when `case` is given,
   that built-in is this very record (not another `Case` that reuses a
   built-in's name). A module file is found by its path (relative to the
   current directory, which a worker shares)."""
+  if name.endswith(CASE_SUFFIX):  # a fixed case: its program's word
+    return resolvable_elsewhere(name.removesuffix(CASE_SUFFIX))
   if ":" in name or is_module_case(name):
     return True
   shipped = CASES.get(name)
@@ -173,6 +195,9 @@ def resolvable_elsewhere(name: str, case: Case | None = None) -> bool:
 def get_case(name: str, inputs: str | None = None) -> Case:
   """A built-in case by name, a user case `module:factory`, or a module
   file by its path.
+
+  A name ending in `+preferred_element_type=int32` is the case before it
+  with that fix applied (`int_dots.int32_dots_case`).
 
   Args:
     name: the case's words, as --case gives them.
@@ -185,6 +210,8 @@ def get_case(name: str, inputs: str | None = None) -> Case:
       user case or a module file failed (`ModuleFileError` is a
       `CaseError`).
   """
+  if name.endswith(CASE_SUFFIX) and name != CASE_SUFFIX:
+    return int32_dots_case(get_case(name.removesuffix(CASE_SUFFIX), inputs))
   if name not in CASES and ":" not in name and os.path.isfile(name):
     return module_case(name, inputs)  # what is wrong with it, by name
   if ":" in name:

@@ -26,12 +26,14 @@ Private in intent: use the package, `hloprobe.compile`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import glob
 import logging
 import os
 import tempfile
 import time
+from unittest import mock
 
 import jax
 import jaxlib
@@ -164,7 +166,7 @@ def compile_case(
     compiled, compile_s, extras = _compile_cpu(lowered, dump_passes)
   else:
     compiled, compile_s, extras = _compile_gpu(
-      lowered, target, device, dump_passes, case.device_count
+      lowered, target, device, dump_passes, len(devices)
     )
   optimized = extras.pop("optimized_hlo")
   return CompiledCase(
@@ -191,8 +193,13 @@ def lower_case(
       with (`cudnn.missing_cudnn_message`).
     Exception: whatever JAX raises while tracing or lowering.
   """
-  devices = placement.devices_for(target, case.device_count)
+  own = 1
+  if target.platform == "cuda" and target.compile_only:
+    own = placement.own_mesh_devices(case, args)
+  devices = placement.devices_for(target, max(own, case.device_count))
   shardings, out_sharding = placement.shardings(case, args, devices)
+  if own > 1:  # uncommitted: the program places them on its own mesh
+    shardings = (None,) * len(args)
   specs = tuple(
     jax.tree_util.tree_map(
       lambda a, s=s: jax.ShapeDtypeStruct(np.shape(a), a.dtype, sharding=s),
@@ -205,7 +212,14 @@ def lower_case(
     if out_sharding is None
     else jax.jit(case.fn, out_shardings=out_sharding)
   )
-  with jax.default_matmul_precision(precision):
+  # A program that builds its own Mesh from `jax.devices()` builds it on
+  # the compile-only target's N devices here, as on N GPUs it would.
+  own_devices = (
+    mock.patch.object(jax, "devices", lambda *a, **k: list(devices))
+    if own > 1
+    else contextlib.nullcontext()
+  )
+  with jax.default_matmul_precision(precision), own_devices:
     try:
       return compat.lower(jitted, specs, target.platform), devices
     except RuntimeError as e:  # jax found no cuDNN for cuDNN attention

@@ -31,7 +31,13 @@ from hloprobe.compile.case_model import Case
 from hloprobe.compile.targets import Target, drop_field, parse_unknown_field_log
 from hloprobe.errors import CaseError, TargetError, first_line
 
-__all__ = ["LoadedTopology", "devices_for", "load_topology", "shardings"]
+__all__ = [
+  "LoadedTopology",
+  "devices_for",
+  "load_topology",
+  "own_mesh_devices",
+  "shardings",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,14 +145,22 @@ def devices_for(target: Target, count: int = 1) -> list:
 def shardings(case: Case, args: tuple, devices: list):
   """(each argument's sharding, the output's sharding or None).
 
-  One device: `SingleDeviceSharding` for every argument and no output
-  sharding. A mesh (`case.mesh_shape`): `NamedSharding`s of the case's
+  No mesh: on the CPU where it is the default backend, None for every
+  argument (uncommitted: placed as the program asks, the sharded program
+  a user writes included, jax-ml/jax#20694's form), else
+  `SingleDeviceSharding` on the first device; no output sharding. A mesh (`case.mesh_shape`): `NamedSharding`s of the case's
   PartitionSpecs on a `Mesh` of `devices`; `out_specs` one PartitionSpec
   or a pytree of them (as `jax.jit`'s `out_shardings`: a tuple for a
   tuple output), so the output's sharding is a pytree of the same
   structure.
   """
   if case.mesh_shape is None:
+    if devices[0].platform == "cpu" and jax.default_backend() == "cpu":
+      # Uncommitted: the program places them as it asks (a Mesh it builds
+      # itself, `with_sharding_constraint` inside jit, `jit(in_shardings=
+      # ...)`, `shard_map`), and on the default device, the target's
+      # first, where it asks nothing.
+      return (None,) * len(args), None
     one = jax.sharding.SingleDeviceSharding(devices[0])
     return (one,) * len(args), None
   mesh = jax.sharding.Mesh(
@@ -164,3 +178,46 @@ def shardings(case: Case, args: tuple, devices: list):
   is_spec = lambda p: isinstance(p, spec)
   out = jax.tree.map(named, outs, is_leaf=is_spec)
   return tuple(named(p) for p in ins), out
+
+
+def _mesh_size(mesh) -> int:
+  """A `Mesh`'s device count; 1 for None or another object."""
+  shape = getattr(mesh, "shape", None)
+  return int(np.prod(list(dict(shape).values()))) if shape else 1
+
+
+def _walk_meshes(jaxpr) -> int:
+  """The largest mesh a jaxpr's equations name (sharding constraints, a
+  jit's in/out shardings, a shard_map), 1 for none."""
+  found = 1
+  for eqn in jaxpr.eqns:
+    p = eqn.params
+    if "sharding" in p:
+      found = max(found, _mesh_size(getattr(p["sharding"], "mesh", None)))
+    if "mesh" in p:
+      found = max(found, _mesh_size(p["mesh"]))
+    for key in ("in_shardings", "out_shardings"):
+      for s in p.get(key) or ():
+        found = max(found, _mesh_size(getattr(s, "mesh", None)))
+    for sub in compat.JAXPR_API.jaxprs_in_params(p):
+      found = max(found, _walk_meshes(getattr(sub, "jaxpr", sub)))
+  return found
+
+
+def own_mesh_devices(case: Case, args: tuple) -> int:
+  """How many devices a program without `Case.mesh_shape` shards itself
+  over (a `Mesh` it builds: `with_sharding_constraint` inside jit, a
+  jit's `in_shardings`, a `shard_map`), read from its jaxpr traced on
+  this process's devices (the CPU's N host devices, as a user runs it);
+  1 when it names none, or for a case with a mesh (placed by `shardings`).
+  """
+  if case.mesh_shape is not None or len(jax.devices("cpu")) < 2:
+    return 1
+  specs = jax.tree_util.tree_map(
+    lambda a: jax.ShapeDtypeStruct(np.shape(a), a.dtype), tuple(args)
+  )
+  try:
+    closed = jax.make_jaxpr(case.fn)(*specs)
+  except Exception:  # the compile names what is wrong with the program
+    return 1
+  return _walk_meshes(closed.jaxpr)

@@ -32,6 +32,7 @@ from hloprobe.engine.measure import (
 )
 from hloprobe.engine.plan import PlannedConfig as PlannedConfig
 from hloprobe.engine.plan import SweepPlan as SweepPlan
+from hloprobe.engine.plan import SweptCase as SweptCase
 from hloprobe.engine.plan import plan_sweep as plan_sweep
 from hloprobe.engine.plan import spec_from_words as spec_from_words
 from hloprobe.engine.shard import Shard as Shard
@@ -50,6 +51,7 @@ __all__ = [
   "SweepPlan",
   "SweepProgress",
   "SweepSpec",
+  "SweptCase",
   "check_nonempty",
   "parse_batch_sizes",
   "parse_shard",

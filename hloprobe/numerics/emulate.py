@@ -39,7 +39,7 @@ from hloprobe.numerics.emulate_dot import (
   SUMMATION_ORDERS,
   emulated_dot_general,
 )
-from hloprobe.numerics.evaluator import Evaluator
+from hloprobe.numerics.evaluator import Evaluator, spec_parts
 from hloprobe.numerics.jaxpr_sites import (
   JaxprSite,
   count_sites,
@@ -251,6 +251,7 @@ def make_emulator(
   plan, sites = plan_sites(closed.jaxpr)
   algorithms = _checked_algorithms(site_algorithms, len(sites))
   evaluator = Evaluator(algorithms, order, tf32_rounding)
+  evaluator.parts.update(_mesh_parts(fn, args, closed.jaxpr.invars))
 
   def run(consts, *call_args):
     outs = evaluator.run(
@@ -268,6 +269,42 @@ def make_emulator(
     tuple(closed.consts),
     in_avals,
   )
+
+
+def with_mesh_splits(case) -> Callable:
+  """`case.fn`, marked with the case's mesh (`Case.mesh_shape`,
+  `mesh_axes`, `in_specs`) so that `make_emulator` splits each dot whose
+  contracting dimension an argument's PartitionSpec shards, as the SPMD
+  partitioner does (`evaluator.partial_sums`); `case.fn` itself for a case
+  without a mesh."""
+  if case.mesh_shape is None:
+    return case.fn
+
+  def fn(*args):
+    return case.fn(*args)
+
+  fn.hloprobe_mesh = (
+    dict(zip(case.mesh_axes, case.mesh_shape)),
+    case.in_specs,
+  )
+  return fn
+
+
+def _mesh_parts(fn, args, invars) -> dict:
+  """The jaxpr's input variables -> their per-dimension splits, from a
+  `with_mesh_splits` function's mesh; {} for any other function."""
+  mesh = getattr(fn, "hloprobe_mesh", None)
+  if mesh is None:
+    return {}
+  sizes, specs = mesh
+  found = []
+  for i, arg in enumerate(args):
+    spec = specs[i] if specs else ()
+    for leaf in jax.tree_util.tree_leaves(arg):
+      found.append(spec_parts(spec, sizes, np.ndim(leaf)))
+  if len(found) != len(invars):
+    return {}
+  return dict(zip(invars, found))
 
 
 def emulate_case(

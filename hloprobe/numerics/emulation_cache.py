@@ -39,7 +39,7 @@ import numpy as np
 
 from hloprobe.compile import Case, enable_x64
 from hloprobe.errors import EmulationError
-from hloprobe.numerics import attention_band, emulate
+from hloprobe.numerics import attention_band, emulate, emulate_attention
 from hloprobe.numerics.kept import KEPT_BYTES, Kept
 
 __all__ = ["SPECULATION_LIMIT", "EmulationCache", "emulate_together"]
@@ -139,6 +139,9 @@ class EmulationCache:
     budget: int = KEPT_BYTES,
   ):
     self._case, self._full, self._limit = case, full, limit
+    # A mesh case's dots split as its PartitionSpecs ask (`emulate.
+    # with_mesh_splits`).
+    self._fn = emulate.with_mesh_splits(case)
     self._sizes = tuple(dict.fromkeys(sizes))
     self._budget = budget
     self._outputs = Kept(budget)
@@ -157,7 +160,7 @@ class EmulationCache:
   def count(self, n: int) -> int:
     """The emulator's dot sites at size n (one trace per size)."""
     if n not in self._counts:
-      self._counts[n] = emulate.count_sites(self._case.fn, self.args(n))
+      self._counts[n] = emulate.count_sites(self._fn, self.args(n))
     return self._counts[n]
 
   def get(self, n: int, algorithms: tuple[str, ...], order="xla") -> tuple:
@@ -169,7 +172,7 @@ class EmulationCache:
     def make():
       with _x64_if(_needs_x64(algorithms)):
         out = emulate.emulate_case(
-          self._case.fn, self.args(n), algorithms, order=order
+          self._fn, self.args(n), algorithms, order=order
         )
       return tuple(np.asarray(x) for x in jax.tree_util.tree_leaves(out))
 
@@ -178,7 +181,7 @@ class EmulationCache:
   def output_bytes(self, n: int) -> int:
     """The bytes of one emulation's outputs at size n (traced once)."""
     if n not in self._bytes:
-      shapes = jax.eval_shape(self._case.fn, *self.args(n))
+      shapes = jax.eval_shape(self._fn, *self.args(n))
       self._bytes[n] = sum(
         int(np.prod(a.shape)) * np.dtype(a.dtype).itemsize
         for a in jax.tree_util.tree_leaves(shapes)
@@ -208,7 +211,7 @@ class EmulationCache:
       if n not in self._attention:
         try:
           self._attention[n] = attention_band.attention_operands(
-            self._case.fn, self.args(n)
+            self._fn, self.args(n)
           )
         except EmulationError:  # the prediction names what (the backward)
           self._attention[n] = {}
@@ -217,6 +220,22 @@ class EmulationCache:
         site, algorithm, k, found
       )
     return self._attention_bands[key]
+
+  def attention_notes(self, n: int) -> str | None:
+    """The attention sites whose bias dtype is not q's, in words (e.g.
+    "site 0: bias float32, q/k/v bfloat16 ..."), from the operands
+    `attention_band` read at size n; None where there is none."""
+    words = [
+      f"site {site}: {found}"
+      for site, (eqn, _) in sorted(self._attention.get(n, {}).items())
+      if (found := emulate_attention.bias_mismatch(eqn)) is not None
+    ]
+    if not words:
+      return None
+    return (
+      f"cuDNN attention bias of another dtype than q/k/v at {'; '.join(words)}"
+      " (read in its own type, added to the f32 scores)"
+    )
 
   @property
   def guessed(self) -> int:
@@ -289,7 +308,7 @@ class EmulationCache:
       if not group and scales is None:
         continue
       with _x64_if(x64):
-        outs, found = emulate_together(self._case.fn, group, self.args, scales)
+        outs, found = emulate_together(self._fn, group, self.args, scales)
       for key, out in zip(group, outs):
         self._outputs.put(key, out)
       if found is not None:

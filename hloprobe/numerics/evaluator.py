@@ -34,11 +34,68 @@ from hloprobe.numerics.emulate_dot import emulated_dot_general
 from hloprobe.numerics.jaxpr_sites import (
   CALL_PRIMITIVES,
   NO_SITES,
+  SHARD_MAP,
   SitePlan,
   open_jaxpr,
 )
 
-__all__ = ["Evaluator"]
+__all__ = ["PSUM_INVARIANT", "Evaluator", "psum_invariant", "spec_parts"]
+
+# The psum a shard_map body traces to under jax's varying-axes check (jax
+# 0.10.2 and 0.12.0.1: params `axes`); bound as itself it needs that check.
+PSUM_INVARIANT = "psum_invariant"
+
+
+def _parts(sharding, ndim: int) -> tuple[int, ...] | None:
+  """Per dimension, how many devices a `NamedSharding` splits it over
+  (the product of its mesh axes' sizes); None for any other sharding (an
+  unspecified or single-device one)."""
+  spec, mesh = getattr(sharding, "spec", None), getattr(sharding, "mesh", None)
+  if spec is None or mesh is None:
+    return None
+  return spec_parts(spec, dict(mesh.shape), ndim)
+
+
+def spec_parts(spec, sizes: dict, ndim: int) -> tuple[int, ...]:
+  """Per dimension of an `ndim`-dimensional array, how many devices a
+  `PartitionSpec` splits it over on a mesh of axis `sizes` (name ->
+  size)."""
+  out = []
+  for i in range(ndim):
+    entry = spec[i] if i < len(spec) else None
+    names = (
+      () if entry is None else (entry if isinstance(entry, tuple) else (entry,))
+    )
+    count = 1
+    for name in names:
+      count *= sizes.get(name, 1)
+    out.append(count)
+  return tuple(out)
+
+
+def partial_sums(lhs, rhs, dims, count: int, dot) -> object:
+  """A dot whose contracting dimension is split over `count` devices, as
+  XLA's SPMD partitioner computes it (xla/service/spmd/dot_handler.cc: a
+  per-device dot over K / count of the products, then an all-reduce
+  adding the `count` partial sums): `dot(lhs_j, rhs_j)` on each
+  contiguous K / count slice, added in device order in the dot's
+  accumulation type."""
+  (lc,), (rc,) = dims[0]
+  step = lhs.shape[lc] // count
+  total = None
+  for j in range(count):
+    part = dot(
+      lax.slice_in_dim(lhs, j * step, (j + 1) * step, axis=lc),
+      lax.slice_in_dim(rhs, j * step, (j + 1) * step, axis=rc),
+    )
+    total = part if total is None else total + part
+  return total
+
+
+def psum_invariant(eqn, ins) -> list:
+  """A body's `psum_invariant` as `jax.lax.psum` over its axes: the N
+  partial sums added by the collective, as the program asks."""
+  return list(lax.psum(tuple(ins), eqn.params["axes"]))
 
 
 class Evaluator:
@@ -54,6 +111,11 @@ class Evaluator:
 
   def __init__(self, algorithms: tuple[str, ...], order: str, rounding: str):
     self.algorithms, self.order, self.rounding = algorithms, order, rounding
+    # Per jaxpr variable, the devices each dimension is split over, as the
+    # program asks (a `with_sharding_constraint`, a jit's `in_shardings`):
+    # a dot whose contracting dimension is split sums its K / N parts
+    # apart (`partial_sums`).
+    self.parts: dict = {}
     # How deep the walk is inside loop and branch bodies (while, scan,
     # cond): their values are the body's own trace, which recorders skip.
     self.in_body = 0
@@ -74,19 +136,44 @@ class Evaluator:
   def _eqn(self, i: int, eqn, ins: list, plan: SitePlan) -> list:
     """The outputs of equation `i` of a jaxpr planned by `plan`."""
     if i in plan.sites and eqn.primitive.name in ATTENTION_PRIMITIVES:
-      out = emulated_attention(eqn, ins, self.algorithms[plan.sites[i]])
-      return [lax.convert_element_type(out[0], eqn.outvars[0].aval.dtype)]
+      outs = emulated_attention(eqn, ins, self.algorithms[plan.sites[i]])
+      return [
+        lax.convert_element_type(o, v.aval.dtype)
+        for o, v in zip(outs, eqn.outvars)
+      ]
     if i in plan.sites:
       return [self._dot(eqn, ins, plan.sites[i])]
-    if eqn.primitive.name in CALL_PRIMITIVES or (
+    if eqn.primitive.name in (*CALL_PRIMITIVES, SHARD_MAP) or (
       i in plan.subs and any(s.size for s in plan.subs[i])
     ):
       return self._higher_order(eqn, ins, plan.subs.get(i))
+    if eqn.primitive.name == PSUM_INVARIANT:
+      return psum_invariant(eqn, ins)
+    if eqn.primitive.name == "sharding_constraint":
+      found = _parts(eqn.params.get("sharding"), len(eqn.outvars[0].aval.shape))
+      if found is not None:
+        self.parts[eqn.outvars[0]] = found
+      # Not bound: the emulation runs on one device (bound, XLA would
+      # partition the emulation itself); the split is `_split`'s.
+      return [ins[0]]
     outs = eqn.primitive.bind(*ins, **eqn.params)
     return outs if eqn.primitive.multiple_results else [outs]
 
   def _closed(self, closed, plan):
     return lambda *args: self.run(closed.jaxpr, plan, closed.consts, args)
+
+  def _split(self, eqn) -> int:
+    """How many devices the dot's contracting dimension is split over as
+    the program asks (1: not split, or more than one contracting
+    dimension, or K not divisible)."""
+    (lc, rc), _ = eqn.params["dimension_numbers"]
+    if len(lc) != 1 or eqn.primitive.name != "dot_general":
+      return 1
+    lhs, rhs = (self.parts.get(v) for v in eqn.invars[:2])
+    counts = {p[d] for p, d in ((lhs, lc[0]), (rhs, rc[0])) if p is not None}
+    count = max(counts, default=1)
+    k = eqn.invars[0].aval.shape[lc[0]]
+    return count if count > 1 and k % count == 0 else 1
 
   def _dot(self, eqn, ins, site: int):
     out_dtype = eqn.outvars[0].aval.dtype
@@ -105,13 +192,17 @@ class Evaluator:
         tf32_rounding=self.rounding,
       )
     else:
-      out = emulated_dot_general(
-        *ins,
-        eqn.params["dimension_numbers"],
+      dims = eqn.params["dimension_numbers"]
+      dot = lambda a, b: emulated_dot_general(
+        a,
+        b,
+        dims,
         self.algorithms[site],
         order=self.order,
         tf32_rounding=self.rounding,
       )
+      count = self._split(eqn)
+      out = dot(*ins) if count == 1 else partial_sums(*ins, dims, count, dot)
     return lax.convert_element_type(out, out_dtype)
 
   def _higher_order(self, eqn, ins, plans):
@@ -127,13 +218,45 @@ class Evaluator:
     if name in CALL_PRIMITIVES:
       sub = p[CALL_PRIMITIVES[name]]
       consts = sub.consts if isinstance(sub, jex.ClosedJaxpr) else ()
+      self._pass_parts(eqn, open_jaxpr(sub), p.get("in_shardings"))
       return self.run(sub, plans[0] if plans else NO_SITES, consts, ins)
+    if name == SHARD_MAP:
+      return self._shard_map(p, ins, plans[0] if plans else NO_SITES)
     if name == "cond":
       fns = [self._closed(b, s) for b, s in zip(p["branches"], plans)]
       return lax.switch(ins[0], fns, *ins[1:])
     if name == "while":
       return self._while(p, ins, plans)
     return self._scan(p, ins, plans)
+
+  def _pass_parts(self, eqn, sub, shardings) -> None:
+    """A call's operands' splits on its body's inputs: the caller's, or
+    the call's own `in_shardings` (a `jax.jit(..., in_shardings=...)`)."""
+    shardings = shardings or (None,) * len(sub.invars)
+    for outer, inner, sharding in zip(eqn.invars, sub.invars, shardings):
+      found = _parts(sharding, len(inner.aval.shape))
+      if found is None and not isinstance(outer, jex.Literal):
+        found = self.parts.get(outer)
+      if found is not None:
+        self.parts[inner] = found
+
+  def _shard_map(self, p, ins, plan):
+    """A `shard_map` run as the program asks, on its mesh (the devices
+    it was traced with): each device's body walked here (its dots
+    emulated at their algorithms on that device's K / N slice), the
+    collectives (psum: XLA's all-reduce of the N partial sums) as XLA:CPU
+    runs them."""
+    body = lambda *xs: tuple(self.run(p["jaxpr"], plan, (), xs))
+    return jax.shard_map(
+      body,
+      mesh=p["mesh"],
+      in_specs=p["in_specs"],
+      out_specs=p["out_specs"],
+      # Not checked: the emulated dots' summation orders (scans whose
+      # carries start unvarying) would not type-check; the psum is bound
+      # as `lax.psum` (`psum_invariant`).
+      check_vma=False,
+    )(*ins)
 
   def _while(self, p, ins, plans):
     nc, nb = p["cond_nconsts"], p["body_nconsts"]

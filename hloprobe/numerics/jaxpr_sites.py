@@ -68,6 +68,10 @@ CALL_PRIMITIVES = {
   "custom_vjp_call": "call_jaxpr",
 }
 _KEEP_INPUTS = ("custom_jvp_call", "custom_vjp_call")
+# `jax.shard_map`'s primitive (jax 0.10.2 and 0.12.0.1: params jaxpr, mesh,
+# in_specs, out_specs, check_vma, newly_manual_axes): its body is each
+# device's program, emulated per device inside a real shard_map.
+SHARD_MAP = "shard_map"
 # The primitives that are contraction sites.
 SITE_PRIMITIVES = (
   "dot_general",
@@ -190,6 +194,9 @@ class _Planner:
       label = f"jit({p['name']})" if "name" in p else name
       sub = open_jaxpr(p[CALL_PRIMITIVES[name]])
       return (self.plan(sub, used, dce, f"{path}/{label}".lstrip("/")),)
+    if name == SHARD_MAP:  # its body once: each device runs it
+      sub = open_jaxpr(p["jaxpr"])
+      return (self.plan(sub, used, dce, f"{path}/shard_map".lstrip("/")),)
     if name == "cond":
       return tuple(
         self.plan(b.jaxpr, used, dce, f"{path}/cond[{k}]".lstrip("/"))
@@ -223,7 +230,7 @@ class _Planner:
       raise EmulationError(
         f"[hloprobe] cannot emulate dots inside primitive {name!r} (at "
         f"{path or 'top level'}); supported: {', '.join(CALL_PRIMITIVES)}, cond, "
-        "while, scan"
+        "while, scan, shard_map"
       )
     return ()
 

@@ -314,6 +314,9 @@ class Predictor:
       if not accuracy.within_noise(judged[leaf], noise[leaf]):
         shares = self._shares(n, chosen, leaf)
       bands = self._bands(n, fates, chosen)
+      mismatch = self._cache.attention_notes(self._refs.largest)
+      if mismatch is not None:
+        note = f"{note}; {mismatch}" if note else mismatch
       best = self._best_candidate(
         n, fates, chosen, observed and observed[leaf], tolerance[leaf], leaf
       )
@@ -327,7 +330,24 @@ class Predictor:
         leaf,
         tuple(v for i, v in enumerate(verdicts) if i != leaf),
       )
+    worst = tuple(map(rows.worst_row, judged, noise, self._refs.dtypes))
+    verdicts = tuple(
+      _far_rows_first(v, w, c, o, st, f, dtype)
+      for v, w, c, o, st, f, dtype in zip(
+        verdicts,
+        worst,
+        checks,
+        observed or (None,) * len(stats),
+        stats,
+        noise,
+        self._refs.dtypes,
+      )
+    )
     verdicts = tuple(map(floor_check.noted, verdicts, checks))
+    if mismatch is not None:  # named where the answer is read
+      verdicts = tuple(
+        v.noted(mismatch) if i == leaf else v for i, v in enumerate(verdicts)
+      )
     words = tuple(map(verdict_words, verdicts))
     top = max(shares, key=lambda s: s.alone_abs).site if shares else None
     described = None if best is None else candidates.describe_assignment(best)
@@ -348,7 +368,7 @@ class Predictor:
       output_dtype=self._refs.dtypes[leaf],
       reference=self._refs.source(n),
       floor_check=checks[leaf],
-      rows=tuple(map(rows.worst_row, judged, noise, self._refs.dtypes)),
+      rows=worst,
       noises=noise,
     )
 
@@ -476,3 +496,46 @@ class Predictor:
       observed=observed is not None,
       named_elsewhere=elsewhere,
     )
+
+
+def _far_rows_first(
+  verdict: Verdict,
+  worst: rows.WorstRow | None,
+  check: floor_check.FloorCheck,
+  observed: accuracy.ErrorStats | None,
+  predicted: accuracy.ErrorStats,
+  noise: accuracy.NoiseFloor,
+  dtype: str,
+) -> Verdict:
+  """`verdict` led by the rows orders of magnitude beyond their band
+  (`rows.far_rows_words`), whatever row 0 says, naming the cause:
+
+  - "suspected XLA:CPU miscompile" where the measured floor failed its
+    check (`floor_check`: the XLA:CPU emulation disagrees with the numpy
+    executor), the rows judged against the independent floor (`worst`);
+  - "unexplained by the sites' algorithms" where the target ran and its
+    rows are that far beyond both their f32 floor and the prediction at
+    the sites' effective algorithms (each row's band: the larger of the
+    two), e.g. a row XLA computed wrong on a GPU.
+
+  A row beyond its f32 floor by what the sites' algorithms predict (TF32
+  rows on the A100) is not led with: the verdict names its cause.
+  E.g. "rows 32768-39999 of 40000 wrong by up to 1.0e+07: suspected
+  XLA:CPU miscompile; within f32 noise; ..."."""
+  if not check.trusted:
+    words = rows.far_rows_words(worst)
+    cause = "suspected XLA:CPU miscompile"
+  elif observed is not None and predicted.row_abs is not None:
+    floors = noise.row_abs
+    if floors is None or floors.shape != predicted.row_abs.shape:
+      floors = np.full(predicted.row_abs.shape, noise.max_abs)
+    band = dataclasses.replace(
+      noise, row_abs=np.maximum(floors, predicted.row_abs)
+    )
+    words = rows.far_rows_words(rows.worst_row(observed, band, dtype))
+    cause = "unexplained by the sites' algorithms"
+  else:
+    return verdict
+  if words is None:
+    return verdict
+  return dataclasses.replace(verdict, far_rows=f"{words}: {cause}")

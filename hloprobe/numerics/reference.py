@@ -55,8 +55,17 @@ from hloprobe.numerics.emulate_attention import (
   ATTENTION_PRIMITIVES,
   emulated_attention,
 )
-from hloprobe.numerics.evaluator import Evaluator
-from hloprobe.numerics.jaxpr_sites import CALL_PRIMITIVES, NO_SITES, trace
+from hloprobe.numerics.evaluator import (
+  PSUM_INVARIANT,
+  Evaluator,
+  psum_invariant,
+)
+from hloprobe.numerics.jaxpr_sites import (
+  CALL_PRIMITIVES,
+  NO_SITES,
+  SHARD_MAP,
+  trace,
+)
 from hloprobe.numerics.kept import Kept
 
 __all__ = [
@@ -77,7 +86,7 @@ _F64 = np.dtype(np.float64)
 _I64 = np.dtype(np.int64)
 # complex64 widens to complex128: both parts float64, never one dropped.
 _C128 = np.dtype(np.complex128)
-_LOOPS = ("cond", "while", "scan")
+_LOOPS = ("cond", "while", "scan", SHARD_MAP)
 # How far the reference at the smallest size may sit from the slice of the
 # largest (normwise, per leaf) for a rows_independent case: float64
 # reductions may be ordered differently at another batch size (a few ULPs
@@ -159,6 +168,8 @@ class _Widened(Evaluator):
     if name in CALL_PRIMITIVES or name in _LOOPS:
       count = max(2, len(eqn.params.get("branches", ())))
       return self._higher_order(eqn, ins, (NO_SITES,) * count)
+    if name == PSUM_INVARIANT:
+      return psum_invariant(eqn, ins)
     params = {k: _widen_param(v) for k, v in eqn.params.items()}
     outs = eqn.primitive.bind(*ins, **params)
     return outs if eqn.primitive.multiple_results else [outs]
@@ -193,8 +204,11 @@ def float64_reference(case: Case, args: tuple) -> tuple[np.ndarray, ...]:
         closed.jaxpr, NO_SITES, [_widen_value(c) for c in consts], xs
       )
     )
-    cpu = jax.devices("cpu")[0]
-    outs = run(*jax.device_put((tuple(closed.consts), leaves), cpu))
+    ins = (tuple(closed.consts), leaves)
+    if jax.default_backend() != "cpu":  # else uncommitted: a program's
+      # own mesh (a shard_map, a sharding constraint) places them
+      ins = jax.device_put(ins, jax.devices("cpu")[0])
+    outs = run(*ins)
     outs = [np.asarray(o) for o in outs]
   return _finished(case, outs, out_dtypes)
 

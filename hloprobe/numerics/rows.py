@@ -42,7 +42,14 @@ import numpy as np
 from hloprobe.numerics import accuracy
 from hloprobe.numerics.integers import is_integer
 
-__all__ = ["WorstRow", "row_words", "stands_out", "worst_row"]
+__all__ = [
+  "FAR_MULTIPLE",
+  "WorstRow",
+  "far_rows_words",
+  "row_words",
+  "stands_out",
+  "worst_row",
+]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -60,6 +67,10 @@ class WorstRow:
     row0_abs: e_0, row 0's error (output units), for `stands_out`.
     row0_multiple: m_0, row 0's m, for `stands_out`.
     output_dtype: the leaf's dtype name, e.g. "float32"; names the floor.
+    first_beyond, last_beyond: the smallest and largest row index with
+      m > 1; -1 when every row is within.
+    beyond_abs: the largest e_r over the rows with m > 1 (output units);
+      0.0 when every row is within.
   """
 
   leaf: str
@@ -72,6 +83,9 @@ class WorstRow:
   row0_abs: float = 0.0
   row0_multiple: float = 0.0
   output_dtype: str = "float32"
+  first_beyond: int = -1
+  last_beyond: int = -1
+  beyond_abs: float = 0.0
 
   @property
   def within(self) -> bool:
@@ -113,6 +127,7 @@ def worst_row(
   floors = np.maximum(floors, np.median(floors))
   m = _multiples(errors, floors)
   r = int(np.argmax(m))
+  out = np.flatnonzero(~(m <= 1))  # a NaN error is beyond
   return WorstRow(
     leaf=stats.leaf,
     row=r,
@@ -120,11 +135,45 @@ def worst_row(
     floor_abs=float(floors[r]),
     multiple=float(m[r]),
     rows=int(errors.size),
-    beyond=int(np.count_nonzero(~(m <= 1))),  # a NaN error is beyond
+    beyond=int(out.size),
     row0_abs=float(errors[0]),
     row0_multiple=float(m[0]),
     output_dtype=str(dtype),
+    first_beyond=int(out[0]) if out.size else -1,
+    last_beyond=int(out[-1]) if out.size else -1,
+    beyond_abs=float(np.max(errors[out])) if out.size else 0.0,
   )
+
+
+# "Orders of magnitude beyond": a worst row this many allowed floors (m,
+# NOISE_FACTOR x its floor) beyond leads the verdict, whatever row 0 says.
+# `floor_check.FLOOR_TRUST_FACTOR`'s size: what no f32 summation order
+# and no operand rounding the sites' algorithms allow reaches.
+FAR_MULTIPLE = 1000.0
+
+
+def far_rows_words(w: WorstRow | None) -> str | None:
+  """The rows that are wrong, in words, where the worst is at least
+  `FAR_MULTIPLE` allowed floors beyond (orders of magnitude, not a
+  summation order's noise); else None.
+
+  E.g. "rows 32768-39999 of 40000 wrong by up to 1.0e+07" (the rows beyond
+  their floors form one run), "3 rows of 8 wrong (rows 1 to 6) by up to
+  2.0e+00" (they do not), "row 5 of 8 wrong by 3.1e-01" (one row).
+  """
+  if w is None or w.within:
+    return None
+  if not (w.multiple >= FAR_MULTIPLE or math.isnan(w.multiple)):
+    return None
+  a, b = w.first_beyond, w.last_beyond
+  if a < 0:  # a record made before the range was kept
+    a = b = w.row
+  size = "NaN" if math.isnan(w.beyond_abs) else f"{w.beyond_abs:.1e}"
+  if w.beyond == 1:
+    return f"row {a} of {w.rows} wrong by {size}"
+  if b - a + 1 == w.beyond:
+    return f"rows {a}-{b} of {w.rows} wrong by up to {size}"
+  return f"{w.beyond} rows of {w.rows} wrong (rows {a} to {b}) by up to {size}"
 
 
 def _times(m: float) -> str:

@@ -56,6 +56,10 @@ class Verdict:
     overflow_mode: "wraps", "saturates" or "mixed" (`ErrorStats`).
     notes: what later steps add, in order (site notes, the floor check),
       each one clause of the words.
+    far_rows: the rows orders of magnitude beyond their band with their
+      cause, leading the words whatever the kind says (e.g. "rows
+      32768-39999 of 40000 wrong by up to 1.0e+07: suspected XLA:CPU
+      miscompile"); None where no row is that far. Never accurate.
   """
 
   kind: VerdictKind
@@ -67,11 +71,15 @@ class Verdict:
   overflowed: int | None = None
   overflow_mode: str | None = None
   notes: tuple[str, ...] = ()
+  far_rows: str | None = None
 
   @property
   def accurate(self) -> bool:
-    """Exact or within the noise floor (notes aside)."""
-    return self.kind in (VerdictKind.EXACT, VerdictKind.WITHIN_NOISE)
+    """Exact or within the noise floor (notes aside), no row far beyond."""
+    return self.far_rows is None and self.kind in (
+      VerdictKind.EXACT,
+      VerdictKind.WITHIN_NOISE,
+    )
 
   @property
   def integer(self) -> bool:
@@ -174,4 +182,5 @@ def head_words(v: Verdict) -> str:
 def verdict_words(v: Verdict) -> str:
   """The verdict in words, its notes after "; ", e.g. "explained by
   TF32_TF32_F32 at sites [0, 1]; site 2 ambiguous, emulated as F32"."""
-  return "; ".join([head_words(v), *v.notes])
+  lead = [v.far_rows] if v.far_rows else []
+  return "; ".join([*lead, head_words(v), *v.notes])

@@ -248,7 +248,8 @@ def _do_lines(
   """ "Do: ..." (the first fix that passed, as a change to the code at the
   lines at fault), its `verify` command, then the other fixes."""
   passed = [t for t in answer.trials if t.passed]
-  failed = [t for t in answer.trials if not t.passed]
+  failed = [t for t in answer.trials if not t.passed and t.judged]
+  unjudged = [t for t in answer.trials if not t.passed and not t.judged]
   if passed:
     top = passed[0]
     lines = [
@@ -256,8 +257,18 @@ def _do_lines(
       f"Verify (PASS): {top.command}",
       f"  ({code_change(top.candidate).checked_by})",
     ]
-  elif answer.trials:
-    lines = [f"Do: none of the {len(failed)} fixes tried passed (below)"]
+  elif failed:
+    more = f"; {len(unjudged)} not judged" if unjudged else ""
+    n = len(failed)
+    lines = [
+      f"Do: none of the {n} {'fix' if n == 1 else 'fixes'} tried "
+      f"passed{more} (below)"
+    ]
+  elif unjudged:  # a fix that could not be judged has not failed
+    lines = [
+      f"Do: no fix could be judged ({len(unjudged)} tried: "
+      f"{unjudged[0].reason})"
+    ]
   elif answer.not_tried:
     lines = [f"Do: fixes not tried ({answer.not_tried})"]
   else:
@@ -266,7 +277,9 @@ def _do_lines(
   if others:
     lines.append("Other fixes tried (judged as `hloprobe verify` judges them):")
     for t in others:
-      verdict = "passes" if t.passed else "fails"
+      verdict = (
+        "passes" if t.passed else ("fails" if t.judged else "not judged")
+      )
       line = f"  {verdict}: {_short_change(t.candidate)}"
       if verbose:
         line += f": {t.reason}: {t.command}"
@@ -379,7 +392,8 @@ def answer_json(answer: Answer) -> dict:
        first,
      "fixes": [{"fix", "words", "cost", "code_change": {"code", "on_call",
        "around", "flags", "checked_by"} (`findings.code_change`), "tried":
-       true, "passed", "reason", "command"}, ... then the untried
+       true, "passed", "judged" (false: nothing could be compared, not a
+       failure), "reason", "command"}, ... then the untried
        {"tried": false, "command"}],
      "not_tried": why none was tried, or null}
   """
@@ -389,6 +403,7 @@ def answer_json(answer: Answer) -> dict:
       "code_change": dataclasses.asdict(code_change(t.candidate)),
       "tried": True,
       "passed": t.passed,
+      "judged": t.judged,
       "reason": t.reason,
       "command": t.command,
     }

@@ -128,7 +128,9 @@ element 0, as in `accuracy.ErrorStats`):
                                 null (inf: an error over a zero floor),
                                 "rows": int, "beyond": int,
                                 "row0_abs": float, "row0_multiple": float,
-                                "output_dtype": str, "words": str}
+                                "output_dtype": str, "first_beyond": int,
+                                "last_beyond": int (-1: none beyond),
+                                "beyond_abs": float, "words": str}
                                | null] (every row judged: each leaf's
                         worst row, in "leaf_verdicts"' order, null where
                         a leaf is not judged by rows; `numerics.rows`;

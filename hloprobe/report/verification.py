@@ -193,7 +193,9 @@ def verification_json(v) -> dict:
     "schema": "hloprobe.verify",
     "schema_version": SCHEMA_VERSION,
     "fix": v.fix.name,
-    "fix_kind": "precision" if v.fix.precision else "experiment",
+    "fix_kind": "precision"
+    if v.fix.precision
+    else ("program" if v.fix.program else "experiment"),
     "xla_flags": v.fix.experiment.flags_text if v.fix.experiment else None,
     "passed": v.passed,
     "requirements": [

@@ -27,6 +27,14 @@ The candidates, in the order they are printed when they pass:
   no_triton_gemm             --xla_gpu_enable_triton_gemm=false, where a
                              site at fault is a Triton gemm: the gemm
                              becomes a cuBLAS/cuBLASLt call.
+  preferred_element_type=int32
+                             where an integer output overflows (a finding
+                             of kind "integer"): the program's narrow
+                             integer dots keep their sums in int32
+                             (`compile.int32_dots_case`), as
+                             `jnp.matmul(a, b, preferred_element_type=
+                             jnp.int32)` does; the only candidate then
+                             (no precision or flag changes integer math).
   split_k_off                --xla_gpu_experimental_force_split_k=1, where
                              a site at fault is split along K: XLA's
                              `splitk-rewriter` (SplitkRewriterVisitor::
@@ -63,10 +71,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from hloprobe.compile import BASELINE, is_config_path
-from hloprobe.engine import SweepPlan, plan_sweep
+from hloprobe.compile import (
+  BASELINE,
+  CASE_SUFFIX,
+  INT32_DOTS_FIX,
+  int32_dots_case,
+  is_config_path,
+)
+from hloprobe.engine import SweepPlan, SweptCase, plan_sweep
 from hloprobe.records import ConfigResult
 from hloprobe.sites import Fate
+from hloprobe.verify import evidence as ev
 from hloprobe.verify.findings import Finding, find_findings, times_words
 from hloprobe.verify.fix import Fix, parse_fix
 from hloprobe.verify.outcome import verify
@@ -138,12 +153,41 @@ class FixTrial:
     reason: one line: what it left (the fix's worst finding) or, when it
       passed, the requirements met.
     command: the `hloprobe verify` command that checks it.
+    judged: False when it did not pass only because nothing could be
+      compared on its configs (no errors against float64, no row 0: every
+      failing record an `evidence.NotJudged` of those reasons, e.g. an
+      attention the emulator cannot follow): not a failed fix.
   """
 
   candidate: Candidate
   passed: bool
   reason: str
   command: str
+  judged: bool = True
+
+
+# `evidence.NotJudged` reasons that mean "no numbers to compare", not a
+# failure of the fix (a config that failed or did not compile is one).
+_NO_NUMBERS = (
+  ev.Reason.NO_ROW0,
+  ev.Reason.NO_ERRORS,
+  ev.Reason.NO_BASE,
+  ev.Reason.NO_BATCH_AXIS,
+)
+
+
+def _judged(outcome) -> bool:
+  """Whether a fix's outcome was decided by numbers: passed, or some
+  failing requirement holds a record other than "nothing to compare"."""
+  for req in outcome.requirements:
+    if req.passed:
+      continue
+    bad = [e for e in req.evidence if not getattr(e, "passed", False)]
+    if not all(
+      isinstance(e, ev.NotJudged) and e.reason in _NO_NUMBERS for e in bad
+    ):
+      return True
+  return outcome.passed
 
 
 def _applies(findings: Sequence[Finding], results) -> tuple[Candidate, ...]:
@@ -159,6 +203,18 @@ def _applies(findings: Sequence[Finding], results) -> tuple[Candidate, ...]:
   fates = {k for f in findings for k in f.fate_kinds}
   split = any(f.split_k for f in findings)
   out = []
+  if _overflows(findings, results):
+    out.append(
+      Candidate(
+        INT32_DOTS_FIX,
+        "preferred_element_type=jnp.int32 on the integer dots (e.g. "
+        "jnp.matmul(a, b, preferred_element_type=jnp.int32)), an int32 "
+        "output",
+        "exact int32 sums: an int32 output, 4x an int8 output's bytes",
+      )
+    )
+    if all(f.kind in ("integer", "leaf") for f in findings):
+      return tuple(out)  # no precision or flag changes integer math
   if "float32" not in fault_precisions:
     cost = (
       "F32_F32_F32: 1 pass per gemm on CUDA cores, no tensor cores"
@@ -190,6 +246,21 @@ def _applies(findings: Sequence[Finding], results) -> tuple[Candidate, ...]:
       )
     )
   return tuple(out)
+
+
+def _overflows(findings: Sequence[Finding], results) -> bool:
+  """An integer output leaf of a config at fault holds values its type
+  cannot (`ErrorStats.overflowed`, observed or predicted)."""
+  at_fault = {(f.case, f.target) for f in findings}
+  for r in results:
+    if (r.config.case, r.config.target.name) not in at_fault:
+      continue
+    stats = list(r.execution.leaf_stats) if r.execution is not None else []
+    if r.prediction is not None:
+      stats.append(r.prediction.stats)
+    if any(s is not None and s.overflowed for s in stats):
+      return True
+  return False
 
 
 def _ampere(gpus, findings: Sequence[Finding], results) -> bool:
@@ -270,6 +341,15 @@ def try_sweeps(tries: TryPlan) -> tuple[SweepPlan, ...]:
   precisions = tuple(f.precision for f in fixes if f.precision)
   experiments = tuple(f.experiment for f in fixes if f.experiment)
   out = []
+  if any(f.program for f in fixes):
+    plan = tries.plan
+    fixed = tuple(
+      SweptCase(
+        int32_dots_case(c.case), c.source + CASE_SUFFIX, c.portable, c.loader
+      )
+      for c in plan.cases
+    )
+    out.append(plan_sweep(plan, cases=plan.cases + fixed))
   if precisions:
     out.append(
       plan_sweep(tries.plan, precisions=tries.plan.precisions + precisions)
@@ -355,7 +435,10 @@ def judge_tries(
     mine = [
       r
       for r in results
-      if r.config.experiment == BASELINE.name
+      if (
+        r.config.experiment == BASELINE.name
+        and (fix.program or not r.config.case.endswith(CASE_SUFFIX))
+      )
       or (fix.experiment and r.config.experiment == fix.experiment.name)
     ]
     if fix.experiment is not None:  # the fix's configs at fault precisions
@@ -366,10 +449,15 @@ def judge_tries(
       for r in mine
       if (fix.precision and r.config.precision == fix.precision)
       or (fix.experiment and r.config.experiment == fix.experiment.name)
+      or (fix.program and r.config.case.endswith(CASE_SUFFIX))
     ]
     trials.append(
       FixTrial(
-        c, outcome.passed, _reason(fixed, outcome), verify_command(tries, c)
+        c,
+        outcome.passed,
+        _reason(fixed, outcome),
+        verify_command(tries, c),
+        _judged(outcome),
       )
     )
   return tuple(sorted(trials, key=lambda t: not t.passed))

@@ -53,7 +53,12 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
-from hloprobe.numerics import NOISE_FACTOR, VerdictKind, within_noise
+from hloprobe.numerics import (
+  NOISE_FACTOR,
+  VerdictKind,
+  far_rows_words,
+  within_noise,
+)
 from hloprobe.records import ConfigResult
 from hloprobe.sites import Fate
 from hloprobe.verify.requirements import checks, judged
@@ -208,9 +213,16 @@ def _worst_row(r: ConfigResult, source: str) -> _Fault | None:
   if worst is None:
     return None
   lead = f"{worst.leaf} " if worst.leaf else ""
+  what = f"{lead}row {worst.row} of {worst.rows} beyond its floor"
+  check = p.floor_check
+  words = far_rows_words(worst)
+  if words is not None and check is not None and not check.trusted:
+    # Orders of magnitude beyond a floor XLA:CPU's emulation could not
+    # measure: named as the verdict leads with them (`predict`).
+    what = f"{lead}{words}: suspected XLA:CPU miscompile"
   return _Fault(
     "row",
-    f"{lead}row {worst.row} of {worst.rows} beyond its floor",
+    what,
     tuple(s.site for s in p.shares),
     worst.abs_err,
     worst.floor_abs,
@@ -252,7 +264,7 @@ def _fault(r: ConfigResult) -> _Fault | None:
   if found is not None:
     return found
   why = r.prediction_error or "no errors against float64 to judge"
-  return _Fault("not judged", why)
+  return _Fault("not judged", f"not judged: {why}")
 
 
 def _fate_records(

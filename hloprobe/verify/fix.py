@@ -11,7 +11,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from hloprobe.compile import BASELINE, Experiment, parse_experiment
+from hloprobe.compile import (
+  BASELINE,
+  CASE_SUFFIX,
+  INT32_DOTS_FIX,
+  Case,
+  Experiment,
+  int32_dots_case,
+  parse_experiment,
+)
 from hloprobe.engine import SweepSpec
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.ir import parse_precision
@@ -32,25 +40,34 @@ REQUIREMENTS = ("consistent", "accurate", "golden", "invariant")
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Fix:
-  """A candidate fix: a precision or an XLA_FLAGS experiment.
+  """A candidate fix: a precision, an XLA_FLAGS experiment or a program
+  change.
 
   Attributes:
     name: as the user wrote it (the experiment's name for experiments).
     precision: the matmul precision the fix sets, or None.
     experiment: the experiment the fix runs, or None.
+    program: the program change, `compile.INT32_DOTS_FIX`
+      ("preferred_element_type=int32": every narrow integer dot keeps its
+      sums in int32, `compile.int32_dots_case`), or None. Its configs are
+      the cases named `NAME+preferred_element_type=int32`.
   """
 
   name: str
   precision: str | None = None
   experiment: Experiment | None = None
+  program: str | None = None
 
 
 def parse_fix(text: str) -> Fix:
-  """A precision name, else a built-in experiment or `NAME:FLAGS`.
+  """A precision name, `preferred_element_type=int32` (the program
+  change `Fix.program`), else a built-in experiment or `NAME:FLAGS`.
 
   Raises:
     InvalidArgumentError: neither a precision nor an experiment.
   """
+  if text == INT32_DOTS_FIX:
+    return Fix(text, program=text)
   try:
     parse_precision(text)
   except InvalidArgumentError:
@@ -112,6 +129,15 @@ def fix_sweep(
 ) -> SweepSpec:
   """The one sweep that runs the baseline and the fix."""
   spec = dataclasses.replace(spec, explain_passes="golden" in requirements)
+  if fix.program is not None:
+    fixed = tuple(map(_int32_dots, spec.cases))
+    if isinstance(spec, SweepSpec) and spec.case_names:
+      names = spec.case_names
+      names += tuple(n + CASE_SUFFIX for n in names)
+      return dataclasses.replace(
+        spec, cases=spec.cases + fixed, case_names=names
+      )
+    return dataclasses.replace(spec, cases=spec.cases + fixed)
   if fix.experiment is not None:
     return dataclasses.replace(spec, experiments=(fix.experiment,))
   return dataclasses.replace(
@@ -119,10 +145,23 @@ def fix_sweep(
   )
 
 
+def _int32_dots(c):
+  """A case word, `Case` or planned case with the int32-dots fix."""
+  if isinstance(c, str):
+    return c + CASE_SUFFIX
+  if isinstance(c, Case):
+    return int32_dots_case(c)
+  return dataclasses.replace(  # a `sweep.SweptCase`
+    c, case=int32_dots_case(c.case), source=c.source + CASE_SUFFIX
+  )
+
+
 def is_fix(r: ConfigResult, fix: Fix) -> bool:
   """`r` is one of the fix's configs (its experiment, or its precision in
   the baseline)."""
   c = r.config
+  if fix.program is not None:
+    return c.case.endswith(CASE_SUFFIX) and c.experiment == BASELINE.name
   if fix.experiment is not None:
     return c.experiment == fix.experiment.name
   return c.precision == fix.precision and c.experiment == BASELINE.name

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from hloprobe.compile import BASELINE, jax_versions
+from hloprobe.compile import BASELINE, CASE_SUFFIX, jax_versions
 from hloprobe.engine import SweepSpec, plan_sweep, run_sweep, worker_pool
 from hloprobe.golden import (
   GoldenSiteChange,
@@ -64,11 +64,12 @@ class Verification:
 def _counterpart(r: ConfigResult, baseline: list[ConfigResult], fix: Fix):
   """The baseline configs the fix's config replaces."""
   c = r.config
+  case = c.case.removesuffix(CASE_SUFFIX) if fix.program else c.case
   return [
     b
     for b in baseline
     if (b.config.case, b.config.target.name, b.config.n)
-    == (c.case, c.target.name, c.n)
+    == (case, c.target.name, c.n)
     and (fix.precision is not None or b.config.precision == c.precision)
   ]
 

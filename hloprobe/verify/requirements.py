@@ -250,6 +250,12 @@ def _errors_judged(r: ConfigResult, abs_bound, rel_bound):
   if bounded:
     ok = _within_bounds(stats, abs_bound, rel_bound)
     limits = ev.ErrorBounds(abs_bound, rel_bound)
+  elif stats.mismatched is not None:
+    # An integer leaf is compared exactly: its "noise floor" is the
+    # emulation's own distance from the exact result (a wrapping dot's
+    # emulation wraps as much), never a band an overflow fits in.
+    ok = stats.mismatched == 0
+    limits = ev.ErrorBounds(0.0, None)  # exact: no error allowed
   else:
     k = NOISE_FACTOR
     ok = within_noise(stats, noise) and stats.max_abs <= (k * noise.max_abs)

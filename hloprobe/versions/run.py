@@ -67,20 +67,23 @@ class VersionRun:
 
 
 def spec_request(spec) -> dict:
-  """A `engine.SweepSpec` as JSON-able fields, its XLA_FLAGS experiments as
-  {"name", "xla_flags"} (the worker sweeps them beside the baseline); a
-  module file's path and --inputs made absolute (the worker runs in a
-  folder of its own)."""
-  from hloprobe.compile import is_module_case
+  """An `engine.SweepSpec` as JSON-able fields, its XLA_FLAGS experiments as
+  {"name", "xla_flags"} (the worker sweeps them beside the baseline);
+  every path in it resolved against this process's folder (the worker
+  runs in a folder of its own): a case file's (`path.py:factory`) and a
+  module file's (`compile.absolute_case_word`), a --target_config file's
+  and --inputs (--autotune_results is in its experiment's flags,
+  absolute already: `compile.autotune_experiment`)."""
+  from hloprobe.compile import absolute_case_word, is_config_path
 
   inputs = getattr(spec, "inputs", None)
   return {
-    "cases": [
-      os.path.abspath(w) if is_module_case(w) else w for w in spec.case_names
-    ],
+    "cases": [absolute_case_word(w) for w in spec.case_names],
     "batch_sizes": list(spec.batch_sizes),
     "precisions": list(spec.precisions),
-    "targets": list(spec.target_names),
+    "targets": [
+      os.path.abspath(w) if is_config_path(w) else w for w in spec.target_names
+    ],
     "explain_passes": spec.explain_passes,
     "inputs": os.path.abspath(inputs) if inputs else None,
     "experiments": [

@@ -1,0 +1,139 @@
+"""The integer-overflow fix as a program change: `preferred_element_type`.
+
+An integer `dot_general` whose result type is narrower than its exact sum
+(s8 x s8 -> s8, jax-ml/jax#4465's `jnp.matmul` of int8 arrays) wraps: XLA
+computes exact products and sums and wraps them to the result type
+(`xla/service/cpu` and the GPU emitters alike; README glossary, "effective
+algorithm"). JAX's fix is `preferred_element_type=jnp.int32` on the dot
+(`jax.lax.dot_general`'s documented parameter; `jnp.matmul` takes it too):
+the sums are kept in s32, and the program's output is s32.
+
+`int32_dots_case(case)` is that change applied to a whole case: every
+integer dot whose result type is narrower than 32 bits gets
+`preferred_element_type=int32`; what consumes such a dot takes the wider
+value (its narrower integer operands widened to match), so an output
+computed from it is s32, as the user's fixed program would be. It is
+made by re-binding the program's jaxpr (`jax.make_jaxpr`, public
+`jax.extend.core` records), inlining `pjit`/closed calls; the bodies of
+scan, while and cond are bound as they are (their dots unchanged).
+
+A case named `NAME` becomes `NAME+preferred_element_type=int32`; `--case`
+words take the same suffix (`CASE_SUFFIX`), so a worker finds the fixed
+case by its word.
+
+Private in intent: use the package, `hloprobe.compile`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from hloprobe.compile.case_model import Case
+
+__all__ = ["CASE_SUFFIX", "INT32_DOTS_FIX", "int32_dots_case"]
+
+INT32_DOTS_FIX = "preferred_element_type=int32"
+CASE_SUFFIX = "+" + INT32_DOTS_FIX
+
+
+def _narrow_int(dtype) -> bool:
+  d = np.dtype(dtype)
+  return d.kind in "iu" and d.itemsize < 4
+
+
+def _wide(dtype) -> np.dtype:
+  return np.dtype(np.int32 if np.dtype(dtype).kind == "i" else np.uint32)
+
+
+def _eval(jaxpr, consts, args):
+  """Evaluates `jaxpr` (a `jax.extend.core.Jaxpr`) on `args` with every
+  narrow integer dot widened (see the module)."""
+  import jax
+  from jax.extend.core import Literal
+
+  env = {}
+
+  def read(v):
+    return v.val if isinstance(v, Literal) else env[v]
+
+  for v, x in zip(jaxpr.constvars, consts, strict=True):
+    env[v] = x
+  for v, x in zip(jaxpr.invars, args, strict=True):
+    env[v] = x
+  for eqn in jaxpr.eqns:
+    ins = [read(v) for v in eqn.invars]
+    name = eqn.primitive.name
+    params = dict(eqn.params)
+    if name in ("pjit", "jit", "closed_call", "core_call") and (
+      "jaxpr" in params or "call_jaxpr" in params
+    ):
+      inner = params.get("jaxpr", params.get("call_jaxpr"))
+      closed = getattr(inner, "jaxpr", inner)
+      outs = _eval(closed, getattr(inner, "consts", ()), ins)
+    else:
+      if name == "dot_general":
+        out_dtype = eqn.outvars[0].aval.dtype
+        if _narrow_int(out_dtype) and all(
+          np.dtype(x.dtype).kind in "iu" for x in ins
+        ):
+          params["preferred_element_type"] = _wide(out_dtype)
+      widened = [
+        np.dtype(getattr(x, "dtype", v.aval.dtype)) != np.dtype(v.aval.dtype)
+        for x, v in zip(ins, eqn.invars, strict=True)
+        if not isinstance(v, Literal)
+      ]
+      if any(widened) and name != "convert_element_type":
+        top = max(
+          (np.dtype(x.dtype) for x in ins if hasattr(x, "dtype")),
+          key=lambda d: (d.kind in "iu", d.itemsize),
+        )
+        ins = [
+          jax.lax.convert_element_type(x, top)
+          if hasattr(x, "dtype") and _narrow_int(x.dtype) and top.kind in "iu"
+          else x
+          for x in ins
+        ]
+      outs = eqn.primitive.bind(*ins, **params)
+      if not eqn.primitive.multiple_results:
+        outs = [outs]
+    for v, x in zip(eqn.outvars, outs, strict=True):
+      env[v] = x
+  return [read(v) for v in jaxpr.outvars]
+
+
+def _widened(fn):
+  """`fn` with its narrow integer dots at `preferred_element_type` int32."""
+
+  def fixed(*args):
+    import jax
+
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    closed, shape = jax.make_jaxpr(
+      lambda *xs: fn(*jax.tree_util.tree_unflatten(tree, xs)),
+      return_shape=True,
+    )(*leaves)
+    outs = _eval(closed.jaxpr, closed.consts, leaves)
+    return jax.tree_util.tree_unflatten(
+      jax.tree_util.tree_structure(shape), outs
+    )
+
+  fixed.__name__ = getattr(fn, "__name__", "fn")
+  fixed.__doc__ = fn.__doc__
+  return fixed
+
+
+def int32_dots_case(case: Case) -> Case:
+  """`case` with `preferred_element_type=jnp.int32` on its narrow integer
+  dots (see the module), named `case.name + CASE_SUFFIX`."""
+  return dataclasses.replace(
+    case,
+    name=case.name + CASE_SUFFIX,
+    description=(
+      f"{case.description} (its narrow integer dots at "
+      "preferred_element_type=jnp.int32)"
+    ),
+    fn=_widened(case.fn),
+    reported=None,
+  )
