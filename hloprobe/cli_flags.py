@@ -96,6 +96,13 @@ INPUTS = flags.DEFINE_string(
   "order) or .npy (one parameter) file. Without it a module runs on an "
   "HloSnapshot's arguments, else on seeded random inputs.",
 )
+BATCH_ARG = flags.DEFINE_string(
+  "batch_arg",
+  None,
+  "A module-file case's batch parameter, by 0-based number or name (x, "
+  "Arg_1.2): its axis 0 is the batch. Without it, the parameter whose "
+  "axis 0 the output's leading axis shares (the case's notes say which).",
+)
 BATCH_SIZES = flags.DEFINE_string(
   "batch_sizes",
   "1-9",

@@ -72,6 +72,8 @@ class SweepWords:
       may take (see `sweep.SweepSpec.case_timeout_s`).
     inputs: --inputs, an `.npz`/`.npy` file of a module case's arguments,
       or None.
+    batch_arg: --batch_arg, a module case's batch parameter (number or
+      name), or None.
     given: the names of the flags above given on the command line.
   """
 
@@ -89,6 +91,7 @@ class SweepWords:
   cache: bool = True
   case_timeout: float = 600.0
   inputs: str | None = None
+  batch_arg: str | None = None
   given: frozenset[str] = frozenset()
 
 
@@ -133,6 +136,7 @@ def sweep_spec(
   check_module_words(words)
   return spec_from_words(
     inputs=words.inputs,
+    batch_arg=words.batch_arg,
     cases=list(words.case),
     batch_sizes=words.batch_sizes,
     precisions=list(words.precisions),
@@ -194,6 +198,11 @@ def check_module_words(words: SweepWords) -> None:
   from hloprobe.compile import is_module_case
 
   modules = [w for w in words.case if is_module_case(w)]
+  if words.batch_arg is not None and not modules:
+    raise InvalidArgumentError(
+      f"--batch_arg={words.batch_arg} chooses a module file's batch "
+      "parameter, and no --case is a module file"
+    )
   if words.inputs is not None and not modules:
     raise InvalidArgumentError(
       f"--inputs={words.inputs} gives a module file's arguments, and no "

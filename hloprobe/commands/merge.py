@@ -113,6 +113,7 @@ def _plan(words: dict):
       explain_passes=bool(words["explain_passes"]),
       experiment_words=list(words["experiments"]),
       inputs=words.get("inputs"),
+      batch_arg=words.get("batch_arg"),
     )
   except (KeyError, TypeError, ValueError) as e:
     raise InvalidArgumentError(f"the shards' plan is malformed: {e}") from None

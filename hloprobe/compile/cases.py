@@ -170,7 +170,9 @@ def resolvable_elsewhere(name: str, case: Case | None = None) -> bool:
   return shipped is not None and (case is None or case is shipped)
 
 
-def get_case(name: str, inputs: str | None = None) -> Case:
+def get_case(
+  name: str, inputs: str | None = None, batch_arg: str | None = None
+) -> Case:
   """A built-in case by name, a user case `module:factory`, or a module
   file by its path.
 
@@ -179,6 +181,8 @@ def get_case(name: str, inputs: str | None = None) -> Case:
     inputs: an `.npz`/`.npy` file of a module case's arguments
       (--inputs); ignored for other cases (the command line refuses it
       without a module case).
+    batch_arg: a module case's batch parameter (--batch_arg: number or
+      name), or None to choose by the output's leading axis.
 
   Raises:
     CaseError: the name is unknown, a path names no file, or loading a
@@ -186,7 +190,7 @@ def get_case(name: str, inputs: str | None = None) -> Case:
       `CaseError`).
   """
   if name not in CASES and ":" not in name and os.path.isfile(name):
-    return module_case(name, inputs)  # what is wrong with it, by name
+    return module_case(name, inputs, batch_arg)  # what is wrong, by name
   if ":" in name:
     return load_user_case(name)
   if name not in CASES and (os.path.exists(name) or set("/.") & set(name)):

@@ -171,7 +171,8 @@ element 0, as in `accuracy.ErrorStats`):
     "shard": {"index": int (0-based), "count": int, "fingerprint": str
               (sha256 of the plan: `SweepPlan.fingerprint`),
               "plan": {"cases", "batch_sizes", "precisions", "targets",
-                       "experiments", "explain_passes", "inputs"} (the words that
+                       "experiments", "explain_passes", "inputs"[,
+                       "batch_arg"]} (the words that
                 make the plan again), "configs": [int] (each config's
                 index in the whole plan)} (a `--shard` run's only; an
               unsharded or merged sweep's document has none; added in
