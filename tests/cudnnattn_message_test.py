@@ -30,6 +30,7 @@ class MessageTest(parameterized.TestCase):
     self.assertIn("pip install 'nvidia-cudnn-cu12==9.10.2.21'", message)
     self.assertIn(jax_says.rstrip("."), message)
     self.assertTrue(message.startswith("cuDNN attention"), message)
+    self.assertIn("`make full` installs it", message)
 
   @parameterized.named_parameters(
     ("other_runtime_error", RuntimeError("INTERNAL: ptxas exited")),
@@ -42,6 +43,20 @@ class MessageTest(parameterized.TestCase):
     with open(_PYPROJECT, encoding="utf-8") as f:
       pins = re.findall(r'"(nvidia-cudnn-cu12==[\d.]+); sys_platform', f.read())
     self.assertEqual(pins, [CUDNN_WHEEL])
+
+  def test_cudnn_is_an_extra_of_make_full_not_the_core(self):
+    import tomllib
+
+    with open(_PYPROJECT, "rb") as f:
+      project = tomllib.load(f)["project"]
+    self.assertFalse(
+      [d for d in project["dependencies"] if d.startswith("nvidia-cudnn")]
+    )
+    extras = project["optional-dependencies"]
+    self.assertEqual(
+      extras["cudnn"], [f"{CUDNN_WHEEL}; sys_platform == 'linux'"]
+    )
+    self.assertEqual(extras["full"], ["hloprobe[cudnn,explorer,ray]"])
 
 
 if __name__ == "__main__":

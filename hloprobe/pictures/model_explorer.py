@@ -105,8 +105,9 @@ def import_explorer():
     from model_explorer import builtin_mlir_adapter, node_data_builder
   except ImportError as e:
     raise HloprobeError(
-      "--model_explorer and `view` need Model Explorer: pip install "
-      "'hloprobe[explorer]' (ai-edge-model-explorer; make installs it)"
+      "--model_explorer and `view` need Model Explorer: `make full` "
+      "installs it (hloprobe's extra `explorer`: pip install "
+      "'hloprobe[explorer]')"
     ) from e
   return model_explorer, builtin_mlir_adapter, node_data_builder
 

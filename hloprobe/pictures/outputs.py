@@ -97,7 +97,8 @@ def check_extras(plot: bool, explorer: bool) -> None:
   missing = missing_extras(plot, explorer)
   if missing:
     raise InvalidArgumentError(
-      f"pip install {' '.join(missing)} first (make installs both)"
+      f"pip install {' '.join(missing)} first (`make full` installs "
+      f"{'them' if len(missing) > 1 else 'it'})"
     )
 
 
