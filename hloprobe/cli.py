@@ -73,7 +73,11 @@ from hloprobe.commands import (
   versions,
   view,
 )
-from hloprobe.errors import HloprobeError, InvalidArgumentError
+from hloprobe.errors import (
+  HloprobeError,
+  InvalidArgumentError,
+  did_you_mean,
+)
 from hloprobe.ir import read_text_file
 from hloprobe.report import RESULTS_STREAM
 
@@ -226,14 +230,20 @@ def _on_unraisable(unraisable) -> None:
       continue
 
 
+def _unknown_command(command: str) -> str:
+  """The usage line of an unknown command, the nearest one first."""
+  return (
+    f"unknown command {command!r}; {did_you_mean(command, _COMMANDS)}"
+    f"choose from {', '.join(_COMMANDS)}"
+  )
+
+
 def main(argv: list[str]) -> int:
   """Runs one command; returns the exit status."""
   command, *rest = argv[1:] or ["sweep"]
   try:
     if command not in _COMMANDS:
-      raise InvalidArgumentError(
-        f"unknown command {command!r}; choose from {', '.join(_COMMANDS)}"
-      )
+      raise InvalidArgumentError(_unknown_command(command))
     record_type, command_main = _COMMANDS[command]
     _check_flags_for(command)
     if rest and _WORDS not in _fields(record_type):
@@ -293,9 +303,7 @@ def _help(argv: list[str]) -> str:
   """
   command = cli_help.command_word(argv, "sweep")
   if command not in _COMMANDS:
-    raise InvalidArgumentError(
-      f"unknown command {command!r}; choose from {', '.join(_COMMANDS)}"
-    )
+    raise InvalidArgumentError(_unknown_command(command))
   shared = [n for n in _fields(common.SweepWords) if n != "given"]
   own = [
     n for n in _fields(_COMMANDS[command][0]) if n not in (_COMMON, _WORDS)

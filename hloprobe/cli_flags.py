@@ -14,7 +14,7 @@ from absl import flags
 
 from hloprobe import verify
 from hloprobe.cli_rules import EnumListParser
-from hloprobe.ir import DEFAULT_PRECISIONS, PRECISION_NAMES
+from hloprobe.ir import DEFAULT_PRECISIONS, PRECISION_ALIASES, PRECISION_NAMES
 from hloprobe.report import REPORT_FORMATS, TABLE_COLUMNS, TERMINAL_WIDTH
 from hloprobe.runtime import DEFAULT_MAX_MB, usable_cores
 from hloprobe.sweep import EXECUTORS
@@ -66,11 +66,12 @@ __all__ = [
 ]
 
 
-def _define_enum_list(name, default, enum_values, help_text):
+def _define_enum_list(name, default, enum_values, help_text, aliases=None):
   """A comma-separated list flag of closed vocabulary: --help shows the
-  allowed values as DEFINE_enum does; a bad item is a flag error."""
+  allowed values as DEFINE_enum does; a bad item is a flag error naming
+  the nearest value (`aliases`: short names people type)."""
   return flags.DEFINE(
-    EnumListParser(enum_values),
+    EnumListParser(enum_values, aliases),
     name,
     default,
     f"<{'|'.join(enum_values)}>: {help_text}",
@@ -115,6 +116,7 @@ PRECISIONS = _define_enum_list(
   "Matmul precisions, comma-separated: bfloat16, tensorfloat32, float32, "
   "default, high, highest, or DotAlgorithmPreset names such as "
   "TF32_TF32_F32.",
+  aliases=PRECISION_ALIASES,
 )
 TARGETS = flags.DEFINE_list(
   "targets", ["cpu"], "Targets, comma-separated; see `hloprobe targets`."

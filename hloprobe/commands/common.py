@@ -255,11 +255,24 @@ def start_jax(swept) -> None:
   Unless an attached GPU (`gpu`) is among `swept`'s Target records,
   JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 is set (compile-only GPU targets need
   the CUDA plugin but no CUDA backend), which the workers inherit.
+
+  Raises:
+    InvalidArgumentError: an attached GPU target on a machine with no
+      NVIDIA GPU (one usage line naming a compile-only target), before
+      any config fails on it.
   """
-  from hloprobe.compile import start_backends
+  from hloprobe.compile import attached_gpu_count, start_backends
   from hloprobe.runtime import check_environment_xla_flags
 
   check_environment_xla_flags(os.environ.get("XLA_FLAGS", ""))
+  attached = [t for t in swept if t.platform == "cuda" and not t.compile_only]
+  if attached and attached_gpu_count() == 0:
+    raise InvalidArgumentError(
+      f"--targets={attached[0].name} compiles and runs on an attached "
+      "NVIDIA GPU, and this machine has none; compile for a GPU without "
+      "one with a compile-only target, e.g. --targets=a100 (`hloprobe "
+      "targets` lists them)"
+    )
   # absl's app.run shows INFO records; JAX's backend probing logs some
   # ("Unable to initialize backend 'tpu'").
   logging.getLogger("jax").setLevel(logging.WARNING)

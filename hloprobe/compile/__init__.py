@@ -96,6 +96,7 @@ from hloprobe.compile.module_files import (
 from hloprobe.compile.module_files import (
   unknown_custom_calls as unknown_custom_calls,
 )
+from hloprobe.compile.placement import attached_gpu_count as attached_gpu_count
 from hloprobe.compile.placement import load_topology as load_topology
 from hloprobe.compile.rejections import Rejection as Rejection
 from hloprobe.compile.rejections import missing_lowering as missing_lowering
@@ -134,6 +135,7 @@ __all__ = [
   "Rejection",
   "ReportedError",
   "Target",
+  "attached_gpu_count",
   "autotune_experiment",
   "autotune_selection",
   "autotuned_target",

@@ -26,7 +26,7 @@ import sys
 from hloprobe.compile.builtin_cases import CASES
 from hloprobe.compile.case_model import Case, ReportedError, leaf_names
 from hloprobe.compile.module_case import is_module_case, module_case
-from hloprobe.errors import CaseError, first_line
+from hloprobe.errors import CaseError, did_you_mean, first_line
 
 __all__ = [
   "CASES",
@@ -202,7 +202,8 @@ def get_case(
     )
   if name not in CASES:
     raise CaseError(
-      f"unknown case {name!r}; choose from {', '.join(sorted(CASES))}, or "
+      f"unknown case {name!r}; {did_you_mean(name, sorted(CASES))}"
+      f"choose from {', '.join(sorted(CASES))}, or "
       "give package.module:factory, path/to/file.py:factory or a module "
       "file (HLO, StableHLO, HloSnapshot, jax.export)"
     )
