@@ -59,5 +59,30 @@ class MessageTest(parameterized.TestCase):
     self.assertEqual(extras["full"], ["hloprobe[cudnn,explorer,ray]"])
 
 
+class StopsBeforeCompilingTest(absltest.TestCase):
+  def test_a_case_jax_finds_no_cudnn_for_is_one_line(self):
+    """Issue 39 item 9: without the extra `cudnn`, the sweep stops on the
+    case's first trace (its cache fingerprint) with the line naming `make
+    full`, instead of failing each config."""
+    import numpy as np
+
+    from hloprobe.compile import Case
+    from hloprobe.errors import ToolchainError
+    from hloprobe.sweep.measure import _fingerprint
+
+    def fn(x):
+      raise RuntimeError("cuDNN not found.")  # what jax raises (see above)
+
+    case = Case(
+      "t_attn", "cuDNN attention", fn, lambda: (np.ones((2, 3), np.float32),)
+    )
+    warned = []
+    with self.assertRaises(ToolchainError) as e:
+      _fingerprint(case, case.full_inputs(), warned.append)
+    self.assertNotIn("\n", str(e.exception))
+    self.assertIn("`make full` installs it", str(e.exception))
+    self.assertEqual(warned, [])
+
+
 if __name__ == "__main__":
   absltest.main()

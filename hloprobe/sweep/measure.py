@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from hloprobe.compile import Case, Target
-from hloprobe.errors import CaseError, first_line
+from hloprobe.compile import Case, Target, missing_cudnn_message
+from hloprobe.errors import CaseError, ToolchainError, first_line
 from hloprobe.ir import as_precision
 from hloprobe.numerics import (
   ErrorStats,
@@ -338,9 +338,17 @@ class CaseSetup:
 
 
 def _fingerprint(case: Case, full: tuple, warn: Warn) -> str | None:
-  """The case's cache fingerprint; None when it fails (`warn` is told)."""
+  """The case's cache fingerprint; None when it fails (`warn` is told).
+
+  Raises:
+    ToolchainError: tracing the case needs cuDNN and jax finds none (a
+      cuDNN attention case without the extra `cudnn`): one line naming
+      `make full`, before any config is compiled (each would fail so).
+  """
   try:
     return case_fingerprint(case, full)
   except Exception as e:  # the sweep still runs, uncached
+    if (missing := missing_cudnn_message(e)) is not None:
+      raise ToolchainError(missing) from None
     warn(f"hloprobe: not caching case {case.name}: {e}")
     return None
