@@ -51,6 +51,8 @@ class Outputs:
       plot (--plot, the HTML page's); False: each panel its own.
     shard: a `--shard` run's "shard" entry for results.json
       (`report.shard_json`), or None.
+    plan: the sweep's plan words for results.json (`SweepPlan.words`:
+      what `explain --results` reads), or None.
     answer: `explain`'s answer (`report.Answer`: the findings and the
       fixes tried), which the HTML page opens with; None where none was
       computed (`sweep`, `merge`: the page says so).
@@ -66,6 +68,7 @@ class Outputs:
   model_explorer: str | None = None
   plot_shared_y: bool = True
   shard: dict | None = None
+  plan: dict | None = None
   answer: Answer | None = None
 
   @property
@@ -195,7 +198,7 @@ def write_files(
     wrote += write_or_fail(
       f"--output_dir={out}",
       lambda: (
-        write_outputs(results, out, versions, cpu, wanted.shard)
+        write_outputs(results, out, versions, cpu, wanted.shard, wanted.plan)
         + write_html(
           results, why, versions, out, wanted.plot_shared_y, wanted.answer
         )

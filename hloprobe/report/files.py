@@ -64,13 +64,14 @@ def write_outputs(
   versions: dict[str, str],
   host=None,
   shard: dict | None = None,
+  plan: dict | None = None,
 ) -> list[str]:
   """Writes per-config `stablehlo.mlir` / `optimized.hlo`, the PTX of each
   kernel a site's algorithm was read from (`ptx/<kernel>.ptx`, named in
   results.json's "ptx_files") and `results.json`.
 
-  `versions`, `host` and a shard's `shard` entry go into results.json
-  (see `results_json`).
+  `versions`, `host`, a shard's `shard` entry and the sweep's `plan`
+  words go into results.json (see `results_json`).
 
   Returns the paths written. Each file is written atomically.
   """
@@ -91,6 +92,6 @@ def write_outputs(
       written.append(path)
   path = os.path.join(output_dir, "results.json")
   atomic_write(
-    path, dumps_json(results_json(results, versions, host, shard)) + "\n"
+    path, dumps_json(results_json(results, versions, host, shard, plan)) + "\n"
   )
   return written + [path]

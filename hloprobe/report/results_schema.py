@@ -176,7 +176,10 @@ element 0, as in `accuracy.ErrorStats`):
                 make the plan again), "configs": [int] (each config's
                 index in the whole plan)} (a `--shard` run's only; an
               unsharded or merged sweep's document has none; added in
-              version 3 without a bump)
+              version 3 without a bump),
+    "plan": {"cases", ...} (an unsharded or merged sweep's plan, the words
+              as in "shard"'s: what `explain --results=DIR` sweeps; added
+              in version 3 without a bump)
   }
 
 Private in intent: use the package, `hloprobe.report`.
@@ -425,6 +428,7 @@ def results_json(
   versions: dict[str, str],
   host=None,
   shard: dict | None = None,
+  plan: dict | None = None,
 ) -> dict:
   """The whole sweep as the versioned results.json document.
 
@@ -434,6 +438,8 @@ def results_json(
     host: the `host.HostCpu` the numbers were computed on, or None.
     shard: a shard's "shard" entry (`report.shards.shard_json`), or None:
       an unsharded or merged sweep's document has none.
+    plan: the words of the sweep's plan (`sweep.SweepPlan.words`), or None;
+      an unsharded or merged sweep's "plan" (a shard's is in "shard").
   """
   doc = {
     "schema": "hloprobe.results",
@@ -447,4 +453,6 @@ def results_json(
   }
   if shard is not None:
     doc["shard"] = shard
+  elif plan is not None:
+    doc["plan"] = plan
   return doc
