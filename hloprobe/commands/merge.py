@@ -143,9 +143,9 @@ def main(args: MergeArgs) -> int:
     for r in collected:  # results.jsonl as the sweep streamed it
       stream.add(r)
     results = with_batch_consistency(collected)
-    out = sweep_command.outputs_of(args, args.common.format)
-    out = dataclasses.replace(out, plan=plan.words())
-    sweep_command.show(results, plan, out, host)
+    shown = sweep_command.outputs_of(args, args.common.format)
+    shown = dataclasses.replace(shown, plan=plan.words())
+    sweep_command.show(results, plan, shown, host)
     if out:
       sweep_command.write_records(results, out)
   except KeyboardInterrupt as e:
