@@ -76,6 +76,7 @@ from hloprobe.commands import (
 from hloprobe.errors import (
   HloprobeError,
   InvalidArgumentError,
+  counted,
   did_you_mean,
 )
 from hloprobe.ir import read_text_file
@@ -278,7 +279,7 @@ def _interrupted(e: KeyboardInterrupt) -> int:
   done = getattr(e, "done", None)
   line = "hloprobe: interrupted"
   if done is not None:
-    line += f" after {len(done)} of {e.total} configs"
+    line += f" after {len(done)} of {counted(e.total, 'config')}"
     if cli_flags.OUTPUT_DIR.value:
       where = os.path.join(cli_flags.OUTPUT_DIR.value, RESULTS_STREAM)
       line += f"; results so far in {where}"

@@ -18,6 +18,7 @@ __all__ = [
   "ToolchainError",
   "XlaFlagsError",
   "InvalidArgumentError",
+  "counted",
   "did_you_mean",
   "first_line",
   "write_or_fail",
@@ -78,6 +79,13 @@ class ExecutionError(HloprobeError):
   """Raised when an HLO module cannot be executed with the arguments given
   (wrong count, shape or dtype); an op the executor cannot compute is no
   error but a `NotExecuted` record (`hloprobe.execute`)."""
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+  """A count and its noun, the noun plural unless the count is 1: "1
+  config", "0 configs", "2 configs" (`plural`: the plural where it is not
+  noun + "s")."""
+  return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def did_you_mean(

@@ -126,14 +126,7 @@ def _safe(name: str) -> str:
 def _failure(result) -> str:
   """The failure message: what changed in words, then each file's diff
   (at most `_DIFF_LINES` lines each), then how to accept it."""
-  shortened = []
-  for change in result.changed:
-    lines = change.diff.splitlines()
-    if len(lines) > _DIFF_LINES:
-      more = len(lines) - _DIFF_LINES
-      lines = lines[:_DIFF_LINES] + [f"... ({more} more diff lines)"]
-    shortened.append(dataclasses.replace(change, diff="\n".join(lines)))
-  shown = dataclasses.replace(result, changed=tuple(shortened))
+  shown = result.capped(_DIFF_LINES)
   return (
     f"hloprobe goldens differ\n{shown.render()}\n\nIf the change is "
     f"intended, rewrite them with `pytest {_UPDATE}` and commit the diff"

@@ -13,7 +13,8 @@ import os
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe_here
 
-from hloprobe.errors import did_you_mean
+from hloprobe.errors import counted, did_you_mean
+from hloprobe.golden.diff import CheckResult
 
 
 def _has_nvidia_driver() -> bool:
@@ -58,6 +59,15 @@ class SuggestTest(parameterized.TestCase):
     proc = run_hloprobe_here("explian", "--help")
     self.assertEqual(proc.returncode, 2)
     self.assertIn("did you mean 'explain'?", proc.stderr)
+
+
+class PluralTest(absltest.TestCase):
+  def test_one_is_singular(self):
+    self.assertEqual(counted(1, "config"), "1 config")
+    self.assertEqual(counted(0, "config"), "0 configs")
+    self.assertEqual(counted(2, "config"), "2 configs")
+    self.assertEqual(counted(2, "entry", "entries"), "2 entries")
+    self.assertIn(": 1 file compared,", CheckResult("g", 1).render())
 
 
 class AttachedGpuTest(absltest.TestCase):

@@ -124,7 +124,7 @@ def cmd_check(
     snap = take_snapshot(results_in(results, spec), jax_versions())
   else:
     snap = sweep_snapshot(spec)
-  result = check(golden_dir, snap, spec, strict=strict)
+  result = check(golden_dir, snap, spec, strict=strict).capped()
   if result.ok:
     print(result.render())
     return 0

@@ -64,6 +64,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from hloprobe.compile import BASELINE, is_config_path
+from hloprobe.errors import counted
 from hloprobe.records import ConfigResult
 from hloprobe.sweep import SweepPlan, plan_sweep
 from hloprobe.verify.findings import Finding, find_findings, times_words
@@ -325,7 +326,7 @@ def _reason(fixed: list[ConfigResult], outcome) -> str:
   failed = [r.name for r in outcome.requirements if not r.passed]
   if not failed:
     names = " and ".join(r.name for r in outcome.requirements)
-    return f"{names} on {len(fixed)} configs"
+    return f"{names} on {counted(len(fixed), 'config')}"
   left = find_findings(fixed)
   if not left:
     return f"{' and '.join(failed)} failed"
