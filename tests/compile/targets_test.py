@@ -59,7 +59,8 @@ class BuiltinTargetsTest(parameterized.TestCase):
   def test_unknown_name(self):
     with self.assertRaisesRegex(
       TargetError,
-      r"unknown target 'a200'; did you mean 'a100'\? choose from cpu, gpu, a100",
+      r"unknown target 'a200'; did you mean '(a100|h200)'\? choose from cpu, "
+      "gpu, a100",
     ):
       targets.get_target("a200")
 
