@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 from absl.testing import absltest
+from testutil import run_hloprobe_here
 
 from hloprobe.compile import get_case
 from hloprobe.compile.module_case import batch_parameter
@@ -66,6 +67,14 @@ class BatchAxisTest(absltest.TestCase):
     )
     self.assertEqual(index, 0)
     self.assertIn("no parameter shares the output's leading axis", said)
+
+
+class BatchArgFlagTest(absltest.TestCase):
+  def test_without_a_module_case_is_one_usage_line(self):
+    proc = run_hloprobe_here("sweep", "--batch_arg=w")
+    self.assertEqual(proc.returncode, 2, proc.stderr)
+    self.assertLen(proc.stderr.splitlines(), 1, proc.stderr)
+    self.assertIn("no --case is a module file", proc.stderr)
 
 
 if __name__ == "__main__":
