@@ -1,4 +1,9 @@
-# hloprobe: `make run` and `make test` each set up .venv from scratch if needed.
+# hloprobe: `make run`, `make full` and `make test` each set up .venv from
+# scratch if needed. `make run` installs the core (jax, jaxlib, the CUDA
+# PJRT plugin and ptxas for compile-only GPU targets) and matplotlib: about
+# 1.3 GB. `make full` adds the extras a first answer needs none of (cuDNN
+# for cuDNN attention, Model Explorer, Ray: pyproject.toml's `full`, 2.8
+# GB more); `make test` adds those and the test tools.
 #
 # The interpreter: the newest Python >= 3.12 this machine has (jax 0.11.0 and
 # later require it; hloprobe's default is jax 0.12.0.1), looked up as
@@ -18,7 +23,13 @@ override PYTHON := python3
 endif
 VENV := .venv
 BIN := $(VENV)/bin
+# One stamp per set of extras installed (each later set holds the earlier).
 STAMP := $(VENV)/.installed-stamp
+FULL_STAMP := $(VENV)/.full-stamp
+TEST_STAMP := $(VENV)/.test-stamp
+CORE_EXTRAS := plot
+FULL_EXTRAS := plot,full
+TEST_EXTRAS := plot,full,test,dev
 # Where `make run` writes report.html, row0_error.png and results.json.
 OUT ?= out
 # The second release CI tests on (version-sensitive and cpu_numerics tests):
@@ -27,7 +38,7 @@ OUT ?= out
 OLD_PYTHON ?= python3.11
 OLD_VENV := .venv-jax0.10.2
 
-.PHONY: run test test-fast test-isa test-old bench lint golden golden-update clean gpu-check
+.PHONY: run full test test-fast test-isa test-old bench lint golden golden-update clean gpu-check
 
 # hloprobe/startup/hloprobe-quiet-cuda.pth (read there why) goes into
 # every venv's site-packages: no "Jax plugin configuration error"
@@ -37,12 +48,13 @@ QUIET_CUDA_PTH := hloprobe/startup/hloprobe-quiet-cuda.pth
 
 # A venv made by another Python (an older checkout's 3.11 .venv) is made
 # again: pyproject.toml's markers pick jax by the interpreter.
+# $(call make_venv,VENV,PYTHON,EXTRAS,STAMP)
 define make_venv
 	@want=$$($(2) -c 'import sys; print(sys.version_info[:2])'); \
 	have=$$($(1)/bin/python -c 'import sys; print(sys.version_info[:2])' 2>/dev/null); \
 	if [ "$$want" != "$$have" ]; then rm -rf $(1) && $(2) -m venv $(1); fi
 	$(1)/bin/python -m pip install -q --upgrade pip
-	$(1)/bin/python -m pip install -q -e '.[test,dev,plot,explorer,ray]'
+	$(1)/bin/python -m pip install -q -e '.[$(3)]'
 	cp $(QUIET_CUDA_PTH) "$$($(1)/bin/python -c \
 	  'import sysconfig; print(sysconfig.get_path("purelib"))')"
 	@$(1)/bin/python -c 'import sys; from importlib.metadata import version; \
@@ -50,20 +62,33 @@ define make_venv
 	  "hloprobe: Python %d.%d has no jax 0.11+ (they need Python >= 3.12): " \
 	  "installed jax %s, the newest it can have; install a Python 3.12+ for " \
 	  "the default jax 0.12.0.1" % (*sys.version_info[:2], version("jax")))'
-	touch $(1)/.installed-stamp
+	touch $(4)
 endef
 
 $(STAMP): pyproject.toml
-	$(call make_venv,$(VENV),$(PYTHON))
+	$(call make_venv,$(VENV),$(PYTHON),$(CORE_EXTRAS),$(STAMP))
+
+$(FULL_STAMP): pyproject.toml
+	$(call make_venv,$(VENV),$(PYTHON),$(FULL_EXTRAS),$(FULL_STAMP))
+
+$(TEST_STAMP): pyproject.toml
+	$(call make_venv,$(VENV),$(PYTHON),$(TEST_EXTRAS),$(TEST_STAMP))
 
 $(OLD_VENV)/.installed-stamp: pyproject.toml
-	$(call make_venv,$(OLD_VENV),$(OLD_PYTHON))
+	$(call make_venv,$(OLD_VENV),$(OLD_PYTHON),$(TEST_EXTRAS),$@)
 
 # The diagnosis in words, the answer first (not echoed: the first lines
 # are the worst finding and the first fix that passes, with its verify
 # command); the table, the plot and the HTML report go to $(OUT), named
 # on the last line.
 run: $(STAMP)
+	@$(BIN)/hloprobe explain --targets=cpu,a100,t4 --output_dir=$(OUT) \
+	  --plot=$(OUT)/row0_error.png
+
+# `make run`'s venv and answer, with the extras: cuDNN (cuDNN attention
+# cases), Model Explorer (--model_explorer, `hloprobe view`), Ray
+# (--executor=ray).
+full: $(FULL_STAMP)
 	@$(BIN)/hloprobe explain --targets=cpu,a100,t4 --output_dir=$(OUT) \
 	  --plot=$(OUT)/row0_error.png
 
@@ -82,7 +107,7 @@ run: $(STAMP)
 # folder) are left out: `pytest -m downloads tests` runs them.
 TEST_JOBS ?= 3
 HLOPROBE_VERSIONS_TEST_CACHE ?= $(CURDIR)/build/test-venvs
-test: $(STAMP)
+test: $(TEST_STAMP)
 	HLOPROBE_VERSIONS_TEST_CACHE=$(HLOPROBE_VERSIONS_TEST_CACHE) \
 	  $(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile \
 	  --no-loadscope-reorder -m "not downloads" tests
@@ -90,14 +115,14 @@ test: $(STAMP)
 # The tests that start neither XLA nor a Python process (parsers, formats,
 # recorded compiles, the layering rule, flags in process): under a minute.
 # tests/conftest.py fails a test that does either unmarked `compiles`.
-test-fast: $(STAMP)
+test-fast: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -m "not compiles" tests
 
 # The tests that assert CPU-computed floats, again under older x86 ISAs
 # (XLA's CPU sum order and FMA use follow the ISA; not SSE4_2: XLA cannot
 # compile f16 conversions there). CI runs this after `make test`.
 ISAS ?= AVX AVX2
-test-isa: $(STAMP)
+test-isa: $(TEST_STAMP)
 	set -e; for isa in $(ISAS); do \
 	  echo "== XLA_FLAGS=--xla_cpu_max_isa=$$isa"; \
 	  XLA_FLAGS="$$XLA_FLAGS --xla_cpu_max_isa=$$isa" \
@@ -127,7 +152,7 @@ gpu-check:
 
 # Then `hloprobe versions`' venv made by uv against venv + pip (downloads
 # about 1 GB; hloprobe/tools/bench_venv.py).
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python -m hloprobe.tools.bench
 	$(BIN)/python -m hloprobe.tools.bench_venv
 	$(BIN)/python -m hloprobe.tools.bench_memory
@@ -136,7 +161,7 @@ bench: $(STAMP)
 clean:
 	rm -rf $(VENV) $(OLD_VENV) build *.egg-info
 
-# ruff is pinned in pyproject.toml's `dev` extra, which $(STAMP) installs.
-lint: $(STAMP)
+# ruff is pinned in pyproject.toml's `dev` extra, which $(TEST_STAMP) installs.
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check hloprobe tests
 	$(BIN)/ruff format --check hloprobe tests

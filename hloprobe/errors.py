@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import difflib
+from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
 __all__ = [
@@ -17,6 +18,8 @@ __all__ = [
   "ToolchainError",
   "XlaFlagsError",
   "InvalidArgumentError",
+  "counted",
+  "did_you_mean",
   "first_line",
   "write_or_fail",
 ]
@@ -76,6 +79,35 @@ class ExecutionError(HloprobeError):
   """Raised when an HLO module cannot be executed with the arguments given
   (wrong count, shape or dtype); an op the executor cannot compute is no
   error but a `NotExecuted` record (`hloprobe.execute`)."""
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+  """A count and its noun, the noun plural unless the count is 1: "1
+  config", "0 configs", "2 configs" (`plural`: the plural where it is not
+  noun + "s")."""
+  return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+def did_you_mean(
+  word: str, choices: Iterable[str], aliases: Mapping[str, str] | None = None
+) -> str:
+  """The words an unknown name's error puts first: "did you mean 'x'? "
+  for the nearest choice, or "" where none is near.
+
+  The nearest is, in order: an alias of the word (`aliases`, compared in
+  lower case: "tf32" -> "tensorfloat32"), a choice equal in lower case
+  ("A100" -> "a100"), else difflib's closest at a ratio of 0.75 or more
+  ("explian" -> "explain", "seed-mlp" -> "seed_mlp").
+  """
+  choices = list(choices)
+  low = word.lower()
+  alias = (aliases or {}).get(low)
+  if alias is None:
+    alias = next((c for c in choices if c.lower() == low), None)
+  if alias is None:
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.75)
+    alias = close[0] if close else None
+  return f"did you mean {alias!r}? " if alias and alias != word else ""
 
 
 def first_line(e: BaseException, *, with_type: bool = True) -> str:

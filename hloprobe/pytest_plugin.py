@@ -138,14 +138,7 @@ def _failure(result, causes: list[str] = ()) -> str:
   """The failure message: the new sweep's findings by cause (`causes`'
   lines, if any), what changed in words, then each file's diff (at most
   `_DIFF_LINES` lines each), then how to accept it."""
-  shortened = []
-  for change in result.changed:
-    lines = change.diff.splitlines()
-    if len(lines) > _DIFF_LINES:
-      more = len(lines) - _DIFF_LINES
-      lines = lines[:_DIFF_LINES] + [f"... ({more} more diff lines)"]
-    shortened.append(dataclasses.replace(change, diff="\n".join(lines)))
-  shown = dataclasses.replace(result, changed=tuple(shortened))
+  shown = result.capped(_DIFF_LINES)
   found = "".join(f"{line}\n" for line in causes)
   return (
     f"hloprobe goldens differ\n{found}{shown.render()}\n\nIf the change is "

@@ -38,7 +38,9 @@ class CasePathTest(absltest.TestCase):
       get_case(path)
 
   def test_other_words_stay_unknown_cases(self):
-    with self.assertRaisesRegex(CaseError, "^unknown case 'seed_mpl'; choose"):
+    with self.assertRaisesRegex(
+      CaseError, r"^unknown case 'seed_mpl'; did you mean 'seed_mlp'\? choose"
+    ):
       get_case("seed_mpl")
 
 

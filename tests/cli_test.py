@@ -27,7 +27,8 @@ class BadInputTest(parameterized.TestCase):
     (
       "precision",
       "--precisions=float32,fp32",
-      "flag --precisions=float32,fp32: 'fp32': value should be one of "
+      "flag --precisions=float32,fp32: 'fp32': did you mean 'float32'? "
+      "value should be one of "
       "<bfloat16|tensorfloat32|float32|default|high|highest|DEFAULT|",
     ),
     ("precision_preset", "--precisions=TF32_TF32_F33", "'TF32_TF32_F33': "),

@@ -107,6 +107,32 @@ class DataFrameTest(absltest.TestCase):
     self.assertNotIn(repr(_ERR), table)
 
 
+class HtmlColumnsTest(absltest.TestCase):
+  """Issue 39 item 10: the HTML table's "beyond band" and "worst row"."""
+
+  def test_beyond_band_and_worst_row_after_the_verdict(self):
+    f = _results().to_dataframe()
+    columns = list(f.columns)
+    at = columns.index("verdict")
+    self.assertEqual(columns[at + 1 : at + 3], ["beyond band", "worst row"])
+    self.assertEqual(f["beyond band"].dtype, "Float64")
+    # a100: its predicted error over twice its noise floor (NOISE_FACTOR,
+    # numerics/accuracy.py), no row judged: 0.61005 / (2 * 1.0118e-4).
+    self.assertAlmostEqual(
+      f["beyond band"][1], np.float64(_ERR) / (2.0 * 1.0118e-4), places=6
+    )
+    self.assertTrue(pandas.isna(f["beyond band"][0]))  # cpu: no prediction
+    self.assertEqual(
+      list(f["worst row"]),
+      ["n/a", "not judged (no batch axis, or integer)"],
+    )
+
+  def test_an_empty_sweep_has_them_too(self):
+    empty = api.Results(()).to_dataframe()
+    self.assertEqual(empty["beyond band"].dtype, "Float64")
+    self.assertIn("worst row", empty.columns)
+
+
 class ColumnTypesTest(absltest.TestCase):
   def test_types_are_the_columns_not_the_data(self):
     # No rows, or a column of "n/a" only: n, ULPs and the top site stay

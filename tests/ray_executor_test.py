@@ -64,9 +64,9 @@ class RayMissingTest(absltest.TestCase):
     self.assertEqual(proc.returncode, 2)
     self.assertEqual(
       proc.stderr.strip(),
-      "hloprobe: error: --executor=ray needs Ray, hloprobe's optional "
-      "extra `ray`: pip install -e '.[ray]' (or .venv/bin/pip install "
-      "'ray>=2.60')",
+      "hloprobe: error: --executor=ray needs Ray: `make full` installs it "
+      "(hloprobe's extra `ray`: pip install -e '.[ray]', or .venv/bin/pip "
+      "install 'ray>=2.60')",
     )
 
   def test_ray_address_needs_ray_executor(self):

@@ -83,8 +83,9 @@ class GateTest(absltest.TestCase):
     cls.thread = threading.Thread(target=cls.server.serve_forever)
     cls.thread.start()
     status, headers, _ = _get(cls.server.port, f"/?token={cls.server.token}")
-    assert status == 200, status
+    assert status == 302, status  # to the opening view (issue 39 item 7)
     cls.cookie = headers["Set-Cookie"].split(";")[0]
+    cls.location = headers["Location"]
 
   @classmethod
   def tearDownClass(cls):
@@ -119,6 +120,28 @@ class GateTest(absltest.TestCase):
       status, _, body = self._read(path)
       self.assertEqual(status, 403, path)
       self.assertNotIn(b"hidden", body)
+
+  def test_the_url_is_short_and_redirects_to_the_opening_view(self):
+    self.assertEqual(
+      self.url,
+      f"http://127.0.0.1:{self.server.port}/?token={self.server.token}",
+    )
+    self.assertLess(len(self.url), 200)
+    self.assertNotIn(self.folder, self.url)
+    self.assertTrue(self.location.startswith("/?data="), self.location)
+    data = json.loads(urllib.parse.unquote(self.location[len("/?data=") :]))
+    # The worst config first, opened on its worst site's view.
+    self.assertEqual(
+      data["uiState"], explorer_view.opening_state(self.picked[0])
+    )
+    self.assertEqual(
+      [os.path.basename(m["url"]) for m in data["models"]][0],
+      self.picked[0]["model"],
+    )
+    self.assertNotIn("token", self.location)
+    # The app's page itself (with data=) is served, not redirected again.
+    status, _, _ = _get(self.server.port, self.location, cookie=self.cookie)
+    self.assertEqual(status, 200)
 
   def test_the_given_overlays_read_back(self):
     entry = self.picked[0]
@@ -291,8 +314,9 @@ class ViewCommandTest(absltest.TestCase):
     )
     self.addCleanup(lambda: proc.poll() is None and proc.kill())
     url = proc.stdout.readline().strip()
-    port = re.fullmatch(r"http://127\.0\.0\.1:(\d+)/\?token=(\w+)&data=.*", url)
+    port = re.fullmatch(r"http://127\.0\.0\.1:(\d+)/\?token=(\w+)", url)
     self.assertIsNotNone(port, (url, proc.stderr.read() if not url else ""))
+    self.assertLess(len(url), 200)
     return proc, int(port[1]), port[2]
 
   def test_port_0_prints_its_port_survives_a_closed_tab_and_stops(self):
@@ -301,7 +325,7 @@ class ViewCommandTest(absltest.TestCase):
     for signum in (signal.SIGINT, signal.SIGTERM):
       proc, port, token = self._start(folder)
       status, headers, _ = _get(port, f"/?token={token}")
-      self.assertEqual(status, 200)
+      self.assertEqual(status, 302)
       cookie = headers["Set-Cookie"].split(";")[0]
       query = urllib.parse.urlencode({"path": "/etc/passwd"})
       status, _, body = _get(

@@ -107,6 +107,8 @@ class MergeTest(absltest.TestCase):
     merged = _comparable(os.path.join(self._dir("merged"), "results.json"))
     self.assertLen(full["configs"], 12)
     self.assertNotIn("shard", merged)
+    self.assertEqual(merged["plan"]["cases"], ["seed_mlp"])
+    self.assertEqual(merged["plan"]["batch_sizes"], [1, 2, 3])
     self.assertEqual(merged, full)
 
   def test_merged_table_stream_and_files_equal_unsharded(self):
@@ -263,6 +265,12 @@ class ResultsTest(absltest.TestCase):
     self.assertEqual(swept.returncode, 0, swept.stderr)
     self.assertEqual(merged.returncode, 0, merged.stderr)
     self.assertMultiLineEqual(merged.stdout, swept.stdout)
+    # Issue 39 item 10: no sweep flag retyped: the merge's recorded plan.
+    plain = testutil.run_hloprobe_here(
+      "explain", *run[5:], f"--results={self.root}/m", timeout_s=900
+    )
+    self.assertEqual(plain.returncode, 0, plain.stderr)
+    self.assertMultiLineEqual(plain.stdout, swept.stdout)
 
   def test_results_missing_a_config_are_refused(self):
     proc = testutil.run_hloprobe_here(

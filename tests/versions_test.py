@@ -407,7 +407,7 @@ def test_a_release_without_wheels_is_not_installed_and_never_a_change(
   assert not row.rstrip().endswith("*")
   assert (
     "0 of 0 configs compared in two or more versions changed (*); 1 of 1 "
-    "ran under fewer than two versions and are not compared."
+    "ran under fewer than two versions and is not compared."
   ) in table.stdout
 
 

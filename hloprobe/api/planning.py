@@ -34,6 +34,7 @@ def plan(
   jobs: int | None = None,
   case_timeout_s: float = DEFAULTS.case_timeout_s,
   inputs: str | None = None,
+  batch_arg: str | None = None,
 ) -> SweepPlan:
   """The plan of a sweep named in the command line's words.
 
@@ -52,6 +53,8 @@ def plan(
     jobs: worker processes at once (>= 1); None: `DEFAULTS.jobs()`.
     case_timeout_s: seconds one worker call of a user case may take.
     inputs: a module case's arguments (.npz/.npy), or None.
+    batch_arg: a module case's batch argument (--batch_arg: name or
+      index), or None for the one whose axis 0 the output shares.
 
   Raises:
     InvalidArgumentError: a bad name or size, or an empty list
@@ -59,6 +62,7 @@ def plan(
   """
   return spec_from_words(
     inputs=inputs,
+    batch_arg=batch_arg,
     cases=list(cases),
     batch_sizes=batch_sizes,
     precisions=list(precisions),

@@ -75,7 +75,12 @@ class Results:
     while an error that is NaN stays NaN: `Series.isna()` is False for it
     and `dropna()` keeps it); "pred row0 band" is three columns, "pred row0" and "pred row0 tolerance" (the numbers
     the cell shows) and "pred row0 by" ("kernel model", "emulation" or
-    "n/a", as the cell says).
+    "n/a", as the cell says). After "verdict", as in the HTML report's
+    table: "beyond band" (Float64: m, how many times its band the
+    config's worst error is, `pictures.beyond_band`, dimensionless; NA
+    where nothing was compared, inf over a zero band) and "worst row"
+    (str: every judged leaf's worst row in words, `numerics.row_words`;
+    "n/a" without a prediction).
 
     Raises:
       ImportError: pandas is not installed (one line saying so).
@@ -101,7 +106,7 @@ class Results:
       missing = numpy.array([v is None for v in column], bool)
       floats = numpy.array([0.0 if v is None else v for v in column], float)
       frame[header] = pandas.arrays.FloatingArray(floats, missing)
-    return frame
+    return _with_html_columns(frame, self.records)
 
   def _repr_html_(self) -> str:
     """A notebook's view: explain's finding table and what to do (if
@@ -119,3 +124,33 @@ class Results:
       f"{table}<details><summary>explain's words</summary>"
       f"<pre>{words}</pre></details>"
     )
+
+
+def _with_html_columns(frame, records):
+  """`frame` with the HTML table's "beyond band" and "worst row" columns
+  after "verdict" (see `Results.to_dataframe`)."""
+  import pandas
+
+  from hloprobe.numerics import row_words
+  from hloprobe.pictures import beyond_band
+
+  at = (
+    list(frame.columns).index("verdict") + 1
+    if "verdict" in frame.columns
+    else len(frame.columns)
+  )
+  found = [beyond_band(r) for r in records]
+  missing = numpy.array([m is None for m in found], bool)
+  floats = numpy.array([0.0 if m is None else m for m in found], float)
+  frame.insert(at, "beyond band", pandas.arrays.FloatingArray(floats, missing))
+  words = []
+  for r in records:
+    p = r.prediction
+    rows = [row_words(w) for w in p.rows if w is not None] if p else None
+    words.append(
+      "n/a"
+      if rows is None
+      else "; ".join(rows) or "not judged (no batch axis, or integer)"
+    )
+  frame.insert(at + 1, "worst row", pandas.Series(words, dtype=str))
+  return frame

@@ -19,7 +19,7 @@ from hloprobe import verify
 from hloprobe.api import DEFAULTS
 from hloprobe.cli._rules import EnumListParser
 from hloprobe.engine import EXECUTORS
-from hloprobe.ir import PRECISION_NAMES
+from hloprobe.ir import PRECISION_ALIASES, PRECISION_NAMES
 from hloprobe.report import REPORT_FORMATS, TABLE_COLUMNS, TERMINAL_WIDTH
 from hloprobe.runtime import usable_cores
 
@@ -71,11 +71,12 @@ __all__ = [
 ]
 
 
-def _define_enum_list(name, default, enum_values, help_text):
+def _define_enum_list(name, default, enum_values, help_text, aliases=None):
   """A comma-separated list flag of closed vocabulary: --help shows the
-  allowed values as DEFINE_enum does; a bad item is a flag error."""
+  allowed values as DEFINE_enum does; a bad item is a flag error naming
+  the nearest value (`aliases`: short names people type)."""
   return flags.DEFINE(
-    EnumListParser(enum_values),
+    EnumListParser(enum_values, aliases),
     name,
     default,
     f"<{'|'.join(enum_values)}>: {help_text}",
@@ -101,6 +102,13 @@ INPUTS = flags.DEFINE_string(
   "order) or .npy (one parameter) file. Without it a module runs on an "
   "HloSnapshot's arguments, else on seeded random inputs.",
 )
+BATCH_ARG = flags.DEFINE_string(
+  "batch_arg",
+  None,
+  "A module-file case's batch parameter, by 0-based number or name (x, "
+  "Arg_1.2): its axis 0 is the batch. Without it, the parameter whose "
+  "axis 0 the output's leading axis shares (the case's notes say which).",
+)
 BATCH_SIZES = flags.DEFINE_string(
   "batch_sizes",
   DEFAULTS.batch_sizes,
@@ -113,6 +121,7 @@ PRECISIONS = _define_enum_list(
   "Matmul precisions, comma-separated: bfloat16, tensorfloat32, float32, "
   "default, high, highest, or DotAlgorithmPreset names such as "
   "TF32_TF32_F32.",
+  aliases=PRECISION_ALIASES,
 )
 TARGETS = flags.DEFINE_list(
   "targets",

@@ -107,14 +107,18 @@ def _full(holder: flags.Flag) -> str:
   )
 
 
-def _cut(line: str) -> str:
-  return line if len(line) <= _WIDTH else line[: _WIDTH - 3] + "..."
-
-
 def _brief(holder: flags.Flag) -> str:
-  """A flag in one line: name and its help's first sentence, cut to fit."""
+  """A flag briefly: name and its help's first sentence, whole (never cut
+  with "..."), wrapped at 80 columns; `COMMAND --help` of a command that
+  owns it, or `--helpfull`, has the rest."""
   first = _SENTENCE_RE.split(_help(holder), maxsplit=1)[0]
-  return _cut(f"  {_flag_name(holder)}: {first}")
+  return textwrap.fill(
+    f"{_flag_name(holder)}: {first}",
+    _WIDTH,
+    initial_indent="  ",
+    subsequent_indent="      ",
+    break_on_hyphens=False,
+  )
 
 
 def help_text(
@@ -141,7 +145,11 @@ def help_text(
   if own:
     lines += ["", f"`hloprobe {command}` flags:"]
     lines += [_full(values[name]) for name in own]
-  lines += ["", "Flags every command takes (`--helpfull`: every flag, long):"]
+  lines += [
+    "",
+    "Flags every command takes, each its first sentence (`--helpfull`: "
+    "every flag in full):",
+  ]
   lines += [_brief(values[name]) for name in shared]
   lines += [
     "",
@@ -157,7 +165,15 @@ def overview(commands: dict[str, str]) -> str:
   lines = ["commands (`hloprobe COMMAND --help` for each one's flags):"]
   for name, summary in commands.items():
     first = summary.splitlines()[0].split(": ", 1)[-1]
-    lines.append(_cut(f"  {name:<13}{first}"))
+    lines.append(
+      textwrap.fill(
+        first,
+        _WIDTH,
+        initial_indent=f"  {name:<13}",
+        subsequent_indent=" " * 15,
+        break_on_hyphens=False,
+      )
+    )
   return "\n".join(lines)
 
 

@@ -63,7 +63,12 @@ from hloprobe import commands
 from hloprobe.cli import _flags as cli_flags
 from hloprobe.cli import _help as cli_help
 from hloprobe.cli import _rules as cli_rules
-from hloprobe.errors import HloprobeError, InvalidArgumentError
+from hloprobe.errors import (
+  HloprobeError,
+  InvalidArgumentError,
+  counted,
+  did_you_mean,
+)
 from hloprobe.ir import read_text_file
 from hloprobe.report import RESULTS_STREAM
 
@@ -203,14 +208,20 @@ def _on_unraisable(unraisable) -> None:
       continue
 
 
+def _unknown_command(command: str) -> str:
+  """The usage line of an unknown command, the nearest one first."""
+  return (
+    f"unknown command {command!r}; {did_you_mean(command, _COMMANDS)}"
+    f"choose from {', '.join(_COMMANDS)}"
+  )
+
+
 def main(argv: list[str]) -> int:
   """Runs one command; returns the exit status."""
   command, *rest = argv[1:] or ["sweep"]
   try:
     if command not in _COMMANDS:
-      raise InvalidArgumentError(
-        f"unknown command {command!r}; choose from {', '.join(_COMMANDS)}"
-      )
+      raise InvalidArgumentError(_unknown_command(command))
     record_type, command_main = _COMMANDS[command]
     _check_flags_for(command)
     if rest and _WORDS not in _fields(record_type):
@@ -245,7 +256,7 @@ def _interrupted(e: KeyboardInterrupt) -> int:
   done = getattr(e, "done", None)
   line = "hloprobe: interrupted"
   if done is not None:
-    line += f" after {len(done)} of {e.total} configs"
+    line += f" after {len(done)} of {counted(e.total, 'config')}"
     if cli_flags.OUTPUT_DIR.value:
       where = os.path.join(cli_flags.OUTPUT_DIR.value, RESULTS_STREAM)
       line += f"; results so far in {where}"
@@ -270,9 +281,7 @@ def _help(argv: list[str]) -> str:
   """
   command = cli_help.command_word(argv, "sweep")
   if command not in _COMMANDS:
-    raise InvalidArgumentError(
-      f"unknown command {command!r}; choose from {', '.join(_COMMANDS)}"
-    )
+    raise InvalidArgumentError(_unknown_command(command))
   shared = [n for n in _fields(commands.SweepWords) if n != "given"]
   own = [
     n for n in _fields(_COMMANDS[command][0]) if n not in (_COMMON, _WORDS)

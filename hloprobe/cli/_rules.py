@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from absl import flags
 
+from hloprobe.errors import did_you_mean
+
 __all__ = ["EnumListParser", "NOT_FOR"]
 
 # (flag, command) -> why the command refuses the flag, in the usage error.
@@ -36,12 +38,15 @@ class EnumListParser(flags.ListParser):
   absl has no list-of-enum flag, and DEFINE_multi_enum takes one value per
   flag (`--precisions=a --precisions=b`), which would break
   `--precisions=a,b`. An empty item is left to the flag's validator, which
-  says "no empty ones".
+  says "no empty ones". A bad item's error names the nearest value first
+  (`errors.did_you_mean`, with `aliases`: "tf32" -> "tensorfloat32").
   """
 
-  def __init__(self, enum_values):
+  def __init__(self, enum_values, aliases=None):
     super().__init__()
-    self._item = flags.EnumParser(list(enum_values))
+    self._values = list(enum_values)
+    self._aliases = dict(aliases or {})
+    self._item = flags.EnumParser(self._values)
 
   def parse(self, argument):
     items = super().parse(argument)
@@ -49,5 +54,6 @@ class EnumListParser(flags.ListParser):
       try:
         self._item.parse(item)
       except ValueError as e:
-        raise ValueError(f"{item!r}: {e}") from None
+        near = did_you_mean(item, self._values, self._aliases)
+        raise ValueError(f"{item!r}: {near}{e}") from None
     return items

@@ -72,6 +72,8 @@ class SweepWords:
       may take (see `engine.SweepSpec.case_timeout_s`).
     inputs: --inputs, an `.npz`/`.npy` file of a module case's arguments,
       or None.
+    batch_arg: --batch_arg, a module case's batch parameter (number or
+      name), or None.
     given: the names of the flags above given on the command line.
   """
 
@@ -89,6 +91,7 @@ class SweepWords:
   cache: bool = True
   case_timeout: float = 600.0
   inputs: str | None = None
+  batch_arg: str | None = None
   given: frozenset[str] = frozenset()
 
 
@@ -133,6 +136,7 @@ def sweep_spec(
   check_module_words(words)
   return api.plan(
     words.case,
+    batch_arg=words.batch_arg,
     batch_sizes=words.batch_sizes,
     precisions=words.precisions,
     targets=words.targets,
@@ -195,6 +199,11 @@ def check_module_words(words: SweepWords) -> None:
   from hloprobe.compile import is_module_case
 
   modules = [w for w in words.case if is_module_case(w)]
+  if words.batch_arg is not None and not modules:
+    raise InvalidArgumentError(
+      f"--batch_arg={words.batch_arg} chooses a module file's batch "
+      "parameter, and no --case is a module file"
+    )
   if words.inputs is not None and not modules:
     raise InvalidArgumentError(
       f"--inputs={words.inputs} gives a module file's arguments, and no "
@@ -247,11 +256,24 @@ def start_jax(swept) -> None:
   Unless an attached GPU (`gpu`) is among `swept`'s Target records,
   JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 is set (compile-only GPU targets need
   the CUDA plugin but no CUDA backend), which the workers inherit.
+
+  Raises:
+    InvalidArgumentError: an attached GPU target on a machine with no
+      NVIDIA GPU (one usage line naming a compile-only target), before
+      any config fails on it.
   """
-  from hloprobe.compile import start_backends
+  from hloprobe.compile import attached_gpu_count, start_backends
   from hloprobe.runtime import check_environment_xla_flags
 
   check_environment_xla_flags(os.environ.get("XLA_FLAGS", ""))
+  attached = [t for t in swept if t.platform == "cuda" and not t.compile_only]
+  if attached and attached_gpu_count() == 0:
+    raise InvalidArgumentError(
+      f"--targets={attached[0].name} compiles and runs on an attached "
+      "NVIDIA GPU, and this machine has none; compile for a GPU without "
+      "one with a compile-only target, e.g. --targets=a100 (`hloprobe "
+      "targets` lists them)"
+    )
   # absl's app.run shows INFO records; JAX's backend probing logs some
   # ("Unable to initialize backend 'tpu'").
   logging.getLogger("jax").setLevel(logging.WARNING)

@@ -78,10 +78,58 @@ def _spec(args: ExplainArgs):
       "explain prints text (--format=table), HTML (--format=html) or JSON "
       "(--format=json); got --format=markdown"
     )
+  words, experiments = args.common, args.experiment
+  if args.results and not (
+    set(words.given) & _SWEEP_FLAGS or experiments or args.experiments_file
+  ):
+    words, experiments = _recorded_words(args.results, words)
   spec = common.sweep_spec(
-    args.common, args.experiment, args.experiments_file, explain_passes=True
+    words, experiments, args.experiments_file, explain_passes=True
   )
   return common.with_executor(spec, args)
+
+
+# The flags that name a sweep: without any, `--results=DIR` sweeps (and
+# explains) the plan DIR's results.json records.
+_SWEEP_FLAGS = frozenset(
+  {
+    "case",
+    "batch_sizes",
+    "precisions",
+    "targets",
+    "target_config",
+    "autotune_results",
+    "inputs",
+    "batch_arg",
+  }
+)
+
+
+def _recorded_words(folder: str, words):
+  """The sweep words (`common.SweepWords`) and experiment words of the
+  plan a `--results` folder's results.json records (a merge's or an
+  unsharded sweep's "plan", a shard's "shard" plan), the other flags as
+  given.
+
+  Raises:
+    InvalidArgumentError: no results.json, or one that records no plan
+      (then the sweep flags name it: one line says so).
+  """
+  from hloprobe.commands.merge import recorded_plan
+
+  plan = recorded_plan(folder)
+  recorded = dataclasses.replace(
+    words,
+    case=tuple(plan["cases"]),
+    batch_sizes=",".join(str(int(n)) for n in plan["batch_sizes"]),
+    precisions=tuple(plan["precisions"]),
+    targets=tuple(plan["targets"]),
+    target_config=(),
+    autotune_results=(),
+    inputs=plan.get("inputs"),
+    batch_arg=plan.get("batch_arg"),
+  )
+  return recorded, tuple(plan.get("experiments", ()))
 
 
 def explain_answered(args: ExplainArgs):

@@ -19,6 +19,7 @@ from hloprobe.errors import HloprobeError, InvalidArgumentError, write_or_fail
 from hloprobe.golden import (
   case_cannot_end,
   check,
+  confine_sweep,
   default_golden_dir,
   golden_update,
   manifest_sweep,
@@ -32,6 +33,7 @@ __all__ = [
   "cmd_check",
   "cmd_update",
   "golden_spec",
+  "golden_words",
   "main",
 ]
 
@@ -56,12 +58,13 @@ class GoldenArgs:
   results: str | None = None
 
 
-def golden_spec(
+def golden_words(
   golden_dir: str,
   flag_values: Mapping[str, Sequence],
   given: Collection[str],
-) -> SweepSpec:
-  """The sweep flags given on the command line; the rest from MANIFEST.json.
+) -> dict[str, tuple]:
+  """The sweep in words (keys as `golden.manifest_sweep`'s): the flags
+  given on the command line, the rest from MANIFEST.json.
 
   Args:
     golden_dir: the golden folder (its MANIFEST.json may be missing).
@@ -71,14 +74,19 @@ def golden_spec(
       the others take the manifest's value when it records one.
   """
   recorded = manifest_sweep(golden_dir) or {}
-  return spec_from_record(
-    {
-      key: tuple(
-        value if key in given or key not in recorded else recorded[key]
-      )
-      for key, value in flag_values.items()
-    }
-  )
+  return {
+    key: tuple(value if key in given or key not in recorded else recorded[key])
+    for key, value in flag_values.items()
+  }
+
+
+def golden_spec(
+  golden_dir: str,
+  flag_values: Mapping[str, Sequence],
+  given: Collection[str],
+) -> SweepSpec:
+  """`golden_words`' sweep, planned (`golden.spec_from_record`)."""
+  return spec_from_record(golden_words(golden_dir, flag_values, given))
 
 
 def cmd_update(spec: SweepSpec, golden_dir: str) -> int:
@@ -116,7 +124,7 @@ def cmd_check(
     snap = take_snapshot(results_in(results, spec), jax_versions())
   else:
     snap = sweep_snapshot(spec)
-  result = check(golden_dir, snap, spec, strict=strict)
+  result = check(golden_dir, snap, spec, strict=strict).capped()
   if result.ok:
     print(result.render())
     return 0
@@ -161,7 +169,10 @@ def main(args: GoldenArgs) -> int:
   # status of its own (`golden.case_cannot_end`).
   with case_cannot_end(f"golden {args.words[0]}"):
     values, given = common.sweep_values(args.common)
-    spec = check_nonempty(golden_spec(golden_dir, values, given))
+    words = golden_words(golden_dir, values, given)
+    if args.words[0] == "update":  # before any case is loaded
+      confine_sweep(golden_dir, words, writing=True)
+    spec = check_nonempty(spec_from_record(words))
     spec = dataclasses.replace(spec, jobs=args.common.jobs)
     common.start_jax(spec.targets)
     if args.words[0] == "update":

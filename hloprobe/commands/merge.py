@@ -21,7 +21,14 @@ from hloprobe.commands import common
 from hloprobe.commands import sweep as sweep_command
 from hloprobe.errors import CaseError, InvalidArgumentError
 
-__all__ = ["MergeArgs", "main", "merge", "results_host", "results_in"]
+__all__ = [
+  "MergeArgs",
+  "main",
+  "merge",
+  "recorded_plan",
+  "results_host",
+  "results_in",
+]
 
 # The common flags merge reads; the others are the shards' plan's.
 _READS = ("output_dir", "format")
@@ -113,6 +120,7 @@ def _plan(words: dict):
       explain_passes=bool(words["explain_passes"]),
       experiment_words=list(words["experiments"]),
       inputs=words.get("inputs"),
+      batch_arg=words.get("batch_arg"),
     )
   except (KeyError, TypeError, ValueError) as e:
     raise InvalidArgumentError(f"the shards' plan is malformed: {e}") from None
@@ -135,9 +143,9 @@ def main(args: MergeArgs) -> int:
     for r in collected:  # results.jsonl as the sweep streamed it
       stream.add(r)
     results = with_batch_consistency(collected)
-    sweep_command.show(
-      results, plan, sweep_command.outputs_of(args, args.common.format), host
-    )
+    shown = sweep_command.outputs_of(args, args.common.format)
+    shown = dataclasses.replace(shown, plan=plan.words())
+    sweep_command.show(results, plan, shown, host)
     if out:
       sweep_command.write_records(results, out)
   except KeyboardInterrupt as e:
@@ -182,6 +190,35 @@ def results_in(folder: str, plan) -> list:
       )
     picked.append(dataclasses.replace(r, config=c.config))
   return picked
+
+
+def recorded_plan(folder: str) -> dict:
+  """The plan words (`sweep.SweepPlan.words`) the results.json in `folder`
+  records: a merge's or an unsharded sweep's "plan", else a shard's.
+
+  Raises:
+    InvalidArgumentError: no readable results.json, or one without a plan
+      (one line: name the sweep with its flags).
+  """
+  import json
+
+  path = os.path.join(folder, "results.json")
+  try:
+    with open(path, encoding="utf-8") as f:
+      doc = json.load(f)
+    plan = doc.get("plan") or (doc.get("shard") or {}).get("plan")
+  except (OSError, ValueError, AttributeError) as e:
+    raise InvalidArgumentError(
+      f"--results={folder}: cannot read {path} ({e}); give the folder "
+      "`hloprobe merge` wrote"
+    ) from None
+  if not isinstance(plan, dict) or "cases" not in plan:
+    raise InvalidArgumentError(
+      f"--results={folder}: {path} records no plan (written by an older "
+      "hloprobe); name the sweep with its flags (--case, --targets, "
+      "--batch_sizes, --precisions)"
+    )
+  return plan
 
 
 def results_host(folder: str):

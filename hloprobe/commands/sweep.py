@@ -190,6 +190,8 @@ def show(results: Sequence, spec, out, cpu=None) -> None:
     render_timings,
   )
 
+  if out.shard is None and out.plan is None:  # for `explain --results`
+    out = dataclasses.replace(out, plan=spec.words())
   fmt, versions, cpu = out.fmt, jax_versions(), cpu or common.host()
   cases = common.reported_cases(spec)
   why = explain_results(results, cases) if out.needs_explanations else []

@@ -13,7 +13,7 @@ import sys
 import webbrowser
 
 from hloprobe.commands import common
-from hloprobe.errors import InvalidArgumentError
+from hloprobe.errors import InvalidArgumentError, counted
 
 __all__ = ["ViewArgs", "main"]
 
@@ -82,7 +82,7 @@ def main(args: ViewArgs) -> int:
     print(url, flush=True)
     print(
       f"hloprobe: Model Explorer on 127.0.0.1 port {server.port}, serving "
-      f"{len(picked)} config(s) to the URL above (it holds the access "
+      f"{counted(len(picked), 'config')} to the URL above (it holds the access "
       "token); Ctrl+C stops it",
       file=sys.stderr,
       flush=True,

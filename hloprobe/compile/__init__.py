@@ -79,6 +79,10 @@ from hloprobe.compile.module_case import unoptimized_twin as unoptimized_twin
 from hloprobe.compile.module_files import (
   read_module_file as read_module_file,
 )
+from hloprobe.compile.module_files import (
+  unknown_custom_calls as unknown_custom_calls,
+)
+from hloprobe.compile.placement import attached_gpu_count as attached_gpu_count
 from hloprobe.compile.placement import load_topology as load_topology
 from hloprobe.compile.rejections import Rejection as Rejection
 from hloprobe.compile.rejections import missing_lowering as missing_lowering
@@ -91,6 +95,7 @@ from hloprobe.compile.targets import load_target_config as load_target_config
 from hloprobe.compile.toolchain import find_ptxas as find_ptxas
 from hloprobe.compile.toolchain import nvcc_wheel_dir as nvcc_wheel_dir
 from hloprobe.compile.toolchain import ptxas_version as ptxas_version
+from hloprobe.compile.cudnn import missing_cudnn_message as missing_cudnn_message
 
 __all__ = [
   "AUTOTUNED_ON",
@@ -110,6 +115,7 @@ __all__ = [
   "ReportedError",
   "Target",
   "absolute_case_word",
+  "attached_gpu_count",
   "autotune_experiment",
   "autotune_selection",
   "checked_words",
@@ -133,6 +139,7 @@ __all__ = [
   "load_target_config",
   "load_topology",
   "loaded_results",
+  "missing_cudnn_message",
   "missing_lowering",
   "nvcc_wheel_dir",
   "parse_codegen_versions",

@@ -27,7 +27,7 @@ from hloprobe.compile.builtin_cases import CASES
 from hloprobe.compile.case_model import Case, ReportedError, leaf_names
 from hloprobe.compile.int_dots import CASE_SUFFIX, int32_dots_case
 from hloprobe.compile.module_case import is_module_case, module_case
-from hloprobe.errors import CaseError, first_line
+from hloprobe.errors import CaseError, did_you_mean, first_line
 
 __all__ = [
   "CASES",
@@ -192,7 +192,9 @@ def resolvable_elsewhere(name: str, case: Case | None = None) -> bool:
   return shipped is not None and (case is None or case is shipped)
 
 
-def get_case(name: str, inputs: str | None = None) -> Case:
+def get_case(
+  name: str, inputs: str | None = None, batch_arg: str | None = None
+) -> Case:
   """A built-in case by name, a user case `module:factory`, or a module
   file by its path.
 
@@ -204,6 +206,8 @@ def get_case(name: str, inputs: str | None = None) -> Case:
     inputs: an `.npz`/`.npy` file of a module case's arguments
       (--inputs); ignored for other cases (the command line refuses it
       without a module case).
+    batch_arg: a module case's batch parameter (--batch_arg: number or
+      name), or None to choose by the output's leading axis.
 
   Raises:
     CaseError: the name is unknown, a path names no file, or loading a
@@ -213,7 +217,7 @@ def get_case(name: str, inputs: str | None = None) -> Case:
   if name.endswith(CASE_SUFFIX) and name != CASE_SUFFIX:
     return int32_dots_case(get_case(name.removesuffix(CASE_SUFFIX), inputs))
   if name not in CASES and ":" not in name and os.path.isfile(name):
-    return module_case(name, inputs)  # what is wrong with it, by name
+    return module_case(name, inputs, batch_arg)  # what is wrong, by name
   if ":" in name:
     return load_user_case(name)
   if name not in CASES and (os.path.exists(name) or set("/.") & set(name)):
@@ -225,7 +229,8 @@ def get_case(name: str, inputs: str | None = None) -> Case:
     )
   if name not in CASES:
     raise CaseError(
-      f"unknown case {name!r}; choose from {', '.join(sorted(CASES))}, or "
+      f"unknown case {name!r}; {did_you_mean(name, sorted(CASES))}"
+      f"choose from {', '.join(sorted(CASES))}, or "
       "give package.module:factory, path/to/file.py:factory or a module "
       "file (HLO, StableHLO, HloSnapshot, jax.export)"
     )

@@ -6,7 +6,8 @@ without a GPU, but jax reads cuDNN's version while tracing it
 (jax/_src/cudnn/fused_attention_stablehlo.py, `dot_product_attention` ->
 `check_cudnn_version` -> the CUDA plugin's `cuda_versions.
 cudnn_get_version()`; jax 0.10.2 and 0.12.0.1), which loads libcudnn.so.9
-from the nvidia-cudnn-cu12 wheel. Without the wheel every config fails
+from the nvidia-cudnn-cu12 wheel (hloprobe's extra `cudnn`, which `make
+full` installs; `make run` leaves it out: 2.0 GB). Without the wheel every config fails
 with jax's "cuDNN not found." (or "cuDNN is not detected." without a
 CUDA plugin); `missing_cudnn_message` turns that into one line naming
 what is missing and how to get it. Checked: with the wheel pinned in
@@ -50,7 +51,6 @@ def missing_cudnn_message(error: BaseException) -> str | None:
   return (
     "cuDNN attention (jax.nn.dot_product_attention implementation='cudnn') "
     "needs cuDNN's library even to compile for a target without a GPU: "
-    f"jax found none ({text.rstrip('.')}); install it with "
-    f"`pip install '{CUDNN_WHEEL}'` (a dependency of hloprobe on Linux: "
-    "`make` installs it)"
+    f"jax found none ({text.rstrip('.')}); `make full` installs it "
+    f"(hloprobe's extra `cudnn`: pip install '{CUDNN_WHEEL}')"
   )

@@ -31,8 +31,11 @@ standard normal floats, integers in [-4, 4], booleans) -- `Case.notes`
 says which.
 
 Size: a module has one shape, so its case runs at one batch size
-(`Case.fixed_size`: axis 0 of its first array parameter, the rows the
-output's axis 0 follows); `--batch_sizes` is refused when every case is
+(`Case.fixed_size`). The batch is axis 0 of the parameter that shares the
+output's leading axis (`batch_parameter`: a weight `f32[128,256]` first
+and `x` `f32[8,128]` second, output `f32[8,256]`, is a batch of 8 rows of
+`x`), or of the parameter `--batch_arg=NAME|INDEX` names; `Case.notes`
+says which. `--batch_sizes` is refused when every case is
 a module (it would apply to nothing; the command line's check), and
 mixed with other cases it sizes those. A module whose parameters are all
 scalars is one size-1 run ("row 0" is all of its output; its inputs are
@@ -72,6 +75,7 @@ from hloprobe.execute import numpy_dtype
 from hloprobe.ir import HloModule, parse_hlo_module, parse_stablehlo_dots
 
 __all__ = [
+  "batch_parameter",
   "is_module_case",
   "load_inputs",
   "module_case",
@@ -90,12 +94,16 @@ def is_module_case(spec: str) -> bool:
   return module_files.is_module_file(spec)
 
 
-def module_case(path: str, inputs: str | None = None) -> Case:
+def module_case(
+  path: str, inputs: str | None = None, batch_arg: str | None = None
+) -> Case:
   """The case of a module file.
 
   Args:
     path: the module file, as given to --case.
     inputs: an `.npz`/`.npy` file of arguments (--inputs), or None.
+    batch_arg: the parameter whose axis 0 is the batch (--batch_arg: its
+      0-based number or its name), or None: `batch_parameter` chooses.
 
   Returns:
     A batch case at its one size (`fixed_size`), or a sized case of size 1
@@ -152,7 +160,13 @@ def module_case(path: str, inputs: str | None = None) -> Case:
     said,
   )
   name = _case_name(mf.name)
-  batched = next((i for i, (s, _) in enumerate(params) if s), None)
+  out_shapes = [
+    np.shape(x) for x in jax.tree_util.tree_leaves(jax.eval_shape(fn, *args))
+  ]
+  names = [p.name for _, p in sorted(module.entry.parameters().items())]
+  batched, said_batch = batch_parameter(
+    [s for s, _ in params], names, out_shapes, batch_arg, path
+  )
   if batched is None:
     return Case(
       name=name,
@@ -164,9 +178,6 @@ def module_case(path: str, inputs: str | None = None) -> Case:
       notes=notes,
     )
   rows = params[batched][0][0]
-  out_shapes = [
-    np.shape(x) for x in jax.tree_util.tree_leaves(jax.eval_shape(fn, *args))
-  ]
   return Case(
     name=name,
     description=f"the module in {path}",
@@ -175,7 +186,75 @@ def module_case(path: str, inputs: str | None = None) -> Case:
     batch_arg=batched,
     output_axis=tuple(0 if s and s[0] == rows else None for s in out_shapes),
     fixed_size=rows,
-    notes=notes,
+    notes=(*notes, said_batch),
+  )
+
+
+def batch_parameter(
+  shapes: list[tuple[int, ...]],
+  names: list[str],
+  out_shapes: list[tuple[int, ...]],
+  batch_arg: str | None = None,
+  where: str = "",
+) -> tuple[int | None, str]:
+  """Which entry parameter's axis 0 is a module's batch, and why in words.
+
+  Without `batch_arg`: the first array parameter whose axis 0 has the
+  length of the output's leading axis (the first output of rank >= 1),
+  so a weight before the activations is not taken for the batch; when
+  none shares it, the first array parameter (the words say so).
+
+  Args:
+    shapes: each entry parameter's dims, in parameter order.
+    names: each entry parameter's HLO name (`Arg_0.1`, `x.1`).
+    out_shapes: the output leaves' shapes, in order.
+    batch_arg: --batch_arg: a 0-based parameter number, or a parameter's
+      name (as HLO prints it, or without its `.N` suffix); None to choose.
+    where: the module file, for the error line.
+
+  Returns:
+    (the parameter's index, or None when every parameter is a scalar;
+    the line `Case.notes` gives).
+
+  Raises:
+    CaseError: `batch_arg` names no parameter, or a scalar one.
+  """
+  arrays = [i for i, s in enumerate(shapes) if s]
+
+  def said(i: int, why: str) -> str:
+    dims = ",".join(map(str, shapes[i]))
+    return (
+      f"batch: axis 0 ({shapes[i][0]} rows) of parameter {i} ({names[i]}, "
+      f"[{dims}]), {why}"
+    )
+
+  if batch_arg is not None:
+    word = str(batch_arg)
+    found = [
+      i
+      for i, name in enumerate(names)
+      if word in (str(i), name, name.rpartition(".")[0] or name)
+    ]
+    if not found or not shapes[found[0]]:
+      listed = ", ".join(f"{i} {n}" for i, n in enumerate(names) if shapes[i])
+      what = "is a scalar" if found else "names no parameter"
+      raise CaseError(
+        f"--batch_arg={word} {what} of module {where!r}; its array "
+        f"parameters: {listed or 'none'}"
+      )
+    return found[0], said(found[0], "as --batch_arg gives")
+  if not arrays:
+    return None, "batch: none (every parameter is a scalar): one size-1 run"
+  lead = next((s[0] for s in out_shapes if s), None)
+  shared = [i for i in arrays if lead is not None and shapes[i][0] == lead]
+  if shared:
+    why = "the output's leading axis"
+    if len(shared) > 1:
+      why += f" (parameters {', '.join(map(str, shared[1:]))} share it too)"
+    return shared[0], f"{said(shared[0], why)}; --batch_arg=NAME|INDEX chooses"
+  return arrays[0], (
+    f"{said(arrays[0], 'the first array parameter')}: no parameter shares "
+    "the output's leading axis; --batch_arg=NAME|INDEX chooses"
   )
 
 

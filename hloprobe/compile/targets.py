@@ -35,7 +35,7 @@ from hloprobe.compile.textproto import (
   text_format_int,
   tokenize,
 )
-from hloprobe.errors import TargetError
+from hloprobe.errors import TargetError, did_you_mean
 from hloprobe.ir import read_text_file
 
 __all__ = [
@@ -249,7 +249,8 @@ def get_target(name: str) -> Target:
     return load_target_config(name)
   if name not in BUILTIN_TARGETS:
     raise TargetError(
-      f"unknown target {name!r}; choose from {', '.join(BUILTIN_TARGETS)} "
+      f"unknown target {name!r}; {did_you_mean(name, BUILTIN_TARGETS)}"
+      f"choose from {', '.join(BUILTIN_TARGETS)} "
       f"or a GpuTargetConfigProto file such as {_EXAMPLE}"
     )
   return BUILTIN_TARGETS[name]

@@ -97,6 +97,7 @@ class CompileRequest(Request):
     explain_passes: also attribute each site to the pass that rewrote it.
     inputs: --inputs, a module file case's arguments (a module whose
       parameters are all scalars makes its inputs in each process).
+    batch_arg: --batch_arg, a module file case's batch parameter, or None.
   """
 
   config: Config
@@ -104,11 +105,12 @@ class CompileRequest(Request):
   full_inputs: tuple | None
   explain_passes: bool = False
   inputs: str | None = None
+  batch_arg: str | None = None
 
   def run(self, memo: dict) -> CompiledConfig:
-    key = ("case", self.case_source, self.inputs)
+    key = ("case", self.case_source, self.inputs, self.batch_arg)
     if key not in memo:  # once per worker process
-      memo[key] = get_case(self.case_source, self.inputs)
+      memo[key] = get_case(self.case_source, self.inputs, self.batch_arg)
     return compile_and_run_case(
       memo[key],
       self.full_inputs,

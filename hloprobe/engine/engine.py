@@ -335,6 +335,7 @@ class _Sweep:
         self.inputs[c.case_index],
         self.spec.explain_passes,
         self.spec.inputs,
+        self.spec.batch_arg,
       )
       if not c.case.guarded:
         return self.pool.call(request, flags, lane=lane)

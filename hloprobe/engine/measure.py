@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from hloprobe.compile import Case, Target
+from hloprobe.compile import Case, Target, missing_cudnn_message
 from hloprobe.engine.compiled import (
   CompiledConfig,
   compile_and_run_case,
   failed,
 )
 from hloprobe.engine.plan import SweptCase
-from hloprobe.errors import CaseError, first_line
+from hloprobe.errors import CaseError, ToolchainError, first_line
 from hloprobe.ir import as_precision
 from hloprobe.numerics import (
   ErrorStats,
@@ -342,9 +342,17 @@ class CaseSetup:
 
 
 def _fingerprint(case: Case, full: tuple, warn: Warn) -> str | None:
-  """The case's cache fingerprint; None when it fails (`warn` is told)."""
+  """The case's cache fingerprint; None when it fails (`warn` is told).
+
+  Raises:
+    ToolchainError: tracing the case needs cuDNN and jax finds none (a
+      cuDNN attention case without the extra `cudnn`): one line naming
+      `make full`, before any config is compiled (each would fail so).
+  """
   try:
     return case_fingerprint(case, full)
   except Exception as e:  # the sweep still runs, uncached
+    if (missing := missing_cudnn_message(e)) is not None:
+      raise ToolchainError(missing) from None
     warn(f"hloprobe: not caching case {case.name}: {e}")
     return None

@@ -147,6 +147,7 @@ class SweepPlan:
   jobs: int = 1
   case_timeout_s: float = DEFAULT_CASE_TIMEOUT_S
   inputs: str | None = None
+  batch_arg: str | None = None
   shard: Shard | None = None
   executor: str = "local"
   ray_address: str | None = None
@@ -188,6 +189,7 @@ class SweepPlan:
       "experiments": [experiment_word(e) for e in self.experiments],
       "explain_passes": self.explain_passes,
       "inputs": self.inputs,
+      **({"batch_arg": self.batch_arg} if self.batch_arg is not None else {}),
     }
 
   def fingerprint(self, identity: dict) -> str:
@@ -246,7 +248,11 @@ def plan_sweep(spec: SweepSpec | SweepPlan, **changes) -> SweepPlan:
     cases, targets = spec.cases, list(zip(spec.target_names, spec.targets))
   else:
     cases = _swept_cases(
-      spec.cases, spec.case_names, spec.inputs, spec.case_timeout_s
+      spec.cases,
+      spec.case_names,
+      spec.inputs,
+      spec.case_timeout_s,
+      spec.batch_arg,
     )
     targets = _looked_up(spec.targets, spec.target_names, get_target)
   targets = _check_target_names(targets)
@@ -273,6 +279,7 @@ def plan_sweep(spec: SweepSpec | SweepPlan, **changes) -> SweepPlan:
     jobs=spec.jobs,
     case_timeout_s=spec.case_timeout_s,
     inputs=spec.inputs,
+    batch_arg=spec.batch_arg,
     shard=getattr(spec, "shard", None),
     executor=spec.executor,
     ray_address=spec.ray_address,
@@ -304,7 +311,11 @@ def _looked_up(items, names, lookup) -> list[tuple[str, object]]:
 
 
 def _swept_cases(
-  items, names, inputs=None, timeout_s: float = DEFAULT_CASE_TIMEOUT_S
+  items,
+  names,
+  inputs=None,
+  timeout_s: float = DEFAULT_CASE_TIMEOUT_S,
+  batch_arg: str | None = None,
 ) -> tuple[SweptCase, ...]:
   """The cases, each looked up once (a module file's with `inputs`); one
   case under two names is an error. A user's case (`module:factory`) is
@@ -316,7 +327,7 @@ def _swept_cases(
   """
   out: dict[str, SweptCase] = {}
   with case_loader() as pool:  # kept when a user's case loaded
-    lookup = lambda w: loaded_in_worker(pool, w, timeout_s, inputs)
+    lookup = lambda w: loaded_in_worker(pool, w, timeout_s, inputs, batch_arg)
     found = _looked_up(items, names, lookup)
   for source, case in found:
     swept = SweptCase(case, source, resolvable_elsewhere(source, case), pool)
@@ -405,6 +416,7 @@ def spec_from_words(
   case_timeout_s: float = DEFAULT_CASE_TIMEOUT_S,
   inputs: str | None = None,
   autotune_results: Sequence[str] = (),
+  batch_arg: str | None = None,
 ) -> SweepPlan:
   """The plan of the sweep the command line names, in its words.
 
@@ -418,6 +430,7 @@ def spec_from_words(
     experiment_words: NAME:FLAGS or built-in names (--experiment).
     experiments_file: a file of NAME:FLAGS lines, or None.
     inputs: --inputs, the module-file cases' arguments, or None.
+    batch_arg: --batch_arg, the module-file cases' batch parameter, or None.
     autotune_results: --autotune_results files, each an experiment
       (`compile.autotune_experiment`), after the others.
 
@@ -445,6 +458,7 @@ def spec_from_words(
         jobs=jobs,
         case_timeout_s=case_timeout_s,
         inputs=inputs,
+        batch_arg=batch_arg,
       )
     )
   )

@@ -121,9 +121,13 @@ def case_loader():
 
 
 def loaded_in_worker(
-  pool: WorkerPool, words: str, timeout_s: float, inputs: str | None
+  pool: WorkerPool,
+  words: str,
+  timeout_s: float,
+  inputs: str | None,
+  batch_arg: str | None = None,
 ):
-  """`get_case(words, inputs)`; a user case's (`module:factory`) shell
+  """`get_case(words, inputs, batch_arg)`; a user case's (`module:factory`) shell
   loaded in a worker of `pool`.
 
   Raises:
@@ -131,7 +135,7 @@ def loaded_in_worker(
       `timeout_s` (one line naming the case).
   """
   if ":" not in words:
-    return get_case(words, inputs)
+    return get_case(words, inputs, batch_arg)
   try:
     request = CaseShellRequest(words, tuple(sys.path))
     return pool.call(request, timeout_s=timeout_s)

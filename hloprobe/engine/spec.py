@@ -70,6 +70,8 @@ class SweepSpec:
     target_names: for `Target` records, the word each goes by, or ().
     inputs: an `.npz`/`.npy` file of arguments for the module-file cases
       (--inputs), or None.
+    batch_arg: the module-file cases' batch parameter (--batch_arg: number
+      or name), or None to take the one the output's leading axis shares.
     executor: where the workers run: "local" (processes of this machine,
       `runtime.WorkerPool`) or "ray" (actors of a Ray cluster,
       `runtime.RayPool`); results are the same either way.
@@ -89,6 +91,7 @@ class SweepSpec:
   case_names: tuple[str, ...] = ()
   target_names: tuple[str, ...] = ()
   inputs: str | None = None
+  batch_arg: str | None = None
   executor: str = "local"
   ray_address: str | None = None
 

@@ -26,6 +26,7 @@ from hloprobe.golden.diff import GoldenSiteChange as GoldenSiteChange
 from hloprobe.golden.diff import describe_site_changes as describe_site_changes
 from hloprobe.golden.diff import dot_summary as dot_summary
 from hloprobe.golden.ending import case_cannot_end as case_cannot_end
+from hloprobe.golden.folder import confine_sweep as confine_sweep
 from hloprobe.golden.folder import default_golden_dir as default_golden_dir
 from hloprobe.golden.folder import manifest_sweep as manifest_sweep
 from hloprobe.golden.folder import spec_from_record as spec_from_record
@@ -43,6 +44,7 @@ __all__ = [
   "SUMMARY_KEYS",
   "case_cannot_end",
   "check",
+  "confine_sweep",
   "default_golden_dir",
   "describe_site_changes",
   "dot_summary",

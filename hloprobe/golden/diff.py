@@ -20,6 +20,7 @@ import dataclasses
 import difflib
 from collections.abc import Iterable, Mapping
 
+from hloprobe.errors import counted
 from hloprobe.sites import (
   EMITTER_KEYS,
   SiteFate,
@@ -97,6 +98,11 @@ class FileChange:
   diff: str
 
 
+# How many lines of each file's diff `golden check` and the pytest plugin
+# print (`CheckResult.capped`).
+DIFF_LINES = 60
+
+
 @dataclasses.dataclass(frozen=True)
 class CheckResult:
   """The outcome of `snapshot.check`.
@@ -148,10 +154,24 @@ class CheckResult:
       or self.planned == 0
     )
 
+  def capped(self, max_lines: int = DIFF_LINES) -> CheckResult:
+    """This result with each file's diff cut to `max_lines` lines, the
+    rest counted ("... (N more diff lines)"): what `golden check` and the
+    pytest plugin print (the candidate files hold the whole)."""
+    shortened = []
+    for change in self.changed:
+      lines = change.diff.splitlines()
+      if len(lines) > max_lines:
+        more = len(lines) - max_lines
+        lines = lines[:max_lines] + [f"... ({more} more diff lines)"]
+      shortened.append(dataclasses.replace(change, diff="\n".join(lines)))
+    return dataclasses.replace(self, changed=tuple(shortened))
+
   def render(self) -> str:
     """The result for people: counts, the version note, changes in words, diffs."""
     lines = [
-      f"golden check of {self.golden_dir}: {self.compared} files compared, "
+      f"golden check of {self.golden_dir}: "
+      f"{counted(self.compared, 'file')} compared, "
       f"{len(self.changed)} changed, {len(self.missing)} missing, "
       f"{len(self.stale)} stale, {len(self.failed)} failed configs: "
       + ("OK" if self.ok else "MISMATCH")
@@ -186,7 +206,11 @@ class CheckResult:
     for change in self.changed:
       lines += ["", change.diff.rstrip("\n")]
     if self.candidate_dir:
-      lines += ["", f"candidate files written to {self.candidate_dir}"]
+      lines += [
+        "",
+        f"candidate files written to {self.candidate_dir} (the whole "
+        f"diff: diff -ru {self.golden_dir} {self.candidate_dir})",
+      ]
     return "\n".join(lines)
 
 

@@ -46,11 +46,13 @@ from hloprobe.ir import read_text_file
 
 __all__ = [
   "MANIFEST",
+  "confine_sweep",
   "default_golden_dir",
   "golden_spec",
   "list_golden_files",
   "manifest_sweep",
   "manifest_words",
+  "own_checkout",
   "read_golden_file",
   "read_manifest",
   "spec_from_record",
@@ -65,18 +67,44 @@ MANIFEST = "MANIFEST.json"
 _INSTALLED = frozenset({"site-packages", "dist-packages"})
 
 
-def default_golden_dir() -> str:
-  """`golden/` at the repository root, else `golden/` in the current folder.
-
-  The repository root is the folder above the `hloprobe` package when it
-  holds `pyproject.toml` (a source checkout, as in CI); an installed
-  hloprobe uses `./golden`.
-  """
-  package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+def own_checkout() -> str | None:
+  """hloprobe's own source checkout (the folder above the `hloprobe`
+  package when it holds `pyproject.toml`: an editable install, as `make`
+  gives), real path; None for an installed hloprobe."""
+  package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
   root = os.path.dirname(package)
-  if os.path.isfile(os.path.join(root, "pyproject.toml")):
-    return os.path.join(root, "golden")
-  return os.path.abspath("golden")
+  return root if os.path.isfile(os.path.join(root, "pyproject.toml")) else None
+
+
+def default_golden_dir(cwd: str | None = None) -> str:
+  """The golden folder when none is named (--golden_dir): the user's, never
+  hloprobe's own unless run from its checkout's root (issue 39 item 5).
+
+  `./golden` when it exists; else `golden/` of the nearest folder at or
+  above `cwd` (default: the current folder) that holds `pyproject.toml` or
+  `.git`, the walk ending below hloprobe's own checkout (an editable
+  install's source folder); else `./golden`. From the checkout's root itself (`make golden`, CI): its
+  `golden/`.
+
+  Returns:
+    an absolute path (the folder may not exist yet).
+  """
+  here = os.path.abspath(cwd or os.getcwd())
+  if os.path.isdir(os.path.join(here, "golden")):
+    return os.path.join(here, "golden")
+  own = own_checkout()
+  folder = here
+  while own is None or os.path.realpath(folder) != own or folder == here:
+    if any(
+      os.path.exists(os.path.join(folder, name))
+      for name in ("pyproject.toml", ".git")
+    ):
+      return os.path.join(folder, "golden")
+    parent = os.path.dirname(folder)
+    if parent == folder:
+      break
+    folder = parent
+  return os.path.join(here, "golden")
 
 
 def sweep_record(spec: SweepSpec | SweepPlan) -> dict[str, list]:
@@ -184,9 +212,38 @@ def manifest_sweep(golden_dir: str) -> dict[str, list] | None:
   sweep = sweep_words(
     golden_dir, fmt.parse_manifest(path, text, sweep_only=True)
   )
-  _confine_targets(golden_dir, sweep["targets"])
-  _confine_cases(golden_dir, sweep["cases"])
+  confine_sweep(golden_dir, sweep)
   return sweep
+
+
+def confine_sweep(
+  golden_dir: str, sweep: Mapping[str, list], writing: bool = False
+) -> None:
+  """Refuses a sweep whose manifest `golden check` would refuse: a case
+  that runs code, or a target config, outside the golden folder and its
+  repository (see the module docstring).
+
+  Args:
+    golden_dir: the golden folder (it may not exist yet).
+    sweep: keys as in `manifest_sweep`; paths as this process reaches them.
+    writing: the refusal is `golden update`'s, before it sweeps: the line
+      says so and how to make the manifest acceptable.
+
+  Raises:
+    GoldenError: one line naming the case or config.
+  """
+  _confine_targets(golden_dir, sweep["targets"], writing)
+  _confine_cases(golden_dir, sweep["cases"], writing)
+
+
+def _refusal(golden_dir: str, what: str, writing: bool, fix: str) -> str:
+  """The one line of a confinement refusal, as check or update says it."""
+  if writing:
+    return (
+      f"[hloprobe] golden update would write a {MANIFEST} that `golden "
+      f"check` refuses: {what}; {fix}"
+    )
+  return f"[hloprobe] {os.path.join(golden_dir, MANIFEST)}: {what}; {fix}"
 
 
 def _case_path(word: str, base: str = "") -> tuple[str, str] | None:
@@ -260,7 +317,9 @@ def manifest_words(golden_dir: str, sweep: Mapping[str, list]) -> dict:
   return _map_paths(sweep, relative)
 
 
-def _confine_targets(golden_dir: str, words: Iterable[str]) -> None:
+def _confine_targets(
+  golden_dir: str, words: Iterable[str], writing: bool = False
+) -> None:
   """A committed manifest reads config files only inside its folder.
 
   Raises:
@@ -274,9 +333,12 @@ def _confine_targets(golden_dir: str, words: Iterable[str]) -> None:
     where = os.path.realpath(word)
     if os.path.commonpath([root, where]) != root:
       raise GoldenError(
-        f"[hloprobe] {os.path.join(golden_dir, MANIFEST)}: target config "
-        f"{word!r} is outside the golden folder; keep the configs a "
-        "manifest names inside it"
+        _refusal(
+          golden_dir,
+          f"target config {word!r} is outside the golden folder",
+          writing,
+          "keep the configs a manifest names inside it",
+        )
       )
 
 
@@ -320,7 +382,9 @@ def _case_location(word: str) -> str | None:
   return spec.origin if spec.has_location and spec.origin else ""
 
 
-def _confine_cases(golden_dir: str, words: Iterable[str]) -> None:
+def _confine_cases(
+  golden_dir: str, words: Iterable[str], writing: bool = False
+) -> None:
   """A manifest runs case code only from the golden folder or its
   repository (see the module docstring).
 
@@ -345,11 +409,20 @@ def _confine_cases(golden_dir: str, words: Iterable[str]) -> None:
     ):
       continue
     source = f"code from {real}" if real else "a module with no file"
+    fix = (
+      "put the case's file inside the golden folder, or both in one git "
+      "repository (`git init` in the project folder)"
+      if writing
+      else "a manifest names built-in cases or cases inside its golden "
+      "folder or repository (installed packages excluded)"
+    )
     raise GoldenError(
-      f"[hloprobe] {os.path.join(golden_dir, MANIFEST)}: case {word!r} "
-      f"runs {source}, not inside {' or '.join(roots)}; a manifest "
-      "names built-in cases or cases inside its golden folder or "
-      "repository (installed packages excluded)"
+      _refusal(
+        golden_dir,
+        f"case {word!r} runs {source}, not inside {' or '.join(roots)}",
+        writing,
+        fix,
+      )
     )
 
 

@@ -36,6 +36,7 @@ from hloprobe.golden import format as fmt
 from hloprobe.golden import lock
 from hloprobe.golden.folder import (
   MANIFEST,
+  confine_sweep,
   default_golden_dir,
   golden_spec,
   list_golden_files,
@@ -43,6 +44,7 @@ from hloprobe.golden.folder import (
   read_golden_file,
   read_manifest,
   sweep_configs,
+  sweep_record,
 )
 from hloprobe.golden.snapshot import (
   Snapshot,
@@ -338,10 +340,19 @@ def golden_update(
     golden_dir: the golden folder; default `default_golden_dir()`.
 
   Raises:
-    GoldenError: as `update`, or no manifest when `spec` is None.
+    GoldenError: as `update`, or no manifest when `spec` is None, or (one
+      line, before the sweep) a manifest `golden check` would refuse
+      (`folder.confine_sweep`).
   """
   golden_dir = golden_dir or default_golden_dir()
+  if isinstance(spec, SweepSpec):  # its words, before a case is loaded
+    words = {
+      key: [w for w in getattr(spec, key) if isinstance(w, str)]
+      for key in ("cases", "targets")
+    }
+    confine_sweep(golden_dir, words, writing=True)
   spec = plan_sweep(spec or golden_spec(golden_dir))
+  confine_sweep(golden_dir, sweep_record(spec), writing=True)
   return update_goldens(golden_dir, sweep_snapshot(spec), spec)
 
 

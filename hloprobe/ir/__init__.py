@@ -30,6 +30,7 @@ from hloprobe.ir.hlo_records import HloInstruction as HloInstruction
 from hloprobe.ir.hlo_records import HloModule as HloModule
 from hloprobe.ir.precisions import ALGORITHMS as ALGORITHMS
 from hloprobe.ir.precisions import DEFAULT_PRECISIONS as DEFAULT_PRECISIONS
+from hloprobe.ir.precisions import PRECISION_ALIASES as PRECISION_ALIASES
 from hloprobe.ir.precisions import PRECISION_NAMES as PRECISION_NAMES
 from hloprobe.ir.precisions import Precision as Precision
 from hloprobe.ir.precisions import (
@@ -54,6 +55,7 @@ __all__ = [
   "HloComputation",
   "HloInstruction",
   "HloModule",
+  "PRECISION_ALIASES",
   "PRECISION_NAMES",
   "Precision",
   "PtxKernel",

@@ -14,12 +14,13 @@ from __future__ import annotations
 import dataclasses
 import enum
 
-from hloprobe.errors import InvalidArgumentError
+from hloprobe.errors import InvalidArgumentError, did_you_mean
 
 __all__ = [
   "ALGORITHMS",
   "Algorithm",
   "DEFAULT_PRECISIONS",
+  "PRECISION_ALIASES",
   "PRECISION_NAMES",
   "Precision",
   "as_precision",
@@ -90,6 +91,14 @@ PRECISION_NAMES = (
   tuple(_NAMED_PRECISIONS) + ("DEFAULT",) + tuple(ALGORITHMS) + _OTHER_PRESETS
 )
 DEFAULT_PRECISIONS = ("bfloat16", "tensorfloat32", "float32")
+# Short names people type -> the name hloprobe takes (a suggestion only).
+PRECISION_ALIASES = {
+  "tf32": "tensorfloat32",
+  "bf16": "bfloat16",
+  "f32": "float32",
+  "fp32": "float32",
+  "tensorfloat": "tensorfloat32",
+}
 
 
 class _PrecisionBase(enum.StrEnum):
@@ -127,7 +136,9 @@ def as_precision(name: str) -> Precision:
     return Precision(name)
   except ValueError:
     raise InvalidArgumentError(
-      f"unknown precision {name!r}; choose from {', '.join(PRECISION_NAMES)}"
+      f"unknown precision {name!r}; "
+      f"{did_you_mean(name, PRECISION_NAMES, PRECISION_ALIASES)}"
+      f"choose from {', '.join(PRECISION_NAMES)}"
     ) from None
 
 

@@ -33,9 +33,11 @@ from hloprobe.pictures.outputs import check_extras as check_extras
 from hloprobe.pictures.outputs import html_page as html_page
 from hloprobe.pictures.outputs import write_files as write_files
 from hloprobe.pictures.outputs import wrote_line as wrote_line
+from hloprobe.pictures.severity import beyond_band as beyond_band
 
 __all__ = [
   "Outputs",
+  "beyond_band",
   "check_extras",
   "html_page",
   "html_table",

@@ -20,6 +20,10 @@ Model Explorer's own adapters (`extension_manager.ExtensionManager`):
                   (`?token=`), which sets a cookie for this port
                   (HttpOnly, SameSite=Strict) that the app's own requests
                   then carry (else 403)
+  /?token=T       the URL printed (short: no paths in it, issue 39 item
+                  7): a redirect (302) to the app with its opening view
+                  (`?data=...`: the models, overlays and the worst site),
+                  the cookie set on the way
   read_text_file  only the node-data files and models of the configs
                   given (paths compared after `os.path.realpath`)
   send_command    only a "convert" of one of the given models, never
@@ -100,6 +104,8 @@ class ViewServer:
       port (the OS's choice); else that port.
     web_app: Model Explorer's web_app/ folder (its static files).
     extensions: Model Explorer's `ExtensionManager`, extensions loaded.
+    opening: the app's query that opens the view (Model Explorer's
+      `data=...`), where `/?token=` redirects; "" for none.
 
   Attributes:
     port: the port bound (int).
@@ -117,22 +123,24 @@ class ViewServer:
     port: int,
     web_app: str,
     extensions,
+    opening: str = "",
   ):
     self._models = frozenset(os.path.realpath(p) for p in models)
     self._readable = self._models | {os.path.realpath(p) for p in node_data}
     self._web_app = os.path.realpath(web_app)
     self._extensions = extensions
+    self._opening = opening
     self.token = secrets.token_hex(16)
     self._server = _bind(port, self._app)
     self.port = self._server.server_address[1]
     self._cookie = f"hloprobe_view_{self.port}"
     self._hosts = {f"{_HOST}:{self.port}", f"localhost:{self.port}"}
 
-  def url(self, query: str = "") -> str:
-    """The address to open: the token first, then `query` (e.g. Model
-    Explorer's `data=...`)."""
-    rest = f"&{query}" if query else ""
-    return f"http://{_HOST}:{self.port}/?token={self.token}{rest}"
+  def url(self) -> str:
+    """The address to open, as Jupyter prints its own: the port and the
+    token, nothing else (under 80 characters); the server redirects it to
+    the opening view."""
+    return f"http://{_HOST}:{self.port}/?token={self.token}"
 
   def serve_forever(self) -> None:
     """Serves until interrupted (SIGINT/SIGTERM), then closes the socket."""
@@ -151,6 +159,10 @@ class ViewServer:
     headers = [("Cache-Control", "no-store")]
     try:
       self._check_origin(environ, headers)
+      if self._opens(environ):
+        headers.append(("Location", f"/?{self._opening}"))
+        start_response("302 Found", headers)
+        return [b""]
       status, kind, body = self._route(environ)
     except _Refused as e:
       status, kind = e.status, "application/json"
@@ -158,6 +170,16 @@ class ViewServer:
     headers.append(("Content-Type", kind))
     start_response(status, headers)
     return [body]
+
+  def _opens(self, environ) -> bool:
+    """Whether the request is the printed URL's (`/?token=` alone), which
+    redirects to the opening view."""
+    query = urllib.parse.parse_qs(environ.get("QUERY_STRING", ""))
+    return (
+      bool(self._opening)
+      and environ.get("PATH_INFO", "/") in ("", "/")
+      and set(query) == {"token"}
+    )
 
   def _check_origin(self, environ, headers: list) -> None:
     if environ.get("HTTP_HOST", "") not in self._hosts:
@@ -232,8 +254,11 @@ class ViewServer:
     ):
       raise _Refused("403 Forbidden", "refused: not a model of this view")
     cmd["deleteAfterConversion"] = False
+    from hloprobe.pictures.model_explorer import quiet_adapter
+
     try:
-      return self._extensions.run_cmd(cmd)
+      with quiet_adapter():
+        return self._extensions.run_cmd(cmd)
     except Exception as e:  # Model Explorer's answer: the error, in JSON
       return {"error": f"{type(e).__name__}: {e}"}
 

@@ -141,7 +141,8 @@ def opening_config(out_dir: str, entries: Sequence[dict]):
 def open_server(out_dir: str, entries: Sequence[dict], port: int):
   """A bound `explorer_server.ViewServer` of configs of a `write_overlay`
   folder (`pick`'s entries, worst first) and the URL that opens them on
-  the first (`opening_config`), token included.
+  the first (`opening_config`): the port and the token only, which the
+  server redirects to the opening view (no paths printed).
 
   Args:
     out_dir: the folder.
@@ -175,8 +176,9 @@ def open_server(out_dir: str, entries: Sequence[dict], port: int):
     port,
     os.path.join(os.path.dirname(model_explorer.__file__), "web_app"),
     extensions,
+    opening=f"data={config.to_url_param_value()}",
   )
-  return server, server.url(f"data={config.to_url_param_value()}")
+  return server, server.url()
 
 
 def _check_inside(out_dir: str, config) -> None:

@@ -51,12 +51,14 @@ Private in intent: use the package, `hloprobe.pictures`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import re
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 
 from hloprobe.errors import HloprobeError, InvalidArgumentError
 from hloprobe.ir import is_attention_target, parse_precision_config, path_part
@@ -73,6 +75,7 @@ __all__ = [
   "import_explorer",
   "load_index",
   "map_sites",
+  "quiet_adapter",
   "write_overlay",
 ]
 
@@ -119,10 +122,27 @@ def import_explorer():
     from model_explorer import builtin_mlir_adapter, node_data_builder
   except ImportError as e:
     raise HloprobeError(
-      "--model_explorer and `view` need Model Explorer: pip install "
-      "'hloprobe[explorer]' (ai-edge-model-explorer; make installs it)"
+      "--model_explorer and `view` need Model Explorer: `make full` "
+      "installs it (hloprobe's extra `explorer`: pip install "
+      "'hloprobe[explorer]')"
     ) from e
   return model_explorer, builtin_mlir_adapter, node_data_builder
+
+
+_QUIET = threading.Lock()
+
+
+@contextlib.contextmanager
+def quiet_adapter() -> Iterator[None]:
+  """Runs a block of Model Explorer's adapter without the log lines its C++
+  library writes to stderr at its first conversion (`startup.STARTUP_NOISE`:
+  absl's and TensorFlow's oneDNN line, not hloprobe's); anything else
+  written is kept. One block at a time (it redirects the process's file
+  descriptor 2: `view` converts in the server's threads)."""
+  from hloprobe.startup import quiet_startup
+
+  with _QUIET, quiet_startup():
+    yield
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -147,7 +167,8 @@ def adapter_dot_nodes(mlir_path: str) -> dict[str, list[dict]]:
   """
   _, adapters, _ = import_explorer()
   try:
-    graphs = adapters.BuiltinMlirAdapter().convert(mlir_path, {})
+    with quiet_adapter():
+      graphs = adapters.BuiltinMlirAdapter().convert(mlir_path, {})
   except Exception as e:  # the C++ converter raises RuntimeError and others
     raise HloprobeError(
       f"Model Explorer's MLIR adapter cannot read {mlir_path}: {e}"

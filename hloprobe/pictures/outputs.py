@@ -52,6 +52,8 @@ class Outputs:
       plot (--plot, the HTML page's); False: each panel its own.
     shard: a `--shard` run's "shard" entry for results.json
       (`report.shard_json`), or None.
+    plan: the sweep's plan words for results.json (`SweepPlan.words`:
+      what `explain --results` reads), or None.
     answer: `explain`'s answer (`report.Answer`: the findings and the
       fixes tried), which the HTML page opens with; None where none was
       computed (`sweep`, `merge`: the page says so).
@@ -67,6 +69,7 @@ class Outputs:
   model_explorer: str | None = None
   plot_shared_y: bool = True
   shard: dict | None = None
+  plan: dict | None = None
   answer: Answer | None = None
 
   @property
@@ -98,7 +101,8 @@ def check_extras(plot: bool, explorer: bool) -> None:
   missing = missing_extras(plot, explorer)
   if missing:
     raise InvalidArgumentError(
-      f"pip install {' '.join(missing)} first (make installs both)"
+      f"pip install {' '.join(missing)} first (`make full` installs "
+      f"{'them' if len(missing) > 1 else 'it'})"
     )
 
 
@@ -203,7 +207,13 @@ def write_files(
       f"--output_dir={out}",
       lambda: (
         write_outputs(
-          results, out, versions, cpu, wanted.shard, _invariance(wanted)
+          results,
+          out,
+          versions,
+          cpu,
+          wanted.shard,
+          _invariance(wanted),
+          wanted.plan,
         )
         + write_html(
           results, why, versions, out, wanted.plot_shared_y, wanted.answer

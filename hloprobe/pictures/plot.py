@@ -65,7 +65,8 @@ def _pyplot():
     import matplotlib
   except ImportError as e:
     raise HloprobeError(
-      "--plot needs matplotlib: pip install 'hloprobe[plot]' (make installs it)"
+      "--plot needs matplotlib: pip install 'hloprobe[plot]' (`make run` "
+      "installs it)"
     ) from e
   matplotlib.use("Agg", force=True)
   import matplotlib.pyplot as plt

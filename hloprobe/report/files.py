@@ -65,13 +65,15 @@ def write_outputs(
   host=None,
   shard: dict | None = None,
   invariance: dict | None = None,
+  plan: dict | None = None,
 ) -> list[str]:
   """Writes per-config `stablehlo.mlir` / `optimized.hlo`, the PTX of each
   kernel a site's algorithm was read from (`ptx/<kernel>.ptx`, named in
   results.json's "ptx_files") and `results.json`.
 
-  `versions`, `host`, a shard's `shard` entry and explain's `invariance`
-  answer go into results.json (see `results_json`).
+  `versions`, `host`, a shard's `shard` entry, explain's `invariance`
+  answer and the sweep's `plan` words go into results.json (see
+  `results_json`).
 
   Returns the paths written. Each file is written atomically.
   """
@@ -93,6 +95,7 @@ def write_outputs(
   path = os.path.join(output_dir, "results.json")
   atomic_write(
     path,
-    dumps_json(results_json(results, versions, host, shard, invariance)) + "\n",
+    dumps_json(results_json(results, versions, host, shard, invariance, plan))
+    + "\n",
   )
   return written + [path]

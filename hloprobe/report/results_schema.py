@@ -173,11 +173,15 @@ element 0, as in `accuracy.ErrorStats`):
     "shard": {"index": int (0-based), "count": int, "fingerprint": str
               (sha256 of the plan: `SweepPlan.fingerprint`),
               "plan": {"cases", "batch_sizes", "precisions", "targets",
-                       "experiments", "explain_passes", "inputs"} (the words that
+                       "experiments", "explain_passes", "inputs"[,
+                       "batch_arg"]} (the words that
                 make the plan again), "configs": [int] (each config's
                 index in the whole plan)} (a `--shard` run's only; an
               unsharded or merged sweep's document has none; added in
-              version 3 without a bump)
+              version 3 without a bump),
+    "plan": {"cases", ...} (an unsharded or merged sweep's plan, the words
+              as in "shard"'s: what `explain --results=DIR` sweeps; added
+              in version 3 without a bump)
   }
 
 Private in intent: use the package, `hloprobe.report`.
@@ -427,6 +431,7 @@ def results_json(
   host=None,
   shard: dict | None = None,
   invariance: dict | None = None,
+  plan: dict | None = None,
 ) -> dict:
   """The whole sweep as the versioned results.json document.
 
@@ -438,6 +443,8 @@ def results_json(
       an unsharded or merged sweep's document has none.
     invariance: explain's batch-invariance answer
       (`invariance.invariance_json`), or None: none asked.
+    plan: the words of the sweep's plan (`sweep.SweepPlan.words`), or None;
+      an unsharded or merged sweep's "plan" (a shard's is in "shard").
   """
   doc = {
     "schema": "hloprobe.results",
@@ -451,6 +458,8 @@ def results_json(
   }
   if shard is not None:
     doc["shard"] = shard
+  elif plan is not None:
+    doc["plan"] = plan
   if invariance is not None:
     doc["invariance"] = invariance
   return doc

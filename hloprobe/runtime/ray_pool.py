@@ -64,8 +64,8 @@ from hloprobe.runtime.process import Worker, WorkerError
 __all__ = ["RAY_MISSING", "RayPool", "import_ray"]
 
 RAY_MISSING = (
-  "--executor=ray needs Ray, hloprobe's optional extra `ray`: "
-  "pip install -e '.[ray]' (or .venv/bin/pip install 'ray>=2.60')"
+  "--executor=ray needs Ray: `make full` installs it (hloprobe's extra "
+  "`ray`: pip install -e '.[ray]', or .venv/bin/pip install 'ray>=2.60')"
 )
 # ray.init's arguments: no worker's output in this process's, and Ray's
 # logging left as this process has it.

@@ -60,12 +60,15 @@ def captured_stderr() -> Iterator[list[str]]:
 
 
 # Lines the CUDA plugin writes at import and start-up on a machine without a
-# CUDA driver (jaxlib 0.10.2, jax-cuda12-plugin 0.10.2).
+# CUDA driver (jaxlib 0.10.2, jax-cuda12-plugin 0.10.2), and the line Model
+# Explorer's MLIR adapter (ai_edge_model_explorer_adapter 0.2.1, its
+# TensorFlow `port.cc`) writes at its first conversion, after absl's.
 STARTUP_NOISE = (
   re.compile(
     r"^WARNING: All log messages before absl::InitializeLog\(\) is called"
   ),
   re.compile(r"^[IW]\d{4} [\d:. ]+\s+\d+ cudart_stub\.cc:\d+\] "),
+  re.compile(r"^I\d{4} [\d:. ]+\s+\d+ port\.cc:\d+\] oneDNN custom operations"),
 )
 
 

@@ -79,6 +79,7 @@ from hloprobe.compile import (
   is_config_path,
 )
 from hloprobe.engine import SweepPlan, SweptCase, plan_sweep
+from hloprobe.errors import counted
 from hloprobe.records import ConfigResult
 from hloprobe.sites import Fate
 from hloprobe.verify import evidence as ev
@@ -407,7 +408,7 @@ def _reason(fixed: list[ConfigResult], outcome) -> str:
   failed = [r.name for r in outcome.requirements if not r.passed]
   if not failed:
     names = " and ".join(r.name for r in outcome.requirements)
-    return f"{names} on {len(fixed)} configs"
+    return f"{names} on {counted(len(fixed), 'config')}"
   left = find_findings(fixed)
   if not left:
     return f"{' and '.join(failed)} failed"

@@ -65,6 +65,7 @@ import collections
 from collections.abc import Sequence
 
 from hloprobe.compile import CHECKED_JAXLIBS, checked_words
+from hloprobe.errors import counted
 from hloprobe.ir import ALGORITHMS
 from hloprobe.report import table as tables_table
 from hloprobe.versions import commits
@@ -312,12 +313,14 @@ def _footer(
 ) -> list[str]:
   lines = [""]
   changed, both, total = footer_counts(compared)
-  counts = f"{changed} of {both} configs compared in two or more versions "
+  counts = (
+    f"{changed} of {counted(both, 'config')} compared in two or more versions "
+  )
   counts += "changed (*)"
   if both < total:
     counts += (
       f"; {total - both} of {total} ran under fewer than two versions and "
-      "are not compared"
+      f"{'is' if total - both == 1 else 'are'} not compared"
     )
   lines.append(counts + ".")
   lines += _xla_ranges(built)

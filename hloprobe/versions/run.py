@@ -86,6 +86,7 @@ def spec_request(spec) -> dict:
     ],
     "explain_passes": spec.explain_passes,
     "inputs": os.path.abspath(inputs) if inputs else None,
+    "batch_arg": getattr(spec, "batch_arg", None),
     "experiments": [
       {"name": e.name, "xla_flags": list(e.xla_flags)} for e in spec.experiments
     ],
@@ -104,6 +105,7 @@ def spec_from_request(fields: dict):
     targets=tuple(fields["targets"]),
     explain_passes=bool(fields["explain_passes"]),
     inputs=fields.get("inputs"),
+    batch_arg=fields.get("batch_arg"),
     experiments=tuple(
       Experiment(e["name"], tuple(e["xla_flags"]))
       for e in fields.get("experiments", ())

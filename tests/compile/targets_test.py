@@ -58,7 +58,9 @@ class BuiltinTargetsTest(parameterized.TestCase):
 
   def test_unknown_name(self):
     with self.assertRaisesRegex(
-      TargetError, r"unknown target 'a200'; choose from cpu, gpu, a100"
+      TargetError,
+      r"unknown target 'a200'; did you mean '(a100|h200)'\? choose from cpu, "
+      "gpu, a100",
     ):
       targets.get_target("a200")
 

@@ -565,7 +565,11 @@ class ExplainUsageTest(parameterized.TestCase):
   @parameterized.named_parameters(
     ("target", "--targets=tpu", "unknown target 'tpu'"),
     ("batch", "--batch_sizes=0", "bad batch size '0'"),
-    ("precision", "--precisions=fp32", "'fp32': value should be one of <"),
+    (
+      "precision",
+      "--precisions=fp32",
+      r"'fp32': did you mean 'float32'\? value should be one of <",
+    ),
     ("format", "--format=xml", "--format=xml: value should be one of"),
     ("markdown", "--format=markdown", "explain prints text .* or JSON"),
   )
