@@ -24,6 +24,7 @@ Private in intent: use the package, `hloprobe.numerics`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable
@@ -39,6 +40,8 @@ from hloprobe.numerics import rounding
 __all__ = [
   "EMULATED_ALGORITHMS",
   "SUMMATION_ORDERS",
+  "SWITCHABLE",
+  "Switched",
   "emulated_dot_general",
 ]
 
@@ -118,6 +121,8 @@ _SIXTEEN_BIT = {
 EMULATED_ALGORITHMS = (
   _SINGLE_PASS + tuple(_SPLITS) + tuple(_SIXTEEN_BIT) + ("F64_F64_F64",)
 )
+# The algorithms a `Switched` site may choose among at run time.
+SWITCHABLE = _SINGLE_PASS
 
 
 def emulated_dot_general(
@@ -136,7 +141,8 @@ def emulated_dot_general(
       `lax.dot_general` accepts with `dimension_numbers`.
     dimension_numbers: `((lhs_contracting, rhs_contracting), (lhs_batch,
       rhs_batch))`, as for `lax.dot_general`.
-    algorithm: a name from `EMULATED_ALGORITHMS`. F32_F32_F32: f32 operands
+    algorithm: a name from `EMULATED_ALGORITHMS`, or a `Switched` choice
+      among single-pass ones made at run time. F32_F32_F32: f32 operands
       and sums (the CPU dot at HIGHEST). TF32_TF32_F32, BF16_BF16_F32,
       F16_F16_F32: operands rounded, f32 sums. The _X3/_X6/_X9 splits: see
       `_SPLITS`. 16-bit products or sums: see `_SIXTEEN_BIT` (the CPU's own
@@ -171,6 +177,10 @@ def emulated_dot_general(
         "algorithms apply to real floating operands (e.g. f32)"
       )
   contract = _CONTRACTIONS[order]
+  if isinstance(algorithm, Switched):
+    casts = [_operand_rounding(a, tf32_rounding) for a in algorithm.names]
+    cast = lambda x: lax.switch(algorithm.index, casts, x)
+    return contract(cast(lhs), cast(rhs), dimension_numbers)
   if algorithm in _SINGLE_PASS:
     cast = _operand_rounding(algorithm, tf32_rounding)
     return contract(cast(lhs), cast(rhs), dimension_numbers)
@@ -186,6 +196,33 @@ def emulated_dot_general(
     f"algorithm {algorithm!r} is not emulated; choose from "
     f"{', '.join(EMULATED_ALGORITHMS)}"
   )
+
+
+@dataclasses.dataclass(frozen=True)
+class Switched:
+  """A site's algorithm chosen at run time among single-pass ones.
+
+  `emulated_dot_general` rounds the operands by the algorithm of
+  `names[index]` (a `lax.switch` over the roundings, which are integer
+  operations on the bit pattern, so exact wherever they run) and computes
+  the one contraction they share; every other op is the one a name alone
+  gives, so each choice gives the bits of that name alone.
+
+  Attributes:
+    names: single-pass algorithm names (`SWITCHABLE`), at least two.
+    index: a traced int32 scalar, the position of the chosen name.
+  """
+
+  names: tuple[str, ...]
+  index: object
+
+  def __post_init__(self):
+    bad = [a for a in self.names if a not in SWITCHABLE]
+    if bad:
+      raise EmulationError(
+        f"[hloprobe] algorithms {bad} cannot be chosen at run time; only "
+        f"{', '.join(SWITCHABLE)} can"
+      )
 
 
 def _operand_rounding(algorithm: str, tf32_rounding: str) -> Callable:

@@ -42,12 +42,23 @@ from hloprobe.errors import EmulationError
 from hloprobe.numerics import attention_band, emulate
 from hloprobe.numerics.kept import KEPT_BYTES, Kept
 
-__all__ = ["SPECULATION_LIMIT", "EmulationCache", "emulate_together"]
+__all__ = [
+  "SPECULATION_LIMIT",
+  "SWITCH_FROM",
+  "EmulationCache",
+  "emulate_together",
+]
 
 # Most guessed emulations (one size and site assignment each, "xla" order)
 # held unasked at once: about eight sizes of a four-site config's eight
 # assignments (F32, chosen and the per-site shares).
 SPECULATION_LIMIT = 64
+
+# Keys of one size and order from which `emulate_together` compiles one
+# switched emulation (`emulate.emulate_switched`) for them, not one
+# emulator each: F32 and the chosen assignment alone (two) are cheaper
+# inline with the rest.
+SWITCH_FROM = 3
 
 # (batch size, site algorithms, summation order) of one emulation.
 Key = tuple[int, tuple[str, ...], str]
@@ -64,11 +75,16 @@ def emulate_together(
   args_at: Callable[[int], tuple],
   scales_at: int | None = None,
 ) -> tuple[list[tuple[np.ndarray, ...]], tuple | None]:
-  """Every emulation in `keys`, and the site scales, in one jit compile.
+  """Every emulation in `keys`, and the site scales, in few jit compiles.
 
-  Each size's arguments are passed once and shared by the emulators of that
-  size (so XLA's CSE merges what their assignments share), as in
-  `emulate.emulate_many`; the scales are `emulate.emulate_with_scales`'s.
+  The keys of one size and order that are `SWITCH_FROM` or more (a
+  config's per-site attribution, its candidates) are one compile of
+  `emulate.emulate_switched`, run once per key, so their cost grows with
+  the program, not with the program times its sites. The rest and the
+  scales are one compile: each size's arguments are passed once and shared
+  by the emulators of that size (so XLA's CSE merges what their
+  assignments share), as in `emulate.emulate_many`; the scales are
+  `emulate.emulate_with_scales`'s.
   F64_F64_F64 keys need the call inside `compat.enable_x64()`.
 
   Args:
@@ -84,7 +100,33 @@ def emulate_together(
   Raises:
     EmulationError, InvalidArgumentError: as `emulate.make_emulator`.
   """
+  groups: dict[tuple[int, str], list[int]] = {}
+  for i, (n, _, o) in enumerate(keys):
+    groups.setdefault((n, o), []).append(i)
+  found: dict[int, tuple[np.ndarray, ...]] = {}
+  for group in groups.values():
+    assignments = [keys[i][1] for i in group]
+    if len(group) < SWITCH_FROM or not emulate.switchable(assignments):
+      continue
+    n, _, o = keys[group[0]]
+    try:
+      outs = emulate.emulate_switched(fn, args_at(n), assignments, order=o)
+    except EmulationError:  # e.g. an attention site: one emulator each
+      continue
+    found.update(zip(group, outs))
+  rest = [k for i, k in enumerate(keys) if i not in found]
+  inline, scales = _emulate_inline(fn, rest, args_at, scales_at)
+  inline = iter(inline)
+  return [
+    found[i] if i in found else next(inline) for i in range(len(keys))
+  ], scales
+
+
+def _emulate_inline(fn, keys, args_at, scales_at):
+  """`emulate_together` of `keys` as one module of one emulator each."""
   extra = [] if scales_at is None else [scales_at]
+  if not keys and not extra:
+    return [], None
   sizes = list(dict.fromkeys([k[0] for k in keys] + extra))
   where = {n: i for i, n in enumerate(sizes)}
   sets = [args_at(n) for n in sizes]

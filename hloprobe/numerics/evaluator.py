@@ -30,7 +30,7 @@ from hloprobe.numerics.emulate_attention import (
   emulated_attention,
 )
 from hloprobe.numerics.emulate_conv import emulated_conv_general_dilated
-from hloprobe.numerics.emulate_dot import emulated_dot_general
+from hloprobe.numerics.emulate_dot import Switched, emulated_dot_general
 from hloprobe.numerics.jaxpr_sites import (
   CALL_PRIMITIVES,
   NO_SITES,
@@ -52,11 +52,17 @@ class Evaluator:
     rounding: f32 -> TF32 rounding mode ('rna' or 'rne').
   """
 
-  def __init__(self, algorithms: tuple[str, ...], order: str, rounding: str):
+  def __init__(self, algorithms: tuple, order: str, rounding: str):
     self.algorithms, self.order, self.rounding = algorithms, order, rounding
     # How deep the walk is inside loop and branch bodies (while, scan,
     # cond): their values are the body's own trace, which recorders skip.
     self.in_body = 0
+    # A site whose algorithm is a tuple of names is computed by the one
+    # `selector[site]` picks at run time (`emulate_dot.Switched`), so that
+    # one compile serves every assignment (`emulate.emulate_switched`).
+    self.selector = None
+    # The site ranges of each scan's unrolled copies, as met (`_scan`).
+    self.scan_copies: list[tuple[tuple[int, int], ...]] = []
 
   def run(self, jaxpr, plan: SitePlan, consts, args) -> list:
     jaxpr = open_jaxpr(jaxpr)
@@ -74,7 +80,13 @@ class Evaluator:
   def _eqn(self, i: int, eqn, ins: list, plan: SitePlan) -> list:
     """The outputs of equation `i` of a jaxpr planned by `plan`."""
     if i in plan.sites and eqn.primitive.name in ATTENTION_PRIMITIVES:
-      out = emulated_attention(eqn, ins, self.algorithms[plan.sites[i]])
+      algorithm = self.algorithms[plan.sites[i]]
+      if not isinstance(algorithm, str):
+        raise EmulationError(
+          "[hloprobe] an attention site's algorithm cannot be chosen at "
+          "run time; emulate each assignment alone"
+        )
+      out = emulated_attention(eqn, ins, algorithm)
       return [lax.convert_element_type(out[0], eqn.outvars[0].aval.dtype)]
     if i in plan.sites:
       return [self._dot(eqn, ins, plan.sites[i])]
@@ -96,23 +108,35 @@ class Evaluator:
       # Integer operands, float result: XLA converts the operands and sums
       # in floats (`sites.integer_rules.integer_to_float_algorithm`).
       ins = [lax.convert_element_type(x, out_dtype) for x in ins]
-    if eqn.primitive.name == "conv_general_dilated":
-      out = emulated_conv_general_dilated(
-        *ins,
-        eqn.params,
-        self.algorithms[site],
-        order=self.order,
-        tf32_rounding=self.rounding,
-      )
-    else:
-      out = emulated_dot_general(
-        *ins,
-        eqn.params["dimension_numbers"],
-        self.algorithms[site],
-        order=self.order,
-        tf32_rounding=self.rounding,
-      )
-    return lax.convert_element_type(out, out_dtype)
+
+    def at(algorithm, *operands):
+      if eqn.primitive.name == "conv_general_dilated":
+        out = emulated_conv_general_dilated(
+          *operands,
+          eqn.params,
+          algorithm,
+          order=self.order,
+          tf32_rounding=self.rounding,
+        )
+      else:
+        out = emulated_dot_general(
+          *operands,
+          eqn.params["dimension_numbers"],
+          algorithm,
+          order=self.order,
+          tf32_rounding=self.rounding,
+        )
+      return lax.convert_element_type(out, out_dtype)
+
+    return self._switched(site, at, ins)
+
+  def _switched(self, site: int, at, ins):
+    """`at(algorithm, *ins)` at the site's algorithm: a name, or a tuple of
+    names of which `selector[site]` picks one at run time."""
+    algorithm = self.algorithms[site]
+    if isinstance(algorithm, str):
+      return at(algorithm, *ins)
+    return at(Switched(algorithm, self.selector[site]), *ins)
 
   def _higher_order(self, eqn, ins, plans):
     loop = eqn.primitive.name not in CALL_PRIMITIVES
@@ -150,6 +174,7 @@ class Evaluator:
 
   def _scan(self, p, ins, plans):
     nc, nk = scan_counts(p)
+    self.scan_copies.append(tuple((s.base, s.base + s.size) for s in plans))
     if len({self.algorithms[s.base : s.base + s.size] for s in plans}) > 1:
       raise EmulationError(
         f"[hloprobe] a scan with unroll={p['unroll']} has {len(plans)} copies "
