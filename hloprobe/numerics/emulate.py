@@ -332,8 +332,8 @@ def switchable(assignments: Sequence) -> bool:
 
 
 def emulate_switched(
-  fn, args, assignments, *, order="xla", tf32_rounding="rna"
-) -> list[tuple[np.ndarray, ...]]:
+  fn, args, assignments, *, order="xla", tf32_rounding="rna", keep=None
+) -> list:
   """Every output leaf of `fn(*args)` under each site assignment, from ONE
   compiled emulation run once per assignment.
 
@@ -352,13 +352,18 @@ def emulate_switched(
     fn, args, order, tf32_rounding: as `make_emulator`.
     assignments: a sequence of site assignments (each one algorithm name
       per site, or one name for every site).
+    keep: if given, what to keep of each assignment's output leaves (a
+      function of the tuple of numpy leaves, e.g. row 0 of one), so that
+      only one assignment's whole outputs are held at a time.
 
   Returns:
-    Per assignment, in order, its output leaves as numpy arrays.
+    Per assignment, in order, its output leaves as numpy arrays (or what
+    `keep` made of them).
 
   Raises:
     EmulationError, InvalidArgumentError: as `make_emulator`, also for an
-      assignment whose unrolled scan copies differ in algorithms.
+      assignment whose unrolled scan copies differ in algorithms, or a
+      site where they differ that is not single-pass (`switchable`).
   """
   if order not in SUMMATION_ORDERS:
     raise InvalidArgumentError(
@@ -398,9 +403,9 @@ def emulate_switched(
           "with different algorithms for their sites; emulating that is not "
           "supported"
         )
-    found.append(
-      tuple(np.asarray(x) for x in compiled(consts, selector, leaves))
-    )
+    outs = tuple(np.asarray(x) for x in compiled(consts, selector, leaves))
+    found.append(outs if keep is None else keep(outs))
+    del outs
   return found
 
 

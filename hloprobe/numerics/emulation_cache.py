@@ -60,6 +60,12 @@ SPECULATION_LIMIT = 64
 # inline with the rest.
 SWITCH_FROM = 3
 
+# Emulations of a size whose outputs the cache holds at least, whatever
+# `budget` says: a config's F32 and chosen assignments in XLA's order and
+# in the three fixed ones, so that a case with large outputs (a real-size
+# model) makes none of them twice in one config (issue 37).
+HELD_EMULATIONS = 8
+
 # (batch size, site algorithms, summation order) of one emulation.
 Key = tuple[int, tuple[str, ...], str]
 
@@ -168,8 +174,9 @@ class EmulationCache:
       guessing.
     limit: most guessed emulations held unasked (`SPECULATION_LIMIT`).
     budget: bytes of outputs held besides the newest emulation
-      (`kept.Kept`); a fetch whose missing outputs exceed it makes none
-      ahead (each is made when asked for, so no more than it are held).
+      (`kept.Kept`), raised to `HELD_EMULATIONS` outputs of the sizes
+      asked for; a fetch whose missing outputs exceed it makes none ahead
+      (each is made when asked for, so no more than it are held).
   """
 
   def __init__(
@@ -207,6 +214,7 @@ class EmulationCache:
     alone, by `emulate.emulate_case`."""
     key = (n, algorithms, order)
     self._guessed.discard(key)
+    self._hold(n)
 
     def make():
       with _x64_if(_needs_x64(algorithms)):
@@ -216,6 +224,39 @@ class EmulationCache:
       return tuple(np.asarray(x) for x in jax.tree_util.tree_leaves(out))
 
     return self._outputs.get(key, make)
+
+  def kept_of(
+    self, n: int, assignments: Sequence[tuple[str, ...]], keep: Callable
+  ) -> list:
+    """`keep(output leaves)` of each assignment at size n ("xla" order):
+    from the held outputs where held, else the missing ones together in
+    one switched compile (`emulate.emulate_switched`), whose whole outputs
+    are not held (a config's attribution needs only row 0 of each); an
+    assignment it cannot switch is made alone (`get`).
+
+    Each kept value is what `keep` makes of the very outputs `get` gives.
+    """
+    missing = list(
+      dict.fromkeys(
+        a for a in assignments if (n, a, "xla") not in self._outputs
+      )
+    )
+    found: dict[tuple[str, ...], object] = {}
+    if (
+      len(missing) >= SWITCH_FROM
+      and emulate.switchable(missing)
+      and not any(_needs_x64(a) for a in missing)
+    ):
+      try:
+        made = emulate.emulate_switched(
+          self._case.fn, self.args(n), missing, keep=keep
+        )
+        found = dict(zip(missing, made))
+      except EmulationError:  # e.g. an attention site: one at a time
+        found = {}
+    return [
+      found[a] if a in found else keep(self.get(n, a)) for a in assignments
+    ]
 
   def output_bytes(self, n: int) -> int:
     """The bytes of one emulation's outputs at size n (traced once)."""
@@ -227,9 +268,21 @@ class EmulationCache:
       )
     return self._bytes[n]
 
-  def _fits(self, keys: list[Key]) -> bool:
-    """Whether `keys`' outputs fit the budget together."""
+  def _hold(self, n: int) -> int:
+    """The budget in bytes, raised to `HELD_EMULATIONS` outputs at size n."""
     try:
+      self._outputs.grow_budget(HELD_EMULATIONS * self.output_bytes(n))
+      self._budget = max(self._budget, HELD_EMULATIONS * self.output_bytes(n))
+    except Exception:  # the emulation names what fails, when asked
+      pass
+    return self._budget
+
+  def fits(self, keys: Iterable[Key]) -> bool:
+    """Whether `keys`' outputs fit the budget together."""
+    keys = list(keys)
+    try:
+      for n in {k[0] for k in keys}:
+        self._hold(n)
       return sum(self.output_bytes(k[0]) for k in keys) <= self._budget
     except Exception:  # the emulation names what fails, when asked
       return True
@@ -284,9 +337,9 @@ class EmulationCache:
     if not missing and scales_at is None:
       return
     guesses = [] if ahead_of is None else self._guesses(ahead_of, keys)
-    if not self._fits(missing + guesses):
+    if not self.fits(missing + guesses):
       guesses = []  # they would push out what was asked for
-      if not self._fits(missing):
+      if not self.fits(missing):
         missing = []  # made one at a time when asked for (`get`)
       if not missing and scales_at is None:
         return
