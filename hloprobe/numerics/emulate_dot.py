@@ -428,13 +428,16 @@ def _blocked(a, b, product=_same, total=_same):
   """K cut into blocks of `_BLOCK_K`: each summed sequentially, then the
   block sums added in order (a split-K GEMM's partials and reduction).
 
-  With exact products and sums (`product` and `total` the identity) each
-  block is one batched dot of the CPU's own (XLA:CPU's dot of K = 32
+  Where every block's partial fits one chunk (`_PAIRWISE_CHUNK_ELEMENTS`)
+  they are made at once (`_blocked_partials`). Beyond, one block at a
+  time: with exact products and sums (`product` and `total` the identity)
+  each block is one batched dot of the CPU's own (XLA:CPU's dot of K = 32
   terms sums them in order, from zero, with the products exact: checked
   bit for bit against the elementwise sum for rounded operands, and the
-  FMA it may use is an exact product too); else the block's products and
-  sums are rounded elementwise in order. Memory: one partial and the sum,
-  each of the output's shape.
+  FMA it may use is an exact product too; for f32 operands its bits may
+  differ from the elementwise sum's where that one is not fused); else
+  the block's products and sums are rounded elementwise in order. Memory:
+  one chunk, or one partial and the sum, each of the output's shape.
   """
   bsz, m, k = a.shape
   n = b.shape[2]
@@ -442,6 +445,8 @@ def _blocked(a, b, product=_same, total=_same):
   pad = blocks * _BLOCK_K - k
   a4 = jnp.pad(a, ((0, 0), (0, 0), (0, pad))).reshape(bsz, m, blocks, _BLOCK_K)
   b4 = jnp.pad(b, ((0, 0), (0, pad), (0, 0))).reshape(bsz, blocks, _BLOCK_K, n)
+  if bsz * blocks * m * n <= _PAIRWISE_CHUNK_ELEMENTS:
+    return _blocked_partials(a4, b4, product, total)
   exact = product is _same and total is _same
 
   def block_sum(i):
@@ -461,6 +466,30 @@ def _blocked(a, b, product=_same, total=_same):
     return total(acc + block_sum(i))
 
   return lax.fori_loop(0, blocks, reduce, jnp.zeros((bsz, m, n), a.dtype))
+
+
+def _blocked_partials(a4, b4, product, total):
+  """`_blocked` with every block's partial sum held at once, (B, blocks,
+  M, N), each made elementwise: the ops of hloprobe before issue 37, kept
+  where they fit one chunk (`_PAIRWISE_CHUNK_ELEMENTS`) so that f32
+  operands, whose products the CPU compiler may or may not fuse into FMAs
+  by shape, give the bits they gave (the seed's noise floor included)."""
+  bsz, m, blocks, _ = a4.shape
+  n = b4.shape[3]
+
+  def step(j, acc):  # acc: (B, blocks, M, N)
+    aj = jnp.moveaxis(lax.dynamic_index_in_dim(a4, j, 3, keepdims=False), 2, 1)
+    bj = lax.dynamic_index_in_dim(b4, j, 2, keepdims=False)
+    return total(acc + product(aj[:, :, :, None] * bj[:, :, None, :]))
+
+  partials = lax.fori_loop(
+    0, _BLOCK_K, step, jnp.zeros((bsz, blocks, m, n), a4.dtype)
+  )
+
+  def reduce(i, acc):
+    return total(acc + lax.dynamic_index_in_dim(partials, i, 1, keepdims=False))
+
+  return lax.fori_loop(0, blocks, reduce, jnp.zeros((bsz, m, n), a4.dtype))
 
 
 _ORDERED = {

@@ -21,7 +21,8 @@ import pytest
 from absl.testing import absltest, parameterized
 from jax import lax
 
-from hloprobe.numerics import emulate_dot
+from hloprobe.compile import cases
+from hloprobe.numerics import emulate, emulate_dot
 
 pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
 
@@ -143,6 +144,23 @@ class SameSumsTest(parameterized.TestCase):
         pairwise=emulate_dot._pairwise, blocked=emulate_dot._blocked
       )
     np.testing.assert_array_equal(got, want)
+
+  @parameterized.parameters(1, 2, 8, 9)
+  def test_the_seed_s_f32_orders_are_the_old_bits(self, n):
+    # f32 operands: whether a product is fused into an FMA depends on the
+    # ops' shapes, so the orders keep the old ops where they fit one chunk
+    # (the seed's noise floor, JSON-equal results).
+    case = cases.get_case("seed_mlp")
+    args = case.inputs_for(case.make_inputs(), n)
+    for order in ("pairwise", "blocked"):
+      got = emulate.emulate_case(case.fn, args, "F32_F32_F32", order=order)
+      saved = dict(emulate_dot._CONTRACTIONS)
+      try:
+        emulate_dot._CONTRACTIONS.update(_old_orders())
+        want = emulate.emulate_case(case.fn, args, "F32_F32_F32", order=order)
+      finally:
+        emulate_dot._CONTRACTIONS.update(saved)
+      np.testing.assert_array_equal(got, want, err_msg=order)
 
   @parameterized.parameters(1 << 24, 3 * 4, 1)
   def test_pairwise_is_numpy_s_tree_for_every_chunk_size(self, chunk):
