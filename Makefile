@@ -151,12 +151,15 @@ gpu-check:
 	PYTHONPATH=. $(PYTHON) -m hloprobe.commands.gpu_check $(GPU_CHECK_FLAGS)
 
 # Then `hloprobe versions`' venv made by uv against venv + pip (downloads
-# about 1 GB; hloprobe/tools/bench_venv.py).
+# about 1 GB; hloprobe/tools/bench_venv.py), and the real-size lines
+# (hloprobe/tools/bench_scale.py: GPT-2-small stacks, a ResNet-ish net, a
+# decode layer; long: an hour or more on 2 cores).
 bench: $(TEST_STAMP)
 	$(BIN)/python -m hloprobe.tools.bench
 	$(BIN)/python -m hloprobe.tools.bench_venv
 	$(BIN)/python -m hloprobe.tools.bench_memory
 	$(BIN)/python -m hloprobe.tools.bench_ray
+	$(BIN)/python -m hloprobe.tools.bench_scale
 
 clean:
 	rm -rf $(VENV) $(OLD_VENV) build *.egg-info

@@ -111,5 +111,24 @@ class ComplexStatsTest(absltest.TestCase):
     self.assertIsNone(s.row0_ulp)
 
 
+class CaseWorkerSetupTest(absltest.TestCase):
+  """explain's fix tries reuse the explain sweep's references and
+  emulations in the case's worker (issue 37): a sweep whose sizes are
+  some of an earlier one's, with its smallest and largest, gets its
+  setup; one with another smallest or largest, or other sizes, a new
+  one."""
+
+  def test_a_sweep_within_an_earlier_ones_sizes_reuses_its_setup(self):
+    memo = {}
+    first, _ = guarded._setup(memo, "seed_mlp", (1, 2, 9), None)
+    self.assertIs(guarded._setup(memo, "seed_mlp", (1, 9), None)[0], first)
+    self.assertIs(guarded._setup(memo, "seed_mlp", (1, 2, 9), None)[0], first)
+    self.assertIsNot(guarded._setup(memo, "seed_mlp", (2, 9), None)[0], first)
+    self.assertIsNot(guarded._setup(memo, "seed_mlp", (1, 4), None)[0], first)
+    other, _ = guarded._setup(memo, "seed_mlp", (1, 5, 9), None)
+    self.assertIsNot(other, first)
+    self.assertEqual(other.sizes, (1, 5, 9))
+
+
 if __name__ == "__main__":
   absltest.main()

@@ -54,6 +54,9 @@ from hloprobe.compile.compat import scan_counts as scan_counts
 from hloprobe.compile.compat import unchecked_note as unchecked_note
 from hloprobe.compile.compat import version_warning as version_warning
 from hloprobe.compile.compat import while_has_dce_rule as while_has_dce_rule
+from hloprobe.compile.cudnn import (
+  missing_cudnn_message as missing_cudnn_message,
+)
 from hloprobe.compile.experiments import BASELINE as BASELINE
 from hloprobe.compile.experiments import (
   BUILTIN_EXPERIMENTS as BUILTIN_EXPERIMENTS,
@@ -95,7 +98,6 @@ from hloprobe.compile.targets import load_target_config as load_target_config
 from hloprobe.compile.toolchain import find_ptxas as find_ptxas
 from hloprobe.compile.toolchain import nvcc_wheel_dir as nvcc_wheel_dir
 from hloprobe.compile.toolchain import ptxas_version as ptxas_version
-from hloprobe.compile.cudnn import missing_cudnn_message as missing_cudnn_message
 
 __all__ = [
   "AUTOTUNED_ON",

@@ -54,8 +54,19 @@ CASE_LANE = -1
 def _setup(memo: dict, source: str, sizes, given: tuple | None):
   """The worker's `CaseSetup` of case `source` (made once per worker) and
   the list its warnings go to. `given`: (full inputs,) made earlier, or
-  None to make them here."""
-  key = ("guarded", source, sizes)
+  None to make them here.
+
+  A later sweep of the same case whose sizes are some of an earlier one's,
+  with the same smallest and largest (explain's fix tries: the smallest
+  size and those at fault), gets the earlier setup: its float64
+  references and emulations serve it unchanged (they depend on the
+  smallest and largest size only; the predictor's other sizes decide only
+  when it guesses, `emulation_cache`), so the tries reuse them (issue 37).
+  """
+  key = ("guarded", source, min(sizes), max(sizes))
+  held = memo.get(key)
+  if held is not None and not set(sizes) <= set(held[0].sizes):
+    del memo[key]
   if key not in memo:
     warned: list[str] = []
     case = loaded_case(memo, source)

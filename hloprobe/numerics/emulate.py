@@ -37,6 +37,7 @@ from hloprobe.errors import EmulationError, InvalidArgumentError
 from hloprobe.numerics.emulate_dot import (
   EMULATED_ALGORITHMS,
   SUMMATION_ORDERS,
+  SWITCHABLE,
   emulated_dot_general,
 )
 from hloprobe.numerics.evaluator import Evaluator, spec_parts
@@ -58,6 +59,8 @@ __all__ = [
   "count_sites",
   "emulate_case",
   "emulate_many",
+  "emulate_switched",
+  "switchable",
   "emulated_dot_general",
   "jaxpr_sites",
   "make_emulator",
@@ -349,6 +352,98 @@ def emulate_many(
     lambda *a: [tuple(jax.tree_util.tree_leaves(e(*a))) for e in emulators]
   )
   return [tuple(np.asarray(x) for x in leaves) for leaves in every(*args)]
+
+
+def switchable(assignments: Sequence) -> bool:
+  """Whether `emulate_switched` can take `assignments` (lists of one name
+  per site): where they differ at a site, each name is single-pass
+  (`emulate_dot.SWITCHABLE`). Attention sites cannot switch either; that
+  shows only when traced (an `EmulationError`)."""
+  names = [a for a in assignments if not isinstance(a, str)]
+  if len(names) != len(assignments) or not names:
+    return all(isinstance(a, str) and a in SWITCHABLE for a in assignments)
+  return all(
+    len(set(column)) == 1 or set(column) <= set(SWITCHABLE)
+    for column in zip(*names)
+  )
+
+
+def emulate_switched(
+  fn, args, assignments, *, order="xla", tf32_rounding="rna", keep=None
+) -> list:
+  """Every output leaf of `fn(*args)` under each site assignment, from ONE
+  compiled emulation run once per assignment.
+
+  Each site where the assignments differ holds every algorithm they give
+  it as a branch of a `lax.switch` whose index is a run-time argument; a
+  site where they agree is computed as in `make_emulator`. So the compile
+  grows with the program (about the number of distinct algorithms per
+  site times it), not with the number of assignments times it as in
+  `emulate_many`: per-site attribution of an L-layer program costs one
+  compile of about twice the program, not 2L + 2 copies of it (issue 37).
+  Each branch is the ops `make_emulator` gives that site at that
+  algorithm, so each output is the one `emulate_case` gives (bit for bit:
+  emulate_switched_test).
+
+  Args:
+    fn, args, order, tf32_rounding: as `make_emulator`.
+    assignments: a sequence of site assignments (each one algorithm name
+      per site, or one name for every site).
+    keep: if given, what to keep of each assignment's output leaves (a
+      function of the tuple of numpy leaves, e.g. row 0 of one), so that
+      only one assignment's whole outputs are held at a time.
+
+  Returns:
+    Per assignment, in order, its output leaves as numpy arrays (or what
+    `keep` made of them).
+
+  Raises:
+    EmulationError, InvalidArgumentError: as `make_emulator`, also for an
+      assignment whose unrolled scan copies differ in algorithms, or a
+      site where they differ that is not single-pass (`switchable`).
+  """
+  if order not in SUMMATION_ORDERS:
+    raise InvalidArgumentError(
+      f"unknown order {order!r}; choose from {SUMMATION_ORDERS}"
+    )
+  closed, _ = trace(fn, args)
+  plan, sites = plan_sites(closed.jaxpr)
+  checked = [_checked_algorithms(a, len(sites)) for a in assignments]
+  if not checked:
+    return []
+  choices = tuple(tuple(dict.fromkeys(column)) for column in zip(*checked))
+  if not switchable(checked):
+    raise EmulationError(
+      "[hloprobe] only single-pass algorithms can be chosen at run time "
+      f"({', '.join(SWITCHABLE)}); emulate these assignments one by one"
+    )
+  evaluator = Evaluator(
+    tuple(c[0] if len(c) == 1 else c for c in choices), order, tf32_rounding
+  )
+
+  def run(consts, selector, leaves):
+    evaluator.selector = selector
+    return evaluator.run(closed.jaxpr, plan, consts, leaves)
+
+  consts, leaves = tuple(closed.consts), jax.tree_util.tree_leaves(args)
+  selectors = [
+    np.array([c.index(a) for c, a in zip(choices, names)], np.int32)
+    for names in checked
+  ]
+  compiled = jax.jit(run).lower(consts, selectors[0], leaves).compile()
+  found = []
+  for names, selector in zip(checked, selectors):
+    for copies in evaluator.scan_copies:
+      if len({names[lo:hi] for lo, hi in copies}) > 1:
+        raise EmulationError(
+          "[hloprobe] a scan has unrolled copies of its body in StableHLO "
+          "with different algorithms for their sites; emulating that is not "
+          "supported"
+        )
+    outs = tuple(np.asarray(x) for x in compiled(consts, selector, leaves))
+    found.append(outs if keep is None else keep(outs))
+    del outs
+  return found
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,15 +9,22 @@ of high, middle and low parts, in the order XLA's Triton emitter adds them.
 What it does not promise: the f32 summation order of a GPU kernel (tile
 sizes, split-K and the tensor core's internal order are not modelled); the
 `order` argument instead lets a caller measure how much the order matters.
-Products in "sequential" and "blocked" order may be fused into FMAs by the
-CPU compiler; for rounded operands (TF32, BF16) the products are exact
-either way.
+Products in every order may be fused into FMAs by the CPU compiler (an
+exact product, as in XLA:CPU's dot that "blocked" calls per block); for
+rounded operands (TF32, BF16) the products are exact either way, and the
+sums of each order are the same bits whatever the shape.
+
+Memory (issue 37): every order holds a bounded multiple of its output,
+never a product per (M, K, N) element: "sequential" and "blocked" one or
+two sums of the output's shape, "pairwise" one chunk of products (at most
+`_PAIRWISE_CHUNK_ELEMENTS`, or one term per output) and log2(K) + 1 sums.
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable
@@ -33,6 +40,8 @@ from hloprobe.numerics import rounding
 __all__ = [
   "EMULATED_ALGORITHMS",
   "SUMMATION_ORDERS",
+  "SWITCHABLE",
+  "Switched",
   "emulated_dot_general",
 ]
 
@@ -44,7 +53,8 @@ SUMMATION_ORDERS = ("xla", "sequential", "pairwise", "blocked")
 # "blocked": K is cut into blocks of this many terms, like a GEMM's K tiles.
 _BLOCK_K = 32
 # "pairwise": products are materialized in chunks of at most this many
-# elements (64 MiB of f32) before the tree sum.
+# elements (64 MiB of f32), or one term per output where an output is
+# larger; each chunk's tree sum joins the tree as it comes (`_pairwise`).
 _PAIRWISE_CHUNK_ELEMENTS = 1 << 24
 
 # Split algorithms: (lhs part, rhs part) products, part 0 the highest, in
@@ -111,6 +121,8 @@ _SIXTEEN_BIT = {
 EMULATED_ALGORITHMS = (
   _SINGLE_PASS + tuple(_SPLITS) + tuple(_SIXTEEN_BIT) + ("F64_F64_F64",)
 )
+# The algorithms a `Switched` site may choose among at run time.
+SWITCHABLE = _SINGLE_PASS
 
 
 def emulated_dot_general(
@@ -129,7 +141,8 @@ def emulated_dot_general(
       `lax.dot_general` accepts with `dimension_numbers`.
     dimension_numbers: `((lhs_contracting, rhs_contracting), (lhs_batch,
       rhs_batch))`, as for `lax.dot_general`.
-    algorithm: a name from `EMULATED_ALGORITHMS`. F32_F32_F32: f32 operands
+    algorithm: a name from `EMULATED_ALGORITHMS`, or a `Switched` choice
+      among single-pass ones made at run time. F32_F32_F32: f32 operands
       and sums (the CPU dot at HIGHEST). TF32_TF32_F32, BF16_BF16_F32,
       F16_F16_F32: operands rounded, f32 sums. The _X3/_X6/_X9 splits: see
       `_SPLITS`. 16-bit products or sums: see `_SIXTEEN_BIT` (the CPU's own
@@ -164,6 +177,10 @@ def emulated_dot_general(
         "algorithms apply to real floating operands (e.g. f32)"
       )
   contract = _CONTRACTIONS[order]
+  if isinstance(algorithm, Switched):
+    casts = [_operand_rounding(a, tf32_rounding) for a in algorithm.names]
+    cast = lambda x: lax.switch(algorithm.index, casts, x)
+    return contract(cast(lhs), cast(rhs), dimension_numbers)
   if algorithm in _SINGLE_PASS:
     cast = _operand_rounding(algorithm, tf32_rounding)
     return contract(cast(lhs), cast(rhs), dimension_numbers)
@@ -179,6 +196,33 @@ def emulated_dot_general(
     f"algorithm {algorithm!r} is not emulated; choose from "
     f"{', '.join(EMULATED_ALGORITHMS)}"
   )
+
+
+@dataclasses.dataclass(frozen=True)
+class Switched:
+  """A site's algorithm chosen at run time among single-pass ones.
+
+  `emulated_dot_general` rounds the operands by the algorithm of
+  `names[index]` (a `lax.switch` over the roundings, which are integer
+  operations on the bit pattern, so exact wherever they run) and computes
+  the one contraction they share; every other op is the one a name alone
+  gives, so each choice gives the bits of that name alone.
+
+  Attributes:
+    names: single-pass algorithm names (`SWITCHABLE`), at least two.
+    index: a traced int32 scalar, the position of the chosen name.
+  """
+
+  names: tuple[str, ...]
+  index: object
+
+  def __post_init__(self):
+    bad = [a for a in self.names if a not in SWITCHABLE]
+    if bad:
+      raise EmulationError(
+        f"[hloprobe] algorithms {bad} cannot be chosen at run time; only "
+        f"{', '.join(SWITCHABLE)} can"
+      )
 
 
 def _operand_rounding(algorithm: str, tf32_rounding: str) -> Callable:
@@ -311,7 +355,19 @@ def _tree_sum(x, axis: int, total=_same):
 
 
 def _pairwise(a, b, product=_same, total=_same):
-  """Products summed in a balanced binary tree over K (padded with zeros)."""
+  """Products summed in a balanced binary tree over K (padded with zeros).
+
+  The tree is `_tree_sum`'s over the whole padded K: its first level adds
+  the products k and k + P/2 (P the padded length), and so on. Its
+  subtree after log2(C) levels is the same tree over the strided chunk
+  k = j, j + P/C, j + 2 P/C, ... (C terms), so the products are made one
+  strided chunk of C at a time (at most `_PAIRWISE_CHUNK_ELEMENTS`
+  products, else one term per output), and the chunk sums are added into
+  the tree as they come, like a binary counter (chunks in bit-reversed
+  order; `_tree_of_chunks`). Memory: one chunk's products and log2(P/C) +
+  1 partial sums of the output's shape; the result is the same for every
+  chunk size, bit for bit.
+  """
   bsz, m, k = a.shape
   n = b.shape[2]
   padded = 1 << max(k - 1, 0).bit_length()
@@ -321,25 +377,105 @@ def _pairwise(a, b, product=_same, total=_same):
   while chunk > 1 and bsz * m * n * chunk > _PAIRWISE_CHUNK_ELEMENTS:
     chunk //= 2
   blocks = padded // chunk
-  a4 = jnp.moveaxis(a.reshape(bsz, m, blocks, chunk), 2, 0)
-  b4 = jnp.moveaxis(b.reshape(bsz, blocks, chunk, n), 1, 0)
+  # Chunk j holds k = c * blocks + j for c = 0 .. chunk - 1, in order.
+  a4 = a.reshape(bsz, m, chunk, blocks)
+  b4 = b.reshape(bsz, chunk, blocks, n)
 
-  def chunk_sum(ab):
-    products = product(ab[0][:, :, :, None] * ab[1][:, None, :, :])
-    return _tree_sum(products, axis=2, total=total)  # (B, M, C, N) summed
+  def chunk_sum(j):
+    aj = lax.dynamic_index_in_dim(a4, j, axis=3, keepdims=False)
+    bj = lax.dynamic_index_in_dim(b4, j, axis=2, keepdims=False)
+    products = product(aj[:, :, :, None] * bj[:, None, :, :])
+    return _tree_sum(products, axis=2, total=total)  # (B, M, N)
 
-  return _tree_sum(lax.map(chunk_sum, (a4, b4)), axis=0, total=total)
+  if blocks == 1:
+    return chunk_sum(0)
+  return _tree_of_chunks(chunk_sum, blocks, (bsz, m, n), a.dtype, total)
+
+
+def _tree_of_chunks(chunk_sum, blocks: int, shape, dtype, total):
+  """`_tree_sum` over the `blocks` (a power of two) values `chunk_sum(j)`,
+  holding log2(blocks) + 1 of them at a time.
+
+  `_tree_sum` pairs value j with j + blocks/2 first, which is the
+  adjacent-pairs tree over the values in bit-reversed order: the r-th
+  leaf is value bitrev(r). Leaves are pushed in that order onto a binary
+  counter (`stack[l]` holds a finished subtree of 2^l leaves): leaf r
+  merges with the subtrees of r's trailing one bits, each merge one sum.
+  """
+  levels = blocks.bit_length() - 1
+
+  def bitrev(r):
+    return sum(((r >> i) & 1) << (levels - 1 - i) for i in range(levels))
+
+  def push(r, stack):
+    def merge(state):
+      level, cur, stack = state
+      left = lax.dynamic_index_in_dim(stack, level, axis=0, keepdims=False)
+      return level + 1, total(left + cur), stack
+
+    level, cur, stack = lax.while_loop(
+      lambda state: ((r >> state[0]) & 1) == 1,
+      merge,
+      (jnp.int32(0), chunk_sum(bitrev(r)), stack),
+    )
+    return lax.dynamic_update_index_in_dim(stack, cur, level, axis=0)
+
+  stack = lax.fori_loop(0, blocks, push, jnp.zeros((levels + 1, *shape), dtype))
+  return stack[levels]
 
 
 def _blocked(a, b, product=_same, total=_same):
   """K cut into blocks of `_BLOCK_K`: each summed sequentially, then the
-  block sums added in order (a split-K GEMM's partials and reduction)."""
+  block sums added in order (a split-K GEMM's partials and reduction).
+
+  Where every block's partial fits one chunk (`_PAIRWISE_CHUNK_ELEMENTS`)
+  they are made at once (`_blocked_partials`). Beyond, one block at a
+  time: with exact products and sums (`product` and `total` the identity)
+  each block is one batched dot of the CPU's own (XLA:CPU's dot of K = 32
+  terms sums them in order, from zero, with the products exact: checked
+  bit for bit against the elementwise sum for rounded operands, and the
+  FMA it may use is an exact product too; for f32 operands its bits may
+  differ from the elementwise sum's where that one is not fused); else
+  the block's products and sums are rounded elementwise in order. Memory:
+  one chunk, or one partial and the sum, each of the output's shape.
+  """
   bsz, m, k = a.shape
   n = b.shape[2]
   blocks = -(-k // _BLOCK_K)
   pad = blocks * _BLOCK_K - k
   a4 = jnp.pad(a, ((0, 0), (0, 0), (0, pad))).reshape(bsz, m, blocks, _BLOCK_K)
   b4 = jnp.pad(b, ((0, 0), (0, pad), (0, 0))).reshape(bsz, blocks, _BLOCK_K, n)
+  if bsz * blocks * m * n <= _PAIRWISE_CHUNK_ELEMENTS:
+    return _blocked_partials(a4, b4, product, total)
+  exact = product is _same and total is _same
+
+  def block_sum(i):
+    ai = lax.dynamic_index_in_dim(a4, i, 2, keepdims=False)  # (B, M, 32)
+    bi = lax.dynamic_index_in_dim(b4, i, 1, keepdims=False)  # (B, 32, N)
+    if exact:
+      return _xla_contract(ai, bi, (((2,), (1,)), ((0,), (0,))))
+
+    def step(j, acc):
+      aj = lax.dynamic_index_in_dim(ai, j, 2, keepdims=False)
+      bj = lax.dynamic_index_in_dim(bi, j, 1, keepdims=False)
+      return total(acc + product(aj[:, :, None] * bj[:, None, :]))
+
+    return lax.fori_loop(0, _BLOCK_K, step, jnp.zeros((bsz, m, n), a.dtype))
+
+  def reduce(i, acc):
+    return total(acc + block_sum(i))
+
+  return lax.fori_loop(0, blocks, reduce, jnp.zeros((bsz, m, n), a.dtype))
+
+
+def _blocked_partials(a4, b4, product, total):
+  """`_blocked` with every block's partial sum held at once, (B, blocks,
+  M, N), each made elementwise: the ops of hloprobe before issue 37, kept
+  where they fit one chunk (`_PAIRWISE_CHUNK_ELEMENTS`) so that f32
+  operands, whose products the CPU compiler may or may not fuse into FMAs
+  by shape, give the bits they gave (the seed's noise floor included)."""
+  bsz, m, blocks, _ = a4.shape
+  n = b4.shape[3]
 
   def step(j, acc):  # acc: (B, blocks, M, N)
     aj = jnp.moveaxis(lax.dynamic_index_in_dim(a4, j, 3, keepdims=False), 2, 1)
@@ -347,13 +483,13 @@ def _blocked(a, b, product=_same, total=_same):
     return total(acc + product(aj[:, :, :, None] * bj[:, :, None, :]))
 
   partials = lax.fori_loop(
-    0, _BLOCK_K, step, jnp.zeros((bsz, blocks, m, n), a.dtype)
+    0, _BLOCK_K, step, jnp.zeros((bsz, blocks, m, n), a4.dtype)
   )
 
   def reduce(i, acc):
     return total(acc + lax.dynamic_index_in_dim(partials, i, 1, keepdims=False))
 
-  return lax.fori_loop(0, blocks, reduce, jnp.zeros((bsz, m, n), a.dtype))
+  return lax.fori_loop(0, blocks, reduce, jnp.zeros((bsz, m, n), a4.dtype))
 
 
 _ORDERED = {

@@ -42,12 +42,29 @@ from hloprobe.errors import EmulationError
 from hloprobe.numerics import attention_band, emulate, emulate_attention
 from hloprobe.numerics.kept import KEPT_BYTES, Kept
 
-__all__ = ["SPECULATION_LIMIT", "EmulationCache", "emulate_together"]
+__all__ = [
+  "SPECULATION_LIMIT",
+  "SWITCH_FROM",
+  "EmulationCache",
+  "emulate_together",
+]
 
 # Most guessed emulations (one size and site assignment each, "xla" order)
 # held unasked at once: about eight sizes of a four-site config's eight
 # assignments (F32, chosen and the per-site shares).
 SPECULATION_LIMIT = 64
+
+# Keys of one size and order from which `emulate_together` compiles one
+# switched emulation (`emulate.emulate_switched`) for them, not one
+# emulator each: F32 and the chosen assignment alone (two) are cheaper
+# inline with the rest.
+SWITCH_FROM = 3
+
+# Emulations of a size whose outputs the cache holds at least, whatever
+# `budget` says: a config's F32 and chosen assignments in XLA's order and
+# in the three fixed ones, so that a case with large outputs (a real-size
+# model) makes none of them twice in one config (issue 37).
+HELD_EMULATIONS = 8
 
 # (batch size, site algorithms, summation order) of one emulation.
 Key = tuple[int, tuple[str, ...], str]
@@ -64,11 +81,16 @@ def emulate_together(
   args_at: Callable[[int], tuple],
   scales_at: int | None = None,
 ) -> tuple[list[tuple[np.ndarray, ...]], tuple | None]:
-  """Every emulation in `keys`, and the site scales, in one jit compile.
+  """Every emulation in `keys`, and the site scales, in few jit compiles.
 
-  Each size's arguments are passed once and shared by the emulators of that
-  size (so XLA's CSE merges what their assignments share), as in
-  `emulate.emulate_many`; the scales are `emulate.emulate_with_scales`'s.
+  The keys of one size and order that are `SWITCH_FROM` or more (a
+  config's per-site attribution, its candidates) are one compile of
+  `emulate.emulate_switched`, run once per key, so their cost grows with
+  the program, not with the program times its sites. The rest and the
+  scales are one compile: each size's arguments are passed once and shared
+  by the emulators of that size (so XLA's CSE merges what their
+  assignments share), as in `emulate.emulate_many`; the scales are
+  `emulate.emulate_with_scales`'s.
   F64_F64_F64 keys need the call inside `compat.enable_x64()`.
 
   Args:
@@ -84,7 +106,33 @@ def emulate_together(
   Raises:
     EmulationError, InvalidArgumentError: as `emulate.make_emulator`.
   """
+  groups: dict[tuple[int, str], list[int]] = {}
+  for i, (n, _, o) in enumerate(keys):
+    groups.setdefault((n, o), []).append(i)
+  found: dict[int, tuple[np.ndarray, ...]] = {}
+  for group in groups.values():
+    assignments = [keys[i][1] for i in group]
+    if len(group) < SWITCH_FROM or not emulate.switchable(assignments):
+      continue
+    n, _, o = keys[group[0]]
+    try:
+      outs = emulate.emulate_switched(fn, args_at(n), assignments, order=o)
+    except EmulationError:  # e.g. an attention site: one emulator each
+      continue
+    found.update(zip(group, outs))
+  rest = [k for i, k in enumerate(keys) if i not in found]
+  inline, scales = _emulate_inline(fn, rest, args_at, scales_at)
+  inline = iter(inline)
+  return [
+    found[i] if i in found else next(inline) for i in range(len(keys))
+  ], scales
+
+
+def _emulate_inline(fn, keys, args_at, scales_at):
+  """`emulate_together` of `keys` as one module of one emulator each."""
   extra = [] if scales_at is None else [scales_at]
+  if not keys and not extra:
+    return [], None
   sizes = list(dict.fromkeys([k[0] for k in keys] + extra))
   where = {n: i for i, n in enumerate(sizes)}
   sets = [args_at(n) for n in sizes]
@@ -126,8 +174,9 @@ class EmulationCache:
       guessing.
     limit: most guessed emulations held unasked (`SPECULATION_LIMIT`).
     budget: bytes of outputs held besides the newest emulation
-      (`kept.Kept`); a fetch whose missing outputs exceed it makes none
-      ahead (each is made when asked for, so no more than it are held).
+      (`kept.Kept`), raised to `HELD_EMULATIONS` outputs of the sizes
+      asked for; a fetch whose missing outputs exceed it makes none ahead
+      (each is made when asked for, so no more than it are held).
   """
 
   def __init__(
@@ -168,6 +217,7 @@ class EmulationCache:
     alone, by `emulate.emulate_case`."""
     key = (n, algorithms, order)
     self._guessed.discard(key)
+    self._hold(n)
 
     def make():
       with _x64_if(_needs_x64(algorithms)):
@@ -177,6 +227,39 @@ class EmulationCache:
       return tuple(np.asarray(x) for x in jax.tree_util.tree_leaves(out))
 
     return self._outputs.get(key, make)
+
+  def kept_of(
+    self, n: int, assignments: Sequence[tuple[str, ...]], keep: Callable
+  ) -> list:
+    """`keep(output leaves)` of each assignment at size n ("xla" order):
+    from the held outputs where held, else the missing ones together in
+    one switched compile (`emulate.emulate_switched`), whose whole outputs
+    are not held (a config's attribution needs only row 0 of each); an
+    assignment it cannot switch is made alone (`get`).
+
+    Each kept value is what `keep` makes of the very outputs `get` gives.
+    """
+    missing = list(
+      dict.fromkeys(
+        a for a in assignments if (n, a, "xla") not in self._outputs
+      )
+    )
+    found: dict[tuple[str, ...], object] = {}
+    if (
+      len(missing) >= SWITCH_FROM
+      and emulate.switchable(missing)
+      and not any(_needs_x64(a) for a in missing)
+    ):
+      try:
+        made = emulate.emulate_switched(
+          self._case.fn, self.args(n), missing, keep=keep
+        )
+        found = dict(zip(missing, made))
+      except EmulationError:  # e.g. an attention site: one at a time
+        found = {}
+    return [
+      found[a] if a in found else keep(self.get(n, a)) for a in assignments
+    ]
 
   def output_bytes(self, n: int) -> int:
     """The bytes of one emulation's outputs at size n (traced once)."""
@@ -188,9 +271,21 @@ class EmulationCache:
       )
     return self._bytes[n]
 
-  def _fits(self, keys: list[Key]) -> bool:
-    """Whether `keys`' outputs fit the budget together."""
+  def _hold(self, n: int) -> int:
+    """The budget in bytes, raised to `HELD_EMULATIONS` outputs at size n."""
     try:
+      self._outputs.grow_budget(HELD_EMULATIONS * self.output_bytes(n))
+      self._budget = max(self._budget, HELD_EMULATIONS * self.output_bytes(n))
+    except Exception:  # the emulation names what fails, when asked
+      pass
+    return self._budget
+
+  def fits(self, keys: Iterable[Key]) -> bool:
+    """Whether `keys`' outputs fit the budget together."""
+    keys = list(keys)
+    try:
+      for n in {k[0] for k in keys}:
+        self._hold(n)
       return sum(self.output_bytes(k[0]) for k in keys) <= self._budget
     except Exception:  # the emulation names what fails, when asked
       return True
@@ -261,9 +356,9 @@ class EmulationCache:
     if not missing and scales_at is None:
       return
     guesses = [] if ahead_of is None else self._guesses(ahead_of, keys)
-    if not self._fits(missing + guesses):
+    if not self.fits(missing + guesses):
       guesses = []  # they would push out what was asked for
-      if not self._fits(missing):
+      if not self.fits(missing):
         missing = []  # made one at a time when asked for (`get`)
       if not missing and scales_at is None:
         return

@@ -30,7 +30,7 @@ from hloprobe.numerics.emulate_attention import (
   emulated_attention,
 )
 from hloprobe.numerics.emulate_conv import emulated_conv_general_dilated
-from hloprobe.numerics.emulate_dot import emulated_dot_general
+from hloprobe.numerics.emulate_dot import Switched, emulated_dot_general
 from hloprobe.numerics.jaxpr_sites import (
   CALL_PRIMITIVES,
   NO_SITES,
@@ -109,7 +109,7 @@ class Evaluator:
     rounding: f32 -> TF32 rounding mode ('rna' or 'rne').
   """
 
-  def __init__(self, algorithms: tuple[str, ...], order: str, rounding: str):
+  def __init__(self, algorithms: tuple, order: str, rounding: str):
     self.algorithms, self.order, self.rounding = algorithms, order, rounding
     # Per jaxpr variable, the devices each dimension is split over, as the
     # program asks (a `with_sharding_constraint`, a jit's `in_shardings`):
@@ -119,6 +119,12 @@ class Evaluator:
     # How deep the walk is inside loop and branch bodies (while, scan,
     # cond): their values are the body's own trace, which recorders skip.
     self.in_body = 0
+    # A site whose algorithm is a tuple of names is computed by the one
+    # `selector[site]` picks at run time (`emulate_dot.Switched`), so that
+    # one compile serves every assignment (`emulate.emulate_switched`).
+    self.selector = None
+    # The site ranges of each scan's unrolled copies, as met (`_scan`).
+    self.scan_copies: list[tuple[tuple[int, int], ...]] = []
 
   def run(self, jaxpr, plan: SitePlan, consts, args) -> list:
     jaxpr = open_jaxpr(jaxpr)
@@ -136,7 +142,13 @@ class Evaluator:
   def _eqn(self, i: int, eqn, ins: list, plan: SitePlan) -> list:
     """The outputs of equation `i` of a jaxpr planned by `plan`."""
     if i in plan.sites and eqn.primitive.name in ATTENTION_PRIMITIVES:
-      outs = emulated_attention(eqn, ins, self.algorithms[plan.sites[i]])
+      algorithm = self.algorithms[plan.sites[i]]
+      if not isinstance(algorithm, str):
+        raise EmulationError(
+          "[hloprobe] an attention site's algorithm cannot be chosen at "
+          "run time; emulate each assignment alone"
+        )
+      outs = emulated_attention(eqn, ins, algorithm)
       return [
         lax.convert_element_type(o, v.aval.dtype)
         for o, v in zip(outs, eqn.outvars)
@@ -183,27 +195,43 @@ class Evaluator:
       # Integer operands, float result: XLA converts the operands and sums
       # in floats (`sites.integer_rules.integer_to_float_algorithm`).
       ins = [lax.convert_element_type(x, out_dtype) for x in ins]
-    if eqn.primitive.name == "conv_general_dilated":
-      out = emulated_conv_general_dilated(
-        *ins,
-        eqn.params,
-        self.algorithms[site],
-        order=self.order,
-        tf32_rounding=self.rounding,
-      )
-    else:
-      dims = eqn.params["dimension_numbers"]
-      dot = lambda a, b: emulated_dot_general(
-        a,
-        b,
-        dims,
-        self.algorithms[site],
-        order=self.order,
-        tf32_rounding=self.rounding,
-      )
-      count = self._split(eqn)
-      out = dot(*ins) if count == 1 else partial_sums(*ins, dims, count, dot)
-    return lax.convert_element_type(out, out_dtype)
+
+    def at(algorithm, *operands):
+      if eqn.primitive.name == "conv_general_dilated":
+        out = emulated_conv_general_dilated(
+          *operands,
+          eqn.params,
+          algorithm,
+          order=self.order,
+          tf32_rounding=self.rounding,
+        )
+      else:
+        dims = eqn.params["dimension_numbers"]
+        dot = lambda a, b: emulated_dot_general(
+          a,
+          b,
+          dims,
+          algorithm,
+          order=self.order,
+          tf32_rounding=self.rounding,
+        )
+        count = self._split(eqn)
+        out = (
+          dot(*operands)
+          if count == 1
+          else partial_sums(*operands, dims, count, dot)
+        )
+      return lax.convert_element_type(out, out_dtype)
+
+    return self._switched(site, at, ins)
+
+  def _switched(self, site: int, at, ins):
+    """`at(algorithm, *ins)` at the site's algorithm: a name, or a tuple of
+    names of which `selector[site]` picks one at run time."""
+    algorithm = self.algorithms[site]
+    if isinstance(algorithm, str):
+      return at(algorithm, *ins)
+    return at(Switched(algorithm, self.selector[site]), *ins)
 
   def _higher_order(self, eqn, ins, plans):
     loop = eqn.primitive.name not in CALL_PRIMITIVES
@@ -273,6 +301,7 @@ class Evaluator:
 
   def _scan(self, p, ins, plans):
     nc, nk = scan_counts(p)
+    self.scan_copies.append(tuple((s.base, s.base + s.size) for s in plans))
     if len({self.algorithms[s.base : s.base + s.size] for s in plans}) > 1:
       raise EmulationError(
         f"[hloprobe] a scan with unroll={p['unroll']} has {len(plans)} copies "

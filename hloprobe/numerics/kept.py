@@ -91,6 +91,10 @@ class Kept:
       old, _ = self._entries.popitem(last=False)
       del self._bytes[old]
 
+  def grow_budget(self, budget: int) -> None:
+    """Raises the budget to `budget` bytes (never lowers it)."""
+    self._budget = max(self._budget, budget)
+
   def discard(self, key: Hashable) -> None:
     """Drops `key`'s entry, if held."""
     self._entries.pop(key, None)

@@ -216,26 +216,29 @@ class Predictor:
   def _row0(self, n: int, algorithms: tuple[str, ...], leaf: int) -> float:
     return float(np.ravel(self._emulate(n, algorithms)[leaf])[0])
 
-  def _spread(self, n: int, algorithms: tuple[str, ...]) -> tuple:
-    """Each leaf's row 0 and batch against float64 over every order: the
-    fixed orders, then XLA's, one order's outputs at a time
-    (`floor_sum.FloorSum`)."""
+  def _spreads(self, n: int, assignments) -> list[tuple]:
+    """For each assignment, each leaf's row 0 and batch against float64
+    over every order, one order's outputs at a time (`floor_sum.FloorSum`); the assignments' outputs in one
+    order are made together (one compile) where not held."""
     refs = self._refs.at(n)
-    sums = [FloorSum(r, a) for r, a in zip(refs, self._refs.axes)]
-    for order in (*_FIXED_ORDERS, "xla"):
-      if order == "xla":
-        outs = self._emulate(n, algorithms)
-      else:
-        outs = self._fixed_order(n, algorithms, order)
-      for total, out in zip(sums, outs):
-        total.add(out)
-    return tuple(total.floor() for total in sums)
-
-  def _row0_abs(self, n: int, algorithms: tuple[str, ...], leaf: int) -> float:
-    axis = self._refs.axes[leaf]
-    got = accuracy.element0(self._emulate(n, algorithms)[leaf], axis)
-    ref = accuracy.element0(self._refs.at(n)[leaf], axis)
-    return float(np.max(np.abs(got.astype(np.float64) - ref)))
+    sums = [
+      [FloorSum(r, a) for r, a in zip(refs, self._refs.axes)]
+      for _ in assignments
+    ]
+    size = self._fixed_size(n)
+    # XLA's order first: its outputs are the ones held since `_prefetch`
+    # (the floor takes maxima and minima, so the order of orders is free).
+    for order in ("xla", *_FIXED_ORDERS):
+      if order != "xla":
+        self._cache.fetch([(size, a, order) for a in assignments])
+      for algorithms, totals in zip(assignments, sums):
+        if order == "xla":
+          outs = self._emulate(n, algorithms)
+        else:
+          outs = self._fixed_order(n, algorithms, order)
+        for total, out in zip(totals, outs):
+          total.add(out)
+    return [tuple(total.floor() for total in totals) for totals in sums]
 
   def _leaf_stats(self, n: int, algorithms) -> tuple[accuracy.ErrorStats, ...]:
     return tuple(
@@ -283,9 +286,11 @@ class Predictor:
       chosen, note = candidates.chosen_algorithms(fates)
       self._prefetch(n, chosen)
     with stage("noise floor"):
-      checks = self._checked_floors(n, self._spread(n, (F32,) * count), fates)
+      f32 = (F32,) * count
+      spreads = self._spreads(n, list(dict.fromkeys((f32, chosen))))
+      checks = self._checked_floors(n, spreads[0], fates)
       noise = tuple(c.floor for c in checks)
-      spread = noise if chosen == (F32,) * count else self._spread(n, chosen)
+      spread = noise if chosen == f32 else spreads[1]
     stats = self._leaf_stats(n, chosen)
     tolerance = tuple(
       accuracy.NOISE_FACTOR * max(s.row0_spread_abs, f.row0_spread_abs)
@@ -405,20 +410,39 @@ class Predictor:
     f32 = (F32,) * len(chosen)
     wanted = [f32, chosen, *candidates.share_assignments(chosen)]
     size = self._fixed_size(n)
+    keys = [(n, a, "xla") for a in wanted] + [
+      (size, a, o) for a in (f32, chosen) for o in _FIXED_ORDERS
+    ]
+    if not self._cache.fits(keys):
+      # Large outputs: F32 and chosen now; the fixed orders two at a time
+      # (`_spreads`), the shares by row 0 alone (`_row0s_abs`).
+      keys = [(n, a, "xla") for a in (f32, chosen)]
     self._cache.fetch(
-      [(n, a, "xla") for a in wanted]
-      + [(size, a, o) for a in (f32, chosen) for o in _FIXED_ORDERS],
+      keys,
       scales_at=self._refs.largest,
       ahead_of=None if chosen == f32 else n,
     )
 
+  def _row0s_abs(self, n: int, assignments, leaf: int) -> dict:
+    """|row 0 - float64 row 0| of leaf `leaf` (its max) at each
+    assignment ("xla" order), keeping only row 0 of each emulation (`EmulationCache.kept_of`: one switched compile for those
+    not held)."""
+    axis = self._refs.axes[leaf]
+    ref = accuracy.element0(self._refs.at(n)[leaf], axis)
+    keep = lambda leaves: np.array(accuracy.element0(leaves[leaf], axis))
+    assignments = list(dict.fromkeys(assignments))
+    rows = self._cache.kept_of(n, assignments, keep)
+    return {
+      a: float(np.max(np.abs(got.astype(np.float64) - ref)))
+      for a, got in zip(assignments, rows)
+    }
+
   def _shares(
     self, n: int, chosen: tuple[str, ...], leaf: int
   ) -> tuple[SiteShare, ...]:
-    rows = [
-      (i, chosen[i], self._row0_abs(n, a, leaf), self._row0_abs(n, w, leaf))
-      for i, a, w in candidates.share_pairs(chosen)
-    ]
+    pairs = list(candidates.share_pairs(chosen))
+    found = self._row0s_abs(n, [x for p in pairs for x in p[1:]], leaf)
+    rows = [(i, chosen[i], found[a], found[w]) for i, a, w in pairs]
     total = sum(r[2] for r in rows) or 1.0
     return tuple(SiteShare(i, a, al, wo, al / total) for i, a, al, wo in rows)
 

@@ -3,6 +3,8 @@ exact integer arithmetic on the f32 bit patterns and numpy float64."""
 
 from __future__ import annotations
 
+import tracemalloc
+
 import ml_dtypes
 import numpy as np
 from absl.testing import absltest, parameterized
@@ -106,6 +108,31 @@ class ContractionTest(parameterized.TestCase):
     self.assertEqual(contraction.preset_name("F32_F32_F32"), "F32_F32_F32")
     with self.assertRaisesRegex(ExecutionError, "unknown dot algorithm"):
       contraction.preset_name("FP32")
+
+
+class MemoryTest(parameterized.TestCase):
+  """The executor never builds a broadcast (M, K, N) product (issue 37):
+  numpy's allocations (tracemalloc sees them) stay a few times the
+  float64 operands and output."""
+
+  @parameterized.parameters(
+    "F32_F32_F32", "BF16_BF16_F32", "BF16_BF16_F32_X9", "TF32_TF32_F32_X3"
+  )
+  def test_peak_is_a_multiple_of_the_operands(self, algorithm):
+    m, k, n = 64, 4096, 64  # an (M, K, N) float64 product: 128 MiB
+    g = np.random.default_rng(5)
+    a = g.standard_normal((m, k)).astype(np.float32)
+    b = g.standard_normal((k, n)).astype(np.float32)
+    operands = (m * k + k * n + m * n) * 8  # float64: 4.03 MiB
+    tracemalloc.start()
+    try:
+      contraction.contract(a, b, _MATMUL, algorithm)
+      _, peak = tracemalloc.get_traced_memory()
+    finally:
+      tracemalloc.stop()
+    # The splits hold their parts (up to 3 of each operand) besides: at
+    # most 32 MiB, a quarter of one (M, K, N) product.
+    self.assertLess(peak, 8 * operands)
 
 
 if __name__ == "__main__":

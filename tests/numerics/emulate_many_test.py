@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
-from absl.testing import absltest
+from absl.testing import absltest, parameterized
 
 from hloprobe.compile import cases
+from hloprobe.errors import EmulationError
 from hloprobe.numerics import emulate
 
 # Compiles with XLA (`make test-fast` skips it).
 pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
 
 _T, _F, _B = "TF32_TF32_F32", "F32_F32_F32", "BF16_BF16_F32_X3"
+_H = "BF16_BF16_F32"
 
 
 class EmulateManyTest(absltest.TestCase):
@@ -31,6 +34,70 @@ class EmulateManyTest(absltest.TestCase):
       np.testing.assert_array_equal(leaf, alone, err_msg=str(assignment))
     # and the assignments do differ, so the check can fail
     self.assertFalse(np.array_equal(together[0][0], together[3][0]))
+
+
+class EmulateSwitchedTest(parameterized.TestCase):
+  """One compile, each site's algorithm a run-time argument (issue 37):
+  each output equals its own emulation's, bit for bit."""
+
+  @parameterized.parameters(
+    ("seed_mlp", 5, [(_T, _F, _F, _F), (_F, _T, _T, _F), (_H, _H, _T, _F), _F]),
+    ("conv_net", 2, [_T, _F, _H, (_F, _T)]),
+    ("scaled_dense", 2, [_T, _F, _H]),
+  )
+  def test_same_bits_as_one_emulation_per_assignment(
+    self, name, n, assignments
+  ):
+    case = cases.get_case(name)
+    args = case.inputs_for(case.make_inputs(), n)
+    count = emulate.count_sites(case.fn, args)
+    assignments = [
+      a if isinstance(a, str) else (a + (_F,) * count)[:count]
+      for a in assignments
+    ]
+    switched = emulate.emulate_switched(case.fn, args, assignments)
+    self.assertLen(switched, len(assignments))
+    for assignment, out in zip(assignments, switched):
+      alone = emulate.emulate_case(case.fn, args, assignment)
+      for got, want in zip(out, jax.tree_util.tree_leaves(alone), strict=True):
+        np.testing.assert_array_equal(got, want, err_msg=str(assignment))
+    self.assertFalse(
+      all(np.array_equal(switched[0][0], o[0]) for o in switched[1:])
+    )
+
+  def test_splits_and_attention_are_not_switched(self):
+    self.assertFalse(emulate.switchable([(_B, _F), (_F, _F)]))
+    self.assertTrue(emulate.switchable([(_B, _F), (_B, _T)]))
+    with self.assertRaisesRegex(EmulationError, "single-pass"):
+      emulate.emulate_switched(
+        lambda a, b: a @ b,
+        (np.ones((2, 2), np.float32),) * 2,
+        [(_B,), (_F,), (_T,)],
+      )
+    case = cases.get_case("cudnn_attention")
+    args = case.inputs_for(case.make_inputs(), 1)
+    count = emulate.count_sites(case.fn, args)
+    with self.assertRaisesRegex(EmulationError, "attention site"):
+      emulate.emulate_switched(case.fn, args, [(_H,) * count, (_F,) * count])
+
+  def test_a_scan_whose_copies_differ_is_an_error(self):
+    def f(x, w):
+      def body(c, _):
+        return c @ w, None
+
+      return jax.lax.scan(body, x, None, length=2, unroll=2)[0]
+
+    args = (np.ones((2, 3), np.float32), np.ones((3, 3), np.float32))
+    count = emulate.count_sites(f, args)
+    if count < 2:
+      self.skipTest("this jax keeps one copy of an unrolled scan body")
+    rest = (_F,) * (count - 2)
+    # Each copy's site may be T or F (the same choices), but the third
+    # assignment gives the copies different ones.
+    with self.assertRaisesRegex(EmulationError, "different algorithms"):
+      emulate.emulate_switched(
+        f, args, [(_T, _T, *rest), (_F, _F, *rest), (_T, _F, *rest)]
+      )
 
 
 if __name__ == "__main__":

@@ -318,5 +318,33 @@ class CublasTf32AllowedTest(absltest.TestCase):
     self.assertNotIn("ambiguous", self.predicted["float32"].verdict)
 
 
+class LargeOutputPathTest(absltest.TestCase):
+  """A case whose emulations do not fit the cache's budget (a real-size
+  model, issue 37) is predicted the same: shares from row 0 alone in one
+  switched compile, the fixed orders two at a time."""
+
+  def test_same_prediction_with_no_budget(self):
+    case = cases.get_case("seed_mlp")
+    full = case.make_inputs()
+    refs = reference.References(case, full, (2,))
+    fates = _recorded_fates("seed_a100_n2_bfloat16")
+    want = predict.Predictor(case, full, refs).predict(2, fates, None)
+    small = predict.Predictor(case, full, refs)
+    cache = small._cache
+    made = []
+    switched = emulate.emulate_switched
+    emulate.emulate_switched = lambda *a, **k: (
+      made.append(1) or switched(*a, **k)
+    )
+    try:
+      cache.fits = lambda keys: False  # as for outputs beyond the budget
+      got = small.predict(2, fates, None)
+    finally:
+      emulate.emulate_switched = switched
+    self.assertTrue(want.shares)
+    self.assertNotEmpty(made)  # the shares went through one switched run
+    self.assertEqual(got, want)
+
+
 if __name__ == "__main__":
   absltest.main()

@@ -1,0 +1,212 @@
+"""The fixed summation orders of hloprobe.numerics.emulate_dot hold memory
+bounded by the outputs (issue 37 item 1), and sum what the materializing
+implementations before it summed, bit for bit.
+
+Independent sources: numpy float32 sums in the stated order (the tree of
+`_tree_sum` and the blocks of `_blocked`), on operands rounded to bf16 so
+that every product is exact in f32 (no FMA or vector width changes a bit),
+and the previous implementations, copied here (`_old_pairwise`,
+`_old_blocked`: every chunk's sums stacked; every block's partials
+stacked), on small shapes. Memory: XLA's own buffer assignment of the
+compiled emulation (`memory_analysis().temp_size_in_bytes`), no run.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+from absl.testing import absltest, parameterized
+from jax import lax
+
+from hloprobe.compile import cases
+from hloprobe.numerics import emulate, emulate_dot
+
+pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
+
+_MATMUL = (((1,), (0,)), ((), ()))
+_ALGORITHMS = (
+  "BF16_BF16_F32",
+  "BF16_BF16_F32_X3",
+  "BF16_PRODUCTS_F32",
+  "BF16_PRODUCTS_BF16",
+  "BF16_BF16_BF16",
+)
+
+
+def _old_tree_sum(x, axis, total=emulate_dot._same):
+  while x.shape[axis] > 1:
+    half = x.shape[axis] // 2
+    x = total(
+      lax.slice_in_dim(x, 0, half, axis=axis)
+      + lax.slice_in_dim(x, half, 2 * half, axis=axis)
+    )
+  return jnp.squeeze(x, axis)
+
+
+def _old_pairwise(a, b, product=emulate_dot._same, total=emulate_dot._same):
+  """emulate_dot._pairwise before issue 37, for one chunk (small shapes):
+  every product materialized, then the tree."""
+  k = a.shape[2]
+  padded = 1 << max(k - 1, 0).bit_length()
+  a = jnp.pad(a, ((0, 0), (0, 0), (0, padded - k)))
+  b = jnp.pad(b, ((0, 0), (0, padded - k), (0, 0)))
+  return _old_tree_sum(
+    product(a[:, :, :, None] * b[:, None, :, :]), axis=2, total=total
+  )
+
+
+def _old_blocked(a, b, product=emulate_dot._same, total=emulate_dot._same):
+  """emulate_dot._blocked before issue 37: every block's partial stacked."""
+  bk = 32
+  bsz, m, k = a.shape
+  n = b.shape[2]
+  blocks = -(-k // bk)
+  pad = blocks * bk - k
+  a4 = jnp.pad(a, ((0, 0), (0, 0), (0, pad))).reshape(bsz, m, blocks, bk)
+  b4 = jnp.pad(b, ((0, 0), (0, pad), (0, 0))).reshape(bsz, blocks, bk, n)
+
+  def step(j, acc):
+    aj = jnp.moveaxis(lax.dynamic_index_in_dim(a4, j, 3, keepdims=False), 2, 1)
+    bj = lax.dynamic_index_in_dim(b4, j, 2, keepdims=False)
+    return total(acc + product(aj[:, :, :, None] * bj[:, :, None, :]))
+
+  partials = lax.fori_loop(0, bk, step, jnp.zeros((bsz, blocks, m, n)))
+
+  def reduce(i, acc):
+    return total(acc + lax.dynamic_index_in_dim(partials, i, 1, keepdims=False))
+
+  return lax.fori_loop(0, blocks, reduce, jnp.zeros((bsz, m, n), a.dtype))
+
+
+def _old_orders():
+  """The old orders lifted to dot_general, as emulate_dot lifts its own."""
+  return {
+    "pairwise": emulate_dot._in_order(_old_pairwise),
+    "blocked": emulate_dot._in_order(_old_blocked),
+  }
+
+
+def _bf16_operands(seed, m, k, n):
+  g = np.random.default_rng(seed)
+  to = lambda x: x.astype(ml_dtypes.bfloat16).astype(np.float32)
+  return to(g.standard_normal((m, k))), to(g.standard_normal((k, n)))
+
+
+def _numpy_tree(products: np.ndarray) -> np.ndarray:
+  """float32 tree over axis 0, padded to a power of two: pairs i, i + P/2."""
+  k = products.shape[0]
+  padded = 1 << max(k - 1, 0).bit_length()
+  x = np.concatenate(
+    [products, np.zeros((padded - k, *products.shape[1:]), np.float32)]
+  )
+  while x.shape[0] > 1:
+    half = x.shape[0] // 2
+    x = (x[:half] + x[half:]).astype(np.float32)
+  return x[0]
+
+
+def _emulate(algorithm, order):
+  return jax.jit(
+    lambda a, b: emulate_dot.emulated_dot_general(
+      a, b, _MATMUL, algorithm, order=order
+    )
+  )
+
+
+class SameSumsTest(parameterized.TestCase):
+  def tearDown(self):
+    emulate_dot._PAIRWISE_CHUNK_ELEMENTS = 1 << 24
+    super().tearDown()
+
+  @parameterized.product(
+    algorithm=_ALGORITHMS,
+    order=("pairwise", "blocked"),
+    chunk=(1 << 24, 64),
+  )
+  def test_the_old_implementation_bit_for_bit(self, algorithm, order, chunk):
+    # chunk 64 elements: the pairwise order sums 100 (padded 128) terms in
+    # 64 strided chunks of 2 into its counter; the same tree, so the same
+    # bits as the old one chunk.
+    a, b = _bf16_operands(7, 5, 100, 6)
+    emulate_dot._PAIRWISE_CHUNK_ELEMENTS = chunk
+    got = np.asarray(_emulate(algorithm, order)(a, b))
+    saved = dict(emulate_dot._CONTRACTIONS)
+    try:
+      emulate_dot._CONTRACTIONS.update(_old_orders())
+      emulate_dot._ORDERED.update(pairwise=_old_pairwise, blocked=_old_blocked)
+      want = np.asarray(_emulate(algorithm, order)(a, b))
+    finally:
+      emulate_dot._CONTRACTIONS.update(saved)
+      emulate_dot._ORDERED.update(
+        pairwise=emulate_dot._pairwise, blocked=emulate_dot._blocked
+      )
+    np.testing.assert_array_equal(got, want)
+
+  @parameterized.parameters(1, 2, 8, 9)
+  def test_the_seed_s_f32_orders_are_the_old_bits(self, n):
+    # f32 operands: whether a product is fused into an FMA depends on the
+    # ops' shapes, so the orders keep the old ops where they fit one chunk
+    # (the seed's noise floor, JSON-equal results).
+    case = cases.get_case("seed_mlp")
+    args = case.inputs_for(case.make_inputs(), n)
+    for order in ("pairwise", "blocked"):
+      got = emulate.emulate_case(case.fn, args, "F32_F32_F32", order=order)
+      saved = dict(emulate_dot._CONTRACTIONS)
+      try:
+        emulate_dot._CONTRACTIONS.update(_old_orders())
+        want = emulate.emulate_case(case.fn, args, "F32_F32_F32", order=order)
+      finally:
+        emulate_dot._CONTRACTIONS.update(saved)
+      np.testing.assert_array_equal(got, want, err_msg=order)
+
+  @parameterized.parameters(1 << 24, 3 * 4, 1)
+  def test_pairwise_is_numpy_s_tree_for_every_chunk_size(self, chunk):
+    # m * n = 3 * 4 = 12 outputs: chunk limit 12 makes chunks of one term
+    # (1000 chunks, padded 1024), 1 << 24 one chunk of all.
+    a, b = _bf16_operands(8, 3, 1000, 4)
+    emulate_dot._PAIRWISE_CHUNK_ELEMENTS = chunk
+    got = np.asarray(_emulate("BF16_BF16_F32", "pairwise")(a, b))
+    products = (a.T[:, :, None] * b[:, None, :]).astype(np.float32)
+    np.testing.assert_array_equal(got, _numpy_tree(products))
+
+  def test_blocked_is_numpy_s_blocks_in_order(self):
+    a, b = _bf16_operands(9, 4, 200, 3)
+    got = np.asarray(_emulate("BF16_BF16_F32", "blocked")(a, b))
+    total = np.zeros((4, 3), np.float32)
+    for start in range(0, 200, 32):
+      part = np.zeros((4, 3), np.float32)
+      for k in range(start, min(start + 32, 200)):
+        part = (part + np.outer(a[:, k], b[k])).astype(np.float32)
+      total = (total + part).astype(np.float32)
+    np.testing.assert_array_equal(got, total)
+
+
+class MemoryTest(parameterized.TestCase):
+  """Compiled, not run: XLA's buffer assignment of a 1024 x 4096 x 1024 dot
+  (4 MiB of output). The old pairwise order stacked 256 chunk sums (1 GiB),
+  the old blocked one 128 block partials (512 MiB)."""
+
+  def _temp_bytes(self, order):
+    a = jax.ShapeDtypeStruct((1024, 4096), np.float32)
+    b = jax.ShapeDtypeStruct((4096, 1024), np.float32)
+    compiled = _emulate("F32_F32_F32", order).lower(a, b).compile()
+    return compiled.memory_analysis().temp_size_in_bytes
+
+  def test_pairwise_holds_one_chunk_and_log_k_sums(self):
+    out = 1024 * 1024 * 4
+    chunk = emulate_dot._PAIRWISE_CHUNK_ELEMENTS * 4  # one chunk's products
+    # 256 chunks: a counter of 9 sums, the padded operands (32 MiB).
+    bound = 2 * chunk + (9 + 4) * out + 2 * 4096 * 1024 * 4
+    self.assertLessEqual(self._temp_bytes("pairwise"), bound)
+
+  def test_blocked_holds_a_few_outputs(self):
+    out = 1024 * 1024 * 4
+    bound = 4 * out + 2 * 4096 * 1024 * 4
+    self.assertLessEqual(self._temp_bytes("blocked"), bound)
+
+
+if __name__ == "__main__":
+  absltest.main()
