@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from absl.testing import absltest
 
-from hloprobe import sweep
+from hloprobe import engine
 from hloprobe.compile import Case
 from hloprobe.numerics import emulate, reference
 from hloprobe.numerics.jaxpr_sites import jaxpr_sites
@@ -172,8 +172,8 @@ class PaddingGqaTest(absltest.TestCase):
 
 class H100SweepTest(absltest.TestCase):
   def test_a_band_and_a_verdict_with_the_bias_dtype_named(self):
-    spec = sweep.SweepSpec((_bias_case(),), (2,), ("bfloat16",), ("h100",))
-    (r,) = sweep.run_sweep(spec)
+    spec = engine.SweepSpec((_bias_case(),), (2,), ("bfloat16",), ("h100",))
+    (r,) = engine.run_sweep(spec)
     self.assertTrue(r.ok, r.failure)
     p = r.prediction
     self.assertIsNotNone(p, r.prediction_error)

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 from absl.testing import absltest
 
-from hloprobe import sweep
+from hloprobe import engine
 from hloprobe.numerics import within_noise
 
 pytestmark = pytest.mark.compiles
@@ -157,8 +157,8 @@ class UserShardedTest(absltest.TestCase):
     names = ("constraint_case", "jit_case", "smap_case")
     names += ("cancel_constraint_case", "cancel_jit_case", "cancel_mesh_case")
     cls.words = words = [f"{path}:{n}" for n in names]
-    spec = sweep.SweepSpec(tuple(words), (2,), ("float32",), ("cpu",))
-    cls.results = {r.config.case: r for r in sweep.run_sweep(spec)}
+    spec = engine.SweepSpec(tuple(words), (2,), ("float32",), ("cpu",))
+    cls.results = {r.config.case: r for r in engine.run_sweep(spec)}
 
   @classmethod
   def tearDownClass(cls):
@@ -201,8 +201,8 @@ class UserShardedTest(absltest.TestCase):
   def test_a_compile_only_a100_of_8_devices_takes_each_form(self):
     # The program's own Mesh is built on the target's 8 devices.
     words = [w for w in self.words if not w.split(":")[-1].startswith("cancel")]
-    spec = sweep.SweepSpec(tuple(words), (2,), ("float32",), ("a100",))
-    for r in sweep.run_sweep(spec):
+    spec = engine.SweepSpec(tuple(words), (2,), ("float32",), ("a100",))
+    for r in engine.run_sweep(spec):
       self.assertTrue(r.ok, (r.config.case, r.failure))
       self.assertIn("num_partitions=8", r.compilation.optimized_hlo)
       (fate,) = r.compilation.fates

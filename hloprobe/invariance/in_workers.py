@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Callable
 
 from hloprobe.engine import PlannedConfig, SweepPlan
-from hloprobe.errors import first_line
+from hloprobe.errors import HloprobeError, first_line
 from hloprobe.invariance.answer import Invariance, config_key, invariance_of
 from hloprobe.invariance.kernel_identity import (
   KernelReader,
@@ -73,8 +73,12 @@ def sweep_rows(
   for c in plan.configs():
     if rows_kind(c) is not None or len(plan.sizes_of(c.case)) < 2:
       continue  # nothing to compare it with
-    if c.case_index not in inputs:
-      inputs[c.case_index] = full_inputs(c.case_index)
+    try:  # a user case's inputs are made in its worker only (not yet here)
+      if c.case_index not in inputs:
+        inputs[c.case_index] = full_inputs(c.case_index)
+    except HloprobeError as e:
+      failed[config_key(c.config)] = first_line(e)
+      continue
     flags = " ".join(
       w
       for w in (
@@ -114,8 +118,12 @@ def sweep_kernels(
       continue
     if len(plan.sizes_of(c.case)) < 2:
       continue  # nothing to compare it with
-    if c.case_index not in inputs:
-      inputs[c.case_index] = full_inputs(c.case_index)
+    try:  # a user case's inputs are made in its worker only (not yet here)
+      if c.case_index not in inputs:
+        inputs[c.case_index] = full_inputs(c.case_index)
+    except HloprobeError as e:
+      failed[key] = first_line(e)
+      continue
     request = KernelsRequest(
       c.config, c.case.source, inputs[c.case_index], plan.inputs
     )

@@ -176,15 +176,18 @@ def pin_lines(pins: Sequence) -> list[str]:
 
 
 def first_lines(
-  answers: Sequence[Invariance], pins: Sequence = ()
+  answers: Sequence[Invariance], pins: Sequence = (), kernels: bool = True
 ) -> list[str]:
   """What `explain` prints first: the bitwise answer of every group,
   the reductions per n (compile-only) and the pins, before explain's
   "Answer:" (no blank line between: one block, as report.html opens
-  with it); [] when the question was not asked (no answers)."""
+  with it); [] when the question was not asked (no answers). `kernels`:
+  False leaves the reductions per n out (explain's one screen when a
+  finding leads: they come with --verbose)."""
   if not answers:
     return []
-  return answer_lines(answers) + kernel_lines(answers) + pin_lines(pins)
+  listed = kernel_lines(answers) if kernels else []
+  return answer_lines(answers) + listed + pin_lines(pins)
 
 
 def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:

@@ -113,6 +113,10 @@ class _MathWords(str):
     self.colour = colour
     return self
 
+  def __getnewargs__(self):
+    # Copies and pickles (the served page's state) make it anew with both.
+    return (str(self), self.colour)
+
 
 def import_explorer():
   """Model Explorer's package, its MLIR adapter and node-data builder

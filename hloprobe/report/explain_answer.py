@@ -345,8 +345,15 @@ def render_answered(
   instead of the folded lines.
   """
   ordered = _order(explanations, answer.findings)
-  first = invariance.first_lines(answer.invariance, answer.pins)
-  lines = first + answer_lines(answer, verbose)
+  # The bitwise answer opens the output when nothing is at fault; with a
+  # finding, after its Answer, Do and Verify lines (issue 39: the first
+  # three lines name the algorithm, the lines at fault and the change).
+  at = 3 if answer.findings else 0
+  first = invariance.first_lines(
+    answer.invariance, answer.pins, kernels=verbose or not at
+  )
+  lines = answer_lines(answer, verbose)
+  lines = lines[:at] + first + lines[at:]
   if verbose:
     detail = render_explanation(ordered, width=width, host=host)
     return "\n".join(lines + ["", detail, "", answer_line(answer)])

@@ -191,7 +191,7 @@ _H200_SWEEP = os.path.join(
   os.path.dirname(os.path.dirname(__file__)),
   "testdata",
   "gpu_check",
-  "nvidia_h200-jaxlib0.11.2-engine.json",
+  "nvidia_h200-jaxlib0.11.2-sweep.json",
 )
 # The numpy model sums in float64, the GPU in f32 (same rounded operands);
 # tests/gpu_measurements_test.py.

@@ -90,7 +90,11 @@ class CliRecordsHostTest(absltest.TestCase):
     self.assertEqual(doc["host"]["isa"], "AVX")
     self.assertEqual(doc["host"]["max_isa"], "AVX")
     proc = run_hloprobe(
-      "explain", "--batch_sizes=1", "--precisions=float32", env=env
+      "explain",
+      "--batch_sizes=1",
+      "--precisions=float32",
+      "--verbose",
+      env=env,
     )
     self.assertEqual(proc.returncode, 0, proc.stderr)
     self.assertIn("XLA CPU ISA AVX", proc.stdout)
