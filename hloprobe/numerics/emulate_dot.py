@@ -430,14 +430,11 @@ def _blocked(a, b, product=_same, total=_same):
 
   Where every block's partial fits one chunk (`_PAIRWISE_CHUNK_ELEMENTS`)
   they are made at once (`_blocked_partials`). Beyond, one block at a
-  time: with exact products and sums (`product` and `total` the identity)
-  each block is one batched dot of the CPU's own (XLA:CPU's dot of K = 32
-  terms sums them in order, from zero, with the products exact: checked
-  bit for bit against the elementwise sum for rounded operands, and the
-  FMA it may use is an exact product too; for f32 operands its bits may
-  differ from the elementwise sum's where that one is not fused); else
-  the block's products and sums are rounded elementwise in order. Memory:
-  one chunk, or one partial and the sum, each of the output's shape.
+  time, its products and sums made elementwise in order. (XLA:CPU's own
+  dot of a block is not used: its summation order is the release's
+  choice; jaxlib 0.10.2's differs from the in-order sum by 1 ULP on
+  bf16-rounded operands where 0.12.0.1's matches it.) Memory: one chunk,
+  or one partial and the sum, each of the output's shape.
   """
   bsz, m, k = a.shape
   n = b.shape[2]
@@ -447,13 +444,10 @@ def _blocked(a, b, product=_same, total=_same):
   b4 = jnp.pad(b, ((0, 0), (0, pad), (0, 0))).reshape(bsz, blocks, _BLOCK_K, n)
   if bsz * blocks * m * n <= _PAIRWISE_CHUNK_ELEMENTS:
     return _blocked_partials(a4, b4, product, total)
-  exact = product is _same and total is _same
 
   def block_sum(i):
     ai = lax.dynamic_index_in_dim(a4, i, 2, keepdims=False)  # (B, M, 32)
     bi = lax.dynamic_index_in_dim(b4, i, 1, keepdims=False)  # (B, 32, N)
-    if exact:
-      return _xla_contract(ai, bi, (((2,), (1,)), ((0,), (0,))))
 
     def step(j, acc):
       aj = lax.dynamic_index_in_dim(ai, j, 2, keepdims=False)
