@@ -38,7 +38,7 @@ OUT ?= out
 OLD_PYTHON ?= python3.11
 OLD_VENV := .venv-jax0.10.2
 
-.PHONY: run full test test-fast test-isa test-old bench lint golden golden-update clean gpu-check
+.PHONY: run full test test-fast test-slow test-isa test-old bench fuzz lint golden golden-update clean gpu-check
 
 # hloprobe/startup/hloprobe-quiet-cuda.pth (read there why) goes into
 # every venv's site-packages: no "Jax plugin configuration error"
@@ -110,7 +110,21 @@ HLOPROBE_VERSIONS_TEST_CACHE ?= $(CURDIR)/build/test-venvs
 test: $(TEST_STAMP)
 	HLOPROBE_VERSIONS_TEST_CACHE=$(HLOPROBE_VERSIONS_TEST_CACHE) \
 	  $(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile \
-	  --no-loadscope-reorder -m "not downloads" tests
+	  --no-loadscope-reorder -m "not downloads and not slow" tests
+
+# The tests too slow for `make test`'s budget (marker `slow`): a local Ray
+# cluster started under the command line, then SIGKILLed and SIGTERMed
+# (tests/runtime/ray_watchdog_test.py, about 35 s). CI runs it after
+# `make test`.
+test-slow: $(TEST_STAMP)
+	$(BIN)/python -m pytest -q -m slow tests
+
+# The seeded fuzz of the module-file readers, 100,000 mutations
+# (hloprobe/tools/fuzz_modules.py; `make test` runs 2,000 of them):
+# findings are printed one a line, their inputs kept in build/fuzz-findings.
+FUZZ_COUNT ?= 100000
+fuzz: $(TEST_STAMP)
+	$(BIN)/python -m hloprobe.tools.fuzz_modules --count=$(FUZZ_COUNT)
 
 # The tests that start neither XLA nor a Python process (parsers, formats,
 # recorded compiles, the layering rule, flags in process): under a minute.

@@ -7,6 +7,7 @@ Its modules:
   pool      `WorkerPool`: persistent workers per (XLA_FLAGS, lane)
   ray_pool  `RayPool`: the same on a Ray cluster (`--executor=ray`), one
             actor per (XLA_FLAGS, lane), each with a worker of its own
+  ray_watchdog  kills a local Ray cluster when its owner ends (SIGKILL too)
   cache     `RecordCache`: finished records on disk, by key
   relocate  `Roots`: a record's source paths stored relative, resolved
             on read

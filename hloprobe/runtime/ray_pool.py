@@ -28,7 +28,19 @@ cluster this pool started.
 The cluster: `address` (`--ray_address`), else RAY_ADDRESS, else a local
 cluster on 127.0.0.1 with `num_cpus` CPUs (`--jobs`); a Ray already
 initialised in this process (a test's, a notebook's) is used as it is and
-left running. Actors ask for no CPU (`num_cpus=0`) and are spread over the
+left running.
+
+A local cluster listens on the loopback interface only (`_start_local`
+says how each of Ray's servers is told so), runs without a dashboard,
+and is killed whole when this process ends however it ends (SIGKILL
+included: `ray_watchdog`). Ray's `ray.init` replaces this process's
+SIGTERM handler (`sys.exit(15)`, Ray 2.60.0 `_private/worker.py` `init`)
+and its core worker installs a C++ failure-signal handler that prints a
+stack on SIGTERM: both are put back as they were after `ray.init`, so
+the command line's SIGTERM is one line and exit 143. A cluster joined at
+`address` is the user's choice: joined with neither a token
+(RAY_AUTH_MODE=token) nor TLS (RAY_USE_TLS=1), it took a client without
+either, and `warn` is given one line saying so. Actors ask for no CPU (`num_cpus=0`) and are spread over the
 cluster's nodes (`scheduling_strategy="SPREAD"`): `--jobs` lanes run at
 once, as locally, whatever the cluster's size; each node must have
 hloprobe and its jax installed at the same path as here (or give
@@ -47,10 +59,11 @@ import contextlib
 import logging
 import os
 import pickle
+import signal
 import sys
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from hloprobe.errors import (
   HloprobeError,
@@ -60,6 +73,7 @@ from hloprobe.errors import (
 )
 from hloprobe.runtime.pool import PickledCalls, _preloaded, worker_xla_flags
 from hloprobe.runtime.process import Worker, WorkerError
+from hloprobe.runtime.ray_watchdog import Watchdog
 
 __all__ = ["RAY_MISSING", "RayPool", "import_ray"]
 
@@ -70,6 +84,13 @@ RAY_MISSING = (
 # ray.init's arguments: no worker's output in this process's, and Ray's
 # logging left as this process has it.
 _QUIET = {"log_to_driver": False, "configure_logging": False}
+# Where a local cluster listens (Ray's `get_localhost_ip` on Linux).
+LOOPBACK = "127.0.0.1"
+# Ray's switch whose False makes `services.get_node_ip_address` answer the
+# loopback address instead of the address other machines see (Ray 2.60.0
+# `_private/ray_constants.py` ENABLE_RAY_CLUSTER, read once at import; the
+# module attribute is read at each call).
+_CLUSTER_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 # Seconds a task may run past its worker's own timeout before the actor
 # is given up for dead (the worker's timeout ends it first).
 _SLACK_S = 60.0
@@ -82,10 +103,135 @@ def import_ray():
     InvalidArgumentError: Ray is not installed (`RAY_MISSING`).
   """
   try:
-    import ray
+    with _signals_kept():  # Ray's C++ may install handlers as it loads
+      import ray
   except ImportError:
     raise InvalidArgumentError(RAY_MISSING) from None
   return ray
+
+
+def _log_warning(line: str) -> None:
+  """The default `warn`: a `logging.warning` of the line."""
+  logging.warning("%s", line)
+
+
+def unguarded_cluster_line(address: str, environ) -> str | None:
+  """The warning for a cluster this process joined with neither a token
+  nor TLS, or None.
+
+  Ray's client sends a token only in token mode (RAY_AUTH_MODE=token;
+  with an explicit address a token file alone does not turn it on, Ray
+  2.60.0 `_private/worker.py` `init`), and speaks TLS only with
+  RAY_USE_TLS=1 (`_private/grpc_utils.py`; Ray's TLS is mutual, the
+  client's certificate checked). A cluster with token authentication
+  refuses a client without a token, and one with TLS a client without
+  it: joined without either, the cluster has neither, and anyone who can
+  reach it can run code on it. Joined with a token, whether the cluster
+  checks it is not known here.
+
+  Args:
+    address: the cluster's address, as given.
+    environ: this process's environment (os.environ).
+  """
+  token = environ.get("RAY_AUTH_MODE", "").lower() == "token"
+  tls = environ.get("RAY_USE_TLS", "0").lower() in ("1", "true")
+  if token or tls:
+    return None
+  return (
+    f"hloprobe: warning: the Ray cluster at {address} took this process "
+    "without a token or TLS: it has no authentication, and anyone who can "
+    "reach it can run code on it (Ray's token authentication: "
+    "RAY_AUTH_MODE=token and `ray get-auth-token`; or RAY_USE_TLS=1)"
+  )
+
+
+@contextlib.contextmanager
+def _loopback_only(ray):
+  """Ray answers the loopback address as this node's inside the block:
+  `_CLUSTER_SWITCH`=0 in the environment (Ray's processes started here
+  inherit it) and Ray's constant it sets at import, set again here for a
+  Ray imported before."""
+  constants = sys.modules.get("ray._private.ray_constants")
+  before_env = os.environ.get(_CLUSTER_SWITCH)
+  before = getattr(constants, "ENABLE_RAY_CLUSTER", None)
+  os.environ[_CLUSTER_SWITCH] = "0"
+  if constants is not None:
+    constants.ENABLE_RAY_CLUSTER = False
+  try:
+    yield
+  finally:
+    if before_env is None:
+      os.environ.pop(_CLUSTER_SWITCH, None)
+    else:
+      os.environ[_CLUSTER_SWITCH] = before_env
+    if constants is not None and before is not None:
+      constants.ENABLE_RAY_CLUSTER = before
+
+
+@contextlib.contextmanager
+def _signals_kept():
+  """SIGINT's and SIGTERM's handlers as they were before the block (Ray's
+  `init` sets its own SIGTERM handler, and its core worker a C++ one that
+  prints a stack): set again (sigaction) after it, in the main thread."""
+  main = threading.current_thread() is threading.main_thread()
+  saved = {}
+  if main:
+    for s in (signal.SIGINT, signal.SIGTERM):
+      h = signal.getsignal(s)
+      if h is not None:
+        saved[s] = h
+  try:
+    yield
+  finally:
+    for s, h in saved.items():
+      signal.signal(s, h)
+
+
+class _Signalled(KeyboardInterrupt):
+  """SIGTERM that Ray's own handler turned into `sys.exit(15)` during
+  `ray.init` (before `_signals_kept` put this process's back), raised as
+  the interrupt it is.
+
+  Attributes:
+    signum: the signal.
+  """
+
+  def __init__(self, signum: int):
+    super().__init__(signum)
+    self.signum = signum
+
+
+def _off_main(fn, *args, **kwargs):
+  """`fn(*args, **kwargs)`, run on another thread when called on the main
+  one, which waits for it in Python.
+
+  Ray's blocking calls (`ray.get`) check for signals themselves and turn
+  the exception a signal handler raised into a new `KeyboardInterrupt`
+  (Ray 2.60.0 `_raylet.pyx` `check_signals`): the command line's
+  `Interrupted` (SIGTERM: exit 143) would arrive as a SIGINT (130). Off
+  the main thread Ray runs no handler; the main thread's wait raises the
+  handler's own exception. The other thread is left to end with its call
+  (an interrupt kills the actors, which ends it).
+  """
+  if threading.current_thread() is not threading.main_thread():
+    return fn(*args, **kwargs)
+  box: list = []
+  done = threading.Event()
+
+  def run():
+    try:
+      box.append((True, fn(*args, **kwargs)))
+    except BaseException as e:  # handed to the caller
+      box.append((False, e))
+    finally:
+      done.set()
+
+  threading.Thread(target=run, daemon=True, name="hloprobe-ray-get").start()
+  done.wait()
+  ok, value = box[0]
+  if ok:
+    return value
+  raise value
 
 
 class _Lane:
@@ -163,10 +309,13 @@ class RayPool(PickledCalls):
     num_cpus: CPUs of a local cluster started here (`--jobs`).
     python: the interpreter each actor runs (`runtime_env`'s
       `py_executable`); None: this one's.
+    warn: given one line when the cluster joined at `address` has neither
+      token authentication nor TLS; None: `logging.warning`.
 
   Raises:
     InvalidArgumentError: Ray is not installed.
-    HloprobeError: the cluster at `address` cannot be joined.
+    HloprobeError: the cluster at `address` cannot be joined; the local
+      cluster did not come up on the loopback interface.
 
   Attributes:
     started: how many actors the pool has started so far.
@@ -180,8 +329,11 @@ class RayPool(PickledCalls):
     address: str | None = None,
     num_cpus: int = 1,
     python: str | None = None,
+    warn: Callable[[str], None] | None = None,
   ):
     self._ray = import_ray()
+    self._warn = warn or _log_warning
+    self._watchdog: Watchdog | None = None
     from hloprobe.runtime.process import _jax_platforms
 
     if platforms is None:
@@ -212,36 +364,105 @@ class RayPool(PickledCalls):
     if not address:
       return self._start_local(num_cpus)
     try:
-      self._ray.init(address=address, **_QUIET)
+      with _signals_kept():
+        self._ray.init(address=address, **_QUIET)
+    except SystemExit as e:  # Ray's SIGTERM handler, during init
+      if e.code == signal.SIGTERM:
+        raise _Signalled(signal.SIGTERM) from None
+      raise
     except Exception as e:  # Ray's ConnectionError, auth, a bad address
       raise HloprobeError(
         f"cannot join the Ray cluster at {address}: {first_line(e)} (a "
         "cluster with token authentication, Ray's default, needs "
         "RAY_AUTH_MODE=token here and its token, `ray get-auth-token`)"
       ) from None
+    line = unguarded_cluster_line(address, os.environ)
+    if line:
+      self._warn(line)
 
   def _start_local(self, num_cpus: int) -> None:
-    """Starts a local cluster on 127.0.0.1 with `num_cpus` CPUs.
+    """Starts a local cluster on 127.0.0.1 with `num_cpus` CPUs, its
+    processes marked for the watchdog (`ray_watchdog`).
+
+    Every server of the cluster takes its interface from the node's IP
+    address (Ray 2.60.0): the GCS's and the raylet's gRPC servers (the
+    node manager and the object manager) and each core worker's (this
+    driver's and each actor's) listen on 127.0.0.1 only when it is
+    "127.0.0.1", else on every interface (`src/ray/rpc/grpc_server.cc`
+    `GrpcServer::Run`, `listen_to_localhost_only`, set from
+    `node_ip_address == "127.0.0.1"` in `gcs_server.cc` and the raylet's
+    and core worker's servers); the runtime-env agent binds that address
+    (`_private/runtime_env/agent/main.py`); the dashboard agent's gRPC
+    and HTTP servers and its metrics export bind the loopback address
+    when it is a loopback one (`dashboard/agent.py`,
+    `dashboard/modules/reporter/reporter_agent.py`). `ray.init`'s
+    `_node_ip_address="127.0.0.1"` alone is not enough: `init` turns a
+    loopback address into the machine's outward one
+    (`services.resolve_ip_for_localhost`) unless `ENABLE_RAY_CLUSTER` is
+    False, which `_CLUSTER_SWITCH`=0 gives Ray's processes and
+    `_loopback_only` this one. No dashboard (`include_dashboard=False`;
+    its host would be 127.0.0.1 too). The node's address is checked
+    after `init`; another is refused.
 
     Ray starts its processes with subprocess (fork, then exec at once):
     JAX's "os.fork() was called" warning does not apply. Ray's log line
     that the cluster has token authentication is dropped: the cluster is
     the sweep's own.
+
+    Raises:
+      HloprobeError: the node came up on an address other than 127.0.0.1
+        (the cluster is shut down first).
     """
     log = logging.getLogger("ray")
     level = log.level
+    self._watchdog = Watchdog()
     with warnings.catch_warnings():
       warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
       log.setLevel(logging.ERROR)
       try:
-        self._ray.init(
-          num_cpus=max(1, num_cpus),
-          include_dashboard=False,
-          _node_ip_address="127.0.0.1",
-          **_QUIET,
-        )
+        with (
+          self._watchdog.marking(),
+          _loopback_only(self._ray),
+          _signals_kept(),
+        ):
+          self._ray.init(
+            num_cpus=max(1, num_cpus),
+            include_dashboard=False,
+            dashboard_host=LOOPBACK,
+            _node_ip_address=LOOPBACK,
+            **_QUIET,
+          )
+      except SystemExit as e:  # Ray's SIGTERM handler, during init
+        self._end_cluster()
+        if e.code == signal.SIGTERM:
+          raise _Signalled(signal.SIGTERM) from None
+        raise
+      except BaseException:
+        self._end_cluster()
+        raise
       finally:
         log.setLevel(level)
+    node = self._ray.util.get_node_ip_address()
+    if node != LOOPBACK:
+      self._end_cluster()
+      raise HloprobeError(
+        f"the local Ray cluster came up on {node}, not {LOOPBACK}, so it "
+        "would listen on the network; it was shut down (Ray was set up "
+        f"before hloprobe could set {_CLUSTER_SWITCH}=0: set it before "
+        "`import ray`)"
+      )
+
+  def _end_cluster(self) -> None:
+    """Shuts down the local cluster this pool started, then has the
+    watchdog kill what is left of it."""
+    try:
+      if self._ray.is_initialized():
+        with _signals_kept():
+          self._ray.shutdown()
+    finally:
+      if self._watchdog is not None:
+        self._watchdog.close()
+        self._watchdog = None
 
   def _key(self, xla_flags: str, lane: int) -> tuple[str, int]:
     return worker_xla_flags(self.user_xla_flags, xla_flags), lane
@@ -295,7 +516,7 @@ class RayPool(PickledCalls):
       actor = self._actor(key)
       ref = actor.call.remote(payload, timeout_s)
       try:
-        frame = self._ray.get(ref, timeout=timeout_s + _SLACK_S)
+        frame = _off_main(self._ray.get, ref, timeout=timeout_s + _SLACK_S)
       except self._ray.exceptions.GetTimeoutError:
         self._drop(key, actor)
         raise WorkerError(
@@ -314,7 +535,7 @@ class RayPool(PickledCalls):
     its first task, so never queued behind a config; a test kills one)."""
     with self._lock:
       asked = dict(self._pids)
-    return dict(zip(asked, self._ray.get(list(asked.values()))))
+    return dict(zip(asked, _off_main(self._ray.get, list(asked.values()))))
 
   def _drop(self, key, actor) -> None:
     """Forgets a dead or stuck actor (killed): its lane starts a new one."""
@@ -342,14 +563,16 @@ class RayPool(PickledCalls):
       self._pids.clear()
     try:
       if not kill:
-        self._ray.get([a.close.remote() for a in actors], timeout=30)
+        _off_main(self._ray.get, [a.close.remote() for a in actors], timeout=30)
     except self._ray.exceptions.RayError:
       pass  # an actor already dead: killed below all the same
     finally:
-      for a in actors:
-        self._ray.kill(a, no_restart=True)
-      if self._own_cluster and self._ray.is_initialized():
-        self._ray.shutdown()
+      try:
+        for a in actors:
+          self._ray.kill(a, no_restart=True)
+      finally:
+        if self._own_cluster:
+          self._end_cluster()
 
   def __enter__(self) -> RayPool:
     return self

@@ -1,6 +1,7 @@
 """Developer tools kept apart from the library: benchmarks (bench: sweep
 timing; bench_memory, bench_ray, bench_shards, bench_venv) and
-maintainers' checks (autotune_template, kernel_model_check), each run as
+maintainers' checks (autotune_template, kernel_model_check; fuzz_modules:
+`make fuzz`), each run as
 `python -m hloprobe.tools.NAME` (`TOOLS` lists them).
 
 Like tests, a tool measures the library's internals: it may import the
@@ -24,5 +25,6 @@ TOOLS = (
   "bench_scale",
   "bench_shards",
   "bench_venv",
+  "fuzz_modules",
   "kernel_model_check",
 )
