@@ -1,5 +1,5 @@
 """Dot-site fates of recorded dot-merger compiles (no XLA); the other
-recorded compiles' fates, of two releases, are in recorded_fates_test.py."""
+recorded compiles' fates, of two releases, are in site_fate_test.py."""
 
 from __future__ import annotations
 
