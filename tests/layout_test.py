@@ -2,8 +2,8 @@
 
 The module hloprobe/PACKAGE/MODULE.py is tested in
 tests/PACKAGE/MODULE_test.py; a second file for one aspect of it is
-tests/PACKAGE/MODULE_ASPECT_test.py (numerics/emulate_dot_test.py,
-numerics/emulate_dot_orders_test.py). A private module `_name.py` maps to
+tests/PACKAGE/MODULE_ASPECT_test.py (numerics/emulate_test.py,
+numerics/emulate_orders_test.py). A private module `_name.py` maps to
 `name_test.py` (cli/_main.py -> tests/cli/main_test.py), and so does
 `__main__.py` (tests/main_test.py). The top-level modules map to tests/
 itself, hloprobe/__init__.py to tests/hloprobe_test.py. A package's
@@ -225,7 +225,8 @@ class MirrorTest(absltest.TestCase):
     stale = sorted(
       key
       for key in _NOT_YET
-      if key not in modules or os.path.isfile(os.path.join(_TESTS, modules[key]))
+      if key not in modules
+      or os.path.isfile(os.path.join(_TESTS, modules[key]))
     )
     self.assertEqual(stale, [], "remove these from _NOT_YET")
 
@@ -237,8 +238,8 @@ class MirrorTest(absltest.TestCase):
     stray = []
     for path in _test_files():
       stem = path[: -len("_test.py")]
-      package, _, name = stem.rpartition("/")
-      if not package and name in {f[: -len(".py")] for f in _CROSS_CUTTING}:
+      package = stem.rpartition("/")[0]
+      if path in _CROSS_CUTTING:
         continue
       owners = [
         key
@@ -258,7 +259,8 @@ class MirrorTest(absltest.TestCase):
     extra = [
       p
       for p in at_root
-      if p not in top and not any(p.startswith(t[: -len("_test.py")] + "_") for t in top)
+      if p not in top
+      and not any(p.startswith(t[: -len("_test.py")] + "_") for t in top)
     ]
     self.assertEqual(extra, [])
     self.assertLessEqual(_CROSS_CUTTING, set(at_root))
