@@ -78,11 +78,33 @@ jax.monitoring.register_event_duration_secs_listener(_USE.on_compile)
 sys.addaudithook(_USE.on_audit)
 
 
+# The whole suite's budget, in wall seconds on 2 idle cores (issue 36: 8
+# minutes). `make test` passes --suite-budget: tests/suite_clock.py then
+# fails the run above 1.25x it, scaled by the machine's load at the start.
+SUITE_BUDGET_S = 480
+
+
+def pytest_addoption(parser):
+  parser.addoption(
+    "--suite-budget",
+    action="store_true",
+    help="fail a whole-suite run whose wall time exceeds 1.25x "
+    "tests/conftest.py's SUITE_BUDGET_S, scaled by the load at the start "
+    "(tests/suite_clock.py)",
+  )
+
+
 def pytest_configure(config):
-  """Marks absl flags parsed, so absltest helpers (create_tempdir) work."""
-  del config
+  """Marks absl flags parsed, so absltest helpers (create_tempdir) work;
+  starts the suite's clock where reports arrive (not in xdist workers)."""
   if not flags.FLAGS.is_parsed():
     flags.FLAGS.mark_as_parsed()
+  if not hasattr(config, "workerinput"):
+    import suite_clock  # tests/ is on pyproject.toml's pythonpath
+
+    config.pluginmanager.register(
+      suite_clock.SuiteClock(config, SUITE_BUDGET_S), "suite_clock"
+    )
 
 
 # The files that take longest, longest first: by the wall seconds their

@@ -38,8 +38,9 @@ _CROSS_CUTTING = {
   "faces_test.py",
   # The repository's and the package's top level.
   "toplevel_test.py",
-  # tests/conftest.py's `compiles` marker check: the suite's own rule.
-  "compiles_marker_test.py",
+  # tests/conftest.py's own rules (the `compiles` marker check, the
+  # file order, the suite's clock and budget): the suite's, not a module's.
+  "conftest_test.py",
   # This file: the test tree's own layout.
   "layout_test.py",
 }
