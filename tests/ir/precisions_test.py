@@ -9,12 +9,15 @@ Nothing here compiles: setting the config starts no backend.
 from __future__ import annotations
 
 import jax
+import pytest
 from absl.testing import absltest
 
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.ir import precisions
 
 
+# JAX's presets are the release's: `make test-old` reruns it under 0.10.2.
+@pytest.mark.release_rules
 class VocabularyTest(absltest.TestCase):
   def test_every_jax_preset_is_a_precision_name(self):
     presets = {p.name for p in jax.lax.DotAlgorithmPreset}
