@@ -143,7 +143,6 @@ _NOT_YET = {
   "report/explain_autotune",
   "report/explain_rows",
   "report/explain_text",
-  "report/frame",
   "report/listings",
   "report/shards",
   "report/stream",
@@ -170,7 +169,7 @@ _NOT_YET = {
   "versions/pythons",
   "versions/stages",
 }
-_NOT_YET_CAP = 88
+_NOT_YET_CAP = 87
 
 
 def _modules() -> dict[str, str]:
