@@ -412,23 +412,6 @@ def test_a_release_without_wheels_is_not_installed_and_never_a_change(
 
 
 class PureTest(parameterized.TestCase):
-  @parameterized.parameters(
-    ("NVIDIA H200", "h200"),
-    ("NVIDIA A100-SXM4-40GB", "a100"),
-    ("Tesla T4", "t4"),
-    ("NVIDIA L4", "l4"),
-  )
-  def test_compile_only_twin(self, kind, target):
-    from hloprobe.versions.gpu_check import compile_only_target_for
-
-    self.assertEqual(compile_only_target_for(kind), target)
-
-  def test_no_twin_for_l40s(self):
-    from hloprobe.versions.gpu_check import compile_only_target_for
-
-    with self.assertRaisesRegex(InvalidArgumentError, "L40S"):
-      compile_only_target_for("NVIDIA L40S")
-
   def test_requirements(self):
     plugins = ("0.4.35", "0.10.2")
     self.assertIn("numpy<2", venvs.requirements_for("0.4.23", plugins))
@@ -505,14 +488,6 @@ class PureTest(parameterized.TestCase):
     self.assertEqual(asked, [("jax-cuda12-plugin", "3.13")])
     self.assertLen(given, 4)  # both ends, then 0.5.2 and 0.5.3
     self.assertEqual(given, [{"3.13": ("0.5.2",)}] * 4)
-
-  def test_band_status(self):
-    from hloprobe.versions.gpu_check import band_status
-
-    p = {"row0": 1.0, "row0_tolerance_abs": 0.1}
-    self.assertEqual(band_status(1.05, p), "explained")
-    self.assertEqual(band_status(1.2, p), "outside band")
-    self.assertEqual(band_status(None, p), "n/a")
 
   def test_bad_jaxlib_is_usage_error(self):
     got = run_hloprobe_here("versions", "--jaxlib=latest", "--targets=cpu")
