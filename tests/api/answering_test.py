@@ -11,13 +11,15 @@ from __future__ import annotations
 from absl.testing import absltest
 
 from hloprobe import report, verify
-from hloprobe.report import explain_answer
 from hloprobe.api import calls
+from hloprobe.report import explain_answer
 
 
 class NotTriedTest(absltest.TestCase):
   def test_no_finding_needs_no_fix(self):
-    lines = explain_answer.answer_lines(report.Answer((), not_tried=calls.NOT_TRIED))
+    lines = explain_answer.answer_lines(
+      report.Answer((), not_tried=calls.NOT_TRIED)
+    )
     self.assertEqual(
       lines, ["Answer: no finding: every config within its band."]
     )
