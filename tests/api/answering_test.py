@@ -12,11 +12,14 @@ from absl.testing import absltest
 
 from hloprobe import report, verify
 from hloprobe.api import calls
+from hloprobe.report import explain_answer
 
 
 class NotTriedTest(absltest.TestCase):
   def test_no_finding_needs_no_fix(self):
-    lines = report.answer_lines(report.Answer((), not_tried=calls.NOT_TRIED))
+    lines = explain_answer.answer_lines(
+      report.Answer((), not_tried=calls.NOT_TRIED)
+    )
     self.assertEqual(
       lines, ["Answer: no finding: every config within its band."]
     )
@@ -38,7 +41,7 @@ class NotTriedTest(absltest.TestCase):
       ratio=1e3,
       source="predicted",
     )
-    lines = report.answer_lines(
+    lines = explain_answer.answer_lines(
       report.Answer((finding,), not_tried=calls.NOT_TRIED)
     )
     self.assertTrue(lines[0].startswith("Answer: f on a100 (compile only)"))

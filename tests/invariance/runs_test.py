@@ -17,15 +17,10 @@ import numpy as np
 import pytest
 from absl.testing import absltest
 
-from hloprobe.compile import CASES, elementwise_only_numpy, get_target
-from hloprobe.invariance import (
-  ANCHOR,
-  ROW0,
-  anchor_inputs,
-  anchor_offsets,
-  classes_of,
-  rows_here,
-)
+from hloprobe.compile import CASES, get_target
+from hloprobe.compile.invariance_cases import elementwise_only_numpy
+from hloprobe.invariance.rows import ANCHOR, ROW0, anchor_offsets, classes_of
+from hloprobe.invariance.runs import anchor_inputs, rows_here
 from hloprobe.ir import as_precision
 from hloprobe.records import Config
 

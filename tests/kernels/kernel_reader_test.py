@@ -29,6 +29,8 @@ from hloprobe import kernels
 from hloprobe.errors import TargetError
 from hloprobe.ir import parse_hlo_module
 from hloprobe.kernels import normalise, reduction_rules
+from hloprobe.kernels.differences import kernel_classes
+from hloprobe.kernels.records import Role, RowCount
 
 _DATA = os.path.join(os.path.dirname(__file__), "..", "testdata", "kernels")
 _RELEASES = ("0.12.0.1", "0.10.2")
@@ -61,7 +63,7 @@ class ReadKernelsTest(parameterized.TestCase):
       ],
     )
     gemm = _by_name(records)["gemm_fusion_dot_general.2"]
-    self.assertEqual(gemm.role, kernels.Role.CONTRACTION)
+    self.assertEqual(gemm.role, Role.CONTRACTION)
     self.assertEqual(gemm.kernel, "gemm_fusion_dot_general_2")
     self.assertEqual(gemm.field("block_k"), "64")
     self.assertEqual(gemm.field("split_k"), "1")
@@ -69,11 +71,11 @@ class ReadKernelsTest(parameterized.TestCase):
     self.assertEqual(gemm.field("instruction"), "fma.rn.f32")
     self.assertEqual(gemm.field("algorithm"), "F32_F32_F32")
     self.assertEqual(gemm.field("output_tile"), "8x16")
-    self.assertEqual(gemm.row_count, kernels.RowCount.DEPENDS)
+    self.assertEqual(gemm.row_count, RowCount.DEPENDS)
     # Config, not arithmetic: the signature does not hold the tile.
     self.assertNotIn("8x16", gemm.signature)
     softmax = _by_name(records)["triton_softmax.4"]
-    self.assertEqual(softmax.role, kernels.Role.REDUCTION)
+    self.assertEqual(softmax.role, Role.REDUCTION)
     self.assertEqual(softmax.field("num_warps"), "2")
     self.assertEqual(softmax.field("rows_per_program"), "1")
     self.assertEqual(softmax.field("reduction_emitter"), "Triton")
@@ -98,13 +100,13 @@ class ReadKernelsTest(parameterized.TestCase):
   def test_n1_strength_reduction_and_row_reduction(self, release):
     records = _by_name(_read(release, 1))
     dot = records["input_reduce_fusion.3"]
-    self.assertEqual(dot.role, kernels.Role.CONTRACTION)
+    self.assertEqual(dot.role, Role.CONTRACTION)
     self.assertIn("multiply+reduce", dot.field("strength_reduction"))
     self.assertEqual(dot.field("reduction_emitter"), "column")
     self.assertEqual(dot.field("reduce"), "dims={0} of [256,512]")
-    self.assertEqual(dot.row_count, kernels.RowCount.DEPENDS)
+    self.assertEqual(dot.row_count, RowCount.DEPENDS)
     row = records["input_reduce_fusion.1"]
-    self.assertEqual(row.role, kernels.Role.REDUCTION)
+    self.assertEqual(row.role, Role.REDUCTION)
     self.assertEqual(row.field("reduction_emitter"), "row")
     self.assertEqual(row.field("threads_per_row"), "32")
     self.assertEqual(row.field("vector_size"), "2")
@@ -112,10 +114,10 @@ class ReadKernelsTest(parameterized.TestCase):
     self.assertEqual(row.field("rows_per_warp"), "1")
     self.assertEqual(row.field("ptx_shuffles"), "5")
     self.assertEqual(row.field("ptx_loads"), "v2")
-    self.assertEqual(row.row_count, kernels.RowCount.INDEPENDENT)
+    self.assertEqual(row.row_count, RowCount.INDEPENDENT)
     loop = records["loop_multiply_fusion"]
-    self.assertEqual(loop.role, kernels.Role.ELEMENTWISE)
-    self.assertEqual(loop.row_count, kernels.RowCount.INDEPENDENT)
+    self.assertEqual(loop.role, Role.ELEMENTWISE)
+    self.assertEqual(loop.row_count, RowCount.INDEPENDENT)
 
   def test_as_dict_is_json(self):
     import json
@@ -136,7 +138,7 @@ class CompareTest(parameterized.TestCase):
   @parameterized.parameters(*_RELEASES)
   def test_classes(self, release):
     configs = {n: _read(release, n) for n in (1, 2, 8, 64)}
-    self.assertEqual(kernels.kernel_classes(configs), ((1,), (2, 8), (64,)))
+    self.assertEqual(kernel_classes(configs), ((1,), (2, 8), (64,)))
 
   @parameterized.parameters(*_RELEASES)
   def test_boundary_at_64_names_split_k_and_warps(self, release):
@@ -178,11 +180,11 @@ class PinTest(absltest.TestCase):
       n: [
         r
         for r in _read("0.12.0.1", n, "ln_model_a100_pinned_n")
-        if r.role is kernels.Role.CONTRACTION
+        if r.role is Role.CONTRACTION
       ]
       for n in (2, 8, 64)
     }
-    self.assertEqual(kernels.kernel_classes(gemms), ((2, 8, 64),))
+    self.assertEqual(kernel_classes(gemms), ((2, 8, 64),))
     for records in gemms.values():
       self.assertEqual([r.field("block_k") for r in records], ["64", "64"])
       self.assertEqual([r.field("split_k") for r in records], ["1", "1"])
@@ -196,7 +198,7 @@ class PinTest(absltest.TestCase):
     configs = {
       n: _read("0.12.0.1", n, "ln_model_a100_fullpinned_n") for n in (2, 8, 64)
     }
-    self.assertEqual(kernels.kernel_classes(configs), ((2, 8, 64),))
+    self.assertEqual(kernel_classes(configs), ((2, 8, 64),))
     reductions = [
       r for r in configs[64] if r.field("reduction_emitter") is not None
     ]
@@ -205,7 +207,7 @@ class PinTest(absltest.TestCase):
       self.assertEqual(r.field("reduction_emitter"), "row")
       self.assertEqual(r.field("threads_per_row"), "32")
       self.assertEqual(r.field("vector_size"), "2")
-      self.assertEqual(r.row_count, kernels.RowCount.INDEPENDENT)
+      self.assertEqual(r.row_count, RowCount.INDEPENDENT)
 
   def test_pin_file(self):
     with open(
@@ -257,8 +259,8 @@ class LibraryAndCollectiveTest(absltest.TestCase):
     text = _LIB.replace("\nENTRY", _SUM + "\nENTRY")
     records = _by_name(kernels.read_kernels(text, 8))
     lib = records["cublas"]
-    self.assertEqual(lib.role, kernels.Role.LIBRARY)
-    self.assertEqual(lib.row_count, kernels.RowCount.UNKNOWN)
+    self.assertEqual(lib.role, Role.LIBRARY)
+    self.assertEqual(lib.row_count, RowCount.UNKNOWN)
     self.assertEqual(
       lib.field("library"),
       "chosen by the library's per-shape heuristic at run time: unknown "
@@ -266,8 +268,8 @@ class LibraryAndCollectiveTest(absltest.TestCase):
     )
     self.assertEqual(lib.emitter, "cuBLASLt (__cublas$lt$matmul)")
     coll = records["ar"]
-    self.assertEqual(coll.role, kernels.Role.COLLECTIVE)
-    self.assertEqual(coll.row_count, kernels.RowCount.UNKNOWN)
+    self.assertEqual(coll.role, Role.COLLECTIVE)
+    self.assertEqual(coll.row_count, RowCount.UNKNOWN)
     self.assertIn("reducer add", coll.field("collective"))
 
 
@@ -309,13 +311,13 @@ class RecordedFixturesTest(parameterized.TestCase):
     with open(path, encoding="utf-8") as f:
       records = _by_name(kernels.read_kernels(f.read(), 8))
     coll = records[name]
-    self.assertEqual(coll.role, kernels.Role.COLLECTIVE)
+    self.assertEqual(coll.role, Role.COLLECTIVE)
     self.assertEqual(
       coll.field("collective"),
       f"all-reduce over replica_groups={groups}, reducer add",
     )
     self.assertTrue(coll.field("partials").startswith("8 partitions"))
-    self.assertEqual(coll.row_count, kernels.RowCount.UNKNOWN)
+    self.assertEqual(coll.row_count, RowCount.UNKNOWN)
 
 
 class EveryFixtureTest(absltest.TestCase):
@@ -369,7 +371,7 @@ class ControlFlowTest(parameterized.TestCase):
     with open(path, encoding="utf-8") as f:
       records = _by_name(kernels.read_kernels(f.read(), 8))
     record = records[f"while.5/{gemm}"]
-    self.assertEqual(record.role, kernels.Role.CONTRACTION)
+    self.assertEqual(record.role, Role.CONTRACTION)
     self.assertEqual(record.field("block_k"), "64")
     self.assertEqual(record.field("split_k"), "1")
 

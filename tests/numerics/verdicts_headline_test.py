@@ -32,7 +32,8 @@ from hloprobe.numerics import accuracy, far_rows_words, floor_check
 from hloprobe.numerics import predict as predict_module
 from hloprobe.numerics.rows import worst_row
 from hloprobe.numerics.verdicts import Verdict, VerdictKind, verdict_words
-from hloprobe.report import Answer, answer_lines
+from hloprobe.report import Answer
+from hloprobe.report.explain_answer import answer_lines
 
 _N_ROWS = 40000
 _BAD_FROM = 32768  # jax-ml/jax#39103: XLA:CPU's rows >= 2^15 of 40000

@@ -13,7 +13,8 @@ import inspect
 from absl.testing import absltest
 
 from hloprobe import report, verify
-from hloprobe.report import Answer, answer_line, answer_lines, group_causes
+from hloprobe.report import Answer, answer_line, group_causes
+from hloprobe.report.explain_answer import answer_lines
 from hloprobe.verify.findings import rank_findings
 
 

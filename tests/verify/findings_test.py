@@ -11,7 +11,8 @@ from absl.testing import absltest, parameterized
 
 from hloprobe import engine, records, verify
 from hloprobe.compile import get_target
-from hloprobe.report import Answer, answer_json, answer_lines
+from hloprobe.report import Answer, answer_json
+from hloprobe.report.explain_answer import answer_lines
 from hloprobe.sites import Fate
 from hloprobe.verify import candidates
 from hloprobe.verify.candidates import TryPlan
