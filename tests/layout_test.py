@@ -135,7 +135,6 @@ _NOT_YET = {
   "report/explain_text",
   "report/shards",
   "report/stream",
-  # runtime/: through runtime/pool_test.py and process_test.py.
   # sites/: through sites/dot_sites_test.py and site_fate_test.py.
   "sites/carrier_shapes",
   "sites/fp8_operands",
