@@ -87,7 +87,6 @@ _NOT_YET = {
   # engine/: through engine/engine_test.py, plan_test.py and the
   # runtime/ pool tests.
   "engine/compiled",
-  "engine/executor",
   # execute/: through execute/interpreter_test.py and the other execute/
   # tests, against numpy float64.
   "execute/ops",
@@ -135,7 +134,7 @@ _NOT_YET = {
   # versions/: through commands/versions_test.py and versions/run_test.py.
   "versions/driver",
 }
-_NOT_YET_CAP = 54
+_NOT_YET_CAP = 53
 
 
 def _modules() -> dict[str, str]:
