@@ -73,7 +73,6 @@ _NOT_YET = {
   "commands/sweep",
   "commands/table",
   "commands/view",
-  # api/: through api/calls_test.py and api/calls_same_results_test.py.
   # compile/: through compile/cases_test.py, module_case_test.py,
   # module_files_test.py, builtin_cases_test.py and the recorded compiles.
   "compile/invariance_cases",
@@ -93,8 +92,6 @@ _NOT_YET = {
   "invariance/in_workers",
   "invariance/pin",
   "invariance/pin_file",
-  # ir/: through ir/hlo_test.py, stablehlo_test.py, hlo_text_test.py and
-  # xla_proto_test.py on recorded modules.
   # kernels/: through kernels/kernel_reader_test.py on recorded compiles.
   "kernels/autotune_pin",
   "kernels/gemm_rules",
@@ -119,7 +116,6 @@ _NOT_YET = {
   "report/explain_text",
   # sites/: through sites/dot_sites_test.py and site_fate_test.py.
   "sites/fp8_operands",
-  # startup/: through main_test.py (the entry point's stderr).
   # verify/: through verify/fix_test.py and verify/findings_test.py.
   "verify/candidates",
   "verify/evidence",
