@@ -91,7 +91,6 @@ _NOT_YET = {
   # invariance/: through invariance/answer_test.py and runs_test.py.
   "invariance/in_workers",
   "invariance/pin",
-  "invariance/pin_file",
   # kernels/: through kernels/kernel_reader_test.py on recorded compiles.
   "kernels/autotune_pin",
   "kernels/gemm_rules",
@@ -124,7 +123,7 @@ _NOT_YET = {
   # versions/: through commands/versions_test.py and versions/run_test.py.
   "versions/driver",
 }
-_NOT_YET_CAP = 47
+_NOT_YET_CAP = 46
 
 
 def _modules() -> dict[str, str]:
