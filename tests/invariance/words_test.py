@@ -13,20 +13,16 @@ import jsonschema
 from absl.testing import absltest
 
 from hloprobe.invariance import (
-  ROW0,
-  Boundary,
   Invariance,
-  Pin,
-  PinCandidate,
-  RowClasses,
-  RowKernel,
   answer_lines,
   first_lines,
   invariance_json,
-  pin_lines,
 )
-from hloprobe.invariance.pin import NOT_TRIED
-from hloprobe.invariance.words import folded_lines
+from hloprobe.invariance.answer import Boundary
+from hloprobe.invariance.kernel_identity import RowKernel
+from hloprobe.invariance.pin import NOT_TRIED, Pin, PinCandidate
+from hloprobe.invariance.rows import ROW0, RowClasses
+from hloprobe.invariance.words import folded_lines, pin_lines
 from hloprobe.report import schema_document
 
 _SIZES = (1, 2, 8, 64)

@@ -15,6 +15,8 @@ import html
 from absl.testing import absltest
 
 from hloprobe import invariance
+from hloprobe.invariance.answer import Boundary
+from hloprobe.invariance.rows import ROW0, RowClasses
 from hloprobe.pictures import html_table
 from hloprobe.report import Answer
 
@@ -26,8 +28,8 @@ def _group(precision: str) -> invariance.Invariance:
     precision,
     "baseline",
     "kernel identity",
-    (invariance.RowClasses(invariance.ROW0, ((1,), (2,))),),
-    (invariance.Boundary(2, 1, ("sites 0-1 Triton gemm", "k 1"), named=1),),
+    (RowClasses(ROW0, ((1,), (2,))),),
+    (Boundary(2, 1, ("sites 0-1 Triton gemm", "k 1"), named=1),),
     invariant=False,
     sizes=(1, 2),
   )

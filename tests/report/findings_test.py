@@ -13,7 +13,10 @@ import inspect
 from absl.testing import absltest
 
 from hloprobe import invariance, report, verify
-from hloprobe.report import Answer, answer_line, answer_lines, group_causes
+from hloprobe.invariance.answer import Boundary
+from hloprobe.invariance.rows import ROW0, RowClasses
+from hloprobe.report import Answer, answer_line, group_causes
+from hloprobe.report.explain_answer import answer_lines
 from hloprobe.verify.findings import rank_findings
 
 
@@ -164,8 +167,8 @@ class ScreenTest(absltest.TestCase):
         p,
         "baseline",
         "kernel identity",
-        (invariance.RowClasses(invariance.ROW0, ((1,), (2,))),),
-        (invariance.Boundary(2, 1, ("sites 0-1 Triton gemm", "k 1"), named=1),),
+        (RowClasses(ROW0, ((1,), (2,))),),
+        (Boundary(2, 1, ("sites 0-1 Triton gemm", "k 1"), named=1),),
         invariant=False,
         sizes=(1, 2),
       )
