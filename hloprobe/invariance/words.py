@@ -284,10 +284,19 @@ def folded_lines(
     return []
   folds: dict[tuple, list[Invariance]] = {}
   for a in answers:
-    key = (a.case, a.target, a.experiment, *_group_words(a))
+    # Pins tried are part of the cause's line: groups fold only where
+    # the same candidates passed and failed.
+    tried = tuple(
+      (p.candidate.name, p.passed)
+      for p in pins
+      if (p.case, p.target, p.precision, p.experiment)
+      == (a.case, a.target, a.precision, a.experiment)
+      and not (p.passed is None and p.reason == NOT_TRIED)
+    )
+    key = (a.case, a.target, a.experiment, *_group_words(a), tried)
     folds.setdefault(key, []).append(a)
   out = ["Batch invariance, by cause (each precision and kernel: --verbose):"]
-  for (case, target, experiment, verdict, detail), groups in folds.items():
+  for (case, target, experiment, verdict, detail, _), groups in folds.items():
     where = f"{case} on {target}"
     if experiment != "baseline":
       where += f" ({experiment})"

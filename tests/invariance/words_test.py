@@ -279,6 +279,19 @@ class FoldedTest(absltest.TestCase):
       "pinned by XLA_FLAGS='--x=' (site 0; its `verify`: --verbose)",
     )
 
+  def test_a_pin_that_passed_under_one_precision_only_splits_the_line(self):
+    c = PinCandidate("no_dsr", ("--x=",), words="w")
+    pins = [
+      Pin("my_model", "a100", p, "baseline", c, ok, "r", "cost", "v")
+      for p, ok in (("bfloat16", True), ("float32", False))
+    ]
+    lines = folded_lines([_a100("bfloat16"), _a100("float32")], pins)
+    self.assertLen(lines, 3)
+    self.assertIn("under bfloat16: not", lines[1])
+    self.assertIn("pinned by XLA_FLAGS='--x='", lines[1])
+    self.assertIn("under float32: not", lines[2])
+    self.assertIn("no setting tried pins it (1 tried: --verbose)", lines[2])
+
   def test_anchor_not_run_and_unknown_say_why(self):
     ran = Invariance(
       "m",
