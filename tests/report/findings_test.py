@@ -198,6 +198,39 @@ class ScreenTest(absltest.TestCase):
     self.assertIn("is not batch-invariant on a100 under float32", verbose)
     self.assertIn("is not batch-invariant on a100 under bfloat16", verbose)
 
+  def test_make_runs_grid_fits_40_lines_even_unfolded(self):
+    # make run's sweep: 3 targets x 3 precisions, each group a cause of
+    # its own (nothing folds), four other fixes tried: still one screen.
+    groups = tuple(
+      invariance.Invariance(
+        "seed_mlp",
+        t,
+        p,
+        "baseline",
+        "kernel identity",
+        (RowClasses(ROW0, ((1,), (2,))),),
+        (Boundary(2, 1, (f"sites 0-{i} {t}",), named=1),),
+        invariant=False,
+        sizes=(1, 2),
+      )
+      for t in ("cpu", "a100", "t4")
+      for i, p in enumerate(("bfloat16", "tensorfloat32", "float32"))
+    )
+    trials = tuple(
+      _trial(f, f == "float32")
+      for f in (
+        "float32",
+        "BF16_BF16_F32_X6",
+        "TF32_TF32_F32_X3",
+        "BF16_BF16_F32_X3",
+        "no_triton_gemm",
+      )
+    )
+    answer = Answer((_finding((2, 9)),), trials, invariance=groups)
+    lines = report.render_answered([], answer).split("\n")
+    self.assertLen([l for l in lines if l.startswith("  seed_mlp on ")], 9)
+    self.assertLessEqual(len(lines) + 3, 40)  # + 3 per-target lines
+
   def test_two_causes_are_listed_once_each(self):
     other = _finding((4,), sites=(1,), locations=(_THERE,), algorithms=("X",))
     answer = Answer((_finding((2,)), other))
