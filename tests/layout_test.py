@@ -102,7 +102,6 @@ _NOT_YET = {
   # pictures/: through pictures/outputs_test.py, html_report_test.py and
   # explorer_server_test.py.
   "pictures/explorer_view",
-  "pictures/html_answer",
   "pictures/plot",
   # The private-API adapter: through ir/hlo_text_test.py (XLA's parser)
   # and every compile.

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
 from absl.testing import absltest
+from testutil import run_hloprobe_here
 
 from hloprobe.commands import common, explain, merge
 from hloprobe.errors import InvalidArgumentError
@@ -61,6 +63,33 @@ class RecordedPlanTest(absltest.TestCase):
     self.assertEqual(words.targets, ("cpu", "a100"))
     self.assertEqual(words.jobs, 3)  # the flags given stay
     self.assertEqual(experiments, tuple(_PLAN["experiments"]))
+
+
+@pytest.mark.compiles  # a cpu sweep of two configs, in this process
+class ExplainFolderTest(absltest.TestCase):
+  def test_explain_records_its_plan_and_results_asks_for_records(self):
+    # Found walking issue 39 as a user: explain's results.json held no
+    # plan, so `explain --results=` of it blamed "an older hloprobe". Its
+    # plan is recorded now, as sweep's is; the records --results judges
+    # come from `sweep --shard` and `merge` only, which one line says.
+    out = self.create_tempdir().full_path
+    flags = ["--targets=cpu", "--batch_sizes=1,2", "--precisions=float32"]
+    first = run_hloprobe_here(
+      "explain", *flags, f"--output_dir={out}", timeout_s=300
+    )
+    self.assertEqual(first.returncode, 0, first.stderr)
+    plan = merge.recorded_plan(out)
+    self.assertEqual(
+      (plan["cases"], plan["targets"], plan["batch_sizes"]),
+      (["seed_mlp"], ["cpu"], [1, 2]),
+    )
+    self.assertEqual(plan["precisions"], ["float32"])
+    again = run_hloprobe_here("explain", f"--results={out}", timeout_s=300)
+    self.assertEqual(again.returncode, 2, again.stderr)
+    self.assertLen(again.stderr.splitlines(), 1)
+    self.assertIn("records.hloprobe", again.stderr)
+    self.assertIn("`hloprobe merge`", again.stderr)
+    self.assertNotIn("an older hloprobe", again.stderr)
 
 
 if __name__ == "__main__":

@@ -19,8 +19,9 @@ import pytest
 import testutil
 from absl.testing import absltest
 
+from hloprobe import engine
 from hloprobe.errors import GoldenError
-from hloprobe.golden import folder
+from hloprobe.golden import folder, golden_update
 
 _REPO = testutil.ROOT
 
@@ -142,6 +143,47 @@ class RefusedAtUpdateTest(absltest.TestCase):
     self.assertLen(proc.stderr.splitlines(), 1, proc.stderr)
     self.assertIn("`golden check` refuses", proc.stderr)
     self.assertFalse(os.path.exists(os.path.join(self.tmp, "gold")))
+
+
+class NotAGoldenFolderTest(absltest.TestCase):
+  """Found walking issue 39 as a user: from the checkout's tests/ (or a
+  project whose `golden/` holds its own files), `./golden` was picked and
+  `golden update` replaced the whole folder ("no readable MANIFEST.json:
+  replaced the whole folder"), removing the files there. Refused now, in
+  one line, before the sweep (these tests compile nothing)."""
+
+  def setUp(self):
+    super().setUp()
+    self.tmp = os.path.realpath(self.create_tempdir().full_path)
+    self.mine = os.path.join(self.tmp, "golden", "golden_test.py")
+    os.makedirs(os.path.dirname(self.mine))
+    with open(self.mine, "w") as f:
+      f.write("print('mine')\n")
+
+  def test_the_command_refuses_and_keeps_the_files(self):
+    with _in(self.tmp):
+      proc = testutil.run_hloprobe_here(
+        "golden",
+        "update",
+        "--case=seed_mlp",
+        "--targets=cpu",
+        "--batch_sizes=1",
+        "--precisions=float32",
+      )
+    self.assertEqual(proc.returncode, 1, proc.stderr)
+    self.assertLen(proc.stderr.splitlines(), 1, proc.stderr)
+    self.assertIn("has no MANIFEST.json", proc.stderr)
+    self.assertIn("(golden_test.py)", proc.stderr)
+    self.assertEqual(os.listdir(os.path.dirname(self.mine)), ["golden_test.py"])
+
+  def test_the_api_refuses_before_the_sweep(self):
+    spec = engine.SweepSpec(("seed_mlp",), (1,), ("float32",), ("cpu",))
+    golden = os.path.dirname(self.mine)
+    with open(os.path.join(golden, "README.md"), "w") as f:
+      f.write("mine\n")
+    with self.assertRaisesRegex(GoldenError, r"\(README\.md and 1 more\)"):
+      golden_update(spec, golden)
+    self.assertLen(os.listdir(golden), 2)
 
 
 @pytest.mark.compiles  # one cpu config compiled, in this process

@@ -11,13 +11,19 @@ table, and at 1400 px the configs table's verdict column is on screen
 (`Results._repr_html_`) shows the finding table first and folds the
 words.
 
+With the bitwise answer on (as by default) the screen is at most 40
+lines: that answer comes one line per cause, after the `Do:` block.
+
 Expected lines come from the model's file, read here (the lines holding
-`x @ w1` and `h @ w2`), not from hloprobe.
+`x @ w1` and `h @ w2`), not from hloprobe; the CPU's bitwise answer from
+the model jitted here (row 0's float32 bits at n = 1 and 2), the a100's
+from the Triton gemm fusions in the optimized HLO explain wrote.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import tempfile
@@ -39,6 +45,7 @@ _MODEL = os.path.join(
 )
 _CASE = f"{_MODEL}:make_case"
 _SIZES = "1,2"  # n = 1 multiply+reduce, n = 2 the a100's Triton gemms
+_GEMM_FUSION_RE = re.compile(r"%gemm_fusion\S* = \S+ fusion\(.*__triton")
 
 # The configs table's verdict header, where the browser laid it out at
 # 1400 px, against the window and the table's scrolling box; and what the
@@ -75,6 +82,32 @@ def _line_of(text: str) -> int:
   raise AssertionError(f"{text!r} not in {_MODEL}")
 
 
+def _row0_bits(sizes) -> dict[int, bytes]:
+  """Row 0 of the model's output, jitted here on the CPU, per n: its
+  float32 bits (the inputs' first n rows, as the case batches them)."""
+  import importlib.util
+
+  import jax
+  import numpy as np
+
+  spec = importlib.util.spec_from_file_location("my_model", _MODEL)
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
+  params, x = mod.inputs()
+  fn = jax.jit(mod.model)  # the CPU: no accelerator here
+  return {
+    n: np.asarray(fn(params, x[:n]))[0].view(np.uint32).tobytes() for n in sizes
+  }
+
+
+def _triton_gemms(out: str, n: int) -> int:
+  """The a100's Triton gemm fusions at n under float32, read by regex from
+  the optimized HLO explain wrote (XLA's own text)."""
+  path = os.path.join(out, "a100", "my_model", f"n{n}-float32", "optimized.hlo")
+  with open(path, encoding="utf-8") as f:
+    return len(_GEMM_FUSION_RE.findall(f.read()))
+
+
 class UserModelTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
@@ -86,9 +119,7 @@ class UserModelTest(absltest.TestCase):
       "--targets=cpu,a100,t4",
       f"--batch_sizes={_SIZES}",
       f"--output_dir={cls.out}",
-      # The accuracy screen alone: with the bitwise answer (issue 38) this
-      # model's screen is 51 lines, over issue 39's 40 (left open).
-      "--invariance=off",
+      # The bitwise answer (issue 38) on, as by default.
       timeout_s=900,
     )
     cls.lines = cls.proc.stdout.splitlines()
@@ -139,6 +170,46 @@ class UserModelTest(absltest.TestCase):
     self.assertNotIn("Findings by cause", self.proc.stdout)
     for target in ("a100 (compile only): 1 cause", "cpu", "t4"):
       self.assertIn(f"\n  my_model on {target}", self.proc.stdout)
+
+  def test_nothing_printed_twice_but_the_answer(self):
+    body = [line for line in self.lines[1:-1] if line]
+    self.assertEqual(len(body), len(set(body)), self.proc.stdout)
+    self.assertEqual(self.lines.count(self.lines[0]), 2)
+    self.assertEqual(self.proc.stdout.count("Verify (PASS)"), 1)
+
+  def test_bitwise_answer_one_line_per_cause(self):
+    """The batch-invariance answer (on by default) in one line per cause,
+    its three precisions folded; the pins' commands and the reductions
+    per n only under --verbose."""
+    title = "Batch invariance, by cause (each precision and kernel: --verbose):"
+    at = self.lines.index(title)
+    self.assertGreater(at, 2)  # after Answer, Do and Verify
+    under = "under bfloat16, tensorfloat32 and float32: "
+    folded = self.lines[at + 1 : at + 4]
+    self.assertEqual(
+      [line.split(": ")[0] for line in folded],
+      [f"  my_model on {t} {under[:-2]}" for t in ("cpu", "a100", "t4")],
+    )
+    self.assertEqual(self.lines[at + 4], "")
+    self.assertNotIn("Do: to pin", self.proc.stdout)
+    self.assertNotIn("is batch-invariant on", self.proc.stdout)
+    # The CPU: row 0's bits at n = 1 and 2 from the model jitted here.
+    bits = _row0_bits((1, 2))
+    word = "batch-invariant" if bits[1] == bits[2] else "not batch-invariant"
+    self.assertTrue(
+      folded[0].startswith(f"  my_model on cpu {under}{word} (bits"),
+      folded[0],
+    )
+    # The a100: its Triton gemm fusions read from the optimized HLO that
+    # explain wrote (none at n = 1: the dots strength-reduced; both at
+    # n = 2), so n = 2 differs by sites 0-1.
+    gemms = {n: _triton_gemms(self.out, n) for n in (1, 2)}
+    self.assertEqual((gemms[1], gemms[2]), (0, 2))
+    self.assertIn(
+      "not batch-invariant (by kernel identity): every row: same per-row "
+      "arithmetic for n = 1, n = 2 differs; at n = 2: sites 0-1 Triton gemm",
+      folded[1],
+    )
 
   def test_report_html_finding_table_first_verdict_on_screen(self):
     path = os.path.join(self.out, "report.html")
