@@ -82,8 +82,6 @@ _NOT_YET = {
   # engine/: through engine/engine_test.py, plan_test.py and the
   # runtime/ pool tests.
   "engine/compiled",
-  # execute/: through execute/interpreter_test.py and the other execute/
-  # tests, against numpy float64.
   # golden/: through golden/update_test.py and golden/folder_test.py.
   "golden/snapshot",
   # invariance/: through invariance/answer_test.py and runs_test.py.
