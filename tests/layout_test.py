@@ -88,8 +88,6 @@ _NOT_YET = {
   "kernels/autotune_pin",
   "kernels/gemm_rules",
   "kernels/reduction_rules",
-  # numerics/: through numerics/predict_test.py, accuracy_test.py,
-  # emulate_test.py, floor_check_test.py and kept_test.py.
   # pictures/: through pictures/outputs_test.py, html_report_test.py and
   # explorer_server_test.py.
   "pictures/explorer_view",
