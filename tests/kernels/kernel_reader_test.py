@@ -27,8 +27,7 @@ from absl.testing import absltest, parameterized
 
 from hloprobe import kernels
 from hloprobe.errors import TargetError
-from hloprobe.ir import parse_hlo_module
-from hloprobe.kernels import normalise, reduction_rules
+from hloprobe.kernels import normalise
 from hloprobe.kernels.differences import kernel_classes
 from hloprobe.kernels.records import Role, RowCount
 
@@ -376,36 +375,6 @@ class ControlFlowTest(parameterized.TestCase):
     self.assertEqual(record.field("split_k"), "1")
 
 
-class InstructionTest(absltest.TestCase):
-  def test_wgmma_shape(self):
-    # tests/ir/testdata/ptx/handwritten_sm90.ptx: one
-    # `wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16`; the fence /
-    # commit / wait bookkeeping is no multiply.
-    from hloprobe.ir import parse_ptx
-    from hloprobe.kernels import gemm_rules
-
-    path = os.path.join(
-      os.path.dirname(__file__),
-      "..",
-      "ir",
-      "testdata",
-      "ptx",
-      "handwritten_sm90.ptx",
-    )
-    with open(path) as f:
-      found = {k.name: k for k in parse_ptx(f.read())}
-    words, algorithm = gemm_rules.instruction_words(
-      found["wgmma_kernel"], "bf16"
-    )
-    self.assertEqual(
-      words, "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16"
-    )
-    self.assertEqual(algorithm, "BF16_BF16_F32")
-    self.assertEqual(
-      gemm_rules.instruction_words(None, "f32")[0], "not read: no PTX kernel"
-    )
-
-
 class NormaliseTest(absltest.TestCase):
   _PTX = """
 .visible .entry k_7(.param .u64 k_7_param_0)
@@ -460,47 +429,6 @@ class NormaliseTest(absltest.TestCase):
       "mul.rn.f32 %r1, %r7, %r8;\nsub.rn.f32 %r3, %r1, %r2;"
     )
     self.assertNotEqual(c, d)  # subtraction does not commute
-
-
-_MULTI = """HloModule m
-
-%add (x: f32[], y: f32[]) -> f32[] {
-  %x = f32[] parameter(0)
-  %y = f32[] parameter(1)
-  ROOT %s = f32[] add(%x, %y)
-}
-
-ENTRY %main (p: f32[{rows},32]) -> f32[{rows}] {
-  %p = f32[{rows},32]{1,0} parameter(0)
-  %z = f32[] constant(0)
-  ROOT %r = f32[{rows}]{0} reduce(%p, %z), dimensions={1}, to_apply=%add
-}
-"""
-
-
-class ReductionRuleTest(absltest.TestCase):
-  def _fields(self, rows: int):
-    module = parse_hlo_module(_MULTI.replace("{rows}", str(rows)))
-    reduce = module.entry.root
-    return reduction_rules.reduction_emitter(
-      reduce, (rows, 32), "{1,0}", (32, 32), 32, core_count=108
-    )
-
-  def test_multi_row_vector_size_follows_the_row_count(self):
-    # MultiRowReductionFusion::TryCreate, L = 32 f32: vector 2 (64 / 32,
-    # capped at 128 / 32); threads per row 16, kept threads 256 / 16 = 16.
-    # 4096 rows: ceil(4096 / 16) = 256 blocks >= 108 cores: vector 2.
-    fields, depends, _ = self._fields(4096)
-    self.assertEqual(fields["reduction_emitter"], "multi-row")
-    self.assertEqual(fields["vector_size"], "2")
-    self.assertEqual(fields["threads_per_row"], "16")
-    self.assertEqual(fields["rows_per_warp"], "2")
-    self.assertTrue(depends)
-    # 64 rows: 4 blocks < 108: halved to 1; 32 threads per row, 1 row/warp.
-    fields, _, _ = self._fields(64)
-    self.assertEqual(fields["vector_size"], "1")
-    self.assertEqual(fields["threads_per_row"], "32")
-    self.assertEqual(fields["rows_per_warp"], "1")
 
 
 if __name__ == "__main__":
