@@ -1,10 +1,11 @@
-"""kernels/normalise.py: kernel text made comparable across batch sizes.
-The PTX lines are written here in PTX's syntax (PTX ISA: `add.rn.f32 d, a,
-b`, `ld.global`, `setp`), as the module's docstring quotes the n = 8 / n =
-9 case of one row reduction (jaxlib 0.12.0.1): only float dataflow is
-kept, registers renamed in order of first use, commuted sources ordered;
-and the row count written "N" in shapes. The digest is SHA-256's first
-12 hex digits (hashlib, independently)."""
+"""kernels/normalise.py: kernel text made comparable across batch sizes:
+only the row bound of a PTX kernel normalised (`setp` against the row
+count; shifts and shuffle offsets equal to n are not), float dataflow
+without addresses, commuted sources equal (a + b == b + a, as LLVM
+printed one row reduction both ways at n = 8 and 9, jaxlib 0.12.0.1),
+dimensions equal to the row count written "N". PTX written here in PTX's
+syntax; the digest is SHA-256's first 12 hex digits (hashlib). The PTX
+tests moved from kernels/kernel_reader_test.py (NormaliseTest)."""
 
 from __future__ import annotations
 
@@ -14,39 +15,61 @@ from absl.testing import absltest
 
 from hloprobe.kernels import normalise
 
-_N8 = """
-.visible .entry k(
-  ld.global.f32 %f29, [%rd4+8];
-  ld.global.f32 %f31, [%rd4];
-  add.s32 %r7, %r6, 8;
-  add.rn.f32 %f32, %f31, %f29;
-  st.global.f32 [%rd9], %f32;
-"""
-# The same arithmetic with other registers, the add's sources swapped and
-# other index arithmetic (n = 9).
-_N9 = """
-.visible .entry k(
-  ld.global.f32 %f9, [%rd2+12];
-  ld.global.f32 %f11, [%rd2];
-  add.s32 %r7, %r6, 9;
-  add.rn.f32 %f12, %f9, %f11;
-  st.global.f32 [%rd3], %f12;
-"""
-
 
 class NormaliseTest(absltest.TestCase):
-  def test_float_dataflow_equal_across_sizes(self):
-    a, b = normalise.float_operations(_N8), normalise.float_operations(_N9)
-    self.assertEqual(a, b)
-    # One line: the loads and stores to global memory and the index add
-    # are not float dataflow.
-    self.assertRegex(a, r"^add\.rn\.f32 v\d, v\d, v\d$")
+  _PTX = """
+.visible .entry k_7(.param .u64 k_7_param_0)
+{
+  shl.b32 %r36, %r35, 8;
+  setp.lt.u32 %p1, %r34, 8;
+  shfl.sync.bfly.b32 %r80, %r79, 8, 31, -1;
+  add.rn.f32 %r81, %r79, %r80;
+}
+"""
 
-  def test_a_different_operation_differs(self):
-    other = _N9.replace("add.rn.f32", "mul.rn.f32")
-    self.assertNotEqual(
-      normalise.float_operations(_N8), normalise.float_operations(other)
+  def test_only_the_row_bound_is_normalised(self):
+    text = normalise.kernel_ptx([self._PTX])["k_7"]
+    out = normalise.normalised_ptx("k_7", text, 8)
+    self.assertIn("setp.lt.u32 %p1, %r34, N;", out)
+    self.assertIn("shl.b32 %r36, %r35, 8;", out)
+    self.assertIn("shfl.sync.bfly.b32 %r80, %r79, 8, 31, -1;", out)
+    self.assertIn("KERNEL_param_0", out)
+    other = normalise.normalised_ptx(
+      "k_7", text.replace("%r34, 8", "%r34, 2"), 2
     )
+    self.assertEqual(out, other)  # the same kernel, compiled for n = 2
+    shifted = normalise.normalised_ptx(
+      "k_7", text.replace("%r35, 8", "%r35, 2"), 8
+    )
+    self.assertNotEqual(out, shifted)  # another shift is another kernel
+
+  def test_float_operations_drop_addresses(self):
+    ops = normalise.float_operations(
+      "ld.global.v2.b32 {%r1, %r2}, [%rd5+16];\n"
+      "add.s64 %rd7, %rd6, 1024;\n"
+      "add.rn.f32 %r3, %r1, %r2;\n"
+      "st.shared.b32 [%rd9], %r3;\n"
+    )
+    # Sources are named before the result of a commuting op.
+    self.assertEqual(ops, "add.rn.f32 v2, v0, v1\nst.shared.b32 [a], v2")
+
+  def test_commuted_operands_are_equal(self):
+    # LLVM printed `add.rn.f32 v32, v31, v29` at n = 8 and `..., v29, v31`
+    # at n = 9 in one row reduction (jaxlib 0.12.0.1); a + b == b + a.
+    a = normalise.float_operations(
+      "mul.rn.f32 %r1, %r7, %r8;\nadd.rn.f32 %r3, %r1, %r2;"
+    )
+    b = normalise.float_operations(
+      "mul.rn.f32 %r1, %r7, %r8;\nadd.rn.f32 %r3, %r2, %r1;"
+    )
+    self.assertEqual(a, b)
+    c = normalise.float_operations(
+      "mul.rn.f32 %r1, %r7, %r8;\nsub.rn.f32 %r3, %r2, %r1;"
+    )
+    d = normalise.float_operations(
+      "mul.rn.f32 %r1, %r7, %r8;\nsub.rn.f32 %r3, %r1, %r2;"
+    )
+    self.assertNotEqual(c, d)  # subtraction does not commute
 
   def test_row_dims_and_digest(self):
     self.assertEqual(normalise.row_dims((8, 1000), 8), "N,1000")
