@@ -84,7 +84,8 @@ _NOT_YET = {
   # invariance/: through invariance/answer_test.py and runs_test.py.
   "invariance/in_workers",
   "invariance/pin",
-  # kernels/: through kernels/kernel_reader_test.py on recorded compiles.
+  # Through kernels/kernel_reader_test.py's PinTest (recorded pinned
+  # compiles) and invariance/answer_test.py.
   "kernels/autotune_pin",
   # pictures/: through pictures/outputs_test.py, html_report_test.py and
   # explorer_server_test.py.
@@ -93,10 +94,10 @@ _NOT_YET = {
   # The private-API adapter: through ir/hlo_text_test.py (XLA's parser)
   # and every compile.
   "private_api/adapter",
-  # report/: through report/explain_test.py, findings_test.py and
-  # results_schema_test.py.
+  # Through numerics/rows_judged_test.py and verdicts_headline_test.py.
   "report/explain_rows",
-  # verify/: through verify/fix_test.py and verify/findings_test.py.
+  # verify/: records and the verify call, through verify/fix_test.py,
+  # report/verification_test.py and sites/rejection_test.py.
   "verify/evidence",
   "verify/outcome",
 }
