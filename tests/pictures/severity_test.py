@@ -1,7 +1,8 @@
 """The pictures' colour by distance beyond the band and the HTML tables
 from their template, on records made by hand (tests/hand_results.py; the
-plot's shared error axis: pictures/plot_test.py) (no XLA: `tests/pictures/html_report_test.py` checks a real sweep's page in
-Chromium).
+plot's shared error axis: pictures/plot_test.py). No XLA:
+`tests/pictures/html_report_test.py` checks a real sweep's page in
+Chromium.
 
 Expected values come from the definitions, computed here by hand: the
 band is NOISE_FACTOR (2) x the f32 noise floor, so the seed's 0.61 at a
