@@ -337,7 +337,13 @@ class Predictor:
       # The rows judged: a first pass over every row's error (`rows`).
       judged = self._judged(n, observed or stats)
       f32 = (F32,) * count
-      spreads = self._spreads(n, list(dict.fromkeys((f32, chosen))), judged)
+      if self._gather and chosen != f32:
+        # The chosen assignment's spread serves row 0's tolerance only:
+        # its fixed orders are emulated at row 0 alone (gathered).
+        spreads = self._spreads(n, [f32], judged)
+        spreads += self._spreads(n, [chosen], (0,))
+      else:
+        spreads = self._spreads(n, list(dict.fromkeys((f32, chosen))), judged)
       checks = self._checked_floors(n, spreads[0], fates)
       noise = tuple(c.floor for c in checks)
       spread = noise if chosen == f32 else spreads[1]
@@ -448,8 +454,11 @@ class Predictor:
   def _prefetch(self, n: int, chosen: tuple[str, ...]) -> None:
     """Emulates what this config will most likely ask for in one compile
     (`EmulationCache.fetch`): F32, `chosen` and the per-site share
-    assignments at n, both noise floors' fixed orders, and the site
-    scales; each output is bit for bit the one a separate emulation gives.
+    assignments at n, both noise floors' fixed orders (for a
+    rows_independent case, the chosen assignment's at row 0 alone: only
+    row 0's spread is used; F32's at the judged rows after the first pass
+    above `rows.ALL_ROWS_UP_TO` rows), and the site scales; each output is
+    bit for bit the one a separate emulation gives.
 
     A config with a non-F32 site also has these assignments guessed at the
     sweep's next sizes. An all-F32 one has not: its F32 output at another
@@ -459,13 +468,17 @@ class Predictor:
     f32 = (F32,) * len(chosen)
     wanted = [f32, chosen, *candidates.share_assignments(chosen)]
     size = self._fixed_size(n)
+    # Judged rows: their fixed orders come after the first pass; the
+    # chosen assignment's at row 0 alone (`predict`).
+    fixed = (f32,) if self._gather else (f32, chosen)
     keys = [(n, a, "xla") for a in wanted] + [
       (size, a, o)
-      for a in (f32, chosen)
+      for a in fixed
       for o in _FIXED_ORDERS
-      # Judged rows: their fixed orders come after the first pass.
       if not (self._gather and n > rows.ALL_ROWS_UP_TO)
     ]
+    if self._gather and chosen != f32:
+      keys += [((0,), chosen, o) for o in _FIXED_ORDERS]
     if not self._cache.fits(keys):
       # Large outputs: F32 and chosen now; the fixed orders two at a time
       # (`_spreads`), the shares by row 0 alone (`_row0s_abs`).
