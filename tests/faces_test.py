@@ -55,9 +55,10 @@ _HELP_TEXT = frozenset({"hloprobe.cli._main"})
 # `report.schema_document`, which the README gives users), with commands'
 # and tools' faces new. It may fall, not grow: a new name needs a caller in
 # another stage, and a lower cap here.
-_PUBLIC_NAMES_CAP = (
-  420  # + the kernels and invariance stages, api.DEFAULTS, findings, cuDNN
-)
+# 413 with the kernels and invariance stages, api.DEFAULTS, findings and
+# cuDNN; then names only tests or the package itself used left the faces
+# (tests import them from the defining module, as layering_test allows).
+_PUBLIC_NAMES_CAP = 375
 
 
 def _modules(package: types.ModuleType) -> list[str]:

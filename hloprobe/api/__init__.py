@@ -18,25 +18,19 @@ example arguments (or a `Case`), returning `Results`.
 
 from __future__ import annotations
 
-from hloprobe.api.answering import NOT_TRIED as NOT_TRIED
 from hloprobe.api.answering import answer as answer
 from hloprobe.api.answering import explanations as explanations
-from hloprobe.api.calls import DEFAULT_PRECISIONS as DEFAULT_PRECISIONS
 from hloprobe.api.calls import as_case as as_case
 from hloprobe.api.calls import explain as explain
 from hloprobe.api.calls import plan_case as plan_case
 from hloprobe.api.calls import run_plan as run_plan
 from hloprobe.api.calls import sweep as sweep
 from hloprobe.api.defaults import DEFAULTS as DEFAULTS
-from hloprobe.api.defaults import Defaults as Defaults
 from hloprobe.api.planning import plan as plan
 from hloprobe.api.results import Results as Results
 
 __all__ = [
   "DEFAULTS",
-  "DEFAULT_PRECISIONS",
-  "Defaults",
-  "NOT_TRIED",
   "Results",
   "answer",
   "as_case",

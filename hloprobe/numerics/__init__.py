@@ -70,7 +70,6 @@ from hloprobe.numerics.rows import row_words as row_words
 from hloprobe.numerics.rows import stands_out as stands_out
 from hloprobe.numerics.verdicts import Verdict as Verdict
 from hloprobe.numerics.verdicts import VerdictKind as VerdictKind
-from hloprobe.numerics.verdicts import verdict_words as verdict_words
 
 __all__ = [
   "CHANGED",
@@ -97,6 +96,5 @@ __all__ = [
   "site_model",
   "stands_out",
   "ulp_distance",
-  "verdict_words",
   "within_noise",
 ]

@@ -4,7 +4,7 @@ It formats what the records already say; it computes nothing new. The
 schema below in words is shipped as a JSON Schema (draft 2020-12) beside
 this module, `results.schema.json` (`schema_document`; package data):
 `jsonschema.validate(doc, schema_document())` checks a results.json
-(tests/conventions_outputs_test.py checks a real sweep's). It requires
+(tests/report/results_schema_test.py checks a real sweep's). It requires
 every field named here and allows fields added within a version. Missing
 values are null; JSON is strict (no NaN or Infinity): a float that is not
 finite (e.g. |err| of inf when f32 overflows) is null too.

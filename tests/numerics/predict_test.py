@@ -195,7 +195,7 @@ _H200_SWEEP = os.path.join(
   "nvidia_h200-jaxlib0.11.2-sweep.json",
 )
 # The numpy model sums in float64, the GPU in f32 (same rounded operands);
-# tests/gpu_measurements_test.py.
+# tests/versions/gpu_check_h200_test.py.
 _SAME_ALGORITHM = 1e-5
 
 
