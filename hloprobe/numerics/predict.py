@@ -165,6 +165,16 @@ class Prediction:
 # independent they are emulated once, at the largest batch size, and sliced.
 _FIXED_ORDERS = tuple(o for o in emulate.SUMMATION_ORDERS if o != "xla")
 
+# Above this many dot sites (a real-size model: a GPT-2-small layer has
+# 6, the largest built-in case 16), a rows_independent case's per-site
+# attribution (two whole-program emulations per site, each read at row 0
+# only) is emulated at row 0 alone, gathered, not at the config's n:
+# its cost grows with the sites times the program, so with depth
+# squared, and a batch of n would multiply it by n (issue 37). A
+# ranking of the sites; its numbers may differ in the last bits from row
+# 0 of a batch of n, where XLA:CPU's own dot may sum in another order.
+SHARES_AT_ROW0_ABOVE = 16
+
 
 class Predictor:
   """Predicts configs of one case; caches emulations between them.
@@ -466,7 +476,9 @@ class Predictor:
     shared ops (an F32 prefix) XLA's CSE then compiles once.
     """
     f32 = (F32,) * len(chosen)
-    wanted = [f32, chosen, *candidates.share_assignments(chosen)]
+    wanted = [f32, chosen]
+    if not self._shares_at_row0(len(chosen)):  # else made when needed
+      wanted += candidates.share_assignments(chosen)
     size = self._fixed_size(n)
     # Judged rows: their fixed orders come after the first pass; the
     # chosen assignment's at row 0 alone (`predict`).
@@ -489,6 +501,11 @@ class Predictor:
       ahead_of=None if chosen == f32 else n,
     )
 
+  def _shares_at_row0(self, sites: int) -> bool:
+    """The per-site attribution is emulated at row 0 alone
+    (`SHARES_AT_ROW0_ABOVE`)."""
+    return self._gather and sites > SHARES_AT_ROW0_ABOVE
+
   def _row0s_abs(self, n: int, assignments, leaf: int) -> dict:
     """|row 0 - float64 row 0| of leaf `leaf` (its max) at each
     assignment ("xla" order), keeping only row 0 of each emulation (`EmulationCache.kept_of`: one switched compile for those
@@ -497,7 +514,10 @@ class Predictor:
     ref = accuracy.element0(self._refs.at(n)[leaf], axis)
     keep = lambda leaves: np.array(accuracy.element0(leaves[leaf], axis))
     assignments = list(dict.fromkeys(assignments))
-    rows = self._cache.kept_of(n, assignments, keep)
+    size = n
+    if assignments and self._shares_at_row0(len(assignments[0])):
+      size = (0,)  # a batch of row 0 alone (`SHARES_AT_ROW0_ABOVE`)
+    rows = self._cache.kept_of(size, assignments, keep)
     return {
       a: float(np.max(np.abs(got.astype(np.float64) - ref)))
       for a, got in zip(assignments, rows)
