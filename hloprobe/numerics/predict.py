@@ -165,6 +165,16 @@ class Prediction:
 # independent they are emulated once, at the largest batch size, and sliced.
 _FIXED_ORDERS = tuple(o for o in emulate.SUMMATION_ORDERS if o != "xla")
 
+# Above this many dot sites (a real-size model: a GPT-2-small layer has
+# 6, the largest built-in case 16), a rows_independent case's per-site
+# attribution (two whole-program emulations per site, each read at row 0
+# only) is emulated at row 0 alone, gathered, not at the config's n:
+# its cost grows with the sites times the program, so with depth
+# squared, and a batch of n would multiply it by n (issue 37). A
+# ranking of the sites; its numbers may differ in the last bits from row
+# 0 of a batch of n, where XLA:CPU's own dot may sum in another order.
+SHARES_AT_ROW0_ABOVE = 16
+
 
 class Predictor:
   """Predicts configs of one case; caches emulations between them.
@@ -337,7 +347,13 @@ class Predictor:
       # The rows judged: a first pass over every row's error (`rows`).
       judged = self._judged(n, observed or stats)
       f32 = (F32,) * count
-      spreads = self._spreads(n, list(dict.fromkeys((f32, chosen))), judged)
+      if self._gather and chosen != f32:
+        # The chosen assignment's spread serves row 0's tolerance only:
+        # its fixed orders are emulated at row 0 alone (gathered).
+        spreads = self._spreads(n, [f32], judged)
+        spreads += self._spreads(n, [chosen], (0,))
+      else:
+        spreads = self._spreads(n, list(dict.fromkeys((f32, chosen))), judged)
       checks = self._checked_floors(n, spreads[0], fates)
       noise = tuple(c.floor for c in checks)
       spread = noise if chosen == f32 else spreads[1]
@@ -448,8 +464,11 @@ class Predictor:
   def _prefetch(self, n: int, chosen: tuple[str, ...]) -> None:
     """Emulates what this config will most likely ask for in one compile
     (`EmulationCache.fetch`): F32, `chosen` and the per-site share
-    assignments at n, both noise floors' fixed orders, and the site
-    scales; each output is bit for bit the one a separate emulation gives.
+    assignments at n, both noise floors' fixed orders (for a
+    rows_independent case, the chosen assignment's at row 0 alone: only
+    row 0's spread is used; F32's at the judged rows after the first pass
+    above `rows.ALL_ROWS_UP_TO` rows), and the site scales; each output is
+    bit for bit the one a separate emulation gives.
 
     A config with a non-F32 site also has these assignments guessed at the
     sweep's next sizes. An all-F32 one has not: its F32 output at another
@@ -457,15 +476,21 @@ class Predictor:
     shared ops (an F32 prefix) XLA's CSE then compiles once.
     """
     f32 = (F32,) * len(chosen)
-    wanted = [f32, chosen, *candidates.share_assignments(chosen)]
+    wanted = [f32, chosen]
+    if not self._shares_at_row0(len(chosen)):  # else made when needed
+      wanted += candidates.share_assignments(chosen)
     size = self._fixed_size(n)
+    # Judged rows: their fixed orders come after the first pass; the
+    # chosen assignment's at row 0 alone (`predict`).
+    fixed = (f32,) if self._gather else (f32, chosen)
     keys = [(n, a, "xla") for a in wanted] + [
       (size, a, o)
-      for a in (f32, chosen)
+      for a in fixed
       for o in _FIXED_ORDERS
-      # Judged rows: their fixed orders come after the first pass.
       if not (self._gather and n > rows.ALL_ROWS_UP_TO)
     ]
+    if self._gather and chosen != f32:
+      keys += [((0,), chosen, o) for o in _FIXED_ORDERS]
     if not self._cache.fits(keys):
       # Large outputs: F32 and chosen now; the fixed orders two at a time
       # (`_spreads`), the shares by row 0 alone (`_row0s_abs`).
@@ -476,6 +501,11 @@ class Predictor:
       ahead_of=None if chosen == f32 else n,
     )
 
+  def _shares_at_row0(self, sites: int) -> bool:
+    """The per-site attribution is emulated at row 0 alone
+    (`SHARES_AT_ROW0_ABOVE`)."""
+    return self._gather and sites > SHARES_AT_ROW0_ABOVE
+
   def _row0s_abs(self, n: int, assignments, leaf: int) -> dict:
     """|row 0 - float64 row 0| of leaf `leaf` (its max) at each
     assignment ("xla" order), keeping only row 0 of each emulation (`EmulationCache.kept_of`: one switched compile for those
@@ -484,7 +514,10 @@ class Predictor:
     ref = accuracy.element0(self._refs.at(n)[leaf], axis)
     keep = lambda leaves: np.array(accuracy.element0(leaves[leaf], axis))
     assignments = list(dict.fromkeys(assignments))
-    rows = self._cache.kept_of(n, assignments, keep)
+    size = n
+    if assignments and self._shares_at_row0(len(assignments[0])):
+      size = (0,)  # a batch of row 0 alone (`SHARES_AT_ROW0_ABOVE`)
+    rows = self._cache.kept_of(size, assignments, keep)
     return {
       a: float(np.max(np.abs(got.astype(np.float64) - ref)))
       for a, got in zip(assignments, rows)

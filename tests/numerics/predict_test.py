@@ -420,5 +420,38 @@ class JudgedRowsTest(absltest.TestCase):
     )
 
 
+class SharesAtRowZeroTest(absltest.TestCase):
+  """Issue 37: a program of more sites than `SHARES_AT_ROW0_ABOVE` has its
+  per-site attribution emulated at row 0 alone (a batch of one); the
+  seed's four sites, so made, rank and weigh as at n = 2 (the bound is
+  lowered here to reach them)."""
+
+  def test_row_0_alone_ranks_the_sites_as_the_batch(self):
+    case = cases.get_case("seed_mlp")
+    full = case.make_inputs()
+    refs = reference.References(case, full, (2,))
+    fates = _recorded_fates("seed_a100_n2_bfloat16")
+    want = predict.Predictor(case, full, refs).predict(2, fates, None)
+    low = predict.SHARES_AT_ROW0_ABOVE
+    predict.SHARES_AT_ROW0_ABOVE = 1
+    try:
+      small = predict.Predictor(case, full, refs)
+      got = small.predict(2, fates, None)
+    finally:
+      predict.SHARES_AT_ROW0_ABOVE = low
+    self.assertTrue(want.shares)
+    self.assertEqual(got.top_site, want.top_site)
+    self.assertEqual(
+      [s.site for s in got.shares], [s.site for s in want.shares]
+    )
+    for g, w in zip(got.shares, want.shares):
+      self.assertAlmostEqual(g.share, w.share, delta=1e-3)
+    # Nothing else of the prediction depends on it.
+    self.assertEqual(got.stats, want.stats)
+    self.assertEqual(got.verdict, want.verdict)
+    # transformer_block, the largest built-in case, has 16 sites.
+    self.assertGreaterEqual(predict.SHARES_AT_ROW0_ABOVE, 16)
+
+
 if __name__ == "__main__":
   absltest.main()
