@@ -215,7 +215,8 @@ def sweep(
     `Results`: the records, `.table()`, `.to_dataframe()`, HTML; with
     `explain_passes`, also explain's records and words: the answer
     first (`report.answer_lines`: the worst finding, "Do: fixes not
-    tried", see NOT_TRIED), then the detail, the worst target first.
+    tried", see NOT_TRIED), then one line per target, as `explain`'s
+    one screen (`report.render_answered`).
 
   Raises:
     InvalidArgumentError, CaseError, TargetError: bad input, as the

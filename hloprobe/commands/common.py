@@ -74,6 +74,9 @@ class SweepWords:
       or None.
     batch_arg: --batch_arg, a module case's batch parameter (number or
       name), or None.
+    all_rows: --all_rows: judge every row.
+    max_worker_mb: --max_worker_mb, a worker's resident memory bound in
+      MiB, or None (a quarter of the machine's).
     given: the names of the flags above given on the command line.
   """
 
@@ -92,6 +95,8 @@ class SweepWords:
   case_timeout: float = 600.0
   inputs: str | None = None
   batch_arg: str | None = None
+  all_rows: bool = False
+  max_worker_mb: int | None = None
   given: frozenset[str] = frozenset()
 
 
@@ -136,6 +141,8 @@ def sweep_spec(
     jobs=words.jobs,
     case_timeout_s=words.case_timeout,
     inputs=words.inputs,
+    all_rows=words.all_rows,
+    max_worker_mb=words.max_worker_mb,
   )
 
 

@@ -190,7 +190,13 @@ class _Sweep:
       pool.start(BASELINE.flags_text, 0)
     self.setups = [
       setup_for(
-        c, spec.sizes_of(c), warn, pool, spec.case_timeout_s, bool(self.store)
+        c,
+        spec.sizes_of(c),
+        warn,
+        pool,
+        spec.case_timeout_s,
+        bool(self.store),
+        spec.all_rows,
       )
       for c in spec.cases
     ]
@@ -249,6 +255,7 @@ class _Sweep:
         self.spec.explain_passes,
         xla_flags=flags,
         record_version=RECORD_VERSION,
+        all_rows=self.spec.all_rows,
       )
 
   def _hit(self, c: PlannedConfig, key: str | None, watch):

@@ -113,7 +113,8 @@ class Prediction:
       executor (`floor_check`); where not trusted, `noise` is the
       independent floor and the verdicts say so.
     rows: every output leaf's worst row (`rows.worst_row`: every row
-      judged, each against its own f32 noise floor), of the observed
+      judged, or the rows `rows.judged_rows` picks (`WorstRow.judged`),
+      each against its own f32 noise floor), of the observed
       errors where there are some, else the predicted; in `leaf_verdicts`'
       order; None for a leaf not judged by rows (integer, unbatched).
       `verdict` stays row 0's.
@@ -179,6 +180,9 @@ class Predictor:
     sizes: the sweep's batch sizes in the order it visits them, for the
       cache's guess at the next sizes (`emulation_cache`); () for none. The
       predictions are the same either way.
+    all_rows: judge every row (--all_rows); else a rows_independent
+      batch case above `rows.ALL_ROWS_UP_TO` rows has its noise floor
+      emulated and its rows judged at `rows.judged_rows` only.
   """
 
   def __init__(
@@ -187,9 +191,40 @@ class Predictor:
     full_inputs: tuple | None,
     references: reference.References,
     sizes: tuple[int, ...] = (),
+    all_rows: bool = False,
   ):
     self._refs, self._name = references, case.name
     self._cache = emulation_cache.EmulationCache(case, full_inputs, sizes)
+    # Rows may be gathered: each row's value does not depend on the others.
+    self._gather = (
+      not all_rows
+      and references.independent
+      and full_inputs is not None
+      and case.swept_size is None
+    )
+
+  def _judged(self, n: int, first_pass) -> tuple[int, ...] | None:
+    """The rows to judge at size n (`rows.judged_rows`), from each leaf's
+    first-pass errors; None: every row."""
+    if not self._gather or n <= rows.ALL_ROWS_UP_TO:
+      return None
+    return rows.judged_rows(
+      n,
+      [
+        None if axis is None else s.row_abs
+        for s, axis in zip(first_pass, self._refs.axes)
+      ],
+    )
+
+  def _gathered(self, leaves, judged: tuple[int, ...] | None) -> tuple:
+    """`leaves` at size n cut to the judged rows along their batch axes."""
+    if judged is None:
+      return tuple(leaves)
+    index = np.asarray(judged, np.int64)
+    return tuple(
+      x if axis is None else np.take(x, index, axis=axis)
+      for x, axis in zip(leaves, self._refs.axes)
+    )
 
   def _emulate(self, n: int, algorithms: tuple[str, ...]) -> tuple:
     """Every output leaf at size n in XLA's own summation order (cached)."""
@@ -216,24 +251,36 @@ class Predictor:
   def _row0(self, n: int, algorithms: tuple[str, ...], leaf: int) -> float:
     return float(np.ravel(self._emulate(n, algorithms)[leaf])[0])
 
-  def _spreads(self, n: int, assignments) -> list[tuple]:
+  def _spreads(
+    self, n: int, assignments, judged: tuple[int, ...] | None = None
+  ) -> list[tuple]:
     """For each assignment, each leaf's row 0 and batch against float64
     over every order, one order's outputs at a time (`floor_sum.FloorSum`); the assignments' outputs in one
-    order are made together (one compile) where not held."""
-    refs = self._refs.at(n)
+    order are made together (one compile) where not held.
+
+    With `judged` rows (`_judged`), only those rows: the fixed orders
+    emulated on their inputs gathered, all in one compile (a batch of
+    len(judged)), XLA's order cut from the config's emulation at n."""
+    refs = self._gathered(self._refs.at(n), judged)
     sums = [
-      [FloorSum(r, a) for r, a in zip(refs, self._refs.axes)]
+      [FloorSum(r, a, judged) for r, a in zip(refs, self._refs.axes)]
       for _ in assignments
     ]
-    size = self._fixed_size(n)
+    size = judged if judged is not None else self._fixed_size(n)
+    if judged is not None:
+      self._cache.fetch(
+        [(judged, a, o) for a in assignments for o in _FIXED_ORDERS]
+      )
     # XLA's order first: its outputs are the ones held since `_prefetch`
     # (the floor takes maxima and minima, so the order of orders is free).
     for order in ("xla", *_FIXED_ORDERS):
-      if order != "xla":
+      if order != "xla" and judged is None:
         self._cache.fetch([(size, a, order) for a in assignments])
       for algorithms, totals in zip(assignments, sums):
         if order == "xla":
-          outs = self._emulate(n, algorithms)
+          outs = self._gathered(self._emulate(n, algorithms), judged)
+        elif judged is not None:
+          outs = self._cache.get(judged, algorithms, order)
         else:
           outs = self._fixed_order(n, algorithms, order)
         for total, out in zip(totals, outs):
@@ -285,13 +332,15 @@ class Predictor:
         )
       chosen, note = candidates.chosen_algorithms(fates)
       self._prefetch(n, chosen)
+      stats = self._leaf_stats(n, chosen)
     with stage("noise floor"):
+      # The rows judged: a first pass over every row's error (`rows`).
+      judged = self._judged(n, observed or stats)
       f32 = (F32,) * count
-      spreads = self._spreads(n, list(dict.fromkeys((f32, chosen))))
+      spreads = self._spreads(n, list(dict.fromkeys((f32, chosen))), judged)
       checks = self._checked_floors(n, spreads[0], fates)
       noise = tuple(c.floor for c in checks)
       spread = noise if chosen == f32 else spreads[1]
-    stats = self._leaf_stats(n, chosen)
     tolerance = tuple(
       accuracy.NOISE_FACTOR * max(s.row0_spread_abs, f.row0_spread_abs)
       + accuracy.output_ulp(st.row0_values, dtype)
@@ -411,7 +460,11 @@ class Predictor:
     wanted = [f32, chosen, *candidates.share_assignments(chosen)]
     size = self._fixed_size(n)
     keys = [(n, a, "xla") for a in wanted] + [
-      (size, a, o) for a in (f32, chosen) for o in _FIXED_ORDERS
+      (size, a, o)
+      for a in (f32, chosen)
+      for o in _FIXED_ORDERS
+      # Judged rows: their fixed orders come after the first pass.
+      if not (self._gather and n > rows.ALL_ROWS_UP_TO)
     ]
     if not self._cache.fits(keys):
       # Large outputs: F32 and chosen now; the fixed orders two at a time
@@ -550,11 +603,15 @@ def _far_rows_first(
     words = rows.far_rows_words(worst)
     cause = "suspected XLA:CPU miscompile"
   elif observed is not None and predicted.row_abs is not None:
-    floors = noise.row_abs
-    if floors is None or floors.shape != predicted.row_abs.shape:
-      floors = np.full(predicted.row_abs.shape, noise.max_abs)
+    floors, judged = noise.row_abs, noise.rows
+    predicted_rows = predicted.row_abs
+    if judged is not None:  # the judged rows' floors only
+      predicted_rows = predicted_rows[np.asarray(judged, np.int64)]
+    if floors is None or floors.shape != predicted_rows.shape:
+      floors, judged = np.full(predicted.row_abs.shape, noise.max_abs), None
+      predicted_rows = predicted.row_abs
     band = dataclasses.replace(
-      noise, row_abs=np.maximum(floors, predicted.row_abs)
+      noise, row_abs=np.maximum(floors, predicted_rows), rows=judged
     )
     words = rows.far_rows_words(rows.worst_row(observed, band, dtype))
     cause = "unexplained by the sites' algorithms"
