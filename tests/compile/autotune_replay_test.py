@@ -34,6 +34,7 @@ import tempfile
 
 import numpy as np
 import pytest
+import recorded
 import testutil
 from absl.testing import absltest
 
@@ -126,14 +127,12 @@ def tearDownModule():
 
 def _one_entry_file(folder: str) -> str:
   """Results holding the seed's first gemm fusion (cuBLAS) only."""
-  from autotune_results_test import _TESTDATA, _XLA_LOG
-
   name = "seed_mlp_a100_bfloat16.config_assigner_input.hlo.txt"
-  with open(os.path.join(_TESTDATA, name), encoding="utf-8") as f:
+  with open(os.path.join(recorded.AUTOTUNE, name), encoding="utf-8") as f:
     keys = gemm_fusion_keys(f.read())
   text = results_textproto(
     "4882ef514d13f9de",
-    parse_codegen_versions(_XLA_LOG),
+    parse_codegen_versions(recorded.AUTOTUNE_XLA_LOG),
     [AutotuneChoice(keys[0], "CUBLASLT_FISSION", CUBLAS_CONFIG)],
   )
   path = os.path.join(folder, "one.textproto")
@@ -224,8 +223,6 @@ class KernelPredictionTest(absltest.TestCase):
   alone predicted 0.0819785, 2.9e-6 off, the "2.5e-6" of issue 28)."""
 
   def test_the_sweeps_prediction_uses_the_kernel_model(self):
-    from mmasim_h200_test import _OBSERVED
-
     from hloprobe.compile import jax_versions
     from hloprobe.engine import SweepSpec
     from hloprobe.report import results_json
@@ -238,12 +235,16 @@ class KernelPredictionTest(absltest.TestCase):
       cache_dir=testutil.record_cache(),
     )
     results = _POOL.run(spec)
-    ulp = float(np.spacing(np.float32(_OBSERVED)))  # 2^-27 at 0.082
+    ulp = float(
+      np.spacing(np.float32(recorded.H200_SEED_ROW0))
+    )  # 2^-27 at 0.082
     for r in results:
       p = r.prediction
       self.assertEqual(p.kernel.kinds, ("bit-exact model",) * 3 + ("band",))
-      self.assertGreater(abs(p.stats.row0 - _OBSERVED), 2.5e-6)
-      self.assertLessEqual(abs(p.kernel.row0 - _OBSERVED), 4 * ulp)
+      self.assertGreater(abs(p.stats.row0 - recorded.H200_SEED_ROW0), 2.5e-6)
+      self.assertLessEqual(
+        abs(p.kernel.row0 - recorded.H200_SEED_ROW0), 4 * ulp
+      )
     doc = results_json(results, jax_versions())["configs"][0]["prediction"]
     self.assertEqual(
       doc["row0_kernel_model"], results[0].prediction.kernel.row0

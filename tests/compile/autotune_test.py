@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 import pytest
+import recorded
 import testutil
 from absl.testing import absltest
 
@@ -40,19 +41,8 @@ from hloprobe.compile.autotune_replay import (
 )
 from hloprobe.errors import TargetError
 
-_TESTDATA = os.path.join(
-  os.path.dirname(os.path.dirname(__file__)), "testdata", "autotune"
-)
-_XLA_LOG = (
-  "I1202 06:56:34.649027    2158 autotuner_cache_interface.cc:106] Codegen "
-  "version: 070b7c91256c4093 from CUDNN:9.10.0,TRITON:b575c0c38d428a609e2548"
-  "7db64051a5fa7bfab8,CUBLASLT:12.8.0,BLOCK_LEVEL_EMITTER:b575c0c38d428a609e"
-  "25487db64051a5fa7bfab8,NATIVE_EMITTER:v1,CUBLASLT_FISSION:12.8.0\n"
-  "I1202 06:56:34.649052    2158 autotuner_cache_interface.cc:85] Device "
-  "fingerprint: 4882ef514d13f9de from CUDA: 8.0, Cores: 108, GPU clock: 1.41 "
-  "GHz, Memory bandwidth: 1555 GB/s, L2 cache: 40 MB, device name: NVIDIA "
-  "A100-SXM4-40GB\n"
-)
+_TESTDATA = recorded.AUTOTUNE
+_XLA_LOG = recorded.AUTOTUNE_XLA_LOG
 _A100_DEVICE = (
   "CUDA: 8.0, Cores: 108, GPU clock: 1.41 GHz, Memory bandwidth: 1555 GB/s, "
   "L2 cache: 40 MB"

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 import testutil
-from absl.testing import absltest, parameterized
+from absl.testing import absltest
 from testutil import numpy_seed_row0
 
 from hloprobe import engine, records
@@ -26,28 +26,6 @@ _POOL = testutil.SweepPool()
 
 def tearDownModule():
   _POOL.close()
-
-
-class BatchSizesTest(parameterized.TestCase):
-  @parameterized.named_parameters(
-    ("list_and_range", "1,2,4-9,64,4096", (1, 2, 4, 5, 6, 7, 8, 9, 64, 4096)),
-    ("single", "3", (3,)),
-    ("duplicates_dropped", "2,1-3", (2, 1, 3)),
-  )
-  def test_parse(self, text, expected):
-    self.assertEqual(engine.parse_batch_sizes(text), expected)
-
-  @parameterized.named_parameters(
-    ("zero", "0"),
-    ("negative", "-1"),
-    ("float", "1.5"),
-    ("reversed", "5-2"),
-    ("empty_item", "1,,2"),
-    ("word", "many"),
-  )
-  def test_reject(self, text):
-    with self.assertRaisesRegex(InvalidArgumentError, "bad batch size"):
-      engine.parse_batch_sizes(text)
 
 
 @pytest.mark.compiles

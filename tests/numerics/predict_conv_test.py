@@ -114,34 +114,13 @@ class ModelExplorerConvTest(absltest.TestCase):
     )
 
 
-def conv_only():
-  """A program whose only contraction is one convolution (for `explain`)."""
-  from jax import lax
-
-  from hloprobe.compile import Case
-
-  def f(x, k):
-    return lax.conv_general_dilated(
-      x, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
-    )
-
-  def inputs():
-    g = np.random.default_rng(0)
-    return (
-      g.standard_normal((2, 6, 6, 8)).astype(np.float32),
-      g.standard_normal((3, 3, 8, 16)).astype(np.float32),
-    )
-
-  return Case("conv_only", "one convolution", f, inputs, in_axes=(0, None))
-
-
 class ConvOnlyExplainTest(absltest.TestCase):
   def test_explain_names_the_convolution(self):
     out = self.create_tempdir().full_path
-    here = os.path.abspath(__file__)
+    cases = os.path.join(testutil.ROOT, "tests", "program_cases.py")
     got = testutil.run_hloprobe_here(
       "explain",
-      f"--case={here}:conv_only",
+      f"--case={cases}:conv_only",
       "--targets=a100,cpu",
       "--batch_sizes=2",
       "--precisions=bfloat16",
