@@ -19,6 +19,8 @@ from hloprobe.compile import cases
 from hloprobe.errors import CaseError
 from hloprobe.report import requirement_lines
 from hloprobe.runtime import WorkerPool
+from hloprobe.verify import fix as verify_fix
+from hloprobe.verify import outcome as verify_outcome
 
 # Compiles with XLA (`make test-fast` skips it).
 pytestmark = pytest.mark.compiles
@@ -168,12 +170,12 @@ class LossAndBatchedLeafTest(absltest.TestCase):
     super().setUpClass()
     spec = engine.SweepSpec((f"{_FILE}:make",), (1, 2), ("float32",), ("cpu",))
     fix, require = verify.parse_fix("float32"), ("consistent", "accurate")
-    plan = engine.plan_sweep(verify.fix_sweep(spec, fix, require))
+    plan = engine.plan_sweep(verify_fix.fix_sweep(spec, fix, require))
     with WorkerPool() as pool:
       cls.results = engine.run_sweep(plan, pool=pool)
     # Worker processes started: the plan's (the case loaded), the sweep's.
     cls.started = (plan.cases[0].loader.started, pool.started)
-    cls.verification = verify.verify(
+    cls.verification = verify_outcome.verify(
       cls.results, spec, fix, require, versions={}
     )
 

@@ -14,6 +14,8 @@ from hloprobe import engine, verify
 from hloprobe.compile import lowering
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.report import verification
+from hloprobe.verify import fix as verify_fix
+from hloprobe.verify import outcome as verify_outcome
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = pytest.mark.cpu_numerics
@@ -40,8 +42,8 @@ def _verify(
     ("seed_mlp",), sizes, precisions, targets, cache_dir=testutil.record_cache()
   )
   parsed = verify.parse_fix(fix)
-  results = _POOL.run(verify.fix_sweep(spec, parsed, require))
-  return verify.verify(
+  results = _POOL.run(verify_fix.fix_sweep(spec, parsed, require))
+  return verify_outcome.verify(
     results, spec, parsed, require, versions=lowering.jax_versions(), **kwargs
   )
 
