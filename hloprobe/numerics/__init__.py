@@ -55,7 +55,6 @@ from hloprobe.numerics.kernel_sites import site_model as site_model
 from hloprobe.numerics.made import CHANGED as CHANGED
 from hloprobe.numerics.made import Made as Made
 from hloprobe.numerics.made import MadeChecker as MadeChecker
-from hloprobe.numerics.made import MathChange as MathChange
 from hloprobe.numerics.made import config_judgement as config_judgement
 from hloprobe.numerics.made import config_verdict as config_verdict
 from hloprobe.numerics.module_made import (
