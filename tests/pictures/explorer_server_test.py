@@ -164,7 +164,9 @@ class GateTest(absltest.TestCase):
 
   def test_no_token_no_answer(self):
     model = os.path.join(self.folder, self.picked[0]["model"])
-    for cookie in (None, "hloprobe_view_1=x", self.cookie[:-1] + "0"):
+    # The last character changed, never kept (a cookie ending in "0").
+    wrong = self.cookie[:-1] + ("1" if self.cookie.endswith("0") else "0")
+    for cookie in (None, "hloprobe_view_1=x", wrong):
       status, _, body = self._read(model, cookie=cookie)
       self.assertEqual(status, 403, cookie)
       self.assertIn(b"open the URL", body)
