@@ -101,8 +101,8 @@ full: $(FULL_STAMP)
 # worker, a record cache of its own (tests/conftest.py). Files are handed
 # out in collection order (--no-loadscope-reorder), which
 # tests/conftest.py's LONGEST_FIRST begins with the longest files, so the
-# workers end together. The venv of tests/commands/versions_test.py's older jaxlib
-# (about 150 MB) is made once under build/ (`make clean` removes it) and
+# workers end together. The venv of tests/commands/versions_test.py's
+# older jaxlib (about 150 MB) is made once under build/ (`make clean` removes it) and
 # reused by later runs. Tests marked `downloads` (a uv-made venv in a fresh
 # folder) are left out: `pytest -m downloads tests` runs them. At the end
 # it prints the ten slowest files and fails above 1.25x the budget in

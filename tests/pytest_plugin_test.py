@@ -154,7 +154,7 @@ def test_missing_goldens_fail_before_the_sweep(tmp_path, monkeypatch):
   def no_sweep(plan):
     raise AssertionError("swept before finding the goldens missing")
 
-  monkeypatch.setattr(api, "run_plan", no_sweep)
+  monkeypatch.setattr(api, "run", no_sweep)
   golden = HloprobeGolden(str(tmp_path / "__hloprobe__" / "t"), False)
   x = np.ones((2, 3), np.float32)
   with pytest.raises(pytest.fail.Exception, match="no goldens at .*--hloprobe"):

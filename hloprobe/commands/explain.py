@@ -15,6 +15,7 @@ compile is a fix that did not pass, not a failure of the command).
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 from hloprobe.commands import common
 from hloprobe.commands import sweep as sweep_command
@@ -155,8 +156,12 @@ def explain_answered(args: ExplainArgs, spec=None):
 
       results = results_in(args.results, spec)
     else:
-      results = common.run_streamed(
-        spec, args.common.output_dir, pool, overwrite=args.overwrite
+      results = api.run(
+        spec,
+        output_dir=args.common.output_dir,
+        overwrite=args.overwrite,
+        pool=pool,
+        progress=common.progress_printer(sys.stderr),
       )
     answer = _answer(spec, results, args.try_fixes, pool)
     answer = _with_invariance(
@@ -169,7 +174,6 @@ def _answer(spec, results, try_fixes: bool, pool):
   """The findings, and the fixes tried (or why not): `api.answer`, the
   tries' progress on stderr; an interrupt says what finished."""
   import signal
-  import sys
 
   from hloprobe import api
 

@@ -145,6 +145,17 @@ class RefusedAtUpdateTest(absltest.TestCase):
     self.assertFalse(os.path.exists(os.path.join(self.tmp, "gold")))
 
 
+def _foreign_golden(test: absltest.TestCase) -> tuple[str, str]:
+  """A new folder whose golden/ holds one file of the user's own:
+  (the folder, that file)."""
+  tmp = os.path.realpath(test.create_tempdir().full_path)
+  mine = os.path.join(tmp, "golden", "golden_test.py")
+  os.makedirs(os.path.dirname(mine))
+  with open(mine, "w") as f:
+    f.write("print('mine')\n")
+  return tmp, mine
+
+
 class NotAGoldenFolderTest(absltest.TestCase):
   """Found walking issue 39 as a user: from the checkout's tests/ (or a
   project whose `golden/` holds its own files), `./golden` was picked and
@@ -154,11 +165,7 @@ class NotAGoldenFolderTest(absltest.TestCase):
 
   def setUp(self):
     super().setUp()
-    self.tmp = os.path.realpath(self.create_tempdir().full_path)
-    self.mine = os.path.join(self.tmp, "golden", "golden_test.py")
-    os.makedirs(os.path.dirname(self.mine))
-    with open(self.mine, "w") as f:
-      f.write("print('mine')\n")
+    self.tmp, self.mine = _foreign_golden(self)
 
   def test_the_command_refuses_and_keeps_the_files(self):
     with _in(self.tmp):
@@ -184,6 +191,28 @@ class NotAGoldenFolderTest(absltest.TestCase):
     with self.assertRaisesRegex(GoldenError, r"\(README\.md and 1 more\)"):
       golden_update(spec, golden)
     self.assertLen(os.listdir(golden), 2)
+
+
+@pytest.mark.compiles  # check starts its workers before reading the folder
+class CheckNotAGoldenFolderTest(absltest.TestCase):
+  """`golden check` of such a folder says what it is."""
+
+  def setUp(self):
+    super().setUp()
+    self.tmp, self.mine = _foreign_golden(self)
+
+  def test_check_says_it_is_not_a_golden_folder(self):
+    # Not "MANIFEST.json is missing; recreate the goldens with `hloprobe
+    # golden update`", which would lead to the update above.
+    with _in(self.tmp):
+      proc = testutil.run_hloprobe_here("golden", "check")
+    self.assertEqual(proc.returncode, 1, proc.stderr)
+    self.assertEqual(
+      proc.stderr,
+      f"hloprobe: error: {self.tmp}/golden is not a golden folder: no "
+      "MANIFEST.json, and golden_test.py is not a golden file; give "
+      "--golden_dir=DIR\n",
+    )
 
 
 @pytest.mark.compiles  # one cpu config compiled, in this process

@@ -27,7 +27,6 @@ from testutil import run_hloprobe, run_hloprobe_here
 
 from hloprobe import engine
 from hloprobe.cli import _main as cli
-from hloprobe.commands import golden as golden_command
 from hloprobe.errors import GoldenError
 from hloprobe.golden import folder, format, snapshot, update
 from hloprobe.golden.diff import describe_site_changes
@@ -353,7 +352,7 @@ class GoldenTest(parameterized.TestCase):
     path = self._copy()
     with open(os.path.join(path, _N1 + ".hlo"), "a") as f:
       f.write("%broken = \n")
-    with mock.patch.object(golden_command, "sweep_snapshot", _recorded_sweep):
+    with mock.patch.object(snapshot, "sweep_snapshot", _recorded_sweep):
       status, out, err = _main(
         "golden",
         "check",
@@ -507,7 +506,7 @@ class GoldenCliTest(absltest.TestCase):
 
   def setUp(self):
     super().setUp()
-    for module in (golden_command, update):  # check's, and update's
+    for module in (snapshot, update):  # check's, and update's
       self.enter_context(
         mock.patch.object(module, "sweep_snapshot", _recorded_sweep)
       )

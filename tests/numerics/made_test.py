@@ -55,7 +55,7 @@ class SeedStoryTest(parameterized.TestCase):
 class VerifyTest(absltest.TestCase):
   def test_verify_accurate_fails_where_the_math_changed(self):
     flagged = not testutil.jaxlib_at_least("0.12.0.1")
-    proc = testutil.run_hloprobe(
+    proc = testutil.run_hloprobe_here(
       "verify",
       "--case=scaled_dense",
       "--targets=a100",
@@ -64,6 +64,7 @@ class VerifyTest(absltest.TestCase):
       "--fix=no_triton_gemm",
       "--require=accurate",
       "--nocache",
+      timeout_s=600,
     )
     if flagged:
       self.assertEqual(proc.returncode, 1, proc.stderr)

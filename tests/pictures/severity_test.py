@@ -1,7 +1,8 @@
-"""The pictures' colour by distance beyond the band, the HTML tables from
-their template, and the plot's shared error axis, on records made by hand
-(no XLA: `tests/pictures/html_report_test.py` checks a real sweep's page in
-Chromium).
+"""The pictures' colour by distance beyond the band and the HTML tables
+from their template, on records made by hand (tests/hand_results.py; the
+plot's shared error axis: pictures/plot_test.py). No XLA:
+`tests/pictures/html_report_test.py` checks a real sweep's page in
+Chromium.
 
 Expected values come from the definitions, computed here by hand: the
 band is NOISE_FACTOR (2) x the f32 noise floor, so the seed's 0.61 at a
@@ -14,59 +15,19 @@ from __future__ import annotations
 
 import dataclasses
 import html.parser
-import importlib.util
 import math
 
 import numpy as np
 from absl.testing import absltest, parameterized
+from hand_results import config_result
 
-from hloprobe.compile.targets import get_target
-from hloprobe.numerics import accuracy, predict, rows
+from hloprobe.numerics import accuracy, rows
 from hloprobe.pictures import html_report, html_table, severity
-from hloprobe.records import Config, ConfigResult, Execution
-
-_HAVE_PLOT = importlib.util.find_spec("matplotlib") is not None
-_NO_PLOT = "matplotlib not installed (the `plot` extra; make installs it)"
-
-
-def _result(
-  target="cpu",
-  n=2,
-  precision="float32",
-  err=1e-4,
-  floor=1e-4,
-  ran=True,
-  verdict="within f32 noise",
-  worst=None,
-  case="seed_mlp",
-) -> ConfigResult:
-  """A config whose row-0 error (observed where `ran`, else predicted) is
-  `err` over an f32 noise floor `floor`; `worst`: its worst row."""
-  stats = accuracy.ErrorStats(
-    row0=0.5, row0_ref=0.5, row0_abs=err, max_abs=err, max_rel=err
-  )
-  prediction = predict.Prediction(
-    site_algorithms=("F32_F32_F32",),
-    stats=stats,
-    noise=accuracy.NoiseFloor(floor, floor, floor / 4),
-    tolerance_abs=floor,
-    shares=(),
-    top_site=None,
-    bands=(None,),
-    best_candidate=None,
-    verdict=verdict,
-    rows=(worst,),
-  )
-  run = Execution(run_s=0.1, leaf_stats=(stats,), headline=0) if ran else None
-  return ConfigResult(
-    Config(case, get_target(target), n, precision),
-    execution=run,
-    prediction=prediction,
-  )
+from hloprobe.records import ConfigResult
 
 
 def _seed_a100() -> ConfigResult:
-  return _result(
+  return config_result(
     "a100",
     precision="tensorfloat32",
     err=0.61,
@@ -76,7 +37,7 @@ def _seed_a100() -> ConfigResult:
 
 
 def _unexplained_small() -> ConfigResult:
-  return _result(precision="bfloat16", err=3e-4, verdict="unexplained")
+  return config_result(precision="bfloat16", err=3e-4, verdict="unexplained")
 
 
 class SeverityTest(parameterized.TestCase):
@@ -89,11 +50,11 @@ class SeverityTest(parameterized.TestCase):
     ("zero_floor", 1e-9, 0.0, math.inf),
   )
   def test_row0_multiple_of_the_band(self, err, floor, want):
-    r = _result(err=err, floor=floor, ran=False)
+    r = config_result(err=err, floor=floor, ran=False)
     self.assertAlmostEqual(severity.beyond_band(r), want, places=9)
 
   def test_observed_error_counts_where_the_target_ran(self):
-    r = _result(err=3e-4)
+    r = config_result(err=3e-4)
     r = dataclasses.replace(
       r,
       prediction=dataclasses.replace(
@@ -116,11 +77,11 @@ class SeverityTest(parameterized.TestCase):
     floor = accuracy.NoiseFloor(1e-4, 1e-4, 0.0, row_abs=np.full(3, 1e-4))
     worst = rows.worst_row(stats, floor)
     self.assertEqual(worst.row, 2)
-    r = _result(worst=worst)
+    r = config_result(worst=worst)
     self.assertAlmostEqual(severity.beyond_band(r), 5e-2 / 2e-4)
 
   def test_no_prediction_is_unknown(self):
-    r = dataclasses.replace(_result(), prediction=None)
+    r = dataclasses.replace(config_result(), prediction=None)
     self.assertIsNone(severity.beyond_band(r))
     self.assertEqual(severity.beyond_words(None), "n/a")
     self.assertIsNone(severity.shade(None))
@@ -183,7 +144,7 @@ def _parse(text: str) -> list:
 
 class TableTest(absltest.TestCase):
   def test_rows_coloured_by_distance_not_by_verdict(self):
-    results = [_result(), _seed_a100(), _unexplained_small()]
+    results = [config_result(), _seed_a100(), _unexplained_small()]
     header, *body = _parse(html_table(results))
     col = [text for _, text in header[1]].index("beyond band")
     self.assertEqual(
@@ -196,7 +157,9 @@ class TableTest(absltest.TestCase):
     self.assertAlmostEqual(float(seed["data-beyond"]), 3050.0)
 
   def test_numbers_sort_as_numbers_text_as_text(self):
-    (header, *body) = _parse(html_table([_result(n=10), _result(n=9)]))
+    (header, *body) = _parse(
+      html_table([config_result(n=10), config_result(n=9)])
+    )
     names = [text for _, text in header[1]]
     n, verdict = names.index("n"), names.index("verdict")
     self.assertEqual([c[n][0]["data-sort"] for _, c in body], ["10.0", "9.0"])
@@ -212,7 +175,7 @@ class TableTest(absltest.TestCase):
       row_abs=np.array([1e-4] * 5 + [1.2e-2] + [1e-4] * 2),
     )
     floor = accuracy.NoiseFloor(1e-4, 1e-4, 0.0, row_abs=np.full(8, 1e-4))
-    r = _result(n=8, worst=rows.worst_row(stats, floor))
+    r = config_result(n=8, worst=rows.worst_row(stats, floor))
     header, (_, cells) = _parse(html_table([r]))
     names = [text for _, text in header[1]]
     at = names.index("verdict")
@@ -222,13 +185,17 @@ class TableTest(absltest.TestCase):
     )
 
   def test_text_is_escaped(self):
-    text = html_table([_result(case="<script>alert(1)</script>")])
+    text = html_table([config_result(case="<script>alert(1)</script>")])
     self.assertNotIn("<script>alert", text)
     self.assertIn("&lt;script&gt;alert(1)&lt;/script&gt;", text)
 
   def test_page_is_self_contained(self):
     page = html_report.render_html(
-      [_result(), _seed_a100()], [], {"jax": "0.12.0.1"}, None, "no plot here"
+      [config_result(), _seed_a100()],
+      [],
+      {"jax": "0.12.0.1"},
+      None,
+      "no plot here",
     )
     self.assertNotRegex(page, r"(src|href)=\"(https?:)?//")
     self.assertIn("function sortBy", page)  # the table script, inline
@@ -236,50 +203,6 @@ class TableTest(absltest.TestCase):
     self.assertIn('id="configs"', page)
     self.assertIn('id="configs-filter"', page)
     self.assertIn('id="sites"', page)
-
-
-@absltest.skipUnless(_HAVE_PLOT, _NO_PLOT)
-class PlotAxisTest(absltest.TestCase):
-  def _results(self):
-    return [
-      _result("cpu", n, p, err=1e-4)
-      for p in ("tensorfloat32", "float32")
-      for n in (1, 2)
-    ] + [
-      _result("a100", n, p, err=e, ran=False)
-      for p, e in (("tensorfloat32", 0.61), ("float32", 1e-4))
-      for n in (1, 2)
-    ]
-
-  def test_panels_share_one_error_axis_by_default(self):
-    from hloprobe.pictures import plot
-
-    cpu, a100 = plot.row0_figure(self._results()).axes
-    self.assertEqual(cpu.get_ylim(), a100.get_ylim())
-    low, high = cpu.get_ylim()
-    self.assertAlmostEqual(high, 6.1)  # a decade above the a100's 0.61
-    self.assertAlmostEqual(low, 1e-5)  # a decade below the floors' 1e-4
-
-  def test_each_panel_its_own_axis_when_asked(self):
-    from hloprobe.pictures import plot
-
-    cpu, a100 = plot.row0_figure(self._results(), shared_y=False).axes
-    self.assertAlmostEqual(cpu.get_ylim()[1], 1e-3)
-    self.assertAlmostEqual(a100.get_ylim()[1], 6.1)
-
-  def test_coinciding_precisions_differ_in_marker_and_dashes(self):
-    from hloprobe.pictures import plot
-
-    cpu, _ = plot.row0_figure(self._results()).axes
-    lines = {line.get_gid(): line for line in cpu.get_lines()}
-    tf32, f32 = lines["observed:tensorfloat32"], lines["observed:float32"]
-    self.assertEqual(list(tf32.get_ydata()), list(f32.get_ydata()))
-    self.assertNotEqual(tf32.get_marker(), f32.get_marker())
-    self.assertGreater(tf32.get_linewidth(), f32.get_linewidth())
-    p_tf32, p_f32 = lines["predicted:tensorfloat32"], lines["predicted:float32"]
-    self.assertNotEqual(p_tf32.get_marker(), p_f32.get_marker())
-    self.assertEqual(p_tf32.get_fillstyle(), "none")
-    self.assertEqual(tf32.get_fillstyle(), "full")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ from absl.testing import absltest
 from testutil import run_hloprobe_here
 
 from hloprobe.compile import CASE_SUFFIX, absolute_case_word
-from hloprobe.versions import spec_request, venvs
+from hloprobe.versions import venvs
+from hloprobe.versions.run import spec_request
 
 
 class AbsoluteWordsTest(absltest.TestCase):
