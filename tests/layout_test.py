@@ -58,7 +58,6 @@ _NOT_YET = {
   "tools/bench_memory",
   "tools/bench_models",
   "tools/bench_ray",
-  "tools/bench_scale",
   "tools/bench_shards",
   "tools/bench_venv",
   # Run through compile/autotune_replay_test.py (it writes the template).
