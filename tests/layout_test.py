@@ -78,7 +78,6 @@ _NOT_YET = {
   # runtime/ pool tests.
   "engine/compiled",
   # invariance/: through invariance/answer_test.py and runs_test.py.
-  "invariance/in_workers",
   "invariance/pin",
   # Through kernels/kernel_reader_test.py's PinTest (recorded pinned
   # compiles) and invariance/answer_test.py.
