@@ -97,6 +97,46 @@ class UserCaseAnchorsTest(absltest.TestCase):
       ],
     )
 
+  def test_inputs_failing_in_the_loader_say_so_once(self):
+    # make_inputs fails from its second call in a process on: the sweep's
+    # call (the loader's first) passes, the anchors' (its second) fails;
+    # a fresh worker (its first call) would pass, so the failure also
+    # shows that the anchors' inputs came from the loader.
+    path = os.path.join(self.create_tempdir().full_path, "once_case.py")
+    with open(path, "w") as f:
+      f.write(_CASE.replace("def _inputs():", _ONCE))
+    plan = engine.plan_sweep(
+      engine.SweepSpec((f"{path}:make_case",), _SIZES, ("float32",), ("cpu",))
+    )
+    with engine.worker_pool(plan) as pool:
+      results = engine.run_sweep(plan, pool=pool)
+      self.assertTrue(all(r.ok for r in results), results)
+      found = invariance.invariance_of_sweep(plan, results, pool)
+    (a,) = found
+    self.assertEqual(
+      a.why,
+      "CaseError: case 'exact_mm': make_inputs() failed: "
+      "RuntimeError: drawn once only",
+    )
+    (line, note) = invariance.answer_lines(found)
+    self.assertEqual(
+      note,
+      "  (row 0 only on cpu under float32: the anchor row was not run: "
+      "CaseError: case 'exact_mm': make_inputs() failed: RuntimeError: "
+      "drawn once only)",
+    )
+
+
+_ONCE = """_CALLS = []
+
+def _inputs():
+  _CALLS.append(1)
+  if len(_CALLS) > 1:
+    raise RuntimeError("drawn once only")
+  return _drawn()
+
+def _drawn():"""
+
 
 if __name__ == "__main__":
   absltest.main()
