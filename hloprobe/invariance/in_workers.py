@@ -1,7 +1,9 @@
 """The rows of a sweep's runnable configs, in its workers: one
 `RowsRequest` per config of a target that runs (the CPU, an attached
 GPU), on the sweep's own worker pool and lanes' XLA_FLAGS (the
-experiment's, then the host devices a sharded case needs).
+experiment's, then the host devices a sharded case needs). A user
+case's inputs are made in the worker that loaded it (`full_inputs_of`),
+so its row 0 and anchor rows are run and compared as a built-in case's.
 
 Private in intent: use the package, `hloprobe.invariance`.
 """
