@@ -26,6 +26,7 @@ import pytest
 from absl.testing import absltest
 
 from hloprobe import engine
+from hloprobe.errors import CaseError
 from hloprobe.numerics import within_noise
 
 pytestmark = pytest.mark.compiles
@@ -109,6 +110,22 @@ _CASES = textwrap.dedent(
       mesh_shape=(8,),
       mesh_axes=("k",),
       in_specs=(P(None, "k"), P("k", None)),
+    )
+
+
+  def placed_inputs():
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:8]), ("k",))
+    a, b = inputs()
+    return (
+      jax.device_put(a, NamedSharding(mesh, P(None, "k"))),
+      jax.device_put(b, NamedSharding(mesh, P("k", None))),
+    )
+
+
+  def placed_case():
+    return hloprobe.Case(
+      "placed", "NamedSharding inputs", lambda a, b: a @ b, placed_inputs,
+      in_axes=(0, None),
     )
 
 
@@ -212,6 +229,19 @@ class UserShardedTest(absltest.TestCase):
       p = r.prediction
       self.assertIsNotNone(p, (r.config.case, r.prediction_error))
       self.assertTrue(within_noise(p.stats, p.noise), p.verdict)
+
+  def test_inputs_placed_on_8_devices_are_refused_in_one_line(self):
+    # make_inputs() returning NamedSharding-placed arrays: the lowering
+    # takes values, so the placement would be dropped without a word.
+    path = self.words[0].rsplit(":", 1)[0]
+    spec = engine.SweepSpec(
+      (f"{path}:placed_case",), (2,), ("float32",), ("cpu",)
+    )
+    with self.assertRaisesRegex(
+      CaseError, r"argument 0 placed on 8 devices \(NamedSharding\).*in_specs"
+    ) as e:
+      engine.run_sweep(spec)
+    self.assertNotIn("\n", str(e.exception))
 
   def test_the_prediction_adds_the_8_partial_sums(self):
     # numpy float32: each device's two products summed (exact here, or
