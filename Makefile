@@ -101,16 +101,19 @@ full: $(FULL_STAMP)
 # worker, a record cache of its own (tests/conftest.py). Files are handed
 # out in collection order (--no-loadscope-reorder), which
 # tests/conftest.py's LONGEST_FIRST begins with the longest files, so the
-# workers end together. The venv of tests/versions_test.py's older jaxlib
-# (about 150 MB) is made once under build/ (`make clean` removes it) and
+# workers end together. The venv of tests/commands/versions_test.py's
+# older jaxlib (about 150 MB) is made once under build/ (`make clean` removes it) and
 # reused by later runs. Tests marked `downloads` (a uv-made venv in a fresh
-# folder) are left out: `pytest -m downloads tests` runs them.
+# folder) are left out: `pytest -m downloads tests` runs them. At the end
+# it prints the ten slowest files and fails above 1.25x the budget in
+# tests/conftest.py (SUITE_BUDGET_S, for 2 idle cores), scaled by the
+# machine's load at the start (--suite-budget; tests/suite_clock.py).
 TEST_JOBS ?= 3
 HLOPROBE_VERSIONS_TEST_CACHE ?= $(CURDIR)/build/test-venvs
 test: $(TEST_STAMP)
 	HLOPROBE_VERSIONS_TEST_CACHE=$(HLOPROBE_VERSIONS_TEST_CACHE) \
 	  $(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile \
-	  --no-loadscope-reorder -m "not downloads" tests
+	  --no-loadscope-reorder --suite-budget -m "not downloads" tests
 
 # The tests that start neither XLA nor a Python process (parsers, formats,
 # recorded compiles, the layering rule, flags in process): under a minute.

@@ -87,7 +87,7 @@ class HloprobeGolden:
       pytest.fail.Exception: the goldens differ or are missing (the
         message says how, and how to accept the change).
     """
-    from hloprobe.api import plan_case, run_plan
+    from hloprobe.api import plan_case, run
     from hloprobe.compile import jax_versions
     from hloprobe.golden import (
       check as check_goldens,
@@ -109,7 +109,7 @@ class HloprobeGolden:
         f"`pytest {_UPDATE}` and commit them",
         pytrace=False,
       )
-    records = run_plan(plan)
+    records = run(plan)
     snap = take_snapshot(records, jax_versions())
     if self.update:
       return update_goldens(golden_dir, snap, sweep_record(plan))

@@ -51,8 +51,10 @@ __all__ = [
 # NoiseFloor.row_abs (every row judged); 10: Compilation.ptx, and source
 # paths stored relative (runtime/relocate.py); 11: ErrorStats.row0_size,
 # row0_values cut to accuracy.ROW0_KEPT values; 12: Prediction.verdicts
-# (each leaf's verdict as a `Verdict` record).
-RECORD_VERSION = 13
+# (each leaf's verdict as a `Verdict` record); 13: Verdict.far_rows; 14:
+# NoiseFloor.rows and
+# WorstRow.judged (the rows judged, issue 37).
+RECORD_VERSION = 14
 
 
 @dataclasses.dataclass(frozen=True)

@@ -78,67 +78,113 @@ jax.monitoring.register_event_duration_secs_listener(_USE.on_compile)
 sys.addaudithook(_USE.on_audit)
 
 
+# The whole suite's budget, in wall seconds on 2 idle cores (issue 36: 8
+# minutes). `make test` passes --suite-budget: tests/suite_clock.py then
+# fails the run above 1.25x it, scaled by the machine's load at the start.
+SUITE_BUDGET_S = 480
+
+
+def pytest_addoption(parser):
+  parser.addoption(
+    "--suite-budget",
+    action="store_true",
+    help="fail a whole-suite run whose wall time exceeds 1.25x "
+    "tests/conftest.py's SUITE_BUDGET_S, scaled by the load at the start "
+    "(tests/suite_clock.py)",
+  )
+
+
 def pytest_configure(config):
-  """Marks absl flags parsed, so absltest helpers (create_tempdir) work."""
-  del config
+  """Marks absl flags parsed, so absltest helpers (create_tempdir) work;
+  starts the suite's clock where reports arrive (not in xdist workers)."""
   if not flags.FLAGS.is_parsed():
     flags.FLAGS.mark_as_parsed()
+  if not hasattr(config, "workerinput"):
+    import suite_clock  # tests/ is on pyproject.toml's pythonpath
+
+    config.pluginmanager.register(
+      suite_clock.SuiteClock(config, SUITE_BUDGET_S), "suite_clock"
+    )
 
 
-# The files that take longest, longest first: by the wall seconds their
-# tests took in one whole `make test` (pytest --durations, 2026-12-02, the
-# figures beside them; a file's setUpClass included, and the seconds it
-# waits on worker processes and timeouts; user_cases, reliab_outputs,
-# cli_reliability_guard, pyapi_plugin and readme_case scaled by their
-# wall seconds alone on a quiet machine after and before a user case's
-# loader worker made its references too). `make test` (pytest-xdist,
-# --dist loadfile --no-loadscope-reorder) hands whole files to its
-# workers in collection order, each worker taking the next file as it
-# runs out: these first, the many short files after them, so that the
-# workers end together (longest processing time first). A file missing
-# here only runs later; a slow new file belongs in the list.
+# The files that take longest, longest first: the seconds their tests
+# took in one whole run (2026-12-05, `pytest -n 2 --dist loadfile` on 2
+# cores at a one-minute load of 3 to 12 from other sessions, so about
+# twice an idle machine's; a file's setUpClass included, and the seconds
+# it waits on worker processes and timeouts: the numbers `make test`'s
+# "ten slowest test files" prints). `make test` (pytest-xdist, --dist
+# loadfile --no-loadscope-reorder) hands whole files to its workers in
+# collection order, each worker taking the next file as it runs out: these
+# first, the many short files after them, so that the workers end
+# together (longest processing time first). A file missing here only runs
+# later; a slow new file belongs in the list.
 LONGEST_FIRST = (
-  "tests/ray_executor_test.py",  # 80 (alone, 2026-12-02: a Ray cluster)
-  "tests/verify_test.py",  # 59
-  "tests/versions_test.py",  # 53
-  "tests/answer_explain_test.py",  # 48
-  "tests/compile/user_cases_test.py",  # 43
-  "tests/report/explain_test.py",  # 42
-  "tests/cli_reliability_guard_test.py",  # 39
-  "tests/golden/golden_test.py",  # 38
-  "tests/guard_sweep_test.py",  # 33
-  "tests/shards_merge_test.py",  # 33
-  "tests/compile/builtin_cases_test.py",  # 32
-  "tests/pyapi_plugin_test.py",  # 30
-  "tests/cli_reliability_test.py",  # 30
-  "tests/sweep_cache_test.py",  # 30
-  "tests/sweep_workers_test.py",  # 29
-  "tests/modcase_e2e_test.py",  # 27
-  "tests/cli_test.py",  # 25
-  "tests/pictures_test.py",  # 23
-  "tests/readme_case_test.py",  # 18
-  "tests/runtime/worker_test.py",  # 17
-  "tests/convsites_e2e_test.py",  # 16
-  "tests/runtime/host_test.py",  # 15
-  "tests/mathmade_e2e_test.py",  # 15
-  "tests/reliab_outputs_test.py",  # 14
-  "tests/compile/lowering_gpu_test.py",  # 14
-  "tests/numerics/predict_test.py",  # 14
-  "tests/secure_view_test.py",  # 13
-  "tests/secure_golden_test.py",  # 13
-  "tests/numerics/emulation_cache_test.py",  # 13
-  "tests/intdots_integer_test.py",  # 12
-  "tests/intdots_rejection_test.py",  # 12
-  "tests/html_browser_test.py",  # 11
-  "tests/runtime/worker_interrupt_test.py",  # 11
-  "tests/autotune_replay_test.py",  # 11
-  "tests/pyapi_notebook_test.py",  # 11
-  "tests/sites/identify_test.py",  # 10
-  "tests/numerics/reference_test.py",  # 10
-  "tests/numerics/emulate_dot_test.py",  # 8
-  "tests/cli_gpu_targets_test.py",  # 8
-  "tests/fp8_sweep_test.py",  # 8
-  "tests/ir/canonical_test.py",  # 8
+  "tests/report/explain_user_model_test.py",  # 121
+  "tests/invariance/answer_test.py",  # 117
+  "tests/cli/main_test.py",  # 105
+  "tests/pictures/outputs_test.py",  # 86
+  "tests/compile/module_case_story_test.py",  # 85
+  "tests/runtime/pool_test.py",  # 81
+  "tests/compile/cases_user_test.py",  # 76
+  "tests/commands/versions_test.py",  # 74
+  "tests/runtime/serve_test.py",  # 72
+  "tests/compile/placement_users_test.py",  # 71
+  "tests/runtime/cache_sweep_test.py",  # 70
+  "tests/runtime/host_test.py",  # 69
+  "tests/runtime/ray_pool_test.py",  # 69
+  "tests/report/explain_answer_test.py",  # 66
+  "tests/compile/cases_readme_test.py",  # 59
+  "tests/numerics/made_test.py",  # 58
+  "tests/pictures/html_report_test.py",  # 58
+  "tests/report/explain_test.py",  # 54
+  "tests/report/files_test.py",  # 53
+  "tests/verify/fix_test.py",  # 51
+  "tests/numerics/emulate_orders_test.py",  # 49
+  "tests/pytest_plugin_test.py",  # 49
+  "tests/pictures/explorer_server_test.py",  # 48
+  "tests/golden/folder_secure_test.py",  # 48
+  "tests/golden/update_test.py",  # 44
+  "tests/compile/builtin_cases_test.py",  # 44
+  "tests/numerics/predict_conv_test.py",  # 44
+  "tests/compile/lowering_gpu_test.py",  # 44
+  "tests/engine/guarded_cli_test.py",  # 43
+  "tests/versions/venvs_test.py",  # 41
+  "tests/sites/rejection_test.py",  # 40
+  "tests/numerics/predict_test.py",  # 40
+  "tests/cli/main_reliability_test.py",  # 39
+  "tests/compile/autotune_replay_test.py",  # 37
+  "tests/engine/guarded_test.py",  # 36
+  "tests/numerics/emulation_cache_test.py",  # 34
+  "tests/numerics/integers_test.py",  # 33
+  "tests/numerics/site_notes_test.py",  # 32
+  "tests/versions/run_test.py",  # 30
+  "tests/runtime/process_test.py",  # 29
+  "tests/numerics/rows_planted_test.py",  # 27
+  "tests/api/calls_notebook_test.py",  # 26
+  "tests/sites/identify_test.py",  # 26
+  "tests/commands/merge_test.py",  # 25
+  "tests/ir/canonical_test.py",  # 25
+  "tests/numerics/emulate_attention_test.py",  # 24
+  "tests/numerics/verdicts_headline_test.py",  # 24
+  "tests/sites/passes_test.py",  # 22
+  "tests/runtime/cache_test.py",  # 22
+  "tests/cli/main_gpu_targets_test.py",  # 21
+  "tests/numerics/emulate_test.py",  # 21
+  "tests/invariance/kernel_identity_gpu_test.py",  # 21
+  "tests/numerics/reference_ref64_test.py",  # 20
+  "tests/numerics/reference_test.py",  # 20
+  "tests/engine/engine_test.py",  # 20
+  "tests/engine/engine_sharded_test.py",  # 19
+  "tests/numerics/emulate_dot_test.py",  # 19
+  "tests/numerics/verdicts_fp8_test.py",  # 19
+  "tests/numerics/emulate_many_test.py",  # 16
+  "tests/invariance/runs_test.py",  # 15
+  "tests/golden/update_scope_test.py",  # 15
+  "tests/compile/experiments_test.py",  # 15
+  "tests/api/calls_same_results_test.py",  # 14
+  "tests/layering_test.py",  # 14
+  "tests/cli/flags_test.py",  # 12
+  "tests/numerics/kept_test.py",  # 12
 )
 
 

@@ -1,10 +1,22 @@
-"""`errors.first_line`: an exception in one line."""
+"""`errors.first_line`: an exception in one line.
+
+Issue 39 item 10: a misspelt command, case, target or precision is one
+usage line naming the nearest word first (difflib's closest, a choice
+equal in lower case, or a short name people type: `tf32`), and an
+attached-GPU target on a machine without one is one usage line naming a
+compile-only target, before any config fails on it.
+"""
 
 from __future__ import annotations
 
-from absl.testing import absltest
+import ctypes.util
+import os
 
-from hloprobe.errors import first_line
+from absl.testing import absltest, parameterized
+from testutil import run_hloprobe_here
+
+from hloprobe.errors import counted, did_you_mean, first_line
+from hloprobe.golden.diff import CheckResult
 
 
 class FirstLineTest(absltest.TestCase):
@@ -21,6 +33,71 @@ class FirstLineTest(absltest.TestCase):
         first_line(KeyboardInterrupt(), with_type=with_type),
         "KeyboardInterrupt",
       )
+
+
+def _has_nvidia_driver() -> bool:
+  """Whether this machine has an NVIDIA driver (its library or device)."""
+  return ctypes.util.find_library("cuda") is not None or os.path.exists(
+    "/dev/nvidiactl"
+  )
+
+
+class SuggestTest(parameterized.TestCase):
+  @parameterized.named_parameters(
+    ("command", ["explian"], "unknown command 'explian'", "'explain'"),
+    (
+      "case",
+      ["sweep", "--case=seed-mlp"],
+      "unknown case 'seed-mlp'",
+      "'seed_mlp'",
+    ),
+    ("target", ["sweep", "--targets=A100"], "unknown target 'A100'", "'a100'"),
+    (
+      "precision",
+      ["sweep", "--precisions=tf32"],
+      "flag --precisions=tf32",
+      "'tensorfloat32'",
+    ),
+  )
+  def test_one_line_with_the_nearest_word(self, words, said, nearest):
+    proc = run_hloprobe_here(*words)
+    self.assertEqual(proc.returncode, 2, proc.stderr)
+    self.assertLen(proc.stderr.splitlines(), 1, proc.stderr)
+    self.assertIn(said, proc.stderr)
+    self.assertIn(f"did you mean {nearest}?", proc.stderr)
+
+  def test_nothing_near_suggests_nothing(self):
+    self.assertEqual(did_you_mean("zzzz", ["sweep", "explain"]), "")
+    self.assertEqual(
+      did_you_mean("bf16", ["bfloat16"], {"bf16": "bfloat16"}),
+      "did you mean 'bfloat16'? ",
+    )
+
+  def test_help_of_a_misspelt_command(self):
+    proc = run_hloprobe_here("explian", "--help")
+    self.assertEqual(proc.returncode, 2)
+    self.assertIn("did you mean 'explain'?", proc.stderr)
+
+
+class PluralTest(absltest.TestCase):
+  def test_one_is_singular(self):
+    self.assertEqual(counted(1, "config"), "1 config")
+    self.assertEqual(counted(0, "config"), "0 configs")
+    self.assertEqual(counted(2, "config"), "2 configs")
+    self.assertEqual(counted(2, "entry", "entries"), "2 entries")
+    self.assertIn(": 1 file compared,", CheckResult("g", 1).render())
+
+
+class AttachedGpuTest(absltest.TestCase):
+  def test_gpu_without_one_is_one_usage_line(self):
+    if _has_nvidia_driver():
+      self.skipTest("this machine has an NVIDIA driver: `gpu` may run here")
+    proc = run_hloprobe_here("sweep", "--targets=cpu,gpu")
+    self.assertEqual(proc.returncode, 2, proc.stderr)
+    self.assertLen(proc.stderr.splitlines(), 1, proc.stderr)
+    self.assertIn("--targets=gpu", proc.stderr)
+    self.assertIn("--targets=a100", proc.stderr)
+    self.assertEqual(proc.stdout, "")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 Each is a `cases.Case` built here, not a built-in: the tests pass the record
 itself in a sweep's spec (`sweep.SweepSpec((case,), ...)`), which then
 compiles it in the test's process. Inputs are numpy draws with fixed seeds
-(exact on every CPU).
+(exact on every CPU). `conv_only` is given by path
+(`--case=tests/program_cases.py:conv_only`: numerics/predict_conv_test.py),
+so this file imports nothing of tests/.
 """
 
 from __future__ import annotations
@@ -215,4 +217,24 @@ def ones_matmul(m: int, k: int, n: int) -> cases.Case:
     "x @ y in f32",
     lambda x, y: x @ y,
     lambda: (np.ones((m, k), np.float32), np.ones((k, n), np.float32)),
+  )
+
+
+def conv_only():
+  """A program whose only contraction is one convolution (for `explain`)."""
+
+  def f(x, k):
+    return jax.lax.conv_general_dilated(
+      x, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+    )
+
+  def inputs():
+    g = np.random.default_rng(0)
+    return (
+      g.standard_normal((2, 6, 6, 8)).astype(np.float32),
+      g.standard_normal((3, 3, 8, 16)).astype(np.float32),
+    )
+
+  return cases.Case(
+    "conv_only", "one convolution", f, inputs, in_axes=(0, None)
   )

@@ -32,6 +32,26 @@ COMPILES = os.path.join(os.path.dirname(__file__), "testdata", "compiles")
 RELEASES = ("0.10.2", "0.12.0.1")
 
 
+# tests/testdata/autotune (README.md there): the seed's autotune inputs
+# and results, and the two lines of jaxlib 0.12.0.1's CUDA plugin log that
+# name its codegen versions and the a100's fingerprint (shared by
+# compile/autotune_test.py and compile/autotune_replay_test.py).
+AUTOTUNE = os.path.join(os.path.dirname(__file__), "testdata", "autotune")
+AUTOTUNE_XLA_LOG = (
+  "I1202 06:56:34.649027    2158 autotuner_cache_interface.cc:106] Codegen "
+  "version: 070b7c91256c4093 from CUDNN:9.10.0,TRITON:b575c0c38d428a609e2548"
+  "7db64051a5fa7bfab8,CUBLASLT:12.8.0,BLOCK_LEVEL_EMITTER:b575c0c38d428a609e"
+  "25487db64051a5fa7bfab8,NATIVE_EMITTER:v1,CUBLASLT_FISSION:12.8.0\n"
+  "I1202 06:56:34.649052    2158 autotuner_cache_interface.cc:85] Device "
+  "fingerprint: 4882ef514d13f9de from CUDA: 8.0, Cores: 108, GPU clock: 1.41 "
+  "GHz, Memory bandwidth: 1555 GB/s, L2 cache: 40 MB, device name: NVIDIA "
+  "A100-SXM4-40GB\n"
+)
+# What a real H200 computed for the seed's row 0 at n = 2
+# (tests/testdata/gpu_check/nvidia_h200-jaxlib0.11.2.json).
+H200_SEED_ROW0 = 0.08197562396526337
+
+
 @dataclasses.dataclass(frozen=True)
 class Recorded:
   """One recorded compile.

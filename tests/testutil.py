@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import numpy as np
+from absl.testing import parameterized
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -309,3 +310,20 @@ def explanation(**fields):
       **fields,
     }
   )
+
+
+def error_lines(proc) -> list[str]:
+  """The `hloprobe:` lines of a finished command's stderr."""
+  return [l for l in proc.stderr.splitlines() if l.startswith("hloprobe:")]
+
+
+class BadInputCase(parameterized.TestCase):
+  """Asserts one `hloprobe: error:` line, exit 2 and no output."""
+
+  def assertUsageError(self, proc, message: str) -> None:
+    self.assertEqual(proc.returncode, 2, proc.stderr)
+    errors = error_lines(proc)
+    self.assertLen(errors, 1, proc.stderr)
+    self.assertIn(message, errors[0])
+    self.assertNotIn("Traceback", proc.stderr)
+    self.assertEqual(proc.stdout, "")

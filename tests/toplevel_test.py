@@ -132,5 +132,92 @@ class LayoutDocsTest(absltest.TestCase):
     )
 
 
+def _slug(heading: str) -> str:
+  """GitHub's anchor of a heading: lower case, punctuation other than
+  `-` and `_` dropped, spaces to hyphens."""
+  words = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+  return words.replace(" ", "-")
+
+
+def link_problems(readme: str, files: dict[str, str]) -> list[str]:
+  """README links that lead nowhere: an `#anchor` no heading has, a file
+  not in `files` (name -> its text), or an anchor that file lacks."""
+  out = []
+  own = {_slug(h) for h in re.findall(r"^#+ (.*)$", readme, re.M)}
+  for target in re.findall(r"\]\(([^)\s]+)\)", readme):
+    if target.startswith(("http://", "https://")):
+      continue
+    name, _, anchor = target.partition("#")
+    if not name:
+      heads = own
+    elif name in files:
+      heads = {_slug(h) for h in re.findall(r"^#+ (.*)$", files[name], re.M)}
+    else:
+      out.append(f"{target}: no such file")
+      continue
+    if anchor and anchor not in heads:
+      out.append(f"{target}: no such heading")
+  return out
+
+
+class ReadmeTest(absltest.TestCase):
+  """Issue 39 item 8: the README for users, at most 700 lines, a contents
+  list, the user's tasks in order, links that lead somewhere, and the
+  quick start's answer as explain prints it now."""
+
+  def test_short_with_contents_in_the_users_order(self):
+    readme = _read("README.md")
+    self.assertLessEqual(len(readme.splitlines()), 700)
+    heads = [
+      "\nContents\n",
+      "\n## Quick start\n",
+      "\n## Your own program\n",
+      "\n### Python\n",
+      "\n### pytest\n",
+      "\n## Goldens in CI\n",
+      "\n## The answer first\n",
+    ]
+    at = [readme.find(h) for h in heads]
+    self.assertNotIn(-1, at, dict(zip(heads, at)))
+    self.assertEqual(at, sorted(at))
+
+  def test_links_lead_somewhere(self):
+    files = {"CONTRIBUTING.md": _read("CONTRIBUTING.md")}
+    self.assertEqual(link_problems(_read("README.md"), files), [])
+
+  def test_a_dead_link_is_found(self):
+    readme = "# A b: `c`\n[x](#a-b-c) [y](#reference) [z](docs/m.md)\n"
+    self.assertEqual(
+      link_problems(readme, {}),
+      ["#reference: no such heading", "docs/m.md: no such file"],
+    )
+
+  def test_quick_start_answer_is_the_code_change_at_the_line(self):
+    # The seed's dots are one line of builtin_cases.py, read here.
+    with open(
+      os.path.join(testutil.ROOT, "hloprobe", "compile", "builtin_cases.py"),
+      encoding="utf-8",
+    ) as f:
+      line = next(i for i, t in enumerate(f, 1) if "x = W @ x + b" in t)
+    readme = _read("README.md")
+    block = readme.partition("`make run` prints the answer first:\n\n```\n")[2]
+    answer, do, check = block.split("\n")[:3]
+    where = f"builtin_cases.py:{line}"
+    self.assertTrue(
+      answer.startswith(
+        "Answer: seed_mlp on a100 (compile only): TF32_TF32_F32 at sites "
+        f"0-2 ({where} `x = W @ x + b`)"
+      ),
+      answer,
+    )
+    self.assertTrue(
+      do.startswith(
+        f"Do: precision=jax.lax.Precision.HIGHEST on the calls at {where} "
+      ),
+      do,
+    )
+    self.assertTrue(check.startswith("Verify (PASS): hloprobe verify "), check)
+
+
 if __name__ == "__main__":
   absltest.main()

@@ -3,12 +3,16 @@ example arguments (or a `Case`), returning `Results`.
 
   answering  explain's answer (findings, fixes tried or listed): the one
            call `hloprobe explain` and `hloprobe.explain` share
-  calls    `sweep`, `explain`, `as_case` (a function as a `Case`);
-           `plan_case` and `run_plan`, `sweep`'s two halves
+  calls    `sweep`, `explain`, `as_case` (a function as a `Case`),
+           `plan_case` (`sweep`'s first half) and their one keyword list
+           (`SweepOptions`)
+  running  `run`: a plan's sweep, streamed to a folder on request; the
+           one run the command line, `sweep` and the pytest plugin share
+           (`Interrupted` says how far it got)
   results  `Results`: records, `.table()`, `.to_dataframe()`, HTML
   ship     a case's way to the worker processes, and their environment
   planning `plan`: a sweep in the command line's words (what commands/
-           turn their flags into)
+           turn their flags into, then `run`)
   defaults the one table of defaults (`DEFAULTS`) the command line, the
            Python API and the pytest plugin share
 
@@ -18,25 +22,21 @@ example arguments (or a `Case`), returning `Results`.
 
 from __future__ import annotations
 
-from hloprobe.api.answering import NOT_TRIED as NOT_TRIED
 from hloprobe.api.answering import answer as answer
 from hloprobe.api.answering import explanations as explanations
-from hloprobe.api.calls import DEFAULT_PRECISIONS as DEFAULT_PRECISIONS
 from hloprobe.api.calls import as_case as as_case
 from hloprobe.api.calls import explain as explain
 from hloprobe.api.calls import plan_case as plan_case
-from hloprobe.api.calls import run_plan as run_plan
 from hloprobe.api.calls import sweep as sweep
 from hloprobe.api.defaults import DEFAULTS as DEFAULTS
-from hloprobe.api.defaults import Defaults as Defaults
 from hloprobe.api.planning import plan as plan
 from hloprobe.api.results import Results as Results
+from hloprobe.api.running import Interrupted as Interrupted
+from hloprobe.api.running import run as run
 
 __all__ = [
   "DEFAULTS",
-  "DEFAULT_PRECISIONS",
-  "Defaults",
-  "NOT_TRIED",
+  "Interrupted",
   "Results",
   "answer",
   "as_case",
@@ -44,6 +44,6 @@ __all__ = [
   "explanations",
   "plan",
   "plan_case",
-  "run_plan",
+  "run",
   "sweep",
 ]

@@ -75,8 +75,14 @@ def answer(
     untried = tuple((c, verify_command(tries, c)) for c in tries.candidates)
     return Answer(findings, untried=untried, not_tried=not_tried)
   tried = []
+  # A try's configs that the explain sweep or an earlier try made (the
+  # configs at fault again, a fix's precision swept already) are taken
+  # from them (`run_sweep`'s `given`), not computed again.
+  done = [(plan, records)]
   for swept in try_sweeps(tries):
-    tried += run_sweep(swept, progress(), pool=pool)
+    got = run_sweep(swept, progress(), pool=pool, given=done)
+    tried += got
+    done.append((swept, got))
   return Answer(findings, judge_tries(tries, tried))
 
 

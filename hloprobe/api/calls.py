@@ -40,37 +40,21 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import shutil
 from collections.abc import Callable, Sequence
+from typing import TypedDict, Unpack
 
 from hloprobe.api.answering import NOT_TRIED, answer, explanations
 from hloprobe.api.defaults import DEFAULTS
 from hloprobe.api.results import Results
-from hloprobe.api.ship import ship, worker_environment
+from hloprobe.api.running import run
 from hloprobe.compile import Case
-from hloprobe.engine import (
-  SweepPlan,
-  SweepSpec,
-  check_nonempty,
-  plan_sweep,
-  run_sweep,
-)
+from hloprobe.engine import SweepPlan, SweepSpec, check_nonempty, plan_sweep
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.records import ConfigResult
 from hloprobe.report import render, render_answered
 from hloprobe.runtime import host_cpu
 
-__all__ = [
-  "DEFAULT_PRECISIONS",
-  "as_case",
-  "explain",
-  "plan_case",
-  "run_plan",
-  "sweep",
-]
+__all__ = ["SweepOptions", "as_case", "explain", "plan_case", "sweep"]
 
-# The seed report's precisions (`DEFAULTS.precisions`), kept by name.
-DEFAULT_PRECISIONS = DEFAULTS.precisions
 _NAME_RE = re.compile(r"[^A-Za-z0-9_\-]")
 
 
@@ -124,37 +108,87 @@ def as_case(
   )
 
 
+class SweepOptions(TypedDict, total=False):
+  """The keywords of `sweep`, `explain` and `plan_case` (one list; a
+  keyword left out takes `DEFAULTS`' value, the command line's too).
+
+  Attributes:
+    targets: target names (`cpu`, `gpu`, compile-only `a100`, ...), or
+      one string of comma-separated names; default ["cpu"].
+    precisions: matmul precision names (`float32`, `TF32_TF32_F32`, ...);
+      default bfloat16, tensorfloat32, float32.
+    batch_sizes: the batch sizes n; default 1, 2 and the full size (the
+      example's rows), those that exist. Required for a sized case.
+    in_axes, output_axis, name: as `as_case`'s (a function only).
+    explain_passes: name the XLA pass that rewrote each dot site (False;
+      `explain` always names them).
+    cache: keep and reuse per-config records in `cache_dir` (True).
+    cache_dir: the record cache; default `$XDG_CACHE_HOME/hloprobe` (as
+      the command line's).
+    jobs: worker processes at once; default the cores this process may
+      use (`DEFAULTS.jobs`).
+  """
+
+  targets: Sequence[str] | str
+  precisions: Sequence[str] | str
+  batch_sizes: Sequence[int] | None
+  in_axes: int | Sequence[int | None] | None
+  output_axis: int | None | tuple[int | None, ...]
+  name: str | None
+  explain_passes: bool
+  cache: bool
+  cache_dir: str | None
+  jobs: int | None
+
+
+def _options(options: dict) -> dict:
+  """`options` (`SweepOptions`' keywords) with the defaults filled in.
+
+  Raises:
+    TypeError: a keyword `SweepOptions` does not name (as a misspelt
+      keyword of a plain function raises).
+  """
+  unknown = sorted(set(options) - set(SweepOptions.__annotations__))
+  if unknown:
+    raise TypeError(f"unexpected keyword argument {unknown[0]!r}")
+  return {
+    "targets": DEFAULTS.targets,
+    "precisions": DEFAULTS.precisions,
+    "batch_sizes": None,
+    "in_axes": None,
+    "output_axis": 0,
+    "name": None,
+    "explain_passes": False,
+    "cache": True,
+    "cache_dir": None,
+    "jobs": None,
+  } | options
+
+
 def plan_case(
   fn_or_case: Callable | Case | str,
   *example_args,
-  targets: Sequence[str] | str = DEFAULTS.targets,
-  precisions: Sequence[str] | str = DEFAULTS.precisions,
-  batch_sizes: Sequence[int] | None = None,
-  in_axes: int | Sequence[int | None] | None = None,
-  output_axis: int | None | tuple[int | None, ...] = 0,
-  name: str | None = None,
-  explain_passes: bool = False,
-  cache: bool = True,
-  cache_dir: str | None = None,
-  jobs: int | None = None,
+  **options: Unpack[SweepOptions],
 ) -> SweepPlan:
   """The plan of `sweep`'s sweep (its arguments are `sweep`'s), for
-  `run_plan`; the golden fixture records it (`golden.sweep_record`).
+  `run`; the golden fixture records it (`golden.sweep_record`).
 
   Raises:
     InvalidArgumentError, CaseError, TargetError: as `sweep`.
+    TypeError: an unknown keyword.
   """
+  o = _options(options)
   spec = SweepSpec(
     cases=(),
-    batch_sizes=tuple(batch_sizes or ()),
-    precisions=_names(precisions),
-    targets=_names(targets),
-    explain_passes=explain_passes,
-    cache_dir=(cache_dir or DEFAULTS.cache_dir()) if cache else None,
-    jobs=jobs or DEFAULTS.jobs(),
+    batch_sizes=tuple(o["batch_sizes"] or ()),
+    precisions=_names(o["precisions"]),
+    targets=_names(o["targets"]),
+    explain_passes=o["explain_passes"],
+    cache_dir=(o["cache_dir"] or DEFAULTS.cache_dir()) if o["cache"] else None,
+    jobs=o["jobs"] or DEFAULTS.jobs(),
   )
-  options = dict(in_axes=in_axes, output_axis=output_axis, name=name)
-  return _plan(fn_or_case, example_args, options, spec)
+  case_options = {k: o[k] for k in ("in_axes", "output_axis", "name")}
+  return _plan(fn_or_case, example_args, case_options, spec)
 
 
 def _names(words: Sequence[str] | str) -> tuple[str, ...]:
@@ -166,16 +200,7 @@ def _names(words: Sequence[str] | str) -> tuple[str, ...]:
 def sweep(
   fn_or_case: Callable | Case | str,
   *example_args,
-  targets: Sequence[str] | str = DEFAULTS.targets,
-  precisions: Sequence[str] | str = DEFAULTS.precisions,
-  batch_sizes: Sequence[int] | None = None,
-  in_axes: int | Sequence[int | None] | None = None,
-  output_axis: int | None | tuple[int | None, ...] = 0,
-  name: str | None = None,
-  explain_passes: bool = False,
-  cache: bool = True,
-  cache_dir: str | None = None,
-  jobs: int | None = None,
+  **options: Unpack[SweepOptions],
 ) -> Results:
   """Sweeps a function (or a `Case`, or a case name) as `hloprobe sweep`.
 
@@ -183,46 +208,24 @@ def sweep(
     fn_or_case: a JAX function (with `example_args`, see `as_case`), a
       `Case`, or a case's words (`seed_mlp`, `path/to/file.py:factory`).
     *example_args: the function's arguments at full batch size.
-    Keywords (defaults from `DEFAULTS`, the command line's too):
-      targets: target names (`cpu`, `gpu`, compile-only `a100`, ...), or
-        one string of comma-separated names; default ["cpu"].
-      precisions: matmul precision names (`float32`, `TF32_TF32_F32`, ...);
-        default bfloat16, tensorfloat32, float32.
-      batch_sizes: the batch sizes n; default 1, 2 and the full size (the
-        example's rows), those that exist. Required for a sized case.
-      in_axes, output_axis, name: as `as_case`'s (a function only).
-      explain_passes: name the XLA pass that rewrote each dot site.
-      cache: keep and reuse per-config records in `cache_dir` (True).
-      cache_dir: the record cache; default `$XDG_CACHE_HOME/hloprobe` (as
-        the command line's).
-      jobs: worker processes at once; default the cores this process may
-        use (`DEFAULTS.jobs`).
+    **options: `SweepOptions`' keywords (targets, precisions, batch_sizes,
+      in_axes, output_axis, name, explain_passes, cache, cache_dir, jobs).
 
   Returns:
     `Results`: the records, `.table()`, `.to_dataframe()`, HTML; with
     `explain_passes`, also explain's records and words: the answer
     first (`report.answer_lines`: the worst finding, "Do: fixes not
-    tried", see NOT_TRIED), then the detail, the worst target first.
+    tried", see NOT_TRIED), then one line per target, as `explain`'s
+    one screen (`report.render_answered`).
 
   Raises:
     InvalidArgumentError, CaseError, TargetError: bad input, as the
       command line's exit 2 (one line).
+    TypeError: an unknown keyword.
+    Interrupted: SIGINT/SIGTERM during the sweep.
   """
-  plan = plan_case(
-    fn_or_case,
-    *example_args,
-    targets=targets,
-    precisions=precisions,
-    batch_sizes=batch_sizes,
-    in_axes=in_axes,
-    output_axis=output_axis,
-    name=name,
-    explain_passes=explain_passes,
-    cache=cache,
-    cache_dir=cache_dir,
-    jobs=jobs,
-  )
-  records = run_plan(plan)
+  plan = plan_case(fn_or_case, *example_args, **options)
+  records = run(plan)
   text = render(list(records), "table", {})
   if not plan.explain_passes:
     return Results(records, text=text)
@@ -238,35 +241,14 @@ def sweep(
 def explain(
   fn_or_case: Callable | Case | str,
   *example_args,
-  targets: Sequence[str] | str = DEFAULTS.targets,
-  precisions: Sequence[str] | str = DEFAULTS.precisions,
-  batch_sizes: Sequence[int] | None = None,
-  in_axes: int | Sequence[int | None] | None = None,
-  output_axis: int | None | tuple[int | None, ...] = 0,
-  name: str | None = None,
-  cache: bool = True,
-  cache_dir: str | None = None,
-  jobs: int | None = None,
+  **options: Unpack[SweepOptions],
 ) -> Results:
   """`sweep` with passes named, then `hloprobe explain`'s words.
 
   Takes `sweep`'s arguments (`explain_passes` is always on) and returns
   its `Results` with `explanations` and `text` (`print(results)`).
   """
-  return sweep(
-    fn_or_case,
-    *example_args,
-    targets=targets,
-    precisions=precisions,
-    batch_sizes=batch_sizes,
-    in_axes=in_axes,
-    output_axis=output_axis,
-    name=name,
-    explain_passes=True,
-    cache=cache,
-    cache_dir=cache_dir,
-    jobs=jobs,
-  )
+  return sweep(fn_or_case, *example_args, **options | {"explain_passes": True})
 
 
 def _plan(fn_or_case, example_args, case_options, spec) -> SweepPlan:
@@ -322,20 +304,3 @@ def _default_sizes(plan: SweepPlan) -> tuple[int, ...]:
     )
   rows = case.full_size(full)
   return tuple(n for n in dict.fromkeys((1, 2, rows)) if n <= rows)
-
-
-def run_plan(plan: SweepPlan) -> tuple[ConfigResult, ...]:
-  """Runs a plan (`plan_case`'s), its case shipped to the workers
-  (`ship`) and the workers' environment set for the sweep only."""
-  swept = plan.cases[0]
-  folder = None
-  try:
-    if not swept.portable:
-      source, folder = ship(swept.case)
-      shipped = dataclasses.replace(swept, source=source, portable=True)
-      plan = dataclasses.replace(plan, cases=(shipped,))
-    with worker_environment(plan):
-      return tuple(run_sweep(plan))
-  finally:
-    if folder is not None:
-      shutil.rmtree(folder, ignore_errors=True)

@@ -35,6 +35,8 @@ def plan(
   case_timeout_s: float = DEFAULTS.case_timeout_s,
   inputs: str | None = None,
   batch_arg: str | None = None,
+  all_rows: bool = False,
+  max_worker_mb: int | None = None,
 ) -> SweepPlan:
   """The plan of a sweep named in the command line's words.
 
@@ -55,6 +57,10 @@ def plan(
     inputs: a module case's arguments (.npz/.npy), or None.
     batch_arg: a module case's batch argument (--batch_arg: name or
       index), or None for the one whose axis 0 the output shares.
+    all_rows: judge every row (--all_rows), not row 0, a sample and a
+      first pass's worst rows (`engine.SweepSpec.all_rows`).
+    max_worker_mb: a worker's resident memory bound in MiB
+      (--max_worker_mb); None: a quarter of the machine's.
 
   Raises:
     InvalidArgumentError: a bad name or size, or an empty list
@@ -75,4 +81,6 @@ def plan(
     cache_dir=(cache_dir or DEFAULTS.cache_dir()) if cache else None,
     jobs=jobs or DEFAULTS.jobs(),
     case_timeout_s=case_timeout_s,
+    all_rows=all_rows,
+    max_worker_mb=max_worker_mb,
   )

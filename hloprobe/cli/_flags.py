@@ -25,6 +25,7 @@ from hloprobe.runtime import usable_cores
 
 __all__ = [
   "ABS_ERROR_BOUND",
+  "ALL_ROWS",
   "BAD",
   "BATCH_SIZES",
   "BROWSER",
@@ -47,6 +48,7 @@ __all__ = [
   "INVARIANCE",
   "JAXLIB",
   "JOBS",
+  "MAX_WORKER_MB",
   "MODEL_EXPLORER",
   "OUTPUT_DIR",
   "OVERWRITE",
@@ -324,6 +326,23 @@ CASE_TIMEOUT = flags.DEFINE_float(
   "one line; the other cases go on. A user case's code never runs in "
   "hloprobe's own process.",
   lower_bound=1.0,
+)
+ALL_ROWS = flags.DEFINE_bool(
+  "all_rows",
+  False,
+  "Judge every row of every config against its own f32 noise floor. By "
+  "default a case that declares rows_independent, above 64 rows, judges "
+  "row 0, 32 rows spread evenly and each leaf's 16 rows of largest error "
+  "(a first pass over every row), and says which rows it judged.",
+)
+MAX_WORKER_MB = flags.DEFINE_integer(
+  "max_worker_mb",
+  None,
+  "The resident memory, in MiB, one worker process may reach; past it the "
+  "worker is stopped and its config fails with one line naming it and "
+  "the bound, and the other configs go on (a fresh worker). Default: a "
+  "quarter of the machine's memory.",
+  lower_bound=64,
 )
 # Named `cache` so that help reads `--[no]cache`; `--nocache`, the spelling
 # of the flag's first name (`nocache`), is absl's negation of it, and

@@ -60,6 +60,7 @@ with quiet_startup():
   import jax  # noqa: F401
 
 from hloprobe import commands
+from hloprobe.api import Interrupted
 from hloprobe.cli import _flags as cli_flags
 from hloprobe.cli import _help as cli_help
 from hloprobe.cli import _rules as cli_rules
@@ -175,16 +176,16 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _on_signal(signum, frame) -> None:
-  """Turns the first SIGINT/SIGTERM into `commands.Interrupted`; ignores the rest
+  """Turns the first SIGINT/SIGTERM into `Interrupted`; ignores the rest
   (clean-up, e.g. ending worker processes, is not interrupted again)."""
   del frame
   for s in _SIGNALS:
     signal.signal(s, signal.SIG_IGN)
-  raise commands.Interrupted(signum)
+  raise Interrupted(signum)
 
 
 def _on_unraisable(unraisable) -> None:
-  """sys.unraisablehook: a `commands.Interrupted` that Python dropped is sent again.
+  """sys.unraisablehook: an `Interrupted` that Python dropped is sent again.
 
   A handler runs between any two bytecodes of the main thread, also inside
   a callback whose exceptions Python prints as "Exception ignored" and
@@ -195,7 +196,7 @@ def _on_unraisable(unraisable) -> None:
   other exceptions go to Python's own hook.
   """
   e = unraisable.exc_value
-  if not isinstance(e, commands.Interrupted):
+  if not isinstance(e, Interrupted):
     sys.__unraisablehook__(unraisable)
     return
   while True:
@@ -204,7 +205,7 @@ def _on_unraisable(unraisable) -> None:
         signal.signal(s, _on_signal)
       _thread.start_new_thread(os.kill, (os.getpid(), e.signum))
       return
-    except commands.Interrupted:  # it came back here: send it again
+    except Interrupted:  # it came back here: send it again
       continue
 
 
@@ -391,7 +392,7 @@ def run() -> None:
   # `hloprobe sweep | head`: end quietly when the reader goes away.
   signal.signal(signal.SIGPIPE, signal.SIG_DFL)
   # An interrupt ends the run through `finally` blocks: worker processes and
-  # temporary folders go, finished results stay (see `_run_streamed`).
+  # temporary folders go, finished results stay (see `api.run`).
   for s in _SIGNALS:
     signal.signal(s, _on_signal)
   sys.unraisablehook = _on_unraisable

@@ -10,8 +10,9 @@ gpu-check`'s script. `common` holds what they share. `hloprobe.cli` reads
 the flags, builds the records, dispatches (`COMMANDS`: command -> its
 args record and `main`) and handles signals.
 
-The face is what `hloprobe.cli` uses: `COMMANDS`, the exit statuses, the
-shared flags' record `SweepWords` and the `Interrupted` signal. Importing
+The face is what `hloprobe.cli` uses: `COMMANDS`, the exit statuses and
+the shared flags' record `SweepWords` (the signal a command stops on is
+`api.Interrupted`). Importing
 this package imports none of its modules: each name is imported on first
 use (PEP 562), so `python -m hloprobe.commands.gpu_check` loads only its
 own module.
@@ -26,7 +27,6 @@ __all__ = [
   "EXIT_FAILED",
   "EXIT_OK",
   "EXIT_USAGE",
-  "Interrupted",
   "SweepWords",
 ]
 
@@ -36,7 +36,6 @@ _WHERE = {
   "EXIT_FAILED": "common",
   "EXIT_OK": "common",
   "EXIT_USAGE": "common",
-  "Interrupted": "common",
   "SweepWords": "common",
 }
 

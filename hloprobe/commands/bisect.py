@@ -55,14 +55,7 @@ def bisect(args: BisectArgs):
     VenvError: the releases cannot be listed.
   """
   from hloprobe import verify
-  from hloprobe.versions import (
-    VenvError,
-    bisect_releases,
-    default_cache_dir,
-    plan,
-    releases_between,
-    survey,
-  )
+  from hloprobe.versions import bisect_between
 
   spec = common.sweep_spec(args.common, args.experiment, args.experiments_file)
   if not args.good or not args.bad:
@@ -75,22 +68,14 @@ def bisect(args: BisectArgs):
       "bisect judges consistent and accurate; golden files belong to one jaxlib"
     )
   verify.check_batch_sizes(requirements, spec.batch_sizes)
-  request = versions_command.check_spec(spec)
-  found = survey(args.python)
-  releases = found.releases()
-  if not releases:  # exit 1
-    raise VenvError(
-      "cannot list jaxlib releases: " + ("; ".join(found.problems) or "none")
-    )
-  between = releases_between(releases, args.good, args.bad)
-  versions_command.log(
-    f"bisecting {len(between)} releases: {', '.join(between)} (Pythons "
-    f"found: {', '.join(found.versions())})"
-  )
-  cache_dir = common.venv_dir(args.common) or default_cache_dir()
-  where = plan(between, request, cache_dir, args.python, found)
-  result = bisect_releases(
-    between, request, requirements, cache_dir, versions_command.log, where
+  result = bisect_between(
+    spec,
+    args.good,
+    args.bad,
+    requirements,
+    common.venv_dir(args.common),
+    versions_command.log,
+    args.python,
   )
   return result, requirements
 

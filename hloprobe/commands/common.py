@@ -1,6 +1,7 @@
 """What every command shares: the sweep words, exit codes, starting JAX,
-the cache folder, a sweep streamed to --output_dir, and the interrupt
-that carries the configs finished.
+the cache folder and the progress bar. A sweep runs through `api.run`
+(streamed to --output_dir; its interrupt, `api.Interrupted`, carries the
+configs finished).
 
 Each command module (`hloprobe.commands.<name>`) has a frozen args record
 whose fields are named after the flags it reads (`cli` builds it from the
@@ -13,12 +14,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import signal
 import sys
 import threading
 
 from tqdm import tqdm
 
+from hloprobe.api import Interrupted
 from hloprobe.compile import version_warning
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.runtime import RecordCache, default_cache_dir
@@ -36,7 +37,6 @@ __all__ = [
   "host",
   "progress_printer",
   "reported_cases",
-  "run_streamed",
   "start_jax",
   "sweep_spec",
   "sweep_values",
@@ -74,6 +74,9 @@ class SweepWords:
       or None.
     batch_arg: --batch_arg, a module case's batch parameter (number or
       name), or None.
+    all_rows: --all_rows: judge every row.
+    max_worker_mb: --max_worker_mb, a worker's resident memory bound in
+      MiB, or None (a quarter of the machine's).
     given: the names of the flags above given on the command line.
   """
 
@@ -92,21 +95,9 @@ class SweepWords:
   case_timeout: float = 600.0
   inputs: str | None = None
   batch_arg: str | None = None
+  all_rows: bool = False
+  max_worker_mb: int | None = None
   given: frozenset[str] = frozenset()
-
-
-class Interrupted(KeyboardInterrupt):
-  """SIGINT or SIGTERM, raised where the program is so `finally` blocks run.
-
-  Attributes:
-    signum: the signal.
-    done: the configs finished before it, when a sweep was running.
-    total: the sweep's number of configs.
-  """
-
-  def __init__(self, signum: int, done=None, total: int = 0):
-    super().__init__(signum)
-    self.signum, self.done, self.total = signum, done, total
 
 
 def sweep_spec(
@@ -150,6 +141,8 @@ def sweep_spec(
     jobs=words.jobs,
     case_timeout_s=words.case_timeout,
     inputs=words.inputs,
+    all_rows=words.all_rows,
+    max_worker_mb=words.max_worker_mb,
   )
 
 
@@ -355,34 +348,6 @@ def _columns(stream) -> int:
 
 # "[12/81] a100 seed_mlp n=3 bfloat16 |###   | 00:42<01:10".
 _BAR_FORMAT = "[{n_fmt}/{total_fmt}] {desc} |{bar}| {elapsed}<{remaining}"
-
-
-def run_streamed(
-  spec, output_dir: str | None, pool=None, overwrite: bool = False
-):
-  """run_sweep, each finished config appended to
-  `<output_dir>/results.jsonl`; a progress line on a terminal's stderr.
-  `pool`: the `runtime.WorkerPool` to run on (`engine.worker_pool`), or
-  None for the sweep's own. `overwrite`: an earlier sweep's results in
-  `output_dir` are removed first (`report.start_stream`).
-
-  Raises:
-    InvalidArgumentError: `output_dir` holds an earlier sweep's results
-      and not `overwrite`.
-    Interrupted: on SIGINT/SIGTERM, carrying the configs finished.
-  """
-  from hloprobe import engine
-  from hloprobe.report import Progress, start_stream
-
-  progress = Progress(spec.config_count, start_stream(output_dir, overwrite))
-  try:
-    results = engine.run_sweep(
-      spec, progress_printer(sys.stderr), on_result=progress.add, pool=pool
-    )
-  except KeyboardInterrupt as e:
-    signum = getattr(e, "signum", signal.SIGINT)
-    raise Interrupted(signum, progress.done, progress.total) from None
-  return results
 
 
 def check_format(

@@ -15,6 +15,7 @@ compile is a fix that did not pass, not a failure of the command).
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 from hloprobe.commands import common
 from hloprobe.commands import sweep as sweep_command
@@ -132,8 +133,9 @@ def _recorded_words(folder: str, words):
   return recorded, tuple(plan.get("experiments", ()))
 
 
-def explain_answered(args: ExplainArgs):
+def explain_answered(args: ExplainArgs, spec=None):
   """`explain`, then the answer: (records, explanations, `report.Answer`).
+  `spec`: the sweep's plan (`_spec(args)`), made here when None.
 
   The findings ranked worst first (`verify.find_findings`); with
   `args.try_fixes` the candidate fixes tried on the configs at fault, on
@@ -146,7 +148,7 @@ def explain_answered(args: ExplainArgs):
   """
   from hloprobe import api, engine
 
-  spec = _spec(args)
+  spec = spec or _spec(args)
   common.start_jax(spec.targets)
   with engine.worker_pool(spec) as pool:
     if args.results:  # the explain sweep, done already (sharded)
@@ -154,8 +156,12 @@ def explain_answered(args: ExplainArgs):
 
       results = results_in(args.results, spec)
     else:
-      results = common.run_streamed(
-        spec, args.common.output_dir, pool, overwrite=args.overwrite
+      results = api.run(
+        spec,
+        output_dir=args.common.output_dir,
+        overwrite=args.overwrite,
+        pool=pool,
+        progress=common.progress_printer(sys.stderr),
       )
     answer = _answer(spec, results, args.try_fixes, pool)
     answer = _with_invariance(
@@ -168,7 +174,6 @@ def _answer(spec, results, try_fixes: bool, pool):
   """The findings, and the fixes tried (or why not): `api.answer`, the
   tries' progress on stderr; an interrupt says what finished."""
   import signal
-  import sys
 
   from hloprobe import api
 
@@ -232,7 +237,8 @@ def main(args: ExplainArgs) -> int:
     render_answered,
   )
 
-  results, explanations, answer = explain_answered(args)
+  spec = _spec(args)
+  results, explanations, answer = explain_answered(args, spec)
   versions = jax_versions()
   cpu = common.host()
   if args.results:  # the CPU the merged numbers were computed on
@@ -240,7 +246,9 @@ def main(args: ExplainArgs) -> int:
 
     cpu = results_host(args.results) or cpu
   out = sweep_command.outputs_of(args, args.common.format)
-  out = dataclasses.replace(out, answer=answer)
+  # results.json records the plan, as sweep's does: `explain --results`
+  # of this folder sweeps it again without the flags retyped.
+  out = dataclasses.replace(out, answer=answer, plan=spec.words())
   if out.fmt == "json":
     doc = explanation_json(explanations, cpu)
     print(dumps_json({**doc, "answer": answer_json(answer)}))

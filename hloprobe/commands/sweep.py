@@ -13,6 +13,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from hloprobe import api
 from hloprobe.commands import common
 
 __all__ = ["SweepArgs", "main", "show", "sweep"]
@@ -86,7 +87,7 @@ def sweep(args: SweepArgs):
 
   Raises:
     InvalidArgumentError: bad input (before anything runs).
-    common.Interrupted: SIGINT/SIGTERM, with the configs finished.
+    api.Interrupted: SIGINT/SIGTERM, with the configs finished.
   """
   # The HTML page (printed, or report.html in --output_dir) explains: it
   # names the passes.
@@ -101,8 +102,11 @@ def sweep(args: SweepArgs):
     spec = _sharded(spec, args.shard, args.common.output_dir)
   spec = common.with_executor(spec, args)
   common.start_jax(spec.targets)
-  return spec, common.run_streamed(
-    spec, args.common.output_dir, overwrite=args.overwrite
+  return spec, api.run(
+    spec,
+    output_dir=args.common.output_dir,
+    overwrite=args.overwrite,
+    progress=common.progress_printer(sys.stderr),
   )
 
 

@@ -67,23 +67,11 @@ def verify(args: VerifyArgs):
   requirements = _without_consistent_for_modules(requirements, spec.cases)
   verifying.check_batch_sizes(requirements, spec.batch_sizes)
   common.start_jax(spec.targets)
+  recorded = None
   if args.results:  # the sweep verify_fix runs, done already (sharded)
     from hloprobe.commands.merge import results_in
-    from hloprobe.compile import jax_versions
-    from hloprobe.engine import plan_sweep
 
-    spec = dataclasses.replace(spec, experiments=())
-    swept = plan_sweep(verifying.fix_sweep(spec, fix, requirements))
-    return verifying.verify(
-      results_in(args.results, swept),
-      spec,
-      fix,
-      requirements,
-      golden_dir=args.golden_dir or None,
-      versions=jax_versions(),
-      abs_error_bound=args.abs_error_bound,
-      rel_error_bound=args.rel_error_bound,
-    )
+    recorded = lambda swept: results_in(args.results, swept)
   return verifying.verify_fix(
     spec,
     fix,
@@ -91,6 +79,7 @@ def verify(args: VerifyArgs):
     golden_dir=args.golden_dir or None,
     abs_error_bound=args.abs_error_bound,
     rel_error_bound=args.rel_error_bound,
+    recorded=recorded,
   )
 
 

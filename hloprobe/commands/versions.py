@@ -13,9 +13,8 @@ import dataclasses
 import sys
 
 from hloprobe.commands import common
-from hloprobe.errors import InvalidArgumentError
 
-__all__ = ["VersionsArgs", "check_spec", "log", "main", "versions"]
+__all__ = ["VersionsArgs", "log", "main", "versions"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -44,50 +43,18 @@ def log(line: str) -> None:
   print(f"hloprobe: {line}", file=sys.stderr, flush=True)
 
 
-def check_spec(spec) -> dict:
-  """`spec` as a worker's request, its experiments included."""
-  from hloprobe.versions import spec_request
-
-  return spec_request(spec)
-
-
-def _check_versions(names) -> list[str]:
-  from hloprobe.versions import VenvError, version_key
-
-  if not names or not all(names):
-    raise InvalidArgumentError(
-      "--jaxlib needs at least one release and no empty ones, e.g. "
-      "--jaxlib=0.4.35,0.10.2"
-    )
-  for name in names:
-    try:
-      version_key(name)
-    except VenvError as e:
-      raise InvalidArgumentError(f"--jaxlib: {e}") from None
-  return list(dict.fromkeys(names))
-
-
 def versions(args: VersionsArgs, spec):
   """Runs the sweep `spec` under each --jaxlib version, up to `spec.jobs`
-  at once; returns their runs (`driver.VersionRun`s, in --jaxlib order).
+  at once (`versions.versions_runs`); returns their runs
+  (`driver.VersionRun`s, in --jaxlib order).
 
   Raises:
     InvalidArgumentError: no or malformed --jaxlib.
   """
-  from hloprobe.versions import (
-    default_cache_dir,
-    run_versions,
-  )
+  from hloprobe.versions import versions_runs
 
-  request = check_spec(spec)
-  names = _check_versions(list(args.jaxlib))
-  return run_versions(
-    names,
-    request,
-    common.venv_dir(args.common) or default_cache_dir(),
-    log=log,
-    jobs=spec.jobs,
-    python=args.python,
+  return versions_runs(
+    args.jaxlib, spec, common.venv_dir(args.common), log=log, python=args.python
   )
 
 

@@ -69,9 +69,6 @@ from hloprobe.compile.experiments import (
 from hloprobe.compile.int_dots import CASE_SUFFIX as CASE_SUFFIX
 from hloprobe.compile.int_dots import INT32_DOTS_FIX as INT32_DOTS_FIX
 from hloprobe.compile.int_dots import int32_dots_case as int32_dots_case
-from hloprobe.compile.invariance_cases import (
-  elementwise_only_numpy as elementwise_only_numpy,
-)
 from hloprobe.compile.lowering import compile_case as compile_case
 from hloprobe.compile.lowering import jax_versions as jax_versions
 from hloprobe.compile.lowering import run_compiled as run_compiled
@@ -124,7 +121,6 @@ __all__ = [
   "compile_case",
   "config_assigner_input",
   "device_fingerprint",
-  "elementwise_only_numpy",
   "enable_x64",
   "find_ptxas",
   "fusion_selections",

@@ -291,7 +291,7 @@ def _autotuned_sites(
   xla/backends/gpu/autotuner/fission.cc, openxla/xla 0e1ce768: the fusion
   is inlined as a call and GemmRewriter makes a new `__cublas$...` custom
   call of it; seen in the a100's optimized HLO under jaxlib 0.12.0.1 with
-  tests/autotune_replay_test.py's results file). A site in no gemm fusion
+  tests/compile/autotune_replay_test.py's results file). A site in no gemm fusion
   there (a multiply+reduce) is not the assigner's: XLA's heuristic, as
   without results.
   """

@@ -18,7 +18,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import jax
 
@@ -32,7 +32,10 @@ from hloprobe.engine.compiled import (
 )
 from hloprobe.engine.executor import worker_pool
 from hloprobe.engine.guarded import compile_guarded, setup_for
-from hloprobe.engine.measure import with_batch_consistency
+from hloprobe.engine.measure import (
+  with_batch_consistency,
+  without_batch_consistency,
+)
 from hloprobe.engine.plan import (
   PlannedConfig,
   SweepPlan,
@@ -81,6 +84,7 @@ def run_sweep(
   on_result: Callable[[ConfigResult], None] | None = None,
   pool: WorkerPool | None = None,
   warn: Warn | None = None,
+  given: Sequence[tuple[SweepPlan, Sequence[ConfigResult]]] = (),
 ) -> list[ConfigResult]:
   """Runs every config of a sweep, each in a worker process.
 
@@ -126,6 +130,12 @@ def run_sweep(
     warn: given one line for what costs speed, never results (a cache
       entry that cannot be read or written, a case that cannot be
       fingerprinted); None: `cache.log_warning`.
+    given: earlier sweeps' (plan, its records), e.g.
+      explain's sweep and its first fix try for the next try: a config
+      they hold ok (the same case record and source, target, precision,
+      size and experiment flags, the same --all_rows and --inputs) is
+      taken from them, as a cache hit is (`_given_records`), not
+      computed again; without the cache too (--nocache).
 
   Returns:
     One `ConfigResult` per config: the baseline's ordered case, target,
@@ -141,9 +151,10 @@ def run_sweep(
   spec = plan_sweep(spec)  # a plan passes through, looked up already
   if pool is None:
     with worker_pool(spec) as own:
-      return run_sweep(spec, progress, on_result, own, warn)
+      return run_sweep(spec, progress, on_result, own, warn, given)
   tell = progress or (lambda _: None)
-  sweep = _Sweep(spec, pool, warn or log_warning)  # inputs, cache
+  known = _given_records(spec, given)
+  sweep = _Sweep(spec, pool, warn or log_warning, known)  # inputs, cache
   sweep.start_workers()  # they import jax while the targets load
   if sweep.any_work:  # a fully cached rerun starts no worker
     sweep.broken = _load_targets(spec, pool)
@@ -175,8 +186,9 @@ class _Sweep:
   references, predictions) runs on the calling thread.
   """
 
-  def __init__(self, spec, pool, warn: Warn):
+  def __init__(self, spec, pool, warn: Warn, known: dict | None = None):
     self.spec, self.pool = spec, pool
+    self.known = known or {}  # see `_given_records`
     self.broken: dict[str, str] = {}  # see `_load_targets`
     self.configs = spec.configs()
     self.stop = threading.Event()
@@ -190,7 +202,13 @@ class _Sweep:
       pool.start(BASELINE.flags_text, 0)
     self.setups = [
       setup_for(
-        c, spec.sizes_of(c), warn, pool, spec.case_timeout_s, bool(self.store)
+        c,
+        spec.sizes_of(c),
+        warn,
+        pool,
+        spec.case_timeout_s,
+        bool(self.store),
+        spec.all_rows,
       )
       for c in spec.cases
     ]
@@ -249,11 +267,16 @@ class _Sweep:
         self.spec.explain_passes,
         xla_flags=flags,
         record_version=RECORD_VERSION,
+        all_rows=self.spec.all_rows,
       )
 
   def _hit(self, c: PlannedConfig, key: str | None, watch):
-    """The cached record of config `c`, carrying `c.config` (the key has
-    the experiment's flags, not its name), or None."""
+    """The record of config `c` an earlier sweep made (`given`), else the
+    cached one, carrying `c.config` (the key has the experiment's flags,
+    not its name), or None."""
+    known = self.known.get(_reuse_key(c))
+    if known is not None:
+      return dataclasses.replace(known, config=c.config)
     if not key:
       return None
     with watch.stage("cache"):
@@ -404,6 +427,62 @@ class _Sweep:
     return compile_and_run_case(
       setup.case, setup.inputs(watch), c.config, self.spec.explain_passes
     )
+
+
+def _reuse_key(c: PlannedConfig) -> tuple:
+  """What makes two configs of sweeps with the same --all_rows and
+  --inputs one (`_given_records`): the very case record and its words,
+  the target, precision and size, and the worker's extra XLA_FLAGS."""
+  config = c.config
+  return (
+    id(c.case.case),
+    c.case.source,
+    config.target,
+    config.precision,
+    config.n,
+    _flags(c),
+  )
+
+
+def _given_records(spec: SweepPlan, given) -> dict:
+  """`_reuse_key` -> record, of the ok records of the earlier sweeps
+  `given` (plan, its records, found by their `Config`) whose --all_rows and
+  --inputs are `spec`'s and whose largest size per case is `spec`'s (the
+  noise floor and reference are cut from it: `cache.config_key`'s
+  "largest").
+
+  A record of a sweep with --explain_passes serves one without, its pass
+  attribution dropped, unless what XLA made changed the math (its changes
+  name their passes: it is computed again); a record without passes
+  never serves a sweep that asks for them.
+  """
+  found = {}
+  for plan, records in given:
+    if (plan.all_rows, plan.inputs) != (spec.all_rows, spec.inputs):
+      continue
+    if spec.explain_passes and not plan.explain_passes:
+      continue
+    by_config = {r.config: r for r in records}
+    for c in plan.configs():
+      r = by_config.get(c.config)
+      if r is None or not r.ok or id(c.case.case) not in _case_ids(spec):
+        continue
+      if max(plan.sizes_of(c.case)) != max(spec.sizes_of(c.case)):
+        continue
+      if plan.explain_passes and not spec.explain_passes:
+        if r.made is not None and r.made.changes:
+          continue
+        compilation = dataclasses.replace(
+          r.compilation, passes=None, passes_error=None
+        )
+        r = dataclasses.replace(r, compilation=compilation)
+      # Its batch consistency is the new sweep's to find (`run_sweep`).
+      found[_reuse_key(c)] = without_batch_consistency([r])[0]
+  return found
+
+
+def _case_ids(spec: SweepPlan) -> set[int]:
+  return {id(c.case) for c in spec.cases}
 
 
 def _flags(c: PlannedConfig) -> str:

@@ -26,7 +26,9 @@ def worker_pool(spec: SweepSpec | SweepPlan) -> WorkerPool | RayPool:
   `run_sweep` calls to share (`run_sweep(..., pool=)`; `explain` runs its
   candidate fixes on the workers its sweep started): local processes, or
   a Ray cluster's actors (`spec.executor == "ray"`, `runtime.RayPool`;
-  same interface, same results). Use it as a context manager.
+  same interface, same results). Use it as a context manager. A local
+  pool's workers are bounded by `spec.max_worker_mb` (a Ray cluster's
+  are not: Ray has its own memory monitor).
 
   Raises:
     InvalidArgumentError: an unknown executor, or "ray" without Ray.
@@ -43,7 +45,9 @@ def worker_pool(spec: SweepSpec | SweepPlan) -> WorkerPool | RayPool:
     raise InvalidArgumentError(
       f"unknown executor {spec.executor!r}; choose from {', '.join(EXECUTORS)}"
     )
-  return WorkerPool(_worker_platforms(spec), _PRELOAD)
+  return WorkerPool(
+    _worker_platforms(spec), _PRELOAD, max_worker_mb=spec.max_worker_mb
+  )
 
 
 def _worker_platforms(spec: SweepPlan) -> str | None:

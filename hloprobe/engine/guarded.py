@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import weakref
 
 import jax
 
@@ -51,7 +52,9 @@ __all__ = [
 CASE_LANE = -1
 
 
-def _setup(memo: dict, source: str, sizes, given: tuple | None):
+def _setup(
+  memo: dict, source: str, sizes, given: tuple | None, all_rows: bool = False
+):
   """The worker's `CaseSetup` of case `source` (made once per worker) and
   the list its warnings go to. `given`: (full inputs,) made earlier, or
   None to make them here.
@@ -63,7 +66,7 @@ def _setup(memo: dict, source: str, sizes, given: tuple | None):
   smallest and largest size only; the predictor's other sizes decide only
   when it guesses, `emulation_cache`), so the tries reuse them (issue 37).
   """
-  key = ("guarded", source, min(sizes), max(sizes))
+  key = ("guarded", source, min(sizes), max(sizes), all_rows)
   held = memo.get(key)
   if held is not None and not set(sizes) <= set(held[0].sizes):
     del memo[key]
@@ -71,7 +74,7 @@ def _setup(memo: dict, source: str, sizes, given: tuple | None):
     warned: list[str] = []
     case = loaded_case(memo, source)
     setup = CaseSetup(
-      SweptCase(case, source, True), sizes, warned.append, given
+      SweptCase(case, source, True), sizes, warned.append, given, all_rows
     )
     memo[key] = setup, warned
   return memo[key]
@@ -117,10 +120,11 @@ class CaseInputsRequest(Request):
   sizes: tuple[int, ...]
   fingerprint: bool
   search_path: tuple[str, ...] = ()
+  all_rows: bool = False
 
   def run(self, memo: dict):
     with_search_path(self.search_path)
-    setup, warned = _setup(memo, self.source, self.sizes, None)
+    setup, warned = _setup(memo, self.source, self.sizes, None, self.all_rows)
     watch = Stopwatch()
     with jax.default_device(jax.devices("cpu")[0]):
       try:
@@ -151,10 +155,13 @@ class CaseFinishRequest(Request):
   full: tuple | None
   work: CompiledConfig | None
   search_path: tuple[str, ...] = ()
+  all_rows: bool = False
 
   def run(self, memo: dict):
     with_search_path(self.search_path)
-    setup, warned = _setup(memo, self.source, self.sizes, (self.full,))
+    setup, warned = _setup(
+      memo, self.source, self.sizes, (self.full,), self.all_rows
+    )
     watch = Stopwatch()
     with jax.default_device(jax.devices("cpu")[0]):
       if self.work is None:
@@ -171,6 +178,7 @@ class GuardedSetup:
 
   Args:
     pool, lane: the pool and lane of the case's worker.
+    all_rows: judge every row (--all_rows).
 
   Attributes:
     broken: one line once the case's worker died or ran past the timeout
@@ -186,8 +194,10 @@ class GuardedSetup:
     lane: int,
     timeout_s: float,
     fingerprint: bool,
+    all_rows: bool = False,
   ):
     self.swept, self.case, self.sizes = swept, swept.case, sizes
+    self.all_rows = all_rows
     self._warn, self._pool, self._timeout_s = warn, pool, timeout_s
     self._lane = lane
     self._fingerprint = fingerprint
@@ -231,7 +241,11 @@ class GuardedSetup:
     """
     if self._made is None:
       request = CaseInputsRequest(
-        self.swept.source, self.sizes, self._fingerprint, tuple(sys.path)
+        self.swept.source,
+        self.sizes,
+        self._fingerprint,
+        tuple(sys.path),
+        self.all_rows,
       )
       got = self._call(request, watch, "making its inputs")
       self._made = tuple(got) if got is not None else (None, None)
@@ -248,7 +262,12 @@ class GuardedSetup:
       self._prepared = True
       full = self.inputs(watch)
       request = CaseFinishRequest(
-        self.swept.source, self.sizes, full, None, tuple(sys.path)
+        self.swept.source,
+        self.sizes,
+        full,
+        None,
+        tuple(sys.path),
+        self.all_rows,
       )
       self._call(request, watch, "its float64 reference")
 
@@ -257,7 +276,7 @@ class GuardedSetup:
     `CaseSetup.finish`); a failure of the config's own when broken."""
     full = self.inputs(watch)
     request = CaseFinishRequest(
-      self.swept.source, self.sizes, full, work, tuple(sys.path)
+      self.swept.source, self.sizes, full, work, tuple(sys.path), self.all_rows
     )
     got = self._call(request, watch, "its float64 reference and prediction")
     if got is not None:
@@ -296,6 +315,34 @@ def compile_guarded(
     )
 
 
+# Per pool, the `CaseSetup`s of hloprobe's own cases and records made by
+# the sweeps run on it (`setup_for`): explain's fix tries reuse the
+# explain sweep's references and emulations, as a user case's worker
+# does (`_setup`). Gone with the pool.
+_HELD: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _held_setup(
+  swept: SweptCase, sizes, warn: Warn, pool, all_rows: bool
+) -> CaseSetup:
+  """A `CaseSetup` of an earlier sweep on `pool` of the same case record
+  with the same smallest and largest size, the sizes some of its sizes
+  and the same --all_rows (its references and emulations depend on those
+  only, see `_setup`), else a new one, held for the next sweep."""
+  key = (swept.source, id(swept.case), min(sizes), max(sizes), all_rows)
+  try:
+    held = _HELD.setdefault(pool, {})
+  except TypeError:  # a pool that cannot be weakly referenced: no reuse
+    return CaseSetup(swept, sizes, warn, all_rows=all_rows)
+  found = held.get(key)
+  if found is not None and found.case is swept.case:
+    if set(sizes) <= set(found.sizes):
+      found.rewarn(warn)
+      return found
+  held[key] = CaseSetup(swept, sizes, warn, all_rows=all_rows)
+  return held[key]
+
+
 def setup_for(
   swept: SweptCase,
   sizes: tuple[int, ...],
@@ -303,9 +350,12 @@ def setup_for(
   pool: WorkerPool,
   timeout_s: float,
   fingerprint: bool,
+  all_rows: bool = False,
 ) -> CaseSetup | GuardedSetup:
   """A case's main-process part: a `CaseSetup` here for hloprobe's own
-  cases and records, a `GuardedSetup` (its worker) for a user's case.
+  cases and records (an earlier sweep's on `pool` where it serves: its
+  references and emulations reused, `_held_setup`), a `GuardedSetup`
+  (its worker) for a user's case.
 
   Args:
     swept, sizes, warn: as `CaseSetup`'s.
@@ -314,10 +364,13 @@ def setup_for(
       pool is open; else the pool's `CASE_LANE` worker).
     fingerprint: the sweep caches (a user case's worker makes its
       fingerprint with its inputs).
+    all_rows: judge every row (--all_rows).
   """
   if not swept.guarded:
-    return CaseSetup(swept, sizes, warn)
+    return _held_setup(swept, sizes, warn, pool, all_rows)
   loader, lane = swept.loader, 0
   if loader is None or loader.closed:
     loader, lane = pool, CASE_LANE
-  return GuardedSetup(swept, sizes, warn, loader, lane, timeout_s, fingerprint)
+  return GuardedSetup(
+    swept, sizes, warn, loader, lane, timeout_s, fingerprint, all_rows
+  )

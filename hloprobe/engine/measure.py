@@ -116,7 +116,9 @@ def _references(case, full, sizes):
     return None, None, f"no float64 reference: {first_line(e)}"
 
 
-def _predictor(case, full, references, sizes, why: str | None):
+def _predictor(
+  case, full, references, sizes, why: str | None, all_rows: bool = False
+):
   """(a case's predictor, None), or (None, why it cannot be made).
 
   The predictor is told the sweep's sizes in order, so one compile can
@@ -125,7 +127,7 @@ def _predictor(case, full, references, sizes, why: str | None):
   if references is None:
     return None, why
   try:
-    return Predictor(case, full, references, sizes), None
+    return Predictor(case, full, references, sizes, all_rows), None
   except Exception as e:
     return None, f"no predictor: {first_line(e)}"
 
@@ -271,6 +273,7 @@ class CaseSetup:
     warn: given one line where the cache fingerprint cannot be made.
     given: (full inputs,) made elsewhere (`guarded`), or None to make
       them here.
+    all_rows: judge every row (--all_rows; `numerics.Predictor`).
 
   Attributes:
     broken: always None here (see `guarded.GuardedSetup`).
@@ -284,10 +287,16 @@ class CaseSetup:
     sizes: tuple[int, ...],
     warn: Warn = log_warning,
     given: tuple | None = None,
+    all_rows: bool = False,
   ):
     self.swept, self.case, self.sizes = swept, swept.case, sizes
+    self.all_rows = all_rows
     self._warn = warn
     self._full, self._print, self._made = given, None, None
+
+  def rewarn(self, warn: Warn) -> None:
+    """Where its warnings go from now on (a later sweep reusing it)."""
+    self._warn = warn
 
   def inputs(self, watch) -> tuple | None:
     """The case's full-size inputs (`Case.full_inputs`), made once.
@@ -315,7 +324,7 @@ class CaseSetup:
       with watch.stage("reference"):
         references, lie, why = _references(self.case, full, self.sizes)
         predictor, why = _predictor(
-          self.case, full, references, self.sizes, why
+          self.case, full, references, self.sizes, why, self.all_rows
         )
         checker = kernels = None
         if references is not None:

@@ -129,7 +129,7 @@ class SweepPlan:
     target_names: the word each target was given by (`a100`, or a config
       file's path as given).
     explain_passes, experiments, cache_dir, jobs, inputs, case_timeout_s,
-      executor, ray_address: as `SweepSpec`'s (`inputs` already given to
+      executor, ray_address, all_rows, max_worker_mb: as `SweepSpec`'s (`inputs` already given to
       the module-file cases, kept for a sweep made again elsewhere, as
       `versions` does).
     shard: the part of the configs this process runs (`--shard`), or
@@ -151,6 +151,8 @@ class SweepPlan:
   shard: Shard | None = None
   executor: str = "local"
   ray_address: str | None = None
+  all_rows: bool = False
+  max_worker_mb: int | None = None
 
   @property
   def case_names(self) -> tuple[str, ...]:
@@ -283,6 +285,8 @@ def plan_sweep(spec: SweepSpec | SweepPlan, **changes) -> SweepPlan:
     shard=getattr(spec, "shard", None),
     executor=spec.executor,
     ray_address=spec.ray_address,
+    all_rows=spec.all_rows,
+    max_worker_mb=spec.max_worker_mb,
   )
 
 
@@ -417,6 +421,8 @@ def spec_from_words(
   inputs: str | None = None,
   autotune_results: Sequence[str] = (),
   batch_arg: str | None = None,
+  all_rows: bool = False,
+  max_worker_mb: int | None = None,
 ) -> SweepPlan:
   """The plan of the sweep the command line names, in its words.
 
@@ -433,6 +439,8 @@ def spec_from_words(
     batch_arg: --batch_arg, the module-file cases' batch parameter, or None.
     autotune_results: --autotune_results files, each an experiment
       (`compile.autotune_experiment`), after the others.
+    all_rows, max_worker_mb: --all_rows and --max_worker_mb, as
+      `SweepSpec`'s fields.
 
   Raises:
     InvalidArgumentError: a bad name or size, or a list that is empty (as
@@ -459,6 +467,8 @@ def spec_from_words(
         case_timeout_s=case_timeout_s,
         inputs=inputs,
         batch_arg=batch_arg,
+        all_rows=all_rows,
+        max_worker_mb=max_worker_mb,
       )
     )
   )

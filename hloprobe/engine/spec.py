@@ -77,6 +77,13 @@ class SweepSpec:
       `runtime.RayPool`); results are the same either way.
     ray_address: the Ray cluster's address (--ray_address), or None for
       RAY_ADDRESS, else a local cluster of `jobs` CPUs on 127.0.0.1.
+    all_rows: judge every row of every config (--all_rows); else a
+      rows_independent case above `numerics.rows.ALL_ROWS_UP_TO` rows
+      judges row 0, a sample and the worst rows of a first pass.
+    max_worker_mb: the resident memory, in MiB, a worker may reach
+      (--max_worker_mb); past it the worker is stopped and its config
+      fails with one line naming it (`runtime.Worker`); None: a quarter
+      of the machine's memory (`runtime.default_max_worker_mb`).
   """
 
   cases: tuple[Case | str, ...]
@@ -94,6 +101,8 @@ class SweepSpec:
   batch_arg: str | None = None
   executor: str = "local"
   ray_address: str | None = None
+  all_rows: bool = False
+  max_worker_mb: int | None = None
 
 
 # Stated maxima, checked before any list is built: a batch size (rows of

@@ -19,7 +19,7 @@ openxla/xla at 01631ca8, read for this module; the calls jaxlib 0.10.2 and
 0.12.0.1 compile for the a100/h100/t4 fixtures under tests/execute and
 tests/testdata/compiles follow it, the FP8 call's A, B, a_scale,
 b_scale included: fp8_scaled_matmul_h100_n8_default_no_triton_gemm, both
-releases, run by tests/fp8_emulate_test.py): A and B first; a matrix
+releases, run by tests/numerics/emulate_fp8_test.py): A and B first; a matrix
 bias C is inserted at index 2 when `FuseMatrixBiasAdd` sets beta to 1 (so
 C exists exactly when beta != 0); a vector bias is appended by
 `FuseVectorBiasAdd` with epilogue BIAS (then BIAS_RELU / BIAS_GELU by the

@@ -1,9 +1,10 @@
 """Goldens: snapshots of what the compiler emits, checked and updated.
 
 The stage's interface is the names below (`__all__`): a sweep's
-`Snapshot` (`sweep_snapshot`), compared with the golden folder (`check`,
+`Snapshot` (`take_snapshot`), compared with the golden folder (`check`,
 `golden_check`: a `CheckResult`) or written over it (`golden_update`: an
-`UpdateResult`); the folder's manifest and the sweep it records; the dot
+`UpdateResult`); `hloprobe golden`'s sweep (`planned_sweep`: the
+manifest's, narrowed by the flags) and its check (`check_sweep`); the dot
 summary and its changes in words. Import them from here; the modules
 behind them are private in intent:
 
@@ -26,16 +27,13 @@ from hloprobe.golden.diff import GoldenSiteChange as GoldenSiteChange
 from hloprobe.golden.diff import describe_site_changes as describe_site_changes
 from hloprobe.golden.diff import dot_summary as dot_summary
 from hloprobe.golden.ending import case_cannot_end as case_cannot_end
-from hloprobe.golden.folder import confine_sweep as confine_sweep
 from hloprobe.golden.folder import default_golden_dir as default_golden_dir
-from hloprobe.golden.folder import manifest_sweep as manifest_sweep
-from hloprobe.golden.folder import spec_from_record as spec_from_record
 from hloprobe.golden.folder import sweep_record as sweep_record
 from hloprobe.golden.snapshot import check as check
+from hloprobe.golden.snapshot import check_sweep as check_sweep
 from hloprobe.golden.snapshot import golden_check as golden_check
-from hloprobe.golden.snapshot import sweep_snapshot as sweep_snapshot
+from hloprobe.golden.snapshot import planned_sweep as planned_sweep
 from hloprobe.golden.snapshot import take_snapshot as take_snapshot
-from hloprobe.golden.snapshot import write_snapshot as write_snapshot
 from hloprobe.golden.update import golden_update as golden_update
 from hloprobe.golden.update import update_goldens as update_goldens
 
@@ -44,17 +42,14 @@ __all__ = [
   "SUMMARY_KEYS",
   "case_cannot_end",
   "check",
-  "confine_sweep",
+  "check_sweep",
   "default_golden_dir",
   "describe_site_changes",
   "dot_summary",
   "golden_check",
   "golden_update",
-  "manifest_sweep",
-  "spec_from_record",
+  "planned_sweep",
   "sweep_record",
-  "sweep_snapshot",
   "take_snapshot",
   "update_goldens",
-  "write_snapshot",
 ]

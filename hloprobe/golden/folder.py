@@ -188,6 +188,12 @@ def read_manifest(golden_dir: str) -> dict:
   _require_dir(golden_dir)
   path = os.path.join(golden_dir, MANIFEST)
   if not os.path.isfile(path):
+    foreign = [r for r in list_golden_files(golden_dir) if not fmt.path_key(r)]
+    if foreign:  # e.g. tests/golden of a project: `update` refuses it too
+      raise GoldenError(
+        f"[hloprobe] {golden_dir} is not a golden folder: no {MANIFEST}, and "
+        f"{foreign[0]} is not a golden file; give --golden_dir=DIR"
+      )
     raise GoldenError(
       f"[hloprobe] {path} is missing; recreate the goldens with `hloprobe golden update`"
     )

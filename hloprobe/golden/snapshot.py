@@ -32,11 +32,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Mapping, Sequence
+import tempfile
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from hloprobe.compile import BASELINE, jax_versions
-from hloprobe.engine import SweepPlan, SweepSpec, plan_sweep, run_sweep
-from hloprobe.errors import GoldenError
+from hloprobe.engine import (
+  SweepPlan,
+  SweepSpec,
+  check_nonempty,
+  plan_sweep,
+  run_sweep,
+)
+from hloprobe.errors import GoldenError, HloprobeError, write_or_fail
 from hloprobe.golden import format as fmt
 from hloprobe.golden.diff import (
   CheckResult,
@@ -46,11 +53,14 @@ from hloprobe.golden.diff import (
 )
 from hloprobe.golden.ending import case_cannot_end
 from hloprobe.golden.folder import (
+  confine_sweep,
   default_golden_dir,
   golden_spec,
   list_golden_files,
+  manifest_sweep,
   read_golden_file,
   read_manifest,
+  spec_from_record,
   sweep_configs,
   sweep_record,
 )
@@ -60,8 +70,10 @@ from hloprobe.records import Config, ConfigResult
 __all__ = [
   "Snapshot",
   "check",
+  "check_sweep",
   "golden_check",
   "in_scope",
+  "planned_sweep",
   "sweep_scope",
   "sweep_snapshot",
   "take_snapshot",
@@ -364,3 +376,77 @@ def golden_check(
     spec = plan_sweep(spec or golden_spec(golden_dir))
     snap = sweep_snapshot(spec)
   return check(golden_dir, snap, spec, strict=strict)
+
+
+def planned_sweep(
+  golden_dir: str,
+  flag_values: Mapping[str, Sequence],
+  given: Collection[str],
+  jobs: int,
+  writing: bool = False,
+) -> SweepPlan:
+  """`hloprobe golden check|update`'s sweep: MANIFEST.json's, each part
+  whose flag was given on the command line replaced by the flag's value.
+
+  Args:
+    golden_dir: the golden folder (its MANIFEST.json may be missing).
+    flag_values: "cases", "batch_sizes" (ints), "precisions", "targets" ->
+      the command line's values, defaults included.
+    given: the keys of `flag_values` whose flags were on the command line;
+      the others take the manifest's value when it records one.
+    jobs: worker processes at once.
+    writing: an update: the sweep is confined to what the folder may
+      hold (`folder.confine_sweep`) before any case is loaded.
+
+  Raises:
+    GoldenError: an update reaching outside the folder's cases/targets.
+    InvalidArgumentError: a bad name, or nothing to sweep.
+  """
+  recorded = manifest_sweep(golden_dir) or {}
+  words = {
+    key: tuple(value if key in given or key not in recorded else recorded[key])
+    for key, value in flag_values.items()
+  }
+  if writing:
+    confine_sweep(golden_dir, words, writing=True)
+  spec = check_nonempty(spec_from_record(words))
+  return dataclasses.replace(spec, jobs=jobs)
+
+
+def check_sweep(
+  spec: SweepPlan,
+  golden_dir: str,
+  strict: bool,
+  output_dir: str | None,
+  records: Sequence[ConfigResult] | None = None,
+) -> tuple[CheckResult, HloprobeError | None]:
+  """`hloprobe golden check`: sweeps `spec` (or takes `records`, a
+  `hloprobe merge` folder's) and compares with the goldens (`check`,
+  capped); on a mismatch the new snapshot is written to `output_dir` (or
+  a new temporary folder) for a person to diff or copy.
+
+  Returns:
+    (the result, its `candidate_dir` set where written; None, or the
+    error writing the candidates failed with, which the caller raises
+    once the comparison is shown).
+  """
+  if records is not None:
+    snap = take_snapshot(records, jax_versions())
+  else:
+    snap = sweep_snapshot(spec)
+  result = check(golden_dir, snap, spec, strict=strict).capped()
+  if result.ok:
+    return result, None
+  try:
+    out = write_or_fail(
+      "the candidate goldens", lambda: _write_candidates(snap, output_dir)
+    )
+  except HloprobeError as e:
+    return result, e  # the comparison stands; only the copy failed
+  return dataclasses.replace(result, candidate_dir=out), None
+
+
+def _write_candidates(snap: Snapshot, output_dir: str | None) -> str:
+  """Writes a mismatching snapshot to `output_dir` or a new temporary folder."""
+  out = output_dir or tempfile.mkdtemp(prefix="hloprobe-golden-candidate-")
+  return write_snapshot(snap, out)

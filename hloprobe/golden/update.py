@@ -3,7 +3,8 @@
 What an update replaces depends on MANIFEST.json's sweep:
 
   - the same configs (or no manifest yet): the whole folder; golden files
-    the new sweep does not make are removed;
+    the new sweep does not make are removed (a folder with no manifest that
+    holds other files is refused: it is not a golden folder);
   - a narrower sweep (every list a subset of the manifest's, e.g.
     `--targets=cpu --batch_sizes=1`): only the files of its configs; the
     files outside it and the manifest's sweep stay as they were. The
@@ -125,6 +126,25 @@ def _read_manifest(golden_dir: str) -> dict | None:
     return None
 
 
+def _refuse_foreign(golden_dir: str, old: list[str]) -> None:
+  """Refuses, in one line, to replace a folder with no manifest that holds
+  files no golden is named as (`format.path_key`), e.g. a `golden/` of
+  the user's own tests: replacing the whole folder would remove them.
+
+  Raises:
+    GoldenError: the first such file named, and how many more.
+  """
+  foreign = [r for r in old if fmt.path_key(r) is None]
+  if not foreign:
+    return
+  more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+  raise GoldenError(
+    f"[hloprobe] golden update: {golden_dir} has no {MANIFEST} and holds "
+    f"files that are not goldens ({foreign[0]}{more}); nothing written: "
+    "give --golden_dir=DIR (a new folder, or one golden update made)"
+  )
+
+
 def _plan(
   golden_dir: str,
   snap: Snapshot,
@@ -136,6 +156,7 @@ def _plan(
   sweep, names = sweep_scope(sweep)
   manifest = _read_manifest(golden_dir)
   if manifest is None:
+    _refuse_foreign(golden_dir, old)
     note = f"no readable {MANIFEST}: replaced the whole folder" if old else None
     return _Plan(None, sweep, snap.versions, note)
   recorded = manifest["sweep"]
@@ -342,9 +363,12 @@ def golden_update(
   Raises:
     GoldenError: as `update`, or no manifest when `spec` is None, or (one
       line, before the sweep) a manifest `golden check` would refuse
-      (`folder.confine_sweep`).
+      (`folder.confine_sweep`), or a folder with no manifest holding
+      files that are not goldens.
   """
   golden_dir = golden_dir or default_golden_dir()
+  if os.path.isdir(golden_dir) and _read_manifest(golden_dir) is None:
+    _refuse_foreign(golden_dir, list_golden_files(golden_dir))  # no sweep
   if isinstance(spec, SweepSpec):  # its words, before a case is loaded
     words = {
       key: [w for w in getattr(spec, key) if isinstance(w, str)]

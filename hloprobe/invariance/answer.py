@@ -62,12 +62,16 @@ class Boundary:
       "site 1 Triton gemm split-K 1 -> 2" or "sites 0-1 multiply+reduce
       after dot-strength-reduction"; () where nothing read differs.
     unexplained: a sentence where `causes` is empty.
+    named: how many of `causes`, the first, name sites whose fate
+      differs (`site_causes`); the rest are other kernels' per-row
+      arithmetic (compile-only groups). None: all of them.
   """
 
   n: int
   against: int
   causes: tuple[str, ...]
   unexplained: str | None = None
+  named: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -394,10 +398,12 @@ def _kernel_answer(
         [k for k in kernels[n] if not _same_fate(by_n[n], by_n[ref], k)],
         kernels[ref],
       )
-    causes = site_causes(by_n[n], by_n[ref]) + others
-    causes = tuple(dict.fromkeys(causes))
+    by_sites = site_causes(by_n[n], by_n[ref])
+    causes = tuple(dict.fromkeys(by_sites + others))
     boundaries.append(
-      Boundary(n, ref, causes, None if causes else "kernels differ")
+      Boundary(
+        n, ref, causes, None if causes else "kernels differ", len(by_sites)
+      )
     )
   unknown = [k for ks in kernels.values() for k in ks if not k.complete]
   if len(classes) > 1:  # some kernel's per-row arithmetic, as read, differs

@@ -175,17 +175,155 @@ def pin_lines(pins: Sequence) -> list[str]:
   return out
 
 
+def _rows_words(a: Invariance) -> list[str]:
+  """Each compared row's classes in a clause, without the group's place:
+  "row 0: identical for n = 2-9, n = 1 differs by 322 ULP"."""
+  same = "identical" if a.basis == RUN else "same per-row arithmetic"
+  out = []
+  for c in a.rows:
+    name = ROW0 if c.row == ROW0 else "the anchor row"
+    if a.basis == KERNELS:
+      name = "every row"
+    parts = [f"{name}: {same} for n = {_ranges(c.classes[0], a.sizes)}"]
+    ulps = c.ulps[1:] or [None] * len(c.classes)
+    for cls, u in zip(c.classes[1:], ulps):
+      by = _ulp(u) if a.basis == RUN else ""
+      parts.append(f"n = {_ranges(cls, a.sizes)} differs{by}")
+    parts += [
+      f"at n = {n} its bits depend on its offset ({', '.join(map(str, o))})"
+      for n, o in c.moves
+    ]
+    out.append(", ".join(parts))
+  return out
+
+
+def _boundary_words(b) -> str:
+  """One class boundary's cause: the sites whose fate differs, then how
+  many other kernels differ (their arithmetic: --verbose)."""
+  named = len(b.causes) if b.named is None else b.named
+  words = list(b.causes[:named])
+  others = len(b.causes) - named
+  if others:
+    kernels = "kernel differs" if others == 1 else "kernels differ"
+    words.append(f"{others} other {kernels} (--verbose)")
+  return f"at n = {b.n}: " + ("; ".join(words) or b.unexplained or "unread")
+
+
+def _group_words(a: Invariance) -> tuple[str, str]:
+  """(the verdict, the detail) of one group without its precision."""
+  basis = _BASIS.get(a.basis, a.basis)
+  if a.invariant is None and not a.rows:
+    return f"unknown ({a.why})", ""
+  if a.invariant is None:
+    verdict = f"unknown ({a.why}); read so far"
+  elif a.invariant:
+    verdict = f"batch-invariant ({basis})"
+  else:
+    verdict = f"not batch-invariant ({basis})"
+  detail = "; ".join(
+    _rows_words(a) + [_boundary_words(b) for b in a.boundaries]
+  )
+  if a.basis == RUN and a.row(ANCHOR) is None and a.invariant is not None:
+    why = f": {a.why}" if a.why else ""
+    detail += f"; the anchor row was not run{why}"
+  return verdict, detail
+
+
+def _pin_words(groups: Sequence[Invariance], pins: Sequence) -> str:
+  """The pins of folded groups in a clause: the first that passed, or the
+  candidates to try (each with the precisions it applies under, where not
+  all), or that none tried passed; "" when none applies."""
+  keys = {(a.case, a.target, a.precision, a.experiment) for a in groups}
+  mine = [
+    p for p in pins if (p.case, p.target, p.precision, p.experiment) in keys
+  ]
+  if not mine:
+    return ""
+  passed = [p for p in mine if p.passed]
+  if passed:
+    c = passed[0].candidate
+    how = (
+      f"precision {c.precision}"
+      if c.precision is not None
+      else f"XLA_FLAGS='{' '.join(c.flags)}'"
+    )
+    return f"pinned by {how} ({passed[0].cost}; its `verify`: --verbose)"
+  if all(p.passed is None and p.reason == NOT_TRIED for p in mine):
+    under: dict[str, list[str]] = {}
+    for p in mine:
+      under.setdefault(p.candidate.name, []).append(p.precision)
+    names = []
+    for name, ps in under.items():
+      only = "" if len(ps) == len(groups) else f" (under {_and(ps)})"
+      names.append(f"{name}{only}")
+    return (
+      f"to pin, try {_and(names, 'or')} (explain --invariance=pin tries "
+      "them; each one's `verify --require=invariant`: --verbose)"
+    )
+  return f"no setting tried pins it ({len(mine)} tried: --verbose)"
+
+
+def _and(words: Sequence[str], last: str = "and") -> str:
+  words = list(words)
+  if len(words) < 2:
+    return "".join(words)
+  return f"{', '.join(words[:-1])} {last} {words[-1]}"
+
+
+def folded_lines(
+  answers: Sequence[Invariance], pins: Sequence = ()
+) -> list[str]:
+  """The bitwise answer folded, one line per cause: groups that differ
+  only in their precision, with the same classes and the same sites
+  changing fate at each boundary, are one line (their precisions
+  named), the pins' clause after; the other kernels' arithmetic per n,
+  each pin's command and the per-precision lines come with
+  `first_lines` (explain --verbose). A title line first; [] when the
+  question was not asked."""
+  if not answers:
+    return []
+  folds: dict[tuple, list[Invariance]] = {}
+  for a in answers:
+    # Pins tried are part of the cause's line: groups fold only where
+    # the same candidates passed and failed.
+    tried = tuple(
+      (p.candidate.name, p.passed)
+      for p in pins
+      if (p.case, p.target, p.precision, p.experiment)
+      == (a.case, a.target, a.precision, a.experiment)
+      and not (p.passed is None and p.reason == NOT_TRIED)
+    )
+    key = (a.case, a.target, a.experiment, *_group_words(a), tried)
+    folds.setdefault(key, []).append(a)
+  out = ["Batch invariance, by cause (each precision and kernel: --verbose):"]
+  for (case, target, experiment, verdict, detail, _), groups in folds.items():
+    where = f"{case} on {target}"
+    if experiment != "baseline":
+      where += f" ({experiment})"
+    where += f" under {_and([a.precision for a in groups])}"
+    words = [w for w in (detail, _pin_words(groups, pins)) if w]
+    line = f"  {where}: {verdict}"
+    out.append(f"{line}: {'; '.join(words)}" if words else line)
+  return out
+
+
 def first_lines(
-  answers: Sequence[Invariance], pins: Sequence = (), kernels: bool = True
+  answers: Sequence[Invariance],
+  pins: Sequence = (),
+  kernels: bool = True,
+  folded: bool = False,
 ) -> list[str]:
   """What `explain` prints first: the bitwise answer of every group,
   the reductions per n (compile-only) and the pins, before explain's
   "Answer:" (no blank line between: one block, as report.html opens
   with it); [] when the question was not asked (no answers). `kernels`:
   False leaves the reductions per n out (explain's one screen when a
-  finding leads: they come with --verbose)."""
+  finding leads: they come with --verbose). `folded`: one line per
+  cause instead (`folded_lines`; `kernels` unused)."""
   if not answers:
     return []
+  if folded:
+    return folded_lines(answers, pins)
   listed = kernel_lines(answers) if kernels else []
   return answer_lines(answers) + listed + pin_lines(pins)
 

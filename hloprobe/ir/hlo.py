@@ -40,7 +40,7 @@ Compact get-tuple-elements (see `hlo_text`): jaxlib 0.12.0.1's parser
 creates the element of `%t#1` as `t_1`; records keep the printed name
 `t#1`, as the text reader gives it, so XLA's name is mapped back.
 
-tests/ir/xla_parse_test.py checks that both readings give equal records on
+tests/ir/hlo_text_test.py checks that both readings give equal records on
 every recorded HLO fixture and golden, under both jaxlibs. The text is
 always read first: text it cannot read is an `HloParseError`, as before.
 

@@ -68,30 +68,16 @@ from hloprobe.kernels.autotune_pin import PIN_FLAGS as PIN_FLAGS
 from hloprobe.kernels.autotune_pin import (
   REDUCTION_PIN_FLAGS as REDUCTION_PIN_FLAGS,
 )
-from hloprobe.kernels.autotune_pin import PinnedGemm as PinnedGemm
-from hloprobe.kernels.autotune_pin import PinResults as PinResults
 from hloprobe.kernels.autotune_pin import pin_gemm_configs as pin_gemm_configs
 from hloprobe.kernels.differences import compare_kernels as compare_kernels
-from hloprobe.kernels.differences import kernel_classes as kernel_classes
 from hloprobe.kernels.kernel_reader import core_count as core_count
 from hloprobe.kernels.kernel_reader import read_kernels as read_kernels
-from hloprobe.kernels.records import KernelDifference as KernelDifference
-from hloprobe.kernels.records import KernelRecord as KernelRecord
-from hloprobe.kernels.records import Role as Role
-from hloprobe.kernels.records import RowCount as RowCount
 
 __all__ = [
-  "KernelDifference",
-  "KernelRecord",
   "PIN_FLAGS",
-  "PinResults",
-  "PinnedGemm",
   "REDUCTION_PIN_FLAGS",
-  "Role",
-  "RowCount",
   "compare_kernels",
   "core_count",
-  "kernel_classes",
   "pin_gemm_configs",
   "read_kernels",
 ]

@@ -55,7 +55,6 @@ from hloprobe.numerics.kernel_sites import site_model as site_model
 from hloprobe.numerics.made import CHANGED as CHANGED
 from hloprobe.numerics.made import Made as Made
 from hloprobe.numerics.made import MadeChecker as MadeChecker
-from hloprobe.numerics.made import MathChange as MathChange
 from hloprobe.numerics.made import config_judgement as config_judgement
 from hloprobe.numerics.made import config_verdict as config_verdict
 from hloprobe.numerics.module_made import (
@@ -70,7 +69,6 @@ from hloprobe.numerics.rows import row_words as row_words
 from hloprobe.numerics.rows import stands_out as stands_out
 from hloprobe.numerics.verdicts import Verdict as Verdict
 from hloprobe.numerics.verdicts import VerdictKind as VerdictKind
-from hloprobe.numerics.verdicts import verdict_words as verdict_words
 
 __all__ = [
   "CHANGED",
@@ -97,6 +95,5 @@ __all__ = [
   "site_model",
   "stands_out",
   "ulp_distance",
-  "verdict_words",
   "within_noise",
 ]

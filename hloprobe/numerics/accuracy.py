@@ -261,12 +261,19 @@ class NoiseFloor:
       the orders of |that element - float64|, shape (n,); None without a
       batch axis, or for a floor not measured per element (`floor_check`'s
       independent one). Not compared, not written to JSON.
+    rows: the batch rows `row_abs` covers, ascending (row 0 first), where
+      only some rows were judged (`rows.judged_rows`: then `row_abs` has
+      one floor per row named and `max_abs` is over those rows); None:
+      every row.
   """
 
   row0_abs: float
   max_abs: float
   row0_spread_abs: float
   row_abs: np.ndarray | None = dataclasses.field(
+    default=None, compare=False, repr=False
+  )
+  rows: tuple[int, ...] | None = dataclasses.field(
     default=None, compare=False, repr=False
   )
 

@@ -38,7 +38,7 @@ import jax
 import numpy as np
 
 from hloprobe.compile import Case, enable_x64
-from hloprobe.errors import EmulationError
+from hloprobe.errors import EmulationError, InvalidArgumentError
 from hloprobe.numerics import attention_band, emulate, emulate_attention
 from hloprobe.numerics.kept import KEPT_BYTES, Kept
 
@@ -66,8 +66,10 @@ SWITCH_FROM = 3
 # model) makes none of them twice in one config (issue 37).
 HELD_EMULATIONS = 8
 
-# (batch size, site algorithms, summation order) of one emulation.
-Key = tuple[int, tuple[str, ...], str]
+# (batch size, site algorithms, summation order) of one emulation; the
+# "size" may instead be the rows of the full batch to gather, ascending
+# (`EmulationCache.args`: a rows_independent case's judged rows).
+Key = tuple[int | tuple[int, ...], tuple[str, ...], str]
 
 
 def _needs_x64(algorithms: Sequence[str]) -> bool:
@@ -202,9 +204,36 @@ class EmulationCache:
     self._attention: dict[int, dict] = {}  # size -> attention operands
     self._attention_bands: dict[tuple, object] = {}
 
-  def args(self, n: int) -> tuple:
-    """The case's arguments at size n."""
-    return self._case.inputs_for(self._full, n)
+  def args(self, n: int | tuple[int, ...]) -> tuple:
+    """The case's arguments at size n, or, for a tuple of rows, those rows
+    of its full inputs gathered along each batched argument's axis (a
+    batch of len(n); `rows.judged_rows`).
+
+    Raises:
+      CaseError: n exceeds the full batch size.
+      InvalidArgumentError: rows of a sized case (it has no full batch),
+        or rows beyond the full batch.
+    """
+    if not isinstance(n, tuple):
+      return self._case.inputs_for(self._full, n)
+    if self._full is None or self._case.swept_size is not None:
+      raise InvalidArgumentError(
+        f"case {self._case.name!r} is sized: no rows to gather"
+      )
+    rows = np.asarray(n, np.int64)
+    if rows.size == 0 or rows.max() >= self._case.full_size(self._full):
+      raise InvalidArgumentError(
+        f"rows {n[:3]}... do not fit case {self._case.name!r}'s "
+        f"{self._case.full_size(self._full)} rows"
+      )
+    out = []
+    for arg, axis in zip(self._full, self._case.arg_axes(len(self._full))):
+      if axis is not None:
+        arg = jax.tree_util.tree_map(
+          lambda a, ax=axis: np.take(np.asarray(a), rows, axis=ax), arg
+        )
+      out.append(arg)
+    return tuple(out)
 
   def count(self, n: int) -> int:
     """The emulator's dot sites at size n (one trace per size)."""

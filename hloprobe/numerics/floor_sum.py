@@ -47,9 +47,18 @@ class FloorSum:
   Args:
     ref: the float64 reference, the outputs' shape.
     axis: the leaf's batch axis, or None.
+    rows: the batch rows `ref` and the outputs hold, ascending with row 0
+      first, where they are some rows of the batch gathered
+      (`rows.judged_rows`; `NoiseFloor.rows`), or None: every row.
   """
 
-  def __init__(self, ref: np.ndarray, axis: int | None = 0):
+  def __init__(
+    self,
+    ref: np.ndarray,
+    axis: int | None = 0,
+    rows: tuple[int, ...] | None = None,
+  ):
+    self._judged = rows
     self._ref = np.asarray(ref, np.float64)
     self._axis = None if self._ref.ndim == 0 else axis
     self._ref0 = element0(self._ref, self._axis)
@@ -83,6 +92,7 @@ class FloorSum:
       max_abs=self._max_abs,
       row0_spread_abs=spread,
       row_abs=self._rows,
+      rows=self._judged if self._axis is not None else None,
     )
 
 

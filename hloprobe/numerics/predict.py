@@ -113,7 +113,8 @@ class Prediction:
       executor (`floor_check`); where not trusted, `noise` is the
       independent floor and the verdicts say so.
     rows: every output leaf's worst row (`rows.worst_row`: every row
-      judged, each against its own f32 noise floor), of the observed
+      judged, or the rows `rows.judged_rows` picks (`WorstRow.judged`),
+      each against its own f32 noise floor), of the observed
       errors where there are some, else the predicted; in `leaf_verdicts`'
       order; None for a leaf not judged by rows (integer, unbatched).
       `verdict` stays row 0's.
@@ -164,6 +165,16 @@ class Prediction:
 # independent they are emulated once, at the largest batch size, and sliced.
 _FIXED_ORDERS = tuple(o for o in emulate.SUMMATION_ORDERS if o != "xla")
 
+# Above this many dot sites (a real-size model: a GPT-2-small layer has
+# 6, the largest built-in case 16), a rows_independent case's per-site
+# attribution (two whole-program emulations per site, each read at row 0
+# only) is emulated at row 0 alone, gathered, not at the config's n:
+# its cost grows with the sites times the program, so with depth
+# squared, and a batch of n would multiply it by n (issue 37). A
+# ranking of the sites; its numbers may differ in the last bits from row
+# 0 of a batch of n, where XLA:CPU's own dot may sum in another order.
+SHARES_AT_ROW0_ABOVE = 16
+
 
 class Predictor:
   """Predicts configs of one case; caches emulations between them.
@@ -179,6 +190,9 @@ class Predictor:
     sizes: the sweep's batch sizes in the order it visits them, for the
       cache's guess at the next sizes (`emulation_cache`); () for none. The
       predictions are the same either way.
+    all_rows: judge every row (--all_rows); else a rows_independent
+      batch case above `rows.ALL_ROWS_UP_TO` rows has its noise floor
+      emulated and its rows judged at `rows.judged_rows` only.
   """
 
   def __init__(
@@ -187,9 +201,40 @@ class Predictor:
     full_inputs: tuple | None,
     references: reference.References,
     sizes: tuple[int, ...] = (),
+    all_rows: bool = False,
   ):
     self._refs, self._name = references, case.name
     self._cache = emulation_cache.EmulationCache(case, full_inputs, sizes)
+    # Rows may be gathered: each row's value does not depend on the others.
+    self._gather = (
+      not all_rows
+      and references.independent
+      and full_inputs is not None
+      and case.swept_size is None
+    )
+
+  def _judged(self, n: int, first_pass) -> tuple[int, ...] | None:
+    """The rows to judge at size n (`rows.judged_rows`), from each leaf's
+    first-pass errors; None: every row."""
+    if not self._gather or n <= rows.ALL_ROWS_UP_TO:
+      return None
+    return rows.judged_rows(
+      n,
+      [
+        None if axis is None else s.row_abs
+        for s, axis in zip(first_pass, self._refs.axes)
+      ],
+    )
+
+  def _gathered(self, leaves, judged: tuple[int, ...] | None) -> tuple:
+    """`leaves` at size n cut to the judged rows along their batch axes."""
+    if judged is None:
+      return tuple(leaves)
+    index = np.asarray(judged, np.int64)
+    return tuple(
+      x if axis is None else np.take(x, index, axis=axis)
+      for x, axis in zip(leaves, self._refs.axes)
+    )
 
   def _emulate(self, n: int, algorithms: tuple[str, ...]) -> tuple:
     """Every output leaf at size n in XLA's own summation order (cached)."""
@@ -216,24 +261,36 @@ class Predictor:
   def _row0(self, n: int, algorithms: tuple[str, ...], leaf: int) -> float:
     return float(np.ravel(self._emulate(n, algorithms)[leaf])[0])
 
-  def _spreads(self, n: int, assignments) -> list[tuple]:
+  def _spreads(
+    self, n: int, assignments, judged: tuple[int, ...] | None = None
+  ) -> list[tuple]:
     """For each assignment, each leaf's row 0 and batch against float64
     over every order, one order's outputs at a time (`floor_sum.FloorSum`); the assignments' outputs in one
-    order are made together (one compile) where not held."""
-    refs = self._refs.at(n)
+    order are made together (one compile) where not held.
+
+    With `judged` rows (`_judged`), only those rows: the fixed orders
+    emulated on their inputs gathered, all in one compile (a batch of
+    len(judged)), XLA's order cut from the config's emulation at n."""
+    refs = self._gathered(self._refs.at(n), judged)
     sums = [
-      [FloorSum(r, a) for r, a in zip(refs, self._refs.axes)]
+      [FloorSum(r, a, judged) for r, a in zip(refs, self._refs.axes)]
       for _ in assignments
     ]
-    size = self._fixed_size(n)
+    size = judged if judged is not None else self._fixed_size(n)
+    if judged is not None:
+      self._cache.fetch(
+        [(judged, a, o) for a in assignments for o in _FIXED_ORDERS]
+      )
     # XLA's order first: its outputs are the ones held since `_prefetch`
     # (the floor takes maxima and minima, so the order of orders is free).
     for order in ("xla", *_FIXED_ORDERS):
-      if order != "xla":
+      if order != "xla" and judged is None:
         self._cache.fetch([(size, a, order) for a in assignments])
       for algorithms, totals in zip(assignments, sums):
         if order == "xla":
-          outs = self._emulate(n, algorithms)
+          outs = self._gathered(self._emulate(n, algorithms), judged)
+        elif judged is not None:
+          outs = self._cache.get(judged, algorithms, order)
         else:
           outs = self._fixed_order(n, algorithms, order)
         for total, out in zip(totals, outs):
@@ -285,13 +342,21 @@ class Predictor:
         )
       chosen, note = candidates.chosen_algorithms(fates)
       self._prefetch(n, chosen)
+      stats = self._leaf_stats(n, chosen)
     with stage("noise floor"):
+      # The rows judged: a first pass over every row's error (`rows`).
+      judged = self._judged(n, observed or stats)
       f32 = (F32,) * count
-      spreads = self._spreads(n, list(dict.fromkeys((f32, chosen))))
+      if self._gather and chosen != f32:
+        # The chosen assignment's spread serves row 0's tolerance only:
+        # its fixed orders are emulated at row 0 alone (gathered).
+        spreads = self._spreads(n, [f32], judged)
+        spreads += self._spreads(n, [chosen], (0,))
+      else:
+        spreads = self._spreads(n, list(dict.fromkeys((f32, chosen))), judged)
       checks = self._checked_floors(n, spreads[0], fates)
       noise = tuple(c.floor for c in checks)
       spread = noise if chosen == f32 else spreads[1]
-    stats = self._leaf_stats(n, chosen)
     tolerance = tuple(
       accuracy.NOISE_FACTOR * max(s.row0_spread_abs, f.row0_spread_abs)
       + accuracy.output_ulp(st.row0_values, dtype)
@@ -399,8 +464,11 @@ class Predictor:
   def _prefetch(self, n: int, chosen: tuple[str, ...]) -> None:
     """Emulates what this config will most likely ask for in one compile
     (`EmulationCache.fetch`): F32, `chosen` and the per-site share
-    assignments at n, both noise floors' fixed orders, and the site
-    scales; each output is bit for bit the one a separate emulation gives.
+    assignments at n, both noise floors' fixed orders (for a
+    rows_independent case, the chosen assignment's at row 0 alone: only
+    row 0's spread is used; F32's at the judged rows after the first pass
+    above `rows.ALL_ROWS_UP_TO` rows), and the site scales; each output is
+    bit for bit the one a separate emulation gives.
 
     A config with a non-F32 site also has these assignments guessed at the
     sweep's next sizes. An all-F32 one has not: its F32 output at another
@@ -408,11 +476,21 @@ class Predictor:
     shared ops (an F32 prefix) XLA's CSE then compiles once.
     """
     f32 = (F32,) * len(chosen)
-    wanted = [f32, chosen, *candidates.share_assignments(chosen)]
+    wanted = [f32, chosen]
+    if not self._shares_at_row0(len(chosen)):  # else made when needed
+      wanted += candidates.share_assignments(chosen)
     size = self._fixed_size(n)
+    # Judged rows: their fixed orders come after the first pass; the
+    # chosen assignment's at row 0 alone (`predict`).
+    fixed = (f32,) if self._gather else (f32, chosen)
     keys = [(n, a, "xla") for a in wanted] + [
-      (size, a, o) for a in (f32, chosen) for o in _FIXED_ORDERS
+      (size, a, o)
+      for a in fixed
+      for o in _FIXED_ORDERS
+      if not (self._gather and n > rows.ALL_ROWS_UP_TO)
     ]
+    if self._gather and chosen != f32:
+      keys += [((0,), chosen, o) for o in _FIXED_ORDERS]
     if not self._cache.fits(keys):
       # Large outputs: F32 and chosen now; the fixed orders two at a time
       # (`_spreads`), the shares by row 0 alone (`_row0s_abs`).
@@ -423,6 +501,11 @@ class Predictor:
       ahead_of=None if chosen == f32 else n,
     )
 
+  def _shares_at_row0(self, sites: int) -> bool:
+    """The per-site attribution is emulated at row 0 alone
+    (`SHARES_AT_ROW0_ABOVE`)."""
+    return self._gather and sites > SHARES_AT_ROW0_ABOVE
+
   def _row0s_abs(self, n: int, assignments, leaf: int) -> dict:
     """|row 0 - float64 row 0| of leaf `leaf` (its max) at each
     assignment ("xla" order), keeping only row 0 of each emulation (`EmulationCache.kept_of`: one switched compile for those
@@ -431,7 +514,10 @@ class Predictor:
     ref = accuracy.element0(self._refs.at(n)[leaf], axis)
     keep = lambda leaves: np.array(accuracy.element0(leaves[leaf], axis))
     assignments = list(dict.fromkeys(assignments))
-    rows = self._cache.kept_of(n, assignments, keep)
+    size = n
+    if assignments and self._shares_at_row0(len(assignments[0])):
+      size = (0,)  # a batch of row 0 alone (`SHARES_AT_ROW0_ABOVE`)
+    rows = self._cache.kept_of(size, assignments, keep)
     return {
       a: float(np.max(np.abs(got.astype(np.float64) - ref)))
       for a, got in zip(assignments, rows)
@@ -550,11 +636,15 @@ def _far_rows_first(
     words = rows.far_rows_words(worst)
     cause = "suspected XLA:CPU miscompile"
   elif observed is not None and predicted.row_abs is not None:
-    floors = noise.row_abs
-    if floors is None or floors.shape != predicted.row_abs.shape:
-      floors = np.full(predicted.row_abs.shape, noise.max_abs)
+    floors, judged = noise.row_abs, noise.rows
+    predicted_rows = predicted.row_abs
+    if judged is not None:  # the judged rows' floors only
+      predicted_rows = predicted_rows[np.asarray(judged, np.int64)]
+    if floors is None or floors.shape != predicted_rows.shape:
+      floors, judged = np.full(predicted.row_abs.shape, noise.max_abs), None
+      predicted_rows = predicted.row_abs
     band = dataclasses.replace(
-      noise, row_abs=np.maximum(floors, predicted.row_abs)
+      noise, row_abs=np.maximum(floors, predicted_rows), rows=judged
     )
     words = rows.far_rows_words(rows.worst_row(observed, band, dtype))
     cause = "unexplained by the sites' algorithms"

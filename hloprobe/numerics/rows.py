@@ -29,6 +29,22 @@ rows are within noise when that m_r <= 1 (a NaN m_r is not). An integer leaf is 
 judged by rows: its verdict (`integers`) already counts every element. A
 leaf without a batch axis is not judged by rows: its row 0 is all of it.
 
+Which rows are judged (issue 37: compute only what is judged). Every row
+where the batch is small (n <= `ALL_ROWS_UP_TO`), where the case's rows
+depend on each other (its floor is one emulation of the whole batch
+anyway), and under --all_rows. Otherwise, for a case that declares
+`rows_independent`, the rows `judged_rows` picks: row 0, `SAMPLE_ROWS`
+rows spread evenly over the batch, and each leaf's `WORST_ROWS` rows of
+largest error found by a cheap first pass (e_r against the float64
+reference, which is computed for every row anyway: the observed run's
+errors where the target ran, else the emulation's). Only those rows'
+noise floors are emulated (the three fixed summation orders, each an
+emulation of the whole program: the floor's cost), on the judged rows'
+inputs gathered (`emulation_cache`; bit for bit their rows of the whole
+batch's emulation, as the fixed orders sum each output element the same
+way whatever the batch). The floor records its rows (`NoiseFloor.rows`)
+and `WorstRow.judged` names them.
+
 Private in intent: use the package, `hloprobe.numerics`.
 """
 
@@ -36,6 +52,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -43,9 +60,13 @@ from hloprobe.numerics import accuracy
 from hloprobe.numerics.integers import is_integer
 
 __all__ = [
+  "ALL_ROWS_UP_TO",
   "FAR_MULTIPLE",
+  "SAMPLE_ROWS",
+  "WORST_ROWS",
   "WorstRow",
   "far_rows_words",
+  "judged_rows",
   "row_words",
   "stands_out",
   "worst_row",
@@ -62,8 +83,8 @@ class WorstRow:
     abs_err: e_r, output units.
     floor_abs: f_r, output units.
     multiple: m_r, dimensionless.
-    rows: how many rows were judged (the batch size).
-    beyond: how many rows have m > 1.
+    rows: the batch size (the leaf's rows).
+    beyond: how many judged rows have m > 1.
     row0_abs: e_0, row 0's error (output units), for `stands_out`.
     row0_multiple: m_0, row 0's m, for `stands_out`.
     output_dtype: the leaf's dtype name, e.g. "float32"; names the floor.
@@ -71,6 +92,8 @@ class WorstRow:
       m > 1; -1 when every row is within.
     beyond_abs: the largest e_r over the rows with m > 1 (output units);
       0.0 when every row is within.
+    judged: the rows judged, ascending (`judged_rows`), or None where
+      every row was (all `rows` of them).
   """
 
   leaf: str
@@ -86,11 +109,70 @@ class WorstRow:
   first_beyond: int = -1
   last_beyond: int = -1
   beyond_abs: float = 0.0
+  judged: tuple[int, ...] | None = None
 
   @property
   def within(self) -> bool:
-    """Every row within its allowed noise (m <= 1)."""
+    """Every judged row within its allowed noise (m <= 1)."""
     return self.beyond == 0
+
+  @property
+  def judged_count(self) -> int:
+    """How many rows were judged."""
+    return self.rows if self.judged is None else len(self.judged)
+
+  def judged_words(self) -> str:
+    """Which rows were judged, in words: "every row of 8", or "49 of
+    40000 rows: row 0, 32 spread evenly and the 16 of largest error by a
+    first pass, per leaf (--all_rows: every row)"."""
+    if self.judged is None:
+      return f"every row of {self.rows}"
+    return (
+      f"{len(self.judged)} of {self.rows} rows: row 0, {SAMPLE_ROWS} "
+      f"spread evenly and the {WORST_ROWS} of largest error by a first "
+      "pass, per leaf (--all_rows: every row)"
+    )
+
+
+# Every row is judged up to this batch size (a small program: its floor
+# costs little); above it, a rows_independent case's `judged_rows`.
+ALL_ROWS_UP_TO = 64
+# Rows spread evenly over the batch (row 0 and the last among them).
+SAMPLE_ROWS = 32
+# Each leaf's rows of largest first-pass error, judged besides the sample.
+WORST_ROWS = 16
+
+
+def judged_rows(
+  n: int, first_pass: Sequence[np.ndarray | None]
+) -> tuple[int, ...] | None:
+  """The rows of a batch of n to judge: None (every row) for n <=
+  `ALL_ROWS_UP_TO`; else row 0, `SAMPLE_ROWS` rows spread evenly over
+  [0, n) and, per leaf, the `WORST_ROWS` rows of largest first-pass error
+  (a NaN error first), ascending, each once.
+
+  Args:
+    n: the batch size.
+    first_pass: per output leaf, e_r of every row, shape (n,) (an
+      `ErrorStats.row_abs`), or None for a leaf not judged by rows.
+
+  Raises:
+    ValueError: a first pass whose length is not n.
+  """
+  if n <= ALL_ROWS_UP_TO:
+    return None
+  found = set(np.linspace(0, n - 1, SAMPLE_ROWS).round().astype(int).tolist())
+  found.add(0)
+  for errors in first_pass:
+    if errors is None:
+      continue
+    errors = np.asarray(errors, np.float64)
+    if errors.shape != (n,):
+      raise ValueError(f"first pass of {errors.shape} rows, not ({n},)")
+    ranked = np.where(np.isnan(errors), np.inf, errors)
+    worst = np.argsort(-ranked, kind="stable")[:WORST_ROWS]
+    found.update(int(r) for r in worst)
+  return tuple(sorted(found))
 
 
 def _multiples(errors: np.ndarray, floors: np.ndarray) -> np.ndarray:
@@ -119,29 +201,40 @@ def worst_row(
   errors = stats.row_abs
   if is_integer(dtype) or errors is None or errors.size == 0:
     return None
+  size = int(errors.size)
+  judged = noise.rows  # None: the floor covers every row
   floors = noise.row_abs
   if floors is None:
     floors = np.full(errors.shape, noise.max_abs)
-  if floors.shape != errors.shape:
+    judged = None
+  if judged is not None:
+    index = np.asarray(judged, np.int64)
+    if index.shape != floors.shape or (index.size and index[-1] >= size):
+      return None
+    errors = errors[index]
+  elif floors.shape != errors.shape:
     return None
+  else:
+    index = np.arange(size)
   floors = np.maximum(floors, np.median(floors))
   m = _multiples(errors, floors)
   r = int(np.argmax(m))
   out = np.flatnonzero(~(m <= 1))  # a NaN error is beyond
   return WorstRow(
     leaf=stats.leaf,
-    row=r,
+    row=int(index[r]),
     abs_err=float(errors[r]),
     floor_abs=float(floors[r]),
     multiple=float(m[r]),
-    rows=int(errors.size),
+    rows=size,
     beyond=int(out.size),
     row0_abs=float(errors[0]),
     row0_multiple=float(m[0]),
     output_dtype=str(dtype),
-    first_beyond=int(out[0]) if out.size else -1,
-    last_beyond=int(out[-1]) if out.size else -1,
+    first_beyond=int(index[out[0]]) if out.size else -1,
+    last_beyond=int(index[out[-1]]) if out.size else -1,
     beyond_abs=float(np.max(errors[out])) if out.size else 0.0,
+    judged=None if judged is None else tuple(int(i) for i in judged),
   )
 
 
@@ -169,6 +262,11 @@ def far_rows_words(w: WorstRow | None) -> str | None:
   if a < 0:  # a record made before the range was kept
     a = b = w.row
   size = "NaN" if math.isnan(w.beyond_abs) else f"{w.beyond_abs:.1e}"
+  if w.judged is not None:  # the rows between were not judged
+    return (
+      f"{w.beyond} of {w.judged_count} judged rows of {w.rows} wrong (rows "
+      f"{a} to {b}) by up to {size}"
+    )
   if w.beyond == 1:
     return f"row {a} of {w.rows} wrong by {size}"
   if b - a + 1 == w.beyond:
@@ -185,7 +283,8 @@ def row_words(w: WorstRow, leaf: bool = True) -> str:
   """The rows' verdict in words.
 
   "every row within f32 noise" (`accuracy.noise_words` names the floor,
-  e.g. "bf16 output rounding"), else "row 5: 3.2e-02, 300x beyond f32
+  e.g. "bf16 output rounding"; "every judged row ..." where some rows were
+  not judged, `WorstRow.judged`), else "row 5: 3.2e-02, 300x beyond f32
   noise (1 of 8 rows)": the worst row, its error and its m (to one
   decimal below 10, "1.3x": a whole "1x" reads as not beyond; a whole
   number from 10), and how many rows are beyond
@@ -196,14 +295,18 @@ def row_words(w: WorstRow, leaf: bool = True) -> str:
   noise = accuracy.noise_words(w.output_dtype)
   lead = f"{w.leaf} " if w.leaf and leaf else ""
   if w.within:
-    return f"{lead}every row within {noise}"
+    every = "every row" if w.judged is None else "every judged row"
+    return f"{lead}{every} within {noise}"
   if math.isinf(w.multiple):
     far = f"where {noise} is 0"
   else:
     far = f"{_times(w.multiple)}x beyond {noise}"
-  return (
-    f"{lead}row {w.row}: {w.abs_err:.1e}, {far} ({w.beyond} of {w.rows} rows)"
+  of = (
+    f"{w.rows} rows"
+    if w.judged is None
+    else f"{w.judged_count} judged rows of {w.rows}"
   )
+  return f"{lead}row {w.row}: {w.abs_err:.1e}, {far} ({w.beyond} of {of})"
 
 
 def stands_out(w: WorstRow | None) -> bool:

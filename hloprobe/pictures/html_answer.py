@@ -5,11 +5,12 @@ draws: one row per cause (`report.group_causes`: its where, the effective
 algorithm, the sites with their source lines, the batch sizes and
 precisions, the worst error and the fix as a code change), then `Do:`
 (the first fix that passed, as the change to make), its `hloprobe verify`
-command, and the other fixes folded. `cause_of` names each config's cause,
-so that the configs table groups its rows by finding.
+command, the other fixes folded, and the batch-invariance answer one line
+per cause, as `explain` prints them. `cause_of` names each config's
+cause, so that the configs table groups its rows by finding.
 
 Computes nothing new: the words are `report`'s (`answer_line`,
-`code_change`). Private in intent: use the package, `hloprobe.pictures`.
+`code_change`) and `invariance`'s (`first_lines`). Private in intent: use the package, `hloprobe.pictures`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from hloprobe import invariance
 from hloprobe.report import (
   Answer,
   Cause,
@@ -70,6 +72,8 @@ class AnswerView:
     command: its `hloprobe verify` command, or None.
     checked_by: how that command checks the change, or None.
     others: the other fixes, one line each (what each left, its command).
+    invariance: the batch-invariance answer, one line per cause
+      (`invariance.first_lines(..., folded=True)`), () where not asked.
   """
 
   headline: str
@@ -78,6 +82,7 @@ class AnswerView:
   command: str | None
   checked_by: str | None
   others: tuple[str, ...]
+  invariance: tuple[str, ...] = ()
 
 
 def _error(c: Cause) -> str:
@@ -162,6 +167,12 @@ def answer_view(answer: Answer) -> AnswerView:
     top.command if top else None,
     code_change(top.candidate).checked_by if top else None,
     others,
+    tuple(
+      line.strip()
+      for line in invariance.first_lines(
+        answer.invariance, answer.pins, folded=True
+      )[1:]
+    ),
   )
 
 

@@ -10,8 +10,9 @@ answers None (or False) where this jaxlib does not offer it, so a caller
 falls back instead of failing on another release.
 
 jax and jaxlib are imported inside the functions, so importing this module
-(as `hloprobe.ir` does) loads neither. Private in intent: use the
-package, `hloprobe.private_api`.
+(as `hloprobe.ir` does) loads neither. What the other stages call is
+listed once, in the face's `__all__`. Private in intent: use the package,
+`hloprobe.private_api`.
 """
 
 from __future__ import annotations
@@ -19,28 +20,6 @@ from __future__ import annotations
 import importlib
 import re
 from typing import NamedTuple
-
-__all__ = [
-  "XLA_BRIDGE_LOGGER",
-  "XlaComputation",
-  "XlaInstruction",
-  "cuda_path",
-  "cudnn_version",
-  "custom_call_targets",
-  "gpu_target_config",
-  "hlo_proto_to_text",
-  "hlo_text_to_proto",
-  "jaxlib_embedded",
-  "jaxlib_git_hash",
-  "kept_arguments",
-  "register_upstream_dialects",
-  "stablehlo_to_hlo_text",
-  "upstream_registrar_names",
-  "while_has_dce_rule",
-  "xla_hlo_structure",
-  "xla_instruction_counts",
-  "xla_runtime_error_type",
-]
 
 # The logger JAX reports backend start-up failures on (jax/_src/xla_bridge.py,
 # jax 0.10.2 and 0.12.0.1): `lowering.start_backends` quiets it.

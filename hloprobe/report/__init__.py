@@ -19,7 +19,6 @@ from hloprobe.report.explain import explain_results as explain_results
 from hloprobe.report.explain_answer import Answer as Answer
 from hloprobe.report.explain_answer import answer_json as answer_json
 from hloprobe.report.explain_answer import answer_line as answer_line
-from hloprobe.report.explain_answer import answer_lines as answer_lines
 from hloprobe.report.explain_answer import cause_lines as cause_lines
 from hloprobe.report.explain_answer import render_answered as render_answered
 from hloprobe.report.explain_text import explanation_json as explanation_json
@@ -30,8 +29,6 @@ from hloprobe.report.files import RESULTS_STREAM as RESULTS_STREAM
 from hloprobe.report.files import atomic_write as atomic_write
 from hloprobe.report.files import write_outputs as write_outputs
 from hloprobe.report.findings import Cause as Cause
-from hloprobe.report.findings import CodeChange as CodeChange
-from hloprobe.report.findings import SiteLine as SiteLine
 from hloprobe.report.findings import code_change as code_change
 from hloprobe.report.findings import group_causes as group_causes
 from hloprobe.report.frame import table_values as table_values
@@ -68,17 +65,14 @@ from hloprobe.report.verification import requirement_lines as requirement_lines
 __all__ = [
   "Answer",
   "Cause",
-  "CodeChange",
   "DEFAULT_COLUMNS",
   "Progress",
   "REPORT_FORMATS",
   "RESULTS_STREAM",
-  "SiteLine",
   "TABLE_COLUMNS",
   "TERMINAL_WIDTH",
   "answer_json",
   "answer_line",
-  "answer_lines",
   "atomic_write",
   "cases_listing",
   "cause_lines",

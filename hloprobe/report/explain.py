@@ -41,7 +41,11 @@ from hloprobe.report.explain_records import (
   RowZero,
   TargetExplanation,
 )
-from hloprobe.report.explain_rows import made_rows_beyond, rows_beyond
+from hloprobe.report.explain_rows import (
+  judged_lines,
+  made_rows_beyond,
+  rows_beyond,
+)
 from hloprobe.sites import (
   Fate,
   SiteFate,
@@ -395,6 +399,7 @@ def _explain_one(
     kernel_models=kernel_models(configs, cc) if cc else (),
     site_selections=site_selections(configs),
     kernel_rows=kernel_rows(configs) if cc else (),
+    judged=judged_lines(configs),
   )
 
 

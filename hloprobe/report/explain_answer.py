@@ -2,9 +2,12 @@
 
 The findings (`verify.Finding`) are grouped by cause first
 (`findings.group_causes`: one per sites, algorithm and fate, across batch
-sizes, rows and precisions). `render_answered` prints one screen: The bitwise question's answer comes first where it
-was asked (`invariance.first_lines`: which batch sizes give row 0 and the
-anchor row the same bits, and the pin).
+sizes, rows and precisions). `render_answered` prints one screen. The
+bitwise question's answer, where it was asked (`invariance.first_lines`:
+which batch sizes give row 0 and the anchor row the same bits, and the
+pin), opens it when nothing is at fault; with a finding it follows the
+`Do:` block, one line per cause (`--verbose`: per precision, with each
+kernel's arithmetic per n and each pin's command).
 
   Answer: <the worst cause: case, target, the effective algorithm at the
           sites at fault with their source lines (my.py:17 `h = x @
@@ -19,6 +22,7 @@ anchor row the same bits, and the pin).
     (<how that command checks the code change>)
   Other fixes tried: one line each (--verbose: what each left, its
     command)
+  Batch invariance, by cause: one line per cause (where asked)
   Findings by cause, worst first: (only when there are several)
   Per target: one line each, the detail folded (--verbose prints
     `explain_text.render_explanation`'s account instead)
@@ -346,13 +350,20 @@ def render_answered(
   """
   ordered = _order(explanations, answer.findings)
   # The bitwise answer opens the output when nothing is at fault; with a
-  # finding, after its Answer, Do and Verify lines (issue 39: the first
-  # three lines name the algorithm, the lines at fault and the change).
-  at = 3 if answer.findings else 0
-  first = invariance.first_lines(
-    answer.invariance, answer.pins, kernels=verbose or not at
-  )
+  # finding, after its Answer and Do lines (issue 39: the first three
+  # lines name the algorithm, the lines at fault and the change), folded
+  # to one line per cause unless verbose.
   lines = answer_lines(answer, verbose)
+  at = 0
+  if answer.findings:
+    causes = group_causes(answer.findings)
+    at = 1 + len(_do_lines(answer, causes, verbose))
+  first = invariance.first_lines(
+    answer.invariance,
+    answer.pins,
+    kernels=verbose or not at,
+    folded=bool(at) and not verbose,
+  )
   lines = lines[:at] + first + lines[at:]
   if verbose:
     detail = render_explanation(ordered, width=width, host=host)

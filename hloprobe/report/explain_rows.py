@@ -18,7 +18,13 @@ from hloprobe.numerics import row_words, stands_out
 from hloprobe.records import ConfigResult
 from hloprobe.report.explain_records import RowBeyond, TargetExplanation
 
-__all__ = ["made_rows_beyond", "made_rows_lines", "rows_beyond", "rows_lines"]
+__all__ = [
+  "judged_lines",
+  "made_rows_beyond",
+  "made_rows_lines",
+  "rows_beyond",
+  "rows_lines",
+]
 
 
 def _beyond(configs, rows_of) -> tuple[RowBeyond, ...]:
@@ -29,6 +35,31 @@ def _beyond(configs, rows_of) -> tuple[RowBeyond, ...]:
     for w in rows_of(r)
     if stands_out(w)
   )
+
+
+def judged_lines(configs: Sequence[ConfigResult]) -> tuple[str, ...]:
+  """Which rows the configs judged, where some judged not every row
+  (`numerics.rows.judged_rows`): one line, each batch size with the most
+  rows a leaf of it judged, then how they were picked, e.g. "n = 100: 48
+  of 100 rows, n = 4000: 57 of 4000 rows: row 0, 32 spread evenly and
+  the 16 of largest error by a first pass, per leaf (--all_rows: every
+  row)"; () where every row was judged."""
+  counts: dict[int, tuple[int, int]] = {}
+  how = ""
+  for r in configs:
+    found = [w for w in (r.prediction.rows if r.prediction else ()) if w]
+    some = [w for w in found if w.judged is not None]
+    if some:
+      w = max(some, key=lambda w: w.judged_count)
+      held = counts.get(r.config.n, (0, w.rows))
+      counts[r.config.n] = (max(held[0], w.judged_count), w.rows)
+      how = w.judged_words().split(": ", 1)[1]
+  if not counts:
+    return ()
+  sizes = ", ".join(
+    f"n = {n}: {k} of {rows} rows" for n, (k, rows) in counts.items()
+  )
+  return (f"{sizes}: {how}",)
 
 
 def rows_beyond(configs: Sequence[ConfigResult]) -> tuple[RowBeyond, ...]:

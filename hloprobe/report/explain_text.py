@@ -351,7 +351,13 @@ def _target_block(e: TargetExplanation) -> list[str]:
       "Row 0 predicted (emulating each site's effective algorithm)",
       _predicted_lines(e),
     ),
-    ("Rows beyond row 0 (every row judged)", rows_lines(e)),
+    (
+      "Rows beyond row 0 (every row judged)"
+      if not e.judged
+      else "Rows beyond row 0 (the rows judged below)",
+      rows_lines(e),
+    ),
+    ("Rows judged (not every row)", list(e.judged)),
     ("Notes", list(e.notes)),
   ):
     if lines:

@@ -4,7 +4,7 @@ It formats what the records already say; it computes nothing new. The
 schema below in words is shipped as a JSON Schema (draft 2020-12) beside
 this module, `results.schema.json` (`schema_document`; package data):
 `jsonschema.validate(doc, schema_document())` checks a results.json
-(tests/conventions_outputs_test.py checks a real sweep's). It requires
+(tests/report/results_schema_test.py checks a real sweep's). It requires
 every field named here and allows fields added within a version. Missing
 values are null; JSON is strict (no NaN or Infinity): a float that is not
 finite (e.g. |err| of inf when f32 overflows) is null too.
@@ -130,9 +130,16 @@ element 0, as in `accuracy.ErrorStats`):
                                 "row0_abs": float, "row0_multiple": float,
                                 "output_dtype": str, "first_beyond": int,
                                 "last_beyond": int (-1: none beyond),
-                                "beyond_abs": float, "words": str}
-                               | null] (every row judged: each leaf's
-                        worst row, in "leaf_verdicts"' order, null where
+                                "beyond_abs": float, "judged": [int] |
+                                null (the rows judged, ascending: row 0,
+                                a sample and a first pass's worst rows
+                                of a rows_independent case above 64
+                                rows; null: every row, as under
+                                --all_rows; added in version 3 without a
+                                bump), "judged_words": str (the same in
+                                words), "words": str}
+                               | null] (each leaf's worst judged row,
+                        in "leaf_verdicts"' order, null where
                         a leaf is not judged by rows; `numerics.rows`;
                         added in version 3 without a bump: readers of
                         version 3 ignore it),
@@ -295,7 +302,13 @@ def _floor_json(noise) -> dict:
 
 def _row_json(w) -> dict | None:
   """A leaf's worst row (`numerics.WorstRow`) as JSON, with its words."""
-  return None if w is None else dataclasses.asdict(w) | {"words": row_words(w)}
+  if w is None:
+    return None
+  return dataclasses.asdict(w) | {
+    "judged": None if w.judged is None else list(w.judged),
+    "judged_words": w.judged_words(),
+    "words": row_words(w),
+  }
 
 
 def _floor_check_json(c) -> dict | None:

@@ -197,6 +197,7 @@ def config_key(
   xla_flags: str | None = None,
   *,
   record_version: int,
+  all_rows: bool = False,
 ) -> str:
   """The cache key (sha256 hex) of one config's record; see the module doc.
 
@@ -211,6 +212,8 @@ def config_key(
     record_version: the layout of the records stored
       (`records.RECORD_VERSION`; the sweep passes it, as this stage is
       below the records' module).
+    all_rows: every row judged (--all_rows): another record where the
+      default judges some rows (`numerics.rows.judged_rows`).
   """
   if xla_flags is None:
     xla_flags = os.environ.get("XLA_FLAGS")
@@ -227,6 +230,7 @@ def config_key(
     "largest": largest,
     "explain_passes": explain_passes,
     "record_version": record_version,
+    "all_rows": all_rows,
     "env": _environment(xla_flags),
     "host": cpu.as_json(),
   }

@@ -45,7 +45,12 @@ import weakref
 from collections.abc import Sequence
 
 from hloprobe.errors import XlaFlagsError
-from hloprobe.runtime.process import Worker, WorkerError, unpickled_reply
+from hloprobe.runtime.process import (
+  Worker,
+  WorkerError,
+  default_max_worker_mb,
+  unpickled_reply,
+)
 from hloprobe.runtime.serve import CheckXlaFlagsRequest, Request
 
 __all__ = [
@@ -157,6 +162,11 @@ class WorkerPool(PickledCalls):
     user_xla_flags: the user's XLA_FLAGS, put before each flag set's own
       words (see `worker_xla_flags`); None: this process's environment's,
       read once here.
+    max_worker_mb: each worker's resident memory bound in MiB
+      (`process.Worker`'s `max_mb`: past it the worker is stopped and the
+      call raises `WorkerError` naming the bound; the next call gets a
+      fresh worker); None: a quarter of the machine's memory
+      (`process.default_max_worker_mb`).
 
   Attributes:
     started: how many worker processes the pool has started so far.
@@ -167,8 +177,10 @@ class WorkerPool(PickledCalls):
     platforms: str | None = None,
     preload: Sequence[type] = (),
     user_xla_flags: str | None = None,
+    max_worker_mb: int | None = None,
   ):
     self._platforms, self._preload = platforms, _preloaded(preload)
+    self.max_worker_mb = max_worker_mb or default_max_worker_mb()
     if user_xla_flags is None:
       user_xla_flags = os.environ.get("XLA_FLAGS", "")
     self.user_xla_flags = user_xla_flags
@@ -216,7 +228,9 @@ class WorkerPool(PickledCalls):
       if worker is None or not worker.alive:
         if worker is not None:
           worker.close()
-        worker = Worker(key[0], self._platforms, self._preload)
+        worker = Worker(
+          key[0], self._platforms, self._preload, self.max_worker_mb
+        )
         self._workers[key] = worker  # `close` ends it from here on
         self.started += 1
         worker.start()

@@ -30,7 +30,13 @@ from hloprobe.runtime.serve import HEADER, STAGE_FILE_ENV, Request, main_code
 from hloprobe.runtime.worker_error import WorkerError
 from hloprobe.startup import filter_startup_noise
 
-__all__ = ["Worker", "WorkerError", "unpickled_reply"]
+__all__ = [
+  "Worker",
+  "WorkerError",
+  "default_max_worker_mb",
+  "resident_mb",
+  "unpickled_reply",
+]
 
 _UNKNOWN_FLAG_RE = re.compile(r"Unknown flag in XLA_FLAGS: (\S+)")
 # A flag XLA knows with a value it cannot read (command_line_flags.cc).
@@ -44,6 +50,32 @@ _FLAGS_FILE_RE = re.compile(
   r'Could not open file "(.*)" to read flags for environment variable'
 )
 _LAST_LINES = 3
+# How often a call waiting on a worker with a memory bound reads its
+# resident size (`Worker.max_mb`), in seconds.
+_MEMORY_POLL_S = 0.25
+
+
+def default_max_worker_mb() -> int:
+  """A worker's default memory bound: a quarter of this machine's memory
+  (`os.sysconf`: SC_PHYS_PAGES x SC_PAGE_SIZE), in MiB; 4096 where the
+  machine does not say."""
+  try:
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+  except (ValueError, OSError, AttributeError):
+    return 4096
+  return max(64, total // 4 // (1 << 20))
+
+
+def resident_mb(pid: int) -> float | None:
+  """The resident memory of process `pid` in MiB (Linux /proc/PID/statm,
+  its second field, resident pages), or None where it cannot be read (the
+  process ended; not Linux)."""
+  try:
+    with open(f"/proc/{pid}/statm", "rb") as f:
+      pages = int(f.read().split()[1])
+  except (OSError, ValueError, IndexError):
+    return None
+  return pages * os.sysconf("SC_PAGE_SIZE") / (1 << 20)
 
 
 def _signal_name(returncode: int) -> str:
@@ -119,14 +151,30 @@ class Worker:
   (its folder's name, no resources), which the pool notes, then `start`,
   which makes the folder and the process; `close` removes whatever
   `start` made, wherever it was interrupted.
+
+  Args:
+    xla_flags, platforms, preload: its XLA_FLAGS, JAX_PLATFORMS and the
+      modules it imports as it starts.
+    max_mb: the resident memory (MiB) the process may reach while a call
+      waits on it, read every `_MEMORY_POLL_S` (`resident_mb`); past it
+      the process is killed and the call raises `WorkerError` ("worker
+      went over --max_worker_mb=..."), before the kernel's out-of-memory
+      killer picks a process of its own choosing. None: no bound.
   """
 
-  def __init__(self, xla_flags: str, platforms: str | None = None, preload=()):
+  def __init__(
+    self,
+    xla_flags: str,
+    platforms: str | None = None,
+    preload=(),
+    max_mb: int | None = None,
+  ):
     self.xla_flags, self._platforms, self._preload = (
       xla_flags,
       platforms,
       preload,
     )
+    self.max_mb = max_mb
     # Named before it exists (`tempfile.mkdtemp` makes it first).
     self.tmp = os.path.join(
       tempfile.gettempdir(), f"hloprobe-worker-{secrets.token_hex(8)}"
@@ -184,7 +232,13 @@ class Worker:
   def _read_exact(self, size: int, deadline: float) -> bytes:
     fd, chunks, left = self.proc.stdout.fileno(), [], size
     while left:
-      ready, _, _ = select.select([fd], [], [], deadline - time.monotonic())
+      wait = deadline - time.monotonic()
+      if self.max_mb is not None:
+        wait = min(wait, _MEMORY_POLL_S)
+      ready, _, _ = select.select([fd], [], [], max(wait, 0.0))
+      if not ready and time.monotonic() < deadline:
+        self._check_memory()
+        continue
       if not ready:
         stage = _read_tail(self._stage_path).strip() or None
         self.close(kill=True)
@@ -199,6 +253,23 @@ class Worker:
       chunks.append(chunk)
       left -= len(chunk)
     return b"".join(chunks)
+
+  def _check_memory(self) -> None:
+    """Kills the process and raises `WorkerError` when it is over
+    `max_mb` (resident)."""
+    if self.max_mb is None or self.proc is None:
+      return
+    mb = resident_mb(self.proc.pid)
+    if mb is None or mb <= self.max_mb:
+      return
+    stage = _read_tail(self._stage_path).strip() or None
+    self.close(kill=True)
+    raise WorkerError(
+      f"worker went over --max_worker_mb={self.max_mb} (resident "
+      f"{mb:.0f} MiB, stage {stage or 'start'}); it was stopped: give more "
+      "with --max_worker_mb, or sweep smaller batch sizes",
+      stage,
+    )
 
   def _death(self) -> WorkerError | XlaFlagsError:
     """Why it died: an `XlaFlagsError` when XLA rejected a flag, else a

@@ -83,7 +83,7 @@ def cpu_algorithm(
   at n >= 2 run in a `__ynn_fusion`), DEFAULT, HIGH and the
   BF16_BF16_F32 preset give the same f32 results as HIGHEST, and
   TF32_TF32_F32 is rejected ("not supported by dot_general on CPU"; see
-  tests/sweep_test.py FailureIsolationTest).
+  tests/engine/engine_test.py FailureIsolationTest).
 
   A bf16 x bf16 -> f32 dot (f16 likewise) is BF16_BF16_F32: its products
   are exact in f32 (8 + 8 significant bits fit f32's 24) and summed in f32,
@@ -147,7 +147,7 @@ def blas_algorithm(
     tests/testdata/gpu_check/, `--xla_gpu_enable_triton_gemm=false`):
     seed_mlp at n = 2 under bfloat16 gave row 0 = -0.5600404, which is
     TF32 at its two K = 48 cuBLASLt gemms and f32 at the K = 2 one
-    (tests/gpu_measurements_test.py). The rule returns TF32_TF32_F32, the
+    (tests/versions/gpu_check_h200_test.py). The rule returns TF32_TF32_F32, the
     upper bound, which the prediction emulates; `tf32_optional` marks the
     site so that a run may be explained by F32 there
     (`predict.Predictor`).

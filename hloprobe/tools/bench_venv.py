@@ -16,19 +16,19 @@ import sys
 import tempfile
 import time
 
-from hloprobe.tools import bench
+from hloprobe.tools import bench, bench_clock
 
 __all__ = ["venv"]
 
 
-def _made_venv(installer: str, folder: str, caches: str) -> bench.Clock:
+def _made_venv(installer: str, folder: str, caches: str) -> bench_clock.Clock:
   """One venv of `_VENV_RELEASE` made by `installer` under `folder`, with
   pip's and uv's caches under `caches` (restored after)."""
   from hloprobe.versions.venvs import ensure_venv, this_python
 
   saved = {k: os.environ.get(k) for k in ("PIP_CACHE_DIR", "UV_CACHE_DIR")}
   os.environ.update(PIP_CACHE_DIR=f"{caches}/pip", UV_CACHE_DIR=f"{caches}/uv")
-  start, cpu = time.perf_counter(), bench._children_cpu()
+  start, cpu = time.perf_counter(), bench_clock.children_cpu()
   try:
     ensure_venv(
       _VENV_RELEASE,
@@ -40,7 +40,9 @@ def _made_venv(installer: str, folder: str, caches: str) -> bench.Clock:
   finally:
     for k, v in saved.items():
       os.environ.pop(k) if v is None else os.environ.update({k: v})
-  return bench.Clock(time.perf_counter() - start, bench._children_cpu() - cpu)
+  return bench_clock.Clock(
+    time.perf_counter() - start, bench_clock.children_cpu() - cpu
+  )
 
 
 _VENV_RELEASE = "0.10.2"
@@ -53,7 +55,7 @@ def venv() -> None:
       pip, uv = (
         _made_venv(i, f"{top}/{state}-{i}", top) for i in ("pip", "uv")
       )
-      bench._report(
+      bench_clock.report(
         f"versions venv, pip / uv (jaxlib {_VENV_RELEASE}, {state} caches)",
         pip.wall / uv.wall,
         ">= 5x",

@@ -67,11 +67,9 @@ from hloprobe.verify.findings import find_findings as find_findings
 from hloprobe.verify.findings import times_words as times_words
 from hloprobe.verify.fix import REQUIREMENTS as REQUIREMENTS
 from hloprobe.verify.fix import check_batch_sizes as check_batch_sizes
-from hloprobe.verify.fix import fix_sweep as fix_sweep
 from hloprobe.verify.fix import parse_fix as parse_fix
 from hloprobe.verify.fix import parse_requirements as parse_requirements
 from hloprobe.verify.outcome import Verification as Verification
-from hloprobe.verify.outcome import verify as verify
 from hloprobe.verify.outcome import verify_fix as verify_fix
 from hloprobe.verify.requirements import judge as judge
 
@@ -97,7 +95,6 @@ __all__ = [
   "Verification",
   "check_batch_sizes",
   "find_findings",
-  "fix_sweep",
   "judge",
   "judge_tries",
   "parse_fix",
@@ -105,7 +102,6 @@ __all__ = [
   "plan_tries",
   "times_words",
   "try_sweeps",
-  "verify",
   "verify_command",
   "verify_fix",
 ]

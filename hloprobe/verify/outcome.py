@@ -9,7 +9,7 @@ Private in intent: use the package, `hloprobe.verify`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from hloprobe.compile import BASELINE, CASE_SUFFIX, jax_versions
 from hloprobe.engine import SweepSpec, plan_sweep, run_sweep, worker_pool
@@ -190,6 +190,7 @@ def verify_fix(
   golden_dir: str | None = None,
   abs_error_bound: float | None = None,
   rel_error_bound: float | None = None,
+  recorded: Callable[..., Sequence[ConfigResult]] | None = None,
 ) -> Verification:
   """`hloprobe verify` as a function: runs the baseline and the fix, judges.
 
@@ -199,6 +200,10 @@ def verify_fix(
     requirements: names from `REQUIREMENTS`.
     golden_dir: the golden folder for "golden"; default `golden/`.
     abs_error_bound, rel_error_bound: optional bounds for "accurate".
+    recorded: None (sweep), or given the planned sweep (baseline and fix,
+      an `engine.SweepPlan`) its records, swept already (`verify
+      --results`: a `hloprobe merge` folder's); nothing runs then, and
+      "invariant" has no anchor rows to judge.
 
   Raises:
     InvalidArgumentError: a bad fix, requirement or batch-size list.
@@ -210,12 +215,10 @@ def verify_fix(
   check_batch_sizes(requirements, spec.batch_sizes)
   plan = plan_sweep(fix_sweep(spec, fix, requirements))
   rows = kernels = None
-  with worker_pool(plan) as pool:
-    results = run_sweep(plan, pool=pool)
-    if "invariant" in requirements:  # the anchors, on the same workers
-      full = {i: c.case.full_inputs() for i, c in enumerate(plan.cases)}
-      rows, _ = sweep_rows(plan, pool, full.__getitem__)
-      kernels, _ = sweep_kernels(plan, pool, full.__getitem__, results)
+  if recorded is not None:
+    results = recorded(plan)
+  else:
+    results, rows, kernels = _swept(plan, requirements)
   return verify(
     results,
     spec,
@@ -228,3 +231,16 @@ def verify_fix(
     rows=rows,
     kernels=kernels,
   )
+
+
+def _swept(plan, requirements):
+  """The verify sweep's records and, for "invariant", its anchor rows and
+  kernels, on the same workers."""
+  rows = kernels = None
+  with worker_pool(plan) as pool:
+    results = run_sweep(plan, pool=pool)
+    if "invariant" in requirements:  # the anchors, on the same workers
+      full = {i: c.case.full_inputs() for i, c in enumerate(plan.cases)}
+      rows, _ = sweep_rows(plan, pool, full.__getitem__)
+      kernels, _ = sweep_kernels(plan, pool, full.__getitem__, results)
+  return results, rows, kernels

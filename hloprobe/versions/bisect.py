@@ -29,11 +29,12 @@ from collections.abc import Callable, Mapping, Sequence
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.golden import SUMMARY_KEYS, describe_site_changes
 from hloprobe.sites import EMITTER_KEYS, emitter_name
-from hloprobe.versions import commits, compare, driver, venvs
-from hloprobe.versions.run import VersionRun
+from hloprobe.versions import commits, compare, driver, pythons, venvs
+from hloprobe.versions.run import VersionRun, spec_request
 
 __all__ = [
   "BisectResult",
+  "bisect_between",
   "bisect_releases",
   "fate_movers",
   "releases_between",
@@ -317,3 +318,42 @@ def render_bisect(result: BisectResult, requirements: Sequence[str]) -> str:
   lines.append(f"\ncontraction sites that differ from jaxlib {b} to {a}:")
   lines += [f"  {c}" for c in result.site_changes] or ["  none"]
   return "\n".join(lines)
+
+
+def bisect_between(
+  spec,
+  good: str,
+  bad: str,
+  requirements: tuple[str, ...],
+  cache_dir: str | None,
+  log: Callable[[str], None] = lambda line: None,
+  python: str | None = None,
+) -> BisectResult:
+  """`hloprobe bisect`'s library call: the index's releases between `good`
+  and `bad` (those with a wheel for a Python found here, or for `python`'s,
+  each probed under a Python it supports), bisected on `requirements`
+  judged on the sweep `spec` (an `engine.SweepPlan`).
+
+  Args:
+    cache_dir: where the venvs are kept; None: `venvs.default_cache_dir`.
+    log: takes each progress line (the releases bisected first).
+
+  Raises:
+    InvalidArgumentError: `good` or `bad` not a release.
+    VenvError: the releases cannot be listed.
+  """
+  request = spec_request(spec)
+  found = pythons.survey(python)
+  releases = found.releases()
+  if not releases:  # exit 1
+    raise venvs.VenvError(
+      "cannot list jaxlib releases: " + ("; ".join(found.problems) or "none")
+    )
+  between = releases_between(releases, good, bad)
+  log(
+    f"bisecting {len(between)} releases: {', '.join(between)} (Pythons "
+    f"found: {', '.join(found.versions())})"
+  )
+  cache_dir = cache_dir or venvs.default_cache_dir()
+  where = driver.plan(between, request, cache_dir, python, found)
+  return bisect_releases(between, request, requirements, cache_dir, log, where)

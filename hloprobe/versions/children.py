@@ -59,6 +59,9 @@ class Children:
     except BaseException:  # a timeout, or an interrupt of this thread
       proc.kill()
       proc.wait()
+      # Not drained (a grandchild may still hold the pipes): closed.
+      for pipe in (proc.stdout, proc.stderr):
+        pipe.close()
       raise
     finally:
       with self._lock:

@@ -26,10 +26,19 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from hloprobe.compile import installed_jaxlib
+from hloprobe.errors import InvalidArgumentError
 from hloprobe.versions import pythons, run, venvs
 from hloprobe.versions.children import Children
 
-__all__ = ["Where", "plan", "plugin_versions", "run_one", "run_versions"]
+__all__ = [
+  "Where",
+  "check_releases",
+  "plan",
+  "plugin_versions",
+  "run_one",
+  "run_versions",
+  "versions_runs",
+]
 
 # Where one version runs: a ready venv (the running interpreter's, or a
 # cached one), the Python to make its venv with, or why it cannot be
@@ -248,3 +257,53 @@ def run_versions(
     raise
   finally:
     pool.shutdown(wait=True, cancel_futures=True)
+
+
+def versions_runs(
+  jaxlib: Sequence[str],
+  spec,
+  cache_dir: str | None,
+  log: Callable[[str], None] = lambda line: None,
+  python: str | None = None,
+) -> list[run.VersionRun]:
+  """`hloprobe versions`' library call: the sweep `spec` (an
+  `engine.SweepPlan`) under each release of `jaxlib` (--jaxlib, as given;
+  repeats dropped), up to `spec.jobs` at once (`run_versions`).
+
+  Args:
+    cache_dir: where the venvs are kept; None: `venvs.default_cache_dir`.
+    log: takes each progress line.
+    python: `--python` (see `plan`), or None.
+
+  Raises:
+    InvalidArgumentError: no release, an empty one or a malformed one.
+  """
+  request = run.spec_request(spec)
+  names = check_releases(jaxlib)
+  return run_versions(
+    names,
+    request,
+    cache_dir or venvs.default_cache_dir(),
+    log=log,
+    jobs=spec.jobs,
+    python=python,
+  )
+
+
+def check_releases(names: Sequence[str]) -> list[str]:
+  """--jaxlib's releases, each a version number, repeats dropped.
+
+  Raises:
+    InvalidArgumentError: none, an empty one or a malformed one.
+  """
+  if not names or not all(names):
+    raise InvalidArgumentError(
+      "--jaxlib needs at least one release and no empty ones, e.g. "
+      "--jaxlib=0.4.35,0.10.2"
+    )
+  for name in names:
+    try:
+      venvs.version_key(name)
+    except venvs.VenvError as e:
+      raise InvalidArgumentError(f"--jaxlib: {e}") from None
+  return list(dict.fromkeys(names))

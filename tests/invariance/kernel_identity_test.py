@@ -11,7 +11,8 @@ from __future__ import annotations
 from absl.testing import absltest
 
 from hloprobe.compile import get_target
-from hloprobe.invariance import RowKernel, invariance_of
+from hloprobe.invariance import invariance_of
+from hloprobe.invariance.kernel_identity import RowKernel
 from hloprobe.ir import as_precision
 from hloprobe.records import Config, ConfigResult
 

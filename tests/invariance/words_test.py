@@ -7,22 +7,22 @@ identical for n = 2-8; n = 1 differs (...); n = 64 differs (...)").
 
 from __future__ import annotations
 
+import dataclasses
+
 import jsonschema
 from absl.testing import absltest
 
 from hloprobe.invariance import (
-  ROW0,
-  Boundary,
   Invariance,
-  Pin,
-  PinCandidate,
-  RowClasses,
-  RowKernel,
   answer_lines,
   first_lines,
   invariance_json,
-  pin_lines,
 )
+from hloprobe.invariance.answer import Boundary
+from hloprobe.invariance.kernel_identity import RowKernel
+from hloprobe.invariance.pin import NOT_TRIED, Pin, PinCandidate
+from hloprobe.invariance.rows import ROW0, RowClasses
+from hloprobe.invariance.words import folded_lines, pin_lines
 from hloprobe.report import schema_document
 
 _SIZES = (1, 2, 8, 64)
@@ -176,6 +176,153 @@ class WordsTest(absltest.TestCase):
     doc["invariance"]["groups"][0]["basis"] = "guess"
     with self.assertRaises(jsonschema.ValidationError):
       jsonschema.validate(doc, schema_document())
+
+
+def _a100(precision: str) -> Invariance:
+  """The user model's a100 group (issue 39): n = 2 differs from n = 1 by
+  the sites' fate and three other kernels' arithmetic."""
+  return Invariance(
+    "my_model",
+    "a100",
+    precision,
+    "baseline",
+    "kernel identity",
+    (RowClasses(ROW0, ((1,), (2,))),),
+    (
+      Boundary(
+        2,
+        1,
+        ("sites 0-1 Triton gemm", "fusion.1 tile", "fusion.2 a", "fusion.3 b"),
+        named=1,
+      ),
+    ),
+    invariant=False,
+    sizes=(1, 2),
+  )
+
+
+def _untried(precision: str, name: str) -> Pin:
+  c = PinCandidate(name, precision="float32" if name == "float32" else None)
+  return Pin(
+    "my_model", "a100", precision, "baseline", c, None, NOT_TRIED, "", "cmd"
+  )
+
+
+class FoldedTest(absltest.TestCase):
+  """explain's one screen with a finding: the bitwise answer one line
+  per cause (issue 39's 40 lines with issue 38's answer on)."""
+
+  _PRECISIONS = ("bfloat16", "tensorfloat32", "float32")
+
+  def test_precisions_of_one_cause_are_one_line(self):
+    groups = [_a100(p) for p in self._PRECISIONS]
+    pins = [
+      _untried(p, name)
+      for p in self._PRECISIONS
+      for name in ("float32", "no_dot_strength_reduction")
+      if not (p == "float32" and name == "float32")
+    ]
+    self.assertEqual(
+      first_lines(groups, pins, folded=True),
+      [
+        "Batch invariance, by cause (each precision and kernel: --verbose):",
+        "  my_model on a100 under bfloat16, tensorfloat32 and float32: not "
+        "batch-invariant (by kernel identity): every row: same per-row "
+        "arithmetic for n = 1, n = 2 differs; at n = 2: sites 0-1 Triton "
+        "gemm; 3 other kernels differ (--verbose); to pin, try float32 "
+        "(under bfloat16 and tensorfloat32) or no_dot_strength_reduction "
+        "(explain --invariance=pin tries them; each one's `verify "
+        "--require=invariant`: --verbose)",
+      ],
+    )
+    # Unfolded (--verbose): a line per precision, each pin's command.
+    lines = first_lines(groups, pins)
+    self.assertLen([l for l in lines if l.startswith("row 0")], 3)
+    self.assertIn("  no_dot_strength_reduction: cmd", lines)
+
+  def test_other_classes_are_another_line(self):
+    other = dataclasses.replace(
+      _a100("float32"), rows=(RowClasses(ROW0, ((1, 2),)),), boundaries=()
+    )
+    other = dataclasses.replace(other, invariant=True)
+    lines = folded_lines([_a100("bfloat16"), other])
+    self.assertLen(lines, 3)
+    self.assertEqual(
+      lines[2],
+      "  my_model on a100 under float32: batch-invariant (by kernel "
+      "identity): every row: same per-row arithmetic for n = 1-2",
+    )
+
+  def test_run_rows_ulps_anchor_and_passed_pin(self):
+    a = Invariance(
+      "m",
+      "cpu",
+      "float32",
+      "baseline",
+      "run",
+      (
+        RowClasses(ROW0, ((2, 8), (1,)), (0, 31)),
+        RowClasses("anchor row", ((2, 8), (1,)), (0, 4)),
+      ),
+      (Boundary(1, 2, (), "why one"),),
+      invariant=False,
+      sizes=(1, 2, 8),
+    )
+    c = PinCandidate("no_ynn_fusion", ("--x=",), words="w")
+    pin = Pin("m", "cpu", "float32", "baseline", c, True, "one", "site 0", "v")
+    (_, line) = folded_lines([a], [pin])
+    self.assertEqual(
+      line,
+      "  m on cpu under float32: not batch-invariant (bits compared): row 0: "
+      "identical for n = 2-8, n = 1 differs by 31 ULP; the anchor row: "
+      "identical for n = 2-8, n = 1 differs by 4 ULP; at n = 1: why one; "
+      "pinned by XLA_FLAGS='--x=' (site 0; its `verify`: --verbose)",
+    )
+
+  def test_a_pin_that_passed_under_one_precision_only_splits_the_line(self):
+    c = PinCandidate("no_dsr", ("--x=",), words="w")
+    pins = [
+      Pin("my_model", "a100", p, "baseline", c, ok, "r", "cost", "v")
+      for p, ok in (("bfloat16", True), ("float32", False))
+    ]
+    lines = folded_lines([_a100("bfloat16"), _a100("float32")], pins)
+    self.assertLen(lines, 3)
+    self.assertIn("under bfloat16: not", lines[1])
+    self.assertIn("pinned by XLA_FLAGS='--x='", lines[1])
+    self.assertIn("under float32: not", lines[2])
+    self.assertIn("no setting tried pins it (1 tried: --verbose)", lines[2])
+
+  def test_anchor_not_run_and_unknown_say_why(self):
+    ran = Invariance(
+      "m",
+      "cpu",
+      "float32",
+      "baseline",
+      "run",
+      (RowClasses(ROW0, ((1, 2),), (0,)),),
+      invariant=True,
+      why="workers only",
+      sizes=(1, 2),
+    )
+    unknown = Invariance(
+      "m",
+      "t4",
+      "float32",
+      "baseline",
+      "unknown",
+      (),
+      invariant=None,
+      why="no PTX",
+      sizes=(1, 2),
+    )
+    self.assertEqual(
+      folded_lines([ran, unknown])[1:],
+      [
+        "  m on cpu under float32: batch-invariant (bits compared): row 0: "
+        "identical for n = 1-2; the anchor row was not run: workers only",
+        "  m on t4 under float32: unknown (no PTX)",
+      ],
+    )
 
 
 if __name__ == "__main__":

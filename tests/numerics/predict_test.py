@@ -7,6 +7,7 @@ import itertools
 import json
 import os
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import recorded
@@ -14,9 +15,9 @@ import testutil
 from absl.testing import absltest
 from testutil import numpy_seed_row0
 
-from hloprobe import engine
+from hloprobe import engine, report
 from hloprobe.compile import cases
-from hloprobe.numerics import accuracy, emulate, predict, reference
+from hloprobe.numerics import accuracy, emulate, predict, reference, rows
 from hloprobe.sites import Fate, effective
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
@@ -194,7 +195,7 @@ _H200_SWEEP = os.path.join(
   "nvidia_h200-jaxlib0.11.2-sweep.json",
 )
 # The numpy model sums in float64, the GPU in f32 (same rounded operands);
-# tests/gpu_measurements_test.py.
+# tests/versions/gpu_check_h200_test.py.
 _SAME_ALGORITHM = 1e-5
 
 
@@ -344,6 +345,112 @@ class LargeOutputPathTest(absltest.TestCase):
     self.assertTrue(want.shares)
     self.assertNotEmpty(made)  # the shares went through one switched run
     self.assertEqual(got, want)
+
+
+def _judged_case(n: int = 100, k: int = 48) -> cases.Case:
+  """tanh(x @ w) over n independent rows (rows_independent)."""
+
+  def inputs():
+    g = np.random.default_rng(7)
+    x = g.standard_normal((n, k)).astype(np.float32)
+    return x, g.standard_normal((k, 16)).astype(np.float32)
+
+  fn = lambda x, w: jnp.tanh(jnp.matmul(x, w))
+  return cases.Case(
+    "t_judged", "rows independent", fn, inputs, rows_independent=True
+  )
+
+
+class JudgedRowsTest(absltest.TestCase):
+  """Issue 37, item 2: above `rows.ALL_ROWS_UP_TO` rows a rows_independent
+  case's floor is emulated at the judged rows only, gathered; each judged
+  row's floor is bit for bit its floor in the whole batch's emulation."""
+
+  def test_gathered_floors_are_the_whole_batchs_at_those_rows(self):
+    case = _judged_case()
+    full = case.make_inputs()
+    refs = reference.References(case, full, (1, 100))
+    some = predict.Predictor(case, full, refs, (1, 100))
+    every = predict.Predictor(case, full, refs, (1, 100), all_rows=True)
+    f32 = ("F32_F32_F32",)
+    first = some._leaf_stats(100, f32)
+    judged = some._judged(100, first)
+    self.assertIsNone(every._judged(100, first))
+    self.assertIsNone(some._judged(rows.ALL_ROWS_UP_TO, first))
+    self.assertEqual(judged[0], 0)
+    self.assertLess(len(judged), 100)
+    ((got,),) = some._spreads(100, [f32], judged)
+    ((want,),) = every._spreads(100, [f32], None)
+    self.assertEqual(got.rows, judged)
+    self.assertIsNone(want.rows)
+    np.testing.assert_array_equal(got.row_abs, want.row_abs[list(judged)])
+    self.assertEqual(got.row0_abs, want.row0_abs)
+    self.assertEqual(got.row0_spread_abs, want.row0_spread_abs)
+    self.assertLessEqual(got.max_abs, want.max_abs)
+
+  def test_a_sweep_says_which_rows_it_judged(self):
+    case = _judged_case()
+    found = {}
+    for all_rows in (False, True):
+      spec = engine.SweepSpec(
+        (case,), (2, 100), ("bfloat16",), ("cpu",), all_rows=all_rows
+      )
+      found[all_rows] = engine.run_sweep(spec)
+    small, large = (r.prediction.rows[0] for r in found[False])
+    self.assertIsNone(small.judged)  # 2 rows: every row
+    self.assertEqual(large.judged[0], 0)
+    self.assertEqual((large.rows, large.judged_count), (100, len(large.judged)))
+    self.assertLess(large.judged_count, 100)
+    every = found[True][1].prediction.rows[0]
+    self.assertIsNone(every.judged)
+    # Row 0's view does not depend on the rows judged.
+    self.assertEqual(
+      found[False][1].prediction.stats, found[True][1].prediction.stats
+    )
+    text = report.render_explanation(
+      report.explain_results(found[False], [case]), width=200
+    )
+    self.assertIn("Rows judged (not every row):", text)
+    self.assertIn(f"n = 100: {large.judged_count} of 100 rows: row 0, 32", text)
+    self.assertNotIn(
+      "Rows judged",
+      report.render_explanation(
+        report.explain_results(found[True], [case]), width=200
+      ),
+    )
+
+
+class SharesAtRowZeroTest(absltest.TestCase):
+  """Issue 37: a program of more sites than `SHARES_AT_ROW0_ABOVE` has its
+  per-site attribution emulated at row 0 alone (a batch of one); the
+  seed's four sites, so made, rank and weigh as at n = 2 (the bound is
+  lowered here to reach them)."""
+
+  def test_row_0_alone_ranks_the_sites_as_the_batch(self):
+    case = cases.get_case("seed_mlp")
+    full = case.make_inputs()
+    refs = reference.References(case, full, (2,))
+    fates = _recorded_fates("seed_a100_n2_bfloat16")
+    want = predict.Predictor(case, full, refs).predict(2, fates, None)
+    low = predict.SHARES_AT_ROW0_ABOVE
+    predict.SHARES_AT_ROW0_ABOVE = 1
+    try:
+      small = predict.Predictor(case, full, refs)
+      got = small.predict(2, fates, None)
+    finally:
+      predict.SHARES_AT_ROW0_ABOVE = low
+    self.assertTrue(want.shares)
+    self.assertEqual(got.top_site, want.top_site)
+    self.assertEqual(
+      [s.site for s in got.shares], [s.site for s in want.shares]
+    )
+    for g, w in zip(got.shares, want.shares):
+      self.assertAlmostEqual(g.share, w.share, delta=1e-3)
+    # Nothing else of the prediction depends on it.
+    self.assertEqual(got.stats, want.stats)
+    self.assertEqual(got.verdict, want.verdict)
+    # transformer_block, the largest built-in case, has 16 sites.
+    self.assertGreaterEqual(predict.SHARES_AT_ROW0_ABOVE, 16)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ from absl.testing import absltest
 
 from hloprobe.numerics import (
   Made,
-  MathChange,
   Verdict,
   VerdictKind,
   accuracy,
@@ -19,6 +18,7 @@ from hloprobe.numerics import (
   integers,
 )
 from hloprobe.numerics.accuracy import ErrorStats, NoiseFloor
+from hloprobe.numerics.made import MathChange
 from hloprobe.numerics.verdicts import verdict_words
 from hloprobe.sites import Fate
 

@@ -1,6 +1,6 @@
 """A notebook, as a script: a plain function, jax started first, then
 `hloprobe.explain` for the CPU and a compile-only A100 -- with no
-environment set (tests/pyapi_notebook_test.py runs it so).
+environment set (tests/api/calls_notebook_test.py runs it so).
 
 Prints one JSON document: the explanation's text, and per config its
 target, n, precision, the sites' effective algorithms and frames, and the

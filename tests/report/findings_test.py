@@ -12,8 +12,11 @@ import inspect
 
 from absl.testing import absltest
 
-from hloprobe import report, verify
-from hloprobe.report import Answer, answer_line, answer_lines, group_causes
+from hloprobe import invariance, report, verify
+from hloprobe.invariance.answer import Boundary
+from hloprobe.invariance.rows import ROW0, RowClasses
+from hloprobe.report import Answer, answer_line, group_causes
+from hloprobe.report.explain_answer import answer_lines
 from hloprobe.verify.findings import rank_findings
 
 
@@ -155,6 +158,78 @@ class ScreenTest(absltest.TestCase):
     body = [line for line in lines[1:-1] if line]
     self.assertEqual(len(body), len(set(body)))
     self.assertNotIn("Findings by cause", text)  # one cause: the answer
+
+  def test_bitwise_answer_folded_after_do_full_under_verbose(self):
+    groups = tuple(
+      invariance.Invariance(
+        "my_model",
+        "a100",
+        p,
+        "baseline",
+        "kernel identity",
+        (RowClasses(ROW0, ((1,), (2,))),),
+        (Boundary(2, 1, ("sites 0-1 Triton gemm", "k 1"), named=1),),
+        invariant=False,
+        sizes=(1, 2),
+      )
+      for p in ("bfloat16", "float32")
+    )
+    answer = Answer(
+      (_finding((2,)),),
+      (_trial("float32", True), _trial("BF16_BF16_F32_X6", False)),
+      invariance=groups,
+    )
+    lines = report.render_answered([], answer).split("\n")
+    self.assertEqual(lines[:3], answer_lines(answer)[:3])
+    at = lines.index(
+      "Batch invariance, by cause (each precision and kernel: --verbose):"
+    )
+    # After the Do block (the fixes tried), one line for both precisions.
+    self.assertEqual(lines[at - 1], answer_lines(answer)[at - 1])
+    self.assertTrue(
+      lines[at + 1].startswith(
+        "  my_model on a100 under bfloat16 and float32: not batch-invariant"
+      ),
+      lines[at + 1],
+    )
+    self.assertEqual(lines[at + 2], "")
+    verbose = report.render_answered([], answer, verbose=True)
+    self.assertNotIn("Batch invariance, by cause", verbose)
+    self.assertIn("is not batch-invariant on a100 under float32", verbose)
+    self.assertIn("is not batch-invariant on a100 under bfloat16", verbose)
+
+  def test_make_runs_grid_fits_40_lines_even_unfolded(self):
+    # make run's sweep: 3 targets x 3 precisions, each group a cause of
+    # its own (nothing folds), four other fixes tried: still one screen.
+    groups = tuple(
+      invariance.Invariance(
+        "seed_mlp",
+        t,
+        p,
+        "baseline",
+        "kernel identity",
+        (RowClasses(ROW0, ((1,), (2,))),),
+        (Boundary(2, 1, (f"sites 0-{i} {t}",), named=1),),
+        invariant=False,
+        sizes=(1, 2),
+      )
+      for t in ("cpu", "a100", "t4")
+      for i, p in enumerate(("bfloat16", "tensorfloat32", "float32"))
+    )
+    trials = tuple(
+      _trial(f, f == "float32")
+      for f in (
+        "float32",
+        "BF16_BF16_F32_X6",
+        "TF32_TF32_F32_X3",
+        "BF16_BF16_F32_X3",
+        "no_triton_gemm",
+      )
+    )
+    answer = Answer((_finding((2, 9)),), trials, invariance=groups)
+    lines = report.render_answered([], answer).split("\n")
+    self.assertLen([l for l in lines if l.startswith("  seed_mlp on ")], 9)
+    self.assertLessEqual(len(lines) + 3, 40)  # + 3 per-target lines
 
   def test_two_causes_are_listed_once_each(self):
     other = _finding((4,), sites=(1,), locations=(_THERE,), algorithms=("X",))

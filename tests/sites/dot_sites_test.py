@@ -1,9 +1,35 @@
 """Dot-site fates of recorded dot-merger compiles (no XLA); the other
-recorded compiles' fates, of two releases, are in recorded_fates_test.py."""
+recorded compiles' fates, of two releases, are in site_fate_test.py.
+
+Found trying to break issue 24 as a user: two integer dots of one x, w.
+
+`jnp.einsum("bk,kj->bj", x, w, preferred_element_type=jnp.int32)` and the
+same einsum into int8, x s8[1,48], w s8[48,12], compiled by XLA:CPU
+(jaxlib 0.12.0.1) at n = 1: the optimized module
+(tests/testdata/break24/ints_cpu_n1.hlo, recorded with `sweep
+--output_dir`) has `dot.2` s32[1,12] and `dot.3` s8[1,12], both without
+metadata, on the same parameters. Both sites were "ambiguous" (their
+effective algorithm "unknown", "emulated as F32"); the result element type
+tells them apart, as the HLO text read by hand does.
+
+Found trying to break issue 24 as a user: a merged dot split-K.
+
+An attention block (x bf16[n, 64, 128], q, k, v = x @ wq, x @ wk, x @ wv,
+then `jax.nn.dot_product_attention(implementation='cudnn')`) compiled for
+the h100 at n = 1 (jaxlib 0.12.0.1; tests/testdata/break24/attn_h100_n1,
+recorded with `explain --output_dir`). Its optimized HLO, read by hand:
+dot-merger made one dot of the three projections (`concatenate.1` of wq,
+wk, wv along their free dimension) and split-K made that dot a batch of 4
+(`reshape.19` bf16[4,32,384], `dot.6` f32[4,384,64] with
+lhs_batch_dims={0}, then `reduce` over dimension 0) in the Triton gemm
+fusion `gemm_fusion_dot.4`. Sites 0-2 were "unknown ... not split back to
+it"; each is that Triton gemm, merged with the other two, split-K 4.
+"""
 
 from __future__ import annotations
 
 import os
+import pathlib
 
 from absl.testing import absltest, parameterized
 
@@ -110,6 +136,58 @@ class DotMergerFixtureTest(parameterized.TestCase):
     ).replace("f32[256,128]{1,0} add", "f32[256,64]{1,0} add")
     fates = _fixture_fates("t_merged-jaxlib0.12.0.1", plant)
     self.assertEqual([f.fate for f in fates], [Fate.GONE] * 2)
+
+
+_DATA = pathlib.Path(__file__).parents[1] / "testdata" / "break24"
+
+
+def _mapped(edit=lambda text: text):
+  sites = parse_stablehlo_dots((_DATA / "ints_cpu_n1.mlir").read_text())
+  hlo = edit((_DATA / "ints_cpu_n1.hlo").read_text())
+  return dot_sites.map_dot_sites(sites, parse_hlo_module(hlo))
+
+
+class IntegerDotsWithoutMetadataTest(absltest.TestCase):
+  def test_each_site_is_the_dot_of_its_element_type(self):
+    mapped = _mapped()
+    self.assertEqual([m.site.result.dtype for m in mapped], ["s32", "s8"])
+    self.assertEqual([m.fate for m in mapped], [Fate.DOT, Fate.DOT])
+    self.assertEqual([m.carriers[-1] for m in mapped], ["dot.2", "dot.3"])
+
+  def test_element_types_swapped_swap_the_carriers(self):
+    # Should-fail half: the two dots' result types planted the other way
+    # round (and the fusions reading them), so the carriers swap too.
+    def plant(text):
+      for old, new in (
+        ("%dot.3 = s8[1,12]", "%dot.3 = sX[1,12]"),
+        ("%dot.2 = s32[1,12]", "%dot.2 = s8[1,12]"),
+        ("%dot.3 = sX[1,12]", "%dot.3 = s32[1,12]"),
+        ("= s8[1,12]{1,0} fusion(%dot.3)", "= s32[1,12]{1,0} fusion(%dot.3)"),
+        ("= s32[1,12]{1,0} fusion(%dot.2)", "= s8[1,12]{1,0} fusion(%dot.2)"),
+      ):
+        assert old in text, old
+        text = text.replace(old, new)
+      return text
+
+    mapped = _mapped(plant)
+    self.assertEqual([m.carriers[-1] for m in mapped], ["dot.3", "dot.2"])
+
+
+class MergedSplitKTest(absltest.TestCase):
+  def test_projections_are_the_merged_split_k_gemm(self):
+    sites = parse_stablehlo_dots((_DATA / "attn_h100_n1.mlir").read_text())
+    module = parse_hlo_module((_DATA / "attn_h100_n1.hlo").read_text())
+    mapped = dot_sites.map_dot_sites(sites, module)
+    self.assertEqual(
+      [m.fate for m in mapped], [Fate.TRITON_GEMM] * 3 + [Fate.CUDNN_ATTENTION]
+    )
+    self.assertEqual(
+      {m.carriers for m in mapped[:3]}, {("gemm_fusion_dot.4", "dot.6")}
+    )
+    self.assertEqual(
+      [m.merged_with for m in mapped[:3]], [(1, 2), (0, 2), (0, 1)]
+    )
+    self.assertEqual([m.split_k for m in mapped], [4, 4, 4, None])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Tests for hloprobe.sites.effective: the rule tables, and that the CPU
 rule holds on a real CPU run; effective algorithms of recorded compiles of
-two releases are in recorded_fates_test.py."""
+two releases are in site_fate_test.py."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ class BlasRuleTest(parameterized.TestCase):
   )
   def test_tf32_is_allowed_not_required(self, precision):
     # A real H200 (jaxlib 0.11.2) ran a K = 2 cuBLASLt gemm in f32 that
-    # this rule allows TF32 for (tests/gpu_measurements_test.py).
+    # this rule allows TF32 for (tests/versions/gpu_check_h200_test.py).
     got, evidence = effective.blas_algorithm(
       "cuBLASLt", "f32", precision, None, "9.0"
     )

@@ -96,6 +96,9 @@ def record() -> int:
 
 
 def replay(path: str) -> int:
+  from hloprobe.kernels.differences import kernel_classes
+  from hloprobe.kernels.records import Role
+
   rf, compile_mod, kernels, target, out = _setup(path)
   full = rf.inputs()
   records = {}
@@ -105,7 +108,7 @@ def replay(path: str) -> int:
     records[n] = [
       r
       for r in kernels.read_kernels(c.optimized_hlo, n, c.ptx, core_count=108)
-      if FULL or r.role is kernels.Role.CONTRACTION
+      if FULL or r.role is Role.CONTRACTION
     ]
     if n in KEPT:
       stem = os.path.join(out, f"{_name()}ned_n{n}")
@@ -114,7 +117,7 @@ def replay(path: str) -> int:
       with open(stem + ".ptx.txt", "w", encoding="utf-8") as f:
         for i, text in enumerate(c.ptx):
           f.write(f"// hloprobe: file {i}\n{text}\n")
-  classes = kernels.kernel_classes(records)
+  classes = kernel_classes(records)
   what = "kernel" if FULL else "gemm"
   print(f"{what} classes over n = 2..64:", classes)
   for r in records[64]:

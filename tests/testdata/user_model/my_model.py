@@ -2,7 +2,7 @@
 -> layernorm -> gelu -> dense, the parameters shared (`in_axes=(None, 0)`),
 x f32[n, 128] batched along axis 0 (issue 39).
 
-`tests/findings_user_model_test.py` explains it on cpu, a100 and t4.
+`tests/report/explain_user_model_test.py` explains it on cpu, a100 and t4.
 """
 
 import jax

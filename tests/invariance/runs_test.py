@@ -1,0 +1,99 @@
+"""The CPU's classes, by running: hloprobe's rows against bits obtained
+independently.
+
+Expected values:
+  * elementwise_only: numpy float32 (`elementwise_only_numpy`: each
+    operation correctly rounded, as IEEE 754 and XLA's elementwise ops
+    compute it), for row 0 and the anchor at every offset and n.
+  * tm_mm, jax_34080, transformer_block: `jax.jit(fn)` called directly here on the batch
+    (no hloprobe code), its rows compared as numpy uint views; hloprobe's
+    classes must be the same partition.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+from absl.testing import absltest
+
+from hloprobe.compile import CASES, get_target
+from hloprobe.compile.invariance_cases import elementwise_only_numpy
+from hloprobe.invariance.rows import ANCHOR, ROW0, anchor_offsets, classes_of
+from hloprobe.invariance.runs import anchor_inputs, rows_here
+from hloprobe.ir import as_precision
+from hloprobe.records import Config
+
+pytestmark = [pytest.mark.compiles, pytest.mark.cpu_numerics]
+
+_SIZES = (1, 2, 3, 8, 64)
+
+
+def _rows(name, sizes=_SIZES, anchors=True):
+  case = CASES[name]
+  full = case.full_inputs()
+  cpu = get_target("cpu")
+  return (
+    case,
+    full,
+    [
+      rows_here(
+        case, full, Config(name, cpu, n, as_precision("float32")), anchors
+      )
+      for n in sizes
+    ],
+  )
+
+
+def _partition(keys: dict[int, bytes]) -> set[tuple[int, ...]]:
+  groups: dict[bytes, list[int]] = {}
+  for n in sorted(keys):
+    groups.setdefault(keys[n], []).append(n)
+  return {tuple(g) for g in groups.values()}
+
+
+class CpuRunsTest(absltest.TestCase):
+  def test_elementwise_control_is_numpys_bits_everywhere(self):
+    case, full, rows = _rows("elementwise_only")
+    x, b, s = full
+    want0 = elementwise_only_numpy(x[0], b, s).view(np.uint32)
+    want_anchor = elementwise_only_numpy(x[-1], b, s).view(np.uint32)
+    for r in rows:
+      np.testing.assert_array_equal(r.row0[0].view(np.uint32), want0)
+      for a in r.anchor:
+        np.testing.assert_array_equal(a[0].view(np.uint32), want_anchor)
+    for name in (ROW0, ANCHOR):
+      c = classes_of(rows, name)
+      self.assertEqual(c.classes, (_SIZES,))
+      self.assertTrue(c.invariant)
+
+  def test_classes_match_direct_jit_bits(self):
+    for name in ("tm_mm", "jax_34080", "transformer_block"):
+      case, full, rows = _rows(name, anchors=True)
+      fn = jax.jit(case.fn)
+      row0, anchor = {}, {}
+      for n in _SIZES:
+        out = np.asarray(fn(*case.inputs_for(full, n)))
+        row0[n] = out[0].view(np.uint8).tobytes()
+        placed = np.asarray(fn(*anchor_inputs(case, full, n, 0)))
+        anchor[n] = placed[0].view(np.uint8).tobytes()
+        # Within n, the anchor's bits at each offset, directly.
+        for o in anchor_offsets(n):
+          at = np.asarray(fn(*anchor_inputs(case, full, n, o)))[o]
+          got = [r for r in rows if r.n == n][0].anchor
+          np.testing.assert_array_equal(
+            got[anchor_offsets(n).index(o)][0].view(np.uint8),
+            at.ravel().view(np.uint8),
+          )
+      with self.subTest(name):
+        row0_classes = classes_of(rows, ROW0).classes
+        self.assertEqual(set(row0_classes), _partition(row0))
+        self.assertEqual(
+          set(classes_of(rows, ANCHOR).classes), _partition(anchor)
+        )
+        # The reference class is the largest.
+        self.assertEqual(len(row0_classes[0]), max(map(len, row0_classes)))
+
+
+if __name__ == "__main__":
+  absltest.main()

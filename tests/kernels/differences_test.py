@@ -1,0 +1,87 @@
+"""kernels/differences.py: kernels matched by what they compute and
+compared by signature, on records made here (the fields a gemm's rule
+reads: split_k and k). Expected words are the module's format with the
+values written here: the differing field named with both values, a
+kernel on one side only named as such, and sizes with equal kernels one
+class."""
+
+from __future__ import annotations
+
+from absl.testing import absltest
+
+from hloprobe.kernels import records
+from hloprobe.kernels.differences import compare_kernels, kernel_classes
+
+
+def _gemm(
+  split_k: str, name: str = "gemm_fusion_dot.1"
+) -> records.KernelRecord:
+  arithmetic = (
+    ("algorithm", "TF32_TF32_F32"),
+    ("k", "256"),
+    ("split_k", split_k),
+  )
+  return records.KernelRecord(
+    name=name,
+    kernel=name.replace(".", "_"),
+    role=records.Role.CONTRACTION,
+    emitter="Triton gemm (__triton_nested_gemm_fusion)",
+    ops=("dot_general",),
+    source=("/u/model.py:7",),
+    row_shape="f32[N,64]",
+    arithmetic=arithmetic,
+    config=(("num_stages", "3"),),
+    signature=f"contraction Triton gemm {arithmetic}",
+    row_count=records.RowCount.DEPENDS,
+    row_count_why="split-K is chosen from the shape",
+  )
+
+
+def _reduce() -> records.KernelRecord:
+  return records.KernelRecord(
+    name="input_reduce_fusion",
+    kernel="input_reduce_fusion",
+    role=records.Role.REDUCTION,
+    emitter="XLA reduction emitter, row reduction",
+    ops=("reduce_sum",),
+    source=("/u/model.py:9",),
+    row_shape="f32[N]",
+    arithmetic=(("reduce", "dims={1} of 64, add"),),
+    config=(),
+    signature="reduction row dims={1} of 64, add",
+    row_count=records.RowCount.INDEPENDENT,
+    row_count_why="the row reduction's tiling reads the row length only",
+  )
+
+
+class CompareTest(absltest.TestCase):
+  def test_equal_signatures_no_difference(self):
+    self.assertEqual(
+      compare_kernels([_gemm("1"), _reduce()], [_gemm("1"), _reduce()]), ()
+    )
+
+  def test_a_field_that_differs_is_named(self):
+    (d,) = compare_kernels([_gemm("1"), _reduce()], [_gemm("4"), _reduce()])
+    self.assertEqual(d.fields, (("split_k", "1", "4"),))
+    self.assertEqual(
+      d.words,
+      "gemm_fusion_dot.1 (contraction dot_general at model.py:7): split_k 1 -> 4",
+    )
+
+  def test_a_kernel_on_one_side_only(self):
+    (d,) = compare_kernels([_gemm("1")], [_gemm("1"), _reduce()])
+    self.assertIsNone(d.a)
+    self.assertTrue(d.words.endswith("only in the second config"), d.words)
+
+  def test_classes_by_kernel_identity(self):
+    configs = {
+      1: [_gemm("1")],
+      8: [_gemm("1")],
+      64: [_gemm("4")],
+      2: [_gemm("1")],
+    }
+    self.assertEqual(kernel_classes(configs), ((1, 2, 8), (64,)))
+
+
+if __name__ == "__main__":
+  absltest.main()

@@ -1,0 +1,225 @@
+"""Honest headlines (issue 40, item 1): "no finding" only when every config
+is judged within its band; an integer overflow is a finding whose fix is
+`preferred_element_type=jnp.int32`, verified; rows orders of magnitude
+beyond their floor lead the verdict, named; what could not be judged says
+"not judged", and a fix that could not be judged has not failed.
+
+Expected values come from numpy (int64 products and sums of the inputs,
+the planted rows' errors written here), never from hloprobe's output.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from absl.testing import absltest
+
+from hloprobe import records, verify
+from hloprobe.compile import (
+  CASE_SUFFIX,
+  INT32_DOTS_FIX,
+  Case,
+  get_case,
+  get_target,
+  int32_dots_case,
+)
+from hloprobe.engine import SweepSpec, plan_sweep, run_sweep
+from hloprobe.numerics import accuracy, far_rows_words, floor_check
+from hloprobe.numerics import predict as predict_module
+from hloprobe.numerics.rows import worst_row
+from hloprobe.numerics.verdicts import Verdict, VerdictKind, verdict_words
+from hloprobe.report import Answer
+from hloprobe.report.explain_answer import answer_lines
+
+_N_ROWS = 40000
+_BAD_FROM = 32768  # jax-ml/jax#39103: XLA:CPU's rows >= 2^15 of 40000
+
+
+def _planted(bad_from=_BAD_FROM, error=1.0e7):
+  """Row errors of 40000 rows, rows >= `bad_from` off by `error` / 10 to
+  `error` (the
+  largest at the last row), the rest by 1e-7; floors of 1e-6 each."""
+  errors = np.full(_N_ROWS, 1e-7)
+  errors[bad_from:] = np.linspace(error / 10, error, _N_ROWS - bad_from)
+  stats = accuracy.ErrorStats(
+    row0=0.0,
+    row0_ref=0.0,
+    row0_abs=1e-7,
+    max_abs=float(errors.max()),
+    max_rel=1.0,
+    row_abs=errors,
+  )
+  floor = accuracy.NoiseFloor(1e-6, 1e-6, 0.0, np.full(_N_ROWS, 1e-6))
+  return stats, floor
+
+
+class FarRowsTest(absltest.TestCase):
+  def test_a_run_of_wrong_rows_is_named_by_its_range(self):
+    stats, floor = _planted()
+    w = worst_row(stats, floor)
+    # numpy: rows 32768..39999 exceed 2 x 1e-6; the largest is 1e7.
+    self.assertEqual((w.first_beyond, w.last_beyond), (32768, 39999))
+    self.assertEqual(w.beyond, _N_ROWS - _BAD_FROM)
+    self.assertEqual(
+      far_rows_words(w), "rows 32768-39999 of 40000 wrong by up to 1.0e+07"
+    )
+
+  def test_rows_beyond_by_less_than_orders_of_magnitude_are_not_led_with(self):
+    stats, floor = _planted(error=1e-4)  # 50x the allowed 2e-6: beyond, near
+    w = worst_row(stats, floor)
+    self.assertFalse(w.within)
+    self.assertIsNone(far_rows_words(w))
+
+  def test_scattered_rows_are_counted_with_their_extent(self):
+    errors = np.full(8, 1e-7)
+    errors[[1, 6]] = [2.0, 1.0]
+    stats = accuracy.ErrorStats(0.0, 0.0, 1e-7, 2.0, 1.0, row_abs=errors)
+    floor = accuracy.NoiseFloor(1e-6, 1e-6, 0.0, np.full(8, 1e-6))
+    self.assertEqual(
+      far_rows_words(worst_row(stats, floor)),
+      "2 rows of 8 wrong (rows 1 to 6) by up to 2.0e+00",
+    )
+
+  def test_an_untrusted_floor_leads_the_verdict_with_the_rows(self):
+    stats, floor = _planted()
+    # The floor XLA:CPU's emulation measured was as wrong as the program
+    # (1e7); the check replaced it with the executor's, 1e-6 per row.
+    check = floor_check.FloorCheck(
+      floor_check.UNTRUSTED,
+      accuracy.NoiseFloor(0.0, 1.02e7, 0.0),
+      accuracy.NoiseFloor(1e-6, 1e-6, 1e-6),
+    )
+    independent = dataclasses.replace(check.floor, row_abs=None)
+    w = worst_row(stats, independent)
+    verdict = predict_module._far_rows_first(
+      Verdict(VerdictKind.WITHIN_NOISE),
+      w,
+      check,
+      stats,
+      stats,
+      independent,
+      "float32",
+    )
+    self.assertFalse(verdict.accurate)
+    self.assertEqual(
+      verdict_words(verdict),
+      "rows 32768-39999 of 40000 wrong by up to 1.0e+07: suspected XLA:CPU "
+      "miscompile; within f32 noise",
+    )
+
+  def test_rows_the_sites_algorithms_predict_are_not_led_with(self):
+    # Observed rows as far beyond f32 noise as the prediction at the
+    # sites' algorithms (TF32 rows): the verdict names that cause itself.
+    stats, floor = _planted()
+    check = floor_check.FloorCheck(floor_check.TRUSTED, floor)
+    explained = Verdict(
+      VerdictKind.EXPLAINED, algorithms=(("TF32_TF32_F32", (0,)),)
+    )
+    verdict = predict_module._far_rows_first(
+      explained, worst_row(stats, floor), check, stats, stats,
+      floor, "float32",
+    )  # fmt: skip
+    self.assertEqual(verdict, explained)
+
+
+def _config(case="int8mm"):
+  return records.Config(case, get_target("h100"), 2, "bfloat16")
+
+
+class NotJudgedTest(absltest.TestCase):
+  def test_a_config_without_numbers_is_not_judged_not_no_finding(self):
+    why = "no float64 reference: EmulationError: not emulated"
+    r = records.ConfigResult(_config(), prediction_error=why)
+    (f,) = verify.find_findings([r])
+    self.assertEqual((f.kind, f.ratio), ("not judged", None))
+    self.assertEqual(f.what, f"not judged: {why}")
+    lines = answer_lines(Answer((f,)))
+    self.assertNotIn("no finding", lines[0])
+    self.assertIn(f"not judged: {why}", lines[0])
+
+  def test_a_fix_that_could_not_be_judged_has_not_failed(self):
+    f = verify.find_findings(
+      [records.ConfigResult(_config(), prediction_error="EmulationError: x")]
+    )
+    c = verify.Candidate("float32", "--precisions=float32", "cost")
+    t = verify.FixTrial(c, False, "not judged: EmulationError: x", "cmd", False)
+    lines = answer_lines(Answer(f, (t,)))
+    self.assertEqual(
+      lines[1],
+      "Do: no fix could be judged (1 tried: not judged: EmulationError: x)",
+    )
+    self.assertNotIn("fails:", "\n".join(lines))
+    self.assertIn("  not judged: ", "\n".join(lines[2:]))
+
+
+def _int8_matmul(a, b):
+  return jnp.matmul(a, b)  # jax-ml/jax#4465's first form: int8 -> int8
+
+
+def _int8_inputs():
+  g = np.random.default_rng(4465)
+  a = g.integers(-128, 128, (4, 256)).astype(np.int8)
+  b = g.integers(-128, 128, (256, 128)).astype(np.int8)
+  return a, b
+
+
+def _int8_case():
+  return Case(
+    "int8mm", "int8 matmul", _int8_matmul, _int8_inputs, in_axes=(0, None)
+  )
+
+
+class Int32DotsProgramTest(absltest.TestCase):
+  @pytest.mark.compiles
+  def test_the_fixed_program_computes_the_exact_sums(self):
+    a, b = _int8_inputs()
+    exact = a.astype(np.int64) @ b.astype(np.int64)
+    # numpy: the exact sums overflow s8 and fit s32.
+    self.assertGreater(np.abs(exact).max(), 127)
+    self.assertLess(np.abs(exact).max(), 2**31)
+    fixed = int32_dots_case(_int8_case())
+    self.assertEqual(fixed.name, "int8mm" + CASE_SUFFIX)
+    got = np.asarray(jax.jit(fixed.fn)(a, b))
+    self.assertEqual(got.dtype, np.int32)
+    np.testing.assert_array_equal(got, exact)
+
+  def test_the_fix_word_parses_as_a_program_change(self):
+    fix = verify.parse_fix(INT32_DOTS_FIX)
+    self.assertEqual((fix.program, fix.precision, fix.experiment),
+                     (INT32_DOTS_FIX, None, None))  # fmt: skip
+
+  def test_a_case_word_with_the_suffix_is_the_fixed_case(self):
+    case = get_case("int8_dots" + CASE_SUFFIX)
+    self.assertEqual(case.name, "int8_dots" + CASE_SUFFIX)
+
+
+@pytest.mark.compiles
+class Int8OverflowAnswerTest(absltest.TestCase):
+  def test_overflow_is_a_finding_and_int32_passes_verify(self):
+    a, b = _int8_inputs()
+    exact = a.astype(np.int64) @ b.astype(np.int64)
+    wraps = np.count_nonzero((exact[:1] < -128) | (exact[:1] > 127))
+    self.assertGreater(wraps, 0)  # numpy: row 0 overflows s8
+    spec = SweepSpec((_int8_case(),), (1, 2), ("float32",), ("cpu",))
+    plan = plan_sweep(spec)
+    results = run_sweep(plan)
+    findings = verify.find_findings(results)
+    self.assertTrue(findings)
+    self.assertEqual({f.kind for f in findings}, {"integer"})
+    tries = verify.plan_tries(findings, results, plan)
+    self.assertEqual([c.fix for c in tries.candidates], [INT32_DOTS_FIX])
+    tried = [r for p in verify.try_sweeps(tries) for r in run_sweep(p)]
+    (trial,) = verify.judge_tries(tries, tried)
+    self.assertTrue(trial.passed, trial.reason)
+    self.assertIn("--fix=preferred_element_type=int32", trial.command)
+    self.assertIn("preferred_element_type=jnp.int32", trial.candidate.words)
+    outcome = verify.verify_fix(spec, INT32_DOTS_FIX)
+    self.assertTrue(outcome.passed)
+
+
+if __name__ == "__main__":
+  absltest.main()

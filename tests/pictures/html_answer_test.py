@@ -1,0 +1,58 @@
+"""explain's answer as HTML (`pictures.html_answer`), without XLA: the
+batch-invariance answer comes after what to do, one line per cause, as
+`explain` prints it (walking issue 39 as a user: report.html left it out,
+though the console opens with it where nothing is at fault).
+
+The records are built here: an answer with no finding and two groups of
+one cause (bfloat16 and float32 on an a100: n = 2 differs from n = 1 by
+sites 0-1's fate); the expected words are written from those fields.
+"""
+
+from __future__ import annotations
+
+import html
+
+from absl.testing import absltest
+
+from hloprobe import invariance
+from hloprobe.invariance.answer import Boundary
+from hloprobe.invariance.rows import ROW0, RowClasses
+from hloprobe.pictures import html_table
+from hloprobe.report import Answer
+
+
+def _group(precision: str) -> invariance.Invariance:
+  return invariance.Invariance(
+    "m",
+    "a100",
+    precision,
+    "baseline",
+    "kernel identity",
+    (RowClasses(ROW0, ((1,), (2,))),),
+    (Boundary(2, 1, ("sites 0-1 Triton gemm", "k 1"), named=1),),
+    invariant=False,
+    sizes=(1, 2),
+  )
+
+
+class InvarianceInTheAnswerTest(absltest.TestCase):
+  def test_one_line_per_cause_after_what_to_do(self):
+    answer = Answer((), invariance=(_group("bfloat16"), _group("float32")))
+    page = html.unescape(html_table([], answer))
+    self.assertIn('id="invariance"', page)
+    self.assertLess(page.index("Do:"), page.index('id="invariance"'))
+    self.assertEqual(page.count("<li>m on a100 under"), 1)
+    self.assertIn(
+      "<li>m on a100 under bfloat16 and float32: not batch-invariant (by "
+      "kernel identity): every row: same per-row arithmetic for n = 1, n = 2 "
+      "differs; at n = 2: sites 0-1 Triton gemm; 1 other kernel differs "
+      "(--verbose)</li>",
+      page,
+    )
+
+  def test_none_when_not_asked(self):
+    self.assertNotIn('id="invariance"', html_table([], Answer(())))
+
+
+if __name__ == "__main__":
+  absltest.main()

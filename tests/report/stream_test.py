@@ -1,0 +1,80 @@
+"""report/stream.py: --output_dir's stream started, an earlier sweep's
+results refused or, with --overwrite, removed (its own files only), and a
+stream that cannot be written dropped instead of failing the sweep. On
+folders made here; the earlier sweep's results.json is written by hand in
+the layout `config_dir` gives (TARGET/CASE/nN-PRECISION[-EXPERIMENT])."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from absl.testing import absltest
+
+from hloprobe.compile import get_target
+from hloprobe.errors import InvalidArgumentError
+from hloprobe.ir import Precision
+from hloprobe.records import Config, ConfigResult
+from hloprobe.report import stream
+
+
+def _result() -> ConfigResult:
+  return ConfigResult(
+    Config("seed_mlp", get_target("cpu"), 1, Precision.float32)
+  )
+
+
+class StartStreamTest(absltest.TestCase):
+  def test_a_new_folder_gets_an_empty_stream(self):
+    out = os.path.join(self.create_tempdir().full_path, "new")
+    self.assertEqual(stream.start_stream(out), out)
+    self.assertEqual(os.listdir(out), ["results.jsonl"])
+    self.assertIsNone(stream.start_stream(None))
+
+  def test_earlier_results_refused_then_removed_with_overwrite(self):
+    out = self.create_tempdir()
+    out.create_file(
+      "results.json",
+      json.dumps(
+        {
+          "configs": [
+            {
+              "target": "cpu",
+              "case": "seed_mlp",
+              "n": 2,
+              "precision": "float32",
+            }
+          ]
+        }
+      ),
+    )
+    out.create_file("cpu/seed_mlp/n2-float32/optimized.hlo", "HloModule m")
+    out.create_file("notes.txt", "the user's own")
+    with self.assertRaisesRegex(
+      InvalidArgumentError,
+      r"already holds a sweep's results \(results.json\); pass --overwrite",
+    ):
+      stream.start_stream(out.full_path)
+    stream.start_stream(out.full_path, overwrite=True)
+    self.assertCountEqual(
+      os.listdir(out.full_path), ["notes.txt", "results.jsonl"]
+    )
+
+  def test_a_file_is_not_a_folder(self):
+    path = self.create_tempfile("f").full_path
+    with self.assertRaisesRegex(InvalidArgumentError, "is not a folder"):
+      stream.start_stream(path)
+
+
+class ProgressTest(absltest.TestCase):
+  def test_a_failed_append_stops_the_stream_not_the_sweep(self):
+    # A folder that cannot be made: its parent is a file.
+    gone = os.path.join(self.create_tempfile("f").full_path, "out")
+    p = stream.Progress(total=2, output_dir=gone)
+    p.add(_result())
+    self.assertIsNone(p.output_dir)
+    self.assertLen(p.done, 1)
+
+
+if __name__ == "__main__":
+  absltest.main()
