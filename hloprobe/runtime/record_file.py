@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 import hashlib
 import io
 import json
@@ -295,10 +294,10 @@ class _Decoder:
     return obj
 
 
-@functools.cache
 def _field_types(cls: type) -> dict:
   """`cls`'s fields' annotated types (resolved); {} where they cannot be
-  resolved (then no field is checked)."""
+  resolved (then no field is checked). Not cached: every functools cache
+  must be known to `runtime.clear_caches`, and this is cheap."""
   try:
     return typing.get_type_hints(cls)
   except Exception:  # noqa: BLE001 (a name the annotations cannot find)
