@@ -88,11 +88,19 @@ def sniff(data: bytes) -> Sniffed | NotAModule:
   if not data.strip():
     return NotAModule("empty" if not data else "only whitespace")
   if data.startswith(_MLIR_MAGIC):
+    problem = module_guard.bytecode_problem(data)
+    if problem is not None:
+      return NotAModule(problem)
     return Sniffed("stablehlo_bytecode")
   text = _as_text(data)
   if text is not None:
     kind = _text_kind(text)
     if isinstance(kind, Sniffed):
+      # Checked before any jaxlib parser sees it (module_guard).
+      mlir = kind.kind == "stablehlo_text"
+      problem = module_guard.nesting_problem(data, mlir=mlir)
+      if problem is not None:
+        return NotAModule(problem)
       return kind
   found = ir.read_proto_file(data)
   if found is not None:
