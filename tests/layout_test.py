@@ -58,7 +58,6 @@ _NOT_YET = {
   "tools/bench_memory",
   "tools/bench_models",
   "tools/bench_ray",
-  "tools/bench_scale",
   "tools/bench_shards",
   "tools/bench_venv",
   # Run through compile/autotune_replay_test.py (it writes the template).
@@ -79,7 +78,6 @@ _NOT_YET = {
   # runtime/ pool tests.
   "engine/compiled",
   # invariance/: through invariance/answer_test.py and runs_test.py.
-  "invariance/in_workers",
   "invariance/pin",
   # Through kernels/kernel_reader_test.py's PinTest (recorded pinned
   # compiles) and invariance/answer_test.py.

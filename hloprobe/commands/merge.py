@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
+import sys
 
 from hloprobe.commands import common
 from hloprobe.commands import sweep as sweep_command
@@ -32,6 +33,8 @@ __all__ = [
 
 # The common flags merge reads; the others are the shards' plan's.
 _READS = ("output_dir", "format")
+# The largest results.json read for its plan or host, in bytes.
+_MAX_JSON_BYTES = 256 << 20
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -63,11 +66,19 @@ def merge(args: MergeArgs):
   the records in plan order as the sweep collects them: before batch
   consistency).
 
+  A shard's files are data: no case a shard names is imported or run
+  here. A built-in case is hloprobe's own and a module file is data (read
+  as `sweep` reads it); a user's case (`module:factory`,
+  `file.py:factory`) is never loaded: its name and sizes are taken from
+  the records (`_recorded_case`), and the records must be exactly the
+  plan's configs.
+
   Raises:
     InvalidArgumentError: a sweep flag given (the plan is the shards'); a
-      folder that is not a shard's; shards of different plans, a shard
-      twice, missing shards; a plan this hloprobe (its source, jax,
-      XLA_FLAGS) makes otherwise; shards that disagree with its split.
+      folder that is not a shard's; shards of different plans (their
+      fingerprints, or their recorded plans), a shard twice, missing
+      shards; a plan this hloprobe (its source, jax, XLA_FLAGS) makes
+      otherwise; shards whose records disagree with its split.
   """
   from hloprobe.engine import Shard, shard_identity, without_batch_consistency
   from hloprobe.report import join_shards, read_shard
@@ -82,7 +93,13 @@ def merge(args: MergeArgs):
   parts = [read_shard(folder) for folder in args.words]
   records = join_shards(parts)
   first = parts[0]
-  plan = _plan(first.plan)
+  for p in parts[1:]:
+    if p.plan != first.plan:
+      raise InvalidArgumentError(
+        f"{p.label} records another plan than {first.label} under the same "
+        "fingerprint; merge the shards of one sweep"
+      )
+  plan = _plan(first.plan, records)
   common.start_jax(plan.targets)
   if plan.fingerprint(shard_identity(os.environ)) != first.fingerprint:
     raise InvalidArgumentError(
@@ -91,6 +108,13 @@ def merge(args: MergeArgs):
       "XLA_FLAGS or target config): merge with the hloprobe and "
       "environment that ran them"
     )
+  every = plan.all_configs()
+  if [c.config for c in every] != [r.config for r in records]:
+    raise InvalidArgumentError(
+      f"the shards' records are not their plan's {len(every)} configs "
+      f"({len(records)} records, in another order or of other configs); "
+      "run the shards again"
+    )
   for p in parts:
     cut = dataclasses.replace(plan, shard=Shard(p.index, p.count))
     if list(p.configs) != cut.shard_indices():
@@ -98,37 +122,148 @@ def merge(args: MergeArgs):
         f"{p.label} holds other configs than the plan's shard "
         f"{p.index}/{p.count}; run it again"
       )
-  host = HostCpu(**first.host) if first.host else None
+  try:
+    host = HostCpu(**first.host) if first.host else None
+  except TypeError as e:
+    raise InvalidArgumentError(
+      f"{first.label}: its results.json host is malformed ({e})"
+    ) from None
   return plan, host, without_batch_consistency(records)
 
 
-def _plan(words: dict):
-  """The plan the shards' words make (as `sweep` made it).
+# The types of a recorded plan's words (`SweepPlan.words`).
+_WORD_TYPES = {
+  "cases": list,
+  "batch_sizes": list,
+  "precisions": list,
+  "targets": list,
+  "experiments": list,
+  "explain_passes": bool,
+}
+
+
+def _checked_words(words: dict) -> dict:
+  """The shards' plan words, each of its type.
 
   Raises:
-    InvalidArgumentError: words that no longer make a plan (e.g. a case
-      file that moved).
+    InvalidArgumentError: a word missing or of another type (one line).
   """
-  from hloprobe.engine import spec_from_words
+  for key, kind in _WORD_TYPES.items():
+    value = words.get(key)
+    if type(value) is not kind:
+      raise InvalidArgumentError(
+        f"the shards' plan is malformed: {key} is "
+        f"{type(value).__name__}, not {kind.__name__}"
+      )
+    if kind is list:
+      item = int if key == "batch_sizes" else str
+      if not all(type(v) is item for v in value):
+        raise InvalidArgumentError(
+          f"the shards' plan is malformed: {key} holds a value that is "
+          f"not {item.__name__}"
+        )
+  for key in ("inputs", "batch_arg"):
+    if words.get(key) is not None and type(words[key]) is not str:
+      raise InvalidArgumentError(
+        f"the shards' plan is malformed: {key} is not text"
+      )
+  return words
 
-  try:
-    return spec_from_words(
-      cases=list(words["cases"]),
-      batch_sizes=",".join(str(int(n)) for n in words["batch_sizes"]),
-      precisions=list(words["precisions"]),
-      targets=list(words["targets"]),
-      explain_passes=bool(words["explain_passes"]),
-      experiment_words=list(words["experiments"]),
-      inputs=words.get("inputs"),
-      batch_arg=words.get("batch_arg"),
+
+def _plan(words: dict, records=()):
+  """The plan the shards' words make (as `sweep` made it), with no case a
+  shard names imported or run: a user's case (`module:factory`) is made
+  from `records` (`_recorded_case`).
+
+  Raises:
+    InvalidArgumentError: words that no longer make a plan, or records
+      that do not name one case per case word.
+    CaseError: a built-in case or module file that cannot be found (e.g.
+      a module file named relative to the shards' folder).
+  """
+  from hloprobe.compile import parse_experiment
+  from hloprobe.engine import (
+    SweepSpec,
+    check_nonempty,
+    parse_batch_sizes,
+    plan_sweep,
+  )
+
+  words = _checked_words(words)
+  cases = list(words["cases"])
+  names = _recorded_names(records)
+  if len(names) != len(cases):
+    raise InvalidArgumentError(
+      f"the shards' records name {len(names)} case(s), their plan "
+      f"{len(cases)} ({', '.join(cases)}); run the shards again"
     )
-  except (KeyError, TypeError, ValueError) as e:
-    raise InvalidArgumentError(f"the shards' plan is malformed: {e}") from None
+  items = [
+    _recorded_case(w, name, records) if ":" in w else w
+    for w, name in zip(cases, names)
+  ]
+  try:
+    plan = check_nonempty(
+      plan_sweep(
+        SweepSpec(
+          cases=tuple(items),
+          case_names=tuple(cases),
+          batch_sizes=parse_batch_sizes(
+            ",".join(str(n) for n in words["batch_sizes"])
+          ),
+          precisions=tuple(words["precisions"]),
+          targets=tuple(words["targets"]),
+          explain_passes=words["explain_passes"],
+          experiments=tuple(parse_experiment(w) for w in words["experiments"]),
+          inputs=words.get("inputs"),
+          batch_arg=words.get("batch_arg"),
+        )
+      )
+    )
   except CaseError as e:  # a case file named relative to the shards' folder
     raise CaseError(
       f"{e} (the shards' --case words, as they ran: run `merge` from the "
-      f"folder the shards ran in; their cases: {', '.join(words['cases'])})"
+      f"folder the shards ran in; their cases: {', '.join(cases)})"
     ) from None
+  got = [c.name for c in plan.cases]
+  if got != names:
+    raise InvalidArgumentError(
+      f"the shards' records name the cases {', '.join(names)}, their plan "
+      f"makes {', '.join(got)}; run the shards again"
+    )
+  return plan
+
+
+def _recorded_names(records) -> list[str]:
+  """The case names of the baseline's records, in order, each once."""
+  from hloprobe.compile import BASELINE
+
+  found = [
+    r.config.case for r in records if r.config.experiment == BASELINE.name
+  ]
+  return list(dict.fromkeys(found))
+
+
+def _recorded_case(word: str, name: str, records):
+  """A user case (`module:factory`) as its shards' records describe it: its
+  name and, where it ran at one size other than the sweep's, that size.
+  Its program is not loaded (a shard's plan may name any code): calling
+  its `fn` or `make_inputs` raises CaseError."""
+  from hloprobe.compile import Case
+
+  def not_loaded(*_args, **_kwargs):
+    raise CaseError(
+      f"case {word!r} is not loaded by `merge`: a shard's plan may name any "
+      "code, and merge joins its records only"
+    )
+
+  sizes = {r.config.n for r in records if r.config.case == name}
+  return Case(
+    name=name,
+    description=f"{word}, as its shards' records give it (not loaded)",
+    fn=not_loaded,
+    make_inputs=not_loaded,
+    fixed_size=sizes.pop() if len(sizes) == 1 else None,
+  )
 
 
 def main(args: MergeArgs) -> int:
@@ -137,6 +272,13 @@ def main(args: MergeArgs) -> int:
   from hloprobe.report import Progress, start_stream
 
   plan, host, collected = merge(args)
+  for swept in plan.cases:
+    if ":" in swept.source:  # a user's code: its records only, said once
+      print(
+        f"hloprobe merge: case {swept.source!r} not loaded (a shard's plan "
+        "may name any code; merge joins its records as data)",
+        file=sys.stderr,
+      )
   out = args.common.output_dir
   try:
     stream = Progress(len(collected), start_stream(out, args.overwrite))
@@ -202,12 +344,19 @@ def recorded_plan(folder: str) -> dict:
   """
   import json
 
+  from hloprobe.ir import read_file_bytes
+
   path = os.path.join(folder, "results.json")
-  try:
-    with open(path, encoding="utf-8") as f:
-      doc = json.load(f)
+  try:  # a FIFO or a device: refused unread
+    data = read_file_bytes(path, path, InvalidArgumentError, _MAX_JSON_BYTES)
+    doc = json.loads(data)
     plan = doc.get("plan") or (doc.get("shard") or {}).get("plan")
-  except (OSError, ValueError, AttributeError) as e:
+  except (
+    InvalidArgumentError,
+    ValueError,
+    AttributeError,
+    RecursionError,
+  ) as e:
     raise InvalidArgumentError(
       f"--results={folder}: cannot read {path} ({e}); give the folder "
       "`hloprobe merge` wrote"
@@ -226,11 +375,15 @@ def results_host(folder: str):
   shards' CPU), or None where it names none or cannot be read."""
   import json
 
+  from hloprobe.ir import read_file_bytes
   from hloprobe.runtime import HostCpu
 
-  try:
-    with open(os.path.join(folder, "results.json"), encoding="utf-8") as f:
-      host = json.load(f).get("host")
+  path = os.path.join(folder, "results.json")
+  try:  # a FIFO or a device: refused unread
+    data = read_file_bytes(path, path, InvalidArgumentError, _MAX_JSON_BYTES)
+    host = json.loads(data).get("host")
     return HostCpu(**host) if host else None
-  except (OSError, ValueError, TypeError, AttributeError):
+  except (InvalidArgumentError, ValueError, TypeError, AttributeError):
+    return None
+  except RecursionError:
     return None

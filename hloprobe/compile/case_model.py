@@ -153,14 +153,34 @@ class Case:
     """`make_inputs()` for a batch case (checked), None for a sized case.
 
     Raises:
-      CaseError: an axis is out of range, or batched arguments disagree on
-        the batch size.
+      CaseError: an axis is out of range, batched arguments disagree on
+        the batch size, or an argument is a jax.Array placed on several
+        devices (hloprobe compiles from the values, so that placement
+        would be dropped: the program or the Case must say it).
     """
     if self.swept_size is not None:
       return None
     full = tuple(self.make_inputs())
+    self._check_placement(full)
     self.full_size(full)
     return full
+
+  def _check_placement(self, full: tuple) -> None:
+    """Refuses arguments placed on several devices (a `NamedSharding`
+    from `make_inputs`): the lowering takes their values, not their
+    placement, so the program would silently run unsharded."""
+    for i, arg in enumerate(full):
+      for leaf in jax.tree_util.tree_leaves(arg):
+        devices = getattr(getattr(leaf, "sharding", None), "device_set", ())
+        if len(devices) > 1:
+          raise CaseError(
+            f"case {self.name!r}: make_inputs() returned argument {i} placed "
+            f"on {len(devices)} devices ({type(leaf.sharding).__name__}); "
+            "hloprobe takes the values, not the placement: return host "
+            "arrays and say the sharding in the program (jax.jit "
+            "in_shardings, with_sharding_constraint) or with Case "
+            "mesh_shape, mesh_axes and in_specs"
+          )
 
   def arg_axes(self, count: int) -> tuple[int | None, ...]:
     """The batch axis of each of `count` arguments (None: shared).

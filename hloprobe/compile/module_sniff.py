@@ -8,7 +8,9 @@ XLA's HloModule::ToString; `module`, `func.func` or an attribute alias
 block for an HLO proto in text format); a binary HloModuleProto, HloProto
 or HloSnapshot (`hloprobe.ir.read_proto_file`); a `jax.export` artifact
 (`jax.export.deserialize` reads it: a flatbuffer without a file identifier,
-so reading it is the only test).
+so reading it is the only test; it is read in a guarded child process,
+`module_guard.guarded_text`, never here: a malformed artifact can crash or
+spin jaxlib's native reader).
 
 Private in intent: use the package, `hloprobe.compile`.
 """
@@ -19,6 +21,7 @@ import dataclasses
 import re
 
 from hloprobe import ir
+from hloprobe.compile import module_guard
 
 __all__ = ["MODULE_KINDS", "NotAModule", "Sniffed", "sniff"]
 
@@ -78,16 +81,26 @@ def sniff(data: bytes) -> Sniffed | NotAModule:
   """The kind of module `data` holds.
 
   Raises:
-    ValueError: a snapshot whose literals cannot be read.
+    ValueError: a snapshot whose literals cannot be read; a flatbuffer
+      whose guarded reading crashed, aborted or ran past its limits
+      ("read as a jax.export artifact, its reader ...").
   """
   if not data.strip():
     return NotAModule("empty" if not data else "only whitespace")
   if data.startswith(_MLIR_MAGIC):
+    problem = module_guard.bytecode_problem(data)
+    if problem is not None:
+      return NotAModule(problem)
     return Sniffed("stablehlo_bytecode")
   text = _as_text(data)
   if text is not None:
     kind = _text_kind(text)
     if isinstance(kind, Sniffed):
+      # Checked before any jaxlib parser sees it (module_guard).
+      mlir = kind.kind == "stablehlo_text"
+      problem = module_guard.nesting_problem(data, mlir=mlir)
+      if problem is not None:
+        return NotAModule(problem)
       return kind
   found = ir.read_proto_file(data)
   if found is not None:
@@ -143,15 +156,35 @@ def _export_text(data: bytes) -> str | None:
   """A jax.export artifact's StableHLO text, or None when `data` is none.
 
   A flatbuffer starts with its root table's offset (uint32, little-endian),
-  which must lie inside the buffer; only then is `jax.export.deserialize`
-  tried, and any failure of it means "not an artifact".
-  """
-  if len(data) < 8 or int.from_bytes(data[:4], "little") >= len(data):
-    return None
-  import jax.export
+  which must lie inside the buffer, and the root table's first word is
+  the signed offset back to its vtable, which must lie inside it too;
+  only then is `jax.export.deserialize` tried, in a guarded child process
+  (`module_guard.guarded_text`), and its refusal means "not an artifact".
 
-  try:
-    exported = jax.export.deserialize(bytearray(data))
-    return exported.mlir_module()
-  except Exception:  # noqa: BLE001 (garbage makes flatbuffers raise anything)
+  Raises:
+    ValueError: the child crashed, aborted or ran past its limits.
+  """
+  if not _flatbuffer_like(data):
     return None
+  try:
+    return module_guard.guarded_text(data, "jax_export")
+  except module_guard.GuardError as e:
+    if e.died:
+      raise ValueError(f"read as a jax.export artifact, {e}") from None
+    return None
+
+
+def _flatbuffer_like(data: bytes) -> bool:
+  """Whether `data` could be a flatbuffer: its root offset and the root
+  table's vtable (flatbuffers' binary format: `uoffset_t` root, `soffset_t`
+  vtable, `voffset_t` sizes) lie inside it."""
+  if len(data) < 12:
+    return False
+  root = int.from_bytes(data[:4], "little")
+  if root % 4 or root + 4 > len(data):
+    return False
+  vtable = root - int.from_bytes(data[root : root + 4], "little", signed=True)
+  if vtable < 0 or vtable % 2 or vtable + 4 > len(data):
+    return False
+  size = int.from_bytes(data[vtable : vtable + 2], "little")
+  return 4 <= size and size % 2 == 0 and vtable + size <= len(data)

@@ -1,7 +1,9 @@
 """The rows of a sweep's runnable configs, in its workers: one
 `RowsRequest` per config of a target that runs (the CPU, an attached
 GPU), on the sweep's own worker pool and lanes' XLA_FLAGS (the
-experiment's, then the host devices a sharded case needs).
+experiment's, then the host devices a sharded case needs). A user
+case's inputs are made in the worker that loaded it (`full_inputs_of`),
+so its row 0 and anchor rows are run and compared as a built-in case's.
 
 Private in intent: use the package, `hloprobe.invariance`.
 """
@@ -9,9 +11,10 @@ Private in intent: use the package, `hloprobe.invariance`.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable
 
-from hloprobe.engine import PlannedConfig, SweepPlan
+from hloprobe.engine import PlannedConfig, SweepPlan, SweptCase
 from hloprobe.errors import HloprobeError, first_line
 from hloprobe.invariance.answer import Invariance, config_key, invariance_of
 from hloprobe.invariance.kernel_identity import (
@@ -23,7 +26,7 @@ from hloprobe.invariance.kernel_identity import (
   site_kernels,
 )
 from hloprobe.invariance.rows import ConfigRows
-from hloprobe.invariance.runs import RowsRequest
+from hloprobe.invariance.runs import RowsRequest, UserInputsRequest
 from hloprobe.runtime import host_device_flag
 
 __all__ = [
@@ -73,7 +76,7 @@ def sweep_rows(
   for c in plan.configs():
     if rows_kind(c) is not None or len(plan.sizes_of(c.case)) < 2:
       continue  # nothing to compare it with
-    try:  # a user case's inputs are made in its worker only (not yet here)
+    try:  # a user case's are made in the worker that loaded it
       if c.case_index not in inputs:
         inputs[c.case_index] = full_inputs(c.case_index)
     except HloprobeError as e:
@@ -118,7 +121,7 @@ def sweep_kernels(
       continue
     if len(plan.sizes_of(c.case)) < 2:
       continue  # nothing to compare it with
-    try:  # a user case's inputs are made in its worker only (not yet here)
+    try:  # a user case's are made in the worker that loaded it
       if c.case_index not in inputs:
         inputs[c.case_index] = full_inputs(c.case_index)
     except HloprobeError as e:
@@ -133,6 +136,27 @@ def sweep_kernels(
     except Exception as e:  # that config read from its fates instead
       failed[key] = first_line(e)
   return found, failed
+
+
+def full_inputs_of(swept: SweptCase, pool, timeout_s: float) -> tuple | None:
+  """A case's full inputs (`Case.full_inputs`; None for a sized case):
+  made here for hloprobe's own cases and records, and for a user's case
+  (`SweptCase.guarded`, whose code never runs in this process) in the
+  worker that loaded it (`SweptCase.loader`, lane 0, under `timeout_s`
+  seconds), or, once that pool is closed, in a worker of `pool` (flags
+  "": the case loaded there from its source).
+
+  Raises:
+    CaseError: as `UserInputsRequest`.
+    WorkerError: that worker died or ran past `timeout_s`.
+  """
+  if not swept.guarded:
+    return swept.case.full_inputs()
+  loader = swept.loader
+  if loader is None or loader.closed:
+    loader = pool
+  request = UserInputsRequest(swept.source, tuple(sys.path))
+  return loader.call(request, "", timeout_s)
 
 
 def invariance_of_sweep(
@@ -150,12 +174,11 @@ def invariance_of_sweep(
   A config whose rows fail to run is judged by its records' row 0 (the
   sweep's own run), and the failure is the answer's note.
   """
-  cases = {i: c.case for i, c in enumerate(plan.cases)}
   full = {}
 
   def inputs(i):
     if i not in full:
-      full[i] = cases[i].full_inputs()
+      full[i] = full_inputs_of(plan.cases[i], pool, plan.case_timeout_s)
     return full[i]
 
   rows, failed = sweep_rows(plan, pool, inputs, anchors)
@@ -169,7 +192,7 @@ def invariance_of_sweep(
   for a in found:
     mine = [why for key, why in failed.items() if key[:4] == _key_of(a)]
     if mine and a.why is None:
-      a = dataclasses.replace(a, why=f"anchor rows not run: {mine[0]}")
+      a = dataclasses.replace(a, why=mine[0])
     out.append(a)
   return tuple(out)
 

@@ -14,17 +14,25 @@ Private in intent: use the package, `hloprobe.invariance`.
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 import jax
 import numpy as np
 
 from hloprobe.compile import Case, compile_case, get_case
 from hloprobe.engine import KEPT
+from hloprobe.errors import CaseError, first_line
 from hloprobe.invariance.rows import ConfigRows, anchor_offsets, row_of
 from hloprobe.records import Config
 from hloprobe.runtime import Request, note_stage
 
-__all__ = ["RowsRequest", "anchor_inputs", "anchor_rows_of", "rows_here"]
+__all__ = [
+  "RowsRequest",
+  "UserInputsRequest",
+  "anchor_inputs",
+  "anchor_rows_of",
+  "rows_here",
+]
 
 # The draw of the anchor's companions (fixed: the same batches every run).
 _SEED = 38
@@ -142,3 +150,52 @@ class RowsRequest(Request):
     return rows_here(
       memo[key], self.full_inputs, self.config, self.anchors, kept
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class UserInputsRequest(Request):
+  """A user case's full inputs (`Case.full_inputs`: its `make_inputs()`,
+  checked), made in the worker that loaded the case: the sweep's
+  `SweptCase.loader`, whose memo holds the `Case` under
+  ("case", `source`), as `engine.shell.loaded_case` keeps it. The main
+  process never runs a user case's code; the rows are then run on these
+  inputs in the sweep's workers (`RowsRequest`).
+
+  Made once per worker and kept (its memo), so every config of the case
+  compares rows cut from the same inputs, even where `make_inputs` draws
+  afresh on each call.
+
+  Attributes:
+    source: the case's words (`path/to/file.py:factory`,
+      `package.module:factory`).
+    search_path: the sweep process's `sys.path`; its entries the worker
+      lacks go in front of its own (a worker other than the loader finds
+      the case's module too).
+
+  Raises (from `run`):
+    CaseError: the case fails to load, `make_inputs` raised (its first
+      line), or the inputs do not fit the batch axes.
+  """
+
+  source: str
+  search_path: tuple[str, ...] = ()
+
+  def run(self, memo: dict) -> tuple | None:
+    key = ("invariance inputs", self.source)
+    if key not in memo:
+      missing = [p for p in self.search_path if p not in sys.path]
+      sys.path[:0] = missing
+      loaded = ("case", self.source)  # `engine.shell.loaded_case`'s key
+      if loaded not in memo:
+        memo[loaded] = get_case(self.source)
+      case = memo[loaded]
+      with jax.default_device(jax.devices("cpu")[0]):
+        try:
+          memo[key] = case.full_inputs()
+        except CaseError:
+          raise
+        except Exception as e:
+          raise CaseError(
+            f"case {case.name!r}: make_inputs() failed: {first_line(e)}"
+          ) from None
+    return memo[key]

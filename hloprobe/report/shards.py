@@ -23,6 +23,7 @@ import os
 from collections.abc import Sequence
 
 from hloprobe.errors import InvalidArgumentError
+from hloprobe.ir import read_file_bytes
 from hloprobe.records import ConfigResult
 from hloprobe.report.files import atomic_write
 from hloprobe.runtime import RecordFileError, dump_record, load_record
@@ -42,6 +43,12 @@ RECORDS_NAME = "records.hloprobe"
 _RESULTS = "results.json"
 # The first characters of a fingerprint that a message shows.
 _SHORT = 12
+# The largest shard results.json and records file read, in bytes: a
+# sweep's records run to a few MiB per hundred configs.
+_MAX_RESULTS_BYTES = 256 << 20
+_MAX_RECORDS_BYTES = 1 << 30
+# The most shards a sweep is split into (`engine.parse_shard`'s bound).
+_MAX_SHARDS = 4096
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,10 +121,12 @@ def read_records(folder: str) -> tuple[ConfigResult, ...]:
     InvalidArgumentError: none there, or not records (naming the folder).
   """
   path = os.path.join(folder, RECORDS_NAME)
+  data = read_file_bytes(
+    path, path, InvalidArgumentError, _MAX_RECORDS_BYTES, "record files"
+  )  # a FIFO, a device or a link to /dev/zero: refused unread
   try:
-    with open(path, "rb") as f:
-      records = load_record(f.read())
-  except (OSError, RecordFileError) as e:
+    records = load_record(data)
+  except RecordFileError as e:
     raise InvalidArgumentError(
       f"cannot read {path}: {e}; it is written by `hloprobe sweep --shard` "
       "and `hloprobe merge`, and read by the hloprobe that wrote it (one "
@@ -138,23 +147,64 @@ def read_shard(folder: str) -> ShardPart:
       records, or records that do not match it (one line, naming the
       folder).
   """
+  path = os.path.join(folder, _RESULTS)
   try:
-    with open(os.path.join(folder, _RESULTS), encoding="utf-8") as f:
-      doc = json.load(f)
+    data = read_file_bytes(
+      path, path, InvalidArgumentError, _MAX_RESULTS_BYTES, "results files"
+    )
+  except InvalidArgumentError as e:
+    raise _not_a_shard(folder, str(e)) from None
+  try:
+    doc = json.loads(data)
     entry = doc["shard"]
-    configs = tuple(int(i) for i in entry["configs"])
-    index, count = int(entry["index"]), int(entry["count"])
-    fingerprint, plan = str(entry["fingerprint"]), dict(entry["plan"])
-  except (OSError, ValueError, KeyError, TypeError) as e:
+    index, count = _int(entry, "index"), _int(entry, "count")
+    configs = entry["configs"]
+    fingerprint, plan = entry["fingerprint"], entry["plan"]
+  except (ValueError, KeyError, TypeError, RecursionError) as e:
     raise _not_a_shard(
-      folder, f"no {_RESULTS} with a shard entry: {e}"
+      folder, f"no {_RESULTS} with a shard entry: {type(e).__name__}: {e}"
     ) from None
+  why = _bad_entry(index, count, configs, fingerprint, plan, doc.get("host"))
+  if why:
+    raise _not_a_shard(folder, f"its {_RESULTS} shard entry has {why}")
+  configs = tuple(configs)
   records = read_records(folder)
   if len(records) != len(configs):
     raise _not_a_shard(folder, f"{RECORDS_NAME} does not match {_RESULTS}")
   return ShardPart(
     folder, index, count, fingerprint, plan, configs, doc.get("host"), records
   )
+
+
+def _int(entry: dict, key: str) -> int:
+  """entry[key], an int (never a bool, a float or a string)."""
+  value = entry[key]
+  if type(value) is not int:
+    raise TypeError(f"{key} is a {type(value).__name__}, not an int")
+  return value
+
+
+def _bad_entry(index, count, configs, fingerprint, plan, host) -> str:
+  """What is wrong with a shard entry's values, in words; "" for nothing."""
+  if not 1 <= count <= _MAX_SHARDS:
+    return f"a count of {count} (1 to {_MAX_SHARDS})"
+  if not 0 <= index < count:
+    return f"index {index} outside 0..{count - 1}"
+  if type(configs) is not list or not all(
+    type(i) is int and i >= 0 for i in configs
+  ):
+    return "configs that are not a list of indices"
+  if len(set(configs)) != len(configs) or configs != sorted(configs):
+    return "config indices repeated or out of order"
+  if not isinstance(fingerprint, str) or len(fingerprint) != 64:
+    return "no sha256 fingerprint"
+  if not isinstance(plan, dict):
+    return "a plan that is not a JSON object"
+  if host is not None and not (
+    isinstance(host, dict) and all(isinstance(k, str) for k in host)
+  ):
+    return "a host that is not a JSON object"
+  return ""
 
 
 def join_shards(parts: Sequence[ShardPart]) -> list[ConfigResult]:

@@ -72,7 +72,8 @@ import numpy as np
 import platformdirs
 
 from hloprobe.compile import Case, Target
-from hloprobe.ir import write_whole
+from hloprobe.errors import HloprobeError
+from hloprobe.ir import read_file_bytes, write_whole
 from hloprobe.runtime import host
 from hloprobe.runtime.record_file import (
   RecordFileError,
@@ -116,6 +117,10 @@ _WRITE_TRIES = 3
 # What a cache does with a line it cannot act on (an unreadable entry, a
 # write that failed): the caller's callable, e.g. the command line's.
 Warn = Callable[[str], None]
+
+
+# The largest cache entry read, in bytes (a record is a few MiB at most).
+_MAX_ENTRY_BYTES = 1 << 30
 
 
 def log_warning(line: str) -> None:
@@ -310,12 +315,14 @@ class RecordCache:
     (`record_file.load_record`).
     """
     path = self._path(key)
-    try:
-      with open(path, "rb") as f:
-        record = load_record(f.read())
-    except FileNotFoundError:
+    if not os.path.lexists(path):
       return None
-    except (OSError, RecordFileError) as e:  # a corrupt or forged entry
+    try:  # a FIFO, a device or a link to /dev/zero: refused unread
+      data = read_file_bytes(
+        path, "the entry", HloprobeError, _MAX_ENTRY_BYTES, "cache entries"
+      )
+      record = load_record(data)
+    except (HloprobeError, RecordFileError) as e:  # a corrupt or forged entry
       self._warn(f"hloprobe: ignoring unreadable cache entry {path}: {e}")
       return None
     try:

@@ -24,7 +24,9 @@ Reading runs no code of the file's choosing: a type is looked up only
 among the dataclasses and enums of hloprobe's modules already imported
 (`sys.modules`; nothing is imported on a file's word), and a dataclass
 is rebuilt without calling its `__init__` (`object.__new__`, then each
-field set; the file must name exactly the class's fields). A dtype is
+field set; the file must name exactly the class's fields, and each value
+must be of its field's annotated type: `n` a string or `execution` a
+dict is refused, whatever the hash says). A dtype is
 one of numpy's plain kinds (bool, integers, floats, complex) or an
 ml_dtypes float (bfloat16, float8_*); object and structured dtypes are
 refused. Anything else -- a wrong hash, an unknown type or field, a
@@ -46,6 +48,8 @@ import hashlib
 import io
 import json
 import sys
+import types
+import typing
 import zipfile
 from typing import BinaryIO
 
@@ -277,10 +281,84 @@ class _Decoder:
     names = {f.name for f in dataclasses.fields(cls)}
     if type(fields) is not dict or set(fields) != names:
       raise RecordFileError(f"fields of {cls.__qualname__} do not match")
+    hints = _field_types(cls)
     obj = object.__new__(cls)
     for name, value in fields.items():
-      object.__setattr__(obj, name, self.decode(value))
+      decoded = self.decode(value)
+      if not _fits(decoded, hints.get(name, typing.Any)):
+        raise RecordFileError(
+          f"{cls.__qualname__}.{name} is a {type(decoded).__name__}, not "
+          f"{_hint_words(hints[name])}"
+        )
+      object.__setattr__(obj, name, decoded)
     return obj
+
+
+def _field_types(cls: type) -> dict:
+  """`cls`'s fields' annotated types (resolved); {} where they cannot be
+  resolved (then no field is checked)."""
+  try:
+    return typing.get_type_hints(cls)
+  except Exception:  # noqa: BLE001 (a name the annotations cannot find)
+    return {}
+
+
+def _hint_words(hint) -> str:
+  return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+
+
+def _fits(value, hint) -> bool:
+  """Whether `value` (decoded) is of the annotated type `hint`: classes,
+  `X | None`, `tuple[X, ...]`, `tuple[X, Y]`, `list[X]`, `dict[K, V]`,
+  `(frozen)set[X]`, `Literal`; numpy scalars stand for Python numbers. A
+  hint this does not know (a TypeVar, `Callable`) accepts anything."""
+  if hint is typing.Any or hint is object:
+    return True
+  if hint is None or hint is type(None):
+    return value is None
+  origin = typing.get_origin(hint)
+  args = typing.get_args(hint)
+  if origin in (typing.Union, types.UnionType):
+    return any(_fits(value, a) for a in args)
+  if origin is typing.Literal:
+    return value in args
+  if origin is None:
+    return _is_instance(value, hint)
+  if not isinstance(origin, type):
+    return True
+  if not _is_instance(value, origin):
+    return False
+  if origin is tuple and args:
+    if len(args) == 2 and args[1] is Ellipsis:
+      return all(_fits(v, args[0]) for v in value)
+    return len(args) == len(value) and all(map(_fits, value, args))
+  if origin in (list, set, frozenset) and args:
+    return all(_fits(v, args[0]) for v in value)
+  if origin is dict and len(args) == 2:
+    return all(
+      _fits(k, args[0]) and _fits(v, args[1]) for k, v in value.items()
+    )
+  return True
+
+
+def _is_instance(value, cls) -> bool:
+  """isinstance, with numpy's scalars as Python's numbers (an `int` field
+  takes no bool, a `float` field takes an int)."""
+  if not isinstance(cls, type):
+    return True  # a TypeVar, a NewType, a string left unresolved
+  if cls is float:
+    return isinstance(value, (int, float, np.integer, np.floating)) and (
+      type(value) is not bool
+    )
+  if cls is int:
+    return isinstance(value, (int, np.integer)) and type(value) is not bool
+  if cls is bool:
+    return isinstance(value, (bool, np.bool_))
+  if cls is complex:
+    return isinstance(value, (complex, float, int, np.number))
+  if issubclass(cls, enum.Enum) and issubclass(cls, str) and type(value) is str:
+    return value in {m.value for m in cls}  # a str enum's plain value
+  return isinstance(value, cls)
 
 
 def _lookup(name, base: type | None) -> type:

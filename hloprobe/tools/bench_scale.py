@@ -57,11 +57,12 @@ _WRAP = """
 import json, resource, subprocess, sys, time
 argv = json.loads(sys.argv[1])
 start = time.perf_counter()
-proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 wall = time.perf_counter() - start
 peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+over = proc.stdout.count("went over --max_worker_mb")
 print(json.dumps({"wall": wall, "peak_kb": peak, "rc": proc.returncode,
-                  "err": proc.stderr[-2000:]}))
+                  "err": proc.stderr[-2000:], "over": over}))
 """
 
 _PLAIN = """
@@ -114,7 +115,8 @@ def measure(line: str, command: str = "explain") -> dict:
   Returns:
     {"line", "plain_s", "hloprobe_s", "ratio", "peak_mb" (hloprobe's
     largest process), "plain_peak_mb", "load_before", "load_after",
-    "goal"}.
+    "goal", "over_bound" (lines of hloprobe's output naming a worker
+    stopped by the memory bound: its configs failed)}.
   """
   factory, sizes, goal = _LINES[line]
   case = f"{_MODELS}:{factory}"
@@ -145,6 +147,10 @@ def measure(line: str, command: str = "explain") -> dict:
     "load_before": before,
     "load_after": _load(),
     "goal": goal,
+    # Lines of hloprobe's output naming a worker stopped by the memory
+    # bound (`--max_worker_mb`): its configs failed, so the run is not a
+    # whole one and its seconds are too few.
+    "over_bound": run.get("over", 0),
   }
 
 
@@ -153,13 +159,20 @@ def _print(found: dict, command: str) -> None:
   ok = (goal is None or found["ratio"] <= goal) and (
     found["peak_mb"] < _MEMORY_GOAL_MB
   )
+  cut = found.get("over_bound", 0)
+  short = (
+    f"; NOT A WHOLE RUN: {cut} of its lines name a worker stopped by "
+    "--max_worker_mb"
+    if cut
+    else ""
+  )
   print(
     f"{found['line']:8s} {command} / plain loop: {found['ratio']:.2f}x "
     f"(goal {'-' if goal is None else f'<= {goal:g}x'}, < 2 GB a process: "
     f"{'ok' if ok else 'MISSED'}); {found['hloprobe_s']:.1f} s against "
     f"{found['plain_s']:.1f} s; peak {found['peak_mb']:.0f} MB (plain "
     f"{found['plain_peak_mb']:.0f} MB); load {found['load_before']} -> "
-    f"{found['load_after']}",
+    f"{found['load_after']}{short}",
     flush=True,
   )
 

@@ -343,25 +343,28 @@ class FlagsTest(absltest.TestCase):
     ):
       read_records(folder.full_path)
 
-  @pytest.mark.compiles  # a case file is looked up in a worker process
   def test_a_case_file_not_found_says_where_to_merge(self):
-    # Shards ran in another folder: their relative --case word is looked
-    # up from here, and the one line says to merge from theirs.
+    # Shards ran in another folder: their relative module-file --case word
+    # is looked up from here, and the one line says to merge from theirs.
     from hloprobe.commands import merge
+    from hloprobe.compile import get_target
     from hloprobe.errors import CaseError
+    from hloprobe.ir import Precision
+    from hloprobe.records import Config, ConfigResult
 
     words = {
-      "cases": ["no_such_model.py:make_case"],
+      "cases": ["no_such_module.hlo"],
       "batch_sizes": [1],
       "precisions": ["float32"],
       "targets": ["cpu"],
       "explain_passes": False,
       "experiments": [],
     }
+    config = Config("no_such_module", get_target("cpu"), 1, Precision.float32)
     with self.assertRaisesRegex(
-      CaseError, "no_such_model.py.*run `merge` from the folder the shards"
+      CaseError, "no_such_module.hlo.*run `merge` from the folder the shards"
     ) as e:
-      merge._plan(words)
+      merge._plan(words, [ConfigResult(config)])
     self.assertNotIn("\n", str(e.exception))
 
 

@@ -33,7 +33,7 @@ class SniffTest(parameterized.TestCase):
     self.assertEqual(got.kind, kind)
 
   @parameterized.parameters(
-    (b"ML\xefR\x00rest", "stablehlo_bytecode"),
+    (b"ML\xefR\x03MLIR19\x00rest", "stablehlo_bytecode"),
     (b"// a comment\n\nmodule @jit_f {\n}\n", "stablehlo_text"),
     (b"\xef\xbb\xbf#loc = loc(unknown)\nmodule {}\n", "stablehlo_text"),
     (b'name: "m"\nentry_computation_name: "main"\n', "hlo_proto_text"),
@@ -53,6 +53,33 @@ class SniffTest(parameterized.TestCase):
       module_sniff.sniff(bytes([0xFF, 0, 1, 2, 3, 4, 5, 6, 7])).why,
       r"^binary data \(9 bytes, starting ff00010203040506\), not a module",
     )
+
+
+class UntrustedTest(absltest.TestCase):
+  """Files that crash jaxlib's parsers are refused before any sees them
+  (issue 41: SIGSEGV at 10^5 nested HLO tuples, SIGABRT on a bytecode
+  producer that is not UTF-8)."""
+
+  def test_deep_hlo_tuples(self):
+    d = 100_000
+    data = "HloModule m\nENTRY e { p = " + "(" * d + "f32[]" + ")" * d
+    found = module_sniff.sniff((data + " parameter(0) }").encode())
+    self.assertIsInstance(found, module_sniff.NotAModule)
+    self.assertIn("brackets deep", found.why)
+
+  def test_deep_mlir_tuples(self):
+    d = 50_000
+    data = "module @m {\n func.func @main(%a: " + "tuple<" * d + "f32"
+    data += ">" * d + ") {\n return\n }\n}\n"
+    found = module_sniff.sniff(data.encode())
+    self.assertIsInstance(found, module_sniff.NotAModule)
+    self.assertIn("brackets deep", found.why)
+
+  def test_bytecode_producer_not_utf8(self):
+    data = b"ML\xefR" + bytes([3]) + b"Stable\xffHLO\0" + bytes(64)
+    found = module_sniff.sniff(data)
+    self.assertIsInstance(found, module_sniff.NotAModule)
+    self.assertIn("not UTF-8", found.why)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,10 @@
 8 host devices (XLA_FLAGS=--xla_force_host_platform_device_count=8 in the
 environment, as a user runs them): a `Mesh` the program builds itself with
 `with_sharding_constraint` inside jit (jax-ml/jax#20694's form),
-`jit(in_shardings=..., out_shardings=...)`, and `shard_map` with a psum.
+`jit(in_shardings=..., out_shardings=...)`, `shard_map` with a psum, and a
+`jax.make_mesh` mesh (Auto axes) on the target's devices, compile-only a100
+included. `make_inputs` returning arrays placed on 8 devices is refused in
+one line.
 No `Case.mesh_shape`: the inputs are placed as the program asks (never
 committed to one device), the all-reduce is named, and the shard_map's
 body is emulated per device inside a real shard_map (8 partial sums of
@@ -26,6 +29,7 @@ import pytest
 from absl.testing import absltest
 
 from hloprobe import engine
+from hloprobe.errors import CaseError
 from hloprobe.numerics import within_noise
 
 pytestmark = pytest.mark.compiles
@@ -72,6 +76,16 @@ _CASES = textwrap.dedent(
     return f(a, b)
 
 
+  def made_mesh(a, b):
+    # jax.make_mesh over the target's devices (Auto axes: jax 0.12's
+    # default Explicit axes refuse with_sharding_constraint by name).
+    auto = (jax.sharding.AxisType.Auto,)
+    mesh = jax.make_mesh((8,), ("k",), axis_types=auto)
+    a = jax.lax.with_sharding_constraint(a, NamedSharding(mesh, P(None, "k")))
+    b = jax.lax.with_sharding_constraint(b, NamedSharding(mesh, P("k", None)))
+    return jax.lax.with_sharding_constraint(a @ b, NamedSharding(mesh, P()))
+
+
   def smap(a, b):
     part = lambda a, b: jax.lax.psum(a @ b, "k")
     specs = (P(None, "k"), P("k", None))
@@ -112,6 +126,22 @@ _CASES = textwrap.dedent(
     )
 
 
+  def placed_inputs():
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:8]), ("k",))
+    a, b = inputs()
+    return (
+      jax.device_put(a, NamedSharding(mesh, P(None, "k"))),
+      jax.device_put(b, NamedSharding(mesh, P("k", None))),
+    )
+
+
+  def placed_case():
+    return hloprobe.Case(
+      "placed", "NamedSharding inputs", lambda a, b: a @ b, placed_inputs,
+      in_axes=(0, None),
+    )
+
+
   def _case(name, fn):
     return hloprobe.Case(name, name, fn, inputs, in_axes=(0, None))
 
@@ -126,6 +156,10 @@ _CASES = textwrap.dedent(
 
   def smap_case():
     return _case("smap", smap)
+
+
+  def made_mesh_case():
+    return _case("made_mesh", made_mesh)
   """
 )
 
@@ -154,7 +188,7 @@ class UserShardedTest(absltest.TestCase):
     os.environ["XLA_FLAGS"] = (
       f"{cls._flags or ''} --xla_force_host_platform_device_count=8".strip()
     )
-    names = ("constraint_case", "jit_case", "smap_case")
+    names = ("constraint_case", "jit_case", "smap_case", "made_mesh_case")
     names += ("cancel_constraint_case", "cancel_jit_case", "cancel_mesh_case")
     cls.words = words = [f"{path}:{n}" for n in names]
     spec = engine.SweepSpec(tuple(words), (2,), ("float32",), ("cpu",))
@@ -173,7 +207,9 @@ class UserShardedTest(absltest.TestCase):
     return {k: r for k, r in self.results.items() if not k.startswith("cancel")}
 
   def test_every_form_compiles_runs_and_names_its_all_reduce(self):
-    self.assertEqual(set(self._forms()), {"wsc", "jit_shardings", "smap"})
+    self.assertEqual(
+      set(self._forms()), {"wsc", "jit_shardings", "smap", "made_mesh"}
+    )
     for name, r in self.results.items():
       self.assertTrue(r.ok, (name, r.failure))
       self.assertIn("num_partitions=8", r.compilation.optimized_hlo)
@@ -212,6 +248,19 @@ class UserShardedTest(absltest.TestCase):
       p = r.prediction
       self.assertIsNotNone(p, (r.config.case, r.prediction_error))
       self.assertTrue(within_noise(p.stats, p.noise), p.verdict)
+
+  def test_inputs_placed_on_8_devices_are_refused_in_one_line(self):
+    # make_inputs() returning NamedSharding-placed arrays: the lowering
+    # takes values, so the placement would be dropped without a word.
+    path = self.words[0].rsplit(":", 1)[0]
+    spec = engine.SweepSpec(
+      (f"{path}:placed_case",), (2,), ("float32",), ("cpu",)
+    )
+    with self.assertRaisesRegex(
+      CaseError, r"argument 0 placed on 8 devices \(NamedSharding\).*in_specs"
+    ) as e:
+      engine.run_sweep(spec)
+    self.assertNotIn("\n", str(e.exception))
 
   def test_the_prediction_adds_the_8_partial_sums(self):
     # numpy float32: each device's two products summed (exact here, or

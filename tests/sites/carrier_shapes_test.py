@@ -1,42 +1,31 @@
-"""sites/carrier_shapes.py: a carrier's K and outputs against a site's, on the recorded
-a100 compile of the seed at n = 2 (jaxlib 0.12.0.1,
-tests/testdata/compiles/seed_a100_n2_bfloat16). Expected values are that
-module read by hand: the entry takes x f32[2,2] (parameter 0), W0
-f32[48,2] (1), W1, W2 f32[48,48] (2, 3) and W3 f32[1,48] (4); layer 0's
-dot.4 in gemm_fusion_dot contracts K = 2 into 2 x 48 outputs, layer 1's
-dot.5 K = 48, and the last layer (48 -> 1) is multiply.4 in the reduce
-fusion: 2 x 48 products for 2 outputs. The sites are the recorded
-StableHLO's (site 0: K = 2, site 3: K = 48, one output per row)."""
+"""sites/carrier_shapes.py: a carrier's K and outputs against a site's, on
+the recorded a100 compile of the seed at n = 2 (jaxlib 0.12.0.1), read by
+hand as tests/sites/operand_ancestry_test.py says: layer 0's dot.4
+contracts K = 2 into 2 x 48 outputs, layer 1's dot.5 K = 48, and the last
+layer (48 -> 1) is multiply.4 in the reduce fusion: 2 x 48 products for 2
+outputs. The sites are the recorded StableHLO's (site 0: K = 2, site 3:
+K = 48, one output per row)."""
 
 from __future__ import annotations
 
-import os
-
-import testutil
 from absl.testing import absltest
+from recorded import load
 
 from hloprobe.ir import parse_hlo_module, parse_stablehlo_dots
 from hloprobe.sites import carrier_shapes, operand_ancestry
 
-_DIR = os.path.join(
-  testutil.ROOT, "tests/testdata/compiles/seed_a100_n2_bfloat16/jaxlib0.12.0.1"
-)
-
-
-def _read(name: str) -> str:
-  with open(os.path.join(_DIR, name), encoding="utf-8") as f:
-    return f.read()
+_SEED = load("seed_a100_n2_bfloat16", "0.12.0.1")
 
 
 class SeedCarriersTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    module = parse_hlo_module(_read("optimized.hlo"))
+    module = parse_hlo_module(_SEED.optimized_hlo)
     cls.carriers = {
       c.instruction.name: c for c in operand_ancestry.find_carriers(module)
     }
-    cls.sites = parse_stablehlo_dots(_read("stablehlo.mlir"))
+    cls.sites = parse_stablehlo_dots(_SEED.stablehlo)
 
   def test_k_and_outputs(self):
     self.assertEqual(carrier_shapes.carrier_k(self.carriers["dot.4"]), 2)

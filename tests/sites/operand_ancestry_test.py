@@ -11,29 +11,20 @@ StableHLO's (site 0: K = 2, site 3: K = 48, one output per row)."""
 
 from __future__ import annotations
 
-import os
-
-import testutil
 from absl.testing import absltest
+from recorded import load
 
 from hloprobe.ir import parse_hlo_module
 from hloprobe.sites import operand_ancestry
 
-_DIR = os.path.join(
-  testutil.ROOT, "tests/testdata/compiles/seed_a100_n2_bfloat16/jaxlib0.12.0.1"
-)
-
-
-def _read(name: str) -> str:
-  with open(os.path.join(_DIR, name), encoding="utf-8") as f:
-    return f.read()
+_SEED = load("seed_a100_n2_bfloat16", "0.12.0.1")
 
 
 class SeedCarriersTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    module = parse_hlo_module(_read("optimized.hlo"))
+    module = parse_hlo_module(_SEED.optimized_hlo)
     cls.carriers = {
       c.instruction.name: c for c in operand_ancestry.find_carriers(module)
     }

@@ -1,0 +1,142 @@
+"""A user case's rows in the workers: its inputs made in the worker that
+loaded it (`full_inputs_of`), row 0 and the anchor rows run there like a
+built-in case's (`sweep_rows`, `invariance_of_sweep`), on the CPU.
+
+Expected values, none from hloprobe's output: the case's program is
+exact in float32 (integer inputs in [-4, 4], 16 products of at most 16
+summed, plus 1: every partial sum an integer below 2**24), so each row's
+bits are numpy's int64 result converted to float32, whatever the
+summation order XLA picks at each batch size; hence one class of
+identical bits for row 0 and for the anchor row at every offset.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import numpy as np
+import pytest
+from absl.testing import absltest
+
+from hloprobe import engine, invariance
+from hloprobe.invariance.in_workers import full_inputs_of
+from hloprobe.invariance.rows import ANCHOR, ROW0, anchor_offsets
+
+pytestmark = pytest.mark.compiles
+
+_SIZES = (1, 2, 3, 8)
+
+_CASE = textwrap.dedent("""
+  import numpy as np
+  import hloprobe
+
+  def _fn(x, w):
+    return x @ w + 1.0
+
+  def _inputs():
+    g = np.random.default_rng(7)
+    x = g.integers(-4, 5, (8, 16)).astype(np.float32)
+    w = g.integers(-4, 5, (16, 4)).astype(np.float32)
+    return x, w
+
+  def make_case():
+    return hloprobe.Case(
+      name="exact_mm",
+      description="integer-valued x @ w + 1",
+      fn=_fn,
+      make_inputs=_inputs,
+      in_axes=(0, None),
+    )
+""")
+
+
+class UserCaseAnchorsTest(absltest.TestCase):
+  def test_rows_run_in_workers_are_numpys_integers(self):
+    path = os.path.join(self.create_tempdir().full_path, "exact_case.py")
+    with open(path, "w") as f:
+      f.write(_CASE)
+    plan = engine.plan_sweep(
+      engine.SweepSpec((f"{path}:make_case",), _SIZES, ("float32",), ("cpu",))
+    )
+    with engine.worker_pool(plan) as pool:
+      results = engine.run_sweep(plan, pool=pool)
+      self.assertTrue(all(r.ok for r in results), results)
+      (swept,) = plan.cases
+      self.assertTrue(swept.guarded)
+      x, w = full_inputs_of(swept, pool, 300.0)
+      rows, failed = invariance.sweep_rows(
+        plan, pool, lambda i: full_inputs_of(plan.cases[i], pool, 300.0)
+      )
+      found = invariance.invariance_of_sweep(plan, results, pool)
+    self.assertEqual(failed, {})
+    self.assertTrue(np.array_equal(x, np.round(x)))
+    exact = x.astype(np.int64) @ w.astype(np.int64) + 1
+    want0 = exact[0].astype(np.float32).view(np.uint32)
+    want_anchor = exact[-1].astype(np.float32).view(np.uint32)
+    self.assertEqual(sorted(r.n for r in rows.values()), list(_SIZES))
+    for r in rows.values():
+      np.testing.assert_array_equal(r.row0[0].view(np.uint32), want0)
+      self.assertLen(r.anchor, len(anchor_offsets(r.n)))
+      for a in r.anchor:
+        np.testing.assert_array_equal(a[0].view(np.uint32), want_anchor)
+    (a,) = found
+    self.assertIsNone(a.why)
+    self.assertIs(a.invariant, True)
+    for name in (ROW0, ANCHOR):
+      self.assertEqual(a.row(name).classes, (_SIZES,))
+    lines = invariance.answer_lines(found)
+    self.assertEqual(
+      lines,
+      [
+        "row 0 is batch-invariant on cpu under float32 (bits compared): "
+        "identical for n = 1-8",
+        "the anchor row (at the first, middle, last offsets) is "
+        "batch-invariant on cpu under float32 (bits compared): identical "
+        "for n = 1-8",
+      ],
+    )
+
+  def test_inputs_failing_in_the_loader_say_so_once(self):
+    # make_inputs fails from its second call in a process on: the sweep's
+    # call (the loader's first) passes, the anchors' (its second) fails;
+    # a fresh worker (its first call) would pass, so the failure also
+    # shows that the anchors' inputs came from the loader.
+    path = os.path.join(self.create_tempdir().full_path, "once_case.py")
+    with open(path, "w") as f:
+      f.write(_CASE.replace("def _inputs():", _ONCE))
+    plan = engine.plan_sweep(
+      engine.SweepSpec((f"{path}:make_case",), _SIZES, ("float32",), ("cpu",))
+    )
+    with engine.worker_pool(plan) as pool:
+      results = engine.run_sweep(plan, pool=pool)
+      self.assertTrue(all(r.ok for r in results), results)
+      found = invariance.invariance_of_sweep(plan, results, pool)
+    (a,) = found
+    self.assertEqual(
+      a.why,
+      "CaseError: case 'exact_mm': make_inputs() failed: "
+      "RuntimeError: drawn once only",
+    )
+    (line, note) = invariance.answer_lines(found)
+    self.assertEqual(
+      note,
+      "  (row 0 only on cpu under float32: the anchor row was not run: "
+      "CaseError: case 'exact_mm': make_inputs() failed: RuntimeError: "
+      "drawn once only)",
+    )
+
+
+_ONCE = """_CALLS = []
+
+def _inputs():
+  _CALLS.append(1)
+  if len(_CALLS) > 1:
+    raise RuntimeError("drawn once only")
+  return _drawn()
+
+def _drawn():"""
+
+
+if __name__ == "__main__":
+  absltest.main()

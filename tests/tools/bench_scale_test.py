@@ -1,0 +1,53 @@
+"""`make bench`'s real-size lines (issue 37): a line whose hloprobe run
+had a worker stopped by the memory bound says it is not a whole run."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+from absl.testing import absltest
+
+from hloprobe.tools import bench_scale
+
+
+def _found(over: int) -> dict:
+  return {
+    "line": "gpt2_4",
+    "plain_s": 32.7,
+    "hloprobe_s": 287.0,
+    "ratio": 287.0 / 32.7,
+    "peak_mb": 6563.0,
+    "plain_peak_mb": 961.0,
+    "load_before": "4.1/3.6/5.9",
+    "load_after": "2.9/3.9/5.4",
+    "goal": None,
+    "over_bound": over,
+  }
+
+
+def _printed(found: dict) -> str:
+  out = io.StringIO()
+  with contextlib.redirect_stdout(out):
+    bench_scale._print(found, "explain")
+  return out.getvalue()
+
+
+class PrintTest(absltest.TestCase):
+  def test_a_run_cut_by_the_memory_bound_says_so(self):
+    line = _printed(_found(3))
+    self.assertIn("8.78x", line)  # 287.0 / 32.7
+    self.assertIn("MISSED", line)  # 6563 MB over the 2 GB goal
+    self.assertTrue(
+      line.rstrip().endswith(
+        "NOT A WHOLE RUN: 3 of its lines name a worker stopped by "
+        "--max_worker_mb"
+      )
+    )
+
+  def test_a_whole_run_says_nothing_more(self):
+    self.assertNotIn("NOT A WHOLE RUN", _printed(_found(0)))
+
+
+if __name__ == "__main__":
+  absltest.main()
