@@ -121,17 +121,21 @@ def read_records(folder: str) -> tuple[ConfigResult, ...]:
     InvalidArgumentError: none there, or not records (naming the folder).
   """
   path = os.path.join(folder, RECORDS_NAME)
-  data = read_file_bytes(
-    path, path, InvalidArgumentError, _MAX_RECORDS_BYTES, "record files"
-  )  # a FIFO, a device or a link to /dev/zero: refused unread
+  written = (
+    "it is written by `hloprobe sweep --shard` and `hloprobe merge`, and "
+    "read by the hloprobe that wrote it (one another version wrote: shard "
+    "and merge again)"
+  )
+  try:  # a FIFO, a device or a link to /dev/zero: refused unread
+    data = read_file_bytes(
+      path, path, InvalidArgumentError, _MAX_RECORDS_BYTES, "record files"
+    )
+  except InvalidArgumentError as e:
+    raise InvalidArgumentError(f"{e}; {written}") from None
   try:
     records = load_record(data)
   except RecordFileError as e:
-    raise InvalidArgumentError(
-      f"cannot read {path}: {e}; it is written by `hloprobe sweep --shard` "
-      "and `hloprobe merge`, and read by the hloprobe that wrote it (one "
-      "another version wrote: shard and merge again)"
-    ) from None
+    raise InvalidArgumentError(f"cannot read {path}: {e}; {written}") from None
   if not isinstance(records, tuple) or not all(
     isinstance(r, ConfigResult) for r in records
   ):
