@@ -25,6 +25,8 @@ import numpy as np
 from hloprobe.invariance.kernel_identity import (
   KernelReader,
   RowKernel,
+  batched_leaves,
+  computes_rows,
   kernel_reader,
   record_differences,
   signature_key,
@@ -91,6 +93,9 @@ class Invariance:
       (unknown: `why`).
     why: one line where `invariant` is None, or a note.
     sizes: every swept batch size of the group, ascending.
+    left_out: n -> the kernels of that config that compute no row (they
+      reach only output leaves that do not carry the batch, e.g. a loss's
+      mean over the batch: `kernel_identity.computes_rows`), not judged.
   """
 
   case: str
@@ -106,6 +111,9 @@ class Invariance:
   invariant: bool | None = None
   why: str | None = None
   sizes: tuple[int, ...] = ()
+  left_out: Mapping[int, tuple[RowKernel, ...]] = dataclasses.field(
+    default_factory=dict
+  )
 
   def row(self, name: str) -> RowClasses | None:
     return next((r for r in self.rows if r.row == name), None)
@@ -380,7 +388,17 @@ def _kernel_answer(
   first: the reference the others are described against)."""
   sizes = tuple(sorted(r.config.n for r in results))
   by_n = {r.config.n: r for r in results if r.ok}
-  kernels = {n: tuple(reader(r)) for n, r in by_n.items()}
+  read = {n: tuple(reader(r)) for n, r in by_n.items()}
+  batched = batched_leaves(list(by_n.values()))
+  kernels = {
+    n: tuple(k for k in ks if computes_rows(k, batched))
+    for n, ks in read.items()
+  }
+  left_out = {
+    n: gone
+    for n, ks in read.items()
+    if (gone := tuple(k for k in ks if not computes_rows(k, batched)))
+  }
   missing = tuple((r.config.n, _why_missing(r)) for r in results if not r.ok)
   groups: dict[tuple, list[int]] = {}
   for n in sorted(kernels):
@@ -423,6 +441,7 @@ def _kernel_answer(
     verdict,
     why,
     sizes,
+    left_out,
   )
 
 

@@ -10,6 +10,7 @@ Private in intent: use the package, `hloprobe.invariance`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from hloprobe.invariance.answer import KERNELS, RUN, Invariance, _ranges
@@ -132,7 +133,37 @@ def kernel_lines(answers: Sequence[Invariance]) -> list[str]:
         f"  {a.case} on {a.target} under {a.precision}, {kind} {i + 1}: "
         + "; ".join(per_n)
       )
+    gone = _left_out_words(a)
+    if gone:
+      out.append(
+        f"  {a.case} on {a.target} under {a.precision}, not judged (they "
+        "reach only outputs that do not carry the batch, e.g. a mean over "
+        f"it, and compute no row): {gone}"
+      )
   return out
+
+
+def _left_out_words(a: Invariance) -> str:
+  """The left-out kernels, one phrase per computation: "reduce_sum at
+  my_case.py:10 (input_reduce_fusion at n = 1-8)"; "" for none."""
+  by_what: dict[str, dict[str, list[int]]] = {}
+  for n in sorted(a.left_out):
+    for k in a.left_out[n]:
+      rec = k.record
+      ops = ", ".join(getattr(rec, "ops", ()) or ()) or k.kind
+      src = ", ".join(
+        os.path.basename(w) for w in getattr(rec, "source", ()) or ()
+      )
+      what = f"{k.kind} {ops}" + (f" at {src}" if src else "")
+      by_what.setdefault(what, {}).setdefault(k.name, []).append(n)
+  return "; ".join(
+    f"{what} ("
+    + ", ".join(
+      f"{name} at n = {_ranges(ns, a.sizes)}" for name, ns in names.items()
+    )
+    + ")"
+    for what, names in by_what.items()
+  )
 
 
 def pin_lines(pins: Sequence) -> list[str]:
