@@ -34,6 +34,7 @@ from hloprobe.sites import Fate, SiteFate
 __all__ = [
   "batched_leaves",
   "computes_rows",
+  "unbatched_why",
   "KernelReader",
   "KernelsRequest",
   "record_differences",
@@ -347,6 +348,27 @@ def batched_leaves(results: Sequence[ConfigResult]) -> frozenset[int] | None:
     if len({dims[i] for dims in leaves.values()}) > 1
   )
   return found or None
+
+
+def unbatched_why(results: Sequence[ConfigResult]) -> str | None:
+  """Where no output leaf of a batch-swept group changes shape with n
+  (every output reduced over the batch, e.g. only a loss's `jnp.mean`),
+  why that group has no row to judge, one line; else None (a leaf
+  carries the batch, or it cannot be told: `batched_leaves`). Only for
+  cases swept over the batch: a sized case's n is not a batch."""
+  leaves = _leaves_by_n(results)
+  if leaves is None:
+    return None
+  shapes = next(iter(leaves.values()))
+  if any(v != shapes for v in leaves.values()):
+    return None
+  said = ", ".join("[" + ",".join(map(str, d)) + "]" for d in shapes)
+  return (
+    f"no output leaf carries the batch (each has the same shape, {said}, "
+    "at every n: reduced over the batch, e.g. a mean): it is not a "
+    "per-row output, and its bits may change with n by design; no kernel "
+    "is blamed"
+  )
 
 
 def _leaves_by_n(results) -> dict[int, tuple] | None:

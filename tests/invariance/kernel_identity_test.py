@@ -24,7 +24,7 @@ from hloprobe.invariance.kernel_identity import (
   records_as_kernels,
   result_leaves,
 )
-from hloprobe.invariance.words import kernel_lines
+from hloprobe.invariance.words import answer_lines, kernel_lines
 from hloprobe.ir import as_precision
 from hloprobe.records import Compilation, Config, ConfigResult
 
@@ -176,6 +176,56 @@ class BatchReductionTest(parameterized.TestCase):
     self.assertEqual(a.left_out, {})
     self.assertEqual(a.rows[0].classes, ((8,), (64,)))
     self.assertIn("split_k 1 -> 2", " ".join(a.boundaries[0].causes))
+
+
+# A batch-swept program whose one output is a mean over the batch: its
+# result `f32[]` at every n (hand-written, as XLA prints a module).
+_MEAN_ONLY = """HloModule m, entry_computation_layout={{(f32[{n},8]{{1,0}})->f32[]}}
+
+%add (a: f32[], b: f32[]) -> f32[] {{
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}}
+
+ENTRY %main (x: f32[{n},8]) -> f32[] {{
+  %x = f32[{n},8]{{1,0}} parameter(0)
+  %z = f32[] constant(0)
+  ROOT %r = f32[] reduce(%x, %z), dimensions={{0,1}}, to_apply=%add
+}}
+"""
+
+
+class NoRowTest(absltest.TestCase):
+  def _results(self):
+    a100 = get_target("a100")
+    return [
+      ConfigResult(
+        Config("m", a100, n, as_precision("float32")),
+        Compilation(stablehlo="", optimized_hlo=_MEAN_ONLY.format(n=n)),
+      )
+      for n in _SIZES
+    ]
+
+  def test_a_batch_reduced_output_is_not_a_row(self):
+    # The reduce's signature changes with n (it sums n * 8 values), but
+    # no output holds a row: no kernel is blamed.
+    sig = {1: "t", 2: "t", 8: "t", 64: "u"}
+    (a,) = invariance_of(self._results(), reader=_reader(sig))
+    self.assertIsNone(a.invariant)
+    self.assertEqual(a.basis, "unknown")
+    self.assertEqual(a.boundaries, ())
+    self.assertIn("not a per-row output", a.why)
+    self.assertIn("same shape, [], at every n", a.why)
+    self.assertIn("not a per-row output", " ".join(answer_lines([a])))
+
+  def test_a_sized_case_is_judged_by_its_kernels(self):
+    # A sized case's n is not a batch (jax_19444's Gram matrix keeps its
+    # shape over K): its kernels are judged as before.
+    sig = {1: "t", 2: "t", 8: "t", 64: "u"}
+    (a,) = invariance_of(self._results(), reader=_reader(sig), sized={"m"})
+    self.assertIs(a.invariant, False)
+    self.assertEqual(a.rows[0].classes, ((1, 2, 8), (64,)))
 
 
 if __name__ == "__main__":
