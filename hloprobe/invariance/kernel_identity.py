@@ -196,6 +196,19 @@ def _from_record(rec, fates) -> RowKernel:
   whole; unknown where its role is a library call or whether its rule
   takes the row count is unknown (the record says why)."""
   sites = tuple(f.site.index for f in fates if rec.name in (f.carriers or ()))
+  if not sites and rec.ops:
+    # Dot strength reduction (AlgebraicSimplifier) leaves a multiply
+    # fusion (the site's carrier) and a reduce fusion after it, both with
+    # the dot's metadata: the reduce is the same site's where its ops are
+    # only that dot's and its source line is the site's.
+    sites = tuple(
+      f.site.index
+      for f in fates
+      if f.fate == Fate.MULTIPLY_REDUCE
+      and f.site.location
+      and set(rec.ops) == {f.site.op}
+      and set(rec.source) == {f.site.location}
+    )
   shown = [
     f"{k} {v}" for k, v in rec.arithmetic if k not in ("computation", "ptx")
   ]

@@ -11,6 +11,7 @@ compiles, from the fixtures' text read by hand (`BatchReductionTest`).
 from __future__ import annotations
 
 import os
+import types
 
 from absl.testing import absltest, parameterized
 
@@ -27,6 +28,7 @@ from hloprobe.invariance.kernel_identity import (
 from hloprobe.invariance.words import answer_lines, kernel_lines
 from hloprobe.ir import as_precision
 from hloprobe.records import Compilation, Config, ConfigResult
+from hloprobe.sites import Fate
 
 _SIZES = (1, 2, 8, 64)
 
@@ -176,6 +178,40 @@ class BatchReductionTest(parameterized.TestCase):
     self.assertEqual(a.left_out, {})
     self.assertEqual(a.rows[0].classes, ((8,), (64,)))
     self.assertIn("split_k 1 -> 2", " ".join(a.boundaries[0].causes))
+
+  @parameterized.parameters(*_RELEASES)
+  def test_strength_reduced_reduce_is_the_sites(self, release):
+    # At n = 1 site 0 (`y = x @ w`, record_batch_mean.py:43) is
+    # multiply+reduce: its carrier is the multiply fusion
+    # (`loop_multiply_fusion`); the reduce fusion after it
+    # (`input_reduce_fusion.1`, metadata op_name ".../dot_general" at that
+    # line) is the same site's, so its fate names it once. The loss's
+    # reduce (line 44) is no site's.
+    (r,), read = _recorded(release, "batch_mean_a100_n", (1,))
+    hlo = r.compilation.optimized_hlo
+    line = next(
+      loc
+      for k in read(r)
+      for loc in k.record.source
+      if loc.endswith("record_batch_mean.py:43")
+    )
+    site = types.SimpleNamespace(index=0, location=line, op="dot_general")
+    fate = types.SimpleNamespace(
+      site=site, fate=Fate.MULTIPLY_REDUCE, carriers=("loop_multiply_fusion",)
+    )
+    r = ConfigResult(
+      r.config, Compilation(stablehlo="", optimized_hlo=hlo, fates=(fate,))
+    )
+    got = {k.name: k.sites for k in read(r)}
+    self.assertEqual(
+      got,
+      {
+        "loop_multiply_fusion": (0,),
+        "input_reduce_fusion.1": (0,),
+        "input_reduce_fusion": (),
+        "loop_multiply_fusion.1": (),
+      },
+    )
 
 
 # A batch-swept program whose one output is a mean over the batch: its
