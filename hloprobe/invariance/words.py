@@ -176,6 +176,15 @@ def _kernel_slots(a: Invariance) -> list[tuple[str, dict[int, list]]]:
         shared = len(mine & lines)
         if kind == k.kind and ref in per_n and shared > score:
           best, score = slot, shared
+      if best is None and not mine:  # no program lines: by order
+        best = next(
+          (
+            slot
+            for slot in slots
+            if slot[0] == k.kind and ref in slot[1] and n not in slot[1]
+          ),
+          None,
+        )
       if best is None:
         best = next(
           (

@@ -392,6 +392,30 @@ class KernelLinesTest(parameterized.TestCase):
     for name in ("input_reduce_fusion.1:", "triton_softmax.2:"):
       self.assertEqual(text.count(name), 1, name)
 
+  def test_kernels_without_program_lines_pair_by_order(self):
+    # The fates' reading (`site_kernels`) has no records: its "other
+    # kernels" entries are paired across n in order, one line.
+    def other(words):
+      return RowKernel("other kernels", "reduction", (), "?", words, "?")
+
+    a = Invariance(
+      "m",
+      "a100",
+      "float32",
+      "baseline",
+      "unknown",
+      (RowClasses(ROW0, ((2,), (1,))),),
+      kernels={1: (other("w1"),), 2: (other("w2"),)},
+      sizes=(1, 2),
+    )
+    self.assertEqual(
+      kernel_lines([a]),
+      [
+        "  m on a100 under float32, reduction: n = 1: other kernels: w1; "
+        "n = 2: other kernels: w2"
+      ],
+    )
+
 
 if __name__ == "__main__":
   absltest.main()
