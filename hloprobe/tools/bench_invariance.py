@@ -22,6 +22,14 @@ answer's own share ((answer - off) / plain), each side's seconds, the peak
 resident memory of the answer run's largest process, and the load average
 before and after (the machine may be shared: the runs are back to back).
 
+Run once (jaxlib 0.12.0.1, the shared 2-core machine, load 3.0 -> 3.5,
+another session's bench beside it): 8.55x, goal missed; the answer's own
+share 2.75x (219.8 s; --invariance=off 149.1 s; plain 25.7 s); peak 4.9
+GB; 7 classes, one per n, by kernel identity. Most of the time is
+explain's own (off is 5.8x); where the answer's 71 s go (reading each
+config's kernels in its worker, `invariance.sweep_kernels`) is not yet
+measured.
+
 The case is `gpt2_block` below: `bench_models`' one-layer GPT-2-small
 block (d_model 768, 12 heads of 64, MLP 3072, seq 128) with 64 rows.
 """
