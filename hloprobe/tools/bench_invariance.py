@@ -26,9 +26,12 @@ Run once (jaxlib 0.12.0.1, the shared 2-core machine, load 3.0 -> 3.5,
 another session's bench beside it): 8.55x, goal missed; the answer's own
 share 2.75x (219.8 s; --invariance=off 149.1 s; plain 25.7 s); peak 4.9
 GB; 7 classes, one per n, by kernel identity. Most of the time is
-explain's own (off is 5.8x); where the answer's 71 s go (reading each
-config's kernels in its worker, `invariance.sweep_kernels`) is not yet
-measured.
+explain's own (off is 5.8x). Of the answer's 71 s, reading the kernels
+is not it: `kernels.read_kernels` takes 0.1 s a config here (n = 8 and
+64, 14 records, 200-240 kB of PTX), a compile 4 s; where the rest goes
+(`invariance.sweep_kernels`' requests: a worker that did not keep the
+config compiles it again; each request carries the case's full inputs)
+is not yet measured.
 
 The case is `gpt2_block` below: `bench_models`' one-layer GPT-2-small
 block (d_model 768, 12 heads of 64, MLP 3072, seq 128) with 64 rows.
