@@ -167,6 +167,11 @@ class BadShardFilesTest(absltest.TestCase):
     os.remove(path)
     os.mkfifo(path)
     self.assertIn("a FIFO", self._refused("not a regular file"))
+    start = time.monotonic()  # the command line: one line, exit 2
+    proc = testutil.run_hloprobe_here("merge", *self.folders, timeout_s=10)
+    self.assertLess(time.monotonic() - start, 5)
+    self.assertEqual(proc.returncode, 2, proc.stderr)
+    self.assertLen(proc.stderr.splitlines(), 1, proc.stderr)
 
   def test_fifo_results_json(self):
     path = os.path.join(self.folders[1], "results.json")
