@@ -185,7 +185,8 @@ def invariance_of_sweep(
   kernels = {}
   if reader is None:
     kernels, _ = sweep_kernels(plan, pool, inputs, results)
-  found = invariance_of(results, rows, reader, kernels)
+  sized = {s.case.name for s in plan.cases if s.case.swept_size is not None}
+  found = invariance_of(results, rows, reader, kernels, sized)
   if not failed:
     return found
   out = []
