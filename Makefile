@@ -117,8 +117,9 @@ test: $(TEST_STAMP)
 
 # The tests too slow for `make test`'s budget (marker `slow`): a local Ray
 # cluster started under the command line, then SIGKILLed and SIGTERMed
-# (tests/runtime/ray_watchdog_test.py, about 35 s). CI runs it after
-# `make test`.
+# (tests/runtime/ray_watchdog_test.py, about 35 s), and sweeps run on a
+# local Ray cluster (tests/runtime/ray_pool_test.py, about 25 s). CI runs
+# it after `make test`.
 test-slow: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -m slow tests
 

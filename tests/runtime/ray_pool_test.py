@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import sys
+import tempfile
 import time
 import warnings
 from unittest import mock
@@ -50,10 +51,10 @@ _SWEEP = (
 )
 
 
-def _root(name: str) -> str:
-  """A new empty folder under the test's temporary folder."""
-  root = os.path.join(absltest.get_default_test_tmpdir(), name)
-  shutil.rmtree(root, ignore_errors=True)
+def _root(cls, name: str) -> str:
+  """A new empty folder of `cls`'s own, removed after its tests."""
+  root = tempfile.mkdtemp(prefix=f"hloprobe-{name}-")
+  cls.addClassCleanup(shutil.rmtree, root, ignore_errors=True)
   return root
 
 
@@ -91,7 +92,10 @@ class RayMissingTest(absltest.TestCase):
       )
 
 
+# A local Ray cluster and two sweeps under the command line (about 70 s of
+# test time): the `slow` tier, which `make test-slow` and CI run.
 @pytest.mark.compiles
+@pytest.mark.slow
 class RayExecutorTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
@@ -107,7 +111,7 @@ class RayExecutorTest(absltest.TestCase):
         configure_logging=False,
       )
     cls.addClassCleanup(ray.shutdown)
-    cls.root = _root("ray_executor")
+    cls.root = _root(cls, "ray_executor")
     cls.runs = {
       executor: testutil.run_hloprobe_here(
         "sweep",
