@@ -311,7 +311,13 @@ class _Sweep:
     return found
 
   def start_workers(self) -> None:
-    """Starts every lane's worker (they warm up meanwhile)."""
+    """Starts every lane's worker (they warm up meanwhile), and ends a
+    local pool's workers of other flag sets or lanes, which an earlier
+    sweep on the pool started (`WorkerPool.retire`)."""
+    retire = getattr(self.pool, "retire", None)  # a RayPool keeps its own
+    if retire is not None:
+      keep = [(flags, lane) for flags, lane, _ in self.lanes]
+      retire([(BASELINE.flags_text, 0), *keep])
     for flags, lane, _ in self.lanes:
       self.pool.start(flags, lane)
 

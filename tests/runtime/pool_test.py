@@ -171,6 +171,32 @@ class InputsOnceTest(absltest.TestCase):
     self.assertEqual(calls, [0])
 
 
+class RetireTest(absltest.TestCase):
+  def test_a_sweep_ends_the_workers_an_earlier_one_left(self):
+    # Two sweeps on one pool, as explain's fix tries: the first at
+    # --jobs=2 (lanes 0 and 1), the second at --jobs=1 under other flags.
+    # The second keeps the baseline's lane 0 (it loads the targets there)
+    # and its own lane, and ends lane 1's worker; a case's loader (a
+    # negative lane) is kept.
+    spec = engine.SweepSpec(("seed_mlp",), (1, 2), ("float32",), ("cpu",))
+    nofm = parse_experiment("nofm:--xla_cpu_enable_fast_math=false")
+    with worker.WorkerPool() as pool:
+      engine.run_sweep(dataclasses.replace(spec, jobs=2), pool=pool)
+      pool.start("", -1)
+      keys = lambda *pairs: sorted(pool._key(f, lane) for f, lane in pairs)
+      self.assertEqual(sorted(pool._workers), keys(("", -1), ("", 0), ("", 1)))
+      lane1 = pool._workers[pool._key("", 1)]
+      results = engine.run_sweep(
+        dataclasses.replace(spec, experiments=(nofm,)), pool=pool
+      )
+      self.assertTrue(all(r.ok for r in results))
+      self.assertFalse(lane1.alive)
+      self.assertEqual(
+        sorted(pool._workers),
+        keys(("", -1), ("", 0), (nofm.flags_text, 0)),
+      )
+
+
 class JobsTest(absltest.TestCase):
   def test_jobs_change_nothing_and_each_flag_set_has_one_worker(self):
     # The A100 as a config file: the plan reads it once, a worker gets the

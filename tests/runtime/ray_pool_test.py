@@ -25,6 +25,7 @@ import testutil
 from absl.testing import absltest
 
 from hloprobe import engine
+from hloprobe.runtime import RayPool, WorkerError, serve
 
 # results.json without "created" and timings (`make bench` compares so too).
 from hloprobe.tools.bench_shards import comparable as _comparable
@@ -126,6 +127,19 @@ class RayExecutorTest(absltest.TestCase):
   def test_runs_succeed(self):
     for executor, proc in self.runs.items():
       self.assertEqual(proc.returncode, 0, (executor, proc.stderr))
+
+  def test_an_actor_s_worker_over_the_memory_bound_is_stopped(self):
+    # As a local worker (process_memory_test): importing jax in the
+    # actor's worker is far over 64 MiB resident.
+    with RayPool(max_worker_mb=64) as pool:
+      with self.assertRaises(WorkerError) as caught:
+        pool.call(serve.CheckXlaFlagsRequest())
+    line = str(caught.exception)
+    self.assertNotIn("\n", line)
+    self.assertRegex(
+      line,
+      r"^worker went over --max_worker_mb=64 \(resident \d+ MiB, stage ",
+    )
 
   def test_ray_results_json_equals_the_local_run(self):
     local, on_ray = (
