@@ -64,7 +64,10 @@ _HELP_TEXT = frozenset({"hloprobe.cli._main"})
 # 352: verify's evidence records left its face (report reads them by field
 # and dispatches on their `evidence_kind`; `verify.Evidence`,
 # `EvidenceKind` name them).
-_PUBLIC_NAMES_CAP = 352
+# 346: report's output vocabulary is one record (`OUTPUT_FORMS`: formats,
+# columns, first screen, width, stream name) and its listings one call
+# (`listing`).
+_PUBLIC_NAMES_CAP = 346
 
 
 def _modules(package: types.ModuleType) -> list[str]:
