@@ -199,15 +199,16 @@ def _from_record(rec, fates) -> RowKernel:
   if not sites and rec.ops:
     # Dot strength reduction (AlgebraicSimplifier) leaves a multiply
     # fusion (the site's carrier) and a reduce fusion after it, both with
-    # the dot's metadata: the reduce is the same site's where its ops are
-    # only that dot's and its source line is the site's.
+    # the dot's metadata: the reduce is the same site's where it computes
+    # that dot (its op, at the site's source line; elementwise ops of the
+    # same line, e.g. a tanh, may be fused into it).
     sites = tuple(
       f.site.index
       for f in fates
       if f.fate == Fate.MULTIPLY_REDUCE
       and f.site.location
-      and set(rec.ops) == {f.site.op}
-      and set(rec.source) == {f.site.location}
+      and f.site.op in rec.ops
+      and f.site.location in rec.source
     )
   shown = [
     f"{k} {v}" for k, v in rec.arithmetic if k not in ("computation", "ptx")

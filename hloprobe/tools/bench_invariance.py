@@ -29,9 +29,11 @@ GB; 7 classes, one per n, by kernel identity. Most of the time is
 explain's own (off is 5.8x). Of the answer's 71 s, reading the kernels
 is not it: `kernels.read_kernels` takes 0.1 s a config here (n = 8 and
 64, 14 records, 200-240 kB of PTX), a compile 4 s; where the rest goes
-(`invariance.sweep_kernels`' requests: a worker that did not keep the
-config compiles it again; each request carries the case's full inputs)
-is not yet measured.
+(`invariance.sweep_kernels`' requests; each carries the case's full
+inputs) is not yet measured. That run predates asking each config's
+kernels on the lane that compiled it: before, every request went to
+lane 0, and the configs the sweep had dealt to lane 1 (3 of 7 here, 4 s
+a compile) were compiled again, one after another; not run again since.
 
 The case is `gpt2_block` below: `bench_models`' one-layer GPT-2-small
 block (d_model 768, 12 heads of 64, MLP 3072, seq 128) with 64 rows.
