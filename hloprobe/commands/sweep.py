@@ -151,16 +151,11 @@ def write_files(results, why, versions, cpu, out) -> None:
   Raises:
     HloprobeError: "cannot write ...", for the first that fails.
   """
-  from hloprobe.pictures import (
-    write_files as outputs_write_files,
-  )
-  from hloprobe.pictures import (
-    wrote_line,
-  )
+  from hloprobe.pictures import write_files as outputs_write_files
 
   wrote = outputs_write_files(results, why, versions, cpu, out)
   if wrote:
-    print(wrote_line(wrote, out.output_dir), file=sys.stderr)
+    print(wrote, file=sys.stderr)
 
 
 def write_records(results, output_dir: str) -> None:
