@@ -130,7 +130,6 @@ def _sharded(spec, text: str, output_dir: str | None):
 
 def shard_entry(spec) -> dict | None:
   """results.json's "shard" entry of a `--shard` run's plan, else None."""
-  from hloprobe.engine import shard_identity
   from hloprobe.report import shard_json
 
   if spec.shard is None:
@@ -138,7 +137,7 @@ def shard_entry(spec) -> dict | None:
   return shard_json(
     spec.shard.index,
     spec.shard.count,
-    spec.fingerprint(shard_identity(os.environ)),
+    spec.fingerprint(),
     spec.words(),
     spec.shard_indices(),
   )
