@@ -21,6 +21,14 @@ SIGTERM. So:
   jax.export artifact           read in a child process only
                                 (`guarded_text`): a flatbuffer is only
                                 known to be one by reading it
+  HloModuleProto (binary, in    printed as HLO text in a child process
+  an HloSnapshot, or from       (`guarded_text`, "hlo_proto"); that text
+  proto text)                   is checked as text and parsed here
+
+Mutated bytecode whose header is fine still aborts jaxlib 0.12.0.1 in
+process (a string attribute that is not UTF-8: "nanobind::str():
+conversion error!", SIGABRT; `make fuzz` seed 0, mutations 66 and 120),
+so bytecode is only ever read in the child.
 
 The child process (`python -c`, its own session, stdin the file's bytes,
 stdout its text) runs under `GUARD_TIMEOUT_S` seconds of wall time and
@@ -173,6 +181,11 @@ try:
   if kind == "jax_export":
     import jax.export
     text = jax.export.deserialize(bytearray(data)).mlir_module()
+  elif kind == "hlo_proto":
+    from hloprobe import private_api
+    text = private_api.hlo_proto_to_text(data)
+    if text is None:
+      raise ValueError("this jaxlib cannot read HloModuleProto files")
   else:
     from hloprobe.ir import read_stablehlo_module
     text = read_stablehlo_module(data).text
@@ -191,12 +204,13 @@ def guarded_text(
   timeout_s: float = GUARD_TIMEOUT_S,
   max_mb: int = GUARD_MAX_MB,
 ) -> str:
-  """The MLIR text of a `jax.export` artifact or an MLIR bytecode, read in
-  a child process under a time and memory limit.
+  """The MLIR text of a `jax.export` artifact or an MLIR bytecode, or the
+  HLO text of a serialized HloModuleProto, read in a child process under
+  a time and memory limit.
 
   Args:
-    data: the file's bytes.
-    kind: "jax_export" or "stablehlo_bytecode".
+    data: the file's bytes (for "hlo_proto", the module proto's).
+    kind: "jax_export", "stablehlo_bytecode" or "hlo_proto".
     timeout_s: wall seconds the child may take.
     max_mb: resident MiB the child may reach.
 
@@ -224,17 +238,17 @@ def guarded_text(
     env=env,
     stdin=subprocess.PIPE,
     stdout=subprocess.PIPE,
-    stderr=subprocess.DEVNULL,
+    stderr=subprocess.PIPE,
     start_new_session=True,  # a terminal's SIGINT is ours to pass on
   )
   try:
-    out = _communicate(proc, data, timeout_s, max_mb)
+    out, err = _communicate(proc, data, timeout_s, max_mb)
   finally:
     if proc.poll() is None:
       proc.kill()
     proc.wait()
   if proc.returncode != 0:
-    raise GuardError(_death(proc.returncode), True)
+    raise GuardError(_death(proc.returncode, err), True)
   try:
     reply = json.loads(out)
   except ValueError:
@@ -244,14 +258,17 @@ def guarded_text(
   return str(reply["text"])
 
 
-def _communicate(proc, data: bytes, timeout_s: float, max_mb: int) -> bytes:
-  """The child's stdout, once it ends; GuardError past the limits."""
+def _communicate(
+  proc, data: bytes, timeout_s: float, max_mb: int
+) -> tuple[bytes, bytes]:
+  """The child's stdout and stderr, once it ends; GuardError past the
+  limits."""
   deadline = time.monotonic() + timeout_s
   given = data
   while True:
     try:
-      out, _ = proc.communicate(given, timeout=_POLL_S)
-      return out or b""
+      out, err = proc.communicate(given, timeout=_POLL_S)
+      return out or b"", err or b""
     except subprocess.TimeoutExpired:
       given = None  # communicate keeps what it has sent and read
     if time.monotonic() > deadline:
@@ -274,12 +291,17 @@ def _resident_mb(pid: int) -> int:
   return pages * os.sysconf("SC_PAGE_SIZE") >> 20
 
 
-def _death(code: int) -> str:
-  """How the child ended, in words."""
+def _death(code: int, err: bytes = b"") -> str:
+  """How the child ended, in words, with the cause its stderr names (a C++
+  exception's `what():` line, as std::terminate prints it)."""
+  why = ""
+  for line in err.decode("utf-8", "replace").splitlines():
+    if line.strip().startswith("what():"):
+      why = ": " + " ".join(line.strip().removeprefix("what():").split())[:200]
   if code < 0:
     try:
       name = signal.Signals(-code).name
     except ValueError:
       name = f"signal {-code}"
-    return f"its reader died of {name} (jaxlib's native code)"
-  return f"its reader exited with status {code}"
+    return f"its reader died of {name} (jaxlib's native code){why}"
+  return f"its reader exited with status {code}{why}"
