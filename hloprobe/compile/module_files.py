@@ -150,7 +150,10 @@ def read_module_file(
   data = read_file_bytes(
     path, what, ModuleFileError, max_bytes, limit_for="module files"
   )
-  kind = module_sniff.sniff(data)
+  try:
+    kind = module_sniff.sniff(data)
+  except ValueError as e:  # a snapshot's literals; a guarded reader's death
+    raise ModuleFileError(f"{what}: {_one_line(str(e))}") from None
   if isinstance(kind, module_sniff.NotAModule):
     hint = ""
     if path.endswith(".py"):  # a program, given without its factory

@@ -107,6 +107,11 @@ class FuzzFindingsTest(unittest.TestCase):
       "mutation-0-120.mlirbc", "SIGABRT (jaxlib's native code): nanobind"
     )
 
+  def test_mutation_565_snapshot_literal_is_one_line(self):
+    # A snapshot whose first argument's literal lost its values: was a
+    # ValueError traceback from the sniffer.
+    self._refused("mutation-0-565.snapshot.pb", "has 0 values, not 12")
+
   def test_mutation_121_mlir_hang_is_one_line(self):
     # Was a hang over 20 s; not UTF-8 past its `module @` start, it is
     # refused before any parser.
