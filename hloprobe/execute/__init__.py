@@ -29,19 +29,18 @@ intent: values (types, literals, layouts, argument checks), rounding,
 contraction, elementwise, shape_ops, reductions, reorder (scatter, sort),
 blas (cuBLAS/cuBLASLt gemms), conv (convolutions, cuDNN's calls), ops
 (the opcode table), interpreter (the walk), records, spmd (an
-SPMD-partitioned module run per device: `execute_partitioned`).
+SPMD-partitioned module run per device: `execute_module` with
+`shardings`).
 """
 
 from __future__ import annotations
 
-from hloprobe.execute.interpreter import execute_module as execute_module
-from hloprobe.execute.spmd import execute_partitioned as execute_partitioned
+from hloprobe.execute.spmd import execute_module as execute_module
 from hloprobe.execute.values import numpy_dtype as numpy_dtype
 from hloprobe.execute.values import parse_literal as parse_literal
 
 __all__ = [
   "execute_module",
-  "execute_partitioned",
   "numpy_dtype",
   "parse_literal",
 ]

@@ -24,9 +24,12 @@ import pytest
 from absl.testing import absltest
 
 from hloprobe.execute.spmd import (
+  MeshSharding,
   execute_partitioned,
   partition_count,
+  program_shardings,
   replica_groups,
+  shard_indices,
 )
 from hloprobe.ir import parse_hlo_module
 
@@ -41,14 +44,15 @@ HloModule two, num_partitions=2
   ROOT %s = f32[] add(%x, %y)
 }
 
-ENTRY %main (p: f32[2,4]) -> (f32[2,4], f32[4,4], f32[1,4], f32[2,4], u32[]) {
+ENTRY %main (p: f32[2,4]) -> (f32[2,4], f32[4,4], f32[1,4], f32[2,4], u32[1]) {
   %p = f32[2,4]{1,0} parameter(0)
   %ar = f32[2,4]{1,0} all-reduce(%p), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=%add
   %ag = f32[4,4]{1,0} all-gather(%p), channel_id=2, replica_groups=[1,2]<=[2], dimensions={0}, use_global_device_ids=true
   %rs = f32[1,4]{1,0} reduce-scatter(%p), channel_id=3, replica_groups={{0,1}}, dimensions={0}, use_global_device_ids=true, to_apply=%add
   %cp = f32[2,4]{1,0} collective-permute(%p), channel_id=4, source_target_pairs={{0,1},{1,0}}
   %id = u32[] partition-id()
-  ROOT %t = (f32[2,4]{1,0}, f32[4,4]{1,0}, f32[1,4]{1,0}, f32[2,4]{1,0}, u32[]) tuple(%ar, %ag, %rs, %cp, %id)
+  %idb = u32[1]{0} broadcast(%id), dimensions={}
+  ROOT %t = (f32[2,4]{1,0}, f32[4,4]{1,0}, f32[1,4]{1,0}, f32[2,4]{1,0}, u32[1]{0}) tuple(%ar, %ag, %rs, %cp, %idb)
 }
 """
 
@@ -68,33 +72,91 @@ class ReplicaGroupsTest(absltest.TestCase):
     self.assertEqual(replica_groups(mesh, 8), [[0, 4], [1, 5], [2, 6], [3, 7]])
 
 
+# jax's lowering of `jit(f, in_shardings=(P(None, "k"),))` (a Sharding
+# custom call on the parameter) and of a shard_map (Shardy's
+# GlobalToLocalShape / LocalToGlobalShape), cut down.
+_LOWERED = """\
+HloModule jit_f, frontend_attributes={xla.sdy.meshes={mesh = #sdy.mesh<["k"=8]>}}
+
+ENTRY %main (a: f32[2,16], b: f32[16,4]) -> f32[2,4] {
+  %a = f32[2,16]{1,0} parameter(0)
+  %cc = f32[2,16]{1,0} custom-call(%a), custom_call_target="Sharding", sharding={devices=[1,8]<=[8]}
+  %b = f32[16,4]{1,0} parameter(1)
+  %sm = (f32[16,4]{1,0}) custom-call(%b), custom_call_target="xla.sdy.GlobalToLocalShape", frontend_attributes={xla.sdy.in_shardings="#sdy.sharding_per_value<[<@mesh, [{\\"k\\"}, {}]>]>"}
+  %d = f32[2,4]{1,0} dot(%cc, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %out = f32[2,4]{1,0} custom-call(%d), custom_call_target="Sharding", sharding={replicated}
+}
+"""
+
+
+class ShardingsTest(absltest.TestCase):
+  def test_tiled_shardings(self):
+    # [2,1,4] tiles, the last replicated: iota(8) as [2,1,4], so devices
+    # 0-3 hold rows 0:2 and devices 4-7 rows 2:4, every column.
+    found = shard_indices(
+      "{devices=[2,1,4]<=[8] last_tile_dim_replicate}", (4, 16), 8
+    )
+    self.assertEqual(found[3], (slice(0, 2), slice(0, 16)))
+    self.assertEqual(found[4], (slice(2, 4), slice(0, 16)))
+    # An explicit list: tile 0 (columns 0:3) on device 1.
+    found = shard_indices("{devices=[1,2]1,0}", (2, 6), 2)
+    self.assertEqual(
+      found, [(slice(0, 2), slice(3, 6)), (slice(0, 2), slice(0, 3))]
+    )
+    with self.assertRaisesRegex(Exception, "padded"):
+      shard_indices("{devices=[1,8]<=[8]}", (2, 12), 8)
+
+  def test_a_mesh_sharding_cuts_over_axes_major_first(self):
+    # Mesh a=2, b=4; dimension 0 split over (a, b): device p = 4 a + b
+    # holds block a*4 + b, i.e. block p, of 8.
+    spec = MeshSharding((("a", "b"),), (2, 4), ("a", "b"))
+    self.assertEqual(shard_indices(spec, (16,), 8)[5], (slice(10, 12),))
+    # Split over (b, a): device 5 (a 1, b 1) holds block 1*2 + 1 = 3.
+    spec = MeshSharding((("b", "a"),), (2, 4), ("a", "b"))
+    self.assertEqual(shard_indices(spec, (16,), 8)[5], (slice(6, 8),))
+
+  def test_the_program_s_shardings(self):
+    ins, outs = program_shardings(parse_hlo_module(_LOWERED))
+    self.assertEqual(ins[0], "{devices=[1,8]<=[8]}")
+    self.assertEqual(ins[1], MeshSharding((("k",), ()), (8,), ("k",)))
+    self.assertEqual(outs, ["{replicated}"])
+
+
 class TwoDevicesTest(absltest.TestCase):
   def test_collectives_of_a_handwritten_module(self):
     module = parse_hlo_module(_TWO)
     self.assertEqual(partition_count(module), 2)
     x = np.arange(16, dtype=np.float32).reshape(4, 4)
-    rows = [(slice(0, 2),), (slice(2, 4),)]
-    mine = [(0,), (1,)]  # each device's output into its own slot
-    shapes = [(2, 2, 4), (2, 4, 4), (2, 1, 4), (2, 2, 4), (2,)]
-    ex = execute_partitioned(module, [x], [rows], [mine] * 5, shapes)
+    rows = "{devices=[2,1]<=[2]}"  # device d: rows 2d:2d+2
+    shapes = [(4, 4), (8, 4), (2, 4), (4, 4), (2,)]
+    outs = [rows] * 4 + ["{devices=[2]<=[2]}"]
+    ex = execute_partitioned(module, [x], [rows], outs, shapes)
     self.assertEqual(ex.not_executed, ())
     ar, ag, rs, cp, pid = ex.outputs
     total = x[:2] + x[2:]  # numpy: the two devices' shards summed
-    np.testing.assert_array_equal(ar, [total, total])
-    np.testing.assert_array_equal(ag, [x, x])
-    np.testing.assert_array_equal(rs, [total[:1], total[1:]])
-    np.testing.assert_array_equal(cp, [x[2:], x[:2]])
+    np.testing.assert_array_equal(ar, np.concatenate([total, total]))
+    np.testing.assert_array_equal(ag, np.concatenate([x, x]))
+    np.testing.assert_array_equal(rs, total)
+    np.testing.assert_array_equal(cp, np.concatenate([x[2:], x[:2]]))
     np.testing.assert_array_equal(pid, [0, 1])
 
   def test_a_device_that_cannot_compute_names_it_and_nobody_hangs(self):
     text = _TWO.replace("%id = u32[] partition-id()", "%id = u32[] rng-x()")
     module = parse_hlo_module(text)
     x = np.zeros((4, 4), np.float32)
-    rows = [(slice(0, 2),), (slice(2, 4),)]
-    shapes = [(2, 2, 4), (2, 4, 4), (2, 1, 4), (2, 2, 4), (2,)]
-    ex = execute_partitioned(module, [x], [rows], [[(0,), (1,)]] * 5, shapes)
+    rows = "{devices=[2,1]<=[2]}"
+    shapes = [(4, 4), (8, 4), (2, 4), (4, 4), (2,)]
+    outs = [rows] * 4 + ["{devices=[2]<=[2]}"]
+    ex = execute_partitioned(module, [x], [rows], outs, shapes)
     self.assertIsNone(ex.outputs)
     self.assertEqual([n.instruction for n in ex.not_executed], ["id"])
+
+  def test_a_sharding_that_does_not_give_the_module_s_shapes_is_named(self):
+    module = parse_hlo_module(_TWO)
+    x = np.zeros((4, 4), np.float32)
+    shapes = [(4, 4), (8, 4), (2, 4), (4, 4), (2,)]
+    with self.assertRaisesRegex(Exception, "parameter 0: .*propagation"):
+      execute_partitioned(module, [x], [None], [None] * 5, shapes)
 
 
 _CHILD = textwrap.dedent(
@@ -107,8 +169,10 @@ _CHILD = textwrap.dedent(
   from hloprobe.ir import parse_hlo_module
 
   mesh = Mesh(np.array(jax.devices()[:8]), ("x",))
-  order = list(mesh.devices.flat)  # partition i: the mesh's i-th device
   S = lambda *spec: NamedSharding(mesh, P(*spec))
+  # A PartitionSpec as execute_partitioned takes it: (axes, sizes, names).
+  M = lambda s: (tuple(() if e is None else (e,) for e in s.spec), (8,),
+                 ("x",))
   a, b = (np.load(sys.argv[1])[k] for k in ("a", "b"))
 
   def shmap(a, b):
@@ -127,12 +191,9 @@ _CHILD = textwrap.dedent(
     f = jax.jit(fn, in_shardings=ins, out_shardings=outs)
     module = parse_hlo_module(f.lower(a, b).compile().as_text())
     shape = jax.eval_shape(fn, a, b).shape
-    in_idx = [[s.devices_indices_map(x.shape)[d] for d in order]
-              for s, x in zip(ins, (a, b))]
-    out_idx = [[outs.devices_indices_map(shape)[d] for d in order]]
     for widen in (True, False):
-      ex = execute_partitioned(module, [a, b], in_idx, out_idx, [shape],
-                               widen=widen)
+      ex = execute_partitioned(module, [a, b], [M(s) for s in ins],
+                               [M(outs)], [shape], widen=widen)
       assert ex.outputs is not None, (name, ex.not_executed)
       out[name + ("_f64" if widen else "_f32")] = ex.outputs[0]
     ops = {i.opcode for c in module.computations.values()
