@@ -6,7 +6,8 @@ same `signature` compute the same bits for a row.
 
 The stage's interface is the names below (`__all__`):
 
-  read_kernels      one compiled config -> its `KernelRecord`s
+  read_kernels      one compiled config -> its `KernelRecord`s (each with
+                    the output leaves it reaches)
   core_count        a compile-only target's SM count, for read_kernels
   compare_kernels   two configs' records -> the `KernelDifference`s (the
                     kernels whose per-row arithmetic differs)
