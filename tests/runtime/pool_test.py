@@ -172,29 +172,31 @@ class InputsOnceTest(absltest.TestCase):
 
 
 class RetireTest(absltest.TestCase):
-  def test_a_sweep_ends_the_workers_an_earlier_one_left(self):
-    # Two sweeps on one pool, as explain's fix tries: the first at
-    # --jobs=2 (lanes 0 and 1), the second at --jobs=1 under other flags.
-    # The second keeps the baseline's lane 0 (it loads the targets there)
-    # and its own lane, and ends lane 1's worker; a case's loader (a
-    # negative lane) is kept.
+  def test_a_sweep_ends_the_workers_of_flags_an_earlier_one_left(self):
+    # Two sweeps on one pool, as explain's sweep and a fix try: the first
+    # with an experiment's flag set at --jobs=2 (a lane per flag set),
+    # the second the baseline alone (two lanes). The second ends the
+    # experiment's worker; the baseline's (whose kept compiles the
+    # invariance answer reads) and a case's loader (a negative lane) are
+    # kept.
     spec = engine.SweepSpec(("seed_mlp",), (1, 2), ("float32",), ("cpu",))
     nofm = parse_experiment("nofm:--xla_cpu_enable_fast_math=false")
     with worker.WorkerPool() as pool:
-      engine.run_sweep(dataclasses.replace(spec, jobs=2), pool=pool)
-      pool.start("", -1)
       keys = lambda *pairs: sorted(pool._key(f, lane) for f, lane in pairs)
-      self.assertEqual(sorted(pool._workers), keys(("", -1), ("", 0), ("", 1)))
-      lane1 = pool._workers[pool._key("", 1)]
-      results = engine.run_sweep(
-        dataclasses.replace(spec, experiments=(nofm,)), pool=pool
+      engine.run_sweep(
+        dataclasses.replace(spec, jobs=2, experiments=(nofm,)), pool=pool
       )
-      self.assertTrue(all(r.ok for r in results))
-      self.assertFalse(lane1.alive)
+      pool.start("", -1)
+      flags = nofm.flags_text
       self.assertEqual(
         sorted(pool._workers),
-        keys(("", -1), ("", 0), (nofm.flags_text, 0)),
+        keys(("", -1), ("", 0), (flags, 0)),
       )
+      gone = [pool._workers[pool._key(flags, 0)]]
+      results = engine.run_sweep(dataclasses.replace(spec, jobs=2), pool=pool)
+      self.assertTrue(all(r.ok for r in results))
+      self.assertFalse(any(w.alive for w in gone))
+      self.assertEqual(sorted(pool._workers), keys(("", -1), ("", 0), ("", 1)))
 
 
 class JobsTest(absltest.TestCase):
