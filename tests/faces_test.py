@@ -67,8 +67,10 @@ _HELP_TEXT = frozenset({"hloprobe.cli._main"})
 # unchecked_note, version_warning) are one record, `jaxlib_release()`.
 # 354: ir's PRECISION_NAMES (the `Precision` members' values) and
 # parse_precision (`as_precision(name).jax_name`) leave its face. 353:
-# runtime.null_stage (callers time into a throwaway `Stopwatch`).
-_PUBLIC_NAMES_CAP = 353
+# runtime.null_stage (callers time into a throwaway `Stopwatch`). 352:
+# compile.sweep_experiments gives the engine a sweep's experiments in one
+# call (was parse_experiments_file and autotune_experiment, in turn).
+_PUBLIC_NAMES_CAP = 352
 
 
 def _modules(package: types.ModuleType) -> list[str]:
