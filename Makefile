@@ -117,8 +117,9 @@ test: $(TEST_STAMP)
 
 # The tests too slow for `make test`'s budget (marker `slow`): a local Ray
 # cluster started under the command line, then SIGKILLed and SIGTERMed
-# (tests/runtime/ray_watchdog_test.py, about 35 s). CI runs it after
-# `make test`.
+# (tests/runtime/ray_watchdog_test.py, about 35 s), and sweeps run on a
+# local Ray cluster (tests/runtime/ray_pool_test.py, about 25 s). CI runs
+# it after `make test`.
 test-slow: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -m slow tests
 
@@ -172,13 +173,15 @@ gpu-check:
 # Then `hloprobe versions`' venv made by uv against venv + pip (downloads
 # about 1 GB; hloprobe/tools/bench_venv.py), and the real-size lines
 # (hloprobe/tools/bench_scale.py: GPT-2-small stacks, a ResNet-ish net, a
-# decode layer; long: an hour or more on 2 cores).
+# decode layer; long: an hour or more on 2 cores), and the bitwise answer's
+# line (hloprobe/tools/bench_invariance.py: a GPT-2 block, n = 1-64, a100).
 bench: $(TEST_STAMP)
 	$(BIN)/python -m hloprobe.tools.bench
 	$(BIN)/python -m hloprobe.tools.bench_venv
 	$(BIN)/python -m hloprobe.tools.bench_memory
 	$(BIN)/python -m hloprobe.tools.bench_ray
 	$(BIN)/python -m hloprobe.tools.bench_scale
+	$(BIN)/python -m hloprobe.tools.bench_invariance
 
 clean:
 	rm -rf $(VENV) $(OLD_VENV) build *.egg-info

@@ -20,7 +20,7 @@ from hloprobe.api import DEFAULTS
 from hloprobe.cli._rules import EnumListParser
 from hloprobe.engine import EXECUTORS
 from hloprobe.ir import PRECISION_ALIASES, Precision
-from hloprobe.report import REPORT_FORMATS, TABLE_COLUMNS, TERMINAL_WIDTH
+from hloprobe.report import OUTPUT_FORMS
 from hloprobe.runtime import usable_cores
 
 __all__ = [
@@ -206,7 +206,7 @@ REL_ERROR_BOUND = flags.DEFINE_float(
   None,
   "For `verify --require=accurate`: max relative error allowed (as run_hlo_module).",
 )
-FORMATS = (*REPORT_FORMATS, "html")
+FORMATS = (*OUTPUT_FORMS.formats, "html")
 FORMAT = flags.DEFINE_enum(
   "format",
   "table",
@@ -219,12 +219,12 @@ WIDE = flags.DEFINE_bool(
   "wide",
   False,
   "--format=table: every column, unwrapped (the default table shows the "
-  f"{TERMINAL_WIDTH}-column first screen).",
+  f"{OUTPUT_FORMS.terminal_width}-column first screen).",
 )
 COLUMNS = _define_enum_list(
   "columns",
   None,
-  [key for key, _ in TABLE_COLUMNS],
+  [key for key, _ in OUTPUT_FORMS.columns],
   "--format=table or markdown: these columns, in this order, comma-separated.",
 )
 PLOT = flags.DEFINE_string(

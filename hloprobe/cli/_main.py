@@ -71,7 +71,7 @@ from hloprobe.errors import (
   did_you_mean,
 )
 from hloprobe.ir import read_text_file
-from hloprobe.report import RESULTS_STREAM
+from hloprobe.report import OUTPUT_FORMS
 
 __all__ = ["main", "run"]
 
@@ -259,7 +259,9 @@ def _interrupted(e: KeyboardInterrupt) -> int:
   if done is not None:
     line += f" after {len(done)} of {counted(e.total, 'config')}"
     if cli_flags.OUTPUT_DIR.value:
-      where = os.path.join(cli_flags.OUTPUT_DIR.value, RESULTS_STREAM)
+      where = os.path.join(
+        cli_flags.OUTPUT_DIR.value, OUTPUT_FORMS.results_stream
+      )
       line += f"; results so far in {where}"
     else:
       line += " (--output_dir=DIR keeps each finished config's results)"

@@ -24,31 +24,25 @@ class ListingArgs:
 
 def main_targets(args: ListingArgs) -> int:
   """`hloprobe targets`: the targets, their compute capability, ptxas."""
-  from hloprobe.report import (
-    targets_listing,
-  )
+  from hloprobe.report import listing
 
-  print(targets_listing(list(args.common.target_config)))
+  print(listing("targets", list(args.common.target_config)))
   return common.EXIT_OK
 
 
 def main_cases(args: ListingArgs) -> int:
   """`hloprobe cases`: the built-in cases and the reports they come from."""
-  from hloprobe.report import (
-    cases_listing,
-  )
+  from hloprobe.report import listing
 
   del args
-  print(cases_listing())
+  print(listing("cases"))
   return common.EXIT_OK
 
 
 def main_experiments(args: ListingArgs) -> int:
   """`hloprobe experiments`: the built-in XLA_FLAGS experiments."""
-  from hloprobe.report import (
-    experiments_listing,
-  )
+  from hloprobe.report import listing
 
   del args
-  print(experiments_listing())
+  print(listing("experiments"))
   return common.EXIT_OK

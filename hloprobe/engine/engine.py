@@ -311,7 +311,17 @@ class _Sweep:
     return found
 
   def start_workers(self) -> None:
-    """Starts every lane's worker (they warm up meanwhile)."""
+    """Starts every lane's worker (they warm up meanwhile), and ends a
+    local pool's workers of other flag sets, which an earlier sweep on the
+    pool started (`WorkerPool.retire`): explain's fix tries under flags of
+    their own. The baseline's workers are kept: the batch-invariance
+    answer, after the fix tries, reads the compiles they kept (`KEPT`)."""
+    retire = getattr(self.pool, "retire", None)  # a RayPool keeps its own
+    if retire is not None:
+      baseline = [
+        (BASELINE.flags_text, lane) for lane in range(max(1, self.spec.jobs))
+      ]
+      retire([*baseline, *((flags, lane) for flags, lane, _ in self.lanes)])
     for flags, lane, _ in self.lanes:
       self.pool.start(flags, lane)
 

@@ -26,9 +26,9 @@ def worker_pool(spec: SweepSpec | SweepPlan) -> WorkerPool | RayPool:
   `run_sweep` calls to share (`run_sweep(..., pool=)`; `explain` runs its
   candidate fixes on the workers its sweep started): local processes, or
   a Ray cluster's actors (`spec.executor == "ray"`, `runtime.RayPool`;
-  same interface, same results). Use it as a context manager. A local
-  pool's workers are bounded by `spec.max_worker_mb` (a Ray cluster's
-  are not: Ray has its own memory monitor).
+  same interface, same results). Use it as a context manager. Either
+  pool's workers are bounded by `spec.max_worker_mb` (by default a
+  quarter of the memory of the machine or Ray node each runs on).
 
   Raises:
     InvalidArgumentError: an unknown executor, or "ray" without Ray.
@@ -40,6 +40,7 @@ def worker_pool(spec: SweepSpec | SweepPlan) -> WorkerPool | RayPool:
       _PRELOAD,
       address=spec.ray_address,
       num_cpus=spec.jobs,
+      max_worker_mb=spec.max_worker_mb,
     )
   if spec.executor != "local":
     raise InvalidArgumentError(

@@ -18,16 +18,19 @@ Private in intent: use the package, `hloprobe.invariance`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 
 from hloprobe.invariance.kernel_identity import (
   KernelReader,
   RowKernel,
+  batched_leaves,
+  computes_rows,
   kernel_reader,
   record_differences,
   signature_key,
+  unbatched_why,
 )
 from hloprobe.invariance.rows import (
   ANCHOR,
@@ -91,6 +94,9 @@ class Invariance:
       (unknown: `why`).
     why: one line where `invariant` is None, or a note.
     sizes: every swept batch size of the group, ascending.
+    left_out: n -> the kernels of that config that compute no row (they
+      reach only output leaves that do not carry the batch, e.g. a loss's
+      mean over the batch: `kernel_identity.computes_rows`), not judged.
   """
 
   case: str
@@ -106,6 +112,9 @@ class Invariance:
   invariant: bool | None = None
   why: str | None = None
   sizes: tuple[int, ...] = ()
+  left_out: Mapping[int, tuple[RowKernel, ...]] = dataclasses.field(
+    default_factory=dict
+  )
 
   def row(self, name: str) -> RowClasses | None:
     return next((r for r in self.rows if r.row == name), None)
@@ -374,13 +383,30 @@ def _none_ran(missing) -> str:
 
 
 def _kernel_answer(
-  key, results: Sequence[ConfigResult], reader: KernelReader
+  key, results: Sequence[ConfigResult], reader: KernelReader, sized=False
 ) -> Invariance:
   """A compile-only group: classes by kernel identity (the largest class
-  first: the reference the others are described against)."""
+  first: the reference the others are described against). A group of a
+  batch-swept case (not `sized`) whose every output leaf keeps its shape
+  over n has no row: unknown, saying so (`unbatched_why`)."""
   sizes = tuple(sorted(r.config.n for r in results))
   by_n = {r.config.n: r for r in results if r.ok}
-  kernels = {n: tuple(reader(r)) for n, r in by_n.items()}
+  no_rows = None if sized else unbatched_why(list(by_n.values()))
+  if no_rows is not None:
+    return Invariance(
+      *key, UNKNOWN, (), invariant=None, why=no_rows, sizes=sizes
+    )
+  read = {n: tuple(reader(r)) for n, r in by_n.items()}
+  batched = batched_leaves(list(by_n.values()))
+  kernels = {
+    n: tuple(k for k in ks if computes_rows(k, batched))
+    for n, ks in read.items()
+  }
+  left_out = {
+    n: gone
+    for n, ks in read.items()
+    if (gone := tuple(k for k in ks if not computes_rows(k, batched)))
+  }
   missing = tuple((r.config.n, _why_missing(r)) for r in results if not r.ok)
   groups: dict[tuple, list[int]] = {}
   for n in sorted(kernels):
@@ -423,6 +449,7 @@ def _kernel_answer(
     verdict,
     why,
     sizes,
+    left_out,
   )
 
 
@@ -466,6 +493,7 @@ def invariance_of(
   rows: Mapping[tuple, ConfigRows] | None = None,
   reader: KernelReader | None = None,
   kernels: Mapping[tuple, tuple[RowKernel, ...]] | None = None,
+  sized: Collection[str] = (),
 ) -> tuple[Invariance, ...]:
   """The batch-invariance answer of every (case, target, precision,
   experiment) group of a sweep's records that swept two batch sizes or
@@ -482,6 +510,9 @@ def invariance_of(
     reader: the compile-only targets' kernel reader (`KernelReader`);
       None: `kernel_reader()` (the kernels stage's where installed, else
       the dot sites' fates only).
+    sized: the names of the cases swept over another size than the batch
+      (`Case.swept_size`): their outputs need not carry n, so an output
+      whose shape stays over n is not taken for a batch reduction.
   """
   rows, kernels = rows or {}, kernels or {}
   base = reader or kernel_reader()
@@ -498,7 +529,7 @@ def invariance_of(
     if len({r.config.n for r in rs}) < 2:
       continue  # one batch size (a module case's): no question to answer
     if rs[0].config.target.compile_only:
-      out.append(_kernel_answer(key, rs, reader))
+      out.append(_kernel_answer(key, rs, reader, key[0] in sized))
       continue
     found = {}
     for r in rs:

@@ -10,6 +10,7 @@ Private in intent: use the package, `hloprobe.invariance`.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import sys
 from collections.abc import Callable
@@ -73,6 +74,7 @@ def sweep_rows(
   """
   rows, failed = {}, {}
   inputs: dict[int, tuple] = {}
+  lanes = _lanes(plan)
   for c in plan.configs():
     if rows_kind(c) is not None or len(plan.sizes_of(c.case)) < 2:
       continue  # nothing to compare it with
@@ -82,19 +84,12 @@ def sweep_rows(
     except HloprobeError as e:
       failed[config_key(c.config)] = first_line(e)
       continue
-    flags = " ".join(
-      w
-      for w in (
-        c.experiment.flags_text,
-        host_device_flag(c.case.case.device_count),
-      )
-      if w
-    )
+    flags, lane = lanes[config_key(c.config)]
     request = RowsRequest(
       c.config, c.case.source, inputs[c.case_index], anchors, plan.inputs
     )
     try:
-      rows[config_key(c.config)] = pool.call(request, flags)
+      rows[config_key(c.config)] = pool.call(request, flags, lane=lane)
     except Exception as e:  # that config's rows are unknown, not all
       failed[config_key(c.config)] = first_line(e)
   return rows, failed
@@ -106,6 +101,11 @@ def sweep_kernels(
   """Every compile-only config's row kernels, read by `hloprobe.kernels`
   in the worker that compiled it (`KernelsRequest`: every kernel's PTX).
 
+  Each request goes to the lane the sweep dealt its config to (`_lanes`),
+  where that worker kept the compile; the lanes run at once, one thread
+  each. A config compiled elsewhere (a cached record) is compiled again
+  there.
+
   Returns (`config_key` -> its `RowKernel`s, `config_key` -> why not
   read); ({}, {}) where the kernels stage is not installed (the fates'
   reading, `site_kernels`, then stands).
@@ -115,6 +115,8 @@ def sweep_kernels(
   if kernel_reader() is site_kernels:
     return found, failed
   inputs: dict[int, tuple | None] = {}
+  dealt = _lanes(plan)
+  lanes: dict[tuple[str, int], list] = {}
   for c in plan.configs():
     key = config_key(c.config)
     if not c.config.target.compile_only or key not in by_key:
@@ -130,12 +132,57 @@ def sweep_kernels(
     request = KernelsRequest(
       c.config, c.case.source, inputs[c.case_index], plan.inputs
     )
-    try:
-      records = pool.call(request, c.experiment.flags_text)
-      found[key] = records_as_kernels(records, by_key[key])
-    except Exception as e:  # that config read from its fates instead
-      failed[key] = first_line(e)
+    lanes.setdefault(dealt[key], []).append((key, request))
+
+  def run_lane(flags: str, lane: int, todo) -> None:
+    for key, request in todo:
+      try:
+        records = pool.call(request, flags, lane=lane)
+        found[key] = records_as_kernels(records, by_key[key])
+      except Exception as e:  # that config read from its fates instead
+        failed[key] = first_line(e)
+
+  with concurrent.futures.ThreadPoolExecutor(max(1, len(lanes))) as threads:
+    for done in [
+      threads.submit(run_lane, flags, lane, todo)
+      for (flags, lane), todo in lanes.items()
+    ]:
+      done.result()
   return found, failed
+
+
+def _lanes(plan: SweepPlan) -> dict[tuple, tuple[str, int]]:
+  """`config_key` -> (extra XLA_FLAGS, lane) of the worker the sweep
+  compiled that config in, where it keeps the compile (`engine.KEPT`):
+  the engine deals each flag set's configs, in plan order, in turn to
+  max(1, jobs // flag sets) lanes (hloprobe/engine/engine.py,
+  `_Sweep._lanes`). Dealt as if nothing was cached: a config whose
+  record came from the cache was compiled nowhere, and one dealt after
+  it may be looked for on a neighbouring lane; either is compiled again
+  there."""
+  per_set = max(1, plan.jobs // (1 + len(plan.experiments)))
+  turns: dict[str, int] = {}
+  out = {}
+  for c in plan.configs():
+    flags = _worker_flags(c)
+    at = turns.get(flags, 0)
+    if c.case.portable:  # the others compile in this process
+      turns[flags] = at + 1
+    out[config_key(c.config)] = (flags, at % per_set)
+  return out
+
+
+def _worker_flags(c: PlannedConfig) -> str:
+  """The extra XLA_FLAGS of config `c`'s sweep worker: its experiment's,
+  then the host devices a sharded case needs (as the engine's)."""
+  return " ".join(
+    w
+    for w in (
+      c.experiment.flags_text,
+      host_device_flag(c.case.case.device_count),
+    )
+    if w
+  )
 
 
 def full_inputs_of(swept: SweptCase, pool, timeout_s: float) -> tuple | None:
@@ -185,7 +232,8 @@ def invariance_of_sweep(
   kernels = {}
   if reader is None:
     kernels, _ = sweep_kernels(plan, pool, inputs, results)
-  found = invariance_of(results, rows, reader, kernels)
+  sized = {s.case.name for s in plan.cases if s.case.swept_size is not None}
+  found = invariance_of(results, rows, reader, kernels, sized)
   if not failed:
     return found
   out = []

@@ -25,17 +25,23 @@ from collections.abc import Callable, Sequence
 
 from hloprobe.compile import compile_case, get_case
 from hloprobe.engine import KEPT
+from hloprobe.errors import HloParseError
+from hloprobe.ir import parse_hlo_module
 from hloprobe.records import Config, ConfigResult
 from hloprobe.runtime import Request, note_stage
 from hloprobe.sites import Fate, SiteFate
 
 __all__ = [
+  "batched_leaves",
+  "computes_rows",
+  "unbatched_why",
   "KernelReader",
   "KernelsRequest",
   "record_differences",
   "records_as_kernels",
   "RowKernel",
   "kernel_reader",
+  "result_leaves",
   "signature_key",
   "site_kernels",
 ]
@@ -190,6 +196,20 @@ def _from_record(rec, fates) -> RowKernel:
   whole; unknown where its role is a library call or whether its rule
   takes the row count is unknown (the record says why)."""
   sites = tuple(f.site.index for f in fates if rec.name in (f.carriers or ()))
+  if not sites and rec.ops:
+    # Dot strength reduction (AlgebraicSimplifier) leaves a multiply
+    # fusion (the site's carrier) and a reduce fusion after it, both with
+    # the dot's metadata: the reduce is the same site's where it computes
+    # that dot (its op, at the site's source line; elementwise ops of the
+    # same line, e.g. a tanh, may be fused into it).
+    sites = tuple(
+      f.site.index
+      for f in fates
+      if f.fate == Fate.MULTIPLY_REDUCE
+      and f.site.location
+      and f.site.op in rec.ops
+      and f.site.location in rec.source
+    )
   shown = [
     f"{k} {v}" for k, v in rec.arithmetic if k not in ("computation", "ptx")
   ]
@@ -318,6 +338,140 @@ def _signed_alike(d, mine, base) -> bool:
 def records_as_kernels(records, result: ConfigResult) -> tuple[RowKernel, ...]:
   """`KernelsRequest`'s records of `result`'s config as `RowKernel`s."""
   return tuple(_from_record(r, result.compilation.fates) for r in records)
+
+
+def batched_leaves(results: Sequence[ConfigResult]) -> frozenset[int] | None:
+  """The output leaves that carry the batch in one group of configs (one
+  program, target, precision and experiment at several batch sizes): the
+  leaves whose dimensions differ between the batch sizes, read from each
+  config's optimized HLO (`result_leaves`; the batched
+  axis of a leaf has size n, so its shape changes with n). A leaf whose
+  dimensions stay, a loss's mean over the batch, holds no row.
+
+  None where it cannot be told: fewer than two compiled configs, the
+  configs' leaf counts differ, a module cannot be read, or no leaf changes with n (a sized case, whose
+  n is not a batch; a program whose every output is reduced over the
+  batch: `unbatched_why`).
+  """
+  leaves = _leaves_by_n(results)
+  if leaves is None:
+    return None
+  found = frozenset(
+    i
+    for i in range(len(next(iter(leaves.values()))))
+    if len({dims[i] for dims in leaves.values()}) > 1
+  )
+  return found or None
+
+
+def unbatched_why(results: Sequence[ConfigResult]) -> str | None:
+  """Where no output leaf of a batch-swept group changes shape with n
+  (every output reduced over the batch, e.g. only a loss's `jnp.mean`),
+  why that group has no row to judge, one line; else None (a leaf
+  carries the batch, or it cannot be told: `batched_leaves`). Only for
+  cases swept over the batch: a sized case's n is not a batch."""
+  leaves = _leaves_by_n(results)
+  if leaves is None:
+    return None
+  shapes = next(iter(leaves.values()))
+  if any(v != shapes for v in leaves.values()):
+    return None
+  said = ", ".join("[" + ",".join(map(str, d)) + "]" for d in shapes)
+  return (
+    f"no output leaf carries the batch (each has the same shape, {said}, "
+    "at every n: reduced over the batch, e.g. a mean): it is not a "
+    "per-row output, and its bits may change with n by design; no kernel "
+    "is blamed"
+  )
+
+
+def _leaves_by_n(results) -> dict[int, tuple] | None:
+  leaves = {}
+  for r in results:
+    if not r.ok or r.compilation is None:
+      continue
+    try:
+      leaves[r.config.n] = result_leaves(r.compilation.optimized_hlo)
+    except HloParseError:  # the module not read: no leaf told apart
+      return None
+  if len(leaves) < 2 or len({len(v) for v in leaves.values()}) != 1:
+    return None
+  return leaves
+
+
+def result_leaves(optimized_hlo: str) -> tuple[tuple[int, ...], ...]:
+  """The dimensions of each leaf of a compiled module's ENTRY result,
+  flattened in order (the program's output leaves in
+  `jax.tree_util.tree_leaves` order), e.g. ((), (2, 64)) for
+  `{"loss": f32[], "y": f32[2, 64]}`.
+
+  Read from the header's `entry_computation_layout={(...)->result}`
+  (XLA's HloModule::ToString prints it on every compiled module,
+  xla/hlo/ir/hlo_module.cc; jaxlib 0.12.0.1 and 0.10.2), else from the
+  parsed ENTRY root (a hand-written module).
+
+  Raises:
+    HloParseError: the text is not an HLO module.
+  """
+  found = _layout_result(optimized_hlo)
+  if found is not None:
+    return found
+  return tuple(_leaf_dims(parse_hlo_module(optimized_hlo).entry.root.shape))
+
+
+def _leaf_dims(shape) -> list[tuple[int, ...]]:
+  if not shape.is_tuple:
+    return [tuple(shape.dims)]
+  return [d for e in shape.elements for d in _leaf_dims(e)]
+
+
+_LAYOUT = "entry_computation_layout={"
+_LEAF_RE = re.compile(r"\b([a-z][a-z0-9]*)\[([^\]]*)\]")
+
+
+def _layout_result(text: str) -> tuple[tuple[int, ...], ...] | None:
+  """The result leaves' dimensions from the module header's
+  `entry_computation_layout={(params)->result}`; None without one."""
+  head = text.lstrip().split("\n", 1)[0]
+  at = head.find(_LAYOUT)
+  if not head.startswith("HloModule") or at < 0:
+    return None
+  depth, start = 0, at + len(_LAYOUT)
+  for i in range(start, len(head)):
+    c = head[i]
+    if c in "({[":
+      depth += 1
+    elif c in ")}]":
+      if depth == 0:
+        body = head[start:i]
+        break
+      depth -= 1
+    elif c == "-" and depth == 0 and head.startswith("->", i):
+      start = i + 2
+  else:
+    return None
+  out = []
+  for _, dims in _LEAF_RE.findall(body):
+    try:
+      out.append(
+        tuple(int(d.replace("<=", "")) for d in dims.split(",") if d.strip())
+      )
+    except ValueError:
+      return None
+  return tuple(out)
+
+
+def computes_rows(k: RowKernel, batched: frozenset[int] | None) -> bool:
+  """Whether kernel `k` computes (part of) a row: its values reach a
+  batched output leaf (`batched_leaves`). A kernel that reaches only
+  unbatched leaves (a loss's `jnp.mean` over the batch, its scaling)
+  computes no row: its order decides the loss's bits, not a row's. True
+  where not known (`batched` None, or the kernel's reach not traced: the
+  fates' reading)."""
+  outputs = getattr(k.record, "outputs", None)
+  if batched is None or outputs is None:
+    return True
+  return bool(set(outputs) & batched)
 
 
 def kernel_reader() -> KernelReader:

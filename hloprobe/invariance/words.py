@@ -10,6 +10,7 @@ Private in intent: use the package, `hloprobe.invariance`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from hloprobe.invariance.answer import KERNELS, RUN, Invariance, _ranges
@@ -109,30 +110,139 @@ def answer_lines(answers: Sequence[Invariance]) -> list[str]:
 def kernel_lines(answers: Sequence[Invariance]) -> list[str]:
   """Per compile-only group, each row kernel other than a contraction
   site's, per batch size: its per-row arithmetic (emitter, tiling) as the
-  kernel reader gives it, so a reduction's tiling per n is seen. Kernels
-  are matched across n by their place among the group's non-contraction
-  kernels of the same kind (XLA renumbers fusions from n to n)."""
+  kernel reader gives it, so a reduction's tiling per n is seen, kernel
+  by kernel. Kernels are matched across n by what they compute: each is
+  put beside the kernel of the same kind, at the reference class's first
+  size, that shares the most program lines with it (XLA renumbers
+  fusions from n to n, and splits or joins them: at n = 1 a layernorm's
+  Triton fusion is two XLA row reductions, both listed under it); one
+  with no such partner has a line of its own. Each line is titled by the
+  program lines of its kernels, e.g. "reduction at model.py:49-52"."""
   out = []
   for a in answers:
     if not a.kernels:
       continue
-    per_slot: dict[tuple[str, int], list[str]] = {}
-    for n in sorted(a.kernels):
-      seen: dict[str, int] = {}
-      for k in a.kernels[n]:
-        if k.sites:
-          continue
-        i = seen.get(k.kind, 0)
-        seen[k.kind] = i + 1
-        per_slot.setdefault((k.kind, i), []).append(
-          f"n = {n}: {k.name}: {k.words}"
-        )
-    for (kind, i), per_n in per_slot.items():
+    slots = _kernel_slots(a)
+    for kind, per_n in slots:
+      lines = _lines_words(
+        loc for ks in per_n.values() for k in ks for loc in _source(k)
+      )
+      where = f" at {lines}" if lines else ""
       out.append(
-        f"  {a.case} on {a.target} under {a.precision}, {kind} {i + 1}: "
-        + "; ".join(per_n)
+        f"  {a.case} on {a.target} under {a.precision}, {kind}{where}: "
+        + "; ".join(
+          f"n = {n}: " + " + ".join(f"{k.name}: {k.words}" for k in per_n[n])
+          for n in sorted(per_n)
+        )
+      )
+    gone = _left_out_words(a)
+    if gone:
+      out.append(
+        f"  {a.case} on {a.target} under {a.precision}, not judged (they "
+        "reach only outputs that do not carry the batch, e.g. a mean over "
+        f"it, and compute no row): {gone}"
       )
   return out
+
+
+def _source(k) -> tuple[str, ...]:
+  """A kernel's program lines (`file:line`), from its kernels-stage
+  record; () where the fates were read instead."""
+  return tuple(getattr(k.record, "source", ()) or ())
+
+
+def _kernel_slots(a: Invariance) -> list[tuple[str, dict[int, list]]]:
+  """[(kind, {n: [kernels]})]: the group's non-site kernels, matched
+  across n (`kernel_lines`), in the reference size's order, then those
+  with no partner there."""
+  ref = a.rows[0].classes[0][0] if a.rows and a.rows[0].classes else None
+  order = sorted(a.kernels)
+  if ref not in a.kernels:
+    ref = order[0]
+  slots: list[tuple[str, dict[int, list], set]] = []
+  for k in a.kernels[ref]:
+    if not k.sites:
+      slots.append((k.kind, {ref: [k]}, set(_source(k))))
+  for n in order:
+    if n == ref:
+      continue
+    for k in a.kernels[n]:
+      if k.sites:
+        continue
+      mine = set(_source(k))
+      best, score = None, 0
+      for slot in slots:
+        kind, per_n, lines = slot
+        shared = len(mine & lines)
+        if kind == k.kind and ref in per_n and shared > score:
+          best, score = slot, shared
+      if best is None and not mine:  # no program lines: by order
+        best = next(
+          (
+            slot
+            for slot in slots
+            if slot[0] == k.kind and ref in slot[1] and n not in slot[1]
+          ),
+          None,
+        )
+      if best is None:
+        best = next(
+          (
+            slot
+            for slot in slots
+            if slot[0] == k.kind and ref not in slot[1] and slot[2] == mine
+          ),
+          None,
+        )
+      if best is None:
+        best = (k.kind, {}, mine)
+        slots.append(best)
+      best[1].setdefault(n, []).append(k)
+  return [(kind, per_n) for kind, per_n, _ in slots]
+
+
+def _lines_words(locations) -> str:
+  """Program lines as "model.py:49-52" ("a.py:3, b.py:7" across files);
+  "" for none."""
+  by_file: dict[str, set[int]] = {}
+  for loc in locations:
+    path, _, line = str(loc).rpartition(":")
+    if path and line.isdigit():
+      by_file.setdefault(os.path.basename(path), set()).add(int(line))
+  out = []
+  for name, lines in by_file.items():
+    ordered = sorted(lines)
+    runs, start = [], 0
+    for i in range(1, len(ordered) + 1):
+      if i == len(ordered) or ordered[i] != ordered[i - 1] + 1:
+        a, b = ordered[start], ordered[i - 1]
+        runs.append(str(a) if a == b else f"{a}-{b}")
+        start = i
+    out.append(f"{name}:{', '.join(runs)}")
+  return ", ".join(out)
+
+
+def _left_out_words(a: Invariance) -> str:
+  """The left-out kernels, one phrase per computation: "reduce_sum at
+  my_case.py:10 (input_reduce_fusion at n = 1-8)"; "" for none."""
+  by_what: dict[str, dict[str, list[int]]] = {}
+  for n in sorted(a.left_out):
+    for k in a.left_out[n]:
+      rec = k.record
+      ops = ", ".join(getattr(rec, "ops", ()) or ()) or k.kind
+      src = ", ".join(
+        os.path.basename(w) for w in getattr(rec, "source", ()) or ()
+      )
+      what = f"{k.kind} {ops}" + (f" at {src}" if src else "")
+      by_what.setdefault(what, {}).setdefault(k.name, []).append(n)
+  return "; ".join(
+    f"{what} ("
+    + ", ".join(
+      f"{name} at n = {_ranges(ns, a.sizes)}" for name, ns in names.items()
+    )
+    + ")"
+    for what, names in by_what.items()
+  )
 
 
 def pin_lines(pins: Sequence) -> list[str]:

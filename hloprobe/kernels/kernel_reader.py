@@ -197,6 +197,7 @@ class _Reader:
     for _, inst in module.all_instructions():
       for o in inst.operands:
         self.users.setdefault(o, []).append(inst)
+    self.reach = _entry_reach(module)
 
   # -- labels: what an ENTRY value is, for the computations' parameters
   def label(self, name: str) -> str:
@@ -207,10 +208,11 @@ class _Reader:
     self._walk(self.entry, "", out, depth=0)
     return out
 
-  def _walk(self, comp, prefix: str, out: list, depth: int) -> None:
+  def _walk(self, comp, prefix: str, out: list, depth: int, reach=None) -> None:
     """Records of one computation's instructions; the bodies of loops,
     calls and conditionals are walked in place, their records named
-    `<while>/<instruction>` (a loop body's kernels run once per trip)."""
+    `<while>/<instruction>` (a loop body's kernels run once per trip) and
+    reaching the result leaves that instruction reaches (`reach`)."""
     for inst in comp.instructions:
       if inst.opcode == "parameter":
         self.labels[inst.name] = f"{prefix}arg{inst.parameter_number}"
@@ -239,12 +241,17 @@ class _Reader:
               f"{prefix}{inst.name}/",
               out,
               depth + 1,
+              self.reach.get(inst.name) if reach is None else reach,
             )
           self.labels[inst.name] = f"{prefix}{inst.name}"
           continue
       record = self.record(inst, len(out))
-      if prefix:
-        record = dataclasses.replace(record, name=prefix + record.name)
+      outputs = self.reach.get(inst.name) if reach is None else reach
+      record = dataclasses.replace(
+        record,
+        name=prefix + record.name,
+        outputs=None if outputs is None else tuple(sorted(outputs)),
+      )
       self.labels[inst.name] = f"k{len(out)}"
       out.append(record)
 
@@ -891,3 +898,44 @@ def _lone(inst: HloInstruction, row_count: int, label) -> str:
   return normalise.digest(
     f"{inst.shape.dtype}[{dims}] {inst.opcode}({operands}) {{{attrs}}}"
   )
+
+
+def _leaf_count(shape) -> int:
+  """How many array leaves a (tuple) shape flattens to."""
+  if not shape.is_tuple:
+    return 1
+  return sum(_leaf_count(e) for e in shape.elements)
+
+
+def _entry_reach(module: HloModule) -> dict[str, frozenset[int]]:
+  """ENTRY instruction name -> the result leaves its value reaches.
+
+  The ENTRY root's leaves are numbered in flattened order (a tuple root's
+  operands, nested tuples flattened: the order of the program's
+  `tree_leaves`); a value reaches what its users reach, walked from the
+  root back through the printed order (a topological order of the
+  computation). Where a tuple or get-tuple-element sits between, the
+  whole tuple's reach passes on (over-approximate: a kernel is never
+  left out wrongly).
+  """
+  entry = module.entry
+  root = entry.root
+  reach: dict[str, set[int]] = {}
+  if root.opcode == "tuple":
+    start = 0
+    by_name = entry.by_name()
+    for o in root.operands:
+      operand = by_name.get(o)
+      count = _leaf_count(operand.shape) if operand is not None else 1
+      reach.setdefault(o, set()).update(range(start, start + count))
+      start += count
+    reach[root.name] = set(range(start))
+  else:
+    reach[root.name] = set(range(_leaf_count(root.shape)))
+  for inst in reversed(entry.instructions):
+    mine = reach.get(inst.name)
+    if not mine or inst is root and root.opcode == "tuple":
+      continue
+    for o in inst.operands:
+      reach.setdefault(o, set()).update(mine)
+  return {k: frozenset(v) for k, v in reach.items()}

@@ -93,6 +93,13 @@ class KernelRecord:
       whole shape").
     rules: the XLA sources of the rules used to read this record, e.g.
       ("xla/backends/gpu/codegen/emitters/reduction.cc ReductionInfo",).
+    outputs: the indices of the ENTRY result's leaves (the program's
+      output leaves, in `jax.tree_util.tree_leaves` order) that this
+      kernel's values reach through the ENTRY computation's data flow; a
+      kernel inside a while, call or conditional reaches what that
+      instruction reaches. None: not traced. A kernel whose outputs are
+      all unbatched leaves (a loss's mean over the batch) computes no row.
+      Not part of `as_dict` (the results schema).
   """
 
   name: str
@@ -108,6 +115,7 @@ class KernelRecord:
   row_count: RowCount
   row_count_why: str
   rules: tuple[str, ...] = ()
+  outputs: tuple[int, ...] | None = None
 
   def as_dict(self) -> dict:
     """The record as JSON-ready data (results files, notebooks): every

@@ -391,10 +391,33 @@ def judge(
     return Verdict(VerdictKind.WITHIN_NOISE, dtype, judged.leaf)
   groups = algorithm_groups(site_algorithms)
   if (
-    observed is not None and abs(observed.row0 - predicted.row0) > tolerance_abs
+    observed is not None and row0_gap(observed, predicted) > tolerance_abs
   ) or not groups:
     return Verdict(VerdictKind.UNEXPLAINED, dtype, judged.leaf)
   return Verdict(VerdictKind.EXPLAINED, dtype, judged.leaf, groups)
+
+
+def row0_gap(observed: ErrorStats, predicted: ErrorStats) -> float:
+  """How far the observed row 0 sits from the predicted one: the largest
+  |observed - predicted| over row 0's kept values (`row0_values`, output
+  units, float64), or over its first value where either was not kept or
+  the two differ in shape. A NaN on one side only is an infinite gap; on
+  both sides, none.
+
+  `judge` compares it with the tolerance, which `NoiseFloor`'s
+  `row0_spread_abs` makes from every value of row 0, not the first alone
+  (found by review: an "explained" row 0 whose element [0, 1] was off
+  passed on its first value).
+  """
+  a, b = observed.row0_values, predicted.row0_values
+  if a is None or b is None or np.shape(a) != np.shape(b):
+    a, b = np.asarray(observed.row0), np.asarray(predicted.row0)
+  a = np.asarray(a, np.complex128 if np.iscomplexobj(a) else np.float64)
+  b = np.asarray(b, np.complex128 if np.iscomplexobj(b) else np.float64)
+  gap = np.abs(a - b)
+  both_nan = np.isnan(a) & np.isnan(b)
+  gap = np.where(both_nan, 0.0, np.where(np.isnan(gap), np.inf, gap))
+  return float(np.max(gap, initial=0.0))
 
 
 def verdict(

@@ -18,6 +18,11 @@ Memory (issue 37): every order holds a bounded multiple of its output,
 never a product per (M, K, N) element: "sequential" and "blocked" one or
 two sums of the output's shape, "pairwise" one chunk of products (at most
 `_PAIRWISE_CHUNK_ELEMENTS`, or one term per output) and log2(K) + 1 sums.
+Nor do a program's sites add up: a fixed order's operands pass an
+optimization barrier, and its initial zeros are made after its operands
+(`_zeros`), so that XLA:CPU makes each site's copies and sums when the
+site runs, not all at the program's start; a program's temporaries are
+about its largest site's, whatever its depth.
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
@@ -176,6 +181,14 @@ def emulated_dot_general(
         f"[hloprobe] cannot emulate a dot of {x.dtype} operands; dot "
         "algorithms apply to real floating operands (e.g. f32)"
       )
+  if order != "xla":
+    # A fixed order's own ops (roundings, splits, pads) wait for both
+    # operands. Else XLA:CPU may make every site's weight-side copies at
+    # the program's start, each live until its site, so that memory grows
+    # with depth (issue 37: 1 GB of temporaries for a 4-layer GPT-2), and
+    # may fuse the ops that made an operand into its padding, where their
+    # bits can differ from those XLA's order gives the same ops.
+    lhs, rhs = lax.optimization_barrier((lhs, rhs))
   contract = _CONTRACTIONS[order]
   if isinstance(algorithm, Switched):
     casts = [_operand_rounding(a, tf32_rounding) for a in algorithm.names]
@@ -327,6 +340,21 @@ def _same(x):
   return x
 
 
+def _zeros(shape, dtype, *after):
+  """Zeros of `shape` made after the arrays `after`, each call its own.
+
+  A constant's broadcast has no operands, so XLA:CPU's scheduler may make
+  it at the program's start, and CSE merges equal ones: one loop's initial
+  sums would then be live from the start to the last site of that shape,
+  and every site's buffers would add up with depth (issue 37). A zero
+  scalar that comes out of an optimization barrier with `after` is no
+  constant: its broadcast follows `after` and is per site. The values are
+  the same zeros.
+  """
+  *_, zero = lax.optimization_barrier((*after, jnp.zeros((), dtype)))
+  return lax.broadcast(zero, shape)
+
+
 def _sequential(a, b, product=_same, total=_same):
   """acc += a[:, :, k] * b[:, k, :] for k = 0, 1, ..., K-1.
 
@@ -339,7 +367,7 @@ def _sequential(a, b, product=_same, total=_same):
     bk = lax.dynamic_index_in_dim(b, k, axis=1, keepdims=False)
     return total(acc + product(ak[:, :, None] * bk[:, None, :]))
 
-  zeros = jnp.zeros((a.shape[0], a.shape[1], b.shape[2]), a.dtype)
+  zeros = _zeros((a.shape[0], a.shape[1], b.shape[2]), a.dtype, a, b)
   return lax.fori_loop(0, a.shape[2], step, zeros)
 
 
@@ -389,10 +417,12 @@ def _pairwise(a, b, product=_same, total=_same):
 
   if blocks == 1:
     return chunk_sum(0)
-  return _tree_of_chunks(chunk_sum, blocks, (bsz, m, n), a.dtype, total)
+  return _tree_of_chunks(
+    chunk_sum, blocks, (bsz, m, n), a.dtype, total, (a4, b4)
+  )
 
 
-def _tree_of_chunks(chunk_sum, blocks: int, shape, dtype, total):
+def _tree_of_chunks(chunk_sum, blocks: int, shape, dtype, total, after=()):
   """`_tree_sum` over the `blocks` (a power of two) values `chunk_sum(j)`,
   holding log2(blocks) + 1 of them at a time.
 
@@ -420,7 +450,9 @@ def _tree_of_chunks(chunk_sum, blocks: int, shape, dtype, total):
     )
     return lax.dynamic_update_index_in_dim(stack, cur, level, axis=0)
 
-  stack = lax.fori_loop(0, blocks, push, jnp.zeros((levels + 1, *shape), dtype))
+  stack = lax.fori_loop(
+    0, blocks, push, _zeros((levels + 1, *shape), dtype, *after)
+  )
   return stack[levels]
 
 
@@ -459,7 +491,8 @@ def _blocked(a, b, product=_same, total=_same):
   def reduce(i, acc):
     return total(acc + block_sum(i))
 
-  return lax.fori_loop(0, blocks, reduce, jnp.zeros((bsz, m, n), a.dtype))
+  zeros = _zeros((bsz, m, n), a.dtype, a4, b4)
+  return lax.fori_loop(0, blocks, reduce, zeros)
 
 
 def _blocked_partials(a4, b4, product, total):
@@ -477,13 +510,14 @@ def _blocked_partials(a4, b4, product, total):
     return total(acc + product(aj[:, :, :, None] * bj[:, :, None, :]))
 
   partials = lax.fori_loop(
-    0, _BLOCK_K, step, jnp.zeros((bsz, blocks, m, n), a4.dtype)
+    0, _BLOCK_K, step, _zeros((bsz, blocks, m, n), a4.dtype, a4, b4)
   )
 
   def reduce(i, acc):
     return total(acc + lax.dynamic_index_in_dim(partials, i, 1, keepdims=False))
 
-  return lax.fori_loop(0, blocks, reduce, jnp.zeros((bsz, m, n), a4.dtype))
+  zeros = _zeros((bsz, m, n), a4.dtype, partials)
+  return lax.fori_loop(0, blocks, reduce, zeros)
 
 
 _ORDERED = {

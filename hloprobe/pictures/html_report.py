@@ -39,8 +39,7 @@ from hloprobe.numerics import NOISE_FACTOR, row_words
 from hloprobe.pictures import severity
 from hloprobe.pictures.html_answer import answer_view, cause_of
 from hloprobe.report import (
-  DEFAULT_COLUMNS,
-  TABLE_COLUMNS,
+  OUTPUT_FORMS,
   render_explanation,
 )
 from hloprobe.report import (
@@ -135,12 +134,12 @@ def _sort_value(text: str) -> str | None:
 
 
 def _story_first(headers: list[str], rows: list[list[str]]):
-  """The first screen's columns (`report.DEFAULT_COLUMNS`) first, in its
+  """The first screen's columns (`report.OUTPUT_FORMS.default_columns`) first, in its
   order but the verdict right after the precision (so that it stays on
   screen at 1400 px, before the long fates and algorithms cells), then the
   others."""
-  header_of = dict(TABLE_COLUMNS)
-  first = [header_of[k] for k in DEFAULT_COLUMNS]
+  header_of = dict(OUTPUT_FORMS.columns)
+  first = [header_of[k] for k in OUTPUT_FORMS.default_columns]
   if "verdict" in first and "precision" in first:
     first.remove("verdict")
     first.insert(first.index("precision") + 1, "verdict")

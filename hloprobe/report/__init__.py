@@ -25,16 +25,13 @@ from hloprobe.report.explain_text import explanation_json as explanation_json
 from hloprobe.report.explain_text import (
   render_explanation as render_explanation,
 )
-from hloprobe.report.files import RESULTS_STREAM as RESULTS_STREAM
 from hloprobe.report.files import atomic_write as atomic_write
 from hloprobe.report.files import write_outputs as write_outputs
 from hloprobe.report.findings import Cause as Cause
 from hloprobe.report.findings import code_change as code_change
 from hloprobe.report.findings import group_causes as group_causes
 from hloprobe.report.frame import table_values as table_values
-from hloprobe.report.listings import cases_listing as cases_listing
-from hloprobe.report.listings import experiments_listing as experiments_listing
-from hloprobe.report.listings import targets_listing as targets_listing
+from hloprobe.report.listings import listing as listing
 from hloprobe.report.results_schema import dumps_json as dumps_json
 from hloprobe.report.results_schema import results_json as results_json
 from hloprobe.report.results_schema import (
@@ -47,10 +44,7 @@ from hloprobe.report.shards import shard_json as shard_json
 from hloprobe.report.shards import write_records as write_records
 from hloprobe.report.stream import Progress as Progress
 from hloprobe.report.stream import start_stream as start_stream
-from hloprobe.report.tables import DEFAULT_COLUMNS as DEFAULT_COLUMNS
-from hloprobe.report.tables import REPORT_FORMATS as REPORT_FORMATS
-from hloprobe.report.tables import TABLE_COLUMNS as TABLE_COLUMNS
-from hloprobe.report.tables import TERMINAL_WIDTH as TERMINAL_WIDTH
+from hloprobe.report.tables import OUTPUT_FORMS as OUTPUT_FORMS
 from hloprobe.report.tables import cells as cells
 from hloprobe.report.tables import check_columns as check_columns
 from hloprobe.report.tables import render as render
@@ -65,26 +59,21 @@ from hloprobe.report.verification import requirement_lines as requirement_lines
 __all__ = [
   "Answer",
   "Cause",
-  "DEFAULT_COLUMNS",
+  "OUTPUT_FORMS",
   "Progress",
-  "REPORT_FORMATS",
-  "RESULTS_STREAM",
-  "TABLE_COLUMNS",
-  "TERMINAL_WIDTH",
   "answer_json",
   "answer_line",
   "atomic_write",
-  "cases_listing",
   "cause_lines",
   "cells",
   "check_columns",
   "code_change",
   "dumps_json",
-  "experiments_listing",
   "explain_results",
   "explanation_json",
   "group_causes",
   "join_shards",
+  "listing",
   "read_records",
   "read_shard",
   "render",
@@ -100,7 +89,6 @@ __all__ = [
   "start_stream",
   "table",
   "table_values",
-  "targets_listing",
   "write_outputs",
   "write_records",
 ]

@@ -9,6 +9,7 @@ Private in intent: use the package, `hloprobe.report`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from tabulate import tabulate
 
@@ -21,7 +22,12 @@ from hloprobe.compile import (
   nvcc_wheel_dir,
 )
 
-__all__ = ["cases_listing", "experiments_listing", "targets_listing"]
+__all__ = [
+  "cases_listing",
+  "experiments_listing",
+  "listing",
+  "targets_listing",
+]
 
 
 def targets_listing(config_paths: Sequence[str] = ()) -> str:
@@ -75,3 +81,27 @@ def experiments_listing() -> str:
     (e.name, e.flags_text, e.description) for e in BUILTIN_EXPERIMENTS.values()
   ]
   return tabulate(rows, headers=("experiment", "XLA_FLAGS", "what it does"))
+
+
+def listing(
+  what: Literal["targets", "cases", "experiments"],
+  config_paths: Sequence[str] = (),
+) -> str:
+  """The text `hloprobe targets`, `cases` or `experiments` prints.
+
+  Args:
+    what: the command's name.
+    config_paths: GpuTargetConfigProto files (--target_config) listed after
+      the built-in targets; only `targets` reads them.
+
+  Raises:
+    TargetError: a config file cannot be read or parsed.
+    ValueError: `what` names no listing.
+  """
+  if what == "targets":
+    return targets_listing(config_paths)
+  if what == "cases":
+    return cases_listing()
+  if what == "experiments":
+    return experiments_listing()
+  raise ValueError(f"no listing {what!r}")

@@ -10,6 +10,7 @@ Private in intent: use the package, `hloprobe.report`.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import textwrap
 from collections.abc import Sequence
 
@@ -18,6 +19,7 @@ from tabulate import tabulate
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.numerics import row_words, stands_out
 from hloprobe.records import ConfigResult
+from hloprobe.report.files import RESULTS_STREAM
 from hloprobe.report.results_schema import dumps_json, results_json
 from hloprobe.report.site_rows import SITE_HEADERS as _SITE_HEADERS
 from hloprobe.report.site_rows import effective_cell, num, site_rows
@@ -25,6 +27,8 @@ from hloprobe.sites import fate_summary
 
 __all__ = [
   "DEFAULT_COLUMNS",
+  "OUTPUT_FORMS",
+  "OutputForms",
   "REPORT_FORMATS",
   "TABLE_COLUMNS",
   "TERMINAL_WIDTH",
@@ -79,6 +83,39 @@ DEFAULT_COLUMNS = (
   "status",
 )
 TERMINAL_WIDTH = 120
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class OutputForms:
+  """What report can write, for the command line's output flags
+  (--format, --columns, --output_dir) and the pictures that repeat the
+  table.
+
+  Attributes:
+    formats: the text formats `render` takes ("table", "json", "markdown").
+    columns: the sweep table's columns as (key, header); `--columns=` takes
+      the keys.
+    default_columns: the first screen's keys, in the order of the story a
+      row tells.
+    terminal_width: characters the first screen's rows fit in.
+    results_stream: the file name of the per-config JSON lines written
+      under an output folder as configs finish.
+  """
+
+  formats: tuple[str, ...]
+  columns: tuple[tuple[str, str], ...]
+  default_columns: tuple[str, ...]
+  terminal_width: int
+  results_stream: str
+
+
+OUTPUT_FORMS = OutputForms(
+  REPORT_FORMATS,
+  TABLE_COLUMNS,
+  DEFAULT_COLUMNS,
+  TERMINAL_WIDTH,
+  RESULTS_STREAM,
+)
 # Columns the first screen may wrap onto more lines to fit TERMINAL_WIDTH.
 _WRAPPABLE_INDEX = tuple(
   i

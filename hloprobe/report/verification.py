@@ -1,6 +1,8 @@
 """`hloprobe verify`'s outcome in words (table, markdown) or JSON.
 
-The evidence records of `verify.evidence` become the lines people read;
+The evidence records of `verify.evidence` become the lines people read,
+each chosen by its `evidence_kind` and read by field (the record classes
+stay behind verify's face);
 the JSON document carries the same lines (`verification_json`), as does a
 `versions` worker's reply to `bisect` (`requirement_lines`).
 
@@ -13,22 +15,7 @@ from hloprobe import invariance
 from hloprobe.numerics import row_words
 from hloprobe.report.results_schema import SCHEMA_VERSION, dumps_json
 from hloprobe.report.tables import table
-from hloprobe.verify import (
-  ErrorBounds,
-  ErrorChange,
-  ErrorsJudged,
-  GoldenNote,
-  LeafErrors,
-  LeafVerdict,
-  MathChanged,
-  NoiseLimits,
-  NotJudged,
-  Reason,
-  RowMoved,
-  Source,
-  Subject,
-  TooFewSizes,
-)
+from hloprobe.verify import Evidence, EvidenceKind, Reason
 
 __all__ = [
   "evidence_line",
@@ -38,11 +25,12 @@ __all__ = [
 ]
 
 
-def _subject(s: Subject) -> str:
+def _subject(s) -> str:
+  """A `Subject` record: the config in words."""
   return f"{s.target} {s.case} n={s.n} {s.precision}"
 
 
-def _source(s: Source) -> str:
+def _source(s) -> str:
   """ "observed", "predicted" (ambiguous where cuBLAS sites were predicted
   at a TF32 they may not use) or "n/a"."""
   if s.kind != "predicted" or not s.tf32_optional_sites:
@@ -53,7 +41,7 @@ def _source(s: Source) -> str:
   )
 
 
-def _not_judged(e: NotJudged) -> str:
+def _not_judged(e: Evidence) -> str:
   if e.reason is Reason.NO_CONFIGS:
     return e.reason.value
   who, leaf = _subject(e.subject), f" {e.leaf}" if e.leaf else ""
@@ -72,7 +60,7 @@ def _not_judged(e: NotJudged) -> str:
   return f"{who}: {e.reason.value}"
 
 
-def _row_moved(e: RowMoved) -> str:
+def _row_moved(e: Evidence) -> str:
   leaf = f" {e.leaf}" if e.leaf else ""
   first_of, over = (
     ("", "")
@@ -88,10 +76,10 @@ def _row_moved(e: RowMoved) -> str:
   )
 
 
-def _limits(limits: NoiseLimits | ErrorBounds) -> str:
+def _limits(limits) -> str:
   """E.g. "limits row-0 |err| 2.02e-04, max |err| 3.10e-04 (2 x noise
   floor 1.01e-04, 1.55e-04)", or the bounds given."""
-  if isinstance(limits, ErrorBounds):
+  if limits.evidence_kind is EvidenceKind.ERROR_BOUNDS:
     return f"abs bound {limits.abs_bound}, rel bound {limits.rel_bound}"
   k = limits.factor
   return (
@@ -101,13 +89,14 @@ def _limits(limits: NoiseLimits | ErrorBounds) -> str:
   )
 
 
-def _other_leaf(e: LeafVerdict | LeafErrors) -> str:
-  if isinstance(e, LeafVerdict):
+def _other_leaf(e) -> str:
+  """A `LeafVerdict` or `LeafErrors` record in words."""
+  if e.evidence_kind is EvidenceKind.LEAF_VERDICT:
     return f"{e.leaf} {e.verdict}"
   return f"{e.leaf} max |err| {e.max_abs:.2e}, max rel {e.max_rel:.2e}"
 
 
-def _errors_judged(e: ErrorsJudged) -> str:
+def _errors_judged(e: Evidence) -> str:
   leaf = f"{e.leaf} " if e.leaf else ""
   line = (
     f"{_subject(e.subject)}: {leaf}row-0 |err| {e.row0_abs:.2e}, max |err| "
@@ -121,7 +110,7 @@ def _errors_judged(e: ErrorsJudged) -> str:
   return line
 
 
-def _math_changed(e: MathChanged) -> str:
+def _math_changed(e: Evidence) -> str:
   size = ""
   if e.deviation_abs is not None and e.bound_abs is not None:
     size = (
@@ -131,7 +120,7 @@ def _math_changed(e: MathChanged) -> str:
   return f"{_subject(e.subject)}: {e.verdict}{size}"
 
 
-def _golden_note(e: GoldenNote) -> str:
+def _golden_note(e: Evidence) -> str:
   if e.kind == "missing":
     return (
       f"missing golden {e.detail} (run `hloprobe golden update` with the "
@@ -144,14 +133,14 @@ def _golden_note(e: GoldenNote) -> str:
   return str(e.detail)  # a site change in words, or the error
 
 
-def _too_few(e: TooFewSizes) -> str:
+def _too_few(e: Evidence) -> str:
   return (
     f"{e.target} {e.case} {e.precision}: consistent needs at least two "
     f"batch sizes; got n={e.n}"
   )
 
 
-def _error_change(e: ErrorChange) -> str:
+def _error_change(e: Evidence) -> str:
   return (
     f"{e.words}: row-0 |err| {e.old_abs:.2e} -> {e.new_abs:.2e} "
     f"({_source(e.source)})"
@@ -164,21 +153,22 @@ def _invariance(e: invariance.Invariance) -> str:
 
 
 _WORDS = {
-  invariance.Invariance: _invariance,
-  NotJudged: _not_judged,
-  TooFewSizes: _too_few,
-  RowMoved: _row_moved,
-  ErrorsJudged: _errors_judged,
-  MathChanged: _math_changed,
-  GoldenNote: _golden_note,
-  ErrorChange: _error_change,
+  EvidenceKind.NOT_JUDGED: _not_judged,
+  EvidenceKind.TOO_FEW_SIZES: _too_few,
+  EvidenceKind.ROW_MOVED: _row_moved,
+  EvidenceKind.ERRORS_JUDGED: _errors_judged,
+  EvidenceKind.MATH_CHANGED: _math_changed,
+  EvidenceKind.GOLDEN_NOTE: _golden_note,
+  EvidenceKind.ERROR_CHANGE: _error_change,
 }
 
 
 def evidence_line(e) -> str:
   """One evidence record (`verify.evidence`) as its line; a string stays
   as it is (a `versions` worker's reply carries lines)."""
-  words = _WORDS.get(type(e))
+  if isinstance(e, invariance.Invariance):
+    return _invariance(e)
+  words = _WORDS.get(getattr(e, "evidence_kind", None))
   return words(e) if words else str(e)
 
 

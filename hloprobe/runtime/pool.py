@@ -42,7 +42,7 @@ import os
 import pickle
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from hloprobe.errors import XlaFlagsError
 from hloprobe.runtime.process import (
@@ -245,6 +245,22 @@ class WorkerPool(PickledCalls):
     """Starts the worker of (these extra XLA_FLAGS, lane) if it is not
     running, without waiting for it (see `call`'s arguments)."""
     self._worker(self._key(xla_flags, lane))
+
+  def retire(self, keep: Iterable[tuple[str, int]]) -> None:
+    """Ends the workers of lanes 0 and up whose (extra XLA_FLAGS, lane) is
+    not in `keep` (a negative lane, e.g. a case's loader, is kept), so
+    that a run of several sweeps on one pool (explain's fix tries, each
+    with flag sets of its own) holds only the current sweep's workers, not
+    every flag set's seen so far (issue 37: four idle-or-busy compile
+    workers of 0.6-0.8 GB each on 2 cores). Call it between sweeps, when
+    no lane is calling: a later call of a retired key starts a fresh
+    worker."""
+    wanted = {self._key(flags, lane) for flags, lane in keep}
+    with self._lock:
+      gone = [k for k in self._workers if k[1] >= 0 and k not in wanted]
+      workers = [self._workers.pop(k) for k in gone]
+    for w in workers:
+      w.close()
 
   def close(self, kill: bool = False) -> None:
     """Ends every worker and removes their temporary folders; later calls

@@ -11,8 +11,10 @@ preallocation) and whose `py_executable` is the interpreter it runs (this
 one's by default); each config is one task of that actor
 (`_Lane.call`). The actor runs the config the way the local pool does:
 in a worker process of its own (`process.Worker`, `serve`), so XLA's
-death on a config, a flag XLA rejects, the stage it died in and
-`--case_timeout` read exactly as they do locally, and a request's
+death on a config, a flag XLA rejects, the stage it died in,
+`--case_timeout` and the memory bound (`--max_worker_mb`; by default a
+quarter of the node's memory, read on the node) read exactly as they do
+locally, and a request's
 records come back unchanged. The actor only passes pickled bytes on (it
 imports neither jax nor the request's module): Ray cloudpickles the
 bytes, the records inside are `serve`'s own pickles.
@@ -72,7 +74,11 @@ from hloprobe.errors import (
   first_line,
 )
 from hloprobe.runtime.pool import PickledCalls, _preloaded, worker_xla_flags
-from hloprobe.runtime.process import Worker, WorkerError
+from hloprobe.runtime.process import (
+  Worker,
+  WorkerError,
+  default_max_worker_mb,
+)
 from hloprobe.runtime.ray_watchdog import Watchdog
 
 __all__ = ["RAY_MISSING", "RayPool", "import_ray"]
@@ -247,12 +253,27 @@ class _Lane:
     cwd: the sweep's folder: the actor and its worker run there where the
       node has it (a user case's relative path, as locally), else in the
       folder Ray gave them.
+    max_mb: its worker's resident memory bound in MiB (`Worker`'s), or
+      None: a quarter of this node's memory
+      (`process.default_max_worker_mb`, read here, on the node).
   """
 
-  def __init__(self, xla_flags: str, platforms: str, preload: tuple, cwd: str):
+  def __init__(
+    self,
+    xla_flags: str,
+    platforms: str,
+    preload: tuple,
+    cwd: str,
+    max_mb: int | None = None,
+  ):
     if os.path.isdir(cwd):
       os.chdir(cwd)  # this process is the actor's own
-    self._args = (xla_flags, platforms, preload)
+    self._args = (
+      xla_flags,
+      platforms,
+      preload,
+      max_mb or default_max_worker_mb(),
+    )
     self._worker: Worker | None = None
     self._live()
 
@@ -311,6 +332,9 @@ class RayPool(PickledCalls):
       `py_executable`); None: this one's.
     warn: given one line when the cluster joined at `address` has neither
       token authentication nor TLS; None: `logging.warning`.
+    max_worker_mb: each lane's worker's resident memory bound in MiB, as
+      `WorkerPool`'s; None: a quarter of the memory of the node it runs
+      on. A worker past it is stopped and its config fails with one line.
 
   Raises:
     InvalidArgumentError: Ray is not installed.
@@ -330,8 +354,10 @@ class RayPool(PickledCalls):
     num_cpus: int = 1,
     python: str | None = None,
     warn: Callable[[str], None] | None = None,
+    max_worker_mb: int | None = None,
   ):
     self._ray = import_ray()
+    self.max_worker_mb = max_worker_mb
     self._warn = warn or _log_warning
     self._watchdog: Watchdog | None = None
     from hloprobe.runtime.process import _jax_platforms
@@ -483,7 +509,13 @@ class RayPool(PickledCalls):
             "env_vars": _lane_env(key[0], self._platforms),
             "py_executable": self._python,
           },
-        ).remote(key[0], self._platforms, self._preload, os.getcwd())
+        ).remote(
+          key[0],
+          self._platforms,
+          self._preload,
+          os.getcwd(),
+          self.max_worker_mb,
+        )
         self._actors[key] = actor
         # Its first task: it answers as soon as the actor is up.
         self._pids[key] = actor.pid.remote()

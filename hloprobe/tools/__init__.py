@@ -1,5 +1,6 @@
 """Developer tools kept apart from the library: benchmarks (bench: sweep
-timing; bench_memory, bench_ray, bench_shards, bench_venv) and
+timing; bench_invariance, bench_memory, bench_ray, bench_shards,
+bench_venv) and
 maintainers' checks (autotune_template, kernel_model_check; fuzz_modules:
 `make fuzz`), each run as
 `python -m hloprobe.tools.NAME` (`TOOLS` lists them).
@@ -19,6 +20,7 @@ TOOLS = (
   "autotune_template",
   "bench",
   "bench_clock",
+  "bench_invariance",
   "bench_memory",
   "bench_models",
   "bench_ray",

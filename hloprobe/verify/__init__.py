@@ -48,20 +48,9 @@ from hloprobe.verify.candidates import judge_tries as judge_tries
 from hloprobe.verify.candidates import plan_tries as plan_tries
 from hloprobe.verify.candidates import try_sweeps as try_sweeps
 from hloprobe.verify.candidates import verify_command as verify_command
-from hloprobe.verify.evidence import ErrorBounds as ErrorBounds
-from hloprobe.verify.evidence import ErrorChange as ErrorChange
-from hloprobe.verify.evidence import ErrorsJudged as ErrorsJudged
-from hloprobe.verify.evidence import GoldenNote as GoldenNote
-from hloprobe.verify.evidence import LeafErrors as LeafErrors
-from hloprobe.verify.evidence import LeafVerdict as LeafVerdict
-from hloprobe.verify.evidence import MathChanged as MathChanged
-from hloprobe.verify.evidence import NoiseLimits as NoiseLimits
-from hloprobe.verify.evidence import NotJudged as NotJudged
+from hloprobe.verify.evidence import Evidence as Evidence
+from hloprobe.verify.evidence import EvidenceKind as EvidenceKind
 from hloprobe.verify.evidence import Reason as Reason
-from hloprobe.verify.evidence import RowMoved as RowMoved
-from hloprobe.verify.evidence import Source as Source
-from hloprobe.verify.evidence import Subject as Subject
-from hloprobe.verify.evidence import TooFewSizes as TooFewSizes
 from hloprobe.verify.findings import Finding as Finding
 from hloprobe.verify.findings import find_findings as find_findings
 from hloprobe.verify.findings import times_words as times_words
@@ -75,23 +64,12 @@ from hloprobe.verify.requirements import judge as judge
 
 __all__ = [
   "Candidate",
-  "ErrorBounds",
-  "ErrorChange",
-  "ErrorsJudged",
+  "Evidence",
+  "EvidenceKind",
   "Finding",
   "FixTrial",
-  "GoldenNote",
-  "LeafErrors",
-  "LeafVerdict",
-  "MathChanged",
-  "NoiseLimits",
-  "NotJudged",
   "REQUIREMENTS",
   "Reason",
-  "RowMoved",
-  "Source",
-  "Subject",
-  "TooFewSizes",
   "Verification",
   "check_batch_sizes",
   "find_findings",

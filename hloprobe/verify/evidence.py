@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from typing import ClassVar
 
 from hloprobe.numerics import WorstRow
 
 __all__ = [
+  "Evidence",
+  "EvidenceKind",
   "ErrorBounds",
   "ErrorChange",
   "ErrorsJudged",
@@ -32,6 +35,24 @@ __all__ = [
   "Subject",
   "TooFewSizes",
 ]
+
+
+class EvidenceKind(enum.Enum):
+  """What an evidence record, or a part of one, is: the field readers
+  (`report.verification`) dispatch on (`record.evidence_kind`), so that no other
+  stage needs the record classes' names."""
+
+  NOT_JUDGED = "not judged"
+  TOO_FEW_SIZES = "too few sizes"
+  ROW_MOVED = "row moved"
+  ERRORS_JUDGED = "errors judged"
+  MATH_CHANGED = "math changed"
+  GOLDEN_NOTE = "golden note"
+  ERROR_CHANGE = "error change"
+  NOISE_LIMITS = "noise limits"
+  ERROR_BOUNDS = "error bounds"
+  LEAF_VERDICT = "leaf verdict"
+  LEAF_ERRORS = "leaf errors"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -87,6 +108,8 @@ class NotJudged:
       the pass or rule, then XLA's error).
   """
 
+  evidence_kind: ClassVar[EvidenceKind] = EvidenceKind.NOT_JUDGED
+
   subject: Subject | None
   reason: Reason
   leaf: str = ""
@@ -99,6 +122,8 @@ class NotJudged:
 class TooFewSizes:
   """A (target, case, precision) group with one batch size: "consistent"
   has nothing to compare it with."""
+
+  evidence_kind: ClassVar[EvidenceKind] = EvidenceKind.TOO_FEW_SIZES
 
   target: str
   case: str
@@ -126,6 +151,8 @@ class RowMoved:
       first `values` were kept and compared); else 0.
   """
 
+  evidence_kind: ClassVar[EvidenceKind] = EvidenceKind.ROW_MOVED
+
   subject: Subject
   leaf: str
   row0: float
@@ -144,6 +171,8 @@ class NoiseLimits:
   """ "accurate"'s limits from the noise floor: NOISE_FACTOR x its row-0
   and whole-batch |err| (`accuracy.NoiseFloor`)."""
 
+  evidence_kind: ClassVar[EvidenceKind] = EvidenceKind.NOISE_LIMITS
+
   factor: float
   row0_abs: float
   max_abs: float
@@ -154,6 +183,8 @@ class ErrorBounds:
   """ "accurate"'s limits from --abs_error_bound / --rel_error_bound (XLA's
   ErrorSpec: either bound suffices); None where not given."""
 
+  evidence_kind: ClassVar[EvidenceKind] = EvidenceKind.ERROR_BOUNDS
+
   abs_bound: float | None
   rel_bound: float | None
 
@@ -162,6 +193,8 @@ class ErrorBounds:
 class LeafVerdict:
   """An output leaf besides the headline whose verdict is not accurate."""
 
+  evidence_kind: ClassVar[EvidenceKind] = EvidenceKind.LEAF_VERDICT
+
   leaf: str
   verdict: str
 
@@ -169,6 +202,8 @@ class LeafVerdict:
 @dataclasses.dataclass(frozen=True, slots=True)
 class LeafErrors:
   """An observed output leaf besides the headline outside the bounds."""
+
+  evidence_kind: ClassVar[EvidenceKind] = EvidenceKind.LEAF_ERRORS
 
   leaf: str
   max_abs: float
@@ -192,6 +227,8 @@ class ErrorsJudged:
       floor); a row beyond its band fails the config. None with bounds
       (max |err| bounds every row already) or where rows are not judged.
   """
+
+  evidence_kind: ClassVar[EvidenceKind] = EvidenceKind.ERRORS_JUDGED
 
   subject: Subject
   leaf: str
@@ -218,6 +255,8 @@ class MathChanged:
     bound_abs: the F32 band it left.
   """
 
+  evidence_kind: ClassVar[EvidenceKind] = EvidenceKind.MATH_CHANGED
+
   subject: Subject
   verdict: str
   deviation_abs: float | None
@@ -237,6 +276,8 @@ class GoldenNote:
     detail: see `kind`.
   """
 
+  evidence_kind: ClassVar[EvidenceKind] = EvidenceKind.GOLDEN_NOTE
+
   kind: str
   detail: object
 
@@ -251,7 +292,22 @@ class ErrorChange:
     source: how the fix's was found.
   """
 
+  evidence_kind: ClassVar[EvidenceKind] = EvidenceKind.ERROR_CHANGE
+
   words: str
   old_abs: float
   new_abs: float
   source: Source
+
+
+# One record of `Requirement.evidence` (besides the invariance answer and
+# the plain lines a `versions` worker replies with): dispatch on `.evidence_kind`.
+Evidence = (
+  NotJudged
+  | TooFewSizes
+  | RowMoved
+  | ErrorsJudged
+  | MathChanged
+  | GoldenNote
+  | ErrorChange
+)

@@ -131,6 +131,7 @@ def verify(
   rel_error_bound: float | None = None,
   rows=None,
   kernels=None,
+  sized=(),
 ) -> Verification:
   """Judges a fix from the results of `fix_sweep(spec, fix, requirements)`.
 
@@ -148,6 +149,9 @@ def verify(
     kernels: for "invariant", the compile-only configs' row kernels as
       their workers read them (`invariance.sweep_kernels`); None: read
       from the records.
+    sized: for "invariant", the names of the cases swept over another
+      size than the batch (`Case.swept_size`: outputs that keep their
+      shape over n are not taken for batch reductions there).
 
   Raises:
     GoldenError: the golden folder is missing or corrupt ("golden").
@@ -174,6 +178,7 @@ def verify(
     ),
     invariant_rows=rows,
     invariant_kernels=kernels,
+    invariant_sized=sized,
   )
   changes, errors = _changes(baseline, fixed, fix)
   failures = tuple(dict.fromkeys(r.failure.words() for r in fixed if not r.ok))
@@ -230,6 +235,7 @@ def verify_fix(
     rel_error_bound=rel_error_bound,
     rows=rows,
     kernels=kernels,
+    sized={c.name for c in plan.cases if c.case.swept_size is not None},
   )
 
 

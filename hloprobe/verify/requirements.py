@@ -10,7 +10,7 @@ Private in intent: use the package, `hloprobe.verify`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -186,13 +186,14 @@ def _invariant(
   fixed: list[ConfigResult],
   rows: Mapping[tuple, ConfigRows] | None,
   kernels: Mapping[tuple, tuple] | None = None,
+  sized: Collection[str] = (),
 ) -> Requirement:
   """ "invariant": every (case, target, precision) of the fix's configs
   one class of identical bits (`invariance.invariance_of`: run where the
   target runs, by kernel identity on a compile-only GPU). The evidence is
   each group's `invariance.Invariance` (its line names the classes and
   the boundary sites), the groups not invariant (or unknown) first."""
-  answers = invariance_of(fixed, rows, None, kernels)
+  answers = invariance_of(fixed, rows, None, kernels, sized)
   bad = [a for a in answers if a.invariant is not True]
   good = [a for a in answers if a.invariant is True]
   bad += [_failed(r) for r in fixed if not r.ok]
@@ -354,18 +355,23 @@ def checks(
   golden_check: Callable[[], Requirement] | None = None,
   invariant_rows: Mapping[tuple, ConfigRows] | None = None,
   invariant_kernels: Mapping[tuple, tuple] | None = None,
+  invariant_sized: Collection[str] = (),
 ) -> dict[str, Callable[[], Requirement]]:
   """`REQUIREMENTS` name -> a thunk judging it on `results`.
 
   "golden" is in the table only when given (it needs the sweep's spec and
   the golden folder, which `judge` has not). "invariant" judges row 0 as
   the records keep it, and the anchor rows where `invariant_rows` (the
-  fix's configs' `invariance.sweep_rows`) has them.
+  fix's configs' `invariance.sweep_rows`) has them; `invariant_sized`
+  names the cases swept over another size than the batch
+  (`invariance.invariance_of`'s `sized`).
   """
   table = {
     "consistent": lambda: _consistent(results),
     "accurate": lambda: _accurate(results, abs_bound, rel_bound),
-    "invariant": lambda: _invariant(results, invariant_rows, invariant_kernels),
+    "invariant": lambda: _invariant(
+      results, invariant_rows, invariant_kernels, invariant_sized
+    ),
   }
   if golden_check is not None:
     table["golden"] = golden_check

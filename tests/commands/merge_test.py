@@ -14,6 +14,7 @@ import dataclasses
 import json
 import os
 import shutil
+import tempfile
 
 import pytest
 import testutil
@@ -56,10 +57,11 @@ def _sweep(*args):
   )
 
 
-def _root(name: str) -> str:
-  """A new empty folder under the test's temporary folder."""
-  root = os.path.join(absltest.get_default_test_tmpdir(), name)
-  shutil.rmtree(root, ignore_errors=True)
+def _root(cls, name: str) -> str:
+  """A new empty folder of `cls`'s own, removed after its tests (not a
+  fixed path: a leftover or a concurrent run must not meet it)."""
+  root = tempfile.mkdtemp(prefix=f"hloprobe-{name}-")
+  cls.addClassCleanup(shutil.rmtree, root, ignore_errors=True)
   return root
 
 
@@ -68,7 +70,7 @@ class MergeTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.root = _root("shards_merge")
+    cls.root = _root(cls, "shards_merge")
     cls.full = _sweep(f"--output_dir={cls.root}/full")
     # Out of order, and shard 1 run twice (a retried CI job).
     cls.shards = {}
@@ -193,7 +195,7 @@ class ResultsTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.root = _root("shards_results")
+    cls.root = _root(cls, "shards_results")
     for i in range(2):
       _sweep(f"--shard={i}/2", f"--output_dir={cls.root}/s{i}")
     testutil.run_hloprobe_here(

@@ -18,6 +18,7 @@ import os
 import stat
 import time
 
+import testutil
 from absl.testing import absltest
 
 from hloprobe.commands import common, merge
@@ -166,6 +167,11 @@ class BadShardFilesTest(absltest.TestCase):
     os.remove(path)
     os.mkfifo(path)
     self.assertIn("a FIFO", self._refused("not a regular file"))
+    start = time.monotonic()  # the command line: one line, exit 2
+    proc = testutil.run_hloprobe_here("merge", *self.folders, timeout_s=10)
+    self.assertLess(time.monotonic() - start, 5)
+    self.assertEqual(proc.returncode, 2, proc.stderr)
+    self.assertLen(proc.stderr.splitlines(), 1, proc.stderr)
 
   def test_fifo_results_json(self):
     path = os.path.join(self.folders[1], "results.json")
@@ -235,3 +241,43 @@ class BadShardFilesTest(absltest.TestCase):
 
 if __name__ == "__main__":
   absltest.main()
+
+
+# Module files that crashed jaxlib's parsers in process (issue 41): HLO
+# text 10^5 tuples deep (a hand count: the ENTRY's `{`, the tuples, the
+# `[` of `f32[]`), and StableHLO bytecode whose producer is not UTF-8 (the
+# bytecode header as MLIR's BytecodeReader reads it: magic, version
+# varint, producer string).
+_DEEP = 100_000
+_HOSTILE = {
+  "deep.hlo": (
+    "HloModule m\n\nENTRY e {\n  ROOT p = "
+    + "(" * _DEEP
+    + "f32[]"
+    + ")" * _DEEP
+    + " parameter(0)\n}\n"
+  ).encode(),
+  "bad.mlirbc": b"ML\xefR" + bytes([(6 << 1) | 1]) + b"Stable\xffHLO\0rest",
+}
+
+
+class HostileModuleFileTest(absltest.TestCase):
+  """A shard naming a module file that would crash jaxlib's parser: merge
+  says so in one line and exits 2, the process alive."""
+
+  def test_each_file_is_one_line_exit_2(self):
+    for name, data in _HOSTILE.items():
+      with self.subTest(name):
+        root = self.create_tempdir().full_path
+        with open(os.path.join(root, name), "wb") as f:
+          f.write(data)
+        folders = _write_shards(root, name, name.split(".")[0])
+        cwd = os.getcwd()
+        os.chdir(root)  # the shards' --case words, as they ran
+        try:
+          proc = testutil.run_hloprobe_here("merge", *folders)
+        finally:
+          os.chdir(cwd)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertLen(proc.stderr.splitlines(), 1, proc.stderr)
+        self.assertIn(f"module file '{name}'", proc.stderr)

@@ -7,7 +7,7 @@ import numpy as np
 from absl.testing import absltest
 
 from hloprobe.compile import CASES
-from hloprobe.report import cases_listing
+from hloprobe.report.listings import cases_listing
 
 
 class CaseTest(absltest.TestCase):

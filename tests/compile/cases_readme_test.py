@@ -32,9 +32,38 @@ def _save_example(test: absltest.TestCase) -> str:
 def _numpy_y00(n: int) -> float:
   """y[0, 0] = (x @ w)[0, 0] of the README's inputs, numpy float64."""
   g = np.random.default_rng(0)
-  x = g.standard_normal((8, 256)).astype(np.float32)[:n]
+  x = g.standard_normal((16, 256)).astype(np.float32)[:n]
   w = g.standard_normal((256, 64)).astype(np.float32)
   return float((x.astype(np.float64) @ w.astype(np.float64))[0, 0])
+
+
+def _readme_commands(case: str) -> list[str]:
+  """The README's command lines that name `case`."""
+  with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+    return [line for line in f.read().splitlines() if f"--case={case}" in line]
+
+
+class ReadmeCommandsFitTest(absltest.TestCase):
+  """Found by review: the README's explain (default --batch_sizes 1-9) and
+  golden update (1,2,9) exceeded the example's 8 rows and exited 2."""
+
+  def test_every_command_asks_at_most_the_examples_rows(self):
+    import importlib.util
+
+    from hloprobe.api import DEFAULTS
+    from hloprobe.engine.spec import parse_batch_sizes
+
+    path = os.path.join(_save_example(self), "my_case.py")
+    spec = importlib.util.spec_from_file_location("readme_my_case", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x, _ = module.inputs()
+    commands = _readme_commands("my_case.py:make_case")
+    self.assertGreaterEqual(len(commands), 3)  # explain, sweep, golden
+    for line in commands:
+      asked = re.search(r"--batch_sizes=(\S+)", line)
+      sizes = parse_batch_sizes(asked[1] if asked else DEFAULTS.batch_sizes)
+      self.assertLessEqual(max(sizes), x.shape[0], line)
 
 
 class ReadmeExampleTest(absltest.TestCase):

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 import textwrap
+import unittest
 from unittest import mock
 
 import numpy as np
@@ -64,7 +67,9 @@ _MODULE = textwrap.dedent("""
 
 def setUpModule():
   global _DIR, _FILE
-  _DIR = absltest.get_default_test_tmpdir()
+  # The module's own folder (a fixed path would meet a concurrent run's).
+  _DIR = tempfile.mkdtemp(prefix="hloprobe-cases-user-")
+  unittest.addModuleCleanup(shutil.rmtree, _DIR, ignore_errors=True)
   os.makedirs(os.path.join(_DIR, "userpkg"), exist_ok=True)
   _FILE = os.path.join(_DIR, "userpkg", "mycase.py")
   with open(_FILE, "w") as f:

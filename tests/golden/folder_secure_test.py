@@ -200,3 +200,37 @@ class CaseEndsTheCheckTest(absltest.TestCase):
 
 if __name__ == "__main__":
   absltest.main()
+
+
+class HostileModuleFileTest(absltest.TestCase):
+  """A golden folder holding a module file that would crash jaxlib's
+  parser in process (issue 41: HLO text 10^5 tuples deep, counted by
+  hand; StableHLO bytecode whose producer is not UTF-8, as MLIR's
+  BytecodeReader reads the header): `golden check` says so in one line
+  and exits 2."""
+
+  def test_each_file_is_one_line_exit_2(self):
+    deep = 100_000
+    files = {
+      "deep.hlo": (
+        "HloModule m\n\nENTRY e {\n  ROOT p = "
+        + "(" * deep
+        + "f32[]"
+        + ")" * deep
+        + " parameter(0)\n}\n"
+      ).encode(),
+      "bad.mlirbc": b"ML\xefR" + bytes([(6 << 1) | 1]) + b"Stable\xffHLO\0x",
+    }
+    for name, data in files.items():
+      with self.subTest(name):
+        golden = os.path.join(self.create_tempdir().full_path, "golden")
+        os.makedirs(golden)
+        with open(os.path.join(golden, name), "wb") as f:
+          f.write(data)
+        _manifest(golden, [os.path.join(golden, name)])
+        proc = testutil.run_hloprobe_here(
+          "golden", "check", f"--golden_dir={golden}"
+        )
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertLen(proc.stderr.splitlines(), 1, proc.stderr)
+        self.assertIn(f"{name}'", proc.stderr)

@@ -20,7 +20,8 @@ import pytest
 from absl.testing import absltest
 
 from hloprobe import engine, invariance
-from hloprobe.invariance.in_workers import full_inputs_of
+from hloprobe.invariance.answer import config_key
+from hloprobe.invariance.in_workers import _lanes, full_inputs_of
 from hloprobe.invariance.rows import ANCHOR, ROW0, anchor_offsets
 
 pytestmark = pytest.mark.compiles
@@ -136,6 +137,30 @@ def _inputs():
   return _drawn()
 
 def _drawn():"""
+
+
+class LanesTest(absltest.TestCase):
+  """The lane each config's rows and kernels are asked on: the one the
+  sweep compiled it on (hloprobe/engine/engine.py `_Sweep._lanes`: each
+  flag set's configs, in plan order, dealt in turn to max(1, jobs // flag
+  sets) lanes), where its worker keeps the compile."""
+
+  def test_configs_alternate_over_two_lanes(self):
+    plan = engine.plan_sweep(
+      engine.SweepSpec(
+        ("seed_mlp",), (1, 2, 4, 8), ("float32",), ("cpu", "a100"), jobs=2
+      )
+    )
+    lanes = _lanes(plan)
+    keys = [config_key(c.config) for c in plan.configs()]
+    self.assertLen(keys, 8)
+    self.assertEqual([lanes[k] for k in keys], [("", i % 2) for i in range(8)])
+
+  def test_one_job_is_one_lane(self):
+    plan = engine.plan_sweep(
+      engine.SweepSpec(("seed_mlp",), (1, 2, 8), ("float32",), ("a100",))
+    )
+    self.assertEqual(set(_lanes(plan).values()), {("", 0)})
 
 
 if __name__ == "__main__":

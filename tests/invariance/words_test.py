@@ -8,21 +8,27 @@ identical for n = 2-8; n = 1 differs (...); n = 64 differs (...)").
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import jsonschema
-from absl.testing import absltest
+from absl.testing import absltest, parameterized
 
+from hloprobe import kernels
+from hloprobe.compile import get_target
 from hloprobe.invariance import (
   Invariance,
   answer_lines,
   first_lines,
   invariance_json,
+  invariance_of,
 )
 from hloprobe.invariance.answer import Boundary
-from hloprobe.invariance.kernel_identity import RowKernel
+from hloprobe.invariance.kernel_identity import RowKernel, records_as_kernels
 from hloprobe.invariance.pin import NOT_TRIED, Pin, PinCandidate
 from hloprobe.invariance.rows import ROW0, RowClasses
-from hloprobe.invariance.words import folded_lines, pin_lines
+from hloprobe.invariance.words import folded_lines, kernel_lines, pin_lines
+from hloprobe.ir import as_precision
+from hloprobe.records import Compilation, Config, ConfigResult
 from hloprobe.report import schema_document
 
 _SIZES = (1, 2, 8, 64)
@@ -321,6 +327,92 @@ class FoldedTest(absltest.TestCase):
         "  m on cpu under float32: batch-invariant (bits compared): row 0: "
         "identical for n = 1-2; the anchor row was not run: workers only",
         "  m on t4 under float32: unknown (no PTX)",
+      ],
+    )
+
+
+_DATA = os.path.join(os.path.dirname(__file__), "..", "testdata", "kernels")
+
+
+def _ln_model(release: str) -> Invariance:
+  """Issue 38's model on a100, float32, n = 1, 2, 8, 64, from its
+  recorded compiles (tests/testdata/kernels/record_fixtures.py), every
+  kernel read by the kernels stage (no fates: the gemms are listed too)."""
+  a100 = get_target("a100")
+  results, texts = [], {}
+  for n in _SIZES:
+    base = os.path.join(_DATA, release, f"ln_model_a100_n{n}")
+    with open(base + ".hlo.txt", encoding="utf-8") as f:
+      hlo = f.read()
+    with open(base + ".ptx.txt", encoding="utf-8") as f:
+      texts[n] = (hlo, f.read())
+    config = Config("ln", a100, n, as_precision("float32"))
+    results.append(ConfigResult(config, Compilation("", hlo)))
+
+  def read(r):
+    hlo, ptx = texts[r.config.n]
+    return records_as_kernels(
+      kernels.read_kernels(hlo, r.config.n, [ptx], core_count=108), r
+    )
+
+  (a,) = invariance_of(results, reader=read)
+  return a
+
+
+class KernelLinesTest(parameterized.TestCase):
+  """n = 1's reductions kernel by kernel beside the others' (issue 38
+  item 2). Read off the fixtures by hand (both jaxlibs): the layernorm
+  (record_fixtures.py:49-52) is one Triton block-level fusion at n = 2
+  (`fusion.13`, reduce dims={1} of [N,512] twice: mean and variance) and
+  two XLA row reductions at n = 1 (`input_reduce_fusion.1`, the mean, and
+  `input_reduce_fusion`, the variance, each reduce dims={0} of [512]);
+  the softmax (line 53) is `triton_softmax.2` at n = 1 (reduce dims={0}
+  of [1000]) and `triton_softmax.4` at n = 2, 8, 64."""
+
+  @parameterized.parameters("0.12.0.1", "0.10.2")
+  def test_n1_reductions_beside_their_counterparts(self, release):
+    lines = kernel_lines([_ln_model(release)])
+    layernorm = [x for x in lines if "fusion.13" in x]
+    self.assertLen(layernorm, 1)
+    (line,) = layernorm
+    self.assertIn(", reduction at record_fixtures.py:48-52: n = 1: ", line)
+    n1 = line.split("; n = 2: ")[0]
+    self.assertIn("input_reduce_fusion.1: XLA reduction emitter", n1)
+    self.assertIn(" + input_reduce_fusion: XLA reduction emitter", n1)
+    self.assertEqual(n1.count("reduce dims={0} of [512]"), 2)
+    self.assertIn("n = 8: fusion.14: Triton", line)
+    softmax = [x for x in lines if "triton_softmax.4" in x]
+    self.assertLen(softmax, 1)
+    self.assertIn(
+      "reduction at record_fixtures.py:53: n = 1: triton_softmax.2: ",
+      softmax[0],
+    )
+    # Each n = 1 reduction is listed once, under one counterpart.
+    text = "\n".join(lines)
+    for name in ("input_reduce_fusion.1:", "triton_softmax.2:"):
+      self.assertEqual(text.count(name), 1, name)
+
+  def test_kernels_without_program_lines_pair_by_order(self):
+    # The fates' reading (`site_kernels`) has no records: its "other
+    # kernels" entries are paired across n in order, one line.
+    def other(words):
+      return RowKernel("other kernels", "reduction", (), "?", words, "?")
+
+    a = Invariance(
+      "m",
+      "a100",
+      "float32",
+      "baseline",
+      "unknown",
+      (RowClasses(ROW0, ((2,), (1,))),),
+      kernels={1: (other("w1"),), 2: (other("w2"),)},
+      sizes=(1, 2),
+    )
+    self.assertEqual(
+      kernel_lines([a]),
+      [
+        "  m on a100 under float32, reduction: n = 1: other kernels: w1; "
+        "n = 2: other kernels: w2"
       ],
     )
 

@@ -28,7 +28,6 @@ from absl.testing import absltest, parameterized
 from hloprobe import kernels
 from hloprobe.errors import TargetError
 from hloprobe.kernels.differences import kernel_classes
-from hloprobe.kernels.kernel_reader import core_count
 from hloprobe.kernels.records import Role, RowCount
 
 _DATA = os.path.join(os.path.dirname(__file__), "..", "testdata", "kernels")
@@ -223,8 +222,8 @@ class PinTest(absltest.TestCase):
     from hloprobe.compile import get_target
 
     # hloprobe/compile/gpu_specs/a100_sxm_40.txtpb: core_count: 108.
-    self.assertEqual(core_count(get_target("a100")), 108)
-    self.assertIsNone(core_count(get_target("cpu")))
+    self.assertEqual(kernels.core_count(get_target("a100")), 108)
+    self.assertIsNone(kernels.core_count(get_target("cpu")))
 
   def test_refuses_non_compile_only(self):
     from hloprobe.compile import get_target
@@ -373,6 +372,72 @@ class ControlFlowTest(parameterized.TestCase):
     self.assertEqual(record.role, Role.CONTRACTION)
     self.assertEqual(record.field("block_k"), "64")
     self.assertEqual(record.field("split_k"), "1")
+    # The while reaches the ENTRY result; so does its body's gemm.
+    self.assertTrue(record.outputs)
+
+
+# A hand-written module: a batch statistic that feeds the rows (a
+# batchnorm's mean over axis 0, subtracted from every row) and a loss
+# (the sum of the rows) beside it, as `(loss f32[], rows f32[4,8])`.
+_BATCH_STAT = """HloModule bn, entry_computation_layout={(f32[4,8]{1,0})->(f32[], f32[4,8]{1,0})}
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+ENTRY %main (x: f32[4,8]) -> (f32[], f32[4,8]) {
+  %x = f32[4,8]{1,0} parameter(0)
+  %z = f32[] constant(0)
+  %mean = f32[8]{0} reduce(%x, %z), dimensions={0}, to_apply=%add
+  %b = f32[4,8]{1,0} broadcast(%mean), dimensions={1}
+  %rows = f32[4,8]{1,0} subtract(%x, %b)
+  %loss = f32[] reduce(%rows, %z), dimensions={0,1}, to_apply=%add
+  ROOT %t = (f32[], f32[4,8]{1,0}) tuple(%loss, %rows)
+}
+"""
+
+
+class OutputsTest(parameterized.TestCase):
+  """Which output leaves each kernel reaches (`KernelRecord.outputs`), on
+  recorded compiles of the
+  README's `my_case` (tests/testdata/kernels/record_batch_mean.py).
+
+  Read off the fixtures by hand: the header prints the result
+  `(f32[], f32[n,64]{1,0})` (leaf 0 the loss, leaf 1 y); at n = 2 the
+  ROOT tuple takes `loop_multiply_fusion` (the loss's `* 1/128`, fed by
+  `input_reduce_fusion`, which reduces f32[128], the bitcast of y * y,
+  over dimensions={0}: every row of y summed) and
+  `gemm_fusion_dot_general.1` (y, which also feeds the loss); at n = 1
+  the dot is strength-reduced (`loop_multiply_fusion` then
+  `input_reduce_fusion.1`, y bitcast from it).
+  """
+
+  @parameterized.parameters(*_RELEASES)
+  def test_loss_kernels_reach_only_the_loss(self, release):
+    expected = {
+      1: {
+        "loop_multiply_fusion": (0, 1),
+        "input_reduce_fusion.1": (0, 1),
+        "input_reduce_fusion": (0,),
+        "loop_multiply_fusion.1": (0,),
+      },
+      2: {
+        "gemm_fusion_dot_general.1": (0, 1),
+        "input_reduce_fusion": (0,),
+        "loop_multiply_fusion": (0,),
+      },
+    }
+    for n, names in expected.items():
+      records = _read(release, n, "batch_mean_a100_n")
+      self.assertEqual({r.name: r.outputs for r in records}, names)
+
+  def test_a_batch_statistic_feeding_rows_reaches_them(self):
+    records = _by_name(kernels.read_kernels(_BATCH_STAT, 4))
+    self.assertEqual(records["mean"].outputs, (0, 1))
+    self.assertEqual(records["rows"].outputs, (0, 1))
+    self.assertEqual(records["loss"].outputs, (0,))
 
 
 if __name__ == "__main__":

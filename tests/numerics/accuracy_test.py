@@ -8,6 +8,7 @@ from absl.testing import absltest, parameterized
 
 from hloprobe.numerics import accuracy, floor_sum
 from hloprobe.numerics.accuracy import ErrorStats, NoiseFloor
+from hloprobe.numerics.verdicts import VerdictKind
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = pytest.mark.cpu_numerics
@@ -149,3 +150,36 @@ class VerdictTest(parameterized.TestCase):
 
 if __name__ == "__main__":
   absltest.main()
+
+
+class Row0GapTest(absltest.TestCase):
+  """Explained means all of row 0 sits within the tolerance of the
+  prediction, not its first value alone (found by review)."""
+
+  def _pair(self, observed_row, predicted_row):
+    ref = np.float64([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    got = ref.copy()
+    got[0] = observed_row
+    want = ref.copy()
+    want[0] = predicted_row
+    return accuracy.error_stats(got, ref), accuracy.error_stats(want, ref)
+
+  def test_a_planted_second_element_is_unexplained(self):
+    # Element [0, 1] is 0.25 off the prediction, the first value agrees:
+    # beyond the 0.05 tolerance whatever row 0's first value says.
+    observed, predicted = self._pair([1.5, 2.75, 3.5], [1.5, 2.5, 3.5])
+    self.assertEqual(accuracy.row0_gap(observed, predicted), 0.25)
+    verdict = accuracy.judge(observed, predicted, _NOISE, 0.05, _TF32)
+    self.assertEqual(verdict.kind, VerdictKind.UNEXPLAINED)
+
+  def test_all_of_row0_within_the_tolerance_is_explained(self):
+    observed, predicted = self._pair([1.5, 2.5, 3.5], [1.5, 2.5, 3.5 + 2**-6])
+    self.assertEqual(accuracy.row0_gap(observed, predicted), 2**-6)
+    verdict = accuracy.judge(observed, predicted, _NOISE, 0.05, _TF32)
+    self.assertEqual(verdict.kind, VerdictKind.EXPLAINED)
+
+  def test_nan_on_one_side_is_an_infinite_gap(self):
+    observed, predicted = self._pair([1.5, np.nan, 3.5], [1.5, 2.5, 3.5])
+    self.assertEqual(accuracy.row0_gap(observed, predicted), np.inf)
+    both, _ = self._pair([1.5, np.nan, 3.5], [0, 0, 0])
+    self.assertEqual(accuracy.row0_gap(both, both), 0.0)

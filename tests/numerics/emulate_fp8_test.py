@@ -19,7 +19,7 @@ from hloprobe.compile import CASES
 from hloprobe.execute import execute_module
 from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.numerics import emulate_fp8
-from hloprobe.report import cases_listing
+from hloprobe.report.listings import cases_listing
 
 _E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
 _E5M2 = np.dtype(ml_dtypes.float8_e5m2)

@@ -21,7 +21,7 @@ import testutil
 from absl.testing import absltest
 
 from hloprobe.compile import get_case
-from hloprobe.report import cases_listing
+from hloprobe.report.listings import cases_listing
 
 pytestmark = [pytest.mark.compiles]
 

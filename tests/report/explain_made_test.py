@@ -27,7 +27,7 @@ from hloprobe.records import Compilation, Config, ConfigResult
 from hloprobe.report import explain_results, render, render_explanation
 from hloprobe.report.explain_records import AGREES
 from hloprobe.report.results_schema import config_json
-from hloprobe.verify import MathChanged
+from hloprobe.verify.evidence import MathChanged
 
 _WORDS = "alpha_real 0.1, beta 0, epilogue BIAS"
 

@@ -38,5 +38,15 @@ class ListingsTest(absltest.TestCase):
     self.assertIn("--xla_disable_hlo_passes=dot-strength-reduction", text)
 
 
+class ListingTest(absltest.TestCase):
+  def test_one_call_names_each_listing(self):
+    self.assertEqual(listings.listing("cases"), listings.cases_listing())
+    self.assertEqual(
+      listings.listing("experiments"), listings.experiments_listing()
+    )
+    with self.assertRaisesRegex(ValueError, "no listing 'sites'"):
+      listings.listing("sites")
+
+
 if __name__ == "__main__":
   absltest.main()

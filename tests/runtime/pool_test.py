@@ -171,6 +171,34 @@ class InputsOnceTest(absltest.TestCase):
     self.assertEqual(calls, [0])
 
 
+class RetireTest(absltest.TestCase):
+  def test_a_sweep_ends_the_workers_of_flags_an_earlier_one_left(self):
+    # Two sweeps on one pool, as explain's sweep and a fix try: the first
+    # with an experiment's flag set at --jobs=2 (a lane per flag set),
+    # the second the baseline alone (two lanes). The second ends the
+    # experiment's worker; the baseline's (whose kept compiles the
+    # invariance answer reads) and a case's loader (a negative lane) are
+    # kept.
+    spec = engine.SweepSpec(("seed_mlp",), (1, 2), ("float32",), ("cpu",))
+    nofm = parse_experiment("nofm:--xla_cpu_enable_fast_math=false")
+    with worker.WorkerPool() as pool:
+      keys = lambda *pairs: sorted(pool._key(f, lane) for f, lane in pairs)
+      engine.run_sweep(
+        dataclasses.replace(spec, jobs=2, experiments=(nofm,)), pool=pool
+      )
+      pool.start("", -1)
+      flags = nofm.flags_text
+      self.assertEqual(
+        sorted(pool._workers),
+        keys(("", -1), ("", 0), (flags, 0)),
+      )
+      gone = [pool._workers[pool._key(flags, 0)]]
+      results = engine.run_sweep(dataclasses.replace(spec, jobs=2), pool=pool)
+      self.assertTrue(all(r.ok for r in results))
+      self.assertFalse(any(w.alive for w in gone))
+      self.assertEqual(sorted(pool._workers), keys(("", -1), ("", 0), ("", 1)))
+
+
 class JobsTest(absltest.TestCase):
   def test_jobs_change_nothing_and_each_flag_set_has_one_worker(self):
     # The A100 as a config file: the plan reads it once, a worker gets the

@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import sys
+import tempfile
 import time
 import warnings
 from unittest import mock
@@ -24,6 +25,7 @@ import testutil
 from absl.testing import absltest
 
 from hloprobe import engine
+from hloprobe.runtime import RayPool, WorkerError, serve
 
 # results.json without "created" and timings (`make bench` compares so too).
 from hloprobe.tools.bench_shards import comparable as _comparable
@@ -50,10 +52,10 @@ _SWEEP = (
 )
 
 
-def _root(name: str) -> str:
-  """A new empty folder under the test's temporary folder."""
-  root = os.path.join(absltest.get_default_test_tmpdir(), name)
-  shutil.rmtree(root, ignore_errors=True)
+def _root(cls, name: str) -> str:
+  """A new empty folder of `cls`'s own, removed after its tests."""
+  root = tempfile.mkdtemp(prefix=f"hloprobe-{name}-")
+  cls.addClassCleanup(shutil.rmtree, root, ignore_errors=True)
   return root
 
 
@@ -91,7 +93,10 @@ class RayMissingTest(absltest.TestCase):
       )
 
 
+# A local Ray cluster and two sweeps under the command line (about 70 s of
+# test time): the `slow` tier, which `make test-slow` and CI run.
 @pytest.mark.compiles
+@pytest.mark.slow
 class RayExecutorTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
@@ -107,7 +112,7 @@ class RayExecutorTest(absltest.TestCase):
         configure_logging=False,
       )
     cls.addClassCleanup(ray.shutdown)
-    cls.root = _root("ray_executor")
+    cls.root = _root(cls, "ray_executor")
     cls.runs = {
       executor: testutil.run_hloprobe_here(
         "sweep",
@@ -122,6 +127,19 @@ class RayExecutorTest(absltest.TestCase):
   def test_runs_succeed(self):
     for executor, proc in self.runs.items():
       self.assertEqual(proc.returncode, 0, (executor, proc.stderr))
+
+  def test_an_actor_s_worker_over_the_memory_bound_is_stopped(self):
+    # As a local worker (process_memory_test): importing jax in the
+    # actor's worker is far over 64 MiB resident.
+    with RayPool(max_worker_mb=64) as pool:
+      with self.assertRaises(WorkerError) as caught:
+        pool.call(serve.CheckXlaFlagsRequest())
+    line = str(caught.exception)
+    self.assertNotIn("\n", line)
+    self.assertRegex(
+      line,
+      r"^worker went over --max_worker_mb=64 \(resident \d+ MiB, stage ",
+    )
 
   def test_ray_results_json_equals_the_local_run(self):
     local, on_ray = (

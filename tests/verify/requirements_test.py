@@ -11,7 +11,11 @@ import recorded
 from absl.testing import absltest
 
 from hloprobe import verify
+from hloprobe.compile import get_target
+from hloprobe.ir import as_precision
+from hloprobe.records import Compilation, Config, ConfigResult
 from hloprobe.report import requirement_lines
+from hloprobe.verify.requirements import checks
 
 
 def _results(*sizes: int):
@@ -51,6 +55,46 @@ class NothingToJudgeTest(absltest.TestCase):
         "a100 seed_mlp bfloat16: consistent needs at least two batch sizes; got n=2"
       ],
     )
+
+
+# One output, a sum over every row, f32[] at every n (hand-written, as XLA
+# prints a compiled module's header).
+_SUM_ONLY = """HloModule m, entry_computation_layout={{(f32[{n},8]{{1,0}})->f32[]}}
+
+%add (a: f32[], b: f32[]) -> f32[] {{
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}}
+
+ENTRY %main (x: f32[{n},8]) -> f32[] {{
+  %x = f32[{n},8]{{1,0}} parameter(0)
+  %z = f32[] constant(0)
+  ROOT %r = f32[] reduce(%x, %z), dimensions={{0,1}}, to_apply=%add
+}}
+"""
+
+
+class InvariantSizedTest(absltest.TestCase):
+  def _results(self):
+    a100 = get_target("a100")
+    return [
+      ConfigResult(
+        Config("m", a100, n, as_precision("float32")),
+        Compilation("", _SUM_ONLY.format(n=n)),
+      )
+      for n in (1, 2, 8)
+    ]
+
+  def test_a_batch_case_with_no_row_fails_saying_so(self):
+    req = checks(self._results(), None, None)["invariant"]()
+    self.assertFalse(req.passed)
+    self.assertIn("not a per-row output", " ".join(requirement_lines(req)))
+
+  def test_a_sized_case_is_judged_by_its_kernels(self):
+    found = checks(self._results(), None, None, invariant_sized={"m"})
+    words = " ".join(requirement_lines(found["invariant"]()))
+    self.assertNotIn("not a per-row output", words)
 
 
 if __name__ == "__main__":

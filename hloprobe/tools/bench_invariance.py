@@ -1,0 +1,208 @@
+"""`make bench`'s invariance line (issue 38 item 6): the bitwise answer
+for a GPT-2-small-shaped block over n = 1-64 on the compile-only a100, as
+a ratio to a plain compile loop of the same configs.
+
+  python -m hloprobe.tools.bench_invariance
+
+Runs, in fresh processes, back to back:
+
+  plain loop   what a user would write instead: for each batch size n in
+               1, 2, 4, 8, 16, 32, 64, `jax.jit(case.fn)` on the rows
+               under `jax.default_matmul_precision("float32")`, lowered
+               for and compiled on hloprobe's compile-only a100 (no GPU),
+               as hloprobe compiles for it.
+  answer       `hloprobe explain --invariance=answer --notry_fixes` of the
+               same configs, cold (--nocache): the bitwise answer by
+               kernel identity (every kernel's PTX read).
+  off          the same with `--invariance=off`: what the answer adds is
+               answer - off.
+
+and prints one line: answer / plain (goal <= 2x, the issue's), the
+answer's own share ((answer - off) / plain), each side's seconds, the peak
+resident memory of the answer run's largest process, and the load average
+before and after (the machine may be shared: the runs are back to back).
+
+Run once (jaxlib 0.12.0.1, the shared 2-core machine, load 3.0 -> 3.5,
+another session's bench beside it): 8.55x, goal missed; the answer's own
+share 2.75x (219.8 s; --invariance=off 149.1 s; plain 25.7 s); peak 4.9
+GB; 7 classes, one per n, by kernel identity. Most of the time is
+explain's own (off is 5.8x). Of the answer's 71 s, reading the kernels
+is not it: `kernels.read_kernels` takes 0.1 s a config here (n = 8 and
+64, 14 records, 200-240 kB of PTX), a compile 4 s; where the rest goes
+(`invariance.sweep_kernels`' requests; each carries the case's full
+inputs) is not yet measured. That run predates asking each config's
+kernels on the lane that compiled it: before, every request went to
+lane 0, and the configs the sweep had dealt to lane 1 (3 of 7 here, 4 s
+a compile) were compiled again, one after another; not run again since.
+
+The case is `gpt2_block` below: `bench_models`' one-layer GPT-2-small
+block (d_model 768, 12 heads of 64, MLP 3072, seq 128) with 64 rows.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+
+from hloprobe.compile import Case
+from hloprobe.tools import bench_models
+
+__all__ = ["gpt2_block", "main", "measure"]
+
+_CASE = "hloprobe.tools.bench_invariance:gpt2_block"
+_SIZES = (1, 2, 4, 8, 16, 32, 64)
+_GOAL = 2.0
+_ENV = {"JAX_PLATFORMS": "cpu", "JAX_SKIP_CUDA_CONSTRAINTS_CHECK": "1"}
+
+
+def gpt2_block() -> Case:
+  """One GPT-2-small-shaped block (`bench_models.gpt2_1`'s program) with
+  64 rows, x f32[64, 128, 768], so n = 1-64 can be swept."""
+  return Case(
+    "gpt2_block",
+    "GPT-2-small-shaped block (d 768, 12 heads, MLP 3072, seq 128, "
+    "causal), 64 rows: make bench's invariance line",
+    bench_models._gpt2(1),
+    functools.partial(bench_models._gpt2_inputs, 1, rows=64),
+    in_axes=(0, None),
+    rows_independent=True,
+  )
+
+
+# Runs argv in a child, waits, prints one JSON line: wall seconds and the
+# largest resident set (KiB) of any process it waited for.
+_WRAP = """
+import json, resource, subprocess, sys, time
+argv = json.loads(sys.argv[1])
+start = time.perf_counter()
+proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                      text=True)
+wall = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(json.dumps({"wall": wall, "peak_kb": peak, "rc": proc.returncode,
+                  "err": proc.stderr[-2000:], "out": proc.stdout}))
+"""
+
+_PLAIN = """
+import sys
+from hloprobe.runtime import host
+import jax
+from jax.experimental import topologies
+from hloprobe.compile import cases, targets
+sizes = [int(s) for s in sys.argv[2].split(",")]
+case = cases.get_case(sys.argv[1])
+full = case.make_inputs()
+config = targets.get_target("a100").config_text
+topo = topologies.get_topology_desc(
+  "a100", "cuda", target_config=config, topology="1x1x1")
+gpu = jax.sharding.SingleDeviceSharding(topo.devices[0])
+spec = lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=gpu)
+for n in sizes:
+  args = case.inputs_for(full, n)
+  with jax.default_matmul_precision("float32"):
+    lowered = jax.jit(case.fn).trace(
+      *jax.tree_util.tree_map(spec, args)
+    ).lower(lowering_platforms=("cuda",))
+  lowered.compile()
+"""
+
+
+def _wrapped(argv: list[str]) -> dict:
+  out = subprocess.run(
+    [sys.executable, "-c", _WRAP, json.dumps(argv)],
+    capture_output=True,
+    text=True,
+    check=True,
+    env=dict(os.environ, **_ENV),
+  )
+  found = json.loads(out.stdout.strip().splitlines()[-1])
+  if found["rc"] != 0:
+    raise RuntimeError(f"{argv[:4]} failed: {found['err']}")
+  return found
+
+
+def _load() -> str:
+  return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _explain(invariance: str) -> dict:
+  return _wrapped(
+    [
+      sys.executable,
+      "-m",
+      "hloprobe",
+      "explain",
+      f"--case={_CASE}",
+      "--targets=a100",
+      f"--batch_sizes={','.join(map(str, _SIZES))}",
+      "--precisions=float32",
+      "--notry_fixes",
+      f"--invariance={invariance}",
+      "--nocache",
+      "--format=json",
+    ]
+  )
+
+
+def _answer_words(out: str) -> str:
+  """The answer's groups from explain's JSON: "invariant False, 3
+  classes" or why not read."""
+  try:
+    doc = json.loads(out)
+  except ValueError:
+    return "answer not read (explain's JSON cut or absent)"
+  found = (doc.get("answer") or {}).get("invariance") or {}
+  groups = found.get("groups") or []
+  if not groups:
+    return "no invariance group in explain's JSON"
+  g = groups[0]
+  classes = len(g["rows"][0]["classes"]) if g.get("rows") else 0
+  return f"invariant {g.get('invariant')}, {classes} classes ({g['basis']})"
+
+
+def measure() -> dict:
+  """The line's three runs, back to back.
+
+  Returns:
+    {"plain_s", "answer_s", "off_s", "ratio" (answer / plain), "share"
+    ((answer - off) / plain), "peak_mb" (the answer run's largest
+    process), "answer" (its groups in words), "load_before",
+    "load_after"}.
+  """
+  before = _load()
+  sizes = ",".join(map(str, _SIZES))
+  plain = _wrapped([sys.executable, "-c", _PLAIN, _CASE, sizes])
+  answer = _explain("answer")
+  off = _explain("off")
+  return {
+    "plain_s": plain["wall"],
+    "answer_s": answer["wall"],
+    "off_s": off["wall"],
+    "ratio": answer["wall"] / plain["wall"],
+    "share": (answer["wall"] - off["wall"]) / plain["wall"],
+    "peak_mb": answer["peak_kb"] / 1024,
+    "answer": _answer_words(answer["out"]),
+    "load_before": before,
+    "load_after": _load(),
+  }
+
+
+def main() -> None:
+  f = measure()
+  ok = "ok" if f["ratio"] <= _GOAL else "MISSED"
+  print(
+    f"invariance explain (bitwise answer, a100 compile-only, gpt2 block, "
+    f"n = 1-64, float32) / plain compile loop: {f['ratio']:.2f}x (goal "
+    f"<= {_GOAL:g}x: {ok}); the answer's own share {f['share']:.2f}x; "
+    f"{f['answer_s']:.1f} s (--invariance=off {f['off_s']:.1f} s) against "
+    f"{f['plain_s']:.1f} s; peak {f['peak_mb']:.0f} MB; {f['answer']}; "
+    f"load {f['load_before']} -> {f['load_after']}",
+    flush=True,
+  )
+
+
+if __name__ == "__main__":
+  main()
