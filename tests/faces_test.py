@@ -61,13 +61,6 @@ _HELP_TEXT = frozenset({"hloprobe.cli._main"})
 # `versions` and `golden` give their commands one library call each
 # (`versions_runs`, `bisect_between`; `planned_sweep`, `check_sweep`;
 # `verify_fix` with `recorded=` for --results) instead of the steps.
-# 362: kernels.core_count is its tests' own. 356: compile's seven names
-# of the installed jaxlib against the checked releases (CHECKED_JAXLIBS,
-# installed_jaxlib, jaxlib_git_hash, rules_checked, checked_words,
-# unchecked_note, version_warning) are one record, `jaxlib_release()`.
-# 354: ir's PRECISION_NAMES (the `Precision` members' values) and
-# parse_precision (`as_precision(name).jax_name`) leave its face. 353:
-# runtime.null_stage (callers time into a throwaway `Stopwatch`).
 # 352: verify's evidence records left its face (report reads them by field
 # and dispatches on their `evidence_kind`; `verify.Evidence`,
 # `EvidenceKind` name them).
@@ -84,7 +77,8 @@ _HELP_TEXT = frozenset({"hloprobe.cli._main"})
 # 346: invariance.batch_invariance is explain --invariance's one call (the
 # answer and its pins, untried or searched); `invariance_of_sweep`,
 # `search_pins` and `untried_pins` left the face.
-# 330: all of the above together.
+# Then kernels.core_count back (invariance reads it), and compile's
+# sweep_experiments for parse_experiments_file and autotune_experiment.
 _PUBLIC_NAMES_CAP = 330
 
 

@@ -26,9 +26,6 @@ from hloprobe.compile.autotune import triton_config as triton_config
 from hloprobe.compile.autotune_replay import AUTOTUNED_ON as AUTOTUNED_ON
 from hloprobe.compile.autotune_replay import LoadedResults as LoadedResults
 from hloprobe.compile.autotune_replay import (
-  autotune_experiment as autotune_experiment,
-)
-from hloprobe.compile.autotune_replay import (
   autotune_selection as autotune_selection,
 )
 from hloprobe.compile.autotune_replay import (
@@ -36,6 +33,9 @@ from hloprobe.compile.autotune_replay import (
 )
 from hloprobe.compile.autotune_replay import loaded_results as loaded_results
 from hloprobe.compile.autotune_replay import selection_note as selection_note
+from hloprobe.compile.autotune_replay import (
+  sweep_experiments as sweep_experiments,
+)
 from hloprobe.compile.builtin_cases import CASES as CASES
 from hloprobe.compile.case_model import Case as Case
 from hloprobe.compile.case_model import ReportedError as ReportedError
@@ -57,9 +57,6 @@ from hloprobe.compile.experiments import (
 )
 from hloprobe.compile.experiments import Experiment as Experiment
 from hloprobe.compile.experiments import parse_experiment as parse_experiment
-from hloprobe.compile.experiments import (
-  parse_experiments_file as parse_experiments_file,
-)
 from hloprobe.compile.int_dots import CASE_SUFFIX as CASE_SUFFIX
 from hloprobe.compile.int_dots import INT32_DOTS_FIX as INT32_DOTS_FIX
 from hloprobe.compile.int_dots import int32_dots_case as int32_dots_case
@@ -108,7 +105,6 @@ __all__ = [
   "Target",
   "absolute_case_word",
   "attached_gpu_count",
-  "autotune_experiment",
   "autotune_selection",
   "compile_case",
   "config_assigner_input",
@@ -133,7 +129,6 @@ __all__ = [
   "nvcc_wheel_dir",
   "parse_codegen_versions",
   "parse_experiment",
-  "parse_experiments_file",
   "ptxas_version",
   "read_module_file",
   "rejected_compile",
@@ -143,6 +138,7 @@ __all__ = [
   "scan_counts",
   "selection_note",
   "start_backends",
+  "sweep_experiments",
   "triton_config",
   "unoptimized_hlo",
   "unoptimized_twin",

@@ -25,8 +25,12 @@ from hloprobe.compile.autotune import (
   device_string,
 )
 from hloprobe.compile.compat import installed_jaxlib
-from hloprobe.compile.experiments import Experiment
-from hloprobe.compile.targets import Target
+from hloprobe.compile.experiments import (
+  Experiment,
+  parse_experiment,
+  parse_experiments_file,
+)
+from hloprobe.compile.targets import Target, get_target
 from hloprobe.errors import TargetError
 from hloprobe.ir import read_text_file
 
@@ -42,6 +46,7 @@ __all__ = [
   "loaded_results",
   "results_devices",
   "selection_note",
+  "sweep_experiments",
 ]
 
 _LOAD = "xla_gpu_load_autotune_results_from"
@@ -109,6 +114,33 @@ def autotuned_target(target: Target, path: str, text: str) -> Target:
     compiler_options=options,
     description=f"{target.description}; autotune results {path}",
   )
+
+
+def sweep_experiments(
+  words: Sequence[str],
+  experiments_file: str | None,
+  autotune_results: Sequence[str],
+  target_words: Sequence[str],
+) -> list[Experiment]:
+  """The experiments a sweep names, in order: each of `words` (NAME:FLAGS
+  or a built-in name, `parse_experiment`), then the lines of
+  `experiments_file` (`parse_experiments_file`; None: none), then one per
+  `autotune_results` file (`autotune_experiment`, checked against the
+  sweep's targets, `target_words` looked up by `get_target` only when
+  there are results files).
+
+  Raises:
+    InvalidArgumentError: a bad word, file line or unreadable file.
+    TargetError: a results file no target of the sweep can load; an
+      unknown target word (with results files only).
+  """
+  found = [parse_experiment(t) for t in words]
+  if experiments_file:
+    found += parse_experiments_file(experiments_file)
+  if autotune_results:
+    targets = [get_target(w) for w in target_words]
+    found += [autotune_experiment(p, targets) for p in autotune_results]
+  return found
 
 
 def autotune_experiment(path: str, targets: Sequence[Target]) -> Experiment:

@@ -27,12 +27,10 @@ from hloprobe.compile import (
   Case,
   Experiment,
   Target,
-  autotune_experiment,
   get_target,
   is_config_path,
-  parse_experiment,
-  parse_experiments_file,
   resolvable_elsewhere,
+  sweep_experiments,
 )
 from hloprobe.engine.shard import (
   Shard,
@@ -442,7 +440,7 @@ def spec_from_words(
     inputs: --inputs, the module-file cases' arguments, or None.
     batch_arg: --batch_arg, the module-file cases' batch parameter, or None.
     autotune_results: --autotune_results files, each an experiment
-      (`compile.autotune_experiment`), after the others.
+      (`compile.sweep_experiments`), after the others.
     all_rows, max_worker_mb: --all_rows and --max_worker_mb, as
       `SweepSpec`'s fields.
 
@@ -450,13 +448,12 @@ def spec_from_words(
     InvalidArgumentError: a bad name or size, or a list that is empty (as
       `plan_sweep`, whose look-ups come first).
   """
-  found = [parse_experiment(t) for t in experiment_words]
-  if experiments_file:
-    found += parse_experiments_file(experiments_file)
-  if autotune_results:
-    words = tuple(targets) + config_file_words(target_configs)
-    looked_up = [get_target(w) for w in words]
-    found += [autotune_experiment(p, looked_up) for p in autotune_results]
+  found = sweep_experiments(
+    experiment_words,
+    experiments_file,
+    autotune_results,
+    tuple(targets) + config_file_words(target_configs),
+  )
   return check_nonempty(
     plan_sweep(
       SweepSpec(

@@ -232,29 +232,22 @@ def _from_record(rec, fates) -> RowKernel:
 
 
 def _cores(config: Config) -> dict:
-  """`core_count=` for `read_kernels` where the kernels stage offers it
-  (a compile-only target's SM count), else {}."""
+  """`core_count=` for `read_kernels`: a compile-only target's SM count,
+  or {} where the target has none to give."""
+  from hloprobe import kernels
+
   try:
-    from hloprobe import kernels
-  except ImportError:
-    return {}
-  count = getattr(kernels, "core_count", None)
-  if count is None:
-    return {}
-  try:
-    return {"core_count": count(config.target)}
+    return {"core_count": kernels.core_count(config.target)}
   except Exception:  # the reader then does without it
     return {}
 
 
 def _read_kernels():
-  """`hloprobe.kernels.read_kernels` where that stage is installed, else
-  None (a branch merged apart)."""
-  try:
-    from hloprobe import kernels
-  except ImportError:
-    return None
-  return getattr(kernels, "read_kernels", None)
+  """`hloprobe.kernels.read_kernels` (imported when first asked: the
+  kernels stage is not loaded by sweeps that read no kernels)."""
+  from hloprobe import kernels
+
+  return kernels.read_kernels
 
 
 @dataclasses.dataclass(frozen=True)

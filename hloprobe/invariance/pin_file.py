@@ -37,21 +37,13 @@ _VLOG = {
 _NO_DSR = "--xla_disable_hlo_passes=dot-strength-reduction"
 
 
-def _kernels():
-  try:
-    from hloprobe import kernels
-  except ImportError:
-    return None
-  return kernels if hasattr(kernels, "pin_gemm_configs") else None
+def pin_flags() -> tuple[str, ...]:
+  """The XLA flags the file is made and replayed with
+  (`kernels.PIN_FLAGS`, `REDUCTION_PIN_FLAGS`, and dot strength reduction
+  off)."""
+  from hloprobe import kernels
 
-
-def pin_flags() -> tuple[str, ...] | None:
-  """The XLA flags the file is made and replayed with; None where the
-  kernels stage is not installed."""
-  k = _kernels()
-  if k is None:
-    return None
-  flags = tuple(k.PIN_FLAGS) + tuple(getattr(k, "REDUCTION_PIN_FLAGS", ()))
+  flags = (*kernels.PIN_FLAGS, *kernels.REDUCTION_PIN_FLAGS)
   # One --xla_disable_hlo_passes: XLA keeps the last of a repeated flag.
   passes = [f.split("=", 1)[1] for f in flags if "disable_hlo_passes" in f]
   others = [f for f in flags if "disable_hlo_passes" not in f]
@@ -70,9 +62,8 @@ class PinFileRequest(Request):
   inputs: str | None = None
 
   def run(self, memo: dict) -> str:
-    k = _kernels()
-    if k is None:
-      raise ImportError("hloprobe.kernels is not installed")
+    from hloprobe import kernels
+
     case = get_case(self.case_source, self.inputs)
     compiled = {}
     for c in self.configs:
@@ -81,7 +72,7 @@ class PinFileRequest(Request):
       compiled[c.n] = compile_case(
         case, args, c.precision.jax_name, c.target, dump_passes=True
       )
-    return k.pin_gemm_configs(compiled, self.configs[0].target).text
+    return kernels.pin_gemm_configs(compiled, self.configs[0].target).text
 
 
 def write_pin_file(
@@ -92,8 +83,6 @@ def write_pin_file(
   Returns (its path, "") or (None, why not: one line).
   """
   flags = pin_flags()
-  if flags is None:
-    return None, "the kernels stage (hloprobe.kernels) is not installed"
   configs = tuple(
     c
     for c in plan.configs()

@@ -38,14 +38,14 @@ import recorded
 import testutil
 from absl.testing import absltest
 
-from hloprobe.compile import autotune_experiment, gemm_fusion_keys, get_target
+from hloprobe.compile import gemm_fusion_keys, get_target
 from hloprobe.compile.autotune import (
   CUBLAS_CONFIG,
   AutotuneChoice,
   parse_codegen_versions,
   results_textproto,
 )
-from hloprobe.compile.autotune_replay import MISSING_ENTRY
+from hloprobe.compile.autotune_replay import MISSING_ENTRY, autotune_experiment
 
 _TOOL = "hloprobe.tools.autotune_template"
 

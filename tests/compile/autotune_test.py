@@ -19,7 +19,6 @@ import testutil
 from absl.testing import absltest
 
 from hloprobe.compile import (
-  autotune_experiment,
   autotune_selection,
   gemm_fusion_keys,
   get_target,
@@ -35,6 +34,7 @@ from hloprobe.compile.autotune import (
 )
 from hloprobe.compile.autotune_replay import (
   MISSING_ENTRY,
+  autotune_experiment,
   autotuned_target,
   entry_notes,
 )
