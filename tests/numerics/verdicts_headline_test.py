@@ -11,6 +11,9 @@ the planted rows' errors written here), never from hloprobe's output.
 from __future__ import annotations
 
 import dataclasses
+import os
+import tempfile
+import textwrap
 
 import jax
 import jax.numpy as jnp
@@ -219,6 +222,84 @@ class Int8OverflowAnswerTest(absltest.TestCase):
     self.assertIn("preferred_element_type=jnp.int32", trial.candidate.words)
     outcome = verify.verify_fix(spec, INT32_DOTS_FIX)
     self.assertTrue(outcome.passed)
+
+
+_GRID_CASE = textwrap.dedent(
+  """
+  import numpy as np
+  from hloprobe.compile import Case, get_case
+
+
+  def seed_40000():
+    seed = get_case("seed_mlp")
+
+    def inputs():
+      _, params = seed.make_inputs()
+      t = np.linspace(-1, 1, 200)
+      xx, yy = np.meshgrid(t, t)
+      xy = np.stack([xx.ravel(), yy.ravel()], axis=1).astype(np.float32)
+      return xy, params
+
+    return Case(
+      "seed_40000", "the seed MLP on a 200x200 grid", seed.fn, inputs,
+      rows_independent=True,
+    )
+  """
+)
+
+
+def _seed_f64(xy, params):
+  """The seed MLP (`builtin_cases._seed_forward` under vmap) in numpy
+  float64."""
+  weights, biases, gammas, mus = (
+    [np.asarray(a, np.float64) for a in leaves] for leaves in params
+  )
+  h = xy.astype(np.float64)
+  for w, b, g, m in zip(weights[:-1], biases[:-1], gammas, mus):
+    z = h @ w.T + b
+    h = np.exp(-(g**2) * np.square(z - m)) * np.sin(z * 16.0)
+  return (h @ weights[-1].T + biases[-1]).mean(axis=1)
+
+
+@pytest.mark.compiles
+@pytest.mark.release_rules
+@pytest.mark.slow  # ~45 s: a 40000-row sweep; `make test-old` runs it
+class FortyThousandRowsTest(absltest.TestCase):
+  """A 40000-row f32 program (jax-ml/jax#39103's size: jaxlib 0.10.2's
+  XLA:CPU was reported to compute its rows >= 32768 wrong) swept on the
+  CPU of the running jaxlib. The rows XLA:CPU gets wrong are found here
+  with numpy float64 (|out - ref| > 1e-3, far beyond f32's ~1e-5 at this
+  scale); the verdict must lead with exactly those rows, or with none
+  where there are none. jax#39103's own program is not in this session's
+  sources; with this program neither 0.12.0.1 nor 0.10.2 gets a row wrong
+  on this machine, so both say the rows are right."""
+
+  def test_the_verdict_names_exactly_the_rows_numpy_finds_wrong(self):
+    with tempfile.TemporaryDirectory() as tmp:
+      path = os.path.join(tmp, "grid_case.py")
+      with open(path, "w", encoding="utf-8") as f:
+        f.write(_GRID_CASE)
+      spec = SweepSpec(
+        (f"{path}:seed_40000",), (40000,), ("float32",), ("cpu",)
+      )
+      (r,) = run_sweep(spec)
+    self.assertTrue(r.ok, r.failure)
+    seed = get_case("seed_mlp")
+    _, params = seed.make_inputs()
+    t = np.linspace(-1, 1, 200)
+    xx, yy = np.meshgrid(t, t)
+    xy = np.stack([xx.ravel(), yy.ravel()], axis=1).astype(np.float32)
+    got = np.asarray(jax.jit(seed.fn)(xy, params), np.float64)
+    wrong = np.flatnonzero(np.abs(got - _seed_f64(xy, params)) > 1e-3)
+    verdict = r.prediction.judgement
+    if wrong.size:  # the rows, named first, and the suspected miscompile
+      self.assertIn(
+        f"rows {wrong[0]}-{wrong[-1]} of 40000 wrong", verdict.far_rows
+      )
+      self.assertIn("suspected XLA:CPU miscompile", verdict.far_rows)
+    else:  # every row right: no rows lead, and the verdict is accurate
+      self.assertIsNone(verdict.far_rows)
+      self.assertTrue(verdict.accurate, verdict_words(verdict))
 
 
 if __name__ == "__main__":
