@@ -46,7 +46,7 @@ class ExplainArgs:
       --ray_address (`common.with_executor`).
     invariance: --invariance: "answer" (the batch-invariance answer
       first, its pins listed untried), "pin" (the pins also searched and
-      verified, `invariance.search_pins`) or "off".
+      verified, `invariance.batch_invariance`) or "off".
     verbose: --verbose: the detail per target, not the one screen.
   """
 
@@ -206,21 +206,14 @@ def _with_invariance(spec, results, pool, answer, mode: str, output_dir):
   if mode == "off":
     return answer
   try:
-    found = invariance.invariance_of_sweep(spec, results, pool)
+    folder = None
     if mode == "pin":
-      judge = lambda sub, swept: invariance.invariance_of_sweep(
-        sub, swept, pool
-      )
       folder = (
         os.path.join(output_dir, "pins")
         if output_dir
         else tempfile.mkdtemp(prefix="hloprobe-pins-")
       )
-      pins = invariance.search_pins(
-        spec, results, found, pool, judge, pin_folder=folder
-      )
-    else:
-      pins = invariance.untried_pins(spec, found)
+    found, pins = invariance.batch_invariance(spec, results, pool, folder)
   except KeyboardInterrupt as e:
     signum = getattr(e, "signum", signal.SIGINT)
     raise common.Interrupted(signum, results, len(results)) from None

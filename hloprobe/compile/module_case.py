@@ -85,6 +85,9 @@ __all__ = [
 
 # The seed of the random inputs a module gets without given ones.
 INPUT_SEED = 0
+# The most bytes a module case's arguments may take, all together (they
+# are made or read in this process, then copied to the device).
+MAX_ARGUMENT_BYTES = 2 << 30
 # The start of a file name XLA's dump gives: `module_0001.` (its id).
 _DUMP_NAME = re.compile(r"(module_\d+)\.")
 
@@ -138,6 +141,7 @@ def module_case(
   params = tuple(
     (tuple(dims), numpy_dtype(dtype)) for dims, dtype in mf.parameters
   )
+  _check_argument_bytes(params, path)
   if inputs is not None:
     args, said = load_inputs(inputs, params, path), f"inputs from {inputs}"
   elif mf.arguments is not None:
@@ -364,6 +368,53 @@ def _check_traces(fn, args: tuple, path: str) -> None:
     ) from None
 
 
+def _check_argument_bytes(params, path: str) -> None:
+  """Refuses a module whose parameters take over `MAX_ARGUMENT_BYTES`
+  (a 40 GB parameter would end in a MemoryError while its inputs are
+  made).
+
+  Raises:
+    CaseError: one line, the total and the largest parameter.
+  """
+  sizes = [
+    int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
+    for shape, dtype in params
+  ]
+  if sum(sizes) <= MAX_ARGUMENT_BYTES:
+    return
+  big = max(range(len(sizes)), key=sizes.__getitem__)
+  shape, dtype = params[big]
+  raise CaseError(
+    f"module {path!r}: its parameters take {sum(sizes):,} bytes (at most "
+    f"{MAX_ARGUMENT_BYTES:,}); parameter {big} is "
+    f"{np.dtype(dtype)}{list(shape)}"
+  )
+
+
+def _npz_problem(path: str) -> str | None:
+  """Why an `.npz` is refused before numpy reads it, or None: a member
+  that is not an `.npy` (numpy would hand back its raw bytes), or members
+  that expand past `MAX_ARGUMENT_BYTES` (a zip bomb: a 2 MB file of
+  zeros expands to gigabytes). Sizes from the zip's central directory;
+  numpy reads no more than a member's `.npy` header says, and that header
+  must fit the declared size (checked by numpy's `read_array`)."""
+  import zipfile
+
+  if not zipfile.is_zipfile(path):
+    return None  # an .npy, or not readable: numpy says which
+  with zipfile.ZipFile(path) as z:
+    members = z.infolist()
+  for m in members:
+    if not m.filename.endswith(".npy"):
+      return f"member {m.filename!r} is not an .npy array"
+  total = sum(m.file_size for m in members)
+  if total > MAX_ARGUMENT_BYTES:
+    return (
+      f"its arrays expand to {total:,} bytes (at most {MAX_ARGUMENT_BYTES:,})"
+    )
+  return None
+
+
 def random_inputs(params) -> tuple[np.ndarray, ...]:
   """Seeded random arguments for (shape, numpy dtype) parameters: floats
   standard normal, integers uniform in [-4, 4] ([0, 4] unsigned),
@@ -395,12 +446,17 @@ def load_inputs(path: str, params, where: str) -> tuple[np.ndarray, ...]:
   try:
     if not os.path.isfile(path):
       raise OSError("not a regular file (or no such file)")
+    problem = _npz_problem(path)
+    if problem is not None:
+      raise CaseError(f"--inputs {path!r}: {problem}")
     loaded = np.load(path, allow_pickle=False)
     if isinstance(loaded, np.lib.npyio.NpzFile):
       with loaded:
         arrays = [loaded[k] for k in loaded.files]
     else:
       arrays = [loaded]
+  except CaseError:
+    raise
   except Exception as e:
     raise CaseError(
       f"--inputs {path!r}: cannot read: {first_line(e, with_type=False)}"

@@ -38,7 +38,7 @@ import re
 import numpy as np
 
 from hloprobe import private_api
-from hloprobe.compile import module_sniff
+from hloprobe.compile import module_guard, module_sniff
 from hloprobe.errors import HloParseError, ModuleFileError
 from hloprobe.ir import read_file_bytes
 
@@ -150,7 +150,10 @@ def read_module_file(
   data = read_file_bytes(
     path, what, ModuleFileError, max_bytes, limit_for="module files"
   )
-  kind = module_sniff.sniff(data)
+  try:
+    kind = module_sniff.sniff(data)
+  except ValueError as e:  # a snapshot's literals; a guarded reader's death
+    raise ModuleFileError(f"{what}: {_one_line(str(e))}") from None
   if isinstance(kind, module_sniff.NotAModule):
     hint = ""
     if path.endswith(".py"):  # a program, given without its factory
@@ -158,7 +161,7 @@ def read_module_file(
     raise ModuleFileError(f"{what}: {kind.why}{hint}")
   try:
     return _read(path, kind, data)
-  except (HloParseError, ValueError) as e:
+  except (HloParseError, ValueError, module_guard.GuardError) as e:
     raise ModuleFileError(f"{what}: {_one_line(str(e))}") from None
 
 
@@ -191,8 +194,10 @@ def _read(path: str, kind: module_sniff.Sniffed, data: bytes) -> ModuleFile:
     source: str | bytes = kind.export_text
   elif kind.kind == "stablehlo_text":
     source = data.decode("utf-8")
-  else:
-    source = data
+  else:  # bytecode: only its guarded child reads it (module_guard)
+    source = _checked_text(
+      module_guard.guarded_text(data, "stablehlo_bytecode"), mlir=True
+    )
   module = ir.read_stablehlo_module(source)
   return ModuleFile(
     path=path,
@@ -208,13 +213,22 @@ def _read(path: str, kind: module_sniff.Sniffed, data: bytes) -> ModuleFile:
 
 
 def _from_proto(path: str, kind: str, found) -> ModuleFile:
-  """A ModuleFile from a proto taken apart (`ir.ProtoFile`)."""
-  text = private_api.hlo_proto_to_text(found.module_proto)
-  if text is None:
-    raise ValueError("this jaxlib cannot read HloModuleProto files")
-  return _from_hlo(
-    path, kind, found.module_proto, text, found.arguments, found.result
+  """A ModuleFile from a proto taken apart (`ir.ProtoFile`). The untrusted
+  proto is printed as HLO text in a guarded child (module_guard); that
+  text, checked, is parsed here into the proto used from then on."""
+  text = _checked_text(
+    module_guard.guarded_text(found.module_proto, "hlo_proto"), mlir=False
   )
+  proto = _hlo_proto(text)
+  return _from_hlo(path, kind, proto, text, found.arguments, found.result)
+
+
+def _checked_text(text: str, mlir: bool) -> str:
+  """A guarded child's text, its nesting checked before a parser here."""
+  problem = module_guard.nesting_problem(text.encode(), mlir=mlir)
+  if problem is not None:
+    raise ValueError(problem)
+  return text
 
 
 def _base_name(path: str) -> str:

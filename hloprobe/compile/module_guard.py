@@ -21,9 +21,17 @@ SIGTERM. So:
   jax.export artifact           read in a child process only
                                 (`guarded_text`): a flatbuffer is only
                                 known to be one by reading it
+  HloModuleProto (binary, in    printed as HLO text in a child process
+  an HloSnapshot, or from       (`guarded_text`, "hlo_proto"); that text
+  proto text)                   is checked as text and parsed here
 
-The child process (`python -c`, its own session, stdin the file's bytes,
-stdout its text) runs under `GUARD_TIMEOUT_S` seconds of wall time and
+Mutated bytecode whose header is fine still aborts jaxlib 0.12.0.1 in
+process (a string attribute that is not UTF-8: "nanobind::str():
+conversion error!", SIGABRT; `make fuzz` seed 0, mutations 66 and 120),
+so bytecode is only ever read in the child.
+
+The child process (`python -c`, its own session, kept between reads:
+stdin the files' bytes, stdout their text) runs under `GUARD_TIMEOUT_S` seconds of wall time and
 `GUARD_MAX_MB` MiB of resident memory, polled from here; a crash, an
 abort, a hang or a memory blow-up ends it, and the caller gets one line
 naming what happened. This process waits in Python, so SIGINT and
@@ -34,12 +42,17 @@ Private in intent: use the package, `hloprobe.compile`.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 
 import numpy as np
@@ -163,25 +176,133 @@ def bytecode_problem(data: bytes) -> str | None:
   return None
 
 
-# The child: reads the file's bytes on stdin, writes {"text": ...} or
-# {"error": ...} as JSON on stdout. Imports only what the kind needs.
+# The child: a loop that reads "KIND LENGTH\n" and LENGTH bytes on stdin
+# and writes one JSON line, {"text": ...} or {"error": ...}, on stdout,
+# until stdin ends. Imports only what the kind needs.
 _CHILD = r"""
 import json, sys
-data = sys.stdin.buffer.read()
-kind = sys.argv[1]
-try:
-  if kind == "jax_export":
-    import jax.export
-    text = jax.export.deserialize(bytearray(data)).mlir_module()
-  else:
-    from hloprobe.ir import read_stablehlo_module
-    text = read_stablehlo_module(data).text
-  out = {"text": text}
-except Exception as e:
-  lines = str(e).strip().splitlines() or [type(e).__name__]
-  out = {"error": " ".join(lines[0].split())}
-sys.stdout.write(json.dumps(out))
+inp = sys.stdin.buffer
+while True:
+  head = inp.readline()
+  if not head:
+    break
+  kind, size = head.decode().split()
+  data = inp.read(int(size))
+  try:
+    if kind == "jax_export":
+      import jax.export
+      text = jax.export.deserialize(bytearray(data)).mlir_module()
+    elif kind == "hlo_proto":
+      from hloprobe import private_api
+      text = private_api.hlo_proto_to_text(data)
+      if text is None:
+        raise ValueError("this jaxlib cannot read HloModuleProto files")
+    else:
+      from hloprobe.ir import read_stablehlo_module
+      text = read_stablehlo_module(data).text
+    out = {"text": text}
+  except Exception as e:
+    lines = str(e).strip().splitlines() or [type(e).__name__]
+    out = {"error": " ".join(lines[0].split())}
+  sys.stdout.write(json.dumps(out) + "\n")
+  sys.stdout.flush()
 """
+
+
+class _Child:
+  """The guarded child process, kept between reads (starting one imports
+  jax: about 0.5 s, 2 s with jax.export) and started again only after it
+  died or was stopped. Its stderr goes to a file (XLA and MLIR print
+  diagnostics there), read back when it dies."""
+
+  def __init__(self):
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+    path = os.environ.get("PYTHONPATH")
+    env = {
+      **os.environ,
+      "PYTHONPATH": os.pathsep.join(
+        [package_parent, *([path] if path else [])]
+      ),
+      "JAX_PLATFORMS": "cpu",
+    }
+    self._err = tempfile.TemporaryFile()
+    self.proc = subprocess.Popen(
+      [sys.executable, "-c", _CHILD],
+      env=env,
+      stdin=subprocess.PIPE,
+      stdout=subprocess.PIPE,
+      stderr=self._err,
+      start_new_session=True,  # a terminal's SIGINT is ours to pass on
+    )
+
+  def ask(self, kind: str, data: bytes, timeout_s: float, max_mb: int):
+    """The child's JSON reply to one read; GuardError (`died`) when it
+    crashed or ran past the limits (it is then killed)."""
+    err_at = self._err.seek(0, 2)
+    proc = self.proc
+
+    def write() -> None:
+      with contextlib.suppress(OSError, ValueError):
+        proc.stdin.write(f"{kind} {len(data)}\n".encode())
+        proc.stdin.write(data)
+        proc.stdin.flush()
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    fd = proc.stdout.fileno()
+    deadline = time.monotonic() + timeout_s
+    reply = bytearray()
+    while b"\n" not in reply:
+      ready, _, _ = select.select([fd], [], [], _POLL_S)
+      if ready:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:  # it died
+          proc.wait()
+          self._err.seek(err_at)
+          err = self._err.read()
+          self.kill()
+          raise GuardError(_death(proc.returncode, err), True)
+        reply += chunk
+        continue
+      if time.monotonic() > deadline:
+        self.kill()
+        raise GuardError(f"its reader ran past {timeout_s:g} s; stopped", True)
+      rss = _resident_mb(proc.pid)
+      if rss > max_mb:
+        self.kill()
+        raise GuardError(
+          f"its reader took over {max_mb} MiB of memory ({rss} MiB); stopped",
+          True,
+        )
+    writer.join()
+    try:
+      return json.loads(bytes(reply))
+    except ValueError:
+      self.kill()
+      raise GuardError("its reader wrote no answer", True) from None
+
+  def kill(self) -> None:
+    """Ends the child (if it still runs) and closes its pipes."""
+    if self.proc.poll() is None:
+      self.proc.kill()
+    self.proc.wait()
+    for stream in (self.proc.stdin, self.proc.stdout):
+      with contextlib.suppress(OSError, ValueError):
+        stream.close()
+    self._err.close()
+
+
+_child: _Child | None = None
+_child_lock = threading.Lock()
+
+
+@atexit.register
+def _end_child() -> None:
+  """Ends the kept child with this process."""
+  global _child
+  if _child is not None:
+    _child.kill()
+    _child = None
 
 
 def guarded_text(
@@ -191,77 +312,46 @@ def guarded_text(
   timeout_s: float = GUARD_TIMEOUT_S,
   max_mb: int = GUARD_MAX_MB,
 ) -> str:
-  """The MLIR text of a `jax.export` artifact or an MLIR bytecode, read in
-  a child process under a time and memory limit.
+  """The MLIR text of a `jax.export` artifact or an MLIR bytecode, or the
+  HLO text of a serialized HloModuleProto, read in a child process under
+  a time and memory limit.
+
+  The child is kept for the next read (this process's reads take turns);
+  one that crashed or ran past a limit is killed, and the next read
+  starts a fresh one.
 
   Args:
-    data: the file's bytes.
-    kind: "jax_export" or "stablehlo_bytecode".
-    timeout_s: wall seconds the child may take.
+    data: the file's bytes (for "hlo_proto", the module proto's).
+    kind: "jax_export", "stablehlo_bytecode" or "hlo_proto".
+    timeout_s: wall seconds the child may take (its start included).
     max_mb: resident MiB the child may reach.
 
   Returns:
-    The module's MLIR text (with locations), as the child printed it.
+    The module's text, as the child printed it.
 
   Raises:
     GuardError: the child's reader refused the bytes (its first line), or
-      the child crashed, aborted (the signal named), ran past `timeout_s`
+      the child crashed, aborted (the signal named, with the C++
+      exception's what() line where it printed one), ran past `timeout_s`
       or `max_mb` (one line each).
     KeyboardInterrupt: SIGINT (the child is killed first).
   """
+  global _child
   problem = bytecode_problem(data) if kind == "stablehlo_bytecode" else None
   if problem:
     raise GuardError(problem)
-  package_parent = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
-  path = os.environ.get("PYTHONPATH")
-  env = {
-    **os.environ,
-    "PYTHONPATH": os.pathsep.join([package_parent, *([path] if path else [])]),
-    "JAX_PLATFORMS": "cpu",
-  }
-  proc = subprocess.Popen(
-    [sys.executable, "-c", _CHILD, kind],
-    env=env,
-    stdin=subprocess.PIPE,
-    stdout=subprocess.PIPE,
-    stderr=subprocess.DEVNULL,
-    start_new_session=True,  # a terminal's SIGINT is ours to pass on
-  )
-  try:
-    out = _communicate(proc, data, timeout_s, max_mb)
-  finally:
-    if proc.poll() is None:
-      proc.kill()
-    proc.wait()
-  if proc.returncode != 0:
-    raise GuardError(_death(proc.returncode), True)
-  try:
-    reply = json.loads(out)
-  except ValueError:
-    raise GuardError("its reader wrote no answer", True) from None
+  with _child_lock:
+    if _child is None:
+      _child = _Child()
+    try:
+      reply = _child.ask(kind, data, timeout_s, max_mb)
+    except BaseException:
+      _child.kill()
+      _child = None
+      raise
   if "error" in reply:
     raise GuardError(str(reply["error"]))
   return str(reply["text"])
-
-
-def _communicate(proc, data: bytes, timeout_s: float, max_mb: int) -> bytes:
-  """The child's stdout, once it ends; GuardError past the limits."""
-  deadline = time.monotonic() + timeout_s
-  given = data
-  while True:
-    try:
-      out, _ = proc.communicate(given, timeout=_POLL_S)
-      return out or b""
-    except subprocess.TimeoutExpired:
-      given = None  # communicate keeps what it has sent and read
-    if time.monotonic() > deadline:
-      raise GuardError(f"its reader ran past {timeout_s:g} s; stopped", True)
-    rss = _resident_mb(proc.pid)
-    if rss > max_mb:
-      raise GuardError(
-        f"its reader took over {max_mb} MiB of memory ({rss} MiB); stopped",
-        True,
-      )
 
 
 def _resident_mb(pid: int) -> int:
@@ -274,12 +364,17 @@ def _resident_mb(pid: int) -> int:
   return pages * os.sysconf("SC_PAGE_SIZE") >> 20
 
 
-def _death(code: int) -> str:
-  """How the child ended, in words."""
+def _death(code: int, err: bytes = b"") -> str:
+  """How the child ended, in words, with the cause its stderr names (a C++
+  exception's `what():` line, as std::terminate prints it)."""
+  why = ""
+  for line in err.decode("utf-8", "replace").splitlines():
+    if line.strip().startswith("what():"):
+      why = ": " + " ".join(line.strip().removeprefix("what():").split())[:200]
   if code < 0:
     try:
       name = signal.Signals(-code).name
     except ValueError:
       name = f"signal {-code}"
-    return f"its reader died of {name} (jaxlib's native code)"
-  return f"its reader exited with status {code}"
+    return f"its reader died of {name} (jaxlib's native code){why}"
+  return f"its reader exited with status {code}{why}"

@@ -123,8 +123,23 @@ def xla_schema(
       field that no FileDescriptorProto has begins.
 
   Returns:
-    The pool, or None where a file's descriptor is not found.
+    The pool, or None where a file's descriptor is not found; kept per
+    `find` for this process (finding the descriptors scans the library:
+    about 0.5 s).
   """
+  if find in _SCHEMAS:
+    return _SCHEMAS[find]
+  _SCHEMAS[find] = pool = _xla_schema(find)
+  return pool
+
+
+# find -> xla_schema's pool.
+_SCHEMAS: dict[Callable, descriptor_pool.DescriptorPool | None] = {}
+
+
+def _xla_schema(
+  find: Callable[[bytes], list[bytes]],
+) -> descriptor_pool.DescriptorPool | None:
   files: dict[str, descriptor_pb2.FileDescriptorProto] = {}
   todo = ["xla/service/hlo.proto"]
   while todo:

@@ -67,6 +67,7 @@ from collections.abc import Sequence
 from hloprobe.compile import jaxlib_release
 from hloprobe.errors import counted
 from hloprobe.ir import ALGORITHMS
+from hloprobe.report import dumps_json
 from hloprobe.report import table as tables_table
 from hloprobe.versions import commits
 from hloprobe.versions.run import VersionRun
@@ -251,13 +252,17 @@ def _show(cell: dict, field: str) -> str:
 def render_versions(
   runs: Sequence[VersionRun], fmt: str = "table", changes_only: bool = False
 ) -> str:
-  """The table: per config, one row per field, one column per version.
+  """The table: per config, one row per field, one column per version;
+  with `fmt="json"`, the "hloprobe.versions" document (`versions_json`,
+  all configs) as the text `hloprobe versions --format=json` prints.
 
   Args:
     runs: the versions' runs, in the order asked.
-    fmt: "table" or "markdown".
-    changes_only: only configs where something changed.
+    fmt: "table", "markdown" or "json".
+    changes_only: only configs where something changed (tables only).
   """
+  if fmt == "json":
+    return dumps_json(versions_json(runs))
   compared = compare(runs)
   built = _built_from(runs)
   headers = ["config", "field"] + [f"jaxlib {r.jaxlib}" for r in runs]

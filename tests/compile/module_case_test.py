@@ -15,7 +15,12 @@ import numpy as np
 import pytest
 from absl.testing import absltest
 
-from hloprobe.compile import get_case, read_module_file, resolvable_elsewhere
+from hloprobe.compile import (
+  get_case,
+  module_case,
+  read_module_file,
+  resolvable_elsewhere,
+)
 from hloprobe.compile.module_case import load_inputs
 from hloprobe.errors import CaseError
 from hloprobe.runtime import case_fingerprint
@@ -77,6 +82,46 @@ class ModuleCaseTest(absltest.TestCase):
     np.save(path, np.array([-(2**31), 2**31 - 1], np.int64))
     (got,) = load_inputs(path, (((2,), np.dtype(np.int64)),), "m")
     self.assertEqual(got.tolist(), [-(2**31), 2**31 - 1])
+
+  def test_npz_member_that_is_not_npy_is_one_line(self):
+    import zipfile
+
+    path = self.create_tempfile("m.npz").full_path
+    with zipfile.ZipFile(path, "w") as z:
+      z.writestr("x.npy", b"")
+      z.writestr("notes.txt", b"not an array")
+    with self.assertRaises(CaseError) as cm:
+      load_inputs(path, (((2, 3), np.dtype(np.float32)),), "m")
+    self.assertIn("member 'notes.txt' is not an .npy array", str(cm.exception))
+    self.assertNotIn("\n", str(cm.exception))
+
+  def test_npz_zip_bomb_is_refused_before_it_expands(self):
+    # 24 MiB of zeros compress to about 24 KB; the limit is lowered to
+    # 16 MiB here, so the bomb expands past it (a 2 MB file of zeros
+    # expands past the real 2 GiB the same way).
+    path = self.create_tempfile("bomb.npz").full_path
+    np.savez_compressed(path, np.zeros(3 << 20, np.float64))
+    self.assertLess(os.path.getsize(path), 1 << 20)
+    limit = module_case.MAX_ARGUMENT_BYTES
+    module_case.MAX_ARGUMENT_BYTES = 16 << 20
+    try:
+      with self.assertRaisesRegex(
+        CaseError, r"expand to 25,165,\d+ bytes \(at most 16,777,216\)"
+      ):
+        load_inputs(path, (((3 << 20,), np.dtype(np.float64)),), "m")
+    finally:
+      module_case.MAX_ARGUMENT_BYTES = limit
+
+  def test_40_gb_parameter_is_one_line(self):
+    params = (
+      ((2, 3), np.dtype(np.float32)),
+      ((10_000, 1_000_000), np.dtype(np.float32)),
+    )
+    with self.assertRaises(CaseError) as cm:
+      module_case._check_argument_bytes(params, "big.hlo")
+    # 10^10 float32: 4 * 10^10 bytes, plus the 24 of the first.
+    self.assertIn("take 40,000,000,024 bytes", str(cm.exception))
+    self.assertIn("parameter 1 is float32[10000, 1000000]", str(cm.exception))
 
   def test_bfloat16_npy_read_as_the_parameter(self):
     path = self.create_tempfile("a.npy").full_path

@@ -1,10 +1,21 @@
 """Tests of hloprobe/compile/module_guard.py: the checks made before any
 jaxlib parser sees an untrusted module file (issue 41 item 2)."""
 
+import contextlib
+import io
+import os
 import time
 import unittest
 
-from hloprobe.compile import module_guard
+import pytest
+from absl import flags
+from absl.testing import flagsaver
+
+from hloprobe.cli import _main as cli
+from hloprobe.compile import module_guard, read_module_file
+
+_FUZZ = os.path.join(os.path.dirname(__file__), "..", "testdata", "fuzz")
+_MODFILE = os.path.join(os.path.dirname(__file__), "..", "testdata", "modfile")
 
 
 class NestingTest(unittest.TestCase):
@@ -55,3 +66,76 @@ class BytecodeTest(unittest.TestCase):
     with self.assertRaises(module_guard.GuardError) as cm:
       module_guard.guarded_text(data, "stablehlo_bytecode")
     self.assertFalse(cm.exception.died)
+
+
+def _explain_case(path: str) -> tuple[int, str]:
+  """`hloprobe explain --case=PATH`, in process: (exit status, stderr)."""
+  err = io.StringIO()
+  with flagsaver.flagsaver(), contextlib.redirect_stderr(err):
+    flags.FLAGS.unparse_flags()
+    flags.FLAGS(["hloprobe", f"--case={path}"])
+    status = cli.main(["hloprobe", "explain"])
+  return status, err.getvalue()
+
+
+@pytest.mark.compiles  # starts the guarded child (a Python)
+class FuzzFindingsTest(unittest.TestCase):
+  """The inputs `make fuzz` found (hloprobe/tools/fuzz_modules.py, run seed
+  0, replayed with --replay=I): each is one line, exit 2, and this
+  process lives on."""
+
+  def _refused(self, name: str, why: str) -> None:
+    path = os.path.join(_FUZZ, name)
+    start = time.monotonic()
+    status, err = _explain_case(path)
+    self.assertLess(time.monotonic() - start, 20.0)
+    self.assertEqual(status, 2)
+    lines = err.strip().splitlines()
+    self.assertEqual(len(lines), 1, err)
+    self.assertIn(name, lines[0])
+    self.assertIn(why, lines[0])
+
+  def test_mutation_66_bytecode_abort_is_one_line(self):
+    # Bytecode converted from HLO, mutated: jaxlib 0.12.0.1 aborts in
+    # process on it (nanobind str() of a string that is not UTF-8).
+    self._refused(
+      "mutation-0-66.mlirbc", "SIGABRT (jaxlib's native code): nanobind"
+    )
+
+  def test_mutation_120_bytecode_abort_is_one_line(self):
+    self._refused(
+      "mutation-0-120.mlirbc", "SIGABRT (jaxlib's native code): nanobind"
+    )
+
+  def test_mutation_565_snapshot_literal_is_one_line(self):
+    # A snapshot whose first argument's literal lost its values: was a
+    # ValueError traceback from the sniffer.
+    self._refused("mutation-0-565.snapshot.pb", "has 0 values, not 12")
+
+  def test_mutation_121_mlir_hang_is_one_line(self):
+    # Was a hang over 20 s; not UTF-8 past its `module @` start, it is
+    # refused before any parser.
+    self._refused("mutation-0-121.mlir", "not a module file of any kind")
+
+
+@pytest.mark.compiles  # starts the guarded child (a Python)
+class GuardedProtoTest(unittest.TestCase):
+  """Binary HloModuleProtos and HloSnapshots are printed in the child."""
+
+  def test_recorded_proto_and_snapshot_still_read(self):
+    proto = read_module_file(
+      os.path.join(_MODFILE, "jit_f.before_optimizations.hlo.pb")
+    )
+    self.assertEqual(proto.kind, "hlo_proto")
+    self.assertIn("ENTRY", proto.hlo_text)
+    snap = read_module_file(os.path.join(_MODFILE, "jit_f.snapshot.pb"))
+    self.assertEqual(snap.kind, "hlo_snapshot")
+    self.assertIsNotNone(snap.arguments)
+
+  def test_child_death_names_the_cause(self):
+    err = b"terminate called\n  what():  nanobind::str(): conversion error!\n"
+    self.assertEqual(
+      module_guard._death(-6, err),
+      "its reader died of SIGABRT (jaxlib's native code): "
+      "nanobind::str(): conversion error!",
+    )
