@@ -226,11 +226,13 @@ class UserShardedTest(absltest.TestCase):
     u = 2.0**-24
     k = _K + 7  # 1024 products, then the all-reduce's 7 additions
     bound = k * u / (1 - k * u) * (np.abs(a[0]) @ np.abs(b)).max()
+    self.assertLen(self._forms(), 4)  # wsc, jit_shardings, smap, made_mesh
     for name, r in self._forms().items():
       got = r.execution.stats.row0_values.astype(np.float64)
       self.assertLess(np.abs(got - ref[0]).max(), bound, name)
 
   def test_each_is_judged_within_f32_noise(self):
+    self.assertLen(self._forms(), 4)  # wsc, jit_shardings, smap, made_mesh
     for name, r in self._forms().items():
       p = r.prediction
       self.assertIsNotNone(p, (name, r.prediction_error))
@@ -240,7 +242,10 @@ class UserShardedTest(absltest.TestCase):
     # The program's own Mesh is built on the target's 8 devices.
     words = [w for w in self.words if not w.split(":")[-1].startswith("cancel")]
     spec = engine.SweepSpec(tuple(words), (2,), ("float32",), ("a100",))
-    for r in engine.run_sweep(spec):
+    results = engine.run_sweep(spec)
+    self.assertLen(words, 4)  # wsc, jit_shardings, smap, made_mesh
+    self.assertLen(results, len(words))  # one config per form
+    for r in results:
       self.assertTrue(r.ok, (r.config.case, r.failure))
       self.assertIn("num_partitions=8", r.compilation.optimized_hlo)
       (fate,) = r.compilation.fates

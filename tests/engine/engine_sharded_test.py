@@ -48,12 +48,14 @@ class ShardedSweepTest(absltest.TestCase):
     cls.results = {r.config.target.name: r for r in engine.run_sweep(spec)}
 
   def test_both_targets_compile_with_the_mesh(self):
+    self.assertEqual(set(self.results), {"cpu", "a100"})
     for name, r in self.results.items():
       self.assertTrue(r.ok, (name, r.failure))
       header = r.compilation.optimized_hlo.splitlines()[0]
       self.assertIn("num_partitions=8", header)
 
   def test_each_site_names_the_all_reduce_of_its_module(self):
+    self.assertLen(self.results, 2)  # the spec's two targets
     for name, r in self.results.items():
       (found,) = _ALL_REDUCE_RE.findall(r.compilation.optimized_hlo)
       op_name, operand, groups = found
@@ -67,6 +69,7 @@ class ShardedSweepTest(absltest.TestCase):
   def test_explain_shows_the_all_reduce_beside_the_fate(self):
     found = explain.explain_results(list(self.results.values()), [_CASE])
     text = explain_text.render_explanation(found, width=10_000)
+    self.assertLen(self.results, 2)  # the spec's two targets
     for r in self.results.values():
       (fate,) = r.compilation.fates
       self.assertIn(f"site 0 {fate.fate.value}", text)

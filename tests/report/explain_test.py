@@ -404,6 +404,7 @@ class SeedMlpExplainTest(parameterized.TestCase):
 
   def test_predicted_groups_span_their_configs(self):
     # Each group's smallest and largest |err| are its configs' own.
+    self.assertNotEmpty(self.found["a100"].predicted)
     for z in self.found["a100"].predicted:
       errs = [
         r.prediction.stats.row0_abs
