@@ -39,7 +39,6 @@ from hloprobe.runtime import (
   Warn,
   case_fingerprint,
   log_warning,
-  null_stage,
 )
 
 __all__ = ["CaseSetup", "run_config", "with_batch_consistency"]
@@ -158,7 +157,7 @@ def _with_prediction(
   except Exception as e:  # prediction is extra; the config stays ok
     return dataclasses.replace(r, prediction_error=first_line(e))
   if kernels is not None:
-    with (watch.stage if watch is not None else null_stage)("predict"):
+    with (watch if watch is not None else Stopwatch()).stage("predict"):
       kernel = kernels.row0(
         r.config.n,
         r.compilation.fates,

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from hloprobe.compile import Target, unchecked_note
+from hloprobe.compile import Target, jaxlib_release
 from hloprobe.ir import (
   ALGORITHMS,
   HloInstruction,
@@ -290,7 +290,7 @@ def _effective(
   if fate.fate == Fate.GONE:
     return None, None, "the site is gone from the optimized HLO"
   if fate.fate == Fate.UNKNOWN:
-    why = fate.unknown_reason or f"unknown: {unchecked_note()}"
+    why = fate.unknown_reason or f"unknown: {jaxlib_release().unchecked_note}"
     return None, None, why
   if fate.fate == Fate.AMBIGUOUS:
     names = ", ".join(path[-1] for path in fate.candidates)
@@ -328,8 +328,8 @@ def _effective(
     algorithm, evidence = epilogue
   else:
     return _from_ptx(fate, instructions, kernels)
-  if algorithm and unchecked_note():
-    evidence = f"{evidence} [{unchecked_note()}]"
+  if algorithm and jaxlib_release().unchecked_note:
+    evidence = f"{evidence} [{jaxlib_release().unchecked_note}]"
   return algorithm, "rule" if algorithm else None, evidence
 
 

@@ -64,7 +64,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Sequence
 
-from hloprobe.compile import CHECKED_JAXLIBS, checked_words
+from hloprobe.compile import jaxlib_release
 from hloprobe.errors import counted
 from hloprobe.ir import ALGORITHMS
 from hloprobe.report import table as tables_table
@@ -325,7 +325,7 @@ def _footer(
   lines.append(counts + ".")
   lines += _xla_ranges(built)
   lines.append(
-    f"hloprobe's XLA rules were checked on jaxlib {checked_words()}; under "
+    f"hloprobe's XLA rules were checked on jaxlib {jaxlib_release().checked_words}; under "
     "other versions a rule that does not recognise what XLA did says "
     "'unknown'."
   )
@@ -355,7 +355,7 @@ def versions_json(runs: Sequence[VersionRun]) -> dict:
   return {
     "schema": "hloprobe.versions",
     "schema_version": 2,
-    "checked_jaxlib": list(CHECKED_JAXLIBS),
+    "checked_jaxlib": list(jaxlib_release().checked),
     "versions": [
       {
         "jaxlib": r.jaxlib,
