@@ -19,7 +19,7 @@ from hloprobe import verify
 from hloprobe.api import DEFAULTS
 from hloprobe.cli._rules import EnumListParser
 from hloprobe.engine import EXECUTORS
-from hloprobe.ir import PRECISION_ALIASES, PRECISION_NAMES
+from hloprobe.ir import PRECISION_ALIASES, Precision
 from hloprobe.report import OUTPUT_FORMS
 from hloprobe.runtime import usable_cores
 
@@ -119,7 +119,7 @@ BATCH_SIZES = flags.DEFINE_string(
 PRECISIONS = _define_enum_list(
   "precisions",
   list(DEFAULTS.precisions),
-  PRECISION_NAMES,
+  [p.value for p in Precision],
   "Matmul precisions, comma-separated: bfloat16, tensorfloat32, float32, "
   "default, high, highest, or DotAlgorithmPreset names such as "
   "TF32_TF32_F32.",

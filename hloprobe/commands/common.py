@@ -20,7 +20,7 @@ import threading
 from tqdm import tqdm
 
 from hloprobe.api import Interrupted
-from hloprobe.compile import version_warning
+from hloprobe.compile import jaxlib_release
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.runtime import RecordCache, default_cache_dir
 
@@ -273,7 +273,7 @@ def start_jax(swept) -> None:
   if not any(t.platform == "cuda" and not t.compile_only for t in swept):
     os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
   start_backends("cpu")
-  warning = version_warning()
+  warning = jaxlib_release().warning
   if warning:  # once per command: the checked jaxlib is another
     print(warning, file=sys.stderr)
   # Compile-only targets are loaded by the sweep, in a worker process (XLA

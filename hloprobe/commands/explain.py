@@ -15,6 +15,7 @@ compile is a fix that did not pass, not a failure of the command).
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 
 from hloprobe.commands import common
@@ -45,7 +46,7 @@ class ExplainArgs:
       --ray_address (`common.with_executor`).
     invariance: --invariance: "answer" (the batch-invariance answer
       first, its pins listed untried), "pin" (the pins also searched and
-      verified, `invariance.search_pins`) or "off".
+      verified, `invariance.batch_invariance`) or "off".
     verbose: --verbose: the detail per target, not the one screen.
   """
 
@@ -205,25 +206,39 @@ def _with_invariance(spec, results, pool, answer, mode: str, output_dir):
   if mode == "off":
     return answer
   try:
-    found = invariance.invariance_of_sweep(spec, results, pool)
+    folder = None
     if mode == "pin":
-      judge = lambda sub, swept: invariance.invariance_of_sweep(
-        sub, swept, pool
-      )
       folder = (
         os.path.join(output_dir, "pins")
         if output_dir
         else tempfile.mkdtemp(prefix="hloprobe-pins-")
       )
-      pins = invariance.search_pins(
-        spec, results, found, pool, judge, pin_folder=folder
-      )
-    else:
-      pins = invariance.untried_pins(spec, found)
+    found, pins = invariance.batch_invariance(spec, results, pool, folder)
   except KeyboardInterrupt as e:
     signum = getattr(e, "signum", signal.SIGINT)
     raise common.Interrupted(signum, results, len(results)) from None
   return dataclasses.replace(answer, invariance=found, pins=pins)
+
+
+def numbers_host(results: str | None):
+  """(the `runtime.HostCpu` that computed the CPU numbers, or None; a line
+  saying it is unknown, or None).
+
+  Without --results, this machine's CPU. With --results=DIR, the host
+  DIR/results.json names (the shards' CPU, `merge.results_host`): never
+  this machine's, whose ISA may differ (the numbers' last digits follow
+  it); where it names none or cannot be read, None and "host: unknown
+  (not in DIR/results.json)".
+  """
+  if not results:
+    return common.host(), None
+  from hloprobe.commands.merge import results_host
+
+  cpu = results_host(results)
+  if cpu is not None:
+    return cpu, None
+  path = os.path.join(results, "results.json")
+  return None, f"host: unknown (not in {path})"
 
 
 def main(args: ExplainArgs) -> int:
@@ -240,11 +255,7 @@ def main(args: ExplainArgs) -> int:
   spec = _spec(args)
   results, explanations, answer = explain_answered(args, spec)
   versions = jax_versions()
-  cpu = common.host()
-  if args.results:  # the CPU the merged numbers were computed on
-    from hloprobe.commands.merge import results_host
-
-    cpu = results_host(args.results) or cpu
+  cpu, host_unknown = numbers_host(args.results)
   out = sweep_command.outputs_of(args, args.common.format)
   # results.json records the plan, as sweep's does: `explain --results`
   # of this folder sweeps it again without the flags retyped.
@@ -257,6 +268,8 @@ def main(args: ExplainArgs) -> int:
     print(page)
   else:
     print(render_answered(explanations, answer, host=cpu, verbose=args.verbose))
+    if host_unknown:
+      print(host_unknown)
   sweep_command.write_files(results, explanations, versions, cpu, out)
   common.bound_cache(args.common, args.cache_max_mb)
   return common.EXIT_OK if all(r.ok for r in results) else common.EXIT_FAILED

@@ -80,7 +80,7 @@ def merge(args: MergeArgs):
       shards; a plan this hloprobe (its source, jax, XLA_FLAGS) makes
       otherwise; shards whose records disagree with its split.
   """
-  from hloprobe.engine import Shard, shard_identity, without_batch_consistency
+  from hloprobe.engine import check_shards
   from hloprobe.report import join_shards, read_shard
   from hloprobe.runtime import HostCpu
 
@@ -101,34 +101,14 @@ def merge(args: MergeArgs):
       )
   plan = _plan(first.plan, records)
   common.start_jax(plan.targets)
-  if plan.fingerprint(shard_identity(os.environ)) != first.fingerprint:
-    raise InvalidArgumentError(
-      f"the shards' plan {first.fingerprint[:12]} is not the plan this "
-      "hloprobe makes of their words (another hloprobe source, jax/jaxlib, "
-      "XLA_FLAGS or target config): merge with the hloprobe and "
-      "environment that ran them"
-    )
-  every = plan.all_configs()
-  if [c.config for c in every] != [r.config for r in records]:
-    raise InvalidArgumentError(
-      f"the shards' records are not their plan's {len(every)} configs "
-      f"({len(records)} records, in another order or of other configs); "
-      "run the shards again"
-    )
-  for p in parts:
-    cut = dataclasses.replace(plan, shard=Shard(p.index, p.count))
-    if list(p.configs) != cut.shard_indices():
-      raise InvalidArgumentError(
-        f"{p.label} holds other configs than the plan's shard "
-        f"{p.index}/{p.count}; run it again"
-      )
+  records = check_shards(plan, parts, records)
   try:
     host = HostCpu(**first.host) if first.host else None
   except TypeError as e:
     raise InvalidArgumentError(
       f"{first.label}: its results.json host is malformed ({e})"
     ) from None
-  return plan, host, without_batch_consistency(records)
+  return plan, host, records
 
 
 # The types of a recorded plan's words (`SweepPlan.words`).

@@ -130,7 +130,6 @@ def _sharded(spec, text: str, output_dir: str | None):
 
 def shard_entry(spec) -> dict | None:
   """results.json's "shard" entry of a `--shard` run's plan, else None."""
-  from hloprobe.engine import shard_identity
   from hloprobe.report import shard_json
 
   if spec.shard is None:
@@ -138,7 +137,7 @@ def shard_entry(spec) -> dict | None:
   return shard_json(
     spec.shard.index,
     spec.shard.count,
-    spec.fingerprint(shard_identity(os.environ)),
+    spec.fingerprint(),
     spec.words(),
     spec.shard_indices(),
   )
@@ -151,16 +150,11 @@ def write_files(results, why, versions, cpu, out) -> None:
   Raises:
     HloprobeError: "cannot write ...", for the first that fails.
   """
-  from hloprobe.pictures import (
-    write_files as outputs_write_files,
-  )
-  from hloprobe.pictures import (
-    wrote_line,
-  )
+  from hloprobe.pictures import write_files as outputs_write_files
 
   wrote = outputs_write_files(results, why, versions, cpu, out)
   if wrote:
-    print(wrote_line(wrote, out.output_dir), file=sys.stderr)
+    print(wrote, file=sys.stderr)
 
 
 def write_records(results, output_dir: str) -> None:

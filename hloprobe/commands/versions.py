@@ -60,16 +60,12 @@ def versions(args: VersionsArgs, spec):
 
 def main(args: VersionsArgs) -> int:
   """`hloprobe versions`: runs, prints the comparison; the exit status."""
-  from hloprobe.report import dumps_json
-  from hloprobe.versions import render_versions, versions_json
+  from hloprobe.versions import render_versions
 
   spec = common.sweep_spec(args.common, args.experiment, args.experiments_file)
   fmt = common.check_format(args.common)
   runs = versions(args, spec)
-  if fmt == "json":
-    print(dumps_json(versions_json(runs)))
-  else:
-    print(render_versions(runs, fmt, args.changes_only))
+  print(render_versions(runs, fmt, args.changes_only))
   ok = all(
     r.ok and all(c["status"] == "ok" for c in r.reply["results"]["configs"])
     for r in runs

@@ -43,16 +43,10 @@ from hloprobe.compile.case_model import leaf_names as leaf_names
 from hloprobe.compile.cases import absolute_case_word as absolute_case_word
 from hloprobe.compile.cases import get_case as get_case
 from hloprobe.compile.cases import resolvable_elsewhere as resolvable_elsewhere
-from hloprobe.compile.compat import CHECKED_JAXLIBS as CHECKED_JAXLIBS
 from hloprobe.compile.compat import JAXPR_API as JAXPR_API
-from hloprobe.compile.compat import checked_words as checked_words
 from hloprobe.compile.compat import enable_x64 as enable_x64
-from hloprobe.compile.compat import installed_jaxlib as installed_jaxlib
-from hloprobe.compile.compat import jaxlib_git_hash as jaxlib_git_hash
-from hloprobe.compile.compat import rules_checked as rules_checked
+from hloprobe.compile.compat import jaxlib_release as jaxlib_release
 from hloprobe.compile.compat import scan_counts as scan_counts
-from hloprobe.compile.compat import unchecked_note as unchecked_note
-from hloprobe.compile.compat import version_warning as version_warning
 from hloprobe.compile.compat import while_has_dce_rule as while_has_dce_rule
 from hloprobe.compile.cudnn import (
   missing_cudnn_message as missing_cudnn_message,
@@ -104,7 +98,6 @@ __all__ = [
   "BUILTIN_TARGETS",
   "CASES",
   "CASE_SUFFIX",
-  "CHECKED_JAXLIBS",
   "Case",
   "Experiment",
   "INT32_DOTS_FIX",
@@ -117,7 +110,6 @@ __all__ = [
   "attached_gpu_count",
   "autotune_experiment",
   "autotune_selection",
-  "checked_words",
   "compile_case",
   "config_assigner_input",
   "device_fingerprint",
@@ -127,12 +119,11 @@ __all__ = [
   "gemm_fusion_keys",
   "get_case",
   "get_target",
-  "installed_jaxlib",
   "int32_dots_case",
   "is_config_path",
   "is_module_case",
   "jax_versions",
-  "jaxlib_git_hash",
+  "jaxlib_release",
   "leaf_names",
   "load_target_config",
   "load_topology",
@@ -148,15 +139,12 @@ __all__ = [
   "rejected_compile",
   "resolvable_elsewhere",
   "results_textproto",
-  "rules_checked",
   "run_compiled",
   "scan_counts",
   "selection_note",
   "start_backends",
   "triton_config",
-  "unchecked_note",
   "unoptimized_hlo",
   "unoptimized_twin",
-  "version_warning",
   "while_has_dce_rule",
 ]

@@ -10,8 +10,10 @@ which is what `hloprobe versions` and a GPU machine with its own jax need:
   `lower`, `stablehlo_text`, `optimized_hlo_text`, `enable_x64`,
   `JAXPR_API` (jax.extend.core with fallbacks), `runtime_error_type` and
   `deviceless_retry_options`.
-* Under another version the command line prints `version_warning()`
-  once, naming the checked version, and `rules_checked()` is False: rules that recognise XLA
+* `jaxlib_release()` is the installed jaxlib against the checked ones
+  (the stage's face exports it alone of this part). Under another
+  version the command line prints its `warning` once, naming the checked
+  version, and `rules_checked` is False: rules that recognise XLA
   by name (pass names, emitters, PTX patterns) then say "unknown" where
   they do not recognise what they see, never a guess.
 
@@ -24,6 +26,7 @@ Private in intent: use the package, `hloprobe.compile`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import glob
 import os
 import re
@@ -42,6 +45,8 @@ __all__ = [
   "enable_x64",
   "installed_jaxlib",
   "jaxlib_git_hash",
+  "jaxlib_release",
+  "JaxlibRelease",
   "lower",
   "optimized_hlo_text",
   "rules_checked",
@@ -96,35 +101,83 @@ def cuda_plugin_installed() -> bool:
 
 def rules_checked() -> bool:
   """Whether this process runs a jaxlib hloprobe's rules were checked on."""
-  return installed_jaxlib() in CHECKED_JAXLIBS
+  return jaxlib_release().rules_checked
 
 
 def checked_words() -> str:
   """ "0.12.0.1 and 0.10.2": the checked releases, in words."""
-  return " and ".join(CHECKED_JAXLIBS)
+  return jaxlib_release().checked_words
 
 
 def unchecked_note() -> str:
   """Words for an evidence string under an unchecked version, else ""."""
-  if rules_checked():
-    return ""
-  return f"jaxlib {installed_jaxlib()}: rules checked on {checked_words()} only"
+  return jaxlib_release().unchecked_note
 
 
 def version_warning() -> str | None:
-  """The one warning to print under an unchecked jaxlib, else None.
+  """The one warning to print under an unchecked jaxlib, else None
+  (`JaxlibRelease.warning`)."""
+  return jaxlib_release().warning
 
-  E.g. "hloprobe: warning: jaxlib 0.4.38 is not 0.10.2, the version
-  hloprobe's XLA rules were checked on: ...".
+
+@dataclasses.dataclass(frozen=True)
+class JaxlibRelease:
+  """The installed jaxlib against the releases hloprobe's XLA rules were
+  checked on (`CHECKED_JAXLIBS`), and the words said about it.
+
+  Attributes:
+    installed: this process's jaxlib version, e.g. "0.10.2".
+    checked: the checked releases, the default first.
   """
-  if rules_checked():
-    return None
-  return (
-    f"hloprobe: warning: jaxlib {installed_jaxlib()} is not "
-    f"{CHECKED_JAXLIB}, the version hloprobe's XLA rules were checked on: "
-    "what XLA did is this jaxlib's; where a rule (emitter, custom call, PTX "
-    "pattern) does not recognise it, hloprobe says 'unknown'"
-  )
+
+  installed: str
+  checked: tuple[str, ...] = CHECKED_JAXLIBS
+
+  @property
+  def git_hash(self) -> str | None:
+    """The JAX commit this jaxlib was built from, or None
+    (`private_api.jaxlib_git_hash`)."""
+    return jaxlib_git_hash()
+
+  @property
+  def rules_checked(self) -> bool:
+    """Whether the installed jaxlib is one the rules were checked on."""
+    return self.installed in self.checked
+
+  @property
+  def checked_words(self) -> str:
+    """ "0.12.0.1 and 0.10.2": the checked releases, in words."""
+    return " and ".join(self.checked)
+
+  @property
+  def unchecked_note(self) -> str:
+    """Words for an evidence string under an unchecked version, else ""."""
+    if self.rules_checked:
+      return ""
+    return (
+      f"jaxlib {self.installed}: rules checked on {self.checked_words} only"
+    )
+
+  @property
+  def warning(self) -> str | None:
+    """The one warning to print under an unchecked jaxlib, else None.
+
+    E.g. "hloprobe: warning: jaxlib 0.4.38 is not 0.12.0.1, the version
+    hloprobe's XLA rules were checked on: ...".
+    """
+    if self.rules_checked:
+      return None
+    return (
+      f"hloprobe: warning: jaxlib {self.installed} is not "
+      f"{self.checked[0]}, the version hloprobe's XLA rules were checked "
+      "on: what XLA did is this jaxlib's; where a rule (emitter, custom "
+      "call, PTX pattern) does not recognise it, hloprobe says 'unknown'"
+    )
+
+
+def jaxlib_release() -> JaxlibRelease:
+  """This process's jaxlib against the checked releases (read each call)."""
+  return JaxlibRelease(installed_jaxlib())
 
 
 def lower(jitted, specs, platform: str):

@@ -13,6 +13,7 @@ Private in intent: use the package, `hloprobe.engine`.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 from hloprobe.compile import Case, Target, missing_cudnn_message
 from hloprobe.engine.compiled import (
@@ -21,7 +22,13 @@ from hloprobe.engine.compiled import (
   failed,
 )
 from hloprobe.engine.plan import SweptCase
-from hloprobe.errors import CaseError, ToolchainError, first_line
+from hloprobe.engine.shard import Shard
+from hloprobe.errors import (
+  CaseError,
+  InvalidArgumentError,
+  ToolchainError,
+  first_line,
+)
 from hloprobe.ir import as_precision
 from hloprobe.numerics import (
   ErrorStats,
@@ -39,10 +46,14 @@ from hloprobe.runtime import (
   Warn,
   case_fingerprint,
   log_warning,
-  null_stage,
 )
 
-__all__ = ["CaseSetup", "run_config", "with_batch_consistency"]
+__all__ = [
+  "CaseSetup",
+  "check_shards",
+  "run_config",
+  "with_batch_consistency",
+]
 
 
 def _with_stats(
@@ -158,7 +169,7 @@ def _with_prediction(
   except Exception as e:  # prediction is extra; the config stays ok
     return dataclasses.replace(r, prediction_error=first_line(e))
   if kernels is not None:
-    with (watch.stage if watch is not None else null_stage)("predict"):
+    with (watch if watch is not None else Stopwatch()).stage("predict"):
       kernel = kernels.row0(
         r.config.n,
         r.compilation.fates,
@@ -259,6 +270,50 @@ def without_batch_consistency(
     else r
     for r in results
   ]
+
+
+def check_shards(plan, parts: Sequence, records: list[ConfigResult]):
+  """`hloprobe merge`'s check that shards are `plan`'s, whole: `records`
+  (the shards' records joined, in output order) are exactly the plan's
+  configs, each part holds its shard's configs, and the plan made here
+  (this hloprobe, jax and XLA_FLAGS) has the shards' fingerprint.
+  Returns `records` as a sweep collects them (`without_batch_consistency`:
+  the merge recomputes `ulp_vs_n1` over every shard's records).
+
+  Args:
+    plan: the `plan.SweepPlan` of the shards' recorded words.
+    parts: the shards as `hloprobe merge` reads them, each with fields
+      `label`, `index`, `count`, `configs` (its indices into the plan's
+      configs) and `fingerprint`; the first's fingerprint is checked.
+    records: the shards' `ConfigResult`s, joined.
+
+  Raises:
+    InvalidArgumentError: another fingerprint; records that are not the
+      plan's configs; a part holding other configs than its shard.
+  """
+  first = parts[0]
+  if plan.fingerprint() != first.fingerprint:
+    raise InvalidArgumentError(
+      f"the shards' plan {first.fingerprint[:12]} is not the plan this "
+      "hloprobe makes of their words (another hloprobe source, jax/jaxlib, "
+      "XLA_FLAGS or target config): merge with the hloprobe and "
+      "environment that ran them"
+    )
+  every = plan.all_configs()
+  if [c.config for c in every] != [r.config for r in records]:
+    raise InvalidArgumentError(
+      f"the shards' records are not their plan's {len(every)} configs "
+      f"({len(records)} records, in another order or of other configs); "
+      "run the shards again"
+    )
+  for p in parts:
+    cut = dataclasses.replace(plan, shard=Shard(p.index, p.count))
+    if list(p.configs) != cut.shard_indices():
+      raise InvalidArgumentError(
+        f"{p.label} holds other configs than the plan's shard "
+        f"{p.index}/{p.count}; run it again"
+      )
+  return without_batch_consistency(records)
 
 
 class CaseSetup:

@@ -38,6 +38,7 @@ from hloprobe.engine.shard import (
   Shard,
   config_cost,
   plan_fingerprint,
+  shard_identity,
   shard_members,
 )
 from hloprobe.engine.shell import case_loader, loaded_in_worker
@@ -194,10 +195,13 @@ class SweepPlan:
       **({"batch_arg": self.batch_arg} if self.batch_arg is not None else {}),
     }
 
-  def fingerprint(self, identity: dict) -> str:
+  def fingerprint(self, identity: dict | None = None) -> str:
     """`shard.plan_fingerprint` of this plan's words, each target's
     definition and `identity` (hloprobe's source hash, the jax versions,
-    XLA_FLAGS): equal for the shards of one sweep, whatever the shard."""
+    XLA_FLAGS; None: this process's, `shard.shard_identity(os.environ)`):
+    equal for the shards of one sweep, whatever the shard."""
+    if identity is None:
+      identity = shard_identity(os.environ)
     targets = {"targets": [repr(t) for t in self.targets]}
     return plan_fingerprint(self.words(), {**identity, **targets})
 

@@ -28,12 +28,14 @@ The stage's interface is `__all__`; the modules behind it are private in
 intent: values (types, literals, layouts, argument checks), rounding,
 contraction, elementwise, shape_ops, reductions, reorder (scatter, sort),
 blas (cuBLAS/cuBLASLt gemms), conv (convolutions, cuDNN's calls), ops
-(the opcode table), interpreter (the walk), records.
+(the opcode table), interpreter (the walk), records, spmd (an
+SPMD-partitioned module run per device: `execute_module` with
+`shardings`).
 """
 
 from __future__ import annotations
 
-from hloprobe.execute.interpreter import execute_module as execute_module
+from hloprobe.execute.spmd import execute_module as execute_module
 from hloprobe.execute.values import numpy_dtype as numpy_dtype
 from hloprobe.execute.values import parse_literal as parse_literal
 

@@ -82,6 +82,10 @@ class Interpreter:
     self._not_run: set[tuple[str, str]] = set()
     self._recorded: set[tuple[str, str]] = set()
     self._dead: dict[str, dict[int, tuple[str, ...]]] = {}
+    # One device's run of an SPMD-partitioned module (`spmd`): its
+    # partition id and the collectives across the devices' runs.
+    self.partition = 0
+    self.collectives = None
     self.ops = ops.Ops(self)
 
   def run(self, arguments: Sequence) -> Execution:

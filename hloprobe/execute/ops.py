@@ -43,6 +43,18 @@ _IDENTITY_OPS = ("optimization-barrier", "add-dependency")
 _IDENTITY_CALLS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
 
 
+# Collective opcodes -> the method of `spmd.Collectives` that computes
+# them (one device's run of an SPMD-partitioned module); the async
+# -start/-done pairs compute at the start.
+_COLLECTIVES = {
+  "all-reduce": "all_reduce",
+  "all-gather": "all_gather",
+  "reduce-scatter": "reduce_scatter",
+  "collective-permute": "collective_permute",
+  "all-to-all": "all_to_all",
+}
+
+
 def target_of(inst: HloInstruction) -> str:
   """What a `NotExecuted` names: the custom call target or the opcode."""
   if inst.opcode == "custom-call":
@@ -110,9 +122,17 @@ class Ops:
       "async-done": lambda c, i, o, s: o[0][1],
       "fusion-start": self._fusion_start,
       "fusion-done": lambda c, i, o, s: o[0][1],
-      "partition-id": lambda c, i, o, s: np.zeros((), np.uint32),
+      "partition-id": lambda c, i, o, s: np.asarray(
+        self.interp.partition, np.uint32
+      ),
       "replica-id": lambda c, i, o, s: np.zeros((), np.uint32),
     }
+    for name, method in _COLLECTIVES.items():
+      self._table[name] = self._collective(method)
+      self._table[name + "-start"] = self._collective(method)
+      self._table[name + "-done"] = lambda c, i, o, s: (
+        o[0][-1] if isinstance(o[0], tuple) else o[0]
+      )
     for name in _IDENTITY_OPS:
       self._table[name] = lambda c, i, o, s: o[0]
     for name in elementwise.UNARY:
@@ -148,6 +168,18 @@ class Ops:
       if value.dtype != dtype:
         value = value.astype(dtype)
     return value
+
+  def _collective(self, method: str):
+    def run(comp, inst, operands, scope):
+      collectives = self.interp.collectives
+      if collectives is None:
+        raise Unsupported("a collective outside a per-device run")
+      value = getattr(collectives, method)(inst, list(operands))
+      if inst.opcode.endswith("-start") and inst.shape.is_tuple:
+        return (operands[0], value)  # (operand, result) of an async start
+      return value
+
+    return run
 
   # --- helpers -----------------------------------------------------------
 

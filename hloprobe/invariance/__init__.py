@@ -19,7 +19,8 @@ The package's face. Its modules, in data-flow order:
   pin_file         the kernels stage's pinned-gemm autotune-results file,
                    made from compiles in a worker of its own
   pin              the settings that pin a group, searched cheapest first
-                   and each verified by a sweep (`search_pins`)
+                   and each verified by a sweep (`search_pins`); a
+                   sweep's answer with its pins (`batch_invariance`)
   words            the answer in words, bitwise question first, and JSON
 """
 
@@ -27,13 +28,9 @@ from __future__ import annotations
 
 from hloprobe.invariance.answer import Invariance as Invariance
 from hloprobe.invariance.answer import invariance_of as invariance_of
-from hloprobe.invariance.in_workers import (
-  invariance_of_sweep as invariance_of_sweep,
-)
 from hloprobe.invariance.in_workers import sweep_kernels as sweep_kernels
 from hloprobe.invariance.in_workers import sweep_rows as sweep_rows
-from hloprobe.invariance.pin import search_pins as search_pins
-from hloprobe.invariance.pin import untried_pins as untried_pins
+from hloprobe.invariance.pin import batch_invariance as batch_invariance
 from hloprobe.invariance.rows import ConfigRows as ConfigRows
 from hloprobe.invariance.words import answer_lines as answer_lines
 from hloprobe.invariance.words import first_lines as first_lines
@@ -43,12 +40,10 @@ __all__ = [
   "ConfigRows",
   "Invariance",
   "answer_lines",
+  "batch_invariance",
   "first_lines",
   "invariance_json",
   "invariance_of",
-  "invariance_of_sweep",
-  "search_pins",
   "sweep_kernels",
   "sweep_rows",
-  "untried_pins",
 ]

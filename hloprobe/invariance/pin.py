@@ -47,6 +47,7 @@ from hloprobe.compile import BUILTIN_EXPERIMENTS, Experiment, is_config_path
 from hloprobe.engine import SweepPlan, plan_sweep, run_sweep
 from hloprobe.errors import first_line
 from hloprobe.invariance.answer import Invariance, group_key, site_causes
+from hloprobe.invariance.in_workers import invariance_of_sweep
 from hloprobe.invariance.kernel_identity import KernelReader
 from hloprobe.invariance.pin_file import pin_flags, write_pin_file
 from hloprobe.records import ConfigResult
@@ -55,6 +56,7 @@ __all__ = [
   "NOT_TRIED",
   "Pin",
   "PinCandidate",
+  "batch_invariance",
   "candidates_for",
   "search_pins",
   "untried_pins",
@@ -468,3 +470,30 @@ def _group_plan(
     experiments=experiments,
     explain_passes=True,
   )
+
+
+def batch_invariance(
+  plan: SweepPlan, results, pool, pin_folder: str | None = None
+) -> tuple[tuple[Invariance, ...], tuple]:
+  """`hloprobe explain --invariance`'s answer: the sweep's
+  batch-invariance (`invariance_of_sweep`) and the pins of each group that
+  is not invariant (`pin.Pin`s).
+
+  Args:
+    plan: the sweep's `engine.SweepPlan`.
+    results: its `records.ConfigResult`s.
+    pool: the sweep's worker pool (its compiles' executables are there).
+    pin_folder: None: each applicable pin listed untried, with its
+      `verify` command (`pin.untried_pins`); a folder: each pin searched
+      and verified on the same pool (`pin.search_pins`; a compile-only
+      GPU's pinned-gemm file is written there).
+
+  Returns:
+    (the `Invariance` answers, the pins).
+  """
+  found = invariance_of_sweep(plan, results, pool)
+  if pin_folder is None:
+    return found, untried_pins(plan, found)
+  judge = lambda sub, swept: invariance_of_sweep(sub, swept, pool)
+  pins = search_pins(plan, results, found, pool, judge, pin_folder=pin_folder)
+  return found, pins

@@ -31,14 +31,12 @@ from hloprobe.ir.hlo_records import HloModule as HloModule
 from hloprobe.ir.precisions import ALGORITHMS as ALGORITHMS
 from hloprobe.ir.precisions import DEFAULT_PRECISIONS as DEFAULT_PRECISIONS
 from hloprobe.ir.precisions import PRECISION_ALIASES as PRECISION_ALIASES
-from hloprobe.ir.precisions import PRECISION_NAMES as PRECISION_NAMES
 from hloprobe.ir.precisions import Precision as Precision
 from hloprobe.ir.precisions import (
   algorithm_from_fields as algorithm_from_fields,
 )
 from hloprobe.ir.precisions import algorithm_from_hlo as algorithm_from_hlo
 from hloprobe.ir.precisions import as_precision as as_precision
-from hloprobe.ir.precisions import parse_precision as parse_precision
 from hloprobe.ir.ptx import PtxKernel as PtxKernel
 from hloprobe.ir.ptx import for_operands as for_operands
 from hloprobe.ir.ptx import kernel_name as kernel_name
@@ -56,7 +54,6 @@ __all__ = [
   "HloInstruction",
   "HloModule",
   "PRECISION_ALIASES",
-  "PRECISION_NAMES",
   "Precision",
   "PtxKernel",
   "StableHloDot",
@@ -71,7 +68,6 @@ __all__ = [
   "kernel_name",
   "module_signature",
   "parse_hlo_module",
-  "parse_precision",
   "parse_precision_config",
   "parse_ptx",
   "parse_stablehlo_dots",

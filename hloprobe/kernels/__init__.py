@@ -8,11 +8,8 @@ The stage's interface is the names below (`__all__`):
 
   read_kernels      one compiled config -> its `KernelRecord`s (each with
                     the output leaves it reaches)
-  core_count        a compile-only target's SM count, for read_kernels
   compare_kernels   two configs' records -> the `KernelDifference`s (the
                     kernels whose per-row arithmetic differs)
-  kernel_classes    batch size -> records, for many sizes -> the classes of
-                    sizes whose kernels all have equal signatures
   pin_gemm_configs  the autotune-results file that pins one Triton gemm
                     config per gemm fusion for every batch size (same
                     block_k, split-K 1), with the XLA flags it needs
@@ -20,7 +17,11 @@ The stage's interface is the names below (`__all__`):
   REDUCTION_PIN_FLAGS  the flags that make the Triton softmax / layernorm
                     fusions XLA row reductions, independent of the row count
 
-The modules behind it are private in intent:
+The modules behind it are private in intent (the stage's tests import
+`kernel_reader.core_count`, a compile-only target's SM count, and
+`differences.kernel_classes`, batch size -> records, for many sizes ->
+the classes of sizes whose kernels all have equal signatures, from their
+modules):
 
   records           KernelRecord, KernelDifference, Role, RowCount
   normalise         the row-count normalisation of computations and PTX
@@ -35,10 +36,12 @@ The modules behind it are private in intent:
 Typical use (one program, target and precision, several batch sizes):
 
   from hloprobe import compile, kernels
+  from hloprobe.kernels.differences import kernel_classes
+  from hloprobe.kernels.kernel_reader import core_count
   c = compile.compile_case(case, args_n, precision, target)
   records[n] = kernels.read_kernels(
-      c.optimized_hlo, n, c.ptx, core_count=kernels.core_count(target))
-  classes = kernels.kernel_classes(records)      # ((1,), (2, 8), (64,))
+      c.optimized_hlo, n, c.ptx, core_count=core_count(target))
+  classes = kernel_classes(records)              # ((1,), (2, 8), (64,))
   for d in kernels.compare_kernels(records[8], records[64]):
     d.words  # "gemm_fusion_dot_general.3 / gemm_fusion_dot (contraction
              #  dot_general at model.py:11): ... split_k 1 -> 2"
@@ -71,14 +74,12 @@ from hloprobe.kernels.autotune_pin import (
 )
 from hloprobe.kernels.autotune_pin import pin_gemm_configs as pin_gemm_configs
 from hloprobe.kernels.differences import compare_kernels as compare_kernels
-from hloprobe.kernels.kernel_reader import core_count as core_count
 from hloprobe.kernels.kernel_reader import read_kernels as read_kernels
 
 __all__ = [
   "PIN_FLAGS",
   "REDUCTION_PIN_FLAGS",
   "compare_kernels",
-  "core_count",
   "pin_gemm_configs",
   "read_kernels",
 ]

@@ -24,10 +24,18 @@ Rules (each checked on compile-only A100 and H100 compiles, jaxlib
   Dot strength reduction (AlgebraicSimplifier, `dot-strength-reduction`):
     a matrix-vector dot becomes multiply + reduce, emitted by XLA's
     reduction emitter (`reduction_rules`); seen at n = 1.
-  Who chose it: on a compile-only target XLA does not autotune
-    (config_assigner_pass.cc `GetConfigAssignerOptions`: `allow_autotuning
-    = ... && !is_deviceless`); the config is the first compilable one for
-    the fusion's shape, and `ChooseSplitK` (splitk_rewriter.cc) uses the
+  Who chose it: on a compile-only target XLA does not autotune; the
+    source differs per release, as the pass was renamed autotuner ->
+    config_assigner in c3378654 (2026-08-21, /work/shared/XLA_NOTES.md
+    1c), after 0.10.2 and before 0.12.0.1:
+    jaxlib 0.12.0.1: xla/service/gpu/autotuning/config_assigner_pass.cc
+    `GetConfigAssignerOptions(debug_options, is_deviceless)` (deviceless:
+    `select_first_config`); jaxlib 0.10.2: the same folder's
+    autotuner_pass.cc, `AutotunerPass::CreateDeviceless` (no profiler,
+    so no measuring). Checked against source, not against a pass dump of
+    either release (tests/testdata records none); the recorded kernels
+    (tests/testdata/kernels) agree on both. The config is the first
+    compilable one for the fusion's shape, and `ChooseSplitK` (splitk_rewriter.cc) uses the
     dot's dimensions: both take the row count (M) as an input.
   cuBLAS / cuBLASLt custom calls: the library picks its kernel at run time
     from the whole problem shape (TransformerEngine#2986): unknown without
@@ -65,9 +73,10 @@ LIBRARY_WORDS = (
 )
 TRITON_GEMM_RULE = (
   "tiles: XLA's config assigner, first compilable config for the fusion's "
-  "shape on a compile-only target (xla/service/gpu/autotuning/"
-  "config_assigner_pass.cc GetConfigAssignerOptions, no autotuning when "
-  "deviceless); split-K: splitk_rewriter.cc ChooseSplitK from the dot's "
+  "shape on a compile-only target (xla/service/gpu/autotuning/: "
+  "config_assigner_pass.cc GetConfigAssignerOptions on jaxlib 0.12.0.1, "
+  "autotuner_pass.cc AutotunerPass::CreateDeviceless on 0.10.2, before the "
+  "rename c3378654; no autotuning when deviceless); split-K: splitk_rewriter.cc ChooseSplitK from the dot's "
   "dimensions; both take the row count (M) as an input"
 )
 

@@ -634,7 +634,8 @@ class _Reader:
       gemm_rules.TRITON_GEMM_RULE,
       rules=(
         "xla/backends/gpu/transforms/splitk_rewriter.cc",
-        "xla/service/gpu/autotuning/config_assigner_pass.cc",
+        "xla/service/gpu/autotuning/config_assigner_pass.cc (jaxlib "
+        "0.12.0.1; autotuner_pass.cc on 0.10.2)",
         "PTX mma/fma opcodes (hloprobe.ir.ptx)",
       ),
     )

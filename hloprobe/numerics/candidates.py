@@ -17,9 +17,18 @@ from collections.abc import Iterator, Sequence
 
 from hloprobe.numerics import accuracy
 from hloprobe.numerics.emulate_dot import EMULATED_ALGORITHMS
-from hloprobe.numerics.emulate_fp8 import jaxpr_algorithm
+from hloprobe.numerics.emulate_fp8 import (
+  FP8_FAST_ACCUM_ALGORITHM,
+  jaxpr_algorithm,
+)
 from hloprobe.numerics.site_notes import F32
-from hloprobe.sites import EXACT_INTEGER, TF32, Fate, SiteFate, tf32_optional
+from hloprobe.sites import (
+  EXACT_INTEGER,
+  TF32,
+  Fate,
+  SiteFate,
+  tf32_optional,
+)
 
 __all__ = [
   "allowed_assignments",
@@ -131,7 +140,9 @@ def chosen_algorithms(
 
   An fp8 cuBLASLt gemm's (ANY_F8_ANY_F8_F32) is F32_F32_F32 on the
   program's dequantized operands (`emulate_fp8.jaxpr_algorithm`), with no
-  note.
+  note; one with cuBLASLt's fast accumulation on
+  (ANY_F8_ANY_F8_F32_FAST_ACCUM) is F32 too, noted "not modelled: cuBLASLt
+  FP8 fast accumulation".
 
   An integer dot (`EXACT_INTEGER`) is F32 here too, with no note: the
   emulator computes integer dots exactly, whatever their algorithm
@@ -144,6 +155,12 @@ def chosen_algorithms(
       chosen.append(jaxpr_algorithm(alg))
     elif alg == EXACT_INTEGER:
       chosen.append(F32)
+    elif alg == FP8_FAST_ACCUM_ALGORITHM:
+      chosen.append(F32)
+      unknown.append(
+        f"site {f.site.index}: {alg} (not modelled: cuBLASLt FP8 fast "
+        "accumulation)"
+      )
     else:
       chosen.append(F32)
       unknown.append(f"site {f.site.index}: {alg or 'unknown'}")

@@ -38,8 +38,13 @@ import numpy as np
 
 from hloprobe.sites import FP8_ALGORITHM
 
+# `sites.fp8_rewrite`'s name for the FP8 gemm with cuBLASLt's fast
+# accumulation on; not emulated (`candidates.chosen_algorithms`).
+FP8_FAST_ACCUM_ALGORITHM = f"{FP8_ALGORITHM}_FAST_ACCUM"
+
 __all__ = [
   "FP8_ALGORITHM",
+  "FP8_FAST_ACCUM_ALGORITHM",
   "fp8_gemm",
   "fp8_gemm_bound",
   "jaxpr_algorithm",

@@ -37,9 +37,11 @@ a known miscompile's rule); with none, the gemms of the module, "not
 localised". An instruction the executor cannot compute makes the verdict
 say "prediction incomplete: not executed: <target>". An SPMD-partitioned
 module (a sharded case: header `num_partitions=N`) is one device's program
-(its shards of the arguments, then collectives across devices); the
-executor runs one device, so it is not run: "not executed:
-SPMD-partitioned module (N devices)".
+(its shards of the arguments, then collectives across devices): every
+device's run is made (`execute.execute_module` with `shardings`, the shardings the
+program asks for, `MadeChecker._partitioned`) and the output shards are
+joined, so it is judged as a one-device module is; a sharding the program
+leaves to XLA's propagation that cuts an argument is named instead.
 
 Module parameters and the case's arguments: jit drops unused arguments, so
 parameter i is flattened argument `kept[i]`, read from jax's own lowering
@@ -67,7 +69,7 @@ import jax
 import numpy as np
 
 from hloprobe import execute, private_api
-from hloprobe.compile import Case
+from hloprobe.compile import Case, unoptimized_hlo
 from hloprobe.ir import ALGORITHMS, parse_hlo_module
 from hloprobe.numerics import accuracy, executed, math_rules, rows
 from hloprobe.numerics.bands import F32_UNIT, site_band
@@ -281,6 +283,29 @@ class MadeChecker:
       out.append(flat[k])
     return out
 
+  def _partitioned(self, module, args: tuple, n: int):
+    """(arguments, *shardings) for `execute.execute_module` of an
+    SPMD-partitioned module: the kept arguments whole, their shardings and
+    the outputs'
+    (a mesh case's PartitionSpecs, `Case.in_specs`/`out_specs`; else the
+    program's own, read from its unoptimized module: the `Sharding` calls
+    that jit's in/out_shardings and `with_sharding_constraint` put there,
+    a shard_map's Shardy shardings), the outputs' whole shapes.
+
+    Raises:
+      ValueError: the module's parameters are not the case's kept ones.
+    """
+    flat = _flat(args)
+    kept = self._kept_arguments(args)
+    kept = tuple(range(len(flat))) if kept is None else kept
+    shapes = [tuple(np.shape(r)) for r in self._refs.at(n)]
+    whole = [flat[k] for k in kept]
+    if self.case.mesh_shape is not None:
+      ins, outs = _case_specs(self.case, args)
+      return whole, [ins[k] for k in kept], outs, shapes
+    program = parse_hlo_module(unoptimized_hlo(self.case, args))
+    return whole, program, None, shapes, kept
+
   def _run(self, key_text, module, n, params, algorithms, widen):
     key = (key_text, n, tuple(sorted(algorithms.items())), widen)
     return self._runs.get(
@@ -326,16 +351,29 @@ class MadeChecker:
     try:
       args = self.case.inputs_for(self._full, n)
       digest, module = self._module(optimized_hlo)
-      if (devices := partition_count(module)) > 1:
-        # Per-device shards and collectives: not what the executor runs.
-        return Made(
-          None,
-          None,
-          None,
-          not_executed=(f"SPMD-partitioned module ({devices} devices)",),
-        )
-      params = self._parameters(module, args)
-      wide = self._run(digest, module, n, params, {}, True)
+      if partition_count(module) > 1:
+        # One device's program: every device's shard run, joined.
+        plan = self._partitioned(module, args, n)
+
+        def run(algorithms, widen):
+          key = (digest, n, tuple(sorted(algorithms.items())), widen)
+          return self._runs.get(
+            key,
+            lambda: execute.execute_module(
+              module,
+              plan[0],
+              algorithms=algorithms,
+              widen=widen,
+              shardings=plan[1:],
+            ),
+          )
+      else:
+        params = self._parameters(module, args)
+
+        def run(algorithms, widen):
+          return self._run(digest, module, n, params, algorithms, widen)
+
+      wide = run({}, True)
       if wide.not_executed:
         found = _unique(
           f"{x.target} ({x.instruction})" for x in wide.not_executed
@@ -349,7 +387,7 @@ class MadeChecker:
         if f.effective_algorithm in ALGORITHMS
         for c in f.carriers
       }
-      made = self._run(digest, module, n, params, algorithms, False)
+      made = run(algorithms, False)
       ref = refs.at(n)
       if len(wide.outputs) != len(ref) or made.outputs is None:
         return Made(
@@ -382,6 +420,38 @@ class MadeChecker:
       len(wide.gemms),
       worst,
     )
+
+
+def _case_specs(case: Case, args: tuple):
+  """A mesh case's PartitionSpecs (`Case.in_specs`, `out_specs`; P() where
+  none), one per flattened argument leaf (an argument's spec applies to
+  each of its leaves, as jit's in_shardings prefix does) and per output
+  leaf, each marked with the case's mesh."""
+  spec = jax.sharding.PartitionSpec
+  mesh = (tuple(case.mesh_shape), tuple(case.mesh_axes))
+  ins = case.in_specs or (spec(),) * len(args)
+  flat_ins = []
+  for arg, p in zip(args, ins):
+    flat_ins += [_mesh_sharding(p, mesh)] * len(jax.tree_util.tree_leaves(arg))
+  outs = case.out_specs if case.out_specs is not None else spec()
+  leaves = jax.tree_util.tree_leaves(
+    outs, is_leaf=lambda p: isinstance(p, spec)
+  )
+  n_out = len(jax.tree_util.tree_leaves(jax.eval_shape(case.fn, *args)))
+  if len(leaves) == 1:
+    leaves = leaves * n_out
+  return flat_ins, [_mesh_sharding(p, mesh) for p in leaves]
+
+
+def _mesh_sharding(spec, mesh) -> tuple:
+  """A PartitionSpec on the case's mesh (sizes, names) of iota devices, as
+  `execute.execute_module`'s shardings take it: (axes per dimension, sizes,
+  names)."""
+  axes = tuple(
+    () if e is None else ((e,) if isinstance(e, str) else tuple(e))
+    for e in spec
+  )
+  return (axes, *mesh)
 
 
 def _why_not(error: Exception) -> str:

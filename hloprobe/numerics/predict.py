@@ -43,7 +43,7 @@ from hloprobe.numerics.floor_sum import FloorSum
 from hloprobe.numerics.kernel_sites import KernelRowZero
 from hloprobe.numerics.site_notes import F32
 from hloprobe.numerics.verdicts import Verdict, VerdictKind, verdict_words
-from hloprobe.runtime import Stopwatch, null_stage
+from hloprobe.runtime import Stopwatch
 from hloprobe.sites import SiteFate
 
 __all__ = ["Prediction", "Predictor", "SiteShare"]
@@ -332,7 +332,7 @@ class Predictor:
       HloprobeError: the emulator's sites do not match the StableHLO sites.
       EmulationError: the case holds a primitive the emulator cannot follow.
     """
-    stage = watch.stage if watch is not None else null_stage
+    stage = (watch if watch is not None else Stopwatch()).stage
     with stage("emulation"):
       count = self._cache.count(n)  # one trace per batch size
       if count != len(fates):

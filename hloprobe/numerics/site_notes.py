@@ -21,6 +21,9 @@ no site escapes the report:
     TF32 there and cuBLAS (or cuDNN) may keep some in f32 (ambiguous); with
     a run that an assignment keeping some in f32 explains, which ones the
     library kept;
+  * an FP8 gemm site with cuBLASLt fast accumulation on
+    (ANY_F8_ANY_F8_F32_FAST_ACCUM, `sites.fp8_rewrite`): "not modelled:
+    cuBLASLt FP8 fast accumulation";
   * every GPU site with fp8 operands: whether XLA's fp8 cuBLASLt rewrite
     made it `__cublas$lt$matmul$f8` ("site 0: fp8 cuBLASLt rewrite did
     not fire: ...", `SiteFate.fp8_rewrite`).
@@ -33,7 +36,10 @@ from __future__ import annotations
 from hloprobe.ir import ALGORITHMS
 from hloprobe.numerics.accuracy import describe_algorithms, dtype_name
 from hloprobe.numerics.bands import F32_UNIT, OPERAND_UNIT
-from hloprobe.numerics.emulate_fp8 import jaxpr_algorithm
+from hloprobe.numerics.emulate_fp8 import (
+  FP8_FAST_ACCUM_ALGORITHM,
+  jaxpr_algorithm,
+)
 from hloprobe.numerics.integers import is_integer
 from hloprobe.numerics.verdicts import Verdict, VerdictKind
 from hloprobe.sites import (
@@ -245,6 +251,11 @@ def annotate(
       notes.append(f"site {i} ambiguous, emulated as F32")
     elif alg == EXACT_INTEGER:
       pass  # computed exactly by the emulator, as on the target
+    elif alg == FP8_FAST_ACCUM_ALGORITHM:
+      notes.append(
+        f"site {i} {alg}: not modelled: cuBLASLt FP8 fast accumulation "
+        "(predicted as F32_F32_F32)"
+      )
     elif (
       f.fate != Fate.GONE
       and chosen[i] != jaxpr_algorithm(alg)

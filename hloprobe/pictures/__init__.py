@@ -8,8 +8,9 @@ command layer (`hloprobe.commands`) does.
 
 The stage's interface is the names below (`__all__`), what the command
 layer uses: `Outputs` (the files asked for), `check_extras`, `html_page`,
-`write_files` and `wrote_line`, and Model Explorer's `pick` and
-`open_server` (its server, serving those configs alone);
+`write_files` (returning the line saying what it wrote), and Model
+Explorer's `pick` and `open_server` (its server, serving those configs
+alone);
 `html_table`, the sweep table alone as an HTML fragment (sortable,
 filterable, coloured as in the page: e.g. a notebook's `_repr_html_`).
 Import them from here; the modules behind them are private in intent:
@@ -32,7 +33,6 @@ from hloprobe.pictures.outputs import Outputs as Outputs
 from hloprobe.pictures.outputs import check_extras as check_extras
 from hloprobe.pictures.outputs import html_page as html_page
 from hloprobe.pictures.outputs import write_files as write_files
-from hloprobe.pictures.outputs import wrote_line as wrote_line
 from hloprobe.pictures.severity import beyond_band as beyond_band
 
 __all__ = [
@@ -44,5 +44,4 @@ __all__ = [
   "open_server",
   "pick",
   "write_files",
-  "wrote_line",
 ]

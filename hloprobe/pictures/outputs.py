@@ -192,9 +192,10 @@ def write_files(
   versions: dict[str, str],
   cpu: HostCpu,
   wanted: Outputs,
-) -> list[str]:
+) -> str | None:
   """Writes --output_dir (with report.html), --plot, --model_explorer;
-  returns the paths written, in that order (`wrote_line` says them).
+  returns the line saying what was written (`wrote_line`, e.g. "wrote 28
+  files (report.html, ...) under out"), or None when nothing was asked.
 
   `why`: the sweep's explanations; needed with --output_dir or --plot.
 
@@ -230,4 +231,4 @@ def write_files(
       f"--model_explorer={wanted.model_explorer}",
       lambda: model_explorer.write_overlay(results, wanted.model_explorer),
     )
-  return wrote
+  return wrote_line(wrote, out) if wrote else None

@@ -40,7 +40,6 @@ from hloprobe.runtime.ray_pool import import_ray as import_ray
 from hloprobe.runtime.serve import Request as Request
 from hloprobe.runtime.serve import note_stage as note_stage
 from hloprobe.runtime.timing import Stopwatch as Stopwatch
-from hloprobe.runtime.timing import null_stage as null_stage
 from hloprobe.runtime.worker_error import WorkerError as WorkerError
 
 __all__ = [
@@ -67,7 +66,6 @@ __all__ = [
   "load_record",
   "log_warning",
   "note_stage",
-  "null_stage",
   "source_hash",
   "usable_cores",
   "worker_xla_flags",

@@ -58,7 +58,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from hloprobe.compile import rules_checked
+from hloprobe.compile import jaxlib_release
 from hloprobe.ir import (
   HloInstruction,
   HloModule,
@@ -194,7 +194,7 @@ def _conflict(site: StableHloDot, carrier: Carrier) -> str | None:
 
 def _unknown_calls(module: HloModule) -> bool:
   """Under an unchecked jaxlib: custom calls whose targets are not known."""
-  if rules_checked():
+  if jaxlib_release().rules_checked:
     return False
   return any(
     inst.opcode == "custom-call"
@@ -273,7 +273,7 @@ def _classify(site: StableHloDot, carrier: Carrier, **found) -> MappedSite:
     fate = Fate.CUDNN
   elif (names["backend_config_kind"] or "").startswith(_TRITON_PREFIX):
     fate = Fate.UNKNOWN
-  elif emitter in _KNOWN_DOT_EMITTERS or rules_checked():
+  elif emitter in _KNOWN_DOT_EMITTERS or jaxlib_release().rules_checked:
     fate = Fate.DOT
   else:
     fate = Fate.UNKNOWN

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from hloprobe.compile import Target, unchecked_note
+from hloprobe.compile import Target, jaxlib_release
 from hloprobe.ir import (
   ALGORITHMS,
   HloInstruction,
@@ -117,6 +117,11 @@ def cpu_algorithm(
   return None, f"XLA:CPU: no rule for {operand_dtype} operands"
 
 
+# Declared presets XLA accepts on CUDA only from sm_80 (Ampere):
+# algorithm_util.cc `IsSupportedDotAlgorithmOnGpu`.
+_AMPERE_PRESETS = ("TF32_TF32_F32", "BF16_BF16_F32")
+
+
 def blas_algorithm(
   library: str,
   operand_dtype: str,
@@ -153,6 +158,13 @@ def blas_algorithm(
     (`predict.Predictor`).
   * TF32 needs sm_80 or newer; before that the TF32 compute type runs as
     IEEE f32.
+  * A declared TF32_TF32_F32(_X3) or BF16_BF16_F32(_X3/_X6/_X9) preset
+    below sm_80 has no outcome: XLA's GPU compile rejects it
+    ("Unsupported algorithm on the current device(s)"):
+    xla/service/algorithm_util.cc `IsSupportedDotAlgorithmOnGpu` returns
+    false for these without `IsAtLeastAmpere` on CUDA (read in two stored
+    openxla/xla versions, before and after GpuComputeCapability became a
+    class; the rule is the same in both). Returns None then.
 
   Args:
     library: "cuBLAS" or "cuBLASLt", for the evidence text.
@@ -168,10 +180,12 @@ def blas_algorithm(
     else int(compute_capability.split(".")[0]) >= 8
   )
   if algorithm is not None:
-    if "TF32" in algorithm and tf32_hw is False:
+    if algorithm.startswith(_AMPERE_PRESETS) and tf32_hw is False:
       return (
-        "F32_F32_F32",
-        f"{where}: sm_{compute_capability} has no TF32 tensor cores",
+        None,
+        f"{where}: XLA rejects {algorithm} below sm_80 at compile time "
+        "(algorithm_util.cc IsSupportedDotAlgorithmOnGpu: TF32 and BF16 "
+        "presets need IsAtLeastAmpere on CUDA)",
       )
     return algorithm, f"{where}: the declared algorithm"
   fixed = {"bf16": "BF16_BF16_F32", "f16": "F16_F16_F32", "f64": "F64_F64_F64"}
@@ -290,7 +304,7 @@ def _effective(
   if fate.fate == Fate.GONE:
     return None, None, "the site is gone from the optimized HLO"
   if fate.fate == Fate.UNKNOWN:
-    why = fate.unknown_reason or f"unknown: {unchecked_note()}"
+    why = fate.unknown_reason or f"unknown: {jaxlib_release().unchecked_note}"
     return None, None, why
   if fate.fate == Fate.AMBIGUOUS:
     names = ", ".join(path[-1] for path in fate.candidates)
@@ -328,8 +342,8 @@ def _effective(
     algorithm, evidence = epilogue
   else:
     return _from_ptx(fate, instructions, kernels)
-  if algorithm and unchecked_note():
-    evidence = f"{evidence} [{unchecked_note()}]"
+  if algorithm and jaxlib_release().unchecked_note:
+    evidence = f"{evidence} [{jaxlib_release().unchecked_note}]"
   return algorithm, "rule" if algorithm else None, evidence
 
 

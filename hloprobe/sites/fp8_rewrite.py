@@ -52,7 +52,10 @@ call and its scales, "did not fire: <the condition that failed>", or
 "unknown: <why>". What the fp8 gemm computes (`FP8_ALGORITHM`): products of
 the f8 values (exact), summed in f32, times a_scale * b_scale (cuBLASLt's
 `CUBLASLT_MATMUL_DESC_A_SCALE_POINTER` / `B_SCALE_POINTER`;
-`hloprobe.execute` computes the call so).
+`hloprobe.execute` computes the call so), or, where cuBLASLt's fast
+accumulation is on (`FP8_FAST_ACCUM_ALGORITHM`, `fp8_algorithm`: DEFAULT
+operand precision with no algorithm, XLA's default), the same with
+cuBLASLt's fast accumulation, which hloprobe does not model.
 
 Private in intent: use the package, `hloprobe.sites`.
 """
@@ -67,6 +70,7 @@ from hloprobe.sites.site_fate import Fate, MappedSite
 
 __all__ = [
   "FP8_ALGORITHM",
+  "FP8_FAST_ACCUM_ALGORITHM",
   "FP8_GEMM",
   "fp8_algorithm",
   "fp8_carrier_ancestry",
@@ -76,6 +80,8 @@ __all__ = [
 FP8_GEMM = "__cublas$lt$matmul$f8"
 # JAX's preset for f8 operands, f32 accumulation (`jax.lax.DotAlgorithmPreset`).
 FP8_ALGORITHM = "ANY_F8_ANY_F8_F32"
+# The same with cuBLASLt's FP8 fast accumulation on (`fp8_algorithm`).
+FP8_FAST_ACCUM_ALGORITHM = "ANY_F8_ANY_F8_F32_FAST_ACCUM"
 # `CreateF8CustomCall`'s conditions (module docstring), CUDA only.
 _MIN_CC = (8, 9)
 _F8_TYPES = ("f8e4m3fn", "f8e5m2")
@@ -261,13 +267,60 @@ def rewrite_note(
   return _fate_words(f, target.compile_only)
 
 
+def _fast_accum(config: dict | None) -> bool | None:
+  """Whether cuBLASLt's FP8 fast accumulation is on for the call, from its
+  backend_config's precision_config; None when it prints none.
+
+  xla/stream_executor/cuda/cuda_blas_lt.cc `IsFastAccumEnabled` (called by
+  `BlasLt::GetMatmulPlan`, which sets CUBLASLT_MATMUL_DESC_FAST_ACCUM):
+  with ALG_UNSET, on when an operand is f8 (always so at this call) and
+  compute_precision, the highest operand_precision, is 0 (DEFAULT); with an
+  algorithm set, on only for ALG_DOT_ANY_F8_ANY_F8_F32_FAST_ACCUM. Read at
+  openxla/xla cbfd6e86; the same function is in both stored versions of the
+  file (release mapping not checked: the rule is unchanged there).
+  """
+  config = config or {}
+  pc = (config.get("gemm_backend_config") or config).get("precision_config")
+  if not isinstance(pc, dict):
+    return None
+  algorithm = pc.get("algorithm") or "ALG_UNSET"
+  if algorithm != "ALG_UNSET":
+    return algorithm == "ALG_DOT_ANY_F8_ANY_F8_F32_FAST_ACCUM"
+  ops = pc.get("operand_precision") or []
+  return all(p in ("DEFAULT", 0, "0") for p in ops)
+
+
 def fp8_algorithm(f: MappedSite) -> tuple[str, str] | None:
-  """(effective algorithm, evidence) of a site the FP8 call computes."""
+  """(effective algorithm, evidence) of a site the FP8 call computes.
+
+  FP8_FAST_ACCUM_ALGORITHM where cuBLASLt's fast accumulation is on
+  (`_fast_accum`: operand precision DEFAULT with no algorithm, or the
+  FAST_ACCUM preset declared), else FP8_ALGORITHM; None for a site that is
+  not an FP8 call's.
+  """
   if f.custom_call_target != FP8_GEMM:
     return None
+  fast = _fast_accum(f.gemm_config)
+  if fast is None:
+    return (
+      None,
+      "unknown: the FP8 call prints no precision_config, so whether "
+      "cuBLASLt fast accumulation is on (cuda_blas_lt.cc "
+      "IsFastAccumEnabled) is unknown",
+    )
+  if fast:
+    return (
+      FP8_FAST_ACCUM_ALGORITHM,
+      "rule: cuBLASLt FP8 gemm with CUBLASLT_MATMUL_DESC_FAST_ACCUM on "
+      "(cuda_blas_lt.cc IsFastAccumEnabled: ALG_UNSET with operand "
+      "precision DEFAULT, or the FAST_ACCUM preset): f8 products, f32 "
+      "accumulation with fast (imprecise) accumulation, times a_scale * "
+      "b_scale (gemm_rewriter.cc CreateF8CustomCall; openxla/xla cbfd6e86)",
+    )
   return (
     FP8_ALGORITHM,
     "rule: cuBLASLt FP8 gemm: f8 products (exact), f32 accumulation, "
-    "times a_scale * b_scale (gemm_rewriter.cc CreateF8CustomCall; "
-    "jaxlib 0.10.2, 0.12.0.1)",
+    "times a_scale * b_scale (gemm_rewriter.cc CreateF8CustomCall; fast "
+    "accumulation off: operand precision above DEFAULT or a non-FAST_ACCUM "
+    "algorithm, cuda_blas_lt.cc IsFastAccumEnabled; openxla/xla cbfd6e86)",
   )

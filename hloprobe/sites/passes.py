@@ -33,7 +33,7 @@ import dataclasses
 import re
 from collections.abc import Sequence
 
-from hloprobe.compile import checked_words, installed_jaxlib
+from hloprobe.compile import jaxlib_release
 from hloprobe.errors import HloParseError, HloprobeError
 from hloprobe.ir import StableHloDot, is_attention_target, parse_hlo_module
 from hloprobe.sites import dot_sites
@@ -159,7 +159,10 @@ def attribute_passes(
 
 def _release_words() -> str:
   """ "jaxlib 0.12.0.1 (pass dumps read on 0.12.0.1 and 0.10.2)"."""
-  return f"jaxlib {installed_jaxlib()} (pass dumps read on {checked_words()})"
+  release = jaxlib_release()
+  return (
+    f"jaxlib {release.installed} (pass dumps read on {release.checked_words})"
+  )
 
 
 def _unread(count: int) -> str:

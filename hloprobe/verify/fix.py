@@ -22,7 +22,7 @@ from hloprobe.compile import (
 )
 from hloprobe.engine import SweepSpec
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.ir import parse_precision
+from hloprobe.ir import as_precision
 from hloprobe.records import ConfigResult
 
 __all__ = [
@@ -69,7 +69,7 @@ def parse_fix(text: str) -> Fix:
   if text == INT32_DOTS_FIX:
     return Fix(text, program=text)
   try:
-    parse_precision(text)
+    as_precision(text)
   except InvalidArgumentError:
     pass
   else:

@@ -14,7 +14,6 @@ from __future__ import annotations
 from hloprobe.versions.bisect import bisect_between as bisect_between
 from hloprobe.versions.bisect import render_bisect as render_bisect
 from hloprobe.versions.compare import render_versions as render_versions
-from hloprobe.versions.compare import versions_json as versions_json
 from hloprobe.versions.driver import versions_runs as versions_runs
 from hloprobe.versions.gpu_check import DEFAULT_OUTPUT_DIR as DEFAULT_OUTPUT_DIR
 from hloprobe.versions.gpu_check import output_path as output_path
@@ -31,6 +30,5 @@ __all__ = [
   "render_check",
   "render_versions",
   "run_gpu_check",
-  "versions_json",
   "versions_runs",
 ]

@@ -64,9 +64,10 @@ from __future__ import annotations
 import collections
 from collections.abc import Sequence
 
-from hloprobe.compile import CHECKED_JAXLIBS, checked_words
+from hloprobe.compile import jaxlib_release
 from hloprobe.errors import counted
 from hloprobe.ir import ALGORITHMS
+from hloprobe.report import dumps_json
 from hloprobe.report import table as tables_table
 from hloprobe.versions import commits
 from hloprobe.versions.run import VersionRun
@@ -251,13 +252,17 @@ def _show(cell: dict, field: str) -> str:
 def render_versions(
   runs: Sequence[VersionRun], fmt: str = "table", changes_only: bool = False
 ) -> str:
-  """The table: per config, one row per field, one column per version.
+  """The table: per config, one row per field, one column per version;
+  with `fmt="json"`, the "hloprobe.versions" document (`versions_json`,
+  all configs) as the text `hloprobe versions --format=json` prints.
 
   Args:
     runs: the versions' runs, in the order asked.
-    fmt: "table" or "markdown".
-    changes_only: only configs where something changed.
+    fmt: "table", "markdown" or "json".
+    changes_only: only configs where something changed (tables only).
   """
+  if fmt == "json":
+    return dumps_json(versions_json(runs))
   compared = compare(runs)
   built = _built_from(runs)
   headers = ["config", "field"] + [f"jaxlib {r.jaxlib}" for r in runs]
@@ -325,7 +330,7 @@ def _footer(
   lines.append(counts + ".")
   lines += _xla_ranges(built)
   lines.append(
-    f"hloprobe's XLA rules were checked on jaxlib {checked_words()}; under "
+    f"hloprobe's XLA rules were checked on jaxlib {jaxlib_release().checked_words}; under "
     "other versions a rule that does not recognise what XLA did says "
     "'unknown'."
   )
@@ -355,7 +360,7 @@ def versions_json(runs: Sequence[VersionRun]) -> dict:
   return {
     "schema": "hloprobe.versions",
     "schema_version": 2,
-    "checked_jaxlib": list(CHECKED_JAXLIBS),
+    "checked_jaxlib": list(jaxlib_release().checked),
     "versions": [
       {
         "jaxlib": r.jaxlib,

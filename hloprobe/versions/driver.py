@@ -25,7 +25,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from hloprobe.compile import installed_jaxlib
+from hloprobe.compile import jaxlib_release
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.versions import pythons, run, venvs
 from hloprobe.versions.children import Children
@@ -89,7 +89,7 @@ def plan(
 
   out: dict[str, Where] = {}
   for v in versions:
-    if v == installed_jaxlib() and _is_running(python):
+    if v == jaxlib_release().installed and _is_running(python):
       out[v] = venvs.running_venv()
       continue
     accepted = None

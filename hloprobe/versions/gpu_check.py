@@ -270,7 +270,7 @@ def run_gpu_check(
   import jax
 
   from hloprobe import engine
-  from hloprobe.compile import jax_versions, start_backends, version_warning
+  from hloprobe.compile import jax_versions, jaxlib_release, start_backends
   from hloprobe.report import results_json
 
   if device_target == "gpu":  # the sweep's workers share the GPU
@@ -308,7 +308,7 @@ def run_gpu_check(
     "device_target": device_target,
     "compile_only_target": twin,
     **versions,
-    "warning": version_warning(),
+    "warning": jaxlib_release().warning,
     "configs": check_records(configs, device_target, twin),
     **(recorded if record_dir is not None else {}),
   }

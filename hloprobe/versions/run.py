@@ -244,12 +244,7 @@ def _serve(request_path: str, reply_path: str) -> None:
   import jax
 
   from hloprobe import engine, verify
-  from hloprobe.compile import (
-    jax_versions,
-    jaxlib_git_hash,
-    start_backends,
-    version_warning,
-  )
+  from hloprobe.compile import jax_versions, jaxlib_release, start_backends
   from hloprobe.report import (
     atomic_write,
     dumps_json,
@@ -263,11 +258,12 @@ def _serve(request_path: str, reply_path: str) -> None:
   start_backends(None)
   results = engine.run_sweep(spec)
   judged = verify.judge(results, request["requirements"])
+  release = jaxlib_release()
   reply = {
     **jax_versions(),
     "python": platform.python_version(),
-    "warning": version_warning(),
-    "jax_commit": jaxlib_git_hash(),
+    "warning": release.warning,
+    "jax_commit": release.git_hash,
     "capabilities": {
       "dot_algorithm_preset": hasattr(jax.lax, "DotAlgorithmPreset"),
       # jax 0.5.0 made it True by default: the same PRNGKey then draws

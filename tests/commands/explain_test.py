@@ -65,6 +65,45 @@ class RecordedPlanTest(absltest.TestCase):
     self.assertEqual(experiments, tuple(_PLAN["experiments"]))
 
 
+class NumbersHostTest(absltest.TestCase):
+  """Review finding 13: --results=DIR never falls back to this CPU."""
+
+  def _folder(self, doc) -> str:
+    folder = self.create_tempdir().full_path
+    with open(os.path.join(folder, "results.json"), "w") as f:
+      json.dump(doc, f)
+    return folder
+
+  def test_no_host_is_unknown_not_this_cpu(self):
+    folder = self._folder({"schema": "hloprobe.results", "host": None})
+    path = os.path.join(folder, "results.json")
+    self.assertEqual(
+      explain.numbers_host(folder),
+      (None, f"host: unknown (not in {path})"),
+    )
+
+  def test_unreadable_results_is_unknown(self):
+    folder = self.create_tempdir().full_path
+    cpu, words = explain.numbers_host(folder)
+    self.assertIsNone(cpu)
+    self.assertEqual(words, f"host: unknown (not in {folder}/results.json)")
+
+  def test_the_named_host_is_used(self):
+    host = {
+      "model": "Planted CPU",
+      "machine": "x86_64",
+      "host_isa": "AVX2",
+      "max_isa": None,
+      "isa": "AVX2",
+    }
+    cpu, words = explain.numbers_host(self._folder({"host": host}))
+    self.assertEqual(cpu.as_json(), host)
+    self.assertIsNone(words)
+
+  def test_without_results_this_cpu(self):
+    self.assertEqual(explain.numbers_host(None), (common.host(), None))
+
+
 @pytest.mark.compiles  # a cpu sweep of two configs, in this process
 class ExplainFolderTest(absltest.TestCase):
   def test_explain_records_its_plan_and_results_asks_for_records(self):

@@ -24,7 +24,8 @@ from absl.testing import absltest
 from hloprobe.commands import common, merge
 from hloprobe.commands import sweep as sweep_command
 from hloprobe.compile import Case
-from hloprobe.engine import Shard, SweepSpec, plan_sweep
+from hloprobe.engine import SweepSpec, plan_sweep
+from hloprobe.engine.shard import Shard
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.records import ConfigResult, Failure
 from hloprobe.report import write_records

@@ -23,7 +23,6 @@ from hloprobe.compile import (
   autotune_selection,
   gemm_fusion_keys,
   get_target,
-  installed_jaxlib,
 )
 from hloprobe.compile.autotune import (
   CUBLAS_CONFIG,
@@ -39,6 +38,7 @@ from hloprobe.compile.autotune_replay import (
   autotuned_target,
   entry_notes,
 )
+from hloprobe.compile.compat import installed_jaxlib
 from hloprobe.errors import TargetError
 
 _TESTDATA = recorded.AUTOTUNE

@@ -21,7 +21,11 @@ from absl.testing import absltest
 
 from hloprobe import engine, invariance
 from hloprobe.invariance.answer import config_key
-from hloprobe.invariance.in_workers import _lanes, full_inputs_of
+from hloprobe.invariance.in_workers import (
+  _lanes,
+  full_inputs_of,
+  invariance_of_sweep,
+)
 from hloprobe.invariance.rows import ANCHOR, ROW0, anchor_offsets
 
 pytestmark = pytest.mark.compiles
@@ -69,7 +73,7 @@ class UserCaseAnchorsTest(absltest.TestCase):
       rows, failed = invariance.sweep_rows(
         plan, pool, lambda i: full_inputs_of(plan.cases[i], pool, 300.0)
       )
-      found = invariance.invariance_of_sweep(plan, results, pool)
+      found = invariance_of_sweep(plan, results, pool)
     self.assertEqual(failed, {})
     self.assertTrue(np.array_equal(x, np.round(x)))
     exact = x.astype(np.int64) @ w.astype(np.int64) + 1
@@ -112,7 +116,7 @@ class UserCaseAnchorsTest(absltest.TestCase):
     with engine.worker_pool(plan) as pool:
       results = engine.run_sweep(plan, pool=pool)
       self.assertTrue(all(r.ok for r in results), results)
-      found = invariance.invariance_of_sweep(plan, results, pool)
+      found = invariance_of_sweep(plan, results, pool)
     (a,) = found
     self.assertEqual(
       a.why,

@@ -28,6 +28,7 @@ from absl.testing import absltest, parameterized
 from hloprobe import kernels
 from hloprobe.errors import TargetError
 from hloprobe.kernels.differences import kernel_classes
+from hloprobe.kernels.kernel_reader import core_count
 from hloprobe.kernels.records import Role, RowCount
 
 _DATA = os.path.join(os.path.dirname(__file__), "..", "testdata", "kernels")
@@ -222,8 +223,8 @@ class PinTest(absltest.TestCase):
     from hloprobe.compile import get_target
 
     # hloprobe/compile/gpu_specs/a100_sxm_40.txtpb: core_count: 108.
-    self.assertEqual(kernels.core_count(get_target("a100")), 108)
-    self.assertIsNone(kernels.core_count(get_target("cpu")))
+    self.assertEqual(core_count(get_target("a100")), 108)
+    self.assertIsNone(core_count(get_target("cpu")))
 
   def test_refuses_non_compile_only(self):
     from hloprobe.compile import get_target

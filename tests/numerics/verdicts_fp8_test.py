@@ -42,6 +42,13 @@ class PredictedTest(absltest.TestCase):
       p.verdict,
     )
     self.assertNotIn("emulated as F32", p.verdict)
+    # DEFAULT operand precision, ALG_UNSET: cuBLASLt fast accumulation on
+    # (cuda_blas_lt.cc IsFastAccumEnabled), which is not emulated.
+    self.assertIn(
+      "site 0 ANY_F8_ANY_F8_F32_FAST_ACCUM: not modelled: cuBLASLt FP8 "
+      "fast accumulation",
+      p.verdict,
+    )
 
   def test_triton_tf32_is_explained_and_the_rewrite_named(self):
     rec = recorded.load("fp8_scaled_matmul_h100_n8_default")

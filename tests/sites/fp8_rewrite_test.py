@@ -161,7 +161,15 @@ class FiredTest(parameterized.TestCase):
     # XLA pads the non-batch dims to multiples of 16 (8 rows -> 16) and
     # makes B column-major (PadShapeToMultipleOf16, TransposeMatrix).
     self.assertIn("A f8e4m3fn[16,64], B f8e4m3fn[32,64]", f.fp8_rewrite)
-    self.assertEqual(f.effective_algorithm, "ANY_F8_ANY_F8_F32")
+    # The call's precision_config is DEFAULT,DEFAULT with ALG_UNSET, so
+    # cuBLASLt's fast accumulation is on (cuda_blas_lt.cc
+    # IsFastAccumEnabled: ALG_UNSET, an f8 operand, compute_precision 0).
+    self.assertIn(
+      '"precision_config":{"operand_precision":["DEFAULT","DEFAULT"],'
+      '"algorithm":"ALG_UNSET"}',
+      rec.optimized_hlo,
+    )
+    self.assertEqual(f.effective_algorithm, "ANY_F8_ANY_F8_F32_FAST_ACCUM")
     self.assertEqual(site_fate.site_record(f)["fp8_rewrite"], f.fp8_rewrite)
 
   @parameterized.named_parameters(*_RELEASES)
@@ -184,19 +192,68 @@ class FiredTest(parameterized.TestCase):
       ({0}, {1}),
     )
 
+  @parameterized.named_parameters(
+    # (jaxlib, operand_precision printed, algorithm printed, expected):
+    # cuda_blas_lt.cc IsFastAccumEnabled (openxla/xla cbfd6e86).
+    *(
+      (f"{r.replace('.', '_')}_{n}", r, p, a, e)
+      for r in recorded.RELEASES
+      for n, p, a, e in (
+        ("highest", "HIGHEST", "ALG_UNSET", "ANY_F8_ANY_F8_F32"),
+        ("high", "HIGH", "ALG_UNSET", "ANY_F8_ANY_F8_F32"),
+        (
+          "fast_preset",
+          "HIGHEST",
+          "ALG_DOT_ANY_F8_ANY_F8_F32_FAST_ACCUM",
+          "ANY_F8_ANY_F8_F32_FAST_ACCUM",
+        ),
+        (
+          "f8_preset",
+          "DEFAULT",
+          "ALG_DOT_ANY_F8_ANY_F8_F32",
+          "ANY_F8_ANY_F8_F32",
+        ),
+      )
+    )
+  )
+  def test_fast_accumulation_rule(self, jaxlib, precision, algorithm, expected):
+    def edit(text):
+      old = (
+        '"precision_config":{"operand_precision":["DEFAULT","DEFAULT"],'
+        '"algorithm":"ALG_UNSET"}'
+      )
+      self.assertIn(old, text)
+      return text.replace(
+        old,
+        f'"precision_config":{{"operand_precision":["{precision}",'
+        f'"{precision}"],"algorithm":"{algorithm}"}}',
+      )
+
+    f = _only(
+      "fp8_scaled_matmul_h100_n8_default_no_triton_gemm",
+      jaxlib,
+      edit_hlo=edit,
+    )
+    self.assertEqual(f.custom_call_target, "__cublas$lt$matmul$f8")
+    self.assertEqual(f.effective_algorithm, expected)
+
   @parameterized.named_parameters(*_RELEASES)
-  def test_verdict_notes_it_and_emulates_f32(self, jaxlib):
+  def test_verdict_says_fast_accumulation_is_not_modelled(self, jaxlib):
     f = _only("fp8_scaled_matmul_h100_n8_default_no_triton_gemm", jaxlib)
     chosen, note = chosen_algorithms((f,))
-    self.assertEqual((chosen, note), (("F32_F32_F32",), None))
+    self.assertEqual(chosen, ("F32_F32_F32",))
+    self.assertIn("not modelled: cuBLASLt FP8 fast accumulation", note)
     words = verdict_words(
       site_notes.annotate(
         Verdict(VerdictKind.WITHIN_NOISE), (f,), chosen, "float32"
       )
     )
-    self.assertEqual(
-      words, f"within f32 noise; site 0: fp8 cuBLASLt rewrite {f.fp8_rewrite}"
+    self.assertIn(
+      "site 0 ANY_F8_ANY_F8_F32_FAST_ACCUM: not modelled: cuBLASLt FP8 "
+      "fast accumulation",
+      words,
     )
+    self.assertIn(f"site 0: fp8 cuBLASLt rewrite {f.fp8_rewrite}", words)
 
 
 class RuleTest(parameterized.TestCase):
