@@ -192,6 +192,10 @@ while True:
     if kind == "jax_export":
       import jax.export
       text = jax.export.deserialize(bytearray(data)).mlir_module()
+    elif kind == "hlo_text":
+      from hloprobe import private_api
+      private_api.hlo_text_to_proto(data.decode())
+      text = ""
     elif kind == "hlo_proto":
       from hloprobe import private_api
       text = private_api.hlo_proto_to_text(data)
@@ -322,7 +326,9 @@ def guarded_text(
 
   Args:
     data: the file's bytes (for "hlo_proto", the module proto's).
-    kind: "jax_export", "stablehlo_bytecode" or "hlo_proto".
+    kind: "jax_export", "stablehlo_bytecode" or "hlo_proto"; or
+      "hlo_text": HLO text parsed by XLA's parser in the child, "" back
+      (a CHECK in XLA's parser, e.g. `parameter(4294967296)`, aborts).
     timeout_s: wall seconds the child may take (its start included).
     max_mb: resident MiB the child may reach.
 

@@ -49,6 +49,7 @@ from hloprobe.runtime.process import (
   Worker,
   WorkerError,
   default_max_worker_mb,
+  remove_stale_worker_folders,
   unpickled_reply,
 )
 from hloprobe.runtime.serve import CheckXlaFlagsRequest, Request
@@ -194,6 +195,8 @@ class WorkerPool(PickledCalls):
     self._busy: dict[tuple[str, int], threading.Lock] = {}
     self._closed = False
     self.started = 0
+    # What an interrupted or killed hloprobe left in TMPDIR.
+    remove_stale_worker_folders()
 
   def call_pickled(
     self,

@@ -20,6 +20,7 @@ import secrets
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -34,6 +35,7 @@ __all__ = [
   "Worker",
   "WorkerError",
   "default_max_worker_mb",
+  "remove_stale_worker_folders",
   "resident_mb",
   "unpickled_reply",
 ]
@@ -186,8 +188,12 @@ class Worker:
     self.proc: subprocess.Popen | None = None
 
   def start(self) -> None:
-    """Makes its folder (0700) and starts its process, not waiting for it."""
+    """Makes its folder (0700), notes this process's pid in it (`OWNER_FILE`,
+    for `remove_stale_worker_folders`) and starts its process, not
+    waiting for it."""
     os.mkdir(self.tmp, 0o700)
+    with open(os.path.join(self.tmp, OWNER_FILE), "w") as f:
+      f.write(str(os.getpid()))
     env = _worker_env(self.xla_flags, self.tmp, self._platforms)
     with open(self.log_path, "wb") as log:
       self.proc = subprocess.Popen(
@@ -299,7 +305,13 @@ class Worker:
     """
     if self.proc is not None:
       self._end(kill)
-    shutil.rmtree(self.tmp, ignore_errors=True)
+    # A process the worker started may still write there for a moment
+    # (an interrupt reaches them all): removed again until it is gone.
+    for _ in range(_REMOVE_TRIES):
+      shutil.rmtree(self.tmp, ignore_errors=True)
+      if not os.path.lexists(self.tmp):
+        break
+      time.sleep(0.05)
 
   def _end(self, kill: bool) -> None:
     if self.proc.poll() is None:
@@ -313,6 +325,68 @@ class Worker:
     for stream in (self.proc.stdin, self.proc.stdout):
       if not stream.closed:
         stream.close()
+
+
+# The file in a worker's folder that names the hloprobe process (its pid)
+# that made it.
+OWNER_FILE = "owner.pid"
+_WORKER_DIR_RE = re.compile(r"hloprobe-worker-[0-9a-f]{16}")
+# Seconds a worker folder without its owner file is left alone (one being
+# made by another hloprobe right now).
+_OWNERLESS_GRACE_S = 600.0
+_REMOVE_TRIES = 10
+
+
+def remove_stale_worker_folders(tmpdir: str | None = None) -> list[str]:
+  """Removes the `hloprobe-worker-*` folders an interrupted or killed
+  hloprobe left in `tmpdir` (default `tempfile.gettempdir()`): those of
+  this user whose owner process (`OWNER_FILE`) is gone, or that have no
+  owner file and are older than `_OWNERLESS_GRACE_S`. Folders of live
+  hloprobe processes, of other users and links are left alone.
+
+  Returns:
+    The paths removed.
+  """
+  tmpdir = tmpdir or tempfile.gettempdir()
+  removed = []
+  try:
+    names = os.listdir(tmpdir)
+  except OSError:
+    return removed
+  for name in names:
+    if not _WORKER_DIR_RE.fullmatch(name):
+      continue
+    path = os.path.join(tmpdir, name)
+    try:
+      st = os.lstat(path)
+    except OSError:
+      continue
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+      continue
+    if not _owner_gone(path, st.st_mtime):
+      continue
+    shutil.rmtree(path, ignore_errors=True)
+    if not os.path.lexists(path):
+      removed.append(path)
+  return removed
+
+
+def _owner_gone(path: str, mtime: float) -> bool:
+  """Whether a worker folder's owner process is gone."""
+  try:
+    with open(os.path.join(path, OWNER_FILE)) as f:
+      pid = int(f.read(32))
+  except (OSError, ValueError):
+    return time.time() - mtime > _OWNERLESS_GRACE_S
+  if pid == os.getpid():
+    return False
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return True
+  except OSError:  # alive, another user's
+    return False
+  return False
 
 
 def unpickled_reply(frame: bytes):

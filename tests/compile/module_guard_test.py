@@ -112,6 +112,11 @@ class FuzzFindingsTest(unittest.TestCase):
     # ValueError traceback from the sniffer.
     self._refused("mutation-0-565.snapshot.pb", "has 0 values, not 12")
 
+  def test_mutation_12080_hlo_text_check_failure_is_one_line(self):
+    # `parameter(4294967296)`: a CHECK in XLA's HloComputation (SIGABRT)
+    # when parsed in process; the guarded child parses HLO text first.
+    self._refused("mutation-0-12080.hlo.txt", "died of SIGABRT")
+
   def test_mutation_121_mlir_hang_is_one_line(self):
     # Was a hang over 20 s; not UTF-8 past its `module @` start, it is
     # refused before any parser.

@@ -6,6 +6,7 @@ import gc
 import json
 import os
 import pickle
+import secrets
 import tempfile
 from unittest import mock
 
@@ -133,6 +134,46 @@ class FailureMessageTest(absltest.TestCase):
 class _TwoArgError(Exception):
   def __init__(self, a, b):  # pickle rebuilds it with one argument
     super().__init__(f"{a}/{b}")
+
+
+class StaleWorkerFolderTest(absltest.TestCase):
+  """`hloprobe-worker-*` folders an interrupted or killed hloprobe left in
+  TMPDIR are removed when the next pool starts (issue 41)."""
+
+  def _folder(self, tmpdir: str, owner: str | None) -> str:
+    path = os.path.join(tmpdir, f"hloprobe-worker-{secrets.token_hex(8)}")
+    os.mkdir(path, 0o700)
+    with open(os.path.join(path, "stderr.log"), "w") as f:
+      f.write("left behind")
+    if owner is not None:
+      with open(os.path.join(path, process.OWNER_FILE), "w") as f:
+        f.write(owner)
+    return path
+
+  def test_dead_owners_folders_go_live_ones_stay(self):
+    tmpdir = self.create_tempdir().full_path
+    # A pid past the kernel's pid_max (4194304 at most): never alive.
+    dead = self._folder(tmpdir, "99999999")
+    mine = self._folder(tmpdir, str(os.getpid()))
+    parent = self._folder(tmpdir, str(os.getppid()))
+    fresh_ownerless = self._folder(tmpdir, None)
+    old_ownerless = self._folder(tmpdir, None)
+    os.utime(old_ownerless, (0, 0))
+    other = os.path.join(tmpdir, "hloprobe-workers-notes")
+    os.mkdir(other)
+    removed = process.remove_stale_worker_folders(tmpdir)
+    self.assertCountEqual(removed, [dead, old_ownerless])
+    for path in (mine, parent, fresh_ownerless, other):
+      self.assertTrue(os.path.isdir(path), path)
+    self.assertFalse(os.path.lexists(dead))
+
+  def test_links_are_left_alone(self):
+    tmpdir = self.create_tempdir().full_path
+    target = self.create_tempdir().full_path
+    link = os.path.join(tmpdir, "hloprobe-worker-0123456789abcdef")
+    os.symlink(target, link)
+    self.assertEqual(process.remove_stale_worker_folders(tmpdir), [])
+    self.assertTrue(os.path.isdir(target))
 
 
 if __name__ == "__main__":
