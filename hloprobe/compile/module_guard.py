@@ -196,6 +196,10 @@ while True:
       from hloprobe import private_api
       private_api.hlo_text_to_proto(data.decode())
       text = ""
+    elif kind == "hlo_to_stablehlo":
+      import jax.extend.mlir
+      from hloprobe.ir import read_stablehlo_module
+      text = read_stablehlo_module(jax.extend.mlir.hlo_to_stablehlo(data)).text
     elif kind == "hlo_proto":
       from hloprobe import private_api
       text = private_api.hlo_proto_to_text(data)
@@ -328,7 +332,10 @@ def guarded_text(
     data: the file's bytes (for "hlo_proto", the module proto's).
     kind: "jax_export", "stablehlo_bytecode" or "hlo_proto"; or
       "hlo_text": HLO text parsed by XLA's parser in the child, "" back
-      (a CHECK in XLA's parser, e.g. `parameter(4294967296)`, aborts).
+      (a CHECK in XLA's parser, e.g. `parameter(4294967296)`, aborts);
+      or "hlo_to_stablehlo": an HloModuleProto translated to StableHLO
+      (`jax.extend.mlir.hlo_to_stablehlo`, which aborts on some modules),
+      its MLIR text back.
     timeout_s: wall seconds the child may take (its start included).
     max_mb: resident MiB the child may reach.
 

@@ -117,6 +117,14 @@ class FuzzFindingsTest(unittest.TestCase):
     # when parsed in process; the guarded child parses HLO text first.
     self._refused("mutation-0-12080.hlo.txt", "died of SIGABRT")
 
+  def test_mutation_2495_hlo_to_stablehlo_abort_is_one_line(self):
+    # Parses, then XLA's translation to StableHLO aborts in process.
+    self._refused("mutation-0-2495.hlo.txt", "died of SIGABRT")
+
+  def test_mutation_5527_binary_proto_abort_is_one_line(self):
+    # A binary HloModuleProto XLA aborts on: printed in the child only.
+    self._refused("mutation-0-5527.hlo.pb", "died of SIGABRT")
+
   def test_mutation_121_mlir_hang_is_one_line(self):
     # Was a hang over 20 s; not UTF-8 past its `module @` start, it is
     # refused before any parser.
