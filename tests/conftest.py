@@ -69,10 +69,18 @@ class _XlaUse:
       # A shell script or ptxas --version starts no Python, jax nor XLA.
       if not os.path.basename(program).startswith("python"):
         return
+      # module_guard's reader: one per test process, kept between reads
+      # (compile/module_guard.py), started by whichever test reads a
+      # module file first; not the test's own cost.
+      if _GUARD_CHILD in argv:
+        return
       args = argv
     self.seen.append(f"a process ({event}: {str(args)[:160]})")
 
 
+from hloprobe.compile import module_guard  # noqa: E402
+
+_GUARD_CHILD = module_guard._CHILD
 _USE = _XlaUse()
 jax.monitoring.register_event_duration_secs_listener(_USE.on_compile)
 sys.addaudithook(_USE.on_audit)

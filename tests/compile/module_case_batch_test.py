@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from absl.testing import absltest
 from testutil import run_hloprobe_here
 
@@ -53,6 +54,8 @@ class BatchAxisTest(absltest.TestCase):
         case = get_case(self.path, batch_arg=word)
         self.assertEqual((case.fixed_size, case.batch_arg), (128, 0))
 
+  # Reads a module file: HLO text is parsed in module_guard's child first.
+  @pytest.mark.compiles
   def test_an_unknown_batch_arg_is_one_line(self):
     with self.assertRaises(CaseError) as e:
       get_case(self.path, batch_arg="y")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 import testutil
 from absl.testing import absltest
 
@@ -20,6 +21,8 @@ _BEFORE = os.path.join(
 
 
 class NotesTest(absltest.TestCase):
+  # Reads a module file: HLO text is parsed in module_guard's child first.
+  @pytest.mark.compiles
   def test_nothing_for_a_builtin_or_an_unoptimized_module(self):
     self.assertEqual(module_made_notes("seed_mlp", CASES["seed_mlp"]), ())
     self.assertEqual(module_made_notes(_BEFORE, get_case(_BEFORE)), ())
