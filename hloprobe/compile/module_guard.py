@@ -45,6 +45,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import math
 import os
 import re
 import select
@@ -79,6 +80,9 @@ GUARD_TIMEOUT_S = 60.0
 GUARD_MAX_MB = 4096
 # How often the child's memory is read, in seconds.
 _POLL_S = 0.05
+# Seconds past a read's limit after which the child ends itself (SIGALRM):
+# the parent kills it at the limit, unless the parent is gone.
+_ORPHAN_GRACE_S = 10
 _MLIR_MAGIC = b"ML\xefR"
 
 # Strings and comments, which may hold any bracket, and MLIR's `->`.
@@ -180,13 +184,18 @@ def bytecode_problem(data: bytes) -> str | None:
 # and writes one JSON line, {"text": ...} or {"error": ...}, on stdout,
 # until stdin ends. Imports only what the kind needs.
 _CHILD = r"""
-import json, sys
+import json, signal, sys
 inp = sys.stdin.buffer
 while True:
   head = inp.readline()
   if not head:
     break
-  kind, size = head.decode().split()
+  kind, size, limit_s = head.decode().split()
+  # SIGALRM's default action ends this process even inside native code: a
+  # read past its limit ends here too when the parent that would kill it
+  # is gone (an orphan spun for 30 minutes at 40% CPU after `make fuzz`
+  # was stopped).
+  signal.alarm(int(limit_s))
   data = inp.read(int(size))
   try:
     if kind == "jax_export":
@@ -212,6 +221,7 @@ while True:
   except Exception as e:
     lines = str(e).strip().splitlines() or [type(e).__name__]
     out = {"error": " ".join(lines[0].split())}
+  signal.alarm(0)
   sys.stdout.write(json.dumps(out) + "\n")
   sys.stdout.flush()
 """
@@ -251,7 +261,9 @@ class _Child:
 
     def write() -> None:
       with contextlib.suppress(OSError, ValueError):
-        proc.stdin.write(f"{kind} {len(data)}\n".encode())
+        # The child's own limit, past ours: it ends an orphaned read.
+        limit = math.ceil(timeout_s) + _ORPHAN_GRACE_S
+        proc.stdin.write(f"{kind} {len(data)} {limit}\n".encode())
         proc.stdin.write(data)
         proc.stdin.flush()
 

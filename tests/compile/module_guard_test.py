@@ -4,6 +4,7 @@ jaxlib parser sees an untrusted module file (issue 41 item 2)."""
 import contextlib
 import io
 import os
+import signal
 import time
 import unittest
 
@@ -152,3 +153,19 @@ class GuardedProtoTest(unittest.TestCase):
       "its reader died of SIGABRT (jaxlib's native code): "
       "nanobind::str(): conversion error!",
     )
+
+
+class OrphanTest(unittest.TestCase):
+  # Starts module_guard's reader child (a Python): marked as the suite's
+  # process starters are.
+  @pytest.mark.compiles
+  def test_a_read_past_its_limit_ends_the_child_without_its_parent(self):
+    child = module_guard._Child()
+    try:
+      # A read whose data never comes, with a 1 s limit: the child's own
+      # SIGALRM ends it, as it would with no parent to kill it.
+      child.proc.stdin.write(b"hlo_text 100 1\n")
+      child.proc.stdin.flush()
+      self.assertEqual(child.proc.wait(timeout=30), -signal.SIGALRM)
+    finally:
+      child.kill()
