@@ -43,19 +43,20 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import subprocess
 import sys
 
 from hloprobe.compile import Case
 from hloprobe.tools import bench_models
+
+# The plain loop and explain run as bench_scale runs its lines: in a child
+# that reports wall seconds and the largest process (`_wrapped`).
+from hloprobe.tools.bench_scale import _load, _wrapped
 
 __all__ = ["gpt2_block", "main", "measure"]
 
 _CASE = "hloprobe.tools.bench_invariance:gpt2_block"
 _SIZES = (1, 2, 4, 8, 16, 32, 64)
 _GOAL = 2.0
-_ENV = {"JAX_PLATFORMS": "cpu", "JAX_SKIP_CUDA_CONSTRAINTS_CHECK": "1"}
 
 
 def gpt2_block() -> Case:
@@ -71,20 +72,6 @@ def gpt2_block() -> Case:
     rows_independent=True,
   )
 
-
-# Runs argv in a child, waits, prints one JSON line: wall seconds and the
-# largest resident set (KiB) of any process it waited for.
-_WRAP = """
-import json, resource, subprocess, sys, time
-argv = json.loads(sys.argv[1])
-start = time.perf_counter()
-proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                      text=True)
-wall = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(json.dumps({"wall": wall, "peak_kb": peak, "rc": proc.returncode,
-                  "err": proc.stderr[-2000:], "out": proc.stdout}))
-"""
 
 _PLAIN = """
 import sys
@@ -108,24 +95,6 @@ for n in sizes:
     ).lower(lowering_platforms=("cuda",))
   lowered.compile()
 """
-
-
-def _wrapped(argv: list[str]) -> dict:
-  out = subprocess.run(
-    [sys.executable, "-c", _WRAP, json.dumps(argv)],
-    capture_output=True,
-    text=True,
-    check=True,
-    env=dict(os.environ, **_ENV),
-  )
-  found = json.loads(out.stdout.strip().splitlines()[-1])
-  if found["rc"] != 0:
-    raise RuntimeError(f"{argv[:4]} failed: {found['err']}")
-  return found
-
-
-def _load() -> str:
-  return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def _explain(invariance: str) -> dict:
