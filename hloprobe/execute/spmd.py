@@ -50,6 +50,9 @@ import numpy as np
 from hloprobe.execute import interpreter
 from hloprobe.execute.interpreter import Interpreter
 from hloprobe.execute.records import Execution, NotExecuted
+
+# A collective's reducer root opcode -> numpy ufunc: reduce's own table.
+from hloprobe.execute.reductions import _FAST_REDUCERS as _FOLDS
 from hloprobe.execute.values import Unsupported
 from hloprobe.ir import HloModule
 
@@ -141,16 +144,6 @@ class Rendezvous:
 
   def abort(self) -> None:
     self._barrier.abort()
-
-
-_FOLDS = {
-  "add": np.add,
-  "multiply": np.multiply,
-  "maximum": np.maximum,
-  "minimum": np.minimum,
-  "and": np.logical_and,
-  "or": np.logical_or,
-}
 
 
 class Collectives:
