@@ -327,3 +327,22 @@ class BadInputCase(parameterized.TestCase):
     self.assertIn(message, errors[0])
     self.assertNotIn("Traceback", proc.stderr)
     self.assertEqual(proc.stdout, "")
+
+
+# One output, a sum over every row: f32[] at every n (hand-written, as XLA
+# prints a compiled module's header; `.format(n=N)`). No kernel of it
+# computes a row.
+SUM_OVER_ROWS_HLO = """HloModule m, entry_computation_layout={{(f32[{n},8]{{1,0}})->f32[]}}
+
+%add (a: f32[], b: f32[]) -> f32[] {{
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}}
+
+ENTRY %main (x: f32[{n},8]) -> f32[] {{
+  %x = f32[{n},8]{{1,0}} parameter(0)
+  %z = f32[] constant(0)
+  ROOT %r = f32[] reduce(%x, %z), dimensions={{0,1}}, to_apply=%add
+}}
+"""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import types
 
+import testutil
 from absl.testing import absltest, parameterized
 
 from hloprobe import kernels
@@ -216,20 +217,7 @@ class BatchReductionTest(parameterized.TestCase):
 
 # A batch-swept program whose one output is a mean over the batch: its
 # result `f32[]` at every n (hand-written, as XLA prints a module).
-_MEAN_ONLY = """HloModule m, entry_computation_layout={{(f32[{n},8]{{1,0}})->f32[]}}
-
-%add (a: f32[], b: f32[]) -> f32[] {{
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
-}}
-
-ENTRY %main (x: f32[{n},8]) -> f32[] {{
-  %x = f32[{n},8]{{1,0}} parameter(0)
-  %z = f32[] constant(0)
-  ROOT %r = f32[] reduce(%x, %z), dimensions={{0,1}}, to_apply=%add
-}}
-"""
+_MEAN_ONLY = testutil.SUM_OVER_ROWS_HLO
 
 
 class NoRowTest(absltest.TestCase):

@@ -8,6 +8,7 @@ row 0 compared across at least two sizes). Words as `verify` prints them."""
 from __future__ import annotations
 
 import recorded
+import testutil
 from absl.testing import absltest
 
 from hloprobe import verify
@@ -59,20 +60,7 @@ class NothingToJudgeTest(absltest.TestCase):
 
 # One output, a sum over every row, f32[] at every n (hand-written, as XLA
 # prints a compiled module's header).
-_SUM_ONLY = """HloModule m, entry_computation_layout={{(f32[{n},8]{{1,0}})->f32[]}}
-
-%add (a: f32[], b: f32[]) -> f32[] {{
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
-}}
-
-ENTRY %main (x: f32[{n},8]) -> f32[] {{
-  %x = f32[{n},8]{{1,0}} parameter(0)
-  %z = f32[] constant(0)
-  ROOT %r = f32[] reduce(%x, %z), dimensions={{0,1}}, to_apply=%add
-}}
-"""
+_SUM_ONLY = testutil.SUM_OVER_ROWS_HLO
 
 
 class InvariantSizedTest(absltest.TestCase):
