@@ -577,22 +577,33 @@ class _Reader:
     for key in ("block_m", "block_n", "num_warps", "num_stages", "num_ctas"):
       if key in tgc:
         conf[key] = tgc[key]
-    if not dots:
+    if dots:
+      arith, rules = self._triton_dot(inst, fused, dots[0], ptx, conf)
+    else:
       arith = {
         "computation": self._computation_digest(inst),
         "block_k": "not read: no dot in the fusion",
       }
-      return self._make(
-        inst,
-        kernel,
-        Role.CONTRACTION,
-        f"Triton gemm ({kind})",
-        arith,
-        conf,
-        RowCount.DEPENDS,
-        gemm_rules.TRITON_GEMM_RULE,
-      )
-    dot = dots[0]
+      rules = ()
+    return self._make(
+      inst,
+      kernel,
+      Role.CONTRACTION,
+      f"Triton gemm ({kind})",
+      arith,
+      conf,
+      RowCount.DEPENDS,
+      gemm_rules.TRITON_GEMM_RULE,
+      rules=rules,
+    )
+
+  def _triton_dot(
+    self, inst: HloInstruction, fused, dot: HloInstruction, ptx, conf: dict
+  ) -> tuple[dict, tuple[str, ...]]:
+    """A Triton gemm fusion's per-row arithmetic around its `dot`, and the
+    rules it was read by; marks swapped operands in `conf` where they do not
+    change the arithmetic (fma)."""
+    config = inst.backend_config.get("fusion_backend_config") or {}
     shapes = {i.name: i.shape.dims for i in fused}
     lhs = self.insts.get(dot.operands[0])
     lhs_dtype = lhs.shape.dtype if lhs is not None else dot.shape.dtype
@@ -600,10 +611,6 @@ class _Reader:
     k = gemm_rules.contraction_length(dot, shapes)
     bk = gemm_rules.block_k(dot, config)
     split = gemm_rules.split_k_of(config, self._split_k(inst, dot))
-    if split > 1 and k is not None:
-      arith_split = {"k_per_split": k}
-    else:
-      arith_split = {}
     arith = {
       "fate": Fate.TRITON_GEMM.value,
       "k": k * split if k is not None else "unknown",
@@ -618,27 +625,19 @@ class _Reader:
       "accumulator": dot.shape.dtype,
       "epilogue": self._computation_digest(inst, leaf=_dot_result(fused)),
     }
-    arith.update(arith_split)
+    if split > 1 and k is not None:
+      arith["k_per_split"] = k
     if instruction.startswith(("mma", "wgmma")) and _swapped(dot, lhs):
       arith["operand_roles"] = "swapped"
     elif _swapped(dot, lhs):
       conf["operand_roles"] = "swapped (fma: products commute exactly)"
-    return self._make(
-      inst,
-      kernel,
-      Role.CONTRACTION,
-      f"Triton gemm ({kind})",
-      arith,
-      conf,
-      RowCount.DEPENDS,
-      gemm_rules.TRITON_GEMM_RULE,
-      rules=(
-        "xla/backends/gpu/transforms/splitk_rewriter.cc",
-        "xla/service/gpu/autotuning/config_assigner_pass.cc (jaxlib "
-        "0.12.0.1; autotuner_pass.cc on 0.10.2)",
-        "PTX mma/fma opcodes (hloprobe.ir.ptx)",
-      ),
+    rules = (
+      "xla/backends/gpu/transforms/splitk_rewriter.cc",
+      "xla/service/gpu/autotuning/config_assigner_pass.cc (jaxlib "
+      "0.12.0.1; autotuner_pass.cc on 0.10.2)",
+      "PTX mma/fma opcodes (hloprobe.ir.ptx)",
     )
+    return arith, rules
 
   def _xla_dot(self, inst: HloInstruction, dot: HloInstruction) -> KernelRecord:
     kernel, ptx = self._kernel(inst)
