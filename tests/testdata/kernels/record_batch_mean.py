@@ -30,7 +30,6 @@ import sys
 os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
 
 import jax.numpy as jnp  # noqa: E402
-import jaxlib  # noqa: E402
 import numpy as np  # noqa: E402
 
 from hloprobe import compile as compile_mod  # noqa: E402
@@ -62,21 +61,11 @@ CASE = compile_mod.Case(
 
 
 def main() -> int:
-  compile_mod.start_backends("cpu")
-  target = compile_mod.get_target("a100")
-  out = os.path.join(os.path.dirname(__file__), jaxlib.__version__)
-  os.makedirs(out, exist_ok=True)
-  full = inputs()
-  for n in BATCH_SIZES:
-    args = (full[0][:n],) + full[1:]
-    compiled = compile_mod.compile_case(CASE, args, "float32", target)
-    stem = os.path.join(out, f"batch_mean_a100_n{n}")
-    with open(stem + ".hlo.txt", "w", encoding="utf-8") as f:
-      f.write(compiled.optimized_hlo)
-    with open(stem + ".ptx.txt", "w", encoding="utf-8") as f:
-      for i, text in enumerate(compiled.ptx):
-        f.write(f"// hloprobe: file {i}\n{text}\n")
-    print(n, len(compiled.ptx), "PTX files")
+  # The same recording as the issue model's (record_fixtures.py, beside
+  # this script: run as a script, its folder is on sys.path).
+  from record_fixtures import record
+
+  record(CASE, inputs(), "batch_mean", BATCH_SIZES)
   return 0
 
 

@@ -78,22 +78,28 @@ CASE = compile_mod.Case(
 )
 
 
-def main() -> int:
+def record(case, full, name: str, batch_sizes) -> None:
+  """Writes `case`'s optimized HLO and PTX on the compile-only a100 at each
+  batch size (the batched argument `full[0]` cut to n rows) under this
+  folder's jaxlib release: `<name>_a100_n<N>.{hlo,ptx}.txt`."""
   compile_mod.start_backends("cpu")
   target = compile_mod.get_target("a100")
   out = os.path.join(os.path.dirname(__file__), jaxlib.__version__)
   os.makedirs(out, exist_ok=True)
-  full = inputs()
-  for n in BATCH_SIZES:
-    args = (full[0][:n],) + full[1:]
-    compiled = compile_mod.compile_case(CASE, args, "float32", target)
-    stem = os.path.join(out, f"ln_model_a100_n{n}")
+  for n in batch_sizes:
+    args = (full[0][:n],) + tuple(full[1:])
+    compiled = compile_mod.compile_case(case, args, "float32", target)
+    stem = os.path.join(out, f"{name}_a100_n{n}")
     with open(stem + ".hlo.txt", "w", encoding="utf-8") as f:
       f.write(compiled.optimized_hlo)
     with open(stem + ".ptx.txt", "w", encoding="utf-8") as f:
       for i, text in enumerate(compiled.ptx):
         f.write(f"// hloprobe: file {i}\n{text}\n")
     print(n, len(compiled.ptx), "PTX files")
+
+
+def main() -> int:
+  record(CASE, inputs(), "ln_model", BATCH_SIZES)
   return 0
 
 
