@@ -400,118 +400,96 @@ def fuzz(
   seed_folder = tempfile.mkdtemp(prefix="hloprobe-fuzz-seeds-")
   try:
     seeds = _write_seeds(seed_folder)
-    return _fuzz(
-      seeds,
-      seed_folder,
-      count,
-      run_seed,
-      start,
-      jobs,
-      timeout_s,
-      keep_dir,
-      progress,
-    )
+    counts = {"read": 0, "refused": 0, "finding": 0}
+    findings: list[Finding] = []
+    lock = threading.Lock()
+    todo = [
+      (a, min(a + _BATCH, start + count))
+      for a in range(start, start + count, _BATCH)
+    ]
+
+    def seed_name(i: int) -> str:
+      return seeds[i % len(seeds)][0]
+
+    def found(i: int, what: str) -> None:
+      path = ""
+      if keep_dir:
+        path = _keep(keep_dir, seeds, run_seed, i)
+      with lock:
+        counts["finding"] += 1
+        findings.append(Finding(i, seed_name(i), what, path))
+
+    def lane() -> None:
+      worker = None
+      try:
+        while True:
+          with lock:
+            if not todo:
+              return
+            a, b = todo.pop(0)
+          while a < b:
+            if worker is None:
+              worker = _Worker(seed_folder)
+            worker.proc.stdin.write(f"{run_seed} {a} {b}\n")
+            worker.proc.stdin.flush()
+            current = None
+            while True:
+              line = worker.readline(
+                timeout_s if current is not None else _START_S
+              )
+              if line is None or line == "":  # a hang, or the worker died
+                err = worker.kill()
+                i = current if current is not None else a
+                if line is None:
+                  what = f"over {timeout_s:g} s in the reader (a hang)"
+                else:
+                  what = _death(worker.proc, err)
+                found(i, what)
+                worker, a = None, i + 1
+                break
+              if line == "done":
+                a = b
+                break
+              if line.startswith("start "):
+                current = int(line.split()[1])
+                continue
+              r = json.loads(line)
+              if r["kind"] == "finding":
+                found(r["i"], r["what"])
+              else:
+                with lock:
+                  counts[r["kind"]] += 1
+              current = None
+          if progress:
+            with lock:
+              progress(sum(counts.values()), count)
+      finally:
+        if worker is not None:
+          worker.kill()
+
+    errors: list[BaseException] = []
+
+    def guarded_lane() -> None:
+      try:
+        lane()
+      except BaseException as e:  # raised below, on the calling thread
+        errors.append(e)
+        with lock:
+          todo.clear()
+
+    threads = [
+      threading.Thread(target=guarded_lane) for _ in range(max(1, jobs))
+    ]
+    for t in threads:
+      t.start()
+    for t in threads:
+      t.join()
+    if errors:
+      raise errors[0]
+    findings.sort(key=lambda f: f.index)
+    return counts, findings
   finally:
     shutil.rmtree(seed_folder, ignore_errors=True)
-
-
-def _fuzz(
-  seeds,
-  seed_folder,
-  count,
-  run_seed,
-  start,
-  jobs,
-  timeout_s,
-  keep_dir,
-  progress,
-):
-  counts = {"read": 0, "refused": 0, "finding": 0}
-  findings: list[Finding] = []
-  lock = threading.Lock()
-  todo = [
-    (a, min(a + _BATCH, start + count))
-    for a in range(start, start + count, _BATCH)
-  ]
-
-  def seed_name(i: int) -> str:
-    return seeds[i % len(seeds)][0]
-
-  def found(i: int, what: str) -> None:
-    path = ""
-    if keep_dir:
-      path = _keep(keep_dir, seeds, run_seed, i)
-    with lock:
-      counts["finding"] += 1
-      findings.append(Finding(i, seed_name(i), what, path))
-
-  def lane() -> None:
-    worker = None
-    try:
-      while True:
-        with lock:
-          if not todo:
-            return
-          a, b = todo.pop(0)
-        while a < b:
-          if worker is None:
-            worker = _Worker(seed_folder)
-          worker.proc.stdin.write(f"{run_seed} {a} {b}\n")
-          worker.proc.stdin.flush()
-          current = None
-          while True:
-            line = worker.readline(
-              timeout_s if current is not None else _START_S
-            )
-            if line is None or line == "":  # a hang, or the worker died
-              err = worker.kill()
-              i = current if current is not None else a
-              if line is None:
-                what = f"over {timeout_s:g} s in the reader (a hang)"
-              else:
-                what = _death(worker.proc, err)
-              found(i, what)
-              worker, a = None, i + 1
-              break
-            if line == "done":
-              a = b
-              break
-            if line.startswith("start "):
-              current = int(line.split()[1])
-              continue
-            r = json.loads(line)
-            if r["kind"] == "finding":
-              found(r["i"], r["what"])
-            else:
-              with lock:
-                counts[r["kind"]] += 1
-            current = None
-        if progress:
-          with lock:
-            progress(sum(counts.values()), count)
-    finally:
-      if worker is not None:
-        worker.kill()
-
-  errors: list[BaseException] = []
-
-  def guarded_lane() -> None:
-    try:
-      lane()
-    except BaseException as e:  # raised below, on the calling thread
-      errors.append(e)
-      with lock:
-        todo.clear()
-
-  threads = [threading.Thread(target=guarded_lane) for _ in range(max(1, jobs))]
-  for t in threads:
-    t.start()
-  for t in threads:
-    t.join()
-  if errors:
-    raise errors[0]
-  findings.sort(key=lambda f: f.index)
-  return counts, findings
 
 
 def _keep(folder: str, seeds, run_seed: int, i: int) -> str:
