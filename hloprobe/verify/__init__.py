@@ -58,7 +58,6 @@ from hloprobe.verify.fix import REQUIREMENTS as REQUIREMENTS
 from hloprobe.verify.fix import check_batch_sizes as check_batch_sizes
 from hloprobe.verify.fix import parse_fix as parse_fix
 from hloprobe.verify.fix import parse_requirements as parse_requirements
-from hloprobe.verify.outcome import Verification as Verification
 from hloprobe.verify.outcome import verify_fix as verify_fix
 from hloprobe.verify.requirements import judge as judge
 
@@ -70,7 +69,6 @@ __all__ = [
   "FixTrial",
   "REQUIREMENTS",
   "Reason",
-  "Verification",
   "check_batch_sizes",
   "find_findings",
   "judge",
