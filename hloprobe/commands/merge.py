@@ -249,7 +249,7 @@ def _recorded_case(word: str, name: str, records):
 def main(args: MergeArgs) -> int:
   """`hloprobe merge`: joins, prints, writes; returns the exit status."""
   from hloprobe.engine import with_batch_consistency
-  from hloprobe.report import Progress, start_stream
+  from hloprobe.report import stream_results
 
   plan, host, collected = merge(args)
   for swept in plan.cases:
@@ -261,7 +261,7 @@ def main(args: MergeArgs) -> int:
       )
   out = args.common.output_dir
   try:
-    stream = Progress(len(collected), start_stream(out, args.overwrite))
+    stream = stream_results(out, len(collected), args.overwrite)
     for r in collected:  # results.jsonl as the sweep streamed it
       stream.add(r)
     results = with_batch_consistency(collected)
