@@ -27,7 +27,6 @@ from hloprobe.golden.diff import SUMMARY_KEYS as SUMMARY_KEYS
 from hloprobe.golden.diff import GoldenSiteChange as GoldenSiteChange
 from hloprobe.golden.diff import describe_site_changes as describe_site_changes
 from hloprobe.golden.diff import dot_summary as dot_summary
-from hloprobe.golden.folder import default_golden_dir as default_golden_dir
 from hloprobe.golden.folder import sweep_record as sweep_record
 from hloprobe.golden.update import against_goldens as against_goldens
 from hloprobe.golden.update import golden_command as golden_command
@@ -36,7 +35,6 @@ __all__ = [
   "GoldenSiteChange",
   "SUMMARY_KEYS",
   "against_goldens",
-  "default_golden_dir",
   "describe_site_changes",
   "dot_summary",
   "golden_command",
