@@ -6,7 +6,8 @@ with it, a `CheckResult`, or written over it, an `UpdateResult`;
 `hloprobe.golden_check` and `hloprobe.golden_update`, the Python API's,
 sweep first); `hloprobe golden check|update` as one call
 (`golden_command`: the manifest's sweep narrowed by the flags, checked or
-written); the dot summary and its changes in words. Import them from here; the modules
+written); a sweep's MANIFEST.json record (`sweep_record`); the dot
+summary and its changes in words. Import them from here; the modules
 behind them are private in intent:
 
   snapshot  make, write and check snapshots
