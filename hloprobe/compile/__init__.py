@@ -12,25 +12,9 @@ are `hloprobe.runtime`.
 
 from __future__ import annotations
 
-from hloprobe.compile.autotune import AutotuneChoice as AutotuneChoice
-from hloprobe.compile.autotune import (
-  config_assigner_input as config_assigner_input,
-)
-from hloprobe.compile.autotune import device_fingerprint as device_fingerprint
-from hloprobe.compile.autotune import gemm_fusion_keys as gemm_fusion_keys
-from hloprobe.compile.autotune import (
-  parse_codegen_versions as parse_codegen_versions,
-)
-from hloprobe.compile.autotune import results_textproto as results_textproto
-from hloprobe.compile.autotune import triton_config as triton_config
+from hloprobe.compile.autotune import triton_pin as triton_pin
 from hloprobe.compile.autotune_replay import AUTOTUNED_ON as AUTOTUNED_ON
 from hloprobe.compile.autotune_replay import LoadedResults as LoadedResults
-from hloprobe.compile.autotune_replay import (
-  autotune_selection as autotune_selection,
-)
-from hloprobe.compile.autotune_replay import (
-  fusion_selections as fusion_selections,
-)
 from hloprobe.compile.autotune_replay import loaded_results as loaded_results
 from hloprobe.compile.autotune_replay import selection_note as selection_note
 from hloprobe.compile.autotune_replay import (
@@ -89,7 +73,6 @@ from hloprobe.compile.toolchain import ptxas_version as ptxas_version
 
 __all__ = [
   "AUTOTUNED_ON",
-  "AutotuneChoice",
   "BASELINE",
   "BUILTIN_EXPERIMENTS",
   "BUILTIN_TARGETS",
@@ -105,14 +88,9 @@ __all__ = [
   "Target",
   "absolute_case_word",
   "attached_gpu_count",
-  "autotune_selection",
   "compile_case",
-  "config_assigner_input",
-  "device_fingerprint",
   "enable_x64",
   "find_ptxas",
-  "fusion_selections",
-  "gemm_fusion_keys",
   "get_case",
   "get_target",
   "int32_dots_case",
@@ -127,19 +105,17 @@ __all__ = [
   "missing_cudnn_message",
   "missing_lowering",
   "nvcc_wheel_dir",
-  "parse_codegen_versions",
   "parse_experiment",
   "ptxas_version",
   "read_module_file",
   "rejected_compile",
   "resolvable_elsewhere",
-  "results_textproto",
   "run_compiled",
   "scan_counts",
   "selection_note",
   "start_backends",
   "sweep_experiments",
-  "triton_config",
+  "triton_pin",
   "unoptimized_hlo",
   "unoptimized_twin",
   "while_has_dce_rule",

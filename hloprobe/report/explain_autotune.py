@@ -2,7 +2,7 @@
 
 `--autotune_results` compiles name, per site, the results file's entry
 ("autotuned on <device>") or its absence ("no autotune entry for this
-fusion; default config used"): `compile.fusion_selections`, carried as
+fusion; default config used"): `LoadedResults.fusion_selections`, carried as
 `SiteFate.selection`. `site_selections` words them per site for
 `explain`'s "cannot settle" lines; `autotuned` tells `explain` which
 Triton gemm sites the results settled (no "autotuning could pick cuBLAS"
