@@ -13,7 +13,6 @@ are `hloprobe.runtime`.
 from __future__ import annotations
 
 from hloprobe.compile.autotune import triton_pin as triton_pin
-from hloprobe.compile.autotune_replay import AUTOTUNED_ON as AUTOTUNED_ON
 from hloprobe.compile.autotune_replay import LoadedResults as LoadedResults
 from hloprobe.compile.autotune_replay import loaded_results as loaded_results
 from hloprobe.compile.autotune_replay import selection_note as selection_note
@@ -66,13 +65,10 @@ from hloprobe.compile.targets import BUILTIN_TARGETS as BUILTIN_TARGETS
 from hloprobe.compile.targets import Target as Target
 from hloprobe.compile.targets import get_target as get_target
 from hloprobe.compile.targets import is_config_path as is_config_path
-from hloprobe.compile.targets import load_target_config as load_target_config
-from hloprobe.compile.toolchain import find_ptxas as find_ptxas
-from hloprobe.compile.toolchain import nvcc_wheel_dir as nvcc_wheel_dir
+from hloprobe.compile.targets import target_listing as target_listing
 from hloprobe.compile.toolchain import ptxas_version as ptxas_version
 
 __all__ = [
-  "AUTOTUNED_ON",
   "BASELINE",
   "BUILTIN_EXPERIMENTS",
   "BUILTIN_TARGETS",
@@ -90,7 +86,6 @@ __all__ = [
   "attached_gpu_count",
   "compile_case",
   "enable_x64",
-  "find_ptxas",
   "get_case",
   "get_target",
   "int32_dots_case",
@@ -99,12 +94,10 @@ __all__ = [
   "jax_versions",
   "jaxlib_release",
   "leaf_names",
-  "load_target_config",
   "load_topology",
   "loaded_results",
   "missing_cudnn_message",
   "missing_lowering",
-  "nvcc_wheel_dir",
   "parse_experiment",
   "ptxas_version",
   "read_module_file",
@@ -115,6 +108,7 @@ __all__ = [
   "selection_note",
   "start_backends",
   "sweep_experiments",
+  "target_listing",
   "triton_pin",
   "unoptimized_hlo",
   "unoptimized_twin",

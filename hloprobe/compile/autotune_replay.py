@@ -40,6 +40,7 @@ __all__ = [
   "AUTOTUNED_ON",
   "MISSING_ENTRY",
   "LoadedResults",
+  "SelectionNote",
   "autotune_experiment",
   "autotuned_target",
   "entry_notes",
@@ -294,14 +295,27 @@ def loaded_results(xla_flags: str, target: Target) -> LoadedResults | None:
   return LoadedResults(m.group(1), text, mine, device)
 
 
-def selection_note(selection: str | None) -> str | None:
-  """A site's selection in short, for tables: "autotuned on <device>" or
-  `MISSING_ENTRY` when results were loaded (`fusion_selections`); None
-  otherwise."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class SelectionNote:
+  """A site's selection in short, for tables.
+
+  Attributes:
+    words: "autotuned on <device>" or `MISSING_ENTRY`.
+    autotuned: the file held the site's fusion (the first form).
+  """
+
+  words: str
+  autotuned: bool
+
+
+def selection_note(selection: str | None) -> SelectionNote | None:
+  """A site's selection (`SiteFate.selection`) in short, when autotune
+  results were loaded (`LoadedResults.fusion_selections`); None otherwise
+  (no results, or the words for the whole config)."""
   if selection and selection.startswith(AUTOTUNED_ON):
-    return selection.split(" (", 1)[0]
+    return SelectionNote(selection.split(" (", 1)[0], True)
   if selection and selection.startswith(MISSING_ENTRY):
-    return MISSING_ENTRY
+    return SelectionNote(MISSING_ENTRY, False)
   return None
 
 
