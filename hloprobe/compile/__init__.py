@@ -45,13 +45,11 @@ from hloprobe.compile.int_dots import INT32_DOTS_FIX as INT32_DOTS_FIX
 from hloprobe.compile.int_dots import int32_dots_case as int32_dots_case
 from hloprobe.compile.lowering import compile_case as compile_case
 from hloprobe.compile.lowering import jax_versions as jax_versions
-from hloprobe.compile.lowering import run_compiled as run_compiled
 from hloprobe.compile.lowering import start_backends as start_backends
 from hloprobe.compile.lowering import unoptimized_hlo as unoptimized_hlo
 from hloprobe.compile.module_case import is_module_case as is_module_case
-from hloprobe.compile.module_case import unoptimized_twin as unoptimized_twin
 from hloprobe.compile.module_files import (
-  read_module_file as read_module_file,
+  optimized_module as optimized_module,
 )
 from hloprobe.compile.module_files import (
   unknown_custom_calls as unknown_custom_calls,
@@ -98,12 +96,11 @@ __all__ = [
   "loaded_results",
   "missing_cudnn_message",
   "missing_lowering",
+  "optimized_module",
   "parse_experiment",
   "ptxas_version",
-  "read_module_file",
   "rejected_compile",
   "resolvable_elsewhere",
-  "run_compiled",
   "scan_counts",
   "selection_note",
   "start_backends",
@@ -111,6 +108,5 @@ __all__ = [
   "target_listing",
   "triton_pin",
   "unoptimized_hlo",
-  "unoptimized_twin",
   "while_has_dce_rule",
 ]

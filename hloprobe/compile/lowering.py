@@ -50,7 +50,6 @@ __all__ = [
   "CompiledCase",
   "LoadedTopology",
   "compile_case",
-  "run_compiled",
   "start_backends",
   "jax_versions",
   "load_topology",
@@ -99,6 +98,21 @@ class CompiledCase:
   xla_log: str = ""
   pass_dumps: tuple[tuple[str, str], ...] = ()
   compile_notes: tuple[str, ...] = ()
+
+  def run(self, args: tuple) -> tuple[tuple[np.ndarray, ...], float]:
+    """Runs the compiled config on `args` (the arguments it was compiled
+    for, `Case.inputs_for`); returns its output leaves and the time in s.
+
+    The leaves are numpy arrays in `jax.tree_util.tree_leaves` order. The
+    time covers one call, including argument transfer and
+    `block_until_ready`. A compile-only target's handle cannot run (XLA
+    raises).
+    """
+    start = time.perf_counter()
+    out = self.compiled(*args)
+    out = jax.block_until_ready(out)
+    run_s = time.perf_counter() - start
+    return tuple(np.asarray(x) for x in jax.tree_util.tree_leaves(out)), run_s
 
 
 def jax_versions() -> dict[str, str]:
@@ -376,22 +390,6 @@ def _compile_error(
     f"build its kernels: {text}. hloprobe uses the nvidia-cuda-nvcc-cu12 "
     "wheel's ptxas when it is installed"
   )
-
-
-def run_compiled(
-  compiled: CompiledCase, args: tuple
-) -> tuple[tuple[np.ndarray, ...], float]:
-  """Runs a compiled config; returns its output leaves and the time in s.
-
-  The leaves are numpy arrays in `jax.tree_util.tree_leaves` order. The
-  time covers one call, including argument transfer and
-  `block_until_ready`.
-  """
-  start = time.perf_counter()
-  out = compiled.compiled(*args)
-  out = jax.block_until_ready(out)
-  run_s = time.perf_counter() - start
-  return tuple(np.asarray(x) for x in jax.tree_util.tree_leaves(out)), run_s
 
 
 def unoptimized_hlo(case: Case, args: tuple) -> str:

@@ -31,7 +31,6 @@ from hloprobe.compile import (
   loaded_results,
   missing_lowering,
   rejected_compile,
-  run_compiled,
 )
 from hloprobe.errors import HloprobeError, first_line
 from hloprobe.ir import parse_hlo_module, parse_ptx, parse_stablehlo_dots
@@ -198,7 +197,7 @@ def compile_and_run_case(
     stage = "run"
     note_stage(stage)
     with watch.stage("run"):
-      outs, run_s = run_compiled(cc, args)
+      outs, run_s = cc.run(args)
     if keep is not None:
       _keep(keep, config, cc.compiled)
     return CompiledConfig(result, outs, run_s, watch.seconds())

@@ -147,9 +147,7 @@ class BlasRuleTest(parameterized.TestCase):
     )
     cpu = targets.get_target("cpu")
     outs = [
-      lowering.run_compiled(lowering.compile_case(case, args, p, cpu), args)[0][
-        0
-      ]
+      lowering.compile_case(case, args, p, cpu).run(args)[0][0]
       for p in ("default", "highest")
     ]
     np.testing.assert_array_equal(outs[0], outs[1])
