@@ -218,9 +218,14 @@ class WorkerPool(PickledCalls):
     with busy:
       return self._worker(key).call_pickled(payload, timeout_s)
 
+  def worker_flags(self, xla_flags: str) -> str:
+    """The whole XLA_FLAGS a worker asked for with `xla_flags` runs under:
+    the pool's `user_xla_flags`, then these (`worker_xla_flags`)."""
+    return worker_xla_flags(self.user_xla_flags, xla_flags)
+
   def _key(self, xla_flags: str, lane: int) -> tuple[str, int]:
     """A worker's key: its whole XLA_FLAGS and its lane."""
-    return worker_xla_flags(self.user_xla_flags, xla_flags), lane
+    return self.worker_flags(xla_flags), lane
 
   def _worker(self, key: tuple[str, int]) -> Worker:
     """The live worker of `key`, started if needed (caller holds its lock)."""
