@@ -13,8 +13,6 @@ are `hloprobe.runtime`.
 from __future__ import annotations
 
 from hloprobe.compile.autotune import triton_pin as triton_pin
-from hloprobe.compile.autotune_replay import LoadedResults as LoadedResults
-from hloprobe.compile.autotune_replay import loaded_results as loaded_results
 from hloprobe.compile.autotune_replay import selection_note as selection_note
 from hloprobe.compile.autotune_replay import (
   sweep_experiments as sweep_experiments,
@@ -76,7 +74,6 @@ __all__ = [
   "Experiment",
   "INT32_DOTS_FIX",
   "JAXPR_API",
-  "LoadedResults",
   "Rejection",
   "ReportedError",
   "Target",
@@ -93,7 +90,6 @@ __all__ = [
   "jaxlib_release",
   "leaf_names",
   "load_topology",
-  "loaded_results",
   "missing_cudnn_message",
   "missing_lowering",
   "optimized_module",

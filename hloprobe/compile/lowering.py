@@ -41,6 +41,7 @@ import numpy as np
 
 from hloprobe import private_api, startup
 from hloprobe.compile import compat, cudnn, placement, toolchain
+from hloprobe.compile.autotune_replay import LoadedResults, loaded_results
 from hloprobe.compile.cases import Case
 from hloprobe.compile.placement import LoadedTopology, load_topology
 from hloprobe.compile.targets import Target
@@ -83,6 +84,11 @@ class CompiledCase:
     compile_notes: what hloprobe changed to get a compile-only target's
       compile through (`compat.deviceless_retry_options`), one sentence
       each; () when nothing was.
+    autotune: with `compile_case(..., autotune_words=True)`, the autotune
+      results file the compile loaded where it is keyed by the target's
+      device (`LoadedResults`: its `selection` and
+      `fusion_selections(pass_dumps)` say who chose the gemm fusions);
+      else None.
   """
 
   stablehlo: str
@@ -98,6 +104,7 @@ class CompiledCase:
   xla_log: str = ""
   pass_dumps: tuple[tuple[str, str], ...] = ()
   compile_notes: tuple[str, ...] = ()
+  autotune: LoadedResults | None = None
 
   def run(self, args: tuple) -> tuple[tuple[np.ndarray, ...], float]:
     """Runs the compiled config on `args` (the arguments it was compiled
@@ -151,6 +158,7 @@ def compile_case(
   precision: str,
   target: Target,
   dump_passes: bool = False,
+  autotune_words: bool = False,
 ) -> CompiledCase:
   """Lowers and compiles `case.fn` on `args` for a target.
 
@@ -163,6 +171,11 @@ def compile_case(
     dump_passes: also have XLA dump the module after every pass
       (`xla_dump_to` + `xla_dump_hlo_pass_re=.*` as this compile's own debug
       options, so no other compile is affected) into `pass_dumps`.
+    autotune_words: also keep, in `autotune`, the autotune results file
+      this process's XLA_FLAGS load (`--xla_gpu_load_autotune_results_from`,
+      `autotune_replay.loaded_results`) where it is keyed by the target's
+      device; the passes are then dumped too (the fusions' keys are read
+      from the config assigner's input).
 
   Raises:
     TargetError: the target's device is not available, or its config cannot
@@ -171,6 +184,10 @@ def compile_case(
       or jax found no cuDNN library to trace cuDNN attention with.
     Exception: whatever JAX/XLA raise while lowering or compiling.
   """
+  loaded = None
+  if autotune_words:
+    loaded = loaded_results(os.environ.get("XLA_FLAGS", ""), target)
+    dump_passes = dump_passes or loaded is not None
   start = time.perf_counter()
   lowered, devices = lower_case(case, args, precision, target)
   lower_s = time.perf_counter() - start
@@ -184,7 +201,13 @@ def compile_case(
     )
   optimized = extras.pop("optimized_hlo")
   return CompiledCase(
-    stablehlo, optimized, compiled, compile_s, lower_s, **extras
+    stablehlo,
+    optimized,
+    compiled,
+    compile_s,
+    lower_s,
+    **extras,
+    autotune=loaded,
   )
 
 

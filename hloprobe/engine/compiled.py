@@ -15,7 +15,6 @@ Private in intent: use the package, `hloprobe.engine`.
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import time
 
@@ -23,12 +22,10 @@ import numpy as np
 
 from hloprobe.compile import (
   Case,
-  LoadedResults,
   Target,
   compile_case,
   get_case,
   load_topology,
-  loaded_results,
   missing_lowering,
   rejected_compile,
 )
@@ -170,22 +167,22 @@ def compile_and_run_case(
   try:
     note_stage(stage)
     args = case.inputs_for(full, n)
-    # This worker's XLA_FLAGS (an --autotune_results experiment's) are the
-    # ones its compiles run under; the fusions' keys need the pass dumps.
-    loaded = loaded_results(os.environ.get("XLA_FLAGS", ""), target)
     start = time.perf_counter()
+    # This worker's XLA_FLAGS (an --autotune_results experiment's) are the
+    # ones its compiles run under: who chose each fusion is kept.
     cc = compile_case(
       case,
       args,
       config.precision.jax_name,
       target,
-      dump_passes=explain_passes or loaded is not None,
+      dump_passes=explain_passes,
+      autotune_words=True,
     )
     watch.add("lower", cc.lower_s)
     watch.add("compile", time.perf_counter() - start - cc.lower_s)
     stage = "analyse"
     note_stage(stage)
-    compilation = _analysed(cc, target, watch, loaded)
+    compilation = _analysed(cc, target, watch)
     if explain_passes:
       with watch.stage("passes"):
         compilation = _with_passes(compilation, cc.pass_dumps)
@@ -234,11 +231,10 @@ def _rejection_finding(case: Case, full, config: Config):
     return None
 
 
-def _analysed(
-  cc, target: Target, watch, loaded: LoadedResults | None = None
-) -> Compilation:
-  """The compiled config's texts and its dot sites' fates; under `loaded`
-  autotune results, each gemm fusion site says who chose it."""
+def _analysed(cc, target: Target, watch) -> Compilation:
+  """The compiled config's texts and its dot sites' fates; under loaded
+  autotune results (`cc.autotune`), each gemm fusion site says who chose
+  it."""
   with watch.stage("parse"):
     sites = parse_stablehlo_dots(cc.stablehlo)
     module = parse_hlo_module(cc.optimized_hlo)
@@ -246,9 +242,9 @@ def _analysed(
     ptx_kernels = [k for _, kernels in files for k in kernels]
   with watch.stage("sites"):
     fates = map_dot_sites(sites, module)
-    chosen, per_site = None, _autotuned_sites(cc.pass_dumps, sites, loaded)
+    chosen, per_site = None, _autotuned_sites(cc.pass_dumps, sites, cc.autotune)
     if per_site is None:  # the fusions' keys could not be read
-      chosen = loaded.selection
+      chosen = cc.autotune.selection
     fates = resolve(
       fates,
       module,
@@ -271,11 +267,9 @@ def _analysed(
   )
 
 
-def _autotuned_sites(
-  pass_dumps, sites, loaded: LoadedResults | None
-) -> dict[int, str] | None:
+def _autotuned_sites(pass_dumps, sites, loaded) -> dict[int, str] | None:
   """Site index -> who chose its gemm fusion under loaded autotune results
-  (`LoadedResults.fusion_selections`); {} without results, None where the
+  (`loaded`: `CompiledCase.autotune`, its `fusion_selections`); {} without results, None where the
   keys cannot be read (no config-assigner dump, a fusion XLA cannot print
   or whose operand's shape is not read).
 
