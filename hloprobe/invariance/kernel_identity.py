@@ -232,14 +232,12 @@ def _from_record(rec, fates) -> RowKernel:
 
 
 def _cores(config: Config) -> dict:
-  """`core_count=` for `read_kernels`: a compile-only target's SM count,
-  or {} where the target has none to give."""
+  """`core_count=` for `read_kernels`: a compile-only target's SM count
+  (`kernels.core_count`, None where its config gives none: the reader
+  names the vector size "unknown (needs the GPU's core count)")."""
   from hloprobe import kernels
 
-  try:
-    return {"core_count": kernels.core_count(config.target)}
-  except Exception:  # the reader then does without it
-    return {}
+  return {"core_count": kernels.core_count(config.target)}
 
 
 def _read_kernels():
@@ -271,8 +269,6 @@ class KernelsRequest(Request):
 
   def run(self, memo: dict):
     read = _read_kernels()
-    if read is None:
-      raise ImportError("hloprobe.kernels is not installed")
     kept = memo.get(KEPT, {}).get(self.config)
     if not isinstance(kept, tuple):
       key = ("case", self.case_source, self.inputs)
