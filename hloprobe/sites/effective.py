@@ -41,7 +41,7 @@ from hloprobe.ir import (
   kernel_name,
 )
 from hloprobe.sites.attention_rules import cudnn_attention_algorithm
-from hloprobe.sites.conv_rules import conv_algorithm
+from hloprobe.sites.conv_rules import conv_algorithm, precision_rank
 from hloprobe.sites.dot_sites import is_triton_gemm
 from hloprobe.sites.fp8_rewrite import fp8_algorithm, rewrite_note
 from hloprobe.sites.integer_rules import (
@@ -65,7 +65,6 @@ _Resolved = tuple[str | None, str | None, str]
 
 HEURISTIC = "XLA heuristic (compile-only: no autotuning)"
 AUTOTUNED = "XLA autotuned on the attached device"
-_PRECISION_RANK = {"default": 0, "high": 1, "highest": 2}
 TF32 = "TF32_TF32_F32"
 _BLAS_FATES = (Fate.CUBLAS, Fate.CUBLASLT)
 
@@ -195,8 +194,10 @@ def blas_algorithm(
     ], f"{where}: {operand_dtype} operands, f32 accumulation"
   if operand_dtype != "f32":
     return None, f"{where}: no rule for {operand_dtype} operands"
-  ranks = [_PRECISION_RANK.get(p, 0) for p in precision_config.split(",")]
-  if max(ranks, default=0) > 1:
+  rank = precision_rank(precision_config)
+  if isinstance(rank, str):
+    return None, f"{where}: unknown operand precision {rank!r}"
+  if rank > 1:
     return "F32_F32_F32", f"{where}: HIGHEST forbids TF32 (IsTf32Allowed)"
   if tf32_hw is None:
     return None, f"{where}: TF32 allowed; compute capability unknown"

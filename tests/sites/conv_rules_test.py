@@ -145,6 +145,7 @@ class CudnnConvRuleTest(parameterized.TestCase):
     ("f32", "high,highest", "9.0", "F32_F32_F32"),
     ("f32", "default,default", "7.5", "F32_F32_F32"),  # no TF32 before sm_80
     ("f32", "default,default", None, None),
+    ("f32", "packed_nibble,default", "8.0", None),  # not a rank: unknown
     ("bf16", "default,default", "8.0", "BF16_BF16_F32"),
     ("f16", "highest,highest", "8.0", "F16_F16_F32"),
     ("s8", "default,default", "8.0", None),

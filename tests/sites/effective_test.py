@@ -131,6 +131,17 @@ class BlasRuleTest(parameterized.TestCase):
     self.assertEqual(got, "F32_F32_F32")
     self.assertNotIn("allowed", evidence)
 
+  @parameterized.parameters("packed_nibble,default", "default,bogus")
+  def test_unknown_operand_precision_has_no_outcome(self, precision):
+    # xla_data.proto's PrecisionConfig has PACKED_NIBBLE beside
+    # DEFAULT/HIGH/HIGHEST; the TF32 rule is keyed on the last three only,
+    # so another word must not be taken for DEFAULT (TF32 allowed).
+    got, evidence = effective.blas_algorithm(
+      "cuBLAS", "f32", precision, None, "9.0"
+    )
+    self.assertIsNone(got)
+    self.assertIn("unknown operand precision", evidence)
+
   def test_cpu_rule(self):
     self.assertEqual(effective.cpu_algorithm("f32")[0], "F32_F32_F32")
     self.assertEqual(effective.cpu_algorithm("f64")[0], "F64_F64_F64")
