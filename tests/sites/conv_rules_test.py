@@ -102,7 +102,9 @@ class ConvNetSitesTest(parameterized.TestCase):
   def test_float32_writes_highest_on_the_calls(self, jaxlib):
     """The independent fact behind F32 under `float32`: the HLO says so."""
     rec = recorded.load("conv_net_a100_n4_float32", jaxlib)
-    for _, precisions in _cudnn_calls(rec.optimized_hlo):
+    calls = _cudnn_calls(rec.optimized_hlo)
+    self.assertLen(calls, 2)  # conv_net's two convolutions
+    for _, precisions in calls:
       self.assertEqual(precisions[:2], ("highest", "highest"))
 
   @parameterized.named_parameters(*_RELEASES)
