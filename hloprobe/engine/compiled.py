@@ -25,11 +25,7 @@ from hloprobe.compile import (
   Case,
   LoadedResults,
   Target,
-  autotune_selection,
   compile_case,
-  config_assigner_input,
-  fusion_selections,
-  gemm_fusion_keys,
   get_case,
   load_topology,
   loaded_results,
@@ -253,7 +249,7 @@ def _analysed(
     fates = map_dot_sites(sites, module)
     chosen, per_site = None, _autotuned_sites(cc.pass_dumps, sites, loaded)
     if per_site is None:  # the fusions' keys could not be read
-      chosen = autotune_selection(os.environ.get("XLA_FLAGS", ""), target)
+      chosen = loaded.selection
     fates = resolve(
       fates,
       module,
@@ -280,9 +276,9 @@ def _autotuned_sites(
   pass_dumps, sites, loaded: LoadedResults | None
 ) -> dict[int, str] | None:
   """Site index -> who chose its gemm fusion under loaded autotune results
-  (`compile.fusion_selections`); {} without results, None where the keys
-  cannot be read (no config-assigner dump, a fusion XLA cannot print or
-  whose operand's shape is not read, `gemm_fusion_keys`).
+  (`LoadedResults.fusion_selections`); {} without results, None where the
+  keys cannot be read (no config-assigner dump, a fusion XLA cannot print
+  or whose operand's shape is not read).
 
   The fusion a site is keyed by is found as the optimized HLO's are
   (`map_dot_sites`), in the module as it enters the config assigner: a
@@ -298,8 +294,7 @@ def _autotuned_sites(
   if loaded is None:
     return {}
   try:
-    before = config_assigner_input(pass_dumps)
-    words = fusion_selections(loaded, gemm_fusion_keys(before))
+    before, words = loaded.fusion_selections(pass_dumps)
     mapped = map_dot_sites(sites, parse_hlo_module(before))
   except (HloprobeError, ValueError):
     return None

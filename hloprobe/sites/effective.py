@@ -367,10 +367,10 @@ def resolve(
     compute_capability: e.g. "8.0"; defaults to the target's.
     selection: who chose the fates, where not the target's default
       (`HEURISTIC`, `AUTOTUNED`): a compile-only compile that loaded
-      autotune results (`compile.autotune_selection`).
+      autotune results (`compile.LoadedResults.selection`).
     per_site: site index -> who chose that site's fate, over `selection`:
       under loaded autotune results, each gemm fusion's entry or its
-      absence (`compile.fusion_selections`).
+      absence (`compile.LoadedResults.fusion_selections`).
 
   Returns:
     One `SiteFate` per site, in order: its `MappedSite` fields with
