@@ -17,7 +17,7 @@ import numpy as np
 from hloprobe.engine import SweepSpec
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.golden import check, take_snapshot
-from hloprobe.invariance import ConfigRows, invariance_of
+from hloprobe.invariance import invariance_of
 from hloprobe.numerics import (
   NOISE_FACTOR,
   ErrorStats,
@@ -184,7 +184,7 @@ def _consistent(fixed: list[ConfigResult]) -> Requirement:
 
 def _invariant(
   fixed: list[ConfigResult],
-  rows: Mapping[tuple, ConfigRows] | None,
+  rows: Mapping[tuple, object] | None,
   kernels: Mapping[tuple, tuple] | None = None,
   sized: Collection[str] = (),
 ) -> Requirement:
@@ -353,7 +353,7 @@ def checks(
   abs_bound: float | None,
   rel_bound: float | None,
   golden_check: Callable[[], Requirement] | None = None,
-  invariant_rows: Mapping[tuple, ConfigRows] | None = None,
+  invariant_rows: Mapping[tuple, object] | None = None,
   invariant_kernels: Mapping[tuple, tuple] | None = None,
   invariant_sized: Collection[str] = (),
 ) -> dict[str, Callable[[], Requirement]]:
@@ -362,7 +362,7 @@ def checks(
   "golden" is in the table only when given (it needs the sweep's spec and
   the golden folder, which `judge` has not). "invariant" judges row 0 as
   the records keep it, and the anchor rows where `invariant_rows` (the
-  fix's configs' `invariance.sweep_rows`) has them; `invariant_sized`
+  fix's configs' rows from `invariance.rows_and_kernels`) has them; `invariant_sized`
   names the cases swept over another size than the batch
   (`invariance.invariance_of`'s `sized`).
   """
