@@ -29,7 +29,7 @@ from hloprobe.ir import (
 )
 from hloprobe.kernels import gemm_rules, normalise, reduction_rules
 from hloprobe.kernels.records import KernelRecord, Role, RowCount
-from hloprobe.sites import Fate, partition_count
+from hloprobe.sites import Fate
 
 __all__ = ["read_kernels", "target_core_count"]
 
@@ -519,7 +519,7 @@ class _Reader:
       "collective": f"{kind} over replica_groups={groups or '?'}"
       + (f", reducer {reducer}" if reducer else ""),
       "order": _COLLECTIVE_ORDER,
-      "partials": f"{partition_count(self.module)} partitions (SPMD): each "
+      "partials": f"{self.module.partition_count} partitions (SPMD): each "
       "adds its own slice of the products, then the collective adds the "
       "partial sums across devices",
     }

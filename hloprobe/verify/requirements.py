@@ -26,7 +26,6 @@ from hloprobe.numerics import (
   within_noise,
 )
 from hloprobe.records import ConfigResult
-from hloprobe.sites import tf32_optional
 from hloprobe.verify import evidence as ev
 
 __all__ = [
@@ -71,9 +70,9 @@ def judged(r: ConfigResult) -> tuple[ErrorStats | None, ev.Source]:
 
 def _predicted(r: ConfigResult) -> ev.Source:
   """ "predicted", with the cuBLAS sites predicted at a TF32 they may not
-  use (`effective.tf32_optional`), which make the result ambiguous."""
+  use (`SiteFate.tf32_optional`), which make the result ambiguous."""
   fates = r.compilation.fates if r.compilation is not None else ()
-  sites = [f.site.index for f in fates if tf32_optional(f)]
+  sites = [f.site.index for f in fates if f.tf32_optional]
   return ev.Source("predicted", tuple(sites))
 
 
