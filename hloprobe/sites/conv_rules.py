@@ -140,7 +140,7 @@ def cudnn_conv_algorithm(
     `operand_precision={highest,highest,...}` on the call).
   * As for cuBLAS (`blas_algorithm`), allowed is not required: the engine
     cuDNN picks (by autotuning or its heuristics on a real GPU) decides.
-    The rule returns TF32_TF32_F32, the upper bound, and `tf32_optional`
+    The rule returns TF32_TF32_F32, the upper bound, and `SiteFate.tf32_optional`
     marks the site so that a run may be explained by F32 there.
   * bf16 / f16 operands: BF16_BF16_F32 / F16_F16_F32 (cuDNN accumulates
     in f32 for them in XLA's convolutions, `GetConvAccumulatorType`-like

@@ -164,7 +164,7 @@ def _mapped(site, match, sites, matches, module: HloModule) -> MappedSite:
 def _collective(module: HloModule, carrier: Carrier) -> str | None:
   """The collective adding the site's partial sums in an SPMD-partitioned
   module (`collectives.collective_after`); None in a one-device module."""
-  if collectives.partition_count(module) <= 1:
+  if module.partition_count <= 1:
     return None
   outermost = carrier.kernel or carrier.instruction
   return collectives.collective_after(module, outermost)

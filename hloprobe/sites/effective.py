@@ -7,7 +7,7 @@ came from (`algorithm_source`):
 
   "ptx"   kernels XLA generates (Triton gemm fusions, loop and reduce
           fusions holding a dot or a strength-reduced multiply): read from
-          the kernel's PTX by `ptx.for_operands`.
+          the kernel's PTX by `PtxKernel.algorithm_for`.
   "rule"  library calls (cuBLAS, cuBLASLt, cuDNN convolutions and fused
           attention), whose kernels are not visible, and the CPU:
           `blas_algorithm`, `conv_rules.conv_algorithm`,
@@ -37,7 +37,6 @@ from hloprobe.ir import (
   HloInstruction,
   HloModule,
   PtxKernel,
-  for_operands,
   kernel_name,
 )
 from hloprobe.sites.attention_rules import cudnn_attention_algorithm
@@ -57,7 +56,6 @@ __all__ = [
   "blas_algorithm",
   "cpu_algorithm",
   "resolve",
-  "tf32_optional",
 ]
 
 # (effective_algorithm, algorithm_source, algorithm_evidence) of a site.
@@ -152,8 +150,8 @@ def blas_algorithm(
     seed_mlp at n = 2 under bfloat16 gave row 0 = -0.5600404, which is
     TF32 at its two K = 48 cuBLASLt gemms and f32 at the K = 2 one
     (tests/versions/gpu_check_h200_test.py). The rule returns TF32_TF32_F32, the
-    upper bound, which the prediction emulates; `tf32_optional` marks the
-    site so that a run may be explained by F32 there
+    upper bound, which the prediction emulates; `SiteFate.tf32_optional`
+    marks the site so that a run may be explained by F32 there
     (`predict.Predictor`).
   * TF32 needs sm_80 or newer; before that the TF32 compute type runs as
     IEEE f32.
@@ -214,24 +212,6 @@ def blas_algorithm(
   )
 
 
-def tf32_optional(fate: SiteFate) -> bool:
-  """Whether a site's TF32 is allowed, not required: it may run F32.
-
-  True for the sites `blas_algorithm` gives TF32_TF32_F32 by its
-  IsTf32Allowed branch: a cuBLAS or cuBLASLt call on f32 operands with no
-  declared algorithm; and for the cuDNN convolutions
-  `conv_rules.cudnn_conv_algorithm` gives TF32_TF32_F32 (allow_tf32). The kernel cuBLAS picks decides between
-  TF32_TF32_F32 and F32_F32_F32 (see `blas_algorithm`). A declared
-  TF32_TF32_F32 preset is not included: no run has checked it.
-  """
-  return (
-    fate.fate in (*_BLAS_FATES, Fate.CUDNN_CONV)
-    and fate.algorithm is None
-    and fate.site.lhs.dtype == "f32"
-    and fate.effective_algorithm == TF32
-  )
-
-
 def _kernel_owner(
   fate: MappedSite, instructions: dict[str, HloInstruction]
 ) -> HloInstruction | None:
@@ -286,7 +266,7 @@ def _from_ptx(
   if kernel is None:
     why = f"no PTX kernel named {name!r} for fusion {owner.name!r}"
     return None, None, why
-  algorithm, evidence = for_operands(kernel, fate.site.lhs.dtype)
+  algorithm, evidence = kernel.algorithm_for(fate.site.lhs.dtype)
   return (
     _with_declared_passes(algorithm, fate.algorithm),
     "ptx" if algorithm else None,

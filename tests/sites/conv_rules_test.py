@@ -19,7 +19,7 @@ import recorded
 from absl.testing import absltest, parameterized
 
 from hloprobe.ir.stablehlo import CONVOLUTION, DOT, parse_stablehlo_dots
-from hloprobe.sites import conv_rules, tf32_optional
+from hloprobe.sites import conv_rules
 from hloprobe.sites.site_fate import Fate, site_record
 
 _RELEASES = tuple((r.replace(".", "_"), r) for r in recorded.RELEASES)
@@ -89,7 +89,7 @@ class ConvNetSitesTest(parameterized.TestCase):
         f.effective_algorithm, "TF32_TF32_F32" if tf32 else "F32_F32_F32"
       )
       self.assertEqual(f.algorithm_source, "rule")
-      self.assertEqual(tf32_optional(f), tf32)
+      self.assertEqual(f.tf32_optional, tf32)
       self.assertIsNone(f.conflict)
     self.assertNotIn(fates[2].fate, (Fate.CUDNN_CONV, Fate.CONV))
     records = [site_record(f) for f in fates]
