@@ -13,7 +13,7 @@ XLA compile):
                       `*.snapshot.*.pb`: the module, its arguments, result)
   hlo_proto_text      an HloModuleProto, HloProto or HloSnapshot in protobuf
                       text format, read with XLA's schema as jaxlib embeds
-                      it (`ir.proto_text_to_binary`), then as binary
+                      it (`ir.read_proto_file` of the text), then as binary
   stablehlo_text      MLIR text: `module @...`, `func.func`
   stablehlo_bytecode  MLIR bytecode or a StableHLO portable artifact
                       (magic "ML\\xefR")
@@ -190,10 +190,9 @@ def _read(path: str, kind: module_sniff.Sniffed, data: bytes) -> ModuleFile:
   if kind.kind in ("hlo_proto", "hlo_snapshot"):
     return _from_proto(path, kind.kind, kind.proto)
   if kind.kind == "hlo_proto_text":
-    binary = ir.proto_text_to_binary(
+    found = ir.read_proto_file(
       data.decode("utf-8"), private_api.jaxlib_embedded
     )
-    found = ir.read_proto_file(binary)
     if found is None:
       raise ValueError("an HLO proto in text format, but with no module in it")
     return _from_proto(path, kind.kind, found)

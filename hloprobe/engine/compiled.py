@@ -242,9 +242,11 @@ def _analysed(cc, target: Target, watch) -> Compilation:
     ptx_kernels = [k for _, kernels in files for k in kernels]
   with watch.stage("sites"):
     fates = map_dot_sites(sites, module)
-    chosen, per_site = None, _autotuned_sites(cc.pass_dumps, sites, cc.autotune)
+    chosen, notes = None, tuple(cc.compile_notes)
+    per_site, unread = _autotuned_sites(cc.pass_dumps, sites, cc.autotune)
     if per_site is None:  # the fusions' keys could not be read
       chosen = cc.autotune.selection
+      notes += (f"autotune keys not read, sites not matched: {unread}",)
     fates = resolve(
       fates,
       module,
@@ -261,17 +263,21 @@ def _analysed(cc, target: Target, watch) -> Compilation:
     ptx=evidence_ptx(fates, files),
     ptxas=str(cc.ptxas) if cc.ptxas else None,
     dropped_config_fields=cc.dropped_config_fields,
-    compile_notes=cc.compile_notes,
+    compile_notes=notes,
     lower_s=cc.lower_s,
     compile_s=cc.compile_s,
   )
 
 
-def _autotuned_sites(pass_dumps, sites, loaded) -> dict[int, str] | None:
-  """Site index -> who chose its gemm fusion under loaded autotune results
-  (`loaded`: `CompiledCase.autotune`, its `fusion_selections`); {} without results, None where the
-  keys cannot be read (no config-assigner dump, a fusion XLA cannot print
-  or whose operand's shape is not read).
+def _autotuned_sites(
+  pass_dumps, sites, loaded
+) -> tuple[dict[int, str] | None, str | None]:
+  """(site index -> who chose its gemm fusion under loaded autotune
+  results (`loaded`: `CompiledCase.autotune`, its `fusion_selections`),
+  None); ({}, None) without results; (None, why) where the keys cannot be
+  read (no config-assigner dump, a fusion XLA cannot print or whose
+  operand's shape is not read): the why goes to the compile's notes, so a
+  user replaying a file sees it (review finding 17).
 
   The fusion a site is keyed by is found as the optimized HLO's are
   (`map_dot_sites`), in the module as it enters the config assigner: a
@@ -285,12 +291,12 @@ def _autotuned_sites(pass_dumps, sites, loaded) -> dict[int, str] | None:
   without results.
   """
   if loaded is None:
-    return {}
+    return {}, None
   try:
     before, words = loaded.fusion_selections(pass_dumps)
     mapped = map_dot_sites(sites, parse_hlo_module(before))
-  except (HloprobeError, ValueError):
-    return None
+  except (HloprobeError, ValueError) as e:
+    return None, first_line(e)
   chosen = {}
   for f in mapped:
     # The gemm fusion on the site's carrier path (outermost first): a
@@ -298,7 +304,7 @@ def _autotuned_sites(pass_dumps, sites, loaded) -> dict[int, str] | None:
     fusion = next((c for c in f.carriers if c in words), None)
     if fusion is not None:
       chosen[f.site.index] = words[fusion]
-  return chosen
+  return chosen, None
 
 
 # How `sites.effective` names the kernel a site's algorithm was read from:

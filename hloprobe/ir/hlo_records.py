@@ -64,6 +64,8 @@ HLO_DTYPES = (
   "token",
   "opaque",
 )
+# An SPMD-partitioned module's header attribute.
+_PARTITIONS_RE = re.compile(r"\bnum_partitions=(\d+)")
 _CALLED_ATTRS = (
   "calls",
   "to_apply",
@@ -263,6 +265,13 @@ class HloModule:
   @property
   def entry(self) -> HloComputation:
     return self.computations[self.entry_name]
+
+  @property
+  def partition_count(self) -> int:
+    """N of an SPMD-partitioned module's header `num_partitions=N`
+    (HloModuleConfig's, printed by HloModule::ToString); else 1."""
+    m = _PARTITIONS_RE.search(self.header_attrs)
+    return int(m.group(1)) if m else 1
 
   def all_instructions(self) -> Iterator[tuple[HloComputation, HloInstruction]]:
     for comp in self.computations.values():

@@ -18,6 +18,7 @@ __all__ = [
   "REDUCTION_PIN_FLAGS",
   "PinResults",
   "PinnedGemm",
+  "pin_flags",
   "pin_gemm_configs",
 ]
 
@@ -34,6 +35,29 @@ PIN_FLAGS = ("--xla_gpu_experimental_force_split_k=1",)
 # the cost model picks per shape. Measured on jaxlib 0.12.0.1, compile-only
 # a100, n = 8 and 64 (tests/testdata/kernels/record_pin.py).
 REDUCTION_PIN_FLAGS = ("--xla_disable_hlo_passes=triton-softmax-rewriter",)
+# Dot strength reduction off: at n = 1 it turns a gemm into a
+# multiply+reduce (XLA's column reduction), which the file cannot pin.
+_NO_DSR = "dot-strength-reduction"
+
+
+def pin_flags() -> tuple[str, ...]:
+  """The XLA flags a pin file is made and replayed with: `PIN_FLAGS`
+  (split-K 1), `REDUCTION_PIN_FLAGS` (the Triton softmax rewriter off) and
+  dot strength reduction off, the passes in one
+  `--xla_disable_hlo_passes` (XLA keeps the last of a repeated flag:
+  xla/debug_options_flags.cc parses flags in order, each setting the
+  field; jaxlib 0.10.2 and 0.12.0.1).
+
+  E.g. ("--xla_gpu_experimental_force_split_k=1",
+  "--xla_disable_hlo_passes=triton-softmax-rewriter,dot-strength-reduction").
+  """
+  flags = (*PIN_FLAGS, *REDUCTION_PIN_FLAGS)
+  passes = [f.split("=", 1)[1] for f in flags if "disable_hlo_passes" in f]
+  others = [f for f in flags if "disable_hlo_passes" not in f]
+  passes.append(_NO_DSR)
+  return (*others, f"--xla_disable_hlo_passes={','.join(passes)}")
+
+
 # A nested gemm's K tile, on its dot (`gemm_rules.block_k`).
 _BLOCK_K_RE = re.compile(r'dot\(.*backend_config=\{"sizes":\["(\d+)"\]\}')
 

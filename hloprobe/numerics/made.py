@@ -75,7 +75,6 @@ from hloprobe.numerics import accuracy, executed, math_rules, rows
 from hloprobe.numerics.bands import F32_UNIT, site_band
 from hloprobe.numerics.kept import Kept
 from hloprobe.numerics.verdicts import Verdict, VerdictKind
-from hloprobe.sites import partition_count
 
 __all__ = [
   "CHANGED",
@@ -351,7 +350,7 @@ class MadeChecker:
     try:
       args = self.case.inputs_for(self._full, n)
       digest, module = self._module(optimized_hlo)
-      if partition_count(module) > 1:
+      if module.partition_count > 1:
         # One device's program: every device's shard run, joined.
         plan = self._partitioned(module, args, n)
 

@@ -81,7 +81,7 @@ class FateTransition:
     arithmetic: True when the algorithm changes, False when only the fate
       (kernel, summation order) does.
     tf32_optional: True when a step's TF32 is allowed, not required
-      (`effective.tf32_optional`: a cuBLAS call may keep f32), so the
+      (`SiteFate.tf32_optional`: a cuBLAS call may keep f32), so the
       arithmetic may not change after all.
   """
 

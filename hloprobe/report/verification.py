@@ -149,7 +149,7 @@ def _error_change(e: Evidence) -> str:
 
 def _invariance(e: invariance.Invariance) -> str:
   """A group's batch-invariance answer ("invariant"'s evidence)."""
-  return f"{e.case}: " + "; ".join(invariance.answer_lines([e]))
+  return f"{e.case}: " + "; ".join(invariance.first_lines([e], kernels=False))
 
 
 _WORDS = {

@@ -81,7 +81,6 @@ from hloprobe.sites.carrier_shapes import (
   result_elements,
   result_shape,
 )
-from hloprobe.sites.collectives import partition_count
 from hloprobe.sites.fp8_rewrite import fp8_carrier_ancestry
 from hloprobe.sites.operand_ancestry import (
   Carrier,
@@ -370,7 +369,7 @@ def match_sites(sites: list[StableHloDot], module: HloModule) -> list[Match]:
   """
   carriers = find_carriers(module)
   frames = [module.source_frames(c.instruction) for c in carriers]
-  partitions = partition_count(module)
+  partitions = module.partition_count
   used: set[int] = set()
   out = []
   for site in sites:

@@ -17,7 +17,7 @@ import numpy as np
 from hloprobe.engine import SweepSpec
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.golden import check, take_snapshot
-from hloprobe.invariance import ConfigRows, invariance_of
+from hloprobe.invariance import invariance_of
 from hloprobe.numerics import (
   NOISE_FACTOR,
   ErrorStats,
@@ -26,7 +26,6 @@ from hloprobe.numerics import (
   within_noise,
 )
 from hloprobe.records import ConfigResult
-from hloprobe.sites import tf32_optional
 from hloprobe.verify import evidence as ev
 
 __all__ = [
@@ -71,9 +70,9 @@ def judged(r: ConfigResult) -> tuple[ErrorStats | None, ev.Source]:
 
 def _predicted(r: ConfigResult) -> ev.Source:
   """ "predicted", with the cuBLAS sites predicted at a TF32 they may not
-  use (`effective.tf32_optional`), which make the result ambiguous."""
+  use (`SiteFate.tf32_optional`), which make the result ambiguous."""
   fates = r.compilation.fates if r.compilation is not None else ()
-  sites = [f.site.index for f in fates if tf32_optional(f)]
+  sites = [f.site.index for f in fates if f.tf32_optional]
   return ev.Source("predicted", tuple(sites))
 
 
@@ -184,7 +183,7 @@ def _consistent(fixed: list[ConfigResult]) -> Requirement:
 
 def _invariant(
   fixed: list[ConfigResult],
-  rows: Mapping[tuple, ConfigRows] | None,
+  rows: Mapping[tuple, object] | None,
   kernels: Mapping[tuple, tuple] | None = None,
   sized: Collection[str] = (),
 ) -> Requirement:
@@ -353,7 +352,7 @@ def checks(
   abs_bound: float | None,
   rel_bound: float | None,
   golden_check: Callable[[], Requirement] | None = None,
-  invariant_rows: Mapping[tuple, ConfigRows] | None = None,
+  invariant_rows: Mapping[tuple, object] | None = None,
   invariant_kernels: Mapping[tuple, tuple] | None = None,
   invariant_sized: Collection[str] = (),
 ) -> dict[str, Callable[[], Requirement]]:
@@ -362,7 +361,7 @@ def checks(
   "golden" is in the table only when given (it needs the sweep's spec and
   the golden folder, which `judge` has not). "invariant" judges row 0 as
   the records keep it, and the anchor rows where `invariant_rows` (the
-  fix's configs' `invariance.sweep_rows`) has them; `invariant_sized`
+  fix's configs' rows from `invariance.rows_and_kernels`) has them; `invariant_sized`
   names the cases swept over another size than the batch
   (`invariance.invariance_of`'s `sized`).
   """

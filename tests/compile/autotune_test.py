@@ -225,6 +225,9 @@ def _scan(name: str) -> str:
     return f.read()
 
 
+_AT_256 = "scan_a100_bfloat16_n256.config_assigner_input.hlo.txt"
+
+
 class WhileBodyFusionTest(absltest.TestCase):
   def test_a_site_in_a_while_body_names_its_gemm_fusion(self):
     # The HLO, read by hand: the scan's dot is %gemm_fusion_dot inside the
@@ -248,14 +251,23 @@ class WhileBodyFusionTest(absltest.TestCase):
     )
     self.assertEqual(
       _autotuned_sites(dumps, sites, loaded),
-      {0: f"{MISSING_ENTRY} (a100.textproto: XLA heuristic)"},
+      ({0: f"{MISSING_ENTRY} (a100.textproto: XLA heuristic)"}, None),
     )
+    # At n = 256 the keys cannot be read (below): the why comes back for
+    # the compile's notes, not a bare None (review finding 17).
+    at_256 = [
+      ("m.before.txt", _scan(_AT_256)),
+      ("m.after_config-assigner.txt", ""),
+    ]
+    per_site, why = _autotuned_sites(at_256, sites, loaded)
+    self.assertIsNone(per_site)
+    self.assertRegex(why, r"operand %arg_tuple\.1#1 ")
 
   def test_a_tuple_elements_operand_is_refused_not_guessed(self):
     # At n = 256 the while body's gemm fusion reads %arg_tuple.1#1, an
     # element of the body's tuple parameter: its key is not computed (a
     # KeyError failed the config before).
-    before = _scan("scan_a100_bfloat16_n256.config_assigner_input.hlo.txt")
+    before = _scan(_AT_256)
     with self.assertRaisesRegex(ValueError, r"operand %arg_tuple\.1#1 "):
       gemm_fusion_keys(before)
 
