@@ -64,9 +64,6 @@ from hloprobe.numerics.predict import Prediction as Prediction
 from hloprobe.numerics.predict import Predictor as Predictor
 from hloprobe.numerics.reference import References as References
 from hloprobe.numerics.rows import WorstRow as WorstRow
-from hloprobe.numerics.rows import far_rows_words as far_rows_words
-from hloprobe.numerics.rows import row_words as row_words
-from hloprobe.numerics.rows import stands_out as stands_out
 from hloprobe.numerics.verdicts import Verdict as Verdict
 from hloprobe.numerics.verdicts import VerdictKind as VerdictKind
 
@@ -87,13 +84,10 @@ __all__ = [
   "config_judgement",
   "config_verdict",
   "error_stats",
-  "far_rows_words",
   "headline_leaf",
   "kernel_model_run",
   "module_made_notes",
-  "row_words",
   "site_model",
-  "stands_out",
   "ulp_distance",
   "within_noise",
 ]
