@@ -32,7 +32,6 @@ from hloprobe.ir.precisions import ALGORITHMS as ALGORITHMS
 from hloprobe.ir.precisions import DEFAULT_PRECISIONS as DEFAULT_PRECISIONS
 from hloprobe.ir.precisions import PRECISION_ALIASES as PRECISION_ALIASES
 from hloprobe.ir.precisions import Precision as Precision
-from hloprobe.ir.precisions import algorithm_from_hlo as algorithm_from_hlo
 from hloprobe.ir.precisions import as_precision as as_precision
 from hloprobe.ir.ptx import PtxKernel as PtxKernel
 from hloprobe.ir.ptx import kernel_name as kernel_name
@@ -53,7 +52,6 @@ __all__ = [
   "Precision",
   "PtxKernel",
   "StableHloDot",
-  "algorithm_from_hlo",
   "as_precision",
   "canonical_hlo",
   "canonical_stablehlo",
