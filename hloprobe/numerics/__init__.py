@@ -55,8 +55,6 @@ from hloprobe.numerics.kernel_sites import site_model as site_model
 from hloprobe.numerics.made import CHANGED as CHANGED
 from hloprobe.numerics.made import Made as Made
 from hloprobe.numerics.made import MadeChecker as MadeChecker
-from hloprobe.numerics.made import config_judgement as config_judgement
-from hloprobe.numerics.made import config_verdict as config_verdict
 from hloprobe.numerics.module_made import (
   module_made_notes as module_made_notes,
 )
@@ -81,8 +79,6 @@ __all__ = [
   "Verdict",
   "VerdictKind",
   "WorstRow",
-  "config_judgement",
-  "config_verdict",
   "error_stats",
   "headline_leaf",
   "kernel_model_run",
