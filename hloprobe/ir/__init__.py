@@ -34,7 +34,6 @@ from hloprobe.ir.precisions import PRECISION_ALIASES as PRECISION_ALIASES
 from hloprobe.ir.precisions import Precision as Precision
 from hloprobe.ir.precisions import as_precision as as_precision
 from hloprobe.ir.ptx import PtxKernel as PtxKernel
-from hloprobe.ir.ptx import kernel_name as kernel_name
 from hloprobe.ir.ptx import parse_ptx as parse_ptx
 from hloprobe.ir.textfile import path_part as path_part
 from hloprobe.ir.textfile import read_file_bytes as read_file_bytes
@@ -57,7 +56,6 @@ __all__ = [
   "canonical_stablehlo",
   "hlo_dtype_name",
   "is_attention_target",
-  "kernel_name",
   "module_signature",
   "parse_hlo_module",
   "parse_precision_config",

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 
 from hloprobe.errors import HloParseError
 from hloprobe.ir.precisions import algorithm_from_hlo
+from hloprobe.ir.ptx import kernel_name
 
 __all__ = [
   "HLO_DTYPES",
@@ -181,6 +182,18 @@ class HloInstruction:
     except (json.JSONDecodeError, RecursionError, TypeError):
       return {}
     return value if isinstance(value, dict) else {}
+
+  @property
+  def kernel_names(self) -> tuple[str, ...]:
+    """The PTX kernel names XLA may give this instruction's code
+    (`ptx.kernel_name`, XLA's `SanitizeFunctionName`): its own name's,
+    then, where XLA deduplicated the fusion (`metadata.deduplicated_name`),
+    the kernel of the fusion it shares, which is the one that runs."""
+    names = [kernel_name(self.name)]
+    dedup = self.metadata.get("deduplicated_name")
+    if dedup:
+      names.append(kernel_name(str(dedup)))
+    return tuple(names)
 
   @property
   def algorithm_preset(self) -> str | None:

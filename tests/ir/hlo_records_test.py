@@ -98,6 +98,22 @@ class AlgorithmPresetTest(absltest.TestCase):
     )
 
 
+class KernelNamesTest(absltest.TestCase):
+  def test_own_then_deduplicated(self):
+    # XLA's SanitizeFunctionName: "." -> "_" (xla/service/llvm_ir).
+    fusion = _inst("fusion")
+    self.assertEqual(fusion.kernel_names, ("i",))
+    dedup = hlo_records.HloInstruction(
+      "loop_fusion.3",
+      "fusion",
+      hlo_records.Shape("f32", (2,)),
+      (),
+      None,
+      {"metadata": '{deduplicated_name="loop_fusion.1"}'},
+    )
+    self.assertEqual(dedup.kernel_names, ("loop_fusion_3", "loop_fusion_1"))
+
+
 class ScalarsTest(absltest.TestCase):
   def test_braced_fields_and_numbers(self):
     self.assertEqual(
