@@ -108,7 +108,8 @@ class Compilation:
       proto could load the config, e.g. ("GpuDeviceInfoProto.mem_clock_ghz",).
     compile_notes: what hloprobe changed to get a compile-only target's
       compile through (e.g. "compiled again with
-      xla_gpu_enable_triton_gemm=false: ..."), one sentence each.
+      xla_gpu_enable_triton_gemm=false: ..."), or what of it could not be
+      read ("autotune keys not read, ..."), one sentence each.
     lower_s, compile_s: wall seconds of lowering and of XLA's compile.
     ptx: kernel name -> the PTX file's text, for every kernel a site's
       effective algorithm was read from (the evidence of each "ptx"

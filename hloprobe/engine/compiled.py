@@ -25,11 +25,7 @@ from hloprobe.compile import (
   Case,
   LoadedResults,
   Target,
-  autotune_selection,
   compile_case,
-  config_assigner_input,
-  fusion_selections,
-  gemm_fusion_keys,
   get_case,
   load_topology,
   loaded_results,
@@ -251,9 +247,11 @@ def _analysed(
     ptx_kernels = [k for _, kernels in files for k in kernels]
   with watch.stage("sites"):
     fates = map_dot_sites(sites, module)
-    chosen, per_site = None, _autotuned_sites(cc.pass_dumps, sites, loaded)
+    chosen, notes = None, tuple(cc.compile_notes)
+    per_site, unread = _autotuned_sites(cc.pass_dumps, sites, loaded)
     if per_site is None:  # the fusions' keys could not be read
-      chosen = autotune_selection(os.environ.get("XLA_FLAGS", ""), target)
+      chosen = loaded.selection
+      notes += (f"autotune keys not read, sites not matched: {unread}",)
     fates = resolve(
       fates,
       module,
@@ -270,7 +268,7 @@ def _analysed(
     ptx=evidence_ptx(fates, files),
     ptxas=str(cc.ptxas) if cc.ptxas else None,
     dropped_config_fields=cc.dropped_config_fields,
-    compile_notes=cc.compile_notes,
+    compile_notes=notes,
     lower_s=cc.lower_s,
     compile_s=cc.compile_s,
   )
@@ -278,11 +276,13 @@ def _analysed(
 
 def _autotuned_sites(
   pass_dumps, sites, loaded: LoadedResults | None
-) -> dict[int, str] | None:
-  """Site index -> who chose its gemm fusion under loaded autotune results
-  (`compile.fusion_selections`); {} without results, None where the keys
-  cannot be read (no config-assigner dump, a fusion XLA cannot print or
-  whose operand's shape is not read, `gemm_fusion_keys`).
+) -> tuple[dict[int, str] | None, str | None]:
+  """(site index -> who chose its gemm fusion under loaded autotune
+  results (`LoadedResults.fusion_selections`), None); ({}, None) without
+  results; (None, why) where the keys cannot be read (no config-assigner
+  dump, a fusion XLA cannot print or whose operand's shape is not read):
+  the why goes to the compile's notes, so a user replaying a file sees it
+  (review finding 17).
 
   The fusion a site is keyed by is found as the optimized HLO's are
   (`map_dot_sites`), in the module as it enters the config assigner: a
@@ -296,13 +296,12 @@ def _autotuned_sites(
   without results.
   """
   if loaded is None:
-    return {}
+    return {}, None
   try:
-    before = config_assigner_input(pass_dumps)
-    words = fusion_selections(loaded, gemm_fusion_keys(before))
+    before, words = loaded.fusion_selections(pass_dumps)
     mapped = map_dot_sites(sites, parse_hlo_module(before))
-  except (HloprobeError, ValueError):
-    return None
+  except (HloprobeError, ValueError) as e:
+    return None, first_line(e)
   chosen = {}
   for f in mapped:
     # The gemm fusion on the site's carrier path (outermost first): a
@@ -310,7 +309,7 @@ def _autotuned_sites(
     fusion = next((c for c in f.carriers if c in words), None)
     if fusion is not None:
       chosen[f.site.index] = words[fusion]
-  return chosen
+  return chosen, None
 
 
 # How `sites.effective` names the kernel a site's algorithm was read from:

@@ -1,9 +1,9 @@
 """Goldens: snapshots of what the compiler emits, checked and updated.
 
 The stage's interface is the names below (`__all__`): a sweep's
-`Snapshot` (`take_snapshot`), compared with the golden folder (`check`,
-`golden_check`: a `CheckResult`) or written over it (`golden_update`: an
-`UpdateResult`); `hloprobe golden`'s sweep (`planned_sweep`: the
+`Snapshot` (`take_snapshot`), compared with the golden folder (`check`:
+a `CheckResult`; `hloprobe.golden_check` is the Python API's) or written
+over it (`golden_update`: an `UpdateResult`); `hloprobe golden`'s sweep (`planned_sweep`: the
 manifest's, narrowed by the flags) and its check (`check_sweep`); the dot
 summary and its changes in words. Import them from here; the modules
 behind them are private in intent:
@@ -31,7 +31,6 @@ from hloprobe.golden.folder import default_golden_dir as default_golden_dir
 from hloprobe.golden.folder import sweep_record as sweep_record
 from hloprobe.golden.snapshot import check as check
 from hloprobe.golden.snapshot import check_sweep as check_sweep
-from hloprobe.golden.snapshot import golden_check as golden_check
 from hloprobe.golden.snapshot import planned_sweep as planned_sweep
 from hloprobe.golden.snapshot import take_snapshot as take_snapshot
 from hloprobe.golden.update import golden_update as golden_update
@@ -46,7 +45,6 @@ __all__ = [
   "default_golden_dir",
   "describe_site_changes",
   "dot_summary",
-  "golden_check",
   "golden_update",
   "planned_sweep",
   "sweep_record",

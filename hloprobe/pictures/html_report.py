@@ -37,9 +37,10 @@ from collections.abc import Sequence
 
 from hloprobe.numerics import NOISE_FACTOR
 from hloprobe.pictures import severity
-from hloprobe.pictures.html_answer import answer_view, cause_of
 from hloprobe.report import (
   OUTPUT_FORMS,
+  answer_view,
+  cause_of,
   render_explanation,
 )
 from hloprobe.report import (
@@ -169,7 +170,7 @@ def _config_rows(
 ) -> tuple[list[Header], list[Row]]:
   """The sweep table: story columns first, then "beyond band" and "worst
   row" after the verdict; each row coloured by `severity.shade`. With
-  `causes` (each result's finding number, `html_answer.cause_of`), a
+  `causes` (each result's finding number, `report.cause_of`), a
   "finding" column first and the rows grouped by finding (the findings in
   their order, then the configs with none; sweep order within each)."""
   headers, rows = _story_first(*tables_cells(list(results)))
@@ -275,7 +276,7 @@ def render_html(
     why_no_png: shown instead of the plot when `png` is None (e.g.
       "matplotlib is not installed").
     answer: `explain`'s answer (`report.Answer`), which opens the page as
-      the finding table and what to do (`html_answer.answer_view`), the
+      the finding table and what to do (`report.answer_view`), the
       configs table grouped by its findings; or None where none was
       computed (the page says `hloprobe explain` computes them).
 

@@ -248,7 +248,7 @@ class TargetExplanation:
     site_selections: under loaded autotune results, who chose each gemm
       fusion site, e.g. "site 1 (bfloat16; n = 4096): no autotune entry
       for this fusion; default config used (a100.textproto: XLA
-      heuristic)" (`compile.fusion_selections`); () otherwise. Added to
+      heuristic)" (`LoadedResults.fusion_selections`); () otherwise. Added to
       `explain --format=json` in schema version 1 without a bump.
     kernel_rows: (precision, n, row 0, |row 0 - f64|) by the kernel model
       where a config has bit-exact sites (`explain_kernel.kernel_rows`);

@@ -39,7 +39,7 @@ from hloprobe.ir import (
   PtxKernel,
 )
 from hloprobe.sites.attention_rules import cudnn_attention_algorithm
-from hloprobe.sites.conv_rules import conv_algorithm
+from hloprobe.sites.conv_rules import conv_algorithm, precision_rank
 from hloprobe.sites.dot_sites import is_triton_gemm
 from hloprobe.sites.fp8_rewrite import fp8_algorithm, rewrite_note
 from hloprobe.sites.integer_rules import (
@@ -62,7 +62,6 @@ _Resolved = tuple[str | None, str | None, str]
 
 HEURISTIC = "XLA heuristic (compile-only: no autotuning)"
 AUTOTUNED = "XLA autotuned on the attached device"
-_PRECISION_RANK = {"default": 0, "high": 1, "highest": 2}
 TF32 = "TF32_TF32_F32"
 _BLAS_FATES = (Fate.CUBLAS, Fate.CUBLASLT)
 
@@ -192,8 +191,10 @@ def blas_algorithm(
     ], f"{where}: {operand_dtype} operands, f32 accumulation"
   if operand_dtype != "f32":
     return None, f"{where}: no rule for {operand_dtype} operands"
-  ranks = [_PRECISION_RANK.get(p, 0) for p in precision_config.split(",")]
-  if max(ranks, default=0) > 1:
+  rank = precision_rank(precision_config)
+  if isinstance(rank, str):
+    return None, f"{where}: unknown operand precision {rank!r}"
+  if rank > 1:
     return "F32_F32_F32", f"{where}: HIGHEST forbids TF32 (IsTf32Allowed)"
   if tf32_hw is None:
     return None, f"{where}: TF32 allowed; compute capability unknown"
@@ -219,6 +220,72 @@ def _kernel_owner(
     if inst is not None and inst.opcode == "fusion":
       return inst
   return None
+
+
+# Ops that move or relabel an operand's values without changing them.
+_VALUE_KEEPING = frozenset(
+  ("broadcast", "bitcast", "reshape", "transpose", "copy", "slice")
+)
+# Narrow float types whose f32 -> T -> f32 round trip is an operand
+# rounding, with the preset whose operands are rounded so.
+_ROUNDED_PRESETS = {"bf16": "BF16_BF16_F32", "f16": "F16_F16_F32"}
+
+
+def _rounded_to(name: str, instructions) -> str | None:
+  """The narrow float type an f32 operand was rounded through (an
+  f32 -> T -> f32 convert pair, moved by `_VALUE_KEEPING` ops between),
+  or None."""
+  seen = 0
+  inst = instructions.get(name)
+  while inst is not None and inst.opcode in _VALUE_KEEPING and seen < 16:
+    inst, seen = instructions.get(inst.operands[0]), seen + 1
+  if inst is None or inst.opcode != "convert" or inst.shape.dtype != "f32":
+    return None
+  inner = instructions.get(inst.operands[0])
+  while inner is not None and inner.opcode in _VALUE_KEEPING and seen < 32:
+    inner, seen = instructions.get(inner.operands[0]), seen + 1
+  if (
+    inner is None
+    or inner.opcode != "convert"
+    or inner.shape.dtype not in _ROUNDED_PRESETS
+  ):
+    return None
+  source = instructions.get(inner.operands[0])
+  return inner.shape.dtype if source and source.shape.dtype == "f32" else None
+
+
+def _operand_rounding(fate: MappedSite, instructions) -> _Resolved | None:
+  """A strength-reduced f32 site whose multiply reads operands rounded to a
+  narrower float first (review finding 11's fixture, found there): XLA
+  keeps a declared BF16_BF16_F32 at n = 2 on the a100 as `convert(f32 ->
+  bf16)` then `convert(bf16 -> f32)` of the weight in the multiply+reduce
+  fusion, the other operand left f32 (jaxlib 0.10.2 and 0.12.0.1,
+  tests/testdata/compiles/seed_a100_n2_BF16_BF16_F32; the kernel's PTX
+  has the matching cvt.rn.bf16.f32 / cvt.f32.bf16). Both operands rounded
+  to T: T_T_F32 (the products of two T values are exact in f32). One
+  only: no preset computes that (None, said); neither: None here, the
+  other rules apply.
+  """
+  if fate.fate not in (Fate.MULTIPLY, Fate.MULTIPLY_REDUCE):
+    return None
+  multiply = instructions.get(fate.carriers[-1]) if fate.carriers else None
+  if multiply is None or multiply.opcode != "multiply":
+    return None
+  rounded = [_rounded_to(o, instructions) for o in multiply.operands]
+  if not any(rounded):
+    return None
+  words = ", ".join(f"operand {i} {t or 'f32'}" for i, t in enumerate(rounded))
+  where = f"{multiply.name}: f32 products of {words} (convert f32 -> T -> f32)"
+  if len(set(rounded)) == 1:
+    return _ROUNDED_PRESETS[rounded[0]], "rule", f"{where}, f32 sums"
+  return (
+    None,
+    None,
+    (
+      f"{where}: one operand rounded, the other not: no DotAlgorithmPreset "
+      "computes that; not modelled"
+    ),
+  )
 
 
 def _in_gemm_kernel(fate: MappedSite, instructions) -> tuple[str, str] | None:
@@ -296,6 +363,8 @@ def _effective(
     return algorithm, "rule", evidence
   if fp8 := fp8_algorithm(fate):
     return fp8[0], "rule", fp8[1]
+  if (rounded := _operand_rounding(fate, instructions)) is not None:
+    return rounded
   if fate.fate in (Fate.CUDNN_CONV, Fate.CONV):
     algorithm, evidence = conv_algorithm(fate, target, compute_capability)
   elif target.platform == "cpu":
@@ -345,10 +414,10 @@ def resolve(
     compute_capability: e.g. "8.0"; defaults to the target's.
     selection: who chose the fates, where not the target's default
       (`HEURISTIC`, `AUTOTUNED`): a compile-only compile that loaded
-      autotune results (`compile.autotune_selection`).
+      autotune results (`compile.LoadedResults.selection`).
     per_site: site index -> who chose that site's fate, over `selection`:
       under loaded autotune results, each gemm fusion's entry or its
-      absence (`compile.fusion_selections`).
+      absence (`compile.LoadedResults.fusion_selections`).
 
   Returns:
     One `SiteFate` per site, in order: its `MappedSite` fields with
