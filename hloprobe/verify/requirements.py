@@ -22,7 +22,6 @@ from hloprobe.numerics import (
   NOISE_FACTOR,
   ErrorStats,
   NoiseFloor,
-  row_words,
   within_noise,
 )
 from hloprobe.records import ConfigResult
@@ -223,7 +222,7 @@ def _other_leaves(
       for leaf, words, v in verdicts
       if leaf != headline and not v.accurate
     ) + tuple(
-      ev.LeafVerdict(w.leaf, row_words(w, leaf=False))
+      ev.LeafVerdict(w.leaf, w.words(leaf=False))
       for w in rows
       if w is not None and w.leaf != headline and not w.within
     )
