@@ -122,10 +122,12 @@ class BadInputTest(parameterized.TestCase):
 @pytest.mark.compiles
 class SweepCommandTest(absltest.TestCase):
   def test_json_and_output_files(self):
-    # End to end, in a process of its own; the other tests run the command
-    # line in this process.
+    # In this process, as the other tests here: `python -m hloprobe sweep`
+    # runs whole, --output_dir written, in a process of its own in
+    # tests/pictures/outputs_test.py, tests/report/files_test.py and
+    # tests/runtime/cache_sweep_test.py.
     out = self.create_tempdir().full_path
-    proc = hloprobe(
+    proc = _here(
       "sweep",
       "--batch_sizes=1,2",
       "--precisions=bfloat16",
@@ -201,8 +203,10 @@ class SweepCommandTest(absltest.TestCase):
     )
 
   def test_failed_config_gives_exit_1_and_a_row(self):
+    # n = 1 float32: test_explain_passes_and_sites's --sites config, a
+    # record-cache hit after it.
     proc = _here(
-      "sweep", "--batch_sizes=2", "--precisions=TF32_TF32_F32,float32"
+      "sweep", "--batch_sizes=1", "--precisions=TF32_TF32_F32,float32"
     )
     self.assertEqual(proc.returncode, 1, proc.stderr)
     rows = [l for l in proc.stdout.splitlines() if l.startswith("seed_mlp")]
