@@ -280,11 +280,13 @@ class CliTest(absltest.TestCase):
     )
 
   def test_misspelled_flag_fails_alone_and_is_named(self):
+    # The baseline: A100Test.test_float32_passes_both's cpu configs,
+    # record-cache hits; only the fix's worker starts (and fails).
     proc = run_hloprobe_here(
       "verify",
       "--targets=cpu",
-      "--batch_sizes=1",
-      "--precisions=float32",
+      "--batch_sizes=1-3",
+      "--precisions=bfloat16",
       "--fix=typo:--xla_cpu_enable_fast_mathh=false",
       "--require=accurate",
       timeout_s=600,
