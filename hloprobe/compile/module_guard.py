@@ -72,6 +72,7 @@ __all__ = [
   "cpu_budget_s",
   "guarded_text",
   "nesting_problem",
+  "strings_problem",
 ]
 
 # The deepest bracket nesting a module text may have. XLA's HLO parser
@@ -151,6 +152,44 @@ def nesting_problem(data: bytes, mlir: bool) -> str | None:
     f"it nests {depth} brackets deep (at most {MAX_NESTING}); XLA's and "
     "MLIR's parsers would overflow their stack on it"
   )
+
+
+# An MLIR string literal, and the escapes MLIR's printer writes in one
+# (mlir/lib/IR/AsmPrinter.cpp, `printEscapedString`: a byte that is not
+# printable ASCII, `"` or `\\` as `\\XX`, two hex digits).
+_MLIR_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+_MLIR_ESCAPE = re.compile(r"\\([0-9A-Fa-f]{2}|.)")
+
+
+def strings_problem(text: str) -> str | None:
+  """Why MLIR text `text` is refused for its strings, or None: a string
+  literal whose bytes, its escapes undone, are not UTF-8. jaxlib's MLIR
+  bindings turn a string attribute into a Python str with nanobind, which
+  raises (or, in some bindings, aborts: SIGABRT) on such bytes (`make
+  fuzz` seed 0 mutations 3024 and 3951: jax.export artifacts whose module
+  name became `"jit_\\E6"` and `"\\EFit_f"`). Linear in the text.
+  """
+  for m in _MLIR_STRING.finditer(text):
+    body = m[1]
+    if "\\" not in body:
+      continue  # printable ASCII only
+    raw = bytearray()
+    pos = 0
+    for e in _MLIR_ESCAPE.finditer(body):
+      raw += body[pos : e.start()].encode("utf-8", "surrogatepass")
+      code = e[1]
+      raw += bytes([int(code, 16)]) if len(code) == 2 else code.encode()
+      pos = e.end()
+    raw += body[pos:].encode("utf-8", "surrogatepass")
+    try:
+      raw.decode("utf-8")
+    except UnicodeDecodeError:
+      line = text.count("\n", 0, m.start()) + 1
+      return (
+        f"a string at line {line} is not UTF-8 ({body[:40]!r}); jaxlib's "
+        "MLIR bindings cannot read it"
+      )
+  return None
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int] | None:

@@ -48,6 +48,17 @@ class NestingTest(unittest.TestCase):
 
 
 class BytecodeTest(unittest.TestCase):
+  def test_mlir_strings_that_are_not_utf8(self):
+    # MLIR's printer writes a byte that is not printable ASCII as \XX.
+    self.assertIsNone(module_guard.strings_problem('module @"a\\C3\\A9" {}'))
+    self.assertIsNone(module_guard.strings_problem('"\u00e9" "\\22" "\\\\"'))
+    problem = module_guard.strings_problem('\n\nmodule @"jit_\\E6" {}')
+    self.assertIn("a string at line 3 is not UTF-8", problem)
+    self.assertIn("jit_", problem)
+    # A lone continuation byte, and a cut two-byte sequence.
+    self.assertIsNotNone(module_guard.strings_problem('"\\80"'))
+    self.assertIsNotNone(module_guard.strings_problem('"\\C3x"'))
+
   def test_producer_not_utf8_is_refused(self):
     data = b"ML\xefR" + bytes([(6 << 1) | 1]) + b"Stable\xffHLO\0rest"
     problem = module_guard.bytecode_problem(data)
@@ -146,6 +157,14 @@ class FuzzFindingsTest(unittest.TestCase):
 
   def test_mutation_6255_export_spin_is_one_line(self):
     self._refused("mutation-0-6255.export", "s of CPU time")
+
+  def test_mutation_3024_export_name_not_utf8_is_one_line(self):
+    # A jax.export artifact whose module name became "jit_\E6": its text
+    # parsed here, the name's str() raised a RuntimeError (a traceback).
+    self._refused("mutation-0-3024.export", "is not UTF-8 ('jit_\\\\E6')")
+
+  def test_mutation_3951_export_name_not_utf8_is_one_line(self):
+    self._refused("mutation-0-3951.export", "is not UTF-8")
 
   def test_mutation_13254_huge_instruction_id_is_one_line(self):
     # An HloModuleProto in text format whose constant's id became
