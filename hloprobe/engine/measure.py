@@ -366,6 +366,14 @@ class CaseSetup:
         self._full = (self.case.full_inputs(),)
     return self._full[0]
 
+  def use_inputs(self, full: tuple) -> None:
+    """Takes `full`, the very values of its inputs held elsewhere (mapped
+    from the files they were shared as, `shared`), instead of its own
+    copy; once its references are made (a later sweep of the case) it
+    keeps the inputs they were made from."""
+    if self._made is None:
+      self._full = (full,)
+
   def fingerprint(self, watch) -> str | None:
     """The case's cache fingerprint; None when it cannot be made."""
     if self._print is None:

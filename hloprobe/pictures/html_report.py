@@ -15,7 +15,7 @@ sortable (click a header) and filterable (the box above it: rows holding
 every word typed), whole, in a container that scrolls. Each config's row
 is coloured by how far it strays beyond its band (`severity`: 1x pale to
 1000x and more dark), named in its "beyond band" column, with its worst
-row (`numerics.row_words`) beside the verdict.
+row (`numerics.WorstRow.words`) beside the verdict.
 
 The templates are package data, `hloprobe/pictures/templates/`:
 report.html.j2 (the page), table.html.j2 (one table: the macro),
@@ -36,7 +36,7 @@ import hashlib
 import math
 from collections.abc import Sequence
 
-from hloprobe.numerics import NOISE_FACTOR, row_words
+from hloprobe.numerics import NOISE_FACTOR
 from hloprobe.pictures import severity
 from hloprobe.report import OUTPUT_FORMS, page_words
 
@@ -148,7 +148,7 @@ def _worst_rows(r) -> str:
   p = r.prediction
   if p is None:
     return "n/a"
-  words = [row_words(w) for w in p.rows if w is not None]
+  words = [w.words() for w in p.rows if w is not None]
   return "; ".join(words) or "not judged (no batch axis, or integer)"
 
 

@@ -68,7 +68,8 @@ def start_stream(output_dir: str | None, overwrite: bool = False) -> str | None:
   Raises:
     InvalidArgumentError: `output_dir` holds earlier results and not
       `overwrite`, or is something other than a folder (a file,
-      /dev/null); one line, before anything runs.
+      /dev/null), or with `overwrite` its results.json cannot be read;
+      one line, before anything runs.
   """
   if not output_dir:
     return None
@@ -97,13 +98,19 @@ def start_stream(output_dir: str | None, overwrite: bool = False) -> str | None:
 
 def _old_config_dirs(output_dir: str) -> list[str]:
   """The config folders the earlier results.json names (`config_dir`'s
-  layout), relative to `output_dir`; [] when it cannot be read."""
+  layout), relative to `output_dir`; [] when there is no results.json.
+
+  Raises:
+    InvalidArgumentError: results.json is there but cannot be read or is
+      not a sweep's: its config folders cannot be told from the user's
+      other files, so `--overwrite` would leave them beside the new ones
+      (review finding 19).
+  """
+  path = os.path.join(output_dir, "results.json")
+  if not os.path.lexists(path):
+    return []
   try:
-    text = read_text_file(
-      os.path.join(output_dir, "results.json"),
-      "results.json",
-      InvalidArgumentError,
-    )
+    text = read_text_file(path, "results.json", InvalidArgumentError)
     configs = json.loads(text)["configs"]
     dirs = []
     for c in configs:
@@ -117,8 +124,12 @@ def _old_config_dirs(output_dir: str) -> list[str]:
         )
       )
     return dirs
-  except (InvalidArgumentError, ValueError, KeyError, TypeError):
-    return []
+  except (InvalidArgumentError, ValueError, KeyError, TypeError) as e:
+    raise InvalidArgumentError(
+      f"--overwrite: the earlier {path} cannot be read ({e}), so the config "
+      "folders it named cannot be found and removed; remove the folder's "
+      "old results yourself, or choose another --output_dir"
+    ) from None
 
 
 def _clear_results(output_dir: str) -> None:
