@@ -164,47 +164,32 @@ def show(results: Sequence, spec, out, cpu=None) -> None:
   pictures' files. `cpu`: the `runtime.HostCpu` the numbers were
   computed on (a merge's: its shards'); None: this one."""
   from hloprobe.compile import jax_versions
-  from hloprobe.pictures import (
-    html_page,
-  )
-  from hloprobe.report import (
-    explain_results,
-    render,
-    render_sites,
-    render_timings,
-  )
+  from hloprobe.pictures import html_page
+  from hloprobe.report import explain_results, sweep_text
 
   if out.shard is None and out.plan is None:  # for `explain --results`
     out = dataclasses.replace(out, plan=spec.words())
   fmt, versions, cpu = out.fmt, jax_versions(), cpu or common.host()
   cases = common.reported_cases(spec)
   why = explain_results(results, cases) if out.needs_explanations else []
+  page = None
   if fmt == "html":
-    print(html_page(results, why, versions, out.plot_shared_y))
-  else:
-    print(
-      render(
-        results, fmt, versions, columns=out.columns, wide=out.wide, host=cpu
-      )
-    )
-  if fmt == "table":  # the findings as explain groups them, one per cause
-    from hloprobe.report import cause_lines
-    from hloprobe.verify import find_findings
-
-    title = "Findings by cause, worst first (`hloprobe explain` for the fix):"
-    found = cause_lines(find_findings(results), title)
-    if found:
-      print("\n" + "\n".join(found))
-  if out.sites and fmt not in ("json", "html"):
-    print()
-    print(render_sites(results, fmt))
-  notes = [f"{c.name}: {note}" for c in cases for note in c.notes]
-  if notes and fmt != "html":  # a module file's case: inputs, precision
-    stream = sys.stderr if fmt == "json" else sys.stdout
-    print("\n" + "\n".join(notes), file=stream)
-  if out.timings:
-    stream = sys.stderr if fmt == "json" else sys.stdout
-    print("\n" + render_timings(results, fmt), file=stream)
+    page = html_page(results, why, versions, out.plot_shared_y)
+  text = sweep_text(
+    results,
+    fmt,
+    versions,
+    columns=out.columns,
+    wide=out.wide,
+    host=cpu,
+    sites=out.sites,
+    timings=out.timings,
+    notes=[f"{c.name}: {note}" for c in cases for note in c.notes],
+    page=page,
+  )
+  print(text.out)
+  if text.err is not None:
+    print(text.err, file=sys.stderr)
   write_files(results, why, versions, cpu, out)
 
 

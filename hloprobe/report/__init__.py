@@ -11,7 +11,8 @@ explain_answer (the answer first: the worst cause and what to do;
 findings: the findings grouped by cause, each fix as a code change;
 answer_page: the answer as the HTML page draws it, in words),
 shards (a `--shard` run's files read back and joined for `merge`),
-timings (--timings). Nothing here prints: the command layer does.
+timings (--timings), sweep_shown (what `sweep` prints once done, by
+stream). Nothing here prints: the command layer does.
 """
 
 from __future__ import annotations
@@ -36,12 +37,11 @@ from hloprobe.report.shards import read_shard as read_shard
 from hloprobe.report.shards import shard_json as shard_json
 from hloprobe.report.shards import write_records as write_records
 from hloprobe.report.stream import stream_results as stream_results
+from hloprobe.report.sweep_shown import sweep_text as sweep_text
 from hloprobe.report.tables import OUTPUT_FORMS as OUTPUT_FORMS
 from hloprobe.report.tables import check_columns as check_columns
 from hloprobe.report.tables import render as render
-from hloprobe.report.tables import render_sites as render_sites
 from hloprobe.report.tables import table as table
-from hloprobe.report.timings import render_timings as render_timings
 from hloprobe.report.verification import (
   render_verification as render_verification,
 )
@@ -62,14 +62,13 @@ __all__ = [
   "read_shard",
   "render",
   "render_answered",
-  "render_sites",
-  "render_timings",
   "render_verification",
   "requirement_lines",
   "results_json",
   "schema_document",
   "shard_json",
   "stream_results",
+  "sweep_text",
   "table",
   "table_values",
   "write_outputs",
