@@ -197,7 +197,7 @@ def _read(path: str, kind: module_sniff.Sniffed, data: bytes) -> ModuleFile:
       raise ValueError("an HLO proto in text format, but with no module in it")
     return _from_proto(path, kind.kind, found)
   if kind.kind == "jax_export":
-    source: str | bytes = kind.export_text
+    source: str | bytes = _checked_text(kind.export_text, mlir=True)
   elif kind.kind == "stablehlo_text":
     source = data.decode("utf-8")
   else:  # bytecode: only its guarded child reads it (module_guard)
@@ -230,8 +230,11 @@ def _from_proto(path: str, kind: str, found) -> ModuleFile:
 
 
 def _checked_text(text: str, mlir: bool) -> str:
-  """A guarded child's text, its nesting checked before a parser here."""
+  """A guarded child's text, its nesting (and, for MLIR, its strings:
+  UTF-8) checked before a parser here."""
   problem = module_guard.nesting_problem(text.encode(), mlir=mlir)
+  if problem is None and mlir:
+    problem = module_guard.strings_problem(text)
   if problem is not None:
     raise ValueError(problem)
   return text

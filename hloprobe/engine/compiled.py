@@ -29,6 +29,7 @@ from hloprobe.compile import (
   missing_lowering,
   rejected_compile,
 )
+from hloprobe.engine.shared import resolved
 from hloprobe.errors import HloprobeError, first_line
 from hloprobe.ir import parse_hlo_module, parse_ptx, parse_stablehlo_dots
 from hloprobe.records import Compilation, Config, ConfigResult, Failure
@@ -85,7 +86,8 @@ class CompileRequest(Request):
       them (None for a sized case), so the worker compiles and runs on the
       very inputs the float64 reference is computed from (a case whose
       `make_inputs` is not deterministic would otherwise be compared with
-      other inputs' reference).
+      other inputs' reference); large ones as files of the pool's shared
+      folder (`shared.SharedInputs`), mapped here, not copied.
     explain_passes: also attribute each site to the pass that rewrote it.
     inputs: --inputs, a module file case's arguments (a module whose
       parameters are all scalars makes its inputs in each process).
@@ -105,7 +107,7 @@ class CompileRequest(Request):
       memo[key] = get_case(self.case_source, self.inputs, self.batch_arg)
     return compile_and_run_case(
       memo[key],
-      self.full_inputs,
+      resolved(self.full_inputs),
       self.config,
       self.explain_passes,
       memo.setdefault(KEPT, {}),

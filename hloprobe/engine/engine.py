@@ -42,6 +42,7 @@ from hloprobe.engine.plan import (
   check_case_sizes,
   plan_sweep,
 )
+from hloprobe.engine.shared import any_large, resolved, shapes, share
 from hloprobe.engine.shell import source_folder
 from hloprobe.engine.spec import SweepSpec
 from hloprobe.errors import XlaFlagsError, first_line
@@ -214,9 +215,12 @@ class _Sweep:
     # Where each case's source paths are stored relative to in the cache.
     self.case_dirs = [source_folder(c.case) for c in spec.cases]
     self.watches = [Stopwatch() for _ in self.configs]
-    # Each case's full inputs, made once here (the lanes send them).
-    self.inputs = [self._inputs(i) for i in range(len(spec.cases))]
-    check_case_sizes(spec, self.inputs)
+    # Each case's full inputs, made once (the lanes send them): large ones
+    # as files the processes share (`shared`).
+    self.inputs = [
+      self._shared(self._inputs(i)) for i in range(len(spec.cases))
+    ]
+    check_case_sizes(spec, [shapes(x) for x in self.inputs])
     self.keys = [self._key(c, w) for c, w in zip(self.configs, self.watches)]
     self.hits = [
       self._hit(c, k, w)
@@ -248,6 +252,20 @@ class _Sweep:
     if first is None:
       return None
     return self.setups[case].inputs(self.watches[first])
+
+  def _shared(self, full):
+    """A case's inputs as the lanes send them: large ones written once to
+    a folder the local pool shares (`shared.share`; a user case's worker
+    did so already); as they are for a pool of other machines (Ray)."""
+    folder = getattr(self.pool, "shared_folder", None)
+    if folder is None:
+      return resolved(full)
+    if not any_large(full):
+      return full
+    try:
+      return share(full, folder())
+    except OSError:  # no room: the arrays go as they are
+      return resolved(full)
 
   def _key(self, c: PlannedConfig, watch) -> str | None:
     """The config's cache key (see `cache.config_key`), or None."""

@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from hloprobe.ir import (
   HloInstruction,
   HloModule,
-  kernel_name,
   parse_hlo_module,
   parse_ptx,
 )
@@ -301,11 +300,7 @@ class _Reader:
     return tuple(sorted(ops)), tuple(sorted(source))
 
   def _kernel(self, inst: HloInstruction):
-    names = [kernel_name(inst.name)]
-    dedup = inst.metadata.get("deduplicated_name")
-    if dedup:
-      names.append(kernel_name(str(dedup)))
-    for name in names:
+    for name in inst.kernel_names:
       if name in self.ptx:
         return name, self.ptx[name]
     return None, None

@@ -216,7 +216,7 @@ class MadeMath:
 @dataclasses.dataclass(frozen=True, slots=True)
 class RowBeyond:
   """A config whose worst row is worse than row 0 beyond its band
-  (`numerics.stands_out`), one per output leaf that has one.
+  (`numerics.WorstRow.stands_out`), one per output leaf that has one.
 
   Attributes:
     precision: the swept precision name.

@@ -24,7 +24,6 @@ from __future__ import annotations
 from hloprobe.sites.dot_sites import map_dot_sites as map_dot_sites
 from hloprobe.sites.effective import blas_algorithm as blas_algorithm
 from hloprobe.sites.effective import resolve as resolve
-from hloprobe.sites.fp8_rewrite import FP8_ALGORITHM as FP8_ALGORITHM
 from hloprobe.sites.integer_rules import EXACT_INTEGER as EXACT_INTEGER
 from hloprobe.sites.passes import PassAttribution as PassAttribution
 from hloprobe.sites.passes import attribute_passes as attribute_passes
@@ -42,7 +41,6 @@ __all__ = [
   "CompileFinding",
   "EMITTER_KEYS",
   "EXACT_INTEGER",
-  "FP8_ALGORITHM",
   "Fate",
   "PassAttribution",
   "SiteFate",

@@ -37,7 +37,6 @@ from hloprobe.ir import (
   HloInstruction,
   HloModule,
   PtxKernel,
-  kernel_name,
 )
 from hloprobe.sites.attention_rules import cudnn_attention_algorithm
 from hloprobe.sites.conv_rules import conv_algorithm, precision_rank
@@ -327,7 +326,7 @@ def _from_ptx(
   owner = _kernel_owner(fate, instructions)
   if owner is None:
     return None, None, "no fusion around the site: no kernel to read"
-  name = kernel_name(owner.metadata.get("deduplicated_name") or owner.name)
+  name = owner.kernel_names[-1]  # a deduplicated fusion runs the shared one
   kernel = kernels.get(name)
   if kernel is None:
     why = f"no PTX kernel named {name!r} for fusion {owner.name!r}"

@@ -71,7 +71,6 @@ from hloprobe.ir import (
   HloInstruction,
   HloModule,
   StableHloDot,
-  algorithm_from_hlo,
   is_attention_target,
 )
 from hloprobe.sites.carrier_shapes import (
@@ -156,14 +155,11 @@ def hlo_precision(inst: HloInstruction) -> tuple[str | None, str | None]:
     pc = (config.get("gemm_backend_config") or config).get(
       "precision_config"
     ) or {}
-    ops, algo = pc.get("operand_precision"), pc.get("algorithm")
+    ops = pc.get("operand_precision")
     precision = ",".join(p.lower() for p in ops) if ops else None
-    if algo in (None, "ALG_UNSET"):
-      return precision, None
-    return precision, algorithm_from_hlo(algo.removeprefix("ALG_").lower())
+    return precision, inst.algorithm_preset
   precision = inst.attrs.get("operand_precision", "{default,default}")
-  algo = inst.attrs.get("algorithm")
-  return precision.strip("{}"), algorithm_from_hlo(algo) if algo else None
+  return precision.strip("{}"), inst.algorithm_preset
 
 
 def _matches(site: StableHloDot, carrier: Carrier) -> bool:

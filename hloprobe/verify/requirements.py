@@ -16,13 +16,12 @@ import numpy as np
 
 from hloprobe.engine import SweepSpec
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.golden import check, take_snapshot
+from hloprobe.golden import against_goldens
 from hloprobe.invariance import invariance_of
 from hloprobe.numerics import (
   NOISE_FACTOR,
   ErrorStats,
   NoiseFloor,
-  row_words,
   within_noise,
 )
 from hloprobe.records import ConfigResult
@@ -223,7 +222,7 @@ def _other_leaves(
       for leaf, words, v in verdicts
       if leaf != headline and not v.accurate
     ) + tuple(
-      ev.LeafVerdict(w.leaf, row_words(w, leaf=False))
+      ev.LeafVerdict(w.leaf, w.words(leaf=False))
       for w in rows
       if w is not None and w.leaf != headline and not w.within
     )
@@ -312,8 +311,7 @@ def golden(
   Raises:
     GoldenError: the golden folder is missing or corrupt.
   """
-  snap = take_snapshot(fixed, versions)
-  result = check(golden_dir, snap, spec)
+  result = against_goldens(golden_dir, fixed, versions, spec)
   notes = [ev.GoldenNote("site", s) for s in result.sites]
   notes += [ev.GoldenNote("missing", m) for m in result.missing]
   if not result.sites:

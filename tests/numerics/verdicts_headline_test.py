@@ -31,9 +31,9 @@ from hloprobe.compile import (
   int32_dots_case,
 )
 from hloprobe.engine import SweepSpec, plan_sweep, run_sweep
-from hloprobe.numerics import accuracy, far_rows_words, floor_check
+from hloprobe.numerics import accuracy, floor_check
 from hloprobe.numerics import predict as predict_module
-from hloprobe.numerics.rows import worst_row
+from hloprobe.numerics.rows import far_rows_words, worst_row
 from hloprobe.numerics.verdicts import Verdict, VerdictKind, verdict_words
 from hloprobe.report import Answer
 from hloprobe.report.explain_answer import answer_lines
