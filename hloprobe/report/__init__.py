@@ -57,7 +57,6 @@ __all__ = [
   "answer_view",
   "atomic_write",
   "cause_lines",
-  "cause_of",
   "cells",
   "check_columns",
   "dumps_json",
