@@ -34,7 +34,7 @@ _WHERE = {
   "Verification": "hloprobe.verify.outcome",
   "verify_fix": "hloprobe.verify",
   "golden_check": "hloprobe.golden.snapshot",
-  "golden_update": "hloprobe.golden",
+  "golden_update": "hloprobe.golden.update",
   "HloprobeError": "hloprobe.errors",
   "InvalidArgumentError": "hloprobe.errors",
 }

@@ -13,8 +13,6 @@ are `hloprobe.runtime`.
 from __future__ import annotations
 
 from hloprobe.compile.autotune import triton_pin as triton_pin
-from hloprobe.compile.autotune_replay import LoadedResults as LoadedResults
-from hloprobe.compile.autotune_replay import loaded_results as loaded_results
 from hloprobe.compile.autotune_replay import selection_note as selection_note
 from hloprobe.compile.autotune_replay import (
   sweep_experiments as sweep_experiments,
@@ -45,13 +43,11 @@ from hloprobe.compile.int_dots import INT32_DOTS_FIX as INT32_DOTS_FIX
 from hloprobe.compile.int_dots import int32_dots_case as int32_dots_case
 from hloprobe.compile.lowering import compile_case as compile_case
 from hloprobe.compile.lowering import jax_versions as jax_versions
-from hloprobe.compile.lowering import run_compiled as run_compiled
 from hloprobe.compile.lowering import start_backends as start_backends
 from hloprobe.compile.lowering import unoptimized_hlo as unoptimized_hlo
 from hloprobe.compile.module_case import is_module_case as is_module_case
-from hloprobe.compile.module_case import unoptimized_twin as unoptimized_twin
 from hloprobe.compile.module_files import (
-  read_module_file as read_module_file,
+  optimized_module as optimized_module,
 )
 from hloprobe.compile.module_files import (
   unknown_custom_calls as unknown_custom_calls,
@@ -78,7 +74,6 @@ __all__ = [
   "Experiment",
   "INT32_DOTS_FIX",
   "JAXPR_API",
-  "LoadedResults",
   "Rejection",
   "ReportedError",
   "Target",
@@ -95,15 +90,13 @@ __all__ = [
   "jaxlib_release",
   "leaf_names",
   "load_topology",
-  "loaded_results",
   "missing_cudnn_message",
   "missing_lowering",
+  "optimized_module",
   "parse_experiment",
   "ptxas_version",
-  "read_module_file",
   "rejected_compile",
   "resolvable_elsewhere",
-  "run_compiled",
   "scan_counts",
   "selection_note",
   "start_backends",
@@ -111,6 +104,5 @@ __all__ = [
   "target_listing",
   "triton_pin",
   "unoptimized_hlo",
-  "unoptimized_twin",
   "while_has_dce_rule",
 ]

@@ -40,7 +40,6 @@ from hloprobe.pictures import severity
 from hloprobe.report import (
   OUTPUT_FORMS,
   answer_view,
-  cause_of,
   render_explanation,
 )
 from hloprobe.report import (
@@ -170,7 +169,7 @@ def _config_rows(
 ) -> tuple[list[Header], list[Row]]:
   """The sweep table: story columns first, then "beyond band" and "worst
   row" after the verdict; each row coloured by `severity.shade`. With
-  `causes` (each result's finding number, `report.cause_of`), a
+  `causes` (each result's finding number, `report.answer_view`'s `causes`), a
   "finding" column first and the rows grouped by finding (the findings in
   their order, then the configs with none; sweep order within each)."""
   headers, rows = _story_first(*tables_cells(list(results)))
@@ -287,17 +286,17 @@ def render_html(
   """
   cases = dict.fromkeys(r.config.case for r in results)
   template = _environment().get_template("report.html.j2")
+  view = None if answer is None else answer_view(answer, results)
   return template.render(
     title=f"hloprobe: {', '.join(cases)}",
     swept=_swept(results),
-    answer=None if answer is None else answer_view(answer),
+    answer=view,
     versions=", ".join(f"{k} {v}" for k, v in versions.items()),
     png=base64.b64encode(png).decode("ascii") if png is not None else None,
     why_no_png=why_no_png or "not drawn",
     explanation=render_explanation(explanations),
     configs=_configs_table(
-      results,
-      causes=None if answer is None else cause_of(answer, results),
+      results, causes=None if view is None else view.causes
     ),
     sites=_sites_table(results),
   )
@@ -319,8 +318,9 @@ def html_table(results: Sequence, answer=None) -> str:
   labels = "\n".join(r.config.label() for r in results)
   digest = hashlib.sha256(labels.encode()).hexdigest()[:10]
   template = _environment().get_template("fragment.html.j2")
-  causes = None if answer is None else cause_of(answer, results)
+  view = None if answer is None else answer_view(answer, results)
+  causes = None if view is None else view.causes
   return template.render(
     configs=_configs_table(results, f"hloprobe-{digest}", causes),
-    answer=None if answer is None else answer_view(answer),
+    answer=view,
   )

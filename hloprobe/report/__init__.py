@@ -17,7 +17,6 @@ timings (--timings). Nothing here prints: the command layer does.
 from __future__ import annotations
 
 from hloprobe.report.answer_page import answer_view as answer_view
-from hloprobe.report.answer_page import cause_of as cause_of
 from hloprobe.report.explain import explain_results as explain_results
 from hloprobe.report.explain_answer import Answer as Answer
 from hloprobe.report.explain_answer import cause_lines as cause_lines
@@ -39,8 +38,7 @@ from hloprobe.report.shards import read_records as read_records
 from hloprobe.report.shards import read_shard as read_shard
 from hloprobe.report.shards import shard_json as shard_json
 from hloprobe.report.shards import write_records as write_records
-from hloprobe.report.stream import Progress as Progress
-from hloprobe.report.stream import start_stream as start_stream
+from hloprobe.report.stream import stream_results as stream_results
 from hloprobe.report.tables import OUTPUT_FORMS as OUTPUT_FORMS
 from hloprobe.report.tables import cells as cells
 from hloprobe.report.tables import check_columns as check_columns
@@ -56,11 +54,9 @@ from hloprobe.report.verification import requirement_lines as requirement_lines
 __all__ = [
   "Answer",
   "OUTPUT_FORMS",
-  "Progress",
   "answer_view",
   "atomic_write",
   "cause_lines",
-  "cause_of",
   "cells",
   "check_columns",
   "dumps_json",
@@ -79,7 +75,7 @@ __all__ = [
   "results_json",
   "schema_document",
   "shard_json",
-  "start_stream",
+  "stream_results",
   "table",
   "table_values",
   "write_outputs",

@@ -71,6 +71,9 @@ class AnswerView:
     others: the other fixes, one line each (what each left, its command).
     invariance: the batch-invariance answer, one line per cause
       (`invariance.first_lines(..., folded=True)`), () where not asked.
+    causes: each result given to `answer_view`'s cause number ("1", "2",
+      ...; "" for none: `cause_of`), so that the configs table groups its
+      rows by finding; () where none was given.
   """
 
   headline: str
@@ -80,6 +83,7 @@ class AnswerView:
   checked_by: str | None
   others: tuple[str, ...]
   invariance: tuple[str, ...] = ()
+  causes: tuple[str, ...] = ()
 
 
 def _error(c: Cause) -> str:
@@ -126,8 +130,9 @@ def _row(i: int, c: Cause, fix: str) -> FindingRow:
   return FindingRow(str(i), where, cause, sites, lines, sizes, _error(c), fix)
 
 
-def answer_view(answer: Answer) -> AnswerView:
-  """`answer` as the page's answer: the finding table and what to do."""
+def answer_view(answer: Answer, results: Sequence = ()) -> AnswerView:
+  """`answer` as the page's answer: the finding table and what to do, and
+  each of `results`' (`records.ConfigResult`s) cause number (`cause_of`)."""
   causes = group_causes(answer.findings)
   fix = _fix_words(answer)
   rows = tuple(_row(i, c, fix) for i, c in enumerate(causes, 1))
@@ -170,6 +175,7 @@ def answer_view(answer: Answer) -> AnswerView:
         answer.invariance, answer.pins, folded=True
       )[1:]
     ),
+    tuple(cause_of(answer, results)),
   )
 
 

@@ -1,5 +1,7 @@
 """results.jsonl: each config's results.json entry as the config finishes.
 
+`stream_results` starts the stream and returns its `Progress`.
+
 A sweep the user interrupts keeps what finished: `Progress.add` appends one
 JSON line per config to `<output_dir>/results.jsonl` (`files.RESULTS_STREAM`,
 `files.append_result_line`); results.json is written whole at the end.
@@ -19,7 +21,7 @@ from hloprobe.errors import InvalidArgumentError
 from hloprobe.ir import path_part, read_text_file
 from hloprobe.report import files
 
-__all__ = ["Progress", "start_stream"]
+__all__ = ["Progress", "start_stream", "stream_results"]
 
 
 @dataclasses.dataclass
@@ -148,3 +150,17 @@ def _clear_results(output_dir: str) -> None:
   for name in _TOP_FILES:
     with contextlib.suppress(FileNotFoundError):
       os.remove(os.path.join(output_dir, name))
+
+
+def stream_results(
+  output_dir: str | None, total: int, overwrite: bool = False
+) -> Progress:
+  """A sweep of `total` configs' `Progress`, its results.jsonl started in
+  `output_dir` (`start_stream`; no stream where None or it cannot be
+  made): each `Progress.add` appends a finished config's line.
+
+  Raises:
+    InvalidArgumentError: as `start_stream`: `output_dir` holds earlier
+      results and not `overwrite`, or is not a folder; before anything runs.
+  """
+  return Progress(total, start_stream(output_dir, overwrite))

@@ -260,7 +260,7 @@ def _operand_rounding(fate: MappedSite, instructions) -> _Resolved | None:
   keeps a declared BF16_BF16_F32 at n = 2 on the a100 as `convert(f32 ->
   bf16)` then `convert(bf16 -> f32)` of the weight in the multiply+reduce
   fusion, the other operand left f32 (jaxlib 0.10.2 and 0.12.0.1,
-  tests/testdata/compiles/seed_a100_n2_BF16_BF16_F32; the kernel's PTX
+  tests/testdata/compiles/preset_seed_a100_n2_BF16_BF16_F32; the kernel's PTX
   has the matching cvt.rn.bf16.f32 / cvt.f32.bf16). Both operands rounded
   to T: T_T_F32 (the products of two T values are exact in f32). One
   only: no preset computes that (None, said); neither: None here, the
@@ -414,10 +414,10 @@ def resolve(
     compute_capability: e.g. "8.0"; defaults to the target's.
     selection: who chose the fates, where not the target's default
       (`HEURISTIC`, `AUTOTUNED`): a compile-only compile that loaded
-      autotune results (`compile.LoadedResults.selection`).
+      autotune results (`CompiledCase.autotune.selection`).
     per_site: site index -> who chose that site's fate, over `selection`:
       under loaded autotune results, each gemm fusion's entry or its
-      absence (`compile.LoadedResults.fusion_selections`).
+      absence (`CompiledCase.autotune.fusion_selections`).
 
   Returns:
     One `SiteFate` per site, in order: its `MappedSite` fields with

@@ -16,7 +16,7 @@ import numpy as np
 
 from hloprobe.engine import SweepSpec
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.golden import check, take_snapshot
+from hloprobe.golden import against_goldens
 from hloprobe.invariance import invariance_of
 from hloprobe.numerics import (
   NOISE_FACTOR,
@@ -311,8 +311,7 @@ def golden(
   Raises:
     GoldenError: the golden folder is missing or corrupt.
   """
-  snap = take_snapshot(fixed, versions)
-  result = check(golden_dir, snap, spec)
+  result = against_goldens(golden_dir, fixed, versions, spec)
   notes = [ev.GoldenNote("site", s) for s in result.sites]
   notes += [ev.GoldenNote("missing", m) for m in result.missing]
   if not result.sites:

@@ -66,8 +66,9 @@ class SameResultsTest(absltest.TestCase):
       plugin.check(_CASE, **_OPTIONS)
       plan = api.plan_case(_CASE, **_OPTIONS, explain_passes=True)
       folder = os.path.join(tmp, "test_x", _CASE)
-      snap = golden.take_snapshot(py.records, jax_versions())
-      result = golden.check(folder, snap, golden.sweep_record(plan))
+      result = golden.against_goldens(
+        folder, py.records, jax_versions(), golden.sweep_record(plan)
+      )
       self.assertTrue(result.ok, result.render())
 
 

@@ -19,7 +19,7 @@ import recorded
 import testutil
 from absl.testing import absltest
 
-from hloprobe.compile import get_target, loaded_results
+from hloprobe.compile import get_target
 from hloprobe.compile.autotune import (
   CUBLAS_CONFIG,
   AutotuneChoice,
@@ -36,6 +36,7 @@ from hloprobe.compile.autotune_replay import (
   autotune_experiment,
   autotuned_target,
   entry_notes,
+  loaded_results,
 )
 from hloprobe.compile.compat import installed_jaxlib
 from hloprobe.errors import TargetError
@@ -232,7 +233,7 @@ class WhileBodyFusionTest(absltest.TestCase):
     # The HLO, read by hand: the scan's dot is %gemm_fusion_dot inside the
     # while body (region_0); the results file holds no entry, so XLA uses
     # its default config for it (MISSING_ENTRY).
-    from hloprobe.compile import LoadedResults
+    from hloprobe.compile.autotune_replay import LoadedResults
     from hloprobe.engine.compiled import _autotuned_sites
     from hloprobe.ir import parse_stablehlo_dots
 

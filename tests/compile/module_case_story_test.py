@@ -30,7 +30,8 @@ import testutil
 from absl.testing import absltest, parameterized
 
 from hloprobe import engine, report
-from hloprobe.compile import get_case, read_module_file
+from hloprobe.compile import get_case
+from hloprobe.compile.module_files import read_module_file
 from hloprobe.numerics import module_made_notes
 from hloprobe.report import explain_text
 

@@ -347,7 +347,7 @@ class EveryFixtureTest(absltest.TestCase):
       for p in set(
         glob.glob(os.path.join(tests, "**", "*.hlo*"), recursive=True)
       )
-      if f"{os.sep}fuzz{os.sep}" not in p
+      if f"{os.sep}testdata{os.sep}fuzz{os.sep}" not in p
     )
     read = 0
     for path in paths:
