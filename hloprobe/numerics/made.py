@@ -525,7 +525,7 @@ def _headline(leaves, refs, headline):
   """The headline leaf's errors (row 0: the seed's view)."""
   if headline is not None and headline in refs.names:
     return leaves[list(refs.names).index(headline)]
-  at = refs.headline  # fixed per case
+  at = accuracy.headline_leaf(refs.axes, refs.dtypes)  # fixed per case
   return leaves[at]
 
 
