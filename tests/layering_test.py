@@ -118,6 +118,7 @@ _WITHIN = {
     "rows",
     "runs",
     "kernel_identity",
+    "model_bits",
     "answer",
     "in_workers",
     "pin_file",

@@ -5,6 +5,13 @@ explains each boundary.
 Bases (issue 38 item 3), strongest first:
   run              the target ran (the CPU, an attached GPU): the rows'
                    bits compared exactly (`rows`).
+  kernel model     a compile-only GPU whose every row-computing kernel
+                   the kernel model is bit-exact for (`model_bits`), at
+                   every size: row 0's bits computed per n by the model
+                   and compared. Where only some sizes are, those are
+                   classed by the model's bits and the others by kernel
+                   identity (basis kernel identity, `model_sizes` saying
+                   which).
   kernel identity  a compile-only GPU: configs whose every row-computing
                    kernel has the same signature (`kernel_identity`)
                    compute the same bits; a kernel of another signature
@@ -32,12 +39,15 @@ from hloprobe.invariance.kernel_identity import (
   signature_key,
   unbatched_why,
 )
+from hloprobe.invariance.model_bits import MODEL, GroupModel
 from hloprobe.invariance.rows import (
   ANCHOR,
   ROW0,
   ConfigRows,
   RowClasses,
+  bits,
   classes_of,
+  ulps,
 )
 from hloprobe.records import Config, ConfigResult
 from hloprobe.sites import Fate
@@ -45,6 +55,7 @@ from hloprobe.sites import Fate
 __all__ = [
   "Boundary",
   "Invariance",
+  "MODEL",
   "config_key",
   "group_key",
   "invariance_of",
@@ -97,6 +108,16 @@ class Invariance:
     left_out: n -> the kernels of that config that compute no row (they
       reach only output leaves that do not carry the batch, e.g. a loss's
       mean over the batch: `kernel_identity.computes_rows`), not judged.
+    model_why: a compile-only group's sizes not classed by the kernel
+      model's bits: why (one line: the first such size and the kernel or
+      site the model is not bit-exact for, or why its bits were not
+      computed); None where every size is (basis MODEL) or the question
+      was not asked (run).
+    model_sizes: the sizes classed by the kernel model's bits (all of
+      them for basis MODEL; some for a kernel identity group).
+    identity: the classes kernel identity alone gives, where they differ
+      from the answer's (kernels of other signatures that compute the
+      same bits in the kernel model, e.g. another block_k).
   """
 
   case: str
@@ -115,6 +136,9 @@ class Invariance:
   left_out: Mapping[int, tuple[RowKernel, ...]] = dataclasses.field(
     default_factory=dict
   )
+  model_why: str | None = None
+  model_sizes: tuple[int, ...] = ()
+  identity: tuple[tuple[int, ...], ...] = ()
 
   def row(self, name: str) -> RowClasses | None:
     return next((r for r in self.rows if r.row == name), None)
@@ -383,12 +407,20 @@ def _none_ran(missing) -> str:
 
 
 def _kernel_answer(
-  key, results: Sequence[ConfigResult], reader: KernelReader, sized=False
+  key,
+  results: Sequence[ConfigResult],
+  reader: KernelReader,
+  sized=False,
+  model: GroupModel | str | None = None,
 ) -> Invariance:
   """A compile-only group: classes by kernel identity (the largest class
-  first: the reference the others are described against). A group of a
-  batch-swept case (not `sized`) whose every output leaf keeps its shape
-  over n has no row: unknown, saying so (`unbatched_why`)."""
+  first: the reference the others are described against), the sizes
+  `model` computed row 0 for by the kernel model (`model_bits`) by those
+  bits instead (`_model_classes`; basis MODEL where that is every size).
+  `model` a string: why the model's bits were not computed
+  (`Invariance.model_why`). A group of a batch-swept case (not `sized`)
+  whose every output leaf keeps its shape over n has no row: unknown,
+  saying so (`unbatched_why`)."""
   sizes = tuple(sorted(r.config.n for r in results))
   by_n = {r.config.n: r for r in results if r.ok}
   no_rows = None if sized else unbatched_why(list(by_n.values()))
@@ -413,6 +445,20 @@ def _kernel_answer(
     groups.setdefault(signature_key(kernels[n]), []).append(n)
   classes = reference_first([tuple(g) for g in groups.values()])
   rows = (RowClasses(ROW0, classes, (), (), missing),) if classes else ()
+  exact: Mapping[int, ConfigRows] = {}
+  model_why = model if isinstance(model, str) else None
+  if isinstance(model, GroupModel):
+    exact = {n: r for n, r in model.rows.items() if n in kernels}
+    others = sorted(set(kernels) - set(exact))
+    if others:
+      first = others[0]
+      model_why = f"n = {first}: " + model.why.get(
+        first, "the kernel model's bits not computed"
+      )
+  identity = classes
+  if exact:
+    rows = (_model_classes(kernels, exact, missing),)
+    classes = rows[0].classes
   boundaries = []
   for cls in classes[1:]:
     n = cls[0]
@@ -431,7 +477,13 @@ def _kernel_answer(
         n, ref, causes, None if causes else "kernels differ", len(by_sites)
       )
     )
-  unknown = [k for ks in kernels.values() for k in ks if not k.complete]
+  unknown = [
+    k
+    for n, ks in kernels.items()
+    if n not in exact  # computed bit for bit: none unknown
+    for k in ks
+    if not k.complete
+  ]
   if len(classes) > 1:  # some kernel's per-row arithmetic, as read, differs
     verdict, why = False, None
   elif missing or len(kernels) < 2:
@@ -440,9 +492,10 @@ def _kernel_answer(
     verdict, why = None, unknown[0].why_unknown
   else:
     verdict, why = True, None
+  basis = MODEL if exact and len(exact) == len(kernels) else KERNELS
   return Invariance(
     *key,
-    KERNELS if verdict is not None else UNKNOWN,
+    basis if verdict is not None else UNKNOWN,
     rows,
     tuple(boundaries),
     kernels,
@@ -450,7 +503,41 @@ def _kernel_answer(
     why,
     sizes,
     left_out,
+    model_why,
+    tuple(sorted(exact)),
+    identity if identity != classes else (),
   )
+
+
+def _model_classes(
+  kernels: Mapping[int, tuple[RowKernel, ...]],
+  exact: Mapping[int, ConfigRows],
+  missing,
+) -> RowClasses:
+  """Row 0's classes where the sizes in `exact` are split by the kernel
+  model's bits and the others by kernel identity (their signatures): a
+  size the model computed and one it did not are never one class. ULPs
+  against the reference class where both are the model's bits."""
+  groups: dict[tuple, list[int]] = {}
+  for n in sorted(kernels):
+    if n in exact:
+      k = ("bits", bits(exact[n].row0))
+    else:
+      k = ("kernels", signature_key(kernels[n]))
+    groups.setdefault(k, []).append(n)
+  classes = reference_first([tuple(g) for g in groups.values()])
+  ref = exact.get(classes[0][0])
+  distances = tuple(
+    0
+    if i == 0
+    else (
+      ulps(ref.row0, exact[c[0]].row0)
+      if ref is not None and c[0] in exact
+      else None
+    )
+    for i, c in enumerate(classes)
+  )
+  return RowClasses(ROW0, classes, distances, (), tuple(missing))
 
 
 def _changed_sites(r: ConfigResult, base: ConfigResult) -> tuple[int, ...]:
@@ -494,6 +581,7 @@ def invariance_of(
   reader: KernelReader | None = None,
   kernels: Mapping[tuple, tuple[RowKernel, ...]] | None = None,
   sized: Collection[str] = (),
+  model: Mapping[tuple, GroupModel | str] | None = None,
 ) -> tuple[Invariance, ...]:
   """The batch-invariance answer of every (case, target, precision,
   experiment) group of a sweep's records that swept two batch sizes or
@@ -513,8 +601,13 @@ def invariance_of(
     sized: the names of the cases swept over another size than the batch
       (`Case.swept_size`): their outputs need not carry n, so an output
       whose shape stays over n is not taken for a batch reduction.
+    model: `group_key` -> a compile-only group's row 0 per n by the
+      kernel model (`model_bits.GroupModel`: those sizes are classed by
+      its bits; basis MODEL where that is every size), or why not (a
+      string: kept as `Invariance.model_why`); a group not here is by
+      kernel identity.
   """
-  rows, kernels = rows or {}, kernels or {}
+  rows, kernels, model = rows or {}, kernels or {}, model or {}
   base = reader or kernel_reader()
 
   def reader(r: ConfigResult) -> tuple[RowKernel, ...]:
@@ -529,7 +622,9 @@ def invariance_of(
     if len({r.config.n for r in rs}) < 2:
       continue  # one batch size (a module case's): no question to answer
     if rs[0].config.target.compile_only:
-      out.append(_kernel_answer(key, rs, reader, key[0] in sized))
+      out.append(
+        _kernel_answer(key, rs, reader, key[0] in sized, model.get(key))
+      )
       continue
     found = {}
     for r in rs:

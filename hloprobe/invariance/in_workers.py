@@ -17,14 +17,26 @@ from collections.abc import Callable
 
 from hloprobe.engine import PlannedConfig, SweepPlan, SweptCase
 from hloprobe.errors import HloprobeError, first_line
-from hloprobe.invariance.answer import Invariance, config_key, invariance_of
+from hloprobe.invariance.answer import (
+  Invariance,
+  config_key,
+  group_key,
+  invariance_of,
+)
 from hloprobe.invariance.kernel_identity import (
   KernelReader,
   KernelsRequest,
   RowKernel,
+  batched_leaves,
+  computes_rows,
   kernel_reader,
   records_as_kernels,
   site_kernels,
+)
+from hloprobe.invariance.model_bits import (
+  GroupModel,
+  ModelRowsRequest,
+  model_sites,
 )
 from hloprobe.invariance.rows import ConfigRows
 from hloprobe.invariance.runs import RowsRequest, UserInputsRequest
@@ -32,8 +44,10 @@ from hloprobe.runtime import host_device_flag
 
 __all__ = [
   "invariance_of_sweep",
+  "rows_and_kernels",
   "rows_kind",
   "sweep_kernels",
+  "sweep_models",
   "sweep_rows",
 ]
 
@@ -151,6 +165,90 @@ def sweep_kernels(
   return found, failed
 
 
+def rows_and_kernels(
+  plan: SweepPlan, pool, full_inputs: Callable[[int], tuple], results
+) -> tuple[dict[tuple, ConfigRows], dict[tuple, tuple[RowKernel, ...]]]:
+  """What `invariance_of` judges a sweep's configs by, read on the
+  sweep's workers: the runnable configs' rows (`sweep_rows`, the anchor
+  at its offsets too) and the compile-only configs' row kernels
+  (`sweep_kernels`).
+
+  Args:
+    plan: the sweep's plan.
+    pool: its `sweep.worker_pool`.
+    full_inputs: case index -> that case's full inputs (the sweep's).
+    results: the sweep's records.
+
+  Returns:
+    (`config_key` -> `ConfigRows`, `config_key` -> `RowKernel`s). A
+    config whose rows could not be run is not in the first (judged by its
+    records' row 0); one whose kernels could not be read is not in the
+    second (read from its fates).
+  """
+  rows, _ = sweep_rows(plan, pool, full_inputs)
+  kernels, _ = sweep_kernels(plan, pool, full_inputs, results)
+  return rows, kernels
+
+
+def sweep_models(
+  plan: SweepPlan,
+  pool,
+  full_inputs: Callable[[int], tuple],
+  results,
+  kernels: dict[tuple, tuple[RowKernel, ...]],
+) -> dict[tuple, GroupModel | str]:
+  """Every compile-only group's row 0 by the kernel model, at each size
+  whose every row-computing kernel the model is bit-exact for
+  (`model_bits.model_sites`), computed in the worker of the group's
+  first config (`ModelRowsRequest`: the case is loaded there).
+
+  Returns:
+    `group_key` -> its `GroupModel` (the sizes computed, and why not the
+    others), or why none was computed (one line: what computing raised).
+    Groups of one size, or with fewer than two kernels read, are left
+    out.
+  """
+  dealt = _lanes(plan)
+  by_group: dict[tuple, list] = {}
+  for c in plan.configs():
+    if c.config.target.compile_only and len(plan.sizes_of(c.case)) >= 2:
+      by_group.setdefault(group_key(c.config), []).append(c)
+  done = {config_key(r.config): r for r in results}
+  out: dict[tuple, GroupModel | str] = {}
+  for key, planned in by_group.items():
+    rs = [done[k] for c in planned if (k := config_key(c.config)) in done]
+    rs = [r for r in rs if r.ok and config_key(r.config) in kernels]
+    if len(rs) < 2:
+      continue
+    batched = batched_leaves(rs)
+    specs, why = [], {}
+    for r in sorted(rs, key=lambda r: r.config.n):
+      ks = kernels[config_key(r.config)]
+      spec, not_exact = model_sites(
+        r, [k for k in ks if computes_rows(k, batched)]
+      )
+      if spec is None:
+        why[r.config.n] = not_exact
+      else:
+        specs.append(spec)
+    if not specs:
+      out[key] = GroupModel({}, why)
+      continue
+    first = planned[0]
+    try:
+      request = ModelRowsRequest(
+        first.case.source,
+        full_inputs(first.case_index),
+        tuple(specs),
+        plan.inputs,
+      )
+      flags, lane = dealt[config_key(first.config)]
+      out[key] = GroupModel(pool.call(request, flags, lane=lane), why)
+    except Exception as e:  # kernel identity stands, saying why
+      out[key] = f"the kernel model's bits not computed: {first_line(e)}"
+  return out
+
+
 def _lanes(plan: SweepPlan) -> dict[tuple, tuple[str, int]]:
   """`config_key` -> (extra XLA_FLAGS, lane) of the worker the sweep
   compiled that config in, where it keeps the compile (`engine.KEPT`):
@@ -229,11 +327,12 @@ def invariance_of_sweep(
     return full[i]
 
   rows, failed = sweep_rows(plan, pool, inputs, anchors)
-  kernels = {}
+  kernels, model = {}, {}
   if reader is None:
     kernels, _ = sweep_kernels(plan, pool, inputs, results)
+    model = sweep_models(plan, pool, inputs, results, kernels)
   sized = {s.case.name for s in plan.cases if s.case.swept_size is not None}
-  found = invariance_of(results, rows, reader, kernels, sized)
+  found = invariance_of(results, rows, reader, kernels, sized, model)
   if not failed:
     return found
   out = []

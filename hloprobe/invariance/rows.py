@@ -31,8 +31,10 @@ __all__ = [
   "ConfigRows",
   "RowClasses",
   "anchor_offsets",
+  "bits",
   "classes_of",
   "row_of",
+  "ulps",
 ]
 
 ROW0, ANCHOR = "row 0", "anchor row"

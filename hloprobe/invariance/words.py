@@ -13,7 +13,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from hloprobe.invariance.answer import KERNELS, RUN, Invariance, _ranges
+from hloprobe.invariance.answer import (
+  KERNELS,
+  MODEL,
+  RUN,
+  Invariance,
+  _ranges,
+)
 from hloprobe.invariance.pin import NOT_TRIED
 from hloprobe.invariance.rows import ANCHOR, ANCHOR_OFFSETS, ROW0, RowClasses
 
@@ -25,7 +31,13 @@ __all__ = [
   "pin_lines",
 ]
 
-_BASIS = {RUN: "bits compared", KERNELS: "by kernel identity"}
+_BASIS = {
+  RUN: "bits compared",
+  MODEL: "backed by the kernel model's bits",
+  KERNELS: "by kernel identity",
+}
+# Bases whose classes are of bits (ULPs between them told).
+_BITS = (RUN, MODEL)
 
 
 def _where(a: Invariance, many_cases: bool) -> str:
@@ -43,12 +55,12 @@ def _ulp(u: int | None) -> str:
 
 def _class_words(a: Invariance, c: RowClasses) -> list[str]:
   """ "identical for n = 2-8", then each other class with its cause."""
-  same = "identical" if a.basis == RUN else "same per-row arithmetic"
+  same = "identical" if a.basis in _BITS else "same per-row arithmetic"
   parts = [f"{same} for n = {_ranges(c.classes[0], a.sizes)}"]
   causes = {b.n: b for b in a.boundaries}
   for cls, u in zip(c.classes[1:], c.ulps[1:] or [None] * len(c.classes)):
     text = f"n = {_ranges(cls, a.sizes)} differs"
-    text += _ulp(u) if a.basis == RUN else ""
+    text += _ulp(u) if a.basis in _BITS else ""
     b = causes.get(cls[0])
     if b is not None:
       text += f" ({'; '.join(b.causes) or b.unexplained})"
@@ -104,6 +116,31 @@ def answer_lines(answers: Sequence[Invariance]) -> list[str]:
       out.append(
         f"  (row 0 only {_where(a, many)}: the anchor row was not run{why})"
       )
+    out += _model_notes(a, many)
+  return out
+
+
+def _model_notes(a: Invariance, many: bool) -> list[str]:
+  """A compile-only group's note on the kernel model's bits: which sizes
+  they class and why not the others, and where kernel identity alone
+  splits otherwise."""
+  out = []
+  where = _where(a, many)
+  if a.model_sizes and a.basis != MODEL:
+    out.append(
+      f"  (n = {_ranges(a.model_sizes, a.sizes)} {where} by the kernel "
+      f"model's bits, the others by kernel identity; {a.model_why})"
+    )
+  elif a.model_why:
+    out.append(
+      f"  (not backed by the kernel model's bits {where}: {a.model_why})"
+    )
+  if a.identity:
+    split = "; ".join(_ranges(c, a.sizes) for c in a.identity)
+    out.append(
+      f"  (kernel identity alone {where} gives n = {split}: kernels of "
+      "other signatures compute the same bits in the kernel model)"
+    )
   return out
 
 
@@ -288,7 +325,7 @@ def pin_lines(pins: Sequence) -> list[str]:
 def _rows_words(a: Invariance) -> list[str]:
   """Each compared row's classes in a clause, without the group's place:
   "row 0: identical for n = 2-9, n = 1 differs by 322 ULP"."""
-  same = "identical" if a.basis == RUN else "same per-row arithmetic"
+  same = "identical" if a.basis in _BITS else "same per-row arithmetic"
   out = []
   for c in a.rows:
     name = ROW0 if c.row == ROW0 else "the anchor row"
@@ -297,7 +334,7 @@ def _rows_words(a: Invariance) -> list[str]:
     parts = [f"{name}: {same} for n = {_ranges(c.classes[0], a.sizes)}"]
     ulps = c.ulps[1:] or [None] * len(c.classes)
     for cls, u in zip(c.classes[1:], ulps):
-      by = _ulp(u) if a.basis == RUN else ""
+      by = _ulp(u) if a.basis in _BITS else ""
       parts.append(f"n = {_ranges(cls, a.sizes)} differs{by}")
     parts += [
       f"at n = {n} its bits depend on its offset ({', '.join(map(str, o))})"
@@ -441,7 +478,9 @@ def first_lines(
 def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
   """The answer as JSON (results.json's and `explain --format=json`'s
   "invariance"): {"groups": [{case, target, precision, experiment,
-  basis, invariant (true/false/null), why, sizes, rows: [{row, classes,
+  basis, invariant (true/false/null), why, sizes, model_why, model_sizes,
+  identity,
+  rows: [{row, classes,
   ulps, moves}], boundaries: [{n, against, causes, unexplained}],
   kernels: {n: [{name, kind, sites, signature, words, why_unknown}]}}],
   "pins": [{case, target, precision, candidate, fix, xla_flags,
@@ -458,6 +497,9 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
         "invariant": a.invariant,
         "why": a.why,
         "sizes": list(a.sizes),
+        "model_why": a.model_why,
+        "model_sizes": list(a.model_sizes),
+        "identity": [list(x) for x in a.identity],
         "rows": [
           {
             "row": c.row,

@@ -43,6 +43,7 @@ Private in intent: use the package, `hloprobe.ir`.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import ml_dtypes
 import numpy as np
@@ -265,11 +266,18 @@ def _id_problem(module) -> str | None:
   return None
 
 
-def read_proto_file(data: bytes) -> ProtoFile | None:
-  """A binary HloModuleProto, HloProto or HloSnapshot, by its contents.
+def read_proto_file(
+  data: bytes | str, find: Callable[[bytes], list[bytes]] | None = None
+) -> ProtoFile | None:
+  """An HloModuleProto, HloProto or HloSnapshot, by its contents.
 
   Args:
-    data: the file's bytes.
+    data: the file's bytes (the binary wire format), or its text in
+      protobuf text format (str; the root message told by its first
+      field's name, `proto_wire.proto_text_to_binary`).
+    find: for text, how XLA's own FileDescriptorProtos are found in the
+      jaxlib installed (`private_api.jaxlib_embedded`): text format needs
+      the whole schema, which hloprobe does not vendor.
 
   Returns:
     The ProtoFile, or None where `data` is none of the three (a truncated
@@ -279,8 +287,15 @@ def read_proto_file(data: bytes) -> ProtoFile | None:
     ValueError: a snapshot whose literal cannot be read (its message says
       which argument, e.g. "argument 1: f32[2,3] has 5 values"); a module
       with an instruction id XLA's reader would take gigabytes on (a
-      local id over `_MAX_LOCAL_ID`).
+      local id over `_MAX_LOCAL_ID`); text whose schema is not found in
+      this jaxlib, or that does not parse.
   """
+  if isinstance(data, str):
+    from hloprobe.ir.proto_wire import proto_text_to_binary
+
+    if find is None:
+      raise ValueError("an HLO proto in text format needs XLA's schema")
+    data = proto_text_to_binary(data, find)
   classes = _classes()
   if _is_module(classes, data):
     return ProtoFile("hlo_proto", data, None, None, "")

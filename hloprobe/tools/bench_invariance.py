@@ -43,7 +43,10 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import shlex
 import sys
+import tempfile
 
 from hloprobe.compile import Case
 from hloprobe.tools import bench_models
@@ -98,22 +101,30 @@ for n in sizes:
 
 
 def _explain(invariance: str) -> dict:
-  return _wrapped(
-    [
-      sys.executable,
-      "-m",
-      "hloprobe",
-      "explain",
-      f"--case={_CASE}",
-      "--targets=a100",
-      f"--batch_sizes={','.join(map(str, _SIZES))}",
-      "--precisions=float32",
-      "--notry_fixes",
-      f"--invariance={invariance}",
-      "--nocache",
-      "--format=json",
-    ]
-  )
+  """One explain run under `_wrapped` (wall seconds, peak), its JSON
+  output read back from a file (the wrapper keeps none of it: the shell
+  that redirects it is one more child waited for)."""
+  argv = [
+    sys.executable,
+    "-m",
+    "hloprobe",
+    "explain",
+    f"--case={_CASE}",
+    "--targets=a100",
+    f"--batch_sizes={','.join(map(str, _SIZES))}",
+    "--precisions=float32",
+    "--notry_fixes",
+    f"--invariance={invariance}",
+    "--nocache",
+    "--format=json",
+  ]
+  with tempfile.TemporaryDirectory(prefix="bench-invariance-") as folder:
+    path = os.path.join(folder, "explain.json")
+    command = " ".join(shlex.quote(a) for a in argv) + " > " + path
+    found = _wrapped(["sh", "-c", command])
+    with open(path, encoding="utf-8") as f:
+      found["out"] = f.read()
+  return found
 
 
 def _answer_words(out: str) -> str:

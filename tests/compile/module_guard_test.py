@@ -15,7 +15,8 @@ from absl import flags
 from absl.testing import flagsaver
 
 from hloprobe.cli import _main as cli
-from hloprobe.compile import module_guard, read_module_file
+from hloprobe.compile import module_guard
+from hloprobe.compile.module_files import read_module_file
 
 _FUZZ = os.path.join(os.path.dirname(__file__), "..", "testdata", "fuzz")
 _MODFILE = os.path.join(os.path.dirname(__file__), "..", "testdata", "modfile")

@@ -1,0 +1,305 @@
+"""The kernel model's bits: row 0 computed per batch size where every
+row-computing kernel of a compile-only GPU config is one the kernel model
+(`hloprobe.numerics.kernel_model_run`) is bit-exact for (issue 38 item 3,
+the third proof).
+
+The kernel model is bit-exact for a Triton gemm whose PTX has exactly one
+`mma` flavour it models on the target's sm, a one-pass algorithm
+(TF32_TF32_F32, BF16_BF16_F32, F16_F16_F32), and split-K at most 2
+(`numerics.site_model`: MMA-Sim's per-instruction arithmetic, K walked
+in the instruction's k steps from +0.0, the block_k tiles only grouping
+those steps, split-K's f32 partials added once). A config qualifies when:
+
+  - every contraction site is such a Triton gemm, or a dot XLA made a
+    lone multiply (K = 1: one f32 product, rounded once);
+  - every other row-computing kernel is elementwise and computes only
+    ops that are correctly rounded on XLA:CPU and on the GPU alike and
+    that no compiler contracts (`_EXACT_OPS`: add, subtract, max, min,
+    negate, select, converts and data movement; a multiply only where
+    the kernel adds nothing, since a multiply feeding an add may become
+    one fused multiply-add on the GPU: PTX `add.f32` without `.rn` lets
+    ptxas fuse it, LLVM's NVPTX backend, test/CodeGen/NVPTX/fma.ll).
+    XLA's loop emitter computes each output element by the same code
+    whatever the shape (xla/backends/gpu/codegen/emitters/loop.cc,
+    jaxlib 0.12.0.1 and 0.10.2), so such a kernel maps equal inputs to
+    equal outputs at every n.
+
+Not bit-exact (the answer then stays by kernel identity, or "unknown",
+and says why): reductions (layernorm, softmax, a multiply+reduce after
+dot strength reduction: their order is the emitter's, not modelled),
+cuBLAS/cuBLASLt calls (the library picks its kernel at run time),
+transcendental and other approximate elementwise functions (libdevice),
+split-K above 2, multi-pass algorithms (TF32_TF32_F32_X3, ...), mma
+flavours MMA-Sim does not list.
+
+Row 0 is computed on row 0's own inputs (a batch of one) for a case whose
+rows are independent (`Case.rows_independent`): the kernel model computes
+each output element from that row's operands alone, so a batch of one
+under config n's kernels gives config n's row 0; the non-gemm ops run at
+the same shape for every n, hence alike. Other cases are computed at each
+n and row 0 taken.
+
+Private in intent: use the package, `hloprobe.invariance`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from hloprobe.compile import get_case
+from hloprobe.invariance.kernel_identity import RowKernel
+from hloprobe.invariance.rows import ConfigRows, row_of
+from hloprobe.numerics import kernel_model_run, site_model
+from hloprobe.records import ConfigResult
+from hloprobe.runtime import Request, note_stage
+from hloprobe.sites import Fate
+
+__all__ = [
+  "MODEL",
+  "GroupModel",
+  "ModelRowsRequest",
+  "ModelSites",
+  "model_rows",
+  "model_sites",
+]
+
+# The basis of an answer backed by the kernel model's bits.
+MODEL = "kernel model"
+# The algorithm a lone multiply's site is evaluated at: one f32 product,
+# rounded once (`numerics.emulate_dot`'s F32_F32_F32).
+_MULTIPLY = "F32_F32_F32"
+# JAX op names (the HLO metadata's op_name tails, `KernelRecord.ops`)
+# whose results are correctly rounded (IEEE 754) or exact on XLA:CPU and
+# on the GPU alike: the kernel model's XLA:CPU evaluation of them is the
+# GPU's. Division, sqrt and rsqrt are left out: the GPU may use an
+# approximate instruction (`div.full.f32`, `rsqrt.approx.f32`).
+_EXACT_OPS = frozenset(
+  {
+    "add",
+    "add_any",
+    "sub",
+    "max",
+    "min",
+    "neg",
+    "abs",
+    "sign",
+    "select_n",
+    "convert_element_type",
+    "reshape",
+    "broadcast_in_dim",
+    "transpose",
+    "squeeze",
+    "expand_dims",
+    "slice",
+    "dynamic_slice",
+    "concatenate",
+    "pad",
+    "copy",
+    "copy_p",
+    "rev",
+    "mul",
+    "integer_pow",
+    "dot_general",
+    "stop_gradient",
+    "pjit",
+    "jit",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+  }
+)
+_MULTIPLIES = frozenset({"mul", "integer_pow", "dot_general"})
+_ADDS = frozenset({"add", "add_any", "sub"})
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSites:
+  """One config's sites as the kernel model computes them.
+
+  Attributes:
+    n: the batch size.
+    sites: site index -> `numerics.site_model`'s bit-exact `KernelSite`
+      (the Triton gemms).
+    algorithms: one algorithm per site (the gemms' own; F32_F32_F32 for
+      a lone multiply).
+    words: per gemm site, its instruction and split-K in words.
+  """
+
+  n: int
+  sites: Mapping[int, object]
+  algorithms: tuple[str, ...]
+  words: tuple[str, ...] = ()
+
+  def key(self) -> tuple:
+    """What decides the model's bits: each gemm's instruction, split-K
+    and TF32 rounding, and every site's algorithm (configs of equal keys
+    compute the same bits; block_k is not in it)."""
+    return (
+      tuple(
+        (i, s.ins.opcode, s.ins.arch, s.split_k, s.tf32_rounding)
+        for i, s in sorted(self.sites.items())
+      ),
+      self.algorithms,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupModel:
+  """A compile-only group's row 0 by the kernel model, per batch size.
+
+  Attributes:
+    rows: n -> row 0 by the kernel model (`model_rows`), for each size
+      whose every row kernel the model is bit-exact for.
+    why: n -> why not (one line), for the other sizes.
+  """
+
+  rows: Mapping[int, ConfigRows]
+  why: Mapping[int, str] = dataclasses.field(default_factory=dict)
+
+
+def _kernel_why(k: RowKernel, gemms: frozenset[str]) -> str | None:
+  """Why row kernel `k` is not one the kernel model is bit-exact for, or
+  None where it is (a bit-exact gemm, by name in `gemms`, or an
+  elementwise kernel of `_EXACT_OPS`)."""
+  who = k.name + (f" (sites {', '.join(map(str, k.sites))})" if k.sites else "")
+  ops = tuple(getattr(k.record, "ops", ()) or ())
+  if k.kind == "contraction":
+    if k.name not in gemms:
+      return f"{who}: not a Triton gemm the kernel model is bit-exact for"
+    inexact = sorted(set(ops) - _EXACT_OPS)
+    if inexact:  # a fused prologue or epilogue
+      return (
+        f"{who}: fuses {', '.join(inexact)} (the GPU's implementation, "
+        "not modelled bit for bit)"
+      )
+    return None
+  if k.kind != "elementwise":
+    return f"{who}: a {k.kind} ({k.words}): its order is not modelled"
+  if k.record is None:
+    return f"{who}: its ops not read"
+  if not ops:
+    return f"{who}: its ops not read (no op metadata)"
+  inexact = sorted(set(ops) - _EXACT_OPS)
+  if inexact:
+    return (
+      f"{who}: computes {', '.join(inexact)} (the GPU's implementation, "
+      "not modelled bit for bit)"
+    )
+  if set(ops) & _MULTIPLIES - {"dot_general"} and set(ops) & _ADDS:
+    return (
+      f"{who}: a multiply and an add in one kernel, which the GPU may "
+      "fuse into one multiply-add"
+    )
+  return None
+
+
+def model_sites(
+  result: ConfigResult, kernels: Sequence[RowKernel]
+) -> tuple[ModelSites | None, str | None]:
+  """Whether the kernel model computes config `result`'s rows bit for bit.
+
+  Args:
+    result: a compile-only GPU config's record (its sites' fates).
+    kernels: its row-computing kernels (`kernel_identity.RowKernel`s read
+      by the kernels stage, those that reach a batched leaf).
+
+  Returns:
+    (`ModelSites`, None) where every contraction site is a Triton gemm
+    `numerics.site_model` calls a bit-exact model (or a lone multiply)
+    and every other row kernel is elementwise of exact ops (module
+    docstring); else (None, why: one line naming the first kernel or
+    site that is not).
+  """
+  c = result.compilation
+  if not result.ok or c is None:
+    return None, "the config did not compile"
+  if not kernels:
+    return None, "its kernels not read"
+  cc = result.config.target.compute_capability
+  sites, algorithms, words, gemms = {}, [], [], set()
+  for f in c.fates:
+    i = f.site.index
+    if f.fate == Fate.MULTIPLY:
+      algorithms.append(_MULTIPLY)
+      continue
+    m = site_model(
+      f.fate.value, f.algorithm_evidence, cc, f.split_k, f.effective_algorithm
+    )
+    if m.ins is None:
+      return None, f"site {i}: {m.why}"
+    sites[i] = m
+    algorithms.append(f.effective_algorithm or "")
+    words.append(f"site {i} {m.why}")
+    gemms.update(f.carriers or ())
+  for k in kernels:
+    why = _kernel_why(k, frozenset(gemms))
+    if why is not None:
+      return None, why
+  return ModelSites(
+    result.config.n, sites, tuple(algorithms), tuple(words)
+  ), None
+
+
+def model_rows(
+  case, full: tuple | None, specs: Sequence[ModelSites]
+) -> dict[int, ConfigRows]:
+  """Row 0 of every batched output leaf at each n, by the kernel model
+  (`numerics.kernel_model_run`, in one XLA:CPU compile per distinct
+  `ModelSites.key`) under that n's kernels.
+
+  Args:
+    case: the `Case`; full: its full inputs (`Case.full_inputs`).
+    specs: one `ModelSites` per batch size.
+
+  Returns:
+    n -> `ConfigRows` (row 0 only): each batched leaf's row 0, flattened,
+    in its output dtype.
+
+  Raises:
+    Exception: what tracing or evaluating the case raises.
+  """
+  memo: dict[tuple, tuple[np.ndarray, ...]] = {}
+  out = {}
+  for spec in specs:
+    size = 1 if case.rows_independent else spec.n
+    key = (size, spec.key())
+    if key not in memo:
+      args = case.inputs_for(full, size)
+      leaves = kernel_model_run(
+        case.fn, args, spec.algorithms, dict(spec.sites), jit=True
+      )
+      axes = case.output_axes([np.shape(x) for x in leaves])
+      memo[key] = row_of(leaves, axes, 0)
+    out[spec.n] = ConfigRows(spec.n, memo[key])
+  return out
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelRowsRequest(Request):
+  """One group's `model_rows`, done in a sweep worker (where the case is
+  loaded: a user case's code never runs in the main process).
+
+  Attributes:
+    case_source, full_inputs, inputs: as `runs.RowsRequest`'s.
+    specs: one `ModelSites` per batch size.
+
+  `run` returns n -> `ConfigRows`, or raises what `model_rows` raised.
+  """
+
+  case_source: str
+  full_inputs: tuple | None
+  specs: tuple[ModelSites, ...]
+  inputs: str | None = None
+
+  def run(self, memo: dict) -> dict[int, ConfigRows]:
+    key = ("case", self.case_source, self.inputs)
+    if key not in memo:
+      memo[key] = get_case(self.case_source, self.inputs)
+    note_stage("analyse")
+    return model_rows(memo[key], self.full_inputs, self.specs)
