@@ -13,6 +13,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import sys
+import threading
 from collections.abc import Callable
 
 from hloprobe.engine import PlannedConfig, SweepPlan, SweptCase
@@ -116,8 +117,10 @@ def sweep_kernels(
 
   Each request goes to the lane the sweep dealt its config to (`_lanes`),
   where that worker kept the compile; the lanes run at once, one thread
-  each. A config compiled elsewhere (a cached record) is compiled again
-  there.
+  each. A request carries no inputs; only where that worker did not keep
+  the compile (a cached record, a config dealt elsewhere) is it asked
+  again with the case's full inputs (made then, once per case), and the
+  config compiled again there.
 
   Returns (`config_key` -> its `RowKernel`s, `config_key` -> why not
   read); ({}, {}) where the kernels stage is not installed (the fates'
@@ -127,7 +130,6 @@ def sweep_kernels(
   found, failed = {}, {}
   if kernel_reader() is site_kernels:
     return found, failed
-  inputs: dict[int, tuple | None] = {}
   dealt = _lanes(plan)
   lanes: dict[tuple[str, int], list] = {}
   for c in plan.configs():
@@ -136,24 +138,29 @@ def sweep_kernels(
       continue
     if len(plan.sizes_of(c.case)) < 2:
       continue  # nothing to compare it with
-    try:  # a user case's are made in the worker that loaded it
-      if c.case_index not in inputs:
-        inputs[c.case_index] = full_inputs(c.case_index)
-    except HloprobeError as e:
-      failed[key] = first_line(e)
-      continue
+    lanes.setdefault(dealt[key], []).append((key, c))
+  made = threading.Lock()
+
+  def ask(c, flags: str, lane: int):
+    """The config's records: first without the inputs (the worker kept
+    its compile), then, where it did not, with them (compiled again)."""
     request = KernelsRequest(
-      c.config, c.case.source, inputs[c.case_index], plan.inputs
+      c.config, c.case.source, None, plan.inputs, compile=False
     )
-    lanes.setdefault(dealt[key], []).append((key, request))
+    records = pool.call(request, flags, lane=lane)
+    if records is not None:
+      return records
+    with made:  # a user case's are made in the worker that loaded it
+      full = full_inputs(c.case_index)
+    request = KernelsRequest(c.config, c.case.source, full, plan.inputs)
+    return pool.call(request, flags, lane=lane)
 
   def run_lane(flags: str, lane: int, todo) -> None:
-    for key, request in todo:
+    for key, c in todo:
       try:
-        records = pool.call(request, flags, lane=lane)
-        found[key] = records_as_kernels(records, by_key[key])
+        found[key] = records_as_kernels(ask(c, flags, lane), by_key[key])
       except Exception as e:  # that config read from its fates instead
-        failed[key] = first_line(e)
+        failed[key] = first_line(e)  # (or its inputs could not be made)
 
   with concurrent.futures.ThreadPoolExecutor(max(1, len(lanes))) as threads:
     for done in [
