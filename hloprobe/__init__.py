@@ -19,21 +19,22 @@ import importlib
 
 __version__ = "0.1.0"
 
-# Public name -> the stage face (or top-level module) that exports it.
+# Public name -> the stage face (or top-level module) that exports it, or
+# the module behind a face defining a name only the Python API exports.
 _WHERE = {
-  "Results": "hloprobe.api",
-  "as_case": "hloprobe.api",
-  "explain": "hloprobe.api",
-  "sweep": "hloprobe.api",
+  "Results": "hloprobe.api.results",
+  "as_case": "hloprobe.api.calls",
+  "explain": "hloprobe.api.calls",
+  "sweep": "hloprobe.api.calls",
   "CASES": "hloprobe.compile",
   "Case": "hloprobe.compile",
   "get_case": "hloprobe.compile",
   "get_target": "hloprobe.compile",
   "SweepSpec": "hloprobe.engine",
-  "Verification": "hloprobe.verify",
+  "Verification": "hloprobe.verify.outcome",
   "verify_fix": "hloprobe.verify",
-  "golden_check": "hloprobe.golden",
-  "golden_update": "hloprobe.golden",
+  "golden_check": "hloprobe.golden.snapshot",
+  "golden_update": "hloprobe.golden.update",
   "HloprobeError": "hloprobe.errors",
   "InvalidArgumentError": "hloprobe.errors",
 }

@@ -89,14 +89,7 @@ class HloprobeGolden:
     """
     from hloprobe.api import plan_case, run
     from hloprobe.compile import jax_versions
-    from hloprobe.golden import (
-      check as check_goldens,
-    )
-    from hloprobe.golden import (
-      sweep_record,
-      take_snapshot,
-      update_goldens,
-    )
+    from hloprobe.golden import against_goldens, sweep_record
 
     plan = plan_case(
       fn_or_case, *example_args, **options | {"explain_passes": True}
@@ -110,10 +103,15 @@ class HloprobeGolden:
         pytrace=False,
       )
     records = run(plan)
-    snap = take_snapshot(records, jax_versions())
+    result = against_goldens(
+      golden_dir,
+      records,
+      jax_versions(),
+      sweep_record(plan),
+      update=self.update,
+    )
     if self.update:
-      return update_goldens(golden_dir, snap, sweep_record(plan))
-    result = check_goldens(golden_dir, snap, sweep_record(plan))
+      return result
     if not result.ok:
       pytest.fail(_failure(result, _causes(records)), pytrace=False)
     return result

@@ -28,8 +28,6 @@ from hloprobe.numerics import (
   Made,
   Prediction,
   Verdict,
-  config_judgement,
-  config_verdict,
 )
 from hloprobe.sites import CompileFinding, PassAttribution, SiteFate
 
@@ -110,7 +108,8 @@ class Compilation:
       proto could load the config, e.g. ("GpuDeviceInfoProto.mem_clock_ghz",).
     compile_notes: what hloprobe changed to get a compile-only target's
       compile through (e.g. "compiled again with
-      xla_gpu_enable_triton_gemm=false: ..."), one sentence each.
+      xla_gpu_enable_triton_gemm=false: ..."), or what of it could not be
+      read ("autotune keys not read, ..."), one sentence each.
     lower_s, compile_s: wall seconds of lowering and of XLA's compile.
     ptx: kernel name -> the PTX file's text, for every kernel a site's
       effective algorithm was read from (the evidence of each "ptx"
@@ -235,15 +234,15 @@ class ConfigResult:
     """The config's verdict: "XLA changed the math: ..." where the
     executed module says so, else the prediction's (with "prediction
     incomplete: ..." added where the module could not be executed); None
-    without either (`numerics.config_verdict`)."""
+    without either (`numerics.Made.config_verdict`)."""
     p = self.prediction.verdict if self.prediction is not None else None
-    return config_verdict(p, self.made)
+    return p if self.made is None else self.made.config_verdict(p)
 
   @property
   def judgement(self) -> Verdict | None:
-    """`verdict` as a record (`numerics.config_judgement`): MATH_CHANGED
+    """`verdict` as a record (`numerics.Made.config_judgement`): MATH_CHANGED
     where the executed module changed the math, else the headline leaf's
     (an incomplete execution a note on it, or INCOMPLETE alone); None
     without either."""
     p = self.prediction.judgement if self.prediction is not None else None
-    return config_judgement(p, self.made)
+    return p if self.made is None else self.made.config_judgement(p)

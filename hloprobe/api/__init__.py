@@ -24,26 +24,18 @@ from __future__ import annotations
 
 from hloprobe.api.answering import answer as answer
 from hloprobe.api.answering import explanations as explanations
-from hloprobe.api.calls import as_case as as_case
-from hloprobe.api.calls import explain as explain
 from hloprobe.api.calls import plan_case as plan_case
-from hloprobe.api.calls import sweep as sweep
 from hloprobe.api.defaults import DEFAULTS as DEFAULTS
 from hloprobe.api.planning import plan as plan
-from hloprobe.api.results import Results as Results
 from hloprobe.api.running import Interrupted as Interrupted
 from hloprobe.api.running import run as run
 
 __all__ = [
   "DEFAULTS",
   "Interrupted",
-  "Results",
   "answer",
-  "as_case",
-  "explain",
   "explanations",
   "plan",
   "plan_case",
   "run",
-  "sweep",
 ]

@@ -14,16 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from hloprobe.engine import SweepPlan, SweepProgress, run_sweep
+from hloprobe.engine import SweepPlan, SweepProgress
 from hloprobe.records import ConfigResult
 from hloprobe.report import Answer, explain_results
-from hloprobe.verify import (
-  find_findings,
-  judge_tries,
-  plan_tries,
-  try_sweeps,
-  verify_command,
-)
+from hloprobe.verify import candidate_fixes, find_findings
 
 __all__ = ["NOT_TRIED", "answer", "explanations"]
 
@@ -53,7 +47,7 @@ def answer(
     plan: the explain sweep's plan.
     records: its records.
     try_fixes: try the candidates on the configs at fault (one or two
-      further sweeps, `verify.try_sweeps`), judged as `verify` judges.
+      further sweeps, `verify.candidate_fixes`), judged as `verify` judges.
     not_tried: why none was tried, when not `try_fixes`.
     list_untried: with `try_fixes` off, list each candidate with its
       `verify` command (False: the case has no words for one; nothing is
@@ -68,22 +62,14 @@ def answer(
   findings = find_findings(records)
   if not try_fixes and not list_untried:
     return Answer(findings, not_tried=not_tried)
-  tries = plan_tries(findings, records, plan)
+  tries = candidate_fixes(
+    findings, records, plan, run=try_fixes, pool=pool, progress=progress
+  )
   if tries is None:
     return Answer(findings)
   if not try_fixes:
-    untried = tuple((c, verify_command(tries, c)) for c in tries.candidates)
-    return Answer(findings, untried=untried, not_tried=not_tried)
-  tried = []
-  # A try's configs that the explain sweep or an earlier try made (the
-  # configs at fault again, a fix's precision swept already) are taken
-  # from them (`run_sweep`'s `given`), not computed again.
-  done = [(plan, records)]
-  for swept in try_sweeps(tries):
-    got = run_sweep(swept, progress(), pool=pool, given=done)
-    tried += got
-    done.append((swept, got))
-  return Answer(findings, judge_tries(tries, tried))
+    return Answer(findings, untried=tries.untried, not_tried=not_tried)
+  return Answer(findings, tries.trials)
 
 
 def explanations(plan: SweepPlan, records: Sequence[ConfigResult]) -> list:

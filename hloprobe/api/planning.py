@@ -37,6 +37,7 @@ def plan(
   batch_arg: str | None = None,
   all_rows: bool = False,
   max_worker_mb: int | None = None,
+  shard: str | None = None,
 ) -> SweepPlan:
   """The plan of a sweep named in the command line's words.
 
@@ -61,10 +62,12 @@ def plan(
       first pass's worst rows (`engine.SweepSpec.all_rows`).
     max_worker_mb: a worker's resident memory bound in MiB
       (--max_worker_mb); None: a quarter of the machine's.
+    shard: --shard (`I/N` or `auto/N`): the plan cut to that part of its
+      configs (`engine.spec_from_words`); None: the whole plan.
 
   Raises:
-    InvalidArgumentError: a bad name or size, or an empty list
-      (`sweep.spec_from_words`).
+    InvalidArgumentError: a bad name or size, an empty list or a bad
+      --shard (`engine.spec_from_words`).
   """
   return spec_from_words(
     inputs=inputs,
@@ -83,4 +86,5 @@ def plan(
     case_timeout_s=case_timeout_s,
     all_rows=all_rows,
     max_worker_mb=max_worker_mb,
+    shard=shard,
   )

@@ -79,7 +79,7 @@ class Results:
     table: "beyond band" (Float64: m, how many times its band the
     config's worst error is, `pictures.beyond_band`, dimensionless; NA
     where nothing was compared, inf over a zero band) and "worst row"
-    (str: every judged leaf's worst row in words, `numerics.row_words`;
+    (str: every judged leaf's worst row in words, `numerics.WorstRow.words`;
     "n/a" without a prediction).
 
     Raises:
@@ -131,7 +131,6 @@ def _with_html_columns(frame, records):
   after "verdict" (see `Results.to_dataframe`)."""
   import pandas
 
-  from hloprobe.numerics import row_words
   from hloprobe.pictures import beyond_band
 
   at = (
@@ -146,7 +145,7 @@ def _with_html_columns(frame, records):
   words = []
   for r in records:
     p = r.prediction
-    rows = [row_words(w) for w in p.rows if w is not None] if p else None
+    rows = [w.words() for w in p.rows if w is not None] if p else None
     words.append(
       "n/a"
       if rows is None

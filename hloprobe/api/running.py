@@ -22,7 +22,7 @@ from collections.abc import Callable
 from hloprobe.api.ship import ship, worker_environment
 from hloprobe.engine import SweepPlan, SweepProgress, run_sweep
 from hloprobe.records import ConfigResult
-from hloprobe.report import Progress, start_stream
+from hloprobe.report import stream_results
 
 __all__ = ["Interrupted", "run"]
 
@@ -56,7 +56,7 @@ def run(
   Args:
     plan: the planned sweep.
     output_dir: a folder where each finished config is appended to
-      results.jsonl as it finishes (`report.start_stream`), or None.
+      results.jsonl as it finishes (`report.stream_results`), or None.
     overwrite: remove an earlier sweep's results in `output_dir` first.
     pool: the `runtime.WorkerPool` to run on (`engine.worker_pool`, e.g.
       shared with explain's fix tries), or None for the sweep's own.
@@ -69,7 +69,7 @@ def run(
     Interrupted: on SIGINT/SIGTERM (any KeyboardInterrupt), carrying the
       configs finished.
   """
-  stream = Progress(plan.config_count, start_stream(output_dir, overwrite))
+  stream = stream_results(output_dir, plan.config_count, overwrite)
   folders = []
   try:
     cases = []

@@ -11,7 +11,6 @@ import dataclasses
 
 from hloprobe.commands import common
 from hloprobe.commands import versions as versions_command
-from hloprobe.errors import InvalidArgumentError
 
 __all__ = ["BisectArgs", "bisect", "main"]
 
@@ -42,8 +41,9 @@ class BisectArgs:
 
 
 def bisect(args: BisectArgs):
-  """Bisects the index's releases between --good and --bad; returns
-  (`versions.bisect.BisectResult`, the requirements judged).
+  """Bisects the index's releases between --good and --bad
+  (`versions.bisect_between`); returns its `BisectResult` (`text()`: the
+  answer in words).
 
   The releases are those with a wheel for a Python found here (or for
   --python's), each probed under a Python it supports.
@@ -54,36 +54,22 @@ def bisect(args: BisectArgs):
       size with "consistent".
     VenvError: the releases cannot be listed.
   """
-  from hloprobe import verify
   from hloprobe.versions import bisect_between
 
   spec = common.sweep_spec(args.common, args.experiment, args.experiments_file)
-  if not args.good or not args.bad:
-    raise InvalidArgumentError(
-      "bisect needs --good=V and --bad=V, e.g. --good=0.4.35 --bad=0.10.2"
-    )
-  requirements = verify.parse_requirements(",".join(args.require))
-  if "golden" in requirements:
-    raise InvalidArgumentError(
-      "bisect judges consistent and accurate; golden files belong to one jaxlib"
-    )
-  verify.check_batch_sizes(requirements, spec.batch_sizes)
-  result = bisect_between(
+  return bisect_between(
     spec,
     args.good,
     args.bad,
-    requirements,
+    args.require,
     common.venv_dir(args.common),
     versions_command.log,
     args.python,
   )
-  return result, requirements
 
 
 def main(args: BisectArgs) -> int:
   """`hloprobe bisect`: bisects, prints the answer; the exit status."""
-  from hloprobe.versions import render_bisect
-
-  result, requirements = bisect(args)
-  print(render_bisect(result, requirements))
+  result = bisect(args)
+  print(result.text())
   return common.EXIT_OK if result.after is not None else common.EXIT_FAILED

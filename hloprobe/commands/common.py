@@ -105,6 +105,7 @@ def sweep_spec(
   experiments=(),
   experiments_file=None,
   explain_passes: bool = False,
+  shard: str | None = None,
 ):
   """The sweep `words` (and the experiments, for the commands that take
   them) ask for, planned once (`engine.SweepPlan`: every case, target and
@@ -115,9 +116,10 @@ def sweep_spec(
     experiments, experiments_file: --experiment and --experiments_file.
     explain_passes: name the passes even without --explain_passes
       (explain and --format=html need them).
+    shard: --shard (sweep's), the part of the plan to run, or None.
 
   Raises:
-    InvalidArgumentError: an unknown name or a bad batch size; --inputs
+    InvalidArgumentError: an unknown name or a bad batch size or --shard; --inputs
       without a module case; --batch_sizes with module cases only (a
       module runs at its own size; mixed with other cases, those take the
       sizes).
@@ -143,6 +145,7 @@ def sweep_spec(
     inputs=words.inputs,
     all_rows=words.all_rows,
     max_worker_mb=words.max_worker_mb,
+    shard=shard,
   )
 
 

@@ -245,12 +245,7 @@ def main(args: ExplainArgs) -> int:
   """`hloprobe explain`: runs, prints, writes; returns the exit status."""
   from hloprobe.compile import jax_versions
   from hloprobe.pictures import html_page
-  from hloprobe.report import (
-    answer_json,
-    dumps_json,
-    explanation_json,
-    render_answered,
-  )
+  from hloprobe.report import render_answered
 
   spec = _spec(args)
   results, explanations, answer = explain_answered(args, spec)
@@ -260,15 +255,16 @@ def main(args: ExplainArgs) -> int:
   # results.json records the plan, as sweep's does: `explain --results`
   # of this folder sweeps it again without the flags retyped.
   out = dataclasses.replace(out, answer=answer, plan=spec.words())
-  if out.fmt == "json":
-    doc = explanation_json(explanations, cpu)
-    print(dumps_json({**doc, "answer": answer_json(answer)}))
-  elif out.fmt == "html":
+  if out.fmt == "html":
     page = html_page(results, explanations, versions, out.plot_shared_y, answer)
     print(page)
   else:
-    print(render_answered(explanations, answer, host=cpu, verbose=args.verbose))
-    if host_unknown:
+    print(
+      render_answered(
+        explanations, answer, host=cpu, verbose=args.verbose, fmt=out.fmt
+      )
+    )
+    if host_unknown and out.fmt != "json":
       print(host_unknown)
   sweep_command.write_files(results, explanations, versions, cpu, out)
   common.bound_cache(args.common, args.cache_max_mb)

@@ -1,7 +1,7 @@
 """`hloprobe golden check` and `hloprobe golden update`.
 
 The sweep is MANIFEST.json's, each sweep flag given on the command line
-replacing its part (`golden.planned_sweep`). The report goes to stdout; exit status
+replacing its part (`golden.golden_command`). The report goes to stdout; exit status
 0 when the goldens match (update: written), 1 when they differ or a
 candidate file cannot be written (`cannot write ...`, after the comparison
 is printed).
@@ -12,17 +12,10 @@ from __future__ import annotations
 import dataclasses
 
 from hloprobe.commands import common
-from hloprobe.engine import SweepSpec
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.golden import (
-  case_cannot_end,
-  check_sweep,
-  default_golden_dir,
-  golden_update,
-  planned_sweep,
-)
+from hloprobe.golden import golden_command
 
-__all__ = ["GoldenArgs", "cmd_check", "cmd_update", "main"]
+__all__ = ["GoldenArgs", "main"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -45,49 +38,14 @@ class GoldenArgs:
   results: str | None = None
 
 
-def cmd_update(spec: SweepSpec, golden_dir: str) -> int:
-  """Runs `spec`, rewrites the goldens (`update.golden_update`) and says
-  what changed; returns 0."""
-  print(golden_update(spec, golden_dir).render())
-  return 0
-
-
-def cmd_check(
-  spec: SweepSpec,
-  golden_dir: str,
-  strict: bool,
-  output_dir: str | None,
-  results: str | None = None,
-) -> int:
-  """Runs `spec` (or reads its records from `results`, a `hloprobe merge`
-  --output_dir) and compares with the goldens (`golden.check_sweep`: on a
-  mismatch the new snapshot is written to `output_dir` or a new temporary
-  folder); prints the result.
-
-  Returns:
-    0 when everything matches, else 1.
-
-  Raises:
-    HloprobeError: the candidate files cannot be written (after the
-      comparison is printed).
-  """
-  records = None
-  if results:
-    from hloprobe.commands.merge import results_in
-
-    records = results_in(results, spec)
-  result, failed = check_sweep(spec, golden_dir, strict, output_dir, records)
-  print(result.render())
-  if failed is not None:
-    raise failed
-  return 0 if result.ok else 1
-
-
 def main(args: GoldenArgs) -> int:
-  """`hloprobe golden check|update`; returns the exit status.
+  """`hloprobe golden check|update`; returns the exit status: 0 when the
+  goldens match (update: written), else 1.
 
   Raises:
     InvalidArgumentError: another word, or --target_config given.
+    HloprobeError: the candidate files cannot be written (after the
+      comparison is printed).
   """
   if list(args.words) not in (["check"], ["update"]):
     raise InvalidArgumentError(
@@ -100,25 +58,24 @@ def main(args: GoldenArgs) -> int:
       "--targets (e.g. --targets=cpu,golden/configs/x.txtpb), as "
       "MANIFEST.json records them"
     )
-  golden_dir = args.golden_dir or default_golden_dir()
-  # Case code (factories, the reference) cannot end the command with a
-  # status of its own (`golden.case_cannot_end`).
-  with case_cannot_end(f"golden {args.words[0]}"):
-    values, given = common.sweep_values(args.common)
-    spec = planned_sweep(
-      golden_dir,
-      values,
-      given,
-      args.common.jobs,
-      writing=args.words[0] == "update",
-    )
-    common.start_jax(spec.targets)
-    if args.words[0] == "update":
-      if args.results:
-        raise InvalidArgumentError(
-          "--results is for `golden check`; `golden update` sweeps"
-        )
-      return cmd_update(spec, golden_dir)
-    return cmd_check(
-      spec, golden_dir, args.strict, args.common.output_dir, args.results
-    )
+  values, given = common.sweep_values(args.common)
+  recorded = None
+  if args.results:  # its records, swept already (sharded, merged)
+    from hloprobe.commands.merge import results_in
+
+    recorded = lambda spec: results_in(args.results, spec)
+  run = golden_command(
+    args.words[0],
+    args.golden_dir,
+    values,
+    given,
+    args.common.jobs,
+    strict=args.strict,
+    output_dir=args.common.output_dir,
+    recorded=recorded,
+    start=common.start_jax,
+  )
+  print(run.result.render())
+  if run.failed is not None:
+    raise run.failed
+  return 0 if run.ok else 1

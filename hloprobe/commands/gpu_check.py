@@ -9,17 +9,11 @@ are its own (absl, defined when run as a script), not `hloprobe`'s.
 
 from __future__ import annotations
 
-import os
 import sys
 
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.ir import DEFAULT_PRECISIONS
-from hloprobe.versions import (
-  DEFAULT_OUTPUT_DIR,
-  output_path,
-  render_check,
-  run_gpu_check,
-)
+from hloprobe.versions import check_gpu
 
 __all__ = ["main"]
 
@@ -28,32 +22,24 @@ def main(argv: list[str]) -> int:
   """absl main: run, print the table, write the JSON file."""
   from absl import flags
 
-  from hloprobe.engine import parse_batch_sizes
-  from hloprobe.report import atomic_write, dumps_json
-
   f = flags.FLAGS
   del argv
   try:
-    doc = run_gpu_check(
+    check = check_gpu(
       f.device_target,
       f.compile_only_target,
-      parse_batch_sizes(f.batch_sizes),
+      f.batch_sizes,
       tuple(f.precisions),
-      # On a GPU: its target config and autotune results, beside the JSON.
-      record_dir=os.path.dirname(f.output or "") or DEFAULT_OUTPUT_DIR,
+      f.output,
     )
   except InvalidArgumentError as e:
     print(f"hloprobe: error: {e}", file=sys.stderr)
     return 2
-  for line in (doc["warning"], doc.get("recording_note")):
-    if line:
-      print(line, file=sys.stderr)
-  print(render_check(doc))
-  path = output_path(doc, f.output)
-  atomic_write(path, dumps_json(doc) + "\n")
-  print(f"wrote {path}", file=sys.stderr)
-  observed = [c for c in doc["configs"] if c["observed"]["status"] == "ok"]
-  return 0 if observed and len(observed) == len(doc["configs"]) else 1
+  for line in check.notes:
+    print(line, file=sys.stderr)
+  print(check.text)
+  print(f"wrote {check.path}", file=sys.stderr)
+  return 0 if check.ok else 1
 
 
 def _define_flags() -> None:
@@ -74,7 +60,7 @@ def _define_flags() -> None:
   flags.DEFINE_string(
     "output",
     None,
-    f"The JSON file (default {DEFAULT_OUTPUT_DIR}/<device>-jaxlib<V>.json).",
+    "The JSON file (default tests/testdata/gpu_check/<device>-jaxlib<V>.json).",
   )
 
 

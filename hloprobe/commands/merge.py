@@ -64,7 +64,8 @@ class MergeArgs:
 def merge(args: MergeArgs):
   """Reads and checks the shards; returns (their plan, its host record,
   the records in plan order as the sweep collects them: before batch
-  consistency).
+  consistency; and the merge's records, batch consistency computed over
+  every shard's: `engine.check_shards`).
 
   A shard's files are data: no case a shard names is imported or run
   here. A built-in case is hloprobe's own and a module file is data (read
@@ -101,14 +102,14 @@ def merge(args: MergeArgs):
       )
   plan = _plan(first.plan, records)
   common.start_jax(plan.targets)
-  records = check_shards(plan, parts, records)
+  collected, records = check_shards(plan, parts, records)
   try:
     host = HostCpu(**first.host) if first.host else None
   except TypeError as e:
     raise InvalidArgumentError(
       f"{first.label}: its results.json host is malformed ({e})"
     ) from None
-  return plan, host, records
+  return plan, host, collected, records
 
 
 # The types of a recorded plan's words (`SweepPlan.words`).
@@ -248,10 +249,9 @@ def _recorded_case(word: str, name: str, records):
 
 def main(args: MergeArgs) -> int:
   """`hloprobe merge`: joins, prints, writes; returns the exit status."""
-  from hloprobe.engine import with_batch_consistency
-  from hloprobe.report import Progress, start_stream
+  from hloprobe.report import stream_results
 
-  plan, host, collected = merge(args)
+  plan, host, collected, results = merge(args)
   for swept in plan.cases:
     if ":" in swept.source:  # a user's code: its records only, said once
       print(
@@ -261,10 +261,9 @@ def main(args: MergeArgs) -> int:
       )
   out = args.common.output_dir
   try:
-    stream = Progress(len(collected), start_stream(out, args.overwrite))
+    stream = stream_results(out, len(collected), args.overwrite)
     for r in collected:  # results.jsonl as the sweep streamed it
       stream.add(r)
-    results = with_batch_consistency(collected)
     shown = sweep_command.outputs_of(args, args.common.format)
     shown = dataclasses.replace(shown, plan=plan.words())
     sweep_command.show(results, plan, shown, host)

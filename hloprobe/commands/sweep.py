@@ -8,13 +8,13 @@ Exit status: 0 when every config succeeded, 1 otherwise.
 from __future__ import annotations
 
 import dataclasses
-import os
 import signal
 import sys
 from collections.abc import Sequence
 
 from hloprobe import api
 from hloprobe.commands import common
+from hloprobe.errors import InvalidArgumentError
 
 __all__ = ["SweepArgs", "main", "show", "sweep"]
 
@@ -96,10 +96,14 @@ def sweep(args: SweepArgs):
     args.experiment,
     args.experiments_file,
     explain_passes=args.common.format == "html" or bool(args.common.output_dir),
+    shard=args.shard,
   )
   common.check_format(args.common, args.columns, args.plot, args.model_explorer)
-  if args.shard is not None:
-    spec = _sharded(spec, args.shard, args.common.output_dir)
+  if args.shard is not None and not args.common.output_dir:
+    raise InvalidArgumentError(
+      f"--shard={args.shard} needs --output_dir=DIR: `hloprobe merge` joins "
+      "the shards' folders"
+    )
   spec = common.with_executor(spec, args)
   common.start_jax(spec.targets)
   return spec, api.run(
@@ -108,24 +112,6 @@ def sweep(args: SweepArgs):
     overwrite=args.overwrite,
     progress=common.progress_printer(sys.stderr),
   )
-
-
-def _sharded(spec, text: str, output_dir: str | None):
-  """`spec` (a `sweep.SweepPlan`) cut to --shard's part.
-
-  Raises:
-    InvalidArgumentError: a bad --shard, or no --output_dir to merge from.
-  """
-  from hloprobe.engine import parse_shard, plan_sweep
-  from hloprobe.errors import InvalidArgumentError
-
-  shard = parse_shard(text, os.environ)
-  if not output_dir:
-    raise InvalidArgumentError(
-      f"--shard={text} needs --output_dir=DIR: `hloprobe merge` joins the "
-      "shards' folders"
-    )
-  return plan_sweep(spec, shard=shard)
 
 
 def shard_entry(spec) -> dict | None:

@@ -45,8 +45,8 @@ def log(line: str) -> None:
 
 def versions(args: VersionsArgs, spec):
   """Runs the sweep `spec` under each --jaxlib version, up to `spec.jobs`
-  at once (`versions.versions_runs`); returns their runs
-  (`driver.VersionRun`s, in --jaxlib order).
+  at once (`versions.versions_runs`); returns their `VersionRuns` (the
+  runs in --jaxlib order, `text()`, `ok`).
 
   Raises:
     InvalidArgumentError: no or malformed --jaxlib.
@@ -60,14 +60,8 @@ def versions(args: VersionsArgs, spec):
 
 def main(args: VersionsArgs) -> int:
   """`hloprobe versions`: runs, prints the comparison; the exit status."""
-  from hloprobe.versions import render_versions
-
   spec = common.sweep_spec(args.common, args.experiment, args.experiments_file)
   fmt = common.check_format(args.common)
-  runs = versions(args, spec)
-  print(render_versions(runs, fmt, args.changes_only))
-  ok = all(
-    r.ok and all(c["status"] == "ok" for c in r.reply["results"]["configs"])
-    for r in runs
-  )
-  return common.EXIT_OK if ok else common.EXIT_FAILED
+  outcome = versions(args, spec)
+  print(outcome.text(fmt, args.changes_only))
+  return common.EXIT_OK if outcome.ok else common.EXIT_FAILED

@@ -53,17 +53,17 @@ def main(args: ViewArgs) -> int:
       a port outside 0-65535.
     HloprobeError: Model Explorer is missing; the port is in use.
   """
-  from hloprobe.pictures import check_extras, open_server, pick
+  from hloprobe.pictures import pick_configs
 
   words = list(args.words)
   if len(words) != 1:
     raise InvalidArgumentError(
       f"`view` takes one folder, got {words}; e.g. `hloprobe view out/me`"
     )
-  check_extras(plot=False, explorer=True)
   values, given = common.sweep_values(args.common)
   wanted = {_INDEX_KEY[key]: values[key] for key in given}
-  picked, matched = pick(words[0], wanted)
+  found = pick_configs(words[0], wanted)
+  picked, matched = found.entries, found.matched
   if matched > len(picked):
     print(
       f"hloprobe: showing the worst {len(picked)} of "
@@ -77,7 +77,7 @@ def main(args: ViewArgs) -> int:
     f"{first['precision']}, the worst finding, its layers expanded",
     file=sys.stderr,
   )
-  server, url = open_server(words[0], picked, args.port)
+  server, url = found.open(args.port)
   try:
     print(url, flush=True)
     print(

@@ -12,26 +12,7 @@ are `hloprobe.runtime`.
 
 from __future__ import annotations
 
-from hloprobe.compile.autotune import AutotuneChoice as AutotuneChoice
-from hloprobe.compile.autotune import (
-  config_assigner_input as config_assigner_input,
-)
-from hloprobe.compile.autotune import device_fingerprint as device_fingerprint
-from hloprobe.compile.autotune import gemm_fusion_keys as gemm_fusion_keys
-from hloprobe.compile.autotune import (
-  parse_codegen_versions as parse_codegen_versions,
-)
-from hloprobe.compile.autotune import results_textproto as results_textproto
-from hloprobe.compile.autotune import triton_config as triton_config
-from hloprobe.compile.autotune_replay import AUTOTUNED_ON as AUTOTUNED_ON
-from hloprobe.compile.autotune_replay import LoadedResults as LoadedResults
-from hloprobe.compile.autotune_replay import (
-  autotune_selection as autotune_selection,
-)
-from hloprobe.compile.autotune_replay import (
-  fusion_selections as fusion_selections,
-)
-from hloprobe.compile.autotune_replay import loaded_results as loaded_results
+from hloprobe.compile.autotune import triton_pin as triton_pin
 from hloprobe.compile.autotune_replay import selection_note as selection_note
 from hloprobe.compile.autotune_replay import (
   sweep_experiments as sweep_experiments,
@@ -62,13 +43,11 @@ from hloprobe.compile.int_dots import INT32_DOTS_FIX as INT32_DOTS_FIX
 from hloprobe.compile.int_dots import int32_dots_case as int32_dots_case
 from hloprobe.compile.lowering import compile_case as compile_case
 from hloprobe.compile.lowering import jax_versions as jax_versions
-from hloprobe.compile.lowering import run_compiled as run_compiled
 from hloprobe.compile.lowering import start_backends as start_backends
 from hloprobe.compile.lowering import unoptimized_hlo as unoptimized_hlo
 from hloprobe.compile.module_case import is_module_case as is_module_case
-from hloprobe.compile.module_case import unoptimized_twin as unoptimized_twin
 from hloprobe.compile.module_files import (
-  read_module_file as read_module_file,
+  optimized_module as optimized_module,
 )
 from hloprobe.compile.module_files import (
   unknown_custom_calls as unknown_custom_calls,
@@ -82,14 +61,10 @@ from hloprobe.compile.targets import BUILTIN_TARGETS as BUILTIN_TARGETS
 from hloprobe.compile.targets import Target as Target
 from hloprobe.compile.targets import get_target as get_target
 from hloprobe.compile.targets import is_config_path as is_config_path
-from hloprobe.compile.targets import load_target_config as load_target_config
-from hloprobe.compile.toolchain import find_ptxas as find_ptxas
-from hloprobe.compile.toolchain import nvcc_wheel_dir as nvcc_wheel_dir
+from hloprobe.compile.targets import target_listing as target_listing
 from hloprobe.compile.toolchain import ptxas_version as ptxas_version
 
 __all__ = [
-  "AUTOTUNED_ON",
-  "AutotuneChoice",
   "BASELINE",
   "BUILTIN_EXPERIMENTS",
   "BUILTIN_TARGETS",
@@ -99,20 +74,13 @@ __all__ = [
   "Experiment",
   "INT32_DOTS_FIX",
   "JAXPR_API",
-  "LoadedResults",
   "Rejection",
   "ReportedError",
   "Target",
   "absolute_case_word",
   "attached_gpu_count",
-  "autotune_selection",
   "compile_case",
-  "config_assigner_input",
-  "device_fingerprint",
   "enable_x64",
-  "find_ptxas",
-  "fusion_selections",
-  "gemm_fusion_keys",
   "get_case",
   "get_target",
   "int32_dots_case",
@@ -121,26 +89,20 @@ __all__ = [
   "jax_versions",
   "jaxlib_release",
   "leaf_names",
-  "load_target_config",
   "load_topology",
-  "loaded_results",
   "missing_cudnn_message",
   "missing_lowering",
-  "nvcc_wheel_dir",
-  "parse_codegen_versions",
+  "optimized_module",
   "parse_experiment",
   "ptxas_version",
-  "read_module_file",
   "rejected_compile",
   "resolvable_elsewhere",
-  "results_textproto",
-  "run_compiled",
   "scan_counts",
   "selection_note",
   "start_backends",
   "sweep_experiments",
-  "triton_config",
+  "target_listing",
+  "triton_pin",
   "unoptimized_hlo",
-  "unoptimized_twin",
   "while_has_dce_rule",
 ]

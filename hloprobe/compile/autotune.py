@@ -62,7 +62,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from hloprobe import private_api
 from hloprobe.compile.compat import installed_jaxlib
@@ -78,8 +78,10 @@ __all__ = [
   "device_string",
   "gemm_fusion_keys",
   "parse_codegen_versions",
+  "TritonPin",
   "results_textproto",
   "triton_config",
+  "triton_pin",
 ]
 
 # The BackendConfig (xla/backends/autotuner/backend_config.proto) of a gemm
@@ -371,3 +373,71 @@ def results_textproto(
       f"}}  # {c.fusion.name}",
     ]
   return "\n".join(lines) + "\n"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TritonPin:
+  """A results file giving every Triton gemm fusion one Triton config.
+
+  Attributes:
+    text: an `xla.autotuner.AutotuneCache` text file (`results_textproto`),
+      for `--xla_gpu_load_autotune_results_from`.
+    fusions: (batch size, fusion) for every `__triton_gemm` fusion of every
+      compile, by batch size then as the config assigner sees them;
+      fusions of equal `hlo_fingerprint` share one entry of `text`.
+  """
+
+  text: str
+  fusions: tuple[tuple[int, GemmFusionKey], ...]
+
+
+def triton_pin(
+  compiled: Mapping[int, object],
+  target_config: str,
+  block_m: int,
+  block_n: int,
+  block_k: int,
+  num_stages: int,
+  num_warps: int,
+) -> TritonPin:
+  """Autotune results giving every `__triton_gemm` fusion of `compiled` the
+  one Triton config `triton_config(block_m, ..., num_warps)`.
+
+  Args:
+    compiled: batch size -> a `compile_case` result made with
+      `dump_passes=True` (its pass_dumps: the fusions are keyed as they
+      enter the config assigner) and with XLA's autotune-cache VLOG on
+      (its xla_log: `parse_codegen_versions`; the first compile that logged
+      them gives them).
+    target_config: the compile-only target's GpuTargetConfigProto text
+      (`Target.config_text`; its `device_fingerprint` keys the file).
+    block_m, block_n, block_k, num_stages, num_warps: the config.
+
+  Raises:
+    TargetError: no compile logged codegen versions, or one lacks the
+      config-assigner pass dump (`config_assigner_input`; jaxlib 0.10.2
+      has neither).
+    ValueError: a fusion's key cannot be computed (`gemm_fusion_keys`).
+  """
+  versions = None
+  for c in compiled.values():
+    versions = versions or parse_codegen_versions(getattr(c, "xla_log", ""))
+  if versions is None:
+    raise TargetError(
+      "XLA logged no codegen versions: set TF_CPP_VMODULE="
+      "autotuner_cache_interface=1 and TF_CPP_MIN_LOG_LEVEL=0 before XLA "
+      "loads (jaxlib 0.12.0.1; 0.10.2 has no config-assigner pass)"
+    )
+  device = device_fingerprint(target_config)
+  config = triton_config(block_m, block_n, block_k, num_stages, num_warps)
+  fusions, choices, seen = [], [], set()
+  for n in sorted(compiled):
+    keys = gemm_fusion_keys(config_assigner_input(compiled[n].pass_dumps))
+    for key in keys:
+      if key.fusion_kind != "__triton_gemm":
+        continue
+      fusions.append((n, key))
+      if key.hlo_fingerprint not in seen:
+        seen.add(key.hlo_fingerprint)
+        choices.append(AutotuneChoice(key, "TRITON", config))
+  return TritonPin(results_textproto(device, versions, choices), tuple(fusions))

@@ -4,7 +4,7 @@
 whose XLA_FLAGS load the file, refused in one line when no compile-only
 target of the sweep is the device the file is keyed by, or when hloprobe
 wrote it under another jaxlib; a compile under it names who chose each
-gemm fusion (`loaded_results`, `fusion_selections`: "autotuned on
+gemm fusion (`loaded_results`, `LoadedResults.fusion_selections`: "autotuned on
 <device>" or "no autotune entry for this fusion; default config used"). The keys themselves: `autotune`.
 
 Private in intent: use the package, `hloprobe.compile`.
@@ -17,12 +17,14 @@ import importlib.util
 import mmap
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from hloprobe.compile.autotune import (
   GemmFusionKey,
+  config_assigner_input,
   device_fingerprint,
   device_string,
+  gemm_fusion_keys,
 )
 from hloprobe.compile.compat import installed_jaxlib
 from hloprobe.compile.experiments import (
@@ -38,11 +40,10 @@ __all__ = [
   "AUTOTUNED_ON",
   "MISSING_ENTRY",
   "LoadedResults",
+  "SelectionNote",
   "autotune_experiment",
-  "autotune_selection",
   "autotuned_target",
   "entry_notes",
-  "fusion_selections",
   "loaded_results",
   "results_devices",
   "selection_note",
@@ -220,6 +221,50 @@ class LoadedResults:
   fingerprint: str
   device: str
 
+  @property
+  def selection(self) -> str:
+    """Who chose the compile's fates, in words for the whole config, where
+    which fusions the file holds is not known per site
+    (`fusion_selections` says it per fusion): e.g. "autotune results
+    a100.textproto (autotuned on NVIDIA A100-SXM4-40GB) where they hold
+    the fusion, else XLA heuristic"."""
+    return (
+      f"autotune results {os.path.basename(self.path)} ({AUTOTUNED_ON}"
+      f"{self.device}) where they hold the fusion, else XLA heuristic"
+    )
+
+  def fusion_selections(
+    self, pass_dumps: Iterable[tuple[str, str]]
+  ) -> tuple[str, dict[str, str]]:
+    """Who chose each gemm fusion's config in a compile under these results.
+
+    Args:
+      pass_dumps: the compile's `CompiledCase.pass_dumps` (made with
+        `dump_passes=True`): (file name, text), in pass order.
+
+    Returns:
+      (the module as it enters XLA's config assigner, whose gemm fusions
+      are the ones keyed: `autotune.config_assigner_input`; fusion name ->
+      words): "autotuned on NVIDIA A100-SXM4-40GB (a100.textproto:
+      CUBLASLT_FISSION: gemm { algorithm: -1 })" where the file holds it,
+      else "no autotune entry for this fusion; default config used
+      (a100.textproto: XLA heuristic)" (`MISSING_ENTRY`).
+
+    Raises:
+      TargetError: no dump names the config-assigner pass.
+      ValueError: a fusion's key cannot be computed (an operand whose
+        shape is not read: `autotune.gemm_fusion_keys`).
+    """
+    before = config_assigner_input(pass_dumps)
+    keys = gemm_fusion_keys(before)
+    base = os.path.basename(self.path)
+    return before, {
+      name: f"{MISSING_ENTRY} ({base}: XLA heuristic)"
+      if note == MISSING_ENTRY
+      else f"{AUTOTUNED_ON}{self.device} ({base}: {note})"
+      for name, note in entry_notes(keys, self.text, self.fingerprint)
+    }
+
 
 def loaded_results(xla_flags: str, target: Target) -> LoadedResults | None:
   """The results file a compile for `target` loads, where it can hit.
@@ -250,62 +295,27 @@ def loaded_results(xla_flags: str, target: Target) -> LoadedResults | None:
   return LoadedResults(m.group(1), text, mine, device)
 
 
-def autotune_selection(xla_flags: str, target: Target) -> str | None:
-  """Who chose a compile-only target's fates, when results were loaded.
+@dataclasses.dataclass(frozen=True, slots=True)
+class SelectionNote:
+  """A site's selection in short, for tables.
 
-  The words for the whole config, where which fusions the file holds is
-  not known per site (`fusion_selections` says it per fusion).
-
-  Args:
-    xla_flags, target: as `loaded_results`.
-
-  Returns:
-    E.g. "autotune results a100.textproto (autotuned on NVIDIA
-    A100-SXM4-40GB) where they hold the fusion, else XLA heuristic" when
-    the file loaded is keyed by the target's device; None otherwise.
+  Attributes:
+    words: "autotuned on <device>" or `MISSING_ENTRY`.
+    autotuned: the file held the site's fusion (the first form).
   """
-  loaded = loaded_results(xla_flags, target)
-  if loaded is None:
-    return None
-  return (
-    f"autotune results {os.path.basename(loaded.path)} ({AUTOTUNED_ON}"
-    f"{loaded.device}) where they hold the fusion, else XLA heuristic"
-  )
+
+  words: str
+  autotuned: bool
 
 
-def fusion_selections(
-  loaded: LoadedResults, keys: Sequence[GemmFusionKey]
-) -> dict[str, str]:
-  """Who chose each gemm fusion's config under loaded results.
-
-  Args:
-    loaded: the file (`loaded_results`).
-    keys: the compile's gemm fusions as they enter the config assigner
-      (`autotune.gemm_fusion_keys`).
-
-  Returns:
-    Fusion name -> words: "autotuned on NVIDIA A100-SXM4-40GB (a100.textproto:
-    CUBLASLT_FISSION: gemm { algorithm: -1 })" where the file holds it, else
-    "no autotune entry for this fusion; default config used
-    (a100.textproto: XLA heuristic)" (`MISSING_ENTRY`).
-  """
-  base = os.path.basename(loaded.path)
-  return {
-    name: f"{MISSING_ENTRY} ({base}: XLA heuristic)"
-    if note == MISSING_ENTRY
-    else f"{AUTOTUNED_ON}{loaded.device} ({base}: {note})"
-    for name, note in entry_notes(keys, loaded.text, loaded.fingerprint)
-  }
-
-
-def selection_note(selection: str | None) -> str | None:
-  """A site's selection in short, for tables: "autotuned on <device>" or
-  `MISSING_ENTRY` when results were loaded (`fusion_selections`); None
-  otherwise."""
+def selection_note(selection: str | None) -> SelectionNote | None:
+  """A site's selection (`SiteFate.selection`) in short, when autotune
+  results were loaded (`LoadedResults.fusion_selections`); None otherwise
+  (no results, or the words for the whole config)."""
   if selection and selection.startswith(AUTOTUNED_ON):
-    return selection.split(" (", 1)[0]
+    return SelectionNote(selection.split(" (", 1)[0], True)
   if selection and selection.startswith(MISSING_ENTRY):
-    return MISSING_ENTRY
+    return SelectionNote(MISSING_ENTRY, False)
   return None
 
 

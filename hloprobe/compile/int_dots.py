@@ -2,9 +2,14 @@
 
 An integer `dot_general` whose result type is narrower than its exact sum
 (s8 x s8 -> s8, jax-ml/jax#4465's `jnp.matmul` of int8 arrays) wraps: XLA
-computes exact products and sums and wraps them to the result type
-(`xla/service/cpu` and the GPU emitters alike; README glossary, "effective
-algorithm"). JAX's fix is `preferred_element_type=jnp.int32` on the dot
+computes exact products and sums and wraps them to the result type, as
+seen in the optimized HLO of jaxlib 0.12.0.1 and 0.10.2 (XLA:CPU keeps an
+s8 -> s8 `dot` or `__ynn_fusion`; a GPU loop fusion or strength-reduced
+multiply+reduce stays in s8; cuBLAS runs s8 x s8 in s32,
+gemm_rewriter.cc `TypesAreSupportedByCublasLt`); the rules and their
+sources are `hloprobe.sites`' integer rules. The one exception is a Triton
+gemm's mma, whose `.satfinite` clamps an s32 accumulator chain past
+2^31 - 1 instead of wrapping (PTX ISA, mma). JAX's fix is `preferred_element_type=jnp.int32` on the dot
 (`jax.lax.dot_general`'s documented parameter; `jnp.matmul` takes it too):
 the sums are kept in s32, and the program's output is s32.
 

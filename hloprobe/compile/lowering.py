@@ -41,6 +41,7 @@ import numpy as np
 
 from hloprobe import private_api, startup
 from hloprobe.compile import compat, cudnn, placement, toolchain
+from hloprobe.compile.autotune_replay import LoadedResults, loaded_results
 from hloprobe.compile.cases import Case
 from hloprobe.compile.placement import LoadedTopology, load_topology
 from hloprobe.compile.targets import Target
@@ -50,7 +51,6 @@ __all__ = [
   "CompiledCase",
   "LoadedTopology",
   "compile_case",
-  "run_compiled",
   "start_backends",
   "jax_versions",
   "load_topology",
@@ -84,6 +84,11 @@ class CompiledCase:
     compile_notes: what hloprobe changed to get a compile-only target's
       compile through (`compat.deviceless_retry_options`), one sentence
       each; () when nothing was.
+    autotune: with `compile_case(..., autotune_words=True)`, the autotune
+      results file the compile loaded where it is keyed by the target's
+      device (`LoadedResults`: its `selection` and
+      `fusion_selections(pass_dumps)` say who chose the gemm fusions);
+      else None.
   """
 
   stablehlo: str
@@ -99,6 +104,22 @@ class CompiledCase:
   xla_log: str = ""
   pass_dumps: tuple[tuple[str, str], ...] = ()
   compile_notes: tuple[str, ...] = ()
+  autotune: LoadedResults | None = None
+
+  def run(self, args: tuple) -> tuple[tuple[np.ndarray, ...], float]:
+    """Runs the compiled config on `args` (the arguments it was compiled
+    for, `Case.inputs_for`); returns its output leaves and the time in s.
+
+    The leaves are numpy arrays in `jax.tree_util.tree_leaves` order. The
+    time covers one call, including argument transfer and
+    `block_until_ready`. A compile-only target's handle cannot run (XLA
+    raises).
+    """
+    start = time.perf_counter()
+    out = self.compiled(*args)
+    out = jax.block_until_ready(out)
+    run_s = time.perf_counter() - start
+    return tuple(np.asarray(x) for x in jax.tree_util.tree_leaves(out)), run_s
 
 
 def jax_versions() -> dict[str, str]:
@@ -137,6 +158,7 @@ def compile_case(
   precision: str,
   target: Target,
   dump_passes: bool = False,
+  autotune_words: bool = False,
 ) -> CompiledCase:
   """Lowers and compiles `case.fn` on `args` for a target.
 
@@ -149,6 +171,11 @@ def compile_case(
     dump_passes: also have XLA dump the module after every pass
       (`xla_dump_to` + `xla_dump_hlo_pass_re=.*` as this compile's own debug
       options, so no other compile is affected) into `pass_dumps`.
+    autotune_words: also keep, in `autotune`, the autotune results file
+      this process's XLA_FLAGS load (`--xla_gpu_load_autotune_results_from`,
+      `autotune_replay.loaded_results`) where it is keyed by the target's
+      device; the passes are then dumped too (the fusions' keys are read
+      from the config assigner's input).
 
   Raises:
     TargetError: the target's device is not available, or its config cannot
@@ -157,6 +184,10 @@ def compile_case(
       or jax found no cuDNN library to trace cuDNN attention with.
     Exception: whatever JAX/XLA raise while lowering or compiling.
   """
+  loaded = None
+  if autotune_words:
+    loaded = loaded_results(os.environ.get("XLA_FLAGS", ""), target)
+    dump_passes = dump_passes or loaded is not None
   start = time.perf_counter()
   lowered, devices = lower_case(case, args, precision, target)
   lower_s = time.perf_counter() - start
@@ -170,7 +201,13 @@ def compile_case(
     )
   optimized = extras.pop("optimized_hlo")
   return CompiledCase(
-    stablehlo, optimized, compiled, compile_s, lower_s, **extras
+    stablehlo,
+    optimized,
+    compiled,
+    compile_s,
+    lower_s,
+    **extras,
+    autotune=loaded,
   )
 
 
@@ -376,22 +413,6 @@ def _compile_error(
     f"build its kernels: {text}. hloprobe uses the nvidia-cuda-nvcc-cu12 "
     "wheel's ptxas when it is installed"
   )
-
-
-def run_compiled(
-  compiled: CompiledCase, args: tuple
-) -> tuple[tuple[np.ndarray, ...], float]:
-  """Runs a compiled config; returns its output leaves and the time in s.
-
-  The leaves are numpy arrays in `jax.tree_util.tree_leaves` order. The
-  time covers one call, including argument transfer and
-  `block_until_ready`.
-  """
-  start = time.perf_counter()
-  out = compiled.compiled(*args)
-  out = jax.block_until_ready(out)
-  run_s = time.perf_counter() - start
-  return tuple(np.asarray(x) for x in jax.tree_util.tree_leaves(out)), run_s
 
 
 def unoptimized_hlo(case: Case, args: tuple) -> str:

@@ -59,9 +59,7 @@ Private in intent: use the package, `hloprobe.compile`.
 from __future__ import annotations
 
 import dataclasses
-import glob
 import os
-import re
 
 import jax
 import numpy as np
@@ -69,6 +67,7 @@ import numpy as np
 from hloprobe import private_api
 from hloprobe.compile import module_files
 from hloprobe.compile.case_model import Case
+from hloprobe.compile.module_files import unoptimized_twin
 from hloprobe.compile.module_jax import contraction_count, module_function
 from hloprobe.errors import CaseError, HloParseError, first_line
 from hloprobe.execute import numpy_dtype
@@ -80,7 +79,6 @@ __all__ = [
   "load_inputs",
   "module_case",
   "random_inputs",
-  "unoptimized_twin",
 ]
 
 # The seed of the random inputs a module gets without given ones.
@@ -88,10 +86,9 @@ INPUT_SEED = 0
 # The most bytes a module case's arguments may take, all together (they
 # are made or read in this process, then copied to the device).
 MAX_ARGUMENT_BYTES = 2 << 30
+
+
 # The start of a file name XLA's dump gives: `module_0001.` (its id).
-_DUMP_NAME = re.compile(r"(module_\d+)\.")
-
-
 def is_module_case(spec: str) -> bool:
   """Whether a --case word names a module file (by its contents)."""
   return module_files.is_module_file(spec)
@@ -260,21 +257,6 @@ def batch_parameter(
     f"{said(arrays[0], 'the first array parameter')}: no parameter shares "
     "the output's leading axis; --batch_arg=NAME|INDEX chooses"
   )
-
-
-def unoptimized_twin(path: str) -> str | None:
-  """The `before_optimizations` module (text, else proto) of the XLA dump
-  `path` belongs to (same folder, same `module_NNNN.` prefix), or None."""
-  folder, base = os.path.split(path)
-  match = _DUMP_NAME.match(base)
-  if match is None:
-    return None
-  for suffix in (".before_optimizations.txt", ".before_optimizations.hlo.pb"):
-    pattern = glob.escape(match.group(1)) + ".*" + suffix
-    found = sorted(glob.glob(os.path.join(glob.escape(folder or "."), pattern)))
-    if found:
-      return os.path.join(folder, os.path.basename(found[0]))
-  return None
 
 
 def _hlo_module(mf) -> HloModule:

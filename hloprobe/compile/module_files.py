@@ -13,7 +13,7 @@ XLA compile):
                       `*.snapshot.*.pb`: the module, its arguments, result)
   hlo_proto_text      an HloModuleProto, HloProto or HloSnapshot in protobuf
                       text format, read with XLA's schema as jaxlib embeds
-                      it (`ir.proto_text_to_binary`), then as binary
+                      it (`ir.read_proto_file` of the text), then as binary
   stablehlo_text      MLIR text: `module @...`, `func.func`
   stablehlo_bytecode  MLIR bytecode or a StableHLO portable artifact
                       (magic "ML\\xefR")
@@ -32,6 +32,7 @@ Private in intent: use the package, `hloprobe.compile`.
 from __future__ import annotations
 
 import dataclasses
+import glob
 import os
 import re
 
@@ -46,10 +47,16 @@ __all__ = [
   "MAX_MODULE_BYTES",
   "MODULE_KINDS",
   "ModuleFile",
+  "OptimizedModule",
   "is_module_file",
+  "optimized_module",
   "read_module_file",
   "unknown_custom_calls",
+  "unoptimized_twin",
 ]
+
+# An XLA dump's file name: module_NNNN.<name>.<stage>.txt.
+_DUMP_NAME = re.compile(r"(module_\d+)\.")
 
 # The largest module file read, in bytes (256 MiB): bug-report modules with
 # an HloSnapshot's arguments run to tens of MiB; a file over this is refused
@@ -183,15 +190,14 @@ def _read(path: str, kind: module_sniff.Sniffed, data: bytes) -> ModuleFile:
   if kind.kind in ("hlo_proto", "hlo_snapshot"):
     return _from_proto(path, kind.kind, kind.proto)
   if kind.kind == "hlo_proto_text":
-    binary = ir.proto_text_to_binary(
+    found = ir.read_proto_file(
       data.decode("utf-8"), private_api.jaxlib_embedded
     )
-    found = ir.read_proto_file(binary)
     if found is None:
       raise ValueError("an HLO proto in text format, but with no module in it")
     return _from_proto(path, kind.kind, found)
   if kind.kind == "jax_export":
-    source: str | bytes = kind.export_text
+    source: str | bytes = _checked_text(kind.export_text, mlir=True)
   elif kind.kind == "stablehlo_text":
     source = data.decode("utf-8")
   else:  # bytecode: only its guarded child reads it (module_guard)
@@ -224,8 +230,11 @@ def _from_proto(path: str, kind: str, found) -> ModuleFile:
 
 
 def _checked_text(text: str, mlir: bool) -> str:
-  """A guarded child's text, its nesting checked before a parser here."""
+  """A guarded child's text, its nesting (and, for MLIR, its strings:
+  UTF-8) checked before a parser here."""
   problem = module_guard.nesting_problem(text.encode(), mlir=mlir)
+  if problem is None and mlir:
+    problem = module_guard.strings_problem(text)
   if problem is not None:
     raise ValueError(problem)
   return text
@@ -381,3 +390,61 @@ def unknown_custom_calls(mf: ModuleFile) -> tuple[str, ...]:
       and not t.startswith(_EXECUTED_PREFIXES)
     )
   )
+
+
+def unoptimized_twin(path: str) -> str | None:
+  """The `before_optimizations` module (text, else proto) of the XLA dump
+  `path` belongs to (same folder, same `module_NNNN.` prefix), or None."""
+  folder, base = os.path.split(path)
+  match = _DUMP_NAME.match(base)
+  if match is None:
+    return None
+  for suffix in (".before_optimizations.txt", ".before_optimizations.hlo.pb"):
+    pattern = glob.escape(match.group(1)) + ".*" + suffix
+    found = sorted(glob.glob(os.path.join(glob.escape(folder or "."), pattern)))
+    if found:
+      return os.path.join(folder, os.path.basename(found[0]))
+  return None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class OptimizedModule:
+  """An optimized module file (an `after_optimizations` dump, as XLA ran
+  it) and the unoptimized module of the same dump beside it.
+
+  Attributes:
+    file: the file, read (`read_module_file`); its `hlo_text` is not None.
+    twin: the path of its `before_optimizations` module
+      (`unoptimized_twin`).
+  """
+
+  file: ModuleFile
+  twin: str
+
+  def twin_hlo_text(self) -> str | None:
+    """The twin's HLO text (`read_module_file(twin).hlo_text`; None for a
+    StableHLO file).
+
+    Raises:
+      ModuleFileError: the twin cannot be read as a module.
+    """
+    return read_module_file(self.twin).hlo_text
+
+
+def optimized_module(source: str) -> OptimizedModule | None:
+  """The optimized module file a --case word names, with its twin.
+
+  Returns:
+    None where `source` is not a module file (`is_module_file`), is not
+    optimized, holds no HLO text, or has no unoptimized twin beside it.
+
+  Raises:
+    ModuleFileError: `source` is a module file that cannot be read.
+  """
+  if not is_module_file(source):
+    return None
+  mf = read_module_file(source)
+  twin = unoptimized_twin(source) if mf.optimized else None
+  if twin is None or mf.hlo_text is None:
+    return None
+  return OptimizedModule(mf, twin)

@@ -5,9 +5,10 @@ jaxlib's parsers (XLA's HLO parser, MLIR's text and bytecode readers,
 `jax.export.deserialize`) are native code: a file can crash them
 (100,000 nested HLO tuples or 20,000 nested MLIR regions overflow their
 recursive descent: SIGSEGV; a StableHLO bytecode whose producer string
-is not UTF-8 throws through nanobind: SIGABRT) or spin in them (a
-914-byte `jax.export` artifact), and a native loop ignores SIGINT and
-SIGTERM. So:
+is not UTF-8 throws through nanobind: SIGABRT) or spin in them (MLIR's
+bytecode reader, on an attribute that refers to itself: a one-byte change
+of a 936-byte `jax.export` artifact, tests/testdata/fuzz/
+spin-sin.export), and a native loop ignores SIGINT and SIGTERM. So:
 
   text (HLO, MLIR, proto text)  `nesting_problem`: its bracket nesting,
                                 strings and comments left out, is at most
@@ -31,10 +32,12 @@ conversion error!", SIGABRT; `make fuzz` seed 0, mutations 66 and 120),
 so bytecode is only ever read in the child.
 
 The child process (`python -c`, its own session, kept between reads:
-stdin the files' bytes, stdout their text) runs under `GUARD_TIMEOUT_S` seconds of wall time and
-`GUARD_MAX_MB` MiB of resident memory, polled from here; a crash, an
-abort, a hang or a memory blow-up ends it, and the caller gets one line
-naming what happened. This process waits in Python, so SIGINT and
+stdin the files' bytes, stdout their text) runs under `GUARD_TIMEOUT_S`
+seconds of wall time and `GUARD_MAX_MB` MiB of resident memory, polled
+from here, and each read under a CPU budget (`cpu_budget_s`: 1 s and 4 s
+per MiB; RLIMIT_CPU, set in the child, whose SIGXCPU ends it inside native
+code); a crash, an abort, a spin, a hang or a memory blow-up ends it, and
+the caller gets one line naming what happened. This process waits in Python, so SIGINT and
 SIGTERM are handled throughout, and the child is killed on the way out.
 
 Private in intent: use the package, `hloprobe.compile`.
@@ -59,13 +62,17 @@ import time
 import numpy as np
 
 __all__ = [
+  "GUARD_CPU_S",
+  "GUARD_CPU_S_PER_MIB",
   "GUARD_MAX_MB",
   "GUARD_TIMEOUT_S",
   "MAX_NESTING",
   "GuardError",
   "bytecode_problem",
+  "cpu_budget_s",
   "guarded_text",
   "nesting_problem",
+  "strings_problem",
 ]
 
 # The deepest bracket nesting a module text may have. XLA's HLO parser
@@ -78,6 +85,20 @@ MAX_NESTING = 256
 # The guarded child's limits: wall seconds and resident MiB.
 GUARD_TIMEOUT_S = 60.0
 GUARD_MAX_MB = 4096
+# Each read's CPU budget, in seconds: GUARD_CPU_S and GUARD_CPU_S_PER_MIB
+# for each MiB of its input (`cpu_budget_s`). Measured here (jaxlib
+# 0.12.0.1, one core): a 1-2 KB module reads in under 0.12 s, its first
+# read included (the child's imports and XLA's library load are outside
+# the budget, which starts after them; the budget is whole seconds, 1 to
+# 2 s here), and a large one at 0.06-0.55 s per MiB (HLO text and protos
+# about 0.1, a jax.export artifact or MLIR bytecode, which is compact,
+# 0.4-0.55): 8x and 7x margins at least. MLIR's bytecode reader spins without end on an attribute that
+# refers to itself (`AttrTypeReader::resolveEntry`'s deferred worklist,
+# mlir/lib/Bytecode/Reader/BytecodeReader.cpp): a one-byte change of a
+# 936-byte jax.export artifact does it. CPU time, not wall time, so that a
+# loaded machine does not refuse good files.
+GUARD_CPU_S = 1.0
+GUARD_CPU_S_PER_MIB = 4.0
 # How often the child's memory is read, in seconds.
 _POLL_S = 0.05
 # Seconds past a read's limit after which the child ends itself (SIGALRM):
@@ -133,6 +154,44 @@ def nesting_problem(data: bytes, mlir: bool) -> str | None:
   )
 
 
+# An MLIR string literal, and the escapes MLIR's printer writes in one
+# (mlir/lib/IR/AsmPrinter.cpp, `printEscapedString`: a byte that is not
+# printable ASCII, `"` or `\\` as `\\XX`, two hex digits).
+_MLIR_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+_MLIR_ESCAPE = re.compile(r"\\([0-9A-Fa-f]{2}|.)")
+
+
+def strings_problem(text: str) -> str | None:
+  """Why MLIR text `text` is refused for its strings, or None: a string
+  literal whose bytes, its escapes undone, are not UTF-8. jaxlib's MLIR
+  bindings turn a string attribute into a Python str with nanobind, which
+  raises (or, in some bindings, aborts: SIGABRT) on such bytes (`make
+  fuzz` seed 0 mutations 3024 and 3951: jax.export artifacts whose module
+  name became `"jit_\\E6"` and `"\\EFit_f"`). Linear in the text.
+  """
+  for m in _MLIR_STRING.finditer(text):
+    body = m[1]
+    if "\\" not in body:
+      continue  # printable ASCII only
+    raw = bytearray()
+    pos = 0
+    for e in _MLIR_ESCAPE.finditer(body):
+      raw += body[pos : e.start()].encode("utf-8", "surrogatepass")
+      code = e[1]
+      raw += bytes([int(code, 16)]) if len(code) == 2 else code.encode()
+      pos = e.end()
+    raw += body[pos:].encode("utf-8", "surrogatepass")
+    try:
+      raw.decode("utf-8")
+    except UnicodeDecodeError:
+      line = text.count("\n", 0, m.start()) + 1
+      return (
+        f"a string at line {line} is not UTF-8 ({body[:40]!r}); jaxlib's "
+        "MLIR bindings cannot read it"
+      )
+  return None
+
+
 def _varint(data: bytes, pos: int) -> tuple[int, int] | None:
   """MLIR bytecode's prefix varint at `pos` (mlir/lib/Bytecode/Reader/
   BytecodeReader.cpp, `EncodingReader::parseVarInt`): (value, next pos),
@@ -184,13 +243,62 @@ def bytecode_problem(data: bytes) -> str | None:
 # and writes one JSON line, {"text": ...} or {"error": ...}, on stdout,
 # until stdin ends. Imports only what the kind needs.
 _CHILD = r"""
-import json, signal, sys
+import json, math, resource, signal, sys
 inp = sys.stdin.buffer
+# A read past its CPU budget ends by SIGXCPU (RLIMIT_CPU): no core file.
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+_, cpu_hard = resource.getrlimit(resource.RLIMIT_CPU)
+
+
+WARM_UP = "HloModule m\nENTRY e {\n  ROOT c = f32[] constant(0)\n}\n"
+readers = {}
+
+
+def reader(kind):
+  # The kind's reader, its imports and one-time set-up done here, once,
+  # outside any read's CPU budget.
+  if kind == "jax_export":
+    import jax.export
+    return lambda data: jax.export.deserialize(bytearray(data)).mlir_module()
+  if kind in ("hlo_text", "hlo_proto"):
+    from hloprobe import private_api
+    private_api.hlo_text_to_proto(WARM_UP)  # loads XLA's client library
+  if kind == "hlo_text":
+
+    def parse(data):
+      private_api.hlo_text_to_proto(data.decode())
+      return ""
+
+    return parse
+  if kind == "hlo_to_stablehlo":
+    import jax.extend.mlir
+    from hloprobe.ir import read_stablehlo_module
+    return lambda data: read_stablehlo_module(
+      jax.extend.mlir.hlo_to_stablehlo(data)
+    ).text
+  if kind == "hlo_proto":
+
+    def read(data):
+      text = private_api.hlo_proto_to_text(data)
+      if text is None:
+        raise ValueError("this jaxlib cannot read HloModuleProto files")
+      return text
+
+    return read
+  from hloprobe.ir import read_stablehlo_module
+  return lambda data: read_stablehlo_module(data).text
+
+
+def cpu_s():
+  use = resource.getrusage(resource.RUSAGE_SELF)
+  return use.ru_utime + use.ru_stime
+
+
 while True:
   head = inp.readline()
   if not head:
     break
-  kind, size, limit_s = head.decode().split()
+  kind, size, limit_s, budget_s = head.decode().split()
   # SIGALRM's default action ends this process even inside native code: a
   # read past its limit ends here too when the parent that would kill it
   # is gone (an orphan spun for 30 minutes at 40% CPU after `make fuzz`
@@ -198,26 +306,17 @@ while True:
   signal.alarm(int(limit_s))
   data = inp.read(int(size))
   try:
-    if kind == "jax_export":
-      import jax.export
-      text = jax.export.deserialize(bytearray(data)).mlir_module()
-    elif kind == "hlo_text":
-      from hloprobe import private_api
-      private_api.hlo_text_to_proto(data.decode())
-      text = ""
-    elif kind == "hlo_to_stablehlo":
-      import jax.extend.mlir
-      from hloprobe.ir import read_stablehlo_module
-      text = read_stablehlo_module(jax.extend.mlir.hlo_to_stablehlo(data)).text
-    elif kind == "hlo_proto":
-      from hloprobe import private_api
-      text = private_api.hlo_proto_to_text(data)
-      if text is None:
-        raise ValueError("this jaxlib cannot read HloModuleProto files")
-    else:
-      from hloprobe.ir import read_stablehlo_module
-      text = read_stablehlo_module(data).text
-    out = {"text": text}
+    read = readers.get(kind) or readers.setdefault(kind, reader(kind))
+    # SIGXCPU's default action ends this process inside native code too,
+    # once the read took its CPU budget (a parser that spins).
+    soft = math.ceil(cpu_s()) + int(budget_s)
+    if cpu_hard != resource.RLIM_INFINITY:
+      soft = min(soft, cpu_hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, cpu_hard))
+    try:
+      out = {"text": read(data)}
+    finally:
+      resource.setrlimit(resource.RLIMIT_CPU, (cpu_hard, cpu_hard))
   except Exception as e:
     lines = str(e).strip().splitlines() or [type(e).__name__]
     out = {"error": " ".join(lines[0].split())}
@@ -253,7 +352,9 @@ class _Child:
       start_new_session=True,  # a terminal's SIGINT is ours to pass on
     )
 
-  def ask(self, kind: str, data: bytes, timeout_s: float, max_mb: int):
+  def ask(
+    self, kind: str, data: bytes, timeout_s: float, max_mb: int, cpu_s: int
+  ):
     """The child's JSON reply to one read; GuardError (`died`) when it
     crashed or ran past the limits (it is then killed)."""
     err_at = self._err.seek(0, 2)
@@ -263,7 +364,7 @@ class _Child:
       with contextlib.suppress(OSError, ValueError):
         # The child's own limit, past ours: it ends an orphaned read.
         limit = math.ceil(timeout_s) + _ORPHAN_GRACE_S
-        proc.stdin.write(f"{kind} {len(data)} {limit}\n".encode())
+        proc.stdin.write(f"{kind} {len(data)} {limit} {cpu_s}\n".encode())
         proc.stdin.write(data)
         proc.stdin.flush()
 
@@ -281,7 +382,7 @@ class _Child:
           self._err.seek(err_at)
           err = self._err.read()
           self.kill()
-          raise GuardError(_death(proc.returncode, err), True)
+          raise GuardError(_death(proc.returncode, err, cpu_s), True)
         reply += chunk
         continue
       if time.monotonic() > deadline:
@@ -325,12 +426,20 @@ def _end_child() -> None:
     _child = None
 
 
+def cpu_budget_s(size: int) -> int:
+  """The CPU seconds a read of `size` bytes may take in the child:
+  GUARD_CPU_S + GUARD_CPU_S_PER_MIB per MiB, in whole seconds (RLIMIT_CPU
+  counts them; the child adds up to one, rounding its own use up)."""
+  return max(1, int(GUARD_CPU_S + GUARD_CPU_S_PER_MIB * size / (1 << 20)))
+
+
 def guarded_text(
   data: bytes,
   kind: str,
   *,
   timeout_s: float = GUARD_TIMEOUT_S,
   max_mb: int = GUARD_MAX_MB,
+  cpu_s: int | None = None,
 ) -> str:
   """The MLIR text of a `jax.export` artifact or an MLIR bytecode, or the
   HLO text of a serialized HloModuleProto, read in a child process under
@@ -350,6 +459,9 @@ def guarded_text(
       its MLIR text back.
     timeout_s: wall seconds the child may take (its start included).
     max_mb: resident MiB the child may reach.
+    cpu_s: CPU seconds the read itself may take in the child (its
+      imports not counted; RLIMIT_CPU, SIGXCPU past it); default
+      `cpu_budget_s(len(data))`.
 
   Returns:
     The module's text, as the child printed it.
@@ -357,8 +469,8 @@ def guarded_text(
   Raises:
     GuardError: the child's reader refused the bytes (its first line), or
       the child crashed, aborted (the signal named, with the C++
-      exception's what() line where it printed one), ran past `timeout_s`
-      or `max_mb` (one line each).
+      exception's what() line where it printed one), ran past `timeout_s`,
+      `cpu_s` or `max_mb` (one line each).
     KeyboardInterrupt: SIGINT (the child is killed first).
   """
   global _child
@@ -369,7 +481,8 @@ def guarded_text(
     if _child is None:
       _child = _Child()
     try:
-      reply = _child.ask(kind, data, timeout_s, max_mb)
+      budget = cpu_budget_s(len(data)) if cpu_s is None else cpu_s
+      reply = _child.ask(kind, data, timeout_s, max_mb, budget)
     except BaseException:
       _child.kill()
       _child = None
@@ -389,9 +502,15 @@ def _resident_mb(pid: int) -> int:
   return pages * os.sysconf("SC_PAGE_SIZE") >> 20
 
 
-def _death(code: int, err: bytes = b"") -> str:
+def _death(code: int, err: bytes = b"", cpu_s: int | None = None) -> str:
   """How the child ended, in words, with the cause its stderr names (a C++
-  exception's `what():` line, as std::terminate prints it)."""
+  exception's `what():` line, as std::terminate prints it); SIGXCPU is its
+  read's CPU budget, `cpu_s` seconds, spent."""
+  if code == -signal.SIGXCPU:
+    return (
+      f"its reader ran past its {cpu_s} s of CPU time (jaxlib's native code "
+      "spun on it); stopped"
+    )
   why = ""
   for line in err.decode("utf-8", "replace").splitlines():
     if line.strip().startswith("what():"):

@@ -99,6 +99,8 @@ def sniff(data: bytes) -> Sniffed | NotAModule:
       # Checked before any jaxlib parser sees it (module_guard).
       mlir = kind.kind == "stablehlo_text"
       problem = module_guard.nesting_problem(data, mlir=mlir)
+      if problem is None and mlir:
+        problem = module_guard.strings_problem(text)
       if problem is not None:
         return NotAModule(problem)
       return kind

@@ -22,7 +22,7 @@ import dataclasses
 import importlib.resources
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from hloprobe.compile.textproto import (
   ParseError,
@@ -35,6 +35,7 @@ from hloprobe.compile.textproto import (
   text_format_int,
   tokenize,
 )
+from hloprobe.compile.toolchain import Ptxas, find_ptxas, nvcc_wheel_dir
 from hloprobe.errors import TargetError, did_you_mean
 from hloprobe.ir import read_text_file
 
@@ -43,12 +44,14 @@ __all__ = [
   "GPU_SPECS",
   "POSITIVE_COUNTS",
   "Target",
+  "TargetListing",
   "UnknownField",
   "drop_field",
   "get_target",
   "is_config_path",
   "load_target_config",
   "parse_unknown_field_log",
+  "target_listing",
 ]
 
 
@@ -287,6 +290,34 @@ class UnknownField:
 _UNKNOWN_FIELD_RE = re.compile(
   r'(\d+):(\d+): Message type "([\w.]+)" has no field named "(\w+)"'
 )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TargetListing:
+  """The targets a sweep can name, and the ptxas GPU compiles would use.
+
+  Attributes:
+    targets: `BUILTIN_TARGETS` in order, then one per GpuTargetConfigProto
+      file named (`load_target_config`).
+    ptxas: the ptxas XLA's search finds from the pinned nvcc wheel
+      (`toolchain.find_ptxas(toolchain.nvcc_wheel_dir())`), None where
+      none is found.
+  """
+
+  targets: tuple[Target, ...]
+  ptxas: Ptxas | None
+
+
+def target_listing(config_paths: Sequence[str] = ()) -> TargetListing:
+  """The built-in targets, those of `config_paths` (--target_config
+  files, read as `load_target_config` reads them) and the ptxas.
+
+  Raises:
+    TargetError: a config file cannot be read or parsed.
+  """
+  listed = list(BUILTIN_TARGETS.values())
+  listed += [load_target_config(p) for p in config_paths]
+  return TargetListing(tuple(listed), find_ptxas(nvcc_wheel_dir()))
 
 
 def parse_unknown_field_log(log: str) -> UnknownField | None:

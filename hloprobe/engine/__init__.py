@@ -6,7 +6,7 @@ Its modules, in data-flow order:
 
   spec      what to sweep, in words (`SweepSpec`), and batch sizes
   shard     `--shard`: a deterministic, balanced part of a plan's
-            configs (`parse_shard`), the plan's fingerprint
+            configs (`spec_from_words`' `shard`), the plan's fingerprint
   plan      the words resolved once into records (`plan_sweep`,
             `spec_from_words` give a `SweepPlan`)
   compiled  one config's work in a worker (`CompileRequest`), whose
@@ -26,15 +26,11 @@ from hloprobe.engine.engine import SweepProgress as SweepProgress
 from hloprobe.engine.engine import run_sweep as run_sweep
 from hloprobe.engine.executor import worker_pool as worker_pool
 from hloprobe.engine.measure import check_shards as check_shards
-from hloprobe.engine.measure import (
-  with_batch_consistency as with_batch_consistency,
-)
 from hloprobe.engine.plan import PlannedConfig as PlannedConfig
 from hloprobe.engine.plan import SweepPlan as SweepPlan
 from hloprobe.engine.plan import SweptCase as SweptCase
 from hloprobe.engine.plan import plan_sweep as plan_sweep
 from hloprobe.engine.plan import spec_from_words as spec_from_words
-from hloprobe.engine.shard import parse_shard as parse_shard
 from hloprobe.engine.spec import EXECUTORS as EXECUTORS
 from hloprobe.engine.spec import SweepSpec as SweepSpec
 from hloprobe.engine.spec import check_nonempty as check_nonempty
@@ -51,10 +47,8 @@ __all__ = [
   "check_nonempty",
   "check_shards",
   "parse_batch_sizes",
-  "parse_shard",
   "plan_sweep",
   "run_sweep",
   "spec_from_words",
-  "with_batch_consistency",
   "worker_pool",
 ]

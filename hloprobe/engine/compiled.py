@@ -15,7 +15,6 @@ Private in intent: use the package, `hloprobe.engine`.
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import time
 
@@ -23,20 +22,14 @@ import numpy as np
 
 from hloprobe.compile import (
   Case,
-  LoadedResults,
   Target,
-  autotune_selection,
   compile_case,
-  config_assigner_input,
-  fusion_selections,
-  gemm_fusion_keys,
   get_case,
   load_topology,
-  loaded_results,
   missing_lowering,
   rejected_compile,
-  run_compiled,
 )
+from hloprobe.engine.shared import resolved
 from hloprobe.errors import HloprobeError, first_line
 from hloprobe.ir import parse_hlo_module, parse_ptx, parse_stablehlo_dots
 from hloprobe.records import Compilation, Config, ConfigResult, Failure
@@ -93,7 +86,8 @@ class CompileRequest(Request):
       them (None for a sized case), so the worker compiles and runs on the
       very inputs the float64 reference is computed from (a case whose
       `make_inputs` is not deterministic would otherwise be compared with
-      other inputs' reference).
+      other inputs' reference); large ones as files of the pool's shared
+      folder (`shared.SharedInputs`), mapped here, not copied.
     explain_passes: also attribute each site to the pass that rewrote it.
     inputs: --inputs, a module file case's arguments (a module whose
       parameters are all scalars makes its inputs in each process).
@@ -113,7 +107,7 @@ class CompileRequest(Request):
       memo[key] = get_case(self.case_source, self.inputs, self.batch_arg)
     return compile_and_run_case(
       memo[key],
-      self.full_inputs,
+      resolved(self.full_inputs),
       self.config,
       self.explain_passes,
       memo.setdefault(KEPT, {}),
@@ -175,22 +169,22 @@ def compile_and_run_case(
   try:
     note_stage(stage)
     args = case.inputs_for(full, n)
-    # This worker's XLA_FLAGS (an --autotune_results experiment's) are the
-    # ones its compiles run under; the fusions' keys need the pass dumps.
-    loaded = loaded_results(os.environ.get("XLA_FLAGS", ""), target)
     start = time.perf_counter()
+    # This worker's XLA_FLAGS (an --autotune_results experiment's) are the
+    # ones its compiles run under: who chose each fusion is kept.
     cc = compile_case(
       case,
       args,
       config.precision.jax_name,
       target,
-      dump_passes=explain_passes or loaded is not None,
+      dump_passes=explain_passes,
+      autotune_words=True,
     )
     watch.add("lower", cc.lower_s)
     watch.add("compile", time.perf_counter() - start - cc.lower_s)
     stage = "analyse"
     note_stage(stage)
-    compilation = _analysed(cc, target, watch, loaded)
+    compilation = _analysed(cc, target, watch)
     if explain_passes:
       with watch.stage("passes"):
         compilation = _with_passes(compilation, cc.pass_dumps)
@@ -202,7 +196,7 @@ def compile_and_run_case(
     stage = "run"
     note_stage(stage)
     with watch.stage("run"):
-      outs, run_s = run_compiled(cc, args)
+      outs, run_s = cc.run(args)
     if keep is not None:
       _keep(keep, config, cc.compiled)
     return CompiledConfig(result, outs, run_s, watch.seconds())
@@ -239,11 +233,10 @@ def _rejection_finding(case: Case, full, config: Config):
     return None
 
 
-def _analysed(
-  cc, target: Target, watch, loaded: LoadedResults | None = None
-) -> Compilation:
-  """The compiled config's texts and its dot sites' fates; under `loaded`
-  autotune results, each gemm fusion site says who chose it."""
+def _analysed(cc, target: Target, watch) -> Compilation:
+  """The compiled config's texts and its dot sites' fates; under loaded
+  autotune results (`cc.autotune`), each gemm fusion site says who chose
+  it."""
   with watch.stage("parse"):
     sites = parse_stablehlo_dots(cc.stablehlo)
     module = parse_hlo_module(cc.optimized_hlo)
@@ -251,9 +244,11 @@ def _analysed(
     ptx_kernels = [k for _, kernels in files for k in kernels]
   with watch.stage("sites"):
     fates = map_dot_sites(sites, module)
-    chosen, per_site = None, _autotuned_sites(cc.pass_dumps, sites, loaded)
+    chosen, notes = None, tuple(cc.compile_notes)
+    per_site, unread = _autotuned_sites(cc.pass_dumps, sites, cc.autotune)
     if per_site is None:  # the fusions' keys could not be read
-      chosen = autotune_selection(os.environ.get("XLA_FLAGS", ""), target)
+      chosen = cc.autotune.selection
+      notes += (f"autotune keys not read, sites not matched: {unread}",)
     fates = resolve(
       fates,
       module,
@@ -270,19 +265,21 @@ def _analysed(
     ptx=evidence_ptx(fates, files),
     ptxas=str(cc.ptxas) if cc.ptxas else None,
     dropped_config_fields=cc.dropped_config_fields,
-    compile_notes=cc.compile_notes,
+    compile_notes=notes,
     lower_s=cc.lower_s,
     compile_s=cc.compile_s,
   )
 
 
 def _autotuned_sites(
-  pass_dumps, sites, loaded: LoadedResults | None
-) -> dict[int, str] | None:
-  """Site index -> who chose its gemm fusion under loaded autotune results
-  (`compile.fusion_selections`); {} without results, None where the keys
-  cannot be read (no config-assigner dump, a fusion XLA cannot print or
-  whose operand's shape is not read, `gemm_fusion_keys`).
+  pass_dumps, sites, loaded
+) -> tuple[dict[int, str] | None, str | None]:
+  """(site index -> who chose its gemm fusion under loaded autotune
+  results (`loaded`: `CompiledCase.autotune`, its `fusion_selections`),
+  None); ({}, None) without results; (None, why) where the keys cannot be
+  read (no config-assigner dump, a fusion XLA cannot print or whose
+  operand's shape is not read): the why goes to the compile's notes, so a
+  user replaying a file sees it (review finding 17).
 
   The fusion a site is keyed by is found as the optimized HLO's are
   (`map_dot_sites`), in the module as it enters the config assigner: a
@@ -296,13 +293,12 @@ def _autotuned_sites(
   without results.
   """
   if loaded is None:
-    return {}
+    return {}, None
   try:
-    before = config_assigner_input(pass_dumps)
-    words = fusion_selections(loaded, gemm_fusion_keys(before))
+    before, words = loaded.fusion_selections(pass_dumps)
     mapped = map_dot_sites(sites, parse_hlo_module(before))
-  except (HloprobeError, ValueError):
-    return None
+  except (HloprobeError, ValueError) as e:
+    return None, first_line(e)
   chosen = {}
   for f in mapped:
     # The gemm fusion on the site's carrier path (outermost first): a
@@ -310,7 +306,7 @@ def _autotuned_sites(
     fusion = next((c for c in f.carriers if c in words), None)
     if fusion is not None:
       chosen[f.site.index] = words[fusion]
-  return chosen
+  return chosen, None
 
 
 # How `sites.effective` names the kernel a site's algorithm was read from:

@@ -42,13 +42,13 @@ from hloprobe.engine.plan import (
   check_case_sizes,
   plan_sweep,
 )
+from hloprobe.engine.shared import any_large, resolved, shapes, share
 from hloprobe.engine.shell import source_folder
 from hloprobe.engine.spec import SweepSpec
 from hloprobe.errors import XlaFlagsError, first_line
 from hloprobe.records import RECORD_VERSION, ConfigResult
 from hloprobe.runtime import (
   RecordCache,
-  Roots,
   Stopwatch,
   Warn,
   WorkerError,
@@ -56,7 +56,6 @@ from hloprobe.runtime import (
   config_key,
   host_device_flag,
   log_warning,
-  worker_xla_flags,
 )
 
 __all__ = ["SweepProgress", "run_sweep"]
@@ -91,7 +90,7 @@ def run_sweep(
   Every config (any target) is lowered, compiled, parsed, site-mapped
   and, where the target runs (`cpu`, `gpu`), run in a worker process
   keyed by its XLA_FLAGS: the user's for the baseline, the user's then
-  the experiment's for an experiment (`worker.worker_xla_flags`). XLA can
+  the experiment's for an experiment (`WorkerPool.worker_flags`). XLA can
   die on a config it does not expect (SIGFPE on `threads_per_warp: 0`,
   jaxlib 0.10.2); the death is that config's failure, naming the stage,
   the signal and XLA's last lines, and the next config gets a fresh
@@ -214,11 +213,14 @@ class _Sweep:
     ]
     self.hung: dict[int, str] = {}  # case index -> its timeout, one line
     # Where each case's source paths are stored relative to in the cache.
-    self.roots = [Roots.of(source_folder(c.case)) for c in spec.cases]
+    self.case_dirs = [source_folder(c.case) for c in spec.cases]
     self.watches = [Stopwatch() for _ in self.configs]
-    # Each case's full inputs, made once here (the lanes send them).
-    self.inputs = [self._inputs(i) for i in range(len(spec.cases))]
-    check_case_sizes(spec, self.inputs)
+    # Each case's full inputs, made once (the lanes send them): large ones
+    # as files the processes share (`shared`).
+    self.inputs = [
+      self._shared(self._inputs(i)) for i in range(len(spec.cases))
+    ]
+    check_case_sizes(spec, [shapes(x) for x in self.inputs])
     self.keys = [self._key(c, w) for c, w in zip(self.configs, self.watches)]
     self.hits = [
       self._hit(c, k, w)
@@ -251,12 +253,26 @@ class _Sweep:
       return None
     return self.setups[case].inputs(self.watches[first])
 
+  def _shared(self, full):
+    """A case's inputs as the lanes send them: large ones written once to
+    a folder the local pool shares (`shared.share`; a user case's worker
+    did so already); as they are for a pool of other machines (Ray)."""
+    folder = getattr(self.pool, "shared_folder", None)
+    if folder is None:
+      return resolved(full)
+    if not any_large(full):
+      return full
+    try:
+      return share(full, folder())
+    except OSError:  # no room: the arrays go as they are
+      return resolved(full)
+
   def _key(self, c: PlannedConfig, watch) -> str | None:
     """The config's cache key (see `cache.config_key`), or None."""
     if self.store is None:
       return None
     fingerprint = self.setups[c.case_index].fingerprint(watch)
-    flags = worker_xla_flags(self.pool.user_xla_flags, _flags(c))
+    flags = self.pool.worker_flags(_flags(c))
     with watch.stage("cache"):
       return fingerprint and config_key(
         fingerprint,
@@ -280,7 +296,7 @@ class _Sweep:
     if not key:
       return None
     with watch.stage("cache"):
-      hit = self.store.get(key, self.roots[c.case_index])
+      hit = self.store.get(key, self.case_dirs[c.case_index])
     if not isinstance(hit, ConfigResult):
       return None
     return dataclasses.replace(hit, config=c.config)
@@ -393,7 +409,7 @@ class _Sweep:
           self.store.put(
             self.keys[i],
             dataclasses.replace(r, timings={}),
-            self.roots[c.case_index],
+            self.case_dirs[c.case_index],
           )
     return dataclasses.replace(r, timings=watch.seconds())
 

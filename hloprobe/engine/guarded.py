@@ -34,6 +34,7 @@ import jax
 from hloprobe.engine.compiled import CompiledConfig, CompileRequest, failed
 from hloprobe.engine.measure import CaseSetup
 from hloprobe.engine.plan import SweptCase
+from hloprobe.engine.shared import SharedInputs, resolved, share
 from hloprobe.engine.shell import loaded_case, with_search_path
 from hloprobe.errors import CaseError, first_line
 from hloprobe.records import ConfigResult
@@ -109,7 +110,11 @@ class CaseInputsRequest(Request):
 
   `run` returns (full inputs or None for a sized case, fingerprint or
   None, {stage: seconds}, warnings). `search_path`: the sweep process's
-  `sys.path` (`shell.with_search_path`).
+  `sys.path` (`shell.with_search_path`). `share_in`: a folder its pool
+  shares (`WorkerPool.shared_folder`): large inputs are written there once
+  and returned as a `shared.SharedInputs`, which every process maps
+  instead of holding a copy (this worker too, from then on); None: the
+  arrays.
 
   Raises (from `run`):
     CaseError: `make_inputs` raised or returned something not a tuple of
@@ -121,6 +126,7 @@ class CaseInputsRequest(Request):
   fingerprint: bool
   search_path: tuple[str, ...] = ()
   all_rows: bool = False
+  share_in: str | None = None
 
   def run(self, memo: dict):
     with_search_path(self.search_path)
@@ -137,7 +143,13 @@ class CaseInputsRequest(Request):
         ) from None
       _checked_outputs(setup.case, full, self.sizes)
       made = setup.fingerprint(watch) if self.fingerprint else None
-    return full, made, watch.seconds(), _drained(warned)
+    try:
+      found = share(full, self.share_in)
+    except OSError:  # no room: the arrays go as they are
+      found = full
+    if isinstance(found, SharedInputs):
+      setup.use_inputs(resolved(found))  # this worker's copy goes
+    return found, made, watch.seconds(), _drained(warned)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,7 +172,7 @@ class CaseFinishRequest(Request):
   def run(self, memo: dict):
     with_search_path(self.search_path)
     setup, warned = _setup(
-      memo, self.source, self.sizes, (self.full,), self.all_rows
+      memo, self.source, self.sizes, (resolved(self.full),), self.all_rows
     )
     watch = Stopwatch()
     with jax.default_device(jax.devices("cpu")[0]):
@@ -233,19 +245,22 @@ class GuardedSetup:
       self._warn(line)
     return value
 
-  def inputs(self, watch) -> tuple | None:
-    """The case's full inputs (None: a sized case, or `broken`).
+  def inputs(self, watch) -> tuple | SharedInputs | None:
+    """The case's full inputs (None: a sized case, or `broken`); large
+    ones as files its pool shares (`shared.SharedInputs`).
 
     Raises:
       CaseError: as `CaseInputsRequest`.
     """
     if self._made is None:
+      folder = getattr(self._pool, "shared_folder", None)  # not Ray's
       request = CaseInputsRequest(
         self.swept.source,
         self.sizes,
         self._fingerprint,
         tuple(sys.path),
         self.all_rows,
+        folder() if folder is not None else None,
       )
       got = self._call(request, watch, "making its inputs")
       self._made = tuple(got) if got is not None else (None, None)

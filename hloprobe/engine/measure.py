@@ -277,8 +277,9 @@ def check_shards(plan, parts: Sequence, records: list[ConfigResult]):
   (the shards' records joined, in output order) are exactly the plan's
   configs, each part holds its shard's configs, and the plan made here
   (this hloprobe, jax and XLA_FLAGS) has the shards' fingerprint.
-  Returns `records` as a sweep collects them (`without_batch_consistency`:
-  the merge recomputes `ulp_vs_n1` over every shard's records).
+  Returns (`records` as a sweep collects them, `without_batch_consistency`:
+  what the merge streams to results.jsonl; and the merge's records, their
+  `ulp_vs_n1` computed again over every shard's, `with_batch_consistency`).
 
   Args:
     plan: the `plan.SweepPlan` of the shards' recorded words.
@@ -313,7 +314,8 @@ def check_shards(plan, parts: Sequence, records: list[ConfigResult]):
         f"{p.label} holds other configs than the plan's shard "
         f"{p.index}/{p.count}; run it again"
       )
-  return without_batch_consistency(records)
+  collected = without_batch_consistency(records)
+  return collected, with_batch_consistency(collected)
 
 
 class CaseSetup:
@@ -363,6 +365,14 @@ class CaseSetup:
       with watch.stage("inputs"):
         self._full = (self.case.full_inputs(),)
     return self._full[0]
+
+  def use_inputs(self, full: tuple) -> None:
+    """Takes `full`, the very values of its inputs held elsewhere (mapped
+    from the files they were shared as, `shared`), instead of its own
+    copy; once its references are made (a later sweep of the case) it
+    keeps the inputs they were made from."""
+    if self._made is None:
+      self._full = (full,)
 
   def fingerprint(self, watch) -> str | None:
     """The case's cache fingerprint; None when it cannot be made."""

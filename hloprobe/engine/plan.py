@@ -35,6 +35,7 @@ from hloprobe.compile import (
 from hloprobe.engine.shard import (
   Shard,
   config_cost,
+  parse_shard,
   plan_fingerprint,
   shard_identity,
   shard_members,
@@ -425,6 +426,7 @@ def spec_from_words(
   batch_arg: str | None = None,
   all_rows: bool = False,
   max_worker_mb: int | None = None,
+  shard: str | None = None,
 ) -> SweepPlan:
   """The plan of the sweep the command line names, in its words.
 
@@ -443,10 +445,12 @@ def spec_from_words(
       (`compile.sweep_experiments`), after the others.
     all_rows, max_worker_mb: --all_rows and --max_worker_mb, as
       `SweepSpec`'s fields.
+    shard: --shard, `I/N` or `auto/N` (`shard.parse_shard`, reading
+      `auto` from `os.environ`): the plan cut to that part; None: whole.
 
   Raises:
     InvalidArgumentError: a bad name or size, or a list that is empty (as
-      `plan_sweep`, whose look-ups come first).
+      `plan_sweep`, whose look-ups come first); a bad --shard, after them.
   """
   found = sweep_experiments(
     experiment_words,
@@ -454,7 +458,7 @@ def spec_from_words(
     autotune_results,
     tuple(targets) + config_file_words(target_configs),
   )
-  return check_nonempty(
+  plan = check_nonempty(
     plan_sweep(
       SweepSpec(
         cases=tuple(cases),
@@ -473,3 +477,6 @@ def spec_from_words(
       )
     )
   )
+  if shard is None:
+    return plan
+  return plan_sweep(plan, shard=parse_shard(shard, os.environ))

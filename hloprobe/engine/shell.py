@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
+import os
 import sys
 
 from hloprobe.compile import Case, get_case
 from hloprobe.errors import CaseError
-from hloprobe.runtime import Request, WorkerError, WorkerPool, case_folder
+from hloprobe.runtime import Request, WorkerError, WorkerPool
 
 __all__ = [
   "CaseShellRequest",
@@ -40,8 +42,8 @@ class CaseShellRequest(Request):
   `search_path` is the sweep process's `sys.path` (`with_search_path`).
   The shell is the `Case` record with `fn` and `make_inputs` replaced by
   a `RunsInWorkers` (they may not pickle, and they are the user's code)
-  that keeps the folder of the file defining `fn` (`runtime.case_folder`,
-  for the cache's relocatable paths):
+  that keeps the folder of the file defining `fn` (`_case_folder`, for
+  the cache's relocatable paths):
   the sweep's process plans with its fields (name, axes, mesh) and never
   runs the program; this worker keeps the `Case` (`loaded_case`), the
   compile workers load it again by `source`.
@@ -53,7 +55,7 @@ class CaseShellRequest(Request):
   def run(self, memo: dict) -> Case:
     with_search_path(self.search_path)
     case = loaded_case(memo, self.source)
-    stub = RunsInWorkers(case_folder(case))
+    stub = RunsInWorkers(_case_folder(case))
     return dataclasses.replace(case, fn=stub, make_inputs=stub)
 
 
@@ -91,11 +93,21 @@ class RunsInWorkers:
 
 
 def source_folder(case: Case) -> str | None:
-  """The folder of the file defining the case's `fn` (`case_folder`), as
+  """The folder of the file defining the case's `fn` (`_case_folder`), as
   the worker that loaded a user case's shell found it."""
   if isinstance(case.fn, RunsInWorkers):
     return case.fn.folder
-  return case_folder(case)
+  return _case_folder(case)
+
+
+def _case_folder(case: Case) -> str | None:
+  """The folder of the file defining the case's function, or None when
+  it has none (a builtin, a C function)."""
+  try:
+    path = inspect.getsourcefile(inspect.unwrap(case.fn))
+  except (TypeError, ValueError):
+    return None
+  return os.path.dirname(os.path.abspath(path)) if path else None
 
 
 @contextlib.contextmanager

@@ -135,7 +135,11 @@ def _compute_type(dtype: np.dtype) -> np.dtype:
 
 
 def unary(opcode: str, x: np.ndarray, out: np.dtype) -> np.ndarray:
-  """An elementwise unary op; result of dtype `out`."""
+  """An elementwise unary op; result of dtype `out`.
+
+  Raises:
+    Unsupported: an inexact op (`sqrt`, a transcendental) on integers.
+  """
   fn, exact = UNARY[opcode]
   if opcode == "not":
     return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
@@ -150,7 +154,12 @@ def unary(opcode: str, x: np.ndarray, out: np.dtype) -> np.ndarray:
 
 
 def binary(opcode: str, a: np.ndarray, b: np.ndarray, out: np.dtype):
-  """An elementwise binary op; result of dtype `out`."""
+  """An elementwise binary op; result of dtype `out`.
+
+  Raises:
+    Unsupported: an op with no float form (`BINARY`), or one on complex
+      values.
+  """
   if is_float(a.dtype):
     fn = BINARY[opcode][0]
     if fn is None:
@@ -217,6 +226,9 @@ def compare(
   `total_order` (`type=TOTALORDER`, printed `order=TOTAL` by newer XLA)
   compares floats in IEEE 754's totalOrder: -nan < -inf < ... < -0 < +0 <
   ... < inf < +nan, by the sign-magnitude bit patterns made monotonic.
+
+  Raises:
+    Unsupported: a direction other than the six.
   """
   fn = _DIRECTIONS.get(direction)
   if fn is None:
@@ -267,7 +279,11 @@ def reduce_precision(
   """HLO `reduce-precision`: rounds to nearest even to `mantissa_bits`
   explicit bits and clamps the exponent to `exponent_bits` (overflow to
   inf, underflow to signed zero; XLA's `EmitReducePrecisionIR`,
-  xla/service/elemental_ir_emitter.cc), on f32 values."""
+  xla/service/elemental_ir_emitter.cc), on f32 values.
+
+  Raises:
+    Unsupported: `x` is not f32, bf16 or f16.
+  """
   if np.dtype(x.dtype) not in (
     np.dtype(np.float32),
     np.dtype(ml_dtypes.bfloat16),

@@ -46,7 +46,11 @@ def scatter(
   apply: Callable[[list], object],
 ):
   """The value of `scatter` (module docstring); MISSING if the combiner
-  could not run."""
+  could not run.
+
+  Raises:
+    Unsupported: a scatter of several operands, or with batching dims.
+  """
   if len(operands) != 3:
     raise Unsupported("a scatter of several operands")
   for key in ("input_batching_dims", "scatter_indices_batching_dims"):
@@ -87,7 +91,11 @@ def scatter(
 
 def sort(inst: HloInstruction, operands: list, apply: Callable[[list], object]):
   """The value of `sort` (module docstring): an array, or a tuple for
-  several operands; MISSING if the comparator could not run."""
+  several operands; MISSING if the comparator could not run.
+
+  Raises:
+    Unsupported: rows too long to compare every pair (`_PAIRWISE_LIMIT`).
+  """
   dim = inst.dims_attr("dimensions")[0]
   xs = [np.moveaxis(x, dim, -1) for x in operands]
   n = xs[0].shape[-1]

@@ -54,6 +54,9 @@ def bitcast(x: np.ndarray, in_layout, out_shape) -> np.ndarray:
     x: the operand's logical value.
     in_layout: the operand's printed layout (None: default).
     out_shape: the result's `Shape` (dims and layout).
+
+  Raises:
+    Unsupported: the result's element count differs from the operand's.
   """
   in_m2m = minor_to_major(in_layout, x.ndim)
   out_dims = tuple(out_shape.dims)
@@ -67,7 +70,11 @@ def bitcast(x: np.ndarray, in_layout, out_shape) -> np.ndarray:
 
 
 def slice_(x: np.ndarray, spec: str) -> np.ndarray:
-  """`slice(x), slice={[start:limit:stride], ...}`."""
+  """`slice(x), slice={[start:limit:stride], ...}`.
+
+  Raises:
+    Unsupported: the spec's dimension count is not `x`'s rank.
+  """
   parts = re.findall(r"\[([^\]]*)\]", spec)
   if len(parts) != x.ndim:
     raise Unsupported(f"slice spec {spec!r} for rank {x.ndim}")
@@ -88,11 +95,20 @@ def _clamped_starts(x_shape, starts, sizes) -> list[int]:
 
 
 def dynamic_slice(x: np.ndarray, starts, sizes) -> np.ndarray:
+  """HLO `dynamic-slice`: the block of `x` of shape `sizes` at `starts`
+  (one integer per dimension, any dtype of `x`). As XLA's operation
+  semantics say (DynamicSlice), each start is clamped to
+  [0, x.shape[i] - sizes[i]], so the block always lies inside `x`; no
+  error is raised for a start out of range."""
   s = _clamped_starts(x.shape, starts, sizes)
   return x[tuple(slice(a, a + z) for a, z in zip(s, sizes))]
 
 
 def dynamic_update_slice(x: np.ndarray, update: np.ndarray, starts):
+  """HLO `dynamic-update-slice`: a copy of `x` with `update` (same rank and
+  dtype) written at `starts`, each clamped to [0, x.shape[i] -
+  update.shape[i]] as XLA's DynamicUpdateSlice semantics say; `x` is not
+  changed."""
   s = _clamped_starts(x.shape, starts, update.shape)
   out = np.array(x, copy=True)
   out[tuple(slice(a, a + z) for a, z in zip(s, update.shape))] = update
@@ -100,11 +116,17 @@ def dynamic_update_slice(x: np.ndarray, update: np.ndarray, starts):
 
 
 def concatenate(xs: list[np.ndarray], dim: int) -> np.ndarray:
+  """HLO `concatenate` of `xs` (same rank and dtype, equal but for `dim`)
+  along dimension `dim`."""
   return np.concatenate(xs, axis=dim)
 
 
 def pad(x: np.ndarray, value: np.ndarray, spec: str) -> np.ndarray:
-  """`pad(x, value), padding=lo_hi_interior x ...`; negative edges crop."""
+  """`pad(x, value), padding=lo_hi_interior x ...`; negative edges crop.
+
+  Raises:
+    Unsupported: the spec's dimension count is not `x`'s rank.
+  """
   dims = spec.split("x")
   if len(dims) != x.ndim:
     raise Unsupported(f"padding {spec!r} for rank {x.ndim}")
@@ -140,6 +162,8 @@ def pad(x: np.ndarray, value: np.ndarray, spec: str) -> np.ndarray:
 
 
 def reverse(x: np.ndarray, dims: tuple[int, ...]) -> np.ndarray:
+  """HLO `reverse`: `x` with the dimensions `dims` reversed (`x` itself
+  where `dims` is empty)."""
   return np.flip(x, axis=dims) if dims else x
 
 
@@ -157,7 +181,11 @@ def gather(
   """HLO `gather` (offset_dims, collapsed_slice_dims, start_index_map,
   index_vector_dim, slice_sizes), by its definition in
   https://openxla.org/xla/operation_semantics#gather, one batch element at
-  a time; operand_batching_dims are not read."""
+  a time.
+
+  Raises:
+    Unsupported: a gather with operand_batching_dims.
+  """
   if inst.attrs.get("operand_batching_dims"):
     raise Unsupported("gather with operand_batching_dims")
   offset_dims = inst.dims_attr("offset_dims")

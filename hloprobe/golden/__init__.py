@@ -1,11 +1,12 @@
 """Goldens: snapshots of what the compiler emits, checked and updated.
 
-The stage's interface is the names below (`__all__`): a sweep's
-`Snapshot` (`take_snapshot`), compared with the golden folder (`check`,
-`golden_check`: a `CheckResult`) or written over it (`golden_update`: an
-`UpdateResult`); `hloprobe golden`'s sweep (`planned_sweep`: the
-manifest's, narrowed by the flags) and its check (`check_sweep`); the dot
-summary and its changes in words. Import them from here; the modules
+The stage's interface is the names below (`__all__`): a sweep's records
+against the golden folder (`against_goldens`: their snapshot compared
+with it, a `CheckResult`, or written over it, an `UpdateResult`;
+`hloprobe.golden_check` and `hloprobe.golden_update`, the Python API's,
+sweep first); `hloprobe golden check|update` as one call
+(`golden_command`: the manifest's sweep narrowed by the flags, checked or
+written); the dot summary and its changes in words. Import them from here; the modules
 behind them are private in intent:
 
   snapshot  make, write and check snapshots
@@ -26,30 +27,18 @@ from hloprobe.golden.diff import SUMMARY_KEYS as SUMMARY_KEYS
 from hloprobe.golden.diff import GoldenSiteChange as GoldenSiteChange
 from hloprobe.golden.diff import describe_site_changes as describe_site_changes
 from hloprobe.golden.diff import dot_summary as dot_summary
-from hloprobe.golden.ending import case_cannot_end as case_cannot_end
 from hloprobe.golden.folder import default_golden_dir as default_golden_dir
 from hloprobe.golden.folder import sweep_record as sweep_record
-from hloprobe.golden.snapshot import check as check
-from hloprobe.golden.snapshot import check_sweep as check_sweep
-from hloprobe.golden.snapshot import golden_check as golden_check
-from hloprobe.golden.snapshot import planned_sweep as planned_sweep
-from hloprobe.golden.snapshot import take_snapshot as take_snapshot
-from hloprobe.golden.update import golden_update as golden_update
-from hloprobe.golden.update import update_goldens as update_goldens
+from hloprobe.golden.update import against_goldens as against_goldens
+from hloprobe.golden.update import golden_command as golden_command
 
 __all__ = [
   "GoldenSiteChange",
   "SUMMARY_KEYS",
-  "case_cannot_end",
-  "check",
-  "check_sweep",
+  "against_goldens",
   "default_golden_dir",
   "describe_site_changes",
   "dot_summary",
-  "golden_check",
-  "golden_update",
-  "planned_sweep",
+  "golden_command",
   "sweep_record",
-  "take_snapshot",
-  "update_goldens",
 ]

@@ -29,12 +29,13 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from hloprobe.engine import SweepPlan, SweepSpec, plan_sweep
-from hloprobe.errors import GoldenError
+from hloprobe.errors import GoldenError, HloprobeError, InvalidArgumentError
 from hloprobe.golden import format as fmt
 from hloprobe.golden import lock
+from hloprobe.golden.ending import case_cannot_end
 from hloprobe.golden.folder import (
   MANIFEST,
   confine_sweep,
@@ -48,15 +49,27 @@ from hloprobe.golden.folder import (
   sweep_record,
 )
 from hloprobe.golden.snapshot import (
+  CheckResult,
   Snapshot,
+  check,
+  check_sweep,
   in_scope,
+  planned_sweep,
   sweep_scope,
   sweep_snapshot,
+  take_snapshot,
   write_snapshot,
 )
 from hloprobe.ir import umask_mode
 
-__all__ = ["UpdateResult", "golden_update", "update_goldens"]
+__all__ = [
+  "GoldenRun",
+  "UpdateResult",
+  "against_goldens",
+  "golden_command",
+  "golden_update",
+  "update_goldens",
+]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -397,3 +410,106 @@ def _stage_and_swap(
   finally:
     if stage and os.path.isdir(stage):
       shutil.rmtree(stage)
+
+
+@dataclasses.dataclass(frozen=True)
+class GoldenRun:
+  """`hloprobe golden check|update`'s outcome.
+
+  Attributes:
+    result: the comparison (`snapshot.CheckResult`, capped) or what the
+      update wrote (`UpdateResult`); its `render()` is the report.
+    ok: the goldens match (check), or were written (update).
+    failed: the error writing the candidate goldens failed with (check,
+      on a mismatch), for the caller to raise once the result is shown;
+      else None.
+  """
+
+  result: CheckResult | UpdateResult
+  ok: bool
+  failed: HloprobeError | None = None
+
+
+def golden_command(
+  word: str,
+  golden_dir: str | None,
+  flag_values: Mapping[str, Sequence],
+  given: Collection[str],
+  jobs: int,
+  *,
+  strict: bool = False,
+  output_dir: str | None = None,
+  recorded: Callable[[SweepPlan], Sequence] | None = None,
+  start: Callable[[Sequence], None] = lambda targets: None,
+) -> GoldenRun:
+  """`hloprobe golden check|update`'s library call: the sweep
+  (`snapshot.planned_sweep`: MANIFEST.json's, each part whose flag was
+  given replaced by the flag's value), then compared with the goldens
+  (`snapshot.check_sweep`: on a mismatch the new snapshot is written to
+  `output_dir` or a new temporary folder) or written over them
+  (`golden_update`). Case code cannot end the command inside
+  (`ending.case_cannot_end`).
+
+  Args:
+    word: "check" or "update".
+    golden_dir: the golden folder; None: `folder.default_golden_dir()`.
+    flag_values, given, jobs: as `snapshot.planned_sweep`.
+    strict: compare full text even when jax/jaxlib differ from the
+      manifest's (check).
+    output_dir: where a mismatching snapshot is written (check), or None.
+    recorded: None (sweep), or given the planned sweep its records, swept
+      already (`golden check --results`: a `hloprobe merge` folder's).
+    start: called with the plan's targets before anything runs (the
+      command line starts JAX's backends there).
+
+  Raises:
+    InvalidArgumentError: a bad name, nothing to sweep, or `recorded`
+      with "update" (`golden update` sweeps).
+    GoldenError: as `snapshot.check` and `golden_update`; an update
+      reaching outside the folder's cases/targets; case code that ends
+      the process.
+  """
+  golden_dir = golden_dir or default_golden_dir()
+  with case_cannot_end(f"golden {word}"):
+    spec = planned_sweep(
+      golden_dir, flag_values, given, jobs, writing=word == "update"
+    )
+    start(spec.targets)
+    if word == "update":
+      if recorded is not None:
+        raise InvalidArgumentError(
+          "--results is for `golden check`; `golden update` sweeps"
+        )
+      return GoldenRun(golden_update(spec, golden_dir), True)
+    records = None if recorded is None else recorded(spec)
+    result, failed = check_sweep(spec, golden_dir, strict, output_dir, records)
+    return GoldenRun(result, result.ok, failed)
+
+
+def against_goldens(
+  golden_dir: str,
+  records: Sequence,
+  versions: Mapping[str, str],
+  sweep: SweepSpec | SweepPlan | Mapping[str, list],
+  *,
+  update: bool = False,
+) -> CheckResult | UpdateResult:
+  """A sweep's records against the golden folder: their golden files
+  (`snapshot.take_snapshot`) compared with it (`snapshot.check`), or,
+  with `update`, written over it (`update_goldens`).
+
+  Args:
+    golden_dir: the golden folder.
+    records: the sweep's `records.ConfigResult`s, one per config.
+    versions: {"jax": ..., "jaxlib": ...} for the files' headers.
+    sweep: the sweep that made them, best its spec or plan (see
+      `snapshot.check`; a record alone holds words, not names).
+    update: write the files instead of comparing.
+
+  Raises:
+    GoldenError: as `snapshot.check` and `update_goldens`.
+  """
+  snap = take_snapshot(records, versions)
+  if update:
+    return update_goldens(golden_dir, snap, sweep)
+  return check(golden_dir, snap, sweep)

@@ -14,8 +14,10 @@ The package's face. Its modules, in data-flow order:
                    the dot sites' fates (`site_kernels`)
   answer           each group's `Invariance`: classes, basis (bits run,
                    kernel identity, unknown), boundaries and their causes
-  in_workers       every runnable config's rows on a sweep's workers, and
-                   a sweep's answer (`invariance_of_sweep`)
+  in_workers       every runnable config's rows and every compile-only
+                   config's kernels on a sweep's workers
+                   (`rows_and_kernels`), and a sweep's answer
+                   (`invariance_of_sweep`)
   pin_file         the kernels stage's pinned-gemm autotune-results file,
                    made from compiles in a worker of its own
   pin              the settings that pin a group, searched cheapest first
@@ -28,22 +30,18 @@ from __future__ import annotations
 
 from hloprobe.invariance.answer import Invariance as Invariance
 from hloprobe.invariance.answer import invariance_of as invariance_of
-from hloprobe.invariance.in_workers import sweep_kernels as sweep_kernels
-from hloprobe.invariance.in_workers import sweep_rows as sweep_rows
+from hloprobe.invariance.in_workers import (
+  rows_and_kernels as rows_and_kernels,
+)
 from hloprobe.invariance.pin import batch_invariance as batch_invariance
-from hloprobe.invariance.rows import ConfigRows as ConfigRows
-from hloprobe.invariance.words import answer_lines as answer_lines
 from hloprobe.invariance.words import first_lines as first_lines
 from hloprobe.invariance.words import invariance_json as invariance_json
 
 __all__ = [
-  "ConfigRows",
   "Invariance",
-  "answer_lines",
   "batch_invariance",
   "first_lines",
   "invariance_json",
   "invariance_of",
-  "sweep_kernels",
-  "sweep_rows",
+  "rows_and_kernels",
 ]

@@ -45,9 +45,10 @@ from hloprobe.runtime import host_device_flag
 
 __all__ = [
   "invariance_of_sweep",
-  "sweep_models",
+  "rows_and_kernels",
   "rows_kind",
   "sweep_kernels",
+  "sweep_models",
   "sweep_rows",
 ]
 
@@ -169,6 +170,31 @@ def sweep_kernels(
     ]:
       done.result()
   return found, failed
+
+
+def rows_and_kernels(
+  plan: SweepPlan, pool, full_inputs: Callable[[int], tuple], results
+) -> tuple[dict[tuple, ConfigRows], dict[tuple, tuple[RowKernel, ...]]]:
+  """What `invariance_of` judges a sweep's configs by, read on the
+  sweep's workers: the runnable configs' rows (`sweep_rows`, the anchor
+  at its offsets too) and the compile-only configs' row kernels
+  (`sweep_kernels`).
+
+  Args:
+    plan: the sweep's plan.
+    pool: its `sweep.worker_pool`.
+    full_inputs: case index -> that case's full inputs (the sweep's).
+    results: the sweep's records.
+
+  Returns:
+    (`config_key` -> `ConfigRows`, `config_key` -> `RowKernel`s). A
+    config whose rows could not be run is not in the first (judged by its
+    records' row 0); one whose kernels could not be read is not in the
+    second (read from its fates).
+  """
+  rows, _ = sweep_rows(plan, pool, full_inputs)
+  kernels, _ = sweep_kernels(plan, pool, full_inputs, results)
+  return rows, kernels
 
 
 def sweep_models(

@@ -231,17 +231,6 @@ def _from_record(rec, fates) -> RowKernel:
   return RowKernel(rec.name, role, sites, signature, words, why, rec)
 
 
-def _cores(config: Config) -> dict:
-  """`core_count=` for `read_kernels`: a compile-only target's SM count,
-  or {} where the target has none to give."""
-  from hloprobe import kernels
-
-  try:
-    return {"core_count": kernels.core_count(config.target)}
-  except Exception:  # the reader then does without it
-    return {}
-
-
 def _read_kernels():
   """`hloprobe.kernels.read_kernels` (imported when first asked: the
   kernels stage is not loaded by sweeps that read no kernels)."""
@@ -277,8 +266,6 @@ class KernelsRequest(Request):
 
   def run(self, memo: dict):
     read = _read_kernels()
-    if read is None:
-      raise ImportError("hloprobe.kernels is not installed")
     kept = memo.get(KEPT, {}).get(self.config)
     if not isinstance(kept, tuple):
       if not self.compile:
@@ -294,7 +281,9 @@ class KernelsRequest(Request):
       )
       kept = (cc.optimized_hlo, tuple(cc.ptx))
     note_stage("analyse")
-    return read(kept[0], self.config.n, kept[1], "cuda", **_cores(self.config))
+    return read(
+      kept[0], self.config.n, kept[1], "cuda", target=self.config.target
+    )
 
 
 def record_differences(
@@ -497,7 +486,7 @@ def kernel_reader() -> KernelReader:
         result.config.n,
         tuple(c.ptx.values()),
         "cuda",
-        **_cores(result.config),
+        target=result.config.target,
       )
     except Exception:  # not read: the fates' reading, which says so
       return site_kernels(result)

@@ -49,7 +49,7 @@ from hloprobe.errors import first_line
 from hloprobe.invariance.answer import Invariance, group_key, site_causes
 from hloprobe.invariance.in_workers import invariance_of_sweep
 from hloprobe.invariance.kernel_identity import KernelReader
-from hloprobe.invariance.pin_file import pin_flags, write_pin_file
+from hloprobe.invariance.pin_file import write_pin_file
 from hloprobe.records import ConfigResult
 
 __all__ = [
@@ -229,10 +229,15 @@ def candidates_for(
       )
     )
   if pin_file is not None and a.target != "cpu":
+    from hloprobe import kernels  # loaded only where a pin file was made
+
     out.append(
       PinCandidate(
         "pinned_gemms",
-        (f"--xla_gpu_load_autotune_results_from={pin_file}", *pin_flags()),
+        (
+          f"--xla_gpu_load_autotune_results_from={pin_file}",
+          *kernels.pin_flags(),
+        ),
         words="one Triton config per gemm fusion for every n (block_k "
         "fixed, split-K 1; the kernels stage's autotune-results file), "
         "Triton softmax rewriter and dot strength reduction off",

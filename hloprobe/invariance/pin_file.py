@@ -5,9 +5,9 @@ config per gemm fusion for every batch size of a compile-only GPU group
 replayed by the pin search through XLA's
 `--xla_gpu_load_autotune_results_from` (as `--autotune_results` does).
 
-The compiles run with the kernels stage's `PIN_FLAGS` (split-K forced to
-1), `REDUCTION_PIN_FLAGS` (the Triton softmax rewriter off) and dot
-strength reduction off: the flags the file is replayed with, since they
+The compiles run with the kernels stage's `pin_flags()` (split-K forced
+to 1, the Triton softmax rewriter and dot strength reduction off): the
+flags the file is replayed with, since they
 change the gemm fusions it is keyed by; and with XLA's autotune-cache
 VLOG on (`TF_CPP_VMODULE=autotuner_cache_interface=1`, read when XLA
 loads: the workers of this file start with it), which logs the codegen
@@ -28,27 +28,12 @@ from hloprobe.errors import first_line
 from hloprobe.records import Config
 from hloprobe.runtime import Request, note_stage
 
-__all__ = ["PinFileRequest", "pin_flags", "write_pin_file"]
+__all__ = ["PinFileRequest", "write_pin_file"]
 
 _VLOG = {
   "TF_CPP_VMODULE": "autotuner_cache_interface=1",
   "TF_CPP_MIN_LOG_LEVEL": "0",
 }
-_NO_DSR = "--xla_disable_hlo_passes=dot-strength-reduction"
-
-
-def pin_flags() -> tuple[str, ...]:
-  """The XLA flags the file is made and replayed with
-  (`kernels.PIN_FLAGS`, `REDUCTION_PIN_FLAGS`, and dot strength reduction
-  off)."""
-  from hloprobe import kernels
-
-  flags = (*kernels.PIN_FLAGS, *kernels.REDUCTION_PIN_FLAGS)
-  # One --xla_disable_hlo_passes: XLA keeps the last of a repeated flag.
-  passes = [f.split("=", 1)[1] for f in flags if "disable_hlo_passes" in f]
-  others = [f for f in flags if "disable_hlo_passes" not in f]
-  passes.append("dot-strength-reduction")
-  return (*others, f"--xla_disable_hlo_passes={','.join(passes)}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,7 +67,9 @@ def write_pin_file(
 
   Returns (its path, "") or (None, why not: one line).
   """
-  flags = pin_flags()
+  from hloprobe import kernels
+
+  flags = kernels.pin_flags()
   configs = tuple(
     c
     for c in plan.configs()

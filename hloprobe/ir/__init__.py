@@ -32,14 +32,8 @@ from hloprobe.ir.precisions import ALGORITHMS as ALGORITHMS
 from hloprobe.ir.precisions import DEFAULT_PRECISIONS as DEFAULT_PRECISIONS
 from hloprobe.ir.precisions import PRECISION_ALIASES as PRECISION_ALIASES
 from hloprobe.ir.precisions import Precision as Precision
-from hloprobe.ir.precisions import (
-  algorithm_from_fields as algorithm_from_fields,
-)
-from hloprobe.ir.precisions import algorithm_from_hlo as algorithm_from_hlo
 from hloprobe.ir.precisions import as_precision as as_precision
 from hloprobe.ir.ptx import PtxKernel as PtxKernel
-from hloprobe.ir.ptx import for_operands as for_operands
-from hloprobe.ir.ptx import kernel_name as kernel_name
 from hloprobe.ir.ptx import parse_ptx as parse_ptx
 from hloprobe.ir.textfile import path_part as path_part
 from hloprobe.ir.textfile import read_file_bytes as read_file_bytes
@@ -57,22 +51,17 @@ __all__ = [
   "Precision",
   "PtxKernel",
   "StableHloDot",
-  "algorithm_from_fields",
-  "algorithm_from_hlo",
   "as_precision",
   "canonical_hlo",
   "canonical_stablehlo",
-  "for_operands",
   "hlo_dtype_name",
   "is_attention_target",
-  "kernel_name",
   "module_signature",
   "parse_hlo_module",
   "parse_precision_config",
   "parse_ptx",
   "parse_stablehlo_dots",
   "path_part",
-  "proto_text_to_binary",
   "read_file_bytes",
   "read_proto_file",
   "read_stablehlo_module",
@@ -92,7 +81,6 @@ _LAZY = {
   "read_stablehlo_module": "stablehlo_module",
   "hlo_dtype_name": "xla_proto",
   "wire_problem": "proto_wire",
-  "proto_text_to_binary": "proto_wire",
   "module_signature": "xla_proto",
   "read_proto_file": "xla_proto",
 }

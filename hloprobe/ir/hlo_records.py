@@ -19,6 +19,8 @@ import re
 from collections.abc import Iterator, Mapping
 
 from hloprobe.errors import HloParseError
+from hloprobe.ir.precisions import algorithm_from_hlo
+from hloprobe.ir.ptx import kernel_name
 
 __all__ = [
   "HLO_DTYPES",
@@ -64,6 +66,8 @@ HLO_DTYPES = (
   "token",
   "opaque",
 )
+# An SPMD-partitioned module's header attribute.
+_PARTITIONS_RE = re.compile(r"\bnum_partitions=(\d+)")
 _CALLED_ATTRS = (
   "calls",
   "to_apply",
@@ -180,6 +184,43 @@ class HloInstruction:
     return value if isinstance(value, dict) else {}
 
   @property
+  def kernel_names(self) -> tuple[str, ...]:
+    """The PTX kernel names XLA may give this instruction's code
+    (`ptx.kernel_name`, XLA's `SanitizeFunctionName`): its own name's,
+    then, where XLA deduplicated the fusion (`metadata.deduplicated_name`),
+    the kernel of the fusion it shares, which is the one that runs."""
+    names = [kernel_name(self.name)]
+    dedup = self.metadata.get("deduplicated_name")
+    if dedup:
+      names.append(kernel_name(str(dedup)))
+    return tuple(names)
+
+  @property
+  def algorithm_preset(self) -> str | None:
+    """The dot algorithm the instruction states, named as a
+    DotAlgorithmPreset (e.g. "TF32_TF32_F32"; the printed name where no
+    preset matches, `precisions.algorithm_from_hlo`), or None where it
+    states none.
+
+    A dot prints it as an attribute (`algorithm=dot_tf32_tf32_f32`); a
+    gemm custom call in its backend_config's `precision_config.algorithm`
+    (`ALG_DOT_TF32_TF32_F32`; `ALG_UNSET` states none), inside
+    `gemm_backend_config` where the config has one (jaxlib 0.10.2 and
+    0.12.0.1).
+    """
+    if self.opcode == "custom-call":
+      config = self.backend_config
+      pc = (config.get("gemm_backend_config") or config).get(
+        "precision_config"
+      ) or {}
+      algo = pc.get("algorithm")
+      if algo in (None, "ALG_UNSET"):
+        return None
+      return algorithm_from_hlo(algo.removeprefix("ALG_").lower())
+    algo = self.attrs.get("algorithm")
+    return algorithm_from_hlo(algo) if algo else None
+
+  @property
   def called_computations(self) -> tuple[str, ...]:
     """Names of the computations this instruction calls (fusions, reduces)."""
     names = []
@@ -263,6 +304,13 @@ class HloModule:
   @property
   def entry(self) -> HloComputation:
     return self.computations[self.entry_name]
+
+  @property
+  def partition_count(self) -> int:
+    """N of an SPMD-partitioned module's header `num_partitions=N`
+    (HloModuleConfig's, printed by HloModule::ToString); else 1."""
+    m = _PARTITIONS_RE.search(self.header_attrs)
+    return int(m.group(1)) if m else 1
 
   def all_instructions(self) -> Iterator[tuple[HloComputation, HloInstruction]]:
     for comp in self.computations.values():

@@ -71,8 +71,8 @@ def _register_upstream(registry: ir.DialectRegistry) -> None:
     HloParseError: this jaxlib's MLIR bindings register none
       (`private_api.register_upstream_dialects`).
   """
-  if not private_api.register_upstream_dialects(registry):
-    looked = ", ".join(private_api.upstream_registrar_names())
+  looked = ", ".join(private_api.register_upstream_dialects(registry))
+  if looked:
     raise HloParseError(
       "[hloprobe] this jaxlib's MLIR bindings register no upstream dialects "
       f"(looked for {looked}; checked on jaxlib 0.10.2); cannot read "

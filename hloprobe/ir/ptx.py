@@ -103,6 +103,16 @@ class PtxKernel:
   evidence: str
   tf32_rounding: str | None
 
+  def algorithm_for(self, operand_dtype: str) -> tuple[str | None, str]:
+    """The algorithm this kernel runs for a dot whose operands are
+    `operand_dtype` (an HLO type, "f32", "bf16", ...), with its evidence
+    (`for_operands`).
+
+    Returns:
+      (preset name or None, evidence text).
+    """
+    return for_operands(self, operand_dtype)
+
 
 def kernel_name(hlo_name: str) -> str:
   """The kernel name XLA gives an HLO fusion (`SanitizeFunctionName`)."""

@@ -65,8 +65,9 @@ def read_stablehlo_module(source: str | bytes) -> StableHloModule:
 
   Raises:
     HloParseError: it does not parse or verify (the first diagnostic's
-      line:col for text), has no `main` function, or `main` takes an
-      argument that is not a ranked tensor of a known element type.
+      line:col for text), its name is not UTF-8, has no `main` function,
+      or `main` takes an argument that is not a ranked tensor of a known
+      element type.
   """
   context = mlir_context.new_context()
   try:
@@ -83,11 +84,14 @@ def read_stablehlo_module(source: str | bytes) -> StableHloModule:
   with context, ir.Location.unknown():
     dots_as_dot_general(module)
     name_attr = module.operation.attributes
-    name = (
-      ir.StringAttr(name_attr["sym_name"]).value
-      if "sym_name" in name_attr
-      else ""
-    )
+    try:
+      name = (
+        ir.StringAttr(name_attr["sym_name"]).value
+        if "sym_name" in name_attr
+        else ""
+      )
+    except RuntimeError:  # nanobind's str() of bytes that are not UTF-8
+      raise HloParseError("the module's name is not UTF-8") from None
     parameters = _main_parameters(module)
     text = module.operation.get_asm(enable_debug_info=True)
   return StableHloModule(name, text, parameters)

@@ -121,6 +121,17 @@ class StableHloDot:
     return self.op == CONVOLUTION
 
   @property
+  def algorithm_preset(self) -> str | None:
+    """`algorithm` named as a DotAlgorithmPreset, e.g. "TF32_TF32_F32"
+    (`precisions.algorithm_from_fields`: the fields as text where no
+    preset matches); None where the op states no algorithm."""
+    if not self.algorithm:
+      return None
+    from hloprobe.ir.precisions import algorithm_from_fields
+
+    return algorithm_from_fields(self.algorithm)
+
+  @property
   def contracting_size(self) -> int:
     """K: the products one output element sums.
 

@@ -15,7 +15,8 @@ XLA's (openxla/xla, read at 0b8fa9f2 for `xla/service/hlo.proto` and
   ProgramShapeProto { repeated ShapeProto parameters = 1; ... }
   HloComputationProto { string name = 1;
                   repeated HloInstructionProto instructions = 2; ... }
-  HloInstructionProto { string name = 1; string opcode = 2; ... }
+  HloInstructionProto { string name = 1; string opcode = 2; ...
+                  int64 id = 35; ... }
   LiteralProto  { ShapeProto shape = 1; the data fields below;
                   repeated LiteralProto tuple_literals = 10; }
   ShapeProto    { PrimitiveType element_type = 2; repeated int64
@@ -42,6 +43,7 @@ Private in intent: use the package, `hloprobe.ir`.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import ml_dtypes
 import numpy as np
@@ -169,6 +171,7 @@ def _classes() -> dict[str, type]:
   inst = fd.message_type.add(name="HloInstructionProto")
   _field(inst, "name", 1, str_t)
   _field(inst, "opcode", 2, str_t)
+  _field(inst, "id", 35, _T.TYPE_INT64)
   comp = fd.message_type.add(name="HloComputationProto")
   _field(comp, "name", 1, str_t)
   _field(
@@ -213,24 +216,68 @@ def _parse(cls: type, data: bytes):
 def _is_module(classes: dict[str, type], data: bytes) -> bool:
   """Whether `data` is an HloModuleProto: a name, an entry computation's
   name among its computations, each computation's instructions named and
-  with an opcode."""
+  with an opcode.
+
+  Raises:
+    ValueError: an instruction id whose local part is over
+      `_MAX_LOCAL_ID` (`_id_problem`).
+  """
   module = _parse(classes["HloModuleProto"], data)
   if module is None or not module.name or not module.computations:
     return False
   names = {c.name for c in module.computations}
   if module.entry_computation_name not in names:
     return False
-  return all(
+  if not all(
     c.instructions and all(i.name and i.opcode for i in c.instructions)
     for c in module.computations
-  )
+  ):
+    return False
+  problem = _id_problem(module)
+  if problem is not None:
+    raise ValueError(problem)
+  return True
 
 
-def read_proto_file(data: bytes) -> ProtoFile | None:
-  """A binary HloModuleProto, HloProto or HloSnapshot, by its contents.
+# The largest local instruction id a module may hold (an id's low 32 bits:
+# XLA's `HloInstruction::CalculateLocalId`; a computation's id is in the
+# high 32). XLA's `HloComputation::CreateFromProto` (xla/hlo/ir/
+# hlo_computation.cc) sizes a vector of instruction pointers, 8 bytes
+# each, by the largest (seen in a stack sample, jaxlib 0.12.0.1: local id
+# 1,293,934,592 took 10 GB in 40 s; 10^8 took 0.55 GB). 2^24 - 1 keeps
+# that vector under 128 MiB; XLA numbers a computation's instructions
+# from 0 up as it makes them, far below this in any real module.
+_MAX_LOCAL_ID = (1 << 24) - 1
+
+
+def _id_problem(module) -> str | None:
+  """Why XLA's reader would take too much memory on `module` (an
+  HloModuleProto message): its first instruction whose local id is over
+  `_MAX_LOCAL_ID`; None when there is none."""
+  for computation in module.computations:
+    for instruction in computation.instructions:
+      local = instruction.id & 0xFFFFFFFF
+      if local > _MAX_LOCAL_ID:
+        return (
+          f"instruction {instruction.name!r} has id {instruction.id} (local "
+          f"id {local}, over {_MAX_LOCAL_ID}): XLA's reader would allocate "
+          f"{8 * (local + 1) >> 20} MiB for it"
+        )
+  return None
+
+
+def read_proto_file(
+  data: bytes | str, find: Callable[[bytes], list[bytes]] | None = None
+) -> ProtoFile | None:
+  """An HloModuleProto, HloProto or HloSnapshot, by its contents.
 
   Args:
-    data: the file's bytes.
+    data: the file's bytes (the binary wire format), or its text in
+      protobuf text format (str; the root message told by its first
+      field's name, `proto_wire.proto_text_to_binary`).
+    find: for text, how XLA's own FileDescriptorProtos are found in the
+      jaxlib installed (`private_api.jaxlib_embedded`): text format needs
+      the whole schema, which hloprobe does not vendor.
 
   Returns:
     The ProtoFile, or None where `data` is none of the three (a truncated
@@ -238,8 +285,17 @@ def read_proto_file(data: bytes) -> ProtoFile | None:
 
   Raises:
     ValueError: a snapshot whose literal cannot be read (its message says
-      which argument, e.g. "argument 1: f32[2,3] has 5 values").
+      which argument, e.g. "argument 1: f32[2,3] has 5 values"); a module
+      with an instruction id XLA's reader would take gigabytes on (a
+      local id over `_MAX_LOCAL_ID`); text whose schema is not found in
+      this jaxlib, or that does not parse.
   """
+  if isinstance(data, str):
+    from hloprobe.ir.proto_wire import proto_text_to_binary
+
+    if find is None:
+      raise ValueError("an HLO proto in text format needs XLA's schema")
+    data = proto_text_to_binary(data, find)
   classes = _classes()
   if _is_module(classes, data):
     return ProtoFile("hlo_proto", data, None, None, "")

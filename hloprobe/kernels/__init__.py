@@ -7,8 +7,8 @@ same `signature` compute the same bits for a row.
 The stage's interface is the names below (`__all__`):
 
   read_kernels      one compiled config -> its `KernelRecord`s (each with
-                    the output leaves it reaches)
-  core_count        a compile-only target's SM count, for read_kernels
+                    the output leaves it reaches; `target=` gives a
+                    compile-only target's SM count)
   compare_kernels   two configs' records -> the `KernelDifference`s (the
                     kernels whose per-row arithmetic differs)
   kernel_classes    batch size -> records, for many sizes -> the classes of
@@ -16,9 +16,11 @@ The stage's interface is the names below (`__all__`):
   pin_gemm_configs  the autotune-results file that pins one Triton gemm
                     config per gemm fusion for every batch size (same
                     block_k, split-K 1), with the XLA flags it needs
-  PIN_FLAGS         the flags it needs (split-K 1)
-  REDUCTION_PIN_FLAGS  the flags that make the Triton softmax / layernorm
-                    fusions XLA row reductions, independent of the row count
+  pin_flags         the XLA flags the file is made and replayed with:
+                    split-K 1 (`autotune_pin.PIN_FLAGS`), the Triton
+                    softmax / layernorm fusions as XLA row reductions,
+                    independent of the row count (`REDUCTION_PIN_FLAGS`),
+                    and dot strength reduction off
 
 The modules behind it are private in intent:
 
@@ -37,7 +39,7 @@ Typical use (one program, target and precision, several batch sizes):
   from hloprobe import compile, kernels
   c = compile.compile_case(case, args_n, precision, target)
   records[n] = kernels.read_kernels(
-      c.optimized_hlo, n, c.ptx, core_count=kernels.core_count(target))
+      c.optimized_hlo, n, c.ptx, target=target)
   classes = kernels.kernel_classes(records)      # ((1,), (2, 8), (64,))
   for d in kernels.compare_kernels(records[8], records[64]):
     d.words  # "gemm_fusion_dot_general.3 / gemm_fusion_dot (contraction
@@ -65,20 +67,14 @@ below `numerics`.
 
 from __future__ import annotations
 
-from hloprobe.kernels.autotune_pin import PIN_FLAGS as PIN_FLAGS
-from hloprobe.kernels.autotune_pin import (
-  REDUCTION_PIN_FLAGS as REDUCTION_PIN_FLAGS,
-)
+from hloprobe.kernels.autotune_pin import pin_flags as pin_flags
 from hloprobe.kernels.autotune_pin import pin_gemm_configs as pin_gemm_configs
 from hloprobe.kernels.differences import compare_kernels as compare_kernels
-from hloprobe.kernels.kernel_reader import core_count as core_count
 from hloprobe.kernels.kernel_reader import read_kernels as read_kernels
 
 __all__ = [
-  "PIN_FLAGS",
-  "REDUCTION_PIN_FLAGS",
   "compare_kernels",
-  "core_count",
+  "pin_flags",
   "pin_gemm_configs",
   "read_kernels",
 ]

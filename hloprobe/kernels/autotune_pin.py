@@ -10,16 +10,7 @@ import dataclasses
 import re
 from collections.abc import Mapping
 
-from hloprobe.compile import (
-  AutotuneChoice,
-  Target,
-  config_assigner_input,
-  device_fingerprint,
-  gemm_fusion_keys,
-  parse_codegen_versions,
-  results_textproto,
-  triton_config,
-)
+from hloprobe.compile import Target, triton_pin
 from hloprobe.errors import TargetError
 
 __all__ = [
@@ -27,6 +18,7 @@ __all__ = [
   "REDUCTION_PIN_FLAGS",
   "PinResults",
   "PinnedGemm",
+  "pin_flags",
   "pin_gemm_configs",
 ]
 
@@ -43,6 +35,29 @@ PIN_FLAGS = ("--xla_gpu_experimental_force_split_k=1",)
 # the cost model picks per shape. Measured on jaxlib 0.12.0.1, compile-only
 # a100, n = 8 and 64 (tests/testdata/kernels/record_pin.py).
 REDUCTION_PIN_FLAGS = ("--xla_disable_hlo_passes=triton-softmax-rewriter",)
+# Dot strength reduction off: at n = 1 it turns a gemm into a
+# multiply+reduce (XLA's column reduction), which the file cannot pin.
+_NO_DSR = "dot-strength-reduction"
+
+
+def pin_flags() -> tuple[str, ...]:
+  """The XLA flags a pin file is made and replayed with: `PIN_FLAGS`
+  (split-K 1), `REDUCTION_PIN_FLAGS` (the Triton softmax rewriter off) and
+  dot strength reduction off, the passes in one
+  `--xla_disable_hlo_passes` (XLA keeps the last of a repeated flag:
+  xla/debug_options_flags.cc parses flags in order, each setting the
+  field; jaxlib 0.10.2 and 0.12.0.1).
+
+  E.g. ("--xla_gpu_experimental_force_split_k=1",
+  "--xla_disable_hlo_passes=triton-softmax-rewriter,dot-strength-reduction").
+  """
+  flags = (*PIN_FLAGS, *REDUCTION_PIN_FLAGS)
+  passes = [f.split("=", 1)[1] for f in flags if "disable_hlo_passes" in f]
+  others = [f for f in flags if "disable_hlo_passes" not in f]
+  passes.append(_NO_DSR)
+  return (*others, f"--xla_disable_hlo_passes={','.join(passes)}")
+
+
 # A nested gemm's K tile, on its dot (`gemm_rules.block_k`).
 _BLOCK_K_RE = re.compile(r'dot\(.*backend_config=\{"sizes":\["(\d+)"\]\}')
 
@@ -74,7 +89,7 @@ class PinResults:
 
   Attributes:
     text: an `xla.autotuner.AutotuneCache` text file
-      (`compile.results_textproto`), for `--autotune_results`.
+      (`compile.triton_pin`), for `--autotune_results`.
     gemms: what it pins, per batch size and fusion.
     xla_flags: the XLA flags to run it with (`PIN_FLAGS` and the caller's
       `extra_flags`).
@@ -133,15 +148,6 @@ def pin_gemm_configs(
     )
   if not compiled:
     raise TargetError("no compiled configs to pin")
-  versions = None
-  for c in compiled.values():
-    versions = versions or parse_codegen_versions(getattr(c, "xla_log", ""))
-  if versions is None:
-    raise TargetError(
-      "XLA logged no codegen versions: set TF_CPP_VMODULE="
-      "autotuner_cache_interface=1 and TF_CPP_MIN_LOG_LEVEL=0 before XLA "
-      "loads (jaxlib 0.12.0.1; 0.10.2 has no config-assigner pass)"
-    )
   if block_k is None:
     found = [
       int(k)
@@ -149,28 +155,26 @@ def pin_gemm_configs(
       for k in _BLOCK_K_RE.findall(c.optimized_hlo)
     ]
     block_k = min(found) if found else 32
-  device = device_fingerprint(target.config_text)
-  gemms, choices, seen = [], [], set()
-  for n in sorted(compiled):
-    keys = gemm_fusion_keys(config_assigner_input(compiled[n].pass_dumps))
-    for key in keys:
-      if key.fusion_kind != "__triton_gemm":
-        continue
-      config = triton_config(block_m, block_n, block_k, num_stages, num_warps)
-      gemms.append(
-        PinnedGemm(
-          n,
-          key.name,
-          key.hlo_fingerprint,
-          block_m,
-          block_n,
-          block_k,
-          num_stages,
-          num_warps,
-        )
-      )
-      if key.hlo_fingerprint not in seen:
-        seen.add(key.hlo_fingerprint)
-        choices.append(AutotuneChoice(key, "TRITON", config))
-  text = results_textproto(device, versions, choices)
-  return PinResults(text, tuple(gemms), PIN_FLAGS + tuple(extra_flags))
+  pin = triton_pin(
+    compiled,
+    target.config_text,
+    block_m,
+    block_n,
+    block_k,
+    num_stages,
+    num_warps,
+  )
+  gemms = [
+    PinnedGemm(
+      n,
+      key.name,
+      key.hlo_fingerprint,
+      block_m,
+      block_n,
+      block_k,
+      num_stages,
+      num_warps,
+    )
+    for n, key in pin.fusions
+  ]
+  return PinResults(pin.text, tuple(gemms), PIN_FLAGS + tuple(extra_flags))

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 
-from hloprobe.ir import HloInstruction, PtxKernel, for_operands
+from hloprobe.ir import HloInstruction, PtxKernel
 
 __all__ = [
   "GEMM_KINDS",
@@ -124,7 +124,7 @@ def instruction_words(
   mma / wgmma opcodes where the kernel has them (e.g.
   "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), else its scalar
   fma/mul opcodes on floats ("fma.rn.f32"); the algorithm is
-  `ir.for_operands`' for the dot's operand type.
+  `PtxKernel.algorithm_for` the dot's operand type.
   """
   if kernel is None:
     return "not read: no PTX kernel", None
@@ -140,5 +140,5 @@ def instruction_words(
       and o.split(".")[-1] in ("f32", "f64", "bf16", "f16", "bf16x2", "f16x2")
     )
     words = " + ".join(scalar) or "no floating-point multiply"
-  algorithm, _ = for_operands(kernel, operand_dtype)
+  algorithm, _ = kernel.algorithm_for(operand_dtype)
   return words, algorithm

@@ -23,15 +23,14 @@ from collections.abc import Sequence
 from hloprobe.ir import (
   HloInstruction,
   HloModule,
-  kernel_name,
   parse_hlo_module,
   parse_ptx,
 )
 from hloprobe.kernels import gemm_rules, normalise, reduction_rules
 from hloprobe.kernels.records import KernelRecord, Role, RowCount
-from hloprobe.sites import Fate, partition_count
+from hloprobe.sites import Fate
 
-__all__ = ["core_count", "read_kernels"]
+__all__ = ["read_kernels", "target_core_count"]
 
 # Instructions that only move, relabel or select values: no kernel.
 _MOVES = frozenset(
@@ -113,7 +112,7 @@ _CPU_WHY = (
 )
 
 
-def core_count(target) -> int | None:
+def target_core_count(target) -> int | None:
   """The SM count of a compile-only GPU target (`compile.Target`), from its
   config's `gpu_device_info.core_count` (e.g. 108 for hloprobe's a100), for
   `read_kernels`; None for other targets or a config without one."""
@@ -128,6 +127,7 @@ def read_kernels(
   ptx: Sequence[str] = (),
   platform: str = "cuda",
   core_count: int | None = None,
+  target=None,
 ) -> tuple[KernelRecord, ...]:
   """The kernels of one compiled config that compute output rows.
 
@@ -158,7 +158,11 @@ def read_kernels(
       read from the HLO alone; no tiling is known).
     core_count: the GPU's SM count (`gpu_device_info.core_count` of the
       target config, e.g. 108 for the A100), which XLA's multi-row
-      reduction emitter reads; None: such kernels' vector size is unknown.
+      reduction emitter reads; None: taken from `target`, else such
+      kernels' vector size is unknown.
+    target: the target compiled for (`compile.Target`), or None: where
+      `core_count` is None, a compile-only GPU target's config gives it
+      (`target_core_count`; None for other targets).
 
   Returns:
     The records, in schedule order.
@@ -176,6 +180,8 @@ def read_kernels(
     if isinstance(optimized_hlo, str)
     else optimized_hlo
   )
+  if core_count is None and target is not None:
+    core_count = target_core_count(target)
   reader = _Reader(module, row_count, ptx, platform, core_count)
   return tuple(reader.read())
 
@@ -294,11 +300,7 @@ class _Reader:
     return tuple(sorted(ops)), tuple(sorted(source))
 
   def _kernel(self, inst: HloInstruction):
-    names = [kernel_name(inst.name)]
-    dedup = inst.metadata.get("deduplicated_name")
-    if dedup:
-      names.append(kernel_name(str(dedup)))
-    for name in names:
+    for name in inst.kernel_names:
       if name in self.ptx:
         return name, self.ptx[name]
     return None, None
@@ -512,7 +514,7 @@ class _Reader:
       "collective": f"{kind} over replica_groups={groups or '?'}"
       + (f", reducer {reducer}" if reducer else ""),
       "order": _COLLECTIVE_ORDER,
-      "partials": f"{partition_count(self.module)} partitions (SPMD): each "
+      "partials": f"{self.module.partition_count} partitions (SPMD): each "
       "adds its own slice of the products, then the collective adds the "
       "partial sums across devices",
     }

@@ -41,8 +41,8 @@ class KernelRecord:
     name: the ENTRY instruction that launches it, e.g.
       "gemm_fusion_dot_general.2", "triton_softmax.4", "input_reduce_fusion.3",
       "custom-call.1", "all-reduce-start".
-    kernel: its PTX `.entry` name (`ir.kernel_name` of the fusion, or of the
-      fusion it was deduplicated with), e.g. "triton_softmax_4"; None where
+    kernel: its PTX `.entry` name (`HloInstruction.kernel_names`: the
+      fusion's, or the fusion it was deduplicated with's), e.g. "triton_softmax_4"; None where
       no PTX kernel was found for it (library calls, collectives, CPU).
     role: what it computes (`Role`).
     emitter: who generates its code, in words, e.g. "Triton gemm

@@ -55,8 +55,6 @@ from hloprobe.numerics.kernel_sites import site_model as site_model
 from hloprobe.numerics.made import CHANGED as CHANGED
 from hloprobe.numerics.made import Made as Made
 from hloprobe.numerics.made import MadeChecker as MadeChecker
-from hloprobe.numerics.made import config_judgement as config_judgement
-from hloprobe.numerics.made import config_verdict as config_verdict
 from hloprobe.numerics.module_made import (
   module_made_notes as module_made_notes,
 )
@@ -64,9 +62,6 @@ from hloprobe.numerics.predict import Prediction as Prediction
 from hloprobe.numerics.predict import Predictor as Predictor
 from hloprobe.numerics.reference import References as References
 from hloprobe.numerics.rows import WorstRow as WorstRow
-from hloprobe.numerics.rows import far_rows_words as far_rows_words
-from hloprobe.numerics.rows import row_words as row_words
-from hloprobe.numerics.rows import stands_out as stands_out
 from hloprobe.numerics.verdicts import Verdict as Verdict
 from hloprobe.numerics.verdicts import VerdictKind as VerdictKind
 
@@ -84,16 +79,11 @@ __all__ = [
   "Verdict",
   "VerdictKind",
   "WorstRow",
-  "config_judgement",
-  "config_verdict",
   "error_stats",
-  "far_rows_words",
   "headline_leaf",
   "kernel_model_run",
   "module_made_notes",
-  "row_words",
   "site_model",
-  "stands_out",
   "ulp_distance",
   "within_noise",
 ]

@@ -4,7 +4,7 @@ An assignment is one algorithm name per dot site, in site order (e.g.
 ("TF32_TF32_F32", "F32_F32_F32")). Here: the chosen one (each site's
 effective algorithm), the per-site share pairs, and the candidates an
 observed run is matched against, among them those the cuBLAS rule allows
-(`effective.tf32_optional`: TF32 allowed, not required). Pure functions of
+(`SiteFate.tf32_optional`: TF32 allowed, not required). Pure functions of
 names; `predict.Predictor` emulates them.
 
 Private in intent: use the package, `hloprobe.numerics`.
@@ -21,13 +21,11 @@ from hloprobe.numerics.emulate_fp8 import (
   FP8_FAST_ACCUM_ALGORITHM,
   jaxpr_algorithm,
 )
-from hloprobe.numerics.site_notes import F32
+from hloprobe.numerics.site_notes import F32, TF32
 from hloprobe.sites import (
   EXACT_INTEGER,
-  TF32,
   Fate,
   SiteFate,
-  tf32_optional,
 )
 
 __all__ = [
@@ -43,7 +41,7 @@ __all__ = [
 
 # Fates whose arithmetic no candidate changes: the strength-reduced ones.
 _FIXED_FATES = (Fate.MULTIPLY, Fate.MULTIPLY_REDUCE, Fate.GONE)
-# TF32-optional cuBLAS sites (`effective.tf32_optional`) up to which every
+# TF32-optional cuBLAS sites (`SiteFate.tf32_optional`) up to which every
 # TF32/F32 assignment of them is a candidate: 2^4 = 16 emulations at most.
 _OPTIONAL_CAP = 4
 
@@ -58,7 +56,7 @@ def optional_sites(
 ) -> tuple[int, ...]:
   """The sites emulated at TF32 where TF32 is allowed, not required."""
   return tuple(
-    i for i, f in enumerate(fates) if tf32_optional(f) and chosen[i] == TF32
+    i for i, f in enumerate(fates) if f.tf32_optional and chosen[i] == TF32
   )
 
 

@@ -36,11 +36,12 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from hloprobe.sites import FP8_ALGORITHM
-
-# `sites.fp8_rewrite`'s name for the FP8 gemm with cuBLASLt's fast
-# accumulation on; not emulated (`candidates.chosen_algorithms`).
-FP8_FAST_ACCUM_ALGORITHM = f"{FP8_ALGORITHM}_FAST_ACCUM"
+# JAX's DotAlgorithmPreset names (`jax.lax.DotAlgorithmPreset`) that
+# `sites.fp8_rewrite` gives an FP8 cuBLASLt gemm: f8 operands, f32
+# accumulation; and the same with cuBLASLt's fast accumulation on, not
+# emulated (`candidates.chosen_algorithms`).
+FP8_ALGORITHM = "ANY_F8_ANY_F8_F32"
+FP8_FAST_ACCUM_ALGORITHM = "ANY_F8_ANY_F8_F32_FAST_ACCUM"
 
 __all__ = [
   "FP8_ALGORITHM",

@@ -66,6 +66,18 @@ SWITCH_FROM = 3
 # model) makes none of them twice in one config (issue 37).
 HELD_EMULATIONS = 8
 
+# Dot sites one inline compile (`_emulate_inline`) holds at most, over
+# all its emulators together: a compile of k emulators holds k copies of
+# the program and of their temporaries at once (XLA:CPU schedules every
+# copy's weight-side operands from the start), so for a real-size model
+# (GPT-2-small: 6 sites a layer) one config's prefetch of about ten
+# emulations made memory grow with depth times that count (gpt2_4's case
+# worker: +1.9 GB in one compile; issue 37). Above it, the emulators are
+# compiled in parts of at most this many sites (one emulator a part for a
+# program of this many sites or more); below it (the built-in cases) one
+# compile, as before. Each output is the same bits either way.
+INLINE_SITES = 24
+
 # (batch size, site algorithms, summation order) of one emulation; the
 # "size" may instead be the rows of the full batch to gather, ascending
 # (`EmulationCache.args`: a rows_independent case's judged rows).
@@ -82,6 +94,7 @@ def emulate_together(
   keys: Sequence[Key],
   args_at: Callable[[int], tuple],
   scales_at: int | None = None,
+  sites: int = 0,
 ) -> tuple[list[tuple[np.ndarray, ...]], tuple | None]:
   """Every emulation in `keys`, and the site scales, in few jit compiles.
 
@@ -92,7 +105,11 @@ def emulate_together(
   scales are one compile: each size's arguments are passed once and shared
   by the emulators of that size (so XLA's CSE merges what their
   assignments share), as in `emulate.emulate_many`; the scales are
-  `emulate.emulate_with_scales`'s.
+  `emulate.emulate_with_scales`'s. A program of `sites` dot sites is
+  inlined at most `INLINE_SITES // sites` times (at least once) a compile:
+  more emulators are compiled in parts of that many, so that memory does
+  not grow with the program's depth times the emulators (the outputs are
+  the same bits).
   F64_F64_F64 keys need the call inside `compat.enable_x64()`.
 
   Args:
@@ -100,6 +117,7 @@ def emulate_together(
     keys: (size, one algorithm per site, order) of each emulation.
     args_at: the case's arguments at a size.
     scales_at: the size to measure the site scales at, or None.
+    sites: the program's dot sites (0: unknown, one compile).
 
   Returns:
     (per key, its output leaves as numpy arrays; the scales, one (max, rms)
@@ -123,11 +141,34 @@ def emulate_together(
       continue
     found.update(zip(group, outs))
   rest = [k for i, k in enumerate(keys) if i not in found]
-  inline, scales = _emulate_inline(fn, rest, args_at, scales_at)
+  inline, scales = [], None
+  for part, part_scales in _parts(rest, scales_at, sites):
+    made, measured = _emulate_inline(fn, part, args_at, part_scales)
+    inline += made
+    scales = measured if part_scales is not None else scales
   inline = iter(inline)
   return [
     found[i] if i in found else next(inline) for i in range(len(keys))
   ], scales
+
+
+def _parts(keys: list, scales_at: int | None, sites: int) -> list:
+  """(keys, scales_at or None) of each inline compile: all in one where
+  they hold at most `INLINE_SITES` dot sites together (or `sites` is 0),
+  else parts of at most `INLINE_SITES // sites` programs (at least one),
+  the scales' program counted as one, made with the last part."""
+  programs = len(keys) + (scales_at is not None)
+  per = max(1, INLINE_SITES // sites) if sites else programs
+  if programs <= per:
+    return [(keys, scales_at)]
+  parts = [(keys[i : i + per], None) for i in range(0, len(keys), per)]
+  if scales_at is not None:
+    last, _ = parts[-1] if parts else ([], None)
+    if parts and len(last) < per:
+      parts[-1] = (last, scales_at)
+    else:
+      parts.append(([], scales_at))
+  return parts
 
 
 def _emulate_inline(fn, keys, args_at, scales_at):
@@ -418,6 +459,18 @@ class EmulationCache:
       found += new
     return found
 
+  def _sites(self, keys: list[Key], scales_at: int | None) -> int:
+    """The program's dot sites (`count` at a size counted already, else
+    at a size of `keys` or the scales'), for `emulate_together`'s parts; 0
+    when it cannot trace."""
+    if self._counts:  # one program: the count does not change with size
+      return max(self._counts.values())
+    size = keys[0][0] if keys else scales_at
+    try:
+      return self.count(size)
+    except Exception:  # the emulation names what fails, when asked
+      return 0
+
   def _same_count(self, m: int, n: int) -> bool:
     try:
       return self.count(m) == self.count(n)
@@ -432,7 +485,9 @@ class EmulationCache:
       if not group and scales is None:
         continue
       with _x64_if(x64):
-        outs, found = emulate_together(self._fn, group, self.args, scales)
+        outs, found = emulate_together(
+          self._fn, group, self.args, scales, self._sites(group, scales)
+        )
       for key, out in zip(group, outs):
         self._outputs.put(key, out)
       if found is not None:

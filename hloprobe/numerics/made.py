@@ -75,7 +75,6 @@ from hloprobe.numerics import accuracy, executed, math_rules, rows
 from hloprobe.numerics.bands import F32_UNIT, site_band
 from hloprobe.numerics.kept import Kept
 from hloprobe.numerics.verdicts import Verdict, VerdictKind
-from hloprobe.sites import partition_count
 
 __all__ = [
   "CHANGED",
@@ -184,33 +183,45 @@ class Made:
       return f"{INCOMPLETE}: {', '.join(self.not_executed)}"
     return None
 
+  def config_verdict(self, prediction_verdict: str | None) -> str | None:
+    """The config's verdict, given its prediction's (`Prediction.verdict`,
+    or None): "XLA changed the math" leads; an incomplete execution is
+    added to the prediction's verdict; else the prediction's."""
+    extra = self.verdict
+    if extra is None or self.changed or prediction_verdict is None:
+      return extra or prediction_verdict
+    return f"{prediction_verdict}; {extra}"
+
+  def config_judgement(self, prediction: Verdict | None) -> Verdict | None:
+    """`config_verdict` as a record, given the prediction's
+    (`Prediction.judgement`, or None): MATH_CHANGED leads (the
+    instructions' words its notes); an incomplete execution (INCOMPLETE) is
+    a note on the prediction's verdict, or the verdict where there is none;
+    else the prediction's."""
+    if self.changed:
+      named = self.changes if self.localised else ()
+      return Verdict(
+        VerdictKind.MATH_CHANGED, notes=tuple(c.words() for c in named)
+      )
+    if self.complete:
+      return prediction
+    if prediction is None:
+      return Verdict(VerdictKind.INCOMPLETE, notes=self.not_executed)
+    return prediction.noted(self.verdict)
+
 
 def config_judgement(
   prediction: Verdict | None, made: Made | None
 ) -> Verdict | None:
-  """`config_verdict` as a record: MATH_CHANGED leads (the instructions'
-  words its notes); an incomplete execution (INCOMPLETE) is a note on the
-  prediction's verdict, or the verdict where there is none; else the
-  prediction's."""
-  if made is not None and made.changed:
-    named = made.changes if made.localised else ()
-    return Verdict(
-      VerdictKind.MATH_CHANGED, notes=tuple(c.words() for c in named)
-    )
-  if made is None or made.complete:
-    return prediction
-  if prediction is None:
-    return Verdict(VerdictKind.INCOMPLETE, notes=made.not_executed)
-  return prediction.noted(made.verdict)
+  """`Made.config_judgement`; `prediction` where nothing was made."""
+  return prediction if made is None else made.config_judgement(prediction)
 
 
 def config_verdict(prediction_verdict: str | None, made: Made | None):
-  """A config's verdict: "XLA changed the math" leads; an incomplete
-  execution is added to the prediction's verdict; else the prediction's."""
-  extra = made.verdict if made is not None else None
-  if extra is None or made.changed or prediction_verdict is None:
-    return extra or prediction_verdict
-  return f"{prediction_verdict}; {extra}"
+  """`Made.config_verdict`; `prediction_verdict` where nothing was made."""
+  if made is None:
+    return prediction_verdict
+  return made.config_verdict(prediction_verdict)
 
 
 def _flat(args) -> list[np.ndarray]:
@@ -351,7 +362,7 @@ class MadeChecker:
     try:
       args = self.case.inputs_for(self._full, n)
       digest, module = self._module(optimized_hlo)
-      if partition_count(module) > 1:
+      if module.partition_count > 1:
         # One device's program: every device's shard run, joined.
         plan = self._partitioned(module, args, n)
 

@@ -23,12 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hloprobe.compile import (
-  Case,
-  is_module_case,
-  read_module_file,
-  unoptimized_twin,
-)
+from hloprobe.compile import Case, optimized_module
 from hloprobe.errors import first_line
 from hloprobe.execute import execute_module
 from hloprobe.ir import parse_hlo_module
@@ -50,17 +45,14 @@ def module_made_notes(source: str, case: Case) -> tuple[str, ...]:
     rows), and one comparing a snapshot's recorded result; or one saying
     what was not executed.
   """
-  if not is_module_case(source):
-    return ()
-  mf = read_module_file(source)
-  twin = unoptimized_twin(source) if mf.optimized else None
-  if twin is None or mf.hlo_text is None:
+  optimized = optimized_module(source)
+  if optimized is None:
     return ()
   what = f"{source} executed as it stands by the numpy executor"
   try:
     args = _arguments(case)
-    made = execute_module(parse_hlo_module(mf.hlo_text), args)
-    text = read_module_file(twin).hlo_text
+    made = execute_module(parse_hlo_module(optimized.file.hlo_text), args)
+    text = optimized.twin_hlo_text()
     reference = execute_module(parse_hlo_module(text), args, widen=True)
   except Exception as e:  # one line instead of the module's numbers
     return (f"{what}: not executed: {first_line(e)}",)
@@ -78,12 +70,12 @@ def module_made_notes(source: str, case: Case) -> tuple[str, ...]:
   notes = [
     f"{what} (each gemm at F32_F32_F32: a module file holds no kernel to "
     f"read its algorithm from): max |err| vs the float64 reference of "
-    f"{twin} {worst:.3g}{row0}"
+    f"{optimized.twin} {worst:.3g}{row0}"
   ]
-  if mf.result is not None:
+  if optimized.file.result is not None:
     diff = max(
       float(np.max(np.abs(_f64(m) - _f64(r)), initial=0.0))
-      for m, r in zip(made.outputs, mf.result)
+      for m, r in zip(made.outputs, optimized.file.result)
     )
     notes.append(
       f"the snapshot's recorded result and the executor's differ by at "

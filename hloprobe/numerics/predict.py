@@ -92,7 +92,7 @@ class Prediction:
       observation. See `Predictor._best_candidate`.
     verdict: see `accuracy.verdict`, for `leaf`, with `site_notes.annotate`'s
       notes. Where TF32 is allowed, not required (cuBLAS sites,
-      `effective.tf32_optional`), a run is explained by any assignment of
+      `SiteFate.tf32_optional`), a run is explained by any assignment of
       TF32 or F32 to those sites that it sits within `tolerance_abs` of;
       the verdict names that assignment and the sites kept in f32.
       Without a run, the note says row 0 assumes TF32 there (ambiguous).

@@ -133,6 +133,86 @@ class WorstRow:
       "pass, per leaf (--all_rows: every row)"
     )
 
+  def far_rows_words(self) -> str | None:
+    """The rows that are wrong, in words, where the worst is at least
+    `FAR_MULTIPLE` allowed floors beyond (orders of magnitude, not a
+    summation order's noise); else None.
+
+    E.g. "rows 32768-39999 of 40000 wrong by up to 1.0e+07" (the rows
+    beyond their floors form one run), "3 rows of 8 wrong (rows 1 to 6) by
+    up to 2.0e+00" (they do not), "row 5 of 8 wrong by 3.1e-01" (one row).
+    """
+    if self.within:
+      return None
+    if not (self.multiple >= FAR_MULTIPLE or math.isnan(self.multiple)):
+      return None
+    a, b = self.first_beyond, self.last_beyond
+    if a < 0:  # a record made before the range was kept
+      a = b = self.row
+    size = "NaN" if math.isnan(self.beyond_abs) else f"{self.beyond_abs:.1e}"
+    n, beyond = self.rows, self.beyond
+    if self.judged is not None:  # the rows between were not judged
+      return (
+        f"{beyond} of {self.judged_count} judged rows of {n} wrong (rows "
+        f"{a} to {b}) by up to {size}"
+      )
+    if beyond == 1:
+      return f"row {a} of {n} wrong by {size}"
+    if b - a + 1 == beyond:
+      return f"rows {a}-{b} of {n} wrong by up to {size}"
+    return f"{beyond} rows of {n} wrong (rows {a} to {b}) by up to {size}"
+
+  def words(self, leaf: bool = True) -> str:
+    """The rows' verdict in words.
+
+    "every row within f32 noise" (`accuracy.noise_words` names the floor,
+    e.g. "bf16 output rounding"; "every judged row ..." where some rows
+    were not judged, `judged`), else "row 5: 3.2e-02, 300x beyond f32
+    noise (1 of 8 rows)": the worst row, its error and its m (to one
+    decimal below 10, "1.3x": a whole "1x" reads as not beyond; a whole
+    number from 10), and how many rows are beyond theirs; "where f32
+    noise is 0" for an error over a zero floor. A named leaf leads
+    ("['new_w'] row 5: ..."), unless `leaf` is False (the caller names
+    it).
+    """
+    noise = accuracy.noise_words(self.output_dtype)
+    lead = f"{self.leaf} " if self.leaf and leaf else ""
+    if self.within:
+      every = "every row" if self.judged is None else "every judged row"
+      return f"{lead}{every} within {noise}"
+    if math.isinf(self.multiple):
+      far = f"where {noise} is 0"
+    else:
+      far = f"{_times(self.multiple)}x beyond {noise}"
+    of = (
+      f"{self.rows} rows"
+      if self.judged is None
+      else f"{self.judged_count} judged rows of {self.rows}"
+    )
+    return (
+      f"{lead}row {self.row}: {self.abs_err:.1e}, {far} ({self.beyond} of {of})"
+    )
+
+  @property
+  def stands_out(self) -> bool:
+    """The worst row says more than row 0's verdict: another row than 0,
+    beyond its allowed noise (m > 1), where row 0 is within its own (m_0
+    <= 1) or the worst row's error exceeds NOISE_FACTOR x row 0's. What
+    `explain` and the tables add words for.
+
+    Where row 0 is already beyond its band, its verdict names the cause
+    (e.g. TF32 at some sites), and a row whose error is of the same size
+    (within NOISE_FACTOR of row 0's: seed_mlp's rows under TF32 on the
+    A100, n = 8, 0.61 at row 0 and 0.73 at worst) adds nothing to read;
+    the rows are still judged (`Prediction.rows`, results.json, `verify`).
+    """
+    if self.within or self.row == 0:
+      return False
+    return (
+      self.row0_multiple <= 1
+      or self.abs_err > accuracy.NOISE_FACTOR * self.row0_abs
+    )
+
 
 # Every row is judged up to this batch size (a small program: its floor
 # costs little); above it, a rows_independent case's `judged_rows`.
@@ -246,32 +326,8 @@ FAR_MULTIPLE = 1000.0
 
 
 def far_rows_words(w: WorstRow | None) -> str | None:
-  """The rows that are wrong, in words, where the worst is at least
-  `FAR_MULTIPLE` allowed floors beyond (orders of magnitude, not a
-  summation order's noise); else None.
-
-  E.g. "rows 32768-39999 of 40000 wrong by up to 1.0e+07" (the rows beyond
-  their floors form one run), "3 rows of 8 wrong (rows 1 to 6) by up to
-  2.0e+00" (they do not), "row 5 of 8 wrong by 3.1e-01" (one row).
-  """
-  if w is None or w.within:
-    return None
-  if not (w.multiple >= FAR_MULTIPLE or math.isnan(w.multiple)):
-    return None
-  a, b = w.first_beyond, w.last_beyond
-  if a < 0:  # a record made before the range was kept
-    a = b = w.row
-  size = "NaN" if math.isnan(w.beyond_abs) else f"{w.beyond_abs:.1e}"
-  if w.judged is not None:  # the rows between were not judged
-    return (
-      f"{w.beyond} of {w.judged_count} judged rows of {w.rows} wrong (rows "
-      f"{a} to {b}) by up to {size}"
-    )
-  if w.beyond == 1:
-    return f"row {a} of {w.rows} wrong by {size}"
-  if b - a + 1 == w.beyond:
-    return f"rows {a}-{b} of {w.rows} wrong by up to {size}"
-  return f"{w.beyond} rows of {w.rows} wrong (rows {a} to {b}) by up to {size}"
+  """`WorstRow.far_rows_words` of `w`; None for None."""
+  return None if w is None else w.far_rows_words()
 
 
 def _times(m: float) -> str:
@@ -280,47 +336,10 @@ def _times(m: float) -> str:
 
 
 def row_words(w: WorstRow, leaf: bool = True) -> str:
-  """The rows' verdict in words.
-
-  "every row within f32 noise" (`accuracy.noise_words` names the floor,
-  e.g. "bf16 output rounding"; "every judged row ..." where some rows were
-  not judged, `WorstRow.judged`), else "row 5: 3.2e-02, 300x beyond f32
-  noise (1 of 8 rows)": the worst row, its error and its m (to one
-  decimal below 10, "1.3x": a whole "1x" reads as not beyond; a whole
-  number from 10), and how many rows are beyond
-  theirs; "where f32 noise is 0" for an error over a zero floor. A
-  named leaf leads ("['new_w'] row 5: ..."), unless `leaf` is False (the
-  caller names it).
-  """
-  noise = accuracy.noise_words(w.output_dtype)
-  lead = f"{w.leaf} " if w.leaf and leaf else ""
-  if w.within:
-    every = "every row" if w.judged is None else "every judged row"
-    return f"{lead}{every} within {noise}"
-  if math.isinf(w.multiple):
-    far = f"where {noise} is 0"
-  else:
-    far = f"{_times(w.multiple)}x beyond {noise}"
-  of = (
-    f"{w.rows} rows"
-    if w.judged is None
-    else f"{w.judged_count} judged rows of {w.rows}"
-  )
-  return f"{lead}row {w.row}: {w.abs_err:.1e}, {far} ({w.beyond} of {of})"
+  """`WorstRow.words`."""
+  return w.words(leaf)
 
 
 def stands_out(w: WorstRow | None) -> bool:
-  """The worst row says more than row 0's verdict: another row than 0,
-  beyond its allowed noise (m > 1), where row 0 is within its own (m_0 <=
-  1) or the worst row's error exceeds NOISE_FACTOR x row 0's. What
-  `explain` and the tables add words for.
-
-  Where row 0 is already beyond its band, its verdict names the cause
-  (e.g. TF32 at some sites), and a row whose error is of the same size
-  (within NOISE_FACTOR of row 0's: seed_mlp's rows under TF32 on the A100,
-  n = 8, 0.61 at row 0 and 0.73 at worst) adds nothing to read; the rows
-  are still judged (`Prediction.rows`, results.json, `verify`).
-  """
-  if w is None or w.within or w.row == 0:
-    return False
-  return w.row0_multiple <= 1 or w.abs_err > accuracy.NOISE_FACTOR * w.row0_abs
+  """`WorstRow.stands_out` of `w`; False for None."""
+  return w is not None and w.stands_out

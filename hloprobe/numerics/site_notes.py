@@ -17,7 +17,7 @@ no site escapes the report:
   * sites whose algorithm is unknown or ambiguous (emulated as F32), and
     optimized precision configs that contradict the StableHLO;
   * cuBLAS / cuBLASLt and cuDNN conv sites where TF32 is allowed, not
-    required (`effective.tf32_optional`): without a run, that row 0 assumes
+    required (`SiteFate.tf32_optional`): without a run, that row 0 assumes
     TF32 there and cuBLAS (or cuDNN) may keep some in f32 (ambiguous); with
     a run that an assignment keeping some in f32 explains, which ones the
     library kept;
@@ -44,15 +44,15 @@ from hloprobe.numerics.integers import is_integer
 from hloprobe.numerics.verdicts import Verdict, VerdictKind
 from hloprobe.sites import (
   EXACT_INTEGER,
-  TF32,
   Fate,
   SiteFate,
-  tf32_optional,
 )
 
-__all__ = ["F32", "annotate", "below_request", "overflow_sites"]
+__all__ = ["F32", "TF32", "annotate", "below_request", "overflow_sites"]
 
 F32 = "F32_F32_F32"
+# JAX's DotAlgorithmPreset name of TF32 products, f32 sums.
+TF32 = "TF32_TF32_F32"
 # Storage types that hold every value of an operand type exactly.
 _HOLDS = {
   "f64": ("f64",),
@@ -167,7 +167,7 @@ def _libraries(fates, sites) -> dict[str, str]:
 def _tf32_optional(fates, chosen, observed: bool) -> str:
   """The note on cuBLAS and cuDNN conv sites where TF32 is allowed, not
   required."""
-  optional = [i for i, f in enumerate(fates) if tf32_optional(f)]
+  optional = [i for i, f in enumerate(fates) if f.tf32_optional]
   kept = _libraries(fates, [i for i in optional if chosen[i] == F32])
   if observed and kept:
     return " and ".join(
@@ -230,7 +230,7 @@ def annotate(
     verdict: `accuracy.judge`'s verdict.
     fates: the config's sites.
     chosen: the algorithm emulated at each site; a TF32-optional cuBLAS
-      site (`effective.tf32_optional`) at F32 here is one a run showed
+      site (`SiteFate.tf32_optional`) at F32 here is one a run showed
       cuBLAS kept in f32.
     output_dtype: numpy name of the output's dtype, e.g. "bfloat16".
     hidden: whether the prediction itself is within the noise floor (else
@@ -259,7 +259,7 @@ def annotate(
     elif (
       f.fate != Fate.GONE
       and chosen[i] != jaxpr_algorithm(alg)
-      and not tf32_optional(f)
+      and not f.tf32_optional
     ):
       notes.append(f"site {i} {alg or 'unknown'}, emulated as F32")
     if _ignored(f):

@@ -9,15 +9,16 @@ command layer (`hloprobe.commands`) does.
 The stage's interface is the names below (`__all__`), what the command
 layer uses: `Outputs` (the files asked for), `check_extras`, `html_page`,
 `write_files` (returning the line saying what it wrote), and Model
-Explorer's `pick` and `open_server` (its server, serving those configs
-alone);
+Explorer's `pick_configs` (`hloprobe view`'s configs, whose `open`
+serves those configs alone);
 `html_table`, the sweep table alone as an HTML fragment (sortable,
 filterable, coloured as in the page: e.g. a notebook's `_repr_html_`).
 Import them from here; the modules behind them are private in intent:
 
   outputs         the files and pages a command writes
   plot            the row-0 error plot (matplotlib)
-  html_report     the HTML report (templates/: its Jinja2 templates)
+  html_report     the HTML report (templates/: its Jinja2 templates; the
+                  answer's words are `report.answer_view`'s)
   severity        how far a config strays beyond its band; its colour
   model_explorer  the Model Explorer overlay
   explorer_view   Model Explorer's viewer: which configs, opened how
@@ -26,8 +27,7 @@ Import them from here; the modules behind them are private in intent:
 
 from __future__ import annotations
 
-from hloprobe.pictures.explorer_view import open_server as open_server
-from hloprobe.pictures.explorer_view import pick as pick
+from hloprobe.pictures.explorer_view import pick_configs as pick_configs
 from hloprobe.pictures.html_report import html_table as html_table
 from hloprobe.pictures.outputs import Outputs as Outputs
 from hloprobe.pictures.outputs import check_extras as check_extras
@@ -41,7 +41,6 @@ __all__ = [
   "check_extras",
   "html_page",
   "html_table",
-  "open_server",
-  "pick",
+  "pick_configs",
   "write_files",
 ]

@@ -23,11 +23,15 @@ Python package's `ModelExplorerConfig.to_url_param_value` writes only
 "models", "nodeData" and "nodeDataTargets", so `opening_config` adds
 "uiState" to it).
 
+`pick_configs` is `hloprobe view`'s one call: the extra checked, the
+configs picked (`Picked`), whose `open` serves them.
+
 Private in intent: use the package, `hloprobe.pictures`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import urllib.parse
@@ -43,10 +47,12 @@ from hloprobe.pictures.model_explorer import (
 
 __all__ = [
   "EXPAND_ALL",
+  "Picked",
   "open_server",
   "opening_config",
   "opening_state",
   "pick",
+  "pick_configs",
 ]
 
 EXPAND_ALL = "___all___"  # Model Explorer 0.1.34: every layer expanded
@@ -197,3 +203,39 @@ def _check_inside(out_dir: str, config) -> None:
         f"{out_dir}'s index names {path}, outside the folder; `view` "
         "serves only the folder's own files"
       )
+
+
+@dataclasses.dataclass(frozen=True)
+class Picked:
+  """`hloprobe view DIR`'s configs (`pick`), to serve (`open`).
+
+  Attributes:
+    out_dir: the `write_overlay` folder.
+    entries: its index entries picked, worst first, at most MAX_MODELS
+      (each with "target", "case", "n", "precision", ...).
+    matched: how many entries matched the flags (may exceed `entries`).
+  """
+
+  out_dir: str
+  entries: tuple[dict, ...]
+  matched: int
+
+  def open(self, port: int):
+    """(the bound `explorer_server.ViewServer`, its URL) of `entries`
+    (`open_server`; raises as it does)."""
+    return open_server(self.out_dir, self.entries, port)
+
+
+def pick_configs(out_dir: str, wanted: Mapping[str, Collection]) -> Picked:
+  """`hloprobe view DIR`'s library call: Model Explorer checked installed,
+  then the configs of the folder that `wanted` names, worst first (`pick`).
+
+  Raises:
+    InvalidArgumentError: Model Explorer is missing (the pip words), no
+      readable index, or no config matches.
+  """
+  from hloprobe.pictures.outputs import check_extras
+
+  check_extras(plot=False, explorer=True)
+  picked, matched = pick(out_dir, wanted)
+  return Picked(out_dir, tuple(picked), matched)

@@ -14,7 +14,7 @@ sortable (click a header) and filterable (the box above it: rows holding
 every word typed), whole, in a container that scrolls. Each config's row
 is coloured by how far it strays beyond its band (`severity`: 1x pale to
 1000x and more dark), named in its "beyond band" column, with its worst
-row (`numerics.row_words`) beside the verdict.
+row (`numerics.WorstRow.words`) beside the verdict.
 
 The templates are package data, `hloprobe/pictures/templates/`:
 report.html.j2 (the page), table.html.j2 (one table: the macro),
@@ -35,11 +35,11 @@ import hashlib
 import math
 from collections.abc import Sequence
 
-from hloprobe.numerics import NOISE_FACTOR, row_words
+from hloprobe.numerics import NOISE_FACTOR
 from hloprobe.pictures import severity
-from hloprobe.pictures.html_answer import answer_view, cause_of
 from hloprobe.report import (
   OUTPUT_FORMS,
+  answer_view,
   render_explanation,
 )
 from hloprobe.report import (
@@ -154,7 +154,7 @@ def _worst_rows(r) -> str:
   p = r.prediction
   if p is None:
     return "n/a"
-  words = [row_words(w) for w in p.rows if w is not None]
+  words = [w.words() for w in p.rows if w is not None]
   return "; ".join(words) or "not judged (no batch axis, or integer)"
 
 
@@ -169,7 +169,7 @@ def _config_rows(
 ) -> tuple[list[Header], list[Row]]:
   """The sweep table: story columns first, then "beyond band" and "worst
   row" after the verdict; each row coloured by `severity.shade`. With
-  `causes` (each result's finding number, `html_answer.cause_of`), a
+  `causes` (each result's finding number, `report.answer_view`'s `causes`), a
   "finding" column first and the rows grouped by finding (the findings in
   their order, then the configs with none; sweep order within each)."""
   headers, rows = _story_first(*tables_cells(list(results)))
@@ -275,7 +275,7 @@ def render_html(
     why_no_png: shown instead of the plot when `png` is None (e.g.
       "matplotlib is not installed").
     answer: `explain`'s answer (`report.Answer`), which opens the page as
-      the finding table and what to do (`html_answer.answer_view`), the
+      the finding table and what to do (`report.answer_view`), the
       configs table grouped by its findings; or None where none was
       computed (the page says `hloprobe explain` computes them).
 
@@ -286,17 +286,17 @@ def render_html(
   """
   cases = dict.fromkeys(r.config.case for r in results)
   template = _environment().get_template("report.html.j2")
+  view = None if answer is None else answer_view(answer, results)
   return template.render(
     title=f"hloprobe: {', '.join(cases)}",
     swept=_swept(results),
-    answer=None if answer is None else answer_view(answer),
+    answer=view,
     versions=", ".join(f"{k} {v}" for k, v in versions.items()),
     png=base64.b64encode(png).decode("ascii") if png is not None else None,
     why_no_png=why_no_png or "not drawn",
     explanation=render_explanation(explanations),
     configs=_configs_table(
-      results,
-      causes=None if answer is None else cause_of(answer, results),
+      results, causes=None if view is None else view.causes
     ),
     sites=_sites_table(results),
   )
@@ -318,8 +318,9 @@ def html_table(results: Sequence, answer=None) -> str:
   labels = "\n".join(r.config.label() for r in results)
   digest = hashlib.sha256(labels.encode()).hexdigest()[:10]
   template = _environment().get_template("fragment.html.j2")
-  causes = None if answer is None else cause_of(answer, results)
+  view = None if answer is None else answer_view(answer, results)
+  causes = None if view is None else view.causes
   return template.render(
     configs=_configs_table(results, f"hloprobe-{digest}", causes),
-    answer=None if answer is None else answer_view(answer),
+    answer=view,
   )

@@ -155,13 +155,15 @@ def while_has_dce_rule() -> bool:
   return jax.lax.while_p in pe.dce_rules
 
 
-def register_upstream_dialects(registry) -> bool:
+def register_upstream_dialects(registry) -> tuple[str, ...]:
   """Adds func and the other upstream MLIR dialects jax prints to
   `registry` (a `jaxlib.mlir.ir.DialectRegistry`), as
   `jax._src.interpreters.mlir.make_ir_context` does (jax 0.10.2, 0.12.0.1).
 
   Returns:
-    False when this jaxlib has none of `_UPSTREAM_REGISTRARS`.
+    () when it added them; else the jaxlib modules it looked in
+    (`_UPSTREAM_REGISTRARS`, e.g. ("_jax_mlir_ext", "register_jax_dialects")),
+    none of which this jaxlib has, for the caller's message.
   """
   for name in _UPSTREAM_REGISTRARS:
     try:
@@ -170,12 +172,7 @@ def register_upstream_dialects(registry) -> bool:
       continue
     if hasattr(module, "register_dialects"):
       module.register_dialects(registry)
-      return True
-  return False
-
-
-def upstream_registrar_names() -> tuple[str, ...]:
-  """The jaxlib modules `register_upstream_dialects` looks in, for messages."""
+      return ()
   return _UPSTREAM_REGISTRARS
 
 

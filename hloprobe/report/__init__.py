@@ -8,28 +8,24 @@ listings (the targets, cases and experiments lists), explain and
 explain_records (explanation records; explain_rows: rows beyond row 0;
 explain_made: what XLA made), explain_text (their text and JSON),
 explain_answer (the answer first: the worst cause and what to do;
-findings: the findings grouped by cause, each fix as a code change),
+findings: the findings grouped by cause, each fix as a code change;
+answer_page: the answer as the HTML page draws it, in words),
 shards (a `--shard` run's files read back and joined for `merge`),
 timings (--timings). Nothing here prints: the command layer does.
 """
 
 from __future__ import annotations
 
+from hloprobe.report.answer_page import answer_view as answer_view
 from hloprobe.report.explain import explain_results as explain_results
 from hloprobe.report.explain_answer import Answer as Answer
-from hloprobe.report.explain_answer import answer_json as answer_json
-from hloprobe.report.explain_answer import answer_line as answer_line
 from hloprobe.report.explain_answer import cause_lines as cause_lines
 from hloprobe.report.explain_answer import render_answered as render_answered
-from hloprobe.report.explain_text import explanation_json as explanation_json
 from hloprobe.report.explain_text import (
   render_explanation as render_explanation,
 )
 from hloprobe.report.files import atomic_write as atomic_write
 from hloprobe.report.files import write_outputs as write_outputs
-from hloprobe.report.findings import Cause as Cause
-from hloprobe.report.findings import code_change as code_change
-from hloprobe.report.findings import group_causes as group_causes
 from hloprobe.report.frame import table_values as table_values
 from hloprobe.report.listings import listing as listing
 from hloprobe.report.results_schema import dumps_json as dumps_json
@@ -42,8 +38,7 @@ from hloprobe.report.shards import read_records as read_records
 from hloprobe.report.shards import read_shard as read_shard
 from hloprobe.report.shards import shard_json as shard_json
 from hloprobe.report.shards import write_records as write_records
-from hloprobe.report.stream import Progress as Progress
-from hloprobe.report.stream import start_stream as start_stream
+from hloprobe.report.stream import stream_results as stream_results
 from hloprobe.report.tables import OUTPUT_FORMS as OUTPUT_FORMS
 from hloprobe.report.tables import cells as cells
 from hloprobe.report.tables import check_columns as check_columns
@@ -58,20 +53,14 @@ from hloprobe.report.verification import requirement_lines as requirement_lines
 
 __all__ = [
   "Answer",
-  "Cause",
   "OUTPUT_FORMS",
-  "Progress",
-  "answer_json",
-  "answer_line",
+  "answer_view",
   "atomic_write",
   "cause_lines",
   "cells",
   "check_columns",
-  "code_change",
   "dumps_json",
   "explain_results",
-  "explanation_json",
-  "group_causes",
   "join_shards",
   "listing",
   "read_records",
@@ -86,7 +75,7 @@ __all__ = [
   "results_json",
   "schema_document",
   "shard_json",
-  "start_stream",
+  "stream_results",
   "table",
   "table_values",
   "write_outputs",

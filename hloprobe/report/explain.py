@@ -51,7 +51,6 @@ from hloprobe.sites import (
   SiteFate,
   blas_algorithm,
   merge_words,
-  tf32_optional,
 )
 
 __all__ = [
@@ -143,7 +142,7 @@ def _changes(precision: str, configs) -> list[FateTransition]:
       by_site.setdefault(f.site.index, []).append(
         (r.config.n, _fate_words(f), f.effective_algorithm)
       )
-      if tf32_optional(f):
+      if f.tf32_optional:
         optional.add(f.site.index)
   by_steps: dict[tuple, list[int]] = {}
   for site, seq in by_site.items():

@@ -48,9 +48,11 @@ from hloprobe.report.explain_records import TargetExplanation
 from hloprobe.report.explain_text import (
   _and,
   _numbers,
+  explanation_json,
   render_explanation,
 )
 from hloprobe.report.findings import Cause, code_change, group_causes
+from hloprobe.report.results_schema import dumps_json
 from hloprobe.verify import Candidate, Finding, FixTrial, times_words
 
 __all__ = [
@@ -339,6 +341,7 @@ def render_answered(
   width: int = 100,
   host=None,
   verbose: bool = False,
+  fmt: str = "table",
 ) -> str:
   """`explain`'s text: the answer first and last.
 
@@ -347,7 +350,16 @@ def render_answered(
   open, then the answer again. With `verbose`, the fixes' reasons and
   commands and `render_explanation`'s account (worst target first)
   instead of the folded lines.
+
+  With `fmt="json"`, `explain --format=json`'s document instead: the
+  explanations (`explain_text.explanation_json`, `host` the CPU that
+  computed the numbers) with the answer under "answer" (`answer_json`),
+  as strict JSON (`results_schema.dumps_json`: non-finite floats as
+  null); `width` and `verbose` do not apply.
   """
+  if fmt == "json":
+    doc = explanation_json(explanations, host)
+    return dumps_json({**doc, "answer": answer_json(answer)})
   ordered = _order(explanations, answer.findings)
   # The bitwise answer opens the output when nothing is at fault; with a
   # finding, after its Answer and Do lines (issue 39: the first three

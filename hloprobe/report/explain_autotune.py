@@ -2,7 +2,7 @@
 
 `--autotune_results` compiles name, per site, the results file's entry
 ("autotuned on <device>") or its absence ("no autotune entry for this
-fusion; default config used"): `compile.fusion_selections`, carried as
+fusion; default config used"): `LoadedResults.fusion_selections`, carried as
 `SiteFate.selection`. `site_selections` words them per site for
 `explain`'s "cannot settle" lines; `autotuned` tells `explain` which
 Triton gemm sites the results settled (no "autotuning could pick cuBLAS"
@@ -13,7 +13,7 @@ Private in intent: use the package, `hloprobe.report`.
 
 from __future__ import annotations
 
-from hloprobe.compile import AUTOTUNED_ON, selection_note
+from hloprobe.compile import selection_note
 from hloprobe.records import ConfigResult
 from hloprobe.sites import SiteFate
 
@@ -22,7 +22,8 @@ __all__ = ["autotuned", "site_selections"]
 
 def autotuned(f: SiteFate) -> bool:
   """Whether loaded autotune results chose the site's fusion."""
-  return (selection_note(f.selection) or "").startswith(AUTOTUNED_ON)
+  note = selection_note(f.selection)
+  return note is not None and note.autotuned
 
 
 def site_selections(configs: list[ConfigResult]) -> tuple[str, ...]:
@@ -40,7 +41,7 @@ def site_selections(configs: list[ConfigResult]) -> tuple[str, ...]:
   found: dict[tuple[int, str], tuple[dict, dict]] = {}
   for r in configs:
     for f in r.compilation.fates if r.ok else ():
-      if selection_note(f.selection):
+      if selection_note(f.selection) is not None:
         ps, ns = found.setdefault((f.site.index, f.selection), ({}, {}))
         ps[r.config.precision], ns[r.config.n] = None, None
   return tuple(

@@ -81,7 +81,7 @@ class FateTransition:
     arithmetic: True when the algorithm changes, False when only the fate
       (kernel, summation order) does.
     tf32_optional: True when a step's TF32 is allowed, not required
-      (`effective.tf32_optional`: a cuBLAS call may keep f32), so the
+      (`SiteFate.tf32_optional`: a cuBLAS call may keep f32), so the
       arithmetic may not change after all.
   """
 
@@ -216,7 +216,7 @@ class MadeMath:
 @dataclasses.dataclass(frozen=True, slots=True)
 class RowBeyond:
   """A config whose worst row is worse than row 0 beyond its band
-  (`numerics.stands_out`), one per output leaf that has one.
+  (`numerics.WorstRow.stands_out`), one per output leaf that has one.
 
   Attributes:
     precision: the swept precision name.
@@ -248,7 +248,7 @@ class TargetExplanation:
     site_selections: under loaded autotune results, who chose each gemm
       fusion site, e.g. "site 1 (bfloat16; n = 4096): no autotune entry
       for this fusion; default config used (a100.textproto: XLA
-      heuristic)" (`compile.fusion_selections`); () otherwise. Added to
+      heuristic)" (`LoadedResults.fusion_selections`); () otherwise. Added to
       `explain --format=json` in schema version 1 without a bump.
     kernel_rows: (precision, n, row 0, |row 0 - f64|) by the kernel model
       where a config has bit-exact sites (`explain_kernel.kernel_rows`);

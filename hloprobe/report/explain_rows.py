@@ -2,7 +2,7 @@
 
 Every row of every output leaf is judged in `numerics.rows` (each against
 its own f32 noise floor); `explain` adds a line where a config's worst row
-says more than row 0's verdict (`numerics.stands_out`), e.g. "under
+says more than row 0's verdict (`numerics.WorstRow.stands_out`), e.g. "under
 float32, n = 8: row 5: 1.2e-02, 1588x beyond f32 noise (1 of 8 rows)",
 and the same for what XLA made (`numerics.made`'s rows), under "What XLA
 made".
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hloprobe.numerics import row_words, stands_out
 from hloprobe.records import ConfigResult
 from hloprobe.report.explain_records import RowBeyond, TargetExplanation
 
@@ -33,7 +32,7 @@ def _beyond(configs, rows_of) -> tuple[RowBeyond, ...]:
     RowBeyond(r.config.precision, r.config.n, w)
     for r in configs
     for w in rows_of(r)
-    if stands_out(w)
+    if w is not None and w.stands_out
   )
 
 
@@ -79,7 +78,7 @@ def made_rows_lines(e: TargetExplanation) -> list[str]:
   8 rows)"."""
   return [
     f"{e.precisions.get(x.precision, x.precision)}, n = {x.n}: every row "
-    f"judged: {row_words(x.worst)}"
+    f"judged: {x.worst.words()}"
     for x in e.made_rows
   ]
 
@@ -88,6 +87,6 @@ def rows_lines(e: TargetExplanation) -> list[str]:
   """One line per `RowBeyond` of `e`, its precision under its label."""
   return [
     f"under {e.precisions.get(x.precision, x.precision)}, n = {x.n}: "
-    f"{row_words(x.worst)}"
+    f"{x.worst.words()}"
     for x in e.rows
   ]

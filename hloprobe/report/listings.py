@@ -13,14 +13,7 @@ from typing import Literal
 
 from tabulate import tabulate
 
-from hloprobe.compile import (
-  BUILTIN_EXPERIMENTS,
-  BUILTIN_TARGETS,
-  CASES,
-  find_ptxas,
-  load_target_config,
-  nvcc_wheel_dir,
-)
+from hloprobe.compile import BUILTIN_EXPERIMENTS, CASES, target_listing
 
 __all__ = [
   "cases_listing",
@@ -37,8 +30,7 @@ def targets_listing(config_paths: Sequence[str] = ()) -> str:
   Raises:
     TargetError: a config file cannot be read or parsed.
   """
-  listed = list(BUILTIN_TARGETS.values())
-  listed += [load_target_config(p) for p in config_paths]
+  found = target_listing(config_paths)
   rows = [
     (
       t.name,
@@ -47,7 +39,7 @@ def targets_listing(config_paths: Sequence[str] = ()) -> str:
       t.compute_capability or "n/a",
       t.description,
     )
-    for t in listed
+    for t in found.targets
   ]
   table = tabulate(
     rows,
@@ -59,9 +51,8 @@ def targets_listing(config_paths: Sequence[str] = ()) -> str:
       "description",
     ),
   )
-  ptxas = find_ptxas(nvcc_wheel_dir())
-  found = ptxas or "none found (pip install nvidia-cuda-nvcc-cu12)"
-  return f"{table}\n\nptxas for GPU targets: {found}"
+  ptxas = found.ptxas or "none found (pip install nvidia-cuda-nvcc-cu12)"
+  return f"{table}\n\nptxas for GPU targets: {ptxas}"
 
 
 def cases_listing() -> str:

@@ -205,7 +205,6 @@ import os
 import re
 
 from hloprobe.ir import path_part
-from hloprobe.numerics import row_words
 from hloprobe.records import ConfigResult
 from hloprobe.report.explain_kernel import kernel_json
 from hloprobe.sites import fate_summary, site_record
@@ -307,7 +306,7 @@ def _row_json(w) -> dict | None:
   return dataclasses.asdict(w) | {
     "judged": None if w.judged is None else list(w.judged),
     "judged_words": w.judged_words(),
-    "words": row_words(w),
+    "words": w.words(),
   }
 
 

@@ -47,7 +47,7 @@ _SHORT = 12
 # sweep's records run to a few MiB per hundred configs.
 _MAX_RESULTS_BYTES = 256 << 20
 _MAX_RECORDS_BYTES = 1 << 30
-# The most shards a sweep is split into (`engine.parse_shard`'s bound).
+# The most shards a sweep is split into (`engine.shard.parse_shard`'s bound).
 _MAX_SHARDS = 4096
 
 

@@ -99,7 +99,7 @@ def site_rows(r: ConfigResult) -> list[list[str]]:
         f.fate.value
         + (f" ({merged})" if (merged := merge_words(f)) else "")
         + (f", then {f.collective}" if f.collective else "")
-        + (f" ({note})" if (note := selection_note(f.selection)) else ""),
+        + (f" ({n.words})" if (n := selection_note(f.selection)) else ""),
         f.emitter or "n/a",
         num(f.split_k, "d"),
         rewritten,

@@ -1,5 +1,7 @@
 """results.jsonl: each config's results.json entry as the config finishes.
 
+`stream_results` starts the stream and returns its `Progress`.
+
 A sweep the user interrupts keeps what finished: `Progress.add` appends one
 JSON line per config to `<output_dir>/results.jsonl` (`files.RESULTS_STREAM`,
 `files.append_result_line`); results.json is written whole at the end.
@@ -19,7 +21,7 @@ from hloprobe.errors import InvalidArgumentError
 from hloprobe.ir import path_part, read_text_file
 from hloprobe.report import files
 
-__all__ = ["Progress", "start_stream"]
+__all__ = ["Progress", "start_stream", "stream_results"]
 
 
 @dataclasses.dataclass
@@ -66,7 +68,8 @@ def start_stream(output_dir: str | None, overwrite: bool = False) -> str | None:
   Raises:
     InvalidArgumentError: `output_dir` holds earlier results and not
       `overwrite`, or is something other than a folder (a file,
-      /dev/null); one line, before anything runs.
+      /dev/null), or with `overwrite` its results.json cannot be read;
+      one line, before anything runs.
   """
   if not output_dir:
     return None
@@ -95,13 +98,19 @@ def start_stream(output_dir: str | None, overwrite: bool = False) -> str | None:
 
 def _old_config_dirs(output_dir: str) -> list[str]:
   """The config folders the earlier results.json names (`config_dir`'s
-  layout), relative to `output_dir`; [] when it cannot be read."""
+  layout), relative to `output_dir`; [] when there is no results.json.
+
+  Raises:
+    InvalidArgumentError: results.json is there but cannot be read or is
+      not a sweep's: its config folders cannot be told from the user's
+      other files, so `--overwrite` would leave them beside the new ones
+      (review finding 19).
+  """
+  path = os.path.join(output_dir, "results.json")
+  if not os.path.lexists(path):
+    return []
   try:
-    text = read_text_file(
-      os.path.join(output_dir, "results.json"),
-      "results.json",
-      InvalidArgumentError,
-    )
+    text = read_text_file(path, "results.json", InvalidArgumentError)
     configs = json.loads(text)["configs"]
     dirs = []
     for c in configs:
@@ -115,8 +124,12 @@ def _old_config_dirs(output_dir: str) -> list[str]:
         )
       )
     return dirs
-  except (InvalidArgumentError, ValueError, KeyError, TypeError):
-    return []
+  except (InvalidArgumentError, ValueError, KeyError, TypeError) as e:
+    raise InvalidArgumentError(
+      f"--overwrite: the earlier {path} cannot be read ({e}), so the config "
+      "folders it named cannot be found and removed; remove the folder's "
+      "old results yourself, or choose another --output_dir"
+    ) from None
 
 
 def _clear_results(output_dir: str) -> None:
@@ -137,3 +150,17 @@ def _clear_results(output_dir: str) -> None:
   for name in _TOP_FILES:
     with contextlib.suppress(FileNotFoundError):
       os.remove(os.path.join(output_dir, name))
+
+
+def stream_results(
+  output_dir: str | None, total: int, overwrite: bool = False
+) -> Progress:
+  """A sweep of `total` configs' `Progress`, its results.jsonl started in
+  `output_dir` (`start_stream`; no stream where None or it cannot be
+  made): each `Progress.add` appends a finished config's line.
+
+  Raises:
+    InvalidArgumentError: as `start_stream`: `output_dir` holds earlier
+      results and not `overwrite`, or is not a folder; before anything runs.
+  """
+  return Progress(total, start_stream(output_dir, overwrite))

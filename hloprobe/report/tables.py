@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from tabulate import tabulate
 
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.numerics import row_words, stands_out
 from hloprobe.records import ConfigResult
 from hloprobe.report.files import RESULTS_STREAM
 from hloprobe.report.results_schema import dumps_json, results_json
@@ -204,9 +203,9 @@ def _row0_cell(s) -> str:
 
 def _verdict_cell(r: ConfigResult) -> str:
   """The verdict (`ConfigResult.verdict`: "XLA changed the math" leads);
-  every leaf's where several, named; then worst rows that `stands_out`."""
+  every leaf's where several, named; then worst rows that stand out (`WorstRow.stands_out`)."""
   p = r.prediction
-  rows = [row_words(w) for w in p.rows if stands_out(w)]
+  rows = [w.words() for w in p.rows if w is not None and w.stands_out]
   if len(p.leaf_verdicts) <= 1 or (r.made is not None and r.made.changed):
     return "; ".join([r.verdict, *rows])
   text = "; ".join(f"{leaf}: {v}" for leaf, v in p.leaf_verdicts)

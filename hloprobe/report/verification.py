@@ -12,7 +12,6 @@ Private in intent: use the package, `hloprobe.report`.
 from __future__ import annotations
 
 from hloprobe import invariance
-from hloprobe.numerics import row_words
 from hloprobe.report.results_schema import SCHEMA_VERSION, dumps_json
 from hloprobe.report.tables import table
 from hloprobe.verify import Evidence, EvidenceKind, Reason
@@ -104,7 +103,7 @@ def _errors_judged(e: Evidence) -> str:
     f"{_limits(e.limits)}"
   )
   if e.worst_row is not None and not e.worst_row.within:
-    line += f"; every row judged: {row_words(e.worst_row)}"
+    line += f"; every row judged: {e.worst_row.words()}"
   if e.not_accurate:
     line += f"; not accurate: {'; '.join(map(_other_leaf, e.not_accurate))}"
   return line
@@ -149,7 +148,7 @@ def _error_change(e: Evidence) -> str:
 
 def _invariance(e: invariance.Invariance) -> str:
   """A group's batch-invariance answer ("invariant"'s evidence)."""
-  return f"{e.case}: " + "; ".join(invariance.answer_lines([e]))
+  return f"{e.case}: " + "; ".join(invariance.first_lines([e], kernels=False))
 
 
 _WORDS = {

@@ -34,7 +34,6 @@ from hloprobe.runtime.pool import (
   check_environment_xla_flags as check_environment_xla_flags,
 )
 from hloprobe.runtime.pool import host_device_flag as host_device_flag
-from hloprobe.runtime.pool import worker_xla_flags as worker_xla_flags
 from hloprobe.runtime.ray_pool import RayPool as RayPool
 from hloprobe.runtime.ray_pool import import_ray as import_ray
 from hloprobe.runtime.serve import Request as Request
@@ -49,13 +48,11 @@ __all__ = [
   "RecordCache",
   "RecordFileError",
   "Request",
-  "Roots",
   "Stopwatch",
   "Warn",
   "WorkerError",
   "WorkerPool",
   "case_fingerprint",
-  "case_folder",
   "check_environment_xla_flags",
   "config_key",
   "default_cache_dir",
@@ -68,7 +65,6 @@ __all__ = [
   "note_stage",
   "source_hash",
   "usable_cores",
-  "worker_xla_flags",
 ]
 
 _CACHE_NAMES = (
@@ -82,8 +78,6 @@ _CACHE_NAMES = (
   "source_hash",
 )
 
-
-_RELOCATE_NAMES = ("Roots", "case_folder")
 _RECORD_FILE_NAMES = ("RecordFileError", "dump_record", "load_record")
 
 
@@ -93,10 +87,6 @@ def __getattr__(name: str):
     from hloprobe.runtime import cache
 
     return getattr(cache, name)
-  if name in _RELOCATE_NAMES:
-    from hloprobe.runtime import relocate
-
-    return getattr(relocate, name)
   if name in _RECORD_FILE_NAMES:
     from hloprobe.runtime import record_file
 

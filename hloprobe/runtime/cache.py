@@ -305,13 +305,14 @@ class RecordCache:
   def _path(self, key: str) -> str:
     return os.path.join(self.records_dir, key[:2], key + _ENTRY)
 
-  def get(self, key: str, roots: Roots | None = None):
+  def get(self, key: str, case_dir: str | None = None):
     """The record stored under `key`, or None (missing or unreadable).
 
     A hit sets the entry's mtime to now, so eviction keeps it longest.
-    Its paths are this process's (`relocate.resolved` with `roots`,
-    default `Roots.of()`: hloprobe's package and checkout), whichever
-    checkout wrote it. Reading runs no code the file chooses
+    Its paths are this process's (`relocate.resolved` with
+    `Roots.of(case_dir)`: the folder of the file defining the case's
+    program, hloprobe's package and checkout), whichever checkout wrote
+    it. Reading runs no code the file chooses
     (`record_file.load_record`).
     """
     path = self._path(key)
@@ -329,20 +330,21 @@ class RecordCache:
       os.utime(path)
     except OSError:  # evicted meanwhile, or a read-only folder
       pass
-    return resolved(record, roots or Roots.of())
+    return resolved(record, Roots.of(case_dir))
 
-  def put(self, key: str, record, roots: Roots | None = None) -> None:
+  def put(self, key: str, record, case_dir: str | None = None) -> None:
     """Stores `record` whole or not at all; a failed write only warns.
 
-    Paths under `roots` (default `Roots.of()`) are stored relative to
-    them (`relocate.relative`), so another checkout reads its own.
+    Paths under `Roots.of(case_dir)` (the case program's folder, None:
+    none; hloprobe's package and checkout) are stored relative to them
+    (`relocate.relative`), so another checkout reads its own.
 
     Another process's `evict` may remove the entry's folder between its
     `makedirs` and the temporary file's creation (the folder is empty
     then): the folder is made again, up to `_WRITE_TRIES` times.
     """
     path = self._path(key)
-    stored = relative(record, roots or Roots.of())
+    stored = relative(record, Roots.of(case_dir))
     write = lambda f: dump_record(stored, f)
     for tries_left in reversed(range(_WRITE_TRIES)):
       try:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import threading
 import weakref
 from collections.abc import Iterable, Sequence
@@ -49,8 +50,10 @@ from hloprobe.runtime.process import (
   Worker,
   WorkerError,
   default_max_worker_mb,
+  make_owned_folder,
   remove_stale_worker_folders,
   unpickled_reply,
+  worker_folder_name,
 )
 from hloprobe.runtime.serve import CheckXlaFlagsRequest, Request
 
@@ -195,6 +198,7 @@ class WorkerPool(PickledCalls):
     self._busy: dict[tuple[str, int], threading.Lock] = {}
     self._closed = False
     self.started = 0
+    self._shared: list[str] = []  # `shared_folder`'s, once made
     # What an interrupted or killed hloprobe left in TMPDIR.
     remove_stale_worker_folders()
 
@@ -218,9 +222,14 @@ class WorkerPool(PickledCalls):
     with busy:
       return self._worker(key).call_pickled(payload, timeout_s)
 
+  def worker_flags(self, xla_flags: str) -> str:
+    """The whole XLA_FLAGS a worker asked for with `xla_flags` runs under:
+    the pool's `user_xla_flags`, then these (`worker_xla_flags`)."""
+    return worker_xla_flags(self.user_xla_flags, xla_flags)
+
   def _key(self, xla_flags: str, lane: int) -> tuple[str, int]:
     """A worker's key: its whole XLA_FLAGS and its lane."""
-    return worker_xla_flags(self.user_xla_flags, xla_flags), lane
+    return self.worker_flags(xla_flags), lane
 
   def _worker(self, key: tuple[str, int]) -> Worker:
     """The live worker of `key`, started if needed (caller holds its lock)."""
@@ -243,6 +252,28 @@ class WorkerPool(PickledCalls):
   def closed(self) -> bool:
     """Whether `close` was called (no call starts a worker any more)."""
     return self._closed
+
+  def shared_folder(self) -> str | None:
+    """A folder of this pool for files its workers and this process share
+    (a case's inputs, `engine.shared`), made on first use (0700, with the
+    workers' folder names and owner file: removed by `close`, or by a
+    later pool's `remove_stale_worker_folders` once this process is
+    gone); None once closed or when it cannot be made."""
+    with self._lock:
+      if self._closed:
+        return None
+      if not self._shared:
+        path = worker_folder_name()
+        try:
+          make_owned_folder(path)
+        except OSError:
+          return None
+        self._shared.append(path)
+        self._finalizer.detach()
+        self._finalizer = weakref.finalize(
+          self, _end_all, self._workers, self._shared
+        )
+      return self._shared[0]
 
   def start(self, xla_flags: str = "", lane: int = 0) -> None:
     """Starts the worker of (these extra XLA_FLAGS, lane) if it is not
@@ -290,11 +321,14 @@ class WorkerPool(PickledCalls):
     self.close(kill=exc_type is not None)
 
 
-def _end_all(workers: dict) -> None:
-  """SIGKILLs a pool's workers and removes their folders (idempotent)."""
+def _end_all(workers: dict, shared: Sequence[str] = ()) -> None:
+  """SIGKILLs a pool's workers and removes their folders and its shared
+  folder (idempotent)."""
   for w in list(workers.values()):
     w.close(kill=True)
   workers.clear()
+  for path in shared:
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def call_in_worker(request: Request, xla_flags: str, timeout_s: float = 1800.0):

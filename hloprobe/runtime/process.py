@@ -35,9 +35,11 @@ __all__ = [
   "Worker",
   "WorkerError",
   "default_max_worker_mb",
+  "make_owned_folder",
   "remove_stale_worker_folders",
   "resident_mb",
   "unpickled_reply",
+  "worker_folder_name",
 ]
 
 _UNKNOWN_FLAG_RE = re.compile(r"Unknown flag in XLA_FLAGS: (\S+)")
@@ -178,9 +180,7 @@ class Worker:
     )
     self.max_mb = max_mb
     # Named before it exists (`tempfile.mkdtemp` makes it first).
-    self.tmp = os.path.join(
-      tempfile.gettempdir(), f"hloprobe-worker-{secrets.token_hex(8)}"
-    )
+    self.tmp = worker_folder_name()
     self.log_path = os.path.join(self.tmp, "stderr.log")
     self._stage_path = os.path.join(self.tmp, "stage")
     # Where the current call's output starts in the log (see `_death`).
@@ -191,9 +191,7 @@ class Worker:
     """Makes its folder (0700), notes this process's pid in it (`OWNER_FILE`,
     for `remove_stale_worker_folders`) and starts its process, not
     waiting for it."""
-    os.mkdir(self.tmp, 0o700)
-    with open(os.path.join(self.tmp, OWNER_FILE), "w") as f:
-      f.write(str(os.getpid()))
+    make_owned_folder(self.tmp)
     env = _worker_env(self.xla_flags, self.tmp, self._platforms)
     with open(self.log_path, "wb") as log:
       self.proc = subprocess.Popen(
@@ -335,6 +333,23 @@ _WORKER_DIR_RE = re.compile(r"hloprobe-worker-[0-9a-f]{16}")
 # made by another hloprobe right now).
 _OWNERLESS_GRACE_S = 600.0
 _REMOVE_TRIES = 10
+
+
+def worker_folder_name() -> str:
+  """A new worker folder's path (not made): `hloprobe-worker-` and 16 hex
+  digits in TMPDIR, the names `remove_stale_worker_folders` looks at."""
+  return os.path.join(
+    tempfile.gettempdir(), f"hloprobe-worker-{secrets.token_hex(8)}"
+  )
+
+
+def make_owned_folder(path: str) -> None:
+  """Makes folder `path` (0700) with this process's pid in it
+  (`OWNER_FILE`), so that `remove_stale_worker_folders` removes it once
+  this process is gone."""
+  os.mkdir(path, 0o700)
+  with open(os.path.join(path, OWNER_FILE), "w") as f:
+    f.write(str(os.getpid()))
 
 
 def remove_stale_worker_folders(tmpdir: str | None = None) -> list[str]:

@@ -490,8 +490,12 @@ class RayPool(PickledCalls):
         self._watchdog.close()
         self._watchdog = None
 
+  def worker_flags(self, xla_flags: str) -> str:
+    """As `WorkerPool.worker_flags`: the user's XLA_FLAGS, then these."""
+    return worker_xla_flags(self.user_xla_flags, xla_flags)
+
   def _key(self, xla_flags: str, lane: int) -> tuple[str, int]:
-    return worker_xla_flags(self.user_xla_flags, xla_flags), lane
+    return self.worker_flags(xla_flags), lane
 
   def _actor(self, key: tuple[str, int]):
     """The lane's actor, started if it has none (caller holds its lock)."""

@@ -29,13 +29,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import inspect
 import os
 from collections.abc import Callable
 
-from hloprobe.compile import Case
-
-__all__ = ["Roots", "case_folder", "relative", "resolved"]
+__all__ = ["Roots", "relative", "resolved"]
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _CASE, _PACKAGE_TOKEN, _CHECKOUT = (
@@ -76,16 +73,6 @@ class Roots:
   def home(self, token: str) -> str | None:
     """The folder `token` resolves to here, or None."""
     return next((f for t, f in self.folders if t == token), None)
-
-
-def case_folder(case: Case) -> str | None:
-  """The folder of the file defining the case's function, or None when
-  it has none (a builtin, a C function)."""
-  try:
-    path = inspect.getsourcefile(inspect.unwrap(case.fn))
-  except (TypeError, ValueError):
-    return None
-  return os.path.dirname(os.path.abspath(path)) if path else None
 
 
 def relative(record, roots: Roots):

@@ -21,13 +21,9 @@ from here; the modules behind them are private in intent:
 
 from __future__ import annotations
 
-from hloprobe.sites.collectives import partition_count as partition_count
 from hloprobe.sites.dot_sites import map_dot_sites as map_dot_sites
-from hloprobe.sites.effective import TF32 as TF32
 from hloprobe.sites.effective import blas_algorithm as blas_algorithm
 from hloprobe.sites.effective import resolve as resolve
-from hloprobe.sites.effective import tf32_optional as tf32_optional
-from hloprobe.sites.fp8_rewrite import FP8_ALGORITHM as FP8_ALGORITHM
 from hloprobe.sites.integer_rules import EXACT_INTEGER as EXACT_INTEGER
 from hloprobe.sites.passes import PassAttribution as PassAttribution
 from hloprobe.sites.passes import attribute_passes as attribute_passes
@@ -45,11 +41,9 @@ __all__ = [
   "CompileFinding",
   "EMITTER_KEYS",
   "EXACT_INTEGER",
-  "FP8_ALGORITHM",
   "Fate",
   "PassAttribution",
   "SiteFate",
-  "TF32",
   "attribute_passes",
   "blas_algorithm",
   "emitter_name",
@@ -57,8 +51,6 @@ __all__ = [
   "fate_summary",
   "map_dot_sites",
   "merge_words",
-  "partition_count",
   "resolve",
   "site_record",
-  "tf32_optional",
 ]

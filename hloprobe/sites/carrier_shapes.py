@@ -80,7 +80,7 @@ def fits_on_device(
   site: StableHloDot, carrier: Carrier, partitions: int = 1
 ) -> bool:
   """`shape_fits`, or, in an SPMD-partitioned module of `partitions`
-  devices (header `num_partitions=N`, `collectives.partition_count`), one
+  devices (header `num_partitions=N`, `HloModule.partition_count`), one
   device's share of it: the site's outputs and K each divided by a
   divisor of N (xla/service/spmd/spmd_partitioner.cc gives every device
   the same shard shape; seen on jaxlib 0.12.0.1, the CPU and a100: a

@@ -31,7 +31,7 @@ import re
 
 from hloprobe.ir import HloInstruction, HloModule
 
-__all__ = ["collective_after", "partition_count"]
+__all__ = ["collective_after"]
 
 # Collectives that add partial results across devices (their async forms
 # as XLA:GPU prints them: `all-reduce-start`, `reduce-scatter-start`
@@ -56,17 +56,10 @@ _PASS_THROUGH = frozenset(
   }
 )
 _MAX_HOPS = 4
-_PARTITIONS_RE = re.compile(r"\bnum_partitions=(\d+)")
 _MESH_RE = re.compile(r"mesh\[([^\]]*)\]\s*\{([^}]*)\}")
 _MESH_AXIS_RE = re.compile(r"'([^']+)'\s*=\s*(\d+)")
 _IOTA_RE = re.compile(r"\[(\d+),(\d+)\]<=")
 _LIST_RE = re.compile(r"\{\{([^}]*)\}")
-
-
-def partition_count(module: HloModule) -> int:
-  """N of an SPMD-partitioned module's header `num_partitions=N`; else 1."""
-  m = _PARTITIONS_RE.search(module.header_attrs)
-  return int(m.group(1)) if m else 1
 
 
 def group_size(replica_groups: str | None, partitions: int) -> int:
@@ -75,7 +68,7 @@ def group_size(replica_groups: str | None, partitions: int) -> int:
   Args:
     replica_groups: the attribute's text, in any of the three forms of
       the module docstring; None or "{}" (one group of every device).
-    partitions: the module's `partition_count`, for the empty form.
+    partitions: the module's `HloModule.partition_count`, for the empty form.
 
   Returns:
     The devices each group adds over, e.g. 8.
@@ -148,7 +141,7 @@ def collective_after(
           kind, op = found
           how = _reduction(module, op)
           size = group_size(
-            op.attrs.get("replica_groups"), partition_count(module)
+            op.attrs.get("replica_groups"), module.partition_count
           )
           named = kind if how == "add" else f"{kind} ({how})"
           return f"{named} over {size} devices ({op.name})"

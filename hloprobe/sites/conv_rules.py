@@ -13,10 +13,31 @@ from __future__ import annotations
 from hloprobe.compile import Target
 from hloprobe.sites.site_fate import Fate, MappedSite
 
-__all__ = ["conv_algorithm", "cpu_conv_algorithm", "cudnn_conv_algorithm"]
+__all__ = [
+  "conv_algorithm",
+  "cpu_conv_algorithm",
+  "cudnn_conv_algorithm",
+  "precision_rank",
+]
 
 _TF32 = "TF32_TF32_F32"
+# xla_data.proto PrecisionConfig.Precision's order; HLO text writes the
+# words lower-case (an absent operand_precision is DEFAULT).
 _RANK = {"default": 0, "high": 1, "highest": 2}
+
+
+def precision_rank(precision_config: str) -> int | str:
+  """The highest operand precision of `precision_config` (e.g.
+  "default,highest" -> 2; "" -> 0, DEFAULT), or, where a word is none of
+  default/high/highest (xla_data.proto also has PACKED_NIBBLE, and a later
+  XLA may add more), that word: a rule keyed on the rank must then say
+  "unknown", not take it for DEFAULT (review finding 18)."""
+  ranks = []
+  for word in precision_config.split(","):
+    if word and word not in _RANK:
+      return word
+    ranks.append(_RANK.get(word, 0))
+  return max(ranks, default=0)
 
 
 def conv_algorithm(
@@ -119,7 +140,7 @@ def cudnn_conv_algorithm(
     `operand_precision={highest,highest,...}` on the call).
   * As for cuBLAS (`blas_algorithm`), allowed is not required: the engine
     cuDNN picks (by autotuning or its heuristics on a real GPU) decides.
-    The rule returns TF32_TF32_F32, the upper bound, and `tf32_optional`
+    The rule returns TF32_TF32_F32, the upper bound, and `SiteFate.tf32_optional`
     marks the site so that a run may be explained by F32 there.
   * bf16 / f16 operands: BF16_BF16_F32 / F16_F16_F32 (cuDNN accumulates
     in f32 for them in XLA's convolutions, `GetConvAccumulatorType`-like
@@ -137,8 +158,10 @@ def cudnn_conv_algorithm(
     return fixed[operand_dtype], f"{where}: f32 accumulation"
   if operand_dtype != "f32":
     return None, f"{where}: no rule for {operand_dtype} operands"
-  ranks = [_RANK.get(p, 0) for p in precision_config.split(",")]
-  if max(ranks, default=0) > 1:
+  rank = precision_rank(precision_config)
+  if isinstance(rank, str):
+    return None, f"{where}: unknown operand precision {rank!r}"
+  if rank > 1:
     return "F32_F32_F32", (
       f"{where}: HIGHEST forbids TF32 (allow_tf32 = all operand precisions "
       "<= HIGH, xla/backends/gpu/autotuner/cudnn.cc)"

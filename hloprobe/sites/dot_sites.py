@@ -164,7 +164,7 @@ def _mapped(site, match, sites, matches, module: HloModule) -> MappedSite:
 def _collective(module: HloModule, carrier: Carrier) -> str | None:
   """The collective adding the site's partial sums in an SPMD-partitioned
   module (`collectives.collective_after`); None in a one-device module."""
-  if collectives.partition_count(module) <= 1:
+  if module.partition_count <= 1:
     return None
   outermost = carrier.kernel or carrier.instruction
   return collectives.collective_after(module, outermost)
@@ -244,7 +244,10 @@ def _classify(site: StableHloDot, carrier: Carrier, **found) -> MappedSite:
   Triton gemm when its outermost enclosing fusion's
   `fusion_backend_config.kind` is a Triton gemm kind (`_TRITON_GEMM_KINDS`),
   unknown in any other Triton kind (`__triton`), cuDNN for `__cudnn$fusion`,
-  and a plain dot otherwise; a multiply is dot strength reduction's output.
+  a plain dot in a known emitter (`_KNOWN_DOT_EMITTERS`), unknown in any
+  other, whatever the jaxlib (review finding 6: it was a plain dot on a
+  checked release, a guess); a multiply is dot strength reduction's
+  output.
   """
   inst = carrier.instruction
   outer = carrier.kernel
@@ -273,10 +276,15 @@ def _classify(site: StableHloDot, carrier: Carrier, **found) -> MappedSite:
     fate = Fate.CUDNN
   elif (names["backend_config_kind"] or "").startswith(_TRITON_PREFIX):
     fate = Fate.UNKNOWN
-  elif emitter in _KNOWN_DOT_EMITTERS or jaxlib_release().rules_checked:
+  elif emitter in _KNOWN_DOT_EMITTERS:
     fate = Fate.DOT
-  else:
+  else:  # a kind hloprobe has not seen: no rule is guessed for it
     fate = Fate.UNKNOWN
+    found.setdefault(
+      "unknown_reason",
+      f"unknown: a dot in a {emitter!r} kernel, not one of the kinds "
+      f"hloprobe reads ({', '.join(_KNOWN_DOT_EMITTERS)})",
+    )
   precision, algorithm = identify.hlo_precision(inst)
   return MappedSite(
     site=site,

@@ -7,7 +7,7 @@ came from (`algorithm_source`):
 
   "ptx"   kernels XLA generates (Triton gemm fusions, loop and reduce
           fusions holding a dot or a strength-reduced multiply): read from
-          the kernel's PTX by `ptx.for_operands`.
+          the kernel's PTX by `PtxKernel.algorithm_for`.
   "rule"  library calls (cuBLAS, cuBLASLt, cuDNN convolutions and fused
           attention), whose kernels are not visible, and the CPU:
           `blas_algorithm`, `conv_rules.conv_algorithm`,
@@ -37,11 +37,9 @@ from hloprobe.ir import (
   HloInstruction,
   HloModule,
   PtxKernel,
-  for_operands,
-  kernel_name,
 )
 from hloprobe.sites.attention_rules import cudnn_attention_algorithm
-from hloprobe.sites.conv_rules import conv_algorithm
+from hloprobe.sites.conv_rules import conv_algorithm, precision_rank
 from hloprobe.sites.dot_sites import is_triton_gemm
 from hloprobe.sites.fp8_rewrite import fp8_algorithm, rewrite_note
 from hloprobe.sites.integer_rules import (
@@ -57,7 +55,6 @@ __all__ = [
   "blas_algorithm",
   "cpu_algorithm",
   "resolve",
-  "tf32_optional",
 ]
 
 # (effective_algorithm, algorithm_source, algorithm_evidence) of a site.
@@ -65,7 +62,6 @@ _Resolved = tuple[str | None, str | None, str]
 
 HEURISTIC = "XLA heuristic (compile-only: no autotuning)"
 AUTOTUNED = "XLA autotuned on the attached device"
-_PRECISION_RANK = {"default": 0, "high": 1, "highest": 2}
 TF32 = "TF32_TF32_F32"
 _BLAS_FATES = (Fate.CUBLAS, Fate.CUBLASLT)
 
@@ -153,8 +149,8 @@ def blas_algorithm(
     seed_mlp at n = 2 under bfloat16 gave row 0 = -0.5600404, which is
     TF32 at its two K = 48 cuBLASLt gemms and f32 at the K = 2 one
     (tests/versions/gpu_check_h200_test.py). The rule returns TF32_TF32_F32, the
-    upper bound, which the prediction emulates; `tf32_optional` marks the
-    site so that a run may be explained by F32 there
+    upper bound, which the prediction emulates; `SiteFate.tf32_optional`
+    marks the site so that a run may be explained by F32 there
     (`predict.Predictor`).
   * TF32 needs sm_80 or newer; before that the TF32 compute type runs as
     IEEE f32.
@@ -195,8 +191,10 @@ def blas_algorithm(
     ], f"{where}: {operand_dtype} operands, f32 accumulation"
   if operand_dtype != "f32":
     return None, f"{where}: no rule for {operand_dtype} operands"
-  ranks = [_PRECISION_RANK.get(p, 0) for p in precision_config.split(",")]
-  if max(ranks, default=0) > 1:
+  rank = precision_rank(precision_config)
+  if isinstance(rank, str):
+    return None, f"{where}: unknown operand precision {rank!r}"
+  if rank > 1:
     return "F32_F32_F32", f"{where}: HIGHEST forbids TF32 (IsTf32Allowed)"
   if tf32_hw is None:
     return None, f"{where}: TF32 allowed; compute capability unknown"
@@ -213,24 +211,6 @@ def blas_algorithm(
   )
 
 
-def tf32_optional(fate: SiteFate) -> bool:
-  """Whether a site's TF32 is allowed, not required: it may run F32.
-
-  True for the sites `blas_algorithm` gives TF32_TF32_F32 by its
-  IsTf32Allowed branch: a cuBLAS or cuBLASLt call on f32 operands with no
-  declared algorithm; and for the cuDNN convolutions
-  `conv_rules.cudnn_conv_algorithm` gives TF32_TF32_F32 (allow_tf32). The kernel cuBLAS picks decides between
-  TF32_TF32_F32 and F32_F32_F32 (see `blas_algorithm`). A declared
-  TF32_TF32_F32 preset is not included: no run has checked it.
-  """
-  return (
-    fate.fate in (*_BLAS_FATES, Fate.CUDNN_CONV)
-    and fate.algorithm is None
-    and fate.site.lhs.dtype == "f32"
-    and fate.effective_algorithm == TF32
-  )
-
-
 def _kernel_owner(
   fate: MappedSite, instructions: dict[str, HloInstruction]
 ) -> HloInstruction | None:
@@ -240,6 +220,72 @@ def _kernel_owner(
     if inst is not None and inst.opcode == "fusion":
       return inst
   return None
+
+
+# Ops that move or relabel an operand's values without changing them.
+_VALUE_KEEPING = frozenset(
+  ("broadcast", "bitcast", "reshape", "transpose", "copy", "slice")
+)
+# Narrow float types whose f32 -> T -> f32 round trip is an operand
+# rounding, with the preset whose operands are rounded so.
+_ROUNDED_PRESETS = {"bf16": "BF16_BF16_F32", "f16": "F16_F16_F32"}
+
+
+def _rounded_to(name: str, instructions) -> str | None:
+  """The narrow float type an f32 operand was rounded through (an
+  f32 -> T -> f32 convert pair, moved by `_VALUE_KEEPING` ops between),
+  or None."""
+  seen = 0
+  inst = instructions.get(name)
+  while inst is not None and inst.opcode in _VALUE_KEEPING and seen < 16:
+    inst, seen = instructions.get(inst.operands[0]), seen + 1
+  if inst is None or inst.opcode != "convert" or inst.shape.dtype != "f32":
+    return None
+  inner = instructions.get(inst.operands[0])
+  while inner is not None and inner.opcode in _VALUE_KEEPING and seen < 32:
+    inner, seen = instructions.get(inner.operands[0]), seen + 1
+  if (
+    inner is None
+    or inner.opcode != "convert"
+    or inner.shape.dtype not in _ROUNDED_PRESETS
+  ):
+    return None
+  source = instructions.get(inner.operands[0])
+  return inner.shape.dtype if source and source.shape.dtype == "f32" else None
+
+
+def _operand_rounding(fate: MappedSite, instructions) -> _Resolved | None:
+  """A strength-reduced f32 site whose multiply reads operands rounded to a
+  narrower float first (review finding 11's fixture, found there): XLA
+  keeps a declared BF16_BF16_F32 at n = 2 on the a100 as `convert(f32 ->
+  bf16)` then `convert(bf16 -> f32)` of the weight in the multiply+reduce
+  fusion, the other operand left f32 (jaxlib 0.10.2 and 0.12.0.1,
+  tests/testdata/compiles/seed_a100_n2_BF16_BF16_F32; the kernel's PTX
+  has the matching cvt.rn.bf16.f32 / cvt.f32.bf16). Both operands rounded
+  to T: T_T_F32 (the products of two T values are exact in f32). One
+  only: no preset computes that (None, said); neither: None here, the
+  other rules apply.
+  """
+  if fate.fate not in (Fate.MULTIPLY, Fate.MULTIPLY_REDUCE):
+    return None
+  multiply = instructions.get(fate.carriers[-1]) if fate.carriers else None
+  if multiply is None or multiply.opcode != "multiply":
+    return None
+  rounded = [_rounded_to(o, instructions) for o in multiply.operands]
+  if not any(rounded):
+    return None
+  words = ", ".join(f"operand {i} {t or 'f32'}" for i, t in enumerate(rounded))
+  where = f"{multiply.name}: f32 products of {words} (convert f32 -> T -> f32)"
+  if len(set(rounded)) == 1:
+    return _ROUNDED_PRESETS[rounded[0]], "rule", f"{where}, f32 sums"
+  return (
+    None,
+    None,
+    (
+      f"{where}: one operand rounded, the other not: no DotAlgorithmPreset "
+      "computes that; not modelled"
+    ),
+  )
 
 
 def _in_gemm_kernel(fate: MappedSite, instructions) -> tuple[str, str] | None:
@@ -280,12 +326,12 @@ def _from_ptx(
   owner = _kernel_owner(fate, instructions)
   if owner is None:
     return None, None, "no fusion around the site: no kernel to read"
-  name = kernel_name(owner.metadata.get("deduplicated_name") or owner.name)
+  name = owner.kernel_names[-1]  # a deduplicated fusion runs the shared one
   kernel = kernels.get(name)
   if kernel is None:
     why = f"no PTX kernel named {name!r} for fusion {owner.name!r}"
     return None, None, why
-  algorithm, evidence = for_operands(kernel, fate.site.lhs.dtype)
+  algorithm, evidence = kernel.algorithm_for(fate.site.lhs.dtype)
   return (
     _with_declared_passes(algorithm, fate.algorithm),
     "ptx" if algorithm else None,
@@ -317,6 +363,8 @@ def _effective(
     return algorithm, "rule", evidence
   if fp8 := fp8_algorithm(fate):
     return fp8[0], "rule", fp8[1]
+  if (rounded := _operand_rounding(fate, instructions)) is not None:
+    return rounded
   if fate.fate in (Fate.CUDNN_CONV, Fate.CONV):
     algorithm, evidence = conv_algorithm(fate, target, compute_capability)
   elif target.platform == "cpu":
@@ -366,10 +414,10 @@ def resolve(
     compute_capability: e.g. "8.0"; defaults to the target's.
     selection: who chose the fates, where not the target's default
       (`HEURISTIC`, `AUTOTUNED`): a compile-only compile that loaded
-      autotune results (`compile.autotune_selection`).
+      autotune results (`CompiledCase.autotune.selection`).
     per_site: site index -> who chose that site's fate, over `selection`:
       under loaded autotune results, each gemm fusion's entry or its
-      absence (`compile.fusion_selections`).
+      absence (`CompiledCase.autotune.fusion_selections`).
 
   Returns:
     One `SiteFate` per site, in order: its `MappedSite` fields with

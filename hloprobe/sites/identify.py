@@ -71,7 +71,6 @@ from hloprobe.ir import (
   HloInstruction,
   HloModule,
   StableHloDot,
-  algorithm_from_hlo,
   is_attention_target,
 )
 from hloprobe.sites.carrier_shapes import (
@@ -81,7 +80,6 @@ from hloprobe.sites.carrier_shapes import (
   result_elements,
   result_shape,
 )
-from hloprobe.sites.collectives import partition_count
 from hloprobe.sites.fp8_rewrite import fp8_carrier_ancestry
 from hloprobe.sites.operand_ancestry import (
   Carrier,
@@ -157,14 +155,11 @@ def hlo_precision(inst: HloInstruction) -> tuple[str | None, str | None]:
     pc = (config.get("gemm_backend_config") or config).get(
       "precision_config"
     ) or {}
-    ops, algo = pc.get("operand_precision"), pc.get("algorithm")
+    ops = pc.get("operand_precision")
     precision = ",".join(p.lower() for p in ops) if ops else None
-    if algo in (None, "ALG_UNSET"):
-      return precision, None
-    return precision, algorithm_from_hlo(algo.removeprefix("ALG_").lower())
+    return precision, inst.algorithm_preset
   precision = inst.attrs.get("operand_precision", "{default,default}")
-  algo = inst.attrs.get("algorithm")
-  return precision.strip("{}"), algorithm_from_hlo(algo) if algo else None
+  return precision.strip("{}"), inst.algorithm_preset
 
 
 def _matches(site: StableHloDot, carrier: Carrier) -> bool:
@@ -370,7 +365,7 @@ def match_sites(sites: list[StableHloDot], module: HloModule) -> list[Match]:
   """
   carriers = find_carriers(module)
   frames = [module.source_frames(c.instruction) for c in carriers]
-  partitions = partition_count(module)
+  partitions = module.partition_count
   used: set[int] = set()
   out = []
   for site in sites:

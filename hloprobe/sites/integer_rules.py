@@ -12,7 +12,7 @@ and 0.12.0.1 (see each function).
 from __future__ import annotations
 
 from hloprobe.compile import Target
-from hloprobe.sites.site_fate import MappedSite
+from hloprobe.sites.site_fate import Fate, MappedSite
 
 # An integer dot's "algorithm": no DotAlgorithmPreset names one (every
 # preset is a float one), and none is needed: integer products and sums are
@@ -29,8 +29,21 @@ def is_integer_dtype(dtype: str | None) -> bool:
   return dtype in _INTEGER_DTYPES
 
 
-def integer_algorithm(fate: MappedSite, target: Target) -> tuple[str, str]:
-  """The arithmetic of a dot on integer operands: exact, whatever its fate.
+def _largest_magnitude(dtype: str) -> int:
+  """max |v| over an HLO integer type's values: 2^(bits-1) for sN (its
+  minimum), 2^bits - 1 for uN."""
+  bits = int(dtype[1:])
+  return 2 ** (bits - 1) if dtype[0] == "s" else 2**bits - 1
+
+
+_S32_MAX = 2**31 - 1
+
+
+def integer_algorithm(
+  fate: MappedSite, target: Target
+) -> tuple[str | None, str]:
+  """The arithmetic of a dot on integer operands: exact, whatever its fate,
+  but for a Triton gemm whose s32 accumulator could pass 2^31 - 1.
 
   An integer dot has no `DotAlgorithmPreset` (jax's presets all name float
   types) and XLA gives it none: operand_precision and algorithm are
@@ -55,10 +68,36 @@ def integer_algorithm(fate: MappedSite, target: Target) -> tuple[str, str]:
   --xla_gpu_enable_triton_gemm=false). Where the exact sum does not fit
   the output type, the output wraps; that is an overflow, named by the
   verdict (`accuracy.verdict`), not an algorithm.
+
+  The Triton exception (review finding 4): `.satfinite` clamps each mma's
+  s32 accumulator to [-2^31, 2^31 - 1] instead of wrapping (PTX ISA,
+  "Warp-level matrix multiply-accumulate instructions: mma", the
+  `.satfinite` qualifier for integer types), and one accumulator chain
+  sums K / split-K products: Triton's split-K partials are then added by a
+  separate s32 reduce (`add.s32`, which wraps). Seen in
+  tests/intdots_testdata/s8_s32_long_k_a100_n8 (jaxlib 0.12.0.1, a100
+  compile-only, s8[8,262144] x s8[262144,16] -> s32: split-K 128, the gemm
+  kernel's `mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32`,
+  the reduce fusion's `add.s32`). So where K / split-K times the largest
+  product magnitude stays within s32, no chain clamps and the wrap rule
+  holds; past it the site has no outcome here (None): clamping is not
+  modelled.
   """
   site = fate.site
   types = f"{site.lhs.dtype} x {site.rhs.dtype} -> {site.result.dtype}"
   where = "XLA:CPU" if target.platform == "cpu" else fate.fate.value
+  if fate.fate == Fate.TRITON_GEMM:
+    chain = -(-site.contracting_size // (fate.split_k or 1))
+    largest = chain * (
+      _largest_magnitude(site.lhs.dtype) * _largest_magnitude(site.rhs.dtype)
+    )
+    if largest > _S32_MAX:
+      return None, (
+        f"{where}: integer dot {types}: an mma accumulator chain of "
+        f"{chain} products (K {site.contracting_size} / split-K "
+        f"{fate.split_k or 1}) can reach {largest} > 2^31 - 1, where "
+        "mma's .satfinite clamps instead of wrapping: not modelled"
+      )
   return EXACT_INTEGER, (
     f"{where}: integer dot {types}: exact integer products and sums, "
     "wrapping to the output type; no DotAlgorithmPreset applies"

@@ -16,7 +16,7 @@ import collections
 import dataclasses
 import enum
 
-from hloprobe.ir import StableHloDot, algorithm_from_fields
+from hloprobe.ir import StableHloDot
 
 __all__ = [
   "EMITTER_KEYS",
@@ -150,6 +150,25 @@ class SiteFate(MappedSite):
   selection: str | None
   fp8_rewrite: str | None = None
 
+  @property
+  def tf32_optional(self) -> bool:
+    """Whether the site's TF32 is allowed, not required: it may run F32.
+
+    True for the sites `effective.blas_algorithm` gives TF32_TF32_F32 by
+    its IsTf32Allowed branch: a cuBLAS or cuBLASLt call on f32 operands
+    with no declared algorithm; and for the cuDNN convolutions
+    `conv_rules.cudnn_conv_algorithm` gives TF32_TF32_F32 (allow_tf32).
+    The kernel cuBLAS picks decides between TF32_TF32_F32 and F32_F32_F32
+    (see `blas_algorithm`). A declared TF32_TF32_F32 preset is not
+    included: no run has checked it.
+    """
+    return (
+      self.fate in (Fate.CUBLAS, Fate.CUBLASLT, Fate.CUDNN_CONV)
+      and self.algorithm is None
+      and self.site.lhs.dtype == "f32"
+      and self.effective_algorithm == "TF32_TF32_F32"
+    )
+
   @classmethod
   def of(
     cls,
@@ -214,9 +233,9 @@ def merge_words(f: MappedSite, group: bool = False) -> str | None:
 
 
 def site_algorithm(site: StableHloDot) -> str | None:
-  """The site's StableHLO algorithm as a preset name (`ir`'s
-  `algorithm_from_fields`), or None."""
-  return algorithm_from_fields(site.algorithm) if site.algorithm else None
+  """The site's StableHLO algorithm as a preset name
+  (`StableHloDot.algorithm_preset`), or None."""
+  return site.algorithm_preset
 
 
 def site_record(f: SiteFate, rewritten_by=None) -> dict:

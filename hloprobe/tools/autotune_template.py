@@ -55,8 +55,10 @@ def _write(args, compile_mod, case, cargs, target) -> int:
   # Imported here, as `main` imports compile: after the environment is set.
   from hloprobe.compile.autotune import (
     AutotuneChoice,
+    config_assigner_input,
     device_fingerprint,
     device_string,
+    gemm_fusion_keys,
     parse_codegen_versions,
     results_textproto,
   )
@@ -68,9 +70,7 @@ def _write(args, compile_mod, case, cargs, target) -> int:
   if versions is None:
     print("XLA logged no codegen versions (not a jaxlib 0.12 GPU compile?)")
     return 1
-  keys = compile_mod.gemm_fusion_keys(
-    compile_mod.config_assigner_input(compiled.pass_dumps)
-  )
+  keys = gemm_fusion_keys(config_assigner_input(compiled.pass_dumps))
   by_name = {k.name: k for k in keys}
   choices = []
   for text in args.choose:
@@ -105,7 +105,11 @@ def main(argv: list[str] | None = None) -> int:
   os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
   os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
   from hloprobe import compile as compile_mod
-  from hloprobe.compile.autotune import device_fingerprint
+  from hloprobe.compile.autotune import (
+    config_assigner_input,
+    device_fingerprint,
+    gemm_fusion_keys,
+  )
   from hloprobe.compile.autotune_replay import autotuned_target, entry_notes
 
   compile_mod.start_backends("cpu")
@@ -122,9 +126,7 @@ def main(argv: list[str] | None = None) -> int:
   )
   with open(args.output, "w", encoding="utf-8") as f:
     f.write(compiled.optimized_hlo)
-  keys = compile_mod.gemm_fusion_keys(
-    compile_mod.config_assigner_input(compiled.pass_dumps)
-  )
+  keys = gemm_fusion_keys(config_assigner_input(compiled.pass_dumps))
   device = device_fingerprint(target.config_text)
   for name, note in entry_notes(keys, text, device):
     print(f"{name}: {note}")

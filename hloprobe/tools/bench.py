@@ -281,7 +281,7 @@ def _per_config(repeats: int) -> None:
 
 _MODULE_FILES = """
 import os, tempfile, time
-from hloprobe.compile import read_module_file
+from hloprobe.compile.module_files import read_module_file
 from hloprobe.tools.bench import big_hlo_module
 def once(path):
   start = time.perf_counter(); read_module_file(path)

@@ -83,12 +83,48 @@ def _reader():
   return getattr(importlib.import_module(module), name)
 
 
+# The seed program (see `seed_files`), and the file name its locations name.
+_SEED_PROGRAM = """
+def f(x, w, v):
+  h = jnp.tanh(x @ w)
+  return h @ v, jnp.sum(x * x, axis=1)
+
+def lower(args):
+  return jax.jit(f).lower(*args)
+
+def export(args):
+  return jax.export.export(jax.jit(f))(*args)
+"""
+_SEED_FILE = "fuzz_seed.py"
+
+
 def seed_files() -> dict[str, bytes]:
   """name -> bytes of each seed module file (see the module docstring);
   lowering only, no XLA compile. Names end with the file's extension."""
   import jax
-  import jax.extend.mlir
+  import jax.export
   import jax.numpy as jnp
+
+  # The program's source (its lowering and export calls too) is compiled
+  # under a fixed file name, and only the innermost frame is a location:
+  # the seeds (MLIR bytecode and jax.export artifacts carry locations) do
+  # not depend on the checkout's path nor on who calls this (`fuzz`,
+  # `--replay`), so neither do mutations.
+  scope = {"jax": jax, "jnp": jnp}
+  exec(compile(_SEED_PROGRAM, _SEED_FILE, "exec"), scope)
+  full_tracebacks = jax.config.jax_include_full_tracebacks_in_locations
+  jax.config.update("jax_include_full_tracebacks_in_locations", False)
+  try:
+    return _seed_files(scope["lower"], scope["export"])
+  finally:
+    jax.config.update(
+      "jax_include_full_tracebacks_in_locations", full_tracebacks
+    )
+
+
+def _seed_files(lower, export) -> dict[str, bytes]:
+  """`seed_files`, given the seed program's lowering and export."""
+  import jax.extend.mlir
   import numpy as np
   from google.protobuf import message_factory, text_format
   from jaxlib.mlir.dialects import stablehlo
@@ -97,24 +133,23 @@ def seed_files() -> dict[str, bytes]:
   from hloprobe.ir import proto_wire
   from hloprobe.ir.xla_proto import snapshot_bytes
 
-  def f(x, w, v):
-    h = jnp.tanh(x @ w)
-    return h @ v, jnp.sum(x * x, axis=1)
-
   rng = np.random.default_rng(41)
   args = tuple(
     rng.standard_normal(s).astype(np.float32) for s in ((4, 3), (3, 5), (5, 2))
   )
-  lowered = jax.jit(f).lower(*args)
+  lowered = lower(args)
   mlir_text = lowered.as_text()
   hlo_text = lowered.as_text(dialect="hlo")
-  proto = private_api.hlo_text_to_proto(hlo_text)
   buf = io.BytesIO()
   lowered.compiler_ir("stablehlo").operation.write_bytecode(buf)
   pool = proto_wire.xla_schema(private_api.jaxlib_embedded)
   module_class = message_factory.GetMessageClass(
     pool.FindMessageTypeByName("xla.HloModuleProto")
   )
+  # The module's id counts the modules this process made: fixed here.
+  message = module_class.FromString(private_api.hlo_text_to_proto(hlo_text))
+  message.id = 1
+  proto = message.SerializeToString(deterministic=True)
   return {
     "module.hlo.txt": hlo_text.encode(),
     "module.hlo.pb": proto,
@@ -127,7 +162,7 @@ def seed_files() -> dict[str, bytes]:
     "module.vhlo": stablehlo.serialize_portable_artifact_str(
       mlir_text, stablehlo.get_minimum_version()
     ),
-    "module.export": bytes(jax.export.export(jax.jit(f))(*args).serialize()),
+    "module.export": bytes(export(args).serialize()),
     "module.hlo_from_stablehlo.mlirbc": jax.extend.mlir.hlo_to_stablehlo(proto),
   }
 

@@ -4,8 +4,9 @@ The package's face: fix (parsing --fix and --require, the sweep),
 requirements (judging them), evidence (what decided them, as records),
 outcome (`verify`, `verify_fix`), findings (what a sweep got wrong, ranked
 worst first: `find_findings`), candidates (the fixes that apply to them,
-tried on the configs at fault and judged as `verify` judges:
-`plan_tries`, `try_sweeps`, `judge_tries`). `report.verification` renders
+tried on the configs at fault and judged as `verify` judges, or listed
+with their `verify` commands: `candidate_fixes`). `report.verification`
+renders
 the outcome; `report.explain_answer` the findings and the tries.
 
 A fix is a matmul precision (`float32`, `F32_F32_F32`, ...) or an XLA_FLAGS
@@ -44,10 +45,7 @@ from __future__ import annotations
 
 from hloprobe.verify.candidates import Candidate as Candidate
 from hloprobe.verify.candidates import FixTrial as FixTrial
-from hloprobe.verify.candidates import judge_tries as judge_tries
-from hloprobe.verify.candidates import plan_tries as plan_tries
-from hloprobe.verify.candidates import try_sweeps as try_sweeps
-from hloprobe.verify.candidates import verify_command as verify_command
+from hloprobe.verify.candidates import candidate_fixes as candidate_fixes
 from hloprobe.verify.evidence import Evidence as Evidence
 from hloprobe.verify.evidence import EvidenceKind as EvidenceKind
 from hloprobe.verify.evidence import Reason as Reason
@@ -58,7 +56,6 @@ from hloprobe.verify.fix import REQUIREMENTS as REQUIREMENTS
 from hloprobe.verify.fix import check_batch_sizes as check_batch_sizes
 from hloprobe.verify.fix import parse_fix as parse_fix
 from hloprobe.verify.fix import parse_requirements as parse_requirements
-from hloprobe.verify.outcome import Verification as Verification
 from hloprobe.verify.outcome import verify_fix as verify_fix
 from hloprobe.verify.requirements import judge as judge
 
@@ -70,17 +67,13 @@ __all__ = [
   "FixTrial",
   "REQUIREMENTS",
   "Reason",
-  "Verification",
+  "candidate_fixes",
   "check_batch_sizes",
   "find_findings",
   "judge",
-  "judge_tries",
   "parse_fix",
   "parse_requirements",
-  "plan_tries",
   "times_words",
-  "try_sweeps",
-  "verify_command",
   "verify_fix",
 ]
 

@@ -1,11 +1,12 @@
 """What to do: the candidate fixes for a sweep's findings, tried and judged.
 
-`plan_tries` picks, for the baseline's findings (`findings.find_findings`), the
-fixes that apply and the configs to try them on; `try_sweeps` gives the
-sweeps that run them (the caller runs them, sharing its worker pool and
-record cache); `judge_tries` judges each fix exactly as `hloprobe verify`
-would (`outcome.verify`, requirements "consistent" and "accurate") and
-gives its ready-to-run `hloprobe verify` command.
+`candidate_fixes` is the one call (explain's answer): `plan_tries` picks,
+for the baseline's findings (`findings.find_findings`), the fixes that
+apply and the configs to try them on; `try_sweeps` gives the sweeps that
+run them (run on the caller's worker pool and record cache); `judge_tries`
+judges each fix exactly as `hloprobe verify` would (`outcome.verify`,
+requirements "consistent" and "accurate") and gives its ready-to-run
+`hloprobe verify` command (`verify_command`).
 
 The candidates, in the order they are printed when they pass:
 
@@ -69,7 +70,7 @@ Private in intent: use the package, `hloprobe.verify`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from hloprobe.compile import (
   BASELINE,
@@ -78,7 +79,13 @@ from hloprobe.compile import (
   int32_dots_case,
   is_config_path,
 )
-from hloprobe.engine import SweepPlan, SweptCase, plan_sweep
+from hloprobe.engine import (
+  SweepPlan,
+  SweepProgress,
+  SweptCase,
+  plan_sweep,
+  run_sweep,
+)
 from hloprobe.errors import counted
 from hloprobe.records import ConfigResult
 from hloprobe.sites import Fate
@@ -90,9 +97,11 @@ from hloprobe.verify.outcome import verify
 __all__ = [
   "Candidate",
   "FixTrial",
+  "FixTries",
   "TryPlan",
   "judge_tries",
   "plan_tries",
+  "candidate_fixes",
   "try_sweeps",
   "verify_command",
 ]
@@ -462,3 +471,64 @@ def judge_tries(
       )
     )
   return tuple(sorted(trials, key=lambda t: not t.passed))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FixTries:
+  """The candidate fixes of a sweep's findings, tried or listed.
+
+  Attributes:
+    trials: each candidate tried and judged (`judge_tries`: passing first,
+      each group in candidate order); () when none was tried.
+    untried: when not tried, each candidate with the `hloprobe verify`
+      command that checks it (`verify_command`), in candidate order; ().
+  """
+
+  trials: tuple[FixTrial, ...] = ()
+  untried: tuple[tuple[Candidate, str], ...] = ()
+
+
+def candidate_fixes(
+  findings: Sequence[Finding],
+  results: Sequence[ConfigResult],
+  plan: SweepPlan,
+  *,
+  run: bool,
+  pool=None,
+  progress: Callable[[], Callable[[SweepProgress], None] | None] = (
+    lambda: None
+  ),
+) -> FixTries | None:
+  """The candidate fixes for the baseline's `findings`, tried on the
+  configs at fault and judged as `hloprobe verify` judges them (`run`), or
+  listed with their `verify` commands; None when there is nothing to try
+  (`plan_tries`: no baseline finding, or no candidate).
+
+  Args:
+    findings: `find_findings(results)`.
+    results: the explain sweep's results.
+    plan: its plan (`engine.SweepPlan`).
+    run: run the tries: one or two further sweeps (`try_sweeps`), their
+      configs that `results` or an earlier try made taken from them
+      (`engine.run_sweep`'s `given`), not computed again.
+    pool: the workers the tries run on (the explain sweep's
+      `engine.worker_pool`), or None: workers of their own.
+    progress: makes each try sweep's progress callable (or None).
+
+  Raises:
+    KeyboardInterrupt: during a try sweep (the caller says what finished).
+  """
+  tries = plan_tries(findings, results, plan)
+  if tries is None:
+    return None
+  if not run:
+    return FixTries(
+      untried=tuple((c, verify_command(tries, c)) for c in tries.candidates)
+    )
+  tried: list[ConfigResult] = []
+  done = [(plan, results)]
+  for swept in try_sweeps(tries):
+    got = run_sweep(swept, progress(), pool=pool, given=done)
+    tried += got
+    done.append((swept, got))
+  return FixTries(trials=judge_tries(tries, tried))

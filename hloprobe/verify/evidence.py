@@ -73,7 +73,7 @@ class Source:
     kind: "observed" (the target ran), "predicted" (emulated at the
       effective algorithms) or "n/a" (neither).
     tf32_optional_sites: for "predicted", the cuBLAS sites predicted at a
-      TF32 they may not use (`effective.tf32_optional`): the prediction is
+      TF32 they may not use (`SiteFate.tf32_optional`): the prediction is
       ambiguous there; () otherwise.
   """
 

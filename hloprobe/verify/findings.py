@@ -56,7 +56,6 @@ from collections.abc import Sequence
 from hloprobe.numerics import (
   NOISE_FACTOR,
   VerdictKind,
-  far_rows_words,
   within_noise,
 )
 from hloprobe.records import ConfigResult
@@ -215,7 +214,7 @@ def _worst_row(r: ConfigResult, source: str) -> _Fault | None:
   lead = f"{worst.leaf} " if worst.leaf else ""
   what = f"{lead}row {worst.row} of {worst.rows} beyond its floor"
   check = p.floor_check
-  words = far_rows_words(worst)
+  words = worst.far_rows_words()
   if words is not None and check is not None and not check.trusted:
     # Orders of magnitude beyond a floor XLA:CPU's emulation could not
     # measure: named as the verdict leads with them (`predict`).

@@ -88,6 +88,10 @@ def parse_requirements(text: str) -> tuple[str, ...]:
 
   An empty item (`consistent,,accurate`) is rejected as `--batch_sizes=1,,2`
   is; a name given twice counts once.
+
+  Raises:
+    InvalidArgumentError: an empty item, or a name not in `REQUIREMENTS`
+      (the line lists them).
   """
   names = tuple(dict.fromkeys(n.strip() for n in text.split(",")))
   if "" in names:

@@ -19,7 +19,7 @@ from hloprobe.golden import (
   describe_site_changes,
   dot_summary,
 )
-from hloprobe.invariance import sweep_kernels, sweep_rows
+from hloprobe.invariance import rows_and_kernels
 from hloprobe.records import ConfigResult
 from hloprobe.verify import evidence as ev
 from hloprobe.verify import requirements as judged_by
@@ -143,12 +143,11 @@ def verify(
     golden_dir: the golden folder (for "golden").
     versions: jax/jaxlib versions (for "golden").
     abs_error_bound, rel_error_bound: optional bounds for "accurate".
-    rows: for "invariant", the configs' anchor rows (`invariance.config_key`
-      -> `invariance.ConfigRows`, `invariance.sweep_rows`); None: row 0 as
-      the records keep it.
+    rows: for "invariant", the configs' anchor rows (the first of
+      `invariance.rows_and_kernels`); None: row 0 as the records keep it.
     kernels: for "invariant", the compile-only configs' row kernels as
-      their workers read them (`invariance.sweep_kernels`); None: read
-      from the records.
+      their workers read them (the second of `invariance.rows_and_kernels`);
+      None: read from the records.
     sized: for "invariant", the names of the cases swept over another
       size than the batch (`Case.swept_size`: outputs that keep their
       shape over n are not taken for batch reductions there).
@@ -247,6 +246,5 @@ def _swept(plan, requirements):
     results = run_sweep(plan, pool=pool)
     if "invariant" in requirements:  # the anchors, on the same workers
       full = {i: c.case.full_inputs() for i, c in enumerate(plan.cases)}
-      rows, _ = sweep_rows(plan, pool, full.__getitem__)
-      kernels, _ = sweep_kernels(plan, pool, full.__getitem__, results)
+      rows, kernels = rows_and_kernels(plan, pool, full.__getitem__, results)
   return results, rows, kernels

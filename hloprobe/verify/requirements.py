@@ -16,17 +16,15 @@ import numpy as np
 
 from hloprobe.engine import SweepSpec
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.golden import check, take_snapshot
-from hloprobe.invariance import ConfigRows, invariance_of
+from hloprobe.golden import against_goldens
+from hloprobe.invariance import invariance_of
 from hloprobe.numerics import (
   NOISE_FACTOR,
   ErrorStats,
   NoiseFloor,
-  row_words,
   within_noise,
 )
 from hloprobe.records import ConfigResult
-from hloprobe.sites import tf32_optional
 from hloprobe.verify import evidence as ev
 
 __all__ = [
@@ -71,9 +69,9 @@ def judged(r: ConfigResult) -> tuple[ErrorStats | None, ev.Source]:
 
 def _predicted(r: ConfigResult) -> ev.Source:
   """ "predicted", with the cuBLAS sites predicted at a TF32 they may not
-  use (`effective.tf32_optional`), which make the result ambiguous."""
+  use (`SiteFate.tf32_optional`), which make the result ambiguous."""
   fates = r.compilation.fates if r.compilation is not None else ()
-  sites = [f.site.index for f in fates if tf32_optional(f)]
+  sites = [f.site.index for f in fates if f.tf32_optional]
   return ev.Source("predicted", tuple(sites))
 
 
@@ -184,7 +182,7 @@ def _consistent(fixed: list[ConfigResult]) -> Requirement:
 
 def _invariant(
   fixed: list[ConfigResult],
-  rows: Mapping[tuple, ConfigRows] | None,
+  rows: Mapping[tuple, object] | None,
   kernels: Mapping[tuple, tuple] | None = None,
   sized: Collection[str] = (),
 ) -> Requirement:
@@ -224,7 +222,7 @@ def _other_leaves(
       for leaf, words, v in verdicts
       if leaf != headline and not v.accurate
     ) + tuple(
-      ev.LeafVerdict(w.leaf, row_words(w, leaf=False))
+      ev.LeafVerdict(w.leaf, w.words(leaf=False))
       for w in rows
       if w is not None and w.leaf != headline and not w.within
     )
@@ -313,8 +311,7 @@ def golden(
   Raises:
     GoldenError: the golden folder is missing or corrupt.
   """
-  snap = take_snapshot(fixed, versions)
-  result = check(golden_dir, snap, spec)
+  result = against_goldens(golden_dir, fixed, versions, spec)
   notes = [ev.GoldenNote("site", s) for s in result.sites]
   notes += [ev.GoldenNote("missing", m) for m in result.missing]
   if not result.sites:
@@ -353,7 +350,7 @@ def checks(
   abs_bound: float | None,
   rel_bound: float | None,
   golden_check: Callable[[], Requirement] | None = None,
-  invariant_rows: Mapping[tuple, ConfigRows] | None = None,
+  invariant_rows: Mapping[tuple, object] | None = None,
   invariant_kernels: Mapping[tuple, tuple] | None = None,
   invariant_sized: Collection[str] = (),
 ) -> dict[str, Callable[[], Requirement]]:
@@ -362,7 +359,7 @@ def checks(
   "golden" is in the table only when given (it needs the sweep's spec and
   the golden folder, which `judge` has not). "invariant" judges row 0 as
   the records keep it, and the anchor rows where `invariant_rows` (the
-  fix's configs' `invariance.sweep_rows`) has them; `invariant_sized`
+  fix's configs' rows from `invariance.rows_and_kernels`) has them; `invariant_sized`
   names the cases swept over another size than the batch
   (`invariance.invariance_of`'s `sized`).
   """

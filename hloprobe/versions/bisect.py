@@ -73,6 +73,11 @@ class BisectResult:
   site_changes: tuple[str, ...]
   xla_range: str | None = None
   movers: tuple[str, ...] = ()
+  requirements: tuple[str, ...] = ()
+
+  def text(self) -> str:
+    """The answer in words (`render_bisect`), for `requirements`."""
+    return render_bisect(self, self.requirements)
 
 
 def releases_between(
@@ -322,26 +327,44 @@ def render_bisect(result: BisectResult, requirements: Sequence[str]) -> str:
 
 def bisect_between(
   spec,
-  good: str,
-  bad: str,
-  requirements: tuple[str, ...],
+  good: str | None,
+  bad: str | None,
+  require: Sequence[str],
   cache_dir: str | None,
   log: Callable[[str], None] = lambda line: None,
   python: str | None = None,
 ) -> BisectResult:
   """`hloprobe bisect`'s library call: the index's releases between `good`
   and `bad` (those with a wheel for a Python found here, or for `python`'s,
-  each probed under a Python it supports), bisected on `requirements`
-  judged on the sweep `spec` (an `engine.SweepPlan`).
+  each probed under a Python it supports), bisected on the requirements
+  `require` judged on the sweep `spec` (an `engine.SweepPlan`). The
+  result's `text()` is the answer in words.
 
   Args:
+    good, bad: --good and --bad, the releases with the old and the new
+      verdict (None: not given, an error).
+    require: --require's names, as given ("consistent", "accurate").
     cache_dir: where the venvs are kept; None: `venvs.default_cache_dir`.
     log: takes each progress line (the releases bisected first).
 
   Raises:
-    InvalidArgumentError: `good` or `bad` not a release.
+    InvalidArgumentError: `good` or `bad` missing or not a release, a
+      requirement that cannot be judged on a sweep alone ("golden": golden
+      files belong to one jaxlib), or one batch size with "consistent".
     VenvError: the releases cannot be listed.
   """
+  from hloprobe import verify
+
+  if not good or not bad:
+    raise InvalidArgumentError(
+      "bisect needs --good=V and --bad=V, e.g. --good=0.4.35 --bad=0.10.2"
+    )
+  requirements = verify.parse_requirements(",".join(require))
+  if "golden" in requirements:
+    raise InvalidArgumentError(
+      "bisect judges consistent and accurate; golden files belong to one jaxlib"
+    )
+  verify.check_batch_sizes(requirements, spec.batch_sizes)
   request = spec_request(spec)
   found = pythons.survey(python)
   releases = found.releases()
@@ -356,4 +379,7 @@ def bisect_between(
   )
   cache_dir = cache_dir or venvs.default_cache_dir()
   where = driver.plan(between, request, cache_dir, python, found)
-  return bisect_releases(between, request, requirements, cache_dir, log, where)
+  result = bisect_releases(
+    between, request, requirements, cache_dir, log, where
+  )
+  return dataclasses.replace(result, requirements=requirements)

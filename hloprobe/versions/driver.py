@@ -20,6 +20,7 @@ Private in intent: use the package, `hloprobe.versions`.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import os
 import sys
 import time
@@ -27,10 +28,11 @@ from collections.abc import Callable, Mapping, Sequence
 
 from hloprobe.compile import jaxlib_release
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.versions import pythons, run, venvs
+from hloprobe.versions import compare, pythons, run, venvs
 from hloprobe.versions.children import Children
 
 __all__ = [
+  "VersionRuns",
   "Where",
   "check_releases",
   "plan",
@@ -259,16 +261,42 @@ def run_versions(
     pool.shutdown(wait=True, cancel_futures=True)
 
 
+@dataclasses.dataclass(frozen=True)
+class VersionRuns:
+  """`hloprobe versions`' outcome: one release's run per --jaxlib release.
+
+  Attributes:
+    runs: the runs, in --jaxlib order.
+  """
+
+  runs: tuple[run.VersionRun, ...]
+
+  @property
+  def ok(self) -> bool:
+    """Whether every release ran every config (a release not installed, a
+    worker or a config that failed: False)."""
+    return all(
+      r.ok and all(c["status"] == "ok" for c in r.reply["results"]["configs"])
+      for r in self.runs
+    )
+
+  def text(self, fmt: str = "table", changes_only: bool = False) -> str:
+    """The comparison as `hloprobe versions` prints it
+    (`compare.render_versions`: "table", "markdown" or "json")."""
+    return compare.render_versions(self.runs, fmt, changes_only)
+
+
 def versions_runs(
   jaxlib: Sequence[str],
   spec,
   cache_dir: str | None,
   log: Callable[[str], None] = lambda line: None,
   python: str | None = None,
-) -> list[run.VersionRun]:
+) -> VersionRuns:
   """`hloprobe versions`' library call: the sweep `spec` (an
   `engine.SweepPlan`) under each release of `jaxlib` (--jaxlib, as given;
-  repeats dropped), up to `spec.jobs` at once (`run_versions`).
+  repeats dropped), up to `spec.jobs` at once (`run_versions`); their
+  runs, with the comparison's text (`VersionRuns.text`).
 
   Args:
     cache_dir: where the venvs are kept; None: `venvs.default_cache_dir`.
@@ -280,7 +308,7 @@ def versions_runs(
   """
   request = run.spec_request(spec)
   names = check_releases(jaxlib)
-  return run_versions(
+  runs = run_versions(
     names,
     request,
     cache_dir or venvs.default_cache_dir(),
@@ -288,6 +316,7 @@ def versions_runs(
     jobs=spec.jobs,
     python=python,
   )
+  return VersionRuns(tuple(runs))
 
 
 def check_releases(names: Sequence[str]) -> list[str]:

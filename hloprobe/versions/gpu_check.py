@@ -48,6 +48,7 @@ Private in intent: use the package, `hloprobe.versions`.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import re
@@ -57,10 +58,12 @@ from hloprobe.ir import DEFAULT_PRECISIONS
 
 __all__ = [
   "DEFAULT_OUTPUT_DIR",
+  "GpuCheck",
   "autotune_record_flags",
   "band_status",
   "check_records",
   "compile_only_target_for",
+  "check_gpu",
   "output_path",
   "recording_note",
   "render_check",
@@ -365,3 +368,70 @@ def output_path(doc: dict, output: str | None) -> str:
   return os.path.join(
     DEFAULT_OUTPUT_DIR, f"{device}-jaxlib{doc['jaxlib']}.json"
   )
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuCheck:
+  """`make gpu-check`'s outcome, its JSON file written.
+
+  Attributes:
+    doc: the JSON document (module docstring).
+    notes: the lines to show apart from the table: the jaxlib warning and
+      what was not recorded ("recording_note"), those present.
+    text: the table (`render_check`).
+    path: the JSON file written (`output_path`).
+    ok: whether every config was observed ("status" "ok"), and one was.
+  """
+
+  doc: dict
+  notes: tuple[str, ...]
+  text: str
+  path: str
+  ok: bool
+
+
+def check_gpu(
+  device_target: str,
+  compile_only_target: str | None,
+  batch_sizes: str,
+  precisions: tuple[str, ...],
+  output: str | None,
+) -> GpuCheck:
+  """`make gpu-check`'s library call: `run_gpu_check` with its flags, the
+  document written whole as JSON to `output` (None:
+  `<DEFAULT_OUTPUT_DIR>/<device>-jaxlib<V>.json`), what was recorded on a
+  GPU beside it, and the table.
+
+  Args:
+    device_target: the target that runs ("gpu", or "cpu" standing in).
+    compile_only_target: its compile-only twin; None: from the GPU's
+      device kind (`compile_only_target_for`).
+    batch_sizes: --batch_sizes' words, e.g. "1-9"
+      (`engine.parse_batch_sizes`).
+    precisions: the matmul precisions.
+    output: --output, the JSON file, or None.
+
+  Raises:
+    InvalidArgumentError: malformed batch sizes, or no compile-only target
+      matches the device.
+  """
+  from hloprobe.engine import parse_batch_sizes
+  from hloprobe.report import atomic_write, dumps_json
+
+  doc = run_gpu_check(
+    device_target,
+    compile_only_target,
+    parse_batch_sizes(batch_sizes),
+    tuple(precisions),
+    # On a GPU: its target config and autotune results, beside the JSON.
+    record_dir=os.path.dirname(output or "") or DEFAULT_OUTPUT_DIR,
+  )
+  text = render_check(doc)
+  path = output_path(doc, output)
+  atomic_write(path, dumps_json(doc) + "\n")
+  notes = tuple(
+    line for line in (doc["warning"], doc.get("recording_note")) if line
+  )
+  observed = [c for c in doc["configs"] if c["observed"]["status"] == "ok"]
+  ok = bool(observed) and len(observed) == len(doc["configs"])
+  return GpuCheck(doc, notes, text, path, ok)

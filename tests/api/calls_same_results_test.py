@@ -20,6 +20,7 @@ import pytest
 from absl.testing import absltest
 
 from hloprobe import api, golden
+from hloprobe.api import calls
 from hloprobe.commands import common
 from hloprobe.commands import explain as explain_command
 from hloprobe.compile import jax_versions
@@ -55,7 +56,7 @@ class SameResultsTest(absltest.TestCase):
     cli, _, _ = explain_command.explain_answered(
       explain_command.ExplainArgs(words, try_fixes=False)
     )
-    py = api.explain(_CASE, **_OPTIONS)
+    py = calls.explain(_CASE, **_OPTIONS)
     self.assertLen(cli, 2)
     self.assertTrue(all(r.ok for r in cli))
     self.assertNotEmpty(cli[0].prediction.verdicts)
@@ -65,8 +66,9 @@ class SameResultsTest(absltest.TestCase):
       plugin.check(_CASE, **_OPTIONS)
       plan = api.plan_case(_CASE, **_OPTIONS, explain_passes=True)
       folder = os.path.join(tmp, "test_x", _CASE)
-      snap = golden.take_snapshot(py.records, jax_versions())
-      result = golden.check(folder, snap, golden.sweep_record(plan))
+      result = golden.against_goldens(
+        folder, py.records, jax_versions(), golden.sweep_record(plan)
+      )
       self.assertTrue(result.ok, result.render())
 
 

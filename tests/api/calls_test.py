@@ -16,15 +16,16 @@ from absl.testing import absltest
 
 import hloprobe
 from hloprobe import api
+from hloprobe.api import calls, results
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.sites import frames as site_frames
 
 _PACKAGE = os.path.dirname(os.path.abspath(hloprobe.__file__))
 
 
-def _results() -> api.Results:
+def _results() -> results.Results:
   rec = recorded.load("seed_a100_n2_bfloat16")
-  return api.Results((recorded.config_result(rec),), text="words")
+  return results.Results((recorded.config_result(rec),), text="words")
 
 
 class NamesTest(absltest.TestCase):
@@ -38,8 +39,8 @@ class NamesTest(absltest.TestCase):
   def test_sweep_is_the_api_function(self):
     from hloprobe import sweep as imported
 
-    self.assertIs(imported, api.sweep)
-    self.assertIs(hloprobe.sweep, api.sweep)
+    self.assertIs(imported, calls.sweep)
+    self.assertIs(hloprobe.sweep, calls.sweep)
     self.assertIsInstance(hloprobe.sweep, types.FunctionType)
     self.assertNotIn("hloprobe.sweep", sys.modules)
     self.assertTrue(callable(hloprobe.explain))
@@ -67,17 +68,17 @@ class AsCaseTest(absltest.TestCase):
       return x @ w
 
     x, w = np.ones((5, 3), np.float32), np.ones((3, 2), np.float32)
-    case = api.as_case(mlp, x, w, in_axes=(0, None))
+    case = calls.as_case(mlp, x, w, in_axes=(0, None))
     self.assertEqual(case.name, "mlp")
     self.assertEqual(case.in_axes, (0, None))
     self.assertEqual(case.full_size(case.full_inputs()), 5)
-    self.assertEqual(api.as_case(lambda x: x, x).name, "lambda")
+    self.assertEqual(calls.as_case(lambda x: x, x).name, "lambda")
 
   def test_bad_input_is_one_line(self):
     with self.assertRaisesRegex(InvalidArgumentError, "expected a function"):
-      api.as_case(3, np.ones(2))
+      calls.as_case(3, np.ones(2))
     with self.assertRaisesRegex(InvalidArgumentError, r"hloprobe.explain\(f"):
-      api.as_case(lambda x: x)
+      calls.as_case(lambda x: x)
 
 
 class PlanWordsTest(absltest.TestCase):

@@ -17,7 +17,7 @@ import pandas
 import recorded
 from absl.testing import absltest
 
-from hloprobe import api
+from hloprobe.api import results as api_results
 from hloprobe.ir import Precision
 from hloprobe.numerics import ErrorStats, NoiseFloor, Prediction
 from hloprobe.numerics.kernel_sites import KernelRowZero
@@ -30,7 +30,7 @@ def _stats(err: float) -> ErrorStats:
   return ErrorStats(_ROW0, _ROW0 + err, err, err, _REL)
 
 
-def _results() -> api.Results:
+def _results() -> api_results.Results:
   def one(name: str):
     r = recorded.config_result(recorded.load(name))
     config = dataclasses.replace(r.config, precision=Precision.bfloat16)
@@ -56,7 +56,7 @@ def _results() -> api.Results:
     "explained by TF32_TF32_F32 at sites [0, 1, 2]",
   )
   a100 = dataclasses.replace(a100, prediction=prediction)
-  return api.Results((cpu, a100))
+  return api_results.Results((cpu, a100))
 
 
 class DataFrameTest(absltest.TestCase):
@@ -128,7 +128,7 @@ class HtmlColumnsTest(absltest.TestCase):
     )
 
   def test_an_empty_sweep_has_them_too(self):
-    empty = api.Results(()).to_dataframe()
+    empty = api_results.Results(()).to_dataframe()
     self.assertEqual(empty["beyond band"].dtype, "Float64")
     self.assertIn("worst row", empty.columns)
 
@@ -137,14 +137,14 @@ class ColumnTypesTest(absltest.TestCase):
   def test_types_are_the_columns_not_the_data(self):
     # No rows, or a column of "n/a" only: n, ULPs and the top site stay
     # Int64, errors Float64, text str (they all read Float64 before).
-    empty = api.Results(()).to_dataframe()
+    empty = api_results.Results(()).to_dataframe()
     self.assertEqual(empty["n"].dtype, "Int64")
     self.assertEqual(empty["ULP vs n=1"].dtype, "Int64")
     self.assertEqual(empty["top site"].dtype, "Int64")
     self.assertEqual(empty["abs err row0"].dtype, "Float64")
     for text in ("case", "pred row0 by"):  # "str" in pandas 3, object in 2
       self.assertTrue(pandas.api.types.is_string_dtype(empty[text]), text)
-    cpu_only = api.Results(_results().records[:1]).to_dataframe()
+    cpu_only = api_results.Results(_results().records[:1]).to_dataframe()
     self.assertEqual(cpu_only["top site"].dtype, "Int64")  # not predicted
     self.assertTrue(cpu_only["top site"].isna().all())
 
@@ -157,7 +157,7 @@ class NanIsNotNaTest(absltest.TestCase):
     cpu = results.records[0]
     execution = dataclasses.replace(cpu.execution, leaf_stats=(_stats(np.nan),))
     cpu = dataclasses.replace(cpu, execution=execution)
-    f = api.Results((cpu, results.records[1])).to_dataframe()
+    f = api_results.Results((cpu, results.records[1])).to_dataframe()
     err = f["abs err row0"]
     self.assertTrue(np.isnan(err[0]))
     self.assertEqual(err.isna().tolist(), [False, True])  # a100: not run
@@ -177,7 +177,7 @@ class KernelModelRowZeroTest(absltest.TestCase):
     )
     prediction = dataclasses.replace(a100.prediction, kernel=kernel)
     a100 = dataclasses.replace(a100, prediction=prediction)
-    results = api.Results((results.records[0], a100))
+    results = api_results.Results((results.records[0], a100))
     f = results.to_dataframe()
     self.assertIn("(kernel model)", results.table(wide=True))
     self.assertEqual(f["pred row0"][1], kernel_row0)

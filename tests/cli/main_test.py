@@ -122,10 +122,12 @@ class BadInputTest(parameterized.TestCase):
 @pytest.mark.compiles
 class SweepCommandTest(absltest.TestCase):
   def test_json_and_output_files(self):
-    # End to end, in a process of its own; the other tests run the command
-    # line in this process.
+    # In this process, as the other tests here: `python -m hloprobe sweep`
+    # runs whole, --output_dir written, in a process of its own in
+    # tests/pictures/outputs_test.py, tests/report/files_test.py and
+    # tests/runtime/cache_sweep_test.py.
     out = self.create_tempdir().full_path
-    proc = hloprobe(
+    proc = _here(
       "sweep",
       "--batch_sizes=1,2",
       "--precisions=bfloat16",
@@ -173,22 +175,33 @@ class SweepCommandTest(absltest.TestCase):
         "fate_after": "multiply+reduce",
       },
     )
-    proc = _here("sweep", "--batch_sizes=1", "--precisions=float32", "--sites")
+    # The same config (a record-cache hit), its sites as a table.
+    proc = _here(
+      "sweep",
+      "--batch_sizes=1",
+      "--precisions=float32",
+      "--explain_passes",
+      "--sites",
+    )
     self.assertEqual(proc.returncode, 0, proc.stderr)
     site_rows = [l for l in proc.stdout.splitlines() if l.startswith("cpu ")]
     self.assertLen(site_rows, 4, proc.stdout)
     self.assertIn("multiply+reduce", site_rows[3])
+    self.assertIn("algsimp (simplification)", site_rows[3])
     self.assertIn("band worst / expected", proc.stdout)
     self.assertRegex(site_rows[3], r"F32_F32_F32 +\d\.\de-\d\d / \d\.\de-\d\d")
 
   def test_unwritable_output_dir_is_one_line_after_the_results(self):
     # A folder that cannot be made (its parent is a file); a file itself
     # is refused before the sweep (reliab_outputs_test).
+    # --explain_passes: test_explain_passes_and_sites's config, a
+    # record-cache hit after it.
     not_a_dir = self.create_tempfile("a_file").full_path + "/out"
     proc = _here(
       "sweep",
       "--batch_sizes=1",
       "--precisions=float32",
+      "--explain_passes",
       f"--output_dir={not_a_dir}",
     )
     self.assertEqual(proc.returncode, 1, proc.stderr)
@@ -201,8 +214,13 @@ class SweepCommandTest(absltest.TestCase):
     )
 
   def test_failed_config_gives_exit_1_and_a_row(self):
+    # n = 1 float32 with --explain_passes: test_explain_passes_and_sites's
+    # config, a record-cache hit after it.
     proc = _here(
-      "sweep", "--batch_sizes=2", "--precisions=TF32_TF32_F32,float32"
+      "sweep",
+      "--batch_sizes=1",
+      "--precisions=TF32_TF32_F32,float32",
+      "--explain_passes",
     )
     self.assertEqual(proc.returncode, 1, proc.stderr)
     rows = [l for l in proc.stdout.splitlines() if l.startswith("seed_mlp")]

@@ -159,7 +159,7 @@ class BadShardFilesTest(absltest.TestCase):
     return str(e.exception)
 
   def test_merges_as_written(self):
-    plan, _, records = merge.merge(_args(self.folders))
+    plan, _, records, _ = merge.merge(_args(self.folders))
     self.assertEqual([c.name for c in plan.cases], ["seed_mlp"])
     self.assertLen(records, 4)
 

@@ -75,12 +75,19 @@ def _hlo_dot_count_here(n: int) -> int:
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
+def served():
+  """The jaxlib releases the package index serves for this Python (one
+  `pip index versions` for the module's tests); the test is skipped,
+  saying so, when the index cannot be reached."""
   try:
-    releases = venvs.index_versions("jaxlib", timeout=60)
+    return venvs.index_versions("jaxlib", timeout=60)
   except venvs.VenvError as e:
     pytest.skip(f"the package index cannot be reached: {e}")
-  if OLD not in releases:
+
+
+@pytest.fixture(scope="module")
+def cache_dir(served, tmp_path_factory):
+  if OLD not in served:
     pytest.skip(f"the package index serves no jaxlib {OLD} for this Python")
   return os.environ.get("HLOPROBE_VERSIONS_TEST_CACHE") or str(
     tmp_path_factory.mktemp("venvs")
@@ -371,15 +378,11 @@ def test_a_bogus_python_leaves_every_release_not_installed(tmp_path):
 
 @pytest.mark.compiles
 def test_a_release_without_wheels_is_not_installed_and_never_a_change(
-  tmp_path,
+  served, tmp_path
 ):
   """0.4.1 has no wheel for this Python (the package index says so; the
   test is skipped when it cannot be reached): its cells say "not
   installed: ..." and the running release's configs are not compared."""
-  try:
-    served = venvs.index_versions("jaxlib", timeout=60)
-  except venvs.VenvError as e:
-    pytest.skip(f"the package index cannot be reached: {e}")
   assert "0.4.1" not in served
   flags = (
     f"--jaxlib=0.4.1,{_RUNNING}",

@@ -38,10 +38,11 @@ import recorded
 import testutil
 from absl.testing import absltest
 
-from hloprobe.compile import gemm_fusion_keys, get_target
+from hloprobe.compile import get_target
 from hloprobe.compile.autotune import (
   CUBLAS_CONFIG,
   AutotuneChoice,
+  gemm_fusion_keys,
   parse_codegen_versions,
   results_textproto,
 )

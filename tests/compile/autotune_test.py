@@ -12,31 +12,31 @@ config-assigner pass). tests/compile/autotune_replay_test.py compiles.
 from __future__ import annotations
 
 import os
+import types
 
 import pytest
 import recorded
 import testutil
 from absl.testing import absltest
 
-from hloprobe.compile import (
-  autotune_selection,
-  gemm_fusion_keys,
-  get_target,
-)
+from hloprobe.compile import get_target
 from hloprobe.compile.autotune import (
   CUBLAS_CONFIG,
   AutotuneChoice,
   device_fingerprint,
   device_string,
+  gemm_fusion_keys,
   parse_codegen_versions,
   results_textproto,
   triton_config,
+  triton_pin,
 )
 from hloprobe.compile.autotune_replay import (
   MISSING_ENTRY,
   autotune_experiment,
   autotuned_target,
   entry_notes,
+  loaded_results,
 )
 from hloprobe.compile.compat import installed_jaxlib
 from hloprobe.errors import TargetError
@@ -163,6 +163,44 @@ class ResultsFileTest(absltest.TestCase):
       )
 
 
+class TritonPinTest(absltest.TestCase):
+  def test_every_triton_gemm_of_every_n_one_entry_per_key(self):
+    # The fixture's three __triton_gemm fusions (read by hand), two of one
+    # key (FusionKeyTest), at n = 2 and 8 with the same module: four
+    # entries would repeat; the file holds the two keys once each.
+    path = os.path.join(
+      _TESTDATA, "seed_mlp_a100_bfloat16.config_assigner_input.hlo.txt"
+    )
+    with open(path, encoding="utf-8") as f:
+      dumps = [("m.before.txt", f.read()), ("m.after_config-assigner.txt", "")]
+    compiled = {
+      8: types.SimpleNamespace(pass_dumps=dumps, xla_log=""),
+      2: types.SimpleNamespace(pass_dumps=dumps, xla_log=_XLA_LOG),
+    }
+    pin = triton_pin(compiled, get_target("a100").config_text, 16, 16, 64, 1, 2)
+    names = ["gemm_fusion_dot", "gemm_fusion_dot.1", "gemm_fusion_dot.2"]
+    self.assertEqual(
+      [(n, k.name) for n, k in pin.fusions],
+      [(2, name) for name in names] + [(8, name) for name in names],
+    )
+    self.assertEqual(pin.text.count("entries {"), 2)
+    self.assertIn('device_scope: "4882ef514d13f9de"', pin.text)
+    self.assertIn(f'hlo_fingerprint: "{_HIT["gemm_fusion_dot.1"]}"', pin.text)
+    self.assertIn("block_m: 16 block_n: 16 block_k: 64 num_stages: 1", pin.text)
+
+  def test_no_codegen_versions_is_one_line(self):
+    with self.assertRaisesRegex(TargetError, "XLA logged no codegen versions"):
+      triton_pin(
+        {2: types.SimpleNamespace(pass_dumps=[], xla_log="")},
+        get_target("a100").config_text,
+        16,
+        16,
+        64,
+        1,
+        2,
+      )
+
+
 class FileShapesTest(absltest.TestCase):
   def test_an_entry_first_in_the_file_is_read(self):
     # A file of entries alone (no comment, no device_scope line before
@@ -187,12 +225,15 @@ def _scan(name: str) -> str:
     return f.read()
 
 
+_AT_256 = "scan_a100_bfloat16_n256.config_assigner_input.hlo.txt"
+
+
 class WhileBodyFusionTest(absltest.TestCase):
   def test_a_site_in_a_while_body_names_its_gemm_fusion(self):
     # The HLO, read by hand: the scan's dot is %gemm_fusion_dot inside the
     # while body (region_0); the results file holds no entry, so XLA uses
     # its default config for it (MISSING_ENTRY).
-    from hloprobe.compile import LoadedResults
+    from hloprobe.compile.autotune_replay import LoadedResults
     from hloprobe.engine.compiled import _autotuned_sites
     from hloprobe.ir import parse_stablehlo_dots
 
@@ -210,14 +251,23 @@ class WhileBodyFusionTest(absltest.TestCase):
     )
     self.assertEqual(
       _autotuned_sites(dumps, sites, loaded),
-      {0: f"{MISSING_ENTRY} (a100.textproto: XLA heuristic)"},
+      ({0: f"{MISSING_ENTRY} (a100.textproto: XLA heuristic)"}, None),
     )
+    # At n = 256 the keys cannot be read (below): the why comes back for
+    # the compile's notes, not a bare None (review finding 17).
+    at_256 = [
+      ("m.before.txt", _scan(_AT_256)),
+      ("m.after_config-assigner.txt", ""),
+    ]
+    per_site, why = _autotuned_sites(at_256, sites, loaded)
+    self.assertIsNone(per_site)
+    self.assertRegex(why, r"operand %arg_tuple\.1#1 ")
 
   def test_a_tuple_elements_operand_is_refused_not_guessed(self):
     # At n = 256 the while body's gemm fusion reads %arg_tuple.1#1, an
     # element of the body's tuple parameter: its key is not computed (a
     # KeyError failed the config before).
-    before = _scan("scan_a100_bfloat16_n256.config_assigner_input.hlo.txt")
+    before = _scan(_AT_256)
     with self.assertRaisesRegex(ValueError, r"operand %arg_tuple\.1#1 "):
       gemm_fusion_keys(before)
 
@@ -411,13 +461,13 @@ class SelectionTest(absltest.TestCase):
     ).full_path
     flags = f"--xla_dump_to=/x --xla_gpu_load_autotune_results_from={path}"
     self.assertEqual(
-      autotune_selection(flags, get_target("a100")),
+      loaded_results(flags, get_target("a100")).selection,
       "autotune results rec.textproto (autotuned on NVIDIA A100-SXM4-40GB) "
       "where they hold the fusion, else XLA heuristic",
     )
-    self.assertIsNone(autotune_selection(flags, get_target("h100")))
-    self.assertIsNone(autotune_selection(flags, get_target("cpu")))
-    self.assertIsNone(autotune_selection("", get_target("a100")))
+    self.assertIsNone(loaded_results(flags, get_target("h100")))
+    self.assertIsNone(loaded_results(flags, get_target("cpu")))
+    self.assertIsNone(loaded_results("", get_target("a100")))
 
 
 class GpuCheckRecordTest(absltest.TestCase):

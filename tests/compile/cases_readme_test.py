@@ -1,14 +1,20 @@
-"""The README's worked user case, saved as the README says and run as a user."""
+"""The README's worked user case, saved as the README says and run as a
+user would, from its folder: the command line in this process (a fresh
+`python -m hloprobe` given a file case relative to its folder runs in
+tests/report/files_test.py, and one given a case by module name in
+tests/compile/cases_user_test.py)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 
 import numpy as np
 import pytest
 from absl.testing import absltest
-from testutil import ROOT, run_hloprobe, run_hloprobe_json
+from testutil import ROOT, run_hloprobe_here
 
 # Compiles with XLA (`make test-fast` skips it).
 pytestmark = pytest.mark.compiles
@@ -35,6 +41,13 @@ def _numpy_y00(n: int) -> float:
   x = g.standard_normal((16, 256)).astype(np.float32)[:n]
   w = g.standard_normal((256, 64)).astype(np.float32)
   return float((x.astype(np.float64) @ w.astype(np.float64))[0, 0])
+
+
+def _in(folder: str, *args: str):
+  """`hloprobe ARGS` run from `folder` (its workers start there too), in
+  this process."""
+  with contextlib.chdir(folder):
+    return run_hloprobe_here(*args, timeout_s=600)
 
 
 def _readme_commands(case: str) -> list[str]:
@@ -71,7 +84,8 @@ class ReadmeExampleTest(absltest.TestCase):
     # The loss (a mean over the batch) changes with n by design; row 0 is
     # y's. Found by a user: the loss at n = 2 was compared with y at n = 1.
     folder = _save_example(self)
-    done = run_hloprobe(
+    done = _in(
+      folder,
       "verify",
       "--case=my_case.py:make_case",
       "--targets=cpu",
@@ -79,7 +93,6 @@ class ReadmeExampleTest(absltest.TestCase):
       "--precisions=float32",
       "--fix=float32",
       "--require=consistent",
-      cwd=folder,
     )
     self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
     match = re.search(
@@ -93,16 +106,17 @@ class ReadmeExampleTest(absltest.TestCase):
 
   def test_worked_example_sweeps_on_cpu_and_a100(self):
     folder = _save_example(self)
-    configs = run_hloprobe_json(
-      self,
+    proc = _in(
+      folder,
       "sweep",
       "--case=my_case.py:make_case",
       "--targets=cpu,a100",
       "--batch_sizes=1,2",
       "--precisions=default",
       "--format=json",
-      cwd=folder,
-    )["configs"]
+    )
+    self.assertEqual(proc.returncode, 0, proc.stderr)
+    configs = json.loads(proc.stdout)["configs"]
     self.assertEqual(
       [(c["target"], c["n"], c["status"]) for c in configs],
       [

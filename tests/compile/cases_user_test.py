@@ -307,19 +307,20 @@ class CommandLineTest(absltest.TestCase):
       "--batch_sizes=1",  # where dot-strength-reduction acts
       "--precisions=default",
     )
-    # End to end: a fresh process finds the module on its PYTHONPATH.
-    explain = run_hloprobe("explain", *common, env=env)
-    self.assertEqual(explain.returncode, 0, explain.stderr)
-    self.assertIn("mine on cpu", explain.stdout)
+    # End to end: a fresh process finds the module on its PYTHONPATH, and
+    # so do the workers it starts (the fix's among them).
+    verify = run_hloprobe(
+      "verify", *common, "--fix=float32", "--require=accurate", env=env
+    )
+    self.assertEqual(verify.returncode, 0, verify.stderr + verify.stdout)
+    self.assertIn("PASS", verify.stdout)
     # In this process (the module is on sys.path, setUpModule), its workers
     # finding it on the PYTHONPATH they inherit.
     path = os.pathsep.join(filter(None, [_DIR, os.environ.get("PYTHONPATH")]))
     self.enter_context(mock.patch.dict(os.environ, {"PYTHONPATH": path}))
-    verify = run_hloprobe_here(
-      "verify", *common, "--fix=float32", "--require=accurate", timeout_s=600
-    )
-    self.assertEqual(verify.returncode, 0, verify.stderr + verify.stdout)
-    self.assertIn("PASS", verify.stdout)
+    explain = run_hloprobe_here("explain", *common, timeout_s=600)
+    self.assertEqual(explain.returncode, 0, explain.stderr)
+    self.assertIn("mine on cpu", explain.stdout)
     sweep_run = run_hloprobe_here(
       "sweep",
       *common,

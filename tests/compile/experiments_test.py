@@ -65,6 +65,7 @@ class ParseTest(parameterized.TestCase):
 
 
 @pytest.mark.compiles
+@pytest.mark.release_rules  # XLA:CPU's fates with and without algsimp
 class SweepWithExperimentsTest(absltest.TestCase):
   def test_flags_change_fates_and_a_bad_flag_fails_alone(self):
     spec = engine.SweepSpec(

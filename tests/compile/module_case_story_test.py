@@ -30,8 +30,10 @@ import testutil
 from absl.testing import absltest, parameterized
 
 from hloprobe import engine, report
-from hloprobe.compile import get_case, read_module_file
+from hloprobe.compile import get_case
+from hloprobe.compile.module_files import read_module_file
 from hloprobe.numerics import module_made_notes
+from hloprobe.report import explain_text
 
 pytestmark = pytest.mark.compiles
 
@@ -124,7 +126,7 @@ def _story(case: str, inputs: str | None):
   )
   results = _POOL.run(plan)
   why = report.explain_results(results, [c.case for c in plan.cases])
-  docs = report.explanation_json(why)["explanations"]
+  docs = explain_text.explanation_json(why)["explanations"]
   for doc in docs:
     del doc["case"], doc["notes"]
   where = [

@@ -18,10 +18,10 @@ from absl.testing import absltest
 from hloprobe.compile import (
   get_case,
   module_case,
-  read_module_file,
   resolvable_elsewhere,
 )
 from hloprobe.compile.module_case import load_inputs
+from hloprobe.compile.module_files import read_module_file
 from hloprobe.errors import CaseError
 from hloprobe.runtime import case_fingerprint
 

@@ -30,8 +30,7 @@ from absl.testing import absltest, parameterized
 from google.protobuf import message_factory, text_format
 
 from hloprobe import ir, private_api
-from hloprobe.compile import read_module_file
-from hloprobe.compile.module_files import unknown_custom_calls
+from hloprobe.compile.module_files import read_module_file, unknown_custom_calls
 from hloprobe.ir import proto_wire
 from hloprobe.ir.xla_proto import snapshot_bytes
 

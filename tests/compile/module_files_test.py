@@ -19,10 +19,10 @@ import pytest
 from absl.testing import absltest, parameterized
 
 from hloprobe import ir
-from hloprobe.compile import read_module_file
 from hloprobe.compile.module_files import (
   ModuleFile,
   is_module_file,
+  read_module_file,
   unknown_custom_calls,
 )
 from hloprobe.errors import CaseError, ModuleFileError

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from absl.testing import absltest, parameterized
 
-from hloprobe.engine import parse_shard, plan_sweep, spec_from_words
+from hloprobe.engine import plan_sweep, spec_from_words
 from hloprobe.engine import shard as shard_module
-from hloprobe.engine.shard import Shard
+from hloprobe.engine.shard import Shard, parse_shard
 from hloprobe.errors import InvalidArgumentError
 
 

@@ -21,7 +21,8 @@ from absl.testing import absltest
 
 from hloprobe import engine
 from hloprobe.errors import GoldenError
-from hloprobe.golden import folder, golden_update
+from hloprobe.golden import folder
+from hloprobe.golden.update import golden_update
 
 _REPO = testutil.ROOT
 

@@ -6,6 +6,11 @@ Each folder holds what a sweep's stages read: `stablehlo.txt` and
 rejected, `stablehlo.txt`, `message.txt` (XLA's whole error) and the pass
 dumps' names (`dumps.txt`) with the last dumped module (`last_dump.txt`).
 Recorded under jaxlib 0.12.0.1 (compile-only a100, the CPU).
+
+`s8_s32_long_k_a100_n8` was compiled by hand (`compile.compile_case`, a100,
+precision default) from `lax.dot_general(x, w, preferred_element_type=
+jnp.int32)` on x s8[8,262144], w s8[262144,16]; beside its texts it keeps
+the gemm kernel's PTX (`gemm_fusion_dot.ptx`).
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 from absl.testing import absltest
 
-from hloprobe import engine, invariance
+from hloprobe import engine
+from hloprobe.invariance import in_workers, words
 from hloprobe.invariance.answer import config_key
 from hloprobe.invariance.in_workers import (
   _lanes,
@@ -70,7 +71,7 @@ class UserCaseAnchorsTest(absltest.TestCase):
       (swept,) = plan.cases
       self.assertTrue(swept.guarded)
       x, w = full_inputs_of(swept, pool, 300.0)
-      rows, failed = invariance.sweep_rows(
+      rows, failed = in_workers.sweep_rows(
         plan, pool, lambda i: full_inputs_of(plan.cases[i], pool, 300.0)
       )
       found = invariance_of_sweep(plan, results, pool)
@@ -90,7 +91,7 @@ class UserCaseAnchorsTest(absltest.TestCase):
     self.assertIs(a.invariant, True)
     for name in (ROW0, ANCHOR):
       self.assertEqual(a.row(name).classes, (_SIZES,))
-    lines = invariance.answer_lines(found)
+    lines = words.answer_lines(found)
     self.assertEqual(
       lines,
       [
@@ -123,7 +124,7 @@ class UserCaseAnchorsTest(absltest.TestCase):
       "CaseError: case 'exact_mm': make_inputs() failed: "
       "RuntimeError: drawn once only",
     )
-    (line, note) = invariance.answer_lines(found)
+    (line, note) = words.answer_lines(found)
     self.assertEqual(
       note,
       "  (row 0 only on cpu under float32: the anchor row was not run: "

@@ -1,4 +1,4 @@
-"""invariance/pin_file.py's flags: the pinned-gemm file is made and
+"""invariance/pin_file.py's flags (the kernels stage's `pin_flags`): the pinned-gemm file is made and
 replayed with split-K forced to 1 and one --xla_disable_hlo_passes naming
 every pass to keep off (XLA keeps the last of a repeated flag:
 xla/debug_options_flags.cc parses flags in order, each setting the
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from absl.testing import absltest
 
-from hloprobe.invariance import pin_file
+from hloprobe import kernels
 
 
 class PinFlagsTest(absltest.TestCase):
   def test_one_disable_flag_with_every_pass(self):
-    flags = pin_file.pin_flags()
+    flags = kernels.pin_flags()
     self.assertIn("--xla_gpu_experimental_force_split_k=1", flags)
     disables = [f for f in flags if f.startswith("--xla_disable_hlo_passes=")]
     self.assertLen(disables, 1)

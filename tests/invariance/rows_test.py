@@ -11,8 +11,13 @@ import numpy as np
 from absl.testing import absltest
 
 from hloprobe.compile import CASES
-from hloprobe.invariance import ConfigRows
-from hloprobe.invariance.rows import ANCHOR, ROW0, anchor_offsets, classes_of
+from hloprobe.invariance.rows import (
+  ANCHOR,
+  ROW0,
+  ConfigRows,
+  anchor_offsets,
+  classes_of,
+)
 from hloprobe.invariance.runs import anchor_inputs
 
 

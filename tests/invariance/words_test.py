@@ -17,7 +17,6 @@ from hloprobe import kernels
 from hloprobe.compile import get_target
 from hloprobe.invariance import (
   Invariance,
-  answer_lines,
   first_lines,
   invariance_json,
   invariance_of,
@@ -26,7 +25,12 @@ from hloprobe.invariance.answer import Boundary
 from hloprobe.invariance.kernel_identity import RowKernel, records_as_kernels
 from hloprobe.invariance.pin import NOT_TRIED, Pin, PinCandidate
 from hloprobe.invariance.rows import ROW0, RowClasses
-from hloprobe.invariance.words import folded_lines, kernel_lines, pin_lines
+from hloprobe.invariance.words import (
+  answer_lines,
+  folded_lines,
+  kernel_lines,
+  pin_lines,
+)
 from hloprobe.ir import as_precision
 from hloprobe.records import Compilation, Config, ConfigResult
 from hloprobe.report import schema_document

@@ -68,6 +68,52 @@ class RecordedModuleTest(absltest.TestCase):
     )
 
 
+def _inst(opcode: str, **attrs: str) -> hlo_records.HloInstruction:
+  shape = hlo_records.Shape("f32", (2, 2), None)
+  return hlo_records.HloInstruction("i", opcode, shape, (), None, attrs)
+
+
+class AlgorithmPresetTest(absltest.TestCase):
+  """As XLA prints them (xla/service/hlo_instruction.cc PrintAttributes:
+  `algorithm=dot_tf32_tf32_f32`; a gemm's backend_config JSON
+  precision_config with the PrecisionConfig.Algorithm enum name)."""
+
+  def test_dot_attribute(self):
+    self.assertEqual(
+      _inst("dot", algorithm="dot_tf32_tf32_f32").algorithm_preset,
+      "TF32_TF32_F32",
+    )
+    self.assertIsNone(_inst("dot").algorithm_preset)
+
+  def test_gemm_backend_config(self):
+    config = (
+      '{"gemm_backend_config":{"precision_config":{"operand_precision":'
+      '["DEFAULT","DEFAULT"],"algorithm":"ALG_DOT_BF16_BF16_F32_X3"}}}'
+    )
+    call = _inst("custom-call", backend_config=config)
+    self.assertEqual(call.algorithm_preset, "BF16_BF16_F32_X3")
+    unset = config.replace("ALG_DOT_BF16_BF16_F32_X3", "ALG_UNSET")
+    self.assertIsNone(
+      _inst("custom-call", backend_config=unset).algorithm_preset
+    )
+
+
+class KernelNamesTest(absltest.TestCase):
+  def test_own_then_deduplicated(self):
+    # XLA's SanitizeFunctionName: "." -> "_" (xla/service/llvm_ir).
+    fusion = _inst("fusion")
+    self.assertEqual(fusion.kernel_names, ("i",))
+    dedup = hlo_records.HloInstruction(
+      "loop_fusion.3",
+      "fusion",
+      hlo_records.Shape("f32", (2,)),
+      (),
+      None,
+      {"metadata": '{deduplicated_name="loop_fusion.1"}'},
+    )
+    self.assertEqual(dedup.kernel_names, ("loop_fusion_3", "loop_fusion_1"))
+
+
 class ScalarsTest(absltest.TestCase):
   def test_braced_fields_and_numbers(self):
     self.assertEqual(

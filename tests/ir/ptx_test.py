@@ -205,9 +205,9 @@ class ClassifyTest(parameterized.TestCase):
     ),
   )
   def test_for_operands(self, filename, name, dtype, algorithm):
-    self.assertEqual(
-      ptx.for_operands(_kernels(filename)[name], dtype)[0], algorithm
-    )
+    kernel = _kernels(filename)[name]
+    self.assertEqual(ptx.for_operands(kernel, dtype)[0], algorithm)
+    self.assertEqual(kernel.algorithm_for(dtype)[0], algorithm)
 
 
 class SixteenBitTest(parameterized.TestCase):

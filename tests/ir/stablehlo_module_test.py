@@ -57,6 +57,12 @@ class ReadTest(absltest.TestCase):
     ):
       stablehlo_module.read_stablehlo_module("module { nope }")
 
+  def test_a_name_that_is_not_utf8_is_one_error(self):
+    # MLIR keeps the bytes E6 ("\\E6" in its text), which are not UTF-8:
+    # the bindings' str() of them raised a RuntimeError.
+    with self.assertRaisesRegex(HloParseError, "name is not UTF-8"):
+      stablehlo_module.read_stablehlo_module('module @"jit_\\E6" {}')
+
 
 if __name__ == "__main__":
   absltest.main()

@@ -44,10 +44,13 @@ class SeedSitesTest(parameterized.TestCase):
     self.assertLen(sites, 4)
     self.assertEqual({s.precision for s in sites}, {expected})
     self.assertEqual({s.algorithm for s in sites}, {None})
+    self.assertEqual({s.algorithm_preset for s in sites}, {None})
 
   def test_algorithm_preset(self):
     sites = _seed_sites("BF16_BF16_F32_X3")
     self.assertEqual(sites[0].algorithm["num_primitive_operations"], "3")
+    # The preset JAX lowered it from (jax.lax.DotAlgorithmPreset).
+    self.assertEqual(sites[0].algorithm_preset, "BF16_BF16_F32_X3")
 
   def test_shapes_locations_and_ancestry(self):
     sites = _seed_sites("float32", n=2)

@@ -27,6 +27,7 @@ from absl.testing import absltest, parameterized
 
 from hloprobe import kernels
 from hloprobe.errors import TargetError
+from hloprobe.kernels import kernel_reader
 from hloprobe.kernels.differences import kernel_classes
 from hloprobe.kernels.records import Role, RowCount
 
@@ -34,12 +35,16 @@ _DATA = os.path.join(os.path.dirname(__file__), "..", "testdata", "kernels")
 _RELEASES = ("0.12.0.1", "0.10.2")
 
 
-def _read(release: str, n: int, stem: str = "ln_model_a100_n"):
+def _files(release: str, n: int, stem: str = "ln_model_a100_n"):
   base = os.path.join(_DATA, release, f"{stem}{n}")
   with open(base + ".hlo.txt", encoding="utf-8") as f:
     hlo = f.read()
   with open(base + ".ptx.txt", encoding="utf-8") as f:
-    ptx = f.read()
+    return hlo, f.read()
+
+
+def _read(release: str, n: int, stem: str = "ln_model_a100_n"):
+  hlo, ptx = _files(release, n, stem)
   return kernels.read_kernels(hlo, n, [ptx], core_count=108)
 
 
@@ -222,8 +227,15 @@ class PinTest(absltest.TestCase):
     from hloprobe.compile import get_target
 
     # hloprobe/compile/gpu_specs/a100_sxm_40.txtpb: core_count: 108.
-    self.assertEqual(kernels.core_count(get_target("a100")), 108)
-    self.assertIsNone(kernels.core_count(get_target("cpu")))
+    self.assertEqual(kernel_reader.target_core_count(get_target("a100")), 108)
+    self.assertIsNone(kernel_reader.target_core_count(get_target("cpu")))
+
+  def test_target_gives_the_core_count(self):
+    from hloprobe.compile import get_target
+
+    hlo, ptx = _files("0.12.0.1", 8)
+    by_target = kernels.read_kernels(hlo, 8, [ptx], target=get_target("a100"))
+    self.assertEqual(by_target, _read("0.12.0.1", 8))
 
   def test_refuses_non_compile_only(self):
     from hloprobe.compile import get_target
@@ -335,7 +347,7 @@ class EveryFixtureTest(absltest.TestCase):
       for p in set(
         glob.glob(os.path.join(tests, "**", "*.hlo*"), recursive=True)
       )
-      if f"{os.sep}fuzz{os.sep}" not in p
+      if f"{os.sep}testdata{os.sep}fuzz{os.sep}" not in p
     )
     read = 0
     for path in paths:

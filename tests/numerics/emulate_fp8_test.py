@@ -146,5 +146,25 @@ class CaseTest(absltest.TestCase):
       self.assertEqual(float(np.max(np.abs(q.astype(np.float32)))), 448.0)
 
 
+class PresetNamesTest(absltest.TestCase):
+  def test_jax_preset_names_as_the_sites_give_them(self):
+    from hloprobe.ir import precisions
+    from hloprobe.numerics import site_notes
+    from hloprobe.sites import effective, fp8_rewrite
+
+    # Spelled in both stages; each is a jax.lax.DotAlgorithmPreset name.
+    pairs = (
+      (emulate_fp8.FP8_ALGORITHM, fp8_rewrite.FP8_ALGORITHM),
+      (
+        emulate_fp8.FP8_FAST_ACCUM_ALGORITHM,
+        fp8_rewrite.FP8_FAST_ACCUM_ALGORITHM,
+      ),
+      (site_notes.TF32, effective.TF32),
+    )
+    for mine, theirs in pairs:
+      self.assertEqual(mine, theirs)
+      self.assertIn(mine, precisions.PRECISION_NAMES)
+
+
 if __name__ == "__main__":
   absltest.main()

@@ -129,7 +129,7 @@ class SiteNumberingTest(parameterized.TestCase):
     sites = emulate.jaxpr_sites(fn, (_X,))
     self.assertNotEmpty(sites)
     self.assertEqual(_shapes(sites), _stablehlo_shapes(compiled))
-    (observed,), _ = lowering.run_compiled(compiled, (_X,))
+    (observed,), _ = compiled.run((_X,))
     predicted = emulate.emulate_case(fn, (_X,), _F32)
     np.testing.assert_allclose(predicted, observed, rtol=1e-6, atol=1e-6)
 

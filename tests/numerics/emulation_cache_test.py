@@ -8,6 +8,7 @@ predictions equal those of a predictor that guesses nothing.
 from __future__ import annotations
 
 import dataclasses
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -69,6 +70,52 @@ class GuessTest(absltest.TestCase):
     cache = emulation_cache.EmulationCache(self.case, self.full)
     cache.fetch([(2, _F32, "xla")], ahead_of=2)
     self.assertEqual(cache.guessed, 0)
+
+
+class PartsTest(absltest.TestCase):
+  """A large program's emulators are compiled a few at a time (issue 37:
+  one compile of ten emulations of a 4-layer GPT-2 held 1.9 GB)."""
+
+  def test_small_programs_stay_one_compile(self):
+    keys = [(2, (_F,), "xla")] * 5
+    self.assertEqual(
+      emulation_cache._parts(keys, 8, 4), [(keys, 8)]
+    )  # 6 programs of 4 sites: 24, the bound
+    self.assertEqual(emulation_cache._parts(keys, None, 0), [(keys, None)])
+
+  def test_large_programs_split_each_key_once_scales_last(self):
+    keys = [(2, (str(i),), "xla") for i in range(5)]
+    per_two = emulation_cache._parts(keys, 8, emulation_cache.INLINE_SITES // 2)
+    self.assertEqual(
+      per_two, [(keys[0:2], None), (keys[2:4], None), (keys[4:], 8)]
+    )
+    alone = emulation_cache._parts(keys[:2], 8, emulation_cache.INLINE_SITES)
+    self.assertEqual(alone, [(keys[:1], None), (keys[1:2], None), ([], 8)])
+    self.assertEqual(
+      emulation_cache._parts([], 8, 100), [([], 8)]
+    )  # the scales alone
+
+  def test_parts_have_the_bits_of_one_compile(self):
+    # The seed's four sites made one emulator a compile (a bound of four
+    # sites) against all in one: the same bits, and the same scales.
+    case = cases.get_case("seed_mlp")
+    full = case.make_inputs()
+    keys = [(2, _TF32_FIRST, "xla"), (2, _F32, "xla"), (3, _F32, "pairwise")]
+    at = lambda n: case.inputs_for(full, n)
+    one, scales = emulation_cache.emulate_together(case.fn, keys, at, 3)
+    with mock.patch.object(emulation_cache, "INLINE_SITES", 4):
+      self.assertLen(emulation_cache._parts(keys, 3, 4), 4)
+      split, split_scales = emulation_cache.emulate_together(
+        case.fn, keys, at, 3, sites=4
+      )
+    self.assertEqual(scales, split_scales)
+    for a, b, key in zip(one, split, keys):
+      for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y, err_msg=str(key))
+    for key, got in zip(keys, split):  # and each is its emulation alone
+      n, algorithms, order = key
+      alone = emulate.emulate_case(case.fn, at(n), algorithms, order=order)
+      np.testing.assert_array_equal(got[0], alone, err_msg=str(key))
 
 
 class SweepGuessTest(absltest.TestCase):

@@ -26,9 +26,9 @@ from hloprobe.numerics import (
   CHANGED,
   Made,
   MadeChecker,
-  config_verdict,
   math_rules,
 )
+from hloprobe.numerics.made import config_verdict
 
 
 def _drop_bias(text: str) -> str:

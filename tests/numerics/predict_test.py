@@ -18,7 +18,7 @@ from testutil import numpy_seed_row0
 from hloprobe import engine, report
 from hloprobe.compile import cases
 from hloprobe.numerics import accuracy, emulate, predict, reference, rows
-from hloprobe.sites import Fate, effective
+from hloprobe.sites import Fate
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
@@ -263,9 +263,7 @@ class CublasTf32AllowedTest(absltest.TestCase):
       self.assertEqual(
         [f.fate for f in fates], [Fate.CUBLASLT] * 3 + [Fate.MULTIPLY_REDUCE]
       )
-      self.assertEqual(
-        [effective.tf32_optional(f) for f in fates], [True] * 3 + [False]
-      )
+      self.assertEqual([f.tf32_optional for f in fates], [True] * 3 + [False])
       self.assertIn("TF32 allowed, not required", fates[0].algorithm_evidence)
 
   def test_h200_run_is_tf32_at_sites_1_and_2(self):
@@ -299,7 +297,7 @@ class CublasTf32AllowedTest(absltest.TestCase):
     self.assertEqual(
       [f.effective_algorithm for f in fates], ["F32_F32_F32"] * 4
     )
-    self.assertFalse(any(effective.tf32_optional(f) for f in fates))
+    self.assertFalse(any(f.tf32_optional for f in fates))
     # The H200's HIGHEST run is f32; its DEFAULT run's row 0 (TF32 at
     # sites 1-2) is no assignment a HIGHEST cuBLASLt site may run.
     f32 = self._judged("float32", _h200_observed("float32"))

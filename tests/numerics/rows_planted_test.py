@@ -39,6 +39,7 @@ from jax import lax
 from hloprobe import engine, report, verify
 from hloprobe.compile import cases
 from hloprobe.numerics import NOISE_FACTOR
+from hloprobe.report import explain_text
 
 _N, _K = 8, 64
 
@@ -124,7 +125,7 @@ class PlantedRowTest(absltest.TestCase):
     self.assertIn("n = 8: row 5: 1.2e-02, ", text)
     (control,) = report.explain_results([self.control])
     self.assertNotIn("Rows beyond", report.render_explanation([control]))
-    doc = report.explanation_json([e])
+    doc = explain_text.explanation_json([e])
     self.assertEqual(doc["explanations"][0]["rows"][0]["worst"]["row"], 5)
     json.dumps(report.results_json([self.planted], {}))  # no numpy left
 

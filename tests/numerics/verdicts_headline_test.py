@@ -31,12 +31,13 @@ from hloprobe.compile import (
   int32_dots_case,
 )
 from hloprobe.engine import SweepSpec, plan_sweep, run_sweep
-from hloprobe.numerics import accuracy, far_rows_words, floor_check
+from hloprobe.numerics import accuracy, floor_check
 from hloprobe.numerics import predict as predict_module
-from hloprobe.numerics.rows import worst_row
+from hloprobe.numerics.rows import far_rows_words, worst_row
 from hloprobe.numerics.verdicts import Verdict, VerdictKind, verdict_words
 from hloprobe.report import Answer
 from hloprobe.report.explain_answer import answer_lines
+from hloprobe.verify import candidates
 
 _N_ROWS = 40000
 _BAD_FROM = 32768  # jax-ml/jax#39103: XLA:CPU's rows >= 2^15 of 40000
@@ -213,10 +214,10 @@ class Int8OverflowAnswerTest(absltest.TestCase):
     findings = verify.find_findings(results)
     self.assertTrue(findings)
     self.assertEqual({f.kind for f in findings}, {"integer"})
-    tries = verify.plan_tries(findings, results, plan)
+    tries = candidates.plan_tries(findings, results, plan)
     self.assertEqual([c.fix for c in tries.candidates], [INT32_DOTS_FIX])
-    tried = [r for p in verify.try_sweeps(tries) for r in run_sweep(p)]
-    (trial,) = verify.judge_tries(tries, tried)
+    tried = [r for p in candidates.try_sweeps(tries) for r in run_sweep(p)]
+    (trial,) = candidates.judge_tries(tries, tried)
     self.assertTrue(trial.passed, trial.reason)
     self.assertIn("--fix=preferred_element_type=int32", trial.command)
     self.assertIn("preferred_element_type=jnp.int32", trial.candidate.words)

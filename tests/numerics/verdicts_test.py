@@ -14,11 +14,10 @@ from hloprobe.numerics import (
   Verdict,
   VerdictKind,
   accuracy,
-  config_judgement,
   integers,
 )
 from hloprobe.numerics.accuracy import ErrorStats, NoiseFloor
-from hloprobe.numerics.made import MathChange
+from hloprobe.numerics.made import MathChange, config_judgement
 from hloprobe.numerics.verdicts import verdict_words
 from hloprobe.sites import Fate
 

@@ -1,7 +1,7 @@
 """report/explain_autotune.py: who chose each gemm fusion site under
 loaded autotune results, on the recorded a100 compiles of the seed
 (jaxlib 0.12.0.1, n = 2 and 9, bfloat16) with a selection written here in
-the form `compile.fusion_selections` gives ("autotuned on <device> (<file>:
+the form `LoadedResults.fusion_selections` gives ("autotuned on <device> (<file>:
 <entry>)", or the missing-entry words); without results, nothing."""
 
 from __future__ import annotations

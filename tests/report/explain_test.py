@@ -9,7 +9,7 @@ import json
 import pytest
 import testutil
 from absl.testing import absltest, parameterized
-from testutil import numpy_seed_row0, run_hloprobe, run_hloprobe_here
+from testutil import numpy_seed_row0, run_hloprobe_here
 
 from hloprobe import engine, records
 from hloprobe.compile import cases, experiments, targets
@@ -515,8 +515,10 @@ class ExplainCommandTest(absltest.TestCase):
   )
 
   def test_explain_cpu(self):
-    # End to end, in a process of its own.
-    proc = run_hloprobe("explain", *self._CPU, "--verbose")
+    # In this process (record-cache hits): `python -m hloprobe explain
+    # --verbose` runs whole in a process of its own in
+    # tests/runtime/host_test.py.
+    proc = run_hloprobe_here("explain", *self._CPU, "--verbose", timeout_s=600)
     self.assertEqual(proc.returncode, 0, proc.stderr)
     # The answer first (issue 26), then the account (--verbose: issue 39
     # folds it by default) and the answer again last.
@@ -536,8 +538,8 @@ class ExplainCommandTest(absltest.TestCase):
     self.assertIn("What this cannot settle without a real device:", proc.stdout)
 
   def test_explain_cpu_json(self):
-    # In this process: the configs are record-cache hits when
-    # test_explain_cpu (or SeedMlpExplainTest) swept them first.
+    # The configs are record-cache hits when test_explain_cpu (or
+    # SeedMlpExplainTest) swept them first.
     proc = run_hloprobe_here(
       "explain", *self._CPU, "--format=json", timeout_s=600
     )

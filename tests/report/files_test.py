@@ -19,7 +19,7 @@ from hloprobe import startup
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.ir import path_part
 from hloprobe.numerics import accuracy
-from hloprobe.report import start_stream
+from hloprobe.report.stream import start_stream
 
 _CASES = textwrap.dedent("""\
   import numpy as np

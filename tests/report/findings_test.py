@@ -15,8 +15,9 @@ from absl.testing import absltest
 from hloprobe import invariance, report, verify
 from hloprobe.invariance.answer import Boundary
 from hloprobe.invariance.rows import ROW0, RowClasses
-from hloprobe.report import Answer, answer_line, group_causes
-from hloprobe.report.explain_answer import answer_lines
+from hloprobe.report import Answer
+from hloprobe.report.explain_answer import answer_line, answer_lines
+from hloprobe.report.findings import code_change, group_causes
 from hloprobe.verify.findings import rank_findings
 
 
@@ -111,19 +112,19 @@ class GroupTest(absltest.TestCase):
 
 class CodeChangeTest(absltest.TestCase):
   def test_float32_is_highest_on_the_call(self):
-    c = report.code_change(verify.Candidate("float32", "", ""))
+    c = code_change(verify.Candidate("float32", "", ""))
     self.assertEqual(c.on_call, "precision=jax.lax.Precision.HIGHEST")
     self.assertEqual(c.around, 'jax.default_matmul_precision("float32")')
     self.assertTrue(c.code)
 
   def test_a_preset_is_the_preset(self):
-    c = report.code_change(verify.Candidate("TF32_TF32_F32_X3", "", ""))
+    c = code_change(verify.Candidate("TF32_TF32_F32_X3", "", ""))
     self.assertEqual(
       c.on_call, "precision=jax.lax.DotAlgorithmPreset.TF32_TF32_F32_X3"
     )
 
   def test_should_fail_twin_a_flag_fix_has_no_code_change(self):
-    c = report.code_change(verify.Candidate("no_triton_gemm", "", ""))
+    c = code_change(verify.Candidate("no_triton_gemm", "", ""))
     self.assertFalse(c.code)
     self.assertIsNone(c.on_call)
     self.assertEqual(c.flags, "XLA_FLAGS=--xla_gpu_enable_triton_gemm=false")

@@ -8,12 +8,12 @@ import os
 
 from absl.testing import absltest
 
-from hloprobe import verify
 from hloprobe.compile.targets import get_target
 from hloprobe.numerics import accuracy, bands, predict
 from hloprobe.records import Config, ConfigResult, Execution
 from hloprobe.report import files, results_schema, tables, verification
 from hloprobe.verify.fix import Fix
+from hloprobe.verify.outcome import Verification
 from hloprobe.verify.requirements import Requirement
 
 _INF, _NAN = math.inf, math.nan
@@ -73,7 +73,7 @@ class StrictJsonTest(absltest.TestCase):
 
   def test_verification_json_is_strict(self):
     fix = Fix("float32", precision="float32")
-    outcome = verify.Verification(
+    outcome = Verification(
       fix, (Requirement("accurate", False, ("x",)),), (), ()
     )
     doc = _strict_loads(verification.render_verification(outcome, "json"))

@@ -60,6 +60,23 @@ class StartStreamTest(absltest.TestCase):
       os.listdir(out.full_path), ["notes.txt", "results.jsonl"]
     )
 
+  def test_overwrite_refuses_an_unreadable_earlier_results_json(self):
+    # Its config folders cannot be told from the user's files: nothing is
+    # removed, and the one line says why (review finding 19).
+    out = self.create_tempdir()
+    out.create_file("results.json", '{"configs": [{"target": "cpu"}]}')
+    out.create_file("cpu/seed_mlp/n2-float32/optimized.hlo", "HloModule m")
+    with self.assertRaisesRegex(
+      InvalidArgumentError, r"--overwrite: the earlier .*results.json cannot"
+    ):
+      stream.start_stream(out.full_path, overwrite=True)
+    self.assertCountEqual(os.listdir(out.full_path), ["cpu", "results.json"])
+
+  def test_overwrite_of_a_stream_without_results_json(self):
+    out = self.create_tempdir()
+    out.create_file("results.jsonl", "")
+    self.assertEqual(stream.start_stream(out.full_path, True), out.full_path)
+
   def test_a_file_is_not_a_folder(self):
     path = self.create_tempfile("f").full_path
     with self.assertRaisesRegex(InvalidArgumentError, "is not a folder"):

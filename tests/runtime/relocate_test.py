@@ -12,8 +12,9 @@ import recorded
 from absl.testing import absltest
 
 from hloprobe import records
-from hloprobe.runtime import RecordCache, Roots
+from hloprobe.runtime import RecordCache
 from hloprobe.runtime import relocate as relocate_module
+from hloprobe.runtime.relocate import Roots
 
 # Where the other checkout was: a folder this machine does not have.
 _ELSEWHERE = "/somewhere/else/hloprobe"
@@ -33,6 +34,13 @@ def _foreign_record() -> records.ConfigResult:
   return recorded.config_result(rec)
 
 
+def _put_there(cache: RecordCache, key: str, record) -> None:
+  """`cache.put` as the checkout at /somewhere/else makes it: `put` stores
+  `relocate.relative(record, Roots.of(case_dir))` with the writer's own
+  package folder as a root (this process's cannot be moved there)."""
+  cache.put(key, relocate_module.relative(record, Roots.of(package=_ELSEWHERE)))
+
+
 class RelocatedCacheTest(absltest.TestCase):
   def setUp(self):
     super().setUp()
@@ -46,7 +54,7 @@ class RelocatedCacheTest(absltest.TestCase):
     self.assertIn(_ELSEWHERE, self.record.compilation.stablehlo)
 
   def test_entry_on_disk_has_no_absolute_path_of_the_writer(self):
-    self.cache.put("ab" * 32, self.record, Roots.of(package=_ELSEWHERE))
+    _put_there(self.cache, "ab" * 32, self.record)
     (entry,) = glob.glob(os.path.join(self.cache.records_dir, "*", "*.record"))
     with open(entry, "rb") as f:
       data = f.read()
@@ -54,7 +62,7 @@ class RelocatedCacheTest(absltest.TestCase):
     self.assertIn(b"{hloprobe:package}/compile/builtin_cases.py", data)
 
   def test_another_checkout_reads_its_own_paths(self):
-    self.cache.put("cd" * 32, self.record, Roots.of(package=_ELSEWHERE))
+    _put_there(self.cache, "cd" * 32, self.record)
     # Read from this checkout (the default roots: this package).
     got = self.cache.get("cd" * 32)
     self.assertNotIn("/somewhere/else", repr(got))
@@ -85,6 +93,13 @@ class RelocatedCacheTest(absltest.TestCase):
     # No case folder here: the token stays; no path is made up.
     kept = relocate_module.resolved(record, Roots.of(None))
     self.assertEqual(kept["location"], "{hloprobe:case}/my_case.py:12")
+
+  def test_the_cache_stores_case_paths_under_the_case_folder_given(self):
+    theirs, mine = "/home/them/cases", self.create_tempdir().full_path
+    self.cache.put("ef" * 32, {"location": f"{theirs}/my_case.py:12"}, theirs)
+    self.assertEqual(
+      self.cache.get("ef" * 32, mine), {"location": f"{mine}/my_case.py:12"}
+    )
 
   def test_a_record_without_paths_comes_back_the_same_object(self):
     plain = ("a", 1, {"b": (2.0, "c")})

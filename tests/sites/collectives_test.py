@@ -17,7 +17,7 @@ from absl.testing import absltest, parameterized
 
 from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
-from hloprobe.sites import dot_sites, partition_count
+from hloprobe.sites import dot_sites
 from hloprobe.sites.collectives import collective_after, group_size
 
 _DATA = os.path.join(
@@ -61,7 +61,7 @@ class CollectiveBesideSiteTest(parameterized.TestCase):
     self.assertEqual(sites[0].contracting_size, 256)
     text = _read(jaxlib, "a100_all_reduce", "hlo.txt")
     self.assertIn("num_partitions=8", text.splitlines()[0])
-    self.assertEqual(partition_count(parse_hlo_module(text)), 8)
+    self.assertEqual(parse_hlo_module(text).partition_count, 8)
 
 
 class GroupSizeTest(parameterized.TestCase):
@@ -95,7 +95,7 @@ class OneDeviceTest(absltest.TestCase):
       "rhs_contracting_dims={0}\n"
       "}\n"
     )
-    self.assertEqual(partition_count(module), 1)
+    self.assertEqual(module.partition_count, 1)
     self.assertIsNone(collective_after(module, module.entry.root))
 
 

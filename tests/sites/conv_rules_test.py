@@ -19,7 +19,7 @@ import recorded
 from absl.testing import absltest, parameterized
 
 from hloprobe.ir.stablehlo import CONVOLUTION, DOT, parse_stablehlo_dots
-from hloprobe.sites import conv_rules, tf32_optional
+from hloprobe.sites import conv_rules
 from hloprobe.sites.site_fate import Fate, site_record
 
 _RELEASES = tuple((r.replace(".", "_"), r) for r in recorded.RELEASES)
@@ -89,7 +89,7 @@ class ConvNetSitesTest(parameterized.TestCase):
         f.effective_algorithm, "TF32_TF32_F32" if tf32 else "F32_F32_F32"
       )
       self.assertEqual(f.algorithm_source, "rule")
-      self.assertEqual(tf32_optional(f), tf32)
+      self.assertEqual(f.tf32_optional, tf32)
       self.assertIsNone(f.conflict)
     self.assertNotIn(fates[2].fate, (Fate.CUDNN_CONV, Fate.CONV))
     records = [site_record(f) for f in fates]
@@ -102,7 +102,9 @@ class ConvNetSitesTest(parameterized.TestCase):
   def test_float32_writes_highest_on_the_calls(self, jaxlib):
     """The independent fact behind F32 under `float32`: the HLO says so."""
     rec = recorded.load("conv_net_a100_n4_float32", jaxlib)
-    for _, precisions in _cudnn_calls(rec.optimized_hlo):
+    calls = _cudnn_calls(rec.optimized_hlo)
+    self.assertLen(calls, 2)  # conv_net's two convolutions
+    for _, precisions in calls:
       self.assertEqual(precisions[:2], ("highest", "highest"))
 
   @parameterized.named_parameters(*_RELEASES)
@@ -145,6 +147,7 @@ class CudnnConvRuleTest(parameterized.TestCase):
     ("f32", "high,highest", "9.0", "F32_F32_F32"),
     ("f32", "default,default", "7.5", "F32_F32_F32"),  # no TF32 before sm_80
     ("f32", "default,default", None, None),
+    ("f32", "packed_nibble,default", "8.0", None),  # not a rank: unknown
     ("bf16", "default,default", "8.0", "BF16_BF16_F32"),
     ("f16", "highest,highest", "8.0", "F16_F16_F32"),
     ("s8", "default,default", "8.0", None),

@@ -190,5 +190,40 @@ class MergedSplitKTest(absltest.TestCase):
     self.assertEqual([m.split_k for m in mapped], [4, 4, 4, None])
 
 
+_INT8 = (
+  pathlib.Path(__file__).parents[1] / "intdots_testdata" / "int8_dots_a100_n4"
+)
+
+
+class UnknownEmitterTest(absltest.TestCase):
+  """A dot in a fusion kind hloprobe has not seen is unknown, never a
+  plain dot (review finding 6), on every jaxlib. Fixture: the a100's
+  int8_dots at n = 4 (jaxlib 0.12.0.1), whose s8 -> s8 dot XLA wraps in a
+  kLoop fusion (`%wrapped_dot`)."""
+
+  def _mapped(self, edit=lambda text: text):
+    sites = parse_stablehlo_dots((_INT8 / "stablehlo.txt").read_text())
+    hlo = edit((_INT8 / "optimized_hlo.txt").read_text())
+    return dot_sites.map_dot_sites(sites, parse_hlo_module(hlo))
+
+  def _loop_site(self, mapped):
+    (site,) = [m for m in mapped if m.carriers[0] == "wrapped_dot"]
+    return site
+
+  def test_the_loop_fusion_is_a_plain_dot(self):
+    self.assertEqual(self._loop_site(self._mapped()).fate, Fate.DOT)
+
+  def test_a_kind_not_seen_is_unknown_with_its_name(self):
+    old = "%wrapped_dot = s8[4,16]{1,0} fusion(%x.1, %v.1), kind=kLoop"
+
+    def plant(text):
+      assert old in text
+      return text.replace(old, old.replace("kLoop", "kScatter"))
+
+    site = self._loop_site(self._mapped(plant))
+    self.assertEqual(site.fate, Fate.UNKNOWN)
+    self.assertIn("'kScatter' kernel", site.unknown_reason)
+
+
 if __name__ == "__main__":
   absltest.main()

@@ -4,12 +4,19 @@ two releases are in site_fate_test.py."""
 
 from __future__ import annotations
 
+import re
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 import program_cases
 import pytest
+import recorded
 from absl.testing import absltest, parameterized
 
-from hloprobe.compile import lowering, targets
+from hloprobe.compile import Case, get_target, lowering, targets
+from hloprobe.engine.measure import run_config
 from hloprobe.sites import effective
 
 
@@ -131,6 +138,17 @@ class BlasRuleTest(parameterized.TestCase):
     self.assertEqual(got, "F32_F32_F32")
     self.assertNotIn("allowed", evidence)
 
+  @parameterized.parameters("packed_nibble,default", "default,bogus")
+  def test_unknown_operand_precision_has_no_outcome(self, precision):
+    # xla_data.proto's PrecisionConfig has PACKED_NIBBLE beside
+    # DEFAULT/HIGH/HIGHEST; the TF32 rule is keyed on the last three only,
+    # so another word must not be taken for DEFAULT (TF32 allowed).
+    got, evidence = effective.blas_algorithm(
+      "cuBLAS", "f32", precision, None, "9.0"
+    )
+    self.assertIsNone(got)
+    self.assertIn("unknown operand precision", evidence)
+
   def test_cpu_rule(self):
     self.assertEqual(effective.cpu_algorithm("f32")[0], "F32_F32_F32")
     self.assertEqual(effective.cpu_algorithm("f64")[0], "F64_F64_F64")
@@ -147,12 +165,95 @@ class BlasRuleTest(parameterized.TestCase):
     )
     cpu = targets.get_target("cpu")
     outs = [
-      lowering.run_compiled(lowering.compile_case(case, args, p, cpu), args)[0][
-        0
-      ]
+      lowering.compile_case(case, args, p, cpu).run(args)[0][0]
       for p in ("default", "highest")
     ]
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+# XLA:CPU's release-dependent path of a bf16 dot (operand_upcaster at
+# n = 1, YNNPACK at n = 4), checked on both releases (make test-old) and
+# under AVX (make test-isa: the dot-library rewrite is not ISA-gated).
+@pytest.mark.compiles
+@pytest.mark.release_rules
+@pytest.mark.cpu_numerics
+class CpuBf16DotTest(absltest.TestCase):
+  def test_bf16_dot_on_the_cpu_is_bf16_bf16_f32(self):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((4, 64)).astype(ml_dtypes.bfloat16)
+    w = rng.standard_normal((64, 32)).astype(ml_dtypes.bfloat16)
+    case = Case(
+      "bf16_cpu",
+      "bf16 x bf16 -> f32",
+      lambda a, b: jnp.dot(a, b, preferred_element_type=jnp.float32),
+      lambda: (x, w),
+    )
+    for n in (1, 4):
+      r = run_config(case, (x, w), None, get_target("cpu"), "default", n)
+      (f,) = r.compilation.fates
+      self.assertEqual(f.effective_algorithm, "BF16_BF16_F32")
+      hlo = r.compilation.optimized_hlo
+      if n == 1:  # operand_upcaster: both operands converted to f32
+        self.assertRegex(hlo, r"f32\[64,32\]\{1,0\} convert\(")
+      else:  # YNNPACK takes the bf16 operands, f32 result
+        self.assertIn("__ynn_fusion", hlo)
+        self.assertIn("bf16[4,64]", hlo)
+        self.assertNotRegex(hlo, r"f32\[64,32\]\{1,0\} convert\(")
+    # The run: exact products summed in f32, within K u sum|a||b| of f64.
+    got = np.asarray(jax.jit(case.fn)(x, w), np.float64)
+    a, b = x.astype(np.float64), w.astype(np.float64)
+    bound = 64 * 2.0**-24 * (np.abs(a) @ np.abs(b))
+    self.assertTrue(np.all(np.abs(got - a @ b) <= bound))
+
+
+class OperandRoundingTest(parameterized.TestCase):
+  """A declared BF16_BF16_F32 on the seed at n = 2 (a100): XLA strength-
+  reduces site 3 (K = 48, one output column) to a multiply+reduce whose
+  multiply reads the weight through convert(f32 -> bf16) and back, and the
+  activation in f32 (read below in each release's optimized HLO). The
+  products are then neither F32_F32_F32 (what was said) nor
+  BF16_BF16_F32."""
+
+  # The multiply's first operand is named %broadcast.8.3 by 0.12.0.1,
+  # %broadcast.18.3 by 0.10.2.
+  _MULTIPLY = re.compile(
+    r"%multiply\.4 = f32\[2,48\]\{1,0\} multiply\((%broadcast\.\d+\.3), "
+    r"%mul\.35\.3\)"
+  )
+
+  @parameterized.named_parameters(*((r, r) for r in recorded.RELEASES))
+  def test_one_operand_rounded_has_no_preset(self, jaxlib):
+    rec = recorded.load("seed_a100_n2_BF16_BF16_F32", jaxlib)
+    hlo = rec.optimized_hlo
+    self.assertIsNotNone(self._MULTIPLY.search(hlo))
+    self.assertRegex(hlo, r"%convert\.4\.1 = bf16\[1,48\]\{1,0\} convert\(")
+    self.assertRegex(hlo, r"%convert\.8\.3 = f32\[48\]\{0\} convert\(")
+    site = recorded.fates(rec)[3]
+    self.assertEqual(site.fate.value, "multiply+reduce")
+    self.assertIsNone(site.effective_algorithm)
+    self.assertIn("operand 0 bf16, operand 1 f32", site.algorithm_evidence)
+    self.assertIn("one operand rounded", site.algorithm_evidence)
+
+  def test_both_operands_rounded_are_bf16_bf16_f32(self):
+    # Planted: the activation rounded through bf16 as well.
+    def plant(text):
+      m = self._MULTIPLY.search(text)
+      self.assertIsNotNone(m)
+      return text.replace(
+        m.group(0),
+        "%r1 = bf16[2,48]{1,0} convert(%mul.35.3)\n"
+        "  %r2 = f32[2,48]{1,0} convert(%r1)\n"
+        f"  %multiply.4 = f32[2,48]{{1,0}} multiply({m.group(1)}, %r2)",
+      )
+
+    rec = recorded.load("seed_a100_n2_BF16_BF16_F32")
+    site = recorded.fates(rec, plant)[3]
+    self.assertEqual(site.effective_algorithm, "BF16_BF16_F32")
+
+  def test_without_a_declared_preset_the_products_stay_f32(self):
+    rec = recorded.load("seed_a100_n2_bfloat16")
+    site = recorded.fates(rec)[3]
+    self.assertEqual(site.effective_algorithm, "F32_F32_F32")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ arithmetic: a sum past 2^24 is not representable in f32.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import jax.numpy as jnp
@@ -27,16 +28,58 @@ from hloprobe.ir.stablehlo import parse_stablehlo_dots
 from hloprobe.numerics.emulate import emulate_case
 from hloprobe.sites import EXACT_INTEGER, Fate, resolve
 from hloprobe.sites.dot_sites import map_dot_sites
+from hloprobe.sites.integer_rules import integer_algorithm
 
 _DATA = os.path.join(
   os.path.dirname(os.path.dirname(__file__)), "intdots_testdata"
 )
 
 
-def _read(name: str) -> str:
-  path = os.path.join(_DATA, "int_to_f32_a100_n8", name)
+def _read(name: str, folder: str = "int_to_f32_a100_n8") -> str:
+  path = os.path.join(_DATA, folder, name)
   with open(path, encoding="utf-8") as f:
     return f.read()
+
+
+class TritonSatfiniteTest(absltest.TestCase):
+  """An s8 x s8 -> s32 Triton gemm: mma's `.satfinite` clamps its s32
+  accumulator (PTX ISA, mma's integer `.satfinite`) instead of wrapping,
+  so the wrap rule holds only where one accumulator chain (K / split-K
+  products of at most 128 * 128 = 2^14 each) stays within 2^31 - 1.
+  Fixture: s8[8,262144] x s8[262144,16] on the a100, jaxlib 0.12.0.1
+  (compiled by hand; its PTX kept)."""
+
+  _FOLDER = "s8_s32_long_k_a100_n8"
+
+  def _fate(self):
+    text = _read("optimized_hlo.txt", self._FOLDER)
+    module = parse_hlo_module(text)
+    sites = parse_stablehlo_dots(_read("stablehlo.txt", self._FOLDER))
+    (fate,) = resolve(
+      map_dot_sites(sites, module), module, [], get_target("a100")
+    )
+    return text, fate
+
+  def test_split_chains_stay_within_s32_and_wrap(self):
+    text, fate = self._fate()
+    # What the rule rests on, read from the fixture itself: 128 partials
+    # of K 2048 each, added by an s32 reduce; the gemm's mma saturates.
+    self.assertIn("s32[128,8,16]{2,1,0} fusion(", text)
+    ptx = _read("gemm_fusion_dot.ptx", self._FOLDER)
+    self.assertIn("mma.sync.aligned.m16n8k32.row.col.satfinite.s32", ptx)
+    self.assertEqual((fate.fate, fate.split_k), (Fate.TRITON_GEMM, 128))
+    # 2048 * 2^14 = 2^25 <= 2^31 - 1: no chain clamps.
+    self.assertEqual(fate.effective_algorithm, EXACT_INTEGER)
+
+  def test_one_chain_past_s32_has_no_outcome(self):
+    _, fate = self._fate()
+    # The same site unsplit: one chain of 262144 products of up to 2^14
+    # reaches 2^32 > 2^31 - 1, where .satfinite would clamp.
+    whole = dataclasses.replace(fate, split_k=None)
+    algorithm, why = integer_algorithm(whole, get_target("a100"))
+    self.assertIsNone(algorithm)
+    self.assertIn("4294967296 > 2^31 - 1", why)
+    self.assertIn(".satfinite", why)
 
 
 class IntegerOperandsFloatResultTest(absltest.TestCase):

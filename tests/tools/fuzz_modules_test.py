@@ -59,6 +59,21 @@ class FuzzModulesTest(absltest.TestCase):
         outcome = fuzz_modules.read_outcome(path)
         self.assertEqual(outcome.kind, "read", (name, outcome.what))
 
+  def test_seeds_name_no_checkout_path_nor_caller(self):
+    # A finding replays from its index only if the seeds are the same
+    # bytes wherever the fuzz runs and whoever asks: `fuzz` and
+    # `--replay` call seed_files from different stacks, and jax puts
+    # locations in MLIR bytecode and jax.export artifacts.
+    def from_another_stack():
+      return sorted(fuzz_modules.seed_files().items())
+
+    self.assertEqual(from_another_stack(), self.seeds)
+    checkout = os.path.dirname(os.path.dirname(fuzz_modules.__file__))
+    for name, data in self.seeds:
+      self.assertNotIn(os.path.basename(__file__).encode(), data, name)
+      self.assertNotIn(checkout.encode(), data, name)
+    self.assertIn(b"fuzz_seed.py", dict(self.seeds)["module.export"])
+
   def test_a_mutation_is_a_pure_function_of_seed_and_index(self):
     for i in (0, 1, 17, 999):
       first = fuzz_modules.mutate(self.seeds, 3, i)

@@ -38,7 +38,7 @@ class CommandTest(absltest.TestCase):
   def test_verify_command(self):
     tries = self._tries("float32")
     self.assertEqual(
-      verify.verify_command(tries, tries.candidates[0]),
+      candidates.verify_command(tries, tries.candidates[0]),
       "hloprobe verify --case=seed_mlp --targets=a100 --batch_sizes=1,2,9 "
       "--precisions=bfloat16 --fix=float32 --require=consistent,accurate",
     )
@@ -58,7 +58,7 @@ class CommandTest(absltest.TestCase):
       tries, plan=dataclasses.replace(tries.plan, cases=(module,))
     )
     self.assertEqual(
-      verify.verify_command(tries, tries.candidates[0]),
+      candidates.verify_command(tries, tries.candidates[0]),
       "hloprobe verify "
       "--case=dump/module_0000.jit_f.before_optimizations.txt "
       "--targets=a100 --precisions=bfloat16 --fix=float32 "
@@ -69,11 +69,11 @@ class CommandTest(absltest.TestCase):
     word = "split_k_off:--xla_gpu_experimental_force_split_k=1"
     tries = self._tries(word)
     self.assertIn(
-      f"--fix={word} ", verify.verify_command(tries, tries.candidates[0])
+      f"--fix={word} ", candidates.verify_command(tries, tries.candidates[0])
     )
     spaced = verify.Candidate("a:--xla_x=1 --xla_y=2", "", "")
     self.assertIn(
-      "'--fix=a:--xla_x=1 --xla_y=2'", verify.verify_command(tries, spaced)
+      "'--fix=a:--xla_x=1 --xla_y=2'", candidates.verify_command(tries, spaced)
     )
 
   @staticmethod

@@ -12,8 +12,8 @@ from verify_findings import finding
 
 from hloprobe import records, verify
 from hloprobe.compile import get_target
-from hloprobe.report import Answer, answer_json
-from hloprobe.report.explain_answer import answer_lines
+from hloprobe.report import Answer
+from hloprobe.report.explain_answer import answer_json, answer_lines
 from hloprobe.verify.findings import rank_findings
 
 

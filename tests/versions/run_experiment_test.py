@@ -14,8 +14,7 @@ from testutil import run_hloprobe_here
 
 from hloprobe.cli import _main as cli
 from hloprobe.commands import common
-from hloprobe.versions import render_versions
-from hloprobe.versions.compare import compare
+from hloprobe.versions.compare import compare, render_versions
 from hloprobe.versions.run import VersionRun, spec_from_request, spec_request
 
 _NO_TRITON = ["--xla_gpu_enable_triton_gemm=false"]

@@ -4,7 +4,7 @@ For `record_fixtures.CASE` on the compile-only `a100` under jaxlib
 0.12.0.1 (0.10.2 has no config-assigner pass: no keys), batch sizes
 n = 2..64:
 
-  1. compiles every n under `hloprobe.kernels.PIN_FLAGS` (split-K forced
+  1. compiles every n under `hloprobe.kernels.autotune_pin.PIN_FLAGS` (split-K forced
      to 1) with XLA's passes dumped and its autotune-cache VLOG on, and
      writes `pin_gemm_configs`' file to
      tests/testdata/kernels/0.12.0.1/ln_model_a100_pin.textproto;
@@ -44,8 +44,10 @@ KEPT = (2, 8, 64)
 FULL = "--full" in sys.argv
 
 
-def _flags(kernels) -> tuple[str, ...]:
-  return kernels.PIN_FLAGS + (kernels.REDUCTION_PIN_FLAGS if FULL else ())
+def _flags() -> tuple[str, ...]:
+  from hloprobe.kernels import autotune_pin as pin
+
+  return pin.PIN_FLAGS + (pin.REDUCTION_PIN_FLAGS if FULL else ())
 
 
 def _name() -> str:
@@ -65,7 +67,7 @@ def _setup(replay: str | None):
   compile_mod.start_backends("cpu")
   target = compile_mod.get_target("a100")
   options = dict(target.compiler_options or {})
-  for flag in _flags(kernels):
+  for flag in _flags():
     key, value = flag.lstrip("-").split("=", 1)
     options[key] = value
   if replay is not None:
@@ -84,7 +86,7 @@ def record() -> int:
     compiled[n] = compile_mod.compile_case(
       rf.CASE, args, "float32", target, dump_passes=True
     )
-  extra = kernels.REDUCTION_PIN_FLAGS if FULL else ()
+  extra = _flags()[1:]  # REDUCTION_PIN_FLAGS with --full
   pin = kernels.pin_gemm_configs(compiled, target, extra_flags=extra)
   path = os.path.join(out, f"{_name()}.textproto")
   with open(path, "w", encoding="utf-8") as f:

@@ -1,4 +1,5 @@
-"""explain's answer as HTML (`pictures.html_answer`), without XLA: the
+"""explain's answer as the HTML page draws it (`report.answer_page`, made
+HTML by `pictures.html_table`), without XLA: the
 batch-invariance answer comes after what to do, one line per cause, as
 `explain` prints it (walking issue 39 as a user: report.html left it out,
 though the console opens with it where nothing is at fault).

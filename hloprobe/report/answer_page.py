@@ -1,7 +1,8 @@
-"""`explain`'s answer as structured HTML: the finding table, then what to do.
+"""`explain`'s answer as the HTML page draws it: the finding table, then
+what to do, in words (`pictures`' templates/answer.html.j2 makes the HTML).
 
-`answer_view` turns a `report.Answer` into what templates/answer.html.j2
-draws: one row per cause (`report.group_causes`: its where, the effective
+`answer_view` turns an `Answer` into what that template draws: one row per
+cause (`findings.group_causes`: its where, the effective
 algorithm, the sites with their source lines, the batch sizes and
 precisions, the worst error and the fix as a code change), then `Do:`
 (the first fix that passed, as the change to make), its `hloprobe verify`
@@ -9,8 +10,9 @@ command, the other fixes folded, and the batch-invariance answer one line
 per cause, as `explain` prints them. `cause_of` names each config's
 cause, so that the configs table groups its rows by finding.
 
-Computes nothing new: the words are `report`'s (`answer_line`,
-`code_change`) and `invariance`'s (`first_lines`). Private in intent: use the package, `hloprobe.pictures`.
+Computes nothing new: the words are `explain_answer`'s (`answer_line`),
+`findings`' (`code_change`) and `invariance`'s (`first_lines`). Private in
+intent: use the package, `hloprobe.report`.
 """
 
 from __future__ import annotations
@@ -19,13 +21,8 @@ import dataclasses
 from collections.abc import Sequence
 
 from hloprobe import invariance
-from hloprobe.report import (
-  Answer,
-  Cause,
-  answer_line,
-  code_change,
-  group_causes,
-)
+from hloprobe.report.explain_answer import Answer, answer_line
+from hloprobe.report.findings import Cause, code_change, group_causes
 from hloprobe.verify import times_words
 
 __all__ = ["AnswerView", "FindingRow", "answer_view", "cause_of"]
@@ -66,7 +63,7 @@ class AnswerView:
   """What answer.html.j2 draws.
 
   Attributes:
-    headline: the answer's first line (`report.answer_line`).
+    headline: the answer's first line (`explain_answer.answer_line`).
     rows: the finding table, worst cause first; () for no finding.
     do: the change to make (the first fix that passed), or why none.
     command: its `hloprobe verify` command, or None.
@@ -74,6 +71,9 @@ class AnswerView:
     others: the other fixes, one line each (what each left, its command).
     invariance: the batch-invariance answer, one line per cause
       (`invariance.first_lines(..., folded=True)`), () where not asked.
+    causes: each result given to `answer_view`'s cause number ("1", "2",
+      ...; "" for none: `cause_of`), so that the configs table groups its
+      rows by finding; () where none was given.
   """
 
   headline: str
@@ -83,6 +83,7 @@ class AnswerView:
   checked_by: str | None
   others: tuple[str, ...]
   invariance: tuple[str, ...] = ()
+  causes: tuple[str, ...] = ()
 
 
 def _error(c: Cause) -> str:
@@ -129,8 +130,9 @@ def _row(i: int, c: Cause, fix: str) -> FindingRow:
   return FindingRow(str(i), where, cause, sites, lines, sizes, _error(c), fix)
 
 
-def answer_view(answer: Answer) -> AnswerView:
-  """`answer` as the page's answer: the finding table and what to do."""
+def answer_view(answer: Answer, results: Sequence = ()) -> AnswerView:
+  """`answer` as the page's answer: the finding table and what to do, and
+  each of `results`' (`records.ConfigResult`s) cause number (`cause_of`)."""
   causes = group_causes(answer.findings)
   fix = _fix_words(answer)
   rows = tuple(_row(i, c, fix) for i, c in enumerate(causes, 1))
@@ -173,6 +175,7 @@ def answer_view(answer: Answer) -> AnswerView:
         answer.invariance, answer.pins, folded=True
       )[1:]
     ),
+    tuple(cause_of(answer, results)),
   )
 
 
