@@ -174,11 +174,16 @@ def sweep_kernels(
 
 def rows_and_kernels(
   plan: SweepPlan, pool, full_inputs: Callable[[int], tuple], results
-) -> tuple[dict[tuple, ConfigRows], dict[tuple, tuple[RowKernel, ...]]]:
+) -> tuple[
+  dict[tuple, ConfigRows],
+  dict[tuple, tuple[RowKernel, ...]],
+  dict[tuple, GroupModel | str],
+]:
   """What `invariance_of` judges a sweep's configs by, read on the
   sweep's workers: the runnable configs' rows (`sweep_rows`, the anchor
-  at its offsets too) and the compile-only configs' row kernels
-  (`sweep_kernels`).
+  at its offsets too), the compile-only configs' row kernels
+  (`sweep_kernels`) and their row 0 by the kernel model where it is
+  bit-exact (`sweep_models`).
 
   Args:
     plan: the sweep's plan.
@@ -187,14 +192,16 @@ def rows_and_kernels(
     results: the sweep's records.
 
   Returns:
-    (`config_key` -> `ConfigRows`, `config_key` -> `RowKernel`s). A
-    config whose rows could not be run is not in the first (judged by its
-    records' row 0); one whose kernels could not be read is not in the
-    second (read from its fates).
+    (`config_key` -> `ConfigRows`, `config_key` -> `RowKernel`s,
+    `group_key` -> `GroupModel` or why not). A config whose rows could
+    not be run is not in the first (judged by its records' row 0); one
+    whose kernels could not be read is not in the second (read from its
+    fates).
   """
   rows, _ = sweep_rows(plan, pool, full_inputs)
   kernels, _ = sweep_kernels(plan, pool, full_inputs, results)
-  return rows, kernels
+  model = sweep_models(plan, pool, full_inputs, results, kernels)
+  return rows, kernels, model
 
 
 def sweep_models(
