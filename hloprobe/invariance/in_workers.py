@@ -13,6 +13,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import sys
+import threading
 from collections.abc import Callable
 
 from hloprobe.engine import PlannedConfig, SweepPlan, SweptCase
@@ -117,8 +118,10 @@ def sweep_kernels(
 
   Each request goes to the lane the sweep dealt its config to (`_lanes`),
   where that worker kept the compile; the lanes run at once, one thread
-  each. A config compiled elsewhere (a cached record) is compiled again
-  there.
+  each. A request carries no inputs; only where that worker did not keep
+  the compile (a cached record, a config dealt elsewhere) is it asked
+  again with the case's full inputs (made then, once per case), and the
+  config compiled again there.
 
   Returns (`config_key` -> its `RowKernel`s, `config_key` -> why not
   read); ({}, {}) where the kernels stage is not installed (the fates'
@@ -128,7 +131,6 @@ def sweep_kernels(
   found, failed = {}, {}
   if kernel_reader() is site_kernels:
     return found, failed
-  inputs: dict[int, tuple | None] = {}
   dealt = _lanes(plan)
   lanes: dict[tuple[str, int], list] = {}
   for c in plan.configs():
@@ -137,24 +139,29 @@ def sweep_kernels(
       continue
     if len(plan.sizes_of(c.case)) < 2:
       continue  # nothing to compare it with
-    try:  # a user case's are made in the worker that loaded it
-      if c.case_index not in inputs:
-        inputs[c.case_index] = full_inputs(c.case_index)
-    except HloprobeError as e:
-      failed[key] = first_line(e)
-      continue
+    lanes.setdefault(dealt[key], []).append((key, c))
+  made = threading.Lock()
+
+  def ask(c, flags: str, lane: int):
+    """The config's records: first without the inputs (the worker kept
+    its compile), then, where it did not, with them (compiled again)."""
     request = KernelsRequest(
-      c.config, c.case.source, inputs[c.case_index], plan.inputs
+      c.config, c.case.source, None, plan.inputs, compile=False
     )
-    lanes.setdefault(dealt[key], []).append((key, request))
+    records = pool.call(request, flags, lane=lane)
+    if records is not None:
+      return records
+    with made:  # a user case's are made in the worker that loaded it
+      full = full_inputs(c.case_index)
+    request = KernelsRequest(c.config, c.case.source, full, plan.inputs)
+    return pool.call(request, flags, lane=lane)
 
   def run_lane(flags: str, lane: int, todo) -> None:
-    for key, request in todo:
+    for key, c in todo:
       try:
-        records = pool.call(request, flags, lane=lane)
-        found[key] = records_as_kernels(records, by_key[key])
+        found[key] = records_as_kernels(ask(c, flags, lane), by_key[key])
       except Exception as e:  # that config read from its fates instead
-        failed[key] = first_line(e)
+        failed[key] = first_line(e)  # (or its inputs could not be made)
 
   with concurrent.futures.ThreadPoolExecutor(max(1, len(lanes))) as threads:
     for done in [
@@ -167,11 +174,16 @@ def sweep_kernels(
 
 def rows_and_kernels(
   plan: SweepPlan, pool, full_inputs: Callable[[int], tuple], results
-) -> tuple[dict[tuple, ConfigRows], dict[tuple, tuple[RowKernel, ...]]]:
+) -> tuple[
+  dict[tuple, ConfigRows],
+  dict[tuple, tuple[RowKernel, ...]],
+  dict[tuple, GroupModel | str],
+]:
   """What `invariance_of` judges a sweep's configs by, read on the
   sweep's workers: the runnable configs' rows (`sweep_rows`, the anchor
-  at its offsets too) and the compile-only configs' row kernels
-  (`sweep_kernels`).
+  at its offsets too), the compile-only configs' row kernels
+  (`sweep_kernels`) and their row 0 by the kernel model where it is
+  bit-exact (`sweep_models`).
 
   Args:
     plan: the sweep's plan.
@@ -180,14 +192,16 @@ def rows_and_kernels(
     results: the sweep's records.
 
   Returns:
-    (`config_key` -> `ConfigRows`, `config_key` -> `RowKernel`s). A
-    config whose rows could not be run is not in the first (judged by its
-    records' row 0); one whose kernels could not be read is not in the
-    second (read from its fates).
+    (`config_key` -> `ConfigRows`, `config_key` -> `RowKernel`s,
+    `group_key` -> `GroupModel` or why not). A config whose rows could
+    not be run is not in the first (judged by its records' row 0); one
+    whose kernels could not be read is not in the second (read from its
+    fates).
   """
   rows, _ = sweep_rows(plan, pool, full_inputs)
   kernels, _ = sweep_kernels(plan, pool, full_inputs, results)
-  return rows, kernels
+  model = sweep_models(plan, pool, full_inputs, results, kernels)
+  return rows, kernels, model
 
 
 def sweep_models(

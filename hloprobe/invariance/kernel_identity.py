@@ -249,19 +249,27 @@ class KernelsRequest(Request):
   Attributes:
     config: the config.
     case_source, full_inputs, inputs: as `RowsRequest`'s.
+    compile: compile the config again where the worker did not keep it;
+      False: `run` returns None then (the caller asks again with the
+      full inputs: they cross to the worker only when needed, about
+      50 MB for a GPT-2-sized block).
 
-  `run` returns the `KernelRecord`s, or raises what reading raised.
+  `run` returns the `KernelRecord`s (None: not kept, `compile` False),
+  or raises what reading raised.
   """
 
   config: Config
   case_source: str
   full_inputs: tuple | None
   inputs: str | None = None
+  compile: bool = True
 
   def run(self, memo: dict):
     read = _read_kernels()
     kept = memo.get(KEPT, {}).get(self.config)
     if not isinstance(kept, tuple):
+      if not self.compile:
+        return None
       key = ("case", self.case_source, self.inputs)
       if key not in memo:
         memo[key] = get_case(self.case_source, self.inputs)

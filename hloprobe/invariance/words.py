@@ -55,17 +55,25 @@ def _ulp(u: int | None) -> str:
 
 def _class_words(a: Invariance, c: RowClasses) -> list[str]:
   """ "identical for n = 2-8", then each other class with its cause."""
-  same = "identical" if a.basis in _BITS else "same per-row arithmetic"
+  same = "identical" if _by_bits(a, c.classes[0]) else "same per-row arithmetic"
   parts = [f"{same} for n = {_ranges(c.classes[0], a.sizes)}"]
   causes = {b.n: b for b in a.boundaries}
   for cls, u in zip(c.classes[1:], c.ulps[1:] or [None] * len(c.classes)):
     text = f"n = {_ranges(cls, a.sizes)} differs"
-    text += _ulp(u) if a.basis in _BITS else ""
+    text += _ulp(u) if _by_bits(a, cls) else ""
     b = causes.get(cls[0])
     if b is not None:
       text += f" ({'; '.join(b.causes) or b.unexplained})"
     parts.append(text)
   return parts
+
+
+def _by_bits(a: Invariance, cls) -> bool:
+  """Whether class `cls` of `a` is one of bits (run, or the kernel
+  model's), not of kernel identity."""
+  return a.basis in _BITS or (
+    bool(a.model_sizes) and set(cls) <= set(a.model_sizes)
+  )
 
 
 def _row_line(a: Invariance, c: RowClasses, many: bool) -> str:

@@ -100,6 +100,41 @@ for n in sizes:
 """
 
 
+# The sweep explain runs, then the answer alone on its pool, each timed:
+# the answer's own seconds measured, not taken as the difference of two
+# whole runs (which the load moves by more than the answer takes).
+_ALONE = """
+import json, sys, time
+from hloprobe import api, engine, invariance
+from hloprobe.commands import common
+plan = api.plan([sys.argv[1]], batch_sizes=sys.argv[2], precisions=["float32"],
+                targets=["a100"], explain_passes=True, cache=False)
+common.start_jax(plan.targets)
+with engine.worker_pool(plan) as pool:
+  start = time.perf_counter()
+  results = api.run(plan, pool=pool)
+  swept = time.perf_counter()
+  found, _ = invariance.batch_invariance(plan, results, pool, None)
+  done = time.perf_counter()
+print(json.dumps({"sweep_s": swept - start, "answer_s": done - swept,
+                  "groups": len(found)}))
+"""
+
+
+def _alone() -> dict:
+  """The explain sweep and the answer alone on its pool (`_ALONE`), in a
+  child under `_wrapped`: {"wall", "peak_kb", "sweep_s", "answer_s"}."""
+  sizes = ",".join(map(str, _SIZES))
+  with tempfile.TemporaryDirectory(prefix="bench-invariance-") as folder:
+    path = os.path.join(folder, "alone.json")
+    argv = [sys.executable, "-c", _ALONE, _CASE, sizes]
+    command = " ".join(shlex.quote(a) for a in argv) + " > " + path
+    found = _wrapped(["sh", "-c", command])
+    with open(path, encoding="utf-8") as f:
+      found.update(json.loads(f.read().strip().splitlines()[-1]))
+  return found
+
+
 def _explain(invariance: str) -> dict:
   """One explain run under `_wrapped` (wall seconds, peak), its JSON
   output read back from a file (the wrapper keeps none of it: the shell
@@ -147,22 +182,24 @@ def measure() -> dict:
   """The line's three runs, back to back.
 
   Returns:
-    {"plain_s", "answer_s", "off_s", "ratio" (answer / plain), "share"
-    ((answer - off) / plain), "peak_mb" (the answer run's largest
-    process), "answer" (its groups in words), "load_before",
-    "load_after"}.
+    {"plain_s", "answer_s" (the whole explain), "ratio" (answer_s /
+    plain_s), "sweep_s" and "own_s" (explain's sweep, then the answer
+    alone on its pool: `_ALONE`), "share" (own_s / plain_s), "peak_mb"
+    (the explain run's largest process), "answer" (its groups in
+    words), "load_before", "load_after"}.
   """
   before = _load()
   sizes = ",".join(map(str, _SIZES))
   plain = _wrapped([sys.executable, "-c", _PLAIN, _CASE, sizes])
   answer = _explain("answer")
-  off = _explain("off")
+  alone = _alone()
   return {
     "plain_s": plain["wall"],
     "answer_s": answer["wall"],
-    "off_s": off["wall"],
     "ratio": answer["wall"] / plain["wall"],
-    "share": (answer["wall"] - off["wall"]) / plain["wall"],
+    "sweep_s": alone["sweep_s"],
+    "own_s": alone["answer_s"],
+    "share": alone["answer_s"] / plain["wall"],
     "peak_mb": answer["peak_kb"] / 1024,
     "answer": _answer_words(answer["out"]),
     "load_before": before,
@@ -176,10 +213,11 @@ def main() -> None:
   print(
     f"invariance explain (bitwise answer, a100 compile-only, gpt2 block, "
     f"n = 1-64, float32) / plain compile loop: {f['ratio']:.2f}x (goal "
-    f"<= {_GOAL:g}x: {ok}); the answer's own share {f['share']:.2f}x; "
-    f"{f['answer_s']:.1f} s (--invariance=off {f['off_s']:.1f} s) against "
-    f"{f['plain_s']:.1f} s; peak {f['peak_mb']:.0f} MB; {f['answer']}; "
-    f"load {f['load_before']} -> {f['load_after']}",
+    f"<= {_GOAL:g}x: {ok}); the answer's own share {f['share']:.2f}x "
+    f"({f['own_s']:.1f} s after a {f['sweep_s']:.1f} s sweep); "
+    f"{f['answer_s']:.1f} s against {f['plain_s']:.1f} s; peak "
+    f"{f['peak_mb']:.0f} MB; {f['answer']}; load {f['load_before']} -> "
+    f"{f['load_after']}",
     flush=True,
   )
 

@@ -15,7 +15,6 @@ from hloprobe.compile import BASELINE, CASE_SUFFIX, jax_versions
 from hloprobe.engine import SweepSpec, plan_sweep, run_sweep, worker_pool
 from hloprobe.golden import (
   GoldenSiteChange,
-  default_golden_dir,
   describe_site_changes,
   dot_summary,
 )
@@ -132,6 +131,7 @@ def verify(
   rows=None,
   kernels=None,
   sized=(),
+  model=None,
 ) -> Verification:
   """Judges a fix from the results of `fix_sweep(spec, fix, requirements)`.
 
@@ -151,6 +151,9 @@ def verify(
     sized: for "invariant", the names of the cases swept over another
       size than the batch (`Case.swept_size`: outputs that keep their
       shape over n are not taken for batch reductions there).
+    model: for "invariant", the compile-only groups' row 0 by the kernel
+      model (the third of `invariance.rows_and_kernels`); None: by kernel
+      identity alone.
 
   Raises:
     GoldenError: the golden folder is missing or corrupt ("golden").
@@ -172,12 +175,13 @@ def verify(
       dataclasses.replace(spec, precisions=(fix.precision,))
       if fix.precision
       else spec,
-      golden_dir or default_golden_dir(),
+      golden_dir or None,
       versions or {},
     ),
     invariant_rows=rows,
     invariant_kernels=kernels,
     invariant_sized=sized,
+    invariant_model=model,
   )
   changes, errors = _changes(baseline, fixed, fix)
   failures = tuple(dict.fromkeys(r.failure.words() for r in fixed if not r.ok))
@@ -222,7 +226,7 @@ def verify_fix(
   if recorded is not None:
     results = recorded(plan)
   else:
-    results, rows, kernels = _swept(plan, requirements)
+    results, rows, kernels, model = _swept(plan, requirements)
   return verify(
     results,
     spec,
@@ -235,16 +239,19 @@ def verify_fix(
     rows=rows,
     kernels=kernels,
     sized={c.name for c in plan.cases if c.case.swept_size is not None},
+    model=model,
   )
 
 
 def _swept(plan, requirements):
   """The verify sweep's records and, for "invariant", its anchor rows and
   kernels, on the same workers."""
-  rows = kernels = None
+  rows = kernels = model = None
   with worker_pool(plan) as pool:
     results = run_sweep(plan, pool=pool)
     if "invariant" in requirements:  # the anchors, on the same workers
       full = {i: c.case.full_inputs() for i, c in enumerate(plan.cases)}
-      rows, kernels = rows_and_kernels(plan, pool, full.__getitem__, results)
-  return results, rows, kernels
+      rows, kernels, model = rows_and_kernels(
+        plan, pool, full.__getitem__, results
+      )
+  return results, rows, kernels, model

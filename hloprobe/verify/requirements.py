@@ -185,13 +185,15 @@ def _invariant(
   rows: Mapping[tuple, object] | None,
   kernels: Mapping[tuple, tuple] | None = None,
   sized: Collection[str] = (),
+  model: Mapping[tuple, object] | None = None,
 ) -> Requirement:
   """ "invariant": every (case, target, precision) of the fix's configs
   one class of identical bits (`invariance.invariance_of`: run where the
-  target runs, by kernel identity on a compile-only GPU). The evidence is
+  target runs, by kernel identity on a compile-only GPU, by the kernel
+  model's bits where `model` has them). The evidence is
   each group's `invariance.Invariance` (its line names the classes and
   the boundary sites), the groups not invariant (or unknown) first."""
-  answers = invariance_of(fixed, rows, None, kernels, sized)
+  answers = invariance_of(fixed, rows, None, kernels, sized, model)
   bad = [a for a in answers if a.invariant is not True]
   good = [a for a in answers if a.invariant is True]
   bad += [_failed(r) for r in fixed if not r.ok]
@@ -303,10 +305,11 @@ def _accurate(
 def golden(
   fixed: list[ConfigResult],
   spec: SweepSpec,
-  golden_dir: str,
+  golden_dir: str | None,
   versions: dict[str, str],
 ) -> Requirement:
-  """ "golden": the fix's configs against the goldens in `golden_dir`.
+  """ "golden": the fix's configs against the goldens in `golden_dir`
+  (None: the default folder, `golden.against_goldens`).
 
   Raises:
     GoldenError: the golden folder is missing or corrupt.
@@ -353,6 +356,7 @@ def checks(
   invariant_rows: Mapping[tuple, object] | None = None,
   invariant_kernels: Mapping[tuple, tuple] | None = None,
   invariant_sized: Collection[str] = (),
+  invariant_model: Mapping[tuple, object] | None = None,
 ) -> dict[str, Callable[[], Requirement]]:
   """`REQUIREMENTS` name -> a thunk judging it on `results`.
 
@@ -367,7 +371,11 @@ def checks(
     "consistent": lambda: _consistent(results),
     "accurate": lambda: _accurate(results, abs_bound, rel_bound),
     "invariant": lambda: _invariant(
-      results, invariant_rows, invariant_kernels, invariant_sized
+      results,
+      invariant_rows,
+      invariant_kernels,
+      invariant_sized,
+      invariant_model,
     ),
   }
   if golden_check is not None:

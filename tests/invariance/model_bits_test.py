@@ -263,6 +263,17 @@ class ModelRowsTest(absltest.TestCase):
       "backed by the kernel model's bits", "\n".join(answer_lines([b]))
     )
 
+  def test_verify_requires_invariant_by_the_models_bits(self):
+    # `verify --require=invariant` on n = 8, 32, 64: PASS by the model's
+    # bits; by kernel identity alone (no model) it FAILs (block_k).
+    from hloprobe.verify.requirements import _invariant
+
+    rest = [r for r in self.results if r.config.n != 1]
+    known = {config_key(r.config): self.kernels[r.config.n] for r in rest}
+    model = {_KEY: GroupModel(self.rows)}
+    self.assertTrue(_invariant(rest, None, known, (), model).passed)
+    self.assertFalse(_invariant(rest, None, known, ()).passed)
+
 
 def _kernel(kind, ops, name="k", sites=()):
   rec = type("Rec", (), {"ops": tuple(ops)})()
