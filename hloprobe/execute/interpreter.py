@@ -92,9 +92,13 @@ class Interpreter:
     """Executes the entry computation on `arguments` (checked first)."""
     entry = self.module.entry
     check_arguments(entry.parameters(), arguments)
-    args = [self.ops.argument(p, a) for p, a in _by_number(entry, arguments)]
+    # Held as given: each read of one makes its compute-type copy
+    # (`_Argument`), so a float64 run holds a parameter's float64 copy only
+    # while an instruction reads it, not one of every parameter for the
+    # whole run (issue 37: a 12-layer model's weights, 0.7 GB).
+    args = [_Argument(p, a) for p, a in _by_number(entry, arguments)]
     with np.errstate(all="ignore"):
-      result = self.computation(entry.name, args, Scope())
+      result = self._value(self.computation(entry.name, args, Scope()))
     outputs = None
     if not self.not_executed and result is not MISSING:
       outputs = tuple(_flatten(result))
@@ -141,7 +145,7 @@ class Interpreter:
         return self._not_executed(
           comp, inst, inst.opcode, f"operand {name} is used before defined"
         )
-      operands.append(env[name])
+      operands.append(self._value(env[name]))
     if any(v is MISSING for v in operands):
       return MISSING
     if inst.opcode == "parameter":
@@ -170,6 +174,12 @@ class Interpreter:
         ops.target_of(inst),
         f"computed shape {value.shape} is not the HLO's {inst.shape}",
       )
+    return value
+
+  def _value(self, value):
+    """`value`, or an entry argument's in its parameter's compute type."""
+    if isinstance(value, _Argument):
+      return self.ops.argument(value.param, value.value)
     return value
 
   def _not_executed(self, comp, inst, target, reason):
@@ -315,6 +325,17 @@ def _fits(inst: HloInstruction, value) -> bool:
   if inst.shape.is_tuple or not isinstance(value, np.ndarray):
     return True
   return tuple(value.shape) == tuple(inst.shape.dims)
+
+
+class _Argument:
+  """An entry argument as given, with its parameter: its compute-type copy
+  is made by each instruction that reads it (`Interpreter._value`) and
+  dropped after; widening is exact, so every copy is the same values."""
+
+  __slots__ = ("param", "value")
+
+  def __init__(self, param: HloInstruction, value):
+    self.param, self.value = param, value
 
 
 def _by_number(entry, arguments: Sequence):

@@ -1,5 +1,6 @@
 """`make bench`'s real-size lines (issue 37): a line whose hloprobe run
-had a worker stopped by the memory bound says it is not a whole run."""
+had a worker stopped by the memory bound or the case timeout says it is
+not a whole run."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ class PrintTest(absltest.TestCase):
     self.assertTrue(
       line.rstrip().endswith(
         "NOT A WHOLE RUN: 3 of its lines name a worker stopped by "
-        "--max_worker_mb"
+        "--max_worker_mb or --case_timeout"
       )
     )
 
