@@ -125,7 +125,7 @@ test-slow: $(TEST_STAMP)
 
 # The seeded fuzz of the module-file readers, 100,000 mutations
 # (hloprobe/tools/fuzz_modules.py, about 100 a second on 2 cores; `make
-# test` runs its first 1,000, tests/tools/fuzz_modules_test.py):
+# test` runs its first 2,000, tests/tools/fuzz_modules_test.py):
 # findings are printed one a line, their inputs kept in build/fuzz-findings.
 FUZZ_COUNT ?= 100000
 fuzz: $(TEST_STAMP)

@@ -10,6 +10,7 @@ process's cache, tests/conftest.py), so only the two programs compile."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -120,15 +121,19 @@ def test_golden_check_of_a_file_case_from_another_directory(tmp_path):
   # folder or repository (golden/folder.py `_confine_cases`).
   (repo / ".git").mkdir()
   (repo / "cases" / "tiny.py").write_text(_CASE)
+  # The command line in this process, run from each folder (its workers
+  # start there too); `hloprobe golden` runs whole in a fresh process in
+  # tests/golden/update_test.py and tests/golden/folder_secure_test.py.
   flags = ("--targets=cpu", "--batch_sizes=1", "--precisions=float32")
-  made = testutil.run_hloprobe(
-    "golden",
-    "update",
-    "--case=cases/tiny.py:make_case",
-    "--golden_dir=golden",
-    *flags,
-    cwd=str(repo),
-  )
+  with contextlib.chdir(repo):
+    made = testutil.run_hloprobe_here(
+      "golden",
+      "update",
+      "--case=cases/tiny.py:make_case",
+      "--golden_dir=golden",
+      *flags,
+      timeout_s=300,
+    )
   assert made.returncode == 0, made.stderr
   manifest = json.loads((repo / "golden" / "MANIFEST.json").read_text())
   assert manifest["schema_version"] == 3
@@ -136,9 +141,10 @@ def test_golden_check_of_a_file_case_from_another_directory(tmp_path):
   # Another checkout, another current folder: the manifest reads the same.
   moved = tmp_path / "moved"
   shutil.copytree(repo, moved)
-  checked = testutil.run_hloprobe(
-    "golden", "check", f"--golden_dir={moved / 'golden'}", cwd=str(tmp_path)
-  )
+  with contextlib.chdir(tmp_path):
+    checked = testutil.run_hloprobe_here(
+      "golden", "check", f"--golden_dir={moved / 'golden'}", timeout_s=300
+    )
   assert checked.returncode == 0, checked.stdout + checked.stderr
   assert "OK" in checked.stdout
 

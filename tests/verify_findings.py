@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import math
 
-from hloprobe import verify
+from hloprobe import invariance, verify
+from hloprobe.invariance.answer import Boundary
+from hloprobe.invariance.rows import ROW0, RowClasses
 
 
 def finding(ratio, target="a100", kind="row 0", what="unexplained", **kw):
@@ -26,4 +28,21 @@ def finding(ratio, target="a100", kind="row 0", what="unexplained", **kw):
     ratio=ratio,
     source="predicted",
     **kw,
+  )
+
+
+def split_group(case: str, precision: str) -> invariance.Invariance:
+  """A hand-made bitwise answer: `case`'s row 0 on the a100 under
+  `precision` differs between n = 1 and n = 2 (kernel identity), at one
+  boundary named by sites 0-1's Triton gemms."""
+  return invariance.Invariance(
+    case,
+    "a100",
+    precision,
+    "baseline",
+    "kernel identity",
+    (RowClasses(ROW0, ((1,), (2,))),),
+    (Boundary(2, 1, ("sites 0-1 Triton gemm", "k 1"), named=1),),
+    invariant=False,
+    sizes=(1, 2),
   )

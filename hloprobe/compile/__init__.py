@@ -44,7 +44,6 @@ from hloprobe.compile.int_dots import int32_dots_case as int32_dots_case
 from hloprobe.compile.lowering import compile_case as compile_case
 from hloprobe.compile.lowering import jax_versions as jax_versions
 from hloprobe.compile.lowering import start_backends as start_backends
-from hloprobe.compile.lowering import unoptimized_hlo as unoptimized_hlo
 from hloprobe.compile.module_case import is_module_case as is_module_case
 from hloprobe.compile.module_files import (
   optimized_module as optimized_module,
@@ -103,6 +102,5 @@ __all__ = [
   "sweep_experiments",
   "target_listing",
   "triton_pin",
-  "unoptimized_hlo",
   "while_has_dce_rule",
 ]

@@ -283,9 +283,10 @@ def loaded_results(xla_flags: str, target: Target) -> LoadedResults | None:
   if m is None or not target.compile_only or target.config_text is None:
     return None
   try:
-    with open(m.group(1), encoding="utf-8") as f:
-      text = f.read()
-  except (OSError, UnicodeDecodeError):
+    # Read as input files are: the path may come from the user's own
+    # XLA_FLAGS, and a FIFO there is refused, not waited on.
+    text = read_text_file(m.group(1), m.group(1), TargetError)
+  except TargetError:
     return None
   mine = device_fingerprint(target.config_text)
   if mine not in results_devices(text):

@@ -294,6 +294,26 @@ class Case:
         )
     return axes
 
+  def unoptimized_hlo(self, args: tuple) -> str:
+    """The program's HLO on `args` before any XLA pass, as text (lowered,
+    not compiled).
+
+    `jax.jit(self.fn, keep_unused=True).lower(*args).as_text(dialect="hlo")`
+    on this process's default backend (the CPU in the sweep's main
+    process): one entry parameter per flattened argument leaf, in
+    `jax.tree_util.tree_leaves` order (`keep_unused`: jit otherwise drops
+    the parameters of unused arguments), and the output leaves as the root
+    (a tuple for several). Large constants are printed whole. Costs a trace
+    and a lowering, no compile; for `hloprobe.execute` (the numpy
+    executor).
+
+    Raises:
+      Exception: whatever JAX raises while tracing or lowering (e.g. a
+        primitive without a CPU lowering: `rejections.missing_lowering`).
+    """
+    lowered = jax.jit(self.fn, keep_unused=True).lower(*args)
+    return lowered.as_text(dialect="hlo")
+
 
 def leaf_names(tree) -> tuple[str, ...]:
   """The name of each leaf of an output pytree, e.g. ("[0]", "['loss']").

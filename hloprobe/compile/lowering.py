@@ -55,7 +55,6 @@ __all__ = [
   "jax_versions",
   "load_topology",
   "lower_case",
-  "unoptimized_hlo",
   "xla_instruction_counts",
 ]
 
@@ -413,21 +412,6 @@ def _compile_error(
     f"build its kernels: {text}. hloprobe uses the nvidia-cuda-nvcc-cu12 "
     "wheel's ptxas when it is installed"
   )
-
-
-def unoptimized_hlo(case: Case, args: tuple) -> str:
-  """The program's HLO before any XLA pass, as text (lowered, not compiled).
-
-  `jax.jit(case.fn, keep_unused=True).lower(*args).as_text(dialect="hlo")`
-  on this process's default backend (the CPU in the sweep's main process):
-  one entry parameter per flattened argument leaf, in
-  `jax.tree_util.tree_leaves` order (`keep_unused`: jit otherwise drops
-  the parameters of unused arguments), and the output leaves as the root
-  (a tuple for several). Large constants are printed whole. Costs a trace
-  and a lowering, no compile; for `hloprobe.execute` (the numpy executor).
-  """
-  lowered = jax.jit(case.fn, keep_unused=True).lower(*args)
-  return lowered.as_text(dialect="hlo")
 
 
 def xla_instruction_counts(compiled: CompiledCase) -> dict[str, int] | None:

@@ -13,7 +13,8 @@ spin-sin.export), and a native loop ignores SIGINT and SIGTERM. So:
   text (HLO, MLIR, proto text)  `nesting_problem`: its bracket nesting,
                                 strings and comments left out, is at most
                                 `MAX_NESTING` deep, checked in numpy
-                                before any parser sees it
+                                before any parser sees it; MLIR text's
+                                strings are UTF-8 (`strings_problem`)
   MLIR bytecode                 `bytecode_problem`: its header (magic,
                                 version, producer string: UTF-8) checked
                                 here; then read in a child process
@@ -37,8 +38,9 @@ seconds of wall time and `GUARD_MAX_MB` MiB of resident memory, polled
 from here, and each read under a CPU budget (`cpu_budget_s`: 1 s and 4 s
 per MiB; RLIMIT_CPU, set in the child, whose SIGXCPU ends it inside native
 code); a crash, an abort, a spin, a hang or a memory blow-up ends it, and
-the caller gets one line naming what happened. This process waits in Python, so SIGINT and
-SIGTERM are handled throughout, and the child is killed on the way out.
+the caller gets one line naming what happened. This process waits in
+Python, so SIGINT and SIGTERM are handled throughout, and the child is
+killed on the way out.
 
 Private in intent: use the package, `hloprobe.compile`.
 """
@@ -92,11 +94,12 @@ GUARD_MAX_MB = 4096
 # the budget, which starts after them; the budget is whole seconds, 1 to
 # 2 s here), and a large one at 0.06-0.55 s per MiB (HLO text and protos
 # about 0.1, a jax.export artifact or MLIR bytecode, which is compact,
-# 0.4-0.55): 8x and 7x margins at least. MLIR's bytecode reader spins without end on an attribute that
-# refers to itself (`AttrTypeReader::resolveEntry`'s deferred worklist,
-# mlir/lib/Bytecode/Reader/BytecodeReader.cpp): a one-byte change of a
-# 936-byte jax.export artifact does it. CPU time, not wall time, so that a
-# loaded machine does not refuse good files.
+# 0.4-0.55): 8x and 7x margins at least. MLIR's bytecode reader spins
+# without end on an attribute that refers to itself (`AttrTypeReader::
+# resolveEntry`'s deferred worklist, mlir/lib/Bytecode/Reader/
+# BytecodeReader.cpp; seen in gdb, jaxlib 0.12.0.1): a one-byte change of
+# a 936-byte jax.export artifact does it. CPU time, not wall time, so that
+# a loaded machine does not refuse good files.
 GUARD_CPU_S = 1.0
 GUARD_CPU_S_PER_MIB = 4.0
 # How often the child's memory is read, in seconds.

@@ -37,7 +37,6 @@ from hloprobe.numerics import (
   Predictor,
   References,
   error_stats,
-  headline_leaf,
   ulp_distance,
 )
 from hloprobe.records import Config, ConfigResult, Execution
@@ -206,7 +205,7 @@ def _with_headline(
   r: ConfigResult, references: References | None
 ) -> ConfigResult:
   """`r` with its execution's headline leaf: the prediction's leaf where
-  there is a prediction, else `accuracy.headline_leaf` (the same rule,
+  there is a prediction, else `References.headline` (the same rule,
   fixed per case)."""
   run = r.execution
   if run is None or not run.leaf_stats:
@@ -214,7 +213,7 @@ def _with_headline(
   if r.prediction is not None:
     headline = [s.leaf for s in run.leaf_stats].index(r.prediction.leaf)
   else:
-    headline = headline_leaf(references.axes, references.dtypes)
+    headline = references.headline
   return dataclasses.replace(
     r, execution=dataclasses.replace(run, headline=headline)
   )

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 import os
 import threading
 
@@ -47,11 +48,13 @@ SHARE_FROM_BYTES = 1 << 20
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Stored:
-  """A leaf written to `SharedInputs.folder` as `name` (a .npy file)."""
+  """A leaf written to `SharedInputs.folder` as `name`: a .npy file of its
+  bytes (uint8, flat: .npy cannot name ml_dtypes' types, which it writes
+  as void '|V2'), read back as `dtype` and `shape`."""
 
   name: str
   shape: tuple[int, ...]
-  dtype: str
+  dtype: np.dtype
 
   @property
   def ndim(self) -> int:
@@ -113,16 +116,18 @@ def share(full: tuple | None, folder: str | None):
     if not _is_large(leaf):
       return leaf
     data = np.ascontiguousarray(leaf)
-    digest = hashlib.sha256(f"{data.dtype.str}{data.shape}".encode())
-    digest.update(memoryview(data).cast("B"))
+    digest = hashlib.sha256(f"{data.dtype.name}{data.shape}".encode())
+    # Its bytes as uint8: a memoryview of an ml_dtypes array (bfloat16's
+    # format 'E') cannot be cast.
+    digest.update(data.reshape(-1).view(np.uint8))
     name = f"inputs-{digest.hexdigest()[:40]}.npy"
     path = os.path.join(folder, name)
     if not os.path.exists(path):
       part = f"{path}.{os.getpid()}.{threading.get_ident()}.part"
       with open(part, "wb") as f:
-        np.save(f, data, allow_pickle=False)
+        np.save(f, data.reshape(-1).view(np.uint8), allow_pickle=False)
       os.replace(part, path)
-    return _Stored(name, tuple(data.shape), data.dtype.str)
+    return _Stored(name, tuple(data.shape), data.dtype)
 
   return SharedInputs(folder, jax.tree_util.tree_map(stored, full))
 
@@ -145,13 +150,16 @@ def resolved(full):
     with _LOCK:
       array = _MAPPED.get(path)
       if array is None:
-        array = np.load(path, mmap_mode="r", allow_pickle=False)
-        array = _MAPPED[path] = array.view(np.ndarray)  # a plain array
-    if array.shape != leaf.shape or array.dtype.str != leaf.dtype:
-      raise ValueError(
-        f"shared input {path} holds {array.dtype}{list(array.shape)}, not "
-        f"the {np.dtype(leaf.dtype)}{list(leaf.shape)} written"
-      )
+        raw = np.load(path, mmap_mode="r", allow_pickle=False)
+        size = math.prod(leaf.shape) * leaf.dtype.itemsize
+        if raw.dtype != np.uint8 or raw.shape != (size,):
+          raise ValueError(
+            f"shared input {path} holds {raw.dtype}{list(raw.shape)}, not "
+            f"the {leaf.dtype}{list(leaf.shape)} written ({size} bytes)"
+          )
+        # A plain array over the mapping, as the leaf's type and shape.
+        array = raw.view(np.ndarray).view(leaf.dtype).reshape(leaf.shape)
+        _MAPPED[path] = array
     return array
 
   return tuple(jax.tree_util.tree_map(load, full.skeleton))

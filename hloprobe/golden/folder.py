@@ -187,7 +187,9 @@ def read_manifest(golden_dir: str) -> dict:
   """
   _require_dir(golden_dir)
   path = os.path.join(golden_dir, MANIFEST)
-  if not os.path.isfile(path):
+  # Any MANIFEST.json is read as input files are: a FIFO or a folder in
+  # its place is one line (read_golden_file), not "missing".
+  if not os.path.lexists(path):
     foreign = [r for r in list_golden_files(golden_dir) if not fmt.path_key(r)]
     if foreign:  # e.g. tests/golden of a project: `update` refuses it too
       raise GoldenError(
@@ -211,9 +213,9 @@ def manifest_sweep(golden_dir: str) -> dict[str, list] | None:
     {"cases": [str], "targets": [str], "batch_sizes": [int],
      "precisions": [str]}.
   """
-  if not os.path.isfile(os.path.join(golden_dir, MANIFEST)):
-    return None
   path = os.path.join(golden_dir, MANIFEST)
+  if not os.path.lexists(path):
+    return None
   text = read_golden_file(golden_dir, MANIFEST)
   sweep = sweep_words(
     golden_dir, fmt.parse_manifest(path, text, sweep_only=True)

@@ -22,12 +22,14 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import time
 from collections.abc import Iterator
 
 import filelock
 
 from hloprobe.errors import GoldenError
+from hloprobe.ir import read_file_bytes
 
 __all__ = ["clean_leftovers", "golden_lock", "lock_path"]
 
@@ -43,13 +45,14 @@ def lock_path(golden_dir: str) -> str:
 
 def _holder(path: str) -> str:
   """What the holder wrote into the lock file, e.g. "process 123 since
-  2026-12-02 07:00:00"; "another process" when it cannot be read."""
+  2026-12-02 07:00:00"; "another process" when it cannot be read (read
+  as input files are, `ir.read_file_bytes`: a FIFO put in its place is
+  not waited on)."""
   try:
-    with open(path, encoding="utf-8", errors="replace") as f:
-      text = f.read(200).strip()
-  except OSError:
-    text = ""
-  return text or "another process"
+    data = read_file_bytes(path, path, GoldenError, 4096)
+  except GoldenError:
+    data = b""
+  return data.decode("utf-8", "replace").strip()[:200] or "another process"
 
 
 def _write_holder(fd: int) -> None:
@@ -68,10 +71,19 @@ def golden_lock(golden_dir: str, timeout_s: float = 120.0) -> Iterator[None]:
 
   Raises:
     GoldenError: still held after `timeout_s`; names the holder (pid and
-      start time) and the lock file.
+      start time) and the lock file. The lock file is something other
+      than a regular file (a FIFO, a link, a folder: filelock's lock and
+      the holder's line fail on it).
   """
   path = lock_path(golden_dir)
   os.makedirs(os.path.dirname(path), exist_ok=True)
+  with contextlib.suppress(FileNotFoundError):
+    mode = os.lstat(path).st_mode
+    if not stat.S_ISREG(mode):
+      raise GoldenError(
+        f"[hloprobe] the golden lock {path} is {_kind(mode)}, not a regular "
+        "file; remove it"
+      )
   lock = filelock.FileLock(
     path, poll_interval=_POLL_S, on_acquired=_write_holder
   )
@@ -91,6 +103,21 @@ def golden_lock(golden_dir: str, timeout_s: float = 120.0) -> Iterator[None]:
     with contextlib.suppress(FileNotFoundError):
       os.unlink(path)
     lock.release()
+
+
+def _kind(mode: int) -> str:
+  """What a file that is not a regular one is, in words."""
+  for test, words in (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+  ):
+    if test(mode):
+      return words
+  return "not a regular file"
 
 
 def clean_leftovers(golden_dir: str) -> list[str]:

@@ -487,7 +487,7 @@ def golden_command(
 
 
 def against_goldens(
-  golden_dir: str,
+  golden_dir: str | None,
   records: Sequence,
   versions: Mapping[str, str],
   sweep: SweepSpec | SweepPlan | Mapping[str, list],
@@ -499,7 +499,7 @@ def against_goldens(
   with `update`, written over it (`update_goldens`).
 
   Args:
-    golden_dir: the golden folder.
+    golden_dir: the golden folder; None: `folder.default_golden_dir()`.
     records: the sweep's `records.ConfigResult`s, one per config.
     versions: {"jax": ..., "jaxlib": ...} for the files' headers.
     sweep: the sweep that made them, best its spec or plan (see
@@ -509,6 +509,7 @@ def against_goldens(
   Raises:
     GoldenError: as `snapshot.check` and `update_goldens`.
   """
+  golden_dir = golden_dir or default_golden_dir()
   snap = take_snapshot(records, versions)
   if update:
     return update_goldens(golden_dir, snap, sweep)

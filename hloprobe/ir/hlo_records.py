@@ -196,6 +196,17 @@ class HloInstruction:
     return tuple(names)
 
   @property
+  def call_precision_config(self) -> dict:
+    """A custom call's backend_config `precision_config` (inside
+    `gemm_backend_config` where the config has one: jaxlib 0.10.2 and
+    0.12.0.1), e.g. {"operand_precision": ["DEFAULT", "DEFAULT"],
+    "algorithm": "ALG_UNSET"}; {} where it has none."""
+    config = self.backend_config
+    return (config.get("gemm_backend_config") or config).get(
+      "precision_config"
+    ) or {}
+
+  @property
   def algorithm_preset(self) -> str | None:
     """The dot algorithm the instruction states, named as a
     DotAlgorithmPreset (e.g. "TF32_TF32_F32"; the printed name where no
@@ -209,11 +220,7 @@ class HloInstruction:
     0.12.0.1).
     """
     if self.opcode == "custom-call":
-      config = self.backend_config
-      pc = (config.get("gemm_backend_config") or config).get(
-        "precision_config"
-      ) or {}
-      algo = pc.get("algorithm")
+      algo = self.call_precision_config.get("algorithm")
       if algo in (None, "ALG_UNSET"):
         return None
       return algorithm_from_hlo(algo.removeprefix("ALG_").lower())

@@ -44,7 +44,6 @@ from hloprobe.numerics.accuracy import NOISE_FACTOR as NOISE_FACTOR
 from hloprobe.numerics.accuracy import ErrorStats as ErrorStats
 from hloprobe.numerics.accuracy import NoiseFloor as NoiseFloor
 from hloprobe.numerics.accuracy import error_stats as error_stats
-from hloprobe.numerics.accuracy import headline_leaf as headline_leaf
 from hloprobe.numerics.accuracy import ulp_distance as ulp_distance
 from hloprobe.numerics.accuracy import within_noise as within_noise
 from hloprobe.numerics.kernel_sites import KernelRows as KernelRows
@@ -80,7 +79,6 @@ __all__ = [
   "VerdictKind",
   "WorstRow",
   "error_stats",
-  "headline_leaf",
   "kernel_model_run",
   "module_made_notes",
   "site_model",

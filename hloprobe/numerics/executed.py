@@ -1,6 +1,6 @@
 """A case's program computed by the numpy executor, not by XLA:CPU.
 
-The program is lowered at one size (`compile.unoptimized_hlo`: trace and
+The program is lowered at one size (`Case.unoptimized_hlo`: trace and
 lower, no compile, no XLA pass), parsed (`ir.parse_hlo_module`) and
 computed by `hloprobe.execute.execute_module`: with `widen=True` every
 float value in float64 and every gemm at F64_F64_F64 (the float64
@@ -37,7 +37,7 @@ import dataclasses
 import jax
 import numpy as np
 
-from hloprobe.compile import Case, missing_lowering, unoptimized_hlo
+from hloprobe.compile import Case, missing_lowering
 from hloprobe.errors import first_line
 from hloprobe.execute import execute_module
 from hloprobe.ir import HloModule, parse_hlo_module
@@ -120,7 +120,7 @@ def lower_program(case: Case, args: tuple) -> Program:
   shapes = jax.tree_util.tree_leaves(jax.eval_shape(case.fn, *args))
   shapes = tuple(tuple(s.shape) for s in shapes)
   try:
-    module = parse_hlo_module(unoptimized_hlo(case, args))
+    module = parse_hlo_module(case.unoptimized_hlo(args))
   except Exception as e:  # a GPU-only primitive, a module XLA cannot parse
     return Program(None, leaves, shapes, why_not_lowered(e))
   return Program(module, leaves, shapes)

@@ -69,7 +69,7 @@ import jax
 import numpy as np
 
 from hloprobe import execute, private_api
-from hloprobe.compile import Case, unoptimized_hlo
+from hloprobe.compile import Case
 from hloprobe.ir import ALGORITHMS, parse_hlo_module
 from hloprobe.numerics import accuracy, executed, math_rules, rows
 from hloprobe.numerics.bands import F32_UNIT, site_band
@@ -314,7 +314,7 @@ class MadeChecker:
     if self.case.mesh_shape is not None:
       ins, outs = _case_specs(self.case, args)
       return whole, [ins[k] for k in kept], outs, shapes
-    program = parse_hlo_module(unoptimized_hlo(self.case, args))
+    program = parse_hlo_module(self.case.unoptimized_hlo(args))
     return whole, program, None, shapes, kept
 
   def _run(self, key_text, module, n, params, algorithms, widen):

@@ -50,7 +50,7 @@ import numpy as np
 
 from hloprobe.compile import Case, leaf_names
 from hloprobe.errors import CaseError
-from hloprobe.numerics import executed
+from hloprobe.numerics import accuracy, executed
 from hloprobe.numerics.emulate_attention import (
   ATTENTION_PRIMITIVES,
   emulated_attention,
@@ -278,6 +278,8 @@ class References:
     names: each output leaf's name (`case_model.leaf_names`).
     dtypes: each output leaf's dtype, e.g. "float32", "bfloat16".
     axes: each output leaf's batch axis, or None (`Case.output_axes`).
+    headline: the index of the leaf the case's rows are about, fixed per
+      case (`accuracy.headline_leaf` of `axes` and `dtypes`).
 
   Raises:
     CaseError: the output axes do not fit the outputs, or the case declares
@@ -302,6 +304,7 @@ class References:
     self.names = leaf_names(shapes)
     self.dtypes = tuple(str(np.dtype(a.dtype)) for a in leaves)
     self.axes = case.output_axes([a.shape for a in leaves])
+    self.headline = accuracy.headline_leaf(self.axes, self.dtypes)
     if case.rows_independent:
       self._check_independent()
 

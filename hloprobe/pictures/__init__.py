@@ -18,7 +18,7 @@ Import them from here; the modules behind them are private in intent:
   outputs         the files and pages a command writes
   plot            the row-0 error plot (matplotlib)
   html_report     the HTML report (templates/: its Jinja2 templates; the
-                  answer's words are `report.answer_view`'s)
+                  page's words are `report.page_words`')
   severity        how far a config strays beyond its band; its colour
   model_explorer  the Model Explorer overlay
   explorer_view   Model Explorer's viewer: which configs, opened how

@@ -8,8 +8,9 @@ then first `explain`'s answer (the lines `explain` prints first: the
 worst finding, the fixes that passed with their cost and `hloprobe
 verify` command; a `sweep`'s page says explain computes them), the row-0
 error plot (`plot`, when matplotlib is installed; the page says so when
-it is not), the explanation (`report.render_explanation`), the sweep table with every column
-(`report.cells`, the first screen's first) and the contraction-site table, each
+it is not), the explanation, the sweep table with every column (the first
+screen's first) and the contraction-site table (their words:
+`report.page_words`), each
 sortable (click a header) and filterable (the box above it: rows holding
 every word typed), whole, in a container that scrolls. Each config's row
 is coloured by how far it strays beyond its band (`severity`: 1x pale to
@@ -37,14 +38,7 @@ from collections.abc import Sequence
 
 from hloprobe.numerics import NOISE_FACTOR
 from hloprobe.pictures import severity
-from hloprobe.report import (
-  OUTPUT_FORMS,
-  answer_view,
-  render_explanation,
-)
-from hloprobe.report import (
-  cells as tables_cells,
-)
+from hloprobe.report import OUTPUT_FORMS, page_words
 
 __all__ = [
   "BEYOND_HEADER",
@@ -165,14 +159,18 @@ def _beyond_sort(m: float | None) -> str | None:
 
 
 def _config_rows(
-  results: Sequence, causes: Sequence[str] | None = None
+  results: Sequence,
+  cells: tuple[list[str], list[list[str]]],
+  causes: Sequence[str] | None = None,
 ) -> tuple[list[Header], list[Row]]:
   """The sweep table: story columns first, then "beyond band" and "worst
   row" after the verdict; each row coloured by `severity.shade`. With
-  `causes` (each result's finding number, `report.answer_view`'s `causes`), a
+  `causes` (each result's finding number, `report.page_words`' answer's
+  `causes`), a
   "finding" column first and the rows grouped by finding (the findings in
-  their order, then the configs with none; sweep order within each)."""
-  headers, rows = _story_first(*tables_cells(list(results)))
+  their order, then the configs with none; sweep order within each).
+  `cells`: the sweep table's (headers, rows), `report.page_words`'."""
+  headers, rows = _story_first(*cells)
   at = headers.index("verdict") + 1 if "verdict" in headers else len(headers)
   headers[at:at] = [BEYOND_HEADER, WORST_ROW_HEADER]
   if causes is not None:
@@ -187,19 +185,19 @@ def _config_rows(
   out = []
   for i, (r, row) in enumerate(zip(results, rows)):
     m = severity.beyond_band(r)
-    cells = [Cell(text, _sort_value(text)) for text in row]
-    cells[at:at] = [
+    shown = [Cell(text, _sort_value(text)) for text in row]
+    shown[at:at] = [
       Cell(severity.beyond_words(m), _beyond_sort(m)),
       Cell(_worst_rows(r)),
     ]
     if causes is not None:
-      cells.insert(0, Cell(causes[i] or "none", causes[i] or None))
+      shown.insert(0, Cell(causes[i] or "none", causes[i] or None))
     colours = severity.shade(m)
     style = ""
     if colours:
       style = f"background-color: {colours[0]}; color: {colours[1]}"
     kind = "" if r.ok else "failed"
-    out.append(Row(tuple(cells), m, kind, style))
+    out.append(Row(tuple(shown), m, kind, style))
   return [Header(h, _TITLES.get(h)) for h in headers], out
 
 
@@ -215,12 +213,14 @@ def _swatches() -> tuple[tuple[str, str, str], ...]:
 
 def _configs_table(
   results: Sequence,
+  cells: tuple[list[str], list[list[str]]],
   table_id: str = "configs",
   causes: Sequence[str] | None = None,
 ) -> Table:
-  """The sweep table of `results` (`records.ConfigResult`s), one row per
-  result, in the order given or grouped by `causes` (`_config_rows`)."""
-  headers, rows = _config_rows(results, causes)
+  """The sweep table of `results` (`records.ConfigResult`s; `cells`, its
+  words), one row per result, in the order given or grouped by `causes`
+  (`_config_rows`)."""
+  headers, rows = _config_rows(results, cells, causes)
   return Table(
     table_id,
     "the configs",
@@ -231,8 +231,8 @@ def _configs_table(
   )
 
 
-def _sites_table(results: Sequence) -> Table:
-  headers, rows = tables_cells(list(results), sites=True)
+def _sites_table(cells: tuple[list[str], list[list[str]]]) -> Table:
+  headers, rows = cells
   return Table(
     "sites",
     "the contraction sites",
@@ -275,7 +275,7 @@ def render_html(
     why_no_png: shown instead of the plot when `png` is None (e.g.
       "matplotlib is not installed").
     answer: `explain`'s answer (`report.Answer`), which opens the page as
-      the finding table and what to do (`report.answer_view`), the
+      the finding table and what to do (`report.page_words`), the
       configs table grouped by its findings; or None where none was
       computed (the page says `hloprobe explain` computes them).
 
@@ -286,7 +286,8 @@ def render_html(
   """
   cases = dict.fromkeys(r.config.case for r in results)
   template = _environment().get_template("report.html.j2")
-  view = None if answer is None else answer_view(answer, results)
+  words = page_words(results, explanations, answer)
+  view = words.answer
   return template.render(
     title=f"hloprobe: {', '.join(cases)}",
     swept=_swept(results),
@@ -294,11 +295,11 @@ def render_html(
     versions=", ".join(f"{k} {v}" for k, v in versions.items()),
     png=base64.b64encode(png).decode("ascii") if png is not None else None,
     why_no_png=why_no_png or "not drawn",
-    explanation=render_explanation(explanations),
+    explanation=words.explanation,
     configs=_configs_table(
-      results, causes=None if view is None else view.causes
+      results, words.configs, causes=None if view is None else view.causes
     ),
-    sites=_sites_table(results),
+    sites=_sites_table(words.sites),
   )
 
 
@@ -318,9 +319,12 @@ def html_table(results: Sequence, answer=None) -> str:
   labels = "\n".join(r.config.label() for r in results)
   digest = hashlib.sha256(labels.encode()).hexdigest()[:10]
   template = _environment().get_template("fragment.html.j2")
-  view = None if answer is None else answer_view(answer, results)
+  words = page_words(results, answer=answer)
+  view = words.answer
   causes = None if view is None else view.causes
   return template.render(
-    configs=_configs_table(results, f"hloprobe-{digest}", causes),
+    configs=_configs_table(
+      results, words.configs, f"hloprobe-{digest}", causes
+    ),
     answer=view,
   )

@@ -65,7 +65,6 @@ from hloprobe.ir import is_attention_target, parse_precision_config, path_part
 from hloprobe.numerics import CHANGED, NOISE_FACTOR
 from hloprobe.pictures import severity
 from hloprobe.report import atomic_write
-from hloprobe.sites import merge_words
 
 __all__ = [
   "INDEX_NAME",
@@ -249,7 +248,7 @@ def _site_values(r) -> dict[str, dict[int, object]]:
     out["fate"][i] = f.fate.value + (
       f" split-K {f.split_k}" if f.split_k else ""
     )
-    if merged := merge_words(f):
+    if merged := f.merge_words():
       out["fate"][i] += f" ({merged})"
     out["algorithm"][i] = f.effective_algorithm or "unknown"
     if comp.passes is None:

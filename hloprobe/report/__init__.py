@@ -16,14 +16,11 @@ timings (--timings). Nothing here prints: the command layer does.
 
 from __future__ import annotations
 
-from hloprobe.report.answer_page import answer_view as answer_view
+from hloprobe.report.answer_page import page_words as page_words
 from hloprobe.report.explain import explain_results as explain_results
 from hloprobe.report.explain_answer import Answer as Answer
 from hloprobe.report.explain_answer import cause_lines as cause_lines
 from hloprobe.report.explain_answer import render_answered as render_answered
-from hloprobe.report.explain_text import (
-  render_explanation as render_explanation,
-)
 from hloprobe.report.files import atomic_write as atomic_write
 from hloprobe.report.files import write_outputs as write_outputs
 from hloprobe.report.frame import table_values as table_values
@@ -40,7 +37,6 @@ from hloprobe.report.shards import shard_json as shard_json
 from hloprobe.report.shards import write_records as write_records
 from hloprobe.report.stream import stream_results as stream_results
 from hloprobe.report.tables import OUTPUT_FORMS as OUTPUT_FORMS
-from hloprobe.report.tables import cells as cells
 from hloprobe.report.tables import check_columns as check_columns
 from hloprobe.report.tables import render as render
 from hloprobe.report.tables import render_sites as render_sites
@@ -54,20 +50,18 @@ from hloprobe.report.verification import requirement_lines as requirement_lines
 __all__ = [
   "Answer",
   "OUTPUT_FORMS",
-  "answer_view",
   "atomic_write",
   "cause_lines",
-  "cells",
   "check_columns",
   "dumps_json",
   "explain_results",
   "join_shards",
   "listing",
+  "page_words",
   "read_records",
   "read_shard",
   "render",
   "render_answered",
-  "render_explanation",
   "render_sites",
   "render_timings",
   "render_verification",

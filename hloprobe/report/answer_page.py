@@ -9,6 +9,8 @@ precisions, the worst error and the fix as a code change), then `Do:`
 command, the other fixes folded, and the batch-invariance answer one line
 per cause, as `explain` prints them. `cause_of` names each config's
 cause, so that the configs table groups its rows by finding.
+`page_words` gives every word of the page at once (`PageWords`: the sweep
+and site tables' cells, the explanation's text and the answer's view).
 
 Computes nothing new: the words are `explain_answer`'s (`answer_line`),
 `findings`' (`code_change`) and `invariance`'s (`first_lines`). Private in
@@ -18,14 +20,24 @@ intent: use the package, `hloprobe.report`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 
 from hloprobe import invariance
 from hloprobe.report.explain_answer import Answer, answer_line
+from hloprobe.report.explain_text import render_explanation
 from hloprobe.report.findings import Cause, code_change, group_causes
+from hloprobe.report.tables import cells
 from hloprobe.verify import times_words
 
-__all__ = ["AnswerView", "FindingRow", "answer_view", "cause_of"]
+__all__ = [
+  "AnswerView",
+  "FindingRow",
+  "PageWords",
+  "answer_view",
+  "cause_of",
+  "page_words",
+]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -204,3 +216,49 @@ def cause_of(answer: Answer | None, results: Sequence) -> list[str]:
     )
     for r in results
   ]
+
+
+@dataclasses.dataclass(frozen=True)
+class PageWords:
+  """The words of the HTML report (`pictures` makes them its HTML).
+
+  Attributes:
+    results: the sweep's `records.ConfigResult`s, in the order given.
+    explanation: the explanations' text (`explain_text.render_explanation`),
+      or None where none were given.
+    answer: explain's answer as the page draws it (`answer_view`, each
+      result's cause number in its `causes`), or None where none was given.
+  """
+
+  results: tuple
+  explanation: str | None = None
+  answer: AnswerView | None = None
+
+  @functools.cached_property
+  def configs(self) -> tuple[list[str], list[list[str]]]:
+    """The sweep table as (headers, rows of cell text), every column
+    (`tables.cells`), one row per result; made when first asked for."""
+    return cells(list(self.results))
+
+  @functools.cached_property
+  def sites(self) -> tuple[list[str], list[list[str]]]:
+    """The contraction-site table likewise (`tables.cells(...,
+    sites=True)`: one row per site per config); made when first asked for."""
+    return cells(list(self.results), sites=True)
+
+
+def page_words(
+  results: Sequence,
+  explanations: Sequence | None = None,
+  answer: Answer | None = None,
+) -> PageWords:
+  """The HTML report's words for `results` (`records.ConfigResult`s, at
+  least one), their `explanations` (`explain.explain_results`' records, or
+  None) and explain's `answer` (or None); the tables' cells are made when
+  first asked for."""
+  results = tuple(results)
+  return PageWords(
+    results,
+    None if explanations is None else render_explanation(explanations),
+    None if answer is None else answer_view(answer, results),
+  )

@@ -50,7 +50,6 @@ from hloprobe.sites import (
   Fate,
   SiteFate,
   blas_algorithm,
-  merge_words,
 )
 
 __all__ = [
@@ -66,7 +65,7 @@ def _fate_words(f: SiteFate) -> str:
   if f.fate == Fate.DOT:
     words = f"dot in {f.emitter}" if f.emitter != "top level" else "dot"
   words = f"{words} split-K {f.split_k}" if f.split_k else words
-  merged = merge_words(f, group=True)
+  merged = f.merge_words(group=True)
   return f"{words} ({merged})" if merged else words
 
 

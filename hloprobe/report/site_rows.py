@@ -15,7 +15,7 @@ from hloprobe.compile import selection_note
 from hloprobe.ir import is_attention_target
 from hloprobe.numerics import site_model
 from hloprobe.records import ConfigResult
-from hloprobe.sites import Fate, merge_words
+from hloprobe.sites import Fate
 
 __all__ = ["SITE_HEADERS", "effective_cell", "num", "site_rows"]
 
@@ -97,7 +97,7 @@ def site_rows(r: ConfigResult) -> list[list[str]]:
         f.precision_config + (" (conflict)" if f.conflict else ""),
         f.algorithm or "n/a",
         f.fate.value
-        + (f" ({merged})" if (merged := merge_words(f)) else "")
+        + (f" ({merged})" if (merged := f.merge_words()) else "")
         + (f", then {f.collective}" if f.collective else "")
         + (f" ({n.words})" if (n := selection_note(f.selection)) else ""),
         f.emitter or "n/a",

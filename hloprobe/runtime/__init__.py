@@ -9,8 +9,8 @@ Its modules:
             actor per (XLA_FLAGS, lane), each with a worker of its own
   ray_watchdog  kills a local Ray cluster when its owner ends (SIGKILL too)
   cache     `RecordCache`: finished records on disk, by key
-  relocate  `Roots`: a record's source paths stored relative, resolved
-            on read
+  relocate  a record's source paths stored relative (to the case's
+            folder, hloprobe's package and checkout), resolved on read
   record_file  a record's file: JSON and numpy bytes, never a pickle
   caches    `clear_caches`: every per-process memo emptied
   timing    `Stopwatch`: exclusive wall seconds per stage
@@ -19,8 +19,8 @@ Its modules:
 `clear_caches` empties every per-process memo of the library.
 
 The interface is `__all__`; the modules behind it are private in intent.
-The record cache's names (and `relocate`'s) load on first use (PEP 562
-`__getattr__`): those modules import jax, and a worker process starts (`serve`, through this
+The record cache's names (and `record_file`'s) load on first use (PEP 562
+`__getattr__`): the cache imports jax, and a worker process starts (`serve`, through this
 face) before it loads JAX, so an interrupted start ends at once.
 """
 

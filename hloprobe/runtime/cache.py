@@ -208,7 +208,7 @@ def config_key(
     largest: the largest batch size the sweep cuts (reference and noise
       floor are computed there and sliced).
     xla_flags: the XLA_FLAGS the config compiles under (a worker's, see
-      `worker.worker_xla_flags`); None: this process's environment's.
+      `WorkerPool.worker_flags`); None: this process's environment's.
     record_version: the layout of the records stored
       (`records.RECORD_VERSION`; the sweep passes it, as this stage is
       below the records' module).

@@ -44,7 +44,7 @@ the CPU's f32 dots at n >= 2 in a `__ynn_fusion`):
 
 A site in a dot that XLA's `dot-merger` made of several sites has that
 dot's fate (e.g. "Triton gemm"), and `merged_with` names the other sites it
-computes (`merge_words`: "merged by dot-merger with site 1"); checked on
+computes (`MappedSite.merge_words`: "merged by dot-merger with site 1"); checked on
 jaxlib 0.10.2 and 0.12.0.1 (`identify`'s docstring).
 
 `map_dot_sites` returns one `site_fate.MappedSite` per site;

@@ -260,7 +260,7 @@ def _operand_rounding(fate: MappedSite, instructions) -> _Resolved | None:
   keeps a declared BF16_BF16_F32 at n = 2 on the a100 as `convert(f32 ->
   bf16)` then `convert(bf16 -> f32)` of the weight in the multiply+reduce
   fusion, the other operand left f32 (jaxlib 0.10.2 and 0.12.0.1,
-  tests/testdata/compiles/seed_a100_n2_BF16_BF16_F32; the kernel's PTX
+  tests/testdata/compiles/preset_seed_a100_n2_BF16_BF16_F32; the kernel's PTX
   has the matching cvt.rn.bf16.f32 / cvt.f32.bf16). Both operands rounded
   to T: T_T_F32 (the products of two T values are exact in f32). One
   only: no preset computes that (None, said); neither: None here, the

@@ -151,11 +151,7 @@ def hlo_precision(inst: HloInstruction) -> tuple[str | None, str | None]:
     precision = inst.attrs.get("operand_precision", "{default,default}")
     return ",".join(precision.strip("{}").split(",")[:2]), None
   if inst.opcode == "custom-call":
-    config = inst.backend_config
-    pc = (config.get("gemm_backend_config") or config).get(
-      "precision_config"
-    ) or {}
-    ops = pc.get("operand_precision")
+    ops = inst.call_precision_config.get("operand_precision")
     precision = ",".join(p.lower() for p in ops) if ops else None
     return precision, inst.algorithm_preset
   precision = inst.attrs.get("operand_precision", "{default,default}")

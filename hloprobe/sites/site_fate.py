@@ -122,6 +122,12 @@ class MappedSite:
       (self.custom_call_target, self.backend_config_kind, self.fusion_kind),
     )
 
+  def merge_words(self, group: bool = False) -> str | None:
+    """E.g. "merged by dot-merger with sites 1, 2"; None when not merged
+    (`merge_words`). With `group`, the same words for every site of one
+    merged dot, e.g. "sites 0, 1, 2 merged by dot-merger"."""
+    return merge_words(self, group)
+
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class SiteFate(MappedSite):

@@ -118,9 +118,16 @@ def main(argv: list[str] | None = None) -> int:
   target = compile_mod.get_target(args.target)
   if args.replay is None:
     return _write(args, compile_mod, case, cargs, target)
-  with open(args.replay, encoding="utf-8") as f:
-    text = f.read()
-  target = autotuned_target(target, args.replay, text)
+  from hloprobe.errors import HloprobeError, TargetError
+  from hloprobe.ir import read_text_file
+
+  try:
+    # A regular file only: a FIFO is refused, not waited on.
+    text = read_text_file(args.replay, f"--replay={args.replay}", TargetError)
+    target = autotuned_target(target, args.replay, text)
+  except HloprobeError as e:
+    print(f"autotune_template: {e}", file=sys.stderr)
+    return 2
   compiled = compile_mod.compile_case(
     case, cargs, args.precision, target, dump_passes=True
   )

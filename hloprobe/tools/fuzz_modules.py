@@ -1,6 +1,6 @@
 """A seeded fuzz of the module-file readers: `make fuzz` (100,000
 mutations, about 100 a second on 2 cores; `make test` runs the first
-1,000 of seed 0 and checks its seeds and replay,
+2,000 of seed 0 and checks its seeds and replay,
 tests/tools/fuzz_modules_test.py).
 
 Seeds: one small program (two dots, a reduction, a tuple result) lowered

@@ -15,7 +15,6 @@ from hloprobe.compile import BASELINE, CASE_SUFFIX, jax_versions
 from hloprobe.engine import SweepSpec, plan_sweep, run_sweep, worker_pool
 from hloprobe.golden import (
   GoldenSiteChange,
-  default_golden_dir,
   describe_site_changes,
   dot_summary,
 )
@@ -176,7 +175,7 @@ def verify(
       dataclasses.replace(spec, precisions=(fix.precision,))
       if fix.precision
       else spec,
-      golden_dir or default_golden_dir(),
+      golden_dir or None,
       versions or {},
     ),
     invariant_rows=rows,

@@ -305,10 +305,11 @@ def _accurate(
 def golden(
   fixed: list[ConfigResult],
   spec: SweepSpec,
-  golden_dir: str,
+  golden_dir: str | None,
   versions: dict[str, str],
 ) -> Requirement:
-  """ "golden": the fix's configs against the goldens in `golden_dir`.
+  """ "golden": the fix's configs against the goldens in `golden_dir`
+  (None: the default folder, `golden.against_goldens`).
 
   Raises:
     GoldenError: the golden folder is missing or corrupt.

@@ -147,6 +147,7 @@ class SweepSitesTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     from hloprobe import engine, report
+    from hloprobe.report import explain_text
 
     super().setUpClass()
     cls.folder = tempfile.mkdtemp(prefix="autotune-")
@@ -161,7 +162,7 @@ class SweepSitesTest(absltest.TestCase):
     )
     cls.results = _POOL.run(spec)
     cls.explanations = report.explain_results(cls.results)
-    cls.text = report.render_explanation(cls.explanations, width=1000)
+    cls.text = explain_text.render_explanation(cls.explanations, width=1000)
 
   @classmethod
   def tearDownClass(cls):

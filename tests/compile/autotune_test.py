@@ -387,6 +387,18 @@ class AutotuneExperimentTest(absltest.TestCase):
     ):
       autotune_experiment(path, [get_target("a100")])
 
+  def test_a_fifo_is_refused_not_read(self):
+    # Issue 41 item 3: --autotune_results, and a results file named in
+    # XLA_FLAGS (`loaded_results`), are read only as regular files.
+    path = os.path.join(self.create_tempdir().full_path, "a100.textproto")
+    os.mkfifo(path)
+    with self.assertRaises(TargetError) as e:
+      autotune_experiment(path, [get_target("a100")])
+    self.assertNotIn("\n", str(e.exception))
+    self.assertIn("a FIFO, not a regular file", str(e.exception))
+    flags = f"--xla_gpu_load_autotune_results_from={path}"
+    self.assertIsNone(loaded_results(flags, get_target("a100")))
+
   def test_binary_results_are_refused(self):
     path = self._file("rec.pb", "")
     with self.assertRaisesRegex(TargetError, "text-format results only"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 import testutil
@@ -96,6 +97,34 @@ class GoldenLockTest(absltest.TestCase):
         ["git", "check-ignore", "-q", name], cwd=testutil.ROOT, check=False
       )
       self.assertEqual(proc.returncode, 0, name)
+
+
+class LockFileKindTest(absltest.TestCase):
+  """Issue 41 item 3: the lock file is read (its holder's line) and locked
+  only when it is a regular file; a FIFO in its place is one line, not a
+  wait without end nor an OSError traceback."""
+
+  def test_a_fifo_lock_file_is_one_line(self):
+    golden = os.path.join(self.create_tempdir().full_path, "golden")
+    os.mkfifo(lock.lock_path(golden))
+    start = time.monotonic()
+    with self.assertRaises(GoldenError) as cm:
+      with lock.golden_lock(golden, timeout_s=1):
+        pass
+    self.assertLess(time.monotonic() - start, 5)
+    self.assertNotIn("\n", str(cm.exception))
+    self.assertIn("is a FIFO, not a regular file; remove it", str(cm.exception))
+
+  def test_the_holder_of_a_fifo_is_not_waited_on(self):
+    path = os.path.join(self.create_tempdir().full_path, ".golden.lock")
+    os.mkfifo(path)
+    start = time.monotonic()
+    self.assertEqual(lock._holder(path), "another process")
+    self.assertLess(time.monotonic() - start, 5)
+
+  def test_a_regular_lock_file_names_its_holder(self):
+    path = self.create_tempfile(content="process 7 since 2026-12-05").full_path
+    self.assertEqual(lock._holder(path), "process 7 since 2026-12-05")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from testutil import numpy_seed_row0
 from hloprobe import engine, report
 from hloprobe.compile import cases
 from hloprobe.numerics import accuracy, emulate, predict, reference, rows
+from hloprobe.report import explain_text
 from hloprobe.sites import Fate
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
@@ -405,14 +406,14 @@ class JudgedRowsTest(absltest.TestCase):
     self.assertEqual(
       found[False][1].prediction.stats, found[True][1].prediction.stats
     )
-    text = report.render_explanation(
+    text = explain_text.render_explanation(
       report.explain_results(found[False], [case]), width=200
     )
     self.assertIn("Rows judged (not every row):", text)
     self.assertIn(f"n = 100: {large.judged_count} of 100 rows: row 0, 32", text)
     self.assertNotIn(
       "Rows judged",
-      report.render_explanation(
+      explain_text.render_explanation(
         report.explain_results(found[True], [case]), width=200
       ),
     )

@@ -97,6 +97,22 @@ class PerBatchSizeTest(absltest.TestCase):
       self.assertIn("case 'liar' declares rows_independent", r.failure.error)
 
 
+class HeadlineTest(absltest.TestCase):
+  def test_a_batched_float_leaf_headlines_over_an_unbatched_loss(self):
+    # (loss over the batch, per-row output): the rule's first tier is the
+    # batched float leaves (`accuracy.headline_leaf`), so leaf 1.
+    case = cases.Case(
+      "loss_and_rows",
+      "",
+      lambda x, w: ((x @ w).sum(), x @ w),
+      lambda: (_XC, _WC),
+      in_axes=(0, None),
+      output_axis=(None, 0),
+    )
+    refs = reference.References(case, case.full_inputs(), (2,))
+    self.assertEqual(refs.headline, 1)
+
+
 class DtypeTest(absltest.TestCase):
   def test_ulps_of_every_float_dtype(self):
     for dtype in (

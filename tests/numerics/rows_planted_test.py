@@ -120,11 +120,11 @@ class PlantedRowTest(absltest.TestCase):
     )
     self.assertEqual(table.count("row 5:"), 1)
     (e,) = report.explain_results([self.planted])
-    text = report.render_explanation([e], width=200)
+    text = explain_text.render_explanation([e], width=200)
     self.assertIn("Rows beyond row 0 (every row judged):", text)
     self.assertIn("n = 8: row 5: 1.2e-02, ", text)
     (control,) = report.explain_results([self.control])
-    self.assertNotIn("Rows beyond", report.render_explanation([control]))
+    self.assertNotIn("Rows beyond", explain_text.render_explanation([control]))
     doc = explain_text.explanation_json([e])
     self.assertEqual(doc["explanations"][0]["rows"][0]["worst"]["row"], 5)
     json.dumps(report.results_json([self.planted], {}))  # no numpy left
@@ -191,7 +191,7 @@ class PlantedRowTest(absltest.TestCase):
     self.assertEqual(control["words"], "every row within f32 noise")
     (e,) = report.explain_results([self.planted])
     self.assertEqual([x.worst.row for x in e.made_rows], [5])
-    text = report.render_explanation([e], width=200)
+    text = explain_text.render_explanation([e], width=200)
     made = text.split("What XLA made (the optimized module executed):")[1]
     made = made.split("Fates by batch size:")[0]
     self.assertRegex(
@@ -199,7 +199,9 @@ class PlantedRowTest(absltest.TestCase):
     )
     (control,) = report.explain_results([self.control])
     self.assertEqual(control.made_rows, ())
-    self.assertNotIn("every row judged", report.render_explanation([control]))
+    self.assertNotIn(
+      "every row judged", explain_text.render_explanation([control])
+    )
 
 
 if __name__ == "__main__":

@@ -13,27 +13,16 @@ from __future__ import annotations
 
 import html
 
+import verify_findings
 from absl.testing import absltest
 
 from hloprobe import invariance
-from hloprobe.invariance.answer import Boundary
-from hloprobe.invariance.rows import ROW0, RowClasses
 from hloprobe.pictures import html_table
 from hloprobe.report import Answer
 
 
 def _group(precision: str) -> invariance.Invariance:
-  return invariance.Invariance(
-    "m",
-    "a100",
-    precision,
-    "baseline",
-    "kernel identity",
-    (RowClasses(ROW0, ((1,), (2,))),),
-    (Boundary(2, 1, ("sites 0-1 Triton gemm", "k 1"), named=1),),
-    invariant=False,
-    sizes=(1, 2),
-  )
+  return verify_findings.split_group("m", precision)
 
 
 class InvarianceInTheAnswerTest(absltest.TestCase):

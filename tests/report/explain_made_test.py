@@ -24,8 +24,9 @@ from hloprobe.golden.format import ConfigKey
 from hloprobe.numerics import CHANGED
 from hloprobe.pictures import model_explorer
 from hloprobe.records import Compilation, Config, ConfigResult
-from hloprobe.report import explain_results, render, render_explanation
+from hloprobe.report import explain_results, render
 from hloprobe.report.explain_records import AGREES
+from hloprobe.report.explain_text import render_explanation
 from hloprobe.report.results_schema import config_json
 from hloprobe.verify.evidence import MathChanged
 

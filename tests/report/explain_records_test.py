@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from absl.testing import absltest
 
-from hloprobe import report
+from hloprobe.report import explain_text
 from hloprobe.report.explain_records import TargetExplanation
 
 
@@ -35,14 +35,14 @@ def _explanation(selection):
 
 class UnsettledTest(absltest.TestCase):
   def test_nothing_compiled_says_so(self):
-    text = report.render_explanation([_explanation(None)])
+    text = explain_text.render_explanation([_explanation(None)])
     self.assertIn(
       "a100: no fate to settle (no config compiled, or no site)", text
     )
     self.assertNotIn("n/a", text.split("cannot settle")[1])
 
   def test_a_compiled_target_names_who_chose(self):
-    text = report.render_explanation([_explanation("XLA heuristic")])
+    text = explain_text.render_explanation([_explanation("XLA heuristic")])
     self.assertIn("a100: fates chosen by XLA heuristic; a real a100 may", text)
 
 

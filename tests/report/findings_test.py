@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 
+import verify_findings
 from absl.testing import absltest
 
 from hloprobe import invariance, report, verify
@@ -162,17 +163,7 @@ class ScreenTest(absltest.TestCase):
 
   def test_bitwise_answer_folded_after_do_full_under_verbose(self):
     groups = tuple(
-      invariance.Invariance(
-        "my_model",
-        "a100",
-        p,
-        "baseline",
-        "kernel identity",
-        (RowClasses(ROW0, ((1,), (2,))),),
-        (Boundary(2, 1, ("sites 0-1 Triton gemm", "k 1"), named=1),),
-        invariant=False,
-        sizes=(1, 2),
-      )
+      verify_findings.split_group("my_model", p)
       for p in ("bfloat16", "float32")
     )
     answer = Answer(

@@ -96,9 +96,7 @@ class DotMergerFixtureTest(parameterized.TestCase):
       [f.backend_config_kind for f in fates],
       ["__triton_nested_gemm_fusion"] * 2,
     )
-    self.assertEqual(
-      site_fate.merge_words(fates[1]), "merged by dot-merger with site 0"
-    )
+    self.assertEqual(fates[1].merge_words(), "merged by dot-merger with site 0")
     record = site_fate.site_record(_resolved(stem)[0])
     self.assertEqual(record["merged_with"], [1])
 

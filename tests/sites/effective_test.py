@@ -223,7 +223,7 @@ class OperandRoundingTest(parameterized.TestCase):
 
   @parameterized.named_parameters(*((r, r) for r in recorded.RELEASES))
   def test_one_operand_rounded_has_no_preset(self, jaxlib):
-    rec = recorded.load("seed_a100_n2_BF16_BF16_F32", jaxlib)
+    rec = recorded.load("preset_seed_a100_n2_BF16_BF16_F32", jaxlib)
     hlo = rec.optimized_hlo
     self.assertIsNotNone(self._MULTIPLY.search(hlo))
     self.assertRegex(hlo, r"%convert\.4\.1 = bf16\[1,48\]\{1,0\} convert\(")
@@ -246,7 +246,7 @@ class OperandRoundingTest(parameterized.TestCase):
         f"  %multiply.4 = f32[2,48]{{1,0}} multiply({m.group(1)}, %r2)",
       )
 
-    rec = recorded.load("seed_a100_n2_BF16_BF16_F32")
+    rec = recorded.load("preset_seed_a100_n2_BF16_BF16_F32")
     site = recorded.fates(rec, plant)[3]
     self.assertEqual(site.effective_algorithm, "BF16_BF16_F32")
 

@@ -8,7 +8,7 @@ import re
 import pytest
 import testutil
 from absl.testing import absltest, parameterized
-from testutil import run_hloprobe, run_hloprobe_here
+from testutil import run_hloprobe_here
 
 from hloprobe import engine, verify
 from hloprobe.compile import lowering
@@ -261,16 +261,18 @@ class CliUsageTest(absltest.TestCase):
 @pytest.mark.compiles
 class CliTest(absltest.TestCase):
   def test_json_pass_exit_0(self):
-    # End to end: `python -m hloprobe verify` in a process of its own, on
-    # A100Test.test_float32_passes_both's cpu configs (record-cache hits
-    # after it: the cache's key has the sweep's largest batch size).
-    proc = run_hloprobe(
+    # On A100Test.test_float32_passes_both's cpu configs (record-cache hits
+    # after it: the cache's key has the sweep's largest batch size), in
+    # this process: `python -m hloprobe verify` runs whole in a process of
+    # its own in tests/compile/cases_user_test.py (by module name).
+    proc = run_hloprobe_here(
       "verify",
       "--targets=cpu",
       "--batch_sizes=1-3",
       "--precisions=bfloat16",
       "--fix=float32",
       "--format=json",
+      timeout_s=600,
     )
     self.assertEqual(proc.returncode, 0, proc.stderr)
     doc = json.loads(proc.stdout)

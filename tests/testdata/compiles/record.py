@@ -139,7 +139,12 @@ FIXTURES = {
   # Review finding 11: f32 operands under declared BF16 presets, one pass
   # and three (the PTX's bf16 mma, and the operand splitting of _X3).
   **{
-    f"seed_a100_n2_{p}": (lambda: cases.get_case("seed_mlp"), "a100", 2, p)
+    f"preset_seed_a100_n2_{p}": (
+      lambda: cases.get_case("seed_mlp"),
+      "a100",
+      2,
+      p,
+    )
     for p in ("BF16_BF16_F32", "BF16_BF16_F32_X3")
   },
   # Issue 23: GemmRewriter folds 0.1 into a cuBLASLt alpha over a BIAS
