@@ -71,6 +71,10 @@ MODEL = "kernel model"
 # The algorithm a lone multiply's site is evaluated at: one f32 product,
 # rounded once (`numerics.emulate_dot`'s F32_F32_F32).
 _MULTIPLY = "F32_F32_F32"
+# The most multiply-adds (over the bit-exact sites) one evaluation may
+# take: about 7 CPU-s at the model's ~1e7 a second; beyond, the group
+# stays by kernel identity, saying so.
+_BUDGET = 1 << 26
 # JAX op names (the HLO metadata's op_name tails, `KernelRecord.ops`)
 # whose results are correctly rounded (IEEE 754) or exact on XLA:CPU and
 # on the GPU alike: the kernel model's XLA:CPU evaluation of them is the
@@ -262,6 +266,8 @@ def model_rows(
     in its output dtype.
 
   Raises:
+    ValueError: an evaluation's bit-exact sites take over `_BUDGET`
+      multiply-adds (`numerics` KernelBudgetError).
     Exception: what tracing or evaluating the case raises.
   """
   memo: dict[tuple, tuple[np.ndarray, ...]] = {}
@@ -272,7 +278,12 @@ def model_rows(
     if key not in memo:
       args = case.inputs_for(full, size)
       leaves = kernel_model_run(
-        case.fn, args, spec.algorithms, dict(spec.sites), jit=True
+        case.fn,
+        args,
+        spec.algorithms,
+        dict(spec.sites),
+        jit=True,
+        budget=_BUDGET,
       )
       axes = case.output_axes([np.shape(x) for x in leaves])
       memo[key] = row_of(leaves, axes, 0)

@@ -14,26 +14,21 @@ Runs, in fresh processes, back to back:
   answer       `hloprobe explain --invariance=answer --notry_fixes` of the
                same configs, cold (--nocache): the bitwise answer by
                kernel identity (every kernel's PTX read).
-  off          the same with `--invariance=off`: what the answer adds is
-               answer - off.
+  alone        explain's sweep (the same plan: --explain_passes, no
+               cache) in one child, then `invariance.batch_invariance`
+               alone on its pool, each timed: the answer's own seconds,
+               measured rather than taken as the difference of two whole
+               runs (the load moved those by more than the answer takes).
 
 and prints one line: answer / plain (goal <= 2x, the issue's), the
-answer's own share ((answer - off) / plain), each side's seconds, the peak
+answer's own share (its seconds / plain), each side's seconds, the peak
 resident memory of the answer run's largest process, and the load average
 before and after (the machine may be shared: the runs are back to back).
 
-Run once (jaxlib 0.12.0.1, the shared 2-core machine, load 3.0 -> 3.5,
-another session's bench beside it): 8.55x, goal missed; the answer's own
-share 2.75x (219.8 s; --invariance=off 149.1 s; plain 25.7 s); peak 4.9
-GB; 7 classes, one per n, by kernel identity. Most of the time is
-explain's own (off is 5.8x). Of the answer's 71 s, reading the kernels
-is not it: `kernels.read_kernels` takes 0.1 s a config here (n = 8 and
-64, 14 records, 200-240 kB of PTX), a compile 4 s; where the rest goes
-(`invariance.sweep_kernels`' requests; each carries the case's full
-inputs) is not yet measured. That run predates asking each config's
-kernels on the lane that compiled it: before, every request went to
-lane 0, and the configs the sweep had dealt to lane 1 (3 of 7 here, 4 s
-a compile) were compiled again, one after another; not run again since.
+Measured (CONTRIBUTING.md, "Batch invariance"): 8.55x, share 2.75x
+(answer - off, load 3) before each config's kernels were read on the
+lane that compiled it; then 13.8x at load 6-12, where the answer's own
+6.8 s (cProfile) was 0.15x and explain's accuracy sweep all the rest.
 
 The case is `gpt2_block` below: `bench_models`' one-layer GPT-2-small
 block (d_model 768, 12 heads of 64, MLP 3072, seq 128) with 64 rows.
