@@ -16,7 +16,8 @@ that the requests carry instead; `resolved` maps the files read-only
 process reads the same pages of the page cache. The values are the very
 bytes made (a case whose `make_inputs` is not deterministic is still
 compiled, run and judged on one set of inputs). Inputs with no large leaf
-(the built-in cases) are passed as they are.
+(most built-in cases; not jax#21212's bfloat16 one) are passed as they
+are.
 
 Private in intent: use the package, `hloprobe.engine`.
 """
