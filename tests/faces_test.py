@@ -79,12 +79,12 @@ _HELP_TEXT = frozenset({"hloprobe.cli._main"})
 # `search_pins` and `untried_pins` left the face.
 # Then kernels.core_count back (invariance reads it), and compile's
 # sweep_experiments for parse_experiments_file and autotune_experiment.
-# 258 (2026-12-05, fourth session): commands make one call per stage
+# 257 (2026-12-05, fourth session): commands make one call per stage
 # (versions, golden, pictures, verify's fix tries, engine's shard word),
 # records answer what callers asked a function (PtxKernel.algorithm_for,
 # HloModule.partition_count, SiteFate.tf32_optional, ...), and compile's
 # autotune and report steps fold into their calls.
-_PUBLIC_NAMES_CAP = 258
+_PUBLIC_NAMES_CAP = 257
 
 
 def _modules(package: types.ModuleType) -> list[str]:
