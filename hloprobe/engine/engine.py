@@ -292,7 +292,13 @@ class _Sweep:
     not its name), or None."""
     known = self.known.get(_reuse_key(c))
     if known is not None:
-      return dataclasses.replace(known, config=c.config)
+      reused = dataclasses.replace(known, config=c.config)
+      if key and reused.ok:  # a later sweep of these flags hits it too
+        with watch.stage("cache"):
+          folder = self.case_dirs[c.case_index]
+          if self.store.get(key, folder) is None:
+            self.store.put(key, dataclasses.replace(reused, timings={}), folder)
+      return reused
     if not key:
       return None
     with watch.stage("cache"):
