@@ -222,7 +222,7 @@ def verify_fix(
   spec = dataclasses.replace(spec, experiments=())
   check_batch_sizes(requirements, spec.batch_sizes)
   plan = plan_sweep(fix_sweep(spec, fix, requirements))
-  rows = kernels = None
+  rows = kernels = model = None
   if recorded is not None:
     results = recorded(plan)
   else:
