@@ -48,7 +48,7 @@ from hloprobe.tools import bench_models
 
 # The plain loop and explain run as bench_scale runs its lines: in a child
 # that reports wall seconds and the largest process (`_wrapped`).
-from hloprobe.tools.bench_scale import _load, _wrapped
+from hloprobe.tools.bench_scale import PLAIN_SETUP, _load, _wrapped
 
 __all__ = ["gpt2_block", "main", "measure"]
 
@@ -71,20 +71,9 @@ def gpt2_block() -> Case:
   )
 
 
-_PLAIN = """
-import sys
-from hloprobe.runtime import host
-import jax
-from jax.experimental import topologies
-from hloprobe.compile import cases, targets
-sizes = [int(s) for s in sys.argv[2].split(",")]
-case = cases.get_case(sys.argv[1])
-full = case.make_inputs()
-config = targets.get_target("a100").config_text
-topo = topologies.get_topology_desc(
-  "a100", "cuda", target_config=config, topology="1x1x1")
-gpu = jax.sharding.SingleDeviceSharding(topo.devices[0])
-spec = lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=gpu)
+_PLAIN = (
+  PLAIN_SETUP
+  + """
 for n in sizes:
   args = case.inputs_for(full, n)
   with jax.default_matmul_precision("float32"):
@@ -93,6 +82,7 @@ for n in sizes:
     ).lower(lowering_platforms=("cuda",))
   lowered.compile()
 """
+)
 
 
 # The sweep explain runs, then the answer alone on its pool, each timed:

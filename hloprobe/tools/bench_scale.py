@@ -67,7 +67,10 @@ print(json.dumps({"wall": wall, "peak_kb": peak, "rc": proc.returncode,
                   "err": proc.stderr[-2000:], "over": over}))
 """
 
-_PLAIN = """
+# The plain loops' common start (this line's and bench_invariance's): the
+# case (argv[1]) at the sizes (argv[2]), and `spec`, an array's abstract
+# value on a compile-only a100.
+PLAIN_SETUP = """
 import sys
 from hloprobe.runtime import host
 import jax
@@ -81,6 +84,11 @@ topo = topologies.get_topology_desc(
   "a100", "cuda", target_config=config, topology="1x1x1")
 gpu = jax.sharding.SingleDeviceSharding(topo.devices[0])
 spec = lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=gpu)
+"""
+
+_PLAIN = (
+  PLAIN_SETUP
+  + """
 for n in sizes:
   args = case.inputs_for(full, n)
   for precision in ("bfloat16", "float32"):
@@ -91,6 +99,7 @@ for n in sizes:
       ).lower(lowering_platforms=("cuda",))
     lowered.compile()
 """
+)
 
 
 def _wrapped(argv: list[str]) -> dict:
