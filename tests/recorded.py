@@ -143,3 +143,34 @@ def prediction(case, rec: Recorded) -> predict.Prediction:
   n = rec.config["n"]
   refs = reference.References(case, full, (n,))
   return predict.Predictor(case, full, refs).predict(n, tuple(fates(rec)), None)
+
+
+KERNELS = os.path.join(os.path.dirname(__file__), "testdata", "kernels")
+
+
+def kernel_fixtures(release: str, stem: str, sizes, case: str | None = None):
+  """(ConfigResults, kernel reader) of the recorded a100 compiles
+  `tests/testdata/kernels/<release>/<stem><n>` (float32, no fates: every
+  kernel is judged by the kernels stage's records; `case` names their
+  configs' case, `stem` by default), for `invariance_of(..., reader=)`."""
+  from hloprobe import kernels
+  from hloprobe.invariance.kernel_identity import records_as_kernels
+  from hloprobe.ir import as_precision
+
+  a100 = targets.get_target("a100")
+  results, texts = [], {}
+  for n in sizes:
+    base = os.path.join(KERNELS, release, f"{stem}{n}")
+    with open(base + ".hlo.txt", encoding="utf-8") as f:
+      hlo = f.read()
+    with open(base + ".ptx.txt", encoding="utf-8") as f:
+      texts[n] = (hlo, f.read())
+    config = records.Config(case or stem, a100, n, as_precision("float32"))
+    results.append(records.ConfigResult(config, records.Compilation("", hlo)))
+
+  def read(r):
+    hlo, ptx_text = texts[r.config.n]
+    found = kernels.read_kernels(hlo, r.config.n, [ptx_text], core_count=108)
+    return records_as_kernels(found, r)
+
+  return results, read

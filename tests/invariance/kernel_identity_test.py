@@ -13,17 +13,16 @@ from __future__ import annotations
 import os
 import types
 
+import recorded
 import testutil
 from absl.testing import absltest, parameterized
 
-from hloprobe import kernels
 from hloprobe.compile import get_target
 from hloprobe.errors import HloParseError
 from hloprobe.invariance import invariance_of
 from hloprobe.invariance.kernel_identity import (
   RowKernel,
   batched_leaves,
-  records_as_kernels,
   result_leaves,
 )
 from hloprobe.invariance.words import answer_lines, kernel_lines
@@ -86,27 +85,8 @@ _RELEASES = ("0.12.0.1", "0.10.2")
 
 
 def _recorded(release: str, stem: str, sizes):
-  """ConfigResults of recorded a100 compiles (no fates: every kernel is
-  judged by the kernels stage's records) and their reader."""
-  a100 = get_target("a100")
-  results, texts = [], {}
-  for n in sizes:
-    base = os.path.join(_DATA, release, f"{stem}{n}")
-    with open(base + ".hlo.txt", encoding="utf-8") as f:
-      hlo = f.read()
-    with open(base + ".ptx.txt", encoding="utf-8") as f:
-      texts[n] = (hlo, f.read())
-    c = Compilation(stablehlo="", optimized_hlo=hlo)
-    results.append(
-      ConfigResult(Config(stem, a100, n, as_precision("float32")), c)
-    )
-
-  def read(r):
-    hlo, ptx = texts[r.config.n]
-    records = kernels.read_kernels(hlo, r.config.n, [ptx], core_count=108)
-    return records_as_kernels(records, r)
-
-  return results, read
+  """ConfigResults of recorded a100 compiles and their kernel reader."""
+  return recorded.kernel_fixtures(release, stem, sizes)
 
 
 class ResultLeavesTest(parameterized.TestCase):

@@ -11,10 +11,9 @@ import dataclasses
 import os
 
 import jsonschema
+import recorded
 from absl.testing import absltest, parameterized
 
-from hloprobe import kernels
-from hloprobe.compile import get_target
 from hloprobe.invariance import (
   Invariance,
   first_lines,
@@ -22,7 +21,7 @@ from hloprobe.invariance import (
   invariance_of,
 )
 from hloprobe.invariance.answer import Boundary
-from hloprobe.invariance.kernel_identity import RowKernel, records_as_kernels
+from hloprobe.invariance.kernel_identity import RowKernel
 from hloprobe.invariance.pin import NOT_TRIED, Pin, PinCandidate
 from hloprobe.invariance.rows import ROW0, RowClasses
 from hloprobe.invariance.words import (
@@ -31,8 +30,6 @@ from hloprobe.invariance.words import (
   kernel_lines,
   pin_lines,
 )
-from hloprobe.ir import as_precision
-from hloprobe.records import Compilation, Config, ConfigResult
 from hloprobe.report import schema_document
 
 _SIZES = (1, 2, 8, 64)
@@ -342,23 +339,9 @@ def _ln_model(release: str) -> Invariance:
   """Issue 38's model on a100, float32, n = 1, 2, 8, 64, from its
   recorded compiles (tests/testdata/kernels/record_fixtures.py), every
   kernel read by the kernels stage (no fates: the gemms are listed too)."""
-  a100 = get_target("a100")
-  results, texts = [], {}
-  for n in _SIZES:
-    base = os.path.join(_DATA, release, f"ln_model_a100_n{n}")
-    with open(base + ".hlo.txt", encoding="utf-8") as f:
-      hlo = f.read()
-    with open(base + ".ptx.txt", encoding="utf-8") as f:
-      texts[n] = (hlo, f.read())
-    config = Config("ln", a100, n, as_precision("float32"))
-    results.append(ConfigResult(config, Compilation("", hlo)))
-
-  def read(r):
-    hlo, ptx = texts[r.config.n]
-    return records_as_kernels(
-      kernels.read_kernels(hlo, r.config.n, [ptx], core_count=108), r
-    )
-
+  results, read = recorded.kernel_fixtures(
+    release, "ln_model_a100_n", _SIZES, case="ln"
+  )
   (a,) = invariance_of(results, reader=read)
   return a
 
