@@ -11,7 +11,7 @@ Run from the repository root, once per jaxlib:
   JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 .venv/bin/python \\
       tests/testdata/kernels/record_batch_mean.py
   JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 PYTHONPATH=$PWD \\
-      /work/main/.venv-jax0.10.2/bin/python \\
+      .venv-jax0.10.2/bin/python \\
       tests/testdata/kernels/record_batch_mean.py
 
 Writes, for each batch size n in 1, 2, 8, into

@@ -14,7 +14,7 @@ Run from the repository root, once per jaxlib:
   JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 .venv/bin/python \\
       tests/testdata/kernels/record_fixtures.py
   JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 PYTHONPATH=$PWD \\
-      /work/main/.venv-jax0.10.2/bin/python \\
+      .venv-jax0.10.2/bin/python \\
       tests/testdata/kernels/record_fixtures.py
 
 Writes, for each batch size n in 1, 2, 8, 64, into
