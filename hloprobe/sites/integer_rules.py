@@ -78,7 +78,8 @@ def integer_algorithm(
   tests/intdots_testdata/s8_s32_long_k_a100_n8 (jaxlib 0.12.0.1, a100
   compile-only, s8[8,262144] x s8[262144,16] -> s32: split-K 128, the gemm
   kernel's `mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32`,
-  the reduce fusion's `add.s32`). So where K / split-K times the largest
+  the reduce fusion's `add.s32`; the same split-K 128, mma and add.s32
+  compiled by hand under jaxlib 0.10.2). So where K / split-K times the largest
   product magnitude stays within s32, no chain clamps and the wrap rule
   holds; past it the site has no outcome here (None): clamping is not
   modelled.
