@@ -295,9 +295,12 @@ class _Sweep:
       reused = dataclasses.replace(known, config=c.config)
       if key and reused.ok:  # a later sweep of these flags hits it too
         with watch.stage("cache"):
-          folder = self.case_dirs[c.case_index]
-          if self.store.get(key, folder) is None:
-            self.store.put(key, dataclasses.replace(reused, timings={}), folder)
+          if not self.store.has(key):
+            self.store.put(
+              key,
+              dataclasses.replace(reused, timings={}),
+              self.case_dirs[c.case_index],
+            )
       return reused
     if not key:
       return None

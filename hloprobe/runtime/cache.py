@@ -332,6 +332,10 @@ class RecordCache:
       pass
     return resolved(record, Roots.of(case_dir))
 
+  def has(self, key: str) -> bool:
+    """Whether an entry is stored under `key` (not read: `get` checks it)."""
+    return os.path.isfile(self._path(key))
+
   def put(self, key: str, record, case_dir: str | None = None) -> None:
     """Stores `record` whole or not at all; a failed write only warns.
 
