@@ -74,9 +74,6 @@ _NOT_YET = {
   "compile/invariance_cases",
   "compile/issue_cases",
   "compile/lowering",
-  # engine/: through engine/engine_test.py, plan_test.py and the
-  # runtime/ pool tests.
-  "engine/compiled",
   # invariance/: through invariance/answer_test.py and runs_test.py.
   "invariance/pin",
   # Through kernels/kernel_reader_test.py's PinTest (recorded pinned
