@@ -194,7 +194,13 @@ def show(results: Sequence, spec, out, cpu=None) -> None:
 
 
 def main(args: SweepArgs) -> int:
-  """`hloprobe sweep`: runs, prints, writes; returns the exit status."""
+  """`hloprobe sweep`: runs, prints, writes; returns the exit status.
+
+  Raises:
+    common.Interrupted: an interrupt while the results are shown or
+      written (every config finished: they are kept).
+    HloprobeError: as `sweep` raises (the cli prints it in one line).
+  """
   spec, results = sweep(args)
   try:
     show(results, spec, outputs_of(args, args.common.format, shard_entry(spec)))
