@@ -12,10 +12,15 @@ from hloprobe import engine
 pytestmark = pytest.mark.compiles
 
 
-def _plan(precisions, passes=False, sizes=(1, 9)):
+def _plan(precisions, passes=False, sizes=(1, 9), cache_dir=None):
   return engine.plan_sweep(
     engine.SweepSpec(
-      ("seed_mlp",), sizes, precisions, ("cpu",), explain_passes=passes
+      ("seed_mlp",),
+      sizes,
+      precisions,
+      ("cpu",),
+      explain_passes=passes,
+      cache_dir=cache_dir,
     )
   )
 
@@ -44,6 +49,33 @@ class GivenTest(absltest.TestCase):
       self.assertEqual(got.compilation.fates, want.compilation.fates)
       self.assertEqual(got.execution.leaf_stats, want.execution.leaf_stats)
       self.assertEqual(got.execution.ulp_vs_n1, want.execution.ulp_vs_n1)
+      self.assertEqual(got.prediction, want.prediction)
+
+  def test_a_taken_record_is_stored_under_its_own_key(self):
+    # The earlier sweep asked for passes, the later does not: their cache
+    # keys differ (`cache.config_key`'s explain_passes), so the earlier
+    # one's entries do not serve a third sweep of the later's words. The
+    # later sweep takes the records (no worker call) and stores each under
+    # its own key (engine `_hit`, commits e605904 and 48c4f3e): the third
+    # sweep, given nothing, hits the cache for both configs.
+    folder = self.create_tempdir().full_path
+    first = _plan(("float32",), passes=True, cache_dir=folder)
+    later = _plan(("float32",), cache_dir=folder)
+    with engine.worker_pool(first) as pool:
+      made = engine.run_sweep(first, pool=pool)
+      calls = []
+      call = pool.call
+      pool.call = lambda *a, **k: calls.append(a) or call(*a, **k)
+      taken = engine.run_sweep(later, pool=pool, given=[(first, made)])
+      self.assertEqual(calls, [])
+      again = engine.run_sweep(later, pool=pool)
+      self.assertEqual(calls, [])  # every config a cache hit
+    self.assertLen(again, 2)
+    for got, want in zip(again, taken):
+      self.assertEqual(got.config, want.config)
+      self.assertIsNone(got.compilation.passes)
+      self.assertEqual(got.compilation.fates, want.compilation.fates)
+      self.assertEqual(got.execution.leaf_stats, want.execution.leaf_stats)
       self.assertEqual(got.prediction, want.prediction)
 
   def test_another_largest_size_is_computed(self):
