@@ -19,7 +19,7 @@ import stat
 from collections.abc import Callable
 from typing import BinaryIO
 
-from hloprobe.errors import HloprobeError
+from hloprobe.errors import HloprobeError, file_kind
 
 __all__ = [
   "MAX_INPUT_BYTES",
@@ -49,19 +49,6 @@ def path_part(name: str) -> str:
   if part in ("", ".", ".."):
     return part.replace(".", "_") or "_"
   return part
-
-
-def _kind(mode: int) -> str:
-  for test, name in (
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISSOCK, "a socket"),
-  ):
-    if test(mode):
-      return name
-  return "not a plain file"
 
 
 def read_text_file(
@@ -126,7 +113,7 @@ def read_file_bytes(
   if not stat.S_ISREG(mode):
     os.close(fd)
     raise error(
-      f"{what}: {_kind(mode)}, not a regular file; hloprobe reads input "
+      f"{what}: {file_kind(mode)}, not a regular file; hloprobe reads input "
       "only from regular files"
     )
   with os.fdopen(fd, "rb") as f:
