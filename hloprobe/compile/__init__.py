@@ -20,15 +20,11 @@ from hloprobe.compile.autotune_replay import (
 from hloprobe.compile.builtin_cases import CASES as CASES
 from hloprobe.compile.case_model import Case as Case
 from hloprobe.compile.case_model import ReportedError as ReportedError
-from hloprobe.compile.case_model import leaf_names as leaf_names
 from hloprobe.compile.cases import absolute_case_word as absolute_case_word
 from hloprobe.compile.cases import get_case as get_case
 from hloprobe.compile.cases import resolvable_elsewhere as resolvable_elsewhere
 from hloprobe.compile.compat import JAXPR_API as JAXPR_API
-from hloprobe.compile.compat import enable_x64 as enable_x64
 from hloprobe.compile.compat import jaxlib_release as jaxlib_release
-from hloprobe.compile.compat import scan_counts as scan_counts
-from hloprobe.compile.compat import while_has_dce_rule as while_has_dce_rule
 from hloprobe.compile.cudnn import (
   missing_cudnn_message as missing_cudnn_message,
 )
@@ -79,7 +75,6 @@ __all__ = [
   "absolute_case_word",
   "attached_gpu_count",
   "compile_case",
-  "enable_x64",
   "get_case",
   "get_target",
   "int32_dots_case",
@@ -87,7 +82,6 @@ __all__ = [
   "is_module_case",
   "jax_versions",
   "jaxlib_release",
-  "leaf_names",
   "load_topology",
   "missing_cudnn_message",
   "missing_lowering",
@@ -96,11 +90,9 @@ __all__ = [
   "ptxas_version",
   "rejected_compile",
   "resolvable_elsewhere",
-  "scan_counts",
   "selection_note",
   "start_backends",
   "sweep_experiments",
   "target_listing",
   "triton_pin",
-  "while_has_dce_rule",
 ]

@@ -24,7 +24,7 @@ import os
 import sys
 
 from hloprobe.compile.builtin_cases import CASES
-from hloprobe.compile.case_model import Case, ReportedError, leaf_names
+from hloprobe.compile.case_model import Case, ReportedError
 from hloprobe.compile.int_dots import CASE_SUFFIX, int32_dots_case
 from hloprobe.compile.module_case import is_module_case, module_case
 from hloprobe.errors import CaseError, did_you_mean, first_line
@@ -36,7 +36,6 @@ __all__ = [
   "Case",
   "ReportedError",
   "get_case",
-  "leaf_names",
   "load_user_case",
   "seed_mlp",
 ]
