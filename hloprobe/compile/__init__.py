@@ -34,9 +34,7 @@ from hloprobe.compile.experiments import (
 )
 from hloprobe.compile.experiments import Experiment as Experiment
 from hloprobe.compile.experiments import parse_experiment as parse_experiment
-from hloprobe.compile.int_dots import CASE_SUFFIX as CASE_SUFFIX
 from hloprobe.compile.int_dots import INT32_DOTS_FIX as INT32_DOTS_FIX
-from hloprobe.compile.int_dots import int32_dots_case as int32_dots_case
 from hloprobe.compile.lowering import compile_case as compile_case
 from hloprobe.compile.lowering import jax_versions as jax_versions
 from hloprobe.compile.lowering import start_backends as start_backends
@@ -64,7 +62,6 @@ __all__ = [
   "BUILTIN_EXPERIMENTS",
   "BUILTIN_TARGETS",
   "CASES",
-  "CASE_SUFFIX",
   "Case",
   "Experiment",
   "INT32_DOTS_FIX",
@@ -77,7 +74,6 @@ __all__ = [
   "compile_case",
   "get_case",
   "get_target",
-  "int32_dots_case",
   "is_config_path",
   "is_module_case",
   "jax_versions",
