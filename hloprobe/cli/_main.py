@@ -82,9 +82,9 @@ __all__ = ["main", "run"]
 
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = (
-  commands.EXIT_OK,
-  commands.EXIT_FAILED,
-  commands.EXIT_USAGE,
+  commands.ExitStatus.OK,
+  commands.ExitStatus.FAILED,
+  commands.ExitStatus.USAGE,
 )
 
 # command -> (its args record, its main): `hloprobe.commands.COMMANDS`.
