@@ -250,8 +250,7 @@ def _swept(plan, requirements):
   with worker_pool(plan) as pool:
     results = run_sweep(plan, pool=pool)
     if "invariant" in requirements:  # the anchors, on the same workers
-      full = {i: c.case.full_inputs() for i, c in enumerate(plan.cases)}
-      rows, kernels, model = rows_and_kernels(
-        plan, pool, full.__getitem__, results
-      )
+      # Each case's inputs made where its program may run: a user case's
+      # in the worker that loaded it, never here.
+      rows, kernels, model = rows_and_kernels(plan, pool, None, results)
   return results, rows, kernels, model
