@@ -218,7 +218,14 @@ def _unknown_command(command: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-  """Runs one command; returns the exit status."""
+  """Runs one command; returns the exit status.
+
+  Bad input and hloprobe's errors are one line and a non-zero status, not
+  raised; an interrupt is its signal's status.
+
+  Raises:
+    Exception: an error that is none of hloprobe's (a bug), as raised.
+  """
   command, *rest = argv[1:] or ["sweep"]
   try:
     if command not in _COMMANDS:

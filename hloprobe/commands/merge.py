@@ -240,7 +240,13 @@ def _recorded_case(word: str, name: str, records):
 
 
 def main(args: MergeArgs) -> int:
-  """`hloprobe merge`: joins, prints, writes; returns the exit status."""
+  """`hloprobe merge`: joins, prints, writes; returns the exit status.
+
+  Raises:
+    common.Interrupted: an interrupt while the merged results stream
+      (the cli's `main` makes it the signal's exit status).
+    HloprobeError: as `merge` raises (the cli prints it in one line).
+  """
   from hloprobe.report import stream_results
 
   plan, host, collected, results = merge(args)

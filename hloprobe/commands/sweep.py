@@ -177,7 +177,13 @@ def show(results: Sequence, spec, out, cpu=None) -> None:
 
 
 def main(args: SweepArgs) -> int:
-  """`hloprobe sweep`: runs, prints, writes; returns the exit status."""
+  """`hloprobe sweep`: runs, prints, writes; returns the exit status.
+
+  Raises:
+    common.Interrupted: an interrupt while the results are shown or
+      written (every config finished: they are kept).
+    HloprobeError: as `sweep` raises (the cli prints it in one line).
+  """
   spec, results = sweep(args)
   try:
     shard = spec if spec.shard is not None else None

@@ -309,7 +309,11 @@ JAXPR_API = _jaxpr_api()
 def runtime_error_type() -> type:
   """The exception XLA raises from compiles: `jax.errors.JaxRuntimeError`
   (jax 0.10.2), else jaxlib's `XlaRuntimeError` (jax 0.4.33 has no
-  JaxRuntimeError)."""
+  JaxRuntimeError).
+
+  Raises:
+    RuntimeError: this jax has neither.
+  """
   import jax
 
   found = getattr(jax.errors, "JaxRuntimeError", None)

@@ -105,7 +105,7 @@ class Evaluator:
     algorithms: one algorithm name per site (`EMULATED_ALGORITHMS`), in
       site order.
     order: f32 summation order of every emulated dot (`SUMMATION_ORDERS`).
-    rounding: f32 -> TF32 rounding mode ('rna' or 'rne').
+    rounding: f32 -> TF32 rounding mode ('rna', 'rne' or 'rz').
   """
 
   def __init__(self, algorithms: tuple, order: str, rounding: str):

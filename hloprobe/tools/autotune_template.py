@@ -91,6 +91,7 @@ def _write(args, compile_mod, case, cargs, target) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+  """The tool's command line (the module docstring); the exit status."""
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--case", required=True)
   parser.add_argument("--target", required=True)

@@ -99,7 +99,8 @@ def parse_requirements(text: str) -> tuple[str, ...]:
   bad = [n for n in names if n not in REQUIREMENTS]
   if bad or not names:
     raise InvalidArgumentError(
-      f"unknown requirement(s) {bad or [text]}; choose from {', '.join(REQUIREMENTS)}"
+      f"unknown requirement(s) {bad or [text]}; choose from "
+      f"{', '.join(REQUIREMENTS)}, e.g. --require=consistent,accurate"
     )
   return names
 
