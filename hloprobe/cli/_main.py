@@ -70,7 +70,7 @@ from hloprobe.errors import (
   counted,
   did_you_mean,
 )
-from hloprobe.ir import read_text_file
+from hloprobe.ir import InputFile
 from hloprobe.report import OUTPUT_FORMS
 
 __all__ = ["main", "run"]
@@ -82,9 +82,9 @@ __all__ = ["main", "run"]
 
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = (
-  commands.EXIT_OK,
-  commands.EXIT_FAILED,
-  commands.EXIT_USAGE,
+  commands.ExitStatus.OK,
+  commands.ExitStatus.FAILED,
+  commands.ExitStatus.USAGE,
 )
 
 # command -> (its args record, its main): `hloprobe.commands.COMMANDS`.
@@ -375,9 +375,9 @@ def _check_flagfiles(words: list[str], depth: int) -> None:
       raise InvalidArgumentError(
         f"{what}: flag files nest more than {_MAX_FLAGFILE_DEPTH} deep"
       )
-    text = read_text_file(
+    text = InputFile(
       os.path.expanduser(path), what, InvalidArgumentError, _MAX_FLAGFILE_BYTES
-    )
+    ).read_text()
     inner = [line.strip() for line in text.splitlines()]
     _check_flagfiles([w for w in inner if w], depth + 1)
 

@@ -15,7 +15,6 @@ Private in intent: use the package, `hloprobe.engine`.
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 
 import numpy as np
@@ -325,11 +324,6 @@ def _autotuned_sites(
   return chosen, None
 
 
-# How `sites.effective` names the kernel a site's algorithm was read from:
-# its evidence starts "kernel NAME: " (effective.py `_from_ptx`).
-_KERNEL_RE = re.compile(r"^kernel (\S+): ")
-
-
 def evidence_ptx(fates, files) -> dict[str, str]:
   """The PTX of every kernel a site's effective algorithm was read from.
 
@@ -344,9 +338,8 @@ def evidence_ptx(fates, files) -> dict[str, str]:
   by_kernel = {k.name: text for text, kernels in files for k in kernels}
   found = {}
   for f in fates:
-    m = _KERNEL_RE.match(f.algorithm_evidence or "")
-    if f.algorithm_source == "ptx" and m and m.group(1) in by_kernel:
-      found.setdefault(m.group(1), by_kernel[m.group(1)])
+    if f.algorithm_source == "ptx" and f.ptx_kernel in by_kernel:
+      found.setdefault(f.ptx_kernel, by_kernel[f.ptx_kernel])
   return found
 
 

@@ -18,11 +18,15 @@ Memory (issue 37): every order holds a bounded multiple of its output,
 never a product per (M, K, N) element: "sequential" and "blocked" one or
 two sums of the output's shape, "pairwise" one chunk of products (at most
 `_PAIRWISE_CHUNK_ELEMENTS`, or one term per output) and log2(K) + 1 sums.
-Nor do a program's sites add up: a fixed order's operands pass an
-optimization barrier, and its initial zeros are made after its operands
-(`_zeros`), so that XLA:CPU makes each site's copies and sums when the
-site runs, not all at the program's start; a program's temporaries are
-about its largest site's, whatever its depth.
+Nor do a program's sites add up: a fixed order's operands, and a split
+algorithm's in every order (XLA's too), pass an optimization barrier, and
+a fixed order's initial zeros are made after its operands (`_zeros`), so
+that XLA:CPU makes each site's copies, parts and sums when the site runs,
+not all at the program's start; a program's temporaries are about its
+largest site's, whatever its depth (a 12-layer GPT-2's BF16_BF16_F32_X6
+in XLA's order: 26 MiB, as at one layer). A single-pass algorithm in
+XLA's order passes no barrier: it makes no copy of a weight beyond its
+rounding, and a barrier would stop XLA folding a transpose into the dot.
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
@@ -196,13 +200,17 @@ def emulated_dot_general(
         f"[hloprobe] cannot emulate a dot of {x.dtype} operands; dot "
         "algorithms apply to real floating operands (e.g. f32)"
       )
-  if order != "xla":
+  if order != "xla" or algorithm in _SPLITS:
     # A fixed order's own ops (roundings, splits, pads) wait for both
     # operands. Else XLA:CPU may make every site's weight-side copies at
     # the program's start, each live until its site, so that memory grows
     # with depth (issue 37: 1 GB of temporaries for a 4-layer GPT-2), and
     # may fuse the ops that made an operand into its padding, where their
-    # bits can differ from those XLA's order gives the same ops.
+    # bits can differ from those XLA's order gives the same ops. A split's
+    # parts in XLA's order likewise (each site's parts of its weight: a
+    # 12-layer GPT-2's X6 held 1 GB of them from the start); the dots then
+    # read parts, never the operands, so no transpose folding is lost
+    # (the same bits: emulate_orders_test, the golden check).
     lhs, rhs = lax.optimization_barrier((lhs, rhs))
   contract = _CONTRACTIONS[order]
   if isinstance(algorithm, Switched):

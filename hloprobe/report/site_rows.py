@@ -115,10 +115,11 @@ def site_rows(r: ConfigResult) -> list[list[str]]:
         _band_cell(r.prediction, s.index),
         site_model(
           f.fate.value,
-          f.algorithm_evidence,
+          f.mma_opcodes,
           c.target.compute_capability,
           f.split_k,
           f.effective_algorithm,
+          f.ptx_tf32_rounding,
         ).kind,
       ]
     )

@@ -120,11 +120,13 @@ def main(argv: list[str] | None = None) -> int:
   if args.replay is None:
     return _write(args, compile_mod, case, cargs, target)
   from hloprobe.errors import HloprobeError, TargetError
-  from hloprobe.ir import read_text_file
+  from hloprobe.ir import InputFile
 
   try:
     # A regular file only: a FIFO is refused, not waited on.
-    text = read_text_file(args.replay, f"--replay={args.replay}", TargetError)
+    text = InputFile(
+      args.replay, f"--replay={args.replay}", TargetError
+    ).read_text()
     target = autotuned_target(target, args.replay, text)
   except HloprobeError as e:
     print(f"autotune_template: {e}", file=sys.stderr)
