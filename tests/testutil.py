@@ -206,16 +206,18 @@ def seed_mlp_inputs() -> tuple:
     return f["xy"], tuple(group(key) for key in "wbgm")
 
 
-def numpy_seed_row0(tf32_sites=(), f32_between=False) -> float:
+def numpy_seed_row0(tf32_sites=(), f32_between=False, to_tf32=None) -> float:
   """Row 0 of the seed MLP in numpy float64, written from the issue's code
   (independent of hloprobe's emulation), from the case's own inputs.
 
   Args:
     tf32_sites: the dot sites (0-3) whose operands are rounded to TF32
-      first (`tf32_rna`); products exact, sums in float64.
+      first (`to_tf32`); products exact, sums in float64.
     f32_between: round each layer's pre-activation and activation to
       float32, as a kernel that stores f32 does.
+    to_tf32: f32 array -> TF32 values (f32); None: `tf32_rna`.
   """
+  to_tf32 = to_tf32 or tf32_rna
   xy, params = seed_mlp_inputs()
   weights, biases, gammas, mus = (
     [np.asarray(a, np.float64) for a in group] for group in params
@@ -224,7 +226,7 @@ def numpy_seed_row0(tf32_sites=(), f32_between=False) -> float:
   x = np.asarray(xy[0], np.float64)
   for i, w in enumerate(weights):
     if i in tf32_sites:
-      w, x = (tf32_rna(a).astype(np.float64) for a in (w, x))
+      w, x = (to_tf32(a).astype(np.float64) for a in (w, x))
     x = w @ x + biases[i]
     if i < len(gammas):
       x = f32(x)

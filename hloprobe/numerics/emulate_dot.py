@@ -200,7 +200,10 @@ def emulated_dot_general(
         f"[hloprobe] cannot emulate a dot of {x.dtype} operands; dot "
         "algorithms apply to real floating operands (e.g. f32)"
       )
-  if order != "xla" or algorithm in _SPLITS:
+  # (A `Switched` choice is one rounding of each operand: no split, and
+  # not hashable, its index being traced.)
+  split = isinstance(algorithm, str) and algorithm in _SPLITS
+  if order != "xla" or split:
     # A fixed order's own ops (roundings, splits, pads) wait for both
     # operands. Else XLA:CPU may make every site's weight-side copies at
     # the program's start, each live until its site, so that memory grows
