@@ -22,7 +22,7 @@ from tqdm import tqdm
 from hloprobe.api import Interrupted
 from hloprobe.compile import jaxlib_release
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.runtime import RecordCache, default_cache_dir
+from hloprobe.runtime import RecordCache
 
 __all__ = [
   "EXIT_FAILED",
@@ -222,7 +222,7 @@ def cache_dir(words: SweepWords) -> str | None:
   """The record cache's folder; None with --nocache."""
   if not words.cache:
     return None
-  return words.cache_dir or default_cache_dir()
+  return words.cache_dir or RecordCache.default_dir()
 
 
 def venv_dir(words: SweepWords) -> str | None:

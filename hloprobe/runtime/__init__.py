@@ -42,7 +42,6 @@ from hloprobe.runtime.timing import Stopwatch as Stopwatch
 from hloprobe.runtime.worker_error import WorkerError as WorkerError
 
 __all__ = [
-  "DEFAULT_MAX_MB",
   "HostCpu",
   "RayPool",
   "RecordCache",
@@ -55,7 +54,6 @@ __all__ = [
   "case_fingerprint",
   "check_environment_xla_flags",
   "config_key",
-  "default_cache_dir",
   "dump_record",
   "host_cpu",
   "host_device_flag",
@@ -68,12 +66,10 @@ __all__ = [
 ]
 
 _CACHE_NAMES = (
-  "DEFAULT_MAX_MB",
   "RecordCache",
   "Warn",
   "case_fingerprint",
   "config_key",
-  "default_cache_dir",
   "log_warning",
   "source_hash",
 )

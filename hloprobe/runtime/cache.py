@@ -44,7 +44,7 @@ miss with a warning, and is rewritten. The pickles of earlier releases
 
 The folder is bounded: `RecordCache.evict` removes the least recently used
 entries (a hit sets an entry's mtime to now) until the rest fit in a size
-limit (`--cache_max_mb`, default `DEFAULT_MAX_MB`), and the `records/xx/`
+limit (`--cache_max_mb`, default `RecordCache.DEFAULT_MAX_MB`), and the `records/xx/`
 folders left empty; the command line calls it after each command that
 sweeps. Several hloprobe processes may share the folder: an entry that
 vanishes while it is read, refreshed or evicted is a miss, never an error,
@@ -83,13 +83,11 @@ from hloprobe.runtime.record_file import (
 from hloprobe.runtime.relocate import Roots, relative, resolved
 
 __all__ = [
-  "DEFAULT_MAX_MB",
   "Warn",
   "CacheUsage",
   "RecordCache",
   "case_fingerprint",
   "config_key",
-  "default_cache_dir",
   "source_hash",
 ]
 
@@ -97,9 +95,6 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Bumped when the layout of entries changes.
 _FORMAT = 2
 _ENV_PREFIXES = ("XLA_", "JAX_", "CUDA", "TF_", "NVIDIA_")
-# The default bound of records/, in MiB: an entry is 30-40 KiB (seed_mlp,
-# one config), so about 60000 configs.
-DEFAULT_MAX_MB = 2048
 _ENTRY = ".record"
 # Entries of format 1 (pickles): never read, counted and evicted.
 _ENTRIES = (_ENTRY, ".pkl")
@@ -126,13 +121,6 @@ _MAX_ENTRY_BYTES = 1 << 30
 def log_warning(line: str) -> None:
   """The default `Warn`: a `logging.warning` of the line."""
   logging.warning("%s", line)
-
-
-def default_cache_dir() -> str:
-  """The user's cache folder for hloprobe (`platformdirs.user_cache_dir`):
-  on Linux $XDG_CACHE_HOME/hloprobe, else ~/.cache/hloprobe; on macOS
-  ~/Library/Caches/hloprobe."""
-  return platformdirs.user_cache_dir("hloprobe", appauthor=False)
 
 
 @functools.lru_cache(maxsize=1)
@@ -270,9 +258,21 @@ class RecordCache:
       (each costs speed, never results); default `log_warning`.
   """
 
+  # The default bound of records/, in MiB: an entry is 30-40 KiB
+  # (seed_mlp, one config), so about 60000 configs.
+  DEFAULT_MAX_MB = 2048
+
   def __init__(self, directory: str, warn: Warn | None = None):
     self.directory = directory
     self._warn = warn or log_warning
+
+  @staticmethod
+  def default_dir() -> str:
+    """The user's cache folder for hloprobe (`platformdirs.user_cache_dir`):
+    on Linux $XDG_CACHE_HOME/hloprobe, else ~/.cache/hloprobe; on macOS
+    ~/Library/Caches/hloprobe. The record cache's folder by default, and
+    the versions stage's venvs/ is under it."""
+    return platformdirs.user_cache_dir("hloprobe", appauthor=False)
 
   @property
   def records_dir(self) -> str:
