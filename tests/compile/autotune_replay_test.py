@@ -193,10 +193,9 @@ class SweepSitesTest(absltest.TestCase):
 
   def test_results_json_and_site_table_say_it(self):
     from hloprobe.report import site_rows
-    from hloprobe.sites import site_record
 
     fates = self._autotuned()
-    self.assertEqual(site_record(fates[0])["selection"], fates[0].selection)
+    self.assertEqual(fates[0].record()["selection"], fates[0].selection)
     (r,) = [r for r in self.results if r.config.experiment == "autotuned-one"]
     cells = [row[11] for row in site_rows.site_rows(r)]
     self.assertEqual(cells[0], f"cuBLASLt (autotuned on {_A100})")
