@@ -36,7 +36,6 @@ from hloprobe.numerics import (
   MadeChecker,
   Predictor,
   References,
-  error_stats,
   ulp_distance,
 )
 from hloprobe.records import Config, ConfigResult, Execution
@@ -71,7 +70,7 @@ def _with_stats(
     with watch.stage("reference"):
       at_n = references.at(r.config.n)
     leaves = tuple(
-      error_stats(out, ref, axis, name)
+      ErrorStats.of(out, ref, axis, name)
       for out, ref, axis, name in zip(
         work.outputs, at_n, references.axes, references.names
       )
