@@ -285,9 +285,9 @@ def start_jax(swept) -> None:
 
 def host():
   """The CPU this process computes on, under the environment's XLA_FLAGS."""
-  from hloprobe.runtime import host_cpu
+  from hloprobe.runtime import HostCpu
 
-  return host_cpu(os.environ.get("XLA_FLAGS"))
+  return HostCpu.of(os.environ.get("XLA_FLAGS"))
 
 
 def progress_printer(stream):
