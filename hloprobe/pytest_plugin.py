@@ -89,7 +89,7 @@ class HloprobeGolden:
         message says how, and how to accept the change).
     """
     from hloprobe.api import plan_case, run
-    from hloprobe.compile import jax_versions
+    from hloprobe.compile import jaxlib_release
     from hloprobe.golden import against_goldens, sweep_record
 
     plan = plan_case(
@@ -107,7 +107,7 @@ class HloprobeGolden:
     result = against_goldens(
       golden_dir,
       records,
-      jax_versions(),
+      jaxlib_release().versions,
       sweep_record(plan),
       update=self.update,
     )

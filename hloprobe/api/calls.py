@@ -51,7 +51,7 @@ from hloprobe.compile import Case
 from hloprobe.engine import SweepPlan, SweepSpec, check_nonempty, plan_sweep
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.report import render, render_answered
-from hloprobe.runtime import host_cpu
+from hloprobe.runtime import HostCpu
 
 __all__ = ["SweepOptions", "as_case", "explain", "plan_case", "sweep"]
 
@@ -230,7 +230,7 @@ def sweep(
   if not plan.explain_passes:
     return Results(records, text=text)
   found = tuple(explanations(plan, records))
-  host = host_cpu(os.environ.get("XLA_FLAGS"))
+  host = HostCpu.of(os.environ.get("XLA_FLAGS"))
   found_answer = answer(
     plan, records, try_fixes=False, not_tried=NOT_TRIED, list_untried=False
   )

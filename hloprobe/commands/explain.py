@@ -243,12 +243,12 @@ def numbers_host(results: str | None):
 
 def main(args: ExplainArgs) -> int:
   """`hloprobe explain`: runs, prints, writes; returns the exit status."""
-  from hloprobe.compile import jax_versions
+  from hloprobe.compile import jaxlib_release
   from hloprobe.report import render_answered
 
   spec = _spec(args)
   results, explanations, answer = explain_answered(args, spec)
-  versions = jax_versions()
+  versions = jaxlib_release().versions
   cpu, host_unknown = numbers_host(args.results)
   out = sweep_command.outputs_of(args, args.common.format)
   # results.json records the plan, as sweep's does: `explain --results`

@@ -53,7 +53,6 @@ from hloprobe.runtime import (
   Warn,
   WorkerError,
   WorkerPool,
-  config_key,
   host_device_flag,
   log_warning,
 )
@@ -268,14 +267,13 @@ class _Sweep:
       return resolved(full)
 
   def _key(self, c: PlannedConfig, watch) -> str | None:
-    """The config's cache key (see `cache.config_key`), or None."""
+    """The config's cache key (see `CaseKey.config_key`), or None."""
     if self.store is None:
       return None
     fingerprint = self.setups[c.case_index].fingerprint(watch)
     flags = self.pool.worker_flags(_flags(c))
     with watch.stage("cache"):
-      return fingerprint and config_key(
-        fingerprint,
+      return fingerprint and fingerprint.config_key(
         c.config.target,
         c.config.precision,
         c.config.n,

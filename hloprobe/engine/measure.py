@@ -36,14 +36,13 @@ from hloprobe.numerics import (
   MadeChecker,
   Predictor,
   References,
-  error_stats,
   ulp_distance,
 )
 from hloprobe.records import Config, ConfigResult, Execution
 from hloprobe.runtime import (
+  CaseKey,
   Stopwatch,
   Warn,
-  case_fingerprint,
   log_warning,
 )
 
@@ -71,7 +70,7 @@ def _with_stats(
     with watch.stage("reference"):
       at_n = references.at(r.config.n)
     leaves = tuple(
-      error_stats(out, ref, axis, name)
+      ErrorStats.of(out, ref, axis, name)
       for out, ref, axis, name in zip(
         work.outputs, at_n, references.axes, references.names
       )
@@ -373,7 +372,7 @@ class CaseSetup:
     if self._made is None:
       self._full = (full,)
 
-  def fingerprint(self, watch) -> str | None:
+  def fingerprint(self, watch) -> CaseKey | None:
     """The case's cache fingerprint; None when it cannot be made."""
     if self._print is None:
       full = self.inputs(watch)
@@ -414,7 +413,7 @@ class CaseSetup:
     return _with_headline(r, references)
 
 
-def _fingerprint(case: Case, full: tuple, warn: Warn) -> str | None:
+def _fingerprint(case: Case, full: tuple, warn: Warn) -> CaseKey | None:
   """The case's cache fingerprint; None when it fails (`warn` is told).
 
   Raises:
@@ -423,7 +422,7 @@ def _fingerprint(case: Case, full: tuple, warn: Warn) -> str | None:
       `make full`, before any config is compiled (each would fail so).
   """
   try:
-    return case_fingerprint(case, full)
+    return CaseKey.of(case, full)
   except Exception as e:  # the sweep still runs, uncached
     if (missing := missing_cudnn_message(e)) is not None:
       raise ToolchainError(missing) from None

@@ -207,7 +207,7 @@ import re
 from hloprobe.ir import path_part
 from hloprobe.records import ConfigResult
 from hloprobe.report.explain_kernel import kernel_json
-from hloprobe.sites import fate_summary, site_record
+from hloprobe.sites import fate_summary
 
 __all__ = [
   "SCHEMA_FILE",
@@ -415,9 +415,7 @@ def config_json(r: ConfigResult) -> dict:
     "error": f and f.error,
     "stage": f and f.stage,
     "fate_summary": fate_summary(list(fates)) if fates else None,
-    "dot_sites": [
-      site_record(x, (passes or {}).get(x.site.index)) for x in fates
-    ],
+    "dot_sites": [x.record((passes or {}).get(x.site.index)) for x in fates],
     "passes_explained": passes is not None,
     "passes_error": comp and comp.passes_error,
     "numerics": _numerics_json(run),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from hloprobe.compile import BASELINE, INT32_DOTS_FIX, jax_versions
+from hloprobe.compile import BASELINE, INT32_DOTS_FIX, jaxlib_release
 from hloprobe.engine import SweepSpec, plan_sweep, run_sweep, worker_pool
 from hloprobe.golden import (
   GoldenSiteChange,
@@ -233,7 +233,7 @@ def verify_fix(
     fix,
     requirements,
     golden_dir=golden_dir,
-    versions=jax_versions(),
+    versions=jaxlib_release().versions,
     abs_error_bound=abs_error_bound,
     rel_error_bound=rel_error_bound,
     rows=rows,

@@ -158,7 +158,7 @@ class RowZeroKeptTest(absltest.TestCase):
     ):
       with self.subTest(shape=shape):
         got = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
-        stats = accuracy.error_stats(got, got.astype(np.float64) + 0.5)
+        stats = accuracy.ErrorStats.of(got, got.astype(np.float64) + 0.5)
         self.assertEqual(stats.row0_size, size)
         self.assertEqual(stats.row0_values.shape, values)
         np.testing.assert_array_equal(

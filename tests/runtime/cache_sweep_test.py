@@ -28,8 +28,7 @@ def _key(
   passes=False,
   version=records.RECORD_VERSION,
 ):
-  return cache.config_key(
-    case_print,
+  return case_print.config_key(
     targets.get_target(target),
     precision,
     n,
@@ -45,10 +44,10 @@ class KeyTest(absltest.TestCase):
     super().setUpClass()
     cls.case = cases.get_case("seed_mlp")
     cls.full = testutil.seed_mlp_inputs()  # make_inputs, without XLA
-    cls.print = cache.case_fingerprint(cls.case, cls.full)
+    cls.print = cache.CaseKey.of(cls.case, cls.full)
 
   def test_same_inputs_same_key(self):
-    self.assertEqual(cache.case_fingerprint(self.case, self.full), self.print)
+    self.assertEqual(cache.CaseKey.of(self.case, self.full), self.print)
     self.assertEqual(_key(self.print), _key(self.print))
 
   def test_changed_case_function_misses(self):
@@ -56,15 +55,13 @@ class KeyTest(absltest.TestCase):
       return cases.seed_mlp.fn(xs * 1.5, params)
 
     changed = dataclasses.replace(self.case, fn=other)
-    self.assertNotEqual(cache.case_fingerprint(changed, self.full), self.print)
+    self.assertNotEqual(cache.CaseKey.of(changed, self.full), self.print)
 
   def test_changed_input_bytes_miss(self):
     xy, params = self.full
     xy = xy.copy()
     xy[7, 1] = np.nextafter(xy[7, 1], np.float32(2))  # one ULP, one element
-    self.assertNotEqual(
-      cache.case_fingerprint(self.case, (xy, params)), self.print
-    )
+    self.assertNotEqual(cache.CaseKey.of(self.case, (xy, params)), self.print)
 
   def test_changed_closed_over_constant_misses(self):
     def with_const(c):
@@ -73,7 +70,7 @@ class KeyTest(absltest.TestCase):
     a = dataclasses.replace(self.case, fn=with_const(np.ones(3, np.float32)))
     b = dataclasses.replace(self.case, fn=with_const(np.zeros(3, np.float32)))
     self.assertNotEqual(
-      cache.case_fingerprint(a, self.full), cache.case_fingerprint(b, self.full)
+      cache.CaseKey.of(a, self.full), cache.CaseKey.of(b, self.full)
     )
 
   def test_changed_target_config_misses(self):
@@ -86,8 +83,7 @@ class KeyTest(absltest.TestCase):
     )
     self.assertNotEqual(edited.config_text, a100.config_text)
     self.assertNotEqual(
-      cache.config_key(
-        self.print,
+      self.print.config_key(
         edited,
         "float32",
         4,

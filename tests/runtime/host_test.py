@@ -35,18 +35,18 @@ class HostCpuTest(parameterized.TestCase):
     ("unknown_cap", "--xla_cpu_max_isa=MMX", "unknown", "MMX"),
   )
   def test_isa_is_the_older_of_host_and_cap(self, flags, isa, max_isa):
-    cpu = host.host_cpu(flags, _CPUINFO)
+    cpu = host.HostCpu.of(flags, _CPUINFO)
     self.assertEqual(cpu.model, "Example CPU 9000")
     self.assertEqual(cpu.host_isa, "AVX512")
     self.assertEqual(cpu.isa, isa)
     self.assertEqual(cpu.max_isa, max_isa)
 
   def test_no_cpuinfo_is_unknown(self):
-    cpu = host.host_cpu("--xla_cpu_max_isa=AVX", "")
+    cpu = host.HostCpu.of("--xla_cpu_max_isa=AVX", "")
     self.assertEqual((cpu.model, cpu.host_isa, cpu.isa), ("unknown",) * 3)
 
   def test_describe_names_the_cap(self):
-    cpu = host.host_cpu("--xla_cpu_max_isa=AVX", _CPUINFO)
+    cpu = host.HostCpu.of("--xla_cpu_max_isa=AVX", _CPUINFO)
     self.assertEqual(
       cpu.describe(), "Example CPU 9000, XLA CPU ISA AVX (host AVX512)"
     )
