@@ -53,7 +53,6 @@ from hloprobe.compile.targets import Target as Target
 from hloprobe.compile.targets import get_target as get_target
 from hloprobe.compile.targets import is_config_path as is_config_path
 from hloprobe.compile.targets import target_listing as target_listing
-from hloprobe.compile.toolchain import ptxas_version as ptxas_version
 
 __all__ = [
   "BASELINE",
@@ -80,7 +79,6 @@ __all__ = [
   "missing_lowering",
   "optimized_module",
   "parse_experiment",
-  "ptxas_version",
   "resolvable_elsewhere",
   "selection_note",
   "start_backends",

@@ -12,11 +12,8 @@ Its modules:
   relocate  a record's source paths stored relative (to the case's
             folder, hloprobe's package and checkout), resolved on read
   record_file  a record's file: JSON and numpy bytes, never a pickle
-  caches    `clear_caches`: every per-process memo emptied
   timing    `Stopwatch`: exclusive wall seconds per stage
   host      `HostCpu.of`: the CPU and the ISA XLA compiles for
-
-`clear_caches` empties every per-process memo of the library.
 
 The interface is `__all__`; the modules behind it are private in intent.
 The record cache's names (and `record_file`'s) load on first use (PEP 562
