@@ -31,9 +31,7 @@ from hloprobe.runtime.pool import (
 )
 from hloprobe.runtime.pool import host_device_flag as host_device_flag
 from hloprobe.runtime.ray_pool import RayPool as RayPool
-from hloprobe.runtime.ray_pool import import_ray as import_ray
 from hloprobe.runtime.serve import Request as Request
-from hloprobe.runtime.serve import note_stage as note_stage
 from hloprobe.runtime.timing import Stopwatch as Stopwatch
 from hloprobe.runtime.worker_error import WorkerError as WorkerError
 
@@ -51,10 +49,8 @@ __all__ = [
   "check_environment_xla_flags",
   "dump_record",
   "host_device_flag",
-  "import_ray",
   "load_record",
   "log_warning",
-  "note_stage",
   "source_hash",
   "usable_cores",
 ]

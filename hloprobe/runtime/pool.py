@@ -20,7 +20,7 @@ temporary folder (TMPDIR), removed when the worker ends however it ends;
 a worker dies with its parent (Linux `prctl(PR_SET_PDEATHSIG, SIGKILL)`)
 and ends when its stdin closes, and it ignores SIGINT so that an
 interrupt is handled once, by the parent. Before each stage of its work a
-worker notes the stage's name in a file of its folder (`serve.note_stage`),
+worker notes the stage's name in a file of its folder (`Request.note_stage`),
 so its death names the stage it died in (`WorkerError.stage`). What a
 worker runs is a `serve.Request` record, pickled whole (see `serve`).
 
