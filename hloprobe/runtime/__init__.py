@@ -29,7 +29,6 @@ from hloprobe.runtime.pool import WorkerPool as WorkerPool
 from hloprobe.runtime.pool import (
   check_environment_xla_flags as check_environment_xla_flags,
 )
-from hloprobe.runtime.pool import host_device_flag as host_device_flag
 from hloprobe.runtime.ray_pool import RayPool as RayPool
 from hloprobe.runtime.serve import Request as Request
 from hloprobe.runtime.timing import Stopwatch as Stopwatch
@@ -48,7 +47,6 @@ __all__ = [
   "WorkerPool",
   "check_environment_xla_flags",
   "dump_record",
-  "host_device_flag",
   "load_record",
   "log_warning",
   "source_hash",
