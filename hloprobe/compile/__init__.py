@@ -33,7 +33,6 @@ from hloprobe.compile.experiments import (
   BUILTIN_EXPERIMENTS as BUILTIN_EXPERIMENTS,
 )
 from hloprobe.compile.experiments import Experiment as Experiment
-from hloprobe.compile.experiments import parse_experiment as parse_experiment
 from hloprobe.compile.int_dots import INT32_DOTS_FIX as INT32_DOTS_FIX
 from hloprobe.compile.lowering import compile_case as compile_case
 from hloprobe.compile.lowering import start_backends as start_backends
@@ -78,7 +77,6 @@ __all__ = [
   "missing_cudnn_message",
   "missing_lowering",
   "optimized_module",
-  "parse_experiment",
   "resolvable_elsewhere",
   "selection_note",
   "start_backends",
