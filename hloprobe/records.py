@@ -13,7 +13,7 @@ reached: a failed compile has no `Compilation`, a compile-only target no
 `Compilation` and `Execution` hold only plain values (text, tuples,
 numpy arrays, other frozen records; no jax objects), so a worker process
 can return them whole and the record cache can pickle them.
-`RECORD_VERSION` names this layout in the cache key (`cache.config_key`):
+`RECORD_VERSION` names this layout in the cache key (`CaseKey.config_key`):
 entries pickled with another layout miss.
 """
 

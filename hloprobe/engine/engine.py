@@ -485,7 +485,7 @@ def _given_records(spec: SweepPlan, given) -> dict:
   """`_reuse_key` -> record, of the ok records of the earlier sweeps
   `given` (plan, its records, found by their `Config`) whose --all_rows and
   --inputs are `spec`'s and whose largest size per case is `spec`'s (the
-  noise floor and reference are cut from it: `cache.config_key`'s
+  noise floor and reference are cut from it: `CaseKey.config_key`'s
   "largest").
 
   A record of a sweep with --explain_passes serves one without, its pass

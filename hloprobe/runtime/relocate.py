@@ -3,7 +3,7 @@
 A record holds the paths of the checkout that compiled it: each dot
 site's `location` and `frames` (`file:line` of the program's source), the
 StableHLO text's debug locations. The record cache is shared by every
-checkout and venv of a user (`--cache_dir`), and its key (`cache.
+checkout and venv of a user (`--cache_dir`), and its key (`CaseKey.
 config_key`) does not depend on where the source lies (hloprobe's source
 is hashed by relative path; a case by its jaxpr and inputs), so a record
 written from one checkout is read by another: it said

@@ -53,7 +53,7 @@ class GivenTest(absltest.TestCase):
 
   def test_a_taken_record_is_stored_under_its_own_key(self):
     # The earlier sweep asked for passes, the later does not: their cache
-    # keys differ (`cache.config_key`'s explain_passes), so the earlier
+    # keys differ (`CaseKey.config_key`'s explain_passes), so the earlier
     # one's entries do not serve a third sweep of the later's words. The
     # later sweep takes the records (no worker call) and stores each under
     # its own key (engine `_hit`, commits e605904 and 48c4f3e): the third
