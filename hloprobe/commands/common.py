@@ -272,9 +272,9 @@ def start_jax(swept) -> None:
       any config fails on it.
   """
   from hloprobe.compile import attached_gpu_count, start_backends
-  from hloprobe.runtime import check_environment_xla_flags
+  from hloprobe.runtime import WorkerPool
 
-  check_environment_xla_flags(os.environ.get("XLA_FLAGS", ""))
+  WorkerPool.check_environment_xla_flags(os.environ.get("XLA_FLAGS", ""))
   attached = [t for t in swept if t.platform == "cuda" and not t.compile_only]
   if attached and attached_gpu_count() == 0:
     raise InvalidArgumentError(

@@ -26,9 +26,6 @@ from __future__ import annotations
 from hloprobe.runtime.host import HostCpu as HostCpu
 from hloprobe.runtime.host import usable_cores as usable_cores
 from hloprobe.runtime.pool import WorkerPool as WorkerPool
-from hloprobe.runtime.pool import (
-  check_environment_xla_flags as check_environment_xla_flags,
-)
 from hloprobe.runtime.ray_pool import RayPool as RayPool
 from hloprobe.runtime.serve import Request as Request
 from hloprobe.runtime.timing import Stopwatch as Stopwatch
@@ -45,7 +42,6 @@ __all__ = [
   "Warn",
   "WorkerError",
   "WorkerPool",
-  "check_environment_xla_flags",
   "dump_record",
   "load_record",
   "log_warning",

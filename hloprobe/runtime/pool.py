@@ -62,7 +62,6 @@ __all__ = [
   "WorkerError",
   "WorkerPool",
   "call_in_worker",
-  "check_environment_xla_flags",
   "worker_xla_flags",
 ]
 
@@ -210,6 +209,28 @@ class WorkerPool(PickledCalls):
     with busy:
       return self._worker(key).call_pickled(payload, timeout_s)
 
+  @classmethod
+  def check_environment_xla_flags(cls, xla_flags: str) -> None:
+    """The environment's XLA_FLAGS, tried in a worker of a pool of its own
+    before JAX starts here.
+
+    XLA aborts the process on a flag it does not know or a value it cannot
+    read (see the module doc), which would end this one without a word.
+
+    Args:
+      xla_flags: the environment's XLA_FLAGS (the command line reads it).
+
+    Raises:
+      XlaFlagsError: XLA rejected a flag (the message names it).
+    """
+    if not xla_flags.strip():
+      return
+    with cls(user_xla_flags=xla_flags) as pool:
+      try:
+        pool.call(CheckXlaFlagsRequest())
+      except XlaFlagsError as e:
+        raise XlaFlagsError(f"XLA_FLAGS of the environment: {e}") from None
+
   def worker_flags(self, xla_flags: str) -> str:
     """The whole XLA_FLAGS a worker asked for with `xla_flags` runs under:
     the pool's `user_xla_flags`, then these (`worker_xla_flags`)."""
@@ -323,24 +344,3 @@ def call_in_worker(request: Request, xla_flags: str, timeout_s: float = 1800.0):
   """Runs `request` in a worker of its own (see `WorkerPool.call`)."""
   with WorkerPool() as pool:
     return pool.call(request, xla_flags, timeout_s)
-
-
-def check_environment_xla_flags(xla_flags: str) -> None:
-  """The environment's XLA_FLAGS, tried in a worker before JAX starts here.
-
-  XLA aborts the process on a flag it does not know or a value it cannot
-  read (see the module doc), which would end this one without a word.
-
-  Args:
-    xla_flags: the environment's XLA_FLAGS (the command line reads it).
-
-  Raises:
-    XlaFlagsError: XLA rejected a flag (the message names it).
-  """
-  if not xla_flags.strip():
-    return
-  with WorkerPool(user_xla_flags=xla_flags) as pool:
-    try:
-      pool.call(CheckXlaFlagsRequest())
-    except XlaFlagsError as e:
-      raise XlaFlagsError(f"XLA_FLAGS of the environment: {e}") from None

@@ -109,7 +109,7 @@ class WorkerTest(absltest.TestCase):
 
     self.assertTrue(issubclass(XlaFlagsError, InvalidArgumentError))
     with self.assertRaisesRegex(XlaFlagsError, "XLA_FLAGS of the environment"):
-      worker.check_environment_xla_flags("--xla_no_such_flag=1")
+      worker.WorkerPool.check_environment_xla_flags("--xla_no_such_flag=1")
 
   def test_the_worker_resolves_a_case_once(self):
     memo = {}
