@@ -59,7 +59,6 @@ def verify(args: VerifyArgs):
     raise InvalidArgumentError(
       "verify needs --fix, e.g. --fix=float32 or --fix=no_triton_gemm"
     )
-  fix = verifying.parse_fix(args.fix)
   # parse_requirements rejects an empty item and drops a repeated one.
   requirements = verifying.parse_requirements(",".join(args.require))
   common.check_format(args.common)
@@ -72,9 +71,9 @@ def verify(args: VerifyArgs):
     from hloprobe.report import recorded_results
 
     recorded = lambda swept: recorded_results(args.results, swept)
-  return verifying.verify_fix(
+  return verifying.verify_fix(  # parses --fix (one line for a bad one)
     spec,
-    fix,
+    args.fix,
     requirements,
     golden_dir=args.golden_dir or None,
     abs_error_bound=args.abs_error_bound,

@@ -21,7 +21,6 @@ from __future__ import annotations
 from hloprobe.report.answer_page import page_words as page_words
 from hloprobe.report.explain import explain_results as explain_results
 from hloprobe.report.explain_answer import Answer as Answer
-from hloprobe.report.explain_answer import cause_lines as cause_lines
 from hloprobe.report.explain_answer import render_answered as render_answered
 from hloprobe.report.files import atomic_write as atomic_write
 from hloprobe.report.files import write_outputs as write_outputs
@@ -49,7 +48,6 @@ __all__ = [
   "Answer",
   "OUTPUT_FORMS",
   "atomic_write",
-  "cause_lines",
   "dumps_json",
   "explain_results",
   "listing",

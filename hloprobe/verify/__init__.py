@@ -54,7 +54,6 @@ from hloprobe.verify.findings import find_findings as find_findings
 from hloprobe.verify.findings import times_words as times_words
 from hloprobe.verify.fix import REQUIREMENTS as REQUIREMENTS
 from hloprobe.verify.fix import check_batch_sizes as check_batch_sizes
-from hloprobe.verify.fix import parse_fix as parse_fix
 from hloprobe.verify.fix import parse_requirements as parse_requirements
 from hloprobe.verify.outcome import verify_fix as verify_fix
 from hloprobe.verify.requirements import judge as judge
@@ -71,7 +70,6 @@ __all__ = [
   "check_batch_sizes",
   "find_findings",
   "judge",
-  "parse_fix",
   "parse_requirements",
   "times_words",
   "verify_fix",

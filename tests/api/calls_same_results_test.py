@@ -66,9 +66,7 @@ class SameResultsTest(absltest.TestCase):
       plugin.check(_CASE, **_OPTIONS)
       plan = api.plan_case(_CASE, **_OPTIONS, explain_passes=True)
       folder = os.path.join(tmp, "test_x", _CASE)
-      result = golden.against_goldens(
-        folder, py.records, jax_versions(), golden.sweep_record(plan)
-      )
+      result = golden.against_goldens(folder, py.records, jax_versions(), plan)
       self.assertTrue(result.ok, result.render())
 
 
