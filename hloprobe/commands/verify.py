@@ -64,14 +64,15 @@ def verify(args: VerifyArgs):
   common.check_format(args.common)
   spec = common.with_executor(common.sweep_spec(args.common), args)
   requirements = _without_consistent_for_modules(requirements, spec.cases)
-  verifying.check_batch_sizes(requirements, spec.batch_sizes)
   common.start_jax(spec.targets)
   recorded = None
   if args.results:  # the sweep verify_fix runs, done already (sharded)
-    from hloprobe.report import recorded_results
+    from hloprobe.commands.shards import recorded_results
 
     recorded = lambda swept: recorded_results(args.results, swept)
-  return verifying.verify_fix(  # parses --fix (one line for a bad one)
+  # verify_fix parses --fix and checks the requirements' batch sizes (one
+  # line for a bad one).
+  return verifying.verify_fix(
     spec,
     args.fix,
     requirements,

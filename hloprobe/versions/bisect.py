@@ -359,12 +359,11 @@ def bisect_between(
     raise InvalidArgumentError(
       "bisect needs --good=V and --bad=V, e.g. --good=0.4.35 --bad=0.10.2"
     )
-  requirements = verify.parse_requirements(",".join(require))
+  requirements = verify.parse_requirements(",".join(require), spec.batch_sizes)
   if "golden" in requirements:
     raise InvalidArgumentError(
       "bisect judges consistent and accurate; golden files belong to one jaxlib"
     )
-  verify.check_batch_sizes(requirements, spec.batch_sizes)
   request = spec_request(spec)
   found = pythons.survey(python)
   releases = found.releases()

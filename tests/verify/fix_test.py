@@ -90,14 +90,14 @@ class ParseTest(parameterized.TestCase):
       call()
 
   def test_consistent_needs_two_batch_sizes(self):
-    verify.check_batch_sizes(("consistent",), (1, 2))
-    verify.check_batch_sizes(("accurate", "golden"), (2,))
+    verify_fix.check_batch_sizes(("consistent",), (1, 2))
+    verify_fix.check_batch_sizes(("accurate", "golden"), (2,))
     with self.assertRaisesRegex(
       InvalidArgumentError,
       "--require=consistent compares row 0 across batch sizes and needs at "
       "least two; got --batch_sizes=2;",
     ):
-      verify.check_batch_sizes(("accurate", "consistent"), (2,))
+      verify_fix.check_batch_sizes(("accurate", "consistent"), (2,))
 
   def test_judge_has_no_golden(self):
     # `judge` (bisect) has no golden folder: only the sweep-alone checks.
