@@ -43,14 +43,14 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TypedDict, Unpack
 
-from hloprobe.api.answering import NOT_TRIED, answer, explanations
+from hloprobe.api.answering import NOT_TRIED, answer
 from hloprobe.api.defaults import DEFAULTS
 from hloprobe.api.results import Results
 from hloprobe.api.running import run
 from hloprobe.compile import Case
 from hloprobe.engine import SweepPlan, SweepSpec, check_nonempty, plan_sweep
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.report import render, render_answered
+from hloprobe.report import explain_results, render, render_answered
 from hloprobe.runtime import host_cpu
 
 __all__ = ["SweepOptions", "as_case", "explain", "plan_case", "sweep"]
@@ -230,7 +230,7 @@ def sweep(
   text = render(list(records), "table", {})
   if not plan.explain_passes:
     return Results(records, text=text)
-  found = tuple(explanations(plan, records))
+  found = tuple(explain_results(records, [c.case for c in plan.cases]))
   host = host_cpu(os.environ.get("XLA_FLAGS"))
   found_answer = answer(
     plan, records, try_fixes=False, not_tried=NOT_TRIED, list_untried=False

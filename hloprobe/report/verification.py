@@ -14,7 +14,7 @@ from __future__ import annotations
 from hloprobe import invariance
 from hloprobe.report.results_schema import SCHEMA_VERSION, dumps_json
 from hloprobe.report.tables import table
-from hloprobe.verify import Evidence, EvidenceKind, Reason
+from hloprobe.verify import Evidence
 
 __all__ = [
   "evidence_line",
@@ -41,15 +41,15 @@ def _source(s) -> str:
 
 
 def _not_judged(e: Evidence) -> str:
-  if e.reason is Reason.NO_CONFIGS:
+  if e.reason is Evidence.Reason.NO_CONFIGS:
     return e.reason.value
   who, leaf = _subject(e.subject), f" {e.leaf}" if e.leaf else ""
-  if e.reason is Reason.NO_BATCH_AXIS:
+  if e.reason is Evidence.Reason.NO_BATCH_AXIS:
     return (
       f"{who}: output leaf{leaf} has no batch axis, so no row 0 "
       "that should stay fixed as n changes"
     )
-  if e.reason is Reason.NO_BASE:
+  if e.reason is Evidence.Reason.NO_BASE:
     return (
       f"{who}: no {_source(e.source)} row 0 of{leaf} at n={e.base_n} to "
       "compare with"
@@ -78,7 +78,7 @@ def _row_moved(e: Evidence) -> str:
 def _limits(limits) -> str:
   """E.g. "limits row-0 |err| 2.02e-04, max |err| 3.10e-04 (2 x noise
   floor 1.01e-04, 1.55e-04)", or the bounds given."""
-  if limits.evidence_kind is EvidenceKind.ERROR_BOUNDS:
+  if limits.evidence_kind is Evidence.Kind.ERROR_BOUNDS:
     return f"abs bound {limits.abs_bound}, rel bound {limits.rel_bound}"
   k = limits.factor
   return (
@@ -90,7 +90,7 @@ def _limits(limits) -> str:
 
 def _other_leaf(e) -> str:
   """A `LeafVerdict` or `LeafErrors` record in words."""
-  if e.evidence_kind is EvidenceKind.LEAF_VERDICT:
+  if e.evidence_kind is Evidence.Kind.LEAF_VERDICT:
     return f"{e.leaf} {e.verdict}"
   return f"{e.leaf} max |err| {e.max_abs:.2e}, max rel {e.max_rel:.2e}"
 
@@ -152,13 +152,13 @@ def _invariance(e: invariance.Invariance) -> str:
 
 
 _WORDS = {
-  EvidenceKind.NOT_JUDGED: _not_judged,
-  EvidenceKind.TOO_FEW_SIZES: _too_few,
-  EvidenceKind.ROW_MOVED: _row_moved,
-  EvidenceKind.ERRORS_JUDGED: _errors_judged,
-  EvidenceKind.MATH_CHANGED: _math_changed,
-  EvidenceKind.GOLDEN_NOTE: _golden_note,
-  EvidenceKind.ERROR_CHANGE: _error_change,
+  Evidence.Kind.NOT_JUDGED: _not_judged,
+  Evidence.Kind.TOO_FEW_SIZES: _too_few,
+  Evidence.Kind.ROW_MOVED: _row_moved,
+  Evidence.Kind.ERRORS_JUDGED: _errors_judged,
+  Evidence.Kind.MATH_CHANGED: _math_changed,
+  Evidence.Kind.GOLDEN_NOTE: _golden_note,
+  Evidence.Kind.ERROR_CHANGE: _error_change,
 }
 
 

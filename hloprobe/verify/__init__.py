@@ -47,8 +47,6 @@ from hloprobe.verify.candidates import Candidate as Candidate
 from hloprobe.verify.candidates import FixTrial as FixTrial
 from hloprobe.verify.candidates import candidate_fixes as candidate_fixes
 from hloprobe.verify.evidence import Evidence as Evidence
-from hloprobe.verify.evidence import EvidenceKind as EvidenceKind
-from hloprobe.verify.evidence import Reason as Reason
 from hloprobe.verify.findings import Finding as Finding
 from hloprobe.verify.findings import find_findings as find_findings
 from hloprobe.verify.findings import times_words as times_words
@@ -60,11 +58,9 @@ from hloprobe.verify.requirements import judge as judge
 __all__ = [
   "Candidate",
   "Evidence",
-  "EvidenceKind",
   "Finding",
   "FixTrial",
   "REQUIREMENTS",
-  "Reason",
   "candidate_fixes",
   "find_findings",
   "judge",

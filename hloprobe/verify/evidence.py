@@ -93,8 +93,28 @@ class Reason(enum.Enum):
   FAILED = "failed"
 
 
+class Evidence:
+  """What each record of `Requirement.evidence` is (besides the invariance
+  answer and the plain lines a `versions` worker replies with): NotJudged,
+  TooFewSizes, RowMoved, ErrorsJudged, MathChanged, GoldenNote or
+  ErrorChange, told apart by its `evidence_kind` (an `Evidence.Kind`).
+
+  The enums its records' fields hold are reached through it, so that a
+  reader (`report.verification`) dispatches on them and reads the records
+  by field without their classes' names:
+
+  Attributes:
+    Kind: `EvidenceKind`, what a record (or a part of one) is.
+    Reason: `Reason`, why a config could not be judged (`NotJudged`).
+  """
+
+  __slots__ = ()
+  Kind = EvidenceKind
+  Reason = Reason
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
-class NotJudged:
+class NotJudged(Evidence):
   """A config that fails its requirement because nothing could be compared.
 
   Attributes:
@@ -119,7 +139,7 @@ class NotJudged:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class TooFewSizes:
+class TooFewSizes(Evidence):
   """A (target, case, precision) group with one batch size: "consistent"
   has nothing to compare it with."""
 
@@ -132,7 +152,7 @@ class TooFewSizes:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class RowMoved:
+class RowMoved(Evidence):
   """ "consistent" for one config: how far row 0 moved from the group's
   smallest batch size.
 
@@ -211,7 +231,7 @@ class LeafErrors:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class ErrorsJudged:
+class ErrorsJudged(Evidence):
   """ "accurate" for one config: its headline leaf's errors against float64.
 
   Attributes:
@@ -243,7 +263,7 @@ class ErrorsJudged:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class MathChanged:
+class MathChanged(Evidence):
   """ "accurate" fails a config whose optimized module, executed widened to
   float64, leaves the F32 band: XLA changed the math (`numerics.made`).
 
@@ -265,7 +285,7 @@ class MathChanged:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class GoldenNote:
+class GoldenNote(Evidence):
   """One finding of "golden" (`golden.snapshot.check`).
 
   Attributes:
@@ -283,7 +303,7 @@ class GoldenNote:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class ErrorChange:
+class ErrorChange(Evidence):
   """Row 0's |err| of a baseline config and of the fix's that replaces it.
 
   Attributes:
@@ -298,16 +318,3 @@ class ErrorChange:
   old_abs: float
   new_abs: float
   source: Source
-
-
-# One record of `Requirement.evidence` (besides the invariance answer and
-# the plain lines a `versions` worker replies with): dispatch on `.evidence_kind`.
-Evidence = (
-  NotJudged
-  | TooFewSizes
-  | RowMoved
-  | ErrorsJudged
-  | MathChanged
-  | GoldenNote
-  | ErrorChange
-)
