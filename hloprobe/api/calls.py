@@ -171,7 +171,8 @@ def plan_case(
   **options: Unpack[SweepOptions],
 ) -> SweepPlan:
   """The plan of `sweep`'s sweep (its arguments are `sweep`'s), for
-  `run`; the golden fixture records it (`golden.sweep_record`).
+  `run`; the golden fixture compares its records with the goldens by it
+  (`golden.against_goldens`).
 
   Raises:
     InvalidArgumentError, CaseError, TargetError: as `sweep`.

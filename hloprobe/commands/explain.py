@@ -153,7 +153,7 @@ def explain_answered(args: ExplainArgs, spec=None):
   common.start_jax(spec.targets)
   with engine.worker_pool(spec) as pool:
     if args.results:  # the explain sweep, done already (sharded)
-      from hloprobe.report import recorded_results
+      from hloprobe.commands.shards import recorded_results
 
       results = recorded_results(args.results, spec)
     else:

@@ -33,7 +33,6 @@ __all__ = [
   "CheckResult",
   "FileChange",
   "GoldenSiteChange",
-  "describe_site_changes",
   "dot_summary",
   "math_summary",
   "unified_diff",
@@ -81,6 +80,35 @@ class GoldenSiteChange:
 
   def __str__(self) -> str:
     return f"{self.config} site {self.site}: {self.words}"
+
+  @classmethod
+  def between(
+    cls, config: str, old_sites: list[dict], new_sites: list[dict]
+  ) -> list[GoldenSiteChange]:
+    """Site-by-site changes between two dot summaries of one config.
+
+    Args:
+      config: the config in words, e.g. "cpu seed_mlp n=1 bfloat16".
+      old_sites, new_sites: the `sites` lists of the golden and candidate
+        `dots.json`, each site a dict with at least "site" (int) and "fate".
+
+    Returns:
+      One `GoldenSiteChange` per site that differs, was added or was
+      removed, in site order.
+    """
+    old = {s.get("site"): s for s in old_sites}
+    new = {s.get("site"): s for s in new_sites}
+    changes = []
+    for index in sorted(set(old) | set(new), key=lambda i: (i is None, i)):
+      if index not in new:
+        words = f"{_headline(old[index])} -> (site gone from the StableHLO)"
+      elif index not in old:
+        words = f"(new site) -> {_headline(new[index])}"
+      else:
+        words = _site_words(old[index], new[index])
+      if words:
+        changes.append(cls(config, index, words))
+    return changes
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -276,35 +304,6 @@ def _site_words(old: dict, new: dict) -> str | None:
     after = _show(new.get(key)) if key in new else "(absent)"
     parts.append(f"{key}: {before} -> {after}")
   return "; ".join(parts)
-
-
-def describe_site_changes(
-  config: str, old_sites: list[dict], new_sites: list[dict]
-) -> list[GoldenSiteChange]:
-  """Site-by-site changes between two dot summaries of one config.
-
-  Args:
-    config: the config in words, e.g. "cpu seed_mlp n=1 bfloat16".
-    old_sites, new_sites: the `sites` lists of the golden and candidate
-      `dots.json`, each site a dict with at least "site" (int) and "fate".
-
-  Returns:
-    One `GoldenSiteChange` per site that differs, was added or was
-    removed, in site order.
-  """
-  old = {s.get("site"): s for s in old_sites}
-  new = {s.get("site"): s for s in new_sites}
-  changes = []
-  for index in sorted(set(old) | set(new), key=lambda i: (i is None, i)):
-    if index not in new:
-      words = f"{_headline(old[index])} -> (site gone from the StableHLO)"
-    elif index not in old:
-      words = f"(new site) -> {_headline(new[index])}"
-    else:
-      words = _site_words(old[index], new[index])
-    if words:
-      changes.append(GoldenSiteChange(config, index, words))
-  return changes
 
 
 def _site_summary(f: SiteFate, rewritten_by) -> dict:

@@ -90,6 +90,11 @@ class Answer:
   invariance: tuple = ()
   pins: tuple = ()
 
+  def cause_lines(self, title: str) -> list[str]:
+    """`title`, then one line per cause of the findings, numbered, worst
+    first (`cause_lines`); [] when there is no finding."""
+    return cause_lines(self.findings, title)
+
 
 def _where(f: Finding) -> str:
   """E.g. "seed_mlp on a100 (compile only), n = 2-9, under bfloat16 and

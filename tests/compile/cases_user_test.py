@@ -17,7 +17,7 @@ import pytest
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe, run_hloprobe_here
 
-from hloprobe import engine, verify
+from hloprobe import engine
 from hloprobe.compile import cases
 from hloprobe.errors import CaseError
 from hloprobe.report import requirement_lines
@@ -174,7 +174,7 @@ class LossAndBatchedLeafTest(absltest.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     spec = engine.SweepSpec((f"{_FILE}:make",), (1, 2), ("float32",), ("cpu",))
-    fix, require = verify.parse_fix("float32"), ("consistent", "accurate")
+    fix, require = verify_fix.parse_fix("float32"), ("consistent", "accurate")
     plan = engine.plan_sweep(verify_fix.fix_sweep(spec, fix, require))
     with WorkerPool() as pool:
       cls.results = engine.run_sweep(plan, pool=pool)
