@@ -50,6 +50,7 @@ _DIFF_LINES = 60
 
 
 def pytest_addoption(parser) -> None:
+  """pytest's hook: adds the plugin's options (the golden update flag)."""
   group = parser.getgroup("hloprobe")
   group.addoption(
     _UPDATE,

@@ -31,10 +31,21 @@ from absl import flags
 os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
 
 # The command line caches records under $XDG_CACHE_HOME/hloprobe by default;
-# tests (and the processes they start) get an empty one of their own.
-_CACHE_HOME = tempfile.mkdtemp(prefix="hloprobe-test-cache-")
+# a test run (and the processes it starts) gets an empty one of its own.
+# One for the whole run: the pytest process that starts first makes it, and
+# `make test`'s xdist workers (started after this file is imported, with
+# its environment) use the same one, so a config one worker swept is a hit
+# for the others. The record cache is safe to share between processes
+# (hloprobe/runtime/cache.py: entries written whole, a vanished or torn
+# entry a miss); a test that needs a miss passes --nocache or a
+# --cache_dir of its own. Only the process that made it removes it.
+_SHARED_CACHE_ENV = "HLOPROBE_TEST_CACHE_HOME"
+_CACHE_HOME = os.environ.get(_SHARED_CACHE_ENV, "")
+if not os.path.isdir(_CACHE_HOME):
+  _CACHE_HOME = tempfile.mkdtemp(prefix="hloprobe-test-cache-")
+  os.environ[_SHARED_CACHE_ENV] = _CACHE_HOME
+  atexit.register(shutil.rmtree, _CACHE_HOME, ignore_errors=True)
 os.environ["XDG_CACHE_HOME"] = _CACHE_HOME
-atexit.register(shutil.rmtree, _CACHE_HOME, ignore_errors=True)
 
 # After the environment above: importing jax starts no backend.
 import jax.monitoring  # noqa: E402

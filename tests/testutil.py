@@ -106,10 +106,11 @@ def run_hloprobe_json(test, *args: str, **kwargs) -> dict:
 
 
 def record_cache() -> str:
-  """The record cache the command line uses in this test process (under
-  conftest's temporary XDG_CACHE_HOME), for in-process sweeps to share: a
-  config one test computed is a hit for the next (the cache's own tests
-  show a hit equals a computed record)."""
+  """The record cache the command line uses in this test run (under
+  conftest's temporary XDG_CACHE_HOME, one for all of `make test`'s xdist
+  workers), for in-process sweeps to share: a config one test computed is
+  a hit for the next (the cache's own tests show a hit equals a computed
+  record)."""
   from hloprobe.runtime import default_cache_dir
 
   return default_cache_dir()

@@ -66,4 +66,4 @@ def main(args: CacheArgs) -> int:
   print(f"venvs: {len(found)} ({_mib(total)}): {names}")
   if found:
     print(f"  (kept by `clear`; rm -r {venv_dir}/<name> removes one)")
-  return common.EXIT_OK
+  return common.ExitStatus.OK

@@ -12,6 +12,7 @@ flag), a library function, then `main(args) -> int` that prints.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import logging
 import os
 import sys
@@ -25,9 +26,7 @@ from hloprobe.errors import InvalidArgumentError
 from hloprobe.runtime import RecordCache, default_cache_dir
 
 __all__ = [
-  "EXIT_FAILED",
-  "EXIT_OK",
-  "EXIT_USAGE",
+  "ExitStatus",
   "Interrupted",
   "SweepWords",
   "bound_cache",
@@ -44,7 +43,21 @@ __all__ = [
   "with_executor",
 ]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+class ExitStatus(enum.IntEnum):
+  """hloprobe's exit statuses (an interrupt exits 128 + the signal's number).
+
+  Attributes:
+    OK: the command did what it was asked, and every config succeeded or
+      every requirement held.
+    FAILED: a config failed, a requirement or golden check did not hold, or
+      an error that is not the input's (HloprobeError, OSError).
+    USAGE: bad input (InvalidArgumentError): one line, nothing run.
+  """
+
+  OK = 0
+  FAILED = 1
+  USAGE = 2
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -365,12 +378,11 @@ def check_format(
   Raises:
     InvalidArgumentError: an unknown column, or a missing extra.
   """
-  from hloprobe.pictures import check_extras
-  from hloprobe.report import check_columns
+  from hloprobe.pictures import Outputs
 
-  if columns is not None:
-    check_columns(columns)
-  check_extras(bool(plot), bool(model_explorer))
+  Outputs(
+    words.format, columns=columns, plot=plot, model_explorer=model_explorer
+  ).check()
   return words.format
 
 

@@ -206,9 +206,9 @@ def explain_answered(args: ExplainArgs, spec=None):
   common.start_jax(spec.targets)
   with engine.worker_pool(spec) as pool:
     if args.results:  # the explain sweep, done already (sharded)
-      from hloprobe.commands.merge import results_in
+      from hloprobe.report import recorded_results
 
-      results = results_in(args.results, spec)
+      results = recorded_results(args.results, spec)
     else:
       results = api.run(
         spec,
@@ -304,7 +304,6 @@ def numbers_host(results: str | None):
 def main(args: ExplainArgs) -> int:
   """`hloprobe explain`: runs, prints, writes; returns the exit status."""
   from hloprobe.compile import jax_versions
-  from hloprobe.pictures import html_page
   from hloprobe.report import render_answered
 
   spec = _spec(args)
@@ -316,7 +315,7 @@ def main(args: ExplainArgs) -> int:
   # of this folder sweeps it again without the flags retyped.
   out = dataclasses.replace(out, answer=answer, plan=spec.words())
   if out.fmt == "html":
-    page = html_page(results, explanations, versions, out.plot_shared_y, answer)
+    page = out.page(results, explanations, versions)
     print(page)
   else:
     print(
@@ -333,4 +332,8 @@ def main(args: ExplainArgs) -> int:
       print(host_unknown)
   sweep_command.write_files(results, explanations, versions, cpu, out)
   common.bound_cache(args.common, args.cache_max_mb)
-  return common.EXIT_OK if all(r.ok for r in results) else common.EXIT_FAILED
+  return (
+    common.ExitStatus.OK
+    if all(r.ok for r in results)
+    else common.ExitStatus.FAILED
+  )

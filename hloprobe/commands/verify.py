@@ -69,9 +69,9 @@ def verify(args: VerifyArgs):
   common.start_jax(spec.targets)
   recorded = None
   if args.results:  # the sweep verify_fix runs, done already (sharded)
-    from hloprobe.commands.merge import results_in
+    from hloprobe.report import recorded_results
 
-    recorded = lambda swept: results_in(args.results, swept)
+    recorded = lambda swept: recorded_results(args.results, swept)
   return verifying.verify_fix(
     spec,
     fix,
@@ -123,4 +123,4 @@ def main(args: VerifyArgs) -> int:
   outcome = verify(args)
   print(render_verification(outcome, args.common.format))
   common.bound_cache(args.common, args.cache_max_mb)
-  return common.EXIT_OK if outcome.passed else common.EXIT_FAILED
+  return common.ExitStatus.OK if outcome.passed else common.ExitStatus.FAILED

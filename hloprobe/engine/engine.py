@@ -396,6 +396,7 @@ class _Sweep:
         self.spec.explain_passes,
         self.spec.inputs,
         self.spec.batch_arg,
+        self.pool.worker_flags(flags),
       )
       if not c.case.guarded:
         return self.pool.call(request, flags, lane=lane)
@@ -464,7 +465,11 @@ class _Sweep:
       )
     setup = self.setups[c.case_index]
     return compile_and_run_case(
-      setup.case, setup.inputs(watch), c.config, self.spec.explain_passes
+      setup.case,
+      setup.inputs(watch),
+      c.config,
+      self.spec.explain_passes,
+      xla_flags=self.pool.worker_flags(BASELINE.flags_text),
     )
 
 

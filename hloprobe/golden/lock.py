@@ -29,7 +29,7 @@ from collections.abc import Iterator
 import filelock
 
 from hloprobe.errors import GoldenError
-from hloprobe.ir import read_file_bytes
+from hloprobe.ir import InputFile
 
 __all__ = ["clean_leftovers", "golden_lock", "lock_path"]
 
@@ -46,10 +46,10 @@ def lock_path(golden_dir: str) -> str:
 def _holder(path: str) -> str:
   """What the holder wrote into the lock file, e.g. "process 123 since
   2026-12-02 07:00:00"; "another process" when it cannot be read (read
-  as input files are, `ir.read_file_bytes`: a FIFO put in its place is
+  as input files are, `ir.InputFile`: a FIFO put in its place is
   not waited on)."""
   try:
-    data = read_file_bytes(path, path, GoldenError, 4096)
+    data = InputFile(path, path, GoldenError, 4096).read_bytes()
   except GoldenError:
     data = b""
   return data.decode("utf-8", "replace").strip()[:200] or "another process"

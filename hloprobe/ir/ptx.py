@@ -113,6 +113,13 @@ class PtxKernel:
     """
     return for_operands(self, operand_dtype)
 
+  @property
+  def mma_opcodes(self) -> tuple[str, ...]:
+    """Its tensor-core opcodes (mma.sync, wgmma: those with a shape and
+    element types), sorted, e.g.
+    ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",); () for none."""
+    return tuple(op for op, _ in self.instructions if _mma_types(op))
+
 
 def kernel_name(hlo_name: str) -> str:
   """The kernel name XLA gives an HLO fusion (`SanitizeFunctionName`)."""

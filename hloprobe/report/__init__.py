@@ -10,7 +10,8 @@ explain_made: what XLA made), explain_text (their text and JSON),
 explain_answer (the answer first: the worst cause and what to do;
 findings: the findings grouped by cause, each fix as a code change;
 answer_page: the answer as the HTML page draws it, in words),
-shards (a `--shard` run's files read back and joined for `merge`),
+shards (a `--shard` run's files read back and joined for `merge`, and
+a merge's records for a plan: `--results`),
 timings (--timings), sweep_shown (what `sweep` prints once done, by
 stream). Nothing here prints: the command layer does.
 """
@@ -31,15 +32,12 @@ from hloprobe.report.results_schema import results_json as results_json
 from hloprobe.report.results_schema import (
   schema_document as schema_document,
 )
-from hloprobe.report.shards import join_shards as join_shards
-from hloprobe.report.shards import read_records as read_records
-from hloprobe.report.shards import read_shard as read_shard
-from hloprobe.report.shards import shard_json as shard_json
+from hloprobe.report.shards import read_shards as read_shards
+from hloprobe.report.shards import recorded_results as recorded_results
 from hloprobe.report.shards import write_records as write_records
 from hloprobe.report.stream import stream_results as stream_results
 from hloprobe.report.sweep_shown import sweep_text as sweep_text
 from hloprobe.report.tables import OUTPUT_FORMS as OUTPUT_FORMS
-from hloprobe.report.tables import check_columns as check_columns
 from hloprobe.report.tables import render as render
 from hloprobe.report.tables import table as table
 from hloprobe.report.verification import (
@@ -52,21 +50,18 @@ __all__ = [
   "OUTPUT_FORMS",
   "atomic_write",
   "cause_lines",
-  "check_columns",
   "dumps_json",
   "explain_results",
-  "join_shards",
   "listing",
   "page_words",
-  "read_records",
-  "read_shard",
+  "read_shards",
+  "recorded_results",
   "render",
   "render_answered",
   "render_verification",
   "requirement_lines",
   "results_json",
   "schema_document",
-  "shard_json",
   "stream_results",
   "sweep_text",
   "table",

@@ -219,6 +219,7 @@ __all__ = [
   "ptx_files",
   "results_json",
   "schema_document",
+  "shard_json",
 ]
 
 SCHEMA_VERSION = 3
@@ -437,11 +438,25 @@ def config_json(r: ConfigResult) -> dict:
   }
 
 
+def shard_json(plan) -> dict:
+  """results.json's "shard" entry of a `--shard` run's plan
+  (`sweep.SweepPlan` with its `shard`): the shard's index and count, the
+  plan's fingerprint and words, each of the shard's configs' index in the
+  whole plan (see `SCHEMA`)."""
+  return {
+    "index": plan.shard.index,
+    "count": plan.shard.count,
+    "fingerprint": plan.fingerprint(),
+    "plan": plan.words(),
+    "configs": list(plan.shard_indices()),
+  }
+
+
 def results_json(
   results: list[ConfigResult],
   versions: dict[str, str],
   host=None,
-  shard: dict | None = None,
+  shard=None,
   invariance: dict | None = None,
   plan: dict | None = None,
 ) -> dict:
@@ -451,7 +466,8 @@ def results_json(
     results: the sweep's records.
     versions: {"jax": ..., "jaxlib": ...}.
     host: the `host.HostCpu` the numbers were computed on, or None.
-    shard: a shard's "shard" entry (`report.shards.shard_json`), or None:
+    shard: a `--shard` run's plan (`sweep.SweepPlan` with its `shard`),
+      whose "shard" entry the document carries (`shard_json`), or None:
       an unsharded or merged sweep's document has none.
     invariance: explain's batch-invariance answer
       (`invariance.invariance_json`), or None: none asked.
@@ -469,7 +485,7 @@ def results_json(
     "configs": [config_json(r) for r in results],
   }
   if shard is not None:
-    doc["shard"] = shard
+    doc["shard"] = shard_json(shard)
   elif plan is not None:
     doc["plan"] = plan
   if invariance is not None:

@@ -73,7 +73,7 @@ import platformdirs
 
 from hloprobe.compile import Case, Target
 from hloprobe.errors import HloprobeError
-from hloprobe.ir import read_file_bytes, write_whole
+from hloprobe.ir import InputFile, write_whole
 from hloprobe.runtime import host
 from hloprobe.runtime.record_file import (
   RecordFileError,
@@ -325,9 +325,9 @@ class RecordCache:
     if not os.path.lexists(path):
       return None
     try:  # a FIFO, a device or a link to /dev/zero: refused unread
-      data = read_file_bytes(
+      data = InputFile(
         path, "the entry", HloprobeError, _MAX_ENTRY_BYTES, "cache entries"
-      )
+      ).read_bytes()
       record = load_record(data)
     except (HloprobeError, RecordFileError) as e:  # a corrupt or forged entry
       self._warn(f"hloprobe: ignoring unreadable cache entry {path}: {e}")

@@ -59,6 +59,8 @@ __all__ = [
 
 # (effective_algorithm, algorithm_source, algorithm_evidence) of a site.
 _Resolved = tuple[str | None, str | None, str]
+# The same, read from a PTX kernel, and that kernel (`_from_ptx`).
+_ReadPtx = tuple[str | None, str | None, str, PtxKernel]
 
 HEURISTIC = "XLA heuristic (compile-only: no autotuning)"
 AUTOTUNED = "XLA autotuned on the attached device"
@@ -322,7 +324,10 @@ def _with_declared_passes(ptx: str | None, declared: str | None) -> str | None:
 
 def _from_ptx(
   fate: MappedSite, instructions, kernels: dict[str, PtxKernel]
-) -> _Resolved:
+) -> _Resolved | _ReadPtx:
+  """The site's algorithm read from its kernel's PTX; where the kernel is
+  found, that `PtxKernel` too (4th: `SiteFate.ptx_kernel`, `mma_opcodes`,
+  `ptx_tf32_rounding`)."""
   owner = _kernel_owner(fate, instructions)
   if owner is None:
     return None, None, "no fusion around the site: no kernel to read"
@@ -336,6 +341,7 @@ def _from_ptx(
     _with_declared_passes(algorithm, fate.algorithm),
     "ptx" if algorithm else None,
     f"kernel {name}: {evidence}",
+    kernel,
   )
 
 
@@ -345,7 +351,7 @@ def _effective(
   kernels,
   target: Target,
   compute_capability: str | None,
-) -> _Resolved:
+) -> _Resolved | _ReadPtx:
   dtype = fate.site.lhs.dtype
   if fate.fate == Fate.GONE:
     return None, None, "the site is gone from the optimized HLO"
@@ -422,7 +428,9 @@ def resolve(
   Returns:
     One `SiteFate` per site, in order: its `MappedSite` fields with
     `effective_algorithm`, `algorithm_source`, `algorithm_evidence`,
-    `selection` and `fp8_rewrite` (`fp8_rewrite.rewrite_note`).
+    `selection`, `fp8_rewrite` (`fp8_rewrite.rewrite_note`) and, where
+    the algorithm was read from a PTX kernel, `ptx_kernel`, `mma_opcodes`
+    and `ptx_tf32_rounding`.
   """
   instructions = {inst.name: inst for _, inst in module.all_instructions()}
   by_name = {k.name: k for k in kernels}
@@ -431,9 +439,11 @@ def resolve(
     selection = HEURISTIC if target.compile_only else AUTOTUNED
   out = []
   for f in fates:
-    algorithm, source, evidence = _effective(
+    # The PTX reading (`_from_ptx`) adds the kernel it read.
+    algorithm, source, evidence, *read = _effective(
       f, instructions, by_name, target, cc
     )
+    kernel = read[0] if read else None
     out.append(
       SiteFate.of(
         f,
@@ -442,6 +452,9 @@ def resolve(
         algorithm_evidence=evidence,
         selection=(per_site or {}).get(f.site.index, selection),
         fp8_rewrite=rewrite_note(f, module, target, cc),
+        ptx_kernel=None if kernel is None else kernel.name,
+        mma_opcodes=() if kernel is None else kernel.mma_opcodes,
+        ptx_tf32_rounding=None if kernel is None else kernel.tf32_rounding,
       )
     )
   return out

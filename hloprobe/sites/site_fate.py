@@ -148,6 +148,18 @@ class SiteFate(MappedSite):
       cuBLASLt rewrite made it `__cublas$lt$matmul$f8`: "fired (...)",
       "did not fire: <condition>" or "unknown: <why>"
       (`fp8_rewrite.rewrite_note`); None for other sites.
+    ptx_kernel: the PTX kernel (`.entry` name) the site's arithmetic was
+      read from (`effective`'s PTX reading, `ir.PtxKernel`), e.g.
+      "gemm_fusion_dot_1"; None where no kernel was read (a rule, the CPU,
+      no kernel found). What code reads; `algorithm_evidence` is for
+      people.
+    mma_opcodes: that kernel's tensor-core opcodes (mma.sync / wgmma),
+      sorted, each once, e.g.
+      ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",); () where
+      it has none or no kernel was read.
+    ptx_tf32_rounding: that kernel's `PtxKernel.tf32_rounding`: "rna"
+      where `cvt.rna.tf32.f32` rounds the operands of its tf32 mma first,
+      "truncate" where nothing does; None otherwise.
   """
 
   effective_algorithm: str | None
@@ -155,6 +167,9 @@ class SiteFate(MappedSite):
   algorithm_evidence: str | None
   selection: str | None
   fp8_rewrite: str | None = None
+  ptx_kernel: str | None = None
+  mma_opcodes: tuple[str, ...] = ()
+  ptx_tf32_rounding: str | None = None
 
   @property
   def tf32_optional(self) -> bool:
@@ -185,6 +200,9 @@ class SiteFate(MappedSite):
     algorithm_evidence: str | None,
     selection: str | None,
     fp8_rewrite: str | None = None,
+    ptx_kernel: str | None = None,
+    mma_opcodes: tuple[str, ...] = (),
+    ptx_tf32_rounding: str | None = None,
   ) -> SiteFate:
     """`mapped`'s fields, with the resolved ones (see the attributes)."""
     return cls(
@@ -196,6 +214,9 @@ class SiteFate(MappedSite):
       algorithm_evidence=algorithm_evidence,
       selection=selection,
       fp8_rewrite=fp8_rewrite,
+      ptx_kernel=ptx_kernel,
+      mma_opcodes=mma_opcodes,
+      ptx_tf32_rounding=ptx_tf32_rounding,
     )
 
 

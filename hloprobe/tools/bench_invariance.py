@@ -198,6 +198,7 @@ def measure() -> dict:
 
 
 def main() -> None:
+  """Prints the bench line: the measured ratio against its goal."""
   f = measure()
   ok = "ok" if f["ratio"] <= _GOAL else "MISSED"
   print(

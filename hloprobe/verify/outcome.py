@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from hloprobe.compile import BASELINE, CASE_SUFFIX, jax_versions
+from hloprobe.compile import BASELINE, INT32_DOTS_FIX, jax_versions
 from hloprobe.engine import SweepSpec, plan_sweep, run_sweep, worker_pool
 from hloprobe.golden import (
   GoldenSiteChange,
@@ -63,7 +63,7 @@ class Verification:
 def _counterpart(r: ConfigResult, baseline: list[ConfigResult], fix: Fix):
   """The baseline configs the fix's config replaces."""
   c = r.config
-  case = c.case.removesuffix(CASE_SUFFIX) if fix.program else c.case
+  case = INT32_DOTS_FIX.unfixed(c.case) if fix.program else c.case
   return [
     b
     for b in baseline

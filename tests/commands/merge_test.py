@@ -343,7 +343,7 @@ class FlagsTest(absltest.TestCase):
     # A merge's folder written by another hloprobe (its records' fields
     # differ) or damaged: one line that says what to do.
     from hloprobe.errors import InvalidArgumentError
-    from hloprobe.report import read_records
+    from hloprobe.report.shards import read_records
 
     folder = self.create_tempdir()
     folder.create_file("records.hloprobe", content="not records")

@@ -44,7 +44,7 @@ class ReleaseTest(absltest.TestCase):
 
     jaxpr = jax.make_jaxpr(f)(np.float32(1), np.ones(3, np.float32))
     (scan,) = [e for e in jaxpr.eqns if e.primitive.name == "scan"]
-    consts, carry = compat.scan_counts(scan.params)
+    consts, carry = compat.JAXPR_API.scan_counts(scan.params)
     self.assertEqual(carry, 1)
     self.assertEqual(consts + carry + 1, len(scan.invars))
 

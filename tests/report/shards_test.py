@@ -29,7 +29,15 @@ def _result(n: int) -> ConfigResult:
 class ShardFolderTest(absltest.TestCase):
   def _shard(self, index: int, configs, fingerprint=_FP, host=None):
     folder = self.create_tempdir().full_path
-    doc = {"shard": shards.shard_json(index, 2, fingerprint, {"w": 1}, configs)}
+    doc = {
+      "shard": {
+        "index": index,
+        "count": 2,
+        "fingerprint": fingerprint,
+        "plan": {"w": 1},
+        "configs": configs,
+      }
+    }
     if host is not None:
       doc["host"] = host
     with open(os.path.join(folder, "results.json"), "w") as f:

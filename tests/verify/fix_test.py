@@ -76,7 +76,7 @@ class ParseTest(parameterized.TestCase):
     (
       "require",
       lambda: verify.parse_requirements("fast"),
-      "unknown requirement",
+      r"unknown requirement.*e\.g\. --require=consistent,accurate",
     ),
   )
   def test_bad(self, call, message):
