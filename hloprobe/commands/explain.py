@@ -53,7 +53,7 @@ class ExplainArgs:
       first, its pins listed untried), "pin" (the pins also searched and
       verified, `invariance.batch_invariance`) or "off".
     only: --only: "invariance" answers the bitwise question alone, with
-      no accuracy numerics (`bits_only`); None (default): everything.
+      no accuracy numerics (`_bits_plan`); None (default): everything.
     verbose: --verbose: the detail per target, not the one screen.
   """
 
