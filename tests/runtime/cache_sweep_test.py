@@ -94,6 +94,34 @@ class KeyTest(absltest.TestCase):
       _key(self.print),
     )
 
+  def test_the_bits_only_miss_and_the_default_keys_stay(self):
+    # The bits only (`SweepSpec.numerics` False) is another record; the
+    # default's keys are those made before the argument existed.
+    bits = cache.config_key(
+      self.print,
+      targets.get_target("a100"),
+      "float32",
+      4,
+      64,
+      False,
+      record_version=records.RECORD_VERSION,
+      numerics=False,
+    )
+    self.assertNotEqual(bits, _key(self.print))
+    self.assertEqual(
+      cache.config_key(
+        self.print,
+        targets.get_target("a100"),
+        "float32",
+        4,
+        64,
+        False,
+        record_version=records.RECORD_VERSION,
+        numerics=True,
+      ),
+      _key(self.print),
+    )
+
   def test_another_record_layout_misses(self):
     # Records written in the flat layout of version 1 are not read as today's.
     self.assertNotEqual(_key(self.print, version=1), _key(self.print))
