@@ -342,7 +342,8 @@ ALL_ROWS = flags.DEFINE_bool(
   "all_rows",
   False,
   "Judge every row of every config against its own f32 noise floor. By "
-  "default a case that declares rows_independent, above 64 rows, judges "
+  "default a case whose rows are independent (declared rows_independent, "
+  "or proven from its jaxpr), above 64 rows, judges "
   "row 0, 32 rows spread evenly and each leaf's 16 rows of largest error "
   "(a first pass over every row), and says which rows it judged.",
 )

@@ -133,8 +133,10 @@ element 0, as in `accuracy.ErrorStats`):
                                 "beyond_abs": float, "judged": [int] |
                                 null (the rows judged, ascending: row 0,
                                 a sample and a first pass's worst rows
-                                of a rows_independent case above 64
-                                rows; null: every row, as under
+                                of a case above 64 rows whose rows are
+                                independent: declared rows_independent
+                                or proven from its jaxpr (`numerics.
+                                row_proof`); null: every row, as under
                                 --all_rows; added in version 3 without a
                                 bump), "judged_words": str (the same in
                                 words), "words": str}
