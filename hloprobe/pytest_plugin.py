@@ -50,6 +50,7 @@ _DIFF_LINES = 60
 
 
 def pytest_addoption(parser) -> None:
+  """pytest's hook: adds the plugin's options (the golden update flag)."""
   group = parser.getgroup("hloprobe")
   group.addoption(
     _UPDATE,
@@ -88,7 +89,7 @@ class HloprobeGolden:
         message says how, and how to accept the change).
     """
     from hloprobe.api import plan_case, run
-    from hloprobe.compile import jax_versions
+    from hloprobe.compile import jaxlib_release
     from hloprobe.golden import against_goldens
 
     plan = plan_case(
@@ -106,7 +107,7 @@ class HloprobeGolden:
     result = against_goldens(
       golden_dir,
       records,
-      jax_versions(),
+      jaxlib_release().versions,
       plan,
       update=self.update,
     )

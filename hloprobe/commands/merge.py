@@ -240,7 +240,13 @@ def _recorded_case(word: str, name: str, records):
 
 
 def main(args: MergeArgs) -> int:
-  """`hloprobe merge`: joins, prints, writes; returns the exit status."""
+  """`hloprobe merge`: joins, prints, writes; returns the exit status.
+
+  Raises:
+    common.Interrupted: an interrupt while the merged results stream
+      (the cli's `main` makes it the signal's exit status).
+    HloprobeError: as `merge` raises (the cli prints it in one line).
+  """
   from hloprobe.report import stream_results
 
   plan, host, collected, results = merge(args)
@@ -281,11 +287,13 @@ def recorded_plan(folder: str) -> dict:
   """
   import json
 
-  from hloprobe.ir import read_file_bytes
+  from hloprobe.ir import InputFile
 
   path = os.path.join(folder, "results.json")
   try:  # a FIFO or a device: refused unread
-    data = read_file_bytes(path, path, InvalidArgumentError, _MAX_JSON_BYTES)
+    data = InputFile(
+      path, path, InvalidArgumentError, _MAX_JSON_BYTES
+    ).read_bytes()
     doc = json.loads(data)
     plan = doc.get("plan") or (doc.get("shard") or {}).get("plan")
   except (
@@ -312,12 +320,14 @@ def results_host(folder: str):
   shards' CPU), or None where it names none or cannot be read."""
   import json
 
-  from hloprobe.ir import read_file_bytes
+  from hloprobe.ir import InputFile
   from hloprobe.runtime import HostCpu
 
   path = os.path.join(folder, "results.json")
   try:  # a FIFO or a device: refused unread
-    data = read_file_bytes(path, path, InvalidArgumentError, _MAX_JSON_BYTES)
+    data = InputFile(
+      path, path, InvalidArgumentError, _MAX_JSON_BYTES
+    ).read_bytes()
     host = json.loads(data).get("host")
     return HostCpu(**host) if host else None
   except (InvalidArgumentError, ValueError, TypeError, AttributeError):

@@ -26,7 +26,7 @@ import os
 from collections.abc import Sequence
 
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.ir import read_file_bytes
+from hloprobe.ir import InputFile
 from hloprobe.records import ConfigResult
 from hloprobe.report import atomic_write
 from hloprobe.runtime import RecordFileError, dump_record, load_record
@@ -118,9 +118,9 @@ def read_records(folder: str) -> tuple[ConfigResult, ...]:
     "and merge again)"
   )
   try:  # a FIFO, a device or a link to /dev/zero: refused unread
-    data = read_file_bytes(
+    data = InputFile(
       path, path, InvalidArgumentError, _MAX_RECORDS_BYTES, "record files"
-    )
+    ).read_bytes()
   except InvalidArgumentError as e:
     raise InvalidArgumentError(f"{e}; {written}") from None
   try:
@@ -144,9 +144,9 @@ def read_shard(folder: str) -> ShardPart:
   """
   path = os.path.join(folder, _RESULTS)
   try:
-    data = read_file_bytes(
+    data = InputFile(
       path, path, InvalidArgumentError, _MAX_RESULTS_BYTES, "results files"
-    )
+    ).read_bytes()
   except InvalidArgumentError as e:
     raise _not_a_shard(folder, str(e)) from None
   try:

@@ -147,12 +147,12 @@ def show(results: Sequence, spec, out, cpu=None) -> None:
   (`pictures.outputs.Outputs`) asks and writes --output_dir's and the
   pictures' files. `cpu`: the `runtime.HostCpu` the numbers were
   computed on (a merge's: its shards'); None: this one."""
-  from hloprobe.compile import jax_versions
+  from hloprobe.compile import jaxlib_release
   from hloprobe.report import explain_results, sweep_text
 
   if out.shard is None and out.plan is None:  # for `explain --results`
     out = dataclasses.replace(out, plan=spec.words())
-  fmt, versions, cpu = out.fmt, jax_versions(), cpu or common.host()
+  fmt, versions, cpu = out.fmt, jaxlib_release().versions, cpu or common.host()
   cases = common.reported_cases(spec)
   why = explain_results(results, cases) if out.needs_explanations else []
   page = None
@@ -177,7 +177,13 @@ def show(results: Sequence, spec, out, cpu=None) -> None:
 
 
 def main(args: SweepArgs) -> int:
-  """`hloprobe sweep`: runs, prints, writes; returns the exit status."""
+  """`hloprobe sweep`: runs, prints, writes; returns the exit status.
+
+  Raises:
+    common.Interrupted: an interrupt while the results are shown or
+      written (every config finished: they are kept).
+    HloprobeError: as `sweep` raises (the cli prints it in one line).
+  """
   spec, results = sweep(args)
   try:
     shard = spec if spec.shard is not None else None

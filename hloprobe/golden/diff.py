@@ -26,7 +26,6 @@ from hloprobe.sites import (
   SiteFate,
   emitter_name,
   fate_summary,
-  site_record,
 )
 
 __all__ = [
@@ -39,7 +38,7 @@ __all__ = [
   "unified_diff",
 ]
 
-# What a dot summary keeps of `dot_sites.site_record`: what the compiler
+# What a dot summary keeps of `SiteFate.record`: what the compiler
 # decided, not where the source is or what XLA named its instructions.
 SUMMARY_KEYS = (
   "lhs",
@@ -339,7 +338,7 @@ def _site_words(old: dict, new: dict) -> str | None:
 
 
 def _site_summary(f: SiteFate, rewritten_by) -> dict:
-  record = site_record(f, rewritten_by)
+  record = f.record(rewritten_by)
   out = {"site": record["index"]} | {k: record[k] for k in SUMMARY_KEYS}
   by = record["rewritten_by"]
   out["pass"] = f"{by['pass']} ({by['pipeline']})" if by else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from hloprobe.compile import BASELINE, CASE_SUFFIX, jax_versions
+from hloprobe.compile import BASELINE, INT32_DOTS_FIX, jaxlib_release
 from hloprobe.engine import SweepSpec, plan_sweep, run_sweep, worker_pool
 from hloprobe.golden import (
   GoldenSiteChange,
@@ -61,7 +61,7 @@ class Verification:
 def _counterpart(r: ConfigResult, baseline: list[ConfigResult], fix: Fix):
   """The baseline configs the fix's config replaces."""
   c = r.config
-  case = c.case.removesuffix(CASE_SUFFIX) if fix.program else c.case
+  case = INT32_DOTS_FIX.unfixed(c.case) if fix.program else c.case
   return [
     b
     for b in baseline
@@ -222,7 +222,7 @@ def verify_fix(
     fix,
     requirements,
     golden_dir=golden_dir,
-    versions=jax_versions(),
+    versions=jaxlib_release().versions,
     abs_error_bound=abs_error_bound,
     rel_error_bound=rel_error_bound,
     rows=rows,
@@ -239,8 +239,7 @@ def _swept(plan, requirements):
   with worker_pool(plan) as pool:
     results = run_sweep(plan, pool=pool)
     if "invariant" in requirements:  # the anchors, on the same workers
-      full = {i: c.case.full_inputs() for i, c in enumerate(plan.cases)}
-      rows, kernels, model = rows_and_kernels(
-        plan, pool, full.__getitem__, results
-      )
+      # Each case's inputs made where its program may run: a user case's
+      # in the worker that loaded it, never here.
+      rows, kernels, model = rows_and_kernels(plan, pool, None, results)
   return results, rows, kernels, model

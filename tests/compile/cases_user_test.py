@@ -109,11 +109,6 @@ class LoadTest(parameterized.TestCase):
       "case factory userpkg.mycase:raises raised RuntimeError: boom",
     ),
     (
-      "returns_other",
-      "userpkg.mycase:other",
-      "case factory userpkg.mycase:other returned int, not a hloprobe.Case",
-    ),
-    (
       "axis_out_of_range",
       "userpkg.mycase:bad_axis",
       "case 'bad': batch axis 2 out of range for argument 0",
@@ -130,6 +125,8 @@ class LoadTest(parameterized.TestCase):
       "case 'seed_mlp' given twice",
     ),
   )
+  # A factory that returns no Case: CommandLineTest's
+  # test_bad_case_is_one_line_exit_2 (its message, one line, exit 2).
   def test_bad_input_is_one_case_error(self, names, message):
     if names.startswith("broken"):
       names = os.path.join(_DIR, names)

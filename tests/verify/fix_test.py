@@ -11,7 +11,7 @@ from absl.testing import absltest, parameterized
 from testutil import run_hloprobe_here
 
 from hloprobe import engine, verify
-from hloprobe.compile import lowering
+from hloprobe.compile import compat
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.report import verification
 from hloprobe.verify import fix as verify_fix
@@ -44,7 +44,12 @@ def _verify(
   parsed = verify_fix.parse_fix(fix)
   results = _POOL.run(verify_fix.fix_sweep(spec, parsed, require))
   return verify_outcome.verify(
-    results, spec, parsed, require, versions=lowering.jax_versions(), **kwargs
+    results,
+    spec,
+    parsed,
+    require,
+    versions=compat.jaxlib_release().versions,
+    **kwargs,
   )
 
 
@@ -82,7 +87,7 @@ class ParseTest(parameterized.TestCase):
     (
       "require",
       lambda: verify.parse_requirements("fast"),
-      "unknown requirement",
+      r"unknown requirement.*e\.g\. --require=consistent,accurate",
     ),
   )
   def test_bad(self, call, message):
