@@ -446,7 +446,7 @@ class CublasTf32OptionalTest(absltest.TestCase):
       (1, 2),
       ("bfloat16", "float32"),
       ("a100",),
-      experiments=(experiments.parse_experiment("no_triton_gemm"),),
+      experiments=(experiments.Experiment.parse("no_triton_gemm"),),
     )
     found = {
       e.experiment: e for e in explain.explain_results(_POOL.run(spec), _CASES)
