@@ -97,8 +97,7 @@ class KeyTest(absltest.TestCase):
   def test_the_bits_only_miss_and_the_default_keys_stay(self):
     # The bits only (`SweepSpec.numerics` False) is another record; the
     # default's keys are those made before the argument existed.
-    bits = cache.config_key(
-      self.print,
+    bits = self.print.config_key(
       targets.get_target("a100"),
       "float32",
       4,
@@ -109,8 +108,7 @@ class KeyTest(absltest.TestCase):
     )
     self.assertNotEqual(bits, _key(self.print))
     self.assertEqual(
-      cache.config_key(
-        self.print,
+      self.print.config_key(
         targets.get_target("a100"),
         "float32",
         4,
