@@ -50,6 +50,7 @@ __all__ = [
   "JOBS",
   "MAX_WORKER_MB",
   "MODEL_EXPLORER",
+  "ONLY",
   "OUTPUT_DIR",
   "OVERWRITE",
   "PLOT",
@@ -267,6 +268,16 @@ INVARIANCE = flags.DEFINE_enum(
   "anchor row the same bits (the CPU: run and compared; a compile-only "
   "GPU: by kernel identity); `pin` also searches the settings that pin "
   "them and verifies each in one more sweep per group; `off`: neither.",
+)
+ONLY = flags.DEFINE_enum(
+  "only",
+  DEFAULTS.only,
+  ["invariance"],
+  "`hloprobe explain`: answer one question alone. `invariance`: the "
+  "bitwise answer (--invariance's, pins included) with no accuracy "
+  "numerics: each config compiled, its kernels read and, on the CPU, run "
+  "for its rows' bits; no float64 reference, prediction or pass dumps "
+  "(--explain_passes still names the passes). Default: every question.",
 )
 VERBOSE = flags.DEFINE_bool(
   "verbose",

@@ -129,7 +129,7 @@ def _site_kernel(f: SiteFate) -> RowKernel:
   if f.fate == Fate.TRITON_GEMM:
     block_k = _block_k(f.gemm_config)
     split = f.split_k or 1
-    mma = _mma(f.algorithm_evidence)
+    mma = _mma(f)
     sig = f"Triton gemm {algorithm} split_k={split} {mma} block_k={block_k}"
     words = f"Triton gemm {algorithm}, {mma}, split-K {split}"
     if block_k is None:
@@ -155,14 +155,14 @@ def _site_kernel(f: SiteFate) -> RowKernel:
   )
 
 
-_MMA_RE = re.compile(r"(w?gmma[\w.]*|mma[\w.]*|no mma)")
-
-
-def _mma(evidence: str | None) -> str:
-  """The instruction the PTX evidence names ("mma.sync.aligned.m16n8k8..."
-  or "no mma"), or "instruction not read"."""
-  m = _MMA_RE.search(evidence or "")
-  return m.group(1) if m else "instruction not read"
+def _mma(f: SiteFate) -> str:
+  """The instruction of the kernel the site was read from
+  (`SiteFate.mma_opcodes`, the first of several: "mma.sync.aligned.
+  m16n8k8..."), "no mma" for a kernel read without one, or "instruction
+  not read" where no kernel was read."""
+  if f.mma_opcodes:
+    return f.mma_opcodes[0]
+  return "no mma" if f.ptx_kernel is not None else "instruction not read"
 
 
 def site_kernels(result: ConfigResult) -> tuple[RowKernel, ...]:

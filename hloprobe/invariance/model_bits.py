@@ -233,7 +233,12 @@ def model_sites(
       algorithms.append(_MULTIPLY)
       continue
     m = site_model(
-      f.fate.value, f.algorithm_evidence, cc, f.split_k, f.effective_algorithm
+      f.fate.value,
+      f.mma_opcodes,
+      cc,
+      f.split_k,
+      f.effective_algorithm,
+      f.ptx_tf32_rounding,
     )
     if m.ins is None:
       return None, f"site {i}: {m.why}"

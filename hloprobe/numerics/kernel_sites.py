@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -78,7 +79,6 @@ _TRANSCENDENTAL = (
 )
 _ONE_PASS = {"tf32": "TF32_TF32_F32", "bf16": "BF16_BF16_F32"}
 _ONE_PASS["f16"] = "F16_F16_F32"
-_MMA_RE = re.compile(r"((?:wgmma\.mma_async|mma\.sync)\.[\w.]+)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,16 +102,21 @@ class KernelSite:
 
 def site_model(
   fate: str,
-  evidence: str | None,
+  mma_opcodes: Sequence[str],
   compute_capability: str | None,
   split_k: int | None = None,
   algorithm: str | None = None,
+  tf32_rounding: str | None = None,
 ) -> KernelSite:
   """Whether a site's prediction is a bit-exact model or a band.
 
+  Reads record fields only, never `SiteFate.algorithm_evidence` (words for
+  people, which may change).
+
   Args:
     fate: the site's fate words ("Triton gemm", "cuBLAS", ...).
-    evidence: its `algorithm_evidence` (the PTX opcodes for Triton).
+    mma_opcodes: the tensor-core opcodes of the kernel its arithmetic was
+      read from (`SiteFate.mma_opcodes`); () where none was read.
     compute_capability: the target's, e.g. "9.0" or "9.0a"; None when
       unknown.
     split_k: the fusion's split-K from the optimized HLO; None for none.
@@ -119,6 +124,8 @@ def site_model(
       pass of the mma's type (TF32_TF32_F32 for a tf32 mma, ...): the
       multi-pass presets (BF16_BF16_F32_X3, TF32_TF32_F32_X3, ...) run
       several mma on split operands, which the model does not chain.
+    tf32_rounding: that kernel's tf32 operand rounding
+      (`SiteFate.ptx_tf32_rounding`): "rna", "truncate" or None.
   """
   if fate != "Triton gemm":
     return KernelSite(BAND, f"{fate}: kernel arithmetic not modelled")
@@ -126,7 +133,7 @@ def site_model(
     return KernelSite(
       BAND, "Triton gemm: exact integer, any kernel's order gives its bits"
     )
-  opcodes = sorted(set(_MMA_RE.findall(evidence or "")))
+  opcodes = sorted(set(mma_opcodes))
   if len(opcodes) != 1:
     found = ", ".join(opcodes) or "no mma in the PTX"
     return KernelSite(BAND, f"Triton gemm: {found}")
@@ -149,7 +156,7 @@ def site_model(
     return KernelSite(
       BAND, f"Triton gemm split-K {split}: the reduce's f32 order not modelled"
     )
-  rounding = "rna" if "cvt.rna.tf32.f32" in (evidence or "") else None
+  rounding = "rna" if tf32_rounding == "rna" else None
   why = f"{opcodes[0]} on {ins.arch} (MMA-Sim), K in k{ins.k} steps" + (
     f", split-K {split}" if split > 1 else ""
   )
@@ -325,10 +332,11 @@ class KernelRows:
     models = [
       site_model(
         f.fate.value,
-        f.algorithm_evidence,
+        f.mma_opcodes,
         compute_capability,
         f.split_k,
         f.effective_algorithm,
+        f.ptx_tf32_rounding,
       )
       for f in fates
     ]

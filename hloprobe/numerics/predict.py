@@ -321,7 +321,7 @@ class Predictor:
 
   def _leaf_stats(self, n: int, algorithms) -> tuple[accuracy.ErrorStats, ...]:
     return tuple(
-      accuracy.error_stats(out, ref, axis, name)
+      accuracy.ErrorStats.of(out, ref, axis, name)
       for out, ref, axis, name in zip(
         self._emulate(n, algorithms),
         self._refs.at(n),
@@ -403,7 +403,7 @@ class Predictor:
     leaf = accuracy.headline_leaf(self._refs.axes, self._refs.dtypes)
     with stage("attribution"):
       shares = ()
-      if not accuracy.within_noise(judged[leaf], noise[leaf]):
+      if not noise[leaf].admits(judged[leaf]):
         shares = self._shares(n, chosen, leaf)
       bands = self._bands(n, fates, chosen)
       mismatch = self._cache.attention_notes(self._refs.largest)
@@ -624,7 +624,7 @@ class Predictor:
       fates,
       emulated,
       dtype,
-      accuracy.within_noise(stats, noise),
+      noise.admits(stats),
       observed=observed is not None,
       named_elsewhere=elsewhere,
     )

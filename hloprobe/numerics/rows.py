@@ -4,7 +4,7 @@ Row 0 is the seed's view (`accuracy.ErrorStats`): batch element 0, whose
 value should not depend on n. An error elsewhere in the batch (a kernel
 that treats some rows differently, a miscompile of some rows) leaves row 0
 alone, so every row is judged here with the rule row 0 is judged by
-(`accuracy.within_noise`), each against its own floor:
+(`NoiseFloor.admits`), each against its own floor:
 
   e_r   max |got - ref| over batch element r (`ErrorStats.row_abs`), the
         float64 reference `ref` as for row 0;

@@ -46,10 +46,11 @@ def kernel_models(configs, compute_capability) -> tuple:
     for f in r.compilation.fates:
       m = site_model(
         f.fate.value,
-        f.algorithm_evidence,
+        f.mma_opcodes,
         compute_capability,
         f.split_k,
         f.effective_algorithm,
+        f.ptx_tf32_rounding,
       )
       groups.setdefault((m.kind, m.why), []).append(f.site.index)
   sizes: dict[tuple, list[int]] = {}

@@ -209,7 +209,7 @@ import re
 from hloprobe.ir import path_part
 from hloprobe.records import ConfigResult
 from hloprobe.report.explain_kernel import kernel_json
-from hloprobe.sites import fate_summary, site_record
+from hloprobe.sites import fate_summary
 
 __all__ = [
   "SCHEMA_FILE",
@@ -221,6 +221,7 @@ __all__ = [
   "ptx_files",
   "results_json",
   "schema_document",
+  "shard_json",
 ]
 
 SCHEMA_VERSION = 3
@@ -416,9 +417,7 @@ def config_json(r: ConfigResult) -> dict:
     "error": f and f.error,
     "stage": f and f.stage,
     "fate_summary": fate_summary(list(fates)) if fates else None,
-    "dot_sites": [
-      site_record(x, (passes or {}).get(x.site.index)) for x in fates
-    ],
+    "dot_sites": [x.record((passes or {}).get(x.site.index)) for x in fates],
     "passes_explained": passes is not None,
     "passes_error": comp and comp.passes_error,
     "numerics": _numerics_json(run),
@@ -439,11 +438,25 @@ def config_json(r: ConfigResult) -> dict:
   }
 
 
+def shard_json(plan) -> dict:
+  """results.json's "shard" entry of a `--shard` run's plan
+  (`sweep.SweepPlan` with its `shard`): the shard's index and count, the
+  plan's fingerprint and words, each of the shard's configs' index in the
+  whole plan (see `SCHEMA`)."""
+  return {
+    "index": plan.shard.index,
+    "count": plan.shard.count,
+    "fingerprint": plan.fingerprint(),
+    "plan": plan.words(),
+    "configs": list(plan.shard_indices()),
+  }
+
+
 def results_json(
   results: list[ConfigResult],
   versions: dict[str, str],
   host=None,
-  shard: dict | None = None,
+  shard=None,
   invariance: dict | None = None,
   plan: dict | None = None,
 ) -> dict:
@@ -453,7 +466,8 @@ def results_json(
     results: the sweep's records.
     versions: {"jax": ..., "jaxlib": ...}.
     host: the `host.HostCpu` the numbers were computed on, or None.
-    shard: a shard's "shard" entry (`report.shards.shard_json`), or None:
+    shard: a `--shard` run's plan (`sweep.SweepPlan` with its `shard`),
+      whose "shard" entry the document carries (`shard_json`), or None:
       an unsharded or merged sweep's document has none.
     invariance: explain's batch-invariance answer
       (`invariance.invariance_json`), or None: none asked.
@@ -471,7 +485,7 @@ def results_json(
     "configs": [config_json(r) for r in results],
   }
   if shard is not None:
-    doc["shard"] = shard
+    doc["shard"] = shard_json(shard)
   elif plan is not None:
     doc["plan"] = plan
   if invariance is not None:

@@ -59,6 +59,8 @@ __all__ = [
 
 # (effective_algorithm, algorithm_source, algorithm_evidence) of a site.
 _Resolved = tuple[str | None, str | None, str]
+# The same, read from a PTX kernel, and that kernel (`_from_ptx`).
+_ReadPtx = tuple[str | None, str | None, str, PtxKernel]
 
 HEURISTIC = "XLA heuristic (compile-only: no autotuning)"
 AUTOTUNED = "XLA autotuned on the attached device"
@@ -307,8 +309,17 @@ def _in_gemm_kernel(fate: MappedSite, instructions) -> tuple[str, str] | None:
   )
 
 
-def _with_declared_passes(ptx: str | None, declared: str | None) -> str | None:
-  """A declared _X3/_X6/_X9 preset whose one-pass form the PTX shows."""
+def _with_declared_passes(
+  ptx: str | None, declared: str | None, split: bool = False
+) -> str | None:
+  """A declared _X3/_X6/_X9 preset whose one-pass form the PTX shows.
+
+  `split`: the kernel splits the site's f32 operands into bf16 parts
+  (`PtxKernel.splits_f32_operands`), so it runs several passes whose count
+  its static opcodes do not give: without a declared multi-pass preset of
+  the mma's flavour the site has no preset (None; the evidence says why),
+  not the one-pass preset (review finding 11: 2^8 off for X3).
+  """
   a, b = ALGORITHMS.get(ptx or ""), ALGORITHMS.get(declared or "")
   if (
     a
@@ -317,12 +328,15 @@ def _with_declared_passes(ptx: str | None, declared: str | None) -> str | None:
     and (a.lhs, a.rhs, a.accumulation) == (b.lhs, b.rhs, b.accumulation)
   ):
     return declared
-  return ptx
+  return None if split else ptx
 
 
 def _from_ptx(
   fate: MappedSite, instructions, kernels: dict[str, PtxKernel]
-) -> _Resolved:
+) -> _Resolved | _ReadPtx:
+  """The site's algorithm read from its kernel's PTX; where the kernel is
+  found, that `PtxKernel` too (4th: `SiteFate.ptx_kernel`, `mma_opcodes`,
+  `ptx_tf32_rounding`)."""
   owner = _kernel_owner(fate, instructions)
   if owner is None:
     return None, None, "no fusion around the site: no kernel to read"
@@ -332,10 +346,13 @@ def _from_ptx(
     why = f"no PTX kernel named {name!r} for fusion {owner.name!r}"
     return None, None, why
   algorithm, evidence = kernel.algorithm_for(fate.site.lhs.dtype)
+  split = fate.site.lhs.dtype == "f32" and kernel.splits_f32_operands
+  chosen = _with_declared_passes(algorithm, fate.algorithm, split)
   return (
-    _with_declared_passes(algorithm, fate.algorithm),
-    "ptx" if algorithm else None,
+    chosen,
+    "ptx" if chosen else None,
     f"kernel {name}: {evidence}",
+    kernel,
   )
 
 
@@ -345,7 +362,7 @@ def _effective(
   kernels,
   target: Target,
   compute_capability: str | None,
-) -> _Resolved:
+) -> _Resolved | _ReadPtx:
   dtype = fate.site.lhs.dtype
   if fate.fate == Fate.GONE:
     return None, None, "the site is gone from the optimized HLO"
@@ -422,7 +439,9 @@ def resolve(
   Returns:
     One `SiteFate` per site, in order: its `MappedSite` fields with
     `effective_algorithm`, `algorithm_source`, `algorithm_evidence`,
-    `selection` and `fp8_rewrite` (`fp8_rewrite.rewrite_note`).
+    `selection`, `fp8_rewrite` (`fp8_rewrite.rewrite_note`) and, where
+    the algorithm was read from a PTX kernel, `ptx_kernel`, `mma_opcodes`
+    and `ptx_tf32_rounding`.
   """
   instructions = {inst.name: inst for _, inst in module.all_instructions()}
   by_name = {k.name: k for k in kernels}
@@ -431,9 +450,11 @@ def resolve(
     selection = HEURISTIC if target.compile_only else AUTOTUNED
   out = []
   for f in fates:
-    algorithm, source, evidence = _effective(
+    # The PTX reading (`_from_ptx`) adds the kernel it read.
+    algorithm, source, evidence, *read = _effective(
       f, instructions, by_name, target, cc
     )
+    kernel = read[0] if read else None
     out.append(
       SiteFate.of(
         f,
@@ -442,6 +463,9 @@ def resolve(
         algorithm_evidence=evidence,
         selection=(per_site or {}).get(f.site.index, selection),
         fp8_rewrite=rewrite_note(f, module, target, cc),
+        ptx_kernel=None if kernel is None else kernel.name,
+        mma_opcodes=() if kernel is None else kernel.mma_opcodes,
+        ptx_tf32_rounding=None if kernel is None else kernel.tf32_rounding,
       )
     )
   return out

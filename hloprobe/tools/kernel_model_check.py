@@ -18,6 +18,7 @@ Private in intent: `python -m hloprobe.tools.kernel_model_check`.
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 from hloprobe.compile import get_case, get_target
@@ -26,6 +27,22 @@ from hloprobe.numerics import site_model
 from hloprobe.numerics.kernel_sites import remainder_words
 
 __all__ = ["check_lines", "main"]
+
+
+# A recorded sweep's site names its kernel's mma opcodes and tf32 rounding
+# only in its evidence words (results.json has no `SiteFate.mma_opcodes`):
+# the one reader of those words, for a file recorded on a GPU.
+_RECORDED_MMA_RE = re.compile(r"((?:wgmma\.mma_async|mma\.sync)\.[\w.]+)")
+
+
+def _recorded_mma(evidence: str | None) -> tuple[str, ...]:
+  """The mma opcodes a recorded site's `algorithm_evidence` names."""
+  return tuple(sorted(set(_RECORDED_MMA_RE.findall(evidence or ""))))
+
+
+def _recorded_rounding(evidence: str | None) -> str | None:
+  """ "rna" where a recorded site's evidence names `cvt.rna.tf32.f32`."""
+  return "rna" if "cvt.rna.tf32.f32" in (evidence or "") else None
 
 
 def check_lines(record: dict, compute_capability: str) -> list[str]:
@@ -38,10 +55,11 @@ def check_lines(record: dict, compute_capability: str) -> list[str]:
     kernels = {
       s["index"]: site_model(
         s["fate"],
-        s["algorithm_evidence"],
+        _recorded_mma(s["algorithm_evidence"]),
         compute_capability,
         s["split_k"],
         s["effective_algorithm"],
+        _recorded_rounding(s["algorithm_evidence"]),
       )
       for s in sites
     }
@@ -60,6 +78,7 @@ def check_lines(record: dict, compute_capability: str) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+  """`kernel_model_check SWEEP_JSON TARGET`; returns the exit status."""
   if len(argv) != 2:
     print("usage: kernel_model_check SWEEP_JSON TARGET", file=sys.stderr)
     return 2

@@ -22,6 +22,10 @@ import recorded
 
 from hloprobe.compile import get_case
 from hloprobe.numerics import kernel_sites as ks
+from hloprobe.tools.kernel_model_check import (
+  _recorded_mma,  # the recorded JSON names the mma only in its words
+  _recorded_rounding,
+)
 
 _DIR = pathlib.Path(__file__).parents[1] / "testdata/gpu_check"
 _OBSERVED = recorded.H200_SEED_ROW0  # nvidia_h200-jaxlib0.11.2.json, n = 2
@@ -55,10 +59,11 @@ def test_sites_from_committed_ptx_and_tiles():
   kinds = [
     ks.site_model(
       s["fate"],
-      s["algorithm_evidence"],
+      _recorded_mma(s["algorithm_evidence"]),
       "9.0",
       s["split_k"],
       s["effective_algorithm"],
+      _recorded_rounding(s["algorithm_evidence"]),
     )
     for s in sites
   ]
@@ -83,10 +88,11 @@ def test_h200_row0_reproduced_closer_than_the_band_model():
   kernels = {
     s["index"]: ks.site_model(
       s["fate"],
-      s["algorithm_evidence"],
+      _recorded_mma(s["algorithm_evidence"]),
       "9.0",
       s["split_k"],
       s["effective_algorithm"],
+      _recorded_rounding(s["algorithm_evidence"]),
     )
     for s in sites
   }

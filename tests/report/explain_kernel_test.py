@@ -7,14 +7,14 @@ import pytest
 from hloprobe.numerics import site_model
 from hloprobe.report import explain_kernel
 
-_TF32 = (
-  "kernel gemm_fusion_dot: cvt.rna.tf32.f32 x6, "
-  "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 x2"
-)
+# A TF32 Triton gemm's kernel as its `SiteFate` fields name it (the PTX's
+# mma opcodes; its operands rounded by cvt.rna.tf32.f32).
+_TF32 = ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",)
+_BF16 = ("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",)
 
 
 def test_triton_gemm_with_a_modelled_mma_is_bit_exact():
-  m = site_model("Triton gemm", _TF32, "8.0")
+  m = site_model("Triton gemm", _TF32, "8.0", None, None, "rna")
   assert (m.kind, m.ins.arch, m.ins.group, m.tf32_rounding) == (
     "bit-exact model",
     "Ampere",
@@ -31,15 +31,11 @@ def test_triton_gemm_with_a_modelled_mma_is_bit_exact():
 def test_everything_else_is_a_band_with_the_reason():
   cases = {
     ("cuBLAS", _TF32, "8.0"): "cuBLAS: kernel arithmetic not modelled",
-    ("multiply+reduce", "no mma", "9.0"): "multiply+reduce: kernel",
-    ("Triton gemm", "kernel k: fma.rn.f32 x4", "8.0"): "no mma in the PTX",
+    ("multiply+reduce", (), "9.0"): "multiply+reduce: kernel",
+    ("Triton gemm", (), "8.0"): "no mma in the PTX",
     ("Triton gemm", _TF32, "7.5"): "on sm_75 not modelled",
     ("Triton gemm", _TF32, None): "compute capability unknown",
-    (
-      "Triton gemm",
-      _TF32 + ", mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 x1",
-      "8.0",
-    ): "m16n8k16",
+    ("Triton gemm", _TF32 + _BF16, "8.0"): "m16n8k16",
   }
   for args, words in cases.items():
     m = site_model(*args)
@@ -48,7 +44,7 @@ def test_everything_else_is_a_band_with_the_reason():
 
 def test_multi_pass_presets_stay_bands():
   # BF16_BF16_F32_X3 runs three bf16 mma on split operands: not one pass.
-  bf16 = "kernel k: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 x6"
+  bf16 = _BF16
   m = site_model("Triton gemm", bf16, "8.0", None, "BF16_BF16_F32_X3")
   assert m.kind == "band" and "BF16_BF16_F32_X3 is not one bf16 pass" in m.why
   m = site_model("Triton gemm", bf16, "8.0", None, "BF16_BF16_F32")
@@ -58,7 +54,7 @@ def test_multi_pass_presets_stay_bands():
 def test_an_integer_gemm_names_no_ptx_it_did_not_read():
   # An s8 x s8 -> s32 Triton gemm's algorithm comes from XLA's integer
   # rule (`sites.integer_rules`), not the PTX: the reason is that rule's.
-  m = site_model("Triton gemm", "rule: exact", "8.0", None, "exact integer")
+  m = site_model("Triton gemm", (), "8.0", None, "exact integer")
   assert m.kind == "band" and "no mma in the PTX" not in m.why
   assert "exact integer" in m.why
 
@@ -66,18 +62,19 @@ def test_an_integer_gemm_names_no_ptx_it_did_not_read():
 def test_wgmma_is_hoppers_mma_parameters():
   # mmasim 2.1.1 nv_ptx/sim.py WGMMA: F = 25, L_max = 32 bytes, e_zero
   # -133 for f32 output, as Hopper's mma.
-  ev = "kernel k: wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 x4"
+  ev = ("wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32",)
   m = site_model("Triton gemm", ev, "9.0a", None, "TF32_TF32_F32")
   assert m.kind == "bit-exact model"
   assert (m.ins.fraction_bits, m.ins.group, m.ins.e_zero) == (25, 8, -133)
   assert site_model("Triton gemm", ev, "8.0").kind == "band"
 
 
-def _fate(index, fate, evidence, split_k=None, algorithm="TF32_TF32_F32"):
+def _fate(index, fate, mma, split_k=None, algorithm="TF32_TF32_F32"):
   return types.SimpleNamespace(
     site=types.SimpleNamespace(index=index),
     fate=types.SimpleNamespace(value=fate),
-    algorithm_evidence=evidence,
+    mma_opcodes=mma,
+    ptx_tf32_rounding="rna" if mma == _TF32 else None,
     split_k=split_k,
     effective_algorithm=algorithm,
   )
@@ -85,11 +82,8 @@ def _fate(index, fate, evidence, split_k=None, algorithm="TF32_TF32_F32"):
 
 def test_explain_line_names_each_site():
   fates = [_fate(i, "Triton gemm", _TF32) for i in range(3)]
-  fates.append(_fate(3, "multiply+reduce", "no mma; only f32 products"))
-  f32 = [
-    _fate(i, "Triton gemm", "kernel k: fma.rn.f32 x4", None, "F32_F32_F32")
-    for i in range(3)
-  ]
+  fates.append(_fate(3, "multiply+reduce", ()))
+  f32 = [_fate(i, "Triton gemm", (), None, "F32_F32_F32") for i in range(3)]
   configs = [
     types.SimpleNamespace(
       ok=True,
@@ -126,7 +120,7 @@ def test_explain_line_names_the_sizes_where_words_differ():
   # makes every site a multiply+reduce; at n = 2 sites 0-2 are Triton
   # gemms (TF32 mma) and site 3 stays a multiply+reduce. One line per
   # size, never "sites 0-3 band; sites 0-2 bit-exact" without the sizes.
-  reduced = [_fate(i, "multiply+reduce", "no mma") for i in range(4)]
+  reduced = [_fate(i, "multiply+reduce", ()) for i in range(4)]
   gemms = [_fate(i, "Triton gemm", _TF32) for i in range(3)] + reduced[3:]
   configs = [
     types.SimpleNamespace(

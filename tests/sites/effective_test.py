@@ -171,6 +171,46 @@ class BlasRuleTest(parameterized.TestCase):
     np.testing.assert_array_equal(outs[0], outs[1])
 
 
+class SplitPassesTest(parameterized.TestCase):
+  """f32 operands on a bf16 mma (review finding 11). The seed declared
+  BF16_BF16_F32_X3 at n = 2 for the a100 (both releases): the gemm kernels
+  split the operands into bf16 parts (cvt.f32.bf16 in their PTX, see
+  tests/ir/ptx_test.py's SplitOperandsTest), and the declared preset
+  names the passes. With the declaration planted away (XLA splitting on
+  its own, e.g. under a debug option), the kernel alone does not say how
+  many passes: no preset, said, instead of one-pass BF16_BF16_F32."""
+
+  @parameterized.named_parameters(*((r, r) for r in recorded.RELEASES))
+  def test_declared_preset_names_the_passes(self, jaxlib):
+    rec = recorded.load("preset_seed_a100_n2_BF16_BF16_F32_X3", jaxlib)
+    fates = recorded.fates(rec)
+    self.assertLen(fates, 4)
+    for f in fates[:3]:
+      self.assertEqual(f.effective_algorithm, "BF16_BF16_F32_X3")
+      self.assertIn("f32 operands split into bf16 parts", f.algorithm_evidence)
+
+  @parameterized.named_parameters(*((r, r) for r in recorded.RELEASES))
+  def test_undeclared_split_has_no_preset(self, jaxlib):
+    rec = recorded.load("preset_seed_a100_n2_BF16_BF16_F32_X3", jaxlib)
+    hlo = lambda t: t.replace(", algorithm=dot_bf16_bf16_f32_x3", "")
+    mlir = lambda t: re.sub(r", algorithm = <[^>]*>", "", t)
+    self.assertNotIn("algorithm = <", mlir(rec.stablehlo))
+    fates = recorded.fates(rec, hlo, mlir)
+    for f in fates[:3]:
+      self.assertIsNone(f.algorithm)
+      self.assertEqual(f.fate.value, "Triton gemm")
+      self.assertIsNone(f.effective_algorithm)
+      self.assertIsNone(f.algorithm_source)
+      self.assertIn("count not read", f.algorithm_evidence)
+
+  @parameterized.named_parameters(*((r, r) for r in recorded.RELEASES))
+  def test_one_pass_kernels_stay_one_pass(self, jaxlib):
+    rec = recorded.load("preset_seed_a100_n2_BF16_BF16_F32", jaxlib)
+    for f in recorded.fates(rec)[:3]:
+      self.assertEqual(f.effective_algorithm, "BF16_BF16_F32")
+      self.assertNotIn("split", f.algorithm_evidence)
+
+
 # XLA:CPU's release-dependent path of a bf16 dot (operand_upcaster at
 # n = 1, YNNPACK at n = 4), checked on both releases (make test-old) and
 # under AVX (make test-isa: the dot-library rewrite is not ISA-gated).
@@ -258,3 +298,82 @@ class OperandRoundingTest(parameterized.TestCase):
 
 if __name__ == "__main__":
   absltest.main()
+
+
+class PtxFieldsTest(parameterized.TestCase):
+  """Review finding 8: the kernel a site was read from is a record field
+  (`SiteFate.ptx_kernel`, `mma_opcodes`, `ptx_tf32_rounding`), and what
+  reads it (the kernel model, the invariance kernel identity, the PTX an
+  --output_dir keeps) never re-reads `algorithm_evidence`, words for
+  people."""
+
+  _TF32 = ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",)
+
+  @parameterized.named_parameters(*[(r, r) for r in recorded.RELEASES])
+  def test_fields_name_the_kernel_read(self, jaxlib):
+    fates = recorded.fates(recorded.load("seed_a100_n2_bfloat16", jaxlib))
+    # The kernels named by hand from the recorded PTX's .entry lines
+    # (sites 1 and 2 are deduplicated fusions sharing gemm_fusion_dot_1).
+    self.assertEqual(
+      [f.ptx_kernel for f in fates[:3]],
+      ["gemm_fusion_dot", "gemm_fusion_dot_1", "gemm_fusion_dot_1"],
+    )
+    for f in fates[:3]:
+      self.assertEqual(
+        (f.mma_opcodes, f.ptx_tf32_rounding), (self._TF32, "rna")
+      )
+    cpu = recorded.fates(recorded.load("seed_cpu_n2_bfloat16", jaxlib))
+    self.assertEqual(
+      {(f.ptx_kernel, f.mma_opcodes, f.ptx_tf32_rounding) for f in cpu},
+      {(None, (), None)},
+    )
+
+  def test_evidence_words_do_not_change_what_code_reads(self):
+    import dataclasses
+
+    from hloprobe.engine.compiled import evidence_ptx
+    from hloprobe.invariance.kernel_identity import site_kernels
+    from hloprobe.ir import parse_ptx
+    from hloprobe.numerics import site_model
+
+    rec = recorded.load("seed_a100_n2_bfloat16")
+    result = recorded.config_result(rec)
+    reworded = dataclasses.replace(
+      result,
+      compilation=dataclasses.replace(
+        result.compilation,
+        fates=tuple(
+          dataclasses.replace(f, algorithm_evidence=f"said otherwise {i}")
+          for i, f in enumerate(result.compilation.fates)
+        ),
+      ),
+    )
+    files = [(text, parse_ptx(text)) for text in rec.ptx]
+
+    def read(r):
+      fates = r.compilation.fates
+      models = [
+        site_model(
+          f.fate.value,
+          f.mma_opcodes,
+          "8.0",
+          f.split_k,
+          f.effective_algorithm,
+          f.ptx_tf32_rounding,
+        )
+        for f in fates
+      ]
+      return (
+        [(m.kind, m.why, m.ins, m.tf32_rounding) for m in models],
+        sorted(evidence_ptx(fates, files)),
+        site_kernels(r),
+      )
+
+    models, kept, kernels = read(result)
+    self.assertEqual(read(reworded), (models, kept, kernels))
+    self.assertEqual([m[0] for m in models], ["bit-exact model"] * 3 + ["band"])
+    self.assertEqual(models[0][3], "rna")
+    # Site 3's multiply+reduce was read from its reduce fusion's kernel.
+    self.assertEqual(
+      kept, ["gemm_fusion_dot", "gemm_fusion_dot_1", "input_reduce_fusion"]
+    )
