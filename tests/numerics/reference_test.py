@@ -162,3 +162,45 @@ class LeafNamesTest(absltest.TestCase):
 
 if __name__ == "__main__":
   absltest.main()
+
+
+class ChunkTest(absltest.TestCase):
+  """A rows_independent case above `CHUNK_BYTES` of batched arguments runs
+  its float64 reference in row chunks (issue 37): numpy float64 of the
+  same program gives the values, and the whole run the same bits."""
+
+  def setUp(self):
+    super().setUp()
+    self._bytes = reference.CHUNK_BYTES
+    self.addCleanup(setattr, reference, "CHUNK_BYTES", self._bytes)
+    g = np.random.default_rng(11)
+    self.x = g.standard_normal((9, 64)).astype(np.float32)
+    self.w = (g.standard_normal((64, 8)) / 8).astype(np.float32)
+    self.case = cases.Case(
+      "chunked",
+      "",
+      lambda x, w: jnp.tanh(x @ w),
+      lambda: (self.x, self.w),
+      in_axes=(0, None),
+      rows_independent=True,
+    )
+
+  def _refs(self, chunk_bytes):
+    reference.CHUNK_BYTES = chunk_bytes
+    return reference.References(self.case, self.case.full_inputs(), (1, 9))
+
+  def test_chunks_of_nearly_equal_rows_give_the_whole_runs_bits(self):
+    whole = self._refs(1 << 30)
+    self.assertEqual(whole._chunk_rows(9), 9)
+    # 256 bytes a row (64 f32): 4 rows a chunk, so 3 chunks of 3 rows.
+    chunked = self._refs(4 * 256)
+    self.assertEqual(chunked._chunk_rows(9), 4)
+    (got,) = chunked.at(9)
+    want = np.tanh(self.x.astype(np.float64) @ self.w.astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+    np.testing.assert_array_equal(got, whole.at(9)[0])
+    np.testing.assert_array_equal(
+      chunked.executed_f32(9).outputs[0], whole.executed_f32(9).outputs[0]
+    )
+    self.assertEqual(chunked.source(9), reference.EXECUTOR_SOURCE)
+    self.assertEqual(len(chunked._programs[9]), 3)
