@@ -111,9 +111,9 @@ def record_cache() -> str:
   workers), for in-process sweeps to share: a config one test computed is
   a hit for the next (the cache's own tests show a hit equals a computed
   record)."""
-  from hloprobe.runtime import default_cache_dir
+  from hloprobe.runtime import RecordCache
 
-  return default_cache_dir()
+  return RecordCache.default_dir()
 
 
 class SweepPool:

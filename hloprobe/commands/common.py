@@ -23,7 +23,7 @@ from tqdm import tqdm
 from hloprobe.api import Interrupted
 from hloprobe.compile import jaxlib_release
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.runtime import RecordCache, default_cache_dir
+from hloprobe.runtime import RecordCache
 
 __all__ = [
   "ExitStatus",
@@ -235,7 +235,7 @@ def cache_dir(words: SweepWords) -> str | None:
   """The record cache's folder; None with --nocache."""
   if not words.cache:
     return None
-  return words.cache_dir or default_cache_dir()
+  return words.cache_dir or RecordCache.default_dir()
 
 
 def venv_dir(words: SweepWords) -> str | None:
@@ -298,9 +298,9 @@ def start_jax(swept) -> None:
 
 def host():
   """The CPU this process computes on, under the environment's XLA_FLAGS."""
-  from hloprobe.runtime import host_cpu
+  from hloprobe.runtime import HostCpu
 
-  return host_cpu(os.environ.get("XLA_FLAGS"))
+  return HostCpu.of(os.environ.get("XLA_FLAGS"))
 
 
 def progress_printer(stream):

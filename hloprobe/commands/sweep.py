@@ -128,16 +128,16 @@ def write_files(results, why, versions, cpu, out) -> None:
 
 
 def write_records(results, output_dir: str) -> None:
-  """Writes the records `hloprobe merge` reads (`report.RECORDS_NAME`).
+  """Writes the records `hloprobe merge` reads (`shards.RECORDS_NAME`).
 
   Raises:
     HloprobeError: "cannot write ...".
   """
+  from hloprobe.commands.shards import write_records as shard_records
   from hloprobe.errors import HloprobeError
-  from hloprobe.report import write_records as report_write_records
 
   try:
-    report_write_records(output_dir, results)
+    shard_records(output_dir, results)
   except OSError as e:
     raise HloprobeError(f"cannot write {output_dir}: {e}") from None
 
@@ -147,12 +147,12 @@ def show(results: Sequence, spec, out, cpu=None) -> None:
   (`pictures.outputs.Outputs`) asks and writes --output_dir's and the
   pictures' files. `cpu`: the `runtime.HostCpu` the numbers were
   computed on (a merge's: its shards'); None: this one."""
-  from hloprobe.compile import jax_versions
+  from hloprobe.compile import jaxlib_release
   from hloprobe.report import explain_results, sweep_text
 
   if out.shard is None and out.plan is None:  # for `explain --results`
     out = dataclasses.replace(out, plan=spec.words())
-  fmt, versions, cpu = out.fmt, jax_versions(), cpu or common.host()
+  fmt, versions, cpu = out.fmt, jaxlib_release().versions, cpu or common.host()
   cases = common.reported_cases(spec)
   why = explain_results(results, cases) if out.needs_explanations else []
   page = None

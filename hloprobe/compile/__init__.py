@@ -36,7 +36,6 @@ from hloprobe.compile.experiments import Experiment as Experiment
 from hloprobe.compile.experiments import parse_experiment as parse_experiment
 from hloprobe.compile.int_dots import INT32_DOTS_FIX as INT32_DOTS_FIX
 from hloprobe.compile.lowering import compile_case as compile_case
-from hloprobe.compile.lowering import jax_versions as jax_versions
 from hloprobe.compile.lowering import start_backends as start_backends
 from hloprobe.compile.module_case import is_module_case as is_module_case
 from hloprobe.compile.module_files import (
@@ -49,7 +48,6 @@ from hloprobe.compile.placement import attached_gpu_count as attached_gpu_count
 from hloprobe.compile.placement import load_topology as load_topology
 from hloprobe.compile.rejections import Rejection as Rejection
 from hloprobe.compile.rejections import missing_lowering as missing_lowering
-from hloprobe.compile.rejections import rejected_compile as rejected_compile
 from hloprobe.compile.targets import BUILTIN_TARGETS as BUILTIN_TARGETS
 from hloprobe.compile.targets import Target as Target
 from hloprobe.compile.targets import get_target as get_target
@@ -76,7 +74,6 @@ __all__ = [
   "get_target",
   "is_config_path",
   "is_module_case",
-  "jax_versions",
   "jaxlib_release",
   "load_topology",
   "missing_cudnn_message",
@@ -84,7 +81,6 @@ __all__ = [
   "optimized_module",
   "parse_experiment",
   "ptxas_version",
-  "rejected_compile",
   "resolvable_elsewhere",
   "selection_note",
   "start_backends",

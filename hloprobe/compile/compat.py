@@ -139,6 +139,12 @@ class JaxlibRelease:
     return jaxlib_git_hash()
 
   @property
+  def versions(self) -> dict[str, str]:
+    """This process's jax and jaxlib versions, e.g. {"jax": "0.10.2",
+    "jaxlib": "0.10.2"} (what records and goldens name)."""
+    return {"jax": _jax_version(), "jaxlib": self.installed}
+
+  @property
   def rules_checked(self) -> bool:
     """Whether the installed jaxlib is one the rules were checked on."""
     return self.installed in self.checked

@@ -36,7 +36,6 @@ import time
 from unittest import mock
 
 import jax
-import jaxlib
 import numpy as np
 
 from hloprobe import private_api, startup
@@ -52,7 +51,6 @@ __all__ = [
   "LoadedTopology",
   "compile_case",
   "start_backends",
-  "jax_versions",
   "load_topology",
   "lower_case",
   "xla_instruction_counts",
@@ -119,11 +117,6 @@ class CompiledCase:
     out = jax.block_until_ready(out)
     run_s = time.perf_counter() - start
     return tuple(np.asarray(x) for x in jax.tree_util.tree_leaves(out)), run_s
-
-
-def jax_versions() -> dict[str, str]:
-  """jax and jaxlib versions of this process."""
-  return {"jax": jax.__version__, "jaxlib": jaxlib.__version__}
 
 
 def start_backends(platforms: str | None) -> None:

@@ -21,12 +21,12 @@ import numpy as np
 
 from hloprobe.compile import (
   Case,
+  Rejection,
   Target,
   compile_case,
   get_case,
   load_topology,
   missing_lowering,
-  rejected_compile,
 )
 from hloprobe.engine.shared import resolved
 from hloprobe.errors import HloprobeError, first_line
@@ -240,7 +240,7 @@ def _rejection_finding(case: Case, full, config: Config):
   succeeds or fails in another way (the failure keeps XLA's error)."""
   try:
     args = case.inputs_for(full, config.n)
-    rejection = rejected_compile(
+    rejection = Rejection.of_compile(
       case, args, config.precision.jax_name, config.target
     )
     return None if rejection is None else explain_rejection(rejection)

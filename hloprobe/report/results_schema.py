@@ -133,8 +133,10 @@ element 0, as in `accuracy.ErrorStats`):
                                 "beyond_abs": float, "judged": [int] |
                                 null (the rows judged, ascending: row 0,
                                 a sample and a first pass's worst rows
-                                of a rows_independent case above 64
-                                rows; null: every row, as under
+                                of a case above 64 rows whose rows are
+                                independent: declared rows_independent
+                                or proven from its jaxpr (`numerics.
+                                row_proof`); null: every row, as under
                                 --all_rows; added in version 3 without a
                                 bump), "judged_words": str (the same in
                                 words), "words": str}
@@ -207,7 +209,7 @@ import re
 from hloprobe.ir import path_part
 from hloprobe.records import ConfigResult
 from hloprobe.report.explain_kernel import kernel_json
-from hloprobe.sites import fate_summary, site_record
+from hloprobe.sites import fate_summary
 
 __all__ = [
   "SCHEMA_FILE",
@@ -415,9 +417,7 @@ def config_json(r: ConfigResult) -> dict:
     "error": f and f.error,
     "stage": f and f.stage,
     "fate_summary": fate_summary(list(fates)) if fates else None,
-    "dot_sites": [
-      site_record(x, (passes or {}).get(x.site.index)) for x in fates
-    ],
+    "dot_sites": [x.record((passes or {}).get(x.site.index)) for x in fates],
     "passes_explained": passes is not None,
     "passes_error": comp and comp.passes_error,
     "numerics": _numerics_json(run),

@@ -11,11 +11,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from hloprobe.compile import BASELINE, INT32_DOTS_FIX, jax_versions
+from hloprobe.compile import BASELINE, INT32_DOTS_FIX, jaxlib_release
 from hloprobe.engine import SweepSpec, plan_sweep, run_sweep, worker_pool
 from hloprobe.golden import (
   GoldenSiteChange,
-  describe_site_changes,
   dot_summary,
 )
 from hloprobe.invariance import rows_and_kernels
@@ -109,7 +108,7 @@ def _changes(baseline, fixed, fix) -> tuple[tuple, tuple]:
       words = (
         f"{c.target.name} {c.case} n={c.n} {b.config.precision} -> {fix.name}"
       )
-      changes += describe_site_changes(words, old, new)
+      changes += GoldenSiteChange.between(words, old, new)
       old_stats, _ = judged_by.judged(b)
       if old_stats is not None and new_stats is not None:
         errors.append(
@@ -233,7 +232,7 @@ def verify_fix(
     fix,
     requirements,
     golden_dir=golden_dir,
-    versions=jax_versions(),
+    versions=jaxlib_release().versions,
     abs_error_bound=abs_error_bound,
     rel_error_bound=rel_error_bound,
     rows=rows,

@@ -22,6 +22,10 @@ from hloprobe.compile import compat
 class ReleaseTest(absltest.TestCase):
   def test_versions_and_warning(self):
     self.assertEqual(compat.installed_jaxlib(), jaxlib.__version__)
+    self.assertEqual(
+      compat.jaxlib_release().versions,
+      {"jax": jax.__version__, "jaxlib": jaxlib.__version__},
+    )
     self.assertEqual(compat.checked_words(), "0.12.0.1 and 0.10.2")
     self.assertEqual(
       compat.rules_checked(), jaxlib.__version__ in ("0.12.0.1", "0.10.2")

@@ -194,7 +194,7 @@ class ObservedOnA100Test(absltest.TestCase):
   def _assert_judged(self, algorithms, order, verdict, best_candidate):
     """A run emulated with ALGORITHMS summed in ORDER, judged at batch 2."""
     out = emulate.emulate_case(self.case.fn, self.args, algorithms, order=order)
-    observed = (accuracy.error_stats(out, self.ref),)
+    observed = (accuracy.ErrorStats.of(out, self.ref),)
     p = self.predictor.predict(2, self.fates, observed)
     self.assertEqual(p.verdict, verdict)
     self.assertEqual(p.best_candidate, best_candidate)

@@ -36,6 +36,7 @@ from hloprobe.numerics.verdicts import Verdict, VerdictKind, verdict_words
 from hloprobe.report import Answer
 from hloprobe.report.explain_answer import answer_lines
 from hloprobe.verify import candidates
+from hloprobe.verify import fix as verify_fix
 
 _N_ROWS = 40000
 _BAD_FROM = 32768  # jax-ml/jax#39103: XLA:CPU's rows >= 2^15 of 40000
@@ -190,7 +191,7 @@ class Int32DotsProgramTest(absltest.TestCase):
     np.testing.assert_array_equal(got, exact)
 
   def test_the_fix_word_parses_as_a_program_change(self):
-    fix = verify.parse_fix(INT32_DOTS_FIX.word)
+    fix = verify_fix.parse_fix(INT32_DOTS_FIX.word)
     self.assertEqual((fix.program, fix.precision, fix.experiment),
                      (INT32_DOTS_FIX.word, None, None))  # fmt: skip
 
