@@ -12,7 +12,9 @@ findings: the findings grouped by cause, each fix as a code change;
 answer_page: the answer as the HTML page draws it, in words),
 shards (a `--shard` run's files read back and joined for `merge`),
 timings (--timings), sweep_shown (what `sweep` prints once done, by
-stream). Nothing here prints: the command layer does.
+stream), verdict_words (verdicts, rows and findings in words: the one
+place their sentences are made). Nothing here prints: the command layer
+does.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from hloprobe.report.tables import OUTPUT_FORMS as OUTPUT_FORMS
 from hloprobe.report.tables import check_columns as check_columns
 from hloprobe.report.tables import render as render
 from hloprobe.report.tables import table as table
+from hloprobe.report.verdict_words import rows_cell as rows_cell
 from hloprobe.report.verification import (
   render_verification as render_verification,
 )
@@ -65,6 +68,7 @@ __all__ = [
   "render_verification",
   "requirement_lines",
   "results_json",
+  "rows_cell",
   "schema_document",
   "shard_json",
   "stream_results",

@@ -53,7 +53,8 @@ from hloprobe.report.explain_text import (
 )
 from hloprobe.report.findings import Cause, code_change, group_causes
 from hloprobe.report.results_schema import dumps_json
-from hloprobe.verify import Candidate, Finding, FixTrial, times_words
+from hloprobe.report.verdict_words import times_words, trial_words, what_words
+from hloprobe.verify import Candidate, Finding, FixTrial
 
 __all__ = [
   "Answer",
@@ -124,7 +125,7 @@ def finding_words(f: Finding) -> str:
       f"{f.floor_words} {f.floor_abs:.1e}: "
     )
   made = f"; XLA made them {_and(list(f.fates))}" if f.fates else ""
-  return f"{_where(f)}: {size}{f.what}{made}"
+  return f"{_where(f)}: {size}{what_words(f)}{made}"
 
 
 def _cause_words(c: Cause) -> str:
@@ -167,7 +168,7 @@ def _cause_words(c: Cause) -> str:
       f"{f.floor_abs:.1e}"
     )
   elif f.kind != "row 0" and f.kind != "row":
-    size = f": {f.what}"
+    size = f": {what_words(f)}"
   worst = ""
   if f.worst_n is not None:
     worst = f", worst at n = {f.worst_n} under {f.worst_precision}"
@@ -273,7 +274,7 @@ def _do_lines(
   elif unjudged:  # a fix that could not be judged has not failed
     lines = [
       f"Do: no fix could be judged ({len(unjudged)} tried: "
-      f"{unjudged[0].reason})"
+      f"{trial_words(unjudged[0])})"
     ]
   elif answer.not_tried:
     lines = [f"Do: fixes not tried ({answer.not_tried})"]
@@ -288,7 +289,7 @@ def _do_lines(
       )
       line = f"  {verdict}: {_short_change(t.candidate)}"
       if verbose:
-        line += f": {t.reason}: {t.command}"
+        line += f": {trial_words(t)}: {t.command}"
       else:
         line += f": --fix={t.candidate.fix}"
       lines.append(line)
@@ -394,7 +395,7 @@ def render_answered(
 
 
 def _finding_json(f: Finding) -> dict:
-  doc = dataclasses.asdict(f)
+  doc = dataclasses.asdict(f) | {"what": what_words(f)}
   if f.ratio is not None and math.isinf(f.ratio):
     doc["ratio"] = "inf"
   return doc
@@ -434,7 +435,7 @@ def answer_json(answer: Answer) -> dict:
       "tried": True,
       "passed": t.passed,
       "judged": t.judged,
-      "reason": t.reason,
+      "reason": trial_words(t),
       "command": t.command,
     }
     for t in answer.trials

@@ -51,7 +51,6 @@ from hloprobe.verify.evidence import EvidenceKind as EvidenceKind
 from hloprobe.verify.evidence import Reason as Reason
 from hloprobe.verify.findings import Finding as Finding
 from hloprobe.verify.findings import find_findings as find_findings
-from hloprobe.verify.findings import times_words as times_words
 from hloprobe.verify.fix import REQUIREMENTS as REQUIREMENTS
 from hloprobe.verify.fix import check_batch_sizes as check_batch_sizes
 from hloprobe.verify.fix import parse_fix as parse_fix
@@ -73,7 +72,6 @@ __all__ = [
   "judge",
   "parse_fix",
   "parse_requirements",
-  "times_words",
   "verify_fix",
 ]
 

@@ -55,14 +55,51 @@ from collections.abc import Sequence
 
 from hloprobe.numerics import (
   NOISE_FACTOR,
+  Verdict,
   VerdictKind,
+  WorstRow,
   within_noise,
 )
 from hloprobe.records import ConfigResult
 from hloprobe.sites import Fate
 from hloprobe.verify.requirements import checks, judged
 
-__all__ = ["Finding", "find_findings", "rank_findings", "times_words"]
+__all__ = ["Finding", "Said", "find_findings", "rank_findings"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Said:
+  """What a finding says, as records: its words are made in
+  `hloprobe.report`. One group of fields is set per `Finding.kind`.
+
+  Attributes:
+    verdict: "integer" and "row 0": the headline leaf's verdict; "leaf":
+      that leaf's (`numerics.Verdict`).
+    leaf: "leaf": the leaf's name; "row": the row's leaf ("" for a single
+      array).
+    row, rows: "row": the worst row's index and the batch size.
+    miscompile: "row": the worst row is orders of magnitude beyond a
+      floor XLA:CPU's emulation could not measure (`WorstRow.far` and the
+      floor check failed): named as the verdict leads with such rows.
+    worst: "row": the worst row (`numerics.WorstRow`), for its words; not
+      compared: configs whose worst row is the same row of the same size
+      share a finding.
+    changes, localised: "changed the math": the instructions named
+      (`numerics.Made.changes`, `MathChange`s) and whether they are the
+      suspects.
+    text: "failed" and "not judged": the failure's or the missing
+      numbers' own words (e.g. "compile failed: XlaRuntimeError: ...").
+  """
+
+  verdict: Verdict | None = None
+  leaf: str = ""
+  row: int | None = None
+  rows: int | None = None
+  miscompile: bool = False
+  worst: WorstRow | None = dataclasses.field(default=None, compare=False)
+  changes: tuple = ()
+  localised: bool = True
+  text: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -76,8 +113,9 @@ class Finding:
     compile_only: the target ran nothing (its numbers are predicted).
     precisions: the swept precisions it holds under, in sweep order.
     batch_sizes: the batch sizes it holds at, ascending.
-    what: the verdict or failure in words, e.g. "explained by
-      TF32_TF32_F32 at sites [0, 1, 2]".
+    what: what it says as records (`Said`: the verdict, the row, the
+      instructions), in words e.g. "explained by TF32_TF32_F32 at sites
+      [0, 1, 2]" (made in `hloprobe.report`).
     sites: the dot sites at fault (the non-F32 sites the prediction
       attributes the error to; the rewritten call's site), () if unknown.
     fates: what XLA made of those sites, with the pass where it was named,
@@ -113,7 +151,7 @@ class Finding:
   compile_only: bool
   precisions: tuple[str, ...]
   batch_sizes: tuple[int, ...]
-  what: str
+  what: Said
   sites: tuple[int, ...] = ()
   fates: tuple[str, ...] = ()
   error_abs: float | None = None
@@ -135,7 +173,7 @@ class _Fault:
   """One config's finding, before configs are grouped."""
 
   kind: str
-  what: str
+  what: Said
   sites: tuple[int, ...] = ()
   error_abs: float | None = None
   floor_abs: float | None = None
@@ -174,12 +212,12 @@ def _row0_or_rows(r: ConfigResult) -> _Fault | None:
   j = p.judgement
   exact = j is not None and j.kind is VerdictKind.EXACT
   if dtype.startswith(("int", "uint")) and not exact:
-    return _Fault("integer", p.verdict, source=source.kind)
+    return _Fault("integer", Said(j), source=source.kind)
   row0 = None
   if not within_noise(stats, p.noise):
     row0 = _Fault(
       "row 0",
-      p.verdict,
+      Said(j),
       tuple(s.site for s in p.shares),
       stats.row0_abs,
       p.noise.row0_abs,
@@ -192,11 +230,7 @@ def _row0_or_rows(r: ConfigResult) -> _Fault | None:
     return row0
   if row is not None:
     return row
-  others = [
-    f"{leaf}: {words}"
-    for leaf, words, v in p.leaf_judgements()
-    if not v.accurate
-  ]
+  others = [Said(v, leaf) for leaf, v in p.leaf_judgements() if not v.accurate]
   return _Fault("leaf", others[0], source=source.kind) if others else None
 
 
@@ -211,14 +245,13 @@ def _worst_row(r: ConfigResult, source: str) -> _Fault | None:
   )
   if worst is None:
     return None
-  lead = f"{worst.leaf} " if worst.leaf else ""
-  what = f"{lead}row {worst.row} of {worst.rows} beyond its floor"
   check = p.floor_check
-  words = worst.far_rows_words()
-  if words is not None and check is not None and not check.trusted:
-    # Orders of magnitude beyond a floor XLA:CPU's emulation could not
-    # measure: named as the verdict leads with them (`predict`).
-    what = f"{lead}{words}: suspected XLA:CPU miscompile"
+  # Orders of magnitude beyond a floor XLA:CPU's emulation could not
+  # measure: named as the verdict leads with them (`predict`).
+  far = worst.far and check is not None and not check.trusted
+  what = Said(
+    leaf=worst.leaf, row=worst.row, rows=worst.rows, miscompile=far, worst=worst
+  )
   return _Fault(
     "row",
     what,
@@ -242,7 +275,7 @@ def _fault(r: ConfigResult) -> _Fault | None:
   """The config's finding, or None when "accurate" passes on it."""
   if not r.ok:
     f = r.failure
-    return _Fault("failed", f"{f.stage} failed: {f.words()}")
+    return _Fault("failed", Said(text=f"{f.stage} failed: {f.words()}"))
   if checks([r], None, None)["accurate"]().passed:
     return None
   m = r.made
@@ -252,7 +285,7 @@ def _fault(r: ConfigResult) -> _Fault | None:
     )
     return _Fault(
       "changed the math",
-      m.verdict,
+      Said(changes=m.changes, localised=m.localised),
       sites,
       m.deviation_abs,
       m.bound_abs,
@@ -263,7 +296,7 @@ def _fault(r: ConfigResult) -> _Fault | None:
   if found is not None:
     return found
   why = r.prediction_error or "no errors against float64 to judge"
-  return _Fault("not judged", f"not judged: {why}")
+  return _Fault("not judged", Said(text=f"not judged: {why}"))
 
 
 def _fate_records(
@@ -293,20 +326,6 @@ def _fate_words(r: ConfigResult, sites: tuple[int, ...]) -> tuple[str, ...]:
     found = (comp.passes or {}).get(f.site.index)
     words.append(f"{text} ({found.pass_name})" if found else text)
   return tuple(dict.fromkeys(words))
-
-
-def times_words(ratio: float, error_abs: float | None = None) -> str:
-  """How many times its band an error is, in words: 6100.3 -> "6100x",
-  2.34 -> "2.3x", inf -> "beyond an exact band" (or, for an infinite
-  `error_abs`, "an infinite error, beyond"), NaN (a NaN error) -> "a NaN
-  error, beyond"."""
-  if math.isnan(ratio):
-    return "a NaN error, beyond"
-  if error_abs is not None and math.isinf(error_abs):
-    return "an infinite error, beyond"
-  if math.isinf(ratio):
-    return "beyond an exact band"
-  return f"{ratio:.0f}x" if ratio >= 10 else f"{ratio:.2g}x"
 
 
 def rank_findings(findings: Sequence[Finding]) -> tuple[Finding, ...]:
