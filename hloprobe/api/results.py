@@ -79,7 +79,7 @@ class Results:
     table: "beyond band" (Float64: m, how many times its band the
     config's worst error is, `pictures.beyond_band`, dimensionless; NA
     where nothing was compared, inf over a zero band) and "worst row"
-    (str: every judged leaf's worst row in words, `numerics.WorstRow.words`;
+    (str: every judged leaf's worst row in words, `report.rows_cell`;
     "n/a" without a prediction).
 
     Raises:

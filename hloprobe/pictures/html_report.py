@@ -15,7 +15,7 @@ sortable (click a header) and filterable (the box above it: rows holding
 every word typed), whole, in a container that scrolls. Each config's row
 is coloured by how far it strays beyond its band (`severity`: 1x pale to
 1000x and more dark), named in its "beyond band" column, with its worst
-row (`numerics.WorstRow.words`) beside the verdict.
+row (`report.rows_cell`) beside the verdict.
 
 The templates are package data, `hloprobe/pictures/templates/`:
 report.html.j2 (the page), table.html.j2 (one table: the macro),
