@@ -97,8 +97,8 @@ full: $(FULL_STAMP)
 # third keeps both cores busy (measured on 2 cores, 2026-12-02: 557 s with
 # two, 525 s with three). Each is given whole
 # files (--dist loadfile), so a file's compiles cached in setUpClass and
-# functools.cache are made once; each test has temp folders and, per
-# worker, a record cache of its own (tests/conftest.py). Files are handed
+# functools.cache are made once; each test has temp folders, and the
+# workers share one record cache (tests/conftest.py). Files are handed
 # out in collection order (--no-loadscope-reorder), which
 # tests/conftest.py's LONGEST_FIRST begins with the longest files, so the
 # workers end together. The venv of tests/commands/versions_test.py's

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
@@ -20,6 +21,7 @@ __all__ = [
   "InvalidArgumentError",
   "counted",
   "did_you_mean",
+  "file_kind",
   "first_line",
   "write_or_fail",
 ]
@@ -86,6 +88,28 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
   config", "0 configs", "2 configs" (`plural`: the plural where it is not
   noun + "s")."""
   return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+def file_kind(mode: int) -> str:
+  """What a file that is not a regular one is, in words for a message:
+  "a FIFO", "a symbolic link" (from `os.lstat`), "a directory", "a
+  socket", "a character device", "a block device"; "another kind of
+  file" otherwise.
+
+  Args:
+    mode: an `st_mode` (`os.stat`, `os.lstat` or `os.fstat`).
+  """
+  for test, words in (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+  ):
+    if test(mode):
+      return words
+  return "another kind of file"
 
 
 def did_you_mean(

@@ -50,6 +50,7 @@ _DIFF_LINES = 60
 
 
 def pytest_addoption(parser) -> None:
+  """pytest's hook: adds the plugin's options (the golden update flag)."""
   group = parser.getgroup("hloprobe")
   group.addoption(
     _UPDATE,
@@ -88,8 +89,8 @@ class HloprobeGolden:
         message says how, and how to accept the change).
     """
     from hloprobe.api import plan_case, run
-    from hloprobe.compile import jax_versions
-    from hloprobe.golden import against_goldens, sweep_record
+    from hloprobe.compile import jaxlib_release
+    from hloprobe.golden import against_goldens
 
     plan = plan_case(
       fn_or_case, *example_args, **options | {"explain_passes": True}
@@ -106,25 +107,25 @@ class HloprobeGolden:
     result = against_goldens(
       golden_dir,
       records,
-      jax_versions(),
-      sweep_record(plan),
+      jaxlib_release().versions,
+      plan,
       update=self.update,
     )
     if self.update:
       return result
     if not result.ok:
-      pytest.fail(_failure(result, _causes(records)), pytrace=False)
+      pytest.fail(_failure(result, _causes(plan, records)), pytrace=False)
     return result
 
 
-def _causes(records) -> list[str]:
+def _causes(plan, records) -> list[str]:
   """The new sweep's findings, one line per cause (as `explain` groups
-  them); [] when every config is within its band."""
-  from hloprobe.report import cause_lines
-  from hloprobe.verify import find_findings
+  them: `api.answer`, no fix tried); [] when every config is within its
+  band."""
+  from hloprobe.api import answer
 
-  title = "the sweep now has these findings, one per cause:"
-  return cause_lines(find_findings(records), title)
+  found = answer(plan, records, try_fixes=False, list_untried=False)
+  return found.cause_lines("the sweep now has these findings, one per cause:")
 
 
 def _safe(name: str) -> str:

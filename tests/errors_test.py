@@ -15,7 +15,7 @@ import os
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe_here
 
-from hloprobe.errors import counted, did_you_mean, first_line
+from hloprobe.errors import counted, did_you_mean, file_kind, first_line
 from hloprobe.golden.diff import CheckResult
 
 
@@ -86,6 +86,25 @@ class PluralTest(absltest.TestCase):
     self.assertEqual(counted(2, "config"), "2 configs")
     self.assertEqual(counted(2, "entry", "entries"), "2 entries")
     self.assertIn(": 1 file compared,", CheckResult("g", 1).render())
+
+
+class FileKindTest(absltest.TestCase):
+  """One `file_kind` for golden/lock's lock check (`os.lstat`) and ir's
+  input files (`os.fstat`): real files of each kind made here."""
+
+  def test_kinds_of_real_files(self):
+    folder = self.create_tempdir().full_path
+    fifo = os.path.join(folder, "fifo")
+    os.mkfifo(fifo)
+    link = os.path.join(folder, "link")
+    os.symlink(fifo, link)
+    self.assertEqual(file_kind(os.lstat(fifo).st_mode), "a FIFO")
+    self.assertEqual(file_kind(os.lstat(link).st_mode), "a symbolic link")
+    self.assertEqual(file_kind(os.stat(folder).st_mode), "a directory")
+    self.assertEqual(
+      file_kind(os.stat("/dev/null").st_mode), "a character device"
+    )
+    self.assertEqual(file_kind(0), "another kind of file")
 
 
 class AttachedGpuTest(absltest.TestCase):

@@ -106,13 +106,14 @@ def run_hloprobe_json(test, *args: str, **kwargs) -> dict:
 
 
 def record_cache() -> str:
-  """The record cache the command line uses in this test process (under
-  conftest's temporary XDG_CACHE_HOME), for in-process sweeps to share: a
-  config one test computed is a hit for the next (the cache's own tests
-  show a hit equals a computed record)."""
-  from hloprobe.runtime import default_cache_dir
+  """The record cache the command line uses in this test run (under
+  conftest's temporary XDG_CACHE_HOME, one for all of `make test`'s xdist
+  workers), for in-process sweeps to share: a config one test computed is
+  a hit for the next (the cache's own tests show a hit equals a computed
+  record)."""
+  from hloprobe.runtime import RecordCache
 
-  return default_cache_dir()
+  return RecordCache.default_dir()
 
 
 class SweepPool:
@@ -205,16 +206,18 @@ def seed_mlp_inputs() -> tuple:
     return f["xy"], tuple(group(key) for key in "wbgm")
 
 
-def numpy_seed_row0(tf32_sites=(), f32_between=False) -> float:
+def numpy_seed_row0(tf32_sites=(), f32_between=False, to_tf32=None) -> float:
   """Row 0 of the seed MLP in numpy float64, written from the issue's code
   (independent of hloprobe's emulation), from the case's own inputs.
 
   Args:
     tf32_sites: the dot sites (0-3) whose operands are rounded to TF32
-      first (`tf32_rna`); products exact, sums in float64.
+      first (`to_tf32`); products exact, sums in float64.
     f32_between: round each layer's pre-activation and activation to
       float32, as a kernel that stores f32 does.
+    to_tf32: f32 array -> TF32 values (f32); None: `tf32_rna`.
   """
+  to_tf32 = to_tf32 or tf32_rna
   xy, params = seed_mlp_inputs()
   weights, biases, gammas, mus = (
     [np.asarray(a, np.float64) for a in group] for group in params
@@ -223,7 +226,7 @@ def numpy_seed_row0(tf32_sites=(), f32_between=False) -> float:
   x = np.asarray(xy[0], np.float64)
   for i, w in enumerate(weights):
     if i in tf32_sites:
-      w, x = (tf32_rna(a).astype(np.float64) for a in (w, x))
+      w, x = (to_tf32(a).astype(np.float64) for a in (w, x))
     x = w @ x + biases[i]
     if i < len(gammas):
       x = f32(x)

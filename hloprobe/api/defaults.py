@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from hloprobe.ir import DEFAULT_PRECISIONS
-from hloprobe.runtime import DEFAULT_MAX_MB, default_cache_dir, usable_cores
+from hloprobe.runtime import RecordCache, usable_cores
 
 __all__ = ["DEFAULTS", "Defaults"]
 
@@ -32,13 +32,18 @@ class Defaults:
     cache_max_mb: the record cache's bound, MiB.
     case_timeout_s: seconds one worker call of a user case may take
       (`sweep.SweepSpec.case_timeout_s`).
+    only: the one question `explain` answers alone, or None: every one.
+      "invariance": the batch-invariance answer with no accuracy numerics
+      (`engine.SweepSpec.numerics` False; `hloprobe explain
+      --only=invariance`, `hloprobe.explain(..., only="invariance")`).
   """
 
   targets: tuple[str, ...] = ("cpu",)
   precisions: tuple[str, ...] = tuple(DEFAULT_PRECISIONS)
   batch_sizes: str = "1-9"
-  cache_max_mb: int = DEFAULT_MAX_MB
+  cache_max_mb: int = RecordCache.DEFAULT_MAX_MB
   case_timeout_s: float = 600.0
+  only: str | None = None
 
   @staticmethod
   def jobs() -> int:
@@ -50,7 +55,7 @@ class Defaults:
   @staticmethod
   def cache_dir() -> str:
     """The record cache: $XDG_CACHE_HOME/hloprobe or ~/.cache/hloprobe."""
-    return default_cache_dir()
+    return RecordCache.default_dir()
 
 
 DEFAULTS = Defaults()

@@ -70,7 +70,7 @@ from hloprobe.errors import (
   counted,
   did_you_mean,
 )
-from hloprobe.ir import read_text_file
+from hloprobe.ir import InputFile
 from hloprobe.report import OUTPUT_FORMS
 
 __all__ = ["main", "run"]
@@ -82,9 +82,9 @@ __all__ = ["main", "run"]
 
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = (
-  commands.EXIT_OK,
-  commands.EXIT_FAILED,
-  commands.EXIT_USAGE,
+  commands.ExitStatus.OK,
+  commands.ExitStatus.FAILED,
+  commands.ExitStatus.USAGE,
 )
 
 # command -> (its args record, its main): `hloprobe.commands.COMMANDS`.
@@ -218,7 +218,14 @@ def _unknown_command(command: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-  """Runs one command; returns the exit status."""
+  """Runs one command; returns the exit status.
+
+  Bad input and hloprobe's errors are one line and a non-zero status, not
+  raised; an interrupt is its signal's status.
+
+  Raises:
+    Exception: an error that is none of hloprobe's (a bug), as raised.
+  """
   command, *rest = argv[1:] or ["sweep"]
   try:
     if command not in _COMMANDS:
@@ -368,9 +375,9 @@ def _check_flagfiles(words: list[str], depth: int) -> None:
       raise InvalidArgumentError(
         f"{what}: flag files nest more than {_MAX_FLAGFILE_DEPTH} deep"
       )
-    text = read_text_file(
+    text = InputFile(
       os.path.expanduser(path), what, InvalidArgumentError, _MAX_FLAGFILE_BYTES
-    )
+    ).read_text()
     inner = [line.strip() for line in text.splitlines()]
     _check_flagfiles([w for w in inner if w], depth + 1)
 

@@ -49,6 +49,11 @@ class EnumListParser(flags.ListParser):
     self._item = flags.EnumParser(self._values)
 
   def parse(self, argument):
+    """The list's items, each checked against `enum_values`.
+
+    Raises:
+      ValueError: an item is none of them (the nearest value named).
+    """
     items = super().parse(argument)
     for item in filter(None, items):
       try:

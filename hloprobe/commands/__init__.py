@@ -6,16 +6,16 @@ named after the flags it reads, a library function that returns data, and
 `main(args) -> int` that prints and returns the exit status: sweep,
 explain, verify, golden (check, update), listings (targets, cases,
 experiments), versions, bisect, cache, view; gpu_check is `make
-gpu-check`'s script. `common` holds what they share. `hloprobe.cli` reads
+gpu-check`'s script. `common` holds what they share, `shards` a `--shard`
+run's files (written by sweep, joined by merge). `hloprobe.cli` reads
 the flags, builds the records, dispatches (`COMMANDS`: command -> its
 args record and `main`) and handles signals.
 
-The face is what `hloprobe.cli` uses: `COMMANDS`, the exit statuses and
-the shared flags' record `SweepWords` (the signal a command stops on is
-`api.Interrupted`). Importing
-this package imports none of its modules: each name is imported on first
-use (PEP 562), so `python -m hloprobe.commands.gpu_check` loads only its
-own module.
+The face is what `hloprobe.cli` uses: `COMMANDS`, the exit statuses
+(`ExitStatus`) and the shared flags' record `SweepWords` (the signal a
+command stops on is `api.Interrupted`). Importing this package imports
+none of its modules: each name is imported on first use (PEP 562), so
+`python -m hloprobe.commands.gpu_check` loads only its own module.
 """
 
 from __future__ import annotations
@@ -24,18 +24,14 @@ import importlib
 
 __all__ = [
   "COMMANDS",
-  "EXIT_FAILED",
-  "EXIT_OK",
-  "EXIT_USAGE",
+  "ExitStatus",
   "SweepWords",
 ]
 
 # Public name -> the module behind the face that defines it.
 _WHERE = {
   "COMMANDS": "_table",
-  "EXIT_FAILED": "common",
-  "EXIT_OK": "common",
-  "EXIT_USAGE": "common",
+  "ExitStatus": "common",
   "SweepWords": "common",
 }
 

@@ -72,4 +72,8 @@ def main(args: BisectArgs) -> int:
   """`hloprobe bisect`: bisects, prints the answer; the exit status."""
   result = bisect(args)
   print(result.text())
-  return common.EXIT_OK if result.after is not None else common.EXIT_FAILED
+  return (
+    common.ExitStatus.OK
+    if result.after is not None
+    else common.ExitStatus.FAILED
+  )

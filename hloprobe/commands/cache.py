@@ -38,11 +38,11 @@ def main(args: CacheArgs) -> int:
   Raises:
     InvalidArgumentError: another word.
   """
-  from hloprobe.runtime import RecordCache, default_cache_dir
+  from hloprobe.runtime import RecordCache
   from hloprobe.versions import cached_venvs
 
   words = list(args.words)
-  cache_dir = args.common.cache_dir or default_cache_dir()
+  cache_dir = args.common.cache_dir or RecordCache.default_dir()
   if words not in ([], ["clear"]):
     raise InvalidArgumentError(
       f"`cache` takes no word or `clear`, got {words}; e.g. "
@@ -66,4 +66,4 @@ def main(args: CacheArgs) -> int:
   print(f"venvs: {len(found)} ({_mib(total)}): {names}")
   if found:
     print(f"  (kept by `clear`; rm -r {venv_dir}/<name> removes one)")
-  return common.EXIT_OK
+  return common.ExitStatus.OK

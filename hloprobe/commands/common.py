@@ -12,6 +12,7 @@ flag), a library function, then `main(args) -> int` that prints.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import logging
 import os
 import sys
@@ -22,12 +23,10 @@ from tqdm import tqdm
 from hloprobe.api import Interrupted
 from hloprobe.compile import jaxlib_release
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.runtime import RecordCache, default_cache_dir
+from hloprobe.runtime import RecordCache
 
 __all__ = [
-  "EXIT_FAILED",
-  "EXIT_OK",
-  "EXIT_USAGE",
+  "ExitStatus",
   "Interrupted",
   "SweepWords",
   "bound_cache",
@@ -44,7 +43,21 @@ __all__ = [
   "with_executor",
 ]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+class ExitStatus(enum.IntEnum):
+  """hloprobe's exit statuses (an interrupt exits 128 + the signal's number).
+
+  Attributes:
+    OK: the command did what it was asked, and every config succeeded or
+      every requirement held.
+    FAILED: a config failed, a requirement or golden check did not hold, or
+      an error that is not the input's (HloprobeError, OSError).
+    USAGE: bad input (InvalidArgumentError): one line, nothing run.
+  """
+
+  OK = 0
+  FAILED = 1
+  USAGE = 2
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -222,7 +235,7 @@ def cache_dir(words: SweepWords) -> str | None:
   """The record cache's folder; None with --nocache."""
   if not words.cache:
     return None
-  return words.cache_dir or default_cache_dir()
+  return words.cache_dir or RecordCache.default_dir()
 
 
 def venv_dir(words: SweepWords) -> str | None:
@@ -285,9 +298,9 @@ def start_jax(swept) -> None:
 
 def host():
   """The CPU this process computes on, under the environment's XLA_FLAGS."""
-  from hloprobe.runtime import host_cpu
+  from hloprobe.runtime import HostCpu
 
-  return host_cpu(os.environ.get("XLA_FLAGS"))
+  return HostCpu.of(os.environ.get("XLA_FLAGS"))
 
 
 def progress_printer(stream):
@@ -365,12 +378,11 @@ def check_format(
   Raises:
     InvalidArgumentError: an unknown column, or a missing extra.
   """
-  from hloprobe.pictures import check_extras
-  from hloprobe.report import check_columns
+  from hloprobe.pictures import Outputs
 
-  if columns is not None:
-    check_columns(columns)
-  check_extras(bool(plot), bool(model_explorer))
+  Outputs(
+    words.format, columns=columns, plot=plot, model_explorer=model_explorer
+  ).check()
   return words.format
 
 

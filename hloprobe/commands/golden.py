@@ -61,9 +61,9 @@ def main(args: GoldenArgs) -> int:
   values, given = common.sweep_values(args.common)
   recorded = None
   if args.results:  # its records, swept already (sharded, merged)
-    from hloprobe.commands.merge import results_in
+    from hloprobe.commands.shards import recorded_results
 
-    recorded = lambda spec: results_in(args.results, spec)
+    recorded = lambda spec: recorded_results(args.results, spec)
   run = golden_command(
     args.words[0],
     args.golden_dir,

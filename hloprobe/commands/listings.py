@@ -27,7 +27,7 @@ def main_targets(args: ListingArgs) -> int:
   from hloprobe.report import listing
 
   print(listing("targets", list(args.common.target_config)))
-  return common.EXIT_OK
+  return common.ExitStatus.OK
 
 
 def main_cases(args: ListingArgs) -> int:
@@ -36,7 +36,7 @@ def main_cases(args: ListingArgs) -> int:
 
   del args
   print(listing("cases"))
-  return common.EXIT_OK
+  return common.ExitStatus.OK
 
 
 def main_experiments(args: ListingArgs) -> int:
@@ -45,4 +45,4 @@ def main_experiments(args: ListingArgs) -> int:
 
   del args
   print(listing("experiments"))
-  return common.EXIT_OK
+  return common.ExitStatus.OK

@@ -28,7 +28,6 @@ __all__ = [
   "merge",
   "recorded_plan",
   "results_host",
-  "results_in",
 ]
 
 # The common flags merge reads; the others are the shards' plan's.
@@ -81,8 +80,8 @@ def merge(args: MergeArgs):
       shards; a plan this hloprobe (its source, jax, XLA_FLAGS) makes
       otherwise; shards whose records disagree with its split.
   """
+  from hloprobe.commands.shards import read_shards
   from hloprobe.engine import check_shards
-  from hloprobe.report import join_shards, read_shard
   from hloprobe.runtime import HostCpu
 
   given = sorted(set(args.common.given) - set(_READS))
@@ -91,15 +90,8 @@ def merge(args: MergeArgs):
       f"--{given[0]} is the shards' own: `merge` sweeps their plan; drop it"
     )
   common.check_format(args.common, args.columns, args.plot, args.model_explorer)
-  parts = [read_shard(folder) for folder in args.words]
-  records = join_shards(parts)
+  parts, records = read_shards(args.words)
   first = parts[0]
-  for p in parts[1:]:
-    if p.plan != first.plan:
-      raise InvalidArgumentError(
-        f"{p.label} records another plan than {first.label} under the same "
-        "fingerprint; merge the shards of one sweep"
-      )
   plan = _plan(first.plan, records)
   common.start_jax(plan.targets)
   collected, records = check_shards(plan, parts, records)
@@ -248,7 +240,13 @@ def _recorded_case(word: str, name: str, records):
 
 
 def main(args: MergeArgs) -> int:
-  """`hloprobe merge`: joins, prints, writes; returns the exit status."""
+  """`hloprobe merge`: joins, prints, writes; returns the exit status.
+
+  Raises:
+    common.Interrupted: an interrupt while the merged results stream
+      (the cli's `main` makes it the signal's exit status).
+    HloprobeError: as `merge` raises (the cli prints it in one line).
+  """
   from hloprobe.report import stream_results
 
   plan, host, collected, results = merge(args)
@@ -272,45 +270,11 @@ def main(args: MergeArgs) -> int:
   except KeyboardInterrupt as e:
     signum = getattr(e, "signum", signal.SIGINT)
     raise common.Interrupted(signum) from None
-  return common.EXIT_OK if all(r.ok for r in results) else common.EXIT_FAILED
-
-
-def results_in(folder: str, plan) -> list:
-  """`plan`'s configs' records (`sweep.SweepPlan.configs()`, in its order)
-  from a `hloprobe merge` (or unsharded shard) --output_dir: what
-  `golden check --results` and `verify --results` judge instead of
-  sweeping. The folder may hold more configs than the plan's.
-
-  Raises:
-    InvalidArgumentError: no records there; a shard's folder (merge the
-      shards first); a config of the plan missing, named.
-  """
-  from hloprobe.report import read_records
-
-  if os.path.isfile(os.path.join(folder, "results.json")):
-    try:
-      from hloprobe.report import read_shard
-
-      part = read_shard(folder)
-    except InvalidArgumentError:
-      part = None
-    if part is not None and part.count > 1:
-      raise InvalidArgumentError(
-        f"--results={folder} is {part.label}, one part of a sweep: give "
-        "the folder `hloprobe merge` wrote"
-      )
-  key = lambda c: (c.experiment, c.case, c.target.name, c.n, str(c.precision))
-  found = {key(r.config): r for r in read_records(folder)}
-  picked = []
-  for c in plan.configs():
-    r = found.get(key(c.config))
-    if r is None:
-      raise InvalidArgumentError(
-        f"--results={folder} has no config {c.config.label()}; sweep (and "
-        "merge) what this command judges, or drop --results"
-      )
-    picked.append(dataclasses.replace(r, config=c.config))
-  return picked
+  return (
+    common.ExitStatus.OK
+    if all(r.ok for r in results)
+    else common.ExitStatus.FAILED
+  )
 
 
 def recorded_plan(folder: str) -> dict:
@@ -323,11 +287,13 @@ def recorded_plan(folder: str) -> dict:
   """
   import json
 
-  from hloprobe.ir import read_file_bytes
+  from hloprobe.ir import InputFile
 
   path = os.path.join(folder, "results.json")
   try:  # a FIFO or a device: refused unread
-    data = read_file_bytes(path, path, InvalidArgumentError, _MAX_JSON_BYTES)
+    data = InputFile(
+      path, path, InvalidArgumentError, _MAX_JSON_BYTES
+    ).read_bytes()
     doc = json.loads(data)
     plan = doc.get("plan") or (doc.get("shard") or {}).get("plan")
   except (
@@ -354,12 +320,14 @@ def results_host(folder: str):
   shards' CPU), or None where it names none or cannot be read."""
   import json
 
-  from hloprobe.ir import read_file_bytes
+  from hloprobe.ir import InputFile
   from hloprobe.runtime import HostCpu
 
   path = os.path.join(folder, "results.json")
   try:  # a FIFO or a device: refused unread
-    data = read_file_bytes(path, path, InvalidArgumentError, _MAX_JSON_BYTES)
+    data = InputFile(
+      path, path, InvalidArgumentError, _MAX_JSON_BYTES
+    ).read_bytes()
     host = json.loads(data).get("host")
     return HostCpu(**host) if host else None
   except (InvalidArgumentError, ValueError, TypeError, AttributeError):

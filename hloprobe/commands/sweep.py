@@ -61,9 +61,9 @@ class SweepArgs:
   ray_address: str | None = None
 
 
-def outputs_of(args, fmt: str, shard: dict | None = None):
+def outputs_of(args, fmt: str, shard=None):
   """What a sweep command prints and writes (`pictures.outputs.Outputs`);
-  `shard`: a `--shard` run's results.json entry (`report.shard_json`)."""
+  `shard`: a `--shard` run's plan, whose entry results.json carries."""
   from hloprobe.pictures import (
     Outputs,
   )
@@ -114,46 +114,30 @@ def sweep(args: SweepArgs):
   )
 
 
-def shard_entry(spec) -> dict | None:
-  """results.json's "shard" entry of a `--shard` run's plan, else None."""
-  from hloprobe.report import shard_json
-
-  if spec.shard is None:
-    return None
-  return shard_json(
-    spec.shard.index,
-    spec.shard.count,
-    spec.fingerprint(),
-    spec.words(),
-    spec.shard_indices(),
-  )
-
-
 def write_files(results, why, versions, cpu, out) -> None:
-  """Writes --output_dir, --plot and --model_explorer's files, then says
+  """Writes --output_dir, --plot and --model_explorer's files as `out`
+  (`pictures.Outputs`) asks, then says
   on stderr what was written, the folder last.
 
   Raises:
     HloprobeError: "cannot write ...", for the first that fails.
   """
-  from hloprobe.pictures import write_files as outputs_write_files
-
-  wrote = outputs_write_files(results, why, versions, cpu, out)
+  wrote = out.write(results, why, versions, cpu)
   if wrote:
     print(wrote, file=sys.stderr)
 
 
 def write_records(results, output_dir: str) -> None:
-  """Writes the records `hloprobe merge` reads (`report.RECORDS_NAME`).
+  """Writes the records `hloprobe merge` reads (`shards.RECORDS_NAME`).
 
   Raises:
     HloprobeError: "cannot write ...".
   """
+  from hloprobe.commands.shards import write_records as shard_records
   from hloprobe.errors import HloprobeError
-  from hloprobe.report import write_records as report_write_records
 
   try:
-    report_write_records(output_dir, results)
+    shard_records(output_dir, results)
   except OSError as e:
     raise HloprobeError(f"cannot write {output_dir}: {e}") from None
 
@@ -163,18 +147,17 @@ def show(results: Sequence, spec, out, cpu=None) -> None:
   (`pictures.outputs.Outputs`) asks and writes --output_dir's and the
   pictures' files. `cpu`: the `runtime.HostCpu` the numbers were
   computed on (a merge's: its shards'); None: this one."""
-  from hloprobe.compile import jax_versions
-  from hloprobe.pictures import html_page
+  from hloprobe.compile import jaxlib_release
   from hloprobe.report import explain_results, sweep_text
 
   if out.shard is None and out.plan is None:  # for `explain --results`
     out = dataclasses.replace(out, plan=spec.words())
-  fmt, versions, cpu = out.fmt, jax_versions(), cpu or common.host()
+  fmt, versions, cpu = out.fmt, jaxlib_release().versions, cpu or common.host()
   cases = common.reported_cases(spec)
   why = explain_results(results, cases) if out.needs_explanations else []
   page = None
   if fmt == "html":
-    page = html_page(results, why, versions, out.plot_shared_y)
+    page = out.page(results, why, versions)
   text = sweep_text(
     results,
     fmt,
@@ -194,14 +177,25 @@ def show(results: Sequence, spec, out, cpu=None) -> None:
 
 
 def main(args: SweepArgs) -> int:
-  """`hloprobe sweep`: runs, prints, writes; returns the exit status."""
+  """`hloprobe sweep`: runs, prints, writes; returns the exit status.
+
+  Raises:
+    common.Interrupted: an interrupt while the results are shown or
+      written (every config finished: they are kept).
+    HloprobeError: as `sweep` raises (the cli prints it in one line).
+  """
   spec, results = sweep(args)
   try:
-    show(results, spec, outputs_of(args, args.common.format, shard_entry(spec)))
+    shard = spec if spec.shard is not None else None
+    show(results, spec, outputs_of(args, args.common.format, shard))
     if spec.shard is not None:
       write_records(results, args.common.output_dir)
   except KeyboardInterrupt as e:  # every config finished and is streamed
     signum = getattr(e, "signum", signal.SIGINT)
     raise common.Interrupted(signum, results, len(results)) from None
   common.bound_cache(args.common, args.cache_max_mb)
-  return common.EXIT_OK if all(r.ok for r in results) else common.EXIT_FAILED
+  return (
+    common.ExitStatus.OK
+    if all(r.ok for r in results)
+    else common.ExitStatus.FAILED
+  )

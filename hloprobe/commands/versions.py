@@ -64,4 +64,4 @@ def main(args: VersionsArgs) -> int:
   fmt = common.check_format(args.common)
   outcome = versions(args, spec)
   print(outcome.text(fmt, args.changes_only))
-  return common.EXIT_OK if outcome.ok else common.EXIT_FAILED
+  return common.ExitStatus.OK if outcome.ok else common.ExitStatus.FAILED

@@ -94,4 +94,4 @@ def main(args: ViewArgs) -> int:
     print("hloprobe: Model Explorer stopped", file=sys.stderr)
   finally:
     server.close()
-  return common.EXIT_OK
+  return common.ExitStatus.OK

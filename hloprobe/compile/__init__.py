@@ -20,15 +20,11 @@ from hloprobe.compile.autotune_replay import (
 from hloprobe.compile.builtin_cases import CASES as CASES
 from hloprobe.compile.case_model import Case as Case
 from hloprobe.compile.case_model import ReportedError as ReportedError
-from hloprobe.compile.case_model import leaf_names as leaf_names
 from hloprobe.compile.cases import absolute_case_word as absolute_case_word
 from hloprobe.compile.cases import get_case as get_case
 from hloprobe.compile.cases import resolvable_elsewhere as resolvable_elsewhere
 from hloprobe.compile.compat import JAXPR_API as JAXPR_API
-from hloprobe.compile.compat import enable_x64 as enable_x64
 from hloprobe.compile.compat import jaxlib_release as jaxlib_release
-from hloprobe.compile.compat import scan_counts as scan_counts
-from hloprobe.compile.compat import while_has_dce_rule as while_has_dce_rule
 from hloprobe.compile.cudnn import (
   missing_cudnn_message as missing_cudnn_message,
 )
@@ -38,11 +34,8 @@ from hloprobe.compile.experiments import (
 )
 from hloprobe.compile.experiments import Experiment as Experiment
 from hloprobe.compile.experiments import parse_experiment as parse_experiment
-from hloprobe.compile.int_dots import CASE_SUFFIX as CASE_SUFFIX
 from hloprobe.compile.int_dots import INT32_DOTS_FIX as INT32_DOTS_FIX
-from hloprobe.compile.int_dots import int32_dots_case as int32_dots_case
 from hloprobe.compile.lowering import compile_case as compile_case
-from hloprobe.compile.lowering import jax_versions as jax_versions
 from hloprobe.compile.lowering import start_backends as start_backends
 from hloprobe.compile.module_case import is_module_case as is_module_case
 from hloprobe.compile.module_files import (
@@ -55,7 +48,6 @@ from hloprobe.compile.placement import attached_gpu_count as attached_gpu_count
 from hloprobe.compile.placement import load_topology as load_topology
 from hloprobe.compile.rejections import Rejection as Rejection
 from hloprobe.compile.rejections import missing_lowering as missing_lowering
-from hloprobe.compile.rejections import rejected_compile as rejected_compile
 from hloprobe.compile.targets import BUILTIN_TARGETS as BUILTIN_TARGETS
 from hloprobe.compile.targets import Target as Target
 from hloprobe.compile.targets import get_target as get_target
@@ -68,7 +60,6 @@ __all__ = [
   "BUILTIN_EXPERIMENTS",
   "BUILTIN_TARGETS",
   "CASES",
-  "CASE_SUFFIX",
   "Case",
   "Experiment",
   "INT32_DOTS_FIX",
@@ -79,28 +70,21 @@ __all__ = [
   "absolute_case_word",
   "attached_gpu_count",
   "compile_case",
-  "enable_x64",
   "get_case",
   "get_target",
-  "int32_dots_case",
   "is_config_path",
   "is_module_case",
-  "jax_versions",
   "jaxlib_release",
-  "leaf_names",
   "load_topology",
   "missing_cudnn_message",
   "missing_lowering",
   "optimized_module",
   "parse_experiment",
   "ptxas_version",
-  "rejected_compile",
   "resolvable_elsewhere",
-  "scan_counts",
   "selection_note",
   "start_backends",
   "sweep_experiments",
   "target_listing",
   "triton_pin",
-  "while_has_dce_rule",
 ]

@@ -34,7 +34,7 @@ from hloprobe.compile.experiments import (
 )
 from hloprobe.compile.targets import Target, get_target
 from hloprobe.errors import TargetError
-from hloprobe.ir import read_text_file
+from hloprobe.ir import InputFile
 
 __all__ = [
   "AUTOTUNED_ON",
@@ -179,7 +179,9 @@ def autotune_experiment(path: str, targets: Sequence[Target]) -> Experiment:
       f"compile would look for {os.path.abspath(path).split()[0]!r}; use a "
       "path without (a link to it will do)"
     )
-  text = read_text_file(path, f"--autotune_results={path!r}", TargetError)
+  text = InputFile(
+    path, f"--autotune_results={path!r}", TargetError
+  ).read_text()
   _check_release(path, text)
   found = results_devices(text)
   mine = {
@@ -285,7 +287,7 @@ def loaded_results(xla_flags: str, target: Target) -> LoadedResults | None:
   try:
     # Read as input files are: the path may come from the user's own
     # XLA_FLAGS, and a FIFO there is refused, not waited on.
-    text = read_text_file(m.group(1), m.group(1), TargetError)
+    text = InputFile(m.group(1), m.group(1), TargetError).read_text()
   except TargetError:
     return None
   mine = device_fingerprint(target.config_text)

@@ -21,7 +21,7 @@ import numpy as np
 
 from hloprobe.errors import CaseError
 
-__all__ = ["Case", "ReportedError", "leaf_names"]
+__all__ = ["Case", "ReportedError"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -313,12 +313,3 @@ class Case:
     """
     lowered = jax.jit(self.fn, keep_unused=True).lower(*args)
     return lowered.as_text(dialect="hlo")
-
-
-def leaf_names(tree) -> tuple[str, ...]:
-  """The name of each leaf of an output pytree, e.g. ("[0]", "['loss']").
-
-  A single array is "" (nothing to name).
-  """
-  paths = jax.tree_util.tree_flatten_with_path(tree)[0]
-  return tuple(jax.tree_util.keystr(p) for p, _ in paths)

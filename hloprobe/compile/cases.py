@@ -24,8 +24,8 @@ import os
 import sys
 
 from hloprobe.compile.builtin_cases import CASES
-from hloprobe.compile.case_model import Case, ReportedError, leaf_names
-from hloprobe.compile.int_dots import CASE_SUFFIX, int32_dots_case
+from hloprobe.compile.case_model import Case, ReportedError
+from hloprobe.compile.int_dots import INT32_DOTS_FIX
 from hloprobe.compile.module_case import is_module_case, module_case
 from hloprobe.errors import CaseError, did_you_mean, first_line
 
@@ -36,7 +36,6 @@ __all__ = [
   "Case",
   "ReportedError",
   "get_case",
-  "leaf_names",
   "load_user_case",
   "seed_mlp",
 ]
@@ -168,8 +167,8 @@ def absolute_case_word(word: str) -> str:
   `PYTHONPATH` is found from any folder). `+preferred_element_type=int32`
   is kept."""
   base, suffix = word, ""
-  if word.endswith(CASE_SUFFIX):
-    base, suffix = word.removesuffix(CASE_SUFFIX), CASE_SUFFIX
+  if INT32_DOTS_FIX.is_fixed(word):
+    base, suffix = INT32_DOTS_FIX.unfixed(word), INT32_DOTS_FIX.case_suffix
   where, sep, attr = base.rpartition(":")
   if sep and where.endswith(".py"):
     return f"{os.path.abspath(where)}:{attr}{suffix}"
@@ -184,8 +183,8 @@ def resolvable_elsewhere(name: str, case: Case | None = None) -> bool:
   that built-in is this very record (not another `Case` that reuses a
   built-in's name). A module file is found by its path (relative to the
   current directory, which a worker shares)."""
-  if name.endswith(CASE_SUFFIX):  # a fixed case: its program's word
-    return resolvable_elsewhere(name.removesuffix(CASE_SUFFIX))
+  if INT32_DOTS_FIX.is_fixed(name):  # a fixed case: its program's word
+    return resolvable_elsewhere(INT32_DOTS_FIX.unfixed(name))
   if ":" in name or is_module_case(name):
     return True
   shipped = CASES.get(name)
@@ -199,7 +198,7 @@ def get_case(
   file by its path.
 
   A name ending in `+preferred_element_type=int32` is the case before it
-  with that fix applied (`int_dots.int32_dots_case`).
+  with that fix applied (`int_dots.INT32_DOTS_FIX.fixed_case`).
 
   Args:
     name: the case's words, as --case gives them.
@@ -214,8 +213,10 @@ def get_case(
       user case or a module file failed (`ModuleFileError` is a
       `CaseError`).
   """
-  if name.endswith(CASE_SUFFIX) and name != CASE_SUFFIX:
-    return int32_dots_case(get_case(name.removesuffix(CASE_SUFFIX), inputs))
+  if INT32_DOTS_FIX.is_fixed(name) and name != INT32_DOTS_FIX.case_suffix:
+    return INT32_DOTS_FIX.fixed_case(
+      get_case(INT32_DOTS_FIX.unfixed(name), inputs)
+    )
   if name not in CASES and ":" not in name and os.path.isfile(name):
     return module_case(name, inputs, batch_arg)  # what is wrong, by name
   if ":" in name:

@@ -7,9 +7,11 @@ It also runs under others,
 which is what `hloprobe versions` and a GPU machine with its own jax need:
 
 * API differences are bridged here, each with the versions it was seen on:
-  `lower`, `stablehlo_text`, `optimized_hlo_text`, `enable_x64`,
-  `JAXPR_API` (jax.extend.core with fallbacks), `runtime_error_type` and
-  `deviceless_retry_options`.
+  `lower`, `stablehlo_text`, `optimized_hlo_text`, `JAXPR_API`
+  (jax.extend.core with fallbacks, and a scan's `scan_counts`),
+  `runtime_error_type` and `deviceless_retry_options`. (Whether jax prunes
+  inside a `while` is `private_api.while_has_dce_rule`; the x64 context
+  is the numerics stage's, its one user.)
 * `jaxlib_release()` is the installed jaxlib against the checked ones
   (the stage's face exports it alone of this part). Under another
   version the command line prints its `warning` once, naming the checked
@@ -25,12 +27,11 @@ Private in intent: use the package, `hloprobe.compile`.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import glob
 import os
 import re
-import types
+from typing import Any
 
 from hloprobe import private_api
 
@@ -38,11 +39,11 @@ __all__ = [
   "CHECKED_JAXLIB",
   "CHECKED_JAXLIBS",
   "JAXPR_API",
+  "JaxprApi",
   "checked_words",
   "cuda_plugin_installed",
   "deviceless_retry_options",
   "unknown_compile_option",
-  "enable_x64",
   "installed_jaxlib",
   "jaxlib_git_hash",
   "jaxlib_release",
@@ -51,8 +52,6 @@ __all__ = [
   "optimized_hlo_text",
   "rules_checked",
   "runtime_error_type",
-  "scan_counts",
-  "while_has_dce_rule",
   "stablehlo_text",
   "unchecked_note",
   "version_warning",
@@ -138,6 +137,12 @@ class JaxlibRelease:
     """The JAX commit this jaxlib was built from, or None
     (`private_api.jaxlib_git_hash`)."""
     return jaxlib_git_hash()
+
+  @property
+  def versions(self) -> dict[str, str]:
+    """This process's jax and jaxlib versions, e.g. {"jax": "0.10.2",
+    "jaxlib": "0.10.2"} (what records and goldens name)."""
+    return {"jax": _jax_version(), "jaxlib": self.installed}
 
   @property
   def rules_checked(self) -> bool:
@@ -244,85 +249,77 @@ def optimized_hlo_text(compiled, dump_dir: str | None) -> str:
     return _CLOSING_COMMENT_RE.sub("}", f.read())
 
 
-def enable_x64():
-  """A context with 64-bit types enabled: `jax.enable_x64(True)`, or
-  `jax.experimental.enable_x64()` where jax has no `jax.enable_x64`
-  (jax 0.4.38)."""
-  import jax
+@dataclasses.dataclass(frozen=True)
+class JaxprApi:
+  """`jax.extend.core`'s jaxpr names on the installed jax, and how to read
+  what differs between versions in a jaxpr's equations.
 
-  if hasattr(jax, "enable_x64"):
-    return jax.enable_x64(True)
-  from jax import experimental
-
-  if hasattr(experimental, "enable_x64"):
-    return experimental.enable_x64()
-  return contextlib.nullcontext()
-
-
-def _jaxpr_api() -> types.SimpleNamespace:
-  """`jax.extend.core`'s jaxpr names, each from `jax.core` where this jax's
+  Each name is `jax.extend.core`'s, else `jax.core`'s where this jax's
   jax.extend.core lacks it (jaxprs_in_params and DropVar in jax 0.4.38;
   Var, Literal and ClosedJaxpr too in 0.4.23); None where neither has it
-  (what uses it then fails for its config alone)."""
+  (what uses it then fails for its config alone).
+  """
+
+  ClosedJaxpr: Any
+  DropVar: Any
+  Jaxpr: Any
+  Literal: Any
+  Var: Any
+  jaxprs_in_params: Any
+
+  @staticmethod
+  def scan_counts(params) -> tuple[int, int]:
+    """(consts, carry): how many of a `scan` equation's inputs are its
+    constants and its carry; the rest are the scanned xs.
+
+    jax 0.10.2 (and 0.4.x) spells them `num_consts` / `num_carry`; jax
+    0.12.0.1 has neither and packs the inputs as a flat tree
+    `ft_in = pack((consts, carry, xs))` (`jax/_src/lax/control_flow/loops.py`,
+    `_scan_impl`: `consts, carry, xs_ = ft_in.update(args).unpack()`), whose
+    parts' `len` counts their leaves.
+
+    Raises:
+      KeyError: a scan with neither spelling (a jax hloprobe does not know).
+    """
+    if "num_consts" in params:
+      return params["num_consts"], params["num_carry"]
+    if "ft_in" in params:
+      consts, carry, _ = params["ft_in"].unpack()
+      return len(consts), len(carry)
+    raise KeyError(
+      f"scan params {sorted(params)} have neither num_consts/num_carry "
+      f"(jax 0.10.2) nor ft_in (jax 0.12.0.1) under jax {_jax_version()}"
+    )
+
+
+def _jaxpr_api() -> JaxprApi:
+  """This jax's `JaxprApi`."""
   import jax.extend.core
 
-  found = {n: getattr(jax.extend.core, n, None) for n in _JAXPR_NAMES}
+  names = [f.name for f in dataclasses.fields(JaxprApi)]
+  found = {n: getattr(jax.extend.core, n, None) for n in names}
   if None in found.values():
     try:
       import jax.core as old
     except ImportError:  # a jax without jax.core
       old = None
     found = {n: v or getattr(old, n, None) for n, v in found.items()}
-  return types.SimpleNamespace(**found)
+  return JaxprApi(**found)
 
 
-_JAXPR_NAMES = (
-  "ClosedJaxpr",
-  "DropVar",
-  "Jaxpr",
-  "Literal",
-  "Var",
-  "jaxprs_in_params",
-)
-# Read-only: what `import jax.extend.core as jex` gives on jax 0.10.2.
+# Read-only: what `import jax.extend.core as jex` gives on jax 0.10.2, with
+# `scan_counts`.
 JAXPR_API = _jaxpr_api()
-
-
-def scan_counts(params) -> tuple[int, int]:
-  """(consts, carry): how many of a `scan` equation's inputs are its
-  constants and its carry; the rest are the scanned xs.
-
-  jax 0.10.2 (and 0.4.x) spells them `num_consts` / `num_carry`; jax
-  0.12.0.1 has neither and packs the inputs as a flat tree
-  `ft_in = pack((consts, carry, xs))` (`jax/_src/lax/control_flow/loops.py`,
-  `_scan_impl`: `consts, carry, xs_ = ft_in.update(args).unpack()`), whose
-  parts' `len` counts their leaves.
-
-  Raises:
-    KeyError: a scan with neither spelling (a jax hloprobe does not know).
-  """
-  if "num_consts" in params:
-    return params["num_consts"], params["num_carry"]
-  if "ft_in" in params:
-    consts, carry, _ = params["ft_in"].unpack()
-    return len(consts), len(carry)
-  raise KeyError(
-    f"scan params {sorted(params)} have neither num_consts/num_carry "
-    f"(jax 0.10.2) nor ft_in (jax 0.12.0.1) under jax {_jax_version()}"
-  )
-
-
-def while_has_dce_rule() -> bool:
-  """Whether this jax prunes dead code inside `while` loops when lowering:
-  True on jax 0.12.0.1, False on 0.10.2 (`private_api.while_has_dce_rule`
-  says how it is read)."""
-  return private_api.while_has_dce_rule()
 
 
 def runtime_error_type() -> type:
   """The exception XLA raises from compiles: `jax.errors.JaxRuntimeError`
   (jax 0.10.2), else jaxlib's `XlaRuntimeError` (jax 0.4.33 has no
-  JaxRuntimeError)."""
+  JaxRuntimeError).
+
+  Raises:
+    RuntimeError: this jax has neither.
+  """
   import jax
 
   found = getattr(jax.errors, "JaxRuntimeError", None)

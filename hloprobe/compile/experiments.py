@@ -16,7 +16,7 @@ import dataclasses
 import re
 
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.ir import read_text_file
+from hloprobe.ir import InputFile
 
 __all__ = [
   "BASELINE",
@@ -141,9 +141,11 @@ def parse_experiments_file(path: str) -> list[Experiment]:
     InvalidArgumentError: the file cannot be read, or a line is bad (named with its
       line number).
   """
-  lines = read_text_file(
-    path, f"--experiments_file={path!r}", InvalidArgumentError
-  ).splitlines()
+  lines = (
+    InputFile(path, f"--experiments_file={path!r}", InvalidArgumentError)
+    .read_text()
+    .splitlines()
+  )
   out = []
   for lineno, line in enumerate(lines, start=1):
     line = _COMMENT_RE.sub("", line).strip()

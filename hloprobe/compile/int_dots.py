@@ -13,7 +13,7 @@ gemm's mma, whose `.satfinite` clamps an s32 accumulator chain past
 (`jax.lax.dot_general`'s documented parameter; `jnp.matmul` takes it too):
 the sums are kept in s32, and the program's output is s32.
 
-`int32_dots_case(case)` is that change applied to a whole case: every
+`INT32_DOTS_FIX.fixed_case(case)` is that change applied to a whole case: every
 integer dot whose result type is narrower than 32 bits gets
 `preferred_element_type=int32`; what consumes such a dot takes the wider
 value (its narrower integer operands widened to match), so an output
@@ -23,7 +23,7 @@ made by re-binding the program's jaxpr (`jax.make_jaxpr`, public
 scan, while and cond are bound as they are (their dots unchanged).
 
 A case named `NAME` becomes `NAME+preferred_element_type=int32`; `--case`
-words take the same suffix (`CASE_SUFFIX`), so a worker finds the fixed
+words take the same suffix (`case_suffix`), so a worker finds the fixed
 case by its word.
 
 Private in intent: use the package, `hloprobe.compile`.
@@ -37,10 +37,7 @@ import numpy as np
 
 from hloprobe.compile.case_model import Case
 
-__all__ = ["CASE_SUFFIX", "INT32_DOTS_FIX", "int32_dots_case"]
-
-INT32_DOTS_FIX = "preferred_element_type=int32"
-CASE_SUFFIX = "+" + INT32_DOTS_FIX
+__all__ = ["INT32_DOTS_FIX", "Int32DotsFix"]
 
 
 def _narrow_int(dtype) -> bool:
@@ -129,16 +126,44 @@ def _widened(fn):
   return fixed
 
 
-def int32_dots_case(case: Case) -> Case:
-  """`case` with `preferred_element_type=jnp.int32` on its narrow integer
-  dots (see the module), named `case.name + CASE_SUFFIX`."""
-  return dataclasses.replace(
-    case,
-    name=case.name + CASE_SUFFIX,
-    description=(
-      f"{case.description} (its narrow integer dots at "
-      "preferred_element_type=jnp.int32)"
-    ),
-    fn=_widened(case.fn),
-    reported=None,
-  )
+@dataclasses.dataclass(frozen=True)
+class Int32DotsFix:
+  """The integer-overflow fix as a program change (see the module).
+
+  Attributes:
+    word: how `--fix` and a fix candidate name it.
+  """
+
+  word: str = "preferred_element_type=int32"
+
+  @property
+  def case_suffix(self) -> str:
+    """What a fixed case's name and `--case` word end with:
+    "+preferred_element_type=int32"."""
+    return "+" + self.word
+
+  def is_fixed(self, name: str) -> bool:
+    """Whether a case name or word is a fixed case's."""
+    return name.endswith(self.case_suffix)
+
+  def unfixed(self, name: str) -> str:
+    """A fixed case's name or word without `case_suffix` (any other as it
+    is)."""
+    return name.removesuffix(self.case_suffix)
+
+  def fixed_case(self, case: Case) -> Case:
+    """`case` with `preferred_element_type=jnp.int32` on its narrow
+    integer dots, named `case.name + case_suffix`."""
+    return dataclasses.replace(
+      case,
+      name=case.name + self.case_suffix,
+      description=(
+        f"{case.description} (its narrow integer dots at "
+        "preferred_element_type=jnp.int32)"
+      ),
+      fn=_widened(case.fn),
+      reported=None,
+    )
+
+
+INT32_DOTS_FIX = Int32DotsFix()

@@ -36,7 +36,6 @@ import time
 from unittest import mock
 
 import jax
-import jaxlib
 import numpy as np
 
 from hloprobe import private_api, startup
@@ -52,7 +51,6 @@ __all__ = [
   "LoadedTopology",
   "compile_case",
   "start_backends",
-  "jax_versions",
   "load_topology",
   "lower_case",
   "xla_instruction_counts",
@@ -83,7 +81,7 @@ class CompiledCase:
     compile_notes: what hloprobe changed to get a compile-only target's
       compile through (`compat.deviceless_retry_options`), one sentence
       each; () when nothing was.
-    autotune: with `compile_case(..., autotune_words=True)`, the autotune
+    autotune: with `compile_case(..., xla_flags=...)`, the autotune
       results file the compile loaded where it is keyed by the target's
       device (`LoadedResults`: its `selection` and
       `fusion_selections(pass_dumps)` say who chose the gemm fusions);
@@ -121,11 +119,6 @@ class CompiledCase:
     return tuple(np.asarray(x) for x in jax.tree_util.tree_leaves(out)), run_s
 
 
-def jax_versions() -> dict[str, str]:
-  """jax and jaxlib versions of this process."""
-  return {"jax": jax.__version__, "jaxlib": jaxlib.__version__}
-
-
 def start_backends(platforms: str | None) -> None:
   """Chooses JAX's platforms and starts its backends, without start-up noise.
 
@@ -157,7 +150,7 @@ def compile_case(
   precision: str,
   target: Target,
   dump_passes: bool = False,
-  autotune_words: bool = False,
+  xla_flags: str | None = None,
 ) -> CompiledCase:
   """Lowers and compiles `case.fn` on `args` for a target.
 
@@ -170,11 +163,17 @@ def compile_case(
     dump_passes: also have XLA dump the module after every pass
       (`xla_dump_to` + `xla_dump_hlo_pass_re=.*` as this compile's own debug
       options, so no other compile is affected) into `pass_dumps`.
-    autotune_words: also keep, in `autotune`, the autotune results file
-      this process's XLA_FLAGS load (`--xla_gpu_load_autotune_results_from`,
-      `autotune_replay.loaded_results`) where it is keyed by the target's
-      device; the passes are then dumped too (the fusions' keys are read
-      from the config assigner's input).
+    xla_flags: the whole XLA_FLAGS this process's XLA runs under, as the
+      caller knows them (a worker's: `engine.CompileRequest.xla_flags`,
+      the user's words then the experiment's; XLA reads them once, as the
+      process starts: xla/debug_options_flags.cc). Given, the autotune
+      results file they load (`--xla_gpu_load_autotune_results_from`,
+      `autotune_replay.loaded_results`) is kept in `autotune` where it is
+      keyed by the target's device (the passes are then dumped too: the
+      fusions' keys are read from the config assigner's input), and they
+      decide a compile-only retry (`compat.deviceless_retry_options`).
+      None: no autotune results are read, and the retry reads this
+      process's environment's XLA_FLAGS (callers outside the sweep engine).
 
   Raises:
     TargetError: the target's device is not available, or its config cannot
@@ -184,8 +183,8 @@ def compile_case(
     Exception: whatever JAX/XLA raise while lowering or compiling.
   """
   loaded = None
-  if autotune_words:
-    loaded = loaded_results(os.environ.get("XLA_FLAGS", ""), target)
+  if xla_flags is not None:
+    loaded = loaded_results(xla_flags, target)
     dump_passes = dump_passes or loaded is not None
   start = time.perf_counter()
   lowered, devices = lower_case(case, args, precision, target)
@@ -196,7 +195,7 @@ def compile_case(
     compiled, compile_s, extras = _compile_cpu(lowered, dump_passes)
   else:
     compiled, compile_s, extras = _compile_gpu(
-      lowered, target, device, dump_passes, len(devices)
+      lowered, target, device, dump_passes, len(devices), xla_flags
     )
   optimized = extras.pop("optimized_hlo")
   return CompiledCase(
@@ -318,9 +317,15 @@ def _gpu_compiler_options(target: Target, dump_dir: str) -> dict[str, str]:
 
 
 def _compile_gpu(
-  lowered, target: Target, device, dump_passes: bool, devices: int = 1
+  lowered,
+  target: Target,
+  device,
+  dump_passes: bool,
+  devices: int = 1,
+  xla_flags: str | None = None,
 ) -> tuple:
   """Compiles for CUDA with the PTX dumped; ptxas failures name the ptxas.
+  `xla_flags`: as `compile_case` takes them.
 
   Returns (Compiled, compile seconds, CompiledCase fields).
   """
@@ -333,7 +338,7 @@ def _compile_gpu(
     start = time.perf_counter()
     with startup.captured_stderr() as log:
       compiled, error, notes = _try_compile(
-        lowered, options, target.compile_only
+        lowered, options, target.compile_only, xla_flags
       )
     compile_s = time.perf_counter() - start
     if error is not None:
@@ -365,22 +370,26 @@ def _compile_gpu(
   )
 
 
-def _try_compile(lowered, options: dict, deviceless: bool) -> tuple:
+def _try_compile(
+  lowered, options: dict, deviceless: bool, xla_flags: str | None = None
+) -> tuple:
   """(Compiled, None, notes), or (None, the JaxRuntimeError, notes).
 
   Asked again, at most once each: a compile-only target's compile that
   XLA cannot do without a device, with the options
-  `compat.deviceless_retry_options` gives (its sentence goes into
-  `notes`); and an XLA that does not know one of `_PTX_DUMP_OPTIONS`
+  `compat.deviceless_retry_options` gives for `xla_flags` (None: this
+  process's environment's; its sentence goes into `notes`); and an XLA that does not know one of `_PTX_DUMP_OPTIONS`
   (`compat.unknown_compile_option`), without it.
   """
   notes: list[str] = []
+  if xla_flags is None:
+    xla_flags = os.environ.get("XLA_FLAGS", "")
   while True:
     try:
       return lowered.compile(compiler_options=options), None, tuple(notes)
     except compat.runtime_error_type() as e:
       retry = (
-        compat.deviceless_retry_options(e, os.environ.get("XLA_FLAGS", ""))
+        compat.deviceless_retry_options(e, xla_flags)
         if deviceless and not notes
         else None
       )

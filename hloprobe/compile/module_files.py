@@ -41,7 +41,7 @@ import numpy as np
 from hloprobe import private_api
 from hloprobe.compile import module_guard, module_sniff
 from hloprobe.errors import HloParseError, ModuleFileError
-from hloprobe.ir import read_file_bytes
+from hloprobe.ir import InputFile
 
 __all__ = [
   "MAX_MODULE_BYTES",
@@ -154,9 +154,9 @@ def read_module_file(
       match the module's parameters.
   """
   what = f"module file {path!r}"
-  data = read_file_bytes(
+  data = InputFile(
     path, what, ModuleFileError, max_bytes, limit_for="module files"
-  )
+  ).read_bytes()
   try:
     kind = module_sniff.sniff(data)
   except ValueError as e:  # a snapshot's literals; a guarded reader's death
@@ -291,7 +291,7 @@ def _from_hlo(
   """A ModuleFile from an HLO module (its proto and text)."""
   from hloprobe import ir
 
-  name, parameters = ir.module_signature(proto)
+  signature = ir.module_signature(proto)
   optimized = bool(_SCHEDULED.search(text) or _OPTIMIZED.search(text))
   try:
     stablehlo = ir.read_stablehlo_module(_hlo_to_stablehlo(proto)).text
@@ -300,15 +300,15 @@ def _from_hlo(
       raise
     stablehlo = ""  # an optimized module is executed, not compiled
   if arguments is not None:
-    _check_arguments(arguments, parameters)
+    signature.check_arguments(arguments)
   return ModuleFile(
     path=path,
     kind=kind,
-    name=name,
+    name=signature.name,
     stablehlo=stablehlo,
     hlo_text=text,
     optimized=optimized,
-    parameters=parameters,
+    parameters=signature.parameters,
     arguments=arguments,
     result=result,
   )
@@ -325,28 +325,6 @@ def _hlo_to_stablehlo(proto: bytes) -> str:
       raise
     raise ValueError(f"XLA cannot translate it to StableHLO: {e}") from None
   return _checked_text(text, mlir=True)
-
-
-def _check_arguments(arguments, parameters) -> None:
-  """A snapshot's arguments against the module's parameters.
-
-  Raises:
-    ValueError: another count, shape or dtype (the first that differs).
-  """
-  from hloprobe.ir import hlo_dtype_name
-
-  if len(arguments) != len(parameters):
-    raise ValueError(
-      f"the snapshot has {len(arguments)} arguments for "
-      f"{len(parameters)} parameters"
-    )
-  for i, (a, (dims, dtype)) in enumerate(zip(arguments, parameters)):
-    got = (tuple(a.shape), hlo_dtype_name(a.dtype))
-    if got != (dims, dtype):
-      raise ValueError(
-        f"the snapshot's argument {i} is {got[1]}{list(got[0])}, "
-        f"its parameter {dtype}{list(dims)}"
-      )
 
 
 def is_module_file(spec: str) -> bool:

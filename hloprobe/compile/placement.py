@@ -170,6 +170,15 @@ def shardings(case: Case, args: tuple, devices: list):
   or a pytree of them (as `jax.jit`'s `out_shardings`: a tuple for a
   tuple output), so the output's sharding is a pytree of the same
   structure.
+
+  Args:
+    case: the case (its mesh_shape, mesh_axes, in_specs, out_specs).
+    args: its arguments (one sharding each; only their count is used).
+    devices: the devices to place on (`devices_for`): the first alone, or
+      prod(mesh_shape) of them for a mesh.
+
+  Raises:
+    CaseError: `in_specs` has another length than `args`.
   """
   if case.mesh_shape is None:
     one = jax.sharding.SingleDeviceSharding(devices[0])

@@ -3,7 +3,7 @@ module after every pass that completed, and XLA's whole message.
 
 `compile_case` raises XLA's error as it is (its first line becomes the
 config's `Failure`); a message such as "INVALID_ARGUMENT: Unsupported dot
-precision algorithm: 4" names neither the dot nor the pass. `rejected_compile`
+precision algorithm: 4" names neither the dot nor the pass. `Rejection.of_compile`
 lowers the config again and compiles it with `xla_dump_hlo_pass_re=.*`
 (this compile's own debug options, as `--explain_passes` does), so that
 `sites.explain_rejection` can read which pass ran last and which dot sites
@@ -23,7 +23,7 @@ from hloprobe.compile import compat, lowering
 from hloprobe.compile.case_model import Case
 from hloprobe.compile.targets import Target
 
-__all__ = ["Rejection", "missing_lowering", "rejected_compile"]
+__all__ = ["Rejection", "missing_lowering"]
 
 # jax's error for a primitive without a lowering rule for the platform
 # (jax/_src/interpreters/mlir.py `lower_per_platform`: "MLIR translation
@@ -72,31 +72,35 @@ class Rejection:
   message: str
   pass_dumps: tuple[tuple[str, str], ...] = ()
 
+  @staticmethod
+  def of_compile(
+    case: Case, args: tuple, precision: str, target: Target
+  ) -> Rejection | None:
+    """Lowers and compiles a config again with every pass dumped: what XLA
+    had in hand when it rejected it.
 
-def rejected_compile(
-  case: Case, args: tuple, precision: str, target: Target
-) -> Rejection | None:
-  """Lowers and compiles a config again with every pass dumped.
+    Args:
+      case, args, precision, target: as `lowering.compile_case` took them.
 
-  Args:
-    case, args, precision, target: as `lowering.compile_case` took them.
+    Returns:
+      The `Rejection`, or None when the compile succeeds this time (nothing
+      to explain).
 
-  Returns:
-    The `Rejection`, or None when the compile succeeds this time (nothing
-    to explain).
-
-  Raises:
-    Exception: whatever lowering raises (the config failed before XLA).
-  """
-  lowered = lowering.lower_case(case, args, precision, target)[0]
-  stablehlo = compat.stablehlo_text(lowered)
-  with tempfile.TemporaryDirectory(prefix="hloprobe-reject-") as dump_dir:
-    options = lowering._pass_dump_options(dump_dir)
-    if target.platform == "cuda":
-      options = {**lowering._gpu_compiler_options(target, dump_dir), **options}
-    try:
-      lowered.compile(compiler_options=options)
-    except compat.runtime_error_type() as e:
-      dumps = lowering._read_pass_dumps(dump_dir)
-      return Rejection(stablehlo, str(e), dumps)
-  return None
+    Raises:
+      Exception: whatever lowering raises (the config failed before XLA).
+    """
+    lowered = lowering.lower_case(case, args, precision, target)[0]
+    stablehlo = compat.stablehlo_text(lowered)
+    with tempfile.TemporaryDirectory(prefix="hloprobe-reject-") as dump_dir:
+      options = lowering._pass_dump_options(dump_dir)
+      if target.platform == "cuda":
+        options = {
+          **lowering._gpu_compiler_options(target, dump_dir),
+          **options,
+        }
+      try:
+        lowered.compile(compiler_options=options)
+      except compat.runtime_error_type() as e:
+        dumps = lowering._read_pass_dumps(dump_dir)
+        return Rejection(stablehlo, str(e), dumps)
+    return None

@@ -37,7 +37,7 @@ from hloprobe.compile.textproto import (
 )
 from hloprobe.compile.toolchain import Ptxas, find_ptxas, nvcc_wheel_dir
 from hloprobe.errors import TargetError, did_you_mean
-from hloprobe.ir import read_text_file
+from hloprobe.ir import InputFile
 
 __all__ = [
   "BUILTIN_TARGETS",
@@ -204,7 +204,7 @@ def load_target_config(path: str) -> Target:
       has no CUDA compute capability. Fields the installed XLA does not know
       are not an error here (see `lowering`).
   """
-  text = read_text_file(path, f"--target_config={path!r}", TargetError)
+  text = InputFile(path, f"--target_config={path!r}", TargetError).read_text()
   name = os.path.splitext(os.path.basename(path))[0]
   return _target_from_text(name, text, path, None)
 

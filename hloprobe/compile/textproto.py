@@ -70,7 +70,17 @@ CLOSE = {"{": "}", "<": ">"}
 
 
 def field_end(tokens: list[Token], i: int) -> int:
-  """Index just past the field whose name is tokens[i]."""
+  """Index just past the field whose name is tokens[i] (its value: a
+  word, strings, a `[...]` list or a nested `{...}`/`<...>` message).
+
+  Args:
+    tokens: the text's tokens (`tokens`).
+    i: the index of the field's name.
+
+  Raises:
+    ParseError: tokens[i] is no field name, the value is missing at the
+      end, is no value, or a nested message is not closed.
+  """
   if tokens[i].kind != "word":
     raise ParseError(
       tokens[i].start, f"expected a field name, got {tokens[i].text!r}"
@@ -97,7 +107,17 @@ def field_end(tokens: list[Token], i: int) -> int:
 
 
 def message_end(tokens: list[Token], i: int, close: str | None) -> int:
-  """Checks fields from tokens[i] up to `close`; returns the index past it."""
+  """Checks fields from tokens[i] up to `close`; returns the index past it.
+
+  Args:
+    tokens: the text's tokens.
+    i: the index of the first field.
+    close: the closing token ("}" or ">"), or None for the top level (up
+      to the end of the tokens).
+
+  Raises:
+    ParseError: a field is malformed (`field_end`), or `close` is missing.
+  """
   while i < len(tokens):
     if tokens[i].text == close:
       return i + 1
@@ -110,6 +130,7 @@ def message_end(tokens: list[Token], i: int, close: str | None) -> int:
 
 
 def line_col(text: str, offset: int) -> tuple[int, int]:
+  """(line, column), both from 1, of character `offset` of `text`."""
   line = text.count("\n", 0, offset) + 1
   return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 

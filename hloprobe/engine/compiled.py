@@ -21,12 +21,12 @@ import numpy as np
 
 from hloprobe.compile import (
   Case,
+  Rejection,
   Target,
   compile_case,
   get_case,
   load_topology,
   missing_lowering,
-  rejected_compile,
 )
 from hloprobe.engine.shared import resolved
 from hloprobe.errors import HloprobeError, first_line
@@ -91,6 +91,10 @@ class CompileRequest(Request):
     inputs: --inputs, a module file case's arguments (a module whose
       parameters are all scalars makes its inputs in each process).
     batch_arg: --batch_arg, a module file case's batch parameter, or None.
+    xla_flags: the whole XLA_FLAGS the worker runs under, as the pool
+      starts it (`WorkerPool.worker_flags`: the user's words, then the
+      experiment's): they, not the worker's environment, say which
+      autotune results file its compiles load (review finding 20).
   """
 
   config: Config
@@ -99,6 +103,7 @@ class CompileRequest(Request):
   explain_passes: bool = False
   inputs: str | None = None
   batch_arg: str | None = None
+  xla_flags: str = ""
 
   def run(self, memo: dict) -> CompiledConfig:
     key = ("case", self.case_source, self.inputs, self.batch_arg)
@@ -110,6 +115,7 @@ class CompileRequest(Request):
       self.config,
       self.explain_passes,
       memo.setdefault(KEPT, {}),
+      self.xla_flags,
     )
 
 
@@ -144,6 +150,7 @@ def compile_and_run_case(
   config: Config,
   explain_passes: bool,
   keep: dict | None = None,
+  xla_flags: str | None = None,
 ) -> CompiledConfig:
   """One config's work: lower, compile, parse, map sites and, for a target
   that runs (`cpu`, `gpu`), run it.
@@ -161,6 +168,15 @@ def compile_and_run_case(
       target runs, the executable (`jax.stages.Compiled`); on a
       compile-only target, (optimized HLO text, every PTX file's text).
       None: nothing kept.
+    xla_flags: the whole XLA_FLAGS this process's XLA runs under, as the
+      caller knows them (`CompileRequest.xla_flags`): an autotune
+      experiment's results file named there says who chose each gemm
+      fusion (`compile_case`'s `xla_flags`); None: no results file read
+      (`measure.run_config`, a config done outside a sweep).
+
+  Returns:
+    The config's `CompiledConfig`; a stage's failure is its `Failure`,
+    not raised.
   """
   watch = Stopwatch()
   target, n = config.target, config.n
@@ -169,15 +185,15 @@ def compile_and_run_case(
     note_stage(stage)
     args = case.inputs_for(full, n)
     start = time.perf_counter()
-    # This worker's XLA_FLAGS (an --autotune_results experiment's) are the
-    # ones its compiles run under: who chose each fusion is kept.
+    # The worker's XLA_FLAGS, as the request names them (an
+    # --autotune_results experiment's): who chose each fusion is kept.
     cc = compile_case(
       case,
       args,
       config.precision.jax_name,
       target,
       dump_passes=explain_passes,
-      autotune_words=True,
+      xla_flags=xla_flags,
     )
     watch.add("lower", cc.lower_s)
     watch.add("compile", time.perf_counter() - start - cc.lower_s)
@@ -224,7 +240,7 @@ def _rejection_finding(case: Case, full, config: Config):
   succeeds or fails in another way (the failure keeps XLA's error)."""
   try:
     args = case.inputs_for(full, config.n)
-    rejection = rejected_compile(
+    rejection = Rejection.of_compile(
       case, args, config.precision.jax_name, config.target
     )
     return None if rejection is None else explain_rejection(rejection)

@@ -38,7 +38,14 @@ from hloprobe.engine.shared import SharedInputs, resolved, share
 from hloprobe.engine.shell import loaded_case, with_search_path
 from hloprobe.errors import CaseError, first_line
 from hloprobe.records import ConfigResult
-from hloprobe.runtime import Request, Stopwatch, Warn, WorkerError, WorkerPool
+from hloprobe.runtime import (
+  CaseKey,
+  Request,
+  Stopwatch,
+  Warn,
+  WorkerError,
+  WorkerPool,
+)
 
 __all__ = [
   "CASE_LANE",
@@ -266,7 +273,7 @@ class GuardedSetup:
       self._made = tuple(got) if got is not None else (None, None)
     return self._made[0]
 
-  def fingerprint(self, watch) -> str | None:
+  def fingerprint(self, watch) -> CaseKey | None:
     """The case's cache fingerprint; None when it cannot be made."""
     self.inputs(watch)
     return self._made[1]

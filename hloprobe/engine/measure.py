@@ -23,6 +23,7 @@ from hloprobe.engine.compiled import (
 )
 from hloprobe.engine.plan import SweptCase
 from hloprobe.engine.shard import Shard
+from hloprobe.engine.spec import BITS_ONLY
 from hloprobe.errors import (
   CaseError,
   InvalidArgumentError,
@@ -36,19 +37,19 @@ from hloprobe.numerics import (
   MadeChecker,
   Predictor,
   References,
-  error_stats,
   ulp_distance,
 )
 from hloprobe.records import Config, ConfigResult, Execution
 from hloprobe.runtime import (
+  CaseKey,
   Stopwatch,
   Warn,
-  case_fingerprint,
   log_warning,
 )
 
 __all__ = [
   "CaseSetup",
+  "bits_only",
   "check_shards",
   "run_config",
   "with_batch_consistency",
@@ -71,7 +72,7 @@ def _with_stats(
     with watch.stage("reference"):
       at_n = references.at(r.config.n)
     leaves = tuple(
-      error_stats(out, ref, axis, name)
+      ErrorStats.of(out, ref, axis, name)
       for out, ref, axis, name in zip(
         work.outputs, at_n, references.axes, references.names
       )
@@ -79,6 +80,22 @@ def _with_stats(
   except Exception as e:  # one config's failure must not lose the others
     return failed(r, first_line(e), "run")
   return dataclasses.replace(r, execution=Execution(work.run_s, leaves))
+
+
+def bits_only(work: CompiledConfig, watch) -> ConfigResult:
+  """A worker's reply without numerics (`SweepSpec.numerics` False): its
+  compilation and run seconds, the outputs dropped (no float64 reference
+  to compare them with: the bits are the batch-invariance answer's, run
+  again in the workers), and `BITS_ONLY` as why there is no prediction.
+  No user code runs here."""
+  for name, seconds in work.timings.items():
+    watch.add(name, seconds)  # spent in the worker
+  r = work.result
+  if not r.ok:
+    return r
+  if work.run_s is not None:
+    r = dataclasses.replace(r, execution=Execution(work.run_s))
+  return dataclasses.replace(r, prediction_error=BITS_ONLY)
 
 
 def run_config(
@@ -373,7 +390,7 @@ class CaseSetup:
     if self._made is None:
       self._full = (full,)
 
-  def fingerprint(self, watch) -> str | None:
+  def fingerprint(self, watch) -> CaseKey | None:
     """The case's cache fingerprint; None when it cannot be made."""
     if self._print is None:
       full = self.inputs(watch)
@@ -414,7 +431,7 @@ class CaseSetup:
     return _with_headline(r, references)
 
 
-def _fingerprint(case: Case, full: tuple, warn: Warn) -> str | None:
+def _fingerprint(case: Case, full: tuple, warn: Warn) -> CaseKey | None:
   """The case's cache fingerprint; None when it fails (`warn` is told).
 
   Raises:
@@ -423,7 +440,7 @@ def _fingerprint(case: Case, full: tuple, warn: Warn) -> str | None:
       `make full`, before any config is compiled (each would fail so).
   """
   try:
-    return case_fingerprint(case, full)
+    return CaseKey.of(case, full)
   except Exception as e:  # the sweep still runs, uncached
     if (missing := missing_cudnn_message(e)) is not None:
       raise ToolchainError(missing) from None

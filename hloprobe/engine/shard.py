@@ -34,7 +34,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 
-from hloprobe.compile import jax_versions
+from hloprobe.compile import jaxlib_release
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.runtime import source_hash
 
@@ -185,6 +185,6 @@ def shard_identity(environ: Mapping[str, str]) -> dict:
   them). Shards of one sweep and their merge must agree on it."""
   return {
     "hloprobe_source": source_hash(),
-    **jax_versions(),
+    **jaxlib_release().versions,
     "XLA_FLAGS": environ.get("XLA_FLAGS", ""),
   }

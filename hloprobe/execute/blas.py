@@ -168,6 +168,9 @@ def run_gemm(
   a_scale, b_scale, c_scale, d_scale = _scales(scales, target)
   element0 = inst.shape.elements[0] if inst.shape.is_tuple else inst.shape
   out_dims = tuple(element0.dims)
+  # cuBLAS's TF32 rounding is not NVIDIA's word: 'rne' is the model
+  # (`rounding`'s docstring gives the source and how it differs from the
+  # prediction's 'rna').
   acc = contraction.contract(a, b, fields.dims, algorithm, tf32_mode="rne")
   if acc.shape != out_dims:
     raise Unsupported(f"product shape {acc.shape} is not D's {out_dims}")

@@ -174,7 +174,12 @@ def cudnn_conv(
   out_dtype: np.dtype,
 ):
   """A cuDNN forward convolution call (module docstring): its value (the
-  tuple of its result shape) and (conv_result_scale, side_input_scale)."""
+  tuple of its result shape) and (conv_result_scale, side_input_scale).
+
+  Raises:
+    Unsupported: an activation mode not modelled (`_ACTIVATIONS`), or a
+      plain convForward with more than two operands.
+  """
   config = conv_scales(inst)
   act = _ACTIVATIONS.get(str(config.get("activation_mode", "kNone")))
   if act is None:

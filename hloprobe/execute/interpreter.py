@@ -109,7 +109,14 @@ class Interpreter:
     )
 
   def computation(self, name: str, args: Sequence, scope: Scope):
-    """The value of computation `name` called with `args`."""
+    """The value of computation `name` called with `args` (its root's; an
+    instruction not executed gives MISSING).
+
+    Raises:
+      Unsupported: the module has no computation `name`, or one of its
+        instructions cannot be executed here (the interpreter records
+        most such as not executed instead).
+    """
     comp = self.module.computations.get(name)
     if comp is None:
       raise Unsupported(f"no computation {name}")
@@ -259,7 +266,13 @@ class Interpreter:
     )
 
   def while_loop(self, inst, state):
-    """`while`: the body runs while the condition holds."""
+    """`while`: the body runs while the condition holds; MISSING where
+    either could not run.
+
+    Raises:
+      Unsupported: no condition or body, or more than `_MAX_TRIP_COUNT`
+        iterations.
+    """
     cond, body = inst.attrs.get("condition"), inst.attrs.get("body")
     if not cond or not body:
       raise Unsupported("while without condition or body")

@@ -80,7 +80,11 @@ def reduce_window(
   inst: HloInstruction, operands: list, fast, apply: Callable[[list], object]
 ):
   """`reduce-window` of one operand; MISSING if the reducer could not
-  run."""
+  run.
+
+  Raises:
+    Unsupported: a reduce-window of several operands.
+  """
   if len(operands) != 2:
     raise Unsupported("a reduce-window of several operands")
   x, init = operands

@@ -9,7 +9,13 @@ executor shares no code with JAX:
 
   TF32: 10 explicit mantissa bits, f32 exponent range; 'rna' (ties away
     from zero, PTX cvt.rna.tf32.f32) for XLA's Triton gemms, 'rne' (ties to
-    even) as the model of cuBLAS/cuBLASLt.
+    even) as the model of cuBLAS/cuBLASLt. NVIDIA does not document how
+    cuBLAS rounds f32 to TF32 (CUBLAS_COMPUTE_32F_FAST_TF32 says only that
+    tensor cores may run TF32); 'rne' is TensorFlow's own TF32 simulation
+    (tensorflow PR 127577). The prediction's emulation rounds those sites
+    'rna' (`hloprobe.numerics.rounding`): the two differ on exact ties
+    only (the 13 dropped bits 0x1000), so a made-check and a prediction
+    of one cuBLAS site may differ there.
   BF16: `ml_dtypes.bfloat16` conversion, round to nearest even (XLA's
     `convert`, PTX cvt.rn.bf16.f32).
   F16: `numpy.float16` conversion, round to nearest even.

@@ -97,9 +97,11 @@ def _clamped_starts(x_shape, starts, sizes) -> list[int]:
 def dynamic_slice(x: np.ndarray, starts, sizes) -> np.ndarray:
   """HLO `dynamic-slice`: the block of `x` of shape `sizes` at `starts`
   (one integer per dimension, any dtype of `x`). As XLA's operation
-  semantics say (DynamicSlice), each start is clamped to
-  [0, x.shape[i] - sizes[i]], so the block always lies inside `x`; no
-  error is raised for a start out of range."""
+  semantics say (openxla/xla docs/operation_semantics.md, DynamicSlice:
+  "start_indices[i] = clamp(start_indices[i], 0,
+  operand.dimension_size[i] - size_indices[i])" before slicing), each
+  start is clamped to [0, x.shape[i] - sizes[i]], so the block always lies
+  inside `x`; no error is raised for a start out of range."""
   s = _clamped_starts(x.shape, starts, sizes)
   return x[tuple(slice(a, a + z) for a, z in zip(s, sizes))]
 

@@ -26,7 +26,6 @@ from hloprobe.sites import (
   SiteFate,
   emitter_name,
   fate_summary,
-  site_record,
 )
 
 __all__ = [
@@ -34,13 +33,12 @@ __all__ = [
   "CheckResult",
   "FileChange",
   "GoldenSiteChange",
-  "describe_site_changes",
   "dot_summary",
   "math_summary",
   "unified_diff",
 ]
 
-# What a dot summary keeps of `dot_sites.site_record`: what the compiler
+# What a dot summary keeps of `SiteFate.record`: what the compiler
 # decided, not where the source is or what XLA named its instructions.
 SUMMARY_KEYS = (
   "lhs",
@@ -82,6 +80,35 @@ class GoldenSiteChange:
 
   def __str__(self) -> str:
     return f"{self.config} site {self.site}: {self.words}"
+
+  @classmethod
+  def between(
+    cls, config: str, old_sites: list[dict], new_sites: list[dict]
+  ) -> list[GoldenSiteChange]:
+    """Site-by-site changes between two dot summaries of one config.
+
+    Args:
+      config: the config in words, e.g. "cpu seed_mlp n=1 bfloat16".
+      old_sites, new_sites: the `sites` lists of the golden and candidate
+        `dots.json`, each site a dict with at least "site" (int) and "fate".
+
+    Returns:
+      One `GoldenSiteChange` per site that differs, was added or was
+      removed, in site order.
+    """
+    old = {s.get("site"): s for s in old_sites}
+    new = {s.get("site"): s for s in new_sites}
+    changes = []
+    for index in sorted(set(old) | set(new), key=lambda i: (i is None, i)):
+      if index not in new:
+        words = f"{_headline(old[index])} -> (site gone from the StableHLO)"
+      elif index not in old:
+        words = f"(new site) -> {_headline(new[index])}"
+      else:
+        words = _site_words(old[index], new[index])
+      if words:
+        changes.append(cls(config, index, words))
+    return changes
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -279,37 +306,8 @@ def _site_words(old: dict, new: dict) -> str | None:
   return "; ".join(parts)
 
 
-def describe_site_changes(
-  config: str, old_sites: list[dict], new_sites: list[dict]
-) -> list[GoldenSiteChange]:
-  """Site-by-site changes between two dot summaries of one config.
-
-  Args:
-    config: the config in words, e.g. "cpu seed_mlp n=1 bfloat16".
-    old_sites, new_sites: the `sites` lists of the golden and candidate
-      `dots.json`, each site a dict with at least "site" (int) and "fate".
-
-  Returns:
-    One `GoldenSiteChange` per site that differs, was added or was
-    removed, in site order.
-  """
-  old = {s.get("site"): s for s in old_sites}
-  new = {s.get("site"): s for s in new_sites}
-  changes = []
-  for index in sorted(set(old) | set(new), key=lambda i: (i is None, i)):
-    if index not in new:
-      words = f"{_headline(old[index])} -> (site gone from the StableHLO)"
-    elif index not in old:
-      words = f"(new site) -> {_headline(new[index])}"
-    else:
-      words = _site_words(old[index], new[index])
-    if words:
-      changes.append(GoldenSiteChange(config, index, words))
-  return changes
-
-
 def _site_summary(f: SiteFate, rewritten_by) -> dict:
-  record = site_record(f, rewritten_by)
+  record = f.record(rewritten_by)
   out = {"site": record["index"]} | {k: record[k] for k in SUMMARY_KEYS}
   by = record["rewritten_by"]
   out["pass"] = f"{by['pass']} ({by['pipeline']})" if by else None

@@ -42,7 +42,7 @@ from hloprobe.compile import CASES, is_config_path
 from hloprobe.engine import SweepPlan, SweepSpec, plan_sweep
 from hloprobe.errors import GoldenError
 from hloprobe.golden import format as fmt
-from hloprobe.ir import read_text_file
+from hloprobe.ir import InputFile
 
 __all__ = [
   "MANIFEST",
@@ -152,7 +152,9 @@ def list_golden_files(directory: str) -> list[str]:
 def read_golden_file(directory: str, rel: str) -> str:
   """The text of one file; GoldenError naming it when it cannot be read."""
   path = os.path.join(directory, rel)
-  return read_text_file(path, f"[hloprobe] golden file {path}", GoldenError)
+  return InputFile(
+    path, f"[hloprobe] golden file {path}", GoldenError
+  ).read_text()
 
 
 def _interrupted_update(golden_dir: str) -> str | None:

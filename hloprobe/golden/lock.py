@@ -28,8 +28,8 @@ from collections.abc import Iterator
 
 import filelock
 
-from hloprobe.errors import GoldenError
-from hloprobe.ir import read_file_bytes
+from hloprobe.errors import GoldenError, file_kind
+from hloprobe.ir import InputFile
 
 __all__ = ["clean_leftovers", "golden_lock", "lock_path"]
 
@@ -46,10 +46,10 @@ def lock_path(golden_dir: str) -> str:
 def _holder(path: str) -> str:
   """What the holder wrote into the lock file, e.g. "process 123 since
   2026-12-02 07:00:00"; "another process" when it cannot be read (read
-  as input files are, `ir.read_file_bytes`: a FIFO put in its place is
+  as input files are, `ir.InputFile`: a FIFO put in its place is
   not waited on)."""
   try:
-    data = read_file_bytes(path, path, GoldenError, 4096)
+    data = InputFile(path, path, GoldenError, 4096).read_bytes()
   except GoldenError:
     data = b""
   return data.decode("utf-8", "replace").strip()[:200] or "another process"
@@ -81,7 +81,7 @@ def golden_lock(golden_dir: str, timeout_s: float = 120.0) -> Iterator[None]:
     mode = os.lstat(path).st_mode
     if not stat.S_ISREG(mode):
       raise GoldenError(
-        f"[hloprobe] the golden lock {path} is {_kind(mode)}, not a regular "
+        f"[hloprobe] the golden lock {path} is {file_kind(mode)}, not a regular "
         "file; remove it"
       )
   lock = filelock.FileLock(
@@ -103,21 +103,6 @@ def golden_lock(golden_dir: str, timeout_s: float = 120.0) -> Iterator[None]:
     with contextlib.suppress(FileNotFoundError):
       os.unlink(path)
     lock.release()
-
-
-def _kind(mode: int) -> str:
-  """What a file that is not a regular one is, in words."""
-  for test, words in (
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISLNK, "a symbolic link"),
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-  ):
-    if test(mode):
-      return words
-  return "not a regular file"
 
 
 def clean_leftovers(golden_dir: str) -> list[str]:

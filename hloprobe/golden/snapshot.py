@@ -35,7 +35,7 @@ import os
 import tempfile
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from hloprobe.compile import BASELINE, jax_versions
+from hloprobe.compile import BASELINE, jaxlib_release
 from hloprobe.engine import (
   SweepPlan,
   SweepSpec,
@@ -48,7 +48,7 @@ from hloprobe.golden import format as fmt
 from hloprobe.golden.diff import (
   CheckResult,
   FileChange,
-  describe_site_changes,
+  GoldenSiteChange,
   unified_diff,
 )
 from hloprobe.golden.ending import case_cannot_end
@@ -122,7 +122,8 @@ def take_snapshot(
   Args:
     results: one `ConfigResult` per config (an experiment other than the
       baseline becomes the file name's `-<experiment>` suffix).
-    versions: {"jax": ..., "jaxlib": ...}, e.g. `lowering.jax_versions()`.
+    versions: {"jax": ..., "jaxlib": ...}, e.g.
+      `compile.jaxlib_release().versions`.
     date: header date "YYYY-MM-DD"; today (UTC) when None.
     planned: the configs the sweep planned (`records.Config`), so configs
       that reported nothing are named (`Snapshot.unreported`); None: not
@@ -201,7 +202,7 @@ def _compare(
   diff = unified_diff(old.lines(), new.lines(), rel)
   sites = []
   if old.kind == "dots.json":
-    sites = describe_site_changes(
+    sites = GoldenSiteChange.between(
       old.key.words, old.content["sites"], new.content["sites"]
     )
   return FileChange(rel, diff), sites
@@ -349,7 +350,9 @@ def sweep_snapshot(spec: SweepSpec) -> Snapshot:
   sweep of none, fails a check: `CheckResult.ok`)."""
   spec = plan_sweep(dataclasses.replace(spec, explain_passes=True))
   planned = [p.config for p in spec.configs()]
-  return take_snapshot(run_sweep(spec), jax_versions(), planned=planned)
+  return take_snapshot(
+    run_sweep(spec), jaxlib_release().versions, planned=planned
+  )
 
 
 def golden_check(
@@ -431,7 +434,7 @@ def check_sweep(
     once the comparison is shown).
   """
   if records is not None:
-    snap = take_snapshot(records, jax_versions())
+    snap = take_snapshot(records, jaxlib_release().versions)
   else:
     snap = sweep_snapshot(spec)
   result = check(golden_dir, snap, spec, strict=strict).capped()

@@ -44,6 +44,7 @@ from hloprobe.invariance.runs import RowsRequest, UserInputsRequest
 from hloprobe.runtime import host_device_flag
 
 __all__ = [
+  "case_inputs",
   "invariance_of_sweep",
   "rows_and_kernels",
   "rows_kind",
@@ -173,7 +174,10 @@ def sweep_kernels(
 
 
 def rows_and_kernels(
-  plan: SweepPlan, pool, full_inputs: Callable[[int], tuple], results
+  plan: SweepPlan,
+  pool,
+  full_inputs: Callable[[int], tuple] | None,
+  results,
 ) -> tuple[
   dict[tuple, ConfigRows],
   dict[tuple, tuple[RowKernel, ...]],
@@ -188,7 +192,10 @@ def rows_and_kernels(
   Args:
     plan: the sweep's plan.
     pool: its `sweep.worker_pool`.
-    full_inputs: case index -> that case's full inputs (the sweep's).
+    full_inputs: case index -> that case's full inputs (the sweep's), or
+      None: each case's made once when first needed, a user case's in
+      the worker that loaded it (`case_inputs`; its program never runs in
+      this process).
     results: the sweep's records.
 
   Returns:
@@ -198,6 +205,7 @@ def rows_and_kernels(
     whose kernels could not be read is not in the second (read from its
     fates).
   """
+  full_inputs = full_inputs or case_inputs(plan, pool)
   rows, _ = sweep_rows(plan, pool, full_inputs)
   kernels, _ = sweep_kernels(plan, pool, full_inputs, results)
   model = sweep_models(plan, pool, full_inputs, results, kernels)
@@ -318,6 +326,23 @@ def full_inputs_of(swept: SweptCase, pool, timeout_s: float) -> tuple | None:
   return loader.call(request, "", timeout_s)
 
 
+def case_inputs(plan: SweepPlan, pool) -> Callable[[int], tuple | None]:
+  """case index -> that case's full inputs (`full_inputs_of`, under the
+  plan's case timeout), each made once, when first asked for.
+
+  Raises (from the callable):
+    CaseError, WorkerError: as `full_inputs_of`.
+  """
+  full: dict[int, tuple | None] = {}
+
+  def inputs(i: int) -> tuple | None:
+    if i not in full:
+      full[i] = full_inputs_of(plan.cases[i], pool, plan.case_timeout_s)
+    return full[i]
+
+  return inputs
+
+
 def invariance_of_sweep(
   plan: SweepPlan,
   results,
@@ -333,13 +358,7 @@ def invariance_of_sweep(
   A config whose rows fail to run is judged by its records' row 0 (the
   sweep's own run), and the failure is the answer's note.
   """
-  full = {}
-
-  def inputs(i):
-    if i not in full:
-      full[i] = full_inputs_of(plan.cases[i], pool, plan.case_timeout_s)
-    return full[i]
-
+  inputs = case_inputs(plan, pool)
   rows, failed = sweep_rows(plan, pool, inputs, anchors)
   kernels, model = {}, {}
   if reader is None:

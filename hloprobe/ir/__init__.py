@@ -35,9 +35,8 @@ from hloprobe.ir.precisions import Precision as Precision
 from hloprobe.ir.precisions import as_precision as as_precision
 from hloprobe.ir.ptx import PtxKernel as PtxKernel
 from hloprobe.ir.ptx import parse_ptx as parse_ptx
+from hloprobe.ir.textfile import InputFile as InputFile
 from hloprobe.ir.textfile import path_part as path_part
-from hloprobe.ir.textfile import read_file_bytes as read_file_bytes
-from hloprobe.ir.textfile import read_text_file as read_text_file
 from hloprobe.ir.textfile import umask_mode as umask_mode
 from hloprobe.ir.textfile import write_whole as write_whole
 
@@ -47,6 +46,7 @@ __all__ = [
   "HloComputation",
   "HloInstruction",
   "HloModule",
+  "InputFile",
   "PRECISION_ALIASES",
   "Precision",
   "PtxKernel",
@@ -54,7 +54,6 @@ __all__ = [
   "as_precision",
   "canonical_hlo",
   "canonical_stablehlo",
-  "hlo_dtype_name",
   "is_attention_target",
   "module_signature",
   "parse_hlo_module",
@@ -62,10 +61,8 @@ __all__ = [
   "parse_ptx",
   "parse_stablehlo_dots",
   "path_part",
-  "read_file_bytes",
   "read_proto_file",
   "read_stablehlo_module",
-  "read_text_file",
   "umask_mode",
   "wire_problem",
   "write_whole",
@@ -79,7 +76,6 @@ _LAZY = {
   "parse_precision_config": "stablehlo",
   "parse_stablehlo_dots": "stablehlo",
   "read_stablehlo_module": "stablehlo_module",
-  "hlo_dtype_name": "xla_proto",
   "wire_problem": "proto_wire",
   "module_signature": "xla_proto",
   "read_proto_file": "xla_proto",

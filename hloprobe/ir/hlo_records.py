@@ -98,6 +98,7 @@ class Shape:
 
   @property
   def is_tuple(self) -> bool:
+    """Whether this is a tuple shape (its `elements` hold the parts)."""
     return self.dtype == "tuple"
 
   def __str__(self) -> str:
@@ -119,7 +120,11 @@ def braced_fields(text: str) -> dict[str, str]:
 
 
 def json_value(text: str):
-  """A JSON value printed in HLO text; HloParseError when it is not JSON."""
+  """A JSON value printed in HLO text (a backend_config, a quoted string).
+
+  Raises:
+    HloParseError: `text` is not JSON, or nests too deep to read.
+  """
   try:
     return json.loads(text)
   except (json.JSONDecodeError, RecursionError) as e:
@@ -127,7 +132,15 @@ def json_value(text: str):
 
 
 def hlo_int(text: str, what: str) -> int:
-  """An integer printed in HLO text; HloParseError when it is not one."""
+  """An integer printed in HLO text (at most 18 digits, so an int64).
+
+  Args:
+    text: the printed integer, e.g. "-3".
+    what: what it is, for the error ("parameter number").
+
+  Raises:
+    HloParseError: `text` is not such an integer.
+  """
   if not re.fullmatch(r"\s*-?[0-9]{1,18}\s*", text):
     raise HloParseError(
       f"[hloprobe] bad {what} {text[:60]!r}; expected an integer"
@@ -159,6 +172,11 @@ class HloInstruction:
 
   @property
   def parameter_number(self) -> int | None:
+    """N of a `parameter(N)` instruction; None for any other.
+
+    Raises:
+      HloParseError: N is not an integer (`hlo_int`).
+    """
     if self.opcode != "parameter" or self.literal is None:
       return None
     return hlo_int(self.literal, "parameter number")
@@ -272,16 +290,19 @@ class HloComputation:
   is_entry: bool = False
 
   def by_name(self) -> dict[str, HloInstruction]:
+    """Instruction name (without %) -> its record."""
     return {i.name: i for i in self.instructions}
 
   @property
   def root(self) -> HloInstruction:
+    """The ROOT instruction; the last one where none is marked."""
     for inst in self.instructions:
       if inst.is_root:
         return inst
     return self.instructions[-1]
 
   def parameters(self) -> dict[int, HloInstruction]:
+    """Parameter number -> its `parameter(N)` instruction."""
     return {
       i.parameter_number: i
       for i in self.instructions
@@ -310,6 +331,12 @@ class HloModule:
 
   @property
   def entry(self) -> HloComputation:
+    """The ENTRY computation.
+
+    Raises:
+      KeyError: `entry_name` names no computation (only a record made by
+        hand: `parse_hlo_module` refuses a module without its ENTRY).
+    """
     return self.computations[self.entry_name]
 
   @property
@@ -320,6 +347,8 @@ class HloModule:
     return int(m.group(1)) if m else 1
 
   def all_instructions(self) -> Iterator[tuple[HloComputation, HloInstruction]]:
+    """(computation, instruction) for every instruction of every
+    computation, computations and instructions in printed order."""
     for comp in self.computations.values():
       for inst in comp.instructions:
         yield comp, inst

@@ -108,7 +108,12 @@ def _outside_strings(text: str, start: int = 0):
 
 
 def split_top_level(text: str, sep: str = ",") -> list[str]:
-  """Splits `text` at `sep` outside brackets, braces, parens and strings."""
+  """Splits `text` at `sep` outside brackets, braces, parens and strings,
+  each part stripped: "a, f(b, c), {d}" -> ["a", "f(b, c)", "{d}"].
+
+  Raises:
+    HloParseError: unbalanced brackets or an unterminated string.
+  """
   parts, depth, start = [], 0, 0
   for i, c in _outside_strings(text):
     if c in "([{":

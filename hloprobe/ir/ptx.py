@@ -15,6 +15,14 @@ gemm fusions, loop and input-reduce fusions; tests/ir/testdata/ptx) and on
   wgmma.mma_async...<shape>.<d>.<a>.<b>  sm_90 tensor cores, the same way
   cvt.rna.tf32.f32 before a tf32 mma  operands rounded to nearest, ties
       away from zero (without it the mma truncates the f32 mantissa)
+  cvt.f32.bf16 beside cvt.rn.bf16.f32 and a bf16 mma  f32 operands split
+      into bf16 parts (XLA's Triton emitter `SplitF32`: each part is the
+      remainder cast to bf16, cast back to f32 and subtracted), so the
+      kernel runs several bf16 passes; their count is not in the static
+      opcodes (`PtxKernel.splits_f32_operands`). Seen in the seed's
+      BF16_BF16_F32_X3 gemm kernels for the a100 (0.10.2 and 0.12.0.1:
+      cvt.f32.bf16 x6 and x12), absent from its BF16_BF16_F32 ones
+      (tests/testdata/compiles/preset_seed_a100_n2_BF16_BF16_F32{,_X3})
   no mma, mul on bf16 or f16  products rounded to 16 bits: BF16_PRODUCTS_F32
       (no preset), BF16_PRODUCTS_BF16 where the sums are 16-bit adds too
       (`add.rn.bf16`); the same for f16
@@ -94,6 +102,9 @@ class PtxKernel:
     evidence: a short account of why, for reports.
     tf32_rounding: for TF32 kernels, "rna" when `cvt.rna.tf32.f32` rounds
       the operands first, "truncate" when it does not; else None.
+    bf16_widenings: how many `cvt.f32.bf16` (bf16 back to f32) the kernel
+      holds: with a bf16 mma, the mark of f32 operands split into parts
+      (`splits_f32_operands`).
   """
 
   name: str
@@ -102,6 +113,22 @@ class PtxKernel:
   algorithm: str | None
   evidence: str
   tf32_rounding: str | None
+  bf16_widenings: int = 0
+
+  @property
+  def splits_f32_operands(self) -> bool:
+    """Whether the kernel splits f32 operands into bf16 parts for several
+    bf16 mma passes (module docstring: one bf16 mma flavour, f32 -> bf16
+    conversions and `cvt.f32.bf16` back)."""
+    ops = dict(self.instructions)
+    kinds = {t for t in map(_mma_types, ops) if t is not None}
+    narrowed = any(op.startswith("cvt.rn.bf16") for op in ops)
+    return (
+      len(kinds) == 1
+      and kinds.pop()[1] == "bf16"
+      and narrowed
+      and self.bf16_widenings > 0
+    )
 
   def algorithm_for(self, operand_dtype: str) -> tuple[str | None, str]:
     """The algorithm this kernel runs for a dot whose operands are
@@ -236,6 +263,7 @@ def parse_ptx(text: str) -> list[PtxKernel]:
         algorithm=algorithm,
         evidence=evidence,
         tf32_rounding=rounding,
+        bf16_widenings=all_counts.get("cvt.f32.bf16", 0),
       )
     )
   return kernels
@@ -334,12 +362,22 @@ def for_operands(
   are F32_F32_F32; of bf16/f16 operands (converted to f32, so the products
   are exact) BF16_BF16_F32 / F16_F16_F32, unless 16-bit multiplies
   appear: then `_sixteen_bit` names the products' and sums' rounding
-  (module docstring); f64 operands need f64 products.
+  (module docstring); f64 operands need f64 products. f32 operands that
+  the kernel splits into bf16 parts (`PtxKernel.splits_f32_operands`) keep
+  the mma's one-pass preset, and the evidence says that the pass count is
+  not read: the caller names the passes (a declared _X3/_X6 preset) or
+  none (`sites.effective`).
 
   Returns:
     (preset name or None, evidence text).
   """
   products = _products(dict(kernel.instructions))
+  if operand_dtype == "f32" and kernel.splits_f32_operands:
+    return kernel.algorithm, (
+      f"{kernel.evidence}; f32 operands split into bf16 parts "
+      f"(cvt.f32.bf16 x{kernel.bf16_widenings}: XLA's SplitF32): several "
+      "passes, their count not read from the PTX"
+    )
   if not products or any(
     op.startswith(("mma", "wgmma")) for op, _ in kernel.instructions
   ):

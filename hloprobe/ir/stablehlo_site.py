@@ -152,7 +152,17 @@ class StableHloDot:
 
 
 def tensor_type(t: ir.Type, what: str) -> TensorType:
-  """`t` (a static-shaped ranked tensor type) in HLO spelling."""
+  """`t` (a static-shaped ranked tensor type) in HLO spelling, e.g.
+  tensor<48x2xf32> -> TensorType("f32", (48, 2)).
+
+  Args:
+    t: an MLIR type.
+    what: which operand or result it is, for the error ("lhs").
+
+  Raises:
+    HloParseError: `t` is not a static-shaped ranked tensor, or its
+      element type has no HLO name (`MLIR_TO_HLO_DTYPE`).
+  """
   ranked = cast_or_none(ir.RankedTensorType, t)
   if ranked is None or not ranked.has_static_shape:
     raise HloParseError(

@@ -2,7 +2,7 @@
 the mode files hloprobe writes get.
 
 Every file hloprobe reads as input (a target config, an experiments file,
-a golden folder's files and MANIFEST.json) goes through `read_text_file`,
+a golden folder's files and MANIFEST.json) goes through `InputFile`,
 so a FIFO never blocks, `/dev/zero` is never read without end and a huge
 file is refused before it is read.
 
@@ -12,6 +12,7 @@ Private in intent: use the package, `hloprobe.ir`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import secrets
@@ -19,13 +20,12 @@ import stat
 from collections.abc import Callable
 from typing import BinaryIO
 
-from hloprobe.errors import HloprobeError
+from hloprobe.errors import HloprobeError, file_kind
 
 __all__ = [
   "MAX_INPUT_BYTES",
+  "InputFile",
   "path_part",
-  "read_file_bytes",
-  "read_text_file",
   "umask_mode",
   "write_whole",
 ]
@@ -51,91 +51,72 @@ def path_part(name: str) -> str:
   return part
 
 
-def _kind(mode: int) -> str:
-  for test, name in (
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISSOCK, "a socket"),
-  ):
-    if test(mode):
-      return name
-  return "not a plain file"
+@dataclasses.dataclass(frozen=True)
+class InputFile:
+  """A file hloprobe reads as input, and how its messages name it.
 
+  Both reads open the file without blocking and check it on its
+  descriptor, so a FIFO or device is refused, never read, and at most
+  `max_bytes` + 1 bytes are read.
 
-def read_text_file(
-  path: str,
-  what: str,
-  error: type[HloprobeError],
-  max_bytes: int = MAX_INPUT_BYTES,
-) -> str:
-  """The UTF-8 text of a regular file of at most `max_bytes` bytes.
-
-  The file is opened without blocking and checked on its descriptor, so a
-  FIFO or device is refused, never read.
-
-  Args:
+  Attributes:
     path: the file.
     what: how messages name it, e.g. "--experiments_file='x.txt'".
-    error: the HloprobeError subclass raised (InvalidArgumentError, TargetError, ...).
-    max_bytes: the size limit in bytes.
-
-  Raises:
-    error: cannot open it; not a regular file; larger than `max_bytes`;
-      not UTF-8 text. One line, naming `what`.
-  """
-  data = read_file_bytes(path, what, error, max_bytes)
-  try:
-    return data.decode("utf-8")
-  except UnicodeDecodeError as e:
-    raise error(
-      f"{what}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})"
-    ) from None
-
-
-def read_file_bytes(
-  path: str,
-  what: str,
-  error: type[HloprobeError],
-  max_bytes: int = MAX_INPUT_BYTES,
-  limit_for: str = "input files",
-) -> bytes:
-  """The bytes of a regular file of at most `max_bytes` bytes.
-
-  The file is opened without blocking and checked on its descriptor, so a
-  FIFO or device is refused, never read, and at most `max_bytes` + 1
-  bytes are read.
-
-  Args:
-    path: the file.
-    what: how messages name it.
-    error: the HloprobeError subclass raised.
+    error: the HloprobeError subclass raised (InvalidArgumentError,
+      TargetError, ...).
     max_bytes: the size limit in bytes.
     limit_for: what the limit is for, in the message ("module files").
-
-  Raises:
-    error: cannot open it; not a regular file; larger than `max_bytes`.
-      One line, naming `what`.
   """
-  try:
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-  except OSError as e:
-    raise error(f"{what}: cannot read it ({e.strerror})") from None
-  mode = os.fstat(fd).st_mode
-  if not stat.S_ISREG(mode):
-    os.close(fd)
-    raise error(
-      f"{what}: {_kind(mode)}, not a regular file; hloprobe reads input "
-      "only from regular files"
-    )
-  with os.fdopen(fd, "rb") as f:
-    data = f.read(max_bytes + 1)
-  if len(data) > max_bytes:
-    raise error(
-      f"{what}: larger than the {max_bytes}-byte limit for {limit_for}"
-    )
-  return data
+
+  path: str
+  what: str
+  error: type[HloprobeError]
+  max_bytes: int = MAX_INPUT_BYTES
+  limit_for: str = "input files"
+
+  def read_bytes(self) -> bytes:
+    """The bytes of the file, a regular file of at most `max_bytes` bytes.
+
+    Raises:
+      error: cannot open it; not a regular file; larger than `max_bytes`.
+        One line, naming `what`.
+    """
+    what, error = self.what, self.error
+    try:
+      fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as e:
+      raise error(f"{what}: cannot read it ({e.strerror})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+      os.close(fd)
+      raise error(
+        f"{what}: {file_kind(mode)}, not a regular file; hloprobe reads input "
+        "only from regular files"
+      )
+    with os.fdopen(fd, "rb") as f:
+      data = f.read(self.max_bytes + 1)
+    if len(data) > self.max_bytes:
+      raise error(
+        f"{what}: larger than the {self.max_bytes}-byte limit for "
+        f"{self.limit_for}"
+      )
+    return data
+
+  def read_text(self) -> str:
+    """The UTF-8 text of the file (`read_bytes`, decoded).
+
+    Raises:
+      error: what `read_bytes` raises; not UTF-8 text. One line, naming
+        `what`.
+    """
+    data = self.read_bytes()
+    try:
+      return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+      raise self.error(
+        f"{self.what}: not UTF-8 text (byte 0x{data[e.start]:02x} at "
+        f"offset {e.start})"
+      ) from None
 
 
 def umask_mode(mode: int = 0o666) -> int:

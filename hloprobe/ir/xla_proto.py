@@ -43,7 +43,8 @@ Private in intent: use the package, `hloprobe.ir`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import ml_dtypes
 import numpy as np
@@ -51,6 +52,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
 
 __all__ = [
+  "ModuleSignature",
   "ProtoFile",
   "hlo_dtype_name",
   "literal_from_array",
@@ -450,15 +452,43 @@ def snapshot_bytes(
   return snap.SerializeToString()
 
 
-def module_signature(
-  module_proto: bytes,
-) -> tuple[str, tuple[tuple[tuple[int, ...], str], ...]]:
+class ModuleSignature(NamedTuple):
+  """An HloModuleProto's name and entry parameters (`module_signature`).
+
+  Attributes:
+    name: the module's name.
+    parameters: each entry parameter (dims, HLO dtype name), in order.
+  """
+
+  name: str
+  parameters: tuple[tuple[tuple[int, ...], str], ...]
+
+  def check_arguments(self, arguments: Sequence[np.ndarray]) -> None:
+    """A snapshot's arguments against the parameters.
+
+    Raises:
+      ValueError: another count, shape or dtype (the first that differs),
+        e.g. "the snapshot's argument 0 is f32[2, 3], its parameter
+        f32[3, 2]".
+    """
+    if len(arguments) != len(self.parameters):
+      raise ValueError(
+        f"the snapshot has {len(arguments)} arguments for "
+        f"{len(self.parameters)} parameters"
+      )
+    for i, (a, (dims, dtype)) in enumerate(zip(arguments, self.parameters)):
+      got = (tuple(a.shape), hlo_dtype_name(a.dtype))
+      if got != (dims, dtype):
+        raise ValueError(
+          f"the snapshot's argument {i} is {got[1]}{list(got[0])}, "
+          f"its parameter {dtype}{list(dims)}"
+        )
+
+
+def module_signature(module_proto: bytes) -> ModuleSignature:
   """An HloModuleProto's name and entry parameters, from its
   `host_program_shape` (the entry computation's layout, which
   HloModule::ToProto writes).
-
-  Returns:
-    (name, parameters): each parameter (dims, HLO dtype name), in order.
 
   Raises:
     ValueError: not a module proto; a parameter that is a tuple or of a
@@ -477,7 +507,7 @@ def module_signature(
         f"(PrimitiveType {shape.element_type})"
       )
     parameters.append((tuple(int(d) for d in shape.dimensions), name))
-  return module.name, tuple(parameters)
+  return ModuleSignature(module.name, tuple(parameters))
 
 
 def hlo_dtype_name(dtype: np.dtype) -> str | None:

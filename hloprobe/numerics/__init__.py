@@ -1,7 +1,7 @@
 """Numbers: errors, ULPs, noise floor and verdicts, and prediction.
 
 The stage's interface is the names below (`__all__`): error statistics
-against float64 (`error_stats`, `ErrorStats`), the float64 reference
+against float64 (`ErrorStats.of`, the noise rule `NoiseFloor.admits`), the float64 reference
 (`References`), the emulator (`make_emulator`, `emulate_case`) and the
 prediction (`Predictor`, `Prediction`). Import them from here; the
 modules behind them are private in intent:
@@ -11,6 +11,7 @@ modules behind them are private in intent:
   kept             caches of whole arrays within a byte budget
   integers         integer leaves: exact comparison, overflow, verdict
   rows             every row judged: the worst batch element of a leaf
+  row_proof        rows proven independent from a case's jaxpr
   bands            the analytic error band of a site
   rounding         float formats by rounding
   emulate_dot      one dot_general under an algorithm
@@ -43,9 +44,7 @@ from __future__ import annotations
 from hloprobe.numerics.accuracy import NOISE_FACTOR as NOISE_FACTOR
 from hloprobe.numerics.accuracy import ErrorStats as ErrorStats
 from hloprobe.numerics.accuracy import NoiseFloor as NoiseFloor
-from hloprobe.numerics.accuracy import error_stats as error_stats
 from hloprobe.numerics.accuracy import ulp_distance as ulp_distance
-from hloprobe.numerics.accuracy import within_noise as within_noise
 from hloprobe.numerics.kernel_sites import KernelRows as KernelRows
 from hloprobe.numerics.kernel_sites import (
   kernel_model_run as kernel_model_run,
@@ -78,10 +77,8 @@ __all__ = [
   "Verdict",
   "VerdictKind",
   "WorstRow",
-  "error_stats",
   "kernel_model_run",
   "module_made_notes",
   "site_model",
   "ulp_distance",
-  "within_noise",
 ]

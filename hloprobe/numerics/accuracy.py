@@ -39,7 +39,6 @@ __all__ = [
   "abs_diff",
   "dtype_name",
   "element0",
-  "error_stats",
   "headline_leaf",
   "judge",
   "largest_abs",
@@ -47,7 +46,6 @@ __all__ = [
   "output_ulp",
   "row_maxima",
   "ulp_distance",
-  "within_noise",
 ]
 
 
@@ -139,63 +137,67 @@ class ErrorStats:
     default=None, compare=False, repr=False
   )
 
+  @classmethod
+  def of(
+    cls,
+    got: np.ndarray,
+    ref: np.ndarray,
+    axis: int | None = 0,
+    leaf: str = "",
+  ) -> ErrorStats:
+    """Compares an output leaf with the float64 reference at the same size.
 
-def error_stats(
-  got: np.ndarray, ref: np.ndarray, axis: int | None = 0, leaf: str = ""
-) -> ErrorStats:
-  """Compares an output leaf with the float64 reference at the same size.
+    Args:
+      got: the output leaf, any shape, any float, integer, bool or complex
+        dtype (complex: real and imaginary parts compared side by side, as
+        a last axis of 2; bool: exactly, as 0 and 1).
+      ref: the float64 reference, same shape (for an integer leaf, the
+        exact integer result: int64, or float64 holding integers).
+      axis: the leaf's batch axis (None: not batched; row 0 is all of it).
+      leaf: the leaf's name, kept in the result.
 
-  Args:
-    got: the output leaf, any shape, any float, integer, bool or complex
-      dtype (complex: real and imaginary parts compared side by side, as
-      a last axis of 2; bool: exactly, as 0 and 1).
-    ref: the float64 reference, same shape (for an integer leaf, the
-      exact integer result: int64, or float64 holding integers).
-    axis: the leaf's batch axis (None: not batched; row 0 is all of it).
-    leaf: the leaf's name, kept in the result.
-
-  Raises:
-    ValueError: the shapes differ.
-  """
-  got = np.asarray(got)
-  values = element0(got, axis if got.ndim and got.size else None)
-  elements = int(got.size)
-  if np.iscomplexobj(got) or np.iscomplexobj(ref):
-    # Real and imaginary parts side by side on a new last axis: both are
-    # compared (in ULPs of the part's float type), never one dropped.
-    got, ref = parts(got), parts(ref)
-    axis = axis - 1 if axis is not None and axis < 0 else axis
-  ref64 = np.asarray(ref, np.float64)
-  if np.shape(got) != ref64.shape:
-    raise ValueError(
-      f"output shape {np.shape(got)} != reference shape {ref64.shape}"
+    Raises:
+      ValueError: the shapes differ.
+    """
+    got = np.asarray(got)
+    values = element0(got, axis if got.ndim and got.size else None)
+    elements = int(got.size)
+    if np.iscomplexobj(got) or np.iscomplexobj(ref):
+      # Real and imaginary parts side by side on a new last axis: both are
+      # compared (in ULPs of the part's float type), never one dropped.
+      got, ref = parts(got), parts(ref)
+      axis = axis - 1 if axis is not None and axis < 0 else axis
+    ref64 = np.asarray(ref, np.float64)
+    if np.shape(got) != ref64.shape:
+      raise ValueError(
+        f"output shape {np.shape(got)} != reference shape {ref64.shape}"
+      )
+    if ref64.ndim == 0 or ref64.size == 0:
+      axis = None
+    # One float64 temporary of the leaf's size, made in place (the leaf's
+    # bytes times 8 / itemsize): issue 27 item 18.
+    diff = abs_diff(got, ref64)
+    scale = largest_abs(ref64)
+    max_abs = float(np.max(diff)) if diff.size else 0.0
+    row, row_ref = element0(got, axis), element0(ref64, axis)
+    first, first_ref = float(np.ravel(row)[0]), float(np.ravel(row_ref)[0])
+    dtype = float_dtype(got.dtype)
+    counts = integer_counts(got, ref) if is_integer(got.dtype) else {}
+    return cls(
+      row0=first,
+      row0_ref=first_ref,
+      row0_abs=float(np.max(element0(diff, axis))),
+      max_abs=max_abs,
+      max_rel=max_abs / scale if scale > 0 else max_abs,
+      row0_ulp=None if dtype is None else ulp_distance(row, row_ref, dtype),
+      leaf=leaf,
+      axis=axis,
+      row0_values=_kept(values),  # complex stays complex
+      row0_size=int(np.size(values)),
+      elements=elements,
+      row_abs=row_maxima(diff, axis),
+      **counts,
     )
-  if ref64.ndim == 0 or ref64.size == 0:
-    axis = None
-  # One float64 temporary of the leaf's size, made in place (the leaf's
-  # bytes times 8 / itemsize): issue 27 item 18.
-  diff = abs_diff(got, ref64)
-  scale = largest_abs(ref64)
-  max_abs = float(np.max(diff)) if diff.size else 0.0
-  row, row_ref = element0(got, axis), element0(ref64, axis)
-  first, first_ref = float(np.ravel(row)[0]), float(np.ravel(row_ref)[0])
-  dtype = float_dtype(got.dtype)
-  counts = integer_counts(got, ref) if is_integer(got.dtype) else {}
-  return ErrorStats(
-    row0=first,
-    row0_ref=first_ref,
-    row0_abs=float(np.max(element0(diff, axis))),
-    max_abs=max_abs,
-    max_rel=max_abs / scale if scale > 0 else max_abs,
-    row0_ulp=None if dtype is None else ulp_distance(row, row_ref, dtype),
-    leaf=leaf,
-    axis=axis,
-    row0_values=_kept(values),  # complex stays complex
-    row0_size=int(np.size(values)),
-    elements=elements,
-    row_abs=row_maxima(diff, axis),
-    **counts,
-  )
 
 
 def largest_abs(x: np.ndarray) -> float:
@@ -269,27 +271,26 @@ class NoiseFloor:
     default=None, compare=False, repr=False
   )
 
+  def admits(self, stats: ErrorStats) -> bool:
+    """The noise-floor rule: row 0's error counts as f32 noise.
 
-def within_noise(stats: ErrorStats, noise: NoiseFloor) -> bool:
-  """The noise-floor rule: row 0's error counts as f32 noise.
-
-  True when stats.row0_abs <= NOISE_FACTOR x noise.row0_abs (both in the
-  output's units) and the error is finite: an f32 run that overflows to
-  inf where float64 stays finite has an infinite error and, its f32
-  orders overflowing too, an infinite floor; that is never noise. The one
-  statement of the rule: verdicts, predictions' severity and `verify`'s
-  "accurate" all use it.
-  """
-  return math.isfinite(stats.row0_abs) and (
-    stats.row0_abs <= NOISE_FACTOR * noise.row0_abs
-  )
+    True when stats.row0_abs <= NOISE_FACTOR x row0_abs (both in the
+    output's units) and the error is finite: an f32 run that overflows to
+    inf where float64 stays finite has an infinite error and, its f32
+    orders overflowing too, an infinite floor; that is never noise. The one
+    statement of the rule: verdicts, predictions' severity and `verify`'s
+    "accurate" all use it.
+    """
+    return math.isfinite(stats.row0_abs) and (
+      stats.row0_abs <= NOISE_FACTOR * self.row0_abs
+    )
 
 
 def noise_multiple(stats: ErrorStats, noise: NoiseFloor) -> float:
   """How many allowed noise floors row 0's error is (dimensionless).
 
   stats.row0_abs / (NOISE_FACTOR x noise.row0_abs), above 1 exactly when
-  not `within_noise` (also where the division rounds to 1); 0 for an exact
+  not `NoiseFloor.admits` (also where the division rounds to 1); 0 for an exact
   row 0 (also over a zero floor), inf for an inexact row 0 over a zero
   floor and for an infinite error. Ranks output leaves by severity.
   """
@@ -299,7 +300,7 @@ def noise_multiple(stats: ErrorStats, noise: NoiseFloor) -> float:
   if floor == 0 or math.isinf(stats.row0_abs):
     return math.inf
   ratio = stats.row0_abs / floor
-  if within_noise(stats, noise):
+  if noise.admits(stats):
     return ratio
   return max(ratio, math.nextafter(1.0, math.inf))
 
@@ -384,7 +385,7 @@ def judge(
     return integer_judgement(judged, output_dtype)
   if judged.row0_abs == 0 and judged.max_abs == 0:
     return Verdict(VerdictKind.EXACT, dtype, judged.leaf)
-  if within_noise(judged, noise):
+  if noise.admits(judged):
     return Verdict(VerdictKind.WITHIN_NOISE, dtype, judged.leaf)
   groups = algorithm_groups(site_algorithms)
   if (

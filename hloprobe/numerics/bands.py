@@ -46,6 +46,9 @@ __all__ = [
 OPERAND_UNIT = {
   "F32_F32_F32": 0.0,
   "TF32_TF32_F32": 2.0**-11,
+  # TF32 operands truncated (a TF32 mma with no cvt.rna.tf32.f32,
+  # `emulate_dot.TF32_TRUNCATED`): a whole unit of the 10-bit mantissa.
+  "TF32_TRUNCATED_F32": 2.0**-10,
   "TF32_TF32_F32_X3": 2.0**-22,
   "BF16_BF16_F32": 2.0**-8,
   "BF16_BF16_F32_X3": 2.0**-16,

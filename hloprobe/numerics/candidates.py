@@ -16,7 +16,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 
 from hloprobe.numerics import accuracy
-from hloprobe.numerics.emulate_dot import EMULATED_ALGORITHMS
+from hloprobe.numerics.emulate_dot import EMULATED_ALGORITHMS, TF32_TRUNCATED
 from hloprobe.numerics.emulate_fp8 import (
   FP8_FAST_ACCUM_ALGORITHM,
   jaxpr_algorithm,
@@ -145,11 +145,19 @@ def chosen_algorithms(
   An integer dot (`EXACT_INTEGER`) is F32 here too, with no note: the
   emulator computes integer dots exactly, whatever their algorithm
   (`evaluator.Evaluator._dot`).
+
+  A TF32_TF32_F32 site whose kernel's TF32 mma has no `cvt.rna.tf32.f32`
+  (`SiteFate.ptx_tf32_rounding` "truncate") is emulated as
+  `emulate_dot.TF32_TRUNCATED` (operands truncated, band unit 2^-10), not
+  rounded to nearest (review finding 12); the name says so in the
+  prediction's site algorithms.
   """
   chosen, unknown = [], []
   for f in fates:
     alg = f.effective_algorithm
-    if jaxpr_algorithm(alg) in EMULATED_ALGORITHMS:
+    if alg == TF32 and f.ptx_tf32_rounding == "truncate":
+      chosen.append(TF32_TRUNCATED)
+    elif jaxpr_algorithm(alg) in EMULATED_ALGORITHMS:
       chosen.append(jaxpr_algorithm(alg))
     elif alg == EXACT_INTEGER:
       chosen.append(F32)

@@ -235,7 +235,11 @@ def make_emulator(
     site_algorithms: one algorithm name per site, in site order, or one name
       for every site.
     order: summation order of the emulated dots (`SUMMATION_ORDERS`).
-    tf32_rounding: 'rna' (XLA's Triton GEMMs) or 'rne' (cuBLAS model).
+    tf32_rounding: 'rna' (XLA's Triton GEMMs; the prediction rounds
+      cuBLAS TF32 sites so too, where the numpy executor's model is 'rne':
+      `rounding`'s docstring names both sources), 'rne' (cuBLAS model) or
+      'rz' (truncation; a truncating site is named `TF32_TRUNCATED_F32`
+      instead, so that one emulation holds both kinds of sites).
 
   Raises:
     EmulationError: an unsupported primitive holds a dot, or the number of

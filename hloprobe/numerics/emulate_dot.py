@@ -18,11 +18,15 @@ Memory (issue 37): every order holds a bounded multiple of its output,
 never a product per (M, K, N) element: "sequential" and "blocked" one or
 two sums of the output's shape, "pairwise" one chunk of products (at most
 `_PAIRWISE_CHUNK_ELEMENTS`, or one term per output) and log2(K) + 1 sums.
-Nor do a program's sites add up: a fixed order's operands pass an
-optimization barrier, and its initial zeros are made after its operands
-(`_zeros`), so that XLA:CPU makes each site's copies and sums when the
-site runs, not all at the program's start; a program's temporaries are
-about its largest site's, whatever its depth.
+Nor do a program's sites add up: a fixed order's operands, and a split
+algorithm's in every order (XLA's too), pass an optimization barrier, and
+a fixed order's initial zeros are made after its operands (`_zeros`), so
+that XLA:CPU makes each site's copies, parts and sums when the site runs,
+not all at the program's start; a program's temporaries are about its
+largest site's, whatever its depth (a 12-layer GPT-2's BF16_BF16_F32_X6
+in XLA's order: 26 MiB, as at one layer). A single-pass algorithm in
+XLA's order passes no barrier: it makes no copy of a weight beyond its
+rounding, and a barrier would stop XLA folding a transpose into the dot.
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
@@ -47,6 +51,7 @@ __all__ = [
   "SUMMATION_ORDERS",
   "SWITCHABLE",
   "Switched",
+  "TF32_TRUNCATED",
   "emulated_dot_general",
 ]
 
@@ -123,11 +128,24 @@ _SIXTEEN_BIT = {
   "BF16_BF16_BF16": ("bf16", False, True),
   "F16_F16_F16": ("f16", False, True),
 }
+# A TF32 mma fed f32 registers with no `cvt.rna.tf32.f32` before it (the
+# PTX reader's tf32_rounding "truncate", `ir.ptx.classify_instructions`):
+# the tensor core ignores each operand's low 13 bits (MMA-Sim, the tf32
+# operand read; `kernel_model`), so the operands are truncated toward zero
+# (`rounding` 'rz'), f32 sums. No DotAlgorithmPreset names it: the
+# prediction emulates a site so read at this name (`candidates.
+# chosen_algorithms`), whose band has truncation's unit (`bands`).
+TF32_TRUNCATED = "TF32_TRUNCATED_F32"
 EMULATED_ALGORITHMS = (
-  _SINGLE_PASS + tuple(_SPLITS) + tuple(_SIXTEEN_BIT) + ("F64_F64_F64",)
+  _SINGLE_PASS
+  + (TF32_TRUNCATED,)
+  + tuple(_SPLITS)
+  + tuple(_SIXTEEN_BIT)
+  + ("F64_F64_F64",)
 )
-# The algorithms a `Switched` site may choose among at run time.
-SWITCHABLE = _SINGLE_PASS
+# The algorithms a `Switched` site may choose among at run time: those
+# that round each operand once.
+SWITCHABLE = (*_SINGLE_PASS, TF32_TRUNCATED)
 
 
 def emulated_dot_general(
@@ -149,13 +167,14 @@ def emulated_dot_general(
     algorithm: a name from `EMULATED_ALGORITHMS`, or a `Switched` choice
       among single-pass ones made at run time. F32_F32_F32: f32 operands
       and sums (the CPU dot at HIGHEST). TF32_TF32_F32, BF16_BF16_F32,
-      F16_F16_F32: operands rounded, f32 sums. The _X3/_X6/_X9 splits: see
+      F16_F16_F32: operands rounded, f32 sums. TF32_TRUNCATED_F32:
+      operands truncated to TF32 whatever `tf32_rounding` (`TF32_TRUNCATED`). The _X3/_X6/_X9 splits: see
       `_SPLITS`. 16-bit products or sums: see `_SIXTEEN_BIT` (the CPU's own
       dot cannot round them, so "xla" order sums them pairwise).
       F64_F64_F64: f64 throughout; needs `jax.enable_x64`.
     order: f32 summation order, one of `SUMMATION_ORDERS`.
-    tf32_rounding: 'rna' (XLA's Triton GEMMs) or 'rne' (the cuBLAS model);
-      see `rounding`.
+    tf32_rounding: 'rna' (XLA's Triton GEMMs), 'rne' (the cuBLAS model)
+      or 'rz'; see `rounding`.
 
   Returns:
     The result in the accumulation type (f32, or f64 for F64_F64_F64), of
@@ -181,20 +200,27 @@ def emulated_dot_general(
         f"[hloprobe] cannot emulate a dot of {x.dtype} operands; dot "
         "algorithms apply to real floating operands (e.g. f32)"
       )
-  if order != "xla":
+  # (A `Switched` choice is one rounding of each operand: no split, and
+  # not hashable, its index being traced.)
+  split = isinstance(algorithm, str) and algorithm in _SPLITS
+  if order != "xla" or split:
     # A fixed order's own ops (roundings, splits, pads) wait for both
     # operands. Else XLA:CPU may make every site's weight-side copies at
     # the program's start, each live until its site, so that memory grows
     # with depth (issue 37: 1 GB of temporaries for a 4-layer GPT-2), and
     # may fuse the ops that made an operand into its padding, where their
-    # bits can differ from those XLA's order gives the same ops.
+    # bits can differ from those XLA's order gives the same ops. A split's
+    # parts in XLA's order likewise (each site's parts of its weight: a
+    # 12-layer GPT-2's X6 held 1 GB of them from the start); the dots then
+    # read parts, never the operands, so no transpose folding is lost
+    # (the same bits: emulate_orders_test, the golden check).
     lhs, rhs = lax.optimization_barrier((lhs, rhs))
   contract = _CONTRACTIONS[order]
   if isinstance(algorithm, Switched):
     casts = [_operand_rounding(a, tf32_rounding) for a in algorithm.names]
     cast = lambda x: lax.switch(algorithm.index, casts, x)
     return contract(cast(lhs), cast(rhs), dimension_numbers)
-  if algorithm in _SINGLE_PASS:
+  if algorithm in SWITCHABLE:
     cast = _operand_rounding(algorithm, tf32_rounding)
     return contract(cast(lhs), cast(rhs), dimension_numbers)
   if algorithm in _SPLITS:
@@ -240,6 +266,8 @@ class Switched:
 
 def _operand_rounding(algorithm: str, tf32_rounding: str) -> Callable:
   """The operand conversion of a single-pass algorithm; f32 out."""
+  if algorithm == TF32_TRUNCATED:
+    return lambda x: rounding.round_to_tf32(x, "rz")
   return {
     "f32": lambda x: x.astype(jnp.float32),
     "tf32": lambda x: rounding.round_to_tf32(x, tf32_rounding),

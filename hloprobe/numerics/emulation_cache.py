@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Sequence
 import jax
 import numpy as np
 
-from hloprobe.compile import Case, enable_x64
+from hloprobe.compile import Case
 from hloprobe.errors import EmulationError, InvalidArgumentError
 from hloprobe.numerics import attention_band, emulate, emulate_attention
 from hloprobe.numerics.kept import KEPT_BYTES, Kept
@@ -110,7 +110,7 @@ def emulate_together(
   more emulators are compiled in parts of that many, so that memory does
   not grow with the program's depth times the emulators (the outputs are
   the same bits).
-  F64_F64_F64 keys need the call inside `compat.enable_x64()`.
+  F64_F64_F64 keys need the call inside `_x64_if(True)`.
 
   Args:
     fn: the case's function.
@@ -202,7 +202,17 @@ def _emulate_inline(fn, keys, args_at, scales_at):
 
 
 def _x64_if(x64: bool):
-  return enable_x64() if x64 else contextlib.nullcontext()
+  """A context with 64-bit types enabled where `x64`: `jax.enable_x64(True)`
+  (jax 0.10.2, 0.12.0.1), or `jax.experimental.enable_x64()` where jax has
+  no `jax.enable_x64` (jax 0.4.38); else, or where neither exists, none."""
+  if x64 and hasattr(jax, "enable_x64"):
+    return jax.enable_x64(True)
+  if x64:
+    from jax import experimental
+
+    if hasattr(experimental, "enable_x64"):
+      return experimental.enable_x64()
+  return contextlib.nullcontext()
 
 
 class EmulationCache:

@@ -23,7 +23,6 @@ import jax
 from jax import lax
 
 from hloprobe.compile import JAXPR_API as jex
-from hloprobe.compile import scan_counts
 from hloprobe.errors import EmulationError
 from hloprobe.numerics.emulate_attention import (
   ATTENTION_PRIMITIVES,
@@ -106,7 +105,7 @@ class Evaluator:
     algorithms: one algorithm name per site (`EMULATED_ALGORITHMS`), in
       site order.
     order: f32 summation order of every emulated dot (`SUMMATION_ORDERS`).
-    rounding: f32 -> TF32 rounding mode ('rna' or 'rne').
+    rounding: f32 -> TF32 rounding mode ('rna', 'rne' or 'rz').
   """
 
   def __init__(self, algorithms: tuple, order: str, rounding: str):
@@ -300,7 +299,7 @@ class Evaluator:
     )
 
   def _scan(self, p, ins, plans):
-    nc, nk = scan_counts(p)
+    nc, nk = jex.scan_counts(p)
     self.scan_copies.append(tuple((s.base, s.base + s.size) for s in plans))
     if len({self.algorithms[s.base : s.base + s.size] for s in plans}) > 1:
       raise EmulationError(

@@ -16,7 +16,7 @@ with jax's DCE rules (jax/_src/interpreters/pxla.py `_dce_jaxpr` with the
 rules in `pe.dce_rules`); `_Planner` applies the same rules: call-like
 primitives, `cond` and `scan` are pruned inside; a `while` is pruned inside
 where the installed jax has a rule for it (jax 0.12.0.1:
-`compat.while_has_dce_rule`), else (jax 0.10.2) kept whole or dropped. A `scan` with `unroll` > 1 is written into StableHLO
+`private_api.while_has_dce_rule`), else (jax 0.10.2) kept whole or dropped. A `scan` with `unroll` > 1 is written into StableHLO
 several times (`_scan_copies`), and each copy gets its own sites.
 
 Not covered: dots that exist only in a primitive's lowering (some linear
@@ -35,8 +35,8 @@ from collections.abc import Callable, Sequence
 
 import jax
 
+from hloprobe import private_api
 from hloprobe.compile import JAXPR_API as jex
-from hloprobe.compile import scan_counts, while_has_dce_rule
 from hloprobe.errors import EmulationError
 
 __all__ = [
@@ -130,7 +130,7 @@ def _scan_copies(length: int, unroll: int) -> int:
   """How often jax's scan lowering writes the body into StableHLO.
 
   jax/_src/lax/control_flow/loops.py `_scan_impl` (jax 0.10.2 and
-  0.12.0.1; the scan's inputs through `compat.scan_counts`): a while
+  0.12.0.1; the scan's inputs through `JAXPR_API.scan_counts`): a while
   loop of `unroll` copies when it runs at least twice, plus the remainder
   iterations written out after it.
   """
@@ -160,7 +160,7 @@ class _Planner:
   def __init__(self):
     self.sites: list[JaxprSite] = []
     self._liveness_cache: dict = {}
-    self.while_dce = while_has_dce_rule()
+    self.while_dce = private_api.while_has_dce_rule()
 
   def plan(self, jaxpr, used_outputs, dce: bool, path: str) -> SitePlan:
     live, eqn_used, _ = self._liveness(jaxpr, tuple(used_outputs), dce)
@@ -308,7 +308,7 @@ class _Planner:
   def _scan_liveness(self, eqn, outs):
     """jax's `_scan_dce_rule` fixpoint: (used body outputs, used inputs)."""
     p = eqn.params
-    body, (nc, nk) = p["jaxpr"].jaxpr, scan_counts(p)
+    body, (nc, nk) = p["jaxpr"].jaxpr, jex.scan_counts(p)
     carry, ys = list(outs[:nk]), list(outs[nk:])
     for _ in range(1 + nk):
       used_in = list(self._liveness(body, tuple(carry + ys), True)[2])

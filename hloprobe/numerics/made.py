@@ -492,7 +492,7 @@ def _ratio(found: tuple[str, float, float]) -> float:
 def _leaf_stats(outputs, ref, refs) -> list:
   """Every leaf's errors, made at the effective algorithms."""
   return [
-    accuracy.error_stats(got, want, axis, name)
+    accuracy.ErrorStats.of(got, want, axis, name)
     for got, want, axis, name in zip(outputs, ref, refs.axes, refs.names)
   ]
 

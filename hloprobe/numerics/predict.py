@@ -35,6 +35,7 @@ from hloprobe.numerics import (
   emulation_cache,
   floor_check,
   reference,
+  row_proof,
   rows,
   site_notes,
 )
@@ -182,9 +183,10 @@ class Predictor:
     sizes: the sweep's batch sizes in the order it visits them, for the
       cache's guess at the next sizes (`emulation_cache`); () for none. The
       predictions are the same either way.
-    all_rows: judge every row (--all_rows); else a rows_independent
-      batch case above `rows.ALL_ROWS_UP_TO` rows has its noise floor
-      emulated and its rows judged at `rows.judged_rows` only.
+    all_rows: judge every row (--all_rows); else a batch case above
+      `rows.ALL_ROWS_UP_TO` rows whose rows are independent (declared
+      `rows_independent`, or proven from its jaxpr: `row_proof`) has its
+      noise floor emulated and its rows judged at `rows.judged_rows` only.
   """
 
   def __init__(
@@ -204,11 +206,31 @@ class Predictor:
       and full_inputs is not None
       and case.swept_size is None
     )
+    self._case, self._full = case, full_inputs
+    # Judged rows may be gathered (declared, or `row_proof`): made when a
+    # size above `rows.ALL_ROWS_UP_TO` first asks (True/False), or the
+    # reason they may not be.
+    self._subset: bool | None = None if not all_rows else False
+    self.subset_why: str | None = None
+
+  def _judge_subset(self) -> bool:
+    """A batch case's judged rows may be computed on their inputs
+    gathered: it declares `rows_independent` (checked by `references`),
+    or its jaxpr proves it (`row_proof.proof`, once; else every row is
+    judged, and `subset_why` says why)."""
+    if self._subset is None:
+      case, full = self._case, self._full
+      self._subset = self._gather
+      if not self._gather and full is not None and case.swept_size is None:
+        args = case.inputs_for(full, min(2, case.full_size(full)))
+        self.subset_why = row_proof.proof(case, args, self._refs.axes)
+        self._subset = self.subset_why is None
+    return self._subset
 
   def _judged(self, n: int, first_pass) -> tuple[int, ...] | None:
     """The rows to judge at size n (`rows.judged_rows`), from each leaf's
     first-pass errors; None: every row."""
-    if not self._gather or n <= rows.ALL_ROWS_UP_TO:
+    if n <= rows.ALL_ROWS_UP_TO or not self._judge_subset():
       return None
     return rows.judged_rows(
       n,
@@ -291,7 +313,7 @@ class Predictor:
 
   def _leaf_stats(self, n: int, algorithms) -> tuple[accuracy.ErrorStats, ...]:
     return tuple(
-      accuracy.error_stats(out, ref, axis, name)
+      accuracy.ErrorStats.of(out, ref, axis, name)
       for out, ref, axis, name in zip(
         self._emulate(n, algorithms),
         self._refs.at(n),
@@ -373,7 +395,7 @@ class Predictor:
     leaf = accuracy.headline_leaf(self._refs.axes, self._refs.dtypes)
     with stage("attribution"):
       shares = ()
-      if not accuracy.within_noise(judged[leaf], noise[leaf]):
+      if not noise[leaf].admits(judged[leaf]):
         shares = self._shares(n, chosen, leaf)
       bands = self._bands(n, fates, chosen)
       mismatch = self._cache.attention_notes(self._refs.largest)
@@ -477,7 +499,7 @@ class Predictor:
       (size, a, o)
       for a in fixed
       for o in _FIXED_ORDERS
-      if not (self._gather and n > rows.ALL_ROWS_UP_TO)
+      if not (n > rows.ALL_ROWS_UP_TO and self._judge_subset())
     ]
     if self._gather and chosen != f32:
       keys += [((0,), chosen, o) for o in _FIXED_ORDERS]
@@ -592,7 +614,7 @@ class Predictor:
       fates,
       emulated,
       dtype,
-      accuracy.within_noise(stats, noise),
+      noise.admits(stats),
       observed=observed is not None,
       named_elsewhere=elsewhere,
     )

@@ -48,7 +48,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hloprobe.compile import Case, leaf_names
+from hloprobe.compile import Case
 from hloprobe.errors import CaseError
 from hloprobe.numerics import accuracy, executed
 from hloprobe.numerics.emulate_attention import (
@@ -73,6 +73,7 @@ __all__ = [
   "References",
   "executed_reference",
   "float64_reference",
+  "leaf_names",
 ]
 
 # `References.source` where the numpy executor computed every float leaf.
@@ -175,6 +176,15 @@ class _Widened(Evaluator):
     return outs if eqn.primitive.multiple_results else [outs]
 
 
+def leaf_names(tree) -> tuple[str, ...]:
+  """The name of each leaf of an output pytree, e.g. ("[0]", "['loss']").
+
+  A single array is "" (nothing to name).
+  """
+  paths = jax.tree_util.tree_flatten_with_path(tree)[0]
+  return tuple(jax.tree_util.keystr(p) for p, _ in paths)
+
+
 def float64_reference(case: Case, args: tuple) -> tuple[np.ndarray, ...]:
   """Every output leaf of `case.fn(*args)` in float64 by XLA:CPU.
 
@@ -275,7 +285,7 @@ class References:
     sizes: the sizes swept.
 
   Attributes:
-    names: each output leaf's name (`case_model.leaf_names`).
+    names: each output leaf's name (`leaf_names`).
     dtypes: each output leaf's dtype, e.g. "float32", "bfloat16".
     axes: each output leaf's batch axis, or None (`Case.output_axes`).
     headline: the index of the leaf the case's rows are about, fixed per

@@ -21,7 +21,15 @@ Which hardware path rounds how (checked on jaxlib 0.10.2):
     NVIDIA does not document how these kernels round f32 to TF32; 'rne' is
     the model TensorFlow's own TF32 simulation uses (tensorflow PR 127577).
     The two modes differ only on exact ties (the 13 dropped bits are
-    0x1000).
+    0x1000). The prediction emulates cuBLAS TF32 sites 'rna' (one rounding
+    per emulation, `emulate.make_emulator`), the made-check's executor
+    'rne' (`hloprobe.execute`'s blas): neither is NVIDIA's word, and they
+    differ on those ties only.
+  TF32, 'rz' (toward zero, truncation): a TF32 `mma` fed f32 registers with
+    no `cvt.rna.tf32.f32` before it (`ir.ptx` records
+    tf32_rounding="truncate"): the tensor core ignores the low 13 bits of
+    each f32 operand (MMA-Sim, microsoft/MMA-Sim `mmasim` 2.1.1, the tf32
+    operand read; see `kernel_model`). Its unit is 2^-10, not 2^-11.
   BF16, 'rne' only: an HLO `convert` to bf16 (the `BF16_BF16_F32` algorithm
     and the parts of the split algorithms, see `split_bf16`) rounds to
     nearest even, on CPU and GPU (PTX `cvt.rn.bf16.f32`).
@@ -47,8 +55,9 @@ __all__ = [
 ]
 
 # Rounding modes by name: 'rna' ties away from zero (PTX cvt.rna), 'rne'
-# ties to even (IEEE roundTiesToEven, PTX cvt.rn).
-ROUNDING_MODES = ("rna", "rne")
+# ties to even (IEEE roundTiesToEven, PTX cvt.rn), 'rz' toward zero (IEEE
+# roundTowardZero, PTX cvt.rz: the dropped bits cleared).
+ROUNDING_MODES = ("rna", "rne", "rz")
 _F32_MANTISSA_BITS = 23
 TF32_MANTISSA_BITS = 10
 BF16_MANTISSA_BITS = 7
@@ -63,7 +72,7 @@ def round_mantissa(x, keep_bits: int, mode: str = "rne") -> jnp.ndarray:
   Args:
     x: array of any shape; converted to f32 first (exact from bf16 and f16).
     keep_bits: explicit mantissa bits kept, 1 to 22 (10 for TF32, 7 for BF16).
-    mode: 'rna' or 'rne' (see `ROUNDING_MODES`).
+    mode: 'rna', 'rne' or 'rz' (see `ROUNDING_MODES`).
 
   Returns:
     f32 array of the shape of `x`.
@@ -83,11 +92,12 @@ def round_mantissa(x, keep_bits: int, mode: str = "rne") -> jnp.ndarray:
   half = jnp.uint32(1 << (drop - 1))
   if mode == "rna":
     bits = bits + half
-  else:
+  elif mode == "rne":
     lsb = lax.shift_right_logical(bits, jnp.uint32(drop)) & jnp.uint32(1)
     bits = bits + (half - jnp.uint32(1)) + lsb
   # Finite inputs stay below 0xFF800000 after the add, so nothing wraps; a
   # carry into the exponent is the correct rounding (up to inf at the top).
+  # 'rz' adds nothing: the dropped bits are only cleared.
   bits = bits & jnp.uint32((0xFFFFFFFF << drop) & 0xFFFFFFFF)
   return jnp.where(
     jnp.isfinite(x), lax.bitcast_convert_type(bits, jnp.float32), x
@@ -100,7 +110,11 @@ def round_to_tf32(x, mode: str = "rna") -> jnp.ndarray:
   Args:
     x: array of any shape, converted to f32 first.
     mode: 'rna' for XLA's Triton GEMMs (default), 'rne' as the model of
-      cuBLAS (see the module docstring).
+      cuBLAS, 'rz' for a TF32 mma with no `cvt.rna.tf32.f32` (see the
+      module docstring).
+
+  Raises:
+    InvalidArgumentError: an unknown `mode`.
   """
   return round_mantissa(x, TF32_MANTISSA_BITS, mode)
 

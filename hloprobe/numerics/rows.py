@@ -4,7 +4,7 @@ Row 0 is the seed's view (`accuracy.ErrorStats`): batch element 0, whose
 value should not depend on n. An error elsewhere in the batch (a kernel
 that treats some rows differently, a miscompile of some rows) leaves row 0
 alone, so every row is judged here with the rule row 0 is judged by
-(`accuracy.within_noise`), each against its own floor:
+(`NoiseFloor.admits`), each against its own floor:
 
   e_r   max |got - ref| over batch element r (`ErrorStats.row_abs`), the
         float64 reference `ref` as for row 0;
@@ -32,8 +32,11 @@ leaf without a batch axis is not judged by rows: its row 0 is all of it.
 Which rows are judged (issue 37: compute only what is judged). Every row
 where the batch is small (n <= `ALL_ROWS_UP_TO`), where the case's rows
 depend on each other (its floor is one emulation of the whole batch
-anyway), and under --all_rows. Otherwise, for a case that declares
-`rows_independent`, the rows `judged_rows` picks: row 0, `SAMPLE_ROWS`
+anyway), and under --all_rows. Otherwise, for a case whose rows are
+independent (it declares `rows_independent`, checked on the float64
+reference, or `row_proof` proves it from the jaxpr: each value's batch
+axis followed through the primitives; a primitive not followed means
+every row), the rows `judged_rows` picks: row 0, `SAMPLE_ROWS`
 rows spread evenly over the batch, and each leaf's `WORST_ROWS` rows of
 largest error found by a cheap first pass (e_r against the float64
 reference, which is computed for every row anyway: the observed run's

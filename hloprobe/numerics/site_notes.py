@@ -16,6 +16,8 @@ no site escapes the report:
     not the target, left no gemm to honour the preset);
   * sites whose algorithm is unknown or ambiguous (emulated as F32), and
     optimized precision configs that contradict the StableHLO;
+  * TF32 sites whose kernel truncates the operands (no cvt.rna.tf32.f32:
+    `candidates.chosen_algorithms` emulates them as TF32_TRUNCATED_F32);
   * cuBLAS / cuBLASLt and cuDNN conv sites where TF32 is allowed, not
     required (`SiteFate.tf32_optional`): without a run, that row 0 assumes
     TF32 there and cuBLAS (or cuDNN) may keep some in f32 (ambiguous); with
@@ -36,6 +38,7 @@ from __future__ import annotations
 from hloprobe.ir import ALGORITHMS
 from hloprobe.numerics.accuracy import describe_algorithms, dtype_name
 from hloprobe.numerics.bands import F32_UNIT, OPERAND_UNIT
+from hloprobe.numerics.emulate_dot import TF32_TRUNCATED
 from hloprobe.numerics.emulate_fp8 import (
   FP8_FAST_ACCUM_ALGORITHM,
   jaxpr_algorithm,
@@ -245,9 +248,17 @@ def annotate(
     _below(fates, chosen, verdict, output_dtype, hidden, named_elsewhere),
     _tf32_optional(fates, chosen, observed),
   ]
+  truncated = [i for i, a in enumerate(chosen) if a == TF32_TRUNCATED]
+  if truncated:  # review finding 12: not rounded to nearest
+    notes.append(
+      f"sites {truncated}: {TF32} kernels with no cvt.rna.tf32.f32 (TF32 "
+      f"operands truncated), emulated as {TF32_TRUNCATED}"
+    )
   for f in fates:
     i, alg = f.site.index, f.effective_algorithm
-    if f.fate == Fate.AMBIGUOUS:
+    if chosen[i] == TF32_TRUNCATED:
+      pass  # noted above
+    elif f.fate == Fate.AMBIGUOUS:
       notes.append(f"site {i} ambiguous, emulated as F32")
     elif alg == EXACT_INTEGER:
       pass  # computed exactly by the emulator, as on the target

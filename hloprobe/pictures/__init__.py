@@ -7,8 +7,9 @@ Each module takes the sweep's records (`records.ConfigResult`) and
 command layer (`hloprobe.commands`) does.
 
 The stage's interface is the names below (`__all__`), what the command
-layer uses: `Outputs` (the files asked for), `check_extras`, `html_page`,
-`write_files` (returning the line saying what it wrote), and Model
+layer uses: `Outputs` (the files asked for, which checks them before a
+sweep, makes the HTML page and writes them, returning the line saying
+what it wrote: `check`, `page`, `write`), and Model
 Explorer's `pick_configs` (`hloprobe view`'s configs, whose `open`
 serves those configs alone);
 `html_table`, the sweep table alone as an HTML fragment (sortable,
@@ -30,17 +31,11 @@ from __future__ import annotations
 from hloprobe.pictures.explorer_view import pick_configs as pick_configs
 from hloprobe.pictures.html_report import html_table as html_table
 from hloprobe.pictures.outputs import Outputs as Outputs
-from hloprobe.pictures.outputs import check_extras as check_extras
-from hloprobe.pictures.outputs import html_page as html_page
-from hloprobe.pictures.outputs import write_files as write_files
 from hloprobe.pictures.severity import beyond_band as beyond_band
 
 __all__ = [
   "Outputs",
   "beyond_band",
-  "check_extras",
-  "html_page",
   "html_table",
   "pick_configs",
-  "write_files",
 ]

@@ -119,7 +119,11 @@ class _MathWords(str):
 
 def import_explorer():
   """Model Explorer's package, its MLIR adapter and node-data builder
-  modules, or one clear error."""
+  modules, or one clear error.
+
+  Raises:
+    HloprobeError: Model Explorer is not installed (says how to install).
+  """
   try:
     import model_explorer
     from model_explorer import builtin_mlir_adapter, node_data_builder

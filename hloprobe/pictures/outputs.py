@@ -15,9 +15,10 @@ import os
 from collections.abc import Sequence
 
 from hloprobe import invariance
+from hloprobe.engine import SweepPlan
 from hloprobe.errors import HloprobeError, InvalidArgumentError, write_or_fail
 from hloprobe.pictures import html_report, model_explorer, plot
-from hloprobe.report import Answer, atomic_write, write_outputs
+from hloprobe.report import OUTPUT_FORMS, Answer, atomic_write, write_outputs
 from hloprobe.runtime import HostCpu
 
 __all__ = [
@@ -50,8 +51,8 @@ class Outputs:
     model_explorer: --model_explorer, a folder, or None.
     plot_shared_y: --plot_shared_y: one error axis for every panel of the
       plot (--plot, the HTML page's); False: each panel its own.
-    shard: a `--shard` run's "shard" entry for results.json
-      (`report.shard_json`), or None.
+    shard: a `--shard` run's plan (`engine.SweepPlan` with its `shard`),
+      whose "shard" entry results.json carries, or None.
     plan: the sweep's plan words for results.json (`SweepPlan.words`:
       what `explain --results` reads), or None.
     answer: `explain`'s answer (`report.Answer`: the findings and the
@@ -68,7 +69,7 @@ class Outputs:
   plot: str | None = None
   model_explorer: str | None = None
   plot_shared_y: bool = True
-  shard: dict | None = None
+  shard: SweepPlan | None = None
   plan: dict | None = None
   answer: Answer | None = None
 
@@ -76,6 +77,43 @@ class Outputs:
   def needs_explanations(self) -> bool:
     """The HTML page, report.html in --output_dir and --plot explain."""
     return bool(self.fmt == "html" or self.output_dir or self.plot)
+
+  def check(self) -> None:
+    """Checks --columns and the extras --plot and --model_explorer need,
+    before anything is swept.
+
+    Raises:
+      InvalidArgumentError: an unknown column (`OUTPUT_FORMS.columns`), or
+        a missing extra (names the pip words to install).
+    """
+    if self.columns is not None:
+      OUTPUT_FORMS.check_columns(self.columns)
+    check_extras(bool(self.plot), bool(self.model_explorer))
+
+  def page(
+    self, results: Sequence, explanations: Sequence, versions: dict[str, str]
+  ) -> str:
+    """The HTML page of `results` (`html_page`), its plot's panels sharing
+    one error axis as --plot_shared_y says, opening with `answer` when
+    there is one."""
+    return html_page(
+      results, explanations, versions, self.plot_shared_y, self.answer
+    )
+
+  def write(
+    self,
+    results: Sequence,
+    why: Sequence,
+    versions: dict[str, str],
+    cpu: HostCpu,
+  ) -> str | None:
+    """Writes the files asked for (`write_files`); returns the line saying
+    what was written, or None when nothing was asked.
+
+    Raises:
+      HloprobeError: "cannot write ...", for the first that fails.
+    """
+    return write_files(results, why, versions, cpu, self)
 
 
 def missing_extras(plot: bool, explorer: bool) -> list[str]:

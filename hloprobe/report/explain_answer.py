@@ -91,6 +91,11 @@ class Answer:
   invariance: tuple = ()
   pins: tuple = ()
 
+  def cause_lines(self, title: str) -> list[str]:
+    """`title`, then one line per cause of the findings, numbered, worst
+    first (`cause_lines`); [] when there is no finding."""
+    return cause_lines(self.findings, title)
+
 
 def _where(f: Finding) -> str:
   """E.g. "seed_mlp on a100 (compile only), n = 2-9, under bfloat16 and
@@ -336,6 +341,13 @@ def _target_line(e: TargetExplanation, causes: Sequence[Cause]) -> str:
   return f"  {head}: {n} cause{'s' if n > 1 else ''}: {'; '.join(words)}"
 
 
+# `explain --only=invariance`'s last line: what it did not compute.
+BITS_ONLY_LAST = (
+  "Bits only (--only=invariance): no float64 reference, prediction or "
+  "accuracy answer; explain without --only adds them."
+)
+
+
 def render_answered(
   explanations: Sequence[TargetExplanation],
   answer: Answer,
@@ -343,6 +355,7 @@ def render_answered(
   host=None,
   verbose: bool = False,
   fmt: str = "table",
+  bits_only: bool = False,
 ) -> str:
   """`explain`'s text: the answer first and last.
 
@@ -357,10 +370,21 @@ def render_answered(
   computed the numbers) with the answer under "answer" (`answer_json`),
   as strict JSON (`results_schema.dumps_json`: non-finite floats as
   null); `width` and `verbose` do not apply.
+
+  With `bits_only` (`explain --only=invariance`: no accuracy numerics),
+  the bitwise answer alone (`invariance.first_lines`: every group, the
+  kernels per n, the pins) and a last line saying what was left out; its
+  JSON is the same document, with no explanation and no finding.
   """
   if fmt == "json":
     doc = explanation_json(explanations, host)
     return dumps_json({**doc, "answer": answer_json(answer)})
+  if bits_only:
+    lines = invariance.first_lines(answer.invariance, answer.pins) or [
+      "No batch-invariance answer: no (case, target, precision) swept two "
+      "batch sizes or more."
+    ]
+    return "\n".join([*lines, "", BITS_ONLY_LAST])
   ordered = _order(explanations, answer.findings)
   # The bitwise answer opens the output when nothing is at fault; with a
   # finding, after its Answer and Do lines (issue 39: the first three

@@ -63,7 +63,7 @@ def write_outputs(
   output_dir: str,
   versions: dict[str, str],
   host=None,
-  shard: dict | None = None,
+  shard=None,
   invariance: dict | None = None,
   plan: dict | None = None,
 ) -> list[str]:
@@ -71,9 +71,9 @@ def write_outputs(
   kernel a site's algorithm was read from (`ptx/<kernel>.ptx`, named in
   results.json's "ptx_files") and `results.json`.
 
-  `versions`, `host`, a shard's `shard` entry, explain's `invariance`
-  answer and the sweep's `plan` words go into results.json (see
-  `results_json`).
+  `versions`, `host`, a `--shard` run's plan (`shard`: its "shard"
+  entry), explain's `invariance` answer and the sweep's `plan` words go
+  into results.json (see `results_json`).
 
   Returns the paths written. Each file is written atomically.
   """

@@ -133,8 +133,10 @@ element 0, as in `accuracy.ErrorStats`):
                                 "beyond_abs": float, "judged": [int] |
                                 null (the rows judged, ascending: row 0,
                                 a sample and a first pass's worst rows
-                                of a rows_independent case above 64
-                                rows; null: every row, as under
+                                of a case above 64 rows whose rows are
+                                independent: declared rows_independent
+                                or proven from its jaxpr (`numerics.
+                                row_proof`); null: every row, as under
                                 --all_rows; added in version 3 without a
                                 bump), "judged_words": str (the same in
                                 words), "words": str}
@@ -214,7 +216,7 @@ from hloprobe.report.verdict_words import (
   prediction_words,
   row_words,
 )
-from hloprobe.sites import fate_summary, site_record
+from hloprobe.sites import fate_summary
 
 __all__ = [
   "SCHEMA_FILE",
@@ -226,6 +228,7 @@ __all__ = [
   "ptx_files",
   "results_json",
   "schema_document",
+  "shard_json",
 ]
 
 SCHEMA_VERSION = 3
@@ -421,9 +424,7 @@ def config_json(r: ConfigResult) -> dict:
     "error": f and f.error,
     "stage": f and f.stage,
     "fate_summary": fate_summary(list(fates)) if fates else None,
-    "dot_sites": [
-      site_record(x, (passes or {}).get(x.site.index)) for x in fates
-    ],
+    "dot_sites": [x.record((passes or {}).get(x.site.index)) for x in fates],
     "passes_explained": passes is not None,
     "passes_error": comp and comp.passes_error,
     "numerics": _numerics_json(run),
@@ -444,11 +445,25 @@ def config_json(r: ConfigResult) -> dict:
   }
 
 
+def shard_json(plan) -> dict:
+  """results.json's "shard" entry of a `--shard` run's plan
+  (`sweep.SweepPlan` with its `shard`): the shard's index and count, the
+  plan's fingerprint and words, each of the shard's configs' index in the
+  whole plan (see `SCHEMA`)."""
+  return {
+    "index": plan.shard.index,
+    "count": plan.shard.count,
+    "fingerprint": plan.fingerprint(),
+    "plan": plan.words(),
+    "configs": list(plan.shard_indices()),
+  }
+
+
 def results_json(
   results: list[ConfigResult],
   versions: dict[str, str],
   host=None,
-  shard: dict | None = None,
+  shard=None,
   invariance: dict | None = None,
   plan: dict | None = None,
 ) -> dict:
@@ -458,7 +473,8 @@ def results_json(
     results: the sweep's records.
     versions: {"jax": ..., "jaxlib": ...}.
     host: the `host.HostCpu` the numbers were computed on, or None.
-    shard: a shard's "shard" entry (`report.shards.shard_json`), or None:
+    shard: a `--shard` run's plan (`sweep.SweepPlan` with its `shard`),
+      whose "shard" entry the document carries (`shard_json`), or None:
       an unsharded or merged sweep's document has none.
     invariance: explain's batch-invariance answer
       (`invariance.invariance_json`), or None: none asked.
@@ -476,7 +492,7 @@ def results_json(
     "configs": [config_json(r) for r in results],
   }
   if shard is not None:
-    doc["shard"] = shard
+    doc["shard"] = shard_json(shard)
   elif plan is not None:
     doc["plan"] = plan
   if invariance is not None:

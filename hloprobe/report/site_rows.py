@@ -21,6 +21,11 @@ __all__ = ["SITE_HEADERS", "effective_cell", "num", "site_rows"]
 
 
 def num(value, fmt: str) -> str:
+  """`value` formatted by `fmt` (e.g. ".1e"), or "n/a" for None.
+
+  Raises:
+    ValueError, TypeError: `fmt` does not apply to `value` (as `format`).
+  """
   return "n/a" if value is None else format(value, fmt)
 
 
@@ -72,6 +77,9 @@ def _unrewritten(site) -> str:
 
 
 def site_rows(r: ConfigResult) -> list[list[str]]:
+  """The site table's rows of one config: one row of `SITE_HEADERS`'
+  cells (str) per dot site, in site order; [] for a config whose compile
+  failed (no `Compilation`)."""
   rows = []
   c, comp = r.config, r.compilation
   passes = comp.passes if comp else None

@@ -18,7 +18,7 @@ import os
 import shutil
 
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.ir import path_part, read_text_file
+from hloprobe.ir import InputFile, path_part
 from hloprobe.report import files
 
 __all__ = ["Progress", "start_stream", "stream_results"]
@@ -110,7 +110,7 @@ def _old_config_dirs(output_dir: str) -> list[str]:
   if not os.path.lexists(path):
     return []
   try:
-    text = read_text_file(path, "results.json", InvalidArgumentError)
+    text = InputFile(path, "results.json", InvalidArgumentError).read_text()
     configs = json.loads(text)["configs"]
     dirs = []
     for c in configs:

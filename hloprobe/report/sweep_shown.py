@@ -62,7 +62,7 @@ def sweep_text(
     timings: --timings: the stage seconds (`timings.render_timings`) last.
     notes: the cases' notes ("<case>: <note>"), after the site table;
       none with html.
-    page: with fmt "html", the HTML page (`pictures.html_page`) printed
+    page: with fmt "html", the HTML page (`pictures.Outputs.page`) printed
       instead of the table.
 
   Raises:

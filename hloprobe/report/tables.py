@@ -38,7 +38,6 @@ __all__ = [
   "TABLE_COLUMNS",
   "TERMINAL_WIDTH",
   "cells",
-  "check_columns",
   "render",
   "render_sites",
   "table",
@@ -112,6 +111,21 @@ class OutputForms:
   default_columns: tuple[str, ...]
   terminal_width: int
   results_stream: str
+
+  def check_columns(self, columns: Sequence[str]) -> tuple[str, ...]:
+    """`columns` as a tuple, each a key of `columns`.
+
+    Raises:
+      InvalidArgumentError: an unknown or empty column name.
+    """
+    known = [key for key, _ in self.columns]
+    bad = [c for c in columns if c not in known]
+    if bad or not columns:
+      raise InvalidArgumentError(
+        f"unknown --columns {', '.join(bad) or '(none)'}; choose from "
+        f"{', '.join(known)}"
+      )
+    return tuple(columns)
 
 
 OUTPUT_FORMS = OutputForms(
@@ -228,22 +242,6 @@ def _algorithm_summary(fates) -> str:
   return ", ".join(f"{name} x{n}" for name, n in counts.items()) or "n/a"
 
 
-def check_columns(columns: Sequence[str]) -> tuple[str, ...]:
-  """`columns` as a tuple, each a key of `TABLE_COLUMNS`.
-
-  Raises:
-    InvalidArgumentError: an unknown or empty column name.
-  """
-  known = [key for key, _ in TABLE_COLUMNS]
-  bad = [c for c in columns if c not in known]
-  if bad or not columns:
-    raise InvalidArgumentError(
-      f"unknown --columns {', '.join(bad) or '(none)'}; choose from "
-      f"{', '.join(known)}"
-    )
-  return tuple(columns)
-
-
 def render(
   results: list[ConfigResult],
   fmt: str,
@@ -281,7 +279,7 @@ def render(
   if columns is None:
     headers, rows = cells(results)
     return table(rows, headers, fmt) + _notes_text(results)
-  keep = [_COLUMN_INDEX[c] for c in check_columns(columns)]
+  keep = [_COLUMN_INDEX[c] for c in OUTPUT_FORMS.check_columns(columns)]
   return table(
     [[row[i] for i in keep] for row in rows],
     [_TABLE_HEADERS[i] for i in keep],

@@ -14,7 +14,7 @@ Its modules:
   record_file  a record's file: JSON and numpy bytes, never a pickle
   caches    `clear_caches`: every per-process memo emptied
   timing    `Stopwatch`: exclusive wall seconds per stage
-  host      `host_cpu`: the CPU and the ISA XLA compiles for
+  host      `HostCpu.of`: the CPU and the ISA XLA compiles for
 
 `clear_caches` empties every per-process memo of the library.
 
@@ -27,7 +27,6 @@ face) before it loads JAX, so an interrupted start ends at once.
 from __future__ import annotations
 
 from hloprobe.runtime.host import HostCpu as HostCpu
-from hloprobe.runtime.host import host_cpu as host_cpu
 from hloprobe.runtime.host import usable_cores as usable_cores
 from hloprobe.runtime.pool import WorkerPool as WorkerPool
 from hloprobe.runtime.pool import (
@@ -42,7 +41,7 @@ from hloprobe.runtime.timing import Stopwatch as Stopwatch
 from hloprobe.runtime.worker_error import WorkerError as WorkerError
 
 __all__ = [
-  "DEFAULT_MAX_MB",
+  "CaseKey",
   "HostCpu",
   "RayPool",
   "RecordCache",
@@ -52,12 +51,8 @@ __all__ = [
   "Warn",
   "WorkerError",
   "WorkerPool",
-  "case_fingerprint",
   "check_environment_xla_flags",
-  "config_key",
-  "default_cache_dir",
   "dump_record",
-  "host_cpu",
   "host_device_flag",
   "import_ray",
   "load_record",
@@ -68,12 +63,9 @@ __all__ = [
 ]
 
 _CACHE_NAMES = (
-  "DEFAULT_MAX_MB",
   "RecordCache",
   "Warn",
-  "case_fingerprint",
-  "config_key",
-  "default_cache_dir",
+  "CaseKey",
   "log_warning",
   "source_hash",
 )

@@ -3,7 +3,7 @@
 A warm rerun of a sweep reads each config's finished record (parsed
 sites, fates, effective algorithms, observed and predicted numerics)
 instead of compiling, parsing and emulating again. A record is stored
-under a key that hashes everything it depends on (`config_key`): the
+under a key that hashes everything it depends on (`CaseKey.config_key`): the
 jax/jaxlib versions, hloprobe's own source, the case (its name, batch
 cut, the jaxpr of its function and its constants, the bytes of its
 inputs), the target (its whole definition, config text included), the
@@ -44,7 +44,7 @@ miss with a warning, and is rewritten. The pickles of earlier releases
 
 The folder is bounded: `RecordCache.evict` removes the least recently used
 entries (a hit sets an entry's mtime to now) until the rest fit in a size
-limit (`--cache_max_mb`, default `DEFAULT_MAX_MB`), and the `records/xx/`
+limit (`--cache_max_mb`, default `RecordCache.DEFAULT_MAX_MB`), and the `records/xx/`
 folders left empty; the command line calls it after each command that
 sweeps. Several hloprobe processes may share the folder: an entry that
 vanishes while it is read, refreshed or evicted is a miss, never an error,
@@ -73,7 +73,7 @@ import platformdirs
 
 from hloprobe.compile import Case, Target
 from hloprobe.errors import HloprobeError
-from hloprobe.ir import read_file_bytes, write_whole
+from hloprobe.ir import InputFile, write_whole
 from hloprobe.runtime import host
 from hloprobe.runtime.record_file import (
   RecordFileError,
@@ -83,13 +83,10 @@ from hloprobe.runtime.record_file import (
 from hloprobe.runtime.relocate import Roots, relative, resolved
 
 __all__ = [
-  "DEFAULT_MAX_MB",
   "Warn",
   "CacheUsage",
   "RecordCache",
-  "case_fingerprint",
-  "config_key",
-  "default_cache_dir",
+  "CaseKey",
   "source_hash",
 ]
 
@@ -97,9 +94,6 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Bumped when the layout of entries changes.
 _FORMAT = 2
 _ENV_PREFIXES = ("XLA_", "JAX_", "CUDA", "TF_", "NVIDIA_")
-# The default bound of records/, in MiB: an entry is 30-40 KiB (seed_mlp,
-# one config), so about 60000 configs.
-DEFAULT_MAX_MB = 2048
 _ENTRY = ".record"
 # Entries of format 1 (pickles): never read, counted and evicted.
 _ENTRIES = (_ENTRY, ".pkl")
@@ -128,13 +122,6 @@ def log_warning(line: str) -> None:
   logging.warning("%s", line)
 
 
-def default_cache_dir() -> str:
-  """The user's cache folder for hloprobe (`platformdirs.user_cache_dir`):
-  on Linux $XDG_CACHE_HOME/hloprobe, else ~/.cache/hloprobe; on macOS
-  ~/Library/Caches/hloprobe."""
-  return platformdirs.user_cache_dir("hloprobe", appauthor=False)
-
-
 @functools.lru_cache(maxsize=1)
 def source_hash() -> str:
   """sha256 of every .py and .txtpb file of the hloprobe package (hex)."""
@@ -157,28 +144,6 @@ def _hash_leaves(h, tree) -> None:
     h.update(np.ascontiguousarray(a).tobytes())
 
 
-def case_fingerprint(case: Case, full_inputs: tuple) -> str:
-  """sha256 of what a case computes: its jaxpr, constants and inputs.
-
-  The jaxpr (traced at batch size 1, or the case's `fixed_size`: a
-  module file's shapes are fixed) stands for the function's source:
-  a changed body, a changed closed-over constant or a different case with
-  the same name changes it. The inputs are hashed by dtype, shape and bytes.
-  """
-  h = hashlib.sha256()
-  h.update(
-    repr(
-      (case.name, case.batch_arg, case.batch_axis, case.output_axis)
-    ).encode()
-  )
-  args = case.inputs_for(full_inputs, case.fixed_size or 1)
-  closed = jax.make_jaxpr(case.fn)(*args)
-  h.update(str(closed.jaxpr).encode())
-  _hash_leaves(h, closed.consts)
-  _hash_leaves(h, full_inputs)
-  return h.hexdigest()
-
-
 def _environment(xla_flags: str | None) -> dict[str, str]:
   env = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)}
   env["PATH"] = os.environ.get("PATH", "")
@@ -187,55 +152,92 @@ def _environment(xla_flags: str | None) -> dict[str, str]:
   return dict(sorted(env.items()))
 
 
-def config_key(
-  case_print: str,
-  target: Target,
-  precision: str,
-  n: int,
-  largest: int,
-  explain_passes: bool,
-  xla_flags: str | None = None,
-  *,
-  record_version: int,
-  all_rows: bool = False,
-) -> str:
-  """The cache key (sha256 hex) of one config's record; see the module doc.
+@dataclasses.dataclass(frozen=True, slots=True)
+class CaseKey:
+  """The case part of its configs' cache keys: what a case computes, hashed.
 
-  Args:
-    case_print: `case_fingerprint` of the case and its inputs.
-    target: the target, whole (config text, compiler options, ...).
-    precision, n, explain_passes: the config.
-    largest: the largest batch size the sweep cuts (reference and noise
-      floor are computed there and sliced).
-    xla_flags: the XLA_FLAGS the config compiles under (a worker's, see
-      `WorkerPool.worker_flags`); None: this process's environment's.
-    record_version: the layout of the records stored
-      (`records.RECORD_VERSION`; the sweep passes it, as this stage is
-      below the records' module).
-    all_rows: every row judged (--all_rows): another record where the
-      default judges some rows (`numerics.rows.judged_rows`).
+  Attributes:
+    digest: sha256 (hex) of the case's jaxpr, constants and inputs (`of`).
   """
-  if xla_flags is None:
-    xla_flags = os.environ.get("XLA_FLAGS")
-  cpu = host.host_cpu(xla_flags)
-  parts = {
-    "format": _FORMAT,
-    "jax": jax.__version__,
-    "jaxlib": jaxlib.__version__,
-    "hloprobe": source_hash(),
-    "case": case_print,
-    "target": repr(dataclasses.astuple(target)),
-    "precision": precision,
-    "n": n,
-    "largest": largest,
-    "explain_passes": explain_passes,
-    "record_version": record_version,
-    "all_rows": all_rows,
-    "env": _environment(xla_flags),
-    "host": cpu.as_json(),
-  }
-  text = json.dumps(parts, sort_keys=True, default=repr)
-  return hashlib.sha256(text.encode()).hexdigest()
+
+  digest: str
+
+  @classmethod
+  def of(cls, case: Case, full_inputs: tuple) -> CaseKey:
+    """sha256 of what a case computes: its jaxpr, constants and inputs.
+
+    The jaxpr (traced at batch size 1, or the case's `fixed_size`: a
+    module file's shapes are fixed) stands for the function's source:
+    a changed body, a changed closed-over constant or a different case with
+    the same name changes it. The inputs are hashed by dtype, shape and bytes.
+    """
+    h = hashlib.sha256()
+    h.update(
+      repr(
+        (case.name, case.batch_arg, case.batch_axis, case.output_axis)
+      ).encode()
+    )
+    args = case.inputs_for(full_inputs, case.fixed_size or 1)
+    closed = jax.make_jaxpr(case.fn)(*args)
+    h.update(str(closed.jaxpr).encode())
+    _hash_leaves(h, closed.consts)
+    _hash_leaves(h, full_inputs)
+    return cls(h.hexdigest())
+
+  def config_key(
+    self,
+    target: Target,
+    precision: str,
+    n: int,
+    largest: int,
+    explain_passes: bool,
+    xla_flags: str | None = None,
+    *,
+    record_version: int,
+    all_rows: bool = False,
+    numerics: bool = True,
+  ) -> str:
+    """The cache key (sha256 hex) of one config's record; see the module doc.
+
+    Args:
+      target: the target, whole (config text, compiler options, ...).
+      precision, n, explain_passes: the config.
+      largest: the largest batch size the sweep cuts (reference and noise
+        floor are computed there and sliced).
+      xla_flags: the XLA_FLAGS the config compiles under (a worker's, see
+        `WorkerPool.worker_flags`); None: this process's environment's.
+      record_version: the layout of the records stored
+        (`records.RECORD_VERSION`; the sweep passes it, as this stage is
+        below the records' module).
+      all_rows: every row judged (--all_rows): another record where the
+        default judges some rows (`numerics.rows.judged_rows`).
+      numerics: the record has its accuracy numerics (False: the bits only,
+        `engine.SweepSpec.numerics`; another key, so such a record never
+        serves a sweep that wants them; the default's keys are unchanged).
+    """
+    if xla_flags is None:
+      xla_flags = os.environ.get("XLA_FLAGS")
+    cpu = host.HostCpu.of(xla_flags)
+    parts = {
+      "format": _FORMAT,
+      "jax": jax.__version__,
+      "jaxlib": jaxlib.__version__,
+      "hloprobe": source_hash(),
+      "case": self.digest,
+      "target": repr(dataclasses.astuple(target)),
+      "precision": precision,
+      "n": n,
+      "largest": largest,
+      "explain_passes": explain_passes,
+      "record_version": record_version,
+      "all_rows": all_rows,
+      "env": _environment(xla_flags),
+      "host": cpu.as_json(),
+    }
+    if not numerics:
+      parts["numerics"] = False
+    text = json.dumps(parts, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -270,9 +272,21 @@ class RecordCache:
       (each costs speed, never results); default `log_warning`.
   """
 
+  # The default bound of records/, in MiB: an entry is 30-40 KiB
+  # (seed_mlp, one config), so about 60000 configs.
+  DEFAULT_MAX_MB = 2048
+
   def __init__(self, directory: str, warn: Warn | None = None):
     self.directory = directory
     self._warn = warn or log_warning
+
+  @staticmethod
+  def default_dir() -> str:
+    """The user's cache folder for hloprobe (`platformdirs.user_cache_dir`):
+    on Linux $XDG_CACHE_HOME/hloprobe, else ~/.cache/hloprobe; on macOS
+    ~/Library/Caches/hloprobe. The record cache's folder by default, and
+    the versions stage's venvs/ is under it."""
+    return platformdirs.user_cache_dir("hloprobe", appauthor=False)
 
   @property
   def records_dir(self) -> str:
@@ -319,9 +333,9 @@ class RecordCache:
     if not os.path.lexists(path):
       return None
     try:  # a FIFO, a device or a link to /dev/zero: refused unread
-      data = read_file_bytes(
+      data = InputFile(
         path, "the entry", HloprobeError, _MAX_ENTRY_BYTES, "cache entries"
-      )
+      ).read_bytes()
       record = load_record(data)
     except (HloprobeError, RecordFileError) as e:  # a corrupt or forged entry
       self._warn(f"hloprobe: ignoring unreadable cache entry {path}: {e}")

@@ -21,7 +21,7 @@ import os
 import platform
 import re
 
-__all__ = ["HostCpu", "X86_ISAS", "host_cpu", "usable_cores"]
+__all__ = ["HostCpu", "X86_ISAS", "usable_cores"]
 
 # XLA's `--xla_cpu_max_isa` values for x86, oldest first, each with the
 # /proc/cpuinfo flag that shows the host has it.
@@ -68,37 +68,39 @@ class HostCpu:
     """The record as a JSON object (results.json `host`)."""
     return dataclasses.asdict(self)
 
+  @classmethod
+  def of(cls, xla_flags: str | None, cpuinfo: str | None = None) -> HostCpu:
+    """Reads the host CPU and the ISA XLA uses under `xla_flags`.
 
-def host_cpu(xla_flags: str | None, cpuinfo: str | None = None) -> HostCpu:
-  """Reads the host CPU and the ISA XLA uses under `xla_flags`.
-
-  Args:
-    xla_flags: the XLA_FLAGS the computing process runs with (None: unset).
-    cpuinfo: /proc/cpuinfo's text; read from the file when None (and taken
-      as empty where it cannot be read).
-  """
-  if cpuinfo is None:
-    cpuinfo = _read_cpuinfo()
-  model = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
-  flags = re.search(r"^flags\s*:\s*(.+)$", cpuinfo, re.M)
-  have = set(flags[1].split()) if flags else set()
-  names = [name for name, _ in X86_ISAS]
-  host = [name for name, flag in X86_ISAS if flag in have]
-  host_isa = host[-1] if host else "unknown"
-  caps = _MAX_ISA_RE.findall(xla_flags or "")
-  max_isa = caps[-1].upper() if caps else None
-  isa = host_isa
-  if max_isa is not None and host_isa != "unknown":
-    isa = (
-      min(host_isa, max_isa, key=names.index) if max_isa in names else "unknown"
+    Args:
+      xla_flags: the XLA_FLAGS the computing process runs with (None: unset).
+      cpuinfo: /proc/cpuinfo's text; read from the file when None (and taken
+        as empty where it cannot be read).
+    """
+    if cpuinfo is None:
+      cpuinfo = _read_cpuinfo()
+    model = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
+    flags = re.search(r"^flags\s*:\s*(.+)$", cpuinfo, re.M)
+    have = set(flags[1].split()) if flags else set()
+    names = [name for name, _ in X86_ISAS]
+    host = [name for name, flag in X86_ISAS if flag in have]
+    host_isa = host[-1] if host else "unknown"
+    caps = _MAX_ISA_RE.findall(xla_flags or "")
+    max_isa = caps[-1].upper() if caps else None
+    isa = host_isa
+    if max_isa is not None and host_isa != "unknown":
+      isa = (
+        min(host_isa, max_isa, key=names.index)
+        if max_isa in names
+        else "unknown"
+      )
+    return cls(
+      model=model[1].strip() if model else "unknown",
+      machine=platform.machine() or "unknown",
+      host_isa=host_isa,
+      max_isa=max_isa,
+      isa=isa,
     )
-  return HostCpu(
-    model=model[1].strip() if model else "unknown",
-    machine=platform.machine() or "unknown",
-    host_isa=host_isa,
-    max_isa=max_isa,
-    isa=isa,
-  )
 
 
 def _read_cpuinfo() -> str:

@@ -143,7 +143,11 @@ class PickledCalls:
     self, payload: bytes, xla_flags: str, timeout_s: float, lane: int
   ) -> bytes:
     """As `call`, for a request pickled already: the reply's pickled
-    (status, value), unread (`process.unpickled_reply` reads it)."""
+    (status, value), unread (`process.unpickled_reply` reads it).
+
+    Raises:
+      NotImplementedError: here; each pool class defines its own.
+    """
     raise NotImplementedError(type(self).__name__)
 
 

@@ -405,7 +405,14 @@ def _owner_gone(path: str, mtime: float) -> bool:
 
 
 def unpickled_reply(frame: bytes):
-  """A worker's reply frame read: its value, or what it raised, raised."""
+  """A worker's reply frame read: its value, or what it raised, raised.
+
+  Args:
+    frame: the pickled ("ok" or "raise", value) a worker sent.
+
+  Raises:
+    BaseException: what the request raised in the worker, unpickled.
+  """
   status, value = pickle.loads(frame)
   if status == "raise":
     raise value

@@ -54,6 +54,9 @@ class Request:
 
     Args:
       memo: the worker process's own dict, kept between requests.
+
+    Raises:
+      NotImplementedError: here; each subclass defines its own.
     """
     raise NotImplementedError(type(self).__name__)
 

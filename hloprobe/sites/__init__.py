@@ -34,7 +34,6 @@ from hloprobe.sites.site_fate import Fate as Fate
 from hloprobe.sites.site_fate import SiteFate as SiteFate
 from hloprobe.sites.site_fate import emitter_name as emitter_name
 from hloprobe.sites.site_fate import fate_summary as fate_summary
-from hloprobe.sites.site_fate import site_record as site_record
 
 __all__ = [
   "CompileFinding",
@@ -50,5 +49,4 @@ __all__ = [
   "fate_summary",
   "map_dot_sites",
   "resolve",
-  "site_record",
 ]

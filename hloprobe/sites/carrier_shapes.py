@@ -57,6 +57,10 @@ def carrier_k(carrier: Carrier) -> int | None:
 
 
 def result_shape(carrier: Carrier):
+  """The `ir.Shape` of a carrier's result: its instruction's shape, or the
+  first element of a tuple one (a cuBLAS custom call returns (result,
+  workspace): xla/service/gpu/transforms/gemm_rewriter.cc makes the
+  workspace its second element); an empty tuple stays as it is."""
   shape = carrier.instruction.shape
   if shape.is_tuple:  # cuBLAS custom calls return (result, workspace)
     shape = shape.elements[0] if shape.elements else shape
@@ -64,6 +68,8 @@ def result_shape(carrier: Carrier):
 
 
 def result_elements(carrier: Carrier) -> int:
+  """How many elements the carrier's result holds (`result_shape`'s dims
+  multiplied; 1 for a scalar or an empty tuple)."""
   return math.prod(result_shape(carrier).dims)
 
 

@@ -247,6 +247,8 @@ def _value(module, inst: HloInstruction, ops: list, walk):
 
 
 def custom_call_target(inst: HloInstruction) -> str:
+  """A custom call's `custom_call_target`, unquoted (e.g.
+  "__cublas$lt$matmul"); "" for an instruction without one."""
   return inst.attrs.get("custom_call_target", "").strip('"')
 
 

@@ -27,7 +27,6 @@ __all__ = [
   "fate_summary",
   "merge_words",
   "site_algorithm",
-  "site_record",
 ]
 
 # The three names XLA prints for what emits a site, most specific first:
@@ -219,6 +218,55 @@ class SiteFate(MappedSite):
       ptx_tf32_rounding=ptx_tf32_rounding,
     )
 
+  def record(self, rewritten_by=None) -> dict:
+    """One dot site and its fate as a JSON-ready dict (results.json's schema).
+
+    Args:
+      rewritten_by: the `passes.PassAttribution` of the site, or None.
+    """
+    s, f = self.site, self
+    return {
+      "index": s.index,
+      "op": s.op,
+      "location": s.location,
+      "lhs": str(s.lhs),
+      "rhs": str(s.rhs),
+      "result": str(s.result),
+      "lhs_batch_dims": list(s.lhs_batch),
+      "rhs_batch_dims": list(s.rhs_batch),
+      "lhs_contracting_dims": list(s.lhs_contracting),
+      "rhs_contracting_dims": list(s.rhs_contracting),
+      "K": s.contracting_size,
+      "stablehlo_precision": ",".join(s.precision),
+      "stablehlo_algorithm": site_algorithm(s),
+      "fate": f.fate.value,
+      "fusion_kind": f.fusion_kind,
+      "backend_config_kind": f.backend_config_kind,
+      "custom_call_target": f.custom_call_target,
+      "carriers": list(f.carriers),
+      "precision_config": f.precision_config,
+      "algorithm": f.algorithm,
+      "split_k": f.split_k,
+      "gemm_config": f.gemm_config,
+      "effective_algorithm": f.effective_algorithm,
+      "algorithm_source": f.algorithm_source,
+      "algorithm_evidence": f.algorithm_evidence,
+      "selection": f.selection,
+      "mapping": f.mapping,
+      "candidates": [list(c) for c in f.candidates],
+      "conflict": f.conflict,
+      "merged_with": None if f.merged_with is None else list(f.merged_with),
+      "collective": f.collective,
+      "fp8_rewrite": f.fp8_rewrite,
+      "rewritten_by": None
+      if rewritten_by is None
+      else {
+        "pass": rewritten_by.pass_name,
+        "pipeline": rewritten_by.pipeline,
+        "fate_after": rewritten_by.fate,
+      },
+    }
+
 
 def emitter_name(fate: str, names) -> str | None:
   """What a report calls a site's emitter: the most specific name XLA prints.
@@ -263,57 +311,6 @@ def site_algorithm(site: StableHloDot) -> str | None:
   """The site's StableHLO algorithm as a preset name
   (`StableHloDot.algorithm_preset`), or None."""
   return site.algorithm_preset
-
-
-def site_record(f: SiteFate, rewritten_by=None) -> dict:
-  """One dot site and its fate as a JSON-ready dict (results.json's schema).
-
-  Args:
-    f: the site's fate.
-    rewritten_by: the `passes.PassAttribution` of the site, or None.
-  """
-  s = f.site
-  return {
-    "index": s.index,
-    "op": s.op,
-    "location": s.location,
-    "lhs": str(s.lhs),
-    "rhs": str(s.rhs),
-    "result": str(s.result),
-    "lhs_batch_dims": list(s.lhs_batch),
-    "rhs_batch_dims": list(s.rhs_batch),
-    "lhs_contracting_dims": list(s.lhs_contracting),
-    "rhs_contracting_dims": list(s.rhs_contracting),
-    "K": s.contracting_size,
-    "stablehlo_precision": ",".join(s.precision),
-    "stablehlo_algorithm": site_algorithm(s),
-    "fate": f.fate.value,
-    "fusion_kind": f.fusion_kind,
-    "backend_config_kind": f.backend_config_kind,
-    "custom_call_target": f.custom_call_target,
-    "carriers": list(f.carriers),
-    "precision_config": f.precision_config,
-    "algorithm": f.algorithm,
-    "split_k": f.split_k,
-    "gemm_config": f.gemm_config,
-    "effective_algorithm": f.effective_algorithm,
-    "algorithm_source": f.algorithm_source,
-    "algorithm_evidence": f.algorithm_evidence,
-    "selection": f.selection,
-    "mapping": f.mapping,
-    "candidates": [list(c) for c in f.candidates],
-    "conflict": f.conflict,
-    "merged_with": None if f.merged_with is None else list(f.merged_with),
-    "collective": f.collective,
-    "fp8_rewrite": f.fp8_rewrite,
-    "rewritten_by": None
-    if rewritten_by is None
-    else {
-      "pass": rewritten_by.pass_name,
-      "pipeline": rewritten_by.pipeline,
-      "fate_after": rewritten_by.fate,
-    },
-  }
 
 
 def fate_summary(fates: list[MappedSite]) -> str:

@@ -91,6 +91,7 @@ def _write(args, compile_mod, case, cargs, target) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+  """The tool's command line (the module docstring); the exit status."""
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--case", required=True)
   parser.add_argument("--target", required=True)
@@ -119,11 +120,13 @@ def main(argv: list[str] | None = None) -> int:
   if args.replay is None:
     return _write(args, compile_mod, case, cargs, target)
   from hloprobe.errors import HloprobeError, TargetError
-  from hloprobe.ir import read_text_file
+  from hloprobe.ir import InputFile
 
   try:
     # A regular file only: a FIFO is refused, not waited on.
-    text = read_text_file(args.replay, f"--replay={args.replay}", TargetError)
+    text = InputFile(
+      args.replay, f"--replay={args.replay}", TargetError
+    ).read_text()
     target = autotuned_target(target, args.replay, text)
   except HloprobeError as e:
     print(f"autotune_template: {e}", file=sys.stderr)

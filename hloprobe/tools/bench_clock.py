@@ -33,6 +33,7 @@ class Clock:
 
 
 def children_cpu() -> float:
+  """CPU seconds (user + system) of this process's waited-for children."""
   usage = resource.getrusage(resource.RUSAGE_CHILDREN)
   return usage.ru_utime + usage.ru_stime
 

@@ -110,18 +110,22 @@ def _gpt2_case(layers):
 
 
 def gpt2_1():
+  """The GPT-2-shaped case with 1 layer (`_gpt2_case`)."""
   return _gpt2_case(1)
 
 
 def gpt2_2():
+  """The GPT-2-shaped case with 2 layers."""
   return _gpt2_case(2)
 
 
 def gpt2_4():
+  """The GPT-2-shaped case with 4 layers."""
   return _gpt2_case(4)
 
 
 def gpt2_12():
+  """The GPT-2-shaped case with 12 layers (GPT-2 small's depth)."""
   return _gpt2_case(12)
 
 
@@ -158,6 +162,7 @@ def _resnet_inputs(rows=8):
 
 
 def resnet():
+  """The ResNet-shaped convolution case (its description says the shape)."""
   return Case(
     "resnet",
     "ResNet-ish conv net (32x32x3, stages of 32/64/128 channels), random "
@@ -199,6 +204,7 @@ def _decode_inputs(rows=64):
 
 
 def decode():
+  """The LLM-decode-shaped case (its description says the shape)."""
   return Case(
     "decode",
     "LLM-decode-shaped layer (d 2048, one token against a 256-token cache, "

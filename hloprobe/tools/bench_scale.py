@@ -214,6 +214,9 @@ def _growth(found: dict[str, dict]) -> None:
 
 
 def main(argv: list[str]) -> None:
+  """Prints the scale bench's lines named in `argv` (a line, "growth",
+  "all"; `--command=` the command timed), each measured, then the growth;
+  an unknown word exits with one line."""
   command = "explain"
   lines = []
   for a in argv:

@@ -431,6 +431,11 @@ def fuzz(
 
   Returns:
     (counts of "read", "refused", "finding"; the findings, by index).
+
+  Raises:
+    BaseException: the first error a lane met outside the mutations'
+      reads (an interrupt, a worker that cannot start), after every lane
+      stopped.
   """
   seed_folder = tempfile.mkdtemp(prefix="hloprobe-fuzz-seeds-")
   try:

@@ -78,6 +78,7 @@ def check_lines(record: dict, compute_capability: str) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+  """`kernel_model_check SWEEP_JSON TARGET`; returns the exit status."""
   if len(argv) != 2:
     print("usage: kernel_model_check SWEEP_JSON TARGET", file=sys.stderr)
     return 2

@@ -32,7 +32,7 @@ The candidates, in the order they are printed when they pass:
                              where an integer output overflows (a finding
                              of kind "integer"): the program's narrow
                              integer dots keep their sums in int32
-                             (`compile.int32_dots_case`), as
+                             (`compile.INT32_DOTS_FIX`), as
                              `jnp.matmul(a, b, preferred_element_type=
                              jnp.int32)` does; the only candidate then
                              (no precision or flag changes integer math).
@@ -74,9 +74,7 @@ from collections.abc import Callable, Sequence
 
 from hloprobe.compile import (
   BASELINE,
-  CASE_SUFFIX,
   INT32_DOTS_FIX,
-  int32_dots_case,
   is_config_path,
 )
 from hloprobe.engine import (
@@ -235,7 +233,7 @@ def _applies(findings: Sequence[Finding], results) -> tuple[Candidate, ...]:
   if _overflows(findings, results):
     out.append(
       Candidate(
-        INT32_DOTS_FIX,
+        INT32_DOTS_FIX.word,
         "preferred_element_type=jnp.int32 on the integer dots (e.g. "
         "jnp.matmul(a, b, preferred_element_type=jnp.int32)), an int32 "
         "output",
@@ -374,7 +372,10 @@ def try_sweeps(tries: TryPlan) -> tuple[SweepPlan, ...]:
     plan = tries.plan
     fixed = tuple(
       SweptCase(
-        int32_dots_case(c.case), c.source + CASE_SUFFIX, c.portable, c.loader
+        INT32_DOTS_FIX.fixed_case(c.case),
+        c.source + INT32_DOTS_FIX.case_suffix,
+        c.portable,
+        c.loader,
       )
       for c in plan.cases
     )
@@ -457,7 +458,7 @@ def judge_tries(
       for r in results
       if (
         r.config.experiment == BASELINE.name
-        and (fix.program or not r.config.case.endswith(CASE_SUFFIX))
+        and (fix.program or not INT32_DOTS_FIX.is_fixed(r.config.case))
       )
       or (fix.experiment and r.config.experiment == fix.experiment.name)
     ]
@@ -469,7 +470,7 @@ def judge_tries(
       for r in mine
       if (fix.precision and r.config.precision == fix.precision)
       or (fix.experiment and r.config.experiment == fix.experiment.name)
-      or (fix.program and r.config.case.endswith(CASE_SUFFIX))
+      or (fix.program and INT32_DOTS_FIX.is_fixed(r.config.case))
     ]
     trials.append(
       FixTrial(

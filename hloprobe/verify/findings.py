@@ -19,7 +19,7 @@ applies):
   integer           an integer headline leaf differs from its exact
                     result (overflow, wrap): ratio inf (exact is its band).
   row 0             row 0 of the headline leaf is beyond NOISE_FACTOR x
-                    its f32 noise floor (`numerics.within_noise`): ratio
+                    its f32 noise floor (`NoiseFloor.admits`): ratio
                     = row 0's |err| / that floor, observed where the
                     target ran, else predicted; what = the prediction's
                     verdict ("explained by TF32_TF32_F32 at sites [0, 1,
@@ -58,7 +58,6 @@ from hloprobe.numerics import (
   Verdict,
   VerdictKind,
   WorstRow,
-  within_noise,
 )
 from hloprobe.records import ConfigResult
 from hloprobe.sites import Fate
@@ -214,7 +213,7 @@ def _row0_or_rows(r: ConfigResult) -> _Fault | None:
   if dtype.startswith(("int", "uint")) and not exact:
     return _Fault("integer", Said(j), source=source.kind)
   row0 = None
-  if not within_noise(stats, p.noise):
+  if not p.noise.admits(stats):
     row0 = _Fault(
       "row 0",
       Said(j),

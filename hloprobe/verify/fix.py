@@ -13,11 +13,9 @@ from collections.abc import Sequence
 
 from hloprobe.compile import (
   BASELINE,
-  CASE_SUFFIX,
   INT32_DOTS_FIX,
   Case,
   Experiment,
-  int32_dots_case,
   parse_experiment,
 )
 from hloprobe.engine import SweepSpec
@@ -47,9 +45,9 @@ class Fix:
     name: as the user wrote it (the experiment's name for experiments).
     precision: the matmul precision the fix sets, or None.
     experiment: the experiment the fix runs, or None.
-    program: the program change, `compile.INT32_DOTS_FIX`
+    program: the program change, `compile.INT32_DOTS_FIX.word`
       ("preferred_element_type=int32": every narrow integer dot keeps its
-      sums in int32, `compile.int32_dots_case`), or None. Its configs are
+      sums in int32, `INT32_DOTS_FIX.fixed_case`), or None. Its configs are
       the cases named `NAME+preferred_element_type=int32`.
   """
 
@@ -66,7 +64,7 @@ def parse_fix(text: str) -> Fix:
   Raises:
     InvalidArgumentError: neither a precision nor an experiment.
   """
-  if text == INT32_DOTS_FIX:
+  if text == INT32_DOTS_FIX.word:
     return Fix(text, program=text)
   try:
     as_precision(text)
@@ -83,15 +81,20 @@ def parse_fix(text: str) -> Fix:
   return Fix(experiment.name, experiment=experiment)
 
 
-def parse_requirements(text: str) -> tuple[str, ...]:
+def parse_requirements(
+  text: str, batch_sizes: Sequence[int] | None = None
+) -> tuple[str, ...]:
   """`consistent,accurate[,golden]` into a tuple; unknown names rejected.
 
   An empty item (`consistent,,accurate`) is rejected as `--batch_sizes=1,,2`
-  is; a name given twice counts once.
+  is; a name given twice counts once. With `batch_sizes` (those of the
+  sweep they judge), "consistent" and "invariant" need two sizes or more
+  (`check_batch_sizes`).
 
   Raises:
     InvalidArgumentError: an empty item, or a name not in `REQUIREMENTS`
-      (the line lists them).
+      (the line lists them); "consistent" or "invariant" with fewer than
+      two of `batch_sizes`.
   """
   names = tuple(dict.fromkeys(n.strip() for n in text.split(",")))
   if "" in names:
@@ -101,8 +104,11 @@ def parse_requirements(text: str) -> tuple[str, ...]:
   bad = [n for n in names if n not in REQUIREMENTS]
   if bad or not names:
     raise InvalidArgumentError(
-      f"unknown requirement(s) {bad or [text]}; choose from {', '.join(REQUIREMENTS)}"
+      f"unknown requirement(s) {bad or [text]}; choose from "
+      f"{', '.join(REQUIREMENTS)}, e.g. --require=consistent,accurate"
     )
+  if batch_sizes is not None:
+    check_batch_sizes(names, batch_sizes)
   return names
 
 
@@ -137,7 +143,7 @@ def fix_sweep(
     fixed = tuple(map(_int32_dots, spec.cases))
     if isinstance(spec, SweepSpec) and spec.case_names:
       names = spec.case_names
-      names += tuple(n + CASE_SUFFIX for n in names)
+      names += tuple(n + INT32_DOTS_FIX.case_suffix for n in names)
       return dataclasses.replace(
         spec, cases=spec.cases + fixed, case_names=names
       )
@@ -152,11 +158,13 @@ def fix_sweep(
 def _int32_dots(c):
   """A case word, `Case` or planned case with the int32-dots fix."""
   if isinstance(c, str):
-    return c + CASE_SUFFIX
+    return c + INT32_DOTS_FIX.case_suffix
   if isinstance(c, Case):
-    return int32_dots_case(c)
+    return INT32_DOTS_FIX.fixed_case(c)
   return dataclasses.replace(  # a `sweep.SweptCase`
-    c, case=int32_dots_case(c.case), source=c.source + CASE_SUFFIX
+    c,
+    case=INT32_DOTS_FIX.fixed_case(c.case),
+    source=c.source + INT32_DOTS_FIX.case_suffix,
   )
 
 
@@ -165,7 +173,7 @@ def is_fix(r: ConfigResult, fix: Fix) -> bool:
   the baseline)."""
   c = r.config
   if fix.program is not None:
-    return c.case.endswith(CASE_SUFFIX) and c.experiment == BASELINE.name
+    return INT32_DOTS_FIX.is_fixed(c.case) and c.experiment == BASELINE.name
   if fix.experiment is not None:
     return c.experiment == fix.experiment.name
   return c.precision == fix.precision and c.experiment == BASELINE.name

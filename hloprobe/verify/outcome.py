@@ -11,11 +11,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from hloprobe.compile import BASELINE, CASE_SUFFIX, jax_versions
+from hloprobe.compile import BASELINE, INT32_DOTS_FIX, jaxlib_release
 from hloprobe.engine import SweepSpec, plan_sweep, run_sweep, worker_pool
 from hloprobe.golden import (
   GoldenSiteChange,
-  describe_site_changes,
   dot_summary,
 )
 from hloprobe.invariance import rows_and_kernels
@@ -63,7 +62,7 @@ class Verification:
 def _counterpart(r: ConfigResult, baseline: list[ConfigResult], fix: Fix):
   """The baseline configs the fix's config replaces."""
   c = r.config
-  case = c.case.removesuffix(CASE_SUFFIX) if fix.program else c.case
+  case = INT32_DOTS_FIX.unfixed(c.case) if fix.program else c.case
   return [
     b
     for b in baseline
@@ -109,7 +108,7 @@ def _changes(baseline, fixed, fix) -> tuple[tuple, tuple]:
       words = (
         f"{c.target.name} {c.case} n={c.n} {b.config.precision} -> {fix.name}"
       )
-      changes += describe_site_changes(words, old, new)
+      changes += GoldenSiteChange.between(words, old, new)
       old_stats, _ = judged_by.judged(b)
       if old_stats is not None and new_stats is not None:
         errors.append(
@@ -233,7 +232,7 @@ def verify_fix(
     fix,
     requirements,
     golden_dir=golden_dir,
-    versions=jax_versions(),
+    versions=jaxlib_release().versions,
     abs_error_bound=abs_error_bound,
     rel_error_bound=rel_error_bound,
     rows=rows,
@@ -250,8 +249,7 @@ def _swept(plan, requirements):
   with worker_pool(plan) as pool:
     results = run_sweep(plan, pool=pool)
     if "invariant" in requirements:  # the anchors, on the same workers
-      full = {i: c.case.full_inputs() for i, c in enumerate(plan.cases)}
-      rows, kernels, model = rows_and_kernels(
-        plan, pool, full.__getitem__, results
-      )
+      # Each case's inputs made where its program may run: a user case's
+      # in the worker that loaded it, never here.
+      rows, kernels, model = rows_and_kernels(plan, pool, None, results)
   return results, rows, kernels, model

@@ -22,7 +22,6 @@ from hloprobe.numerics import (
   NOISE_FACTOR,
   ErrorStats,
   NoiseFloor,
-  within_noise,
 )
 from hloprobe.records import ConfigResult
 from hloprobe.verify import evidence as ev
@@ -259,7 +258,7 @@ def _errors_judged(r: ConfigResult, abs_bound, rel_bound):
     limits = ev.ErrorBounds(0.0, None)  # exact: no error allowed
   else:
     k = NOISE_FACTOR
-    ok = within_noise(stats, noise) and stats.max_abs <= (k * noise.max_abs)
+    ok = noise.admits(stats) and stats.max_abs <= (k * noise.max_abs)
     limits = ev.NoiseLimits(k, noise.row0_abs, noise.max_abs)
     worst = _worst_row(r, stats.leaf)
     ok = ok and (worst is None or worst.within)

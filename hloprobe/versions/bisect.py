@@ -16,7 +16,7 @@ The answer names both neighbours, their verdicts and evidence, the XLA
 commits between them with GitHub's compare link (`commits.xla_range`),
 the emitters and passes of the contraction sites whose fate or effective algorithm
 moved (`fate_movers`, from the two runs' site records), and every dot-site
-difference (`golden_diff.describe_site_changes`).
+difference (`golden.GoldenSiteChange.between`).
 
 Private in intent: use the package, `hloprobe.versions`.
 """
@@ -27,7 +27,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.golden import SUMMARY_KEYS, describe_site_changes
+from hloprobe.golden import SUMMARY_KEYS, GoldenSiteChange
 from hloprobe.sites import EMITTER_KEYS, emitter_name
 from hloprobe.versions import commits, compare, driver, pythons, venvs
 from hloprobe.versions.run import VersionRun, spec_request
@@ -269,7 +269,7 @@ def _site_changes(old: VersionRun, new: VersionRun) -> tuple[str, ...]:
     if any(c["status"] != "ok" for c in cells):
       continue
     a, b = (_summary_sites({"dot_sites": c["dot_sites"]}) for c in cells)
-    for change in describe_site_changes("", a, b):
+    for change in GoldenSiteChange.between("", a, b):
       key = (
         entry["target"],
         entry["case"],
@@ -359,12 +359,11 @@ def bisect_between(
     raise InvalidArgumentError(
       "bisect needs --good=V and --bad=V, e.g. --good=0.4.35 --bad=0.10.2"
     )
-  requirements = verify.parse_requirements(",".join(require))
+  requirements = verify.parse_requirements(",".join(require), spec.batch_sizes)
   if "golden" in requirements:
     raise InvalidArgumentError(
       "bisect judges consistent and accurate; golden files belong to one jaxlib"
     )
-  verify.check_batch_sizes(requirements, spec.batch_sizes)
   request = spec_request(spec)
   found = pythons.survey(python)
   releases = found.releases()

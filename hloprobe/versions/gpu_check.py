@@ -273,7 +273,7 @@ def run_gpu_check(
   import jax
 
   from hloprobe import engine
-  from hloprobe.compile import jax_versions, jaxlib_release, start_backends
+  from hloprobe.compile import jaxlib_release, start_backends
   from hloprobe.report import results_json
 
   if device_target == "gpu":  # the sweep's workers share the GPU
@@ -296,7 +296,7 @@ def run_gpu_check(
     targets=(device_target, twin),
   )
   results = engine.run_sweep(spec)
-  versions = jax_versions()
+  versions = jaxlib_release().versions
   path = recorded["autotune_results_file"]
   if path is not None and not stamp_results(path, versions["jaxlib"]):
     recorded["autotune_results_file"] = None

@@ -66,6 +66,20 @@ def pip(
   children: Children | None = None,
   extra_env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess:
+  """Runs `python -m pip ARGS` (without PYTHONPATH, pip's version check
+  off) and returns the finished process, whatever its exit status.
+
+  Args:
+    python: the interpreter whose pip runs.
+    args: pip's arguments, e.g. ("install", "jax==0.10.2").
+    timeout: seconds it may take.
+    children: where the process is tracked (so an interrupt ends it);
+      None: a `Children` of its own.
+    extra_env: variables added to its environment.
+
+  Raises:
+    VenvError: pip ran past `timeout`.
+  """
   env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
   env.update(extra_env or {})
   env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"

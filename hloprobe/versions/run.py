@@ -244,7 +244,7 @@ def _serve(request_path: str, reply_path: str) -> None:
   import jax
 
   from hloprobe import engine, verify
-  from hloprobe.compile import jax_versions, jaxlib_release, start_backends
+  from hloprobe.compile import jaxlib_release, start_backends
   from hloprobe.report import (
     atomic_write,
     dumps_json,
@@ -260,7 +260,7 @@ def _serve(request_path: str, reply_path: str) -> None:
   judged = verify.judge(results, request["requirements"])
   release = jaxlib_release()
   reply = {
-    **jax_versions(),
+    **release.versions,
     "python": platform.python_version(),
     "warning": release.warning,
     "jax_commit": release.git_hash,
@@ -272,7 +272,7 @@ def _serve(request_path: str, reply_path: str) -> None:
         jax.config, "jax_threefry_partitionable", None
       ),
     },
-    "results": results_json(results, jax_versions()),
+    "results": results_json(results, release.versions),
     "requirements": [
       {
         "name": r.name,

@@ -140,14 +140,12 @@ class Venv:
 
 
 def default_cache_dir() -> str:
-  """venvs/ under hloprobe's one cache folder (`cache.default_cache_dir`):
+  """venvs/ under hloprobe's one cache folder (`RecordCache.default_dir`):
   `$XDG_CACHE_HOME/hloprobe/venvs`, else `~/.cache/hloprobe/venvs`, as the
   CLI's `<--cache_dir>/venvs`."""
-  from hloprobe.runtime import (
-    default_cache_dir as cache_default_cache_dir,
-  )  # lazy: cache imports the JAX runtime
+  from hloprobe.runtime import RecordCache  # lazy: it imports jax
 
-  return os.path.join(cache_default_cache_dir(), "venvs")
+  return os.path.join(RecordCache.default_dir(), "venvs")
 
 
 def this_python() -> str:

@@ -23,7 +23,7 @@ from hloprobe import api, golden
 from hloprobe.api import calls
 from hloprobe.commands import common
 from hloprobe.commands import explain as explain_command
-from hloprobe.compile import jax_versions
+from hloprobe.compile import jaxlib_release
 from hloprobe.pytest_plugin import HloprobeGolden
 from hloprobe.report.verdict_words import config_words
 
@@ -68,7 +68,7 @@ class SameResultsTest(absltest.TestCase):
       plan = api.plan_case(_CASE, **_OPTIONS, explain_passes=True)
       folder = os.path.join(tmp, "test_x", _CASE)
       result = golden.against_goldens(
-        folder, py.records, jax_versions(), golden.sweep_record(plan)
+        folder, py.records, jaxlib_release().versions, plan
       )
       self.assertTrue(result.ok, result.render())
 

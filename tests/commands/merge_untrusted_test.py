@@ -1,8 +1,8 @@
 """`hloprobe merge` trusts nothing in a shard (issue 41, items 0 and 3).
 
 The shards are written here as `sweep --shard` writes them (results.json's
-shard entry from `commands.sweep.shard_entry`, the records by
-`report.write_records`), with records that failed before compiling, so
+shard entry from `report.results_schema.shard_json`, the records by
+`commands.shards.write_records`), with records that failed before compiling, so
 nothing compiles: the merge's checks are what is tested. The independent
 source is the file system (a marker file the forged case would write) and
 the words of the plan the shards were made from.
@@ -22,13 +22,13 @@ import testutil
 from absl.testing import absltest
 
 from hloprobe.commands import common, merge
-from hloprobe.commands import sweep as sweep_command
+from hloprobe.commands.shards import write_records
 from hloprobe.compile import Case
 from hloprobe.engine import SweepSpec, plan_sweep
 from hloprobe.engine.shard import Shard
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.records import ConfigResult, Failure
-from hloprobe.report import write_records
+from hloprobe.report.results_schema import shard_json
 from hloprobe.runtime import dump_record
 
 # A case file that leaves a marker when anything imports it.
@@ -75,7 +75,7 @@ def _write_shards(root: str, word: str, name: str, count: int = 2) -> list:
       ConfigResult(c.config, failure=Failure("compile", "not compiled"))
       for c in plan.configs()
     ]
-    doc = {"shard": sweep_command.shard_entry(plan), "host": None}
+    doc = {"shard": shard_json(plan), "host": None}
     with open(os.path.join(folder, "results.json"), "w") as f:
       json.dump(doc, f)
     write_records(folder, records)
@@ -120,7 +120,7 @@ class UserCaseNeverRunsTest(absltest.TestCase):
     ):
       status = merge.main(_args(folders, out))
     self.assertFalse(os.path.exists(self.marker))
-    self.assertEqual(status, common.EXIT_FAILED)  # the records failed
+    self.assertEqual(status, common.ExitStatus.FAILED)  # the records failed
     lines = [ln for ln in err.getvalue().splitlines() if "not loaded" in ln]
     self.assertLen(lines, 1)
     self.assertIn(self.word, lines[0])

@@ -4,13 +4,25 @@ A module runs at its one size, so "consistent" (row 0 across batch sizes)
 has nothing to compare: `verify --case=<module>` failed every time with
 "consistent needs at least two batch sizes; got n=8", and its default
 --require includes consistent.
+
+And `verify --require=invariant` on a user case (`path.py:factory`), the
+command `explain` prints for its pins: it failed with "a user case's
+program runs in hloprobe's worker processes only" (issue 38), because the
+anchors' inputs were made in the main process. Expected values: the
+case's program is exact in float32 (integer inputs in [-4, 4], 16
+products of at most 16 summed, plus 1: every partial sum an integer below
+2**24), so its rows have numpy's integer bits at every batch size,
+whatever order XLA sums in: one class on the CPU.
 """
 
 from __future__ import annotations
 
 import os
+import textwrap
 
+import pytest
 from absl.testing import absltest
+from testutil import run_hloprobe_here
 
 from hloprobe.commands import verify
 from hloprobe.errors import InvalidArgumentError
@@ -38,6 +50,69 @@ class ConsistentOnModulesTest(absltest.TestCase):
       _drop(("consistent", "accurate"), (_MODULE, "seed_mlp"))
     with self.assertRaisesRegex(InvalidArgumentError, "--require=accurate"):
       _drop(("consistent",), (_MODULE,))
+
+
+_USER_CASE = textwrap.dedent("""
+  import numpy as np
+  import hloprobe
+
+  def _fn(x, w):
+    return x @ w + 1.0
+
+  def _inputs():
+    g = np.random.default_rng(7)
+    x = g.integers(-4, 5, (8, 16)).astype(np.float32)
+    w = g.integers(-4, 5, (16, 4)).astype(np.float32)
+    return x, w
+
+  def make_case():
+    return hloprobe.Case(
+      name="exact_mm",
+      description="integer-valued x @ w + 1",
+      fn=_fn,
+      make_inputs=_inputs,
+      in_axes=(0, None),
+    )
+""")
+
+
+@pytest.mark.compiles
+class InvariantOnUserCaseTest(absltest.TestCase):
+  def test_explains_printed_command_judges_every_group(self):
+    path = os.path.join(self.create_tempdir().full_path, "exact_case.py")
+    with open(path, "w") as f:
+      f.write(_USER_CASE)
+    # The pin `explain --case=PATH:make_case --targets=a100 ...` lists,
+    # as it prints it (the CPU beside it).
+    proc = run_hloprobe_here(
+      "verify",
+      f"--case={path}:make_case",
+      "--targets=cpu,a100",
+      "--batch_sizes=1,2,8",
+      "--precisions=float32",
+      "--fix=no_dot_strength_reduction",
+      "--require=invariant",
+      "--nocache",
+      timeout_s=300,
+    )
+    self.assertNotIn("worker processes only", proc.stderr)
+    self.assertIn(proc.returncode, (0, 1), proc.stderr)
+    evidence = proc.stdout.split("\ninvariant:\n")[1].split("\n\n")[0]
+    groups = evidence.splitlines()
+    self.assertLen(groups, 2, evidence)
+    # The CPU: run in the workers, one class by construction.
+    cpu = next(g for g in groups if " on cpu " in g)
+    self.assertIn(
+      "row 0 is batch-invariant on cpu under float32 "
+      "(no_dot_strength_reduction) (bits compared): identical for n = 1-8",
+      cpu,
+    )
+    self.assertIn("the anchor row", cpu)
+    # The a100: judged by its kernels, not left unknown for want of the
+    # case's inputs (the kernel model's are made in the case's worker).
+    a100 = next(g for g in groups if " on a100 " in g)
+    self.assertIn("(by kernel identity)", a100)
+    self.assertNotIn("not computed", a100)
 
 
 if __name__ == "__main__":

@@ -193,10 +193,9 @@ class SweepSitesTest(absltest.TestCase):
 
   def test_results_json_and_site_table_say_it(self):
     from hloprobe.report import site_rows
-    from hloprobe.sites import site_record
 
     fates = self._autotuned()
-    self.assertEqual(site_record(fates[0])["selection"], fates[0].selection)
+    self.assertEqual(fates[0].record()["selection"], fates[0].selection)
     (r,) = [r for r in self.results if r.config.experiment == "autotuned-one"]
     cells = [row[11] for row in site_rows.site_rows(r)]
     self.assertEqual(cells[0], f"cuBLASLt (autotuned on {_A100})")
@@ -225,7 +224,7 @@ class KernelPredictionTest(absltest.TestCase):
   alone predicted 0.0819785, 2.9e-6 off, the "2.5e-6" of issue 28)."""
 
   def test_the_sweeps_prediction_uses_the_kernel_model(self):
-    from hloprobe.compile import jax_versions
+    from hloprobe.compile import jaxlib_release
     from hloprobe.engine import SweepSpec
     from hloprobe.report import results_json
 
@@ -247,7 +246,9 @@ class KernelPredictionTest(absltest.TestCase):
       self.assertLessEqual(
         abs(p.kernel.row0 - recorded.H200_SEED_ROW0), 4 * ulp
       )
-    doc = results_json(results, jax_versions())["configs"][0]["prediction"]
+    doc = results_json(results, jaxlib_release().versions)["configs"][0][
+      "prediction"
+    ]
     self.assertEqual(
       doc["row0_kernel_model"], results[0].prediction.kernel.row0
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from absl.testing import absltest
 
-from hloprobe.compile.case_model import Case, leaf_names
+from hloprobe.compile.case_model import Case
 from hloprobe.errors import CaseError
 
 
@@ -50,15 +50,11 @@ class BatchTest(absltest.TestCase):
     with self.assertRaisesRegex(CaseError, "given without mesh_shape"):
       _case(mesh_axes=("k",))
 
-  def test_output_axes_and_leaf_names(self):
+  def test_output_axes(self):
     case = _case()
     self.assertEqual(case.output_axes([(4, 2)]), (0,))
     with self.assertRaisesRegex(CaseError, "output axis 0 out of range"):
       case.output_axes([()])
-    self.assertEqual(
-      leaf_names({"loss": 1, "y": (2, 3)}), ("['loss']", "['y'][0]", "['y'][1]")
-    )
-    self.assertEqual(leaf_names(np.ones(2)), ("",))
 
 
 if __name__ == "__main__":

@@ -22,6 +22,10 @@ from hloprobe.compile import compat
 class ReleaseTest(absltest.TestCase):
   def test_versions_and_warning(self):
     self.assertEqual(compat.installed_jaxlib(), jaxlib.__version__)
+    self.assertEqual(
+      compat.jaxlib_release().versions,
+      {"jax": jax.__version__, "jaxlib": jaxlib.__version__},
+    )
     self.assertEqual(compat.checked_words(), "0.12.0.1 and 0.10.2")
     self.assertEqual(
       compat.rules_checked(), jaxlib.__version__ in ("0.12.0.1", "0.10.2")
@@ -44,7 +48,7 @@ class ReleaseTest(absltest.TestCase):
 
     jaxpr = jax.make_jaxpr(f)(np.float32(1), np.ones(3, np.float32))
     (scan,) = [e for e in jaxpr.eqns if e.primitive.name == "scan"]
-    consts, carry = compat.scan_counts(scan.params)
+    consts, carry = compat.JAXPR_API.scan_counts(scan.params)
     self.assertEqual(carry, 1)
     self.assertEqual(consts + carry + 1, len(scan.invars))
 

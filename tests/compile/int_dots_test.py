@@ -34,7 +34,7 @@ def _case() -> Case:
 
 class Int32DotsCaseTest(absltest.TestCase):
   def test_narrow_dots_widened_float_dots_kept(self):
-    fixed = int_dots.int32_dots_case(_case())
+    fixed = int_dots.INT32_DOTS_FIX.fixed_case(_case())
     self.assertEqual(fixed.name, "ints+preferred_element_type=int32")
     args = _case().make_inputs()
     jaxpr = jax.make_jaxpr(fixed.fn)(*args)

@@ -23,7 +23,7 @@ from hloprobe.compile import (
 from hloprobe.compile.module_case import load_inputs
 from hloprobe.compile.module_files import read_module_file
 from hloprobe.errors import CaseError
-from hloprobe.runtime import case_fingerprint
+from hloprobe.runtime import CaseKey
 
 pytestmark = pytest.mark.compiles
 
@@ -54,7 +54,7 @@ class ModuleCaseTest(absltest.TestCase):
 
   def test_fingerprint_at_its_own_size(self):
     case = get_case(_TEXT)
-    self.assertLen(case_fingerprint(case, case.full_inputs()), 64)
+    self.assertLen(CaseKey.of(case, case.full_inputs()).digest, 64)
 
   def test_inputs_from_npz_in_parameter_order(self):
     path = self.create_tempfile("args.npz").full_path

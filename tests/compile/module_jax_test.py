@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 from absl.testing import absltest, parameterized
 
-from hloprobe.compile import enable_x64
 from hloprobe.compile.module_jax import contraction_count, module_function
 from hloprobe.errors import CaseError
 from hloprobe.execute import execute_module
@@ -190,7 +189,7 @@ class TranslationTest(parameterized.TestCase):
     want = execute_module(module, args, widen=True)
     self.assertTrue(want.complete, want.not_executed)
     fn = module_function(module, "test.txt")
-    with enable_x64():
+    with jax.enable_x64(True):
       got = jax.tree_util.tree_leaves(jax.jit(fn)(*args))
       jaxpr = str(jax.make_jaxpr(fn)(*args))
     self.assertLen(got, len(want.outputs))
@@ -207,7 +206,7 @@ class TranslationTest(parameterized.TestCase):
     args = (x, np.array([1, 3], np.int32), u)  # distinct: `set` is defined
     want = execute_module(module, args, widen=True)
     self.assertTrue(want.complete, want.not_executed)
-    with enable_x64():
+    with jax.enable_x64(True):
       got = jax.jit(module_function(module, "test.txt"))(*args)
     for g, w in zip(got, want.outputs):
       np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-12)

@@ -14,7 +14,7 @@ from hloprobe.compile.cases import load_user_case
 from hloprobe.engine import guarded
 from hloprobe.engine.plan import SweptCase
 from hloprobe.errors import CaseError
-from hloprobe.numerics import error_stats
+from hloprobe.numerics import ErrorStats
 from hloprobe.runtime import Stopwatch
 
 _CASES = os.path.join(
@@ -92,7 +92,7 @@ class ComplexStatsTest(absltest.TestCase):
     got = np.array([[1 + 2j, 3 + 4j], [5 + 6j, 7 + 8j]], np.complex64)
     ref = got.astype(np.complex128)
     ref[0, 1] += 0.5j  # imaginary part only
-    s = error_stats(got, ref, 0)
+    s = ErrorStats.of(got, ref, 0)
     self.assertEqual(s.max_abs, 0.5)
     self.assertEqual(s.row0_abs, 0.5)
     # 0.5 at 4.0 in f32: 0.5 / 2**(2 - 23) ULPs.
@@ -102,13 +102,13 @@ class ComplexStatsTest(absltest.TestCase):
 
   def test_equal_complex_is_exact(self):
     got = np.array([[1 - 2j]], np.complex64)
-    s = error_stats(got, got.astype(np.complex128), -1)
+    s = ErrorStats.of(got, got.astype(np.complex128), -1)
     self.assertEqual((s.max_abs, s.row0_ulp), (0.0, 0))
 
   def test_bool_compares_as_zero_and_one(self):
     got = np.array([[True, False]])
     ref = np.array([[1.0, 1.0]])
-    s = error_stats(got, ref, 0)
+    s = ErrorStats.of(got, ref, 0)
     self.assertEqual(s.max_abs, 1.0)
     self.assertIsNone(s.row0_ulp)
 

@@ -39,12 +39,18 @@ class ShellTest(absltest.TestCase):
     self.assertIs(memo[key], loaded)
 
   def test_search_path_entries_put_in_front_once(self):
+    # An entry already there is not added again. Counted against what was
+    # there before, not against 1: a pytest-xdist worker's sys.path holds
+    # tests/ twice already (seen under plain `pytest -n 2`: sys.path[0]
+    # and [1] both tests/; once without -n), so "count == 1" failed there.
     saved = list(sys.path)
     try:
       new = "/no/such/folder/for/shell_test"
       shell.with_search_path((new, sys.path[0]))
       self.assertEqual(sys.path[0], new)
-      self.assertEqual(sys.path.count(saved[0]), 1)
+      self.assertEqual(sys.path.count(new), 1)
+      self.assertEqual(sys.path.count(saved[0]), saved.count(saved[0]))
+      self.assertEqual(sys.path[1:], saved)
     finally:
       sys.path[:] = saved
 

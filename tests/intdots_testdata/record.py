@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 
-from hloprobe.compile import get_case, get_target, rejected_compile
+from hloprobe.compile import Rejection, get_case, get_target
 from hloprobe.engine.measure import run_config
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -50,7 +50,7 @@ def main() -> None:
   for folder, case_name, target, n, precision in REJECTED:
     case = get_case(case_name)
     args = case.inputs_for(case.full_inputs(), n)
-    rej = rejected_compile(case, args, precision, get_target(target))
+    rej = Rejection.of_compile(case, args, precision, get_target(target))
     assert rej is not None
     _write(folder, "stablehlo.txt", rej.stablehlo)
     _write(folder, "message.txt", rej.message)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+import recorded
 from absl.testing import absltest, parameterized
 
 from hloprobe.ir import ptx
@@ -253,6 +254,49 @@ class SixteenBitTest(parameterized.TestCase):
     for counts in classes:
       algorithm = ptx.classify_instructions(counts)[0]
       self.assertIn(algorithm, emulate_dot.EMULATED_ALGORITHMS, counts)
+
+
+class SplitOperandsTest(parameterized.TestCase):
+  """f32 operands split into bf16 parts (review finding 11): the seed's
+  gemm kernels for the a100 at n = 2, recorded under both releases
+  (tests/testdata/compiles/preset_seed_a100_n2_BF16_BF16_F32{,_X3}). By
+  hand (grep of the PTX): the X3 kernels hold cvt.f32.bf16 6 times
+  (gemm_fusion_dot) and 12 times (gemm_fusion_dot_1), beside
+  cvt.rn.bf16.f32 and a bf16 mma; the one-pass kernels hold none."""
+
+  @parameterized.named_parameters(
+    *(
+      (f"{preset}_{release}", preset, release, want)
+      for release in recorded.RELEASES
+      for preset, want in (
+        ("BF16_BF16_F32", {"gemm_fusion_dot": 0, "gemm_fusion_dot_1": 0}),
+        ("BF16_BF16_F32_X3", {"gemm_fusion_dot": 6, "gemm_fusion_dot_1": 12}),
+      )
+    )
+  )
+  def test_recorded_gemm_kernels(self, preset, release, want):
+    rec = recorded.load(f"preset_seed_a100_n2_{preset}", release)
+    kernels = {k.name: k for text in rec.ptx for k in ptx.parse_ptx(text)}
+    for name, widenings in want.items():
+      k = kernels[name]
+      self.assertEqual(k.algorithm, "BF16_BF16_F32")  # one mma flavour
+      self.assertEqual(k.bf16_widenings, widenings)
+      self.assertEqual(k.splits_f32_operands, widenings > 0)
+      algorithm, evidence = k.algorithm_for("f32")
+      self.assertEqual(algorithm, "BF16_BF16_F32")
+      self.assertEqual("count not read" in evidence, widenings > 0)
+      # bf16 operands are not split, whatever the kernel.
+      self.assertNotIn("count not read", k.algorithm_for("bf16")[1])
+
+  def test_widening_without_a_bf16_mma_is_no_split(self):
+    text = (
+      ".version 8.0\n.target sm_80\n.visible .entry k() {\n"
+      "cvt.rn.bf16.f32 %rs1, %f1;\ncvt.f32.bf16 %f2, %rs1;\n"
+      "fma.rn.f32 %f3, %f2, %f2, %f3;\nret;\n}\n"
+    )
+    (k,) = ptx.parse_ptx(text)
+    self.assertEqual(k.bf16_widenings, 1)
+    self.assertFalse(k.splits_f32_operands)
 
 
 class KernelNameTest(parameterized.TestCase):

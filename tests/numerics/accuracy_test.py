@@ -29,14 +29,14 @@ _F32 = ("F32_F32_F32",) * 3
 
 class ErrorStatsTest(absltest.TestCase):
   def test_row0_and_normwise_relative(self):
-    s = accuracy.error_stats(np.float32([1.5, -2.0]), np.float64([1.0, -4.0]))
+    s = ErrorStats.of(np.float32([1.5, -2.0]), np.float64([1.0, -4.0]))
     self.assertEqual((s.row0, s.row0_ref, s.row0_abs), (1.5, 1.0, 0.5))
     self.assertEqual(s.max_abs, 2.0)
     self.assertEqual(s.max_rel, 0.5)  # 2 / max|ref| = 2 / 4
 
   def test_shape_mismatch(self):
     with self.assertRaisesRegex(ValueError, "shape"):
-      accuracy.error_stats(np.zeros(2), np.zeros(3))
+      ErrorStats.of(np.zeros(2), np.zeros(3))
 
 
 class HeadlineLeafTest(parameterized.TestCase):
@@ -92,21 +92,21 @@ class NoiseFloorTest(absltest.TestCase):
       (4e-4, False, 2.0),
     ):
       stats = _stats(1.0 + err)
-      self.assertEqual(accuracy.within_noise(stats, _NOISE), within, err)
+      self.assertEqual(_NOISE.admits(stats), within, err)
       self.assertAlmostEqual(
         accuracy.noise_multiple(stats, _NOISE), multiple, places=6
       )
     zero = NoiseFloor(0.0, 0.0, 0.0)
     self.assertEqual(accuracy.noise_multiple(_stats(1.0), zero), 0.0)
     self.assertEqual(accuracy.noise_multiple(_stats(1.5), zero), np.inf)
-    self.assertFalse(accuracy.within_noise(_stats(1.5), zero))
+    self.assertFalse(zero.admits(_stats(1.5)))
 
   def test_an_f32_overflow_is_never_noise(self):
     # float64 row 0 is 3e38 (finite); f32 overflowed to inf in every
     # order, so the floor is inf too: inf <= 2 x inf must not make it noise.
     overflow = _stats(np.inf, ref=3e38)
     floor = NoiseFloor(np.inf, np.inf, 0.0)
-    self.assertFalse(accuracy.within_noise(overflow, floor))
+    self.assertFalse(floor.admits(overflow))
     self.assertEqual(accuracy.noise_multiple(overflow, floor), np.inf)
     self.assertNotIn("within", _words(None, overflow, floor, 0.0, _F32))
 
@@ -161,7 +161,7 @@ class Row0GapTest(absltest.TestCase):
     got[0] = observed_row
     want = ref.copy()
     want[0] = predicted_row
-    return accuracy.error_stats(got, ref), accuracy.error_stats(want, ref)
+    return ErrorStats.of(got, ref), ErrorStats.of(want, ref)
 
   def test_a_planted_second_element_is_unexplained(self):
     # Element [0, 1] is 0.25 off the prediction, the first value agrees:

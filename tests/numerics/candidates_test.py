@@ -6,12 +6,16 @@ and each non-F32 site's share pair."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
+import re
 
+import recorded
 from absl.testing import absltest
 
 from hloprobe.numerics import candidates
+from hloprobe.numerics.bands import OPERAND_UNIT, site_band
 
 T, F = "TF32_TF32_F32", "F32_F32_F32"
 
@@ -47,6 +51,55 @@ class AllowedTest(absltest.TestCase):
       list(itertools.chain.from_iterable((a, b) for _, a, b in pairs)),
     )
     self.assertEqual(candidates.describe_assignment((F, F)), F)
+
+
+class TruncatedTf32Test(absltest.TestCase):
+  """Review finding 12: a TF32 mma with no cvt.rna.tf32.f32 truncates its
+  operands (MMA-Sim's tf32 operand read). Planted on the seed's recorded
+  a100 compile at n = 2 (tensorfloat32, jaxlib 0.12.0.1): its gemm kernels
+  round with cvt.rna.tf32.f32 (6 and 12 of them, by grep); with those
+  statements removed the PTX reader says "truncate", and the site is
+  emulated as TF32_TRUNCATED_F32, whose band has TF32's whole unit."""
+
+  def _fates(self, plant: bool):
+    rec = recorded.load("seed_a100_n2_tensorfloat32")
+    if plant:
+      cut = lambda t: re.sub(
+        r"^\s*cvt\.rna\.tf32\.f32[^;]*;\n", "", t, flags=re.M
+      )
+      rec = dataclasses.replace(rec, ptx=tuple(map(cut, rec.ptx)))
+      self.assertTrue(all("cvt.rna.tf32" not in t for t in rec.ptx))
+    return recorded.fates(rec)
+
+  def test_rounding_kernels_stay_rna(self):
+    fates = self._fates(plant=False)
+    self.assertEqual([f.ptx_tf32_rounding for f in fates[:3]], ["rna"] * 3)
+    chosen, note = candidates.chosen_algorithms(fates)
+    self.assertEqual(chosen, (T, T, T, F))
+    self.assertIsNone(note)
+
+  def test_truncating_kernels_are_emulated_truncated(self):
+    fates = self._fates(plant=True)
+    self.assertLen(fates, 4)
+    for f in fates[:3]:
+      self.assertEqual(f.effective_algorithm, T)  # the mma's preset
+      self.assertEqual(f.ptx_tf32_rounding, "truncate")
+    chosen, note = candidates.chosen_algorithms(fates)
+    z = "TF32_TRUNCATED_F32"
+    self.assertEqual(chosen, (z, z, z, F))
+    self.assertIsNone(note)
+    self.assertEqual(
+      candidates.describe_assignment(chosen), f"{z} at sites [0, 1, 2]"
+    )
+
+  def test_band_has_the_whole_unit(self):
+    # Higham's bound (bands.SiteBand) with u = 2^-10: (2u + u^2 +
+    # gamma_K(2^-24)) max|A||B|, here K = 48 and max|A||B| = 3.
+    u, k, scale = 2.0**-10, 48, 3.0
+    want = (2 * u + u * u + k * 2.0**-24 / (1 - k * 2.0**-24)) * scale
+    band = site_band(0, "TF32_TRUNCATED_F32", k, scale, 1.0)
+    self.assertAlmostEqual(band.worst_abs, want, places=15)
+    self.assertEqual(OPERAND_UNIT["TF32_TRUNCATED_F32"], 2 * OPERAND_UNIT[T])
 
 
 if __name__ == "__main__":

@@ -269,6 +269,36 @@ class EdgeCaseTest(parameterized.TestCase):
       emulated_dot_general(a.astype(np.int32), a, _MATMUL, "F32_F32_F32")
 
 
+class TruncatedTf32Test(absltest.TestCase):
+  """TF32_TRUNCATED_F32: a TF32 mma with no cvt.rna.tf32.f32 ignores each
+  operand's low 13 bits (MMA-Sim's tf32 operand read). Hand-worked: a =
+  1 + 2^-11 + 2^-12 is exact in f32; truncated to TF32's 10 mantissa bits
+  it is 1, rounded to nearest (RNA) 1 + 2^-10. With b = 1 and K = 4 the
+  sums are exact in f32: 4 truncated, 4 + 2^-8 rounded."""
+
+  def test_hand_worked(self):
+    a = np.full((1, 4), 1 + 2.0**-11 + 2.0**-12, np.float32)
+    b = np.ones((4, 1), np.float32)
+    for mode in ("rna", "rne"):  # the name decides, not the mode
+      got = _emulate("TF32_TRUNCATED_F32", rounding=mode)(a, b)
+      self.assertEqual(float(got[0, 0]), 4.0)
+    self.assertEqual(float(_emulate("TF32_TF32_F32")(a, b)[0, 0]), 4 + 2.0**-8)
+
+  def test_negative_operands_truncate_toward_zero(self):
+    a = np.full((1, 4), -(1 + 2.0**-11 + 2.0**-12), np.float32)
+    b = np.ones((4, 1), np.float32)
+    got = _emulate("TF32_TRUNCATED_F32")(a, b)
+    self.assertEqual(float(got[0, 0]), -4.0)
+
+  def test_band_unit_is_a_whole_tf32_unit(self):
+    from hloprobe.numerics.bands import OPERAND_UNIT
+
+    # 10 explicit mantissa bits: truncation errs by < 2^-10 relative,
+    # rounding to nearest by <= 2^-11 (see rounding_test's frexp check).
+    self.assertEqual(OPERAND_UNIT["TF32_TRUNCATED_F32"], 2.0**-10)
+    self.assertIn("TF32_TRUNCATED_F32", emulate_dot.SWITCHABLE)
+
+
 class SplitProductsTest(parameterized.TestCase):
   """Which partial products each split adds (hand rule from XLA's
   `EmitBF16x3Matmul` / `x6` / `x9` in stablehlo_lower_to_triton.cc and

@@ -154,7 +154,7 @@ class FloorCheckTest(absltest.TestCase):
     # What the verdict said with the corrupted floor, and says now: an
     # error of 0.5 at row 0 (far above f32's ~1e-4) was "f32 noise".
     wrong = seed.f64.astype(np.float32) + np.float32(0.5)
-    stats = accuracy.error_stats(wrong, seed.f64, 0)
+    stats = accuracy.ErrorStats.of(wrong, seed.f64, 0)
     judge = lambda noise: accuracy.judge(
       stats, stats, noise, 0.0, ("F32_F32_F32",) * 4
     )

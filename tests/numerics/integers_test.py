@@ -46,7 +46,7 @@ class IntegerCountsTest(parameterized.TestCase):
   def test_wrapped_elements_are_the_overflowed_ones(self):
     exact = np.array([[5, 300, -129], [127, -128, 1000]], np.int64)
     got = _wrap8(exact)
-    s = accuracy.error_stats(got, exact, axis=0, leaf="['s8']")
+    s = accuracy.ErrorStats.of(got, exact, axis=0, leaf="['s8']")
     # |300|, |-129|, |1000| exceed s8's [-128, 127]: 3 of 6.
     self.assertEqual((s.mismatched, s.overflowed, s.elements), (3, 3, 6))
     self.assertEqual(s.overflow_mode, "wraps")
@@ -64,11 +64,11 @@ class IntegerCountsTest(parameterized.TestCase):
 
   def test_exact_and_unexplained(self):
     exact = np.array([1, 2, 3], np.int64)
-    same = accuracy.error_stats(exact.astype(np.int32), exact, axis=None)
+    same = accuracy.ErrorStats.of(exact.astype(np.int32), exact, axis=None)
     self.assertEqual(
       verdict_words(integers.integer_judgement(same, "int32")), "exact"
     )
-    off = accuracy.error_stats(np.int32([1, 2, 4]), exact, axis=None)
+    off = accuracy.ErrorStats.of(np.int32([1, 2, 4]), exact, axis=None)
     self.assertEqual(
       verdict_words(integers.integer_judgement(off, "int32")),
       "unexplained: 1 of 3 elements of the output differ from the exact "

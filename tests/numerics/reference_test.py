@@ -156,5 +156,14 @@ class DtypeTest(absltest.TestCase):
     )
 
 
+class LeafNamesTest(absltest.TestCase):
+  def test_output_leaves_named_by_their_paths(self):
+    self.assertEqual(
+      reference.leaf_names({"loss": 1, "y": (2, 3)}),
+      ("['loss']", "['y'][0]", "['y'][1]"),
+    )
+    self.assertEqual(reference.leaf_names(np.ones(2)), ("",))
+
+
 if __name__ == "__main__":
   absltest.main()

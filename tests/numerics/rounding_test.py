@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import jax
 import ml_dtypes
 import numpy as np
@@ -111,8 +113,36 @@ class Tf32Test(parameterized.TestCase):
     self.assertTrue(np.all(ties[differ]))
 
   def test_unknown_mode_is_an_error(self):
-    with self.assertRaisesRegex(InvalidArgumentError, "'rz'.*rna, rne"):
-      rounding.round_to_tf32(np.float32(1), "rz")
+    with self.assertRaisesRegex(InvalidArgumentError, "'rd'.*rna, rne, rz"):
+      rounding.round_to_tf32(np.float32(1), "rd")
+
+  @parameterized.named_parameters(
+    # (input bits, truncated): the 13 low bits cleared, never rounded up.
+    ("tie", 0x3F801000, 0x3F800000),
+    ("just_below_next", 0x3F801FFF, 0x3F800000),
+    ("negative", 0xBF801FFF, 0xBF800000),
+    ("max_float_stays_finite", 0x7F7FFFFF, 0x7F7FE000),
+    ("subnormal", 0x00001FFF, 0x00000000),
+  )
+  def test_rz_hand_worked(self, bits, want):
+    self.assertEqual(_bits(rounding.round_to_tf32(_f32(bits), "rz")), want)
+
+  def test_rz_is_truncation_by_frexp(self):
+    # Independent of bit patterns: |x| = m 2^e with m in [0.5, 1) (Python's
+    # float64 frexp, exact for f32 values); truncating to TF32's 11
+    # significant bits is floor(m 2^11) 2^(e - 11), sign kept.
+    x = _patterns(seed=3, n=20_000)
+    x = x[np.isfinite(x) & (np.abs(x) >= np.finfo(np.float32).tiny)]
+    got = np.asarray(jax.jit(rounding.round_to_tf32, static_argnums=1)(x, "rz"))
+    want = []
+    for v in x.astype(np.float64).tolist():
+      m, e = math.frexp(abs(v))
+      want.append(math.copysign(math.ldexp(math.floor(m * 2**11), e - 11), v))
+    np.testing.assert_array_equal(got.astype(np.float64), np.array(want))
+    # Its error reaches past RNA's half unit, to one unit: 2^-10, not 2^-11.
+    rel = np.abs(got.astype(np.float64) - x) / np.abs(x.astype(np.float64))
+    self.assertGreater(float(rel.max()), 2.0**-11)
+    self.assertLess(float(rel.max()), 2.0**-10)
 
 
 class SplitTest(absltest.TestCase):

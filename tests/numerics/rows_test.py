@@ -56,7 +56,7 @@ class PerRowNumbersTest(absltest.TestCase):
     got = ref.astype(np.float32)
     got[5, 2] = np.float32(1.0 + 2.0**-10)  # exact in f32
     got[3, 0] = np.float32(1.0 - 2.0**-20)
-    s = accuracy.error_stats(got, ref)
+    s = accuracy.ErrorStats.of(got, ref)
     want = np.zeros(8)
     want[5], want[3] = 2.0**-10, 2.0**-20
     np.testing.assert_array_equal(s.row_abs, want)
@@ -66,7 +66,7 @@ class PerRowNumbersTest(absltest.TestCase):
   def test_batch_axis_1(self):
     ref = np.zeros((2, 3))
     got = np.array([[0.0, 0.5, 0.0], [0.25, 0.0, 0.0]], np.float32)
-    s = accuracy.error_stats(got, ref, axis=1)
+    s = accuracy.ErrorStats.of(got, ref, axis=1)
     np.testing.assert_array_equal(s.row_abs, [0.25, 0.5, 0.0])
 
   def test_noise_floor_per_row_is_the_max_over_orders(self):

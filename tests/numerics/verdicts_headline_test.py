@@ -23,12 +23,10 @@ from absl.testing import absltest
 
 from hloprobe import records, verify
 from hloprobe.compile import (
-  CASE_SUFFIX,
   INT32_DOTS_FIX,
   Case,
   get_case,
   get_target,
-  int32_dots_case,
 )
 from hloprobe.engine import SweepSpec, plan_sweep, run_sweep
 from hloprobe.numerics import accuracy, floor_check
@@ -43,6 +41,7 @@ from hloprobe.report.verdict_words import (
   what_words,
 )
 from hloprobe.verify import candidates
+from hloprobe.verify import fix as verify_fix
 from hloprobe.verify.candidates import TrialReason
 
 _N_ROWS = 40000
@@ -199,20 +198,20 @@ class Int32DotsProgramTest(absltest.TestCase):
     # numpy: the exact sums overflow s8 and fit s32.
     self.assertGreater(np.abs(exact).max(), 127)
     self.assertLess(np.abs(exact).max(), 2**31)
-    fixed = int32_dots_case(_int8_case())
-    self.assertEqual(fixed.name, "int8mm" + CASE_SUFFIX)
+    fixed = INT32_DOTS_FIX.fixed_case(_int8_case())
+    self.assertEqual(fixed.name, "int8mm" + INT32_DOTS_FIX.case_suffix)
     got = np.asarray(jax.jit(fixed.fn)(a, b))
     self.assertEqual(got.dtype, np.int32)
     np.testing.assert_array_equal(got, exact)
 
   def test_the_fix_word_parses_as_a_program_change(self):
-    fix = verify.parse_fix(INT32_DOTS_FIX)
+    fix = verify_fix.parse_fix(INT32_DOTS_FIX.word)
     self.assertEqual((fix.program, fix.precision, fix.experiment),
-                     (INT32_DOTS_FIX, None, None))  # fmt: skip
+                     (INT32_DOTS_FIX.word, None, None))  # fmt: skip
 
   def test_a_case_word_with_the_suffix_is_the_fixed_case(self):
-    case = get_case("int8_dots" + CASE_SUFFIX)
-    self.assertEqual(case.name, "int8_dots" + CASE_SUFFIX)
+    case = get_case("int8_dots" + INT32_DOTS_FIX.case_suffix)
+    self.assertEqual(case.name, "int8_dots" + INT32_DOTS_FIX.case_suffix)
 
 
 @pytest.mark.compiles
@@ -229,13 +228,13 @@ class Int8OverflowAnswerTest(absltest.TestCase):
     self.assertTrue(findings)
     self.assertEqual({f.kind for f in findings}, {"integer"})
     tries = candidates.plan_tries(findings, results, plan)
-    self.assertEqual([c.fix for c in tries.candidates], [INT32_DOTS_FIX])
+    self.assertEqual([c.fix for c in tries.candidates], [INT32_DOTS_FIX.word])
     tried = [r for p in candidates.try_sweeps(tries) for r in run_sweep(p)]
     (trial,) = candidates.judge_tries(tries, tried)
     self.assertTrue(trial.passed, trial.reason)
     self.assertIn("--fix=preferred_element_type=int32", trial.command)
     self.assertIn("preferred_element_type=jnp.int32", trial.candidate.words)
-    outcome = verify.verify_fix(spec, INT32_DOTS_FIX)
+    outcome = verify.verify_fix(spec, INT32_DOTS_FIX.word)
     self.assertTrue(outcome.passed)
 
 

@@ -52,7 +52,7 @@ from testutil import SweepPool, numpy_seed_row0, record_cache, run_hloprobe_here
 from hloprobe import engine
 from hloprobe.compile import cases
 from hloprobe.numerics import Verdict, VerdictKind
-from hloprobe.pictures import html_page
+from hloprobe.pictures.outputs import html_page
 from hloprobe.report import explain
 
 pytestmark = pytest.mark.compiles

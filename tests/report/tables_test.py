@@ -60,11 +60,11 @@ class TableTest(absltest.TestCase):
     with self.assertRaisesRegex(
       InvalidArgumentError, "unknown --columns bogus; choose from"
     ):
-      tables.check_columns(["case", "bogus"])
+      tables.OUTPUT_FORMS.check_columns(["case", "bogus"])
     with self.assertRaisesRegex(
       InvalidArgumentError, r"unknown --columns \(none\)"
     ):
-      tables.check_columns([])
+      tables.OUTPUT_FORMS.check_columns([])
     with self.assertRaisesRegex(ValueError, "unknown --format 'csv'"):
       tables.render(_results(), "csv", {})
 

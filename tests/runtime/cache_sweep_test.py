@@ -28,8 +28,7 @@ def _key(
   passes=False,
   version=records.RECORD_VERSION,
 ):
-  return cache.config_key(
-    case_print,
+  return case_print.config_key(
     targets.get_target(target),
     precision,
     n,
@@ -45,10 +44,10 @@ class KeyTest(absltest.TestCase):
     super().setUpClass()
     cls.case = cases.get_case("seed_mlp")
     cls.full = testutil.seed_mlp_inputs()  # make_inputs, without XLA
-    cls.print = cache.case_fingerprint(cls.case, cls.full)
+    cls.print = cache.CaseKey.of(cls.case, cls.full)
 
   def test_same_inputs_same_key(self):
-    self.assertEqual(cache.case_fingerprint(self.case, self.full), self.print)
+    self.assertEqual(cache.CaseKey.of(self.case, self.full), self.print)
     self.assertEqual(_key(self.print), _key(self.print))
 
   def test_changed_case_function_misses(self):
@@ -56,15 +55,13 @@ class KeyTest(absltest.TestCase):
       return cases.seed_mlp.fn(xs * 1.5, params)
 
     changed = dataclasses.replace(self.case, fn=other)
-    self.assertNotEqual(cache.case_fingerprint(changed, self.full), self.print)
+    self.assertNotEqual(cache.CaseKey.of(changed, self.full), self.print)
 
   def test_changed_input_bytes_miss(self):
     xy, params = self.full
     xy = xy.copy()
     xy[7, 1] = np.nextafter(xy[7, 1], np.float32(2))  # one ULP, one element
-    self.assertNotEqual(
-      cache.case_fingerprint(self.case, (xy, params)), self.print
-    )
+    self.assertNotEqual(cache.CaseKey.of(self.case, (xy, params)), self.print)
 
   def test_changed_closed_over_constant_misses(self):
     def with_const(c):
@@ -73,7 +70,7 @@ class KeyTest(absltest.TestCase):
     a = dataclasses.replace(self.case, fn=with_const(np.ones(3, np.float32)))
     b = dataclasses.replace(self.case, fn=with_const(np.zeros(3, np.float32)))
     self.assertNotEqual(
-      cache.case_fingerprint(a, self.full), cache.case_fingerprint(b, self.full)
+      cache.CaseKey.of(a, self.full), cache.CaseKey.of(b, self.full)
     )
 
   def test_changed_target_config_misses(self):
@@ -86,14 +83,39 @@ class KeyTest(absltest.TestCase):
     )
     self.assertNotEqual(edited.config_text, a100.config_text)
     self.assertNotEqual(
-      cache.config_key(
-        self.print,
+      self.print.config_key(
         edited,
         "float32",
         4,
         64,
         False,
         record_version=records.RECORD_VERSION,
+      ),
+      _key(self.print),
+    )
+
+  def test_the_bits_only_miss_and_the_default_keys_stay(self):
+    # The bits only (`SweepSpec.numerics` False) is another record; the
+    # default's keys are those made before the argument existed.
+    bits = self.print.config_key(
+      targets.get_target("a100"),
+      "float32",
+      4,
+      64,
+      False,
+      record_version=records.RECORD_VERSION,
+      numerics=False,
+    )
+    self.assertNotEqual(bits, _key(self.print))
+    self.assertEqual(
+      self.print.config_key(
+        targets.get_target("a100"),
+        "float32",
+        4,
+        64,
+        False,
+        record_version=records.RECORD_VERSION,
+        numerics=True,
       ),
       _key(self.print),
     )
@@ -128,8 +150,9 @@ class SweepCacheTest(absltest.TestCase):
     pool = testutil.SweepPool()
     self.addCleanup(pool.close)
     folder = self.create_tempdir().full_path
+    # One size on two targets: what is asserted holds per config.
     spec = sweep_stage.SweepSpec(
-      ("seed_mlp",), (1, 2), ("float32",), ("cpu", "a100")
+      ("seed_mlp",), (2,), ("float32",), ("cpu", "a100")
     )
     cached = dataclasses.replace(spec, cache_dir=folder)
     cold = pool.run(cached)
@@ -154,7 +177,7 @@ class SweepCacheTest(absltest.TestCase):
       for f in files
       if f.endswith(".record")
     )
-    self.assertLen(entries, 4)
+    self.assertLen(entries, 2)
     with open(entries[0], "wb") as f:
       f.write(b"not a record")
     with self.assertLogs(level="WARNING") as logs:
@@ -163,7 +186,7 @@ class SweepCacheTest(absltest.TestCase):
     self.assertIn("unreadable cache entry", logs.output[0])
     self.assertEqual(testutil.configs_json(again), testutil.configs_json(cold))
     self.assertEqual(
-      sorted("compile" in r.timings for r in again), [False] * 3 + [True]
+      sorted("compile" in r.timings for r in again), [False, True]
     )
     self.assertEqual(
       {
@@ -173,7 +196,7 @@ class SweepCacheTest(absltest.TestCase):
       {"ConfigResult"},
     )
 
-    # Entries of another record layout miss: all four are computed again
+    # Entries of another record layout miss: both are computed again
     # and stored beside the old ones, under new keys.
     newer = records.RECORD_VERSION + 1
     with mock.patch.object(engine, "RECORD_VERSION", newer):
@@ -183,7 +206,7 @@ class SweepCacheTest(absltest.TestCase):
     stored = [
       f for _, _, fs in os.walk(folder) for f in fs if f.endswith(".record")
     ]
-    self.assertLen(stored, 8)
+    self.assertLen(stored, 4)
 
 
 def _sweep_counting_workers(spec):
@@ -231,14 +254,15 @@ class CliTest(absltest.TestCase):
       f"--cache_dir={folder}",
       "--timings",
     )
-    # End to end, in a process of its own; the reruns in this one.
-    cold = testutil.run_hloprobe(*args)
+    # In this process (tests/runtime/host_test.py runs a fresh process's
+    # explain through the record cache).
+    here = lambda *words: testutil.run_hloprobe_here(*words, timeout_s=600)
+    cold = here(*args)
     self.assertEqual(cold.returncode, 0, cold.stderr)
     table = cold.stdout.split("\n\n")[-1]
     self.assertIn("compile", table.splitlines()[0])
     self.assertIn("emulation", table.splitlines()[0])
     self.assertTrue(table.splitlines()[-1].startswith("all"))
-    here = lambda *words: testutil.run_hloprobe_here(*words, timeout_s=600)
     warm = here(*args)
     self.assertEqual(warm.returncode, 0, warm.stderr)
     header = warm.stdout.split("\n\n")[-1].splitlines()[0]

@@ -20,7 +20,7 @@ from absl.testing import absltest, parameterized
 
 from hloprobe.ir.stablehlo import CONVOLUTION, DOT, parse_stablehlo_dots
 from hloprobe.sites import conv_rules
-from hloprobe.sites.site_fate import Fate, site_record
+from hloprobe.sites.site_fate import Fate
 
 _RELEASES = tuple((r.replace(".", "_"), r) for r in recorded.RELEASES)
 _CUDNN_CALL = re.compile(
@@ -92,7 +92,7 @@ class ConvNetSitesTest(parameterized.TestCase):
       self.assertEqual(f.tf32_optional, tf32)
       self.assertIsNone(f.conflict)
     self.assertNotIn(fates[2].fate, (Fate.CUDNN_CONV, Fate.CONV))
-    records = [site_record(f) for f in fates]
+    records = [f.record() for f in fates]
     self.assertEqual(
       [r["op"] for r in records], ["convolution", "convolution", "dot_general"]
     )

@@ -36,7 +36,7 @@ from absl.testing import absltest, parameterized
 from hloprobe.compile import targets
 from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
-from hloprobe.sites import dot_sites, effective, site_fate
+from hloprobe.sites import dot_sites, effective
 from hloprobe.sites.site_fate import Fate
 
 _MERGER = os.path.join(os.path.dirname(__file__), "testdata", "dot_merger")
@@ -97,7 +97,7 @@ class DotMergerFixtureTest(parameterized.TestCase):
       ["__triton_nested_gemm_fusion"] * 2,
     )
     self.assertEqual(fates[1].merge_words(), "merged by dot-merger with site 0")
-    record = site_fate.site_record(_resolved(stem)[0])
+    record = _resolved(stem)[0].record()
     self.assertEqual(record["merged_with"], [1])
 
   def test_cross_side_not_merged_on_0_10(self):

@@ -171,6 +171,46 @@ class BlasRuleTest(parameterized.TestCase):
     np.testing.assert_array_equal(outs[0], outs[1])
 
 
+class SplitPassesTest(parameterized.TestCase):
+  """f32 operands on a bf16 mma (review finding 11). The seed declared
+  BF16_BF16_F32_X3 at n = 2 for the a100 (both releases): the gemm kernels
+  split the operands into bf16 parts (cvt.f32.bf16 in their PTX, see
+  tests/ir/ptx_test.py's SplitOperandsTest), and the declared preset
+  names the passes. With the declaration planted away (XLA splitting on
+  its own, e.g. under a debug option), the kernel alone does not say how
+  many passes: no preset, said, instead of one-pass BF16_BF16_F32."""
+
+  @parameterized.named_parameters(*((r, r) for r in recorded.RELEASES))
+  def test_declared_preset_names_the_passes(self, jaxlib):
+    rec = recorded.load("preset_seed_a100_n2_BF16_BF16_F32_X3", jaxlib)
+    fates = recorded.fates(rec)
+    self.assertLen(fates, 4)
+    for f in fates[:3]:
+      self.assertEqual(f.effective_algorithm, "BF16_BF16_F32_X3")
+      self.assertIn("f32 operands split into bf16 parts", f.algorithm_evidence)
+
+  @parameterized.named_parameters(*((r, r) for r in recorded.RELEASES))
+  def test_undeclared_split_has_no_preset(self, jaxlib):
+    rec = recorded.load("preset_seed_a100_n2_BF16_BF16_F32_X3", jaxlib)
+    hlo = lambda t: t.replace(", algorithm=dot_bf16_bf16_f32_x3", "")
+    mlir = lambda t: re.sub(r", algorithm = <[^>]*>", "", t)
+    self.assertNotIn("algorithm = <", mlir(rec.stablehlo))
+    fates = recorded.fates(rec, hlo, mlir)
+    for f in fates[:3]:
+      self.assertIsNone(f.algorithm)
+      self.assertEqual(f.fate.value, "Triton gemm")
+      self.assertIsNone(f.effective_algorithm)
+      self.assertIsNone(f.algorithm_source)
+      self.assertIn("count not read", f.algorithm_evidence)
+
+  @parameterized.named_parameters(*((r, r) for r in recorded.RELEASES))
+  def test_one_pass_kernels_stay_one_pass(self, jaxlib):
+    rec = recorded.load("preset_seed_a100_n2_BF16_BF16_F32", jaxlib)
+    for f in recorded.fates(rec)[:3]:
+      self.assertEqual(f.effective_algorithm, "BF16_BF16_F32")
+      self.assertNotIn("split", f.algorithm_evidence)
+
+
 # XLA:CPU's release-dependent path of a bf16 dot (operand_upcaster at
 # n = 1, YNNPACK at n = 4), checked on both releases (make test-old) and
 # under AVX (make test-isa: the dot-library rewrite is not ISA-gated).

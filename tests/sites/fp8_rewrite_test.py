@@ -171,7 +171,7 @@ class FiredTest(parameterized.TestCase):
       rec.optimized_hlo,
     )
     self.assertEqual(f.effective_algorithm, "ANY_F8_ANY_F8_F32_FAST_ACCUM")
-    self.assertEqual(site_fate.site_record(f)["fp8_rewrite"], f.fp8_rewrite)
+    self.assertEqual(f.record()["fp8_rewrite"], f.fp8_rewrite)
 
   @parameterized.named_parameters(*_RELEASES)
   def test_scales_are_part_of_the_data_flow(self, jaxlib):

@@ -19,7 +19,7 @@ import pytest
 from absl.testing import absltest
 from testutil import run_hloprobe_here
 
-from hloprobe.compile import CASE_SUFFIX, absolute_case_word
+from hloprobe.compile import INT32_DOTS_FIX, absolute_case_word
 from hloprobe.versions import venvs
 from hloprobe.versions.run import spec_request
 
@@ -32,8 +32,10 @@ class AbsoluteWordsTest(absltest.TestCase):
       os.path.join(here, "sub", "my_case.py") + ":make_case",
     )
     self.assertEqual(
-      absolute_case_word("my_case.py:make_case" + CASE_SUFFIX),
-      os.path.join(here, "my_case.py") + ":make_case" + CASE_SUFFIX,
+      absolute_case_word("my_case.py:make_case" + INT32_DOTS_FIX.case_suffix),
+      os.path.join(here, "my_case.py")
+      + ":make_case"
+      + INT32_DOTS_FIX.case_suffix,
     )
 
   def test_names_and_modules_stay_as_they_are(self):

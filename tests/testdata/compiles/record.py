@@ -29,7 +29,7 @@ import ml_dtypes
 import numpy as np
 import program_cases
 
-from hloprobe.compile import cases, lowering, targets
+from hloprobe.compile import cases, compat, lowering, targets
 from hloprobe.ir.precisions import parse_precision
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -323,7 +323,7 @@ def record(name: str) -> str:
       t, compiler_options={**(t.compiler_options or {}), **options[0]}
     )
   cc = lowering.compile_case(case, args, parse_precision(precision), t)
-  versions = lowering.jax_versions()
+  versions = compat.jaxlib_release().versions
   folder = os.path.join(_HERE, name, "jaxlib" + versions["jaxlib"])
   shutil.rmtree(folder, ignore_errors=True)
   os.makedirs(folder)

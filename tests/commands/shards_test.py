@@ -1,4 +1,4 @@
-"""report/shards.py: a shard's folder written and read back, and shards
+"""commands/shards.py: a shard's folder written and read back, and shards
 joined in plan order or refused with one line. Records are made by hand;
 what is expected is the plan order the shards' config indices give and
 the refusals the module names (different plans, a shard twice, missing
@@ -11,11 +11,11 @@ import os
 
 from absl.testing import absltest
 
+from hloprobe.commands import shards
 from hloprobe.compile import get_target
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.ir import Precision
 from hloprobe.records import Config, ConfigResult
-from hloprobe.report import shards
 
 _FP = "ab" * 32
 
@@ -29,7 +29,15 @@ def _result(n: int) -> ConfigResult:
 class ShardFolderTest(absltest.TestCase):
   def _shard(self, index: int, configs, fingerprint=_FP, host=None):
     folder = self.create_tempdir().full_path
-    doc = {"shard": shards.shard_json(index, 2, fingerprint, {"w": 1}, configs)}
+    doc = {
+      "shard": {
+        "index": index,
+        "count": 2,
+        "fingerprint": fingerprint,
+        "plan": {"w": 1},
+        "configs": configs,
+      }
+    }
     if host is not None:
       doc["host"] = host
     with open(os.path.join(folder, "results.json"), "w") as f:

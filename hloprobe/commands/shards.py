@@ -2,7 +2,7 @@
 
 A shard's --output_dir holds what any sweep's does (results.json, its
 per-config files, report.html) and two things more: results.json's
-"shard" entry (`shard_json`: the plan's fingerprint and words, the
+"shard" entry (`report.results_json`: the plan's fingerprint and words, the
 shard's index and count, each config's index in the whole plan) and
 `RECORDS_NAME`, the shard's `ConfigResult` records whole, in that order,
 which the merge reports on as if one sweep had made them.
@@ -11,7 +11,10 @@ which the merge reports on as if one sweep had made them.
 (`runtime.record_file`: JSON and raw numpy bytes with a sha256, never a
 pickle): a forged file can lie about results but runs no code.
 
-Private in intent: use the package, `hloprobe.report`.
+These files are the `sweep --shard` and `merge` commands' own: no library
+stage reads or writes them (`engine` cuts a plan into shards and checks
+that shards are a plan's: `engine.check_shards`). `recorded_results` reads
+a merge's folder for `explain`, `golden check` and `verify --results`.
 """
 
 from __future__ import annotations
@@ -23,9 +26,9 @@ import os
 from collections.abc import Sequence
 
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.ir import read_file_bytes
+from hloprobe.ir import InputFile
 from hloprobe.records import ConfigResult
-from hloprobe.report.files import atomic_write
+from hloprobe.report import atomic_write
 from hloprobe.runtime import RecordFileError, dump_record, load_record
 
 __all__ = [
@@ -34,7 +37,8 @@ __all__ = [
   "join_shards",
   "read_records",
   "read_shard",
-  "shard_json",
+  "read_shards",
+  "recorded_results",
   "write_records",
 ]
 
@@ -81,19 +85,6 @@ class ShardPart:
     return f"shard {self.index}/{self.count} ({self.folder})"
 
 
-def shard_json(
-  index: int, count: int, fingerprint: str, plan: dict, configs: Sequence[int]
-) -> dict:
-  """results.json's "shard" entry (see `results_schema`)."""
-  return {
-    "index": index,
-    "count": count,
-    "fingerprint": fingerprint,
-    "plan": plan,
-    "configs": list(configs),
-  }
-
-
 def write_records(output_dir: str, results: Sequence[ConfigResult]) -> str:
   """Writes `results` whole to `<output_dir>/RECORDS_NAME`; returns its path.
 
@@ -127,9 +118,9 @@ def read_records(folder: str) -> tuple[ConfigResult, ...]:
     "and merge again)"
   )
   try:  # a FIFO, a device or a link to /dev/zero: refused unread
-    data = read_file_bytes(
+    data = InputFile(
       path, path, InvalidArgumentError, _MAX_RECORDS_BYTES, "record files"
-    )
+    ).read_bytes()
   except InvalidArgumentError as e:
     raise InvalidArgumentError(f"{e}; {written}") from None
   try:
@@ -153,9 +144,9 @@ def read_shard(folder: str) -> ShardPart:
   """
   path = os.path.join(folder, _RESULTS)
   try:
-    data = read_file_bytes(
+    data = InputFile(
       path, path, InvalidArgumentError, _MAX_RESULTS_BYTES, "results files"
-    )
+    ).read_bytes()
   except InvalidArgumentError as e:
     raise _not_a_shard(folder, str(e)) from None
   try:
@@ -259,6 +250,65 @@ def join_shards(parts: Sequence[ShardPart]) -> list[ConfigResult]:
   for p in parts:
     placed.update(zip(p.configs, p.records))
   return [placed[i] for i in sorted(placed)]
+
+
+def read_shards(
+  folders: Sequence[str],
+) -> tuple[tuple[ShardPart, ...], list[ConfigResult]]:
+  """Reads `hloprobe merge`'s shard folders (`read_shard`) and joins them
+  (`join_shards`); returns (the parts as given, their records in plan
+  order).
+
+  Raises:
+    InvalidArgumentError: a folder that is not a shard's; as
+      `join_shards`; shards whose recorded plans differ under one
+      fingerprint.
+  """
+  parts = tuple(read_shard(folder) for folder in folders)
+  records = join_shards(parts)
+  first = parts[0]
+  for p in parts[1:]:
+    if p.plan != first.plan:
+      raise InvalidArgumentError(
+        f"{p.label} records another plan than {first.label} under the same "
+        "fingerprint; merge the shards of one sweep"
+      )
+  return parts, records
+
+
+def recorded_results(folder: str, plan) -> list[ConfigResult]:
+  """`plan`'s configs' records (`SweepPlan.configs()`, in its order) from a
+  `hloprobe merge` (or unsharded shard) --output_dir: what `explain
+  --results`, `golden check --results` and `verify --results` judge
+  instead of sweeping. The folder may hold more configs than the plan's;
+  each record's config is the plan's own.
+
+  Raises:
+    InvalidArgumentError: no records there; a shard's folder (merge the
+      shards first); a config of the plan missing, named.
+  """
+  if os.path.isfile(os.path.join(folder, _RESULTS)):
+    try:
+      part = read_shard(folder)
+    except InvalidArgumentError:
+      part = None
+    if part is not None and part.count > 1:
+      raise InvalidArgumentError(
+        f"--results={folder} is {part.label}, one part of a sweep: give "
+        "the folder `hloprobe merge` wrote"
+      )
+  key = lambda c: (c.experiment, c.case, c.target.name, c.n, str(c.precision))
+  found = {key(r.config): r for r in read_records(folder)}
+  picked = []
+  for c in plan.configs():
+    r = found.get(key(c.config))
+    if r is None:
+      raise InvalidArgumentError(
+        f"--results={folder} has no config {c.config.label()}; sweep (and "
+        "merge) what this command judges, or drop --results"
+      )
+    picked.append(dataclasses.replace(r, config=c.config))
+  return picked
 
 
 def _cpu(host: dict | None) -> str:

@@ -1,0 +1,101 @@
+"""Which autotune results file a config's compile is read against comes
+from the flags the caller names, not from this process's environment
+(review finding 20: a stale XLA_FLAGS of a notebook process must not
+decide the sites' `selection`).
+
+The file holds one entry, the seed's first gemm fusion keyed from the
+recorded config-assigner input of tests/testdata/autotune (jaxlib
+0.12.0.1's keys, the ones XLA hit there; tests/compile/
+autotune_replay_test.py's sweep shows a worker started with the file
+loading it). Here it is only named, not loaded by this process's XLA
+(XLA reads XLA_FLAGS once, as it starts: xla/debug_options_flags.cc), so
+only the words the named flags decide are checked: site 0's key is in
+the file, so with the flags named it reads "autotuned on" the a100's
+device; with the file only in the environment nothing reads it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from unittest import mock
+
+import jax
+import pytest
+import recorded
+from absl.testing import absltest
+
+from hloprobe.compile import CASES, get_target
+from hloprobe.compile.autotune import (
+  CUBLAS_CONFIG,
+  AutotuneChoice,
+  gemm_fusion_keys,
+  parse_codegen_versions,
+  results_textproto,
+)
+from hloprobe.engine.compiled import compile_and_run_case
+from hloprobe.records import Config, Precision
+
+_A100 = "NVIDIA A100-SXM4-40GB"  # hloprobe's a100 device_description_str
+
+
+def _one_entry_file(folder: str) -> str:
+  """Results holding the seed's first gemm fusion (cuBLAS) only."""
+  name = "seed_mlp_a100_bfloat16.config_assigner_input.hlo.txt"
+  with open(os.path.join(recorded.AUTOTUNE, name), encoding="utf-8") as f:
+    keys = gemm_fusion_keys(f.read())
+  text = results_textproto(
+    "4882ef514d13f9de",
+    parse_codegen_versions(recorded.AUTOTUNE_XLA_LOG),
+    [AutotuneChoice(keys[0], "CUBLASLT_FISSION", CUBLAS_CONFIG)],
+  )
+  path = os.path.join(folder, "one.textproto")
+  with open(path, "w", encoding="utf-8") as f:
+    f.write(text)
+  return path
+
+
+@pytest.mark.compiles  # the seed compiled for the compile-only a100
+class NamedFlagsTest(absltest.TestCase):
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    jax.devices()  # XLA has read this process's flags before the patch
+    cls.folder = tempfile.mkdtemp(prefix="compiled-flags-")
+    flag = f"--xla_gpu_load_autotune_results_from={_one_entry_file(cls.folder)}"
+    case = CASES["seed_mlp"]
+    full = case.make_inputs()
+    config = Config("seed_mlp", get_target("a100"), 4096, Precision.bfloat16)
+    cls.flag = flag
+    with mock.patch.dict(os.environ, {"XLA_FLAGS": flag}):
+      cls.stale = compile_and_run_case(case, full, config, False, None, "")
+    cls.named = compile_and_run_case(case, full, config, False, None, flag)
+
+  @classmethod
+  def tearDownClass(cls):
+    shutil.rmtree(cls.folder, ignore_errors=True)
+    super().tearDownClass()
+
+  def test_a_file_only_in_the_environment_is_not_read(self):
+    r = self.stale.result
+    self.assertTrue(r.ok, r.failure)
+    self.assertLen(r.compilation.fates, 4)
+    for f in r.compilation.fates:  # as with no results file at all
+      self.assertEqual(
+        f.selection, "XLA heuristic (compile-only: no autotuning)"
+      )
+
+  def test_the_named_flags_file_decides_the_words(self):
+    r = self.named.result
+    self.assertTrue(r.ok, r.failure)
+    self.assertLen(r.compilation.fates, 4)
+    self.assertEqual(
+      r.compilation.fates[0].selection,
+      f"autotuned on {_A100} (one.textproto: CUBLASLT_FISSION: "
+      f"{CUBLAS_CONFIG})",
+    )
+
+
+if __name__ == "__main__":
+  absltest.main()
