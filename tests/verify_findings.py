@@ -26,7 +26,7 @@ def finding(ratio, target="a100", kind="row 0", what="unexplained", **kw):
     Said(text=what),
     error_abs=error,
     floor_abs=1e-4,
-    floor_words="f32 noise floor",
+    floor_dtype="float32",
     ratio=ratio,
     source="predicted",
     **kw,

@@ -29,6 +29,7 @@ from hloprobe.report.explain_text import render_explanation
 from hloprobe.report.findings import Cause, code_change, group_causes
 from hloprobe.report.tables import cells
 from hloprobe.report.verdict_words import (
+  floor_words,
   times_words,
   trial_words,
   what_words,
@@ -113,7 +114,7 @@ def _error(c: Cause) -> str:
   source = f" ({f.source})" if f.source else ""
   return (
     f"{row}: {f.error_abs:.2e}{source}, {times_words(f.ratio, f.error_abs)} "
-    f"the {f.floor_words} {f.floor_abs:.1e}{where}"
+    f"the {floor_words(f)} {f.floor_abs:.1e}{where}"
   )
 
 

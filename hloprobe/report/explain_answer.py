@@ -53,7 +53,12 @@ from hloprobe.report.explain_text import (
 )
 from hloprobe.report.findings import Cause, code_change, group_causes
 from hloprobe.report.results_schema import dumps_json
-from hloprobe.report.verdict_words import times_words, trial_words, what_words
+from hloprobe.report.verdict_words import (
+  floor_words,
+  times_words,
+  trial_words,
+  what_words,
+)
 from hloprobe.verify import Candidate, Finding, FixTrial
 
 __all__ = [
@@ -127,7 +132,7 @@ def finding_words(f: Finding) -> str:
     source = f" ({f.source})" if f.source else ""
     size = (
       f"{label} {f.error_abs:.2e}{source}, {times_words(f.ratio, f.error_abs)} the "
-      f"{f.floor_words} {f.floor_abs:.1e}: "
+      f"{floor_words(f)} {f.floor_abs:.1e}: "
     )
   made = f"; XLA made them {_and(list(f.fates))}" if f.fates else ""
   return f"{_where(f)}: {size}{what_words(f)}{made}"
@@ -169,7 +174,7 @@ def _cause_words(c: Cause) -> str:
     source = f" ({f.source})" if f.source else ""
     size = (
       f": {label} {f.error_abs:.2e}{source}, "
-      f"{times_words(f.ratio, f.error_abs)} the {f.floor_words} "
+      f"{times_words(f.ratio, f.error_abs)} the {floor_words(f)} "
       f"{f.floor_abs:.1e}"
     )
   elif f.kind != "row 0" and f.kind != "row":

@@ -26,7 +26,7 @@ from hloprobe.numerics import CHANGED, VerdictKind
 __all__ = [
   "config_words",
   "far_rows_words",
-  "what_words",
+  "floor_words",
   "judged_how",
   "judged_words",
   "leaf_verdicts",
@@ -38,6 +38,7 @@ __all__ = [
   "times_words",
   "trial_words",
   "verdict_words",
+  "what_words",
 ]
 
 # `numerics.Made`'s words where the module could not be executed whole
@@ -280,8 +281,12 @@ def what_words(f) -> str:
   """What a `verify.Finding` says (its `what`, by kind), e.g. "explained
   by TF32_TF32_F32 at sites [0, 1, 2]", "row 5 of 8 beyond its floor"."""
   said = f.what
-  if said.text is not None:  # failed, not judged
+  if said.text is not None:  # given by hand
     return said.text
+  if said.failure is not None:
+    return f"{said.failure.stage} failed: {said.failure.words()}"
+  if said.why is not None:
+    return f"not judged: {said.why}"
   if f.kind == "changed the math":
     return _changed_words(said.changes, said.localised)
   if f.kind == "leaf":
@@ -292,6 +297,18 @@ def what_words(f) -> str:
       return f"{lead}{_worst_far_words(said.worst)}: {_CAUSE['miscompile']}"
     return f"{lead}row {said.row} of {said.rows} beyond its floor"
   return verdict_words(said.verdict)
+
+
+def floor_words(f) -> str:
+  """The band a `verify.Finding` is measured against, in words: "f32
+  noise floor" (f32 and f64 outputs), "bfloat16 noise floor" (the
+  output's dtype), "F32 band" (XLA changed the math)."""
+  if f.kind == "changed the math":
+    return "F32 band"
+  dtype = f.floor_dtype
+  if not dtype or dtype in ("float32", "float64"):
+    return "f32 noise floor"
+  return f"{dtype} noise floor"
 
 
 def times_words(ratio: float, error_abs: float | None = None) -> str:
@@ -323,6 +340,6 @@ def trial_words(t) -> str:
     return f"{names} failed: {where}: {what_words(f)}"
   return (
     f"{names} failed: {where}: {f.error_abs:.2e}, "
-    f"{times_words(f.ratio, f.error_abs)} the {f.floor_words}: "
+    f"{times_words(f.ratio, f.error_abs)} the {floor_words(f)}: "
     f"{what_words(f)}"
   )

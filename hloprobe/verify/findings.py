@@ -59,7 +59,7 @@ from hloprobe.numerics import (
   VerdictKind,
   WorstRow,
 )
-from hloprobe.records import ConfigResult
+from hloprobe.records import ConfigResult, Failure
 from hloprobe.sites import Fate
 from hloprobe.verify.requirements import checks, judged
 
@@ -86,8 +86,10 @@ class Said:
     changes, localised: "changed the math": the instructions named
       (`numerics.Made.changes`, `MathChange`s) and whether they are the
       suspects.
-    text: "failed" and "not judged": the failure's or the missing
-      numbers' own words (e.g. "compile failed: XlaRuntimeError: ...").
+    failure: "failed": the stage that failed (`records.Failure`).
+    why: "not judged": why there are no numbers to judge (the prediction's
+      error, e.g. "EmulationError: ...").
+    text: words given as they are, for a finding made by hand.
   """
 
   verdict: Verdict | None = None
@@ -98,6 +100,8 @@ class Said:
   worst: WorstRow | None = dataclasses.field(default=None, compare=False)
   changes: tuple = ()
   localised: bool = True
+  failure: Failure | None = None
+  why: str | None = None
   text: str | None = None
 
 
@@ -122,7 +126,10 @@ class Finding:
     error_abs: the error, output units (the worst config's); None when
       unknown.
     floor_abs: the band it is measured against, output units; None.
-    floor_words: that band in words, e.g. "f32 noise floor", "F32 band".
+    floor_dtype: the band is the f32 noise floor of an output of this
+      dtype (numpy's name, e.g. "float32", "bfloat16"; in words "f32
+      noise floor", "bfloat16 noise floor"); None for the F32 band of
+      "changed the math", or no band.
     ratio: error_abs / floor_abs, dimensionless (inf: beyond an exact or
       zero band; NaN: the error is NaN, ranked first); None when no
       distance can be given.
@@ -155,7 +162,7 @@ class Finding:
   fates: tuple[str, ...] = ()
   error_abs: float | None = None
   floor_abs: float | None = None
-  floor_words: str = ""
+  floor_dtype: str | None = None
   ratio: float | None = None
   source: str = ""
   fate_kinds: tuple[Fate, ...] = ()
@@ -176,7 +183,7 @@ class _Fault:
   sites: tuple[int, ...] = ()
   error_abs: float | None = None
   floor_abs: float | None = None
-  floor_words: str = ""
+  floor_dtype: str | None = None
   source: str = ""
   row: int | None = None
 
@@ -191,13 +198,6 @@ class _Fault:
     if self.floor_abs == 0:
       return math.inf if self.error_abs > 0 else 0.0
     return self.error_abs / self.floor_abs
-
-
-def _floor_words(dtype: str | None) -> str:
-  """ "f32 noise floor" for f32/f64 outputs, "bfloat16 noise floor" etc."""
-  if not dtype or dtype in ("float32", "float64"):
-    return "f32 noise floor"
-  return f"{dtype} noise floor"
 
 
 def _row0_or_rows(r: ConfigResult) -> _Fault | None:
@@ -220,7 +220,7 @@ def _row0_or_rows(r: ConfigResult) -> _Fault | None:
       tuple(s.site for s in p.shares),
       stats.row0_abs,
       p.noise.row0_abs,
-      _floor_words(dtype),
+      dtype or "float32",
       source.kind,
       0,
     )
@@ -257,7 +257,7 @@ def _worst_row(r: ConfigResult, source: str) -> _Fault | None:
     tuple(s.site for s in p.shares),
     worst.abs_err,
     worst.floor_abs,
-    _floor_words(worst.output_dtype),
+    worst.output_dtype or "float32",
     source,
     worst.row,
   )
@@ -274,7 +274,7 @@ def _fault(r: ConfigResult) -> _Fault | None:
   """The config's finding, or None when "accurate" passes on it."""
   if not r.ok:
     f = r.failure
-    return _Fault("failed", Said(text=f"{f.stage} failed: {f.words()}"))
+    return _Fault("failed", Said(failure=f))
   if checks([r], None, None)["accurate"]().passed:
     return None
   m = r.made
@@ -288,14 +288,14 @@ def _fault(r: ConfigResult) -> _Fault | None:
       sites,
       m.deviation_abs,
       m.bound_abs,
-      "F32 band",
+      None,
       "executed",
     )
   found = _row0_or_rows(r)
   if found is not None:
     return found
   why = r.prediction_error or "no errors against float64 to judge"
-  return _Fault("not judged", Said(text=f"not judged: {why}"))
+  return _Fault("not judged", Said(why=why))
 
 
 def _fate_records(
@@ -390,7 +390,7 @@ def _grouped(items: list[tuple[ConfigResult, _Fault]]) -> list[Finding]:
         _fate_words(r, fault.sites),
         fault.error_abs,
         fault.floor_abs,
-        fault.floor_words,
+        fault.floor_dtype,
         fault.ratio,
         fault.source,
         *_fate_records(r, fault.sites),

@@ -38,7 +38,7 @@ class NotTriedTest(absltest.TestCase):
       sites=(0,),
       error_abs=1e-2,
       floor_abs=1e-5,
-      floor_words="f32 noise floor",
+      floor_dtype="float32",
       ratio=1e3,
       source="predicted",
     )

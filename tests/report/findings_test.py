@@ -62,7 +62,7 @@ def _finding(ns, row=0, ratio=780.0, n=None, precisions=("bfloat16",), **kw):
     ),
     error_abs=ratio * 1e-5,
     floor_abs=1e-5,
-    floor_words="f32 noise floor",
+    floor_dtype="float32",
     ratio=ratio,
     source="predicted",
     worst_n=n or ns[0],

@@ -136,9 +136,22 @@ class VerdictWordsTest(absltest.TestCase):
       Said(Verdict(VerdictKind.EXPLAINED, algorithms=_TF32)),
       error_abs=0.61,
       floor_abs=1e-4,
-      floor_words="f32 noise floor",
+      floor_dtype="float32",
       ratio=6100.0,
     )
+    self.assertEqual(vw.floor_words(left), "f32 noise floor")
+    bf16 = finding("row", Said(row=1, rows=2), floor_dtype="bfloat16")
+    self.assertEqual(vw.floor_words(bf16), "bfloat16 noise floor")
+    self.assertEqual(
+      vw.floor_words(finding("changed the math", Said())), "F32 band"
+    )
+    failed = records.Failure("compile", "XlaRuntimeError: INTERNAL: no")
+    self.assertEqual(
+      vw.what_words(finding("failed", Said(failure=failed))),
+      "compile failed: XlaRuntimeError: INTERNAL: no",
+    )
+    unjudged = finding("not judged", Said(why="EmulationError: x"))
+    self.assertEqual(vw.what_words(unjudged), "not judged: EmulationError: x")
     trial.reason = TrialReason(False, ("accurate",), 3, left)
     self.assertEqual(
       vw.trial_words(trial),
@@ -178,9 +191,8 @@ _ALLOWED = {
   ("numerics/made.py", "prediction incomplete"),
   ("numerics/site_notes.py", "f32 noise"),
   ("numerics/site_notes.py", " output rounding"),
-  # A finding's kind (`Finding.kind`), and its band (`Finding.floor_words`).
+  # A finding's kind (`Finding.kind`), not its words.
   ("verify/findings.py", "changed the math"),
-  ("verify/findings.py", "f32 noise"),
 }
 
 
