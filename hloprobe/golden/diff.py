@@ -370,7 +370,7 @@ def math_summary(made) -> dict | None:
   "not_executed": [target]} (`numerics.Made`; no instruction names, as
   goldens keep none).
   """
-  if made is None or made.verdict is None:
+  if made is None or made.agrees:
     return None
   return {
     "changed": made.changed,

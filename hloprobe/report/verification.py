@@ -14,6 +14,7 @@ from __future__ import annotations
 from hloprobe import invariance
 from hloprobe.report.results_schema import SCHEMA_VERSION, dumps_json
 from hloprobe.report.tables import table
+from hloprobe.report.verdict_words import made_words, row_words, verdict_words
 from hloprobe.verify import Evidence
 
 __all__ = [
@@ -91,7 +92,9 @@ def _limits(limits) -> str:
 def _other_leaf(e) -> str:
   """A `LeafVerdict` or `LeafErrors` record in words."""
   if e.evidence_kind is Evidence.Kind.LEAF_VERDICT:
-    return f"{e.leaf} {e.verdict}"
+    return f"{e.leaf} {verdict_words(e.verdict)}"
+  if e.evidence_kind is Evidence.Kind.LEAF_ROW:
+    return f"{e.leaf} {row_words(e.worst, leaf=False)}"
   return f"{e.leaf} max |err| {e.max_abs:.2e}, max rel {e.max_rel:.2e}"
 
 
@@ -103,7 +106,7 @@ def _errors_judged(e: Evidence) -> str:
     f"{_limits(e.limits)}"
   )
   if e.worst_row is not None and not e.worst_row.within:
-    line += f"; every row judged: {e.worst_row.words()}"
+    line += f"; every row judged: {row_words(e.worst_row)}"
   if e.not_accurate:
     line += f"; not accurate: {'; '.join(map(_other_leaf, e.not_accurate))}"
   return line
@@ -116,7 +119,7 @@ def _math_changed(e: Evidence) -> str:
       f" (|widened module - float64| {e.deviation_abs:.2e} > F32 band "
       f"{e.bound_abs:.2e})"
     )
-  return f"{_subject(e.subject)}: {e.verdict}{size}"
+  return f"{_subject(e.subject)}: {made_words(e.made)}{size}"
 
 
 def _golden_note(e: Evidence) -> str:

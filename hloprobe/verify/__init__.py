@@ -49,7 +49,6 @@ from hloprobe.verify.candidates import candidate_fixes as candidate_fixes
 from hloprobe.verify.evidence import Evidence as Evidence
 from hloprobe.verify.findings import Finding as Finding
 from hloprobe.verify.findings import find_findings as find_findings
-from hloprobe.verify.findings import times_words as times_words
 from hloprobe.verify.fix import REQUIREMENTS as REQUIREMENTS
 from hloprobe.verify.fix import parse_requirements as parse_requirements
 from hloprobe.verify.outcome import verify_fix as verify_fix
@@ -65,7 +64,6 @@ __all__ = [
   "find_findings",
   "judge",
   "parse_requirements",
-  "times_words",
   "verify_fix",
 ]
 

@@ -15,7 +15,7 @@ import dataclasses
 import enum
 from typing import ClassVar
 
-from hloprobe.numerics import WorstRow
+from hloprobe.numerics import Made, Verdict, WorstRow
 
 __all__ = [
   "Evidence",
@@ -25,6 +25,7 @@ __all__ = [
   "ErrorsJudged",
   "GoldenNote",
   "LeafErrors",
+  "LeafRow",
   "LeafVerdict",
   "MathChanged",
   "NoiseLimits",
@@ -52,6 +53,7 @@ class EvidenceKind(enum.Enum):
   NOISE_LIMITS = "noise limits"
   ERROR_BOUNDS = "error bounds"
   LEAF_VERDICT = "leaf verdict"
+  LEAF_ROW = "leaf row"
   LEAF_ERRORS = "leaf errors"
 
 
@@ -216,7 +218,18 @@ class LeafVerdict:
   evidence_kind: ClassVar[EvidenceKind] = EvidenceKind.LEAF_VERDICT
 
   leaf: str
-  verdict: str
+  verdict: Verdict
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LeafRow:
+  """An output leaf besides the headline with a row beyond its own f32
+  noise floor (`numerics.WorstRow`)."""
+
+  evidence_kind: ClassVar[EvidenceKind] = EvidenceKind.LEAF_ROW
+
+  leaf: str
+  worst: WorstRow
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -257,7 +270,7 @@ class ErrorsJudged(Evidence):
   max_rel: float
   source: Source
   limits: NoiseLimits | ErrorBounds
-  not_accurate: tuple[LeafVerdict | LeafErrors, ...]
+  not_accurate: tuple[LeafVerdict | LeafRow | LeafErrors, ...]
   passed: bool
   worst_row: WorstRow | None = None
 
@@ -269,8 +282,9 @@ class MathChanged(Evidence):
 
   Attributes:
     subject: the config.
-    verdict: the "XLA changed the math: ..." verdict, naming the
-      instruction (custom call target, backend_config fields, site, pass).
+    made: what XLA made (`numerics.Made`): its `changes` name the
+      instructions (custom call target, backend_config fields, site,
+      pass).
     deviation_abs: max |widened module - float64 reference|.
     bound_abs: the F32 band it left.
   """
@@ -278,7 +292,7 @@ class MathChanged(Evidence):
   evidence_kind: ClassVar[EvidenceKind] = EvidenceKind.MATH_CHANGED
 
   subject: Subject
-  verdict: str
+  made: Made
   deviation_abs: float | None
   bound_abs: float | None
   passed: bool = False
