@@ -90,7 +90,7 @@ class HloprobeGolden:
     """
     from hloprobe.api import plan_case, run
     from hloprobe.compile import jaxlib_release
-    from hloprobe.golden import against_goldens, sweep_record
+    from hloprobe.golden import against_goldens
 
     plan = plan_case(
       fn_or_case, *example_args, **options | {"explain_passes": True}
@@ -108,24 +108,24 @@ class HloprobeGolden:
       golden_dir,
       records,
       jaxlib_release().versions,
-      sweep_record(plan),
+      plan,
       update=self.update,
     )
     if self.update:
       return result
     if not result.ok:
-      pytest.fail(_failure(result, _causes(records)), pytrace=False)
+      pytest.fail(_failure(result, _causes(plan, records)), pytrace=False)
     return result
 
 
-def _causes(records) -> list[str]:
+def _causes(plan, records) -> list[str]:
   """The new sweep's findings, one line per cause (as `explain` groups
-  them); [] when every config is within its band."""
-  from hloprobe.report import cause_lines
-  from hloprobe.verify import find_findings
+  them: `api.answer`, no fix tried); [] when every config is within its
+  band."""
+  from hloprobe.api import answer
 
-  title = "the sweep now has these findings, one per cause:"
-  return cause_lines(find_findings(records), title)
+  found = answer(plan, records, try_fixes=False, list_untried=False)
+  return found.cause_lines("the sweep now has these findings, one per cause:")
 
 
 def _safe(name: str) -> str:

@@ -126,84 +126,91 @@ def pytest_configure(config):
     )
 
 
-# The files that take longest, longest first: the seconds their tests
-# took in one whole run (2026-12-05, `pytest -n 2 --dist loadfile` on 2
-# cores at a one-minute load of 3 to 12 from other sessions, so about
-# twice an idle machine's; a file's setUpClass included, and the seconds
-# it waits on worker processes and timeouts: the numbers `make test`'s
-# "ten slowest test files" prints). `make test` (pytest-xdist, --dist
-# loadfile --no-loadscope-reorder) hands whole files to its workers in
-# collection order, each worker taking the next file as it runs out: these
-# first, the many short files after them, so that the workers end
+# The files that take longest, longest first. `make test` (pytest-xdist,
+# --dist loadfile --no-loadscope-reorder) hands whole files to its workers
+# in collection order, each worker taking the next file as it runs out:
+# these first, the many short files after them, so that the workers end
 # together (longest processing time first). A file missing here only runs
-# later; a slow new file belongs in the list.
+# later, near the end of collection order; a slow new file belongs in the
+# list. The seconds: the first ten are the ten slowest files `make test`
+# printed at 34ceff7 (2026-12-05, one-minute load 0.17 on 2 cores, three
+# workers; a file's setUpClass included, and the seconds it waits on worker
+# processes and timeouts). In parentheses, those of an earlier whole run
+# (`pytest -n 2 --dist loadfile` at a load of 3 to 12 from other sessions,
+# so about twice an idle machine's), kept in that run's order. Three files
+# were missing ("new": run alone at a load of 14 to 16, about four times an
+# idle machine's, or in `make test` at 16) and are put among those of
+# about their length.
 LONGEST_FIRST = (
-  "tests/report/explain_user_model_test.py",  # 121
-  "tests/invariance/answer_test.py",  # 117
-  "tests/cli/main_test.py",  # 105
-  "tests/pictures/outputs_test.py",  # 86
-  "tests/compile/module_case_story_test.py",  # 85
-  "tests/runtime/pool_test.py",  # 81
-  "tests/compile/cases_user_test.py",  # 76
-  "tests/commands/versions_test.py",  # 74
-  "tests/runtime/serve_test.py",  # 72
-  "tests/compile/placement_users_test.py",  # 71
-  "tests/runtime/cache_sweep_test.py",  # 70
-  "tests/runtime/host_test.py",  # 69
-  "tests/runtime/ray_pool_test.py",  # 69
-  "tests/report/explain_answer_test.py",  # 66
-  "tests/compile/cases_readme_test.py",  # 59
-  "tests/numerics/made_test.py",  # 58
-  "tests/pictures/html_report_test.py",  # 58
-  "tests/report/explain_test.py",  # 54
-  "tests/report/files_test.py",  # 53
-  "tests/verify/fix_test.py",  # 51
-  "tests/numerics/emulate_orders_test.py",  # 49
-  "tests/pytest_plugin_test.py",  # 49
-  "tests/pictures/explorer_server_test.py",  # 48
-  "tests/golden/folder_secure_test.py",  # 48
-  "tests/golden/update_test.py",  # 44
-  "tests/compile/builtin_cases_test.py",  # 44
-  "tests/numerics/predict_conv_test.py",  # 44
-  "tests/compile/lowering_gpu_test.py",  # 44
-  "tests/engine/guarded_cli_test.py",  # 43
-  "tests/versions/venvs_test.py",  # 41
-  "tests/sites/rejection_test.py",  # 40
-  "tests/numerics/predict_test.py",  # 40
-  "tests/cli/main_reliability_test.py",  # 39
-  "tests/compile/autotune_replay_test.py",  # 37
-  "tests/engine/guarded_test.py",  # 36
-  "tests/numerics/emulation_cache_test.py",  # 34
-  "tests/numerics/integers_test.py",  # 33
-  "tests/numerics/site_notes_test.py",  # 32
-  "tests/versions/run_test.py",  # 30
-  "tests/runtime/process_test.py",  # 29
-  "tests/numerics/rows_planted_test.py",  # 27
-  "tests/api/calls_notebook_test.py",  # 26
-  "tests/sites/identify_test.py",  # 26
-  "tests/commands/merge_test.py",  # 25
-  "tests/ir/canonical_test.py",  # 25
-  "tests/numerics/emulate_attention_test.py",  # 24
-  "tests/numerics/verdicts_headline_test.py",  # 24
-  "tests/sites/passes_test.py",  # 22
-  "tests/runtime/cache_test.py",  # 22
-  "tests/cli/main_gpu_targets_test.py",  # 21
-  "tests/numerics/emulate_test.py",  # 21
-  "tests/invariance/kernel_identity_gpu_test.py",  # 21
-  "tests/numerics/reference_ref64_test.py",  # 20
-  "tests/numerics/reference_test.py",  # 20
-  "tests/engine/engine_test.py",  # 20
-  "tests/engine/engine_sharded_test.py",  # 19
-  "tests/numerics/emulate_dot_test.py",  # 19
-  "tests/numerics/verdicts_fp8_test.py",  # 19
-  "tests/numerics/emulate_many_test.py",  # 16
-  "tests/invariance/runs_test.py",  # 15
-  "tests/golden/update_scope_test.py",  # 15
-  "tests/compile/experiments_test.py",  # 15
-  "tests/api/calls_same_results_test.py",  # 14
-  "tests/layering_test.py",  # 14
-  "tests/cli/flags_test.py",  # 12
-  "tests/numerics/kept_test.py",  # 12
+  "tests/compile/cases_user_test.py",  # 60
+  "tests/commands/versions_test.py",  # 52
+  "tests/runtime/pool_test.py",  # 47
+  "tests/invariance/answer_test.py",  # 47
+  "tests/report/explain_user_model_test.py",  # 46
+  "tests/golden/update_test.py",  # 42
+  "tests/pictures/html_report_test.py",  # 41
+  "tests/engine/guarded_cli_test.py",  # 40
+  "tests/compile/builtin_cases_test.py",  # 39
+  "tests/verify/fix_test.py",  # 39
+  "tests/cli/main_test.py",  # (105)
+  "tests/pictures/outputs_test.py",  # (86)
+  "tests/compile/module_case_story_test.py",  # (85)
+  "tests/runtime/serve_test.py",  # (72)
+  "tests/compile/placement_users_test.py",  # (71)
+  "tests/runtime/cache_sweep_test.py",  # (70)
+  "tests/runtime/host_test.py",  # (69)
+  "tests/runtime/ray_pool_test.py",  # (69)
+  "tests/report/explain_answer_test.py",  # (66)
+  "tests/compile/module_guard_test.py",  # new: 94 alone, load 16
+  "tests/invariance/in_workers_test.py",  # new: 45 alone, load 14
+  "tests/tools/fuzz_modules_test.py",  # new: 31, load 16
+  "tests/compile/cases_readme_test.py",  # (59)
+  "tests/numerics/made_test.py",  # (58)
+  "tests/report/explain_test.py",  # (54)
+  "tests/report/files_test.py",  # (53)
+  "tests/numerics/emulate_orders_test.py",  # (49)
+  "tests/pytest_plugin_test.py",  # (49)
+  "tests/pictures/explorer_server_test.py",  # (48)
+  "tests/golden/folder_secure_test.py",  # (48)
+  "tests/numerics/predict_conv_test.py",  # (44)
+  "tests/compile/lowering_gpu_test.py",  # (44)
+  "tests/versions/venvs_test.py",  # (41)
+  "tests/sites/rejection_test.py",  # (40)
+  "tests/numerics/predict_test.py",  # (40)
+  "tests/cli/main_reliability_test.py",  # (39)
+  "tests/compile/autotune_replay_test.py",  # (37)
+  "tests/engine/guarded_test.py",  # (36)
+  "tests/numerics/emulation_cache_test.py",  # (34)
+  "tests/numerics/integers_test.py",  # (33)
+  "tests/numerics/site_notes_test.py",  # (32)
+  "tests/versions/run_test.py",  # (30)
+  "tests/runtime/process_test.py",  # (29)
+  "tests/numerics/rows_planted_test.py",  # (27)
+  "tests/api/calls_notebook_test.py",  # (26)
+  "tests/sites/identify_test.py",  # (26)
+  "tests/commands/merge_test.py",  # (25)
+  "tests/ir/canonical_test.py",  # (25)
+  "tests/numerics/emulate_attention_test.py",  # (24)
+  "tests/numerics/verdicts_headline_test.py",  # (24)
+  "tests/sites/passes_test.py",  # (22)
+  "tests/runtime/cache_test.py",  # (22)
+  "tests/cli/main_gpu_targets_test.py",  # (21)
+  "tests/numerics/emulate_test.py",  # (21)
+  "tests/invariance/kernel_identity_gpu_test.py",  # (21)
+  "tests/numerics/reference_ref64_test.py",  # (20)
+  "tests/numerics/reference_test.py",  # (20)
+  "tests/engine/engine_test.py",  # (20)
+  "tests/engine/engine_sharded_test.py",  # (19)
+  "tests/numerics/emulate_dot_test.py",  # (19)
+  "tests/numerics/verdicts_fp8_test.py",  # (19)
+  "tests/numerics/emulate_many_test.py",  # (16)
+  "tests/invariance/runs_test.py",  # (15)
+  "tests/golden/update_scope_test.py",  # (15)
+  "tests/compile/experiments_test.py",  # (15)
+  "tests/api/calls_same_results_test.py",  # (14)
+  "tests/layering_test.py",  # (14)
+  "tests/cli/flags_test.py",  # (12)
+  "tests/numerics/kept_test.py",  # (12)
 )
 
 

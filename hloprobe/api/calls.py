@@ -43,14 +43,15 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TypedDict, Unpack
 
-from hloprobe.api.answering import NOT_TRIED, answer, explanations
+from hloprobe.api.answering import NOT_TRIED, answer
 from hloprobe.api.defaults import DEFAULTS
 from hloprobe.api.results import Results
-from hloprobe.api.running import run
+from hloprobe.api.running import run, shipped
+from hloprobe.api.ship import worker_environment
 from hloprobe.compile import Case
 from hloprobe.engine import SweepPlan, SweepSpec, check_nonempty, plan_sweep
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.report import render, render_answered
+from hloprobe.report import Answer, explain_results, render, render_answered
 from hloprobe.runtime import HostCpu
 
 __all__ = ["SweepOptions", "as_case", "explain", "plan_case", "sweep"]
@@ -127,6 +128,9 @@ class SweepOptions(TypedDict, total=False):
       the command line's).
     jobs: worker processes at once; default the cores this process may
       use (`DEFAULTS.jobs`).
+    only: `explain`'s one question alone (`DEFAULTS.only`: None, every
+      one). "invariance": the batch-invariance answer with no accuracy
+      numerics, as `hloprobe explain --only=invariance` (see `explain`).
   """
 
   targets: Sequence[str] | str
@@ -139,6 +143,11 @@ class SweepOptions(TypedDict, total=False):
   cache: bool
   cache_dir: str | None
   jobs: int | None
+  only: str | None
+
+
+# The questions `explain` answers alone (`SweepOptions.only`).
+_ONLY = ("invariance",)
 
 
 def _options(options: dict) -> dict:
@@ -147,10 +156,17 @@ def _options(options: dict) -> dict:
   Raises:
     TypeError: a keyword `SweepOptions` does not name (as a misspelt
       keyword of a plain function raises).
+    InvalidArgumentError: `only` not None nor one of `_ONLY`.
   """
   unknown = sorted(set(options) - set(SweepOptions.__annotations__))
   if unknown:
     raise TypeError(f"unexpected keyword argument {unknown[0]!r}")
+  only = options.get("only", DEFAULTS.only)
+  if only is not None and only not in _ONLY:
+    raise InvalidArgumentError(
+      f"only={only!r}: expected None (every question) or one of "
+      f"{', '.join(map(repr, _ONLY))}"
+    )
   return {
     "targets": DEFAULTS.targets,
     "precisions": DEFAULTS.precisions,
@@ -162,6 +178,7 @@ def _options(options: dict) -> dict:
     "cache": True,
     "cache_dir": None,
     "jobs": None,
+    "only": DEFAULTS.only,
   } | options
 
 
@@ -171,7 +188,8 @@ def plan_case(
   **options: Unpack[SweepOptions],
 ) -> SweepPlan:
   """The plan of `sweep`'s sweep (its arguments are `sweep`'s), for
-  `run`; the golden fixture records it (`golden.sweep_record`).
+  `run`; the golden fixture compares its records with the goldens by it
+  (`golden.against_goldens`).
 
   Raises:
     InvalidArgumentError, CaseError, TargetError: as `sweep`.
@@ -186,6 +204,7 @@ def plan_case(
     explain_passes=o["explain_passes"],
     cache_dir=(o["cache_dir"] or DEFAULTS.cache_dir()) if o["cache"] else None,
     jobs=o["jobs"] or DEFAULTS.jobs(),
+    numerics=o["only"] is None,
   )
   case_options = {k: o[k] for k in ("in_axes", "output_axis", "name")}
   return _plan(fn_or_case, example_args, case_options, spec)
@@ -220,16 +239,20 @@ def sweep(
 
   Raises:
     InvalidArgumentError, CaseError, TargetError: bad input, as the
-      command line's exit 2 (one line).
+      command line's exit 2 (one line); `only` (explain's).
     TypeError: an unknown keyword.
     Interrupted: SIGINT/SIGTERM during the sweep.
   """
+  if options.get("only") is not None:
+    raise InvalidArgumentError(
+      "only= is explain's: hloprobe.explain(..., only='invariance')"
+    )
   plan = plan_case(fn_or_case, *example_args, **options)
   records = run(plan)
   text = render(list(records), "table", {})
   if not plan.explain_passes:
     return Results(records, text=text)
-  found = tuple(explanations(plan, records))
+  found = tuple(explain_results(records, [c.case for c in plan.cases]))
   host = HostCpu.of(os.environ.get("XLA_FLAGS"))
   found_answer = answer(
     plan, records, try_fixes=False, not_tried=NOT_TRIED, list_untried=False
@@ -247,8 +270,45 @@ def explain(
 
   Takes `sweep`'s arguments (`explain_passes` is always on) and returns
   its `Results` with `explanations` and `text` (`print(results)`).
+
+  With `only="invariance"`, the bitwise question alone, as `hloprobe
+  explain --only=invariance`: each config compiled (passes named only
+  with `explain_passes`), its kernels read and, where the target runs,
+  its rows run; no float64 reference, prediction or noise floor. The
+  `Results` then hold the records (no numerics: each record's
+  `prediction_error` says so), no explanations, the answer's
+  `invariance` groups and their pins, listed untried with their `verify`
+  commands, and the answer's words as `text`.
+
+  Raises:
+    as `sweep`'s; InvalidArgumentError: `only` not None or "invariance".
   """
+  if _options(options)["only"] is not None:
+    return _invariance_only(fn_or_case, example_args, options)
   return sweep(fn_or_case, *example_args, **options | {"explain_passes": True})
+
+
+def _invariance_only(fn_or_case, example_args, options) -> Results:
+  """`explain(..., only="invariance")`: the sweep without numerics and
+  the batch-invariance answer on its workers (a function's case shipped
+  to them for both: its rows run there)."""
+  from hloprobe.engine import worker_pool
+  from hloprobe.invariance import batch_invariance
+
+  plan = plan_case(fn_or_case, *example_args, **options)
+  with shipped(plan) as plan, worker_pool(plan) as pool:
+    records = run(plan, pool=pool)
+    with worker_environment(plan):
+      found, pins = batch_invariance(plan, records, pool)
+  answer = Answer(
+    (),
+    not_tried="only='invariance': no accuracy numerics",
+    invariance=found,
+    pins=pins,
+  )
+  return Results(
+    records, (), render_answered((), answer, bits_only=True), answer
+  )
 
 
 def _plan(fn_or_case, example_args, case_options, spec) -> SweepPlan:

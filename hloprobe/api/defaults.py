@@ -32,6 +32,10 @@ class Defaults:
     cache_max_mb: the record cache's bound, MiB.
     case_timeout_s: seconds one worker call of a user case may take
       (`sweep.SweepSpec.case_timeout_s`).
+    only: the one question `explain` answers alone, or None: every one.
+      "invariance": the batch-invariance answer with no accuracy numerics
+      (`engine.SweepSpec.numerics` False; `hloprobe explain
+      --only=invariance`, `hloprobe.explain(..., only="invariance")`).
   """
 
   targets: tuple[str, ...] = ("cpu",)
@@ -39,6 +43,7 @@ class Defaults:
   batch_sizes: str = "1-9"
   cache_max_mb: int = RecordCache.DEFAULT_MAX_MB
   case_timeout_s: float = 600.0
+  only: str | None = None
 
   @staticmethod
   def jobs() -> int:

@@ -14,17 +14,18 @@ Private in intent: use the package, `hloprobe.api`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shutil
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from hloprobe.api.ship import ship, worker_environment
 from hloprobe.engine import SweepPlan, SweepProgress, run_sweep
 from hloprobe.records import ConfigResult
 from hloprobe.report import stream_results
 
-__all__ = ["Interrupted", "run"]
+__all__ = ["Interrupted", "run", "shipped"]
 
 
 class Interrupted(KeyboardInterrupt):
@@ -70,6 +71,24 @@ def run(
       configs finished.
   """
   stream = stream_results(output_dir, plan.config_count, overwrite)
+  try:
+    with shipped(plan) as plan, worker_environment(plan):
+      return tuple(run_sweep(plan, progress, on_result=stream.add, pool=pool))
+  except KeyboardInterrupt as e:
+    signum = getattr(e, "signum", signal.SIGINT)
+    raise Interrupted(signum, stream.done, stream.total) from None
+
+
+@contextlib.contextmanager
+def shipped(plan: SweepPlan) -> Iterator[SweepPlan]:
+  """`plan` with each case no worker can find by its words shipped to
+  them (`ship`: its words then a file that loads it), for the block; the
+  files removed after. A plan whose every case is portable passes
+  through.
+
+  Raises:
+    CaseError: a case that cannot be shipped.
+  """
   folders = []
   try:
     cases = []
@@ -79,13 +98,7 @@ def run(
         folders.append(folder)
         swept = dataclasses.replace(swept, source=source, portable=True)
       cases.append(swept)
-    if folders:
-      plan = dataclasses.replace(plan, cases=tuple(cases))
-    with worker_environment(plan):
-      return tuple(run_sweep(plan, progress, on_result=stream.add, pool=pool))
-  except KeyboardInterrupt as e:
-    signum = getattr(e, "signum", signal.SIGINT)
-    raise Interrupted(signum, stream.done, stream.total) from None
+    yield dataclasses.replace(plan, cases=tuple(cases)) if folders else plan
   finally:
     for folder in folders:
       shutil.rmtree(folder, ignore_errors=True)

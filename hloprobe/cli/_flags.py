@@ -50,6 +50,7 @@ __all__ = [
   "JOBS",
   "MAX_WORKER_MB",
   "MODEL_EXPLORER",
+  "ONLY",
   "OUTPUT_DIR",
   "OVERWRITE",
   "PLOT",
@@ -268,6 +269,16 @@ INVARIANCE = flags.DEFINE_enum(
   "GPU: by kernel identity); `pin` also searches the settings that pin "
   "them and verifies each in one more sweep per group; `off`: neither.",
 )
+ONLY = flags.DEFINE_enum(
+  "only",
+  DEFAULTS.only,
+  ["invariance"],
+  "`hloprobe explain`: answer one question alone. `invariance`: the "
+  "bitwise answer (--invariance's, pins included) with no accuracy "
+  "numerics: each config compiled, its kernels read and, on the CPU, run "
+  "for its rows' bits; no float64 reference, prediction or pass dumps "
+  "(--explain_passes still names the passes). Default: every question.",
+)
 VERBOSE = flags.DEFINE_bool(
   "verbose",
   False,
@@ -331,7 +342,8 @@ ALL_ROWS = flags.DEFINE_bool(
   "all_rows",
   False,
   "Judge every row of every config against its own f32 noise floor. By "
-  "default a case that declares rows_independent, above 64 rows, judges "
+  "default a case whose rows are independent (declared rows_independent, "
+  "or proven from its jaxpr), above 64 rows, judges "
   "row 0, 32 rows spread evenly and each leaf's 16 rows of largest error "
   "(a first pass over every row), and says which rows it judged.",
 )

@@ -6,7 +6,8 @@ named after the flags it reads, a library function that returns data, and
 `main(args) -> int` that prints and returns the exit status: sweep,
 explain, verify, golden (check, update), listings (targets, cases,
 experiments), versions, bisect, cache, view; gpu_check is `make
-gpu-check`'s script. `common` holds what they share. `hloprobe.cli` reads
+gpu-check`'s script. `common` holds what they share, `shards` a `--shard`
+run's files (written by sweep, joined by merge). `hloprobe.cli` reads
 the flags, builds the records, dispatches (`COMMANDS`: command -> its
 args record and `main`) and handles signals.
 

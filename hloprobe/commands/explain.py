@@ -1,7 +1,8 @@
 """`hloprobe explain`: the sweep with pass attribution, in words.
 
 `explain_answered` runs the sweep (passes named) and returns its records,
-their explanations (`api.explanations`) and the answer (`api.answer`): the
+their explanations (`report.explain_results` of the planned cases, as
+`hloprobe.explain`'s) and the answer (`api.answer`): the
 findings ranked and, with --try_fixes (the default), the candidate fixes
 tried on the configs at fault in one extra sweep on the same workers and
 record cache (`verify.plan_tries`); `main` prints the answer first, then
@@ -10,6 +11,11 @@ it, as they open report.html in --output_dir), and writes the files asked
 for (the tries' configs are not among them). Exit status: 0 when every
 config of the explain sweep succeeded, else 1 (a fix that fails to
 compile is a fix that did not pass, not a failure of the command).
+
+`--only=invariance` asks the bitwise question alone: the sweep without
+numerics or pass dumps (`engine.SweepSpec.numerics` False), no finding
+and no fix, then the batch-invariance answer and its pins as ever; it
+prints that answer (`report.render_answered(..., bits_only=True)`).
 """
 
 from __future__ import annotations
@@ -47,6 +53,8 @@ class ExplainArgs:
     invariance: --invariance: "answer" (the batch-invariance answer
       first, its pins listed untried), "pin" (the pins also searched and
       verified, `invariance.batch_invariance`) or "off".
+    only: --only: "invariance" answers the bitwise question alone, with
+      no accuracy numerics (`_bits_plan`); None (default): everything.
     verbose: --verbose: the detail per target, not the one screen.
   """
 
@@ -63,6 +71,7 @@ class ExplainArgs:
   executor: str = "local"
   ray_address: str | None = None
   invariance: str = "answer"
+  only: str | None = None
   verbose: bool = False
 
 
@@ -88,7 +97,52 @@ def _spec(args: ExplainArgs):
   spec = common.sweep_spec(
     words, experiments, args.experiments_file, explain_passes=True
   )
+  if _bits_only(args):
+    spec = _bits_plan(args, spec)
   return common.with_executor(spec, args)
+
+
+def _bits_only(args: ExplainArgs) -> bool:
+  """Whether `args` ask the bitwise question alone (--only=invariance)."""
+  return args.only == "invariance"
+
+
+def _bits_plan(args: ExplainArgs, spec):
+  """The explain sweep's plan without numerics (`engine.SweepSpec.numerics`
+  False) and without pass dumps unless --explain_passes asks for them (a
+  boundary's sites are named by their fates; the passes add which pass
+  made each).
+
+  Raises:
+    InvalidArgumentError: --invariance=off (no question left), a flag
+      that needs the accuracy numerics (--plot, --model_explorer,
+      --format=html), or one batch size per case (nothing to compare).
+  """
+  from hloprobe import engine
+
+  if args.invariance == "off":
+    raise InvalidArgumentError(
+      "--only=invariance answers the bitwise question, which "
+      "--invariance=off turns off; give --invariance=answer or pin"
+    )
+  for flag, given in (
+    ("--plot", args.plot),
+    ("--model_explorer", args.model_explorer),
+    ("--format=html", args.common.format == "html"),
+  ):
+    if given:
+      raise InvalidArgumentError(
+        f"{flag} shows the accuracy numerics, which --only=invariance "
+        "does not compute; drop one of them"
+      )
+  if all(len(spec.sizes_of(c)) < 2 for c in spec.cases):
+    raise InvalidArgumentError(
+      "--only=invariance compares rows' bits across batch sizes and needs "
+      f"at least two; got --batch_sizes={args.common.batch_sizes}"
+    )
+  return engine.plan_sweep(
+    spec, numerics=False, explain_passes=args.common.explain_passes
+  )
 
 
 # The flags that name a sweep: without any, `--results=DIR` sweeps (and
@@ -148,12 +202,13 @@ def explain_answered(args: ExplainArgs, spec=None):
     common.Interrupted: SIGINT/SIGTERM, with the configs finished.
   """
   from hloprobe import api, engine
+  from hloprobe.report import explain_results
 
   spec = spec or _spec(args)
   common.start_jax(spec.targets)
   with engine.worker_pool(spec) as pool:
     if args.results:  # the explain sweep, done already (sharded)
-      from hloprobe.report import recorded_results
+      from hloprobe.commands.shards import recorded_results
 
       results = recorded_results(args.results, spec)
     else:
@@ -164,11 +219,19 @@ def explain_answered(args: ExplainArgs, spec=None):
         pool=pool,
         progress=common.progress_printer(sys.stderr),
       )
-    answer = _answer(spec, results, args.try_fixes, pool)
+    if not spec.numerics:  # the bitwise question alone: no finding
+      from hloprobe.report import Answer
+
+      answer = Answer((), not_tried="--only=invariance: no accuracy numerics")
+    else:
+      answer = _answer(spec, results, args.try_fixes, pool)
     answer = _with_invariance(
       spec, results, pool, answer, args.invariance, args.common.output_dir
     )
-  return results, api.explanations(spec, results), answer
+  if not spec.numerics:
+    return results, [], answer
+  cases = [c.case for c in spec.cases]  # as `hloprobe.explain` explains
+  return results, explain_results(results, cases), answer
 
 
 def _answer(spec, results, try_fixes: bool, pool):
@@ -260,7 +323,12 @@ def main(args: ExplainArgs) -> int:
   else:
     print(
       render_answered(
-        explanations, answer, host=cpu, verbose=args.verbose, fmt=out.fmt
+        explanations,
+        answer,
+        host=cpu,
+        verbose=args.verbose,
+        fmt=out.fmt,
+        bits_only=not spec.numerics,
       )
     )
     if host_unknown and out.fmt != "json":

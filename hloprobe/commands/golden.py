@@ -61,7 +61,7 @@ def main(args: GoldenArgs) -> int:
   values, given = common.sweep_values(args.common)
   recorded = None
   if args.results:  # its records, swept already (sharded, merged)
-    from hloprobe.report import recorded_results
+    from hloprobe.commands.shards import recorded_results
 
     recorded = lambda spec: recorded_results(args.results, spec)
   run = golden_command(

@@ -80,8 +80,8 @@ def merge(args: MergeArgs):
       shards; a plan this hloprobe (its source, jax, XLA_FLAGS) makes
       otherwise; shards whose records disagree with its split.
   """
+  from hloprobe.commands.shards import read_shards
   from hloprobe.engine import check_shards
-  from hloprobe.report import read_shards
   from hloprobe.runtime import HostCpu
 
   given = sorted(set(args.common.given) - set(_READS))

@@ -128,16 +128,16 @@ def write_files(results, why, versions, cpu, out) -> None:
 
 
 def write_records(results, output_dir: str) -> None:
-  """Writes the records `hloprobe merge` reads (`report.RECORDS_NAME`).
+  """Writes the records `hloprobe merge` reads (`shards.RECORDS_NAME`).
 
   Raises:
     HloprobeError: "cannot write ...".
   """
+  from hloprobe.commands.shards import write_records as shard_records
   from hloprobe.errors import HloprobeError
-  from hloprobe.report import write_records as report_write_records
 
   try:
-    report_write_records(output_dir, results)
+    shard_records(output_dir, results)
   except OSError as e:
     raise HloprobeError(f"cannot write {output_dir}: {e}") from None
 

@@ -59,22 +59,22 @@ def verify(args: VerifyArgs):
     raise InvalidArgumentError(
       "verify needs --fix, e.g. --fix=float32 or --fix=no_triton_gemm"
     )
-  fix = verifying.parse_fix(args.fix)
   # parse_requirements rejects an empty item and drops a repeated one.
   requirements = verifying.parse_requirements(",".join(args.require))
   common.check_format(args.common)
   spec = common.with_executor(common.sweep_spec(args.common), args)
   requirements = _without_consistent_for_modules(requirements, spec.cases)
-  verifying.check_batch_sizes(requirements, spec.batch_sizes)
   common.start_jax(spec.targets)
   recorded = None
   if args.results:  # the sweep verify_fix runs, done already (sharded)
-    from hloprobe.report import recorded_results
+    from hloprobe.commands.shards import recorded_results
 
     recorded = lambda swept: recorded_results(args.results, swept)
+  # verify_fix parses --fix and checks the requirements' batch sizes (one
+  # line for a bad one).
   return verifying.verify_fix(
     spec,
-    fix,
+    args.fix,
     requirements,
     golden_dir=args.golden_dir or None,
     abs_error_bound=args.abs_error_bound,

@@ -33,6 +33,7 @@ from hloprobe.engine.compiled import (
 from hloprobe.engine.executor import worker_pool
 from hloprobe.engine.guarded import compile_guarded, setup_for
 from hloprobe.engine.measure import (
+  bits_only,
   with_batch_consistency,
   without_batch_consistency,
 )
@@ -281,6 +282,7 @@ class _Sweep:
         xla_flags=flags,
         record_version=RECORD_VERSION,
         all_rows=self.spec.all_rows,
+        numerics=self.spec.numerics,
       )
 
   def _hit(self, c: PlannedConfig, key: str | None, watch):
@@ -408,7 +410,9 @@ class _Sweep:
     c, watch = self.configs[i], self.watches[i]
     setup = self.setups[c.case_index]
     r = self.hits[i]
-    if r is None:
+    if r is None and not self.spec.numerics:
+      r = bits_only(self._work(i), watch)
+    elif r is None:
       setup.prepare(watch)  # here, while the worker compiles
       r = setup.finish(self._work(i), watch)
       if r.ok and self.keys[i]:
@@ -488,7 +492,9 @@ def _given_records(spec: SweepPlan, given) -> dict:
   noise floor and reference are cut from it: `CaseKey.config_key`'s
   "largest").
 
-  A record of a sweep with --explain_passes serves one without, its pass
+  A record with numerics serves a sweep of the bits only
+  (`SweepSpec.numerics` False), not the other way round. A record of a
+  sweep with --explain_passes serves one without, its pass
   attribution dropped, unless what XLA made changed the math (its changes
   name their passes: it is computed again); a record without passes
   never serves a sweep that asks for them.
@@ -497,6 +503,8 @@ def _given_records(spec: SweepPlan, given) -> dict:
   for plan, records in given:
     if (plan.all_rows, plan.inputs) != (spec.all_rows, spec.inputs):
       continue
+    if spec.numerics and not plan.numerics:
+      continue  # the bits only never serve a sweep that wants numerics
     if spec.explain_passes and not plan.explain_passes:
       continue
     by_config = {r.config: r for r in records}

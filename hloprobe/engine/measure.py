@@ -23,6 +23,7 @@ from hloprobe.engine.compiled import (
 )
 from hloprobe.engine.plan import SweptCase
 from hloprobe.engine.shard import Shard
+from hloprobe.engine.spec import BITS_ONLY
 from hloprobe.errors import (
   CaseError,
   InvalidArgumentError,
@@ -48,6 +49,7 @@ from hloprobe.runtime import (
 
 __all__ = [
   "CaseSetup",
+  "bits_only",
   "check_shards",
   "run_config",
   "with_batch_consistency",
@@ -78,6 +80,22 @@ def _with_stats(
   except Exception as e:  # one config's failure must not lose the others
     return failed(r, first_line(e), "run")
   return dataclasses.replace(r, execution=Execution(work.run_s, leaves))
+
+
+def bits_only(work: CompiledConfig, watch) -> ConfigResult:
+  """A worker's reply without numerics (`SweepSpec.numerics` False): its
+  compilation and run seconds, the outputs dropped (no float64 reference
+  to compare them with: the bits are the batch-invariance answer's, run
+  again in the workers), and `BITS_ONLY` as why there is no prediction.
+  No user code runs here."""
+  for name, seconds in work.timings.items():
+    watch.add(name, seconds)  # spent in the worker
+  r = work.result
+  if not r.ok:
+    return r
+  if work.run_s is not None:
+    r = dataclasses.replace(r, execution=Execution(work.run_s))
+  return dataclasses.replace(r, prediction_error=BITS_ONLY)
 
 
 def run_config(

@@ -129,7 +129,8 @@ class SweepPlan:
     target_names: the word each target was given by (`a100`, or a config
       file's path as given).
     explain_passes, experiments, cache_dir, jobs, inputs, case_timeout_s,
-      executor, ray_address, all_rows, max_worker_mb: as `SweepSpec`'s (`inputs` already given to
+      executor, ray_address, all_rows, max_worker_mb, numerics: as
+      `SweepSpec`'s (`inputs` already given to
       the module-file cases, kept for a sweep made again elsewhere, as
       `versions` does).
     shard: the part of the configs this process runs (`--shard`), or
@@ -153,6 +154,7 @@ class SweepPlan:
   ray_address: str | None = None
   all_rows: bool = False
   max_worker_mb: int | None = None
+  numerics: bool = True
 
   @property
   def case_names(self) -> tuple[str, ...]:
@@ -290,6 +292,7 @@ def plan_sweep(spec: SweepSpec | SweepPlan, **changes) -> SweepPlan:
     ray_address=spec.ray_address,
     all_rows=spec.all_rows,
     max_worker_mb=spec.max_worker_mb,
+    numerics=spec.numerics,
   )
 
 

@@ -19,6 +19,7 @@ from hloprobe.compile import Case, Experiment, Target, is_config_path
 from hloprobe.errors import InvalidArgumentError
 
 __all__ = [
+  "BITS_ONLY",
   "DEFAULT_CASE_TIMEOUT_S",
   "EXECUTORS",
   "MAX_BATCH_SIZE",
@@ -84,6 +85,12 @@ class SweepSpec:
       (--max_worker_mb); past it the worker is stopped and its config
       fails with one line naming it (`runtime.Worker`); None: a quarter
       of the machine's memory (`runtime.default_max_worker_mb`).
+    numerics: the accuracy numerics (True): each config's errors against
+      the float64 reference, its prediction and what XLA made. False:
+      the bits only (`explain --only=invariance`): each config compiled,
+      its sites mapped and, where the target runs, run, and no reference,
+      noise floor or emulation made (the record's `prediction_error`
+      says so: `BITS_ONLY`).
   """
 
   cases: tuple[Case | str, ...]
@@ -103,6 +110,15 @@ class SweepSpec:
   ray_address: str | None = None
   all_rows: bool = False
   max_worker_mb: int | None = None
+  numerics: bool = True
+
+
+# Why a config of a sweep without numerics (`SweepSpec.numerics` False) has
+# no prediction: its `ConfigResult.prediction_error`.
+BITS_ONLY = (
+  "not computed: the bits only (explain --only=invariance: no float64 "
+  "reference, no prediction)"
+)
 
 
 # Stated maxima, checked before any list is built: a batch size (rows of

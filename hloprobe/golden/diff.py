@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from hloprobe.errors import counted
 from hloprobe.sites import (
@@ -33,7 +33,6 @@ __all__ = [
   "CheckResult",
   "FileChange",
   "GoldenSiteChange",
-  "describe_site_changes",
   "dot_summary",
   "math_summary",
   "unified_diff",
@@ -81,6 +80,66 @@ class GoldenSiteChange:
 
   def __str__(self) -> str:
     return f"{self.config} site {self.site}: {self.words}"
+
+  @classmethod
+  def between(
+    cls, config: str, old_sites: list[dict], new_sites: list[dict]
+  ) -> list[GoldenSiteChange]:
+    """Site-by-site changes between two dot summaries of one config.
+
+    Args:
+      config: the config in words, e.g. "cpu seed_mlp n=1 bfloat16".
+      old_sites, new_sites: the `sites` lists of the golden and candidate
+        `dots.json`, each site a dict with at least "site" (int) and "fate".
+
+    Returns:
+      One `GoldenSiteChange` per site that differs, was added or was
+      removed, in site order.
+    """
+    old = {s.get("site"): s for s in old_sites}
+    new = {s.get("site"): s for s in new_sites}
+    changes = []
+    for index in sorted(set(old) | set(new), key=lambda i: (i is None, i)):
+      if index not in new:
+        words = f"{_headline(old[index])} -> (site gone from the StableHLO)"
+      elif index not in old:
+        words = f"(new site) -> {_headline(new[index])}"
+      else:
+        words = _site_words(old[index], new[index])
+      if words:
+        changes.append(cls(config, index, words))
+    return changes
+
+  @classmethod
+  def of_compilations(
+    cls, config: str, old, new, keys: Sequence[str]
+  ) -> list[GoldenSiteChange]:
+    """`between` two compilations' dot summaries (`dot_summary` of each
+    `records.Compilation`'s fates and passes; None: no sites), each site
+    cut to `keys` (dots.json site keys, "site" among them)."""
+
+    def sites(comp) -> list[dict]:
+      if comp is None:
+        return []
+      summary = dot_summary(comp.fates, comp.passes)
+      return [{k: s[k] for k in keys} for s in summary["sites"]]
+
+    return cls.between(config, sites(old), sites(new))
+
+  @classmethod
+  def of_results_json(
+    cls, config: str, old_dot_sites: list[dict], new_dot_sites: list[dict]
+  ) -> list[GoldenSiteChange]:
+    """`between` two results.json configs' "dot_sites" lists (each site's
+    `SUMMARY_KEYS`, as dots.json keeps them)."""
+
+    def sites(dot_sites) -> list[dict]:
+      return [
+        {"site": s["index"]} | {k: s.get(k) for k in SUMMARY_KEYS}
+        for s in dot_sites or []
+      ]
+
+    return cls.between(config, sites(old_dot_sites), sites(new_dot_sites))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -278,35 +337,6 @@ def _site_words(old: dict, new: dict) -> str | None:
   return "; ".join(parts)
 
 
-def describe_site_changes(
-  config: str, old_sites: list[dict], new_sites: list[dict]
-) -> list[GoldenSiteChange]:
-  """Site-by-site changes between two dot summaries of one config.
-
-  Args:
-    config: the config in words, e.g. "cpu seed_mlp n=1 bfloat16".
-    old_sites, new_sites: the `sites` lists of the golden and candidate
-      `dots.json`, each site a dict with at least "site" (int) and "fate".
-
-  Returns:
-    One `GoldenSiteChange` per site that differs, was added or was
-    removed, in site order.
-  """
-  old = {s.get("site"): s for s in old_sites}
-  new = {s.get("site"): s for s in new_sites}
-  changes = []
-  for index in sorted(set(old) | set(new), key=lambda i: (i is None, i)):
-    if index not in new:
-      words = f"{_headline(old[index])} -> (site gone from the StableHLO)"
-    elif index not in old:
-      words = f"(new site) -> {_headline(new[index])}"
-    else:
-      words = _site_words(old[index], new[index])
-    if words:
-      changes.append(GoldenSiteChange(config, index, words))
-  return changes
-
-
 def _site_summary(f: SiteFate, rewritten_by) -> dict:
   record = f.record(rewritten_by)
   out = {"site": record["index"]} | {k: record[k] for k in SUMMARY_KEYS}
@@ -340,7 +370,7 @@ def math_summary(made) -> dict | None:
   "not_executed": [target]} (`numerics.Made`; no instruction names, as
   goldens keep none).
   """
-  if made is None or made.verdict is None:
+  if made is None or made.agrees:
     return None
   return {
     "changed": made.changed,

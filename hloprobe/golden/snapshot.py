@@ -48,7 +48,7 @@ from hloprobe.golden import format as fmt
 from hloprobe.golden.diff import (
   CheckResult,
   FileChange,
-  describe_site_changes,
+  GoldenSiteChange,
   unified_diff,
 )
 from hloprobe.golden.ending import case_cannot_end
@@ -202,7 +202,7 @@ def _compare(
   diff = unified_diff(old.lines(), new.lines(), rel)
   sites = []
   if old.kind == "dots.json":
-    sites = describe_site_changes(
+    sites = GoldenSiteChange.between(
       old.key.words, old.content["sites"], new.content["sites"]
     )
   return FileChange(rel, diff), sites

@@ -455,7 +455,10 @@ def _reason(after: Invariance | None) -> str:
 def _group_plan(
   plan: SweepPlan, a: Invariance, found: Sequence[PinCandidate]
 ) -> SweepPlan:
-  """The group's case, target and sizes, with every candidate."""
+  """The group's case, target and sizes, with every candidate; passes
+  named, unless `plan` is of the bits only (`SweepPlan.numerics` False,
+  `explain --only=invariance`: then as `plan` asks, its numerics off
+  too)."""
   case = next(s for s in plan.cases if s.case.name == a.case)
   i = next(i for i, t in enumerate(plan.targets) if t.name == a.target)
   base = next(p for p in plan.precisions if str(p) == a.precision)
@@ -473,7 +476,7 @@ def _group_plan(
     batch_sizes=tuple(a.sizes),
     precisions=precisions,
     experiments=experiments,
-    explain_passes=True,
+    explain_passes=plan.explain_passes or plan.numerics,
   )
 
 

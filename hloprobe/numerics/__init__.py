@@ -11,6 +11,7 @@ modules behind them are private in intent:
   kept             caches of whole arrays within a byte budget
   integers         integer leaves: exact comparison, overflow, verdict
   rows             every row judged: the worst batch element of a leaf
+  row_proof        rows proven independent from a case's jaxpr
   bands            the analytic error band of a site
   rounding         float formats by rounding
   emulate_dot      one dot_general under an algorithm

@@ -24,7 +24,7 @@ Integer output leaves always come from that path: signed integer types
 narrower than 64 bits are widened to int64 the same way (arguments,
 literals, `preferred_element_type`, `new_dtype`, ...), so an integer
 dot's reference is its exact integer result, which an int8 or int32
-output may not hold (an overflow `integers.integer_verdict` names); a
+output may not hold (an overflow `integers.integer_judgement` names); a
 cond's index and a select_n's predicate keep the int32 their primitives
 require. Unsigned types (random bits, bit tricks) are kept: their
 arithmetic wraps by design. Higher-order primitives are followed as
@@ -36,13 +36,18 @@ at n = 8 on jaxlib 0.12.0.1.
 
 `References` holds a case's references per size: at each size, or, for a
 case that declares `rows_independent`, once at the largest size and sliced,
-after checking the declaration. It also keeps each size's program, for the
+after checking the declaration; such a case whose batched arguments hold
+more than `CHUNK_BYTES` is run in chunks of rows of nearly equal sizes,
+each chunk size lowered once, and joined (issue 37: decode at 64 rows,
+its worker's reference 2227 -> 1482 MB peak, the same bits). It also keeps each size's program, for the
 executor's F32 run the noise floor is checked against (`executed_f32`).
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -69,6 +74,7 @@ from hloprobe.numerics.jaxpr_sites import (
 from hloprobe.numerics.kept import Kept
 
 __all__ = [
+  "CHUNK_BYTES",
   "EXECUTOR_SOURCE",
   "References",
   "executed_reference",
@@ -88,6 +94,14 @@ _I64 = np.dtype(np.int64)
 # complex64 widens to complex128: both parts float64, never one dropped.
 _C128 = np.dtype(np.complex128)
 _LOOPS = ("cond", "while", "scan", SHARD_MAP)
+# A rows_independent case whose batched arguments at a size hold more than
+# this is run in chunks of rows, each in float64 on its own (issue 37:
+# decode's 64-row KV cache took its worker 461 -> 2238 MB in one run); the
+# built-in cases hold far less, and run whole. Each row's float64 value is
+# that of the whole run where the executor's sums of a row do not depend
+# on the other rows (numpy's BLAS: checked bit for bit on GPT-2 and
+# decode, reference_test).
+CHUNK_BYTES = 64 << 20
 # How far the reference at the smallest size may sit from the slice of the
 # largest (normwise, per leaf) for a rows_independent case: float64
 # reductions may be ordered differently at another batch size (a few ULPs
@@ -240,13 +254,15 @@ def _finished(case: Case, outs, out_dtypes) -> tuple[np.ndarray, ...]:
 
 
 def executed_reference(
-  case: Case, args: tuple
+  case: Case, args: tuple, like: executed.Program | None = None
 ) -> tuple[tuple[np.ndarray, ...], str, executed.Program]:
   """The float64 reference by the numpy executor, XLA:CPU's where it cannot.
 
   Args:
     case: the case (its `fn` and `round_reference`).
     args: its arguments at one size (numpy arrays or pytrees of them).
+    like: a program lowered from arguments of the same shapes, whose
+      module is run on `args` (not lowered again); None: lowered here.
 
   Returns:
     (the leaves, as `float64_reference` returns them; where they come
@@ -263,7 +279,11 @@ def executed_reference(
   if all(integer):  # exact int64 is the XLA:CPU path's (see above)
     none = executed.Program(None, (), (), "integer outputs")
     return float64_reference(case, args), "XLA:CPU exact int64", none
-  program = executed.lower_program(case, args)
+  if like is not None and like.module is not None:
+    leaves = tuple(np.asarray(a) for a in jax.tree_util.tree_leaves(args))
+    program = dataclasses.replace(like, arguments=leaves)
+  else:
+    program = executed.lower_program(case, args)
   run = program.run(widen=True)
   if run.outputs is None:
     source = _FALLBACK_SOURCE.format(run.why_not)
@@ -303,7 +323,8 @@ class References:
     # dropped; the sources and programs are small.
     self._cache = Kept()
     self._sources: dict[int, str] = {}
-    self._programs: dict[int, executed.Program] = {}
+    # size -> its program, or its row chunks' programs (`_chunk_rows`)
+    self._programs: dict[int, list[executed.Program]] = {}
     self._f32 = Kept()
     fit = sorted(sizes)
     if full is not None:
@@ -320,12 +341,69 @@ class References:
 
   def _compute(self, n: int) -> tuple[np.ndarray, ...]:
     def make():
-      args = self.case.inputs_for(self._full, n)
-      leaves, source, program = executed_reference(self.case, args)
-      self._sources[n], self._programs[n] = source, program
-      return leaves
+      chunk = self._chunk_rows(n)
+      if chunk >= n:
+        args = self.case.inputs_for(self._full, n)
+        leaves, source, program = executed_reference(self.case, args)
+        self._sources[n], self._programs[n] = source, [program]
+        return leaves
+      # Chunks of nearly equal sizes (at most two), each lowered once; no
+      # chunk of one row where others have more (a one-row gemm may sum
+      # otherwise: numpy's BLAS took decode's row 63 alone 1.6e-15 off).
+      count = -(-n // chunk)
+      bounds = np.linspace(0, n, count + 1).round().astype(int).tolist()
+      parts, sources, programs, like = [], [], [], {}
+      for start, stop in zip(bounds, bounds[1:]):
+        args = self._rows(range(start, stop))
+        leaves, source, program = executed_reference(
+          self.case, args, like.get(stop - start)
+        )
+        like.setdefault(stop - start, program)
+        parts.append(leaves)
+        sources.append(source)
+        programs.append(program)
+      self._sources[n] = "; ".join(dict.fromkeys(sources))
+      self._programs[n] = programs
+      return self._joined(parts)
 
     return self._cache.get(n, make)
+
+  def _chunk_rows(self, n: int) -> int:
+    """Rows per float64 run at size n: all n, or for a rows_independent
+    case whose batched arguments hold more than `CHUNK_BYTES`, as many as
+    hold at most that (at least one)."""
+    if not self.independent or self._full is None:
+      return n
+    total = sum(
+      np.asarray(leaf).nbytes
+      for arg, axis in zip(self._full, self.case.arg_axes(len(self._full)))
+      if axis is not None
+      for leaf in jax.tree_util.tree_leaves(arg)
+    )
+    per_row = total / max(1, self.case.full_size(self._full))
+    if per_row * n <= CHUNK_BYTES:
+      return n
+    return max(1, int(CHUNK_BYTES // per_row))
+
+  def _rows(self, rows: range) -> tuple:
+    """The case's arguments at `rows` of its full inputs (each batched
+    argument cut along its axis)."""
+    index = np.arange(rows.start, rows.stop)
+    return tuple(
+      arg
+      if axis is None
+      else jax.tree_util.tree_map(
+        lambda a, ax=axis: np.take(np.asarray(a), index, axis=ax), arg
+      )
+      for arg, axis in zip(self._full, self.case.arg_axes(len(self._full)))
+    )
+
+  def _joined(self, parts) -> tuple[np.ndarray, ...]:
+    """Row chunks' leaves joined along each leaf's batch axis."""
+    return tuple(
+      np.concatenate(leaves, axis=axis)
+      for leaves, axis in zip(zip(*parts), self.axes)
+    )
 
   def _size(self, n: int) -> int:
     """The size whose computation serves size n (the largest, sliced, for
@@ -396,7 +474,13 @@ class References:
     def make():
       if size not in self._programs:
         self._compute(size)
-      return self._programs[size].run(widen=False)
+      runs = [program.run(widen=False) for program in self._programs[size]]
+      if len(runs) == 1:
+        return runs[0]
+      failed = next((r for r in runs if r.outputs is None), None)
+      if failed is not None:
+        return failed
+      return executed.Run(self._joined([r.outputs for r in runs]))
 
     run = self._f32.get(size, make)
     if size == n or run.outputs is None:

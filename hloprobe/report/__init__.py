@@ -10,10 +10,10 @@ explain_made: what XLA made), explain_text (their text and JSON),
 explain_answer (the answer first: the worst cause and what to do;
 findings: the findings grouped by cause, each fix as a code change;
 answer_page: the answer as the HTML page draws it, in words),
-shards (a `--shard` run's files read back and joined for `merge`, and
-a merge's records for a plan: `--results`),
 timings (--timings), sweep_shown (what `sweep` prints once done, by
-stream). Nothing here prints: the command layer does.
+stream), verdict_words (verdicts, rows and findings in words: the one
+place their sentences are made). Nothing here prints: the command layer
+does.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from __future__ import annotations
 from hloprobe.report.answer_page import page_words as page_words
 from hloprobe.report.explain import explain_results as explain_results
 from hloprobe.report.explain_answer import Answer as Answer
-from hloprobe.report.explain_answer import cause_lines as cause_lines
 from hloprobe.report.explain_answer import render_answered as render_answered
 from hloprobe.report.files import atomic_write as atomic_write
 from hloprobe.report.files import write_outputs as write_outputs
@@ -32,14 +31,12 @@ from hloprobe.report.results_schema import results_json as results_json
 from hloprobe.report.results_schema import (
   schema_document as schema_document,
 )
-from hloprobe.report.shards import read_shards as read_shards
-from hloprobe.report.shards import recorded_results as recorded_results
-from hloprobe.report.shards import write_records as write_records
 from hloprobe.report.stream import stream_results as stream_results
 from hloprobe.report.sweep_shown import sweep_text as sweep_text
 from hloprobe.report.tables import OUTPUT_FORMS as OUTPUT_FORMS
 from hloprobe.report.tables import render as render
 from hloprobe.report.tables import table as table
+from hloprobe.report.verdict_words import rows_cell as rows_cell
 from hloprobe.report.verification import (
   render_verification as render_verification,
 )
@@ -49,23 +46,20 @@ __all__ = [
   "Answer",
   "OUTPUT_FORMS",
   "atomic_write",
-  "cause_lines",
   "dumps_json",
   "explain_results",
   "listing",
   "page_words",
-  "read_shards",
-  "recorded_results",
   "render",
   "render_answered",
   "render_verification",
   "requirement_lines",
   "results_json",
+  "rows_cell",
   "schema_document",
   "stream_results",
   "sweep_text",
   "table",
   "table_values",
   "write_outputs",
-  "write_records",
 ]

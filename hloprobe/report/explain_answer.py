@@ -53,7 +53,13 @@ from hloprobe.report.explain_text import (
 )
 from hloprobe.report.findings import Cause, code_change, group_causes
 from hloprobe.report.results_schema import dumps_json
-from hloprobe.verify import Candidate, Finding, FixTrial, times_words
+from hloprobe.report.verdict_words import (
+  floor_words,
+  times_words,
+  trial_words,
+  what_words,
+)
+from hloprobe.verify import Candidate, Finding, FixTrial
 
 __all__ = [
   "Answer",
@@ -90,6 +96,11 @@ class Answer:
   invariance: tuple = ()
   pins: tuple = ()
 
+  def cause_lines(self, title: str) -> list[str]:
+    """`title`, then one line per cause of the findings, numbered, worst
+    first (`cause_lines`); [] when there is no finding."""
+    return cause_lines(self.findings, title)
+
 
 def _where(f: Finding) -> str:
   """E.g. "seed_mlp on a100 (compile only), n = 2-9, under bfloat16 and
@@ -121,10 +132,10 @@ def finding_words(f: Finding) -> str:
     source = f" ({f.source})" if f.source else ""
     size = (
       f"{label} {f.error_abs:.2e}{source}, {times_words(f.ratio, f.error_abs)} the "
-      f"{f.floor_words} {f.floor_abs:.1e}: "
+      f"{floor_words(f)} {f.floor_abs:.1e}: "
     )
   made = f"; XLA made them {_and(list(f.fates))}" if f.fates else ""
-  return f"{_where(f)}: {size}{f.what}{made}"
+  return f"{_where(f)}: {size}{what_words(f)}{made}"
 
 
 def _cause_words(c: Cause) -> str:
@@ -163,11 +174,11 @@ def _cause_words(c: Cause) -> str:
     source = f" ({f.source})" if f.source else ""
     size = (
       f": {label} {f.error_abs:.2e}{source}, "
-      f"{times_words(f.ratio, f.error_abs)} the {f.floor_words} "
+      f"{times_words(f.ratio, f.error_abs)} the {floor_words(f)} "
       f"{f.floor_abs:.1e}"
     )
   elif f.kind != "row 0" and f.kind != "row":
-    size = f": {f.what}"
+    size = f": {what_words(f)}"
   worst = ""
   if f.worst_n is not None:
     worst = f", worst at n = {f.worst_n} under {f.worst_precision}"
@@ -273,7 +284,7 @@ def _do_lines(
   elif unjudged:  # a fix that could not be judged has not failed
     lines = [
       f"Do: no fix could be judged ({len(unjudged)} tried: "
-      f"{unjudged[0].reason})"
+      f"{trial_words(unjudged[0])})"
     ]
   elif answer.not_tried:
     lines = [f"Do: fixes not tried ({answer.not_tried})"]
@@ -288,7 +299,7 @@ def _do_lines(
       )
       line = f"  {verdict}: {_short_change(t.candidate)}"
       if verbose:
-        line += f": {t.reason}: {t.command}"
+        line += f": {trial_words(t)}: {t.command}"
       else:
         line += f": --fix={t.candidate.fix}"
       lines.append(line)
@@ -335,6 +346,13 @@ def _target_line(e: TargetExplanation, causes: Sequence[Cause]) -> str:
   return f"  {head}: {n} cause{'s' if n > 1 else ''}: {'; '.join(words)}"
 
 
+# `explain --only=invariance`'s last line: what it did not compute.
+BITS_ONLY_LAST = (
+  "Bits only (--only=invariance): no float64 reference, prediction or "
+  "accuracy answer; explain without --only adds them."
+)
+
+
 def render_answered(
   explanations: Sequence[TargetExplanation],
   answer: Answer,
@@ -342,6 +360,7 @@ def render_answered(
   host=None,
   verbose: bool = False,
   fmt: str = "table",
+  bits_only: bool = False,
 ) -> str:
   """`explain`'s text: the answer first and last.
 
@@ -356,10 +375,21 @@ def render_answered(
   computed the numbers) with the answer under "answer" (`answer_json`),
   as strict JSON (`results_schema.dumps_json`: non-finite floats as
   null); `width` and `verbose` do not apply.
+
+  With `bits_only` (`explain --only=invariance`: no accuracy numerics),
+  the bitwise answer alone (`invariance.first_lines`: every group, the
+  kernels per n, the pins) and a last line saying what was left out; its
+  JSON is the same document, with no explanation and no finding.
   """
   if fmt == "json":
     doc = explanation_json(explanations, host)
     return dumps_json({**doc, "answer": answer_json(answer)})
+  if bits_only:
+    lines = invariance.first_lines(answer.invariance, answer.pins) or [
+      "No batch-invariance answer: no (case, target, precision) swept two "
+      "batch sizes or more."
+    ]
+    return "\n".join([*lines, "", BITS_ONLY_LAST])
   ordered = _order(explanations, answer.findings)
   # The bitwise answer opens the output when nothing is at fault; with a
   # finding, after its Answer and Do lines (issue 39: the first three
@@ -394,7 +424,7 @@ def render_answered(
 
 
 def _finding_json(f: Finding) -> dict:
-  doc = dataclasses.asdict(f)
+  doc = dataclasses.asdict(f) | {"what": what_words(f)}
   if f.ratio is not None and math.isinf(f.ratio):
     doc["ratio"] = "inf"
   return doc
@@ -434,7 +464,7 @@ def answer_json(answer: Answer) -> dict:
       "tried": True,
       "passed": t.passed,
       "judged": t.judged,
-      "reason": t.reason,
+      "reason": trial_words(t),
       "command": t.command,
     }
     for t in answer.trials

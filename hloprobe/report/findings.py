@@ -223,7 +223,7 @@ def code_change(candidate: Candidate) -> CodeChange:
 
   Raises:
     InvalidArgumentError: the candidate's fix is neither a precision nor
-      an experiment (`verify.parse_fix`; the candidates are always one).
+      an experiment (`verify.fix.parse_fix`; the candidates are always one).
   """
   fix = candidate.parsed()
   if fix.precision is None:

@@ -195,6 +195,7 @@ class CaseKey:
     *,
     record_version: int,
     all_rows: bool = False,
+    numerics: bool = True,
   ) -> str:
     """The cache key (sha256 hex) of one config's record; see the module doc.
 
@@ -210,6 +211,9 @@ class CaseKey:
         below the records' module).
       all_rows: every row judged (--all_rows): another record where the
         default judges some rows (`numerics.rows.judged_rows`).
+      numerics: the record has its accuracy numerics (False: the bits only,
+        `engine.SweepSpec.numerics`; another key, so such a record never
+        serves a sweep that wants them; the default's keys are unchanged).
     """
     if xla_flags is None:
       xla_flags = os.environ.get("XLA_FLAGS")
@@ -230,6 +234,8 @@ class CaseKey:
       "env": _environment(xla_flags),
       "host": cpu.as_json(),
     }
+    if not numerics:
+      parts["numerics"] = False
     text = json.dumps(parts, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -11,14 +11,16 @@ Runs, in fresh processes, back to back:
                under `jax.default_matmul_precision("float32")`, lowered
                for and compiled on hloprobe's compile-only a100 (no GPU),
                as hloprobe compiles for it.
-  answer       `hloprobe explain --invariance=answer --notry_fixes` of the
-               same configs, cold (--nocache): the bitwise answer by
-               kernel identity (every kernel's PTX read).
-  alone        explain's sweep (the same plan: --explain_passes, no
-               cache) in one child, then `invariance.batch_invariance`
-               alone on its pool, each timed: the answer's own seconds,
-               measured rather than taken as the difference of two whole
-               runs (the load moved those by more than the answer takes).
+  answer       `hloprobe explain --only=invariance --notry_fixes` of the
+               same configs, cold (--nocache): the bitwise answer alone
+               (no accuracy numerics: no float64 reference, prediction
+               or pass dumps), by kernel identity (every kernel's PTX
+               read) and the kernel model's bits where it is bit-exact.
+  alone        explain's sweep (the same plan: the bits only, no cache)
+               in one child, then `invariance.batch_invariance` alone on
+               its pool, each timed: the answer's own seconds, measured
+               rather than taken as the difference of two whole runs (the
+               load moved those by more than the answer takes).
 
 and prints one line: answer / plain (goal <= 2x, the issue's), the
 answer's own share (its seconds / plain), each side's seconds, the peak
@@ -28,7 +30,8 @@ before and after (the machine may be shared: the runs are back to back).
 Measured (CONTRIBUTING.md, "Batch invariance"): 8.55x, share 2.75x
 (answer - off, load 3) before each config's kernels were read on the
 lane that compiled it; then 13.8x at load 6-12, where the answer's own
-6.8 s (cProfile) was 0.15x and explain's accuracy sweep all the rest.
+6.8 s (cProfile) was 0.15x and explain's accuracy sweep all the rest;
+5.67x with the accuracy sweep (its answer 0.4 s); the bits only since.
 
 The case is `gpt2_block` below: `bench_models`' one-layer GPT-2-small
 block (d_model 768, 12 heads of 64, MLP 3072, seq 128) with 64 rows.
@@ -93,7 +96,8 @@ import json, sys, time
 from hloprobe import api, engine, invariance
 from hloprobe.commands import common
 plan = api.plan([sys.argv[1]], batch_sizes=sys.argv[2], precisions=["float32"],
-                targets=["a100"], explain_passes=True, cache=False)
+                targets=["a100"], cache=False)
+plan = engine.plan_sweep(plan, numerics=False)  # explain --only=invariance's
 common.start_jax(plan.targets)
 with engine.worker_pool(plan) as pool:
   start = time.perf_counter()
@@ -135,6 +139,7 @@ def _explain(invariance: str) -> dict:
     "--precisions=float32",
     "--notry_fixes",
     f"--invariance={invariance}",
+    "--only=invariance",
     "--nocache",
     "--format=json",
   ]
@@ -197,7 +202,7 @@ def main() -> None:
   f = measure()
   ok = "ok" if f["ratio"] <= _GOAL else "MISSED"
   print(
-    f"invariance explain (bitwise answer, a100 compile-only, gpt2 block, "
+    f"invariance explain --only=invariance (a100 compile-only, gpt2 block, "
     f"n = 1-64, float32) / plain compile loop: {f['ratio']:.2f}x (goal "
     f"<= {_GOAL:g}x: {ok}); the answer's own share {f['share']:.2f}x "
     f"({f['own_s']:.1f} s after a {f['sweep_s']:.1f} s sweep); "

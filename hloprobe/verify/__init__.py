@@ -24,7 +24,7 @@ it cannot:
               a loss over the batch, changes with n by design; a predicted
               leaf the smallest n did not headline cannot be compared and
               fails, saying so). Needs at least two batch sizes
-              (`check_batch_sizes`); a group with one, or a case with no
+              (`parse_requirements`); a group with one, or a case with no
               batched leaf, fails, saying so.
   accurate    every config is as close to float64 as f32 noise allows: row
               0 and the whole batch of the headline leaf within NOISE_FACTOR
@@ -47,14 +47,9 @@ from hloprobe.verify.candidates import Candidate as Candidate
 from hloprobe.verify.candidates import FixTrial as FixTrial
 from hloprobe.verify.candidates import candidate_fixes as candidate_fixes
 from hloprobe.verify.evidence import Evidence as Evidence
-from hloprobe.verify.evidence import EvidenceKind as EvidenceKind
-from hloprobe.verify.evidence import Reason as Reason
 from hloprobe.verify.findings import Finding as Finding
 from hloprobe.verify.findings import find_findings as find_findings
-from hloprobe.verify.findings import times_words as times_words
 from hloprobe.verify.fix import REQUIREMENTS as REQUIREMENTS
-from hloprobe.verify.fix import check_batch_sizes as check_batch_sizes
-from hloprobe.verify.fix import parse_fix as parse_fix
 from hloprobe.verify.fix import parse_requirements as parse_requirements
 from hloprobe.verify.outcome import verify_fix as verify_fix
 from hloprobe.verify.requirements import judge as judge
@@ -62,18 +57,13 @@ from hloprobe.verify.requirements import judge as judge
 __all__ = [
   "Candidate",
   "Evidence",
-  "EvidenceKind",
   "Finding",
   "FixTrial",
   "REQUIREMENTS",
-  "Reason",
   "candidate_fixes",
-  "check_batch_sizes",
   "find_findings",
   "judge",
-  "parse_fix",
   "parse_requirements",
-  "times_words",
   "verify_fix",
 ]
 

@@ -80,15 +80,20 @@ def parse_fix(text: str) -> Fix:
   return Fix(experiment.name, experiment=experiment)
 
 
-def parse_requirements(text: str) -> tuple[str, ...]:
+def parse_requirements(
+  text: str, batch_sizes: Sequence[int] | None = None
+) -> tuple[str, ...]:
   """`consistent,accurate[,golden]` into a tuple; unknown names rejected.
 
   An empty item (`consistent,,accurate`) is rejected as `--batch_sizes=1,,2`
-  is; a name given twice counts once.
+  is; a name given twice counts once. With `batch_sizes` (those of the
+  sweep they judge), "consistent" and "invariant" need two sizes or more
+  (`check_batch_sizes`).
 
   Raises:
     InvalidArgumentError: an empty item, or a name not in `REQUIREMENTS`
-      (the line lists them).
+      (the line lists them); "consistent" or "invariant" with fewer than
+      two of `batch_sizes`.
   """
   names = tuple(dict.fromkeys(n.strip() for n in text.split(",")))
   if "" in names:
@@ -101,6 +106,8 @@ def parse_requirements(text: str) -> tuple[str, ...]:
       f"unknown requirement(s) {bad or [text]}; choose from "
       f"{', '.join(REQUIREMENTS)}, e.g. --require=consistent,accurate"
     )
+  if batch_sizes is not None:
+    check_batch_sizes(names, batch_sizes)
   return names
 
 

@@ -1,7 +1,12 @@
 """hloprobe from Python without compiling: the names the README shows
 (`hloprobe.CASES`, `hloprobe.sweep` a plain function),
 a function made a `Case`, `Results`' forms on recorded compiles, and a
-site's frames cut to the program's own."""
+site's frames cut to the program's own. One test compiles (marked):
+`hloprobe.explain(f, x, w, only="invariance")`, the bitwise answer alone
+(issue 38), on a program exact in float32 (integer inputs in [-4, 4], 16
+products of at most 16 summed, plus 1: every partial sum an integer below
+2**24), whose rows have numpy's integer bits at every batch size, however
+XLA sums: one class by construction."""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import types
 from unittest import mock
 
 import numpy as np
+import pytest
 import recorded
 from absl.testing import absltest
 
@@ -107,6 +113,50 @@ class PlanWordsTest(absltest.TestCase):
       self._plan(batch_sizes=[1, 9])
     self.assertIn("4 example rows; use batch_sizes up to 4", str(e.exception))
     self.assertNotIn("/tmp", str(e.exception))
+
+  def test_only_invariance_sweeps_without_numerics(self):
+    self.assertTrue(self._plan().numerics)
+    self.assertFalse(self._plan(only="invariance").numerics)
+
+  def test_only_an_unknown_question_or_from_sweep_is_refused(self):
+    with self.assertRaisesRegex(InvalidArgumentError, r"^only='accuracy'"):
+      self._plan(only="accuracy")
+    with self.assertRaisesRegex(InvalidArgumentError, r"is explain's"):
+      hloprobe.sweep(lambda x: x, self._X, only="invariance")
+
+
+@pytest.mark.compiles
+class OnlyInvarianceTest(absltest.TestCase):
+  def test_a_functions_rows_run_in_the_workers(self):
+    g = np.random.default_rng(7)
+    x = g.integers(-4, 5, (8, 16)).astype(np.float32)
+    w = g.integers(-4, 5, (16, 4)).astype(np.float32)
+    r = hloprobe.explain(
+      lambda x, w: x @ w + 1.0,
+      x,
+      w,
+      targets="cpu",
+      precisions="float32",
+      batch_sizes=[1, 2, 8],
+      cache=False,
+      only="invariance",
+    )
+    self.assertEqual(r.explanations, ())
+    self.assertEqual(r.answer.findings, ())
+    (a,) = r.answer.invariance
+    self.assertIs(a.invariant, True, a.why)
+    self.assertEqual(a.basis, "run")
+    # Row 0 and the anchor: run in the workers (the shipped function).
+    self.assertEqual([c.classes for c in a.rows], [((1, 2, 8),)] * 2)
+    self.assertEqual(r.answer.pins, ())
+    for rec in r.records:
+      self.assertEqual(rec.execution.leaf_stats, ())
+    lines = str(r).splitlines()
+    self.assertTrue(
+      lines[0].startswith("row 0 is batch-invariant on cpu under float32"),
+      lines[0],
+    )
+    self.assertTrue(lines[-1].startswith("Bits only"), lines[-1])
 
 
 class ResultsTest(absltest.TestCase):

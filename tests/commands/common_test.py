@@ -42,6 +42,7 @@ _LEGACY = {
   "experiments_file": ("sweep", "explain", "versions", "bisect"),
   "try_fixes": ("explain",),  # issue 26
   "invariance": ("explain",),  # issue 38
+  "only": ("explain",),  # issue 38 item 6: the bitwise answer alone
   "verbose": ("explain",),  # issue 39: the detail behind --verbose
   "shard": ("sweep",),  # issue 29
   "results": ("explain", "golden", "verify"),

@@ -3,6 +3,9 @@ results.json (a merge's or an unsharded sweep's "plan", a shard's "shard"
 plan) when no sweep flag is given; a results.json without one is one line
 asking for the flags. The merged sweep end to end is
 tests/commands/merge_test.py's.
+
+And `explain --only=invariance` (issue 38 item 6): what it refuses, in
+one line before any work.
 """
 
 from __future__ import annotations
@@ -129,6 +132,38 @@ class ExplainFolderTest(absltest.TestCase):
     self.assertIn("records.hloprobe", again.stderr)
     self.assertIn("`hloprobe merge`", again.stderr)
     self.assertNotIn("an older hloprobe", again.stderr)
+
+
+class OnlyFlagTest(absltest.TestCase):
+  def _refused(self, *words: str) -> str:
+    proc = run_hloprobe_here("explain", "--batch_sizes=1,2", *words)
+    self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+    self.assertLen(proc.stderr.splitlines(), 1, proc.stderr)
+    self.assertEqual(proc.stdout, "")
+    return proc.stderr
+
+  def test_no_question_left(self):
+    err = self._refused("--only=invariance", "--invariance=off")
+    self.assertIn("--invariance=off", err)
+
+  def test_the_accuracy_pictures_are_refused(self):
+    for flag in ("--format=html", "--plot=p.png", "--model_explorer=m"):
+      with self.subTest(flag):
+        self.assertIn(
+          flag.split("=")[0], self._refused("--only=invariance", flag)
+        )
+
+  def test_one_batch_size_compares_nothing(self):
+    err = self._refused("--only=invariance", "--batch_sizes=8")
+    self.assertIn("at least two", err)
+
+  def test_an_unknown_question(self):
+    self.assertIn("invariance", self._refused("--only=accuracy"))
+
+  def test_explains_flag_only(self):
+    proc = run_hloprobe_here("verify", "--fix=float32", "--only=invariance")
+    self.assertEqual(proc.returncode, 2, proc.stderr)
+    self.assertIn("--only", proc.stderr)
 
 
 if __name__ == "__main__":

@@ -342,8 +342,8 @@ class FlagsTest(absltest.TestCase):
   def test_records_it_cannot_read_say_to_merge_again(self):
     # A merge's folder written by another hloprobe (its records' fields
     # differ) or damaged: one line that says what to do.
+    from hloprobe.commands.shards import read_records
     from hloprobe.errors import InvalidArgumentError
-    from hloprobe.report.shards import read_records
 
     folder = self.create_tempdir()
     folder.create_file("records.hloprobe", content="not records")

@@ -2,7 +2,7 @@
 
 The shards are written here as `sweep --shard` writes them (results.json's
 shard entry from `report.results_schema.shard_json`, the records by
-`report.write_records`), with records that failed before compiling, so
+`commands.shards.write_records`), with records that failed before compiling, so
 nothing compiles: the merge's checks are what is tested. The independent
 source is the file system (a marker file the forged case would write) and
 the words of the plan the shards were made from.
@@ -22,12 +22,12 @@ import testutil
 from absl.testing import absltest
 
 from hloprobe.commands import common, merge
+from hloprobe.commands.shards import write_records
 from hloprobe.compile import Case
 from hloprobe.engine import SweepSpec, plan_sweep
 from hloprobe.engine.shard import Shard
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.records import ConfigResult, Failure
-from hloprobe.report import write_records
 from hloprobe.report.results_schema import shard_json
 from hloprobe.runtime import dump_record
 

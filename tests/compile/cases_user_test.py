@@ -17,10 +17,11 @@ import pytest
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe, run_hloprobe_here
 
-from hloprobe import engine, verify
+from hloprobe import engine
 from hloprobe.compile import cases
 from hloprobe.errors import CaseError
 from hloprobe.report import requirement_lines
+from hloprobe.report.verdict_words import leaf_verdicts
 from hloprobe.runtime import WorkerPool
 from hloprobe.verify import fix as verify_fix
 from hloprobe.verify import outcome as verify_outcome
@@ -109,11 +110,6 @@ class LoadTest(parameterized.TestCase):
       "case factory userpkg.mycase:raises raised RuntimeError: boom",
     ),
     (
-      "returns_other",
-      "userpkg.mycase:other",
-      "case factory userpkg.mycase:other returned int, not a hloprobe.Case",
-    ),
-    (
       "axis_out_of_range",
       "userpkg.mycase:bad_axis",
       "case 'bad': batch axis 2 out of range for argument 0",
@@ -130,6 +126,8 @@ class LoadTest(parameterized.TestCase):
       "case 'seed_mlp' given twice",
     ),
   )
+  # A factory that returns no Case: CommandLineTest's
+  # test_bad_case_is_one_line_exit_2 (its message, one line, exit 2).
   def test_bad_input_is_one_case_error(self, names, message):
     if names.startswith("broken"):
       names = os.path.join(_DIR, names)
@@ -174,7 +172,7 @@ class LossAndBatchedLeafTest(absltest.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     spec = engine.SweepSpec((f"{_FILE}:make",), (1, 2), ("float32",), ("cpu",))
-    fix, require = verify.parse_fix("float32"), ("consistent", "accurate")
+    fix, require = verify_fix.parse_fix("float32"), ("consistent", "accurate")
     plan = engine.plan_sweep(verify_fix.fix_sweep(spec, fix, require))
     with WorkerPool() as pool:
       cls.results = engine.run_sweep(plan, pool=pool)
@@ -223,7 +221,7 @@ class LossAndBatchedLeafTest(absltest.TestCase):
       self.assertRegex(line, r"^cpu mine n=[12] float32: \['y'\] row-0 ")
       self.assertIn("limits row-0 |err| ", line)
     for r in self.results:
-      verdicts = dict(r.prediction.leaf_verdicts)
+      verdicts = dict(leaf_verdicts(r.prediction))
       self.assertEqual(verdicts["['loss']"], "within f32 noise")
 
 

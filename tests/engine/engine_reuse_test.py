@@ -1,6 +1,10 @@
 """Configs shared between sweeps (issue 37, item 4): `run_sweep(given=)`
 takes a config an earlier sweep made ok instead of computing it again
-(explain's fix tries: the configs at fault, a precision swept already)."""
+(explain's fix tries: the configs at fault, a precision swept already).
+
+And a sweep of the bits only (`SweepSpec.numerics` False, `explain
+--only=invariance`, issue 38): its records hold no numerics, say so, and
+never serve a sweep that wants them; a record with numerics serves it."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import pytest
 from absl.testing import absltest
 
 from hloprobe import engine
+from hloprobe.engine.spec import BITS_ONLY
 
 pytestmark = pytest.mark.compiles
 
@@ -88,6 +93,36 @@ class GivenTest(absltest.TestCase):
       pool.call = lambda *a, **k: calls.append(a) or call(*a, **k)
       engine.run_sweep(other, pool=pool, given=[(first, made)])
     self.assertLen(calls, 2)  # n = 1 again too: its largest size differs
+
+
+class BitsOnlyTest(absltest.TestCase):
+  def test_no_numerics_and_never_served_to_a_sweep_wanting_them(self):
+    full = _plan(("float32",))
+    bits = engine.plan_sweep(full, numerics=False)
+    with engine.worker_pool(full) as pool:
+      made = engine.run_sweep(bits, pool=pool)
+      for r in made:
+        self.assertTrue(r.ok, r.failure)
+        self.assertNotEmpty(r.compilation.fates)  # compiled, sites mapped
+        self.assertGreater(r.execution.run_s, 0)  # run on the CPU
+        self.assertEqual(r.execution.leaf_stats, ())  # no reference
+        self.assertIsNone(r.prediction)
+        self.assertEqual(r.prediction_error, BITS_ONLY)
+      calls = []
+      call = pool.call
+      pool.call = lambda *a, **k: calls.append(a) or call(*a, **k)
+      wanted = engine.run_sweep(full, pool=pool, given=[(bits, made)])
+      self.assertLen(calls, 2)  # both computed again, with numerics
+      for r in wanted:
+        self.assertNotEmpty(r.execution.leaf_stats)
+        self.assertIsNotNone(r.prediction)
+      calls.clear()
+      served = engine.run_sweep(bits, pool=pool, given=[(full, wanted)])
+      self.assertEqual(calls, [])
+      self.assertEqual(
+        [r.compilation.fates for r in served],
+        [r.compilation.fates for r in made],
+      )
 
 
 if __name__ == "__main__":

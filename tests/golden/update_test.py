@@ -29,7 +29,7 @@ from hloprobe import engine
 from hloprobe.cli import _main as cli
 from hloprobe.errors import GoldenError
 from hloprobe.golden import folder, format, snapshot, update
-from hloprobe.golden.diff import describe_site_changes
+from hloprobe.golden.diff import GoldenSiteChange
 
 _REPO = testutil.ROOT
 _GOLDEN = os.path.join(_REPO, "golden")
@@ -749,7 +749,7 @@ class DescribeSiteChangesTest(parameterized.TestCase):
     ),
   )
   def test_words(self, old, new, words):
-    changes = describe_site_changes(
+    changes = GoldenSiteChange.between(
       "a100 seed_mlp n=1 bfloat16", [{"site": 2, **old}], [{"site": 2, **new}]
     )
     self.assertEqual(
@@ -758,13 +758,13 @@ class DescribeSiteChangesTest(parameterized.TestCase):
 
   def test_same_sites_no_change_and_added_removed(self):
     sites = [{"site": 0, "fate": "dot"}]
-    self.assertEqual(describe_site_changes("c", sites, sites), [])
+    self.assertEqual(GoldenSiteChange.between("c", sites, sites), [])
     self.assertEqual(
-      [c.words for c in describe_site_changes("c", sites, [])],
+      [c.words for c in GoldenSiteChange.between("c", sites, [])],
       ["dot -> (site gone from the StableHLO)"],
     )
     self.assertEqual(
-      [c.words for c in describe_site_changes("c", [], sites)],
+      [c.words for c in GoldenSiteChange.between("c", [], sites)],
       ["(new site) -> dot"],
     )
 

@@ -12,6 +12,7 @@ from jax import lax
 from hloprobe import engine
 from hloprobe.compile import cases
 from hloprobe.numerics import accuracy, reference
+from hloprobe.report.verdict_words import prediction_words
 
 # Compiles with XLA (`make test-fast` skips it).
 pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
@@ -71,9 +72,11 @@ class WidenedTest(absltest.TestCase):
     r = _sweep(case)[2]
     self.assertTrue(r.ok, r.failure)
     self.assertGreater(r.execution.stats.row0_abs, 0)
-    self.assertNotEqual(r.prediction.verdict, "exact")
+    self.assertNotEqual(prediction_words(r.prediction), "exact")
     # (with a note: XLA:CPU has no rule hloprobe knows for f16 dots)
-    self.assertStartsWith(r.prediction.verdict, "within f16 output rounding")
+    self.assertStartsWith(
+      prediction_words(r.prediction), "within f16 output rounding"
+    )
 
 
 class PerBatchSizeTest(absltest.TestCase):
@@ -84,7 +87,7 @@ class PerBatchSizeTest(absltest.TestCase):
     self.assertAlmostEqual(r.execution.stats.row0_ref, want[0, 0], 12)
     # A CPU f32 run of 2 x 64 values: about f32 rounding, not 56 %.
     self.assertLess(r.execution.stats.max_rel, 1e-5)
-    self.assertEqual(r.prediction.verdict, "within f32 noise")
+    self.assertEqual(prediction_words(r.prediction), "within f32 noise")
 
   def test_a_case_that_lies_about_independent_rows_fails(self):
     lying = cases.Case(
@@ -148,7 +151,9 @@ class DtypeTest(absltest.TestCase):
     step = 2.0 ** (np.floor(np.log2(np.max(np.abs(row0)))) - 7)
     self.assertGreaterEqual(r.prediction.tolerance_abs, step)
     self.assertEqual(r.prediction.output_dtype, "bfloat16")
-    self.assertStartsWith(r.prediction.verdict, "within bf16 output rounding")
+    self.assertStartsWith(
+      prediction_words(r.prediction), "within bf16 output rounding"
+    )
 
 
 class LeafNamesTest(absltest.TestCase):
@@ -162,3 +167,45 @@ class LeafNamesTest(absltest.TestCase):
 
 if __name__ == "__main__":
   absltest.main()
+
+
+class ChunkTest(absltest.TestCase):
+  """A rows_independent case above `CHUNK_BYTES` of batched arguments runs
+  its float64 reference in row chunks (issue 37): numpy float64 of the
+  same program gives the values, and the whole run the same bits."""
+
+  def setUp(self):
+    super().setUp()
+    self._bytes = reference.CHUNK_BYTES
+    self.addCleanup(setattr, reference, "CHUNK_BYTES", self._bytes)
+    g = np.random.default_rng(11)
+    self.x = g.standard_normal((9, 64)).astype(np.float32)
+    self.w = (g.standard_normal((64, 8)) / 8).astype(np.float32)
+    self.case = cases.Case(
+      "chunked",
+      "",
+      lambda x, w: jnp.tanh(x @ w),
+      lambda: (self.x, self.w),
+      in_axes=(0, None),
+      rows_independent=True,
+    )
+
+  def _refs(self, chunk_bytes):
+    reference.CHUNK_BYTES = chunk_bytes
+    return reference.References(self.case, self.case.full_inputs(), (1, 9))
+
+  def test_chunks_of_nearly_equal_rows_give_the_whole_runs_bits(self):
+    whole = self._refs(1 << 30)
+    self.assertEqual(whole._chunk_rows(9), 9)
+    # 256 bytes a row (64 f32): 4 rows a chunk, so 3 chunks of 3 rows.
+    chunked = self._refs(4 * 256)
+    self.assertEqual(chunked._chunk_rows(9), 4)
+    (got,) = chunked.at(9)
+    want = np.tanh(self.x.astype(np.float64) @ self.w.astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+    np.testing.assert_array_equal(got, whole.at(9)[0])
+    np.testing.assert_array_equal(
+      chunked.executed_f32(9).outputs[0], whole.executed_f32(9).outputs[0]
+    )
+    self.assertEqual(chunked.source(9), reference.EXECUTOR_SOURCE)
+    self.assertEqual(len(chunked._programs[9]), 3)

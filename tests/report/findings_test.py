@@ -17,9 +17,14 @@ from hloprobe import invariance, report, verify
 from hloprobe.invariance.answer import Boundary
 from hloprobe.invariance.rows import ROW0, RowClasses
 from hloprobe.report import Answer
-from hloprobe.report.explain_answer import answer_line, answer_lines
+from hloprobe.report.explain_answer import (
+  BITS_ONLY_LAST,
+  answer_line,
+  answer_lines,
+)
 from hloprobe.report.findings import code_change, group_causes
-from hloprobe.verify.findings import rank_findings
+from hloprobe.verify.candidates import TrialReason
+from hloprobe.verify.findings import Said, rank_findings
 
 
 def _dense(x, w1, w2):
@@ -50,12 +55,14 @@ def _finding(ns, row=0, ratio=780.0, n=None, precisions=("bfloat16",), **kw):
     True,
     precisions,
     ns,
-    "explained by TF32_TF32_F32 at sites [0, 1]"
-    if row == 0
-    else f"row {row} of 9 beyond its floor",
+    Said(
+      text="explained by TF32_TF32_F32 at sites [0, 1]"
+      if row == 0
+      else f"row {row} of 9 beyond its floor"
+    ),
     error_abs=ratio * 1e-5,
     floor_abs=1e-5,
-    floor_words="f32 noise floor",
+    floor_dtype="float32",
     ratio=ratio,
     source="predicted",
     worst_n=n or ns[0],
@@ -67,7 +74,8 @@ def _finding(ns, row=0, ratio=780.0, n=None, precisions=("bfloat16",), **kw):
 
 def _trial(fix: str, passed: bool) -> verify.FixTrial:
   c = verify.Candidate(fix, f"--precisions={fix}", "some cost")
-  return verify.FixTrial(c, passed, "why", f"hloprobe verify --fix={fix}")
+  why = TrialReason(passed, ("accurate",), 4)
+  return verify.FixTrial(c, passed, why, f"hloprobe verify --fix={fix}")
 
 
 class GroupTest(absltest.TestCase):
@@ -189,6 +197,24 @@ class ScreenTest(absltest.TestCase):
     self.assertNotIn("Batch invariance, by cause", verbose)
     self.assertIn("is not batch-invariant on a100 under float32", verbose)
     self.assertIn("is not batch-invariant on a100 under bfloat16", verbose)
+
+  def test_bitwise_answer_opens_without_a_finding_and_alone_bits_only(self):
+    groups = (verify_findings.split_group("my_model", "float32"),)
+    answer = Answer((), invariance=groups)
+    first = invariance.first_lines(groups)
+    lines = report.render_answered([], answer).split("\n")
+    # Nothing at fault: the bitwise answer (kernels per n too) opens it,
+    # then the answer's line, which also ends it.
+    self.assertEqual(lines[: len(first)], first)
+    self.assertEqual(lines[len(first)], answer_line(answer))
+    self.assertEqual(lines[-1], answer_line(answer))
+    # explain --only=invariance: that answer, then what it left out.
+    alone = report.render_answered([], answer, bits_only=True).split("\n")
+    self.assertEqual(alone[: len(first)], first)
+    self.assertEqual(alone[len(first) :], ["", BITS_ONLY_LAST])
+    self.assertNotIn(answer_line(answer), alone)
+    nothing = report.render_answered([], Answer(()), bits_only=True)
+    self.assertTrue(nothing.startswith("No batch-invariance answer"))
 
   def test_make_runs_grid_fits_40_lines_even_unfolded(self):
     # make run's sweep: 3 targets x 3 precisions, each group a cause of

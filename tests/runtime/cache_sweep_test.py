@@ -94,6 +94,32 @@ class KeyTest(absltest.TestCase):
       _key(self.print),
     )
 
+  def test_the_bits_only_miss_and_the_default_keys_stay(self):
+    # The bits only (`SweepSpec.numerics` False) is another record; the
+    # default's keys are those made before the argument existed.
+    bits = self.print.config_key(
+      targets.get_target("a100"),
+      "float32",
+      4,
+      64,
+      False,
+      record_version=records.RECORD_VERSION,
+      numerics=False,
+    )
+    self.assertNotEqual(bits, _key(self.print))
+    self.assertEqual(
+      self.print.config_key(
+        targets.get_target("a100"),
+        "float32",
+        4,
+        64,
+        False,
+        record_version=records.RECORD_VERSION,
+        numerics=True,
+      ),
+      _key(self.print),
+    )
+
   def test_another_record_layout_misses(self):
     # Records written in the flat layout of version 1 are not read as today's.
     self.assertNotEqual(_key(self.print, version=1), _key(self.print))
@@ -124,8 +150,9 @@ class SweepCacheTest(absltest.TestCase):
     pool = testutil.SweepPool()
     self.addCleanup(pool.close)
     folder = self.create_tempdir().full_path
+    # One size on two targets: what is asserted holds per config.
     spec = sweep_stage.SweepSpec(
-      ("seed_mlp",), (1, 2), ("float32",), ("cpu", "a100")
+      ("seed_mlp",), (2,), ("float32",), ("cpu", "a100")
     )
     cached = dataclasses.replace(spec, cache_dir=folder)
     cold = pool.run(cached)
@@ -150,7 +177,7 @@ class SweepCacheTest(absltest.TestCase):
       for f in files
       if f.endswith(".record")
     )
-    self.assertLen(entries, 4)
+    self.assertLen(entries, 2)
     with open(entries[0], "wb") as f:
       f.write(b"not a record")
     with self.assertLogs(level="WARNING") as logs:
@@ -159,7 +186,7 @@ class SweepCacheTest(absltest.TestCase):
     self.assertIn("unreadable cache entry", logs.output[0])
     self.assertEqual(testutil.configs_json(again), testutil.configs_json(cold))
     self.assertEqual(
-      sorted("compile" in r.timings for r in again), [False] * 3 + [True]
+      sorted("compile" in r.timings for r in again), [False, True]
     )
     self.assertEqual(
       {
@@ -169,7 +196,7 @@ class SweepCacheTest(absltest.TestCase):
       {"ConfigResult"},
     )
 
-    # Entries of another record layout miss: all four are computed again
+    # Entries of another record layout miss: both are computed again
     # and stored beside the old ones, under new keys.
     newer = records.RECORD_VERSION + 1
     with mock.patch.object(engine, "RECORD_VERSION", newer):
@@ -179,7 +206,7 @@ class SweepCacheTest(absltest.TestCase):
     stored = [
       f for _, _, fs in os.walk(folder) for f in fs if f.endswith(".record")
     ]
-    self.assertLen(stored, 8)
+    self.assertLen(stored, 4)
 
 
 def _sweep_counting_workers(spec):
@@ -227,14 +254,15 @@ class CliTest(absltest.TestCase):
       f"--cache_dir={folder}",
       "--timings",
     )
-    # End to end, in a process of its own; the reruns in this one.
-    cold = testutil.run_hloprobe(*args)
+    # In this process (tests/runtime/host_test.py runs a fresh process's
+    # explain through the record cache).
+    here = lambda *words: testutil.run_hloprobe_here(*words, timeout_s=600)
+    cold = here(*args)
     self.assertEqual(cold.returncode, 0, cold.stderr)
     table = cold.stdout.split("\n\n")[-1]
     self.assertIn("compile", table.splitlines()[0])
     self.assertIn("emulation", table.splitlines()[0])
     self.assertTrue(table.splitlines()[-1].startswith("all"))
-    here = lambda *words: testutil.run_hloprobe_here(*words, timeout_s=600)
     warm = here(*args)
     self.assertEqual(warm.returncode, 0, warm.stderr)
     header = warm.stdout.split("\n\n")[-1].splitlines()[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import sys
 import pytest
 import testutil
 from absl.testing import absltest, parameterized
-from testutil import run_hloprobe, run_hloprobe_json
+from testutil import run_hloprobe
 
 from hloprobe.runtime import host
 
@@ -72,31 +73,26 @@ class UsableCoresTest(absltest.TestCase):
     self.assertEqual(out.split(), ["1"])
 
 
-@pytest.mark.compiles  # a sweep through the CLI
+@pytest.mark.compiles  # an explain through the CLI
 class CliRecordsHostTest(absltest.TestCase):
   def test_results_json_and_explain_name_the_isa(self):
-    env = {"XLA_FLAGS": "--xla_cpu_max_isa=AVX"}
-    # With --explain_passes, the config explain reads next: a hit in the
-    # record cache the two processes share (conftest's XDG_CACHE_HOME).
-    doc = run_hloprobe_json(
-      self,
-      "sweep",
-      "--batch_sizes=1",
-      "--precisions=float32",
-      "--explain_passes",
-      "--format=json",
-      env=env,
-    )
-    self.assertEqual(doc["host"]["isa"], "AVX")
-    self.assertEqual(doc["host"]["max_isa"], "AVX")
+    # One fresh process (XLA_FLAGS is read as its backend starts): explain
+    # writes results.json (the sweep's records, as `sweep --format=json`
+    # prints them) and names the ISA under --verbose.
+    out = self.create_tempdir().full_path
     proc = run_hloprobe(
       "explain",
       "--batch_sizes=1",
       "--precisions=float32",
       "--verbose",
-      env=env,
+      f"--output_dir={out}",
+      env={"XLA_FLAGS": "--xla_cpu_max_isa=AVX"},
     )
     self.assertEqual(proc.returncode, 0, proc.stderr)
+    with open(os.path.join(out, "results.json")) as f:
+      doc = json.load(f)
+    self.assertEqual(doc["host"]["isa"], "AVX")
+    self.assertEqual(doc["host"]["max_isa"], "AVX")
     self.assertIn("XLA CPU ISA AVX", proc.stdout)
 
 

@@ -41,7 +41,7 @@ def _verify(
   spec = engine.SweepSpec(
     ("seed_mlp",), sizes, precisions, targets, cache_dir=testutil.record_cache()
   )
-  parsed = verify.parse_fix(fix)
+  parsed = verify_fix.parse_fix(fix)
   results = _POOL.run(verify_fix.fix_sweep(spec, parsed, require))
   return verify_outcome.verify(
     results,
@@ -68,16 +68,22 @@ def _changes(v) -> list[str]:
 
 class ParseTest(parameterized.TestCase):
   def test_kinds(self):
-    self.assertEqual(verify.parse_fix("float32").precision, "float32")
-    self.assertEqual(verify.parse_fix("F32_F32_F32").precision, "F32_F32_F32")
+    self.assertEqual(verify_fix.parse_fix("float32").precision, "float32")
     self.assertEqual(
-      verify.parse_fix("no_triton_gemm").experiment.xla_flags,
+      verify_fix.parse_fix("F32_F32_F32").precision, "F32_F32_F32"
+    )
+    self.assertEqual(
+      verify_fix.parse_fix("no_triton_gemm").experiment.xla_flags,
       ("--xla_gpu_enable_triton_gemm=false",),
     )
-    self.assertEqual(verify.parse_fix("x:--xla_foo=1").name, "x")
+    self.assertEqual(verify_fix.parse_fix("x:--xla_foo=1").name, "x")
 
   @parameterized.named_parameters(
-    ("fix", lambda: verify.parse_fix("fp32"), "neither a matmul precision nor"),
+    (
+      "fix",
+      lambda: verify_fix.parse_fix("fp32"),
+      "neither a matmul precision nor",
+    ),
     (
       "require",
       lambda: verify.parse_requirements("fast"),
@@ -89,14 +95,14 @@ class ParseTest(parameterized.TestCase):
       call()
 
   def test_consistent_needs_two_batch_sizes(self):
-    verify.check_batch_sizes(("consistent",), (1, 2))
-    verify.check_batch_sizes(("accurate", "golden"), (2,))
+    verify_fix.check_batch_sizes(("consistent",), (1, 2))
+    verify_fix.check_batch_sizes(("accurate", "golden"), (2,))
     with self.assertRaisesRegex(
       InvalidArgumentError,
       "--require=consistent compares row 0 across batch sizes and needs at "
       "least two; got --batch_sizes=2;",
     ):
-      verify.check_batch_sizes(("accurate", "consistent"), (2,))
+      verify_fix.check_batch_sizes(("accurate", "consistent"), (2,))
 
   def test_judge_has_no_golden(self):
     # `judge` (bisect) has no golden folder: only the sweep-alone checks.

@@ -1,4 +1,4 @@
-"""report/shards.py: a shard's folder written and read back, and shards
+"""commands/shards.py: a shard's folder written and read back, and shards
 joined in plan order or refused with one line. Records are made by hand;
 what is expected is the plan order the shards' config indices give and
 the refusals the module names (different plans, a shard twice, missing
@@ -11,11 +11,11 @@ import os
 
 from absl.testing import absltest
 
+from hloprobe.commands import shards
 from hloprobe.compile import get_target
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.ir import Precision
 from hloprobe.records import Config, ConfigResult
-from hloprobe.report import shards
 
 _FP = "ab" * 32
 

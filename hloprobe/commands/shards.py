@@ -2,7 +2,7 @@
 
 A shard's --output_dir holds what any sweep's does (results.json, its
 per-config files, report.html) and two things more: results.json's
-"shard" entry (`results_schema.shard_json`: the plan's fingerprint and words, the
+"shard" entry (`report.results_json`: the plan's fingerprint and words, the
 shard's index and count, each config's index in the whole plan) and
 `RECORDS_NAME`, the shard's `ConfigResult` records whole, in that order,
 which the merge reports on as if one sweep had made them.
@@ -11,7 +11,10 @@ which the merge reports on as if one sweep had made them.
 (`runtime.record_file`: JSON and raw numpy bytes with a sha256, never a
 pickle): a forged file can lie about results but runs no code.
 
-Private in intent: use the package, `hloprobe.report`.
+These files are the `sweep --shard` and `merge` commands' own: no library
+stage reads or writes them (`engine` cuts a plan into shards and checks
+that shards are a plan's: `engine.check_shards`). `recorded_results` reads
+a merge's folder for `explain`, `golden check` and `verify --results`.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from collections.abc import Sequence
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.ir import InputFile
 from hloprobe.records import ConfigResult
-from hloprobe.report.files import atomic_write
+from hloprobe.report import atomic_write
 from hloprobe.runtime import RecordFileError, dump_record, load_record
 
 __all__ = [
