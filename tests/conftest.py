@@ -137,8 +137,8 @@ def pytest_configure(config):
 # workers; a file's setUpClass included, and the seconds it waits on worker
 # processes and timeouts). In parentheses, those of an earlier whole run
 # (`pytest -n 2 --dist loadfile` at a load of 3 to 12 from other sessions,
-# so about twice an idle machine's), kept in that run's order. Three files
-# were missing ("new": run alone at a load of 14 to 16, about four times an
+# so about twice an idle machine's), kept in that run's order. Nine files
+# were missing ("new": run alone at a load of 13 to 18, about four times an
 # idle machine's, or in `make test` at 16) and are put among those of
 # about their length.
 LONGEST_FIRST = (
@@ -178,13 +178,17 @@ LONGEST_FIRST = (
   "tests/sites/rejection_test.py",  # (40)
   "tests/numerics/predict_test.py",  # (40)
   "tests/cli/main_reliability_test.py",  # (39)
+  "tests/commands/explain_test.py",  # new: 76 alone, load 13-18
   "tests/compile/autotune_replay_test.py",  # (37)
   "tests/engine/guarded_test.py",  # (36)
   "tests/numerics/emulation_cache_test.py",  # (34)
   "tests/numerics/integers_test.py",  # (33)
+  "tests/golden/folder_default_test.py",  # new: 67 alone, load 13-18
   "tests/numerics/site_notes_test.py",  # (32)
+  "tests/report/results_schema_test.py",  # new: 62 alone, load 13-18
   "tests/versions/run_test.py",  # (30)
   "tests/runtime/process_test.py",  # (29)
+  "tests/engine/guarded_reuse_test.py",  # new: 57 alone, load 13-18
   "tests/numerics/rows_planted_test.py",  # (27)
   "tests/api/calls_notebook_test.py",  # (26)
   "tests/sites/identify_test.py",  # (26)
@@ -194,12 +198,14 @@ LONGEST_FIRST = (
   "tests/numerics/verdicts_headline_test.py",  # (24)
   "tests/sites/passes_test.py",  # (22)
   "tests/runtime/cache_test.py",  # (22)
+  "tests/engine/engine_reuse_test.py",  # new: 45 alone, load 13-18
   "tests/cli/main_gpu_targets_test.py",  # (21)
   "tests/numerics/emulate_test.py",  # (21)
   "tests/invariance/kernel_identity_gpu_test.py",  # (21)
   "tests/numerics/reference_ref64_test.py",  # (20)
   "tests/numerics/reference_test.py",  # (20)
   "tests/engine/engine_test.py",  # (20)
+  "tests/api/running_test.py",  # new: 41 alone, load 13-18
   "tests/engine/engine_sharded_test.py",  # (19)
   "tests/numerics/emulate_dot_test.py",  # (19)
   "tests/numerics/verdicts_fp8_test.py",  # (19)

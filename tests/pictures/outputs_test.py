@@ -29,7 +29,7 @@ import time
 
 import pytest
 from absl.testing import absltest
-from testutil import ROOT, run_hloprobe_here
+from testutil import ROOT, record_cache, run_hloprobe_here
 
 from hloprobe import engine, records
 from hloprobe.commands import common
@@ -56,12 +56,16 @@ PROGRESS: list = []
 
 
 def setUpModule():
+  # Through the test run's record cache: explain's sweep of these sizes
+  # and targets (tests/report/explain_answer_test.py, bfloat16) makes the
+  # same records.
   spec = engine.SweepSpec(
     cases=("seed_mlp",),
     batch_sizes=(1, 2),
     precisions=("bfloat16", "float32"),
     targets=_TARGETS,
     explain_passes=True,
+    cache_dir=record_cache(),
   )
   RESULTS[:] = engine.run_sweep(spec, PROGRESS.append)
   EXPLANATIONS[:] = explain.explain_results(RESULTS, [cases.seed_mlp])
