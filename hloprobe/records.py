@@ -51,8 +51,11 @@ __all__ = [
 # row0_values cut to accuracy.ROW0_KEPT values; 12: Prediction.verdicts
 # (each leaf's verdict as a `Verdict` record); 13: Verdict.far_rows; 14:
 # NoiseFloor.rows and
-# WorstRow.judged (the rows judged, issue 37).
-RECORD_VERSION = 14
+# WorstRow.judged (the rows judged, issue 37); 15: SiteFate.ptx_kernel,
+# .mma_opcodes and .ptx_tf32_rounding (the PTX read as fields),
+# Prediction.leaves instead of its verdict words (.verdict,
+# .leaf_verdicts), Verdict.far_rows a `FarRows` record.
+RECORD_VERSION = 15
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,17 +233,9 @@ class ConfigResult:
     return self.failure is None
 
   @property
-  def verdict(self) -> str | None:
-    """The config's verdict: "XLA changed the math: ..." where the
-    executed module says so, else the prediction's (with "prediction
-    incomplete: ..." added where the module could not be executed); None
-    without either (`numerics.Made.config_verdict`)."""
-    p = self.prediction.verdict if self.prediction is not None else None
-    return p if self.made is None else self.made.config_verdict(p)
-
-  @property
   def judgement(self) -> Verdict | None:
-    """`verdict` as a record (`numerics.Made.config_judgement`): MATH_CHANGED
+    """The config's verdict (`numerics.Made.config_judgement`; its words
+    made in `hloprobe.report`): MATH_CHANGED
     where the executed module changed the math, else the headline leaf's
     (an incomplete execution a note on it, or INCOMPLETE alone); None
     without either."""

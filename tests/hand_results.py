@@ -5,7 +5,7 @@ predicted). Shared by tests/pictures/severity_test.py and plot_test.py."""
 from __future__ import annotations
 
 from hloprobe.compile.targets import get_target
-from hloprobe.numerics import accuracy, predict
+from hloprobe.numerics import Verdict, VerdictKind, accuracy, predict
 from hloprobe.records import Config, ConfigResult, Execution
 
 
@@ -16,12 +16,13 @@ def config_result(
   err=1e-4,
   floor=1e-4,
   ran=True,
-  verdict="within f32 noise",
+  verdict=Verdict(VerdictKind.WITHIN_NOISE),
   worst=None,
   case="seed_mlp",
 ) -> ConfigResult:
   """A config whose row-0 error (observed where `ran`, else predicted) is
-  `err` over an f32 noise floor `floor`; `worst`: its worst row."""
+  `err` over an f32 noise floor `floor`; `verdict`: its verdict record;
+  `worst`: its worst row."""
   stats = accuracy.ErrorStats(
     row0=0.5, row0_ref=0.5, row0_abs=err, max_abs=err, max_rel=err
   )
@@ -34,7 +35,8 @@ def config_result(
     top_site=None,
     bands=(None,),
     best_candidate=None,
-    verdict=verdict,
+    leaves=("",),
+    verdicts=(verdict,),
     rows=(worst,),
   )
   run = Execution(run_s=0.1, leaf_stats=(stats,), headline=0) if ran else None

@@ -21,6 +21,7 @@ from hloprobe.records import (
   Execution,
   Failure,
 )
+from hloprobe.report.verdict_words import config_words
 
 
 def _config(experiment: str = "baseline") -> Config:
@@ -44,7 +45,7 @@ class ConfigResultTest(absltest.TestCase):
   def test_without_stages_nothing_is_judged(self):
     r = ConfigResult(_config())
     self.assertTrue(r.ok)
-    self.assertIsNone(r.verdict)
+    self.assertIsNone(config_words(r))
     self.assertIsNone(r.judgement)
 
   def test_a_failure_is_not_ok_and_says_its_error(self):

@@ -9,9 +9,11 @@ import math
 from hloprobe import invariance, verify
 from hloprobe.invariance.answer import Boundary
 from hloprobe.invariance.rows import ROW0, RowClasses
+from hloprobe.verify.findings import Said
 
 
 def finding(ratio, target="a100", kind="row 0", what="unexplained", **kw):
+  """A finding whose `what` is these words (`verify.Said.text`)."""
   error = None if ratio is None or math.isinf(ratio) else ratio * 1e-4
   return verify.Finding(
     kind,
@@ -21,10 +23,10 @@ def finding(ratio, target="a100", kind="row 0", what="unexplained", **kw):
     True,
     ("bfloat16",),
     (2, 3, 4, 9),
-    what,
+    Said(text=what),
     error_abs=error,
     floor_abs=1e-4,
-    floor_words="f32 noise floor",
+    floor_dtype="float32",
     ratio=ratio,
     source="predicted",
     **kw,

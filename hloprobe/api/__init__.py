@@ -23,7 +23,6 @@ example arguments (or a `Case`), returning `Results`.
 from __future__ import annotations
 
 from hloprobe.api.answering import answer as answer
-from hloprobe.api.answering import explanations as explanations
 from hloprobe.api.calls import plan_case as plan_case
 from hloprobe.api.defaults import DEFAULTS as DEFAULTS
 from hloprobe.api.planning import plan as plan
@@ -34,7 +33,6 @@ __all__ = [
   "DEFAULTS",
   "Interrupted",
   "answer",
-  "explanations",
   "plan",
   "plan_case",
   "run",

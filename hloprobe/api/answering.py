@@ -16,10 +16,10 @@ from collections.abc import Callable, Sequence
 
 from hloprobe.engine import SweepPlan, SweepProgress
 from hloprobe.records import ConfigResult
-from hloprobe.report import Answer, explain_results
+from hloprobe.report import Answer
 from hloprobe.verify import candidate_fixes, find_findings
 
-__all__ = ["NOT_TRIED", "answer", "explanations"]
+__all__ = ["NOT_TRIED", "answer"]
 
 # Why `explain` from Python tries no fix: each try is a further sweep, and
 # its `verify` command names a case by its words, which a function has not.
@@ -70,11 +70,3 @@ def answer(
   if not try_fixes:
     return Answer(findings, untried=tries.untried, not_tried=not_tried)
   return Answer(findings, tries.trials)
-
-
-def explanations(plan: SweepPlan, records: Sequence[ConfigResult]) -> list:
-  """explain's records (`report.explain_results`) of a sweep's records,
-  its cases as planned: the one call `hloprobe explain`, `hloprobe.explain`
-  and the pytest plugin's explain share (`hloprobe sweep`'s pages add a
-  module file's own notes, `commands.common.reported_cases`)."""
-  return explain_results(records, [c.case for c in plan.cases])

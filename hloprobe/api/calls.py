@@ -43,7 +43,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TypedDict, Unpack
 
-from hloprobe.api.answering import NOT_TRIED, answer, explanations
+from hloprobe.api.answering import NOT_TRIED, answer
 from hloprobe.api.defaults import DEFAULTS
 from hloprobe.api.results import Results
 from hloprobe.api.running import run, shipped
@@ -51,7 +51,7 @@ from hloprobe.api.ship import worker_environment
 from hloprobe.compile import Case
 from hloprobe.engine import SweepPlan, SweepSpec, check_nonempty, plan_sweep
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.report import Answer, render, render_answered
+from hloprobe.report import Answer, explain_results, render, render_answered
 from hloprobe.runtime import HostCpu
 
 __all__ = ["SweepOptions", "as_case", "explain", "plan_case", "sweep"]
@@ -252,7 +252,7 @@ def sweep(
   text = render(list(records), "table", {})
   if not plan.explain_passes:
     return Results(records, text=text)
-  found = tuple(explanations(plan, records))
+  found = tuple(explain_results(records, [c.case for c in plan.cases]))
   host = HostCpu.of(os.environ.get("XLA_FLAGS"))
   found_answer = answer(
     plan, records, try_fixes=False, not_tried=NOT_TRIED, list_untried=False

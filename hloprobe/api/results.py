@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import numpy
 
 from hloprobe.records import ConfigResult
-from hloprobe.report import Answer, render, table_values
+from hloprobe.report import Answer, render, rows_cell, table_values
 
 __all__ = ["Results"]
 
@@ -79,7 +79,7 @@ class Results:
     table: "beyond band" (Float64: m, how many times its band the
     config's worst error is, `pictures.beyond_band`, dimensionless; NA
     where nothing was compared, inf over a zero band) and "worst row"
-    (str: every judged leaf's worst row in words, `numerics.WorstRow.words`;
+    (str: every judged leaf's worst row in words, `report.rows_cell`;
     "n/a" without a prediction).
 
     Raises:
@@ -142,14 +142,6 @@ def _with_html_columns(frame, records):
   missing = numpy.array([m is None for m in found], bool)
   floats = numpy.array([0.0 if m is None else m for m in found], float)
   frame.insert(at, "beyond band", pandas.arrays.FloatingArray(floats, missing))
-  words = []
-  for r in records:
-    p = r.prediction
-    rows = [w.words() for w in p.rows if w is not None] if p else None
-    words.append(
-      "n/a"
-      if rows is None
-      else "; ".join(rows) or "not judged (no batch axis, or integer)"
-    )
+  words = [rows_cell(r.prediction) for r in records]
   frame.insert(at + 1, "worst row", pandas.Series(words, dtype=str))
   return frame

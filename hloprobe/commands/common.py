@@ -171,7 +171,7 @@ def with_executor(spec, args):
     InvalidArgumentError: --ray_address without --executor=ray; Ray not
       installed (`runtime.RAY_MISSING`).
   """
-  from hloprobe.runtime import import_ray
+  from hloprobe.runtime import RayPool
 
   executor, address = args.executor, args.ray_address
   if address and executor != "ray":
@@ -180,7 +180,7 @@ def with_executor(spec, args):
       "cluster the configs run on)"
     )
   if executor == "ray":
-    import_ray()
+    RayPool.import_ray()
   return dataclasses.replace(spec, executor=executor, ray_address=address)
 
 

@@ -1,7 +1,8 @@
 """`hloprobe explain`: the sweep with pass attribution, in words.
 
 `explain_answered` runs the sweep (passes named) and returns its records,
-their explanations (`api.explanations`) and the answer (`api.answer`): the
+their explanations (`report.explain_results` of the planned cases, as
+`hloprobe.explain`'s) and the answer (`api.answer`): the
 findings ranked and, with --try_fixes (the default), the candidate fixes
 tried on the configs at fault in one extra sweep on the same workers and
 record cache (`verify.plan_tries`); `main` prints the answer first, then
@@ -201,6 +202,7 @@ def explain_answered(args: ExplainArgs, spec=None):
     common.Interrupted: SIGINT/SIGTERM, with the configs finished.
   """
   from hloprobe import api, engine
+  from hloprobe.report import explain_results
 
   spec = spec or _spec(args)
   common.start_jax(spec.targets)
@@ -228,7 +230,8 @@ def explain_answered(args: ExplainArgs, spec=None):
     )
   if not spec.numerics:
     return results, [], answer
-  return results, api.explanations(spec, results), answer
+  cases = [c.case for c in spec.cases]  # as `hloprobe.explain` explains
+  return results, explain_results(results, cases), answer
 
 
 def _answer(spec, results, try_fixes: bool, pool):

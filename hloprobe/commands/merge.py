@@ -154,7 +154,7 @@ def _plan(words: dict, records=()):
     CaseError: a built-in case or module file that cannot be found (e.g.
       a module file named relative to the shards' folder).
   """
-  from hloprobe.compile import parse_experiment
+  from hloprobe.compile import Experiment
   from hloprobe.engine import (
     SweepSpec,
     check_nonempty,
@@ -186,7 +186,7 @@ def _plan(words: dict, records=()):
           precisions=tuple(words["precisions"]),
           targets=tuple(words["targets"]),
           explain_passes=words["explain_passes"],
-          experiments=tuple(parse_experiment(w) for w in words["experiments"]),
+          experiments=tuple(Experiment.parse(w) for w in words["experiments"]),
           inputs=words.get("inputs"),
           batch_arg=words.get("batch_arg"),
         )

@@ -33,7 +33,6 @@ from hloprobe.compile.experiments import (
   BUILTIN_EXPERIMENTS as BUILTIN_EXPERIMENTS,
 )
 from hloprobe.compile.experiments import Experiment as Experiment
-from hloprobe.compile.experiments import parse_experiment as parse_experiment
 from hloprobe.compile.int_dots import INT32_DOTS_FIX as INT32_DOTS_FIX
 from hloprobe.compile.lowering import compile_case as compile_case
 from hloprobe.compile.lowering import start_backends as start_backends
@@ -53,7 +52,6 @@ from hloprobe.compile.targets import Target as Target
 from hloprobe.compile.targets import get_target as get_target
 from hloprobe.compile.targets import is_config_path as is_config_path
 from hloprobe.compile.targets import target_listing as target_listing
-from hloprobe.compile.toolchain import ptxas_version as ptxas_version
 
 __all__ = [
   "BASELINE",
@@ -79,8 +77,6 @@ __all__ = [
   "missing_cudnn_message",
   "missing_lowering",
   "optimized_module",
-  "parse_experiment",
-  "ptxas_version",
   "resolvable_elsewhere",
   "selection_note",
   "start_backends",

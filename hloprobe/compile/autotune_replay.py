@@ -29,7 +29,6 @@ from hloprobe.compile.autotune import (
 from hloprobe.compile.compat import installed_jaxlib
 from hloprobe.compile.experiments import (
   Experiment,
-  parse_experiment,
   parse_experiments_file,
 )
 from hloprobe.compile.targets import Target, get_target
@@ -124,7 +123,7 @@ def sweep_experiments(
   target_words: Sequence[str],
 ) -> list[Experiment]:
   """The experiments a sweep names, in order: each of `words` (NAME:FLAGS
-  or a built-in name, `parse_experiment`), then the lines of
+  or a built-in name, `Experiment.parse`), then the lines of
   `experiments_file` (`parse_experiments_file`; None: none), then one per
   `autotune_results` file (`autotune_experiment`, checked against the
   sweep's targets, `target_words` looked up by `get_target` only when
@@ -135,7 +134,7 @@ def sweep_experiments(
     TargetError: a results file no target of the sweep can load; an
       unknown target word (with results files only).
   """
-  found = [parse_experiment(t) for t in words]
+  found = [Experiment.parse(t) for t in words]
   if experiments_file:
     found += parse_experiments_file(experiments_file)
   if autotune_results:

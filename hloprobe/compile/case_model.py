@@ -149,6 +149,22 @@ class Case:
     """How many devices the program runs on: the mesh's size, or 1."""
     return math.prod(self.mesh_shape) if self.mesh_shape else 1
 
+  @property
+  def host_device_flag(self) -> str:
+    """The XLA_FLAGS word that gives a worker's CPU the program's
+    `device_count` host devices.
+
+    E.g. 8 -> "--xla_force_host_platform_device_count=8"; "" for 1 (XLA's
+    default). XLA reads it once, when the CPU client starts
+    (xla/debug_options_flags.cc; jax's `xla_bridge` makes the CPU client
+    with that many devices), so it must be in XLA_FLAGS before jax starts:
+    a sharded case's configs go to workers of their own, with it among
+    their flags (`engine`), never to a worker already started without it.
+    """
+    if self.device_count <= 1:
+      return ""
+    return f"--xla_force_host_platform_device_count={self.device_count}"
+
   def full_inputs(self) -> tuple | None:
     """`make_inputs()` for a batch case (checked), None for a sized case.
 

@@ -22,7 +22,6 @@ __all__ = [
   "BASELINE",
   "BUILTIN_EXPERIMENTS",
   "Experiment",
-  "parse_experiment",
   "parse_experiments_file",
 ]
 
@@ -46,6 +45,30 @@ class Experiment:
   @property
   def flags_text(self) -> str:
     return " ".join(self.xla_flags)
+
+  @classmethod
+  def parse(cls, text: str) -> Experiment:
+    """Parses `NAME:FLAGS` or a built-in experiment's name.
+
+    Raises:
+      InvalidArgumentError: bad name, unknown built-in, or a word that is not an
+        `--xla_...` flag.
+    """
+    name, sep, flags = text.partition(":")
+    name = name.strip()
+    if not sep:
+      if name in BUILTIN_EXPERIMENTS:
+        return BUILTIN_EXPERIMENTS[name]
+      raise InvalidArgumentError(
+        f"unknown experiment {name!r}; write NAME:--xla_flag=value or choose "
+        f"from {', '.join(BUILTIN_EXPERIMENTS)}"
+      )
+    if not _NAME_RE.match(name) or name == BASELINE.name:
+      raise InvalidArgumentError(
+        f"bad experiment name {name!r}; use letters, digits, '_', '.', '-' "
+        "(and not 'baseline')"
+      )
+    return cls(name, _check_flags(name, flags.split()))
 
 
 BASELINE = Experiment("baseline", (), "no extra XLA flags")
@@ -104,30 +127,6 @@ def _check_flags(name: str, words: list[str]) -> tuple[str, ...]:
   return tuple(words)
 
 
-def parse_experiment(text: str) -> Experiment:
-  """Parses `NAME:FLAGS` or a built-in experiment's name.
-
-  Raises:
-    InvalidArgumentError: bad name, unknown built-in, or a word that is not an
-      `--xla_...` flag.
-  """
-  name, sep, flags = text.partition(":")
-  name = name.strip()
-  if not sep:
-    if name in BUILTIN_EXPERIMENTS:
-      return BUILTIN_EXPERIMENTS[name]
-    raise InvalidArgumentError(
-      f"unknown experiment {name!r}; write NAME:--xla_flag=value or choose "
-      f"from {', '.join(BUILTIN_EXPERIMENTS)}"
-    )
-  if not _NAME_RE.match(name) or name == BASELINE.name:
-    raise InvalidArgumentError(
-      f"bad experiment name {name!r}; use letters, digits, '_', '.', '-' "
-      "(and not 'baseline')"
-    )
-  return Experiment(name, _check_flags(name, flags.split()))
-
-
 # `#` starts a comment at the start of a line or after a space, so a flag
 # value may hold one (`--xla_dump_to=/tmp/run#2`).
 _COMMENT_RE = re.compile(r"(?:^|\s)#.*")
@@ -152,7 +151,7 @@ def parse_experiments_file(path: str) -> list[Experiment]:
     if not line:
       continue
     try:
-      out.append(parse_experiment(line))
+      out.append(Experiment.parse(line))
     except InvalidArgumentError as e:
       raise InvalidArgumentError(f"{path}:{lineno}: {e}") from e
   return out

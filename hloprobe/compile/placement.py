@@ -11,7 +11,7 @@ A sharded case (`Case.mesh_shape`) gets its `Mesh` built here, against
 the target's first N devices, each argument a `NamedSharding` of its
 `PartitionSpec`; the CPU's N devices are XLA's host devices, which exist
 only when `--xla_force_host_platform_device_count=N` was in XLA_FLAGS
-before jax started (`runtime.host_device_flag`; a sweep's workers get it).
+before jax started (`Case.host_device_flag`; a sweep's workers get it).
 
 Private in intent: use the package, `hloprobe.compile`.
 """

@@ -32,7 +32,7 @@ from hloprobe.engine.shared import resolved
 from hloprobe.errors import HloprobeError, first_line
 from hloprobe.ir import parse_hlo_module, parse_ptx, parse_stablehlo_dots
 from hloprobe.records import Compilation, Config, ConfigResult, Failure
-from hloprobe.runtime import Request, Stopwatch, note_stage
+from hloprobe.runtime import Request, Stopwatch
 from hloprobe.sites import (
   attribute_passes,
   explain_rejection,
@@ -155,7 +155,7 @@ def compile_and_run_case(
   """One config's work: lower, compile, parse, map sites and, for a target
   that runs (`cpu`, `gpu`), run it.
 
-  Before each stage it notes the stage (`serve.note_stage`), so a worker
+  Before each stage it notes the stage (`Request.note_stage`), so a worker
   that dies in it names it.
 
   Args:
@@ -182,7 +182,7 @@ def compile_and_run_case(
   target, n = config.target, config.n
   stage = "compile"
   try:
-    note_stage(stage)
+    Request.note_stage(stage)
     args = case.inputs_for(full, n)
     start = time.perf_counter()
     # The worker's XLA_FLAGS, as the request names them (an
@@ -198,7 +198,7 @@ def compile_and_run_case(
     watch.add("lower", cc.lower_s)
     watch.add("compile", time.perf_counter() - start - cc.lower_s)
     stage = "analyse"
-    note_stage(stage)
+    Request.note_stage(stage)
     compilation = _analysed(cc, target, watch)
     if explain_passes:
       with watch.stage("passes"):
@@ -209,7 +209,7 @@ def compile_and_run_case(
         _keep(keep, config, (cc.optimized_hlo, tuple(cc.ptx)))
       return CompiledConfig(result, timings=watch.seconds())
     stage = "run"
-    note_stage(stage)
+    Request.note_stage(stage)
     with watch.stage("run"):
       outs, run_s = cc.run(args)
     if keep is not None:

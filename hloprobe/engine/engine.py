@@ -54,7 +54,6 @@ from hloprobe.runtime import (
   Warn,
   WorkerError,
   WorkerPool,
-  host_device_flag,
   log_warning,
 )
 
@@ -533,9 +532,9 @@ def _case_ids(spec: SweepPlan) -> set[int]:
 
 def _flags(c: PlannedConfig) -> str:
   """The extra XLA_FLAGS of config `c`'s worker: its experiment's, then
-  the host devices a sharded case needs (`runtime.host_device_flag`), so
+  the host devices a sharded case needs (`Case.host_device_flag`), so
   that the CPU of its worker has them."""
-  devices = host_device_flag(c.case.case.device_count)
+  devices = c.case.case.host_device_flag
   return " ".join(w for w in (c.experiment.flags_text, devices) if w)
 
 

@@ -6,8 +6,9 @@ with it, a `CheckResult`, or written over it, an `UpdateResult`;
 `hloprobe.golden_check` and `hloprobe.golden_update`, the Python API's,
 sweep first); `hloprobe golden check|update` as one call
 (`golden_command`: the manifest's sweep narrowed by the flags, checked or
-written); the dot summary and its site changes
-(`GoldenSiteChange.between`). Import them from here; the modules
+written); the dot sites' changes between two summaries, compilations
+or results.json configs (`GoldenSiteChange.between`, `of_compilations`,
+`of_results_json`). Import them from here; the modules
 behind them are private in intent:
 
   snapshot  make, write and check snapshots
@@ -24,16 +25,12 @@ behind them are private in intent:
 
 from __future__ import annotations
 
-from hloprobe.golden.diff import SUMMARY_KEYS as SUMMARY_KEYS
 from hloprobe.golden.diff import GoldenSiteChange as GoldenSiteChange
-from hloprobe.golden.diff import dot_summary as dot_summary
 from hloprobe.golden.update import against_goldens as against_goldens
 from hloprobe.golden.update import golden_command as golden_command
 
 __all__ = [
   "GoldenSiteChange",
-  "SUMMARY_KEYS",
   "against_goldens",
-  "dot_summary",
   "golden_command",
 ]

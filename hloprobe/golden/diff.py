@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from hloprobe.errors import counted
 from hloprobe.sites import (
@@ -109,6 +109,37 @@ class GoldenSiteChange:
       if words:
         changes.append(cls(config, index, words))
     return changes
+
+  @classmethod
+  def of_compilations(
+    cls, config: str, old, new, keys: Sequence[str]
+  ) -> list[GoldenSiteChange]:
+    """`between` two compilations' dot summaries (`dot_summary` of each
+    `records.Compilation`'s fates and passes; None: no sites), each site
+    cut to `keys` (dots.json site keys, "site" among them)."""
+
+    def sites(comp) -> list[dict]:
+      if comp is None:
+        return []
+      summary = dot_summary(comp.fates, comp.passes)
+      return [{k: s[k] for k in keys} for s in summary["sites"]]
+
+    return cls.between(config, sites(old), sites(new))
+
+  @classmethod
+  def of_results_json(
+    cls, config: str, old_dot_sites: list[dict], new_dot_sites: list[dict]
+  ) -> list[GoldenSiteChange]:
+    """`between` two results.json configs' "dot_sites" lists (each site's
+    `SUMMARY_KEYS`, as dots.json keeps them)."""
+
+    def sites(dot_sites) -> list[dict]:
+      return [
+        {"site": s["index"]} | {k: s.get(k) for k in SUMMARY_KEYS}
+        for s in dot_sites or []
+      ]
+
+    return cls.between(config, sites(old_dot_sites), sites(new_dot_sites))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -339,7 +370,7 @@ def math_summary(made) -> dict | None:
   "not_executed": [target]} (`numerics.Made`; no instruction names, as
   goldens keep none).
   """
-  if made is None or made.verdict is None:
+  if made is None or made.agrees:
     return None
   return {
     "changed": made.changed,

@@ -41,7 +41,6 @@ from hloprobe.invariance.model_bits import (
 )
 from hloprobe.invariance.rows import ConfigRows
 from hloprobe.invariance.runs import RowsRequest, UserInputsRequest
-from hloprobe.runtime import host_device_flag
 
 __all__ = [
   "case_inputs",
@@ -299,7 +298,7 @@ def _worker_flags(c: PlannedConfig) -> str:
     w
     for w in (
       c.experiment.flags_text,
-      host_device_flag(c.case.case.device_count),
+      c.case.case.host_device_flag,
     )
     if w
   )

@@ -28,7 +28,7 @@ from hloprobe.engine import KEPT
 from hloprobe.errors import HloParseError
 from hloprobe.ir import parse_hlo_module
 from hloprobe.records import Config, ConfigResult
-from hloprobe.runtime import Request, note_stage
+from hloprobe.runtime import Request
 from hloprobe.sites import Fate, SiteFate
 
 __all__ = [
@@ -275,12 +275,12 @@ class KernelsRequest(Request):
         memo[key] = get_case(self.case_source, self.inputs)
       case = memo[key]
       args = case.inputs_for(self.full_inputs, self.config.n)
-      note_stage("compile")
+      Request.note_stage("compile")
       cc = compile_case(
         case, args, self.config.precision.jax_name, self.config.target
       )
       kept = (cc.optimized_hlo, tuple(cc.ptx))
-    note_stage("analyse")
+    Request.note_stage("analyse")
     return read(
       kept[0], self.config.n, kept[1], "cuda", target=self.config.target
     )

@@ -54,7 +54,7 @@ from hloprobe.invariance.kernel_identity import RowKernel
 from hloprobe.invariance.rows import ConfigRows, row_of
 from hloprobe.numerics import kernel_model_run, site_model
 from hloprobe.records import ConfigResult
-from hloprobe.runtime import Request, note_stage
+from hloprobe.runtime import Request
 from hloprobe.sites import Fate
 
 __all__ = [
@@ -317,5 +317,5 @@ class ModelRowsRequest(Request):
     key = ("case", self.case_source, self.inputs)
     if key not in memo:
       memo[key] = get_case(self.case_source, self.inputs)
-    note_stage("analyse")
+    Request.note_stage("analyse")
     return model_rows(memo[key], self.full_inputs, self.specs)

@@ -26,7 +26,7 @@ from hloprobe.compile import compile_case, get_case
 from hloprobe.engine import SweepPlan, worker_pool
 from hloprobe.errors import first_line
 from hloprobe.records import Config
-from hloprobe.runtime import Request, note_stage
+from hloprobe.runtime import Request
 
 __all__ = ["PinFileRequest", "write_pin_file"]
 
@@ -52,7 +52,7 @@ class PinFileRequest(Request):
     case = get_case(self.case_source, self.inputs)
     compiled = {}
     for c in self.configs:
-      note_stage("compile")
+      Request.note_stage("compile")
       args = case.inputs_for(self.full_inputs, c.n)
       compiled[c.n] = compile_case(
         case, args, c.precision.jax_name, c.target, dump_passes=True

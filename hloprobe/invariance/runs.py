@@ -24,7 +24,7 @@ from hloprobe.engine import KEPT
 from hloprobe.errors import CaseError, first_line
 from hloprobe.invariance.rows import ConfigRows, anchor_offsets, row_of
 from hloprobe.records import Config
-from hloprobe.runtime import Request, note_stage
+from hloprobe.runtime import Request
 
 __all__ = [
   "RowsRequest",
@@ -100,10 +100,10 @@ def rows_here(
   """
   args = case.inputs_for(full, config.n)
   if compiled is None:
-    note_stage("compile")
+    Request.note_stage("compile")
     cc = compile_case(case, args, config.precision.jax_name, config.target)
     compiled = cc.compiled
-  note_stage("run")
+  Request.note_stage("run")
 
   def run(a):
     out = jax.block_until_ready(compiled(*a))

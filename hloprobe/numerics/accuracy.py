@@ -32,14 +32,7 @@ from hloprobe.numerics.integers import (
   is_integer,
 )
 from hloprobe.numerics.ulps import float_dtype, output_ulp, parts, ulp_distance
-from hloprobe.numerics.verdicts import (
-  Verdict,
-  VerdictKind,
-  algorithm_groups,
-  groups_words,
-  noise_words,
-  verdict_words,
-)
+from hloprobe.numerics.verdicts import Verdict, VerdictKind, algorithm_groups
 
 __all__ = [
   "ErrorStats",
@@ -50,7 +43,6 @@ __all__ = [
   "judge",
   "largest_abs",
   "noise_multiple",
-  "noise_words",
   "output_ulp",
   "row_maxima",
   "ulp_distance",
@@ -331,7 +323,7 @@ def headline_leaf(
   across them (choosing the most severe leaf per config had made a
   pytree case's row 0 jump between leaves as n changed, which read as a
   batch-size dependence). Every leaf is still judged
-  (`Prediction.leaf_verdicts`), and where there are several, row 0 is
+  (`Prediction.verdicts`), and where there are several, row 0 is
   printed with its leaf's name.
 
   Args:
@@ -354,8 +346,13 @@ def headline_leaf(
 
 
 def describe_algorithms(site_algorithms: tuple[str, ...]) -> str | None:
-  """`TF32_TF32_F32 at sites [0, 1, 2]` for the non-F32 sites, or None."""
-  return groups_words(algorithm_groups(site_algorithms))
+  """`TF32_TF32_F32 at sites [0, 1, 2]` for the non-F32 sites, or None:
+  the words of a site note (`site_notes`) and of
+  `Prediction.best_candidate`."""
+  groups = algorithm_groups(site_algorithms)
+  if not groups:
+    return None
+  return " and ".join(f"{alg} at sites {list(sites)}" for alg, sites in groups)
 
 
 def judge(
@@ -419,22 +416,3 @@ def row0_gap(observed: ErrorStats, predicted: ErrorStats) -> float:
   both_nan = np.isnan(a) & np.isnan(b)
   gap = np.where(both_nan, 0.0, np.where(np.isnan(gap), np.inf, gap))
   return float(np.max(gap, initial=0.0))
-
-
-def verdict(
-  observed: ErrorStats | None,
-  predicted: ErrorStats,
-  noise: NoiseFloor,
-  tolerance_abs: float,
-  site_algorithms: tuple[str, ...],
-  output_dtype="float32",
-) -> str:
-  """`judge`'s verdict in words (`verdicts.verdict_words`): "exact",
-  "within f32 noise" (or "within bf16 output rounding", etc., see
-  `noise_words`), "explained by <ALG> at sites [...]" or "unexplained"; for
-  an integer output `integers.integer_verdict`'s words."""
-  return verdict_words(
-    judge(
-      observed, predicted, noise, tolerance_abs, site_algorithms, output_dtype
-    )
-  )

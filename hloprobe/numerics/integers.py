@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from hloprobe.numerics.verdicts import Verdict, VerdictKind, verdict_words
+from hloprobe.numerics.verdicts import Verdict, VerdictKind
 
 __all__ = [
   "integer_counts",
   "integer_judgement",
-  "integer_verdict",
   "is_integer",
 ]
 
@@ -71,7 +70,7 @@ def integer_judgement(stats, output_dtype) -> Verdict:
   EXACT when every element equals the exact integer result; OVERFLOW when
   the only differences are elements whose exact value the output type
   cannot hold; else UNEXPLAINED (the overflow counted too, if any). The
-  record carries the counts; `integer_verdict` gives its words.
+  record carries the counts; `hloprobe.report` gives its words.
 
   Args:
     stats: the leaf's `accuracy.ErrorStats` (its integer fields set).
@@ -94,12 +93,3 @@ def integer_judgement(stats, output_dtype) -> Verdict:
     overflowed=stats.overflowed,
     overflow_mode=stats.overflow_mode,
   )
-
-
-def integer_verdict(stats, output_dtype) -> str:
-  """`integer_judgement` in words: "exact"; "overflow: N of M elements of
-  LEAF exceed s8 [-128, 127] and wrap"; or "unexplained: K of M elements
-  of LEAF differ from the exact integer result" (with the overflow named
-  too, if any).
-  """
-  return verdict_words(integer_judgement(stats, output_dtype))

@@ -120,10 +120,13 @@ def site_model(
     compute_capability: the target's, e.g. "9.0" or "9.0a"; None when
       unknown.
     split_k: the fusion's split-K from the optimized HLO; None for none.
-    algorithm: the site's effective algorithm; given, it must be the one
-      pass of the mma's type (TF32_TF32_F32 for a tf32 mma, ...): the
-      multi-pass presets (BF16_BF16_F32_X3, TF32_TF32_F32_X3, ...) run
-      several mma on split operands, which the model does not chain.
+    algorithm: the site's effective algorithm; it must be the one pass of
+      the mma's type (TF32_TF32_F32 for a tf32 mma, ...) for a bit-exact
+      model: the multi-pass presets (BF16_BF16_F32_X3, TF32_TF32_F32_X3,
+      ...) run several mma on split operands, which the model does not
+      chain, and None (no algorithm settled: e.g. f32 operands split into
+      bf16 parts whose pass count the PTX does not give, review finding
+      11) is a band too.
     tf32_rounding: that kernel's tf32 operand rounding
       (`SiteFate.ptx_tf32_rounding`): "rna", "truncate" or None.
   """
@@ -147,7 +150,11 @@ def site_model(
       BAND, f"Triton gemm: {opcodes[0]} on sm_{sm or '?'} not modelled"
     )
   one_pass = _ONE_PASS[ins.operand]
-  if algorithm is not None and algorithm != one_pass:
+  if algorithm is None:
+    return KernelSite(
+      BAND, "Triton gemm: no effective algorithm to hold the kernel to"
+    )
+  if algorithm != one_pass:
     return KernelSite(
       BAND, f"Triton gemm: {algorithm} is not one {ins.operand} pass"
     )

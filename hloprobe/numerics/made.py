@@ -82,7 +82,6 @@ __all__ = [
   "MadeChecker",
   "MathChange",
   "config_judgement",
-  "config_verdict",
 ]
 
 CHANGED = "XLA changed the math"
@@ -171,29 +170,13 @@ class Made:
     return not self.not_executed
 
   @property
-  def verdict(self) -> str | None:
-    """ "XLA changed the math: ...", "prediction incomplete: not executed:
-    ...", or None when the module does what the program asks."""
-    if self.changed:
-      if self.localised and self.changes:
-        return f"{CHANGED}: " + "; ".join(c.words() for c in self.changes)
-      listed = ", ".join(f"{c.target} {c.instruction}" for c in self.changes)
-      return f"{CHANGED} (not localised; gemms: {listed or 'none'})"
-    if self.not_executed:
-      return f"{INCOMPLETE}: {', '.join(self.not_executed)}"
-    return None
-
-  def config_verdict(self, prediction_verdict: str | None) -> str | None:
-    """The config's verdict, given its prediction's (`Prediction.verdict`,
-    or None): "XLA changed the math" leads; an incomplete execution is
-    added to the prediction's verdict; else the prediction's."""
-    extra = self.verdict
-    if extra is None or self.changed or prediction_verdict is None:
-      return extra or prediction_verdict
-    return f"{prediction_verdict}; {extra}"
+  def agrees(self) -> bool:
+    """The module does what the program asks and was executed whole: its
+    words say nothing (`hloprobe.report`'s made words are None)."""
+    return not self.changed and self.complete
 
   def config_judgement(self, prediction: Verdict | None) -> Verdict | None:
-    """`config_verdict` as a record, given the prediction's
+    """The config's verdict, given the prediction's
     (`Prediction.judgement`, or None): MATH_CHANGED leads (the
     instructions' words its notes); an incomplete execution (INCOMPLETE) is
     a note on the prediction's verdict, or the verdict where there is none;
@@ -207,7 +190,7 @@ class Made:
       return prediction
     if prediction is None:
       return Verdict(VerdictKind.INCOMPLETE, notes=self.not_executed)
-    return prediction.noted(self.verdict)
+    return prediction.noted(f"{INCOMPLETE}: {', '.join(self.not_executed)}")
 
 
 def config_judgement(
@@ -215,13 +198,6 @@ def config_judgement(
 ) -> Verdict | None:
   """`Made.config_judgement`; `prediction` where nothing was made."""
   return prediction if made is None else made.config_judgement(prediction)
-
-
-def config_verdict(prediction_verdict: str | None, made: Made | None):
-  """`Made.config_verdict`; `prediction_verdict` where nothing was made."""
-  if made is None:
-    return prediction_verdict
-  return made.config_verdict(prediction_verdict)
 
 
 def _flat(args) -> list[np.ndarray]:

@@ -43,7 +43,7 @@ from hloprobe.numerics.bands import OPERAND_UNIT, SiteBand, site_band
 from hloprobe.numerics.floor_sum import FloorSum
 from hloprobe.numerics.kernel_sites import KernelRowZero
 from hloprobe.numerics.site_notes import F32
-from hloprobe.numerics.verdicts import Verdict, VerdictKind, verdict_words
+from hloprobe.numerics.verdicts import FarCause, Verdict, VerdictKind
 from hloprobe.runtime import Stopwatch
 from hloprobe.sites import SiteFate
 
@@ -91,8 +91,11 @@ class Prediction:
       emulated row 0 is nearest, e.g. "TF32_TF32_F32 at sites [1, 2]"
       (cuBLAS kept site 0 in f32) or "F32_F32_F32"; None without an
       observation. See `Predictor._best_candidate`.
-    verdict: see `accuracy.verdict`, for `leaf`, with `site_notes.annotate`'s
-      notes. Where TF32 is allowed, not required (cuBLAS sites,
+    leaves: every output leaf's name, in tree-leaves order ("" for a
+      single array): the order of `verdicts`, `rows` and `noises`.
+    verdicts: every output leaf's verdict as a record (`Verdict`, its
+      words made in `hloprobe.report`); `judgement` is `leaf`'s: see
+      `accuracy.judge`, with `site_notes.annotate`'s notes. Where TF32 is allowed, not required (cuBLAS sites,
       `SiteFate.tf32_optional`), a run is explained by any assignment of
       TF32 or F32 to those sites that it sits within `tolerance_abs` of;
       the verdict names that assignment and the sites kept in f32.
@@ -101,11 +104,6 @@ class Prediction:
     leaf: the output leaf the numbers above are for (`accuracy.headline_leaf`:
       the case's first batched one, fixed per case); "" for a single
       array.
-    leaf_verdicts: (leaf name, verdict in words) for every output leaf:
-      the words of `verdicts`, as results.json keeps them.
-    verdicts: every output leaf's verdict as a record (`Verdict`), in
-      `leaf_verdicts`' order: what code reads (`judgement` is `leaf`'s);
-      () in a prediction made by hand without them.
     output_dtype: the dtype of `leaf`, e.g. "bfloat16".
     reference: where the float64 reference comes from
       (`References.source`): the numpy executor, or "XLA:CPU float64 (not
@@ -116,10 +114,10 @@ class Prediction:
     rows: every output leaf's worst row (`rows.worst_row`: every row
       judged, or the rows `rows.judged_rows` picks (`WorstRow.judged`),
       each against its own f32 noise floor), of the observed
-      errors where there are some, else the predicted; in `leaf_verdicts`'
+      errors where there are some, else the predicted; in `leaves`'
       order; None for a leaf not judged by rows (integer, unbatched).
       `verdict` stays row 0's.
-    noises: every output leaf's noise floor, in `leaf_verdicts`' order
+    noises: every output leaf's noise floor, in `leaves`' order
       (`noise` is `leaf`'s): what `made` judges its rows against.
     kernel: row 0 by the kernel model where sites are bit-exact (`KernelRows`).
   """
@@ -132,11 +130,10 @@ class Prediction:
   top_site: int | None
   bands: tuple[SiteBand | None, ...]
   best_candidate: str | None
-  verdict: str
+  leaves: tuple[str, ...]
+  verdicts: tuple[Verdict, ...]
   note: str | None = None
   leaf: str = ""
-  leaf_verdicts: tuple[tuple[str, str], ...] = ()
-  verdicts: tuple[Verdict, ...] = ()
   output_dtype: str = "float32"
   reference: str = ""
   floor_check: floor_check.FloorCheck | None = None
@@ -146,19 +143,14 @@ class Prediction:
 
   @property
   def judgement(self) -> Verdict | None:
-    """The headline leaf's verdict as a record (`verdict` in words); None
-    in a prediction made without records."""
+    """The headline leaf's (`leaf`'s) verdict; None where it has none."""
     return next(
-      (v for leaf, _, v in self.leaf_judgements() if leaf == self.leaf), None
+      (v for leaf, v in self.leaf_judgements() if leaf == self.leaf), None
     )
 
-  def leaf_judgements(self) -> tuple[tuple[str, str, Verdict], ...]:
-    """(leaf name, verdict in words, verdict record) for every output
-    leaf, in `leaf_verdicts`' order."""
-    return tuple(
-      (leaf, words, v)
-      for (leaf, words), v in zip(self.leaf_verdicts, self.verdicts)
-    )
+  def leaf_judgements(self) -> tuple[tuple[str, Verdict], ...]:
+    """(leaf name, verdict) for every output leaf, in `leaves`' order."""
+    return tuple(zip(self.leaves, self.verdicts))
 
 
 # Fixed summation orders (all but XLA's own): each output element is summed
@@ -440,7 +432,6 @@ class Predictor:
       verdicts = tuple(
         v.noted(mismatch) if i == leaf else v for i, v in enumerate(verdicts)
       )
-    words = tuple(map(verdict_words, verdicts))
     top = max(shares, key=lambda s: s.alone_abs).site if shares else None
     described = None if best is None else candidates.describe_assignment(best)
     return Prediction(
@@ -452,11 +443,10 @@ class Predictor:
       top_site=top,
       bands=bands,
       best_candidate=described,
-      verdict=words[leaf],
+      leaves=tuple(self._refs.names),
+      verdicts=verdicts,
       note=note,
       leaf=self._refs.names[leaf],
-      leaf_verdicts=tuple(zip(self._refs.names, words)),
-      verdicts=verdicts,
       output_dtype=self._refs.dtypes[leaf],
       reference=self._refs.source(n),
       floor_check=checks[leaf],
@@ -640,23 +630,22 @@ def _far_rows_first(
   dtype: str,
 ) -> Verdict:
   """`verdict` led by the rows orders of magnitude beyond their band
-  (`rows.far_rows_words`), whatever row 0 says, naming the cause:
+  (`rows.far_rows`), whatever row 0 says, with their cause (`FarCause`):
 
-  - "suspected XLA:CPU miscompile" where the measured floor failed its
-    check (`floor_check`: the XLA:CPU emulation disagrees with the numpy
-    executor), the rows judged against the independent floor (`worst`);
-  - "unexplained by the sites' algorithms" where the target ran and its
-    rows are that far beyond both their f32 floor and the prediction at
-    the sites' effective algorithms (each row's band: the larger of the
-    two), e.g. a row XLA computed wrong on a GPU.
+  - MISCOMPILE where the measured floor failed its check (`floor_check`:
+    the XLA:CPU emulation disagrees with the numpy executor), the rows
+    judged against the independent floor (`worst`);
+  - UNEXPLAINED where the target ran and its rows are that far beyond both
+    their f32 floor and the prediction at the sites' effective algorithms
+    (each row's band: the larger of the two), e.g. a row XLA computed
+    wrong on a GPU.
 
   A row beyond its f32 floor by what the sites' algorithms predict (TF32
   rows on the A100) is not led with: the verdict names its cause.
-  E.g. "rows 32768-39999 of 40000 wrong by up to 1.0e+07: suspected
-  XLA:CPU miscompile; within f32 noise; ..."."""
+  E.g. in words "rows 32768-39999 of 40000 wrong by up to 1.0e+07:
+  suspected XLA:CPU miscompile; within f32 noise; ..."."""
   if not check.trusted:
-    words = rows.far_rows_words(worst)
-    cause = "suspected XLA:CPU miscompile"
+    far = rows.far_rows(worst, FarCause.MISCOMPILE)
   elif observed is not None and predicted.row_abs is not None:
     floors, judged = noise.row_abs, noise.rows
     predicted_rows = predicted.row_abs
@@ -668,10 +657,11 @@ def _far_rows_first(
     band = dataclasses.replace(
       noise, row_abs=np.maximum(floors, predicted_rows), rows=judged
     )
-    words = rows.far_rows_words(rows.worst_row(observed, band, dtype))
-    cause = "unexplained by the sites' algorithms"
+    far = rows.far_rows(
+      rows.worst_row(observed, band, dtype), FarCause.UNEXPLAINED
+    )
   else:
     return verdict
-  if words is None:
+  if far is None:
     return verdict
-  return dataclasses.replace(verdict, far_rows=f"{words}: {cause}")
+  return dataclasses.replace(verdict, far_rows=far)

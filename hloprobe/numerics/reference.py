@@ -24,7 +24,7 @@ Integer output leaves always come from that path: signed integer types
 narrower than 64 bits are widened to int64 the same way (arguments,
 literals, `preferred_element_type`, `new_dtype`, ...), so an integer
 dot's reference is its exact integer result, which an int8 or int32
-output may not hold (an overflow `integers.integer_verdict` names); a
+output may not hold (an overflow `integers.integer_judgement` names); a
 cond's index and a select_n's predicate keep the int32 their primitives
 require. Unsigned types (random bits, bit tricks) are kept: their
 arithmetic wraps by design. Higher-order primitives are followed as

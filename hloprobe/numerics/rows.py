@@ -61,6 +61,7 @@ import numpy as np
 
 from hloprobe.numerics import accuracy
 from hloprobe.numerics.integers import is_integer
+from hloprobe.numerics.verdicts import FarCause, FarRows
 
 __all__ = [
   "ALL_ROWS_UP_TO",
@@ -68,9 +69,8 @@ __all__ = [
   "SAMPLE_ROWS",
   "WORST_ROWS",
   "WorstRow",
-  "far_rows_words",
+  "far_rows",
   "judged_rows",
-  "row_words",
   "stands_out",
   "worst_row",
 ]
@@ -124,76 +124,20 @@ class WorstRow:
     """How many rows were judged."""
     return self.rows if self.judged is None else len(self.judged)
 
-  def judged_words(self) -> str:
-    """Which rows were judged, in words: "every row of 8", or "49 of
-    40000 rows: row 0, 32 spread evenly and the 16 of largest error by a
-    first pass, per leaf (--all_rows: every row)"."""
-    if self.judged is None:
-      return f"every row of {self.rows}"
-    return (
-      f"{len(self.judged)} of {self.rows} rows: row 0, {SAMPLE_ROWS} "
-      f"spread evenly and the {WORST_ROWS} of largest error by a first "
-      "pass, per leaf (--all_rows: every row)"
-    )
+  @property
+  def picked(self) -> tuple[int, int]:
+    """How `judged_rows` picks the rows it judges besides row 0, where not
+    every row is: (rows spread evenly over the batch, each leaf's rows of
+    largest first-pass error), `SAMPLE_ROWS` and `WORST_ROWS`."""
+    return SAMPLE_ROWS, WORST_ROWS
 
-  def far_rows_words(self) -> str | None:
-    """The rows that are wrong, in words, where the worst is at least
-    `FAR_MULTIPLE` allowed floors beyond (orders of magnitude, not a
-    summation order's noise); else None.
-
-    E.g. "rows 32768-39999 of 40000 wrong by up to 1.0e+07" (the rows
-    beyond their floors form one run), "3 rows of 8 wrong (rows 1 to 6) by
-    up to 2.0e+00" (they do not), "row 5 of 8 wrong by 3.1e-01" (one row).
-    """
-    if self.within:
-      return None
-    if not (self.multiple >= FAR_MULTIPLE or math.isnan(self.multiple)):
-      return None
-    a, b = self.first_beyond, self.last_beyond
-    if a < 0:  # a record made before the range was kept
-      a = b = self.row
-    size = "NaN" if math.isnan(self.beyond_abs) else f"{self.beyond_abs:.1e}"
-    n, beyond = self.rows, self.beyond
-    if self.judged is not None:  # the rows between were not judged
-      return (
-        f"{beyond} of {self.judged_count} judged rows of {n} wrong (rows "
-        f"{a} to {b}) by up to {size}"
-      )
-    if beyond == 1:
-      return f"row {a} of {n} wrong by {size}"
-    if b - a + 1 == beyond:
-      return f"rows {a}-{b} of {n} wrong by up to {size}"
-    return f"{beyond} rows of {n} wrong (rows {a} to {b}) by up to {size}"
-
-  def words(self, leaf: bool = True) -> str:
-    """The rows' verdict in words.
-
-    "every row within f32 noise" (`accuracy.noise_words` names the floor,
-    e.g. "bf16 output rounding"; "every judged row ..." where some rows
-    were not judged, `judged`), else "row 5: 3.2e-02, 300x beyond f32
-    noise (1 of 8 rows)": the worst row, its error and its m (to one
-    decimal below 10, "1.3x": a whole "1x" reads as not beyond; a whole
-    number from 10), and how many rows are beyond theirs; "where f32
-    noise is 0" for an error over a zero floor. A named leaf leads
-    ("['new_w'] row 5: ..."), unless `leaf` is False (the caller names
-    it).
-    """
-    noise = accuracy.noise_words(self.output_dtype)
-    lead = f"{self.leaf} " if self.leaf and leaf else ""
-    if self.within:
-      every = "every row" if self.judged is None else "every judged row"
-      return f"{lead}{every} within {noise}"
-    if math.isinf(self.multiple):
-      far = f"where {noise} is 0"
-    else:
-      far = f"{_times(self.multiple)}x beyond {noise}"
-    of = (
-      f"{self.rows} rows"
-      if self.judged is None
-      else f"{self.judged_count} judged rows of {self.rows}"
-    )
-    return (
-      f"{lead}row {self.row}: {self.abs_err:.1e}, {far} ({self.beyond} of {of})"
+  @property
+  def far(self) -> bool:
+    """Rows beyond their floors with the worst at least `FAR_MULTIPLE`
+    allowed floors beyond (orders of magnitude, not a summation order's
+    noise; a NaN error is)."""
+    return not self.within and (
+      self.multiple >= FAR_MULTIPLE or math.isnan(self.multiple)
     )
 
   @property
@@ -328,19 +272,17 @@ def worst_row(
 FAR_MULTIPLE = 1000.0
 
 
-def far_rows_words(w: WorstRow | None) -> str | None:
-  """`WorstRow.far_rows_words` of `w`; None for None."""
-  return None if w is None else w.far_rows_words()
-
-
-def _times(m: float) -> str:
-  """A multiple m > 1 in words: "1.3", "5" (not "5.0"), "126"."""
-  return f"{m:.1f}".removesuffix(".0") if m < 9.95 else f"{m:.0f}"
-
-
-def row_words(w: WorstRow, leaf: bool = True) -> str:
-  """`WorstRow.words`."""
-  return w.words(leaf)
+def far_rows(w: WorstRow | None, cause: FarCause) -> FarRows | None:
+  """The rows of `w` that are wrong, as a record naming `cause`, where
+  the worst is at least `FAR_MULTIPLE` allowed floors beyond (`far`);
+  else None (None for None)."""
+  if w is None or not w.far:
+    return None
+  a, b = w.first_beyond, w.last_beyond
+  if a < 0:  # a record made before the range was kept
+    a = b = w.row
+  judged = None if w.judged is None else w.judged_count
+  return FarRows(a, b, w.beyond, w.rows, judged, w.beyond_abs, cause)
 
 
 def stands_out(w: WorstRow | None) -> bool:

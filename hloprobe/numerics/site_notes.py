@@ -1,6 +1,6 @@
 """What a verdict must also say about the sites, whatever the numbers show.
 
-A row's verdict (`accuracy.verdict`) is judged on row 0's error, which the
+A row's verdict (`accuracy.judge`) is judged on row 0's error, which the
 output's own rounding or the f32 noise can hide. `annotate` appends, so that
 no site escapes the report:
 
@@ -196,7 +196,7 @@ def overflow_sites(verdict: Verdict, fates, output_dtype: str) -> Verdict:
   An integer output overflows where a sum does not fit its type; the dot
   sites whose result is of that very type (e.g. s8 x s8 -> s8) are where
   the exact sum is wrapped. Appended to an "overflow" or "unexplained"
-  verdict (`integers.integer_verdict`) as "the exact sum overflows s8 at
+  verdict (`integers.integer_judgement`) as "the exact sum overflows s8 at
   site 1 (s8 x s8 -> s8 dot)"; other verdicts, and an overflow no dot
   site's type explains (a convert after the dot, say), come back as they
   are.

@@ -7,8 +7,8 @@ notes later steps add (site notes, the floor check). Code that decides
 something from a verdict reads `kind` (or `accurate`), never its words.
 
 The words ("within f32 noise", "explained by TF32_TF32_F32 at sites [0,
-1]", ...) are `verdict_words`': the one place they are made, for the text
-kept in `Prediction.verdict` and results.json (unchanged by the records).
+1]", ...) are made in `hloprobe.report` only (`report/verdict_words.py`),
+for the text and results.json.
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
@@ -18,11 +18,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 
-import numpy as np
-
-from hloprobe.numerics.ulps import float_dtype
-
-__all__ = ["Verdict", "VerdictKind", "verdict_words"]
+__all__ = ["FarCause", "FarRows", "Verdict", "VerdictKind"]
 
 
 class VerdictKind(str, enum.Enum):
@@ -35,6 +31,41 @@ class VerdictKind(str, enum.Enum):
   OVERFLOW = "overflow"
   MATH_CHANGED = "math changed"
   INCOMPLETE = "not executed"
+
+
+class FarCause(str, enum.Enum):
+  """Why rows are orders of magnitude beyond their band (`FarRows`)."""
+
+  # The measured floor failed its check (`floor_check`): the XLA:CPU
+  # emulation disagrees with the numpy executor (a suspected miscompile).
+  MISCOMPILE = "miscompile"
+  # The target ran and its rows are that far beyond both their f32 floor
+  # and the prediction at the sites' effective algorithms.
+  UNEXPLAINED = "unexplained"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FarRows:
+  """Rows orders of magnitude beyond their band, and why
+  (`rows.far_rows`, from the leaf's `WorstRow` against that band).
+
+  Attributes:
+    first, last: the smallest and largest row index beyond its band.
+    beyond: how many judged rows are beyond theirs.
+    rows: the batch size (the leaf's rows).
+    judged: how many rows were judged; None where every row was.
+    largest_abs: the largest error of a row beyond (output units; NaN
+      for a NaN error).
+    cause: why (`FarCause`).
+  """
+
+  first: int
+  last: int
+  beyond: int
+  rows: int
+  judged: int | None
+  largest_abs: float
+  cause: FarCause
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -57,8 +88,8 @@ class Verdict:
     notes: what later steps add, in order (site notes, the floor check),
       each one clause of the words.
     far_rows: the rows orders of magnitude beyond their band with their
-      cause, leading the words whatever the kind says (e.g. "rows
-      32768-39999 of 40000 wrong by up to 1.0e+07: suspected XLA:CPU
+      cause (`FarRows`), leading the words whatever the kind says (e.g.
+      "rows 32768-39999 of 40000 wrong by up to 1.0e+07: suspected XLA:CPU
       miscompile"); None where no row is that far. Never accurate.
   """
 
@@ -71,7 +102,7 @@ class Verdict:
   overflowed: int | None = None
   overflow_mode: str | None = None
   notes: tuple[str, ...] = ()
-  far_rows: str | None = None
+  far_rows: FarRows | None = None
 
   @property
   def accurate(self) -> bool:
@@ -108,79 +139,3 @@ def algorithm_groups(
     if alg != "F32_F32_F32":
       by_alg.setdefault(alg, []).append(i)
   return tuple((alg, tuple(sites)) for alg, sites in by_alg.items())
-
-
-def groups_words(groups) -> str | None:
-  """`TF32_TF32_F32 at sites [0, 1, 2]` for `algorithm_groups`, or None."""
-  if not groups:
-    return None
-  return " and ".join(f"{alg} at sites {list(sites)}" for alg, sites in groups)
-
-
-def noise_words(dtype) -> str:
-  """How a verdict names the noise floor of an output of `dtype`.
-
-  f32 and f64 outputs: "f32 noise" (the floor is that of their f32/f64
-  arithmetic); narrower ones: "bf16 output rounding" (the floor is then
-  mostly the output's own rounding).
-  """
-  dtype = float_dtype(dtype)
-  if dtype is None or dtype.itemsize >= 4:
-    return f"{_float_name(dtype) if dtype is not None else 'f32'} noise"
-  return f"{_float_name(dtype)} output rounding"
-
-
-def _float_name(dtype) -> str:
-  """HLO's spelling of a float type: bf16, f32, f8e4m3fn."""
-  name = np.dtype(dtype).name
-  return name.replace("bfloat", "bf").replace("float", "f").replace("_", "")
-
-
-def _hlo_name(dtype) -> str:
-  """HLO's spelling of an integer type: s8, u32."""
-  return np.dtype(dtype).name.replace("uint", "u").replace("int", "s")
-
-
-def _integer_words(v: Verdict) -> str:
-  info = np.iinfo(np.dtype(v.dtype))
-  of = f" of {v.leaf}" if v.leaf else " of the output"
-  elements = f"{v.elements} elements{of}"
-  over = ""
-  if v.overflowed:
-    how = {"wraps": "wrap", "saturates": "saturate"}.get(
-      v.overflow_mode, "wrap or saturate"
-    )
-    over = (
-      f"overflow: {v.overflowed} of {elements} exceed "
-      f"{_hlo_name(v.dtype)} [{info.min}, {info.max}] and {how}"
-    )
-  if v.kind is VerdictKind.OVERFLOW:
-    return over
-  differ = (
-    f"unexplained: {v.mismatched} of {elements} differ from the exact "
-    "integer result"
-  )
-  return f"{differ}; {over}" if over else differ
-
-
-def head_words(v: Verdict) -> str:
-  """The verdict's words without its notes."""
-  kind = v.kind
-  if kind is VerdictKind.EXACT:
-    return "exact"
-  if kind is VerdictKind.WITHIN_NOISE:
-    return f"within {noise_words(v.dtype)}"
-  if v.integer and kind in (VerdictKind.UNEXPLAINED, VerdictKind.OVERFLOW):
-    return _integer_words(v)
-  if kind is VerdictKind.EXPLAINED:
-    return f"explained by {groups_words(v.algorithms)}"
-  if kind is VerdictKind.UNEXPLAINED:
-    return "unexplained"
-  raise ValueError(f"no words for a {kind.value!r} leaf verdict")
-
-
-def verdict_words(v: Verdict) -> str:
-  """The verdict in words, its notes after "; ", e.g. "explained by
-  TF32_TF32_F32 at sites [0, 1]; site 2 ambiguous, emulated as F32"."""
-  lead = [v.far_rows] if v.far_rows else []
-  return "; ".join([*lead, head_words(v), *v.notes])

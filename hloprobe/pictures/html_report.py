@@ -15,7 +15,7 @@ sortable (click a header) and filterable (the box above it: rows holding
 every word typed), whole, in a container that scrolls. Each config's row
 is coloured by how far it strays beyond its band (`severity`: 1x pale to
 1000x and more dark), named in its "beyond band" column, with its worst
-row (`numerics.WorstRow.words`) beside the verdict.
+row (`report.rows_cell`) beside the verdict.
 
 The templates are package data, `hloprobe/pictures/templates/`:
 report.html.j2 (the page), table.html.j2 (one table: the macro),
@@ -38,7 +38,7 @@ from collections.abc import Sequence
 
 from hloprobe.numerics import NOISE_FACTOR
 from hloprobe.pictures import severity
-from hloprobe.report import OUTPUT_FORMS, page_words
+from hloprobe.report import OUTPUT_FORMS, page_words, rows_cell
 
 __all__ = [
   "BEYOND_HEADER",
@@ -145,11 +145,7 @@ def _story_first(headers: list[str], rows: list[list[str]]):
 
 def _worst_rows(r) -> str:
   """Every judged leaf's worst row in words; "n/a" without a prediction."""
-  p = r.prediction
-  if p is None:
-    return "n/a"
-  words = [w.words() for w in p.rows if w is not None]
-  return "; ".join(words) or "not judged (no batch axis, or integer)"
+  return rows_cell(r.prediction)
 
 
 def _beyond_sort(m: float | None) -> str | None:

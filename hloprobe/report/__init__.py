@@ -11,7 +11,9 @@ explain_answer (the answer first: the worst cause and what to do;
 findings: the findings grouped by cause, each fix as a code change;
 answer_page: the answer as the HTML page draws it, in words),
 timings (--timings), sweep_shown (what `sweep` prints once done, by
-stream). Nothing here prints: the command layer does.
+stream), verdict_words (verdicts, rows and findings in words: the one
+place their sentences are made). Nothing here prints: the command layer
+does.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from hloprobe.report.sweep_shown import sweep_text as sweep_text
 from hloprobe.report.tables import OUTPUT_FORMS as OUTPUT_FORMS
 from hloprobe.report.tables import render as render
 from hloprobe.report.tables import table as table
+from hloprobe.report.verdict_words import rows_cell as rows_cell
 from hloprobe.report.verification import (
   render_verification as render_verification,
 )
@@ -52,6 +55,7 @@ __all__ = [
   "render_verification",
   "requirement_lines",
   "results_json",
+  "rows_cell",
   "schema_document",
   "stream_results",
   "sweep_text",

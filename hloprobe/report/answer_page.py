@@ -28,7 +28,12 @@ from hloprobe.report.explain_answer import Answer, answer_line
 from hloprobe.report.explain_text import render_explanation
 from hloprobe.report.findings import Cause, code_change, group_causes
 from hloprobe.report.tables import cells
-from hloprobe.verify import times_words
+from hloprobe.report.verdict_words import (
+  floor_words,
+  times_words,
+  trial_words,
+  what_words,
+)
 
 __all__ = [
   "AnswerView",
@@ -101,7 +106,7 @@ class AnswerView:
 def _error(c: Cause) -> str:
   f = c.worst
   if f.ratio is None or f.error_abs is None:
-    return f.what
+    return what_words(f)
   row = f"row {f.row}" if f.row is not None else "the output"
   where = ""
   if f.worst_n is not None:
@@ -109,7 +114,7 @@ def _error(c: Cause) -> str:
   source = f" ({f.source})" if f.source else ""
   return (
     f"{row}: {f.error_abs:.2e}{source}, {times_words(f.ratio, f.error_abs)} "
-    f"the {f.floor_words} {f.floor_abs:.1e}{where}"
+    f"the {floor_words(f)} {f.floor_abs:.1e}{where}"
   )
 
 
@@ -135,7 +140,7 @@ def _row(i: int, c: Cause, fix: str) -> FindingRow:
     algos = ", ".join(a or "unsettled" for a in c.algorithms)
     cause = "; ".join([algos, *c.fates])
   else:
-    cause = f.what
+    cause = what_words(f)
   lines = tuple(dict.fromkeys((s.short, s.code or "") for s in c.lines))
   sites = c.sites_words() if c.lines else ""
   sizes = c.sizes_words()
@@ -152,7 +157,7 @@ def answer_view(answer: Answer, results: Sequence = ()) -> AnswerView:
   top = passed[0] if passed else None
   others = tuple(
     f"{'passes' if t.passed else 'fails'}: {t.candidate.words} "
-    f"({t.candidate.cost}): {t.reason}: {t.command}"
+    f"({t.candidate.cost}): {trial_words(t)}: {t.command}"
     for t in answer.trials
     if t is not top
   )

@@ -46,6 +46,7 @@ from hloprobe.report.explain_rows import (
   made_rows_beyond,
   rows_beyond,
 )
+from hloprobe.report.verdict_words import prediction_words, verdict_words
 from hloprobe.sites import (
   Fate,
   SiteFate,
@@ -195,11 +196,11 @@ def _verdict_words(p) -> str:
   "exact" or "within ..." (an overflowing int8 leaf beside an exact int32
   headline, say), each after its leaf's name."""
   others = [
-    f"{leaf}: {words}"
-    for leaf, words, v in p.leaf_judgements()
+    f"{leaf}: {verdict_words(v)}"
+    for leaf, v in p.leaf_judgements()
     if leaf != p.leaf and not v.accurate
   ]
-  return "; ".join([p.verdict, *others])
+  return "; ".join([prediction_words(p), *others])
 
 
 def _predicted(precision: str, configs) -> list[PredictedRowZero]:

@@ -53,7 +53,13 @@ from hloprobe.report.explain_text import (
 )
 from hloprobe.report.findings import Cause, code_change, group_causes
 from hloprobe.report.results_schema import dumps_json
-from hloprobe.verify import Candidate, Finding, FixTrial, times_words
+from hloprobe.report.verdict_words import (
+  floor_words,
+  times_words,
+  trial_words,
+  what_words,
+)
+from hloprobe.verify import Candidate, Finding, FixTrial
 
 __all__ = [
   "Answer",
@@ -126,10 +132,10 @@ def finding_words(f: Finding) -> str:
     source = f" ({f.source})" if f.source else ""
     size = (
       f"{label} {f.error_abs:.2e}{source}, {times_words(f.ratio, f.error_abs)} the "
-      f"{f.floor_words} {f.floor_abs:.1e}: "
+      f"{floor_words(f)} {f.floor_abs:.1e}: "
     )
   made = f"; XLA made them {_and(list(f.fates))}" if f.fates else ""
-  return f"{_where(f)}: {size}{f.what}{made}"
+  return f"{_where(f)}: {size}{what_words(f)}{made}"
 
 
 def _cause_words(c: Cause) -> str:
@@ -168,11 +174,11 @@ def _cause_words(c: Cause) -> str:
     source = f" ({f.source})" if f.source else ""
     size = (
       f": {label} {f.error_abs:.2e}{source}, "
-      f"{times_words(f.ratio, f.error_abs)} the {f.floor_words} "
+      f"{times_words(f.ratio, f.error_abs)} the {floor_words(f)} "
       f"{f.floor_abs:.1e}"
     )
   elif f.kind != "row 0" and f.kind != "row":
-    size = f": {f.what}"
+    size = f": {what_words(f)}"
   worst = ""
   if f.worst_n is not None:
     worst = f", worst at n = {f.worst_n} under {f.worst_precision}"
@@ -278,7 +284,7 @@ def _do_lines(
   elif unjudged:  # a fix that could not be judged has not failed
     lines = [
       f"Do: no fix could be judged ({len(unjudged)} tried: "
-      f"{unjudged[0].reason})"
+      f"{trial_words(unjudged[0])})"
     ]
   elif answer.not_tried:
     lines = [f"Do: fixes not tried ({answer.not_tried})"]
@@ -293,7 +299,7 @@ def _do_lines(
       )
       line = f"  {verdict}: {_short_change(t.candidate)}"
       if verbose:
-        line += f": {t.reason}: {t.command}"
+        line += f": {trial_words(t)}: {t.command}"
       else:
         line += f": --fix={t.candidate.fix}"
       lines.append(line)
@@ -418,7 +424,7 @@ def render_answered(
 
 
 def _finding_json(f: Finding) -> dict:
-  doc = dataclasses.asdict(f)
+  doc = dataclasses.asdict(f) | {"what": what_words(f)}
   if f.ratio is not None and math.isinf(f.ratio):
     doc["ratio"] = "inf"
   return doc
@@ -458,7 +464,7 @@ def answer_json(answer: Answer) -> dict:
       "tried": True,
       "passed": t.passed,
       "judged": t.judged,
-      "reason": t.reason,
+      "reason": trial_words(t),
       "command": t.command,
     }
     for t in answer.trials

@@ -16,6 +16,7 @@ import itertools
 
 from hloprobe.records import ConfigResult
 from hloprobe.report.explain_records import AGREES, MadeMath
+from hloprobe.report.verdict_words import made_words
 
 __all__ = ["made_math"]
 
@@ -27,7 +28,7 @@ def made_math(precision: str, configs) -> list[MadeMath]:
   at the effective algorithms beside the program's prediction)."""
   checked = [r for r in configs if r.made is not None]
   out = []
-  key = lambda r: r.made.verdict or AGREES
+  key = lambda r: made_words(r.made) or AGREES
   for run in [list(g) for _, g in itertools.groupby(checked, key)]:
     ms = [r.made for r in run]
     devs = [m.deviation_abs for m in ms if m.deviation_abs is not None]
@@ -36,11 +37,11 @@ def made_math(precision: str, configs) -> list[MadeMath]:
       MadeMath(
         precision,
         tuple(r.config.n for r in run),
-        ms[0].verdict or _agrees_words(run),
+        made_words(ms[0]) or _agrees_words(run),
         ms[0].changed,
         max(devs, default=None),
         min(bounds, default=None),
-        agrees=ms[0].verdict is None,
+        agrees=ms[0].agrees,
       )
     )
   return out

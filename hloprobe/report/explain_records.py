@@ -130,7 +130,7 @@ class PredictedRowZero:
       None where they have no prediction.
     noise_abs: the f32 noise floor of row 0 there (largest), output units;
       None likewise.
-    verdict: `accuracy.verdict` of the first of them, then the other
+    verdict: the verdict words of the first of them, then the other
       output leaves' verdicts that are not "exact" or "within ...", each
       after its leaf's name; or "not predicted: <why>" (the config's
       `prediction_error`).
@@ -193,7 +193,7 @@ class MadeMath:
   Attributes:
     precision: the precision.
     batch_sizes: the batch sizes with this verdict.
-    verdict: `Made.verdict`, e.g. "XLA changed the math: __cublas$lt$matmul
+    verdict: `verdict_words.made_words`, e.g. "XLA changed the math: __cublas$lt$matmul
       cublas-lt-matmul.1 (alpha_real 0.1, beta 0, epilogue BIAS) from site
       0, made by cublas-gemm-rewriter: suspected miscompile: ...", or
       `AGREES` with row 0's error beside the program's prediction.

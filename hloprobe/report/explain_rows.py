@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from hloprobe.records import ConfigResult
 from hloprobe.report.explain_records import RowBeyond, TargetExplanation
+from hloprobe.report.verdict_words import judged_how, row_words
 
 __all__ = [
   "judged_lines",
@@ -52,7 +53,7 @@ def judged_lines(configs: Sequence[ConfigResult]) -> tuple[str, ...]:
       w = max(some, key=lambda w: w.judged_count)
       held = counts.get(r.config.n, (0, w.rows))
       counts[r.config.n] = (max(held[0], w.judged_count), w.rows)
-      how = w.judged_words().split(": ", 1)[1]
+      how = judged_how(w)
   if not counts:
     return ()
   sizes = ", ".join(
@@ -78,7 +79,7 @@ def made_rows_lines(e: TargetExplanation) -> list[str]:
   8 rows)"."""
   return [
     f"{e.precisions.get(x.precision, x.precision)}, n = {x.n}: every row "
-    f"judged: {x.worst.words()}"
+    f"judged: {row_words(x.worst)}"
     for x in e.made_rows
   ]
 
@@ -87,6 +88,6 @@ def rows_lines(e: TargetExplanation) -> list[str]:
   """One line per `RowBeyond` of `e`, its precision under its label."""
   return [
     f"under {e.precisions.get(x.precision, x.precision)}, n = {x.n}: "
-    f"{x.worst.words()}"
+    f"{row_words(x.worst)}"
     for x in e.rows
   ]

@@ -209,6 +209,13 @@ import re
 from hloprobe.ir import path_part
 from hloprobe.records import ConfigResult
 from hloprobe.report.explain_kernel import kernel_json
+from hloprobe.report.verdict_words import (
+  config_words,
+  judged_words,
+  leaf_verdicts,
+  prediction_words,
+  row_words,
+)
 from hloprobe.sites import fate_summary
 
 __all__ = [
@@ -280,11 +287,11 @@ def _prediction_json(r: ConfigResult) -> dict | None:
       None if b is None else dataclasses.asdict(b) for b in p.bands
     ],
     "best_candidate": p.best_candidate,
-    "verdict": p.verdict,
+    "verdict": prediction_words(p),
     "note": p.note,
     "leaf": p.leaf,
     "output_dtype": p.output_dtype,
-    "leaf_verdicts": [list(x) for x in p.leaf_verdicts],
+    "leaf_verdicts": [list(x) for x in leaf_verdicts(p)],
     "reference": p.reference,
     "noise_floor_check": _floor_check_json(p.floor_check),
     "rows": [_row_json(w) for w in p.rows],
@@ -308,8 +315,8 @@ def _row_json(w) -> dict | None:
     return None
   return dataclasses.asdict(w) | {
     "judged": None if w.judged is None else list(w.judged),
-    "judged_words": w.judged_words(),
-    "words": w.words(),
+    "judged_words": judged_words(w),
+    "words": row_words(w),
   }
 
 
@@ -424,7 +431,7 @@ def config_json(r: ConfigResult) -> dict:
     "prediction": _prediction_json(r),
     "prediction_error": r.prediction_error,
     "made": _made_json(r),
-    "verdict": r.verdict,
+    "verdict": config_words(r),
     "ptxas": comp and comp.ptxas,
     "dropped_config_fields": list(comp.dropped_config_fields if comp else ()),
     "compile_notes": list(comp.compile_notes if comp else ()),

@@ -22,6 +22,12 @@ from hloprobe.report.files import RESULTS_STREAM
 from hloprobe.report.results_schema import dumps_json, results_json
 from hloprobe.report.site_rows import SITE_HEADERS as _SITE_HEADERS
 from hloprobe.report.site_rows import effective_cell, num, site_rows
+from hloprobe.report.verdict_words import (
+  config_words,
+  leaf_verdicts,
+  made_words,
+  row_words,
+)
 from hloprobe.sites import fate_summary
 
 __all__ = [
@@ -183,7 +189,9 @@ def _prediction_cells(r: ConfigResult) -> list[str]:
   p = r.prediction
   made = _made_cell(r.made)
   if p is None:
-    verdict = r.verdict or ("not predicted" if r.prediction_error else "n/a")
+    verdict = config_words(r) or (
+      "not predicted" if r.prediction_error else "n/a"
+    )
     return ["n/a"] * 2 + [made] + ["n/a"] * 2 + [verdict]
   band = f"{p.stats.row0:.7g}±{p.tolerance_abs:.1e}"
   if p.kernel is not None and p.kernel.row0 is not None:  # bit-exact sites
@@ -216,14 +224,15 @@ def _row0_cell(s) -> str:
 
 
 def _verdict_cell(r: ConfigResult) -> str:
-  """The verdict (`ConfigResult.verdict`: "XLA changed the math" leads);
+  """The verdict (`config_words`: "XLA changed the math" leads);
   every leaf's where several, named; then worst rows that stand out (`WorstRow.stands_out`)."""
   p = r.prediction
-  rows = [w.words() for w in p.rows if w is not None and w.stands_out]
-  if len(p.leaf_verdicts) <= 1 or (r.made is not None and r.made.changed):
-    return "; ".join([r.verdict, *rows])
-  text = "; ".join(f"{leaf}: {v}" for leaf, v in p.leaf_verdicts)
-  extra = [r.made.verdict] if r.made is not None and r.made.verdict else []
+  rows = [row_words(w) for w in p.rows if w is not None and w.stands_out]
+  if len(p.leaves) <= 1 or (r.made is not None and r.made.changed):
+    return "; ".join([config_words(r), *rows])
+  text = "; ".join(f"{leaf}: {v}" for leaf, v in leaf_verdicts(p))
+  made = made_words(r.made) if r.made is not None else None
+  extra = [made] if made else []
   return "; ".join([text, *extra, *rows])
 
 

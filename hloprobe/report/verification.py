@@ -14,7 +14,8 @@ from __future__ import annotations
 from hloprobe import invariance
 from hloprobe.report.results_schema import SCHEMA_VERSION, dumps_json
 from hloprobe.report.tables import table
-from hloprobe.verify import Evidence, EvidenceKind, Reason
+from hloprobe.report.verdict_words import made_words, row_words, verdict_words
+from hloprobe.verify import Evidence
 
 __all__ = [
   "evidence_line",
@@ -41,15 +42,15 @@ def _source(s) -> str:
 
 
 def _not_judged(e: Evidence) -> str:
-  if e.reason is Reason.NO_CONFIGS:
+  if e.reason is Evidence.Reason.NO_CONFIGS:
     return e.reason.value
   who, leaf = _subject(e.subject), f" {e.leaf}" if e.leaf else ""
-  if e.reason is Reason.NO_BATCH_AXIS:
+  if e.reason is Evidence.Reason.NO_BATCH_AXIS:
     return (
       f"{who}: output leaf{leaf} has no batch axis, so no row 0 "
       "that should stay fixed as n changes"
     )
-  if e.reason is Reason.NO_BASE:
+  if e.reason is Evidence.Reason.NO_BASE:
     return (
       f"{who}: no {_source(e.source)} row 0 of{leaf} at n={e.base_n} to "
       "compare with"
@@ -78,7 +79,7 @@ def _row_moved(e: Evidence) -> str:
 def _limits(limits) -> str:
   """E.g. "limits row-0 |err| 2.02e-04, max |err| 3.10e-04 (2 x noise
   floor 1.01e-04, 1.55e-04)", or the bounds given."""
-  if limits.evidence_kind is EvidenceKind.ERROR_BOUNDS:
+  if limits.evidence_kind is Evidence.Kind.ERROR_BOUNDS:
     return f"abs bound {limits.abs_bound}, rel bound {limits.rel_bound}"
   k = limits.factor
   return (
@@ -90,8 +91,10 @@ def _limits(limits) -> str:
 
 def _other_leaf(e) -> str:
   """A `LeafVerdict` or `LeafErrors` record in words."""
-  if e.evidence_kind is EvidenceKind.LEAF_VERDICT:
-    return f"{e.leaf} {e.verdict}"
+  if e.evidence_kind is Evidence.Kind.LEAF_VERDICT:
+    return f"{e.leaf} {verdict_words(e.verdict)}"
+  if e.evidence_kind is Evidence.Kind.LEAF_ROW:
+    return f"{e.leaf} {row_words(e.worst, leaf=False)}"
   return f"{e.leaf} max |err| {e.max_abs:.2e}, max rel {e.max_rel:.2e}"
 
 
@@ -103,7 +106,7 @@ def _errors_judged(e: Evidence) -> str:
     f"{_limits(e.limits)}"
   )
   if e.worst_row is not None and not e.worst_row.within:
-    line += f"; every row judged: {e.worst_row.words()}"
+    line += f"; every row judged: {row_words(e.worst_row)}"
   if e.not_accurate:
     line += f"; not accurate: {'; '.join(map(_other_leaf, e.not_accurate))}"
   return line
@@ -116,7 +119,7 @@ def _math_changed(e: Evidence) -> str:
       f" (|widened module - float64| {e.deviation_abs:.2e} > F32 band "
       f"{e.bound_abs:.2e})"
     )
-  return f"{_subject(e.subject)}: {e.verdict}{size}"
+  return f"{_subject(e.subject)}: {made_words(e.made)}{size}"
 
 
 def _golden_note(e: Evidence) -> str:
@@ -152,13 +155,13 @@ def _invariance(e: invariance.Invariance) -> str:
 
 
 _WORDS = {
-  EvidenceKind.NOT_JUDGED: _not_judged,
-  EvidenceKind.TOO_FEW_SIZES: _too_few,
-  EvidenceKind.ROW_MOVED: _row_moved,
-  EvidenceKind.ERRORS_JUDGED: _errors_judged,
-  EvidenceKind.MATH_CHANGED: _math_changed,
-  EvidenceKind.GOLDEN_NOTE: _golden_note,
-  EvidenceKind.ERROR_CHANGE: _error_change,
+  Evidence.Kind.NOT_JUDGED: _not_judged,
+  Evidence.Kind.TOO_FEW_SIZES: _too_few,
+  Evidence.Kind.ROW_MOVED: _row_moved,
+  Evidence.Kind.ERRORS_JUDGED: _errors_judged,
+  Evidence.Kind.MATH_CHANGED: _math_changed,
+  Evidence.Kind.GOLDEN_NOTE: _golden_note,
+  Evidence.Kind.ERROR_CHANGE: _error_change,
 }
 
 

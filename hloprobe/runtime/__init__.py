@@ -12,11 +12,8 @@ Its modules:
   relocate  a record's source paths stored relative (to the case's
             folder, hloprobe's package and checkout), resolved on read
   record_file  a record's file: JSON and numpy bytes, never a pickle
-  caches    `clear_caches`: every per-process memo emptied
   timing    `Stopwatch`: exclusive wall seconds per stage
   host      `HostCpu.of`: the CPU and the ISA XLA compiles for
-
-`clear_caches` empties every per-process memo of the library.
 
 The interface is `__all__`; the modules behind it are private in intent.
 The record cache's names (and `record_file`'s) load on first use (PEP 562
@@ -32,11 +29,8 @@ from hloprobe.runtime.pool import WorkerPool as WorkerPool
 from hloprobe.runtime.pool import (
   check_environment_xla_flags as check_environment_xla_flags,
 )
-from hloprobe.runtime.pool import host_device_flag as host_device_flag
 from hloprobe.runtime.ray_pool import RayPool as RayPool
-from hloprobe.runtime.ray_pool import import_ray as import_ray
 from hloprobe.runtime.serve import Request as Request
-from hloprobe.runtime.serve import note_stage as note_stage
 from hloprobe.runtime.timing import Stopwatch as Stopwatch
 from hloprobe.runtime.worker_error import WorkerError as WorkerError
 
@@ -53,11 +47,8 @@ __all__ = [
   "WorkerPool",
   "check_environment_xla_flags",
   "dump_record",
-  "host_device_flag",
-  "import_ray",
   "load_record",
   "log_warning",
-  "note_stage",
   "source_hash",
   "usable_cores",
 ]

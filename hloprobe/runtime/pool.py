@@ -20,7 +20,7 @@ temporary folder (TMPDIR), removed when the worker ends however it ends;
 a worker dies with its parent (Linux `prctl(PR_SET_PDEATHSIG, SIGKILL)`)
 and ends when its stdin closes, and it ignores SIGINT so that an
 interrupt is handled once, by the parent. Before each stage of its work a
-worker notes the stage's name in a file of its folder (`serve.note_stage`),
+worker notes the stage's name in a file of its folder (`Request.note_stage`),
 so its death names the stage it died in (`WorkerError.stage`). What a
 worker runs is a `serve.Request` record, pickled whole (see `serve`).
 
@@ -63,7 +63,6 @@ __all__ = [
   "WorkerPool",
   "call_in_worker",
   "check_environment_xla_flags",
-  "host_device_flag",
   "worker_xla_flags",
 ]
 
@@ -77,21 +76,6 @@ def worker_xla_flags(user_flags: str, experiment_flags: str) -> str:
   return " ".join(
     w for w in (user_flags.strip(), experiment_flags.strip()) if w
   )
-
-
-def host_device_flag(devices: int) -> str:
-  """The XLA_FLAGS word that gives a worker's CPU `devices` host devices.
-
-  E.g. 8 -> "--xla_force_host_platform_device_count=8"; "" for 1 (XLA's
-  default). XLA reads it once, when the CPU client starts
-  (xla/debug_options_flags.cc; jax's `xla_bridge` makes the CPU client
-  with that many devices), so it must be in XLA_FLAGS before jax starts:
-  a sharded case's configs go to workers of their own, with it among their
-  flags (`sweep.engine`), never to a worker already started without it.
-  """
-  if devices <= 1:
-    return ""
-  return f"--xla_force_host_platform_device_count={devices}"
 
 
 def _preloaded(preload: Sequence[type]) -> tuple[str, ...]:

@@ -81,7 +81,7 @@ from hloprobe.runtime.process import (
 )
 from hloprobe.runtime.ray_watchdog import Watchdog
 
-__all__ = ["RAY_MISSING", "RayPool", "import_ray"]
+__all__ = ["RAY_MISSING", "RayPool"]
 
 RAY_MISSING = (
   "--executor=ray needs Ray: `make full` installs it (hloprobe's extra "
@@ -100,20 +100,6 @@ _CLUSTER_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 # Seconds a task may run past its worker's own timeout before the actor
 # is given up for dead (the worker's timeout ends it first).
 _SLACK_S = 60.0
-
-
-def import_ray():
-  """The `ray` module.
-
-  Raises:
-    InvalidArgumentError: Ray is not installed (`RAY_MISSING`).
-  """
-  try:
-    with _signals_kept():  # Ray's C++ may install handlers as it loads
-      import ray
-  except ImportError:
-    raise InvalidArgumentError(RAY_MISSING) from None
-  return ray
 
 
 def _log_warning(line: str) -> None:
@@ -345,6 +331,21 @@ class RayPool(PickledCalls):
     started: how many actors the pool has started so far.
   """
 
+  @staticmethod
+  def import_ray():
+    """The `ray` module, which the pool runs on; a command checks it is
+    there before any work (`--executor=ray`).
+
+    Raises:
+      InvalidArgumentError: Ray is not installed (`RAY_MISSING`).
+    """
+    try:
+      with _signals_kept():  # Ray's C++ may install handlers as it loads
+        import ray
+    except ImportError:
+      raise InvalidArgumentError(RAY_MISSING) from None
+    return ray
+
   def __init__(
     self,
     platforms: str | None = None,
@@ -356,7 +357,7 @@ class RayPool(PickledCalls):
     warn: Callable[[str], None] | None = None,
     max_worker_mb: int | None = None,
   ):
-    self._ray = import_ray()
+    self._ray = self.import_ray()
     self.max_worker_mb = max_worker_mb
     self._warn = warn or _log_warning
     self._watchdog: Watchdog | None = None

@@ -11,7 +11,7 @@ its source words), owned by `serve`'s loop, not by a module global.
 Requests and replies travel as length-prefixed pickles on the worker's
 stdin and on a private copy of its stdout (native writes to fd 1 go to its
 stderr log). Before each stage of its work a worker notes the stage's name
-in a file of its folder (`note_stage`), so its death names the stage it
+in a file of its folder (`Request.note_stage`), so its death names the stage it
 died in.
 
 Private in intent: use the package, `hloprobe.runtime`.
@@ -32,7 +32,6 @@ __all__ = [
   "CheckXlaFlagsRequest",
   "Request",
   "main_code",
-  "note_stage",
   "serve",
 ]
 
@@ -60,6 +59,18 @@ class Request:
     """
     raise NotImplementedError(type(self).__name__)
 
+  @staticmethod
+  def note_stage(name: str) -> None:
+    """In a worker, records that the request's stage `name` starts (read
+    if the worker dies: its `WorkerError` names the stage).
+
+    A no-op outside a worker process.
+    """
+    path = os.environ.get(STAGE_FILE_ENV)
+    if path:
+      with open(path, "w") as f:
+        f.write(name)
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class CheckXlaFlagsRequest(Request):
@@ -70,17 +81,6 @@ class CheckXlaFlagsRequest(Request):
     from hloprobe.compile import start_backends
 
     start_backends("cpu")
-
-
-def note_stage(name: str) -> None:
-  """In a worker, records that stage `name` starts (read if it dies).
-
-  A no-op outside a worker process.
-  """
-  path = os.environ.get(STAGE_FILE_ENV)
-  if path:
-    with open(path, "w") as f:
-      f.write(name)
 
 
 def main_code() -> str:

@@ -21,7 +21,7 @@ class WorkerError(HloprobeError):
 
   Attributes:
     stage: the stage the worker noted last before it died ("compile",
-      "run", ...; see `note_stage`), or None when it noted none (it died
+      "run", ...; see `Request.note_stage`), or None when it noted none (it died
       starting, e.g. on a flag XLA rejected) or did not die.
     timed_out: the call ran past its `timeout_s` (the worker was killed).
   """

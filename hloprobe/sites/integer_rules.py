@@ -67,7 +67,7 @@ def integer_algorithm(
   and is sliced; checked on jaxlib 0.12.0.1 with
   --xla_gpu_enable_triton_gemm=false). Where the exact sum does not fit
   the output type, the output wraps; that is an overflow, named by the
-  verdict (`accuracy.verdict`), not an algorithm.
+  verdict (`accuracy.judge`), not an algorithm.
 
   The Triton exception (review finding 4): `.satfinite` clamps each mma's
   s32 accumulator to [-2^31, 2^31 - 1] instead of wrapping (PTX ISA,

@@ -47,11 +47,8 @@ from hloprobe.verify.candidates import Candidate as Candidate
 from hloprobe.verify.candidates import FixTrial as FixTrial
 from hloprobe.verify.candidates import candidate_fixes as candidate_fixes
 from hloprobe.verify.evidence import Evidence as Evidence
-from hloprobe.verify.evidence import EvidenceKind as EvidenceKind
-from hloprobe.verify.evidence import Reason as Reason
 from hloprobe.verify.findings import Finding as Finding
 from hloprobe.verify.findings import find_findings as find_findings
-from hloprobe.verify.findings import times_words as times_words
 from hloprobe.verify.fix import REQUIREMENTS as REQUIREMENTS
 from hloprobe.verify.fix import parse_requirements as parse_requirements
 from hloprobe.verify.outcome import verify_fix as verify_fix
@@ -60,16 +57,13 @@ from hloprobe.verify.requirements import judge as judge
 __all__ = [
   "Candidate",
   "Evidence",
-  "EvidenceKind",
   "Finding",
   "FixTrial",
   "REQUIREMENTS",
-  "Reason",
   "candidate_fixes",
   "find_findings",
   "judge",
   "parse_requirements",
-  "times_words",
   "verify_fix",
 ]
 

@@ -84,11 +84,10 @@ from hloprobe.engine import (
   plan_sweep,
   run_sweep,
 )
-from hloprobe.errors import counted
 from hloprobe.records import ConfigResult
 from hloprobe.sites import Fate
 from hloprobe.verify import evidence as ev
-from hloprobe.verify.findings import Finding, find_findings, times_words
+from hloprobe.verify.findings import Finding, find_findings
 from hloprobe.verify.fix import Fix, parse_fix
 from hloprobe.verify.outcome import verify
 
@@ -152,14 +151,34 @@ class TryPlan:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class TrialReason:
+  """Why a tried fix passed or not, as records.
+
+  Attributes:
+    met: every requirement passed.
+    requirements: the requirements met (all of them, where `met`) or
+      failed, by name, e.g. ("consistent", "accurate").
+    configs: how many configs of the fix were judged.
+    left: where it failed, the worst finding on the fix's configs
+      (`find_findings`); None where none is left or it passed.
+  """
+
+  met: bool
+  requirements: tuple[str, ...]
+  configs: int = 0
+  left: Finding | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class FixTrial:
   """One candidate, tried.
 
   Attributes:
     candidate: the fix.
     passed: every requirement passed on the configs tried.
-    reason: one line: what it left (the fix's worst finding) or, when it
-      passed, the requirements met.
+    reason: what it left (the fix's worst finding) or, when it passed,
+      the requirements met (`TrialReason`; its one line of words is made
+      in `hloprobe.report`).
     command: the `hloprobe verify` command that checks it.
     judged: False when it did not pass only because nothing could be
       compared on its configs (no errors against float64, no row 0: every
@@ -169,7 +188,7 @@ class FixTrial:
 
   candidate: Candidate
   passed: bool
-  reason: str
+  reason: TrialReason
   command: str
   judged: bool = True
 
@@ -413,23 +432,14 @@ def _quoted(word: str) -> str:
   return word if plain else "'" + word.replace("'", "'\\''") + "'"
 
 
-def _reason(fixed: list[ConfigResult], outcome) -> str:
-  """One line on what a fix left, or the requirements it met."""
-  failed = [r.name for r in outcome.requirements if not r.passed]
+def _reason(fixed: list[ConfigResult], outcome) -> TrialReason:
+  """What a fix left (its worst finding), or the requirements it met."""
+  failed = tuple(r.name for r in outcome.requirements if not r.passed)
   if not failed:
-    names = " and ".join(r.name for r in outcome.requirements)
-    return f"{names} on {counted(len(fixed), 'config')}"
+    names = tuple(r.name for r in outcome.requirements)
+    return TrialReason(True, names, len(fixed))
   left = find_findings(fixed)
-  if not left:
-    return f"{' and '.join(failed)} failed"
-  f = left[0]
-  where = f"{f.target} n = {', '.join(map(str, f.batch_sizes))}"
-  if f.ratio is None or f.error_abs is None:
-    return f"{' and '.join(failed)} failed: {where}: {f.what}"
-  return (
-    f"{' and '.join(failed)} failed: {where}: {f.error_abs:.2e}, "
-    f"{times_words(f.ratio, f.error_abs)} the {f.floor_words}: {f.what}"
-  )
+  return TrialReason(False, failed, len(fixed), left[0] if left else None)
 
 
 def judge_tries(

@@ -15,7 +15,7 @@ import dataclasses
 import enum
 from typing import ClassVar
 
-from hloprobe.numerics import WorstRow
+from hloprobe.numerics import Made, Verdict, WorstRow
 
 __all__ = [
   "Evidence",
@@ -25,6 +25,7 @@ __all__ = [
   "ErrorsJudged",
   "GoldenNote",
   "LeafErrors",
+  "LeafRow",
   "LeafVerdict",
   "MathChanged",
   "NoiseLimits",
@@ -52,6 +53,7 @@ class EvidenceKind(enum.Enum):
   NOISE_LIMITS = "noise limits"
   ERROR_BOUNDS = "error bounds"
   LEAF_VERDICT = "leaf verdict"
+  LEAF_ROW = "leaf row"
   LEAF_ERRORS = "leaf errors"
 
 
@@ -93,8 +95,28 @@ class Reason(enum.Enum):
   FAILED = "failed"
 
 
+class Evidence:
+  """What each record of `Requirement.evidence` is (besides the invariance
+  answer and the plain lines a `versions` worker replies with): NotJudged,
+  TooFewSizes, RowMoved, ErrorsJudged, MathChanged, GoldenNote or
+  ErrorChange, told apart by its `evidence_kind` (an `Evidence.Kind`).
+
+  The enums its records' fields hold are reached through it, so that a
+  reader (`report.verification`) dispatches on them and reads the records
+  by field without their classes' names:
+
+  Attributes:
+    Kind: `EvidenceKind`, what a record (or a part of one) is.
+    Reason: `Reason`, why a config could not be judged (`NotJudged`).
+  """
+
+  __slots__ = ()
+  Kind = EvidenceKind
+  Reason = Reason
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
-class NotJudged:
+class NotJudged(Evidence):
   """A config that fails its requirement because nothing could be compared.
 
   Attributes:
@@ -119,7 +141,7 @@ class NotJudged:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class TooFewSizes:
+class TooFewSizes(Evidence):
   """A (target, case, precision) group with one batch size: "consistent"
   has nothing to compare it with."""
 
@@ -132,7 +154,7 @@ class TooFewSizes:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class RowMoved:
+class RowMoved(Evidence):
   """ "consistent" for one config: how far row 0 moved from the group's
   smallest batch size.
 
@@ -196,7 +218,18 @@ class LeafVerdict:
   evidence_kind: ClassVar[EvidenceKind] = EvidenceKind.LEAF_VERDICT
 
   leaf: str
-  verdict: str
+  verdict: Verdict
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LeafRow:
+  """An output leaf besides the headline with a row beyond its own f32
+  noise floor (`numerics.WorstRow`)."""
+
+  evidence_kind: ClassVar[EvidenceKind] = EvidenceKind.LEAF_ROW
+
+  leaf: str
+  worst: WorstRow
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -211,7 +244,7 @@ class LeafErrors:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class ErrorsJudged:
+class ErrorsJudged(Evidence):
   """ "accurate" for one config: its headline leaf's errors against float64.
 
   Attributes:
@@ -237,20 +270,21 @@ class ErrorsJudged:
   max_rel: float
   source: Source
   limits: NoiseLimits | ErrorBounds
-  not_accurate: tuple[LeafVerdict | LeafErrors, ...]
+  not_accurate: tuple[LeafVerdict | LeafRow | LeafErrors, ...]
   passed: bool
   worst_row: WorstRow | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class MathChanged:
+class MathChanged(Evidence):
   """ "accurate" fails a config whose optimized module, executed widened to
   float64, leaves the F32 band: XLA changed the math (`numerics.made`).
 
   Attributes:
     subject: the config.
-    verdict: the "XLA changed the math: ..." verdict, naming the
-      instruction (custom call target, backend_config fields, site, pass).
+    made: what XLA made (`numerics.Made`): its `changes` name the
+      instructions (custom call target, backend_config fields, site,
+      pass).
     deviation_abs: max |widened module - float64 reference|.
     bound_abs: the F32 band it left.
   """
@@ -258,14 +292,14 @@ class MathChanged:
   evidence_kind: ClassVar[EvidenceKind] = EvidenceKind.MATH_CHANGED
 
   subject: Subject
-  verdict: str
+  made: Made
   deviation_abs: float | None
   bound_abs: float | None
   passed: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class GoldenNote:
+class GoldenNote(Evidence):
   """One finding of "golden" (`golden.snapshot.check`).
 
   Attributes:
@@ -283,7 +317,7 @@ class GoldenNote:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class ErrorChange:
+class ErrorChange(Evidence):
   """Row 0's |err| of a baseline config and of the fix's that replaces it.
 
   Attributes:
@@ -298,16 +332,3 @@ class ErrorChange:
   old_abs: float
   new_abs: float
   source: Source
-
-
-# One record of `Requirement.evidence` (besides the invariance answer and
-# the plain lines a `versions` worker replies with): dispatch on `.evidence_kind`.
-Evidence = (
-  NotJudged
-  | TooFewSizes
-  | RowMoved
-  | ErrorsJudged
-  | MathChanged
-  | GoldenNote
-  | ErrorChange
-)

@@ -55,13 +55,54 @@ from collections.abc import Sequence
 
 from hloprobe.numerics import (
   NOISE_FACTOR,
+  Verdict,
   VerdictKind,
+  WorstRow,
 )
-from hloprobe.records import ConfigResult
+from hloprobe.records import ConfigResult, Failure
 from hloprobe.sites import Fate
 from hloprobe.verify.requirements import checks, judged
 
-__all__ = ["Finding", "find_findings", "rank_findings", "times_words"]
+__all__ = ["Finding", "Said", "find_findings", "rank_findings"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Said:
+  """What a finding says, as records: its words are made in
+  `hloprobe.report`. One group of fields is set per `Finding.kind`.
+
+  Attributes:
+    verdict: "integer" and "row 0": the headline leaf's verdict; "leaf":
+      that leaf's (`numerics.Verdict`).
+    leaf: "leaf": the leaf's name; "row": the row's leaf ("" for a single
+      array).
+    row, rows: "row": the worst row's index and the batch size.
+    miscompile: "row": the worst row is orders of magnitude beyond a
+      floor XLA:CPU's emulation could not measure (`WorstRow.far` and the
+      floor check failed): named as the verdict leads with such rows.
+    worst: "row": the worst row (`numerics.WorstRow`), for its words; not
+      compared: configs whose worst row is the same row of the same size
+      share a finding.
+    changes, localised: "changed the math": the instructions named
+      (`numerics.Made.changes`, `MathChange`s) and whether they are the
+      suspects.
+    failure: "failed": the stage that failed (`records.Failure`).
+    why: "not judged": why there are no numbers to judge (the prediction's
+      error, e.g. "EmulationError: ...").
+    text: words given as they are, for a finding made by hand.
+  """
+
+  verdict: Verdict | None = None
+  leaf: str = ""
+  row: int | None = None
+  rows: int | None = None
+  miscompile: bool = False
+  worst: WorstRow | None = dataclasses.field(default=None, compare=False)
+  changes: tuple = ()
+  localised: bool = True
+  failure: Failure | None = None
+  why: str | None = None
+  text: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -75,8 +116,9 @@ class Finding:
     compile_only: the target ran nothing (its numbers are predicted).
     precisions: the swept precisions it holds under, in sweep order.
     batch_sizes: the batch sizes it holds at, ascending.
-    what: the verdict or failure in words, e.g. "explained by
-      TF32_TF32_F32 at sites [0, 1, 2]".
+    what: what it says as records (`Said`: the verdict, the row, the
+      instructions), in words e.g. "explained by TF32_TF32_F32 at sites
+      [0, 1, 2]" (made in `hloprobe.report`).
     sites: the dot sites at fault (the non-F32 sites the prediction
       attributes the error to; the rewritten call's site), () if unknown.
     fates: what XLA made of those sites, with the pass where it was named,
@@ -84,7 +126,10 @@ class Finding:
     error_abs: the error, output units (the worst config's); None when
       unknown.
     floor_abs: the band it is measured against, output units; None.
-    floor_words: that band in words, e.g. "f32 noise floor", "F32 band".
+    floor_dtype: the band is the f32 noise floor of an output of this
+      dtype (numpy's name, e.g. "float32", "bfloat16"; in words "f32
+      noise floor", "bfloat16 noise floor"); None for the F32 band of
+      "changed the math", or no band.
     ratio: error_abs / floor_abs, dimensionless (inf: beyond an exact or
       zero band; NaN: the error is NaN, ranked first); None when no
       distance can be given.
@@ -112,12 +157,12 @@ class Finding:
   compile_only: bool
   precisions: tuple[str, ...]
   batch_sizes: tuple[int, ...]
-  what: str
+  what: Said
   sites: tuple[int, ...] = ()
   fates: tuple[str, ...] = ()
   error_abs: float | None = None
   floor_abs: float | None = None
-  floor_words: str = ""
+  floor_dtype: str | None = None
   ratio: float | None = None
   source: str = ""
   fate_kinds: tuple[Fate, ...] = ()
@@ -134,11 +179,11 @@ class _Fault:
   """One config's finding, before configs are grouped."""
 
   kind: str
-  what: str
+  what: Said
   sites: tuple[int, ...] = ()
   error_abs: float | None = None
   floor_abs: float | None = None
-  floor_words: str = ""
+  floor_dtype: str | None = None
   source: str = ""
   row: int | None = None
 
@@ -155,13 +200,6 @@ class _Fault:
     return self.error_abs / self.floor_abs
 
 
-def _floor_words(dtype: str | None) -> str:
-  """ "f32 noise floor" for f32/f64 outputs, "bfloat16 noise floor" etc."""
-  if not dtype or dtype in ("float32", "float64"):
-    return "f32 noise floor"
-  return f"{dtype} noise floor"
-
-
 def _row0_or_rows(r: ConfigResult) -> _Fault | None:
   """Row 0 or the worst row, whichever is further beyond its floor (row 0
   on a tie, see the module), else another leaf's verdict."""
@@ -173,16 +211,16 @@ def _row0_or_rows(r: ConfigResult) -> _Fault | None:
   j = p.judgement
   exact = j is not None and j.kind is VerdictKind.EXACT
   if dtype.startswith(("int", "uint")) and not exact:
-    return _Fault("integer", p.verdict, source=source.kind)
+    return _Fault("integer", Said(j), source=source.kind)
   row0 = None
   if not p.noise.admits(stats):
     row0 = _Fault(
       "row 0",
-      p.verdict,
+      Said(j),
       tuple(s.site for s in p.shares),
       stats.row0_abs,
       p.noise.row0_abs,
-      _floor_words(dtype),
+      dtype or "float32",
       source.kind,
       0,
     )
@@ -191,11 +229,7 @@ def _row0_or_rows(r: ConfigResult) -> _Fault | None:
     return row0
   if row is not None:
     return row
-  others = [
-    f"{leaf}: {words}"
-    for leaf, words, v in p.leaf_judgements()
-    if not v.accurate
-  ]
+  others = [Said(v, leaf) for leaf, v in p.leaf_judgements() if not v.accurate]
   return _Fault("leaf", others[0], source=source.kind) if others else None
 
 
@@ -210,21 +244,20 @@ def _worst_row(r: ConfigResult, source: str) -> _Fault | None:
   )
   if worst is None:
     return None
-  lead = f"{worst.leaf} " if worst.leaf else ""
-  what = f"{lead}row {worst.row} of {worst.rows} beyond its floor"
   check = p.floor_check
-  words = worst.far_rows_words()
-  if words is not None and check is not None and not check.trusted:
-    # Orders of magnitude beyond a floor XLA:CPU's emulation could not
-    # measure: named as the verdict leads with them (`predict`).
-    what = f"{lead}{words}: suspected XLA:CPU miscompile"
+  # Orders of magnitude beyond a floor XLA:CPU's emulation could not
+  # measure: named as the verdict leads with them (`predict`).
+  far = worst.far and check is not None and not check.trusted
+  what = Said(
+    leaf=worst.leaf, row=worst.row, rows=worst.rows, miscompile=far, worst=worst
+  )
   return _Fault(
     "row",
     what,
     tuple(s.site for s in p.shares),
     worst.abs_err,
     worst.floor_abs,
-    _floor_words(worst.output_dtype),
+    worst.output_dtype or "float32",
     source,
     worst.row,
   )
@@ -241,7 +274,7 @@ def _fault(r: ConfigResult) -> _Fault | None:
   """The config's finding, or None when "accurate" passes on it."""
   if not r.ok:
     f = r.failure
-    return _Fault("failed", f"{f.stage} failed: {f.words()}")
+    return _Fault("failed", Said(failure=f))
   if checks([r], None, None)["accurate"]().passed:
     return None
   m = r.made
@@ -251,18 +284,18 @@ def _fault(r: ConfigResult) -> _Fault | None:
     )
     return _Fault(
       "changed the math",
-      m.verdict,
+      Said(changes=m.changes, localised=m.localised),
       sites,
       m.deviation_abs,
       m.bound_abs,
-      "F32 band",
+      None,
       "executed",
     )
   found = _row0_or_rows(r)
   if found is not None:
     return found
   why = r.prediction_error or "no errors against float64 to judge"
-  return _Fault("not judged", f"not judged: {why}")
+  return _Fault("not judged", Said(why=why))
 
 
 def _fate_records(
@@ -292,20 +325,6 @@ def _fate_words(r: ConfigResult, sites: tuple[int, ...]) -> tuple[str, ...]:
     found = (comp.passes or {}).get(f.site.index)
     words.append(f"{text} ({found.pass_name})" if found else text)
   return tuple(dict.fromkeys(words))
-
-
-def times_words(ratio: float, error_abs: float | None = None) -> str:
-  """How many times its band an error is, in words: 6100.3 -> "6100x",
-  2.34 -> "2.3x", inf -> "beyond an exact band" (or, for an infinite
-  `error_abs`, "an infinite error, beyond"), NaN (a NaN error) -> "a NaN
-  error, beyond"."""
-  if math.isnan(ratio):
-    return "a NaN error, beyond"
-  if error_abs is not None and math.isinf(error_abs):
-    return "an infinite error, beyond"
-  if math.isinf(ratio):
-    return "beyond an exact band"
-  return f"{ratio:.0f}x" if ratio >= 10 else f"{ratio:.2g}x"
 
 
 def rank_findings(findings: Sequence[Finding]) -> tuple[Finding, ...]:
@@ -371,7 +390,7 @@ def _grouped(items: list[tuple[ConfigResult, _Fault]]) -> list[Finding]:
         _fate_words(r, fault.sites),
         fault.error_abs,
         fault.floor_abs,
-        fault.floor_words,
+        fault.floor_dtype,
         fault.ratio,
         fault.source,
         *_fate_records(r, fault.sites),

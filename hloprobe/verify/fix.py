@@ -16,7 +16,6 @@ from hloprobe.compile import (
   INT32_DOTS_FIX,
   Case,
   Experiment,
-  parse_experiment,
 )
 from hloprobe.engine import SweepSpec
 from hloprobe.errors import InvalidArgumentError
@@ -73,7 +72,7 @@ def parse_fix(text: str) -> Fix:
   else:
     return Fix(text, precision=text)
   try:
-    experiment = parse_experiment(text)
+    experiment = Experiment.parse(text)
   except InvalidArgumentError as e:
     raise InvalidArgumentError(
       f"--fix={text!r} is neither a matmul precision nor an experiment: {e}"

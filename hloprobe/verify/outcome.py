@@ -15,7 +15,6 @@ from hloprobe.compile import BASELINE, INT32_DOTS_FIX, jaxlib_release
 from hloprobe.engine import SweepSpec, plan_sweep, run_sweep, worker_pool
 from hloprobe.golden import (
   GoldenSiteChange,
-  dot_summary,
 )
 from hloprobe.invariance import rows_and_kernels
 from hloprobe.records import ConfigResult
@@ -86,16 +85,6 @@ _FATE_KEYS = (
 )
 
 
-def _fate_sites(r: ConfigResult) -> list[dict]:
-  comp = r.compilation
-  if comp is None:
-    return []
-  return [
-    {k: s[k] for k in _FATE_KEYS}
-    for s in dot_summary(comp.fates, comp.passes)["sites"]
-  ]
-
-
 def _changes(baseline, fixed, fix) -> tuple[tuple, tuple]:
   """(site changes, row-0 error changes) from each baseline config to the
   fix's config that replaces it."""
@@ -103,12 +92,13 @@ def _changes(baseline, fixed, fix) -> tuple[tuple, tuple]:
   for r in (r for r in fixed if r.ok):
     new_stats, source = judged_by.judged(r)
     for b in _counterpart(r, baseline, fix):
-      old, new = _fate_sites(b), _fate_sites(r)
       c = r.config
       words = (
         f"{c.target.name} {c.case} n={c.n} {b.config.precision} -> {fix.name}"
       )
-      changes += GoldenSiteChange.between(words, old, new)
+      changes += GoldenSiteChange.of_compilations(
+        words, b.compilation, r.compilation, _FATE_KEYS
+      )
       old_stats, _ = judged_by.judged(b)
       if old_stats is not None and new_stats is not None:
         errors.append(

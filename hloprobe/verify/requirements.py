@@ -210,7 +210,7 @@ def _within_bounds(s: ErrorStats, abs_bound, rel_bound) -> bool:
 
 def _other_leaves(
   r: ConfigResult, headline: str, abs_bound, rel_bound
-) -> tuple[ev.LeafVerdict | ev.LeafErrors, ...]:
+) -> tuple[ev.LeafVerdict | ev.LeafRow | ev.LeafErrors, ...]:
   """The output leaves besides the headline that are not accurate: by
   their verdict (within the noise floor or exact) or, with bounds, by
   their observed errors (where the target ran)."""
@@ -219,11 +219,11 @@ def _other_leaves(
     verdicts = p.leaf_judgements() if p is not None else ()
     rows = p.rows if p is not None else ()
     return tuple(
-      ev.LeafVerdict(leaf, words)
-      for leaf, words, v in verdicts
+      ev.LeafVerdict(leaf, v)
+      for leaf, v in verdicts
       if leaf != headline and not v.accurate
     ) + tuple(
-      ev.LeafVerdict(w.leaf, w.words(leaf=False))
+      ev.LeafRow(w.leaf, w)
       for w in rows
       if w is not None and w.leaf != headline and not w.within
     )
@@ -292,9 +292,7 @@ def _accurate(
   for r in fixed:
     if r.made is not None and r.made.changed:
       m = r.made
-      bad.append(
-        ev.MathChanged(subject(r), m.verdict, m.deviation_abs, m.bound_abs)
-      )
+      bad.append(ev.MathChanged(subject(r), m, m.deviation_abs, m.bound_abs))
       continue
     found = _errors_judged(r, abs_bound, rel_bound)
     (good if getattr(found, "passed", False) else bad).append(found)

@@ -27,7 +27,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.golden import SUMMARY_KEYS, GoldenSiteChange
+from hloprobe.golden import GoldenSiteChange
 from hloprobe.sites import EMITTER_KEYS, emitter_name
 from hloprobe.versions import commits, compare, driver, pythons, venvs
 from hloprobe.versions.run import VersionRun, spec_request
@@ -252,13 +252,6 @@ def fate_movers(old: VersionRun, new: VersionRun) -> tuple[str, ...]:
 _MOVES = ("fate", "effective_algorithm")
 
 
-def _summary_sites(config: dict) -> list[dict]:
-  return [
-    {"site": s["index"]} | {k: s.get(k) for k in SUMMARY_KEYS}
-    for s in config.get("dot_sites") or []
-  ]
-
-
 def _site_changes(old: VersionRun, new: VersionRun) -> tuple[str, ...]:
   """Dot-site differences between two runs; one line per (target, case,
   precision, site, change) with the batch sizes it holds for, e.g.
@@ -268,8 +261,8 @@ def _site_changes(old: VersionRun, new: VersionRun) -> tuple[str, ...]:
     cells = [entry["cells"][r.jaxlib] for r in (old, new)]
     if any(c["status"] != "ok" for c in cells):
       continue
-    a, b = (_summary_sites({"dot_sites": c["dot_sites"]}) for c in cells)
-    for change in GoldenSiteChange.between("", a, b):
+    a, b = (c["dot_sites"] for c in cells)
+    for change in GoldenSiteChange.of_results_json("", a, b):
       key = (
         entry["target"],
         entry["case"],

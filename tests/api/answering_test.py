@@ -13,6 +13,7 @@ from absl.testing import absltest
 from hloprobe import report, verify
 from hloprobe.api import calls
 from hloprobe.report import explain_answer
+from hloprobe.verify.findings import Said
 
 
 class NotTriedTest(absltest.TestCase):
@@ -33,11 +34,11 @@ class NotTriedTest(absltest.TestCase):
       batch_sizes=(2,),
       precisions=("bfloat16",),
       kind="row 0",
-      what="explained by TF32_TF32_F32 at sites [0]",
+      what=Said(text="explained by TF32_TF32_F32 at sites [0]"),
       sites=(0,),
       error_abs=1e-2,
       floor_abs=1e-5,
-      floor_words="f32 noise floor",
+      floor_dtype="float32",
       ratio=1e3,
       source="predicted",
     )

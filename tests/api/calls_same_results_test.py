@@ -25,6 +25,7 @@ from hloprobe.commands import common
 from hloprobe.commands import explain as explain_command
 from hloprobe.compile import jaxlib_release
 from hloprobe.pytest_plugin import HloprobeGolden
+from hloprobe.report.verdict_words import config_words
 
 _CASE = "seed_mlp"
 _OPTIONS = dict(targets=["cpu"], precisions=["float32"], batch_sizes=[1, 2])
@@ -37,7 +38,7 @@ def _judged(records) -> list:
       r.config,
       r.ok,
       r.prediction.verdicts if r.prediction else None,
-      r.verdict,
+      config_words(r),
     )
     for r in records
   ]

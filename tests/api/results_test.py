@@ -19,7 +19,13 @@ from absl.testing import absltest
 
 from hloprobe.api import results as api_results
 from hloprobe.ir import Precision
-from hloprobe.numerics import ErrorStats, NoiseFloor, Prediction
+from hloprobe.numerics import (
+  ErrorStats,
+  NoiseFloor,
+  Prediction,
+  Verdict,
+  VerdictKind,
+)
 from hloprobe.numerics.kernel_sites import KernelRowZero
 from hloprobe.records import Execution
 
@@ -53,7 +59,12 @@ def _results() -> api_results.Results:
     np.int64(0),
     (),
     None,
-    "explained by TF32_TF32_F32 at sites [0, 1, 2]",
+    ("",),  # "explained by TF32_TF32_F32 at sites [0, 1, 2]"
+    (
+      Verdict(
+        VerdictKind.EXPLAINED, algorithms=(("TF32_TF32_F32", (0, 1, 2)),)
+      ),
+    ),
   )
   a100 = dataclasses.replace(a100, prediction=prediction)
   return api_results.Results((cpu, a100))

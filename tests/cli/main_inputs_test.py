@@ -72,7 +72,7 @@ class InputRulesTest(absltest.TestCase):
         (2, 1, 2),
         ("float32", "bfloat16", "float32"),
         ("cpu", "t4", "cpu"),
-        experiments=(experiments.parse_experiment("no_algsimp"),) * 2,
+        experiments=(experiments.Experiment.parse("no_algsimp"),) * 2,
       )
     )
     self.assertEqual(

@@ -28,6 +28,7 @@ from testutil import tf32_rna
 from hloprobe import engine
 from hloprobe.compile import cases
 from hloprobe.numerics import emulate
+from hloprobe.report.verdict_words import leaf_verdicts, prediction_words
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
@@ -138,7 +139,9 @@ class Jax27188Test(absltest.TestCase):
     want = _max_rel(ensemble(True), ensemble(False))
     p = r["a100", 32, "default"].prediction
     self.assertAlmostEqual(p.stats.max_rel, want, delta=0.01 * want)
-    self.assertEqual(p.verdict, "explained by TF32_TF32_F32 at sites [0, 1]")
+    self.assertEqual(
+      prediction_words(p), "explained by TF32_TF32_F32 at sites [0, 1]"
+    )
 
 
 class Jax24909Test(absltest.TestCase):
@@ -179,7 +182,7 @@ class Jax15362Test(absltest.TestCase):
         [("multiply", F32, None)] + [("multiply+reduce", F32, None)] * 2,
       )
       self.assertEqual(
-        r[t, 1, "default"].prediction.verdict, "within f32 noise"
+        prediction_words(r[t, 1, "default"].prediction), "within f32 noise"
       )
     split = {
       (t, n): _fates(r[t, n, "default"])[1]
@@ -228,7 +231,9 @@ class Jax11628Test(absltest.TestCase):
   def test_jacobian_is_m_rounded_to_tf32(self):
     r = _sweep("jax_11628", (1, 100), ("a100",))
     self.assertEqual(_fates(r["a100", 1, "default"]), [("gone", None, None)])
-    self.assertEqual(r["a100", 1, "default"].prediction.verdict, "exact")
+    self.assertEqual(
+      prediction_words(r["a100", 1, "default"].prediction), "exact"
+    )
     self.assertEqual(
       _fates(r["a100", 100, "default"]), [("Triton gemm", TF32, None)]
     )
@@ -322,7 +327,9 @@ class Jax21212Test(absltest.TestCase):
       [f.fate.value for f in a100.compilation.fates], ["Triton gemm"]
     )
     self.assertEqual(_CONVERT_RE.findall(a100.compilation.optimized_hlo), [])
-    self.assertEqual(a100.prediction.verdict, "within bf16 output rounding")
+    self.assertEqual(
+      prediction_words(a100.prediction), "within bf16 output rounding"
+    )
 
 
 class Tf127577Test(absltest.TestCase):
@@ -351,7 +358,9 @@ class Tf127577Test(absltest.TestCase):
     cpu = r["cpu", 256, "default"].execution.stats
     self.assertLessEqual(cpu.max_abs, bound)
     self.assertLess(cpu.max_rel, want / 50)
-    self.assertEqual(p.verdict, "explained by TF32_TF32_F32 at sites [0]")
+    self.assertEqual(
+      prediction_words(p), "explained by TF32_TF32_F32 at sites [0]"
+    )
 
 
 class Pytorch105726Test(absltest.TestCase):
@@ -388,7 +397,9 @@ class Pytorch105726Test(absltest.TestCase):
       },
     )
     for res in r.values():
-      self.assertEqual(res.prediction.verdict, "within f16 output rounding")
+      self.assertEqual(
+        prediction_words(res.prediction), "within f16 output rounding"
+      )
 
 
 class Mlx3953Test(absltest.TestCase):
@@ -398,7 +409,7 @@ class Mlx3953Test(absltest.TestCase):
       for n in (1, 2):
         res = r[t, n, "default"]
         self.assertEqual(res.compilation.fates[0].fate.value, "multiply")
-        self.assertEqual(dict(res.prediction.leaf_verdicts)["[0]"], "exact")
+        self.assertEqual(dict(leaf_verdicts(res.prediction))["[0]"], "exact")
     self.assertEqual(
       r["cpu", 2, "default"].execution.leaf_stats[0].max_abs, 0.0
     )
@@ -409,7 +420,7 @@ class Mlx3953Test(absltest.TestCase):
       _fates(r["a100", 2, "default"])[1], ("Triton gemm", TF32, None)
     )
     self.assertEqual(
-      dict(r["a100", 2, "default"].prediction.leaf_verdicts)["[1]"],
+      dict(leaf_verdicts(r["a100", 2, "default"].prediction))["[1]"],
       "explained by TF32_TF32_F32 at sites [1]",
     )
 

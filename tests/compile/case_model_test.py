@@ -57,5 +57,15 @@ class BatchTest(absltest.TestCase):
       case.output_axes([()])
 
 
+class HostDeviceFlagTest(absltest.TestCase):
+  def test_the_flag_follows_the_device_count(self):
+    # The flag XLA's CPU client reads (xla/debug_options_flags.cc).
+    sharded = _case(mesh_shape=(2, 4), mesh_axes=("a", "b"))
+    self.assertEqual(
+      sharded.host_device_flag, "--xla_force_host_platform_device_count=8"
+    )
+    self.assertEqual(_case().host_device_flag, "")
+
+
 if __name__ == "__main__":
   absltest.main()

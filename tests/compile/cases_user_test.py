@@ -21,6 +21,7 @@ from hloprobe import engine
 from hloprobe.compile import cases
 from hloprobe.errors import CaseError
 from hloprobe.report import requirement_lines
+from hloprobe.report.verdict_words import leaf_verdicts
 from hloprobe.runtime import WorkerPool
 from hloprobe.verify import fix as verify_fix
 from hloprobe.verify import outcome as verify_outcome
@@ -220,7 +221,7 @@ class LossAndBatchedLeafTest(absltest.TestCase):
       self.assertRegex(line, r"^cpu mine n=[12] float32: \['y'\] row-0 ")
       self.assertIn("limits row-0 |err| ", line)
     for r in self.results:
-      verdicts = dict(r.prediction.leaf_verdicts)
+      verdicts = dict(leaf_verdicts(r.prediction))
       self.assertEqual(verdicts["['loss']"], "within f32 noise")
 
 

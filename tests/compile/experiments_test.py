@@ -15,7 +15,7 @@ from hloprobe.sites import Fate
 
 class ParseTest(parameterized.TestCase):
   def test_named_flags(self):
-    e = experiments.parse_experiment(
+    e = experiments.Experiment.parse(
       "cublas:--xla_gpu_enable_triton_gemm=false --xla_gpu_autotune_level=0"
     )
     self.assertEqual(e.name, "cublas")
@@ -25,7 +25,7 @@ class ParseTest(parameterized.TestCase):
     )
 
   def test_builtin(self):
-    e = experiments.parse_experiment("no_triton_gemm")
+    e = experiments.Experiment.parse("no_triton_gemm")
     self.assertEqual(e.flags_text, "--xla_gpu_enable_triton_gemm=false")
 
   @parameterized.named_parameters(
@@ -41,7 +41,7 @@ class ParseTest(parameterized.TestCase):
   )
   def test_reject(self, text, message):
     with self.assertRaisesRegex(InvalidArgumentError, message):
-      experiments.parse_experiment(text)
+      experiments.Experiment.parse(text)
 
   def test_file(self):
     path = self.create_tempfile(
@@ -75,7 +75,7 @@ class SweepWithExperimentsTest(absltest.TestCase):
       ("cpu",),
       experiments=(
         experiments.BUILTIN_EXPERIMENTS["no_algsimp"],
-        experiments.parse_experiment("typo:--xla_cpu_enable_fast_mathh=false"),
+        experiments.Experiment.parse("typo:--xla_cpu_enable_fast_mathh=false"),
       ),
     )
     base, no_algsimp, typo = engine.run_sweep(spec)
@@ -97,7 +97,7 @@ class SweepWithExperimentsTest(absltest.TestCase):
     # The same experiment twice is swept once (as any repeated name is);
     # one name for two flag sets is an error.
     e = experiments.BUILTIN_EXPERIMENTS["no_algsimp"]
-    other = experiments.parse_experiment("no_algsimp:--xla_foo=1")
+    other = experiments.Experiment.parse("no_algsimp:--xla_foo=1")
     with self.assertRaisesRegex(InvalidArgumentError, "unique"):
       engine.plan_sweep(
         engine.SweepSpec(

@@ -34,6 +34,7 @@ from hloprobe.compile import get_case
 from hloprobe.compile.module_files import read_module_file
 from hloprobe.numerics import module_made_notes
 from hloprobe.report import explain_text
+from hloprobe.report.verdict_words import prediction_words
 
 pytestmark = pytest.mark.compiles
 
@@ -213,7 +214,9 @@ class MixedSweepTest(absltest.TestCase):
     by = {(r.config.experiment, r.config.case, r.config.n): r for r in results}
     for e in ("baseline", "nodsr"):
       got, want = by[e, "jit_mlp", 8], by[e, "mlp", 8]
-      self.assertEqual(got.prediction.verdict, want.prediction.verdict)
+      self.assertEqual(
+        prediction_words(got.prediction), prediction_words(want.prediction)
+      )
       self.assertEqual(got.prediction.stats, want.prediction.stats)
 
 

@@ -14,7 +14,6 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from hloprobe.compile import CASES, Case, placement
 from hloprobe.errors import CaseError
-from hloprobe.runtime import host_device_flag
 
 
 def _inputs():
@@ -86,15 +85,6 @@ class OutSpecsTest(absltest.TestCase):
     case = _case(mesh_shape=(1,), mesh_axes=("a",))
     _, out = placement.shardings(case, _inputs(), jax.devices("cpu")[:1])
     self.assertEqual(out.spec, PartitionSpec())
-
-
-class HostDeviceFlagTest(absltest.TestCase):
-  def test_the_flag_follows_the_device_count(self):
-    # The flag XLA's CPU client reads (xla/debug_options_flags.cc).
-    self.assertEqual(
-      host_device_flag(8), "--xla_force_host_platform_device_count=8"
-    )
-    self.assertEqual(host_device_flag(1), "")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from hloprobe.numerics import (
   made,
   reference,
 )
+from hloprobe.report.verdict_words import made_words
 
 _CASE = CASES["cudnn_attention"]
 _WORDS = (
@@ -116,7 +117,7 @@ class AttentionConfigTest(absltest.TestCase):
     ]
     self.assertEqual(got.not_executed, (f"__cudnn$fmhaSoftmax ({call})",))
     self.assertEqual(
-      got.verdict,
+      made_words(got),
       f"prediction incomplete: not executed: __cudnn$fmhaSoftmax ({call})",
     )
 

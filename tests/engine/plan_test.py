@@ -79,7 +79,7 @@ class PlanTest(absltest.TestCase):
     self.assertEqual(calls, {f.__name__: [] for f in _RESOLVERS})
 
   def test_each_config_carries_its_records(self):
-    e = experiments.parse_experiment("no_algsimp")
+    e = experiments.Experiment.parse("no_algsimp")
     plan = engine.plan_sweep(
       engine.SweepSpec(
         ("seed_mlp",), (1,), ("bfloat16",), ("cpu",), experiments=(e,)

@@ -9,6 +9,7 @@ from absl.testing import absltest, parameterized
 from hloprobe.numerics import accuracy, floor_sum
 from hloprobe.numerics.accuracy import ErrorStats, NoiseFloor
 from hloprobe.numerics.verdicts import VerdictKind
+from hloprobe.report.verdict_words import verdict_words
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = pytest.mark.cpu_numerics
@@ -107,9 +108,7 @@ class NoiseFloorTest(absltest.TestCase):
     floor = NoiseFloor(np.inf, np.inf, 0.0)
     self.assertFalse(floor.admits(overflow))
     self.assertEqual(accuracy.noise_multiple(overflow, floor), np.inf)
-    self.assertNotIn(
-      "within", accuracy.verdict(None, overflow, floor, 0.0, _F32)
-    )
+    self.assertNotIn("within", _words(None, overflow, floor, 0.0, _F32))
 
 
 class VerdictTest(parameterized.TestCase):
@@ -134,16 +133,16 @@ class VerdictTest(parameterized.TestCase):
   )
   def test_observed(self, observed, predicted, algorithms, expected):
     self.assertEqual(
-      accuracy.verdict(observed, predicted, _NOISE, 0.05, algorithms), expected
+      _words(observed, predicted, _NOISE, 0.05, algorithms), expected
     )
 
   def test_predicted_only(self):
     self.assertEqual(
-      accuracy.verdict(None, _stats(1.61), _NOISE, 0.05, _TF32),
+      _words(None, _stats(1.61), _NOISE, 0.05, _TF32),
       "explained by TF32_TF32_F32 at sites [0, 1]",
     )
     self.assertEqual(
-      accuracy.verdict(None, _stats(1.0 + 1e-4), _NOISE, 0.05, _F32),
+      _words(None, _stats(1.0 + 1e-4), _NOISE, 0.05, _F32),
       "within f32 noise",
     )
 
@@ -183,3 +182,8 @@ class Row0GapTest(absltest.TestCase):
     self.assertEqual(accuracy.row0_gap(observed, predicted), np.inf)
     both, _ = self._pair([1.5, np.nan, 3.5], [0, 0, 0])
     self.assertEqual(accuracy.row0_gap(both, both), 0.0)
+
+
+def _words(*args) -> str:
+  """`accuracy.judge`'s verdict in words (`report`'s words)."""
+  return verdict_words(accuracy.judge(*args))

@@ -24,6 +24,7 @@ from hloprobe import engine
 from hloprobe.compile import Case
 from hloprobe.numerics import emulate, reference
 from hloprobe.numerics.jaxpr_sites import jaxpr_sites
+from hloprobe.report.verdict_words import prediction_words
 
 pytestmark = [pytest.mark.compiles, pytest.mark.cpu_numerics]
 
@@ -180,7 +181,7 @@ class H100SweepTest(absltest.TestCase):
     forward = [b for b in p.bands if b is not None]
     self.assertEqual(len(forward), 2)  # the two forwards' measured bands
     self.assertTrue(all(b.worst_abs > 0 for b in forward))
-    self.assertIn("bias float32, q/k/v bfloat16", p.verdict)
+    self.assertIn("bias float32, q/k/v bfloat16", prediction_words(p))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ from absl.testing import absltest
 from hloprobe.execute import execute_module
 from hloprobe.ir import parse_hlo_module
 from hloprobe.numerics import accuracy, executed, floor_check, floor_sum
-from hloprobe.numerics.verdicts import Verdict, VerdictKind, verdict_words
+from hloprobe.numerics.verdicts import Verdict, VerdictKind
+from hloprobe.report.verdict_words import verdict_words
 
 _HERE = os.path.dirname(__file__)
 _MODULE = os.path.join(

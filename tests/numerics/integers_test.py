@@ -20,6 +20,7 @@ from hloprobe import engine
 from hloprobe.compile import get_case, get_target
 from hloprobe.ir import parse_hlo_module, parse_stablehlo_dots
 from hloprobe.numerics import accuracy, integers
+from hloprobe.report.verdict_words import leaf_verdicts, verdict_words
 from hloprobe.sites import EXACT_INTEGER, Fate, map_dot_sites, resolve
 
 _DATA = os.path.join(
@@ -51,7 +52,7 @@ class IntegerCountsTest(parameterized.TestCase):
     self.assertEqual(s.overflow_mode, "wraps")
     self.assertIsNone(s.row0_ulp)
     self.assertEqual(
-      accuracy.verdict(None, s, None, 0.0, (), "int8"),
+      verdict_words(accuracy.judge(None, s, None, 0.0, (), "int8")),
       "overflow: 3 of 6 elements of ['s8'] exceed s8 [-128, 127] and wrap",
     )
 
@@ -64,10 +65,12 @@ class IntegerCountsTest(parameterized.TestCase):
   def test_exact_and_unexplained(self):
     exact = np.array([1, 2, 3], np.int64)
     same = accuracy.ErrorStats.of(exact.astype(np.int32), exact, axis=None)
-    self.assertEqual(integers.integer_verdict(same, "int32"), "exact")
+    self.assertEqual(
+      verdict_words(integers.integer_judgement(same, "int32")), "exact"
+    )
     off = accuracy.ErrorStats.of(np.int32([1, 2, 4]), exact, axis=None)
     self.assertEqual(
-      integers.integer_verdict(off, "int32"),
+      verdict_words(integers.integer_judgement(off, "int32")),
       "unexplained: 1 of 3 elements of the output differ from the exact "
       "integer result",
     )
@@ -123,7 +126,7 @@ class Int8DotsSweepTest(absltest.TestCase):
     for r in results:
       n = r.config.n
       self.assertTrue(r.ok, r.failure)
-      verdicts = dict(r.prediction.leaf_verdicts)
+      verdicts = dict(leaf_verdicts(r.prediction))
       self.assertEqual(verdicts["['s32']"], "exact")
       over = int(np.count_nonzero(np.abs(narrow[:n]) > 127))
       fate = r.compilation.fates[1].fate.value

@@ -28,7 +28,8 @@ from hloprobe.numerics import (
   MadeChecker,
   math_rules,
 )
-from hloprobe.numerics.made import config_verdict
+from hloprobe.numerics.verdicts import Verdict, VerdictKind
+from hloprobe.report.verdict_words import made_words, verdict_words
 
 
 def _drop_bias(text: str) -> str:
@@ -79,8 +80,10 @@ class RecordedModuleTest(absltest.TestCase):
       "suspected miscompile: GemmRewriter folded alpha over a BIAS epilogue",
     )
     self.assertIn("openxla/xla#46110", change.source)
-    self.assertTrue(made.verdict.startswith(f"{CHANGED}: __cublas$lt$matmul"))
-    self.assertIn("alpha_real 0.1, beta 0, epilogue BIAS", made.verdict)
+    self.assertTrue(
+      made_words(made).startswith(f"{CHANGED}: __cublas$lt$matmul")
+    )
+    self.assertIn("alpha_real 0.1, beta 0, epilogue BIAS", made_words(made))
 
   def test_0_10_2_deviation_is_0_9_bias_far_beyond_the_f32_band(self):
     case, full, _ = scaled_dense.checker()
@@ -99,7 +102,7 @@ class RecordedModuleTest(absltest.TestCase):
   def test_0_12_0_1_module_is_not_flagged(self):
     made, _ = scaled_dense.check("0.12.0.1")
     self.assertFalse(made.changed)
-    self.assertIsNone(made.verdict)
+    self.assertIsNone(made_words(made))
     self.assertTrue(made.complete)
     self.assertEqual(made.gemms, 1)
     self.assertLess(made.deviation_abs, made.bound_abs)
@@ -108,8 +111,8 @@ class RecordedModuleTest(absltest.TestCase):
     made, _ = scaled_dense.check("0.12.0.1", _drop_bias)
     self.assertTrue(made.changed)
     self.assertFalse(made.localised)
-    self.assertTrue(made.verdict.startswith(f"{CHANGED} (not localised"))
-    self.assertIn("__cublas$lt$matmul", made.verdict)
+    self.assertTrue(made_words(made).startswith(f"{CHANGED} (not localised"))
+    self.assertIn("__cublas$lt$matmul", made_words(made))
 
   def test_made_prediction_is_the_module_at_f32(self):
     case, full, _ = scaled_dense.checker()
@@ -122,17 +125,20 @@ class RecordedModuleTest(absltest.TestCase):
     self.assertLess(made.stats.row0_abs, 1e-5 * float(np.max(np.abs(want))))
 
 
+_WITHIN = Verdict(VerdictKind.WITHIN_NOISE)
+
+
 class VerdictWordsTest(parameterized.TestCase):
   def test_incomplete_execution_is_named(self):
     made = Made(
       None, None, None, not_executed=("__cudnn$fmha (custom-call.3)",)
     )
     self.assertEqual(
-      made.verdict,
+      made_words(made),
       "prediction incomplete: not executed: __cudnn$fmha (custom-call.3)",
     )
     self.assertEqual(
-      config_verdict("within f32 noise", made),
+      verdict_words(made.config_judgement(_WITHIN)),
       "within f32 noise; prediction incomplete: not executed: __cudnn$fmha "
       "(custom-call.3)",
     )
@@ -140,7 +146,7 @@ class VerdictWordsTest(parameterized.TestCase):
   def test_agreeing_module_keeps_the_prediction_verdict(self):
     made = Made(None, 0.0, 1.0)
     self.assertEqual(
-      config_verdict("within f32 noise", made), "within f32 noise"
+      verdict_words(made.config_judgement(_WITHIN)), "within f32 noise"
     )
 
   @parameterized.named_parameters(
@@ -209,8 +215,10 @@ ENTRY %main (x: f32[2,3], w: f32[3,4]) -> f32[2,4] {
     ref = scaled_dense.NumpyReference(lambda x, unused, w: x @ w, case, full)
     made = MadeChecker(case, full, ref).check(2, text)
     self.assertFalse(made.complete)
-    self.assertIn("prediction incomplete: not executed: module (", made.verdict)
-    self.assertIn("the module has 3, the case keeps 2 of 3", made.verdict)
+    self.assertIn(
+      "prediction incomplete: not executed: module (", made_words(made)
+    )
+    self.assertIn("the module has 3, the case keeps 2 of 3", made_words(made))
 
 
 if __name__ == "__main__":

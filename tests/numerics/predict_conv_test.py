@@ -22,6 +22,7 @@ from absl.testing import absltest
 
 from hloprobe.compile import get_case
 from hloprobe.report.listings import cases_listing
+from hloprobe.report.verdict_words import prediction_words
 
 pytestmark = [pytest.mark.compiles]
 
@@ -77,10 +78,12 @@ class ConvNetDiagnosisTest(absltest.TestCase):
     np.testing.assert_allclose(p.stats.row0_abs, every, rtol=0.05)
     self.assertAlmostEqual(sum(s.share for s in p.shares), 1.0, places=6)
     self.assertTrue(
-      p.verdict.startswith("explained by TF32_TF32_F32 at sites [0, 1, 2]"),
-      p.verdict,
+      prediction_words(p).startswith(
+        "explained by TF32_TF32_F32 at sites [0, 1, 2]"
+      ),
+      prediction_words(p),
     )
-    self.assertIn("cuDNN conv sites [0, 1]", p.verdict)
+    self.assertIn("cuDNN conv sites [0, 1]", prediction_words(p))
     self.assertEqual([b.K for b in p.bands], [144, 288, 32])
 
   def test_float32_is_f32(self):
@@ -88,7 +91,7 @@ class ConvNetDiagnosisTest(absltest.TestCase):
     p = recorded.prediction(self.case, rec)
     self.assertEqual(p.site_algorithms, ("F32_F32_F32",) * 3)
     self.assertEqual(p.shares, ())
-    self.assertEqual(p.verdict, "within f32 noise")
+    self.assertEqual(prediction_words(p), "within f32 noise")
 
   def test_cases_lists_conv_net(self):
     self.assertIn("conv_net", cases_listing())

@@ -21,6 +21,7 @@ from hloprobe import engine, report
 from hloprobe.compile import cases
 from hloprobe.numerics import accuracy, emulate, predict, reference, rows
 from hloprobe.report import explain_text
+from hloprobe.report.verdict_words import prediction_words
 from hloprobe.sites import Fate
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
@@ -88,7 +89,7 @@ class SeedA100Test(absltest.TestCase):
       # numpy float64 with TF32-rounded operands at sites 0-2: 0.6100.
       self.assertAlmostEqual(p.stats.row0_abs, self.numpy_tf32_move, delta=0.02)
       self.assertEqual(
-        p.verdict, "explained by TF32_TF32_F32 at sites [0, 1, 2]"
+        prediction_words(p), "explained by TF32_TF32_F32 at sites [0, 1, 2]"
       )
       # Site 0 (K = 2: the input coordinates rounded to TF32, then sin(16x))
       # carries almost all of it.
@@ -106,7 +107,7 @@ class SeedA100Test(absltest.TestCase):
       *(("tensorfloat32", n) for n in high),
     ):
       p = self.predicted[key]
-      self.assertEqual(p.verdict, "within f32 noise", key)
+      self.assertEqual(prediction_words(p), "within f32 noise", key)
       # The network amplifies f32 rounding (about 1e-4 here, by a factor
       # that depends on the CPU's sum order) far above row 0's own ULP, yet
       # far below the 0.6 of TF32 operand rounding.
@@ -172,7 +173,7 @@ class SeedCpuTest(absltest.TestCase):
       self.assertLessEqual(
         abs(p.stats.row0 - r.execution.stats.row0), p.noise.row0_abs, key
       )
-      self.assertEqual(p.verdict, "within f32 noise", key)
+      self.assertEqual(prediction_words(p), "within f32 noise", key)
       self.assertEqual(p.best_candidate, "F32_F32_F32", key)
 
 
@@ -196,7 +197,7 @@ class ObservedOnA100Test(absltest.TestCase):
     out = emulate.emulate_case(self.case.fn, self.args, algorithms, order=order)
     observed = (accuracy.ErrorStats.of(out, self.ref),)
     p = self.predictor.predict(2, self.fates, observed)
-    self.assertEqual(p.verdict, verdict)
+    self.assertEqual(prediction_words(p), verdict)
     self.assertEqual(p.best_candidate, best_candidate)
 
   def test_tf32_run_in_another_order_is_explained(self):
@@ -316,7 +317,7 @@ class CublasTf32AllowedTest(absltest.TestCase):
       p = self._judged(precision, observed)
       self.assertEqual(p.best_candidate, f"TF32_TF32_F32 at sites {list(tf32)}")
       self.assertEqual(
-        p.verdict,
+        prediction_words(p),
         f"explained by TF32_TF32_F32 at sites {list(tf32)}; cuBLASLt kept "
         f"site {kept[0]} in f32 (TF32 allowed, not required)",
       )
@@ -327,8 +328,10 @@ class CublasTf32AllowedTest(absltest.TestCase):
     self.assertEqual(_numpy_tf32_subsets(planted), [])
     stats = accuracy.ErrorStats(planted, observed.row0_ref, 0.3, 0.3, 0.6)
     p = self._judged("bfloat16", stats)
-    self.assertTrue(p.verdict.startswith("unexplained; "), p.verdict)
-    self.assertNotIn("kept", p.verdict)
+    self.assertTrue(
+      prediction_words(p).startswith("unexplained; "), prediction_words(p)
+    )
+    self.assertNotIn("kept", prediction_words(p))
 
   def test_highest_sites_stay_f32_only(self):
     fates = self.fates["float32"]
@@ -339,9 +342,11 @@ class CublasTf32AllowedTest(absltest.TestCase):
     # The H200's HIGHEST run is f32; its DEFAULT run's row 0 (TF32 at
     # sites 1-2) is no assignment a HIGHEST cuBLASLt site may run.
     f32 = self._judged("float32", _h200_observed("float32"))
-    self.assertEqual(f32.verdict, "within f32 noise")
+    self.assertEqual(prediction_words(f32), "within f32 noise")
     tf32 = self._judged("float32", _h200_observed("bfloat16"))
-    self.assertTrue(tf32.verdict.startswith("unexplained"), tf32.verdict)
+    self.assertTrue(
+      prediction_words(tf32).startswith("unexplained"), prediction_words(tf32)
+    )
     self.assertNotEqual(tf32.best_candidate, "TF32_TF32_F32 at sites [1, 2]")
 
   def test_compile_only_says_the_tf32_is_ambiguous(self):
@@ -350,9 +355,9 @@ class CublasTf32AllowedTest(absltest.TestCase):
     self.assertIn(
       "ambiguous: row 0 assumes TF32_TF32_F32 at cuBLASLt sites [0, 1, 2], "
       "where TF32 is allowed, not required, and cuBLAS may keep some in f32",
-      p.verdict,
+      prediction_words(p),
     )
-    self.assertNotIn("ambiguous", self.predicted["float32"].verdict)
+    self.assertNotIn("ambiguous", prediction_words(self.predicted["float32"]))
 
 
 class LargeOutputPathTest(absltest.TestCase):
@@ -484,7 +489,7 @@ class SharesAtRowZeroTest(absltest.TestCase):
       self.assertAlmostEqual(g.share, w.share, delta=1e-3)
     # Nothing else of the prediction depends on it.
     self.assertEqual(got.stats, want.stats)
-    self.assertEqual(got.verdict, want.verdict)
+    self.assertEqual(prediction_words(got), prediction_words(want))
     # transformer_block, the largest built-in case, has 16 sites.
     self.assertGreaterEqual(predict.SHARES_AT_ROW0_ABOVE, 16)
 

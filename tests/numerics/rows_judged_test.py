@@ -14,6 +14,12 @@ import numpy as np
 from absl.testing import absltest
 
 from hloprobe.numerics import accuracy, rows
+from hloprobe.numerics.verdicts import FarCause
+from hloprobe.report.verdict_words import (
+  far_rows_words,
+  judged_words,
+  row_words,
+)
 
 
 def _stats(row_abs):
@@ -67,18 +73,18 @@ class WorstOfJudgedRowsTest(absltest.TestCase):
     self.assertEqual(w.judged, (0, 10, 999))
     self.assertEqual(w.judged_count, 3)
     self.assertEqual(
-      rows.row_words(w),
+      row_words(w),
       "row 10: 4.0e-06, 20x beyond f32 noise (1 of 3 judged rows of 1000)",
     )
-    self.assertTrue(w.judged_words().startswith("3 of 1000 rows: row 0, 32"))
-    self.assertIn("--all_rows: every row", w.judged_words())
+    self.assertTrue(judged_words(w).startswith("3 of 1000 rows: row 0, 32"))
+    self.assertIn("--all_rows: every row", judged_words(w))
 
   def test_within_says_every_judged_row(self):
     floor = accuracy.NoiseFloor(
       1e-7, 1e-7, 0.0, row_abs=np.full(2, 1e-7), rows=(0, 5)
     )
     w = rows.worst_row(_stats(np.full(100, 1e-7)), floor)
-    self.assertEqual(rows.row_words(w), "every judged row within f32 noise")
+    self.assertEqual(row_words(w), "every judged row within f32 noise")
 
   def test_far_rows_name_the_judged_count(self):
     errors = np.full(100, 1e-7)
@@ -88,7 +94,7 @@ class WorstOfJudgedRowsTest(absltest.TestCase):
     )
     w = rows.worst_row(_stats(errors), floor)
     self.assertEqual(
-      rows.far_rows_words(w),
+      far_rows_words(rows.far_rows(w, FarCause.MISCOMPILE)),
       "2 of 4 judged rows of 100 wrong (rows 40 to 90) by up to 1.0e+00",
     )
 
@@ -96,7 +102,7 @@ class WorstOfJudgedRowsTest(absltest.TestCase):
     floor = accuracy.NoiseFloor(1e-7, 1e-7, 0.0, row_abs=np.full(4, 1e-7))
     w = rows.worst_row(_stats(np.full(4, 1e-7)), floor)
     self.assertIsNone(w.judged)
-    self.assertEqual(w.judged_words(), "every row of 4")
+    self.assertEqual(judged_words(w), "every row of 4")
 
   def test_rows_beyond_the_batch_are_not_judged(self):
     floor = accuracy.NoiseFloor(

@@ -40,6 +40,7 @@ from hloprobe import engine, report, verify
 from hloprobe.compile import cases
 from hloprobe.numerics import NOISE_FACTOR
 from hloprobe.report import explain_text
+from hloprobe.report.verdict_words import prediction_words
 
 _N, _K = 8, 64
 
@@ -105,8 +106,10 @@ class PlantedRowTest(absltest.TestCase):
 
   def test_row_0_view_is_unchanged(self):
     p, c = self.planted.prediction, self.control.prediction
-    self.assertEqual(p.verdict, c.verdict)
-    self.assertTrue(p.verdict.startswith("within f32 noise"), p.verdict)
+    self.assertEqual(prediction_words(p), prediction_words(c))
+    self.assertTrue(
+      prediction_words(p).startswith("within f32 noise"), prediction_words(p)
+    )
     self.assertEqual(p.stats.row0_abs, c.stats.row0_abs)
     self.assertLessEqual(p.stats.row0_abs, 2 * _numpy_row(0)[1])
     self.assertTrue(c.rows[0].within)
@@ -147,7 +150,9 @@ class PlantedRowTest(absltest.TestCase):
     # the plant is in ['b'].
     p = self.tree.prediction
     self.assertEqual(p.leaf, "['a']")
-    self.assertTrue(p.verdict.startswith("within f32 noise"), p.verdict)
+    self.assertTrue(
+      prediction_words(p).startswith("within f32 noise"), prediction_words(p)
+    )
     a, b = p.rows
     self.assertTrue(a.within)
     self.assertEqual((b.leaf, b.row, b.beyond), ("['b']", 5, 1))

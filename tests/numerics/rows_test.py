@@ -14,6 +14,7 @@ import numpy as np
 from absl.testing import absltest
 
 from hloprobe.numerics import NOISE_FACTOR, accuracy, floor_sum, rows
+from hloprobe.report.verdict_words import row_words
 
 
 def _stats(row_abs, leaf="", row0_abs=None):
@@ -90,7 +91,7 @@ class WorstRowTest(absltest.TestCase):
     self.assertEqual((w.abs_err, w.floor_abs), (1e-3, 1e-6))
     self.assertEqual(w.row0_multiple, 0.5)
     self.assertEqual(
-      rows.row_words(w), "row 5: 1.0e-03, 500x beyond f32 noise (2 of 8 rows)"
+      row_words(w), "row 5: 1.0e-03, 500x beyond f32 noise (2 of 8 rows)"
     )
     self.assertTrue(rows.stands_out(w))
 
@@ -99,14 +100,14 @@ class WorstRowTest(absltest.TestCase):
     # m = 0.5 and 1.0: 1.0 is within (the rule is <=).
     self.assertEqual((w.row, w.multiple, w.beyond), (1, 1.0, 0))
     self.assertTrue(w.within)
-    self.assertEqual(rows.row_words(w), "every row within f32 noise")
+    self.assertEqual(row_words(w), "every row within f32 noise")
     self.assertFalse(rows.stands_out(w))
 
   def test_zero_floor_and_narrow_outputs(self):
     w = rows.worst_row(_stats([0.0, 0.5]), _floor([0.0, 0.0]), "bfloat16")
     self.assertEqual((w.row, w.multiple), (1, math.inf))
     self.assertEqual(
-      rows.row_words(w),
+      row_words(w),
       "row 1: 5.0e-01, where bf16 output rounding is 0 (1 of 2 rows)",
     )
     exact = rows.worst_row(_stats([0.0, 0.0]), _floor([0.0, 0.0]))
@@ -117,7 +118,7 @@ class WorstRowTest(absltest.TestCase):
       _stats([0.0, 1.0, 0.0], "['y']"), _floor([1.0, 0.1, 0.1])
     )
     self.assertEqual(
-      rows.row_words(w),
+      row_words(w),
       "['y'] row 1: 1.0e+00, 5x beyond f32 noise (1 of 3 rows)",
     )
 

@@ -19,6 +19,7 @@ import recorded
 from absl.testing import absltest
 
 from hloprobe import engine
+from hloprobe.report.verdict_words import prediction_words
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
@@ -52,10 +53,10 @@ class HiddenSiteTest(absltest.TestCase):
     sites = _f32_sites(stablehlo)
     self.assertNotEmpty(sites)
     self.assertTrue(
-      p.verdict.endswith(
+      prediction_words(p).endswith(
         f"TF32_TF32_F32 at sites {sites}, hidden by bf16 output rounding"
       ),
-      p.verdict,
+      prediction_words(p),
     )
 
   def test_forward_variant(self):
@@ -65,7 +66,7 @@ class HiddenSiteTest(absltest.TestCase):
     )
     self.assertIn(
       f"TF32_TF32_F32 at sites {_f32_sites(stablehlo)}, hidden by bf16",
-      p.verdict,
+      prediction_words(p),
     )
 
 
@@ -85,7 +86,7 @@ class Bf16ProductsTest(absltest.TestCase):
     self.assertAlmostEqual(
       p.stats.row0_abs, float(np.max(np.abs(want - ref))), places=12
     )
-    self.assertIn("BF16_PRODUCTS_F32 at sites [0]", p.verdict)
+    self.assertIn("BF16_PRODUCTS_F32 at sites [0]", prediction_words(p))
 
 
 class CpuIgnoresPresetTest(absltest.TestCase):
@@ -96,7 +97,7 @@ class CpuIgnoresPresetTest(absltest.TestCase):
     self.assertIn(
       "site 0 ran F32_F32_F32 for declared BF16_BF16_F32: the target "
       "ignores the preset",
-      r.prediction.verdict,
+      prediction_words(r.prediction),
     )
 
 

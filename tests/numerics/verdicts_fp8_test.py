@@ -19,6 +19,7 @@ import testutil
 from absl.testing import absltest
 
 from hloprobe.compile import get_case
+from hloprobe.report.verdict_words import prediction_words
 
 pytestmark = [pytest.mark.compiles]
 
@@ -35,32 +36,34 @@ class PredictedTest(absltest.TestCase):
     rec = recorded.load("fp8_scaled_matmul_h100_n8_default_no_triton_gemm")
     p = recorded.prediction(self.case, rec)
     self.assertEqual(p.site_algorithms, ("F32_F32_F32",))
-    self.assertTrue(p.verdict.startswith("within f32 noise; "), p.verdict)
+    self.assertTrue(
+      prediction_words(p).startswith("within f32 noise; "), prediction_words(p)
+    )
     self.assertIn(
       "site 0: fp8 cuBLASLt rewrite fired (`__cublas$lt$matmul$f8`, "
       "scales a=x_scale, b=w_scale",
-      p.verdict,
+      prediction_words(p),
     )
-    self.assertNotIn("emulated as F32", p.verdict)
+    self.assertNotIn("emulated as F32", prediction_words(p))
     # DEFAULT operand precision, ALG_UNSET: cuBLASLt fast accumulation on
     # (cuda_blas_lt.cc IsFastAccumEnabled), which is not emulated.
     self.assertIn(
       "site 0 ANY_F8_ANY_F8_F32_FAST_ACCUM: not modelled: cuBLASLt FP8 "
       "fast accumulation",
-      p.verdict,
+      prediction_words(p),
     )
 
   def test_triton_tf32_is_explained_and_the_rewrite_named(self):
     rec = recorded.load("fp8_scaled_matmul_h100_n8_default")
     p = recorded.prediction(self.case, rec)
     self.assertTrue(
-      p.verdict.startswith("explained by TF32_TF32_F32 at sites [0]"),
-      p.verdict,
+      prediction_words(p).startswith("explained by TF32_TF32_F32 at sites [0]"),
+      prediction_words(p),
     )
     self.assertIn(
       "site 0: fp8 cuBLASLt rewrite did not fire: the Triton gemm took "
       "the dot first",
-      p.verdict,
+      prediction_words(p),
     )
 
 

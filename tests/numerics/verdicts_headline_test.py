@@ -31,12 +31,18 @@ from hloprobe.compile import (
 from hloprobe.engine import SweepSpec, plan_sweep, run_sweep
 from hloprobe.numerics import accuracy, floor_check
 from hloprobe.numerics import predict as predict_module
-from hloprobe.numerics.rows import far_rows_words, worst_row
-from hloprobe.numerics.verdicts import Verdict, VerdictKind, verdict_words
+from hloprobe.numerics.rows import far_rows, worst_row
+from hloprobe.numerics.verdicts import FarCause, Verdict, VerdictKind
 from hloprobe.report import Answer
 from hloprobe.report.explain_answer import answer_lines
+from hloprobe.report.verdict_words import (
+  far_rows_words,
+  verdict_words,
+  what_words,
+)
 from hloprobe.verify import candidates
 from hloprobe.verify import fix as verify_fix
+from hloprobe.verify.candidates import TrialReason
 
 _N_ROWS = 40000
 _BAD_FROM = 32768  # jax-ml/jax#39103: XLA:CPU's rows >= 2^15 of 40000
@@ -60,6 +66,10 @@ def _planted(bad_from=_BAD_FROM, error=1.0e7):
   return stats, floor
 
 
+def _far_words(w) -> str:
+  return far_rows_words(far_rows(w, FarCause.MISCOMPILE))
+
+
 class FarRowsTest(absltest.TestCase):
   def test_a_run_of_wrong_rows_is_named_by_its_range(self):
     stats, floor = _planted()
@@ -68,14 +78,14 @@ class FarRowsTest(absltest.TestCase):
     self.assertEqual((w.first_beyond, w.last_beyond), (32768, 39999))
     self.assertEqual(w.beyond, _N_ROWS - _BAD_FROM)
     self.assertEqual(
-      far_rows_words(w), "rows 32768-39999 of 40000 wrong by up to 1.0e+07"
+      _far_words(w), "rows 32768-39999 of 40000 wrong by up to 1.0e+07"
     )
 
   def test_rows_beyond_by_less_than_orders_of_magnitude_are_not_led_with(self):
     stats, floor = _planted(error=1e-4)  # 50x the allowed 2e-6: beyond, near
     w = worst_row(stats, floor)
     self.assertFalse(w.within)
-    self.assertIsNone(far_rows_words(w))
+    self.assertIsNone(far_rows(w, FarCause.MISCOMPILE))
 
   def test_scattered_rows_are_counted_with_their_extent(self):
     errors = np.full(8, 1e-7)
@@ -83,7 +93,7 @@ class FarRowsTest(absltest.TestCase):
     stats = accuracy.ErrorStats(0.0, 0.0, 1e-7, 2.0, 1.0, row_abs=errors)
     floor = accuracy.NoiseFloor(1e-6, 1e-6, 0.0, np.full(8, 1e-6))
     self.assertEqual(
-      far_rows_words(worst_row(stats, floor)),
+      _far_words(worst_row(stats, floor)),
       "2 rows of 8 wrong (rows 1 to 6) by up to 2.0e+00",
     )
 
@@ -139,7 +149,7 @@ class NotJudgedTest(absltest.TestCase):
     r = records.ConfigResult(_config(), prediction_error=why)
     (f,) = verify.find_findings([r])
     self.assertEqual((f.kind, f.ratio), ("not judged", None))
-    self.assertEqual(f.what, f"not judged: {why}")
+    self.assertEqual(what_words(f), f"not judged: {why}")
     lines = answer_lines(Answer((f,)))
     self.assertNotIn("no finding", lines[0])
     self.assertIn(f"not judged: {why}", lines[0])
@@ -149,11 +159,15 @@ class NotJudgedTest(absltest.TestCase):
       [records.ConfigResult(_config(), prediction_error="EmulationError: x")]
     )
     c = verify.Candidate("float32", "--precisions=float32", "cost")
-    t = verify.FixTrial(c, False, "not judged: EmulationError: x", "cmd", False)
+    (left,) = f
+    t = verify.FixTrial(
+      c, False, TrialReason(False, ("accurate",), 1, left), "cmd", False
+    )
     lines = answer_lines(Answer(f, (t,)))
     self.assertEqual(
       lines[1],
-      "Do: no fix could be judged (1 tried: not judged: EmulationError: x)",
+      "Do: no fix could be judged (1 tried: accurate failed: h100 n = 2: "
+      "not judged: EmulationError: x)",
     )
     self.assertNotIn("fails:", "\n".join(lines))
     self.assertIn("  not judged: ", "\n".join(lines[2:]))
@@ -293,10 +307,10 @@ class FortyThousandRowsTest(absltest.TestCase):
     wrong = np.flatnonzero(np.abs(got - _seed_f64(xy, params)) > 1e-3)
     verdict = r.prediction.judgement
     if wrong.size:  # the rows, named first, and the suspected miscompile
-      self.assertIn(
-        f"rows {wrong[0]}-{wrong[-1]} of 40000 wrong", verdict.far_rows
-      )
-      self.assertIn("suspected XLA:CPU miscompile", verdict.far_rows)
+      words = verdict_words(verdict)
+      self.assertIn(f"rows {wrong[0]}-{wrong[-1]} of 40000 wrong", words)
+      self.assertIn("suspected XLA:CPU miscompile", words)
+      self.assertIs(verdict.far_rows.cause, FarCause.MISCOMPILE)
     else:  # every row right: no rows lead, and the verdict is accurate
       self.assertIsNone(verdict.far_rows)
       self.assertTrue(verdict.accurate, verdict_words(verdict))

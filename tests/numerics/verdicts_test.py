@@ -18,7 +18,7 @@ from hloprobe.numerics import (
 )
 from hloprobe.numerics.accuracy import ErrorStats, NoiseFloor
 from hloprobe.numerics.made import MathChange, config_judgement
-from hloprobe.numerics.verdicts import verdict_words
+from hloprobe.report.verdict_words import verdict_words
 from hloprobe.sites import Fate
 
 _NOISE = NoiseFloor(row0_abs=1e-4, max_abs=2e-4, row0_spread_abs=1e-5)
@@ -106,7 +106,7 @@ class ConfigJudgementTest(absltest.TestCase):
     self.assertIs(config_judgement(within, Made(None, 1e-6, 4.2e-5)), within)
 
 
-# Words a verdict or fate starts with (`verdicts.verdict_words`,
+# Words a verdict or fate starts with (`report.verdict_words`,
 # `numerics.made`, `sites.Fate`'s values): matching them by prefix outside
 # report/ reads a record's words back instead of its fields.
 _WORDS = (

@@ -51,6 +51,7 @@ from testutil import SweepPool, numpy_seed_row0, record_cache, run_hloprobe_here
 
 from hloprobe import engine
 from hloprobe.compile import cases
+from hloprobe.numerics import Verdict, VerdictKind
 from hloprobe.pictures.outputs import html_page
 from hloprobe.report import explain
 
@@ -160,7 +161,7 @@ def _planted_small():
       stats=stats,
       noise=dataclasses.replace(p.noise, row0_abs=1e-4),
       rows=(),
-      verdict="unexplained",
+      verdicts=(Verdict(VerdictKind.UNEXPLAINED),),
     ),
   )
 

@@ -29,7 +29,7 @@ import time
 
 import pytest
 from absl.testing import absltest
-from testutil import ROOT, run_hloprobe, run_hloprobe_here
+from testutil import ROOT, run_hloprobe_here
 
 from hloprobe import engine, records
 from hloprobe.commands import common
@@ -423,13 +423,16 @@ class ModelExplorerTest(absltest.TestCase):
 class CommandLineTest(absltest.TestCase):
   def test_html_format_and_files(self):
     out = self.create_tempdir().full_path
-    proc = run_hloprobe(
+    # In this process (stderr no terminal here either); a fresh process's
+    # CLI run with --output_dir: tests/runtime/host_test.py.
+    proc = run_hloprobe_here(
       "sweep",
       "--targets=cpu",
       "--batch_sizes=1",
       "--precisions=float32",
       "--format=html",
       f"--output_dir={out}",
+      timeout_s=600,
     )
     self.assertEqual(proc.returncode, 0, proc.stderr)
     page = _Page()

@@ -21,9 +21,12 @@ import numpy as np
 from absl.testing import absltest, parameterized
 from hand_results import config_result
 
-from hloprobe.numerics import accuracy, rows
+from hloprobe.numerics import Verdict, VerdictKind, accuracy, rows
 from hloprobe.pictures import html_report, html_table, severity
 from hloprobe.records import ConfigResult
+
+# "explained by TF32_TF32_F32 at sites [0, 1, 2]"
+_TF32_SITES = (("TF32_TF32_F32", (0, 1, 2)),)
 
 
 def _seed_a100() -> ConfigResult:
@@ -32,12 +35,14 @@ def _seed_a100() -> ConfigResult:
     precision="tensorfloat32",
     err=0.61,
     ran=False,
-    verdict="explained by TF32_TF32_F32 at sites [0, 1, 2]",
+    verdict=Verdict(VerdictKind.EXPLAINED, algorithms=_TF32_SITES),
   )
 
 
 def _unexplained_small() -> ConfigResult:
-  return config_result(precision="bfloat16", err=3e-4, verdict="unexplained")
+  return config_result(
+    precision="bfloat16", err=3e-4, verdict=Verdict(VerdictKind.UNEXPLAINED)
+  )
 
 
 class SeverityTest(parameterized.TestCase):

@@ -28,6 +28,7 @@ from hloprobe.report import explain_results, render
 from hloprobe.report.explain_records import AGREES
 from hloprobe.report.explain_text import render_explanation
 from hloprobe.report.results_schema import config_json
+from hloprobe.report.verdict_words import config_words
 from hloprobe.verify.evidence import MathChanged
 
 _WORDS = "alpha_real 0.1, beta 0, epilogue BIAS"
@@ -46,9 +47,11 @@ def _result(jaxlib: str = "0.10.2", edit=lambda text: text) -> ConfigResult:
 class WiringTest(absltest.TestCase):
   def test_config_verdict_leads_with_the_change(self):
     r = _result()
-    self.assertTrue(r.verdict.startswith(f"{CHANGED}: __cublas$lt$matmul"))
-    self.assertIn(_WORDS, r.verdict)
-    self.assertIsNone(_result("0.12.0.1").verdict)
+    self.assertTrue(
+      config_words(r).startswith(f"{CHANGED}: __cublas$lt$matmul")
+    )
+    self.assertIn(_WORDS, config_words(r))
+    self.assertIsNone(config_words(_result("0.12.0.1")))
 
   def test_tables_show_made_error_and_verdict(self):
     text = render([_result()], "markdown", {"jax": "x", "jaxlib": "x"})

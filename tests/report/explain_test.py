@@ -441,12 +441,15 @@ class CublasTf32OptionalTest(absltest.TestCase):
   def test_change_is_worded_as_may(self):
     # no_triton_gemm: sites 0-2 become cuBLASLt calls whose TF32 is
     # allowed, not required (a real H200's kept the K = 2 gemm in f32).
+    # Through the record cache: tests/verify/fix_test.py's no_triton_gemm
+    # fix sweeps the bfloat16 half of these configs.
     spec = engine.SweepSpec(
       ("seed_mlp",),
       (1, 2),
       ("bfloat16", "float32"),
       ("a100",),
-      experiments=(experiments.parse_experiment("no_triton_gemm"),),
+      experiments=(experiments.Experiment.parse("no_triton_gemm"),),
+      cache_dir=testutil.record_cache(),
     )
     found = {
       e.experiment: e for e in explain.explain_results(_POOL.run(spec), _CASES)

@@ -23,7 +23,8 @@ from hloprobe.report.explain_answer import (
   answer_lines,
 )
 from hloprobe.report.findings import code_change, group_causes
-from hloprobe.verify.findings import rank_findings
+from hloprobe.verify.candidates import TrialReason
+from hloprobe.verify.findings import Said, rank_findings
 
 
 def _dense(x, w1, w2):
@@ -54,12 +55,14 @@ def _finding(ns, row=0, ratio=780.0, n=None, precisions=("bfloat16",), **kw):
     True,
     precisions,
     ns,
-    "explained by TF32_TF32_F32 at sites [0, 1]"
-    if row == 0
-    else f"row {row} of 9 beyond its floor",
+    Said(
+      text="explained by TF32_TF32_F32 at sites [0, 1]"
+      if row == 0
+      else f"row {row} of 9 beyond its floor"
+    ),
     error_abs=ratio * 1e-5,
     floor_abs=1e-5,
-    floor_words="f32 noise floor",
+    floor_dtype="float32",
     ratio=ratio,
     source="predicted",
     worst_n=n or ns[0],
@@ -71,7 +74,8 @@ def _finding(ns, row=0, ratio=780.0, n=None, precisions=("bfloat16",), **kw):
 
 def _trial(fix: str, passed: bool) -> verify.FixTrial:
   c = verify.Candidate(fix, f"--precisions={fix}", "some cost")
-  return verify.FixTrial(c, passed, "why", f"hloprobe verify --fix={fix}")
+  why = TrialReason(passed, ("accurate",), 4)
+  return verify.FixTrial(c, passed, why, f"hloprobe verify --fix={fix}")
 
 
 class GroupTest(absltest.TestCase):

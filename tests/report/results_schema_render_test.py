@@ -9,7 +9,7 @@ import os
 from absl.testing import absltest
 
 from hloprobe.compile.targets import get_target
-from hloprobe.numerics import accuracy, bands, predict
+from hloprobe.numerics import Verdict, VerdictKind, accuracy, bands, predict
 from hloprobe.records import Config, ConfigResult, Execution
 from hloprobe.report import files, results_schema, tables, verification
 from hloprobe.verify.fix import Fix
@@ -44,7 +44,8 @@ def _overflowed() -> ConfigResult:
     top_site=None,
     bands=(band,),
     best_candidate=None,
-    verdict="n/a",
+    leaves=("",),
+    verdicts=(Verdict(VerdictKind.UNEXPLAINED),),
   )
   return ConfigResult(
     Config("c_inf", get_target("cpu"), 2, "float32"),

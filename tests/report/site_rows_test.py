@@ -20,6 +20,7 @@ from absl.testing import absltest
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
 from hloprobe.numerics import rows
 from hloprobe.report import site_rows
+from hloprobe.report.verdict_words import row_words
 
 _MLIR = (
   pathlib.Path(__file__).parents[1]
@@ -54,13 +55,13 @@ def _worst(abs_err: float, floor_abs: float) -> rows.WorstRow:
 class RowWordsTest(absltest.TestCase):
   def test_a_multiple_below_10_keeps_one_decimal(self):
     self.assertEqual(
-      rows.row_words(_worst(6.04e-07, 2.31e-07)),
+      row_words(_worst(6.04e-07, 2.31e-07)),
       "row 3: 6.0e-07, 1.3x beyond f32 noise (1 of 8 rows)",
     )
 
   def test_whole_multiples_stay_whole(self):
-    self.assertIn("5x beyond", rows.row_words(_worst(1.0, 0.1)))
-    self.assertIn("126x beyond", rows.row_words(_worst(25.2, 0.1)))
+    self.assertIn("5x beyond", row_words(_worst(1.0, 0.1)))
+    self.assertIn("126x beyond", row_words(_worst(25.2, 0.1)))
 
 
 if __name__ == "__main__":

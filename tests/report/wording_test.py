@@ -17,9 +17,10 @@ from absl.testing import absltest
 from hloprobe.compile import get_target
 from hloprobe.ir import as_precision
 from hloprobe.numerics import Prediction, accuracy, site_notes
-from hloprobe.numerics.verdicts import Verdict, VerdictKind, verdict_words
+from hloprobe.numerics.verdicts import Verdict, VerdictKind
 from hloprobe.records import Compilation, Config, ConfigResult
 from hloprobe.report import explain, explain_records, explain_text
+from hloprobe.report.verdict_words import verdict_words
 from hloprobe.sites import Fate, effective
 
 
@@ -159,7 +160,9 @@ class HeadlineLeafTest(absltest.TestCase):
 
 class OtherLeavesTest(absltest.TestCase):
   def test_explain_names_an_overflowing_leaf_beside_the_headline(self):
-    overflow = "overflow: 16 of 16 elements of ['s8'] exceed s8 [-128, 127]"
+    overflow = (
+      "overflow: 16 of 16 elements of ['s8'] exceed s8 [-128, 127] and wrap"
+    )
     p = Prediction(
       (),
       None,
@@ -169,12 +172,13 @@ class OtherLeavesTest(absltest.TestCase):
       None,
       (),
       None,
-      verdict="exact",
+      ("['s32']", "['s8']"),
       leaf="['s32']",
-      leaf_verdicts=(("['s32']", "exact"), ("['s8']", overflow)),
       verdicts=(
         Verdict(VerdictKind.EXACT, "int32", "['s32']"),
-        Verdict(VerdictKind.OVERFLOW, "int8", "['s8']", (), 16, 16, 16),
+        Verdict(
+          VerdictKind.OVERFLOW, "int8", "['s8']", (), 16, 16, 16, "wraps"
+        ),
       ),
     )
     self.assertEqual(explain._verdict_words(p), f"exact; ['s8']: {overflow}")

@@ -17,7 +17,7 @@ from absl.testing import absltest
 
 from hloprobe import engine
 from hloprobe.compile import cases, targets
-from hloprobe.compile.experiments import parse_experiment
+from hloprobe.compile.experiments import Experiment
 from hloprobe.runtime import pool as worker
 
 pytestmark = pytest.mark.compiles
@@ -180,7 +180,7 @@ class RetireTest(absltest.TestCase):
     # invariance answer reads) and a case's loader (a negative lane) are
     # kept.
     spec = engine.SweepSpec(("seed_mlp",), (1, 2), ("float32",), ("cpu",))
-    nofm = parse_experiment("nofm:--xla_cpu_enable_fast_math=false")
+    nofm = Experiment.parse("nofm:--xla_cpu_enable_fast_math=false")
     with worker.WorkerPool() as pool:
       keys = lambda *pairs: sorted(pool._key(f, lane) for f, lane in pairs)
       engine.run_sweep(
@@ -218,7 +218,7 @@ class JobsTest(absltest.TestCase):
         ("float32",),
         ("cpu", a100),
         experiments=(
-          parse_experiment("nofm:--xla_cpu_enable_fast_math=false"),
+          Experiment.parse("nofm:--xla_cpu_enable_fast_math=false"),
         ),
       )
       spec = engine.plan_sweep(spec)  # read here, once for both sweeps

@@ -89,7 +89,8 @@ def aborts():
 class FailureMessageTest(absltest.TestCase):
   def _sweep(self, *factories: str) -> list[dict]:
     cases = self.create_tempfile("cases.py", _CASES).full_path
-    proc = testutil.run_hloprobe(
+    # In this process: the cases act in workers only (IN_WORKER).
+    proc = testutil.run_hloprobe_here(
       "sweep",
       "--case=" + ",".join(f"{cases}:{f}" for f in factories),
       "--batch_sizes=1",
@@ -97,6 +98,7 @@ class FailureMessageTest(absltest.TestCase):
       "--nocache",
       "--jobs=1",
       "--format=json",
+      timeout_s=600,
     )
     self.assertEqual(proc.returncode, 1, proc.stderr)
     return json.loads(proc.stdout)["configs"]

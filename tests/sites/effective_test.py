@@ -15,6 +15,7 @@ import pytest
 import recorded
 from absl.testing import absltest, parameterized
 
+from hloprobe import numerics
 from hloprobe.compile import Case, get_target, lowering, targets
 from hloprobe.engine.measure import run_config
 from hloprobe.sites import effective
@@ -202,6 +203,16 @@ class SplitPassesTest(parameterized.TestCase):
       self.assertIsNone(f.effective_algorithm)
       self.assertIsNone(f.algorithm_source)
       self.assertIn("count not read", f.algorithm_evidence)
+      # Nor does the kernel model take it as one bf16 pass.
+      m = numerics.site_model(
+        f.fate.value,
+        f.mma_opcodes,
+        "8.0",
+        f.split_k,
+        f.effective_algorithm,
+        f.ptx_tf32_rounding,
+      )
+      self.assertEqual(m.kind, "band")
 
   @parameterized.named_parameters(*((r, r) for r in recorded.RELEASES))
   def test_one_pass_kernels_stay_one_pass(self, jaxlib):

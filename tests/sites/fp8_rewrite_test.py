@@ -24,7 +24,8 @@ from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
 from hloprobe.numerics import site_notes
 from hloprobe.numerics.candidates import chosen_algorithms
-from hloprobe.numerics.verdicts import Verdict, VerdictKind, verdict_words
+from hloprobe.numerics.verdicts import Verdict, VerdictKind
+from hloprobe.report.verdict_words import verdict_words
 from hloprobe.sites import dot_sites, fp8_operands, fp8_rewrite, site_fate
 from hloprobe.sites.site_fate import Fate
 

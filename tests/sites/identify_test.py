@@ -19,6 +19,7 @@ from absl.testing import absltest, parameterized
 from hloprobe import engine
 from hloprobe.compile import cases, compat, targets
 from hloprobe.engine.measure import run_config
+from hloprobe.report.verdict_words import prediction_words
 
 # Compiles with XLA (`make test-fast` skips it).
 pytestmark = pytest.mark.compiles
@@ -62,7 +63,9 @@ class VerdictTest(absltest.TestCase):
     p = recorded.prediction(
       program_cases.two_dots(), recorded.load("two_dots_a100_n2_default")
     )
-    self.assertEqual(p.verdict, "explained by TF32_TF32_F32 at sites [0]")
+    self.assertEqual(
+      prediction_words(p), "explained by TF32_TF32_F32 at sites [0]"
+    )
 
 
 def _numpy_merged_row0_abs(case) -> float:
@@ -97,7 +100,8 @@ class DotMergerVerdictTest(parameterized.TestCase):
 
   def _assert_tf32_at_both(self, case, r):
     self.assertEqual(
-      r.prediction.verdict, "explained by TF32_TF32_F32 at sites [0, 1]"
+      prediction_words(r.prediction),
+      "explained by TF32_TF32_F32 at sites [0, 1]",
     )
     self.assertEqual(
       [f.effective_algorithm for f in r.compilation.fates],

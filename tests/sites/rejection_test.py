@@ -19,7 +19,8 @@ from absl.testing import absltest
 from hloprobe import engine
 from hloprobe.compile import Rejection
 from hloprobe.sites import explain_rejection
-from hloprobe.verify import Reason, verify_fix
+from hloprobe.verify import verify_fix
+from hloprobe.verify.evidence import Reason
 
 _DATA = os.path.join(
   os.path.dirname(os.path.dirname(__file__)),

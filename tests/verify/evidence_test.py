@@ -5,7 +5,6 @@ records by field, not by class)."""
 from __future__ import annotations
 
 import dataclasses
-import typing
 
 from absl.testing import absltest
 
@@ -27,11 +26,16 @@ class EvidenceKindTest(absltest.TestCase):
     self.assertCountEqual(kinds, list(ev.EvidenceKind))
 
   def test_every_evidence_record_has_its_words(self):
-    members = typing.get_args(ev.Evidence)
+    members = [c for c in _records() if issubclass(c, ev.Evidence)]
     self.assertLen(members, 7)
     self.assertEqual(
       {m.evidence_kind for m in members}, set(verification._WORDS)
     )
+
+  def test_the_enums_are_reached_through_evidence(self):
+    self.assertIs(ev.Evidence.Kind, ev.EvidenceKind)
+    self.assertIs(ev.Evidence.Reason, ev.Reason)
+    self.assertIsInstance(ev.NotJudged(None, ev.Reason.NO_CONFIGS), ev.Evidence)
 
   def test_a_kind_is_not_a_field(self):
     # GoldenNote has a field `kind` of its own; the class attribute must

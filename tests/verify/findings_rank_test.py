@@ -28,10 +28,13 @@ from hloprobe.numerics import (
   ErrorStats,
   NoiseFloor,
   Prediction,
+  Verdict,
+  VerdictKind,
   WorstRow,
 )
 from hloprobe.numerics.predict import SiteShare
-from hloprobe.verify.findings import rank_findings
+from hloprobe.report.verdict_words import times_words, what_words
+from hloprobe.verify.findings import Said, rank_findings
 
 _N, _K = 8, 64
 _VERDICT = "explained by TF32_TF32_F32 at sites [0]"
@@ -105,7 +108,8 @@ def _result(row5: str) -> records.ConfigResult:
     0,
     (),
     None,
-    _VERDICT,
+    ("",),
+    (Verdict(VerdictKind.EXPLAINED, algorithms=(("TF32_TF32_F32", (0,)),)),),
     rows=(worst,),
   )
   config = records.Config("planted", get_target("a100"), _N, "tensorfloat32")
@@ -122,7 +126,7 @@ class FurthestRowTest(absltest.TestCase):
     self.assertGreater(ratio5, NOISE_FACTOR * ratio0)
     (f,) = verify.find_findings([_result("bf16")])
     self.assertEqual(f.kind, "row")
-    self.assertEqual(f.what, "row 5 of 8 beyond its floor")
+    self.assertEqual(what_words(f), "row 5 of 8 beyond its floor")
     self.assertEqual((f.error_abs, f.floor_abs), (errors[5], pooled[5]))
     self.assertAlmostEqual(f.ratio, ratio5, delta=1e-9 * ratio5)
     self.assertEqual(f.sites, (0,))
@@ -132,7 +136,7 @@ class FurthestRowTest(absltest.TestCase):
     errors, floors, *_ = _numbers("same")
     self.assertEqual(errors[5], errors[0])
     (f,) = verify.find_findings([_result("same")])
-    self.assertEqual((f.kind, f.what), ("row 0", _VERDICT))
+    self.assertEqual((f.kind, what_words(f)), ("row 0", _VERDICT))
     self.assertEqual((f.error_abs, f.floor_abs), (errors[0], floors[0]))
 
   def test_ranked_among_findings_by_row_5(self):
@@ -157,7 +161,7 @@ class NanTest(absltest.TestCase):
       True,
       ("bfloat16",),
       (2,),
-      "x",
+      Said(text="x"),
       ratio=ratio,
     )
 
@@ -169,15 +173,15 @@ class NanTest(absltest.TestCase):
       found = [self._finding(c, ratios[c]) for c in order]
       ranked = [f.case for f in rank_findings(found)]
       self.assertEqual(ranked, ["b", "d", "c", "a", "e"])
-    self.assertEqual(verify.times_words(math.nan), "a NaN error, beyond")
+    self.assertEqual(times_words(math.nan), "a NaN error, beyond")
 
   def test_an_infinite_error_is_named_so(self):
     # An f32 overflow (float64 finite): error inf over an inf floor is
     # neither "a NaN error" (inf/inf) nor "beyond an exact band".
     self.assertEqual(
-      verify.times_words(math.inf, math.inf), "an infinite error, beyond"
+      times_words(math.inf, math.inf), "an infinite error, beyond"
     )
-    self.assertEqual(verify.times_words(math.inf, 1.0), "beyond an exact band")
+    self.assertEqual(times_words(math.inf, 1.0), "beyond an exact band")
 
   def test_a_nan_row_beats_row_0(self):
     # Row 0 beyond its floor (TF32), row 5 NaN: the row is the finding.
@@ -188,7 +192,9 @@ class NanTest(absltest.TestCase):
     )
     prediction = dataclasses.replace(r.prediction, rows=(nan_row,))
     (f,) = verify.find_findings([dataclasses.replace(r, prediction=prediction)])
-    self.assertEqual((f.kind, f.what), ("row", "row 5 of 8 beyond its floor"))
+    self.assertEqual(
+      (f.kind, what_words(f)), ("row", "row 5 of 8 beyond its floor")
+    )
     self.assertTrue(math.isnan(f.ratio))
 
 

@@ -14,6 +14,8 @@ from hloprobe import records, verify
 from hloprobe.compile import get_target
 from hloprobe.report import Answer
 from hloprobe.report.explain_answer import answer_json, answer_lines
+from hloprobe.report.verdict_words import times_words, what_words
+from hloprobe.verify.candidates import TrialReason
 from hloprobe.verify.findings import rank_findings
 
 
@@ -40,7 +42,7 @@ class RankTest(parameterized.TestCase):
     failure = records.Failure("compile", "XlaRuntimeError: INTERNAL: boom")
     (f,) = verify.find_findings([records.ConfigResult(config, failure=failure)])
     self.assertEqual((f.kind, f.ratio, f.batch_sizes), ("failed", None, (2,)))
-    self.assertIn("compile failed: XlaRuntimeError", f.what)
+    self.assertIn("compile failed: XlaRuntimeError", what_words(f))
 
   @parameterized.named_parameters(
     ("thousands", 6029.4, "6029x"),
@@ -48,7 +50,7 @@ class RankTest(parameterized.TestCase):
     ("exact_band", math.inf, "beyond an exact band"),
   )
   def test_times_words(self, ratio, words):
-    self.assertEqual(verify.times_words(ratio), words)
+    self.assertEqual(times_words(ratio), words)
 
 
 _X3 = "BF16_BF16_F32_X3"
@@ -56,7 +58,8 @@ _X3 = "BF16_BF16_F32_X3"
 
 def _trial(fix: str, passed: bool) -> verify.FixTrial:
   c = verify.Candidate(fix, f"--precisions={fix}", "some cost")
-  return verify.FixTrial(c, passed, "why", f"hloprobe verify --fix={fix}")
+  why = TrialReason(passed, ("accurate",), 4)
+  return verify.FixTrial(c, passed, why, f"hloprobe verify --fix={fix}")
 
 
 class AnswerLinesTest(absltest.TestCase):
@@ -93,7 +96,9 @@ class AnswerLinesTest(absltest.TestCase):
     verbose = answer_lines(
       Answer((f,), (_trial("float32", True), _trial(_X3, False))), True
     )
-    self.assertIn(f"{change}: why: hloprobe verify --fix={_X3}", verbose)
+    self.assertIn(
+      f"{change}: accurate failed: hloprobe verify --fix={_X3}", verbose
+    )
 
   def test_a_second_cause_is_listed_below(self):
     big, small = finding(6000.0), finding(3.0, "t4")
