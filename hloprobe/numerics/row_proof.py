@@ -34,6 +34,13 @@ mixes rows. The rules are the primitives' shape semantics
                                  the kernel shared, one group
   jit, custom_jvp/vjp calls      their body, followed
 
+The jaxpr is traced at `_ROWS` rows (abstract values), so that a value
+made without a batched operand but along the batch size is seen: a
+broadcast of shared values is the same in every row and may meet the
+rows elementwise; anything else (an iota of the batch size, random bits
+of the batch's shape) differs by row index, which rows gathered would
+not keep, and is not followed.
+
 Anything else with a batched operand (gather, scatter, dynamic slices,
 loops, collectives, a primitive not listed) is not followed: the proof
 fails and names it, and the caller falls back to every row. A proof is
@@ -80,6 +87,14 @@ _REDUCTIONS = frozenset(
 _CUMULATIVE = frozenset("cumsum cumprod cummax cummin cumlogsumexp".split())
 
 
+# The batch size the jaxpr is traced at (abstract values, no data): a
+# prime no other dimension is likely to equal, so that a shared value of
+# that size was made along the batch (`_shared`).
+_ROWS = 1009
+# A shared value broadcast along the batch size: the same in every row.
+_FLAT = "flat"
+
+
 class _NotProven(Exception):
   """A primitive the proof cannot follow with a batched operand."""
 
@@ -101,11 +116,23 @@ def proof(case, args: Sequence, out_axes: Sequence[int | None]) -> str | None:
     operand)" or "output leaf 0 mixes rows".
   """
   axes = case.arg_axes(len(args))
-  leaf_axes = []
+  leaf_axes, shaped = [], []
   for arg, axis in zip(args, axes):
-    for leaf in jax.tree_util.tree_leaves(arg):
-      leaf_axes.append(None if axis is None else axis % np.ndim(leaf))
-  closed, _ = trace(case.fn, args)
+    leaves, tree = jax.tree_util.tree_flatten(arg)
+    found = []
+    for leaf in leaves:
+      shape = list(np.shape(leaf))
+      if axis is not None:  # a Python int: numpy's is no `int`
+        leaf_axes.append(int(axis) % len(shape))
+        shape[leaf_axes[-1]] = _ROWS
+      else:
+        leaf_axes.append(None)
+      found.append(jax.ShapeDtypeStruct(tuple(shape), np.result_type(leaf)))
+    shaped.append(jax.tree_util.tree_unflatten(tree, found))
+  try:
+    closed, _ = trace(case.fn, shaped)
+  except Exception as e:  # a program that cannot take _ROWS rows
+    return f"not proven: not traced at {_ROWS} rows ({type(e).__name__})"
   jaxpr = open_jaxpr(closed)
   if len(leaf_axes) != len(jaxpr.invars):
     return "not proven: the arguments' leaves do not match the jaxpr's"
@@ -118,6 +145,8 @@ def proof(case, args: Sequence, out_axes: Sequence[int | None]) -> str | None:
   for i, (got, want, var) in enumerate(zip(found, out_axes, jaxpr.outvars)):
     if want is not None:
       want %= len(var.aval.shape)
+    if got is _FLAT:
+      return f"not proven: output leaf {i} is made along the batch size"
     if got != want:
       return f"output leaf {i}: batch axis {got}, the case names {want}"
   return None
@@ -136,11 +165,16 @@ def _walk(jaxpr, in_axes: Sequence[int | None]) -> list[int | None]:
 
   for eqn in jaxpr.eqns:
     ins = [read(v) for v in eqn.invars]
-    if all(a is None for a in ins):
-      outs = [None] * len(eqn.outvars)
-    else:
+    name = eqn.primitive.name
+    if name in CALL_PRIMITIVES:
+      outs = _walk(open_jaxpr(eqn.params[CALL_PRIMITIVES[name]]), ins)
+    elif any(isinstance(a, int) for a in ins):
       outs = _rule(eqn, ins)
+    else:
+      outs = _shared(eqn, ins)
     for var, axis in zip(eqn.outvars, outs):
+      if isinstance(axis, np.integer):  # from a param: an int here
+        axis = int(axis)
       if not isinstance(var, jex.DropVar):
         env[var] = axis
   return [read(v) for v in jaxpr.outvars]
@@ -150,25 +184,40 @@ def _shape(v) -> tuple[int, ...]:
   return tuple(v.aval.shape)
 
 
+def _shared(eqn, ins) -> list:
+  """The outputs of an eqn without a batched operand: shared (None);
+  `_FLAT` for a broadcast along the batch size (or elementwise ops of
+  such), the same in every row; anything else made along the batch size
+  (an iota, random bits of the batch's shape) is not proven: its rows
+  differ by their index, which a gathered subset would not keep."""
+  name = eqn.primitive.name
+  flat = any(a is _FLAT for a in ins)
+  sized = any(_ROWS in _shape(v) for v in eqn.outvars)
+  if not flat and not sized:
+    return [None] * len(eqn.outvars)
+  if name == "broadcast_in_dim" or (flat and name in _ELEMENTWISE):
+    return [_FLAT] * len(eqn.outvars)
+  raise _NotProven(f"primitive {name!r} along the batch size")
+
+
 def _rule(eqn, ins: list[int | None]) -> list[int | None]:
   """The outputs' batch axes of one eqn with a batched operand."""
   name = eqn.primitive.name
   params = eqn.params
-  batched = [a for a in ins if a is not None]
+  batched = [a for a in ins if isinstance(a, int)]
   out_shape = _shape(eqn.outvars[0])
-  if name in _ELEMENTWISE:
+  if name in _ELEMENTWISE:  # a _FLAT operand is the same in every row
     axis = batched[0]
     for a, v in zip(ins, eqn.invars):
-      if a is not None and (
+      if isinstance(a, int) and (
         a != axis
         or len(_shape(v)) != len(out_shape)
         or _shape(v)[a] != out_shape[a]
       ):
         raise _NotProven(f"primitive {name!r} (operands at other axes)")
     return [axis]
-  if name in CALL_PRIMITIVES:
-    inner = open_jaxpr(params[CALL_PRIMITIVES[name]])
-    return _walk(inner, ins)
+  if _FLAT in ins:
+    raise _NotProven(f"primitive {name!r} along the batch size")
   if name == "dot_general":
     return [_dot(eqn, ins)]
   if name == "conv_general_dilated":

@@ -48,6 +48,14 @@ def _layer_norm(x):
   return (x - mean) * lax.rsqrt(jnp.var(x, -1, keepdims=True) + 1e-5)
 
 
+_KEY = jax.random.key(0)
+
+
+def _bsum(w, x):
+  """w's first row broadcast to x's rows, summed over them: n x w[0]."""
+  return jnp.broadcast_to(w[0, :1], (x.shape[0], 1)).sum(0)
+
+
 @jax.jit
 def _inner(h):
   return jax.nn.gelu(h) * 2.0
@@ -70,6 +78,14 @@ class ProvenTest(parameterized.TestCase):
   )
   def test_independent(self, fn, axis):
     self.assertIsNone(_proof(_case(fn, output_axis=axis)))
+
+  def test_numpy_integer_axes(self):
+    # in_axes and params may hold numpy integers (seed_mlp's did): the
+    # same axes as Python's.
+    case = _case(
+      lambda x, w: jnp.tanh(x @ w) / 2.0, in_axes=(np.int64(0), None)
+    )
+    self.assertIsNone(_proof(case))
 
   def test_batch_on_a_rhs_free_axis(self):
     # W @ x.T: each output column is W's rows times one row of x.
@@ -100,6 +116,20 @@ class NotProvenTest(parameterized.TestCase):
     got = _proof(_case(fn))
     self.assertIsNotNone(got)
     self.assertIn(why, got)
+
+  @parameterized.named_parameters(
+    ("row_index", lambda x, w: x * jnp.arange(x.shape[0])[:, None]),
+    ("random_rows", lambda x, w: x + jax.random.normal(_KEY, x.shape)),
+    ("a_broadcast_summed_over_rows", lambda x, w: x - _bsum(w, x)),
+  )
+  def test_values_made_along_the_batch_size(self, fn):
+    # Shared data, but different for each row index (or for the batch
+    # size): rows gathered would get other values.
+    self.assertIn("along the batch size", _proof(_case(fn)))
+
+  def test_a_broadcast_along_the_batch_is_shared(self):
+    fn = lambda x, w: x[:, :8] + jnp.broadcast_to(w[0], (x.shape[0], 8))
+    self.assertIsNone(_proof(_case(fn)))
 
   def test_an_output_axis_other_than_the_case_names(self):
     got = _proof(_case(lambda x, w: (x @ w).T, output_axis=0))
