@@ -148,7 +148,7 @@ class TruncatedTf32Test(absltest.TestCase):
     z = "TF32_TRUNCATED_F32"
     self.assertEqual(p.site_algorithms, (z, z, z, "F32_F32_F32"))
     self.assertEqual(
-      p.verdict,
+      prediction_words(p),
       f"explained by {z} at sites [0, 1, 2]; sites [0, 1, 2]: TF32_TF32_F32 "
       "kernels with no cvt.rna.tf32.f32 (TF32 operands truncated), emulated "
       f"as {z}",
