@@ -11,6 +11,7 @@ flag), a library function, then `main(args) -> int` that prints.
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import enum
 import logging
@@ -271,12 +272,12 @@ def start_jax(swept) -> None:
       NVIDIA GPU (one usage line naming a compile-only target), before
       any config fails on it.
   """
-  from hloprobe.compile import attached_gpu_count, start_backends
+  from hloprobe.compile import start_backends
   from hloprobe.runtime import WorkerPool
 
   WorkerPool.check_environment_xla_flags(os.environ.get("XLA_FLAGS", ""))
   attached = [t for t in swept if t.platform == "cuda" and not t.compile_only]
-  if attached and attached_gpu_count() == 0:
+  if attached and _attached_gpu_count() == 0:
     raise InvalidArgumentError(
       f"--targets={attached[0].name} compiles and runs on an attached "
       "NVIDIA GPU, and this machine has none; compile for a GPU without "
@@ -301,6 +302,21 @@ def host():
   from hloprobe.runtime import HostCpu
 
   return HostCpu.of(os.environ.get("XLA_FLAGS"))
+
+
+def _attached_gpu_count() -> int:
+  """How many NVIDIA GPUs the CUDA driver sees (0 without a driver), asked
+  of the driver library itself (`cuInit`, `cuDeviceGetCount` of
+  libcuda.so.1), so this process starts no CUDA backend and allocates no
+  GPU memory (the workers compile and run)."""
+  try:
+    lib = ctypes.CDLL("libcuda.so.1")
+  except OSError:
+    return 0
+  count = ctypes.c_int(0)
+  if lib.cuInit(0) != 0 or lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
+    return 0
+  return count.value
 
 
 def progress_printer(stream):

@@ -20,7 +20,6 @@ from hloprobe.compile.autotune_replay import (
 from hloprobe.compile.builtin_cases import CASES as CASES
 from hloprobe.compile.case_model import Case as Case
 from hloprobe.compile.case_model import ReportedError as ReportedError
-from hloprobe.compile.cases import absolute_case_word as absolute_case_word
 from hloprobe.compile.cases import get_case as get_case
 from hloprobe.compile.cases import resolvable_elsewhere as resolvable_elsewhere
 from hloprobe.compile.compat import JAXPR_API as JAXPR_API
@@ -43,7 +42,6 @@ from hloprobe.compile.module_files import (
 from hloprobe.compile.module_files import (
   unknown_custom_calls as unknown_custom_calls,
 )
-from hloprobe.compile.placement import attached_gpu_count as attached_gpu_count
 from hloprobe.compile.placement import load_topology as load_topology
 from hloprobe.compile.rejections import Rejection as Rejection
 from hloprobe.compile.rejections import missing_lowering as missing_lowering
@@ -65,8 +63,6 @@ __all__ = [
   "Rejection",
   "ReportedError",
   "Target",
-  "absolute_case_word",
-  "attached_gpu_count",
   "compile_case",
   "get_case",
   "get_target",

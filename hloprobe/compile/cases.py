@@ -31,7 +31,6 @@ from hloprobe.errors import CaseError, did_you_mean, first_line
 
 __all__ = [
   "CASES",
-  "absolute_case_word",
   "resolvable_elsewhere",
   "Case",
   "ReportedError",
@@ -157,24 +156,6 @@ def _check_name(name, who: str) -> None:
       f"{who} returned a Case whose name {name!r} holds a control "
       "character; e.g. 'my_case'"
     )
-
-
-def absolute_case_word(word: str) -> str:
-  """A --case word resolved against this process's folder, for a process
-  that runs in another (`hloprobe versions`' and `bisect`'s workers): the
-  path of `path/to/file.py:factory` and of a module file made absolute;
-  a built-in name and `package.module:factory` as they are (a module on
-  `PYTHONPATH` is found from any folder). `+preferred_element_type=int32`
-  is kept."""
-  base, suffix = word, ""
-  if INT32_DOTS_FIX.is_fixed(word):
-    base, suffix = INT32_DOTS_FIX.unfixed(word), INT32_DOTS_FIX.case_suffix
-  where, sep, attr = base.rpartition(":")
-  if sep and where.endswith(".py"):
-    return f"{os.path.abspath(where)}:{attr}{suffix}"
-  if base not in CASES and not sep and is_module_case(base):
-    return os.path.abspath(base) + suffix
-  return word
 
 
 def resolvable_elsewhere(name: str, case: Case | None = None) -> bool:

@@ -18,7 +18,6 @@ Private in intent: use the package, `hloprobe.compile`.
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import functools
 
@@ -34,7 +33,6 @@ from hloprobe.errors import CaseError, TargetError, first_line
 
 __all__ = [
   "LoadedTopology",
-  "attached_gpu_count",
   "devices_for",
   "load_topology",
   "own_mesh_devices",
@@ -111,21 +109,6 @@ def load_topology(
 def _last_line(text: str) -> str:
   lines = [line for line in text.strip().splitlines() if line.strip()]
   return lines[-1] if lines else ""
-
-
-def attached_gpu_count() -> int:
-  """How many NVIDIA GPUs the CUDA driver sees (0 without a driver), asked
-  of the driver library itself (`cuInit`, `cuDeviceGetCount` of
-  libcuda.so.1), so this process starts no CUDA backend and allocates no
-  GPU memory (the workers compile and run)."""
-  try:
-    lib = ctypes.CDLL("libcuda.so.1")
-  except OSError:
-    return 0
-  count = ctypes.c_int(0)
-  if lib.cuInit(0) != 0 or lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
-    return 0
-  return count.value
 
 
 def devices_for(target: Target, count: int = 1) -> list:

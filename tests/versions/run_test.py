@@ -19,9 +19,9 @@ import pytest
 from absl.testing import absltest
 from testutil import run_hloprobe_here
 
-from hloprobe.compile import INT32_DOTS_FIX, absolute_case_word
+from hloprobe.compile import INT32_DOTS_FIX
 from hloprobe.versions import venvs
-from hloprobe.versions.run import spec_request
+from hloprobe.versions.run import absolute_case_word, spec_request
 
 
 class AbsoluteWordsTest(absltest.TestCase):
