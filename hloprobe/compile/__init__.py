@@ -45,7 +45,6 @@ from hloprobe.compile.module_files import (
 from hloprobe.compile.placement import load_topology as load_topology
 from hloprobe.compile.rejections import Rejection as Rejection
 from hloprobe.compile.rejections import missing_lowering as missing_lowering
-from hloprobe.compile.targets import BUILTIN_TARGETS as BUILTIN_TARGETS
 from hloprobe.compile.targets import Target as Target
 from hloprobe.compile.targets import get_target as get_target
 from hloprobe.compile.targets import is_config_path as is_config_path
@@ -54,7 +53,6 @@ from hloprobe.compile.targets import target_listing as target_listing
 __all__ = [
   "BASELINE",
   "BUILTIN_EXPERIMENTS",
-  "BUILTIN_TARGETS",
   "CASES",
   "Case",
   "Experiment",

@@ -83,13 +83,13 @@ def compile_only_target_for(device_kind: str) -> str:
   Raises:
     InvalidArgumentError: no built-in target matches (give --compile_only_target).
   """
-  from hloprobe.compile import BUILTIN_TARGETS
+  from hloprobe.compile import target_listing
 
-  for name, t in BUILTIN_TARGETS.items():
+  for t in target_listing().targets:  # the built-in ones, in order
     if t.compile_only and re.search(
-      rf"\b{re.escape(name)}\b", device_kind, re.I
+      rf"\b{re.escape(t.name)}\b", device_kind, re.I
     ):
-      return name
+      return t.name
   raise InvalidArgumentError(
     f"no built-in compile-only target for device {device_kind!r}; pass "
     "--compile_only_target=NAME or a .txtpb file"
