@@ -14,7 +14,8 @@ import numpy as np
 import recorded
 
 from hloprobe.compile import CASES, Case
-from hloprobe.numerics import Made, MadeChecker
+from hloprobe.numerics import Made
+from hloprobe.numerics.made import MadeChecker
 
 FIXTURE = "scaled_dense_a100_n8_float32_no_triton_gemm"
 N = 8

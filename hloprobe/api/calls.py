@@ -49,7 +49,7 @@ from hloprobe.api.results import Results
 from hloprobe.api.running import run, shipped
 from hloprobe.api.ship import worker_environment
 from hloprobe.compile import Case
-from hloprobe.engine import SweepPlan, SweepSpec, check_nonempty, plan_sweep
+from hloprobe.engine import SweepPlan, SweepSpec, plan_sweep
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.report import Answer, explain_results, render, render_answered
 from hloprobe.runtime import HostCpu
@@ -327,7 +327,7 @@ def _plan(fn_or_case, example_args, case_options, spec) -> SweepPlan:
   plan = plan_sweep(spec, cases=(case,), batch_sizes=spec.batch_sizes or (1,))
   if not spec.batch_sizes:
     plan = dataclasses.replace(plan, batch_sizes=_default_sizes(plan))
-  return check_nonempty(plan)
+  return plan.nonempty()
 
 
 def _check_rows(case: Case, batch_sizes: Sequence[int]) -> None:

@@ -157,7 +157,6 @@ def _plan(words: dict, records=()):
   from hloprobe.compile import Experiment
   from hloprobe.engine import (
     SweepSpec,
-    check_nonempty,
     parse_batch_sizes,
     plan_sweep,
   )
@@ -175,23 +174,21 @@ def _plan(words: dict, records=()):
     for w, name in zip(cases, names)
   ]
   try:
-    plan = check_nonempty(
-      plan_sweep(
-        SweepSpec(
-          cases=tuple(items),
-          case_names=tuple(cases),
-          batch_sizes=parse_batch_sizes(
-            ",".join(str(n) for n in words["batch_sizes"])
-          ),
-          precisions=tuple(words["precisions"]),
-          targets=tuple(words["targets"]),
-          explain_passes=words["explain_passes"],
-          experiments=tuple(Experiment.parse(w) for w in words["experiments"]),
-          inputs=words.get("inputs"),
-          batch_arg=words.get("batch_arg"),
-        )
+    plan = plan_sweep(
+      SweepSpec(
+        cases=tuple(items),
+        case_names=tuple(cases),
+        batch_sizes=parse_batch_sizes(
+          ",".join(str(n) for n in words["batch_sizes"])
+        ),
+        precisions=tuple(words["precisions"]),
+        targets=tuple(words["targets"]),
+        explain_passes=words["explain_passes"],
+        experiments=tuple(Experiment.parse(w) for w in words["experiments"]),
+        inputs=words.get("inputs"),
+        batch_arg=words.get("batch_arg"),
       )
-    )
+    ).nonempty()
   except CaseError as e:  # a case file named relative to the shards' folder
     raise CaseError(
       f"{e} (the shards' --case words, as they ran: run `merge` from the "

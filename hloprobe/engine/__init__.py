@@ -33,7 +33,6 @@ from hloprobe.engine.plan import plan_sweep as plan_sweep
 from hloprobe.engine.plan import spec_from_words as spec_from_words
 from hloprobe.engine.spec import EXECUTORS as EXECUTORS
 from hloprobe.engine.spec import SweepSpec as SweepSpec
-from hloprobe.engine.spec import check_nonempty as check_nonempty
 from hloprobe.engine.spec import parse_batch_sizes as parse_batch_sizes
 
 __all__ = [
@@ -44,7 +43,6 @@ __all__ = [
   "SweepProgress",
   "SweepSpec",
   "SweptCase",
-  "check_nonempty",
   "check_shards",
   "parse_batch_sizes",
   "plan_sweep",

@@ -1,10 +1,11 @@
 """The main process's part of a config: its errors against the float64
 references, its predicted numerics, what XLA made (the optimized module
-executed, `numerics.MadeChecker`), the headline leaf (chosen once, in
+executed, `CaseNumerics.checker`), the headline leaf (chosen once, in
 `_with_headline`) and batch consistency (`ulp_vs_n1`), from a worker's
 `CompiledConfig`.
 
-A case's references and predictor are made once (`CaseSetup`) and shared
+A case's references and predictor are made once (`CaseSetup`, through
+`numerics.CaseNumerics`) and shared
 by every target, precision and experiment of the sweep.
 
 Private in intent: use the package, `hloprobe.engine`.
@@ -25,20 +26,12 @@ from hloprobe.engine.plan import SweptCase
 from hloprobe.engine.shard import Shard
 from hloprobe.engine.spec import BITS_ONLY
 from hloprobe.errors import (
-  CaseError,
   InvalidArgumentError,
   ToolchainError,
   first_line,
 )
 from hloprobe.ir import as_precision
-from hloprobe.numerics import (
-  ErrorStats,
-  KernelRows,
-  MadeChecker,
-  Predictor,
-  References,
-  ulp_distance,
-)
+from hloprobe.numerics import CaseNumerics, ErrorStats, ulp_distance
 from hloprobe.records import Config, ConfigResult, Execution
 from hloprobe.runtime import (
   CaseKey,
@@ -56,9 +49,7 @@ __all__ = [
 ]
 
 
-def _with_stats(
-  work: CompiledConfig, references: References | None, watch
-) -> ConfigResult:
+def _with_stats(work: CompiledConfig, references, watch) -> ConfigResult:
   """The worker's result with its `Execution`: run seconds and, with
   `references`, the outputs' errors against float64 (in this process; no
   headline yet, see `_with_headline`); a failure is the config's, at stage
@@ -101,7 +92,7 @@ def bits_only(work: CompiledConfig, watch) -> ConfigResult:
 def run_config(
   case: Case,
   full_inputs: tuple | None,
-  references: References | None,
+  references,
   target: Target,
   precision: str,
   n: int,
@@ -126,49 +117,17 @@ def run_config(
   return _with_headline(_with_stats(work, references, watch), references)
 
 
-def _references(case, full, sizes):
-  """(References, None, None), (None, the case's error, None), or (None,
-  None, why the numerics are n/a).
-
-  A case that lies about `rows_independent` is an error of the case; any
-  other failure leaves the numerics n/a, with its cause.
-  """
-  try:
-    refs = References(case, full, sizes)
-    refs.at(refs.largest)  # made now, so a failure says why up front
-    return refs, None, None
-  except CaseError as e:
-    return None, e, None
-  except Exception as e:  # configs still compile; numerics say n/a
-    return None, None, f"no float64 reference: {first_line(e)}"
-
-
-def _predictor(
-  case, full, references, sizes, why: str | None, all_rows: bool = False
-):
-  """(a case's predictor, None), or (None, why it cannot be made).
-
-  The predictor is told the sweep's sizes in order, so one compile can
-  emulate a config's assignments at the sizes after it (`emulation_cache`).
-  """
-  if references is None:
-    return None, why
-  try:
-    return Predictor(case, full, references, sizes, all_rows), None
-  except Exception as e:
-    return None, f"no predictor: {first_line(e)}"
-
-
 def _with_prediction(
   r: ConfigResult,
-  predictor: Predictor | None,
+  predictor,
   why: str | None,
   watch: Stopwatch | None = None,
-  kernels: KernelRows | None = None,
+  kernels=None,
 ) -> ConfigResult:
   """Attaches the predicted numerics; a failure is recorded, not raised.
 
-  `why` says why there is no predictor when `predictor` is None. With
+  `predictor` is `CaseNumerics.predictor`; `why` says why there is none
+  when it is None. With
   `kernels`, the prediction's row 0 is also the kernel model's where a
   site is a "bit-exact model" (`Prediction.kernel`).
   """
@@ -197,11 +156,10 @@ def _with_prediction(
   return dataclasses.replace(r, prediction=prediction)
 
 
-def _with_made(
-  r: ConfigResult, checker: MadeChecker | None, watch: Stopwatch
-) -> ConfigResult:
+def _with_made(r: ConfigResult, checker, watch: Stopwatch) -> ConfigResult:
   """Attaches what XLA made (`numerics.made`): the config's optimized
-  module executed on its inputs; needs a float64 reference (`checker`)."""
+  module executed on its inputs; needs a float64 reference (`checker`,
+  `CaseNumerics.checker`, or None)."""
   if not r.ok or r.compilation is None or checker is None:
     return r
   c, p = r.compilation, r.prediction
@@ -218,9 +176,7 @@ def _with_made(
   return dataclasses.replace(r, made=made)
 
 
-def _with_headline(
-  r: ConfigResult, references: References | None
-) -> ConfigResult:
+def _with_headline(r: ConfigResult, references) -> ConfigResult:
   """`r` with its execution's headline leaf: the prediction's leaf where
   there is a prediction, else `References.headline` (the same rule,
   fixed per case)."""
@@ -346,7 +302,7 @@ class CaseSetup:
     warn: given one line where the cache fingerprint cannot be made.
     given: (full inputs,) made elsewhere (`guarded`), or None to make
       them here.
-    all_rows: judge every row (--all_rows; `numerics.Predictor`).
+    all_rows: judge every row (--all_rows; `numerics.CaseNumerics`).
 
   Attributes:
     broken: always None here (see `guarded.GuardedSetup`).
@@ -403,15 +359,7 @@ class CaseSetup:
     if self._made is None:
       full = self.inputs(watch)
       with watch.stage("reference"):
-        references, lie, why = _references(self.case, full, self.sizes)
-        predictor, why = _predictor(
-          self.case, full, references, self.sizes, why, self.all_rows
-        )
-        checker = kernels = None
-        if references is not None:
-          checker = MadeChecker(self.case, full, references)
-          kernels = KernelRows(self.case, full, references)
-      self._made = references, lie, predictor, why, checker, kernels
+        self._made = CaseNumerics.of(self.case, full, self.sizes, self.all_rows)
 
   def finish(self, work: CompiledConfig, watch) -> ConfigResult:
     """A worker's reply with the errors against float64 and the prediction.
@@ -422,13 +370,13 @@ class CaseSetup:
     for name, seconds in work.timings.items():
       watch.add(name, seconds)  # spent in the worker
     self.prepare(watch)
-    references, lie, predictor, why, checker, kernels = self._made
-    if lie is not None:
-      return failed(work.result, str(lie), "reference")
-    r = _with_stats(work, references, watch)
-    r = _with_prediction(r, predictor, why, watch, kernels)
-    r = _with_made(r, checker, watch)
-    return _with_headline(r, references)
+    made = self._made
+    if made.lie is not None:
+      return failed(work.result, str(made.lie), "reference")
+    r = _with_stats(work, made.references, watch)
+    r = _with_prediction(r, made.predictor, made.why, watch, made.kernels)
+    r = _with_made(r, made.checker, watch)
+    return _with_headline(r, made.references)
 
 
 def _fingerprint(case: Case, full: tuple, warn: Warn) -> CaseKey | None:

@@ -224,6 +224,14 @@ class SweepPlan:
     fixed = case.case.fixed_size
     return self.batch_sizes if fixed is None else (fixed,)
 
+  def nonempty(self) -> SweepPlan:
+    """This plan, unless a list is empty: it would sweep nothing and pass.
+
+    Raises:
+      InvalidArgumentError: names the empty lists (`check_nonempty`).
+    """
+    return check_nonempty(self)
+
 
 def plan_sweep(spec: SweepSpec | SweepPlan, **changes) -> SweepPlan:
   """Resolves a sweep's words into records, once.

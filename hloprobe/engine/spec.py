@@ -112,6 +112,14 @@ class SweepSpec:
   max_worker_mb: int | None = None
   numerics: bool = True
 
+  def nonempty(self) -> SweepSpec:
+    """This spec, unless a list is empty (`check_nonempty`).
+
+    Raises:
+      InvalidArgumentError: names the empty lists.
+    """
+    return check_nonempty(self)
+
 
 # Why a config of a sweep without numerics (`SweepSpec.numerics` False) has
 # no prediction: its `ConfigResult.prediction_error`.
@@ -182,7 +190,8 @@ def config_file_words(paths: Sequence[str]) -> tuple[str, ...]:
 
 def check_nonempty(spec):
   """`spec` (a `SweepSpec` or a `plan.SweepPlan`), unless a list is empty:
-  it would sweep nothing and pass.
+  it would sweep nothing and pass. Outside the engine: `SweepSpec.nonempty`,
+  `SweepPlan.nonempty`.
 
   Raises:
     InvalidArgumentError: names the empty lists.

@@ -7,7 +7,7 @@ One config makes three files:
   <target>/<case>/n<N>-<precision>[-<experiment>].hlo
                    `// hloprobe-golden v1 kind=hlo target=cpu case=seed_mlp
                    n=1 precision=bfloat16 jax=0.10.2 jaxlib=0.10.2
-                   date=2025-01-31` (one line), then `canonical.canonical_hlo`
+                   date=2025-01-31` (one line), then `ir.canonical_text("hlo")`
                    text. `//` starts a comment for XLA's HLO parser too.
   <target>/<case>/n<N>-<precision>[-<experiment>].dots.json
                    {"golden": {<the header fields>, "schema_version": 3},
@@ -16,7 +16,7 @@ One config makes three files:
                     "math": null | what XLA made (`diff.math_summary`)}
   stablehlo/<case>/n<N>-<precision>[-<experiment>].stablehlo.mlir
                    the same header with kind=stablehlo and no target (an
-                   MLIR comment), then `canonical.canonical_stablehlo` text.
+                   MLIR comment), then `ir.canonical_text("stablehlo")`.
                    StableHLO is what JAX lowers, before any target's
                    compiler, so every target of a config shares this one
                    file; a snapshot whose targets lower a config to
@@ -51,7 +51,7 @@ from collections.abc import Mapping
 
 from hloprobe.errors import GoldenError, HloprobeError
 from hloprobe.golden.diff import dot_summary, math_summary
-from hloprobe.ir import canonical_hlo, canonical_stablehlo
+from hloprobe.ir import canonical_text
 
 __all__ = [
   "DOTS_SCHEMA_VERSION",
@@ -198,8 +198,8 @@ def config_files(
   """
   out = {}
   for kind, body in (
-    ("stablehlo.mlir", canonical_stablehlo(compilation.stablehlo)),
-    ("hlo", canonical_hlo(compilation.optimized_hlo)),
+    ("stablehlo.mlir", canonical_text("stablehlo", compilation.stablehlo)),
+    ("hlo", canonical_text("hlo", compilation.optimized_hlo)),
   ):
     fields = " ".join(
       f"{k}={v}" for k, v in _header(key, kind, versions, date).items()
@@ -294,7 +294,7 @@ def _dots_content(path: str, text: str) -> tuple[dict, dict]:
 
 
 def _check_stablehlo(path: str, body: str) -> str:
-  text = canonical_stablehlo(body)
+  text = canonical_text("stablehlo", body)
   balanced = text.count("{") == text.count("}") and text.count(
     "("
   ) == text.count(")")
@@ -358,7 +358,7 @@ def parse(path: str, rel: str, text: str) -> GoldenFile:
       content = _check_stablehlo(path, body)
     else:
       try:
-        content = canonical_hlo(body)
+        content = canonical_text("hlo", body)
       except HloprobeError as e:
         raise _fail(
           path,

@@ -39,7 +39,6 @@ from hloprobe.compile import BASELINE, jaxlib_release
 from hloprobe.engine import (
   SweepPlan,
   SweepSpec,
-  check_nonempty,
   plan_sweep,
   run_sweep,
 )
@@ -412,7 +411,7 @@ def planned_sweep(
   }
   if writing:
     confine_sweep(golden_dir, words, writing=True)
-  spec = check_nonempty(spec_from_record(words))
+  spec = spec_from_record(words).nonempty()
   return dataclasses.replace(spec, jobs=jobs)
 
 

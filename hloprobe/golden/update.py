@@ -60,7 +60,6 @@ from hloprobe.golden.snapshot import (
   take_snapshot,
   write_snapshot,
 )
-from hloprobe.ir import umask_mode
 
 __all__ = [
   "GoldenRun",
@@ -215,12 +214,20 @@ def _same_body(golden_dir: str, rel: str, text: str) -> bool:
     return False
 
 
+def _umask_mode(mode: int) -> int:
+  """`mode` less this process's umask: what `open()` would give a new file
+  (`tempfile.mkstemp` and `mkdtemp` make 0600 / 0700 whatever the umask)."""
+  mask = os.umask(0)
+  os.umask(mask)
+  return mode & ~mask
+
+
 def _new_stage(golden_dir: str) -> str:
   """An empty folder next to `golden_dir`, on the same file system."""
   parent, base = os.path.split(os.path.abspath(golden_dir))
   os.makedirs(parent, exist_ok=True)
   stage = tempfile.mkdtemp(prefix=f".{base}.update-", dir=parent)
-  os.chmod(stage, umask_mode(0o777))  # mkdtemp makes it 0o700
+  os.chmod(stage, _umask_mode(0o777))  # mkdtemp makes it 0o700
   return stage
 
 

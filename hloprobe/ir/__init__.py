@@ -19,8 +19,7 @@ jaxlib); so are the HloProto/HloSnapshot reader's (xla_proto: protobuf).
 
 from __future__ import annotations
 
-from hloprobe.ir.canonical import canonical_hlo as canonical_hlo
-from hloprobe.ir.canonical import canonical_stablehlo as canonical_stablehlo
+from hloprobe.ir.canonical import canonical_text as canonical_text
 from hloprobe.ir.fused_attention import (
   is_attention_target as is_attention_target,
 )
@@ -37,7 +36,6 @@ from hloprobe.ir.ptx import PtxKernel as PtxKernel
 from hloprobe.ir.ptx import parse_ptx as parse_ptx
 from hloprobe.ir.textfile import InputFile as InputFile
 from hloprobe.ir.textfile import path_part as path_part
-from hloprobe.ir.textfile import umask_mode as umask_mode
 from hloprobe.ir.textfile import write_whole as write_whole
 
 __all__ = [
@@ -52,8 +50,7 @@ __all__ = [
   "PtxKernel",
   "StableHloDot",
   "as_precision",
-  "canonical_hlo",
-  "canonical_stablehlo",
+  "canonical_text",
   "is_attention_target",
   "module_signature",
   "parse_hlo_module",
@@ -63,7 +60,6 @@ __all__ = [
   "path_part",
   "read_proto_file",
   "read_stablehlo_module",
-  "umask_mode",
   "wire_problem",
   "write_whole",
 ]

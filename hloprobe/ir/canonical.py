@@ -25,6 +25,9 @@ lines are dropped. SSA values are not renumbered: MLIR's printer already
 numbers them by position (`%0`, `%cst_0`), so renumbering would change
 nothing.
 
+`canonical_text(kind, text)` is the stage's one entry to both: the kind
+names which of the two forms to make.
+
 Both functions are idempotent: canonicalizing canonical text returns it
 unchanged. The output is for reading and comparing, not a serialization XLA
 promises to parse back. Imports no JAX.
@@ -50,6 +53,7 @@ __all__ = [
   "NOISE_BACKEND_CONFIG_KEYS",
   "canonical_hlo",
   "canonical_stablehlo",
+  "canonical_text",
   "name_stem",
 ]
 
@@ -278,3 +282,25 @@ def canonical_stablehlo(text: str) -> str:
     if line.strip():
       lines.append(line)
   return "\n".join(lines) + "\n"
+
+
+def canonical_text(kind: str, text: str) -> str:
+  """Canonical text of one compiler text, of the given kind.
+
+  Args:
+    kind: "hlo" (optimized HLO, `canonical_hlo`) or "stablehlo"
+      (StableHLO MLIR text, `canonical_stablehlo`).
+    text: the text, as `canonical_hlo` / `canonical_stablehlo` take it.
+
+  Returns:
+    The canonical text, ending in a newline.
+
+  Raises:
+    ValueError: `kind` is neither "hlo" nor "stablehlo".
+    HloParseError: kind "hlo" and the text is not an HLO module.
+  """
+  if kind == "hlo":
+    return canonical_hlo(text)
+  if kind == "stablehlo":
+    return canonical_stablehlo(text)
+  raise ValueError(f"canonical_text: unknown kind {kind!r}")

@@ -26,7 +26,6 @@ __all__ = [
   "MAX_INPUT_BYTES",
   "InputFile",
   "path_part",
-  "umask_mode",
   "write_whole",
 ]
 
@@ -117,14 +116,6 @@ class InputFile:
         f"{self.what}: not UTF-8 text (byte 0x{data[e.start]:02x} at "
         f"offset {e.start})"
       ) from None
-
-
-def umask_mode(mode: int = 0o666) -> int:
-  """`mode` less this process's umask: what `open()` would give a new file
-  (`tempfile.mkstemp` and `mkdtemp` make 0600 / 0700 whatever the umask)."""
-  mask = os.umask(0)
-  os.umask(mask)
-  return mode & ~mask
 
 
 def write_whole(

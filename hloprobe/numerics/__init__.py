@@ -2,8 +2,9 @@
 
 The stage's interface is the names below (`__all__`): error statistics
 against float64 (`ErrorStats.of`, the noise rule `NoiseFloor.admits`), the float64 reference
-(`References`), the emulator (`make_emulator`, `emulate_case`) and the
-prediction (`Predictor`, `Prediction`). Import them from here; the
+(`reference.References`), the prediction (`Prediction`), and a case's
+numerics steps made once (`CaseNumerics`: references, predictor,
+made-checker, kernel rows). Import them from here; the
 modules behind them are private in intent:
 
   accuracy         error statistics, ULPs, noise floor, verdicts
@@ -37,6 +38,8 @@ modules behind them are private in intent:
                    (MMA-Sim's mma semantics, the kernel's K walk)
   kernel_sites     which sites are a "bit-exact model" or a "band"; the
                    kernel model's evaluation and what it leaves
+  case_numerics    a case's references, predictor, made-checker and
+                   kernel rows, made once (`CaseNumerics`)
 """
 
 from __future__ import annotations
@@ -45,35 +48,29 @@ from hloprobe.numerics.accuracy import NOISE_FACTOR as NOISE_FACTOR
 from hloprobe.numerics.accuracy import ErrorStats as ErrorStats
 from hloprobe.numerics.accuracy import NoiseFloor as NoiseFloor
 from hloprobe.numerics.accuracy import ulp_distance as ulp_distance
-from hloprobe.numerics.kernel_sites import KernelRows as KernelRows
+from hloprobe.numerics.case_numerics import CaseNumerics as CaseNumerics
 from hloprobe.numerics.kernel_sites import (
   kernel_model_run as kernel_model_run,
 )
 from hloprobe.numerics.kernel_sites import site_model as site_model
 from hloprobe.numerics.made import CHANGED as CHANGED
 from hloprobe.numerics.made import Made as Made
-from hloprobe.numerics.made import MadeChecker as MadeChecker
 from hloprobe.numerics.module_made import (
   module_made_notes as module_made_notes,
 )
 from hloprobe.numerics.predict import Prediction as Prediction
-from hloprobe.numerics.predict import Predictor as Predictor
-from hloprobe.numerics.reference import References as References
 from hloprobe.numerics.rows import WorstRow as WorstRow
 from hloprobe.numerics.verdicts import Verdict as Verdict
 from hloprobe.numerics.verdicts import VerdictKind as VerdictKind
 
 __all__ = [
   "CHANGED",
+  "CaseNumerics",
   "ErrorStats",
-  "KernelRows",
   "Made",
-  "MadeChecker",
   "NOISE_FACTOR",
   "NoiseFloor",
   "Prediction",
-  "Predictor",
-  "References",
   "Verdict",
   "VerdictKind",
   "WorstRow",

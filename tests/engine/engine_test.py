@@ -13,7 +13,7 @@ from hloprobe import engine, records
 from hloprobe.compile import cases, targets
 from hloprobe.engine import measure
 from hloprobe.errors import InvalidArgumentError
-from hloprobe.numerics import accuracy
+from hloprobe.numerics import CaseNumerics, accuracy
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = pytest.mark.cpu_numerics
@@ -132,12 +132,11 @@ class FailureIsolationTest(absltest.TestCase):
     def broken(*args):
       raise ValueError("boom")
 
-    reference, lie, why = measure._references(
-      dataclasses.replace(case, fn=broken), full, (2,)
-    )
-    self.assertIsNone(reference)
-    self.assertIsNone(lie)
-    self.assertEqual(why, "no float64 reference: ValueError: boom")
+    made = CaseNumerics.of(dataclasses.replace(case, fn=broken), full, (2,))
+    self.assertIsNone(made.references)
+    self.assertIsNone(made.lie)
+    self.assertIsNone(made.predictor)
+    self.assertEqual(made.why, "no float64 reference: ValueError: boom")
 
     # A predictor that fails reports its own cause, not a missing reference.
     class Failing:

@@ -25,9 +25,9 @@ from hloprobe.ir import parse_hlo_module
 from hloprobe.numerics import (
   CHANGED,
   Made,
-  MadeChecker,
   math_rules,
 )
+from hloprobe.numerics.made import MadeChecker
 from hloprobe.numerics.verdicts import Verdict, VerdictKind
 from hloprobe.report.verdict_words import made_words, verdict_words
 

@@ -1,0 +1,91 @@
+"""A case's numerics steps, made once per case and shared by its configs.
+
+`CaseNumerics.of` makes the float64 references (`reference.References`),
+the predictor (`predict.Predictor`), the made-checker (`made.MadeChecker`)
+and the kernel rows (`kernel_sites.KernelRows`) of one case; the engine
+applies them to each config of a sweep.
+
+Private in intent: use the package, `hloprobe.numerics`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from hloprobe.compile import Case
+from hloprobe.errors import CaseError, first_line
+from hloprobe.numerics.kernel_sites import KernelRows
+from hloprobe.numerics.made import MadeChecker
+from hloprobe.numerics.predict import Predictor
+from hloprobe.numerics.reference import References
+
+__all__ = ["CaseNumerics"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CaseNumerics:
+  """One case's numerics steps (see the module docstring).
+
+  Attributes:
+    references: the case's float64 references at the sweep's sizes
+      (`References`), or None where they could not be made.
+    lie: the case's own error (it lies about `rows_independent`), which
+      fails every config at stage "reference"; else None.
+    predictor: the case's `Predictor`, or None.
+    why: why there is no predictor when `predictor` is None ("no float64
+      reference: ...", "no predictor: ..."); else None.
+    checker: the `MadeChecker` (what XLA made, executed), or None without
+      references.
+    kernels: the `KernelRows` (row 0 of bit-exact kernel models), or None
+      without references.
+  """
+
+  references: References | None
+  lie: CaseError | None
+  predictor: Predictor | None
+  why: str | None
+  checker: MadeChecker | None
+  kernels: KernelRows | None
+
+  @classmethod
+  def of(
+    cls,
+    case: Case,
+    full: tuple | None,
+    sizes: Sequence[int],
+    all_rows: bool = False,
+  ) -> CaseNumerics:
+    """Makes a case's steps; a failure is recorded, not raised.
+
+    Args:
+      case: the case.
+      full: its `full_inputs()` (None for a sized case).
+      sizes: the sweep's batch sizes, in order (the predictor emulates a
+        config's assignments at the sizes after it from one compile).
+      all_rows: judge every row (--all_rows; `Predictor`).
+
+    A case that lies about `rows_independent` is an error of the case
+    (`lie`); any other failure leaves the numerics n/a, with its cause
+    (`why`).
+    """
+    try:
+      refs = References(case, full, sizes)
+      refs.at(refs.largest)  # made now, so a failure says why up front
+    except CaseError as e:
+      return cls(None, e, None, None, None, None)
+    except Exception as e:  # configs still compile; numerics say n/a
+      why = f"no float64 reference: {first_line(e)}"
+      return cls(None, None, None, why, None, None)
+    try:
+      predictor, why = Predictor(case, full, refs, sizes, all_rows), None
+    except Exception as e:
+      predictor, why = None, f"no predictor: {first_line(e)}"
+    return cls(
+      refs,
+      None,
+      predictor,
+      why,
+      MadeChecker(case, full, refs),
+      KernelRows(case, full, refs),
+    )
