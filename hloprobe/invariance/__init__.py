@@ -23,7 +23,8 @@ The package's face. Its modules, in data-flow order:
   pin              the settings that pin a group, searched cheapest first
                    and each verified by a sweep (`search_pins`); a
                    sweep's answer with its pins (`batch_invariance`)
-  words            the answer in words, bitwise question first, and JSON
+
+The answer in words and JSON is report's (`report/invariance_words.py`).
 """
 
 from __future__ import annotations
@@ -34,14 +35,10 @@ from hloprobe.invariance.in_workers import (
   rows_and_kernels as rows_and_kernels,
 )
 from hloprobe.invariance.pin import batch_invariance as batch_invariance
-from hloprobe.invariance.words import first_lines as first_lines
-from hloprobe.invariance.words import invariance_json as invariance_json
 
 __all__ = [
   "Invariance",
   "batch_invariance",
-  "first_lines",
-  "invariance_json",
   "invariance_of",
   "rows_and_kernels",
 ]

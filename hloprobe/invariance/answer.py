@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Collection, Mapping, Sequence
+from typing import ClassVar
 
 import numpy as np
 
@@ -42,6 +43,7 @@ from hloprobe.invariance.kernel_identity import (
 from hloprobe.invariance.model_bits import MODEL, GroupModel
 from hloprobe.invariance.rows import (
   ANCHOR,
+  ANCHOR_OFFSETS,
   ROW0,
   ConfigRows,
   RowClasses,
@@ -140,8 +142,23 @@ class Invariance:
   model_sizes: tuple[int, ...] = ()
   identity: tuple[tuple[int, ...], ...] = ()
 
+  # The values `basis` and a row's `row` take, for readers of the record
+  # (report words them): bits run, the kernel model's bits, kernel
+  # identity; row 0 and the anchor row (at ANCHOR_OFFSETS).
+  RUN: ClassVar[str] = RUN
+  MODEL: ClassVar[str] = MODEL
+  KERNELS: ClassVar[str] = KERNELS
+  ROW0: ClassVar[str] = ROW0
+  ANCHOR: ClassVar[str] = ANCHOR
+  ANCHOR_OFFSETS: ClassVar[tuple[str, ...]] = ANCHOR_OFFSETS
+
   def row(self, name: str) -> RowClasses | None:
     return next((r for r in self.rows if r.row == name), None)
+
+  def runs(self, ns: Sequence[int]) -> list[tuple[int, int]]:
+    """Batch sizes `ns` as (first, last) runs of consecutive swept sizes
+    (`sizes`): e.g. [(2, 8)] for 2, 4, 8 of 1, 2, 4, 8; (n, n) alone."""
+    return _runs(ns, self.sizes)
 
 
 def group_key(c: Config) -> tuple[str, str, str, str]:
@@ -177,6 +194,13 @@ def rows_from_records(r: ConfigResult) -> ConfigRows | None:
 
 def _ranges(ns: Sequence[int], sizes: Sequence[int]) -> str:
   """Batch sizes as runs over the swept ones: "2-8", "1", "2, 64"."""
+  return ", ".join(
+    str(a) if a == b else f"{a}-{b}" for a, b in _runs(ns, sizes)
+  )
+
+
+def _runs(ns: Sequence[int], sizes: Sequence[int]) -> list[tuple[int, int]]:
+  """Batch sizes as (first, last) runs over the swept ones."""
   order = list(sizes)
   ns = sorted(ns)
   out, start = [], 0
@@ -189,10 +213,9 @@ def _ranges(ns: Sequence[int], sizes: Sequence[int]) -> str:
       and order.index(ns[end + 1]) == order.index(ns[end]) + 1
     ):
       end += 1
-    a, b = ns[start], ns[end]
-    out.append(str(a) if a == b else f"{a}-{b}")
+    out.append((ns[start], ns[end]))
     start = end + 1
-  return ", ".join(out)
+  return out
 
 
 def _site_list(sites: Sequence[int]) -> str:

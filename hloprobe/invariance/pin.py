@@ -141,6 +141,11 @@ class Pin:
   command: str
   after: Invariance | None = None
 
+  @property
+  def not_tried(self) -> bool:
+    """Whether it was only listed, not tried (`passed` None for that)."""
+    return self.passed is None and self.reason == NOT_TRIED
+
 
 NO_YNN = PinCandidate(
   "no_ynn_fusion",

@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import ClassVar
 
 import numpy as np
 
@@ -123,17 +124,16 @@ class FloorCheck:
       return self.measured
     return self.independent
 
-  def words(self) -> str | None:
-    """The verdict's note where the floor is not trusted, else None."""
-    if self.trusted or self.independent is None:
-      return None
-    return (
-      "noise floor from XLA:CPU disagrees with the numpy executor: "
-      f"suspected XLA:CPU miscompile at {self.where} (measured row 0 "
-      f"{self.measured.row0_abs:.3g}, largest {self.measured.max_abs:.3g}; "
-      f"the executor's F32 run allows {self.independent.row0_abs:.3g}, "
-      f"{self.independent.max_abs:.3g}, x{FLOOR_TRUST_FACTOR:g})"
-    )
+  # What a verdict's note of this record is (`Verdict.notes`; report
+  # words it), and the factor F the untrusted floor missed by.
+  note: ClassVar[str] = "floor check"
+  factor: ClassVar[float] = FLOOR_TRUST_FACTOR
+
+  @property
+  def suspect(self) -> bool:
+    """Whether the floor is not trusted against an independent one: the
+    verdict then carries this check as a note (report words it)."""
+    return not self.trusted and self.independent is not None
 
 
 def check_floor(
@@ -198,4 +198,4 @@ def check_floor(
 def noted(verdict: Verdict, check: FloorCheck | None) -> Verdict:
   """`verdict` with the check's note appended where the floor is not
   trusted."""
-  return verdict.noted(check.words() if check is not None else None)
+  return verdict.noted(check if check is not None and check.suspect else None)

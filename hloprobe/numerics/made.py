@@ -64,6 +64,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Mapping
+from typing import ClassVar
 
 import jax
 import numpy as np
@@ -116,14 +117,9 @@ class MathChange:
   rule: str | None = None
   source: str | None = None
 
-  def words(self) -> str:
-    """E.g. "__cublas$lt$matmul cublas-lt-matmul.1 (alpha_real 0.1, beta 0,
-    epilogue BIAS) from site 0, made by gemm-rewriter: suspected ..."."""
-    where = "no dot site" if self.site is None else f"site {self.site}"
-    text = f"{self.target} {self.instruction} ({self.fields}) from {where}"
-    if self.pass_name:
-      text += f", made by {self.pass_name}"
-    return f"{text}: {self.rule}" if self.rule else text
+  # What a verdict's note of this record is (`Verdict.notes`; report
+  # words it).
+  note: ClassVar[str] = "math change"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,14 +174,12 @@ class Made:
   def config_judgement(self, prediction: Verdict | None) -> Verdict | None:
     """The config's verdict, given the prediction's
     (`Prediction.judgement`, or None): MATH_CHANGED leads (the
-    instructions' words its notes); an incomplete execution (INCOMPLETE) is
+    instructions, `MathChange` records, its notes); an incomplete execution (INCOMPLETE) is
     a note on the prediction's verdict, or the verdict where there is none;
     else the prediction's."""
     if self.changed:
       named = self.changes if self.localised else ()
-      return Verdict(
-        VerdictKind.MATH_CHANGED, notes=tuple(c.words() for c in named)
-      )
+      return Verdict(VerdictKind.MATH_CHANGED, notes=tuple(named))
     if self.complete:
       return prediction
     if prediction is None:

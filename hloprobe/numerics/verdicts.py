@@ -86,7 +86,9 @@ class Verdict:
     overflowed: integer leaves: how many overflow the output type.
     overflow_mode: "wraps", "saturates" or "mixed" (`ErrorStats`).
     notes: what later steps add, in order (site notes, the floor check),
-      each one clause of the words.
+      each one clause of the words: words, or a record whose `note` says
+      what it is (`made.MathChange`, `floor_check.FloorCheck`), which
+      report words (`report.verdict_words.note_words`).
     far_rows: the rows orders of magnitude beyond their band with their
       cause (`FarRows`), leading the words whatever the kind says (e.g.
       "rows 32768-39999 of 40000 wrong by up to 1.0e+07: suspected XLA:CPU
@@ -101,7 +103,7 @@ class Verdict:
   mismatched: int | None = None
   overflowed: int | None = None
   overflow_mode: str | None = None
-  notes: tuple[str, ...] = ()
+  notes: tuple = ()
   far_rows: FarRows | None = None
 
   @property
@@ -122,8 +124,9 @@ class Verdict:
     """The algorithms that explain it, e.g. ("TF32_TF32_F32",)."""
     return tuple(alg for alg, _ in self.algorithms)
 
-  def noted(self, *notes: str | None) -> Verdict:
-    """This verdict with `notes` (the non-empty ones) appended."""
+  def noted(self, *notes) -> Verdict:
+    """This verdict with `notes` (the non-empty ones: words, or a record
+    whose `note` says what it is, which report words) appended."""
     kept = tuple(n for n in notes if n)
     if not kept:
       return self

@@ -14,7 +14,6 @@ import importlib.util
 import os
 from collections.abc import Sequence
 
-from hloprobe import invariance
 from hloprobe.engine import SweepPlan
 from hloprobe.errors import HloprobeError, InvalidArgumentError, write_or_fail
 from hloprobe.pictures import html_report, model_explorer, plot
@@ -216,14 +215,6 @@ def wrote_line(paths: list[str], out: str | None) -> str:
   return f"wrote {len(paths)} {files}{named} under {where}"
 
 
-def _invariance(wanted: Outputs) -> dict | None:
-  """explain's batch-invariance answer for results.json, or None."""
-  a = wanted.answer
-  if a is None or not a.invariance:
-    return None
-  return invariance.invariance_json(a.invariance, a.pins)
-
-
 def write_files(
   results: Sequence,
   why: Sequence,
@@ -251,7 +242,7 @@ def write_files(
           versions,
           cpu,
           wanted.shard,
-          _invariance(wanted),
+          wanted.answer,
           wanted.plan,
         )
         + write_html(

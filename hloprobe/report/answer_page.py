@@ -23,10 +23,10 @@ import dataclasses
 import functools
 from collections.abc import Sequence
 
-from hloprobe import invariance
 from hloprobe.report.explain_answer import Answer, answer_line
 from hloprobe.report.explain_text import render_explanation
 from hloprobe.report.findings import Cause, code_change, group_causes
+from hloprobe.report.invariance_words import first_lines
 from hloprobe.report.tables import cells
 from hloprobe.report.verdict_words import (
   floor_words,
@@ -87,7 +87,7 @@ class AnswerView:
     checked_by: how that command checks the change, or None.
     others: the other fixes, one line each (what each left, its command).
     invariance: the batch-invariance answer, one line per cause
-      (`invariance.first_lines(..., folded=True)`), () where not asked.
+      (`first_lines(..., folded=True)`), () where not asked.
     causes: each result given to `answer_view`'s cause number ("1", "2",
       ...; "" for none: `cause_of`), so that the configs table groups its
       rows by finding; () where none was given.
@@ -188,9 +188,7 @@ def answer_view(answer: Answer, results: Sequence = ()) -> AnswerView:
     others,
     tuple(
       line.strip()
-      for line in invariance.first_lines(
-        answer.invariance, answer.pins, folded=True
-      )[1:]
+      for line in first_lines(answer.invariance, answer.pins, folded=True)[1:]
     ),
     tuple(cause_of(answer, results)),
   )

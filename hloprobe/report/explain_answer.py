@@ -3,7 +3,7 @@
 The findings (`verify.Finding`) are grouped by cause first
 (`findings.group_causes`: one per sites, algorithm and fate, across batch
 sizes, rows and precisions). `render_answered` prints one screen. The
-bitwise question's answer, where it was asked (`invariance.first_lines`:
+bitwise question's answer, where it was asked (`first_lines`:
 which batch sizes give row 0 and the anchor row the same bits, and the
 pin), opens it when nothing is at fault; with a finding it follows the
 `Do:` block, one line per cause (`--verbose`: per precision, with each
@@ -43,7 +43,6 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
-from hloprobe import invariance
 from hloprobe.report.explain_records import TargetExplanation
 from hloprobe.report.explain_text import (
   _and,
@@ -52,6 +51,7 @@ from hloprobe.report.explain_text import (
   render_explanation,
 )
 from hloprobe.report.findings import Cause, code_change, group_causes
+from hloprobe.report.invariance_words import first_lines, invariance_json
 from hloprobe.report.results_schema import dumps_json
 from hloprobe.report.verdict_words import (
   floor_words,
@@ -377,7 +377,7 @@ def render_answered(
   null); `width` and `verbose` do not apply.
 
   With `bits_only` (`explain --only=invariance`: no accuracy numerics),
-  the bitwise answer alone (`invariance.first_lines`: every group, the
+  the bitwise answer alone (`first_lines`: every group, the
   kernels per n, the pins) and a last line saying what was left out; its
   JSON is the same document, with no explanation and no finding.
   """
@@ -385,7 +385,7 @@ def render_answered(
     doc = explanation_json(explanations, host)
     return dumps_json({**doc, "answer": answer_json(answer)})
   if bits_only:
-    lines = invariance.first_lines(answer.invariance, answer.pins) or [
+    lines = first_lines(answer.invariance, answer.pins) or [
       "No batch-invariance answer: no (case, target, precision) swept two "
       "batch sizes or more."
     ]
@@ -400,7 +400,7 @@ def render_answered(
   if answer.findings:
     causes = group_causes(answer.findings)
     at = 1 + len(_do_lines(answer, causes, verbose))
-  first = invariance.first_lines(
+  first = first_lines(
     answer.invariance,
     answer.pins,
     kernels=verbose or not at,
@@ -484,5 +484,5 @@ def answer_json(answer: Answer) -> dict:
     ],
     "fixes": fixes,
     "not_tried": answer.not_tried,
-    "invariance": invariance.invariance_json(answer.invariance, answer.pins),
+    "invariance": invariance_json(answer.invariance, answer.pins),
   }

@@ -16,6 +16,7 @@ import os
 
 from hloprobe.ir import write_whole
 from hloprobe.records import ConfigResult
+from hloprobe.report.invariance_words import invariance_json
 from hloprobe.report.results_schema import (
   config_dir,
   config_json,
@@ -64,7 +65,7 @@ def write_outputs(
   versions: dict[str, str],
   host=None,
   shard=None,
-  invariance: dict | None = None,
+  answer=None,
   plan: dict | None = None,
 ) -> list[str]:
   """Writes per-config `stablehlo.mlir` / `optimized.hlo`, the PTX of each
@@ -72,7 +73,7 @@ def write_outputs(
   results.json's "ptx_files") and `results.json`.
 
   `versions`, `host`, a `--shard` run's plan (`shard`: its "shard"
-  entry), explain's `invariance` answer and the sweep's `plan` words go
+  entry), explain's `answer` (its batch-invariance groups and pins, where asked) and the sweep's `plan` words go
   into results.json (see `results_json`).
 
   Returns the paths written. Each file is written atomically.
@@ -92,6 +93,11 @@ def write_outputs(
       path = os.path.join(output_dir, rel)
       atomic_write(path, comp.ptx[kernel])
       written.append(path)
+  invariance = (
+    invariance_json(answer.invariance, answer.pins)
+    if answer is not None and answer.invariance
+    else None
+  )
   path = os.path.join(output_dir, "results.json")
   atomic_write(
     path,

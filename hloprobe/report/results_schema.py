@@ -477,7 +477,7 @@ def results_json(
       whose "shard" entry the document carries (`shard_json`), or None:
       an unsharded or merged sweep's document has none.
     invariance: explain's batch-invariance answer
-      (`invariance.invariance_json`), or None: none asked.
+      (`invariance_words.invariance_json`), or None: none asked.
     plan: the words of the sweep's plan (`sweep.SweepPlan.words`), or None;
       an unsharded or merged sweep's "plan" (a shard's is in "shard").
   """

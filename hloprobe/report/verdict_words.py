@@ -135,7 +135,46 @@ def verdict_words(v) -> str:
   lead = []
   if v.far_rows is not None:
     lead = [f"{far_rows_words(v.far_rows)}: {_CAUSE[v.far_rows.cause.value]}"]
-  return "; ".join([*lead, _head_words(v), *v.notes])
+  return "; ".join([*lead, _head_words(v), *map(note_words, v.notes)])
+
+
+def note_words(n) -> str:
+  """A verdict's note (`numerics.Verdict.notes`) in words: words as they
+  are; a record by its `note`: a math change (`math_change_words`), a
+  floor check (`floor_check_words`)."""
+  if isinstance(n, str):
+    return n
+  if n.note == "math change":
+    return math_change_words(n)
+  if n.note == "floor check":
+    return floor_check_words(n)
+  raise ValueError(f"no words for a verdict note {n.note!r}")
+
+
+def math_change_words(c) -> str:
+  """One instruction an "XLA changed the math" verdict names
+  (`numerics.made.MathChange`), e.g. "__cublas$lt$matmul
+  cublas-lt-matmul.1 (alpha_real 0.1, beta 0, epilogue BIAS) from site 0,
+  made by gemm-rewriter: suspected ..."."""
+  where = "no dot site" if c.site is None else f"site {c.site}"
+  text = f"{c.target} {c.instruction} ({c.fields}) from {where}"
+  if c.pass_name:
+    text += f", made by {c.pass_name}"
+  return f"{text}: {c.rule}" if c.rule else text
+
+
+def floor_check_words(check) -> str | None:
+  """The verdict's note of a floor check (`numerics.floor_check.
+  FloorCheck`) where its floor is not trusted (`suspect`), else None."""
+  if not check.suspect:
+    return None
+  return (
+    "noise floor from XLA:CPU disagrees with the numpy executor: "
+    f"suspected XLA:CPU miscompile at {check.where} (measured row 0 "
+    f"{check.measured.row0_abs:.3g}, largest {check.measured.max_abs:.3g}; "
+    f"the executor's F32 run allows {check.independent.row0_abs:.3g}, "
+    f"{check.independent.max_abs:.3g}, x{check.factor:g})"
+  )
 
 
 def far_rows_words(f) -> str:
@@ -247,7 +286,7 @@ def leaf_verdicts(p) -> tuple[tuple[str, str], ...]:
 
 def _changed_words(changes, localised: bool) -> str:
   if localised and changes:
-    return f"{CHANGED}: " + "; ".join(c.words() for c in changes)
+    return f"{CHANGED}: " + "; ".join(map(math_change_words, changes))
   listed = ", ".join(f"{c.target} {c.instruction}" for c in changes)
   return f"{CHANGED} (not localised; gemms: {listed or 'none'})"
 

@@ -12,6 +12,7 @@ Private in intent: use the package, `hloprobe.report`.
 from __future__ import annotations
 
 from hloprobe import invariance
+from hloprobe.report.invariance_words import first_lines
 from hloprobe.report.results_schema import SCHEMA_VERSION, dumps_json
 from hloprobe.report.tables import table
 from hloprobe.report.verdict_words import made_words, row_words, verdict_words
@@ -151,7 +152,7 @@ def _error_change(e: Evidence) -> str:
 
 def _invariance(e: invariance.Invariance) -> str:
   """A group's batch-invariance answer ("invariant"'s evidence)."""
-  return f"{e.case}: " + "; ".join(invariance.first_lines([e], kernels=False))
+  return f"{e.case}: " + "; ".join(first_lines([e], kernels=False))
 
 
 _WORDS = {

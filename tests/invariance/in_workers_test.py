@@ -20,7 +20,7 @@ import pytest
 from absl.testing import absltest
 
 from hloprobe import engine
-from hloprobe.invariance import in_workers, words
+from hloprobe.invariance import in_workers
 from hloprobe.invariance.answer import config_key
 from hloprobe.invariance.in_workers import (
   _lanes,
@@ -28,6 +28,7 @@ from hloprobe.invariance.in_workers import (
   invariance_of_sweep,
 )
 from hloprobe.invariance.rows import ANCHOR, ROW0, anchor_offsets
+from hloprobe.report import invariance_words as words
 
 pytestmark = pytest.mark.compiles
 

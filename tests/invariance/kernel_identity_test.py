@@ -25,9 +25,9 @@ from hloprobe.invariance.kernel_identity import (
   batched_leaves,
   result_leaves,
 )
-from hloprobe.invariance.words import answer_lines, kernel_lines
 from hloprobe.ir import as_precision
 from hloprobe.records import Compilation, Config, ConfigResult
+from hloprobe.report.invariance_words import answer_lines, kernel_lines
 from hloprobe.sites import Fate
 
 _SIZES = (1, 2, 8, 64)

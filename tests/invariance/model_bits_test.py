@@ -39,7 +39,6 @@ from hloprobe.invariance.model_bits import (
   model_rows,
   model_sites,
 )
-from hloprobe.invariance.words import answer_lines, invariance_json
 from hloprobe.ir import (
   as_precision,
   parse_hlo_module,
@@ -47,6 +46,7 @@ from hloprobe.ir import (
   parse_stablehlo_dots,
 )
 from hloprobe.records import Compilation, Config, ConfigResult
+from hloprobe.report.invariance_words import answer_lines, invariance_json
 from hloprobe.sites import map_dot_sites, resolve
 
 _DATA = os.path.join(os.path.dirname(__file__), "..", "testdata", "kernels")

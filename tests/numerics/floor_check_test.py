@@ -22,7 +22,7 @@ from hloprobe.execute import execute_module
 from hloprobe.ir import parse_hlo_module
 from hloprobe.numerics import accuracy, executed, floor_check, floor_sum
 from hloprobe.numerics.verdicts import Verdict, VerdictKind
-from hloprobe.report.verdict_words import verdict_words
+from hloprobe.report.verdict_words import floor_check_words, verdict_words
 
 _HERE = os.path.dirname(__file__)
 _MODULE = os.path.join(
@@ -197,7 +197,7 @@ class FloorCheckTest(absltest.TestCase):
       none.status, "not checked: not executed by the numpy executor: my_sine"
     )
     self.assertIs(none.floor, measured)
-    self.assertIsNone(none.words())
+    self.assertIsNone(floor_check_words(none))
     ints = floor_check.check_floor(
       measured, seed.f64, seed.f64, 0, "int32", _K, _WHERE
     )

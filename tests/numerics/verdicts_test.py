@@ -95,7 +95,7 @@ class ConfigJudgementTest(absltest.TestCase):
     changed = Made(None, 91.0, 4.2e-5, changes=(change,))
     got = config_judgement(within, changed)
     self.assertEqual(got.kind, VerdictKind.MATH_CHANGED)
-    self.assertEqual(got.notes, (change.words(),))
+    self.assertEqual(got.notes, (change,))
     partial = Made(None, None, None, not_executed=("custom-call.2",))
     self.assertEqual(
       config_judgement(within, partial).kind, VerdictKind.WITHIN_NOISE

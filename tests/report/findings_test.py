@@ -23,6 +23,7 @@ from hloprobe.report.explain_answer import (
   answer_lines,
 )
 from hloprobe.report.findings import code_change, group_causes
+from hloprobe.report.invariance_words import first_lines
 from hloprobe.verify.candidates import TrialReason
 from hloprobe.verify.findings import Said, rank_findings
 
@@ -201,7 +202,7 @@ class ScreenTest(absltest.TestCase):
   def test_bitwise_answer_opens_without_a_finding_and_alone_bits_only(self):
     groups = (verify_findings.split_group("my_model", "float32"),)
     answer = Answer((), invariance=groups)
-    first = invariance.first_lines(groups)
+    first = first_lines(groups)
     lines = report.render_answered([], answer).split("\n")
     # Nothing at fault: the bitwise answer (kernels per n too) opens it,
     # then the answer's line, which also ends it.

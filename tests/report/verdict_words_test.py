@@ -182,8 +182,6 @@ _PHRASES = (
 _EDGE = ("report", "cli", "commands", "tools", "pictures")
 # Where these phrases may still appear outside report/, and why.
 _ALLOWED = {
-  # The invariance answer's own words ("row 0 (every row alike)").
-  ("invariance/words.py", "every row"),
   # Notes on a verdict, made where they are found (`Verdict.notes`): an
   # incomplete execution and the site notes; `CHANGED` also names the
   # pictures' changed-math label.

@@ -14,23 +14,20 @@ import jsonschema
 import recorded
 from absl.testing import absltest, parameterized
 
-from hloprobe.invariance import (
-  Invariance,
-  first_lines,
-  invariance_json,
-  invariance_of,
-)
+from hloprobe.invariance import Invariance, invariance_of
 from hloprobe.invariance.answer import Boundary
 from hloprobe.invariance.kernel_identity import RowKernel
 from hloprobe.invariance.pin import NOT_TRIED, Pin, PinCandidate
 from hloprobe.invariance.rows import ROW0, RowClasses
-from hloprobe.invariance.words import (
+from hloprobe.report import schema_document
+from hloprobe.report.invariance_words import (
   answer_lines,
+  first_lines,
   folded_lines,
+  invariance_json,
   kernel_lines,
   pin_lines,
 )
-from hloprobe.report import schema_document
 
 _SIZES = (1, 2, 8, 64)
 

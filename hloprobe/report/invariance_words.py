@@ -5,7 +5,10 @@ E.g. "row 0 is not batch-invariant on cpu under float32 (bits compared):
 identical for n = 2-8; n = 1 differs by 31 ULP (sites 0-1 multiply+reduce
 after dot strength reduction)".
 
-Private in intent: use the package, `hloprobe.invariance`.
+`hloprobe.invariance` returns the records (`Invariance`, its pins); the
+words are made here, at the edge (issue 36 item 2). Private in intent:
+use the package, `hloprobe.report` (its explain answer, pages and
+results.json carry these words).
 """
 
 from __future__ import annotations
@@ -13,15 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from hloprobe.invariance.answer import (
-  KERNELS,
-  MODEL,
-  RUN,
-  Invariance,
-  _ranges,
-)
-from hloprobe.invariance.pin import NOT_TRIED
-from hloprobe.invariance.rows import ANCHOR, ANCHOR_OFFSETS, ROW0, RowClasses
+from hloprobe.invariance import Invariance
 
 __all__ = [
   "answer_lines",
@@ -32,12 +27,12 @@ __all__ = [
 ]
 
 _BASIS = {
-  RUN: "bits compared",
-  MODEL: "backed by the kernel model's bits",
-  KERNELS: "by kernel identity",
+  Invariance.RUN: "bits compared",
+  Invariance.MODEL: "backed by the kernel model's bits",
+  Invariance.KERNELS: "by kernel identity",
 }
 # Bases whose classes are of bits (ULPs between them told).
-_BITS = (RUN, MODEL)
+_BITS = (Invariance.RUN, Invariance.MODEL)
 
 
 def _where(a: Invariance, many_cases: bool) -> str:
@@ -47,19 +42,24 @@ def _where(a: Invariance, many_cases: bool) -> str:
   return f"{text} ({a.case})" if many_cases else text
 
 
+def _ranges(a: Invariance, ns: Sequence[int]) -> str:
+  """Batch sizes as runs over `a`'s swept ones: "2-8", "1", "2, 64"."""
+  return ", ".join(str(f) if f == t else f"{f}-{t}" for f, t in a.runs(ns))
+
+
 def _ulp(u: int | None) -> str:
   if u is None:
     return ""
   return f" by {u} ULP" if u != 1 else " by 1 ULP"
 
 
-def _class_words(a: Invariance, c: RowClasses) -> list[str]:
+def _class_words(a: Invariance, c) -> list[str]:
   """ "identical for n = 2-8", then each other class with its cause."""
   same = "identical" if _by_bits(a, c.classes[0]) else "same per-row arithmetic"
-  parts = [f"{same} for n = {_ranges(c.classes[0], a.sizes)}"]
+  parts = [f"{same} for n = {_ranges(a, c.classes[0])}"]
   causes = {b.n: b for b in a.boundaries}
   for cls, u in zip(c.classes[1:], c.ulps[1:] or [None] * len(c.classes)):
-    text = f"n = {_ranges(cls, a.sizes)} differs"
+    text = f"n = {_ranges(a, cls)} differs"
     text += _ulp(u) if _by_bits(a, cls) else ""
     b = causes.get(cls[0])
     if b is not None:
@@ -76,21 +76,21 @@ def _by_bits(a: Invariance, cls) -> bool:
   )
 
 
-def _row_line(a: Invariance, c: RowClasses, many: bool) -> str:
+def _row_line(a: Invariance, c, many: bool) -> str:
   name = (
-    ROW0
-    if c.row == ROW0
-    else f"the anchor row (at the {', '.join(ANCHOR_OFFSETS)} offsets)"
+    Invariance.ROW0
+    if c.row == Invariance.ROW0
+    else f"the anchor row (at the {', '.join(Invariance.ANCHOR_OFFSETS)} offsets)"
   )
-  if a.basis == KERNELS:
+  if a.basis == Invariance.KERNELS:
     name = "row 0 (every row alike)"
   where = _where(a, many)
   basis = _BASIS.get(a.basis, a.basis)
-  ok = c.invariant if a.basis == RUN else a.invariant is True
+  ok = c.invariant if a.basis == Invariance.RUN else a.invariant is True
   if ok:
     return (
       f"{name} is batch-invariant {where} ({basis}): identical for n = "
-      f"{_ranges(c.classes[0], a.sizes)}"
+      f"{_ranges(a, c.classes[0])}"
     )
   parts = _class_words(a, c)
   for n, offsets in c.moves:
@@ -119,7 +119,11 @@ def answer_lines(answers: Sequence[Invariance]) -> list[str]:
           f"({a.why}); read so far: " + "; ".join(_class_words(a, c))
         )
       out.append(line)
-    if a.basis == RUN and a.row(ANCHOR) is None and a.invariant is not None:
+    if (
+      a.basis == Invariance.RUN
+      and a.row(Invariance.ANCHOR) is None
+      and a.invariant is not None
+    ):
       why = f": {a.why}" if a.why else ""
       out.append(
         f"  (row 0 only {_where(a, many)}: the anchor row was not run{why})"
@@ -134,9 +138,9 @@ def _model_notes(a: Invariance, many: bool) -> list[str]:
   splits otherwise."""
   out = []
   where = _where(a, many)
-  if a.model_sizes and a.basis != MODEL:
+  if a.model_sizes and a.basis != Invariance.MODEL:
     out.append(
-      f"  (n = {_ranges(a.model_sizes, a.sizes)} {where} by the kernel "
+      f"  (n = {_ranges(a, a.model_sizes)} {where} by the kernel "
       f"model's bits, the others by kernel identity; {a.model_why})"
     )
   elif a.model_why:
@@ -144,7 +148,7 @@ def _model_notes(a: Invariance, many: bool) -> list[str]:
       f"  (not backed by the kernel model's bits {where}: {a.model_why})"
     )
   if a.identity:
-    split = "; ".join(_ranges(c, a.sizes) for c in a.identity)
+    split = "; ".join(_ranges(a, c) for c in a.identity)
     out.append(
       f"  (kernel identity alone {where} gives n = {split}: kernels of "
       "other signatures compute the same bits in the kernel model)"
@@ -282,9 +286,7 @@ def _left_out_words(a: Invariance) -> str:
       by_what.setdefault(what, {}).setdefault(k.name, []).append(n)
   return "; ".join(
     f"{what} ("
-    + ", ".join(
-      f"{name} at n = {_ranges(ns, a.sizes)}" for name, ns in names.items()
-    )
+    + ", ".join(f"{name} at n = {_ranges(a, ns)}" for name, ns in names.items())
     + ")"
     for what, names in by_what.items()
   )
@@ -313,7 +315,7 @@ def pin_lines(pins: Sequence) -> list[str]:
       out.append(
         f"Do: pin {where} with {how} ({c.words}; cost: {p.cost}): {p.command}"
       )
-    elif all(p.passed is None and p.reason == NOT_TRIED for p in ps):
+    elif all(p.not_tried for p in ps):
       out.append(
         f"Do: to pin {where}, try (explain --invariance=pin tries them):"
       )
@@ -336,14 +338,14 @@ def _rows_words(a: Invariance) -> list[str]:
   same = "identical" if a.basis in _BITS else "same per-row arithmetic"
   out = []
   for c in a.rows:
-    name = ROW0 if c.row == ROW0 else "the anchor row"
-    if a.basis == KERNELS:
+    name = Invariance.ROW0 if c.row == Invariance.ROW0 else "the anchor row"
+    if a.basis == Invariance.KERNELS:
       name = "every row"
-    parts = [f"{name}: {same} for n = {_ranges(c.classes[0], a.sizes)}"]
+    parts = [f"{name}: {same} for n = {_ranges(a, c.classes[0])}"]
     ulps = c.ulps[1:] or [None] * len(c.classes)
     for cls, u in zip(c.classes[1:], ulps):
       by = _ulp(u) if a.basis in _BITS else ""
-      parts.append(f"n = {_ranges(cls, a.sizes)} differs{by}")
+      parts.append(f"n = {_ranges(a, cls)} differs{by}")
     parts += [
       f"at n = {n} its bits depend on its offset ({', '.join(map(str, o))})"
       for n, o in c.moves
@@ -378,7 +380,11 @@ def _group_words(a: Invariance) -> tuple[str, str]:
   detail = "; ".join(
     _rows_words(a) + [_boundary_words(b) for b in a.boundaries]
   )
-  if a.basis == RUN and a.row(ANCHOR) is None and a.invariant is not None:
+  if (
+    a.basis == Invariance.RUN
+    and a.row(Invariance.ANCHOR) is None
+    and a.invariant is not None
+  ):
     why = f": {a.why}" if a.why else ""
     detail += f"; the anchor row was not run{why}"
   return verdict, detail
@@ -403,7 +409,7 @@ def _pin_words(groups: Sequence[Invariance], pins: Sequence) -> str:
       else f"XLA_FLAGS='{' '.join(c.flags)}'"
     )
     return f"pinned by {how} ({passed[0].cost}; its `verify`: --verbose)"
-  if all(p.passed is None and p.reason == NOT_TRIED for p in mine):
+  if all(p.not_tried for p in mine):
     under: dict[str, list[str]] = {}
     for p in mine:
       under.setdefault(p.candidate.name, []).append(p.precision)
@@ -446,7 +452,7 @@ def folded_lines(
       for p in pins
       if (p.case, p.target, p.precision, p.experiment)
       == (a.case, a.target, a.precision, a.experiment)
-      and not (p.passed is None and p.reason == NOT_TRIED)
+      and not p.not_tried
     )
     key = (a.case, a.target, a.experiment, *_group_words(a), tried)
     folds.setdefault(key, []).append(a)
