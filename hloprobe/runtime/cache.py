@@ -338,6 +338,8 @@ class RecordCache:
       ).read_bytes()
       record = load_record(data)
     except (HloprobeError, RecordFileError) as e:  # a corrupt or forged entry
+      if not os.path.lexists(path):  # evicted by another process meanwhile
+        return None
       self._warn(f"hloprobe: ignoring unreadable cache entry {path}: {e}")
       return None
     try:
