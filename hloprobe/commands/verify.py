@@ -64,17 +64,18 @@ def verify(args: VerifyArgs):
   common.check_format(args.common)
   spec = common.with_executor(common.sweep_spec(args.common), args)
   requirements = _without_consistent_for_modules(requirements, spec.cases)
+  # Bad input is one line before JAX or any worker starts.
+  verifying.parse_requirements(",".join(requirements), spec.batch_sizes)
+  fix = verifying.parse_fix(args.fix)
   common.start_jax(spec.targets)
   recorded = None
   if args.results:  # the sweep verify_fix runs, done already (sharded)
     from hloprobe.commands.shards import recorded_results
 
     recorded = lambda swept: recorded_results(args.results, swept)
-  # verify_fix parses --fix and checks the requirements' batch sizes (one
-  # line for a bad one).
   return verifying.verify_fix(
     spec,
-    args.fix,
+    fix,
     requirements,
     golden_dir=args.golden_dir or None,
     abs_error_bound=args.abs_error_bound,

@@ -50,6 +50,7 @@ from hloprobe.verify.evidence import Evidence as Evidence
 from hloprobe.verify.findings import Finding as Finding
 from hloprobe.verify.findings import find_findings as find_findings
 from hloprobe.verify.fix import REQUIREMENTS as REQUIREMENTS
+from hloprobe.verify.fix import parse_fix as parse_fix
 from hloprobe.verify.fix import parse_requirements as parse_requirements
 from hloprobe.verify.outcome import verify_fix as verify_fix
 from hloprobe.verify.requirements import judge as judge
@@ -63,6 +64,7 @@ __all__ = [
   "candidate_fixes",
   "find_findings",
   "judge",
+  "parse_fix",
   "parse_requirements",
   "verify_fix",
 ]
