@@ -174,3 +174,29 @@ def kernel_fixtures(release: str, stem: str, sizes, case: str | None = None):
     return records_as_kernels(found, r)
 
   return results, read
+
+
+def one_entry_autotune_file(folder: str) -> str:
+  """An autotune results file (textproto) in `folder` holding the seed's
+  first a100 gemm fusion (cuBLAS) only, keyed as the recorded
+  config_assigner input names it; returns its path."""
+  from hloprobe.compile.autotune import (
+    CUBLAS_CONFIG,
+    AutotuneChoice,
+    gemm_fusion_keys,
+    parse_codegen_versions,
+    results_textproto,
+  )
+
+  name = "seed_mlp_a100_bfloat16.config_assigner_input.hlo.txt"
+  with open(os.path.join(AUTOTUNE, name), encoding="utf-8") as f:
+    keys = gemm_fusion_keys(f.read())
+  text = results_textproto(
+    "4882ef514d13f9de",
+    parse_codegen_versions(AUTOTUNE_XLA_LOG),
+    [AutotuneChoice(keys[0], "CUBLASLT_FISSION", CUBLAS_CONFIG)],
+  )
+  path = os.path.join(folder, "one.textproto")
+  with open(path, "w", encoding="utf-8") as f:
+    f.write(text)
+  return path

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 
 import numpy as np
 from absl.testing import parameterized
@@ -349,3 +350,29 @@ ENTRY %main (x: f32[{n},8]) -> f32[] {{
   ROOT %r = f32[] reduce(%x, %z), dimensions={{0,1}}, to_apply=%add
 }}
 """
+
+
+# A user case file (`path.py:make_case`) whose rows are exact in f32
+# (integer-valued x @ w + 1), so every batch size gives the same bits.
+EXACT_MM_CASE = textwrap.dedent("""
+  import numpy as np
+  import hloprobe
+
+  def _fn(x, w):
+    return x @ w + 1.0
+
+  def _inputs():
+    g = np.random.default_rng(7)
+    x = g.integers(-4, 5, (8, 16)).astype(np.float32)
+    w = g.integers(-4, 5, (16, 4)).astype(np.float32)
+    return x, w
+
+  def make_case():
+    return hloprobe.Case(
+      name="exact_mm",
+      description="integer-valued x @ w + 1",
+      fn=_fn,
+      make_inputs=_inputs,
+      in_axes=(0, None),
+    )
+""")

@@ -18,9 +18,9 @@ whatever order XLA sums in: one class on the CPU.
 from __future__ import annotations
 
 import os
-import textwrap
 
 import pytest
+import testutil
 from absl.testing import absltest
 from testutil import run_hloprobe_here
 
@@ -52,28 +52,7 @@ class ConsistentOnModulesTest(absltest.TestCase):
       _drop(("consistent",), (_MODULE,))
 
 
-_USER_CASE = textwrap.dedent("""
-  import numpy as np
-  import hloprobe
-
-  def _fn(x, w):
-    return x @ w + 1.0
-
-  def _inputs():
-    g = np.random.default_rng(7)
-    x = g.integers(-4, 5, (8, 16)).astype(np.float32)
-    w = g.integers(-4, 5, (16, 4)).astype(np.float32)
-    return x, w
-
-  def make_case():
-    return hloprobe.Case(
-      name="exact_mm",
-      description="integer-valued x @ w + 1",
-      fn=_fn,
-      make_inputs=_inputs,
-      in_axes=(0, None),
-    )
-""")
+_USER_CASE = testutil.EXACT_MM_CASE
 
 
 @pytest.mark.compiles

@@ -41,10 +41,6 @@ from absl.testing import absltest
 from hloprobe.compile import get_target
 from hloprobe.compile.autotune import (
   CUBLAS_CONFIG,
-  AutotuneChoice,
-  gemm_fusion_keys,
-  parse_codegen_versions,
-  results_textproto,
 )
 from hloprobe.compile.autotune_replay import MISSING_ENTRY, autotune_experiment
 
@@ -126,22 +122,6 @@ def tearDownModule():
   _POOL.close()
 
 
-def _one_entry_file(folder: str) -> str:
-  """Results holding the seed's first gemm fusion (cuBLAS) only."""
-  name = "seed_mlp_a100_bfloat16.config_assigner_input.hlo.txt"
-  with open(os.path.join(recorded.AUTOTUNE, name), encoding="utf-8") as f:
-    keys = gemm_fusion_keys(f.read())
-  text = results_textproto(
-    "4882ef514d13f9de",
-    parse_codegen_versions(recorded.AUTOTUNE_XLA_LOG),
-    [AutotuneChoice(keys[0], "CUBLASLT_FISSION", CUBLAS_CONFIG)],
-  )
-  path = os.path.join(folder, "one.textproto")
-  with open(path, "w", encoding="utf-8") as f:
-    f.write(text)
-  return path
-
-
 @pytest.mark.compiles  # the seed at n = 4096 for the a100, twice
 class SweepSitesTest(absltest.TestCase):
   @classmethod
@@ -151,7 +131,7 @@ class SweepSitesTest(absltest.TestCase):
 
     super().setUpClass()
     cls.folder = tempfile.mkdtemp(prefix="autotune-")
-    path = _one_entry_file(cls.folder)
+    path = recorded.one_entry_autotune_file(cls.folder)
     spec = engine.SweepSpec(
       cases=("seed_mlp",),
       batch_sizes=(4096,),

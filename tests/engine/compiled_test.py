@@ -29,31 +29,11 @@ from absl.testing import absltest
 from hloprobe.compile import CASES, get_target
 from hloprobe.compile.autotune import (
   CUBLAS_CONFIG,
-  AutotuneChoice,
-  gemm_fusion_keys,
-  parse_codegen_versions,
-  results_textproto,
 )
 from hloprobe.engine.compiled import compile_and_run_case
 from hloprobe.records import Config, Precision
 
 _A100 = "NVIDIA A100-SXM4-40GB"  # hloprobe's a100 device_description_str
-
-
-def _one_entry_file(folder: str) -> str:
-  """Results holding the seed's first gemm fusion (cuBLAS) only."""
-  name = "seed_mlp_a100_bfloat16.config_assigner_input.hlo.txt"
-  with open(os.path.join(recorded.AUTOTUNE, name), encoding="utf-8") as f:
-    keys = gemm_fusion_keys(f.read())
-  text = results_textproto(
-    "4882ef514d13f9de",
-    parse_codegen_versions(recorded.AUTOTUNE_XLA_LOG),
-    [AutotuneChoice(keys[0], "CUBLASLT_FISSION", CUBLAS_CONFIG)],
-  )
-  path = os.path.join(folder, "one.textproto")
-  with open(path, "w", encoding="utf-8") as f:
-    f.write(text)
-  return path
 
 
 @pytest.mark.compiles  # the seed compiled for the compile-only a100
@@ -63,7 +43,7 @@ class NamedFlagsTest(absltest.TestCase):
     super().setUpClass()
     jax.devices()  # XLA has read this process's flags before the patch
     cls.folder = tempfile.mkdtemp(prefix="compiled-flags-")
-    flag = f"--xla_gpu_load_autotune_results_from={_one_entry_file(cls.folder)}"
+    flag = f"--xla_gpu_load_autotune_results_from={recorded.one_entry_autotune_file(cls.folder)}"
     case = CASES["seed_mlp"]
     full = case.make_inputs()
     config = Config("seed_mlp", get_target("a100"), 4096, Precision.bfloat16)

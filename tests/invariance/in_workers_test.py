@@ -13,10 +13,10 @@ identical bits for row 0 and for the anchor row at every offset.
 from __future__ import annotations
 
 import os
-import textwrap
 
 import numpy as np
 import pytest
+import testutil
 from absl.testing import absltest
 
 from hloprobe import engine
@@ -34,28 +34,7 @@ pytestmark = pytest.mark.compiles
 
 _SIZES = (1, 2, 3, 8)
 
-_CASE = textwrap.dedent("""
-  import numpy as np
-  import hloprobe
-
-  def _fn(x, w):
-    return x @ w + 1.0
-
-  def _inputs():
-    g = np.random.default_rng(7)
-    x = g.integers(-4, 5, (8, 16)).astype(np.float32)
-    w = g.integers(-4, 5, (16, 4)).astype(np.float32)
-    return x, w
-
-  def make_case():
-    return hloprobe.Case(
-      name="exact_mm",
-      description="integer-valued x @ w + 1",
-      fn=_fn,
-      make_inputs=_inputs,
-      in_axes=(0, None),
-    )
-""")
+_CASE = testutil.EXACT_MM_CASE
 
 
 class UserCaseAnchorsTest(absltest.TestCase):
