@@ -189,7 +189,8 @@ FIX = flags.DEFINE_string(
   "fix",
   None,
   "For `verify`: the candidate fix, a matmul precision (e.g. float32, "
-  "F32_F32_F32) or an experiment (a built-in name or NAME:--xla_flag=value).",
+  "F32_F32_F32) or an experiment (a built-in name or NAME:--xla_flag=value); "
+  "none: the baseline is judged as it is.",
 )
 REQUIRE = _define_enum_list(
   "require",
