@@ -257,24 +257,23 @@ def _answer(spec, results, try_fixes: bool, pool):
 def _with_invariance(spec, results, pool, answer, mode: str, output_dir):
   """`answer` with the batch-invariance answer (`mode` "answer" or
   "pin") and, under "pin", the pins searched and verified (a compile-only
-  GPU's pinned-gemm file written under `output_dir`/pins, else a fresh
-  temporary folder that is kept: its `verify` command reads it); untried,
-  each applicable pin is listed with its `verify` command."""
+  GPU's pinned-gemm file written under `output_dir`/pins, else pins/
+  under the record cache's folder: --cache_dir, or the default one under
+  --nocache too; its `verify` command reads it there); untried, each
+  applicable pin is listed with its `verify` command."""
   import os
   import signal
-  import tempfile
 
   from hloprobe import invariance
+  from hloprobe.runtime import RecordCache
 
   if mode == "off":
     return answer
   try:
     folder = None
     if mode == "pin":
-      folder = (
-        os.path.join(output_dir, "pins")
-        if output_dir
-        else tempfile.mkdtemp(prefix="hloprobe-pins-")
+      folder = os.path.join(
+        output_dir or spec.cache_dir or RecordCache.default_dir(), "pins"
       )
     found, pins = invariance.batch_invariance(spec, results, pool, folder)
   except KeyboardInterrupt as e:

@@ -46,8 +46,13 @@ from collections.abc import Callable, Sequence
 from hloprobe.compile import BUILTIN_EXPERIMENTS, Experiment, is_config_path
 from hloprobe.engine import SweepPlan, plan_sweep, run_sweep
 from hloprobe.errors import first_line
-from hloprobe.invariance.answer import Invariance, group_key, site_causes
-from hloprobe.invariance.in_workers import invariance_of_sweep
+from hloprobe.invariance.answer import (
+  Boundary,
+  Invariance,
+  group_key,
+  site_causes,
+)
+from hloprobe.invariance.in_workers import case_inputs, invariance_of_sweep
 from hloprobe.invariance.kernel_identity import KernelReader
 from hloprobe.invariance.pin_file import write_pin_file
 from hloprobe.records import ConfigResult
@@ -76,6 +81,8 @@ class PinCandidate:
     precision: the matmul precision it sets, or None.
     words: what it changes, one phrase.
     jax_change: the JAX code change that does the same, where one exists.
+    file: the autotune-results file its flags load (pinned_gemms), an
+      absolute path, or None.
   """
 
   name: str
@@ -83,6 +90,7 @@ class PinCandidate:
   precision: str | None = None
   words: str = ""
   jax_change: str | None = None
+  file: str | None = None
 
   @property
   def fix(self) -> str:
@@ -128,6 +136,10 @@ class Pin:
     cost: the kernels it changed against the baseline, in words.
     command: the `hloprobe verify ... --require=invariant` command.
     after: the group's answer under it, or None.
+    left_out: the boundaries (`answer.Boundary`, under the pin where it
+      read one, else the baseline's) of the swept sizes `command` leaves
+      out: they stay apart under the pin (n = 1, `_all_but_one`), and the
+      command FAILs with them; () where it keeps every swept size.
   """
 
   case: str
@@ -140,6 +152,7 @@ class Pin:
   cost: str
   command: str
   after: Invariance | None = None
+  left_out: tuple[Boundary, ...] = ()
 
   @property
   def not_tried(self) -> bool:
@@ -246,6 +259,7 @@ def candidates_for(
         words="one Triton config per gemm fusion for every n (block_k "
         "fixed, split-K 1; the kernels stage's autotune-results file), "
         "Triton softmax rewriter and dot strength reduction off",
+        file=pin_file,
       )
     )
   return tuple(out)
@@ -354,13 +368,14 @@ def search_pins(
   """
   del reader  # the judge carries it
   out = []
+  inputs = case_inputs(plan, pool)  # a user case's: in its loader worker
   for a in answers:
     if a.invariant is not False or a.experiment != "baseline":
       continue
     found = candidates_for(a, pin_files(a) if pin_files else None)
     if pin_files is None and pin_folder and a.target != "cpu":
       path, why = write_pin_file(
-        plan, a.case, a.target, a.precision, pin_folder
+        plan, a.case, a.target, a.precision, pin_folder, inputs
       )
       found = candidates_for(a, path)
       if path is None:
@@ -386,7 +401,7 @@ def search_pins(
       after = next((j for j in judged if _key(j) == key), None)
       fixed = [r for r in swept if group_key(r.config) == key]
       passed = None if after is None else after.invariant
-      reason, sizes = _reason(after), a.sizes
+      reason, sizes, left_out = _reason(after), a.sizes, ()
       if passed is False and _all_but_one(after):
         # n = 1 alone apart (a rank XLA drops there): the pin for n > 1.
         sizes = tuple(n for n in a.sizes if n != 1)
@@ -394,6 +409,7 @@ def search_pins(
         reason = (
           f"one class for n = {', '.join(map(str, sizes))}; n = 1 stays apart"
         )
+        left_out = (_boundary_at(1, after, a),)
       out.append(
         Pin(
           *_key(a),
@@ -403,9 +419,23 @@ def search_pins(
           _cost(fixed, base),
           verify_command(plan, a, c, sizes),
           after,
+          left_out,
         )
       )
   return tuple(out)
+
+
+def _boundary_at(n: int, after: Invariance, base: Invariance) -> Boundary:
+  """What sets size `n` apart under a pin: `after`'s boundary at `n`,
+  else the baseline's (`base`), else one that says it was not read."""
+  for a in (after, base):
+    found = next((b for b in a.boundaries if b.n == n), None)
+    if found is not None:
+      return found
+  others = [m for m in after.sizes if m != n]
+  return Boundary(
+    n, min(others, default=n), (), "no boundary read at this batch size"
+  )
 
 
 def untried_pins(

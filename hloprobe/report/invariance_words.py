@@ -292,10 +292,37 @@ def _left_out_words(a: Invariance) -> str:
   )
 
 
+def _kept_apart_words(p) -> str:
+  """The swept sizes a pin's `verify` command leaves out and why, from
+  its `left_out` boundaries: "the command leaves out n = 1, which stays
+  apart under this pin (at n = 1: ...); with n = 1 it FAILs"; "" for
+  none."""
+  if not p.left_out:
+    return ""
+  ns = ", ".join(str(b.n) for b in p.left_out)
+  why = "; ".join(_boundary_words(b) for b in p.left_out)
+  return (
+    f"the command leaves out n = {ns}, which stays apart under this pin "
+    f"({why}); with n = {ns} it FAILs"
+  )
+
+
+def _pin_file_lines(ps: Sequence) -> list[str]:
+  """Where a group's pinned-gemm autotune file was written (its `verify`
+  command and XLA_FLAGS read it there)."""
+  files = {p.candidate.file: p.candidate.name for p in ps if p.candidate.file}
+  return [
+    f"  {name}'s autotune file (its command reads it; kept): {f}"
+    for f, name in files.items()
+  ]
+
+
 def pin_lines(pins: Sequence) -> list[str]:
   """The bitwise question's "Do:": per group searched, the first pin that
-  passed (its flags, JAX change, cost and `verify` command), else that
-  none did, then each candidate tried in one line."""
+  passed (its flags, JAX change, cost and `verify` command; the swept
+  sizes its command leaves out, and why), else that none did, then each
+  candidate tried in one line, and where the pinned-gemm autotune file
+  was written."""
   out = []
   groups: dict[tuple, list] = {}
   for p in pins:
@@ -315,6 +342,8 @@ def pin_lines(pins: Sequence) -> list[str]:
       out.append(
         f"Do: pin {where} with {how} ({c.words}; cost: {p.cost}): {p.command}"
       )
+      if p.left_out:
+        out.append(f"  ({_kept_apart_words(p)})")
     elif all(p.not_tried for p in ps):
       out.append(
         f"Do: to pin {where}, try (explain --invariance=pin tries them):"
@@ -326,9 +355,11 @@ def pin_lines(pins: Sequence) -> list[str]:
     out += [
       f"  {'passes' if p.passed else 'fails' if p.passed is False else 'unknown'}"
       f": {p.candidate.name}: {p.reason}"
+      + (f" ({_kept_apart_words(p)})" if p.left_out else "")
       for p in ps
       if not (passed and p is passed[0])
     ]
+    out += _pin_file_lines(ps)
   return out
 
 
@@ -408,7 +439,9 @@ def _pin_words(groups: Sequence[Invariance], pins: Sequence) -> str:
       if c.precision is not None
       else f"XLA_FLAGS='{' '.join(c.flags)}'"
     )
-    return f"pinned by {how} ({passed[0].cost}; its `verify`: --verbose)"
+    apart = _kept_apart_words(passed[0])
+    apart = f"{apart}; " if apart else ""
+    return f"pinned by {how} ({apart}{passed[0].cost}; its `verify`: --verbose)"
   if all(p.not_tried for p in mine):
     under: dict[str, list[str]] = {}
     for p in mine:
@@ -498,7 +531,10 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
   ulps, moves}], boundaries: [{n, against, causes, unexplained}],
   kernels: {n: [{name, kind, sites, signature, words, why_unknown}]}}],
   "pins": [{case, target, precision, candidate, fix, xla_flags,
-  jax_change, passed, reason, cost, command}]}."""
+  jax_change, passed, reason, cost, command, left_out: [{n, against,
+  causes, unexplained}] (the swept sizes `command` leaves out: they stay
+  apart under the pin), autotune_file (the pinned-gemm file, or
+  null)}]}."""
   groups = []
   for a in answers:
     groups.append(
@@ -563,6 +599,16 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
         "reason": p.reason,
         "cost": p.cost,
         "command": p.command,
+        "left_out": [
+          {
+            "n": b.n,
+            "against": b.against,
+            "causes": list(b.causes),
+            "unexplained": b.unexplained,
+          }
+          for b in p.left_out
+        ],
+        "autotune_file": p.candidate.file,
       }
       for p in pins
     ],

@@ -157,6 +157,73 @@ class WordsTest(absltest.TestCase):
     )
     self.assertEqual(lines[1:], ["  fails: float32: still split"])
 
+  def test_a_pin_for_n_above_1_says_what_its_command_leaves_out(self):
+    # issue 38: the printed command narrows --batch_sizes to 2,8,64; n = 1
+    # stays apart (a vector-matrix product there: XLA's
+    # DotStrengthReduction, xla/service/gpu/transforms/
+    # dot_strength_reduction.cc, makes it multiply+reduce), so the words
+    # say so and why.
+    dsr = Boundary(
+      1, 2, ("sites 0-1 multiply+reduce after dot strength reduction",)
+    )
+    c = PinCandidate(
+      "pinned_gemms",
+      ("--xla_gpu_load_autotune_results_from=/c/pins/p.textproto",),
+      words="w",
+      file="/c/pins/p.textproto",
+    )
+    other = PinCandidate("no_split_k", ("--x=1",), words="v")
+    pins = [
+      Pin(
+        "m",
+        "a100",
+        "float32",
+        "baseline",
+        p,
+        True,
+        "r",
+        "cost",
+        f"cmd{i}",
+        left_out=(dsr,),
+      )
+      for i, p in enumerate((c, other))
+    ]
+    lines = pin_lines(pins)
+    self.assertTrue(lines[0].startswith("Do: pin m on a100"), lines[0])
+    apart = (
+      "the command leaves out n = 1, which stays apart under this pin (at "
+      "n = 1: sites 0-1 multiply+reduce after dot strength reduction); "
+      "with n = 1 it FAILs"
+    )
+    self.assertEqual(
+      lines[1:],
+      [
+        f"  ({apart})",
+        f"  passes: no_split_k: r ({apart})",
+        "  pinned_gemms's autotune file (its command reads it; kept): "
+        "/c/pins/p.textproto",
+      ],
+    )
+    (_, line) = folded_lines([_gpu()], pins[:1])
+    self.assertIn(
+      "pinned by XLA_FLAGS='--xla_gpu_load_autotune_results_from="
+      f"/c/pins/p.textproto' ({apart}; cost; its `verify`: --verbose)",
+      line,
+    )
+    pin = invariance_json([_gpu()], pins[:1])["pins"][0]
+    self.assertEqual(pin["autotune_file"], "/c/pins/p.textproto")
+    self.assertEqual(
+      pin["left_out"],
+      [
+        {
+          "n": 1,
+          "against": 2,
+          "causes": list(dsr.causes),
+          "unexplained": None,
+        }
+      ],
+    )
+
   def test_first_lines_empty_when_not_asked(self):
     self.assertEqual(first_lines(()), [])
 
