@@ -292,15 +292,22 @@ def _left_out_words(a: Invariance) -> str:
   )
 
 
-def _kept_apart_words(p) -> str:
+def _kept_apart_words(p, every_cause: bool = True) -> str:
   """The swept sizes a pin's `verify` command leaves out and why, from
   its `left_out` boundaries: "the command leaves out n = 1, which stays
   apart under this pin (at n = 1: ...); with n = 1 it FAILs"; "" for
-  none."""
+  none. `every_cause`: each kernel that differs there, as the answer's
+  lines name a boundary's (`_class_words`); False: the sites, and how
+  many other kernels differ (`_boundary_words`, the folded line's)."""
   if not p.left_out:
     return ""
   ns = ", ".join(str(b.n) for b in p.left_out)
-  why = "; ".join(_boundary_words(b) for b in p.left_out)
+  why = "; ".join(
+    f"at n = {b.n}: {'; '.join(b.causes) or b.unexplained or 'unread'}"
+    if every_cause
+    else _boundary_words(b)
+    for b in p.left_out
+  )
   return (
     f"the command leaves out n = {ns}, which stays apart under this pin "
     f"({why}); with n = {ns} it FAILs"
@@ -439,7 +446,7 @@ def _pin_words(groups: Sequence[Invariance], pins: Sequence) -> str:
       if c.precision is not None
       else f"XLA_FLAGS='{' '.join(c.flags)}'"
     )
-    apart = _kept_apart_words(passed[0])
+    apart = _kept_apart_words(passed[0], every_cause=False)
     apart = f"{apart}; " if apart else ""
     return f"pinned by {how} ({apart}{passed[0].cost}; its `verify`: --verbose)"
   if all(p.not_tried for p in mine):

@@ -224,6 +224,38 @@ class WordsTest(absltest.TestCase):
       ],
     )
 
+  def test_left_out_kernels_named_in_full_counted_when_folded(self):
+    # Under a pin that keeps every site's fate, n = 1 may differ in other
+    # kernels only (named 0): each is named in the pin's lines, counted
+    # in the folded one.
+    b = Boundary(1, 2, ("fusion.1: tile a -> b", "fusion.2: c -> d"), named=0)
+    c = PinCandidate("no_split_k", ("--x=1",), words="v")
+    pin = Pin(
+      "m",
+      "a100",
+      "float32",
+      "baseline",
+      c,
+      True,
+      "r",
+      "cost",
+      "cmd",
+      left_out=(b,),
+    )
+    self.assertEqual(
+      pin_lines([pin])[1],
+      "  (the command leaves out n = 1, which stays apart under this pin "
+      "(at n = 1: fusion.1: tile a -> b; fusion.2: c -> d); with n = 1 it "
+      "FAILs)",
+    )
+    (_, line) = folded_lines([_gpu()], [pin])
+    self.assertIn(
+      "(the command leaves out n = 1, which stays apart under this pin (at "
+      "n = 1: 2 other kernels differ (--verbose)); with n = 1 it FAILs; "
+      "cost; its `verify`: --verbose)",
+      line,
+    )
+
   def test_first_lines_empty_when_not_asked(self):
     self.assertEqual(first_lines(()), [])
 
