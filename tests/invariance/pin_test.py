@@ -55,6 +55,7 @@ class PinOnUserCaseTest(absltest.TestCase):
       "--precisions=float32",
       "--invariance=pin",
       "--only=invariance",
+      "--nocache",  # its folder still holds pins/
       f"--cache_dir={cache}",
       timeout_s=300,
     )
