@@ -20,8 +20,11 @@ from hloprobe's output:
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
+import shlex
 
 import pytest
 import testutil
@@ -55,33 +58,50 @@ class PinOnUserCaseTest(absltest.TestCase):
       "--precisions=float32",
       "--invariance=pin",
       "--only=invariance",
+      "--format=json",
       "--nocache",  # its folder still holds pins/
       f"--cache_dir={cache}",
       timeout_s=300,
     )
     self.assertEqual(proc.returncode, 0, proc.stderr)
-    out = proc.stdout
-    self.assertNotIn("worker processes only", out + proc.stderr)
-    self.assertNotIn("not made", out)
+    self.assertNotIn("worker processes only", proc.stdout + proc.stderr)
+    pins = json.loads(proc.stdout)["answer"]["invariance"]["pins"]
     # The gemm pin was made in the case's workers and judged.
-    judged = [l for l in out.splitlines() if ": pinned_gemms: " in l]
-    self.assertLen(judged, 1, out)
-    self.assertRegex(judged[0], r"^  (passes|fails): pinned_gemms: ")
-    # Its file: under the record cache's folder, a stable name, printed.
+    (pin,) = [p for p in pins if p["candidate"] == "pinned_gemms"]
+    self.assertIsNotNone(pin["passed"], pin["reason"])
+    # Its file: under the record cache's folder, a stable name, named
+    # in the pin (its text prints it: invariance_words_test).
     files = os.listdir(os.path.join(cache, "pins"))
     self.assertLen(files, 1)
     self.assertRegex(files[0], _NAME)
     written = os.path.join(cache, "pins", files[0])
-    self.assertIn(
-      f"  pinned_gemms's autotune file (its command reads it; kept): {written}",
-      out.splitlines(),
-    )
+    self.assertEqual(pin["autotune_file"], written)
     with open(written) as f:
       text = f.read()
     configs = re.findall(r"optimal_config \{ backend: (\w+)", text)
     self.assertNotEmpty(configs, text)
     self.assertEqual(set(configs), {"TRITON"}, text)
     self.assertNotIn("split_k", text)
+    # The printed `verify` command reads it there, from another folder.
+    words = shlex.split(pin["command"])
+    self.assertEqual(words[:2], ["hloprobe", "verify"])
+    self.assertIn(
+      f"--xla_gpu_load_autotune_results_from={written}", pin["command"]
+    )
+    with _cwd(folder):
+      ran = run_hloprobe_here(*words[1:], "--nocache", timeout_s=300)
+    self.assertIn(ran.returncode, (0, 1), ran.stderr)  # PASS or FAIL
+    self.assertIn("on a100 under float32 (pinned_gemms)", ran.stdout)
+
+
+@contextlib.contextmanager
+def _cwd(folder: str):
+  old = os.getcwd()
+  os.chdir(folder)
+  try:
+    yield
+  finally:
+    os.chdir(old)
 
 
 class FileNameTest(absltest.TestCase):
