@@ -80,8 +80,8 @@ class PinOutcome(enum.Enum):
   NOT_JUDGED = "not judged"  # no config of it came back
   UNKNOWN = "unknown"  # judged unknown (`Pin.after.why`)
   ONE_CLASS = "one class"  # every swept size one class
-  ONE_CLASS_BUT_N1 = "one class but n = 1"  # `Pin.sizes` one class, n = 1
-  # apart (`Pin.left_out`)
+  # `Pin.sizes` one class, n = 1 apart (`Pin.left_out`)
+  ONE_CLASS_BUT_N1 = "one class but n = 1"
   STILL_SPLIT = "still split"  # more than one class (`Pin.after.rows`)
 
   @property
@@ -162,7 +162,7 @@ class Pin:
       baseline: (`answer.site_causes`' phrase, the batch sizes), in the
       order first met; () where none did or it was not swept.
     row0_abs: (before, after): the largest row-0 |err| against float64
-      over the group's sizes, unitless as the values, without and with
+      over the group's sizes, in the output's units, without and with
       it (`_row0_error`), or None where either is unknown.
     command: the `hloprobe verify ... --require=invariant` command ("" for
       one not made).
