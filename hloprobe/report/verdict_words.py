@@ -22,6 +22,11 @@ import numpy as np
 
 from hloprobe.errors import counted
 from hloprobe.numerics import CHANGED, VerdictKind
+from hloprobe.report.site_words import (
+  failure_words,
+  groups_words,
+  site_note_words,
+)
 
 __all__ = [
   "config_words",
@@ -85,11 +90,6 @@ def _hlo_name(dtype) -> str:
   return np.dtype(dtype).name.replace("uint", "u").replace("int", "s")
 
 
-def _groups_words(groups) -> str:
-  """`TF32_TF32_F32 at sites [0, 1, 2]` for `Verdict.algorithms`."""
-  return " and ".join(f"{alg} at sites {list(sites)}" for alg, sites in groups)
-
-
 def _integer_words(v) -> str:
   info = np.iinfo(np.dtype(v.dtype))
   of = f" of {v.leaf}" if v.leaf else " of the output"
@@ -122,7 +122,7 @@ def _head_words(v) -> str:
   if v.integer and kind in (VerdictKind.UNEXPLAINED, VerdictKind.OVERFLOW):
     return _integer_words(v)
   if kind is VerdictKind.EXPLAINED:
-    return f"explained by {_groups_words(v.algorithms)}"
+    return f"explained by {groups_words(v.algorithms)}"
   if kind is VerdictKind.UNEXPLAINED:
     return "unexplained"
   raise ValueError(f"no words for a {kind.value!r} leaf verdict")
@@ -141,13 +141,15 @@ def verdict_words(v) -> str:
 def note_words(n) -> str:
   """A verdict's note (`numerics.Verdict.notes`) in words: words as they
   are; a record by its `note`: a math change (`math_change_words`), a
-  floor check (`floor_check_words`)."""
+  floor check (`floor_check_words`), a site note (`site_note_words`)."""
   if isinstance(n, str):
     return n
   if n.note == "math change":
     return math_change_words(n)
   if n.note == "floor check":
     return floor_check_words(n)
+  if (words := site_note_words(n)) is not None:
+    return words
   raise ValueError(f"no words for a verdict note {n.note!r}")
 
 
@@ -323,7 +325,7 @@ def what_words(f) -> str:
   if said.text is not None:  # given by hand
     return said.text
   if said.failure is not None:
-    return f"{said.failure.stage} failed: {said.failure.words()}"
+    return f"{said.failure.stage} failed: {failure_words(said.failure)}"
   if said.why is not None:
     return f"not judged: {said.why}"
   if f.kind == "changed the math":
