@@ -56,7 +56,7 @@ __all__ = [
 # Prediction.leaves instead of its verdict words (.verdict,
 # .leaf_verdicts), Verdict.far_rows a `FarRows` record; 16: the site notes
 # on a verdict as records (`numerics.site_notes`: BelowRequest, SiteNote,
-# ...), not words.
+# ...; `made.NotExecuted`), not words.
 RECORD_VERSION = 16
 
 

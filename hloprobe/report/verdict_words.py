@@ -47,7 +47,8 @@ __all__ = [
 ]
 
 # `numerics.Made`'s words where the module could not be executed whole
-# (the same words its `config_judgement` notes on the prediction's verdict).
+# (and of the `NotExecuted` note its `config_judgement` adds to the
+# prediction's verdict).
 INCOMPLETE = "prediction incomplete: not executed"
 # What leads rows far beyond their band (`numerics.FarCause`'s values).
 _CAUSE = {
@@ -141,13 +142,16 @@ def verdict_words(v) -> str:
 def note_words(n) -> str:
   """A verdict's note (`numerics.Verdict.notes`) in words: words as they
   are; a record by its `note`: a math change (`math_change_words`), a
-  floor check (`floor_check_words`), a site note (`site_note_words`)."""
+  floor check (`floor_check_words`), an incomplete execution, a site note
+  (`site_note_words`)."""
   if isinstance(n, str):
     return n
   if n.note == "math change":
     return math_change_words(n)
   if n.note == "floor check":
     return floor_check_words(n)
+  if n.note == "not executed":  # `numerics.made.NotExecuted`
+    return f"{INCOMPLETE}: {', '.join(n.instructions)}"
   if (words := site_note_words(n)) is not None:
     return words
   raise ValueError(f"no words for a verdict note {n.note!r}")

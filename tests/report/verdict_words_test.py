@@ -182,11 +182,8 @@ _PHRASES = (
 _EDGE = ("report", "cli", "commands", "tools", "pictures")
 # Where these phrases may still appear outside report/, and why.
 _ALLOWED = {
-  # Notes on a verdict, made where they are found (`Verdict.notes`): an
-  # incomplete execution; `CHANGED` also names the pictures' changed-math
-  # label.
+  # `CHANGED` names the verdict's kind and the pictures' changed-math label.
   ("numerics/made.py", "changed the math"),
-  ("numerics/made.py", "prediction incomplete"),
   # A finding's kind (`Finding.kind`), not its words.
   ("verify/findings.py", "changed the math"),
 }
