@@ -78,7 +78,6 @@ from hloprobe.numerics.kept import Kept
 from hloprobe.numerics.verdicts import Verdict, VerdictKind
 
 __all__ = [
-  "CHANGED",
   "Made",
   "MadeChecker",
   "MathChange",
@@ -86,7 +85,6 @@ __all__ = [
   "config_judgement",
 ]
 
-CHANGED = "XLA changed the math"
 # f32 roundings of the output allowed besides the sites' bands (the
 # elementwise ops around the dots: a bias add, a scale, a convert).
 _OUTPUT_ROUNDINGS = 4

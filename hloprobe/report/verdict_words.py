@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import math
 
-import ml_dtypes
 import numpy as np
 
 from hloprobe.errors import counted
-from hloprobe.numerics import CHANGED, VerdictKind
+from hloprobe.numerics import VerdictKind, float_dtype
 from hloprobe.report.site_words import (
   failure_words,
   groups_words,
@@ -46,6 +45,9 @@ __all__ = [
   "what_words",
 ]
 
+# A changed-math verdict's words (`VerdictKind.MATH_CHANGED`); the Model
+# Explorer's changed-math label says the same (pictures/model_explorer.py).
+CHANGED = "XLA changed the math"
 # `numerics.Made`'s words where the module could not be executed whole
 # (and of the `NotExecuted` note its `config_judgement` adds to the
 # prediction's verdict).
@@ -64,20 +66,10 @@ def noise_words(dtype) -> str:
   arithmetic); narrower ones: "bf16 output rounding" (the floor is then
   mostly the output's own rounding).
   """
-  dtype = _float_dtype(dtype)
+  dtype = float_dtype(dtype)
   if dtype is None or dtype.itemsize >= 4:
     return f"{_float_name(dtype) if dtype is not None else 'f32'} noise"
   return f"{_float_name(dtype)} output rounding"
-
-
-def _float_dtype(dtype) -> np.dtype | None:
-  """`dtype` as a numpy dtype if it is a float type ml_dtypes knows."""
-  try:
-    dtype = np.dtype(dtype)
-    ml_dtypes.finfo(dtype)
-  except (TypeError, ValueError):
-    return None
-  return dtype
 
 
 def _float_name(dtype) -> str:
