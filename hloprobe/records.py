@@ -56,7 +56,8 @@ __all__ = [
 # Prediction.leaves instead of its verdict words (.verdict,
 # .leaf_verdicts), Verdict.far_rows a `FarRows` record; 16: the site notes
 # on a verdict as records (`numerics.site_notes`: BelowRequest, SiteNote,
-# ...; `made.NotExecuted`), not words.
+# ...; `made.NotExecuted`), not words; Prediction.notes (records) for its
+# note words.
 RECORD_VERSION = 16
 
 

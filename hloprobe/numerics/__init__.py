@@ -28,6 +28,7 @@ modules behind them are private in intent:
   floor_check      the measured noise floor checked against the executor
   emulation_cache  emulations shared between configs
   site_notes       what a verdict notes about particular sites
+  note_records     those notes, and the prediction's own, as records
   verdicts         verdicts as records (`Verdict`), and their words
   candidates       site assignments: chosen, shares, candidates
   predict          GPU error predicted from emulation

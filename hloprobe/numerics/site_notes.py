@@ -30,19 +30,14 @@ no site escapes the report:
     made it `__cublas$lt$matmul$f8` ("site 0: fp8 cuBLASLt rewrite did
     not fire: ...", `SiteFate.fp8_rewrite`).
 
-The notes are records (`BelowRequest`, `Tf32Optional`, `SiteNote`,
-`SumOverflow`: site indices, algorithms, fates), each with a `note` class
-attribute saying what it is; `hloprobe.report` words them (issue 36: words
-only at the edge).
+The notes are records (`note_records`: site indices, algorithms, fates),
+each with a `note` class attribute saying what it is; `hloprobe.report`
+words them (issue 36: words only at the edge).
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
 
 from __future__ import annotations
-
-import dataclasses
-import enum
-from typing import ClassVar
 
 from hloprobe.ir import ALGORITHMS
 from hloprobe.numerics.accuracy import dtype_name
@@ -53,6 +48,14 @@ from hloprobe.numerics.emulate_fp8 import (
   jaxpr_algorithm,
 )
 from hloprobe.numerics.integers import is_integer
+from hloprobe.numerics.note_records import (
+  BelowRequest,
+  Shown,
+  SiteNote,
+  SiteNoteKind,
+  SumOverflow,
+  Tf32Optional,
+)
 from hloprobe.numerics.verdicts import Verdict, VerdictKind, algorithm_groups
 from hloprobe.sites import (
   EXACT_INTEGER,
@@ -63,12 +66,6 @@ from hloprobe.sites import (
 __all__ = [
   "F32",
   "TF32",
-  "BelowRequest",
-  "Shown",
-  "SiteNote",
-  "SiteNoteKind",
-  "SumOverflow",
-  "Tf32Optional",
   "annotate",
   "below_request",
   "overflow_sites",
@@ -85,119 +82,6 @@ _HOLDS = {
   "f16": ("f16", "tf32", "f32", "f64"),
 }
 _SIXTEEN_BIT_OUTPUTS = {"bfloat16": "bf16", "float16": "f16"}
-
-
-class Shown(enum.Enum):
-  """How a verdict shows the sites below their request (`BelowRequest`)."""
-
-  # The verdict is accurate from a run; the prediction shows the sites.
-  PREDICTED = "predicted, not seen"
-  # The verdict is accurate: the noise or the output's rounding hides them.
-  HIDDEN = "hidden"
-  # The verdict is not accurate: they are below the requested precision.
-  BELOW = "below"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class BelowRequest:
-  """Sites whose algorithm is below their request that no verdict names.
-
-  Attributes:
-    algorithms: (algorithm, site indices) per algorithm, first seen first
-      (`verdicts.algorithm_groups`).
-    shown: how the verdict shows them.
-    output: for HIDDEN, the 16-bit output type whose rounding hides them
-      ("bf16", "f16"); None: the f32 noise does.
-  """
-
-  algorithms: tuple[tuple[str, tuple[int, ...]], ...]
-  shown: Shown
-  output: str | None = None
-
-  # What a verdict's note of this record is (`Verdict.notes`; report
-  # words it).
-  note: ClassVar[str] = "below request"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Tf32Optional:
-  """cuBLAS / cuDNN conv sites where TF32 is allowed, not required
-  (`SiteFate.tf32_optional`).
-
-  Attributes:
-    kept: True: a run showed the library kept these sites in f32; False:
-      a compile-only row 0 assumes TF32_TF32_F32 there, and the library
-      may keep some in f32 (ambiguous).
-    libraries: (fate, site indices) per library, first seen first.
-  """
-
-  kept: bool
-  libraries: tuple[tuple[Fate, tuple[int, ...]], ...]
-
-  note: ClassVar[str] = "tf32 optional"
-
-
-class SiteNoteKind(enum.Enum):
-  """What a `SiteNote` says about its sites."""
-
-  # TF32 kernels with no cvt.rna.tf32.f32: emulated as `algorithm`.
-  TF32_TRUNCATED = "tf32 truncated"
-  # The site's carrier is ambiguous: emulated as F32.
-  AMBIGUOUS = "ambiguous"
-  # cuBLASLt FP8 fast accumulation: not modelled, predicted as F32.
-  FP8_FAST_ACCUM = "fp8 fast accumulation"
-  # `algorithm` (None: unknown) not emulated: emulated as F32.
-  EMULATED_F32 = "emulated as F32"
-  # Ran `algorithm` for the `declared` preset: dot strength reduction
-  # made it a `fate` (multiply+reduce, multiply).
-  STRENGTH_REDUCED = "strength reduced"
-  # Ran `algorithm` for the `declared` preset: the target ignores it.
-  PRESET_IGNORED = "preset ignored"
-  # The optimized HLO contradicts the StableHLO (`detail`:
-  # `SiteFate.conflict`).
-  CONFLICT = "conflict"
-  # XLA's fp8 cuBLASLt rewrite (`detail`: `SiteFate.fp8_rewrite`).
-  FP8_REWRITE = "fp8 rewrite"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class SiteNote:
-  """One note on one or more sites, by kind (`SiteNoteKind`).
-
-  Attributes:
-    kind: what it says.
-    sites: the site indices, in order.
-    algorithm: the site's effective algorithm (TF32_TRUNCATED: what they
-      are emulated as); None where unknown or not needed.
-    declared: the declared preset (STRENGTH_REDUCED, PRESET_IGNORED).
-    fate: the site's fate (STRENGTH_REDUCED).
-    detail: the site record's own words (CONFLICT, FP8_REWRITE).
-  """
-
-  kind: SiteNoteKind
-  sites: tuple[int, ...]
-  algorithm: str | None = None
-  declared: str | None = None
-  fate: Fate | None = None
-  detail: str | None = None
-
-  note: ClassVar[str] = "site"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class SumOverflow:
-  """Dot sites whose exact integer sum overflows their result type.
-
-  Attributes:
-    dtype: the output's integer type, HLO spelling ("s8").
-    sites: (index, lhs dtype, rhs dtype, fate) per site of that result
-      type, in order.
-  """
-
-  dtype: str
-  sites: tuple[tuple[int, str, str, Fate], ...]
-
-  note: ClassVar[str] = "sum overflow"
 
 
 def below_request(f: SiteFate, algorithm: str) -> bool:

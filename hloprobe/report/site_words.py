@@ -22,10 +22,11 @@ __all__ = [
   "finding_words",
   "groups_words",
   "merge_words",
+  "prediction_note",
   "site_note_words",
 ]
 
-# The preset an FP8 fast-accumulation site is predicted as.
+# The preset a site the emulator does not model is predicted as.
 _F32 = "F32_F32_F32"
 
 
@@ -159,16 +160,44 @@ def _overflow_words(n) -> str:
   return f"the exact sum overflows {n.dtype} at {found}"
 
 
+def _taken_words(n) -> str:
+  """A `note_records.TakenAsF32`: the sites emulated as F32 and why."""
+  sites = ", ".join(
+    f"site {i}: {alg} (not modelled: cuBLASLt FP8 fast accumulation)"
+    if alg == n.fast_accum
+    else f"site {i}: {alg or 'unknown'}"
+    for i, alg in n.sites
+  )
+  return f"taken as {_F32}: {sites}"
+
+
+def _attention_bias_words(n) -> str:
+  """A `note_records.AttentionBias`: the sites and their dtypes."""
+  at = "; ".join(f"site {i}: bias {bias}, q/k/v {q}" for i, bias, q in n.sites)
+  return (
+    f"cuDNN attention bias of another dtype than q/k/v at {at} (read in its "
+    "own type, added to the f32 scores)"
+  )
+
+
 _NOTE_WORDS = {
   "below request": _below_words,
   "tf32 optional": _tf32_optional_words,
   "site": _one_site_words,
   "sum overflow": _overflow_words,
+  "taken as F32": _taken_words,
+  "attention bias": _attention_bias_words,
 }
 
 
 def site_note_words(n) -> str | None:
-  """A site note on a verdict (`numerics.site_notes`' records, by their
-  `note`) in words; None for a record that is not a site note."""
+  """A site note on a verdict or a prediction (`numerics.note_records`,
+  by their `note`) in words; None for a record that is not a site note."""
   words = _NOTE_WORDS.get(n.note)
   return None if words is None else words(n)
+
+
+def prediction_note(p) -> str | None:
+  """results.json's "note" of a prediction: its notes (`Prediction.notes`)
+  in words, joined by "; "; None without any."""
+  return "; ".join(map(site_note_words, p.notes)) or None

@@ -6,23 +6,22 @@ their fields."""
 
 from __future__ import annotations
 
-import io
-
 from absl.testing import absltest
 
 from hloprobe import records
 from hloprobe.numerics import Verdict, VerdictKind
-from hloprobe.numerics.site_notes import (
+from hloprobe.numerics.note_records import (
+  AttentionBias,
   BelowRequest,
   Shown,
   SiteNote,
   SiteNoteKind,
   SumOverflow,
+  TakenAsF32,
   Tf32Optional,
 )
 from hloprobe.report import site_words as sw
 from hloprobe.report.verdict_words import verdict_words
-from hloprobe.runtime import dump_record, load_record
 from hloprobe.sites import CompileFinding, Fate
 
 _RULE = "dot strength reduction (algebraic_simplifier.cc)"
@@ -57,6 +56,7 @@ class FailureWordsTest(absltest.TestCase):
     )
 
 
+_FAST = "ANY_F8_ANY_F8_F32_FAST_ACCUM"
 _TF32_AT = (("TF32_TF32_F32", (1, 2)),)
 
 
@@ -169,19 +169,29 @@ class SiteNoteWordsTest(absltest.TestCase):
       "noise; site 0 ambiguous, emulated as F32",
     )
 
-  def test_notes_survive_the_record_file(self):
-    # The record cache stores verdicts with their notes (no pickles).
-    v = Verdict(VerdictKind.UNEXPLAINED).noted(
-      BelowRequest(_TF32_AT, Shown.BELOW),
-      Tf32Optional(False, ((Fate.CUBLAS, (0,)),)),
-      SiteNote(
-        SiteNoteKind.STRENGTH_REDUCED, (2,), "F32_F32_F32", "X", Fate.MULTIPLY
-      ),
-      SumOverflow("s8", ((1, "s8", "s8", Fate.DOT),)),
+  def test_the_predictions_own_notes(self):
+    taken = TakenAsF32(((1, None), (2, _FAST)), _FAST)
+    self.assertEqual(
+      sw.site_note_words(taken),
+      f"taken as F32_F32_F32: site 1: unknown, site 2: {_FAST} (not "
+      "modelled: cuBLASLt FP8 fast accumulation)",
     )
-    f = io.BytesIO()
-    dump_record(v, f)
-    self.assertEqual(load_record(f.getvalue()), v)
+    bias = AttentionBias(
+      ((0, "float32", "bfloat16"), (3, "float16", "bfloat16"))
+    )
+    self.assertEqual(
+      sw.site_note_words(bias),
+      "cuDNN attention bias of another dtype than q/k/v at site 0: bias "
+      "float32, q/k/v bfloat16; site 3: bias float16, q/k/v bfloat16 (read "
+      "in its own type, added to the f32 scores)",
+    )
+    p = type("P", (), {"notes": (taken, bias)})
+    self.assertEqual(
+      sw.prediction_note(p),
+      f"{sw.site_note_words(taken)}; {sw.site_note_words(bias)}",
+    )
+    p.notes = ()
+    self.assertIsNone(sw.prediction_note(p))
 
 
 if __name__ == "__main__":
