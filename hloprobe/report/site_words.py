@@ -1,16 +1,15 @@
-"""Failures, rejected compiles, merged sites and the site notes on a
-verdict in words: the one place these sentences are made (issue 36: words
-only at the edge).
+"""Failures, rejected compiles and the site notes on a verdict or a
+prediction in words: the one place these sentences are made (issue 36:
+words only at the edge).
 
-The records (`records.Failure`, `sites.CompileFinding`, a site's
-`merged_with`, the site notes `numerics.site_notes` appends to a verdict)
-carry the stage, the error, the site indices, algorithms, fates and the
-rule; code decides by those fields. What people read of them is made here,
-for the text, the tables, the verify outcome and results.json ("sites [0,
-1, 2, 3] (F16_F16_F32) rejected by dot strength reduction ...:
-XlaRuntimeError: ...", "merged by dot-merger with site 1", "site 2
-ambiguous, emulated as F32", "TF32_TF32_F32 at sites [1] hidden by bf16
-output rounding").
+The records (`records.Failure`, `sites.CompileFinding`, the notes of
+`numerics.note_records` on a verdict or a prediction) carry the stage, the
+error, the site indices, algorithms, fates, dtypes and the rule; code
+decides by those fields. What people read of them is made here, for the
+text, the tables, the verify outcome and results.json ("sites [0, 1, 2,
+3] (F16_F16_F32) rejected by dot strength reduction ...: XlaRuntimeError:
+...", "site 2 ambiguous, emulated as F32", "TF32_TF32_F32 at sites [1],
+hidden by bf16 output rounding").
 
 Private in intent: use the package, `hloprobe.report`.
 """
@@ -21,7 +20,6 @@ __all__ = [
   "failure_words",
   "finding_words",
   "groups_words",
-  "merge_words",
   "prediction_note",
   "site_note_words",
 ]
@@ -53,26 +51,6 @@ def failure_words(failure) -> str:
   if failure.finding is None:
     return failure.error
   return f"{finding_words(failure.finding)}: {failure.error}"
-
-
-def merge_words(site, group: bool = False) -> str | None:
-  """E.g. "merged by dot-merger with sites 1, 2"; None when not merged.
-
-  Args:
-    site: a `sites.SiteFate` (its `merged_with` and `site.index`).
-    group: the same words for every site of one merged dot, e.g. "sites
-      0, 1, 2 merged by dot-merger", so that reports can group them.
-  """
-  merged = site.merged_with
-  if merged is None:
-    return None
-  if not merged:
-    return "merged by dot-merger"
-  if group:
-    every = sorted((site.site.index, *merged))
-    return f"sites {', '.join(map(str, every))} merged by dot-merger"
-  plural = "s" if len(merged) > 1 else ""
-  return f"merged by dot-merger with site{plural} {', '.join(map(str, merged))}"
 
 
 def groups_words(groups) -> str:
