@@ -14,6 +14,7 @@ from __future__ import annotations
 from hloprobe import invariance
 from hloprobe.report.invariance_words import first_lines
 from hloprobe.report.results_schema import SCHEMA_VERSION, dumps_json
+from hloprobe.report.site_words import failure_words
 from hloprobe.report.tables import table
 from hloprobe.report.verdict_words import made_words, row_words, verdict_words
 from hloprobe.verify import Evidence
@@ -56,8 +57,8 @@ def _not_judged(e: Evidence) -> str:
       f"{who}: no {_source(e.source)} row 0 of{leaf} at n={e.base_n} to "
       "compare with"
     )
-  if e.failure:
-    return f"{who}: {e.reason.value}: {e.failure}"
+  if e.failure is not None and (words := failure_words(e.failure)):
+    return f"{who}: {e.reason.value}: {words}"
   return f"{who}: {e.reason.value}"
 
 
@@ -204,7 +205,7 @@ def verification_json(v) -> dict:
     ],
     "fate_changes": [str(c) for c in v.fate_changes],
     "row0_errors": [evidence_line(e) for e in v.errors],
-    "failures": list(v.failures),
+    "failures": _failures(v),
   }
 
 
@@ -213,6 +214,11 @@ def _no_errors(v) -> str:
   if all(r.name == "invariant" for r in v.requirements):
     return "not computed: the bits only (no float64 reference)"
   return "none judged"
+
+
+def _failures(v) -> list[str]:
+  """The distinct words of a verification's failures (`failure_words`)."""
+  return list(dict.fromkeys(map(failure_words, v.failures)))
 
 
 def render_verification(v, fmt: str) -> str:
@@ -231,10 +237,10 @@ def render_verification(v, fmt: str) -> str:
   verdict = "PASS" if v.passed else "FAIL"
   if v.fix.baseline:  # no --fix: the program as it is, nothing compared
     lines = [f"verify (no --fix: the baseline as it is): {verdict}"]
-    lines += [f"the baseline failed: {e}" for e in v.failures]
+    lines += [f"the baseline failed: {e}" for e in _failures(v)]
   else:
     lines = [f"verify --fix={v.fix.name}: {verdict}"]
-    lines += [f"the fix failed: {e}" for e in v.failures]
+    lines += [f"the fix failed: {e}" for e in _failures(v)]
   headers = ("requirement", "result", "deciding evidence")
   lines += ["", table(rows, headers, fmt)]
   for r in v.requirements:

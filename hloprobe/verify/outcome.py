@@ -17,7 +17,7 @@ from hloprobe.golden import (
   GoldenSiteChange,
 )
 from hloprobe.invariance import rows_and_kernels
-from hloprobe.records import ConfigResult
+from hloprobe.records import ConfigResult, Failure
 from hloprobe.verify import evidence as ev
 from hloprobe.verify import requirements as judged_by
 from hloprobe.verify.fix import (
@@ -45,15 +45,16 @@ class Verification:
       baseline and fix (`golden.diff.GoldenSiteChange` records).
     errors: per config, row 0's |err| at baseline and fix
       (`evidence.ErrorChange`).
-    failures: the distinct errors of the fix's configs that failed (e.g.
-      "XLA rejected flag ..."), or ().
+    failures: the distinct failures of the fix's configs that failed
+      (`records.Failure`: the stage, XLA's error, the sites it rejected;
+      `hloprobe.report` words them), or ().
   """
 
   fix: Fix
   requirements: tuple[judged_by.Requirement, ...]
   fate_changes: tuple[GoldenSiteChange, ...]
   errors: tuple[ev.ErrorChange, ...]
-  failures: tuple[str, ...] = ()
+  failures: tuple[Failure, ...] = ()
 
   @property
   def passed(self) -> bool:
@@ -175,7 +176,7 @@ def verify(
     invariant_model=model,
   )
   changes, errors = _changes(baseline, fixed, fix)
-  failures = tuple(dict.fromkeys(r.failure.words() for r in fixed if not r.ok))
+  failures = tuple(dict.fromkeys(r.failure for r in fixed if not r.ok))
   return Verification(
     fix, tuple(checks[n]() for n in requirements), changes, errors, failures
   )
