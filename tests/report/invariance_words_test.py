@@ -17,20 +17,35 @@ from absl.testing import absltest, parameterized
 from hloprobe.invariance import Invariance, invariance_of
 from hloprobe.invariance.answer import Boundary
 from hloprobe.invariance.kernel_identity import RowKernel
-from hloprobe.invariance.pin import NOT_TRIED, Pin, PinCandidate
+from hloprobe.invariance.pin import (
+  Pin,
+  PinCandidate,
+  PinOutcome,
+  candidates_for,
+)
 from hloprobe.invariance.rows import ROW0, RowClasses
 from hloprobe.report import schema_document
 from hloprobe.report.invariance_words import (
   answer_lines,
   apart_words,
+  candidate_words,
   first_lines,
   folded_lines,
   invariance_json,
   kernel_lines,
+  pin_cost,
   pin_lines,
+  pin_reason,
 )
 
 _SIZES = (1, 2, 8, 64)
+
+
+def _pin(c: PinCandidate, passed, outcome, command: str, **fields) -> Pin:
+  """A pin of m on a100 under float32 (the baseline)."""
+  return Pin(
+    "m", "a100", "float32", "baseline", c, passed, outcome, command, **fields
+  )
 
 
 def _gpu() -> Invariance:
@@ -117,34 +132,17 @@ class WordsTest(absltest.TestCase):
     )
 
   def test_pin_lines_passing_first(self):
-    c = PinCandidate(
-      "no_split_k",
-      ("--xla_gpu_experimental_force_split_k=1",),
-      words="one split",
-    )
-    bad = PinCandidate("float32", precision="float32", words="f32")
+    c = PinCandidate("no_split_k", ("--xla_gpu_experimental_force_split_k=1",))
+    bad = PinCandidate("float32", precision="float32")
     pins = (
-      Pin(
-        "m",
-        "a100",
-        "float32",
-        "baseline",
-        bad,
-        False,
-        "still split",
-        "",
-        "cmd0",
-      ),
-      Pin(
-        "m",
-        "a100",
-        "float32",
-        "baseline",
+      _pin(bad, False, PinOutcome.STILL_SPLIT, "cmd0", after=_gpu()),
+      _pin(
         c,
         True,
-        "one class",
-        "site 1",
+        PinOutcome.ONE_CLASS,
         "cmd1",
+        changed=(("site 1 split-K 1", (64,)),),
+        row0_abs=(3e-7, 1.5e-7),
       ),
     )
     lines = pin_lines(pins)
@@ -153,10 +151,187 @@ class WordsTest(absltest.TestCase):
       "Do: pin m on a100 under float32 with "
       "XLA_FLAGS='--xla_gpu_experimental_force_split_k=1' (in JAX: "
       "jax.jit(f).lower(*args).compile(compiler_options="
-      "{'xla_gpu_experimental_force_split_k': '1'})) (one split; cost: "
-      "site 1): cmd1",
+      "{'xla_gpu_experimental_force_split_k': '1'})) (every Triton gemm "
+      "in one K split; cost: site 1 split-K 1 (n = 64); row 0 |err| vs "
+      "f64 3.00e-07 -> 1.50e-07): cmd1",
     )
-    self.assertEqual(lines[1:], ["  fails: float32: still split"])
+    # _gpu()'s classes, in its order.
+    self.assertEqual(
+      lines[1:], ["  fails: float32: still split: 2, 8 | 1 | 64"]
+    )
+
+  def test_reasons_and_costs_of_each_outcome(self):
+    c = PinCandidate("no_split_k", ("--x=1",))
+    O = PinOutcome
+    one = dataclasses.replace(_gpu(), invariant=True, sizes=(2, 8))
+    unknown = dataclasses.replace(_gpu(), invariant=None, why="cuBLAS")
+    cases = [
+      (
+        _pin(c, None, O.NOT_TRIED, "v"),
+        "not tried (explain --invariance=pin tries it)",
+        "not known untried",
+      ),
+      (
+        _pin(c, None, O.NOT_MADE, "", why="CaseError: x"),
+        "not made: CaseError: x",
+        "",
+      ),
+      (_pin(c, None, O.NOT_SWEPT, "v", why="E: y"), "not swept: E: y", ""),
+      (
+        _pin(c, None, O.NOT_JUDGED, "v"),
+        "not judged: no config of it came back",
+        "no contraction site changed fate",
+      ),
+      (
+        _pin(c, None, O.UNKNOWN, "v", after=unknown),
+        "unknown: cuBLAS",
+        "no contraction site changed fate",
+      ),
+      (
+        _pin(c, True, O.ONE_CLASS, "v", after=one),
+        "one class for n = 2, 8",
+        "no contraction site changed fate",
+      ),
+      (
+        _pin(c, True, O.ONE_CLASS_BUT_N1, "v", after=_gpu(), sizes=(2, 8)),
+        "one class for n = 2, 8; n = 1 stays apart",
+        "no contraction site changed fate",
+      ),
+      (
+        _pin(
+          c,
+          False,
+          O.STILL_SPLIT,
+          "v",
+          after=_gpu(),
+          changed=(("a", (1, 2)), ("b", (64,))),
+        ),
+        "still split: 2, 8 | 1 | 64",
+        "a (n = 1, 2); b (n = 64)",
+      ),
+    ]
+    for pin, reason, cost in cases:
+      with self.subTest(pin.outcome.name):
+        self.assertEqual(pin_reason(pin), reason)
+        self.assertEqual(pin_cost(pin), cost)
+
+  def test_every_candidate_has_words(self):
+    cause = "ynn; multiply+reduce; split-K 2; Triton block-level"
+    for target, precision in (("cpu", "float32"), ("a100", "bfloat16")):
+      a = dataclasses.replace(
+        _gpu(),
+        target=target,
+        precision=precision,
+        boundaries=(Boundary(1, 2, (cause,)),),
+      )
+      for c in candidates_for(a, "/f.textproto"):
+        with self.subTest(f"{target} {c.name}"):
+          self.assertNotEqual(candidate_words(c), c.name)
+
+  def test_union_words_are_its_parts(self):
+    c = PinCandidate(
+      "pin_all", ("--a", "--b"), parts=("no_split_k", "no_triton_softmax")
+    )
+    self.assertEqual(
+      candidate_words(c),
+      "every Triton gemm in one K split and layernorm and softmax as XLA "
+      "row reductions, not Triton fusions",
+    )
+
+  def test_a_pin_for_n_above_1_says_what_its_command_leaves_out(self):
+    # issue 38: the printed command narrows --batch_sizes to 2,8,64; n = 1
+    # stays apart (a vector-matrix product there: XLA's
+    # DotStrengthReduction, xla/service/gpu/transforms/
+    # dot_strength_reduction.cc, makes it multiply+reduce), so the words
+    # say so and why.
+    dsr = Boundary(
+      1, 2, ("sites 0-1 multiply+reduce after dot strength reduction",)
+    )
+    c = PinCandidate(
+      "pinned_gemms",
+      ("--xla_gpu_load_autotune_results_from=/c/pins/p.textproto",),
+      file="/c/pins/p.textproto",
+    )
+    other = PinCandidate("no_split_k", ("--x=1",))
+    pins = [
+      _pin(
+        p,
+        True,
+        PinOutcome.ONE_CLASS_BUT_N1,
+        f"cmd{i}",
+        changed=(("cost", (1,)),),
+        after=_gpu(),
+        left_out=(dsr,),
+        sizes=(2, 8, 64),
+      )
+      for i, p in enumerate((c, other))
+    ]
+    lines = pin_lines(pins)
+    self.assertTrue(lines[0].startswith("Do: pin m on a100"), lines[0])
+    apart = (
+      "the command leaves out n = 1, which stays apart under this pin (at "
+      "n = 1: sites 0-1 multiply+reduce after dot strength reduction); "
+      "with n = 1 it FAILs"
+    )
+    self.assertEqual(
+      lines[1:],
+      [
+        f"  ({apart})",
+        "  passes: no_split_k: one class for n = 2, 8, 64; n = 1 stays apart "
+        f"({apart})",
+        "  pinned_gemms's autotune file (its command reads it; kept): "
+        "/c/pins/p.textproto",
+      ],
+    )
+    (_, line) = folded_lines([_gpu()], pins[:1])
+    self.assertIn(
+      "pinned by XLA_FLAGS='--xla_gpu_load_autotune_results_from="
+      f"/c/pins/p.textproto' ({apart}; cost (n = 1); its `verify`: --verbose)",
+      line,
+    )
+    pin = invariance_json([_gpu()], pins[:1])["pins"][0]
+    self.assertEqual(pin["autotune_file"], "/c/pins/p.textproto")
+    self.assertEqual(
+      pin["left_out"],
+      [
+        {
+          "n": 1,
+          "against": 2,
+          "causes": list(dsr.causes),
+          "unexplained": None,
+        }
+      ],
+    )
+
+  def test_left_out_kernels_named_in_full_counted_when_folded(self):
+    # Under a pin that keeps every site's fate, n = 1 may differ in other
+    # kernels only (named 0): each is named in the pin's lines, counted
+    # in the folded one.
+    b = Boundary(1, 2, ("fusion.1: tile a -> b", "fusion.2: c -> d"), named=0)
+    c = PinCandidate("no_split_k", ("--x=1",))
+    pin = _pin(
+      c,
+      True,
+      PinOutcome.ONE_CLASS_BUT_N1,
+      "cmd",
+      changed=(("cost", (1,)),),
+      after=_gpu(),
+      left_out=(b,),
+      sizes=(2, 8, 64),
+    )
+    self.assertEqual(
+      pin_lines([pin])[1],
+      "  (the command leaves out n = 1, which stays apart under this pin "
+      "(at n = 1: fusion.1: tile a -> b; fusion.2: c -> d); with n = 1 it "
+      "FAILs)",
+    )
+    (_, line) = folded_lines([_gpu()], [pin])
+    self.assertIn(
+      "(the command leaves out n = 1, which stays apart under this pin (at "
+      "n = 1: 2 other kernels differ (--verbose)); with n = 1 it FAILs; "
+      "cost (n = 1); its `verify`: --verbose)",
+      line,
+    )
 
   def test_untried_pins_are_not_advice(self):
     # Issue 38's model: plain explain lists four candidates for the a100,
@@ -170,8 +345,7 @@ class WordsTest(absltest.TestCase):
         "baseline",
         PinCandidate(name, ("--x=1",)),
         None,
-        NOT_TRIED,
-        "",
+        PinOutcome.NOT_TRIED,
         f"hloprobe verify --fix={name}",
         search=f"hloprobe explain --targets={target} --invariance=pin",
       )
@@ -214,7 +388,7 @@ class WordsTest(absltest.TestCase):
 
   def test_json_validates_in_results_schema(self):
     c = PinCandidate("no_split_k", ("--x=1",))
-    pin = Pin("m", "a100", "float32", "baseline", c, None, "r", "", "cmd")
+    pin = _pin(c, None, PinOutcome.NOT_TRIED, "cmd")
     doc = {
       "schema": "hloprobe.results",
       "schema_version": 3,
@@ -270,8 +444,7 @@ def _untried(precision: str, name: str) -> Pin:
     "baseline",
     c,
     None,
-    NOT_TRIED,
-    "",
+    PinOutcome.NOT_TRIED,
     "cmd",
     search=_SEARCH,
   )
@@ -339,22 +512,35 @@ class FoldedTest(absltest.TestCase):
       invariant=False,
       sizes=(1, 2, 8),
     )
-    c = PinCandidate("no_ynn_fusion", ("--x=",), words="w")
-    pin = Pin("m", "cpu", "float32", "baseline", c, True, "one", "site 0", "v")
+    c = PinCandidate("no_ynn_fusion", ("--x=",))
+    pin = Pin(
+      "m",
+      "cpu",
+      "float32",
+      "baseline",
+      c,
+      True,
+      PinOutcome.ONE_CLASS,
+      "v",
+      changed=(("site 0", (1,)),),
+    )
     (_, line) = folded_lines([a], [pin])
     self.assertEqual(
       line,
       "  m on cpu under float32: not batch-invariant (bits compared): row 0: "
       "identical for n = 2-8, n = 1 differs by 31 ULP; the anchor row: "
       "identical for n = 2-8, n = 1 differs by 4 ULP; at n = 1: why one; "
-      "pinned by XLA_FLAGS='--x=' (site 0; its `verify`: --verbose)",
+      "pinned by XLA_FLAGS='--x=' (site 0 (n = 1); its `verify`: --verbose)",
     )
 
   def test_a_pin_that_passed_under_one_precision_only_splits_the_line(self):
-    c = PinCandidate("no_dsr", ("--x=",), words="w")
+    c = PinCandidate("no_dot_strength_reduction", ("--x=",))
     pins = [
-      Pin("my_model", "a100", p, "baseline", c, ok, "r", "cost", "v")
-      for p, ok in (("bfloat16", True), ("float32", False))
+      Pin("my_model", "a100", p, "baseline", c, ok, o, "v")
+      for p, ok, o in (
+        ("bfloat16", True, PinOutcome.ONE_CLASS),
+        ("float32", False, PinOutcome.STILL_SPLIT),
+      )
     ]
     lines = folded_lines([_a100("bfloat16"), _a100("float32")], pins)
     self.assertLen(lines, 3)
