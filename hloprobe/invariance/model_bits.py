@@ -16,9 +16,11 @@ those steps, split-K's f32 partials added once). A config qualifies when:
     ops that are correctly rounded on XLA:CPU and on the GPU alike and
     that no compiler contracts (`_EXACT_OPS`: add, subtract, max, min,
     negate, select, converts and data movement; a multiply only where
-    the kernel adds nothing, since a multiply feeding an add may become
-    one fused multiply-add on the GPU: PTX `add.f32` without `.rn` lets
-    ptxas fuse it, LLVM's NVPTX backend, test/CodeGen/NVPTX/fma.ll).
+    its value reaches no add or subtract in the kernel's HLO
+    (`KernelRecord.contractible`, `kernels.fp_contract`), since a
+    multiply feeding an add or a subtract may become one fused
+    multiply-add on the GPU: PTX `add.f32` without `.rn` lets ptxas fuse
+    it, LLVM's NVPTX backend, test/CodeGen/NVPTX/fma.ll).
     XLA's loop emitter computes each output element by the same code
     whatever the shape (xla/backends/gpu/codegen/emitters/loop.cc,
     jaxlib 0.12.0.1 and 0.10.2), so such a kernel maps equal inputs to
@@ -182,7 +184,9 @@ def _kernel_why(k: RowKernel, gemms: frozenset[str]) -> str | None:
         f"{who}: fuses {', '.join(inexact)} (the GPU's implementation, "
         "not modelled bit for bit)"
       )
-    return None
+    # A fused epilogue's multiply feeding an add: Triton's LLVM may
+    # contract it as XLA's emitters may (kernels.fp_contract).
+    return _contraction_why(k, who, ())
   if k.kind != "elementwise":
     return f"{who}: a {k.kind} ({k.words}): its order is not modelled"
   if k.record is None:
@@ -195,10 +199,46 @@ def _kernel_why(k: RowKernel, gemms: frozenset[str]) -> str | None:
       f"{who}: computes {', '.join(inexact)} (the GPU's implementation, "
       "not modelled bit for bit)"
     )
-  if set(ops) & _MULTIPLIES - {"dot_general"} and set(ops) & _ADDS:
+  return _contraction_why(k, who, ops, ptx=True)
+
+
+def _contraction_why(
+  k: RowKernel, who: str, ops: Sequence[str], ptx: bool = False
+) -> str | None:
+  """Why kernel `k` may not compute what XLA:CPU does: a multiply of its
+  HLO whose value reaches an add or a subtract (`KernelRecord
+  .contractible`), which the GPU may fuse into one fma (one rounding, not
+  two); None where none does. With `ptx` (an elementwise kernel: every
+  float fma in its PTX would be a contraction), the PTX settles it
+  (`KernelRecord.ptx_fusable`): no fma and every add, subtract and
+  multiply rounded on its own (`.rn`) is None. Where the HLO's pairs were
+  not read, a multiply and an add among its ops make it unknown, said
+  so."""
+  pairs = getattr(k.record, "contractible", None)
+  if pairs:
+    fused = getattr(k.record, "ptx_fusable", None) if ptx else None
+    if ptx and fused == ():
+      return None  # each rounds on its own in the PTX: not contracted
+    if fused:
+      return (
+        f"{who}: {'; '.join(pairs)} in one kernel, and its PTX has "
+        f"{', '.join(fused)} (a multiply fused into an add, or left for "
+        "ptxas to fuse: one rounding where XLA:CPU's kernel model rounds "
+        "twice)"
+      )
     return (
-      f"{who}: a multiply and an add in one kernel, which the GPU may "
-      "fuse into one multiply-add"
+      f"{who}: {'; '.join(pairs)} in one kernel (a multiply feeding an add "
+      "or subtract: the GPU may fuse them into one multiply-add"
+      + ("; its PTX not read)" if ptx else ")")
+    )
+  if (
+    pairs is None
+    and set(ops) & _MULTIPLIES - {"dot_general"}
+    and (set(ops) & _ADDS)
+  ):
+    return (
+      f"{who}: a multiply and an add or subtract among its ops, and "
+      "whether one feeds the other (a possible multiply-add) not read"
     )
   return None
 

@@ -290,9 +290,49 @@ class KernelWhyTest(absltest.TestCase):
     why = _kernel_why(_kernel("elementwise", ["tanh", "add"]), frozenset())
     self.assertIn("tanh", why)
 
-  def test_multiply_and_add_may_fuse(self):
+  def test_multiply_and_add_without_their_dataflow_is_unknown(self):
     why = _kernel_why(_kernel("elementwise", ["mul", "add"]), frozenset())
-    self.assertIn("multiply-add", why)
+    self.assertIn("whether one feeds the other", why)
+
+  def test_the_control_is_bit_exact_its_note_names_no_add(self):
+    # Issue 38: the elementwise control's a100 kernel (relu((x - b) * s),
+    # recorded: tests/kernels/fp_contract_test.py) was said to hold "a
+    # multiply and an add"; its HLO is subtract, multiply, maximum.
+    with open(
+      os.path.join(_DATA, "0.12.0.1", "elementwise_only_a100_n8.hlo.txt")
+    ) as f:
+      hlo = f.read()
+    with open(
+      os.path.join(_DATA, "0.12.0.1", "elementwise_only_a100_n8.ptx.txt")
+    ) as f:
+      ptx = f.read()
+    (rec,) = kernels.read_kernels(hlo, 8, [ptx])
+    k = RowKernel(rec.name, "elementwise", (), "sig", "w", None, rec)
+    self.assertIsNone(_kernel_why(k, frozenset()))
+
+  def test_a_multiply_feeding_a_subtract_is_settled_by_the_ptx(self):
+    pair = ("multiply mul.7.5 -> subtract sub.7.3",)
+
+    def why(fusable):
+      rec = type(
+        "Rec",
+        (),
+        {"ops": ("mul", "sub"), "contractible": pair, "ptx_fusable": fusable},
+      )()
+      k = RowKernel("loop_fusion", "elementwise", (), "s", "w", None, rec)
+      return _kernel_why(k, frozenset())
+
+    # Each rounded on its own in the PTX (mul.rn, sub.rn): not fused.
+    self.assertIsNone(why(()))
+    self.assertEqual(
+      why(("fma.rn.f32",)),
+      "loop_fusion: multiply mul.7.5 -> subtract sub.7.3 in one kernel, and "
+      "its PTX has fma.rn.f32 (a multiply fused into an add, or left for "
+      "ptxas to fuse: one rounding where XLA:CPU's kernel model rounds "
+      "twice)",
+    )
+    self.assertIn("its PTX not read", why(None))
+    self.assertNotIn(" add ", why(None).split("(")[0])
 
   def test_a_reduction_is_not_modelled(self):
     why = _kernel_why(_kernel("reduction", ["reduce_sum"]), frozenset())
