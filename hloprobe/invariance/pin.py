@@ -46,7 +46,14 @@ from collections.abc import Callable, Sequence
 from hloprobe.compile import BUILTIN_EXPERIMENTS, Experiment, is_config_path
 from hloprobe.engine import SweepPlan, plan_sweep, run_sweep
 from hloprobe.errors import first_line
-from hloprobe.invariance.answer import Invariance, group_key, site_causes
+from hloprobe.invariance.answer import (
+  Invariance,
+  Lever,
+  SiteChanges,
+  group_key,
+  levers,
+  site_changes,
+)
 from hloprobe.invariance.in_workers import invariance_of_sweep
 from hloprobe.invariance.kernel_identity import KernelReader
 from hloprobe.invariance.pin_file import write_pin_file
@@ -116,6 +123,23 @@ class PinCandidate:
 
 
 @dataclasses.dataclass(frozen=True)
+class PinCost:
+  """What a pin changed against the baseline (report words it).
+
+  Attributes:
+    changes: per batch size swept under the pin, the contraction sites
+      whose fate it changed (`answer.site_changes`, pinned against
+      baseline).
+    row0_before, row0_after: the largest row-0 |err| against float64
+      without and with the pin (`_row0_error`), or None where not known.
+  """
+
+  changes: tuple[SiteChanges, ...]
+  row0_before: float | None = None
+  row0_after: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class Pin:
   """One candidate tried on one group, and its verdict.
 
@@ -125,7 +149,8 @@ class Pin:
     passed: True when every swept size is one class under it, False when
       not, None when unknown (why in `reason`).
     reason: one line: the classes it left, or why unknown.
-    cost: the kernels it changed against the baseline, in words.
+    cost: the kernels it changed against the baseline (`PinCost`), or
+      why not known, one line.
     command: the `hloprobe verify ... --require=invariant` command.
     after: the group's answer under it, or None.
   """
@@ -137,7 +162,7 @@ class Pin:
   candidate: PinCandidate
   passed: bool | None
   reason: str
-  cost: str
+  cost: PinCost | str
   command: str
   after: Invariance | None = None
 
@@ -183,12 +208,6 @@ NO_TRITON_SOFTMAX = PinCandidate(
 )
 
 
-def _causes(a: Invariance) -> str:
-  words = [c for b in a.boundaries for c in b.causes]
-  words += [b.unexplained or "" for b in a.boundaries]
-  return " ".join(words)
-
-
 def candidates_for(
   a: Invariance, pin_file: str | None = None
 ) -> tuple[PinCandidate, ...]:
@@ -200,12 +219,12 @@ def candidates_for(
     pin_file: the kernels stage's autotune-results file for this group's
       target, or None where none was written.
   """
-  causes = _causes(a)
+  named = levers(a)
   out: list[PinCandidate] = []
-  if a.target == "cpu" or "ynn" in causes:
-    if "ynn" in causes or not causes:
+  if a.target == "cpu" or Lever.YNN in named:
+    if Lever.YNN in named or not a.boundaries:
       out.append(NO_YNN)
-    if "strength reduction" in causes or "multiply+reduce" in causes:
+    if Lever.STRENGTH_REDUCTION in named:
       out.append(NO_ALGSIMP)
   else:
     if a.precision not in ("float32", "highest", "F32_F32_F32"):
@@ -217,11 +236,11 @@ def candidates_for(
           jax_change="jax.default_matmul_precision('float32')",
         )
       )
-    if "strength reduction" in causes or "multiply+reduce" in causes:
+    if Lever.STRENGTH_REDUCTION in named:
       out.append(NO_DSR)
-    if "split-K" in causes:
+    if Lever.SPLIT_K in named:
       out.append(NO_SPLIT_K)
-    if "Triton block-level" in causes or "triton_softmax" in causes:
+    if Lever.TRITON_SOFTMAX in named:
       out.append(NO_TRITON_SOFTMAX)
   flags = [c for c in out if c.precision is None]
   if len(flags) > 1:
@@ -251,23 +270,18 @@ def candidates_for(
   return tuple(out)
 
 
-def _cost(fixed: Sequence[ConfigResult], base: Sequence[ConfigResult]) -> str:
-  """The contraction sites whose fate the pin changed, per n."""
+def _cost(
+  fixed: Sequence[ConfigResult], base: Sequence[ConfigResult]
+) -> PinCost:
+  """The contraction sites whose fate the pin changed, per n, and row
+  0's error before and after."""
   by_n = {r.config.n: r for r in base if r.ok}
-  changed: dict[str, list[int]] = {}
-  for r in fixed:
-    b = by_n.get(r.config.n)
-    if r.ok and b is not None:
-      for words in site_causes(r, b):
-        changed.setdefault(words, []).append(r.config.n)
-  words = "; ".join(
-    f"{w} (n = {', '.join(map(str, ns))})" for w, ns in changed.items()
+  changes = tuple(
+    site_changes(r, by_n[r.config.n])
+    for r in fixed
+    if r.ok and r.config.n in by_n
   )
-  words = words or "no contraction site changed fate"
-  before, after = _row0_error(base), _row0_error(fixed)
-  if before is not None and after is not None:
-    words += f"; row 0 |err| vs f64 {before:.2e} -> {after:.2e}"
-  return words
+  return PinCost(changes, _row0_error(base), _row0_error(fixed))
 
 
 def _row0_error(results: Sequence[ConfigResult]) -> float | None:

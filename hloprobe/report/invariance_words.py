@@ -17,6 +17,13 @@ import os
 from collections.abc import Sequence
 
 from hloprobe.invariance import Invariance
+from hloprobe.report.invariance_causes import (
+  boundary_causes,
+  cost_words,
+  kernel_words,
+  model_why_words,
+  unexplained_words,
+)
 
 __all__ = [
   "answer_lines",
@@ -63,7 +70,8 @@ def _class_words(a: Invariance, c) -> list[str]:
     text += _ulp(u) if _by_bits(a, cls) else ""
     b = causes.get(cls[0])
     if b is not None:
-      text += f" ({'; '.join(b.causes) or b.unexplained})"
+      said, _ = boundary_causes(b)
+      text += f" ({'; '.join(said) or unexplained_words(b.unexplained)})"
     parts.append(text)
   return parts
 
@@ -141,11 +149,13 @@ def _model_notes(a: Invariance, many: bool) -> list[str]:
   if a.model_sizes and a.basis != Invariance.MODEL:
     out.append(
       f"  (n = {_ranges(a, a.model_sizes)} {where} by the kernel "
-      f"model's bits, the others by kernel identity; {a.model_why})"
+      f"model's bits, the others by kernel identity; "
+      f"{model_why_words(a.model_why)})"
     )
   elif a.model_why:
     out.append(
-      f"  (not backed by the kernel model's bits {where}: {a.model_why})"
+      f"  (not backed by the kernel model's bits {where}: "
+      f"{model_why_words(a.model_why)})"
     )
   if a.identity:
     split = "; ".join(_ranges(a, c) for c in a.identity)
@@ -180,7 +190,8 @@ def kernel_lines(answers: Sequence[Invariance]) -> list[str]:
       out.append(
         f"  {a.case} on {a.target} under {a.precision}, {kind}{where}: "
         + "; ".join(
-          f"n = {n}: " + " + ".join(f"{k.name}: {k.words}" for k in per_n[n])
+          f"n = {n}: "
+          + " + ".join(f"{k.name}: {kernel_words(k)}" for k in per_n[n])
           for n in sorted(per_n)
         )
       )
@@ -313,7 +324,8 @@ def pin_lines(pins: Sequence) -> list[str]:
       if c.jax_code():
         how += f" (in JAX: {c.jax_code()})"
       out.append(
-        f"Do: pin {where} with {how} ({c.words}; cost: {p.cost}): {p.command}"
+        f"Do: pin {where} with {how} ({c.words}; cost: "
+        f"{cost_words(p.cost)}): {p.command}"
       )
     elif all(p.not_tried for p in ps):
       out.append(
@@ -357,13 +369,15 @@ def _rows_words(a: Invariance) -> list[str]:
 def _boundary_words(b) -> str:
   """One class boundary's cause: the sites whose fate differs, then how
   many other kernels differ (their arithmetic: --verbose)."""
-  named = len(b.causes) if b.named is None else b.named
-  words = list(b.causes[:named])
-  others = len(b.causes) - named
+  causes, named = boundary_causes(b)
+  words = causes[:named]
+  others = len(causes) - named
   if others:
     kernels = "kernel differs" if others == 1 else "kernels differ"
     words.append(f"{others} other {kernels} (--verbose)")
-  return f"at n = {b.n}: " + ("; ".join(words) or b.unexplained or "unread")
+  return f"at n = {b.n}: " + (
+    "; ".join(words) or unexplained_words(b.unexplained) or "unread"
+  )
 
 
 def _group_words(a: Invariance) -> tuple[str, str]:
@@ -408,7 +422,8 @@ def _pin_words(groups: Sequence[Invariance], pins: Sequence) -> str:
       if c.precision is not None
       else f"XLA_FLAGS='{' '.join(c.flags)}'"
     )
-    return f"pinned by {how} ({passed[0].cost}; its `verify`: --verbose)"
+    cost = cost_words(passed[0].cost)
+    return f"pinned by {how} ({cost}; its `verify`: --verbose)"
   if all(p.not_tried for p in mine):
     under: dict[str, list[str]] = {}
     for p in mine:
@@ -511,7 +526,7 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
         "invariant": a.invariant,
         "why": a.why,
         "sizes": list(a.sizes),
-        "model_why": a.model_why,
+        "model_why": model_why_words(a.model_why),
         "model_sizes": list(a.model_sizes),
         "identity": [list(x) for x in a.identity],
         "rows": [
@@ -527,8 +542,8 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
           {
             "n": b.n,
             "against": b.against,
-            "causes": list(b.causes),
-            "unexplained": b.unexplained,
+            "causes": boundary_causes(b)[0],
+            "unexplained": unexplained_words(b.unexplained),
           }
           for b in a.boundaries
         ],
@@ -539,7 +554,7 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
               "kind": k.kind,
               "sites": list(k.sites),
               "signature": k.signature,
-              "words": k.words,
+              "words": kernel_words(k),
               "why_unknown": k.why_unknown,
             }
             for k in ks
@@ -561,7 +576,7 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
         "jax_change": p.candidate.jax_code(),
         "passed": p.passed,
         "reason": p.reason,
-        "cost": p.cost,
+        "cost": cost_words(p.cost),
         "command": p.command,
       }
       for p in pins

@@ -15,10 +15,17 @@ import recorded
 from absl.testing import absltest, parameterized
 
 from hloprobe.invariance import Invariance, invariance_of
-from hloprobe.invariance.answer import Boundary
+from hloprobe.invariance.answer import (
+  Boundary,
+  SiteChange,
+  SiteChanges,
+  SiteMade,
+  Unexplained,
+)
 from hloprobe.invariance.kernel_identity import RowKernel
 from hloprobe.invariance.pin import NOT_TRIED, Pin, PinCandidate
 from hloprobe.invariance.rows import ROW0, RowClasses
+from hloprobe.kernels.records import KernelDifference
 from hloprobe.report import schema_document
 from hloprobe.report.invariance_words import (
   answer_lines,
@@ -28,8 +35,30 @@ from hloprobe.report.invariance_words import (
   kernel_lines,
   pin_lines,
 )
+from hloprobe.sites import Fate
 
 _SIZES = (1, 2, 8, 64)
+_GEMM = SiteMade(Fate.TRITON_GEMM)
+_DSR = SiteMade(Fate.MULTIPLY_REDUCE, pass_name="dot-strength-reduction")
+
+
+def _changed(n, against, sites, now, was) -> SiteChanges:
+  return SiteChanges(n, against, tuple(SiteChange(i, now, was) for i in sites))
+
+
+def _unexplained(n: int, against: int, lib: str) -> Boundary:
+  """A CPU boundary no fate explains: site 0 runs in library `lib`."""
+  return Boundary(
+    n, against, SiteChanges(n, against), unexplained=Unexplained(((lib, (0,)),))
+  )
+
+
+def _lib(lib: str) -> str:
+  """`_unexplained`'s words."""
+  return (
+    f"no site changed fate; site 0 run in {lib}, a library kernel chosen by "
+    "the whole shape (its order is not read)"
+  )
 
 
 def _gpu() -> Invariance:
@@ -42,17 +71,12 @@ def _gpu() -> Invariance:
     "kernel identity",
     (RowClasses(ROW0, classes),),
     (
+      Boundary(1, 2, _changed(1, 2, (0, 1), _DSR, _GEMM)),
       Boundary(
-        1, 2, ("sites 0-1 multiply+reduce after dot strength reduction",)
+        64, 2, _changed(64, 2, (1,), SiteMade(Fate.TRITON_GEMM, 2), _GEMM)
       ),
-      Boundary(64, 2, ("site 1 Triton gemm split-K 2",)),
     ),
-    {
-      n: (
-        RowKernel("triton_softmax.1", "reduction", (), "s", f"tile 1x256 n{n}"),
-      )
-      for n in _SIZES
-    },
+    {n: (RowKernel("triton_softmax.1", "reduction", (), "s"),) for n in _SIZES},
     False,
     None,
     _SIZES,
@@ -66,8 +90,9 @@ class WordsTest(absltest.TestCase):
       line,
       "row 0 (every row alike) is not batch-invariant on a100 under float32 "
       "(by kernel identity): same per-row arithmetic for n = 2-8; n = 1 "
-      "differs (sites 0-1 multiply+reduce after dot strength reduction); "
-      "n = 64 differs (site 1 Triton gemm split-K 2)",
+      "differs (sites 0-1 multiply+reduce after dot strength reduction "
+      "(Triton gemm at n = 2)); n = 64 differs (site 1 Triton gemm split-K 2 "
+      "(split-K 1 at n = 2))",
     )
 
   def test_cpu_answer_with_ulps_and_invariant_anchor(self):
@@ -81,7 +106,7 @@ class WordsTest(absltest.TestCase):
         RowClasses(ROW0, ((2, 8), (1,), (64,)), (0, 31, 9)),
         RowClasses("anchor row", (_SIZES,), (0,)),
       ),
-      (Boundary(1, 2, (), "why one"), Boundary(64, 2, (), "why 64")),
+      (_unexplained(1, 2, "lib1"), _unexplained(64, 2, "lib64")),
       invariant=False,
       sizes=_SIZES,
     )
@@ -89,8 +114,8 @@ class WordsTest(absltest.TestCase):
     self.assertEqual(
       row0,
       "row 0 is not batch-invariant on cpu under float32 (bits compared): "
-      "identical for n = 2-8; n = 1 differs by 31 ULP (why one); n = 64 "
-      "differs by 9 ULP (why 64)",
+      f"identical for n = 2-8; n = 1 differs by 31 ULP ({_lib('lib1')}); "
+      f"n = 64 differs by 9 ULP ({_lib('lib64')})",
     )
     self.assertTrue(anchor.startswith("the anchor row (at the first, middle"))
     self.assertIn("is batch-invariant on cpu", anchor)
@@ -196,8 +221,11 @@ def _a100(precision: str) -> Invariance:
       Boundary(
         2,
         1,
-        ("sites 0-1 Triton gemm", "fusion.1 tile", "fusion.2 a", "fusion.3 b"),
-        named=1,
+        _changed(2, 1, (0, 1), _GEMM, SiteMade(Fate.MULTIPLY_REDUCE)),
+        differences=tuple(
+          KernelDifference("reduction", None, None, (), f"fusion.{i} tile")
+          for i in (1, 2, 3)
+        ),
       ),
     ),
     invariant=False,
@@ -233,7 +261,8 @@ class FoldedTest(absltest.TestCase):
         "  my_model on a100 under bfloat16, tensorfloat32 and float32: not "
         "batch-invariant (by kernel identity): every row: same per-row "
         "arithmetic for n = 1, n = 2 differs; at n = 2: sites 0-1 Triton "
-        "gemm; 3 other kernels differ (--verbose); to pin, try float32 "
+        "gemm (multiply+reduce at n = 1); 3 other kernels differ "
+        "(--verbose); to pin, try float32 "
         "(under bfloat16 and tensorfloat32) or no_dot_strength_reduction "
         "(explain --invariance=pin tries them; each one's `verify "
         "--require=invariant`: --verbose)",
@@ -268,7 +297,7 @@ class FoldedTest(absltest.TestCase):
         RowClasses(ROW0, ((2, 8), (1,)), (0, 31)),
         RowClasses("anchor row", ((2, 8), (1,)), (0, 4)),
       ),
-      (Boundary(1, 2, (), "why one"),),
+      (_unexplained(1, 2, "lib1"),),
       invariant=False,
       sizes=(1, 2, 8),
     )
@@ -279,8 +308,9 @@ class FoldedTest(absltest.TestCase):
       line,
       "  m on cpu under float32: not batch-invariant (bits compared): row 0: "
       "identical for n = 2-8, n = 1 differs by 31 ULP; the anchor row: "
-      "identical for n = 2-8, n = 1 differs by 4 ULP; at n = 1: why one; "
-      "pinned by XLA_FLAGS='--x=' (site 0; its `verify`: --verbose)",
+      f"identical for n = 2-8, n = 1 differs by 4 ULP; at n = 1: "
+      f"{_lib('lib1')}; pinned by XLA_FLAGS='--x=' (site 0; its `verify`: "
+      "--verbose)",
     )
 
   def test_a_pin_that_passed_under_one_precision_only_splits_the_line(self):
@@ -380,7 +410,7 @@ class KernelLinesTest(parameterized.TestCase):
     # The fates' reading (`site_kernels`) has no records: its "other
     # kernels" entries are paired across n in order, one line.
     def other(words):
-      return RowKernel("other kernels", "reduction", (), "?", words, "?")
+      return RowKernel("other kernels", "reduction", (), "?", words)
 
     a = Invariance(
       "m",
