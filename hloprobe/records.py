@@ -54,8 +54,11 @@ __all__ = [
 # WorstRow.judged (the rows judged, issue 37); 15: SiteFate.ptx_kernel,
 # .mma_opcodes and .ptx_tf32_rounding (the PTX read as fields),
 # Prediction.leaves instead of its verdict words (.verdict,
-# .leaf_verdicts), Verdict.far_rows a `FarRows` record.
-RECORD_VERSION = 15
+# .leaf_verdicts), Verdict.far_rows a `FarRows` record; 16: the site notes
+# on a verdict as records (`numerics.site_notes`: BelowRequest, SiteNote,
+# ...; `made.NotExecuted`), not words; Prediction.notes (records) for its
+# note words.
+RECORD_VERSION = 16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,12 +189,6 @@ class Failure:
   stage: str
   error: str
   finding: CompileFinding | None = None
-
-  def words(self) -> str:
-    """The error, after the finding's words where there is one."""
-    if self.finding is None:
-      return self.error
-    return f"{self.finding.words()}: {self.error}"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -77,8 +77,6 @@ _NOT_YET = {
   "compile/invariance_cases",
   "compile/issue_cases",
   "compile/lowering",
-  # invariance/: through invariance/answer_test.py and runs_test.py.
-  "invariance/pin",
   # Through kernels/kernel_reader_test.py's PinTest (recorded pinned
   # compiles) and invariance/answer_test.py.
   "kernels/autotune_pin",

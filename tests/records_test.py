@@ -2,8 +2,8 @@
 
 Expected values are the records' documented forms: `Config.label` as
 "TARGET CASE n=N PRECISION" with a non-baseline experiment after it,
-`Failure.words` the error alone without a finding, and a record without a
-stage's output says None rather than a made-up value.
+and a record without a stage's output says None rather than a made-up
+value.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class ConfigResultTest(absltest.TestCase):
     f = Failure("compile", "XlaRuntimeError: INTERNAL: no")
     r = ConfigResult(_config(), failure=f)
     self.assertFalse(r.ok)
-    self.assertEqual(f.words(), "XlaRuntimeError: INTERNAL: no")
+    self.assertEqual(r.failure.error, "XlaRuntimeError: INTERNAL: no")
 
   def test_execution_without_reference_has_no_stats(self):
     e = Execution(run_s=0.5)

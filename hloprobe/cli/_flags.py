@@ -189,7 +189,8 @@ FIX = flags.DEFINE_string(
   "fix",
   None,
   "For `verify`: the candidate fix, a matmul precision (e.g. float32, "
-  "F32_F32_F32) or an experiment (a built-in name or NAME:--xla_flag=value).",
+  "F32_F32_F32) or an experiment (a built-in name or NAME:--xla_flag=value); "
+  "none: the baseline is judged as it is.",
 )
 REQUIRE = _define_enum_list(
   "require",
@@ -267,7 +268,11 @@ INVARIANCE = flags.DEFINE_enum(
   "`hloprobe explain`: answer first which batch sizes give row 0 and an "
   "anchor row the same bits (the CPU: run and compared; a compile-only "
   "GPU: by kernel identity); `pin` also searches the settings that pin "
-  "them and verifies each in one more sweep per group; `off`: neither.",
+  "them and verifies each in one more sweep per group (a compile-only "
+  "GPU's pinned-gemm autotune file, which the printed `verify` command "
+  "reads, is kept in --output_dir/pins, else in pins/ under --cache_dir "
+  "or the default cache folder, named by the case, target, precision "
+  "and a hash of what it pins); `off`: neither.",
 )
 ONLY = flags.DEFINE_enum(
   "only",

@@ -7,8 +7,9 @@ Commands:
                   depends on batch size and precision, per target, and
                   what compile-only targets cannot settle (--format=json:
                   the same records for machines)
-  verify          --fix=PRECISION_OR_EXPERIMENT --require=consistent,
-                  accurate[,golden]: run baseline and fix, PASS or FAIL
+  verify          [--fix=PRECISION_OR_EXPERIMENT] --require=consistent,
+                  accurate[,golden,invariant]: run baseline and fix, PASS
+                  or FAIL (without --fix: the baseline as it is)
   golden check    re-run the sweep recorded in the golden folder's
                   MANIFEST.json (flags override its parts) and compare
                   with the goldens; exit 0 when all match, 1 otherwise

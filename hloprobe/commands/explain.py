@@ -226,7 +226,13 @@ def explain_answered(args: ExplainArgs, spec=None):
     else:
       answer = _answer(spec, results, args.try_fixes, pool)
     answer = _with_invariance(
-      spec, results, pool, answer, args.invariance, args.common.output_dir
+      spec,
+      results,
+      pool,
+      answer,
+      args.invariance,
+      args.common.output_dir,
+      args.common.cache_dir,
     )
   if not spec.numerics:
     return results, [], answer
@@ -254,27 +260,29 @@ def _answer(spec, results, try_fixes: bool, pool):
     raise common.Interrupted(signum, results, len(results)) from None
 
 
-def _with_invariance(spec, results, pool, answer, mode: str, output_dir):
+def _with_invariance(
+  spec, results, pool, answer, mode: str, output_dir, cache_dir=None
+):
   """`answer` with the batch-invariance answer (`mode` "answer" or
   "pin") and, under "pin", the pins searched and verified (a compile-only
-  GPU's pinned-gemm file written under `output_dir`/pins, else a fresh
-  temporary folder that is kept: its `verify` command reads it); untried,
-  each applicable pin is listed with its `verify` command."""
+  GPU's pinned-gemm file written under `output_dir`/pins, else pins/
+  under the record cache's folder: `cache_dir` (--cache_dir, --nocache
+  or not), else `RecordCache.default_dir()`; its `verify` command reads
+  it there); untried, each applicable pin is listed with its `verify`
+  command."""
   import os
   import signal
-  import tempfile
 
   from hloprobe import invariance
+  from hloprobe.runtime import RecordCache
 
   if mode == "off":
     return answer
   try:
     folder = None
     if mode == "pin":
-      folder = (
-        os.path.join(output_dir, "pins")
-        if output_dir
-        else tempfile.mkdtemp(prefix="hloprobe-pins-")
+      folder = os.path.join(
+        output_dir or cache_dir or RecordCache.default_dir(), "pins"
       )
     found, pins = invariance.batch_invariance(spec, results, pool, folder)
   except KeyboardInterrupt as e:

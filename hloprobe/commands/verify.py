@@ -1,7 +1,9 @@
-"""`hloprobe verify --fix=... --require=...`: run baseline and fix, judge.
+"""`hloprobe verify [--fix=...] --require=...`: run baseline and fix, judge.
 
 `verify` parses the fix and requirements, runs the one sweep and returns
 the `verify.Verification`; `main` prints it (`report.verification`).
+Without --fix the baseline itself is judged (e.g. `--require=invariant`:
+is the program as it is batch-invariant?).
 Exit status: 0 when every requirement passed, else 1.
 """
 
@@ -22,7 +24,8 @@ class VerifyArgs:
 
   Attributes:
     common: the flags every command accepts.
-    fix: --fix, a precision or an experiment, or None (an error).
+    fix: --fix, a precision or an experiment, or None: the baseline is
+      judged as it is.
     require: --require names, as given.
     abs_error_bound: --abs_error_bound, or None.
     rel_error_bound: --rel_error_bound, or None.
@@ -47,18 +50,15 @@ class VerifyArgs:
 
 
 def verify(args: VerifyArgs):
-  """Runs baseline and fix; returns the `verify.Verification`.
+  """Runs baseline and fix (without --fix, the baseline alone); returns
+  the `verify.Verification`.
 
   Raises:
-    InvalidArgumentError: no --fix, a bad fix, requirement or batch sizes.
+    InvalidArgumentError: a bad fix, requirement or batch sizes.
     GoldenError: the golden folder is missing or corrupt ("golden").
   """
   from hloprobe import verify as verifying
 
-  if not args.fix:
-    raise InvalidArgumentError(
-      "verify needs --fix, e.g. --fix=float32 or --fix=no_triton_gemm"
-    )
   # parse_requirements rejects an empty item and drops a repeated one.
   requirements = verifying.parse_requirements(",".join(args.require))
   common.check_format(args.common)
@@ -66,7 +66,8 @@ def verify(args: VerifyArgs):
   requirements = _without_consistent_for_modules(requirements, spec.cases)
   # Bad input is one line before JAX or any worker starts.
   verifying.parse_requirements(",".join(requirements), spec.batch_sizes)
-  fix = verifying.parse_fix(args.fix)
+  # No --fix: the baseline judged as it is (an empty --fix is refused).
+  fix = None if args.fix is None else verifying.parse_fix(args.fix)
   common.start_jax(spec.targets)
   recorded = None
   if args.results:  # the sweep verify_fix runs, done already (sharded)

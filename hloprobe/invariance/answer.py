@@ -151,10 +151,13 @@ class Unexplained:
       is chosen by the whole shape and not read); () for none.
     kernels_differ: a compile-only group's boundary: the kernels'
       signatures differ but none is named.
+    no_boundary: no boundary was read at that size (a pin's left-out
+      size, `pin._boundary_at`).
   """
 
   libraries: tuple[tuple[str, tuple[int, ...]], ...] = ()
   kernels_differ: bool = False
+  no_boundary: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

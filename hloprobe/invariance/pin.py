@@ -41,36 +41,61 @@ Private in intent: use the package, `hloprobe.invariance`.
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 from hloprobe.compile import BUILTIN_EXPERIMENTS, Experiment, is_config_path
 from hloprobe.engine import SweepPlan, plan_sweep, run_sweep
 from hloprobe.errors import first_line
 from hloprobe.invariance.answer import (
+  Boundary,
   Invariance,
   Lever,
   SiteChanges,
+  Unexplained,
   group_key,
   levers,
   site_changes,
 )
-from hloprobe.invariance.in_workers import invariance_of_sweep
+from hloprobe.invariance.in_workers import case_inputs, invariance_of_sweep
 from hloprobe.invariance.kernel_identity import KernelReader
 from hloprobe.invariance.pin_file import write_pin_file
 from hloprobe.records import ConfigResult
 
 __all__ = [
-  "NOT_TRIED",
   "Pin",
   "PinCandidate",
+  "PinOutcome",
   "batch_invariance",
   "candidates_for",
   "search_pins",
   "untried_pins",
 ]
 
-# A pin's reason where it was listed, not swept.
-NOT_TRIED = "not tried (explain --invariance=pin tries it)"
+
+class PinOutcome(enum.Enum):
+  """What became of one candidate on one group (`Pin.outcome`); its words
+  are report's (`report/invariance_words.py`, `pin_reason`)."""
+
+  NOT_TRIED = "not tried"  # listed with its command, not swept
+  NOT_MADE = "not made"  # its autotune file not made (`Pin.why`)
+  NOT_SWEPT = "not swept"  # its sweep raised (`Pin.why`)
+  NOT_JUDGED = "not judged"  # no config of it came back
+  UNKNOWN = "unknown"  # judged unknown (`Pin.after.why`)
+  ONE_CLASS = "one class"  # every swept size one class
+  # `Pin.sizes` one class, n = 1 apart (`Pin.left_out`)
+  ONE_CLASS_BUT_N1 = "one class but n = 1"
+  STILL_SPLIT = "still split"  # more than one class (`Pin.after.rows`)
+
+  @property
+  def swept(self) -> bool:
+    """Whether the candidate's sweep ran (its cost then known)."""
+    return self not in (
+      PinOutcome.NOT_TRIED,
+      PinOutcome.NOT_MADE,
+      PinOutcome.NOT_SWEPT,
+    )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -78,18 +103,22 @@ class PinCandidate:
   """One setting tried as a pin.
 
   Attributes:
-    name: the experiment's name, or the precision's.
+    name: the experiment's name, or the precision's (what it changes, in
+      words: report's `candidate_words`).
     flags: its XLA_FLAGS words (() for a precision).
     precision: the matmul precision it sets, or None.
-    words: what it changes, one phrase.
     jax_change: the JAX code change that does the same, where one exists.
+    file: the autotune-results file its flags load (pinned_gemms), an
+      absolute path, or None.
+    parts: the names of the candidates it joins (pin_all), else ().
   """
 
   name: str
   flags: tuple[str, ...] = ()
   precision: str | None = None
-  words: str = ""
   jax_change: str | None = None
+  file: str | None = None
+  parts: tuple[str, ...] = ()
 
   @property
   def fix(self) -> str:
@@ -119,24 +148,7 @@ class PinCandidate:
   def experiment(self) -> Experiment | None:
     if self.precision is not None:
       return None
-    return Experiment(self.name, self.flags, self.words)
-
-
-@dataclasses.dataclass(frozen=True)
-class PinCost:
-  """What a pin changed against the baseline (report words it).
-
-  Attributes:
-    changes: per batch size swept under the pin, the contraction sites
-      whose fate it changed (`answer.site_changes`, pinned against
-      baseline).
-    row0_before, row0_after: the largest row-0 |err| against float64
-      without and with the pin (`_row0_error`), or None where not known.
-  """
-
-  changes: tuple[SiteChanges, ...]
-  row0_before: float | None = None
-  row0_after: float | None = None
+    return Experiment(self.name, self.flags)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,13 +158,25 @@ class Pin:
   Attributes:
     case, target, precision, experiment: the group pinned.
     candidate: the setting.
-    passed: True when every swept size is one class under it, False when
-      not, None when unknown (why in `reason`).
-    reason: one line: the classes it left, or why unknown.
-    cost: the kernels it changed against the baseline (`PinCost`), or
-      why not known, one line.
-    command: the `hloprobe verify ... --require=invariant` command.
+    passed: True when every swept size is one class under it (or every
+      one but n = 1, `left_out`), False when not, None when unknown.
+    outcome: what became of it (`PinOutcome`; in words: report's
+      `pin_reason`).
+    changed: the contraction sites whose fate it changed against the
+      baseline: per batch size swept, `answer.site_changes` (pinned
+      against baseline); () where it was not swept.
+    row0_abs: (before, after): the largest row-0 |err| against float64
+      over the group's sizes, in the output's units, without and with
+      it (`_row0_error`), or None where either is unknown.
+    command: the `hloprobe verify ... --require=invariant` command ("" for
+      one not made).
     after: the group's answer under it, or None.
+    left_out: the boundaries (`answer.Boundary`, under the pin where it
+      read one, else the baseline's) of the swept sizes `command` leaves
+      out: they stay apart under the pin (n = 1, `_all_but_one`), and the
+      command FAILs with them; () where it keeps every swept size.
+    sizes: the batch sizes `command` checks.
+    why: why it was not made or not swept (one line), else None.
   """
 
   case: str
@@ -161,39 +185,40 @@ class Pin:
   experiment: str
   candidate: PinCandidate
   passed: bool | None
-  reason: str
-  cost: PinCost | str
+  outcome: PinOutcome
   command: str
+  changed: tuple[SiteChanges, ...] = ()
+  row0_abs: tuple[float, float] | None = None
   after: Invariance | None = None
+  left_out: tuple[Boundary, ...] = ()
+  sizes: tuple[int, ...] = ()
+  why: str | None = None
+
+  # The outcomes, where only a `Pin` is at hand (report reads it so).
+  Outcome: ClassVar[type[PinOutcome]] = PinOutcome
 
   @property
   def not_tried(self) -> bool:
     """Whether it was only listed, not tried (`passed` None for that)."""
-    return self.passed is None and self.reason == NOT_TRIED
+    return self.outcome is PinOutcome.NOT_TRIED
 
 
 NO_YNN = PinCandidate(
   "no_ynn_fusion",
   ("--xla_cpu_experimental_ynn_fusion_type=",),
-  words="CPU dots by XLA's own emitter, not YNNPACK",
 )
 NO_ALGSIMP = PinCandidate(
   "no_algsimp",
   ("--xla_disable_hlo_passes=algsimp",),
-  words="no AlgebraicSimplifier (the CPU's dot strength reduction)",
 )
 NO_DSR = PinCandidate(
   "no_dot_strength_reduction",
   ("--xla_disable_hlo_passes=dot-strength-reduction",),
-  words="matrix-vector dots stay gemms",
 )
-PINNED_GEMMS = PinCandidate(
-  "pinned_gemms", words="the kernels stage's pinned-gemm autotune results"
-)
+PINNED_GEMMS = PinCandidate("pinned_gemms")
 NO_SPLIT_K = PinCandidate(
   "no_split_k",
   ("--xla_gpu_experimental_force_split_k=1",),
-  words="every Triton gemm in one K split",
 )
 
 # The Triton softmax/normalization fusions' tile and num_warps are picked
@@ -204,7 +229,6 @@ NO_SPLIT_K = PinCandidate(
 NO_TRITON_SOFTMAX = PinCandidate(
   "no_triton_softmax",
   ("--xla_disable_hlo_passes=triton-softmax-rewriter",),
-  words="layernorm and softmax as XLA row reductions, not Triton fusions",
 )
 
 
@@ -232,7 +256,6 @@ def candidates_for(
         PinCandidate(
           "float32",
           precision="float32",
-          words="every contraction in full f32",
           jax_change="jax.default_matmul_precision('float32')",
         )
       )
@@ -249,7 +272,7 @@ def candidates_for(
       PinCandidate(
         "pin_all",
         union,
-        words=" and ".join(c.words for c in flags),
+        parts=tuple(c.name for c in flags),
       )
     )
   if pin_file is not None and a.target != "cpu":
@@ -262,9 +285,7 @@ def candidates_for(
           f"--xla_gpu_load_autotune_results_from={pin_file}",
           *kernels.pin_flags(),
         ),
-        words="one Triton config per gemm fusion for every n (block_k "
-        "fixed, split-K 1; the kernels stage's autotune-results file), "
-        "Triton softmax rewriter and dot strength reduction off",
+        file=pin_file,
       )
     )
   return tuple(out)
@@ -272,16 +293,18 @@ def candidates_for(
 
 def _cost(
   fixed: Sequence[ConfigResult], base: Sequence[ConfigResult]
-) -> PinCost:
-  """The contraction sites whose fate the pin changed, per n, and row
-  0's error before and after."""
+) -> tuple[tuple[SiteChanges, ...], tuple[float, float] | None]:
+  """(`Pin.changed`, `Pin.row0_abs`): the contraction sites whose fate
+  the pin changed, per n, and row 0's largest |err| without and with it."""
   by_n = {r.config.n: r for r in base if r.ok}
-  changes = tuple(
+  changed = tuple(
     site_changes(r, by_n[r.config.n])
     for r in fixed
     if r.ok and r.config.n in by_n
   )
-  return PinCost(changes, _row0_error(base), _row0_error(fixed))
+  before, after = _row0_error(base), _row0_error(fixed)
+  row0 = None if before is None or after is None else (before, after)
+  return changed, row0
 
 
 def _row0_error(results: Sequence[ConfigResult]) -> float | None:
@@ -368,18 +391,19 @@ def search_pins(
   """
   del reader  # the judge carries it
   out = []
+  inputs = case_inputs(plan, pool)  # a user case's: in its loader worker
   for a in answers:
     if a.invariant is not False or a.experiment != "baseline":
       continue
     found = candidates_for(a, pin_files(a) if pin_files else None)
     if pin_files is None and pin_folder and a.target != "cpu":
       path, why = write_pin_file(
-        plan, a.case, a.target, a.precision, pin_folder
+        plan, a.case, a.target, a.precision, pin_folder, inputs
       )
       found = candidates_for(a, path)
       if path is None:
         out.append(
-          Pin(*_key(a), PINNED_GEMMS, None, f"not made: {why}", "", "")
+          Pin(*_key(a), PINNED_GEMMS, None, PinOutcome.NOT_MADE, "", why=why)
         )
     if not found:
       continue
@@ -389,9 +413,16 @@ def search_pins(
       swept = run_sweep(sub, pool=pool)
       judged = judge(sub, swept)
     except Exception as e:  # each candidate unknown, with why
-      why = f"not swept: {first_line(e)}"
       out += [
-        Pin(*_key(a), c, None, why, "", verify_command(plan, a, c))
+        Pin(
+          *_key(a),
+          c,
+          None,
+          PinOutcome.NOT_SWEPT,
+          verify_command(plan, a, c),
+          sizes=a.sizes,
+          why=first_line(e),
+        )
         for c in found
       ]
       continue
@@ -400,26 +431,46 @@ def search_pins(
       after = next((j for j in judged if _key(j) == key), None)
       fixed = [r for r in swept if group_key(r.config) == key]
       passed = None if after is None else after.invariant
-      reason, sizes = _reason(after), a.sizes
+      outcome, sizes, left_out = _outcome(after), a.sizes, ()
       if passed is False and _all_but_one(after):
         # n = 1 alone apart (a rank XLA drops there): the pin for n > 1.
         sizes = tuple(n for n in a.sizes if n != 1)
         passed = True
-        reason = (
-          f"one class for n = {', '.join(map(str, sizes))}; n = 1 stays apart"
-        )
+        outcome = PinOutcome.ONE_CLASS_BUT_N1
+        left_out = (_boundary_at(1, after, a),)
+      changed, row0 = _cost(fixed, base)
       out.append(
         Pin(
           *_key(a),
           c,
           passed,
-          reason,
-          _cost(fixed, base),
+          outcome,
           verify_command(plan, a, c, sizes),
+          changed,
+          row0,
           after,
+          left_out,
+          tuple(sizes),
         )
       )
   return tuple(out)
+
+
+def _boundary_at(n: int, after: Invariance, base: Invariance) -> Boundary:
+  """What sets size `n` apart under a pin: `after`'s boundary at `n`,
+  else the baseline's (`base`), else one that says it was not read."""
+  for a in (after, base):
+    found = next((b for b in a.boundaries if b.n == n), None)
+    if found is not None:
+      return found
+  others = [m for m in after.sizes if m != n]
+  against = min(others, default=n)
+  return Boundary(
+    n,
+    against,
+    SiteChanges(n, against),
+    unexplained=Unexplained(no_boundary=True),
+  )
 
 
 def untried_pins(
@@ -428,16 +479,16 @@ def untried_pins(
   pin_files: Callable[[Invariance], str | None] | None = None,
 ) -> tuple[Pin, ...]:
   """The candidates of every group that is not invariant, not swept: each
-  a `Pin` with `passed` None, `reason` NOT_TRIED and its `verify`
+  a `Pin` with `passed` None, `outcome` NOT_TRIED and its `verify`
   command."""
   return tuple(
     Pin(
       *_key(a),
       c,
       None,
-      NOT_TRIED,
-      "not known untried",
+      PinOutcome.NOT_TRIED,
       verify_command(plan, a, c),
+      sizes=a.sizes,
     )
     for a in answers
     if a.invariant is False and a.experiment == "baseline"
@@ -455,20 +506,12 @@ def _fixed_key(a: Invariance, c: PinCandidate) -> tuple[str, str, str, str]:
   return (a.case, a.target, a.precision, c.name)
 
 
-def _reason(after: Invariance | None) -> str:
+def _outcome(after: Invariance | None) -> PinOutcome:
   if after is None:
-    return "not judged: no config of it came back"
+    return PinOutcome.NOT_JUDGED
   if after.invariant is None:
-    return f"unknown: {after.why}"
-  if after.invariant:
-    n = after.sizes
-    return f"one class for n = {', '.join(map(str, n))}"
-  row = after.rows[0] if after.rows else None
-  if row is None:
-    return "still split"
-  return "still split: " + " | ".join(
-    ", ".join(map(str, cls)) for cls in row.classes
-  )
+    return PinOutcome.UNKNOWN
+  return PinOutcome.ONE_CLASS if after.invariant else PinOutcome.STILL_SPLIT
 
 
 def _group_plan(

@@ -28,6 +28,7 @@ modules behind them are private in intent:
   floor_check      the measured noise floor checked against the executor
   emulation_cache  emulations shared between configs
   site_notes       what a verdict notes about particular sites
+  note_records     those notes, and the prediction's own, as records
   verdicts         verdicts as records (`Verdict`), and their words
   candidates       site assignments: chosen, shares, candidates
   predict          GPU error predicted from emulation
@@ -53,18 +54,17 @@ from hloprobe.numerics.kernel_sites import (
   kernel_model_run as kernel_model_run,
 )
 from hloprobe.numerics.kernel_sites import site_model as site_model
-from hloprobe.numerics.made import CHANGED as CHANGED
 from hloprobe.numerics.made import Made as Made
 from hloprobe.numerics.module_made import (
   module_made_notes as module_made_notes,
 )
 from hloprobe.numerics.predict import Prediction as Prediction
 from hloprobe.numerics.rows import WorstRow as WorstRow
+from hloprobe.numerics.ulps import float_dtype as float_dtype
 from hloprobe.numerics.verdicts import Verdict as Verdict
 from hloprobe.numerics.verdicts import VerdictKind as VerdictKind
 
 __all__ = [
-  "CHANGED",
   "CaseNumerics",
   "ErrorStats",
   "Made",
@@ -74,6 +74,7 @@ __all__ = [
   "Verdict",
   "VerdictKind",
   "WorstRow",
+  "float_dtype",
   "kernel_model_run",
   "module_made_notes",
   "site_model",

@@ -21,6 +21,7 @@ from hloprobe.numerics.emulate_fp8 import (
   FP8_FAST_ACCUM_ALGORITHM,
   jaxpr_algorithm,
 )
+from hloprobe.numerics.note_records import TakenAsF32
 from hloprobe.numerics.site_notes import F32, TF32
 from hloprobe.sites import (
   EXACT_INTEGER,
@@ -133,7 +134,7 @@ def share_assignments(chosen: tuple[str, ...]) -> list[tuple[str, ...]]:
 
 def chosen_algorithms(
   fates: Sequence[SiteFate],
-) -> tuple[tuple[str, ...], str | None]:
+) -> tuple[tuple[str, ...], TakenAsF32 | None]:
   """Each site's effective algorithm; unknown or unemulated ones as F32.
 
   An fp8 cuBLASLt gemm's (ANY_F8_ANY_F8_F32) is F32_F32_F32 on the
@@ -152,7 +153,7 @@ def chosen_algorithms(
   rounded to nearest (review finding 12); the name says so in the
   prediction's site algorithms.
   """
-  chosen, unknown = [], []
+  chosen, unknown = [], []  # unknown: (site, algorithm) taken as F32
   for f in fates:
     alg = f.effective_algorithm
     if alg == TF32 and f.ptx_tf32_rounding == "truncate":
@@ -161,14 +162,10 @@ def chosen_algorithms(
       chosen.append(jaxpr_algorithm(alg))
     elif alg == EXACT_INTEGER:
       chosen.append(F32)
-    elif alg == FP8_FAST_ACCUM_ALGORITHM:
+    else:  # FP8_FAST_ACCUM_ALGORITHM among them: named as not modelled
       chosen.append(F32)
-      unknown.append(
-        f"site {f.site.index}: {alg} (not modelled: cuBLASLt FP8 fast "
-        "accumulation)"
-      )
-    else:
-      chosen.append(F32)
-      unknown.append(f"site {f.site.index}: {alg or 'unknown'}")
-  note = f"taken as F32_F32_F32: {', '.join(unknown)}" if unknown else None
+      unknown.append((f.site.index, alg))
+  note = (
+    TakenAsF32(tuple(unknown), FP8_FAST_ACCUM_ALGORITHM) if unknown else None
+  )
   return tuple(chosen), note

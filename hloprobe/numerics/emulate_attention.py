@@ -120,9 +120,9 @@ def _unsupported(eqn, ins) -> str | None:
   return next((words for bad, words in checks if bad), None)
 
 
-def bias_mismatch(eqn) -> str | None:
-  """A bias whose dtype is not q's, named, e.g. "bias float32, q/k/v
-  bfloat16"; None without a bias or where they agree. cuDNN reads the
+def bias_mismatch(eqn) -> tuple[str, str] | None:
+  """A bias whose dtype is not q's: (the bias's dtype, q's), e.g.
+  ("float32", "bfloat16"); None without a bias or where they agree. cuDNN reads the
   bias in its own type and adds it in f32 (the emulation does the same);
   jax's `dot_product_attention` passes it as given."""
   if len(eqn.invars) <= _BIAS:
@@ -130,7 +130,7 @@ def bias_mismatch(eqn) -> str | None:
   bias, q = eqn.invars[_BIAS].aval, eqn.invars[0].aval
   if not np.prod(bias.shape) or bias.dtype == q.dtype:
     return None
-  return f"bias {bias.dtype}, q/k/v {q.dtype}"
+  return str(bias.dtype), str(q.dtype)
 
 
 def _bnth(eqn, x, acc):

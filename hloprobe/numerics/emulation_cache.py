@@ -41,6 +41,7 @@ from hloprobe.compile import Case
 from hloprobe.errors import EmulationError, InvalidArgumentError
 from hloprobe.numerics import attention_band, emulate, emulate_attention
 from hloprobe.numerics.kept import KEPT_BYTES, Kept
+from hloprobe.numerics.note_records import AttentionBias
 
 __all__ = [
   "SPECULATION_LIMIT",
@@ -396,21 +397,16 @@ class EmulationCache:
       )
     return self._attention_bands[key]
 
-  def attention_notes(self, n: int) -> str | None:
-    """The attention sites whose bias dtype is not q's, in words (e.g.
-    "site 0: bias float32, q/k/v bfloat16 ..."), from the operands
-    `attention_band` read at size n; None where there is none."""
-    words = [
-      f"site {site}: {found}"
+  def attention_notes(self, n: int) -> AttentionBias | None:
+    """The attention sites whose bias dtype is not q's (`AttentionBias`),
+    from the operands `attention_band` read at size n; None where there is
+    none."""
+    found = tuple(
+      (site, *dtypes)
       for site, (eqn, _) in sorted(self._attention.get(n, {}).items())
-      if (found := emulate_attention.bias_mismatch(eqn)) is not None
-    ]
-    if not words:
-      return None
-    return (
-      f"cuDNN attention bias of another dtype than q/k/v at {'; '.join(words)}"
-      " (read in its own type, added to the f32 scores)"
+      if (dtypes := emulate_attention.bias_mismatch(eqn)) is not None
     )
+    return AttentionBias(found) if found else None
 
   @property
   def guessed(self) -> int:

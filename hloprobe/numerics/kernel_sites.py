@@ -16,9 +16,9 @@ sites computed by `kernel_model.kernel_gemm` and the others emulated at
 their algorithm (`Evaluator`), so the remaining difference to a GPU's
 output is the band sites' order and the elementwise functions (exp, sin,
 ...) whose GPU implementations (Triton/libdevice, fused into the gemms'
-prologues) differ from XLA:CPU's. `remainder_words` says so with the
-sizes: the band sites' order spread and a one-ulp nudge of each
-elementwise function.
+prologues) differ from XLA:CPU's. `kernel_remainder` gives the sizes:
+the band sites' order spread and a one-ulp nudge of each elementwise
+function (`hloprobe.report` words them).
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
@@ -49,11 +49,12 @@ from hloprobe.sites import EXACT_INTEGER
 __all__ = [
   "SWEEP_BUDGET",
   "KernelBudgetError",
+  "KernelRemainder",
   "KernelRowZero",
   "KernelRows",
   "KernelSite",
   "kernel_model_run",
-  "remainder_words",
+  "kernel_remainder",
   "site_model",
 ]
 
@@ -386,53 +387,71 @@ class KernelRows:
     )
 
 
-def remainder_words(
+@dataclasses.dataclass(frozen=True, slots=True)
+class KernelRemainder:
+  """Row 0 by the kernel model against a GPU's, and what may explain the
+  rest (`kernel_remainder`); `hloprobe.report` words it.
+
+  Attributes:
+    predicted: row 0 by the kernel model (the first element of the first
+      leaf), bands in XLA's f32 order.
+    observed: the GPU's row 0.
+    ulp: one f32 ulp at |observed|.
+    exact: the bit-exact sites; band: the others, in order.
+    orders: the f32 summation orders the band sites were run in
+      (`SUMMATION_ORDERS`).
+    spread: max - min of row 0 over those orders.
+    up, down: how far row 0 moves with every transcendental one f32 ulp
+      up, down (the elementwise functions' sensitivity).
+  """
+
+  predicted: float
+  observed: float
+  ulp: float
+  exact: tuple[int, ...]
+  band: tuple[int, ...]
+  orders: tuple[str, ...]
+  spread: float
+  up: float
+  down: float
+
+  @property
+  def left(self) -> float:
+    """What is left: predicted - observed."""
+    return self.predicted - self.observed
+
+  @property
+  def covered(self) -> bool:
+    """Whether the band sites' order and the elementwise functions' ulp
+    move row 0 as far as what is left."""
+    return abs(self.left) <= self.spread + max(abs(self.up), abs(self.down))
+
+
+def kernel_remainder(
   fn, args, site_algorithms, kernels: dict[int, KernelSite], observed: float
-) -> tuple[float, list[str]]:
-  """Row 0 by the kernel model, and what the remaining difference is.
+) -> KernelRemainder:
+  """Row 0 by the kernel model, and the sizes of what the remaining
+  difference may be (`KernelRemainder`).
 
   Args:
     fn, args, site_algorithms, kernels: as `kernel_model_run`.
     observed: the GPU's row 0 (the first element of the first leaf).
-
-  Returns:
-    (predicted row 0, lines): the prediction against the observation, the
-    band sites' spread over f32 orders, and the elementwise functions'
-    one-ulp sensitivity.
   """
   first = lambda **kw: float(
     kernel_model_run(fn, args, site_algorithms, kernels, **kw)[0].ravel()[0]
   )
   predicted = first()
-  ulp = float(np.spacing(np.float32(abs(observed))))
-  left = predicted - observed
-  exact = sorted(i for i, k in kernels.items() if k.kind == BIT_EXACT)
-  band = sorted(i for i in range(len(site_algorithms)) if i not in exact)
-  lines = [
-    f"kernel model row 0 {predicted:.9g} vs observed {observed:.9g}: "
-    f"{left:+.3g} ({left / ulp:+.1f} f32 ulps) left; sites {exact} "
-    f"bit-exact model, sites {band} band"
-  ]
+  exact = tuple(sorted(i for i, k in kernels.items() if k.kind == BIT_EXACT))
   orders = [first(order=o) for o in SUMMATION_ORDERS]
-  spread = max(orders) - min(orders)
-  lines.append(
-    f"band sites {band} over f32 orders {', '.join(SUMMATION_ORDERS)}: "
-    f"row 0 spans {spread:.3g} ({spread / ulp:.1f} ulps)"
-  )
   up, down = first(nudge=np.inf), first(nudge=-np.inf)
-  lines.append(
-    "elementwise functions (exp, sin, ...: the GPU's libdevice in the "
-    "gemm prologues vs XLA:CPU's), each one ulp off: row 0 moves "
-    f"{up - predicted:+.3g} / {down - predicted:+.3g} "
-    f"({(up - predicted) / ulp:+.1f} / {(down - predicted) / ulp:+.1f} ulps)"
+  return KernelRemainder(
+    predicted,
+    observed,
+    float(np.spacing(np.float32(abs(observed)))),
+    exact,
+    tuple(i for i in range(len(site_algorithms)) if i not in exact),
+    tuple(SUMMATION_ORDERS),
+    max(orders) - min(orders),
+    up - predicted,
+    down - predicted,
   )
-  covered = abs(left) <= spread + max(
-    abs(up - predicted), abs(down - predicted)
-  )
-  lines.append(
-    "the remainder is "
-    + ("within" if covered else "beyond")
-    + " what the band sites' order and the elementwise functions' ulp move: "
-    + ("consistent with bit-exact gemms" if covered else "unexplained")
-  )
-  return predicted, lines

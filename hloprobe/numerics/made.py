@@ -78,15 +78,13 @@ from hloprobe.numerics.kept import Kept
 from hloprobe.numerics.verdicts import Verdict, VerdictKind
 
 __all__ = [
-  "CHANGED",
   "Made",
   "MadeChecker",
   "MathChange",
+  "NotExecuted",
   "config_judgement",
 ]
 
-CHANGED = "XLA changed the math"
-INCOMPLETE = "prediction incomplete: not executed"
 # f32 roundings of the output allowed besides the sites' bands (the
 # elementwise ops around the dots: a bias add, a scale, a convert).
 _OUTPUT_ROUNDINGS = 4
@@ -120,6 +118,22 @@ class MathChange:
   # What a verdict's note of this record is (`Verdict.notes`; report
   # words it).
   note: ClassVar[str] = "math change"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NotExecuted:
+  """The note on a prediction's verdict where the optimized module could
+  not be executed whole (`Made.not_executed`).
+
+  Attributes:
+    instructions: what was not executed, e.g. ("x (custom-call.2)",).
+  """
+
+  instructions: tuple[str, ...]
+
+  # What a verdict's note of this record is (`Verdict.notes`; report
+  # words it).
+  note: ClassVar[str] = "not executed"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,8 +188,8 @@ class Made:
   def config_judgement(self, prediction: Verdict | None) -> Verdict | None:
     """The config's verdict, given the prediction's
     (`Prediction.judgement`, or None): MATH_CHANGED leads (the
-    instructions, `MathChange` records, its notes); an incomplete execution (INCOMPLETE) is
-    a note on the prediction's verdict, or the verdict where there is none;
+    instructions, `MathChange` records, its notes); an incomplete execution
+    (a `NotExecuted` note) is a note on the prediction's verdict, or the verdict where there is none;
     else the prediction's."""
     if self.changed:
       named = self.changes if self.localised else ()
@@ -184,7 +198,7 @@ class Made:
       return prediction
     if prediction is None:
       return Verdict(VerdictKind.INCOMPLETE, notes=self.not_executed)
-    return prediction.noted(f"{INCOMPLETE}: {', '.join(self.not_executed)}")
+    return prediction.noted(NotExecuted(tuple(self.not_executed)))
 
 
 def config_judgement(

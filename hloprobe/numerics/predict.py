@@ -100,7 +100,9 @@ class Prediction:
       TF32 or F32 to those sites that it sits within `tolerance_abs` of;
       the verdict names that assignment and the sites kept in f32.
       Without a run, the note says row 0 assumes TF32 there (ambiguous).
-    note: why something is missing (e.g. unknown algorithms taken as F32).
+    notes: what the prediction notes as records, each with its `note`
+      (`note_records`: sites taken as F32, attention biases of another
+      dtype); `hloprobe.report` words them.
     leaf: the output leaf the numbers above are for (`accuracy.headline_leaf`:
       the case's first batched one, fixed per case); "" for a single
       array.
@@ -132,7 +134,7 @@ class Prediction:
   best_candidate: str | None
   leaves: tuple[str, ...]
   verdicts: tuple[Verdict, ...]
-  note: str | None = None
+  notes: tuple = ()
   leaf: str = ""
   output_dtype: str = "float32"
   reference: str = ""
@@ -399,8 +401,7 @@ class Predictor:
         shares = self._shares(n, chosen, leaf)
       bands = self._bands(n, fates, chosen)
       mismatch = self._cache.attention_notes(self._refs.largest)
-      if mismatch is not None:
-        note = f"{note}; {mismatch}" if note else mismatch
+      notes = tuple(x for x in (note, mismatch) if x is not None)
       best = self._best_candidate(
         n, fates, chosen, observed and observed[leaf], tolerance[leaf], leaf
       )
@@ -445,7 +446,7 @@ class Predictor:
       best_candidate=described,
       leaves=tuple(self._refs.names),
       verdicts=verdicts,
-      note=note,
+      notes=notes,
       leaf=self._refs.names[leaf],
       output_dtype=self._refs.dtypes[leaf],
       reference=self._refs.source(n),

@@ -30,13 +30,17 @@ no site escapes the report:
     made it `__cublas$lt$matmul$f8` ("site 0: fp8 cuBLASLt rewrite did
     not fire: ...", `SiteFate.fp8_rewrite`).
 
+The notes are records (`note_records`: site indices, algorithms, fates),
+each with a `note` class attribute saying what it is; `hloprobe.report`
+words them (issue 36: words only at the edge).
+
 Private in intent: use the package, `hloprobe.numerics`.
 """
 
 from __future__ import annotations
 
 from hloprobe.ir import ALGORITHMS
-from hloprobe.numerics.accuracy import describe_algorithms, dtype_name
+from hloprobe.numerics.accuracy import dtype_name
 from hloprobe.numerics.bands import F32_UNIT, OPERAND_UNIT
 from hloprobe.numerics.emulate_dot import TF32_TRUNCATED
 from hloprobe.numerics.emulate_fp8 import (
@@ -44,14 +48,28 @@ from hloprobe.numerics.emulate_fp8 import (
   jaxpr_algorithm,
 )
 from hloprobe.numerics.integers import is_integer
-from hloprobe.numerics.verdicts import Verdict, VerdictKind
+from hloprobe.numerics.note_records import (
+  BelowRequest,
+  Shown,
+  SiteNote,
+  SiteNoteKind,
+  SumOverflow,
+  Tf32Optional,
+)
+from hloprobe.numerics.verdicts import Verdict, VerdictKind, algorithm_groups
 from hloprobe.sites import (
   EXACT_INTEGER,
   Fate,
   SiteFate,
 )
 
-__all__ = ["F32", "TF32", "annotate", "below_request", "overflow_sites"]
+__all__ = [
+  "F32",
+  "TF32",
+  "annotate",
+  "below_request",
+  "overflow_sites",
+]
 
 F32 = "F32_F32_F32"
 # JAX's DotAlgorithmPreset name of TF32 products, f32 sums.
@@ -96,28 +114,25 @@ def _ignored(f: SiteFate) -> bool:
   )
 
 
-def _ignored_words(f: SiteFate) -> str:
+def _ignored_note(f: SiteFate) -> SiteNote:
   """Why a site ran above its declared preset, by who dropped it.
 
   A strength-reduced site (multiply+reduce, multiply: the GPU's
   dot-strength-reduction pass, or algsimp on the CPU) has no gemm left to
   honour the preset: its kernel's own products decide (read from its PTX on
   a GPU), whatever the target's gemms would do, so the note names the pass,
-  not the target. Otherwise the target's dot ignores the preset: XLA:CPU
-  computes f32 dots as F32 (`effective.cpu_algorithm`), and a CPU check of
-  a preset says nothing about a GPU.
+  not the target (STRENGTH_REDUCED). Otherwise the target's dot ignores the
+  preset (PRESET_IGNORED): XLA:CPU computes f32 dots as F32
+  (`effective.cpu_algorithm`), and a CPU check of a preset says nothing
+  about a GPU.
   """
-  i, alg = f.site.index, f.effective_algorithm
-  head = f"site {i} ran {alg} for declared {f.algorithm}"
-  if f.fate in (Fate.MULTIPLY_REDUCE, Fate.MULTIPLY):
-    return (
-      f"{head}: dot strength reduction made it a {f.fate.value}, whose "
-      f"kernel computes {alg}, so this row says nothing about a gemm that "
-      "honours the preset"
-    )
-  return (
-    f"{head}: the target ignores the preset, so this check says nothing "
-    "about a GPU"
+  reduced = f.fate in (Fate.MULTIPLY_REDUCE, Fate.MULTIPLY)
+  return SiteNote(
+    SiteNoteKind.STRENGTH_REDUCED if reduced else SiteNoteKind.PRESET_IGNORED,
+    (f.site.index,),
+    f.effective_algorithm,
+    f.algorithm,
+    f.fate if reduced else None,
   )
 
 
@@ -134,9 +149,9 @@ def _below(
   output_dtype,
   hidden: bool,
   elsewhere: tuple[Verdict, ...] = (),
-) -> str:
+) -> BelowRequest | None:
   """The sites below their request that no verdict (this one, or another
-  leaf's, `elsewhere`) names."""
+  leaf's, `elsewhere`) names; None where there are none."""
   below = tuple(
     alg
     if below_request(f, alg)
@@ -144,50 +159,36 @@ def _below(
     else F32
     for f, alg in zip(fates, chosen)
   )
-  named = describe_algorithms(below)
-  if not named:
-    return ""
-  if verdict.accurate:  # f32 noise, output rounding
-    if not hidden:  # the prediction shows them; the run does not
-      return f"{named} predicted, not seen in this run"
-    kind = _SIXTEEN_BIT_OUTPUTS.get(output_dtype or "")
-    why = f"{kind} output rounding" if kind else "the f32 noise"
-    return f"{named}, hidden by {why}"
-  return f"{named} below the requested precision"
+  groups = algorithm_groups(below)
+  if not groups:
+    return None
+  if not verdict.accurate:  # not f32 noise, not output rounding
+    return BelowRequest(groups, Shown.BELOW)
+  if not hidden:  # the prediction shows them; the run does not
+    return BelowRequest(groups, Shown.PREDICTED)
+  output = _SIXTEEN_BIT_OUTPUTS.get(output_dtype or "")
+  return BelowRequest(groups, Shown.HIDDEN, output)
 
 
-def _libraries(fates, sites) -> dict[str, str]:
-  """Library name -> `site 0` or `sites [1, 2]`, for the given sites."""
-  groups: dict[str, list[int]] = {}
+def _libraries(fates, sites) -> tuple[tuple[Fate, tuple[int, ...]], ...]:
+  """(library fate, its sites) for the given sites, first seen first."""
+  groups: dict[Fate, list[int]] = {}
   for i in sites:
-    groups.setdefault(fates[i].fate.value, []).append(i)
-  return {
-    lib: f"site {ids[0]}" if len(ids) == 1 else f"sites {ids}"
-    for lib, ids in groups.items()
-  }
+    groups.setdefault(fates[i].fate, []).append(i)
+  return tuple((lib, tuple(ids)) for lib, ids in groups.items())
 
 
-def _tf32_optional(fates, chosen, observed: bool) -> str:
+def _tf32_optional(fates, chosen, observed: bool) -> Tf32Optional | None:
   """The note on cuBLAS and cuDNN conv sites where TF32 is allowed, not
-  required."""
+  required; None where there is nothing to say."""
   optional = [i for i, f in enumerate(fates) if f.tf32_optional]
   kept = _libraries(fates, [i for i in optional if chosen[i] == F32])
   if observed and kept:
-    return " and ".join(
-      f"{lib} kept {where} in f32 (TF32 allowed, not required)"
-      for lib, where in kept.items()
-    )
+    return Tf32Optional(True, kept)
   assumed = _libraries(fates, [i for i in optional if chosen[i] == TF32])
   if observed or not assumed:
-    return ""
-  at = " and ".join(f"{lib} {where}" for lib, where in assumed.items())
-  libraries = sorted(
-    {"cuDNN" if "cuDNN" in lib else "cuBLAS" for lib in assumed}
-  )
-  return (
-    f"ambiguous: row 0 assumes {TF32} at {at}, where TF32 is allowed, not "
-    f"required, and {' or '.join(libraries)} may keep some in f32"
-  )
+    return None
+  return Tf32Optional(False, assumed)
 
 
 def overflow_sites(verdict: Verdict, fates, output_dtype: str) -> Verdict:
@@ -196,10 +197,10 @@ def overflow_sites(verdict: Verdict, fates, output_dtype: str) -> Verdict:
   An integer output overflows where a sum does not fit its type; the dot
   sites whose result is of that very type (e.g. s8 x s8 -> s8) are where
   the exact sum is wrapped. Appended to an "overflow" or "unexplained"
-  verdict (`integers.integer_judgement`) as "the exact sum overflows s8 at
-  site 1 (s8 x s8 -> s8 dot)"; other verdicts, and an overflow no dot
-  site's type explains (a convert after the dot, say), come back as they
-  are.
+  verdict (`integers.integer_judgement`) as a `SumOverflow` note (in
+  words: "the exact sum overflows s8 at site 1 (s8 x s8 -> s8 dot)");
+  other verdicts, and an overflow no dot site's type explains (a convert
+  after the dot, say), come back as they are.
   """
   if not is_integer(output_dtype) or verdict.kind not in (
     VerdictKind.OVERFLOW,
@@ -207,15 +208,14 @@ def overflow_sites(verdict: Verdict, fates, output_dtype: str) -> Verdict:
   ):
     return verdict
   kind = dtype_name(output_dtype)
-  found = [
-    f"site {f.site.index} ({f.site.lhs.dtype} x {f.site.rhs.dtype} -> "
-    f"{kind} {f.fate.value})"
+  found = tuple(
+    (f.site.index, f.site.lhs.dtype, f.site.rhs.dtype, f.fate)
     for f in fates
     if f.effective_algorithm == EXACT_INTEGER and f.site.result.dtype == kind
-  ]
+  )
   if not found:
     return verdict
-  return verdict.noted(f"the exact sum overflows {kind} at {', '.join(found)}")
+  return verdict.noted(SumOverflow(kind, found))
 
 
 def annotate(
@@ -248,35 +248,33 @@ def annotate(
     _below(fates, chosen, verdict, output_dtype, hidden, named_elsewhere),
     _tf32_optional(fates, chosen, observed),
   ]
-  truncated = [i for i, a in enumerate(chosen) if a == TF32_TRUNCATED]
+  truncated = tuple(i for i, a in enumerate(chosen) if a == TF32_TRUNCATED)
   if truncated:  # review finding 12: not rounded to nearest
     notes.append(
-      f"sites {truncated}: {TF32} kernels with no cvt.rna.tf32.f32 (TF32 "
-      f"operands truncated), emulated as {TF32_TRUNCATED}"
+      SiteNote(SiteNoteKind.TF32_TRUNCATED, truncated, TF32_TRUNCATED)
     )
   for f in fates:
     i, alg = f.site.index, f.effective_algorithm
     if chosen[i] == TF32_TRUNCATED:
       pass  # noted above
     elif f.fate == Fate.AMBIGUOUS:
-      notes.append(f"site {i} ambiguous, emulated as F32")
+      notes.append(SiteNote(SiteNoteKind.AMBIGUOUS, (i,)))
     elif alg == EXACT_INTEGER:
       pass  # computed exactly by the emulator, as on the target
     elif alg == FP8_FAST_ACCUM_ALGORITHM:
-      notes.append(
-        f"site {i} {alg}: not modelled: cuBLASLt FP8 fast accumulation "
-        "(predicted as F32_F32_F32)"
-      )
+      notes.append(SiteNote(SiteNoteKind.FP8_FAST_ACCUM, (i,), alg))
     elif (
       f.fate != Fate.GONE
       and chosen[i] != jaxpr_algorithm(alg)
       and not f.tf32_optional
     ):
-      notes.append(f"site {i} {alg or 'unknown'}, emulated as F32")
+      notes.append(SiteNote(SiteNoteKind.EMULATED_F32, (i,), alg))
     if _ignored(f):
-      notes.append(_ignored_words(f))
+      notes.append(_ignored_note(f))
     if f.conflict:
-      notes.append(f"site {i}: {f.conflict}")
+      notes.append(SiteNote(SiteNoteKind.CONFLICT, (i,), detail=f.conflict))
     if f.fp8_rewrite:
-      notes.append(f"site {i}: fp8 cuBLASLt rewrite {f.fp8_rewrite}")
+      notes.append(
+        SiteNote(SiteNoteKind.FP8_REWRITE, (i,), detail=f.fp8_rewrite)
+      )
   return verdict.noted(*notes)

@@ -62,7 +62,7 @@ from collections.abc import Iterator, Sequence
 
 from hloprobe.errors import HloprobeError, InvalidArgumentError
 from hloprobe.ir import is_attention_target, parse_precision_config, path_part
-from hloprobe.numerics import CHANGED, NOISE_FACTOR
+from hloprobe.numerics import NOISE_FACTOR
 from hloprobe.pictures import severity
 from hloprobe.report import atomic_write
 
@@ -93,6 +93,10 @@ _TITLES = {
   "error": "row-0 error, this site alone (hloprobe, predicted)",
   "math": "what XLA made (hloprobe, the optimized module executed)",
 }
+# The changed-math label's words: a changed-math verdict's
+# (`report.verdict_words.CHANGED`; tests/report/explain_made_test.py
+# holds them equal).
+_CHANGED = "XLA changed the math"
 _CHANGED_COLOUR, _NOT_EXECUTED_COLOUR, _AS_ASKED_COLOUR = (
   "#e53935",
   "#e0e0e0",
@@ -281,7 +285,7 @@ def _with_math(r, out: dict) -> dict:
     c = named.get(f.site.index) if m.changed else None
     values[f.site.index] = (
       _MathWords(
-        f"{CHANGED}: {c.target} ({c.fields})"
+        f"{_CHANGED}: {c.target} ({c.fields})"
         + (f": {c.rule}" if c.rule else ""),
         _CHANGED_COLOUR,
       )

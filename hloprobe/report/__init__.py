@@ -12,8 +12,9 @@ findings: the findings grouped by cause, each fix as a code change;
 answer_page: the answer as the HTML page draws it, in words),
 timings (--timings), sweep_shown (what `sweep` prints once done, by
 stream), verdict_words (verdicts, rows and findings in words: the one
-place their sentences are made). Nothing here prints: the command layer
-does.
+place their sentences are made; site_words: failures, rejected compiles
+and the site notes; kernel_words: the kernel model's
+remainder). Nothing here prints: the command layer does.
 """
 
 from __future__ import annotations

@@ -46,6 +46,7 @@ from hloprobe.report.explain_rows import (
   made_rows_beyond,
   rows_beyond,
 )
+from hloprobe.report.site_words import failure_words
 from hloprobe.report.verdict_words import prediction_words, verdict_words
 from hloprobe.sites import (
   Fate,
@@ -93,7 +94,9 @@ def _runs(items: Iterable, key: Callable) -> list[list]:
 def _spans(configs: list[ConfigResult]) -> tuple[FateSpan, ...]:
   def groups(r):
     if not r.ok:
-      return (((), f"failed ({r.failure.stage})", r.failure.words() or ""),)
+      return (
+        ((), f"failed ({r.failure.stage})", failure_words(r.failure) or ""),
+      )
     rows = [
       (f.site.index, _fate_words(f) + _then(f), _pass_words(r, f.site.index))
       for f in r.compilation.fates
@@ -330,7 +333,7 @@ def _precision_label(precision: str, configs) -> str:
 def _notes(configs: list[ConfigResult]) -> list[str]:
   where = lambda r: f"n = {r.config.n}, {r.config.precision}"
   notes = [
-    f"{where(r)}: {r.failure.stage} failed: {r.failure.words()}"
+    f"{where(r)}: {r.failure.stage} failed: {failure_words(r.failure)}"
     for r in configs
     if not r.ok
   ]

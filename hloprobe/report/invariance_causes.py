@@ -9,7 +9,7 @@ block_k 32", "n = 1: site 0: multiply+reduce: kernel arithmetic not
 modelled".
 
 `hloprobe.invariance` returns the records (`Boundary` and its
-`SiteChanges`, `RowKernel`, `NotModelled`, a pin's `PinCost`); the words
+`SiteChanges`, `RowKernel`, `NotModelled`, a pin's `changed`); the words
 are made here, at the edge (issue 36 item 2). Private in intent: use the
 package, `hloprobe.report` (`report/invariance_words.py` puts these in
 the answer's lines and JSON).
@@ -24,7 +24,7 @@ from hloprobe.sites import Fate
 
 __all__ = [
   "boundary_causes",
-  "cost_words",
+  "changed_phrases",
   "kernel_words",
   "model_why_words",
   "site_phrases",
@@ -151,6 +151,8 @@ def unexplained_words(u) -> str | None:
     return None
   if u.kernels_differ:
     return "kernels differ"
+  if u.no_boundary:
+    return "no boundary read at this batch size"
   if u.libraries:
     return "no site changed fate; " + "; ".join(
       f"{site_list(sites)} run in {lib}, a library kernel chosen by the "
@@ -207,23 +209,13 @@ def model_why_words(w) -> str | None:
   return words if w.n is None else f"n = {w.n}: {words}"
 
 
-def cost_words(cost) -> str:
-  """What a pin changed (`PinCost`): each site phrase with the sizes it
-  changed at, then row 0's |err| against float64 before and after:
-  "site 1 Triton gemm (Triton gemm split-K 4 at n = 64) (n = 64); row 0
-  |err| vs f64 1.20e-06 -> 1.10e-06". A string (why not known) as it
-  is."""
-  if isinstance(cost, str):
-    return cost
+def changed_phrases(changes) -> list[tuple[str, list[int]]]:
+  """What a pin changed (`Pin.changed`: a `SiteChanges` per batch size):
+  each site phrase (`site_phrases`) with the sizes it was said at, in the
+  order first met: [("site 1 Triton gemm (split-K 2 at n = 64)", [64]),
+  ...]; [] where no site changed."""
   changed: dict[str, list[int]] = {}
-  for s in cost.changes:
+  for s in changes:
     for phrase in site_phrases(s):
       changed.setdefault(phrase, []).append(s.n)
-  words = "; ".join(
-    f"{w} (n = {', '.join(map(str, ns))})" for w, ns in changed.items()
-  )
-  words = words or "no contraction site changed fate"
-  before, after = cost.row0_before, cost.row0_after
-  if before is not None and after is not None:
-    words += f"; row 0 |err| vs f64 {before:.2e} -> {after:.2e}"
-  return words
+  return list(changed.items())

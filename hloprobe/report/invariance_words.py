@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from hloprobe.invariance import Invariance
 from hloprobe.report.invariance_causes import (
   boundary_causes,
-  cost_words,
+  changed_phrases,
   kernel_words,
   model_why_words,
   unexplained_words,
@@ -27,10 +27,13 @@ from hloprobe.report.invariance_causes import (
 
 __all__ = [
   "answer_lines",
+  "candidate_words",
   "first_lines",
   "invariance_json",
   "kernel_lines",
+  "pin_cost",
   "pin_lines",
+  "pin_reason",
 ]
 
 _BASIS = {
@@ -303,10 +306,123 @@ def _left_out_words(a: Invariance) -> str:
   )
 
 
+# What each pin candidate (`invariance.pin.PinCandidate.name`) changes,
+# one phrase; pin_all's is its parts' joined.
+_CANDIDATE_WORDS = {
+  "float32": "every contraction in full f32",
+  "no_ynn_fusion": "CPU dots by XLA's own emitter, not YNNPACK",
+  "no_algsimp": "no AlgebraicSimplifier (the CPU's dot strength reduction)",
+  "no_dot_strength_reduction": "matrix-vector dots stay gemms",
+  "no_split_k": "every Triton gemm in one K split",
+  "no_triton_softmax": (
+    "layernorm and softmax as XLA row reductions, not Triton fusions"
+  ),
+  "pinned_gemms": (
+    "one Triton config per gemm fusion for every n (block_k fixed, split-K "
+    "1; the kernels stage's autotune-results file), Triton softmax "
+    "rewriter and dot strength reduction off"
+  ),
+}
+
+
+def candidate_words(c) -> str:
+  """What pin candidate `c` changes, one phrase (its name where none is
+  written here)."""
+  if c.parts:
+    return " and ".join(_CANDIDATE_WORDS.get(n, n) for n in c.parts)
+  return _CANDIDATE_WORDS.get(c.name, c.name)
+
+
+def _sizes(ns: Sequence[int]) -> str:
+  return ", ".join(map(str, ns))
+
+
+def pin_reason(p) -> str:
+  """A pin's outcome in one line (`Pin.outcome`): the classes it left, or
+  why it is unknown, e.g. "still split: 2, 8 | 1 | 64"."""
+  o, after = p.outcome, p.after
+  if o is p.Outcome.NOT_TRIED:
+    return "not tried (explain --invariance=pin tries it)"
+  if o is p.Outcome.NOT_MADE:
+    return f"not made: {p.why}"
+  if o is p.Outcome.NOT_SWEPT:
+    return f"not swept: {p.why}"
+  if o is p.Outcome.NOT_JUDGED or after is None:
+    return "not judged: no config of it came back"
+  if o is p.Outcome.UNKNOWN:
+    return f"unknown: {after.why}"
+  if o is p.Outcome.ONE_CLASS:
+    return f"one class for n = {_sizes(after.sizes)}"
+  if o is p.Outcome.ONE_CLASS_BUT_N1:
+    return f"one class for n = {_sizes(p.sizes)}; n = 1 stays apart"
+  if not after.rows:
+    return "still split"
+  return "still split: " + " | ".join(
+    _sizes(cls) for cls in after.rows[0].classes
+  )
+
+
+def pin_cost(p) -> str:
+  """What a pin changed against the baseline, in words: each contraction
+  site whose fate it changed, with its batch sizes, and row 0's |err|
+  against float64 without and with it where known; "not known untried"
+  for one not tried, "" for one not made or not swept."""
+  if p.not_tried:
+    return "not known untried"
+  if not p.outcome.swept:
+    return ""
+  words = "; ".join(
+    f"{w} (n = {_sizes(ns)})" for w, ns in changed_phrases(p.changed)
+  )
+  words = words or "no contraction site changed fate"
+  if p.row0_abs is not None:
+    before, after = p.row0_abs
+    words += f"; row 0 |err| vs f64 {before:.2e} -> {after:.2e}"
+  return words
+
+
+def _kept_apart_words(p, every_cause: bool = True) -> str:
+  """The swept sizes a pin's `verify` command leaves out and why, from
+  its `left_out` boundaries: "the command leaves out n = 1, which stays
+  apart under this pin (at n = 1: ...); with n = 1 it FAILs"; "" for
+  none. `every_cause`: each kernel that differs there, as the answer's
+  lines name a boundary's (`_class_words`); False: the sites, and how
+  many other kernels differ (`_boundary_words`, the folded line's)."""
+  if not p.left_out:
+    return ""
+  ns = ", ".join(str(b.n) for b in p.left_out)
+  why = "; ".join(
+    f"at n = {b.n}: {_every_cause(b)}" if every_cause else _boundary_words(b)
+    for b in p.left_out
+  )
+  return (
+    f"the command leaves out n = {ns}, which stays apart under this pin "
+    f"({why}); with n = {ns} it FAILs"
+  )
+
+
+def _every_cause(b) -> str:
+  """A boundary's every cause, or what was read where none is named."""
+  said, _ = boundary_causes(b)
+  return "; ".join(said) or unexplained_words(b.unexplained) or "unread"
+
+
+def _pin_file_lines(ps: Sequence) -> list[str]:
+  """Where a group's pinned-gemm autotune file was written (its `verify`
+  command and XLA_FLAGS read it there)."""
+  files = {p.candidate.file: p.candidate.name for p in ps if p.candidate.file}
+  return [
+    f"  {name}'s autotune file (its command reads it; kept): {f}"
+    for f, name in files.items()
+  ]
+
+
 def pin_lines(pins: Sequence) -> list[str]:
   """The bitwise question's "Do:": per group searched, the first pin that
-  passed (its flags, JAX change, cost and `verify` command), else that
-  none did, then each candidate tried in one line."""
+  passed (its flags, JAX change, cost and `verify` command; the swept
+  sizes its command leaves out, and why), else that none did, then each
+  candidate tried in one line, and where the pinned-gemm autotune file
+  was written."""
   out = []
   groups: dict[tuple, list] = {}
   for p in pins:
@@ -324,9 +440,11 @@ def pin_lines(pins: Sequence) -> list[str]:
       if c.jax_code():
         how += f" (in JAX: {c.jax_code()})"
       out.append(
-        f"Do: pin {where} with {how} ({c.words}; cost: "
-        f"{cost_words(p.cost)}): {p.command}"
+        f"Do: pin {where} with {how} ({candidate_words(c)}; cost: "
+        f"{pin_cost(p)}): {p.command}"
       )
+      if p.left_out:
+        out.append(f"  ({_kept_apart_words(p)})")
     elif all(p.not_tried for p in ps):
       out.append(
         f"Do: to pin {where}, try (explain --invariance=pin tries them):"
@@ -337,10 +455,12 @@ def pin_lines(pins: Sequence) -> list[str]:
       out.append(f"Do: no setting tried pins {where} ({len(ps)} tried, below)")
     out += [
       f"  {'passes' if p.passed else 'fails' if p.passed is False else 'unknown'}"
-      f": {p.candidate.name}: {p.reason}"
+      f": {p.candidate.name}: {pin_reason(p)}"
+      + (f" ({_kept_apart_words(p)})" if p.left_out else "")
       for p in ps
       if not (passed and p is passed[0])
     ]
+    out += _pin_file_lines(ps)
   return out
 
 
@@ -422,8 +542,11 @@ def _pin_words(groups: Sequence[Invariance], pins: Sequence) -> str:
       if c.precision is not None
       else f"XLA_FLAGS='{' '.join(c.flags)}'"
     )
-    cost = cost_words(passed[0].cost)
-    return f"pinned by {how} ({cost}; its `verify`: --verbose)"
+    apart = _kept_apart_words(passed[0], every_cause=False)
+    apart = f"{apart}; " if apart else ""
+    return (
+      f"pinned by {how} ({apart}{pin_cost(passed[0])}; its `verify`: --verbose)"
+    )
   if all(p.not_tried for p in mine):
     under: dict[str, list[str]] = {}
     for p in mine:
@@ -513,7 +636,10 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
   ulps, moves}], boundaries: [{n, against, causes, unexplained}],
   kernels: {n: [{name, kind, sites, signature, words, why_unknown}]}}],
   "pins": [{case, target, precision, candidate, fix, xla_flags,
-  jax_change, passed, reason, cost, command}]}."""
+  jax_change, passed, reason, cost, command, left_out: [{n, against,
+  causes, unexplained}] (the swept sizes `command` leaves out: they stay
+  apart under the pin), autotune_file (the pinned-gemm file, or
+  null)}]}."""
   groups = []
   for a in answers:
     groups.append(
@@ -575,9 +701,19 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
         "xla_flags": list(p.candidate.flags),
         "jax_change": p.candidate.jax_code(),
         "passed": p.passed,
-        "reason": p.reason,
-        "cost": cost_words(p.cost),
+        "reason": pin_reason(p),
+        "cost": pin_cost(p),
         "command": p.command,
+        "left_out": [
+          {
+            "n": b.n,
+            "against": b.against,
+            "causes": boundary_causes(b)[0],
+            "unexplained": unexplained_words(b.unexplained),
+          }
+          for b in p.left_out
+        ],
+        "autotune_file": p.candidate.file,
       }
       for p in pins
     ],

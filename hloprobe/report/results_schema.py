@@ -209,6 +209,7 @@ import re
 from hloprobe.ir import path_part
 from hloprobe.records import ConfigResult
 from hloprobe.report.explain_kernel import kernel_json
+from hloprobe.report.site_words import prediction_note
 from hloprobe.report.verdict_words import (
   config_words,
   judged_words,
@@ -288,7 +289,7 @@ def _prediction_json(r: ConfigResult) -> dict | None:
     ],
     "best_candidate": p.best_candidate,
     "verdict": prediction_words(p),
-    "note": p.note,
+    "note": prediction_note(p),
     "leaf": p.leaf,
     "output_dtype": p.output_dtype,
     "leaf_verdicts": [list(x) for x in leaf_verdicts(p)],

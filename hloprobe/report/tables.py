@@ -22,6 +22,7 @@ from hloprobe.report.files import RESULTS_STREAM
 from hloprobe.report.results_schema import dumps_json, results_json
 from hloprobe.report.site_rows import SITE_HEADERS as _SITE_HEADERS
 from hloprobe.report.site_rows import effective_cell, num, site_rows
+from hloprobe.report.site_words import failure_words
 from hloprobe.report.verdict_words import (
   config_words,
   leaf_verdicts,
@@ -173,7 +174,11 @@ def _status_cell(r: ConfigResult, error: bool) -> str:
   if r.ok:
     return "ok, see notes" if _compile_notes(r) else "ok"
   f = r.failure
-  return f"FAILED ({f.stage}): {f.words()}" if error else f"FAILED ({f.stage})"
+  return (
+    f"FAILED ({f.stage}): {failure_words(f)}"
+    if error
+    else f"FAILED ({f.stage})"
+  )
 
 
 def _compile_notes(r: ConfigResult) -> tuple[str, ...]:
@@ -320,7 +325,7 @@ def _first_screen(results, rows: list[list[str]]) -> str:
   headers = [_wrap(h, w - 2) for h, w in zip(headers, limits)]
   errors = [
     textwrap.fill(
-      f"{r.config.label()}: {r.failure.stage} failed: {r.failure.words()}",
+      f"{r.config.label()}: {r.failure.stage} failed: {failure_words(r.failure)}",
       TERMINAL_WIDTH,
       initial_indent="  ",
       subsequent_indent="    ",

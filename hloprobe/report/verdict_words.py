@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import math
 
-import ml_dtypes
 import numpy as np
 
 from hloprobe.errors import counted
-from hloprobe.numerics import CHANGED, VerdictKind
+from hloprobe.numerics import VerdictKind, float_dtype
+from hloprobe.report.site_words import (
+  failure_words,
+  groups_words,
+  site_note_words,
+)
 
 __all__ = [
   "config_words",
@@ -41,8 +45,12 @@ __all__ = [
   "what_words",
 ]
 
+# A changed-math verdict's words (`VerdictKind.MATH_CHANGED`); the Model
+# Explorer's changed-math label says the same (pictures/model_explorer.py).
+CHANGED = "XLA changed the math"
 # `numerics.Made`'s words where the module could not be executed whole
-# (the same words its `config_judgement` notes on the prediction's verdict).
+# (and of the `NotExecuted` note its `config_judgement` adds to the
+# prediction's verdict).
 INCOMPLETE = "prediction incomplete: not executed"
 # What leads rows far beyond their band (`numerics.FarCause`'s values).
 _CAUSE = {
@@ -58,20 +66,10 @@ def noise_words(dtype) -> str:
   arithmetic); narrower ones: "bf16 output rounding" (the floor is then
   mostly the output's own rounding).
   """
-  dtype = _float_dtype(dtype)
+  dtype = float_dtype(dtype)
   if dtype is None or dtype.itemsize >= 4:
     return f"{_float_name(dtype) if dtype is not None else 'f32'} noise"
   return f"{_float_name(dtype)} output rounding"
-
-
-def _float_dtype(dtype) -> np.dtype | None:
-  """`dtype` as a numpy dtype if it is a float type ml_dtypes knows."""
-  try:
-    dtype = np.dtype(dtype)
-    ml_dtypes.finfo(dtype)
-  except (TypeError, ValueError):
-    return None
-  return dtype
 
 
 def _float_name(dtype) -> str:
@@ -83,11 +81,6 @@ def _float_name(dtype) -> str:
 def _hlo_name(dtype) -> str:
   """HLO's spelling of an integer type: s8, u32."""
   return np.dtype(dtype).name.replace("uint", "u").replace("int", "s")
-
-
-def _groups_words(groups) -> str:
-  """`TF32_TF32_F32 at sites [0, 1, 2]` for `Verdict.algorithms`."""
-  return " and ".join(f"{alg} at sites {list(sites)}" for alg, sites in groups)
 
 
 def _integer_words(v) -> str:
@@ -122,7 +115,7 @@ def _head_words(v) -> str:
   if v.integer and kind in (VerdictKind.UNEXPLAINED, VerdictKind.OVERFLOW):
     return _integer_words(v)
   if kind is VerdictKind.EXPLAINED:
-    return f"explained by {_groups_words(v.algorithms)}"
+    return f"explained by {groups_words(v.algorithms)}"
   if kind is VerdictKind.UNEXPLAINED:
     return "unexplained"
   raise ValueError(f"no words for a {kind.value!r} leaf verdict")
@@ -141,13 +134,18 @@ def verdict_words(v) -> str:
 def note_words(n) -> str:
   """A verdict's note (`numerics.Verdict.notes`) in words: words as they
   are; a record by its `note`: a math change (`math_change_words`), a
-  floor check (`floor_check_words`)."""
+  floor check (`floor_check_words`), an incomplete execution, a site note
+  (`site_note_words`)."""
   if isinstance(n, str):
     return n
   if n.note == "math change":
     return math_change_words(n)
   if n.note == "floor check":
     return floor_check_words(n)
+  if n.note == "not executed":  # `numerics.made.NotExecuted`
+    return f"{INCOMPLETE}: {', '.join(n.instructions)}"
+  if (words := site_note_words(n)) is not None:
+    return words
   raise ValueError(f"no words for a verdict note {n.note!r}")
 
 
@@ -323,7 +321,7 @@ def what_words(f) -> str:
   if said.text is not None:  # given by hand
     return said.text
   if said.failure is not None:
-    return f"{said.failure.stage} failed: {said.failure.words()}"
+    return f"{said.failure.stage} failed: {failure_words(said.failure)}"
   if said.why is not None:
     return f"not judged: {said.why}"
   if f.kind == "changed the math":

@@ -14,6 +14,7 @@ from __future__ import annotations
 from hloprobe import invariance
 from hloprobe.report.invariance_words import first_lines
 from hloprobe.report.results_schema import SCHEMA_VERSION, dumps_json
+from hloprobe.report.site_words import failure_words
 from hloprobe.report.tables import table
 from hloprobe.report.verdict_words import made_words, row_words, verdict_words
 from hloprobe.verify import Evidence
@@ -56,8 +57,8 @@ def _not_judged(e: Evidence) -> str:
       f"{who}: no {_source(e.source)} row 0 of{leaf} at n={e.base_n} to "
       "compare with"
     )
-  if e.failure:
-    return f"{who}: {e.reason.value}: {e.failure}"
+  if e.failure is not None and (words := failure_words(e.failure)):
+    return f"{who}: {e.reason.value}: {words}"
   return f"{who}: {e.reason.value}"
 
 
@@ -180,15 +181,22 @@ def requirement_lines(r) -> list[str]:
   return [evidence_line(e) for e in r.evidence]
 
 
+def _fix_kind(fix) -> str:
+  """ "baseline" (no --fix), "precision", "program" or "experiment"."""
+  if fix.baseline:
+    return "baseline"
+  if fix.precision:
+    return "precision"
+  return "program" if fix.program else "experiment"
+
+
 def verification_json(v) -> dict:
   """A `verify.Verification` for machines (`--format=json`)."""
   return {
     "schema": "hloprobe.verify",
     "schema_version": SCHEMA_VERSION,
-    "fix": v.fix.name,
-    "fix_kind": "precision"
-    if v.fix.precision
-    else ("program" if v.fix.program else "experiment"),
+    "fix": None if v.fix.baseline else v.fix.name,
+    "fix_kind": _fix_kind(v.fix),
     "xla_flags": v.fix.experiment.flags_text if v.fix.experiment else None,
     "passed": v.passed,
     "requirements": [
@@ -197,8 +205,20 @@ def verification_json(v) -> dict:
     ],
     "fate_changes": [str(c) for c in v.fate_changes],
     "row0_errors": [evidence_line(e) for e in v.errors],
-    "failures": list(v.failures),
+    "failures": _failures(v),
   }
+
+
+def _no_errors(v) -> str:
+  """Why no row-0 error change is listed."""
+  if all(r.name == "invariant" for r in v.requirements):
+    return "not computed: the bits only (no float64 reference)"
+  return "none judged"
+
+
+def _failures(v) -> list[str]:
+  """The distinct words of a verification's failures (`failure_words`)."""
+  return list(dict.fromkeys(map(failure_words, v.failures)))
 
 
 def render_verification(v, fmt: str) -> str:
@@ -214,14 +234,21 @@ def render_verification(v, fmt: str) -> str:
     )
     for r in v.requirements
   ]
-  lines = [f"verify --fix={v.fix.name}: {'PASS' if v.passed else 'FAIL'}"]
-  lines += [f"the fix failed: {e}" for e in v.failures]
+  verdict = "PASS" if v.passed else "FAIL"
+  if v.fix.baseline:  # no --fix: the program as it is, nothing compared
+    lines = [f"verify (no --fix: the baseline as it is): {verdict}"]
+    lines += [f"the baseline failed: {e}" for e in _failures(v)]
+  else:
+    lines = [f"verify --fix={v.fix.name}: {verdict}"]
+    lines += [f"the fix failed: {e}" for e in _failures(v)]
   headers = ("requirement", "result", "deciding evidence")
   lines += ["", table(rows, headers, fmt)]
   for r in v.requirements:
     lines += ["", f"{r.name}:"] + [f"  {e}" for e in evidence[r.name]]
+  if v.fix.baseline:
+    return "\n".join(lines)
   lines += ["", "contraction sites the fix changes:"]
   lines += [f"  {c}" for c in v.fate_changes] or ["  none"]
   lines += ["", "row-0 error, baseline -> fix:"]
-  lines += [f"  {evidence_line(e)}" for e in v.errors]
+  lines += [f"  {evidence_line(e)}" for e in v.errors] or ["  " + _no_errors(v)]
   return "\n".join(lines)

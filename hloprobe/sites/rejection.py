@@ -120,17 +120,6 @@ class CompileFinding:
   rule: str
   how: str
 
-  def words(self) -> str:
-    """E.g. "sites [0, 1, 2] (F16_F16_F32) rejected by dot strength ..."."""
-    if not self.sites:
-      where = "no dot site named"
-    elif len(self.sites) == 1:
-      where = f"site {self.sites[0]}"
-    else:
-      where = f"sites {list(self.sites)}"
-    alg = f" ({self.algorithm})" if self.algorithm else ""
-    return f"{where}{alg} rejected by {self.rule}"
-
 
 def _algorithm(text: str) -> str | None:
   if text.isdigit():

@@ -9,8 +9,8 @@ h200). For every baseline config the GPU ran with at least one site the
 kernel model predicts bit for bit (`numerics.site_model`, from the
 record's PTX evidence, split-K and effective algorithm), prints the
 kernel model's row 0 against the observed one and what the remainder is
-(`numerics.remainder_words`: the band sites' f32 order, the elementwise
-functions' ulp). Bad input: one line on stderr, exit 2.
+(`numerics.kernel_remainder`, in words by `report.kernel_words`: the
+band sites' f32 order, the elementwise functions' ulp). Bad input: one line on stderr, exit 2.
 
 Private in intent: `python -m hloprobe.tools.kernel_model_check`.
 """
@@ -24,7 +24,8 @@ import sys
 from hloprobe.compile import get_case, get_target
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.numerics import site_model
-from hloprobe.numerics.kernel_sites import remainder_words
+from hloprobe.numerics.kernel_sites import kernel_remainder
+from hloprobe.report.kernel_words import remainder_lines
 
 __all__ = ["check_lines", "main"]
 
@@ -70,8 +71,10 @@ def check_lines(record: dict, compute_capability: str) -> list[str]:
     case = get_case(c["case"])
     args = case.inputs_for(case.full_inputs(), c["n"])
     algorithms = [s["effective_algorithm"] for s in sites]
-    _, words = remainder_words(
-      case.fn, args, algorithms, kernels, c["numerics"]["row0"]
+    words = remainder_lines(
+      kernel_remainder(
+        case.fn, args, algorithms, kernels, c["numerics"]["row0"]
+      )
     )
     lines += [f"{head}: {words[0]}"] + [f"  {w}" for w in words[1:]]
   return lines

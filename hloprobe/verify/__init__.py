@@ -39,6 +39,13 @@ it cannot:
               math ("XLA changed the math", `numerics.made`) fails, its
               evidence naming the instruction.
   golden      the fix's configs match the committed goldens.
+  invariant   every (case, target, precision) one class of identical bits
+              over the batch sizes (`invariance.invariance_of`: the rows
+              run where the target runs, else kernel identity or the kernel
+              model); alone, the sweep is of the bits only (no numerics).
+
+Without a fix (`verify_fix(spec, None, ...)`, `hloprobe verify` without
+--fix) the baseline's own configs are judged, as they are.
 """
 
 from __future__ import annotations

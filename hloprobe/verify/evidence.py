@@ -16,6 +16,7 @@ import enum
 from typing import ClassVar
 
 from hloprobe.numerics import Made, Verdict, WorstRow
+from hloprobe.records import Failure
 
 __all__ = [
   "Evidence",
@@ -125,9 +126,10 @@ class NotJudged(Evidence):
     leaf: the output leaf concerned ("" for a single array).
     source: for NO_BASE, the kind of row 0 looked for.
     base_n: for NO_BASE, the smallest batch size of the group.
-    failure: for NOT_COMPILED and FAILED, the config's failure in words
-      (`records.Failure.words`: for a compile XLA rejected, the sites and
-      the pass or rule, then XLA's error).
+    failure: for NOT_COMPILED and FAILED, the config's failure
+      (`records.Failure`: for a compile XLA rejected, the sites and the
+      pass or rule, and XLA's error; `hloprobe.report` words it); else
+      None.
   """
 
   evidence_kind: ClassVar[EvidenceKind] = EvidenceKind.NOT_JUDGED
@@ -137,7 +139,7 @@ class NotJudged(Evidence):
   leaf: str = ""
   source: Source | None = None
   base_n: int | None = None
-  failure: str = ""
+  failure: Failure | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from hloprobe.ir import as_precision
 from hloprobe.records import ConfigResult
 
 __all__ = [
+  "BASELINE_FIX",
   "REQUIREMENTS",
   "Fix",
   "check_batch_sizes",
@@ -38,10 +39,12 @@ REQUIREMENTS = ("consistent", "accurate", "golden", "invariant")
 @dataclasses.dataclass(frozen=True, slots=True)
 class Fix:
   """A candidate fix: a precision, an XLA_FLAGS experiment or a program
-  change.
+  change; or none of them, the baseline (`BASELINE_FIX`: `verify` without
+  --fix judges the program as it is).
 
   Attributes:
-    name: as the user wrote it (the experiment's name for experiments).
+    name: as the user wrote it (the experiment's name for experiments;
+      `BASELINE_FIX.name` for the baseline).
     precision: the matmul precision the fix sets, or None.
     experiment: the experiment the fix runs, or None.
     program: the program change, `compile.INT32_DOTS_FIX.word`
@@ -54,6 +57,19 @@ class Fix:
   precision: str | None = None
   experiment: Experiment | None = None
   program: str | None = None
+
+  @property
+  def baseline(self) -> bool:
+    """No change at all: the baseline's own configs are judged."""
+    return (
+      self.precision is None
+      and self.experiment is None
+      and (self.program is None)
+    )
+
+
+# `verify` without --fix: the program as it is, at the sweep's precisions.
+BASELINE_FIX = Fix("baseline")
 
 
 def parse_fix(text: str) -> Fix:
@@ -133,11 +149,25 @@ def check_batch_sizes(
     )
 
 
+# The requirements judged from the bits alone: every other one needs the
+# accuracy numerics ("golden" too: its dots.json holds what XLA made).
+_BITS_ONLY = ("invariant",)
+
+
 def fix_sweep(
   spec: SweepSpec, fix: Fix, requirements: Sequence[str]
 ) -> SweepSpec:
-  """The one sweep that runs the baseline and the fix."""
-  spec = dataclasses.replace(spec, explain_passes="golden" in requirements)
+  """The one sweep that runs the baseline and the fix (the baseline alone
+  for `BASELINE_FIX`). With "invariant" the only requirement it sweeps the
+  bits only (`SweepSpec.numerics` False, as `explain --only=invariance`):
+  no float64 reference, noise floor or prediction is made."""
+  spec = dataclasses.replace(
+    spec,
+    explain_passes="golden" in requirements,
+    numerics=spec.numerics and any(r not in _BITS_ONLY for r in requirements),
+  )
+  if fix.baseline:
+    return spec
   if fix.program is not None:
     fixed = tuple(map(_int32_dots, spec.cases))
     if isinstance(spec, SweepSpec) and spec.case_names:
@@ -169,8 +199,10 @@ def _int32_dots(c):
 
 def is_fix(r: ConfigResult, fix: Fix) -> bool:
   """`r` is one of the fix's configs (its experiment, or its precision in
-  the baseline)."""
+  the baseline; every baseline config for `BASELINE_FIX`)."""
   c = r.config
+  if fix.baseline:
+    return c.experiment == BASELINE.name
   if fix.program is not None:
     return INT32_DOTS_FIX.is_fixed(c.case) and c.experiment == BASELINE.name
   if fix.experiment is not None:

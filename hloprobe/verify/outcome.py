@@ -17,10 +17,11 @@ from hloprobe.golden import (
   GoldenSiteChange,
 )
 from hloprobe.invariance import rows_and_kernels
-from hloprobe.records import ConfigResult
+from hloprobe.records import ConfigResult, Failure
 from hloprobe.verify import evidence as ev
 from hloprobe.verify import requirements as judged_by
 from hloprobe.verify.fix import (
+  BASELINE_FIX,
   Fix,
   check_batch_sizes,
   fix_sweep,
@@ -37,21 +38,23 @@ class Verification:
   """The outcome of `verify`.
 
   Attributes:
-    fix: the fix.
+    fix: the fix (`fix.BASELINE_FIX`, `Fix.baseline`: none; the baseline
+      judged, with no fate or error changes).
     requirements: one outcome per required requirement, in the order asked.
     fate_changes: contraction sites whose fate, emitter or algorithm differs between
       baseline and fix (`golden.diff.GoldenSiteChange` records).
     errors: per config, row 0's |err| at baseline and fix
       (`evidence.ErrorChange`).
-    failures: the distinct errors of the fix's configs that failed (e.g.
-      "XLA rejected flag ..."), or ().
+    failures: the distinct failures of the fix's configs that failed
+      (`records.Failure`: the stage, XLA's error, the sites it rejected;
+      `hloprobe.report` words them), or ().
   """
 
   fix: Fix
   requirements: tuple[judged_by.Requirement, ...]
   fate_changes: tuple[GoldenSiteChange, ...]
   errors: tuple[ev.ErrorChange, ...]
-  failures: tuple[str, ...] = ()
+  failures: tuple[Failure, ...] = ()
 
   @property
   def passed(self) -> bool:
@@ -173,7 +176,7 @@ def verify(
     invariant_model=model,
   )
   changes, errors = _changes(baseline, fixed, fix)
-  failures = tuple(dict.fromkeys(r.failure.words() for r in fixed if not r.ok))
+  failures = tuple(dict.fromkeys(r.failure for r in fixed if not r.ok))
   return Verification(
     fix, tuple(checks[n]() for n in requirements), changes, errors, failures
   )
@@ -181,7 +184,7 @@ def verify(
 
 def verify_fix(
   spec: SweepSpec,
-  fix: str | Fix,
+  fix: str | Fix | None,
   requirements: Sequence[str] = ("consistent", "accurate"),
   *,
   golden_dir: str | None = None,
@@ -189,12 +192,16 @@ def verify_fix(
   rel_error_bound: float | None = None,
   recorded: Callable[..., Sequence[ConfigResult]] | None = None,
 ) -> Verification:
-  """`hloprobe verify` as a function: runs the baseline and the fix, judges.
+  """`hloprobe verify` as a function: runs the baseline and the fix (or
+  the baseline alone, `fix` None), judges.
 
   Args:
     spec: the sweep (its experiments are ignored: the fix is the only one).
-    fix: a precision or experiment name (`parse_fix`), or a `Fix`.
-    requirements: names from `REQUIREMENTS`.
+    fix: a precision or experiment name (`parse_fix`), or a `Fix`; None
+      (`BASELINE_FIX`): no fix, the program as it is judged (`verify`
+      without --fix, e.g. the baseline against --require=invariant).
+    requirements: names from `REQUIREMENTS`; "invariant" alone sweeps
+      the bits only (`fix.fix_sweep`: no accuracy numerics).
     golden_dir: the golden folder for "golden"; default `golden/`.
     abs_error_bound, rel_error_bound: optional bounds for "accurate".
     recorded: None (sweep), or given the planned sweep (baseline and fix,
@@ -206,7 +213,10 @@ def verify_fix(
     InvalidArgumentError: a bad fix, requirement or batch-size list.
     GoldenError: the golden folder is missing or corrupt ("golden").
   """
-  fix = parse_fix(fix) if isinstance(fix, str) else fix
+  if fix is None:
+    fix = BASELINE_FIX
+  elif isinstance(fix, str):
+    fix = parse_fix(fix)
   requirements = parse_requirements(",".join(requirements))
   spec = dataclasses.replace(spec, experiments=())
   check_batch_sizes(requirements, spec.batch_sizes)

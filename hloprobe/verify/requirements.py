@@ -78,11 +78,11 @@ def _failed(r: ConfigResult) -> ev.NotJudged:
   """A config that failed: never "no errors", but what failed and why.
 
   A compile XLA rejected is NOT_COMPILED, with the sites and the pass or
-  rule that rejected it where they were found (`records.Failure.words`).
+  rule that rejected it where they were found (`records.Failure.finding`).
   """
   f = r.failure
   reason = ev.Reason.NOT_COMPILED if f.stage == "compile" else ev.Reason.FAILED
-  return ev.NotJudged(subject(r), reason, failure=f.words())
+  return ev.NotJudged(subject(r), reason, failure=f)
 
 
 def _noise(r: ConfigResult) -> NoiseFloor | None:

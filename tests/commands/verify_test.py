@@ -13,18 +13,42 @@ case's program is exact in float32 (integer inputs in [-4, 4], 16
 products of at most 16 summed, plus 1: every partial sum an integer below
 2**24), so its rows have numpy's integer bits at every batch size,
 whatever order XLA sums in: one class on the CPU.
+
+And `verify --require=invariant` without --fix: the baseline judged as it
+is (issue 38: a user passed a no-op `--fix=float32` to get it). Expected
+values, none from hloprobe's output:
+  * elementwise_only has no operation that mixes elements, so each row is
+    numpy's float32 row at any batch size (tests/invariance/runs_test.py
+    checks those bits): one class on cpu and on a100, PASS, exit 0;
+  * tm_mm on cpu: the case's function jitted directly here, row 0
+    compared as uint32 views (the classes are this CPU's: FAIL exactly
+    when there are two or more);
+  * tm_mm on a100: at n = 1 the lhs f32[1, 512] loses its degenerate row
+    and is a vector (only contracting dimensions). XLA's GPU algebraic
+    simplifier (xla/service/gpu/transforms/algebraic_simplifier.cc
+    `ShouldStrengthReduceDotToReduce`) never strength-reduces a dot with
+    no vector operand (n = 2, 8: gemm fusions) and does reduce a
+    vector-matrix dot whose operands hold under 10^7 elements
+    (`IsMatrixMultiplicationTooSmallForRewriting`: 512 + 512 x 256) to
+    multiply+reduce. Another kernel computes row 0 at n = 1: FAIL, with
+    n = 1 named.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 
+import jax
+import numpy as np
 import pytest
 import testutil
 from absl.testing import absltest
 from testutil import run_hloprobe_here
 
 from hloprobe.commands import verify
+from hloprobe.compile import CASES
 from hloprobe.errors import InvalidArgumentError
 
 _MODULE = os.path.join(
@@ -92,6 +116,89 @@ class InvariantOnUserCaseTest(absltest.TestCase):
     a100 = next(g for g in groups if " on a100 " in g)
     self.assertIn("(by kernel identity)", a100)
     self.assertNotIn("not computed", a100)
+
+
+def _invariant_evidence(stdout: str) -> list[str]:
+  """The "invariant:" section of `verify`'s text: a line per group."""
+  return stdout.split("\ninvariant:\n")[1].split("\n\n")[0].splitlines()
+
+
+def _row0_classes(name: str, sizes) -> int:
+  """How many distinct row-0 bit patterns `name`'s function gives at
+  `sizes`, jitted directly here (no hloprobe code runs it)."""
+  case = CASES[name]
+  full = case.full_inputs()
+  fn = jax.jit(case.fn)
+  rows = {
+    np.asarray(fn(*case.inputs_for(full, n)))[0].view(np.uint32).tobytes()
+    for n in sizes
+  }
+  return len(rows)
+
+
+@pytest.mark.compiles
+@pytest.mark.cpu_numerics
+class BaselineInvariantTest(absltest.TestCase):
+  """`verify --require=invariant` without --fix: the program as it is."""
+
+  def test_elementwise_control_passes_exit_0(self):
+    proc = run_hloprobe_here(
+      "verify",
+      "--case=elementwise_only",
+      "--targets=cpu,a100",
+      "--batch_sizes=1,2,8",
+      "--precisions=float32",
+      "--require=invariant",
+      "--format=json",
+      timeout_s=300,
+    )
+    self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+    doc = json.loads(proc.stdout)
+    self.assertEqual(
+      (doc["passed"], doc["fix"], doc["fix_kind"]), (True, None, "baseline")
+    )
+    (invariant,) = doc["requirements"]
+    self.assertEqual(
+      (invariant["name"], invariant["passed"]), ("invariant", True)
+    )
+    groups = invariant["evidence"]
+    self.assertLen(groups, 2, groups)
+    for target in ("cpu", "a100"):
+      (line,) = [g for g in groups if f" on {target} " in g]
+      self.assertRegex(line, f"row 0 [^;]*is batch-invariant on {target} ")
+    # Nothing was compared: no fix, so no fate or error changes.
+    self.assertEqual((doc["fate_changes"], doc["row0_errors"]), ([], []))
+
+  def test_tm_mm_fails_naming_the_boundary(self):
+    cpu_classes = _row0_classes("tm_mm", (1, 2, 8))
+    proc = run_hloprobe_here(
+      "verify",
+      "--case=tm_mm",
+      "--targets=cpu,a100",
+      "--batch_sizes=1,2,8",
+      "--precisions=float32",
+      "--require=invariant",
+      timeout_s=300,
+    )
+    self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+    self.assertTrue(
+      proc.stdout.startswith("verify (no --fix: the baseline as it is): FAIL"),
+      proc.stdout,
+    )
+    self.assertRegex(proc.stdout, r"\ninvariant +FAIL ")
+    groups = _invariant_evidence(proc.stdout)
+    (cpu,) = [g for g in groups if " on cpu " in g]
+    (a100,) = [g for g in groups if " on a100 " in g]
+    self.assertEqual(
+      bool(re.search("row 0 [^;]*is not batch-invariant on cpu ", cpu)),
+      cpu_classes > 1,
+      cpu,
+    )
+    # n = 1 strength-reduced (multiply+reduce), n = 2 and 8 a gemm.
+    self.assertRegex(a100, "row 0 [^;]*is not batch-invariant on a100 ")
+    self.assertIn("multiply+reduce at n = 1", a100)
+    # No fix: nothing about a fix's changes.
+    self.assertNotIn("the fix changes", proc.stdout)
 
 
 if __name__ == "__main__":

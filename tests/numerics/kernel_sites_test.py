@@ -22,6 +22,7 @@ import recorded
 
 from hloprobe.compile import get_case
 from hloprobe.numerics import kernel_sites as ks
+from hloprobe.report.kernel_words import remainder_lines
 from hloprobe.tools.kernel_model_check import (
   _recorded_mma,  # the recorded JSON names the mma only in its words
   _recorded_rounding,
@@ -99,9 +100,8 @@ def test_h200_row0_reproduced_closer_than_the_band_model():
   case = get_case("seed_mlp")
   args = case.inputs_for(case.full_inputs(), 2)
   algorithms = [s["effective_algorithm"] for s in sites]
-  predicted, lines = ks.remainder_words(
-    case.fn, args, algorithms, kernels, _OBSERVED
-  )
+  r = ks.kernel_remainder(case.fn, args, algorithms, kernels, _OBSERVED)
+  predicted, lines = r.predicted, remainder_lines(r)
   ulp = float(np.spacing(np.float32(_OBSERVED)))  # 2^-27 at 0.082
   assert abs(_TODAY - _OBSERVED) > 2.5e-6
   # 2.2e-8 (3 f32 ulps) on the H200 recorded; allow 4 ulps.

@@ -17,9 +17,9 @@ import testutil
 from absl.testing import absltest, parameterized
 
 from hloprobe.compile import CASES
-from hloprobe.numerics import CHANGED
 from hloprobe.numerics.made import MadeChecker
 from hloprobe.numerics.reference import References
+from hloprobe.report.verdict_words import CHANGED
 
 _SEED = ("seed_a100_n2_bfloat16", "seed_a100_n9_float32", "seed_cpu_n2_float32")
 

@@ -22,14 +22,10 @@ from hloprobe import execute
 from hloprobe.compile import Case
 from hloprobe.execute.records import GemmCall
 from hloprobe.ir import parse_hlo_module
-from hloprobe.numerics import (
-  CHANGED,
-  Made,
-  math_rules,
-)
+from hloprobe.numerics import Made, math_rules
 from hloprobe.numerics.made import MadeChecker
 from hloprobe.numerics.verdicts import Verdict, VerdictKind
-from hloprobe.report.verdict_words import made_words, verdict_words
+from hloprobe.report.verdict_words import CHANGED, made_words, verdict_words
 
 
 def _drop_bias(text: str) -> str:

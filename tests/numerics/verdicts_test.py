@@ -17,7 +17,7 @@ from hloprobe.numerics import (
   integers,
 )
 from hloprobe.numerics.accuracy import ErrorStats, NoiseFloor
-from hloprobe.numerics.made import MathChange, config_judgement
+from hloprobe.numerics.made import MathChange, NotExecuted, config_judgement
 from hloprobe.report.verdict_words import verdict_words
 from hloprobe.sites import Fate
 
@@ -100,7 +100,10 @@ class ConfigJudgementTest(absltest.TestCase):
     self.assertEqual(
       config_judgement(within, partial).kind, VerdictKind.WITHIN_NOISE
     )
-    self.assertLen(config_judgement(within, partial).notes, 1)
+    self.assertEqual(
+      config_judgement(within, partial).notes,
+      (NotExecuted(("custom-call.2",)),),
+    )
     alone = config_judgement(None, partial)
     self.assertEqual(alone.kind, VerdictKind.INCOMPLETE)
     self.assertIs(config_judgement(within, Made(None, 1e-6, 4.2e-5)), within)

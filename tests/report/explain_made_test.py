@@ -21,14 +21,13 @@ from hloprobe import verify
 from hloprobe.compile import get_target
 from hloprobe.golden import format as golden_format
 from hloprobe.golden.format import ConfigKey
-from hloprobe.numerics import CHANGED
 from hloprobe.pictures import model_explorer
 from hloprobe.records import Compilation, Config, ConfigResult
 from hloprobe.report import explain_results, render
 from hloprobe.report.explain_records import AGREES
 from hloprobe.report.explain_text import render_explanation
 from hloprobe.report.results_schema import config_json
-from hloprobe.report.verdict_words import config_words
+from hloprobe.report.verdict_words import CHANGED, config_words
 from hloprobe.verify.evidence import MathChanged
 
 _WORDS = "alpha_real 0.1, beta 0, epilogue BIAS"

@@ -21,7 +21,6 @@ from hloprobe.invariance.answer import (
 )
 from hloprobe.invariance.kernel_identity import RowKernel
 from hloprobe.invariance.model_bits import Inexact, NotModelled
-from hloprobe.invariance.pin import PinCost
 from hloprobe.kernels.records import (
   KernelDifference,
   KernelRecord,
@@ -277,29 +276,21 @@ class ModelWhyTest(absltest.TestCase):
     self.assertIsNone(ic.model_why_words(None))
 
 
-class CostWordsTest(absltest.TestCase):
-  def test_sites_with_their_sizes_then_row0_error(self):
+class ChangedPhrasesTest(absltest.TestCase):
+  def test_sites_with_the_sizes_they_changed_at(self):
+    # A pin's changes per n, each against the baseline at the same n.
     split = dataclasses.replace(_GEMM, split_k=2)
-    cost = PinCost(
-      (
-        SiteChanges(8, 8),
-        SiteChanges(64, 64, (SiteChange(1, _GEMM, split),)),
-        SiteChanges(128, 128, (SiteChange(1, _GEMM, split),)),
-      ),
-      1.25e-6,
-      5e-7,
-    )
+    at = {
+      n: SiteChanges(n, n, (SiteChange(1, _GEMM, split),)) for n in (64, 128)
+    }
     self.assertEqual(
-      ic.cost_words(cost),
-      "site 1 Triton gemm (split-K 2 at n = 64) (n = 64); site 1 Triton gemm "
-      "(split-K 2 at n = 128) (n = 128); row 0 |err| vs f64 1.25e-06 -> "
-      "5.00e-07",
+      ic.changed_phrases((SiteChanges(8, 8), at[64], at[128])),
+      [
+        ("site 1 Triton gemm (split-K 2 at n = 64)", [64]),
+        ("site 1 Triton gemm (split-K 2 at n = 128)", [128]),
+      ],
     )
-    self.assertEqual(
-      ic.cost_words(PinCost((SiteChanges(8, 8),), None, 1e-6)),
-      "no contraction site changed fate",
-    )
-    self.assertEqual(ic.cost_words("not known untried"), "not known untried")
+    self.assertEqual(ic.changed_phrases((SiteChanges(8, 8),)), [])
 
 
 if __name__ == "__main__":

@@ -23,27 +23,47 @@ from hloprobe.invariance.answer import (
   Unexplained,
 )
 from hloprobe.invariance.kernel_identity import RowKernel
-from hloprobe.invariance.pin import NOT_TRIED, Pin, PinCandidate
+from hloprobe.invariance.pin import (
+  Pin,
+  PinCandidate,
+  PinOutcome,
+  candidates_for,
+)
 from hloprobe.invariance.rows import ROW0, RowClasses
 from hloprobe.kernels.records import KernelDifference
 from hloprobe.report import schema_document
 from hloprobe.report.invariance_words import (
   answer_lines,
+  candidate_words,
   first_lines,
   folded_lines,
   invariance_json,
   kernel_lines,
+  pin_cost,
   pin_lines,
+  pin_reason,
 )
 from hloprobe.sites import Fate
 
 _SIZES = (1, 2, 8, 64)
-_GEMM = SiteMade(Fate.TRITON_GEMM)
+_GEMM = SiteMade(Fate.TRITON_GEMM, algorithm="TF32_TF32_F32")
+_SPLIT = dataclasses.replace(_GEMM, split_k=4)
 _DSR = SiteMade(Fate.MULTIPLY_REDUCE, pass_name="dot-strength-reduction")
+# The words of `_changed(1, 2, (0, 1), _DSR, _GEMM)`.
+_DSR_WORDS = (
+  "sites 0-1 multiply+reduce after dot strength reduction (Triton gemm at "
+  "n = 2)"
+)
 
 
 def _changed(n, against, sites, now, was) -> SiteChanges:
   return SiteChanges(n, against, tuple(SiteChange(i, now, was) for i in sites))
+
+
+def _changed_at(n: int) -> SiteChanges:
+  """A pin's change at n: site 1 one K split where it had 4 (words:
+  f"site 1 Triton gemm (split-K 4 at n = {n})")."""
+  return _changed(n, n, (1,), _GEMM, _SPLIT)
 
 
 def _unexplained(n: int, against: int, lib: str) -> Boundary:
@@ -61,6 +81,25 @@ def _lib(lib: str) -> str:
   )
 
 
+def _kernels(n: int, against: int, *words: str) -> Boundary:
+  """A boundary of other kernels only, the kernels stage's `words`."""
+  return Boundary(
+    n,
+    against,
+    SiteChanges(n, against),
+    differences=tuple(
+      KernelDifference("reduction", None, None, (), w) for w in words
+    ),
+  )
+
+
+def _pin(c: PinCandidate, passed, outcome, command: str, **fields) -> Pin:
+  """A pin of m on a100 under float32 (the baseline)."""
+  return Pin(
+    "m", "a100", "float32", "baseline", c, passed, outcome, command, **fields
+  )
+
+
 def _gpu() -> Invariance:
   classes = ((2, 8), (1,), (64,))
   return Invariance(
@@ -73,7 +112,9 @@ def _gpu() -> Invariance:
     (
       Boundary(1, 2, _changed(1, 2, (0, 1), _DSR, _GEMM)),
       Boundary(
-        64, 2, _changed(64, 2, (1,), SiteMade(Fate.TRITON_GEMM, 2), _GEMM)
+        64,
+        2,
+        _changed(64, 2, (1,), dataclasses.replace(_GEMM, split_k=2), _GEMM),
       ),
     ),
     {n: (RowKernel("triton_softmax.1", "reduction", (), "s"),) for n in _SIZES},
@@ -141,34 +182,17 @@ class WordsTest(absltest.TestCase):
     )
 
   def test_pin_lines_passing_first(self):
-    c = PinCandidate(
-      "no_split_k",
-      ("--xla_gpu_experimental_force_split_k=1",),
-      words="one split",
-    )
-    bad = PinCandidate("float32", precision="float32", words="f32")
+    c = PinCandidate("no_split_k", ("--xla_gpu_experimental_force_split_k=1",))
+    bad = PinCandidate("float32", precision="float32")
     pins = (
-      Pin(
-        "m",
-        "a100",
-        "float32",
-        "baseline",
-        bad,
-        False,
-        "still split",
-        "",
-        "cmd0",
-      ),
-      Pin(
-        "m",
-        "a100",
-        "float32",
-        "baseline",
+      _pin(bad, False, PinOutcome.STILL_SPLIT, "cmd0", after=_gpu()),
+      _pin(
         c,
         True,
-        "one class",
-        "site 1",
+        PinOutcome.ONE_CLASS,
         "cmd1",
+        changed=(_changed_at(64),),
+        row0_abs=(3e-7, 1.5e-7),
       ),
     )
     lines = pin_lines(pins)
@@ -177,17 +201,204 @@ class WordsTest(absltest.TestCase):
       "Do: pin m on a100 under float32 with "
       "XLA_FLAGS='--xla_gpu_experimental_force_split_k=1' (in JAX: "
       "jax.jit(f).lower(*args).compile(compiler_options="
-      "{'xla_gpu_experimental_force_split_k': '1'})) (one split; cost: "
-      "site 1): cmd1",
+      "{'xla_gpu_experimental_force_split_k': '1'})) (every Triton gemm "
+      "in one K split; cost: site 1 Triton gemm (split-K 4 at n = 64) "
+      "(n = 64); row 0 |err| vs f64 3.00e-07 -> 1.50e-07): cmd1",
     )
-    self.assertEqual(lines[1:], ["  fails: float32: still split"])
+    # _gpu()'s classes, in its order.
+    self.assertEqual(
+      lines[1:], ["  fails: float32: still split: 2, 8 | 1 | 64"]
+    )
+
+  def test_reasons_and_costs_of_each_outcome(self):
+    c = PinCandidate("no_split_k", ("--x=1",))
+    O = PinOutcome
+    one = dataclasses.replace(_gpu(), invariant=True, sizes=(2, 8))
+    unknown = dataclasses.replace(_gpu(), invariant=None, why="cuBLAS")
+    cases = [
+      (
+        _pin(c, None, O.NOT_TRIED, "v"),
+        "not tried (explain --invariance=pin tries it)",
+        "not known untried",
+      ),
+      (
+        _pin(c, None, O.NOT_MADE, "", why="CaseError: x"),
+        "not made: CaseError: x",
+        "",
+      ),
+      (_pin(c, None, O.NOT_SWEPT, "v", why="E: y"), "not swept: E: y", ""),
+      (
+        _pin(c, None, O.NOT_JUDGED, "v"),
+        "not judged: no config of it came back",
+        "no contraction site changed fate",
+      ),
+      (
+        _pin(c, None, O.UNKNOWN, "v", after=unknown),
+        "unknown: cuBLAS",
+        "no contraction site changed fate",
+      ),
+      (
+        _pin(c, True, O.ONE_CLASS, "v", after=one),
+        "one class for n = 2, 8",
+        "no contraction site changed fate",
+      ),
+      (
+        _pin(c, True, O.ONE_CLASS_BUT_N1, "v", after=_gpu(), sizes=(2, 8)),
+        "one class for n = 2, 8; n = 1 stays apart",
+        "no contraction site changed fate",
+      ),
+      (
+        _pin(
+          c,
+          False,
+          O.STILL_SPLIT,
+          "v",
+          after=_gpu(),
+          changed=(
+            SiteChanges(1, 1),
+            _changed_at(2),
+            _changed(64, 64, (0, 1), _DSR, _GEMM),
+          ),
+        ),
+        "still split: 2, 8 | 1 | 64",
+        "site 1 Triton gemm (split-K 4 at n = 2) (n = 2); sites 0-1 "
+        "multiply+reduce after dot strength reduction (Triton gemm at n = "
+        "64) (n = 64)",
+      ),
+    ]
+    for pin, reason, cost in cases:
+      with self.subTest(pin.outcome.name):
+        self.assertEqual(pin_reason(pin), reason)
+        self.assertEqual(pin_cost(pin), cost)
+
+  def test_every_candidate_has_words(self):
+    # A boundary naming every lever: YNNPACK, strength reduction, split-K
+    # and a Triton softmax fusion.
+    cause = Boundary(
+      1,
+      2,
+      _changed(1, 2, (0,), _DSR, _SPLIT),
+      (RowKernel("triton_softmax.4", "reduction", (), "s"),),
+      unexplained=Unexplained((("__ynn_fusion", (1,)),)),
+    )
+    for target, precision in (("cpu", "float32"), ("a100", "bfloat16")):
+      a = dataclasses.replace(
+        _gpu(), target=target, precision=precision, boundaries=(cause,)
+      )
+      for c in candidates_for(a, "/f.textproto"):
+        with self.subTest(f"{target} {c.name}"):
+          self.assertNotEqual(candidate_words(c), c.name)
+
+  def test_union_words_are_its_parts(self):
+    c = PinCandidate(
+      "pin_all", ("--a", "--b"), parts=("no_split_k", "no_triton_softmax")
+    )
+    self.assertEqual(
+      candidate_words(c),
+      "every Triton gemm in one K split and layernorm and softmax as XLA "
+      "row reductions, not Triton fusions",
+    )
+
+  def test_a_pin_for_n_above_1_says_what_its_command_leaves_out(self):
+    # issue 38: the printed command narrows --batch_sizes to 2,8,64; n = 1
+    # stays apart (a vector-matrix product there: XLA's
+    # DotStrengthReduction, xla/service/gpu/transforms/
+    # dot_strength_reduction.cc, makes it multiply+reduce), so the words
+    # say so and why.
+    dsr = Boundary(1, 2, _changed(1, 2, (0, 1), _DSR, _GEMM))
+    c = PinCandidate(
+      "pinned_gemms",
+      ("--xla_gpu_load_autotune_results_from=/c/pins/p.textproto",),
+      file="/c/pins/p.textproto",
+    )
+    other = PinCandidate("no_split_k", ("--x=1",))
+    pins = [
+      _pin(
+        p,
+        True,
+        PinOutcome.ONE_CLASS_BUT_N1,
+        f"cmd{i}",
+        changed=(_changed_at(1),),
+        after=_gpu(),
+        left_out=(dsr,),
+        sizes=(2, 8, 64),
+      )
+      for i, p in enumerate((c, other))
+    ]
+    lines = pin_lines(pins)
+    self.assertTrue(lines[0].startswith("Do: pin m on a100"), lines[0])
+    apart = (
+      "the command leaves out n = 1, which stays apart under this pin (at "
+      f"n = 1: {_DSR_WORDS}); with n = 1 it FAILs"
+    )
+    self.assertEqual(
+      lines[1:],
+      [
+        f"  ({apart})",
+        "  passes: no_split_k: one class for n = 2, 8, 64; n = 1 stays apart "
+        f"({apart})",
+        "  pinned_gemms's autotune file (its command reads it; kept): "
+        "/c/pins/p.textproto",
+      ],
+    )
+    (_, line) = folded_lines([_gpu()], pins[:1])
+    self.assertIn(
+      "pinned by XLA_FLAGS='--xla_gpu_load_autotune_results_from="
+      f"/c/pins/p.textproto' ({apart}; site 1 Triton gemm (split-K 4 at n = "
+      "1) (n = 1); its `verify`: --verbose)",
+      line,
+    )
+    pin = invariance_json([_gpu()], pins[:1])["pins"][0]
+    self.assertEqual(pin["autotune_file"], "/c/pins/p.textproto")
+    self.assertEqual(
+      pin["left_out"],
+      [
+        {
+          "n": 1,
+          "against": 2,
+          "causes": [_DSR_WORDS],
+          "unexplained": None,
+        }
+      ],
+    )
+
+  def test_left_out_kernels_named_in_full_counted_when_folded(self):
+    # Under a pin that keeps every site's fate, n = 1 may differ in other
+    # kernels only (named 0): each is named in the pin's lines, counted
+    # in the folded one.
+    b = _kernels(1, 2, "fusion.1: tile a -> b", "fusion.2: c -> d")
+    c = PinCandidate("no_split_k", ("--x=1",))
+    pin = _pin(
+      c,
+      True,
+      PinOutcome.ONE_CLASS_BUT_N1,
+      "cmd",
+      changed=(_changed_at(1),),
+      after=_gpu(),
+      left_out=(b,),
+      sizes=(2, 8, 64),
+    )
+    self.assertEqual(
+      pin_lines([pin])[1],
+      "  (the command leaves out n = 1, which stays apart under this pin "
+      "(at n = 1: fusion.1: tile a -> b; fusion.2: c -> d); with n = 1 it "
+      "FAILs)",
+    )
+    (_, line) = folded_lines([_gpu()], [pin])
+    self.assertIn(
+      "(the command leaves out n = 1, which stays apart under this pin (at "
+      "n = 1: 2 other kernels differ (--verbose)); with n = 1 it FAILs; "
+      "site 1 Triton gemm (split-K 4 at n = 1) (n = 1); its `verify`: "
+      "--verbose)",
+      line,
+    )
 
   def test_first_lines_empty_when_not_asked(self):
     self.assertEqual(first_lines(()), [])
 
   def test_json_validates_in_results_schema(self):
     c = PinCandidate("no_split_k", ("--x=1",))
-    pin = Pin("m", "a100", "float32", "baseline", c, None, "r", "", "cmd")
+    pin = _pin(c, None, PinOutcome.NOT_TRIED, "cmd")
     doc = {
       "schema": "hloprobe.results",
       "schema_version": 3,
@@ -218,14 +429,9 @@ def _a100(precision: str) -> Invariance:
     "kernel identity",
     (RowClasses(ROW0, ((1,), (2,))),),
     (
-      Boundary(
-        2,
-        1,
-        _changed(2, 1, (0, 1), _GEMM, SiteMade(Fate.MULTIPLY_REDUCE)),
-        differences=tuple(
-          KernelDifference("reduction", None, None, (), f"fusion.{i} tile")
-          for i in (1, 2, 3)
-        ),
+      dataclasses.replace(
+        _kernels(2, 1, "fusion.1 tile", "fusion.2 a", "fusion.3 b"),
+        sites=_changed(2, 1, (0, 1), _GEMM, SiteMade(Fate.MULTIPLY_REDUCE)),
       ),
     ),
     invariant=False,
@@ -236,7 +442,14 @@ def _a100(precision: str) -> Invariance:
 def _untried(precision: str, name: str) -> Pin:
   c = PinCandidate(name, precision="float32" if name == "float32" else None)
   return Pin(
-    "my_model", "a100", precision, "baseline", c, None, NOT_TRIED, "", "cmd"
+    "my_model",
+    "a100",
+    precision,
+    "baseline",
+    c,
+    None,
+    PinOutcome.NOT_TRIED,
+    "cmd",
   )
 
 
@@ -301,23 +514,36 @@ class FoldedTest(absltest.TestCase):
       invariant=False,
       sizes=(1, 2, 8),
     )
-    c = PinCandidate("no_ynn_fusion", ("--x=",), words="w")
-    pin = Pin("m", "cpu", "float32", "baseline", c, True, "one", "site 0", "v")
+    c = PinCandidate("no_ynn_fusion", ("--x=",))
+    pin = Pin(
+      "m",
+      "cpu",
+      "float32",
+      "baseline",
+      c,
+      True,
+      PinOutcome.ONE_CLASS,
+      "v",
+      changed=(_changed_at(1),),
+    )
     (_, line) = folded_lines([a], [pin])
     self.assertEqual(
       line,
       "  m on cpu under float32: not batch-invariant (bits compared): row 0: "
       "identical for n = 2-8, n = 1 differs by 31 ULP; the anchor row: "
       f"identical for n = 2-8, n = 1 differs by 4 ULP; at n = 1: "
-      f"{_lib('lib1')}; pinned by XLA_FLAGS='--x=' (site 0; its `verify`: "
-      "--verbose)",
+      f"{_lib('lib1')}; pinned by XLA_FLAGS='--x=' (site 1 Triton gemm "
+      "(split-K 4 at n = 1) (n = 1); its `verify`: --verbose)",
     )
 
   def test_a_pin_that_passed_under_one_precision_only_splits_the_line(self):
-    c = PinCandidate("no_dsr", ("--x=",), words="w")
+    c = PinCandidate("no_dot_strength_reduction", ("--x=",))
     pins = [
-      Pin("my_model", "a100", p, "baseline", c, ok, "r", "cost", "v")
-      for p, ok in (("bfloat16", True), ("float32", False))
+      Pin("my_model", "a100", p, "baseline", c, ok, o, "v")
+      for p, ok, o in (
+        ("bfloat16", True, PinOutcome.ONE_CLASS),
+        ("float32", False, PinOutcome.STILL_SPLIT),
+      )
     ]
     lines = folded_lines([_a100("bfloat16"), _a100("float32")], pins)
     self.assertLen(lines, 3)

@@ -192,13 +192,6 @@ _PHRASES = (
 _EDGE = ("report", "cli", "commands", "tools", "pictures")
 # Where these phrases may still appear outside report/, and why.
 _ALLOWED = {
-  # Notes on a verdict, made where they are found (`Verdict.notes`): an
-  # incomplete execution and the site notes; `CHANGED` also names the
-  # pictures' changed-math label.
-  ("numerics/made.py", "changed the math"),
-  ("numerics/made.py", "prediction incomplete"),
-  ("numerics/site_notes.py", "f32 noise"),
-  ("numerics/site_notes.py", " output rounding"),
   # A finding's kind (`Finding.kind`), not its words.
   ("verify/findings.py", "changed the math"),
 }

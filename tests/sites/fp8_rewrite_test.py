@@ -25,6 +25,7 @@ from hloprobe.ir.stablehlo import parse_stablehlo_dots
 from hloprobe.numerics import site_notes
 from hloprobe.numerics.candidates import chosen_algorithms
 from hloprobe.numerics.verdicts import Verdict, VerdictKind
+from hloprobe.report.site_words import site_note_words
 from hloprobe.report.verdict_words import verdict_words
 from hloprobe.sites import dot_sites, fp8_operands, fp8_rewrite, site_fate
 from hloprobe.sites.site_fate import Fate
@@ -243,7 +244,10 @@ class FiredTest(parameterized.TestCase):
     f = _only("fp8_scaled_matmul_h100_n8_default_no_triton_gemm", jaxlib)
     chosen, note = chosen_algorithms((f,))
     self.assertEqual(chosen, ("F32_F32_F32",))
-    self.assertIn("not modelled: cuBLASLt FP8 fast accumulation", note)
+    self.assertEqual(note.sites, ((0, "ANY_F8_ANY_F8_F32_FAST_ACCUM"),))
+    self.assertIn(
+      "not modelled: cuBLASLt FP8 fast accumulation", site_note_words(note)
+    )
     words = verdict_words(
       site_notes.annotate(
         Verdict(VerdictKind.WITHIN_NOISE), (f,), chosen, "float32"

@@ -18,6 +18,7 @@ from absl.testing import absltest
 
 from hloprobe import engine
 from hloprobe.compile import Rejection
+from hloprobe.report.site_words import failure_words, finding_words
 from hloprobe.sites import explain_rejection
 from hloprobe.verify import verify_fix
 from hloprobe.verify.evidence import Reason
@@ -71,7 +72,9 @@ class RecordedRejectionTest(absltest.TestCase):
     self.assertIn("dot strength reduction", found.rule)
     self.assertIn("algebraic_simplifier.cc", found.rule)
     self.assertTrue(
-      found.words().startswith("sites [0, 1, 2, 3] (F16_F16_F32) rejected by")
+      finding_words(found).startswith(
+        "sites [0, 1, 2, 3] (F16_F16_F32) rejected by"
+      )
     )
 
   def test_source_frame_in_the_message_names_the_site(self):
@@ -102,7 +105,7 @@ class RecordedRejectionTest(absltest.TestCase):
     )
     self.assertIn("a pass after", found.rule)
     self.assertEqual(found.sites, ())  # nothing names a dot
-    self.assertTrue(found.words().startswith("no dot site named"))
+    self.assertTrue(finding_words(found).startswith("no dot site named"))
 
 
 @pytest.mark.compiles
@@ -113,8 +116,9 @@ class LiveRejectionTest(absltest.TestCase):
     self.assertFalse(r.ok)
     self.assertEqual(r.failure.stage, "compile")
     self.assertEqual(r.failure.finding.sites, (0, 1, 2, 3))
-    self.assertIn("dot strength reduction", r.failure.words())
-    self.assertIn("Unsupported dot precision algorithm: 4", r.failure.words())
+    words = failure_words(r.failure)
+    self.assertIn("dot strength reduction", words)
+    self.assertIn("Unsupported dot precision algorithm: 4", words)
 
   def test_verify_fails_a_fix_that_does_not_compile(self):
     # TF32_TF32_F32 at n = 1 without dot strength reduction: the vector x
@@ -129,10 +133,12 @@ class LiveRejectionTest(absltest.TestCase):
     reasons = [getattr(e, "reason", None) for e in accurate.evidence]
     self.assertIn(Reason.NOT_COMPILED, reasons)
     self.assertNotIn(Reason.NO_ERRORS, reasons)
-    (failed,) = [e for e in accurate.evidence if getattr(e, "failure", "")]
+    (failed,) = [e for e in accurate.evidence if getattr(e, "failure", None)]
     self.assertEqual(failed.subject.n, 1)
+    self.assertEqual(failed.failure.finding.sites, (3,))
     self.assertIn(
-      "site 3 (TF32_TF32_F32) rejected by the loop emitter", failed.failure
+      "site 3 (TF32_TF32_F32) rejected by the loop emitter",
+      failure_words(failed.failure),
     )
 
 

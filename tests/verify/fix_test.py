@@ -94,6 +94,35 @@ class ParseTest(parameterized.TestCase):
     with self.assertRaisesRegex(InvalidArgumentError, message):
       call()
 
+  def test_no_fix_is_the_baseline_at_the_sweeps_precisions(self):
+    # `verify` without --fix: nothing added to the sweep, and every
+    # baseline config is judged (none is "the baseline it replaces").
+    spec = engine.SweepSpec(("tm_mm",), (1, 2), ("bfloat16",), ("cpu",))
+    swept = verify_fix.fix_sweep(spec, verify_fix.BASELINE_FIX, ["invariant"])
+    self.assertEqual(
+      (swept.precisions, swept.experiments, swept.cases),
+      (("bfloat16",), (), ("tm_mm",)),
+    )
+    self.assertTrue(verify_fix.BASELINE_FIX.baseline)
+    self.assertFalse(verify_fix.parse_fix("float32").baseline)
+    self.assertFalse(verify_fix.parse_fix("no_triton_gemm").baseline)
+
+  def test_invariant_alone_sweeps_the_bits_only(self):
+    # As `explain --only=invariance`: "invariant" is judged from the rows'
+    # bits and the kernels, never from the float64 reference; "golden"
+    # keeps the numerics (its dots.json holds what XLA made).
+    spec = engine.SweepSpec(("tm_mm",), (1, 2), ("float32",), ("cpu",))
+    for fix in (verify_fix.BASELINE_FIX, verify_fix.parse_fix("float32")):
+      for require, numerics in (
+        (("invariant",), False),
+        (("invariant", "accurate"), True),
+        (("consistent",), True),
+        (("golden", "invariant"), True),
+      ):
+        swept = verify_fix.fix_sweep(spec, fix, require)
+        self.assertIs(swept.numerics, numerics, (fix.name, require))
+        self.assertIs(engine.plan_sweep(swept).numerics, numerics)
+
   def test_consistent_needs_two_batch_sizes(self):
     verify_fix.check_batch_sizes(("consistent",), (1, 2))
     verify_fix.check_batch_sizes(("accurate", "golden"), (2,))
@@ -261,7 +290,15 @@ class CliUsageTest(absltest.TestCase):
     )
 
   def test_usage(self):
-    for args in (("--fix=fp64",), ("--fix=float32", "--require=nice"), ()):
+    # No --fix is the baseline (tests/commands/verify_test.py); an empty
+    # --fix= is refused, as a misspelt one.
+    for args in (
+      ("--fix=fp64",),
+      ("--fix=float32", "--require=nice"),
+      ("--fix=",),
+      ("--require=nice",),
+      ("--require=invariant", "--batch_sizes=8"),
+    ):
       proc = run_hloprobe_here("verify", "--targets=cpu", *args)
       self.assertEqual(proc.returncode, 2, (args, proc.stderr))
       self.assertTrue(

@@ -1,0 +1,181 @@
+"""Failures, rejected compiles and the site notes on a verdict or a
+prediction in words: the one place these sentences are made (issue 36:
+words only at the edge).
+
+The records (`records.Failure`, `sites.CompileFinding`, the notes of
+`numerics.note_records` on a verdict or a prediction) carry the stage, the
+error, the site indices, algorithms, fates, dtypes and the rule; code
+decides by those fields. What people read of them is made here, for the
+text, the tables, the verify outcome and results.json ("sites [0, 1, 2,
+3] (F16_F16_F32) rejected by dot strength reduction ...: XlaRuntimeError:
+...", "site 2 ambiguous, emulated as F32", "TF32_TF32_F32 at sites [1],
+hidden by bf16 output rounding").
+
+Private in intent: use the package, `hloprobe.report`.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+  "failure_words",
+  "finding_words",
+  "groups_words",
+  "prediction_note",
+  "site_note_words",
+]
+
+# The preset a site the emulator does not model is predicted as.
+_F32 = "F32_F32_F32"
+
+
+def finding_words(finding) -> str:
+  """A rejected compile's sites, algorithm and rule (`sites.CompileFinding`).
+
+  E.g. "sites [0, 1, 2] (F16_F16_F32) rejected by dot strength reduction
+  ...", "site 3 rejected by ...", "no dot site named rejected by ...".
+  """
+  if not finding.sites:
+    where = "no dot site named"
+  elif len(finding.sites) == 1:
+    where = f"site {finding.sites[0]}"
+  else:
+    where = f"sites {list(finding.sites)}"
+  alg = f" ({finding.algorithm})" if finding.algorithm else ""
+  return f"{where}{alg} rejected by {finding.rule}"
+
+
+def failure_words(failure) -> str:
+  """A config's failure (`records.Failure`): its error, after the
+  finding's words (`finding_words`) where XLA rejected the compile and the
+  sites were looked for."""
+  if failure.finding is None:
+    return failure.error
+  return f"{finding_words(failure.finding)}: {failure.error}"
+
+
+def groups_words(groups) -> str:
+  """`TF32_TF32_F32 at sites [0, 1, 2] and ...` for (algorithm, sites)
+  groups (`Verdict.algorithms`, `BelowRequest.algorithms`)."""
+  return " and ".join(f"{alg} at sites {list(sites)}" for alg, sites in groups)
+
+
+def _where(sites) -> str:
+  """`site 0` or `sites [1, 2]`."""
+  return f"site {sites[0]}" if len(sites) == 1 else f"sites {list(sites)}"
+
+
+def _below_words(n) -> str:
+  """A `site_notes.BelowRequest` by how the verdict shows its sites."""
+  named = groups_words(n.algorithms)
+  if n.shown.name == "BELOW":
+    return f"{named} below the requested precision"
+  if n.shown.name == "PREDICTED":
+    return f"{named} predicted, not seen in this run"
+  why = f"{n.output} output rounding" if n.output else "the f32 noise"
+  return f"{named}, hidden by {why}"
+
+
+def _tf32_optional_words(n) -> str:
+  """A `site_notes.Tf32Optional`: which library kept which sites in f32,
+  or which sites row 0 assumes TF32 at (ambiguous)."""
+  libs = [(fate.value, _where(sites)) for fate, sites in n.libraries]
+  if n.kept:
+    return " and ".join(
+      f"{lib} kept {where} in f32 (TF32 allowed, not required)"
+      for lib, where in libs
+    )
+  at = " and ".join(f"{lib} {where}" for lib, where in libs)
+  names = sorted({"cuDNN" if "cuDNN" in lib else "cuBLAS" for lib, _ in libs})
+  return (
+    f"ambiguous: row 0 assumes TF32_TF32_F32 at {at}, where TF32 is "
+    f"allowed, not required, and {' or '.join(names)} may keep some in f32"
+  )
+
+
+def _one_site_words(n) -> str:
+  """A `site_notes.SiteNote`, by its kind."""
+  kind, alg = n.kind.name, n.algorithm
+  i = n.sites[0]
+  if kind == "TF32_TRUNCATED":
+    return (
+      f"sites {list(n.sites)}: TF32_TF32_F32 kernels with no "
+      f"cvt.rna.tf32.f32 (TF32 operands truncated), emulated as {alg}"
+    )
+  if kind == "AMBIGUOUS":
+    return f"site {i} ambiguous, emulated as F32"
+  if kind == "FP8_FAST_ACCUM":
+    return (
+      f"site {i} {alg}: not modelled: cuBLASLt FP8 fast accumulation "
+      f"(predicted as {_F32})"
+    )
+  if kind == "EMULATED_F32":
+    return f"site {i} {alg or 'unknown'}, emulated as F32"
+  head = f"site {i} ran {alg} for declared {n.declared}"
+  if kind == "STRENGTH_REDUCED":
+    return (
+      f"{head}: dot strength reduction made it a {n.fate.value}, whose "
+      f"kernel computes {alg}, so this row says nothing about a gemm that "
+      "honours the preset"
+    )
+  if kind == "PRESET_IGNORED":
+    return (
+      f"{head}: the target ignores the preset, so this check says nothing "
+      "about a GPU"
+    )
+  if kind == "CONFLICT":
+    return f"site {i}: {n.detail}"
+  if kind == "FP8_REWRITE":
+    return f"site {i}: fp8 cuBLASLt rewrite {n.detail}"
+  raise ValueError(f"no words for a site note of kind {kind!r}")
+
+
+def _overflow_words(n) -> str:
+  """A `site_notes.SumOverflow`: the sites whose exact sum overflows."""
+  found = ", ".join(
+    f"site {i} ({lhs} x {rhs} -> {n.dtype} {fate.value})"
+    for i, lhs, rhs, fate in n.sites
+  )
+  return f"the exact sum overflows {n.dtype} at {found}"
+
+
+def _taken_words(n) -> str:
+  """A `note_records.TakenAsF32`: the sites emulated as F32 and why."""
+  sites = ", ".join(
+    f"site {i}: {alg} (not modelled: cuBLASLt FP8 fast accumulation)"
+    if alg == n.fast_accum
+    else f"site {i}: {alg or 'unknown'}"
+    for i, alg in n.sites
+  )
+  return f"taken as {_F32}: {sites}"
+
+
+def _attention_bias_words(n) -> str:
+  """A `note_records.AttentionBias`: the sites and their dtypes."""
+  at = "; ".join(f"site {i}: bias {bias}, q/k/v {q}" for i, bias, q in n.sites)
+  return (
+    f"cuDNN attention bias of another dtype than q/k/v at {at} (read in its "
+    "own type, added to the f32 scores)"
+  )
+
+
+_NOTE_WORDS = {
+  "below request": _below_words,
+  "tf32 optional": _tf32_optional_words,
+  "site": _one_site_words,
+  "sum overflow": _overflow_words,
+  "taken as F32": _taken_words,
+  "attention bias": _attention_bias_words,
+}
+
+
+def site_note_words(n) -> str | None:
+  """A site note on a verdict or a prediction (`numerics.note_records`,
+  by their `note`) in words; None for a record that is not a site note."""
+  words = _NOTE_WORDS.get(n.note)
+  return None if words is None else words(n)
+
+
+def prediction_note(p) -> str | None:
+  """results.json's "note" of a prediction: its notes (`Prediction.notes`)
+  in words, joined by "; "; None without any."""
+  return "; ".join(map(site_note_words, p.notes)) or None

@@ -1,0 +1,198 @@
+"""Failures, rejected compiles and merged sites in words
+(`report/site_words.py`): the one place these sentences are made.
+
+The records are made by hand; the expected words are written out here from
+their fields."""
+
+from __future__ import annotations
+
+from absl.testing import absltest
+
+from hloprobe import records
+from hloprobe.numerics import Verdict, VerdictKind
+from hloprobe.numerics.note_records import (
+  AttentionBias,
+  BelowRequest,
+  Shown,
+  SiteNote,
+  SiteNoteKind,
+  SumOverflow,
+  TakenAsF32,
+  Tf32Optional,
+)
+from hloprobe.report import site_words as sw
+from hloprobe.report.verdict_words import verdict_words
+from hloprobe.sites import CompileFinding, Fate
+
+_RULE = "dot strength reduction (algebraic_simplifier.cc)"
+
+
+class FailureWordsTest(absltest.TestCase):
+  def test_findings_name_their_sites_algorithm_and_rule(self):
+    many = CompileFinding((0, 1, 2), "F16_F16_F32", _RULE, "algorithm")
+    self.assertEqual(
+      sw.finding_words(many),
+      "sites [0, 1, 2] (F16_F16_F32) rejected by dot strength reduction "
+      "(algebraic_simplifier.cc)",
+    )
+    one = CompileFinding((3,), None, "the loop emitter", "message")
+    self.assertEqual(
+      sw.finding_words(one), "site 3 rejected by the loop emitter"
+    )
+    none = CompileFinding((), None, "unknown", "none")
+    self.assertEqual(
+      sw.finding_words(none), "no dot site named rejected by unknown"
+    )
+
+  def test_a_failure_is_its_error_after_the_finding(self):
+    plain = records.Failure("run", "XlaRuntimeError: INTERNAL: no")
+    self.assertEqual(sw.failure_words(plain), "XlaRuntimeError: INTERNAL: no")
+    found = CompileFinding((3,), "TF32_TF32_F32", "the loop emitter", "message")
+    rejected = records.Failure("compile", "JaxRuntimeError: boom", found)
+    self.assertEqual(
+      sw.failure_words(rejected),
+      "site 3 (TF32_TF32_F32) rejected by the loop emitter: "
+      "JaxRuntimeError: boom",
+    )
+
+
+_FAST = "ANY_F8_ANY_F8_F32_FAST_ACCUM"
+_TF32_AT = (("TF32_TF32_F32", (1, 2)),)
+
+
+class SiteNoteWordsTest(absltest.TestCase):
+  def test_sites_below_their_request_by_how_the_verdict_shows_them(self):
+    two = (*_TF32_AT, ("BF16_BF16_F32", (0,)))
+    self.assertEqual(
+      sw.site_note_words(BelowRequest(two, Shown.BELOW)),
+      "TF32_TF32_F32 at sites [1, 2] and BF16_BF16_F32 at sites [0] below "
+      "the requested precision",
+    )
+    self.assertEqual(
+      sw.site_note_words(BelowRequest(_TF32_AT, Shown.PREDICTED)),
+      "TF32_TF32_F32 at sites [1, 2] predicted, not seen in this run",
+    )
+    self.assertEqual(
+      sw.site_note_words(BelowRequest(_TF32_AT, Shown.HIDDEN, "bf16")),
+      "TF32_TF32_F32 at sites [1, 2], hidden by bf16 output rounding",
+    )
+    self.assertEqual(
+      sw.site_note_words(BelowRequest(_TF32_AT, Shown.HIDDEN)),
+      "TF32_TF32_F32 at sites [1, 2], hidden by the f32 noise",
+    )
+
+  def test_tf32_allowed_not_required(self):
+    libs = ((Fate.CUBLAS, (0,)), (Fate.CUDNN_CONV, (2, 3)))
+    self.assertEqual(
+      sw.site_note_words(Tf32Optional(True, libs)),
+      f"cuBLAS kept site 0 in f32 (TF32 allowed, not required) and "
+      f"{Fate.CUDNN_CONV.value} kept sites [2, 3] in f32 (TF32 allowed, "
+      "not required)",
+    )
+    self.assertEqual(
+      sw.site_note_words(Tf32Optional(False, ((Fate.CUBLASLT, (1, 4)),))),
+      "ambiguous: row 0 assumes TF32_TF32_F32 at cuBLASLt sites [1, 4], "
+      "where TF32 is allowed, not required, and cuBLAS may keep some in f32",
+    )
+    self.assertEqual(
+      sw.site_note_words(Tf32Optional(False, libs)),
+      f"ambiguous: row 0 assumes TF32_TF32_F32 at cuBLAS site 0 and "
+      f"{Fate.CUDNN_CONV.value} sites [2, 3], where TF32 is allowed, not "
+      "required, and cuBLAS or cuDNN may keep some in f32",
+    )
+
+  def test_one_site_notes_by_kind(self):
+    k = SiteNoteKind
+    cases = (
+      (
+        SiteNote(k.TF32_TRUNCATED, (0, 2), "TF32_TRUNCATED_F32"),
+        "sites [0, 2]: TF32_TF32_F32 kernels with no cvt.rna.tf32.f32 "
+        "(TF32 operands truncated), emulated as TF32_TRUNCATED_F32",
+      ),
+      (SiteNote(k.AMBIGUOUS, (3,)), "site 3 ambiguous, emulated as F32"),
+      (
+        SiteNote(k.FP8_FAST_ACCUM, (0,), "ANY_F8_ANY_F8_F32_FAST_ACCUM"),
+        "site 0 ANY_F8_ANY_F8_F32_FAST_ACCUM: not modelled: cuBLASLt FP8 "
+        "fast accumulation (predicted as F32_F32_F32)",
+      ),
+      (SiteNote(k.EMULATED_F32, (1,)), "site 1 unknown, emulated as F32"),
+      (
+        SiteNote(k.EMULATED_F32, (1,), "BF16_BF16_F32_X9"),
+        "site 1 BF16_BF16_F32_X9, emulated as F32",
+      ),
+      (
+        SiteNote(
+          k.STRENGTH_REDUCED,
+          (2,),
+          "F32_F32_F32",
+          "BF16_BF16_F32",
+          Fate.MULTIPLY_REDUCE,
+        ),
+        "site 2 ran F32_F32_F32 for declared BF16_BF16_F32: dot strength "
+        "reduction made it a multiply+reduce, whose kernel computes "
+        "F32_F32_F32, so this row says nothing about a gemm that honours "
+        "the preset",
+      ),
+      (
+        SiteNote(k.PRESET_IGNORED, (0,), "F32_F32_F32", "TF32_TF32_F32"),
+        "site 0 ran F32_F32_F32 for declared TF32_TF32_F32: the target "
+        "ignores the preset, so this check says nothing about a GPU",
+      ),
+      (
+        SiteNote(k.CONFLICT, (4,), detail="precision high,high vs DEFAULT"),
+        "site 4: precision high,high vs DEFAULT",
+      ),
+      (
+        SiteNote(k.FP8_REWRITE, (0,), detail="did not fire: no scale"),
+        "site 0: fp8 cuBLASLt rewrite did not fire: no scale",
+      ),
+    )
+    for note, words in cases:
+      self.assertEqual(sw.site_note_words(note), words, note.kind)
+
+  def test_sum_overflow_and_the_verdict_with_its_notes(self):
+    over = SumOverflow(
+      "s8", ((1, "s8", "s8", Fate.DOT), (3, "s8", "s8", Fate.DOT))
+    )
+    self.assertEqual(
+      sw.site_note_words(over),
+      "the exact sum overflows s8 at site 1 (s8 x s8 -> s8 dot), site 3 "
+      "(s8 x s8 -> s8 dot)",
+    )
+    v = Verdict(VerdictKind.WITHIN_NOISE).noted(
+      BelowRequest(_TF32_AT, Shown.HIDDEN),
+      SiteNote(SiteNoteKind.AMBIGUOUS, (0,)),
+    )
+    self.assertEqual(
+      verdict_words(v),
+      "within f32 noise; TF32_TF32_F32 at sites [1, 2], hidden by the f32 "
+      "noise; site 0 ambiguous, emulated as F32",
+    )
+
+  def test_the_predictions_own_notes(self):
+    taken = TakenAsF32(((1, None), (2, _FAST)), _FAST)
+    self.assertEqual(
+      sw.site_note_words(taken),
+      f"taken as F32_F32_F32: site 1: unknown, site 2: {_FAST} (not "
+      "modelled: cuBLASLt FP8 fast accumulation)",
+    )
+    bias = AttentionBias(
+      ((0, "float32", "bfloat16"), (3, "float16", "bfloat16"))
+    )
+    self.assertEqual(
+      sw.site_note_words(bias),
+      "cuDNN attention bias of another dtype than q/k/v at site 0: bias "
+      "float32, q/k/v bfloat16; site 3: bias float16, q/k/v bfloat16 (read "
+      "in its own type, added to the f32 scores)",
+    )
+    p = type("P", (), {"notes": (taken, bias)})
+    self.assertEqual(
+      sw.prediction_note(p),
+      f"{sw.site_note_words(taken)}; {sw.site_note_words(bias)}",
+    )
+    p.notes = ()
+    self.assertIsNone(sw.prediction_note(p))
+
+
+if __name__ == "__main__":
+  absltest.main()
