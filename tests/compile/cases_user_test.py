@@ -105,8 +105,12 @@ def _shared_case_loader():
   """`engine.plan.case_loader`, giving every plan the one `_KeptLoader`."""
   if not _LOADER:
     _LOADER.append(_KeptLoader())
-    unittest.addModuleCleanup(_LOADER[0].end)
   yield _LOADER[0]
+
+
+def tearDownModule():  # pytest calls it (not unittest's module cleanups)
+  for loader in _LOADER:
+    loader.end()
 
 
 class LoadTest(parameterized.TestCase):
