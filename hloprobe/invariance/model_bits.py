@@ -164,7 +164,7 @@ class Inexact(enum.Enum):
   NOT_COMPILED = enum.auto()  # the config did not compile
   NOT_READ = enum.auto()  # its row kernels not read
   NOT_COMPUTED = enum.auto()  # computing the bits raised (`error`)
-  # A contraction site: `numerics.site_model` calls it a band (`site_why`).
+  # A contraction site: `numerics.site_model` calls it a band (`model`).
   SITE = enum.auto()
   # A row kernel (`kernel`).
   NOT_A_GEMM = enum.auto()  # a contraction that is no bit-exact gemm
@@ -194,7 +194,8 @@ class NotModelled:
     ops: the ops the model does not compute bit for bit (FUSES,
       COMPUTES), sorted.
     site: the contraction site (SITE), or None.
-    site_why: SITE: `numerics.site_model`'s reason, its words.
+    model: SITE: `numerics.site_model`'s `KernelSite`, whose `band` says
+      why it is no bit-exact model.
     error: NOT_COMPUTED: the first line of what computing raised, or
       None where the bits were not asked for.
     pairs: CONTRACTS: the HLO's multiply -> add/subtract pairs in the
@@ -211,7 +212,7 @@ class NotModelled:
   kernel: RowKernel | None = None
   ops: tuple[str, ...] = ()
   site: int | None = None
-  site_why: str | None = None
+  model: object = None
   error: str | None = None
   pairs: tuple[str, ...] = ()
   fused: tuple[str, ...] = ()
@@ -328,7 +329,7 @@ def model_sites(
       f.ptx_tf32_rounding,
     )
     if m.ins is None:
-      return None, NotModelled(Inexact.SITE, site=i, site_why=m.why)
+      return None, NotModelled(Inexact.SITE, site=i, model=m)
     sites[i] = m
     algorithms.append(f.effective_algorithm or "")
     gemms.update(f.carriers or ())

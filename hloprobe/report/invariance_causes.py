@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hloprobe.invariance import Invariance
+from hloprobe.report.kernel_words import kernel_site_words
 from hloprobe.sites import Fate
 
 __all__ = [
@@ -186,7 +187,7 @@ def model_why_words(w) -> str | None:
     words = "the kernel model's bits not computed"
     words += f": {w.error}" if w.error else ""
   elif w.reason == why.SITE:
-    words = f"site {w.site}: {w.site_why}"
+    words = f"site {w.site}: {kernel_site_words(w.model)}"
   elif w.reason == why.NOT_A_GEMM:
     words = f"{_who(k)}: not a Triton gemm the kernel model is bit-exact for"
   elif w.reason == why.FUSES:

@@ -47,6 +47,7 @@ from hloprobe.ir import (
   parse_ptx,
   parse_stablehlo_dots,
 )
+from hloprobe.numerics import site_model
 from hloprobe.records import Compilation, Config, ConfigResult
 from hloprobe.report.invariance_causes import model_why_words
 from hloprobe.report.invariance_words import answer_lines, invariance_json
@@ -54,7 +55,9 @@ from hloprobe.sites import map_dot_sites, resolve
 
 _DATA = os.path.join(os.path.dirname(__file__), "..", "testdata", "kernels")
 # n = 1's site 0 made a multiply+reduce: not modelled.
-_MR = NotModelled(Inexact.SITE, site=0, site_why="multiply+reduce")
+_MR = NotModelled(
+  Inexact.SITE, site=0, model=site_model("multiply+reduce", (), "8.0")
+)
 sys.path.insert(0, _DATA)
 import record_model_bits as recorded  # noqa: E402
 
@@ -163,7 +166,7 @@ class ModelSitesTest(absltest.TestCase):
       if r.config.n == 1:
         self.assertIsNone(spec)
         self.assertEqual((why.reason, why.site), (Inexact.SITE, 0))
-        self.assertIn("multiply+reduce", why.site_why)
+        self.assertIn("multiply+reduce", model_why_words(why))
         continue
       self.assertIsNone(why, r.config.n)
       self.assertEqual(sorted(spec.sites), [0, 1])
