@@ -51,8 +51,12 @@ from hloprobe.errors import first_line
 from hloprobe.invariance.answer import (
   Boundary,
   Invariance,
+  Lever,
+  SiteChanges,
+  Unexplained,
   group_key,
-  site_causes,
+  levers,
+  site_changes,
 )
 from hloprobe.invariance.in_workers import case_inputs, invariance_of_sweep
 from hloprobe.invariance.kernel_identity import KernelReader
@@ -159,8 +163,8 @@ class Pin:
     outcome: what became of it (`PinOutcome`; in words: report's
       `pin_reason`).
     changed: the contraction sites whose fate it changed against the
-      baseline: (`answer.site_causes`' phrase, the batch sizes), in the
-      order first met; () where none did or it was not swept.
+      baseline: per batch size swept, `answer.site_changes` (pinned
+      against baseline); () where it was not swept.
     row0_abs: (before, after): the largest row-0 |err| against float64
       over the group's sizes, in the output's units, without and with
       it (`_row0_error`), or None where either is unknown.
@@ -187,7 +191,7 @@ class Pin:
   passed: bool | None
   outcome: PinOutcome
   command: str
-  changed: tuple[tuple[str, tuple[int, ...]], ...] = ()
+  changed: tuple[SiteChanges, ...] = ()
   row0_abs: tuple[float, float] | None = None
   after: Invariance | None = None
   left_out: tuple[Boundary, ...] = ()
@@ -233,12 +237,6 @@ NO_TRITON_SOFTMAX = PinCandidate(
 )
 
 
-def _causes(a: Invariance) -> str:
-  words = [c for b in a.boundaries for c in b.causes]
-  words += [b.unexplained or "" for b in a.boundaries]
-  return " ".join(words)
-
-
 def candidates_for(
   a: Invariance, pin_file: str | None = None
 ) -> tuple[PinCandidate, ...]:
@@ -250,12 +248,12 @@ def candidates_for(
     pin_file: the kernels stage's autotune-results file for this group's
       target, or None where none was written.
   """
-  causes = _causes(a)
+  named = levers(a)
   out: list[PinCandidate] = []
-  if a.target == "cpu" or "ynn" in causes:
-    if "ynn" in causes or not causes:
+  if a.target == "cpu" or Lever.YNN in named:
+    if Lever.YNN in named or not a.boundaries:
       out.append(NO_YNN)
-    if "strength reduction" in causes or "multiply+reduce" in causes:
+    if Lever.STRENGTH_REDUCTION in named:
       out.append(NO_ALGSIMP)
   else:
     if a.precision not in ("float32", "highest", "F32_F32_F32"):
@@ -266,11 +264,11 @@ def candidates_for(
           jax_change="jax.default_matmul_precision('float32')",
         )
       )
-    if "strength reduction" in causes or "multiply+reduce" in causes:
+    if Lever.STRENGTH_REDUCTION in named:
       out.append(NO_DSR)
-    if "split-K" in causes:
+    if Lever.SPLIT_K in named:
       out.append(NO_SPLIT_K)
-    if "Triton block-level" in causes or "triton_softmax" in causes:
+    if Lever.TRITON_SOFTMAX in named:
       out.append(NO_TRITON_SOFTMAX)
   flags = [c for c in out if c.precision is None]
   if len(flags) > 1:
@@ -300,19 +298,18 @@ def candidates_for(
 
 def _cost(
   fixed: Sequence[ConfigResult], base: Sequence[ConfigResult]
-) -> tuple[tuple[tuple[str, tuple[int, ...]], ...], tuple[float, float] | None]:
+) -> tuple[tuple[SiteChanges, ...], tuple[float, float] | None]:
   """(`Pin.changed`, `Pin.row0_abs`): the contraction sites whose fate
   the pin changed, per n, and row 0's largest |err| without and with it."""
   by_n = {r.config.n: r for r in base if r.ok}
-  changed: dict[str, list[int]] = {}
-  for r in fixed:
-    b = by_n.get(r.config.n)
-    if r.ok and b is not None:
-      for cause in site_causes(r, b):
-        changed.setdefault(cause, []).append(r.config.n)
+  changed = tuple(
+    site_changes(r, by_n[r.config.n])
+    for r in fixed
+    if r.ok and r.config.n in by_n
+  )
   before, after = _row0_error(base), _row0_error(fixed)
   row0 = None if before is None or after is None else (before, after)
-  return tuple((w, tuple(ns)) for w, ns in changed.items()), row0
+  return changed, row0
 
 
 def _row0_error(results: Sequence[ConfigResult]) -> float | None:
@@ -498,8 +495,12 @@ def _boundary_at(n: int, after: Invariance, base: Invariance) -> Boundary:
     if found is not None:
       return found
   others = [m for m in after.sizes if m != n]
+  against = min(others, default=n)
   return Boundary(
-    n, min(others, default=n), (), "no boundary read at this batch size"
+    n,
+    against,
+    SiteChanges(n, against),
+    unexplained=Unexplained(no_boundary=True),
   )
 
 

@@ -17,6 +17,13 @@ import os
 from collections.abc import Sequence
 
 from hloprobe.invariance import Invariance
+from hloprobe.report.invariance_causes import (
+  boundary_causes,
+  changed_phrases,
+  kernel_words,
+  model_why_words,
+  unexplained_words,
+)
 
 __all__ = [
   "answer_lines",
@@ -67,7 +74,8 @@ def _class_words(a: Invariance, c) -> list[str]:
     text += _ulp(u) if _by_bits(a, cls) else ""
     b = causes.get(cls[0])
     if b is not None:
-      text += f" ({'; '.join(b.causes) or b.unexplained})"
+      said, _ = boundary_causes(b)
+      text += f" ({'; '.join(said) or unexplained_words(b.unexplained)})"
     parts.append(text)
   return parts
 
@@ -145,11 +153,13 @@ def _model_notes(a: Invariance, many: bool) -> list[str]:
   if a.model_sizes and a.basis != Invariance.MODEL:
     out.append(
       f"  (n = {_ranges(a, a.model_sizes)} {where} by the kernel "
-      f"model's bits, the others by kernel identity; {a.model_why})"
+      f"model's bits, the others by kernel identity; "
+      f"{model_why_words(a.model_why)})"
     )
   elif a.model_why:
     out.append(
-      f"  (not backed by the kernel model's bits {where}: {a.model_why})"
+      f"  (not backed by the kernel model's bits {where}: "
+      f"{model_why_words(a.model_why)})"
     )
   if a.identity:
     split = "; ".join(_ranges(a, c) for c in a.identity)
@@ -184,7 +194,8 @@ def kernel_lines(answers: Sequence[Invariance]) -> list[str]:
       out.append(
         f"  {a.case} on {a.target} under {a.precision}, {kind}{where}: "
         + "; ".join(
-          f"n = {n}: " + " + ".join(f"{k.name}: {k.words}" for k in per_n[n])
+          f"n = {n}: "
+          + " + ".join(f"{k.name}: {kernel_words(k)}" for k in per_n[n])
           for n in sorted(per_n)
         )
       )
@@ -361,7 +372,9 @@ def pin_cost(p) -> str:
     return "not known untried"
   if not p.outcome.swept:
     return ""
-  words = "; ".join(f"{w} (n = {_sizes(ns)})" for w, ns in p.changed)
+  words = "; ".join(
+    f"{w} (n = {_sizes(ns)})" for w, ns in changed_phrases(p.changed)
+  )
   words = words or "no contraction site changed fate"
   if p.row0_abs is not None:
     before, after = p.row0_abs
@@ -380,15 +393,19 @@ def _kept_apart_words(p, every_cause: bool = True) -> str:
     return ""
   ns = ", ".join(str(b.n) for b in p.left_out)
   why = "; ".join(
-    f"at n = {b.n}: {'; '.join(b.causes) or b.unexplained or 'unread'}"
-    if every_cause
-    else _boundary_words(b)
+    f"at n = {b.n}: {_every_cause(b)}" if every_cause else _boundary_words(b)
     for b in p.left_out
   )
   return (
     f"the command leaves out n = {ns}, which stays apart under this pin "
     f"({why}); with n = {ns} it FAILs"
   )
+
+
+def _every_cause(b) -> str:
+  """A boundary's every cause, or what was read where none is named."""
+  said, _ = boundary_causes(b)
+  return "; ".join(said) or unexplained_words(b.unexplained) or "unread"
 
 
 def _pin_file_lines(ps: Sequence) -> list[str]:
@@ -486,13 +503,15 @@ def _rows_words(a: Invariance) -> list[str]:
 def _boundary_words(b) -> str:
   """One class boundary's cause: the sites whose fate differs, then how
   many other kernels differ (their arithmetic: --verbose)."""
-  named = len(b.causes) if b.named is None else b.named
-  words = list(b.causes[:named])
-  others = len(b.causes) - named
+  causes, named = boundary_causes(b)
+  words = causes[:named]
+  others = len(causes) - named
   if others:
     kernels = "kernel differs" if others == 1 else "kernels differ"
     words.append(f"{others} other {kernels} (--verbose)")
-  return f"at n = {b.n}: " + ("; ".join(words) or b.unexplained or "unread")
+  return f"at n = {b.n}: " + (
+    "; ".join(words) or unexplained_words(b.unexplained) or "unread"
+  )
 
 
 def _group_words(a: Invariance) -> tuple[str, str]:
@@ -668,7 +687,7 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
         "invariant": a.invariant,
         "why": a.why,
         "sizes": list(a.sizes),
-        "model_why": a.model_why,
+        "model_why": model_why_words(a.model_why),
         "model_sizes": list(a.model_sizes),
         "identity": [list(x) for x in a.identity],
         "rows": [
@@ -684,8 +703,8 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
           {
             "n": b.n,
             "against": b.against,
-            "causes": list(b.causes),
-            "unexplained": b.unexplained,
+            "causes": boundary_causes(b)[0],
+            "unexplained": unexplained_words(b.unexplained),
           }
           for b in a.boundaries
         ],
@@ -696,7 +715,7 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
               "kind": k.kind,
               "sites": list(k.sites),
               "signature": k.signature,
-              "words": k.words,
+              "words": kernel_words(k),
               "why_unknown": k.why_unknown,
             }
             for k in ks
@@ -724,8 +743,8 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
           {
             "n": b.n,
             "against": b.against,
-            "causes": list(b.causes),
-            "unexplained": b.unexplained,
+            "causes": boundary_causes(b)[0],
+            "unexplained": unexplained_words(b.unexplained),
           }
           for b in p.left_out
         ],

@@ -11,6 +11,7 @@ read in headless Chromium."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -80,6 +81,18 @@ def _from_answer(lines: list[str]) -> list[str]:
   --invariance=off: the bitwise answer has tests/invariance/)."""
   first = next(i for i, l in enumerate(lines) if l.startswith("Answer:"))
   return lines[first:]
+
+
+_WORKERS = contextlib.ExitStack()
+
+
+def setUpModule():
+  # The module's in-process commands share warm workers.
+  _WORKERS.enter_context(testutil.shared_workers())
+
+
+def tearDownModule():  # pytest calls it (not unittest's module cleanups)
+  _WORKERS.close()
 
 
 @pytest.mark.compiles

@@ -230,7 +230,7 @@ class ScreenTest(absltest.TestCase):
         "baseline",
         "kernel identity",
         (RowClasses(ROW0, ((1,), (2,))),),
-        (Boundary(2, 1, (f"sites 0-{i} {t}",), named=1),),
+        (Boundary(2, 1, verify_findings.site_changes(2, 1, range(i + 1))),),
         invariant=False,
         sizes=(1, 2),
       )
