@@ -266,8 +266,21 @@ class ModelWhyTest(absltest.TestCase):
       ),
       (
         NotModelled(Inexact.MULTIPLY_ADD, kernel=k),
-        "loop.1 (sites 2, 3): a multiply and an add in one kernel, which "
-        "the GPU may fuse into one multiply-add",
+        "loop.1 (sites 2, 3): a multiply and an add or subtract among its "
+        "ops, and whether one feeds the other (a possible multiply-add) not "
+        "read",
+      ),
+      (
+        NotModelled(
+          Inexact.CONTRACTS,
+          kernel=k,
+          pairs=("multiply m.1 -> subtract s.2",),
+          fused=("fma.rn.f32",),
+        ),
+        "loop.1 (sites 2, 3): multiply m.1 -> subtract s.2 in one kernel, "
+        "and its PTX has fma.rn.f32 (a multiply fused into an add, or left "
+        "for ptxas to fuse: one rounding where XLA:CPU's kernel model rounds "
+        "twice)",
       ),
     ]
     self.assertEqual(len({w.reason for w, _ in cases}), len(Inexact))
