@@ -7,8 +7,15 @@ from __future__ import annotations
 import math
 
 from hloprobe import invariance, verify
-from hloprobe.invariance.answer import Boundary
+from hloprobe.invariance.answer import (
+  Boundary,
+  SiteChange,
+  SiteChanges,
+  SiteMade,
+)
 from hloprobe.invariance.rows import ROW0, RowClasses
+from hloprobe.kernels.records import KernelDifference
+from hloprobe.sites import Fate
 from hloprobe.verify.findings import Said
 
 
@@ -36,7 +43,8 @@ def finding(ratio, target="a100", kind="row 0", what="unexplained", **kw):
 def split_group(case: str, precision: str) -> invariance.Invariance:
   """A hand-made bitwise answer: `case`'s row 0 on the a100 under
   `precision` differs between n = 1 and n = 2 (kernel identity), at one
-  boundary named by sites 0-1's Triton gemms."""
+  boundary named by sites 0-1's Triton gemms (multiply+reduce at n = 1)
+  and one other kernel's difference ("k 1")."""
   return invariance.Invariance(
     case,
     "a100",
@@ -44,7 +52,20 @@ def split_group(case: str, precision: str) -> invariance.Invariance:
     "baseline",
     "kernel identity",
     (RowClasses(ROW0, ((1,), (2,))),),
-    (Boundary(2, 1, ("sites 0-1 Triton gemm", "k 1"), named=1),),
+    (
+      Boundary(
+        2,
+        1,
+        site_changes(2, 1, (0, 1)),
+        differences=(KernelDifference("gemm", None, None, (), "k 1"),),
+      ),
+    ),
     invariant=False,
     sizes=(1, 2),
   )
+
+
+def site_changes(n: int, against: int, sites) -> SiteChanges:
+  """`sites` a Triton gemm at n, a multiply+reduce at `against`."""
+  now, was = SiteMade(Fate.TRITON_GEMM), SiteMade(Fate.MULTIPLY_REDUCE)
+  return SiteChanges(n, against, tuple(SiteChange(i, now, was) for i in sites))

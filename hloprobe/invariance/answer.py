@@ -25,6 +25,7 @@ Private in intent: use the package, `hloprobe.invariance`.
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Collection, Mapping, Sequence
 from typing import ClassVar
 
@@ -40,7 +41,12 @@ from hloprobe.invariance.kernel_identity import (
   signature_key,
   unbatched_why,
 )
-from hloprobe.invariance.model_bits import MODEL, GroupModel
+from hloprobe.invariance.model_bits import (
+  MODEL,
+  GroupModel,
+  Inexact,
+  NotModelled,
+)
 from hloprobe.invariance.rows import (
   ANCHOR,
   ANCHOR_OFFSETS,
@@ -57,37 +63,132 @@ from hloprobe.sites import Fate
 __all__ = [
   "Boundary",
   "Invariance",
+  "Lever",
   "MODEL",
+  "SiteChange",
+  "SiteChanges",
+  "SiteMade",
+  "Unexplained",
   "config_key",
   "group_key",
   "invariance_of",
+  "levers",
   "rows_from_records",
+  "site_changes",
 ]
 
 RUN, KERNELS, UNKNOWN = "run", "kernel identity", "unknown"
 
 
 @dataclasses.dataclass(frozen=True)
-class Boundary:
-  """Where a class of batch sizes starts, and what differs there.
+class SiteMade:
+  """What XLA made of one contraction site in one config, as far as a
+  class boundary names it.
 
   Attributes:
-    n: the class's smallest batch size.
-    against: the first class's smallest batch size, compared with.
-    causes: what differs between the two configs, one phrase each, e.g.
-      "site 1 Triton gemm split-K 1 -> 2" or "sites 0-1 multiply+reduce
-      after dot-strength-reduction"; () where nothing read differs.
-    unexplained: a sentence where `causes` is empty.
-    named: how many of `causes`, the first, name sites whose fate
-      differs (`site_causes`); the rest are other kernels' per-row
-      arithmetic (compile-only groups). None: all of them.
+    fate: the site's fate.
+    split_k: its split-K factor (1: none).
+    pass_name: the pass that made the fate (`CompileRecord.passes`, e.g.
+      "dot-strength-reduction"), or None where not named.
+    algorithm: its effective algorithm, or None where not settled.
+    emitter: the library or custom emitter computing it (a custom
+      fusion's backend config kind, e.g. the CPU's "__ynn_fusion", or a
+      library call's target), or None for XLA's own emitters.
+  """
+
+  fate: Fate
+  split_k: int = 1
+  pass_name: str | None = None
+  algorithm: str | None = None
+  emitter: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class SiteChange:
+  """One contraction site whose fate (`_fate_key`: fate, algorithm,
+  split-K, emitter) differs between two configs of a group.
+
+  Attributes:
+    site: the site's index.
+    now: what the config explained made of it.
+    was: what the config compared with made of it.
+  """
+
+  site: int
+  now: SiteMade
+  was: SiteMade
+
+
+@dataclasses.dataclass(frozen=True)
+class SiteChanges:
+  """The contraction sites whose fate differs between two configs of a
+  group (`site_changes`).
+
+  Attributes:
+    n: the batch size of the config explained.
+    against: the batch size of the config compared with.
+    changes: each site whose fate differs, in site order.
+    counts: (n's, against's) numbers of contraction sites where they
+      differ (no site is matched then, `changes` is ()); else None.
   """
 
   n: int
   against: int
-  causes: tuple[str, ...]
-  unexplained: str | None = None
-  named: int | None = None
+  changes: tuple[SiteChange, ...] = ()
+  counts: tuple[int, int] | None = None
+
+  def __bool__(self) -> bool:
+    return bool(self.changes or self.counts)
+
+
+@dataclasses.dataclass(frozen=True)
+class Unexplained:
+  """A boundary no site's fate or kernel explains: what was read.
+
+  Attributes:
+    libraries: each library kernel either config runs, with the sites it
+      computes: (name, sites), e.g. ("__ynn_fusion", (0, 1)) (its order
+      is chosen by the whole shape and not read); () for none.
+    kernels_differ: a compile-only group's boundary: the kernels'
+      signatures differ but none is named.
+    no_boundary: no boundary was read at that size (a pin's left-out
+      size, `pin._boundary_at`).
+  """
+
+  libraries: tuple[tuple[str, tuple[int, ...]], ...] = ()
+  kernels_differ: bool = False
+  no_boundary: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Boundary:
+  """Where a class of batch sizes starts, and what differs there (report
+  words it, `report/invariance_causes.py`).
+
+  Attributes:
+    n: the class's smallest batch size.
+    against: the first class's smallest batch size, compared with.
+    sites: the contraction sites whose fate differs (`site_changes`).
+    kernels: a compile-only group's other row kernels (of config n)
+      whose signature differs, as the fates read them
+      (`kernel_identity.RowKernel`s, `kernel_differences`).
+    differences: the same where the kernels stage read every kernel: its
+      `KernelDifference` records (`record_differences`).
+    unexplained: where nothing above differs, what was read
+      (`Unexplained`); else None.
+  """
+
+  n: int
+  against: int
+  sites: SiteChanges
+  kernels: tuple[RowKernel, ...] = ()
+  differences: tuple = ()
+  unexplained: Unexplained | None = None
+
+  @property
+  def explained(self) -> bool:
+    """Whether a site's fate or a kernel is named."""
+    return bool(self.sites or self.kernels or self.differences)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,10 +212,10 @@ class Invariance:
       reach only output leaves that do not carry the batch, e.g. a loss's
       mean over the batch: `kernel_identity.computes_rows`), not judged.
     model_why: a compile-only group's sizes not classed by the kernel
-      model's bits: why (one line: the first such size and the kernel or
-      site the model is not bit-exact for, or why its bits were not
-      computed); None where every size is (basis MODEL) or the question
-      was not asked (run).
+      model's bits: why (`model_bits.NotModelled`: the first such size
+      and the kernel or site the model is not bit-exact for, or why its
+      bits were not computed); None where every size is (basis MODEL) or
+      the question was not asked (run).
     model_sizes: the sizes classed by the kernel model's bits (all of
       them for basis MODEL; some for a kernel identity group).
     identity: the classes kernel identity alone gives, where they differ
@@ -138,7 +239,7 @@ class Invariance:
   left_out: Mapping[int, tuple[RowKernel, ...]] = dataclasses.field(
     default_factory=dict
   )
-  model_why: str | None = None
+  model_why: NotModelled | None = None
   model_sizes: tuple[int, ...] = ()
   identity: tuple[tuple[int, ...], ...] = ()
 
@@ -151,6 +252,8 @@ class Invariance:
   ROW0: ClassVar[str] = ROW0
   ANCHOR: ClassVar[str] = ANCHOR
   ANCHOR_OFFSETS: ClassVar[tuple[str, ...]] = ANCHOR_OFFSETS
+  # Why the kernel model does not class a size (`model_why.reason`).
+  INEXACT: ClassVar[type[Inexact]] = Inexact
 
   def row(self, name: str) -> RowClasses | None:
     return next((r for r in self.rows if r.row == name), None)
@@ -218,46 +321,15 @@ def _runs(ns: Sequence[int], sizes: Sequence[int]) -> list[tuple[int, int]]:
   return out
 
 
-def _site_list(sites: Sequence[int]) -> str:
-  """ "site 1", "sites 0-1", "sites 0, 2"."""
-  sites = sorted(sites)
-  if len(sites) == 1:
-    return f"site {sites[0]}"
-  if sites == list(range(sites[0], sites[-1] + 1)):
-    return f"sites {sites[0]}-{sites[-1]}"
-  return "sites " + ", ".join(map(str, sites))
-
-
-def _fate_words(r: ConfigResult, i: int) -> str:
-  """Site i's fate in a config, with the pass that made it."""
+def _made(r: ConfigResult, i: int) -> SiteMade:
+  """What config `r` made of site i (its fate record, the pass that made
+  it)."""
   f = r.compilation.fates[i]
-  words = f.fate.value
-  if f.split_k and f.split_k > 1:
-    words += f" split-K {f.split_k}"
   passes = r.compilation.passes or {}
-  if i in passes and passes[i].pass_name:
-    words += f" after {passes[i].pass_name.replace('-', ' ')}"
-  return words
-
-
-def _fate_change(r: ConfigResult, base: ConfigResult, i: int) -> str:
-  """Site i in `r` where its fate differs from `base`'s: the fate (and
-  pass); where only its algorithm, split-K or library call differs, that
-  change, e.g. "Triton gemm split-K 4 (1 at n = 8)"."""
-  f, g = r.compilation.fates[i], base.compilation.fates[i]
-  words = _fate_words(r, i)
-  if f.fate != g.fate:
-    return f"{words} ({_fate_words(base, i)} at n = {base.config.n})"
-  was = []
-  if (f.split_k or 1) != (g.split_k or 1):
-    was.append(f"split-K {g.split_k or 1}")
-  if f.effective_algorithm != g.effective_algorithm:
-    was.append(f"{g.effective_algorithm}")
-    words += f" {f.effective_algorithm}"
-  if _emitter(f) != _emitter(g):
-    was.append(f"in {_emitter(g)}" if _emitter(g) else "XLA's own emitter")
-    words += f" in {_emitter(f)}" if _emitter(f) else " by XLA's own emitter"
-  return f"{words} ({', '.join(was)} at n = {base.config.n})"
+  made_by = passes[i].pass_name if i in passes else None
+  return SiteMade(
+    f.fate, f.split_k or 1, made_by or None, f.effective_algorithm, _emitter(f)
+  )
 
 
 def _emitter(f) -> str | None:
@@ -276,30 +348,31 @@ def _fate_key(r: ConfigResult, i: int) -> tuple:
   return (f.fate, f.effective_algorithm, f.split_k or 1, _emitter(f))
 
 
-def site_causes(r: ConfigResult, base: ConfigResult) -> tuple[str, ...]:
-  """The sites whose fate differs between two configs of a group, grouped
-  by what `r` made of them: ("sites 0-1 multiply+reduce after dot
-  strength reduction", ...)."""
+def site_changes(r: ConfigResult, base: ConfigResult) -> SiteChanges:
+  """The sites whose fate (fate, algorithm, split-K, emitter) differs
+  between two configs of a group: what config `r` and config `base`
+  made of each, or their site counts where those differ. Empty where
+  either config has no compile record."""
+  out = SiteChanges(r.config.n, base.config.n)
   if r.compilation is None or base.compilation is None:
-    return ()
+    return out
   a, b = r.compilation.fates, base.compilation.fates
   if len(a) != len(b):
-    return (
-      f"{len(a)} contraction sites at n = {r.config.n}, {len(b)} at "
-      f"n = {base.config.n}",
-    )
-  by_words: dict[str, list[int]] = {}
-  for i in range(len(a)):
-    if _fate_key(r, i) != _fate_key(base, i):
-      by_words.setdefault(_fate_change(r, base, i), []).append(i)
-  return tuple(f"{_site_list(s)} {w}" for w, s in by_words.items())
+    return dataclasses.replace(out, counts=(len(a), len(b)))
+  changes = tuple(
+    SiteChange(i, _made(r, i), _made(base, i))
+    for i in range(len(a))
+    if _fate_key(r, i) != _fate_key(base, i)
+  )
+  return dataclasses.replace(out, changes=changes)
 
 
-def kernel_causes(
+def kernel_differences(
   mine: Sequence[RowKernel], base: Sequence[RowKernel]
-) -> tuple[str, ...]:
-  """The kernels whose signature differs between two configs, in words
-  (the site's or kernel's name, then its arithmetic here)."""
+) -> tuple[RowKernel, ...]:
+  """The kernels of `mine` whose signature differs from their
+  counterpart's in `base` (matched by name and sites, else by order and
+  kind): the fates' reading of a boundary's other kernels."""
   out = []
   theirs = {(k.name, k.sites): k for k in base}
   for i, k in enumerate(mine):
@@ -310,8 +383,7 @@ def kernel_causes(
       continue
     if other is None and k.signature is None:
       continue
-    who = _site_list(k.sites) if k.sites else k.name
-    out.append(f"{who} {k.words}")
+    out.append(k)
   return tuple(out)
 
 
@@ -361,9 +433,9 @@ def _run_boundaries(found: Sequence[RowClasses], by_n) -> tuple[Boundary, ...]:
       starts.setdefault(cls[0], _nearest(cls[0], c.classes[0], by_n))
   out = []
   for n, against in sorted(starts.items()):
-    causes = site_causes(by_n[n], by_n[against])
-    why = None if causes else _unexplained(by_n[n], by_n[against])
-    out.append(Boundary(n, against, causes, why))
+    sites = site_changes(by_n[n], by_n[against])
+    why = None if sites else _unexplained(by_n[n], by_n[against])
+    out.append(Boundary(n, against, sites, unexplained=why))
   return tuple(out)
 
 
@@ -398,23 +470,14 @@ def _library_sites(r: ConfigResult) -> dict[str, list[int]]:
   return found
 
 
-def _unexplained(r: ConfigResult, base: ConfigResult) -> str:
+def _unexplained(r: ConfigResult, base: ConfigResult) -> Unexplained:
   """Why a bits boundary with no fate change happened, as far as read:
   the library kernels either config runs."""
   libs = _library_sites(r)
   for lib, sites in _library_sites(base).items():
     libs.setdefault(lib, [])
     libs[lib] = sorted(set(libs[lib]) | set(sites))
-  if libs:
-    return "no site changed fate; " + "; ".join(
-      f"{_site_list(s)} run in {lib}, a library kernel chosen by the whole "
-      "shape (its order is not read)"
-      for lib, s in libs.items()
-    )
-  return (
-    "no contraction site changed fate: a kernel chose another order at "
-    "this shape (the CPU's reductions are not read)"
-  )
+  return Unexplained(tuple((lib, tuple(s)) for lib, s in libs.items()))
 
 
 def _why_missing(r: ConfigResult) -> str:
@@ -434,13 +497,13 @@ def _kernel_answer(
   results: Sequence[ConfigResult],
   reader: KernelReader,
   sized=False,
-  model: GroupModel | str | None = None,
+  model: GroupModel | NotModelled | None = None,
 ) -> Invariance:
   """A compile-only group: classes by kernel identity (the largest class
   first: the reference the others are described against), the sizes
   `model` computed row 0 for by the kernel model (`model_bits`) by those
   bits instead (`_model_classes`; basis MODEL where that is every size).
-  `model` a string: why the model's bits were not computed
+  `model` a `NotModelled`: why the model's bits were not computed
   (`Invariance.model_why`). A group of a batch-swept case (not `sized`)
   whose every output leaf keeps its shape over n has no row: unknown,
   saying so (`unbatched_why`)."""
@@ -469,15 +532,14 @@ def _kernel_answer(
   classes = reference_first([tuple(g) for g in groups.values()])
   rows = (RowClasses(ROW0, classes, (), (), missing),) if classes else ()
   exact: Mapping[int, ConfigRows] = {}
-  model_why = model if isinstance(model, str) else None
+  model_why = model if isinstance(model, NotModelled) else None
   if isinstance(model, GroupModel):
     exact = {n: r for n, r in model.rows.items() if n in kernels}
     others = sorted(set(kernels) - set(exact))
     if others:
       first = others[0]
-      model_why = f"n = {first}: " + model.why.get(
-        first, "the kernel model's bits not computed"
-      )
+      why = model.why.get(first, NotModelled(Inexact.NOT_COMPUTED))
+      model_why = dataclasses.replace(why, n=first)
   identity = classes
   if exact:
     rows = (_model_classes(kernels, exact, missing),)
@@ -487,19 +549,18 @@ def _kernel_answer(
     n = cls[0]
     ref = _nearest(n, classes[0], by_n)
     named = _changed_sites(by_n[n], by_n[ref])
-    others = record_differences(kernels[n], kernels[ref], named)
-    if others is None:  # the fates' reading: matched by name and order
-      others = kernel_causes(
+    found = record_differences(kernels[n], kernels[ref], named)
+    read: tuple[RowKernel, ...] = ()
+    if found is None:  # the fates' reading: matched by name and order
+      found = ()
+      read = kernel_differences(
         [k for k in kernels[n] if not _same_fate(by_n[n], by_n[ref], k)],
         kernels[ref],
       )
-    by_sites = site_causes(by_n[n], by_n[ref])
-    causes = tuple(dict.fromkeys(by_sites + others))
-    boundaries.append(
-      Boundary(
-        n, ref, causes, None if causes else "kernels differ", len(by_sites)
-      )
-    )
+    b = Boundary(n, ref, site_changes(by_n[n], by_n[ref]), read, found)
+    if not b.explained:
+      b = dataclasses.replace(b, unexplained=Unexplained(kernels_differ=True))
+    boundaries.append(b)
   unknown = [
     k
     for n, ks in kernels.items()
@@ -564,7 +625,7 @@ def _model_classes(
 
 
 def _changed_sites(r: ConfigResult, base: ConfigResult) -> tuple[int, ...]:
-  """The sites whose fate `site_causes` names between two configs."""
+  """The sites whose fate `site_changes` names between two configs."""
   if r.compilation is None or base.compilation is None:
     return ()
   a, b = r.compilation.fates, base.compilation.fates
@@ -576,7 +637,7 @@ def _changed_sites(r: ConfigResult, base: ConfigResult) -> tuple[int, ...]:
 
 
 def _same_fate(r: ConfigResult, base: ConfigResult, k: RowKernel) -> bool:
-  """Whether kernel `k` of `r` computes sites whose fates `site_causes`
+  """Whether kernel `k` of `r` computes sites whose fates `site_changes`
   already names (so it is not named twice)."""
   if not k.sites or r.compilation is None or base.compilation is None:
     return False
@@ -604,7 +665,7 @@ def invariance_of(
   reader: KernelReader | None = None,
   kernels: Mapping[tuple, tuple[RowKernel, ...]] | None = None,
   sized: Collection[str] = (),
-  model: Mapping[tuple, GroupModel | str] | None = None,
+  model: Mapping[tuple, GroupModel | NotModelled] | None = None,
 ) -> tuple[Invariance, ...]:
   """The batch-invariance answer of every (case, target, precision,
   experiment) group of a sweep's records that swept two batch sizes or
@@ -627,7 +688,8 @@ def invariance_of(
     model: `group_key` -> a compile-only group's row 0 per n by the
       kernel model (`model_bits.GroupModel`: those sizes are classed by
       its bits; basis MODEL where that is every size), or why not (a
-      string: kept as `Invariance.model_why`); a group not here is by
+      `model_bits.NotModelled`, kept as `Invariance.model_why`); a group
+      not here is by
       kernel identity.
   """
   rows, kernels, model = rows or {}, kernels or {}, model or {}
@@ -656,3 +718,101 @@ def invariance_of(
         found[r.config.n] = got
     out.append(_run_answer(key, rs, found))
   return tuple(out)
+
+
+class Lever(enum.Enum):
+  """What a group's class boundaries name that a setting can turn off
+  (`levers`; the pin's candidates, `pin.candidates_for`)."""
+
+  YNN = enum.auto()  # a site run in YNNPACK (the CPU's __ynn_fusion)
+  STRENGTH_REDUCTION = enum.auto()  # a dot made a multiply+reduce
+  SPLIT_K = enum.auto()  # a Triton gemm's split-K
+  TRITON_SOFTMAX = enum.auto()  # a Triton block-level (softmax) fusion
+
+
+def levers(a: Invariance) -> frozenset[Lever]:
+  """The levers `a`'s boundaries name, read from their records: what
+  each boundary's cause names (report's words of it,
+  `report/invariance_causes.py`), field by field.
+
+  - YNN: a library named by an unexplained boundary, or an emitter that
+    changed (same fate), whose name holds "ynn".
+  - STRENGTH_REDUCTION: a site made a multiply+reduce, or by a pass of
+    dot strength reduction, where the cause names it (the config
+    explained; the one compared with where the fate changed); a fates'
+    kernel of a multiply+reduce; a kernel record whose arithmetic names
+    multiply+reduce (every field of a fates' kernel, the differing fields
+    of the kernels stage's differences).
+  - SPLIT_K: a site whose split-K is named (above 1, or changed); any
+    fates' reading of a Triton gemm kernel (its split-K is named).
+  - TRITON_SOFTMAX: a kernel named "triton_softmax..." or whose emitter
+    is named and is "Triton block-level".
+  """
+  out: set[Lever] = set()
+  for b in a.boundaries:
+    for c in b.sites.changes:
+      shown = [c.now]
+      if c.now.fate != c.was.fate:
+        shown.append(c.was)
+      else:
+        if c.now.split_k != c.was.split_k:
+          out.add(Lever.SPLIT_K)
+        if c.now.emitter != c.was.emitter and any(
+          "ynn" in (e or "") for e in (c.now.emitter, c.was.emitter)
+        ):
+          out.add(Lever.YNN)
+      for m in shown:
+        if m.split_k > 1:
+          out.add(Lever.SPLIT_K)
+        if m.fate == Fate.MULTIPLY_REDUCE or "strength-reduction" in (
+          m.pass_name or ""
+        ):
+          out.add(Lever.STRENGTH_REDUCTION)
+    for k in b.kernels:
+      out |= _kernel_levers(k)
+    for d in b.differences:
+      out |= _difference_levers(d)
+    if b.unexplained is not None and any(
+      "ynn" in lib for lib, _ in b.unexplained.libraries
+    ):
+      out.add(Lever.YNN)
+  return frozenset(out)
+
+
+def _kernel_levers(k: RowKernel) -> set[Lever]:
+  """The levers a fates' kernel of a boundary names (`levers`)."""
+  out = set()
+  if not k.sites and "triton_softmax" in k.name:
+    out.add(Lever.TRITON_SOFTMAX)
+  if k.fate is not None:
+    if k.fate.fate == Fate.TRITON_GEMM:
+      out.add(Lever.SPLIT_K)
+    if k.fate.fate == Fate.MULTIPLY_REDUCE:
+      out.add(Lever.STRENGTH_REDUCTION)
+  rec = k.record
+  if rec is not None:
+    if rec.emitter.startswith("Triton block-level"):
+      out.add(Lever.TRITON_SOFTMAX)
+    if any(
+      "multiply+reduce" in v
+      for f, v in rec.arithmetic
+      if f not in ("computation", "ptx")
+    ):
+      out.add(Lever.STRENGTH_REDUCTION)
+  return out
+
+
+def _difference_levers(d) -> set[Lever]:
+  """The levers a kernels-stage `KernelDifference` names: its kernels'
+  names, their emitters where they differ (or one is alone), its
+  differing fields (`levers`)."""
+  out = set()
+  kernels = [r for r in (d.a, d.b) if r is not None]
+  if any("triton_softmax" in r.name for r in kernels):
+    out.add(Lever.TRITON_SOFTMAX)
+  if len({r.emitter for r in kernels}) != 1 or len(kernels) == 1:
+    if any(r.emitter.startswith("Triton block-level") for r in kernels):
+      out.add(Lever.TRITON_SOFTMAX)
+  if any("multiply+reduce" in f"{x} {y}" for _, x, y in d.fields):
+    out.add(Lever.STRENGTH_REDUCTION)
+  return out

@@ -36,7 +36,9 @@ from hloprobe.invariance.kernel_identity import (
 )
 from hloprobe.invariance.model_bits import (
   GroupModel,
+  Inexact,
   ModelRowsRequest,
+  NotModelled,
   model_sites,
 )
 from hloprobe.invariance.rows import ConfigRows
@@ -180,7 +182,7 @@ def rows_and_kernels(
 ) -> tuple[
   dict[tuple, ConfigRows],
   dict[tuple, tuple[RowKernel, ...]],
-  dict[tuple, GroupModel | str],
+  dict[tuple, GroupModel | NotModelled],
 ]:
   """What `invariance_of` judges a sweep's configs by, read on the
   sweep's workers: the runnable configs' rows (`sweep_rows`, the anchor
@@ -217,7 +219,7 @@ def sweep_models(
   full_inputs: Callable[[int], tuple],
   results,
   kernels: dict[tuple, tuple[RowKernel, ...]],
-) -> dict[tuple, GroupModel | str]:
+) -> dict[tuple, GroupModel | NotModelled]:
   """Every compile-only group's row 0 by the kernel model, at each size
   whose every row-computing kernel the model is bit-exact for
   (`model_bits.model_sites`), computed in the worker of the group's
@@ -225,7 +227,8 @@ def sweep_models(
 
   Returns:
     `group_key` -> its `GroupModel` (the sizes computed, and why not the
-    others), or why none was computed (one line: what computing raised).
+    others), or why none was computed (a `NotModelled`: what computing
+    raised).
     Groups of one size, or with fewer than two kernels read, are left
     out.
   """
@@ -235,7 +238,7 @@ def sweep_models(
     if c.config.target.compile_only and len(plan.sizes_of(c.case)) >= 2:
       by_group.setdefault(group_key(c.config), []).append(c)
   done = {config_key(r.config): r for r in results}
-  out: dict[tuple, GroupModel | str] = {}
+  out: dict[tuple, GroupModel | NotModelled] = {}
   for key, planned in by_group.items():
     rs = [done[k] for c in planned if (k := config_key(c.config)) in done]
     rs = [r for r in rs if r.ok and config_key(r.config) in kernels]
@@ -266,7 +269,7 @@ def sweep_models(
       flags, lane = dealt[config_key(first.config)]
       out[key] = GroupModel(pool.call(request, flags, lane=lane), why)
     except Exception as e:  # kernel identity stands, saying why
-      out[key] = f"the kernel model's bits not computed: {first_line(e)}"
+      out[key] = NotModelled(Inexact.NOT_COMPUTED, error=first_line(e))
   return out
 
 

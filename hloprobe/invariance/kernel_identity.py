@@ -60,21 +60,31 @@ class RowKernel:
       the row count. Two configs whose kernels' signatures differ run
       other per-row arithmetic; equal complete signatures across batch
       sizes mean the same bits for a row.
-    words: the per-row arithmetic in words, e.g. "Triton gemm TF32_TF32_F32,
-      block_k 32, split-K 2".
     why_unknown: None when `signature` is complete; else why not (one
       line): equal signatures then prove nothing.
-    record: the `hloprobe.kernels.KernelRecord` it was made from, or None
-      (the fates' reading).
+    record: the `hloprobe.kernels.KernelRecord` it was made from (its
+      emitter and `arithmetic` are the per-row arithmetic), or None (the
+      fates' reading).
+    fate: the fates' reading: the site's `SiteFate` it was made from (its
+      fate, effective algorithm, split-K and the PTX's mma), or None (a
+      kernels-stage record, or the "other kernels" entry, whose
+      `why_unknown` says what is not read).
+    block_k: the fates' reading of a Triton gemm: its K tile from the
+      fusion's `triton_gemm_config`, or None where not read.
+
+  Report words the arithmetic (`report/invariance_causes.py`).
   """
 
   name: str
   kind: str
   sites: tuple[int, ...]
   signature: str
-  words: str
   why_unknown: str | None = None
   record: object = dataclasses.field(default=None, compare=False, repr=False)
+  fate: SiteFate | None = dataclasses.field(
+    default=None, compare=False, repr=False
+  )
+  block_k: int | None = None
 
   @property
   def complete(self) -> bool:
@@ -118,40 +128,26 @@ def _site_kernel(f: SiteFate) -> RowKernel:
   name = f.carriers[0] if f.carriers else f"site {i}"
   algorithm = f.effective_algorithm or "algorithm unknown"
   if f.fate in (Fate.CUBLAS, Fate.CUBLASLT):
-    return RowKernel(
-      name,
-      "cuBLAS",
-      (i,),
-      f"{f.fate.value} {algorithm}",
-      f"{f.fate.value}: {_CUBLAS}",
-      _CUBLAS,
-    )
+    sig = f"{f.fate.value} {algorithm}"
+    return RowKernel(name, "cuBLAS", (i,), sig, _CUBLAS, fate=f)
   if f.fate == Fate.TRITON_GEMM:
     block_k = _block_k(f.gemm_config)
     split = f.split_k or 1
     mma = _mma(f)
     sig = f"Triton gemm {algorithm} split_k={split} {mma} block_k={block_k}"
-    words = f"Triton gemm {algorithm}, {mma}, split-K {split}"
+    why = None
     if block_k is None:
-      return RowKernel(
-        name,
-        "gemm",
-        (i,),
-        sig,
-        words,
-        "the gemm's K tile (block_k) not read from its config",
-      )
-    return RowKernel(name, "gemm", (i,), sig, f"{words}, block_k {block_k}")
-  words = f"{f.fate.value} {algorithm}"
+      why = "the gemm's K tile (block_k) not read from its config"
+    return RowKernel(name, "gemm", (i,), sig, why, fate=f, block_k=block_k)
   if f.fate in (Fate.MULTIPLY, Fate.GONE):
-    return RowKernel(name, "elementwise", (i,), f.fate.value, words)
+    return RowKernel(name, "elementwise", (i,), f.fate.value, fate=f)
   return RowKernel(
     name,
     "reduction" if f.fate == Fate.MULTIPLY_REDUCE else f.fate.value,
     (i,),
     f"{f.fate.value} {algorithm}",
-    words,
     f"a {f.fate.value}'s order on the GPU not read: {_NO_REDUCTIONS}",
+    fate=f,
   )
 
 
@@ -182,7 +178,7 @@ def site_kernels(result: ConfigResult) -> tuple[RowKernel, ...]:
   if not ops:  # elementwise fusions: each element by the same code
     return found
   why = f"{', '.join(ops)} in the optimized HLO: {_NO_REDUCTIONS}"
-  other = RowKernel("other kernels", "reduction", (), "?", why, why)
+  other = RowKernel("other kernels", "reduction", (), "?", why)
   return found + (other,)
 
 
@@ -210,10 +206,6 @@ def _from_record(rec, fates) -> RowKernel:
       and f.site.op in rec.ops
       and f.site.location in rec.source
     )
-  shown = [
-    f"{k} {v}" for k, v in rec.arithmetic if k not in ("computation", "ptx")
-  ]
-  words = f"{rec.emitter}" + (f": {', '.join(shown)}" if shown else "")
   role = getattr(rec.role, "value", str(rec.role))
   count = getattr(rec.row_count, "name", str(rec.row_count))
   why = None
@@ -228,7 +220,7 @@ def _from_record(rec, fates) -> RowKernel:
     # XLA drops at n = 1, so it differs there for the same per-element
     # arithmetic: the kernel is identified by its emitter and ops instead.
     signature = f"elementwise {rec.emitter} ops={','.join(rec.ops)}"
-  return RowKernel(rec.name, role, sites, signature, words, why, rec)
+  return RowKernel(rec.name, role, sites, signature, why, rec)
 
 
 def _read_kernels():
@@ -290,11 +282,12 @@ def record_differences(
   mine: Sequence[RowKernel],
   base: Sequence[RowKernel],
   named: Sequence[int] = (),
-) -> tuple[str, ...] | None:
+) -> tuple | None:
   """The kernels stage's differences (`compare_kernels`, matched by what
-  each kernel computes) between two configs' kernels, in words, leaving
-  out those of the contraction sites `named` (their fates name them);
-  None where the kernels were not read by that stage."""
+  each kernel computes) between two configs' kernels: its
+  `KernelDifference` records, leaving out those of the contraction sites
+  `named` (their fates name them); None where the kernels were not read
+  by that stage."""
   if not mine or not base:
     return None
   if any(k.record is None for k in (*mine, *base)):
@@ -311,7 +304,7 @@ def record_differences(
     names = {r.name for r in (d.a, d.b) if r is not None}
     if names & sited or _signed_alike(d, mine, base):
       continue
-    out.append(d.words)
+    out.append(d)
   return tuple(out)
 
 

@@ -16,9 +16,11 @@ those steps, split-K's f32 partials added once). A config qualifies when:
     ops that are correctly rounded on XLA:CPU and on the GPU alike and
     that no compiler contracts (`_EXACT_OPS`: add, subtract, max, min,
     negate, select, converts and data movement; a multiply only where
-    the kernel adds nothing, since a multiply feeding an add may become
-    one fused multiply-add on the GPU: PTX `add.f32` without `.rn` lets
-    ptxas fuse it, LLVM's NVPTX backend, test/CodeGen/NVPTX/fma.ll).
+    its value reaches no add or subtract in the kernel's HLO
+    (`KernelRecord.contractible`, `kernels.fp_contract`), since a
+    multiply feeding an add or a subtract may become one fused
+    multiply-add on the GPU: PTX `add.f32` without `.rn` lets ptxas fuse
+    it, LLVM's NVPTX backend, test/CodeGen/NVPTX/fma.ll).
     XLA's loop emitter computes each output element by the same code
     whatever the shape (xla/backends/gpu/codegen/emitters/loop.cc,
     jaxlib 0.12.0.1 and 0.10.2), so such a kernel maps equal inputs to
@@ -45,6 +47,7 @@ Private in intent: use the package, `hloprobe.invariance`.
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -60,8 +63,10 @@ from hloprobe.sites import Fate
 __all__ = [
   "MODEL",
   "GroupModel",
+  "Inexact",
   "ModelRowsRequest",
   "ModelSites",
+  "NotModelled",
   "model_rows",
   "model_sites",
 ]
@@ -129,16 +134,14 @@ class ModelSites:
   Attributes:
     n: the batch size.
     sites: site index -> `numerics.site_model`'s bit-exact `KernelSite`
-      (the Triton gemms).
+      (the Triton gemms: its instruction and split-K).
     algorithms: one algorithm per site (the gemms' own; F32_F32_F32 for
       a lone multiply).
-    words: per gemm site, its instruction and split-K in words.
   """
 
   n: int
   sites: Mapping[int, object]
   algorithms: tuple[str, ...]
-  words: tuple[str, ...] = ()
 
   def key(self) -> tuple:
     """What decides the model's bits: each gemm's instruction, split-K
@@ -153,6 +156,69 @@ class ModelSites:
     )
 
 
+class Inexact(enum.Enum):
+  """Why the kernel model does not compute a config's row bit for bit
+  (`NotModelled.reason`)."""
+
+  # The config's own state.
+  NOT_COMPILED = enum.auto()  # the config did not compile
+  NOT_READ = enum.auto()  # its row kernels not read
+  NOT_COMPUTED = enum.auto()  # computing the bits raised (`error`)
+  # A contraction site: `numerics.site_model` calls it a band (`model`).
+  SITE = enum.auto()
+  # A row kernel (`kernel`).
+  NOT_A_GEMM = enum.auto()  # a contraction that is no bit-exact gemm
+  FUSES = enum.auto()  # a gemm fusing inexact ops (`ops`)
+  ORDER = enum.auto()  # a reduction or other kernel: order not modelled
+  OPS_NOT_READ = enum.auto()  # an elementwise kernel without a record
+  NO_OP_METADATA = enum.auto()  # its record names no ops
+  COMPUTES = enum.auto()  # an elementwise kernel of inexact ops (`ops`)
+  # A multiply feeding an add or subtract (`pairs`): maybe one FMA, or
+  # one in its PTX (`fused`).
+  CONTRACTS = enum.auto()
+  # A multiply and an add among its ops; whether one feeds the other not
+  # read.
+  MULTIPLY_ADD = enum.auto()
+
+
+@dataclasses.dataclass(frozen=True)
+class NotModelled:
+  """Why the kernel model's bits do not class a config (report words it,
+  `report/invariance_causes.py`).
+
+  Attributes:
+    reason: what is not modelled (`Inexact`).
+    n: the batch size it is about, where the answer names one (the
+      group's first size not classed by the model's bits); else None.
+    kernel: the row kernel (`RowKernel`) it names, or None.
+    ops: the ops the model does not compute bit for bit (FUSES,
+      COMPUTES), sorted.
+    site: the contraction site (SITE), or None.
+    model: SITE: `numerics.site_model`'s `KernelSite`, whose `band` says
+      why it is no bit-exact model.
+    error: NOT_COMPUTED: the first line of what computing raised, or
+      None where the bits were not asked for.
+    pairs: CONTRACTS: the HLO's multiply -> add/subtract pairs in the
+      kernel (`KernelRecord.contractible`), as read.
+    fused: CONTRACTS: the PTX's instructions that fuse or leave the pair
+      for ptxas to fuse (`KernelRecord.ptx_fusable`); () where none or
+      not read.
+    ptx_read: CONTRACTS: False where the kernel's PTX should settle it
+      and was not read.
+  """
+
+  reason: Inexact
+  n: int | None = None
+  kernel: RowKernel | None = None
+  ops: tuple[str, ...] = ()
+  site: int | None = None
+  model: object = None
+  error: str | None = None
+  pairs: tuple[str, ...] = ()
+  fused: tuple[str, ...] = ()
+  ptx_read: bool = True
+
+
 @dataclasses.dataclass(frozen=True)
 class GroupModel:
   """A compile-only group's row 0 by the kernel model, per batch size.
@@ -160,52 +226,74 @@ class GroupModel:
   Attributes:
     rows: n -> row 0 by the kernel model (`model_rows`), for each size
       whose every row kernel the model is bit-exact for.
-    why: n -> why not (one line), for the other sizes.
+    why: n -> why not (`NotModelled`), for the other sizes.
   """
 
   rows: Mapping[int, ConfigRows]
-  why: Mapping[int, str] = dataclasses.field(default_factory=dict)
+  why: Mapping[int, NotModelled] = dataclasses.field(default_factory=dict)
 
 
-def _kernel_why(k: RowKernel, gemms: frozenset[str]) -> str | None:
+def _kernel_why(k: RowKernel, gemms: frozenset[str]) -> NotModelled | None:
   """Why row kernel `k` is not one the kernel model is bit-exact for, or
   None where it is (a bit-exact gemm, by name in `gemms`, or an
   elementwise kernel of `_EXACT_OPS`)."""
-  who = k.name + (f" (sites {', '.join(map(str, k.sites))})" if k.sites else "")
   ops = tuple(getattr(k.record, "ops", ()) or ())
+  inexact = tuple(sorted(set(ops) - _EXACT_OPS))
   if k.kind == "contraction":
     if k.name not in gemms:
-      return f"{who}: not a Triton gemm the kernel model is bit-exact for"
-    inexact = sorted(set(ops) - _EXACT_OPS)
+      return NotModelled(Inexact.NOT_A_GEMM, kernel=k)
     if inexact:  # a fused prologue or epilogue
-      return (
-        f"{who}: fuses {', '.join(inexact)} (the GPU's implementation, "
-        "not modelled bit for bit)"
-      )
-    return None
+      return NotModelled(Inexact.FUSES, kernel=k, ops=inexact)
+    # A fused epilogue's multiply feeding an add: Triton's LLVM may
+    # contract it as XLA's emitters may (kernels.fp_contract).
+    return _contraction_why(k, ())
   if k.kind != "elementwise":
-    return f"{who}: a {k.kind} ({k.words}): its order is not modelled"
+    return NotModelled(Inexact.ORDER, kernel=k)
   if k.record is None:
-    return f"{who}: its ops not read"
+    return NotModelled(Inexact.OPS_NOT_READ, kernel=k)
   if not ops:
-    return f"{who}: its ops not read (no op metadata)"
-  inexact = sorted(set(ops) - _EXACT_OPS)
+    return NotModelled(Inexact.NO_OP_METADATA, kernel=k)
   if inexact:
-    return (
-      f"{who}: computes {', '.join(inexact)} (the GPU's implementation, "
-      "not modelled bit for bit)"
+    return NotModelled(Inexact.COMPUTES, kernel=k, ops=inexact)
+  return _contraction_why(k, ops, ptx=True)
+
+
+def _contraction_why(
+  k: RowKernel, ops: Sequence[str], ptx: bool = False
+) -> NotModelled | None:
+  """Why kernel `k` may not compute what XLA:CPU does: a multiply of its
+  HLO whose value reaches an add or a subtract (`KernelRecord
+  .contractible`), which the GPU may fuse into one fma (one rounding, not
+  two); None where none does. With `ptx` (an elementwise kernel: every
+  float fma in its PTX would be a contraction), the PTX settles it
+  (`KernelRecord.ptx_fusable`): no fma and every add, subtract and
+  multiply rounded on its own (`.rn`) is None. Where the HLO's pairs were
+  not read, a multiply and an add among its ops make it unknown
+  (MULTIPLY_ADD)."""
+  pairs = getattr(k.record, "contractible", None)
+  if pairs:
+    fused = getattr(k.record, "ptx_fusable", None) if ptx else None
+    if ptx and fused == ():
+      return None  # each rounds on its own in the PTX: not contracted
+    return NotModelled(
+      Inexact.CONTRACTS,
+      kernel=k,
+      pairs=tuple(pairs),
+      fused=tuple(fused or ()),
+      ptx_read=not ptx or fused is not None,
     )
-  if set(ops) & _MULTIPLIES - {"dot_general"} and set(ops) & _ADDS:
-    return (
-      f"{who}: a multiply and an add in one kernel, which the GPU may "
-      "fuse into one multiply-add"
-    )
+  if (
+    pairs is None
+    and set(ops) & _MULTIPLIES - {"dot_general"}
+    and (set(ops) & _ADDS)
+  ):
+    return NotModelled(Inexact.MULTIPLY_ADD, kernel=k)
   return None
 
 
 def model_sites(
   result: ConfigResult, kernels: Sequence[RowKernel]
-) -> tuple[ModelSites | None, str | None]:
+) -> tuple[ModelSites | None, NotModelled | None]:
   """Whether the kernel model computes config `result`'s rows bit for bit.
 
   Args:
@@ -217,16 +305,16 @@ def model_sites(
     (`ModelSites`, None) where every contraction site is a Triton gemm
     `numerics.site_model` calls a bit-exact model (or a lone multiply)
     and every other row kernel is elementwise of exact ops (module
-    docstring); else (None, why: one line naming the first kernel or
-    site that is not).
+    docstring); else (None, why: a `NotModelled` naming the first kernel
+    or site that is not).
   """
   c = result.compilation
   if not result.ok or c is None:
-    return None, "the config did not compile"
+    return None, NotModelled(Inexact.NOT_COMPILED)
   if not kernels:
-    return None, "its kernels not read"
+    return None, NotModelled(Inexact.NOT_READ)
   cc = result.config.target.compute_capability
-  sites, algorithms, words, gemms = {}, [], [], set()
+  sites, algorithms, gemms = {}, [], set()
   for f in c.fates:
     i = f.site.index
     if f.fate == Fate.MULTIPLY:
@@ -241,18 +329,15 @@ def model_sites(
       f.ptx_tf32_rounding,
     )
     if m.ins is None:
-      return None, f"site {i}: {m.why}"
+      return None, NotModelled(Inexact.SITE, site=i, model=m)
     sites[i] = m
     algorithms.append(f.effective_algorithm or "")
-    words.append(f"site {i} {m.why}")
     gemms.update(f.carriers or ())
   for k in kernels:
     why = _kernel_why(k, frozenset(gemms))
     if why is not None:
       return None, why
-  return ModelSites(
-    result.config.n, sites, tuple(algorithms), tuple(words)
-  ), None
+  return ModelSites(result.config.n, sites, tuple(algorithms)), None
 
 
 def model_rows(

@@ -51,8 +51,12 @@ from hloprobe.errors import first_line
 from hloprobe.invariance.answer import (
   Boundary,
   Invariance,
+  Lever,
+  SiteChanges,
+  Unexplained,
   group_key,
-  site_causes,
+  levers,
+  site_changes,
 )
 from hloprobe.invariance.in_workers import case_inputs, invariance_of_sweep
 from hloprobe.invariance.kernel_identity import KernelReader
@@ -159,8 +163,8 @@ class Pin:
     outcome: what became of it (`PinOutcome`; in words: report's
       `pin_reason`).
     changed: the contraction sites whose fate it changed against the
-      baseline: (`answer.site_causes`' phrase, the batch sizes), in the
-      order first met; () where none did or it was not swept.
+      baseline: per batch size swept, `answer.site_changes` (pinned
+      against baseline); () where it was not swept.
     row0_abs: (before, after): the largest row-0 |err| against float64
       over the group's sizes, in the output's units, without and with
       it (`_row0_error`), or None where either is unknown.
@@ -173,6 +177,10 @@ class Pin:
       command FAILs with them; () where it keeps every swept size.
     sizes: the batch sizes `command` checks.
     why: why it was not made or not swept (one line), else None.
+    search: where only listed (`not_tried`), the one `hloprobe explain
+      ... --only=invariance --invariance=pin` command that tries every
+      candidate of the group's case and target and verifies each
+      (`search_command`); "" where tried.
   """
 
   case: str
@@ -183,12 +191,13 @@ class Pin:
   passed: bool | None
   outcome: PinOutcome
   command: str
-  changed: tuple[tuple[str, tuple[int, ...]], ...] = ()
+  changed: tuple[SiteChanges, ...] = ()
   row0_abs: tuple[float, float] | None = None
   after: Invariance | None = None
   left_out: tuple[Boundary, ...] = ()
   sizes: tuple[int, ...] = ()
   why: str | None = None
+  search: str = ""
 
   # The outcomes, where only a `Pin` is at hand (report reads it so).
   Outcome: ClassVar[type[PinOutcome]] = PinOutcome
@@ -228,12 +237,6 @@ NO_TRITON_SOFTMAX = PinCandidate(
 )
 
 
-def _causes(a: Invariance) -> str:
-  words = [c for b in a.boundaries for c in b.causes]
-  words += [b.unexplained or "" for b in a.boundaries]
-  return " ".join(words)
-
-
 def candidates_for(
   a: Invariance, pin_file: str | None = None
 ) -> tuple[PinCandidate, ...]:
@@ -245,12 +248,12 @@ def candidates_for(
     pin_file: the kernels stage's autotune-results file for this group's
       target, or None where none was written.
   """
-  causes = _causes(a)
+  named = levers(a)
   out: list[PinCandidate] = []
-  if a.target == "cpu" or "ynn" in causes:
-    if "ynn" in causes or not causes:
+  if a.target == "cpu" or Lever.YNN in named:
+    if Lever.YNN in named or not a.boundaries:
       out.append(NO_YNN)
-    if "strength reduction" in causes or "multiply+reduce" in causes:
+    if Lever.STRENGTH_REDUCTION in named:
       out.append(NO_ALGSIMP)
   else:
     if a.precision not in ("float32", "highest", "F32_F32_F32"):
@@ -261,11 +264,11 @@ def candidates_for(
           jax_change="jax.default_matmul_precision('float32')",
         )
       )
-    if "strength reduction" in causes or "multiply+reduce" in causes:
+    if Lever.STRENGTH_REDUCTION in named:
       out.append(NO_DSR)
-    if "split-K" in causes:
+    if Lever.SPLIT_K in named:
       out.append(NO_SPLIT_K)
-    if "Triton block-level" in causes or "triton_softmax" in causes:
+    if Lever.TRITON_SOFTMAX in named:
       out.append(NO_TRITON_SOFTMAX)
   flags = [c for c in out if c.precision is None]
   if len(flags) > 1:
@@ -295,19 +298,18 @@ def candidates_for(
 
 def _cost(
   fixed: Sequence[ConfigResult], base: Sequence[ConfigResult]
-) -> tuple[tuple[tuple[str, tuple[int, ...]], ...], tuple[float, float] | None]:
+) -> tuple[tuple[SiteChanges, ...], tuple[float, float] | None]:
   """(`Pin.changed`, `Pin.row0_abs`): the contraction sites whose fate
   the pin changed, per n, and row 0's largest |err| without and with it."""
   by_n = {r.config.n: r for r in base if r.ok}
-  changed: dict[str, list[int]] = {}
-  for r in fixed:
-    b = by_n.get(r.config.n)
-    if r.ok and b is not None:
-      for cause in site_causes(r, b):
-        changed.setdefault(cause, []).append(r.config.n)
+  changed = tuple(
+    site_changes(r, by_n[r.config.n])
+    for r in fixed
+    if r.ok and r.config.n in by_n
+  )
   before, after = _row0_error(base), _row0_error(fixed)
   row0 = None if before is None or after is None else (before, after)
-  return tuple((w, tuple(ns)) for w, ns in changed.items()), row0
+  return changed, row0
 
 
 def _row0_error(results: Sequence[ConfigResult]) -> float | None:
@@ -363,6 +365,32 @@ def verify_command(
     "--require=invariant",
   ]
   return " ".join(words)
+
+
+def search_command(
+  plan: SweepPlan, a: Invariance, precisions: Sequence[str], sizes
+) -> str:
+  """`hloprobe explain --case=... --targets=... --batch_sizes=...
+  --precisions=... --only=invariance --invariance=pin`: the one command
+  that tries the candidates of group `a`'s case and target (under
+  `precisions`, at `sizes`) and verifies each, with the bits alone (no
+  accuracy numerics: the cheapest sweep that answers)."""
+  source = next((s.source for s in plan.cases if s.case.name == a.case), a.case)
+  names = dict(zip((t.name for t in plan.targets), plan.target_names))
+  target = names.get(a.target, a.target)
+  where = "--target_config" if is_config_path(target) else "--targets"
+  return " ".join(
+    [
+      "hloprobe",
+      "explain",
+      _quoted(f"--case={source}"),
+      _quoted(f"{where}={target}"),
+      f"--batch_sizes={','.join(map(str, sizes))}",
+      f"--precisions={','.join(precisions)}",
+      "--only=invariance",
+      "--invariance=pin",
+    ]
+  )
 
 
 def _quoted(word: str) -> str:
@@ -467,8 +495,12 @@ def _boundary_at(n: int, after: Invariance, base: Invariance) -> Boundary:
     if found is not None:
       return found
   others = [m for m in after.sizes if m != n]
+  against = min(others, default=n)
   return Boundary(
-    n, min(others, default=n), (), "no boundary read at this batch size"
+    n,
+    against,
+    SiteChanges(n, against),
+    unexplained=Unexplained(no_boundary=True),
   )
 
 
@@ -478,8 +510,21 @@ def untried_pins(
   pin_files: Callable[[Invariance], str | None] | None = None,
 ) -> tuple[Pin, ...]:
   """The candidates of every group that is not invariant, not swept: each
-  a `Pin` with `passed` None, `outcome` NOT_TRIED and its `verify`
-  command."""
+  a `Pin` with `passed` None, `outcome` NOT_TRIED, its `verify` command
+  and the `search_command` that tries them all (one per case and target:
+  every such group's precision, their sizes)."""
+  apart = [
+    a for a in answers if a.invariant is False and a.experiment == "baseline"
+  ]
+  searches = {}
+  for a in apart:
+    same = [b for b in apart if (b.case, b.target) == (a.case, a.target)]
+    searches[_key(a)] = search_command(
+      plan,
+      a,
+      list(dict.fromkeys(b.precision for b in same)),
+      sorted({n for b in same for n in b.sizes}),
+    )
   return tuple(
     Pin(
       *_key(a),
@@ -488,9 +533,9 @@ def untried_pins(
       PinOutcome.NOT_TRIED,
       verify_command(plan, a, c),
       sizes=a.sizes,
+      search=searches[_key(a)],
     )
-    for a in answers
-    if a.invariant is False and a.experiment == "baseline"
+    for a in apart
     for c in candidates_for(a, pin_files(a) if pin_files else None)
   )
 

@@ -17,9 +17,17 @@ import os
 from collections.abc import Sequence
 
 from hloprobe.invariance import Invariance
+from hloprobe.report.invariance_causes import (
+  boundary_causes,
+  changed_phrases,
+  kernel_words,
+  model_why_words,
+  unexplained_words,
+)
 
 __all__ = [
   "answer_lines",
+  "apart_words",
   "candidate_words",
   "first_lines",
   "invariance_json",
@@ -66,7 +74,8 @@ def _class_words(a: Invariance, c) -> list[str]:
     text += _ulp(u) if _by_bits(a, cls) else ""
     b = causes.get(cls[0])
     if b is not None:
-      text += f" ({'; '.join(b.causes) or b.unexplained})"
+      said, _ = boundary_causes(b)
+      text += f" ({'; '.join(said) or unexplained_words(b.unexplained)})"
     parts.append(text)
   return parts
 
@@ -144,11 +153,13 @@ def _model_notes(a: Invariance, many: bool) -> list[str]:
   if a.model_sizes and a.basis != Invariance.MODEL:
     out.append(
       f"  (n = {_ranges(a, a.model_sizes)} {where} by the kernel "
-      f"model's bits, the others by kernel identity; {a.model_why})"
+      f"model's bits, the others by kernel identity; "
+      f"{model_why_words(a.model_why)})"
     )
   elif a.model_why:
     out.append(
-      f"  (not backed by the kernel model's bits {where}: {a.model_why})"
+      f"  (not backed by the kernel model's bits {where}: "
+      f"{model_why_words(a.model_why)})"
     )
   if a.identity:
     split = "; ".join(_ranges(a, c) for c in a.identity)
@@ -183,7 +194,8 @@ def kernel_lines(answers: Sequence[Invariance]) -> list[str]:
       out.append(
         f"  {a.case} on {a.target} under {a.precision}, {kind}{where}: "
         + "; ".join(
-          f"n = {n}: " + " + ".join(f"{k.name}: {k.words}" for k in per_n[n])
+          f"n = {n}: "
+          + " + ".join(f"{k.name}: {kernel_words(k)}" for k in per_n[n])
           for n in sorted(per_n)
         )
       )
@@ -360,7 +372,9 @@ def pin_cost(p) -> str:
     return "not known untried"
   if not p.outcome.swept:
     return ""
-  words = "; ".join(f"{w} (n = {_sizes(ns)})" for w, ns in p.changed)
+  words = "; ".join(
+    f"{w} (n = {_sizes(ns)})" for w, ns in changed_phrases(p.changed)
+  )
   words = words or "no contraction site changed fate"
   if p.row0_abs is not None:
     before, after = p.row0_abs
@@ -379,15 +393,19 @@ def _kept_apart_words(p, every_cause: bool = True) -> str:
     return ""
   ns = ", ".join(str(b.n) for b in p.left_out)
   why = "; ".join(
-    f"at n = {b.n}: {'; '.join(b.causes) or b.unexplained or 'unread'}"
-    if every_cause
-    else _boundary_words(b)
+    f"at n = {b.n}: {_every_cause(b)}" if every_cause else _boundary_words(b)
     for b in p.left_out
   )
   return (
     f"the command leaves out n = {ns}, which stays apart under this pin "
     f"({why}); with n = {ns} it FAILs"
   )
+
+
+def _every_cause(b) -> str:
+  """A boundary's every cause, or what was read where none is named."""
+  said, _ = boundary_causes(b)
+  return "; ".join(said) or unexplained_words(b.unexplained) or "unread"
 
 
 def _pin_file_lines(ps: Sequence) -> list[str]:
@@ -400,13 +418,23 @@ def _pin_file_lines(ps: Sequence) -> list[str]:
   ]
 
 
+# Where the pins were only listed (plain explain, `pin.untried_pins`):
+# none was swept, so none is a fix; `Pin.search` tries and verifies them.
+_NOT_SEARCHED = (
+  "not searched (no setting was tried, so none is known to pin it); "
+  "to try each candidate and verify it"
+)
+
+
 def pin_lines(pins: Sequence) -> list[str]:
   """The bitwise question's "Do:": per group searched, the first pin that
   passed (its flags, JAX change, cost and `verify` command; the swept
   sizes its command leaves out, and why), else that none did, then each
   candidate tried in one line, and where the pinned-gemm autotune file
-  was written."""
-  out = []
+  was written. A group whose pins were only listed (not tried) gets no
+  "Do:" and no candidate: one line saying so, with the command that tries
+  and verifies them (`Pin.search`, given once per case and target)."""
+  out, searched = [], set()
   groups: dict[tuple, list] = {}
   for p in pins:
     groups.setdefault((p.case, p.target, p.precision), []).append(p)
@@ -429,10 +457,13 @@ def pin_lines(pins: Sequence) -> list[str]:
       if p.left_out:
         out.append(f"  ({_kept_apart_words(p)})")
     elif all(p.not_tried for p in ps):
-      out.append(
-        f"Do: to pin {where}, try (explain --invariance=pin tries them):"
-      )
-      out += [f"  {p.candidate.name}: {p.command}" for p in ps]
+      # Listed, not tried (plain explain): no candidate is advice until
+      # verified, so the one command that tries and verifies them.
+      search = ps[0].search
+      if search in searched:
+        search = "the command above"
+      searched.add(ps[0].search)
+      out.append(f"Pin for {where}: {_NOT_SEARCHED}: {search}")
       continue
     else:
       out.append(f"Do: no setting tried pins {where} ({len(ps)} tried, below)")
@@ -472,13 +503,15 @@ def _rows_words(a: Invariance) -> list[str]:
 def _boundary_words(b) -> str:
   """One class boundary's cause: the sites whose fate differs, then how
   many other kernels differ (their arithmetic: --verbose)."""
-  named = len(b.causes) if b.named is None else b.named
-  words = list(b.causes[:named])
-  others = len(b.causes) - named
+  causes, named = boundary_causes(b)
+  words = causes[:named]
+  others = len(causes) - named
   if others:
     kernels = "kernel differs" if others == 1 else "kernels differ"
     words.append(f"{others} other {kernels} (--verbose)")
-  return f"at n = {b.n}: " + ("; ".join(words) or b.unexplained or "unread")
+  return f"at n = {b.n}: " + (
+    "; ".join(words) or unexplained_words(b.unexplained) or "unread"
+  )
 
 
 def _group_words(a: Invariance) -> tuple[str, str]:
@@ -529,18 +562,39 @@ def _pin_words(groups: Sequence[Invariance], pins: Sequence) -> str:
       f"pinned by {how} ({apart}{pin_cost(passed[0])}; its `verify`: --verbose)"
     )
   if all(p.not_tried for p in mine):
-    under: dict[str, list[str]] = {}
-    for p in mine:
-      under.setdefault(p.candidate.name, []).append(p.precision)
-    names = []
-    for name, ps in under.items():
-      only = "" if len(ps) == len(groups) else f" (under {_and(ps)})"
-      names.append(f"{name}{only}")
-    return (
-      f"to pin, try {_and(names, 'or')} (explain --invariance=pin tries "
-      "them; each one's `verify --require=invariant`: --verbose)"
-    )
+    searches = list(dict.fromkeys(p.search for p in mine))
+    return f"pin {_NOT_SEARCHED}: {'; '.join(searches)}"
   return f"no setting tried pins it ({len(mine)} tried: --verbose)"
+
+
+def apart_words(answers: Sequence[Invariance]) -> str:
+  """Where the rows' bits were found to depend on the batch size, in a
+  clause for explain's last answer line, e.g. "not batch-invariant on
+  cpu and a100 under float32" (per target where the precisions differ:
+  "on cpu under float32; on a100 under bfloat16 and float32"); "" where
+  no group is (`Invariance.invariant` False)."""
+  many = len({a.case for a in answers}) > 1
+  per: dict[str, list[str]] = {}
+  for a in answers:
+    if a.invariant is not False:
+      continue
+    where = f"{a.case} on {a.target}" if many else a.target
+    if a.experiment != "baseline":
+      where += f" ({a.experiment})"
+    per.setdefault(where, [])
+    if a.precision not in per[where]:
+      per[where].append(a.precision)
+  if not per:
+    return ""
+  precisions = {tuple(ps) for ps in per.values()}
+  if len(precisions) == 1:
+    return (
+      f"not batch-invariant on {_and(list(per))} under "
+      f"{_and(list(precisions.pop()))}"
+    )
+  return "not batch-invariant " + "; ".join(
+    f"on {where} under {_and(ps)}" for where, ps in per.items()
+  )
 
 
 def _and(words: Sequence[str], last: str = "and") -> str:
@@ -633,7 +687,7 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
         "invariant": a.invariant,
         "why": a.why,
         "sizes": list(a.sizes),
-        "model_why": a.model_why,
+        "model_why": model_why_words(a.model_why),
         "model_sizes": list(a.model_sizes),
         "identity": [list(x) for x in a.identity],
         "rows": [
@@ -649,8 +703,8 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
           {
             "n": b.n,
             "against": b.against,
-            "causes": list(b.causes),
-            "unexplained": b.unexplained,
+            "causes": boundary_causes(b)[0],
+            "unexplained": unexplained_words(b.unexplained),
           }
           for b in a.boundaries
         ],
@@ -661,7 +715,7 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
               "kind": k.kind,
               "sites": list(k.sites),
               "signature": k.signature,
-              "words": k.words,
+              "words": kernel_words(k),
               "why_unknown": k.why_unknown,
             }
             for k in ks
@@ -689,8 +743,8 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
           {
             "n": b.n,
             "against": b.against,
-            "causes": list(b.causes),
-            "unexplained": b.unexplained,
+            "causes": boundary_causes(b)[0],
+            "unexplained": unexplained_words(b.unexplained),
           }
           for b in p.left_out
         ],

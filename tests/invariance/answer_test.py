@@ -16,6 +16,7 @@ Expected values, none from hloprobe's output:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -123,9 +124,21 @@ class IssueModelTest(absltest.TestCase):
     # sizes from 2 up are listed kernel by kernel.
     for n in _SIZES[1:]:
       self.assertIn(f"n = {n}: ", "\n".join(kernels))
-    self.assertLess(
-      lines.index(kernels[0]),
-      next(i for i, l in enumerate(lines) if l.startswith("Do: ")),
+    # Then the pins, listed untried: none printed as a fix (issue 38: the
+    # four candidates fail here when tried), one command that tries them.
+    pin = next(i for i, l in enumerate(lines) if l.startswith("Pin for "))
+    self.assertLess(lines.index(kernels[0]), pin)
+    self.assertEqual([l for l in lines if l.startswith("Do:")], [])
+    self.assertNotIn("--fix=", proc.stdout)
+    self.assertIn(
+      "Pin for dense_ln_softmax on a100 under float32: not searched",
+      proc.stdout,
+    )
+    self.assertIn(
+      "hloprobe explain --case=dense_ln_softmax --targets=a100 "
+      "--batch_sizes=1,2,8,64 --precisions=float32 --only=invariance "
+      "--invariance=pin",
+      proc.stdout,
     )
     # results.json carries it, and validates.
     with open(os.path.join(out, "results.json")) as f:
@@ -170,6 +183,77 @@ class ControlTest(absltest.TestCase):
       (bad, *_) = req.evidence
       self.assertEqual(sorted(map(list, bad.rows[0].classes)), sorted(want))
       self.assertTrue(bad.boundaries)
+
+
+class LeversTest(absltest.TestCase):
+  """What the boundaries name, from hand-built records (no compile): the
+  fields each lever reads, and the pin's candidates they give."""
+
+  def _group(self, target, *boundaries):
+    from hloprobe.invariance import Invariance
+
+    return Invariance(
+      "m", target, "float32", "baseline", "run", (), boundaries, sizes=(1, 2)
+    )
+
+  def test_each_lever_from_its_fields(self):
+    from hloprobe.invariance.answer import (
+      Boundary,
+      Lever,
+      SiteChange,
+      SiteChanges,
+      SiteMade,
+      Unexplained,
+      levers,
+    )
+    from hloprobe.invariance.kernel_identity import RowKernel
+    from hloprobe.invariance.pin import candidates_for
+    from hloprobe.kernels.records import KernelDifference
+    from hloprobe.sites import Fate
+
+    gemm = SiteMade(Fate.TRITON_GEMM, algorithm="TF32_TF32_F32")
+    ynn = Boundary(
+      64,
+      8,
+      SiteChanges(64, 8),
+      unexplained=Unexplained((("__ynn_fusion", (0,)),)),
+    )
+    cpu = self._group("cpu", ynn)
+    self.assertEqual(levers(cpu), {Lever.YNN})
+    self.assertEqual([c.name for c in candidates_for(cpu)], ["no_ynn_fusion"])
+    dsr = SiteMade(Fate.MULTIPLY_REDUCE, pass_name="dot-strength-reduction")
+    split = dataclasses.replace(gemm, split_k=2)
+    sites = SiteChanges(
+      1, 2, (SiteChange(0, dsr, gemm), SiteChange(1, split, gemm))
+    )
+    a100 = self._group("a100", Boundary(1, 2, sites))
+    self.assertEqual(levers(a100), {Lever.STRENGTH_REDUCTION, Lever.SPLIT_K})
+    # The multiply+reduce named as what the compared config made.
+    back = SiteChanges(
+      2, 1, (SiteChange(0, gemm, SiteMade(Fate.MULTIPLY_REDUCE)),)
+    )
+    self.assertEqual(
+      levers(self._group("a100", Boundary(2, 1, back))),
+      {Lever.STRENGTH_REDUCTION},
+    )
+    # An algorithm alone: nothing to turn off.
+    bf16 = dataclasses.replace(gemm, algorithm="BF16_BF16_F32")
+    alone = SiteChanges(2, 1, (SiteChange(0, bf16, gemm),))
+    self.assertEqual(levers(self._group("a100", Boundary(2, 1, alone))), set())
+    softmax = RowKernel("triton_softmax.4", "reduction", (), "s")
+    by_kernel = Boundary(8, 2, SiteChanges(8, 2), (softmax,))
+    self.assertEqual(
+      levers(self._group("a100", by_kernel)), {Lever.TRITON_SOFTMAX}
+    )
+    d = KernelDifference("reduction", None, None, (), "w")
+    self.assertEqual(
+      levers(self._group("a100", Boundary(8, 2, SiteChanges(8, 2), (), (d,)))),
+      set(),
+    )
+    self.assertEqual(
+      [c.name for c in candidates_for(a100)],
+      ["no_dot_strength_reduction", "no_split_k", "pin_all"],
+    )
 
 
 if __name__ == "__main__":

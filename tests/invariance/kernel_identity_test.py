@@ -27,6 +27,7 @@ from hloprobe.invariance.kernel_identity import (
 )
 from hloprobe.ir import as_precision
 from hloprobe.records import Compilation, Config, ConfigResult
+from hloprobe.report.invariance_causes import boundary_causes
 from hloprobe.report.invariance_words import answer_lines, kernel_lines
 from hloprobe.sites import Fate
 
@@ -44,8 +45,8 @@ def _reader(signatures, why=None):
   def read(r):
     n = r.config.n
     return (
-      RowKernel("ln", "reduction", (), signatures[n], f"tile {signatures[n]}"),
-      RowKernel("ew", "elementwise", (), "same", "loop", why),
+      RowKernel("ln", "reduction", (), signatures[n]),
+      RowKernel("ew", "elementwise", (), "same", why),
     )
 
   return read
@@ -65,7 +66,10 @@ class KernelIdentityTest(absltest.TestCase):
     self.assertEqual(a.rows[0].classes, ((1, 2, 8), (64,)))
     (b,) = a.boundaries
     self.assertEqual((b.n, b.against), (64, 8))  # the nearest member
-    self.assertEqual(b.causes, ("ln tile u",))
+    # The kernel of n = 64 whose signature differs; no site's fate.
+    self.assertEqual([(k.name, k.signature) for k in b.kernels], [("ln", "u")])
+    self.assertFalse(b.sites)
+    self.assertIsNone(b.unexplained)
 
   def test_incomplete_signatures_prove_nothing(self):
     reader = _reader(dict.fromkeys(_SIZES, "t"), why="PTX not read")
@@ -133,7 +137,7 @@ class BatchReductionTest(parameterized.TestCase):
     self.assertEqual(a.rows[0].classes, ((2, 8), (1,)))
     (b,) = a.boundaries
     self.assertEqual(b.n, 1)
-    words = " ".join(b.causes)
+    words = " ".join(boundary_causes(b)[0])
     # The real per-row difference is named: the column reduction of the
     # strength-reduced dot.
     self.assertIn("input_reduce_fusion.1", words)
@@ -158,7 +162,8 @@ class BatchReductionTest(parameterized.TestCase):
     (a,) = invariance_of(results, reader=read)
     self.assertEqual(a.left_out, {})
     self.assertEqual(a.rows[0].classes, ((8,), (64,)))
-    self.assertIn("split_k 1 -> 2", " ".join(a.boundaries[0].causes))
+    said, _ = boundary_causes(a.boundaries[0])
+    self.assertIn("split_k 1 -> 2", " ".join(said))
 
   @parameterized.parameters(*_RELEASES)
   def test_strength_reduced_reduce_is_the_sites(self, release):

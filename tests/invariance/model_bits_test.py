@@ -35,6 +35,8 @@ from hloprobe.invariance.answer import config_key
 from hloprobe.invariance.kernel_identity import RowKernel, records_as_kernels
 from hloprobe.invariance.model_bits import (
   GroupModel,
+  Inexact,
+  NotModelled,
   _kernel_why,
   model_rows,
   model_sites,
@@ -45,11 +47,17 @@ from hloprobe.ir import (
   parse_ptx,
   parse_stablehlo_dots,
 )
+from hloprobe.numerics import site_model
 from hloprobe.records import Compilation, Config, ConfigResult
+from hloprobe.report.invariance_causes import model_why_words
 from hloprobe.report.invariance_words import answer_lines, invariance_json
 from hloprobe.sites import map_dot_sites, resolve
 
 _DATA = os.path.join(os.path.dirname(__file__), "..", "testdata", "kernels")
+# n = 1's site 0 made a multiply+reduce: not modelled.
+_MR = NotModelled(
+  Inexact.SITE, site=0, model=site_model("multiply+reduce", (), "8.0")
+)
 sys.path.insert(0, _DATA)
 import record_model_bits as recorded  # noqa: E402
 
@@ -157,8 +165,8 @@ class ModelSitesTest(absltest.TestCase):
       spec, why = model_sites(r, self.kernels[r.config.n])
       if r.config.n == 1:
         self.assertIsNone(spec)
-        self.assertIn("site 0", why)
-        self.assertIn("multiply+reduce", why)
+        self.assertEqual((why.reason, why.site), (Inexact.SITE, 0))
+        self.assertIn("multiply+reduce", model_why_words(why))
         continue
       self.assertIsNone(why, r.config.n)
       self.assertEqual(sorted(spec.sites), [0, 1])
@@ -200,7 +208,7 @@ class ModelSitesTest(absltest.TestCase):
     known = {
       config_key(r.config): self.kernels[r.config.n] for r in self.results
     }
-    model = {_KEY: GroupModel(rows, {1: "site 0: multiply+reduce"})}
+    model = {_KEY: GroupModel(rows, {1: _MR})}
     (a,) = invariance_of(self.results, kernels=known, model=model)
     self.assertEqual(a.basis, "kernel identity")
     self.assertEqual(a.rows[0].classes, ((8, 64), (1,), (32,)))
@@ -246,7 +254,7 @@ class ModelRowsTest(absltest.TestCase):
     self.assertEqual(a.rows[0].classes, ((8, 32, 64), (1,)))
     self.assertEqual(a.identity, ((1,), (8,), (32,), (64,)))
     self.assertEqual(a.model_sizes, (8, 32, 64))
-    self.assertIn("multiply+reduce", a.model_why)
+    self.assertEqual((a.model_why.n, a.model_why.site), (1, 0))
     lines = "\n".join(answer_lines([a]))
     self.assertIn("by the kernel model's bits", lines)
     self.assertIn("n = 1: site 0", lines)
@@ -277,7 +285,7 @@ class ModelRowsTest(absltest.TestCase):
 
 def _kernel(kind, ops, name="k", sites=()):
   rec = type("Rec", (), {"ops": tuple(ops)})()
-  return RowKernel(name, kind, sites, "sig", "words", None, rec)
+  return RowKernel(name, kind, sites, "sig", None, rec)
 
 
 class KernelWhyTest(absltest.TestCase):
@@ -288,19 +296,61 @@ class KernelWhyTest(absltest.TestCase):
 
   def test_a_transcendental_is_not_modelled(self):
     why = _kernel_why(_kernel("elementwise", ["tanh", "add"]), frozenset())
-    self.assertIn("tanh", why)
+    self.assertEqual((why.reason, why.ops), (Inexact.COMPUTES, ("tanh",)))
 
-  def test_multiply_and_add_may_fuse(self):
+  def test_multiply_and_add_without_their_dataflow_is_unknown(self):
     why = _kernel_why(_kernel("elementwise", ["mul", "add"]), frozenset())
-    self.assertIn("multiply-add", why)
+    self.assertEqual(why.reason, Inexact.MULTIPLY_ADD)
+    self.assertIn("whether one feeds the other", model_why_words(why))
+
+  def test_the_control_is_bit_exact_its_note_names_no_add(self):
+    # Issue 38: the elementwise control's a100 kernel (relu((x - b) * s),
+    # recorded: tests/kernels/fp_contract_test.py) was said to hold "a
+    # multiply and an add"; its HLO is subtract, multiply, maximum.
+    with open(
+      os.path.join(_DATA, "0.12.0.1", "elementwise_only_a100_n8.hlo.txt")
+    ) as f:
+      hlo = f.read()
+    with open(
+      os.path.join(_DATA, "0.12.0.1", "elementwise_only_a100_n8.ptx.txt")
+    ) as f:
+      ptx = f.read()
+    (rec,) = kernels.read_kernels(hlo, 8, [ptx])
+    k = RowKernel(rec.name, "elementwise", (), "sig", None, rec)
+    self.assertIsNone(_kernel_why(k, frozenset()))
+
+  def test_a_multiply_feeding_a_subtract_is_settled_by_the_ptx(self):
+    pair = ("multiply mul.7.5 -> subtract sub.7.3",)
+
+    def why(fusable):
+      rec = type(
+        "Rec",
+        (),
+        {"ops": ("mul", "sub"), "contractible": pair, "ptx_fusable": fusable},
+      )()
+      k = RowKernel("loop_fusion", "elementwise", (), "s", None, rec)
+      return model_why_words(_kernel_why(k, frozenset()))
+
+    # Each rounded on its own in the PTX (mul.rn, sub.rn): not fused.
+    self.assertIsNone(why(()))
+    self.assertEqual(
+      why(("fma.rn.f32",)),
+      "loop_fusion: multiply mul.7.5 -> subtract sub.7.3 in one kernel, and "
+      "its PTX has fma.rn.f32 (a multiply fused into an add, or left for "
+      "ptxas to fuse: one rounding where XLA:CPU's kernel model rounds "
+      "twice)",
+    )
+    self.assertIn("its PTX not read", why(None))
+    self.assertNotIn(" add ", why(None).split("(")[0])
 
   def test_a_reduction_is_not_modelled(self):
     why = _kernel_why(_kernel("reduction", ["reduce_sum"]), frozenset())
-    self.assertIn("not modelled", why)
+    self.assertEqual(why.reason, Inexact.ORDER)
 
   def test_a_gemm_fusing_gelu_is_not_modelled(self):
     k = _kernel("contraction", ["dot_general", "tanh"], "g", (0,))
-    self.assertIn("tanh", _kernel_why(k, frozenset({"g"})))
+    why = _kernel_why(k, frozenset({"g"}))
+    self.assertEqual((why.reason, why.ops), (Inexact.FUSES, ("tanh",)))
     self.assertIsNone(
       _kernel_why(
         _kernel("contraction", ["dot_general"], "g"), frozenset({"g"})

@@ -6,7 +6,8 @@ though the console opens with it where nothing is at fault).
 
 The records are built here: an answer with no finding and two groups of
 one cause (bfloat16 and float32 on an a100: n = 2 differs from n = 1 by
-sites 0-1's fate); the expected words are written from those fields.
+sites 0-1's fate, a Triton gemm there, a multiply+reduce at n = 1, and
+one other kernel); the expected words are written from those fields.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ class InvarianceInTheAnswerTest(absltest.TestCase):
     self.assertIn(
       "<li>m on a100 under bfloat16 and float32: not batch-invariant (by "
       "kernel identity): every row: same per-row arithmetic for n = 1, n = 2 "
-      "differs; at n = 2: sites 0-1 Triton gemm; 1 other kernel differs "
-      "(--verbose)</li>",
+      "differs; at n = 2: sites 0-1 Triton gemm (multiply+reduce at n = 1); "
+      "1 other kernel differs (--verbose)</li>",
       page,
     )
 

@@ -15,7 +15,13 @@ import recorded
 from absl.testing import absltest, parameterized
 
 from hloprobe.invariance import Invariance, invariance_of
-from hloprobe.invariance.answer import Boundary
+from hloprobe.invariance.answer import (
+  Boundary,
+  SiteChange,
+  SiteChanges,
+  SiteMade,
+  Unexplained,
+)
 from hloprobe.invariance.kernel_identity import RowKernel
 from hloprobe.invariance.pin import (
   Pin,
@@ -24,9 +30,11 @@ from hloprobe.invariance.pin import (
   candidates_for,
 )
 from hloprobe.invariance.rows import ROW0, RowClasses
+from hloprobe.kernels.records import KernelDifference
 from hloprobe.report import schema_document
 from hloprobe.report.invariance_words import (
   answer_lines,
+  apart_words,
   candidate_words,
   first_lines,
   folded_lines,
@@ -36,8 +44,54 @@ from hloprobe.report.invariance_words import (
   pin_lines,
   pin_reason,
 )
+from hloprobe.sites import Fate
 
 _SIZES = (1, 2, 8, 64)
+_GEMM = SiteMade(Fate.TRITON_GEMM, algorithm="TF32_TF32_F32")
+_SPLIT = dataclasses.replace(_GEMM, split_k=4)
+_DSR = SiteMade(Fate.MULTIPLY_REDUCE, pass_name="dot-strength-reduction")
+# The words of `_changed(1, 2, (0, 1), _DSR, _GEMM)`.
+_DSR_WORDS = (
+  "sites 0-1 multiply+reduce after dot strength reduction (Triton gemm at "
+  "n = 2)"
+)
+
+
+def _changed(n, against, sites, now, was) -> SiteChanges:
+  return SiteChanges(n, against, tuple(SiteChange(i, now, was) for i in sites))
+
+
+def _changed_at(n: int) -> SiteChanges:
+  """A pin's change at n: site 1 one K split where it had 4 (words:
+  f"site 1 Triton gemm (split-K 4 at n = {n})")."""
+  return _changed(n, n, (1,), _GEMM, _SPLIT)
+
+
+def _unexplained(n: int, against: int, lib: str) -> Boundary:
+  """A CPU boundary no fate explains: site 0 runs in library `lib`."""
+  return Boundary(
+    n, against, SiteChanges(n, against), unexplained=Unexplained(((lib, (0,)),))
+  )
+
+
+def _lib(lib: str) -> str:
+  """`_unexplained`'s words."""
+  return (
+    f"no site changed fate; site 0 run in {lib}, a library kernel chosen by "
+    "the whole shape (its order is not read)"
+  )
+
+
+def _kernels(n: int, against: int, *words: str) -> Boundary:
+  """A boundary of other kernels only, the kernels stage's `words`."""
+  return Boundary(
+    n,
+    against,
+    SiteChanges(n, against),
+    differences=tuple(
+      KernelDifference("reduction", None, None, (), w) for w in words
+    ),
+  )
 
 
 def _pin(c: PinCandidate, passed, outcome, command: str, **fields) -> Pin:
@@ -57,17 +111,14 @@ def _gpu() -> Invariance:
     "kernel identity",
     (RowClasses(ROW0, classes),),
     (
+      Boundary(1, 2, _changed(1, 2, (0, 1), _DSR, _GEMM)),
       Boundary(
-        1, 2, ("sites 0-1 multiply+reduce after dot strength reduction",)
+        64,
+        2,
+        _changed(64, 2, (1,), dataclasses.replace(_GEMM, split_k=2), _GEMM),
       ),
-      Boundary(64, 2, ("site 1 Triton gemm split-K 2",)),
     ),
-    {
-      n: (
-        RowKernel("triton_softmax.1", "reduction", (), "s", f"tile 1x256 n{n}"),
-      )
-      for n in _SIZES
-    },
+    {n: (RowKernel("triton_softmax.1", "reduction", (), "s"),) for n in _SIZES},
     False,
     None,
     _SIZES,
@@ -81,8 +132,9 @@ class WordsTest(absltest.TestCase):
       line,
       "row 0 (every row alike) is not batch-invariant on a100 under float32 "
       "(by kernel identity): same per-row arithmetic for n = 2-8; n = 1 "
-      "differs (sites 0-1 multiply+reduce after dot strength reduction); "
-      "n = 64 differs (site 1 Triton gemm split-K 2)",
+      "differs (sites 0-1 multiply+reduce after dot strength reduction "
+      "(Triton gemm at n = 2)); n = 64 differs (site 1 Triton gemm split-K 2 "
+      "(split-K 1 at n = 2))",
     )
 
   def test_cpu_answer_with_ulps_and_invariant_anchor(self):
@@ -96,7 +148,7 @@ class WordsTest(absltest.TestCase):
         RowClasses(ROW0, ((2, 8), (1,), (64,)), (0, 31, 9)),
         RowClasses("anchor row", (_SIZES,), (0,)),
       ),
-      (Boundary(1, 2, (), "why one"), Boundary(64, 2, (), "why 64")),
+      (_unexplained(1, 2, "lib1"), _unexplained(64, 2, "lib64")),
       invariant=False,
       sizes=_SIZES,
     )
@@ -104,8 +156,8 @@ class WordsTest(absltest.TestCase):
     self.assertEqual(
       row0,
       "row 0 is not batch-invariant on cpu under float32 (bits compared): "
-      "identical for n = 2-8; n = 1 differs by 31 ULP (why one); n = 64 "
-      "differs by 9 ULP (why 64)",
+      f"identical for n = 2-8; n = 1 differs by 31 ULP ({_lib('lib1')}); "
+      f"n = 64 differs by 9 ULP ({_lib('lib64')})",
     )
     self.assertTrue(anchor.startswith("the anchor row (at the first, middle"))
     self.assertIn("is batch-invariant on cpu", anchor)
@@ -140,7 +192,7 @@ class WordsTest(absltest.TestCase):
         True,
         PinOutcome.ONE_CLASS,
         "cmd1",
-        changed=(("site 1 split-K 1", (64,)),),
+        changed=(_changed_at(64),),
         row0_abs=(3e-7, 1.5e-7),
       ),
     )
@@ -151,8 +203,8 @@ class WordsTest(absltest.TestCase):
       "XLA_FLAGS='--xla_gpu_experimental_force_split_k=1' (in JAX: "
       "jax.jit(f).lower(*args).compile(compiler_options="
       "{'xla_gpu_experimental_force_split_k': '1'})) (every Triton gemm "
-      "in one K split; cost: site 1 split-K 1 (n = 64); row 0 |err| vs "
-      "f64 3.00e-07 -> 1.50e-07): cmd1",
+      "in one K split; cost: site 1 Triton gemm (split-K 4 at n = 64) "
+      "(n = 64); row 0 |err| vs f64 3.00e-07 -> 1.50e-07): cmd1",
     )
     # _gpu()'s classes, in its order.
     self.assertEqual(
@@ -203,10 +255,16 @@ class WordsTest(absltest.TestCase):
           O.STILL_SPLIT,
           "v",
           after=_gpu(),
-          changed=(("a", (1, 2)), ("b", (64,))),
+          changed=(
+            SiteChanges(1, 1),
+            _changed_at(2),
+            _changed(64, 64, (0, 1), _DSR, _GEMM),
+          ),
         ),
         "still split: 2, 8 | 1 | 64",
-        "a (n = 1, 2); b (n = 64)",
+        "site 1 Triton gemm (split-K 4 at n = 2) (n = 2); sites 0-1 "
+        "multiply+reduce after dot strength reduction (Triton gemm at n = "
+        "64) (n = 64)",
       ),
     ]
     for pin, reason, cost in cases:
@@ -215,13 +273,18 @@ class WordsTest(absltest.TestCase):
         self.assertEqual(pin_cost(pin), cost)
 
   def test_every_candidate_has_words(self):
-    cause = "ynn; multiply+reduce; split-K 2; Triton block-level"
+    # A boundary naming every lever: YNNPACK, strength reduction, split-K
+    # and a Triton softmax fusion.
+    cause = Boundary(
+      1,
+      2,
+      _changed(1, 2, (0,), _DSR, _SPLIT),
+      (RowKernel("triton_softmax.4", "reduction", (), "s"),),
+      unexplained=Unexplained((("__ynn_fusion", (1,)),)),
+    )
     for target, precision in (("cpu", "float32"), ("a100", "bfloat16")):
       a = dataclasses.replace(
-        _gpu(),
-        target=target,
-        precision=precision,
-        boundaries=(Boundary(1, 2, (cause,)),),
+        _gpu(), target=target, precision=precision, boundaries=(cause,)
       )
       for c in candidates_for(a, "/f.textproto"):
         with self.subTest(f"{target} {c.name}"):
@@ -243,9 +306,7 @@ class WordsTest(absltest.TestCase):
     # DotStrengthReduction, xla/service/gpu/transforms/
     # dot_strength_reduction.cc, makes it multiply+reduce), so the words
     # say so and why.
-    dsr = Boundary(
-      1, 2, ("sites 0-1 multiply+reduce after dot strength reduction",)
-    )
+    dsr = Boundary(1, 2, _changed(1, 2, (0, 1), _DSR, _GEMM))
     c = PinCandidate(
       "pinned_gemms",
       ("--xla_gpu_load_autotune_results_from=/c/pins/p.textproto",),
@@ -258,7 +319,7 @@ class WordsTest(absltest.TestCase):
         True,
         PinOutcome.ONE_CLASS_BUT_N1,
         f"cmd{i}",
-        changed=(("cost", (1,)),),
+        changed=(_changed_at(1),),
         after=_gpu(),
         left_out=(dsr,),
         sizes=(2, 8, 64),
@@ -269,8 +330,7 @@ class WordsTest(absltest.TestCase):
     self.assertTrue(lines[0].startswith("Do: pin m on a100"), lines[0])
     apart = (
       "the command leaves out n = 1, which stays apart under this pin (at "
-      "n = 1: sites 0-1 multiply+reduce after dot strength reduction); "
-      "with n = 1 it FAILs"
+      f"n = 1: {_DSR_WORDS}); with n = 1 it FAILs"
     )
     self.assertEqual(
       lines[1:],
@@ -285,7 +345,8 @@ class WordsTest(absltest.TestCase):
     (_, line) = folded_lines([_gpu()], pins[:1])
     self.assertIn(
       "pinned by XLA_FLAGS='--xla_gpu_load_autotune_results_from="
-      f"/c/pins/p.textproto' ({apart}; cost (n = 1); its `verify`: --verbose)",
+      f"/c/pins/p.textproto' ({apart}; site 1 Triton gemm (split-K 4 at n = "
+      "1) (n = 1); its `verify`: --verbose)",
       line,
     )
     pin = invariance_json([_gpu()], pins[:1])["pins"][0]
@@ -296,7 +357,7 @@ class WordsTest(absltest.TestCase):
         {
           "n": 1,
           "against": 2,
-          "causes": list(dsr.causes),
+          "causes": [_DSR_WORDS],
           "unexplained": None,
         }
       ],
@@ -306,14 +367,14 @@ class WordsTest(absltest.TestCase):
     # Under a pin that keeps every site's fate, n = 1 may differ in other
     # kernels only (named 0): each is named in the pin's lines, counted
     # in the folded one.
-    b = Boundary(1, 2, ("fusion.1: tile a -> b", "fusion.2: c -> d"), named=0)
+    b = _kernels(1, 2, "fusion.1: tile a -> b", "fusion.2: c -> d")
     c = PinCandidate("no_split_k", ("--x=1",))
     pin = _pin(
       c,
       True,
       PinOutcome.ONE_CLASS_BUT_N1,
       "cmd",
-      changed=(("cost", (1,)),),
+      changed=(_changed_at(1),),
       after=_gpu(),
       left_out=(b,),
       sizes=(2, 8, 64),
@@ -328,9 +389,60 @@ class WordsTest(absltest.TestCase):
     self.assertIn(
       "(the command leaves out n = 1, which stays apart under this pin (at "
       "n = 1: 2 other kernels differ (--verbose)); with n = 1 it FAILs; "
-      "cost (n = 1); its `verify`: --verbose)",
+      "site 1 Triton gemm (split-K 4 at n = 1) (n = 1); its `verify`: "
+      "--verbose)",
       line,
     )
+
+  def test_untried_pins_are_not_advice(self):
+    # Issue 38's model: plain explain lists four candidates for the a100,
+    # each of which fails when tried; none is printed as a fix.
+    names = ("no_dot_strength_reduction", "no_split_k", "pin_all")
+    pins = [
+      Pin(
+        "m",
+        target,
+        "float32",
+        "baseline",
+        PinCandidate(name, ("--x=1",)),
+        None,
+        PinOutcome.NOT_TRIED,
+        f"hloprobe verify --fix={name}",
+        search=f"hloprobe explain --targets={target} --invariance=pin",
+      )
+      for target in ("cpu", "a100")
+      for name in names
+    ]
+    self.assertEqual(
+      pin_lines(pins),
+      [
+        f"Pin for m on {target} under float32: not searched (no setting was "
+        "tried, so none is known to pin it); to try each candidate and "
+        f"verify it: hloprobe explain --targets={target} --invariance=pin"
+        for target in ("cpu", "a100")
+      ],
+    )
+
+  def test_apart_words(self):
+    gpu = _gpu()
+    self.assertEqual(
+      apart_words([gpu]), "not batch-invariant on a100 under float32"
+    )
+    cpu = dataclasses.replace(gpu, target="cpu")
+    bf16 = dataclasses.replace(gpu, precision="bfloat16")
+    self.assertEqual(
+      apart_words([cpu, gpu]),
+      "not batch-invariant on cpu and a100 under float32",
+    )
+    self.assertEqual(
+      apart_words([cpu, gpu, bf16]),
+      "not batch-invariant on cpu under float32; on a100 under float32 and "
+      "bfloat16",
+    )
+    same = dataclasses.replace(gpu, invariant=True)
+    unknown = dataclasses.replace(gpu, invariant=None)
+    self.assertEqual(apart_words([same, unknown]), "")
+    self.assertEqual(apart_words([]), "")
 
   def test_first_lines_empty_when_not_asked(self):
     self.assertEqual(first_lines(()), [])
@@ -368,16 +480,18 @@ def _a100(precision: str) -> Invariance:
     "kernel identity",
     (RowClasses(ROW0, ((1,), (2,))),),
     (
-      Boundary(
-        2,
-        1,
-        ("sites 0-1 Triton gemm", "fusion.1 tile", "fusion.2 a", "fusion.3 b"),
-        named=1,
+      dataclasses.replace(
+        _kernels(2, 1, "fusion.1 tile", "fusion.2 a", "fusion.3 b"),
+        sites=_changed(2, 1, (0, 1), _GEMM, SiteMade(Fate.MULTIPLY_REDUCE)),
       ),
     ),
     invariant=False,
     sizes=(1, 2),
   )
+
+
+# The command that tries a (case, target)'s pins (`pin.search_command`).
+_SEARCH = "hloprobe explain --case=my_model --targets=a100 --invariance=pin"
 
 
 def _untried(precision: str, name: str) -> Pin:
@@ -391,6 +505,7 @@ def _untried(precision: str, name: str) -> Pin:
     None,
     PinOutcome.NOT_TRIED,
     "cmd",
+    search=_SEARCH,
   )
 
 
@@ -415,16 +530,19 @@ class FoldedTest(absltest.TestCase):
         "  my_model on a100 under bfloat16, tensorfloat32 and float32: not "
         "batch-invariant (by kernel identity): every row: same per-row "
         "arithmetic for n = 1, n = 2 differs; at n = 2: sites 0-1 Triton "
-        "gemm; 3 other kernels differ (--verbose); to pin, try float32 "
-        "(under bfloat16 and tensorfloat32) or no_dot_strength_reduction "
-        "(explain --invariance=pin tries them; each one's `verify "
-        "--require=invariant`: --verbose)",
+        "gemm (multiply+reduce at n = 1); 3 other kernels differ "
+        "(--verbose); pin not searched (no "
+        "setting was tried, so none is known to pin it); to try each "
+        f"candidate and verify it: {_SEARCH}",
       ],
     )
-    # Unfolded (--verbose): a line per precision, each pin's command.
+    # Unfolded (--verbose): a line per precision; no untried candidate
+    # is printed as a fix, the search command once.
     lines = first_lines(groups, pins)
     self.assertLen([l for l in lines if l.startswith("row 0")], 3)
-    self.assertIn("  no_dot_strength_reduction: cmd", lines)
+    self.assertNotIn("  no_dot_strength_reduction: cmd", lines)
+    self.assertEqual([l for l in lines if l.startswith("Do:")], [])
+    self.assertEqual(sum(_SEARCH in l for l in lines), 1)
 
   def test_other_classes_are_another_line(self):
     other = dataclasses.replace(
@@ -450,7 +568,7 @@ class FoldedTest(absltest.TestCase):
         RowClasses(ROW0, ((2, 8), (1,)), (0, 31)),
         RowClasses("anchor row", ((2, 8), (1,)), (0, 4)),
       ),
-      (Boundary(1, 2, (), "why one"),),
+      (_unexplained(1, 2, "lib1"),),
       invariant=False,
       sizes=(1, 2, 8),
     )
@@ -464,15 +582,16 @@ class FoldedTest(absltest.TestCase):
       True,
       PinOutcome.ONE_CLASS,
       "v",
-      changed=(("site 0", (1,)),),
+      changed=(_changed_at(1),),
     )
     (_, line) = folded_lines([a], [pin])
     self.assertEqual(
       line,
       "  m on cpu under float32: not batch-invariant (bits compared): row 0: "
       "identical for n = 2-8, n = 1 differs by 31 ULP; the anchor row: "
-      "identical for n = 2-8, n = 1 differs by 4 ULP; at n = 1: why one; "
-      "pinned by XLA_FLAGS='--x=' (site 0 (n = 1); its `verify`: --verbose)",
+      f"identical for n = 2-8, n = 1 differs by 4 ULP; at n = 1: "
+      f"{_lib('lib1')}; pinned by XLA_FLAGS='--x=' (site 1 Triton gemm "
+      "(split-K 4 at n = 1) (n = 1); its `verify`: --verbose)",
     )
 
   def test_a_pin_that_passed_under_one_precision_only_splits_the_line(self):
@@ -575,7 +694,7 @@ class KernelLinesTest(parameterized.TestCase):
     # The fates' reading (`site_kernels`) has no records: its "other
     # kernels" entries are paired across n in order, one line.
     def other(words):
-      return RowKernel("other kernels", "reduction", (), "?", words, "?")
+      return RowKernel("other kernels", "reduction", (), "?", words)
 
     a = Invariance(
       "m",

@@ -160,7 +160,8 @@ class VerdictWordsTest(absltest.TestCase):
     )
 
 
-# Phrases of the verdict, row and finding words (`report/verdict_words.py`):
+# Phrases of the verdict, row and finding words (`report/verdict_words.py`)
+# and of the batch-invariance causes (`report/invariance_causes.py`):
 # in string literals (docstrings aside) outside report/ and the printing
 # edge (cli, commands, tools, pictures) they appear only where listed.
 _PHRASES = (
@@ -178,6 +179,15 @@ _PHRASES = (
   "prediction incomplete",
   "exceed ",
   "differ from the exact",
+  # The batch-invariance causes (`report/invariance_causes.py`): a class
+  # boundary's, why the kernel model does not class a size.
+  "changed fate",
+  "contraction sites at n",
+  "a library kernel chosen",
+  "its order is not modelled",
+  "not modelled bit for bit",
+  "fuse into one multiply-add",
+  "model's bits not computed",
 )
 _EDGE = ("report", "cli", "commands", "tools", "pictures")
 # Where these phrases may still appear outside report/, and why.

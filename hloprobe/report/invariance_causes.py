@@ -1,0 +1,235 @@
+"""The batch-invariance answer's causes in words: what differs at a class
+boundary (the sites' fates, the other kernels' per-row arithmetic, or
+what was read where nothing differs), a row kernel's arithmetic, why the
+kernel model does not class a size, and what a pin changed.
+
+E.g. "sites 0-1 multiply+reduce after dot strength reduction (Triton
+gemm at n = 2)", "Triton gemm TF32_TF32_F32, mma.sync..., split-K 2,
+block_k 32", "n = 1: site 0: multiply+reduce: kernel arithmetic not
+modelled".
+
+`hloprobe.invariance` returns the records (`Boundary` and its
+`SiteChanges`, `RowKernel`, `NotModelled`, a pin's `changed`); the words
+are made here, at the edge (issue 36 item 2). Private in intent: use the
+package, `hloprobe.report` (`report/invariance_words.py` puts these in
+the answer's lines and JSON).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hloprobe.invariance import Invariance
+from hloprobe.report.kernel_words import kernel_site_words
+from hloprobe.sites import Fate
+
+__all__ = [
+  "boundary_causes",
+  "changed_phrases",
+  "kernel_words",
+  "model_why_words",
+  "site_phrases",
+  "unexplained_words",
+]
+
+_NOT_EXACT = "(the GPU's implementation, not modelled bit for bit)"
+
+
+def site_list(sites: Sequence[int]) -> str:
+  """ "site 1", "sites 0-1", "sites 0, 2"."""
+  sites = sorted(sites)
+  if len(sites) == 1:
+    return f"site {sites[0]}"
+  if sites == list(range(sites[0], sites[-1] + 1)):
+    return f"sites {sites[0]}-{sites[-1]}"
+  return "sites " + ", ".join(map(str, sites))
+
+
+def _made_words(m) -> str:
+  """What XLA made of a site (`SiteMade`): its fate, split-K above 1 and
+  the pass that made it, e.g. "Triton gemm split-K 4", "multiply+reduce
+  after dot strength reduction"."""
+  words = m.fate.value
+  if m.split_k > 1:
+    words += f" split-K {m.split_k}"
+  if m.pass_name:
+    words += f" after {m.pass_name.replace('-', ' ')}"
+  return words
+
+
+def _change_words(c, against: int) -> str:
+  """One site's change (`SiteChange`) without its site: what the config
+  explained made of it, then, in brackets, the fate it had at n =
+  `against`; where only its split-K, algorithm or emitter changed, that
+  change, e.g. "Triton gemm split-K 4 (split-K 1 at n = 8)"."""
+  now, was = c.now, c.was
+  words = _made_words(now)
+  if now.fate != was.fate:
+    return f"{words} ({_made_words(was)} at n = {against})"
+  before = []
+  if now.split_k != was.split_k:
+    before.append(f"split-K {was.split_k}")
+  if now.algorithm != was.algorithm:
+    before.append(f"{was.algorithm}")
+    words += f" {now.algorithm}"
+  if now.emitter != was.emitter:
+    before.append(f"in {was.emitter}" if was.emitter else "XLA's own emitter")
+    words += f" in {now.emitter}" if now.emitter else " by XLA's own emitter"
+  return f"{words} ({', '.join(before)} at n = {against})"
+
+
+def site_phrases(s) -> list[str]:
+  """A `SiteChanges` as phrases, the sites of equal words in one:
+  ["sites 0-1 multiply+reduce after dot strength reduction (Triton gemm
+  at n = 2)", ...]; or, where the site counts differ, "3 contraction
+  sites at n = 1, 4 at n = 2"; [] where no site changed."""
+  if s.counts is not None:
+    mine, theirs = s.counts
+    return [
+      f"{mine} contraction sites at n = {s.n}, {theirs} at n = {s.against}"
+    ]
+  by_words: dict[str, list[int]] = {}
+  for c in s.changes:
+    by_words.setdefault(_change_words(c, s.against), []).append(c.site)
+  return [f"{site_list(sites)} {w}" for w, sites in by_words.items()]
+
+
+def _mma(f) -> str:
+  """The instruction of the kernel a site was read from (the first of
+  `SiteFate.mma_opcodes`), "no mma" for a kernel read without one, or
+  "instruction not read" where no kernel was read."""
+  if f.mma_opcodes:
+    return f.mma_opcodes[0]
+  return "no mma" if f.ptx_kernel is not None else "instruction not read"
+
+
+def kernel_words(k) -> str:
+  """A row kernel's (`RowKernel`) per-row arithmetic: the kernels
+  stage's emitter and arithmetic fields ("Triton block-level (__triton):
+  num_warps 2, tile 256"), else as its site's fate says ("Triton gemm
+  TF32_TF32_F32, mma.sync..., split-K 2, block_k 32"), else (the fates'
+  "other kernels") what is not read."""
+  rec = k.record
+  if rec is not None:
+    shown = [
+      f"{name} {value}"
+      for name, value in rec.arithmetic
+      if name not in ("computation", "ptx")
+    ]
+    return f"{rec.emitter}" + (f": {', '.join(shown)}" if shown else "")
+  f = k.fate
+  if f is None:
+    return k.why_unknown or ""
+  algorithm = f.effective_algorithm or "algorithm unknown"
+  if f.fate in (Fate.CUBLAS, Fate.CUBLASLT):
+    return f"{f.fate.value}: {k.why_unknown}"
+  if f.fate == Fate.TRITON_GEMM:
+    words = f"Triton gemm {algorithm}, {_mma(f)}, split-K {f.split_k or 1}"
+    return words if k.block_k is None else f"{words}, block_k {k.block_k}"
+  return f"{f.fate.value} {algorithm}"
+
+
+def boundary_causes(b) -> tuple[list[str], int]:
+  """A `Boundary`'s causes, one phrase each, and how many of them (the
+  first) name sites whose fate differs; the rest are the other kernels'
+  per-row arithmetic: "site 1 Triton gemm split-K 4 (split-K 1 at n =
+  8)", "triton_softmax.4 (reduction ...): only in the first config".
+  Phrases said twice are said once."""
+  sites = site_phrases(b.sites)
+  kernels = [
+    f"{site_list(k.sites) if k.sites else k.name} {kernel_words(k)}"
+    for k in b.kernels
+  ]
+  kernels += [d.words for d in b.differences]
+  causes = list(dict.fromkeys(sites + kernels))
+  return causes, len(dict.fromkeys(sites))
+
+
+def unexplained_words(u) -> str | None:
+  """Why a boundary names no cause (`Unexplained`), as far as read; None
+  for None."""
+  if u is None:
+    return None
+  if u.kernels_differ:
+    return "kernels differ"
+  if u.no_boundary:
+    return "no boundary read at this batch size"
+  if u.libraries:
+    return "no site changed fate; " + "; ".join(
+      f"{site_list(sites)} run in {lib}, a library kernel chosen by the "
+      "whole shape (its order is not read)"
+      for lib, sites in u.libraries
+    )
+  return (
+    "no contraction site changed fate: a kernel chose another order at "
+    "this shape (the CPU's reductions are not read)"
+  )
+
+
+def _who(k) -> str:
+  """A kernel by name, with the sites it computes."""
+  sites = f" (sites {', '.join(map(str, k.sites))})" if k.sites else ""
+  return f"{k.name}{sites}"
+
+
+def model_why_words(w) -> str | None:
+  """Why the kernel model's bits do not class a size (`NotModelled`),
+  one line, led by the size where it names one: "n = 1: site 0:
+  multiply+reduce: kernel arithmetic not modelled"; None for None."""
+  if w is None:
+    return None
+  why, k, ops = Invariance.INEXACT, w.kernel, ", ".join(w.ops)
+  if w.reason == why.NOT_COMPILED:
+    words = "the config did not compile"
+  elif w.reason == why.NOT_READ:
+    words = "its kernels not read"
+  elif w.reason == why.NOT_COMPUTED:
+    words = "the kernel model's bits not computed"
+    words += f": {w.error}" if w.error else ""
+  elif w.reason == why.SITE:
+    words = f"site {w.site}: {kernel_site_words(w.model)}"
+  elif w.reason == why.NOT_A_GEMM:
+    words = f"{_who(k)}: not a Triton gemm the kernel model is bit-exact for"
+  elif w.reason == why.FUSES:
+    words = f"{_who(k)}: fuses {ops} {_NOT_EXACT}"
+  elif w.reason == why.ORDER:
+    words = (
+      f"{_who(k)}: a {k.kind} ({kernel_words(k)}): its order is not modelled"
+    )
+  elif w.reason == why.OPS_NOT_READ:
+    words = f"{_who(k)}: its ops not read"
+  elif w.reason == why.NO_OP_METADATA:
+    words = f"{_who(k)}: its ops not read (no op metadata)"
+  elif w.reason == why.COMPUTES:
+    words = f"{_who(k)}: computes {ops} {_NOT_EXACT}"
+  elif w.reason == why.CONTRACTS and w.fused:
+    words = (
+      f"{_who(k)}: {'; '.join(w.pairs)} in one kernel, and its PTX has "
+      f"{', '.join(w.fused)} (a multiply fused into an add, or left for "
+      "ptxas to fuse: one rounding where XLA:CPU's kernel model rounds "
+      "twice)"
+    )
+  elif w.reason == why.CONTRACTS:
+    words = (
+      f"{_who(k)}: {'; '.join(w.pairs)} in one kernel (a multiply feeding "
+      "an add or subtract: the GPU may fuse them into one multiply-add"
+      + (")" if w.ptx_read else "; its PTX not read)")
+    )
+  else:  # MULTIPLY_ADD
+    words = (
+      f"{_who(k)}: a multiply and an add or subtract among its ops, and "
+      "whether one feeds the other (a possible multiply-add) not read"
+    )
+  return words if w.n is None else f"n = {w.n}: {words}"
+
+
+def changed_phrases(changes) -> list[tuple[str, list[int]]]:
+  """What a pin changed (`Pin.changed`: a `SiteChanges` per batch size):
+  each site phrase (`site_phrases`) with the sizes it was said at, in the
+  order first met: [("site 1 Triton gemm (split-K 2 at n = 64)", [64]),
+  ...]; [] where no site changed."""
+  changed: dict[str, list[int]] = {}
+  for s in changes:
+    for phrase in site_phrases(s):
+      changed.setdefault(phrase, []).append(s.n)
+  return list(changed.items())

@@ -1,0 +1,326 @@
+"""The batch-invariance causes in words (`report/invariance_causes.py`),
+from hand-built records (no compile).
+
+Each expected sentence is written here from the record's fields: the
+fates, split-K factors, passes, algorithms and emitters given, the sites
+and batch sizes named.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from absl.testing import absltest
+
+from hloprobe.invariance.answer import (
+  Boundary,
+  SiteChange,
+  SiteChanges,
+  SiteMade,
+  Unexplained,
+)
+from hloprobe.invariance.kernel_identity import RowKernel
+from hloprobe.invariance.model_bits import Inexact, NotModelled
+from hloprobe.kernels.records import (
+  KernelDifference,
+  KernelRecord,
+  Role,
+  RowCount,
+)
+from hloprobe.numerics import site_model
+from hloprobe.report import invariance_causes as ic
+from hloprobe.sites import Fate, SiteFate
+
+_GEMM = SiteMade(Fate.TRITON_GEMM, algorithm="TF32_TF32_F32")
+_MMA = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
+
+
+def _fate(fate: Fate, **kw) -> SiteFate:
+  """A site's fate record with only what the words read set."""
+  fields = dict(
+    site=None,
+    fate=fate,
+    fusion_kind=None,
+    backend_config_kind=None,
+    custom_call_target=None,
+    carriers=(),
+    precision_config="",
+    algorithm=None,
+    split_k=None,
+    gemm_config=None,
+    effective_algorithm="TF32_TF32_F32",
+    algorithm_source=None,
+    algorithm_evidence=None,
+    selection=None,
+  )
+  return SiteFate(**(fields | kw))
+
+
+def _record(emitter: str, arithmetic, name: str = "fusion.3") -> KernelRecord:
+  return KernelRecord(
+    name,
+    None,
+    Role.REDUCTION,
+    emitter,
+    ("reduce_sum",),
+    (),
+    "f32[N,256]",
+    tuple(arithmetic),
+    (),
+    "sig",
+    RowCount.INDEPENDENT,
+    "",
+  )
+
+
+class SitePhrasesTest(absltest.TestCase):
+  def test_sites_of_one_change_are_one_phrase(self):
+    dsr = SiteMade(Fate.MULTIPLY_REDUCE, pass_name="dot-strength-reduction")
+    changes = SiteChanges(
+      1,
+      2,
+      (
+        SiteChange(0, dsr, _GEMM),
+        SiteChange(1, dsr, _GEMM),
+        SiteChange(3, dsr, SiteMade(Fate.TRITON_GEMM, 4)),
+      ),
+    )
+    self.assertEqual(
+      ic.site_phrases(changes),
+      [
+        "sites 0-1 multiply+reduce after dot strength reduction (Triton gemm "
+        "at n = 2)",
+        "site 3 multiply+reduce after dot strength reduction (Triton gemm "
+        "split-K 4 at n = 2)",
+      ],
+    )
+
+  def test_split_k_algorithm_and_emitter_changes(self):
+    split = SiteChange(1, dataclasses.replace(_GEMM, split_k=4), _GEMM)
+    algorithm = SiteChange(
+      0,
+      SiteMade(Fate.TRITON_GEMM, algorithm="BF16_BF16_F32"),
+      _GEMM,
+    )
+    ynn = SiteMade(Fate.DOT, emitter="__ynn_fusion")
+    moved = SiteChange(2, SiteMade(Fate.DOT), ynn)
+    back = SiteChange(5, ynn, SiteMade(Fate.DOT))
+    words = ic.site_phrases(SiteChanges(64, 8, (split, algorithm, moved, back)))
+    self.assertEqual(
+      words,
+      [
+        "site 1 Triton gemm split-K 4 (split-K 1 at n = 8)",
+        "site 0 Triton gemm BF16_BF16_F32 (TF32_TF32_F32 at n = 8)",
+        "site 2 dot by XLA's own emitter (in __ynn_fusion at n = 8)",
+        "site 5 dot in __ynn_fusion (XLA's own emitter at n = 8)",
+      ],
+    )
+
+  def test_counts_and_nothing(self):
+    self.assertEqual(
+      ic.site_phrases(SiteChanges(1, 2, counts=(3, 4))),
+      ["3 contraction sites at n = 1, 4 at n = 2"],
+    )
+    self.assertEqual(ic.site_phrases(SiteChanges(1, 2)), [])
+    self.assertEqual(ic.site_list((0, 2, 3)), "sites 0, 2, 3")
+
+
+class KernelWordsTest(absltest.TestCase):
+  def test_a_triton_gemm_as_its_fate_says(self):
+    f = _fate(Fate.TRITON_GEMM, split_k=2, mma_opcodes=(_MMA,), ptx_kernel="k")
+    k = RowKernel("gemm_fusion", "gemm", (0,), "s", fate=f, block_k=32)
+    self.assertEqual(
+      ic.kernel_words(k),
+      f"Triton gemm TF32_TF32_F32, {_MMA}, split-K 2, block_k 32",
+    )
+    no_ptx = RowKernel(
+      "g",
+      "gemm",
+      (0,),
+      "s",
+      "no block_k",
+      fate=_fate(Fate.TRITON_GEMM, effective_algorithm=None),
+    )
+    self.assertEqual(
+      ic.kernel_words(no_ptx),
+      "Triton gemm algorithm unknown, instruction not read, split-K 1",
+    )
+
+  def test_library_reduction_and_other_kernels(self):
+    cublas = RowKernel(
+      "c", "cuBLAS", (0,), "s", "picked at run time", fate=_fate(Fate.CUBLAS)
+    )
+    self.assertEqual(ic.kernel_words(cublas), "cuBLAS: picked at run time")
+    mr = RowKernel(
+      "m", "reduction", (1,), "s", "?", fate=_fate(Fate.MULTIPLY_REDUCE)
+    )
+    self.assertEqual(ic.kernel_words(mr), "multiply+reduce TF32_TF32_F32")
+    other = RowKernel("other kernels", "reduction", (), "?", "reduce( not read")
+    self.assertEqual(ic.kernel_words(other), "reduce( not read")
+
+  def test_a_kernels_stage_record(self):
+    rec = _record(
+      "Triton block-level (__triton)",
+      (
+        ("computation", "ab12"),
+        ("num_warps", "2"),
+        ("ptx", "cd34"),
+        ("tile", "256"),
+      ),
+    )
+    k = RowKernel("fusion.3", "reduction", (), "s", record=rec)
+    self.assertEqual(
+      ic.kernel_words(k), "Triton block-level (__triton): num_warps 2, tile 256"
+    )
+    bare = RowKernel(
+      "l", "elementwise", (), "s", record=_record("XLA loop", ())
+    )
+    self.assertEqual(ic.kernel_words(bare), "XLA loop")
+
+
+class BoundaryCausesTest(absltest.TestCase):
+  def test_sites_first_then_other_kernels_once_each(self):
+    dsr = SiteMade(Fate.MULTIPLY_REDUCE)
+    sites = SiteChanges(1, 2, (SiteChange(0, dsr, _GEMM),))
+    f = _fate(Fate.TRITON_GEMM, ptx_kernel="k")
+    gemm = RowKernel("g", "gemm", (1,), "s", fate=f, block_k=64)
+    softmax = RowKernel("triton_softmax.4", "reduction", (), "s", "tiles")
+    b = Boundary(1, 2, sites, (gemm, softmax, softmax))
+    self.assertEqual(
+      ic.boundary_causes(b),
+      (
+        [
+          "site 0 multiply+reduce (Triton gemm at n = 2)",
+          "site 1 Triton gemm TF32_TF32_F32, no mma, split-K 1, block_k 64",
+          "triton_softmax.4 tiles",
+        ],
+        1,
+      ),
+    )
+    d = KernelDifference("reduction", None, None, (), "fusion.3: only here")
+    only = Boundary(8, 2, SiteChanges(8, 2), differences=(d,))
+    self.assertEqual(ic.boundary_causes(only), (["fusion.3: only here"], 0))
+
+  def test_unexplained(self):
+    self.assertIsNone(ic.unexplained_words(None))
+    self.assertEqual(
+      ic.unexplained_words(Unexplained(kernels_differ=True)), "kernels differ"
+    )
+    libs = Unexplained((("__ynn_fusion", (0, 1)), ("x", (3,))))
+    self.assertEqual(
+      ic.unexplained_words(libs),
+      "no site changed fate; sites 0-1 run in __ynn_fusion, a library kernel "
+      "chosen by the whole shape (its order is not read); site 3 run in x, a "
+      "library kernel chosen by the whole shape (its order is not read)",
+    )
+    self.assertEqual(
+      ic.unexplained_words(Unexplained()),
+      "no contraction site changed fate: a kernel chose another order at "
+      "this shape (the CPU's reductions are not read)",
+    )
+
+
+class ModelWhyTest(absltest.TestCase):
+  def test_each_reason(self):
+    k = RowKernel("loop.1", "elementwise", (2, 3), "s")
+    softmax = RowKernel("triton_softmax.4", "reduction", (), "s", "tiles")
+    gpu = "(the GPU's implementation, not modelled bit for bit)"
+    cases = [
+      (NotModelled(Inexact.NOT_COMPILED), "the config did not compile"),
+      (NotModelled(Inexact.NOT_READ, n=8), "n = 8: its kernels not read"),
+      (
+        NotModelled(Inexact.NOT_COMPUTED),
+        "the kernel model's bits not computed",
+      ),
+      (
+        NotModelled(Inexact.NOT_COMPUTED, error="MemoryError: big"),
+        "the kernel model's bits not computed: MemoryError: big",
+      ),
+      (
+        NotModelled(
+          Inexact.SITE, 1, site=0, model=site_model("cuBLAS", (), "8.0")
+        ),
+        "n = 1: site 0: cuBLAS: kernel arithmetic not modelled",
+      ),
+      (
+        NotModelled(Inexact.NOT_A_GEMM, kernel=k),
+        "loop.1 (sites 2, 3): not a Triton gemm the kernel model is "
+        "bit-exact for",
+      ),
+      (
+        NotModelled(Inexact.FUSES, kernel=k, ops=("erf", "tanh")),
+        f"loop.1 (sites 2, 3): fuses erf, tanh {gpu}",
+      ),
+      (
+        NotModelled(Inexact.ORDER, kernel=softmax),
+        "triton_softmax.4: a reduction (tiles): its order is not modelled",
+      ),
+      (
+        NotModelled(Inexact.OPS_NOT_READ, kernel=k),
+        "loop.1 (sites 2, 3): its ops not read",
+      ),
+      (
+        NotModelled(Inexact.NO_OP_METADATA, kernel=k),
+        "loop.1 (sites 2, 3): its ops not read (no op metadata)",
+      ),
+      (
+        NotModelled(Inexact.COMPUTES, kernel=k, ops=("exp",)),
+        f"loop.1 (sites 2, 3): computes exp {gpu}",
+      ),
+      (
+        NotModelled(Inexact.MULTIPLY_ADD, kernel=k),
+        "loop.1 (sites 2, 3): a multiply and an add or subtract among its "
+        "ops, and whether one feeds the other (a possible multiply-add) not "
+        "read",
+      ),
+      (
+        NotModelled(Inexact.CONTRACTS, kernel=k, pairs=("mul.1 -> sub.2",)),
+        "loop.1 (sites 2, 3): mul.1 -> sub.2 in one kernel (a multiply "
+        "feeding an add or subtract: the GPU may fuse them into one "
+        "multiply-add)",
+      ),
+      (
+        NotModelled(
+          Inexact.CONTRACTS, kernel=k, pairs=("mul.1 -> sub.2",), ptx_read=False
+        ),
+        "loop.1 (sites 2, 3): mul.1 -> sub.2 in one kernel (a multiply "
+        "feeding an add or subtract: the GPU may fuse them into one "
+        "multiply-add; its PTX not read)",
+      ),
+      (
+        NotModelled(
+          Inexact.CONTRACTS,
+          kernel=k,
+          pairs=("mul.1 -> sub.2",),
+          fused=("fma.rn.f32",),
+        ),
+        "loop.1 (sites 2, 3): mul.1 -> sub.2 in one kernel, and its PTX has "
+        "fma.rn.f32 (a multiply fused into an add, or left for ptxas to "
+        "fuse: one rounding where XLA:CPU's kernel model rounds twice)",
+      ),
+    ]
+    self.assertEqual(len({w.reason for w, _ in cases}), len(Inexact))
+    for why, want in cases:
+      self.assertEqual(ic.model_why_words(why), want)
+    self.assertIsNone(ic.model_why_words(None))
+
+
+class ChangedPhrasesTest(absltest.TestCase):
+  def test_sites_with_the_sizes_they_changed_at(self):
+    # A pin's changes per n, each against the baseline at the same n.
+    split = dataclasses.replace(_GEMM, split_k=2)
+    at = {
+      n: SiteChanges(n, n, (SiteChange(1, _GEMM, split),)) for n in (64, 128)
+    }
+    self.assertEqual(
+      ic.changed_phrases((SiteChanges(8, 8), at[64], at[128])),
+      [
+        ("site 1 Triton gemm (split-K 2 at n = 64)", [64]),
+        ("site 1 Triton gemm (split-K 2 at n = 128)", [128]),
+      ],
+    )
+    self.assertEqual(ic.changed_phrases((SiteChanges(8, 8),)), [])
+
+
+if __name__ == "__main__":
+  absltest.main()
