@@ -57,7 +57,7 @@ __all__ = [
 # .leaf_verdicts), Verdict.far_rows a `FarRows` record; 16: the site notes
 # on a verdict as records (`numerics.site_notes`: BelowRequest, SiteNote,
 # ...; `made.NotExecuted`), not words; Prediction.notes (records) for its
-# note words.
+# note words, Prediction.best_candidate (algorithm, sites) groups.
 RECORD_VERSION = 16
 
 

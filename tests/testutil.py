@@ -149,6 +149,51 @@ class SweepPool:
       pool.close(kill=True)
 
 
+@contextlib.contextmanager
+def shared_workers():
+  """Within it, every sweep of this process (the command line run here,
+  `run_hloprobe_here`, and the library) gets one warm `WorkerPool` per
+  (JAX_PLATFORMS, memory bound, XLA_FLAGS) from `engine.worker_pool`,
+  kept open between commands and ended on leaving, as explain's fix tries
+  share its sweep's workers: each command then starts no Python that
+  imports jax again. A pool retires the workers of flag sets the last
+  sweep did not use (`WorkerPool.retire`); what a sweep computes does not
+  depend on its workers being warm (pool_test's RetireTest). For a test
+  module's or class's many in-process commands; Ray pools are left as
+  they are."""
+  from unittest import mock
+
+  from hloprobe import engine
+  from hloprobe.engine import engine as engine_module
+  from hloprobe.engine import executor
+  from hloprobe.invariance import pin_file
+  from hloprobe.runtime import WorkerPool
+  from hloprobe.verify import outcome
+
+  real, kept = executor.worker_pool, {}
+
+  def worker_pool(spec):
+    pool = real(spec)
+    if not isinstance(pool, WorkerPool):
+      return pool
+    key = (pool._platforms, pool.max_worker_mb, pool.user_xla_flags)
+    if key in kept:
+      pool.close()  # started no worker
+      return kept[key]
+    pool.close = lambda kill=False: None  # `with` leaves it open
+    kept[key] = pool
+    return pool
+
+  with contextlib.ExitStack() as stack:
+    for module in (engine, engine_module, pin_file, outcome):
+      stack.enter_context(mock.patch.object(module, "worker_pool", worker_pool))
+    try:
+      yield
+    finally:
+      for pool in kept.values():
+        WorkerPool.close(pool, kill=True)
+
+
 def jaxlib_at_least(version: str, jaxlib: str | None = None) -> bool:
   """Whether `jaxlib` (default: this process's) is `version` or newer
   ("0.11.1")."""

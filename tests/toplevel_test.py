@@ -218,6 +218,42 @@ class ReadmeTest(absltest.TestCase):
     )
     self.assertTrue(check.startswith("Verify (PASS): hloprobe verify "), check)
 
+  def test_batch_invariance_commands_are_well_formed(self):
+    # Each `hloprobe` line of the Batch invariance section, parsed as the
+    # command line parses it, with flags its command reads, built-in case
+    # names, and (verify) a fix and requirements verify accepts. Its
+    # verify runs are run as written in tests/commands/verify_test.py.
+    import shlex
+
+    from absl.testing import flagsaver
+
+    from hloprobe import verify
+    from hloprobe.cli import _main as cli
+    from hloprobe.compile import CASES
+    from hloprobe.engine.spec import parse_batch_sizes
+
+    section = _read("README.md").split("\n## Batch invariance\n")[1]
+    section = section.split("\n# ")[0]
+    lines = [
+      line
+      for line in section.splitlines()
+      if line.startswith(".venv/bin/hloprobe ")
+    ]
+    commands = [shlex.split(line)[1] for line in lines]
+    self.assertEqual(commands, ["explain", "verify", "verify", "verify"])
+    for line in lines:
+      with flagsaver.flagsaver():
+        argv = cli._parse_flags(["hloprobe", *shlex.split(line)[1:]])
+        cli._check_flags_for(argv[1])
+        values = cli.flags.FLAGS
+        for case in values.case:
+          self.assertIn(case, CASES, line)
+        sizes = parse_batch_sizes(values.batch_sizes)
+        if argv[1] == "verify":
+          verify.parse_requirements(",".join(values.require), sizes)
+          if values.fix is not None:
+            verify.parse_fix(values.fix)
+
 
 if __name__ == "__main__":
   absltest.main()

@@ -288,6 +288,14 @@ def explain(
   return sweep(fn_or_case, *example_args, **options | {"explain_passes": True})
 
 
+# An untried pin's search where the case is a function from Python.
+_NO_COMMAND = (
+  "`hloprobe explain --only=invariance --invariance=pin` on a case file "
+  "of this function (path.py:factory; a function passed from Python has "
+  "no command line)"
+)
+
+
 def _invariance_only(fn_or_case, example_args, options) -> Results:
   """`explain(..., only="invariance")`: the sweep without numerics and
   the batch-invariance answer on its workers (a function's case shipped
@@ -296,10 +304,18 @@ def _invariance_only(fn_or_case, example_args, options) -> Results:
   from hloprobe.invariance import batch_invariance
 
   plan = plan_case(fn_or_case, *example_args, **options)
+  local = {c.case.name for c in plan.cases if not c.portable}
   with shipped(plan) as plan, worker_pool(plan) as pool:
     records = run(plan, pool=pool)
     with worker_environment(plan):
       found, pins = batch_invariance(plan, records, pool)
+  # A function's shipped file is gone after: no command names it.
+  pins = tuple(
+    dataclasses.replace(p, search=_NO_COMMAND)
+    if p.search and p.case in local
+    else p
+    for p in pins
+  )
   answer = Answer(
     (),
     not_tried="only='invariance': no accuracy numerics",

@@ -16,9 +16,11 @@ those steps, split-K's f32 partials added once). A config qualifies when:
     ops that are correctly rounded on XLA:CPU and on the GPU alike and
     that no compiler contracts (`_EXACT_OPS`: add, subtract, max, min,
     negate, select, converts and data movement; a multiply only where
-    the kernel adds nothing, since a multiply feeding an add may become
-    one fused multiply-add on the GPU: PTX `add.f32` without `.rn` lets
-    ptxas fuse it, LLVM's NVPTX backend, test/CodeGen/NVPTX/fma.ll).
+    its value reaches no add or subtract in the kernel's HLO
+    (`KernelRecord.contractible`, `kernels.fp_contract`), since a
+    multiply feeding an add or a subtract may become one fused
+    multiply-add on the GPU: PTX `add.f32` without `.rn` lets ptxas fuse
+    it, LLVM's NVPTX backend, test/CodeGen/NVPTX/fma.ll).
     XLA's loop emitter computes each output element by the same code
     whatever the shape (xla/backends/gpu/codegen/emitters/loop.cc,
     jaxlib 0.12.0.1 and 0.10.2), so such a kernel maps equal inputs to
@@ -162,7 +164,7 @@ class Inexact(enum.Enum):
   NOT_COMPILED = enum.auto()  # the config did not compile
   NOT_READ = enum.auto()  # its row kernels not read
   NOT_COMPUTED = enum.auto()  # computing the bits raised (`error`)
-  # A contraction site: `numerics.site_model` calls it a band (`site_why`).
+  # A contraction site: `numerics.site_model` calls it a band (`model`).
   SITE = enum.auto()
   # A row kernel (`kernel`).
   NOT_A_GEMM = enum.auto()  # a contraction that is no bit-exact gemm
@@ -171,7 +173,12 @@ class Inexact(enum.Enum):
   OPS_NOT_READ = enum.auto()  # an elementwise kernel without a record
   NO_OP_METADATA = enum.auto()  # its record names no ops
   COMPUTES = enum.auto()  # an elementwise kernel of inexact ops (`ops`)
-  MULTIPLY_ADD = enum.auto()  # a multiply and an add: maybe one FMA
+  # A multiply feeding an add or subtract (`pairs`): maybe one FMA, or
+  # one in its PTX (`fused`).
+  CONTRACTS = enum.auto()
+  # A multiply and an add among its ops; whether one feeds the other not
+  # read.
+  MULTIPLY_ADD = enum.auto()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,9 +194,17 @@ class NotModelled:
     ops: the ops the model does not compute bit for bit (FUSES,
       COMPUTES), sorted.
     site: the contraction site (SITE), or None.
-    site_why: SITE: `numerics.site_model`'s reason, its words.
+    model: SITE: `numerics.site_model`'s `KernelSite`, whose `band` says
+      why it is no bit-exact model.
     error: NOT_COMPUTED: the first line of what computing raised, or
       None where the bits were not asked for.
+    pairs: CONTRACTS: the HLO's multiply -> add/subtract pairs in the
+      kernel (`KernelRecord.contractible`), as read.
+    fused: CONTRACTS: the PTX's instructions that fuse or leave the pair
+      for ptxas to fuse (`KernelRecord.ptx_fusable`); () where none or
+      not read.
+    ptx_read: CONTRACTS: False where the kernel's PTX should settle it
+      and was not read.
   """
 
   reason: Inexact
@@ -197,8 +212,11 @@ class NotModelled:
   kernel: RowKernel | None = None
   ops: tuple[str, ...] = ()
   site: int | None = None
-  site_why: str | None = None
+  model: object = None
   error: str | None = None
+  pairs: tuple[str, ...] = ()
+  fused: tuple[str, ...] = ()
+  ptx_read: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,7 +244,9 @@ def _kernel_why(k: RowKernel, gemms: frozenset[str]) -> NotModelled | None:
       return NotModelled(Inexact.NOT_A_GEMM, kernel=k)
     if inexact:  # a fused prologue or epilogue
       return NotModelled(Inexact.FUSES, kernel=k, ops=inexact)
-    return None
+    # A fused epilogue's multiply feeding an add: Triton's LLVM may
+    # contract it as XLA's emitters may (kernels.fp_contract).
+    return _contraction_why(k, ())
   if k.kind != "elementwise":
     return NotModelled(Inexact.ORDER, kernel=k)
   if k.record is None:
@@ -235,7 +255,38 @@ def _kernel_why(k: RowKernel, gemms: frozenset[str]) -> NotModelled | None:
     return NotModelled(Inexact.NO_OP_METADATA, kernel=k)
   if inexact:
     return NotModelled(Inexact.COMPUTES, kernel=k, ops=inexact)
-  if set(ops) & _MULTIPLIES - {"dot_general"} and set(ops) & _ADDS:
+  return _contraction_why(k, ops, ptx=True)
+
+
+def _contraction_why(
+  k: RowKernel, ops: Sequence[str], ptx: bool = False
+) -> NotModelled | None:
+  """Why kernel `k` may not compute what XLA:CPU does: a multiply of its
+  HLO whose value reaches an add or a subtract (`KernelRecord
+  .contractible`), which the GPU may fuse into one fma (one rounding, not
+  two); None where none does. With `ptx` (an elementwise kernel: every
+  float fma in its PTX would be a contraction), the PTX settles it
+  (`KernelRecord.ptx_fusable`): no fma and every add, subtract and
+  multiply rounded on its own (`.rn`) is None. Where the HLO's pairs were
+  not read, a multiply and an add among its ops make it unknown
+  (MULTIPLY_ADD)."""
+  pairs = getattr(k.record, "contractible", None)
+  if pairs:
+    fused = getattr(k.record, "ptx_fusable", None) if ptx else None
+    if ptx and fused == ():
+      return None  # each rounds on its own in the PTX: not contracted
+    return NotModelled(
+      Inexact.CONTRACTS,
+      kernel=k,
+      pairs=tuple(pairs),
+      fused=tuple(fused or ()),
+      ptx_read=not ptx or fused is not None,
+    )
+  if (
+    pairs is None
+    and set(ops) & _MULTIPLIES - {"dot_general"}
+    and (set(ops) & _ADDS)
+  ):
     return NotModelled(Inexact.MULTIPLY_ADD, kernel=k)
   return None
 
@@ -278,7 +329,7 @@ def model_sites(
       f.ptx_tf32_rounding,
     )
     if m.ins is None:
-      return None, NotModelled(Inexact.SITE, site=i, site_why=m.why)
+      return None, NotModelled(Inexact.SITE, site=i, model=m)
     sites[i] = m
     algorithms.append(f.effective_algorithm or "")
     gemms.update(f.carriers or ())

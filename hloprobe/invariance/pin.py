@@ -177,6 +177,10 @@ class Pin:
       command FAILs with them; () where it keeps every swept size.
     sizes: the batch sizes `command` checks.
     why: why it was not made or not swept (one line), else None.
+    search: where only listed (`not_tried`), the one `hloprobe explain
+      ... --only=invariance --invariance=pin` command that tries every
+      candidate of the group's case and target and verifies each
+      (`search_command`); "" where tried.
   """
 
   case: str
@@ -193,6 +197,7 @@ class Pin:
   left_out: tuple[Boundary, ...] = ()
   sizes: tuple[int, ...] = ()
   why: str | None = None
+  search: str = ""
 
   # The outcomes, where only a `Pin` is at hand (report reads it so).
   Outcome: ClassVar[type[PinOutcome]] = PinOutcome
@@ -362,6 +367,32 @@ def verify_command(
   return " ".join(words)
 
 
+def search_command(
+  plan: SweepPlan, a: Invariance, precisions: Sequence[str], sizes
+) -> str:
+  """`hloprobe explain --case=... --targets=... --batch_sizes=...
+  --precisions=... --only=invariance --invariance=pin`: the one command
+  that tries the candidates of group `a`'s case and target (under
+  `precisions`, at `sizes`) and verifies each, with the bits alone (no
+  accuracy numerics: the cheapest sweep that answers)."""
+  source = next((s.source for s in plan.cases if s.case.name == a.case), a.case)
+  names = dict(zip((t.name for t in plan.targets), plan.target_names))
+  target = names.get(a.target, a.target)
+  where = "--target_config" if is_config_path(target) else "--targets"
+  return " ".join(
+    [
+      "hloprobe",
+      "explain",
+      _quoted(f"--case={source}"),
+      _quoted(f"{where}={target}"),
+      f"--batch_sizes={','.join(map(str, sizes))}",
+      f"--precisions={','.join(precisions)}",
+      "--only=invariance",
+      "--invariance=pin",
+    ]
+  )
+
+
 def _quoted(word: str) -> str:
   plain = all(ch.isalnum() or ch in "_=,.:/-" for ch in word)
   return word if plain else "'" + word.replace("'", "'\\''") + "'"
@@ -479,8 +510,21 @@ def untried_pins(
   pin_files: Callable[[Invariance], str | None] | None = None,
 ) -> tuple[Pin, ...]:
   """The candidates of every group that is not invariant, not swept: each
-  a `Pin` with `passed` None, `outcome` NOT_TRIED and its `verify`
-  command."""
+  a `Pin` with `passed` None, `outcome` NOT_TRIED, its `verify` command
+  and the `search_command` that tries them all (one per case and target:
+  every such group's precision, their sizes)."""
+  apart = [
+    a for a in answers if a.invariant is False and a.experiment == "baseline"
+  ]
+  searches = {}
+  for a in apart:
+    same = [b for b in apart if (b.case, b.target) == (a.case, a.target)]
+    searches[_key(a)] = search_command(
+      plan,
+      a,
+      list(dict.fromkeys(b.precision for b in same)),
+      sorted({n for b in same for n in b.sizes}),
+    )
   return tuple(
     Pin(
       *_key(a),
@@ -489,9 +533,9 @@ def untried_pins(
       PinOutcome.NOT_TRIED,
       verify_command(plan, a, c),
       sizes=a.sizes,
+      search=searches[_key(a)],
     )
-    for a in answers
-    if a.invariant is False and a.experiment == "baseline"
+    for a in apart
     for c in candidates_for(a, pin_files(a) if pin_files else None)
   )
 

@@ -31,6 +31,8 @@ The modules behind it are private in intent:
   reduction_rules   reductions: XLA's reduction emitter and Triton
                     block-level (softmax / normalization) fusions
   kernel_reader     read_kernels (walks the ENTRY computation)
+  fp_contract       the multiplies feeding an add or subtract in a kernel
+                    (`KernelRecord.contractible`: a possible fma)
   differences       compare_kernels, kernel_classes
   autotune_pin      pin_gemm_configs
 

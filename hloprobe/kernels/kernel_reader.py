@@ -26,7 +26,12 @@ from hloprobe.ir import (
   parse_hlo_module,
   parse_ptx,
 )
-from hloprobe.kernels import gemm_rules, normalise, reduction_rules
+from hloprobe.kernels import (
+  fp_contract,
+  gemm_rules,
+  normalise,
+  reduction_rules,
+)
 from hloprobe.kernels.records import KernelRecord, Role, RowCount
 from hloprobe.sites import Fate
 
@@ -356,9 +361,8 @@ class _Reader:
     rules=(),
     insts=None,
   ) -> KernelRecord:
-    ops, source = self._ops_and_source(
-      insts if insts is not None else (self._fused(inst) or [inst])
-    )
+    insts = insts if insts is not None else (self._fused(inst) or [inst])
+    ops, source = self._ops_and_source(insts)
     arith = tuple(sorted((k, str(v)) for k, v in arithmetic.items()))
     conf = tuple(sorted((k, str(v)) for k, v in config.items()))
     signature = " | ".join(
@@ -378,6 +382,10 @@ class _Reader:
       row_count=row_count,
       row_count_why=why,
       rules=tuple(rules),
+      contractible=fp_contract.multiply_adds(self.module, insts),
+      ptx_fusable=fp_contract.ptx_fusable(self.ptx_text[kernel])
+      if kernel in self.ptx_text
+      else None,
     )
 
   # -- one record

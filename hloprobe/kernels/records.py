@@ -100,6 +100,15 @@ class KernelRecord:
       instruction reaches. None: not traced. A kernel whose outputs are
       all unbatched leaves (a loss's mean over the batch) computes no row.
       Not part of `as_dict` (the results schema).
+    contractible: the float multiplies whose value reaches an add or a
+      subtract in this kernel, which the GPU compiler may contract into
+      one fused multiply-add, as "multiply <name> -> <opcode> <name>"
+      (`fp_contract.multiply_adds`); () where none does; None where not
+      read. Not part of `as_dict`.
+    ptx_fusable: the float opcodes of its PTX that are, or may become, a
+      fused multiply-add (`fp_contract.ptx_fusable`: any `fma`, an
+      `add`/`sub`/`mul` without a rounding modifier); () where none;
+      None where no PTX was read for it. Not part of `as_dict`.
   """
 
   name: str
@@ -116,6 +125,8 @@ class KernelRecord:
   row_count_why: str
   rules: tuple[str, ...] = ()
   outputs: tuple[int, ...] | None = None
+  contractible: tuple[str, ...] | None = None
+  ptx_fusable: tuple[str, ...] | None = None
 
   def as_dict(self) -> dict:
     """The record as JSON-ready data (results files, notebooks): every

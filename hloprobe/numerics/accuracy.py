@@ -345,16 +345,6 @@ def headline_leaf(
   return min(range(n), key=lambda i: (axes[i] is None, not floats[i], i))
 
 
-def describe_algorithms(site_algorithms: tuple[str, ...]) -> str | None:
-  """`TF32_TF32_F32 at sites [0, 1, 2]` for the non-F32 sites, or None:
-  the words of a site note (`site_notes`) and of
-  `Prediction.best_candidate`."""
-  groups = algorithm_groups(site_algorithms)
-  if not groups:
-    return None
-  return " and ".join(f"{alg} at sites {list(sites)}" for alg, sites in groups)
-
-
 def judge(
   observed: ErrorStats | None,
   predicted: ErrorStats,

@@ -15,7 +15,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 
-from hloprobe.numerics import accuracy
 from hloprobe.numerics.emulate_dot import EMULATED_ALGORITHMS, TF32_TRUNCATED
 from hloprobe.numerics.emulate_fp8 import (
   FP8_FAST_ACCUM_ALGORITHM,
@@ -33,7 +32,6 @@ __all__ = [
   "allowed_assignments",
   "candidate_assignments",
   "chosen_algorithms",
-  "describe_assignment",
   "is_allowed",
   "optional_sites",
   "share_assignments",
@@ -45,11 +43,6 @@ _FIXED_FATES = (Fate.MULTIPLY, Fate.MULTIPLY_REDUCE, Fate.GONE)
 # TF32-optional cuBLAS sites (`SiteFate.tf32_optional`) up to which every
 # TF32/F32 assignment of them is a candidate: 2^4 = 16 emulations at most.
 _OPTIONAL_CAP = 4
-
-
-def describe_assignment(assignment: tuple[str, ...]) -> str:
-  """`TF32_TF32_F32 at sites [1, 2]`, or F32_F32_F32 when every site is."""
-  return accuracy.describe_algorithms(assignment) or F32
 
 
 def optional_sites(

@@ -26,6 +26,7 @@ Private in intent: use the package, `hloprobe.numerics`.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import re
 from collections.abc import Sequence
 
@@ -48,6 +49,7 @@ from hloprobe.sites import EXACT_INTEGER
 
 __all__ = [
   "SWEEP_BUDGET",
+  "Band",
   "KernelBudgetError",
   "KernelRemainder",
   "KernelRowZero",
@@ -82,20 +84,45 @@ _ONE_PASS = {"tf32": "TF32_TF32_F32", "bf16": "BF16_BF16_F32"}
 _ONE_PASS["f16"] = "F16_F16_F32"
 
 
+class Band(enum.Enum):
+  """Why `site_model` calls a site a band (`KernelSite.band`)."""
+
+  NOT_TRITON = "not a Triton gemm"  # its `fate`'s kernel not modelled
+  EXACT_INTEGER = "exact integer"  # any kernel's order gives its bits
+  NOT_ONE_MMA = "not one mma"  # `opcodes`: none or several
+  NO_COMPUTE_CAPABILITY = "compute capability unknown"
+  MMA_NOT_MODELLED = "mma not modelled"  # `opcodes[0]` on sm_`sm`
+  NO_ALGORITHM = "no effective algorithm"
+  NOT_ONE_PASS = "not one pass"  # `algorithm` is not one `operand` pass
+  SPLIT_K = "split-K over 2"  # the reduce's f32 order of `split_k`
+
+
 @dataclasses.dataclass(frozen=True)
 class KernelSite:
-  """A site's prediction kind and, for a bit-exact model, its kernel.
+  """A site's prediction kind and, for a bit-exact model, its kernel; the
+  facts `site_model` read (`hloprobe.report` words them).
 
   Attributes:
     kind: "bit-exact model" or "band".
-    why: one line: the instruction and split-K, or why it is a band.
+    band: why it is a band (`Band`); None for a bit-exact model.
+    fate: the site's fate words ("Triton gemm", "cuBLAS", ...).
+    opcodes: its kernel's tensor-core opcodes, sorted, each once.
+    sm: the target's sm number (80 for "8.0"); None where not read.
+    algorithm: the site's effective algorithm, or None.
+    operand: the mma's operand type ("tf32", "bf16", "f16") where its
+      instruction is modelled; else None.
     ins: the modelled instruction (None for a band).
     split_k: the kernel's split-K (1: none).
     tf32_rounding: "rna" where the PTX has `cvt.rna.tf32.f32`, else None.
   """
 
   kind: str
-  why: str
+  band: Band | None = None
+  fate: str = "Triton gemm"
+  opcodes: tuple[str, ...] = ()
+  sm: int | None = None
+  algorithm: str | None = None
+  operand: str | None = None
   ins: MmaInstruction | None = None
   split_k: int = 1
   tf32_rounding: str | None = None
@@ -131,44 +158,39 @@ def site_model(
     tf32_rounding: that kernel's tf32 operand rounding
       (`SiteFate.ptx_tf32_rounding`): "rna", "truncate" or None.
   """
+  band = lambda why, **kw: KernelSite(BAND, why, fate, **kw)
   if fate != "Triton gemm":
-    return KernelSite(BAND, f"{fate}: kernel arithmetic not modelled")
+    return band(Band.NOT_TRITON)
   if algorithm == EXACT_INTEGER:  # its evidence is XLA's rule, not the PTX
-    return KernelSite(
-      BAND, "Triton gemm: exact integer, any kernel's order gives its bits"
-    )
-  opcodes = sorted(set(mma_opcodes))
+    return band(Band.EXACT_INTEGER)
+  opcodes = tuple(sorted(set(mma_opcodes)))
   if len(opcodes) != 1:
-    found = ", ".join(opcodes) or "no mma in the PTX"
-    return KernelSite(BAND, f"Triton gemm: {found}")
+    return band(Band.NOT_ONE_MMA, opcodes=opcodes)
   if compute_capability is None:
-    return KernelSite(BAND, "Triton gemm: compute capability unknown")
+    return band(Band.NO_COMPUTE_CAPABILITY, opcodes=opcodes)
   cc = re.match(r"(\d+)\.(\d+)", compute_capability)  # "9.0a" -> sm_90
   sm = int(cc[1]) * 10 + int(cc[2]) if cc else None
   ins = instruction(opcodes[0], sm) if sm else None
   if ins is None:
-    return KernelSite(
-      BAND, f"Triton gemm: {opcodes[0]} on sm_{sm or '?'} not modelled"
-    )
-  one_pass = _ONE_PASS[ins.operand]
+    return band(Band.MMA_NOT_MODELLED, opcodes=opcodes, sm=sm)
+  read = dict(opcodes=opcodes, sm=sm, algorithm=algorithm, operand=ins.operand)
   if algorithm is None:
-    return KernelSite(
-      BAND, "Triton gemm: no effective algorithm to hold the kernel to"
-    )
-  if algorithm != one_pass:
-    return KernelSite(
-      BAND, f"Triton gemm: {algorithm} is not one {ins.operand} pass"
-    )
+    return band(Band.NO_ALGORITHM, **read)
+  if algorithm != _ONE_PASS[ins.operand]:
+    return band(Band.NOT_ONE_PASS, **read)
   split = split_k or 1
   if split > 2:  # two f32 partials add alike in any order; more do not
-    return KernelSite(
-      BAND, f"Triton gemm split-K {split}: the reduce's f32 order not modelled"
-    )
+    return band(Band.SPLIT_K, **read, split_k=split)
   rounding = "rna" if tf32_rounding == "rna" else None
-  why = f"{opcodes[0]} on {ins.arch} (MMA-Sim), K in k{ins.k} steps" + (
-    f", split-K {split}" if split > 1 else ""
+  return KernelSite(
+    BIT_EXACT,
+    None,
+    fate,
+    **read,
+    ins=ins,
+    split_k=split,
+    tf32_rounding=rounding,
   )
-  return KernelSite(BIT_EXACT, why, ins, split, rounding)
 
 
 class KernelBudgetError(ValueError):
@@ -285,8 +307,8 @@ class KernelRowZero:
   "row0_kernel_model_abs_err" and "site_models".
 
   Attributes:
-    kinds: per site, "bit-exact model" or "band" (`site_model`).
-    whys: per site, `site_model`'s one line.
+    models: per site, `site_model`'s `KernelSite` (its kind, and what
+      makes it a band or which instruction models it).
     row0: the headline leaf's row 0, first value (output dtype, as
       float): the bit-exact sites by the kernel model, the others
       emulated at their algorithm in XLA's f32 order; None where no site
@@ -295,11 +317,15 @@ class KernelRowZero:
     note: why `row0` is None despite a bit-exact site; else None.
   """
 
-  kinds: tuple[str, ...]
-  whys: tuple[str, ...]
+  models: tuple[KernelSite, ...]
   row0: float | None = None
   row0_abs: float | None = None
   note: str | None = None
+
+  @property
+  def kinds(self) -> tuple[str, ...]:
+    """Per site, "bit-exact model" or "band"."""
+    return tuple(m.kind for m in self.models)
 
 
 class KernelRows:
@@ -348,17 +374,16 @@ class KernelRows:
       )
       for f in fates
     ]
-    kinds = tuple(m.kind for m in models)
-    whys = tuple(m.why for m in models)
+    models = tuple(models)
     exact = {i: m for i, m in enumerate(models) if m.ins is not None}
     if not exact:
-      return KernelRowZero(kinds, whys)
+      return KernelRowZero(models)
     refs = self._refs
     size = refs.largest if refs.independent and n <= refs.largest else n
     key = (
       size,
       tuple(algorithms),
-      tuple((i, m.why, m.tf32_rounding) for i, m in exact.items()),
+      tuple((i, m.ins, m.split_k, m.tf32_rounding) for i, m in exact.items()),
     )
     try:
       if key not in self._memo:
@@ -379,11 +404,11 @@ class KernelRows:
       got = np.asarray(element0(outs[i], refs.axes[i]), np.float64)
       ref = element0(refs.at(n)[i], refs.axes[i])
     except KernelBudgetError as e:
-      return KernelRowZero(kinds, whys, note=f"kernel model {e}")
+      return KernelRowZero(models, note=f"kernel model {e}")
     except Exception as e:  # the emulation's prediction stands without it
-      return KernelRowZero(kinds, whys, note=f"kernel model: {first_line(e)}")
+      return KernelRowZero(models, note=f"kernel model: {first_line(e)}")
     return KernelRowZero(
-      kinds, whys, float(np.ravel(got)[0]), float(np.max(np.abs(got - ref)))
+      models, float(np.ravel(got)[0]), float(np.max(np.abs(got - ref)))
     )
 
 

@@ -43,7 +43,12 @@ from hloprobe.numerics.bands import OPERAND_UNIT, SiteBand, site_band
 from hloprobe.numerics.floor_sum import FloorSum
 from hloprobe.numerics.kernel_sites import KernelRowZero
 from hloprobe.numerics.site_notes import F32
-from hloprobe.numerics.verdicts import FarCause, Verdict, VerdictKind
+from hloprobe.numerics.verdicts import (
+  FarCause,
+  Verdict,
+  VerdictKind,
+  algorithm_groups,
+)
 from hloprobe.runtime import Stopwatch
 from hloprobe.sites import SiteFate
 
@@ -88,9 +93,11 @@ class Prediction:
     bands: each site's band over the largest batch swept (None where not
       measurable): analytic; measured for attention (`attention_band`).
     best_candidate: for an observed run, the candidate assignment whose
-      emulated row 0 is nearest, e.g. "TF32_TF32_F32 at sites [1, 2]"
-      (cuBLAS kept site 0 in f32) or "F32_F32_F32"; None without an
-      observation. See `Predictor._best_candidate`.
+      emulated row 0 is nearest, as its non-F32 algorithms with their
+      sites (`verdicts.algorithm_groups`), e.g. (("TF32_TF32_F32", (1,
+      2)),) (cuBLAS kept site 0 in f32), or () where every site is
+      F32_F32_F32; None without an observation. See
+      `Predictor._best_candidate`; `hloprobe.report` words it.
     leaves: every output leaf's name, in tree-leaves order ("" for a
       single array): the order of `verdicts`, `rows` and `noises`.
     verdicts: every output leaf's verdict as a record (`Verdict`, its
@@ -131,7 +138,7 @@ class Prediction:
   shares: tuple[SiteShare, ...]
   top_site: int | None
   bands: tuple[SiteBand | None, ...]
-  best_candidate: str | None
+  best_candidate: tuple[tuple[str, tuple[int, ...]], ...] | None
   leaves: tuple[str, ...]
   verdicts: tuple[Verdict, ...]
   notes: tuple = ()
@@ -434,7 +441,7 @@ class Predictor:
         v.noted(mismatch) if i == leaf else v for i, v in enumerate(verdicts)
       )
     top = max(shares, key=lambda s: s.alone_abs).site if shares else None
-    described = None if best is None else candidates.describe_assignment(best)
+    described = None if best is None else algorithm_groups(best)
     return Prediction(
       site_algorithms=chosen,
       stats=stats[leaf],

@@ -51,7 +51,11 @@ from hloprobe.report.explain_text import (
   render_explanation,
 )
 from hloprobe.report.findings import Cause, code_change, group_causes
-from hloprobe.report.invariance_words import first_lines, invariance_json
+from hloprobe.report.invariance_words import (
+  apart_words,
+  first_lines,
+  invariance_json,
+)
 from hloprobe.report.results_schema import dumps_json
 from hloprobe.report.verdict_words import (
   floor_words,
@@ -228,10 +232,21 @@ def cause_lines(findings: Sequence[Finding], title: str) -> list[str]:
   ]
 
 
+# The accuracy answer where no config is outside its band.
+_NO_FINDING = "no finding: every config within its band"
+
+
 def answer_line(answer: Answer) -> str:
-  """The first line alone ("Answer: ..."), as `explain` repeats it last."""
+  """The first line alone ("Answer: ..."), as `explain` repeats it last.
+  With no accuracy finding but rows whose bits depend on the batch size,
+  the bitwise answer leads and the accuracy one is scoped: "Answer: bits
+  not batch-invariant on cpu and a100 under float32; accuracy: no
+  finding: every config within its band."."""
   if not answer.findings:
-    return "Answer: no finding: every config within its band."
+    apart = apart_words(answer.invariance)
+    if apart:
+      return f"Answer: bits {apart}; accuracy: {_NO_FINDING}."
+    return f"Answer: {_NO_FINDING}."
   causes = group_causes(answer.findings)
   more = len(causes) - 1
   tail = f" (and {more} more cause{'s' if more > 1 else ''} below)"
@@ -247,6 +262,10 @@ def answer_lines(answer: Answer, verbose: bool = False) -> list[str]:
       finding as `verify` found it (before grouping by cause).
   """
   if not answer.findings:
+    if apart_words(answer.invariance):
+      # After the bitwise answer, which the last line repeats: scoped,
+      # not a second "Answer:" that reads as its contradiction.
+      return [f"Accuracy: {_NO_FINDING}; the bitwise answer above stands."]
     return [answer_line(answer)]
   causes = group_causes(answer.findings)
   lines = [answer_line(answer)]
@@ -411,7 +430,11 @@ def render_answered(
     detail = render_explanation(ordered, width=width, host=host)
     return "\n".join(lines + ["", detail, "", answer_line(answer)])
   causes = group_causes(answer.findings)
-  lines += ["", "Per target (the detail: --verbose):"]
+  # Each target's accuracy; with a bitwise finding and no accuracy one,
+  # titled so, as its "no finding" is not the bits'.
+  scoped = not answer.findings and apart_words(answer.invariance)
+  title = "Per target, accuracy" if scoped else "Per target"
+  lines += ["", f"{title} (the detail: --verbose):"]
   lines += [_target_line(e, causes) for e in ordered]
   open_ = list(dict.fromkeys(e.target for e in ordered if e.compile_only))
   if open_:

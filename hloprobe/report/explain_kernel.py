@@ -16,6 +16,7 @@ Private in intent: use the package, `hloprobe.report`.
 from __future__ import annotations
 
 from hloprobe.numerics import site_model
+from hloprobe.report.kernel_words import kernel_site_words
 from hloprobe.report.wording import numbers
 
 BIT_EXACT = "bit-exact model"
@@ -52,7 +53,7 @@ def kernel_models(configs, compute_capability) -> tuple:
         f.effective_algorithm,
         f.ptx_tf32_rounding,
       )
-      groups.setdefault((m.kind, m.why), []).append(f.site.index)
+      groups.setdefault((m.kind, kernel_site_words(m)), []).append(f.site.index)
   sizes: dict[tuple, list[int]] = {}
   for (precision, n), groups in per_n.items():
     key = (precision,) + tuple(
@@ -153,7 +154,7 @@ def kernel_json(k) -> dict:
     "row0_kernel_model_abs_err": k.row0_abs,
     "row0_kernel_model_note": k.note,
     "site_models": [
-      {"site": i, "kind": kind, "why": why}
-      for i, (kind, why) in enumerate(zip(k.kinds, k.whys))
+      {"site": i, "kind": m.kind, "why": kernel_site_words(m)}
+      for i, m in enumerate(k.models)
     ],
   }

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hloprobe.invariance import Invariance
+from hloprobe.report.kernel_words import kernel_site_words
 from hloprobe.sites import Fate
 
 __all__ = [
@@ -186,7 +187,7 @@ def model_why_words(w) -> str | None:
     words = "the kernel model's bits not computed"
     words += f": {w.error}" if w.error else ""
   elif w.reason == why.SITE:
-    words = f"site {w.site}: {w.site_why}"
+    words = f"site {w.site}: {kernel_site_words(w.model)}"
   elif w.reason == why.NOT_A_GEMM:
     words = f"{_who(k)}: not a Triton gemm the kernel model is bit-exact for"
   elif w.reason == why.FUSES:
@@ -201,10 +202,23 @@ def model_why_words(w) -> str | None:
     words = f"{_who(k)}: its ops not read (no op metadata)"
   elif w.reason == why.COMPUTES:
     words = f"{_who(k)}: computes {ops} {_NOT_EXACT}"
+  elif w.reason == why.CONTRACTS and w.fused:
+    words = (
+      f"{_who(k)}: {'; '.join(w.pairs)} in one kernel, and its PTX has "
+      f"{', '.join(w.fused)} (a multiply fused into an add, or left for "
+      "ptxas to fuse: one rounding where XLA:CPU's kernel model rounds "
+      "twice)"
+    )
+  elif w.reason == why.CONTRACTS:
+    words = (
+      f"{_who(k)}: {'; '.join(w.pairs)} in one kernel (a multiply feeding "
+      "an add or subtract: the GPU may fuse them into one multiply-add"
+      + (")" if w.ptx_read else "; its PTX not read)")
+    )
   else:  # MULTIPLY_ADD
     words = (
-      f"{_who(k)}: a multiply and an add in one kernel, which the GPU may "
-      "fuse into one multiply-add"
+      f"{_who(k)}: a multiply and an add or subtract among its ops, and "
+      "whether one feeds the other (a possible multiply-add) not read"
     )
   return words if w.n is None else f"n = {w.n}: {words}"
 

@@ -27,6 +27,7 @@ from hloprobe.report.invariance_causes import (
 
 __all__ = [
   "answer_lines",
+  "apart_words",
   "candidate_words",
   "first_lines",
   "invariance_json",
@@ -417,13 +418,23 @@ def _pin_file_lines(ps: Sequence) -> list[str]:
   ]
 
 
+# Where the pins were only listed (plain explain, `pin.untried_pins`):
+# none was swept, so none is a fix; `Pin.search` tries and verifies them.
+_NOT_SEARCHED = (
+  "not searched (no setting was tried, so none is known to pin it); "
+  "to try each candidate and verify it"
+)
+
+
 def pin_lines(pins: Sequence) -> list[str]:
   """The bitwise question's "Do:": per group searched, the first pin that
   passed (its flags, JAX change, cost and `verify` command; the swept
   sizes its command leaves out, and why), else that none did, then each
   candidate tried in one line, and where the pinned-gemm autotune file
-  was written."""
-  out = []
+  was written. A group whose pins were only listed (not tried) gets no
+  "Do:" and no candidate: one line saying so, with the command that tries
+  and verifies them (`Pin.search`, given once per case and target)."""
+  out, searched = [], set()
   groups: dict[tuple, list] = {}
   for p in pins:
     groups.setdefault((p.case, p.target, p.precision), []).append(p)
@@ -446,10 +457,13 @@ def pin_lines(pins: Sequence) -> list[str]:
       if p.left_out:
         out.append(f"  ({_kept_apart_words(p)})")
     elif all(p.not_tried for p in ps):
-      out.append(
-        f"Do: to pin {where}, try (explain --invariance=pin tries them):"
-      )
-      out += [f"  {p.candidate.name}: {p.command}" for p in ps]
+      # Listed, not tried (plain explain): no candidate is advice until
+      # verified, so the one command that tries and verifies them.
+      search = ps[0].search
+      if search in searched:
+        search = "the command above"
+      searched.add(ps[0].search)
+      out.append(f"Pin for {where}: {_NOT_SEARCHED}: {search}")
       continue
     else:
       out.append(f"Do: no setting tried pins {where} ({len(ps)} tried, below)")
@@ -548,18 +562,39 @@ def _pin_words(groups: Sequence[Invariance], pins: Sequence) -> str:
       f"pinned by {how} ({apart}{pin_cost(passed[0])}; its `verify`: --verbose)"
     )
   if all(p.not_tried for p in mine):
-    under: dict[str, list[str]] = {}
-    for p in mine:
-      under.setdefault(p.candidate.name, []).append(p.precision)
-    names = []
-    for name, ps in under.items():
-      only = "" if len(ps) == len(groups) else f" (under {_and(ps)})"
-      names.append(f"{name}{only}")
-    return (
-      f"to pin, try {_and(names, 'or')} (explain --invariance=pin tries "
-      "them; each one's `verify --require=invariant`: --verbose)"
-    )
+    searches = list(dict.fromkeys(p.search for p in mine))
+    return f"pin {_NOT_SEARCHED}: {'; '.join(searches)}"
   return f"no setting tried pins it ({len(mine)} tried: --verbose)"
+
+
+def apart_words(answers: Sequence[Invariance]) -> str:
+  """Where the rows' bits were found to depend on the batch size, in a
+  clause for explain's last answer line, e.g. "not batch-invariant on
+  cpu and a100 under float32" (per target where the precisions differ:
+  "on cpu under float32; on a100 under bfloat16 and float32"); "" where
+  no group is (`Invariance.invariant` False)."""
+  many = len({a.case for a in answers}) > 1
+  per: dict[str, list[str]] = {}
+  for a in answers:
+    if a.invariant is not False:
+      continue
+    where = f"{a.case} on {a.target}" if many else a.target
+    if a.experiment != "baseline":
+      where += f" ({a.experiment})"
+    per.setdefault(where, [])
+    if a.precision not in per[where]:
+      per[where].append(a.precision)
+  if not per:
+    return ""
+  precisions = {tuple(ps) for ps in per.values()}
+  if len(precisions) == 1:
+    return (
+      f"not batch-invariant on {_and(list(per))} under "
+      f"{_and(list(precisions.pop()))}"
+    )
+  return "not batch-invariant " + "; ".join(
+    f"on {where} under {_and(ps)}" for where, ps in per.items()
+  )
 
 
 def _and(words: Sequence[str], last: str = "and") -> str:

@@ -1,6 +1,12 @@
 """The kernel model's findings in words: the one place these sentences are
 made (issue 36: words only at the edge).
 
+`numerics.site_model` reads whether a site's prediction is a "bit-exact
+model" or a "band", and why (`KernelSite`: its band reason, fate, mma
+opcodes, sm, algorithm, split-K); `kernel_site_words` says so in one line,
+e.g. "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 on Ampere
+(MMA-Sim), K in k8 steps" or "cuBLAS: kernel arithmetic not modelled".
+
 `numerics.kernel_remainder` measures what is left between the kernel
 model's row 0 and a GPU's, and how far the band sites' f32 order and the
 elementwise functions' last ulp move it (`KernelRemainder`: numbers and
@@ -13,7 +19,35 @@ Private in intent: use the package, `hloprobe.report`.
 
 from __future__ import annotations
 
-__all__ = ["remainder_lines"]
+__all__ = ["kernel_site_words", "remainder_lines"]
+
+
+def kernel_site_words(m) -> str:
+  """A `numerics.KernelSite` in one line: the instruction and split-K of a
+  bit-exact model, or why it is a band."""
+  if m.band is None:
+    return (
+      f"{m.opcodes[0]} on {m.ins.arch} (MMA-Sim), K in k{m.ins.k} steps"
+      + (f", split-K {m.split_k}" if m.split_k > 1 else "")
+    )
+  why = m.band.name
+  if why == "NOT_TRITON":
+    return f"{m.fate}: kernel arithmetic not modelled"
+  if why == "EXACT_INTEGER":
+    return f"{m.fate}: exact integer, any kernel's order gives its bits"
+  if why == "NOT_ONE_MMA":
+    return f"{m.fate}: {', '.join(m.opcodes) or 'no mma in the PTX'}"
+  if why == "NO_COMPUTE_CAPABILITY":
+    return f"{m.fate}: compute capability unknown"
+  if why == "MMA_NOT_MODELLED":
+    return f"{m.fate}: {m.opcodes[0]} on sm_{m.sm or '?'} not modelled"
+  if why == "NO_ALGORITHM":
+    return f"{m.fate}: no effective algorithm to hold the kernel to"
+  if why == "NOT_ONE_PASS":
+    return f"{m.fate}: {m.algorithm} is not one {m.operand} pass"
+  if why == "SPLIT_K":
+    return f"{m.fate} split-K {m.split_k}: the reduce's f32 order not modelled"
+  raise ValueError(f"no words for a band of kind {why!r}")
 
 
 def remainder_lines(r) -> list[str]:

@@ -209,7 +209,7 @@ import re
 from hloprobe.ir import path_part
 from hloprobe.records import ConfigResult
 from hloprobe.report.explain_kernel import kernel_json
-from hloprobe.report.site_words import prediction_note
+from hloprobe.report.site_words import best_candidate_words, prediction_note
 from hloprobe.report.verdict_words import (
   config_words,
   judged_words,
@@ -287,7 +287,7 @@ def _prediction_json(r: ConfigResult) -> dict | None:
     "site_bands": [
       None if b is None else dataclasses.asdict(b) for b in p.bands
     ],
-    "best_candidate": p.best_candidate,
+    "best_candidate": best_candidate_words(p),
     "verdict": prediction_words(p),
     "note": prediction_note(p),
     "leaf": p.leaf,

@@ -17,6 +17,7 @@ Private in intent: use the package, `hloprobe.report`.
 from __future__ import annotations
 
 __all__ = [
+  "best_candidate_words",
   "failure_words",
   "finding_words",
   "groups_words",
@@ -166,6 +167,15 @@ _NOTE_WORDS = {
   "taken as F32": _taken_words,
   "attention bias": _attention_bias_words,
 }
+
+
+def best_candidate_words(p) -> str | None:
+  """A prediction's best candidate assignment (`Prediction.best_candidate`)
+  in words: "TF32_TF32_F32 at sites [1, 2]", or "F32_F32_F32" where every
+  site is; None without one (no observed run)."""
+  if p.best_candidate is None:
+    return None
+  return groups_words(p.best_candidate) or _F32
 
 
 def site_note_words(n) -> str | None:

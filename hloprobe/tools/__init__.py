@@ -2,7 +2,7 @@
 timing; bench_invariance, bench_memory, bench_ray, bench_shards,
 bench_venv) and
 maintainers' checks (autotune_template, kernel_model_check; fuzz_modules:
-`make fuzz`), each run as
+`make fuzz`; profile_workers: cProfile of a command and its workers), each run as
 `python -m hloprobe.tools.NAME` (`TOOLS` lists them).
 
 Like tests, a tool measures the library's internals: it may import the
@@ -29,4 +29,5 @@ TOOLS = (
   "bench_venv",
   "fuzz_modules",
   "kernel_model_check",
+  "profile_workers",
 )

@@ -158,6 +158,31 @@ class OnlyInvarianceTest(absltest.TestCase):
     )
     self.assertTrue(lines[-1].startswith("Bits only"), lines[-1])
 
+  def test_a_functions_untried_pin_names_no_gone_file(self):
+    # On the compile-only a100, n = 1 is a vector-matrix product (XLA's
+    # DotStrengthReduction, xla/service/gpu/transforms/
+    # dot_strength_reduction.cc: multiply+reduce), n = 2 a Triton gemm:
+    # not invariant, so its pins are listed untried. The function's case
+    # file is shipped to the workers and removed after: the words say how
+    # to search instead of naming it.
+    g = np.random.default_rng(7)
+    x = g.standard_normal((2, 16)).astype(np.float32)
+    w = g.standard_normal((16, 16)).astype(np.float32)
+    r = hloprobe.explain(
+      lambda x, w: x @ w,
+      x,
+      w,
+      in_axes=(0, None),
+      targets="a100",
+      precisions="float32",
+      batch_sizes=[1, 2],
+      cache=False,
+      only="invariance",
+    )
+    self.assertTrue(r.answer.pins)
+    self.assertNotIn("hloprobe-case-", str(r))
+    self.assertIn("on a case file of this function", str(r))
+
 
 class ResultsTest(absltest.TestCase):
   def test_table_and_html_show_the_configs(self):

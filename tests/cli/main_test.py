@@ -3,11 +3,13 @@ and as a user runs it (subprocesses, files; marked `compiles`)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 
 import jax
 import pytest
+import testutil
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe, run_hloprobe_here
 
@@ -117,6 +119,18 @@ class BadInputTest(parameterized.TestCase):
     proc = run_hloprobe_here("frobnicate")
     self.assertEqual(proc.returncode, 2)
     self.assertIn("unknown command 'frobnicate'", proc.stderr)
+
+
+_WORKERS = contextlib.ExitStack()
+
+
+def setUpModule():
+  # The module's in-process commands share warm workers.
+  _WORKERS.enter_context(testutil.shared_workers())
+
+
+def tearDownModule():  # pytest calls it (not unittest's module cleanups)
+  _WORKERS.close()
 
 
 @pytest.mark.compiles

@@ -10,6 +10,7 @@ the re-run cost little more than the one sweep.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -63,6 +64,18 @@ def _root(cls, name: str) -> str:
   root = tempfile.mkdtemp(prefix=f"hloprobe-{name}-")
   cls.addClassCleanup(shutil.rmtree, root, ignore_errors=True)
   return root
+
+
+# The module's some twenty in-process commands share warm workers.
+_WORKERS = contextlib.ExitStack()
+
+
+def setUpModule():
+  _WORKERS.enter_context(testutil.shared_workers())
+
+
+def tearDownModule():  # pytest calls it (not unittest's module cleanups)
+  _WORKERS.close()
 
 
 @pytest.mark.compiles

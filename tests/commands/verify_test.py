@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 
 import jax
 import numpy as np
@@ -136,22 +137,47 @@ def _row0_classes(name: str, sizes) -> int:
   return len(rows)
 
 
+def readme_runs() -> list[tuple[list[str], str, int]]:
+  """The README's Batch invariance section's `hloprobe verify` runs: each
+  command's words (after `hloprobe`), the verdict line it prints and the
+  exit status it says, as (words, line, status)."""
+  with open(os.path.join(testutil.ROOT, "README.md"), encoding="utf-8") as f:
+    text = f.read()
+  section = text.split("\n## Batch invariance\n")[1].split("\n# ")[0]
+  lines = section.splitlines()
+  runs = []
+  for command, said in zip(lines, lines[1:]):
+    if command.startswith(".venv/bin/hloprobe verify "):
+      verdict = re.fullmatch(r"(verify .*: (?:PASS|FAIL)) +\(exit (\d)\)", said)
+      assert verdict, said  # the README prints each run's verdict line
+      runs.append((shlex.split(command)[1:], verdict[1], int(verdict[2])))
+  return runs
+
+
+def _readme_run(case: str, fixed: bool) -> tuple[list[str], str, int]:
+  """The README's verify run of `case`, with or without --fix."""
+  (run,) = [
+    r
+    for r in readme_runs()
+    if f"--case={case}" in r[0]
+    and any(w.startswith("--fix=") for w in r[0]) == fixed
+  ]
+  return run
+
+
 @pytest.mark.compiles
 @pytest.mark.cpu_numerics
+@pytest.mark.release_rules  # dot strength reduction at n = 1 (0.10.2 too)
 class BaselineInvariantTest(absltest.TestCase):
-  """`verify --require=invariant` without --fix: the program as it is."""
+  """`verify --require=invariant` without --fix: the program as it is,
+  run as the README's Batch invariance section writes it."""
 
   def test_elementwise_control_passes_exit_0(self):
-    proc = run_hloprobe_here(
-      "verify",
-      "--case=elementwise_only",
-      "--targets=cpu,a100",
-      "--batch_sizes=1,2,8",
-      "--precisions=float32",
-      "--require=invariant",
-      "--format=json",
-      timeout_s=300,
+    words, line, status = _readme_run("elementwise_only", fixed=False)
+    self.assertEqual(
+      (line, status), ("verify (no --fix: the baseline as it is): PASS", 0)
     )
+    proc = run_hloprobe_here(*words, "--format=json", timeout_s=300)
     self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
     doc = json.loads(proc.stdout)
     self.assertEqual(
@@ -164,26 +190,20 @@ class BaselineInvariantTest(absltest.TestCase):
     groups = invariant["evidence"]
     self.assertLen(groups, 2, groups)
     for target in ("cpu", "a100"):
-      (line,) = [g for g in groups if f" on {target} " in g]
-      self.assertRegex(line, f"row 0 [^;]*is batch-invariant on {target} ")
+      (group,) = [g for g in groups if f" on {target} " in g]
+      self.assertRegex(group, f"row 0 [^;]*is batch-invariant on {target} ")
     # Nothing was compared: no fix, so no fate or error changes.
     self.assertEqual((doc["fate_changes"], doc["row0_errors"]), ([], []))
 
   def test_tm_mm_fails_naming_the_boundary(self):
+    words, line, status = _readme_run("tm_mm", fixed=False)
+    self.assertIn("--targets=cpu,a100", words)
+    self.assertIn("--batch_sizes=1,2,8", words)
     cpu_classes = _row0_classes("tm_mm", (1, 2, 8))
-    proc = run_hloprobe_here(
-      "verify",
-      "--case=tm_mm",
-      "--targets=cpu,a100",
-      "--batch_sizes=1,2,8",
-      "--precisions=float32",
-      "--require=invariant",
-      timeout_s=300,
-    )
+    proc = run_hloprobe_here(*words, timeout_s=300)
     self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
-    self.assertTrue(
-      proc.stdout.startswith("verify (no --fix: the baseline as it is): FAIL"),
-      proc.stdout,
+    self.assertEqual(
+      (proc.returncode, proc.stdout.splitlines()[0]), (status, line)
     )
     self.assertRegex(proc.stdout, r"\ninvariant +FAIL ")
     groups = _invariant_evidence(proc.stdout)
@@ -199,6 +219,17 @@ class BaselineInvariantTest(absltest.TestCase):
     self.assertIn("multiply+reduce at n = 1", a100)
     # No fix: nothing about a fix's changes.
     self.assertNotIn("the fix changes", proc.stdout)
+
+  def test_readmes_pin_passes_as_it_says(self):
+    # The pin explain printed for tm_mm on a100 (the README's run with
+    # --fix): its verdict and exit status as the README shows them.
+    words, line, status = _readme_run("tm_mm", fixed=True)
+    proc = run_hloprobe_here(*words, timeout_s=300)
+    self.assertEqual(
+      (proc.returncode, proc.stdout.splitlines()[0]),
+      (status, line),
+      proc.stdout + proc.stderr,
+    )
 
 
 if __name__ == "__main__":

@@ -11,12 +11,22 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from hloprobe import Case
+
+
+def _hang():
+  """Never returns. It sleeps rather than spins: hloprobe's timeout and an
+  interrupt stop the worker from outside (runtime/process.py kills it), so
+  a sleeping hang is met as a busy one is, and burns no CPU-second of the
+  suite while the tests wait out --case_timeout."""
+  while True:
+    time.sleep(0.05)
 
 
 def _x():
@@ -31,8 +41,7 @@ def loops():
   """`fn` never returns (a `while True` where it is traced)."""
 
   def fn(x):
-    while True:
-      pass
+    _hang()
 
   return _case("g_loops", fn)
 
@@ -128,8 +137,7 @@ def factory_exits():
 
 def factory_loops():
   """The factory never returns (a hang where the case loads)."""
-  while True:
-    pass
+  _hang()
 
 
 def factory_os_exit0():

@@ -124,9 +124,21 @@ class IssueModelTest(absltest.TestCase):
     # sizes from 2 up are listed kernel by kernel.
     for n in _SIZES[1:]:
       self.assertIn(f"n = {n}: ", "\n".join(kernels))
-    self.assertLess(
-      lines.index(kernels[0]),
-      next(i for i, l in enumerate(lines) if l.startswith("Do: ")),
+    # Then the pins, listed untried: none printed as a fix (issue 38: the
+    # four candidates fail here when tried), one command that tries them.
+    pin = next(i for i, l in enumerate(lines) if l.startswith("Pin for "))
+    self.assertLess(lines.index(kernels[0]), pin)
+    self.assertEqual([l for l in lines if l.startswith("Do:")], [])
+    self.assertNotIn("--fix=", proc.stdout)
+    self.assertIn(
+      "Pin for dense_ln_softmax on a100 under float32: not searched",
+      proc.stdout,
+    )
+    self.assertIn(
+      "hloprobe explain --case=dense_ln_softmax --targets=a100 "
+      "--batch_sizes=1,2,8,64 --precisions=float32 --only=invariance "
+      "--invariance=pin",
+      proc.stdout,
     )
     # results.json carries it, and validates.
     with open(os.path.join(out, "results.json")) as f:

@@ -47,13 +47,17 @@ from hloprobe.ir import (
   parse_ptx,
   parse_stablehlo_dots,
 )
+from hloprobe.numerics import site_model
 from hloprobe.records import Compilation, Config, ConfigResult
+from hloprobe.report.invariance_causes import model_why_words
 from hloprobe.report.invariance_words import answer_lines, invariance_json
 from hloprobe.sites import map_dot_sites, resolve
 
 _DATA = os.path.join(os.path.dirname(__file__), "..", "testdata", "kernels")
 # n = 1's site 0 made a multiply+reduce: not modelled.
-_MR = NotModelled(Inexact.SITE, site=0, site_why="multiply+reduce")
+_MR = NotModelled(
+  Inexact.SITE, site=0, model=site_model("multiply+reduce", (), "8.0")
+)
 sys.path.insert(0, _DATA)
 import record_model_bits as recorded  # noqa: E402
 
@@ -162,7 +166,7 @@ class ModelSitesTest(absltest.TestCase):
       if r.config.n == 1:
         self.assertIsNone(spec)
         self.assertEqual((why.reason, why.site), (Inexact.SITE, 0))
-        self.assertIn("multiply+reduce", why.site_why)
+        self.assertIn("multiply+reduce", model_why_words(why))
         continue
       self.assertIsNone(why, r.config.n)
       self.assertEqual(sorted(spec.sites), [0, 1])
@@ -294,9 +298,50 @@ class KernelWhyTest(absltest.TestCase):
     why = _kernel_why(_kernel("elementwise", ["tanh", "add"]), frozenset())
     self.assertEqual((why.reason, why.ops), (Inexact.COMPUTES, ("tanh",)))
 
-  def test_multiply_and_add_may_fuse(self):
+  def test_multiply_and_add_without_their_dataflow_is_unknown(self):
     why = _kernel_why(_kernel("elementwise", ["mul", "add"]), frozenset())
     self.assertEqual(why.reason, Inexact.MULTIPLY_ADD)
+    self.assertIn("whether one feeds the other", model_why_words(why))
+
+  def test_the_control_is_bit_exact_its_note_names_no_add(self):
+    # Issue 38: the elementwise control's a100 kernel (relu((x - b) * s),
+    # recorded: tests/kernels/fp_contract_test.py) was said to hold "a
+    # multiply and an add"; its HLO is subtract, multiply, maximum.
+    with open(
+      os.path.join(_DATA, "0.12.0.1", "elementwise_only_a100_n8.hlo.txt")
+    ) as f:
+      hlo = f.read()
+    with open(
+      os.path.join(_DATA, "0.12.0.1", "elementwise_only_a100_n8.ptx.txt")
+    ) as f:
+      ptx = f.read()
+    (rec,) = kernels.read_kernels(hlo, 8, [ptx])
+    k = RowKernel(rec.name, "elementwise", (), "sig", None, rec)
+    self.assertIsNone(_kernel_why(k, frozenset()))
+
+  def test_a_multiply_feeding_a_subtract_is_settled_by_the_ptx(self):
+    pair = ("multiply mul.7.5 -> subtract sub.7.3",)
+
+    def why(fusable):
+      rec = type(
+        "Rec",
+        (),
+        {"ops": ("mul", "sub"), "contractible": pair, "ptx_fusable": fusable},
+      )()
+      k = RowKernel("loop_fusion", "elementwise", (), "s", None, rec)
+      return model_why_words(_kernel_why(k, frozenset()))
+
+    # Each rounded on its own in the PTX (mul.rn, sub.rn): not fused.
+    self.assertIsNone(why(()))
+    self.assertEqual(
+      why(("fma.rn.f32",)),
+      "loop_fusion: multiply mul.7.5 -> subtract sub.7.3 in one kernel, and "
+      "its PTX has fma.rn.f32 (a multiply fused into an add, or left for "
+      "ptxas to fuse: one rounding where XLA:CPU's kernel model rounds "
+      "twice)",
+    )
+    self.assertIn("its PTX not read", why(None))
+    self.assertNotIn(" add ", why(None).split("(")[0])
 
   def test_a_reduction_is_not_modelled(self):
     why = _kernel_why(_kernel("reduction", ["reduce_sum"]), frozenset())

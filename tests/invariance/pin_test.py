@@ -31,6 +31,8 @@ import testutil
 from absl.testing import absltest
 from testutil import run_hloprobe_here
 
+from hloprobe import api
+from hloprobe.cli._main import command_flags
 from hloprobe.compile import get_case, get_target
 from hloprobe.invariance.answer import (
   Boundary,
@@ -40,7 +42,12 @@ from hloprobe.invariance.answer import (
   SiteMade,
 )
 from hloprobe.invariance.kernel_identity import RowKernel
-from hloprobe.invariance.pin import _all_but_one, _boundary_at
+from hloprobe.invariance.pin import (
+  PinOutcome,
+  _all_but_one,
+  _boundary_at,
+  untried_pins,
+)
 from hloprobe.invariance.pin_file import _file_key, pin_file_name
 from hloprobe.invariance.rows import ROW0, RowClasses
 from hloprobe.ir import Precision
@@ -196,6 +203,91 @@ class LeftOutTest(absltest.TestCase):
 
   def test_more_apart_is_not_a_pin(self):
     self.assertFalse(_all_but_one(_BASE))
+
+
+# The pins listed untried (plain explain, `pin.untried_pins`): each
+# carries the one command that tries and verifies its group's candidates
+# (issue 38: plain explain printed four untried candidates as "Do:", all
+# of which fail for dense_ln_softmax on the a100). The plan is made, not
+# swept; the groups are hand-made with the causes explain reads there.
+_UNTRIED_SIZES = (1, 2, 8, 64)
+
+
+# The a100's boundaries (`_BASE`'s) and the cpu's: site 0 in XLA:CPU's
+# YNNPACK fusion at n = 1, a plain dot at n = 2.
+_A100_BOUNDARIES = _BASE.boundaries
+_YNN = SiteMade(Fate.DOT, emitter="__ynn_fusion")
+_CPU_BOUNDARIES = (
+  Boundary(1, 2, SiteChanges(1, 2, (SiteChange(0, _YNN, SiteMade(Fate.DOT)),))),
+)
+
+
+def _untried_group(target: str, precision: str, boundaries, invariant=False):
+  return Invariance(
+    "dense_ln_softmax",
+    target,
+    precision,
+    "baseline",
+    "kernel identity",
+    (RowClasses(ROW0, ((2, 8), (1,), (64,))),),
+    boundaries,
+    invariant=invariant,
+    sizes=_UNTRIED_SIZES,
+  )
+
+
+class UntriedPinsTest(absltest.TestCase):
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.plan = api.plan_case(
+      "dense_ln_softmax",
+      targets="cpu,a100",
+      batch_sizes=list(_UNTRIED_SIZES),
+      precisions="bfloat16,float32",
+    )
+
+  def test_one_search_command_per_case_and_target(self):
+    groups = [
+      _untried_group("a100", "bfloat16", _A100_BOUNDARIES),
+      _untried_group("a100", "float32", _A100_BOUNDARIES),
+      _untried_group("cpu", "float32", _CPU_BOUNDARIES),
+      _untried_group("cpu", "bfloat16", (), invariant=True),
+    ]
+    pins = untried_pins(self.plan, groups)
+    self.assertTrue(pins)
+    self.assertTrue(
+      all(p.not_tried and p.outcome is PinOutcome.NOT_TRIED for p in pins)
+    )
+    searches = {(p.target, p.search) for p in pins}
+    self.assertEqual(
+      searches,
+      {
+        (
+          "a100",
+          "hloprobe explain --case=dense_ln_softmax --targets=a100 "
+          "--batch_sizes=1,2,8,64 --precisions=bfloat16,float32 "
+          "--only=invariance --invariance=pin",
+        ),
+        (
+          "cpu",
+          "hloprobe explain --case=dense_ln_softmax --targets=cpu "
+          "--batch_sizes=1,2,8,64 --precisions=float32 --only=invariance "
+          "--invariance=pin",
+        ),
+      },
+    )
+
+  def test_its_flags_are_explains(self):
+    (pin, *_) = untried_pins(
+      self.plan, [_untried_group("a100", "float32", _A100_BOUNDARIES)]
+    )
+    words = shlex.split(pin.search)
+    self.assertEqual(words[:2], ["hloprobe", "explain"])
+    owners = command_flags()
+    for word in words[2:]:
+      name = word.removeprefix("--").partition("=")[0]
+      self.assertIn(owners.get(name, ("explain",)), [("explain",)], word)
 
 
 if __name__ == "__main__":

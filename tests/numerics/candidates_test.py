@@ -16,6 +16,7 @@ from absl.testing import absltest
 
 from hloprobe.numerics import candidates
 from hloprobe.numerics.bands import OPERAND_UNIT, site_band
+from hloprobe.numerics.verdicts import algorithm_groups
 
 T, F = "TF32_TF32_F32", "F32_F32_F32"
 
@@ -50,7 +51,7 @@ class AllowedTest(absltest.TestCase):
       candidates.share_assignments((T, F, "BF16_BF16_F32")),
       list(itertools.chain.from_iterable((a, b) for _, a, b in pairs)),
     )
-    self.assertEqual(candidates.describe_assignment((F, F)), F)
+    self.assertEqual(algorithm_groups((F, F)), ())  # every site F32
 
 
 class TruncatedTf32Test(absltest.TestCase):
@@ -88,9 +89,7 @@ class TruncatedTf32Test(absltest.TestCase):
     z = "TF32_TRUNCATED_F32"
     self.assertEqual(chosen, (z, z, z, F))
     self.assertIsNone(note)
-    self.assertEqual(
-      candidates.describe_assignment(chosen), f"{z} at sites [0, 1, 2]"
-    )
+    self.assertEqual(algorithm_groups(chosen), ((z, (0, 1, 2)),))
 
   def test_band_has_the_whole_unit(self):
     # Higham's bound (bands.SiteBand) with u = 2^-10: (2u + u^2 +

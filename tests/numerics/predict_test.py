@@ -21,6 +21,7 @@ from hloprobe import engine, report
 from hloprobe.compile import cases
 from hloprobe.numerics import accuracy, emulate, predict, reference, rows
 from hloprobe.report import explain_text
+from hloprobe.report.site_words import best_candidate_words
 from hloprobe.report.verdict_words import prediction_words
 from hloprobe.sites import Fate
 
@@ -174,7 +175,7 @@ class SeedCpuTest(absltest.TestCase):
         abs(p.stats.row0 - r.execution.stats.row0), p.noise.row0_abs, key
       )
       self.assertEqual(prediction_words(p), "within f32 noise", key)
-      self.assertEqual(p.best_candidate, "F32_F32_F32", key)
+      self.assertEqual(best_candidate_words(p), "F32_F32_F32", key)
 
 
 class ObservedOnA100Test(absltest.TestCase):
@@ -198,7 +199,7 @@ class ObservedOnA100Test(absltest.TestCase):
     observed = (accuracy.ErrorStats.of(out, self.ref),)
     p = self.predictor.predict(2, self.fates, observed)
     self.assertEqual(prediction_words(p), verdict)
-    self.assertEqual(p.best_candidate, best_candidate)
+    self.assertEqual(best_candidate_words(p), best_candidate)
 
   def test_tf32_run_in_another_order_is_explained(self):
     self._assert_judged(
@@ -315,7 +316,7 @@ class CublasTf32AllowedTest(absltest.TestCase):
       (tf32,) = _numpy_tf32_subsets(observed.row0)  # (1, 2)
       kept = sorted(set(range(3)) - set(tf32))
       p = self._judged(precision, observed)
-      self.assertEqual(p.best_candidate, f"TF32_TF32_F32 at sites {list(tf32)}")
+      self.assertEqual(p.best_candidate, (("TF32_TF32_F32", tuple(tf32)),))
       self.assertEqual(
         prediction_words(p),
         f"explained by TF32_TF32_F32 at sites {list(tf32)}; cuBLASLt kept "
@@ -347,7 +348,7 @@ class CublasTf32AllowedTest(absltest.TestCase):
     self.assertTrue(
       prediction_words(tf32).startswith("unexplained"), prediction_words(tf32)
     )
-    self.assertNotEqual(tf32.best_candidate, "TF32_TF32_F32 at sites [1, 2]")
+    self.assertNotEqual(tf32.best_candidate, (("TF32_TF32_F32", (1, 2)),))
 
   def test_compile_only_says_the_tf32_is_ambiguous(self):
     p = self.predicted["bfloat16"]

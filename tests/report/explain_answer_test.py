@@ -11,6 +11,7 @@ read in headless Chromium."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -80,6 +81,18 @@ def _from_answer(lines: list[str]) -> list[str]:
   --invariance=off: the bitwise answer has tests/invariance/)."""
   first = next(i for i, l in enumerate(lines) if l.startswith("Answer:"))
   return lines[first:]
+
+
+_WORKERS = contextlib.ExitStack()
+
+
+def setUpModule():
+  # The module's in-process commands share warm workers.
+  _WORKERS.enter_context(testutil.shared_workers())
+
+
+def tearDownModule():  # pytest calls it (not unittest's module cleanups)
+  _WORKERS.close()
 
 
 @pytest.mark.compiles
@@ -200,6 +213,52 @@ class SeedAnswerTest(absltest.TestCase):
       "cores): hloprobe verify --case=seed_mlp",
       proc.stdout,
     )
+
+
+class BitsThenAccuracyTest(absltest.TestCase):
+  """No accuracy finding after a bitwise one (issue 38, the check of
+  dense_ln_softmax): the accuracy answer is scoped, not a second
+  "Answer: no finding" that reads as the bits' contradiction, and the
+  last line gives both, the bits first. Hand-made records, no compile."""
+
+  def test_scoped_after_a_bitwise_finding(self):
+    import verify_findings
+
+    from hloprobe.report import Answer, render_answered
+
+    group = verify_findings.split_group("m", "float32")
+    lines = render_answered([], Answer((), invariance=(group,))).splitlines()
+    bits = next(i for i, l in enumerate(lines) if "not batch-invariant" in l)
+    accuracy = lines.index(
+      "Accuracy: no finding: every config within its band; the bitwise "
+      "answer above stands."
+    )
+    self.assertLess(bits, accuracy)
+    self.assertIn("Per target, accuracy (the detail: --verbose):", lines)
+    self.assertEqual(
+      [l for l in lines if l.startswith("Answer:")],
+      [
+        "Answer: bits not batch-invariant on a100 under float32; accuracy: "
+        "no finding: every config within its band."
+      ],
+    )
+    self.assertEqual(lines[-1][:7], "Answer:")
+
+  def test_unchanged_where_the_bits_are_invariant(self):
+    import dataclasses
+
+    import verify_findings
+
+    from hloprobe.report import Answer, render_answered
+
+    group = dataclasses.replace(
+      verify_findings.split_group("m", "float32"), invariant=True
+    )
+    lines = render_answered([], Answer((), invariance=(group,))).splitlines()
+    no = "Answer: no finding: every config within its band."
+    self.assertEqual(lines.count(no), 2)
+    self.assertEqual(lines[-1], no)
+    self.assertIn("Per target (the detail: --verbose):", lines)
 
 
 @pytest.mark.compiles

@@ -6,6 +6,7 @@ import pytest
 
 from hloprobe.numerics import site_model
 from hloprobe.report import explain_kernel
+from hloprobe.report.kernel_words import kernel_site_words
 
 # A TF32 Triton gemm's kernel as its `SiteFate` fields name it (the PTX's
 # mma opcodes; its operands rounded by cvt.rna.tf32.f32).
@@ -24,9 +25,13 @@ def test_triton_gemm_with_a_modelled_mma_is_bit_exact():
   )
   m = site_model("Triton gemm", _TF32, "9.0a", 2, _TF32_ALG)
   assert (m.kind, m.ins.arch, m.split_k) == ("bit-exact model", "Hopper", 2)
-  assert m.why.endswith("split-K 2")
+  assert kernel_site_words(m) == (
+    f"{_TF32[0]} on Hopper (MMA-Sim), K in k8 steps, split-K 2"
+  )
   m = site_model("Triton gemm", _TF32, "9.0a", 4, _TF32_ALG)
-  assert m.kind == "band" and "order not modelled" in m.why
+  assert m.kind == "band" and kernel_site_words(m) == (
+    "Triton gemm split-K 4: the reduce's f32 order not modelled"
+  )
 
 
 def test_everything_else_is_a_band_with_the_reason():
@@ -40,28 +45,36 @@ def test_everything_else_is_a_band_with_the_reason():
   }
   for args, words in cases.items():
     m = site_model(*args)
-    assert m.kind == "band" and words in m.why, (args, m.why)
+    assert m.kind == "band" and words in kernel_site_words(m), args
 
 
 def test_multi_pass_presets_stay_bands():
   # BF16_BF16_F32_X3 runs three bf16 mma on split operands: not one pass.
   bf16 = _BF16
   m = site_model("Triton gemm", bf16, "8.0", None, "BF16_BF16_F32_X3")
-  assert m.kind == "band" and "BF16_BF16_F32_X3 is not one bf16 pass" in m.why
+  assert (m.kind, kernel_site_words(m)) == (
+    "band",
+    "Triton gemm: BF16_BF16_F32_X3 is not one bf16 pass",
+  )
   m = site_model("Triton gemm", bf16, "8.0", None, "BF16_BF16_F32")
   assert m.kind == "bit-exact model"
   # No algorithm settled (f32 operands split into bf16 parts the PTX does
   # not count, review finding 11): a band, not one modelled bf16 pass.
   m = site_model("Triton gemm", bf16, "8.0", None, None)
-  assert m.kind == "band" and "no effective algorithm" in m.why
+  assert (m.kind, kernel_site_words(m)) == (
+    "band",
+    "Triton gemm: no effective algorithm to hold the kernel to",
+  )
 
 
 def test_an_integer_gemm_names_no_ptx_it_did_not_read():
   # An s8 x s8 -> s32 Triton gemm's algorithm comes from XLA's integer
   # rule (`sites.integer_rules`), not the PTX: the reason is that rule's.
   m = site_model("Triton gemm", (), "8.0", None, "exact integer")
-  assert m.kind == "band" and "no mma in the PTX" not in m.why
-  assert "exact integer" in m.why
+  assert (m.kind, kernel_site_words(m)) == (
+    "band",
+    "Triton gemm: exact integer, any kernel's order gives its bits",
+  )
 
 
 def test_wgmma_is_hoppers_mma_parameters():
@@ -158,10 +171,10 @@ def test_a_kernel_model_that_failed_is_named_not_skipped():
   # bit-exact site; results.json and explain's notes carry it.
   from hloprobe.numerics.kernel_sites import KernelRowZero
 
-  failed = KernelRowZero(
-    ("bit-exact model", "band"), ("mma", "cuBLAS"), note="kernel model: boom"
-  )
-  done = KernelRowZero(("bit-exact model",), ("mma",), 0.5, 1e-8)
+  exact = site_model("Triton gemm", _TF32, "8.0", None, _TF32_ALG, "rna")
+  cublas = site_model("cuBLAS", _TF32, "8.0")
+  failed = KernelRowZero((exact, cublas), note="kernel model: boom")
+  done = KernelRowZero((exact,), 0.5, 1e-8)
   configs = [
     types.SimpleNamespace(
       ok=True,
@@ -177,6 +190,11 @@ def test_a_kernel_model_that_failed_is_named_not_skipped():
   doc = explain_kernel.kernel_json(failed)
   assert doc["row0_kernel_model"] is None
   assert doc["row0_kernel_model_note"] == "kernel model: boom"
+  assert doc["site_models"][1] == {
+    "site": 1,
+    "kind": "band",
+    "why": "cuBLAS: kernel arithmetic not modelled",
+  }
   assert explain_kernel.kernel_json(done)["row0_kernel_model_note"] is None
 
 

@@ -205,10 +205,12 @@ class ScreenTest(absltest.TestCase):
     first = first_lines(groups)
     lines = report.render_answered([], answer).split("\n")
     # Nothing at fault: the bitwise answer (kernels per n too) opens it,
-    # then the answer's line, which also ends it.
+    # then the accuracy answer scoped to it (issue 38: not a second
+    # "Answer:"); the answer's line, the bits first, ends it.
     self.assertEqual(lines[: len(first)], first)
-    self.assertEqual(lines[len(first)], answer_line(answer))
+    self.assertTrue(lines[len(first)].startswith("Accuracy: no finding"))
     self.assertEqual(lines[-1], answer_line(answer))
+    self.assertEqual(lines.count(answer_line(answer)), 1)
     # explain --only=invariance: that answer, then what it left out.
     alone = report.render_answered([], answer, bits_only=True).split("\n")
     self.assertEqual(alone[: len(first)], first)

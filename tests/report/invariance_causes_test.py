@@ -27,6 +27,7 @@ from hloprobe.kernels.records import (
   Role,
   RowCount,
 )
+from hloprobe.numerics import site_model
 from hloprobe.report import invariance_causes as ic
 from hloprobe.sites import Fate, SiteFate
 
@@ -236,8 +237,10 @@ class ModelWhyTest(absltest.TestCase):
         "the kernel model's bits not computed: MemoryError: big",
       ),
       (
-        NotModelled(Inexact.SITE, 1, site=0, site_why="cuBLAS: not modelled"),
-        "n = 1: site 0: cuBLAS: not modelled",
+        NotModelled(
+          Inexact.SITE, 1, site=0, model=site_model("cuBLAS", (), "8.0")
+        ),
+        "n = 1: site 0: cuBLAS: kernel arithmetic not modelled",
       ),
       (
         NotModelled(Inexact.NOT_A_GEMM, kernel=k),
@@ -266,8 +269,34 @@ class ModelWhyTest(absltest.TestCase):
       ),
       (
         NotModelled(Inexact.MULTIPLY_ADD, kernel=k),
-        "loop.1 (sites 2, 3): a multiply and an add in one kernel, which "
-        "the GPU may fuse into one multiply-add",
+        "loop.1 (sites 2, 3): a multiply and an add or subtract among its "
+        "ops, and whether one feeds the other (a possible multiply-add) not "
+        "read",
+      ),
+      (
+        NotModelled(Inexact.CONTRACTS, kernel=k, pairs=("mul.1 -> sub.2",)),
+        "loop.1 (sites 2, 3): mul.1 -> sub.2 in one kernel (a multiply "
+        "feeding an add or subtract: the GPU may fuse them into one "
+        "multiply-add)",
+      ),
+      (
+        NotModelled(
+          Inexact.CONTRACTS, kernel=k, pairs=("mul.1 -> sub.2",), ptx_read=False
+        ),
+        "loop.1 (sites 2, 3): mul.1 -> sub.2 in one kernel (a multiply "
+        "feeding an add or subtract: the GPU may fuse them into one "
+        "multiply-add; its PTX not read)",
+      ),
+      (
+        NotModelled(
+          Inexact.CONTRACTS,
+          kernel=k,
+          pairs=("mul.1 -> sub.2",),
+          fused=("fma.rn.f32",),
+        ),
+        "loop.1 (sites 2, 3): mul.1 -> sub.2 in one kernel, and its PTX has "
+        "fma.rn.f32 (a multiply fused into an add, or left for ptxas to "
+        "fuse: one rounding where XLA:CPU's kernel model rounds twice)",
       ),
     ]
     self.assertEqual(len({w.reason for w, _ in cases}), len(Inexact))

@@ -34,6 +34,7 @@ from hloprobe.kernels.records import KernelDifference
 from hloprobe.report import schema_document
 from hloprobe.report.invariance_words import (
   answer_lines,
+  apart_words,
   candidate_words,
   first_lines,
   folded_lines,
@@ -393,6 +394,56 @@ class WordsTest(absltest.TestCase):
       line,
     )
 
+  def test_untried_pins_are_not_advice(self):
+    # Issue 38's model: plain explain lists four candidates for the a100,
+    # each of which fails when tried; none is printed as a fix.
+    names = ("no_dot_strength_reduction", "no_split_k", "pin_all")
+    pins = [
+      Pin(
+        "m",
+        target,
+        "float32",
+        "baseline",
+        PinCandidate(name, ("--x=1",)),
+        None,
+        PinOutcome.NOT_TRIED,
+        f"hloprobe verify --fix={name}",
+        search=f"hloprobe explain --targets={target} --invariance=pin",
+      )
+      for target in ("cpu", "a100")
+      for name in names
+    ]
+    self.assertEqual(
+      pin_lines(pins),
+      [
+        f"Pin for m on {target} under float32: not searched (no setting was "
+        "tried, so none is known to pin it); to try each candidate and "
+        f"verify it: hloprobe explain --targets={target} --invariance=pin"
+        for target in ("cpu", "a100")
+      ],
+    )
+
+  def test_apart_words(self):
+    gpu = _gpu()
+    self.assertEqual(
+      apart_words([gpu]), "not batch-invariant on a100 under float32"
+    )
+    cpu = dataclasses.replace(gpu, target="cpu")
+    bf16 = dataclasses.replace(gpu, precision="bfloat16")
+    self.assertEqual(
+      apart_words([cpu, gpu]),
+      "not batch-invariant on cpu and a100 under float32",
+    )
+    self.assertEqual(
+      apart_words([cpu, gpu, bf16]),
+      "not batch-invariant on cpu under float32; on a100 under float32 and "
+      "bfloat16",
+    )
+    same = dataclasses.replace(gpu, invariant=True)
+    unknown = dataclasses.replace(gpu, invariant=None)
+    self.assertEqual(apart_words([same, unknown]), "")
+    self.assertEqual(apart_words([]), "")
+
   def test_first_lines_empty_when_not_asked(self):
     self.assertEqual(first_lines(()), [])
 
@@ -439,6 +490,10 @@ def _a100(precision: str) -> Invariance:
   )
 
 
+# The command that tries a (case, target)'s pins (`pin.search_command`).
+_SEARCH = "hloprobe explain --case=my_model --targets=a100 --invariance=pin"
+
+
 def _untried(precision: str, name: str) -> Pin:
   c = PinCandidate(name, precision="float32" if name == "float32" else None)
   return Pin(
@@ -450,6 +505,7 @@ def _untried(precision: str, name: str) -> Pin:
     None,
     PinOutcome.NOT_TRIED,
     "cmd",
+    search=_SEARCH,
   )
 
 
@@ -475,16 +531,18 @@ class FoldedTest(absltest.TestCase):
         "batch-invariant (by kernel identity): every row: same per-row "
         "arithmetic for n = 1, n = 2 differs; at n = 2: sites 0-1 Triton "
         "gemm (multiply+reduce at n = 1); 3 other kernels differ "
-        "(--verbose); to pin, try float32 "
-        "(under bfloat16 and tensorfloat32) or no_dot_strength_reduction "
-        "(explain --invariance=pin tries them; each one's `verify "
-        "--require=invariant`: --verbose)",
+        "(--verbose); pin not searched (no "
+        "setting was tried, so none is known to pin it); to try each "
+        f"candidate and verify it: {_SEARCH}",
       ],
     )
-    # Unfolded (--verbose): a line per precision, each pin's command.
+    # Unfolded (--verbose): a line per precision; no untried candidate
+    # is printed as a fix, the search command once.
     lines = first_lines(groups, pins)
     self.assertLen([l for l in lines if l.startswith("row 0")], 3)
-    self.assertIn("  no_dot_strength_reduction: cmd", lines)
+    self.assertNotIn("  no_dot_strength_reduction: cmd", lines)
+    self.assertEqual([l for l in lines if l.startswith("Do:")], [])
+    self.assertEqual(sum(_SEARCH in l for l in lines), 1)
 
   def test_other_classes_are_another_line(self):
     other = dataclasses.replace(

@@ -193,6 +193,17 @@ class SiteNoteWordsTest(absltest.TestCase):
     p.notes = ()
     self.assertIsNone(sw.prediction_note(p))
 
+  def test_the_best_candidate_assignment(self):
+    p = type("P", (), {"best_candidate": None})
+    self.assertIsNone(sw.best_candidate_words(p))
+    p.best_candidate = ()
+    self.assertEqual(sw.best_candidate_words(p), "F32_F32_F32")
+    p.best_candidate = (*_TF32_AT, ("BF16_BF16_F32", (0,)))
+    self.assertEqual(
+      sw.best_candidate_words(p),
+      "TF32_TF32_F32 at sites [1, 2] and BF16_BF16_F32 at sites [0]",
+    )
+
 
 if __name__ == "__main__":
   absltest.main()
