@@ -24,7 +24,9 @@ The package's face. Its modules, in data-flow order:
                    and each verified by a sweep (`search_pins`); a
                    sweep's answer with its pins (`batch_invariance`)
 
-The answer in words and JSON is report's (`report/invariance_words.py`).
+The answer in words and JSON is report's (`report/invariance_words.py`;
+a boundary's causes, a kernel's arithmetic and the kernel model's why:
+`report/invariance_causes.py`): this package returns records only.
 """
 
 from __future__ import annotations

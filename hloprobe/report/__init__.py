@@ -14,7 +14,10 @@ timings (--timings), sweep_shown (what `sweep` prints once done, by
 stream), verdict_words (verdicts, rows and findings in words: the one
 place their sentences are made; site_words: failures, rejected compiles
 and the site notes; kernel_words: the kernel model's
-remainder). Nothing here prints: the command layer does.
+remainder; invariance_words: the batch-invariance answer and its pins;
+invariance_causes: a class boundary's causes, a row kernel's arithmetic,
+why the kernel model does not class a size). Nothing here prints: the
+command layer does.
 """
 
 from __future__ import annotations
