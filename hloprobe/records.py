@@ -57,8 +57,10 @@ __all__ = [
 # .leaf_verdicts), Verdict.far_rows a `FarRows` record; 16: the site notes
 # on a verdict as records (`numerics.site_notes`: BelowRequest, SiteNote,
 # ...; `made.NotExecuted`), not words; Prediction.notes (records) for its
-# note words, Prediction.best_candidate (algorithm, sites) groups.
-RECORD_VERSION = 16
+# note words, Prediction.best_candidate (algorithm, sites) groups; 17:
+# KernelRowZero.models (each site's `KernelSite`, its `Band` a record) for
+# its kinds and why words.
+RECORD_VERSION = 17
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,7 +24,11 @@ __all__ = ["kernel_site_words", "remainder_lines"]
 
 def kernel_site_words(m) -> str:
   """A `numerics.KernelSite` in one line: the instruction and split-K of a
-  bit-exact model, or why it is a band."""
+  bit-exact model, or why it is a band.
+
+  Raises:
+    ValueError: a `numerics.Band` this function has no words for.
+  """
   if m.band is None:
     return (
       f"{m.opcodes[0]} on {m.ins.arch} (MMA-Sim), K in k{m.ins.k} steps"

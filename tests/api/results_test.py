@@ -26,7 +26,7 @@ from hloprobe.numerics import (
   Verdict,
   VerdictKind,
 )
-from hloprobe.numerics.kernel_sites import KernelRowZero
+from hloprobe.numerics.kernel_sites import KernelRowZero, KernelSite
 from hloprobe.records import Execution
 
 _ROW0, _ERR, _REL = 0.08197825402021408, 0.6100485523676333, 0.7019442246581789
@@ -183,9 +183,8 @@ class KernelModelRowZeroTest(absltest.TestCase):
     kernel_row0 = 0.0819782614707946
     results = _results()
     a100 = results.records[1]
-    kernel = KernelRowZero(
-      ("bit-exact model",) * 3 + ("band",), ("",) * 4, kernel_row0, 2.5e-7
-    )
+    models = (KernelSite("bit-exact model"),) * 3 + (KernelSite("band"),)
+    kernel = KernelRowZero(models, kernel_row0, 2.5e-7)
     prediction = dataclasses.replace(a100.prediction, kernel=kernel)
     a100 = dataclasses.replace(a100, prediction=prediction)
     results = api_results.Results((results.records[0], a100))

@@ -375,7 +375,7 @@ class PtxFieldsTest(parameterized.TestCase):
         for f in fates
       ]
       return (
-        [(m.kind, m.why, m.ins, m.tf32_rounding) for m in models],
+        [(m.kind, m.band, m.ins, m.tf32_rounding) for m in models],
         sorted(evidence_ptx(fates, files)),
         site_kernels(r),
       )
