@@ -294,7 +294,13 @@ def _fault(r: ConfigResult) -> _Fault | None:
   found = _row0_or_rows(r)
   if found is not None:
     return found
-  why = r.prediction_error or "no errors against float64 to judge"
+  why = r.prediction_error or (
+    "no errors against float64 to judge"
+    if r.compilation is None or r.compilation.fates
+    # Nothing hloprobe predicts: an elementwise program is not a finding
+    # of hloprobe's bands, and its made check (`r.made`) stands.
+    else "no contraction site, so no prediction to judge against"
+  )
   return _Fault("not judged", Said(why=why))
 
 

@@ -44,6 +44,19 @@ class RankTest(parameterized.TestCase):
     self.assertEqual((f.kind, f.ratio, f.batch_sizes), ("failed", None, (2,)))
     self.assertIn("compile failed: XlaRuntimeError", what_words(f))
 
+  def test_no_contraction_site_is_not_judged_saying_so(self):
+    # An elementwise program (elementwise_only's relu((x - b) * s)) has no
+    # dot_general or convolution: nothing is predicted, and the reason
+    # says that rather than a missing float64 comparison.
+    config = records.Config("elementwise_only", get_target("cpu"), 2, "float32")
+    comp = records.Compilation("", "", fates=())
+    (f,) = verify.find_findings([records.ConfigResult(config, comp)])
+    self.assertEqual(f.kind, "not judged")
+    self.assertEqual(
+      what_words(f),
+      "not judged: no contraction site, so no prediction to judge against",
+    )
+
   @parameterized.named_parameters(
     ("thousands", 6029.4, "6029x"),
     ("small", 2.345, "2.3x"),
