@@ -662,6 +662,17 @@ def first_lines(
   return answer_lines(answers) + listed + pin_lines(pins)
 
 
+def _boundary_json(b) -> dict:
+  """A class boundary (`invariance.Boundary`) in results.json: its sizes,
+  its causes' words and what is left unexplained."""
+  return {
+    "n": b.n,
+    "against": b.against,
+    "causes": boundary_causes(b)[0],
+    "unexplained": unexplained_words(b.unexplained),
+  }
+
+
 def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
   """The answer as JSON (results.json's and `explain --format=json`'s
   "invariance"): {"groups": [{case, target, precision, experiment,
@@ -699,15 +710,7 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
           }
           for c in a.rows
         ],
-        "boundaries": [
-          {
-            "n": b.n,
-            "against": b.against,
-            "causes": boundary_causes(b)[0],
-            "unexplained": unexplained_words(b.unexplained),
-          }
-          for b in a.boundaries
-        ],
+        "boundaries": [_boundary_json(b) for b in a.boundaries],
         "kernels": {
           str(n): [
             {
@@ -739,15 +742,7 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
         "reason": pin_reason(p),
         "cost": pin_cost(p),
         "command": p.command,
-        "left_out": [
-          {
-            "n": b.n,
-            "against": b.against,
-            "causes": boundary_causes(b)[0],
-            "unexplained": unexplained_words(b.unexplained),
-          }
-          for b in p.left_out
-        ],
+        "left_out": [_boundary_json(b) for b in p.left_out],
         "autotune_file": p.candidate.file,
       }
       for p in pins
