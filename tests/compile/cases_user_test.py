@@ -15,6 +15,7 @@ from unittest import mock
 
 import numpy as np
 import pytest
+import testutil
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe, run_hloprobe_here
 
@@ -271,6 +272,13 @@ def _sweep_json(test, *args: str) -> dict:
 @pytest.mark.cpu_numerics
 class CommandLineTest(absltest.TestCase):
   """sweep, explain, verify and an experiment on the user's file, as a user."""
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    # The in-process commands share warm workers (started with this
+    # module's folder on sys.path, setUpModule).
+    cls.enterClassContext(testutil.shared_workers())
 
   def test_sweep_on_cpu_and_a100(self):
     configs = _sweep_json(

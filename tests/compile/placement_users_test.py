@@ -21,6 +21,7 @@ Compiles (marked): the sweep starts workers.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import textwrap
@@ -28,6 +29,7 @@ import textwrap
 import jax
 import numpy as np
 import pytest
+import testutil
 from absl.testing import absltest
 
 from hloprobe import engine
@@ -172,6 +174,18 @@ def _inputs():
     g.standard_normal((4, 1024)).astype(np.float32),
     g.standard_normal((1024, 32)).astype(np.float32),
   )
+
+
+_WORKERS = contextlib.ExitStack()
+
+
+def setUpModule():
+  # The module's in-process commands and sweeps share warm workers.
+  _WORKERS.enter_context(testutil.shared_workers())
+
+
+def tearDownModule():  # pytest calls it (not unittest's module cleanups)
+  _WORKERS.close()
 
 
 class UserShardedTest(absltest.TestCase):

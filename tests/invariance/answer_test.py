@@ -16,6 +16,7 @@ Expected values, none from hloprobe's output:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -25,6 +26,7 @@ import jax
 import jsonschema
 import numpy as np
 import pytest
+import testutil
 from absl.testing import absltest
 from testutil import run_hloprobe_here
 
@@ -60,6 +62,18 @@ def _ulps(a: np.ndarray, b: np.ndarray) -> int:
   return int(
     np.max(np.abs(a.view(np.int32).astype(np.int64) - b.view(np.int32)))
   )
+
+
+_WORKERS = contextlib.ExitStack()
+
+
+def setUpModule():
+  # The module's in-process commands and sweeps share warm workers.
+  _WORKERS.enter_context(testutil.shared_workers())
+
+
+def tearDownModule():  # pytest calls it (not unittest's module cleanups)
+  _WORKERS.close()
 
 
 class IssueModelTest(absltest.TestCase):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import itertools
@@ -27,6 +28,18 @@ from hloprobe.sites import Fate
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
 pytestmark = [pytest.mark.cpu_numerics, pytest.mark.compiles]
+
+
+_WORKERS = contextlib.ExitStack()
+
+
+def setUpModule():
+  # The module's in-process commands and sweeps share warm workers.
+  _WORKERS.enter_context(testutil.shared_workers())
+
+
+def tearDownModule():  # pytest calls it (not unittest's module cleanups)
+  _WORKERS.close()
 
 
 def _sweep(targets, precisions, sizes=(1, 2)):

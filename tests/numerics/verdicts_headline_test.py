@@ -10,6 +10,7 @@ the planted rows' errors written here), never from hloprobe's output.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import tempfile
@@ -19,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import testutil
 from absl.testing import absltest
 
 from hloprobe import records, verify
@@ -46,6 +48,18 @@ from hloprobe.verify.candidates import TrialReason
 
 _N_ROWS = 40000
 _BAD_FROM = 32768  # jax-ml/jax#39103: XLA:CPU's rows >= 2^15 of 40000
+
+
+_WORKERS = contextlib.ExitStack()
+
+
+def setUpModule():
+  # The module's sweeps share warm workers.
+  _WORKERS.enter_context(testutil.shared_workers())
+
+
+def tearDownModule():  # pytest calls it (not unittest's module cleanups)
+  _WORKERS.close()
 
 
 def _planted(bad_from=_BAD_FROM, error=1.0e7):

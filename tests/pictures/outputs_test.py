@@ -15,6 +15,7 @@ when it is not installed.
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import html.parser
 import importlib.util
@@ -28,6 +29,7 @@ import sys
 import time
 
 import pytest
+import testutil
 from absl.testing import absltest
 from testutil import ROOT, record_cache, run_hloprobe_here
 
@@ -55,7 +57,16 @@ EXPLANATIONS: list = []
 PROGRESS: list = []
 
 
+_WORKERS = contextlib.ExitStack()
+
+
+def tearDownModule():  # pytest calls it (not unittest's module cleanups)
+  _WORKERS.close()
+
+
 def setUpModule():
+  # The module's sweep and in-process commands share warm workers.
+  _WORKERS.enter_context(testutil.shared_workers())
   # Through the test run's record cache: explain's sweep of these sizes
   # and targets (tests/report/explain_answer_test.py, bfloat16) makes the
   # same records.

@@ -22,6 +22,7 @@ from the Triton gemm fusions in the optimized HLO explain wrote.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -30,6 +31,7 @@ import tempfile
 
 import chromium
 import pytest
+import testutil
 from absl.testing import absltest
 from testutil import run_hloprobe_here
 
@@ -106,6 +108,18 @@ def _triton_gemms(out: str, n: int) -> int:
   path = os.path.join(out, "a100", "my_model", f"n{n}-float32", "optimized.hlo")
   with open(path, encoding="utf-8") as f:
     return len(_GEMM_FUSION_RE.findall(f.read()))
+
+
+_WORKERS = contextlib.ExitStack()
+
+
+def setUpModule():
+  # The module's in-process commands and sweeps share warm workers.
+  _WORKERS.enter_context(testutil.shared_workers())
+
+
+def tearDownModule():  # pytest calls it (not unittest's module cleanups)
+  _WORKERS.close()
 
 
 class UserModelTest(absltest.TestCase):
