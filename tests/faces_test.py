@@ -84,7 +84,7 @@ _HELP_TEXT = frozenset({"hloprobe.cli._main"})
 # records answer what callers asked a function (PtxKernel.algorithm_for,
 # HloModule.partition_count, SiteFate.tf32_optional, ...), and compile's
 # autotune and report steps fold into their calls.
-_PUBLIC_NAMES_CAP = 203
+_PUBLIC_NAMES_CAP = 204
 
 
 def _modules(package: types.ModuleType) -> list[str]:

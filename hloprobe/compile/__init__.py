@@ -20,6 +20,7 @@ from hloprobe.compile.autotune_replay import (
 from hloprobe.compile.builtin_cases import CASES as CASES
 from hloprobe.compile.case_model import Case as Case
 from hloprobe.compile.case_model import ReportedError as ReportedError
+from hloprobe.compile.cases import absolute_case_word as absolute_case_word
 from hloprobe.compile.cases import get_case as get_case
 from hloprobe.compile.cases import resolvable_elsewhere as resolvable_elsewhere
 from hloprobe.compile.compat import JAXPR_API as JAXPR_API
@@ -61,6 +62,7 @@ __all__ = [
   "Rejection",
   "ReportedError",
   "Target",
+  "absolute_case_word",
   "compile_case",
   "get_case",
   "get_target",

@@ -31,6 +31,7 @@ from hloprobe.errors import CaseError, did_you_mean, first_line
 
 __all__ = [
   "CASES",
+  "absolute_case_word",
   "resolvable_elsewhere",
   "Case",
   "ReportedError",
@@ -217,3 +218,22 @@ def get_case(
       "file (HLO, StableHLO, HloSnapshot, jax.export)"
     )
   return CASES[name]
+
+
+def absolute_case_word(word: str) -> str:
+  """A --case word resolved against this process's folder, for a command
+  run in another folder (`hloprobe versions`' and `bisect`'s workers, and
+  the `verify` commands explain prints): the path of
+  `path/to/file.py:factory` and of a module file made absolute; a
+  built-in name and `package.module:factory` as they are (a module on
+  `PYTHONPATH` is found from any folder). `+preferred_element_type=int32`
+  is kept."""
+  base, suffix = word, ""
+  if INT32_DOTS_FIX.is_fixed(word):
+    base, suffix = INT32_DOTS_FIX.unfixed(word), INT32_DOTS_FIX.case_suffix
+  where, sep, attr = base.rpartition(":")
+  if sep and where.endswith(".py"):
+    return f"{os.path.abspath(where)}:{attr}{suffix}"
+  if base not in CASES and not sep and is_module_case(base):
+    return os.path.abspath(base) + suffix
+  return word

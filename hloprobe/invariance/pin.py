@@ -42,10 +42,16 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import os
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
-from hloprobe.compile import BUILTIN_EXPERIMENTS, Experiment, is_config_path
+from hloprobe.compile import (
+  BUILTIN_EXPERIMENTS,
+  Experiment,
+  absolute_case_word,
+  is_config_path,
+)
 from hloprobe.engine import SweepPlan, plan_sweep, run_sweep
 from hloprobe.errors import first_line
 from hloprobe.invariance.answer import (
@@ -341,6 +347,14 @@ def _all_but_one(after: Invariance | None) -> bool:
   return True
 
 
+def _shell_case(plan: SweepPlan, a: Invariance) -> str:
+  """Group `a`'s case as a printed command's --case word, its file's path
+  made absolute (`compile.absolute_case_word`): the command then runs
+  from any folder, as a user copies it."""
+  source = next((s.source for s in plan.cases if s.case.name == a.case), a.case)
+  return absolute_case_word(source)
+
+
 def verify_command(
   plan: SweepPlan,
   a: Invariance,
@@ -350,12 +364,12 @@ def verify_command(
   """`hloprobe verify --case=... --targets=... --batch_sizes=...
   --precisions=... --fix=... --require=invariant` for group `a` (at
   `sizes`, default its own)."""
-  source = next((s.source for s in plan.cases if s.case.name == a.case), a.case)
+  source = _shell_case(plan, a)
   words = ["hloprobe", "verify", f"--case={source}"]
   names = dict(zip((t.name for t in plan.targets), plan.target_names))
   target = names.get(a.target, a.target)
   if is_config_path(target):
-    words.append(f"--target_config={target}")
+    words.append(f"--target_config={os.path.abspath(target)}")
   else:
     words.append(f"--targets={target}")
   words += [
@@ -375,10 +389,11 @@ def search_command(
   that tries the candidates of group `a`'s case and target (under
   `precisions`, at `sizes`) and verifies each, with the bits alone (no
   accuracy numerics: the cheapest sweep that answers)."""
-  source = next((s.source for s in plan.cases if s.case.name == a.case), a.case)
+  source = _shell_case(plan, a)
   names = dict(zip((t.name for t in plan.targets), plan.target_names))
   target = names.get(a.target, a.target)
   where = "--target_config" if is_config_path(target) else "--targets"
+  target = os.path.abspath(target) if is_config_path(target) else target
   return " ".join(
     [
       "hloprobe",

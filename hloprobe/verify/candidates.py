@@ -70,11 +70,13 @@ Private in intent: use the package, `hloprobe.verify`.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Sequence
 
 from hloprobe.compile import (
   BASELINE,
   INT32_DOTS_FIX,
+  absolute_case_word,
   is_config_path,
 )
 from hloprobe.engine import (
@@ -412,10 +414,11 @@ def verify_command(tries: TryPlan, candidate: Candidate) -> str:
   p = tries.plan
   builtin = [w for w in p.target_names if not is_config_path(w)]
   files = [w for w in p.target_names if is_config_path(w)]
-  words = ["hloprobe", "verify", f"--case={','.join(p.case_names)}"]
+  cases = ",".join(map(absolute_case_word, p.case_names))
+  words = ["hloprobe", "verify", f"--case={cases}"]
   if builtin:
     words.append(f"--targets={','.join(builtin)}")
-  words += [f"--target_config={w}" for w in files]
+  words += [f"--target_config={os.path.abspath(w)}" for w in files]
   if not _modules_only(p):
     words.append(f"--batch_sizes={','.join(map(str, p.batch_sizes))}")
   words += [

@@ -66,26 +66,6 @@ class VersionRun:
     return self.reply is not None
 
 
-def absolute_case_word(word: str) -> str:
-  """A --case word resolved against this process's folder, for a process
-  that runs in another (`hloprobe versions`' and `bisect`'s workers): the
-  path of `path/to/file.py:factory` and of a module file made absolute;
-  a built-in name and `package.module:factory` as they are (a module on
-  `PYTHONPATH` is found from any folder). `+preferred_element_type=int32`
-  is kept."""
-  from hloprobe.compile import CASES, INT32_DOTS_FIX, is_module_case
-
-  base, suffix = word, ""
-  if INT32_DOTS_FIX.is_fixed(word):
-    base, suffix = INT32_DOTS_FIX.unfixed(word), INT32_DOTS_FIX.case_suffix
-  where, sep, attr = base.rpartition(":")
-  if sep and where.endswith(".py"):
-    return f"{os.path.abspath(where)}:{attr}{suffix}"
-  if base not in CASES and not sep and is_module_case(base):
-    return os.path.abspath(base) + suffix
-  return word
-
-
 def spec_request(spec) -> dict:
   """An `engine.SweepSpec` as JSON-able fields, its XLA_FLAGS experiments as
   {"name", "xla_flags"} (the worker sweeps them beside the baseline);
@@ -94,7 +74,7 @@ def spec_request(spec) -> dict:
   module file's (`absolute_case_word`), a --target_config file's
   and --inputs (--autotune_results is in its experiment's flags,
   absolute already: `compile.autotune_experiment`)."""
-  from hloprobe.compile import is_config_path
+  from hloprobe.compile import absolute_case_word, is_config_path
 
   inputs = getattr(spec, "inputs", None)
   return {

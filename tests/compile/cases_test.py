@@ -20,7 +20,7 @@ import pytest
 import testutil
 from absl.testing import absltest, parameterized
 
-from hloprobe.compile import cases, get_case
+from hloprobe.compile import INT32_DOTS_FIX, absolute_case_word, cases, get_case
 from hloprobe.errors import CaseError
 from hloprobe.numerics import reference
 
@@ -130,6 +130,29 @@ class CasePathTest(absltest.TestCase):
       CaseError, r"^unknown case 'seed_mpl'; did you mean 'seed_mlp'\? choose"
     ):
       get_case("seed_mpl")
+
+
+class AbsoluteCaseWordTest(absltest.TestCase):
+  """Printed commands and `versions`' workers run in another folder: a
+  case file's path is made absolute against this process's folder
+  (expected: os.path.join of the folder and the word)."""
+
+  def test_a_case_file_is_made_absolute(self):
+    here = os.getcwd()
+    self.assertEqual(
+      absolute_case_word("sub/my_case.py:make_case"),
+      os.path.join(here, "sub", "my_case.py") + ":make_case",
+    )
+    self.assertEqual(
+      absolute_case_word("my_case.py:make_case" + INT32_DOTS_FIX.case_suffix),
+      os.path.join(here, "my_case.py")
+      + ":make_case"
+      + INT32_DOTS_FIX.case_suffix,
+    )
+
+  def test_names_and_modules_stay_as_they_are(self):
+    for word in ("seed_mlp", "pkg.mod:make_case", "/abs/c.py:f"):
+      self.assertEqual(absolute_case_word(word), word)
 
 
 if __name__ == "__main__":

@@ -65,19 +65,20 @@ class PinOnUserCaseTest(absltest.TestCase):
     with open(path, "w") as f:
       f.write(testutil.EXACT_MM_CASE)
     cache = os.path.join(folder, "cache")
-    proc = run_hloprobe_here(
-      "explain",
-      f"--case={path}:make_case",
-      "--targets=cpu,a100",
-      "--batch_sizes=1,2,8",
-      "--precisions=float32",
-      "--invariance=pin",
-      "--only=invariance",
-      "--format=json",
-      "--nocache",  # its folder still holds pins/
-      f"--cache_dir={cache}",
-      timeout_s=300,
-    )
+    with _cwd(folder):  # the case by a relative path, as a user gives it
+      proc = run_hloprobe_here(
+        "explain",
+        "--case=exact_case.py:make_case",
+        "--targets=cpu,a100",
+        "--batch_sizes=1,2,8",
+        "--precisions=float32",
+        "--invariance=pin",
+        "--only=invariance",
+        "--format=json",
+        "--nocache",  # its folder still holds pins/
+        f"--cache_dir={cache}",
+        timeout_s=300,
+      )
     self.assertEqual(proc.returncode, 0, proc.stderr)
     self.assertNotIn("worker processes only", proc.stdout + proc.stderr)
     pins = json.loads(proc.stdout)["answer"]["invariance"]["pins"]
@@ -97,13 +98,15 @@ class PinOnUserCaseTest(absltest.TestCase):
     self.assertNotEmpty(configs, text)
     self.assertEqual(set(configs), {"TRITON"}, text)
     self.assertNotIn("split_k", text)
-    # The printed `verify` command reads it there, from another folder.
+    # The printed `verify` command reads it there, from another folder:
+    # its case file by the absolute path.
     words = shlex.split(pin["command"])
     self.assertEqual(words[:2], ["hloprobe", "verify"])
+    self.assertIn(f"--case={path}:make_case", words)
     self.assertIn(
       f"--xla_gpu_load_autotune_results_from={written}", pin["command"]
     )
-    with _cwd(folder):
+    with _cwd(self.create_tempdir().full_path):
       ran = run_hloprobe_here(*words[1:], "--nocache", timeout_s=300)
     self.assertIn(ran.returncode, (0, 1), ran.stderr)  # PASS or FAIL
     self.assertIn("on a100 under float32 (pinned_gemms)", ran.stdout)

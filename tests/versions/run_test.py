@@ -19,29 +19,11 @@ import pytest
 from absl.testing import absltest
 from testutil import run_hloprobe_here
 
-from hloprobe.compile import INT32_DOTS_FIX
 from hloprobe.versions import venvs
-from hloprobe.versions.run import absolute_case_word, spec_request
+from hloprobe.versions.run import spec_request
 
 
 class AbsoluteWordsTest(absltest.TestCase):
-  def test_a_case_file_is_made_absolute(self):
-    here = os.getcwd()
-    self.assertEqual(
-      absolute_case_word("sub/my_case.py:make_case"),
-      os.path.join(here, "sub", "my_case.py") + ":make_case",
-    )
-    self.assertEqual(
-      absolute_case_word("my_case.py:make_case" + INT32_DOTS_FIX.case_suffix),
-      os.path.join(here, "my_case.py")
-      + ":make_case"
-      + INT32_DOTS_FIX.case_suffix,
-    )
-
-  def test_names_and_modules_stay_as_they_are(self):
-    for word in ("seed_mlp", "pkg.mod:make_case", "/abs/c.py:f"):
-      self.assertEqual(absolute_case_word(word), word)
-
   def test_the_request_holds_no_relative_path(self):
     spec = types.SimpleNamespace(
       case_names=("c.py:make", "seed_mlp"),
