@@ -287,8 +287,13 @@ def unified_diff(
   )
 
 
-def _show(value) -> str:
-  return "n/a" if value is None else str(value)
+def _show(value, key: str | None = None) -> str:
+  """A summary field's value; a missing split-K is "none" (XLA's split-K
+  rewriter did not split the site: `SiteFate.split_k` None), any other
+  missing value "n/a"."""
+  if value is None:
+    return "none" if key == "split_k" else "n/a"
+  return str(value)
 
 
 def _algorithm_key(site: dict) -> str:
@@ -331,8 +336,8 @@ def _site_words(old: dict, new: dict) -> str | None:
   for key in dict.fromkeys([*old, *new]):
     if key in shown or old.get(key) == new.get(key):
       continue
-    before = _show(old.get(key)) if key in old else "(absent)"
-    after = _show(new.get(key)) if key in new else "(absent)"
+    before = _show(old.get(key), key) if key in old else "(absent)"
+    after = _show(new.get(key), key) if key in new else "(absent)"
     parts.append(f"{key}: {before} -> {after}")
   return "; ".join(parts)
 

@@ -720,7 +720,7 @@ class DescribeSiteChangesTest(parameterized.TestCase):
       "split_k_only",
       {"fate": "Triton gemm", "split_k": None},
       {"fate": "Triton gemm", "split_k": 4},
-      "split_k: n/a -> 4",
+      "split_k: none -> 4",
     ),
     (
       "declared_algorithm_behind_effective",
