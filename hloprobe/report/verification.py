@@ -11,6 +11,8 @@ Private in intent: use the package, `hloprobe.report`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from hloprobe import invariance
 from hloprobe.report.invariance_words import first_lines
 from hloprobe.report.results_schema import SCHEMA_VERSION, dumps_json
@@ -221,6 +223,23 @@ def _failures(v) -> list[str]:
   return list(dict.fromkeys(map(failure_words, v.failures)))
 
 
+# The most characters of evidence a table cell holds; the whole is listed
+# under the table, one line each.
+_CELL = 100
+
+
+def _cell(lines: Sequence[str]) -> str:
+  """A requirement's deciding evidence in the table: its first line, cut
+  at a word within `_CELL` characters when longer ("... (below)")."""
+  if not lines:
+    return ""
+  first = lines[0]
+  if len(first) <= _CELL and len(lines) == 1:
+    return first
+  cut = first if len(first) <= _CELL else first[:_CELL].rsplit(" ", 1)[0]
+  return f"{cut} ... (below)"
+
+
 def render_verification(v, fmt: str) -> str:
   """A `verify.Verification` as text (table, markdown) or JSON."""
   if fmt == "json":
@@ -230,7 +249,7 @@ def render_verification(v, fmt: str) -> str:
     (
       r.name,
       "PASS" if r.passed else "FAIL",
-      evidence[r.name][0] if evidence[r.name] else "",
+      _cell(evidence[r.name]),
     )
     for r in v.requirements
   ]

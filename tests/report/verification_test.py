@@ -121,5 +121,26 @@ class EvidenceLineTest(parameterized.TestCase):
     self.assertIn("moved 5.00e-01", verification.evidence_line(moved))
 
 
+class EvidenceCellTest(absltest.TestCase):
+  """The table's cell holds the deciding line, cut, not the whole
+  evidence listed below it (check38b: ~1,000 characters twice)."""
+
+  def test_a_short_single_line_is_whole(self):
+    self.assertEqual(
+      verification._cell(["row 0: identical"]), "row 0: identical"
+    )
+    self.assertEqual(verification._cell([]), "")
+
+  def test_a_long_line_is_cut_at_a_word(self):
+    line = "tm_mm: row 0 is not batch-invariant " + "x " * 80
+    cell = verification._cell([line])
+    self.assertTrue(cell.endswith(" ... (below)"), cell)
+    self.assertLessEqual(len(cell), 100 + len(" ... (below)"))
+    self.assertTrue(line.startswith(cell.removesuffix(" ... (below)")))
+
+  def test_more_lines_point_below(self):
+    self.assertEqual(verification._cell(["a", "b"]), "a ... (below)")
+
+
 if __name__ == "__main__":
   absltest.main()
