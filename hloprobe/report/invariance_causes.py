@@ -133,16 +133,33 @@ def boundary_causes(b) -> tuple[list[str], int]:
   """A `Boundary`'s causes, one phrase each, and how many of them (the
   first) name sites whose fate differs; the rest are the other kernels'
   per-row arithmetic: "site 1 Triton gemm split-K 4 (split-K 1 at n =
-  8)", "triton_softmax.4 (reduction ...): only in the first config".
-  Phrases said twice are said once."""
+  8)", "triton_softmax.4 (reduction ...): only at n = 2, not at n = 1"
+  (a kernel with no counterpart on one side is placed by batch size, not
+  by the order of the comparison). Phrases said twice are said once."""
   sites = site_phrases(b.sites)
   kernels = [
     f"{site_list(k.sites) if k.sites else k.name} {kernel_words(k)}"
     for k in b.kernels
   ]
-  kernels += [d.words for d in b.differences]
+  kernels += [_difference_words(d, b) for d in b.differences]
   causes = list(dict.fromkeys(sites + kernels))
   return causes, len(dict.fromkeys(sites))
+
+
+def _difference_words(d, b) -> str:
+  """A `KernelDifference` of boundary `b` in words: its own where both
+  sides have the kernel; else where it runs by batch size. The stage
+  compares b.against (its first config, `a`) with b.n (its second, `b`,
+  `invariance.answer`'s `record_differences`)."""
+  if (d.a is None) == (d.b is None):  # matched (or a hand-made record)
+    return d.words
+  only, here, not_here = (
+    (d.a, b.against, b.n) if d.b is None else (d.b, b.n, b.against)
+  )
+  return (
+    f"{only.name} ({d.what}, {only.emitter}): only at n = {here}, not at "
+    f"n = {not_here}"
+  )
 
 
 def unexplained_words(u) -> str | None:

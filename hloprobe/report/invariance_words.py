@@ -171,33 +171,47 @@ def _model_notes(a: Invariance, many: bool) -> list[str]:
 
 
 def kernel_lines(answers: Sequence[Invariance]) -> list[str]:
-  """Per compile-only group, each row kernel other than a contraction
-  site's, per batch size: its per-row arithmetic (emitter, tiling) as the
-  kernel reader gives it, so a reduction's tiling per n is seen, kernel
-  by kernel. Kernels are matched across n by what they compute: each is
+  """Per compile-only group, each row kernel that is not a contraction
+  site's gemm (a reduction that also computes sites, e.g. one Triton
+  block-level fusion holding a whole row at n = 1, is listed too), per
+  batch size: its per-row arithmetic (emitter, tiling) as the kernel
+  reader gives it, so a reduction's tiling per n is seen, kernel by
+  kernel. Kernels are matched across n by what they compute: each is
   put beside the kernel of the same kind, at the reference class's first
-  size, that shares the most program lines with it (XLA renumbers
-  fusions from n to n, and splits or joins them: at n = 1 a layernorm's
-  Triton fusion is two XLA row reductions, both listed under it); one
-  with no such partner has a line of its own. Each line is titled by the
-  program lines of its kernels, e.g. "reduction at model.py:49-52"."""
+  size, that shares the most program lines with it (ties: the one whose
+  lines are closest to its own; XLA renumbers fusions from n to n, and
+  splits or joins them: at n = 1 a layernorm's Triton fusion is two XLA
+  row reductions, both listed under it); one with no such partner has a
+  line of its own. A kernel that also covers another line's program
+  lines is named there too, at its n, pointing to where it is listed in
+  full. Each line is titled by the program lines of its kernels, e.g.
+  "reduction at model.py:49-52"."""
   out = []
   for a in answers:
     if not a.kernels:
       continue
     slots = _kernel_slots(a)
-    for kind, per_n in slots:
-      lines = _lines_words(
+    titles = [
+      _lines_words(
         loc for ks in per_n.values() for k in ks for loc in _source(k)
       )
+      for _, per_n, _ in slots
+    ]
+    for (kind, per_n, also), lines in zip(slots, titles, strict=True):
       where = f" at {lines}" if lines else ""
+      words = {
+        n: [f"{k.name}: {kernel_words(k)}" for k in ks]
+        for n, ks in per_n.items()
+      }
+      for n, refs in also.items():
+        words.setdefault(n, []).extend(
+          f"{k.name} (listed in full under {slots[i][0]}"
+          + (f" at {titles[i]})" if titles[i] else ")")
+          for k, i in refs
+        )
       out.append(
         f"  {a.case} on {a.target} under {a.precision}, {kind}{where}: "
-        + "; ".join(
-          f"n = {n}: "
-          + " + ".join(f"{k.name}: {kernel_words(k)}" for k in per_n[n])
-          for n in sorted(per_n)
-        )
+        + "; ".join(f"n = {n}: " + " + ".join(words[n]) for n in sorted(words))
       )
     gone = _left_out_words(a)
     if gone:
@@ -215,31 +229,52 @@ def _source(k) -> tuple[str, ...]:
   return tuple(getattr(k.record, "source", ()) or ())
 
 
-def _kernel_slots(a: Invariance) -> list[tuple[str, dict[int, list]]]:
-  """[(kind, {n: [kernels]})]: the group's non-site kernels, matched
-  across n (`kernel_lines`), in the reference size's order, then those
-  with no partner there."""
+def _listed(k) -> bool:
+  """Whether `kernel_lines` lists row kernel `k`: every kernel but a
+  contraction site's gemm (its fate names it); a reduction that also
+  computes sites is listed (at n = 1 XLA may fuse the dots, strength
+  reduced to multiply+reduce, with the layernorm and softmax into one
+  Triton block-level fusion: dense_ln_softmax on a100, jaxlib 0.12.0.1
+  and 0.10.2, `triton_softmax.2`, the name SoftmaxRewriterTriton's
+  MakeFusionForDiamond gives its "__triton" fusion,
+  xla/service/gpu/transforms/softmax_rewriter_triton.cc; which later
+  pass joins the producers into it was not checked)."""
+  return not k.sites or k.kind == "reduction"
+
+
+def _kernel_slots(
+  a: Invariance,
+) -> list[tuple[str, dict[int, list], dict[int, list]]]:
+  """[(kind, {n: [kernels]}, {n: [(kernel, slot index)]})]: the group's
+  listed kernels (`_listed`), matched across n (`kernel_lines`), in the
+  reference size's order, then those with no partner there; the last
+  map names, per n, the kernels listed in full in another slot that
+  cover this slot's program lines too."""
   ref = a.rows[0].classes[0][0] if a.rows and a.rows[0].classes else None
   order = sorted(a.kernels)
   if ref not in a.kernels:
     ref = order[0]
   slots: list[tuple[str, dict[int, list], set]] = []
   for k in a.kernels[ref]:
-    if not k.sites:
+    if _listed(k):
       slots.append((k.kind, {ref: [k]}, set(_source(k))))
   for n in order:
     if n == ref:
       continue
     for k in a.kernels[n]:
-      if k.sites:
+      if not _listed(k):
         continue
       mine = set(_source(k))
-      best, score = None, 0
+      best, score = None, (0, 0, 0)
       for slot in slots:
         kind, per_n, lines = slot
+        if kind != k.kind or ref not in per_n:
+          continue
         shared = len(mine & lines)
-        if kind == k.kind and ref in per_n and shared > score:
-          best, score = slot, shared
+        # Most lines shared; then the closest lines; then the same name.
+        key = (shared, -len(mine ^ lines), per_n[ref][0].name == k.name)
+        if shared and key > score:
+          best, score = slot, key
       if best is None and not mine:  # no program lines: by order
         best = next(
           (
@@ -262,7 +297,24 @@ def _kernel_slots(a: Invariance) -> list[tuple[str, dict[int, list]]]:
         best = (k.kind, {}, mine)
         slots.append(best)
       best[1].setdefault(n, []).append(k)
-  return [(kind, per_n) for kind, per_n, _ in slots]
+  where = {
+    id(k): i
+    for i, (_, per_n, _) in enumerate(slots)
+    for ks in per_n.values()
+    for k in ks
+  }
+  out = []
+  for kind, per_n, lines in slots:
+    also: dict[int, list] = {}
+    if ref in per_n:
+      for n in order:
+        if n in per_n:
+          continue
+        for k in a.kernels[n]:
+          if id(k) in where and k.kind == kind and lines & set(_source(k)):
+            also.setdefault(n, []).append((k, where[id(k)]))
+    out.append((kind, per_n, also))
+  return out
 
 
 def _lines_words(locations) -> str:

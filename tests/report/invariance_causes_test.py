@@ -201,6 +201,31 @@ class BoundaryCausesTest(absltest.TestCase):
     only = Boundary(8, 2, SiteChanges(8, 2), differences=(d,))
     self.assertEqual(ic.boundary_causes(only), (["fusion.3: only here"], 0))
 
+  def test_unmatched_kernel_is_placed_by_batch_size(self):
+    # The kernels stage compares `against` (its first config, `a`) with
+    # the boundary's n (its second, `b`): a kernel on one side only is
+    # said by batch size, not as "only in the first config" (issue 38).
+    softmax = _record("Triton block-level (__triton)", (), "triton_softmax.4")
+    words = "triton_softmax.4 (...): only in the first config"
+    gone = KernelDifference("reduction x", softmax, None, (), words)
+    b = Boundary(1, 2, SiteChanges(1, 2), differences=(gone,))
+    self.assertEqual(
+      ic.boundary_causes(b)[0],
+      [
+        "triton_softmax.4 (reduction x, Triton block-level (__triton)): "
+        "only at n = 2, not at n = 1"
+      ],
+    )
+    new = KernelDifference("reduction x", None, softmax, (), words)
+    b = Boundary(64, 8, SiteChanges(64, 8), differences=(new,))
+    self.assertEqual(
+      ic.boundary_causes(b)[0],
+      [
+        "triton_softmax.4 (reduction x, Triton block-level (__triton)): "
+        "only at n = 64, not at n = 8"
+      ],
+    )
+
   def test_unexplained(self):
     self.assertIsNone(ic.unexplained_words(None))
     self.assertEqual(

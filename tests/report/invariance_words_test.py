@@ -690,6 +690,49 @@ class KernelLinesTest(parameterized.TestCase):
     for name in ("input_reduce_fusion.1:", "triton_softmax.2:"):
       self.assertEqual(text.count(name), 1, name)
 
+  @parameterized.parameters("0.12.0.1", "0.10.2")
+  def test_dense_ln_softmax_n1_whole_row_fusion_is_listed(self, release):
+    # Read off the fixtures by hand (record_dense_ln.py, both jaxlibs):
+    # at n = 1 the ENTRY holds one fusion, `triton_softmax.2` (kCustom,
+    # "__triton" block_level_fusion_config num_warps 8, output tile [32])
+    # with six reduces: the dots strength-reduced (dims={0} of [64,256]
+    # and of [256,32]), the layernorm's mean and variance (dims={0} of
+    # [256]), the softmax's max and sum (dims={0} of [32]). At n = 2 the
+    # layernorm is `fusion.15` (num_warps 2) and the softmax
+    # `triton_softmax.4` (num_warps 1); at n = 8 and 64 `fusion.13` and
+    # `triton_softmax.4`. The case's layernorm is at
+    # invariance_cases.py:182-184, its softmax and second dot at 185.
+    results, read = recorded.kernel_fixtures(
+      release, "dense_ln_a100_n", _SIZES, case="dense_ln_softmax"
+    )
+    (a,) = invariance_of(results, reader=read)
+    lines = kernel_lines([a])
+    (n1,) = [x for x in lines if "n = 1: triton_softmax.2: " in x]
+    self.assertIn("reduction at invariance_cases.py:181-185: n = 1: ", n1)
+    whole = n1.split("n = 1: triton_softmax.2: ")[1].split("; n = 2: ")[0]
+    self.assertTrue(whole.startswith("Triton block-level (__triton)"), whole)
+    self.assertIn("num_warps 8", whole)
+    self.assertIn("reduce dims={0} of [64,256] (dot_general)", whole)
+    self.assertIn("dims={0} of [256,32] (dot_general)", whole)
+    self.assertEqual(whole.count("dims={0} of [256] (reduce_sum)"), 2)
+    self.assertIn("dims={0} of [32] (reduce_max)", whole)
+    self.assertIn("dims={0} of [32] (reduce_sum)", whole)
+    self.assertIn("; n = 2: fusion.15: ", n1)
+    self.assertIn("; n = 8: fusion.13: ", n1)
+    self.assertIn("; n = 64: fusion.13: ", n1)
+    self.assertNotIn("triton_softmax.4", n1)
+    # The softmax: one line, triton_softmax.4 at every n > 1, and the
+    # n = 1 fusion that also computes it named there.
+    (softmax,) = [x for x in lines if "triton_softmax.4" in x]
+    self.assertIn(
+      "reduction at invariance_cases.py:185: n = 1: triton_softmax.2 "
+      "(listed in full under reduction at invariance_cases.py:181-185); "
+      "n = 2: triton_softmax.4: Triton block-level (__triton): num_warps 1",
+      softmax,
+    )
+    for n in (8, 64):
+      self.assertIn(f"; n = {n}: triton_softmax.4: ", softmax)
+
   def test_kernels_without_program_lines_pair_by_order(self):
     # The fates' reading (`site_kernels`) has no records: its "other
     # kernels" entries are paired across n in order, one line.
