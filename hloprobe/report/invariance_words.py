@@ -73,11 +73,25 @@ def _class_words(a: Invariance, c) -> list[str]:
     text = f"n = {_ranges(a, cls)} differs"
     text += _ulp(u) if _by_bits(a, cls) else ""
     b = causes.get(cls[0])
-    if b is not None:
-      said, _ = boundary_causes(b)
-      text += f" ({'; '.join(said) or unexplained_words(b.unexplained)})"
+    if b is not None and b.parts:
+      text += (
+        " ("
+        + "; ".join(
+          f"at n = {_ranges(a, p.sizes)}: {_cause_words(p)}" for p in b.parts
+        )
+        + ")"
+      )
+    elif b is not None:
+      text += f" ({_cause_words(b)})"
     parts.append(text)
   return parts
+
+
+def _cause_words(b) -> str:
+  """A boundary's causes in one clause, or what was read where none is
+  named."""
+  said, _ = boundary_causes(b)
+  return "; ".join(said) or unexplained_words(b.unexplained) or ""
 
 
 def _by_bits(a: Invariance, cls) -> bool:
@@ -503,6 +517,8 @@ def _rows_words(a: Invariance) -> list[str]:
 def _boundary_words(b) -> str:
   """One class boundary's cause: the sites whose fate differs, then how
   many other kernels differ (their arithmetic: --verbose)."""
+  if b.parts:
+    return "; ".join(_boundary_words(p) for p in b.parts)
   causes, named = boundary_causes(b)
   words = causes[:named]
   others = len(causes) - named
@@ -664,13 +680,19 @@ def first_lines(
 
 def _boundary_json(b) -> dict:
   """A class boundary (`invariance.Boundary`) in results.json: its sizes,
-  its causes' words and what is left unexplained."""
-  return {
+  its causes' words and what is left unexplained, and its `parts` where
+  the class's sizes differ in their sites' fates."""
+  out = {
     "n": b.n,
     "against": b.against,
     "causes": boundary_causes(b)[0],
     "unexplained": unexplained_words(b.unexplained),
   }
+  if b.parts:  # sub-groups of the class's sizes of other sites' fates
+    out["parts"] = [
+      {**_boundary_json(p), "sizes": list(p.sizes)} for p in b.parts
+    ]
+  return out
 
 
 def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
@@ -679,7 +701,9 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
   basis, invariant (true/false/null), why, sizes, model_why, model_sizes,
   identity,
   rows: [{row, classes,
-  ulps, moves}], boundaries: [{n, against, causes, unexplained}],
+  ulps, moves}], boundaries: [{n, against, causes, unexplained, parts
+  (only where the class's sizes differ in their sites' fates: [{n,
+  against, causes, unexplained, sizes}])}],
   kernels: {n: [{name, kind, sites, signature, words, why_unknown}]}}],
   "pins": [{case, target, precision, candidate, fix, xla_flags,
   jax_change, passed, reason, cost, command, left_out: [{n, against,
