@@ -211,6 +211,10 @@ class Invariance:
       for RUN; for KERNELS one entry, ROW0, whose classes are the batch
       sizes of equal kernel signatures (every row alike).
     boundaries: each class after the first and its causes.
+    mixed: where the reference (first) class's own sizes do not all
+      share their sites' fates (run groups): a `Boundary` whose `parts`
+      are its sub-groups of equal fates after the first, each against
+      the reference class's first size; None where they all share them.
     kernels: n -> that config's row kernels (compile-only GPUs).
     invariant: True (one class, nothing unknown), False (a class
       boundary seen: bits differ, or per-row arithmetic differs), None
@@ -251,6 +255,7 @@ class Invariance:
   model_why: NotModelled | None = None
   model_sizes: tuple[int, ...] = ()
   identity: tuple[tuple[int, ...], ...] = ()
+  mixed: Boundary | None = None
 
   # The values `basis` and a row's `row` take, for readers of the record
   # (report words them): bits run, the kernel model's bits, kernel
@@ -445,6 +450,7 @@ def _run_answer(
     verdict,
     why,
     sizes,
+    mixed=_mixed(found[0].classes[0], by_n),
   )
 
 
@@ -478,6 +484,20 @@ def _run_boundary(n: int, against: int, by_n) -> Boundary:
   sites = site_changes(by_n[n], by_n[against])
   why = None if sites else _unexplained(by_n[n], by_n[against])
   return Boundary(n, against, sites, unexplained=why)
+
+
+def _mixed(ref: Sequence[int], by_n) -> Boundary | None:
+  """The reference class's sub-groups of equal fates after its first,
+  each against the class's first size (`Invariance.mixed`); None where
+  its sizes all share them."""
+  groups = _by_fates(ref, by_n)
+  if len(groups) < 2:
+    return None
+  parts = tuple(
+    dataclasses.replace(_run_boundary(g[0], ref[0], by_n), sizes=g)
+    for g in groups[1:]
+  )
+  return Boundary(ref[0], ref[0], SiteChanges(ref[0], ref[0]), parts=parts)
 
 
 def _fates(r: ConfigResult | None) -> tuple | None:

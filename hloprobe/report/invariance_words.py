@@ -68,6 +68,9 @@ def _class_words(a: Invariance, c) -> list[str]:
   """ "identical for n = 2-8", then each other class with its cause."""
   same = "identical" if _by_bits(a, c.classes[0]) else "same per-row arithmetic"
   parts = [f"{same} for n = {_ranges(a, c.classes[0])}"]
+  m = a.mixed
+  if m is not None and m.n in c.classes[0]:
+    parts[0] += f" ({_mixed_words(a, m)})"
   causes = {b.n: b for b in a.boundaries}
   for cls, u in zip(c.classes[1:], c.ulps[1:] or [None] * len(c.classes)):
     text = f"n = {_ranges(a, cls)} differs"
@@ -92,6 +95,16 @@ def _cause_words(b) -> str:
   named."""
   said, _ = boundary_causes(b)
   return "; ".join(said) or unexplained_words(b.unexplained) or ""
+
+
+def _mixed_words(a: Invariance, m) -> str:
+  """The reference class's sizes whose sites' fates differ from its
+  first size's (`Invariance.mixed`), though their bits are equal: "same
+  bits though the sites' fates differ: at n = 64: site 0 dot in
+  __ynn_fusion (XLA's own emitter at n = 1)"."""
+  return "same bits though the sites' fates differ: " + "; ".join(
+    f"at n = {_ranges(a, p.sizes)}: {_cause_words(p)}" for p in m.parts
+  )
 
 
 def _by_bits(a: Invariance, cls) -> bool:
@@ -703,7 +716,9 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
   rows: [{row, classes,
   ulps, moves}], boundaries: [{n, against, causes, unexplained, parts
   (only where the class's sizes differ in their sites' fates: [{n,
-  against, causes, unexplained, sizes}])}],
+  against, causes, unexplained, sizes}])}], mixed (only where the
+  reference class's sizes do: its other sub-groups, [{n, against, causes,
+  unexplained, sizes}]),
   kernels: {n: [{name, kind, sites, signature, words, why_unknown}]}}],
   "pins": [{case, target, precision, candidate, fix, xla_flags,
   jax_change, passed, reason, cost, command, left_out: [{n, against,
@@ -735,6 +750,16 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
           for c in a.rows
         ],
         "boundaries": [_boundary_json(b) for b in a.boundaries],
+        **(
+          {
+            "mixed": [
+              _boundary_json(p) | {"sizes": list(p.sizes)}
+              for p in a.mixed.parts
+            ]
+          }
+          if a.mixed is not None
+          else {}
+        ),
         "kernels": {
           str(n): [
             {

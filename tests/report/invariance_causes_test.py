@@ -383,6 +383,7 @@ class MixedClassTest(absltest.TestCase):
     sizes = (1, 2, 3, 4, 8, 16, 32, 64)
     a = _tm_mm(sizes, lambda n: _ONE if n in (1, 64) else _THIRD)
     self.assertEqual(a.rows[0].classes, ((2, 3, 4, 8, 16, 32), (1, 64)))
+    self.assertIsNone(a.mixed)
     (b,) = a.boundaries
     self.assertEqual(
       [(p.sizes, p.against) for p in b.parts], [((1,), 2), ((64,), 32)]
@@ -415,10 +416,28 @@ class MixedClassTest(absltest.TestCase):
       f"{_YNN_WORDS})",
     )
 
+  def test_a_reference_class_of_other_fates_says_so(self):
+    # n = 1-8 one class of bits (n = 1 XLA's own emitter, n = 2-8
+    # __ynn_fusion), n = 64 apart; its boundary against n = 8, whose
+    # fates it shares.
+    a = _tm_mm((1, 2, 8, 64), lambda n: _THIRD if n == 64 else _ONE)
+    (b,) = a.boundaries
+    self.assertEqual((b.n, b.against, b.parts), (64, 8, ()))
+    self.assertEqual([p.sizes for p in a.mixed.parts], [(2, 8)])
+    line = answer_lines([a])[0]
+    self.assertEqual(
+      line,
+      "row 0 is not batch-invariant on cpu under float32 (bits compared): "
+      "identical for n = 1-8 (same bits though the sites' fates differ: at "
+      "n = 2-8: site 0 dot in __ynn_fusion (XLA's own emitter at n = 1)); "
+      f"n = 64 differs by 3 ULP ({_YNN_WORDS})",
+    )
+
   def test_a_class_of_shared_fates_says_one_cause(self):
     a = _tm_mm((2, 8, 64), lambda n: _THIRD if n == 64 else _ONE)
     (b,) = a.boundaries
     self.assertEqual(b.parts, ())
+    self.assertIsNone(a.mixed)
     line = answer_lines([a])[0]
     self.assertTrue(
       line.endswith(
@@ -428,6 +447,7 @@ class MixedClassTest(absltest.TestCase):
     )
     (g,) = invariance_json([a])["groups"]
     self.assertNotIn("parts", g["boundaries"][0])
+    self.assertNotIn("mixed", g)
 
 
 if __name__ == "__main__":
