@@ -176,6 +176,13 @@ class Boundary:
       `KernelDifference` records (`record_differences`).
     unexplained: where nothing above differs, what was read
       (`Unexplained`); else None.
+    parts: where the class's sizes do not all share their sites' fates
+      (`SiteMade` per site), one boundary per sub-group of sizes of equal
+      fates (the first: n's), each against its own nearest member of
+      the reference class, with its `sizes`: e.g. n = 1 (site 0 by XLA's
+      own emitter) and n = 64 (site 0 in __ynn_fusion, as at the
+      reference) of one class of bits; () where they all share them.
+    sizes: a part's sizes (ascending); () for a class's boundary.
   """
 
   n: int
@@ -184,6 +191,8 @@ class Boundary:
   kernels: tuple[RowKernel, ...] = ()
   differences: tuple = ()
   unexplained: Unexplained | None = None
+  parts: tuple[Boundary, ...] = ()
+  sizes: tuple[int, ...] = ()
 
   @property
   def explained(self) -> bool:
@@ -202,6 +211,10 @@ class Invariance:
       for RUN; for KERNELS one entry, ROW0, whose classes are the batch
       sizes of equal kernel signatures (every row alike).
     boundaries: each class after the first and its causes.
+    mixed: where the reference (first) class's own sizes do not all
+      share their sites' fates (run groups): a `Boundary` whose `parts`
+      are its sub-groups of equal fates after the first, each against
+      the reference class's first size; None where they all share them.
     kernels: n -> that config's row kernels (compile-only GPUs).
     invariant: True (one class, nothing unknown), False (a class
       boundary seen: bits differ, or per-row arithmetic differs), None
@@ -242,6 +255,7 @@ class Invariance:
   model_why: NotModelled | None = None
   model_sizes: tuple[int, ...] = ()
   identity: tuple[tuple[int, ...], ...] = ()
+  mixed: Boundary | None = None
 
   # The values `basis` and a row's `row` take, for readers of the record
   # (report words them): bits run, the kernel model's bits, kernel
@@ -399,7 +413,15 @@ def _run_answer(
   found = [
     c
     for name in (ROW0, ANCHOR)
-    if (c := classes_of(list(rows.values()), name, missing)) is not None
+    if (
+      c := classes_of(
+        list(rows.values()),
+        name,
+        missing,
+        prefer=lambda ns: len(_by_fates(ns, by_n)) == 1,
+      )
+    )
+    is not None
   ]
   if not found:
     return Invariance(
@@ -420,23 +442,80 @@ def _run_answer(
   else:
     verdict, why = True, None
   return Invariance(
-    *key, RUN, tuple(found), boundaries, {}, verdict, why, sizes
+    *key,
+    RUN,
+    tuple(found),
+    boundaries,
+    {},
+    verdict,
+    why,
+    sizes,
+    mixed=_mixed(found[0].classes[0], by_n),
   )
 
 
 def _run_boundaries(found: Sequence[RowClasses], by_n) -> tuple[Boundary, ...]:
   """Each class start of any row (once per n), explained by the sites'
-  fates against the first class."""
-  starts: dict[int, int] = {}
+  fates against the first class; per sub-group of sizes of equal fates
+  where the class's sizes differ in them (`Boundary.parts`)."""
+  starts: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
   for c in found:
     for cls in c.classes[1:]:
-      starts.setdefault(cls[0], _nearest(cls[0], c.classes[0], by_n))
+      starts.setdefault(cls[0], (cls, c.classes[0]))
   out = []
-  for n, against in sorted(starts.items()):
-    sites = site_changes(by_n[n], by_n[against])
-    why = None if sites else _unexplained(by_n[n], by_n[against])
-    out.append(Boundary(n, against, sites, unexplained=why))
+  for n, (cls, ref) in sorted(starts.items()):
+    b = _run_boundary(n, _nearest(n, ref, by_n), by_n)
+    groups = _by_fates(cls, by_n)
+    if len(groups) > 1:
+      parts = tuple(
+        dataclasses.replace(
+          _run_boundary(g[0], _nearest(g[0], ref, by_n), by_n), sizes=g
+        )
+        for g in groups
+      )
+      b = dataclasses.replace(b, parts=parts)
+    out.append(b)
   return tuple(out)
+
+
+def _run_boundary(n: int, against: int, by_n) -> Boundary:
+  """Config n's sites' fates against config `against`'s, or what was
+  read where none changed."""
+  sites = site_changes(by_n[n], by_n[against])
+  why = None if sites else _unexplained(by_n[n], by_n[against])
+  return Boundary(n, against, sites, unexplained=why)
+
+
+def _mixed(ref: Sequence[int], by_n) -> Boundary | None:
+  """The reference class's sub-groups of equal fates after its first,
+  each against the class's first size (`Invariance.mixed`); None where
+  its sizes all share them."""
+  groups = _by_fates(ref, by_n)
+  if len(groups) < 2:
+    return None
+  parts = tuple(
+    dataclasses.replace(_run_boundary(g[0], ref[0], by_n), sizes=g)
+    for g in groups[1:]
+  )
+  return Boundary(ref[0], ref[0], SiteChanges(ref[0], ref[0]), parts=parts)
+
+
+def _fates(r: ConfigResult | None) -> tuple | None:
+  """Every site's `_fate_key` of a config; None without a compile
+  record."""
+  if r is None or r.compilation is None:
+    return None
+  return tuple(_fate_key(r, i) for i in range(len(r.compilation.fates)))
+
+
+def _by_fates(ns: Sequence[int], by_n) -> tuple[tuple[int, ...], ...]:
+  """Sizes `ns` in sub-groups of equal site fates (`_fate_key` per
+  site), in the order of their smallest size; a size without a compile
+  record joins none but its own kind (None)."""
+  groups: dict[tuple | None, list[int]] = {}
+  for n in sorted(ns):
+    groups.setdefault(_fates(by_n.get(n)), []).append(n)
+  return tuple(tuple(g) for g in groups.values())
 
 
 def _nearest(n: int, members: Sequence[int], by_n) -> int:
@@ -749,7 +828,7 @@ def levers(a: Invariance) -> frozenset[Lever]:
     is named and is "Triton block-level".
   """
   out: set[Lever] = set()
-  for b in a.boundaries:
+  for b in (x for c in a.boundaries for x in (c, *c.parts)):
     for c in b.sites.changes:
       shown = [c.now]
       if c.now.fate != c.was.fate:

@@ -18,7 +18,7 @@ Private in intent: use the package, `hloprobe.invariance`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -170,15 +170,20 @@ def classes_of(
   configs: Sequence[ConfigRows],
   row: str = ROW0,
   missing: Sequence[tuple[int, str]] = (),
+  prefer: Callable[[tuple[int, ...]], bool] | None = None,
 ) -> RowClasses | None:
   """Splits the configs' batch sizes into classes of identical bits of
-  `row`; None when no config has that row.
+  `row`; None when no config has that row. The reference (first) class
+  is the largest; of equals, the first that `prefer` holds for (e.g.
+  one whose sizes share their sites' fates), else the earliest.
 
   Args:
     configs: one `ConfigRows` per batch size (any order).
     row: ROW0 or ANCHOR (compared at its first offset across n; its other
       offsets are checked within each n, `ConfigRows.anchor_moves`).
     missing: (n, why) of batch sizes not known, kept on the record.
+    prefer: breaks a tie of the largest classes (their sizes, ascending);
+      None: the earliest.
   """
   known = sorted(
     (c for c in configs if c.rows(row) is not None), key=lambda c: c.n
@@ -190,6 +195,9 @@ def classes_of(
     groups.setdefault(bits(c.rows(row)), []).append(c)
   ordered = sorted(groups.values(), key=lambda g: g[0].n)
   biggest = max(ordered, key=len)  # the reference: the largest class
+  if prefer is not None:
+    tied = [g for g in ordered if len(g) == len(biggest)]
+    biggest = next((g for g in tied if prefer(tuple(c.n for c in g))), biggest)
   ordered = [biggest, *(g for g in ordered if g is not biggest)]
   first = ordered[0][0].rows(row)
   distances = tuple(

@@ -68,16 +68,43 @@ def _class_words(a: Invariance, c) -> list[str]:
   """ "identical for n = 2-8", then each other class with its cause."""
   same = "identical" if _by_bits(a, c.classes[0]) else "same per-row arithmetic"
   parts = [f"{same} for n = {_ranges(a, c.classes[0])}"]
+  m = a.mixed
+  if m is not None and m.n in c.classes[0]:
+    parts[0] += f" ({_mixed_words(a, m)})"
   causes = {b.n: b for b in a.boundaries}
   for cls, u in zip(c.classes[1:], c.ulps[1:] or [None] * len(c.classes)):
     text = f"n = {_ranges(a, cls)} differs"
     text += _ulp(u) if _by_bits(a, cls) else ""
     b = causes.get(cls[0])
-    if b is not None:
-      said, _ = boundary_causes(b)
-      text += f" ({'; '.join(said) or unexplained_words(b.unexplained)})"
+    if b is not None and b.parts:
+      text += (
+        " ("
+        + "; ".join(
+          f"at n = {_ranges(a, p.sizes)}: {_cause_words(p)}" for p in b.parts
+        )
+        + ")"
+      )
+    elif b is not None:
+      text += f" ({_cause_words(b)})"
     parts.append(text)
   return parts
+
+
+def _cause_words(b) -> str:
+  """A boundary's causes in one clause, or what was read where none is
+  named."""
+  said, _ = boundary_causes(b)
+  return "; ".join(said) or unexplained_words(b.unexplained) or ""
+
+
+def _mixed_words(a: Invariance, m) -> str:
+  """The reference class's sizes whose sites' fates differ from its
+  first size's (`Invariance.mixed`), though their bits are equal: "same
+  bits though the sites' fates differ: at n = 64: site 0 dot in
+  __ynn_fusion (XLA's own emitter at n = 1)"."""
+  return "same bits though the sites' fates differ: " + "; ".join(
+    f"at n = {_ranges(a, p.sizes)}: {_cause_words(p)}" for p in m.parts
+  )
 
 
 def _by_bits(a: Invariance, cls) -> bool:
@@ -555,6 +582,8 @@ def _rows_words(a: Invariance) -> list[str]:
 def _boundary_words(b) -> str:
   """One class boundary's cause: the sites whose fate differs, then how
   many other kernels differ (their arithmetic: --verbose)."""
+  if b.parts:
+    return "; ".join(_boundary_words(p) for p in b.parts)
   causes, named = boundary_causes(b)
   words = causes[:named]
   others = len(causes) - named
@@ -716,13 +745,19 @@ def first_lines(
 
 def _boundary_json(b) -> dict:
   """A class boundary (`invariance.Boundary`) in results.json: its sizes,
-  its causes' words and what is left unexplained."""
-  return {
+  its causes' words and what is left unexplained, and its `parts` where
+  the class's sizes differ in their sites' fates."""
+  out = {
     "n": b.n,
     "against": b.against,
     "causes": boundary_causes(b)[0],
     "unexplained": unexplained_words(b.unexplained),
   }
+  if b.parts:  # sub-groups of the class's sizes of other sites' fates
+    out["parts"] = [
+      {**_boundary_json(p), "sizes": list(p.sizes)} for p in b.parts
+    ]
+  return out
 
 
 def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
@@ -731,7 +766,11 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
   basis, invariant (true/false/null), why, sizes, model_why, model_sizes,
   identity,
   rows: [{row, classes,
-  ulps, moves}], boundaries: [{n, against, causes, unexplained}],
+  ulps, moves}], boundaries: [{n, against, causes, unexplained, parts
+  (only where the class's sizes differ in their sites' fates: [{n,
+  against, causes, unexplained, sizes}])}], mixed (only where the
+  reference class's sizes do: its other sub-groups, [{n, against, causes,
+  unexplained, sizes}]),
   kernels: {n: [{name, kind, sites, signature, words, why_unknown}]}}],
   "pins": [{case, target, precision, candidate, fix, xla_flags,
   jax_change, passed, reason, cost, command, left_out: [{n, against,
@@ -763,6 +802,16 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
           for c in a.rows
         ],
         "boundaries": [_boundary_json(b) for b in a.boundaries],
+        **(
+          {
+            "mixed": [
+              _boundary_json(p) | {"sizes": list(p.sizes)}
+              for p in a.mixed.parts
+            ]
+          }
+          if a.mixed is not None
+          else {}
+        ),
         "kernels": {
           str(n): [
             {

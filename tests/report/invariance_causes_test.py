@@ -9,18 +9,26 @@ and batch sizes named.
 from __future__ import annotations
 
 import dataclasses
+import types
 
+import numpy as np
 from absl.testing import absltest
 
+from hloprobe.compile import get_target
+from hloprobe.invariance import invariance_of
 from hloprobe.invariance.answer import (
   Boundary,
+  Lever,
   SiteChange,
   SiteChanges,
   SiteMade,
   Unexplained,
+  levers,
 )
 from hloprobe.invariance.kernel_identity import RowKernel
 from hloprobe.invariance.model_bits import Inexact, NotModelled
+from hloprobe.invariance.rows import ConfigRows
+from hloprobe.ir import as_precision
 from hloprobe.kernels.records import (
   KernelDifference,
   KernelRecord,
@@ -28,7 +36,9 @@ from hloprobe.kernels.records import (
   RowCount,
 )
 from hloprobe.numerics import site_model
+from hloprobe.records import Compilation, Config, ConfigResult
 from hloprobe.report import invariance_causes as ic
+from hloprobe.report.invariance_words import answer_lines, invariance_json
 from hloprobe.sites import Fate, SiteFate
 
 _GEMM = SiteMade(Fate.TRITON_GEMM, algorithm="TF32_TF32_F32")
@@ -345,6 +355,124 @@ class ChangedPhrasesTest(absltest.TestCase):
       ],
     )
     self.assertEqual(ic.changed_phrases((SiteChanges(8, 8),)), [])
+
+
+# tm_mm on the CPU (jaxlib 0.12.0.1), as its optimized HLO reads: at
+# n = 1 the dot stays a plain `dot` (XLA's own emitter); from n = 2 on it
+# is a kCustom fusion whose backend config kind is "__ynn_fusion" (the
+# dot-library-rewriter's YNNPACK fusion). Row 0's bits: n = 1 and n = 64
+# equal, n = 2-32 another value (YNNPACK picks its kernel from the whole
+# shape), 3 ULP apart here (float32 1.0 and the third float above it).
+_OWN = _fate(
+  Fate.DOT,
+  site=types.SimpleNamespace(index=0),
+  effective_algorithm="F32_F32_F32",
+)
+_YNN = dataclasses.replace(
+  _OWN, fusion_kind="kCustom", backend_config_kind="__ynn_fusion"
+)
+_ONE = np.float32(1.0)
+_THIRD = (np.array([1.0], np.float32).view(np.int32) + 3).view(np.float32)[0]
+_YNN_WORDS = (
+  "no site changed fate; site 0 run in __ynn_fusion, a library kernel "
+  "chosen by the whole shape (its order is not read)"
+)
+
+
+def _tm_mm(sizes, bits_of):
+  """The CPU group's records (`_OWN` at n = 1, `_YNN` above) and row 0
+  per n (`bits_of(n)`: `_ONE` or `_THIRD`)."""
+  cpu = get_target("cpu")
+  results = [
+    ConfigResult(
+      Config("tm_mm", cpu, n, as_precision("float32")),
+      Compilation("", "", fates=(_OWN if n == 1 else _YNN,)),
+    )
+    for n in sizes
+  ]
+  rows = {
+    ("tm_mm", "cpu", "float32", "baseline", n): ConfigRows(
+      n, (np.array([bits_of(n)], np.float32),)
+    )
+    for n in sizes
+  }
+  (a,) = invariance_of(results, rows=rows)
+  return a
+
+
+class MixedClassTest(absltest.TestCase):
+  """A class of bits whose sizes differ in their sites' fates: each
+  sub-group's cause (issue 38, a new user's tm_mm on the CPU)."""
+
+  def test_each_size_of_a_class_its_own_cause(self):
+    sizes = (1, 2, 3, 4, 8, 16, 32, 64)
+    a = _tm_mm(sizes, lambda n: _ONE if n in (1, 64) else _THIRD)
+    self.assertEqual(a.rows[0].classes, ((2, 3, 4, 8, 16, 32), (1, 64)))
+    self.assertIsNone(a.mixed)
+    (b,) = a.boundaries
+    self.assertEqual(
+      [(p.sizes, p.against) for p in b.parts], [((1,), 2), ((64,), 32)]
+    )
+    line = answer_lines([a])[0]
+    self.assertEqual(
+      line,
+      "row 0 is not batch-invariant on cpu under float32 (bits compared): "
+      "identical for n = 2-32; n = 1, 64 differs by 3 ULP (at n = 1: site "
+      "0 dot by XLA's own emitter (in __ynn_fusion at n = 2); at n = 64: "
+      f"{_YNN_WORDS})",
+    )
+    (g,) = invariance_json([a])["groups"]
+    self.assertEqual(
+      [(p["sizes"], p["unexplained"]) for p in g["boundaries"][0]["parts"]],
+      [([1], None), ([64], _YNN_WORDS)],
+    )
+    self.assertIn(Lever.YNN, levers(a))
+
+  def test_a_tie_prefers_the_class_of_shared_fates(self):
+    # n = 1, 64 and n = 2-8 both of two sizes: n = 2-8 share their fates.
+    a = _tm_mm((1, 2, 8, 64), lambda n: _ONE if n in (1, 64) else _THIRD)
+    self.assertEqual(a.rows[0].classes, ((2, 8), (1, 64)))
+    line = answer_lines([a])[0]
+    self.assertEqual(
+      line,
+      "row 0 is not batch-invariant on cpu under float32 (bits compared): "
+      "identical for n = 2-8; n = 1, 64 differs by 3 ULP (at n = 1: site 0 "
+      "dot by XLA's own emitter (in __ynn_fusion at n = 2); at n = 64: "
+      f"{_YNN_WORDS})",
+    )
+
+  def test_a_reference_class_of_other_fates_says_so(self):
+    # n = 1-8 one class of bits (n = 1 XLA's own emitter, n = 2-8
+    # __ynn_fusion), n = 64 apart; its boundary against n = 8, whose
+    # fates it shares.
+    a = _tm_mm((1, 2, 8, 64), lambda n: _THIRD if n == 64 else _ONE)
+    (b,) = a.boundaries
+    self.assertEqual((b.n, b.against, b.parts), (64, 8, ()))
+    self.assertEqual([p.sizes for p in a.mixed.parts], [(2, 8)])
+    line = answer_lines([a])[0]
+    self.assertEqual(
+      line,
+      "row 0 is not batch-invariant on cpu under float32 (bits compared): "
+      "identical for n = 1-8 (same bits though the sites' fates differ: at "
+      "n = 2-8: site 0 dot in __ynn_fusion (XLA's own emitter at n = 1)); "
+      f"n = 64 differs by 3 ULP ({_YNN_WORDS})",
+    )
+
+  def test_a_class_of_shared_fates_says_one_cause(self):
+    a = _tm_mm((2, 8, 64), lambda n: _THIRD if n == 64 else _ONE)
+    (b,) = a.boundaries
+    self.assertEqual(b.parts, ())
+    self.assertIsNone(a.mixed)
+    line = answer_lines([a])[0]
+    self.assertTrue(
+      line.endswith(
+        f"identical for n = 2-8; n = 64 differs by 3 ULP ({_YNN_WORDS})"
+      ),
+      line,
+    )
+    (g,) = invariance_json([a])["groups"]
+    self.assertNotIn("parts", g["boundaries"][0])
+    self.assertNotIn("mixed", g)
 
 
 if __name__ == "__main__":
