@@ -142,19 +142,21 @@ def pytest_configure(config):
 # idle machine's, or in `make test` at 16) and are put among those of
 # about their length.
 LONGEST_FIRST = (
-  "tests/compile/cases_user_test.py",  # 60
-  "tests/commands/versions_test.py",  # 52
-  "tests/runtime/pool_test.py",  # 47
-  "tests/invariance/answer_test.py",  # 47
-  "tests/report/explain_user_model_test.py",  # 46
-  "tests/golden/update_test.py",  # 42
-  "tests/pictures/html_report_test.py",  # 41
-  "tests/engine/guarded_cli_test.py",  # 40
-  "tests/compile/builtin_cases_test.py",  # 39
-  "tests/verify/fix_test.py",  # 39
+  "tests/commands/versions_test.py",  # 63 (make test, 2026-12-06)
+  "tests/compile/cases_user_test.py",  # 50
+  "tests/runtime/pool_test.py",  # 49
+  "tests/verify/fix_test.py",  # 44
+  "tests/engine/guarded_cli_test.py",  # 43
+  "tests/report/explain_user_model_test.py",  # 41
+  "tests/compile/module_case_story_test.py",  # 40
+  "tests/compile/builtin_cases_test.py",  # 40
+  "tests/golden/update_test.py",  # 35
+  "tests/engine/guarded_test.py",  # 34
+  "tests/invariance/answer_test.py",  # 47 (last session)
+  "tests/invariance/pin_test.py",  # new: ~20 alone
+  "tests/pictures/html_report_test.py",  # 41 (last session)
   "tests/cli/main_test.py",  # (105)
   "tests/pictures/outputs_test.py",  # (86)
-  "tests/compile/module_case_story_test.py",  # (85)
   "tests/runtime/serve_test.py",  # (72)
   "tests/compile/placement_users_test.py",  # (71)
   "tests/runtime/cache_sweep_test.py",  # (70)
@@ -180,7 +182,6 @@ LONGEST_FIRST = (
   "tests/cli/main_reliability_test.py",  # (39)
   "tests/commands/explain_test.py",  # new: 76 alone, load 13-18
   "tests/compile/autotune_replay_test.py",  # (37)
-  "tests/engine/guarded_test.py",  # (36)
   "tests/numerics/emulation_cache_test.py",  # (34)
   "tests/numerics/integers_test.py",  # (33)
   "tests/golden/folder_default_test.py",  # new: 67 alone, load 13-18
