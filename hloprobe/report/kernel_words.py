@@ -22,6 +22,32 @@ from __future__ import annotations
 __all__ = ["kernel_site_words", "remainder_lines"]
 
 
+# Each `numerics.Band` (by name: the face does not carry the enum) -> the
+# words of a site that band holds, from its `KernelSite` fields.
+_BAND_WORDS = {
+  "NOT_TRITON": lambda m: f"{m.fate}: kernel arithmetic not modelled",
+  "EXACT_INTEGER": lambda m: (
+    f"{m.fate}: exact integer, any kernel's order gives its bits"
+  ),
+  "NOT_ONE_MMA": lambda m: (
+    f"{m.fate}: {', '.join(m.opcodes) or 'no mma in the PTX'}"
+  ),
+  "NO_COMPUTE_CAPABILITY": lambda m: f"{m.fate}: compute capability unknown",
+  "MMA_NOT_MODELLED": lambda m: (
+    f"{m.fate}: {m.opcodes[0]} on sm_{m.sm or '?'} not modelled"
+  ),
+  "NO_ALGORITHM": lambda m: (
+    f"{m.fate}: no effective algorithm to hold the kernel to"
+  ),
+  "NOT_ONE_PASS": lambda m: (
+    f"{m.fate}: {m.algorithm} is not one {m.operand} pass"
+  ),
+  "SPLIT_K": lambda m: (
+    f"{m.fate} split-K {m.split_k}: the reduce's f32 order not modelled"
+  ),
+}
+
+
 def kernel_site_words(m) -> str:
   """A `numerics.KernelSite` in one line: the instruction and split-K of a
   bit-exact model, or why it is a band.
@@ -34,24 +60,10 @@ def kernel_site_words(m) -> str:
       f"{m.opcodes[0]} on {m.ins.arch} (MMA-Sim), K in k{m.ins.k} steps"
       + (f", split-K {m.split_k}" if m.split_k > 1 else "")
     )
-  why = m.band.name
-  if why == "NOT_TRITON":
-    return f"{m.fate}: kernel arithmetic not modelled"
-  if why == "EXACT_INTEGER":
-    return f"{m.fate}: exact integer, any kernel's order gives its bits"
-  if why == "NOT_ONE_MMA":
-    return f"{m.fate}: {', '.join(m.opcodes) or 'no mma in the PTX'}"
-  if why == "NO_COMPUTE_CAPABILITY":
-    return f"{m.fate}: compute capability unknown"
-  if why == "MMA_NOT_MODELLED":
-    return f"{m.fate}: {m.opcodes[0]} on sm_{m.sm or '?'} not modelled"
-  if why == "NO_ALGORITHM":
-    return f"{m.fate}: no effective algorithm to hold the kernel to"
-  if why == "NOT_ONE_PASS":
-    return f"{m.fate}: {m.algorithm} is not one {m.operand} pass"
-  if why == "SPLIT_K":
-    return f"{m.fate} split-K {m.split_k}: the reduce's f32 order not modelled"
-  raise ValueError(f"no words for a band of kind {why!r}")
+  words = _BAND_WORDS.get(m.band.name)
+  if words is None:
+    raise ValueError(f"no words for a band of kind {m.band.name!r}")
+  return words(m)
 
 
 def remainder_lines(r) -> list[str]:

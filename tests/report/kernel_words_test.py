@@ -7,8 +7,12 @@ from __future__ import annotations
 
 from absl.testing import absltest
 
-from hloprobe.numerics.kernel_sites import KernelRemainder
-from hloprobe.report.kernel_words import remainder_lines
+from hloprobe.numerics.kernel_sites import Band, KernelRemainder, KernelSite
+from hloprobe.report.kernel_words import (
+  _BAND_WORDS,
+  kernel_site_words,
+  remainder_lines,
+)
 
 _ULP = 2.0**-23
 _ORDERS = ("xla", "pairwise")
@@ -54,6 +58,18 @@ class RemainderLinesTest(absltest.TestCase):
       "elementwise functions' ulp move: unexplained",
     )
     self.assertIn("-9.54e-07 (-8.0 f32 ulps) left", remainder_lines(r)[0])
+
+
+class KernelSiteWordsTest(absltest.TestCase):
+  def test_every_band_has_words(self):
+    self.assertEqual(set(_BAND_WORDS), {b.name for b in Band})
+
+  def test_a_band_in_words(self):
+    site = KernelSite("band", Band.SPLIT_K, "Triton gemm", split_k=4)
+    self.assertEqual(
+      kernel_site_words(site),
+      "Triton gemm split-K 4: the reduce's f32 order not modelled",
+    )
 
 
 if __name__ == "__main__":
