@@ -158,9 +158,9 @@ def shared_workers():
   share its sweep's workers: each command then starts no Python that
   imports jax again. A pool retires the workers of flag sets the last
   sweep did not use (`WorkerPool.retire`); what a sweep computes does not
-  depend on its workers being warm (pool_test's RetireTest). For a test
-  module's or class's many in-process commands; Ray pools are left as
-  they are."""
+  depend on its workers being warm (pool_test's JobsAndRetireTest). For
+  a test module's or class's many in-process commands; Ray pools are
+  left as they are."""
   from unittest import mock
 
   from hloprobe import engine
