@@ -186,11 +186,12 @@ def _rectangles(pairs) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
 # Split algorithm -> its pairs as rectangles (`_rectangles`): X3 and
 # TF32_X3 two products (A_0 (B_0 + B_1) + A_1 B_0), X6 three, X9 one
 # ((A_0 + A_1 + A_2)(B_0 + B_1 + B_2)), against 3, 6 and 9 pair by pair.
-# Exact as the pairs' products are: a part is a multiple of its f32
-# value's ulp (the remainders are exact f32 differences, rounded to a
-# coarser grid or kept) and below twice its magnitude, so any sum of one
-# value's parts is exact in float64 and has at most 25 significant bits,
-# and a product of two such sums at most 50 (float64 holds 53). Only the
+# Exact as the pairs' products are: every part of an f32 value x, and so
+# any sum of x's parts, is a multiple of x's f32 ulp (the remainders are
+# exact f32 differences, each rounded to a coarser grid or kept) and
+# below 2^(e+2) in magnitude (e: x's exponent), so it has at most 25
+# significant bits and is exact in float64, and a product of two such
+# sums has at most 50 (float64 holds 53). Only the
 # float64 sums over K and the rectangles differ from pair by pair: the
 # order of float64 additions, which the model leaves open (module
 # docstring: products summed in float64, rounded once by the caller).
