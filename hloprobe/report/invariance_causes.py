@@ -30,9 +30,25 @@ __all__ = [
   "model_why_words",
   "site_phrases",
   "unexplained_words",
+  "unread_words",
 ]
 
 _NOT_EXACT = "(the GPU's implementation, not modelled bit for bit)"
+# What the fates alone cannot read on a GPU (the reductions' emitters).
+_NO_REDUCTIONS = (
+  "reductions and other fusions not read (the kernels stage, "
+  "hloprobe.kernels, reads their emitter and tiling)"
+)
+_UNREAD = Invariance.UNREAD
+# A row kernel's arithmetic not read, by `Unread` kind (ORDER and OPS
+# have their own words, with the kernel's fate or the ops).
+_UNREAD_WORDS = {
+  _UNREAD.LIBRARY: (
+    "chosen by the library's per-shape heuristic at run time: unknown "
+    "without a device"
+  ),
+  _UNREAD.BLOCK_K: "the gemm's K tile (block_k) not read from its config",
+}
 
 
 def site_list(sites: Sequence[int]) -> str:
@@ -119,14 +135,33 @@ def kernel_words(k) -> str:
     return f"{rec.emitter}" + (f": {', '.join(shown)}" if shown else "")
   f = k.fate
   if f is None:
-    return k.why_unknown or ""
+    return unread_words(k) or ""
   algorithm = f.effective_algorithm or "algorithm unknown"
   if f.fate in (Fate.CUBLAS, Fate.CUBLASLT):
-    return f"{f.fate.value}: {k.why_unknown}"
+    return f"{f.fate.value}: {unread_words(k)}"
   if f.fate == Fate.TRITON_GEMM:
     words = f"Triton gemm {algorithm}, {_mma(f)}, split-K {f.split_k or 1}"
     return words if k.block_k is None else f"{words}, block_k {k.block_k}"
   return f"{f.fate.value} {algorithm}"
+
+
+def unread_words(k) -> str | None:
+  """Why a row kernel's (`RowKernel`) per-row arithmetic is not known,
+  one line (its `unread`, a `KernelUnread`); None where it is: e.g. "the
+  gemm's K tile (block_k) not read from its config", "reduce, sort in
+  the optimized HLO: reductions and other fusions not read (...)"."""
+  u = k.unread
+  if u is None:
+    return None
+  if u.kind in _UNREAD_WORDS:
+    return _UNREAD_WORDS[u.kind]
+  if u.kind == _UNREAD.ORDER:
+    return (
+      f"a {k.fate.fate.value}'s order on the GPU not read: {_NO_REDUCTIONS}"
+    )
+  if u.kind == _UNREAD.OPS:
+    return f"{', '.join(u.ops)} in the optimized HLO: {_NO_REDUCTIONS}"
+  return u.detail or "unknown"  # RECORD: the kernels stage's reason
 
 
 def boundary_causes(b) -> tuple[list[str], int]:

@@ -27,6 +27,7 @@ import jsonschema
 import numpy as np
 import pytest
 import testutil
+import verify_findings
 from absl.testing import absltest
 from testutil import run_hloprobe_here
 
@@ -204,10 +205,8 @@ class LeversTest(absltest.TestCase):
   fields each lever reads, and the pin's candidates they give."""
 
   def _group(self, target, *boundaries):
-    from hloprobe.invariance import Invariance
-
-    return Invariance(
-      "m", target, "float32", "baseline", "run", (), boundaries, sizes=(1, 2)
+    return verify_findings.group(
+      (), boundaries, target=target, basis="run", invariant=None, sizes=(1, 2)
     )
 
   def test_each_lever_from_its_fields(self):
