@@ -16,7 +16,12 @@ from hloprobe.invariance.answer import (
   SiteMade,
 )
 from hloprobe.invariance.rows import ROW0, RowClasses
-from hloprobe.kernels.records import KernelDifference
+from hloprobe.kernels.records import (
+  KernelDifference,
+  KernelRecord,
+  Role,
+  RowCount,
+)
 from hloprobe.sites import Fate
 from hloprobe.verify.findings import Said
 
@@ -82,7 +87,7 @@ def split_group(case: str, precision: str) -> invariance.Invariance:
   """A hand-made bitwise answer: `case`'s row 0 on the a100 under
   `precision` differs between n = 1 and n = 2 (kernel identity), at one
   boundary named by sites 0-1's Triton gemms (multiply+reduce at n = 1)
-  and one other kernel's difference ("k 1")."""
+  and one other kernel's difference (k's tile 1 -> 2)."""
   return group(
     ((1,), (2,)),
     (
@@ -90,12 +95,40 @@ def split_group(case: str, precision: str) -> invariance.Invariance:
         2,
         1,
         site_changes(2, 1, (0, 1)),
-        differences=(KernelDifference("gemm", None, None, (), "k 1"),),
+        differences=(kernel_change("k", "tile", "1", "2"),),
       ),
     ),
     case=case,
     precision=precision,
   )
+
+
+def kernel_record(name: str, arithmetic=(), emitter="XLA reduction emitter"):
+  """A kernels-stage record of a reduction `name` (reduce_sum, no source
+  line) with these `arithmetic` (name, value) fields."""
+  return KernelRecord(
+    name,
+    None,
+    Role.REDUCTION,
+    emitter,
+    ("reduce_sum",),
+    (),
+    "f32[N,256]",
+    tuple(arithmetic),
+    (),
+    f"sig {arithmetic}",
+    RowCount.INDEPENDENT,
+    "",
+  )
+
+
+def kernel_change(name: str, field: str, was: str, now: str):
+  """A kernels-stage difference: reduction `name`'s arithmetic `field` is
+  `was` in the first config, `now` in the second; report words it "NAME
+  (reduction reduce_sum at no source line): FIELD WAS -> NOW"."""
+  a = kernel_record(name, ((field, was),))
+  b = kernel_record(name, ((field, now),))
+  return KernelDifference(a, b, ((field, was, now),))
 
 
 def site_changes(n: int, against: int, sites) -> SiteChanges:

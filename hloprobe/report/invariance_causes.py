@@ -17,6 +17,7 @@ the answer's lines and JSON).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from hloprobe.invariance import Invariance
@@ -181,19 +182,54 @@ def boundary_causes(b) -> tuple[list[str], int]:
   return causes, len(dict.fromkeys(sites))
 
 
+def _kernel_what(r) -> str:
+  """What a `KernelRecord` computes: its role, ops (else name) and source
+  lines' files, e.g. "contraction dot_general at model.py:11"."""
+  where = (
+    ", ".join(os.path.basename(s) for s in r.source)
+    if r.source
+    else "no source line"
+  )
+  return f"{r.role.value} {'+'.join(r.ops) or r.name} at {where}"
+
+
+def _matched_words(d) -> str:
+  """A `KernelDifference` of two matched kernels: their names, what the
+  first computes, and what changed: the emitter, the `arithmetic` fields,
+  the config values, and where only the PTX's fields differ, that the
+  same bits are likely but not proven."""
+  x, y = d.a, d.b
+  changes = ", ".join(f"{k} {va} -> {vb}" for k, va, vb in d.fields)
+  if x.emitter != y.emitter:
+    changes = f"emitter {x.emitter} -> {y.emitter}" + (
+      f", {changes}" if changes else ""
+    )
+  if d.config:
+    config = ", ".join(f"{k} {va} -> {vb}" for k, va, vb in d.config)
+    changes += f" (config: {config})"
+  if d.ptx_only:
+    changes += (
+      "; every rule field is equal: the PTX's float dataflow differs "
+      "(e.g. a value loaded again instead of kept in a register), so "
+      "the same bits are likely but not proven"
+    )
+  name = x.name if x.name == y.name else f"{x.name} / {y.name}"
+  return f"{name} ({_kernel_what(x)}): {changes}"
+
+
 def _difference_words(d, b) -> str:
-  """A `KernelDifference` of boundary `b` in words: its own where both
-  sides have the kernel; else where it runs by batch size. The stage
+  """A `KernelDifference` of boundary `b` in words: what changed where
+  both sides have the kernel; else where it runs by batch size. The stage
   compares b.against (its first config, `a`) with b.n (its second, `b`,
   `invariance.answer`'s `record_differences`)."""
-  if (d.a is None) == (d.b is None):  # matched (or a hand-made record)
-    return d.words
+  if d.a is not None and d.b is not None:
+    return _matched_words(d)
   only, here, not_here = (
     (d.a, b.against, b.n) if d.b is None else (d.b, b.n, b.against)
   )
   return (
-    f"{only.name} ({d.what}, {only.emitter}): only at n = {here}, not at "
-    f"n = {not_here}"
+    f"{only.name} ({_kernel_what(only)}, {only.emitter}): only at n = "
+    f"{here}, not at n = {not_here}"
   )
 
 

@@ -221,7 +221,6 @@ class LeversTest(absltest.TestCase):
     )
     from hloprobe.invariance.kernel_identity import RowKernel
     from hloprobe.invariance.pin import candidates_for
-    from hloprobe.kernels.records import KernelDifference
     from hloprobe.sites import Fate
 
     gemm = SiteMade(Fate.TRITON_GEMM, algorithm="TF32_TF32_F32")
@@ -258,7 +257,7 @@ class LeversTest(absltest.TestCase):
     self.assertEqual(
       levers(self._group("a100", by_kernel)), {Lever.TRITON_SOFTMAX}
     )
-    d = KernelDifference("reduction", None, None, (), "w")
+    d = verify_findings.kernel_change("fusion.1", "tile", "a", "b")
     self.assertEqual(
       levers(self._group("a100", Boundary(8, 2, SiteChanges(8, 2), (), (d,)))),
       set(),

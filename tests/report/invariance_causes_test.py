@@ -255,31 +255,74 @@ class BoundaryCausesTest(absltest.TestCase):
         1,
       ),
     )
-    d = KernelDifference("reduction", None, None, (), "fusion.3: only here")
+    d = KernelDifference(
+      _record("E", (("tile", "1"),)), _record("E", ()), (("tile", "1", "-"),)
+    )
     only = Boundary(8, 2, SiteChanges(8, 2), differences=(d,))
-    self.assertEqual(ic.boundary_causes(only), (["fusion.3: only here"], 0))
+    self.assertEqual(
+      ic.boundary_causes(only),
+      (["fusion.3 (reduction reduce_sum at no source line): tile 1 -> -"], 0),
+    )
+
+  def test_a_matched_kernels_difference(self):
+    # Each part of the words from its field: both names where they
+    # differ, what the first computes (its source files' base names), the
+    # emitter, the arithmetic fields, the config values.
+    a = dataclasses.replace(
+      _record("Triton gemm", (("split_k", "1"),), "gemm.1"),
+      role=Role.CONTRACTION,
+      ops=("dot_general",),
+      source=("/u/model.py:11", "/u/lib.py:3"),
+    )
+    b = dataclasses.replace(a, name="gemm.2", emitter="cuBLAS")
+    d = KernelDifference(
+      a, b, (("split_k", "1", "2"),), (("num_stages", "3", "4"),)
+    )
+    self.assertEqual(
+      ic.boundary_causes(Boundary(2, 1, SiteChanges(2, 1), differences=(d,))),
+      (
+        [
+          "gemm.1 / gemm.2 (contraction dot_general at model.py:11, lib.py:3):"
+          " emitter Triton gemm -> cuBLAS, split_k 1 -> 2 (config: num_stages"
+          " 3 -> 4)"
+        ],
+        0,
+      ),
+    )
+    ptx = KernelDifference(a, a, (("ptx", "x", "y"),))
+    (words,), _ = ic.boundary_causes(
+      Boundary(2, 1, SiteChanges(2, 1), differences=(ptx,))
+    )
+    self.assertEqual(
+      words,
+      "gemm.1 (contraction dot_general at model.py:11, lib.py:3): ptx x -> y;"
+      " every rule field is equal: the PTX's float dataflow differs (e.g. a"
+      " value loaded again instead of kept in a register), so the same bits"
+      " are likely but not proven",
+    )
 
   def test_unmatched_kernel_is_placed_by_batch_size(self):
     # The kernels stage compares `against` (its first config, `a`) with
     # the boundary's n (its second, `b`): a kernel on one side only is
     # said by batch size, not as "only in the first config" (issue 38).
     softmax = _record("Triton block-level (__triton)", (), "triton_softmax.4")
-    words = "triton_softmax.4 (...): only in the first config"
-    gone = KernelDifference("reduction x", softmax, None, (), words)
+    gone = KernelDifference(softmax, None, ())
     b = Boundary(1, 2, SiteChanges(1, 2), differences=(gone,))
     self.assertEqual(
       ic.boundary_causes(b)[0],
       [
-        "triton_softmax.4 (reduction x, Triton block-level (__triton)): "
+        "triton_softmax.4 (reduction reduce_sum at no source line, Triton "
+        "block-level (__triton)): "
         "only at n = 2, not at n = 1"
       ],
     )
-    new = KernelDifference("reduction x", None, softmax, (), words)
+    new = KernelDifference(None, softmax, ())
     b = Boundary(64, 8, SiteChanges(64, 8), differences=(new,))
     self.assertEqual(
       ic.boundary_causes(b)[0],
       [
-        "triton_softmax.4 (reduction x, Triton block-level (__triton)): "
+        "triton_softmax.4 (reduction reduce_sum at no source line, Triton "
+        "block-level (__triton)): "
         "only at n = 64, not at n = 8"
       ],
     )

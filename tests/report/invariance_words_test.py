@@ -13,7 +13,7 @@ import os
 import jsonschema
 import recorded
 from absl.testing import absltest, parameterized
-from verify_findings import group
+from verify_findings import group, kernel_change
 
 from hloprobe.invariance import Invariance, invariance_of
 from hloprobe.invariance.answer import (
@@ -37,7 +37,6 @@ from hloprobe.invariance.pin import (
   candidates_for,
 )
 from hloprobe.invariance.rows import ROW0, RowClasses
-from hloprobe.kernels.records import KernelDifference
 from hloprobe.records import Failure
 from hloprobe.report import schema_document
 from hloprobe.report.invariance_words import (
@@ -94,15 +93,18 @@ def _lib(lib: str) -> str:
   )
 
 
-def _kernels(n: int, against: int, *words: str) -> Boundary:
-  """A boundary of other kernels only, the kernels stage's `words`."""
+# What a `kernel_change`'s kernel computes, in words.
+_REDUCE = "(reduction reduce_sum at no source line)"
+
+
+def _kernels(n: int, against: int, *names: str) -> Boundary:
+  """A boundary of other kernels only: each of `names` a reduction whose
+  tile is a at `against`, b at n (the kernels stage's differences)."""
   return Boundary(
     n,
     against,
     SiteChanges(n, against),
-    differences=tuple(
-      KernelDifference("reduction", None, None, (), w) for w in words
-    ),
+    differences=tuple(kernel_change(k, "tile", "a", "b") for k in names),
   )
 
 
@@ -405,7 +407,7 @@ class WordsTest(absltest.TestCase):
     # Under a pin that keeps every site's fate, n = 1 may differ in other
     # kernels only (named 0): each is named in the pin's lines, counted
     # in the folded one.
-    b = _kernels(1, 2, "fusion.1: tile a -> b", "fusion.2: c -> d")
+    b = _kernels(1, 2, "fusion.1", "fusion.2")
     c = PinCandidate("no_split_k", ("--x=1",))
     pin = _pin(
       c,
@@ -420,8 +422,8 @@ class WordsTest(absltest.TestCase):
     self.assertEqual(
       pin_lines([pin])[1],
       "  (the command leaves out n = 1, which stays apart under this pin "
-      "(at n = 1: fusion.1: tile a -> b; fusion.2: c -> d); with n = 1 it "
-      "FAILs)",
+      f"(at n = 1: fusion.1 {_REDUCE}: tile a -> b; fusion.2 {_REDUCE}: tile "
+      "a -> b); with n = 1 it FAILs)",
     )
     (_, line) = folded_lines([_gpu()], [pin])
     self.assertIn(
@@ -514,7 +516,7 @@ def _a100(precision: str) -> Invariance:
     ((1,), (2,)),
     (
       dataclasses.replace(
-        _kernels(2, 1, "fusion.1 tile", "fusion.2 a", "fusion.3 b"),
+        _kernels(2, 1, "fusion.1", "fusion.2", "fusion.3"),
         sites=_changed(2, 1, (0, 1), _GEMM, SiteMade(Fate.MULTIPLY_REDUCE)),
       ),
     ),
