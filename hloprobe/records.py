@@ -60,7 +60,8 @@ __all__ = [
 # note words, Prediction.best_candidate (algorithm, sites) groups; 17:
 # KernelRowZero.models (each site's `KernelSite`, its `Band` a record) for
 # its kinds and why words; 18: KernelRowZero.budget and .error (records)
-# for its note words.
+# for its note words, SiteFate.conflict and .collective records
+# (`PrecisionConflict`, `Collective`) for their words.
 RECORD_VERSION = 18
 
 

@@ -18,12 +18,49 @@ from __future__ import annotations
 
 __all__ = [
   "best_candidate_words",
+  "collective_words",
+  "conflict_words",
   "failure_words",
   "finding_words",
   "groups_words",
   "prediction_note",
+  "site_json",
   "site_note_words",
 ]
+
+
+def conflict_words(c) -> str | None:
+  """A site's `PrecisionConflict` (`SiteFate.conflict`) in words, e.g.
+  "optimized precision config highest,highest contradicts StableHLO
+  DEFAULT,DEFAULT"; None for None."""
+  if c is None:
+    return None
+  return (
+    f"optimized precision config {c.optimized} contradicts StableHLO "
+    f"{','.join(c.stablehlo)}"
+  )
+
+
+def collective_words(c) -> str | None:
+  """A site's `Collective` (`SiteFate.collective`) in words, e.g.
+  "all-reduce over 8 devices (all-reduce.3)", its reduction named where
+  it is not an add ("all-reduce (maximum) over 8 devices (...)"); None
+  for None."""
+  if c is None:
+    return None
+  named = c.kind if c.reduction == "add" else f"{c.kind} ({c.reduction})"
+  return f"{named} over {c.devices} devices ({c.name})"
+
+
+def site_json(f, rewritten_by=None) -> dict:
+  """One dot site (`SiteFate`) as results.json's "dot_sites" entry: its
+  `record`, with the fields made of words ("conflict", "collective")
+  worded here, in their place."""
+  out = f.record(rewritten_by)
+  out["conflict"] = conflict_words(f.conflict)
+  out["collective"] = collective_words(f.collective)
+  return out
+
 
 # The preset a site the emulator does not model is predicted as.
 _F32 = "F32_F32_F32"
@@ -124,7 +161,7 @@ def _one_site_words(n) -> str:
       "about a GPU"
     )
   if kind == "CONFLICT":
-    return f"site {i}: {n.detail}"
+    return f"site {i}: {conflict_words(n.detail)}"
   if kind == "FP8_REWRITE":
     return f"site {i}: fp8 cuBLASLt rewrite {n.detail}"
   raise ValueError(f"no words for a site note of kind {kind!r}")

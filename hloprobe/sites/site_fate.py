@@ -20,8 +20,10 @@ from hloprobe.ir import StableHloDot
 
 __all__ = [
   "EMITTER_KEYS",
+  "Collective",
   "Fate",
   "MappedSite",
+  "PrecisionConflict",
   "SiteFate",
   "emitter_name",
   "fate_summary",
@@ -50,6 +52,45 @@ class Fate(str, enum.Enum):
   GONE = "gone"
   UNKNOWN = "unknown"
   AMBIGUOUS = "ambiguous"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PrecisionConflict:
+  """The optimized HLO's operand precision where it contradicts the
+  site's StableHLO one (`MappedSite.conflict`); report words it
+  ("optimized precision config highest,highest contradicts StableHLO
+  DEFAULT,DEFAULT").
+
+  Attributes:
+    optimized: the optimized dot's operand_precision, e.g.
+      "highest,highest".
+    stablehlo: the site's StableHLO precision per operand, e.g.
+      ("DEFAULT", "DEFAULT").
+  """
+
+  optimized: str
+  stablehlo: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Collective:
+  """The collective that adds a site's per-device partial sums in an
+  SPMD-partitioned module (`MappedSite.collective`,
+  `collectives.collective_after`); report words it ("all-reduce over 8
+  devices (all-reduce.3)", "all-reduce (maximum) over 8 devices (...)").
+
+  Attributes:
+    kind: "all-reduce" or "reduce-scatter".
+    reduction: the opcode of its `to_apply` root, e.g. "add", "maximum";
+      "unknown" where that computation is not in the module.
+    devices: how many devices one of its replica groups has.
+    name: the collective instruction's name, e.g. "all-reduce.3".
+  """
+
+  kind: str
+  reduction: str
+  devices: int
+  name: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -84,16 +125,15 @@ class MappedSite:
     candidates: for an ambiguous site, the paths of the tied carriers; for
       an unknown one not split back from a merged dot, that dot's paths.
     conflict: where the optimized HLO contradicts the StableHLO about the
-      site, e.g. "optimized precision config highest,highest, StableHLO
-      DEFAULT,DEFAULT"; else None.
+      site's operand precision, a `PrecisionConflict`; else None.
     merged_with: for a site computed by a dot XLA's dot-merger made of
       several, the indices of the other sites that dot computes (() when
       no other site was found in it); None when not merged.
     unknown_reason: why the mapping left an unknown site unknown, where it
       knows (a merged dot not split back to the site), in words; else None.
     collective: in an SPMD-partitioned module, the collective that adds the
-      site's per-device partial sums, e.g. "all-reduce over 8 devices
-      (all-reduce.3)" (`collectives.collective_after`); None otherwise.
+      site's per-device partial sums, a `Collective`
+      (`collectives.collective_after`); None otherwise.
   """
 
   site: StableHloDot
@@ -108,10 +148,10 @@ class MappedSite:
   gemm_config: dict | None
   mapping: str | None = None
   candidates: tuple[tuple[str, ...], ...] = ()
-  conflict: str | None = None
+  conflict: PrecisionConflict | None = None
   merged_with: tuple[int, ...] | None = None
   unknown_reason: str | None = None
-  collective: str | None = None
+  collective: Collective | None = None
 
   @property
   def emitter(self) -> str | None:
@@ -219,7 +259,11 @@ class SiteFate(MappedSite):
     )
 
   def record(self, rewritten_by=None) -> dict:
-    """One dot site and its fate as a JSON-ready dict (results.json's schema).
+    """One dot site and its fate as a JSON-ready dict (results.json's
+    schema), its fields in the schema's order, but for the two made of
+    words, "conflict" and "collective": None here, their place kept;
+    report fills them from `conflict` and `collective`
+    (`report.site_words.site_json`, issue 36: words only at the edge).
 
     Args:
       rewritten_by: the `passes.PassAttribution` of the site, or None.
@@ -254,9 +298,9 @@ class SiteFate(MappedSite):
       "selection": f.selection,
       "mapping": f.mapping,
       "candidates": [list(c) for c in f.candidates],
-      "conflict": f.conflict,
+      "conflict": None,  # words: report (`report.site_words.site_json`)
       "merged_with": None if f.merged_with is None else list(f.merged_with),
-      "collective": f.collective,
+      "collective": None,  # likewise
       "fp8_rewrite": f.fp8_rewrite,
       "rewritten_by": None
       if rewritten_by is None

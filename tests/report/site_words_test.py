@@ -6,6 +6,9 @@ their fields."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import recorded
 from absl.testing import absltest
 
 from hloprobe import records
@@ -23,6 +26,7 @@ from hloprobe.numerics.note_records import (
 from hloprobe.report import site_words as sw
 from hloprobe.report.verdict_words import verdict_words
 from hloprobe.sites import CompileFinding, Fate
+from hloprobe.sites.site_fate import Collective, PrecisionConflict
 
 _RULE = "dot strength reduction (algebraic_simplifier.cc)"
 
@@ -58,6 +62,41 @@ class FailureWordsTest(absltest.TestCase):
 
 _FAST = "ANY_F8_ANY_F8_F32_FAST_ACCUM"
 _TF32_AT = (("TF32_TF32_F32", (1, 2)),)
+
+
+class SiteRecordWordsTest(absltest.TestCase):
+  def test_a_collective_names_its_reduction_unless_an_add(self):
+    self.assertEqual(
+      sw.collective_words(Collective("all-reduce", "add", 8, "all-reduce.3")),
+      "all-reduce over 8 devices (all-reduce.3)",
+    )
+    self.assertEqual(
+      sw.collective_words(
+        Collective("reduce-scatter", "maximum", 4, "reduce-scatter.1")
+      ),
+      "reduce-scatter (maximum) over 4 devices (reduce-scatter.1)",
+    )
+    self.assertIsNone(sw.collective_words(None))
+    self.assertIsNone(sw.conflict_words(None))
+
+  def test_site_json_words_its_records_in_their_place(self):
+    rec = recorded.load("two_dots_cpu_n2_default", "0.12.0.1")
+    f = recorded.fates(rec)[0]
+    f = dataclasses.replace(
+      f,
+      conflict=PrecisionConflict("highest,highest", ("DEFAULT", "DEFAULT")),
+      collective=Collective("all-reduce", "add", 2, "all-reduce.1"),
+    )
+    doc = sw.site_json(f)
+    self.assertEqual(list(doc), list(f.record()))  # the schema's order
+    self.assertEqual(
+      doc["conflict"],
+      "optimized precision config highest,highest contradicts StableHLO "
+      "DEFAULT,DEFAULT",
+    )
+    self.assertEqual(
+      doc["collective"], "all-reduce over 2 devices (all-reduce.1)"
+    )
 
 
 class SiteNoteWordsTest(absltest.TestCase):
@@ -139,8 +178,13 @@ class SiteNoteWordsTest(absltest.TestCase):
         "ignores the preset, so this check says nothing about a GPU",
       ),
       (
-        SiteNote(k.CONFLICT, (4,), detail="precision high,high vs DEFAULT"),
-        "site 4: precision high,high vs DEFAULT",
+        SiteNote(
+          k.CONFLICT,
+          (4,),
+          detail=PrecisionConflict("high,high", ("DEFAULT", "DEFAULT")),
+        ),
+        "site 4: optimized precision config high,high contradicts StableHLO "
+        "DEFAULT,DEFAULT",
       ),
       (
         SiteNote(k.FP8_REWRITE, (0,), detail="did not fire: no scale"),
