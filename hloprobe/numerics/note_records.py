@@ -117,7 +117,7 @@ class SiteNote:
     declared: the declared preset (STRENGTH_REDUCED, PRESET_IGNORED).
     fate: the site's fate (STRENGTH_REDUCED).
     detail: CONFLICT: the site's `PrecisionConflict`
-      (`SiteFate.conflict`); FP8_REWRITE: the site record's own words
+      (`SiteFate.conflict`); FP8_REWRITE: the site's `Fp8Rewrite`
       (`SiteFate.fp8_rewrite`).
   """
 

@@ -184,8 +184,8 @@ class SiteFate(MappedSite):
     selection: who chose the fate: XLA's heuristic on compile-only targets
       (no autotuning), autotuning on an attached GPU; None on CPU.
     fp8_rewrite: for a GPU site with fp8 operands, whether XLA's fp8
-      cuBLASLt rewrite made it `__cublas$lt$matmul$f8`: "fired (...)",
-      "did not fire: <condition>" or "unknown: <why>"
+      cuBLASLt rewrite made it `__cublas$lt$matmul$f8`: fired, did not
+      fire (the conditions) or unknown (why), an `fp8_rewrite.Fp8Rewrite`
       (`fp8_rewrite.rewrite_note`); None for other sites.
     ptx_kernel: the PTX kernel (`.entry` name) the site's arithmetic was
       read from (`effective`'s PTX reading, `ir.PtxKernel`), e.g.
@@ -205,7 +205,7 @@ class SiteFate(MappedSite):
   algorithm_source: str | None
   algorithm_evidence: str | None
   selection: str | None
-  fp8_rewrite: str | None = None
+  fp8_rewrite: object = None  # an `fp8_rewrite.Fp8Rewrite` (it imports this)
   ptx_kernel: str | None = None
   mma_opcodes: tuple[str, ...] = ()
   ptx_tf32_rounding: str | None = None
@@ -238,7 +238,7 @@ class SiteFate(MappedSite):
     algorithm_source: str | None,
     algorithm_evidence: str | None,
     selection: str | None,
-    fp8_rewrite: str | None = None,
+    fp8_rewrite: object = None,
     ptx_kernel: str | None = None,
     mma_opcodes: tuple[str, ...] = (),
     ptx_tf32_rounding: str | None = None,
@@ -260,9 +260,9 @@ class SiteFate(MappedSite):
 
   def record(self, rewritten_by=None) -> dict:
     """One dot site and its fate as a JSON-ready dict (results.json's
-    schema), its fields in the schema's order, but for the two made of
-    words, "conflict" and "collective": None here, their place kept;
-    report fills them from `conflict` and `collective`
+    schema), its fields in the schema's order, but for the three made of
+    words, "conflict", "collective" and "fp8_rewrite": None here, their
+    place kept; report fills them from the records of those names
     (`report.site_words.site_json`, issue 36: words only at the edge).
 
     Args:
@@ -301,7 +301,7 @@ class SiteFate(MappedSite):
       "conflict": None,  # words: report (`report.site_words.site_json`)
       "merged_with": None if f.merged_with is None else list(f.merged_with),
       "collective": None,  # likewise
-      "fp8_rewrite": f.fp8_rewrite,
+      "fp8_rewrite": None,  # likewise
       "rewritten_by": None
       if rewritten_by is None
       else {

@@ -26,6 +26,7 @@ from hloprobe.numerics.note_records import (
 from hloprobe.report import site_words as sw
 from hloprobe.report.verdict_words import verdict_words
 from hloprobe.sites import CompileFinding, Fate
+from hloprobe.sites.fp8_rewrite import Fp8Gate, Fp8Rewrite
 from hloprobe.sites.site_fate import Collective, PrecisionConflict
 
 _RULE = "dot strength reduction (algebraic_simplifier.cc)"
@@ -78,6 +79,69 @@ class SiteRecordWordsTest(absltest.TestCase):
     )
     self.assertIsNone(sw.collective_words(None))
     self.assertIsNone(sw.conflict_words(None))
+
+  def test_each_fp8_gate_has_words(self):
+    g = Fp8Gate
+    cases = [
+      (
+        Fp8Rewrite(False, gates=(g.OLD_GPU,), compute_capability="8.0"),
+        "did not fire: compute capability 8.0 < 8.9 (FP8 cuBLASLt gemms "
+        "need Ada, Hopper or later)",
+      ),
+      (
+        Fp8Rewrite(
+          False,
+          gates=(g.OPERAND_TYPES, g.OUTPUT_TYPE),
+          operand_types=("f8e4m3fn", "s8"),
+          output="s32",
+        ),
+        "did not fire: operand types f8e4m3fn x s8 (cuBLASLt FP8 takes "
+        "f8e4m3fn or f8e5m2); output s32 (must be bf16, f16, f32, f8e4m3fn, "
+        "f8e5m2)",
+      ),
+      (
+        Fp8Rewrite(False, gates=(g.BOTH_E5M2, g.DIMENSIONS)),
+        "did not fire: both operands f8e5m2 (one must be f8e4m3fn); an "
+        "operand without exactly one contracting and one non-contracting "
+        "dimension",
+      ),
+      (
+        Fp8Rewrite(False, gates=(g.STRENGTH_REDUCED,), fate=Fate.MULTIPLY),
+        "did not fire: dot strength reduction made it a multiply before any "
+        "gemm rewriter ran (no dot left to rewrite)",
+      ),
+      (
+        Fp8Rewrite(False, gates=(g.TRITON_GEMM,)),
+        "did not fire: the Triton gemm took the dot first "
+        "(triton-gemm-rewriter runs before GemmRewriter; "
+        "--xla_gpu_enable_triton_gemm=false leaves it to GemmRewriter)",
+      ),
+      (
+        Fp8Rewrite(False, gates=(g.NOT_FP8_GEMM,)),
+        "did not fire: GemmRewriter made a non-FP8 gemm; its operands are "
+        "not MatchFp8Param's dequantization (an f8 value converted, "
+        "optionally times or over a broadcast scalar, then only layout "
+        "ops) or cuBLASLt does not support the gemm "
+        "(GemmIsSupportedByCublasLt): the optimized HLO does not tell which",
+      ),
+      (
+        Fp8Rewrite(None, gates=(g.NO_COMPUTE_CAPABILITY,)),
+        "unknown: the target's compute capability is unknown",
+      ),
+      (
+        Fp8Rewrite(None, gates=(g.OTHER_FATE,), fate=Fate.DOT),
+        "unknown: the site is dot",
+      ),
+      (Fp8Rewrite(True), "fired (`__cublas$lt$matmul$f8`)"),
+      (
+        Fp8Rewrite(True, call=True, operands=(("A", "f8e5m2", (16, 32)),)),
+        "fired (`__cublas$lt$matmul$f8`, scales none; A f8e5m2[16,32])",
+      ),
+    ]
+    self.assertEqual({x for r, _ in cases for x in r.gates}, set(Fp8Gate))
+    for record, words in cases:
+      self.assertEqual(sw.fp8_rewrite_words(record), words)
+    self.assertIsNone(sw.fp8_rewrite_words(None))
 
   def test_site_json_words_its_records_in_their_place(self):
     rec = recorded.load("two_dots_cpu_n2_default", "0.12.0.1")
@@ -187,8 +251,13 @@ class SiteNoteWordsTest(absltest.TestCase):
         "DEFAULT,DEFAULT",
       ),
       (
-        SiteNote(k.FP8_REWRITE, (0,), detail="did not fire: no scale"),
-        "site 0: fp8 cuBLASLt rewrite did not fire: no scale",
+        SiteNote(
+          k.FP8_REWRITE,
+          (0,),
+          detail=Fp8Rewrite(False, gates=(Fp8Gate.DIMENSIONS,)),
+        ),
+        "site 0: fp8 cuBLASLt rewrite did not fire: an operand without "
+        "exactly one contracting and one non-contracting dimension",
       ),
     )
     for note, words in cases:
