@@ -22,6 +22,7 @@ __all__ = [
   "conflict_words",
   "failure_words",
   "fp8_rewrite_words",
+  "pass_fate_words",
   "finding_words",
   "groups_words",
   "prediction_note",
@@ -129,12 +130,27 @@ def fp8_rewrite_words(r) -> str | None:
 def site_json(f, rewritten_by=None) -> dict:
   """One dot site (`SiteFate`) as results.json's "dot_sites" entry: its
   `record`, with the fields made of words ("conflict", "collective",
-  "fp8_rewrite") worded here, in their place."""
+  "fp8_rewrite", "rewritten_by"'s "fate_after") worded here, in their
+  place."""
   out = f.record(rewritten_by)
   out["conflict"] = conflict_words(f.conflict)
   out["collective"] = collective_words(f.collective)
   out["fp8_rewrite"] = fp8_rewrite_words(f.fp8_rewrite)
+  if rewritten_by is not None:
+    out["rewritten_by"]["fate_after"] = pass_fate_words(rewritten_by)
   return out
+
+
+def pass_fate_words(p) -> str:
+  """What a site was right after the pass that rewrote it (a
+  `PassAttribution`): its fate, a dot's emitter, "(merged)", its split-K,
+  e.g. "dot in __ynn_fusion", "dot split-K 4", "dot (merged)"."""
+  words = p.fate.value
+  if p.emitter is not None:
+    words = f"{words} in {p.emitter}"
+  if p.merged:
+    words = f"{words} (merged)"
+  return f"{words} split-K {p.split_k}" if p.split_k else words
 
 
 # The preset a site the emulator does not model is predicted as.

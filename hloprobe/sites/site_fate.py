@@ -260,9 +260,10 @@ class SiteFate(MappedSite):
 
   def record(self, rewritten_by=None) -> dict:
     """One dot site and its fate as a JSON-ready dict (results.json's
-    schema), its fields in the schema's order, but for the three made of
-    words, "conflict", "collective" and "fp8_rewrite": None here, their
-    place kept; report fills them from the records of those names
+    schema), its fields in the schema's order, but for the four made of
+    words, "conflict", "collective", "fp8_rewrite" and "rewritten_by"'s
+    "fate_after": None here, their place kept; report fills them from the
+    records of those names
     (`report.site_words.site_json`, issue 36: words only at the edge).
 
     Args:
@@ -307,7 +308,7 @@ class SiteFate(MappedSite):
       else {
         "pass": rewritten_by.pass_name,
         "pipeline": rewritten_by.pipeline,
-        "fate_after": rewritten_by.fate,
+        "fate_after": None,  # likewise
       },
     }
 

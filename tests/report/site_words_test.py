@@ -25,7 +25,7 @@ from hloprobe.numerics.note_records import (
 )
 from hloprobe.report import site_words as sw
 from hloprobe.report.verdict_words import verdict_words
-from hloprobe.sites import CompileFinding, Fate
+from hloprobe.sites import CompileFinding, Fate, PassAttribution
 from hloprobe.sites.fp8_rewrite import Fp8Gate, Fp8Rewrite
 from hloprobe.sites.site_fate import Collective, PrecisionConflict
 
@@ -143,6 +143,22 @@ class SiteRecordWordsTest(absltest.TestCase):
       self.assertEqual(sw.fp8_rewrite_words(record), words)
     self.assertIsNone(sw.fp8_rewrite_words(None))
 
+  def test_the_fate_a_pass_left(self):
+    cases = [
+      (PassAttribution(0, "p", "q", Fate.TRITON_GEMM), "Triton gemm"),
+      (
+        PassAttribution(0, "p", "q", Fate.DOT, "__ynn_fusion"),
+        "dot in __ynn_fusion",
+      ),
+      (PassAttribution(0, "p", "q", Fate.DOT, split_k=4), "dot split-K 4"),
+      (
+        PassAttribution(0, "p", "q", Fate.DOT, merged=True, split_k=2),
+        "dot (merged) split-K 2",
+      ),
+    ]
+    for attribution, words in cases:
+      self.assertEqual(sw.pass_fate_words(attribution), words)
+
   def test_site_json_words_its_records_in_their_place(self):
     rec = recorded.load("two_dots_cpu_n2_default", "0.12.0.1")
     f = recorded.fates(rec)[0]
@@ -151,8 +167,17 @@ class SiteRecordWordsTest(absltest.TestCase):
       conflict=PrecisionConflict("highest,highest", ("DEFAULT", "DEFAULT")),
       collective=Collective("all-reduce", "add", 2, "all-reduce.1"),
     )
-    doc = sw.site_json(f)
-    self.assertEqual(list(doc), list(f.record()))  # the schema's order
+    by = PassAttribution(0, "algsimp", "simplification", Fate.MULTIPLY_REDUCE)
+    doc = sw.site_json(f, by)
+    self.assertEqual(list(doc), list(f.record(by)))  # the schema's order
+    self.assertEqual(
+      doc["rewritten_by"],
+      {
+        "pass": "algsimp",
+        "pipeline": "simplification",
+        "fate_after": "multiply+reduce",
+      },
+    )
     self.assertEqual(
       doc["conflict"],
       "optimized precision config highest,highest contradicts StableHLO "
