@@ -60,8 +60,10 @@ __all__ = [
 # note words, Prediction.best_candidate (algorithm, sites) groups; 17:
 # KernelRowZero.models (each site's `KernelSite`, its `Band` a record) for
 # its kinds and why words; 18: KernelRowZero.budget and .error (records)
-# for its note words, SiteFate.conflict and .collective records
-# (`PrecisionConflict`, `Collective`) for their words.
+# for its note words, SiteFate.conflict, .collective and .fp8_rewrite
+# records (`PrecisionConflict`, `Collective`, `Fp8Rewrite`) and
+# PassAttribution.fate a `Fate` (with emitter, merged, split_k) for their
+# words.
 RECORD_VERSION = 18
 
 
