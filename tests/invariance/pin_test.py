@@ -30,6 +30,7 @@ import pytest
 import testutil
 from absl.testing import absltest
 from testutil import run_hloprobe_here
+from verify_findings import group
 
 from hloprobe import api
 from hloprobe.cli._main import command_flags
@@ -49,7 +50,6 @@ from hloprobe.invariance.pin import (
   untried_pins,
 )
 from hloprobe.invariance.pin_file import _file_key, pin_file_name
-from hloprobe.invariance.rows import ROW0, RowClasses
 from hloprobe.ir import Precision
 from hloprobe.records import Config
 from hloprobe.sites import Fate
@@ -161,17 +161,7 @@ class FileNameTest(absltest.TestCase):
 
 
 def _group(classes, boundaries, sizes=(1, 2, 8, 64)) -> Invariance:
-  return Invariance(
-    "m",
-    "a100",
-    "float32",
-    "baseline",
-    "kernel identity",
-    (RowClasses(ROW0, classes),),
-    boundaries,
-    invariant=False,
-    sizes=sizes,
-  )
+  return group(classes, boundaries, sizes=sizes)
 
 
 # The baseline's boundary at n = 1 (the rule above) and at n = 64.
@@ -234,14 +224,12 @@ _CPU_BOUNDARIES = (
 
 
 def _untried_group(target: str, precision: str, boundaries, invariant=False):
-  return Invariance(
-    "dense_ln_softmax",
-    target,
-    precision,
-    "baseline",
-    "kernel identity",
-    (RowClasses(ROW0, ((2, 8), (1,), (64,))),),
+  return group(
+    ((2, 8), (1,), (64,)),
     boundaries,
+    case="dense_ln_softmax",
+    target=target,
+    precision=precision,
     invariant=invariant,
     sizes=_UNTRIED_SIZES,
   )
