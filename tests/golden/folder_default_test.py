@@ -194,7 +194,7 @@ class NotAGoldenFolderTest(absltest.TestCase):
     self.assertLen(os.listdir(golden), 2)
 
 
-@pytest.mark.compiles  # check starts its workers before reading the folder
+@pytest.mark.compiles  # check sweeps before reading the folder
 class CheckNotAGoldenFolderTest(absltest.TestCase):
   """`golden check` of such a folder says what it is."""
 
@@ -204,9 +204,20 @@ class CheckNotAGoldenFolderTest(absltest.TestCase):
 
   def test_check_says_it_is_not_a_golden_folder(self):
     # Not "MANIFEST.json is missing; recreate the goldens with `hloprobe
-    # golden update`", which would lead to the update above.
+    # golden update`", which would lead to the update above. The folder is
+    # the default one (no --golden_dir); check sweeps before it reads the
+    # folder, so the sweep is narrowed to one cpu config (the flags choose
+    # only the sweep: without a manifest the whole default sweep, every
+    # target, ran first, ~20 CPU-seconds for the same line).
     with _in(self.tmp):
-      proc = testutil.run_hloprobe_here("golden", "check")
+      proc = testutil.run_hloprobe_here(
+        "golden",
+        "check",
+        "--targets=cpu",
+        "--batch_sizes=1",
+        "--precisions=float32",
+        timeout_s=300,
+      )
     self.assertEqual(proc.returncode, 1, proc.stderr)
     self.assertEqual(
       proc.stderr,

@@ -59,6 +59,14 @@ _NAME = re.compile(r"pin-exact_mm-a100-float32-[0-9a-f]{16}\.textproto")
 
 @pytest.mark.compiles
 class PinOnUserCaseTest(absltest.TestCase):
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    # explain and the printed verify share warm workers (the verify's
+    # baseline and pinned flag sets are explain's): no Python started
+    # twice for one flag set.
+    cls.enterClassContext(testutil.shared_workers())
+
   def test_pinned_gemms_made_and_written_under_the_cache_folder(self):
     folder = self.create_tempdir().full_path
     path = os.path.join(folder, "exact_case.py")
