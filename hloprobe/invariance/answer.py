@@ -323,7 +323,6 @@ class Invariance:
   # What an answer could not read (`why.gap`), and why a row kernel's
   # arithmetic is not known (`RowKernel.unread.kind`).
   GAP: ClassVar[type[Gap]] = Gap
-  WHY: ClassVar[type[Why]] = Why
   UNREAD: ClassVar[type[Unread]] = Unread
 
   def row(self, name: str) -> RowClasses | None:
