@@ -23,7 +23,7 @@ import pytest
 import recorded
 import testutil
 from absl.testing import absltest, flagsaver, parameterized
-from testutil import run_hloprobe, run_hloprobe_here
+from testutil import run_hloprobe_here
 
 from hloprobe import engine
 from hloprobe.cli import _main as cli
@@ -648,22 +648,29 @@ class GoldenEndToEndTest(absltest.TestCase):
     # A real regression: without dot-strength-reduction, the a100 compile at
     # n = 1 keeps the matrix-vector dots as dots (jaxlib 0.10.2): sites 1-2
     # become Triton gemms with TF32 kernels, sites 0 (K = 2) and 3 (one
-    # output row) dots in loop fusions.
+    # output row) dots in loop fusions. The command runs in this process,
+    # the environment's XLA_FLAGS planted as a user's shell would set them:
+    # the command checks them in a worker of their own and its workers run
+    # under them (`WorkerPool.user_xla_flags`, read from the environment);
+    # this process compiles nothing (`common.start_jax`). A whole `python
+    # -m hloprobe` under the environment's XLA_FLAGS runs in
+    # tests/runtime/host_test.py.
     out = self.create_tempdir().full_path
-    proc = run_hloprobe(
-      "golden",
-      "check",
-      f"--golden_dir={_GOLDEN}",
-      "--targets=a100",
-      "--batch_sizes=1",
-      "--precisions=bfloat16",
-      f"--output_dir={out}",
-      env={
-        "JAX_PLATFORMS": "cpu",
-        "XLA_FLAGS": "--xla_disable_hlo_passes=dot-strength-reduction",
-      },
-      timeout=300,
-    )
+    planted = {
+      "JAX_PLATFORMS": "cpu",
+      "XLA_FLAGS": "--xla_disable_hlo_passes=dot-strength-reduction",
+    }
+    with mock.patch.dict(os.environ, planted):
+      proc = run_hloprobe_here(
+        "golden",
+        "check",
+        f"--golden_dir={_GOLDEN}",
+        "--targets=a100",
+        "--batch_sizes=1",
+        "--precisions=bfloat16",
+        f"--output_dir={out}",
+        timeout_s=300,
+      )
     self.assertEqual(proc.returncode, 1, proc.stderr[-2000:])
     text = proc.stdout
     site_lines = [
