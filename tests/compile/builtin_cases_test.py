@@ -44,28 +44,13 @@ def tearDownModule():
   _POOL.close()
 
 
-def _sweep(name, sizes, targets, precisions=("default",), numerics=True):
-  """(target, n, precision) -> the config's result. With numerics=False
-  the bits only: fates, split-K and the optimized HLO, no reference nor
-  prediction (their emulations are most of this file's time), for the
-  configs whose numbers no test reads."""
-  spec = engine.SweepSpec(
-    (name,), sizes, precisions, targets, numerics=numerics
-  )
+def _sweep(name, sizes, targets, precisions=("default",)):
+  spec = engine.SweepSpec((name,), sizes, precisions, targets)
   results = _POOL.run(spec)
   out = {}
   for r in results:
     assert r.ok, (r.config.target.name, r.config.n, r.failure)
     out[r.config.target.name, r.config.n, r.config.precision] = r
-  return out
-
-
-def _sweeps(name, *parts) -> dict:
-  """`_sweep(name, *part)` of each part, merged: the configs whose numbers
-  are asserted with numerics, the rest without."""
-  out = {}
-  for part in parts:
-    out.update(_sweep(name, *part))
   return out
 
 
@@ -131,12 +116,7 @@ class CasesCommandTest(absltest.TestCase):
 
 class Jax27188Test(absltest.TestCase):
   def test_batch_1_strength_reduced_then_tf32_gemms(self):
-    r = _sweeps(
-      "jax_27188",
-      ((1,), ("a100",), ("default", "float32"), False),
-      ((32,), ("a100",), ("float32",), False),
-      ((32,), ("a100",), ("default",)),
-    )
+    r = _sweep("jax_27188", (1, 32), ("a100",), ("default", "float32"))
     self.assertEqual(
       _fates(r["a100", 1, "default"]), [("multiply+reduce", F32, None)] * 2
     )
@@ -167,12 +147,7 @@ class Jax27188Test(absltest.TestCase):
 class Jax24909Test(absltest.TestCase):
   @pytest.mark.release_rules
   def test_gemms_at_one_frame_and_tensorfloat32_is_ieee(self):
-    r = _sweeps(
-      "jax_24909",
-      ((1,), ("a100",), ("default", "tensorfloat32"), False),
-      ((8,), ("a100",), ("tensorfloat32",), False),
-      ((8,), ("a100",), ("default",)),
-    )
+    r = _sweep("jax_24909", (1, 8), ("a100",), ("default", "tensorfloat32"))
     # HIGH: F32 in the Triton gemm until XLA 251becc5 (jaxlib 0.11.1), TF32
     # after it, so the report's tensorfloat32 workaround no longer holds.
     high = TF32 if testutil.triton_tf32_under_high() else F32
@@ -200,13 +175,7 @@ class Jax24909Test(absltest.TestCase):
 
 class Jax15362Test(absltest.TestCase):
   def test_batch_1_exact_f32_then_tf32_with_split_k(self):
-    r = _sweeps(
-      "jax_15362",
-      ((1,), ("a100", "h100")),
-      ((100,), ("a100",)),
-      ((8,), ("a100", "h100"), ("default",), False),
-      ((100,), ("h100",), ("default",), False),
-    )
+    r = _sweep("jax_15362", (1, 8, 100), ("a100", "h100"))
     for t in ("a100", "h100"):
       self.assertEqual(
         _fates(r[t, 1, "default"]),
@@ -284,7 +253,7 @@ class Jax11628Test(absltest.TestCase):
 
 class Jax22557Test(absltest.TestCase):
   def test_one_tf32_gemm_80_times_f32(self):
-    r = _sweep("jax_22557", (4,), ("a100",), numerics=False)
+    r = _sweep("jax_22557", (4,), ("a100",))
     self.assertEqual(
       _fates(r["a100", 4, "default"]), [("Triton gemm", TF32, None)]
     )
@@ -311,7 +280,7 @@ class Jax22557Test(absltest.TestCase):
 
 class Jax19444Test(absltest.TestCase):
   def test_split_k_gram_and_tf32_alone_stays_psd(self):
-    r = _sweep("jax_19444", (16384,), ("a100", "h100"), numerics=False)
+    r = _sweep("jax_19444", (16384,), ("a100", "h100"))
     self.assertEqual(
       _fates(r["a100", 16384, "default"]), [("Triton gemm", TF32, 32)]
     )
@@ -341,12 +310,7 @@ _CONVERT_RE = re.compile(
 
 class Jax21212Test(absltest.TestCase):
   def test_t4_converts_around_an_f32_cublaslt_gemm(self):
-    r = _sweeps(
-      "jax_21212",
-      ((1,), ("t4", "a100"), ("default",), False),
-      ((16,), ("t4",), ("default",), False),
-      ((16,), ("a100",)),
-    )
+    r = _sweep("jax_21212", (1, 16), ("t4", "a100"))
     t4 = r["t4", 16, "default"]
     self.assertEqual([f.fate.value for f in t4.compilation.fates], ["cuBLASLt"])
     self.assertEqual(
@@ -370,12 +334,7 @@ class Jax21212Test(absltest.TestCase):
 
 class Tf127577Test(absltest.TestCase):
   def test_exactly_tf32(self):
-    r = _sweeps(
-      "tf_127577",
-      ((1,), ("a100", "h100"), ("default",), False),
-      ((256,), ("h100",), ("default",), False),
-      ((256,), ("a100", "cpu")),
-    )
+    r = _sweep("tf_127577", (1, 256), ("a100", "h100", "cpu"))
     for t, split in (("a100", 4), ("h100", 8)):
       self.assertEqual(
         _fates(r[t, 1, "default"]), [("multiply+reduce", F32, None)]

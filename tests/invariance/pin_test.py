@@ -63,9 +63,10 @@ class PinOnUserCaseTest(absltest.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     # explain and the printed verify share warm workers (the verify's
-    # baseline and pinned flag sets are explain's): no Python started
-    # twice for one flag set.
+    # baseline and pinned flag sets are explain's) and one loader worker
+    # for the case file: no Python started twice for one flag set.
     cls.enterClassContext(testutil.shared_workers())
+    cls.enterClassContext(testutil.shared_case_loader())
 
   def test_pinned_gemms_made_and_written_under_the_cache_folder(self):
     folder = self.create_tempdir().full_path

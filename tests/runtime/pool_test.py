@@ -3,6 +3,7 @@ contained (real compiles and runs)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -27,10 +28,17 @@ pytestmark = pytest.mark.compiles
 # workers start (what a sweep computes does not depend on them being
 # warm: JobsAndRetireTest).
 _POOL = testutil.SweepPool()
+# And one loader for the user cases' files (CrashTest, InputsTest).
+_LOADER = contextlib.ExitStack()
+
+
+def setUpModule():
+  _LOADER.enter_context(testutil.shared_case_loader())
 
 
 def tearDownModule():
   _POOL.close()
+  _LOADER.close()
 
 
 # A case whose program calls back into Python and kills its own process
