@@ -186,6 +186,7 @@ class OutputDirTest(absltest.TestCase):
       "--batch_sizes=1",
       "--precisions=float32",
       f"--output_dir={out}",
+      "--jobs=1",  # both configs in one compile worker: one start, not two
     ]
     # In this process, in the cases' folder, as the two runs below (a fresh
     # process's CLI run through --output_dir: tests/runtime/host_test.py);
