@@ -646,6 +646,7 @@ class GoldenEndToEndTest(absltest.TestCase):
       targets="cpu,a100",
       batch_sizes="2",
       precisions="float32",
+      jobs="1",  # the two configs in one worker, not one each
     )
     self.assertEqual(status, cli.EXIT_OK, out + err)
     self.assertIn("OK", out)
