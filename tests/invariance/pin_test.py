@@ -86,6 +86,7 @@ class PinOnUserCaseTest(absltest.TestCase):
         "--format=json",
         "--nocache",  # its folder still holds pins/
         f"--cache_dir={cache}",
+        "--jobs=1",  # one baseline worker, not two (the verify's too)
         timeout_s=300,
       )
     self.assertEqual(proc.returncode, 0, proc.stderr)
@@ -116,7 +117,9 @@ class PinOnUserCaseTest(absltest.TestCase):
       f"--xla_gpu_load_autotune_results_from={written}", pin["command"]
     )
     with _cwd(self.create_tempdir().full_path):
-      ran = run_hloprobe_here(*words[1:], "--nocache", timeout_s=300)
+      ran = run_hloprobe_here(
+        *words[1:], "--nocache", "--jobs=1", timeout_s=300
+      )
     self.assertIn(ran.returncode, (0, 1), ran.stderr)  # PASS or FAIL
     self.assertIn("on a100 under float32 (pinned_gemms)", ran.stdout)
 
