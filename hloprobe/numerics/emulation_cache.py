@@ -315,8 +315,10 @@ class EmulationCache:
     """`keep(output leaves)` of each assignment at size n ("xla" order):
     from the held outputs where held, else the missing ones together in
     one switched compile (`emulate.emulate_switched`), whose whole outputs
-    are not held (a config's attribution needs only row 0 of each); an
-    assignment it cannot switch is made alone (`get`).
+    are not held (a config's attribution needs only row 0 of each); those
+    it cannot switch (a split's) together by `fetch` (a few emulators per
+    compile, `INLINE_SITES`) where their outputs fit the budget, else one
+    at a time (`get`).
 
     Each kept value is what `keep` makes of the very outputs `get` gives.
     """
@@ -338,6 +340,9 @@ class EmulationCache:
         found = dict(zip(missing, made))
       except EmulationError:  # e.g. an attention site: one at a time
         found = {}
+    rest = [a for a in missing if a not in found]
+    if len(rest) > 1:  # a split's (no switch): a few per compile
+      self.fetch([(n, a, "xla") for a in rest])
     return [
       found[a] if a in found else keep(self.get(n, a)) for a in assignments
     ]
