@@ -554,7 +554,7 @@ class Predictor:
     size = n
     if assignments and self._shares_at_row0(len(assignments[0])):
       size = (0,)  # a batch of row 0 alone (`SHARES_AT_ROW0_ABOVE`)
-    rows = self._cache.kept_of(size, assignments, keep)
+    rows = self._cache.kept_of(size, assignments, keep, ("row 0", leaf))
     return {
       a: float(np.max(np.abs(got.astype(np.float64) - ref)))
       for a, got in zip(assignments, rows)

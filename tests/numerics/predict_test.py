@@ -527,13 +527,20 @@ class SplitSharesTest(absltest.TestCase):
     self.assertFalse(predictor._shares_ahead(chosen))
     bf16, _ = predict.candidates.chosen_algorithms(one_pass)
     self.assertTrue(predictor._shares_ahead(bf16))
-    got = predictor.predict(2, split, None)
-    pairs = list(predict.candidates.share_pairs(chosen))
-    if not got.shares:  # within its floor: no share was emulated
-      for _, alone, without in pairs:
-        for a in (alone, without):
-          self.assertNotIn((2, a, "xla"), predictor._cache._outputs)
-    shares = got.shares or predictor._shares(2, chosen, 0)
+    alone_made = []
+    one = emulate.emulate_case
+    emulate.emulate_case = lambda *a, **k: alone_made.append(1) or one(*a, **k)
+    try:
+      got = predictor.predict(2, split, None)
+      pairs = list(predict.candidates.share_pairs(chosen))
+      if not got.shares:  # within its floor: no share was emulated
+        for _, alone, without in pairs:
+          for a in (alone, without):
+            self.assertNotIn((2, a, "xla"), predictor._cache._outputs)
+      shares = got.shares or predictor._shares(2, chosen, 0)
+    finally:
+      emulate.emulate_case = one
+    self.assertEqual(alone_made, [])  # a few per compile, not one each
     # Expected: |row 0 - float64 row 0| of each assignment's own
     # emulation (`emulate_case`, checked against float64 elsewhere).
     ref = refs.at(2)[0][0]
