@@ -59,8 +59,12 @@ __all__ = [
 # ...; `made.NotExecuted`), not words; Prediction.notes (records) for its
 # note words, Prediction.best_candidate (algorithm, sites) groups; 17:
 # KernelRowZero.models (each site's `KernelSite`, its `Band` a record) for
-# its kinds and why words.
-RECORD_VERSION = 17
+# its kinds and why words; 18: KernelRowZero.budget and .error (records)
+# for its note words, SiteFate.conflict, .collective and .fp8_rewrite
+# records (`PrecisionConflict`, `Collective`, `Fp8Rewrite`) and
+# PassAttribution.fate a `Fate` (with emitter, merged, split_k) for their
+# words.
+RECORD_VERSION = 18
 
 
 @dataclasses.dataclass(frozen=True)

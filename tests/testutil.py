@@ -158,9 +158,9 @@ def shared_workers():
   share its sweep's workers: each command then starts no Python that
   imports jax again. A pool retires the workers of flag sets the last
   sweep did not use (`WorkerPool.retire`); what a sweep computes does not
-  depend on its workers being warm (pool_test's RetireTest). For a test
-  module's or class's many in-process commands; Ray pools are left as
-  they are."""
+  depend on its workers being warm (pool_test's JobsAndRetireTest). For
+  a test module's or class's many in-process commands; Ray pools are
+  left as they are."""
   from unittest import mock
 
   from hloprobe import engine
@@ -192,6 +192,38 @@ def shared_workers():
     finally:
       for pool in kept.values():
         WorkerPool.close(pool, kill=True)
+
+
+@contextlib.contextmanager
+def shared_case_loader():
+  """Within it, every plan of this process loads user cases (`--case=
+  path.py:factory`) in one kept loader `WorkerPool` (in place of
+  `engine.plan.case_loader`'s, which a plan closes after a failure): a
+  test class's many bad cases then start one Python that imports jax,
+  not one each. Its worker loads each case by its own words (a new
+  source each time, none memoized); one that dies or runs past its
+  timeout is started again on the next call. Yields the pool (`started`
+  counts its worker starts); its worker ends on leaving."""
+  from unittest import mock
+
+  from hloprobe.engine import plan as engine_plan
+  from hloprobe.runtime import WorkerPool
+
+  class Kept(WorkerPool):
+    def close(self, kill: bool = False) -> None:
+      del kill
+
+  kept = Kept()
+
+  @contextlib.contextmanager
+  def case_loader():
+    yield kept
+
+  try:
+    with mock.patch.object(engine_plan, "case_loader", case_loader):
+      yield kept
+  finally:
+    WorkerPool.close(kept, kill=True)
 
 
 def jaxlib_at_least(version: str, jaxlib: str | None = None) -> bool:

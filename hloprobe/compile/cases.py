@@ -227,7 +227,19 @@ def absolute_case_word(word: str) -> str:
   `path/to/file.py:factory` and of a module file made absolute; a
   built-in name and `package.module:factory` as they are (a module on
   `PYTHONPATH` is found from any folder). `+preferred_element_type=int32`
-  is kept."""
+  is kept.
+
+  It reads this process's current folder (`os.path.abspath`) on purpose,
+  rather than taking a folder from the command layer: `get_case` loads a
+  relative case word against that same folder in this process (`_load_file`
+  opens `path/to/file.py` as Python's `open` finds it; `_load_module` puts
+  the folder on `sys.path`, as `python -m` would), so resolving here names
+  the file that was loaded. A folder passed down could differ from the one
+  the load used (a notebook's `os.chdir` between calls), and the Python
+  API (`hloprobe.explain`) and the pytest plugin, which have no command
+  layer, would each have to pass the same folder. Only the printed
+  commands carry the absolute path; the case's name in the output stays
+  the word the user gave."""
   base, suffix = word, ""
   if INT32_DOTS_FIX.is_fixed(word):
     base, suffix = INT32_DOTS_FIX.unfixed(word), INT32_DOTS_FIX.case_suffix

@@ -10,7 +10,9 @@ pairs of parts XLA's Triton emitter multiplies (`_PAIRS`, from
 whose part indices sum to at most 0, 1 (X3), 2 (X6) or 4 (X9)). Every
 product of rounded parts is exact in float64 (at most 2 x 24 significant
 bits) and the products are summed in float64; the caller rounds the sum
-once to the output type. The summation order of the kernel (K tiles,
+once to the output type. The pairs are multiplied as fewer, larger
+products of sums of parts (`_RECTANGLES`: X3 two, X6 three, X9 one),
+each as exact as a pair's. The summation order of the kernel (K tiles,
 split-K, the tensor core's own order) is not modelled: the f32 band
 (Higham's gamma_K) covers what it can change, and F32_F32_F32 here is the
 f32 dot with its sums made exact. BF16_BF16_BF16 and F16_F16_F16 round
@@ -125,7 +127,7 @@ def contract(
     raise Unsupported(f"a dot of {a3.dtype} and {b3.dtype} operands")
   spec = ALGORITHMS[algorithm]
   if algorithm == "F64_F64_F64":
-    out = np.matmul(a3.astype(np.float64), b3.astype(np.float64))
+    out = np.matmul(np.asarray(a3, np.float64), np.asarray(b3, np.float64))
   elif algorithm in _PAIRS:
     out = _split(a3, b3, algorithm, tf32_mode)
   else:
@@ -140,6 +142,10 @@ def contract(
 
 
 def _split(a3, b3, algorithm, tf32_mode) -> np.ndarray:
+  """The float64 sum of the products of `_PAIRS[algorithm]`'s part pairs
+  (B, M, N), made as `_RECTANGLES`' fewer, larger products where every
+  part is finite, else pair by pair (an infinite or NaN part: the pairs'
+  own infinities and NaNs, as the kernel's products make them)."""
   parts, pairs = _PAIRS[algorithm]
   a32, b32 = a3.astype(np.float32), b3.astype(np.float32)
   if algorithm.startswith("TF32"):
@@ -149,9 +155,54 @@ def _split(a3, b3, algorithm, tf32_mode) -> np.ndarray:
     )
   else:
     lp, rp = rounding.split_bf16(a32, parts), rounding.split_bf16(b32, parts)
-  total = np.zeros((a3.shape[0], a3.shape[1], b3.shape[2]), np.float64)
+  del a32, b32
+  if not all(np.isfinite(p).all() for p in (*lp, *rp)):
+    total = np.zeros((a3.shape[0], a3.shape[1], b3.shape[2]), np.float64)
+    for i, j in pairs:
+      total += np.matmul(lp[i].astype(np.float64), rp[j].astype(np.float64))
+    return total
+  total = None
+  for lhs, rhs in _RECTANGLES[algorithm]:
+    product = np.matmul(_summed(lp, lhs), _summed(rp, rhs))
+    total = product if total is None else np.add(total, product, out=total)
+  return total
+
+
+def _rectangles(pairs) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
+  """`pairs` (lhs part, rhs part) as rectangles (lhs parts, rhs parts):
+  each lhs part with the rhs parts it is paired with, lhs parts paired
+  with the same rhs parts merged. Each pair lies in exactly one rectangle,
+  so sum over pairs A_i B_j = sum over rectangles (sum_i A_i)(sum_j B_j).
+  """
+  partners: dict[int, list[int]] = {}
   for i, j in pairs:
-    total += np.matmul(lp[i].astype(np.float64), rp[j].astype(np.float64))
+    partners.setdefault(i, []).append(j)
+  merged: dict[tuple[int, ...], list[int]] = {}
+  for i, js in partners.items():
+    merged.setdefault(tuple(sorted(js)), []).append(i)
+  return tuple((tuple(lhs), rhs) for rhs, lhs in merged.items())
+
+
+# Split algorithm -> its pairs as rectangles (`_rectangles`): X3 and
+# TF32_X3 two products (A_0 (B_0 + B_1) + A_1 B_0), X6 three, X9 one
+# ((A_0 + A_1 + A_2)(B_0 + B_1 + B_2)), against 3, 6 and 9 pair by pair.
+# Exact as the pairs' products are: every part of an f32 value x, and so
+# any sum of x's parts, is a multiple of x's f32 ulp (the remainders are
+# exact f32 differences, each rounded to a coarser grid or kept) and
+# below 2^(e+2) in magnitude (e: x's exponent), so it has at most 25
+# significant bits and is exact in float64, and a product of two such
+# sums has at most 50 (float64 holds 53). Only the
+# float64 sums over K and the rectangles differ from pair by pair: the
+# order of float64 additions, which the model leaves open (module
+# docstring: products summed in float64, rounded once by the caller).
+_RECTANGLES = {name: _rectangles(pairs) for name, (_, pairs) in _PAIRS.items()}
+
+
+def _summed(parts, which: tuple[int, ...]) -> np.ndarray:
+  """sum(parts[i] for i in which) in float64 (exact: `_RECTANGLES`)."""
+  total = parts[which[0]].astype(np.float64)
+  for i in which[1:]:
+    np.add(total, parts[i], out=total)
   return total
 
 

@@ -169,7 +169,10 @@ def binary(opcode: str, a: np.ndarray, b: np.ndarray, out: np.dtype):
       if opcode in _TRANSCENDENTAL_BINARY
       else _compute_type(a.dtype)
     )
-    return np.asarray(fn(a.astype(work), b.astype(work))).astype(out)
+    # No copy of an operand already in `work`, nor of the result already
+    # in `out` (the ufunc's result is a new array): the same values.
+    result = fn(np.asarray(a, work), np.asarray(b, work))
+    return np.asarray(result).astype(out, copy=False)
   if np.dtype(a.dtype).kind == "c":
     raise Unsupported(f"{opcode} of complex values")
   if opcode == "divide":

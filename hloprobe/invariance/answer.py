@@ -34,12 +34,13 @@ import numpy as np
 from hloprobe.invariance.kernel_identity import (
   KernelReader,
   RowKernel,
+  Unread,
   batched_leaves,
   computes_rows,
   kernel_reader,
   record_differences,
   signature_key,
-  unbatched_why,
+  unbatched_shapes,
 )
 from hloprobe.invariance.model_bits import (
   MODEL,
@@ -57,11 +58,12 @@ from hloprobe.invariance.rows import (
   classes_of,
   ulps,
 )
-from hloprobe.records import Config, ConfigResult
+from hloprobe.records import Config, ConfigResult, Failure
 from hloprobe.sites import Fate
 
 __all__ = [
   "Boundary",
+  "Gap",
   "Invariance",
   "Lever",
   "MODEL",
@@ -69,6 +71,7 @@ __all__ = [
   "SiteChanges",
   "SiteMade",
   "Unexplained",
+  "Why",
   "config_key",
   "group_key",
   "invariance_of",
@@ -78,6 +81,55 @@ __all__ = [
 ]
 
 RUN, KERNELS, UNKNOWN = "run", "kernel identity", "unknown"
+
+
+class Gap(enum.Enum):
+  """What an answer could not read (`Why.gap`): why it is unknown, or a
+  run group's note.
+
+  NONE_RAN: no size's row is known: `Why.missing` is the first size not
+    known, else (None) no output leaf carries the batch.
+  SOME_RAN: only `Why.sizes` ran (fewer than two, or some not run:
+    `Why.missing` the first of those).
+  ONE_SIZE: only one size compiled (compile-only).
+  UNBATCHED: no output leaf of a batch-swept case carries the batch
+    (`Why.shapes`: every leaf's dimensions, the same at every n; reduced
+    over the batch, e.g. a mean); no kernel is blamed.
+  KERNEL: `Why.kernel`'s per-row arithmetic is not read
+    (`RowKernel.unread`).
+  ROWS_FAILED: running the rows failed (`Why.message`, the error's first
+    line); the sweep's own row 0 judged instead.
+  """
+
+  NONE_RAN = "none ran"
+  SOME_RAN = "some ran"
+  ONE_SIZE = "one size"
+  UNBATCHED = "unbatched"
+  KERNEL = "kernel"
+  ROWS_FAILED = "rows failed"
+
+
+@dataclasses.dataclass(frozen=True)
+class Why:
+  """Why a group's answer is unknown, or its note (`Invariance.why`);
+  report words it (`report/invariance_words.py`).
+
+  Attributes:
+    gap: what was not read (`Gap`).
+    sizes: SOME_RAN: the sizes that ran, ascending.
+    missing: NONE_RAN, SOME_RAN: the first size not known and its failed
+      config's `Failure` (None: the config did not run), or None.
+    shapes: UNBATCHED: each output leaf's dimensions.
+    kernel: KERNEL: the first kernel whose arithmetic is not read.
+    message: ROWS_FAILED: the error's first line.
+  """
+
+  gap: Gap
+  sizes: tuple[int, ...] = ()
+  missing: tuple[int, Failure | None] | None = None
+  shapes: tuple[tuple[int, ...], ...] = ()
+  kernel: RowKernel | None = None
+  message: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,7 +271,7 @@ class Invariance:
     invariant: True (one class, nothing unknown), False (a class
       boundary seen: bits differ, or per-row arithmetic differs), None
       (unknown: `why`).
-    why: one line where `invariant` is None, or a note.
+    why: why `invariant` is None, or a note (a `Why`); None for none.
     sizes: every swept batch size of the group, ascending.
     left_out: n -> the kernels of that config that compute no row (they
       reach only output leaves that do not carry the batch, e.g. a loss's
@@ -247,7 +299,7 @@ class Invariance:
     default_factory=dict
   )
   invariant: bool | None = None
-  why: str | None = None
+  why: Why | None = None
   sizes: tuple[int, ...] = ()
   left_out: Mapping[int, tuple[RowKernel, ...]] = dataclasses.field(
     default_factory=dict
@@ -268,6 +320,10 @@ class Invariance:
   ANCHOR_OFFSETS: ClassVar[tuple[str, ...]] = ANCHOR_OFFSETS
   # Why the kernel model does not class a size (`model_why.reason`).
   INEXACT: ClassVar[type[Inexact]] = Inexact
+  # What an answer could not read (`why.gap`), and why a row kernel's
+  # arithmetic is not known (`RowKernel.unread.kind`).
+  GAP: ClassVar[type[Gap]] = Gap
+  UNREAD: ClassVar[type[Unread]] = Unread
 
   def row(self, name: str) -> RowClasses | None:
     return next((r for r in self.rows if r.row == name), None)
@@ -306,13 +362,6 @@ def rows_from_records(r: ConfigResult) -> ConfigRows | None:
     r.config.n,
     tuple(v for _, v in found),
     leaves=tuple(name for name, _ in found),
-  )
-
-
-def _ranges(ns: Sequence[int], sizes: Sequence[int]) -> str:
-  """Batch sizes as runs over the swept ones: "2-8", "1", "2, 64"."""
-  return ", ".join(
-    str(a) if a == b else f"{a}-{b}" for a, b in _runs(ns, sizes)
   )
 
 
@@ -408,7 +457,7 @@ def _run_answer(
   sizes = tuple(sorted(r.config.n for r in results))
   by_n = {r.config.n: r for r in results}
   missing = tuple(
-    (r.config.n, _why_missing(r)) for r in results if r.config.n not in rows
+    (r.config.n, r.failure) for r in results if r.config.n not in rows
   )
   found = [
     c
@@ -434,11 +483,8 @@ def _run_answer(
     verdict, why = False, None
   elif missing or known < 2:
     verdict = None
-    why = (
-      f"only n = {_ranges([n for c in found[0].classes for n in c], sizes)} "
-      "ran"
-      + (f"; not run: {missing[0][0]}: {missing[0][1]}" if missing else "")
-    )
+    ran = tuple(sorted(n for c in found[0].classes for n in c))
+    why = Why(Gap.SOME_RAN, ran, missing[0] if missing else None)
   else:
     verdict, why = True, None
   return Invariance(
@@ -559,16 +605,9 @@ def _unexplained(r: ConfigResult, base: ConfigResult) -> Unexplained:
   return Unexplained(tuple((lib, tuple(s)) for lib, s in libs.items()))
 
 
-def _why_missing(r: ConfigResult) -> str:
-  if not r.ok:
-    return f"failed at {r.failure.stage}: {r.failure.message}"
-  return "not run"
-
-
-def _none_ran(missing) -> str:
-  if missing:
-    return f"no config ran (n = {missing[0][0]}: {missing[0][1]})"
-  return "no batched output leaf"
+def _none_ran(missing) -> Why:
+  """No size's row known: the first missing (n, failure), if any."""
+  return Why(Gap.NONE_RAN, missing=missing[0] if missing else None)
 
 
 def _kernel_answer(
@@ -585,11 +624,12 @@ def _kernel_answer(
   `model` a `NotModelled`: why the model's bits were not computed
   (`Invariance.model_why`). A group of a batch-swept case (not `sized`)
   whose every output leaf keeps its shape over n has no row: unknown,
-  saying so (`unbatched_why`)."""
+  saying so (`unbatched_shapes`)."""
   sizes = tuple(sorted(r.config.n for r in results))
   by_n = {r.config.n: r for r in results if r.ok}
-  no_rows = None if sized else unbatched_why(list(by_n.values()))
-  if no_rows is not None:
+  shapes = None if sized else unbatched_shapes(list(by_n.values()))
+  if shapes is not None:
+    no_rows = Why(Gap.UNBATCHED, shapes=shapes)
     return Invariance(
       *key, UNKNOWN, (), invariant=None, why=no_rows, sizes=sizes
     )
@@ -604,7 +644,7 @@ def _kernel_answer(
     for n, ks in read.items()
     if (gone := tuple(k for k in ks if not computes_rows(k, batched)))
   }
-  missing = tuple((r.config.n, _why_missing(r)) for r in results if not r.ok)
+  missing = tuple((r.config.n, r.failure) for r in results if not r.ok)
   groups: dict[tuple, list[int]] = {}
   for n in sorted(kernels):
     groups.setdefault(signature_key(kernels[n]), []).append(n)
@@ -650,9 +690,10 @@ def _kernel_answer(
   if len(classes) > 1:  # some kernel's per-row arithmetic, as read, differs
     verdict, why = False, None
   elif missing or len(kernels) < 2:
-    verdict, why = None, _none_ran(missing) if missing else "one size compiled"
+    verdict = None
+    why = _none_ran(missing) if missing else Why(Gap.ONE_SIZE)
   elif unknown:
-    verdict, why = None, unknown[0].why_unknown
+    verdict, why = None, Why(Gap.KERNEL, kernel=unknown[0])
   else:
     verdict, why = True, None
   basis = MODEL if exact and len(exact) == len(kernels) else KERNELS

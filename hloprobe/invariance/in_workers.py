@@ -19,7 +19,9 @@ from collections.abc import Callable
 from hloprobe.engine import PlannedConfig, SweepPlan, SweptCase
 from hloprobe.errors import HloprobeError, first_line
 from hloprobe.invariance.answer import (
+  Gap,
   Invariance,
+  Why,
   config_key,
   group_key,
   invariance_of,
@@ -374,7 +376,7 @@ def invariance_of_sweep(
   for a in found:
     mine = [why for key, why in failed.items() if key[:4] == _key_of(a)]
     if mine and a.why is None:
-      a = dataclasses.replace(a, why=mine[0])
+      a = dataclasses.replace(a, why=Why(Gap.ROWS_FAILED, message=mine[0]))
     out.append(a)
   return tuple(out)
 

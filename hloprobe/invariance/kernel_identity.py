@@ -20,8 +20,10 @@ Private in intent: use the package, `hloprobe.invariance`.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import re
 from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 from hloprobe.compile import compile_case, get_case
 from hloprobe.engine import KEPT
@@ -34,9 +36,10 @@ from hloprobe.sites import Fate, SiteFate
 __all__ = [
   "batched_leaves",
   "computes_rows",
-  "unbatched_why",
+  "unbatched_shapes",
   "KernelReader",
   "KernelsRequest",
+  "KernelUnread",
   "record_differences",
   "records_as_kernels",
   "RowKernel",
@@ -45,6 +48,44 @@ __all__ = [
   "signature_key",
   "site_kernels",
 ]
+
+
+class Unread(enum.Enum):
+  """Why a row kernel's per-row arithmetic is not known (`KernelUnread.kind`).
+
+  LIBRARY: a cuBLAS/cuBLASLt call: the library picks its kernel per shape
+    at run time (no device, no kernel).
+  BLOCK_K: a Triton gemm whose K tile (`block_k`) is not read from its
+    `triton_gemm_config`.
+  ORDER: the fates' reading of a reducing site (its fate, on the kernel's
+    `fate`): its order on the GPU is not read.
+  OPS: the fates' "other kernels": the optimized HLO's reducing ops
+    (`KernelUnread.ops`) are not read.
+  RECORD: the kernels stage's record says the kernel is a library call or
+    its row-count rule is unknown (`KernelUnread.detail`: that record's
+    `row_count_why`, or "" where it gives none).
+  """
+
+  LIBRARY = "library"
+  BLOCK_K = "block_k"
+  ORDER = "order"
+  OPS = "ops"
+  RECORD = "record"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class KernelUnread:
+  """Why a `RowKernel`'s signature is not complete: `kind` (`Unread`),
+  the reducing HLO ops not read (OPS: e.g. ("reduce", "scatter")), or the
+  kernels stage's own reason (RECORD). Report words it
+  (`report/invariance_causes.py`)."""
+
+  kind: Unread
+  ops: tuple[str, ...] = ()
+  detail: str = ""
+
+  # The kinds, for readers of the record.
+  KIND: ClassVar[type[Unread]] = Unread
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -60,15 +101,15 @@ class RowKernel:
       the row count. Two configs whose kernels' signatures differ run
       other per-row arithmetic; equal complete signatures across batch
       sizes mean the same bits for a row.
-    why_unknown: None when `signature` is complete; else why not (one
-      line): equal signatures then prove nothing.
+    unread: None when `signature` is complete; else why not (a
+      `KernelUnread`): equal signatures then prove nothing.
     record: the `hloprobe.kernels.KernelRecord` it was made from (its
       emitter and `arithmetic` are the per-row arithmetic), or None (the
       fates' reading).
     fate: the fates' reading: the site's `SiteFate` it was made from (its
       fate, effective algorithm, split-K and the PTX's mma), or None (a
       kernels-stage record, or the "other kernels" entry, whose
-      `why_unknown` says what is not read).
+      `unread` says what is not read).
     block_k: the fates' reading of a Triton gemm: its K tile from the
       fusion's `triton_gemm_config`, or None where not read.
 
@@ -79,7 +120,7 @@ class RowKernel:
   kind: str
   sites: tuple[int, ...]
   signature: str
-  why_unknown: str | None = None
+  unread: KernelUnread | None = None
   record: object = dataclasses.field(default=None, compare=False, repr=False)
   fate: SiteFate | None = dataclasses.field(
     default=None, compare=False, repr=False
@@ -88,24 +129,15 @@ class RowKernel:
 
   @property
   def complete(self) -> bool:
-    return self.why_unknown is None
+    return self.unread is None
 
 
 # The interface of the `hloprobe.kernels` stage: a config's row kernels.
 KernelReader = Callable[[ConfigResult], Sequence[RowKernel]]
 
-# What the fates alone cannot read on a GPU (the reductions' emitters).
-_NO_REDUCTIONS = (
-  "reductions and other fusions not read (the kernels stage, "
-  "hloprobe.kernels, reads their emitter and tiling)"
-)
 # HLO ops whose result mixes elements in an order a kernel chooses.
 _REDUCING = re.compile(
   r"\b(reduce-window|reduce-scatter|all-reduce|reduce|scatter|sort)\("
-)
-_CUBLAS = (
-  "chosen by the library's per-shape heuristic at run time: unknown "
-  "without a device"
 )
 
 
@@ -129,7 +161,8 @@ def _site_kernel(f: SiteFate) -> RowKernel:
   algorithm = f.effective_algorithm or "algorithm unknown"
   if f.fate in (Fate.CUBLAS, Fate.CUBLASLT):
     sig = f"{f.fate.value} {algorithm}"
-    return RowKernel(name, "cuBLAS", (i,), sig, _CUBLAS, fate=f)
+    library = KernelUnread(Unread.LIBRARY)
+    return RowKernel(name, "cuBLAS", (i,), sig, library, fate=f)
   if f.fate == Fate.TRITON_GEMM:
     block_k = _block_k(f.gemm_config)
     split = f.split_k or 1
@@ -137,7 +170,7 @@ def _site_kernel(f: SiteFate) -> RowKernel:
     sig = f"Triton gemm {algorithm} split_k={split} {mma} block_k={block_k}"
     why = None
     if block_k is None:
-      why = "the gemm's K tile (block_k) not read from its config"
+      why = KernelUnread(Unread.BLOCK_K)
     return RowKernel(name, "gemm", (i,), sig, why, fate=f, block_k=block_k)
   if f.fate in (Fate.MULTIPLY, Fate.GONE):
     return RowKernel(name, "elementwise", (i,), f.fate.value, fate=f)
@@ -146,7 +179,7 @@ def _site_kernel(f: SiteFate) -> RowKernel:
     "reduction" if f.fate == Fate.MULTIPLY_REDUCE else f.fate.value,
     (i,),
     f"{f.fate.value} {algorithm}",
-    f"a {f.fate.value}'s order on the GPU not read: {_NO_REDUCTIONS}",
+    KernelUnread(Unread.ORDER),
     fate=f,
   )
 
@@ -177,7 +210,7 @@ def site_kernels(result: ConfigResult) -> tuple[RowKernel, ...]:
   ops = sorted(set(_REDUCING.findall(c.optimized_hlo)))
   if not ops:  # elementwise fusions: each element by the same code
     return found
-  why = f"{', '.join(ops)} in the optimized HLO: {_NO_REDUCTIONS}"
+  why = KernelUnread(Unread.OPS, tuple(ops))
   other = RowKernel("other kernels", "reduction", (), "?", why)
   return found + (other,)
 
@@ -210,7 +243,7 @@ def _from_record(rec, fates) -> RowKernel:
   count = getattr(rec.row_count, "name", str(rec.row_count))
   why = None
   if role == "library call" or count == "UNKNOWN":
-    why = rec.row_count_why or "unknown"
+    why = KernelUnread(Unread.RECORD, detail=rec.row_count_why or "")
   signature = rec.signature
   if role == "elementwise" and "loop emitter" in rec.emitter:
     # XLA's loop emitter computes each output element by the fused
@@ -334,7 +367,7 @@ def batched_leaves(results: Sequence[ConfigResult]) -> frozenset[int] | None:
   None where it cannot be told: fewer than two compiled configs, the
   configs' leaf counts differ, a module cannot be read, or no leaf changes with n (a sized case, whose
   n is not a batch; a program whose every output is reduced over the
-  batch: `unbatched_why`).
+  batch: `unbatched_shapes`).
   """
   leaves = _leaves_by_n(results)
   if leaves is None:
@@ -347,25 +380,22 @@ def batched_leaves(results: Sequence[ConfigResult]) -> frozenset[int] | None:
   return found or None
 
 
-def unbatched_why(results: Sequence[ConfigResult]) -> str | None:
+def unbatched_shapes(
+  results: Sequence[ConfigResult],
+) -> tuple[tuple[int, ...], ...] | None:
   """Where no output leaf of a batch-swept group changes shape with n
   (every output reduced over the batch, e.g. only a loss's `jnp.mean`),
-  why that group has no row to judge, one line; else None (a leaf
-  carries the batch, or it cannot be told: `batched_leaves`). Only for
-  cases swept over the batch: a sized case's n is not a batch."""
+  the leaves' dimensions, the same at every n (e.g. ((),) for one
+  scalar): that group has no row to judge; else None (a leaf carries the
+  batch, or it cannot be told: `batched_leaves`). Only for cases swept
+  over the batch: a sized case's n is not a batch."""
   leaves = _leaves_by_n(results)
   if leaves is None:
     return None
   shapes = next(iter(leaves.values()))
   if any(v != shapes for v in leaves.values()):
     return None
-  said = ", ".join("[" + ",".join(map(str, d)) + "]" for d in shapes)
-  return (
-    f"no output leaf carries the batch (each has the same shape, {said}, "
-    "at every n: reduced over the batch, e.g. a mean): it is not a "
-    "per-row output, and its bits may change with n by design; no kernel "
-    "is blamed"
-  )
+  return tuple(tuple(d) for d in shapes)
 
 
 def _leaves_by_n(results) -> dict[int, tuple] | None:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from hloprobe.numerics import ulp_distance
+from hloprobe.records import Failure
 
 __all__ = [
   "ANCHOR_OFFSETS",
@@ -146,14 +147,15 @@ class RowClasses:
     moves: (n, offsets) for each n where the anchor's bits depend on its
       offset in the batch (ANCHOR only).
     missing: batch sizes whose row is not known (a failed config, a
-      target that does not run), with why.
+      target that does not run), each with its config's `Failure` (None:
+      the config did not fail, its row was not run).
   """
 
   row: str
   classes: tuple[tuple[int, ...], ...]
   ulps: tuple[int | None, ...] = ()
   moves: tuple[tuple[int, tuple[int, ...]], ...] = ()
-  missing: tuple[tuple[int, str], ...] = ()
+  missing: tuple[tuple[int, Failure | None], ...] = ()
 
   @property
   def invariant(self) -> bool:
@@ -169,7 +171,7 @@ class RowClasses:
 def classes_of(
   configs: Sequence[ConfigRows],
   row: str = ROW0,
-  missing: Sequence[tuple[int, str]] = (),
+  missing: Sequence[tuple[int, Failure | None]] = (),
   prefer: Callable[[tuple[int, ...]], bool] | None = None,
 ) -> RowClasses | None:
   """Splits the configs' batch sizes into classes of identical bits of
@@ -181,7 +183,7 @@ def classes_of(
     configs: one `ConfigRows` per batch size (any order).
     row: ROW0 or ANCHOR (compared at its first offset across n; its other
       offsets are checked within each n, `ConfigRows.anchor_moves`).
-    missing: (n, why) of batch sizes not known, kept on the record.
+    missing: (n, failure) of batch sizes not known, kept on the record.
     prefer: breaks a tie of the largest classes (their sizes, ascending);
       None: the earliest.
   """

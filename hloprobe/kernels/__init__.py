@@ -44,8 +44,8 @@ Typical use (one program, target and precision, several batch sizes):
       c.optimized_hlo, n, c.ptx, target=target)
   classes = kernels.kernel_classes(records)      # ((1,), (2, 8), (64,))
   for d in kernels.compare_kernels(records[8], records[64]):
-    d.words  # "gemm_fusion_dot_general.3 / gemm_fusion_dot (contraction
-             #  dot_general at model.py:11): ... split_k 1 -> 2"
+    d.fields  # (("split_k", "1", "2"), ...): the differing arithmetic
+              # (`hloprobe.report` words it: "... split_k 1 -> 2")
 
 Measured on issue 38's model (tests/testdata/kernels; compile-only a100,
 float32): classes (1,) (2, 8) (64,) on jaxlib 0.12.0.1 and 0.10.2; n = 1

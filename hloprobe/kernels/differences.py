@@ -18,29 +18,15 @@ Private in intent: use the package, `hloprobe.kernels`.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 
 from hloprobe.kernels.records import KernelDifference, KernelRecord
 
 __all__ = ["compare_kernels", "kernel_classes"]
 
-# Fields read from the PTX alone (not from a rule): a difference in these
-# only is named as such in the words.
-_PTX_ONLY = frozenset({"ptx", "ptx_float_ops"})
-
 
 def _key(r: KernelRecord) -> tuple:
   return (r.role, r.source or r.ops)
-
-
-def _what(r: KernelRecord) -> str:
-  where = (
-    ", ".join(os.path.basename(s) for s in r.source)
-    if r.source
-    else "no source line"
-  )
-  return f"{r.role.value} {'+'.join(r.ops) or r.name} at {where}"
 
 
 def _match(
@@ -73,7 +59,8 @@ def compare_kernels(
   schedule order (module docstring); a kernel without a counterpart (XLA
   fused or split the work differently, e.g. strength reduction at n = 1)
   is a difference with the other side None. Matched kernels differ where
-  their `signature`s do; the differing `arithmetic` fields are named.
+  their `signature`s do; the differing `arithmetic` fields and `config`
+  values are named (report words them).
 
   Args:
     a, b: `read_kernels` of two configs (e.g. two batch sizes of one
@@ -86,53 +73,24 @@ def compare_kernels(
   """
   out = []
   for x, y in _match(a, b):
-    if x is not None and y is not None:
-      if x.signature == y.signature:
-        continue
-      fx, fy = dict(x.arithmetic), dict(y.arithmetic)
-      fields = tuple(
-        (k, fx.get(k, "-"), fy.get(k, "-"))
-        for k in sorted(set(fx) | set(fy))
-        if fx.get(k) != fy.get(k)
-      )
-      changes = ", ".join(f"{k} {va} -> {vb}" for k, va, vb in fields)
-      if x.emitter != y.emitter:
-        changes = f"emitter {x.emitter} -> {y.emitter}" + (
-          f", {changes}" if changes else ""
-        )
-      cx, cy = dict(x.config), dict(y.config)
-      config = ", ".join(
-        f"{k} {cx.get(k, '-')} -> {cy.get(k, '-')}"
-        for k in sorted(set(cx) | set(cy))
-        if cx.get(k) != cy.get(k) and k != "ptx"
-      )
-      if config:
-        changes += f" (config: {config})"
-      if fields and {f[0] for f in fields} <= _PTX_ONLY:
-        changes += (
-          "; every rule field is equal: the PTX's float dataflow differs "
-          "(e.g. a value loaded again instead of kept in a register), so "
-          "the same bits are likely but not proven"
-        )
-      name = x.name if x.name == y.name else f"{x.name} / {y.name}"
-      out.append(
-        KernelDifference(
-          _what(x), x, y, fields, f"{name} ({_what(x)}): {changes}"
-        )
-      )
-    else:
-      only = x if x is not None else y
-      side = "first" if x is not None else "second"
-      out.append(
-        KernelDifference(
-          _what(only),
-          x,
-          y,
-          (),
-          f"{only.name} ({_what(only)}, {only.emitter}): only in the {side} "
-          "config",
-        )
-      )
+    if x is None or y is None:
+      out.append(KernelDifference(x, y, ()))
+      continue
+    if x.signature == y.signature:
+      continue
+    fx, fy = dict(x.arithmetic), dict(y.arithmetic)
+    fields = tuple(
+      (k, fx.get(k, "-"), fy.get(k, "-"))
+      for k in sorted(set(fx) | set(fy))
+      if fx.get(k) != fy.get(k)
+    )
+    cx, cy = dict(x.config), dict(y.config)
+    config = tuple(
+      (k, cx.get(k, "-"), cy.get(k, "-"))
+      for k in sorted(set(cx) | set(cy))
+      if cx.get(k) != cy.get(k) and k != "ptx"
+    )
+    out.append(KernelDifference(x, y, fields, config))
   return tuple(out)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from typing import ClassVar
 
 __all__ = ["KernelDifference", "KernelRecord", "Role", "RowCount"]
 
@@ -160,30 +161,41 @@ class KernelDifference:
   """A kernel whose per-row arithmetic differs between two configs.
 
   Attributes:
-    what: the kernel in words: its role and source ops, e.g.
-      "contraction dot_general at model.py:11".
     a: the kernel of the first config (None: it has no counterpart there).
     b: the kernel of the second config (None: no counterpart there).
     fields: the `arithmetic` fields that differ, as (name, value in a,
       value in b) triples ("-" for a field one side lacks); () where one
       side has no counterpart.
-    words: one line for reports, e.g. "gemm_fusion_dot (contraction
-      dot_general at model.py:11): split_k 1 -> 2, block_k 64 -> 128".
+    config: the same for the kernels' `config` values (the "ptx" digest
+      left out: `fields` holds it); ().
+
+  Report words it (`report/invariance_causes.py`), e.g.
+  "gemm_fusion_dot (contraction dot_general at model.py:11): split_k 1 ->
+  2, block_k 64 -> 128".
   """
 
-  what: str
   a: KernelRecord | None
   b: KernelRecord | None
   fields: tuple[tuple[str, str, str], ...]
-  words: str
+  config: tuple[tuple[str, str, str], ...] = ()
+
+  # Fields read from the PTX alone, not from a rule.
+  PTX_FIELDS: ClassVar[frozenset[str]] = frozenset({"ptx", "ptx_float_ops"})
+
+  @property
+  def ptx_only(self) -> bool:
+    """Whether only fields read from the PTX differ (`PTX_FIELDS`): every
+    rule field is equal, and the PTX's float dataflow differs (e.g. a
+    value loaded again instead of kept in a register), so the same bits
+    are likely but not proven."""
+    return bool(self.fields) and {f[0] for f in self.fields} <= self.PTX_FIELDS
 
   def as_dict(self) -> dict:
-    """JSON-ready data: the two kernels' names (None where absent), the
-    differing fields as [name, a, b] lists, and the words."""
+    """JSON-ready data: the two kernels' names (None where absent) and the
+    differing fields and config values as [name, a, b] lists."""
     return {
-      "what": self.what,
       "a": self.a.name if self.a is not None else None,
       "b": self.b.name if self.b is not None else None,
       "fields": [list(f) for f in self.fields],
-      "words": self.words,
+      "config": [list(c) for c in self.config],
     }

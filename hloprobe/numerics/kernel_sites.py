@@ -194,7 +194,19 @@ def site_model(
 
 
 class KernelBudgetError(ValueError):
-  """The kernel model's bit-exact sites exceed the multiply-adds allowed."""
+  """The kernel model's bit-exact sites exceed the multiply-adds allowed
+  (`budget`, an int)."""
+
+  def __init__(self, budget: int):
+    super().__init__(
+      f"not run: its bit-exact sites take over {budget:,} multiply-adds at "
+      "the bit level, the sweep's budget (hloprobe.numerics.kernel_model_run "
+      "computes it without one)"
+    )
+    self.budget = budget
+
+  def __reduce__(self):  # pickled across a worker's pipe by its budget
+    return (KernelBudgetError, (self.budget,))
 
 
 class _KernelEvaluator(Evaluator):
@@ -213,11 +225,7 @@ class _KernelEvaluator(Evaluator):
     a3, b3, shape = _canonical(*ins, eqn.params["dimension_numbers"])
     self.macs += int(np.prod(a3.shape, dtype=np.int64)) * int(b3.shape[-1])
     if self.budget is not None and self.macs > self.budget:
-      raise KernelBudgetError(
-        f"not run: its bit-exact sites take over {self.budget:,} "
-        "multiply-adds at the bit level, the sweep's budget "
-        "(hloprobe.numerics.kernel_model_run computes it without one)"
-      )
+      raise KernelBudgetError(self.budget)
     gemm = lambda a, b: kernel_gemm(
       np.asarray(a),
       np.asarray(b),
@@ -312,15 +320,21 @@ class KernelRowZero:
     row0: the headline leaf's row 0, first value (output dtype, as
       float): the bit-exact sites by the kernel model, the others
       emulated at their algorithm in XLA's f32 order; None where no site
-      is bit-exact (the emulation's row 0 stands) or it failed (`note`).
+      is bit-exact (the emulation's row 0 stands) or it was not computed
+      (`budget`, `error`).
     row0_abs: |row 0 - float64|, max over batch element 0; None likewise.
-    note: why `row0` is None despite a bit-exact site; else None.
+    budget: where `row0` is None despite a bit-exact site because those
+      sites take more multiply-adds than the sweep allows
+      (`SWEEP_BUDGET`): that budget; else None.
+    error: where evaluating the kernel model failed: the error's first
+      line; else None. Report words both (`report/explain_kernel.py`).
   """
 
   models: tuple[KernelSite, ...]
   row0: float | None = None
   row0_abs: float | None = None
-  note: str | None = None
+  budget: int | None = None
+  error: str | None = None
 
   @property
   def kinds(self) -> tuple[str, ...]:
@@ -404,9 +418,9 @@ class KernelRows:
       got = np.asarray(element0(outs[i], refs.axes[i]), np.float64)
       ref = element0(refs.at(n)[i], refs.axes[i])
     except KernelBudgetError as e:
-      return KernelRowZero(models, note=f"kernel model {e}")
+      return KernelRowZero(models, budget=e.budget)
     except Exception as e:  # the emulation's prediction stands without it
-      return KernelRowZero(models, note=f"kernel model: {first_line(e)}")
+      return KernelRowZero(models, error=first_line(e))
     return KernelRowZero(
       models, float(np.ravel(got)[0]), float(np.max(np.abs(got - ref)))
     )

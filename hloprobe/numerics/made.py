@@ -53,7 +53,9 @@ the GPU-only call (a `__cudnn$fmha...` custom call), which the executor
 names as not executed.
 
 Executions are cached per (module text fingerprint, batch size, algorithms,
-widened) in a `MadeChecker`, one per case and sweep (the inputs are the
+widened) in a `MadeChecker` (the fingerprint without the attributes the
+executor does not read, `executed_digest`: configs whose modules differ
+only in their dots' precision attributes share their runs), one per case and sweep (the inputs are the
 case's at that size), within a byte budget (`kept.Kept`).
 
 Private in intent: use the package, `hloprobe.numerics`.
@@ -63,6 +65,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from collections.abc import Mapping
 from typing import ClassVar
 
@@ -208,6 +211,42 @@ def config_judgement(
   return prediction if made is None else made.config_judgement(prediction)
 
 
+# An instruction's attributes the executor does not read: which algorithm
+# a gemm runs at is the caller's (`execute.execute_module`'s `algorithms`,
+# from the sites' fates), never the instruction's own `algorithm=` or
+# `operand_precision=`. Printed by XLA as `, algorithm=dot_bf16_bf16_f32_x6`
+# and `, operand_precision={highest,highest}` (xla/hlo/ir/
+# hlo_instructions.cc, `PrintPrecisionConfig`: a dot's or convolution's
+# precision_config; seen so in jaxlib 0.10.2's and 0.12.0.1's modules).
+# Quoted strings (metadata, backend_config's JSON) are matched whole, so
+# that text inside them is kept as it is.
+_UNREAD_ATTRIBUTES = re.compile(
+  r'"(?:[^"\\]|\\.)*"'
+  r"|, (?:algorithm=[A-Za-z0-9_]+|operand_precision=\{[A-Za-z0-9_,]*\})"
+)
+
+
+def executed_digest(text: str) -> str:
+  """The SHA-256 (hex) of an optimized module's text without the
+  attributes the executor does not read (`_UNREAD_ATTRIBUTES`): modules
+  of equal digests are executed alike, bit for bit, gemm records
+  included (each holds the algorithm it ran at, not the instruction's).
+
+  Issue 37 (share work across configs): a CPU config's modules at
+  bfloat16 and float32 and at its precision fix tries' presets differ in
+  those attributes only (gpt2_1 at n = 8, jaxlib 0.12.0.1: six dots), so
+  their widened runs are one, and their made runs too where the sites'
+  effective algorithms are equal.
+  """
+  kept = _UNREAD_ATTRIBUTES.sub(_quoted_only, text)
+  return hashlib.sha256(kept.encode()).hexdigest()
+
+
+def _quoted_only(match: re.Match) -> str:
+  """A quoted string as it is; an unread attribute dropped."""
+  return match.group(0) if match.group(0).startswith('"') else ""
+
+
 def _flat(args) -> list[np.ndarray]:
   return [np.asarray(a) for a in jax.tree_util.tree_leaves(args)]
 
@@ -311,7 +350,9 @@ class MadeChecker:
     )
 
   def _module(self, text: str):
-    digest = hashlib.sha256(text.encode()).hexdigest()
+    """(the module's execution digest, `executed_digest`; its parsed
+    module, the first one of that digest)."""
+    digest = executed_digest(text)
     if digest not in self._modules:
       self._modules[digest] = parse_hlo_module(text)
     return digest, self._modules[digest]

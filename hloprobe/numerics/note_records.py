@@ -116,7 +116,9 @@ class SiteNote:
       are emulated as); None where unknown or not needed.
     declared: the declared preset (STRENGTH_REDUCED, PRESET_IGNORED).
     fate: the site's fate (STRENGTH_REDUCED).
-    detail: the site record's own words (CONFLICT, FP8_REWRITE).
+    detail: CONFLICT: the site's `PrecisionConflict`
+      (`SiteFate.conflict`); FP8_REWRITE: the site's `Fp8Rewrite`
+      (`SiteFate.fp8_rewrite`).
   """
 
   kind: SiteNoteKind
@@ -124,7 +126,7 @@ class SiteNote:
   algorithm: str | None = None
   declared: str | None = None
   fate: Fate | None = None
-  detail: str | None = None
+  detail: object = None
 
   note: ClassVar[str] = "site"
 

@@ -46,7 +46,7 @@ from hloprobe.report.explain_rows import (
   made_rows_beyond,
   rows_beyond,
 )
-from hloprobe.report.site_words import failure_words
+from hloprobe.report.site_words import collective_words, failure_words
 from hloprobe.report.verdict_words import prediction_words, verdict_words
 from hloprobe.sites import (
   Fate,
@@ -72,7 +72,7 @@ def _fate_words(f: SiteFate) -> str:
 
 
 def _then(f: SiteFate) -> str:  # ", then all-reduce over 8 devices (...)"
-  return f", then {f.collective}" if f.collective else ""
+  return f", then {collective_words(f.collective)}" if f.collective else ""
 
 
 def _pass_words(r: ConfigResult, site: int) -> str:

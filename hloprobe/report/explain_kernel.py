@@ -126,19 +126,33 @@ def kernel_rows(configs) -> tuple[tuple[str, int, float, float], ...]:
   )
 
 
+def _not_run_words(k) -> str | None:
+  """Why a `KernelRowZero`'s row 0 was not computed (its `budget` or
+  `error`), e.g. "kernel model: <error>"; None where nothing stopped it."""
+  if k.budget is not None:
+    return (
+      f"kernel model not run: its bit-exact sites take over {k.budget:,} "
+      "multiply-adds at the bit level, the sweep's budget "
+      "(hloprobe.numerics.kernel_model_run computes it without one)"
+    )
+  if k.error is not None:
+    return f"kernel model: {k.error}"
+  return None
+
+
 def kernel_notes(configs) -> list[str]:
   """One line per ok config whose bit-exact sites the kernel model could
-  not run (`KernelRowZero.note`), e.g. "n = 9, bfloat16: row 0 not
-  computed by the kernel model (kernel model: <error>); the emulation's
-  row 0 stands"."""
+  not run (`KernelRowZero.budget`, `.error`), e.g. "n = 9, bfloat16: row
+  0 not computed by the kernel model (kernel model: <error>); the
+  emulation's row 0 stands"."""
   return [
     f"n = {r.config.n}, {r.config.precision}: row 0 not computed by the "
-    f"kernel model ({k.note}); the emulation's row 0 stands"
+    f"kernel model ({note}); the emulation's row 0 stands"
     for r in configs
     if r.ok
     and r.prediction is not None
     and (k := r.prediction.kernel) is not None
-    and k.note is not None
+    and (note := _not_run_words(k)) is not None
   ]
 
 
@@ -152,7 +166,7 @@ def kernel_json(k) -> dict:
   return {
     "row0_kernel_model": k.row0,
     "row0_kernel_model_abs_err": k.row0_abs,
-    "row0_kernel_model_note": k.note,
+    "row0_kernel_model_note": _not_run_words(k),
     "site_models": [
       {"site": i, "kind": m.kind, "why": kernel_site_words(m)}
       for i, m in enumerate(k.models)

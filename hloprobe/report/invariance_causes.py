@@ -17,6 +17,7 @@ the answer's lines and JSON).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from hloprobe.invariance import Invariance
@@ -30,9 +31,25 @@ __all__ = [
   "model_why_words",
   "site_phrases",
   "unexplained_words",
+  "unread_words",
 ]
 
 _NOT_EXACT = "(the GPU's implementation, not modelled bit for bit)"
+# What the fates alone cannot read on a GPU (the reductions' emitters).
+_NO_REDUCTIONS = (
+  "reductions and other fusions not read (the kernels stage, "
+  "hloprobe.kernels, reads their emitter and tiling)"
+)
+_UNREAD = Invariance.UNREAD
+# A row kernel's arithmetic not read, by `Unread` kind (ORDER and OPS
+# have their own words, with the kernel's fate or the ops).
+_UNREAD_WORDS = {
+  _UNREAD.LIBRARY: (
+    "chosen by the library's per-shape heuristic at run time: unknown "
+    "without a device"
+  ),
+  _UNREAD.BLOCK_K: "the gemm's K tile (block_k) not read from its config",
+}
 
 
 def site_list(sites: Sequence[int]) -> str:
@@ -119,14 +136,33 @@ def kernel_words(k) -> str:
     return f"{rec.emitter}" + (f": {', '.join(shown)}" if shown else "")
   f = k.fate
   if f is None:
-    return k.why_unknown or ""
+    return unread_words(k) or ""
   algorithm = f.effective_algorithm or "algorithm unknown"
   if f.fate in (Fate.CUBLAS, Fate.CUBLASLT):
-    return f"{f.fate.value}: {k.why_unknown}"
+    return f"{f.fate.value}: {unread_words(k)}"
   if f.fate == Fate.TRITON_GEMM:
     words = f"Triton gemm {algorithm}, {_mma(f)}, split-K {f.split_k or 1}"
     return words if k.block_k is None else f"{words}, block_k {k.block_k}"
   return f"{f.fate.value} {algorithm}"
+
+
+def unread_words(k) -> str | None:
+  """Why a row kernel's (`RowKernel`) per-row arithmetic is not known,
+  one line (its `unread`, a `KernelUnread`); None where it is: e.g. "the
+  gemm's K tile (block_k) not read from its config", "reduce, sort in
+  the optimized HLO: reductions and other fusions not read (...)"."""
+  u = k.unread
+  if u is None:
+    return None
+  if u.kind in _UNREAD_WORDS:
+    return _UNREAD_WORDS[u.kind]
+  if u.kind == _UNREAD.ORDER:
+    return (
+      f"a {k.fate.fate.value}'s order on the GPU not read: {_NO_REDUCTIONS}"
+    )
+  if u.kind == _UNREAD.OPS:
+    return f"{', '.join(u.ops)} in the optimized HLO: {_NO_REDUCTIONS}"
+  return u.detail or "unknown"  # RECORD: the kernels stage's reason
 
 
 def boundary_causes(b) -> tuple[list[str], int]:
@@ -146,19 +182,54 @@ def boundary_causes(b) -> tuple[list[str], int]:
   return causes, len(dict.fromkeys(sites))
 
 
+def _kernel_what(r) -> str:
+  """What a `KernelRecord` computes: its role, ops (else name) and source
+  lines' files, e.g. "contraction dot_general at model.py:11"."""
+  where = (
+    ", ".join(os.path.basename(s) for s in r.source)
+    if r.source
+    else "no source line"
+  )
+  return f"{r.role.value} {'+'.join(r.ops) or r.name} at {where}"
+
+
+def _matched_words(d) -> str:
+  """A `KernelDifference` of two matched kernels: their names, what the
+  first computes, and what changed: the emitter, the `arithmetic` fields,
+  the config values, and where only the PTX's fields differ, that the
+  same bits are likely but not proven."""
+  x, y = d.a, d.b
+  changes = ", ".join(f"{k} {va} -> {vb}" for k, va, vb in d.fields)
+  if x.emitter != y.emitter:
+    changes = f"emitter {x.emitter} -> {y.emitter}" + (
+      f", {changes}" if changes else ""
+    )
+  if d.config:
+    config = ", ".join(f"{k} {va} -> {vb}" for k, va, vb in d.config)
+    changes += f" (config: {config})"
+  if d.ptx_only:
+    changes += (
+      "; every rule field is equal: the PTX's float dataflow differs "
+      "(e.g. a value loaded again instead of kept in a register), so "
+      "the same bits are likely but not proven"
+    )
+  name = x.name if x.name == y.name else f"{x.name} / {y.name}"
+  return f"{name} ({_kernel_what(x)}): {changes}"
+
+
 def _difference_words(d, b) -> str:
-  """A `KernelDifference` of boundary `b` in words: its own where both
-  sides have the kernel; else where it runs by batch size. The stage
+  """A `KernelDifference` of boundary `b` in words: what changed where
+  both sides have the kernel; else where it runs by batch size. The stage
   compares b.against (its first config, `a`) with b.n (its second, `b`,
   `invariance.answer`'s `record_differences`)."""
-  if (d.a is None) == (d.b is None):  # matched (or a hand-made record)
-    return d.words
+  if d.a is not None and d.b is not None:
+    return _matched_words(d)
   only, here, not_here = (
     (d.a, b.against, b.n) if d.b is None else (d.b, b.n, b.against)
   )
   return (
-    f"{only.name} ({d.what}, {only.emitter}): only at n = {here}, not at "
-    f"n = {not_here}"
+    f"{only.name} ({_kernel_what(only)}, {only.emitter}): only at n = "
+    f"{here}, not at n = {not_here}"
   )
 
 

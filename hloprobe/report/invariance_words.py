@@ -23,6 +23,7 @@ from hloprobe.report.invariance_causes import (
   kernel_words,
   model_why_words,
   unexplained_words,
+  unread_words,
 )
 
 __all__ = [
@@ -56,6 +57,47 @@ def _where(a: Invariance, many_cases: bool) -> str:
 def _ranges(a: Invariance, ns: Sequence[int]) -> str:
   """Batch sizes as runs over `a`'s swept ones: "2-8", "1", "2, 64"."""
   return ", ".join(str(f) if f == t else f"{f}-{t}" for f, t in a.runs(ns))
+
+
+def _missing_words(missing) -> str:
+  """A size not known (n, its config's `Failure` or None) without its n:
+  "failed at compile: XlaRuntimeError: ..." or "not run"."""
+  _, failure = missing
+  if failure is None:
+    return "not run"
+  return f"failed at {failure.stage}: {failure.error}"
+
+
+def _why_words(a: Invariance) -> str | None:
+  """`a.why` (a `Why`: why the answer is unknown, or a note) in one line,
+  e.g. "only n = 1 ran; not run: 2: not run"; None for none."""
+  why, gap = a.why, Invariance.GAP
+  if why is None:
+    return None
+  if why.gap == gap.NONE_RAN:
+    if why.missing is None:
+      return "no batched output leaf"
+    return (
+      f"no config ran (n = {why.missing[0]}: {_missing_words(why.missing)})"
+    )
+  if why.gap == gap.SOME_RAN:
+    words = f"only n = {_ranges(a, why.sizes)} ran"
+    if why.missing is not None:
+      words += f"; not run: {why.missing[0]}: {_missing_words(why.missing)}"
+    return words
+  if why.gap == gap.ONE_SIZE:
+    return "one size compiled"
+  if why.gap == gap.UNBATCHED:
+    said = ", ".join("[" + ",".join(map(str, d)) + "]" for d in why.shapes)
+    return (
+      f"no output leaf carries the batch (each has the same shape, {said}, "
+      "at every n: reduced over the batch, e.g. a mean): it is not a "
+      "per-row output, and its bits may change with n by design; no kernel "
+      "is blamed"
+    )
+  if why.gap == gap.KERNEL:
+    return unread_words(why.kernel)
+  return why.message  # ROWS_FAILED: the error's first line
 
 
 def _ulp(u: int | None) -> str:
@@ -147,7 +189,7 @@ def answer_lines(answers: Sequence[Invariance]) -> list[str]:
     if a.invariant is None and not a.rows:
       out.append(
         f"whether row 0 is batch-invariant {_where(a, many)} is unknown: "
-        f"{a.why}"
+        f"{_why_words(a)}"
       )
       continue
     for c in a.rows:
@@ -155,7 +197,7 @@ def answer_lines(answers: Sequence[Invariance]) -> list[str]:
       if a.invariant is None:
         line = (
           f"whether row 0 is batch-invariant {_where(a, many)} is unknown "
-          f"({a.why}); read so far: " + "; ".join(_class_words(a, c))
+          f"({_why_words(a)}); read so far: " + "; ".join(_class_words(a, c))
         )
       out.append(line)
     if (
@@ -163,7 +205,7 @@ def answer_lines(answers: Sequence[Invariance]) -> list[str]:
       and a.row(Invariance.ANCHOR) is None
       and a.invariant is not None
     ):
-      why = f": {a.why}" if a.why else ""
+      why = f": {_why_words(a)}" if a.why else ""
       out.append(
         f"  (row 0 only {_where(a, many)}: the anchor row was not run{why})"
       )
@@ -430,7 +472,7 @@ def pin_reason(p) -> str:
   if o is p.Outcome.NOT_JUDGED or after is None:
     return "not judged: no config of it came back"
   if o is p.Outcome.UNKNOWN:
-    return f"unknown: {after.why}"
+    return f"unknown: {_why_words(after)}"
   if o is p.Outcome.ONE_CLASS:
     return f"one class for n = {_sizes(after.sizes)}"
   if o is p.Outcome.ONE_CLASS_BUT_N1:
@@ -599,9 +641,9 @@ def _group_words(a: Invariance) -> tuple[str, str]:
   """(the verdict, the detail) of one group without its precision."""
   basis = _BASIS.get(a.basis, a.basis)
   if a.invariant is None and not a.rows:
-    return f"unknown ({a.why})", ""
+    return f"unknown ({_why_words(a)})", ""
   if a.invariant is None:
-    verdict = f"unknown ({a.why}); read so far"
+    verdict = f"unknown ({_why_words(a)}); read so far"
   elif a.invariant:
     verdict = f"batch-invariant ({basis})"
   else:
@@ -614,7 +656,7 @@ def _group_words(a: Invariance) -> tuple[str, str]:
     and a.row(Invariance.ANCHOR) is None
     and a.invariant is not None
   ):
-    why = f": {a.why}" if a.why else ""
+    why = f": {_why_words(a)}" if a.why else ""
     detail += f"; the anchor row was not run{why}"
   return verdict, detail
 
@@ -787,7 +829,7 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
         "experiment": a.experiment,
         "basis": a.basis,
         "invariant": a.invariant,
-        "why": a.why,
+        "why": _why_words(a),
         "sizes": list(a.sizes),
         "model_why": model_why_words(a.model_why),
         "model_sizes": list(a.model_sizes),
@@ -820,7 +862,7 @@ def invariance_json(answers: Sequence[Invariance], pins: Sequence = ()) -> dict:
               "sites": list(k.sites),
               "signature": k.signature,
               "words": kernel_words(k),
-              "why_unknown": k.why_unknown,
+              "why_unknown": unread_words(k),
             }
             for k in ks
           ]

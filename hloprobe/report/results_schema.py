@@ -209,7 +209,11 @@ import re
 from hloprobe.ir import path_part
 from hloprobe.records import ConfigResult
 from hloprobe.report.explain_kernel import kernel_json
-from hloprobe.report.site_words import best_candidate_words, prediction_note
+from hloprobe.report.site_words import (
+  best_candidate_words,
+  prediction_note,
+  site_json,
+)
 from hloprobe.report.verdict_words import (
   config_words,
   judged_words,
@@ -425,7 +429,9 @@ def config_json(r: ConfigResult) -> dict:
     "error": f and f.error,
     "stage": f and f.stage,
     "fate_summary": fate_summary(list(fates)) if fates else None,
-    "dot_sites": [x.record((passes or {}).get(x.site.index)) for x in fates],
+    "dot_sites": [
+      site_json(x, (passes or {}).get(x.site.index)) for x in fates
+    ],
     "passes_explained": passes is not None,
     "passes_error": comp and comp.passes_error,
     "numerics": _numerics_json(run),

@@ -15,6 +15,7 @@ from hloprobe.compile import selection_note
 from hloprobe.ir import is_attention_target
 from hloprobe.numerics import site_model
 from hloprobe.records import ConfigResult
+from hloprobe.report.site_words import collective_words
 from hloprobe.sites import Fate
 
 __all__ = ["SITE_HEADERS", "effective_cell", "num", "site_rows"]
@@ -106,7 +107,7 @@ def site_rows(r: ConfigResult) -> list[list[str]]:
         f.algorithm or "n/a",
         f.fate.value
         + (f" ({merged})" if (merged := f.merge_words()) else "")
-        + (f", then {f.collective}" if f.collective else "")
+        + (f", then {collective_words(f.collective)}" if f.collective else "")
         + (f" ({n.words})" if (n := selection_note(f.selection)) else ""),
         f.emitter or "n/a",
         num(f.split_k, "d"),

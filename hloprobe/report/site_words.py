@@ -18,12 +18,140 @@ from __future__ import annotations
 
 __all__ = [
   "best_candidate_words",
+  "collective_words",
+  "conflict_words",
   "failure_words",
+  "fp8_rewrite_words",
+  "pass_fate_words",
   "finding_words",
   "groups_words",
   "prediction_note",
+  "site_json",
   "site_note_words",
 ]
+
+
+def conflict_words(c) -> str | None:
+  """A site's `PrecisionConflict` (`SiteFate.conflict`) in words, e.g.
+  "optimized precision config highest,highest contradicts StableHLO
+  DEFAULT,DEFAULT"; None for None."""
+  if c is None:
+    return None
+  return (
+    f"optimized precision config {c.optimized} contradicts StableHLO "
+    f"{','.join(c.stablehlo)}"
+  )
+
+
+def collective_words(c) -> str | None:
+  """A site's `Collective` (`SiteFate.collective`) in words, e.g.
+  "all-reduce over 8 devices (all-reduce.3)", its reduction named where
+  it is not an add ("all-reduce (maximum) over 8 devices (...)"); None
+  for None."""
+  if c is None:
+    return None
+  named = c.kind if c.reduction == "add" else f"{c.kind} ({c.reduction})"
+  return f"{named} over {c.devices} devices ({c.name})"
+
+
+def _fp8_gate_words(r, gate) -> str:
+  """One thing that kept the fp8 cuBLASLt rewrite (`Fp8Rewrite` `r`)
+  from firing, or from being known (`Fp8Gate` `gate`)."""
+  g = r.GATE
+  if gate == g.OLD_GPU:
+    return (
+      f"compute capability {r.compute_capability} < 8.9 (FP8 cuBLASLt "
+      "gemms need Ada, Hopper or later)"
+    )
+  if gate == g.BOTH_E5M2:
+    return "both operands f8e5m2 (one must be f8e4m3fn)"
+  if gate == g.OPERAND_TYPES:
+    lhs, rhs = r.operand_types
+    return (
+      f"operand types {lhs} x {rhs} (cuBLASLt FP8 takes f8e4m3fn or f8e5m2)"
+    )
+  if gate == g.OUTPUT_TYPE:
+    return f"output {r.output} (must be {', '.join(r.OUTPUT_TYPES)})"
+  if gate == g.DIMENSIONS:
+    return (
+      "an operand without exactly one contracting and one non-contracting "
+      "dimension"
+    )
+  if gate == g.STRENGTH_REDUCED:
+    return (
+      f"dot strength reduction made it a {r.fate.value} before any gemm "
+      "rewriter ran (no dot left to rewrite)"
+    )
+  if gate == g.TRITON_GEMM:
+    words = (
+      "the Triton gemm took the dot first (triton-gemm-rewriter runs "
+      "before GemmRewriter; --xla_gpu_enable_triton_gemm=false leaves it to "
+      "GemmRewriter)"
+    )
+    if r.compile_only:
+      words += (
+        "; compile-only: a real GPU's autotuner may hand it to cuBLAS, "
+        "whose GemmRewriter can fire it"
+      )
+    return words
+  if gate == g.NOT_FP8_GEMM:
+    return (
+      "GemmRewriter made a non-FP8 gemm; its operands are not "
+      "MatchFp8Param's dequantization (an f8 value converted, optionally "
+      "times or over a broadcast scalar, then only layout ops) or cuBLASLt "
+      "does not support the gemm (GemmIsSupportedByCublasLt): the optimized "
+      "HLO does not tell which"
+    )
+  if gate == g.NO_COMPUTE_CAPABILITY:
+    return "the target's compute capability is unknown"
+  return f"the site is {r.fate.value}"  # OTHER_FATE
+
+
+def fp8_rewrite_words(r) -> str | None:
+  """A site's fp8 cuBLASLt rewrite (`SiteFate.fp8_rewrite`, an
+  `Fp8Rewrite`) in words: "fired (`__cublas$lt$matmul$f8`, scales
+  a=x_scale, b=w_scale; A f8e4m3fn[16,64], B f8e4m3fn[32,64])", "did not
+  fire: <conditions>" or "unknown: <why>"; None for None."""
+  if r is None:
+    return None
+  if r.fired:
+    if not r.call:
+      return f"fired (`{r.TARGET}`)"
+    scales = ", ".join(f"{k}={name}" for k, name in r.scales)
+    ab = ", ".join(
+      f"{k} {dtype}[{','.join(map(str, dims))}]"
+      for k, dtype, dims in r.operands
+    )
+    return f"fired (`{r.TARGET}`, scales {scales or 'none'}; {ab})"
+  why = "; ".join(_fp8_gate_words(r, g) for g in r.gates)
+  return f"{'did not fire' if r.fired is False else 'unknown'}: {why}"
+
+
+def site_json(f, rewritten_by=None) -> dict:
+  """One dot site (`SiteFate`) as results.json's "dot_sites" entry: its
+  `record`, with the fields made of words ("conflict", "collective",
+  "fp8_rewrite", "rewritten_by"'s "fate_after") worded here, in their
+  place."""
+  out = f.record(rewritten_by)
+  out["conflict"] = conflict_words(f.conflict)
+  out["collective"] = collective_words(f.collective)
+  out["fp8_rewrite"] = fp8_rewrite_words(f.fp8_rewrite)
+  if rewritten_by is not None:
+    out["rewritten_by"]["fate_after"] = pass_fate_words(rewritten_by)
+  return out
+
+
+def pass_fate_words(p) -> str:
+  """What a site was right after the pass that rewrote it (a
+  `PassAttribution`): its fate, a dot's emitter, "(merged)", its split-K,
+  e.g. "dot in __ynn_fusion", "dot split-K 4", "dot (merged)"."""
+  words = p.fate.value
+  if p.emitter is not None:
+    words = f"{words} in {p.emitter}"
+  if p.merged:
+    words = f"{words} (merged)"
+  return f"{words} split-K {p.split_k}" if p.split_k else words
+
 
 # The preset a site the emulator does not model is predicted as.
 _F32 = "F32_F32_F32"
@@ -124,9 +252,9 @@ def _one_site_words(n) -> str:
       "about a GPU"
     )
   if kind == "CONFLICT":
-    return f"site {i}: {n.detail}"
+    return f"site {i}: {conflict_words(n.detail)}"
   if kind == "FP8_REWRITE":
-    return f"site {i}: fp8 cuBLASLt rewrite {n.detail}"
+    return f"site {i}: fp8 cuBLASLt rewrite {fp8_rewrite_words(n.detail)}"
   raise ValueError(f"no words for a site note of kind {kind!r}")
 
 

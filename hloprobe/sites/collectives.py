@@ -30,6 +30,7 @@ import math
 import re
 
 from hloprobe.ir import HloInstruction, HloModule
+from hloprobe.sites.site_fate import Collective
 
 __all__ = ["collective_after"]
 
@@ -107,8 +108,8 @@ def _reduction(module: HloModule, inst: HloInstruction) -> str:
 
 def collective_after(
   module: HloModule, outermost: HloInstruction
-) -> str | None:
-  """The collective that adds a site's partial results, in words.
+) -> Collective | None:
+  """The collective that adds a site's partial results (a `Collective`).
 
   Args:
     module: the optimized module.
@@ -116,11 +117,10 @@ def collective_after(
       or the instruction itself).
 
   Returns:
-    E.g. "all-reduce over 8 devices (all-reduce.3)", "reduce-scatter over
-    8 devices (reduce-scatter.3)", with the reduction named where it is
-    not an add ("all-reduce (maximum) over 8 devices (...)"); None when
-    no such collective consumes the result within `_MAX_HOPS`
-    instructions (an unsharded program has none).
+    Its kind, reduction, devices per group and name, e.g. ("all-reduce",
+    "add", 8, "all-reduce.3") (report words it "all-reduce over 8 devices
+    (all-reduce.3)"); None when no such collective consumes the result
+    within `_MAX_HOPS` instructions (an unsharded program has none).
   """
   for comp in module.computations.values():
     if any(i is outermost for i in comp.instructions):
@@ -143,8 +143,7 @@ def collective_after(
           size = group_size(
             op.attrs.get("replica_groups"), module.partition_count
           )
-          named = kind if how == "add" else f"{kind} ({how})"
-          return f"{named} over {size} devices ({op.name})"
+          return Collective(kind, how, size, op.name)
         if user.opcode in _PASS_THROUGH:
           nxt.append(user)
     frontier = nxt

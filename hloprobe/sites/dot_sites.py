@@ -76,8 +76,10 @@ from hloprobe.sites.operand_ancestry import (
   kernel_emitter,
 )
 from hloprobe.sites.site_fate import (
+  Collective,
   Fate,
   MappedSite,
+  PrecisionConflict,
   emitter_name,
 )
 
@@ -161,7 +163,7 @@ def _mapped(site, match, sites, matches, module: HloModule) -> MappedSite:
   )
 
 
-def _collective(module: HloModule, carrier: Carrier) -> str | None:
+def _collective(module: HloModule, carrier: Carrier) -> Collective | None:
   """The collective adding the site's partial sums in an SPMD-partitioned
   module (`collectives.collective_after`); None in a one-device module."""
   if module.partition_count <= 1:
@@ -181,15 +183,12 @@ def _merged_with(site, match, sites, matches) -> tuple[int, ...] | None:
   )
 
 
-def _conflict(site: StableHloDot, carrier: Carrier) -> str | None:
-  """The optimized operand_precision where it is not the site's, in words."""
+def _conflict(site: StableHloDot, carrier: Carrier) -> PrecisionConflict | None:
+  """The optimized operand_precision where it is not the site's."""
   precision = identify.hlo_precision(carrier.instruction)[0]
   if precision is None or precision == identify.site_precision(site):
     return None
-  return (
-    f"optimized precision config {precision} contradicts StableHLO "
-    f"{','.join(site.precision)}"
-  )
+  return PrecisionConflict(precision, tuple(site.precision))
 
 
 def _unknown_calls(module: HloModule) -> bool:

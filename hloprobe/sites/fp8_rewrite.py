@@ -47,9 +47,10 @@ target has no autotuning. Dot strength reduction (n = 1) leaves no dot to
 rewrite.
 
 `rewrite_note` says, for a site whose two operands come from f8 values
-(`fp8_operands`: GemmRewriter's own walk), "fired (...)" with the
-call and its scales, "did not fire: <the condition that failed>", or
-"unknown: <why>". What the fp8 gemm computes (`FP8_ALGORITHM`): products of
+(`fp8_operands`: GemmRewriter's own walk), whether it fired, with the
+call and its scales, or the conditions that failed, or why it is unknown
+(an `Fp8Rewrite` record; report words it: "fired (...)", "did not fire:
+<the condition that failed>", "unknown: <why>"). What the fp8 gemm computes (`FP8_ALGORITHM`): products of
 the f8 values (exact), summed in f32, times a_scale * b_scale (cuBLASLt's
 `CUBLASLT_MATMUL_DESC_A_SCALE_POINTER` / `B_SCALE_POINTER`;
 `hloprobe.execute` computes the call so), or, where cuBLASLt's fast
@@ -62,6 +63,10 @@ Private in intent: use the package, `hloprobe.sites`.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+from typing import ClassVar
+
 from hloprobe.compile import Target
 from hloprobe.ir import HloInstruction, HloModule, StableHloDot
 from hloprobe.sites.fp8_operands import f8_operand_types
@@ -72,6 +77,8 @@ __all__ = [
   "FP8_ALGORITHM",
   "FP8_FAST_ACCUM_ALGORITHM",
   "FP8_GEMM",
+  "Fp8Gate",
+  "Fp8Rewrite",
   "fp8_algorithm",
   "fp8_carrier_ancestry",
   "rewrite_note",
@@ -86,6 +93,83 @@ FP8_FAST_ACCUM_ALGORITHM = "ANY_F8_ANY_F8_F32_FAST_ACCUM"
 _MIN_CC = (8, 9)
 _F8_TYPES = ("f8e4m3fn", "f8e5m2")
 _OUTPUT_TYPES = ("bf16", "f16", "f32", "f8e4m3fn", "f8e5m2")
+
+
+class Fp8Gate(enum.Enum):
+  """What kept the fp8 cuBLASLt rewrite from firing at a site, or from
+  being known (`Fp8Rewrite.gates`).
+
+  `CreateF8CustomCall`'s conditions the site fails (module docstring):
+    OLD_GPU: compute capability below 8.9 (`Fp8Rewrite.compute_capability`).
+    BOTH_E5M2: both operands f8e5m2.
+    OPERAND_TYPES: an operand type cuBLASLt FP8 does not take
+      (`Fp8Rewrite.operand_types`).
+    OUTPUT_TYPE: an output type it does not give (`Fp8Rewrite.output`;
+      `Fp8Rewrite.OUTPUT_TYPES` are those it gives).
+    DIMENSIONS: an operand without exactly one contracting and one
+      non-contracting dimension.
+  Where the rule allows the site, its fate (`Fp8Rewrite.fate`):
+    STRENGTH_REDUCED: dot strength reduction made it a multiply(+reduce)
+      before any gemm rewriter ran.
+    TRITON_GEMM: the Triton gemm took the dot first
+      (`Fp8Rewrite.compile_only`: no autotuner to give it back).
+    NOT_FP8_GEMM: GemmRewriter made a non-FP8 cuBLAS gemm.
+  Unknown (`Fp8Rewrite.fired` None):
+    NO_COMPUTE_CAPABILITY: the target's compute capability is unknown.
+    OTHER_FATE: the site's fate is none of the above.
+  """
+
+  OLD_GPU = "old gpu"
+  BOTH_E5M2 = "both e5m2"
+  OPERAND_TYPES = "operand types"
+  OUTPUT_TYPE = "output type"
+  DIMENSIONS = "dimensions"
+  STRENGTH_REDUCED = "strength reduced"
+  TRITON_GEMM = "Triton gemm"
+  NOT_FP8_GEMM = "not fp8 gemm"
+  NO_COMPUTE_CAPABILITY = "no compute capability"
+  OTHER_FATE = "other fate"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Fp8Rewrite:
+  """The fp8 cuBLASLt rewrite's outcome at a site (`rewrite_note`,
+  `SiteFate.fp8_rewrite`); report words it.
+
+  Attributes:
+    fired: True (the site is the `FP8_GEMM` call), False (it did not
+      fire: `gates`), None (unknown: `gates`).
+    call: fired: whether the call instruction was found among the
+      site's carriers (`scales` and `operands` read from it).
+    scales: fired: each scale operand as (a, b or d, its parameter's
+      name or a constant's value), in order.
+    operands: fired: A and B as the call takes them (padded, transposed):
+      ("A" or "B", dtype, dims).
+    gates: not fired or unknown: what kept it, in `CreateF8CustomCall`'s
+      order (`Fp8Gate`).
+    compute_capability: OLD_GPU: the target's, e.g. "8.0".
+    operand_types: OPERAND_TYPES: the site's f8 operand types (lhs, rhs).
+    output: OUTPUT_TYPE: the site's result dtype.
+    fate: STRENGTH_REDUCED, OTHER_FATE: the site's fate.
+    compile_only: TRITON_GEMM: whether the target is compile-only.
+  """
+
+  fired: bool | None
+  call: bool = False
+  scales: tuple[tuple[str, str], ...] = ()
+  operands: tuple[tuple[str, str, tuple[int, ...]], ...] = ()
+  gates: tuple[Fp8Gate, ...] = ()
+  compute_capability: str | None = None
+  operand_types: tuple[str, str] | None = None
+  output: str | None = None
+  fate: Fate | None = None
+  compile_only: bool = False
+
+  # For readers of the record: the FP8 call's target, the output types
+  # cuBLASLt FP8 gives, the gates.
+  TARGET: ClassVar[str] = FP8_GEMM
+  OUTPUT_TYPES: ClassVar[tuple[str, ...]] = _OUTPUT_TYPES
+  GATE: ClassVar[type[Fp8Gate]] = Fp8Gate
 
 
 def fp8_carrier_ancestry(target: str | None, ancestry, shapes) -> tuple:
@@ -124,24 +208,21 @@ def _cc(text: str) -> tuple[int, int] | None:
   return int(major), int(minor)
 
 
-def _rule_failures(site: StableHloDot, lhs: str, rhs: str, cc: str):
-  """`CreateF8CustomCall`'s conditions the site fails, in its order."""
-  failed = []
+def _rule_failures(site: StableHloDot, lhs: str, rhs: str, cc: str) -> dict:
+  """`CreateF8CustomCall`'s conditions the site fails, in its order: the
+  `Fp8Rewrite` fields of the failed gates ({} where none failed)."""
+  gates, found = [], {}
   if _cc(cc) < _MIN_CC:
-    failed.append(
-      f"compute capability {cc} < 8.9 (FP8 cuBLASLt gemms need Ada, "
-      "Hopper or later)"
-    )
+    gates.append(Fp8Gate.OLD_GPU)
+    found["compute_capability"] = cc
   if lhs == rhs == "f8e5m2":
-    failed.append("both operands f8e5m2 (one must be f8e4m3fn)")
+    gates.append(Fp8Gate.BOTH_E5M2)
   elif lhs not in _F8_TYPES or rhs not in _F8_TYPES:
-    failed.append(
-      f"operand types {lhs} x {rhs} (cuBLASLt FP8 takes f8e4m3fn or f8e5m2)"
-    )
+    gates.append(Fp8Gate.OPERAND_TYPES)
+    found["operand_types"] = (lhs, rhs)
   if site.result.dtype not in _OUTPUT_TYPES:
-    failed.append(
-      f"output {site.result.dtype} (must be {', '.join(_OUTPUT_TYPES)})"
-    )
+    gates.append(Fp8Gate.OUTPUT_TYPE)
+    found["output"] = site.result.dtype
   batch = len(site.lhs_batch)
   if (
     len(site.lhs_contracting) != 1
@@ -149,15 +230,12 @@ def _rule_failures(site: StableHloDot, lhs: str, rhs: str, cc: str):
     or len(site.lhs.dims) != batch + 2
     or len(site.rhs.dims) != batch + 2
   ):
-    failed.append(
-      "an operand without exactly one contracting and one non-contracting "
-      "dimension"
-    )
-  return failed
+    gates.append(Fp8Gate.DIMENSIONS)
+  return {"gates": tuple(gates), **found} if gates else {}
 
 
-def _scale_words(inst: HloInstruction) -> str:
-  """A scale operand in words: its parameter's name, a constant's value."""
+def _scale_name(inst: HloInstruction) -> str:
+  """A scale operand by its parameter's name, a constant's value."""
   if inst.opcode == "parameter":
     name = inst.metadata.get("op_name")
     return name or f"parameter {inst.parameter_number}"
@@ -166,13 +244,12 @@ def _scale_words(inst: HloInstruction) -> str:
   return inst.name
 
 
-def _fired_words(module: HloModule, call: HloInstruction | None) -> str:
-  """E.g. "fired (`__cublas$lt$matmul$f8`, scales a=x_scale, b=w_scale;
-  A f8e4m3fn[16,64], B f8e4m3fn[32,64])": the scale operands by their
-  parameter's name (a constant by its value: 1 where there was no scale),
-  A and B as the call takes them (padded, transposed)."""
+def _fired(module: HloModule, call: HloInstruction | None) -> Fp8Rewrite:
+  """A fired rewrite: the scale operands by their parameter's name (a
+  constant by its value: 1 where there was no scale), A and B as the call
+  takes them (padded, transposed)."""
   if call is None:
-    return f"fired (`{FP8_GEMM}`)"
+    return Fp8Rewrite(True)
   by_name = {i.name: i for _, i in module.all_instructions()}
   operands = [by_name.get(o) for o in call.operands]
   scalars = [
@@ -181,13 +258,13 @@ def _fired_words(module: HloModule, call: HloInstruction | None) -> str:
     if o is not None and not o.shape.is_tuple and not o.shape.dims
   ]
   names = ("a", "b", "d")
-  scales = ", ".join(f"{k}={_scale_words(o)}" for k, o in zip(names, scalars))
-  ab = [
-    f"{k} {o.shape.dtype}[{','.join(map(str, o.shape.dims))}]"
+  scales = tuple((k, _scale_name(o)) for k, o in zip(names, scalars))
+  ab = tuple(
+    (k, o.shape.dtype, tuple(o.shape.dims))
     for k, o in zip(("A", "B"), operands[:2])
     if o is not None and not o.shape.is_tuple
-  ]
-  return f"fired (`{FP8_GEMM}`, scales {scales or 'none'}; {', '.join(ab)})"
+  )
+  return Fp8Rewrite(True, call=True, scales=scales, operands=ab)
 
 
 def _call(module: HloModule, f: MappedSite) -> HloInstruction | None:
@@ -200,34 +277,17 @@ def _call(module: HloModule, f: MappedSite) -> HloInstruction | None:
   )
 
 
-def _fate_words(f: MappedSite, compile_only: bool) -> str:
+def _by_fate(f: MappedSite, compile_only: bool) -> Fp8Rewrite:
   """Why a site the rule allows was not rewritten, from its fate."""
   if f.fate in (Fate.MULTIPLY_REDUCE, Fate.MULTIPLY):
-    return (
-      f"did not fire: dot strength reduction made it a {f.fate.value} "
-      "before any gemm rewriter ran (no dot left to rewrite)"
-    )
+    return Fp8Rewrite(False, gates=(Fp8Gate.STRENGTH_REDUCED,), fate=f.fate)
   if f.fate == Fate.TRITON_GEMM:
-    words = (
-      "did not fire: the Triton gemm took the dot first "
-      "(triton-gemm-rewriter runs before GemmRewriter; "
-      "--xla_gpu_enable_triton_gemm=false leaves it to GemmRewriter)"
+    return Fp8Rewrite(
+      False, gates=(Fp8Gate.TRITON_GEMM,), compile_only=compile_only
     )
-    if compile_only:
-      words += (
-        "; compile-only: a real GPU's autotuner may hand it to cuBLAS, "
-        "whose GemmRewriter can fire it"
-      )
-    return words
   if f.fate in (Fate.CUBLAS, Fate.CUBLASLT):
-    return (
-      "did not fire: GemmRewriter made a non-FP8 gemm; its operands are "
-      "not MatchFp8Param's dequantization (an f8 value converted, "
-      "optionally times or over a broadcast scalar, then only layout ops) "
-      "or cuBLASLt does not support the gemm (GemmIsSupportedByCublasLt): "
-      "the optimized HLO does not tell which"
-    )
-  return f"unknown: the site is {f.fate.value}"
+    return Fp8Rewrite(False, gates=(Fp8Gate.NOT_FP8_GEMM,))
+  return Fp8Rewrite(None, gates=(Fp8Gate.OTHER_FATE,), fate=f.fate)
 
 
 def rewrite_note(
@@ -235,7 +295,7 @@ def rewrite_note(
   module: HloModule,
   target: Target,
   compute_capability: str | None,
-) -> str | None:
+) -> Fp8Rewrite | None:
   """The fp8 cuBLASLt rewrite's outcome at a site (module docstring).
 
   Args:
@@ -247,9 +307,9 @@ def rewrite_note(
   Returns:
     None for a site whose operands do not both come from f8 values
     (`fp8_operands.f8_operand_types`: GemmRewriter's own walk) or a target
-    that is not a CUDA GPU;
-    else "fired (`__cublas$lt$matmul$f8`, scales a=..., b=...; A ..., B
-    ...)", "did not fire: <conditions>" or "unknown: <why>".
+    that is not a CUDA GPU; else an `Fp8Rewrite`: fired (the call and
+    its scales), not fired (the conditions that failed, or the fate) or
+    unknown (why).
   """
   site = f.site
   if target.platform != "cuda" or site.is_convolution:
@@ -258,13 +318,13 @@ def rewrite_note(
   if lhs is None or rhs is None:
     return None
   if f.custom_call_target == FP8_GEMM:
-    return _fired_words(module, _call(module, f))
+    return _fired(module, _call(module, f))
   if compute_capability is None or _cc(compute_capability) is None:
-    return "unknown: the target's compute capability is unknown"
+    return Fp8Rewrite(None, gates=(Fp8Gate.NO_COMPUTE_CAPABILITY,))
   failed = _rule_failures(site, lhs, rhs, compute_capability)
   if failed:
-    return f"did not fire: {'; '.join(failed)}"
-  return _fate_words(f, target.compile_only)
+    return Fp8Rewrite(False, **failed)
+  return _by_fate(f, target.compile_only)
 
 
 def _fast_accum(config: dict | None) -> bool | None:

@@ -55,13 +55,22 @@ class PassAttribution:
     site: dot site index.
     pass_name: XLA pass name as dumped, e.g. "dot-strength-reduction".
     pipeline: the pass pipeline, e.g. "simplification".
-    fate: what the site was right after that pass, e.g. "multiply+reduce".
+    fate: what the site was right after that pass, e.g. MULTIPLY_REDUCE.
+    emitter: a dot's or convolution's emitter where not "top level" (e.g.
+      "__ynn_fusion"), else None.
+    merged: whether dot-merger had merged it with other sites.
+    split_k: its split-K factor, or None where not split.
+    Report words the four (`report.site_words.site_json`'s "fate_after":
+    "dot in __ynn_fusion", "dot split-K 4", "Triton gemm", "dot (merged)").
   """
 
   site: int
   pass_name: str
   pipeline: str
-  fate: str
+  fate: Fate
+  emitter: str | None = None
+  merged: bool = False
+  split_k: int | None = None
 
 
 def _is_plain(fate: MappedSite) -> bool:
@@ -83,15 +92,20 @@ def _is_plain(fate: MappedSite) -> bool:
   )
 
 
-def _describe(fate: MappedSite) -> str:
-  """E.g. "dot in __ynn_fusion", "dot split-K 4", "Triton gemm", "dot
-  (merged)"."""
-  words = fate.fate.value
+def _attribution(fate: MappedSite, pass_name: str, pipeline: str):
+  """What the site was right after pass `pass_name` (`PassAttribution`)."""
+  emitter = None
   if fate.fate in (Fate.DOT, Fate.CONV) and fate.emitter != "top level":
-    words = f"{words} in {fate.emitter}"
-  if fate.merged_with is not None:
-    words = f"{words} (merged)"
-  return f"{words} split-K {fate.split_k}" if fate.split_k else words
+    emitter = fate.emitter
+  return PassAttribution(
+    fate.site.index,
+    pass_name,
+    pipeline,
+    fate.fate,
+    emitter,
+    fate.merged_with is not None,
+    fate.split_k or None,
+  )
 
 
 def _pass_dumps(dumps: Sequence[tuple[str, str]]) -> list[tuple[re.Match, str]]:
@@ -151,9 +165,7 @@ def attribute_passes(
     for fate in dot_sites.map_dot_sites(sites, module):
       i = fate.site.index
       if i not in found and not _is_plain(fate):
-        found[i] = PassAttribution(
-          i, m.group("pass"), m.group("pipeline"), _describe(fate)
-        )
+        found[i] = _attribution(fate, m.group("pass"), m.group("pipeline"))
   return found
 
 

@@ -20,8 +20,10 @@ from hloprobe.ir import StableHloDot
 
 __all__ = [
   "EMITTER_KEYS",
+  "Collective",
   "Fate",
   "MappedSite",
+  "PrecisionConflict",
   "SiteFate",
   "emitter_name",
   "fate_summary",
@@ -50,6 +52,45 @@ class Fate(str, enum.Enum):
   GONE = "gone"
   UNKNOWN = "unknown"
   AMBIGUOUS = "ambiguous"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PrecisionConflict:
+  """The optimized HLO's operand precision where it contradicts the
+  site's StableHLO one (`MappedSite.conflict`); report words it
+  ("optimized precision config highest,highest contradicts StableHLO
+  DEFAULT,DEFAULT").
+
+  Attributes:
+    optimized: the optimized dot's operand_precision, e.g.
+      "highest,highest".
+    stablehlo: the site's StableHLO precision per operand, e.g.
+      ("DEFAULT", "DEFAULT").
+  """
+
+  optimized: str
+  stablehlo: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Collective:
+  """The collective that adds a site's per-device partial sums in an
+  SPMD-partitioned module (`MappedSite.collective`,
+  `collectives.collective_after`); report words it ("all-reduce over 8
+  devices (all-reduce.3)", "all-reduce (maximum) over 8 devices (...)").
+
+  Attributes:
+    kind: "all-reduce" or "reduce-scatter".
+    reduction: the opcode of its `to_apply` root, e.g. "add", "maximum";
+      "unknown" where that computation is not in the module.
+    devices: how many devices one of its replica groups has.
+    name: the collective instruction's name, e.g. "all-reduce.3".
+  """
+
+  kind: str
+  reduction: str
+  devices: int
+  name: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -84,16 +125,15 @@ class MappedSite:
     candidates: for an ambiguous site, the paths of the tied carriers; for
       an unknown one not split back from a merged dot, that dot's paths.
     conflict: where the optimized HLO contradicts the StableHLO about the
-      site, e.g. "optimized precision config highest,highest, StableHLO
-      DEFAULT,DEFAULT"; else None.
+      site's operand precision, a `PrecisionConflict`; else None.
     merged_with: for a site computed by a dot XLA's dot-merger made of
       several, the indices of the other sites that dot computes (() when
       no other site was found in it); None when not merged.
     unknown_reason: why the mapping left an unknown site unknown, where it
       knows (a merged dot not split back to the site), in words; else None.
     collective: in an SPMD-partitioned module, the collective that adds the
-      site's per-device partial sums, e.g. "all-reduce over 8 devices
-      (all-reduce.3)" (`collectives.collective_after`); None otherwise.
+      site's per-device partial sums, a `Collective`
+      (`collectives.collective_after`); None otherwise.
   """
 
   site: StableHloDot
@@ -108,10 +148,10 @@ class MappedSite:
   gemm_config: dict | None
   mapping: str | None = None
   candidates: tuple[tuple[str, ...], ...] = ()
-  conflict: str | None = None
+  conflict: PrecisionConflict | None = None
   merged_with: tuple[int, ...] | None = None
   unknown_reason: str | None = None
-  collective: str | None = None
+  collective: Collective | None = None
 
   @property
   def emitter(self) -> str | None:
@@ -144,8 +184,8 @@ class SiteFate(MappedSite):
     selection: who chose the fate: XLA's heuristic on compile-only targets
       (no autotuning), autotuning on an attached GPU; None on CPU.
     fp8_rewrite: for a GPU site with fp8 operands, whether XLA's fp8
-      cuBLASLt rewrite made it `__cublas$lt$matmul$f8`: "fired (...)",
-      "did not fire: <condition>" or "unknown: <why>"
+      cuBLASLt rewrite made it `__cublas$lt$matmul$f8`: fired, did not
+      fire (the conditions) or unknown (why), an `fp8_rewrite.Fp8Rewrite`
       (`fp8_rewrite.rewrite_note`); None for other sites.
     ptx_kernel: the PTX kernel (`.entry` name) the site's arithmetic was
       read from (`effective`'s PTX reading, `ir.PtxKernel`), e.g.
@@ -165,7 +205,7 @@ class SiteFate(MappedSite):
   algorithm_source: str | None
   algorithm_evidence: str | None
   selection: str | None
-  fp8_rewrite: str | None = None
+  fp8_rewrite: object = None  # an `fp8_rewrite.Fp8Rewrite` (it imports this)
   ptx_kernel: str | None = None
   mma_opcodes: tuple[str, ...] = ()
   ptx_tf32_rounding: str | None = None
@@ -198,7 +238,7 @@ class SiteFate(MappedSite):
     algorithm_source: str | None,
     algorithm_evidence: str | None,
     selection: str | None,
-    fp8_rewrite: str | None = None,
+    fp8_rewrite: object = None,
     ptx_kernel: str | None = None,
     mma_opcodes: tuple[str, ...] = (),
     ptx_tf32_rounding: str | None = None,
@@ -219,7 +259,12 @@ class SiteFate(MappedSite):
     )
 
   def record(self, rewritten_by=None) -> dict:
-    """One dot site and its fate as a JSON-ready dict (results.json's schema).
+    """One dot site and its fate as a JSON-ready dict (results.json's
+    schema), its fields in the schema's order, but for the four made of
+    words, "conflict", "collective", "fp8_rewrite" and "rewritten_by"'s
+    "fate_after": None here, their place kept; report fills them from the
+    records of those names
+    (`report.site_words.site_json`, issue 36: words only at the edge).
 
     Args:
       rewritten_by: the `passes.PassAttribution` of the site, or None.
@@ -254,16 +299,16 @@ class SiteFate(MappedSite):
       "selection": f.selection,
       "mapping": f.mapping,
       "candidates": [list(c) for c in f.candidates],
-      "conflict": f.conflict,
+      "conflict": None,  # words: report (`report.site_words.site_json`)
       "merged_with": None if f.merged_with is None else list(f.merged_with),
-      "collective": f.collective,
-      "fp8_rewrite": f.fp8_rewrite,
+      "collective": None,  # likewise
+      "fp8_rewrite": None,  # likewise
       "rewritten_by": None
       if rewritten_by is None
       else {
         "pass": rewritten_by.pass_name,
         "pipeline": rewritten_by.pipeline,
-        "fate_after": rewritten_by.fate,
+        "fate_after": None,  # likewise
       },
     }
 

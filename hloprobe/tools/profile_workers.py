@@ -2,7 +2,7 @@
 main one and each worker (issue 37: where a real-size explain's time goes;
 the stage seconds, `sweep --timings`, say which stage, not which code).
 
-  python -m hloprobe.tools.profile_workers OUT_DIR [--top=N] -- ARGS...
+  python -m hloprobe.tools.profile_workers OUT_DIR [--top=N] [--cpu] -- ARGS...
 
 runs `python -m hloprobe ARGS...` under cProfile, writes `main.prof` and
 one `<pid>.prof` per worker into OUT_DIR (a new or empty folder), then
@@ -17,6 +17,12 @@ OUT_DIR/site, put first on PYTHONPATH; in a process started as `python
 `runtime.serve._reply`. Nothing in hloprobe changes; the measuring slows
 Python-heavy code (tracing, the numpy executor's bookkeeping) by about
 10-30%, not the time spent in XLA or numpy kernels.
+
+--cpu: the workers' profiles count CPU seconds of the whole process (all
+its threads: XLA's compile threads, BLAS's), `time.process_time`, not
+wall seconds. On a shared, loaded machine wall seconds stretch with the
+load, and most where threads wait on each other (a two-thread float64
+gemm); CPU seconds say what the work costs. The main process stays wall.
 """
 
 from __future__ import annotations
@@ -31,12 +37,14 @@ import sys
 __all__ = ["main", "top_lines"]
 
 _ENV = "HLOPROBE_PROFILE_DIR"
+_CPU_ENV = "HLOPROBE_PROFILE_CPU"
 _SITE = f"""# Written by hloprobe.tools.profile_workers; profiles worker processes.
 import os, sys
 _d = os.environ.get({_ENV!r})
 if _d and sys.argv and sys.argv[0] == "-c":
-  import cProfile
-  _p = cProfile.Profile()
+  import cProfile, time
+  _p = (cProfile.Profile(time.process_time)
+        if os.environ.get({_CPU_ENV!r}) else cProfile.Profile())
   try:
     import hloprobe.runtime.serve as _m
     _orig = _m._reply
@@ -80,14 +88,19 @@ def main(argv: list[str]) -> None:
   """Runs `hloprobe ARGS` profiled (module docstring); bad arguments exit
   with one line."""
   if "--" not in argv or argv.index("--") < 1:
-    sys.exit("profile_workers: usage: OUT_DIR [--top=N] -- HLOPROBE_ARGS...")
+    sys.exit(
+      "profile_workers: usage: OUT_DIR [--top=N] [--cpu] -- HLOPROBE_ARGS..."
+    )
   split = argv.index("--")
   mine, args = argv[:split], argv[split + 1 :]
-  out, top = mine[0], 30
+  out, top, cpu = mine[0], 30, False
   for a in mine[1:]:
-    if not a.startswith("--top=") or not a[6:].isdigit():
+    if a == "--cpu":
+      cpu = True
+    elif a.startswith("--top=") and a[6:].isdigit():
+      top = int(a[6:])
+    else:
       sys.exit(f"profile_workers: unknown argument {a!r}")
-    top = int(a[6:])
   if os.path.exists(out) and os.listdir(out):
     sys.exit(f"profile_workers: {out} is not empty")
   site = os.path.join(out, "site")
@@ -98,6 +111,7 @@ def main(argv: list[str]) -> None:
   env = dict(
     os.environ,
     **{_ENV: os.path.abspath(out)},
+    **({_CPU_ENV: "1"} if cpu else {}),
     PYTHONPATH=os.path.abspath(site) + (os.pathsep + path if path else ""),
   )
   main_prof = os.path.join(out, "main.prof")

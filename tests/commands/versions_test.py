@@ -37,6 +37,7 @@ from hloprobe.versions import (
   pythons,
   venvs,
 )
+from hloprobe.versions import run as version_run
 from hloprobe.versions.run import VersionRun
 
 OLD = "0.4.38"
@@ -94,6 +95,30 @@ def cache_dir(served, tmp_path_factory):
   )
 
 
+@pytest.fixture(scope="module")
+def running_release_once():
+  """The running release's sweep (`run.run_version` in its own worker
+  process) made once per request for the module's tests that ask for it:
+  test_two_versions_differ_and_venvs_are_reused and
+  test_a_release_without_wheels_is_not_installed_and_never_a_change
+  sweep the same config under it (a second run would compute the same
+  records again, two more jax imports). Other venvs' runs are left as
+  they are."""
+  real, kept = version_run.run_version, {}
+  mine = venvs.running_venv().python
+
+  def once(venv, request, requirements=(), *args, **kwargs):
+    if venv.python != mine:
+      return real(venv, request, requirements, *args, **kwargs)
+    key = (json.dumps(request, sort_keys=True), tuple(requirements))
+    if key not in kept:
+      kept[key] = real(venv, request, requirements, *args, **kwargs)
+    return kept[key]
+
+  with mock.patch.object(version_run, "run_version", once):
+    yield
+
+
 def _hlo_dot_count(python: str, n: int, tmp_path) -> int:
   """Dots in the optimized CPU HLO of seed_mlp at batch n, counted in the
   text that jax itself prints (no hloprobe parsing)."""
@@ -137,7 +162,9 @@ def _site_fates(doc: dict, jaxlib: str, n: int) -> list[str]:
 
 
 @pytest.mark.compiles
-def test_two_versions_differ_and_venvs_are_reused(cache_dir, tmp_path):
+def test_two_versions_differ_and_venvs_are_reused(
+  cache_dir, tmp_path, running_release_once
+):
   new = compat.installed_jaxlib()
   venv_dir = os.path.join(cache_dir, "venvs")  # --cache_dir's venvs/
   cached = venvs.find_venv(OLD, venv_dir, cuda=False) is not None
@@ -378,7 +405,7 @@ def test_a_bogus_python_leaves_every_release_not_installed(tmp_path):
 
 @pytest.mark.compiles
 def test_a_release_without_wheels_is_not_installed_and_never_a_change(
-  served, tmp_path
+  served, tmp_path, running_release_once
 ):
   """0.4.1 has no wheel for this Python (the package index says so; the
   test is skipped when it cannot be reached): its cells say "not

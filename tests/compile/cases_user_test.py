@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -21,7 +20,6 @@ from testutil import run_hloprobe, run_hloprobe_here
 
 from hloprobe import engine
 from hloprobe.compile import cases
-from hloprobe.engine import plan as engine_plan
 from hloprobe.errors import CaseError
 from hloprobe.report import requirement_lines
 from hloprobe.report.verdict_words import leaf_verdicts
@@ -85,36 +83,14 @@ def setUpModule():
   sys.path.insert(0, _DIR)
 
 
-class _KeptLoader(WorkerPool):
-  """A loader pool the plan cannot close: LoadTest's bad inputs share its
-  one worker (one Python and jax import, not seven). A loader the plan
-  closes after a failure starts nothing more; kept, its worker loads the
-  next case by its own words (each a new source, none memoized)."""
-
-  def close(self, kill: bool = False) -> None:
-    del kill
-
-  def end(self) -> None:
-    WorkerPool.close(self, kill=True)
-
-
-_LOADER: list[_KeptLoader] = []
-
-
-@contextlib.contextmanager
-def _shared_case_loader():
-  """`engine.plan.case_loader`, giving every plan the one `_KeptLoader`."""
-  if not _LOADER:
-    _LOADER.append(_KeptLoader())
-  yield _LOADER[0]
-
-
-def tearDownModule():  # pytest calls it (not unittest's module cleanups)
-  for loader in _LOADER:
-    loader.end()
-
-
 class LoadTest(parameterized.TestCase):
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    # The bad inputs share one kept loader's worker (one Python and jax
+    # import, not seven).
+    cls.loader = cls.enterClassContext(testutil.shared_case_loader())
+
   def test_file_and_module_give_the_same_case(self):
     by_file = cases.get_case(f"{_FILE}:make")
     by_module = cases.get_case("userpkg.mycase:make")
@@ -166,9 +142,6 @@ class LoadTest(parameterized.TestCase):
     spec = engine.SweepSpec(
       tuple(names.split(",")), (1,), ("float32",), ("cpu",)
     )
-    self.enter_context(
-      mock.patch.object(engine_plan, "case_loader", _shared_case_loader)
-    )
     with WorkerPool() as pool:
       with self.assertRaisesRegex(CaseError, message) as cm:
         # Names fail as the plan is made; a case's inputs as the sweep
@@ -176,7 +149,7 @@ class LoadTest(parameterized.TestCase):
         engine.run_sweep(engine.plan_sweep(spec), pool=pool)
     self.assertNotIn("\n", str(cm.exception))
     self.assertEqual(pool.started, 0)  # no compile worker started for it
-    self.assertEqual(_LOADER[0].started, 1)  # one loader for all of them
+    self.assertEqual(self.loader.started, 1)  # one loader for all of them
 
   def test_the_same_name_twice_is_swept_once(self):
     # One rule for repeats (README, Reliability): the same word twice is
@@ -277,8 +250,9 @@ class CommandLineTest(absltest.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     # The in-process commands share warm workers (started with this
-    # module's folder on sys.path, setUpModule).
+    # module's folder on sys.path, setUpModule), and one case loader.
     cls.enterClassContext(testutil.shared_workers())
+    cls.enterClassContext(testutil.shared_case_loader())
 
   def test_sweep_on_cpu_and_a100(self):
     configs = _sweep_json(

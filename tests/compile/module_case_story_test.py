@@ -16,6 +16,7 @@ result on the CPU; malformed files give one line and exit 2.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
@@ -82,6 +83,9 @@ _DOT_LINES = (10, 11)
 _TARGETS = ("cpu", "a100")
 _PRECISIONS = ("bfloat16", "float32")
 _POOL = testutil.SweepPool()
+# One loader worker for the program's case file (SameStoryTest's story and
+# MixedSweepTest's sweep each load it).
+_LOADER = contextlib.ExitStack()
 
 
 def setUpModule():
@@ -103,10 +107,12 @@ def setUpModule():
     capture_output=True,
     timeout=300,
   )
+  _LOADER.enter_context(testutil.shared_case_loader())
 
 
 def tearDownModule():
   _POOL.close()
+  _LOADER.close()
 
 
 def _dumped(suffix: str) -> str:

@@ -8,13 +8,40 @@ never serve a sweep that wants them; a record with numerics serves it."""
 
 from __future__ import annotations
 
+import contextlib
+from unittest import mock
+
 import pytest
+import testutil
 from absl.testing import absltest
 
 from hloprobe import engine
 from hloprobe.engine.spec import BITS_ONLY
 
 pytestmark = pytest.mark.compiles
+
+# The module's sweeps share one warm pool (`engine.worker_pool` returns it,
+# leaving `with` keeps it open): its workers start once, not per test.
+_WORKERS = contextlib.ExitStack()
+
+
+def setUpModule():
+  _WORKERS.enter_context(testutil.shared_workers())
+
+
+def tearDownModule():  # pytest calls it (not unittest's module cleanups)
+  _WORKERS.close()
+
+
+@contextlib.contextmanager
+def _calls(pool):
+  """The list of `pool.call`s made within (each call's arguments); the
+  pool's own `call` again on leaving (the pool is the module's)."""
+  calls, call = [], pool.call
+  with mock.patch.object(
+    pool, "call", lambda *a, **k: calls.append(a) or call(*a, **k)
+  ):
+    yield calls
 
 
 def _plan(precisions, passes=False, sizes=(1, 9), cache_dir=None):
@@ -36,16 +63,14 @@ class GivenTest(absltest.TestCase):
     later = _plan(("float32",))
     with engine.worker_pool(first) as pool:
       made = engine.run_sweep(first, pool=pool)
-      calls = []
-      call = pool.call
-      pool.call = lambda *a, **k: calls.append(a) or call(*a, **k)
-      taken = engine.run_sweep(later, pool=pool, given=[(first, made)])
-      self.assertEqual(calls, [])  # no worker did anything
-      # A sweep that asks for passes is not served by one without.
-      engine.run_sweep(
-        _plan(("float32",), passes=True), pool=pool, given=[(later, taken)]
-      )
-      self.assertNotEmpty(calls)
+      with _calls(pool) as calls:
+        taken = engine.run_sweep(later, pool=pool, given=[(first, made)])
+        self.assertEqual(calls, [])  # no worker did anything
+        # A sweep that asks for passes is not served by one without.
+        engine.run_sweep(
+          _plan(("float32",), passes=True), pool=pool, given=[(later, taken)]
+        )
+        self.assertNotEmpty(calls)
     alone = engine.run_sweep(later)
     self.assertLen(taken, 2)
     for got, want in zip(taken, alone):
@@ -68,13 +93,11 @@ class GivenTest(absltest.TestCase):
     later = _plan(("float32",), cache_dir=folder)
     with engine.worker_pool(first) as pool:
       made = engine.run_sweep(first, pool=pool)
-      calls = []
-      call = pool.call
-      pool.call = lambda *a, **k: calls.append(a) or call(*a, **k)
-      taken = engine.run_sweep(later, pool=pool, given=[(first, made)])
-      self.assertEqual(calls, [])
-      again = engine.run_sweep(later, pool=pool)
-      self.assertEqual(calls, [])  # every config a cache hit
+      with _calls(pool) as calls:
+        taken = engine.run_sweep(later, pool=pool, given=[(first, made)])
+        self.assertEqual(calls, [])
+        again = engine.run_sweep(later, pool=pool)
+        self.assertEqual(calls, [])  # every config a cache hit
     self.assertLen(again, 2)
     for got, want in zip(again, taken):
       self.assertEqual(got.config, want.config)
@@ -88,10 +111,8 @@ class GivenTest(absltest.TestCase):
     other = _plan(("float32",), sizes=(1, 4))
     with engine.worker_pool(first) as pool:
       made = engine.run_sweep(first, pool=pool)
-      calls = []
-      call = pool.call
-      pool.call = lambda *a, **k: calls.append(a) or call(*a, **k)
-      engine.run_sweep(other, pool=pool, given=[(first, made)])
+      with _calls(pool) as calls:
+        engine.run_sweep(other, pool=pool, given=[(first, made)])
     self.assertLen(calls, 2)  # n = 1 again too: its largest size differs
 
 
@@ -108,17 +129,15 @@ class BitsOnlyTest(absltest.TestCase):
         self.assertEqual(r.execution.leaf_stats, ())  # no reference
         self.assertIsNone(r.prediction)
         self.assertEqual(r.prediction_error, BITS_ONLY)
-      calls = []
-      call = pool.call
-      pool.call = lambda *a, **k: calls.append(a) or call(*a, **k)
-      wanted = engine.run_sweep(full, pool=pool, given=[(bits, made)])
-      self.assertLen(calls, 2)  # both computed again, with numerics
-      for r in wanted:
-        self.assertNotEmpty(r.execution.leaf_stats)
-        self.assertIsNotNone(r.prediction)
-      calls.clear()
-      served = engine.run_sweep(bits, pool=pool, given=[(full, wanted)])
-      self.assertEqual(calls, [])
+      with _calls(pool) as calls:
+        wanted = engine.run_sweep(full, pool=pool, given=[(bits, made)])
+        self.assertLen(calls, 2)  # both computed again, with numerics
+        for r in wanted:
+          self.assertNotEmpty(r.execution.leaf_stats)
+          self.assertIsNotNone(r.prediction)
+        calls.clear()
+        served = engine.run_sweep(bits, pool=pool, given=[(full, wanted)])
+        self.assertEqual(calls, [])
       self.assertEqual(
         [r.compilation.fates for r in served],
         [r.compilation.fates for r in made],

@@ -24,6 +24,7 @@ from hloprobe.compile import CASES, compile_case, get_target
 from hloprobe.errors import TargetError
 from hloprobe.numerics import executed, reference
 from hloprobe.report import explain, explain_text
+from hloprobe.report.site_words import collective_words
 from hloprobe.report.verdict_words import made_words
 
 pytestmark = pytest.mark.compiles
@@ -64,7 +65,9 @@ class ShardedSweepTest(absltest.TestCase):
       (fate,) = r.compilation.fates
       self.assertEqual(fate.carriers[0], operand, name)
       self.assertEqual(
-        fate.collective, f"all-reduce over 8 devices ({op_name})", name
+        collective_words(fate.collective),
+        f"all-reduce over 8 devices ({op_name})",
+        name,
       )
 
   def test_explain_shows_the_all_reduce_beside_the_fate(self):
@@ -74,7 +77,7 @@ class ShardedSweepTest(absltest.TestCase):
     for r in self.results.values():
       (fate,) = r.compilation.fates
       self.assertIn(f"site 0 {fate.fate.value}", text)
-      self.assertIn(f", then {fate.collective}", text)
+      self.assertIn(f", then {collective_words(fate.collective)}", text)
     self.assertNotIn("not executed", text)
 
   def test_the_cpu_runs_on_8_devices_near_numpy_float64(self):

@@ -39,6 +39,13 @@ def _sweep_here(factory: str, *more: str):
 
 @pytest.mark.compiles  # the case loads in a worker process
 class UserCaseInputTest(testutil.BadInputCase):
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    # The cases load in one kept worker (started again where one kills it
+    # or hangs), not a new Python and jax import each.
+    cls.enterClassContext(testutil.shared_case_loader())
+
   @parameterized.named_parameters(
     ("inputs_int", "inputs_int", "make_inputs() failed: TypeError"),
     ("inputs_raise", "inputs_raise", "make_inputs() failed: ValueError"),

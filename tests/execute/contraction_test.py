@@ -110,13 +110,108 @@ class ContractionTest(parameterized.TestCase):
       contraction.preset_name("FP32")
 
 
+def _bf16_parts(x: np.ndarray, count: int) -> list[np.ndarray]:
+  """x (f32 values) as `count` bf16 remainders, by ml_dtypes' rounding."""
+  parts, rest = [], x.astype(np.float32)
+  for _ in range(count):
+    part = rest.astype(ml_dtypes.bfloat16).astype(np.float32)
+    parts.append(part)
+    rest = rest - part
+  return parts
+
+
+# The pairs of parts each split multiplies (XLA's Triton emitter,
+# `stablehlo_lower_to_triton.cc` EmitBF16x3Matmul / x6 / x9: the pairs
+# whose indices sum to at most 1, 2 or 4).
+_SPLIT_PAIRS = {
+  "BF16_BF16_F32_X3": (2, 1),
+  "BF16_BF16_F32_X6": (3, 2),
+  "BF16_BF16_F32_X9": (3, 4),
+}
+
+
+class SplitProductsTest(parameterized.TestCase):
+  """The split algorithms' pairs of parts multiplied as fewer products of
+  sums of parts (issue 37: fewer float64 BLAS calls) give the pairs' sum:
+  exactly where float64 sums are exact, and to float64 rounding (the same
+  f32 results) elsewhere."""
+
+  @parameterized.parameters(*_SPLIT_PAIRS)
+  def test_exact_against_integers(self, algorithm):
+    # Values +-[1, 2) with full 24-bit significands: every part is an
+    # integer multiple of 2^-23, each product one of 2^-46, and a sum of
+    # 32 of them stays below 2^7, so float64 holds every partial sum
+    # exactly and any order of summing gives the exact result.
+    count, most = _SPLIT_PAIRS[algorithm]
+    g = np.random.default_rng(11)
+    m, k, n = 6, 32, 5
+
+    def full(shape):
+      x = (1 + g.integers(1, 2**23, shape) * 2.0**-23).astype(np.float32)
+      return x * g.choice(np.float32([-1, 1]), shape)
+
+    a, b = full((m, k)), full((k, n))
+    lp = [(p * 2**23).astype(np.int64) for p in _bf16_parts(a, count)]
+    rp = [(p * 2**23).astype(np.int64) for p in _bf16_parts(b, count)]
+    exact = sum(
+      lp[i] @ rp[j] for i in range(count) for j in range(count) if i + j <= most
+    )
+    self.assertLess(int(np.max(np.abs(exact))), 2**53)
+    out = contraction.contract(a, b, _MATMUL, algorithm)
+    np.testing.assert_array_equal(out, exact.astype(np.float64) * 2.0**-46)
+
+  @parameterized.parameters(*_SPLIT_PAIRS, "TF32_TF32_F32_X3")
+  def test_same_f32_results_as_pair_by_pair(self, algorithm):
+    g = np.random.default_rng(12)
+    a = g.standard_normal((3, 40, 300)).astype(np.float32)
+    b = (g.standard_normal((3, 300, 50)) / 17).astype(np.float32)
+    dims = contraction.DotDims((0,), (0,), (2,), (1,))
+    if algorithm.startswith("TF32"):
+      high = lambda x: rounding.round_to_tf32(x, "rna")
+      lp = [high(a), high(a - high(a))]
+      rp = [high(b), high(b - high(b))]
+      pairs = ((0, 0), (0, 1), (1, 0))
+    else:
+      count, most = _SPLIT_PAIRS[algorithm]
+      lp, rp = _bf16_parts(a, count), _bf16_parts(b, count)
+      pairs = [
+        (i, j) for i in range(count) for j in range(count) if i + j <= most
+      ]
+    by_pairs = sum(
+      np.matmul(lp[i].astype(np.float64), rp[j].astype(np.float64))
+      for i, j in pairs
+    )
+    out = contraction.contract(a, b, dims, algorithm)
+    scale = np.matmul(np.abs(a).astype(np.float64), np.abs(b))
+    self.assertLess(np.max(np.abs(out - by_pairs) / scale), 2**-48)
+    np.testing.assert_array_equal(
+      out.astype(np.float32), by_pairs.astype(np.float32)
+    )
+
+  @parameterized.parameters(*_SPLIT_PAIRS, "TF32_TF32_F32_X3")
+  def test_non_finite_operands_as_pair_by_pair(self, algorithm):
+    # An infinite operand's parts are inf and NaN (inf - inf): its row is
+    # NaN, as each pair's products make it; the other rows are finite.
+    a = np.ones((3, 4), np.float32)
+    a[1, 2] = np.inf
+    b = np.full((4, 2), 0.5, np.float32)
+    with np.errstate(invalid="ignore"):  # inf - inf, in the split
+      out = contraction.contract(a, b, _MATMUL, algorithm)
+    self.assertTrue(np.all(np.isnan(out[1])))
+    np.testing.assert_array_equal(out[[0, 2]], np.full((2, 2), 2.0))
+
+
 class MemoryTest(parameterized.TestCase):
   """The executor never builds a broadcast (M, K, N) product (issue 37):
   numpy's allocations (tracemalloc sees them) stay a few times the
   float64 operands and output."""
 
   @parameterized.parameters(
-    "F32_F32_F32", "BF16_BF16_F32", "BF16_BF16_F32_X9", "TF32_TF32_F32_X3"
+    "F32_F32_F32",
+    "BF16_BF16_F32",
+    "BF16_BF16_F32_X6",
+    "BF16_BF16_F32_X9",
+    "TF32_TF32_F32_X3",
   )
   def test_peak_is_a_multiple_of_the_operands(self, algorithm):
     m, k, n = 64, 4096, 64  # an (M, K, N) float64 product: 128 MiB

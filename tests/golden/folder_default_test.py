@@ -5,8 +5,13 @@ project folder (pyproject.toml or .git) above the current one that is not
 hloprobe's own checkout; the checkout's `golden/` only from its root. A
 manifest that `golden check` would refuse (a case outside the golden
 folder and its repository) is refused by `golden update` in one line,
-before it sweeps. The end-to-end update runs from a fresh folder outside
-the checkout and leaves the checkout's goldens as they were.
+before it sweeps. The update from a fresh folder outside the checkout
+leaves the checkout's goldens as they were.
+
+The commands' sweeps are not under test here: they are read from the
+committed goldens (`_recorded_sweep`, as tests/golden/update_test.py's
+GoldenCliTest does; that file checks that recorded compiles reproduce
+them, and re-runs one check and one update live).
 """
 
 from __future__ import annotations
@@ -14,17 +19,18 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+from unittest import mock
 
-import pytest
 import testutil
 from absl.testing import absltest
 
 from hloprobe import engine
 from hloprobe.errors import GoldenError
-from hloprobe.golden import folder
+from hloprobe.golden import folder, snapshot, update
 from hloprobe.golden.update import golden_update
 
 _REPO = testutil.ROOT
+_GOLDEN = os.path.join(_REPO, "golden")
 
 _CASE = """
 import numpy as np
@@ -36,6 +42,30 @@ def make_case():
     lambda: (np.ones((2, 3), np.float32),),
   )
 """
+
+
+def _recorded_sweep(spec) -> snapshot.Snapshot:
+  """What `golden check|update` sweeping `spec` makes, read from the
+  committed goldens: their files of `spec`'s configs, made with the
+  manifest's jax/jaxlib."""
+  made = folder.read_manifest(_GOLDEN)
+  configs = folder.sweep_configs(folder.sweep_record(spec))
+  files = {
+    r: folder.read_golden_file(_GOLDEN, r)
+    for r in folder.list_golden_files(_GOLDEN)
+    if snapshot.in_scope(r, configs)
+  }
+  versions = {"jax": made["jax"], "jaxlib": made["jaxlib"]}
+  return snapshot.Snapshot(files, versions, date=made["date"])
+
+
+def _recorded(test: absltest.TestCase) -> None:
+  """`golden check|update` take `_recorded_sweep` for their sweep within
+  `test`."""
+  for module in (snapshot, update):  # check's, and update's
+    test.enter_context(
+      mock.patch.object(module, "sweep_snapshot", _recorded_sweep)
+    )
 
 
 @contextlib.contextmanager
@@ -194,17 +224,18 @@ class NotAGoldenFolderTest(absltest.TestCase):
     self.assertLen(os.listdir(golden), 2)
 
 
-@pytest.mark.compiles  # check starts its workers before reading the folder
 class CheckNotAGoldenFolderTest(absltest.TestCase):
   """`golden check` of such a folder says what it is."""
 
   def setUp(self):
     super().setUp()
     self.tmp, self.mine = _foreign_golden(self)
+    _recorded(self)  # check sweeps before it reads the folder
 
   def test_check_says_it_is_not_a_golden_folder(self):
     # Not "MANIFEST.json is missing; recreate the goldens with `hloprobe
-    # golden update`", which would lead to the update above.
+    # golden update`", which would lead to the update above. The folder is
+    # the default one (no --golden_dir).
     with _in(self.tmp):
       proc = testutil.run_hloprobe_here("golden", "check")
     self.assertEqual(proc.returncode, 1, proc.stderr)
@@ -216,9 +247,9 @@ class CheckNotAGoldenFolderTest(absltest.TestCase):
     )
 
 
-@pytest.mark.compiles  # one cpu config compiled, in this process
 class UpdateOutsideTheCheckoutTest(absltest.TestCase):
   def test_writes_here_and_leaves_the_checkout_alone(self):
+    _recorded(self)
     before = _golden_status()
     tmp = os.path.realpath(self.create_tempdir().full_path)
     with _in(tmp):
@@ -229,7 +260,6 @@ class UpdateOutsideTheCheckoutTest(absltest.TestCase):
         "--targets=cpu",
         "--batch_sizes=1",
         "--precisions=float32",
-        timeout_s=300,
       )
     self.assertEqual(proc.returncode, 0, proc.stderr)
     self.assertIn(f"golden update of {tmp}/golden", proc.stdout)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import io
 import os
 import shutil
@@ -23,7 +24,7 @@ import pytest
 import recorded
 import testutil
 from absl.testing import absltest, flagsaver, parameterized
-from testutil import run_hloprobe, run_hloprobe_here
+from testutil import run_hloprobe_here
 
 from hloprobe import engine
 from hloprobe.cli import _main as cli
@@ -107,6 +108,25 @@ def _main(*words: str, **flag_values) -> tuple[int, str, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
       status = cli.main(["hloprobe", *words])
   return status, out.getvalue(), err.getvalue()
+
+
+# Each check parses every golden file of its scope on both sides (~0.9
+# CPU-s for the committed 81, most of it the HLO's canonical text), and the
+# tests check the same committed texts again and again. `canonical_text` is
+# a function of its two strings alone, so the module makes each text's
+# canonical form once: an edited text is another key, made afresh (a text
+# it refuses raises each time; functools.cache keeps no exception).
+_CANONICAL = mock.patch.object(
+  format, "canonical_text", functools.cache(format.canonical_text)
+)
+
+
+def setUpModule():
+  _CANONICAL.start()
+
+
+def tearDownModule():  # pytest calls it (not unittest's module cleanups)
+  _CANONICAL.stop()
 
 
 class GoldenTest(parameterized.TestCase):
@@ -626,6 +646,7 @@ class GoldenEndToEndTest(absltest.TestCase):
       targets="cpu,a100",
       batch_sizes="2",
       precisions="float32",
+      jobs="1",  # the two configs in one worker, not one each
     )
     self.assertEqual(status, cli.EXIT_OK, out + err)
     self.assertIn("OK", out)
@@ -648,22 +669,29 @@ class GoldenEndToEndTest(absltest.TestCase):
     # A real regression: without dot-strength-reduction, the a100 compile at
     # n = 1 keeps the matrix-vector dots as dots (jaxlib 0.10.2): sites 1-2
     # become Triton gemms with TF32 kernels, sites 0 (K = 2) and 3 (one
-    # output row) dots in loop fusions.
+    # output row) dots in loop fusions. The command runs in this process,
+    # the environment's XLA_FLAGS planted as a user's shell would set them:
+    # the command checks them in a worker of their own and its workers run
+    # under them (`WorkerPool.user_xla_flags`, read from the environment);
+    # this process compiles nothing (`common.start_jax`). A whole `python
+    # -m hloprobe` under the environment's XLA_FLAGS runs in
+    # tests/runtime/host_test.py.
     out = self.create_tempdir().full_path
-    proc = run_hloprobe(
-      "golden",
-      "check",
-      f"--golden_dir={_GOLDEN}",
-      "--targets=a100",
-      "--batch_sizes=1",
-      "--precisions=bfloat16",
-      f"--output_dir={out}",
-      env={
-        "JAX_PLATFORMS": "cpu",
-        "XLA_FLAGS": "--xla_disable_hlo_passes=dot-strength-reduction",
-      },
-      timeout=300,
-    )
+    planted = {
+      "JAX_PLATFORMS": "cpu",
+      "XLA_FLAGS": "--xla_disable_hlo_passes=dot-strength-reduction",
+    }
+    with mock.patch.dict(os.environ, planted):
+      proc = run_hloprobe_here(
+        "golden",
+        "check",
+        f"--golden_dir={_GOLDEN}",
+        "--targets=a100",
+        "--batch_sizes=1",
+        "--precisions=bfloat16",
+        f"--output_dir={out}",
+        timeout_s=300,
+      )
     self.assertEqual(proc.returncode, 1, proc.stderr[-2000:])
     text = proc.stdout
     site_lines = [

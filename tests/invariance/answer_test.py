@@ -27,6 +27,7 @@ import jsonschema
 import numpy as np
 import pytest
 import testutil
+import verify_findings
 from absl.testing import absltest
 from testutil import run_hloprobe_here
 
@@ -204,10 +205,8 @@ class LeversTest(absltest.TestCase):
   fields each lever reads, and the pin's candidates they give."""
 
   def _group(self, target, *boundaries):
-    from hloprobe.invariance import Invariance
-
-    return Invariance(
-      "m", target, "float32", "baseline", "run", (), boundaries, sizes=(1, 2)
+    return verify_findings.group(
+      (), boundaries, target=target, basis="run", invariant=None, sizes=(1, 2)
     )
 
   def test_each_lever_from_its_fields(self):
@@ -222,7 +221,6 @@ class LeversTest(absltest.TestCase):
     )
     from hloprobe.invariance.kernel_identity import RowKernel
     from hloprobe.invariance.pin import candidates_for
-    from hloprobe.kernels.records import KernelDifference
     from hloprobe.sites import Fate
 
     gemm = SiteMade(Fate.TRITON_GEMM, algorithm="TF32_TF32_F32")
@@ -259,7 +257,7 @@ class LeversTest(absltest.TestCase):
     self.assertEqual(
       levers(self._group("a100", by_kernel)), {Lever.TRITON_SOFTMAX}
     )
-    d = KernelDifference("reduction", None, None, (), "w")
+    d = verify_findings.kernel_change("fusion.1", "tile", "a", "b")
     self.assertEqual(
       levers(self._group("a100", Boundary(8, 2, SiteChanges(8, 2), (), (d,)))),
       set(),

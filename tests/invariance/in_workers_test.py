@@ -21,7 +21,7 @@ from absl.testing import absltest
 
 from hloprobe import engine
 from hloprobe.invariance import in_workers
-from hloprobe.invariance.answer import config_key
+from hloprobe.invariance.answer import Invariance, config_key
 from hloprobe.invariance.in_workers import (
   _lanes,
   full_inputs_of,
@@ -103,8 +103,9 @@ class UserCaseAnchorsTest(absltest.TestCase):
       self.assertTrue(all(r.ok for r in results), results)
       found = invariance_of_sweep(plan, results, pool)
     (a,) = found
+    self.assertEqual(a.why.gap, Invariance.GAP.ROWS_FAILED)
     self.assertEqual(
-      a.why,
+      a.why.message,
       "CaseError: case 'exact_mm': make_inputs() failed: "
       "RuntimeError: drawn once only",
     )

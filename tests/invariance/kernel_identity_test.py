@@ -19,9 +19,11 @@ from absl.testing import absltest, parameterized
 
 from hloprobe.compile import get_target
 from hloprobe.errors import HloParseError
-from hloprobe.invariance import invariance_of
+from hloprobe.invariance import Invariance, invariance_of
 from hloprobe.invariance.kernel_identity import (
+  KernelUnread,
   RowKernel,
+  Unread,
   batched_leaves,
   result_leaves,
 )
@@ -72,11 +74,13 @@ class KernelIdentityTest(absltest.TestCase):
     self.assertIsNone(b.unexplained)
 
   def test_incomplete_signatures_prove_nothing(self):
-    reader = _reader(dict.fromkeys(_SIZES, "t"), why="PTX not read")
+    unread = KernelUnread(Unread.RECORD, detail="PTX not read")
+    reader = _reader(dict.fromkeys(_SIZES, "t"), why=unread)
     (a,) = invariance_of(_results(), reader=reader)
     self.assertIsNone(a.invariant)
     self.assertEqual(a.basis, "unknown")
-    self.assertEqual(a.why, "PTX not read")
+    self.assertEqual(a.why.gap, Invariance.GAP.KERNEL)
+    self.assertEqual((a.why.kernel.name, a.why.kernel.unread), ("ew", unread))
 
   def test_one_batch_size_asks_nothing(self):
     self.assertEqual(
@@ -224,9 +228,11 @@ class NoRowTest(absltest.TestCase):
     self.assertIsNone(a.invariant)
     self.assertEqual(a.basis, "unknown")
     self.assertEqual(a.boundaries, ())
-    self.assertIn("not a per-row output", a.why)
-    self.assertIn("same shape, [], at every n", a.why)
-    self.assertIn("not a per-row output", " ".join(answer_lines([a])))
+    self.assertEqual(a.why.gap, Invariance.GAP.UNBATCHED)
+    self.assertEqual(a.why.shapes, ((),))  # f32[] at every n
+    line = " ".join(answer_lines([a]))
+    self.assertIn("not a per-row output", line)
+    self.assertIn("same shape, [], at every n", line)
 
   def test_a_sized_case_is_judged_by_its_kernels(self):
     # A sized case's n is not a batch (jax_19444's Gram matrix keeps its

@@ -30,6 +30,7 @@ import pytest
 import testutil
 from absl.testing import absltest
 from testutil import run_hloprobe_here
+from verify_findings import group
 
 from hloprobe import api
 from hloprobe.cli._main import command_flags
@@ -49,7 +50,6 @@ from hloprobe.invariance.pin import (
   untried_pins,
 )
 from hloprobe.invariance.pin_file import _file_key, pin_file_name
-from hloprobe.invariance.rows import ROW0, RowClasses
 from hloprobe.ir import Precision
 from hloprobe.records import Config
 from hloprobe.sites import Fate
@@ -59,6 +59,15 @@ _NAME = re.compile(r"pin-exact_mm-a100-float32-[0-9a-f]{16}\.textproto")
 
 @pytest.mark.compiles
 class PinOnUserCaseTest(absltest.TestCase):
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    # explain and the printed verify share warm workers (the verify's
+    # baseline and pinned flag sets are explain's) and one loader worker
+    # for the case file: no Python started twice for one flag set.
+    cls.enterClassContext(testutil.shared_workers())
+    cls.enterClassContext(testutil.shared_case_loader())
+
   def test_pinned_gemms_made_and_written_under_the_cache_folder(self):
     folder = self.create_tempdir().full_path
     path = os.path.join(folder, "exact_case.py")
@@ -77,6 +86,7 @@ class PinOnUserCaseTest(absltest.TestCase):
         "--format=json",
         "--nocache",  # its folder still holds pins/
         f"--cache_dir={cache}",
+        "--jobs=1",  # one baseline worker, not two (the verify's too)
         timeout_s=300,
       )
     self.assertEqual(proc.returncode, 0, proc.stderr)
@@ -107,7 +117,9 @@ class PinOnUserCaseTest(absltest.TestCase):
       f"--xla_gpu_load_autotune_results_from={written}", pin["command"]
     )
     with _cwd(self.create_tempdir().full_path):
-      ran = run_hloprobe_here(*words[1:], "--nocache", timeout_s=300)
+      ran = run_hloprobe_here(
+        *words[1:], "--nocache", "--jobs=1", timeout_s=300
+      )
     self.assertIn(ran.returncode, (0, 1), ran.stderr)  # PASS or FAIL
     self.assertIn("on a100 under float32 (pinned_gemms)", ran.stdout)
 
@@ -153,17 +165,7 @@ class FileNameTest(absltest.TestCase):
 
 
 def _group(classes, boundaries, sizes=(1, 2, 8, 64)) -> Invariance:
-  return Invariance(
-    "m",
-    "a100",
-    "float32",
-    "baseline",
-    "kernel identity",
-    (RowClasses(ROW0, classes),),
-    boundaries,
-    invariant=False,
-    sizes=sizes,
-  )
+  return group(classes, boundaries, sizes=sizes)
 
 
 # The baseline's boundary at n = 1 (the rule above) and at n = 64.
@@ -226,14 +228,12 @@ _CPU_BOUNDARIES = (
 
 
 def _untried_group(target: str, precision: str, boundaries, invariant=False):
-  return Invariance(
-    "dense_ln_softmax",
-    target,
-    precision,
-    "baseline",
-    "kernel identity",
-    (RowClasses(ROW0, ((2, 8), (1,), (64,))),),
+  return group(
+    ((2, 8), (1,), (64,)),
     boundaries,
+    case="dense_ln_softmax",
+    target=target,
+    precision=precision,
     invariant=invariant,
     sizes=_UNTRIED_SIZES,
   )

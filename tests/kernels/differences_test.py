@@ -1,11 +1,13 @@
 """kernels/differences.py: kernels matched by what they compute and
 compared by signature, on records made here (the fields a gemm's rule
-reads: split_k and k). Expected words are the module's format with the
-values written here: the differing field named with both values, a
-kernel on one side only named as such, and sizes with equal kernels one
-class."""
+reads: split_k and k). Expected records hold the values written here:
+the differing field named with both values, a kernel on one side only
+with the other side None, and sizes with equal kernels one class (their
+words: tests/report/invariance_causes_test.py)."""
 
 from __future__ import annotations
+
+import dataclasses
 
 from absl.testing import absltest
 
@@ -63,15 +65,27 @@ class CompareTest(absltest.TestCase):
   def test_a_field_that_differs_is_named(self):
     (d,) = compare_kernels([_gemm("1"), _reduce()], [_gemm("4"), _reduce()])
     self.assertEqual(d.fields, (("split_k", "1", "4"),))
-    self.assertEqual(
-      d.words,
-      "gemm_fusion_dot.1 (contraction dot_general at model.py:7): split_k 1 -> 4",
-    )
+    self.assertEqual(d.config, ())
+    self.assertFalse(d.ptx_only)
+
+  def test_config_values_that_differ_are_named_but_not_the_ptx(self):
+    x, y = _gemm("1"), _gemm("4")
+    y = dataclasses.replace(y, config=(("num_stages", "4"), ("ptx", "ab")))
+    (d,) = compare_kernels([x], [y])
+    self.assertEqual(d.config, (("num_stages", "3", "4"),))
+
+  def test_only_the_ptx_fields_differ(self):
+    x = dataclasses.replace(_reduce(), arithmetic=(("ptx", "a1"),))
+    y = dataclasses.replace(x, arithmetic=(("ptx", "b2"),), signature="other")
+    (d,) = compare_kernels([x], [y])
+    self.assertEqual(d.fields, (("ptx", "a1", "b2"),))
+    self.assertTrue(d.ptx_only)
 
   def test_a_kernel_on_one_side_only(self):
     (d,) = compare_kernels([_gemm("1")], [_gemm("1"), _reduce()])
     self.assertIsNone(d.a)
-    self.assertTrue(d.words.endswith("only in the second config"), d.words)
+    self.assertEqual(d.b, _reduce())
+    self.assertEqual(d.fields, ())
 
   def test_classes_by_kernel_identity(self):
     configs = {

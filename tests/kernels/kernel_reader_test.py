@@ -154,8 +154,6 @@ class CompareTest(parameterized.TestCase):
       fields[("gemm_fusion_dot_general.3", "split_k")], ("1", "2")
     )
     self.assertEqual(fields[("triton_softmax.4", "num_warps")], ("2", "4"))
-    words = " ".join(d.words for d in diffs)
-    self.assertIn("split_k 1 -> 2", words)
 
   def test_same_config_no_difference(self):
     a = _read("0.12.0.1", 8)

@@ -11,12 +11,16 @@ scaled_dense_a100_n8_float32_no_triton_gemm).
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import recorded
 import testutil
 from absl.testing import absltest, parameterized
 
 from hloprobe.compile import CASES
+from hloprobe.execute import execute_module
+from hloprobe.ir import parse_hlo_module
+from hloprobe.numerics import made as made_module
 from hloprobe.numerics.made import MadeChecker
 from hloprobe.numerics.reference import References
 from hloprobe.report.verdict_words import CHANGED
@@ -50,6 +54,72 @@ class SeedStoryTest(parameterized.TestCase):
     self.assertLessEqual(
       abs(made.stats.row0 - predicted.stats.row0), predicted.tolerance_abs
     )
+
+
+class ExecutedDigestTest(parameterized.TestCase):
+  """Configs whose optimized modules differ only in their dots' precision
+  attributes share one execution (issue 37: share work across configs):
+  the recorded seed on the CPU at bfloat16, float32 and tensorfloat32."""
+
+  _PRECISIONS = ("bfloat16", "float32", "tensorfloat32")
+
+  def _texts(self, target: str, jaxlib: str) -> list[str]:
+    return [
+      recorded.load(f"seed_{target}_n2_{p}", jaxlib).optimized_hlo
+      for p in self._PRECISIONS
+    ]
+
+  @parameterized.parameters(*recorded.RELEASES)
+  def test_cpu_precisions_are_one_execution(self, jaxlib):
+    texts = self._texts("cpu", jaxlib)
+    # The texts differ: float32's dots ask operand_precision={highest,
+    # highest}, tensorfloat32's {high,high}, bfloat16's none.
+    self.assertLen(set(texts), 3)
+    self.assertLen({made_module.executed_digest(t) for t in texts}, 1)
+    # What the digest stands for: the executor, run on each module alone,
+    # reads none of those attributes (the same outputs and gemm records,
+    # widened and at F32).
+    modules = [parse_hlo_module(t) for t in texts]
+    params = modules[0].entry.parameters()
+    g = np.random.default_rng(0)
+    args = [
+      g.standard_normal(params[i].shape.dims).astype(np.float32)
+      for i in sorted(params)
+    ]
+    for widen in (True, False):
+      runs = [execute_module(m, args, widen=widen) for m in modules]
+      for run in runs[1:]:
+        self.assertEqual(run.gemms, runs[0].gemms)
+        for got, want in zip(run.outputs, runs[0].outputs, strict=True):
+          np.testing.assert_array_equal(got, want)
+    checker = MadeChecker(CASES["seed_mlp"], None, None)
+    first = checker._module(texts[0])
+    for text in texts[1:]:
+      digest, module = checker._module(text)
+      self.assertEqual(digest, first[0])
+      self.assertIs(module, first[1])
+
+  @parameterized.parameters(*recorded.RELEASES)
+  def test_a100_modules_that_differ_otherwise_are_not(self, jaxlib):
+    # The a100's bfloat16 and float32 modules differ in more than the
+    # attributes (Triton's configs, TF32 against F32 splits).
+    texts = self._texts("a100", jaxlib)[:2]
+    self.assertLen({made_module.executed_digest(t) for t in texts}, 2)
+
+  def test_only_the_attributes_are_dropped(self):
+    line = (
+      "%dot.1 = f32[2,3]{1,0} dot(%a, %b), lhs_contracting_dims={1}, "
+      "rhs_contracting_dims={0}, operand_precision={highest,highest}, "
+      'algorithm=dot_bf16_bf16_f32_x6, metadata={op_name="x, algorithm=y"}'
+    )
+    kept = (
+      "%dot.1 = f32[2,3]{1,0} dot(%a, %b), lhs_contracting_dims={1}, "
+      'rhs_contracting_dims={0}, metadata={op_name="x, algorithm=y"}'
+    )
+    digest = made_module.executed_digest
+    self.assertEqual(digest(line), digest(kept))
+    # Inside a quoted string the same words are kept.
+    self.assertNotEqual(digest(kept), digest(kept.replace(", algorithm=y", "")))
 
 
 @pytest.mark.compiles

@@ -118,8 +118,9 @@ _PROBE = """
 
 def setUpModule():
   out = tempfile.mkdtemp(prefix="html_browser_")
+  # --jobs=1: the two configs compile in one worker, not one each.
   proc = run_hloprobe_here(
-    "sweep", *_SWEEP, f"--output_dir={out}", timeout_s=600
+    "sweep", *_SWEEP, f"--output_dir={out}", "--jobs=1", timeout_s=600
   )
   if proc.returncode != 0:
     raise AssertionError(f"sweep failed: {proc.stderr}")

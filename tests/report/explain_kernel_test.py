@@ -167,13 +167,15 @@ def test_site_table_has_the_kernel_model_column():
 
 
 def test_a_kernel_model_that_failed_is_named_not_skipped():
-  # KernelRowZero.note is why row 0 by the kernel model is None despite a
-  # bit-exact site; results.json and explain's notes carry it.
+  # KernelRowZero.error and .budget are why row 0 by the kernel model is
+  # None despite a bit-exact site; results.json and explain's notes carry
+  # them in words.
   from hloprobe.numerics.kernel_sites import KernelRowZero
 
   exact = site_model("Triton gemm", _TF32, "8.0", None, _TF32_ALG, "rna")
   cublas = site_model("cuBLAS", _TF32, "8.0")
-  failed = KernelRowZero((exact, cublas), note="kernel model: boom")
+  failed = KernelRowZero((exact, cublas), error="boom")
+  over = KernelRowZero((exact,), budget=1_000_000)
   done = KernelRowZero((exact,), 0.5, 1e-8)
   configs = [
     types.SimpleNamespace(
@@ -181,11 +183,20 @@ def test_a_kernel_model_that_failed_is_named_not_skipped():
       config=types.SimpleNamespace(precision=p, n=n),
       prediction=types.SimpleNamespace(kernel=k),
     )
-    for p, n, k in (("bfloat16", 9, failed), ("float32", 2, done))
+    for p, n, k in (
+      ("bfloat16", 9, failed),
+      ("float32", 2, done),
+      ("float32", 64, over),
+    )
   ]
   assert explain_kernel.kernel_notes(configs) == [
     "n = 9, bfloat16: row 0 not computed by the kernel model (kernel "
-    "model: boom); the emulation's row 0 stands"
+    "model: boom); the emulation's row 0 stands",
+    "n = 64, float32: row 0 not computed by the kernel model (kernel "
+    "model not run: its bit-exact sites take over 1,000,000 multiply-adds "
+    "at the bit level, the sweep's budget (hloprobe.numerics."
+    "kernel_model_run computes it without one)); the emulation's row 0 "
+    "stands",
   ]
   doc = explain_kernel.kernel_json(failed)
   assert doc["row0_kernel_model"] is None

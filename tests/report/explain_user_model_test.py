@@ -114,8 +114,11 @@ _WORKERS = contextlib.ExitStack()
 
 
 def setUpModule():
-  # The module's in-process commands and sweeps share warm workers.
+  # The module's in-process commands and sweeps share warm workers, and
+  # one loader worker for the model's file (explain, its verify command
+  # and the notebook's explain each load it).
   _WORKERS.enter_context(testutil.shared_workers())
+  _WORKERS.enter_context(testutil.shared_case_loader())
 
 
 def tearDownModule():  # pytest calls it (not unittest's module cleanups)

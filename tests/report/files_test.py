@@ -12,6 +12,7 @@ import textwrap
 
 import numpy as np
 import pytest
+import testutil
 from absl.testing import absltest
 from testutil import run_hloprobe_here
 
@@ -185,9 +186,12 @@ class OutputDirTest(absltest.TestCase):
       "--batch_sizes=1",
       "--precisions=float32",
       f"--output_dir={out}",
+      "--jobs=1",  # both configs in one compile worker: one start, not two
     ]
     # In this process, in the cases' folder, as the two runs below (a fresh
-    # process's CLI run through --output_dir: tests/runtime/host_test.py).
+    # process's CLI run through --output_dir: tests/runtime/host_test.py);
+    # the three load the cases' file in one loader worker, started there.
+    self.enter_context(testutil.shared_case_loader())
     with contextlib.chdir(folder):
       proc = run_hloprobe_here(*sweep, timeout_s=600)
     self.assertEqual(proc.returncode, 0, proc.stderr)

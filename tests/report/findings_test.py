@@ -13,9 +13,8 @@ import inspect
 import verify_findings
 from absl.testing import absltest
 
-from hloprobe import invariance, report, verify
+from hloprobe import report, verify
 from hloprobe.invariance.answer import Boundary
-from hloprobe.invariance.rows import ROW0, RowClasses
 from hloprobe.report import Answer
 from hloprobe.report.explain_answer import (
   BITS_ONLY_LAST,
@@ -223,16 +222,12 @@ class ScreenTest(absltest.TestCase):
     # make run's sweep: 3 targets x 3 precisions, each group a cause of
     # its own (nothing folds), four other fixes tried: still one screen.
     groups = tuple(
-      invariance.Invariance(
-        "seed_mlp",
-        t,
-        p,
-        "baseline",
-        "kernel identity",
-        (RowClasses(ROW0, ((1,), (2,))),),
+      verify_findings.group(
+        ((1,), (2,)),
         (Boundary(2, 1, verify_findings.site_changes(2, 1, range(i + 1))),),
-        invariant=False,
-        sizes=(1, 2),
+        case="seed_mlp",
+        target=t,
+        precision=p,
       )
       for t in ("cpu", "a100", "t4")
       for i, p in enumerate(("bfloat16", "tensorfloat32", "float32"))

@@ -25,7 +25,11 @@ from hloprobe.invariance.answer import (
   Unexplained,
   levers,
 )
-from hloprobe.invariance.kernel_identity import RowKernel
+from hloprobe.invariance.kernel_identity import (
+  KernelUnread,
+  RowKernel,
+  Unread,
+)
 from hloprobe.invariance.model_bits import Inexact, NotModelled
 from hloprobe.invariance.rows import ConfigRows
 from hloprobe.ir import as_precision
@@ -148,7 +152,7 @@ class KernelWordsTest(absltest.TestCase):
       "gemm",
       (0,),
       "s",
-      "no block_k",
+      KernelUnread(Unread.BLOCK_K),
       fate=_fate(Fate.TRITON_GEMM, effective_algorithm=None),
     )
     self.assertEqual(
@@ -157,16 +161,52 @@ class KernelWordsTest(absltest.TestCase):
     )
 
   def test_library_reduction_and_other_kernels(self):
+    library = KernelUnread(Unread.LIBRARY)
     cublas = RowKernel(
-      "c", "cuBLAS", (0,), "s", "picked at run time", fate=_fate(Fate.CUBLAS)
+      "c", "cuBLAS", (0,), "s", library, fate=_fate(Fate.CUBLAS)
     )
-    self.assertEqual(ic.kernel_words(cublas), "cuBLAS: picked at run time")
+    self.assertEqual(
+      ic.kernel_words(cublas),
+      "cuBLAS: chosen by the library's per-shape heuristic at run time: "
+      "unknown without a device",
+    )
+    order = KernelUnread(Unread.ORDER)
     mr = RowKernel(
-      "m", "reduction", (1,), "s", "?", fate=_fate(Fate.MULTIPLY_REDUCE)
+      "m", "reduction", (1,), "s", order, fate=_fate(Fate.MULTIPLY_REDUCE)
     )
     self.assertEqual(ic.kernel_words(mr), "multiply+reduce TF32_TF32_F32")
-    other = RowKernel("other kernels", "reduction", (), "?", "reduce( not read")
-    self.assertEqual(ic.kernel_words(other), "reduce( not read")
+    ops = KernelUnread(Unread.OPS, ("reduce", "sort"))
+    other = RowKernel("other kernels", "reduction", (), "?", ops)
+    self.assertEqual(ic.kernel_words(other), f"reduce, sort {_NOT_READ}")
+
+  def test_each_unread_kind_has_words(self):
+    fate = _fate(Fate.MULTIPLY_REDUCE)
+    cases = [
+      (
+        KernelUnread(Unread.LIBRARY),
+        "chosen by the library's per-shape "
+        "heuristic at run time: unknown without a device",
+      ),
+      (
+        KernelUnread(Unread.BLOCK_K),
+        "the gemm's K tile (block_k) not read from its config",
+      ),
+      (
+        KernelUnread(Unread.ORDER),
+        "a multiply+reduce's order on the GPU "
+        "not read: reductions and other fusions not read (the kernels stage, "
+        "hloprobe.kernels, reads their emitter and tiling)",
+      ),
+      (KernelUnread(Unread.OPS, ("reduce",)), f"reduce {_NOT_READ}"),
+      (KernelUnread(Unread.RECORD, detail="tiles"), "tiles"),
+      (KernelUnread(Unread.RECORD), "unknown"),
+    ]
+    self.assertEqual({u.kind for u, _ in cases}, set(Unread))
+    for unread, words in cases:
+      k = RowKernel("k", "reduction", (0,), "s", unread, fate=fate)
+      self.assertEqual(ic.unread_words(k), words)
+    complete = RowKernel("k", "reduction", (0,), "s", fate=fate)
+    self.assertIsNone(ic.unread_words(complete))
 
   def test_a_kernels_stage_record(self):
     rec = _record(
@@ -188,13 +228,21 @@ class KernelWordsTest(absltest.TestCase):
     self.assertEqual(ic.kernel_words(bare), "XLA loop")
 
 
+# The fates' words for the reducing ops they do not read.
+_NOT_READ = (
+  "in the optimized HLO: reductions and other fusions not read (the "
+  "kernels stage, hloprobe.kernels, reads their emitter and tiling)"
+)
+
+
 class BoundaryCausesTest(absltest.TestCase):
   def test_sites_first_then_other_kernels_once_each(self):
     dsr = SiteMade(Fate.MULTIPLY_REDUCE)
     sites = SiteChanges(1, 2, (SiteChange(0, dsr, _GEMM),))
     f = _fate(Fate.TRITON_GEMM, ptx_kernel="k")
     gemm = RowKernel("g", "gemm", (1,), "s", fate=f, block_k=64)
-    softmax = RowKernel("triton_softmax.4", "reduction", (), "s", "tiles")
+    tiles = KernelUnread(Unread.RECORD, detail="tiles")
+    softmax = RowKernel("triton_softmax.4", "reduction", (), "s", tiles)
     b = Boundary(1, 2, sites, (gemm, softmax, softmax))
     self.assertEqual(
       ic.boundary_causes(b),
@@ -207,31 +255,74 @@ class BoundaryCausesTest(absltest.TestCase):
         1,
       ),
     )
-    d = KernelDifference("reduction", None, None, (), "fusion.3: only here")
+    d = KernelDifference(
+      _record("E", (("tile", "1"),)), _record("E", ()), (("tile", "1", "-"),)
+    )
     only = Boundary(8, 2, SiteChanges(8, 2), differences=(d,))
-    self.assertEqual(ic.boundary_causes(only), (["fusion.3: only here"], 0))
+    self.assertEqual(
+      ic.boundary_causes(only),
+      (["fusion.3 (reduction reduce_sum at no source line): tile 1 -> -"], 0),
+    )
+
+  def test_a_matched_kernels_difference(self):
+    # Each part of the words from its field: both names where they
+    # differ, what the first computes (its source files' base names), the
+    # emitter, the arithmetic fields, the config values.
+    a = dataclasses.replace(
+      _record("Triton gemm", (("split_k", "1"),), "gemm.1"),
+      role=Role.CONTRACTION,
+      ops=("dot_general",),
+      source=("/u/model.py:11", "/u/lib.py:3"),
+    )
+    b = dataclasses.replace(a, name="gemm.2", emitter="cuBLAS")
+    d = KernelDifference(
+      a, b, (("split_k", "1", "2"),), (("num_stages", "3", "4"),)
+    )
+    self.assertEqual(
+      ic.boundary_causes(Boundary(2, 1, SiteChanges(2, 1), differences=(d,))),
+      (
+        [
+          "gemm.1 / gemm.2 (contraction dot_general at model.py:11, lib.py:3):"
+          " emitter Triton gemm -> cuBLAS, split_k 1 -> 2 (config: num_stages"
+          " 3 -> 4)"
+        ],
+        0,
+      ),
+    )
+    ptx = KernelDifference(a, a, (("ptx", "x", "y"),))
+    (words,), _ = ic.boundary_causes(
+      Boundary(2, 1, SiteChanges(2, 1), differences=(ptx,))
+    )
+    self.assertEqual(
+      words,
+      "gemm.1 (contraction dot_general at model.py:11, lib.py:3): ptx x -> y;"
+      " every rule field is equal: the PTX's float dataflow differs (e.g. a"
+      " value loaded again instead of kept in a register), so the same bits"
+      " are likely but not proven",
+    )
 
   def test_unmatched_kernel_is_placed_by_batch_size(self):
     # The kernels stage compares `against` (its first config, `a`) with
     # the boundary's n (its second, `b`): a kernel on one side only is
     # said by batch size, not as "only in the first config" (issue 38).
     softmax = _record("Triton block-level (__triton)", (), "triton_softmax.4")
-    words = "triton_softmax.4 (...): only in the first config"
-    gone = KernelDifference("reduction x", softmax, None, (), words)
+    gone = KernelDifference(softmax, None, ())
     b = Boundary(1, 2, SiteChanges(1, 2), differences=(gone,))
     self.assertEqual(
       ic.boundary_causes(b)[0],
       [
-        "triton_softmax.4 (reduction x, Triton block-level (__triton)): "
+        "triton_softmax.4 (reduction reduce_sum at no source line, Triton "
+        "block-level (__triton)): "
         "only at n = 2, not at n = 1"
       ],
     )
-    new = KernelDifference("reduction x", None, softmax, (), words)
+    new = KernelDifference(None, softmax, ())
     b = Boundary(64, 8, SiteChanges(64, 8), differences=(new,))
     self.assertEqual(
       ic.boundary_causes(b)[0],
       [
-        "triton_softmax.4 (reduction x, Triton block-level (__triton)): "
+        "triton_softmax.4 (reduction reduce_sum at no source line, Triton "
+        "block-level (__triton)): "
         "only at n = 64, not at n = 8"
       ],
     )
@@ -258,7 +349,8 @@ class BoundaryCausesTest(absltest.TestCase):
 class ModelWhyTest(absltest.TestCase):
   def test_each_reason(self):
     k = RowKernel("loop.1", "elementwise", (2, 3), "s")
-    softmax = RowKernel("triton_softmax.4", "reduction", (), "s", "tiles")
+    tiles = KernelUnread(Unread.RECORD, detail="tiles")
+    softmax = RowKernel("triton_softmax.4", "reduction", (), "s", tiles)
     gpu = "(the GPU's implementation, not modelled bit for bit)"
     cases = [
       (NotModelled(Inexact.NOT_COMPILED), "the config did not compile"),

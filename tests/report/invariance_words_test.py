@@ -13,16 +13,23 @@ import os
 import jsonschema
 import recorded
 from absl.testing import absltest, parameterized
+from verify_findings import group, kernel_change
 
 from hloprobe.invariance import Invariance, invariance_of
 from hloprobe.invariance.answer import (
   Boundary,
+  Gap,
   SiteChange,
   SiteChanges,
   SiteMade,
   Unexplained,
+  Why,
 )
-from hloprobe.invariance.kernel_identity import RowKernel
+from hloprobe.invariance.kernel_identity import (
+  KernelUnread,
+  RowKernel,
+  Unread,
+)
 from hloprobe.invariance.pin import (
   Pin,
   PinCandidate,
@@ -30,7 +37,7 @@ from hloprobe.invariance.pin import (
   candidates_for,
 )
 from hloprobe.invariance.rows import ROW0, RowClasses
-from hloprobe.kernels.records import KernelDifference
+from hloprobe.records import Failure
 from hloprobe.report import schema_document
 from hloprobe.report.invariance_words import (
   answer_lines,
@@ -47,6 +54,10 @@ from hloprobe.report.invariance_words import (
 from hloprobe.sites import Fate
 
 _SIZES = (1, 2, 8, 64)
+# A cuBLAS gemm, its kernel picked at run time (the fates' reading).
+_CUBLAS_KERNEL = RowKernel(
+  "cublas", "cuBLAS", (0,), "s", KernelUnread(Unread.LIBRARY)
+)
 _GEMM = SiteMade(Fate.TRITON_GEMM, algorithm="TF32_TF32_F32")
 _SPLIT = dataclasses.replace(_GEMM, split_k=4)
 _DSR = SiteMade(Fate.MULTIPLY_REDUCE, pass_name="dot-strength-reduction")
@@ -82,15 +93,18 @@ def _lib(lib: str) -> str:
   )
 
 
-def _kernels(n: int, against: int, *words: str) -> Boundary:
-  """A boundary of other kernels only, the kernels stage's `words`."""
+# What a `kernel_change`'s kernel computes, in words.
+_REDUCE = "(reduction reduce_sum at no source line)"
+
+
+def _kernels(n: int, against: int, *names: str) -> Boundary:
+  """A boundary of other kernels only: each of `names` a reduction whose
+  tile is a at `against`, b at n (the kernels stage's differences)."""
   return Boundary(
     n,
     against,
     SiteChanges(n, against),
-    differences=tuple(
-      KernelDifference("reduction", None, None, (), w) for w in words
-    ),
+    differences=tuple(kernel_change(k, "tile", "a", "b") for k in names),
   )
 
 
@@ -103,13 +117,9 @@ def _pin(c: PinCandidate, passed, outcome, command: str, **fields) -> Pin:
 
 def _gpu() -> Invariance:
   classes = ((2, 8), (1,), (64,))
-  return Invariance(
-    "m",
-    "a100",
-    "float32",
-    "baseline",
-    "kernel identity",
-    (RowClasses(ROW0, classes),),
+  softmax = RowKernel("triton_softmax.1", "reduction", (), "s")
+  return group(
+    classes,
     (
       Boundary(1, 2, _changed(1, 2, (0, 1), _DSR, _GEMM)),
       Boundary(
@@ -118,10 +128,14 @@ def _gpu() -> Invariance:
         _changed(64, 2, (1,), dataclasses.replace(_GEMM, split_k=2), _GEMM),
       ),
     ),
-    {n: (RowKernel("triton_softmax.1", "reduction", (), "s"),) for n in _SIZES},
-    False,
-    None,
-    _SIZES,
+    kernels={n: (softmax,) for n in _SIZES},
+  )
+
+
+def _unknown(why: Why, sizes=_SIZES) -> Invariance:
+  """m on t4 under float32, unknown: `why`."""
+  return group(
+    (), target="t4", basis="unknown", invariant=None, why=why, sizes=sizes
   )
 
 
@@ -138,19 +152,14 @@ class WordsTest(absltest.TestCase):
     )
 
   def test_cpu_answer_with_ulps_and_invariant_anchor(self):
-    a = Invariance(
-      "m",
-      "cpu",
-      "float32",
-      "baseline",
-      "run",
-      (
+    a = group(
+      rows=(
         RowClasses(ROW0, ((2, 8), (1,), (64,)), (0, 31, 9)),
         RowClasses("anchor row", (_SIZES,), (0,)),
       ),
-      (_unexplained(1, 2, "lib1"), _unexplained(64, 2, "lib64")),
-      invariant=False,
-      sizes=_SIZES,
+      boundaries=(_unexplained(1, 2, "lib1"), _unexplained(64, 2, "lib64")),
+      target="cpu",
+      basis="run",
     )
     row0, anchor = answer_lines([a])
     self.assertEqual(
@@ -163,24 +172,54 @@ class WordsTest(absltest.TestCase):
     self.assertIn("is batch-invariant on cpu", anchor)
 
   def test_unknown_says_why(self):
-    a = Invariance(
-      "m",
-      "t4",
-      "float32",
-      "baseline",
-      "unknown",
-      (),
-      invariant=None,
-      why="cuBLAS: unknown without a device",
-      sizes=(1, 2),
-    )
+    a = _unknown(Why(Gap.KERNEL, kernel=_CUBLAS_KERNEL))
     self.assertEqual(
       answer_lines([a]),
       [
         "whether row 0 is batch-invariant on t4 under float32 is unknown: "
-        "cuBLAS: unknown without a device"
+        "chosen by the library's per-shape heuristic at run time: unknown "
+        "without a device"
       ],
     )
+
+  def test_each_gap_has_words(self):
+    failed = Failure("compile", "XlaRuntimeError: x")
+    cases = [
+      (Why(Gap.NONE_RAN), "no batched output leaf"),
+      (
+        Why(Gap.NONE_RAN, missing=(2, failed)),
+        "no config ran (n = 2: failed at compile: XlaRuntimeError: x)",
+      ),
+      (Why(Gap.SOME_RAN, (1,)), "only n = 1 ran"),
+      (
+        Why(Gap.SOME_RAN, (1, 2, 8), (64, None)),
+        "only n = 1-8 ran; not run: 64: not run",
+      ),
+      (Why(Gap.ONE_SIZE), "one size compiled"),
+      (
+        Why(Gap.UNBATCHED, shapes=((), (2, 3))),
+        "no output leaf carries the batch (each has the same shape, [], "
+        "[2,3], at every n: reduced over the batch, e.g. a mean): it is not "
+        "a per-row output, and its bits may change with n by design; no "
+        "kernel is blamed",
+      ),
+      (
+        Why(Gap.KERNEL, kernel=_CUBLAS_KERNEL),
+        "chosen by the library's per-shape heuristic at run time: unknown "
+        "without a device",
+      ),
+      (Why(Gap.ROWS_FAILED, message="E: y"), "E: y"),
+    ]
+    self.assertEqual({w.gap for w, _ in cases}, set(Gap))
+    for why, words in cases:
+      a = _unknown(why)
+      self.assertEqual(
+        answer_lines([a]),
+        [
+          f"whether row 0 is batch-invariant on t4 under float32 is unknown: {words}"
+        ],
+      )
+      self.assertEqual(invariance_json([a], ())["groups"][0]["why"], words)
 
   def test_pin_lines_passing_first(self):
     c = PinCandidate("no_split_k", ("--xla_gpu_experimental_force_split_k=1",))
@@ -215,7 +254,8 @@ class WordsTest(absltest.TestCase):
     c = PinCandidate("no_split_k", ("--x=1",))
     O = PinOutcome
     one = dataclasses.replace(_gpu(), invariant=True, sizes=(2, 8))
-    unknown = dataclasses.replace(_gpu(), invariant=None, why="cuBLAS")
+    one_size = Why(Gap.ONE_SIZE)
+    unknown = dataclasses.replace(_gpu(), invariant=None, why=one_size)
     cases = [
       (
         _pin(c, None, O.NOT_TRIED, "v"),
@@ -235,7 +275,7 @@ class WordsTest(absltest.TestCase):
       ),
       (
         _pin(c, None, O.UNKNOWN, "v", after=unknown),
-        "unknown: cuBLAS",
+        "unknown: one size compiled",
         "no contraction site changed fate",
       ),
       (
@@ -367,7 +407,7 @@ class WordsTest(absltest.TestCase):
     # Under a pin that keeps every site's fate, n = 1 may differ in other
     # kernels only (named 0): each is named in the pin's lines, counted
     # in the folded one.
-    b = _kernels(1, 2, "fusion.1: tile a -> b", "fusion.2: c -> d")
+    b = _kernels(1, 2, "fusion.1", "fusion.2")
     c = PinCandidate("no_split_k", ("--x=1",))
     pin = _pin(
       c,
@@ -382,8 +422,8 @@ class WordsTest(absltest.TestCase):
     self.assertEqual(
       pin_lines([pin])[1],
       "  (the command leaves out n = 1, which stays apart under this pin "
-      "(at n = 1: fusion.1: tile a -> b; fusion.2: c -> d); with n = 1 it "
-      "FAILs)",
+      f"(at n = 1: fusion.1 {_REDUCE}: tile a -> b; fusion.2 {_REDUCE}: tile "
+      "a -> b); with n = 1 it FAILs)",
     )
     (_, line) = folded_lines([_gpu()], [pin])
     self.assertIn(
@@ -472,21 +512,16 @@ class WordsTest(absltest.TestCase):
 def _a100(precision: str) -> Invariance:
   """The user model's a100 group (issue 39): n = 2 differs from n = 1 by
   the sites' fate and three other kernels' arithmetic."""
-  return Invariance(
-    "my_model",
-    "a100",
-    precision,
-    "baseline",
-    "kernel identity",
-    (RowClasses(ROW0, ((1,), (2,))),),
+  return group(
+    ((1,), (2,)),
     (
       dataclasses.replace(
-        _kernels(2, 1, "fusion.1 tile", "fusion.2 a", "fusion.3 b"),
+        _kernels(2, 1, "fusion.1", "fusion.2", "fusion.3"),
         sites=_changed(2, 1, (0, 1), _GEMM, SiteMade(Fate.MULTIPLY_REDUCE)),
       ),
     ),
-    invariant=False,
-    sizes=(1, 2),
+    case="my_model",
+    precision=precision,
   )
 
 
@@ -558,19 +593,14 @@ class FoldedTest(absltest.TestCase):
     )
 
   def test_run_rows_ulps_anchor_and_passed_pin(self):
-    a = Invariance(
-      "m",
-      "cpu",
-      "float32",
-      "baseline",
-      "run",
-      (
+    a = group(
+      rows=(
         RowClasses(ROW0, ((2, 8), (1,)), (0, 31)),
         RowClasses("anchor row", ((2, 8), (1,)), (0, 4)),
       ),
-      (_unexplained(1, 2, "lib1"),),
-      invariant=False,
-      sizes=(1, 2, 8),
+      boundaries=(_unexplained(1, 2, "lib1"),),
+      target="cpu",
+      basis="run",
     )
     c = PinCandidate("no_ynn_fusion", ("--x=",))
     pin = Pin(
@@ -611,34 +641,20 @@ class FoldedTest(absltest.TestCase):
     self.assertIn("no setting tried pins it (1 tried: --verbose)", lines[2])
 
   def test_anchor_not_run_and_unknown_say_why(self):
-    ran = Invariance(
-      "m",
-      "cpu",
-      "float32",
-      "baseline",
-      "run",
-      (RowClasses(ROW0, ((1, 2),), (0,)),),
+    ran = group(
+      rows=(RowClasses(ROW0, ((1, 2),), (0,)),),
+      target="cpu",
+      basis="run",
       invariant=True,
-      why="workers only",
-      sizes=(1, 2),
+      why=Why(Gap.ROWS_FAILED, message="workers only"),
     )
-    unknown = Invariance(
-      "m",
-      "t4",
-      "float32",
-      "baseline",
-      "unknown",
-      (),
-      invariant=None,
-      why="no PTX",
-      sizes=(1, 2),
-    )
+    unknown = _unknown(Why(Gap.ONE_SIZE), sizes=(1, 2))
     self.assertEqual(
       folded_lines([ran, unknown])[1:],
       [
         "  m on cpu under float32: batch-invariant (bits compared): row 0: "
         "identical for n = 1-2; the anchor row was not run: workers only",
-        "  m on t4 under float32: unknown (no PTX)",
+        "  m on t4 under float32: unknown (one size compiled)",
       ],
     )
 
@@ -737,17 +753,14 @@ class KernelLinesTest(parameterized.TestCase):
     # The fates' reading (`site_kernels`) has no records: its "other
     # kernels" entries are paired across n in order, one line.
     def other(words):
-      return RowKernel("other kernels", "reduction", (), "?", words)
+      unread = KernelUnread(Unread.RECORD, detail=words)
+      return RowKernel("other kernels", "reduction", (), "?", unread)
 
-    a = Invariance(
-      "m",
-      "a100",
-      "float32",
-      "baseline",
-      "unknown",
-      (RowClasses(ROW0, ((2,), (1,))),),
+    a = group(
+      ((2,), (1,)),
+      basis="unknown",
+      invariant=None,
       kernels={1: (other("w1"),), 2: (other("w2"),)},
-      sizes=(1, 2),
     )
     self.assertEqual(
       kernel_lines([a]),

@@ -6,6 +6,9 @@ their fields."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import recorded
 from absl.testing import absltest
 
 from hloprobe import records
@@ -22,7 +25,9 @@ from hloprobe.numerics.note_records import (
 )
 from hloprobe.report import site_words as sw
 from hloprobe.report.verdict_words import verdict_words
-from hloprobe.sites import CompileFinding, Fate
+from hloprobe.sites import CompileFinding, Fate, PassAttribution
+from hloprobe.sites.fp8_rewrite import Fp8Gate, Fp8Rewrite
+from hloprobe.sites.site_fate import Collective, PrecisionConflict
 
 _RULE = "dot strength reduction (algebraic_simplifier.cc)"
 
@@ -58,6 +63,129 @@ class FailureWordsTest(absltest.TestCase):
 
 _FAST = "ANY_F8_ANY_F8_F32_FAST_ACCUM"
 _TF32_AT = (("TF32_TF32_F32", (1, 2)),)
+
+
+class SiteRecordWordsTest(absltest.TestCase):
+  def test_a_collective_names_its_reduction_unless_an_add(self):
+    self.assertEqual(
+      sw.collective_words(Collective("all-reduce", "add", 8, "all-reduce.3")),
+      "all-reduce over 8 devices (all-reduce.3)",
+    )
+    self.assertEqual(
+      sw.collective_words(
+        Collective("reduce-scatter", "maximum", 4, "reduce-scatter.1")
+      ),
+      "reduce-scatter (maximum) over 4 devices (reduce-scatter.1)",
+    )
+    self.assertIsNone(sw.collective_words(None))
+    self.assertIsNone(sw.conflict_words(None))
+
+  def test_each_fp8_gate_has_words(self):
+    g = Fp8Gate
+    cases = [
+      (
+        Fp8Rewrite(False, gates=(g.OLD_GPU,), compute_capability="8.0"),
+        "did not fire: compute capability 8.0 < 8.9 (FP8 cuBLASLt gemms "
+        "need Ada, Hopper or later)",
+      ),
+      (
+        Fp8Rewrite(
+          False,
+          gates=(g.OPERAND_TYPES, g.OUTPUT_TYPE),
+          operand_types=("f8e4m3fn", "s8"),
+          output="s32",
+        ),
+        "did not fire: operand types f8e4m3fn x s8 (cuBLASLt FP8 takes "
+        "f8e4m3fn or f8e5m2); output s32 (must be bf16, f16, f32, f8e4m3fn, "
+        "f8e5m2)",
+      ),
+      (
+        Fp8Rewrite(False, gates=(g.BOTH_E5M2, g.DIMENSIONS)),
+        "did not fire: both operands f8e5m2 (one must be f8e4m3fn); an "
+        "operand without exactly one contracting and one non-contracting "
+        "dimension",
+      ),
+      (
+        Fp8Rewrite(False, gates=(g.STRENGTH_REDUCED,), fate=Fate.MULTIPLY),
+        "did not fire: dot strength reduction made it a multiply before any "
+        "gemm rewriter ran (no dot left to rewrite)",
+      ),
+      (
+        Fp8Rewrite(False, gates=(g.TRITON_GEMM,)),
+        "did not fire: the Triton gemm took the dot first "
+        "(triton-gemm-rewriter runs before GemmRewriter; "
+        "--xla_gpu_enable_triton_gemm=false leaves it to GemmRewriter)",
+      ),
+      (
+        Fp8Rewrite(False, gates=(g.NOT_FP8_GEMM,)),
+        "did not fire: GemmRewriter made a non-FP8 gemm; its operands are "
+        "not MatchFp8Param's dequantization (an f8 value converted, "
+        "optionally times or over a broadcast scalar, then only layout "
+        "ops) or cuBLASLt does not support the gemm "
+        "(GemmIsSupportedByCublasLt): the optimized HLO does not tell which",
+      ),
+      (
+        Fp8Rewrite(None, gates=(g.NO_COMPUTE_CAPABILITY,)),
+        "unknown: the target's compute capability is unknown",
+      ),
+      (
+        Fp8Rewrite(None, gates=(g.OTHER_FATE,), fate=Fate.DOT),
+        "unknown: the site is dot",
+      ),
+      (Fp8Rewrite(True), "fired (`__cublas$lt$matmul$f8`)"),
+      (
+        Fp8Rewrite(True, call=True, operands=(("A", "f8e5m2", (16, 32)),)),
+        "fired (`__cublas$lt$matmul$f8`, scales none; A f8e5m2[16,32])",
+      ),
+    ]
+    self.assertEqual({x for r, _ in cases for x in r.gates}, set(Fp8Gate))
+    for record, words in cases:
+      self.assertEqual(sw.fp8_rewrite_words(record), words)
+    self.assertIsNone(sw.fp8_rewrite_words(None))
+
+  def test_the_fate_a_pass_left(self):
+    cases = [
+      (PassAttribution(0, "p", "q", Fate.TRITON_GEMM), "Triton gemm"),
+      (
+        PassAttribution(0, "p", "q", Fate.DOT, "__ynn_fusion"),
+        "dot in __ynn_fusion",
+      ),
+      (PassAttribution(0, "p", "q", Fate.DOT, split_k=4), "dot split-K 4"),
+      (
+        PassAttribution(0, "p", "q", Fate.DOT, merged=True, split_k=2),
+        "dot (merged) split-K 2",
+      ),
+    ]
+    for attribution, words in cases:
+      self.assertEqual(sw.pass_fate_words(attribution), words)
+
+  def test_site_json_words_its_records_in_their_place(self):
+    rec = recorded.load("two_dots_cpu_n2_default", "0.12.0.1")
+    f = recorded.fates(rec)[0]
+    f = dataclasses.replace(
+      f,
+      conflict=PrecisionConflict("highest,highest", ("DEFAULT", "DEFAULT")),
+      collective=Collective("all-reduce", "add", 2, "all-reduce.1"),
+    )
+    by = PassAttribution(0, "algsimp", "simplification", Fate.MULTIPLY_REDUCE)
+    doc = sw.site_json(f, by)
+    self.assertEqual(list(doc), list(f.record(by)))  # the schema's order
+    self.assertEqual(
+      doc["rewritten_by"],
+      {
+        "pass": "algsimp",
+        "pipeline": "simplification",
+        "fate_after": "multiply+reduce",
+      },
+    )
+    self.assertEqual(
+      doc["conflict"],
+      "optimized precision config highest,highest contradicts StableHLO "
+      "DEFAULT,DEFAULT",
+    )
+    self.assertEqual(
+      doc["collective"], "all-reduce over 2 devices (all-reduce.1)"
+    )
 
 
 class SiteNoteWordsTest(absltest.TestCase):
@@ -139,12 +267,22 @@ class SiteNoteWordsTest(absltest.TestCase):
         "ignores the preset, so this check says nothing about a GPU",
       ),
       (
-        SiteNote(k.CONFLICT, (4,), detail="precision high,high vs DEFAULT"),
-        "site 4: precision high,high vs DEFAULT",
+        SiteNote(
+          k.CONFLICT,
+          (4,),
+          detail=PrecisionConflict("high,high", ("DEFAULT", "DEFAULT")),
+        ),
+        "site 4: optimized precision config high,high contradicts StableHLO "
+        "DEFAULT,DEFAULT",
       ),
       (
-        SiteNote(k.FP8_REWRITE, (0,), detail="did not fire: no scale"),
-        "site 0: fp8 cuBLASLt rewrite did not fire: no scale",
+        SiteNote(
+          k.FP8_REWRITE,
+          (0,),
+          detail=Fp8Rewrite(False, gates=(Fp8Gate.DIMENSIONS,)),
+        ),
+        "site 0: fp8 cuBLASLt rewrite did not fire: an operand without "
+        "exactly one contracting and one non-contracting dimension",
       ),
     )
     for note, words in cases:

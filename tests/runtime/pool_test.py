@@ -3,8 +3,10 @@ contained (real compiles and runs)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import shutil
 import tempfile
 import textwrap
 from unittest import mock
@@ -21,6 +23,23 @@ from hloprobe.compile.experiments import Experiment
 from hloprobe.runtime import pool as worker
 
 pytestmark = pytest.mark.compiles
+
+# One pool of workers for the module's sweeps that are not about which
+# workers start (what a sweep computes does not depend on them being
+# warm: JobsAndRetireTest).
+_POOL = testutil.SweepPool()
+# And one loader for the user cases' files (CrashTest, InputsTest).
+_LOADER = contextlib.ExitStack()
+
+
+def setUpModule():
+  _LOADER.enter_context(testutil.shared_case_loader())
+
+
+def tearDownModule():
+  _POOL.close()
+  _LOADER.close()
+
 
 # A case whose program calls back into Python and kills its own process
 # with SIGSEGV when the callback sees float32 rows at batch size 2: the
@@ -99,7 +118,8 @@ class CrashTest(absltest.TestCase):
     spec = engine.SweepSpec(
       (f"{path}:crash_at_two",), (1, 2, 3), ("float32",), ("cpu",)
     )
-    one, two, three = engine.run_sweep(spec)
+    # On the module's warm workers: the death costs the next test nothing.
+    one, two, three = _POOL.run(spec)
     self.assertFalse(two.ok)
     self.assertEqual(two.failure.stage, "run")
     self.assertRegex(
@@ -120,7 +140,7 @@ class InputsTest(absltest.TestCase):
   def test_the_worker_runs_on_the_references_inputs(self):
     path = self.create_tempfile("unseeded.py", _UNSEEDED_CASE).full_path
     spec = engine.SweepSpec((f"{path}:unseeded",), (2,), ("float32",), ("cpu",))
-    (r,) = engine.run_sweep(spec)
+    (r,) = _POOL.run(spec)
     self.assertTrue(r.ok, r.failure)
     # K = 64 float32 products against float64: |err| <= gamma_64 |x||w|,
     # about 4e-6 relative; other inputs would be off by O(1).
@@ -137,7 +157,7 @@ class InputsTest(absltest.TestCase):
       in_axes=(0, None),
     )
     spec = engine.SweepSpec((mine,), (1,), ("float32",), ("cpu",))
-    (r,) = engine.run_sweep(spec)
+    (r,) = _POOL.run(spec)
     self.assertTrue(r.ok, r.failure)
     self.assertLen(r.compilation.fates, 1)  # the seed MLP has 4 dot sites
     # tanh(8 * 0.5 * 0.25) = tanh(1), from numpy; XLA's tanh is within
@@ -165,47 +185,28 @@ class InputsOnceTest(absltest.TestCase):
     spec = engine.SweepSpec(
       (mine,), (1, 2), ("float32",), ("cpu",), cache_dir=folder
     )
-    results = engine.run_sweep(spec)
+    results = _POOL.run(spec)
     self.assertTrue(all(r.ok for r in results), [r.failure for r in results])
     # sizes checked, fingerprint, references and both compiles: one call
     self.assertEqual(calls, [0])
 
 
-class RetireTest(absltest.TestCase):
-  def test_a_sweep_ends_the_workers_of_flags_an_earlier_one_left(self):
-    # Two sweeps on one pool, as explain's sweep and a fix try: the first
-    # with an experiment's flag set at --jobs=2 (a lane per flag set),
-    # the second the baseline alone (two lanes). The second ends the
-    # experiment's worker; the baseline's (whose kept compiles the
-    # invariance answer reads) and a case's loader (a negative lane) are
-    # kept.
-    spec = engine.SweepSpec(("seed_mlp",), (1, 2), ("float32",), ("cpu",))
-    nofm = Experiment.parse("nofm:--xla_cpu_enable_fast_math=false")
-    with worker.WorkerPool() as pool:
-      keys = lambda *pairs: sorted(pool._key(f, lane) for f, lane in pairs)
-      engine.run_sweep(
-        dataclasses.replace(spec, jobs=2, experiments=(nofm,)), pool=pool
-      )
-      pool.start("", -1)
-      flags = nofm.flags_text
-      self.assertEqual(
-        sorted(pool._workers),
-        keys(("", -1), ("", 0), (flags, 0)),
-      )
-      gone = [pool._workers[pool._key(flags, 0)]]
-      results = engine.run_sweep(dataclasses.replace(spec, jobs=2), pool=pool)
-      self.assertTrue(all(r.ok for r in results))
-      self.assertFalse(any(w.alive for w in gone))
-      self.assertEqual(sorted(pool._workers), keys(("", -1), ("", 0), ("", 1)))
+class JobsAndRetireTest(absltest.TestCase):
+  """One sweep at --jobs=1 and again at --jobs=2 (a lane per flag set) on a
+  pool that then runs the baseline alone, as explain's sweep and a fix try
+  share one: the sweeps are run once here, the tests read them."""
 
-
-class JobsTest(absltest.TestCase):
-  def test_jobs_change_nothing_and_each_flag_set_has_one_worker(self):
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    folder = tempfile.mkdtemp(prefix="hloprobe-pool-test-")
+    cls.addClassCleanup(shutil.rmtree, folder, ignore_errors=True)
     # The A100 as a config file: the plan reads it once, a worker gets the
     # Target record whole.
-    a100 = self.create_tempfile(
-      "my_a100.txtpb", targets.BUILTIN_TARGETS["a100"].config_text
-    ).full_path
+    a100 = os.path.join(folder, "my_a100.txtpb")
+    with open(a100, "w") as f:
+      f.write(targets.BUILTIN_TARGETS["a100"].config_text)
+    nofm = Experiment.parse("nofm:--xla_cpu_enable_fast_math=false")
     reads = mock.patch.object(
       targets, "load_target_config", wraps=targets.load_target_config
     )
@@ -213,37 +214,66 @@ class JobsTest(absltest.TestCase):
       # One size (results' order over several: module_case_story_test's
       # MixedSweepTest); two flag sets on two targets.
       spec = engine.SweepSpec(
-        ("seed_mlp",),
-        (2,),
-        ("float32",),
-        ("cpu", a100),
-        experiments=(
-          Experiment.parse("nofm:--xla_cpu_enable_fast_math=false"),
-        ),
+        ("seed_mlp",), (2,), ("float32",), ("cpu", a100), experiments=(nofm,)
       )
       spec = engine.plan_sweep(spec)  # read here, once for both sweeps
-      one = engine.run_sweep(spec)
-      tmp = self.create_tempdir().full_path
-      seen = set()
+      cls.one = _POOL.run(spec)
+      cls.tmp = tmp = os.path.join(folder, "tmp")
+      os.mkdir(tmp)
+      cls.seen = seen = set()
       watch = lambda _: seen.update(_worker_folders(tmp))
       with mock.patch.object(tempfile, "tempdir", tmp):
         with worker.WorkerPool() as pool:
-          two = engine.run_sweep(
+          keys = lambda *pairs: sorted(pool._key(f, lane) for f, lane in pairs)
+          cls.two = engine.run_sweep(
             dataclasses.replace(spec, jobs=2), watch, None, pool
           )
-    self.assertEqual(load.call_count, 1)
+          cls.started = pool.started
+          # Then the baseline alone (two lanes): it ends the experiment's
+          # worker; the baseline's (whose kept compiles the invariance
+          # answer reads) and a case's loader (a negative lane) are kept.
+          pool.start("", -1)
+          cls.workers = (
+            sorted(pool._workers),
+            keys(("", -1), ("", 0), (nofm.flags_text, 0)),
+          )
+          gone = [pool._workers[pool._key(nofm.flags_text, 0)]]
+          cls.alone = engine.run_sweep(
+            dataclasses.replace(spec, jobs=2, experiments=()), pool=pool
+          )
+          cls.gone_alive = any(w.alive for w in gone)
+          cls.workers_after = (
+            sorted(pool._workers),
+            keys(("", -1), ("", 0), ("", 1)),
+          )
+    cls.reads = load.call_count
+    cls.left = os.listdir(tmp)
+
+  def test_jobs_change_nothing_and_each_flag_set_has_one_worker(self):
+    self.assertEqual(self.reads, 1)
+    two = self.two
     self.assertTrue(all(r.ok for r in two), [r.failure for r in two])
     self.assertEqual(
       [(r.config.experiment, r.config.target.name, r.config.n) for r in two],
       [(e, t, 2) for e in ("baseline", "nofm") for t in ("cpu", "my_a100")],
     )
-    self.assertEqual(testutil.configs_json(one), testutil.configs_json(two))
+    self.assertEqual(
+      testutil.configs_json(self.one), testutil.configs_json(two)
+    )
     # Two flag sets on two jobs: one worker each, none inside another (an
     # experiment is no nested sweep with a pool of its own).
-    self.assertEqual(pool.started, 2)
-    self.assertLen(seen, 2)
-    self.assertTrue(all(os.sep not in f for f in seen), seen)
-    self.assertEqual(os.listdir(tmp), [])
+    self.assertEqual(self.started, 2)
+    self.assertLen(self.seen, 2)
+    self.assertTrue(all(os.sep not in f for f in self.seen), self.seen)
+    self.assertEqual(self.left, [])
+
+  def test_a_sweep_ends_the_workers_of_flags_an_earlier_one_left(self):
+    got, want = self.workers
+    self.assertEqual(got, want)
+    self.assertTrue(all(r.ok for r in self.alone))
+    self.assertFalse(self.gone_alive)
+    got, want = self.workers_after
+    self.assertEqual(got, want)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,10 @@ from absl.testing import absltest, parameterized
 
 from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
+from hloprobe.report.site_words import collective_words
 from hloprobe.sites import dot_sites
 from hloprobe.sites.collectives import collective_after, group_size
+from hloprobe.sites.site_fate import Collective
 
 _DATA = os.path.join(
   os.path.dirname(os.path.dirname(__file__)), "testdata", "sharded"
@@ -50,7 +52,10 @@ class CollectiveBesideSiteTest(parameterized.TestCase):
     (mapped,) = dot_sites.map_dot_sites(sites, module)
     # The collective consumes the site's kernel (its outermost carrier).
     self.assertEqual(mapped.carriers[0], operand)
-    self.assertEqual(mapped.collective, f"{kind} over 8 devices ({op_name})")
+    self.assertEqual(mapped.collective, Collective(kind, "add", 8, op_name))
+    self.assertEqual(
+      collective_words(mapped.collective), f"{kind} over 8 devices ({op_name})"
+    )
 
   @parameterized.parameters((r,) for r in _RELEASES)
   def test_the_site_keeps_its_program_length(self, jaxlib):

@@ -125,7 +125,7 @@ class ConvNetSitesTest(parameterized.TestCase):
     algorithms = [f.effective_algorithm for f in fates[:2]]
     self.assertCountEqual(algorithms, ["F32_F32_F32", "TF32_TF32_F32"])
     edited = next(f for f in fates if f.effective_algorithm == "F32_F32_F32")
-    self.assertIn("optimized precision config", edited.conflict)
+    self.assertEqual(edited.conflict.optimized, "highest,highest")
 
   @parameterized.named_parameters(*_RELEASES)
   def test_cpu_keeps_convolutions(self, jaxlib):

@@ -25,7 +25,11 @@ from hloprobe.ir.stablehlo import parse_stablehlo_dots
 from hloprobe.numerics import site_notes
 from hloprobe.numerics.candidates import chosen_algorithms
 from hloprobe.numerics.verdicts import Verdict, VerdictKind
-from hloprobe.report.site_words import site_note_words
+from hloprobe.report.site_words import (
+  fp8_rewrite_words,
+  site_json,
+  site_note_words,
+)
 from hloprobe.report.verdict_words import verdict_words
 from hloprobe.sites import dot_sites, fp8_operands, fp8_rewrite, site_fate
 from hloprobe.sites.site_fate import Fate
@@ -36,6 +40,11 @@ _FP8_CALL = re.compile(
   r'custom_call_target="__cublas\$lt\$matmul\$f8"'
 )
 _PARAMETER = re.compile(r"%(\S+) = f32\[\] parameter\((\d)\)")
+
+
+def _words(f: site_fate.SiteFate) -> str:
+  """The site's fp8 rewrite in report's words."""
+  return fp8_rewrite_words(f.fp8_rewrite)
 
 
 def _only(name: str, jaxlib: str, **edits) -> site_fate.SiteFate:
@@ -54,14 +63,18 @@ class NotFiredTest(parameterized.TestCase):
     )
     f = _only(name, jaxlib)
     self.assertEqual(f.fate, Fate.TRITON_GEMM)
-    self.assertTrue(
-      f.fp8_rewrite.startswith(
-        "did not fire: the Triton gemm took the dot first"
-      ),
-      f.fp8_rewrite,
+    gate = fp8_rewrite.Fp8Gate
+    self.assertEqual(
+      (f.fp8_rewrite.fired, f.fp8_rewrite.gates, f.fp8_rewrite.compile_only),
+      (False, (gate.TRITON_GEMM,), True),
     )
-    self.assertIn("--xla_gpu_enable_triton_gemm=false", f.fp8_rewrite)
-    self.assertIn("compile-only", f.fp8_rewrite)
+    words = _words(f)
+    self.assertTrue(
+      words.startswith("did not fire: the Triton gemm took the dot first"),
+      words,
+    )
+    self.assertIn("--xla_gpu_enable_triton_gemm=false", words)
+    self.assertIn("compile-only", words)
 
   @parameterized.named_parameters(*_RELEASES)
   def test_a100_names_its_compute_capability(self, jaxlib):
@@ -69,7 +82,10 @@ class NotFiredTest(parameterized.TestCase):
     self.assertNotIn(
       "__cublas$lt$matmul$f8", recorded.load(name, jaxlib).optimized_hlo
     )
-    note = _only(name, jaxlib).fp8_rewrite
+    f = _only(name, jaxlib)
+    self.assertEqual(f.fp8_rewrite.gates, (fp8_rewrite.Fp8Gate.OLD_GPU,))
+    self.assertEqual(f.fp8_rewrite.compute_capability, "8.0")
+    note = _words(f)
     self.assertTrue(note.startswith("did not fire: "), note)
     self.assertIn("compute capability 8.0 < 8.9", note)
     # The decisive condition only: the Triton gemm is not the reason.
@@ -79,7 +95,10 @@ class NotFiredTest(parameterized.TestCase):
   def test_n1_strength_reduced(self, jaxlib):
     f = _only("fp8_scaled_matmul_h100_n1_default", jaxlib)
     self.assertEqual(f.fate, Fate.MULTIPLY_REDUCE)
-    self.assertIn("dot strength reduction", f.fp8_rewrite)
+    self.assertEqual(
+      f.fp8_rewrite.gates, (fp8_rewrite.Fp8Gate.STRENGTH_REDUCED,)
+    )
+    self.assertIn("dot strength reduction", _words(f))
 
   @parameterized.named_parameters(*_RELEASES)
   def test_planted_f8e5m2_operands_name_the_type_rule(self, jaxlib):
@@ -92,7 +111,8 @@ class NotFiredTest(parameterized.TestCase):
       edit_hlo=e5m2,
       edit_stablehlo=e5m2,
     )
-    self.assertIn("both operands f8e5m2", f.fp8_rewrite)
+    self.assertIn(fp8_rewrite.Fp8Gate.BOTH_E5M2, f.fp8_rewrite.gates)
+    self.assertIn("both operands f8e5m2", _words(f))
 
 
 class Fp8SiteTest(parameterized.TestCase):
@@ -154,15 +174,23 @@ class FiredTest(parameterized.TestCase):
     f = _only(rec.name, jaxlib)
     self.assertEqual(f.fate, Fate.CUBLASLT)
     self.assertEqual(f.custom_call_target, "__cublas$lt$matmul$f8")
+    self.assertTrue(f.fp8_rewrite.fired)
+    self.assertEqual(
+      f.fp8_rewrite.scales[:2], (("a", "x_scale"), ("b", "w_scale"))
+    )
     self.assertTrue(
-      f.fp8_rewrite.startswith(
+      _words(f).startswith(
         "fired (`__cublas$lt$matmul$f8`, scales a=x_scale, b=w_scale"
       ),
-      f.fp8_rewrite,
+      _words(f),
     )
     # XLA pads the non-batch dims to multiples of 16 (8 rows -> 16) and
     # makes B column-major (PadShapeToMultipleOf16, TransposeMatrix).
-    self.assertIn("A f8e4m3fn[16,64], B f8e4m3fn[32,64]", f.fp8_rewrite)
+    self.assertEqual(
+      f.fp8_rewrite.operands,
+      (("A", "f8e4m3fn", (16, 64)), ("B", "f8e4m3fn", (32, 64))),
+    )
+    self.assertIn("A f8e4m3fn[16,64], B f8e4m3fn[32,64]", _words(f))
     # The call's precision_config is DEFAULT,DEFAULT with ALG_UNSET, so
     # cuBLASLt's fast accumulation is on (cuda_blas_lt.cc
     # IsFastAccumEnabled: ALG_UNSET, an f8 operand, compute_precision 0).
@@ -172,7 +200,7 @@ class FiredTest(parameterized.TestCase):
       rec.optimized_hlo,
     )
     self.assertEqual(f.effective_algorithm, "ANY_F8_ANY_F8_F32_FAST_ACCUM")
-    self.assertEqual(f.record()["fp8_rewrite"], f.fp8_rewrite)
+    self.assertEqual(site_json(f)["fp8_rewrite"], _words(f))
 
   @parameterized.named_parameters(*_RELEASES)
   def test_scales_are_part_of_the_data_flow(self, jaxlib):
@@ -258,7 +286,7 @@ class FiredTest(parameterized.TestCase):
       "fast accumulation",
       words,
     )
-    self.assertIn(f"site 0: fp8 cuBLASLt rewrite {f.fp8_rewrite}", words)
+    self.assertIn(f"site 0: fp8 cuBLASLt rewrite {_words(f)}", words)
 
 
 class RuleTest(parameterized.TestCase):
@@ -276,8 +304,8 @@ class RuleTest(parameterized.TestCase):
     (mapped,) = dot_sites.map_dot_sites(
       parse_stablehlo_dots(rec.stablehlo), module
     )
-    note = fp8_rewrite.rewrite_note(
-      mapped, module, targets.get_target("h100"), cc
+    note = fp8_rewrite_words(
+      fp8_rewrite.rewrite_note(mapped, module, targets.get_target("h100"), cc)
     )
     self.assertIn(expected, note)
 

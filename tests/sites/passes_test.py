@@ -16,7 +16,9 @@ from hloprobe.engine.measure import run_config
 from hloprobe.errors import HloprobeError
 from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
+from hloprobe.report.site_words import pass_fate_words
 from hloprobe.sites import dot_sites, passes, site_fate
+from hloprobe.sites.site_fate import Fate
 
 _PASSES = os.path.join(os.path.dirname(__file__), "testdata", "passes")
 _RELEASES = ("jaxlib0102", "jaxlib01201")
@@ -35,7 +37,9 @@ def _recorded(folder: str):
 
 
 def _summary(found: dict) -> dict:
-  return {i: (a.pass_name, a.pipeline, a.fate) for i, a in found.items()}
+  return {
+    i: (a.pass_name, a.pipeline, pass_fate_words(a)) for i, a in found.items()
+  }
 
 
 class RecordedDumpsTest(parameterized.TestCase):
@@ -156,7 +160,7 @@ class CpuPassesTest(absltest.TestCase):
     self.assertEqual(set(found), {3})
     self.assertEqual(
       (found[3].pass_name, found[3].pipeline, found[3].fate),
-      ("algsimp", "simplification", "multiply+reduce"),
+      ("algsimp", "simplification", Fate.MULTIPLY_REDUCE),
     )
 
   def test_batch_2_dots_go_to_the_dot_library(self):
@@ -165,7 +169,13 @@ class CpuPassesTest(absltest.TestCase):
     self.assertEqual(
       {a.pass_name for a in found.values()}, {"dot-library-rewriter"}
     )
-    self.assertEqual({a.fate for a in found.values()}, {"dot in __ynn_fusion"})
+    self.assertEqual(
+      {(a.fate, a.emitter) for a in found.values()},
+      {(Fate.DOT, "__ynn_fusion")},
+    )
+    self.assertEqual(
+      {pass_fate_words(a) for a in found.values()}, {"dot in __ynn_fusion"}
+    )
 
   def test_no_dumps(self):
     with self.assertRaisesRegex(HloprobeError, "no pass dumps"):
@@ -181,12 +191,12 @@ class A100PassesTest(parameterized.TestCase):
       {(a.pass_name, a.pipeline) for a in found.values()},
       {("dot-strength-reduction", "simplification")},
     )
-    self.assertEqual({a.fate for a in found.values()}, {"multiply+reduce"})
+    self.assertEqual({a.fate for a in found.values()}, {Fate.MULTIPLY_REDUCE})
 
   def test_batch_2_triton_gemm_rewriter(self):
     found = _attribution("a100", 2, "bfloat16")
     self.assertEqual(
-      {i: found[i].fate for i in found},
+      {i: pass_fate_words(found[i]) for i in found},
       {
         0: "Triton gemm",
         1: "Triton gemm",
@@ -236,7 +246,10 @@ class ReleaseRulesTest(parameterized.TestCase):
       self.skipTest(f"no expectation for jaxlib {compat.installed_jaxlib()}")
     r = _run(program_cases.euler_scan(), target, 2)
     self.assertEqual(
-      {i: (a.pass_name, a.fate) for i, a in r.compilation.passes.items()},
+      {
+        i: (a.pass_name, pass_fate_words(a))
+        for i, a in r.compilation.passes.items()
+      },
       {0: (pass_name, fate), 1: (pass_name, fate)},
     )
 
@@ -266,7 +279,7 @@ class ReleaseRulesTest(parameterized.TestCase):
     self.assertEqual((fate.fate, fate.split_k), (site_fate.Fate.TRITON_GEMM, 4))
     a = r.compilation.passes[0]
     self.assertEqual(
-      (a.pass_name, a.fate), ("splitk-rewriter", "dot split-K 4")
+      (a.pass_name, pass_fate_words(a)), ("splitk-rewriter", "dot split-K 4")
     )
 
 

@@ -21,6 +21,7 @@ from absl.testing import absltest, parameterized
 
 from hloprobe.ir.hlo import parse_hlo_module
 from hloprobe.ir.stablehlo import parse_stablehlo_dots
+from hloprobe.report.site_words import conflict_words
 from hloprobe.sites import dot_sites, effective, site_fate
 from hloprobe.sites.site_fate import Fate
 
@@ -342,8 +343,13 @@ class AmbiguityAndConflictTest(parameterized.TestCase):
 
     fates = _fates("two_dots_a100_n2_default", jaxlib, edit_hlo=plant)
     self.assertEqual([f.mapping for f in fates], ["source location"] * 2)
-    self.assertIn("contradicts StableHLO DEFAULT,DEFAULT", fates[0].conflict)
-    self.assertIn("contradicts StableHLO HIGHEST,HIGHEST", fates[1].conflict)
+    self.assertEqual(fates[0].conflict.stablehlo, ("DEFAULT", "DEFAULT"))
+    self.assertEqual(fates[1].conflict.stablehlo, ("HIGHEST", "HIGHEST"))
+    self.assertEqual(
+      conflict_words(fates[0].conflict),
+      "optimized precision config highest,highest contradicts StableHLO "
+      "DEFAULT,DEFAULT",
+    )
 
   @parameterized.named_parameters(*_RELEASES)
   def test_differing_carriers_without_any_key_are_ambiguous(self, jaxlib):

@@ -231,16 +231,16 @@ class A100Test(absltest.TestCase):
       )
 
   def test_golden_requirement(self):
-    v = _verify(
-      "float32", require=("golden",), targets=("a100",), sizes=(1, 2, 9)
-    )
+    # Two of the goldens' batch sizes (1, 2, 9): each fix config compiled
+    # with its pass dumps (and the baseline's beside it) costs ~1 CPU-s.
+    v = _verify("float32", require=("golden",), targets=("a100",), sizes=(1, 2))
     self.assertTrue(v.passed, _lines(v.requirements[0]))
-    # 3 configs x (hlo, dots.json, stablehlo) under the goldens' own jaxlib;
+    # 2 configs x (hlo, dots.json, stablehlo) under the goldens' own jaxlib;
     # under another, the dot summaries alone (golden/snapshot.py).
     same = testutil.goldens_from_this_jaxlib()
     self.assertEqual(
       _lines(v.requirements[0]),
-      (f"{9 if same else 3} golden files match",),
+      (f"{6 if same else 2} golden files match",),
     )
     v = _verify("no_triton_gemm", require=("golden",), sizes=(2,))
     self.assertFalse(v.passed)
