@@ -335,7 +335,7 @@ class EmulationCache:
     if name is not None:
       key = lambda a: (n, a, name)
       found = {
-        a: self._kept.get(key(a), None)
+        a: self._kept.get(key(a), lambda: None)
         for a in assignments
         if key(a) in self._kept
       }

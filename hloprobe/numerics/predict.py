@@ -492,9 +492,10 @@ class Predictor:
 
     The share assignments are made here only where they can be one
     switched compile (`_shares_ahead`). A config with a non-F32 site also
-    has these assignments guessed at the sweep's next sizes. An all-F32 one has not: its F32 output at another
-    size is cheaper made along with that size's other assignments, whose
-    shared ops (an F32 prefix) XLA's CSE then compiles once.
+    has these assignments guessed at the sweep's next sizes. An all-F32
+    one has not: its F32 output at another size is cheaper made along
+    with that size's other assignments, whose shared ops (an F32 prefix)
+    XLA's CSE then compiles once.
     """
     f32 = (F32,) * len(chosen)
     wanted = [f32, chosen]
