@@ -145,6 +145,25 @@ EMULATED_ALGORITHMS = (
 )
 # The algorithms a `Switched` site may choose among at run time: those
 # that round each operand once.
+#
+# Why no split (X3/X6/X9, TF32_X3) or 16-bit sum (issue 37, tried on
+# jaxlib 0.12.0.1): its several contractions cannot share one, so each
+# would be a `lax.switch` branch of its own, and XLA:CPU's own dot gives
+# other bits when a conditional or a select stands next to it. Its
+# layout assignment and transpose folding choose each dot's operand
+# order and layout from the ops around it (a transpose of the result
+# folds into one YNNPACK dot of swapped operands, which sums in another
+# order), and a conditional's result or a select between the dot and its
+# consumer stops that. Measured, each against `emulate.emulate_case` of
+# the same assignment: seed_mlp's 48x48 sites at F32 inside a branch, or
+# joined with a split branch by a select, 1 ULP; its last site at F32
+# (switched among single-pass names only) after three switched split
+# sites, 1 ULP; conv_net's sites at X6 in a branch, every fixed order,
+# 1 ULP. Splits among themselves at a site in XLA's order gave the same
+# bits on seed_mlp and conv_net, but with other sites switched they did
+# not, so no rule was found that keeps each choice the bits of its
+# emulation alone; a split's assignments are emulated one emulator each
+# (a few per compile, `emulation_cache.INLINE_SITES`).
 SWITCHABLE = (*_SINGLE_PASS, TF32_TRUNCATED)
 
 

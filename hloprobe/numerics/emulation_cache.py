@@ -32,7 +32,7 @@ Private in intent: use the package, `hloprobe.numerics`.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 
 import jax
 import numpy as np
@@ -248,6 +248,7 @@ class EmulationCache:
     self._sizes = tuple(dict.fromkeys(sizes))
     self._budget = budget
     self._outputs = Kept(budget)
+    self._kept = Kept(budget)  # `kept_of`'s kept values by name
     self._counts: dict[int, int] = {}
     self._bytes: dict[int, int] = {}  # size -> bytes of one emulation
     self._scales: tuple | None = None
@@ -310,16 +311,39 @@ class EmulationCache:
     return self._outputs.get(key, make)
 
   def kept_of(
-    self, n: int, assignments: Sequence[tuple[str, ...]], keep: Callable
+    self,
+    n: int,
+    assignments: Sequence[tuple[str, ...]],
+    keep: Callable,
+    name: Hashable = None,
   ) -> list:
     """`keep(output leaves)` of each assignment at size n ("xla" order):
     from the held outputs where held, else the missing ones together in
     one switched compile (`emulate.emulate_switched`), whose whole outputs
-    are not held (a config's attribution needs only row 0 of each); an
-    assignment it cannot switch is made alone (`get`).
+    are not held (a config's attribution needs only row 0 of each); those
+    it cannot switch (a split's), a few emulators per compile
+    (`_kept_inline`), their whole outputs not held either.
+
+    With a `name` for what `keep` keeps (e.g. ("row 0", leaf)), the kept
+    values are held too (`Kept`, within the budget), so that a later
+    config asking for the same ones (a fix try of the baseline's
+    algorithms, e.g. --xla_gpu_enable_triton_gemm=false where the sites
+    stay TF32) compiles nothing.
 
     Each kept value is what `keep` makes of the very outputs `get` gives.
     """
+    if name is not None:
+      key = lambda a: (n, a, name)
+      found = {
+        a: self._kept.get(key(a), lambda: None)
+        for a in assignments
+        if key(a) in self._kept
+      }
+      wanted = list(dict.fromkeys(a for a in assignments if a not in found))
+      for a, value in zip(wanted, self.kept_of(n, wanted, keep)):
+        self._kept.put(key(a), value)
+        found[a] = value
+      return [found[a] for a in assignments]
     missing = list(
       dict.fromkeys(
         a for a in assignments if (n, a, "xla") not in self._outputs
@@ -338,9 +362,35 @@ class EmulationCache:
         found = dict(zip(missing, made))
       except EmulationError:  # e.g. an attention site: one at a time
         found = {}
+    rest = [a for a in missing if a not in found]
+    if len(rest) > 1:  # a split's (no switch): a few per compile
+      found.update(self._kept_inline(n, rest, keep))
     return [
       found[a] if a in found else keep(self.get(n, a)) for a in assignments
     ]
+
+  def _kept_inline(self, n: int, assignments: list, keep: Callable) -> dict:
+    """{assignment: `keep(its output leaves)`} at size n ("xla" order),
+    emulated `INLINE_SITES // sites` assignments a compile
+    (`emulate_together`, one per x64 mode), so that no more than one
+    part's whole outputs are held at once: a GPT-2 layer's twelve split
+    share assignments at n = 8 are three compiles, where one
+    `emulate_case` each (their outputs beyond the budget, `get`) was
+    twelve (issue 37)."""
+    sites = self._sites([(n, assignments[0], "xla")], None)
+    per = max(1, INLINE_SITES // sites) if sites else len(assignments)
+    found = {}
+    for x64 in (False, True):
+      group = [a for a in assignments if _needs_x64(a) == x64]
+      for i in range(0, len(group), per):
+        part = group[i : i + per]
+        with _x64_if(x64):
+          outs, _ = emulate_together(
+            self._fn, [(n, a, "xla") for a in part], self.args, None, sites
+          )
+        found.update((a, keep(out)) for a, out in zip(part, outs))
+        del outs
+    return found
 
   def output_bytes(self, n: int) -> int:
     """The bytes of one emulation's outputs at size n (traced once)."""

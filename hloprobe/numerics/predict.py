@@ -490,14 +490,16 @@ class Predictor:
     above `rows.ALL_ROWS_UP_TO` rows), and the site scales; each output is
     bit for bit the one a separate emulation gives.
 
-    A config with a non-F32 site also has these assignments guessed at the
-    sweep's next sizes. An all-F32 one has not: its F32 output at another
-    size is cheaper made along with that size's other assignments, whose
-    shared ops (an F32 prefix) XLA's CSE then compiles once.
+    The share assignments are made here only where they can be one
+    switched compile (`_shares_ahead`). A config with a non-F32 site also
+    has these assignments guessed at the sweep's next sizes. An all-F32
+    one has not: its F32 output at another size is cheaper made along
+    with that size's other assignments, whose shared ops (an F32 prefix)
+    XLA's CSE then compiles once.
     """
     f32 = (F32,) * len(chosen)
     wanted = [f32, chosen]
-    if not self._shares_at_row0(len(chosen)):  # else made when needed
+    if self._shares_ahead(chosen):  # else made when needed, if ever
       wanted += candidates.share_assignments(chosen)
     size = self._fixed_size(n)
     # Judged rows: their fixed orders come after the first pass; the
@@ -521,6 +523,22 @@ class Predictor:
       ahead_of=None if chosen == f32 else n,
     )
 
+  def _shares_ahead(self, chosen: tuple[str, ...]) -> bool:
+    """Whether `_prefetch` makes the per-site share assignments of
+    `chosen` before they are asked for: where they are not made at row 0
+    alone (`_shares_at_row0`) and can switch (`emulate.switchable`, with
+    F32 and `chosen`): then all of them are one switched compile
+    (`emulation_cache.emulate_together`). A split's (an explain fix
+    try's BF16_BF16_F32_X6 or TF32_TF32_F32_X3) cannot switch, so each
+    would be an emulator of its own, compiled a few at a time; they are
+    made only when `_shares` asks for them, which a config within its
+    noise floor (most fix tries) never does (issue 37: a GPT-2 layer's
+    three split tries spent about 24 compiles on shares never read)."""
+    f32 = (F32,) * len(chosen)
+    return not self._shares_at_row0(len(chosen)) and emulate.switchable(
+      [f32, chosen, *candidates.share_assignments(chosen)]
+    )
+
   def _shares_at_row0(self, sites: int) -> bool:
     """The per-site attribution is emulated at row 0 alone
     (`SHARES_AT_ROW0_ABOVE`)."""
@@ -537,7 +555,7 @@ class Predictor:
     size = n
     if assignments and self._shares_at_row0(len(assignments[0])):
       size = (0,)  # a batch of row 0 alone (`SHARES_AT_ROW0_ABOVE`)
-    rows = self._cache.kept_of(size, assignments, keep)
+    rows = self._cache.kept_of(size, assignments, keep, ("row 0", leaf))
     return {
       a: float(np.max(np.abs(got.astype(np.float64) - ref)))
       for a, got in zip(assignments, rows)

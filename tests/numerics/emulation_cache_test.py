@@ -118,6 +118,42 @@ class PartsTest(absltest.TestCase):
       np.testing.assert_array_equal(got[0], alone, err_msg=str(key))
 
 
+class KeptOfTest(absltest.TestCase):
+  """`kept_of` (a config's per-site attribution, issue 37): a split's
+  assignments, which cannot switch, a few per compile; kept values held
+  by name, so a later config asking for the same ones compiles nothing;
+  each value is `keep` of that assignment's own emulation."""
+
+  def test_split_assignments_kept_by_name_once(self):
+    case = cases.get_case("seed_mlp")
+    full = case.make_inputs()
+    cache = emulation_cache.EmulationCache(case, full)
+    x3 = "BF16_BF16_F32_X3"
+    assignments = [
+      (x3, _F, _F, _F),
+      (_F, x3, x3, _F),
+      (x3, x3, _F, x3),
+      (_F, _F, _F, x3),
+    ]
+    keep = lambda leaves: np.array(leaves[0][:1])
+    made = []
+    together = emulation_cache.emulate_together
+    with mock.patch.object(
+      emulation_cache,
+      "emulate_together",
+      lambda *a, **k: made.append(len(a[1])) or together(*a, **k),
+    ):
+      first = cache.kept_of(2, assignments, keep, ("row 0", 0))
+      again = cache.kept_of(2, assignments[::-1], keep, ("row 0", 0))
+    self.assertEqual(sum(made), len(assignments))  # each made once
+    self.assertLess(len(made), len(assignments))  # not one per compile
+    args = case.inputs_for(full, 2)
+    for a, got, back in zip(assignments, first, again[::-1]):
+      want = keep((emulate.emulate_case(case.fn, args, a),))
+      np.testing.assert_array_equal(got, want, err_msg=str(a))
+      np.testing.assert_array_equal(back, want, err_msg=str(a))
+
+
 class SweepGuessTest(absltest.TestCase):
   def test_sweep_predictions_equal_one_size_alone(self):
     # A predictor told a sweep's sizes guesses at sizes 2 and 9 from sizes

@@ -508,5 +508,54 @@ class SharesAtRowZeroTest(absltest.TestCase):
     self.assertGreaterEqual(predict.SHARES_AT_ROW0_ABOVE, 16)
 
 
+class SplitSharesTest(absltest.TestCase):
+  """Issue 37, item 4: a split's per-site share assignments (an explain
+  fix try's BF16_BF16_F32_X6) cannot switch, so they are not emulated
+  ahead of a config; made when `_shares` asks (a few per compile), they
+  are each assignment's own emulation's, and a config within its noise
+  floor asks for none."""
+
+  def test_split_shares_are_made_when_asked_and_are_each_alone(self):
+    case = cases.get_case("seed_mlp")
+    full = case.make_inputs()
+    refs = reference.References(case, full, (2,))
+    split = _recorded_fates("preset_seed_a100_n2_BF16_BF16_F32_X3")
+    one_pass = _recorded_fates("seed_a100_n2_bfloat16")
+    predictor = predict.Predictor(case, full, refs)
+    chosen, _ = predict.candidates.chosen_algorithms(split)
+    self.assertIn("BF16_BF16_F32_X3", chosen)
+    self.assertFalse(predictor._shares_ahead(chosen))
+    bf16, _ = predict.candidates.chosen_algorithms(one_pass)
+    self.assertTrue(predictor._shares_ahead(bf16))
+    alone_made = []
+    one = emulate.emulate_case
+    emulate.emulate_case = lambda *a, **k: alone_made.append(1) or one(*a, **k)
+    try:
+      got = predictor.predict(2, split, None)
+      pairs = list(predict.candidates.share_pairs(chosen))
+      if not got.shares:  # within its floor: no share was emulated
+        for _, alone, without in pairs:
+          for a in (alone, without):
+            self.assertNotIn((2, a, "xla"), predictor._cache._outputs)
+      shares = got.shares or predictor._shares(2, chosen, 0)
+    finally:
+      emulate.emulate_case = one
+    self.assertEqual(alone_made, [])  # a few per compile, not one each
+    # Expected: |row 0 - float64 row 0| of each assignment's own
+    # emulation (`emulate_case`, checked against float64 elsewhere).
+    ref = refs.at(2)[0][0]
+    args = case.inputs_for(full, 2)
+
+    def row0_abs(assignment):
+      out = emulate.emulate_case(case.fn, args, assignment)
+      return float(np.max(np.abs(out[0].astype(np.float64) - ref)))
+
+    self.assertLen(shares, len(pairs))
+    for share, (site, alone, without) in zip(shares, pairs):
+      self.assertEqual(share.site, site)
+      self.assertEqual(share.alone_abs, row0_abs(alone))
+      self.assertEqual(share.without_abs, row0_abs(without))
+
+
 if __name__ == "__main__":
   absltest.main()
