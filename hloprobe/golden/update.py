@@ -472,11 +472,15 @@ def golden_command(
   Raises:
     InvalidArgumentError: a bad name, nothing to sweep, or `recorded`
       with "update" (`golden update` sweeps).
-    GoldenError: as `snapshot.check` and `golden_update`; an update
+    GoldenError: as `snapshot.check` and `golden_update` (check: a
+      missing folder or MANIFEST.json, or a folder of other files, is
+      found before anything is swept, `folder.read_manifest`); an update
       reaching outside the folder's cases/targets; case code that ends
       the process.
   """
   golden_dir = golden_dir or default_golden_dir()
+  if word == "check":  # a folder no check can pass fails before the sweep
+    read_manifest(golden_dir)
   with case_cannot_end(f"golden {word}"):
     spec = planned_sweep(
       golden_dir, flag_values, given, jobs, writing=word == "update"

@@ -225,12 +225,14 @@ class NotAGoldenFolderTest(absltest.TestCase):
 
 
 class CheckNotAGoldenFolderTest(absltest.TestCase):
-  """`golden check` of such a folder says what it is."""
+  """`golden check` of such a folder says what it is, before it sweeps:
+  no sweep is taken here (`_recorded` is not patched in), and this
+  unmarked test would fail in conftest had it compiled or started a
+  worker."""
 
   def setUp(self):
     super().setUp()
     self.tmp, self.mine = _foreign_golden(self)
-    _recorded(self)  # check sweeps before it reads the folder
 
   def test_check_says_it_is_not_a_golden_folder(self):
     # Not "MANIFEST.json is missing; recreate the goldens with `hloprobe
@@ -245,6 +247,13 @@ class CheckNotAGoldenFolderTest(absltest.TestCase):
       "MANIFEST.json, and golden_test.py is not a golden file; give "
       "--golden_dir=DIR\n",
     )
+
+  def test_check_of_a_missing_folder_fails_before_the_sweep(self):
+    with _in(self.tmp):
+      proc = testutil.run_hloprobe_here("golden", "check", "--golden_dir=nope")
+    self.assertEqual(proc.returncode, 1, proc.stderr)
+    self.assertLen(proc.stderr.splitlines(), 1, proc.stderr)
+    self.assertIn("no golden folder at nope; create it with", proc.stderr)
 
 
 class UpdateOutsideTheCheckoutTest(absltest.TestCase):
