@@ -118,7 +118,8 @@ class CrashTest(absltest.TestCase):
     spec = engine.SweepSpec(
       (f"{path}:crash_at_two",), (1, 2, 3), ("float32",), ("cpu",)
     )
-    # On the module's warm workers: the death costs the next test nothing.
+    # On the module's warm workers; the config after the death gets a
+    # fresh one, kept for the next test.
     one, two, three = _POOL.run(spec)
     self.assertFalse(two.ok)
     self.assertEqual(two.failure.stage, "run")
