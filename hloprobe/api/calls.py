@@ -131,6 +131,11 @@ class SweepOptions(TypedDict, total=False):
     only: `explain`'s one question alone (`DEFAULTS.only`: None, every
       one). "invariance": the batch-invariance answer with no accuracy
       numerics, as `hloprobe explain --only=invariance` (see `explain`).
+    invariance: `explain`'s batch-invariance answer (`DEFAULTS.invariance`,
+      the command line's --invariance): "answer" (which batch sizes give
+      row 0 and an anchor row the same bits, its pins listed untried) or
+      "off". The command line's "pin" (pins searched and verified) is
+      not taken here.
   """
 
   targets: Sequence[str] | str
@@ -144,10 +149,13 @@ class SweepOptions(TypedDict, total=False):
   cache_dir: str | None
   jobs: int | None
   only: str | None
+  invariance: str
 
 
 # The questions `explain` answers alone (`SweepOptions.only`).
 _ONLY = ("invariance",)
+# `explain`'s batch-invariance answer from Python (`SweepOptions.invariance`).
+_INVARIANCE = ("answer", "off")
 
 
 def _options(options: dict) -> dict:
@@ -156,7 +164,8 @@ def _options(options: dict) -> dict:
   Raises:
     TypeError: a keyword `SweepOptions` does not name (as a misspelt
       keyword of a plain function raises).
-    InvalidArgumentError: `only` not None nor one of `_ONLY`.
+    InvalidArgumentError: `only` not None nor one of `_ONLY`;
+      `invariance` not one of `_INVARIANCE`, or "off" with `only`.
   """
   unknown = sorted(set(options) - set(SweepOptions.__annotations__))
   if unknown:
@@ -166,6 +175,17 @@ def _options(options: dict) -> dict:
     raise InvalidArgumentError(
       f"only={only!r}: expected None (every question) or one of "
       f"{', '.join(map(repr, _ONLY))}"
+    )
+  invariance = options.get("invariance", DEFAULTS.invariance)
+  if invariance not in _INVARIANCE:
+    raise InvalidArgumentError(
+      f"invariance={invariance!r}: expected one of "
+      f"{', '.join(map(repr, _INVARIANCE))} (pins are searched by "
+      "`hloprobe explain --invariance=pin` on a case file)"
+    )
+  if invariance == "off" and only is not None:
+    raise InvalidArgumentError(
+      f"invariance='off' with only={only!r}: nothing would be answered"
     )
   return {
     "targets": DEFAULTS.targets,
@@ -179,6 +199,7 @@ def _options(options: dict) -> dict:
     "cache_dir": None,
     "jobs": None,
     "only": DEFAULTS.only,
+    "invariance": DEFAULTS.invariance,
   } | options
 
 
@@ -247,8 +268,18 @@ def sweep(
     raise InvalidArgumentError(
       "only= is explain's: hloprobe.explain(..., only='invariance')"
     )
+  if "invariance" in options:
+    raise InvalidArgumentError(
+      "invariance= is explain's: hloprobe.explain(..., invariance='off')"
+    )
   plan = plan_case(fn_or_case, *example_args, **options)
-  records = run(plan)
+  return _results(plan, run(plan))
+
+
+def _results(plan: SweepPlan, records, invariance=None) -> Results:
+  """`sweep`'s `Results` of `records`; with the plan's `explain_passes`,
+  explain's records and words, the answer holding `invariance` (the
+  groups and pins `invariance.batch_invariance` gave) when not None."""
   text = render(list(records), "table", {})
   if not plan.explain_passes:
     return Results(records, text=text)
@@ -257,6 +288,11 @@ def sweep(
   found_answer = answer(
     plan, records, try_fixes=False, not_tried=NOT_TRIED, list_untried=False
   )
+  if invariance is not None:
+    groups, pins = invariance
+    found_answer = dataclasses.replace(
+      found_answer, invariance=groups, pins=pins
+    )
   text = render_answered(found, found_answer, host=host)
   return Results(records, found, text, found_answer)
 
@@ -271,6 +307,12 @@ def explain(
   Takes `sweep`'s arguments (`explain_passes` is always on) and returns
   its `Results` with `explanations` and `text` (`print(results)`).
 
+  By default (`invariance="answer"`, as the command line's) the answer
+  opens with the batch-invariance answer: which batch sizes give row 0
+  and an anchor row the same bits (rows run on the CPU; a compile-only
+  GPU by kernel identity), run on the sweep's own workers, its pins
+  listed untried; `invariance="off"` leaves it out.
+
   With `only="invariance"`, the bitwise question alone, as `hloprobe
   explain --only=invariance`: each config compiled (passes named only
   with `explain_passes`), its kernels read and, where the target runs,
@@ -281,11 +323,19 @@ def explain(
   commands, and the answer's words as `text`.
 
   Raises:
-    as `sweep`'s; InvalidArgumentError: `only` not None or "invariance".
+    as `sweep`'s; InvalidArgumentError: `only` not None or "invariance",
+      `invariance` not "answer" or "off".
   """
-  if _options(options)["only"] is not None:
+  o = _options(options)
+  if o["only"] is not None:
     return _invariance_only(fn_or_case, example_args, options)
-  return sweep(fn_or_case, *example_args, **options | {"explain_passes": True})
+  rest = {k: v for k, v in options.items() if k != "invariance"}
+  rest["explain_passes"] = True
+  if o["invariance"] == "off":
+    return sweep(fn_or_case, *example_args, **rest)
+  plan = plan_case(fn_or_case, *example_args, **rest)
+  records, groups, pins = _with_invariance(plan)
+  return _results(plan, records, (groups, pins))
 
 
 # An untried pin's search where the case is a function from Python.
@@ -296,19 +346,19 @@ _NO_COMMAND = (
 )
 
 
-def _invariance_only(fn_or_case, example_args, options) -> Results:
-  """`explain(..., only="invariance")`: the sweep without numerics and
-  the batch-invariance answer on its workers (a function's case shipped
-  to them for both: its rows run there)."""
+def _with_invariance(plan: SweepPlan) -> tuple:
+  """(the records, the batch-invariance groups, their pins) of `plan`:
+  the sweep and `invariance.batch_invariance` on one pool of workers (a
+  function's case shipped to them for both: its rows run there); pins
+  listed untried, a function's with no command (`_NO_COMMAND`)."""
   from hloprobe.engine import worker_pool
   from hloprobe.invariance import batch_invariance
 
-  plan = plan_case(fn_or_case, *example_args, **options)
   local = {c.case.name for c in plan.cases if not c.portable}
-  with shipped(plan) as plan, worker_pool(plan) as pool:
-    records = run(plan, pool=pool)
-    with worker_environment(plan):
-      found, pins = batch_invariance(plan, records, pool)
+  with shipped(plan) as ready, worker_pool(ready) as pool:
+    records = run(ready, pool=pool)
+    with worker_environment(ready):
+      found, pins = batch_invariance(ready, records, pool)
   # A function's shipped file is gone after: no command names it.
   pins = tuple(
     dataclasses.replace(p, search=_NO_COMMAND)
@@ -316,6 +366,14 @@ def _invariance_only(fn_or_case, example_args, options) -> Results:
     else p
     for p in pins
   )
+  return records, found, pins
+
+
+def _invariance_only(fn_or_case, example_args, options) -> Results:
+  """`explain(..., only="invariance")`: the sweep without numerics and
+  the batch-invariance answer on its workers (`_with_invariance`)."""
+  plan = plan_case(fn_or_case, *example_args, **options)
+  records, found, pins = _with_invariance(plan)
   answer = Answer(
     (),
     not_tried="only='invariance': no accuracy numerics",

@@ -36,6 +36,10 @@ class Defaults:
       "invariance": the batch-invariance answer with no accuracy numerics
       (`engine.SweepSpec.numerics` False; `hloprobe explain
       --only=invariance`, `hloprobe.explain(..., only="invariance")`).
+    invariance: `explain`'s batch-invariance answer: "answer" (which
+      batch sizes give row 0 and an anchor row the same bits), "off"
+      (`hloprobe explain --invariance`, `hloprobe.explain(...,
+      invariance=...)`); the command line also takes "pin".
   """
 
   targets: tuple[str, ...] = ("cpu",)
@@ -44,6 +48,7 @@ class Defaults:
   cache_max_mb: int = RecordCache.DEFAULT_MAX_MB
   case_timeout_s: float = 600.0
   only: str | None = None
+  invariance: str = "answer"
 
   @staticmethod
   def jobs() -> int:

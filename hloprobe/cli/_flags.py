@@ -263,7 +263,7 @@ TRY_FIXES = flags.DEFINE_bool(
 )
 INVARIANCE = flags.DEFINE_enum(
   "invariance",
-  "answer",
+  DEFAULTS.invariance,
   ["answer", "pin", "off"],
   "`hloprobe explain`: answer first which batch sizes give row 0 and an "
   "anchor row the same bits (the CPU: run and compared; a compile-only "

@@ -25,6 +25,7 @@ from hloprobe.commands import common
 from hloprobe.commands import explain as explain_command
 from hloprobe.compile import jaxlib_release
 from hloprobe.pytest_plugin import HloprobeGolden
+from hloprobe.report.invariance_words import first_lines, invariance_json
 from hloprobe.report.verdict_words import config_words
 
 _CASE = "seed_mlp"
@@ -54,7 +55,7 @@ class SameResultsTest(absltest.TestCase):
       targets=("cpu",),
       jobs=api.DEFAULTS.jobs(),
     )
-    cli, _, _ = explain_command.explain_answered(
+    cli, _, cli_answer = explain_command.explain_answered(
       explain_command.ExplainArgs(words, try_fixes=False)
     )
     py = calls.explain(_CASE, **_OPTIONS)
@@ -62,6 +63,17 @@ class SameResultsTest(absltest.TestCase):
     self.assertTrue(all(r.ok for r in cli))
     self.assertNotEmpty(cli[0].prediction.verdicts)
     self.assertEqual(_judged(cli), _judged(py.records))
+    # The batch-invariance answer too (both by default: the command line's
+    # --invariance=answer, `DEFAULTS.invariance`): one group, cpu float32,
+    # n = 1 and 2 both ran.
+    self.assertLen(cli_answer.invariance, 1)
+    self.assertEqual(
+      invariance_json(py.answer.invariance, py.answer.pins),
+      invariance_json(cli_answer.invariance, cli_answer.pins),
+    )
+    group = cli_answer.invariance[0]
+    self.assertEqual((group.target, group.precision), ("cpu", "float32"))
+    self.assertIn(first_lines(py.answer.invariance, py.answer.pins)[0], py.text)
     with tempfile.TemporaryDirectory() as tmp:
       plugin = HloprobeGolden(os.path.join(tmp, "test_x"), update=True)
       plugin.check(_CASE, **_OPTIONS)

@@ -124,6 +124,16 @@ class PlanWordsTest(absltest.TestCase):
     with self.assertRaisesRegex(InvalidArgumentError, r"is explain's"):
       hloprobe.sweep(lambda x: x, self._X, only="invariance")
 
+  def test_invariance_takes_answer_or_off_and_only_from_explain(self):
+    self.assertEqual(api.DEFAULTS.invariance, "answer")
+    self._plan(invariance="off")  # planned alike: no error
+    with self.assertRaisesRegex(InvalidArgumentError, r"^invariance='pin'"):
+      self._plan(invariance="pin")
+    with self.assertRaisesRegex(InvalidArgumentError, r"nothing would be"):
+      self._plan(invariance="off", only="invariance")
+    with self.assertRaisesRegex(InvalidArgumentError, r"is explain's"):
+      hloprobe.sweep(lambda x: x, self._X, invariance="answer")
+
 
 @pytest.mark.compiles
 class OnlyInvarianceTest(absltest.TestCase):
