@@ -142,19 +142,21 @@ def pytest_configure(config):
 # idle machine's, or in `make test` at 16) and are put among those of
 # about their length.
 LONGEST_FIRST = (
-  "tests/commands/versions_test.py",  # 63 (make test, 2026-12-06)
+  "tests/verify/fix_test.py",  # 126 (make test at load 2.6-8, 2026-12-06 04:31)
+  "tests/report/explain_user_model_test.py",  # 112
+  "tests/compile/module_case_story_test.py",  # 90
+  "tests/compile/builtin_cases_test.py",  # 79
+  "tests/pictures/html_report_test.py",  # 60
+  "tests/versions/venvs_test.py",  # 57
+  "tests/engine/guarded_test.py",  # 55
+  "tests/commands/versions_test.py",  # 54
+  "tests/engine/guarded_cli_test.py",  # 51
+  "tests/numerics/predict_test.py",  # 44
   "tests/compile/cases_user_test.py",  # 50
   "tests/runtime/pool_test.py",  # 49
-  "tests/verify/fix_test.py",  # 44
-  "tests/engine/guarded_cli_test.py",  # 43
-  "tests/report/explain_user_model_test.py",  # 41
-  "tests/compile/module_case_story_test.py",  # 40
-  "tests/compile/builtin_cases_test.py",  # 40
   "tests/golden/update_test.py",  # 35
-  "tests/engine/guarded_test.py",  # 34
   "tests/invariance/answer_test.py",  # 47 (last session)
   "tests/invariance/pin_test.py",  # new: ~20 alone
-  "tests/pictures/html_report_test.py",  # 41 (last session)
   "tests/cli/main_test.py",  # (105)
   "tests/pictures/outputs_test.py",  # (86)
   "tests/runtime/serve_test.py",  # (72)
@@ -176,9 +178,7 @@ LONGEST_FIRST = (
   "tests/golden/folder_secure_test.py",  # (48)
   "tests/numerics/predict_conv_test.py",  # (44)
   "tests/compile/lowering_gpu_test.py",  # (44)
-  "tests/versions/venvs_test.py",  # (41)
   "tests/sites/rejection_test.py",  # (40)
-  "tests/numerics/predict_test.py",  # (40)
   "tests/cli/main_reliability_test.py",  # (39)
   "tests/commands/explain_test.py",  # new: 76 alone, load 13-18
   "tests/compile/autotune_replay_test.py",  # (37)

@@ -55,7 +55,8 @@ No two modules of hloprobe/ import each other, directly or through
 others (an import circle), function-level imports included: modules that
 need each other share a lower module, or are one module. `from pkg import
 name` counts as importing `pkg.name` where that is a module, else `pkg`
-(its face).
+(its face). A relative import (`from . import x`) fails: these rules and
+the circle check read absolute names only.
 
 Private jax/jaxlib API (`jax._src`, `jax.interpreters`, `jax.lib`, any
 `_name`, and every jaxlib module but `jaxlib` and the public `jaxlib.mlir`
@@ -330,6 +331,12 @@ def violations(package_dir: str) -> list[str]:
         tree = ast.parse(fh.read(), path)
       if stage not in _PRINTERS and f not in _MAY_WRITE:
         out += [f"{rel}:{line}: {stage} prints" for line in _prints(tree)]
+      # The rules below (and `circles`) read absolute imports only.
+      out += [
+        f"{rel}:{n.lineno}: relative import; write it from hloprobe."
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and n.level
+      ]
       if rel != _FACE:
         for line, what in _named_by_string(tree, stage):
           out.append(f"{rel}:{line}: {stage} {what}")
@@ -483,6 +490,19 @@ class LayeringTest(absltest.TestCase):
     self.assertEqual(
       violations(root),
       ["sites/passes.py:2: sites imports higher stage hloprobe.engine"],
+    )
+
+  def test_planted_relative_import_fails(self):
+    # Neither the order nor `circles` would see `from . import serve`.
+    root = self.create_tempdir().full_path
+    _write(root, "runtime/pool.py", "from . import serve\n")
+    _write(root, "runtime/serve.py", "def f():\n  from .pool import P\n")
+    self.assertEqual(
+      violations(root),
+      [
+        "runtime/pool.py:1: relative import; write it from hloprobe.",
+        "runtime/serve.py:2: relative import; write it from hloprobe.",
+      ],
     )
 
   def test_import_past_a_face_fails(self):

@@ -12,6 +12,7 @@ import dataclasses
 import types
 
 import numpy as np
+import verify_findings
 from absl.testing import absltest
 
 from hloprobe.compile import get_target
@@ -37,7 +38,6 @@ from hloprobe.kernels.records import (
   KernelDifference,
   KernelRecord,
   Role,
-  RowCount,
   RowCountRule,
   RowCountWhy,
 )
@@ -75,20 +75,7 @@ def _fate(fate: Fate, **kw) -> SiteFate:
 
 
 def _record(emitter: str, arithmetic, name: str = "fusion.3") -> KernelRecord:
-  return KernelRecord(
-    name,
-    None,
-    Role.REDUCTION,
-    emitter,
-    ("reduce_sum",),
-    (),
-    "f32[N,256]",
-    tuple(arithmetic),
-    (),
-    "sig",
-    RowCount.INDEPENDENT,
-    "",
-  )
+  return verify_findings.kernel_record(name, arithmetic, emitter)
 
 
 class SitePhrasesTest(absltest.TestCase):
