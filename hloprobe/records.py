@@ -63,8 +63,9 @@ __all__ = [
 # for its note words, SiteFate.conflict, .collective and .fp8_rewrite
 # records (`PrecisionConflict`, `Collective`, `Fp8Rewrite`) and
 # PassAttribution.fate a `Fate` (with emitter, merged, split_k) for their
-# words.
-RECORD_VERSION = 18
+# words; 19: KernelRecord.row_count_why a `RowCountWhy` (the rule and its
+# data), KernelUnread.why that record, not words.
+RECORD_VERSION = 19
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,6 +21,8 @@ from hloprobe.kernels.records import (
   KernelRecord,
   Role,
   RowCount,
+  RowCountRule,
+  RowCountWhy,
 )
 from hloprobe.sites import Fate
 from hloprobe.verify.findings import Said
@@ -118,7 +120,7 @@ def kernel_record(name: str, arithmetic=(), emitter="XLA reduction emitter"):
     (),
     f"sig {arithmetic}",
     RowCount.INDEPENDENT,
-    "",
+    RowCountWhy(RowCountRule.ROW, length=256),
   )
 
 

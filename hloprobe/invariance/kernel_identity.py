@@ -62,8 +62,8 @@ class Unread(enum.Enum):
   OPS: the fates' "other kernels": the optimized HLO's reducing ops
     (`KernelUnread.ops`) are not read.
   RECORD: the kernels stage's record says the kernel is a library call or
-    its row-count rule is unknown (`KernelUnread.detail`: that record's
-    `row_count_why`, or "" where it gives none).
+    its row-count rule is unknown (`KernelUnread.why`: that record's
+    `row_count_why`, a `kernels` `RowCountWhy`).
   """
 
   LIBRARY = "library"
@@ -77,12 +77,13 @@ class Unread(enum.Enum):
 class KernelUnread:
   """Why a `RowKernel`'s signature is not complete: `kind` (`Unread`),
   the reducing HLO ops not read (OPS: e.g. ("reduce", "scatter")), or the
-  kernels stage's own reason (RECORD). Report words it
+  kernels stage's own reason (RECORD: its record's `row_count_why`, a
+  `RowCountWhy`; None where none is given). Report words it
   (`report/invariance_causes.py`)."""
 
   kind: Unread
   ops: tuple[str, ...] = ()
-  detail: str = ""
+  why: object = None
 
   # The kinds, for readers of the record.
   KIND: ClassVar[type[Unread]] = Unread
@@ -243,7 +244,7 @@ def _from_record(rec, fates) -> RowKernel:
   count = getattr(rec.row_count, "name", str(rec.row_count))
   why = None
   if role == "library call" or count == "UNKNOWN":
-    why = KernelUnread(Unread.RECORD, detail=rec.row_count_why or "")
+    why = KernelUnread(Unread.RECORD, why=rec.row_count_why)
   signature = rec.signature
   if role == "elementwise" and "loop emitter" in rec.emitter:
     # XLA's loop emitter computes each output element by the fused

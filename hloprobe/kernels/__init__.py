@@ -24,7 +24,8 @@ The stage's interface is the names below (`__all__`):
 
 The modules behind it are private in intent:
 
-  records           KernelRecord, KernelDifference, Role, RowCount
+  records           KernelRecord, KernelDifference, Role, RowCount,
+                    RowCountWhy (the rule behind a RowCount, as data)
   normalise         the row-count normalisation of computations and PTX
   gemm_rules        contractions: Triton gemm tiles, split-K, strength
                     reduction, the mma/wgmma instruction, library calls

@@ -54,7 +54,6 @@ __all__ = [
   "GEMM_KINDS",
   "LIBRARY_CALLS",
   "LIBRARY_WORDS",
-  "TRITON_GEMM_RULE",
   "block_k",
   "contraction_length",
   "instruction_words",
@@ -70,14 +69,6 @@ LIBRARY_CALLS = {
 LIBRARY_WORDS = (
   "chosen by the library's per-shape heuristic at run time: unknown "
   "without a device"
-)
-TRITON_GEMM_RULE = (
-  "tiles: XLA's config assigner, first compilable config for the fusion's "
-  "shape on a compile-only target (xla/service/gpu/autotuning/: "
-  "config_assigner_pass.cc GetConfigAssignerOptions on jaxlib 0.12.0.1, "
-  "autotuner_pass.cc AutotunerPass::CreateDeviceless on 0.10.2, before the "
-  "rename c3378654; no autotuning when deviceless); split-K: splitk_rewriter.cc ChooseSplitK from the dot's "
-  "dimensions; both take the row count (M) as an input"
 )
 
 

@@ -32,7 +32,13 @@ from hloprobe.kernels import (
   normalise,
   reduction_rules,
 )
-from hloprobe.kernels.records import KernelRecord, Role, RowCount
+from hloprobe.kernels.records import (
+  KernelRecord,
+  Role,
+  RowCount,
+  RowCountRule,
+  RowCountWhy,
+)
 from hloprobe.sites import Fate
 
 __all__ = ["read_kernels", "target_core_count"]
@@ -106,15 +112,9 @@ _COLLECTIVE_ORDER = (
   "chunked), chosen at run time from the message size: unknown without a "
   "device"
 )
-_ELEMENTWISE_RULE = (
-  "each element is computed alone (xla/backends/gpu/codegen/emitters/"
-  "loop.cc; Triton: one program per tile): the row count changes which "
-  "thread computes an element, not its arithmetic"
-)
-_CPU_WHY = (
-  "XLA:CPU's runtime and fusion emitters choose their blocking from the "
-  "shape, and hloprobe reads no CPU tiling: compare the bits by running"
-)
+# Each element is computed alone (xla/backends/gpu/codegen/emitters/
+# loop.cc; Triton: one program per tile).
+_ELEMENTWISE_RULE = RowCountWhy(RowCountRule.ELEMENTWISE)
 
 
 def target_core_count(target) -> int | None:
@@ -458,7 +458,14 @@ class _Reader:
         _ELEMENTWISE_RULE,
       )
     return self._make(
-      inst, None, role, emitter, arith, {}, RowCount.UNKNOWN, _CPU_WHY
+      inst,
+      None,
+      role,
+      emitter,
+      arith,
+      {},
+      RowCount.UNKNOWN,
+      RowCountWhy(RowCountRule.CPU),
     )
 
   def _custom_call(self, inst: HloInstruction) -> KernelRecord:
@@ -475,7 +482,7 @@ class _Reader:
       {"library": f"custom call {target}: not read"},
       {},
       RowCount.UNKNOWN,
-      f"custom call {target}: hloprobe reads no rule for it",
+      RowCountWhy(RowCountRule.CUSTOM_CALL, name=target),
     )
 
   def _library(self, inst, library: str, target: str) -> KernelRecord:
@@ -503,9 +510,7 @@ class _Reader:
       arith,
       conf,
       RowCount.UNKNOWN,
-      f"{library} picks its kernel at run time from the whole problem shape "
-      "(TransformerEngine#2986: 5 of 7 batch sizes gave an anchor row other "
-      "bytes); " + gemm_rules.LIBRARY_WORDS,
+      RowCountWhy(RowCountRule.LIBRARY, name=library),
       rules=("xla/service/gpu/transforms/gemm_rewriter.cc (custom call)",),
       insts=[inst],
     )
@@ -534,7 +539,7 @@ class _Reader:
       arith,
       {},
       RowCount.UNKNOWN,
-      _COLLECTIVE_ORDER,
+      RowCountWhy(RowCountRule.COLLECTIVE),
       rules=(
         "xla/service/spmd/dot_handler.cc (partial sums of a sharded "
         "contraction)",
@@ -603,7 +608,7 @@ class _Reader:
       arith,
       conf,
       RowCount.DEPENDS,
-      gemm_rules.TRITON_GEMM_RULE,
+      RowCountWhy(RowCountRule.TRITON_GEMM),
       rules=rules,
     )
 
@@ -672,8 +677,7 @@ class _Reader:
       arith,
       {},
       RowCount.UNKNOWN,
-      "a dot XLA's own emitters keep: no tiling rule read; the PTX digest "
-      "says whether two configs' kernels are the same",
+      RowCountWhy(RowCountRule.XLA_DOT),
     )
 
   def _elementwise(self, inst, emitter, role=Role.ELEMENTWISE) -> KernelRecord:
@@ -691,7 +695,9 @@ class _Reader:
       arith,
       {},
       RowCount.INDEPENDENT if known else RowCount.UNKNOWN,
-      _ELEMENTWISE_RULE if known else f"{inst.opcode}: no rule read",
+      _ELEMENTWISE_RULE
+      if known
+      else RowCountWhy(RowCountRule.NO_RULE, name=inst.opcode),
       insts=self._fused(inst) or [inst],
     )
 
@@ -715,15 +721,9 @@ class _Reader:
     if hero.opcode == "reduce-window":
       arith["reduction_emitter"] = "reduce-window (loop emitter)"
       arith["window"] = hero.attrs.get("window", "?")
-      depends, why = (
-        False,
-        (
-          "reduce-window: each output element adds its window in order "
-          "(xla/backends/gpu/codegen/emitters/loop.cc elemental emitter)"
-        ),
-      )
+      depends, why = False, RowCountWhy(RowCountRule.REDUCE_WINDOW)
     elif operand is None:
-      depends, why = None, "the reduce's operand is not read"
+      depends, why = None, RowCountWhy(RowCountRule.OPERAND_NOT_READ)
     else:
       fields, depends, why = reduction_rules.reduction_emitter(
         hero,
@@ -757,11 +757,7 @@ class _Reader:
       arith["fate"] = Fate.MULTIPLY_REDUCE.value
       arith["strength_reduction"] = "multiply+reduce (dot strength reduction)"
       depends = True
-      why = (
-        "dot strength reduction (AlgebraicSimplifier, "
-        "`dot-strength-reduction`) rewrites a matrix-vector dot, which it "
-        "is only at this row count; then " + why
-      )
+      why = dataclasses.replace(why, strength_reduced=True)
       rules.append("xla/hlo/transforms/simplifiers/algebraic_simplifier.cc")
     row_count = (
       RowCount.UNKNOWN
@@ -830,8 +826,7 @@ class _Reader:
         arith,
         conf,
         RowCount.DEPENDS,
-        "tile and num_warps chosen by XLA's tiling cost model from the whole "
-        "shape (" + reduction_rules.TRITON_TILING_RULE + ")",
+        RowCountWhy(RowCountRule.TRITON_TILING),
         rules=(
           reduction_rules.TRITON_TILING_RULE,
           "xla/backends/gpu/transforms/softmax_rewriter_triton.cc",

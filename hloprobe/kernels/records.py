@@ -11,7 +11,14 @@ import dataclasses
 import enum
 from typing import ClassVar
 
-__all__ = ["KernelDifference", "KernelRecord", "Role", "RowCount"]
+__all__ = [
+  "KernelDifference",
+  "KernelRecord",
+  "Role",
+  "RowCount",
+  "RowCountRule",
+  "RowCountWhy",
+]
 
 
 class Role(str, enum.Enum):
@@ -32,6 +39,112 @@ class RowCount(str, enum.Enum):
   DEPENDS = "depends on the row count"
   INDEPENDENT = "independent of the row count"
   UNKNOWN = "unknown"
+
+
+class RowCountRule(enum.Enum):
+  """The rule that says whether a kernel's per-row arithmetic takes the
+  row count (`RowCountWhy.rule`); report/invariance_causes.py words each.
+
+  ELEMENTWISE: each element is computed alone
+    (xla/backends/gpu/codegen/emitters/loop.cc; Triton: one program per
+    tile): the row count changes which thread computes an element.
+  CPU: XLA:CPU's runtime and fusion emitters block from the shape, and
+    hloprobe reads no CPU tiling (UNKNOWN).
+  CUSTOM_CALL: a custom call (`RowCountWhy.name`: its target) with no
+    rule read (UNKNOWN).
+  LIBRARY: a cuBLAS / cuBLASLt / cuDNN call (`name`: the library), which
+    picks its kernel at run time from the whole shape
+    (xla/service/gpu/transforms/gemm_rewriter.cc makes the call;
+    TransformerEngine#2986).
+  COLLECTIVE: NCCL adds the partial sums in an order it chooses at run
+    time (xla/service/spmd/dot_handler.cc makes the partial sums).
+  TRITON_GEMM: tiles from XLA's config assigner (jaxlib 0.12.0.1:
+    xla/service/gpu/autotuning/config_assigner_pass.cc
+    GetConfigAssignerOptions; 0.10.2: autotuner_pass.cc
+    AutotunerPass::CreateDeviceless, renamed in XLA c3378654) and split-K
+    from xla/backends/gpu/transforms/splitk_rewriter.cc ChooseSplitK:
+    both take the row count (DEPENDS).
+  XLA_DOT: a dot XLA's own emitters keep: no tiling rule read (UNKNOWN).
+  NO_RULE: a kernel of opcode `name` with no rule read (UNKNOWN).
+  REDUCE_WINDOW: each output element adds its window in order
+    (xla/backends/gpu/codegen/emitters/loop.cc elemental emitter).
+  OPERAND_NOT_READ: the reduce's operand is not in the module (UNKNOWN).
+  INTERLEAVED: the reduced dimensions are not in XLA's groups (UNKNOWN).
+  COLUMN, SMALL_COLUMN: ColumnReductionFusion / SmallColumnReductionFusion
+    (xla/backends/gpu/codegen/emitters/reduction.cc): threads and vector
+    size from the reduced and minor kept lengths (UNKNOWN: whether the
+    kept dimensions hold the rows is not told).
+  MULTI_ROW: MultiRowReductionFusion::TryCreate (reduction.cc) halves the
+    vector size while ceil(rows / threads_kept) < the GPU's cores
+    (`cores`; None where not known) (DEPENDS).
+  ROW: RowReductionFusion (reduction.cc): threads, vector size and tile
+    from the reduced length (`length`) and input width alone
+    (INDEPENDENT).
+  TRITON_TILING: a Triton block-level fusion's tile and num_warps from
+    xla/service/gpu/model/gpu_indexing_performance_model.cc
+    TryFindBestTilingForFusion, from the whole shape (DEPENDS).
+  """
+
+  ELEMENTWISE = "elementwise"
+  CPU = "cpu"
+  CUSTOM_CALL = "custom_call"
+  LIBRARY = "library"
+  COLLECTIVE = "collective"
+  TRITON_GEMM = "triton_gemm"
+  XLA_DOT = "xla_dot"
+  NO_RULE = "no_rule"
+  REDUCE_WINDOW = "reduce_window"
+  OPERAND_NOT_READ = "operand_not_read"
+  INTERLEAVED = "interleaved"
+  COLUMN = "column"
+  SMALL_COLUMN = "small_column"
+  MULTI_ROW = "multi_row"
+  ROW = "row"
+  TRITON_TILING = "triton_tiling"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RowCountWhy:
+  """Why a kernel's `RowCount` is what it is: the rule (`RowCountRule`)
+  and its data. Report words it (`report/invariance_causes.py`
+  `row_count_why_words`), e.g. "RowReductionFusion (...): threads, vector
+  size and tile from the reduced length 512 and the input width alone;
+  the row count only sets rows per block".
+
+  Attributes:
+    rule: the `RowCountRule`.
+    name: LIBRARY: the library ("cuBLAS", "cuBLASLt", "cuDNN");
+      CUSTOM_CALL: the call's target; NO_RULE: the opcode; else "".
+    cores: MULTI_ROW: the GPU's SM count the rule read; None where not
+      known (and for the other rules).
+    length: ROW: the reduced length (elements); else None.
+    strength_reduced: the reduction is a dot XLA's AlgebraicSimplifier
+      rewrote (`dot-strength-reduction`,
+      xla/hlo/transforms/simplifiers/algebraic_simplifier.cc), which it
+      does only for a matrix-vector dot, i.e. at this row count.
+  """
+
+  rule: RowCountRule
+  name: str = ""
+  cores: int | None = None
+  length: int | None = None
+  strength_reduced: bool = False
+
+  # The rules, for readers of the record.
+  RULE: ClassVar[type[RowCountRule]] = RowCountRule
+
+  def as_dict(self) -> dict:
+    """JSON-ready data: the rule's value and the data it has."""
+    d: dict = {"rule": self.rule.value}
+    if self.name:
+      d["name"] = self.name
+    if self.cores is not None:
+      d["cores"] = self.cores
+    if self.length is not None:
+      d["length"] = self.length
+    if self.strength_reduced:
+      d["strength_reduced"] = True
+    return d
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -89,9 +202,9 @@ class KernelRecord:
       order, `compare_kernels`) compute the same bits for a row.
     row_count: whether the rule that chose this arithmetic takes the row
       count as an input (`RowCount`).
-    row_count_why: the reason, with the rule's XLA source; for UNKNOWN what
-      is not known (e.g. "cuBLAS picks its algorithm at run time from the
-      whole shape").
+    row_count_why: the reason (`RowCountWhy`: the rule, with its data);
+      for UNKNOWN what is not known (e.g. LIBRARY: cuBLAS picks its
+      algorithm at run time from the whole shape). Report words it.
     rules: the XLA sources of the rules used to read this record, e.g.
       ("xla/backends/gpu/codegen/emitters/reduction.cc ReductionInfo",).
     outputs: the indices of the ENTRY result's leaves (the program's
@@ -123,7 +236,7 @@ class KernelRecord:
   config: tuple[tuple[str, str], ...]
   signature: str
   row_count: RowCount
-  row_count_why: str
+  row_count_why: RowCountWhy
   rules: tuple[str, ...] = ()
   outputs: tuple[int, ...] | None = None
   contractible: tuple[str, ...] | None = None
@@ -144,7 +257,7 @@ class KernelRecord:
       "config": dict(self.config),
       "signature": self.signature,
       "row_count": self.row_count.value,
-      "row_count_why": self.row_count_why,
+      "row_count_why": self.row_count_why.as_dict(),
       "rules": list(self.rules),
     }
 

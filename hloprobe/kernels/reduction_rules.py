@@ -64,6 +64,7 @@ from __future__ import annotations
 import math
 
 from hloprobe.ir import HloInstruction
+from hloprobe.kernels.records import RowCountRule, RowCountWhy
 
 __all__ = [
   "EMITTER_RULE",
@@ -173,7 +174,7 @@ def reduction_emitter(
   in_bits: tuple[int, int],
   out_bits: int,
   core_count: int | None,
-) -> tuple[dict[str, str], bool | None, str]:
+) -> tuple[dict[str, str], bool | None, RowCountWhy]:
   """XLA's reduction emitter's choices for a kInput fusion's hero reduce.
 
   Args:
@@ -187,7 +188,9 @@ def reduction_emitter(
   Returns:
     (fields for the record: "reduction_emitter", "reduce", "vector_size",
     "threads_per_row", "rows_per_warp", "elements_per_thread"; whether they
-    depend on the row count (None: unknown); the reason, rule cited).
+    depend on the row count (None: unknown); the reason, a `RowCountWhy`:
+    INTERLEAVED, COLUMN, SMALL_COLUMN, MULTI_ROW (with `cores`) or ROW
+    (with `length`)).
   """
   reduced = hero.dims_attr("dimensions")
   dims = reduction_dimensions(operand_dims, layout, reduced)
@@ -197,21 +200,15 @@ def reduction_emitter(
   }
   if dims is None:
     fields["reduction_emitter"] = "unknown (dimensions not in XLA's groups)"
-    return fields, None, "reduced dimensions interleave: not read"
+    return fields, None, RowCountWhy(RowCountRule.INTERLEAVED)
   is_row, (a, b, c) = dims
   if not is_row:
     small = _WARP % c == 0 if c else False
     fields["reduction_emitter"] = "small column" if small else "column"
     fields["reduced_length"] = str(b)
     fields["minor_kept_length"] = str(c)
-    return (
-      fields,
-      None,
-      f"{'SmallColumnReductionFusion' if small else 'ColumnReductionFusion'}"
-      f" ({EMITTER_RULE}): threads and vector size from the reduced and "
-      "minor kept lengths; hloprobe does not tell whether the kept "
-      "dimensions hold the rows",
-    )
+    rule = RowCountRule.SMALL_COLUMN if small else RowCountRule.COLUMN
+    return fields, None, RowCountWhy(rule)
   length, kept = c, b
   smallest = min(in_bits[0], out_bits)
   largest = max(in_bits[0], out_bits)
@@ -224,12 +221,7 @@ def reduction_emitter(
       if core_count is None:
         fields["reduction_emitter"] = "multi-row"
         fields["vector_size"] = "unknown (needs the GPU's core count)"
-        return (
-          fields,
-          True,
-          f"MultiRowReductionFusion::TryCreate ({EMITTER_RULE}) halves the "
-          "vector size while ceil(rows / threads_kept) < the GPU's cores",
-        )
+        return fields, True, RowCountWhy(RowCountRule.MULTI_ROW)
       while (
         vector > 1
         and math.ceil(kept / _threads_kept(kept, length // vector)) < core_count
@@ -242,13 +234,8 @@ def reduction_emitter(
         fields["threads_per_row"] = str(threads)
         fields["rows_per_warp"] = str(max(1, _WARP // threads))
         fields["elements_per_thread"] = str(vector)
-        return (
-          fields,
-          True,
-          f"MultiRowReductionFusion::TryCreate ({EMITTER_RULE}): vector "
-          f"size halved while ceil(rows / threads_kept) < {core_count} "
-          "cores, so the row count decides it",
-        )
+        why = RowCountWhy(RowCountRule.MULTI_ROW, cores=core_count)
+        return fields, True, why
   threads = min(_MIN_THREADS_X_ROW, -(-math.ceil(length / 32) // _WARP) * _WARP)
   vector = _vector_size_row(length, threads, in_bits[0])
   tile = min(32 // vector, math.ceil(length // vector / threads))
@@ -257,13 +244,7 @@ def reduction_emitter(
   fields["threads_per_row"] = str(threads)
   fields["rows_per_warp"] = "1"
   fields["elements_per_thread"] = str(tile * vector)
-  return (
-    fields,
-    False,
-    f"RowReductionFusion ({EMITTER_RULE}): threads, vector size and tile "
-    f"from the reduced length {length} and the input width alone; the "
-    "row count only sets rows per block",
-  )
+  return fields, False, RowCountWhy(RowCountRule.ROW, length=length)
 
 
 def _threads_kept(kept: int, threads_reduced: int) -> int:

@@ -21,7 +21,10 @@ import os
 from collections.abc import Sequence
 
 from hloprobe.invariance import Invariance
-from hloprobe.report.kernel_words import kernel_site_words
+from hloprobe.report.kernel_words import (
+  kernel_site_words,
+  row_count_why_words,
+)
 from hloprobe.sites import Fate
 
 __all__ = [
@@ -162,7 +165,9 @@ def unread_words(k) -> str | None:
     )
   if u.kind == _UNREAD.OPS:
     return f"{', '.join(u.ops)} in the optimized HLO: {_NO_REDUCTIONS}"
-  return u.detail or "unknown"  # RECORD: the kernels stage's reason
+  if u.why is None:  # RECORD without the kernels stage's reason
+    return "unknown"
+  return row_count_why_words(u.why)  # RECORD: the kernels stage's reason
 
 
 def boundary_causes(b) -> tuple[list[str], int]:

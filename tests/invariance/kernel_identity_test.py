@@ -28,6 +28,7 @@ from hloprobe.invariance.kernel_identity import (
   result_leaves,
 )
 from hloprobe.ir import as_precision
+from hloprobe.kernels.records import RowCountRule, RowCountWhy
 from hloprobe.records import Compilation, Config, ConfigResult
 from hloprobe.report.invariance_causes import boundary_causes
 from hloprobe.report.invariance_words import answer_lines, kernel_lines
@@ -74,7 +75,8 @@ class KernelIdentityTest(absltest.TestCase):
     self.assertIsNone(b.unexplained)
 
   def test_incomplete_signatures_prove_nothing(self):
-    unread = KernelUnread(Unread.RECORD, detail="PTX not read")
+    why = RowCountWhy(RowCountRule.XLA_DOT)
+    unread = KernelUnread(Unread.RECORD, why=why)
     reader = _reader(dict.fromkeys(_SIZES, "t"), why=unread)
     (a,) = invariance_of(_results(), reader=reader)
     self.assertIsNone(a.invariant)

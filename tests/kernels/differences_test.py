@@ -35,7 +35,7 @@ def _gemm(
     config=(("num_stages", "3"),),
     signature=f"contraction Triton gemm {arithmetic}",
     row_count=records.RowCount.DEPENDS,
-    row_count_why="split-K is chosen from the shape",
+    row_count_why=records.RowCountWhy(records.RowCountRule.TRITON_GEMM),
   )
 
 
@@ -52,7 +52,7 @@ def _reduce() -> records.KernelRecord:
     config=(),
     signature="reduction row dims={1} of 64, add",
     row_count=records.RowCount.INDEPENDENT,
-    row_count_why="the row reduction's tiling reads the row length only",
+    row_count_why=records.RowCountWhy(records.RowCountRule.ROW, length=64),
   )
 
 

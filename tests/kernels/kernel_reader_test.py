@@ -29,7 +29,7 @@ from hloprobe import kernels
 from hloprobe.errors import TargetError
 from hloprobe.kernels import kernel_reader
 from hloprobe.kernels.differences import kernel_classes
-from hloprobe.kernels.records import Role, RowCount
+from hloprobe.kernels.records import Role, RowCount, RowCountWhy
 
 _DATA = os.path.join(os.path.dirname(__file__), "..", "testdata", "kernels")
 _RELEASES = ("0.12.0.1", "0.10.2")
@@ -361,7 +361,7 @@ class EveryFixtureTest(absltest.TestCase):
       read += 1
       for r in records:
         self.assertTrue(r.signature, path)
-        self.assertTrue(r.row_count_why, path)
+        self.assertIsInstance(r.row_count_why, RowCountWhy, path)
     self.assertGreater(read, 50)
 
 

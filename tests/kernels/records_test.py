@@ -24,7 +24,7 @@ def _record() -> records.KernelRecord:
     config=(("num_stages", "1"), ("tile", "config's")),
     signature="reduction Triton tile=1x1024 num_warps=4",
     row_count=records.RowCount.INDEPENDENT,
-    row_count_why="the tile is chosen from the row length",
+    row_count_why=records.RowCountWhy(records.RowCountRule.ROW, length=1000),
   )
 
 
@@ -35,6 +35,8 @@ class KernelRecordTest(absltest.TestCase):
     self.assertEqual(d["role"], "reduction")
     self.assertEqual(d["row_count"], "independent of the row count")
     self.assertEqual(d["arithmetic"], {"tile": "1x1024", "num_warps": "4"})
+    # The reason is data (the rule and its numbers); report words it.
+    self.assertEqual(d["row_count_why"], {"rule": "row", "length": 1000})
 
   def test_field_arithmetic_before_config(self):
     r = _record()

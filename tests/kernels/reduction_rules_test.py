@@ -10,6 +10,7 @@ from absl.testing import absltest
 
 from hloprobe.ir import parse_hlo_module
 from hloprobe.kernels import reduction_rules
+from hloprobe.kernels.records import RowCountRule
 
 _MULTI = """HloModule m
 
@@ -39,12 +40,14 @@ class ReductionRuleTest(absltest.TestCase):
     # MultiRowReductionFusion::TryCreate, L = 32 f32: vector 2 (64 / 32,
     # capped at 128 / 32); threads per row 16, kept threads 256 / 16 = 16.
     # 4096 rows: ceil(4096 / 16) = 256 blocks >= 108 cores: vector 2.
-    fields, depends, _ = self._fields(4096)
+    fields, depends, why = self._fields(4096)
     self.assertEqual(fields["reduction_emitter"], "multi-row")
     self.assertEqual(fields["vector_size"], "2")
     self.assertEqual(fields["threads_per_row"], "16")
     self.assertEqual(fields["rows_per_warp"], "2")
     self.assertTrue(depends)
+    self.assertEqual(why.rule, RowCountRule.MULTI_ROW)
+    self.assertEqual(why.cores, 108)
     # 64 rows: 4 blocks < 108: halved to 1; 32 threads per row, 1 row/warp.
     fields, _, _ = self._fields(64)
     self.assertEqual(fields["vector_size"], "1")

@@ -38,6 +38,8 @@ from hloprobe.kernels.records import (
   KernelDifference,
   KernelRecord,
   Role,
+  RowCountRule,
+  RowCountWhy,
 )
 from hloprobe.numerics import site_model
 from hloprobe.records import Compilation, Config, ConfigResult
@@ -46,6 +48,8 @@ from hloprobe.report.invariance_words import answer_lines, invariance_json
 from hloprobe.sites import Fate, SiteFate
 
 _GEMM = SiteMade(Fate.TRITON_GEMM, algorithm="TF32_TF32_F32")
+# A kernels-stage reason with short words: "tiles: no rule read".
+_TILES = RowCountWhy(RowCountRule.NO_RULE, name="tiles")
 _MMA = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
 
 
@@ -185,7 +189,7 @@ class KernelWordsTest(absltest.TestCase):
         "hloprobe.kernels, reads their emitter and tiling)",
       ),
       (KernelUnread(Unread.OPS, ("reduce",)), f"reduce {_NOT_READ}"),
-      (KernelUnread(Unread.RECORD, detail="tiles"), "tiles"),
+      (KernelUnread(Unread.RECORD, why=_TILES), "tiles: no rule read"),
       (KernelUnread(Unread.RECORD), "unknown"),
     ]
     self.assertEqual({u.kind for u, _ in cases}, set(Unread))
@@ -228,7 +232,7 @@ class BoundaryCausesTest(absltest.TestCase):
     sites = SiteChanges(1, 2, (SiteChange(0, dsr, _GEMM),))
     f = _fate(Fate.TRITON_GEMM, ptx_kernel="k")
     gemm = RowKernel("g", "gemm", (1,), "s", fate=f, block_k=64)
-    tiles = KernelUnread(Unread.RECORD, detail="tiles")
+    tiles = KernelUnread(Unread.RECORD, why=_TILES)
     softmax = RowKernel("triton_softmax.4", "reduction", (), "s", tiles)
     b = Boundary(1, 2, sites, (gemm, softmax, softmax))
     self.assertEqual(
@@ -237,7 +241,7 @@ class BoundaryCausesTest(absltest.TestCase):
         [
           "site 0 multiply+reduce (Triton gemm at n = 2)",
           "site 1 Triton gemm TF32_TF32_F32, no mma, split-K 1, block_k 64",
-          "triton_softmax.4 tiles",
+          "triton_softmax.4 tiles: no rule read",
         ],
         1,
       ),
@@ -336,7 +340,7 @@ class BoundaryCausesTest(absltest.TestCase):
 class ModelWhyTest(absltest.TestCase):
   def test_each_reason(self):
     k = RowKernel("loop.1", "elementwise", (2, 3), "s")
-    tiles = KernelUnread(Unread.RECORD, detail="tiles")
+    tiles = KernelUnread(Unread.RECORD, why=_TILES)
     softmax = RowKernel("triton_softmax.4", "reduction", (), "s", tiles)
     gpu = "(the GPU's implementation, not modelled bit for bit)"
     cases = [
@@ -367,7 +371,8 @@ class ModelWhyTest(absltest.TestCase):
       ),
       (
         NotModelled(Inexact.ORDER, kernel=softmax),
-        "triton_softmax.4: a reduction (tiles): its order is not modelled",
+        "triton_softmax.4: a reduction (tiles: no rule read): its order is "
+        "not modelled",
       ),
       (
         NotModelled(Inexact.OPS_NOT_READ, kernel=k),

@@ -37,6 +37,7 @@ from hloprobe.invariance.pin import (
   candidates_for,
 )
 from hloprobe.invariance.rows import ROW0, RowClasses
+from hloprobe.kernels.records import RowCountRule, RowCountWhy
 from hloprobe.records import Failure
 from hloprobe.report import schema_document
 from hloprobe.report.invariance_words import (
@@ -753,7 +754,8 @@ class KernelLinesTest(parameterized.TestCase):
     # The fates' reading (`site_kernels`) has no records: its "other
     # kernels" entries are paired across n in order, one line.
     def other(words):
-      unread = KernelUnread(Unread.RECORD, detail=words)
+      why = RowCountWhy(RowCountRule.NO_RULE, name=words)
+      unread = KernelUnread(Unread.RECORD, why=why)
       return RowKernel("other kernels", "reduction", (), "?", unread)
 
     a = group(
@@ -765,8 +767,8 @@ class KernelLinesTest(parameterized.TestCase):
     self.assertEqual(
       kernel_lines([a]),
       [
-        "  m on a100 under float32, reduction: n = 1: other kernels: w1; "
-        "n = 2: other kernels: w2"
+        "  m on a100 under float32, reduction: n = 1: other kernels: w1: no "
+        "rule read; n = 2: other kernels: w2: no rule read"
       ],
     )
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from absl.testing import absltest
 
+from hloprobe.kernels.records import RowCountRule, RowCountWhy
 from hloprobe.numerics.kernel_sites import Band, KernelRemainder, KernelSite
 from hloprobe.report.kernel_words import (
   _BAND_WORDS,
   kernel_site_words,
   remainder_lines,
+  row_count_why_words,
 )
 
 _ULP = 2.0**-23
@@ -70,6 +72,68 @@ class KernelSiteWordsTest(absltest.TestCase):
       kernel_site_words(site),
       "Triton gemm split-K 4: the reduce's f32 order not modelled",
     )
+
+
+class RowCountWhyWordsTest(absltest.TestCase):
+  """`row_count_why_words` on records made by hand; the expected words
+  name the XLA rule of each (xla/backends/gpu/codegen/emitters/
+  reduction.cc RowReductionFusion / MultiRowReductionFusion::TryCreate)."""
+
+  def test_every_rule_has_words(self):
+    for rule in RowCountRule:
+      self.assertTrue(row_count_why_words(RowCountWhy(rule, name="x")))
+
+  def test_the_data_is_said(self):
+    rule = "xla/backends/gpu/codegen/emitters/reduction.cc"
+    self.assertEqual(
+      row_count_why_words(RowCountWhy(RowCountRule.ROW, length=512)),
+      f"RowReductionFusion ({rule}): threads, vector size and tile from "
+      "the reduced length 512 and the input width alone; the row count "
+      "only sets rows per block",
+    )
+    self.assertIn(
+      "< 108 cores, so the row count decides it",
+      row_count_why_words(RowCountWhy(RowCountRule.MULTI_ROW, cores=108)),
+    )
+    self.assertTrue(
+      row_count_why_words(RowCountWhy(RowCountRule.MULTI_ROW)).endswith(
+        "halves the vector size while ceil(rows / threads_kept) < the "
+        "GPU's cores"
+      )
+    )
+    self.assertTrue(
+      row_count_why_words(
+        RowCountWhy(RowCountRule.LIBRARY, name="cuBLASLt")
+      ).startswith("cuBLASLt picks its kernel at run time")
+    )
+    self.assertEqual(
+      row_count_why_words(RowCountWhy(RowCountRule.NO_RULE, name="sort")),
+      "sort: no rule read",
+    )
+
+  def test_strength_reduction_comes_first(self):
+    why = RowCountWhy(RowCountRule.ROW, length=8, strength_reduced=True)
+    words = row_count_why_words(why)
+    self.assertTrue(words.startswith("dot strength reduction (Algebraic"))
+    self.assertTrue(words.endswith("; the row count only sets rows per block"))
+
+
+class CitationTest(absltest.TestCase):
+  """Review finding 10: the compile-only config rule cites each release's
+  pass; the autotuner -> config_assigner rename is XLA c3378654
+  (2026-08-21, /work/shared/XLA_NOTES.md 1c), after jaxlib 0.10.2."""
+
+  def test_rule_names_each_releases_pass(self):
+    rule = row_count_why_words(RowCountWhy(RowCountRule.TRITON_GEMM))
+    self.assertIn(
+      "config_assigner_pass.cc GetConfigAssignerOptions on jaxlib 0.12.0.1",
+      rule,
+    )
+    self.assertIn(
+      "autotuner_pass.cc AutotunerPass::CreateDeviceless on 0.10.2", rule
+    )
+    self.assertIn("c3378654", rule)
+    self.assertNotIn("jaxlib 0.10.2 and 0.12.0.1", rule)
 
 
 if __name__ == "__main__":
