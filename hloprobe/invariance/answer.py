@@ -913,10 +913,10 @@ def _kernel_levers(k: RowKernel) -> set[Lever]:
   if rec is not None:
     if rec.emitter.startswith("Triton block-level"):
       out.add(Lever.TRITON_SOFTMAX)
-    if any(
-      "multiply+reduce" in v
-      for f, v in rec.arithmetic
-      if f not in ("computation", "ptx")
+    fields = dict(rec.arithmetic)  # strength_reduction: only where it was
+    if (
+      "strength_reduction" in fields
+      or fields.get("fate") == Fate.MULTIPLY_REDUCE.value
     ):
       out.add(Lever.STRENGTH_REDUCTION)
   return out
@@ -933,6 +933,10 @@ def _difference_levers(d) -> set[Lever]:
   if len({r.emitter for r in kernels}) != 1 or len(kernels) == 1:
     if any(r.emitter.startswith("Triton block-level") for r in kernels):
       out.add(Lever.TRITON_SOFTMAX)
-  if any("multiply+reduce" in f"{x} {y}" for _, x, y in d.fields):
+  if any(
+    name == "strength_reduction"
+    or (name == "fate" and Fate.MULTIPLY_REDUCE.value in (x, y))
+    for name, x, y in d.fields
+  ):
     out.add(Lever.STRENGTH_REDUCTION)
   return out

@@ -45,7 +45,7 @@ from hloprobe.numerics.kernel_model import (
   instruction,
   kernel_gemm,
 )
-from hloprobe.sites import EXACT_INTEGER
+from hloprobe.sites import EXACT_INTEGER, Fate
 
 __all__ = [
   "SWEEP_BUDGET",
@@ -118,7 +118,7 @@ class KernelSite:
 
   kind: str
   band: Band | None = None
-  fate: str = "Triton gemm"
+  fate: str = Fate.TRITON_GEMM.value
   opcodes: tuple[str, ...] = ()
   sm: int | None = None
   algorithm: str | None = None
@@ -159,7 +159,7 @@ def site_model(
       (`SiteFate.ptx_tf32_rounding`): "rna", "truncate" or None.
   """
   band = lambda why, **kw: KernelSite(BAND, why, fate, **kw)
-  if fate != "Triton gemm":
+  if fate != Fate.TRITON_GEMM.value:
     return band(Band.NOT_TRITON)
   if algorithm == EXACT_INTEGER:  # its evidence is XLA's rule, not the PTX
     return band(Band.EXACT_INTEGER)

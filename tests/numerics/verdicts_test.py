@@ -137,6 +137,18 @@ _COMPARED = re.compile(
   r"|\bin\s+(?:\w+\.)*\w*verdict\b(?!\.)"
   r"|[\"']\s+(?:not\s+)?in\s+w\s+for\s+w\s+in\s+\w*fates"
 )
+# A fate's own words compared or looked for (`fate != "Triton gemm"`,
+# `"multiply+reduce" in v`): the values no HLO opcode shares (a lower-case
+# word such as "dot" or "multiply" is also an opcode, compared legitimately).
+_FATE_WORDS = "|".join(
+  re.escape(f.value)
+  for f in Fate
+  if not (f.value.isalpha() and f.value.islower())
+)
+_FATE_LITERAL = re.compile(
+  rf"[!=]=\s*[\"'](?:{_FATE_WORDS})[\"']"
+  rf"|[\"'](?:{_FATE_WORDS})[\"']\s*(?:[!=]=|(?:not\s+)?in\b)"
+)
 
 
 class NoPrefixParsingTest(absltest.TestCase):
@@ -147,7 +159,7 @@ class NoPrefixParsingTest(absltest.TestCase):
       if "report" in path.relative_to(root).parts[:1]:
         continue
       for i, line in enumerate(path.read_text().splitlines(), 1):
-        if _PREFIX.search(line) or _COMPARED.search(line):
+        if any(p.search(line) for p in (_PREFIX, _COMPARED, _FATE_LITERAL)):
           found.append(f"{path.relative_to(root.parent)}:{i}: {line.strip()}")
     self.assertEqual(found, [], "read the record's fields instead")
 
@@ -160,8 +172,15 @@ class NoPrefixParsingTest(absltest.TestCase):
       'p.verdict != "exact"',
       'any("split-K" in w for w in fates)',
       "if alg not in verdict and alg not in elsewhere",
+      'if fate != "Triton gemm":',
+      'any("multiply+reduce" in v for f, v in rec.arithmetic)',
+      "if 'cuDNN fused attention' == kind:",
     ):
-      self.assertTrue(_PREFIX.search(line) or _COMPARED.search(line), line)
+      self.assertTrue(
+        any(p.search(line) for p in (_PREFIX, _COMPARED, _FATE_LITERAL)), line
+      )
+    for line in ('if inst.opcode == "dot":', 'op.opcode != "multiply"'):
+      self.assertFalse(_FATE_LITERAL.search(line), line)
 
 
 if __name__ == "__main__":
