@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from unittest import mock
 
+import jax
 import numpy as np
 import pytest
 import recorded
@@ -118,6 +119,14 @@ class PartsTest(absltest.TestCase):
       np.testing.assert_array_equal(got[0], alone, err_msg=str(key))
 
 
+# jaxlib 0.10.2's XLA:CPU fuses emulators that share one compile
+# (`emulate_together`) otherwise than each alone: seed_mlp's split
+# attribution at n = 2 gives row-0 errors 8.1167e-4 against 8.0905e-4 alone
+# (measured with `make test-old`, 2026-12-06); 0.12.0.1 gives the same bits.
+# On 0.10.2 the values are held to 1e-5 of each alone.
+OLD_XLA_CPU = jax.__version_info__ < (0, 12)
+
+
 class KeptOfTest(absltest.TestCase):
   """`kept_of` (a config's per-site attribution, issue 37): a split's
   assignments, which cannot switch, a few per compile; kept values held
@@ -150,8 +159,11 @@ class KeptOfTest(absltest.TestCase):
     args = case.inputs_for(full, 2)
     for a, got, back in zip(assignments, first, again[::-1]):
       want = keep((emulate.emulate_case(case.fn, args, a),))
-      np.testing.assert_array_equal(got, want, err_msg=str(a))
-      np.testing.assert_array_equal(back, want, err_msg=str(a))
+      np.testing.assert_array_equal(back, got, err_msg=str(a))  # kept
+      if OLD_XLA_CPU:  # see OLD_XLA_CPU
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+      else:
+        np.testing.assert_array_equal(got, want, err_msg=str(a))
 
 
 class SweepGuessTest(absltest.TestCase):
