@@ -55,8 +55,9 @@ names as not executed.
 Executions are cached per (module text fingerprint, batch size, algorithms,
 widened) in a `MadeChecker` (the fingerprint without the attributes the
 executor does not read, `executed_digest`: configs whose modules differ
-only in their dots' precision attributes share their runs), one per case and sweep (the inputs are the
-case's at that size), within a byte budget (`kept.Kept`).
+only in their dots' precision attributes share their runs), one per case
+and sweep (the inputs are the case's at that size), within a byte budget
+(`kept.Kept`).
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
