@@ -265,54 +265,62 @@ def _who(k) -> str:
   return f"{k.name}{sites}"
 
 
+def _contracts_words(w) -> str:
+  """A kernel whose multiply feeds an add or subtract (`Inexact.CONTRACTS`),
+  with what its PTX says where it was read."""
+  if w.fused:
+    return (
+      f"{_who(w.kernel)}: {'; '.join(w.pairs)} in one kernel, and its PTX "
+      f"has {', '.join(w.fused)} (a multiply fused into an add, or left for "
+      "ptxas to fuse: one rounding where XLA:CPU's kernel model rounds "
+      "twice)"
+    )
+  return (
+    f"{_who(w.kernel)}: {'; '.join(w.pairs)} in one kernel (a multiply "
+    "feeding an add or subtract: the GPU may fuse them into one "
+    "multiply-add" + (")" if w.ptx_read else "; its PTX not read)")
+  )
+
+
+# `Inexact` name -> the words of a `NotModelled` of that reason (one table,
+# as `kernel_words._BAND_WORDS`: a test holds it to every reason).
+_INEXACT_WORDS = {
+  "NOT_COMPILED": lambda w: "the config did not compile",
+  "NOT_READ": lambda w: "its kernels not read",
+  "NOT_COMPUTED": lambda w: (
+    "the kernel model's bits not computed" + (f": {w.error}" if w.error else "")
+  ),
+  "SITE": lambda w: f"site {w.site}: {kernel_site_words(w.model)}",
+  "NOT_A_GEMM": lambda w: (
+    f"{_who(w.kernel)}: not a Triton gemm the kernel model is bit-exact for"
+  ),
+  "FUSES": lambda w: f"{_who(w.kernel)}: fuses {', '.join(w.ops)} {_NOT_EXACT}",
+  "ORDER": lambda w: (
+    f"{_who(w.kernel)}: a {w.kernel.kind} ({kernel_words(w.kernel)}): its "
+    "order is not modelled"
+  ),
+  "OPS_NOT_READ": lambda w: f"{_who(w.kernel)}: its ops not read",
+  "NO_OP_METADATA": lambda w: (
+    f"{_who(w.kernel)}: its ops not read (no op metadata)"
+  ),
+  "COMPUTES": lambda w: (
+    f"{_who(w.kernel)}: computes {', '.join(w.ops)} {_NOT_EXACT}"
+  ),
+  "CONTRACTS": _contracts_words,
+  "MULTIPLY_ADD": lambda w: (
+    f"{_who(w.kernel)}: a multiply and an add or subtract among its ops, "
+    "and whether one feeds the other (a possible multiply-add) not read"
+  ),
+}
+
+
 def model_why_words(w) -> str | None:
   """Why the kernel model's bits do not class a size (`NotModelled`),
   one line, led by the size where it names one: "n = 1: site 0:
   multiply+reduce: kernel arithmetic not modelled"; None for None."""
   if w is None:
     return None
-  why, k, ops = Invariance.INEXACT, w.kernel, ", ".join(w.ops)
-  if w.reason == why.NOT_COMPILED:
-    words = "the config did not compile"
-  elif w.reason == why.NOT_READ:
-    words = "its kernels not read"
-  elif w.reason == why.NOT_COMPUTED:
-    words = "the kernel model's bits not computed"
-    words += f": {w.error}" if w.error else ""
-  elif w.reason == why.SITE:
-    words = f"site {w.site}: {kernel_site_words(w.model)}"
-  elif w.reason == why.NOT_A_GEMM:
-    words = f"{_who(k)}: not a Triton gemm the kernel model is bit-exact for"
-  elif w.reason == why.FUSES:
-    words = f"{_who(k)}: fuses {ops} {_NOT_EXACT}"
-  elif w.reason == why.ORDER:
-    words = (
-      f"{_who(k)}: a {k.kind} ({kernel_words(k)}): its order is not modelled"
-    )
-  elif w.reason == why.OPS_NOT_READ:
-    words = f"{_who(k)}: its ops not read"
-  elif w.reason == why.NO_OP_METADATA:
-    words = f"{_who(k)}: its ops not read (no op metadata)"
-  elif w.reason == why.COMPUTES:
-    words = f"{_who(k)}: computes {ops} {_NOT_EXACT}"
-  elif w.reason == why.CONTRACTS and w.fused:
-    words = (
-      f"{_who(k)}: {'; '.join(w.pairs)} in one kernel, and its PTX has "
-      f"{', '.join(w.fused)} (a multiply fused into an add, or left for "
-      "ptxas to fuse: one rounding where XLA:CPU's kernel model rounds "
-      "twice)"
-    )
-  elif w.reason == why.CONTRACTS:
-    words = (
-      f"{_who(k)}: {'; '.join(w.pairs)} in one kernel (a multiply feeding "
-      "an add or subtract: the GPU may fuse them into one multiply-add"
-      + (")" if w.ptx_read else "; its PTX not read)")
-    )
-  else:  # MULTIPLY_ADD
-    words = (
-      f"{_who(k)}: a multiply and an add or subtract among its ops, and "
-      "whether one feeds the other (a possible multiply-add) not read"
-    )
+  words = _INEXACT_WORDS[w.reason.name](w)
   return words if w.n is None else f"n = {w.n}: {words}"
 
 
