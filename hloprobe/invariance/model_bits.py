@@ -321,7 +321,7 @@ def model_sites(
       algorithms.append(_MULTIPLY)
       continue
     m = site_model(
-      f.fate.value,
+      f.fate,
       f.mma_opcodes,
       cc,
       f.split_k,

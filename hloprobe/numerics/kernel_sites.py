@@ -129,7 +129,7 @@ class KernelSite:
 
 
 def site_model(
-  fate: str,
+  fate: Fate | str,
   mma_opcodes: Sequence[str],
   compute_capability: str | None,
   split_k: int | None = None,
@@ -142,7 +142,8 @@ def site_model(
   people, which may change).
 
   Args:
-    fate: the site's fate words ("Triton gemm", "cuBLAS", ...).
+    fate: the site's `Fate`, or its value as a recorded results.json holds
+      it ("Triton gemm", "cuBLAS", ...).
     mma_opcodes: the tensor-core opcodes of the kernel its arithmetic was
       read from (`SiteFate.mma_opcodes`); () where none was read.
     compute_capability: the target's, e.g. "9.0" or "9.0a"; None when
@@ -157,9 +158,13 @@ def site_model(
       11) is a band too.
     tf32_rounding: that kernel's tf32 operand rounding
       (`SiteFate.ptx_tf32_rounding`): "rna", "truncate" or None.
+
+  Raises:
+    ValueError: `fate` is no `Fate` nor a `Fate`'s value.
   """
-  band = lambda why, **kw: KernelSite(BAND, why, fate, **kw)
-  if fate != Fate.TRITON_GEMM.value:
+  fate = Fate(fate)
+  band = lambda why, **kw: KernelSite(BAND, why, fate.value, **kw)
+  if fate != Fate.TRITON_GEMM:
     return band(Band.NOT_TRITON)
   if algorithm == EXACT_INTEGER:  # its evidence is XLA's rule, not the PTX
     return band(Band.EXACT_INTEGER)
@@ -185,7 +190,7 @@ def site_model(
   return KernelSite(
     BIT_EXACT,
     None,
-    fate,
+    fate.value,
     **read,
     ins=ins,
     split_k=split,
@@ -379,7 +384,7 @@ class KernelRows:
     """
     models = [
       site_model(
-        f.fate.value,
+        f.fate,
         f.mma_opcodes,
         compute_capability,
         f.split_k,

@@ -46,7 +46,7 @@ def kernel_models(configs, compute_capability) -> tuple:
     groups = per_n.setdefault((r.config.precision, r.config.n), {})
     for f in r.compilation.fates:
       m = site_model(
-        f.fate.value,
+        f.fate,
         f.mma_opcodes,
         compute_capability,
         f.split_k,

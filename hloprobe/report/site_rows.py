@@ -115,7 +115,7 @@ def site_rows(r: ConfigResult) -> list[list[str]]:
         effective_cell(f),
         _band_cell(r.prediction, s.index),
         site_model(
-          f.fate.value,
+          f.fate,
           f.mma_opcodes,
           c.target.compute_capability,
           f.split_k,

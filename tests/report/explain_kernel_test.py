@@ -7,6 +7,7 @@ import pytest
 from hloprobe.numerics import site_model
 from hloprobe.report import explain_kernel
 from hloprobe.report.kernel_words import kernel_site_words
+from hloprobe.sites import Fate
 
 # A TF32 Triton gemm's kernel as its `SiteFate` fields name it (the PTX's
 # mma opcodes; its operands rounded by cvt.rna.tf32.f32).
@@ -87,10 +88,18 @@ def test_wgmma_is_hoppers_mma_parameters():
   assert site_model("Triton gemm", ev, "8.0").kind == "band"
 
 
+def test_a_fate_is_taken_as_the_enum_or_its_value_and_nothing_else():
+  by_value = site_model("Triton gemm", _TF32, "8.0", None, _TF32_ALG, "rna")
+  by_enum = site_model(Fate.TRITON_GEMM, _TF32, "8.0", None, _TF32_ALG, "rna")
+  assert by_value == by_enum and by_enum.fate == "Triton gemm"
+  with pytest.raises(ValueError):
+    site_model("Triton gem", _TF32, "8.0")
+
+
 def _fate(index, fate, mma, split_k=None, algorithm="TF32_TF32_F32"):
   return types.SimpleNamespace(
     site=types.SimpleNamespace(index=index),
-    fate=types.SimpleNamespace(value=fate),
+    fate=Fate(fate),
     mma_opcodes=mma,
     ptx_tf32_rounding="rna" if mma == _TF32 else None,
     split_k=split_k,
