@@ -29,11 +29,11 @@ worker reads the main thread's stack every `_SAMPLE_S` seconds
 (own: the innermost). The calls column is then the number of samples
 that saw the function. cProfile with `time.process_time` as its clock
 cost a system call per function call and return (a whole-process CPU
-clock has no vDSO path): on issue 37's gpt2_1 explain it added 67 s of
-system and 53 s of user CPU to the workers (77 s sys in all, against 10 s
-unprofiled). A sampled function's own seconds include the native code it
-called (`{built-in ...}` entries do not appear). The main process stays
-cProfile, wall.
+clock has no vDSO path): issue 37's gpt2_1 explain took 212 s user and
+77 s system CPU so profiled, 144-159 s and 10.3-10.9 s unprofiled;
+sampled, 176 s and 10.5 s (load 5-10). A sampled function's own seconds
+include the native code it called (`{built-in ...}` entries do not
+appear). The main process stays cProfile, wall.
 
 Each worker also writes `<pid>.times`, its own user and system CPU
 seconds and its children's (os.times) at its last reply, printed with its
@@ -56,7 +56,7 @@ __all__ = ["main", "top_lines"]
 _ENV = "HLOPROBE_PROFILE_DIR"
 _CPU_ENV = "HLOPROBE_PROFILE_CPU"
 # --cpu: seconds between two samples of a worker's main-thread stack.
-_SAMPLE_S = 0.005
+_SAMPLE_S = 0.01
 _SITE = f"""# Written by hloprobe.tools.profile_workers; profiles worker processes.
 import os, sys
 _d = os.environ.get({_ENV!r})
@@ -186,7 +186,7 @@ def main(argv: list[str]) -> None:
     env=env,
   )
   workers = sorted(glob.glob(os.path.join(out, "*.prof")))
-  what = "CPU s, samples" if cpu else "s, calls"
+  what = "CPU s, own CPU s, samples" if cpu else "s, own s, calls"
   for prof in [main_prof] + [p for p in workers if p != main_prof]:
     if not os.path.exists(prof):
       print(f"== {prof}: not written (the command ended before it)")
@@ -194,7 +194,7 @@ def main(argv: list[str]) -> None:
     if prof == main_prof:
       print(f"== {prof} (cumulative s, own s, calls, function)")
     else:
-      print(f"== {prof} (cumulative {what}, own, function)")
+      print(f"== {prof} (cumulative {what}, function)")
       print(_times_line(prof[: -len(".prof")] + ".times"))
     print("\n".join(top_lines(prof, top)))
   used = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -98,7 +98,7 @@ class WorkerHookTest(absltest.TestCase):
       self.assertTrue(os.path.exists(os.path.join(out, f"{pid}.times")))
 
   def test_cpu_samples_credit_the_busy_function(self):
-    # About 0.4 CPU s in `burn`, sampled every 5 ms: its line holds most
+    # About 0.4 CPU s in `burn`, sampled every 10 ms: its line holds most
     # of the sampled seconds, and the process made few system calls (no
     # clock read per Python call, as cProfile with a CPU clock did).
     with tempfile.TemporaryDirectory() as out:
