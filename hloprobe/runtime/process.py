@@ -133,32 +133,12 @@ def _jax_platforms() -> str | None:
   return sys.modules["jax"].config.jax_platforms
 
 
-# glibc malloc settings of a worker, unless the environment sets them
-# (mallopt(3): M_MMAP_MAX, M_TRIM_THRESHOLD). By default glibc gives each
-# block over 32 MiB its own mmap and unmaps it when freed, so the case
-# worker's next array of that size (numpy's float64 slabs, XLA:CPU's
-# buffers, per emulation and per executed instruction) is fresh memory
-# again, faulted in and zeroed page by page: issue 37's gpt2_1 explain,
-# 0.98-1.06 million page faults and 4.4-4.8 s of system CPU in the case
-# worker (4 runs). From the heap instead, freed blocks are reused: 0.48
-# million and 1.9 s (3 runs; JSON equal), for a peak resident size of
-# 1.34-1.36 GB instead of 1.17-1.31. Free memory above 256 MiB at the
-# heap's top still goes back to the system.
-_MALLOC_ENV = {
-  "MALLOC_MMAP_MAX_": "0",
-  "MALLOC_TRIM_THRESHOLD_": str(256 << 20),
-}
-
-
 def _worker_env(xla_flags: str, tmp: str, platforms: str | None) -> dict:
   """A worker's environment: this one's, with its own XLA_FLAGS, TMPDIR,
-  stage file, JAX platforms and (unless set) no GPU preallocation and
-  `_MALLOC_ENV`'s malloc settings."""
+  stage file, JAX platforms and (unless set) no GPU preallocation."""
   env = dict(os.environ, XLA_FLAGS=xla_flags, TMPDIR=tmp)
   env[STAGE_FILE_ENV] = os.path.join(tmp, "stage")
   env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-  for name, value in _MALLOC_ENV.items():
-    env.setdefault(name, value)
   if platforms is None:  # the worker starts the same backends as this one
     platforms = _jax_platforms()
   if platforms:

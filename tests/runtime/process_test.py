@@ -178,18 +178,5 @@ class StaleWorkerFolderTest(absltest.TestCase):
     self.assertTrue(os.path.isdir(target))
 
 
-class WorkerEnvTest(absltest.TestCase):
-  def test_malloc_reuses_big_blocks_unless_the_user_says_otherwise(self):
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
-    with mock.patch.dict(os.environ, clean, clear=True):
-      env = process._worker_env("--xla_foo", "/tmp/w", None)
-    self.assertEqual(env["MALLOC_MMAP_MAX_"], "0")
-    self.assertEqual(env["MALLOC_TRIM_THRESHOLD_"], str(256 * 1024 * 1024))
-    self.assertEqual(env["XLA_FLAGS"], "--xla_foo")
-    with mock.patch.dict(os.environ, {"MALLOC_MMAP_MAX_": "65536"}):
-      env = process._worker_env("", "/tmp/w", None)
-    self.assertEqual(env["MALLOC_MMAP_MAX_"], "65536")
-
-
 if __name__ == "__main__":
   absltest.main()
