@@ -31,7 +31,7 @@ that saw the function. cProfile with `time.process_time` as its clock
 cost a system call per function call and return (a whole-process CPU
 clock has no vDSO path): issue 37's gpt2_1 explain took 212 s user and
 77 s system CPU so profiled, 144-159 s and 10.3-10.9 s unprofiled;
-sampled, 176 s and 10.5 s (load 5-10). A sampled function's own seconds
+sampled, 175 s and 12.1 s (load 3-10). A sampled function's own seconds
 include the native code it called (`{built-in ...}` entries do not
 appear). The main process stays cProfile, wall.
 
