@@ -76,13 +76,19 @@ __all__ = [
 ]
 
 
-def parse_hlo_module(text: str) -> HloModule:
+def parse_hlo_module(
+  text: str, memo: dict[str, HloInstruction] | None = None
+) -> HloModule:
   """Parses the text of one HLO module (module docstring: what comes from
   XLA's parser, what from the text).
 
   Args:
     text: HLO text as printed by `Compiled.as_text()` or
       `Lowered.as_text(dialect="hlo")`, or an XLA pass dump.
+    memo: None, or a dict the caller passes to each call on texts that
+      share most lines (XLA's pass dumps of one compile): the lines of the
+      text read last are not read again (`hlo_text.parse_text_module`);
+      the result is the same.
 
   Returns:
     An `HloModule` record.
@@ -91,7 +97,7 @@ def parse_hlo_module(text: str) -> HloModule:
     HloParseError: the text has no `HloModule` header, no ENTRY computation,
       an instruction outside a computation, or a malformed line.
   """
-  module = parse_text_module(text)
+  module = parse_text_module(text, memo)
   return with_xla_structure(module, text) or module
 
 
@@ -117,19 +123,30 @@ def with_xla_structure(module: HloModule, text: str) -> HloModule | None:
     if rename is None:
       return None
     by_name = ours.by_name()
-    computations[xla.name] = HloComputation(
-      xla.name,
-      tuple(
-        dataclasses.replace(
-          by_name[rename.get(i.name, i.name)],
-          opcode=i.opcode,
-          operands=tuple(rename.get(o, o) for o in i.operands),
-        )
-        for i in xla.instructions
-      ),
-      ours.is_entry,
+    instructions = tuple(
+      _with_structure(
+        by_name[rename.get(i.name, i.name)],
+        i.opcode,
+        tuple(rename.get(o, o) for o in i.operands) if rename else i.operands,
+      )
+      for i in xla.instructions
+    )
+    computations[xla.name] = (
+      ours
+      if instructions == ours.instructions
+      else HloComputation(xla.name, instructions, ours.is_entry)
     )
   return dataclasses.replace(module, computations=computations)
+
+
+def _with_structure(
+  inst: HloInstruction, opcode: str, operands: tuple[str, ...]
+) -> HloInstruction:
+  """`inst` with XLA's opcode and operands (`inst` itself where they are
+  its own: an equal record, made faster)."""
+  if inst.opcode == opcode and inst.operands == operands:
+    return inst
+  return dataclasses.replace(inst, opcode=opcode, operands=operands)
 
 
 def _xla_to_printed_names(

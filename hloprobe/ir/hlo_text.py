@@ -275,7 +275,9 @@ def _parse_table_row(table: str, line: str) -> tuple[int, object]:
   return hlo_int(key, f"{table} row key"), braced_fields(value)
 
 
-def parse_text_module(text: str) -> HloModule:
+def parse_text_module(
+  text: str, memo: dict[str, HloInstruction] | None = None
+) -> HloModule:
   """Parses the text of one HLO module, from the text alone.
 
   `hlo.parse_hlo_module` is the reader to call: it runs this one, then
@@ -284,6 +286,12 @@ def parse_text_module(text: str) -> HloModule:
   Args:
     text: HLO text as printed by `Compiled.as_text()` or
       `Lowered.as_text(dialect="hlo")`.
+    memo: None, or instruction line (comments removed, stripped) -> its
+      record, kept by the caller from one call to the next: a line found
+      there is not read again, and a successful call leaves there the lines
+      of `text` alone. A line's record is a function of the line (its
+      number only enters error messages), and records are frozen, so the
+      result is the same with or without it.
 
   Returns:
     An `HloModule` record.
@@ -292,6 +300,7 @@ def parse_text_module(text: str) -> HloModule:
     HloParseError: the text has no `HloModule` header, no ENTRY computation,
       an instruction outside a computation, or a malformed line.
   """
+  known, read = memo if memo is not None else {}, {}
   lines = text.splitlines()
   header = next((l for l in lines if l.strip()), "")
   hm = _HEADER_RE.match(header.strip())
@@ -303,7 +312,7 @@ def parse_text_module(text: str) -> HloModule:
   computations, tables, entry = {}, {t: {} for t in _TABLES}, None
   current, insts, table = None, [], None
   for lineno, raw in enumerate(lines[lines.index(header) + 1 :], start=2):
-    line = _COMMENT_RE.sub("", raw).strip()
+    line = (_COMMENT_RE.sub("", raw) if "/*" in raw else raw).strip()
     if not line:
       table = None if current is None else table
       continue
@@ -333,18 +342,25 @@ def parse_text_module(text: str) -> HloModule:
       entry = name if is_entry else entry
       current = None
       continue
-    try:
-      insts.append(parse_instruction(line, lineno))
-    except RecursionError:  # e.g. a tuple shape nested 1,000 deep
-      raise HloParseError(
-        f"[hloprobe] line {lineno}: nested too deeply to parse"
-      ) from None
+    inst = known.get(line)
+    if inst is None:
+      try:
+        inst = parse_instruction(line, lineno)
+      except RecursionError:  # e.g. a tuple shape nested 1,000 deep
+        raise HloParseError(
+          f"[hloprobe] line {lineno}: nested too deeply to parse"
+        ) from None
+    insts.append(inst)
+    read[line] = inst
   if current is not None:
     raise HloParseError(
       f"[hloprobe] computation {current[0]!r} is not closed (truncated text?)"
     )
   if entry is None:
     raise HloParseError("[hloprobe] the module has no ENTRY computation")
+  if memo is not None:
+    memo.clear()
+    memo.update(read)
   return HloModule(
     hm.group(1), hm.group(2).strip(", "), computations, entry, tables
   )

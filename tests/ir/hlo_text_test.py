@@ -17,6 +17,7 @@ import testutil
 from absl.testing import absltest, parameterized
 
 from hloprobe import private_api
+from hloprobe.errors import HloParseError
 from hloprobe.ir import hlo, hlo_text
 
 _MINIMAL = """HloModule m
@@ -214,6 +215,43 @@ class XlaStructureTest(absltest.TestCase):
     self.assertEqual(
       [i.name for i in body.instructions], ["p", "p#1", "p#1#0", "n", "a"]
     )
+
+
+class MemoTest(absltest.TestCase):
+  """`parse_hlo_module(text, memo)`: the lines of the text read before are
+  not read again, and the records are those read without a memo."""
+
+  def test_every_recorded_module_in_turn_reads_the_same(self):
+    memo = {}
+    modules = _recorded_modules()
+    for path, text in modules + modules[::-1]:
+      with self.subTest(path):
+        self.assertEqual(
+          hlo.parse_hlo_module(text, memo), hlo.parse_hlo_module(text)
+        )
+
+  def test_a_changed_line_is_read_again(self):
+    memo = {}
+    hlo.parse_hlo_module(_SPELLINGS, memo)
+    changed = _SPELLINGS.replace("sine(%e)", "cosine(%e)")
+    module = hlo.parse_hlo_module(changed, memo)
+    self.assertEqual(
+      [i.opcode for i in module.entry.instructions],
+      ["parameter", "exponential", "cosine", "custom-call", "tuple"],
+    )
+    # What is kept is the last text's lines, no other.
+    self.assertLen(memo, 5)
+    self.assertIn("%s = f32[8,128]{1,0} cosine(%e)", memo)
+    self.assertNotIn("%s = f32[8,128]{1,0} sine(%e)", memo)
+
+  def test_a_bad_line_is_said_with_its_number(self):
+    memo = {}
+    hlo.parse_hlo_module(_SPELLINGS, memo)
+    broken = _SPELLINGS.replace("sine(%e)", "sine(%e) junk")
+    with self.assertRaisesRegex(HloParseError, r"line 6: junk after operands"):
+      hlo.parse_hlo_module(broken, memo)
+    # A failed read leaves the memo as it was.
+    self.assertIn("%s = f32[8,128]{1,0} sine(%e)", memo)
 
 
 if __name__ == "__main__":

@@ -117,6 +117,38 @@ class RecordedDumpsTest(parameterized.TestCase):
       },
     )
 
+  def _one_line_changed(self):
+    """(sites, dump before, dump after) where only the site's line changes:
+    its plain dot (dump 0015, jaxlib 0.12.0.1) becomes a cuBLAS call."""
+    sites, dumps, _ = _recorded("jaxlib01201_long_k_a100_n8_split4")
+    (before,) = [t for n, t in dumps if ".0015." in n]
+    dot = "dot(%a.1, %b.1), lhs_contracting_dims={1}, rhs_contracting_dims={0}"
+    self.assertIn(dot, before)
+    after = before.replace(
+      dot, 'custom-call(%a.1, %b.1), custom_call_target="__cublas$gemm"'
+    )
+    self.assertLen(set(before.splitlines()) ^ set(after.splitlines()), 2)
+    return sites, before, after
+
+  def test_a_dump_that_changes_only_the_site_line_is_read(self):
+    # A dump is read again unless its text is one read before: neither the
+    # dumps' sameness elsewhere nor the lines the reader keeps hide it.
+    sites, before, after = self._one_line_changed()
+    name = "module_0014.jit_matmul.{:04d}.p.after_{}.txt"
+    for order, expected in (
+      ((before, before, after, before), 2),
+      ((before, after, after, before), 1),
+      ((after, before), 0),
+    ):
+      dumps = [(name.format(i, f"x{i}"), t) for i, t in enumerate(order)]
+      with self.subTest(expected=expected):
+        self.assertEqual(
+          _summary(passes.attribute_passes(dumps, sites)),
+          {0: (f"x{expected}", "p", "cuBLAS")},
+        )
+    dumps = [(name.format(i, f"x{i}"), before) for i in range(3)]
+    self.assertEqual(passes.attribute_passes(dumps, sites), {})
+
   def test_an_unreadable_dump_names_the_release(self):
     sites, dumps, _ = _recorded("jaxlib01201_euler_scan_cpu_n2")
     broken = [
