@@ -50,6 +50,7 @@ Private in intent: use the package, `hloprobe.ir`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from hloprobe import private_api
 from hloprobe.ir.hlo_records import HLO_DTYPES as HLO_DTYPES
@@ -57,6 +58,7 @@ from hloprobe.ir.hlo_records import HloComputation as HloComputation
 from hloprobe.ir.hlo_records import HloInstruction as HloInstruction
 from hloprobe.ir.hlo_records import HloModule as HloModule
 from hloprobe.ir.hlo_records import Shape as Shape
+from hloprobe.ir.hlo_records import braced_fields
 from hloprobe.ir.hlo_text import parse_instruction as parse_instruction
 from hloprobe.ir.hlo_text import parse_shape as parse_shape
 from hloprobe.ir.hlo_text import parse_text_module
@@ -175,9 +177,17 @@ def _names_unknown_frames(module: HloModule) -> bool:
   module's StackFrames table lacks (XLA's parser would log it)."""
   frames = module.tables.get("StackFrames", {})
   for _, inst in module.all_instructions():
-    if "stack_frame_id" not in inst.attrs.get("metadata", ""):
+    raw = inst.attrs.get("metadata", "")
+    if "stack_frame_id" not in raw:
       continue
-    frame = inst.metadata.get("stack_frame_id")
+    frame = _frame_id(raw)
     if frame is not None and (not frame.isdigit() or int(frame) not in frames):
       return True
   return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _frame_id(metadata: str):
+  """The `stack_frame_id` of a `metadata={...}` text (`HloInstruction.
+  metadata`'s), or None: the pass dumps of a compile repeat their metadata."""
+  return braced_fields(metadata).get("stack_frame_id")

@@ -30,6 +30,7 @@ Private in intent: use the package, `hloprobe.ir`.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from hloprobe.errors import HloParseError
@@ -64,13 +65,18 @@ _INSTRUCTION_RE = re.compile(r"^(ROOT\s+)?%?([^\s=]+)\s*=\s*(.*)$")
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
 
+def _uncommented(text: str) -> str:
+  """`text` without its `/* ... */` comments."""
+  return _COMMENT_RE.sub("", text) if "/*" in text else text
+
+
 def parse_shape(text: str) -> Shape:
   """Parses an HLO shape such as `f32[2,48]{1,0}` or `(f32[2], s32[])`.
 
   Raises:
     HloParseError: the text is not an HLO shape.
   """
-  text = _COMMENT_RE.sub("", text).strip()
+  text = _uncommented(text).strip()
   if text.startswith("(") and text.endswith(")"):
     inner = text[1:-1].strip()
     parts = split_top_level(inner) if inner else []
@@ -88,23 +94,31 @@ def parse_shape(text: str) -> Shape:
   return Shape(m.group(1), dims, m.group(3))
 
 
-def _outside_strings(text: str, start: int = 0):
-  """Yields (index, char) of `text` from `start`, skipping quoted strings."""
-  in_str, i = False, start
-  while i < len(text):
-    c = text[i]
-    if in_str:
-      if c == "\\":
-        i += 1
-      elif c == '"':
-        in_str = False
-    elif c == '"':
-      in_str = True
-    else:
-      yield i, c
-    i += 1
-  if in_str:
-    raise HloParseError(f"[hloprobe] unterminated string in {text!r}")
+# A quoted string (a backslash escapes the next character), a quote that
+# opens no closed string, or a character that one of the scans below reads.
+_STRING = r'"(?:[^"\\]|\\.)*"|(")'
+_PARENS_RE = re.compile(_STRING + r"|[()]", re.S)
+
+
+@functools.lru_cache(maxsize=16)
+def _brackets_re(sep: str) -> re.Pattern:
+  """Strings, unclosed quotes, brackets and `sep` (`split_top_level`)."""
+  return re.compile(_STRING + "|[" + re.escape("()[]{}" + sep) + "]", re.S)
+
+
+def _outside_strings(text: str, start: int, pattern: re.Pattern):
+  """Yields (index, char) of the characters of `text` from `start` that
+  `pattern` picks out, outside quoted strings.
+
+  Raises:
+    HloParseError: a string is not closed.
+  """
+  for m in pattern.finditer(text, start):
+    if m.group(1) is not None:  # no closing quote up to the end
+      raise HloParseError(f"[hloprobe] unterminated string in {text!r}")
+    c = m.group()
+    if c[0] != '"':
+      yield m.start(), c
 
 
 def split_top_level(text: str, sep: str = ",") -> list[str]:
@@ -115,7 +129,7 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
     HloParseError: unbalanced brackets or an unterminated string.
   """
   parts, depth, start = [], 0, 0
-  for i, c in _outside_strings(text):
+  for i, c in _outside_strings(text, 0, _brackets_re(sep)):
     if c in "([{":
       depth += 1
     elif c in ")]}":
@@ -132,7 +146,7 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
 def _matching_paren(text: str, open_at: int) -> int:
   """Index of the parenthesis closing the one at `open_at`."""
   depth = 0
-  for i, c in _outside_strings(text, open_at):
+  for i, c in _outside_strings(text, open_at, _PARENS_RE):
     if c == "(":
       depth += 1
     elif c == ")":
@@ -201,7 +215,7 @@ def _parse_operands(
   if not text.strip():
     return (), None
   names = []
-  for part in split_top_level(_COMMENT_RE.sub("", text)):
+  for part in split_top_level(_uncommented(text)):
     # Operands print as `%name` or, in long form, `f32[2]{0} %name`.
     if not part.split():
       raise HloParseError(f"[hloprobe] empty operand in ({text[:60]})")
@@ -267,7 +281,15 @@ def _add_gte(ref: str, shapes: dict, out: list, computation: str) -> None:
     name = element
 
 
+@functools.lru_cache(maxsize=4096)
 def _parse_table_row(table: str, line: str) -> tuple[int, object]:
+  """One row of a FileNames / FunctionNames / FileLocations / StackFrames
+  table: (id, its value). Kept per (table, line), since every module of a
+  compile, and each of its pass dumps, repeats its tables.
+
+  Raises:
+    HloParseError: a row XLA does not print (not cached).
+  """
   key, _, value = line.strip().partition(" ")
   value = value.strip()
   if table in ("FileNames", "FunctionNames"):
@@ -312,7 +334,7 @@ def parse_text_module(
   computations, tables, entry = {}, {t: {} for t in _TABLES}, None
   current, insts, table = None, [], None
   for lineno, raw in enumerate(lines[lines.index(header) + 1 :], start=2):
-    line = (_COMMENT_RE.sub("", raw) if "/*" in raw else raw).strip()
+    line = _uncommented(raw).strip()
     if not line:
       table = None if current is None else table
       continue

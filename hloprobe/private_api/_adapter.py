@@ -240,7 +240,7 @@ def xla_hlo_structure(text: str) -> tuple[XlaComputation, ...] | None:
     module = parse(text)
   except RuntimeError:  # XLA's status, e.g. "INVALID_ARGUMENT: Syntax error"
     return None
-  spelling: dict[object, str] = {}
+  spelling = _OPCODE_SPELLING
   return tuple(
     XlaComputation(
       c.name,
@@ -257,12 +257,19 @@ def xla_hlo_structure(text: str) -> tuple[XlaComputation, ...] | None:
   )
 
 
+# The HLO spelling of each opcode enum value met (`_opcode_text`): XLA's
+# HloOpcodeString is a function of the opcode, so one process needs each
+# once (XLA's pass dumps of a compile are parsed one after the other).
+_OPCODE_SPELLING: dict[object, str] = {}
+
+
 def _opcode_text(instruction, spelling: dict) -> str:
   """The HLO spelling of an instruction's opcode (`HloOpcodeString`, e.g.
   kExp is "exponential", kCustomCall "custom-call").
 
   The bindings give the opcode as an enum only; its spelling is read once
-  per opcode from XLA's own printing of the instruction,
+  per opcode (and process: `_OPCODE_SPELLING`) from XLA's own printing of
+  the instruction,
   `%name = <shape> <opcode>(...)` (HloInstruction::ToString).
   """
   key = instruction.opcode
