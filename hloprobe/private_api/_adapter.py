@@ -245,12 +245,14 @@ def xla_hlo_structure(text: str) -> tuple[XlaComputation, ...] | None:
     XlaComputation(
       c.name,
       tuple(
-        XlaInstruction(
-          i.name,
-          _opcode_text(i, spelling),
-          tuple(o.name for o in i.operands()),
-        )
-        for i in c.instructions()
+        [
+          XlaInstruction(
+            i.name,
+            spelling.get(i.opcode) or _opcode_text(i, spelling),
+            tuple([o.name for o in i.operands()]),
+          )
+          for i in c.instructions()
+        ]
       ),
     )
     for c in module.computations()

@@ -190,12 +190,12 @@ def attribute_passes(
       raise HloprobeError(
         f"pass dump {m.group(0)!r} not read ({e}); {_release_words()}"
       ) from None
-    key = _carriers_key(module)
+    carriers, key = _carriers_key(module)
     if key is not None:
       if module.tables in mapped.get(key, ()):
         continue
       mapped.setdefault(key, []).append(module.tables)
-    for fate in dot_sites.map_dot_sites(sites, module):
+    for fate in dot_sites.map_dot_sites(sites, module, carriers):
       i = fate.site.index
       if i not in found and not _is_plain(fate):
         found[i] = _attribution(fate, m.group("pass"), m.group("pipeline"))
@@ -217,7 +217,7 @@ _CALLS = (
 )
 
 
-def _carriers_key(module: HloModule) -> tuple | None:
+def _carriers_key(module: HloModule) -> tuple[list | None, tuple | None]:
   """What `dot_sites.map_dot_sites` reads of `module`, names left out.
 
   Two modules with one key give their sites the same fates but for the
@@ -245,12 +245,13 @@ def _carriers_key(module: HloModule) -> tuple | None:
   `map_dot_sites` calls first: an error it raises is the one that would.
 
   Returns:
-    The key, or None where the module is to be mapped whatever it holds.
+    (`find_carriers(module)`, the key), or (None, None) where the module is
+    to be mapped whatever it holds.
   """
   if module.partition_count != 1 or not jaxlib_release().rules_checked:
-    return None
+    return None, None
   carriers = find_carriers(module)
-  return tuple(
+  return carriers, tuple(
     (
       _instruction_key(c.instruction),
       tuple(_instruction_key(i) for i in c.enclosing),
