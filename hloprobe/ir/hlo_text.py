@@ -106,21 +106,6 @@ def _brackets_re(sep: str) -> re.Pattern:
   return re.compile(_STRING + "|[" + re.escape("()[]{}" + sep) + "]", re.S)
 
 
-def _outside_strings(text: str, start: int, pattern: re.Pattern):
-  """Yields (index, char) of the characters of `text` from `start` that
-  `pattern` picks out, outside quoted strings.
-
-  Raises:
-    HloParseError: a string is not closed.
-  """
-  for m in pattern.finditer(text, start):
-    if m.group(1) is not None:  # no closing quote up to the end
-      raise HloParseError(f"[hloprobe] unterminated string in {text!r}")
-    c = m.group()
-    if c[0] != '"':
-      yield m.start(), c
-
-
 def split_top_level(text: str, sep: str = ",") -> list[str]:
   """Splits `text` at `sep` outside brackets, braces, parens and strings,
   each part stripped: "a, f(b, c), {d}" -> ["a", "f(b, c)", "{d}"].
@@ -129,14 +114,18 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
     HloParseError: unbalanced brackets or an unterminated string.
   """
   parts, depth, start = [], 0, 0
-  for i, c in _outside_strings(text, 0, _brackets_re(sep)):
-    if c in "([{":
+  for m in _brackets_re(sep).finditer(text):
+    c = m.group()
+    if c[0] == '"':  # a string, skipped
+      if m.group(1) is not None:  # no closing quote up to the end
+        raise HloParseError(f"[hloprobe] unterminated string in {text!r}")
+    elif c in "([{":
       depth += 1
     elif c in ")]}":
       depth -= 1
     elif c == sep and depth == 0:
-      parts.append(text[start:i].strip())
-      start = i + 1
+      parts.append(text[start : m.start()].strip())
+      start = m.end()
   if depth != 0:
     raise HloParseError(f"[hloprobe] unbalanced brackets or quotes in {text!r}")
   parts.append(text[start:].strip())
@@ -144,15 +133,24 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
 
 
 def _matching_paren(text: str, open_at: int) -> int:
-  """Index of the parenthesis closing the one at `open_at`."""
+  """Index of the parenthesis closing the one at `open_at` (strings
+  skipped).
+
+  Raises:
+    HloParseError: none closes it, or a string is not closed before.
+  """
   depth = 0
-  for i, c in _outside_strings(text, open_at, _PARENS_RE):
-    if c == "(":
+  for m in _PARENS_RE.finditer(text, open_at):
+    c = m.group()
+    if c[0] == '"':  # a string, skipped
+      if m.group(1) is not None:  # no closing quote up to the end
+        raise HloParseError(f"[hloprobe] unterminated string in {text!r}")
+    elif c == "(":
       depth += 1
-    elif c == ")":
+    else:
       depth -= 1
       if depth == 0:
-        return i
+        return m.start()
   raise HloParseError(f"[hloprobe] unbalanced parentheses in {text!r}")
 
 
