@@ -224,6 +224,18 @@ class RecordedDumpsTest(parameterized.TestCase):
       calls.append(mapped.call_count)
     self.assertEqual(calls[1], calls[0])  # no renamed copy mapped
 
+  def test_a_partitioned_module_is_always_mapped(self):
+    # Its collectives are read too (`dot_sites._collective`): no key.
+    _, dumps, module = _recorded("jaxlib01201_long_k_a100_n8_split4")
+    carriers, key = passes._carriers_key(module)
+    self.assertLen(carriers, 1)
+    self.assertIsNotNone(key)
+    partitioned = dataclasses.replace(
+      module, header_attrs=module.header_attrs + ", num_partitions=2"
+    )
+    self.assertEqual(partitioned.partition_count, 2)
+    self.assertEqual(passes._carriers_key(partitioned), (None, None))
+
   def test_an_unreadable_dump_names_the_release(self):
     sites, dumps, _ = _recorded("jaxlib01201_euler_scan_cpu_n2")
     broken = [
