@@ -61,31 +61,70 @@ class UsageTest(absltest.TestCase):
     self.assertIn("is not empty", str(e.exception.code))
 
 
+def _hook_run(out: str, code: str, cpu: bool) -> str:
+  """Runs `python -c code` with the worker hook of `profile_workers` on;
+  returns what it printed (stripped)."""
+  site = os.path.join(out, "site")
+  os.makedirs(site, exist_ok=True)
+  with open(os.path.join(site, "sitecustomize.py"), "w") as f:
+    f.write(profile_workers._SITE)
+  env = dict(os.environ, PYTHONPATH=site, HLOPROBE_PROFILE_DIR=out)
+  env.pop("HLOPROBE_PROFILE_CPU", None)
+  if cpu:
+    env["HLOPROBE_PROFILE_CPU"] = "1"
+  return subprocess.run(
+    [sys.executable, "-c", code],
+    env=env,
+    capture_output=True,
+    text=True,
+    check=True,
+  ).stdout.strip()
+
+
 @pytest.mark.compiles
 class WorkerHookTest(absltest.TestCase):
   def test_a_reply_writes_the_worker_stats(self):
     with tempfile.TemporaryDirectory() as out:
-      site = os.path.join(out, "site")
-      os.makedirs(site)
-      with open(os.path.join(site, "sitecustomize.py"), "w") as f:
-        f.write(profile_workers._SITE)
       code = (
         "import os, hloprobe.runtime.serve as m\n"
         "r, w = os.pipe()\n"
         "m._reply(w, 'ok', 7, RuntimeError)\n"
         "print(os.getpid())\n"
       )
-      env = dict(os.environ, PYTHONPATH=site, HLOPROBE_PROFILE_DIR=out)
-      pid = subprocess.run(
-        [sys.executable, "-c", code],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-      ).stdout.strip()
+      pid = _hook_run(out, code, cpu=False)
       path = os.path.join(out, f"{pid}.prof")
       self.assertTrue(os.path.exists(path))
       self.assertNotEmpty(profile_workers.top_lines(path, 5))
+      self.assertTrue(os.path.exists(os.path.join(out, f"{pid}.times")))
+
+  def test_cpu_samples_credit_the_busy_function(self):
+    # About 0.4 CPU s in `burn`, sampled every 5 ms: its line holds most
+    # of the sampled seconds, and the process made few system calls (no
+    # clock read per Python call, as cProfile with a CPU clock did).
+    with tempfile.TemporaryDirectory() as out:
+      code = (
+        "import os, time, hloprobe.runtime.serve as m\n"
+        "def burn():\n"
+        "  t, s = time.process_time(), 0\n"
+        "  while time.process_time() - t < 0.4:\n"
+        "    for i in range(10000): s = abs(s - i)\n"
+        "  return s\n"
+        "burn()\n"
+        "r, w = os.pipe()\n"
+        "m._reply(w, 'ok', 7, RuntimeError)\n"
+        "print(os.getpid())\n"
+      )
+      pid = _hook_run(out, code, cpu=True)
+      lines = profile_workers.top_lines(os.path.join(out, f"{pid}.prof"), 50)
+      burn = [x for x in lines if "(burn)" in x]
+      self.assertLen(burn, 1)
+      cum, own, samples = burn[0].split()[:3]
+      self.assertGreater(float(cum), 0.2)
+      self.assertGreater(int(samples), 10)
+      with open(os.path.join(out, f"{pid}.times")) as f:
+        user, system = (float(x) for x in f.read().split()[:2])
+      self.assertGreater(user, 0.3)
+      self.assertLess(system, 0.3)
 
 
 if __name__ == "__main__":
