@@ -217,6 +217,47 @@ class XlaStructureTest(absltest.TestCase):
     )
 
 
+class ScanTest(parameterized.TestCase):
+  """`split_top_level` and the operand scan skip quoted strings, escapes
+  included (read by hand)."""
+
+  @parameterized.parameters(
+    ("a, f(b, c), {d}", ",", ["a", "f(b, c)", "{d}"]),
+    (
+      'x="a,b", y={"k": "(", z: [1, 2]}',
+      ",",
+      ['x="a,b"', 'y={"k": "(", z: [1, 2]}'],
+    ),
+    (r'x="q\",r", y', ",", [r'x="q\",r"', "y"]),
+    (r'x="q\\", y', ",", [r'x="q\\"', "y"]),
+    ("k=v;(a;b);c", ";", ["k=v", "(a;b)", "c"]),
+    (")(, a", ",", [")(", "a"]),
+    ("", ",", [""]),
+  )
+  def test_split_top_level(self, text, sep, expected):
+    self.assertEqual(hlo.split_top_level(text, sep), expected)
+
+  @parameterized.parameters(
+    ('a, "b', "unterminated string"),
+    ('a(b, "c)', "unterminated string"),
+    ("a(b, c", "unbalanced brackets"),
+    ('"x\\', "unterminated string"),
+  )
+  def test_split_top_level_refuses(self, text, words):
+    with self.assertRaisesRegex(HloParseError, words):
+      hlo.split_top_level(text)
+
+  def test_operands_skip_strings(self):
+    inst = hlo.parse_instruction(
+      '%c = f32[2]{0} custom-call(%a, %b), custom_call_target="f(x", '
+      'backend_config="{\\"k\\":\\")\\"}"'
+    )
+    self.assertEqual(inst.operands, ("a", "b"))
+    self.assertEqual(inst.attrs["custom_call_target"], '"f(x"')
+    with self.assertRaisesRegex(HloParseError, "unterminated string"):
+      hlo.parse_instruction('%c = f32[2]{0} custom-call(%a, "b)')
+
+
 class MemoTest(absltest.TestCase):
   """`parse_hlo_module(text, memo)`: the lines of the text read before are
   not read again, and the records are those read without a memo."""
