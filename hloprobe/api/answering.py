@@ -19,7 +19,7 @@ from hloprobe.records import ConfigResult
 from hloprobe.report import Answer
 from hloprobe.verify import candidate_fixes, find_findings
 
-__all__ = ["NOT_TRIED", "answer"]
+__all__ = ["AFTER_PASS", "NOT_TRIED", "answer"]
 
 # Why `explain` from Python tries no fix: each try is a further sweep, and
 # its `verify` command names a case by its words, which a function has not.
@@ -28,12 +28,16 @@ NOT_TRIED = (
   "tries them and prints their verify commands"
 )
 
+# Why the candidates after the first that passed were not tried.
+AFTER_PASS = "a fix before them passed; --all_fixes tries every one"
+
 
 def answer(
   plan: SweepPlan,
   records: Sequence[ConfigResult],
   *,
   try_fixes: bool,
+  every_fix: bool = False,
   not_tried: str = "--notry_fixes",
   list_untried: bool = True,
   pool=None,
@@ -46,8 +50,10 @@ def answer(
   Args:
     plan: the explain sweep's plan.
     records: its records.
-    try_fixes: try the candidates on the configs at fault (one or two
-      further sweeps, `verify.candidate_fixes`), judged as `verify` judges.
+    try_fixes: try the candidates on the configs at fault (further
+      sweeps, `verify.candidate_fixes`), judged as `verify` judges, until
+      one passes; the rest are listed untried (`AFTER_PASS` says why).
+    every_fix: with `try_fixes`, try every candidate (--all_fixes).
     not_tried: why none was tried, when not `try_fixes`.
     list_untried: with `try_fixes` off, list each candidate with its
       `verify` command (False: the case has no words for one; nothing is
@@ -63,10 +69,17 @@ def answer(
   if not try_fixes and not list_untried:
     return Answer(findings, not_tried=not_tried)
   tries = candidate_fixes(
-    findings, records, plan, run=try_fixes, pool=pool, progress=progress
+    findings,
+    records,
+    plan,
+    run=try_fixes,
+    every=every_fix,
+    pool=pool,
+    progress=progress,
   )
   if tries is None:
     return Answer(findings)
   if not try_fixes:
     return Answer(findings, untried=tries.untried, not_tried=not_tried)
-  return Answer(findings, tries.trials)
+  why = AFTER_PASS if tries.after_pass else None
+  return Answer(findings, tries.trials, tries.untried, not_tried=why)

@@ -25,6 +25,7 @@ from hloprobe.runtime import usable_cores
 
 __all__ = [
   "ABS_ERROR_BOUND",
+  "ALL_FIXES",
   "ALL_ROWS",
   "BAD",
   "BATCH_SIZES",
@@ -258,8 +259,15 @@ TRY_FIXES = flags.DEFINE_bool(
   True,
   "`hloprobe explain`: try the candidate fixes that apply (float32 or a "
   "multi-pass preset, XLA flags that pin the gemm kernel or the split) on "
-  "the configs at fault, in one extra sweep, and print each with its "
-  "`hloprobe verify` command; --notry_fixes lists them untried.",
+  "the configs at fault, one at a time until one passes (--all_fixes: "
+  "every one), and print each with its `hloprobe verify` command; "
+  "--notry_fixes lists them untried.",
+)
+ALL_FIXES = flags.DEFINE_bool(
+  "all_fixes",
+  False,
+  "`hloprobe explain`: try every candidate fix, not only up to the first "
+  "that passes (the rest are listed with their `verify` commands).",
 )
 INVARIANCE = flags.DEFINE_enum(
   "invariance",

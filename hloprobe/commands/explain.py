@@ -4,8 +4,9 @@
 their explanations (`report.explain_results` of the planned cases, as
 `hloprobe.explain`'s) and the answer (`api.answer`): the
 findings ranked and, with --try_fixes (the default), the candidate fixes
-tried on the configs at fault in one extra sweep on the same workers and
-record cache (`verify.plan_tries`); `main` prints the answer first, then
+tried on the configs at fault, one at a time until one passes (every one
+with --all_fixes), on the same workers and record cache
+(`verify.plan_tries`); `main` prints the answer first, then
 the explanations, as text, JSON or the HTML page (the answer's lines open
 it, as they open report.html in --output_dir), and writes the files asked
 for (the tries' configs are not among them). Exit status: 0 when every
@@ -45,7 +46,10 @@ class ExplainArgs:
     cache_max_mb: --cache_max_mb, the records' bound in MiB.
     overwrite: --overwrite: replace an earlier sweep's results in
       --output_dir (refused without it).
-    try_fixes: --try_fixes: try the candidate fixes (`explain_answered`).
+    try_fixes: --try_fixes: try the candidate fixes (`explain_answered`)
+      until one passes.
+    all_fixes: --all_fixes: try every candidate fix, whether one before it
+      passed or not.
     results: --results, a `hloprobe merge` --output_dir whose records are
       explained instead of sweeping (the fixes are still tried), or None.
     executor, ray_address: --executor ("local" or "ray") and
@@ -66,6 +70,7 @@ class ExplainArgs:
   plot_shared_y: bool = True
   cache_max_mb: int = 2048
   try_fixes: bool = True
+  all_fixes: bool = False
   overwrite: bool = False
   results: str | None = None
   executor: str = "local"
@@ -195,7 +200,8 @@ def explain_answered(args: ExplainArgs, spec=None):
   The findings ranked worst first (`verify.find_findings`); with
   `args.try_fixes` the candidate fixes tried on the configs at fault, on
   the explain sweep's workers and record cache, and judged as `verify`
-  judges them; without, listed untried with their `verify` commands.
+  judges them, until one passes (every one with `args.all_fixes`); the
+  others listed untried with their `verify` commands.
 
   Raises:
     InvalidArgumentError: bad input, --format=markdown among it.
@@ -224,7 +230,7 @@ def explain_answered(args: ExplainArgs, spec=None):
 
       answer = Answer((), not_tried="--only=invariance: no accuracy numerics")
     else:
-      answer = _answer(spec, results, args.try_fixes, pool)
+      answer = _answer(spec, results, args, pool)
     answer = _with_invariance(
       spec,
       results,
@@ -240,7 +246,7 @@ def explain_answered(args: ExplainArgs, spec=None):
   return results, explain_results(results, cases), answer
 
 
-def _answer(spec, results, try_fixes: bool, pool):
+def _answer(spec, results, args: ExplainArgs, pool):
   """The findings, and the fixes tried (or why not): `api.answer`, the
   tries' progress on stderr; an interrupt says what finished."""
   import signal
@@ -251,7 +257,8 @@ def _answer(spec, results, try_fixes: bool, pool):
     return api.answer(
       spec,
       results,
-      try_fixes=try_fixes,
+      try_fixes=args.try_fixes,
+      every_fix=args.all_fixes,
       pool=pool,
       progress=lambda: common.progress_printer(sys.stderr),
     )

@@ -85,6 +85,7 @@ def _setup(
       SweptCase(case, source, True), sizes, warned.append, given, all_rows
     )
     memo[key] = setup, warned
+  memo[key][0].visits(tuple(sizes))
   return memo[key]
 
 
@@ -360,6 +361,7 @@ def _held_setup(
   if found is not None and found.case is swept.case:
     if set(sizes) <= set(found.sizes):
       found.rewarn(warn)
+      found.visits(tuple(sizes))
       return found
   held[key] = CaseSetup(swept, sizes, warn, all_rows=all_rows)
   return held[key]

@@ -322,10 +322,18 @@ class CaseSetup:
     self.all_rows = all_rows
     self._warn = warn
     self._full, self._print, self._made = given, None, None
+    self._visits: tuple[int, ...] | None = None  # `visits`
 
   def rewarn(self, warn: Warn) -> None:
     """Where its warnings go from now on (a later sweep reusing it)."""
     self._warn = warn
+
+  def visits(self, sizes: tuple[int, ...]) -> None:
+    """The sizes a later sweep reusing it visits, in order (some of
+    `sizes`): its predictor guesses at those only (`Predictor.visits`)."""
+    self._visits = sizes
+    if self._made is not None and self._made.predictor is not None:
+      self._made.predictor.visits(sizes)
 
   def inputs(self, watch) -> tuple | None:
     """The case's full-size inputs (`Case.full_inputs`), made once.
@@ -360,6 +368,8 @@ class CaseSetup:
       full = self.inputs(watch)
       with watch.stage("reference"):
         self._made = CaseNumerics.of(self.case, full, self.sizes, self.all_rows)
+      if self._visits is not None and self._made.predictor is not None:
+        self._made.predictor.visits(self._visits)
 
   def finish(self, work: CompiledConfig, watch) -> ConfigResult:
     """A worker's reply with the errors against float64 and the prediction.

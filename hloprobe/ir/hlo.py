@@ -50,6 +50,7 @@ Private in intent: use the package, `hloprobe.ir`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from hloprobe import private_api
 from hloprobe.ir.hlo_records import HLO_DTYPES as HLO_DTYPES
@@ -57,6 +58,7 @@ from hloprobe.ir.hlo_records import HloComputation as HloComputation
 from hloprobe.ir.hlo_records import HloInstruction as HloInstruction
 from hloprobe.ir.hlo_records import HloModule as HloModule
 from hloprobe.ir.hlo_records import Shape as Shape
+from hloprobe.ir.hlo_records import braced_fields
 from hloprobe.ir.hlo_text import parse_instruction as parse_instruction
 from hloprobe.ir.hlo_text import parse_shape as parse_shape
 from hloprobe.ir.hlo_text import parse_text_module
@@ -76,13 +78,19 @@ __all__ = [
 ]
 
 
-def parse_hlo_module(text: str) -> HloModule:
+def parse_hlo_module(
+  text: str, memo: dict[str, HloInstruction] | None = None
+) -> HloModule:
   """Parses the text of one HLO module (module docstring: what comes from
   XLA's parser, what from the text).
 
   Args:
     text: HLO text as printed by `Compiled.as_text()` or
       `Lowered.as_text(dialect="hlo")`, or an XLA pass dump.
+    memo: None, or a dict the caller passes to each call on texts that
+      share most lines (XLA's pass dumps of one compile): the lines of the
+      text read last are not read again (`hlo_text.parse_text_module`);
+      the result is the same.
 
   Returns:
     An `HloModule` record.
@@ -91,7 +99,7 @@ def parse_hlo_module(text: str) -> HloModule:
     HloParseError: the text has no `HloModule` header, no ENTRY computation,
       an instruction outside a computation, or a malformed line.
   """
-  module = parse_text_module(text)
+  module = parse_text_module(text, memo)
   return with_xla_structure(module, text) or module
 
 
@@ -117,19 +125,30 @@ def with_xla_structure(module: HloModule, text: str) -> HloModule | None:
     if rename is None:
       return None
     by_name = ours.by_name()
-    computations[xla.name] = HloComputation(
-      xla.name,
-      tuple(
-        dataclasses.replace(
-          by_name[rename.get(i.name, i.name)],
-          opcode=i.opcode,
-          operands=tuple(rename.get(o, o) for o in i.operands),
-        )
-        for i in xla.instructions
-      ),
-      ours.is_entry,
+    instructions = tuple(
+      _with_structure(
+        by_name[rename.get(i.name, i.name)],
+        i.opcode,
+        tuple(rename.get(o, o) for o in i.operands) if rename else i.operands,
+      )
+      for i in xla.instructions
+    )
+    computations[xla.name] = (
+      ours
+      if instructions == ours.instructions
+      else HloComputation(xla.name, instructions, ours.is_entry)
     )
   return dataclasses.replace(module, computations=computations)
+
+
+def _with_structure(
+  inst: HloInstruction, opcode: str, operands: tuple[str, ...]
+) -> HloInstruction:
+  """`inst` with XLA's opcode and operands (`inst` itself where they are
+  its own: an equal record, made faster)."""
+  if inst.opcode == opcode and inst.operands == operands:
+    return inst
+  return dataclasses.replace(inst, opcode=opcode, operands=operands)
 
 
 def _xla_to_printed_names(
@@ -158,9 +177,17 @@ def _names_unknown_frames(module: HloModule) -> bool:
   module's StackFrames table lacks (XLA's parser would log it)."""
   frames = module.tables.get("StackFrames", {})
   for _, inst in module.all_instructions():
-    if "stack_frame_id" not in inst.attrs.get("metadata", ""):
+    raw = inst.attrs.get("metadata", "")
+    if "stack_frame_id" not in raw:
       continue
-    frame = inst.metadata.get("stack_frame_id")
+    frame = _frame_id(raw)
     if frame is not None and (not frame.isdigit() or int(frame) not in frames):
       return True
   return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _frame_id(metadata: str):
+  """The `stack_frame_id` of a `metadata={...}` text (`HloInstruction.
+  metadata`'s), or None: the pass dumps of a compile repeat their metadata."""
+  return braced_fields(metadata).get("stack_frame_id")

@@ -30,6 +30,7 @@ Private in intent: use the package, `hloprobe.ir`.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from hloprobe.errors import HloParseError
@@ -64,13 +65,18 @@ _INSTRUCTION_RE = re.compile(r"^(ROOT\s+)?%?([^\s=]+)\s*=\s*(.*)$")
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
 
+def _uncommented(text: str) -> str:
+  """`text` without its `/* ... */` comments."""
+  return _COMMENT_RE.sub("", text) if "/*" in text else text
+
+
 def parse_shape(text: str) -> Shape:
   """Parses an HLO shape such as `f32[2,48]{1,0}` or `(f32[2], s32[])`.
 
   Raises:
     HloParseError: the text is not an HLO shape.
   """
-  text = _COMMENT_RE.sub("", text).strip()
+  text = _uncommented(text).strip()
   if text.startswith("(") and text.endswith(")"):
     inner = text[1:-1].strip()
     parts = split_top_level(inner) if inner else []
@@ -88,23 +94,16 @@ def parse_shape(text: str) -> Shape:
   return Shape(m.group(1), dims, m.group(3))
 
 
-def _outside_strings(text: str, start: int = 0):
-  """Yields (index, char) of `text` from `start`, skipping quoted strings."""
-  in_str, i = False, start
-  while i < len(text):
-    c = text[i]
-    if in_str:
-      if c == "\\":
-        i += 1
-      elif c == '"':
-        in_str = False
-    elif c == '"':
-      in_str = True
-    else:
-      yield i, c
-    i += 1
-  if in_str:
-    raise HloParseError(f"[hloprobe] unterminated string in {text!r}")
+# A quoted string (a backslash escapes the next character), a quote that
+# opens no closed string, or a character that one of the scans below reads.
+_STRING = r'"(?:[^"\\]|\\.)*"|(")'
+_PARENS_RE = re.compile(_STRING + r"|[()]", re.S)
+
+
+@functools.lru_cache(maxsize=16)
+def _brackets_re(sep: str) -> re.Pattern:
+  """Strings, unclosed quotes, brackets and `sep` (`split_top_level`)."""
+  return re.compile(_STRING + "|[" + re.escape("()[]{}" + sep) + "]", re.S)
 
 
 def split_top_level(text: str, sep: str = ",") -> list[str]:
@@ -115,14 +114,18 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
     HloParseError: unbalanced brackets or an unterminated string.
   """
   parts, depth, start = [], 0, 0
-  for i, c in _outside_strings(text):
-    if c in "([{":
+  for m in _brackets_re(sep).finditer(text):
+    c = m.group()
+    if c[0] == '"':  # a string, skipped
+      if m.group(1) is not None:  # no closing quote up to the end
+        raise HloParseError(f"[hloprobe] unterminated string in {text!r}")
+    elif c in "([{":
       depth += 1
     elif c in ")]}":
       depth -= 1
     elif c == sep and depth == 0:
-      parts.append(text[start:i].strip())
-      start = i + 1
+      parts.append(text[start : m.start()].strip())
+      start = m.end()
   if depth != 0:
     raise HloParseError(f"[hloprobe] unbalanced brackets or quotes in {text!r}")
   parts.append(text[start:].strip())
@@ -130,15 +133,24 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
 
 
 def _matching_paren(text: str, open_at: int) -> int:
-  """Index of the parenthesis closing the one at `open_at`."""
+  """Index of the parenthesis closing the one at `open_at` (strings
+  skipped).
+
+  Raises:
+    HloParseError: none closes it, or a string is not closed before.
+  """
   depth = 0
-  for i, c in _outside_strings(text, open_at):
-    if c == "(":
+  for m in _PARENS_RE.finditer(text, open_at):
+    c = m.group()
+    if c[0] == '"':  # a string, skipped
+      if m.group(1) is not None:  # no closing quote up to the end
+        raise HloParseError(f"[hloprobe] unterminated string in {text!r}")
+    elif c == "(":
       depth += 1
-    elif c == ")":
+    else:
       depth -= 1
       if depth == 0:
-        return i
+        return m.start()
   raise HloParseError(f"[hloprobe] unbalanced parentheses in {text!r}")
 
 
@@ -201,7 +213,7 @@ def _parse_operands(
   if not text.strip():
     return (), None
   names = []
-  for part in split_top_level(_COMMENT_RE.sub("", text)):
+  for part in split_top_level(_uncommented(text)):
     # Operands print as `%name` or, in long form, `f32[2]{0} %name`.
     if not part.split():
       raise HloParseError(f"[hloprobe] empty operand in ({text[:60]})")
@@ -267,7 +279,15 @@ def _add_gte(ref: str, shapes: dict, out: list, computation: str) -> None:
     name = element
 
 
+@functools.lru_cache(maxsize=4096)
 def _parse_table_row(table: str, line: str) -> tuple[int, object]:
+  """One row of a FileNames / FunctionNames / FileLocations / StackFrames
+  table: (id, its value). Kept per (table, line), since every module of a
+  compile, and each of its pass dumps, repeats its tables.
+
+  Raises:
+    HloParseError: a row XLA does not print (not cached).
+  """
   key, _, value = line.strip().partition(" ")
   value = value.strip()
   if table in ("FileNames", "FunctionNames"):
@@ -275,7 +295,9 @@ def _parse_table_row(table: str, line: str) -> tuple[int, object]:
   return hlo_int(key, f"{table} row key"), braced_fields(value)
 
 
-def parse_text_module(text: str) -> HloModule:
+def parse_text_module(
+  text: str, memo: dict[str, HloInstruction] | None = None
+) -> HloModule:
   """Parses the text of one HLO module, from the text alone.
 
   `hlo.parse_hlo_module` is the reader to call: it runs this one, then
@@ -284,6 +306,12 @@ def parse_text_module(text: str) -> HloModule:
   Args:
     text: HLO text as printed by `Compiled.as_text()` or
       `Lowered.as_text(dialect="hlo")`.
+    memo: None, or instruction line (comments removed, stripped) -> its
+      record, kept by the caller from one call to the next: a line found
+      there is not read again, and a successful call leaves there the lines
+      of `text` alone. A line's record is a function of the line (its
+      number only enters error messages), and records are frozen, so the
+      result is the same with or without it.
 
   Returns:
     An `HloModule` record.
@@ -292,6 +320,7 @@ def parse_text_module(text: str) -> HloModule:
     HloParseError: the text has no `HloModule` header, no ENTRY computation,
       an instruction outside a computation, or a malformed line.
   """
+  known, read = memo if memo is not None else {}, {}
   lines = text.splitlines()
   header = next((l for l in lines if l.strip()), "")
   hm = _HEADER_RE.match(header.strip())
@@ -303,7 +332,7 @@ def parse_text_module(text: str) -> HloModule:
   computations, tables, entry = {}, {t: {} for t in _TABLES}, None
   current, insts, table = None, [], None
   for lineno, raw in enumerate(lines[lines.index(header) + 1 :], start=2):
-    line = _COMMENT_RE.sub("", raw).strip()
+    line = _uncommented(raw).strip()
     if not line:
       table = None if current is None else table
       continue
@@ -333,18 +362,25 @@ def parse_text_module(text: str) -> HloModule:
       entry = name if is_entry else entry
       current = None
       continue
-    try:
-      insts.append(parse_instruction(line, lineno))
-    except RecursionError:  # e.g. a tuple shape nested 1,000 deep
-      raise HloParseError(
-        f"[hloprobe] line {lineno}: nested too deeply to parse"
-      ) from None
+    inst = known.get(line)
+    if inst is None:
+      try:
+        inst = parse_instruction(line, lineno)
+      except RecursionError:  # e.g. a tuple shape nested 1,000 deep
+        raise HloParseError(
+          f"[hloprobe] line {lineno}: nested too deeply to parse"
+        ) from None
+    insts.append(inst)
+    read[line] = inst
   if current is not None:
     raise HloParseError(
       f"[hloprobe] computation {current[0]!r} is not closed (truncated text?)"
     )
   if entry is None:
     raise HloParseError("[hloprobe] the module has no ENTRY computation")
+  if memo is not None:
+    memo.clear()
+    memo.update(read)
   return HloModule(
     hm.group(1), hm.group(2).strip(", "), computations, entry, tables
   )

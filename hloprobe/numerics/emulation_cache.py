@@ -461,6 +461,13 @@ class EmulationCache:
     )
     return AttentionBias(found) if found else None
 
+  def visits(self, sizes: Sequence[int]) -> None:
+    """The sizes the current sweep visits, in order, for the guesses from
+    now on (explain's fix tries visit some of the sizes of the sweep that
+    made the cache: a guess at a size no try visits would be made for
+    nothing). A guess decides only when an output is made."""
+    self._sizes = tuple(dict.fromkeys(sizes))
+
   @property
   def guessed(self) -> int:
     """How many guessed emulations nobody has asked for (yet)."""

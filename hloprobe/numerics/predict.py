@@ -13,8 +13,12 @@ candidate assignment that best matches an observed run, and a verdict.
 Emulations are cached per (batch size, site algorithms, order), so configs
 that share an assignment (most precisions on most targets compute F32) cost
 one emulation, and what one config needs is made in one compile, with a
-bounded guess at the next sizes (`emulation_cache`). A `Predictor` holds
-that cache for one case; it is made per sweep, not kept globally.
+bounded guess at the next sizes (`emulation_cache`). What a config derives
+from them (statistics, noise floors, row-0 errors) is held apart from the
+outputs, which a budget drops: a later config of an assignment predicted
+before emulates nothing again (issue 37). A `Predictor` holds that cache
+for one case; it is made per sweep (explain's fix tries reuse it), not
+kept globally.
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
@@ -221,6 +225,27 @@ class Predictor:
     # reason they may not be.
     self._subset: bool | None = None if not all_rows else False
     self.subset_why: str | None = None
+    # What configs derived from emulations, by what it depends on (see
+    # `_derive`): small (floats, per-row errors), never dropped.
+    self._derived: dict = {}
+
+  def visits(self, sizes: tuple[int, ...]) -> None:
+    """The sizes the current sweep visits, in order: the cache guesses at
+    these (`EmulationCache.visits`; explain's fix tries visit fewer than
+    the sweep that made this predictor). The predictions are the same."""
+    self._cache.visits(sizes)
+
+  def _derive(self, key, make):
+    """`make()`, held under `key` (issue 37): the statistics, floors and
+    row-0 errors a config derives from emulated outputs, kept after the
+    outputs themselves are dropped (`kept.Kept`'s budget: a real-size
+    model's outputs are MiBs), so that a later config of the same
+    assignment (a fix try of the baseline's algorithms, a precision of
+    the same effective algorithms) emulates nothing again. Each value is
+    a deterministic function of its key, so the results do not change."""
+    if key not in self._derived:
+      self._derived[key] = make()
+    return self._derived[key]
 
   def _judge_subset(self) -> bool:
     """A batch case's judged rows may be computed on their inputs
@@ -282,9 +307,24 @@ class Predictor:
     return found if size == n else self._refs.sliced(found, n)
 
   def _row0(self, n: int, algorithms: tuple[str, ...], leaf: int) -> float:
-    return float(np.ravel(self._emulate(n, algorithms)[leaf])[0])
+    return self._derive(
+      ("row0", n, algorithms, leaf),
+      lambda: float(np.ravel(self._emulate(n, algorithms)[leaf])[0]),
+    )
 
   def _spreads(
+    self, n: int, assignments, judged: tuple[int, ...] | None = None
+  ) -> list[tuple]:
+    """`_spread_floors` of each assignment, those made for an earlier
+    config held (`_derive`)."""
+    key = lambda a: ("spread", n, a, judged)
+    missing = [a for a in assignments if key(a) not in self._derived]
+    if missing:
+      for a, floors in zip(missing, self._spread_floors(n, missing, judged)):
+        self._derived[key(a)] = floors
+    return [self._derived[key(a)] for a in assignments]
+
+  def _spread_floors(
     self, n: int, assignments, judged: tuple[int, ...] | None = None
   ) -> list[tuple]:
     """For each assignment, each leaf's row 0 and batch against float64
@@ -321,14 +361,17 @@ class Predictor:
     return [tuple(total.floor() for total in totals) for totals in sums]
 
   def _leaf_stats(self, n: int, algorithms) -> tuple[accuracy.ErrorStats, ...]:
-    return tuple(
-      accuracy.ErrorStats.of(out, ref, axis, name)
-      for out, ref, axis, name in zip(
-        self._emulate(n, algorithms),
-        self._refs.at(n),
-        self._refs.axes,
-        self._refs.names,
-      )
+    return self._derive(
+      ("stats", n, algorithms),
+      lambda: tuple(
+        accuracy.ErrorStats.of(out, ref, axis, name)
+        for out, ref, axis, name in zip(
+          self._emulate(n, algorithms),
+          self._refs.at(n),
+          self._refs.axes,
+          self._refs.names,
+        )
+      ),
     )
 
   def predict(
@@ -364,7 +407,11 @@ class Predictor:
           f"{len(fates)}; cannot pair them"
         )
       chosen, note = candidates.chosen_algorithms(fates)
-      self._prefetch(n, chosen)
+      # A config of an assignment predicted before (another precision of
+      # the same effective algorithms, a fix try that keeps them) finds
+      # what it derives held (`_derive`): nothing to prefetch.
+      if ("predicted", n, chosen) not in self._derived:
+        self._prefetch(n, chosen)
       stats = self._leaf_stats(n, chosen)
     with stage("noise floor"):
       # The rows judged: a first pass over every row's error (`rows`).
@@ -440,6 +487,7 @@ class Predictor:
       verdicts = tuple(
         v.noted(mismatch) if i == leaf else v for i, v in enumerate(verdicts)
       )
+    self._derived[("predicted", n, chosen)] = True
     top = max(shares, key=lambda s: s.alone_abs).site if shares else None
     described = None if best is None else algorithm_groups(best)
     return Prediction(
@@ -518,10 +566,31 @@ class Predictor:
       # (`_spreads`), the shares by row 0 alone (`_row0s_abs`).
       keys = [(n, a, "xla") for a in (f32, chosen)]
     self._cache.fetch(
-      keys,
+      [k for k in keys if not self._derived_from(k, n, chosen)],
       scales_at=self._refs.largest,
       ahead_of=None if chosen == f32 else n,
     )
+
+  def _derived_from(self, key, n: int, chosen: tuple[str, ...]) -> bool:
+    """Whether everything `predict` at size n of `chosen` derives from the
+    emulation `key` (size, assignment, order) of `_prefetch` is held
+    (`_derive`: made by an earlier config), so that it need not be made:
+    F32's and the chosen assignment's noise floors (over XLA's order and
+    the fixed ones), the chosen one's statistics, a share assignment's
+    row-0 error. Not where the rows judged are still to be found (above
+    `rows.ALL_ROWS_UP_TO` rows, gathered): their floors' keys are not
+    known yet."""
+    if n > rows.ALL_ROWS_UP_TO and self._judge_subset():
+      return False
+    _, a, order = key
+    f32 = (F32,) * len(chosen)
+    if a not in (f32, chosen):  # a share assignment ("xla" order)
+      leaf = accuracy.headline_leaf(self._refs.axes, self._refs.dtypes)
+      return ("row 0 abs", n, n, a, leaf) in self._derived
+    judged = (0,) if a == chosen != f32 and self._gather else None
+    if ("spread", n, a, judged) not in self._derived:
+      return False
+    return order != "xla" or a != chosen or ("stats", n, a) in self._derived
 
   def _shares_ahead(self, chosen: tuple[str, ...]) -> bool:
     """Whether `_prefetch` makes the per-site share assignments of
@@ -555,11 +624,14 @@ class Predictor:
     size = n
     if assignments and self._shares_at_row0(len(assignments[0])):
       size = (0,)  # a batch of row 0 alone (`SHARES_AT_ROW0_ABOVE`)
-    rows = self._cache.kept_of(size, assignments, keep, ("row 0", leaf))
-    return {
-      a: float(np.max(np.abs(got.astype(np.float64) - ref)))
-      for a, got in zip(assignments, rows)
-    }
+    key = lambda a: ("row 0 abs", n, size, a, leaf)
+    missing = [a for a in assignments if key(a) not in self._derived]
+    rows = self._cache.kept_of(size, missing, keep, ("row 0", leaf))
+    for a, got in zip(missing, rows):
+      self._derived[key(a)] = float(
+        np.max(np.abs(got.astype(np.float64) - ref))
+      )
+    return {a: self._derived[key(a)] for a in assignments}
 
   def _shares(
     self, n: int, chosen: tuple[str, ...], leaf: int
@@ -597,7 +669,13 @@ class Predictor:
     if abs(self._row0(n, chosen, leaf) - observed.row0) <= tolerance:
       return chosen
     found = candidates.candidate_assignments(fates, chosen)
-    self._cache.fetch([(n, c, "xla") for c in found])  # one compile
+    self._cache.fetch(  # one compile
+      [
+        (n, c, "xla")
+        for c in found
+        if ("row0", n, c, leaf) not in self._derived
+      ]
+    )
     return min(found, key=lambda c: abs(self._row0(n, c, leaf) - observed.row0))
 
   def _headline_verdict(

@@ -240,21 +240,29 @@ def xla_hlo_structure(text: str) -> tuple[XlaComputation, ...] | None:
     module = parse(text)
   except RuntimeError:  # XLA's status, e.g. "INVALID_ARGUMENT: Syntax error"
     return None
-  spelling: dict[object, str] = {}
+  spelling = _OPCODE_SPELLING
   return tuple(
     XlaComputation(
       c.name,
       tuple(
-        XlaInstruction(
-          i.name,
-          _opcode_text(i, spelling),
-          tuple(o.name for o in i.operands()),
-        )
-        for i in c.instructions()
+        [
+          XlaInstruction(
+            i.name,
+            spelling.get(i.opcode) or _opcode_text(i, spelling),
+            tuple([o.name for o in i.operands()]),
+          )
+          for i in c.instructions()
+        ]
       ),
     )
     for c in module.computations()
   )
+
+
+# The HLO spelling of each opcode enum value met (`_opcode_text`): XLA's
+# HloOpcodeString is a function of the opcode, so one process needs each
+# once (XLA's pass dumps of a compile are parsed one after the other).
+_OPCODE_SPELLING: dict[object, str] = {}
 
 
 def _opcode_text(instruction, spelling: dict) -> str:
@@ -262,7 +270,8 @@ def _opcode_text(instruction, spelling: dict) -> str:
   kExp is "exponential", kCustomCall "custom-call").
 
   The bindings give the opcode as an enum only; its spelling is read once
-  per opcode from XLA's own printing of the instruction,
+  per opcode (and process: `_OPCODE_SPELLING`) from XLA's own printing of
+  the instruction,
   `%name = <shape> <opcode>(...)` (HloInstruction::ToString).
   """
   key = instruction.opcode

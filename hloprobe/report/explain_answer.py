@@ -85,8 +85,9 @@ class Answer:
       (`verify.judge_tries`); () when none was tried.
     untried: candidates that apply but were not tried, each with its
       `verify` command, as (candidate, command).
-    not_tried: why no fix was tried (e.g. "--notry_fixes"), or None when
-      they were or when there is no finding.
+    not_tried: why no fix was tried (e.g. "--notry_fixes"), or, where
+      some were, why `untried` were not (a fix before them passed); None
+      when every candidate was tried or when there is no finding.
     invariance: the batch-invariance answer of each group
       (`invariance.Invariance`), printed before everything else; ().
     pins: the settings searched to pin the rows (`invariance.Pin`), the
@@ -322,7 +323,15 @@ def _do_lines(
       else:
         line += f": --fix={t.candidate.fix}"
       lines.append(line)
-  if answer.untried:
+  if answer.untried and answer.trials and answer.not_tried:
+    # As the fixes tried: the `verify` command is the one above but for
+    # its --fix, whole under --verbose.
+    lines.append(f"Not tried ({answer.not_tried}):")
+    lines += [
+      f"  {_short_change(c)}: {cmd if verbose else f'--fix={c.fix}'}"
+      for c, cmd in answer.untried
+    ]
+  elif answer.untried:
     lines.append("What to try (not tried here):")
     lines += [f"  {_short_change(c)}: {cmd}" for c, cmd in answer.untried]
   return lines
@@ -478,7 +487,8 @@ def answer_json(answer: Answer) -> dict:
        true, "passed", "judged" (false: nothing could be compared, not a
        failure), "reason", "command"}, ... then the untried
        {"tried": false, "command"}],
-     "not_tried": why none was tried, or null}
+     "not_tried": why none was tried (or, where some were, why the
+       untried were not: a fix before them passed), or null}
   """
   fixes = [
     {

@@ -112,7 +112,7 @@ _KNOWN_DOT_EMITTERS = (
 
 
 def map_dot_sites(
-  sites: list[StableHloDot], module: HloModule
+  sites: list[StableHloDot], module: HloModule, carriers: list | None = None
 ) -> list[MappedSite]:
   """Finds what each StableHLO dot site became in an optimized module.
 
@@ -120,6 +120,8 @@ def map_dot_sites(
     sites: dot sites of the StableHLO module the optimized module came from
       (entry parameters must correspond one to one).
     module: the parsed optimized HLO.
+    carriers: `operand_ancestry.find_carriers(module)` where the caller has
+      it (`passes.attribute_passes`), else None.
 
   Returns:
     One `MappedSite` per site, in site order: `Fate.GONE` where no carrier
@@ -128,7 +130,7 @@ def map_dot_sites(
     site's `frames` keep the program's frames only (`frames.program_frames`:
     hloprobe's own are dropped, after the sites are matched by them).
   """
-  matches = identify.match_sites(sites, module)
+  matches = identify.match_sites(sites, module, carriers)
   shown = [
     dataclasses.replace(s, frames=program_frames(s.frames)) for s in sites
   ]

@@ -351,15 +351,21 @@ def _pick(site, carriers, frames, used, partitions=1) -> Match:
   return Match(carriers[pool[0]], how, merged=merged)
 
 
-def match_sites(sites: list[StableHloDot], module: HloModule) -> list[Match]:
+def match_sites(
+  sites: list[StableHloDot],
+  module: HloModule,
+  carriers: list[Carrier] | None = None,
+) -> list[Match]:
   """The carrier of each site, in site order (module docstring for how).
 
   Args:
     sites: dot sites of the StableHLO module the optimized module came from
       (entry parameters must correspond one to one).
     module: the parsed optimized HLO.
+    carriers: `find_carriers(module)` where the caller has it, else None.
   """
-  carriers = find_carriers(module)
+  if carriers is None:
+    carriers = find_carriers(module)
   frames = [module.source_frames(c.instruction) for c in carriers]
   partitions = module.partition_count
   used: set[int] = set()

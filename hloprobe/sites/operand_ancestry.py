@@ -68,6 +68,12 @@ _WALKED_OPCODES = (
 # reaches the merged dot through these (jaxlib 0.12.0.1: a `transpose` of
 # a part, a `bitcast` of the dot, the concatenate in its own kInput fusion).
 _PASSTHROUGH_OPCODES = ("bitcast", "copy", "reshape", "transpose", "convert")
+# The opcodes whose value `_value` makes otherwise than as the union of
+# their operands' (called computations walked, tuples, concatenations
+# passed through): any other's is that union.
+_OWN_VALUE_OPCODES = frozenset(
+  (*_WALKED_OPCODES, *_PASSTHROUGH_OPCODES, "tuple", "get-tuple-element")
+)
 
 
 class Concatenation(frozenset):
@@ -182,12 +188,14 @@ def _walk(module, comp_name, params, enclosing, out, depth):
           inst, comp.name, enclosing, tuple(map(_flat, ops)), operand_shapes
         )
       )
-    walk = functools.partial(
-      _walk_called, module, enclosing + (inst,), out, depth + 1
-    )
     if inst.opcode == "concatenate":
       env[inst.name] = _concatenation(inst, ops, shapes)
+    elif inst.opcode not in _OWN_VALUE_OPCODES:  # `_value`'s last line
+      env[inst.name] = _flat(ops)
     else:
+      walk = functools.partial(
+        _walk_called, module, enclosing + (inst,), out, depth + 1
+      )
       env[inst.name] = _value(module, inst, ops, walk)
   return env.get(comp.root.name, frozenset())
 

@@ -23,6 +23,23 @@ attribution fail with the jaxlib release named (`attribute_passes`): a
 later pass would otherwise be named for a rewrite that dump may hold.
 `lowering` removes the dump folder.
 
+Cost (real-size programs have hundreds of dumps, most a few lines apart):
+a dump whose text is that of a dump read before is not read again. Its
+module is that one's, so are its sites' fates (`dot_sites.map_dot_sites`
+is a function of the sites and the module), and every site not plain there
+was placed then, at that dump or before: reading it again places nothing.
+XLA dumps the same text again where a pass changed what it does not print,
+and in its fixed-point pipelines, which come back to a module they had
+(gpt2_1 on a100 at n = 1, jaxlib 0.12.0.1: 43 of the 163 dumps read before
+the last site is placed). The others are read with the lines of the one
+before kept (`parse_hlo_module`'s memo), which gives the same records.
+And a module whose carriers are those of a module mapped before, but for
+the names (`_carriers_key`), is not mapped again: its sites' fates are
+that module's but for the names, so it places nothing either (gpt2_1, a100,
+n = 1: 9 such classes among those 120 texts; n = 2: 8 among 21). What is
+left is mostly XLA's own parse of each text (`ir.hlo`): about 0.9 ms of
+the 2 ms a gpt2_1 dump costs.
+
 Private in intent: use the package, `hloprobe.sites`.
 """
 
@@ -35,8 +52,15 @@ from collections.abc import Sequence
 
 from hloprobe.compile import jaxlib_release
 from hloprobe.errors import HloParseError, HloprobeError
-from hloprobe.ir import StableHloDot, is_attention_target, parse_hlo_module
+from hloprobe.ir import (
+  HloInstruction,
+  HloModule,
+  StableHloDot,
+  is_attention_target,
+  parse_hlo_module,
+)
 from hloprobe.sites import dot_sites
+from hloprobe.sites.operand_ancestry import Concatenation, find_carriers
 from hloprobe.sites.site_fate import Fate, MappedSite
 
 __all__ = ["PassAttribution", "attribute_passes"]
@@ -153,20 +177,101 @@ def attribute_passes(
       + (f" ({_unread(len(dumps))})" if dumps else "")
     )
   found: dict[int, PassAttribution] = {}
+  memo: dict = {}  # `parse_hlo_module`'s: lines of the dump read last
+  read: set[str] = set()  # texts of the dumps read
+  mapped: dict[tuple, list] = {}  # `_carriers_key` -> tables, of those mapped
   for m, text in ordered:
     if len(found) == len(sites):
       break
+    if text in read:  # the same module again: the same fates, all placed
+      continue
+    read.add(text)
     try:
-      module = parse_hlo_module(text)
+      module = parse_hlo_module(text, memo)
     except HloParseError as e:
       raise HloprobeError(
         f"pass dump {m.group(0)!r} not read ({e}); {_release_words()}"
       ) from None
-    for fate in dot_sites.map_dot_sites(sites, module):
+    carriers, key = _carriers_key(module)
+    if key is not None:
+      if module.tables in mapped.get(key, ()):
+        continue
+      mapped.setdefault(key, []).append(module.tables)
+    for fate in dot_sites.map_dot_sites(sites, module, carriers):
       i = fate.site.index
       if i not in found and not _is_plain(fate):
         found[i] = _attribution(fate, m.group("pass"), m.group("pipeline"))
   return found
+
+
+# The attributes that name computations (`HloInstruction.
+# called_computations`'): `find_carriers` alone reads them. One missing here
+# only makes fewer modules alike.
+_CALLS = (
+  "calls",
+  "to_apply",
+  "body",
+  "condition",
+  "branch_computations",
+  "called_computations",
+  "true_computation",
+  "false_computation",
+)
+
+
+def _carriers_key(module: HloModule) -> tuple[list | None, tuple | None]:
+  """What `dot_sites.map_dot_sites` reads of `module`, names left out.
+
+  Two modules with one key and equal `tables` give their sites the same
+  fates but for the names (the `carriers`, `candidates` and unknown-reason
+  words), so the same sites are plain (`_is_plain`) in both. Why: of a
+  module,
+  `map_dot_sites` reads (dot_sites.py, identify.py, carrier_shapes.py,
+  operand_ancestry.py, fp8_rewrite.py `fp8_carrier_ancestry`) only
+    * `operand_ancestry.find_carriers(module)`, in order (`identify._pick`
+      ranks them by index and keeps the first), and of each carrier its
+      instruction's and enclosing instructions' opcodes, shapes and
+      attributes (custom call target, backend config, kind, dimension
+      numbers, precision, metadata), its operands' ancestry (a
+      `Concatenation`'s parts too) and shapes; names only as names
+      (`Carrier.path`, the words above; `is` between carriers);
+    * `module.source_frames` of each carrier's instruction, a function of
+      its metadata and `module.tables` (which go with the key: see
+      `attribute_passes`);
+    * `module.partition_count`, and beyond 1 the collectives around a
+      carrier (`dot_sites._collective`: any module is then mapped);
+    * `dot_sites._unknown_calls(module)`: False under a jaxlib whose rules
+      were checked; under another, any module is mapped.
+  The key holds all of these but the names (operand names and the
+  attributes that name computations, `_CALLS`, are what `find_carriers`
+  walks: its result is in the key). `find_carriers` is what
+  `map_dot_sites` calls first: an error it raises is the one that would.
+
+  Returns:
+    (`find_carriers(module)`, the key), or (None, None) where the module is
+    to be mapped whatever it holds.
+  """
+  if module.partition_count != 1 or not jaxlib_release().rules_checked:
+    return None, None
+  carriers = find_carriers(module)
+  return carriers, tuple(
+    (
+      _instruction_key(c.instruction),
+      tuple(_instruction_key(i) for i in c.enclosing),
+      tuple(
+        (a, a.parts, a.part_elements) if isinstance(a, Concatenation) else a
+        for a in c.operand_ancestry
+      ),
+      c.operand_shapes,
+    )
+    for c in carriers
+  )
+
+
+def _instruction_key(inst: HloInstruction) -> tuple:
+  """An instruction's record but its name, operands and `_CALLS`."""
+  attrs = tuple((k, v) for k, v in inst.attrs.items() if k not in _CALLS)
+  return (inst.opcode, inst.shape, inst.literal, inst.is_root, attrs)
 
 
 def _release_words() -> str:

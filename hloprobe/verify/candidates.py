@@ -3,7 +3,9 @@
 `candidate_fixes` is the one call (explain's answer): `plan_tries` picks,
 for the baseline's findings (`findings.find_findings`), the fixes that
 apply and the configs to try them on; `try_sweeps` gives the sweeps that
-run them (run on the caller's worker pool and record cache); `judge_tries`
+run them (run on the caller's worker pool and record cache), one
+candidate at a time until one passes, or all at once where every one is
+asked for; `judge_tries`
 judges each fix exactly as `hloprobe verify` would (`outcome.verify`,
 requirements "consistent" and "accurate") and gives its ready-to-run
 `hloprobe verify` command (`verify_command`).
@@ -494,12 +496,17 @@ class FixTries:
   Attributes:
     trials: each candidate tried and judged (`judge_tries`: passing first,
       each group in candidate order); () when none was tried.
-    untried: when not tried, each candidate with the `hloprobe verify`
-      command that checks it (`verify_command`), in candidate order; ().
+    untried: each candidate not tried with the `hloprobe verify`
+      command that checks it (`verify_command`), in candidate order: all
+      of them when none was tried, else those after the first that
+      passed; ().
+    after_pass: `untried` are the candidates after the first that passed
+      (not tried because one before them passed).
   """
 
   trials: tuple[FixTrial, ...] = ()
   untried: tuple[tuple[Candidate, str], ...] = ()
+  after_pass: bool = False
 
 
 def candidate_fixes(
@@ -508,6 +515,7 @@ def candidate_fixes(
   plan: SweepPlan,
   *,
   run: bool,
+  every: bool = False,
   pool=None,
   progress: Callable[[], Callable[[SweepProgress], None] | None] = (
     lambda: None
@@ -522,9 +530,18 @@ def candidate_fixes(
     findings: `find_findings(results)`.
     results: the explain sweep's results.
     plan: its plan (`engine.SweepPlan`).
-    run: run the tries: one or two further sweeps (`try_sweeps`), their
-      configs that `results` or an earlier try made taken from them
-      (`engine.run_sweep`'s `given`), not computed again.
+    run: run the tries: further sweeps (`try_sweeps`), their configs
+      that `results` or an earlier try made taken from them
+      (`engine.run_sweep`'s `given`), not computed again. The candidates
+      are tried one at a time in printing order, and the first that
+      passes ends the tries: the rest are listed untried with their
+      `verify` commands (`FixTries.after_pass`). Most of explain's cost
+      on a real-size model was its tries (gpt2_1: about 120 of 185
+      CPU-s; issue 37); a fix that passes answers "what to change", and
+      each one left has the command that tries it.
+    every: try every candidate (explain's --all_fixes), in one or two
+      sweeps (precisions together, XLA_FLAGS fixes together), whether an
+      earlier one passed or not.
     pool: the workers the tries run on (the explain sweep's
       `engine.worker_pool`), or None: workers of their own.
     progress: makes each try sweep's progress callable (or None).
@@ -535,14 +552,35 @@ def candidate_fixes(
   tries = plan_tries(findings, results, plan)
   if tries is None:
     return None
+  listed = lambda cs: tuple((c, verify_command(tries, c)) for c in cs)
   if not run:
-    return FixTries(
-      untried=tuple((c, verify_command(tries, c)) for c in tries.candidates)
-    )
-  tried: list[ConfigResult] = []
+    return FixTries(untried=listed(tries.candidates))
   done = [(plan, results)]
+  if every:
+    return FixTries(
+      trials=judge_tries(tries, _swept(tries, done, pool, progress))
+    )
+  trials = []
+  for i, c in enumerate(tries.candidates):
+    one = dataclasses.replace(tries, candidates=(c,))
+    trials += judge_tries(one, _swept(one, done, pool, progress))
+    if trials[-1].passed:
+      rest = tries.candidates[i + 1 :]
+      return FixTries(
+        trials=tuple(sorted(trials, key=lambda t: not t.passed)),
+        untried=listed(rest),
+        after_pass=bool(rest),
+      )
+  return FixTries(trials=tuple(trials))
+
+
+def _swept(tries: TryPlan, done: list, pool, progress) -> list[ConfigResult]:
+  """The configs of `try_sweeps(tries)`, each sweep run on `pool` with the
+  configs of `done` (a list of (plan, records), the explain sweep's first;
+  each sweep's appended) taken from them, not computed again."""
+  tried: list[ConfigResult] = []
   for swept in try_sweeps(tries):
     got = run_sweep(swept, progress(), pool=pool, given=done)
     tried += got
     done.append((swept, got))
-  return FixTries(trials=judge_tries(tries, tried))
+  return tried

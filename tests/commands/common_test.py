@@ -41,6 +41,7 @@ _LEGACY = {
   "experiment": ("sweep", "explain", "versions", "bisect"),  # issue 23
   "experiments_file": ("sweep", "explain", "versions", "bisect"),
   "try_fixes": ("explain",),  # issue 26
+  "all_fixes": ("explain",),  # issue 37: every fix, not up to one passing
   "invariance": ("explain",),  # issue 38
   "only": ("explain",),  # issue 38 item 6: the bitwise answer alone
   "verbose": ("explain",),  # issue 39: the detail behind --verbose

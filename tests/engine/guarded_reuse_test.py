@@ -10,7 +10,7 @@ import pytest
 from absl.testing import absltest
 
 from hloprobe import engine
-from hloprobe.numerics import reference
+from hloprobe.numerics import emulation_cache, reference
 
 pytestmark = pytest.mark.compiles
 
@@ -25,11 +25,20 @@ class HeldSetupTest(absltest.TestCase):
       "executed_reference",
       wraps=reference.executed_reference,
     )
-    with engine.worker_pool(first) as pool, computed as made:
+    visits = mock.patch.object(
+      emulation_cache.EmulationCache,
+      "visits",
+      autospec=True,
+      side_effect=emulation_cache.EmulationCache.visits,
+    )
+    with engine.worker_pool(first) as pool, computed as made, visits as told:
       before = engine.run_sweep(first, pool=pool)
       count = made.call_count
+      told.reset_mock()
       again = engine.run_sweep(tries, pool=pool)
       self.assertEqual(made.call_count, count)  # none made again
+      # Its emulation cache guesses at the sizes the tries visit only.
+      self.assertEqual([c.args[1] for c in told.call_args_list][-1:], [(1, 9)])
       engine.run_sweep(other, pool=pool)  # another largest size: made
       self.assertGreater(made.call_count, count)
     self.assertGreater(count, 0)

@@ -17,6 +17,7 @@ import testutil
 from absl.testing import absltest, parameterized
 
 from hloprobe import private_api
+from hloprobe.errors import HloParseError
 from hloprobe.ir import hlo, hlo_text
 
 _MINIMAL = """HloModule m
@@ -214,6 +215,84 @@ class XlaStructureTest(absltest.TestCase):
     self.assertEqual(
       [i.name for i in body.instructions], ["p", "p#1", "p#1#0", "n", "a"]
     )
+
+
+class ScanTest(parameterized.TestCase):
+  """`split_top_level` and the operand scan skip quoted strings, escapes
+  included (read by hand)."""
+
+  @parameterized.parameters(
+    ("a, f(b, c), {d}", ",", ["a", "f(b, c)", "{d}"]),
+    (
+      'x="a,b", y={"k": "(", z: [1, 2]}',
+      ",",
+      ['x="a,b"', 'y={"k": "(", z: [1, 2]}'],
+    ),
+    (r'x="q\",r", y', ",", [r'x="q\",r"', "y"]),
+    (r'x="q\\", y', ",", [r'x="q\\"', "y"]),
+    ("k=v;(a;b);c", ";", ["k=v", "(a;b)", "c"]),
+    (")(, a", ",", [")(", "a"]),
+    ("", ",", [""]),
+  )
+  def test_split_top_level(self, text, sep, expected):
+    self.assertEqual(hlo.split_top_level(text, sep), expected)
+
+  @parameterized.parameters(
+    ('a, "b', "unterminated string"),
+    ('a(b, "c)', "unterminated string"),
+    ("a(b, c", "unbalanced brackets"),
+    ('"x\\', "unterminated string"),
+  )
+  def test_split_top_level_refuses(self, text, words):
+    with self.assertRaisesRegex(HloParseError, words):
+      hlo.split_top_level(text)
+
+  def test_operands_skip_strings(self):
+    inst = hlo.parse_instruction(
+      '%c = f32[2]{0} custom-call(%a, %b), custom_call_target="f(x", '
+      'backend_config="{\\"k\\":\\")\\"}"'
+    )
+    self.assertEqual(inst.operands, ("a", "b"))
+    self.assertEqual(inst.attrs["custom_call_target"], '"f(x"')
+    with self.assertRaisesRegex(HloParseError, "unterminated string"):
+      hlo.parse_instruction('%c = f32[2]{0} custom-call(%a, "b)')
+
+
+class MemoTest(absltest.TestCase):
+  """`parse_hlo_module(text, memo)`: the lines of the text read before are
+  not read again, and the records are those read without a memo."""
+
+  def test_every_recorded_module_in_turn_reads_the_same(self):
+    memo = {}
+    modules = _recorded_modules()
+    for path, text in modules + modules[::-1]:
+      with self.subTest(path):
+        self.assertEqual(
+          hlo.parse_hlo_module(text, memo), hlo.parse_hlo_module(text)
+        )
+
+  def test_a_changed_line_is_read_again(self):
+    memo = {}
+    hlo.parse_hlo_module(_SPELLINGS, memo)
+    changed = _SPELLINGS.replace("sine(%e)", "cosine(%e)")
+    module = hlo.parse_hlo_module(changed, memo)
+    self.assertEqual(
+      [i.opcode for i in module.entry.instructions],
+      ["parameter", "exponential", "cosine", "custom-call", "tuple"],
+    )
+    # What is kept is the last text's lines, no other.
+    self.assertLen(memo, 5)
+    self.assertIn("%s = f32[8,128]{1,0} cosine(%e)", memo)
+    self.assertNotIn("%s = f32[8,128]{1,0} sine(%e)", memo)
+
+  def test_a_bad_line_is_said_with_its_number(self):
+    memo = {}
+    hlo.parse_hlo_module(_SPELLINGS, memo)
+    broken = _SPELLINGS.replace("sine(%e)", "sine(%e) junk")
+    with self.assertRaisesRegex(HloParseError, r"line 6: junk after operands"):
+      hlo.parse_hlo_module(broken, memo)
+    # A failed read leaves the memo as it was.
+    self.assertIn("%s = f32[8,128]{1,0} sine(%e)", memo)
 
 
 if __name__ == "__main__":

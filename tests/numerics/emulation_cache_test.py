@@ -72,6 +72,18 @@ class GuessTest(absltest.TestCase):
     cache.fetch([(2, _F32, "xla")], ahead_of=2)
     self.assertEqual(cache.guessed, 0)
 
+  def test_guesses_follow_the_sizes_a_later_sweep_visits(self):
+    # explain's fix tries reuse the cache of the sweep over (2, 3, 4) but
+    # visit 2 and 4 only: no guess at 3, which no try asks for.
+    cache = self._cache()
+    cache.visits((2, 4))
+    asked = [(2, a, "xla") for a in (_TF32_FIRST, _F32)]
+    cache.fetch(asked, ahead_of=2)
+    self.assertEqual(cache.guessed, 2)  # the 2 assignments at size 4 only
+    for a in (_TF32_FIRST, _F32):
+      self.assertIn((4, a, "xla"), cache._outputs)
+      self.assertNotIn((3, a, "xla"), cache._outputs)
+
 
 class PartsTest(absltest.TestCase):
   """A large program's emulators are compiled a few at a time (issue 37:

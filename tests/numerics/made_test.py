@@ -11,6 +11,8 @@ scaled_dense_a100_n8_float32_no_triton_gemm).
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import recorded
@@ -100,11 +102,74 @@ class ExecutedDigestTest(parameterized.TestCase):
       self.assertIs(module, first[1])
 
   @parameterized.parameters(*recorded.RELEASES)
-  def test_a100_modules_that_differ_otherwise_are_not(self, jaxlib):
-    # The a100's bfloat16 and float32 modules differ in more than the
-    # attributes (Triton's configs, TF32 against F32 splits).
+  def test_a100_tilings_are_one_execution(self, jaxlib):
+    # The a100's bfloat16 and float32 modules at n = 2 differ in their
+    # dots' algorithm attributes and in Triton's tiling (each nested gemm
+    # fusion's block_level_fusion_config, its dot's tile sizes, the
+    # header's fingerprint_before_lhs), not in their ops (issue 37).
     texts = self._texts("a100", jaxlib)[:2]
+    no_algorithms = [
+      re.sub(r", algorithm=[a-z0-9_]+", "", t).replace(", operand_", "")
+      for t in texts
+    ]
+    self.assertNotEqual(*no_algorithms)  # the tilings differ
+    self.assertLen({made_module.executed_digest(t) for t in texts}, 1)
+    # What the digest stands for: each module executed alone gives the
+    # same outputs and gemm records, widened and at one gemm algorithm.
+    modules = [parse_hlo_module(t) for t in texts]
+    params = modules[0].entry.parameters()
+    g = np.random.default_rng(0)
+    args = [
+      g.standard_normal(params[i].shape.dims).astype(np.float32)
+      for i in sorted(params)
+    ]
+    for widen, default in ((True, "F32"), (False, "F32"), (False, "TF32")):
+      runs = [
+        execute_module(m, args, widen=widen, default_algorithm=default)
+        for m in modules
+      ]
+      self.assertTrue(runs[0].complete, runs[0].not_executed)
+      self.assertNotEmpty(runs[0].gemms)
+      self.assertEqual(runs[1].gemms, runs[0].gemms)
+      for got, want in zip(runs[1].outputs, runs[0].outputs, strict=True):
+        np.testing.assert_array_equal(got, want)
+
+  @parameterized.parameters(*recorded.RELEASES)
+  def test_a100_modules_that_differ_otherwise_are_not(self, jaxlib):
+    # The seed's a100 modules at the BF16_BF16_F32 and _X3 presets differ
+    # in their ops (a split's three dots), not only in tilings.
+    texts = [
+      recorded.load(f"preset_seed_a100_n2_{p}", jaxlib).optimized_hlo
+      for p in ("BF16_BF16_F32", "BF16_BF16_F32_X3")
+    ]
     self.assertLen({made_module.executed_digest(t) for t in texts}, 2)
+
+  def test_tilings_are_dropped_the_values_kept(self):
+    fusion = (
+      "%gemm_fusion_dot = f32[8,4]{1,0} fusion(%a, %b), kind=kCustom, "
+      'calls=%c, backend_config={"operation_queue_id":"0",'
+      '"fusion_backend_config":{"kind":"__triton_nested_gemm_fusion",'
+      '"block_level_fusion_config":{"num_warps":"2","output_tiles":'
+      '[{"sizes":["16","32"]}],"num_ctas":1,"num_stages":3}},'
+      '"force_earliest_schedule":false}\n'
+      "%dot.1 = f32[8,4]{1,0} dot(%a, %b), lhs_contracting_dims={1}, "
+      'rhs_contracting_dims={0}, backend_config={"sizes":["64"]}\n'
+    )
+    header = 'HloModule m, frontend_attributes={fingerprint_before_lhs="%s"}\n'
+    digest = made_module.executed_digest
+    one = header % "c9ef1c" + fusion
+    other = header % "befc93" + fusion.replace('"16","32"', '"16","8"').replace(
+      '"num_stages":3', '"num_stages":1'
+    ).replace('["64"]', '["128"]')
+    self.assertEqual(digest(one), digest(other))
+    # What the executor reads stays (the fusion's kind, the dot's dims),
+    # and so does a field not known to be unread.
+    for read in (
+      one.replace("__triton_nested_gemm_fusion", "__cudnn$fusion"),
+      one.replace("rhs_contracting_dims={0}", "rhs_contracting_dims={1}"),
+      one.replace('"force_earliest_schedule":false', '"x":true'),
+    ):
+      self.assertNotEqual(digest(read), digest(one))
 
   def test_only_the_attributes_are_dropped(self):
     line = (

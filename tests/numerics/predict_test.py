@@ -9,6 +9,7 @@ import itertools
 import json
 import os
 import re
+from unittest import mock
 
 import jax
 import jax.numpy as jnp
@@ -21,7 +22,15 @@ from testutil import numpy_seed_row0
 
 from hloprobe import engine, report
 from hloprobe.compile import cases
-from hloprobe.numerics import accuracy, emulate, predict, reference, rows
+from hloprobe.numerics import (
+  accuracy,
+  emulate,
+  emulation_cache,
+  kept,
+  predict,
+  reference,
+  rows,
+)
 from hloprobe.report import explain_text
 from hloprobe.report.site_words import best_candidate_words
 from hloprobe.report.verdict_words import prediction_words
@@ -563,6 +572,86 @@ class SplitSharesTest(absltest.TestCase):
       self.assertEqual(share.site, site)
       same(share.alone_abs, row0_abs(alone))
       same(share.without_abs, row0_abs(without))
+
+
+class DerivedHeldTest(absltest.TestCase):
+  """Issue 37: what a config derives from its emulations (statistics,
+  noise floors, row-0 errors) is held after the emulated outputs are
+  dropped (`kept.Kept`'s budget; a real-size model's outputs are MiBs),
+  so a later config of the same assignment (another precision of the
+  same effective algorithms, an explain fix try that keeps them)
+  emulates nothing again, and one of another assignment makes no F32
+  emulation again; the predictions equal a fresh predictor's."""
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.case = cases.get_case("seed_mlp")
+    cls.full = cls.case.make_inputs()
+    cls.refs = reference.References(cls.case, cls.full, (2,))
+
+  def _predictor(self):
+    return predict.Predictor(self.case, self.full, self.refs, (2,))
+
+  @contextlib.contextmanager
+  def _emulated(self):
+    """Every emulation made inside, as (size, assignment, order) keys."""
+    made = []
+    together = emulation_cache.emulate_together
+    switched, alone = emulate.emulate_switched, emulate.emulate_case
+
+    def record_together(fn, keys, *a, **k):
+      made.extend(keys)
+      return together(fn, keys, *a, **k)
+
+    def record_switched(fn, args, assignments, **k):
+      made.extend(("switched", a) for a in assignments)
+      return switched(fn, args, assignments, **k)
+
+    def record_alone(fn, args, assignment, **k):
+      made.append(("alone", assignment, k.get("order", "xla")))
+      return alone(fn, args, assignment, **k)
+
+    with (
+      mock.patch.object(emulation_cache, "emulate_together", record_together),
+      mock.patch.object(emulate, "emulate_switched", record_switched),
+      mock.patch.object(emulate, "emulate_case", record_alone),
+    ):
+      yield made
+
+  @staticmethod
+  def _drop_outputs(predictor):
+    """The emulated outputs dropped, as a small budget drops them."""
+    predictor._cache._outputs = kept.Kept(0)
+    predictor._cache._kept = kept.Kept(0)
+
+  def test_the_same_assignment_again_emulates_nothing(self):
+    fates = _recorded_fates("seed_a100_n2_bfloat16")
+    predictor = self._predictor()
+    first = predictor.predict(2, fates, None)
+    self.assertTrue(first.shares)  # beyond its floor: shares were made
+    self._drop_outputs(predictor)
+    with self._emulated() as made:
+      again = predictor.predict(2, fates, None)
+    self.assertEqual(made, [])
+    want = self._predictor().predict(2, fates, None)
+    np.testing.assert_equal(dataclasses.asdict(again), dataclasses.asdict(want))
+
+  def test_another_assignment_makes_no_f32_emulation_again(self):
+    f32 = _recorded_fates("seed_a100_n2_float32")
+    tf32 = _recorded_fates("seed_a100_n2_bfloat16")
+    predictor = self._predictor()
+    self.assertEqual(
+      set(predictor.predict(2, f32, None).site_algorithms), {"F32_F32_F32"}
+    )
+    self._drop_outputs(predictor)
+    with self._emulated() as made:
+      got = predictor.predict(2, tf32, None)
+    every_f32 = ("F32_F32_F32",) * 4
+    self.assertNotEmpty(made)  # the TF32 assignment's own emulations
+    self.assertNotIn(every_f32, [key[1] for key in made])
+    want = self._predictor().predict(2, tf32, None)
+    np.testing.assert_equal(dataclasses.asdict(got), dataclasses.asdict(want))
 
 
 if __name__ == "__main__":

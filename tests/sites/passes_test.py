@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
+from unittest import mock
 
 import program_cases
 import pytest
@@ -34,6 +36,19 @@ def _recorded(folder: str):
   sites = parse_stablehlo_dots(texts.pop("stablehlo.mlir"))
   module = parse_hlo_module(texts.pop("optimized.hlo"))
   return sites, list(texts.items()), module
+
+
+def _renamed(text: str) -> str:
+  """`text` with every instruction and computation name suffixed."""
+  return re.sub(r"%([\w.\-]+)", r"%\1_r", text)
+
+
+def _placed(sites, module) -> list:
+  """Per site: whether plain, and what `attribute_passes` would say."""
+  return [
+    (passes._is_plain(f), passes._attribution(f, "p", "q"))
+    for f in dot_sites.map_dot_sites(sites, module)
+  ]
 
 
 def _summary(found: dict) -> dict:
@@ -116,6 +131,110 @@ class RecordedDumpsTest(parameterized.TestCase):
         )
       },
     )
+
+  def _one_line_changed(self):
+    """(sites, dump before, dump after) where only the site's line changes:
+    its plain dot (dump 0015, jaxlib 0.12.0.1) becomes a cuBLAS call."""
+    sites, dumps, _ = _recorded("jaxlib01201_long_k_a100_n8_split4")
+    (before,) = [t for n, t in dumps if ".0015." in n]
+    dot = "dot(%a.1, %b.1), lhs_contracting_dims={1}, rhs_contracting_dims={0}"
+    self.assertIn(dot, before)
+    after = before.replace(
+      dot, 'custom-call(%a.1, %b.1), custom_call_target="__cublas$gemm"'
+    )
+    self.assertLen(set(before.splitlines()) ^ set(after.splitlines()), 2)
+    return sites, before, after
+
+  def test_a_dump_that_changes_only_the_site_line_is_read(self):
+    # A dump is read again unless its text is one read before: neither the
+    # dumps' sameness elsewhere nor the lines the reader keeps hide it.
+    sites, before, after = self._one_line_changed()
+    name = "module_0014.jit_matmul.{:04d}.p.after_{}.txt"
+    for order, expected in (
+      ((before, before, after, before), 2),
+      ((before, after, after, before), 1),
+      ((after, before), 0),
+    ):
+      dumps = [(name.format(i, f"x{i}"), t) for i, t in enumerate(order)]
+      with self.subTest(expected=expected):
+        self.assertEqual(
+          _summary(passes.attribute_passes(dumps, sites)),
+          {0: (f"x{expected}", "p", "cuBLAS")},
+        )
+    dumps = [(name.format(i, f"x{i}"), before) for i in range(3)]
+    self.assertEqual(passes.attribute_passes(dumps, sites), {})
+
+  def test_a_dump_that_changes_only_a_carrier_attribute_is_mapped(self):
+    # Its carriers differ from the dump's before in the dot's batch
+    # dimensions alone: the split-K dot of dump 0016 (jaxlib 0.12.0.1)
+    # without them is a plain dot (`_split_k` finds no split).
+    sites, dumps, _ = _recorded("jaxlib01201_long_k_a100_n8_split4")
+    (split,) = [t for n, t in dumps if ".0016." in n]
+    batch = ", lhs_batch_dims={1}", ", rhs_batch_dims={0}"
+    unsplit = split.replace(batch[0], "").replace(batch[1], "")
+    self.assertLen(set(split.splitlines()) ^ set(unsplit.splitlines()), 2)
+    name = "module_0014.jit_matmul.{:04d}.p.after_{}.txt"
+    for order, expected in (((unsplit, split), {0: "x1"}), ((unsplit,), {})):
+      dumps = [(name.format(i, f"x{i}"), t) for i, t in enumerate(order)]
+      found = passes.attribute_passes(dumps, sites)
+      self.assertEqual({i: a.pass_name for i, a in found.items()}, expected)
+
+  @parameterized.product(
+    folder=[
+      f"{r}_{f}"
+      for r in _RELEASES
+      for f in (
+        "euler_scan_cpu_n2",
+        "euler_scan_a100_n2",
+        "long_k_a100_n8_split4",
+      )
+    ]
+  )
+  def test_names_do_not_change_what_a_site_became(self, folder):
+    """`passes._carriers_key` leaves names out: map_dot_sites must not read
+    them (every name of a dump renamed: the same plain sites, the same
+    attributions), and renamed dumps are not mapped again."""
+    sites, dumps, _ = _recorded(folder)
+    renamed = [(n, _renamed(t)) for n, t in dumps]
+    for (n, text), (_, other) in zip(dumps, renamed):
+      with self.subTest(n):
+        self.assertNotEqual(text, other)
+        self.assertEqual(
+          _placed(sites, parse_hlo_module(other)),
+          _placed(sites, parse_hlo_module(text)),
+        )
+    expected = _summary(passes.attribute_passes(dumps, sites))
+    self.assertNotEqual(expected, {})
+    self.assertEqual(
+      _summary(passes.attribute_passes(renamed, sites)), expected
+    )
+    both = [
+      (f"{n[:-4]}{k}.txt", t)
+      for pair in zip(dumps, renamed)
+      for k, (n, t) in enumerate(pair)
+    ]
+    calls = []
+    for given in (dumps, both):
+      with mock.patch.object(
+        passes.dot_sites, "map_dot_sites", wraps=dot_sites.map_dot_sites
+      ) as mapped:
+        self.assertEqual(
+          _summary(passes.attribute_passes(given, sites)), expected
+        )
+      calls.append(mapped.call_count)
+    self.assertEqual(calls[1], calls[0])  # no renamed copy mapped
+
+  def test_a_partitioned_module_is_always_mapped(self):
+    # Its collectives are read too (`dot_sites._collective`): no key.
+    _, dumps, module = _recorded("jaxlib01201_long_k_a100_n8_split4")
+    carriers, key = passes._carriers_key(module)
+    self.assertLen(carriers, 1)
+    self.assertIsNotNone(key)
+    partitioned = dataclasses.replace(
+      module, header_attrs=module.header_attrs + ", num_partitions=2"
+    )
+    self.assertEqual(partitioned.partition_count, 2)
+    self.assertEqual(passes._carriers_key(partitioned), (None, None))
 
   def test_an_unreadable_dump_names_the_release(self):
     sites, dumps, _ = _recorded("jaxlib01201_euler_scan_cpu_n2")

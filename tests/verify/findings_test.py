@@ -11,6 +11,7 @@ from absl.testing import absltest, parameterized
 from verify_findings import finding
 
 from hloprobe import records, verify
+from hloprobe.api.answering import AFTER_PASS
 from hloprobe.compile import get_target
 from hloprobe.report import Answer
 from hloprobe.report.explain_answer import answer_json, answer_lines
@@ -120,6 +121,37 @@ class AnswerLinesTest(absltest.TestCase):
     self.assertTrue(lines[0].endswith("(and 1 more cause below)"), lines[0])
     self.assertTrue(lines[1].startswith("Do: precision="), lines[1])
     self.assertIn("Findings by cause, worst first:", lines)
+
+  def test_the_fixes_after_one_that_passed_are_listed_untried(self):
+    # explain stops at the first fix that passes (issue 37): the rest
+    # are named with their --fix (the whole command under --verbose), and
+    # the JSON says why they were not tried.
+    f = finding(6029.4)
+    after = verify.Candidate(_X3, f"--precisions={_X3}", "some cost")
+    answer = Answer(
+      (f,),
+      (_trial("float32", True),),
+      ((after, f"hloprobe verify --fix={_X3}"),),
+      not_tried=AFTER_PASS,
+    )
+    lines = answer_lines(answer)
+    at = lines.index(
+      "Not tried (a fix before them passed; --all_fixes tries every one):"
+    )
+    change = (
+      f"  precision=jax.lax.DotAlgorithmPreset.{_X3} or "
+      f'jax.default_matmul_precision("{_X3}") (some cost)'
+    )
+    self.assertEqual(lines[at + 1], f"{change}: --fix={_X3}")
+    self.assertIn(
+      f"{change}: hloprobe verify --fix={_X3}", answer_lines(answer, True)
+    )
+    doc = answer_json(answer)
+    self.assertEqual(
+      [(x["fix"], x["tried"]) for x in doc["fixes"]],
+      [("float32", True), (_X3, False)],
+    )
+    self.assertEqual(doc["not_tried"], AFTER_PASS)
 
   def test_none_passed_says_so(self):
     lines = answer_lines(Answer((finding(9.0),), (_trial(_X3, False),)))
