@@ -255,6 +255,15 @@ class HloInstruction:
         names += [n.strip().lstrip("%") for n in raw.strip("{}").split(",")]
     return tuple(n for n in names if n)
 
+  @property
+  def attrs_without_calls(self) -> tuple[tuple[str, str], ...]:
+    """Its attributes, in text order, but those that name the computations
+    it calls (`called_computations`' attributes: `calls=`, `to_apply=`,
+    ...): what it is, whatever its callees are named."""
+    return tuple(
+      (k, v) for k, v in self.attrs.items() if k not in _CALLED_ATTRS
+    )
+
   def dims_attr(self, key: str) -> tuple[int, ...]:
     """An integer-list attribute such as `lhs_contracting_dims={1}`."""
     raw = self.attrs.get(key, "{}").strip("{}")

@@ -204,21 +204,6 @@ def attribute_passes(
   return found
 
 
-# The attributes that name computations (`HloInstruction.
-# called_computations`'): `find_carriers` alone reads them. One missing here
-# only makes fewer modules alike.
-_CALLS = (
-  "calls",
-  "to_apply",
-  "body",
-  "condition",
-  "branch_computations",
-  "called_computations",
-  "true_computation",
-  "false_computation",
-)
-
-
 def _carriers_key(module: HloModule) -> tuple[list | None, tuple | None]:
   """What `dot_sites.map_dot_sites` reads of `module`, names left out.
 
@@ -243,7 +228,8 @@ def _carriers_key(module: HloModule) -> tuple[list | None, tuple | None]:
     * `dot_sites._unknown_calls(module)`: False under a jaxlib whose rules
       were checked; under another, any module is mapped.
   The key holds all of these but the names (operand names and the
-  attributes that name computations, `_CALLS`, are what `find_carriers`
+  attributes that name computations, which
+  `HloInstruction.attrs_without_calls` leaves out, are what `find_carriers`
   walks: its result is in the key). `find_carriers` is what
   `map_dot_sites` calls first: an error it raises is the one that would.
 
@@ -269,9 +255,15 @@ def _carriers_key(module: HloModule) -> tuple[list | None, tuple | None]:
 
 
 def _instruction_key(inst: HloInstruction) -> tuple:
-  """An instruction's record but its name, operands and `_CALLS`."""
-  attrs = tuple((k, v) for k, v in inst.attrs.items() if k not in _CALLS)
-  return (inst.opcode, inst.shape, inst.literal, inst.is_root, attrs)
+  """An instruction's record but its name, operands and the names of the
+  computations it calls."""
+  return (
+    inst.opcode,
+    inst.shape,
+    inst.literal,
+    inst.is_root,
+    inst.attrs_without_calls,
+  )
 
 
 def _release_words() -> str:

@@ -51,6 +51,24 @@ class RecordedModuleTest(absltest.TestCase):
       "hloprobe/compile/builtin_cases.py:104",
     )
 
+  def test_attrs_without_calls(self):
+    # Line 165 of the recorded module, read by hand: the fusion's
+    # attributes are kind, calls, metadata and backend_config; only
+    # calls= names a computation.
+    (fusion,) = [
+      i
+      for _, i in self.module.all_instructions()
+      if i.name == "gemm_fusion_dot"
+    ]
+    self.assertEqual(
+      [k for k, _ in fusion.attrs_without_calls],
+      ["kind", "metadata", "backend_config"],
+    )
+    self.assertEqual(
+      fusion.called_computations,
+      ("fused_computation.1.gemm_fusion_dot_computation",),
+    )
+
   def test_instruction_fields(self):
     d = self.dot
     self.assertEqual((d.opcode, str(d.shape)), ("dot", "f32[2,48]"))
