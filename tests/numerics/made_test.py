@@ -58,6 +58,19 @@ class SeedStoryTest(parameterized.TestCase):
     )
 
 
+def _modules_and_args(texts: list[str]):
+  """The modules of `texts` parsed, and random f32 arguments of the first
+  one's parameters (the modules are one program: the same parameters)."""
+  modules = [parse_hlo_module(t) for t in texts]
+  params = modules[0].entry.parameters()
+  g = np.random.default_rng(0)
+  args = [
+    g.standard_normal(params[i].shape.dims).astype(np.float32)
+    for i in sorted(params)
+  ]
+  return modules, args
+
+
 class ExecutedDigestTest(parameterized.TestCase):
   """Configs whose optimized modules differ only in their dots' precision
   attributes share one execution (issue 37: share work across configs):
@@ -81,13 +94,7 @@ class ExecutedDigestTest(parameterized.TestCase):
     # What the digest stands for: the executor, run on each module alone,
     # reads none of those attributes (the same outputs and gemm records,
     # widened and at F32).
-    modules = [parse_hlo_module(t) for t in texts]
-    params = modules[0].entry.parameters()
-    g = np.random.default_rng(0)
-    args = [
-      g.standard_normal(params[i].shape.dims).astype(np.float32)
-      for i in sorted(params)
-    ]
+    modules, args = _modules_and_args(texts)
     for widen in (True, False):
       runs = [execute_module(m, args, widen=widen) for m in modules]
       for run in runs[1:]:
@@ -116,13 +123,7 @@ class ExecutedDigestTest(parameterized.TestCase):
     self.assertLen({made_module.executed_digest(t) for t in texts}, 1)
     # What the digest stands for: each module executed alone gives the
     # same outputs and gemm records, widened and at one gemm algorithm.
-    modules = [parse_hlo_module(t) for t in texts]
-    params = modules[0].entry.parameters()
-    g = np.random.default_rng(0)
-    args = [
-      g.standard_normal(params[i].shape.dims).astype(np.float32)
-      for i in sorted(params)
-    ]
+    modules, args = _modules_and_args(texts)
     for widen, default in ((True, "F32"), (False, "F32"), (False, "TF32")):
       runs = [
         execute_module(m, args, widen=widen, default_algorithm=default)
