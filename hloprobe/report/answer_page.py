@@ -161,8 +161,11 @@ def answer_view(answer: Answer, results: Sequence = ()) -> AnswerView:
     for t in answer.trials
     if t is not top
   )
+  # Where some were tried, why these were not (a fix before them passed),
+  # as the console's "Not tried (...)" line says it.
+  why = f" ({answer.not_tried})" if answer.trials and answer.not_tried else ""
   others += tuple(
-    f"not tried: {c.words} ({c.cost}): {cmd}" for c, cmd in answer.untried
+    f"not tried{why}: {c.words} ({c.cost}): {cmd}" for c, cmd in answer.untried
   )
   if not causes:
     do = "nothing: every config is within its band"

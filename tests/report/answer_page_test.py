@@ -17,9 +17,10 @@ import html
 import verify_findings
 from absl.testing import absltest
 
-from hloprobe import invariance
+from hloprobe import invariance, verify
 from hloprobe.pictures import html_table
 from hloprobe.report import Answer
+from hloprobe.verify.candidates import TrialReason
 
 
 def _group(precision: str) -> invariance.Invariance:
@@ -43,6 +44,48 @@ class InvarianceInTheAnswerTest(absltest.TestCase):
 
   def test_none_when_not_asked(self):
     self.assertNotIn('id="invariance"', html_table([], Answer(())))
+
+
+class FixesTest(absltest.TestCase):
+  def test_the_fixes_after_one_that_passed_say_why_untried(self):
+    # explain stops at the first fix that passes (issue 37): the page
+    # names the rest with why they were not tried, as the console does.
+    x3 = "BF16_BF16_F32_X3"
+    tried = verify.Candidate("float32", "--precisions=float32", "cost a")
+    after = verify.Candidate(x3, f"--precisions={x3}", "cost b")
+    trial = verify.FixTrial(
+      tried,
+      True,
+      TrialReason(True, ("accurate",), 4),
+      "hloprobe verify --fix=float32",
+    )
+    why = "a fix before them passed; --all_fixes tries every one"
+    answer = Answer(
+      (verify_findings.finding(6029.4),),
+      (trial,),
+      ((after, f"hloprobe verify --fix={x3}"),),
+      not_tried=why,
+    )
+    page = html.unescape(html_table([], answer))
+    self.assertIn(
+      f"<li>not tried ({why}): --precisions={x3} (cost b): hloprobe verify --fix={x3}"
+      "</li>",
+      page,
+    )
+
+  def test_untried_with_none_tried_says_not_tried(self):
+    # --notry_fixes: the reason is the table's ("not tried (...)").
+    c = verify.Candidate("float32", "--precisions=float32", "cost a")
+    answer = Answer(
+      (verify_findings.finding(6029.4),),
+      untried=((c, "hloprobe verify --fix=float32"),),
+      not_tried="--notry_fixes",
+    )
+    page = html.unescape(html_table([], answer))
+    self.assertIn(
+      "<li>not tried: --precisions=float32 (cost a): hloprobe verify --fix=float32</li>",
+      page,
+    )
 
 
 if __name__ == "__main__":
