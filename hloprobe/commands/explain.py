@@ -84,8 +84,13 @@ def _spec(args: ExplainArgs):
   """The explain sweep's plan, once the format is checked.
 
   Raises:
-    InvalidArgumentError: bad input, --format=markdown among it.
+    InvalidArgumentError: bad input, --format=markdown among it, and
+      --all_fixes with --notry_fixes (every fix tried, and none).
   """
+  if args.all_fixes and not args.try_fixes:
+    raise InvalidArgumentError(
+      "--all_fixes tries every candidate fix and --notry_fixes none; drop one"
+    )
   fmt = common.check_format(
     args.common, plot=args.plot, model_explorer=args.model_explorer
   )

@@ -160,6 +160,11 @@ class OnlyFlagTest(absltest.TestCase):
   def test_an_unknown_question(self):
     self.assertIn("invariance", self._refused("--only=accuracy"))
 
+  def test_every_fix_and_none_are_refused(self):
+    err = self._refused("--all_fixes", "--notry_fixes")
+    self.assertIn("--all_fixes", err)
+    self.assertIn("--notry_fixes", err)
+
   def test_explains_flag_only(self):
     proc = run_hloprobe_here("verify", "--fix=float32", "--only=invariance")
     self.assertEqual(proc.returncode, 2, proc.stderr)
