@@ -586,7 +586,9 @@ class Predictor:
     f32 = (F32,) * len(chosen)
     if a not in (f32, chosen):  # a share assignment ("xla" order)
       leaf = accuracy.headline_leaf(self._refs.axes, self._refs.dtypes)
-      return ("row 0 abs", n, n, a, leaf) in self._derived
+      return ("row 0 abs", n, self._share_size(n, len(a)), a, leaf) in (
+        self._derived
+      )
     judged = (0,) if a == chosen != f32 and self._gather else None
     if ("spread", n, a, judged) not in self._derived:
       return False
@@ -613,6 +615,12 @@ class Predictor:
     (`SHARES_AT_ROW0_ABOVE`)."""
     return self._gather and sites > SHARES_AT_ROW0_ABOVE
 
+  def _share_size(self, n: int, sites: int):
+    """The batch a share assignment of `sites` sites is emulated at: n,
+    or (0,), a batch of row 0 alone (`_shares_at_row0`); part of the key
+    its row-0 error is held by (`_row0s_abs`, `_derived_from`)."""
+    return (0,) if self._shares_at_row0(sites) else n
+
   def _row0s_abs(self, n: int, assignments, leaf: int) -> dict:
     """|row 0 - float64 row 0| of leaf `leaf` (its max) at each
     assignment ("xla" order), keeping only row 0 of each emulation (`EmulationCache.kept_of`: one switched compile for those
@@ -621,9 +629,7 @@ class Predictor:
     ref = accuracy.element0(self._refs.at(n)[leaf], axis)
     keep = lambda leaves: np.array(accuracy.element0(leaves[leaf], axis))
     assignments = list(dict.fromkeys(assignments))
-    size = n
-    if assignments and self._shares_at_row0(len(assignments[0])):
-      size = (0,)  # a batch of row 0 alone (`SHARES_AT_ROW0_ABOVE`)
+    size = self._share_size(n, len(assignments[0])) if assignments else n
     key = lambda a: ("row 0 abs", n, size, a, leaf)
     missing = [a for a in assignments if key(a) not in self._derived]
     rows = self._cache.kept_of(size, missing, keep, ("row 0", leaf))
