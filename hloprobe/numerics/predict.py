@@ -586,9 +586,7 @@ class Predictor:
     f32 = (F32,) * len(chosen)
     if a not in (f32, chosen):  # a share assignment ("xla" order)
       leaf = accuracy.headline_leaf(self._refs.axes, self._refs.dtypes)
-      return ("row 0 abs", n, self._share_size(n, len(a)), a, leaf) in (
-        self._derived
-      )
+      return self._share_key(n, a, leaf) in self._derived
     judged = (0,) if a == chosen != f32 and self._gather else None
     if ("spread", n, a, judged) not in self._derived:
       return False
@@ -621,6 +619,21 @@ class Predictor:
     its row-0 error is held by (`_row0s_abs`, `_derived_from`)."""
     return (0,) if self._shares_at_row0(sites) else n
 
+  def _share_key(self, n: int, a: tuple[str, ...], leaf: int) -> tuple:
+    """The key a share assignment's row-0 error is held by (`_derived`):
+    its batch (`_share_size`) and, where that is n, n. Emulated at row 0
+    alone, it is one value at every n: the emulation is a batch of row 0
+    alone, and the reference's row 0 is too, for the gathered case's
+    references are made once at the largest size and sliced
+    (`reference.References.at`). So the configs of one assignment at
+    several sizes (gpt2_12's a100 bfloat16 at n = 1, 2 and 8: 72 TF32
+    sites, 144 share emulations) emulate the shares once, not once per
+    size: the held row-0 outputs (`EmulationCache.kept_of`) outgrow
+    `kept.KEPT_BYTES` there and were made again (issue 37: 222 of the
+    case worker's 432 CPU-s)."""
+    size = self._share_size(n, len(a))
+    return ("row 0 abs", None if size == (0,) else n, size, a, leaf)
+
   def _row0s_abs(self, n: int, assignments, leaf: int) -> dict:
     """|row 0 - float64 row 0| of leaf `leaf` (its max) at each
     assignment ("xla" order), keeping only row 0 of each emulation (`EmulationCache.kept_of`: one switched compile for those
@@ -630,7 +643,7 @@ class Predictor:
     keep = lambda leaves: np.array(accuracy.element0(leaves[leaf], axis))
     assignments = list(dict.fromkeys(assignments))
     size = self._share_size(n, len(assignments[0])) if assignments else n
-    key = lambda a: ("row 0 abs", n, size, a, leaf)
+    key = lambda a: self._share_key(n, a, leaf)
     missing = [a for a in assignments if key(a) not in self._derived]
     rows = self._cache.kept_of(size, missing, keep, ("row 0", leaf))
     for a, got in zip(missing, rows):

@@ -517,6 +517,35 @@ class SharesAtRowZeroTest(absltest.TestCase):
     # transformer_block, the largest built-in case, has 16 sites.
     self.assertGreaterEqual(predict.SHARES_AT_ROW0_ABOVE, 16)
 
+  def test_row_0_alone_is_emulated_once_for_every_size(self):
+    # gpt2_12's a100 bfloat16 configs at n = 1, 2 and 8 share one TF32
+    # assignment; their shares' row-0 outputs outgrew the emulation
+    # cache's budget and were emulated once per size. The row-0 errors
+    # are one value at every size: the second size emulates no share.
+    case = cases.get_case("seed_mlp")
+    full = case.make_inputs()
+    refs = reference.References(case, full, (2, 8))
+    fates = _recorded_fates("seed_a100_n2_bfloat16")
+    low = predict.SHARES_AT_ROW0_ABOVE
+    predict.SHARES_AT_ROW0_ABOVE = 1
+    switched, made = emulate.emulate_switched, []
+    try:
+      fresh = predict.Predictor(case, full, refs).predict(8, fates, None)
+      both = predict.Predictor(case, full, refs)
+      both._cache._kept = kept.Kept(0)  # row-0 outputs never held
+      at_2 = both.predict(2, fates, None)
+      emulate.emulate_switched = lambda *a, **k: (
+        made.append(1) or switched(*a, **k)
+      )
+      at_8 = both.predict(8, fates, None)
+    finally:
+      emulate.emulate_switched = switched
+      predict.SHARES_AT_ROW0_ABOVE = low
+    self.assertTrue(fresh.shares)
+    self.assertEqual(made, [])
+    self.assertEqual(at_8.shares, fresh.shares)
+    self.assertEqual(at_8.shares, at_2.shares)
+
 
 class SplitSharesTest(absltest.TestCase):
   """Issue 37, item 4: a split's per-site share assignments (an explain
