@@ -53,17 +53,19 @@ _MEMORY_GOAL_MB = 2048
 _CASE_TIMEOUT_S = 7200
 
 # Runs argv (a list) in a child, waits, and prints one JSON line: wall
-# seconds and the largest resident set (KiB) of any process it waited for.
+# seconds, the largest resident set (KiB) of any process it waited for,
+# and the user + system CPU seconds of all of them together.
 _WRAP = """
 import json, resource, subprocess, sys, time
 argv = json.loads(sys.argv[1])
 start = time.perf_counter()
 proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 wall = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+peak, cpu = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
 over = proc.stdout.count("went over --max_worker_mb") + proc.stdout.count(
   "ran past --case_timeout")
-print(json.dumps({"wall": wall, "peak_kb": peak, "rc": proc.returncode,
+print(json.dumps({"wall": wall, "peak_kb": peak, "cpu": cpu, "rc": proc.returncode,
                   "err": proc.stderr[-2000:], "over": over}))
 """
 
@@ -124,7 +126,8 @@ def measure(line: str, command: str = "explain") -> dict:
   """One line's plain loop and hloprobe run, back to back.
 
   Returns:
-    {"line", "plain_s", "hloprobe_s", "ratio", "peak_mb" (hloprobe's
+    {"line", "plain_s", "hloprobe_s", "ratio", "plain_cpu_s",
+    "hloprobe_cpu_s" (user + system, all processes), "peak_mb" (hloprobe's
     largest process), "plain_peak_mb", "load_before", "load_after",
     "goal", "over_bound" (lines of hloprobe's output naming a worker
     stopped by the memory bound: its configs failed)}.
@@ -158,6 +161,10 @@ def measure(line: str, command: str = "explain") -> dict:
     "plain_s": plain["wall"],
     "hloprobe_s": run["wall"],
     "ratio": run["wall"] / plain["wall"],
+    # CPU seconds, every process of each side: the work, which the load
+    # of a shared machine moves less than the wall seconds.
+    "plain_cpu_s": plain["cpu"],
+    "hloprobe_cpu_s": run["cpu"],
     "peak_mb": run["peak_kb"] / 1024,
     "plain_peak_mb": plain["peak_kb"] / 1024,
     "load_before": before,
@@ -186,7 +193,8 @@ def _print(found: dict, command: str) -> None:
     f"{found['line']:8s} {command} / plain loop: {found['ratio']:.2f}x "
     f"(goal {'-' if goal is None else f'<= {goal:g}x'}, < 2 GB a process: "
     f"{'ok' if ok else 'MISSED'}); {found['hloprobe_s']:.1f} s against "
-    f"{found['plain_s']:.1f} s; peak {found['peak_mb']:.0f} MB (plain "
+    f"{found['plain_s']:.1f} s (CPU {found['hloprobe_cpu_s']:.0f} s against "
+    f"{found['plain_cpu_s']:.0f} s); peak {found['peak_mb']:.0f} MB (plain "
     f"{found['plain_peak_mb']:.0f} MB); load {found['load_before']} -> "
     f"{found['load_after']}{short}",
     flush=True,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 
+import pytest
 from absl.testing import absltest
 
 from hloprobe.tools import bench_scale
@@ -18,6 +19,8 @@ def _found(over: int) -> dict:
     "plain_s": 32.7,
     "hloprobe_s": 287.0,
     "ratio": 287.0 / 32.7,
+    "plain_cpu_s": 18.4,
+    "hloprobe_cpu_s": 151.6,
     "peak_mb": 6563.0,
     "plain_peak_mb": 961.0,
     "load_before": "4.1/3.6/5.9",
@@ -45,6 +48,24 @@ class PrintTest(absltest.TestCase):
         "--max_worker_mb or --case_timeout"
       )
     )
+
+  def test_both_sides_cpu_seconds_are_printed(self):
+    self.assertIn("(CPU 152 s against 18 s)", _printed(_found(0)))
+
+  @pytest.mark.compiles  # starts processes
+  def test_the_wrapper_reports_its_childrens_cpu_seconds(self):
+    # A child that burns about 0.3 s of CPU: the wrapper's figure is the
+    # user + system seconds of the processes it waited for.
+    found = bench_scale._wrapped(
+      [
+        "python3",
+        "-c",
+        "import time\nt = time.process_time()\n"
+        "while time.process_time() - t < 0.3: pass",
+      ]
+    )
+    self.assertGreaterEqual(found["cpu"], 0.29)
+    self.assertLess(found["cpu"], 5.0)
 
   def test_a_whole_run_says_nothing_more(self):
     self.assertNotIn("NOT A WHOLE RUN", _printed(_found(0)))
