@@ -131,10 +131,12 @@ def contract(
   elif algorithm in _PAIRS:
     out = _split(a3, b3, algorithm, tf32_mode)
   else:
+    # The f32 operands as they are (no copy): the rounding makes its own
+    # array, and the float64 copy is the one matmul reads.
     to_l, to_r = _ROUND_TO[spec.lhs], _ROUND_TO[spec.rhs]
     out = np.matmul(
-      to_l(a3.astype(np.float32), tf32_mode).astype(np.float64),
-      to_r(b3.astype(np.float32), tf32_mode).astype(np.float64),
+      to_l(a3.astype(np.float32, copy=False), tf32_mode).astype(np.float64),
+      to_r(b3.astype(np.float32, copy=False), tf32_mode).astype(np.float64),
     )
   if spec.accumulation in ("bf16", "f16"):
     out = _ROUND_TO[spec.accumulation](out, tf32_mode).astype(np.float64)

@@ -92,10 +92,11 @@ class Interpreter:
     """Executes the entry computation on `arguments` (checked first)."""
     entry = self.module.entry
     check_arguments(entry.parameters(), arguments)
-    # Held as given: each read of one makes its compute-type copy
-    # (`_Argument`), so a float64 run holds a parameter's float64 copy only
-    # while an instruction reads it, not one of every parameter for the
-    # whole run (issue 37: a 12-layer model's weights, 0.7 GB).
+    # Held as given: each read of one makes its compute-type copy where
+    # the type widens (`_Argument`), so a float64 run holds a parameter's
+    # float64 copy only while an instruction reads it, not one of every
+    # parameter for the whole run (issue 37: a 12-layer model's weights,
+    # 0.7 GB).
     args = [_Argument(p, a) for p, a in _by_number(entry, arguments)]
     with np.errstate(all="ignore"):
       result = self._value(self.computation(entry.name, args, Scope()))
@@ -343,7 +344,8 @@ def _fits(inst: HloInstruction, value) -> bool:
 class _Argument:
   """An entry argument as given, with its parameter: its compute-type copy
   is made by each instruction that reads it (`Interpreter._value`) and
-  dropped after; widening is exact, so every copy is the same values."""
+  dropped after; widening is exact, so every copy is the same values. An
+  argument already in its compute type is read as given, not copied."""
 
   __slots__ = ("param", "value")
 

@@ -149,7 +149,10 @@ class Ops:
   def _held(self, shape, value):
     if shape.is_tuple:
       return tuple(self._held(e, v) for e, v in zip(shape.elements, value))
-    return np.asarray(value).astype(compute_dtype(shape.dtype, self.widen))
+    # No copy where the type is kept (a value is never written in place
+    # here): a non-widened run's f32 weights are read as given.
+    dtype = compute_dtype(shape.dtype, self.widen)
+    return np.asarray(value).astype(dtype, copy=False)
 
   def evaluate(self, comp, inst: HloInstruction, operands, scope):
     """The value of `inst` (module docstring).

@@ -49,16 +49,23 @@ def round_to_tf32(x: np.ndarray, mode: str) -> np.ndarray:
     mode: 'rna' (ties away from zero) or 'rne' (ties to even).
   """
   x = np.asarray(x, dtype=np.float32)
-  bits = x.view(np.uint32).astype(np.uint64)
-  half = np.uint64(1 << (_TF32_DROPPED_BITS - 1))
+  flat = x.reshape(-1)  # an array, never a scalar: ufuncs wrap silently
+  bits = flat.view(np.uint32)
+  # In uint32: a finite value's bits plus at most 2^12 stay below 2^32
+  # (the largest, -max f32, is 0xFF7FFFFF), so nothing wraps that
+  # np.where keeps; inf and nan are given back as they are.
+  half = np.uint32(1 << (_TF32_DROPPED_BITS - 1))
   if mode == "rna":
-    bits = bits + half
+    out = np.add(bits, half)
   else:
-    lsb = (bits >> np.uint64(_TF32_DROPPED_BITS)) & np.uint64(1)
-    bits = bits + (half - np.uint64(1)) + lsb
-  mask = np.uint64((0xFFFFFFFF << _TF32_DROPPED_BITS) & 0xFFFFFFFF)
-  rounded = (bits & mask).astype(np.uint32).view(np.float32)
-  return np.where(np.isfinite(x), rounded, x)
+    out = np.right_shift(bits, np.uint32(_TF32_DROPPED_BITS))
+    np.bitwise_and(out, np.uint32(1), out=out)  # the kept lsb: ties to even
+    np.add(out, bits, out=out)
+    np.add(out, half - np.uint32(1), out=out)
+  mask = np.uint32((0xFFFFFFFF << _TF32_DROPPED_BITS) & 0xFFFFFFFF)
+  np.bitwise_and(out, mask, out=out)
+  rounded = out.view(np.float32)
+  return np.where(np.isfinite(flat), rounded, flat).reshape(x.shape)
 
 
 def round_to_bf16(x: np.ndarray) -> np.ndarray:

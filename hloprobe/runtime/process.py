@@ -133,12 +133,32 @@ def _jax_platforms() -> str | None:
   return sys.modules["jax"].config.jax_platforms
 
 
+# numpy's BLAS in a worker runs one thread unless the user set otherwise:
+# the numpy executor's float64 gemms (`execute.contraction`, the made
+# checks and the float64 reference) share the machine with the other
+# workers and XLA's own threads, and OpenBLAS's threads spin between
+# calls. Issue 37, gpt2_1 explain (cpu, a100 x n = 1, 2, 8 x bfloat16,
+# float32; 2 cores at load 10): the executor's 18 runs 17.98 -> 5.46
+# CPU-s (its dots 15.6 -> 4.0; 96 stacked 128x64x128 attention gemms 0.10
+# -> 0.009 CPU-s), their wall 49 -> 31 s, the explain JSON equal. The
+# values do not change: OpenBLAS threads a gemm by blocks of the output
+# (driver/level3/level3_thread.c), every element's sum over K made by one
+# thread in the same order (`tests/runtime/process_test.py` checks the
+# executor's contractions bit for bit at one and two threads).
+# OPENBLAS_NUM_THREADS is read when numpy loads OpenBLAS (at the worker's
+# start); XLA's own thread pools do not read it.
+_ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1"}
+
+
 def _worker_env(xla_flags: str, tmp: str, platforms: str | None) -> dict:
   """A worker's environment: this one's, with its own XLA_FLAGS, TMPDIR,
-  stage file, JAX platforms and (unless set) no GPU preallocation."""
+  stage file, JAX platforms and (unless set) no GPU preallocation and
+  one BLAS thread (`_ONE_BLAS_THREAD`)."""
   env = dict(os.environ, XLA_FLAGS=xla_flags, TMPDIR=tmp)
   env[STAGE_FILE_ENV] = os.path.join(tmp, "stage")
   env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+  for name, value in _ONE_BLAS_THREAD.items():
+    env.setdefault(name, value)
   if platforms is None:  # the worker starts the same backends as this one
     platforms = _jax_platforms()
   if platforms:

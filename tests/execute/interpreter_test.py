@@ -431,6 +431,23 @@ class ArgumentMemoryTest(absltest.TestCase):
     # (measured before: 64 MiB).
     self.assertLess(peak, 6 * (8 << 20))
 
+  def test_a_kept_type_run_reads_its_arguments_as_given(self):
+    # No copy of an f32 argument where the run keeps f32, and none is
+    # written: the chain's f32 sums are numpy's own, the arguments as
+    # they were, and a parameter root is the argument itself.
+    module = parse_hlo_module(_CHAIN)
+    g = np.random.default_rng(1)
+    args = [g.standard_normal(1 << 20).astype(np.float32) for _ in range(4)]
+    before = [a.copy() for a in args]
+    (out,) = execute_module(module, args).outputs
+    self.assertEqual(out.dtype, np.float32)
+    np.testing.assert_array_equal(out, ((args[0] + args[1]) + args[2]) + args[3])
+    for a, b in zip(args, before):
+      np.testing.assert_array_equal(a, b)
+    x = np.float32([1.5, -2, 3])
+    (same,) = execute_module(parse_hlo_module(_IDENTITY), [x]).outputs
+    self.assertTrue(np.shares_memory(same, x))
+
   def test_a_parameter_root_is_widened(self):
     run = execute_module(
       parse_hlo_module(_IDENTITY), [np.float32([1.5, -2, 3])], widen=True

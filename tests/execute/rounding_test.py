@@ -33,6 +33,32 @@ class Tf32Test(absltest.TestCase):
     self.assertEqual(got[:2].tolist(), [np.inf, -np.inf])
     self.assertTrue(np.isnan(got[2]))
 
+  def test_every_kind_of_f32_as_rounded_in_float64(self):
+    # Independent of the bit arithmetic: |x| / ulp is exact in float64
+    # (an f32's 24 bits shifted), rounded to an integer there (half away
+    # from zero, or np.rint's half to even) and scaled back; ulp is 2^-10
+    # of x's binade, of the lowest normal binade for a subnormal. Random
+    # bit patterns (every exponent, both signs, subnormals) and the ends:
+    # the largest finite values, which round up to infinity.
+    g = np.random.default_rng(37)
+    bits = g.integers(0, 1 << 32, 200_000, dtype=np.uint64).astype(np.uint32)
+    ends = [0x7F7FFFFF, 0xFF7FFFFF, 0x7F7FEFFF, 0x00001000, 0x80000000, 0]
+    x = np.concatenate([bits, np.uint32(ends)]).view(np.float32)
+    x = x[np.isfinite(x)]
+    wide = np.abs(x.astype(np.float64))
+    _, e = np.frexp(wide)
+    ulp = np.ldexp(1.0, np.maximum(e - 1, -126) - 10)
+    for mode, to_int in (
+      ("rna", lambda q: np.floor(q + 0.5)),
+      ("rne", np.rint),
+    ):
+      with np.errstate(over="ignore"):  # 2^128 is f32's infinity
+        want = np.copysign(to_int(wide / ulp) * ulp, x).astype(np.float32)
+      got = rounding.round_to_tf32(x, mode)
+      np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    # A 0-d array in, a 0-d array out.
+    self.assertEqual(rounding.round_to_tf32(np.float32(1 + 2**-11), "rna"), 1 + 2**-10)
+
   def test_split_is_exact_to_22_bits(self):
     x = np.float32(1 + 2**-9 + 2**-20)
     high, low = rounding.split_tf32(x, "rna")

@@ -7,6 +7,8 @@ import json
 import os
 import pickle
 import secrets
+import subprocess
+import sys
 import tempfile
 from unittest import mock
 
@@ -176,6 +178,55 @@ class StaleWorkerFolderTest(absltest.TestCase):
     os.symlink(target, link)
     self.assertEqual(process.remove_stale_worker_folders(tmpdir), [])
     self.assertTrue(os.path.isdir(target))
+
+
+# The executor's contractions at the shapes of issue 37's GPT-2 stack
+# (a stacked attention gemm, a projection, a split-K part), their bytes'
+# SHA-256, printed by a fresh process whose OpenBLAS thread count is set.
+_CONTRACTIONS = """
+import hashlib
+import numpy as np
+from hloprobe.execute import contraction
+g = np.random.default_rng(37)
+dims = contraction.DotDims
+out = hashlib.sha256()
+for lhs, rhs, d, algorithm in [
+  ((24, 128, 64), (24, 64, 128), dims((0,), (0,), (2,), (1,)), "F32_F32_F32"),
+  ((256, 768), (768, 2304), dims((), (), (1,), (0,)), "F64_F64_F64"),
+  ((256, 2, 384), (2, 384, 768), dims((1,), (0,), (2,), (1,)), "TF32_TF32_F32"),
+]:
+  a = g.standard_normal(lhs).astype(np.float32)
+  b = g.standard_normal(rhs).astype(np.float32)
+  out.update(contraction.contract(a, b, d, algorithm).tobytes())
+print(out.hexdigest())
+"""
+
+
+class BlasThreadsTest(absltest.TestCase):
+  def test_worker_env_has_one_blas_thread_unless_set(self):
+    with mock.patch.dict(os.environ):
+      os.environ.pop("OPENBLAS_NUM_THREADS", None)
+      env = process._worker_env("", tempfile.gettempdir(), None)
+      self.assertEqual(env["OPENBLAS_NUM_THREADS"], "1")
+      os.environ["OPENBLAS_NUM_THREADS"] = "3"
+      env = process._worker_env("", tempfile.gettempdir(), None)
+      self.assertEqual(env["OPENBLAS_NUM_THREADS"], "3")
+
+  def test_contractions_are_the_same_bits_at_one_and_two_threads(self):
+    # The gemms are large enough that OpenBLAS threads them at two
+    # (M*N*K above its 4 x 65536 threshold, interface/gemm.c).
+    digests = set()
+    for threads in ("1", "2"):
+      env = dict(os.environ, OPENBLAS_NUM_THREADS=threads)
+      done = subprocess.run(
+        [sys.executable, "-c", _CONTRACTIONS],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+      )
+      digests.add(done.stdout.strip())
+    self.assertLen(digests, 1)
 
 
 if __name__ == "__main__":
