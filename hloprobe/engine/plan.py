@@ -40,6 +40,7 @@ from hloprobe.engine.shard import (
   shard_identity,
   shard_members,
 )
+from hloprobe.engine.shared import SharedInputs, resolved, share
 from hloprobe.engine.shell import case_loader, loaded_in_worker
 from hloprobe.engine.spec import (
   DEFAULT_CASE_TIMEOUT_S,
@@ -93,6 +94,37 @@ class SweptCase:
     """A user's case (`module:factory`): its program runs in worker
     processes only, under a timeout (see `shell.CaseShellRequest`)."""
     return self.portable and ":" in self.source
+
+  @staticmethod
+  def shared_inputs(full, where):
+    """A case's full inputs as requests to a pool's workers carry them:
+    large array leaves written once to the folder the pool shares
+    (`shared.share`: a `shared.SharedInputs` record, which each process
+    maps instead of unpickling a copy; issue 37: the batch-invariance
+    answer sent decode's 0.47 GB of inputs pickled in each of its 14
+    requests), `full` as it is where the pool shares no folder (Ray's),
+    it holds no large leaf, it is shared already, or the folder cannot be
+    written. The same bytes either way.
+
+    Args:
+      full: the inputs (a tuple of pytrees of arrays), or None.
+      where: the pool (`WorkerPool.shared_folder`), the folder's path, or
+        None.
+    """
+    folder = getattr(where, "shared_folder", None)
+    folder = folder() if folder is not None else where
+    if not isinstance(folder, str) or isinstance(full, SharedInputs):
+      return full
+    try:
+      return share(full, folder)
+    except OSError:  # no room: the arrays go as they are
+      return full
+
+  @staticmethod
+  def resolved_inputs(full):
+    """The arrays `shared_inputs` stands for (mapped read-only, once per
+    process), in a worker; anything else as it is."""
+    return resolved(full)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -326,7 +326,10 @@ def full_inputs_of(swept: SweptCase, pool, timeout_s: float) -> tuple | None:
   loader = swept.loader
   if loader is None or loader.closed:
     loader = pool
-  request = UserInputsRequest(swept.source, tuple(sys.path))
+  folder = getattr(pool, "shared_folder", None)
+  request = UserInputsRequest(
+    swept.source, tuple(sys.path), folder() if folder is not None else None
+  )
   return loader.call(request, "", timeout_s)
 
 
@@ -341,7 +344,8 @@ def case_inputs(plan: SweepPlan, pool) -> Callable[[int], tuple | None]:
 
   def inputs(i: int) -> tuple | None:
     if i not in full:
-      full[i] = full_inputs_of(plan.cases[i], pool, plan.case_timeout_s)
+      made = full_inputs_of(plan.cases[i], pool, plan.case_timeout_s)
+      full[i] = SweptCase.shared_inputs(made, pool)
     return full[i]
 
   return inputs

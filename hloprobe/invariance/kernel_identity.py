@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from hloprobe.compile import compile_case, get_case
-from hloprobe.engine import KEPT
+from hloprobe.engine import KEPT, SweptCase
 from hloprobe.errors import HloParseError
 from hloprobe.ir import parse_hlo_module
 from hloprobe.records import Config, ConfigResult
@@ -300,7 +300,8 @@ class KernelsRequest(Request):
       if key not in memo:
         memo[key] = get_case(self.case_source, self.inputs)
       case = memo[key]
-      args = case.inputs_for(self.full_inputs, self.config.n)
+      full = SweptCase.resolved_inputs(self.full_inputs)
+      args = case.inputs_for(full, self.config.n)
       Request.note_stage("compile")
       cc = compile_case(
         case, args, self.config.precision.jax_name, self.config.target

@@ -53,6 +53,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from hloprobe.compile import get_case
+from hloprobe.engine import SweptCase
 from hloprobe.invariance.kernel_identity import RowKernel
 from hloprobe.invariance.rows import ConfigRows, row_of
 from hloprobe.numerics import kernel_model_run, site_model
@@ -403,4 +404,5 @@ class ModelRowsRequest(Request):
     if key not in memo:
       memo[key] = get_case(self.case_source, self.inputs)
     Request.note_stage("analyse")
-    return model_rows(memo[key], self.full_inputs, self.specs)
+    full = SweptCase.resolved_inputs(self.full_inputs)
+    return model_rows(memo[key], full, self.specs)

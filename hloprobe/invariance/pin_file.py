@@ -37,7 +37,7 @@ import sys
 from collections.abc import Callable
 
 from hloprobe.compile import compile_case, get_case
-from hloprobe.engine import SweepPlan, worker_pool
+from hloprobe.engine import SweepPlan, SweptCase, worker_pool
 from hloprobe.errors import first_line
 from hloprobe.ir import write_whole
 from hloprobe.records import RECORD_VERSION, Config
@@ -78,15 +78,16 @@ class PinFileRequest(Request):
 
     sys.path[:0] = [p for p in self.search_path if p not in sys.path]
     case = get_case(self.case_source, self.inputs)
+    full = SweptCase.resolved_inputs(self.full_inputs)
     compiled = {}
     for c in self.configs:
       Request.note_stage("compile")
-      args = case.inputs_for(self.full_inputs, c.n)
+      args = case.inputs_for(full, c.n)
       compiled[c.n] = compile_case(
         case, args, c.precision.jax_name, c.target, dump_passes=True
       )
     text = kernels.pin_gemm_configs(compiled, self.configs[0].target).text
-    return text, _file_key(case, self.full_inputs, self.configs)
+    return text, _file_key(case, full, self.configs)
 
 
 def _file_key(case, full_inputs: tuple | None, configs) -> str:

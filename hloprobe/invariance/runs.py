@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 from hloprobe.compile import Case, compile_case, get_case
-from hloprobe.engine import KEPT
+from hloprobe.engine import KEPT, SweptCase
 from hloprobe.errors import CaseError, first_line
 from hloprobe.invariance.rows import ConfigRows, anchor_offsets, row_of
 from hloprobe.records import Config
@@ -147,9 +147,8 @@ class RowsRequest(Request):
       memo[key] = get_case(self.case_source, self.inputs)
     kept = memo.get(KEPT, {}).get(self.config)  # the sweep's compile
     kept = None if isinstance(kept, tuple) else kept  # a GPU's texts
-    return rows_here(
-      memo[key], self.full_inputs, self.config, self.anchors, kept
-    )
+    full = SweptCase.resolved_inputs(self.full_inputs)
+    return rows_here(memo[key], full, self.config, self.anchors, kept)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,6 +170,10 @@ class UserInputsRequest(Request):
     search_path: the sweep process's `sys.path`; its entries the worker
       lacks go in front of its own (a worker other than the loader finds
       the case's module too).
+    share_in: a folder the rows' pool shares (`WorkerPool.shared_folder`),
+      or None: the large inputs are written there once and returned as
+      a `SharedInputs` record (`SweptCase.shared_inputs`), not pickled;
+      the kept inputs are then the files mapped (the same bytes).
 
   Raises (from `run`):
     CaseError: the case fails to load, `make_inputs` raised (its first
@@ -179,8 +182,9 @@ class UserInputsRequest(Request):
 
   source: str
   search_path: tuple[str, ...] = ()
+  share_in: str | None = None
 
-  def run(self, memo: dict) -> tuple | None:
+  def run(self, memo: dict):
     key = ("invariance inputs", self.source)
     if key not in memo:
       missing = [p for p in self.search_path if p not in sys.path]
@@ -198,4 +202,7 @@ class UserInputsRequest(Request):
           raise CaseError(
             f"case {case.name!r}: make_inputs() failed: {first_line(e)}"
           ) from None
-    return memo[key]
+    found = SweptCase.shared_inputs(memo[key], self.share_in)
+    if found is not memo[key]:  # this worker keeps the files mapped
+      memo[key] = SweptCase.resolved_inputs(found)
+    return found

@@ -163,6 +163,12 @@ def emulate_with_scales(fn: Callable, args: Sequence) -> tuple:
   return np.asarray(out), scales_of(found, count)
 
 
+def _dtype(x):
+  """An array leaf's dtype (a jax array's too: numpy's `result_type` of
+  one is deprecated), else the leaf (a Python scalar)."""
+  return x.dtype if hasattr(x, "dtype") else x
+
+
 @dataclasses.dataclass(frozen=True)
 class Emulator:
   """A case's function with each dot site computed by a chosen algorithm.
@@ -188,7 +194,7 @@ class Emulator:
 
   def __call__(self, *args):
     got = tuple(
-      (np.shape(x), jax.dtypes.canonicalize_dtype(np.result_type(x)))
+      (np.shape(x), jax.dtypes.canonicalize_dtype(np.result_type(_dtype(x))))
       for x in jax.tree_util.tree_leaves(args)
     )
     if got != self._in_avals:

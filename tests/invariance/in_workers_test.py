@@ -20,6 +20,7 @@ import testutil
 from absl.testing import absltest
 
 from hloprobe import engine
+from hloprobe.engine.shared import SharedInputs, resolved
 from hloprobe.invariance import in_workers
 from hloprobe.invariance.answer import Invariance, config_key
 from hloprobe.invariance.in_workers import (
@@ -86,6 +87,45 @@ class UserCaseAnchorsTest(absltest.TestCase):
         "for n = 1-8",
       ],
     )
+
+  def test_large_inputs_cross_as_shared_files(self):
+    # x of 8 x 65536 f32 (2 MiB, above shared.SHARE_FROM_BYTES): the
+    # loader writes it to the pool's folder once and returns a record
+    # (issue 37: decode's 0.47 GB went pickled in each of 14 requests).
+    # Exact in f32: 65536 products of at most 16, every partial sum an
+    # integer below 2**24.
+    path = os.path.join(self.create_tempdir().full_path, "large_case.py")
+    with open(path, "w") as f:
+      f.write(
+        _CASE.replace("(8, 16)", "(8, 65536)").replace("(16, 4)", "(65536, 4)")
+      )
+    plan = engine.plan_sweep(
+      engine.SweepSpec(
+        (f"{path}:make_case",), _SIZES, ("float32",), ("cpu",), numerics=False
+      )
+    )
+    g = np.random.default_rng(7)  # the case's own draw, made here again
+    x = g.integers(-4, 5, (8, 65536)).astype(np.float32)
+    w = g.integers(-4, 5, (65536, 4)).astype(np.float32)
+    with engine.worker_pool(plan) as pool:
+      results = engine.run_sweep(plan, pool=pool)
+      self.assertTrue(all(r.ok for r in results), results)
+      (swept,) = plan.cases
+      found = full_inputs_of(swept, pool, 300.0)
+      self.assertIsInstance(found, SharedInputs)
+      got_x, got_w = resolved(found)
+      rows, failed = in_workers.sweep_rows(
+        plan, pool, in_workers.case_inputs(plan, pool)
+      )
+    self.assertEqual(failed, {})
+    np.testing.assert_array_equal(got_x, x)
+    np.testing.assert_array_equal(got_w, w)
+    want0 = (x.astype(np.int64) @ w.astype(np.int64) + 1)[0]
+    self.assertEqual(sorted(r.n for r in rows.values()), list(_SIZES))
+    for r in rows.values():
+      np.testing.assert_array_equal(
+        r.row0[0].view(np.uint32), want0.astype(np.float32).view(np.uint32)
+      )
 
   def test_inputs_failing_in_the_loader_say_so_once(self):
     # make_inputs fails from its second call in a process on: the sweep's

@@ -27,6 +27,44 @@ _TF32_FIRST = (_T, _F, _F, _F)
 _F32 = (_F,) * 4
 
 
+class ArgsTest(absltest.TestCase):
+  """`EmulationCache.args`: the batch case's array leaves on the device,
+  the unbatched ones put there once (no copy per call or size), the
+  values numpy's cut of the full inputs."""
+
+  def test_shared_leaves_put_once_values_numpys(self):
+    case = cases.get_case("seed_mlp")
+    full = case.make_inputs()
+    cache = emulation_cache.EmulationCache(case, full, (2, 3))
+    axes = case.arg_axes(len(full))
+    self.assertIn(None, axes)  # the check below sees a shared leaf
+    for n in (2, 3, (0, 2)):
+      got = cache.args(n)
+      rows = np.arange(n) if isinstance(n, int) else np.asarray(n)
+      for arg, axis, was in zip(got, axes, full):
+        for leaf, want in zip(
+          jax.tree_util.tree_leaves(arg), jax.tree_util.tree_leaves(was)
+        ):
+          self.assertIsInstance(leaf, jax.Array)
+          if axis is not None:
+            want = np.take(np.asarray(want), rows, axis=axis)
+          np.testing.assert_array_equal(np.asarray(leaf), want)
+    for a, b, axis in zip(cache.args(2), cache.args(3), axes):
+      if axis is None:
+        for x, y in zip(
+          jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+        ):
+          self.assertIs(x, y)
+
+  def test_64_bit_leaves_stay_numpy(self):
+    # What a jit call makes of a float64 numpy argument depends on the
+    # x64 mode at the call: it is not put on the device ahead of it.
+    wide = np.arange(3, dtype=np.float64)
+    self.assertIs(emulation_cache._on_device(wide), wide)
+    narrow = np.arange(3, dtype=np.float32)
+    self.assertIsInstance(emulation_cache._on_device(narrow), jax.Array)
+
+
 class GuessTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
