@@ -66,6 +66,11 @@ _BLOCK_K = 32
 # elements (64 MiB of f32), or one term per output where an output is
 # larger; each chunk's tree sum joins the tree as it comes (`_pairwise`).
 _PAIRWISE_CHUNK_ELEMENTS = 1 << 24
+# "pairwise": above this many outputs (B x M x N) the tree over the chunks
+# is made one tile of M rows at a time, each tile's counter of partial
+# sums (`_tree_of_chunks`) at most this many elements a level (256 KiB of
+# f32), so that it stays in the CPU's caches (`_pairwise`).
+_PAIRWISE_TILE_ELEMENTS = 1 << 16
 
 # Split algorithms: (lhs part, rhs part) products, part 0 the highest, in
 # the order XLA's Triton emitter accumulates them
@@ -440,8 +445,20 @@ def _pairwise(a, b, product=_same, total=_same):
   products, else one term per output), and the chunk sums are added into
   the tree as they come, like a binary counter (chunks in bit-reversed
   order; `_tree_of_chunks`). Memory: one chunk's products and log2(P/C) +
-  1 partial sums of the output's shape; the result is the same for every
-  chunk size, bit for bit.
+  1 partial sums of the output's shape (of one tile's, below).
+
+  The chunk size C is chosen for the whole output. Above
+  `_PAIRWISE_TILE_ELEMENTS` outputs, the chunks' tree is made one tile of
+  M rows at a time (M halved while even): each output element's products
+  and sums are the same ops on the same values, only the rows a loop
+  visits together differ, and the tile's counter stays in the caches (a
+  GPT-2-small layer's sites at 8 rows: 2-3x less CPU, issue 37). The same
+  bits as one tile: emulate_orders_test, on the GPT-2-small sites' shapes.
+  (The chunk size itself is not free: on jaxlib 0.12.0.1 XLA:CPU fuses
+  f32 products into the first level's sums as FMAs for some chunk sizes
+  and shapes and not for others, measured 2026-12-06: a 1024 x 768 x 2304
+  dot's chunks of 4 terms fuse, of 16 do not; bf16-rounded operands, whose
+  products are exact, give numpy's tree for every chunk size.)
   """
   bsz, m, k = a.shape
   n = b.shape[2]
@@ -456,17 +473,35 @@ def _pairwise(a, b, product=_same, total=_same):
   a4 = a.reshape(bsz, m, chunk, blocks)
   b4 = b.reshape(bsz, chunk, blocks, n)
 
-  def chunk_sum(j):
-    aj = lax.dynamic_index_in_dim(a4, j, axis=3, keepdims=False)
-    bj = lax.dynamic_index_in_dim(b4, j, axis=2, keepdims=False)
-    products = product(aj[:, :, :, None] * bj[:, None, :, :])
-    return _tree_sum(products, axis=2, total=total)  # (B, M, N)
+  def tree(rows):
+    """The tree of the chunks of `rows` (a (B, tile, C, blocks) slice
+    of `a4`): (B, tile, N)."""
 
-  if blocks == 1:
-    return chunk_sum(0)
-  return _tree_of_chunks(
-    chunk_sum, blocks, (bsz, m, n), a.dtype, total, (a4, b4)
-  )
+    def chunk_sum(j):
+      aj = lax.dynamic_index_in_dim(rows, j, axis=3, keepdims=False)
+      bj = lax.dynamic_index_in_dim(b4, j, axis=2, keepdims=False)
+      products = product(aj[:, :, :, None] * bj[:, None, :, :])
+      return _tree_sum(products, axis=2, total=total)  # (B, tile, N)
+
+    if blocks == 1:
+      return chunk_sum(0)
+    shape = (bsz, rows.shape[1], n)
+    return _tree_of_chunks(chunk_sum, blocks, shape, a.dtype, total, (rows, b4))
+
+  tile = m
+  while (
+    blocks > 1 and tile % 2 == 0 and bsz * tile * n > _PAIRWISE_TILE_ELEMENTS
+  ):
+    tile //= 2
+  if tile == m:
+    return tree(a4)
+
+  def one_tile(t, out):
+    rows = lax.dynamic_slice_in_dim(a4, t * tile, tile, axis=1)
+    return lax.dynamic_update_slice_in_dim(out, tree(rows), t * tile, axis=1)
+
+  out = _zeros((bsz, m, n), a.dtype, a4, b4)
+  return lax.fori_loop(0, m // tile, one_tile, out)
 
 
 def _tree_of_chunks(chunk_sum, blocks: int, shape, dtype, total, after=()):

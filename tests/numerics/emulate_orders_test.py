@@ -119,6 +119,7 @@ def _emulate(algorithm, order):
 class SameSumsTest(parameterized.TestCase):
   def tearDown(self):
     emulate_dot._PAIRWISE_CHUNK_ELEMENTS = 1 << 24
+    emulate_dot._PAIRWISE_TILE_ELEMENTS = 1 << 16
     super().tearDown()
 
   @parameterized.product(
@@ -171,6 +172,35 @@ class SameSumsTest(parameterized.TestCase):
     got = np.asarray(_emulate("BF16_BF16_F32", "pairwise")(a, b))
     products = (a.T[:, :, None] * b[:, None, :]).astype(np.float32)
     np.testing.assert_array_equal(got, _numpy_tree(products))
+
+  @parameterized.parameters(8, 1 << 16)
+  def test_pairwise_in_tiles_of_rows_is_numpy_s_tree(self, tile):
+    # 8 x 1000 x 4: chunks of 2 terms (limit 64 = 2 x 32 outputs), 512 of
+    # them; a tile limit of 8 outputs makes 4 tiles of 2 rows, each its
+    # own counter (1 << 16: one tile). A tile read from or written to the
+    # wrong rows, or a chunk of the wrong terms, changes values.
+    a, b = _bf16_operands(10, 8, 1000, 4)
+    emulate_dot._PAIRWISE_CHUNK_ELEMENTS = 64
+    emulate_dot._PAIRWISE_TILE_ELEMENTS = tile
+    got = np.asarray(_emulate("BF16_BF16_F32", "pairwise")(a, b))
+    products = (a.T[:, :, None] * b[:, None, :]).astype(np.float32)
+    np.testing.assert_array_equal(got, _numpy_tree(products))
+
+  @parameterized.parameters(
+    (1024, 768, 2304), (1024, 3072, 768), (128, 768, 2304)
+  )
+  def test_pairwise_in_tiles_is_one_tile_s_bits_on_f32(self, m, k, n):
+    # GPT-2-small's sites (qkv at 8 and 1 rows, the MLP's out): f32
+    # operands, whose products XLA:CPU fuses into FMAs or not by the ops'
+    # shapes (chunks of 4 terms here, 16 for the out site); the tiles keep
+    # the whole output's chunks and so each element's ops (issue 37).
+    g = np.random.default_rng(11)
+    a = g.standard_normal((m, k)).astype(np.float32)
+    b = (g.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32)
+    got = np.asarray(_emulate("F32_F32_F32", "pairwise")(a, b))
+    emulate_dot._PAIRWISE_TILE_ELEMENTS = m * n
+    want = np.asarray(_emulate("F32_F32_F32", "pairwise")(a, b))
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
   def test_blocked_is_numpy_s_blocks_in_order(self):
     a, b = _bf16_operands(9, 4, 200, 3)
