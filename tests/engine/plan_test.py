@@ -13,6 +13,7 @@ import functools
 import io
 import sys
 
+import numpy as np
 import pytest
 from absl.testing import absltest, flagsaver
 
@@ -20,6 +21,7 @@ from hloprobe import engine
 from hloprobe.cli import _flags as cli_flags
 from hloprobe.cli import _main as cli
 from hloprobe.compile import cases, experiments, targets
+from hloprobe.engine import shared
 from hloprobe.errors import CaseError
 from hloprobe.ir import precisions
 
@@ -133,6 +135,26 @@ class WalkTest(absltest.TestCase):
     ]
     for word in ("cpu", "float32"):
       self.assertIn(word, row)
+
+
+class SharedInputsTest(absltest.TestCase):
+  """`SweptCase.shared_inputs`: a large leaf crosses as a file record
+  whose mapped bytes are the arrays' own; a small one, a record shared
+  already, or no folder, as given."""
+
+  def test_large_leaf_is_a_file_of_the_same_bytes(self):
+    folder = self.create_tempdir().full_path
+    big = np.arange(1 << 19, dtype=np.float32) * np.float32(0.1)  # 2 MiB
+    small = np.arange(4, dtype=np.int32)
+    full = (big, {"w": small})
+    found = engine.SweptCase.shared_inputs(full, folder)
+    self.assertIsInstance(found, shared.SharedInputs)
+    self.assertIs(engine.SweptCase.shared_inputs(found, folder), found)
+    got_big, got = engine.SweptCase.resolved_inputs(found)
+    np.testing.assert_array_equal(got_big.view(np.uint32), big.view(np.uint32))
+    np.testing.assert_array_equal(got["w"], small)
+    self.assertIs(engine.SweptCase.shared_inputs(full, None), full)
+    self.assertIs(engine.SweptCase.shared_inputs((small,), folder)[0], small)
 
 
 if __name__ == "__main__":
