@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
 import numpy as np
 
 from hloprobe.compile import Case
@@ -167,8 +168,13 @@ class Prediction:
 
 
 # Fixed summation orders (all but XLA's own): each output element is summed
-# the same way whatever the batch size, so for a case whose rows are
+# in the same order whatever the batch size, so for a case whose rows are
 # independent they are emulated once, at the largest batch size, and sliced.
+# The same order, not always the same bits: on jaxlib 0.12.0.1 XLA:CPU
+# fuses f32 products into the pairwise order's first sums as FMAs for some
+# chunk sizes and shapes and not others (`emulate_dot._pairwise`), so rows
+# emulated apart (gathered, or row 0 alone) may differ from the slice in
+# the last bits (measured 2026-12-06 on a 1024 x 768 x 2304 dot).
 _FIXED_ORDERS = tuple(o for o in emulate.SUMMATION_ORDERS if o != "xla")
 
 # Above this many dot sites (a real-size model: a GPT-2-small layer has
@@ -180,6 +186,14 @@ _FIXED_ORDERS = tuple(o for o in emulate.SUMMATION_ORDERS if o != "xla")
 # ranking of the sites; its numbers may differ in the last bits from row
 # 0 of a batch of n, where XLA:CPU's own dot may sum in another order.
 SHARES_AT_ROW0_ABOVE = 16
+
+# The same for a rows_independent case whose inputs hold at least this
+# many bytes, whatever its sites (a real-size model by its weights and
+# caches: gpt2_1 31 MB in 6 sites, the decode layer 0.47 GB in 8; the
+# largest built-in case 3.4 MB): decode's a100 bfloat16 shares were 12
+# switched emulations at each of its 7 sizes up to 64 rows, 40 of its case
+# worker's 105 CPU-s (issue 37).
+SHARES_AT_ROW0_FROM_BYTES = 16 << 20
 
 
 class Predictor:
@@ -220,6 +234,9 @@ class Predictor:
       and case.swept_size is None
     )
     self._case, self._full = case, full_inputs
+    self._inputs_bytes = sum(
+      getattr(x, "nbytes", 0) for x in jax.tree_util.tree_leaves(full_inputs)
+    )
     # Judged rows may be gathered (declared, or `row_proof`): made when a
     # size above `rows.ALL_ROWS_UP_TO` first asks (True/False), or the
     # reason they may not be.
@@ -610,8 +627,11 @@ class Predictor:
 
   def _shares_at_row0(self, sites: int) -> bool:
     """The per-site attribution is emulated at row 0 alone
-    (`SHARES_AT_ROW0_ABOVE`)."""
-    return self._gather and sites > SHARES_AT_ROW0_ABOVE
+    (`SHARES_AT_ROW0_ABOVE`, `SHARES_AT_ROW0_FROM_BYTES`)."""
+    return self._gather and (
+      sites > SHARES_AT_ROW0_ABOVE
+      or self._inputs_bytes >= SHARES_AT_ROW0_FROM_BYTES
+    )
 
   def _share_size(self, n: int, sites: int):
     """The batch a share assignment of `sites` sites is emulated at: n,

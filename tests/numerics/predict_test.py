@@ -21,7 +21,7 @@ from absl.testing import absltest
 from testutil import numpy_seed_row0
 
 from hloprobe import engine, report
-from hloprobe.compile import cases
+from hloprobe.compile import builtin_cases, cases
 from hloprobe.numerics import (
   accuracy,
   emulate,
@@ -492,18 +492,29 @@ class SharesAtRowZeroTest(absltest.TestCase):
   lowered here to reach them)."""
 
   def test_row_0_alone_ranks_the_sites_as_the_batch(self):
+    self._ranks_as_the_batch("SHARES_AT_ROW0_ABOVE")
+
+  def test_large_inputs_rank_the_sites_at_row_0_alone_too(self):
+    # The seed's inputs are 53508 bytes: the byte bound lowered to them.
+    self._ranks_as_the_batch("SHARES_AT_ROW0_FROM_BYTES")
+
+  def test_no_built_in_case_has_inputs_that_large(self):
+    # So the built-in cases' shares are made at n, as before the bound.
+    for name in builtin_cases.CASES:
+      full = cases.get_case(name).full_inputs()
+      held = sum(np.asarray(x).nbytes for x in jax.tree_util.tree_leaves(full))
+      self.assertLess(held, predict.SHARES_AT_ROW0_FROM_BYTES, name)
+
+  def _ranks_as_the_batch(self, bound: str):
     case = cases.get_case("seed_mlp")
     full = case.make_inputs()
     refs = reference.References(case, full, (2,))
     fates = _recorded_fates("seed_a100_n2_bfloat16")
     want = predict.Predictor(case, full, refs).predict(2, fates, None)
-    low = predict.SHARES_AT_ROW0_ABOVE
-    predict.SHARES_AT_ROW0_ABOVE = 1
-    try:
+    with mock.patch.object(predict, bound, 1):
       small = predict.Predictor(case, full, refs)
+      self.assertEqual(small._share_size(2, 4), (0,))
       got = small.predict(2, fates, None)
-    finally:
-      predict.SHARES_AT_ROW0_ABOVE = low
     self.assertTrue(want.shares)
     self.assertEqual(got.top_site, want.top_site)
     self.assertEqual(
