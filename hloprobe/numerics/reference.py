@@ -39,7 +39,7 @@ case that declares `rows_independent`, once at the largest size and sliced,
 after checking the declaration; such a case whose batched arguments hold
 more than `CHUNK_BYTES` is run in chunks of rows of nearly equal sizes,
 each chunk size lowered once, and joined (issue 37: decode at 64 rows,
-its worker's reference 2227 -> 1482 MB peak, the same bits). It also keeps each size's program, for the
+its worker's reference 2227 -> 1482 MB peak, the same values to float64's last bits, `CHUNK_BYTES`). It also keeps each size's program, for the
 executor's F32 run the noise floor is checked against (`executed_f32`).
 
 Private in intent: use the package, `hloprobe.numerics`.
@@ -98,9 +98,9 @@ _LOOPS = ("cond", "while", "scan", SHARD_MAP)
 # this is run in chunks of rows, each in float64 on its own (issue 37:
 # decode's 64-row KV cache took its worker 461 -> 2238 MB in one run); the
 # built-in cases hold far less, and run whole. Each row's float64 value is
-# that of the whole run where the executor's sums of a row do not depend
-# on the other rows (numpy's BLAS: checked bit for bit on GPT-2 and
-# decode, reference_test).
+# that of the whole run to a few float64 ULPs: numpy's BLAS may sum a gemm
+# of fewer rows with another kernel (bit for bit on GPT-2 and decode on an
+# Intel machine; 1-5 ULPs apart on an AMD EPYC, reference_test).
 CHUNK_BYTES = 64 << 20
 # How far the reference at the smallest size may sit from the slice of the
 # largest (normwise, per leaf) for a rows_independent case: float64
