@@ -149,11 +149,12 @@ def _jax_platforms() -> str | None:
 # last bits. Measured (OpenBLAS 0.3.34, Haswell kernels: GEMM_Q 256,
 # GEMM_UNROLL_M 4; a 64 x K x 96 gemm at 1 and 2 threads): every K from
 # 257 on whose residue mod 8 is 1 to 6, in about half the elements (2e-13
-# relative at most, K = 300), where the built-in cases' and GPT-2's K
-# (at most 116, 512, 768, 1024, 3072) give the same bits
-# (`tests/runtime/process_test.py` checks such shapes). Before, those
-# values followed the machine's core count; now they are one thread's on
-# every machine.
+# relative at most, K = 300). The built-in cases' K (at most 1024; 288
+# and 512 are cut alike) and GPT-2's (64, 128, 768, 3072) give the same
+# bits, and decode's 257-token attention is too small a gemm to thread
+# (`tests/runtime/process_test.py` checks such shapes). Before, the other
+# K's values followed the machine's core count; now they are one
+# thread's on every machine.
 # OPENBLAS_NUM_THREADS is read when numpy loads OpenBLAS (at the worker's
 # start); XLA's own thread pools do not read it.
 _ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1"}
