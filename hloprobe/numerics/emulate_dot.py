@@ -66,10 +66,12 @@ _BLOCK_K = 32
 # elements (64 MiB of f32), or one term per output where an output is
 # larger; each chunk's tree sum joins the tree as it comes (`_pairwise`).
 _PAIRWISE_CHUNK_ELEMENTS = 1 << 24
-# "pairwise": above this many outputs (B x M x N) the tree over the chunks
-# is made one tile of M rows at a time, each tile's counter of partial
-# sums (`_tree_of_chunks`) at most this many elements a level (256 KiB of
-# f32), so that it stays in the CPU's caches (`_pairwise`).
+# "pairwise": above this many outputs (B x M x N), where K is more than
+# one chunk, the tree over the chunks is made one tile of M rows at a
+# time, M halved while it is even and the tile above this many elements,
+# so that each tile's counter of partial sums (`_tree_of_chunks`, a level
+# at most 256 KiB of f32 where M's factors of two allow: B x N alone may
+# be more, an odd M is one tile) stays in the CPU's caches (`_pairwise`).
 _PAIRWISE_TILE_ELEMENTS = 1 << 16
 
 # Split algorithms: (lhs part, rhs part) products, part 0 the highest, in
@@ -448,8 +450,9 @@ def _pairwise(a, b, product=_same, total=_same):
   1 partial sums of the output's shape (of one tile's, below).
 
   The chunk size C is chosen for the whole output. Above
-  `_PAIRWISE_TILE_ELEMENTS` outputs, the chunks' tree is made one tile of
-  M rows at a time (M halved while even): each output element's products
+  `_PAIRWISE_TILE_ELEMENTS` outputs and more than one chunk, the chunks'
+  tree is made one tile of M rows at a time (M halved while even and the
+  tile above that many outputs): each output element's products
   and sums are the same ops on the same values, only the rows a loop
   visits together differ, and the tile's counter stays in the caches (a
   GPT-2-small layer's sites at 8 rows: 2-3x less CPU, issue 37). The same

@@ -140,11 +140,21 @@ def _jax_platforms() -> str | None:
 # calls. Issue 37, gpt2_1 explain (cpu, a100 x n = 1, 2, 8 x bfloat16,
 # float32; 2 cores at load 10): the executor's 18 runs 17.98 -> 5.46
 # CPU-s (its dots 15.6 -> 4.0; 96 stacked 128x64x128 attention gemms 0.10
-# -> 0.009 CPU-s), their wall 49 -> 31 s, the explain JSON equal. The
-# values do not change: OpenBLAS threads a gemm by blocks of the output
-# (driver/level3/level3_thread.c), every element's sum over K made by one
-# thread in the same order (`tests/runtime/process_test.py` checks the
-# executor's contractions bit for bit at one and two threads).
+# -> 0.009 CPU-s), their wall 49 -> 31 s, the explain JSON equal.
+# OpenBLAS threads a gemm by blocks of the output, every element's sum
+# over K made by one thread, but not always in the same K blocks: where
+# the K left after blocks of GEMM_Q is between GEMM_Q and 2 GEMM_Q, one
+# thread (driver/level3/level3.c) halves it rounded up to GEMM_UNROLL_M
+# and several (level3_thread.c) do not, so float64 sums differ in their
+# last bits. Measured (OpenBLAS 0.3.34, Haswell kernels: GEMM_Q 256,
+# GEMM_UNROLL_M 4; a 64 x K x 96 gemm at 1 and 2 threads): every K from
+# 257 on whose residue mod 8 is 1 to 6, in about half the elements (2e-13
+# relative at most, K = 300). The built-in cases' K (at most 1024; 288
+# and 512 are cut alike) and GPT-2's (64, 128, 768, 3072) give the same
+# bits, and decode's 257-token attention is too small a gemm to thread
+# (`tests/runtime/process_test.py` checks such shapes). Before, the other
+# K's values followed the machine's core count; now they are one
+# thread's on every machine.
 # OPENBLAS_NUM_THREADS is read when numpy loads OpenBLAS (at the worker's
 # start); XLA's own thread pools do not read it.
 _ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1"}

@@ -187,10 +187,11 @@ class SameSumsTest(parameterized.TestCase):
     np.testing.assert_array_equal(got, _numpy_tree(products))
 
   @parameterized.parameters(
-    (1024, 768, 2304), (1024, 3072, 768), (128, 768, 2304)
+    (1024, 768, 2304), (1024, 3072, 768), (128, 768, 2304), (8, 768, 50257)
   )
   def test_pairwise_in_tiles_is_one_tile_s_bits_on_f32(self, m, k, n):
-    # GPT-2-small's sites (qkv at 8 and 1 rows, the MLP's out): f32
+    # GPT-2-small's sites (qkv at 8 and 1 rows, the MLP's out, the LM
+    # head at 8 rows: tiles of one row): f32
     # operands, whose products XLA:CPU fuses into FMAs or not by the ops'
     # shapes (chunks of 4 terms here, 16 for the out site); the tiles keep
     # the whole output's chunks and so each element's ops (issue 37).
@@ -200,6 +201,28 @@ class SameSumsTest(parameterized.TestCase):
     got = np.asarray(_emulate("F32_F32_F32", "pairwise")(a, b))
     emulate_dot._PAIRWISE_TILE_ELEMENTS = m * n
     want = np.asarray(_emulate("F32_F32_F32", "pairwise")(a, b))
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+  def test_pairwise_in_tiles_of_a_batched_dot_is_one_tile_s_bits_on_f32(
+    self,
+  ):
+    # GPT-2-small's attention scores at 2 rows (24 heads x rows, 128 x 64
+    # x 128): chunks of 32 terms, 2 of them, tiles of 16 rows of every
+    # batch element; f32 operands, the bits of one tile.
+    g = np.random.default_rng(12)
+    a = g.standard_normal((24, 128, 64)).astype(np.float32)
+    b = (g.standard_normal((24, 64, 128)) / 8).astype(np.float32)
+    batched = (((2,), (1,)), ((0,), (0,)))
+    emulate = lambda: np.asarray(
+      jax.jit(
+        lambda a, b: emulate_dot.emulated_dot_general(
+          a, b, batched, "F32_F32_F32", order="pairwise"
+        )
+      )(a, b)
+    )
+    got = emulate()
+    emulate_dot._PAIRWISE_TILE_ELEMENTS = 24 * 128 * 128
+    want = emulate()
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
   def test_blocked_is_numpy_s_blocks_in_order(self):
