@@ -273,16 +273,28 @@ if __name__ == "__main__":
 
 
 # Row 0's bits per n under XLA_FLAGS, by plain jax in a fresh process (no
-# hloprobe code runs the model): one line "n hex" per size.
+# hloprobe code runs the model), and the anchor row's at the offsets the
+# README names (first, middle, last; the anchor is the last input row, the
+# others the first n - 1 of a seed-38 permutation of the rest, as
+# `runs.anchor_inputs` documents): one
+# line "row0-n hex" per size and "anchor-n-offset hex" per offset. Which
+# a pin must make one class (on an AMD EPYC, jaxlib 0.12.0.1, the flag
+# makes row 0 one class and not the anchor, 2026-12-06).
 _DIRECT = """
 import sys, numpy as np, jax
 sys.path.insert(0, {root!r})
 from hloprobe.compile import CASES
 case = CASES["dense_ln_softmax"]
 full = case.full_inputs()
+x = full[0]  # the one batched argument (in_axes 0, then None)
 f = jax.jit(case.fn)
+rest = np.random.default_rng(38).permutation(len(x) - 1)
 for n in {sizes!r}:
-  print(n, np.asarray(f(*case.inputs_for(full, n)))[0].tobytes().hex())
+  print(f"row0-{{n}}", np.asarray(f(*case.inputs_for(full, n)))[0].tobytes().hex())
+  for o in sorted({{0, n // 2, n - 1}}):
+    index = np.array(list(rest[:o]) + [len(x) - 1] + list(rest[o:n - 1]))
+    out = np.asarray(f(x[index], *full[1:]))
+    print(f"anchor-{{n}}-{{o}}", out[o].tobytes().hex())
 """
 
 
@@ -304,7 +316,10 @@ class CpuPinTest(absltest.TestCase):
     )
     self.assertEqual(proc.returncode, 0, proc.stderr)
     bits = dict(line.split() for line in proc.stdout.splitlines())
-    pinned = len(set(bits.values())) == 1
+    pinned = all(
+      len({v for k, v in bits.items() if k.startswith(kind)}) == 1
+      for kind in ("row0-", "anchor-")
+    )
     out = run_hloprobe_here(
       "explain",
       "--case=dense_ln_softmax",
