@@ -441,9 +441,11 @@ def emulate_switched(
     for names in checked
   ]
   compiled = jax.jit(run).lower(consts, selectors[0], leaves).compile()
-  # The arguments on the device once, not at every run (a GPT-2-small
-  # stack's weights are 0.34 GB: gpt2_12's 144 share runs copied them
-  # each; 12% of a run, issue 37). The same values, so the same outputs.
+  # The arguments on the device once, not at every run: a jit call copies
+  # each numpy argument each call (jaxlib 0.12.0.1). `EmulationCache.args`
+  # gives device arrays already (then this is no copy); the trace's
+  # constants and a caller's numpy arguments are put here (issue 37:
+  # gpt2_12's 144 share runs, 0.34 GB of weights). The same values.
   consts, leaves = jax.device_put((consts, leaves))
   found = []
   for names, selector in zip(checked, selectors):

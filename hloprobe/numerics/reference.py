@@ -39,8 +39,10 @@ case that declares `rows_independent`, once at the largest size and sliced,
 after checking the declaration; such a case whose batched arguments hold
 more than `CHUNK_BYTES` is run in chunks of rows of nearly equal sizes,
 each chunk size lowered once, and joined (issue 37: decode at 64 rows,
-its worker's reference 2227 -> 1482 MB peak, the same values to float64's last bits, `CHUNK_BYTES`). It also keeps each size's program, for the
-executor's F32 run the noise floor is checked against (`executed_f32`).
+its worker's reference 2227 -> 1482 MB peak; the same values to
+float64's last bits, `CHUNK_BYTES`). It also keeps each size's program,
+for the executor's F32 run the noise floor is checked against
+(`executed_f32`).
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
