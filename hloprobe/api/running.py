@@ -28,6 +28,22 @@ from hloprobe.report import stream_results
 __all__ = ["Interrupted", "run", "shipped"]
 
 
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class _Dropped:
+  """The SIGINT/SIGTERM handler once one of them was raised as an
+  `Interrupted`: later signals are dropped (the clean-up, e.g. ending
+  worker processes, is not interrupted again) and the first's number is
+  kept, for `Interrupted.after`."""
+
+  def __init__(self, signum: int):
+    self.signum = signum
+
+  def __call__(self, signum, frame) -> None:
+    del signum, frame
+
+
 class Interrupted(KeyboardInterrupt):
   """SIGINT or SIGTERM, raised where the program is so `finally` blocks run.
 
@@ -41,6 +57,43 @@ class Interrupted(KeyboardInterrupt):
   def __init__(self, signum: int, done=None, total: int = 0):
     super().__init__(signum)
     self.signum, self.done, self.total = signum, done, total
+
+  @classmethod
+  def raise_for(cls, signum: int) -> None:
+    """For a SIGINT/SIGTERM handler: raises `Interrupted(signum)`, and from
+    then on both signals are dropped by a handler that keeps `signum` (for
+    `after`).
+
+    Raises:
+      Interrupted: always.
+    """
+    for s in _SIGNALS:
+      signal.signal(s, _Dropped(signum))
+    raise cls(signum)
+
+  @classmethod
+  def after(
+    cls, e: BaseException, done=None, total: int = 0
+  ) -> Interrupted | None:
+    """The interrupt behind `e`, carrying `done` of `total` configs: `e`'s
+    signal when it is a KeyboardInterrupt (SIGINT when it names none);
+    when `raise_for` ran before `e`, its signal, for C code may have
+    swallowed the `Interrupted` the handler raised and raised another
+    exception instead; else None (`e` is no interrupt).
+
+    The handler runs between any two bytecodes, also inside Python code
+    that C code calls: matplotlib 3.10's Agg renderer converts a path's
+    transform with `py::array_t<double>::ensure`, which clears the
+    `Interrupted` and raises "ValueError: Invalid affine transformation
+    matrix" (seen on a SIGTERM while `sweep` wrote its HTML page's plot,
+    2026-12-06).
+    """
+    if isinstance(e, KeyboardInterrupt):
+      return cls(getattr(e, "signum", signal.SIGINT), done, total)
+    handler = signal.getsignal(signal.SIGINT)
+    if isinstance(handler, _Dropped):
+      return cls(handler.signum, done, total)
+    return None
 
 
 def run(
@@ -74,9 +127,10 @@ def run(
   try:
     with shipped(plan) as plan, worker_environment(plan):
       return tuple(run_sweep(plan, progress, on_result=stream.add, pool=pool))
-  except KeyboardInterrupt as e:
-    signum = getattr(e, "signum", signal.SIGINT)
-    raise Interrupted(signum, stream.done, stream.total) from None
+  except BaseException as e:
+    if (stop := Interrupted.after(e, stream.done, stream.total)) is None:
+      raise
+    raise stop from None
 
 
 @contextlib.contextmanager

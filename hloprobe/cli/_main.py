@@ -177,12 +177,10 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _on_signal(signum, frame) -> None:
-  """Turns the first SIGINT/SIGTERM into `Interrupted`; ignores the rest
+  """Turns the first SIGINT/SIGTERM into `Interrupted`; drops the rest
   (clean-up, e.g. ending worker processes, is not interrupted again)."""
   del frame
-  for s in _SIGNALS:
-    signal.signal(s, signal.SIG_IGN)
-  raise Interrupted(signum)
+  Interrupted.raise_for(signum)
 
 
 def _on_unraisable(unraisable) -> None:
@@ -240,12 +238,16 @@ def main(argv: list[str]) -> int:
     return command_main(_args(record_type, rest))
   except KeyboardInterrupt as e:
     return _interrupted(e)
-  except InvalidArgumentError as e:
-    _error(e)
-    return EXIT_USAGE
-  except (HloprobeError, OSError) as e:
-    _error(e)
-    return EXIT_FAILED
+  except Exception as e:
+    if (stop := Interrupted.after(e)) is not None:  # C code swallowed it
+      return _interrupted(stop)
+    if isinstance(e, InvalidArgumentError):
+      _error(e)
+      return EXIT_USAGE
+    if isinstance(e, (HloprobeError, OSError)):
+      _error(e)
+      return EXIT_FAILED
+    raise
   finally:
     _ignore_late_signals()
 

@@ -254,8 +254,6 @@ def explain_answered(args: ExplainArgs, spec=None):
 def _answer(spec, results, args: ExplainArgs, pool):
   """The findings, and the fixes tried (or why not): `api.answer`, the
   tries' progress on stderr; an interrupt says what finished."""
-  import signal
-
   from hloprobe import api
 
   try:
@@ -267,9 +265,10 @@ def _answer(spec, results, args: ExplainArgs, pool):
       pool=pool,
       progress=lambda: common.progress_printer(sys.stderr),
     )
-  except KeyboardInterrupt as e:
-    signum = getattr(e, "signum", signal.SIGINT)
-    raise common.Interrupted(signum, results, len(results)) from None
+  except BaseException as e:
+    if (stop := common.Interrupted.after(e, results, len(results))) is None:
+      raise
+    raise stop from None
 
 
 def _with_invariance(
@@ -283,7 +282,6 @@ def _with_invariance(
   it there); untried, each applicable pin is listed with its `verify`
   command."""
   import os
-  import signal
 
   from hloprobe import invariance
   from hloprobe.runtime import RecordCache
@@ -297,9 +295,10 @@ def _with_invariance(
         output_dir or cache_dir or RecordCache.default_dir(), "pins"
       )
     found, pins = invariance.batch_invariance(spec, results, pool, folder)
-  except KeyboardInterrupt as e:
-    signum = getattr(e, "signum", signal.SIGINT)
-    raise common.Interrupted(signum, results, len(results)) from None
+  except BaseException as e:
+    if (stop := common.Interrupted.after(e, results, len(results))) is None:
+      raise
+    raise stop from None
   return dataclasses.replace(answer, invariance=found, pins=pins)
 
 

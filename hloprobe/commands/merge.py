@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import signal
 import sys
 
 from hloprobe.commands import common
@@ -264,9 +263,10 @@ def main(args: MergeArgs) -> int:
     sweep_command.show(results, plan, shown, host)
     if out:
       sweep_command.write_records(results, out)
-  except KeyboardInterrupt as e:
-    signum = getattr(e, "signum", signal.SIGINT)
-    raise common.Interrupted(signum) from None
+  except BaseException as e:
+    if (stop := common.Interrupted.after(e)) is None:
+      raise
+    raise stop from None
   return (
     common.ExitStatus.OK
     if all(r.ok for r in results)

@@ -8,7 +8,6 @@ Exit status: 0 when every config succeeded, 1 otherwise.
 from __future__ import annotations
 
 import dataclasses
-import signal
 import sys
 from collections.abc import Sequence
 
@@ -190,9 +189,10 @@ def main(args: SweepArgs) -> int:
     show(results, spec, outputs_of(args, args.common.format, shard))
     if spec.shard is not None:
       write_records(results, args.common.output_dir)
-  except KeyboardInterrupt as e:  # every config finished and is streamed
-    signum = getattr(e, "signum", signal.SIGINT)
-    raise common.Interrupted(signum, results, len(results)) from None
+  except BaseException as e:  # every config finished and is streamed
+    if (stop := common.Interrupted.after(e, results, len(results))) is None:
+      raise
+    raise stop from None
   common.bound_cache(args.common, args.cache_max_mb)
   return (
     common.ExitStatus.OK

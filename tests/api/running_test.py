@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 
+import numpy as np
 import pytest
 from absl.testing import absltest
 
@@ -37,6 +39,36 @@ class RunTest(absltest.TestCase):
     e = api.Interrupted(15, ["r"], 4)
     self.assertIsInstance(e, KeyboardInterrupt)
     self.assertEqual((e.signum, e.done, e.total), (15, ["r"], 4))
+
+  def test_an_error_is_no_interrupt_unless_a_signal_was_raised(self):
+    self.assertIsNone(api.Interrupted.after(ValueError("x")))
+    e = api.Interrupted.after(KeyboardInterrupt(), ["r"], 4)
+    self.assertEqual((e.signum, e.done, e.total), (signal.SIGINT, ["r"], 4))
+
+  def test_an_interrupt_that_c_code_swallowed_is_still_the_interrupt(self):
+    # matplotlib's Agg converts a transform with pybind11's
+    # `array_t::ensure`, which clears the handler's `Interrupted` and
+    # raises ValueError: a SIGTERM during `sweep`'s plot exited 1, not 143.
+    from matplotlib import _path
+
+    for s in (signal.SIGINT, signal.SIGTERM):
+      self.addCleanup(signal.signal, s, signal.getsignal(s))
+      signal.signal(s, lambda n, _: api.Interrupted.raise_for(n))
+
+    class Transform:
+      def __array__(self, dtype=None, copy=None):
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(1000):  # bytecode here runs the handler
+          pass
+        return np.eye(3)
+
+    with self.assertRaisesRegex(ValueError, "affine") as raised:
+      _path.affine_transform(np.zeros((2, 2)), Transform())
+    e = api.Interrupted.after(raised.exception, ["r"], 4)
+    self.assertEqual((e.signum, e.done, e.total), (signal.SIGTERM, ["r"], 4))
+    os.kill(os.getpid(), signal.SIGINT)  # later signals are dropped
+    for _ in range(1000):
+      pass
 
   @pytest.mark.compiles  # two configs of seed_mlp on the CPU, one finished
   def test_an_interrupt_after_one_config_keeps_it(self):
