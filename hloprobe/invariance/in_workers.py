@@ -79,7 +79,9 @@ def sweep_rows(
   full_inputs: Callable[[int], tuple],
   anchors: bool = True,
 ) -> tuple[dict[tuple, ConfigRows], dict[tuple, str]]:
-  """Every runnable config's rows (`rows_kind` None), each in a worker.
+  """Every runnable config's rows (`rows_kind` None), each in the worker
+  the sweep compiled it in; the lanes at once, one thread each (as
+  `sweep_kernels`: decode's 14 CPU configs took 40 s one after another).
 
   Args:
     plan: the sweep's plan.
@@ -93,25 +95,62 @@ def sweep_rows(
   """
   rows, failed = {}, {}
   inputs: dict[int, tuple] = {}
-  lanes = _lanes(plan)
+  dealt = _lanes(plan)
+  lanes: dict[tuple[str, int], list] = {}
   for c in plan.configs():
     if rows_kind(c) is not None or len(plan.sizes_of(c.case)) < 2:
       continue  # nothing to compare it with
+    lanes.setdefault(dealt[config_key(c.config)], []).append(c)
+  made = threading.Lock()
+
+  def run_one(flags: str, lane: int, c: PlannedConfig) -> None:
+    key = config_key(c.config)
     try:  # a user case's are made in the worker that loaded it
-      if c.case_index not in inputs:
-        inputs[c.case_index] = full_inputs(c.case_index)
+      with made:
+        if c.case_index not in inputs:
+          inputs[c.case_index] = full_inputs(c.case_index)
     except HloprobeError as e:
-      failed[config_key(c.config)] = first_line(e)
-      continue
-    flags, lane = lanes[config_key(c.config)]
+      failed[key] = first_line(e)
+      return
     request = RowsRequest(
       c.config, c.case.source, inputs[c.case_index], anchors, plan.inputs
     )
     try:
-      rows[config_key(c.config)] = pool.call(request, flags, lane=lane)
+      rows[key] = pool.call(request, flags, lane=lane)
     except Exception as e:  # that config's rows are unknown, not all
-      failed[config_key(c.config)] = first_line(e)
-  return rows, failed
+      failed[key] = first_line(e)
+
+  _each_lane(lanes, run_one)
+  return _in_plan_order(plan, rows), _in_plan_order(plan, failed)
+
+
+def _each_lane(
+  lanes: dict[tuple[str, int], list],
+  run_one: Callable[[str, int, object], None],
+) -> None:
+  """`run_one(flags, lane, item)` for each lane's items in turn, the lanes
+  at once, one thread each (a lane's worker serves one request at a
+  time; the sweep's lanes are its `jobs` workers). `run_one` records its
+  own failures: one raising stops its lane's later items and is raised
+  here after every lane ended."""
+
+  def run_lane(flags: str, lane: int, todo: list) -> None:
+    for item in todo:
+      run_one(flags, lane, item)
+
+  with concurrent.futures.ThreadPoolExecutor(max(1, len(lanes))) as threads:
+    for done in [
+      threads.submit(run_lane, flags, lane, todo)
+      for (flags, lane), todo in lanes.items()
+    ]:
+      done.result()
+
+
+def _in_plan_order(plan: SweepPlan, by_key: dict[tuple, object]) -> dict:
+  """`by_key` (`config_key` -> anything) in the plan's config order, as
+  lanes that ran at once filled it in any order."""
+  keys = [config_key(c.config) for c in plan.configs()]
+  return {k: by_key[k] for k in keys if k in by_key}
 
 
 def sweep_kernels(
@@ -160,20 +199,15 @@ def sweep_kernels(
     request = KernelsRequest(c.config, c.case.source, full, plan.inputs)
     return pool.call(request, flags, lane=lane)
 
-  def run_lane(flags: str, lane: int, todo) -> None:
-    for key, c in todo:
-      try:
-        found[key] = records_as_kernels(ask(c, flags, lane), by_key[key])
-      except Exception as e:  # that config read from its fates instead
-        failed[key] = first_line(e)  # (or its inputs could not be made)
+  def run_one(flags: str, lane: int, item) -> None:
+    key, c = item
+    try:
+      found[key] = records_as_kernels(ask(c, flags, lane), by_key[key])
+    except Exception as e:  # that config read from its fates instead
+      failed[key] = first_line(e)  # (or its inputs could not be made)
 
-  with concurrent.futures.ThreadPoolExecutor(max(1, len(lanes))) as threads:
-    for done in [
-      threads.submit(run_lane, flags, lane, todo)
-      for (flags, lane), todo in lanes.items()
-    ]:
-      done.result()
-  return found, failed
+  _each_lane(lanes, run_one)
+  return _in_plan_order(plan, found), _in_plan_order(plan, failed)
 
 
 def rows_and_kernels(

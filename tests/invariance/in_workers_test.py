@@ -13,6 +13,7 @@ identical bits for row 0 and for the anchor row at every offset.
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -185,6 +186,41 @@ class LanesTest(absltest.TestCase):
     keys = [config_key(c.config) for c in plan.configs()]
     self.assertLen(keys, 8)
     self.assertEqual([lanes[k] for k in keys], [("", i % 2) for i in range(8)])
+
+  def test_rows_are_asked_on_the_lanes_at_once(self):
+    # Each lane's first request waits until the other lane's is in
+    # flight too: one after another, the barrier breaks and both fail.
+    plan = engine.plan_sweep(
+      engine.SweepSpec(
+        ("seed_mlp",),
+        (1, 2, 4, 8),
+        ("float32",),
+        ("cpu",),
+        jobs=2,
+        numerics=False,
+      )
+    )
+    both = threading.Barrier(2, timeout=120)
+
+    class BothLanes:
+      def __init__(self, pool):
+        self.pool, self.lanes = pool, set()
+
+      def call(self, request, flags, lane):
+        if lane not in self.lanes:
+          self.lanes.add(lane)
+          both.wait()
+        return self.pool.call(request, flags, lane=lane)
+
+    with engine.worker_pool(plan) as pool:
+      results = engine.run_sweep(plan, pool=pool)
+      self.assertTrue(all(r.ok for r in results), results)
+      rows, failed = in_workers.sweep_rows(
+        plan, BothLanes(pool), in_workers.case_inputs(plan, pool)
+      )
+    self.assertEqual(failed, {})
+    self.assertEqual(list(rows), [config_key(c.config) for c in plan.configs()])
+    self.assertEqual([r.n for r in rows.values()], [1, 2, 4, 8])
 
   def test_one_job_is_one_lane(self):
     plan = engine.plan_sweep(
