@@ -68,6 +68,7 @@ anywhere else fails.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 
@@ -153,6 +154,14 @@ _MAY_WRITE = {
 }
 
 
+@functools.lru_cache(maxsize=4)
+def _walk(tree: ast.AST) -> tuple[ast.AST, ...]:
+  """`ast.walk(tree)`'s nodes, in its order: listed once for the rules
+  below, which each read every node of one module's tree in turn (a
+  Python-level walk of hloprobe's trees was most of `violations`' time)."""
+  return tuple(ast.walk(tree))
+
+
 def _imported(tree: ast.AST) -> list[tuple[int, str]]:
   """(line, dotted name) of every absolute import in `tree`.
 
@@ -161,7 +170,7 @@ def _imported(tree: ast.AST) -> list[tuple[int, str]]:
   may be submodules.
   """
   found = []
-  for node in ast.walk(tree):
+  for node in _walk(tree):
     if isinstance(node, ast.Import):
       found += [(node.lineno, a.name) for a in node.names]
     elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -174,7 +183,7 @@ def _imported(tree: ast.AST) -> list[tuple[int, str]]:
 def _prints(tree: ast.AST) -> list[int]:
   """Lines of every `print(...)` and `sys.stdout/sys.stderr.write(...)`."""
   found = []
-  for node in ast.walk(tree):
+  for node in _walk(tree):
     if not isinstance(node, ast.Call):
       continue
     f = node.func
@@ -197,7 +206,7 @@ def _private_uses(tree: ast.AST) -> list[tuple[int, str]]:
   `importlib.import_module` of a literal (an f-string's leading text) and
   `jax._x` / `getattr(jax, "_x")` attributes."""
   found = [(line, n) for line, n in _imported(tree) if _is_private_jax(n)]
-  for node in ast.walk(tree):
+  for node in _walk(tree):
     if not isinstance(node, (ast.Call, ast.Attribute)):
       continue
     if isinstance(node, ast.Attribute):
@@ -268,7 +277,7 @@ def _named_by_string(tree: ast.AST, stage: str) -> list[tuple[int, str]]:
   """(line, what) of every module of another stage named in a string, and
   of every import of a literal hloprobe name by `importlib`."""
   found = []
-  for node in ast.walk(tree):
+  for node in _walk(tree):
     if isinstance(node, ast.Call):
       f = node.func
       name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
@@ -334,7 +343,7 @@ def violations(package_dir: str) -> list[str]:
       # The rules below (and `circles`) read absolute imports only.
       out += [
         f"{rel}:{n.lineno}: relative import; write it from hloprobe."
-        for n in ast.walk(tree)
+        for n in _walk(tree)
         if isinstance(n, ast.ImportFrom) and n.level
       ]
       if rel != _FACE:

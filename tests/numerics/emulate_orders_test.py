@@ -13,6 +13,8 @@ compiled emulation (`memory_analysis().temp_size_in_bytes`), no run.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import ml_dtypes
@@ -95,6 +97,25 @@ def _bf16_operands(seed, m, k, n):
   return to(g.standard_normal((m, k))), to(g.standard_normal((k, n)))
 
 
+@functools.cache
+def _old_bits(algorithm: str, order: str) -> np.ndarray:
+  """The old implementation's `algorithm` in `order` on
+  `_bf16_operands(7, 5, 100, 6)`: one chunk (it reads no chunk limit), so
+  made once for both of `test_the_old_implementation_bit_for_bit`'s chunk
+  limits."""
+  a, b = _bf16_operands(7, 5, 100, 6)
+  saved = dict(emulate_dot._CONTRACTIONS)
+  try:
+    emulate_dot._CONTRACTIONS.update(_old_orders())
+    emulate_dot._ORDERED.update(pairwise=_old_pairwise, blocked=_old_blocked)
+    return np.asarray(_emulate(algorithm, order)(a, b))
+  finally:
+    emulate_dot._CONTRACTIONS.update(saved)
+    emulate_dot._ORDERED.update(
+      pairwise=emulate_dot._pairwise, blocked=emulate_dot._blocked
+    )
+
+
 def _numpy_tree(products: np.ndarray) -> np.ndarray:
   """float32 tree over axis 0, padded to a power of two: pairs i, i + P/2."""
   k = products.shape[0]
@@ -132,18 +153,9 @@ class SameSumsTest(parameterized.TestCase):
     # 64 strided chunks of 2 into its counter; the same tree, so the same
     # bits as the old one chunk.
     a, b = _bf16_operands(7, 5, 100, 6)
+    want = _old_bits(algorithm, order)
     emulate_dot._PAIRWISE_CHUNK_ELEMENTS = chunk
     got = np.asarray(_emulate(algorithm, order)(a, b))
-    saved = dict(emulate_dot._CONTRACTIONS)
-    try:
-      emulate_dot._CONTRACTIONS.update(_old_orders())
-      emulate_dot._ORDERED.update(pairwise=_old_pairwise, blocked=_old_blocked)
-      want = np.asarray(_emulate(algorithm, order)(a, b))
-    finally:
-      emulate_dot._CONTRACTIONS.update(saved)
-      emulate_dot._ORDERED.update(
-        pairwise=emulate_dot._pairwise, blocked=emulate_dot._blocked
-      )
     np.testing.assert_array_equal(got, want)
 
   @parameterized.parameters(1, 2, 8, 9)

@@ -78,6 +78,26 @@ def _recorded_fates(name: str, jaxlib: str = recorded.RELEASES[-1]) -> tuple:
   return tuple(recorded.fates(recorded.load(name, jaxlib)))
 
 
+@functools.cache
+def _seed_at_2() -> tuple:
+  """(seed_mlp, its full inputs, its float64 references at n = 2): made
+  once for the file's tests (the references are a cache of what they made
+  at n = 2, so a test sharing them sees the same arrays)."""
+  case = cases.get_case("seed_mlp")
+  full = case.make_inputs()
+  return case, full, reference.References(case, full, (2,))
+
+
+@functools.cache
+def _fresh_at_2(name: str) -> predict.Prediction:
+  """A fresh predictor's prediction at n = 2 from recorded compile `name`:
+  what the tests below expect of a predictor made or used another way
+  (made once; a prediction is an immutable record)."""
+  case, full, refs = _seed_at_2()
+  fates = _recorded_fates(name)
+  return predict.Predictor(case, full, refs).predict(2, fates, None)
+
+
 class SeedA100Test(absltest.TestCase):
   """Predictions for compile-only A100 configs from recorded compiles of
   jaxlib JAXLIB; the subclass below repeats them for the other release."""
@@ -207,9 +227,7 @@ class ObservedOnA100Test(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    case = cases.get_case("seed_mlp")
-    full = case.make_inputs()
-    refs = reference.References(case, full, (2,))
+    case, full, refs = _seed_at_2()
     (cls.ref,) = refs.at(2)
     cls.predictor = predict.Predictor(case, full, refs)
     cls.args = case.inputs_for(full, 2)
@@ -304,9 +322,7 @@ class CublasTf32AllowedTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    case = cases.get_case("seed_mlp")
-    full = case.make_inputs()
-    cls.refs = reference.References(case, full, (2,))
+    case, full, cls.refs = _seed_at_2()
     cls.predictor = predict.Predictor(case, full, cls.refs)
     cls.fates = {
       p: _recorded_fates(f"seed_h200_n2_{p}_no_triton_gemm")
@@ -390,11 +406,9 @@ class LargeOutputPathTest(absltest.TestCase):
   switched compile, the fixed orders two at a time."""
 
   def test_same_prediction_with_no_budget(self):
-    case = cases.get_case("seed_mlp")
-    full = case.make_inputs()
-    refs = reference.References(case, full, (2,))
+    case, full, refs = _seed_at_2()
     fates = _recorded_fates("seed_a100_n2_bfloat16")
-    want = predict.Predictor(case, full, refs).predict(2, fates, None)
+    want = _fresh_at_2("seed_a100_n2_bfloat16")
     small = predict.Predictor(case, full, refs)
     cache = small._cache
     made = []
@@ -506,11 +520,9 @@ class SharesAtRowZeroTest(absltest.TestCase):
       self.assertLess(held, predict.SHARES_AT_ROW0_FROM_BYTES, name)
 
   def _ranks_as_the_batch(self, bound: str):
-    case = cases.get_case("seed_mlp")
-    full = case.make_inputs()
-    refs = reference.References(case, full, (2,))
+    case, full, refs = _seed_at_2()
     fates = _recorded_fates("seed_a100_n2_bfloat16")
-    want = predict.Predictor(case, full, refs).predict(2, fates, None)
+    want = _fresh_at_2("seed_a100_n2_bfloat16")
     with mock.patch.object(predict, bound, 1):
       small = predict.Predictor(case, full, refs)
       self.assertEqual(small._share_size(2, 4), (0,))
@@ -566,9 +578,7 @@ class SplitSharesTest(absltest.TestCase):
   floor asks for none."""
 
   def test_split_shares_are_made_when_asked_and_are_each_alone(self):
-    case = cases.get_case("seed_mlp")
-    full = case.make_inputs()
-    refs = reference.References(case, full, (2,))
+    case, full, refs = _seed_at_2()
     split = _recorded_fates("preset_seed_a100_n2_BF16_BF16_F32_X3")
     one_pass = _recorded_fates("seed_a100_n2_bfloat16")
     predictor = predict.Predictor(case, full, refs)
@@ -626,9 +636,7 @@ class DerivedHeldTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.case = cases.get_case("seed_mlp")
-    cls.full = cls.case.make_inputs()
-    cls.refs = reference.References(cls.case, cls.full, (2,))
+    cls.case, cls.full, cls.refs = _seed_at_2()
 
   def _predictor(self):
     return predict.Predictor(self.case, self.full, self.refs, (2,))
@@ -674,7 +682,9 @@ class DerivedHeldTest(absltest.TestCase):
     with self._emulated() as made:
       again = predictor.predict(2, fates, None)
     self.assertEqual(made, [])
-    want = self._predictor().predict(2, fates, None)
+    # A fresh predictor's (its sizes () or (2,): the same predictions).
+    want = _fresh_at_2("seed_a100_n2_bfloat16")
+    np.testing.assert_equal(dataclasses.asdict(first), dataclasses.asdict(want))
     np.testing.assert_equal(dataclasses.asdict(again), dataclasses.asdict(want))
 
   def test_another_assignment_makes_no_f32_emulation_again(self):
@@ -690,7 +700,7 @@ class DerivedHeldTest(absltest.TestCase):
     every_f32 = ("F32_F32_F32",) * 4
     self.assertNotEmpty(made)  # the TF32 assignment's own emulations
     self.assertNotIn(every_f32, [key[1] for key in made])
-    want = self._predictor().predict(2, tf32, None)
+    want = _fresh_at_2("seed_a100_n2_bfloat16")
     np.testing.assert_equal(dataclasses.asdict(got), dataclasses.asdict(want))
 
 
