@@ -64,8 +64,10 @@ __all__ = [
 # records (`PrecisionConflict`, `Collective`, `Fp8Rewrite`) and
 # PassAttribution.fate a `Fate` (with emitter, merged, split_k) for their
 # words; 19: KernelRecord.row_count_why a `RowCountWhy` (the rule and its
-# data), KernelUnread.why that record, not words.
-RECORD_VERSION = 19
+# data), KernelUnread.why that record, not words; 20: SiteShare.without_abs
+# None where not computed (a large program's shares, issue 37) and the
+# `note_records.SharesAlone` note naming it.
+RECORD_VERSION = 20
 
 
 @dataclasses.dataclass(frozen=True)

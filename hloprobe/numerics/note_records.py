@@ -25,6 +25,7 @@ __all__ = [
   "BelowRequest",
   "Shown",
   "SiteNote",
+  "SharesAlone",
   "SiteNoteKind",
   "SumOverflow",
   "TakenAsF32",
@@ -180,3 +181,31 @@ class AttentionBias:
   sites: tuple[tuple[int, str, str], ...]
 
   note: ClassVar[str] = "attention bias"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SharesAlone:
+  """A large program's per-site shares (`predict.SiteShare`) made from each
+  non-F32 site alone: each site's run without it (every other site at its
+  algorithm, that one at F32; `SiteShare.without_abs`) is not computed
+  (issue 37). The shares, the top site and its share read the alone runs
+  only; the without runs were written to results.json alone, and at 72
+  sites (gpt2_12) were 72 of the 144 whole-program emulations.
+
+  Attributes:
+    sites: the non-F32 sites, each emulated alone at row 0 alone.
+    program_sites: the program's dot sites; above `sites_above` the
+      program is large.
+    sites_above: `predict.SHARES_AT_ROW0_ABOVE`.
+    inputs_bytes: the case's full inputs, bytes; at `from_bytes` or more
+      the program is large.
+    from_bytes: `predict.SHARES_AT_ROW0_FROM_BYTES`, bytes.
+  """
+
+  sites: int
+  program_sites: int
+  sites_above: int
+  inputs_bytes: int
+  from_bytes: int
+
+  note: ClassVar[str] = "shares alone"

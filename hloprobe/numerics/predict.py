@@ -7,7 +7,8 @@ reference (`accuracy`). Around it: the f32 noise floor (every site at F32
 under several summation orders; checked against the numpy executor's F32
 run, `floor_check`, and replaced by its independent floor where XLA:CPU's
 disagrees), per-site attribution (each non-F32 site
-alone, and each one put back to F32), each site's analytic band, the
+alone, and each one put back to F32, but for a large program: alone only,
+`note_records.SharesAlone`), each site's analytic band, the
 candidate assignment that best matches an observed run, and a verdict.
 
 Emulations are cached per (batch size, site algorithms, order), so configs
@@ -39,6 +40,7 @@ from hloprobe.numerics import (
   emulate,
   emulation_cache,
   floor_check,
+  note_records,
   reference,
   row_proof,
   rows,
@@ -68,14 +70,16 @@ class SiteShare:
     site: dot site index.
     algorithm: its effective algorithm.
     alone_abs: |row 0 - f64| with only this site at its algorithm.
-    without_abs: |row 0 - f64| with this site at F32, the others as chosen.
+    without_abs: |row 0 - f64| with this site at F32, the others as chosen;
+      None where not computed: a large program's (`Predictor._shares`,
+      `note_records.SharesAlone`).
     share: alone_abs over the sum of all sites' alone_abs, in [0, 1].
   """
 
   site: int
   algorithm: str
   alone_abs: float
-  without_abs: float
+  without_abs: float | None
   share: float
 
 
@@ -179,9 +183,10 @@ _FIXED_ORDERS = tuple(o for o in emulate.SUMMATION_ORDERS if o != "xla")
 
 # Above this many dot sites (a real-size model: a GPT-2-small layer has
 # 6, the largest built-in case 16), a rows_independent case's per-site
-# attribution (two whole-program emulations per site, each read at row 0
-# only) is emulated at row 0 alone, gathered, not at the config's n:
-# its cost grows with the sites times the program, so with depth
+# attribution (a whole-program emulation per site, read at row 0 only:
+# each site alone; its run without the site is not computed there,
+# `Predictor._shares`) is emulated at row 0 alone, gathered, not at the
+# config's n: its cost grows with the sites times the program, so with depth
 # squared, and a batch of n would multiply it by n (issue 37). A
 # ranking of the sites; its numbers may differ in the last bits from row
 # 0 of a batch of n, where XLA:CPU's own dot may sum in another order.
@@ -467,12 +472,13 @@ class Predictor:
     ]
     leaf = accuracy.headline_leaf(self._refs.axes, self._refs.dtypes)
     with stage("attribution"):
-      shares = ()
+      shares, alone = (), None
       if not noise[leaf].admits(judged[leaf]):
         shares = self._shares(n, chosen, leaf)
+        alone = self._shares_alone(chosen, shares)
       bands = self._bands(n, fates, chosen)
       mismatch = self._cache.attention_notes(self._refs.largest)
-      notes = tuple(x for x in (note, mismatch) if x is not None)
+      notes = tuple(x for x in (note, mismatch, alone) if x is not None)
       best = self._best_candidate(
         n, fates, chosen, observed and observed[leaf], tolerance[leaf], leaf
       )
@@ -500,10 +506,11 @@ class Predictor:
       )
     )
     verdicts = tuple(map(floor_check.noted, verdicts, checks))
-    if mismatch is not None:  # named where the answer is read
-      verdicts = tuple(
-        v.noted(mismatch) if i == leaf else v for i, v in enumerate(verdicts)
-      )
+    for named in (mismatch, alone):  # named where the answer is read
+      if named is not None:
+        verdicts = tuple(
+          v.noted(named) if i == leaf else v for i, v in enumerate(verdicts)
+        )
     self._derived[("predicted", n, chosen)] = True
     top = max(shares, key=lambda s: s.alone_abs).site if shares else None
     described = None if best is None else algorithm_groups(best)
@@ -675,11 +682,37 @@ class Predictor:
   def _shares(
     self, n: int, chosen: tuple[str, ...], leaf: int
   ) -> tuple[SiteShare, ...]:
+    """Each non-F32 site's `SiteShare` of leaf `leaf`'s row-0 error: its
+    assignment alone and, but for a large program (`_shares_at_row0`:
+    each of its sites is a whole-program emulation), without it. A large
+    program's without runs are not computed (`without_abs` None, named by
+    `_shares_alone`): the share, the top site and its share read the
+    alone runs only (issue 37: gpt2_12's 72 TF32 sites, 144 runs of 0.5
+    CPU-s, now 72)."""
     pairs = list(candidates.share_pairs(chosen))
-    found = self._row0s_abs(n, [x for p in pairs for x in p[1:]], leaf)
-    rows = [(i, chosen[i], found[a], found[w]) for i, a, w in pairs]
+    both = not self._shares_at_row0(len(chosen))
+    wanted = [x for p in pairs for x in (p[1:] if both else p[1:2])]
+    found = self._row0s_abs(n, wanted, leaf)
+    rows = [
+      (i, chosen[i], found[a], found[w] if both else None) for i, a, w in pairs
+    ]
     total = sum(r[2] for r in rows) or 1.0
     return tuple(SiteShare(i, a, al, wo, al / total) for i, a, al, wo in rows)
+
+  def _shares_alone(
+    self, chosen: tuple[str, ...], shares: tuple[SiteShare, ...]
+  ) -> note_records.SharesAlone | None:
+    """The note that `shares` were made alone only (`_shares`: a large
+    program's), None where their without runs were computed too."""
+    if not shares or shares[0].without_abs is not None:
+      return None
+    return note_records.SharesAlone(
+      sites=len(shares),
+      program_sites=len(chosen),
+      sites_above=SHARES_AT_ROW0_ABOVE,
+      inputs_bytes=self._inputs_bytes,
+      from_bytes=SHARES_AT_ROW0_FROM_BYTES,
+    )
 
   def _bands(self, n: int, fates, chosen) -> tuple[SiteBand | None, ...]:
     bands = []

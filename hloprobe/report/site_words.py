@@ -287,6 +287,23 @@ def _attention_bias_words(n) -> str:
   )
 
 
+def _shares_alone_words(n) -> str:
+  """A `note_records.SharesAlone`: the shares made alone, and why."""
+  why = []
+  if n.program_sites > n.sites_above:
+    why.append(f"{n.program_sites} dot sites (over {n.sites_above})")
+  if n.inputs_bytes >= n.from_bytes:
+    why.append(
+      f"inputs of {n.inputs_bytes / 2**20:.1f} MiB (from "
+      f"{n.from_bytes / 2**20:.0f} MiB)"
+    )
+  return (
+    f"site shares from each of the {n.sites} non-F32 sites alone at row 0; "
+    "each site's error without it (the others as chosen) not computed: "
+    f"a large program ({' and '.join(why)})"
+  )
+
+
 _NOTE_WORDS = {
   "below request": _below_words,
   "tf32 optional": _tf32_optional_words,
@@ -294,6 +311,7 @@ _NOTE_WORDS = {
   "sum overflow": _overflow_words,
   "taken as F32": _taken_words,
   "attention bias": _attention_bias_words,
+  "shares alone": _shares_alone_words,
 }
 
 

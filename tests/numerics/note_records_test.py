@@ -17,6 +17,7 @@ from hloprobe.numerics.candidates import chosen_algorithms
 from hloprobe.numerics.note_records import (
   AttentionBias,
   BelowRequest,
+  SharesAlone,
   Shown,
   SiteNote,
   SiteNoteKind,
@@ -45,6 +46,7 @@ class NoteRecordsTest(absltest.TestCase):
       SumOverflow("s8", ((1, "s8", "s8", Fate.DOT),)),
       AttentionBias(((0, "float32", "bfloat16"),)),
       TakenAsF32(((3, None),), _FAST),
+      SharesAlone(72, 72, 16, 356_515_840, 16 << 20),
     )
     f = io.BytesIO()
     dump_record(v, f)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import io
 import itertools
 import json
 import os
@@ -27,13 +28,15 @@ from hloprobe.numerics import (
   emulate,
   emulation_cache,
   kept,
+  note_records,
   predict,
   reference,
   rows,
 )
 from hloprobe.report import explain_text
-from hloprobe.report.site_words import best_candidate_words
+from hloprobe.report.site_words import best_candidate_words, site_note_words
 from hloprobe.report.verdict_words import prediction_words
+from hloprobe.runtime import dump_record, load_record
 from hloprobe.sites import Fate
 
 # Asserts CPU-computed floats: `make test-isa` reruns it under other ISAs.
@@ -527,6 +530,8 @@ class SharesAtRowZeroTest(absltest.TestCase):
       small = predict.Predictor(case, full, refs)
       self.assertEqual(small._share_size(2, 4), (0,))
       got = small.predict(2, fates, None)
+      above = predict.SHARES_AT_ROW0_ABOVE
+      from_bytes = predict.SHARES_AT_ROW0_FROM_BYTES
     self.assertTrue(want.shares)
     self.assertEqual(got.top_site, want.top_site)
     self.assertEqual(
@@ -534,11 +539,81 @@ class SharesAtRowZeroTest(absltest.TestCase):
     )
     for g, w in zip(got.shares, want.shares):
       self.assertAlmostEqual(g.share, w.share, delta=1e-3)
-    # Nothing else of the prediction depends on it.
+      self.assertIsNone(g.without_abs)  # a large program's: not computed
+      self.assertIsNotNone(w.without_abs)
+    # Nothing else of the prediction depends on it, but the note naming
+    # what was not computed.
     self.assertEqual(got.stats, want.stats)
-    self.assertEqual(prediction_words(got), prediction_words(want))
+    note = note_records.SharesAlone(
+      sites=3,
+      program_sites=4,
+      sites_above=above,
+      inputs_bytes=53508,
+      from_bytes=from_bytes,
+    )
+    self.assertEqual(got.notes, (*want.notes, note))
+    self.assertEqual(
+      prediction_words(got),
+      f"{prediction_words(want)}; {site_note_words(note)}",
+    )
     # transformer_block, the largest built-in case, has 16 sites.
     self.assertGreaterEqual(predict.SHARES_AT_ROW0_ABOVE, 16)
+
+  def test_a_large_programs_shares_are_each_site_alone_only(self):
+    # Each non-F32 site's alone run, one emulation each at row 0 alone;
+    # no run without a site. Expected: each alone assignment's own
+    # emulation (`emulate_case`) of row 0 alone, against the float64
+    # reference's row 0.
+    case = cases.get_case("seed_mlp")
+    full = case.make_inputs()
+    refs = reference.References(case, full, (2,))
+    fates = _recorded_fates("seed_a100_n2_bfloat16")
+    switched, made = emulate.emulate_switched, []
+    with mock.patch.object(predict, "SHARES_AT_ROW0_ABOVE", 1):
+      with mock.patch.object(
+        emulate,
+        "emulate_switched",
+        lambda fn, args, assignments, **k: (
+          made.extend(assignments) or switched(fn, args, assignments, **k)
+        ),
+      ):
+        got = predict.Predictor(case, full, refs).predict(2, fates, None)
+    chosen, _ = predict.candidates.chosen_algorithms(fates)
+    pairs = list(predict.candidates.share_pairs(chosen))
+    self.assertLen(pairs, 3)  # site 3 is F32
+    self.assertLen(got.shares, len(pairs))
+    without = {w for _, _, w in pairs}
+    self.assertEqual([a for a in made if a in without], [])
+    alone = [a for _, a, _ in pairs]
+    self.assertEqual(sorted(a for a in made if a in alone), sorted(alone))
+    row0 = case.inputs_for(full, 1)
+    ref = refs.at(2)[0][0]
+    total = 0.0
+    for share, (site, assignment, _) in zip(got.shares, pairs):
+      out = emulate.emulate_case(case.fn, row0, assignment)
+      want = float(np.max(np.abs(out[0].astype(np.float64) - ref)))
+      self.assertEqual(share.site, site)
+      if jax.__version_info__ < (0, 12):  # emulation_cache_test's OLD_XLA_CPU
+        self.assertAlmostEqual(share.alone_abs, want, delta=1e-5)
+      else:
+        self.assertEqual(share.alone_abs, want)
+      self.assertIsNone(share.without_abs)
+      total += share.alone_abs
+    for share in got.shares:
+      self.assertAlmostEqual(share.share, share.alone_abs / total, places=12)
+    (note,) = [x for x in got.notes if x.note == "shares alone"]
+    self.assertEqual((note.sites, note.program_sites), (3, 4))
+    self.assertIn(note, got.judgement.notes)
+    self.assertIn(
+      "not computed: a large program (4 dot sites (over 1))",
+      prediction_words(got),
+    )
+    # The record file (the cache's) keeps the None and the note.
+    f = io.BytesIO()
+    dump_record(got, f)
+    back = load_record(f.getvalue())
+    self.assertEqual(back.shares, got.shares)
+    self.assertEqual(back.notes, got.notes)
 
   def test_row_0_alone_is_emulated_once_for_every_size(self):
     # gpt2_12's a100 bfloat16 configs at n = 1, 2 and 8 share one TF32
@@ -686,6 +761,28 @@ class DerivedHeldTest(absltest.TestCase):
     want = _fresh_at_2("seed_a100_n2_bfloat16")
     np.testing.assert_equal(dataclasses.asdict(first), dataclasses.asdict(want))
     np.testing.assert_equal(dataclasses.asdict(again), dataclasses.asdict(want))
+
+  def test_every_fixed_order_row_emulated_is_judged(self):
+    # Issue 37: at n <= ALL_ROWS_UP_TO every row is judged, and the F32
+    # floor's fixed orders are emulated once, at the largest size, for
+    # the sweep's sizes (sliced): the rows emulated in each fixed order
+    # are the largest size's rows, every one judged there, none twice.
+    fates = _recorded_fates("seed_a100_n2_float32")
+    sizes = (1, 2, 8)
+    refs = reference.References(self.case, self.full, sizes)
+    predictor = predict.Predictor(self.case, self.full, refs, sizes)
+    with self._emulated() as made:
+      got = {n: predictor.predict(n, fates, None) for n in sizes}
+    fixed = [k for k in made if k[0] != "switched" and k[2] != "xla"]
+    f32 = ("F32_F32_F32",) * len(fates)
+    self.assertCountEqual(
+      fixed, [(8, f32, o) for o in emulate.SUMMATION_ORDERS if o != "xla"]
+    )
+    for n, p in got.items():
+      (worst,) = p.rows
+      self.assertIsNone(worst.judged)  # every row
+      self.assertEqual(worst.judged_count, n)
+      self.assertEqual(p.noise.row_abs.shape, (n,))
 
   def test_another_assignment_makes_no_f32_emulation_again(self):
     f32 = _recorded_fates("seed_a100_n2_float32")

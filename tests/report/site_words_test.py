@@ -16,6 +16,7 @@ from hloprobe.numerics import Verdict, VerdictKind
 from hloprobe.numerics.note_records import (
   AttentionBias,
   BelowRequest,
+  SharesAlone,
   Shown,
   SiteNote,
   SiteNoteKind,
@@ -330,6 +331,26 @@ class SiteNoteWordsTest(absltest.TestCase):
     )
     p.notes = ()
     self.assertIsNone(sw.prediction_note(p))
+
+  def test_shares_alone_name_what_was_not_computed_and_why(self):
+    # gpt2_12: 72 TF32 sites of 72, 340 MB of inputs; gpt2_1: 6 of 6,
+    # 31 MB.
+    both = SharesAlone(72, 72, 16, 356_515_840, 16 << 20)
+    self.assertEqual(
+      sw.site_note_words(both),
+      "site shares from each of the 72 non-F32 sites alone at row 0; each "
+      "site's error without it (the others as chosen) not computed: a large "
+      "program (72 dot sites (over 16) and inputs of 340.0 MiB (from 16 "
+      "MiB))",
+    )
+    small = SharesAlone(6, 6, 16, 31_457_280, 16 << 20)
+    self.assertTrue(
+      sw.site_note_words(small).endswith(
+        "a large program (inputs of 30.0 MiB (from 16 MiB))"
+      )
+    )
+    v = Verdict(VerdictKind.EXPLAINED).noted(small)
+    self.assertIn(sw.site_note_words(small), verdict_words(v))
 
   def test_the_best_candidate_assignment(self):
     p = type("P", (), {"best_candidate": None})
