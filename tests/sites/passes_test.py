@@ -213,16 +213,35 @@ class RecordedDumpsTest(parameterized.TestCase):
       for pair in zip(dumps, renamed)
       for k, (n, t) in enumerate(pair)
     ]
-    calls = []
+    calls, parses = [], []
     for given in (dumps, both):
-      with mock.patch.object(
-        passes.dot_sites, "map_dot_sites", wraps=dot_sites.map_dot_sites
-      ) as mapped:
+      with (
+        mock.patch.object(
+          passes.dot_sites, "map_dot_sites", wraps=dot_sites.map_dot_sites
+        ) as mapped,
+        mock.patch.object(
+          passes, "parse_hlo_module", wraps=passes.parse_hlo_module
+        ) as parsed,
+      ):
         self.assertEqual(
           _summary(passes.attribute_passes(given, sites)), expected
         )
       calls.append(mapped.call_count)
+      parses.append(parsed.call_count)
     self.assertEqual(calls[1], calls[0])  # no renamed copy mapped
+    self.assertEqual(parses[1], parses[0])  # nor parsed (`_unnamed`)
+
+  def test_unnamed_is_one_for_a_one_to_one_renaming_only(self):
+    text = "%a = f32[2] add(%b, %c)\n%t#1 = f32[2] negate(%a)\nROOT %d = %a"
+    renamed = text.replace("%a", "%x").replace("%b", "%c.2")
+    self.assertEqual(passes._unnamed(renamed), passes._unnamed(text))
+    for other in (
+      text.replace("%b", "%c"),  # two names made one
+      text.replace("%t#1", "%t#2"),  # another tuple element
+      text.replace("f32[2] add", "f32[3] add"),
+    ):
+      with self.subTest(other):
+        self.assertNotEqual(passes._unnamed(other), passes._unnamed(text))
 
   def test_a_partitioned_module_is_always_mapped(self):
     # Its collectives are read too (`dot_sites._collective`): no key.
