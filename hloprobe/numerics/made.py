@@ -57,7 +57,11 @@ widened) in a `MadeChecker` (the fingerprint without the attributes the
 executor does not read, `executed_digest`: configs whose modules differ
 only in their dots' precision attributes share their runs), one per case
 and sweep (the inputs are the case's at that size), within a byte budget
-(`kept.Kept`).
+(`kept.Kept`). The executions need nothing of the prediction, only their
+judgement does (its bands, headline leaf and noise floors): `check` is
+`MadeChecker.runs`, which readies them and returns the function that
+makes them (issue 37: `measure.CaseSetup.finish` calls it in a thread
+beside the prediction), then `MadeChecker.judged`.
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
@@ -370,34 +374,23 @@ class MadeChecker:
     return digest, self._modules[digest]
 
   def check(
-    self,
-    n: int,
-    optimized_hlo: str,
-    fates=(),
-    passes: Mapping | None = None,
-    bands=(),
-    headline: str | None = None,
-    noises=(),
+    self, n: int, optimized_hlo: str, fates=(), *judging, **named
   ) -> Made:
     """What XLA made of one config (see the module docstring): `runs`,
-    then `judged` of their executions.
+    then `judged` of their executions, here.
 
     Args:
       n: the batch size.
       optimized_hlo: the optimized module's text.
       fates: the config's `SiteFate`s (carriers, effective algorithms).
-      passes: site -> `PassAttribution` (--explain_passes), or None.
-      bands: the prediction's `SiteBand`s (None where not measured).
-      headline: the output leaf the row is about (the prediction's); None
-        to choose it as `accuracy.headline_leaf` does.
-      noises: the prediction's noise floor of every leaf
-        (`Prediction.noises`), to judge every row by; () for none.
+      *judging, **named: `judged`'s arguments after `fates` (passes,
+        bands, headline, noises), by position or name.
 
     Never raises for the module's sake: what cannot be executed is named
     in `Made.not_executed`.
     """
     ran = self.runs(n, optimized_hlo, fates)()
-    return self.judged(n, ran, fates, passes, bands, headline, noises)
+    return self.judged(n, ran, fates, *judging, **named)
 
   def runs(self, n: int, optimized_hlo: str, fates=()) -> Callable[[], object]:
     """The executions of one config's module, readied here and made by
@@ -477,10 +470,22 @@ class MadeChecker:
     headline: str | None = None,
     noises=(),
   ) -> Made:
-    """What XLA made of one config, from its executions (`ran`: what the
-    function `runs` returned gave) and the prediction's bands, headline
-    and noise floors (the other arguments: as `check`'s). Never raises for
-    the module's sake (as `check`)."""
+    """What XLA made of one config, from its executions and the
+    prediction's bands, headline and noise floors.
+
+    Args:
+      n: the batch size.
+      ran: what the function `runs` returned gave.
+      fates: the config's `SiteFate`s (carriers, effective algorithms).
+      passes: site -> `PassAttribution` (--explain_passes), or None.
+      bands: the prediction's `SiteBand`s (None where not measured).
+      headline: the output leaf the row is about (the prediction's); None
+        to choose it as `accuracy.headline_leaf` does.
+      noises: the prediction's noise floor of every leaf
+        (`Prediction.noises`), to judge every row by; () for none.
+
+    Never raises for the module's sake (as `check`).
+    """
     if isinstance(ran, Made):  # not executed: why, as `runs` found it
       return ran
     wide, made = ran

@@ -120,15 +120,8 @@ class MadeBesideTest(absltest.TestCase):
     r = setup.finish(work, Stopwatch())
     checker = self._setup()._made.checker
     c, p = r.compilation, r.prediction
-    made = checker.check(
-      _N,
-      c.optimized_hlo,
-      c.fates,
-      c.passes,
-      p.bands if p is not None else (),
-      p.leaf if p is not None else None,
-      p.noises if p is not None else (),
-    )
+    args = (c.fates, c.passes, p.bands, p.leaf, p.noises)
+    made = checker.check(_N, c.optimized_hlo, *args)
     return dataclasses.replace(r, made=made)
 
   def test_the_executor_runs_beside_the_prediction(self):
