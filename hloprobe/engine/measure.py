@@ -13,6 +13,7 @@ Private in intent: use the package, `hloprobe.engine`.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 from collections.abc import Sequence
 
@@ -156,23 +157,33 @@ def _with_prediction(
   return dataclasses.replace(r, prediction=prediction)
 
 
-def _with_made(r: ConfigResult, checker, watch: Stopwatch) -> ConfigResult:
-  """Attaches what XLA made (`numerics.made`): the config's optimized
-  module executed on its inputs; needs a float64 reference (`checker`,
-  `CaseNumerics.checker`, or None)."""
+def _made_runs(r: ConfigResult, checker):
+  """The function that makes what XLA made's executions of the config
+  (`MadeChecker.runs`: the optimized module executed on its inputs), or
+  None where none is made: a failed config, or no float64 reference
+  (`checker`, `CaseNumerics.checker`, None)."""
   if not r.ok or r.compilation is None or checker is None:
+    return None
+  c = r.compilation
+  return checker.runs(r.config.n, c.optimized_hlo, c.fates)
+
+
+def _with_made(r: ConfigResult, checker, ran) -> ConfigResult:
+  """Attaches what XLA made (`numerics.made`), judged from the config's
+  executions (`ran`: what `_made_runs`' function gave, or None for none)
+  and its prediction's bands, headline and noise floors."""
+  if ran is None:
     return r
   c, p = r.compilation, r.prediction
-  with watch.stage("predict"):
-    made = checker.check(
-      r.config.n,
-      c.optimized_hlo,
-      c.fates,
-      c.passes,
-      p.bands if p is not None else (),
-      p.leaf if p is not None else None,
-      p.noises if p is not None else (),
-    )
+  made = checker.judged(
+    r.config.n,
+    ran,
+    c.fates,
+    c.passes,
+    p.bands if p is not None else (),
+    p.leaf if p is not None else None,
+    p.noises if p is not None else (),
+  )
   return dataclasses.replace(r, made=made)
 
 
@@ -384,8 +395,18 @@ class CaseSetup:
     if made.lie is not None:
       return failed(work.result, str(made.lie), "reference")
     r = _with_stats(work, made.references, watch)
-    r = _with_prediction(r, made.predictor, made.why, watch, made.kernels)
-    r = _with_made(r, made.checker, watch)
+    with watch.stage("predict"):
+      runs = _made_runs(r, made.checker)
+    # What XLA made is executed in a thread beside the prediction (issue
+    # 37): its runs need nothing of it (hloprobe's numpy executor, no user
+    # code; numpy's BLAS releases the GIL, and XLA's runs of the emulators
+    # do), only its judgement does, here after both. Joined before this
+    # returns, so one config's runs at a time, as before.
+    with concurrent.futures.ThreadPoolExecutor(1, "made") as beside:
+      ran = beside.submit(runs) if runs is not None else None
+      r = _with_prediction(r, made.predictor, made.why, watch, made.kernels)
+      with watch.stage("predict"):
+        r = _with_made(r, made.checker, ran and ran.result())
     return _with_headline(r, made.references)
 
 

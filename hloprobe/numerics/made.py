@@ -57,7 +57,11 @@ widened) in a `MadeChecker` (the fingerprint without the attributes the
 executor does not read, `executed_digest`: configs whose modules differ
 only in their dots' precision attributes share their runs), one per case
 and sweep (the inputs are the case's at that size), within a byte budget
-(`kept.Kept`).
+(`kept.Kept`). The executions need nothing of the prediction, only their
+judgement does (its bands, headline leaf and noise floors): `check` is
+`MadeChecker.runs`, which readies them and returns the function that
+makes them (issue 37: `measure.CaseSetup.finish` calls it in a thread
+beside the prediction), then `MadeChecker.judged`.
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
@@ -67,7 +71,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 import jax
@@ -361,15 +365,6 @@ class MadeChecker:
     program = parse_hlo_module(self.case.unoptimized_hlo(args))
     return whole, program, None, shapes, kept
 
-  def _run(self, key_text, module, n, params, algorithms, widen):
-    key = (key_text, n, tuple(sorted(algorithms.items())), widen)
-    return self._runs.get(
-      key,
-      lambda: execute.execute_module(
-        module, params, algorithms=algorithms, widen=widen
-      ),
-    )
-
   def _module(self, text: str):
     """(the module's execution digest, `executed_digest`; its parsed
     module, the first one of that digest)."""
@@ -379,63 +374,53 @@ class MadeChecker:
     return digest, self._modules[digest]
 
   def check(
-    self,
-    n: int,
-    optimized_hlo: str,
-    fates=(),
-    passes: Mapping | None = None,
-    bands=(),
-    headline: str | None = None,
-    noises=(),
+    self, n: int, optimized_hlo: str, fates=(), *judging, **named
   ) -> Made:
-    """What XLA made of one config (see the module docstring).
+    """What XLA made of one config (see the module docstring): `runs`,
+    then `judged` of their executions, here.
 
     Args:
       n: the batch size.
       optimized_hlo: the optimized module's text.
       fates: the config's `SiteFate`s (carriers, effective algorithms).
-      passes: site -> `PassAttribution` (--explain_passes), or None.
-      bands: the prediction's `SiteBand`s (None where not measured).
-      headline: the output leaf the row is about (the prediction's); None
-        to choose it as `accuracy.headline_leaf` does.
-      noises: the prediction's noise floor of every leaf
-        (`Prediction.noises`), to judge every row by; () for none.
+      *judging, **named: `judged`'s arguments after `fates` (passes,
+        bands, headline, noises), by position or name.
 
     Never raises for the module's sake: what cannot be executed is named
     in `Made.not_executed`.
     """
-    refs = self._refs
+    ran = self.runs(n, optimized_hlo, fates)()
+    return self.judged(n, ran, fates, *judging, **named)
+
+  def runs(self, n: int, optimized_hlo: str, fates=()) -> Callable[[], object]:
+    """The executions of one config's module, readied here and made by
+    the function returned, which needs nothing of the prediction (issue
+    37: the case's worker calls it in a thread beside the prediction,
+    `measure.CaseSetup.finish`).
+
+    Here, in the calling thread: the case's inputs at size `n`, the
+    module parsed (once per `executed_digest`), its parameters matched to
+    the inputs (jax's lowering of the case, once per case) and the gemms'
+    algorithms from `fates` (as `check`'s). The function returned runs
+    hloprobe's numpy executor only (`execute.execute_module`, the widened
+    run, then the made run; no user code, no jax) and returns an opaque
+    value for `judged`; it never raises for the module's sake (its
+    failure, or one here, is a `Made` naming it, as `check` names it).
+    One such function at a time per checker: its executions are cached
+    in the checker (`kept.Kept`, not locked).
+
+    Args:
+      n, optimized_hlo, fates: as `check`'s.
+    """
     try:
       args = self.case.inputs_for(self._full, n)
       digest, module = self._module(optimized_hlo)
       if module.partition_count > 1:
         # One device's program: every device's shard run, joined.
         plan = self._partitioned(module, args, n)
-
-        def run(algorithms, widen):
-          key = (digest, n, tuple(sorted(algorithms.items())), widen)
-          return self._runs.get(
-            key,
-            lambda: execute.execute_module(
-              module,
-              plan[0],
-              algorithms=algorithms,
-              widen=widen,
-              shardings=plan[1:],
-            ),
-          )
+        whole, shardings = plan[0], plan[1:]
       else:
-        params = self._parameters(module, args)
-
-        def run(algorithms, widen):
-          return self._run(digest, module, n, params, algorithms, widen)
-
-      wide = run({}, True)
-      if wide.not_executed:
-        found = _unique(
-          f"{x.target} ({x.instruction})" for x in wide.not_executed
-        )
-        return Made(None, None, None, not_executed=found)
+        whole, shardings = self._parameters(module, args), None
       # Presets only: an integer site's "exact integer" is no preset, and
       # the executor computes integer dots exactly whatever it is given.
       algorithms = {
@@ -444,7 +429,68 @@ class MadeChecker:
         if f.effective_algorithm in ALGORITHMS
         for c in f.carriers
       }
-      made = run(algorithms, False)
+    except Exception as e:  # named in the verdict, never silent
+      failure = Made(None, None, None, not_executed=(_why_not(e),))
+      return lambda: failure
+
+    def run(algorithms, widen):
+      key = (digest, n, tuple(sorted(algorithms.items())), widen)
+      return self._runs.get(
+        key,
+        lambda: execute.execute_module(
+          module,
+          whole,
+          algorithms=algorithms,
+          widen=widen,
+          shardings=shardings,
+        ),
+      )
+
+    def ran():
+      try:
+        wide = run({}, True)
+        if wide.not_executed:
+          found = _unique(
+            f"{x.target} ({x.instruction})" for x in wide.not_executed
+          )
+          return Made(None, None, None, not_executed=found)
+        return wide, run(algorithms, False)
+      except Exception as e:  # named in the verdict, never silent
+        return Made(None, None, None, not_executed=(_why_not(e),))
+
+    return ran
+
+  def judged(
+    self,
+    n: int,
+    ran,
+    fates=(),
+    passes: Mapping | None = None,
+    bands=(),
+    headline: str | None = None,
+    noises=(),
+  ) -> Made:
+    """What XLA made of one config, from its executions and the
+    prediction's bands, headline and noise floors.
+
+    Args:
+      n: the batch size.
+      ran: what the function `runs` returned gave.
+      fates: the config's `SiteFate`s (carriers, effective algorithms).
+      passes: site -> `PassAttribution` (--explain_passes), or None.
+      bands: the prediction's `SiteBand`s (None where not measured).
+      headline: the output leaf the row is about (the prediction's); None
+        to choose it as `accuracy.headline_leaf` does.
+      noises: the prediction's noise floor of every leaf
+        (`Prediction.noises`), to judge every row by; () for none.
+
+    Never raises for the module's sake (as `check`).
+    """
+    if isinstance(ran, Made):  # not executed: why, as `runs` found it
+      return ran
+    wide, made = ran
+    refs = self._refs
+    try:
       ref = refs.at(n)
       if len(wide.outputs) != len(ref) or made.outputs is None:
         return Made(

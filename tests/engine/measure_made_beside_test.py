@@ -1,0 +1,175 @@
+"""What XLA made is executed beside the prediction (issue 37).
+
+`CaseSetup.finish` runs a config's executions of its optimized module
+(`MadeChecker.runs`: hloprobe's numpy executor) in a thread while the
+prediction runs, and judges them after both (`MadeChecker.judged`). These
+tests show that the two meet (each waits for the other to have started,
+events, not timing), that the record is the one a config finished the
+sequential way (`MadeChecker.check` after the prediction) gets, and that a
+failure of either part loses nothing of the other's.
+
+Compiles (marked): seed_mlp at n = 2 on the CPU target, in this process,
+its float64 reference and emulations by jax on the CPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+import pytest
+from absl.testing import absltest
+
+from hloprobe.compile import CASES, get_target
+from hloprobe.engine.compiled import compile_and_run_case
+from hloprobe.engine.measure import CaseSetup
+from hloprobe.engine.plan import SweptCase
+from hloprobe.ir import as_precision
+from hloprobe.records import Config
+from hloprobe.report.results_schema import config_json
+from hloprobe.runtime import Stopwatch
+
+_CASE = CASES["seed_mlp"]
+_N = 2
+# How long each side waits for the other to start (seconds): only a bound
+# that ends a failing run; the sides meet at once when they overlap.
+_WAIT_S = 120.0
+
+
+class _Meeting:
+  """A checker and a predictor wrapped so that each, before its work,
+  says it started and waits for the other to have started (at most
+  `_WAIT_S`). Run one after the other, the first waits in vain; run at
+  once, both meet.
+
+  Attributes:
+    met: (side, whether the other had started, whether it ran on the main
+      thread), one per side that ran.
+  """
+
+  def __init__(self, checker, predictor, executor_error=None):
+    self._checker, self._predictor = checker, predictor
+    self._executor_error = executor_error
+    self._started = {
+      "executor": threading.Event(),
+      "predictor": threading.Event(),
+    }
+    self.met: list[tuple[str, bool, bool]] = []
+
+  def _meet(self, side: str, other: str) -> None:
+    self._started[side].set()
+    met = self._started[other].wait(_WAIT_S)
+    main = threading.current_thread() is threading.main_thread()
+    self.met.append((side, met, main))
+
+  def runs(self, n, optimized_hlo, fates=()):
+    run = self._checker.runs(n, optimized_hlo, fates)
+
+    def meeting():
+      self._meet("executor", "predictor")
+      if self._executor_error is not None:
+        raise self._executor_error
+      return run()
+
+    return meeting
+
+  def judged(self, *args, **kwargs):
+    return self._checker.judged(*args, **kwargs)
+
+  def predict(self, *args, **kwargs):
+    self._meet("predictor", "executor")
+    return self._predictor.predict(*args, **kwargs)
+
+
+def _record(r) -> dict:
+  return config_json(dataclasses.replace(r, timings={}))
+
+
+@pytest.mark.compiles
+class MadeBesideTest(absltest.TestCase):
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.full = _CASE.full_inputs()
+    config = Config(_CASE.name, get_target("cpu"), _N, as_precision("float32"))
+    cls.work = compile_and_run_case(_CASE, cls.full, config, False)
+    assert cls.work.result.ok, cls.work.result.failure
+
+  def _setup(self) -> CaseSetup:
+    setup = CaseSetup(
+      SweptCase(_CASE, _CASE.name, True), (1, _N), given=(self.full,)
+    )
+    setup.prepare(Stopwatch())
+    return setup
+
+  def _meeting(self, setup: CaseSetup, **kwargs) -> _Meeting:
+    """Wraps `setup`'s checker and predictor in a `_Meeting` (its steps
+    are private: the test reaches in)."""
+    made = setup._made
+    meeting = _Meeting(made.checker, made.predictor, **kwargs)
+    setup._made = dataclasses.replace(made, checker=meeting, predictor=meeting)
+    return meeting
+
+  def _sequential(self, work=None):
+    """The record finished the sequential way: the prediction, then
+    `MadeChecker.check` (the path before the thread)."""
+    setup = self._setup()
+    work = work or self.work
+    alone = dataclasses.replace(setup._made, checker=None)
+    setup._made = alone
+    r = setup.finish(work, Stopwatch())
+    checker = self._setup()._made.checker
+    c, p = r.compilation, r.prediction
+    args = (c.fates, c.passes, p.bands, p.leaf, p.noises)
+    made = checker.check(_N, c.optimized_hlo, *args)
+    return dataclasses.replace(r, made=made)
+
+  def test_the_executor_runs_beside_the_prediction(self):
+    setup = self._setup()
+    meeting = self._meeting(setup)
+    r = setup.finish(self.work, Stopwatch())
+    self.assertCountEqual(
+      meeting.met, [("executor", True, False), ("predictor", True, True)]
+    )
+    self.assertIsNotNone(r.prediction)
+    self.assertTrue(r.made.complete, r.made.not_executed)
+    self.assertEqual(_record(r), _record(self._sequential()))
+
+  def test_an_executor_failure_is_named_as_before(self):
+    # A parameter the module declares bf16 where the case passes f32: the
+    # dimensions match (`MadeChecker.runs` readies it), the numpy executor
+    # raises in the thread, and the verdict names it as `check` does.
+    text = self.work.result.compilation.optimized_hlo
+    entry = "%xs.1 = f32[2,2]{1,0} parameter(0)"  # jaxlib 0.12.0.1's
+    self.assertIn(entry, text)
+    bad = text.replace(entry, entry.replace("f32", "bf16"))
+    r = self.work.result
+    compilation = dataclasses.replace(r.compilation, optimized_hlo=bad)
+    work = dataclasses.replace(
+      self.work, result=dataclasses.replace(r, compilation=compilation)
+    )
+    setup = self._setup()
+    meeting = self._meeting(setup)
+    got = setup.finish(work, Stopwatch())
+    self.assertCountEqual(
+      meeting.met, [("executor", True, False), ("predictor", True, True)]
+    )
+    (why,) = got.made.not_executed
+    self.assertTrue(why.startswith("module (ExecutionError: "), why)
+    self.assertIsNotNone(got.prediction)  # the other part's result kept
+    self.assertEqual(_record(got), _record(self._sequential(work)))
+
+  def test_an_error_out_of_the_thread_is_raised_here(self):
+    # Beyond the module's sake (not an Exception the executor names): it
+    # reaches the caller, as it did from `check`, after the prediction.
+    setup = self._setup()
+    meeting = self._meeting(setup, executor_error=KeyboardInterrupt())
+    with self.assertRaises(KeyboardInterrupt):
+      setup.finish(self.work, Stopwatch())
+    self.assertCountEqual(
+      meeting.met, [("executor", True, False), ("predictor", True, True)]
+    )
+
+
+if __name__ == "__main__":
+  absltest.main()
