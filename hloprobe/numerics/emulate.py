@@ -442,10 +442,11 @@ def emulate_switched(
   ]
   compiled = jax.jit(run).lower(consts, selectors[0], leaves).compile()
   # The arguments on the device once, not at every run: a jit call copies
-  # each numpy argument each call (jaxlib 0.12.0.1). `EmulationCache.args`
-  # gives device arrays already (then this is no copy); the trace's
-  # constants and a caller's numpy arguments are put here (issue 37:
-  # gpt2_12's 144 share runs, 0.34 GB of weights). The same values.
+  # each numpy argument each call (jaxlib 0.12.0.1 and 0.10.2).
+  # `EmulationCache.args` gives device arrays already (then this is no
+  # copy); the trace's constants and a caller's numpy arguments are put
+  # here (issue 37: gpt2_12's 144 share runs, 0.34 GB of weights). The
+  # same values.
   consts, leaves = jax.device_put((consts, leaves))
   found = []
   for names, selector in zip(checked, selectors):

@@ -290,7 +290,8 @@ class EmulationCache:
     once and shared by every size and call, each batched one cut on the
     host as a view and put there once per call. A jit call given numpy
     arrays copies every one of them to the device each call (jaxlib
-    0.12.0.1): decode's 0.2 GB of weights and 0.27 GB of KV cache at n =
+    0.12.0.1 and 0.10.2: 0.39 s a call for 256 MiB of f32 on the CPU,
+    against 40 us for a device array; checked 2026-12-06): decode's 0.2 GB of weights and 0.27 GB of KV cache at n =
     64 were copied per emulation, and once per size in a compile of
     several sizes (issue 37). The values, and so the outputs, are the
     same.

@@ -23,9 +23,9 @@ from hloprobe.sites import Fate
 __all__ = [
   "AttentionBias",
   "BelowRequest",
+  "SharesAlone",
   "Shown",
   "SiteNote",
-  "SharesAlone",
   "SiteNoteKind",
   "SumOverflow",
   "TakenAsF32",

@@ -327,13 +327,12 @@ class _CarrierIndex:
       self._position.setdefault(id(c), i)
       target = custom_call_target(c.instruction)
       anc = c.operand_ancestry
-      if len(anc) < 2:
-        if is_attention_target(target):
-          self._attention.append(i)
-        continue
-      if is_attention_target(target):
+      attention = is_attention_target(target)
+      if attention:
         self._attention.append(i)
-      else:
+      if len(anc) < 2:
+        continue
+      if not attention:
         flow = fp8_carrier_ancestry(target, anc, c.operand_shapes)
         self._by_flow.setdefault(_pair_key(flow[:2]), []).append(i)
       if c.instruction.opcode not in ("dot", "custom-call"):
