@@ -441,7 +441,9 @@ class ArgumentMemoryTest(absltest.TestCase):
     before = [a.copy() for a in args]
     (out,) = execute_module(module, args).outputs
     self.assertEqual(out.dtype, np.float32)
-    np.testing.assert_array_equal(out, ((args[0] + args[1]) + args[2]) + args[3])
+    np.testing.assert_array_equal(
+      out, ((args[0] + args[1]) + args[2]) + args[3]
+    )
     for a, b in zip(args, before):
       np.testing.assert_array_equal(a, b)
     x = np.float32([1.5, -2, 3])

@@ -57,7 +57,9 @@ class Tf32Test(absltest.TestCase):
       got = rounding.round_to_tf32(x, mode)
       np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
     # A 0-d array in, a 0-d array out.
-    self.assertEqual(rounding.round_to_tf32(np.float32(1 + 2**-11), "rna"), 1 + 2**-10)
+    self.assertEqual(
+      rounding.round_to_tf32(np.float32(1 + 2**-11), "rna"), 1 + 2**-10
+    )
 
   def test_split_is_exact_to_22_bits(self):
     x = np.float32(1 + 2**-9 + 2**-20)
