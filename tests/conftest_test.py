@@ -163,10 +163,17 @@ def _suite(pytester, budget_s: float) -> None:
   (tests / "b_test.py").write_text("def test_b():\n  pass\n")
 
 
+# Hypothesis's plugin left out of the inner sessions (their tests use
+# none): its terminal summary imports hypothesis whole in each (dropped
+# when the session ends), some 2 CPU-s a session.
+_NO_HYPOTHESIS = ("-p", "no:hypothesispytest")
+
+
 def test_whole_suite_over_budget_fails(pytester):
   _suite(pytester, budget_s=0.0)
   result = pytester.runpytest_inprocess(
     "--suite-budget",
+    *_NO_HYPOTHESIS,
     "-p",
     "no:cacheprovider",
     "-o",
@@ -182,7 +189,13 @@ def test_whole_suite_over_budget_fails(pytester):
 
 def test_selected_or_unflagged_runs_are_not_checked(pytester):
   _suite(pytester, budget_s=0.0)
-  flags = ("-p", "no:cacheprovider", "-o", "python_files=*_test.py")
+  flags = (
+    *_NO_HYPOTHESIS,
+    "-p",
+    "no:cacheprovider",
+    "-o",
+    "python_files=*_test.py",
+  )
   result = pytester.runpytest_inprocess(
     "--suite-budget", *flags, "-k", "test_a", "tests"
   )

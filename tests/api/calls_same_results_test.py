@@ -17,6 +17,7 @@ import os
 import tempfile
 
 import pytest
+import testutil
 from absl.testing import absltest
 
 from hloprobe import api, golden
@@ -48,6 +49,9 @@ def _judged(records) -> list:
 class SameResultsTest(absltest.TestCase):
   @pytest.mark.compiles  # one sweep of two configs, then cache hits
   def test_cli_python_api_and_plugin_agree(self):
+    # The three entry points' sweeps share warm workers (what a sweep
+    # computes does not depend on its workers being warm).
+    self.enter_context(testutil.shared_workers())
     words = common.SweepWords(
       case=(_CASE,),
       batch_sizes="1,2",

@@ -18,6 +18,7 @@ from unittest import mock
 import numpy as np
 import pytest
 import recorded
+import testutil
 from absl.testing import absltest
 
 import hloprobe
@@ -137,6 +138,13 @@ class PlanWordsTest(absltest.TestCase):
 
 @pytest.mark.compiles
 class OnlyInvarianceTest(absltest.TestCase):
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    # The two functions' sweeps share warm workers (each worker keeps a
+    # case by its shipped file's words: the two are apart).
+    cls.enterClassContext(testutil.shared_workers())
+
   def test_a_functions_rows_run_in_the_workers(self):
     g = np.random.default_rng(7)
     x = g.integers(-4, 5, (8, 16)).astype(np.float32)

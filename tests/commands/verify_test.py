@@ -36,6 +36,7 @@ values, none from hloprobe's output:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -59,6 +60,17 @@ _MODULE = os.path.join(
   "jit_f.before_optimizations.txt",
 )
 _drop = verify._without_consistent_for_modules
+_WORKERS = contextlib.ExitStack()
+
+
+def setUpModule():
+  # The module's in-process commands share warm workers (one per XLA_FLAGS
+  # set; what a sweep computes does not depend on its workers being warm).
+  _WORKERS.enter_context(testutil.shared_workers())
+
+
+def tearDownModule():  # pytest calls it (not unittest's module cleanups)
+  _WORKERS.close()
 
 
 class ConsistentOnModulesTest(absltest.TestCase):
