@@ -394,6 +394,7 @@ class _Sweep:
         self.spec.inputs,
         self.spec.batch_arg,
         self.pool.worker_flags(flags),
+        made=self.spec.numerics,
       )
       if not c.case.guarded:
         return self.pool.call(request, flags, lane=lane)
