@@ -111,8 +111,9 @@ class CompileRequest(Request):
       autotune results file its compiles load (review finding 20).
     made: also make what XLA made's executions of the config here
       (`CompiledConfig.made`; a sweep with numerics), after its compile
-      and run, with one `MadeChecker` per case and worker process (its
-      executions cached within its byte budget, as the main process's).
+      and run, with one `MadeChecker` per case, inputs and worker process
+      (its executions cached within its byte budget, as the main
+      process's).
   """
 
   config: Config
@@ -129,11 +130,13 @@ class CompileRequest(Request):
     if key not in memo:  # once per worker process
       memo[key] = get_case(self.case_source, self.inputs, self.batch_arg)
     full, checker = resolved(self.full_inputs), None
-    if self.made:  # once per worker process and case, as the case is
+    if self.made:  # once per worker process, case and inputs
       made_key = ("made checker", *key[1:])
-      if made_key not in memo:
-        memo[made_key] = CaseNumerics.worker_checker(memo[key], full)
-      checker = memo[made_key]
+      kept = memo.get(made_key)
+      if kept is None or not _same_inputs(kept[0], full):
+        kept = (full, CaseNumerics.worker_checker(memo[key], full))
+        memo[made_key] = kept
+      checker = kept[1]
     return compile_and_run_case(
       memo[key],
       full,
@@ -161,6 +164,27 @@ class LoadTargetRequest(Request):
     del memo
     loaded = load_topology(self.target.name, self.target.config_text)
     return loaded.dropped_fields
+
+
+def _same_inputs(a, b) -> bool:
+  """Whether two full inputs of a case (None for a sized case) are the
+  same values: a later sweep on this worker may send others (a case whose
+  `make_inputs` draws afresh), and a `MadeChecker` executes on the inputs
+  it was made with. Mapped leaves (`shared.resolved`) are the very arrays;
+  the small ones pickled along are compared whole (dtype, shape, values)."""
+  if a is None or b is None:
+    return a is b
+  leaves_a, tree_a = jax.tree_util.tree_flatten(a)
+  leaves_b, tree_b = jax.tree_util.tree_flatten(b)
+  if tree_a != tree_b:
+    return False
+  for x, y in zip(leaves_a, leaves_b):
+    if x is y:
+      continue
+    x, y = np.asarray(x), np.asarray(y)
+    if x.dtype != y.dtype or not np.array_equal(x, y):
+      return False
+  return True
 
 
 # The worker memo's key of what a worker keeps of its compiles (`keep`),

@@ -14,7 +14,8 @@ finish judges them and executes nothing itself (`MadeInTheWorkerTest`):
 for a running (cpu) and a compile-only (a100) target the reply carries
 them through pickle, finish never calls its checker's `runs`, and the
 record is the one finished the old way (the runs made in this process);
-a reply without them keeps that way.
+a reply without them keeps that way; a worker asked again with other
+inputs (a later sweep's) runs on those.
 
 Compiles (marked): seed_mlp at n = 2 on the CPU target (and a100 for the
 worker's runs), in this process (a request's `run` is what a worker
@@ -27,6 +28,8 @@ import dataclasses
 import pickle
 import threading
 
+import jax
+import numpy as np
 import pytest
 from absl.testing import absltest, parameterized
 
@@ -206,12 +209,15 @@ class MadeInTheWorkerTest(parameterized.TestCase):
     super().setUpClass()
     cls.full = _CASE.full_inputs()
 
-  def _reply(self, target: str, made: bool):
-    """The worker's reply to the config's request, through pickle."""
+  def _reply(self, target: str, made: bool, memo=None, full=None):
+    """The worker's reply to the config's request, through pickle (a
+    fresh worker's, or one's whose memo is `memo`)."""
     precision = as_precision("float32")
     config = Config(_CASE.name, get_target(target), _N, precision)
-    request = CompileRequest(config, _CASE.name, self.full, made=made)
-    reply = pickle.loads(pickle.dumps(request.run({})))
+    full = self.full if full is None else full
+    request = CompileRequest(config, _CASE.name, full, made=made)
+    reply = request.run({} if memo is None else memo)
+    reply = pickle.loads(pickle.dumps(reply))
     self.assertTrue(reply.result.ok, reply.result.failure)
     return reply
 
@@ -236,6 +242,18 @@ class MadeInTheWorkerTest(parameterized.TestCase):
     old, executed = self._finished(dataclasses.replace(reply, made=None))
     self.assertEqual(executed, 1)
     self.assertEqual(_record(got), _record(old))
+
+  def test_a_worker_runs_each_requests_inputs(self):
+    # A later sweep on the same worker sends other inputs: its runs are
+    # made on those, as a fresh worker's, not on the first sweep's.
+    memo = {}
+    first = self._reply("cpu", True, memo).made[1].outputs
+    other = jax.tree_util.tree_map(lambda x: np.asarray(x) * 2, self.full)
+    again = self._reply("cpu", True, memo, other).made[1].outputs
+    fresh = self._reply("cpu", True, None, other).made[1].outputs
+    self.assertFalse(np.array_equal(again[0], first[0]))
+    for got, want in zip(again, fresh, strict=True):
+      np.testing.assert_array_equal(got, want)
 
   def test_a_reply_not_asked_for_them_has_none(self):
     reply = self._reply("cpu", made=False)
