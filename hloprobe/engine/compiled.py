@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
+import jax
 import numpy as np
 
 from hloprobe.compile import (
@@ -31,6 +32,7 @@ from hloprobe.compile import (
 from hloprobe.engine.shared import resolved
 from hloprobe.errors import HloprobeError, first_line
 from hloprobe.ir import parse_hlo_module, parse_ptx, parse_stablehlo_dots
+from hloprobe.numerics import CaseNumerics
 from hloprobe.records import Compilation, Config, ConfigResult, Failure
 from hloprobe.runtime import Request, Stopwatch
 from hloprobe.sites import (
@@ -63,12 +65,24 @@ class CompiledConfig:
       order), or None when the target does not run or a stage failed.
     run_s: wall seconds of the run, or None when it did not run.
     timings: stage name -> exclusive wall seconds spent in the worker.
+    made: what XLA made's executions of the config gave
+      (`MadeChecker.runs`' function's value: the optimized module's
+      widened and made runs, output-sized, or the `Made` naming why they
+      were not made), made in the worker that compiled it
+      (`CompileRequest.made`) for the main process to judge
+      (`MadeChecker.judged`); None where not made there (not asked, a
+      failed config, a partitioned module, a reply of a config done in
+      the sweep's process or of an older worker): the main process then
+      makes them itself. Issue 37: they were the case's process's work,
+      longer than the prediction beside them at gpt2_12, while the
+      compile workers sat idle.
   """
 
   result: ConfigResult
   outputs: tuple[np.ndarray, ...] | None = None
   run_s: float | None = None
   timings: dict[str, float] = dataclasses.field(default_factory=dict)
+  made: object = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +109,11 @@ class CompileRequest(Request):
       starts it (`WorkerPool.worker_flags`: the user's words, then the
       experiment's): they, not the worker's environment, say which
       autotune results file its compiles load (review finding 20).
+    made: also make what XLA made's executions of the config here
+      (`CompiledConfig.made`; a sweep with numerics), after its compile
+      and run, with one `MadeChecker` per case, inputs and worker process
+      (its executions cached within its byte budget, as the main
+      process's).
   """
 
   config: Config
@@ -104,18 +123,28 @@ class CompileRequest(Request):
   inputs: str | None = None
   batch_arg: str | None = None
   xla_flags: str = ""
+  made: bool = False
 
   def run(self, memo: dict) -> CompiledConfig:
     key = ("case", self.case_source, self.inputs, self.batch_arg)
     if key not in memo:  # once per worker process
       memo[key] = get_case(self.case_source, self.inputs, self.batch_arg)
+    full, checker = resolved(self.full_inputs), None
+    if self.made:  # once per worker process, case and inputs
+      made_key = ("made checker", *key[1:])
+      kept = memo.get(made_key)
+      if kept is None or not _same_inputs(kept[0], full):
+        kept = (full, CaseNumerics.worker_checker(memo[key], full))
+        memo[made_key] = kept
+      checker = kept[1]
     return compile_and_run_case(
       memo[key],
-      resolved(self.full_inputs),
+      full,
       self.config,
       self.explain_passes,
       memo.setdefault(KEPT, {}),
       self.xla_flags,
+      checker,
     )
 
 
@@ -137,6 +166,27 @@ class LoadTargetRequest(Request):
     return loaded.dropped_fields
 
 
+def _same_inputs(a, b) -> bool:
+  """Whether two full inputs of a case (None for a sized case) are the
+  same values: a later sweep on this worker may send others (a case whose
+  `make_inputs` draws afresh), and a `MadeChecker` executes on the inputs
+  it was made with. Mapped leaves (`shared.resolved`) are the very arrays;
+  the small ones pickled along are compared whole (dtype, shape, values)."""
+  if a is None or b is None:
+    return a is b
+  leaves_a, tree_a = jax.tree_util.tree_flatten(a)
+  leaves_b, tree_b = jax.tree_util.tree_flatten(b)
+  if tree_a != tree_b:
+    return False
+  for x, y in zip(leaves_a, leaves_b):
+    if x is y:
+      continue
+    x, y = np.asarray(x), np.asarray(y)
+    if x.dtype != y.dtype or not np.array_equal(x, y):
+      return False
+  return True
+
+
 # The worker memo's key of what a worker keeps of its compiles (`keep`),
 # for a later request of the same config to use without compiling again
 # (the batch-invariance rows and kernels, `hloprobe.invariance`).
@@ -151,6 +201,7 @@ def compile_and_run_case(
   explain_passes: bool,
   keep: dict | None = None,
   xla_flags: str | None = None,
+  checker=None,
 ) -> CompiledConfig:
   """One config's work: lower, compile, parse, map sites and, for a target
   that runs (`cpu`, `gpu`), run it.
@@ -173,6 +224,10 @@ def compile_and_run_case(
       experiment's results file named there says who chose each gemm
       fusion (`compile_case`'s `xla_flags`); None: no results file read
       (`measure.run_config`, a config done outside a sweep).
+    checker: a `MadeChecker` without references (`CompileRequest.made`,
+      `CaseNumerics.worker_checker`):
+      after the compile and any run, what XLA made's executions of the
+      config are made here too (`CompiledConfig.made`); None: not made.
 
   Returns:
     The config's `CompiledConfig`; a stage's failure is its `Failure`,
@@ -207,14 +262,16 @@ def compile_and_run_case(
     if target.compile_only:
       if keep is not None:  # every kernel's PTX, not only the evidence
         _keep(keep, config, (cc.optimized_hlo, tuple(cc.ptx)))
-      return CompiledConfig(result, timings=watch.seconds())
+      made = _made_runs(checker, n, compilation, watch)
+      return CompiledConfig(result, timings=watch.seconds(), made=made)
     stage = "run"
     Request.note_stage(stage)
     with watch.stage("run"):
       outs, run_s = cc.run(args)
     if keep is not None:
       _keep(keep, config, cc.compiled)
-    return CompiledConfig(result, outs, run_s, watch.seconds())
+    made = _made_runs(checker, n, compilation, watch)
+    return CompiledConfig(result, outs, run_s, watch.seconds(), made)
   except Exception as e:  # one config's failure must not lose the others
     finding, missing = None, missing_lowering(e)
     if stage == "compile" and not isinstance(e, HloprobeError) and not missing:
@@ -224,6 +281,24 @@ def compile_and_run_case(
     return CompiledConfig(
       ConfigResult(config, failure=failure), timings=watch.seconds()
     )
+
+
+def _made_runs(checker, n: int, c: Compilation, watch):
+  """What XLA made's executions of the compiled config gave
+  (`MadeChecker.runs`, made here: `CompiledConfig.made`), or None where
+  `checker` is None or they are not made here (a partitioned module,
+  anything raised outside the runs): the main process makes them then,
+  and names their failure as ever. Timed as "predict", the stage they
+  were part of in the main process."""
+  if checker is None:
+    return None
+  Request.note_stage("made")
+  try:
+    with watch.stage("predict"), jax.default_device(jax.devices("cpu")[0]):
+      runs = checker.runs(n, c.optimized_hlo, c.fates)
+      return None if runs is None else runs()
+  except Exception:  # made again in the main process, which names it
+    return None
 
 
 def _keep(keep: dict, config: Config, what) -> None:

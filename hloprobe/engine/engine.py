@@ -108,7 +108,8 @@ def run_sweep(
 
   `spec.jobs` worker processes run at once: each of the E flag sets
   (baseline and experiments) gets max(1, jobs // E) lanes, its configs
-  dealt to them in turn, each lane one worker. Results are collected in
+  dealt to them in turn (those of one case, target and n together:
+  `PlannedConfig.lanes_of`), each lane one worker. Results are collected in
   config order, so the output and `on_result`'s order do not depend on
   jobs. A `Case` record given in the spec that another process cannot
   find by its name (`SweptCase.portable`) compiles and runs here instead,
@@ -341,8 +342,9 @@ class _Sweep:
 
   def _lanes(self) -> list[tuple[str, int, list[int]]]:
     """(extra XLA_FLAGS, lane, config indices) of every lane with work:
-    each flag set's configs that a worker must do, dealt in turn to its
-    max(1, jobs // flag sets) lanes."""
+    each flag set's configs that a worker must do, dealt to its
+    max(1, jobs // flag sets) lanes by case, target and n in turn
+    (`PlannedConfig.lanes_of`)."""
     sets = (BASELINE, *self.spec.experiments)
     per_set = max(1, self.spec.jobs // len(sets))
     found = []
@@ -357,11 +359,11 @@ class _Sweep:
       ]
       for flags in dict.fromkeys(_flags(self.configs[i]) for i in todo):
         mine = [i for i in todo if _flags(self.configs[i]) == flags]
-        found += [
-          (flags, lane, mine[lane::per_set])
-          for lane in range(per_set)
-          if mine[lane::per_set]
-        ]
+        dealt = PlannedConfig.lanes_of([self.configs[i] for i in mine], per_set)
+        for lane in range(per_set):
+          theirs = [i for i, at in zip(mine, dealt) if at == lane]
+          if theirs:
+            found.append((flags, lane, theirs))
     return found
 
   def start_workers(self) -> None:
@@ -430,6 +432,7 @@ class _Sweep:
         self.spec.inputs,
         self.spec.batch_arg,
         self.pool.worker_flags(flags),
+        made=self.spec.numerics,
       )
       if not c.case.guarded:
         return self.pool.call(request, flags, lane=lane)

@@ -157,13 +157,17 @@ def _with_prediction(
   return dataclasses.replace(r, prediction=prediction)
 
 
-def _made_runs(r: ConfigResult, checker):
+def _made_runs(r: ConfigResult, checker, given=None):
   """The function that makes what XLA made's executions of the config
   (`MadeChecker.runs`: the optimized module executed on its inputs), or
   None where none is made: a failed config, or no float64 reference
-  (`checker`, `CaseNumerics.checker`, None)."""
+  (`checker`, `CaseNumerics.checker`, None). Where the worker that
+  compiled the config made them (`given`, `CompiledConfig.made`; issue
+  37: they moved there from this process), the function gives those."""
   if not r.ok or r.compilation is None or checker is None:
     return None
+  if given is not None:
+    return lambda: given
   c = r.compilation
   return checker.runs(r.config.n, c.optimized_hlo, c.fates)
 
@@ -396,12 +400,13 @@ class CaseSetup:
       return failed(work.result, str(made.lie), "reference")
     r = _with_stats(work, made.references, watch)
     with watch.stage("predict"):
-      runs = _made_runs(r, made.checker)
-    # What XLA made is executed in a thread beside the prediction (issue
-    # 37): its runs need nothing of it (hloprobe's numpy executor, no user
-    # code; numpy's BLAS releases the GIL, and XLA's runs of the emulators
-    # do), only its judgement does, here after both. Joined before this
-    # returns, so one config's runs at a time, as before.
+      runs = _made_runs(r, made.checker, work.made)
+    # What XLA made is executed in the worker that compiled the config
+    # (issue 37: `CompiledConfig.made`), else here, in a thread beside the
+    # prediction: its runs need nothing of it (hloprobe's numpy executor,
+    # no user code; numpy's BLAS releases the GIL, and XLA's runs of the
+    # emulators do), only its judgement does, here after both. Joined
+    # before this returns, so one config's runs at a time, as before.
     with concurrent.futures.ThreadPoolExecutor(1, "made") as beside:
       ran = beside.submit(runs) if runs is not None else None
       r = _with_prediction(r, made.predictor, made.why, watch, made.kernels)

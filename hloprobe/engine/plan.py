@@ -144,6 +144,28 @@ class PlannedConfig:
   experiment: Experiment
   case_index: int
 
+  @staticmethod
+  def lanes_of(configs: Sequence[PlannedConfig], lanes: int) -> list[int]:
+    """The lane (0 .. `lanes` - 1) each of one flag set's `configs` (in
+    plan order) is dealt to: the configs of one case, target and n, at
+    every precision, to one lane, and those groups to the lanes in turn.
+
+    Issue 37: a config's executions of its optimized module are made in
+    the worker that compiled it (`compiled.CompileRequest.made`), and
+    the modules of one case, target and n at bfloat16 and float32 are
+    executed as one (`numerics.made.executed_digest`: gpt2_1's CPU and
+    a100 modules), so their worker makes them once; dealt one config to
+    a lane in turn, as before, the two precisions of a size went to two
+    lanes whenever the sizes were odd in number, each executing it.
+    """
+    turns: dict[tuple, int] = {}
+    for c in configs:
+      turns.setdefault((c.case_index, c.config.target, c.config.n), len(turns))
+    return [
+      turns[(c.case_index, c.config.target, c.config.n)] % max(1, lanes)
+      for c in configs
+    ]
+
 
 @dataclasses.dataclass(frozen=True)
 class SweepPlan:

@@ -312,21 +312,24 @@ def sweep_models(
 def _lanes(plan: SweepPlan) -> dict[tuple, tuple[str, int]]:
   """`config_key` -> (extra XLA_FLAGS, lane) of the worker the sweep
   compiled that config in, where it keeps the compile (`engine.KEPT`):
-  the engine deals each flag set's configs, in plan order, in turn to
-  max(1, jobs // flag sets) lanes (hloprobe/engine/engine.py,
+  the engine deals each flag set's configs, in plan order, to
+  max(1, jobs // flag sets) lanes, those of one case, target and n
+  together (`PlannedConfig.lanes_of`; hloprobe/engine/engine.py,
   `_Sweep._lanes`). Dealt as if nothing was cached: a config whose
   record came from the cache was compiled nowhere, and one dealt after
   it may be looked for on a neighbouring lane; either is compiled again
-  there."""
+  there. A config compiled in this process (not portable) is looked for
+  on lane 0."""
   per_set = max(1, plan.jobs // (1 + len(plan.experiments)))
-  turns: dict[str, int] = {}
+  portable: dict[str, list[PlannedConfig]] = {}
   out = {}
   for c in plan.configs():
-    flags = _worker_flags(c)
-    at = turns.get(flags, 0)
+    out[config_key(c.config)] = (_worker_flags(c), 0)
     if c.case.portable:  # the others compile in this process
-      turns[flags] = at + 1
-    out[config_key(c.config)] = (flags, at % per_set)
+      portable.setdefault(_worker_flags(c), []).append(c)
+  for flags, configs in portable.items():
+    for c, lane in zip(configs, PlannedConfig.lanes_of(configs, per_set)):
+      out[config_key(c.config)] = (flags, lane)
   return out
 
 

@@ -89,3 +89,16 @@ class CaseNumerics:
       MadeChecker(case, full, refs),
       KernelRows(case, full, refs),
     )
+
+  @staticmethod
+  def worker_checker(case: Case, full: tuple | None) -> MadeChecker:
+    """A made-checker without references, for the worker that compiles a
+    case's configs (issue 37: each config's executions of its optimized
+    module are made there, `engine.CompileRequest.made`, and judged by
+    `checker` in the case's process): `MadeChecker.runs` only, None for a
+    partitioned module (its output shapes come from the references).
+
+    Args:
+      case, full: as `of`'s.
+    """
+    return MadeChecker(case, full, None)

@@ -286,7 +286,11 @@ class MadeChecker:
   Args:
     case: the case.
     full: its `full_inputs()` (None for a sized case).
-    references: its float64 references (`reference.References`).
+    references: its float64 references (`reference.References`); None
+      for a compile worker's checker (issue 37: a config's runs are made
+      in the worker that compiled it, `engine.CompileRequest.made`),
+      which makes `runs` only, and of an unpartitioned module only (a
+      partitioned one's output shapes come from the references).
   """
 
   def __init__(self, case: Case, full: tuple | None, references):
@@ -392,11 +396,15 @@ class MadeChecker:
     ran = self.runs(n, optimized_hlo, fates)()
     return self.judged(n, ran, fates, *judging, **named)
 
-  def runs(self, n: int, optimized_hlo: str, fates=()) -> Callable[[], object]:
+  def runs(
+    self, n: int, optimized_hlo: str, fates=()
+  ) -> Callable[[], object] | None:
     """The executions of one config's module, readied here and made by
     the function returned, which needs nothing of the prediction (issue
-    37: the case's worker calls it in a thread beside the prediction,
-    `measure.CaseSetup.finish`).
+    37: the worker that compiled the config calls it, else the case's
+    worker in a thread beside the prediction, `measure.CaseSetup.finish`);
+    None from a checker without references for a partitioned module
+    (made where the references are).
 
     Here, in the calling thread: the case's inputs at size `n`, the
     module parsed (once per `executed_digest`), its parameters matched to
@@ -415,6 +423,8 @@ class MadeChecker:
     try:
       args = self.case.inputs_for(self._full, n)
       digest, module = self._module(optimized_hlo)
+      if module.partition_count > 1 and self._refs is None:
+        return None
       if module.partition_count > 1:
         # One device's program: every device's shard run, joined.
         plan = self._partitioned(module, args, n)

@@ -8,22 +8,36 @@ events, not timing), that the record is the one a config finished the
 sequential way (`MadeChecker.check` after the prediction) gets, and that a
 failure of either part loses nothing of the other's.
 
-Compiles (marked): seed_mlp at n = 2 on the CPU target, in this process,
-its float64 reference and emulations by jax on the CPU.
+Where the worker that compiled the config made those executions (issue
+37: a `CompileRequest` with `made`, its reply's `CompiledConfig.made`),
+finish judges them and executes nothing itself (`MadeInTheWorkerTest`):
+for a running (cpu) and a compile-only (a100) target the reply carries
+them through pickle, finish never calls its checker's `runs`, and the
+record is the one finished the old way (the runs made in this process);
+a reply without them keeps that way; a worker asked again with other
+inputs (a later sweep's) runs on those.
+
+Compiles (marked): seed_mlp at n = 2 on the CPU target (and a100 for the
+worker's runs), in this process (a request's `run` is what a worker
+runs), its float64 reference and emulations by jax on the CPU.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import threading
 
+import jax
+import numpy as np
 import pytest
-from absl.testing import absltest
+from absl.testing import absltest, parameterized
 
 from hloprobe.compile import CASES, get_target
-from hloprobe.engine.compiled import compile_and_run_case
+from hloprobe.engine.compiled import CompileRequest, compile_and_run_case
 from hloprobe.engine.measure import CaseSetup
 from hloprobe.engine.plan import SweptCase
+from hloprobe.execute.records import Execution
 from hloprobe.ir import as_precision
 from hloprobe.records import Config
 from hloprobe.report.results_schema import config_json
@@ -85,6 +99,13 @@ def _record(r) -> dict:
   return config_json(dataclasses.replace(r, timings={}))
 
 
+def _case_setup(full) -> CaseSetup:
+  """The case's setup, its references and predictor made."""
+  setup = CaseSetup(SweptCase(_CASE, _CASE.name, True), (1, _N), given=(full,))
+  setup.prepare(Stopwatch())
+  return setup
+
+
 @pytest.mark.compiles
 class MadeBesideTest(absltest.TestCase):
   @classmethod
@@ -96,11 +117,7 @@ class MadeBesideTest(absltest.TestCase):
     assert cls.work.result.ok, cls.work.result.failure
 
   def _setup(self) -> CaseSetup:
-    setup = CaseSetup(
-      SweptCase(_CASE, _CASE.name, True), (1, _N), given=(self.full,)
-    )
-    setup.prepare(Stopwatch())
-    return setup
+    return _case_setup(self.full)
 
   def _meeting(self, setup: CaseSetup, **kwargs) -> _Meeting:
     """Wraps `setup`'s checker and predictor in a `_Meeting` (its steps
@@ -169,6 +186,81 @@ class MadeBesideTest(absltest.TestCase):
     self.assertCountEqual(
       meeting.met, [("executor", True, False), ("predictor", True, True)]
     )
+
+
+class _Counted:
+  """A checker whose `runs` calls are counted (`judged` passed on)."""
+
+  def __init__(self, checker):
+    self._checker, self.runs_called = checker, 0
+
+  def runs(self, *args, **kwargs):
+    self.runs_called += 1
+    return self._checker.runs(*args, **kwargs)
+
+  def judged(self, *args, **kwargs):
+    return self._checker.judged(*args, **kwargs)
+
+
+@pytest.mark.compiles
+class MadeInTheWorkerTest(parameterized.TestCase):
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.full = _CASE.full_inputs()
+
+  def _reply(self, target: str, made: bool, memo=None, full=None):
+    """The worker's reply to the config's request, through pickle (a
+    fresh worker's, or one's whose memo is `memo`)."""
+    precision = as_precision("float32")
+    config = Config(_CASE.name, get_target(target), _N, precision)
+    full = self.full if full is None else full
+    request = CompileRequest(config, _CASE.name, full, made=made)
+    reply = request.run({} if memo is None else memo)
+    reply = pickle.loads(pickle.dumps(reply))
+    self.assertTrue(reply.result.ok, reply.result.failure)
+    return reply
+
+  def _finished(self, work):
+    """(finish's record of `work`, how often it executed the module)."""
+    setup = _case_setup(self.full)
+    counted = _Counted(setup._made.checker)  # private: the test reaches in
+    setup._made = dataclasses.replace(setup._made, checker=counted)
+    return setup.finish(work, Stopwatch()), counted.runs_called
+
+  @parameterized.parameters("cpu", "a100")
+  def test_the_reply_carries_the_runs_and_finish_uses_them(self, target):
+    reply = self._reply(target, made=True)
+    wide, made = reply.made  # the widened run and the made run
+    self.assertIsInstance(wide, Execution)
+    self.assertIsInstance(made, Execution)
+    self.assertTrue(wide.complete and made.complete)
+    got, executed = self._finished(reply)
+    self.assertEqual(executed, 0)
+    self.assertTrue(got.made.complete, got.made.not_executed)
+    # The old way: the same compile's reply without them, run here.
+    old, executed = self._finished(dataclasses.replace(reply, made=None))
+    self.assertEqual(executed, 1)
+    self.assertEqual(_record(got), _record(old))
+
+  def test_a_worker_runs_each_requests_inputs(self):
+    # A later sweep on the same worker sends other inputs: its runs are
+    # made on those, as a fresh worker's, not on the first sweep's.
+    memo = {}
+    first = self._reply("cpu", True, memo).made[1].outputs
+    other = jax.tree_util.tree_map(lambda x: np.asarray(x) * 2, self.full)
+    again = self._reply("cpu", True, memo, other).made[1].outputs
+    fresh = self._reply("cpu", True, None, other).made[1].outputs
+    self.assertFalse(np.array_equal(again[0], first[0]))
+    for got, want in zip(again, fresh, strict=True):
+      np.testing.assert_array_equal(got, want)
+
+  def test_a_reply_not_asked_for_them_has_none(self):
+    reply = self._reply("cpu", made=False)
+    self.assertIsNone(reply.made)
+    got, executed = self._finished(reply)
+    self.assertEqual(executed, 1)
+    self.assertTrue(got.made.complete, got.made.not_executed)
 
 
 if __name__ == "__main__":

@@ -177,7 +177,8 @@ class LanesTest(absltest.TestCase):
   """The lane each config's rows and kernels are asked on: the one the
   sweep compiled it on (hloprobe/engine/engine.py `_Sweep._lanes`: each
   flag set's configs, in plan order, dealt in turn to max(1, jobs // flag
-  sets) lanes), where its worker keeps the compile."""
+  sets) lanes, those of one case, target and n together:
+  `PlannedConfig.lanes_of`), where its worker keeps the compile."""
 
   def test_configs_alternate_over_two_lanes(self):
     plan = engine.plan_sweep(
@@ -189,6 +190,20 @@ class LanesTest(absltest.TestCase):
     keys = [config_key(c.config) for c in plan.configs()]
     self.assertLen(keys, 8)
     self.assertEqual([lanes[k] for k in keys], [("", i % 2) for i in range(8)])
+
+  def test_the_precisions_of_a_size_share_a_lane(self):
+    # Issue 37: their modules are executed as one in that lane's worker
+    # (`CompileRequest.made`); the sizes still alternate.
+    plan = engine.plan_sweep(
+      engine.SweepSpec(
+        ("seed_mlp",), (1, 2, 8), ("bfloat16", "float32"), ("cpu",), jobs=2
+      )
+    )
+    lanes = _lanes(plan)
+    got = [(c.config.n, lanes[config_key(c.config)]) for c in plan.configs()]
+    self.assertEqual(
+      got, [(n, ("", i % 2)) for _ in "ab" for i, n in enumerate((1, 2, 8))]
+    )
 
   def test_rows_are_asked_on_the_lanes_at_once(self):
     # Each lane's first request waits until the other lane's is in
