@@ -110,7 +110,9 @@ class CompileRequest(Request):
       experiment's): they, not the worker's environment, say which
       autotune results file its compiles load (review finding 20).
     made: also make what XLA made's executions of the config here
-      (`CompiledConfig.made`; a sweep with numerics), after its compile
+      (`CompiledConfig.made`; a sweep with numerics, of a user case:
+      its records are made in a worker too, on one BLAS thread, as
+      here; `engine._Sweep._compiled`), after its compile
       and run, with one `MadeChecker` per case, inputs and worker process
       (its executions cached within its byte budget, as the main
       process's).
