@@ -50,13 +50,25 @@ def append_result_line(output_dir: str, r: ConfigResult) -> None:
   """Appends one config as one JSON line to `<output_dir>/results.jsonl`.
 
   Called as each config finishes, so an interrupted sweep keeps the
-  configs it finished; each line is one `config_json` record, written by
-  one `write` call and flushed.
+  configs it finished; each line is one `config_json` record, handed to
+  the kernel by one `os.write` on an O_APPEND descriptor, so a reader (or
+  an interrupt) never sees part of a line. A buffered text file does not
+  promise that: a line longer than its 8 KiB chunk went out in two writes,
+  and a reader polling the file saw the first half (CI, 2026-12-06).
   """
   os.makedirs(output_dir, exist_ok=True)
-  line = json.dumps(finite(config_json(r)), allow_nan=False) + "\n"
-  with open(os.path.join(output_dir, RESULTS_STREAM), "a") as f:
-    f.write(line)
+  data = (json.dumps(finite(config_json(r)), allow_nan=False) + "\n").encode()
+  fd = os.open(
+    os.path.join(output_dir, RESULTS_STREAM),
+    os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+    0o644,
+  )
+  try:
+    written = os.write(fd, data)
+  finally:
+    os.close(fd)
+  if written != len(data):  # a full disk; never seen on a regular file
+    raise OSError(f"results.jsonl: wrote {written} of {len(data)} bytes")
 
 
 def write_outputs(

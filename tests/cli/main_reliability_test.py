@@ -157,21 +157,37 @@ class InterruptTest(absltest.TestCase):
       text=True,
     )
 
-  def _lines(self, out: str) -> list[dict]:
+  def _lines(self, out: str, running: bool = False) -> list[dict]:
+    """results.jsonl's lines. Once the sweep has ended each must be whole
+    (one ending without a newline fails the test); while it runs, the
+    line being written may show in part and is left out."""
     path = os.path.join(out, "results.jsonl")
     if not os.path.exists(path):
       return []
     with open(path) as f:
-      return [json.loads(line) for line in f]
+      text = f.read()
+    if running:
+      text = text[: text.rfind("\n") + 1]
+    self.assertTrue(not text or text.endswith("\n"), text[-200:])
+    return [json.loads(line) for line in text.splitlines()]
+
+  def _stop(self, proc: subprocess.Popen) -> None:
+    """Kills a sweep still running and closes its pipes."""
+    if proc.poll() is None:
+      proc.kill()
+    proc.communicate()
 
   def _interrupt_once(self, rng: random.Random, signum: int, i: int) -> None:
     out, tmp = (self.create_tempdir().full_path for _ in range(2))
     token = f"soak-{os.getpid()}-{i}"
     proc = self._start(out, tmp, token)
+    # A failed assertion below must not leave the sweep running: its
+    # Popen would be collected in a later test (a ResourceWarning there).
+    self.addCleanup(self._stop, proc)
     deadline = time.monotonic() + 300
     # Into the sweep: a finished config, or (last) the t4 worker started.
     started = (
-      (lambda: self._lines(out))
+      (lambda: self._lines(out, running=True))
       if i < 2
       else (lambda: len(_processes_with(token)) > 1)
     )

@@ -6,16 +6,18 @@ the layout `config_dir` gives (TARGET/CASE/nN-PRECISION[-EXPERIMENT])."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+from unittest import mock
 
 from absl.testing import absltest
 
 from hloprobe.compile import get_target
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.ir import Precision
-from hloprobe.records import Config, ConfigResult
-from hloprobe.report import stream
+from hloprobe.records import Config, ConfigResult, Failure
+from hloprobe.report import files, stream
 
 
 def _result() -> ConfigResult:
@@ -81,6 +83,24 @@ class StartStreamTest(absltest.TestCase):
     path = self.create_tempfile("f").full_path
     with self.assertRaisesRegex(InvalidArgumentError, "is not a folder"):
       stream.start_stream(path)
+
+
+class AppendLineTest(absltest.TestCase):
+  def test_a_long_line_goes_out_in_one_write(self):
+    # A buffered text file wrote a line over its 8 KiB chunk in two
+    # writes, and a reader polling results.jsonl saw half of it (CI).
+    out = self.create_tempdir().full_path
+    long = dataclasses.replace(
+      _result(), failure=Failure("compile", "x" * 20_000)
+    )
+    with mock.patch.object(files.os, "write", wraps=os.write) as write:
+      files.append_result_line(out, _result())
+      files.append_result_line(out, long)
+    self.assertEqual(write.call_count, 2)
+    with open(os.path.join(out, "results.jsonl")) as f:
+      lines = [json.loads(line) for line in f]
+    self.assertEqual([line["status"] for line in lines], ["ok", "failed"])
+    self.assertIn("x" * 20_000, lines[1]["error"])
 
 
 class ProgressTest(absltest.TestCase):
