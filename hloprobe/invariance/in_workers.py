@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 
 from hloprobe.engine import PlannedConfig, SweepPlan, SweptCase
-from hloprobe.errors import HloprobeError, first_line
+from hloprobe.errors import ExecutionError, HloprobeError, first_line
 from hloprobe.invariance.answer import (
   Gap,
   Invariance,
@@ -395,6 +395,7 @@ def invariance_of_sweep(
   reader: KernelReader | None = None,
   anchors: bool = True,
   inputs: Callable[[int], tuple | None] | None = None,
+  strict: bool = False,
 ) -> tuple[Invariance, ...]:
   """A sweep's batch-invariance answer, one `Invariance` per (case,
   target, precision, experiment) group: the runnable configs' rows run in
@@ -410,9 +411,17 @@ def invariance_of_sweep(
   worker still makes the records (issue 37). `inputs`: case index -> its
   full inputs as the sweep's lanes sent them (`engine.run_sweep`'s
   `lanes_done`), or None: made here (`case_inputs`).
+
+  Raises:
+    ExecutionError: with `strict`, a config's rows failed (its first
+      line): explain's answer begun during the sweep is then made again
+      after it.
   """
   inputs = inputs or case_inputs(plan, pool)
   rows, failed = sweep_rows(plan, pool, inputs, anchors)
+  if strict and failed:
+    key, why = next(iter(failed.items()))
+    raise ExecutionError(f"rows of {key} failed: {why}")
   if isinstance(results, concurrent.futures.Future):
     results = results.result()
   kernels, model = {}, {}

@@ -608,6 +608,7 @@ def batch_invariance(
   pool,
   pin_folder: str | None = None,
   inputs: Callable[[int], tuple | None] | None = None,
+  strict: bool = False,
 ) -> tuple[tuple[Invariance, ...], tuple]:
   """`hloprobe explain --invariance`'s answer: the sweep's
   batch-invariance (`invariance_of_sweep`) and the pins of each group that
@@ -625,11 +626,13 @@ def batch_invariance(
       GPU's pinned-gemm file is written there).
     inputs: case index -> its full inputs as the sweep's lanes sent them,
       or None: made again (`in_workers.case_inputs`).
+    strict: a config whose rows fail raises (`invariance_of_sweep`)
+      instead of being judged by its records' row 0.
 
   Returns:
     (the `Invariance` answers, the pins).
   """
-  found = invariance_of_sweep(plan, results, pool, inputs=inputs)
+  found = invariance_of_sweep(plan, results, pool, inputs=inputs, strict=strict)
   if isinstance(results, concurrent.futures.Future):
     results = results.result()
   if pin_folder is None:

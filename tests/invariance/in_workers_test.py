@@ -22,6 +22,7 @@ import pytest
 import testutil
 from absl.testing import absltest
 
+from hloprobe.errors import ExecutionError
 from hloprobe import engine
 from hloprobe.engine.shared import SharedInputs, resolved
 from hloprobe.invariance import in_workers
@@ -146,6 +147,10 @@ class UserCaseAnchorsTest(absltest.TestCase):
       results = engine.run_sweep(plan, pool=pool)
       self.assertTrue(all(r.ok for r in results), results)
       found = invariance_of_sweep(plan, results, pool)
+      # explain's answer begun during the sweep asks to hear of it: it
+      # then makes the answer again after the sweep.
+      with self.assertRaisesRegex(ExecutionError, "drawn once only"):
+        invariance_of_sweep(plan, results, pool, strict=True)
     (a,) = found
     self.assertEqual(a.why.gap, Invariance.GAP.ROWS_FAILED)
     self.assertEqual(
