@@ -22,9 +22,9 @@ import pytest
 import testutil
 from absl.testing import absltest
 
-from hloprobe.errors import ExecutionError
 from hloprobe import engine
 from hloprobe.engine.shared import SharedInputs, resolved
+from hloprobe.errors import ExecutionError
 from hloprobe.invariance import in_workers
 from hloprobe.invariance.answer import Invariance, config_key
 from hloprobe.invariance.in_workers import (
