@@ -264,7 +264,7 @@ def compile_and_run_case(
     if target.compile_only:
       if keep is not None:  # every kernel's PTX, not only the evidence
         _keep(keep, config, (cc.optimized_hlo, tuple(cc.ptx)))
-      made = _made_runs(checker, n, compilation, watch)
+      made = _made_here(checker, n, compilation, watch)
       return CompiledConfig(result, timings=watch.seconds(), made=made)
     stage = "run"
     Request.note_stage(stage)
@@ -272,7 +272,7 @@ def compile_and_run_case(
       outs, run_s = cc.run(args)
     if keep is not None:
       _keep(keep, config, cc.compiled)
-    made = _made_runs(checker, n, compilation, watch)
+    made = _made_here(checker, n, compilation, watch)
     return CompiledConfig(result, outs, run_s, watch.seconds(), made)
   except Exception as e:  # one config's failure must not lose the others
     finding, missing = None, missing_lowering(e)
@@ -285,13 +285,14 @@ def compile_and_run_case(
     )
 
 
-def _made_runs(checker, n: int, c: Compilation, watch):
-  """What XLA made's executions of the compiled config gave
-  (`MadeChecker.runs`, made here: `CompiledConfig.made`), or None where
-  `checker` is None or they are not made here (a partitioned module,
-  anything raised outside the runs): the main process makes them then,
-  and names their failure as ever. Timed as "predict", the stage they
-  were part of in the main process."""
+def _made_here(checker, n: int, c: Compilation, watch):
+  """What XLA made's executions of the compiled config gave, made here,
+  in the worker that compiled it (`MadeChecker.runs`:
+  `CompiledConfig.made`, which `measure._made_runs` judges), or None
+  where `checker` is None or they are not made here (a partitioned
+  module, anything raised outside the runs): `measure._made_runs` makes
+  them then, and names their failure as ever. Timed as "predict", the
+  stage they were part of in the main process."""
   if checker is None:
     return None
   Request.note_stage("made")

@@ -10,6 +10,7 @@ import shutil
 import tempfile
 import textwrap
 import threading
+import time
 from unittest import mock
 
 import jax.numpy as jnp
@@ -22,6 +23,7 @@ from hloprobe import engine
 from hloprobe.compile import cases, targets
 from hloprobe.compile.experiments import Experiment
 from hloprobe.runtime import pool as worker
+from hloprobe.runtime import serve
 
 pytestmark = pytest.mark.compiles
 
@@ -297,6 +299,25 @@ class RetireTest(absltest.TestCase):
       self.assertFalse(retiring.is_alive())
       self.assertFalse(gone.alive)
       self.assertNotIn(pool._key("", 1), pool._workers)
+
+
+class SpawnTest(absltest.TestCase):
+  def test_a_worker_outlives_the_thread_that_started_it(self):
+    # Linux sends PR_SET_PDEATHSIG when the thread that forked the worker
+    # ends: started from a short-lived thread (a lane's, a rows
+    # request's), it was SIGKILLed then, and the next call failed.
+    with worker.WorkerPool() as pool:
+      first = threading.Thread(
+        target=pool.call, args=(serve.CheckXlaFlagsRequest(),)
+      )
+      first.start()
+      first.join()
+      w = pool._workers[pool._key("", 0)]
+      time.sleep(1.0)  # the signal came within milliseconds
+      self.assertTrue(w.alive, w.proc.returncode)
+      pool.call(serve.CheckXlaFlagsRequest())
+      self.assertIs(pool._workers[pool._key("", 0)], w)
+      self.assertEqual(pool.started, 1)
 
 
 if __name__ == "__main__":
