@@ -103,6 +103,7 @@ def run(
   overwrite: bool = False,
   pool=None,
   progress: Callable[[SweepProgress], None] | None = None,
+  lanes_done: Callable[[Callable[[int], tuple | None]], None] | None = None,
 ) -> tuple[ConfigResult, ...]:
   """Runs the sweep `plan` (`api.plan`'s or `plan_case`'s); its records in
   the plan's order.
@@ -115,6 +116,8 @@ def run(
     pool: the `runtime.WorkerPool` to run on (`engine.worker_pool`, e.g.
       shared with explain's fix tries), or None for the sweep's own.
     progress: called with each `engine.SweepProgress`, or None.
+    lanes_done: called once the sweep's workers are free, with case index
+      -> its inputs as they were sent (`engine.run_sweep`'s), or None.
 
   Raises:
     InvalidArgumentError: `output_dir` holds an earlier sweep's results
@@ -126,7 +129,9 @@ def run(
   stream = stream_results(output_dir, plan.config_count, overwrite)
   try:
     with shipped(plan) as plan, worker_environment(plan):
-      return tuple(run_sweep(plan, progress, on_result=stream.add, pool=pool))
+      return tuple(
+        run_sweep(plan, progress, stream.add, pool=pool, lanes_done=lanes_done)
+      )
   except BaseException as e:
     if (stop := Interrupted.after(e, stream.done, stream.total)) is None:
       raise

@@ -21,13 +21,15 @@ prints that answer (`report.render_answered(..., bits_only=True)`).
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import os
 import sys
+import threading
 
 from hloprobe.commands import common
 from hloprobe.commands import sweep as sweep_command
-from hloprobe.errors import InvalidArgumentError
+from hloprobe.errors import InvalidArgumentError, first_line
 
 __all__ = ["ExplainArgs", "explain_answered", "main"]
 
@@ -218,18 +220,27 @@ def explain_answered(args: ExplainArgs, spec=None):
   spec = spec or _spec(args)
   common.start_jax(spec.targets)
   with engine.worker_pool(spec) as pool:
+    ahead = _InvarianceAhead.of(spec, pool, args)
     if args.results:  # the explain sweep, done already (sharded)
       from hloprobe.commands.shards import recorded_results
 
       results = recorded_results(args.results, spec)
     else:
-      results = api.run(
-        spec,
-        output_dir=args.common.output_dir,
-        overwrite=args.overwrite,
-        pool=pool,
-        progress=common.progress_printer(sys.stderr),
-      )
+      try:
+        results = api.run(
+          spec,
+          output_dir=args.common.output_dir,
+          overwrite=args.overwrite,
+          pool=pool,
+          progress=common.progress_printer(sys.stderr),
+          lanes_done=ahead and ahead.start,
+        )
+      except BaseException:
+        if ahead is not None:
+          ahead.cancel()
+        raise
+      if ahead is not None:
+        ahead.swept(results)
     if not spec.numerics:  # the bitwise question alone: no finding
       from hloprobe.report import Answer
 
@@ -244,6 +255,7 @@ def explain_answered(args: ExplainArgs, spec=None):
       args.invariance,
       args.common.output_dir,
       args.common.cache_dir,
+      ahead,
     )
   if not spec.numerics:
     return results, [], answer
@@ -272,7 +284,7 @@ def _answer(spec, results, args: ExplainArgs, pool):
 
 
 def _with_invariance(
-  spec, results, pool, answer, mode: str, output_dir, cache_dir=None
+  spec, results, pool, answer, mode: str, output_dir, cache_dir=None, ahead=None
 ):
   """`answer` with the batch-invariance answer (`mode` "answer" or
   "pin") and, under "pin", the pins searched and verified (a compile-only
@@ -280,7 +292,8 @@ def _with_invariance(
   under the record cache's folder: `cache_dir` (--cache_dir, --nocache
   or not), else `RecordCache.default_dir()`; its `verify` command reads
   it there); untried, each applicable pin is listed with its `verify`
-  command."""
+  command. `ahead`: the answer started during the sweep
+  (`_InvarianceAhead`), or None."""
   import os
 
   from hloprobe import invariance
@@ -294,12 +307,91 @@ def _with_invariance(
       folder = os.path.join(
         output_dir or cache_dir or RecordCache.default_dir(), "pins"
       )
-    found, pins = invariance.batch_invariance(spec, results, pool, folder)
+    got = ahead.answer() if ahead is not None and ahead.started else None
+    if got is None:
+      got = invariance.batch_invariance(spec, results, pool, folder)
+    found, pins = got
   except BaseException as e:
     if (stop := common.Interrupted.after(e, results, len(results))) is None:
       raise
     raise stop from None
   return dataclasses.replace(answer, invariance=found, pins=pins)
+
+
+class _InvarianceAhead:
+  """The batch-invariance answer ("answer" mode), started on a thread of
+  its own once the sweep's lanes are done (`api.run`'s `lanes_done`): its
+  rows run in the sweep's compile workers, idle then, while the case's
+  worker still makes the records, and beside explain's fix tries (issue
+  37: decode's rows took 40 s after its sweep). The same answer as after
+  them: the same executables run on the same inputs.
+
+  Only where nothing else ends those workers meanwhile: a sweep of the
+  baseline alone (a fix try's sweep ends other flag sets' workers,
+  `WorkerPool.retire`, never the baseline's), without pins (their search
+  runs sweeps of its own). Else, and with --results, `of` gives None.
+  """
+
+  def __init__(self, spec, pool):
+    self._spec, self._pool = spec, pool
+    self._results = concurrent.futures.Future()
+    self._answer = concurrent.futures.Future()
+    self.started = False
+
+  @classmethod
+  def of(cls, spec, pool, args: ExplainArgs):
+    """One for this explain, or None where it cannot start early."""
+    if args.invariance != "answer" or args.results or spec.experiments:
+      return None
+    return cls(spec, pool)
+
+  def start(self, inputs) -> None:
+    """`lanes_done`: runs the answer on a daemon thread (a pool closed by
+    an interrupt fails its calls, which ends it)."""
+    self.started = True
+    threading.Thread(
+      target=self._run, args=(inputs,), name="invariance", daemon=True
+    ).start()
+
+  def _run(self, inputs) -> None:
+    from hloprobe import invariance
+
+    try:
+      self._answer.set_result(
+        invariance.batch_invariance(
+          self._spec, self._results, self._pool, None, inputs, strict=True
+        )
+      )
+    except BaseException as e:  # raised where the answer is read
+      self._answer.set_exception(e)
+
+  def swept(self, results) -> None:
+    """The sweep's records, which the answer waits for after its rows."""
+    self._results.set_result(results)
+
+  def cancel(self) -> None:
+    """The sweep failed: the answer's wait for its records ends."""
+    self._results.cancel()
+
+  def answer(self):
+    """(the `Invariance` answers, the pins): `batch_invariance`'s; None
+    where it raised, a group's rows failing among it (`strict`): the
+    caller then makes the answer again after the sweep, as without this,
+    and a warning names what failed. Its rows run beside the sweep's last
+    requests and explain's fix tries, on the same workers; the answer
+    after them is the one that has always held (a make test once saw a
+    rows request's worker end mid-request here, cause not found)."""
+    from absl import logging
+
+    try:
+      return self._answer.result()
+    except Exception as e:  # made again, where an error shows as ever
+      logging.warning(
+        "the batch-invariance answer begun during the sweep failed (%s); "
+        "made again after it",
+        first_line(e),
+      )
+      return None
 
 
 def numbers_host(results: str | None):

@@ -83,6 +83,7 @@ def run_sweep(
   pool: WorkerPool | None = None,
   warn: Warn | None = None,
   given: Sequence[tuple[SweepPlan, Sequence[ConfigResult]]] = (),
+  lanes_done: Callable[[Callable[[int], tuple | None]], None] | None = None,
 ) -> list[ConfigResult]:
   """Runs every config of a sweep, each in a worker process.
 
@@ -135,6 +136,14 @@ def run_sweep(
       size and experiment flags, the same --all_rows and --inputs) is
       taken from them, as a cache hit is (`_given_records`), not
       computed again; without the cache too (--nocache).
+    lanes_done: optional callable, called once when every lane has sent
+      its last config's request and had its reply (at once when no config
+      needs a worker), while this call still collects the records: its
+      workers are then free for other requests (explain's batch-invariance
+      rows, issue 37). It is given case index -> that case's full inputs
+      as the lanes sent them (None for a case with no config here), and
+      runs on a lane's thread, so it must return at once (start a thread
+      for anything long). Not called when the sweep is stopped.
 
   Returns:
     One `ConfigResult` per config: the baseline's ordered case, target,
@@ -150,7 +159,7 @@ def run_sweep(
   spec = plan_sweep(spec)  # a plan passes through, looked up already
   if pool is None:
     with worker_pool(spec) as own:
-      return run_sweep(spec, progress, on_result, own, warn, given)
+      return run_sweep(spec, progress, on_result, own, warn, given, lanes_done)
   tell = progress or (lambda _: None)
   known = _given_records(spec, given)
   sweep = _Sweep(spec, pool, warn or log_warning, known)  # inputs, cache
@@ -163,7 +172,7 @@ def run_sweep(
     jax.default_device(jax.devices("cpu")[0]),  # never a GPU here
   ):
     try:
-      sweep.dispatch(lanes)
+      sweep.dispatch(lanes, lanes_done)
       for i, c in enumerate(sweep.configs):
         tell(SweepProgress(i, len(sweep.configs), c.config.label()))
         results.append(sweep.collect(i))
@@ -176,6 +185,27 @@ def run_sweep(
       raise
   tell(SweepProgress(len(results), len(results), ""))
   return with_batch_consistency(results)
+
+
+def _when_all(
+  futures: Sequence[concurrent.futures.Future], then: Callable[[], None]
+) -> None:
+  """`then()` once every future in `futures` is done, on the thread that
+  finished the last one (at once, here, for none)."""
+  left, lock = len(futures), threading.Lock()
+
+  def one_done(_) -> None:
+    nonlocal left
+    with lock:
+      left -= 1
+      last = left == 0
+    if last:
+      then()
+
+  if not futures:
+    then()
+  for f in futures:
+    f.add_done_callback(one_done)
 
 
 class _Sweep:
@@ -351,9 +381,12 @@ class _Sweep:
     for flags, lane, _ in self.lanes:
       self.pool.start(flags, lane)
 
-  def dispatch(self, lanes: concurrent.futures.Executor) -> None:
+  def dispatch(self, lanes: concurrent.futures.Executor, done=None) -> None:
     """Submits every config a worker must do, one task per lane (not a
-    config of a target that failed to load)."""
+    config of a target that failed to load); `done` (`run_sweep`'s
+    `lanes_done`), if given, is called once every lane's task ended,
+    unless the sweep was stopped."""
+    submitted = []
     for flags, lane, indices in self.lanes:
       mine = [
         i
@@ -363,7 +396,10 @@ class _Sweep:
       for i in mine:
         self.futures[i] = concurrent.futures.Future()
       if mine:
-        lanes.submit(self._run_lane, flags, lane, mine)
+        submitted.append(lanes.submit(self._run_lane, flags, lane, mine))
+    if done is not None:
+      inputs = lambda case: self.inputs[case]
+      _when_all(submitted, lambda: None if self.stop.is_set() else done(inputs))
 
   def _run_lane(self, flags: str, lane: int, indices: list[int]) -> None:
     """A lane's configs, one after another on its worker (a thread)."""

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 
 from hloprobe.engine import PlannedConfig, SweepPlan, SweptCase
-from hloprobe.errors import HloprobeError, first_line
+from hloprobe.errors import ExecutionError, HloprobeError, first_line
 from hloprobe.invariance.answer import (
   Gap,
   Invariance,
@@ -394,6 +394,8 @@ def invariance_of_sweep(
   pool,
   reader: KernelReader | None = None,
   anchors: bool = True,
+  inputs: Callable[[int], tuple | None] | None = None,
+  strict: bool = False,
 ) -> tuple[Invariance, ...]:
   """A sweep's batch-invariance answer, one `Invariance` per (case,
   target, precision, experiment) group: the runnable configs' rows run in
@@ -402,9 +404,26 @@ def invariance_of_sweep(
 
   A config whose rows fail to run is judged by its records' row 0 (the
   sweep's own run), and the failure is the answer's note.
+
+  `results` may be a `concurrent.futures.Future` of the sweep's records,
+  waited for once the rows have run (which need none of them): explain
+  starts the answer when the sweep's lanes are done, while the case's
+  worker still makes the records (issue 37). `inputs`: case index -> its
+  full inputs as the sweep's lanes sent them (`engine.run_sweep`'s
+  `lanes_done`), or None: made here (`case_inputs`).
+
+  Raises:
+    ExecutionError: with `strict`, a config's rows failed (its first
+      line): explain's answer begun during the sweep is then made again
+      after it.
   """
-  inputs = case_inputs(plan, pool)
+  inputs = inputs or case_inputs(plan, pool)
   rows, failed = sweep_rows(plan, pool, inputs, anchors)
+  if strict and failed:
+    key, why = next(iter(failed.items()))
+    raise ExecutionError(f"rows of {key} failed: {why}")
+  if isinstance(results, concurrent.futures.Future):
+    results = results.result()
   kernels, model = {}, {}
   if reader is None:
     kernels, _ = sweep_kernels(plan, pool, inputs, results)

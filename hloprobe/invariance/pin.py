@@ -40,6 +40,7 @@ Private in intent: use the package, `hloprobe.invariance`.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import enum
 import os
@@ -602,7 +603,12 @@ def _group_plan(
 
 
 def batch_invariance(
-  plan: SweepPlan, results, pool, pin_folder: str | None = None
+  plan: SweepPlan,
+  results,
+  pool,
+  pin_folder: str | None = None,
+  inputs: Callable[[int], tuple | None] | None = None,
+  strict: bool = False,
 ) -> tuple[tuple[Invariance, ...], tuple]:
   """`hloprobe explain --invariance`'s answer: the sweep's
   batch-invariance (`invariance_of_sweep`) and the pins of each group that
@@ -610,17 +616,25 @@ def batch_invariance(
 
   Args:
     plan: the sweep's `engine.SweepPlan`.
-    results: its `records.ConfigResult`s.
+    results: its `records.ConfigResult`s, or a `concurrent.futures.Future`
+      of them, waited for after the rows are run (`invariance_of_sweep`:
+      explain starts the answer when the sweep's lanes are done).
     pool: the sweep's worker pool (its compiles' executables are there).
     pin_folder: None: each applicable pin listed untried, with its
       `verify` command (`pin.untried_pins`); a folder: each pin searched
       and verified on the same pool (`pin.search_pins`; a compile-only
       GPU's pinned-gemm file is written there).
+    inputs: case index -> its full inputs as the sweep's lanes sent them,
+      or None: made again (`in_workers.case_inputs`).
+    strict: a config whose rows fail raises (`invariance_of_sweep`)
+      instead of being judged by its records' row 0.
 
   Returns:
     (the `Invariance` answers, the pins).
   """
-  found = invariance_of_sweep(plan, results, pool)
+  found = invariance_of_sweep(plan, results, pool, inputs=inputs, strict=strict)
+  if isinstance(results, concurrent.futures.Future):
+    results = results.result()
   if pin_folder is None:
     return found, untried_pins(plan, found)
   judge = lambda sub, swept: invariance_of_sweep(sub, swept, pool)

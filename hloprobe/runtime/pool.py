@@ -41,6 +41,7 @@ Private in intent: use the package, `hloprobe.runtime`.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 import pickle
 import shutil
@@ -308,15 +309,17 @@ class WorkerPool(PickledCalls):
     that a run of several sweeps on one pool (explain's fix tries, each
     with flag sets of its own) holds only the current sweep's workers, not
     every flag set's seen so far (issue 37: four idle-or-busy compile
-    workers of 0.6-0.8 GB each on 2 cores). Call it between sweeps, when
-    no lane is calling: a later call of a retired key starts a fresh
-    worker."""
+    workers of 0.6-0.8 GB each on 2 cores). A worker still answering a
+    call (explain's batch-invariance answer runs beside its fix tries) is
+    ended once that call has its reply, not during it; a later call of a
+    retired key starts a fresh worker."""
     wanted = {self._key(flags, lane) for flags, lane in keep}
     with self._lock:
       gone = [k for k in self._workers if k[1] >= 0 and k not in wanted]
-      workers = [self._workers.pop(k) for k in gone]
-    for w in workers:
-      w.close()
+      workers = [(self._workers.pop(k), self._busy.get(k)) for k in gone]
+    for w, busy in workers:
+      with busy or contextlib.nullcontext():
+        w.close()
 
   def close(self, kill: bool = False) -> None:
     """Ends every worker and removes their temporary folders; later calls

@@ -12,9 +12,11 @@ identical bits for row 0 and for the anchor row at every offset.
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import threading
 
+import jax
 import numpy as np
 import pytest
 import testutil
@@ -22,6 +24,7 @@ from absl.testing import absltest
 
 from hloprobe import engine
 from hloprobe.engine.shared import SharedInputs, resolved
+from hloprobe.errors import ExecutionError
 from hloprobe.invariance import in_workers
 from hloprobe.invariance.answer import Invariance, config_key
 from hloprobe.invariance.in_workers import (
@@ -29,6 +32,7 @@ from hloprobe.invariance.in_workers import (
   full_inputs_of,
   invariance_of_sweep,
 )
+from hloprobe.invariance.pin import batch_invariance
 from hloprobe.invariance.rows import ANCHOR, ROW0, anchor_offsets
 from hloprobe.report import invariance_words as words
 
@@ -143,6 +147,10 @@ class UserCaseAnchorsTest(absltest.TestCase):
       results = engine.run_sweep(plan, pool=pool)
       self.assertTrue(all(r.ok for r in results), results)
       found = invariance_of_sweep(plan, results, pool)
+      # explain's answer begun during the sweep asks to hear of it: it
+      # then makes the answer again after the sweep.
+      with self.assertRaisesRegex(ExecutionError, "drawn once only"):
+        invariance_of_sweep(plan, results, pool, strict=True)
     (a,) = found
     self.assertEqual(a.why.gap, Invariance.GAP.ROWS_FAILED)
     self.assertEqual(
@@ -242,6 +250,55 @@ class LanesTest(absltest.TestCase):
       engine.SweepSpec(("seed_mlp",), (1, 2, 8), ("float32",), ("a100",))
     )
     self.assertEqual(set(_lanes(plan).values()), {("", 0)})
+
+
+class AheadTest(absltest.TestCase):
+  """The answer started when the sweep's lanes are done (explain's
+  `_InvarianceAhead`, issue 37): `run_sweep`'s `lanes_done` is called
+  once, before the sweep returns, with the inputs the lanes sent, and an
+  answer begun there on a future of the records is the one made after."""
+
+  def test_answer_begun_when_the_lanes_are_done_is_the_same(self):
+    plan = engine.plan_sweep(
+      engine.SweepSpec(
+        ("seed_mlp",),
+        (1, 2, 8),
+        ("float32",),
+        ("cpu",),
+        jobs=2,
+        numerics=False,
+      )
+    )
+    records = concurrent.futures.Future()
+    early = concurrent.futures.Future()
+    calls, returned = [], threading.Event()
+
+    def lanes_done(inputs):
+      calls.append((returned.is_set(), inputs(0)))
+      threading.Thread(
+        target=lambda: early.set_result(
+          batch_invariance(plan, records, pool, None, inputs)
+        )
+      ).start()
+
+    with engine.worker_pool(plan) as pool:
+      results = engine.run_sweep(plan, pool=pool, lanes_done=lanes_done)
+      returned.set()
+      records.set_result(results)
+      found, pins = early.result(timeout=600)
+      after, after_pins = batch_invariance(plan, results, pool)
+    self.assertLen(calls, 1)
+    self.assertFalse(calls[0][0])  # before run_sweep returned
+    sent = jax.tree_util.tree_leaves(resolved(calls[0][1]))
+    made = jax.tree_util.tree_leaves(plan.cases[0].case.full_inputs())
+    self.assertEqual(len(sent), len(made))
+    for a, b in zip(sent, made):
+      np.testing.assert_array_equal(a, b)
+    self.assertLen(found, 1)  # seed_mlp, cpu, float32: one group
+    self.assertEqual(
+      words.invariance_json(found, pins),
+      words.invariance_json(after, after_pins),
+    )
 
 
 if __name__ == "__main__":

@@ -280,6 +280,27 @@ class JobsAndRetireTest(absltest.TestCase):
     self.assertEqual(got, want)
 
 
+class RetireTest(absltest.TestCase):
+  def test_a_worker_answering_a_call_is_ended_after_it(self):
+    # explain's batch-invariance answer runs beside its fix tries, whose
+    # sweeps retire other lanes: a call in flight keeps its worker until
+    # it has its reply (the call's lock held here stands for the call).
+    with worker.WorkerPool() as pool:
+      pool.start("", 1)
+      busy = pool._busy.setdefault(pool._key("", 1), threading.Lock())
+      gone = pool._workers[pool._key("", 1)]
+      with busy:
+        retiring = threading.Thread(target=pool.retire, args=([("", 0)],))
+        retiring.start()
+        retiring.join(1.0)
+        self.assertTrue(retiring.is_alive())  # waiting for the call
+        self.assertTrue(gone.alive)
+      retiring.join(30)
+      self.assertFalse(retiring.is_alive())
+      self.assertFalse(gone.alive)
+      self.assertNotIn(pool._key("", 1), pool._workers)
+
+
 class SpawnTest(absltest.TestCase):
   def test_a_worker_outlives_the_thread_that_started_it(self):
     # Linux sends PR_SET_PDEATHSIG when the thread that forked the worker
