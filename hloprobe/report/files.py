@@ -55,6 +55,11 @@ def append_result_line(output_dir: str, r: ConfigResult) -> None:
   an interrupt) never sees part of a line. A buffered text file does not
   promise that: a line longer than its 8 KiB chunk went out in two writes,
   and a reader polling the file saw the first half (CI, 2026-12-06).
+
+  Raises:
+    OSError: the line could not be written, or only part of it (a full
+      disk); `report.stream`'s `Progress` then stops the stream, not the
+      sweep.
   """
   os.makedirs(output_dir, exist_ok=True)
   data = (json.dumps(finite(config_json(r)), allow_nan=False) + "\n").encode()
