@@ -379,8 +379,9 @@ class _InvarianceAhead:
     caller then makes the answer again after the sweep, as without this,
     and a warning names what failed. Its rows run beside the sweep's last
     requests and explain's fix tries, on the same workers; the answer
-    after them is the one that has always held (a make test once saw a
-    rows request's worker end mid-request here, cause not found)."""
+    after them is the one that has always held. (The worker a make test
+    saw end mid-request here had been started by a thread that ended:
+    Linux's PR_SET_PDEATHSIG, now `WorkerPool`'s own spawning thread.)"""
     from absl import logging
 
     try:
