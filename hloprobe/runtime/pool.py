@@ -44,7 +44,6 @@ import concurrent.futures
 import contextlib
 import os
 import pickle
-import queue
 import shutil
 import threading
 import weakref
@@ -198,8 +197,9 @@ class WorkerPool(PickledCalls):
     # and a later call on it failed with "killed by SIGKILL" (CI,
     # calls_same_results_test, 2026-12-06). This thread lives as long as
     # the pool (`close`, or the pool collected).
-    self._spawner = _Spawner()
-    weakref.finalize(self, self._spawner.stop)
+    self._spawner = concurrent.futures.ThreadPoolExecutor(
+      1, thread_name_prefix="hloprobe-worker-spawner"
+    )
     # What an interrupted or killed hloprobe left in TMPDIR.
     remove_stale_worker_folders()
 
@@ -268,7 +268,7 @@ class WorkerPool(PickledCalls):
         )
         self._workers[key] = worker  # `close` ends it from here on
         self.started += 1
-        self._spawner.run(worker.start)  # see `_spawner`
+        self._spawner.submit(worker.start).result()  # see `_spawner`
       return worker
 
   @property
@@ -317,14 +317,9 @@ class WorkerPool(PickledCalls):
     with self._lock:
       gone = [k for k in self._workers if k[1] >= 0 and k not in wanted]
       workers = [(self._workers.pop(k), self._busy.get(k)) for k in gone]
-    for i, (w, busy) in enumerate(workers):
-      try:
-        with busy or contextlib.nullcontext():
-          w.close()
-      except BaseException:  # an interrupt: none left out of the pool alive
-        for rest, _ in workers[i:]:
-          rest.close(kill=True)
-        raise
+    for w, busy in workers:
+      with busy or contextlib.nullcontext():
+        w.close()
 
   def close(self, kill: bool = False) -> None:
     """Ends every worker and removes their temporary folders; later calls
@@ -337,16 +332,13 @@ class WorkerPool(PickledCalls):
       self._closed = True
       workers = list(self._workers.values())
     try:
-      # A start still under way (its caller interrupted) finishes first,
-      # so that its process exists to be ended.
-      self._spawner.run(lambda: None)
       for w in workers:
         w.close(kill)
     except BaseException:  # an interrupt: end them all the quick way
       self._finalizer()
       raise
     finally:  # its workers are ended: its thread ends too
-      self._spawner.stop()
+      self._spawner.shutdown(wait=False)
     self._finalizer()
 
   def __enter__(self) -> WorkerPool:
@@ -354,50 +346,6 @@ class WorkerPool(PickledCalls):
 
   def __exit__(self, exc_type, *rest) -> None:
     self.close(kill=exc_type is not None)
-
-
-class _Spawner:
-  """The one thread a `WorkerPool` starts its workers from (see
-  `WorkerPool._spawner`): a daemon thread of its own, not a
-  `concurrent.futures` executor's, whose threads that module ends when
-  the main thread returns (its `_python_exit`), which would SIGKILL the
-  workers of a pool another thread still uses. Made at its first job."""
-
-  def __init__(self):
-    self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-    self._thread: threading.Thread | None = None
-    self._stopped = False
-    self._lock = threading.Lock()
-
-  def run(self, job):
-    """`job()` on the thread; its result, or what it raised. Once
-    stopped, in the calling thread (a closed pool starts no worker)."""
-    done = concurrent.futures.Future()
-    with self._lock:
-      if self._stopped:
-        return job()
-      if self._thread is None:
-        self._thread = threading.Thread(
-          target=self._loop, name="hloprobe-worker-spawner", daemon=True
-        )
-        self._thread.start()
-      self._jobs.put((job, done))
-    return done.result()
-
-  def stop(self) -> None:
-    """Ends the thread once the jobs before are done (idempotent)."""
-    with self._lock:
-      if self._thread is not None and not self._stopped:
-        self._jobs.put(None)
-      self._stopped = True
-
-  def _loop(self) -> None:
-    while (item := self._jobs.get()) is not None:
-      job, done = item
-      try:
-        done.set_result(job())
-      except BaseException as e:  # the caller's to raise
-        done.set_exception(e)
 
 
 def _end_all(workers: dict, shared: Sequence[str] = ()) -> None:

@@ -7,8 +7,6 @@ import contextlib
 import dataclasses
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import textwrap
 import threading
@@ -320,63 +318,6 @@ class SpawnTest(absltest.TestCase):
       pool.call(serve.CheckXlaFlagsRequest())
       self.assertIs(pool._workers[pool._key("", 0)], w)
       self.assertEqual(pool.started, 1)
-
-  def _script(self, code: str) -> str:
-    """`code`'s stdout, run by a Python of its own (hloprobe importable)."""
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
-    env["PYTHONPATH"] = os.pathsep.join(
-      filter(None, [testutil.ROOT, env.get("PYTHONPATH")])
-    )
-    done = subprocess.run(
-      [sys.executable, "-c", textwrap.dedent(code)],
-      env=env,
-      capture_output=True,
-      text=True,
-      timeout=120,
-    )
-    self.assertEqual(done.returncode, 0, done.stderr)
-    return done.stdout
-
-  def test_a_pool_still_used_when_the_main_thread_returns_keeps_them(self):
-    # The spawning thread was an executor's, which concurrent.futures
-    # ends as the main thread returns: the workers were SIGKILLed then
-    # and a new one could not be started (a review, 2026-12-06).
-    out = self._script("""
-      import threading, time
-      from hloprobe.runtime import WorkerPool, serve
-      def job():
-        with WorkerPool() as pool:
-          pool.call(serve.CheckXlaFlagsRequest())
-          time.sleep(2)  # the main thread has returned meanwhile
-          pool.call(serve.CheckXlaFlagsRequest())
-          pool.call(serve.CheckXlaFlagsRequest(), "--xla_cpu_enable_fast_math=false")
-          print("both calls made")
-      threading.Thread(target=job).start()
-      time.sleep(1.0)
-    """)
-    self.assertEqual(out.strip(), "both calls made")
-
-  def test_an_interrupted_retire_leaves_no_worker_behind(self):
-    # retire waits for a call in flight; an interrupt meanwhile must not
-    # leave the workers it took out of the pool running.
-    out = self._script("""
-      import os, signal, threading, time
-      from hloprobe.runtime import WorkerPool
-      pool = WorkerPool()
-      pool.start("", 1)
-      key = pool._key("", 1)
-      w = pool._workers[key]
-      busy = pool._busy.setdefault(key, threading.Lock())
-      busy.acquire()  # a call in flight
-      threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
-      try:
-        pool.retire([("", 0)])
-      except KeyboardInterrupt:
-        print("interrupted")
-      pool.close(kill=True)
-      print(w.alive, os.path.exists(w.tmp))
-    """)
-    self.assertEqual(out.split(), ["interrupted", "False", "False"])
 
 
 if __name__ == "__main__":
