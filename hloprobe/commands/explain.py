@@ -348,10 +348,10 @@ class _InvarianceAhead:
   def start(self, inputs) -> None:
     """`lanes_done`: runs the answer on a daemon thread (a pool closed by
     an interrupt fails its calls, which ends it)."""
-    self.started = True
     threading.Thread(
       target=self._run, args=(inputs,), name="invariance", daemon=True
     ).start()
+    self.started = True  # not where the thread did not start: made after
 
   def _run(self, inputs) -> None:
     from hloprobe import invariance
