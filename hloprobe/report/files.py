@@ -51,10 +51,11 @@ def append_result_line(output_dir: str, r: ConfigResult) -> None:
 
   Called as each config finishes, so an interrupted sweep keeps the
   configs it finished; each line is one `config_json` record, handed to
-  the kernel by one `os.write` on an O_APPEND descriptor, so a reader (or
-  an interrupt) never sees part of a line. A buffered text file does not
-  promise that: a line longer than its 8 KiB chunk went out in two writes,
-  and a reader polling the file saw the first half (CI, 2026-12-06).
+  the kernel by one `os.write` on an O_APPEND descriptor, so an interrupt
+  never leaves part of a line (a reader polling the file may still, for a
+  moment, see the end of a line being copied in). A buffered text file
+  wrote a line longer than its 8 KiB chunk in two writes, and a reader
+  polling the file saw the first half between them (CI, 2026-12-06).
 
   Raises:
     OSError: the line could not be written, or only part of it (a full
@@ -66,7 +67,7 @@ def append_result_line(output_dir: str, r: ConfigResult) -> None:
   fd = os.open(
     os.path.join(output_dir, RESULTS_STREAM),
     os.O_WRONLY | os.O_APPEND | os.O_CREAT,
-    0o644,
+    0o666,  # as `open`'s, less the umask
   )
   try:
     written = os.write(fd, data)
