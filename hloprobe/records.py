@@ -66,8 +66,9 @@ __all__ = [
 # words; 19: KernelRecord.row_count_why a `RowCountWhy` (the rule and its
 # data), KernelUnread.why that record, not words; 20: SiteShare.without_abs
 # None where not computed (a large program's shares, issue 37) and the
-# `note_records.SharesAlone` note naming it.
-RECORD_VERSION = 20
+# `note_records.SharesAlone` note naming it; 21: a large program's shares
+# by groups of sites (`SharesAlone.groups`).
+RECORD_VERSION = 21
 
 
 @dataclasses.dataclass(frozen=True)

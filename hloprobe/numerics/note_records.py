@@ -200,6 +200,13 @@ class SharesAlone:
     inputs_bytes: the case's full inputs, bytes; at `from_bytes` or more
       the program is large.
     from_bytes: `predict.SHARES_AT_ROW0_FROM_BYTES`, bytes.
+    groups: 0, or, where the program's non-F32 sites are more than
+      `grouped_above`, how many groups of consecutive ones were each
+      emulated together at row 0 (`candidates.consecutive_groups`): the
+      shares are then the `sites` sites of the group of largest error,
+      each alone; the other groups' sites have none.
+    non_f32_sites: the program's non-F32 sites where grouped, else 0.
+    grouped_above: `predict.SHARES_GROUPED_ABOVE` where grouped, else 0.
   """
 
   sites: int
@@ -207,5 +214,8 @@ class SharesAlone:
   sites_above: int
   inputs_bytes: int
   from_bytes: int
+  groups: int = 0
+  non_f32_sites: int = 0
+  grouped_above: int = 0
 
   note: ClassVar[str] = "shares alone"

@@ -200,6 +200,17 @@ SHARES_AT_ROW0_ABOVE = 16
 # worker's 105 CPU-s (issue 37).
 SHARES_AT_ROW0_FROM_BYTES = 16 << 20
 
+# Above this many non-F32 sites, a large program's attribution
+# (`_shares_at_row0`) is made by groups (issue 37): each alone run is a
+# whole-program emulation, so one per site costs the sites times the
+# program, depth squared (gpt2_12's 72 TF32 sites: 72 runs of 0.65 CPU-s,
+# 47 of its case worker's CPU-s). The sites are cut into about sqrt(S)
+# groups of consecutive sites (`candidates.consecutive_groups`), each
+# group's sites emulated together at row 0, and only the group of largest
+# error has its sites emulated alone: about 2 sqrt(S) runs (gpt2_12: 17).
+# The largest built-in case has 16 sites, so none is grouped.
+SHARES_GROUPED_ABOVE = 16
+
 
 class Predictor:
   """Predicts configs of one case; caches emulations between them.
@@ -691,6 +702,8 @@ class Predictor:
     CPU-s, now 72)."""
     pairs = list(candidates.share_pairs(chosen))
     both = not self._shares_at_row0(len(chosen))
+    if not both and len(pairs) > SHARES_GROUPED_ABOVE:
+      pairs = self._largest_group(n, chosen, pairs, leaf)
     wanted = [x for p in pairs for x in (p[1:] if both else p[1:2])]
     found = self._row0s_abs(n, wanted, leaf)
     rows = [
@@ -699,19 +712,47 @@ class Predictor:
     total = sum(r[2] for r in rows) or 1.0
     return tuple(SiteShare(i, a, al, wo, al / total) for i, a, al, wo in rows)
 
+  def _largest_group(self, n: int, chosen: tuple[str, ...], pairs, leaf: int):
+    """The `share_pairs` of the group of consecutive non-F32 sites
+    (`candidates.consecutive_groups`) whose sites, emulated together at
+    their algorithms (the others at F32), give row 0 of leaf `leaf` the
+    largest error (ties: the first group); each group one emulation at
+    row 0 alone (`_row0s_abs`)."""
+    groups = candidates.consecutive_groups(len(pairs))
+    assignments = []
+    for group in groups:
+      sites = {pairs[k][0] for k in group}
+      assignments.append(
+        tuple(a if i in sites else F32 for i, a in enumerate(chosen))
+      )
+    found = self._row0s_abs(n, assignments, leaf)
+    errors = [found[a] for a in assignments]
+    top = max(range(len(groups)), key=lambda g: (errors[g], -g))
+    return [pairs[k] for k in groups[top]]
+
   def _shares_alone(
     self, chosen: tuple[str, ...], shares: tuple[SiteShare, ...]
   ) -> note_records.SharesAlone | None:
     """The note that `shares` were made alone only (`_shares`: a large
-    program's), None where their without runs were computed too."""
+    program's), and by groups where they were, None where their without
+    runs were computed too."""
     if not shares or shares[0].without_abs is not None:
       return None
-    return note_records.SharesAlone(
+    note = note_records.SharesAlone(
       sites=len(shares),
       program_sites=len(chosen),
       sites_above=SHARES_AT_ROW0_ABOVE,
       inputs_bytes=self._inputs_bytes,
       from_bytes=SHARES_AT_ROW0_FROM_BYTES,
+    )
+    non_f32 = sum(a != F32 for a in chosen)
+    if non_f32 <= SHARES_GROUPED_ABOVE:
+      return note
+    return dataclasses.replace(
+      note,
+      groups=len(candidates.consecutive_groups(non_f32)),
+      non_f32_sites=non_f32,
+      grouped_above=SHARES_GROUPED_ABOVE,
     )
 
   def _bands(self, n: int, fates, chosen) -> tuple[SiteBand | None, ...]:

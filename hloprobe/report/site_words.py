@@ -297,10 +297,22 @@ def _shares_alone_words(n) -> str:
       f"inputs of {n.inputs_bytes / 2**20:.1f} MiB (from "
       f"{n.from_bytes / 2**20:.0f} MiB)"
     )
+  if n.groups:
+    which = (
+      f"site shares from the {n.sites} sites of the group of largest error "
+      f"({n.groups} groups of consecutive non-F32 sites, each emulated "
+      f"together at row 0: {n.non_f32_sites} sites, over "
+      f"{n.grouped_above}), each alone at row 0; the other groups' sites' "
+      "shares and "
+    )
+  else:
+    which = (
+      f"site shares from each of the {n.sites} non-F32 sites alone at row "
+      "0; "
+    )
   return (
-    f"site shares from each of the {n.sites} non-F32 sites alone at row 0; "
-    "each site's error without it (the others as chosen) not computed: "
-    f"a large program ({' and '.join(why)})"
+    f"{which}each site's error without it (the others as chosen) not "
+    f"computed: a large program ({' and '.join(why)})"
   )
 
 

@@ -53,6 +53,26 @@ class AllowedTest(absltest.TestCase):
     )
     self.assertEqual(algorithm_groups((F, F)), ())  # every site F32
 
+  def test_consecutive_groups_cover_each_site_once_in_about_sqrt_groups(self):
+    # count -> (groups, each group's size), by hand: ceil(sqrt(count))
+    # groups of ceil(count / groups) sites, the last one short.
+    want = {
+      0: [],
+      1: [1],
+      2: [1, 1],
+      3: [2, 1],
+      16: [4, 4, 4, 4],
+      17: [4, 4, 4, 4, 1],
+      24: [5, 5, 5, 5, 4],
+      72: [8] * 9,  # gpt2_12's TF32 sites
+    }
+    for count, sizes in want.items():
+      got = candidates.consecutive_groups(count)
+      self.assertEqual([len(g) for g in got], sizes, count)
+      self.assertEqual([i for g in got for i in g], list(range(count)))
+    with self.assertRaises(ValueError):
+      candidates.consecutive_groups(-1)
+
 
 class TruncatedTf32Test(absltest.TestCase):
   """Review finding 12: a TF32 mma with no cvt.rna.tf32.f32 truncates its

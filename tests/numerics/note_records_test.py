@@ -47,6 +47,7 @@ class NoteRecordsTest(absltest.TestCase):
       AttentionBias(((0, "float32", "bfloat16"),)),
       TakenAsF32(((3, None),), _FAST),
       SharesAlone(72, 72, 16, 356_515_840, 16 << 20),
+      SharesAlone(8, 72, 16, 356_515_840, 16 << 20, 9, 72, 16),
     )
     f = io.BytesIO()
     dump_record(v, f)

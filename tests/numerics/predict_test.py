@@ -33,6 +33,7 @@ from hloprobe.numerics import (
   reference,
   rows,
 )
+from hloprobe.numerics.site_notes import F32
 from hloprobe.report import explain_text
 from hloprobe.report.site_words import best_candidate_words, site_note_words
 from hloprobe.report.verdict_words import prediction_words
@@ -614,6 +615,53 @@ class SharesAtRowZeroTest(absltest.TestCase):
     back = load_record(f.getvalue())
     self.assertEqual(back.shares, got.shares)
     self.assertEqual(back.notes, got.notes)
+
+  def test_a_large_programs_many_sites_are_shared_by_their_largest_group(self):
+    # Above SHARES_GROUPED_ABOVE non-F32 sites (here 1: seed_mlp's three
+    # TF32 sites at n = 2 on the a100), groups of consecutive sites
+    # (sites 0, 1 and site 2) are each emulated together at row 0, and
+    # only the group of largest error has its sites emulated alone.
+    # Expected: each assignment's own emulation (`emulate_case`) of row 0
+    # alone against the float64 reference's row 0.
+    case = cases.get_case("seed_mlp")
+    full = case.make_inputs()
+    refs = reference.References(case, full, (2,))
+    fates = _recorded_fates("seed_a100_n2_bfloat16")
+    with (
+      mock.patch.object(predict, "SHARES_AT_ROW0_ABOVE", 1),
+      mock.patch.object(predict, "SHARES_GROUPED_ABOVE", 1),
+    ):
+      got = predict.Predictor(case, full, refs).predict(2, fates, None)
+    chosen, _ = predict.candidates.chosen_algorithms(fates)
+    self.assertEqual([a != F32 for a in chosen], [True, True, True, False])
+    row0 = case.inputs_for(full, 1)
+    ref = refs.at(2)[0][0]
+    exact = jax.__version_info__ >= (0, 12)  # emulation_cache_test's OLD_XLA_CPU
+
+    def row0_abs(sites):
+      a = tuple(x if i in sites else F32 for i, x in enumerate(chosen))
+      out = emulate.emulate_case(case.fn, row0, a)
+      return float(np.max(np.abs(out[0].astype(np.float64) - ref)))
+
+    groups = [(0, 1), (2,)]
+    errors = [row0_abs(g) for g in groups]
+    largest = groups[int(np.argmax(errors))]
+    self.assertEqual([s.site for s in got.shares], list(largest))
+    alone = [row0_abs((site,)) for site in largest]
+    for share, want in zip(got.shares, alone):
+      if exact:
+        self.assertEqual(share.alone_abs, want)
+      else:
+        self.assertAlmostEqual(share.alone_abs, want, delta=1e-5)
+      self.assertIsNone(share.without_abs)
+      self.assertAlmostEqual(share.share, want / sum(alone), places=6)
+    self.assertEqual(got.top_site, largest[int(np.argmax(alone))])
+    (note,) = [x for x in got.notes if x.note == "shares alone"]
+    self.assertEqual(
+      (note.sites, note.groups, note.non_f32_sites, note.grouped_above),
+      (len(largest), 2, 3, 1),
+    )
+    self.assertIn("of the group of largest error (2 groups", prediction_words(got))
 
   def test_row_0_alone_is_emulated_once_for_every_size(self):
     # gpt2_12's a100 bfloat16 configs at n = 1, 2 and 8 share one TF32

@@ -351,6 +351,17 @@ class SiteNoteWordsTest(absltest.TestCase):
     )
     v = Verdict(VerdictKind.EXPLAINED).noted(small)
     self.assertIn(sw.site_note_words(small), verdict_words(v))
+    # gpt2_12's 72 TF32 sites in 9 groups of 8: the largest group's 8.
+    grouped = SharesAlone(8, 72, 16, 356_515_840, 16 << 20, 9, 72, 16)
+    self.assertEqual(
+      sw.site_note_words(grouped),
+      "site shares from the 8 sites of the group of largest error (9 groups "
+      "of consecutive non-F32 sites, each emulated together at row 0: 72 "
+      "sites, over 16), each alone at row 0; the other groups' sites' shares "
+      "and each site's error without it (the others as chosen) not computed: "
+      "a large program (72 dot sites (over 16) and inputs of 340.0 MiB (from "
+      "16 MiB))",
+    )
 
   def test_the_best_candidate_assignment(self):
     p = type("P", (), {"best_candidate": None})
