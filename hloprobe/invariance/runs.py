@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 from hloprobe.compile import Case, compile_case, get_case
-from hloprobe.engine import KEPT, SweptCase
+from hloprobe.engine import KEPT, KEPT_OUTPUTS, SweptCase
 from hloprobe.errors import CaseError, first_line
 from hloprobe.invariance.rows import ConfigRows, anchor_offsets, row_of
 from hloprobe.records import Config
@@ -89,17 +89,21 @@ def rows_here(
   config: Config,
   anchors: bool = True,
   compiled=None,
+  outputs: tuple | None = None,
 ) -> ConfigRows:
   """Compiles config `config` of `case` once (or takes `compiled`, the
-  sweep's own executable of it) and runs it on the sweep's inputs (row 0)
-  and, with `anchors`, on the anchor's batches.
+  sweep's own executable of it) and runs it on the sweep's inputs (row 0;
+  or takes `outputs`, the output leaves the sweep's run of `compiled` on
+  them gave, `engine.KEPT_OUTPUTS`) and, with `anchors`, on the anchor's
+  batches.
 
   Raises:
     CaseError: a sized case, or bad batch axes.
     Exception: what lowering, compiling or running raise.
   """
   args = case.inputs_for(full, config.n)
-  if compiled is None:
+  if compiled is None:  # outputs come with the executable that gave them
+    outputs = None
     Request.note_stage("compile")
     cc = compile_case(case, args, config.precision.jax_name, config.target)
     compiled = cc.compiled
@@ -109,7 +113,7 @@ def rows_here(
     out = jax.block_until_ready(compiled(*a))
     return tuple(np.asarray(x) for x in jax.tree_util.tree_leaves(out))
 
-  leaves = run(args)
+  leaves = run(args) if outputs is None else outputs
   axes = case.output_axes([np.shape(x) for x in leaves])
   names = _batched_names(case, leaves, axes)
   anchor = anchor_rows_of(case, full, config.n, run) if anchors else ()
@@ -147,8 +151,11 @@ class RowsRequest(Request):
       memo[key] = get_case(self.case_source, self.inputs)
     kept = memo.get(KEPT, {}).get(self.config)  # the sweep's compile
     kept = None if isinstance(kept, tuple) else kept  # a GPU's texts
+    outputs = memo.get(KEPT, {}).get((self.config, KEPT_OUTPUTS))
     full = SweptCase.resolved_inputs(self.full_inputs)
-    return rows_here(memo[key], full, self.config, self.anchors, kept)
+    return rows_here(
+      memo[key], full, self.config, self.anchors, kept, outputs
+    )
 
 
 @dataclasses.dataclass(frozen=True)

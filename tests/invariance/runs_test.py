@@ -18,9 +18,11 @@ import pytest
 from absl.testing import absltest
 
 from hloprobe.compile import CASES, get_target
+from hloprobe.engine import KEPT, KEPT_OUTPUTS
+from hloprobe.engine.compiled import compile_and_run_case
 from hloprobe.compile.invariance_cases import elementwise_only_numpy
 from hloprobe.invariance.rows import ANCHOR, ROW0, anchor_offsets, classes_of
-from hloprobe.invariance.runs import anchor_inputs, rows_here
+from hloprobe.invariance.runs import RowsRequest, anchor_inputs, rows_here
 from hloprobe.ir import as_precision
 from hloprobe.records import Config
 
@@ -93,6 +95,39 @@ class CpuRunsTest(absltest.TestCase):
         )
         # The reference class is the largest.
         self.assertEqual(len(row0_classes[0]), max(map(len, row0_classes)))
+
+
+class SweepOutputsTest(absltest.TestCase):
+  def test_row_0_is_read_from_the_sweeps_run_not_run_again(self):
+    # A sweep worker's CPU config keeps its run's outputs beside its
+    # executable (`engine.KEPT_OUTPUTS`); the rows request of that config
+    # in the same worker reads row 0 there and runs only the anchor's
+    # batches: 3 calls at n = 8 (offsets 0, 4, 7), not 4. Expected bits:
+    # jax.jit of the case called directly.
+    case = CASES["tm_mm"]
+    full = case.full_inputs()
+    config = Config("tm_mm", get_target("cpu"), 8, as_precision("float32"))
+    memo = {}
+    got = compile_and_run_case(
+      case, full, config, False, memo.setdefault(KEPT, {})
+    )
+    self.assertIsNone(got.result.failure)
+    calls = []
+    compiled = memo[KEPT][config]
+    memo[KEPT][config] = lambda *a: calls.append(1) or compiled(*a)
+    request = RowsRequest(config, "tm_mm", full)
+    rows = request.run(memo)
+    self.assertLen(calls, len(anchor_offsets(8)))
+    want = np.asarray(jax.jit(case.fn)(*case.inputs_for(full, 8)))[0]
+    np.testing.assert_array_equal(
+      rows.row0[0].view(np.uint32), want.ravel().view(np.uint32)
+    )
+    # Without the kept outputs, row 0 is run again: one call more.
+    del memo[KEPT][(config, KEPT_OUTPUTS)]
+    calls.clear()
+    again = request.run(memo)
+    self.assertLen(calls, len(anchor_offsets(8)) + 1)
+    np.testing.assert_array_equal(again.row0[0], rows.row0[0])
 
 
 if __name__ == "__main__":
