@@ -22,7 +22,6 @@ Its modules, in data-flow order:
 from __future__ import annotations
 
 from hloprobe.engine.compiled import KEPT as KEPT
-from hloprobe.engine.compiled import KEPT_OUTPUTS as KEPT_OUTPUTS
 from hloprobe.engine.engine import SweepProgress as SweepProgress
 from hloprobe.engine.engine import run_sweep as run_sweep
 from hloprobe.engine.executor import worker_pool as worker_pool
@@ -39,7 +38,6 @@ from hloprobe.engine.spec import parse_batch_sizes as parse_batch_sizes
 __all__ = [
   "EXECUTORS",
   "KEPT",
-  "KEPT_OUTPUTS",
   "PlannedConfig",
   "SweepPlan",
   "SweepProgress",

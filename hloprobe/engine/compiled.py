@@ -44,7 +44,6 @@ from hloprobe.sites import (
 
 __all__ = [
   "KEPT",
-  "KEPT_OUTPUTS",
   "CompileRequest",
   "CompiledConfig",
   "LoadTargetRequest",
@@ -195,12 +194,11 @@ def _same_inputs(a, b) -> bool:
 # (the batch-invariance rows and kernels, `hloprobe.invariance`).
 KEPT = "compiled executables"
 _KEEP_AT_MOST = 64
-# Beside a run's executable, under (config, KEPT_OUTPUTS), its output
-# leaves where they hold at most `_KEEP_OUTPUTS_BYTES`: the batch-invariance
-# rows of the config (`invariance.runs.rows_here`) read row 0 there instead
-# of running the config again on the same inputs (issue 37: one run of
+# Beside a run's executable, under (config, KEPT), its output leaves
+# where they hold at most `_KEEP_OUTPUTS_BYTES`: the batch-invariance rows
+# of the config (`invariance.runs.rows_here`) read row 0 there instead of
+# running the config again on the same inputs (issue 37: one run of
 # gpt2_12 per CPU config). Larger outputs are not kept: run again.
-KEPT_OUTPUTS = "outputs"
 _KEEP_OUTPUTS_BYTES = 8 << 20
 
 
@@ -227,7 +225,7 @@ def compile_and_run_case(
     keep: kept here under `config` (at most `_KEEP_AT_MOST`, the oldest
       dropped), for a later request of this worker (`KEPT`): where the
       target runs, the executable (`jax.stages.Compiled`), and its run's
-      output leaves under (config, `KEPT_OUTPUTS`) where small; on a
+      output leaves under (config, `KEPT`) where small; on a
       compile-only target, (optimized HLO text, every PTX file's text).
       None: nothing kept.
     xla_flags: the whole XLA_FLAGS this process's XLA runs under, as the
@@ -282,7 +280,7 @@ def compile_and_run_case(
     if keep is not None:
       _keep(keep, config, cc.compiled)
       if sum(x.nbytes for x in outs) <= _KEEP_OUTPUTS_BYTES:
-        _keep(keep, (config, KEPT_OUTPUTS), outs)
+        _keep(keep, (config, KEPT), outs)
     made = _made_here(checker, n, compilation, watch)
     return CompiledConfig(result, outs, run_s, watch.seconds(), made)
   except Exception as e:  # one config's failure must not lose the others

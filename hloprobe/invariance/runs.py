@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 from hloprobe.compile import Case, compile_case, get_case
-from hloprobe.engine import KEPT, KEPT_OUTPUTS, SweptCase
+from hloprobe.engine import KEPT, SweptCase
 from hloprobe.errors import CaseError, first_line
 from hloprobe.invariance.rows import ConfigRows, anchor_offsets, row_of
 from hloprobe.records import Config
@@ -94,7 +94,7 @@ def rows_here(
   """Compiles config `config` of `case` once (or takes `compiled`, the
   sweep's own executable of it) and runs it on the sweep's inputs (row 0;
   or takes `outputs`, the output leaves the sweep's run of `compiled` on
-  them gave, `engine.KEPT_OUTPUTS`) and, with `anchors`, on the anchor's
+  them gave, kept under (config, `engine.KEPT`)) and, with `anchors`, on the anchor's
   batches.
 
   Raises:
@@ -151,7 +151,7 @@ class RowsRequest(Request):
       memo[key] = get_case(self.case_source, self.inputs)
     kept = memo.get(KEPT, {}).get(self.config)  # the sweep's compile
     kept = None if isinstance(kept, tuple) else kept  # a GPU's texts
-    outputs = memo.get(KEPT, {}).get((self.config, KEPT_OUTPUTS))
+    outputs = memo.get(KEPT, {}).get((self.config, KEPT))  # its outputs
     full = SweptCase.resolved_inputs(self.full_inputs)
     return rows_here(
       memo[key], full, self.config, self.anchors, kept, outputs

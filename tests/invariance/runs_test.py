@@ -18,7 +18,7 @@ import pytest
 from absl.testing import absltest
 
 from hloprobe.compile import CASES, get_target
-from hloprobe.engine import KEPT, KEPT_OUTPUTS
+from hloprobe.engine import KEPT
 from hloprobe.engine.compiled import compile_and_run_case
 from hloprobe.compile.invariance_cases import elementwise_only_numpy
 from hloprobe.invariance.rows import ANCHOR, ROW0, anchor_offsets, classes_of
@@ -100,7 +100,7 @@ class CpuRunsTest(absltest.TestCase):
 class SweepOutputsTest(absltest.TestCase):
   def test_row_0_is_read_from_the_sweeps_run_not_run_again(self):
     # A sweep worker's CPU config keeps its run's outputs beside its
-    # executable (`engine.KEPT_OUTPUTS`); the rows request of that config
+    # executable (under (config, `engine.KEPT`)); the rows request of that config
     # in the same worker reads row 0 there and runs only the anchor's
     # batches: 3 calls at n = 8 (offsets 0, 4, 7), not 4. Expected bits:
     # jax.jit of the case called directly.
@@ -123,7 +123,7 @@ class SweepOutputsTest(absltest.TestCase):
       rows.row0[0].view(np.uint32), want.ravel().view(np.uint32)
     )
     # Without the kept outputs, row 0 is run again: one call more.
-    del memo[KEPT][(config, KEPT_OUTPUTS)]
+    del memo[KEPT][(config, KEPT)]
     calls.clear()
     again = request.run(memo)
     self.assertLen(calls, len(anchor_offsets(8)) + 1)
