@@ -260,7 +260,10 @@ class Case:
     """The arguments at size n.
 
     Batch cases: every batched argument cut to its first n elements along
-    its axis (no tiling). Sized cases: `make_inputs(n)` (`full` unused).
+    its axis (no tiling), a read-only view of `full`'s, not a copy (issue
+    37: decode's 268 MB KV cache was copied at every config's compile, run
+    and execution; a write into it raises rather than changes `full`).
+    Sized cases: `make_inputs(n)` (`full` unused).
 
     Raises:
       CaseError: n exceeds the full batch size.
@@ -277,9 +280,7 @@ class Case:
     out = []
     for arg, axis in zip(full, self.arg_axes(len(full))):
       if axis is not None:
-        arg = jax.tree_util.tree_map(
-          lambda a, ax=axis: np.take(np.asarray(a), np.arange(n), axis=ax), arg
-        )
+        arg = jax.tree_util.tree_map(lambda a, ax=axis: _prefix(a, n, ax), arg)
       out.append(arg)
     return tuple(out)
 
@@ -329,3 +330,11 @@ class Case:
     """
     lowered = jax.jit(self.fn, keep_unused=True).lower(*args)
     return lowered.as_text(dialect="hlo")
+
+
+def _prefix(a, n: int, axis: int) -> np.ndarray:
+  """The first n elements of `a` along `axis`: a read-only view."""
+  a = np.asarray(a)
+  view = a[(slice(None),) * (axis % max(a.ndim, 1)) + (slice(0, n),)]
+  view.flags.writeable = False
+  return view
