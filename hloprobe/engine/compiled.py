@@ -29,6 +29,7 @@ from hloprobe.compile import (
   load_topology,
   missing_lowering,
 )
+from hloprobe.engine.plan import SweptCase
 from hloprobe.engine.shared import resolved
 from hloprobe.errors import HloprobeError, first_line
 from hloprobe.ir import parse_hlo_module, parse_ptx, parse_stablehlo_dots
@@ -135,7 +136,7 @@ class CompileRequest(Request):
     if self.made:  # once per worker process, case and inputs
       made_key = ("made checker", *key[1:])
       kept = memo.get(made_key)
-      if kept is None or not _same_inputs(kept[0], full):
+      if kept is None or not SweptCase.same_inputs(kept[0], full):
         kept = (full, CaseNumerics.worker_checker(memo[key], full))
         memo[made_key] = kept
       checker = kept[1]
@@ -168,37 +169,19 @@ class LoadTargetRequest(Request):
     return loaded.dropped_fields
 
 
-def _same_inputs(a, b) -> bool:
-  """Whether two full inputs of a case (None for a sized case) are the
-  same values: a later sweep on this worker may send others (a case whose
-  `make_inputs` draws afresh), and a `MadeChecker` executes on the inputs
-  it was made with. Mapped leaves (`shared.resolved`) are the very arrays;
-  the small ones pickled along are compared whole (dtype, shape, values)."""
-  if a is None or b is None:
-    return a is b
-  leaves_a, tree_a = jax.tree_util.tree_flatten(a)
-  leaves_b, tree_b = jax.tree_util.tree_flatten(b)
-  if tree_a != tree_b:
-    return False
-  for x, y in zip(leaves_a, leaves_b):
-    if x is y:
-      continue
-    x, y = np.asarray(x), np.asarray(y)
-    if x.dtype != y.dtype or not np.array_equal(x, y):
-      return False
-  return True
-
-
 # The worker memo's key of what a worker keeps of its compiles (`keep`),
 # for a later request of the same config to use without compiling again
 # (the batch-invariance rows and kernels, `hloprobe.invariance`).
 KEPT = "compiled executables"
 _KEEP_AT_MOST = 64
-# Beside a run's executable, under (config, KEPT), its output leaves
-# where they hold at most `_KEEP_OUTPUTS_BYTES`: the batch-invariance rows
-# of the config (`invariance.runs.rows_here`) read row 0 there instead of
-# running the config again on the same inputs (issue 37: one run of
-# gpt2_12 per CPU config). Larger outputs are not kept: run again.
+# Beside a run's executable, under (config, KEPT), (the full inputs, its
+# output leaves) where the leaves hold at most `_KEEP_OUTPUTS_BYTES`: the
+# batch-invariance rows of the config (`invariance.runs.RowsRequest`)
+# read row 0 there instead of running the config again on the same
+# inputs (issue 37: one run of gpt2_12 per CPU config); on other inputs
+# (`SweptCase.same_inputs`: a later sweep on this worker whose record of
+# the config came from the cache) they run it. Larger outputs are not
+# kept: run again.
 _KEEP_OUTPUTS_BYTES = 8 << 20
 
 
@@ -225,7 +208,7 @@ def compile_and_run_case(
     keep: kept here under `config` (at most `_KEEP_AT_MOST`, the oldest
       dropped), for a later request of this worker (`KEPT`): where the
       target runs, the executable (`jax.stages.Compiled`), and its run's
-      output leaves under (config, `KEPT`) where small; on a
+      (inputs, output leaves) under (config, `KEPT`) where small; on a
       compile-only target, (optimized HLO text, every PTX file's text).
       None: nothing kept.
     xla_flags: the whole XLA_FLAGS this process's XLA runs under, as the
@@ -280,7 +263,7 @@ def compile_and_run_case(
     if keep is not None:
       _keep(keep, config, cc.compiled)
       if sum(x.nbytes for x in outs) <= _KEEP_OUTPUTS_BYTES:
-        _keep(keep, (config, KEPT), outs)
+        _keep(keep, (config, KEPT), (full, outs))
     made = _made_here(checker, n, compilation, watch)
     return CompiledConfig(result, outs, run_s, watch.seconds(), made)
   except Exception as e:  # one config's failure must not lose the others

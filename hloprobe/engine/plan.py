@@ -21,6 +21,9 @@ import dataclasses
 import os
 from collections.abc import Sequence
 
+import jax
+import numpy as np
+
 from hloprobe.compile import (
   BASELINE,
   BUILTIN_EXPERIMENTS,
@@ -125,6 +128,29 @@ class SweptCase:
     """The arrays `shared_inputs` stands for (mapped read-only, once per
     process), in a worker; anything else as it is."""
     return resolved(full)
+
+  @staticmethod
+  def same_inputs(a, b) -> bool:
+    """Whether two full inputs of a case (None for a sized case), each as
+    `resolved_inputs` gave it in this worker, are the same values: a later
+    sweep on a worker may send others (a case whose `make_inputs` draws
+    afresh), and what the worker kept of an earlier one (a `MadeChecker`,
+    a run's outputs) holds for the inputs it was made with. Mapped leaves
+    are the very arrays; the small ones pickled along are compared whole
+    (dtype, shape, values)."""
+    if a is None or b is None:
+      return a is b
+    leaves_a, tree_a = jax.tree_util.tree_flatten(a)
+    leaves_b, tree_b = jax.tree_util.tree_flatten(b)
+    if tree_a != tree_b:
+      return False
+    for x, y in zip(leaves_a, leaves_b):
+      if x is y:
+        continue
+      x, y = np.asarray(x), np.asarray(y)
+      if x.dtype != y.dtype or not np.array_equal(x, y):
+        return False
+    return True
 
 
 @dataclasses.dataclass(frozen=True)

@@ -151,8 +151,11 @@ class RowsRequest(Request):
       memo[key] = get_case(self.case_source, self.inputs)
     kept = memo.get(KEPT, {}).get(self.config)  # the sweep's compile
     kept = None if isinstance(kept, tuple) else kept  # a GPU's texts
-    outputs = memo.get(KEPT, {}).get((self.config, KEPT))  # its outputs
     full = SweptCase.resolved_inputs(self.full_inputs)
+    # The sweep's run of the config: (its inputs, its outputs).
+    ran = memo.get(KEPT, {}).get((self.config, KEPT))
+    same = ran is not None and SweptCase.same_inputs(ran[0], full)
+    outputs = ran[1] if same else None
     return rows_here(
       memo[key], full, self.config, self.anchors, kept, outputs
     )

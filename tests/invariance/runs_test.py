@@ -123,11 +123,22 @@ class SweepOutputsTest(absltest.TestCase):
       rows.row0[0].view(np.uint32), want.ravel().view(np.uint32)
     )
     # Without the kept outputs, row 0 is run again: one call more.
-    del memo[KEPT][(config, KEPT)]
+    kept = memo[KEPT].pop((config, KEPT))
     calls.clear()
     again = request.run(memo)
     self.assertLen(calls, len(anchor_offsets(8)) + 1)
     np.testing.assert_array_equal(again.row0[0], rows.row0[0])
+    # Kept of other inputs (a later sweep on this worker whose record of
+    # the config came from the cache): not read, row 0 run on these.
+    other = jax.tree_util.tree_map(lambda a: np.asarray(a) * 2, full)
+    memo[KEPT][(config, KEPT)] = kept
+    calls.clear()
+    doubled = RowsRequest(config, "tm_mm", other).run(memo)
+    self.assertLen(calls, len(anchor_offsets(8)) + 1)
+    want = np.asarray(jax.jit(case.fn)(*case.inputs_for(other, 8)))[0]
+    np.testing.assert_array_equal(
+      doubled.row0[0].view(np.uint32), want.ravel().view(np.uint32)
+    )
 
 
 if __name__ == "__main__":
