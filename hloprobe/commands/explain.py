@@ -381,7 +381,8 @@ class _InvarianceAhead:
     requests and explain's fix tries, on the same workers; the answer
     after them is the one that has always held. (The worker a make test
     saw end mid-request here had been started by a thread that ended:
-    Linux's PR_SET_PDEATHSIG, now `WorkerPool`'s own spawning thread.)"""
+    Linux's PR_SET_PDEATHSIG, which workers no longer ask for:
+    `runtime.serve._die_with_parent`.)"""
     from absl import logging
 
     try:

@@ -17,10 +17,9 @@ call. Requests and replies travel as length-prefixed pickles on the
 worker's stdin and on a private copy of its stdout (native writes to fd 1
 go to its stderr log), never as text to re-parse. Each worker gets its own
 temporary folder (TMPDIR), removed when the worker ends however it ends;
-a worker dies with its parent (Linux `prctl(PR_SET_PDEATHSIG, SIGKILL)`,
-which fires when the thread that started it ends: the pool starts every
-worker from one thread of its own, alive until the pool is closed)
-and ends when its stdin closes, and it ignores SIGINT so that an
+a worker ends once its parent process has (it watches `os.getppid()`,
+`serve._die_with_parent`; whatever thread started it) and when its stdin
+closes, and it ignores SIGINT so that an
 interrupt is handled once, by the parent. Before each stage of its work a
 worker notes the stage's name in a file of its folder (`Request.note_stage`),
 so its death names the stage it died in (`WorkerError.stage`). What a
@@ -40,7 +39,6 @@ Private in intent: use the package, `hloprobe.runtime`.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import os
 import pickle
@@ -190,16 +188,6 @@ class WorkerPool(PickledCalls):
     self._closed = False
     self.started = 0
     self._shared: list[str] = []  # `shared_folder`'s, once made
-    # The thread every worker is started from. Linux sends a worker's
-    # PR_SET_PDEATHSIG when the *thread* that started it ends, not the
-    # process (prctl(2)): a worker started by a lane's or a rows
-    # request's short-lived thread was SIGKILLed when that thread ended,
-    # and a later call on it failed with "killed by SIGKILL" (CI,
-    # calls_same_results_test, 2026-12-06). This thread lives as long as
-    # the pool (`close`, or the pool collected).
-    self._spawner = concurrent.futures.ThreadPoolExecutor(
-      1, thread_name_prefix="hloprobe-worker-spawner"
-    )
     # What an interrupted or killed hloprobe left in TMPDIR.
     remove_stale_worker_folders()
 
@@ -268,7 +256,9 @@ class WorkerPool(PickledCalls):
         )
         self._workers[key] = worker  # `close` ends it from here on
         self.started += 1
-        self._spawner.submit(worker.start).result()  # see `_spawner`
+        # From the calling thread: a worker outlives it
+        # (`serve._die_with_parent` watches the process, not the thread).
+        worker.start()
       return worker
 
   @property
@@ -337,8 +327,6 @@ class WorkerPool(PickledCalls):
     except BaseException:  # an interrupt: end them all the quick way
       self._finalizer()
       raise
-    finally:  # its workers are ended: its thread ends too
-      self._spawner.shutdown(wait=False)
     self._finalizer()
 
   def __enter__(self) -> WorkerPool:

@@ -25,6 +25,8 @@ import os
 import pickle
 import signal
 import struct
+import threading
+import time
 
 from hloprobe.runtime.worker_error import WorkerError
 
@@ -88,17 +90,34 @@ def main_code() -> str:
   return f"import sys, {__name__} as m; m.serve(sys.argv)"
 
 
-def _die_with_parent(parent: int) -> None:
-  """Asks Linux to SIGKILL this process when its parent ends."""
-  try:
-    import ctypes
+# Seconds between two looks at this worker's parent (`_die_with_parent`).
+_PARENT_POLL_S = 0.5
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
-  except (OSError, AttributeError):
-    pass  # elsewhere the closed stdin still ends the worker
-  if os.getppid() != parent:  # the parent ended before prctl
+
+def _die_with_parent(parent: int) -> None:
+  """Ends this process (`os._exit(1)`) once its parent process has ended,
+  busy or not: a daemon thread looks every `_PARENT_POLL_S` seconds
+  whether the parent is still `os.getppid()` (a child whose parent ends
+  is given another: init or a subreaper). An idle worker also ends as its
+  stdin closes.
+
+  Not Linux's `prctl(PR_SET_PDEATHSIG)`: that is sent when the *thread*
+  that forked the child ends, not its process (prctl(2)), and a pool
+  starts workers from whatever thread asks (a lane's, a rows request's,
+  explain's answer thread): a worker was SIGKILLed as that thread ended,
+  and its next call failed (2026-12-06, calls_same_results_test). A
+  thread of the pool's own that started every worker, tried before, was
+  ended by `concurrent.futures` as the main thread returned, while
+  another thread still used the pool."""
+  if os.getppid() != parent:  # the parent ended already
     os._exit(1)
+
+  def watch():
+    while os.getppid() == parent:
+      time.sleep(_PARENT_POLL_S)
+    os._exit(1)
+
+  threading.Thread(target=watch, name="hloprobe-parent", daemon=True).start()
 
 
 def _read_frame(fd: int) -> bytes | None:

@@ -7,6 +7,8 @@ import contextlib
 import dataclasses
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import textwrap
 import threading
@@ -318,6 +320,64 @@ class SpawnTest(absltest.TestCase):
       pool.call(serve.CheckXlaFlagsRequest())
       self.assertIs(pool._workers[pool._key("", 0)], w)
       self.assertEqual(pool.started, 1)
+
+
+def _running(pid: int) -> bool:
+  """Whether process `pid` exists and is not a zombie."""
+  try:
+    with open(f"/proc/{pid}/stat") as f:
+      return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+  except FileNotFoundError:
+    return False
+
+
+class DieWithParentTest(absltest.TestCase):
+  def test_a_worker_ends_with_its_parent_process_not_its_thread(self):
+    # A worker (here `serve._die_with_parent` alone, busy sleeping, its
+    # stdin not a pipe that would close) started from a thread that ends:
+    # alive while its parent process lives, ended within seconds of the
+    # parent's death (Linux's PR_SET_PDEATHSIG, used before, fires at the
+    # thread's end instead).
+    child = (
+      "import os, time; from hloprobe.runtime import serve; "
+      "serve._die_with_parent(os.getppid()); print('ready', flush=True); "
+      "time.sleep(120)"
+    )
+    script = textwrap.dedent(
+      f"""
+      import os, subprocess, sys, threading
+      def start():  # ends once the worker watches its parent
+        p = subprocess.Popen([sys.executable, "-c", {child!r}],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+        print(p.pid, p.stdout.readline().decode().strip(), flush=True)
+      t = threading.Thread(target=start)
+      t.start()
+      t.join()
+      sys.stdin.readline()
+      os._exit(0)
+      """
+    )
+    parent = subprocess.Popen(
+      [sys.executable, "-c", script],
+      stdin=subprocess.PIPE,
+      stdout=subprocess.PIPE,
+      text=True,
+    )
+    self.addCleanup(parent.stdout.close)
+    self.addCleanup(parent.kill)
+    pid, ready = parent.stdout.readline().split()
+    pid = int(pid)
+    self.addCleanup(lambda: _running(pid) and os.kill(pid, 9))
+    self.assertEqual(ready, "ready")
+    time.sleep(1.0)  # its starting thread has ended
+    self.assertTrue(_running(pid))
+    parent.stdin.write("\n")
+    parent.stdin.close()
+    self.assertEqual(parent.wait(30), 0)
+    deadline = time.monotonic() + 20
+    while _running(pid) and time.monotonic() < deadline:
+      time.sleep(0.1)
+    self.assertFalse(_running(pid))
 
 
 if __name__ == "__main__":

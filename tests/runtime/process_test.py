@@ -26,7 +26,7 @@ pytestmark = pytest.mark.compiles
 class InterruptedStartTest(absltest.TestCase):
   # An interrupt as `Popen()` returns loses the Popen object: Python warns
   # that its process still runs; it ends as its stdin closes, and it is
-  # SIGKILLed with this process (PR_SET_PDEATHSIG) in any case.
+  # ended with this process (`serve._die_with_parent`) in any case.
   @pytest.mark.filterwarnings(
     "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning"
   )
