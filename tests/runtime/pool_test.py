@@ -321,6 +321,31 @@ class SpawnTest(absltest.TestCase):
       self.assertIs(pool._workers[pool._key("", 0)], w)
       self.assertEqual(pool.started, 1)
 
+  def test_a_thread_uses_the_pool_after_the_main_thread_returned(self):
+    # A program whose main thread returns while another thread still
+    # calls (hloprobe's Python API from a thread): the worker starts and
+    # answers. (A spawning thread of concurrent.futures was ended as the
+    # main thread returned: "cannot schedule new futures after
+    # interpreter shutdown".)
+    script = textwrap.dedent(
+      """
+      import threading, time
+      from hloprobe.runtime import pool, serve
+      def later():
+        time.sleep(0.5)
+        with pool.WorkerPool() as p:
+          p.call(serve.CheckXlaFlagsRequest())
+          p.call(serve.CheckXlaFlagsRequest())
+          print("answered", p.started, flush=True)
+      threading.Thread(target=later).start()
+      """
+    )
+    done = subprocess.run(
+      [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+    self.assertEqual(done.stdout.split(), ["answered", "1"])
+
 
 def _running(pid: int) -> bool:
   """Whether process `pid` exists and is not a zombie."""
