@@ -302,14 +302,20 @@ class WorkerPool(PickledCalls):
     workers of 0.6-0.8 GB each on 2 cores). A worker still answering a
     call (explain's batch-invariance answer runs beside its fix tries) is
     ended once that call has its reply, not during it; a later call of a
-    retired key starts a fresh worker."""
+    retired key starts a fresh worker. An interrupt while it waits kills
+    the workers it took out of the pool (`close` no longer sees them)."""
     wanted = {self._key(flags, lane) for flags, lane in keep}
     with self._lock:
       gone = [k for k in self._workers if k[1] >= 0 and k not in wanted]
       workers = [(self._workers.pop(k), self._busy.get(k)) for k in gone]
-    for w, busy in workers:
-      with busy or contextlib.nullcontext():
-        w.close()
+    try:
+      for w, busy in workers:
+        with busy or contextlib.nullcontext():
+          w.close()
+    except BaseException:  # an interrupt: the rest the quick way
+      for w, _ in workers:
+        w.close(kill=True)
+      raise
 
   def close(self, kill: bool = False) -> None:
     """Ends every worker and removes their temporary folders; later calls

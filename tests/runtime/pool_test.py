@@ -302,6 +302,35 @@ class RetireTest(absltest.TestCase):
       self.assertFalse(gone.alive)
       self.assertNotIn(pool._key("", 1), pool._workers)
 
+  def test_an_interrupted_retire_leaves_no_worker_behind(self):
+    # retire waits for a call in flight; an interrupt meanwhile must not
+    # leave the workers it took out of the pool running (`close` no
+    # longer sees them).
+    script = textwrap.dedent(
+      """
+      import os, signal, threading
+      from hloprobe.runtime import pool as worker
+      pool = worker.WorkerPool()
+      pool.start("", 1)
+      key = pool._key("", 1)
+      w = pool._workers[key]
+      busy = pool._busy.setdefault(key, threading.Lock())
+      busy.acquire()  # a call in flight
+      threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+      try:
+        pool.retire([("", 0)])
+      except KeyboardInterrupt:
+        print("interrupted")
+      pool.close(kill=True)
+      print(w.alive, os.path.exists(w.tmp))
+      """
+    )
+    done = subprocess.run(
+      [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+    self.assertEqual(done.stdout.split(), ["interrupted", "False", "False"])
+
 
 class SpawnTest(absltest.TestCase):
   def test_a_worker_outlives_the_thread_that_started_it(self):
