@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 
 import jax
 
-from hloprobe.compile import BASELINE
+from hloprobe.compile import BASELINE, Experiment
 from hloprobe.engine.compiled import (
   CompiledConfig,
   CompileRequest,
@@ -374,8 +374,13 @@ class _Sweep:
     answer, after the fix tries, reads the compiles they kept (`KEPT`)."""
     retire = getattr(self.pool, "retire", None)  # a RayPool keeps its own
     if retire is not None:
+      # The baseline's flags, and each case's: a sharded case's workers
+      # have its host devices among them.
+      sets = dict.fromkeys(
+        [BASELINE.flags_text, *(_flags(c, BASELINE) for c in self.configs)]
+      )
       baseline = [
-        (BASELINE.flags_text, lane) for lane in range(max(1, self.spec.jobs))
+        (f, lane) for f in sets for lane in range(max(1, self.spec.jobs))
       ]
       retire([*baseline, *((flags, lane) for flags, lane, _ in self.lanes)])
     for flags, lane, _ in self.lanes:
@@ -576,12 +581,13 @@ def _case_ids(spec: SweepPlan) -> set[int]:
   return {id(c.case) for c in spec.cases}
 
 
-def _flags(c: PlannedConfig) -> str:
-  """The extra XLA_FLAGS of config `c`'s worker: its experiment's, then
-  the host devices a sharded case needs (`Case.host_device_flag`), so
-  that the CPU of its worker has them."""
+def _flags(c: PlannedConfig, experiment: Experiment | None = None) -> str:
+  """The extra XLA_FLAGS of config `c`'s worker: its experiment's (or
+  `experiment`'s), then the host devices a sharded case needs
+  (`Case.host_device_flag`), so that the CPU of its worker has them."""
   devices = c.case.case.host_device_flag
-  return " ".join(w for w in (c.experiment.flags_text, devices) if w)
+  e = c.experiment if experiment is None else experiment
+  return " ".join(w for w in (e.flags_text, devices) if w)
 
 
 def _load_targets(spec: SweepPlan, pool: WorkerPool) -> dict[str, str]:

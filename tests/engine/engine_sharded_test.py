@@ -12,6 +12,7 @@ Compiles (marked): sweeps start workers; the reference runs jax.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
@@ -20,12 +21,13 @@ import pytest
 from absl.testing import absltest
 
 from hloprobe import engine
-from hloprobe.compile import CASES, compile_case, get_target
+from hloprobe.compile import CASES, Experiment, compile_case, get_target
 from hloprobe.errors import TargetError
 from hloprobe.numerics import executed, reference
 from hloprobe.report import explain, explain_text
 from hloprobe.report.site_words import collective_words
 from hloprobe.report.verdict_words import made_words
+from hloprobe.runtime import WorkerPool
 
 pytestmark = pytest.mark.compiles
 
@@ -124,6 +126,32 @@ class UnshardedReferenceTest(absltest.TestCase):
     np.testing.assert_allclose(
       run.outputs[0], _numpy_f64(9), rtol=1e-13, atol=1e-12
     )
+
+
+class RetireTest(absltest.TestCase):
+  def test_a_fix_try_keeps_the_sharded_baselines_worker(self):
+    # explain's fix tries are sweeps on the same pool under flags of their
+    # own; the baseline's workers stay (the batch-invariance answer reads
+    # what they kept). A sharded case's baseline worker has its host
+    # devices among its flags: it stays too.
+    nofm = Experiment.parse("nofm:--xla_cpu_enable_fast_math=false")
+    spec = engine.SweepSpec(("sharded_matmul",), (8,), ("float32",), ("cpu",))
+    with WorkerPool() as pool:
+      plan = engine.plan_sweep(spec)
+      first = engine.run_sweep(plan, pool=pool)
+      self.assertTrue(first[0].ok, first[0].failure)
+      key = pool._key(_CASE.host_device_flag, 0)
+      kept = pool._workers[key]
+      # The baseline's config given (as explain gives its sweep to each
+      # fix try): only the experiment's configs have a lane.
+      again = engine.run_sweep(
+        dataclasses.replace(spec, experiments=(nofm,)),
+        pool=pool,
+        given=[(plan, first)],
+      )
+      self.assertTrue(all(r.ok for r in again), [r.failure for r in again])
+      self.assertIs(pool._workers.get(key), kept)
+      self.assertTrue(kept.alive)
 
 
 class TooFewDevicesTest(absltest.TestCase):
