@@ -73,7 +73,9 @@ class SiteShare:
     without_abs: |row 0 - f64| with this site at F32, the others as chosen;
       None where not computed: a large program's (`Predictor._shares`,
       `note_records.SharesAlone`).
-    share: alone_abs over the sum of all sites' alone_abs, in [0, 1].
+    share: alone_abs over the sum of all sites' alone_abs, in [0, 1]:
+      of the shares' sites only where a large program's are by groups
+      (`SharesAlone.groups`: the group of largest error's).
   """
 
   site: int
@@ -97,8 +99,11 @@ class Prediction:
       predicted and the F32 row-0 spread over summation orders, plus one
       rounding step of the output dtype at row 0's magnitude.
     shares: attribution of the predicted error to the non-F32 sites (only
-      where the error exceeds the noise floor).
-    top_site: the site with the largest share, or None.
+      where the error exceeds the noise floor); of those of the group of
+      largest error only where a large program's are by groups
+      (`note_records.SharesAlone.groups`).
+    top_site: the site with the largest share, or None (within that
+      group where grouped: another group may hold a larger one alone).
     bands: each site's band over the largest batch swept (None where not
       measurable): analytic; measured for attention (`attention_band`).
     best_candidate: for an observed run, the candidate assignment whose
