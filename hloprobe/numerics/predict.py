@@ -721,7 +721,9 @@ class Predictor:
     """The `share_pairs` of the group of consecutive non-F32 sites
     (`candidates.consecutive_groups`) whose sites, emulated together at
     their algorithms (the others at F32), give row 0 of leaf `leaf` the
-    largest error (ties: the first group); each group one emulation at
+    largest error (ties: the first group; a NaN error above every number,
+    as `verify.findings` orders them: compared as itself it would leave
+    `max` at whichever group came before it); each group one emulation at
     row 0 alone (`_row0s_abs`)."""
     groups = candidates.consecutive_groups(len(pairs))
     assignments = []
@@ -731,7 +733,7 @@ class Predictor:
         tuple(a if i in sites else F32 for i, a in enumerate(chosen))
       )
     found = self._row0s_abs(n, assignments, leaf)
-    errors = [found[a] for a in assignments]
+    errors = [np.inf if np.isnan(found[a]) else found[a] for a in assignments]
     top = max(range(len(groups)), key=lambda g: (errors[g], -g))
     return [pairs[k] for k in groups[top]]
 
