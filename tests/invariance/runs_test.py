@@ -20,9 +20,9 @@ import pytest
 from absl.testing import absltest
 
 from hloprobe.compile import CASES, get_target
+from hloprobe.compile.invariance_cases import elementwise_only_numpy
 from hloprobe.engine import KEPT
 from hloprobe.engine.compiled import compile_and_run_case
-from hloprobe.compile.invariance_cases import elementwise_only_numpy
 from hloprobe.invariance.rows import ANCHOR, ROW0, anchor_offsets, classes_of
 from hloprobe.invariance.runs import RowsRequest, anchor_inputs, rows_here
 from hloprobe.ir import as_precision
