@@ -34,6 +34,7 @@ from hloprobe.numerics import (
   rows,
 )
 from hloprobe.numerics.site_notes import F32
+from hloprobe.report import explain as explain_report
 from hloprobe.report import explain_text
 from hloprobe.report.site_words import best_candidate_words, site_note_words
 from hloprobe.report.verdict_words import prediction_words
@@ -665,6 +666,9 @@ class SharesAtRowZeroTest(absltest.TestCase):
     self.assertIn(
       "of the group of largest error (2 groups", prediction_words(got)
     )
+    # explain names the top site without its share: a share of the
+    # group's sites only, not of "the non-F32 sites".
+    self.assertEqual(explain_report._top(got), (got.top_site, None))
 
   def test_a_group_of_nan_error_is_the_largest_wherever_it_stands(self):
     # 17 TF32 sites in groups of 4, 4, 4, 4 and 1; the second group's
