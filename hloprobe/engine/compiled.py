@@ -263,7 +263,7 @@ def compile_and_run_case(
     if keep is not None:
       _keep(keep, config, cc.compiled)
       if sum(x.nbytes for x in outs) <= _KEEP_OUTPUTS_BYTES:
-        _keep(keep, (config, KEPT), (full, outs))
+        _keep(keep, (config, KEPT), (_kept_inputs(keep, full), outs))
     made = _made_here(checker, n, compilation, watch)
     return CompiledConfig(result, outs, run_s, watch.seconds(), made)
   except Exception as e:  # one config's failure must not lose the others
@@ -294,6 +294,20 @@ def _made_here(checker, n: int, c: Compilation, watch):
       return None if runs is None else runs()
   except Exception:  # made again in the main process, which names it
     return None
+
+
+def _kept_inputs(keep: dict, full):
+  """`full`, or the very inputs the latest kept run holds where they are
+  the same values (`SweptCase.same_inputs`): a worker whose requests carry
+  the inputs pickled (a Ray pool's, or a local one's with no room in its
+  shared folder, or inputs with no large leaf) unpickles a copy of them
+  for every config, and each kept run held its own (gpt2_12's 340 MB of
+  weights once per kept config)."""
+  for key in reversed(keep):
+    if isinstance(key, tuple) and key[1:] == (KEPT,):
+      held = keep[key][0]
+      return held if SweptCase.same_inputs(held, full) else full
+  return full
 
 
 def _keep(keep: dict, config: Config, what) -> None:

@@ -156,9 +156,7 @@ class RowsRequest(Request):
     ran = memo.get(KEPT, {}).get((self.config, KEPT))
     same = ran is not None and SweptCase.same_inputs(ran[0], full)
     outputs = ran[1] if same else None
-    return rows_here(
-      memo[key], full, self.config, self.anchors, kept, outputs
-    )
+    return rows_here(memo[key], full, self.config, self.anchors, kept, outputs)
 
 
 @dataclasses.dataclass(frozen=True)

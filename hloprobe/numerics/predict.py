@@ -73,7 +73,9 @@ class SiteShare:
     without_abs: |row 0 - f64| with this site at F32, the others as chosen;
       None where not computed: a large program's (`Predictor._shares`,
       `note_records.SharesAlone`).
-    share: alone_abs over the sum of all sites' alone_abs, in [0, 1].
+    share: alone_abs over the sum of all sites' alone_abs, in [0, 1]:
+      of the shares' sites only where a large program's are by groups
+      (`SharesAlone.groups`: the group of largest error's).
   """
 
   site: int
@@ -97,8 +99,11 @@ class Prediction:
       predicted and the F32 row-0 spread over summation orders, plus one
       rounding step of the output dtype at row 0's magnitude.
     shares: attribution of the predicted error to the non-F32 sites (only
-      where the error exceeds the noise floor).
-    top_site: the site with the largest share, or None.
+      where the error exceeds the noise floor); of those of the group of
+      largest error only where a large program's are by groups
+      (`note_records.SharesAlone.groups`).
+    top_site: the site with the largest share, or None (within that
+      group where grouped: another group may hold a larger one alone).
     bands: each site's band over the largest batch swept (None where not
       measurable): analytic; measured for attention (`attention_band`).
     best_candidate: for an observed run, the candidate assignment whose
@@ -716,7 +721,9 @@ class Predictor:
     """The `share_pairs` of the group of consecutive non-F32 sites
     (`candidates.consecutive_groups`) whose sites, emulated together at
     their algorithms (the others at F32), give row 0 of leaf `leaf` the
-    largest error (ties: the first group); each group one emulation at
+    largest error (ties: the first group; a NaN error above every number,
+    as `verify.findings` orders them: compared as itself it would leave
+    `max` at whichever group came before it); each group one emulation at
     row 0 alone (`_row0s_abs`)."""
     groups = candidates.consecutive_groups(len(pairs))
     assignments = []
@@ -726,7 +733,7 @@ class Predictor:
         tuple(a if i in sites else F32 for i, a in enumerate(chosen))
       )
     found = self._row0s_abs(n, assignments, leaf)
-    errors = [found[a] for a in assignments]
+    errors = [np.inf if np.isnan(found[a]) else found[a] for a in assignments]
     top = max(range(len(groups)), key=lambda g: (errors[g], -g))
     return [pairs[k] for k in groups[top]]
 

@@ -190,8 +190,16 @@ def _row0(precision: str, configs) -> list[RowZero]:
 
 
 def _top(p) -> tuple[int | None, float | None]:
+  """The top site and its share; no share where the shares are a group's
+  (a large program's, `note_records.SharesAlone.groups`): it is of that
+  group's sites only, which "of the row-0 error the non-F32 sites cause
+  one at a time" would overstate (100% for a group of one site); the
+  verdict's note names the group."""
   share = next((x.share for x in p.shares if x.site == p.top_site), None)
-  return p.top_site, share
+  grouped = any(
+    getattr(n, "note", None) == "shares alone" and n.groups for n in p.notes
+  )
+  return p.top_site, None if grouped else share
 
 
 def _verdict_words(p) -> str:

@@ -307,8 +307,7 @@ def _shares_alone_words(n) -> str:
     )
   else:
     which = (
-      f"site shares from each of the {n.sites} non-F32 sites alone at row "
-      "0; "
+      f"site shares from each of the {n.sites} non-F32 sites alone at row 0; "
     )
   return (
     f"{which}each site's error without it (the others as chosen) not "

@@ -12,15 +12,17 @@ Expected values:
 
 from __future__ import annotations
 
+import pickle
+
 import jax
 import numpy as np
 import pytest
 from absl.testing import absltest
 
 from hloprobe.compile import CASES, get_target
+from hloprobe.compile.invariance_cases import elementwise_only_numpy
 from hloprobe.engine import KEPT
 from hloprobe.engine.compiled import compile_and_run_case
-from hloprobe.compile.invariance_cases import elementwise_only_numpy
 from hloprobe.invariance.rows import ANCHOR, ROW0, anchor_offsets, classes_of
 from hloprobe.invariance.runs import RowsRequest, anchor_inputs, rows_here
 from hloprobe.ir import as_precision
@@ -139,6 +141,27 @@ class SweepOutputsTest(absltest.TestCase):
     np.testing.assert_array_equal(
       doubled.row0[0].view(np.uint32), want.ravel().view(np.uint32)
     )
+
+  def test_kept_runs_of_pickled_inputs_hold_one_copy_of_them(self):
+    # A worker whose requests carry the inputs pickled (a Ray pool's)
+    # unpickles a copy for every config: the kept runs hold the first
+    # copy, not one each. Expected: the leaves' identities.
+    case = CASES["tm_mm"]
+    full = case.full_inputs()
+    blob = pickle.dumps(full)
+    keep = {}
+    for n in (1, 2, 4):
+      config = Config("tm_mm", get_target("cpu"), n, as_precision("float32"))
+      got = compile_and_run_case(case, pickle.loads(blob), config, False, keep)
+      self.assertIsNone(got.result.failure)
+    held = [v[0] for k, v in keep.items() if isinstance(k, tuple)]
+    self.assertLen(held, 3)
+    self.assertTrue(all(h is held[0] for h in held))
+    # Other values are held as they are.
+    other = jax.tree_util.tree_map(lambda a: np.asarray(a) * 2, full)
+    config = Config("tm_mm", get_target("cpu"), 8, as_precision("float32"))
+    compile_and_run_case(case, other, config, False, keep)
+    self.assertIs(keep[(config, KEPT)][0], other)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from hloprobe.numerics import (
   rows,
 )
 from hloprobe.numerics.site_notes import F32
+from hloprobe.report import explain as explain_report
 from hloprobe.report import explain_text
 from hloprobe.report.site_words import best_candidate_words, site_note_words
 from hloprobe.report.verdict_words import prediction_words
@@ -636,7 +637,8 @@ class SharesAtRowZeroTest(absltest.TestCase):
     self.assertEqual([a != F32 for a in chosen], [True, True, True, False])
     row0 = case.inputs_for(full, 1)
     ref = refs.at(2)[0][0]
-    exact = jax.__version_info__ >= (0, 12)  # emulation_cache_test's OLD_XLA_CPU
+    # emulation_cache_test's OLD_XLA_CPU
+    exact = jax.__version_info__ >= (0, 12)
 
     def row0_abs(sites):
       a = tuple(x if i in sites else F32 for i, x in enumerate(chosen))
@@ -661,7 +663,31 @@ class SharesAtRowZeroTest(absltest.TestCase):
       (note.sites, note.groups, note.non_f32_sites, note.grouped_above),
       (len(largest), 2, 3, 1),
     )
-    self.assertIn("of the group of largest error (2 groups", prediction_words(got))
+    self.assertIn(
+      "of the group of largest error (2 groups", prediction_words(got)
+    )
+    # explain names the top site without its share: a share of the
+    # group's sites only, not of "the non-F32 sites".
+    self.assertEqual(explain_report._top(got), (got.top_site, None))
+
+  def test_a_group_of_nan_error_is_the_largest_wherever_it_stands(self):
+    # 17 TF32 sites in groups of 4, 4, 4, 4 and 1; the second group's
+    # emulation at row 0 gives NaN (an overflow to inf, then inf - inf),
+    # the fourth 5.0, the others 1.0: the NaN group's sites are shared,
+    # whatever the order (a NaN compared as itself left `max` at the group
+    # before it). The row-0 errors stand in for the emulations: only the
+    # choice among them is under test.
+    chosen = ("TF32_TF32_F32",) * 17
+    pairs = list(predict.candidates.share_pairs(chosen))
+    errors = {0: 1.0, 4: float("nan"), 8: 1.0, 12: 5.0, 16: 1.0}
+
+    def row0s_abs(n, assignments, leaf):
+      del n, leaf
+      return {a: errors[a.index("TF32_TF32_F32")] for a in assignments}
+
+    stub = mock.NonCallableMock(_row0s_abs=row0s_abs)
+    got = predict.Predictor._largest_group(stub, 2, chosen, pairs, 0)
+    self.assertEqual([p[0] for p in got], [4, 5, 6, 7])
 
   def test_row_0_alone_is_emulated_once_for_every_size(self):
     # gpt2_12's a100 bfloat16 configs at n = 1, 2 and 8 share one TF32
