@@ -326,7 +326,10 @@ class RetireTest(absltest.TestCase):
       """
     )
     done = subprocess.run(
-      [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+      [sys.executable, "-c", script],
+      capture_output=True,
+      text=True,
+      timeout=300,
     )
     self.assertEqual(done.returncode, 0, done.stderr[-2000:])
     self.assertEqual(done.stdout.split(), ["interrupted", "False", "False"])
@@ -370,7 +373,10 @@ class SpawnTest(absltest.TestCase):
       """
     )
     done = subprocess.run(
-      [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+      [sys.executable, "-c", script],
+      capture_output=True,
+      text=True,
+      timeout=300,
     )
     self.assertEqual(done.returncode, 0, done.stderr[-2000:])
     self.assertEqual(done.stdout.split(), ["answered", "1"])
