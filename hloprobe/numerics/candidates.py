@@ -33,9 +33,9 @@ __all__ = [
   "allowed_assignments",
   "candidate_assignments",
   "chosen_algorithms",
+  "consecutive_groups",
   "is_allowed",
   "optional_sites",
-  "consecutive_groups",
   "share_assignments",
   "share_pairs",
 ]
