@@ -175,13 +175,14 @@ class LoadTargetRequest(Request):
 KEPT = "compiled executables"
 _KEEP_AT_MOST = 64
 # Beside a run's executable, under (config, KEPT), (the full inputs, its
-# output leaves) where the leaves hold at most `_KEEP_OUTPUTS_BYTES`: the
-# batch-invariance rows of the config (`invariance.runs.RowsRequest`)
-# read row 0 there instead of running the config again on the same
-# inputs (issue 37: one run of gpt2_12 per CPU config); on other inputs
-# (`SweptCase.same_inputs`: a later sweep on this worker whose record of
-# the config came from the cache) they run it. Larger outputs are not
-# kept: run again.
+# output leaves) where the leaves hold at most `_KEEP_OUTPUTS_BYTES` (at
+# most `_KEEP_AT_MOST` runs' outputs, counted apart from the
+# executables): the batch-invariance rows of the config
+# (`invariance.runs.RowsRequest`) read row 0 there instead of running the
+# config again on the same inputs (issue 37: one run of gpt2_12 per CPU
+# config); on other inputs (`SweptCase.same_inputs`: a later sweep on
+# this worker whose record of the config came from the cache) they run
+# it. Larger outputs are not kept: run again.
 _KEEP_OUTPUTS_BYTES = 8 << 20
 
 
@@ -304,18 +305,28 @@ def _kept_inputs(keep: dict, full):
   for every config, and each kept run held its own (gpt2_12's 340 MB of
   weights once per kept config)."""
   for key in reversed(keep):
-    if isinstance(key, tuple) and key[1:] == (KEPT,):
+    if _outputs_key(key):
       held = keep[key][0]
       return held if SweptCase.same_inputs(held, full) else full
   return full
 
 
-def _keep(keep: dict, config: Config, what) -> None:
-  """Keeps `what` under `config`, the oldest dropped past `_KEEP_AT_MOST`."""
-  keep.pop(config, None)
-  keep[config] = what
-  while len(keep) > _KEEP_AT_MOST:
-    keep.pop(next(iter(keep)))
+def _keep(keep: dict, key, what) -> None:
+  """Keeps `what` under `key`, a config (the oldest config dropped past
+  `_KEEP_AT_MOST`) or (config, `KEPT`), a run's outputs: counted apart,
+  so that they take no executable's place (the oldest dropped past
+  `_KEEP_AT_MOST` too)."""
+  keep.pop(key, None)
+  keep[key] = what
+  kind = _outputs_key(key)
+  same = [k for k in keep if _outputs_key(k) == kind]
+  for k in same[: max(0, len(same) - _KEEP_AT_MOST)]:
+    del keep[k]
+
+
+def _outputs_key(key) -> bool:
+  """Whether `key` of a worker's kept compiles is a run's outputs'."""
+  return isinstance(key, tuple) and key[1:] == (KEPT,)
 
 
 def _rejection_finding(case: Case, full, config: Config):

@@ -30,6 +30,7 @@ from hloprobe.compile import CASES, get_target
 from hloprobe.compile.autotune import (
   CUBLAS_CONFIG,
 )
+from hloprobe.engine import compiled
 from hloprobe.engine.compiled import compile_and_run_case
 from hloprobe.records import Config, Precision
 
@@ -75,6 +76,24 @@ class NamedFlagsTest(absltest.TestCase):
       f"autotuned on {_A100} (one.textproto: CUBLASLT_FISSION: "
       f"{CUBLAS_CONFIG})",
     )
+
+
+class KeepTest(absltest.TestCase):
+  def test_runs_outputs_take_no_executables_place(self):
+    # A worker keeps at most _KEEP_AT_MOST executables (or GPU texts),
+    # the oldest dropped, and as many runs' outputs apart: 70 configs
+    # each with both leave the last 64 of each.
+    at_most = compiled._KEEP_AT_MOST
+    keep = {}
+    for n in range(70):
+      config = Config("seed_mlp", get_target("cpu"), n + 1, Precision.float32)
+      compiled._keep(keep, config, f"executable {n}")
+      compiled._keep(keep, (config, compiled.KEPT), f"outputs {n}")
+    executables = [v for k, v in keep.items() if isinstance(k, Config)]
+    outputs = [v for k, v in keep.items() if not isinstance(k, Config)]
+    want = range(70 - at_most, 70)
+    self.assertEqual(executables, [f"executable {n}" for n in want])
+    self.assertEqual(outputs, [f"outputs {n}" for n in want])
 
 
 if __name__ == "__main__":
