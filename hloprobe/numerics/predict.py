@@ -165,6 +165,24 @@ class Prediction:
   kernel: KernelRowZero | None = None
 
   @property
+  def unshared_sites(self) -> tuple[int, ...]:
+    """The non-F32 sites with no `SiteShare` because a large program's
+    shares were made by groups (`note_records.SharesAlone.groups`: only
+    the group of largest error's sites have one), ascending; () where the
+    shares were not made by groups."""
+    if not any(
+      getattr(n, "note", None) == "shares alone" and n.groups
+      for n in self.notes
+    ):
+      return ()
+    shared = {s.site for s in self.shares}
+    return tuple(
+      i
+      for i, a in enumerate(self.site_algorithms)
+      if a != F32 and i not in shared
+    )
+
+  @property
   def judgement(self) -> Verdict | None:
     """The headline leaf's (`leaf`'s) verdict; None where it has none."""
     return next(

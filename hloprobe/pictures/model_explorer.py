@@ -14,9 +14,13 @@ built with Model Explorer's own `node_data_builder`:
                          `predict.SiteShare.alone_abs`), 3 significant
                          digits; a site without a share adds nothing
                          measurable above the f32 noise floor and gets the
-                         noise floor. Coloured green up to NOISE_FACTOR x
-                         the noise floor, amber up to 100x, red above. A
-                         config that ran names its observed error too.
+                         noise floor, but a non-F32 site whose share was
+                         not computed (a large program's shares by groups,
+                         `Prediction.unshared_sites`) gets no number, and
+                         its fate text says so. Coloured green up to
+                         NOISE_FACTOR x the noise floor, amber up to 100x,
+                         red above. A config that ran names its observed
+                         error too.
   <stem>.math.json       text, where what XLA made was checked
                          (`numerics.made`): at a site an "XLA changed the
                          math" verdict names, the instruction and its
@@ -247,17 +251,20 @@ def _site_values(r) -> dict[str, dict[int, object]]:
   """Per overlay name, site index -> its value (number or words)."""
   p, comp = r.prediction, r.compilation
   shares = {s.site: s.alone_abs for s in (p.shares if p else ())}
+  unshared = set(p.unshared_sites) if p else set()
   by = comp.passes or {}
   out: dict[str, dict[int, object]] = {name: {} for name in _OVERLAYS}
   for f in comp.fates:
     i = f.site.index
-    if p is not None:  # 3 significant digits: what the side panel shows
+    if p is not None and i not in unshared:  # 3 significant digits
       out["error"][i] = float(f"{shares.get(i, p.noise.row0_abs):.3g}")
     out["fate"][i] = f.fate.value + (
       f" split-K {f.split_k}" if f.split_k else ""
     )
     if merged := f.merge_words():
       out["fate"][i] += f" ({merged})"
+    if i in unshared:
+      out["fate"][i] += "; error alone not computed (shares by groups)"
     out["algorithm"][i] = f.effective_algorithm or "unknown"
     if comp.passes is None:
       out["pass"][i] = "unknown (run with --explain_passes)"

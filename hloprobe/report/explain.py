@@ -196,10 +196,7 @@ def _top(p) -> tuple[int | None, float | None]:
   one at a time" would overstate (100% for a group of one site); the
   verdict's note names the group."""
   share = next((x.share for x in p.shares if x.site == p.top_site), None)
-  grouped = any(
-    getattr(n, "note", None) == "shares alone" and n.groups for n in p.notes
-  )
-  return p.top_site, None if grouped else share
+  return p.top_site, None if p.unshared_sites else share
 
 
 def _verdict_words(p) -> str:

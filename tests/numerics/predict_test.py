@@ -34,6 +34,7 @@ from hloprobe.numerics import (
   rows,
 )
 from hloprobe.numerics.site_notes import F32
+from hloprobe.pictures import model_explorer
 from hloprobe.report import explain as explain_report
 from hloprobe.report import explain_text
 from hloprobe.report.site_words import best_candidate_words, site_note_words
@@ -669,6 +670,18 @@ class SharesAtRowZeroTest(absltest.TestCase):
     # explain names the top site without its share: a share of the
     # group's sites only, not of "the non-F32 sites".
     self.assertEqual(explain_report._top(got), (got.top_site, None))
+    # The other group's sites are named as not computed, not given the
+    # noise floor in the Model Explorer overlay.
+    other = tuple(s for g in groups if g != largest for s in g)
+    self.assertEqual(got.unshared_sites, other)
+    r = dataclasses.replace(
+      recorded.config_result(recorded.load("seed_a100_n2_bfloat16")),
+      prediction=got,
+    )
+    values = model_explorer._site_values(r)
+    self.assertEqual(sorted(values["error"]), sorted({0, 1, 2, 3} - set(other)))
+    for site in other:
+      self.assertIn("error alone not computed", values["fate"][site])
 
   def test_a_group_of_nan_error_is_the_largest_wherever_it_stands(self):
     # 17 TF32 sites in groups of 4, 4, 4, 4 and 1; the second group's
