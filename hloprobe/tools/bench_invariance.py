@@ -51,7 +51,7 @@ from hloprobe.tools import bench_models
 
 # The plain loop and explain run as bench_scale runs its lines: in a child
 # that reports wall seconds and the largest process (`_wrapped`).
-from hloprobe.tools.bench_scale import PLAIN_SETUP, _load, _wrapped
+from hloprobe.tools.bench_scale import PLAIN_SETUP, _load, _wrapped, warm_up
 
 __all__ = ["gpt2_block", "main", "measure"]
 
@@ -178,6 +178,7 @@ def measure() -> dict:
     (the explain run's largest process), "answer" (its groups in
     words), "load_before", "load_after"}.
   """
+  warm_up()  # a cold page cache slows the plain loop, which runs first
   before = _load()
   sizes = ",".join(map(str, _SIZES))
   plain = _wrapped([sys.executable, "-c", _PLAIN, _CASE, sizes])

@@ -39,7 +39,7 @@ import os
 import subprocess
 import sys
 
-__all__ = ["main"]
+__all__ = ["main", "warm_up"]
 
 _MODELS = "hloprobe.tools.bench_models"
 _ENV = {"JAX_PLATFORMS": "cpu", "JAX_SKIP_CUDA_CONSTRAINTS_CHECK": "1"}
@@ -122,6 +122,12 @@ jax.jit(case.fn).trace(*jax.tree_util.tree_map(spec, args)).lower(
   lowering_platforms=("cuda",)).compile()
 """
 )
+
+
+def warm_up() -> None:
+  """`_WARM`, untimed: before the first plain loop of a bench run (this
+  module's lines, `bench_invariance`'s)."""
+  _wrapped([sys.executable, "-c", _WARM, f"{_MODELS}:gpt2_1", "1"])
 
 
 def _wrapped(argv: list[str]) -> dict:
@@ -262,7 +268,7 @@ def main(argv: list[str]) -> None:
         f"{', '.join([*_LINES, 'growth', 'all'])}"
       )
   found = {}
-  _wrapped([sys.executable, "-c", _WARM, f"{_MODELS}:gpt2_1", "1"])
+  warm_up()
   for line in dict.fromkeys(lines or list(_LINES)):
     found[line] = measure(line, command)
     _print(found[line], command)
