@@ -94,8 +94,8 @@ def rows_here(
   """Compiles config `config` of `case` once (or takes `compiled`, the
   sweep's own executable of it) and runs it on the sweep's inputs (row 0;
   or takes `outputs`, the output leaves the sweep's run of `compiled` on
-  them gave, kept under (config, `engine.KEPT`)) and, with `anchors`, on the anchor's
-  batches.
+  them gave, kept under (config, `engine.KEPT`)) and, with `anchors`, on
+  the anchor's batches.
 
   Raises:
     CaseError: a sized case, or bad batch axes.
