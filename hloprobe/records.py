@@ -67,8 +67,9 @@ __all__ = [
 # data), KernelUnread.why that record, not words; 20: SiteShare.without_abs
 # None where not computed (a large program's shares, issue 37) and the
 # `note_records.SharesAlone` note naming it; 21: a large program's shares
-# by groups of sites (`SharesAlone.groups`).
-RECORD_VERSION = 21
+# by groups of sites (`SharesAlone.groups`); 22: WorstRow.whole and
+# NoiseFloor.whole (a large program judges fewer rows whole, issue 37).
+RECORD_VERSION = 22
 
 
 @dataclasses.dataclass(frozen=True)

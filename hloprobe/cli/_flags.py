@@ -358,7 +358,9 @@ ALL_ROWS = flags.DEFINE_bool(
   "default a case whose rows are independent (declared rows_independent, "
   "or proven from its jaxpr), above 64 rows, judges "
   "row 0, 32 rows spread evenly and each leaf's 16 rows of largest error "
-  "(a first pass over every row), and says which rows it judged.",
+  "(a first pass over every row), and says which rows it judged; a large "
+  "program (one whose dots do over 2^28 multiply-adds a row) judges fewer, "
+  "its rows judged whole up to 2^34 multiply-adds of them.",
 )
 MAX_WORKER_MB = flags.DEFINE_integer(
   "max_worker_mb",

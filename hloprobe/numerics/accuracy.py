@@ -259,6 +259,10 @@ class NoiseFloor:
       only some rows were judged (`rows.judged_rows`: then `row_abs` has
       one floor per row named and `max_abs` is over those rows); None:
       every row.
+    whole: where `rows` are some, up to how many rows the batch would
+      have been judged whole (`rows.rows_whole`: fewer than
+      `rows.ALL_ROWS_UP_TO` for a large program), which says how they
+      were picked; None: `rows.ALL_ROWS_UP_TO`.
   """
 
   row0_abs: float
@@ -268,6 +272,9 @@ class NoiseFloor:
     default=None, compare=False, repr=False
   )
   rows: tuple[int, ...] | None = dataclasses.field(
+    default=None, compare=False, repr=False
+  )
+  whole: int | None = dataclasses.field(
     default=None, compare=False, repr=False
   )
 

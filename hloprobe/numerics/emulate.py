@@ -54,6 +54,7 @@ __all__ = [
   "EMULATED_ALGORITHMS",
   "SUMMATION_ORDERS",
   "Emulator",
+  "SwitchedEmulation",
   "JaxprSite",
   "OrderSpread",
   "count_sites",
@@ -416,51 +417,119 @@ def emulate_switched(
     raise InvalidArgumentError(
       f"unknown order {order!r}; choose from {SUMMATION_ORDERS}"
     )
-  closed, _ = trace(fn, args)
-  plan, sites = plan_sites(closed.jaxpr)
-  checked = [_checked_algorithms(a, len(sites)) for a in assignments]
-  if not checked:
+  if not assignments:
     return []
-  choices = tuple(tuple(dict.fromkeys(column)) for column in zip(*checked))
+  closed, _ = trace(fn, args)
+  count = len(plan_sites(closed.jaxpr)[1])
+  checked = [_checked_algorithms(a, count) for a in assignments]
   if not switchable(checked):
     raise EmulationError(
       "[hloprobe] only single-pass algorithms can be chosen at run time "
       f"({', '.join(SWITCHABLE)}); emulate these assignments one by one"
     )
-  evaluator = Evaluator(
-    tuple(c[0] if len(c) == 1 else c for c in choices), order, tf32_rounding
+  choices = tuple(tuple(dict.fromkeys(column)) for column in zip(*checked))
+  runs = SwitchedEmulation(
+    fn, args, choices, order=order, tf32_rounding=tf32_rounding, closed=closed
   )
-
-  def run(consts, selector, leaves):
-    evaluator.selector = selector
-    return evaluator.run(closed.jaxpr, plan, consts, leaves)
-
-  consts, leaves = tuple(closed.consts), jax.tree_util.tree_leaves(args)
-  selectors = [
-    np.array([c.index(a) for c, a in zip(choices, names)], np.int32)
-    for names in checked
-  ]
-  compiled = jax.jit(run).lower(consts, selectors[0], leaves).compile()
   # The arguments on the device once, not at every run: a jit call copies
   # each numpy argument each call (jaxlib 0.12.0.1 and 0.10.2).
   # `EmulationCache.args` gives device arrays already (then this is no
-  # copy); the trace's constants and a caller's numpy arguments are put
-  # here (issue 37: gpt2_12's 144 share runs, 0.34 GB of weights). The
-  # same values.
-  consts, leaves = jax.device_put((consts, leaves))
+  # copy); a caller's numpy arguments are put here (issue 37: gpt2_12's
+  # 144 share runs, 0.34 GB of weights). The same values.
+  leaves = jax.device_put(jax.tree_util.tree_leaves(args))
   found = []
-  for names, selector in zip(checked, selectors):
-    for copies in evaluator.scan_copies:
-      if len({names[lo:hi] for lo, hi in copies}) > 1:
+  for names in checked:
+    outs = runs(names, leaves)
+    found.append(outs if keep is None else keep(outs))
+    del outs
+  return found
+
+
+class SwitchedEmulation:
+  """One compiled emulation of `fn` at the shapes of `args` whose sites
+  choose their algorithm at run time, called once per assignment and per
+  argument set of those shapes (issue 37: a large program's fixed orders
+  emulated a row at a time, every row and assignment one compile).
+
+  Each site holds the algorithms `choices` gives it (one name: computed as
+  in `make_emulator`; several: a `lax.switch` over their operand roundings,
+  `emulate_dot.Switched`, whose index is a run-time argument), so each
+  call's outputs are the ones `emulate_case` gives that assignment on those
+  arguments (bit for bit: emulate_switched_test).
+
+  Args:
+    fn, args, order, tf32_rounding: as `make_emulator`.
+    choices: per site, the names it may take (a tuple of one or more
+      `EMULATED_ALGORITHMS`; several only of `SWITCHABLE`).
+    closed: `fn` traced on `args` already (`jaxpr_sites.trace`), or None.
+
+  Raises:
+    EmulationError: a site whose choices are several where it cannot
+      switch (an attention site: raised here, as it is traced), or as
+      `make_emulator`.
+  """
+
+  def __init__(
+    self, fn, args, choices, *, order="xla", tf32_rounding="rna", closed=None
+  ):
+    if order not in SUMMATION_ORDERS:
+      raise InvalidArgumentError(
+        f"unknown order {order!r}; choose from {SUMMATION_ORDERS}"
+      )
+    closed = closed if closed is not None else trace(fn, args)[0]
+    plan, _ = plan_sites(closed.jaxpr)
+    self.choices = tuple(tuple(c) for c in choices)
+    evaluator = Evaluator(
+      tuple(c[0] if len(c) == 1 else c for c in self.choices),
+      order,
+      tf32_rounding,
+    )
+
+    def run(consts, selector, leaves):
+      evaluator.selector = selector
+      return evaluator.run(closed.jaxpr, plan, consts, leaves)
+
+    self._scan_copies = evaluator.scan_copies
+    consts, leaves = tuple(closed.consts), jax.tree_util.tree_leaves(args)
+    self._compiled = (
+      jax.jit(run).lower(consts, self._selector(self._first()), leaves).compile()
+    )
+    # The trace's constants on the device once (each call would copy them).
+    self._consts = jax.device_put(consts)
+
+  def _first(self) -> tuple[str, ...]:
+    return tuple(c[0] for c in self.choices)
+
+  def _selector(self, names) -> np.ndarray:
+    return np.array(
+      [c.index(a) for c, a in zip(self.choices, names)], np.int32
+    )
+
+  def takes(self, names) -> bool:
+    """Whether every site's name of `names` is among its choices."""
+    return len(names) == len(self.choices) and all(
+      a in c for c, a in zip(self.choices, names)
+    )
+
+  def __call__(self, names, leaves) -> tuple[np.ndarray, ...]:
+    """The output leaves (numpy) of the assignment `names` (one per site,
+    each among that site's choices) on `leaves` (the arguments' leaves,
+    of the shapes compiled for).
+
+    Raises:
+      EmulationError: a scan's unrolled copies differ in algorithms.
+      ValueError: a name not among its site's choices.
+    """
+    for copies in self._scan_copies:
+      if len({tuple(names[lo:hi]) for lo, hi in copies}) > 1:
         raise EmulationError(
           "[hloprobe] a scan has unrolled copies of its body in StableHLO "
           "with different algorithms for their sites; emulating that is not "
           "supported"
         )
-    outs = tuple(np.asarray(x) for x in compiled(consts, selector, leaves))
-    found.append(outs if keep is None else keep(outs))
-    del outs
-  return found
+    selector = self._selector(names)
+    outs = self._compiled(self._consts, selector, leaves)
+    return tuple(np.asarray(x) for x in outs)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -278,6 +278,10 @@ class EmulationCache:
     # argument index -> an unbatched argument's leaves on the device
     # (`args`), put there once.
     self._shared: dict[int, object] = {}
+    # `by_rows`: the output leaves' batch axes, and per fixed order its
+    # one-row switched emulation (None where the program cannot switch).
+    self._row_axes: tuple | None = None
+    self._row_runs: dict[str, emulate.SwitchedEmulation | None] = {}
 
   def args(self, n: int | tuple[int, ...]) -> tuple:
     """The case's arguments at size n, or, for a tuple of rows, those rows
@@ -338,6 +342,75 @@ class EmulationCache:
         )
     return tuple(out)
 
+  def by_rows(self, axes: Sequence[int | None]) -> None:
+    """From now on, a fixed order's emulation of gathered rows (a key whose
+    size is a tuple of rows and whose order is not "xla") of single-pass
+    algorithms (`emulate_dot.SWITCHABLE` at every site) is made a row at a
+    time (issue 37: a large program, `rows.rows_whole`): one compile per
+    order, a batch of one row whose every site chooses among the
+    single-pass algorithms at run time (`emulate.SwitchedEmulation`), run
+    once per row and assignment, each row's outputs held apart. So F32's
+    and the chosen assignment's fixed orders, at any rows of any size,
+    share one compile an order (gpt2_12: three, not six, of about 10
+    CPU-s each), and a row is emulated once, whatever the sizes that judge
+    it.
+
+    Each row's outputs are those of `emulate.emulate_case` of that
+    assignment on that row alone (`SwitchedEmulation`); rows emulated in
+    one batch may differ from them in the last bits where XLA:CPU fuses
+    f32 products by shape (`emulate_dot._pairwise`). A program whose sites
+    cannot switch (an attention primitive's) is emulated by the batch as
+    before.
+
+    Args:
+      axes: each output leaf's batch axis (`References.axes`); a leaf
+        without one (None) leaves the emulation by the batch.
+    """
+    if None not in axes:
+      self._row_axes = tuple(axes)
+
+  def _by_rows(self, key: Key) -> bool:
+    """Whether `key` is made a row at a time (`by_rows`)."""
+    rows, algorithms, order = key
+    return (
+      self._row_axes is not None
+      and isinstance(rows, tuple)
+      and order != "xla"
+      and set(algorithms) <= set(emulate.SWITCHABLE)
+      and self._row_runs_of(order, len(algorithms)) is not None
+    )
+
+  def _row_runs_of(self, order: str, sites: int):
+    """The one-row switched emulation of `order` (compiled once), or None
+    where the program's sites cannot switch."""
+    if order not in self._row_runs:
+      choices = (emulate.SWITCHABLE,) * sites
+      try:
+        self._row_runs[order] = emulate.SwitchedEmulation(
+          self._fn, self.args((0,)), choices, order=order
+        )
+      except (EmulationError, InvalidArgumentError):  # e.g. an attention
+        self._row_runs[order] = None  # site: by the batch
+    return self._row_runs[order]
+
+  def _rows(self, key: Key) -> tuple:
+    """The output leaves of a `_by_rows` key: each row's (held, or made
+    alone) joined along the leaves' batch axes."""
+    rows, algorithms, order = key
+    runs = self._row_runs_of(order, len(algorithms))
+
+    def row(r):
+      make = lambda: runs(
+        algorithms, jax.tree_util.tree_leaves(self.args((r,)))
+      )
+      return self._outputs.get(((r,), algorithms, order), make)
+
+    found = [row(r) for r in rows]
+    return tuple(
+      np.concatenate(leaves, axis=axis)
+      for leaves, axis in zip(zip(*found), self._row_axes)
+    )
+
   def count(self, n: int) -> int:
     """The emulator's dot sites at size n (one trace per size)."""
     if n not in self._counts:
@@ -349,6 +422,8 @@ class EmulationCache:
     alone, by `emulate.emulate_case`."""
     key = (n, algorithms, order)
     self._guessed.discard(key)
+    if self._by_rows(key):
+      return self._rows(key)
     self._hold(n)
 
     def make():
@@ -534,6 +609,9 @@ class EmulationCache:
     """
     keys = list(dict.fromkeys(keys))
     self._guessed.difference_update(keys)
+    for key in [k for k in keys if self._by_rows(k)]:
+      self._rows(key)  # a row at a time, each row held
+      keys.remove(key)
     missing = [k for k in keys if k not in self._outputs]
     scales_at = scales_at if self._scales is None else None
     if not missing and scales_at is None:

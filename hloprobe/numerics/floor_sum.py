@@ -50,6 +50,8 @@ class FloorSum:
     rows: the batch rows `ref` and the outputs hold, ascending with row 0
       first, where they are some rows of the batch gathered
       (`rows.judged_rows`; `NoiseFloor.rows`), or None: every row.
+    whole: with `rows`, up to how many rows a batch is judged whole
+      (`NoiseFloor.whole`), or None: the default.
   """
 
   def __init__(
@@ -57,8 +59,9 @@ class FloorSum:
     ref: np.ndarray,
     axis: int | None = 0,
     rows: tuple[int, ...] | None = None,
+    whole: int | None = None,
   ):
-    self._judged = rows
+    self._judged, self._whole = rows, whole
     self._ref = np.asarray(ref, np.float64)
     self._axis = None if self._ref.ndim == 0 else axis
     self._ref0 = element0(self._ref, self._axis)
@@ -93,6 +96,7 @@ class FloorSum:
       row0_spread_abs=spread,
       row_abs=self._rows,
       rows=self._judged if self._axis is not None else None,
+      whole=self._whole if self._axis is not None else None,
     )
 
 

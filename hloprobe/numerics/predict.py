@@ -281,6 +281,11 @@ class Predictor:
     # reason they may not be.
     self._subset: bool | None = None if not all_rows else False
     self.subset_why: str | None = None
+    # Up to how many rows a size is judged whole (`rows.rows_whole`, from
+    # the first config's sites: the program's multiply-adds a row); a
+    # large program's fewer than `rows.ALL_ROWS_UP_TO`. None: not known yet.
+    self._whole: int | None = None
+    self._all_rows = all_rows
     # What configs derived from emulations, by what it depends on (see
     # `_derive`): small (floats, per-row errors), never dropped.
     self._derived: dict = {}
@@ -317,10 +322,52 @@ class Predictor:
         self._subset = self.subset_why is None
     return self._subset
 
+  def _measure_rows(self, n: int, fates) -> None:
+    """Up to how many rows a size is judged whole (`rows.rows_whole`),
+    from the config's sites at size n, once per case: a large program's
+    (fewer than `rows.ALL_ROWS_UP_TO`; never with --all_rows, nor for a
+    case whose rows cannot be gathered) has its fixed orders emulated a
+    row at a time (`EmulationCache.by_rows`), at every row of a size
+    judged whole and at the judged rows of a larger one.
+
+    A row's multiply-adds: each StableHLO site's output elements times its
+    K (`StableHloDot.contracting_size`), summed, over n. An estimate for
+    a size threshold: a site in a loop body counts once."""
+    if self._whole is not None:
+      return
+    macs = sum(
+      int(np.prod(f.site.result.dims)) * (f.site.contracting_size or 0)
+      for f in fates
+    )
+    whole = rows.rows_whole(macs // max(n, 1))
+    large = whole < rows.ALL_ROWS_UP_TO and not self._all_rows
+    # (`_judge_subset` last: it may trace the case, `row_proof`.)
+    self._whole = (
+      whole if large and self._judge_subset() else rows.ALL_ROWS_UP_TO
+    )
+    if self._by_rows():
+      self._cache.by_rows(self._refs.axes)
+
+  def _by_rows(self) -> bool:
+    """A large program's fixed orders are emulated a row at a time
+    (`_measure_rows`)."""
+    return self._whole is not None and self._whole < rows.ALL_ROWS_UP_TO
+
+  def _found_later(self, n: int) -> bool:
+    """The rows judged at size n are found after the first pass (more
+    rows than a size judged whole, gathered): their floors' keys are not
+    known before it."""
+    return n > self._whole_rows() and self._judge_subset()
+
+  def _whole_rows(self) -> int:
+    """Up to how many rows a size is judged whole (`_measure_rows`;
+    `rows.ALL_ROWS_UP_TO` before the first config)."""
+    return rows.ALL_ROWS_UP_TO if self._whole is None else self._whole
+
   def _judged(self, n: int, first_pass) -> tuple[int, ...] | None:
     """The rows to judge at size n (`rows.judged_rows`), from each leaf's
     first-pass errors; None: every row."""
-    if n <= rows.ALL_ROWS_UP_TO or not self._judge_subset():
+    if not self._found_later(n):
       return None
     return rows.judged_rows(
       n,
@@ -328,6 +375,7 @@ class Predictor:
         None if axis is None else s.row_abs
         for s, axis in zip(first_pass, self._refs.axes)
       ],
+      self._whole_rows(),
     )
 
   def _gathered(self, leaves, judged: tuple[int, ...] | None) -> tuple:
@@ -352,8 +400,12 @@ class Predictor:
     """
     return self._cache.scales(self._refs.largest)
 
-  def _fixed_size(self, n: int) -> int:
-    """The size the fixed orders are emulated at for size n."""
+  def _fixed_size(self, n: int) -> int | tuple[int, ...]:
+    """The size the fixed orders are emulated at for size n: the largest
+    (sliced) for a rows_independent case, else n; a large program's
+    rows 0 to n - 1, each alone (`_by_rows`)."""
+    if self._by_rows():
+      return tuple(range(n))
     return self._refs.largest if self._refs.independent else n
 
   def _fixed_order(self, n: int, algorithms: tuple[str, ...], order: str):
@@ -391,8 +443,9 @@ class Predictor:
     emulated on their inputs gathered, all in one compile (a batch of
     len(judged)), XLA's order cut from the config's emulation at n."""
     refs = self._gathered(self._refs.at(n), judged)
+    whole = None if judged is None else self._whole_rows()
     sums = [
-      [FloorSum(r, a, judged) for r, a in zip(refs, self._refs.axes)]
+      [FloorSum(r, a, judged, whole) for r, a in zip(refs, self._refs.axes)]
       for _ in assignments
     ]
     size = judged if judged is not None else self._fixed_size(n)
@@ -462,6 +515,7 @@ class Predictor:
           f"the emulator finds {count} dot sites, the StableHLO "
           f"{len(fates)}; cannot pair them"
         )
+      self._measure_rows(n, fates)
       chosen, note = candidates.chosen_algorithms(fates)
       # A config of an assignment predicted before (another precision of
       # the same effective algorithms, a fix try that keeps them) finds
@@ -615,7 +669,7 @@ class Predictor:
       (size, a, o)
       for a in fixed
       for o in _FIXED_ORDERS
-      if not (n > rows.ALL_ROWS_UP_TO and self._judge_subset())
+      if not self._found_later(n)
     ]
     if self._gather and chosen != f32:
       keys += [((0,), chosen, o) for o in _FIXED_ORDERS]
@@ -638,7 +692,7 @@ class Predictor:
     row-0 error. Not where the rows judged are still to be found (above
     `rows.ALL_ROWS_UP_TO` rows, gathered): their floors' keys are not
     known yet."""
-    if n > rows.ALL_ROWS_UP_TO and self._judge_subset():
+    if self._found_later(n):
       return False
     _, a, order = key
     f32 = (F32,) * len(chosen)

@@ -30,15 +30,17 @@ judged by rows: its verdict (`integers`) already counts every element. A
 leaf without a batch axis is not judged by rows: its row 0 is all of it.
 
 Which rows are judged (issue 37: compute only what is judged). Every row
-where the batch is small (n <= `ALL_ROWS_UP_TO`), where the case's rows
-depend on each other (its floor is one emulation of the whole batch
+where the batch is small (n <= `ALL_ROWS_UP_TO`; for a large program, n
+<= `rows_whole` of its multiply-adds a row, at least 2: gpt2_12's 2 rows,
+gpt2_1's 18), where the case's rows depend on each other (its floor is one emulation of the whole batch
 anyway), and under --all_rows. Otherwise, for a case whose rows are
 independent (it declares `rows_independent`, checked on the float64
 reference, or `row_proof` proves it from the jaxpr: each value's batch
 axis followed through the primitives; a primitive not followed means
 every row), the rows `judged_rows` picks: row 0, `SAMPLE_ROWS`
 rows spread evenly over the batch, and each leaf's `WORST_ROWS` rows of
-largest error found by a cheap first pass (e_r against the float64
+largest error (a large program's fewer, `picked_counts`) found by a cheap
+first pass (e_r against the float64
 reference, which is computed for every row anyway: the observed run's
 errors where the target ran, else the emulation's). Only those rows'
 noise floors are emulated (the three fixed summation orders, each an
@@ -66,14 +68,37 @@ from hloprobe.numerics.verdicts import FarCause, FarRows
 __all__ = [
   "ALL_ROWS_UP_TO",
   "FAR_MULTIPLE",
+  "JUDGED_MULTIPLY_ADDS",
   "SAMPLE_ROWS",
   "WORST_ROWS",
   "WorstRow",
   "far_rows",
   "judged_rows",
+  "picked_counts",
+  "rows_whole",
   "stands_out",
   "worst_row",
 ]
+
+
+# Every row is judged up to this batch size (a small program: its floor
+# costs little); above it, a rows_independent case's `judged_rows`.
+ALL_ROWS_UP_TO = 64
+# Rows spread evenly over the batch (row 0 and the last among them).
+SAMPLE_ROWS = 32
+# Each leaf's rows of largest first-pass error, judged besides the sample.
+WORST_ROWS = 16
+# A large program's rows (issue 37 item 2, "every row only where the
+# program is small"): the multiply-adds of its dot sites that the noise
+# floor's fixed summation orders may spend on the rows judged at one size.
+# Those orders are loops, not BLAS: 2-7 G multiply-adds a second an order
+# on this project's machine (AMD EPYC, one core; a 1024 x 768 x 3072 f32
+# dot: 0.34 s sequential, 0.47 s pairwise, 0.60 s blocked, 2026-12-07),
+# so 2^34 is about 10 CPU-s of the three orders. gpt2_12's rows (11.2 G
+# multiply-adds each) are judged whole up to 2 of them, gpt2_1's (0.93 G)
+# up to 18, the decode layer's (51 M) and every built-in case's up to
+# `ALL_ROWS_UP_TO`.
+JUDGED_MULTIPLY_ADDS = 1 << 34
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -97,6 +122,8 @@ class WorstRow:
       0.0 when every row is within.
     judged: the rows judged, ascending (`judged_rows`), or None where
       every row was (all `rows` of them).
+    whole: up to how many rows a batch is judged whole (`rows_whole`),
+      which says how `judged` was picked (`picked`).
   """
 
   leaf: str
@@ -113,6 +140,13 @@ class WorstRow:
   last_beyond: int = -1
   beyond_abs: float = 0.0
   judged: tuple[int, ...] | None = None
+  whole: int = ALL_ROWS_UP_TO
+
+  @property
+  def large_program(self) -> bool:
+    """Judged whole up to fewer rows than a small program's
+    (`rows_whole`): its dot sites do many multiply-adds a row."""
+    return self.whole < ALL_ROWS_UP_TO
 
   @property
   def within(self) -> bool:
@@ -126,10 +160,10 @@ class WorstRow:
 
   @property
   def picked(self) -> tuple[int, int]:
-    """How `judged_rows` picks the rows it judges besides row 0, where not
-    every row is: (rows spread evenly over the batch, each leaf's rows of
-    largest first-pass error), `SAMPLE_ROWS` and `WORST_ROWS`."""
-    return SAMPLE_ROWS, WORST_ROWS
+    """How `judged_rows` picks the rows it judges, where not every row
+    is: (rows spread evenly over the batch, row 0 among them; each leaf's
+    rows of largest first-pass error), `picked_counts` of `whole`."""
+    return picked_counts(self.whole)
 
   @property
   def far(self) -> bool:
@@ -161,34 +195,55 @@ class WorstRow:
     )
 
 
-# Every row is judged up to this batch size (a small program: its floor
-# costs little); above it, a rows_independent case's `judged_rows`.
-ALL_ROWS_UP_TO = 64
-# Rows spread evenly over the batch (row 0 and the last among them).
-SAMPLE_ROWS = 32
-# Each leaf's rows of largest first-pass error, judged besides the sample.
-WORST_ROWS = 16
+def rows_whole(row_multiply_adds: int) -> int:
+  """Up to how many rows a batch is judged whole (every row): a program
+  whose dot sites do `row_multiply_adds` multiply-adds a row (0: unknown)
+  has `JUDGED_MULTIPLY_ADDS` of them spent on its judged rows' fixed
+  orders at most, and at least 2 rows judged (row 0 and one other); never
+  more than `ALL_ROWS_UP_TO`.
+
+  Raises:
+    ValueError: a negative count.
+  """
+  if row_multiply_adds < 0:
+    raise ValueError(f"{row_multiply_adds} multiply-adds a row")
+  if row_multiply_adds == 0:
+    return ALL_ROWS_UP_TO
+  return max(2, min(ALL_ROWS_UP_TO, JUDGED_MULTIPLY_ADDS // row_multiply_adds))
+
+
+def picked_counts(whole: int) -> tuple[int, int]:
+  """(S, W) of `judged_rows` where a batch is judged whole up to `whole`
+  rows: `SAMPLE_ROWS` and `WORST_ROWS` for `ALL_ROWS_UP_TO`; else S =
+  whole // 2 and W = whole - S, each at least 1 (a large program)."""
+  sample = max(1, min(SAMPLE_ROWS, whole // 2))
+  return sample, max(1, min(WORST_ROWS, whole - sample))
 
 
 def judged_rows(
-  n: int, first_pass: Sequence[np.ndarray | None]
+  n: int,
+  first_pass: Sequence[np.ndarray | None],
+  whole: int = ALL_ROWS_UP_TO,
 ) -> tuple[int, ...] | None:
-  """The rows of a batch of n to judge: None (every row) for n <=
-  `ALL_ROWS_UP_TO`; else row 0, `SAMPLE_ROWS` rows spread evenly over
-  [0, n) and, per leaf, the `WORST_ROWS` rows of largest first-pass error
-  (a NaN error first), ascending, each once.
+  """The rows of a batch of n to judge: None (every row) for n <= `whole`
+  (`rows_whole`; by default `ALL_ROWS_UP_TO`); else row 0, S rows spread
+  evenly over [0, n) and, per leaf, the W rows of largest first-pass error
+  (a NaN error first), ascending, each once: (S, W) = `picked_counts`
+  (whole), about `whole` rows a leaf.
 
   Args:
     n: the batch size.
     first_pass: per output leaf, e_r of every row, shape (n,) (an
       `ErrorStats.row_abs`), or None for a leaf not judged by rows.
+    whole: up to how many rows every row is judged.
 
   Raises:
     ValueError: a first pass whose length is not n.
   """
-  if n <= ALL_ROWS_UP_TO:
+  if n <= whole:
     return None
-  found = set(np.linspace(0, n - 1, SAMPLE_ROWS).round().astype(int).tolist())
+  sample, worst_rows = picked_counts(whole)
+  found = set(np.linspace(0, n - 1, sample).round().astype(int).tolist())
   found.add(0)
   for errors in first_pass:
     if errors is None:
@@ -197,7 +252,7 @@ def judged_rows(
     if errors.shape != (n,):
       raise ValueError(f"first pass of {errors.shape} rows, not ({n},)")
     ranked = np.where(np.isnan(errors), np.inf, errors)
-    worst = np.argsort(-ranked, kind="stable")[:WORST_ROWS]
+    worst = np.argsort(-ranked, kind="stable")[:worst_rows]
     found.update(int(r) for r in worst)
   return tuple(sorted(found))
 
@@ -262,6 +317,7 @@ def worst_row(
     last_beyond=int(index[out[-1]]) if out.size else -1,
     beyond_abs=float(np.max(errors[out])) if out.size else 0.0,
     judged=None if judged is None else tuple(int(i) for i in judged),
+    whole=ALL_ROWS_UP_TO if judged is None else noise.whole or ALL_ROWS_UP_TO,
   )
 
 

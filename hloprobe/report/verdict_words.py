@@ -213,9 +213,13 @@ def judged_how(w) -> str:
   """How a `WorstRow`'s rows were picked where not every row was judged
   (`numerics.rows.judged_rows`, `WorstRow.picked`)."""
   spread, largest = w.picked
+  sample = "row 0" if spread <= 1 else f"row 0, {spread} spread evenly"
+  large = ""
+  if w.large_program:
+    large = f"; a large program: every row up to {w.whole} rows"
   return (
-    f"row 0, {spread} spread evenly and the {largest} of largest error by "
-    "a first pass, per leaf (--all_rows: every row)"
+    f"{sample} and the {largest} of largest error by a first pass, per leaf"
+    f" (--all_rows: every row{large})"
   )
 
 

@@ -1,0 +1,167 @@
+"""A large program's rows (issue 37 item 2): judged whole only up to
+`rows.rows_whole` rows, and its fixed summation orders emulated a row at a
+time, one compile per order for every row and single-pass assignment
+(`EmulationCache.by_rows`, `emulate.SwitchedEmulation`).
+
+Independent sources: exact integer arithmetic for the row counts; each
+row's fixed-order output against `emulate.emulate_case` of that assignment
+on that row alone (its own compile, no switch), bit for bit; jax's public
+compile events for the compile counts.
+"""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from absl.testing import absltest, parameterized
+
+from hloprobe import engine
+from hloprobe.compile import cases
+from hloprobe.numerics import emulate, emulation_cache, rows
+from hloprobe.report.verdict_words import judged_words
+
+pytestmark = [pytest.mark.cpu_numerics]
+
+_F32, _TF32 = "F32_F32_F32", "TF32_TF32_F32"
+# The case's multiply-adds a row: x (1, 48) @ w (48, 16), then (1, 16) @
+# v (16, 8): 48 * 16 + 16 * 8.
+_ROW_MACS = 48 * 16 + 16 * 8
+
+
+def _case(n: int = 8) -> cases.Case:
+  """tanh(x @ w) @ v over n independent rows (rows_independent)."""
+
+  def inputs():
+    g = np.random.default_rng(11)
+    x = g.standard_normal((n, 48)).astype(np.float32)
+    w = g.standard_normal((48, 16)).astype(np.float32)
+    return x, w, g.standard_normal((16, 8)).astype(np.float32)
+
+  fn = lambda x, w, v: jnp.matmul(jnp.tanh(jnp.matmul(x, w)), v)
+  return cases.Case(
+    "t_large_rows", "rows independent", fn, inputs, rows_independent=True
+  )
+
+
+class RowsWholeTest(absltest.TestCase):
+  def test_rows_whole_from_the_multiply_adds(self):
+    budget = rows.JUDGED_MULTIPLY_ADDS
+    self.assertEqual(rows.rows_whole(0), rows.ALL_ROWS_UP_TO)  # unknown
+    self.assertEqual(rows.rows_whole(budget // 1000), rows.ALL_ROWS_UP_TO)
+    self.assertEqual(rows.rows_whole(budget // 18), 18)
+    self.assertEqual(rows.rows_whole(budget // 18 + 1), 17)
+    self.assertEqual(rows.rows_whole(budget), 2)  # row 0 and one other
+    self.assertEqual(rows.rows_whole(budget * 100), 2)
+    with self.assertRaises(ValueError):
+      rows.rows_whole(-1)
+
+  def test_a_large_program_judges_row_0_and_its_worst_rows(self):
+    errors = np.array([0.1, 0.5, 0.3, 0.9, 0.0, 0.0, 0.0, 0.2])
+    # whole 2: row 0 and the worst row.
+    self.assertEqual(rows.judged_rows(8, [errors], whole=2), (0, 3))
+    # whole 4: rows 0 and 7 (two spread), the two worst (3, 1).
+    self.assertEqual(rows.judged_rows(8, [errors], whole=4), (0, 1, 3, 7))
+    self.assertIsNone(rows.judged_rows(4, [errors[:4]], whole=4))
+    # The default keeps the small programs' counts: 32 spread, 16 worst.
+    ranked = np.arange(100, dtype=np.float64)
+    judged = rows.judged_rows(100, [ranked])
+    spread = set(np.linspace(0, 99, 32).round().astype(int).tolist())
+    self.assertEqual(set(judged), spread | set(range(84, 100)))
+
+  def test_the_words_say_how_a_large_program_picked_its_rows(self):
+    row = lambda **kw: rows.WorstRow("", 3, 0.1, 0.1, 0.5, 8, 0, **kw)
+    self.assertEqual(
+      judged_words(row(judged=(0, 3), whole=2)),
+      "2 of 8 rows: row 0 and the 1 of largest error by a first pass, per "
+      "leaf (--all_rows: every row; a large program: every row up to 2 "
+      "rows)",
+    )
+    self.assertEqual(
+      judged_words(row(judged=(0, 3))),
+      "2 of 8 rows: row 0, 32 spread evenly and the 16 of largest error by "
+      "a first pass, per leaf (--all_rows: every row)",
+    )
+    self.assertEqual(judged_words(row()), "every row of 8")
+
+
+@pytest.mark.compiles
+class ByRowsTest(parameterized.TestCase):
+  @parameterized.parameters("sequential", "pairwise", "blocked")
+  def test_each_row_is_its_emulation_alone_from_one_compile(self, order):
+    case = _case()
+    full = case.make_inputs()
+    cache = emulation_cache.EmulationCache(case, full)
+    cache.by_rows((0,))
+    seen = []
+
+    def on_compile(event, duration_s, **kwargs):
+      del duration_s, kwargs
+      if event == "/jax/core/compile/backend_compile_duration":
+        seen.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(on_compile)
+    try:
+      f32 = cache.get((0, 3, 5), (_F32, _F32), order)
+      tf32 = cache.get((0,), (_TF32, _TF32), order)
+      mixed = cache.get((5,), (_TF32, _F32), order)
+    finally:
+      jax.monitoring.unregister_event_duration_listener(on_compile)
+    # One compile of the order for three rows and three assignments (the
+    # gathering of a row's inputs compiles nothing: numpy).
+    self.assertLen(seen, 1)
+    x, w, v = full
+    for out, picked, names in (
+      (f32, (0, 3, 5), _F32),
+      (tf32, (0,), _TF32),
+      (mixed, (5,), (_TF32, _F32)),
+    ):
+      (got,) = out
+      self.assertEqual(got.shape, (len(picked), 8))
+      for i, r in enumerate(picked):
+        alone = emulate.emulate_case(
+          case.fn, (x[r : r + 1], w, v), names, order=order
+        )
+        np.testing.assert_array_equal(got[i : i + 1], np.asarray(alone))
+
+  def test_an_xla_order_or_a_split_is_emulated_by_the_batch(self):
+    case = _case()
+    cache = emulation_cache.EmulationCache(case, case.make_inputs())
+    cache.by_rows((0,))
+    cache.get((0, 1), (_F32, _F32), "xla")
+    cache.get((0, 1), ("BF16_BF16_F32_X3",) * 2, "pairwise")
+    self.assertEqual(cache._row_runs, {})  # no row emulation made
+
+
+@pytest.mark.compiles
+class LargeSweepTest(absltest.TestCase):
+  """A sweep of a case made large by the budget: n = 8 judges row 0 and
+  its worst row, n = 2 every row; row 0's floor is the all-rows sweep's."""
+
+  def test_a_large_program_judges_fewer_rows(self):
+    case = _case()
+    found = {}
+    for all_rows in (False, True):
+      spec = engine.SweepSpec(
+        (case,), (2, 8), ("float32",), ("cpu",), all_rows=all_rows
+      )
+      with mock.patch.object(rows, "JUDGED_MULTIPLY_ADDS", 2 * _ROW_MACS):
+        found[all_rows] = engine.run_sweep(spec)
+    two, eight = (r.prediction.rows[0] for r in found[False])
+    self.assertIsNone(two.judged)  # 2 rows: every row
+    self.assertLen(eight.judged, 2)
+    self.assertEqual(eight.judged[0], 0)
+    self.assertEqual((eight.whole, eight.picked), (2, (1, 1)))
+    for some, every in zip(found[False], found[True]):
+      self.assertIsNone(every.prediction.rows[0].judged)
+      self.assertEqual(
+        some.prediction.noise.row0_abs, every.prediction.noise.row0_abs
+      )
+      self.assertEqual(some.prediction.stats, every.prediction.stats)
+
+
+if __name__ == "__main__":
+  absltest.main()
