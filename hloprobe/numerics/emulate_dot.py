@@ -66,6 +66,15 @@ _BLOCK_K = 32
 # elements (64 MiB of f32), or one term per output where an output is
 # larger; each chunk's tree sum joins the tree as it comes (`_pairwise`).
 _PAIRWISE_CHUNK_ELEMENTS = 1 << 24
+# "blocked": every block's partial sum is held at once (`_blocked_partials`,
+# the ops before issue 37) up to this many elements of them together (B x
+# blocks x M x N; 4 MiB of f32), beyond it one block at a time. The
+# partials of a large dot do not stay in the caches: a GPT-2-small row's
+# 128 x 768 x 3072 dot (9.4 M partials) took 0.19 s so, 0.05 s a block at
+# a time, the same bits (f32 operands, jaxlib 0.12.0.1, 2026-12-07; it
+# was 2^24, `_PAIRWISE_CHUNK_ELEMENTS`, which a large program's row at a
+# time, `emulation_cache.EmulationCache.by_rows`, fell under).
+_BLOCKED_PARTIALS_ELEMENTS = 1 << 20
 # "pairwise": above this many outputs (B x M x N), where K is more than
 # one chunk, the tree over the chunks is made one tile of M rows at a
 # time, M halved while it is even and the tile above this many elements,
@@ -545,9 +554,10 @@ def _blocked(a, b, product=_same, total=_same):
   """K cut into blocks of `_BLOCK_K`: each summed sequentially, then the
   block sums added in order (a split-K GEMM's partials and reduction).
 
-  Where every block's partial fits one chunk (`_PAIRWISE_CHUNK_ELEMENTS`)
-  they are made at once (`_blocked_partials`). Beyond, one block at a
-  time, its products and sums made elementwise in order. (XLA:CPU's own
+  Where every block's partial together holds at most
+  `_BLOCKED_PARTIALS_ELEMENTS` they are made at once (`_blocked_partials`).
+  Beyond, one block at a time, its products and sums made elementwise in
+  order. (XLA:CPU's own
   dot of a block is not used: its summation order is the release's
   choice; jaxlib 0.10.2's differs from the in-order sum by 1 ULP on
   bf16-rounded operands where 0.12.0.1's matches it.) Memory: one chunk,
@@ -559,7 +569,7 @@ def _blocked(a, b, product=_same, total=_same):
   pad = blocks * _BLOCK_K - k
   a4 = jnp.pad(a, ((0, 0), (0, 0), (0, pad))).reshape(bsz, m, blocks, _BLOCK_K)
   b4 = jnp.pad(b, ((0, 0), (0, pad), (0, 0))).reshape(bsz, blocks, _BLOCK_K, n)
-  if bsz * blocks * m * n <= _PAIRWISE_CHUNK_ELEMENTS:
+  if bsz * blocks * m * n <= _BLOCKED_PARTIALS_ELEMENTS:
     return _blocked_partials(a4, b4, product, total)
 
   def block_sum(i):
@@ -583,7 +593,7 @@ def _blocked(a, b, product=_same, total=_same):
 def _blocked_partials(a4, b4, product, total):
   """`_blocked` with every block's partial sum held at once, (B, blocks,
   M, N), each made elementwise: the ops of hloprobe before issue 37, kept
-  where they fit one chunk (`_PAIRWISE_CHUNK_ELEMENTS`) so that f32
+  where they fit `_BLOCKED_PARTIALS_ELEMENTS` so that f32
   operands, whose products the CPU compiler may or may not fuse into FMAs
   by shape, give the bits they gave (the seed's noise floor included)."""
   bsz, m, blocks, _ = a4.shape

@@ -14,6 +14,7 @@ compiled emulation (`memory_analysis().temp_size_in_bytes`), no run.
 from __future__ import annotations
 
 import functools
+from unittest import mock
 
 import jax
 import jax.numpy as jnp
@@ -247,6 +248,20 @@ class SameSumsTest(parameterized.TestCase):
         part = (part + np.outer(a[:, k], b[k])).astype(np.float32)
       total = (total + part).astype(np.float32)
     np.testing.assert_array_equal(got, total)
+
+  def test_blocked_a_block_at_a_time_is_the_partials_bits_on_f32(self):
+    # One GPT-2-small row's MLP dot (128 x 768 x 3072: 9.4 M partials),
+    # f32 operands (no rounding: the products' FMA fusion could differ by
+    # path): the old ops, every partial held (`_blocked_partials`), and a
+    # block at a time (`_BLOCKED_PARTIALS_ELEMENTS`), the same bits.
+    g = np.random.default_rng(3)
+    a = g.standard_normal((128, 768)).astype(np.float32)
+    b = g.standard_normal((768, 3072)).astype(np.float32)
+    self.assertGreater(128 * 24 * 3072, emulate_dot._BLOCKED_PARTIALS_ELEMENTS)
+    got = np.asarray(_emulate("F32_F32_F32", "blocked")(a, b))
+    with mock.patch.object(emulate_dot, "_BLOCKED_PARTIALS_ELEMENTS", 1 << 24):
+      want = np.asarray(_emulate("F32_F32_F32", "blocked")(a, b))
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
 # jaxlib 0.10.2's XLA:CPU still hoists the fixed orders' operand copies and
