@@ -394,7 +394,7 @@ def emulate_switched(
   compile of about twice the program, not 2L + 2 copies of it (issue 37).
   Each branch is the ops `make_emulator` gives that site at that
   algorithm, so each output is the one `emulate_case` gives (bit for bit:
-  emulate_switched_test).
+  emulate_many_test).
 
   Args:
     fn, args, order, tf32_rounding: as `make_emulator`.
@@ -455,7 +455,7 @@ class SwitchedEmulation:
   in `make_emulator`; several: a `lax.switch` over their operand roundings,
   `emulate_dot.Switched`, whose index is a run-time argument), so each
   call's outputs are the ones `emulate_case` gives that assignment on those
-  arguments (bit for bit: emulate_switched_test).
+  arguments (bit for bit: emulate_many_test, rows_large_test).
 
   Args:
     fn, args, order, tf32_rounding: as `make_emulator`.
@@ -484,6 +484,9 @@ class SwitchedEmulation:
       order,
       tf32_rounding,
     )
+    # A `with_mesh_splits` function's dots split as its mesh asks, as
+    # `make_emulator`'s do ({} for any other function).
+    evaluator.parts.update(_mesh_parts(fn, args, closed.jaxpr.invars))
 
     def run(consts, selector, leaves):
       evaluator.selector = selector
