@@ -142,25 +142,35 @@ class LargeSweepTest(absltest.TestCase):
   its worst row, n = 2 every row; row 0's floor is the all-rows sweep's."""
 
   def test_a_large_program_judges_fewer_rows(self):
+    # The a100 at bfloat16: TF32 sites at n = 2 and 8 (a compile-only
+    # target; the chosen assignment's row-0 spread, in its tolerance, from
+    # the same row compiles as F32's floor).
     case = _case()
     found = {}
     for all_rows in (False, True):
       spec = engine.SweepSpec(
-        (case,), (2, 8), ("float32",), ("cpu",), all_rows=all_rows
+        (case,), (2, 8), ("bfloat16",), ("cpu", "a100"), all_rows=all_rows
       )
       with mock.patch.object(rows, "JUDGED_MULTIPLY_ADDS", 2 * _ROW_MACS):
         found[all_rows] = engine.run_sweep(spec)
-    two, eight = (r.prediction.rows[0] for r in found[False])
-    self.assertIsNone(two.judged)  # 2 rows: every row
-    self.assertLen(eight.judged, 2)
-    self.assertEqual(eight.judged[0], 0)
-    self.assertEqual((eight.whole, eight.picked), (2, (1, 1)))
+    by_size = {
+      (r.config.target.name, r.config.n): r.prediction for r in found[False]
+    }
+    self.assertIn(_TF32, by_size["a100", 8].site_algorithms)
+    for target in ("cpu", "a100"):
+      two, eight = by_size[target, 2].rows[0], by_size[target, 8].rows[0]
+      self.assertIsNone(two.judged)  # 2 rows: every row
+      self.assertLen(eight.judged, 2)
+      self.assertEqual(eight.judged[0], 0)
+      self.assertEqual((eight.whole, eight.picked), (2, (1, 1)))
+    self.assertLen(found[False], 4)
     for some, every in zip(found[False], found[True]):
-      self.assertIsNone(every.prediction.rows[0].judged)
-      self.assertEqual(
-        some.prediction.noise.row0_abs, every.prediction.noise.row0_abs
-      )
-      self.assertEqual(some.prediction.stats, every.prediction.stats)
+      self.assertEqual(some.config, every.config)
+      some, every = some.prediction, every.prediction
+      self.assertIsNone(every.rows[0].judged)
+      self.assertEqual(some.noise.row0_abs, every.noise.row0_abs)
+      self.assertEqual(some.tolerance_abs, every.tolerance_abs)
+      self.assertEqual(some.stats, every.stats)
 
 
 if __name__ == "__main__":
