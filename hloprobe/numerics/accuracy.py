@@ -274,9 +274,7 @@ class NoiseFloor:
   rows: tuple[int, ...] | None = dataclasses.field(
     default=None, compare=False, repr=False
   )
-  whole: int | None = dataclasses.field(
-    default=None, compare=False, repr=False
-  )
+  whole: int | None = dataclasses.field(default=None, compare=False, repr=False)
 
   def admits(self, stats: ErrorStats) -> bool:
     """The noise-floor rule: row 0's error counts as f32 noise.

@@ -495,7 +495,9 @@ class SwitchedEmulation:
     self._scan_copies = evaluator.scan_copies
     consts, leaves = tuple(closed.consts), jax.tree_util.tree_leaves(args)
     self._compiled = (
-      jax.jit(run).lower(consts, self._selector(self._first()), leaves).compile()
+      jax.jit(run)
+      .lower(consts, self._selector(self._first()), leaves)
+      .compile()
     )
     # The trace's constants on the device once (each call would copy them).
     self._consts = jax.device_put(consts)
@@ -504,15 +506,7 @@ class SwitchedEmulation:
     return tuple(c[0] for c in self.choices)
 
   def _selector(self, names) -> np.ndarray:
-    return np.array(
-      [c.index(a) for c, a in zip(self.choices, names)], np.int32
-    )
-
-  def takes(self, names) -> bool:
-    """Whether every site's name of `names` is among its choices."""
-    return len(names) == len(self.choices) and all(
-      a in c for c, a in zip(self.choices, names)
-    )
+    return np.array([c.index(a) for c, a in zip(self.choices, names)], np.int32)
 
   def __call__(self, names, leaves) -> tuple[np.ndarray, ...]:
     """The output leaves (numpy) of the assignment `names` (one per site,

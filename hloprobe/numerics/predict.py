@@ -252,7 +252,9 @@ class Predictor:
     all_rows: judge every row (--all_rows); else a batch case above
       `rows.ALL_ROWS_UP_TO` rows whose rows are independent (declared
       `rows_independent`, or proven from its jaxpr: `row_proof`) has its
-      noise floor emulated and its rows judged at `rows.judged_rows` only.
+      noise floor emulated and its rows judged at `rows.judged_rows` only;
+      a large program's above fewer rows (`rows.rows_whole`), its fixed
+      orders a row at a time (`_measure_rows`).
   """
 
   def __init__(
@@ -647,8 +649,9 @@ class Predictor:
     assignments at n, both noise floors' fixed orders (for a
     rows_independent case, the chosen assignment's at row 0 alone: only
     row 0's spread is used; F32's at the judged rows after the first pass
-    above `rows.ALL_ROWS_UP_TO` rows), and the site scales; each output is
-    bit for bit the one a separate emulation gives.
+    where a size has more rows than are judged whole, `_found_later`; a
+    large program's a row at a time, `_by_rows`), and the site scales;
+    each output is bit for bit the one a separate emulation gives.
 
     The share assignments are made here only where they can be one
     switched compile (`_shares_ahead`). A config with a non-F32 site also
@@ -689,9 +692,9 @@ class Predictor:
     (`_derive`: made by an earlier config), so that it need not be made:
     F32's and the chosen assignment's noise floors (over XLA's order and
     the fixed ones), the chosen one's statistics, a share assignment's
-    row-0 error. Not where the rows judged are still to be found (above
-    `rows.ALL_ROWS_UP_TO` rows, gathered): their floors' keys are not
-    known yet."""
+    row-0 error. Not where the rows judged are still to be found (more
+    rows than a size is judged whole, gathered: `_found_later`): their
+    floors' keys are not known yet."""
     if self._found_later(n):
       return False
     _, a, order = key
