@@ -477,8 +477,13 @@ class SwitchedEmulation:
         f"unknown order {order!r}; choose from {SUMMATION_ORDERS}"
       )
     closed = closed if closed is not None else trace(fn, args)[0]
-    plan, _ = plan_sites(closed.jaxpr)
+    plan, sites = plan_sites(closed.jaxpr)
     self.choices = tuple(tuple(c) for c in choices)
+    if len(self.choices) != len(sites):
+      raise EmulationError(
+        f"[hloprobe] {len(self.choices)} sites' choices given for "
+        f"{len(sites)} dot sites; give one per site"
+      )
     evaluator = Evaluator(
       tuple(c[0] if len(c) == 1 else c for c in self.choices),
       order,
@@ -515,8 +520,13 @@ class SwitchedEmulation:
 
     Raises:
       EmulationError: a scan's unrolled copies differ in algorithms.
-      ValueError: a name not among its site's choices.
+      ValueError: not one name a site, or a name not among its site's
+        choices.
     """
+    if len(names) != len(self.choices):
+      raise ValueError(
+        f"{len(names)} algorithms for {len(self.choices)} dot sites"
+      )
     for copies in self._scan_copies:
       if len({tuple(names[lo:hi]) for lo, hi in copies}) > 1:
         raise EmulationError(

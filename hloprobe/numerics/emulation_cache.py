@@ -40,6 +40,7 @@ import numpy as np
 from hloprobe.compile import Case
 from hloprobe.errors import EmulationError, InvalidArgumentError
 from hloprobe.numerics import attention_band, emulate, emulate_attention
+from hloprobe.numerics.jaxpr_sites import multiply_adds
 from hloprobe.numerics.kept import KEPT_BYTES, Kept
 from hloprobe.numerics.note_records import AttentionBias
 
@@ -269,6 +270,7 @@ class EmulationCache:
     self._outputs = Kept(budget)
     self._kept = Kept(budget)  # `kept_of`'s kept values by name
     self._counts: dict[int, int] = {}
+    self._multiply_adds: dict[int, int] = {}  # size -> its sites' (`count`)
     self._bytes: dict[int, int] = {}  # size -> bytes of one emulation
     self._scales: tuple | None = None
     self._guessed: set[Key] = set()  # made on a guess, not yet asked for
@@ -342,7 +344,7 @@ class EmulationCache:
         )
     return tuple(out)
 
-  def by_rows(self, axes: Sequence[int | None]) -> None:
+  def by_rows(self, axes: Sequence[int | None], sites: int) -> bool:
     """From now on, a fixed order's emulation of gathered rows (a key whose
     size is a tuple of rows and whose order is not "xla") of single-pass
     algorithms (`emulate_dot.SWITCHABLE` at every site) is made a row at a
@@ -365,9 +367,21 @@ class EmulationCache:
     Args:
       axes: each output leaf's batch axis (`References.axes`); a leaf
         without one (None) leaves the emulation by the batch.
+      sites: the program's dot sites.
+
+    Returns:
+      Whether the fixed orders are now made a row at a time: False for an
+      output leaf without a batch axis, or a program whose sites cannot
+      switch (tried here: the first fixed order's compile, which the rows
+      need anyway).
     """
-    if None not in axes:
-      self._row_axes = tuple(axes)
+    if None in axes:
+      return False
+    self._row_axes = tuple(axes)
+    first = next(o for o in emulate.SUMMATION_ORDERS if o != "xla")
+    if self._row_runs_of(first, sites) is None:
+      self._row_axes = None
+    return self._row_axes is not None
 
   def _by_rows(self, key: Key) -> bool:
     """Whether `key` is made a row at a time (`by_rows`)."""
@@ -414,8 +428,32 @@ class EmulationCache:
   def count(self, n: int) -> int:
     """The emulator's dot sites at size n (one trace per size)."""
     if n not in self._counts:
-      self._counts[n] = emulate.count_sites(self._fn, self.args(n))
+      sites = emulate.jaxpr_sites(self._fn, self.args(n))
+      self._counts[n] = len(sites)
+      self._multiply_adds[n] = multiply_adds(sites)
     return self._counts[n]
+
+  def row_multiply_adds(self) -> int:
+    """The multiply-adds of the program's dot sites a batch row
+    (`jaxpr_sites.multiply_adds`, an estimate): at 2 rows less at 1 (what
+    does not grow with the batch, e.g. a dot of weights alone, is not a
+    row's), or at 1 where the full batch has 1 row. One value per case,
+    whatever the sizes asked for and their order (traced at sizes 1 and 2,
+    each once, as `count`).
+
+    Raises:
+      InvalidArgumentError: a sized case (no full batch to cut rows of).
+      Exception: what tracing the case raises.
+    """
+    if self._full is None or self._case.swept_size is not None:
+      raise InvalidArgumentError(
+        f"case {self._case.name!r} is sized: no rows to count"
+      )
+    sizes = (1, 2) if self._case.full_size(self._full) >= 2 else (1,)
+    for n in sizes:
+      self.count(n)
+    one, *two = (self._multiply_adds[n] for n in sizes)
+    return max(two[0] - one, 0) if two else one
 
   def get(self, n: int, algorithms: tuple[str, ...], order="xla") -> tuple:
     """Every output leaf at size n (numpy); one not yet made is made

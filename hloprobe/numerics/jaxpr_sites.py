@@ -31,6 +31,7 @@ Private in intent: use the package, `hloprobe.numerics`.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 
 import jax
@@ -47,6 +48,7 @@ __all__ = [
   "SitePlan",
   "count_sites",
   "jaxpr_sites",
+  "multiply_adds",
   "open_jaxpr",
   "plan_sites",
   "trace",
@@ -344,6 +346,34 @@ def trace(fn: Callable, args: Sequence):
 def jaxpr_sites(fn: Callable, args: Sequence) -> tuple[JaxprSite, ...]:
   """The contraction sites of `fn` on `args`, numbered as in its StableHLO."""
   return plan_sites(trace(fn, args)[0].jaxpr)[1]
+
+
+def multiply_adds(sites: Sequence[JaxprSite]) -> int:
+  """The sites' multiply-adds, an estimate for size thresholds (issue 37:
+  `rows.rows_whole`): a dot_general's output elements times its K, i.e.
+  its lhs elements times the rhs's free elements; a convolution's lhs
+  batch times spatial elements times its kernel's elements (its output
+  at stride 1, times K: a bound for a strided one); a cuDNN attention's
+  q elements times k's sequence, twice (q k^T and p v; q (B, T, N, H), k
+  (B, S, N, H), jax's layout). A site in a loop body counts once."""
+  total = 0
+  for s in sites:
+    dims = s.dimension_numbers
+    if s.primitive not in ("dot_general", "conv_general_dilated"):
+      # q (B, T, N, H), k (B, S, N, H): 2 * B*T*N*H * S.
+      seq = s.rhs.shape[1] if len(s.rhs.shape) > 1 else 1
+      total += 2 * math.prod(s.lhs.shape) * seq
+      continue
+    if s.primitive == "conv_general_dilated":
+      lhs_spec = dims.lhs_spec
+      batch_and_space = [s.lhs.shape[lhs_spec[0]]]
+      batch_and_space += [s.lhs.shape[d] for d in lhs_spec[2:]]
+      total += math.prod(batch_and_space) * math.prod(s.rhs.shape)
+      continue
+    (_, rc), (_, rb) = dims
+    free = [d for i, d in enumerate(s.rhs.shape) if i not in (*rc, *rb)]
+    total += math.prod(s.lhs.shape) * math.prod(free)
+  return total
 
 
 def count_sites(fn: Callable, args: Sequence) -> int:

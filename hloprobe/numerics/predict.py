@@ -288,6 +288,8 @@ class Predictor:
     # large program's fewer than `rows.ALL_ROWS_UP_TO`. None: not known yet.
     self._whole: int | None = None
     self._all_rows = all_rows
+    # Its fixed orders are emulated a row at a time (`_measure_rows`).
+    self._apart = False
     # What configs derived from emulations, by what it depends on (see
     # `_derive`): small (floats, per-row errors), never dropped.
     self._derived: dict = {}
@@ -324,36 +326,32 @@ class Predictor:
         self._subset = self.subset_why is None
     return self._subset
 
-  def _measure_rows(self, n: int, fates) -> None:
-    """Up to how many rows a size is judged whole (`rows.rows_whole`),
-    from the config's sites at size n, once per case: a large program's
-    (fewer than `rows.ALL_ROWS_UP_TO`; never with --all_rows, nor for a
-    case whose rows cannot be gathered) has its fixed orders emulated a
-    row at a time (`EmulationCache.by_rows`), at every row of a size
-    judged whole and at the judged rows of a larger one.
-
-    A row's multiply-adds: each StableHLO site's output elements times its
-    K (`StableHloDot.contracting_size`), summed, over n. An estimate for
-    a size threshold: a site in a loop body counts once."""
+  def _measure_rows(self, n: int) -> None:
+    """Up to how many rows a size is judged whole (`rows.rows_whole` of
+    the program's multiply-adds a row, `EmulationCache.row_multiply_adds`:
+    one value per case, whatever sizes the sweep visits first), once: a
+    large program's are fewer than `rows.ALL_ROWS_UP_TO` (never with
+    --all_rows, nor for a case whose rows cannot be gathered), and its
+    fixed orders are emulated a row at a time where the cache can
+    (`EmulationCache.by_rows`), at every row of a size judged whole and at
+    the judged rows of a larger one."""
     if self._whole is not None:
       return
-    macs = sum(
-      int(np.prod(f.site.result.dims)) * (f.site.contracting_size or 0)
-      for f in fates
-    )
-    whole = rows.rows_whole(macs // max(n, 1))
-    large = whole < rows.ALL_ROWS_UP_TO and not self._all_rows
+    whole = rows.ALL_ROWS_UP_TO
+    case = self._case
+    if (
+      not self._all_rows and self._full is not None and case.swept_size is None
+    ):
+      try:
+        whole = rows.rows_whole(self._cache.row_multiply_adds())
+      except Exception:  # a size 1 or 2 it cannot trace: judged as small
+        pass  # (an emulation at a size that fails names why, when asked)
     # (`_judge_subset` last: it may trace the case, `row_proof`.)
-    self._whole = (
-      whole if large and self._judge_subset() else rows.ALL_ROWS_UP_TO
+    large = whole < rows.ALL_ROWS_UP_TO and self._judge_subset()
+    self._whole = whole if large else rows.ALL_ROWS_UP_TO
+    self._apart = large and self._cache.by_rows(
+      self._refs.axes, self._cache.count(n)
     )
-    if self._by_rows():
-      self._cache.by_rows(self._refs.axes)
-
-  def _by_rows(self) -> bool:
-    """A large program's fixed orders are emulated a row at a time
-    (`_measure_rows`)."""
-    return self._whole is not None and self._whole < rows.ALL_ROWS_UP_TO
 
   def _found_later(self, n: int) -> bool:
     """The rows judged at size n are found after the first pass (more
@@ -405,8 +403,8 @@ class Predictor:
   def _fixed_size(self, n: int) -> int | tuple[int, ...]:
     """The size the fixed orders are emulated at for size n: the largest
     (sliced) for a rows_independent case, else n; a large program's
-    rows 0 to n - 1, each alone (`_by_rows`)."""
-    if self._by_rows():
+    rows 0 to n - 1, each alone (`_measure_rows`)."""
+    if self._apart:
       return tuple(range(n))
     return self._refs.largest if self._refs.independent else n
 
@@ -517,7 +515,7 @@ class Predictor:
           f"the emulator finds {count} dot sites, the StableHLO "
           f"{len(fates)}; cannot pair them"
         )
-      self._measure_rows(n, fates)
+      self._measure_rows(n)
       chosen, note = candidates.chosen_algorithms(fates)
       # A config of an assignment predicted before (another precision of
       # the same effective algorithms, a fix try that keeps them) finds
@@ -650,7 +648,7 @@ class Predictor:
     rows_independent case, the chosen assignment's at row 0 alone: only
     row 0's spread is used; F32's at the judged rows after the first pass
     where a size has more rows than are judged whole, `_found_later`; a
-    large program's a row at a time, `_by_rows`), and the site scales;
+    large program's a row at a time, `_measure_rows`), and the site scales;
     each output is bit for bit the one a separate emulation gives.
 
     The share assignments are made here only where they can be one

@@ -21,7 +21,7 @@ from absl.testing import absltest, parameterized
 
 from hloprobe import engine
 from hloprobe.compile import cases
-from hloprobe.numerics import emulate, emulation_cache, rows
+from hloprobe.numerics import emulate, emulation_cache, jaxpr_sites, rows
 from hloprobe.report.verdict_words import judged_words
 
 pytestmark = [pytest.mark.cpu_numerics]
@@ -44,6 +44,25 @@ def _case(n: int = 8) -> cases.Case:
   fn = lambda x, w, v: jnp.matmul(jnp.tanh(jnp.matmul(x, w)), v)
   return cases.Case(
     "t_large_rows", "rows independent", fn, inputs, rows_independent=True
+  )
+
+
+def _shared_dot_case() -> cases.Case:
+  """x @ (w + a @ b) over 8 independent rows: a dot of weights alone
+  (the review's case)."""
+
+  def inputs():
+    g = np.random.default_rng(5)
+    return (
+      g.standard_normal((8, 48)).astype(np.float32),
+      g.standard_normal((48, 16)).astype(np.float32),
+      g.standard_normal((48, 64)).astype(np.float32),
+      g.standard_normal((64, 16)).astype(np.float32),
+    )
+
+  fn = lambda x, w, a, b: jnp.matmul(x, w + jnp.matmul(a, b))
+  return cases.Case(
+    "t_shared_dot", "a weight-only dot", fn, inputs, rows_independent=True
   )
 
 
@@ -95,7 +114,6 @@ class ByRowsTest(parameterized.TestCase):
     case = _case()
     full = case.make_inputs()
     cache = emulation_cache.EmulationCache(case, full)
-    cache.by_rows((0,))
     seen = []
 
     def on_compile(event, duration_s, **kwargs):
@@ -105,14 +123,16 @@ class ByRowsTest(parameterized.TestCase):
 
     jax.monitoring.register_event_duration_secs_listener(on_compile)
     try:
+      self.assertTrue(cache.by_rows((0,), 2))  # compiles the first order
       f32 = cache.get((0, 3, 5), (_F32, _F32), order)
       tf32 = cache.get((0,), (_TF32, _TF32), order)
       mixed = cache.get((5,), (_TF32, _F32), order)
     finally:
       jax.monitoring.unregister_event_duration_listener(on_compile)
     # One compile of the order for three rows and three assignments (the
-    # gathering of a row's inputs compiles nothing: numpy).
-    self.assertLen(seen, 1)
+    # gathering of a row's inputs compiles nothing: numpy), and by_rows's
+    # of the first fixed order ("sequential").
+    self.assertLen(seen, 1 if order == "sequential" else 2)
     x, w, v = full
     for out, picked, names in (
       (f32, (0, 3, 5), _F32),
@@ -130,10 +150,29 @@ class ByRowsTest(parameterized.TestCase):
   def test_an_xla_order_or_a_split_is_emulated_by_the_batch(self):
     case = _case()
     cache = emulation_cache.EmulationCache(case, case.make_inputs())
-    cache.by_rows((0,))
+    self.assertTrue(cache.by_rows((0,), 2))
     cache.get((0, 1), (_F32, _F32), "xla")
     cache.get((0, 1), ("BF16_BF16_F32_X3",) * 2, "pairwise")
-    self.assertEqual(cache._row_runs, {})  # no row emulation made
+    self.assertEqual(set(cache._row_runs), {"sequential"})  # by_rows's
+
+  def test_a_leaf_without_a_batch_axis_keeps_the_batch(self):
+    case = _case()
+    cache = emulation_cache.EmulationCache(case, case.make_inputs())
+    self.assertFalse(cache.by_rows((None,), 2))
+    self.assertEqual(cache._row_runs, {})
+
+  def test_a_row_s_multiply_adds_leave_out_what_does_not_grow(self):
+    # x (n, 48) @ (w + a @ b): 48 * 16 a row; a (48, 64) @ b (64, 16)
+    # whatever n, not a row's.
+    case = _shared_dot_case()
+    cache = emulation_cache.EmulationCache(case, case.make_inputs())
+    self.assertEqual(cache.row_multiply_adds(), 48 * 16)
+    self.assertEqual(
+      jaxpr_sites.multiply_adds(
+        jaxpr_sites.jaxpr_sites(case.fn, cache.args(3))
+      ),
+      3 * 48 * 16 + 48 * 64 * 16,
+    )
 
 
 @pytest.mark.compiles
@@ -171,6 +210,25 @@ class LargeSweepTest(absltest.TestCase):
       self.assertEqual(some.noise.row0_abs, every.noise.row0_abs)
       self.assertEqual(some.tolerance_abs, every.tolerance_abs)
       self.assertEqual(some.stats, every.stats)
+
+  def test_the_rows_judged_do_not_depend_on_the_sizes_before(self):
+    # The review's case: measured from the first config's sites over its
+    # n, the weights' own dot made n = 8 judge every row after a sweep of
+    # (8,) and 2 rows after one of (1, 8). A row's 768 multiply-adds, a
+    # budget of 4 rows: n = 8 judges row 0, 2 spread, 2 worst.
+    found = {}
+    for sizes in ((1, 8), (8,)):
+      spec = engine.SweepSpec(
+        (_shared_dot_case(),), sizes, ("float32",), ("cpu",)
+      )
+      with mock.patch.object(rows, "JUDGED_MULTIPLY_ADDS", 4 * 48 * 16):
+        results = engine.run_sweep(spec)
+      (eight,) = [r for r in results if r.config.n == 8]
+      found[sizes] = eight.prediction.rows[0]
+    self.assertEqual(found[(8,)].judged, found[(1, 8)].judged)
+    self.assertEqual(found[(8,)].whole, 4)
+    self.assertLessEqual(len(found[(8,)].judged), 4)
+    self.assertEqual(found[(8,)].judged[0], 0)
 
 
 if __name__ == "__main__":
