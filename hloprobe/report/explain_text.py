@@ -421,6 +421,10 @@ def _record_json(e: TargetExplanation) -> dict:
       {"batch_sizes": list(ns), "fate": fate, "algorithm": algorithm}
       for ns, fate, algorithm in change["steps"]
     ]
+  # A worst row's `whole` (how a large program's rows were picked) is in
+  # the judged lines' words, not a field of the schema.
+  for beyond in (*doc["rows"], *doc["made_rows"]):
+    beyond["worst"].pop("whole", None)
   return doc
 
 

@@ -319,11 +319,13 @@ def _row_json(w) -> dict | None:
   """A leaf's worst row (`numerics.WorstRow`) as JSON, with its words."""
   if w is None:
     return None
-  return dataclasses.asdict(w) | {
+  doc = dataclasses.asdict(w) | {
     "judged": None if w.judged is None else list(w.judged),
     "judged_words": judged_words(w),
     "words": row_words(w),
   }
+  del doc["whole"]  # how the rows were picked: in "judged_words"
+  return doc
 
 
 def _floor_check_json(c) -> dict | None:
