@@ -32,23 +32,24 @@ leaf without a batch axis is not judged by rows: its row 0 is all of it.
 Which rows are judged (issue 37: compute only what is judged). Every row
 where the batch is small (n <= `ALL_ROWS_UP_TO`; for a large program, n
 <= `rows_whole` of its multiply-adds a row, at least 2: gpt2_12's 2 rows,
-gpt2_1's 18), where the case's rows depend on each other (its floor is one emulation of the whole batch
-anyway), and under --all_rows. Otherwise, for a case whose rows are
-independent (it declares `rows_independent`, checked on the float64
-reference, or `row_proof` proves it from the jaxpr: each value's batch
-axis followed through the primitives; a primitive not followed means
-every row), the rows `judged_rows` picks: row 0, `SAMPLE_ROWS`
-rows spread evenly over the batch, and each leaf's `WORST_ROWS` rows of
-largest error (a large program's fewer, `picked_counts`) found by a cheap
-first pass (e_r against the float64
-reference, which is computed for every row anyway: the observed run's
-errors where the target ran, else the emulation's). Only those rows'
-noise floors are emulated (the three fixed summation orders, each an
-emulation of the whole program: the floor's cost), on the judged rows'
-inputs gathered (`emulation_cache`; bit for bit their rows of the whole
-batch's emulation, as the fixed orders sum each output element the same
-way whatever the batch). The floor records its rows (`NoiseFloor.rows`)
-and `WorstRow.judged` names them.
+gpt2_1's 18), where the case's rows depend on each other (its floor is
+one emulation of the whole batch anyway), and under --all_rows.
+Otherwise, for a case whose rows are independent (it declares
+`rows_independent`, checked on the float64 reference, or `row_proof`
+proves it from the jaxpr: each value's batch axis followed through the
+primitives; a primitive not followed means every row), the rows
+`judged_rows` picks: row 0, `SAMPLE_ROWS` rows spread evenly over the
+batch, and each leaf's `WORST_ROWS` rows of largest error (a large
+program's fewer, `picked_counts`) found by a cheap first pass (e_r
+against the float64 reference, which is computed for every row anyway:
+the observed run's errors where the target ran, else the emulation's).
+Only those rows' noise floors are emulated (the three fixed summation
+orders, each an emulation of the whole program: the floor's cost), on
+the judged rows' inputs gathered (`emulation_cache`; bit for bit their
+rows of the whole batch's emulation, as the fixed orders sum each output
+element the same way whatever the batch; a large program's a row at a
+time, `EmulationCache.by_rows`). The floor records its rows
+(`NoiseFloor.rows`) and `WorstRow.judged` names them.
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
