@@ -206,6 +206,14 @@ class Emulator:
     return self._run(self._consts, *args)
 
 
+def _check_order(order: str) -> None:
+  """Raises InvalidArgumentError for an order not in `SUMMATION_ORDERS`."""
+  if order not in SUMMATION_ORDERS:
+    raise InvalidArgumentError(
+      f"unknown order {order!r}; choose from {SUMMATION_ORDERS}"
+    )
+
+
 def _checked_algorithms(site_algorithms, count: int) -> tuple[str, ...]:
   names = (
     (site_algorithms,) * count
@@ -253,10 +261,7 @@ def make_emulator(
       algorithms differs from the number of sites.
     InvalidArgumentError: an unknown algorithm, order or rounding mode.
   """
-  if order not in SUMMATION_ORDERS:
-    raise InvalidArgumentError(
-      f"unknown order {order!r}; choose from {SUMMATION_ORDERS}"
-    )
+  _check_order(order)
   if tf32_rounding not in ROUNDING_MODES:
     raise InvalidArgumentError(
       f"unknown tf32_rounding {tf32_rounding!r}; choose from {ROUNDING_MODES}"
@@ -413,10 +418,7 @@ def emulate_switched(
       assignment whose unrolled scan copies differ in algorithms, or a
       site where they differ that is not single-pass (`switchable`).
   """
-  if order not in SUMMATION_ORDERS:
-    raise InvalidArgumentError(
-      f"unknown order {order!r}; choose from {SUMMATION_ORDERS}"
-    )
+  _check_order(order)
   if not assignments:
     return []
   closed, _ = trace(fn, args)
@@ -455,7 +457,8 @@ class SwitchedEmulation:
   in `make_emulator`; several: a `lax.switch` over their operand roundings,
   `emulate_dot.Switched`, whose index is a run-time argument), so each
   call's outputs are the ones `emulate_case` gives that assignment on those
-  arguments (bit for bit: emulate_many_test, rows_large_test).
+  arguments (bit for bit: emulate_many_test, rows_large_test, on jaxlib
+  0.12.0.1 and 0.10.2).
 
   Args:
     fn, args, order, tf32_rounding: as `make_emulator`.
@@ -472,10 +475,7 @@ class SwitchedEmulation:
   def __init__(
     self, fn, args, choices, *, order="xla", tf32_rounding="rna", closed=None
   ):
-    if order not in SUMMATION_ORDERS:
-      raise InvalidArgumentError(
-        f"unknown order {order!r}; choose from {SUMMATION_ORDERS}"
-      )
+    _check_order(order)
     closed = closed if closed is not None else trace(fn, args)[0]
     plan, sites = plan_sites(closed.jaxpr)
     self.choices = tuple(tuple(c) for c in choices)

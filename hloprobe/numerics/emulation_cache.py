@@ -407,19 +407,21 @@ class EmulationCache:
         self._row_runs[order] = None  # site: by the batch
     return self._row_runs[order]
 
+  def _row(self, r: int, algorithms: tuple[str, ...], order: str) -> tuple:
+    """Row r's output leaves of a `_by_rows` assignment and order: held,
+    or made alone (its one-row switched emulation) and held."""
+
+    def make():
+      runs = self._row_runs_of(order, len(algorithms))
+      return runs(algorithms, jax.tree_util.tree_leaves(self.args((r,))))
+
+    return self._outputs.get(((r,), algorithms, order), make)
+
   def _rows(self, key: Key) -> tuple:
-    """The output leaves of a `_by_rows` key: each row's (held, or made
-    alone) joined along the leaves' batch axes."""
+    """The output leaves of a `_by_rows` key: each row's (`_row`) joined
+    along the leaves' batch axes."""
     rows, algorithms, order = key
-    runs = self._row_runs_of(order, len(algorithms))
-
-    def row(r):
-      make = lambda: runs(
-        algorithms, jax.tree_util.tree_leaves(self.args((r,)))
-      )
-      return self._outputs.get(((r,), algorithms, order), make)
-
-    found = [row(r) for r in rows]
+    found = [self._row(r, algorithms, order) for r in rows]
     return tuple(
       np.concatenate(leaves, axis=axis)
       for leaves, axis in zip(zip(*found), self._row_axes)
@@ -575,8 +577,9 @@ class EmulationCache:
     return self._budget
 
   def fits(self, keys: Iterable[Key]) -> bool:
-    """Whether `keys`' outputs fit the budget together."""
-    keys = list(keys)
+    """Whether `keys`' outputs fit the budget together (a `_by_rows` key's
+    rows are made and held one at a time: not counted)."""
+    keys = [k for k in keys if not self._by_rows(k)]
     try:
       for n in {k[0] for k in keys}:
         self._hold(n)
@@ -648,7 +651,9 @@ class EmulationCache:
     keys = list(dict.fromkeys(keys))
     self._guessed.difference_update(keys)
     for key in [k for k in keys if self._by_rows(k)]:
-      self._rows(key)  # a row at a time, each row held
+      rows, algorithms, order = key
+      for r in rows:  # a row at a time, each row held
+        self._row(r, algorithms, order)
       keys.remove(key)
     missing = [k for k in keys if k not in self._outputs]
     scales_at = scales_at if self._scales is None else None
