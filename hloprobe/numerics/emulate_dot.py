@@ -72,9 +72,9 @@ _PAIRWISE_CHUNK_ELEMENTS = 1 << 24
 # partials of a large dot do not stay in the caches: a GPT-2-small row's
 # 128 x 768 x 3072 dot (9.4 M partials) took 0.19 s so, 0.05 s a block at
 # a time, the same bits (f32 operands, jaxlib 0.12.0.1 and 0.10.2,
-# emulate_orders_test, 2026-12-07; it
-# was 2^24, `_PAIRWISE_CHUNK_ELEMENTS`, which a large program's row at a
-# time, `emulation_cache.EmulationCache.by_rows`, fell under).
+# emulate_orders_test, 2026-12-07; it was 2^24, `_PAIRWISE_CHUNK_ELEMENTS`,
+# which a large program's row at a time, `emulation_cache.EmulationCache.
+# by_rows`, fell under).
 _BLOCKED_PARTIALS_ELEMENTS = 1 << 20
 # "pairwise": above this many outputs (B x M x N), where K is more than
 # one chunk, the tree over the chunks is made one tile of M rows at a
