@@ -224,11 +224,13 @@ class _Sweep:
     self.store = None
     if spec.cache_dir:
       self.store = RecordCache(spec.cache_dir, warn).usable()
-    if self._surely_misses() and not all(c.guarded for c in spec.cases):
-      # The baseline's first worker imports jax while this process makes
-      # the cases' inputs (its first lane and target loading use it); a
-      # user case's come at once from its warm loader, or fail.
-      pool.start(BASELINE.flags_text, 0)
+    if self._surely_misses():
+      # The baseline's workers import jax while the cases' inputs are
+      # made (here, or in a user case's worker: decode's took 4.4 s, and
+      # its compile workers, started after them, began 7.6 s into the
+      # sweep).
+      for lane in range(self._early_lanes()):
+        pool.start(BASELINE.flags_text, lane)
     self.setups = [
       setup_for(
         c,
@@ -272,6 +274,18 @@ class _Sweep:
       for c in self.configs
     }
     return not self.store.holds_at_least(len(distinct))
+
+  def _early_lanes(self) -> int:
+    """How many of the baseline's lanes surely get work, known before any
+    input is made: its portable configs' groups (`lanes_of`'s), at most
+    its `_lanes` count."""
+    groups = {
+      (c.case_index, c.config.target, c.config.n)
+      for c in self.configs
+      if c.experiment is BASELINE and c.case.portable
+    }
+    per_set = max(1, self.spec.jobs // (1 + len(self.spec.experiments)))
+    return min(per_set, len(groups))
 
   def _inputs(self, case: int) -> tuple | None:
     """Case `case`'s full inputs (made once, `CaseSetup`), charged to the

@@ -174,7 +174,9 @@ class PlannedConfig:
   def lanes_of(configs: Sequence[PlannedConfig], lanes: int) -> list[int]:
     """The lane (0 .. `lanes` - 1) each of one flag set's `configs` (in
     plan order) is dealt to: the configs of one case, target and n, at
-    every precision, to one lane, and those groups to the lanes in turn.
+    every precision, to one lane, and those groups by their estimated
+    cost (`cost`), the costliest first, each to the lane of least cost so
+    far (the lower lane on a tie); a deterministic deal of the plan alone.
 
     Issue 37: a config's executions of its optimized module are made in
     the worker that compiled it (`compiled.CompileRequest.made`), and
@@ -182,15 +184,44 @@ class PlannedConfig:
     executed as one (`numerics.made.executed_digest`: gpt2_1's CPU and
     a100 modules), so their worker makes them once; dealt one config to
     a lane in turn, as before, the two precisions of a size went to two
-    lanes whenever the sizes were odd in number, each executing it.
+    lanes whenever the sizes were odd in number, each executing it. The
+    groups were then dealt in turn, which gave gpt2_1's cpu and a100 x
+    n = 1, 2, 8 one lane of four a100 compiles and one of two: the
+    second lane idled for the last 7 s of a 28-s sweep.
     """
-    turns: dict[tuple, int] = {}
+    largest: dict[int, int] = {}
     for c in configs:
-      turns.setdefault((c.case_index, c.config.target, c.config.n), len(turns))
-    return [
-      turns[(c.case_index, c.config.target, c.config.n)] % max(1, lanes)
-      for c in configs
-    ]
+      largest[c.case_index] = max(largest.get(c.case_index, 1), c.config.n)
+    groups: dict[tuple, float] = {}  # plan order: ties keep it
+    for c in configs:
+      key = (c.case_index, c.config.target, c.config.n)
+      groups[key] = groups.get(key, 0.0) + c.cost(largest[c.case_index])
+    load = [0.0] * max(1, lanes)
+    dealt = {}
+    for key in sorted(groups, key=lambda k: -groups[k]):
+      lane = min(range(len(load)), key=lambda i: (load[i], i))
+      dealt[key] = lane
+      load[lane] += groups[key]
+    return [dealt[(c.case_index, c.config.target, c.config.n)] for c in configs]
+
+  # A config's estimated worker seconds, relative: a GPU compile (Triton
+  # and LLVM passes, ptxas) against a CPU compile and run. Measured on 2
+  # cores with both lanes and the case's worker busy (2026-12-07, jaxlib
+  # 0.12.0.1, explain of bench_models' gpt2_1 and decode): an a100 config
+  # took 3.3-5.8 s (gpt2_1 about 4.3), a CPU config 1.0-1.8 s at n = 1-8
+  # (gpt2_1 about 1.2) and about 3 s at decode's n = 64 (its run, anchors
+  # and executions of the module grow with the rows).
+  _GPU_COST = 4.0
+  _CPU_COST = 1.0
+
+  def cost(self, largest: int) -> float:
+    """This config's estimated worker cost (relative, for `lanes_of`):
+    `_GPU_COST` for a GPU target's compile, `_CPU_COST` for a CPU's,
+    plus its batch size over `largest`, its case's largest in the deal
+    (the runs that grow with the rows)."""
+    cpu = self.config.target.platform == "cpu"
+    base = self._CPU_COST if cpu else self._GPU_COST
+    return base + self.config.n / max(1, largest)
 
 
 @dataclasses.dataclass(frozen=True)

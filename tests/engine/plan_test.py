@@ -105,6 +105,61 @@ class PlanTest(absltest.TestCase):
       cases.CASES["mine"] = cases.seed_mlp  # pass the record in a spec
 
 
+class LanesOfTest(absltest.TestCase):
+  """`PlannedConfig.lanes_of`: a case, target and n's configs together,
+  the groups by their estimated cost (a GPU config 4, a CPU config 1,
+  each plus n over the largest n), the costliest first to the least
+  loaded lane (the lower on a tie)."""
+
+  @staticmethod
+  def _dealt(sizes, targets, lanes):
+    plan = engine.plan_sweep(
+      engine.SweepSpec(("seed_mlp",), sizes, ("bfloat16", "float32"), targets)
+    )
+    configs = plan.configs()
+    dealt = engine.PlannedConfig.lanes_of(configs, lanes)
+    return {
+      (c.config.target.name, c.config.n): lane
+      for c, lane in zip(configs, dealt)
+    }
+
+  def test_gpt2_shaped_sweep_gives_each_lane_gpu_compiles(self):
+    # Group costs (both precisions): a100 n = 8, 2, 1: 10, 8.5, 8.25; cpu
+    # n = 8, 2, 1: 4, 2.5, 2.25. a100 8 -> 0, 2 -> 1, 1 -> 1 (loads 10,
+    # 16.75); cpu 8, 2, 1 -> 0 (18.75). Dealt in turn before, one lane
+    # had four a100 compiles and two CPU configs, the other two and four:
+    # it idled for the last 7 s of a 28-s sweep.
+    self.assertEqual(
+      self._dealt((1, 2, 8), ("cpu", "a100"), 2),
+      {
+        ("cpu", 1): 0,
+        ("cpu", 2): 0,
+        ("cpu", 8): 0,
+        ("a100", 1): 1,
+        ("a100", 2): 1,
+        ("a100", 8): 0,
+      },
+    )
+
+  def test_three_lanes_and_one(self):
+    # Three lanes: a100 8, 2, 1 -> 0, 1, 2 (10, 8.5, 8.25); cpu 8 -> 2
+    # (12.25), 2 -> 1 (11), 1 -> 0 (12.25).
+    self.assertEqual(
+      self._dealt((1, 2, 8), ("cpu", "a100"), 3),
+      {
+        ("cpu", 1): 0,
+        ("cpu", 2): 1,
+        ("cpu", 8): 2,
+        ("a100", 1): 2,
+        ("a100", 2): 1,
+        ("a100", 8): 0,
+      },
+    )
+    self.assertEqual(
+      set(self._dealt((1, 2, 8), ("cpu", "a100"), 1).values()), {0}
+    )
+
+
 @pytest.mark.compiles
 class WalkTest(absltest.TestCase):
   def test_command_line_to_printed_row_resolves_each_once(self):

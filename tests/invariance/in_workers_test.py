@@ -181,11 +181,15 @@ def _drawn():"""
 class LanesTest(absltest.TestCase):
   """The lane each config's rows and kernels are asked on: the one the
   sweep compiled it on (hloprobe/engine/engine.py `_Sweep._lanes`: each
-  flag set's configs, in plan order, dealt in turn to max(1, jobs // flag
-  sets) lanes, those of one case, target and n together:
-  `PlannedConfig.lanes_of`), where its worker keeps the compile."""
+  flag set's configs dealt to max(1, jobs // flag sets) lanes, those of
+  one case, target and n together, the costliest group first to the
+  least loaded lane: `PlannedConfig.lanes_of`), where its worker keeps
+  the compile."""
 
-  def test_configs_alternate_over_two_lanes(self):
+  def test_configs_are_dealt_by_their_cost_over_two_lanes(self):
+    # Costs (a GPU config 4, a CPU one 1, each plus n / 8): a100 n = 8, 4,
+    # 2, 1 (5, 4.5, 4.25, 4.125) go to lanes 0, 1, 1, 0 (loads 9.125 and
+    # 8.75), then cpu n = 8, 4, 2, 1 (2, 1.5, 1.25, 1.125) to 1, 0, 0, 1.
     plan = engine.plan_sweep(
       engine.SweepSpec(
         ("seed_mlp",), (1, 2, 4, 8), ("float32",), ("cpu", "a100"), jobs=2
@@ -194,11 +198,14 @@ class LanesTest(absltest.TestCase):
     lanes = _lanes(plan)
     keys = [config_key(c.config) for c in plan.configs()]
     self.assertLen(keys, 8)
-    self.assertEqual([lanes[k] for k in keys], [("", i % 2) for i in range(8)])
+    self.assertEqual(
+      [lanes[k][1] for k in keys], [1, 0, 0, 1, 0, 1, 1, 0]
+    )
 
   def test_the_precisions_of_a_size_share_a_lane(self):
     # Issue 37: their modules are executed as one in that lane's worker
-    # (`CompileRequest.made`); the sizes still alternate.
+    # (`CompileRequest.made`). Costs per size, both precisions: n = 8
+    # 4, n = 2 2.5, n = 1 2.25: n = 8 alone on lane 0.
     plan = engine.plan_sweep(
       engine.SweepSpec(
         ("seed_mlp",), (1, 2, 8), ("bfloat16", "float32"), ("cpu",), jobs=2
@@ -207,7 +214,7 @@ class LanesTest(absltest.TestCase):
     lanes = _lanes(plan)
     got = [(c.config.n, lanes[config_key(c.config)]) for c in plan.configs()]
     self.assertEqual(
-      got, [(n, ("", i % 2)) for _ in "ab" for i, n in enumerate((1, 2, 8))]
+      got, [(n, ("", {1: 1, 2: 1, 8: 0}[n])) for _ in "ab" for n in (1, 2, 8)]
     )
 
   def test_rows_are_asked_on_the_lanes_at_once(self):
