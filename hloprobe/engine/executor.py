@@ -47,7 +47,10 @@ def worker_pool(spec: SweepSpec | SweepPlan) -> WorkerPool | RayPool:
       f"unknown executor {spec.executor!r}; choose from {', '.join(EXECUTORS)}"
     )
   return WorkerPool(
-    _worker_platforms(spec), _PRELOAD, max_worker_mb=spec.max_worker_mb
+    _worker_platforms(spec),
+    _PRELOAD,
+    max_worker_mb=spec.max_worker_mb,
+    kept_heap=True,  # its compile lanes run XLA:CPU's programs
   )
 
 

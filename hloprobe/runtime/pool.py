@@ -160,6 +160,9 @@ class WorkerPool(PickledCalls):
       call raises `WorkerError` naming the bound; the next call gets a
       fresh worker); None: a quarter of the machine's memory
       (`process.default_max_worker_mb`).
+    kept_heap: start the workers of lanes 0 and up with glibc malloc's
+      `process.KEPT_HEAP` settings (a sweep's compile lanes; not a case's
+      worker, lane `CASE_LANE` < 0 or a case loader's pool).
 
   Attributes:
     started: how many worker processes the pool has started so far.
@@ -171,8 +174,10 @@ class WorkerPool(PickledCalls):
     preload: Sequence[type] = (),
     user_xla_flags: str | None = None,
     max_worker_mb: int | None = None,
+    kept_heap: bool = False,
   ):
     self._platforms, self._preload = platforms, _preloaded(preload)
+    self._kept_heap = kept_heap
     self.max_worker_mb = max_worker_mb or default_max_worker_mb()
     if user_xla_flags is None:
       user_xla_flags = os.environ.get("XLA_FLAGS", "")
@@ -252,7 +257,11 @@ class WorkerPool(PickledCalls):
         if worker is not None:
           worker.close()
         worker = Worker(
-          key[0], self._platforms, self._preload, self.max_worker_mb
+          key[0],
+          self._platforms,
+          self._preload,
+          self.max_worker_mb,
+          kept_heap=self._kept_heap and key[1] >= 0,
         )
         self._workers[key] = worker  # `close` ends it from here on
         self.started += 1

@@ -163,14 +163,41 @@ def _jax_platforms() -> str | None:
 _ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1"}
 
 
-def _worker_env(xla_flags: str, tmp: str, platforms: str | None) -> dict:
+# glibc malloc's settings (its MALLOC_*_ environment variables, read as
+# the process starts: glibc's malloc/arena.c tunables) that keep the
+# memory a process frees for its next allocation: one arena (a thread's
+# own arena gives memory above its heap's 64 MiB from mmap, whatever
+# MALLOC_MMAP_MAX_ says), no block from mmap, no trim of the heap's top.
+# Issue 37: XLA:CPU takes each run's buffers above glibc's 32 MiB mmap
+# bound fresh from the kernel and gives them back after it, so every page
+# was faulted in and zeroed again: decode's n = 64 program faulted 66,000
+# pages a run (0.26 s, half of it system time), and its sweep's compile
+# workers 2.1 M pages (12 of the sweep's 31 s of system time; 2026-12-07,
+# jaxlib 0.12.0.1, glibc 2.36). Kept, those runs fault none, and the
+# workers' peak resident memory was unchanged (2.11 and 1.60 GB against
+# 2.13 and 1.66). Given to the sweep's compile lanes only
+# (`Worker.kept_heap`): a case's worker, whose allocations vary more in
+# size, grew from 2.3 to 2.9 GB so. A variable already set is kept.
+KEPT_HEAP = {
+  "MALLOC_ARENA_MAX": "1",
+  "MALLOC_MMAP_MAX_": "0",
+  "MALLOC_TRIM_THRESHOLD_": str(1 << 40),
+}
+
+
+def _worker_env(
+  xla_flags: str, tmp: str, platforms: str | None, kept_heap: bool = False
+) -> dict:
   """A worker's environment: this one's, with its own XLA_FLAGS, TMPDIR,
-  stage file, JAX platforms and (unless set) no GPU preallocation and
-  one BLAS thread (`_ONE_BLAS_THREAD`)."""
+  stage file, JAX platforms and (unless set) no GPU preallocation, one
+  BLAS thread (`_ONE_BLAS_THREAD`) and, with `kept_heap`, `KEPT_HEAP`."""
   env = dict(os.environ, XLA_FLAGS=xla_flags, TMPDIR=tmp)
   env[STAGE_FILE_ENV] = os.path.join(tmp, "stage")
   env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-  for name, value in _ONE_BLAS_THREAD.items():
+  for name, value in {
+    **_ONE_BLAS_THREAD,
+    **(KEPT_HEAP if kept_heap else {}),
+  }.items():
     env.setdefault(name, value)
   if platforms is None:  # the worker starts the same backends as this one
     platforms = _jax_platforms()
@@ -197,6 +224,7 @@ class Worker:
       the process is killed and the call raises `WorkerError` ("worker
       went over --max_worker_mb=..."), before the kernel's out-of-memory
       killer picks a process of its own choosing. None: no bound.
+    kept_heap: start it with glibc malloc's `KEPT_HEAP` settings.
   """
 
   def __init__(
@@ -205,13 +233,14 @@ class Worker:
     platforms: str | None = None,
     preload=(),
     max_mb: int | None = None,
+    kept_heap: bool = False,
   ):
     self.xla_flags, self._platforms, self._preload = (
       xla_flags,
       platforms,
       preload,
     )
-    self.max_mb = max_mb
+    self.max_mb, self.kept_heap = max_mb, kept_heap
     # Named before it exists (`tempfile.mkdtemp` makes it first).
     self.tmp = worker_folder_name()
     self.log_path = os.path.join(self.tmp, "stderr.log")
@@ -225,7 +254,9 @@ class Worker:
     for `remove_stale_worker_folders`) and starts its process, not
     waiting for it."""
     make_owned_folder(self.tmp)
-    env = _worker_env(self.xla_flags, self.tmp, self._platforms)
+    env = _worker_env(
+      self.xla_flags, self.tmp, self._platforms, self.kept_heap
+    )
     with open(self.log_path, "wb") as log:
       self.proc = subprocess.Popen(
         [sys.executable, "-c", main_code(), str(os.getpid()), *self._preload],

@@ -6,6 +6,7 @@ import gc
 import json
 import os
 import pickle
+import platform
 import secrets
 import subprocess
 import sys
@@ -229,6 +230,78 @@ class BlasThreadsTest(absltest.TestCase):
       )
       digests.add(done.stdout.strip())
     self.assertLen(digests, 1)
+
+
+# Faulted pages of the last 5 of 10 rounds of malloc, write and free of a
+# 64 MiB block, above glibc's largest mmap threshold (32 MiB), as XLA:CPU
+# takes a run's buffers: one line.
+_FAULTS = """
+import ctypes, resource
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+found = []
+for _ in range(10):
+  before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+  block = libc.malloc(64 << 20)
+  ctypes.memset(block, 1, 64 << 20)
+  libc.free(block)
+  found.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+print(sum(found[5:]))
+"""
+
+
+@absltest.skipUnless(
+  platform.libc_ver()[0] == "glibc", "the settings are glibc malloc's"
+)
+class KeptHeapTest(absltest.TestCase):
+  """A sweep's compile lanes keep the memory they free (glibc malloc's
+  `process.KEPT_HEAP`), so that XLA:CPU's runs do not fault their buffers
+  in again (issue 37)."""
+
+  def test_worker_env_has_the_settings_only_when_asked(self):
+    with mock.patch.dict(os.environ):
+      for name in process.KEPT_HEAP:
+        os.environ.pop(name, None)
+      plain = process._worker_env("", tempfile.gettempdir(), None)
+      kept = process._worker_env("", tempfile.gettempdir(), None, True)
+      self.assertFalse(set(process.KEPT_HEAP) & set(plain))
+      self.assertEqual(kept["MALLOC_ARENA_MAX"], "1")
+      self.assertEqual(kept["MALLOC_MMAP_MAX_"], "0")
+      os.environ["MALLOC_ARENA_MAX"] = "4"  # the user's own wins
+      kept = process._worker_env("", tempfile.gettempdir(), None, True)
+      self.assertEqual(kept["MALLOC_ARENA_MAX"], "4")
+
+  def test_the_pool_gives_them_to_lanes_not_to_a_case_worker(self):
+    with worker.WorkerPool(kept_heap=True) as pool:
+      pool.start("", 0)
+      pool.start("", -1)  # guarded.CASE_LANE
+      found = {}
+      for (_, lane), w in pool._workers.items():
+        with open(f"/proc/{w.proc.pid}/environ", "rb") as f:
+          env = dict(
+            item.split(b"=", 1) for item in f.read().split(b"\0") if item
+          )
+        found[lane] = env.get(b"MALLOC_MMAP_MAX_")
+    self.assertEqual(found, {0: b"0", -1: os.environb.get(b"MALLOC_MMAP_MAX_")})
+
+  def test_a_freed_block_is_not_faulted_in_again(self):
+    # 64 MiB is 16,384 pages of 4 KiB: each round faults them all without
+    # the settings (glibc 2.36 gives the block back to the kernel), none
+    # with them.
+    def faults(extra):
+      env = {k: v for k, v in os.environ.items() if k not in process.KEPT_HEAP}
+      done = subprocess.run(
+        [sys.executable, "-c", _FAULTS],
+        env=dict(env, **extra),
+        capture_output=True,
+        text=True,
+        check=True,
+      )
+      return int(done.stdout.strip().splitlines()[-1])
+
+    self.assertGreater(faults({}), 5 * 16_000)
+    self.assertLess(faults(process.KEPT_HEAP), 1_000)
 
 
 if __name__ == "__main__":
