@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 
+import pytest
 from absl import flags
 from absl.testing import absltest, flagsaver
 
@@ -97,6 +99,41 @@ class ArgsTest(absltest.TestCase):
     with _parsed("--fix=float32"):
       status = cli.main(["hloprobe", "cases"])
     self.assertEqual(status, cli.EXIT_USAGE)
+
+
+@pytest.mark.compiles  # seed_mlp's inputs are drawn by jax.random
+class DefaultSizesTest(absltest.TestCase):
+  """--batch_sizes left out: the default's sizes up to the fewest rows of
+  the built-in batch cases named (`common.default_sizes_fitted`); the rows
+  are each case's own inputs' (jax_22557's einsum has P = 4, jax_24909's
+  descriptor 8 frames)."""
+
+  def _fitted(self, *cases, given=frozenset()):
+    err = io.StringIO()
+    words = common.SweepWords(case=cases, given=frozenset(given))
+    with contextlib.redirect_stderr(err):
+      out = common.default_sizes_fitted(words)
+    return out, err.getvalue()
+
+  def test_a_case_of_four_rows_sweeps_one_to_four_and_says_so(self):
+    out, err = self._fitted("jax_22557")
+    self.assertEqual(out, "1,2,3,4")
+    self.assertIn("case 'jax_22557''s 4 rows", err)
+    self.assertIn("--batch_sizes", err)
+
+  def test_the_fewest_rows_of_the_cases_named(self):
+    self.assertEqual(
+      self._fitted("seed_mlp", "jax_24909")[0], "1,2,3,4,5,6,7,8"
+    )
+
+  def test_given_sizes_and_large_cases_are_kept(self):
+    self.assertEqual(self._fitted("seed_mlp"), ("1-9", ""))
+    self.assertEqual(
+      self._fitted("jax_22557", given={"batch_sizes"}), ("1-9", "")
+    )
+    # A sized case (its size is K, not rows) and a user's case: as given.
+    self.assertEqual(self._fitted("jax_19444")[0], "1-9")
+    self.assertEqual(self._fitted("pkg.mod:factory")[0], "1-9")
 
 
 if __name__ == "__main__":
