@@ -254,9 +254,7 @@ class Worker:
     for `remove_stale_worker_folders`) and starts its process, not
     waiting for it."""
     make_owned_folder(self.tmp)
-    env = _worker_env(
-      self.xla_flags, self.tmp, self._platforms, self.kept_heap
-    )
+    env = _worker_env(self.xla_flags, self.tmp, self._platforms, self.kept_heap)
     with open(self.log_path, "wb") as log:
       self.proc = subprocess.Popen(
         [sys.executable, "-c", main_code(), str(os.getpid()), *self._preload],

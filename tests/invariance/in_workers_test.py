@@ -198,9 +198,7 @@ class LanesTest(absltest.TestCase):
     lanes = _lanes(plan)
     keys = [config_key(c.config) for c in plan.configs()]
     self.assertLen(keys, 8)
-    self.assertEqual(
-      [lanes[k][1] for k in keys], [1, 0, 0, 1, 0, 1, 1, 0]
-    )
+    self.assertEqual([lanes[k][1] for k in keys], [1, 0, 0, 1, 0, 1, 1, 0])
 
   def test_the_precisions_of_a_size_share_a_lane(self):
     # Issue 37: their modules are executed as one in that lane's worker
