@@ -200,33 +200,27 @@ def reported_cases(spec) -> list:
 
 
 def default_sizes_fitted(words: SweepWords) -> str:
-  """--batch_sizes' words: as given; left out, the default's sizes up to
-  the fewest rows of the built-in batch cases named (jax_22557 has 4 and
-  jax_24909 8, against the default's 9), said in one line on stderr. A
-  user's case keeps the default (its inputs are made in its worker, not
-  here): a size beyond its rows stops the sweep, naming them
-  (`engine.check_case_sizes`)."""
-  from hloprobe.compile import CASES, get_case
+  """--batch_sizes' words: as given (or recorded, explain --results);
+  left out, the default's sizes up to the fewest rows of the built-in
+  batch cases named (`compile.FEW_ROWS`: jax_22557 has 4 and jax_24909
+  8, against the default's 9), said in one line on stderr. A user's case
+  keeps the default (its inputs are made in its worker): a size beyond
+  its rows stops the sweep, naming them (`engine.check_case_sizes`)."""
+  from hloprobe.compile import FEW_ROWS
   from hloprobe.engine import parse_batch_sizes
 
-  if "batch_sizes" in words.given:
+  default = SweepWords().batch_sizes
+  if "batch_sizes" in words.given or words.batch_sizes != default:
     return words.batch_sizes
-  rows = {}
-  for name in dict.fromkeys(words.case):
-    if name in CASES and get_case(name).swept_size is None:
-      case = get_case(name)
-      rows[name] = case.full_size(case.make_inputs())
+  rows = {name: FEW_ROWS[name] for name in words.case if name in FEW_ROWS}
   if not rows:
     return words.batch_sizes
   fewest = min(rows, key=rows.get)
-  sizes = parse_batch_sizes(words.batch_sizes)
-  kept = [n for n in sizes if n <= rows[fewest]]
-  if len(kept) == len(sizes):
-    return words.batch_sizes
+  kept = [n for n in parse_batch_sizes(default) if n <= rows[fewest]]
   fitted = ",".join(map(str, kept))
   print(
-    f"hloprobe: batch sizes {fitted} (the default {words.batch_sizes} up to "
-    f"case {fewest!r}'s {rows[fewest]} rows; --batch_sizes chooses)",
+    f"hloprobe: batch sizes {fitted} (the default {default} up to case "
+    f"{fewest!r}'s {rows[fewest]} rows; --batch_sizes chooses)",
     file=sys.stderr,
   )
   return fitted

@@ -103,13 +103,14 @@ def run_sweep(
   float64 reference does not depend on XLA_FLAGS, by design. A config
   found in the cache needs no worker: a fully cached rerun starts none.
   When some config cannot be a hit (no cache, or fewer records than
-  configs) and some case is no user's, the baseline's first worker
-  starts before the inputs are made, so that it imports jax meanwhile.
+  configs), the baseline's workers start before the inputs are made, so
+  that they import jax meanwhile: its first, and with no record cached
+  every lane that will get work (`_Sweep._early_lanes`).
 
   `spec.jobs` worker processes run at once: each of the E flag sets
   (baseline and experiments) gets max(1, jobs // E) lanes, its configs
-  dealt to them in turn (those of one case, target and n together:
-  `PlannedConfig.lanes_of`), each lane one worker. Results are collected in
+  dealt to them by their estimated cost (those of one case, target and n
+  together: `PlannedConfig.lanes_of`), each lane one worker. Results are collected in
   config order, so the output and `on_result`'s order do not depend on
   jobs. A `Case` record given in the spec that another process cannot
   find by its name (`SweptCase.portable`) compiles and runs here instead,
@@ -229,8 +230,8 @@ class _Sweep:
       # made (here, or in a user case's worker: decode's took 4.4 s, and
       # its compile workers, started after them, began 7.6 s into the
       # sweep).
-      for lane in range(self._early_lanes()):
-        pool.start(BASELINE.flags_text, lane)
+      for flags, lane in self._early_lanes():
+        pool.start(flags, lane)
     self.setups = [
       setup_for(
         c,
@@ -275,17 +276,29 @@ class _Sweep:
     }
     return not self.store.holds_at_least(len(distinct))
 
-  def _early_lanes(self) -> int:
-    """How many of the baseline's lanes surely get work, known before any
-    input is made: its portable configs' groups (`lanes_of`'s), at most
-    its `_lanes` count."""
-    groups = {
-      (c.case_index, c.config.target, c.config.n)
-      for c in self.configs
-      if c.experiment is BASELINE and c.case.portable
-    }
+  def _early_lanes(self) -> list[tuple[str, int]]:
+    """The baseline's (extra XLA_FLAGS, lane) to start before any input
+    is made: lane 0 of its own flags (target loading uses it,
+    `_load_targets`), and for each flag set (a sharded case's host
+    devices) as many lanes as `_lanes` would deal its portable configs'
+    groups to (`lanes_of`'s), an earlier sweep's records (`known`) left
+    out. Where the record cache holds any record, lane 0 alone: a hit is
+    not known before the inputs are made."""
+    groups: dict[str, set] = {BASELINE.flags_text: set()}
+    for c in self.configs:
+      if c.experiment is BASELINE and c.case.portable:
+        if _reuse_key(c) not in self.known:
+          group = (c.case_index, c.config.target, c.config.n)
+          groups.setdefault(_flags(c), set()).add(group)
     per_set = max(1, self.spec.jobs // (1 + len(self.spec.experiments)))
-    return min(per_set, len(groups))
+    if self.store is not None and self.store.holds_at_least(1):
+      per_set = 1
+    lanes = {(BASELINE.flags_text, 0): None}
+    for flags, found in groups.items():
+      lanes.update(
+        dict.fromkeys((flags, i) for i in range(min(per_set, len(found))))
+      )
+    return list(lanes)
 
   def _inputs(self, case: int) -> tuple | None:
     """Case `case`'s full inputs (made once, `CaseSetup`), charged to the
@@ -357,8 +370,8 @@ class _Sweep:
   def _lanes(self) -> list[tuple[str, int, list[int]]]:
     """(extra XLA_FLAGS, lane, config indices) of every lane with work:
     each flag set's configs that a worker must do, dealt to its
-    max(1, jobs // flag sets) lanes by case, target and n in turn
-    (`PlannedConfig.lanes_of`)."""
+    max(1, jobs // flag sets) lanes by case, target and n, by their
+    estimated cost (`PlannedConfig.lanes_of`)."""
     sets = (BASELINE, *self.spec.experiments)
     per_set = max(1, self.spec.jobs // len(sets))
     found = []

@@ -176,7 +176,7 @@ class PlannedConfig:
     plan order) is dealt to: the configs of one case, target and n, at
     every precision, to one lane, and those groups by their estimated
     cost (`cost`), the costliest first, each to the lane of least cost so
-    far (the lower lane on a tie); a deterministic deal of the plan alone.
+    far (the lower lane on a tie): the same deal for the same `configs`.
 
     Issue 37: a config's executions of its optimized module are made in
     the worker that compiled it (`compiled.CompileRequest.made`), and

@@ -16,7 +16,7 @@ import sys
 import threading
 from collections.abc import Callable
 
-from hloprobe.engine import PlannedConfig, SweepPlan, SweptCase
+from hloprobe.engine import CASE_LANE, PlannedConfig, SweepPlan, SweptCase
 from hloprobe.errors import ExecutionError, HloprobeError, first_line
 from hloprobe.invariance.answer import (
   Gap,
@@ -312,14 +312,15 @@ def sweep_models(
 def _lanes(plan: SweepPlan) -> dict[tuple, tuple[str, int]]:
   """`config_key` -> (extra XLA_FLAGS, lane) of the worker the sweep
   compiled that config in, where it keeps the compile (`engine.KEPT`):
-  the engine deals each flag set's configs, in plan order, to
-  max(1, jobs // flag sets) lanes, those of one case, target and n
-  together (`PlannedConfig.lanes_of`; hloprobe/engine/engine.py,
-  `_Sweep._lanes`). Dealt as if nothing was cached: a config whose
-  record came from the cache was compiled nowhere, and one dealt after
-  it may be looked for on a neighbouring lane; either is compiled again
-  there. A config compiled in this process (not portable) is looked for
-  on lane 0."""
+  the engine deals each flag set's configs to max(1, jobs // flag sets)
+  lanes, those of one case, target and n together, by their estimated
+  cost (`PlannedConfig.lanes_of`; hloprobe/engine/engine.py,
+  `_Sweep._lanes`). Dealt as if nothing was cached: where some records
+  came from the cache, the engine dealt the rest alone, and a config may
+  be looked for on another lane than its own (by cost, any config may
+  move, not only those after a hit); it is then compiled again there. A
+  config compiled in this process (not portable) is looked for on lane
+  0."""
   per_set = max(1, plan.jobs // (1 + len(plan.experiments)))
   portable: dict[str, list[PlannedConfig]] = {}
   out = {}
@@ -351,8 +352,10 @@ def full_inputs_of(swept: SweptCase, pool, timeout_s: float) -> tuple | None:
   made here for hloprobe's own cases and records, and for a user's case
   (`SweptCase.guarded`, whose code never runs in this process) in the
   worker that loaded it (`SweptCase.loader`, lane 0, under `timeout_s`
-  seconds), or, once that pool is closed, in a worker of `pool` (flags
-  "": the case loaded there from its source).
+  seconds), or, once that pool is closed, in `pool`'s case worker
+  (flags "", lane `CASE_LANE`, as `engine.setup_for` takes it: not a
+  compile lane, whose heap is kept; the case loaded there from its
+  source).
 
   Raises:
     CaseError: as `UserInputsRequest`.
@@ -360,14 +363,14 @@ def full_inputs_of(swept: SweptCase, pool, timeout_s: float) -> tuple | None:
   """
   if not swept.guarded:
     return swept.case.full_inputs()
-  loader = swept.loader
+  loader, lane = swept.loader, 0
   if loader is None or loader.closed:
-    loader = pool
+    loader, lane = pool, CASE_LANE
   folder = getattr(pool, "shared_folder", None)
   request = UserInputsRequest(
     swept.source, tuple(sys.path), folder() if folder is not None else None
   )
-  return loader.call(request, "", timeout_s)
+  return loader.call(request, "", timeout_s, lane=lane)
 
 
 def case_inputs(plan: SweepPlan, pool) -> Callable[[int], tuple | None]:

@@ -7,7 +7,6 @@ import contextlib
 import dataclasses
 import io
 
-import pytest
 from absl import flags
 from absl.testing import absltest, flagsaver
 
@@ -101,12 +100,13 @@ class ArgsTest(absltest.TestCase):
     self.assertEqual(status, cli.EXIT_USAGE)
 
 
-@pytest.mark.compiles  # seed_mlp's inputs are drawn by jax.random
 class DefaultSizesTest(absltest.TestCase):
   """--batch_sizes left out: the default's sizes up to the fewest rows of
-  the built-in batch cases named (`common.default_sizes_fitted`); the rows
-  are each case's own inputs' (jax_22557's einsum has P = 4, jax_24909's
-  descriptor 8 frames)."""
+  the built-in batch cases named (`common.default_sizes_fitted`, from
+  `compile.FEW_ROWS`: jax_22557's einsum has P = 4, jax_24909's
+  descriptor 8 frames; builtin_cases_test checks them against the
+  inputs), no case's inputs made (no jax started: none is marked
+  `compiles`)."""
 
   def _fitted(self, *cases, given=frozenset()):
     err = io.StringIO()
@@ -131,6 +131,9 @@ class DefaultSizesTest(absltest.TestCase):
     self.assertEqual(
       self._fitted("jax_22557", given={"batch_sizes"}), ("1-9", "")
     )
+    # explain --results: the recorded words, not the default.
+    words = common.SweepWords(case=("jax_22557",), batch_sizes="1,2")
+    self.assertEqual(common.default_sizes_fitted(words), "1,2")
     # A sized case (its size is K, not rows) and a user's case: as given.
     self.assertEqual(self._fitted("jax_19444")[0], "1-9")
     self.assertEqual(self._fitted("pkg.mod:factory")[0], "1-9")

@@ -26,7 +26,8 @@ from absl.testing import absltest
 from testutil import tf32_rna
 
 from hloprobe import engine
-from hloprobe.compile import cases
+from hloprobe.commands import common
+from hloprobe.compile import FEW_ROWS, cases
 from hloprobe.numerics import emulate
 from hloprobe.report.verdict_words import leaf_verdicts, prediction_words
 
@@ -127,6 +128,24 @@ class CasesCommandTest(absltest.TestCase):
         "tm_mm": "defeating-nondeterminism-in-llm-inference",
       },
     )
+
+
+@pytest.mark.compiles  # seed_mlp's inputs are drawn by jax.random
+class FewRowsTest(absltest.TestCase):
+  def test_few_rows_are_the_cases_own(self):
+    # `compile.FEW_ROWS`: every built-in batch case whose inputs have fewer
+    # rows than the default sizes' largest (9), with that count.
+    largest = max(engine.parse_batch_sizes(common.SweepWords().batch_sizes))
+    rows = {
+      name: c.full_size(c.make_inputs())
+      for name, c in cases.CASES.items()
+      if c.swept_size is None
+    }
+    self.assertEqual(
+      dict(FEW_ROWS),
+      {name: n for name, n in rows.items() if n < largest},
+    )
+    self.assertEqual(dict(FEW_ROWS), {"jax_22557": 4, "jax_24909": 8})
 
 
 class Jax27188Test(absltest.TestCase):
