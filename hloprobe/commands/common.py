@@ -199,20 +199,26 @@ def reported_cases(spec) -> list:
   return out
 
 
+# The built-in batch cases with fewer rows (their inputs' batch size)
+# than the default batch sizes' largest, 9, known here so that no case's
+# inputs are made before jax starts (`start_jax`); checked against each
+# case's own inputs by tests/compile/builtin_cases_test.py.
+_FEW_ROWS = {"jax_22557": 4, "jax_24909": 8}
+
+
 def default_sizes_fitted(words: SweepWords) -> str:
   """--batch_sizes' words: as given (or recorded, explain --results);
   left out, the default's sizes up to the fewest rows of the built-in
-  batch cases named (`compile.FEW_ROWS`: jax_22557 has 4 and jax_24909
-  8, against the default's 9), said in one line on stderr. A user's case
+  batch cases named (`_FEW_ROWS`: jax_22557 has 4 and jax_24909 8,
+  against the default's 9), said in one line on stderr. A user's case
   keeps the default (its inputs are made in its worker): a size beyond
   its rows stops the sweep, naming them (`engine.check_case_sizes`)."""
-  from hloprobe.compile import FEW_ROWS
   from hloprobe.engine import parse_batch_sizes
 
   default = SweepWords().batch_sizes
   if "batch_sizes" in words.given or words.batch_sizes != default:
     return words.batch_sizes
-  rows = {name: FEW_ROWS[name] for name in words.case if name in FEW_ROWS}
+  rows = {name: _FEW_ROWS[name] for name in words.case if name in _FEW_ROWS}
   if not rows:
     return words.batch_sizes
   fewest = min(rows, key=rows.get)

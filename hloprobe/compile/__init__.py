@@ -18,7 +18,6 @@ from hloprobe.compile.autotune_replay import (
   sweep_experiments as sweep_experiments,
 )
 from hloprobe.compile.builtin_cases import CASES as CASES
-from hloprobe.compile.builtin_cases import FEW_ROWS as FEW_ROWS
 from hloprobe.compile.case_model import Case as Case
 from hloprobe.compile.case_model import ReportedError as ReportedError
 from hloprobe.compile.cases import absolute_case_word as absolute_case_word
@@ -56,7 +55,6 @@ __all__ = [
   "BASELINE",
   "BUILTIN_EXPERIMENTS",
   "CASES",
-  "FEW_ROWS",
   "Case",
   "Experiment",
   "INT32_DOTS_FIX",

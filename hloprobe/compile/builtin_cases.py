@@ -20,7 +20,7 @@ from hloprobe.compile.case_model import Case, ReportedError
 from hloprobe.compile.invariance_cases import INVARIANCE_CASES
 from hloprobe.compile.issue_cases import ISSUE_CASES
 
-__all__ = ["CASES", "FEW_ROWS"]
+__all__ = ["CASES"]
 
 # The seed report: "Large numerical error when using vmap and
 # bfloat16/tensorfloat32 matmul precision, only on A100 GPU" (jax, jaxlib
@@ -449,10 +449,3 @@ CASES = types.MappingProxyType(
     )
   }
 )
-
-# The built-in batch cases with fewer rows (their inputs' batch size)
-# than the default batch sizes' largest, 9: the command line sweeps them
-# at the default's sizes up to their rows (`commands.common`), known here
-# so that no case's inputs are made before jax starts. Checked against
-# each case's own inputs by tests/compile/builtin_cases_test.py.
-FEW_ROWS = types.MappingProxyType({"jax_22557": 4, "jax_24909": 8})

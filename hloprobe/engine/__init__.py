@@ -25,7 +25,6 @@ from hloprobe.engine.compiled import KEPT as KEPT
 from hloprobe.engine.engine import SweepProgress as SweepProgress
 from hloprobe.engine.engine import run_sweep as run_sweep
 from hloprobe.engine.executor import worker_pool as worker_pool
-from hloprobe.engine.guarded import CASE_LANE as CASE_LANE
 from hloprobe.engine.measure import check_shards as check_shards
 from hloprobe.engine.plan import PlannedConfig as PlannedConfig
 from hloprobe.engine.plan import SweepPlan as SweepPlan
@@ -37,7 +36,6 @@ from hloprobe.engine.spec import SweepSpec as SweepSpec
 from hloprobe.engine.spec import parse_batch_sizes as parse_batch_sizes
 
 __all__ = [
-  "CASE_LANE",
   "EXECUTORS",
   "KEPT",
   "PlannedConfig",

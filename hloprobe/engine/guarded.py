@@ -48,16 +48,12 @@ from hloprobe.runtime import (
 )
 
 __all__ = [
-  "CASE_LANE",
   "CaseFinishRequest",
   "CaseInputsRequest",
   "GuardedSetup",
   "compile_guarded",
   "setup_for",
 ]
-
-# The pool lane of the user cases' worker (no compile lane is negative).
-CASE_LANE = -1
 
 
 def _setup(
@@ -392,9 +388,7 @@ def setup_for(
   """
   if not swept.guarded:
     return _held_setup(swept, sizes, warn, pool, all_rows)
-  loader, lane = swept.loader, 0
-  if loader is None or loader.closed:
-    loader, lane = pool, CASE_LANE
+  loader, lane = swept.case_worker(pool)
   return GuardedSetup(
     swept, sizes, warn, loader, lane, timeout_s, fingerprint, all_rows
   )

@@ -67,6 +67,10 @@ __all__ = [
 ]
 
 
+# The pool lane of the user cases' worker (no compile lane is negative).
+CASE_LANE = -1
+
+
 @dataclasses.dataclass(frozen=True)
 class SweptCase:
   """A case of a sweep, looked up once.
@@ -91,6 +95,15 @@ class SweptCase:
   def name(self) -> str:
     """The case's own name, as results print it."""
     return self.case.name
+
+  def case_worker(self, pool) -> tuple:
+    """(pool, lane) of the worker that runs this user case's code: its
+    loader's (lane 0) while that pool is open, else `pool`'s `CASE_LANE`
+    worker (not a compile lane: a sweep pool keeps those lanes' heaps,
+    `WorkerPool`'s `kept_heap`)."""
+    if self.loader is None or self.loader.closed:
+      return pool, CASE_LANE
+    return self.loader, 0
 
   @property
   def guarded(self) -> bool:

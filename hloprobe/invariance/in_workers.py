@@ -16,7 +16,7 @@ import sys
 import threading
 from collections.abc import Callable
 
-from hloprobe.engine import CASE_LANE, PlannedConfig, SweepPlan, SweptCase
+from hloprobe.engine import PlannedConfig, SweepPlan, SweptCase
 from hloprobe.errors import ExecutionError, HloprobeError, first_line
 from hloprobe.invariance.answer import (
   Gap,
@@ -353,9 +353,8 @@ def full_inputs_of(swept: SweptCase, pool, timeout_s: float) -> tuple | None:
   (`SweptCase.guarded`, whose code never runs in this process) in the
   worker that loaded it (`SweptCase.loader`, lane 0, under `timeout_s`
   seconds), or, once that pool is closed, in `pool`'s case worker
-  (flags "", lane `CASE_LANE`, as `engine.setup_for` takes it: not a
-  compile lane, whose heap is kept; the case loaded there from its
-  source).
+  (flags "", `SweptCase.case_worker`, as the sweep takes it: not a
+  compile lane; the case loaded there from its source).
 
   Raises:
     CaseError: as `UserInputsRequest`.
@@ -363,9 +362,7 @@ def full_inputs_of(swept: SweptCase, pool, timeout_s: float) -> tuple | None:
   """
   if not swept.guarded:
     return swept.case.full_inputs()
-  loader, lane = swept.loader, 0
-  if loader is None or loader.closed:
-    loader, lane = pool, CASE_LANE
+  loader, lane = swept.case_worker(pool)
   folder = getattr(pool, "shared_folder", None)
   request = UserInputsRequest(
     swept.source, tuple(sys.path), folder() if folder is not None else None

@@ -176,7 +176,8 @@ _ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1"}
 # jaxlib 0.12.0.1, glibc 2.36). Kept, those runs fault none, and the
 # workers' peak resident memory was unchanged (2.11 and 1.60 GB against
 # 2.13 and 1.66). Given to the sweep's compile lanes only
-# (`Worker.kept_heap`): a case's worker, whose allocations vary more in
+# (`Worker.kept_heap`; and so to what they start, ptxas; not to a Ray
+# cluster's lanes): a case's worker, whose allocations vary more in
 # size, grew from 2.3 to 2.9 GB so. A variable already set is kept.
 KEPT_HEAP = {
   "MALLOC_ARENA_MAX": "1",

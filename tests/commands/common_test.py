@@ -103,7 +103,7 @@ class ArgsTest(absltest.TestCase):
 class DefaultSizesTest(absltest.TestCase):
   """--batch_sizes left out: the default's sizes up to the fewest rows of
   the built-in batch cases named (`common.default_sizes_fitted`, from
-  `compile.FEW_ROWS`: jax_22557's einsum has P = 4, jax_24909's
+  `_FEW_ROWS`: jax_22557's einsum has P = 4, jax_24909's
   descriptor 8 frames; builtin_cases_test checks them against the
   inputs), no case's inputs made (no jax started: none is marked
   `compiles`)."""

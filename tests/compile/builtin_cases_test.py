@@ -27,7 +27,7 @@ from testutil import tf32_rna
 
 from hloprobe import engine
 from hloprobe.commands import common
-from hloprobe.compile import FEW_ROWS, cases
+from hloprobe.compile import cases
 from hloprobe.numerics import emulate
 from hloprobe.report.verdict_words import leaf_verdicts, prediction_words
 
@@ -133,7 +133,7 @@ class CasesCommandTest(absltest.TestCase):
 @pytest.mark.compiles  # seed_mlp's inputs are drawn by jax.random
 class FewRowsTest(absltest.TestCase):
   def test_few_rows_are_the_cases_own(self):
-    # `compile.FEW_ROWS`: every built-in batch case whose inputs have fewer
+    # `commands.common._FEW_ROWS`: every built-in batch case whose inputs have fewer
     # rows than the default sizes' largest (9), with that count.
     largest = max(engine.parse_batch_sizes(common.SweepWords().batch_sizes))
     rows = {
@@ -142,10 +142,10 @@ class FewRowsTest(absltest.TestCase):
       if c.swept_size is None
     }
     self.assertEqual(
-      dict(FEW_ROWS),
+      common._FEW_ROWS,
       {name: n for name, n in rows.items() if n < largest},
     )
-    self.assertEqual(dict(FEW_ROWS), {"jax_22557": 4, "jax_24909": 8})
+    self.assertEqual(common._FEW_ROWS, {"jax_22557": 4, "jax_24909": 8})
 
 
 class Jax27188Test(absltest.TestCase):

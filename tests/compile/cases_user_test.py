@@ -148,7 +148,9 @@ class LoadTest(parameterized.TestCase):
         # makes them (in its loader's worker), before any config compiles.
         engine.run_sweep(engine.plan_sweep(spec), pool=pool)
     self.assertNotIn("\n", str(cm.exception))
-    self.assertEqual(pool.started, 0)  # no compile worker started for it
+    # No config compiled: at most the baseline's lane 0 was started, to
+    # import jax while the inputs were made (`_Sweep._early_lanes`).
+    self.assertLessEqual(pool.started, 1)
     self.assertEqual(self.loader.started, 1)  # one loader for all of them
 
   def test_the_same_name_twice_is_swept_once(self):

@@ -275,7 +275,7 @@ class KeptHeapTest(absltest.TestCase):
   def test_the_pool_gives_them_to_lanes_not_to_a_case_worker(self):
     with worker.WorkerPool(kept_heap=True) as pool:
       pool.start("", 0)
-      pool.start("", -1)  # guarded.CASE_LANE
+      pool.start("", -1)  # engine.plan.CASE_LANE
       found = {}
       for (_, lane), w in pool._workers.items():
         with open(f"/proc/{w.proc.pid}/environ", "rb") as f:
