@@ -213,9 +213,10 @@ def default_sizes_fitted(words: SweepWords) -> str:
   against the default's 9), said in one line on stderr. A user's case
   keeps the default (its inputs are made in its worker): a size beyond
   its rows stops the sweep, naming them (`engine.check_case_sizes`)."""
+  from hloprobe.api import DEFAULTS
   from hloprobe.engine import parse_batch_sizes
 
-  default = SweepWords().batch_sizes
+  default = DEFAULTS.batch_sizes
   if "batch_sizes" in words.given or words.batch_sizes != default:
     return words.batch_sizes
   rows = {name: _FEW_ROWS[name] for name in words.case if name in _FEW_ROWS}

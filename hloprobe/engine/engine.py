@@ -284,13 +284,12 @@ class _Sweep:
     groups to (`lanes_of`'s), an earlier sweep's records (`known`) left
     out. Where the record cache holds any record, lane 0 alone: a hit is
     not known before the inputs are made."""
-    groups: dict[str, set] = {BASELINE.flags_text: set()}
+    groups: dict[str, set] = {}
     for c in self.configs:
       if c.experiment is BASELINE and c.case.portable:
         if _reuse_key(c) not in self.known:
-          group = (c.case_index, c.config.target, c.config.n)
-          groups.setdefault(_flags(c), set()).add(group)
-    per_set = max(1, self.spec.jobs // (1 + len(self.spec.experiments)))
+          groups.setdefault(_flags(c), set()).add(c.lane_group)
+    per_set = self.spec.lanes_per_set
     if self.store is not None and self.store.holds_at_least(1):
       per_set = 1
     lanes = {(BASELINE.flags_text, 0): None}
@@ -373,7 +372,7 @@ class _Sweep:
     max(1, jobs // flag sets) lanes by case, target and n, by their
     estimated cost (`PlannedConfig.lanes_of`)."""
     sets = (BASELINE, *self.spec.experiments)
-    per_set = max(1, self.spec.jobs // len(sets))
+    per_set = self.spec.lanes_per_set
     found = []
     for e in sets:
       todo = [

@@ -207,15 +207,20 @@ class PlannedConfig:
       largest[c.case_index] = max(largest.get(c.case_index, 1), c.config.n)
     groups: dict[tuple, float] = {}  # plan order: ties keep it
     for c in configs:
-      key = (c.case_index, c.config.target, c.config.n)
-      groups[key] = groups.get(key, 0.0) + c.cost(largest[c.case_index])
+      cost = c.cost(largest[c.case_index])
+      groups[c.lane_group] = groups.get(c.lane_group, 0.0) + cost
     load = [0.0] * max(1, lanes)
     dealt = {}
     for key in sorted(groups, key=lambda k: -groups[k]):
       lane = min(range(len(load)), key=lambda i: (load[i], i))
       dealt[key] = lane
       load[lane] += groups[key]
-    return [dealt[(c.case_index, c.config.target, c.config.n)] for c in configs]
+    return [dealt[c.lane_group] for c in configs]
+
+  @property
+  def lane_group(self) -> tuple:
+    """What `lanes_of` keeps on one lane: (case index, target, n)."""
+    return (self.case_index, self.config.target, self.config.n)
 
   # A config's estimated worker seconds, relative: a GPU compile (Triton
   # and LLVM passes, ptxas) against a CPU compile and run. Measured on 2
@@ -341,6 +346,12 @@ class SweepPlan:
       for p in self.precisions
       for n in self.sizes_of(c)
     )
+
+  @property
+  def lanes_per_set(self) -> int:
+    """The lanes (workers) each flag set's configs are dealt to: the
+    baseline and each experiment share `jobs`, at least one each."""
+    return max(1, self.jobs // (1 + len(self.experiments)))
 
   def sizes_of(self, case: SweptCase) -> tuple[int, ...]:
     """The batch sizes a case runs at: its own one (`Case.fixed_size`, a

@@ -321,7 +321,7 @@ def _lanes(plan: SweepPlan) -> dict[tuple, tuple[str, int]]:
   move, not only those after a hit); it is then compiled again there. A
   config compiled in this process (not portable) is looked for on lane
   0."""
-  per_set = max(1, plan.jobs // (1 + len(plan.experiments)))
+  per_set = plan.lanes_per_set
   portable: dict[str, list[PlannedConfig]] = {}
   out = {}
   for c in plan.configs():

@@ -171,11 +171,13 @@ _ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1"}
 # Issue 37: XLA:CPU takes each run's buffers above glibc's 32 MiB mmap
 # bound fresh from the kernel and gives them back after it, so every page
 # was faulted in and zeroed again: decode's n = 64 program faulted 66,000
-# pages a run (0.26 s, half of it system time), and its sweep's compile
-# workers 2.1 M pages (12 of the sweep's 31 s of system time; 2026-12-07,
-# jaxlib 0.12.0.1, glibc 2.36). Kept, those runs fault none, and the
-# workers' peak resident memory was unchanged (2.11 and 1.60 GB against
-# 2.13 and 1.66). Given to the sweep's compile lanes only
+# pages a run (0.26 s, half of it system time), and its explain's two
+# compile workers 2.1 M pages (17.6 s of system time, 7.6 s kept;
+# 2026-12-07, jaxlib 0.12.0.1, glibc 2.36). Kept, a run faults none once
+# the heap has grown to its buffers (a 64 MiB output: from the 5th run
+# on jaxlib 0.12.0.1, the 9th on 0.10.2; every run faults it without),
+# and the workers' peak resident memory was unchanged (2.13 and 1.57 GB
+# against 2.11 and 1.60). Given to the sweep's compile lanes only
 # (`Worker.kept_heap`; and so to what they start, ptxas; not to a Ray
 # cluster's lanes): a case's worker, whose allocations vary more in
 # size, grew from 2.3 to 2.9 GB so. A variable already set is kept.

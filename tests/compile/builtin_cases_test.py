@@ -26,6 +26,7 @@ from absl.testing import absltest
 from testutil import tf32_rna
 
 from hloprobe import engine
+from hloprobe.api import DEFAULTS
 from hloprobe.commands import common
 from hloprobe.compile import cases
 from hloprobe.numerics import emulate
@@ -135,7 +136,7 @@ class FewRowsTest(absltest.TestCase):
   def test_few_rows_are_the_cases_own(self):
     # `commands.common._FEW_ROWS`: every built-in batch case whose inputs have fewer
     # rows than the default sizes' largest (9), with that count.
-    largest = max(engine.parse_batch_sizes(common.SweepWords().batch_sizes))
+    largest = max(engine.parse_batch_sizes(DEFAULTS.batch_sizes))
     rows = {
       name: c.full_size(c.make_inputs())
       for name, c in cases.CASES.items()
