@@ -495,7 +495,10 @@ class EmulationCache:
     algorithms, e.g. --xla_gpu_enable_triton_gemm=false where the sites
     stay TF32) compiles nothing.
 
-    Each kept value is what `keep` makes of the very outputs `get` gives.
+    Each kept value is what `keep` makes of the very outputs `get` gives
+    (a mesh case's dots split as its mesh asks in both: `with_mesh_splits`;
+    the switched compile was given the case's own function, unsplit, until
+    2026-12-07).
     """
     if name is not None:
       key = lambda a: (n, a, name)
@@ -522,7 +525,7 @@ class EmulationCache:
     ):
       try:
         made = emulate.emulate_switched(
-          self._case.fn, self.args(n), missing, keep=keep
+          self._fn, self.args(n), missing, keep=keep
         )
         found = dict(zip(missing, made))
       except EmulationError:  # e.g. an attention site: one at a time

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import recorded
 from absl.testing import absltest
+from jax.sharding import PartitionSpec as P
 
 from hloprobe.compile import cases
 from hloprobe.numerics import emulate, emulation_cache, predict, reference
@@ -214,6 +215,50 @@ class KeptOfTest(absltest.TestCase):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
       else:
         np.testing.assert_array_equal(got, want, err_msg=str(a))
+
+
+  def test_a_mesh_cases_switched_assignments_split_as_its_mesh_asks(self):
+    # Three or more single-pass assignments are one switched compile; a
+    # mesh case's first dot, whose K its PartitionSpecs shard over 4
+    # devices, is 4 partial sums added in device order there too, as in
+    # the case's emulation alone (`emulate.with_mesh_splits`), not the
+    # unsplit dot, whose f32 sums differ in the last bits.
+    case = _mesh_case()
+    full = case.make_inputs()
+    cache = emulation_cache.EmulationCache(case, full)
+    assignments = [(_T, _F, _F), (_F, _T, _F), (_F, _F, _T)]
+    keep = lambda leaves: np.array(leaves[0])
+    got = cache.kept_of(2, assignments, keep)
+    args = case.inputs_for(full, 2)
+    split = emulate.with_mesh_splits(case)
+    for a, kept in zip(assignments, got):
+      want = emulate.emulate_case(split, args, a)
+      np.testing.assert_array_equal(kept, want, err_msg=str(a))
+    unsplit = emulate.emulate_case(case.fn, args, assignments[1])
+    self.assertFalse(np.array_equal(got[1], unsplit))
+
+
+def _three_dots(x, w1, w2, w3):
+  return ((x @ w1) @ w2) @ w3
+
+
+def _mesh_case() -> cases.Case:
+  """Three f32 dots, the first's K = 256 sharded over a mesh of 4."""
+  rng = np.random.default_rng(37)
+  shapes = ((6, 256), (256, 64), (64, 64), (64, 8))
+  inputs = tuple(rng.standard_normal(s).astype(np.float32) for s in shapes)
+  return cases.Case(
+    "mesh_three_dots",
+    "x @ w1 @ w2 @ w3, the first dot's K sharded over 4 devices",
+    _three_dots,
+    lambda: inputs,
+    in_axes=(0, None, None, None),
+    rows_independent=True,
+    mesh_shape=(4,),
+    mesh_axes=("k",),
+    in_specs=(P(None, "k"), P("k", None), P(), P()),
+    out_specs=P(),
+  )
 
 
 class SweepGuessTest(absltest.TestCase):
