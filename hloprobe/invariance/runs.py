@@ -14,6 +14,8 @@ Private in intent: use the package, `hloprobe.invariance`.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import re
 import sys
 
 import jax
@@ -22,7 +24,7 @@ import numpy as np
 from hloprobe.compile import Case, compile_case, get_case
 from hloprobe.engine import KEPT, SweptCase
 from hloprobe.errors import CaseError, first_line
-from hloprobe.invariance.rows import ConfigRows, anchor_offsets, row_of
+from hloprobe.invariance.rows import ConfigRows, anchor_offsets, bits, row_of
 from hloprobe.records import Config
 from hloprobe.runtime import Request
 
@@ -31,11 +33,34 @@ __all__ = [
   "UserInputsRequest",
   "anchor_inputs",
   "anchor_rows_of",
+  "cpu_twin",
   "rows_here",
 ]
 
 # The draw of the anchor's companions (fixed: the same batches every run).
 _SEED = 38
+
+# What of an optimized CPU module's text XLA:CPU's arithmetic does not
+# read: its dots' precision attributes (`sites.effective.cpu_algorithm`'s
+# XLA:CPU rule: DEFAULT, HIGH and the BF16_BF16_F32 preset give HIGHEST's
+# f32 results, measured on jaxlib 0.10.2 and 0.12.0.1), and where the
+# program was traced from (each instruction's `metadata={...}` and the
+# module's tables of source files and stack frames, which name the
+# caller). A CPU config's modules at bfloat16 and float32 differ in these
+# only (`operand_precision={highest,highest}` at float32; seed_mlp, tm_mm,
+# bench_models' gpt2_1 and decode at n = 1, 2 and 8, jaxlib 0.12.0.1,
+# 2026-12-07).
+_CPU_UNREAD = re.compile(
+  r", (?:algorithm=[A-Za-z0-9_]+|operand_precision=\{[A-Za-z0-9_,]*\}"
+  r'|metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\})'
+  r'|^(?:[0-9]+ (?:\{[^\n]*\}|"[^\n]*")|FileNames|FunctionNames'
+  r"|FileLocations|StackFrames)$",
+  re.M,
+)
+# The memo key of a worker's anchor rows by `cpu_twin`, and how many it
+# keeps (the oldest dropped): each holds its rows and its inputs.
+_TWINS = "anchor rows of cpu twins"
+_TWINS_AT_MOST = 16
 
 
 def anchor_inputs(case: Case, full: tuple, n: int, offset: int) -> tuple:
@@ -83,6 +108,27 @@ def anchor_rows_of(
   return tuple(found[o] for o in anchor_offsets(n))
 
 
+def cpu_twin(config: Config, compiled) -> tuple | None:
+  """The key a CPU config's executable shares with its twins: the
+  SHA-256 of its optimized module's text (`compiled.as_text()`) without
+  what XLA:CPU's arithmetic does not read (`_CPU_UNREAD`) and blank lines,
+  and n; None on another platform, or where the text cannot be read.
+  Twins (a CPU config at bfloat16 and at float32, the same module but for
+  those attributes) compute the same bits on the same arguments (the
+  XLA:CPU rule of `sites.effective.cpu_algorithm`)."""
+  text = getattr(compiled, "as_text", None)
+  if config.target.platform != "cpu" or text is None:
+    return None
+  try:
+    module = text()
+  except Exception:  # not readable: no twin
+    return None
+  lines = _CPU_UNREAD.sub("", module).splitlines()
+  kept = "\n".join(line for line in lines if line.strip())
+  digest = hashlib.sha256(kept.encode()).hexdigest()
+  return (digest, config.n)
+
+
 def rows_here(
   case: Case,
   full: tuple,
@@ -90,12 +136,22 @@ def rows_here(
   anchors: bool = True,
   compiled=None,
   outputs: tuple | None = None,
+  twins: dict | None = None,
 ) -> ConfigRows:
   """Compiles config `config` of `case` once (or takes `compiled`, the
   sweep's own executable of it) and runs it on the sweep's inputs (row 0;
   or takes `outputs`, the output leaves the sweep's run of `compiled` on
   them gave, kept under (config, `engine.KEPT`)) and, with `anchors`, on
   the anchor's batches.
+
+  `twins` (a worker's memo, or None): where it holds the rows of a CPU
+  twin of this config (`cpu_twin`: the same module but for its dots'
+  precision attributes, the same n) made on these inputs, and this
+  config's own row 0 is that twin's, bit for bit, the twin's anchor rows
+  are this config's, not run again (issue 37: a CPU config's anchor
+  batches were run at bfloat16 and again at float32, gpt2_12's 29 batch
+  rows of a 12-layer model a precision). Row 0 is always this config's
+  own run (or the sweep's), so a twin whose bits differ is run.
 
   Raises:
     CaseError: a sized case, or bad batch axes.
@@ -116,8 +172,32 @@ def rows_here(
   leaves = run(args) if outputs is None else outputs
   axes = case.output_axes([np.shape(x) for x in leaves])
   names = _batched_names(case, leaves, axes)
+  row0 = row_of(leaves, axes, 0)
+  twin = cpu_twin(config, compiled) if anchors and twins is not None else None
+  held = twins.get((_TWINS, twin)) if twin is not None else None
+  if held is not None and _same_row0(held, full, row0, names):
+    return ConfigRows(config.n, row0, held[1].anchor, names)
   anchor = anchor_rows_of(case, full, config.n, run) if anchors else ()
-  return ConfigRows(config.n, row_of(leaves, axes, 0), anchor, names)
+  rows = ConfigRows(config.n, row0, anchor, names)
+  if twin is not None:
+    twins.pop((_TWINS, twin), None)
+    twins[(_TWINS, twin)] = (full, rows)
+    mine = [k for k in twins if isinstance(k, tuple) and k[:1] == (_TWINS,)]
+    for k in mine[: max(0, len(mine) - _TWINS_AT_MOST)]:
+      del twins[k]
+  return rows
+
+
+def _same_row0(held, full, row0, names) -> bool:
+  """Whether a twin's held (inputs, `ConfigRows`) were made on `full`
+  and give this row 0 and these leaves, bit for bit."""
+  inputs, rows = held
+  return (
+    SweptCase.same_inputs(inputs, full)
+    and rows.leaves == names
+    and rows.row0 is not None
+    and bits(rows.row0) == bits(row0)
+  )
 
 
 def _batched_names(case, leaves, axes) -> tuple[str, ...]:
@@ -156,7 +236,9 @@ class RowsRequest(Request):
     ran = memo.get(KEPT, {}).get((self.config, KEPT))
     same = ran is not None and SweptCase.same_inputs(ran[0], full)
     outputs = ran[1] if same else None
-    return rows_here(memo[key], full, self.config, self.anchors, kept, outputs)
+    return rows_here(
+      memo[key], full, self.config, self.anchors, kept, outputs, memo
+    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -49,6 +49,25 @@ def _rows(name, sizes=_SIZES, anchors=True):
   )
 
 
+# A CPU config's precisions whose modules differ only in the dots'
+# precision attributes.
+_TWIN_PRECISIONS = ("bfloat16", "float32")
+
+
+class _Counting:
+  """A kept executable that counts its calls (and reads as its text)."""
+
+  def __init__(self, compiled, calls: list):
+    self.compiled, self.calls = compiled, calls
+
+  def __call__(self, *args):
+    self.calls.append(1)
+    return self.compiled(*args)
+
+  def as_text(self) -> str:
+    return self.compiled.as_text()
+
+
 def _partition(keys: dict[int, bytes]) -> set[tuple[int, ...]]:
   groups: dict[bytes, list[int]] = {}
   for n in sorted(keys):
@@ -141,6 +160,47 @@ class SweepOutputsTest(absltest.TestCase):
     np.testing.assert_array_equal(
       doubled.row0[0].view(np.uint32), want.ravel().view(np.uint32)
     )
+
+  def test_a_cpu_twins_anchor_rows_are_not_run_again(self):
+    # tm_mm's CPU configs at bfloat16 and float32 compile to one module
+    # but for its dot's operand_precision, which XLA:CPU does not read
+    # (`sites.effective.cpu_algorithm`): the float32 config's rows request
+    # in the same worker runs nothing (row 0 is its sweep's run, the
+    # anchor batches its twin's), unless its row 0's bits differ from the
+    # twin's. Expected bits: jax.jit of the case at float32 on the
+    # anchor's batches, called directly.
+    case = CASES["tm_mm"]
+    full = case.full_inputs()
+    cpu, memo, calls = get_target("cpu"), {}, []
+    twins = [Config("tm_mm", cpu, 8, as_precision(p)) for p in _TWIN_PRECISIONS]
+    for config in twins:
+      got = compile_and_run_case(
+        case, full, config, False, memo.setdefault(KEPT, {})
+      )
+      self.assertIsNone(got.result.failure)
+      memo[KEPT][config] = _Counting(memo[KEPT][config], calls)
+    first = RowsRequest(twins[0], "tm_mm", full).run(memo)
+    self.assertLen(calls, len(anchor_offsets(8)))
+    calls.clear()
+    second = RowsRequest(twins[1], "tm_mm", full).run(memo)
+    self.assertEmpty(calls)
+    with jax.default_matmul_precision("float32"):
+      for offset, got in zip(anchor_offsets(8), second.anchor):
+        want = jax.jit(case.fn)(*anchor_inputs(case, full, 8, offset))
+        np.testing.assert_array_equal(
+          got[0].view(np.uint32),
+          np.asarray(want)[offset].ravel().view(np.uint32),
+        )
+    self.assertIs(second.anchor, first.anchor)
+    # A row 0 whose bits are not the twin's: its anchors are run.
+    inputs, outs = memo[KEPT][(twins[1], KEPT)]
+    moved = (np.nextafter(outs[0], np.float32(np.inf)),) + tuple(outs[1:])
+    memo[KEPT][(twins[1], KEPT)] = (inputs, moved)
+    calls.clear()
+    third = RowsRequest(twins[1], "tm_mm", full).run(memo)
+    self.assertLen(calls, len(anchor_offsets(8)))
+    for a, b in zip(third.anchor, second.anchor):
+      np.testing.assert_array_equal(a[0], b[0])
 
   def test_kept_runs_of_pickled_inputs_hold_one_copy_of_them(self):
     # A worker whose requests carry the inputs pickled (a Ray pool's)
