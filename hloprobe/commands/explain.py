@@ -309,7 +309,10 @@ def _with_invariance(
       )
     got = ahead.answer() if ahead is not None and ahead.started else None
     if got is None:
-      got = invariance.batch_invariance(spec, results, pool, folder)
+      given = ahead.error if ahead is not None else None
+      got = invariance.batch_invariance(
+        spec, results, pool, folder, given=given
+      )
     found, pins = got
   except BaseException as e:
     if (stop := common.Interrupted.after(e, results, len(results))) is None:
@@ -337,6 +340,9 @@ class _InvarianceAhead:
     self._results = concurrent.futures.Future()
     self._answer = concurrent.futures.Future()
     self.started = False
+    # What `answer` found raised: the answer made after the sweep takes
+    # the rows and kernels it carries (`batch_invariance`'s `given`).
+    self.error: BaseException | None = None
 
   @classmethod
   def of(cls, spec, pool, args: ExplainArgs):
@@ -375,9 +381,10 @@ class _InvarianceAhead:
 
   def answer(self):
     """(the `Invariance` answers, the pins): `batch_invariance`'s; None
-    where it raised, a group's rows failing among it (`strict`): the
-    caller then makes the answer again after the sweep, as without this,
-    and a warning names what failed. Its rows run beside the sweep's last
+    where it raised, a group's rows failing among it or its kernels
+    unread (`strict`): the caller then makes the answer again after the
+    sweep, as without this, given what this one made (`error`: only the
+    rest is asked again), and a warning names what failed. Its rows run beside the sweep's last
     requests and explain's fix tries, on the same workers; the answer
     after them is the one that has always held. (The worker a make test
     saw end mid-request here had been started by a thread that ended:
@@ -388,6 +395,7 @@ class _InvarianceAhead:
     try:
       return self._answer.result()
     except Exception as e:  # made again, where an error shows as ever
+      self.error = e
       logging.warning(
         "the batch-invariance answer begun during the sweep failed (%s); "
         "made again after it",

@@ -47,6 +47,7 @@ from hloprobe.invariance.rows import ConfigRows
 from hloprobe.invariance.runs import RowsRequest, UserInputsRequest
 
 __all__ = [
+  "EarlyAnswerIncomplete",
   "case_inputs",
   "invariance_of_sweep",
   "rows_and_kernels",
@@ -78,6 +79,7 @@ def sweep_rows(
   pool,
   full_inputs: Callable[[int], tuple],
   anchors: bool = True,
+  given: dict[tuple, ConfigRows] | None = None,
 ) -> tuple[dict[tuple, ConfigRows], dict[tuple, str]]:
   """Every runnable config's rows (`rows_kind` None), each in the worker
   the sweep compiled it in; the lanes at once, one thread each (as
@@ -88,18 +90,22 @@ def sweep_rows(
     pool: its `sweep.worker_pool`.
     full_inputs: case index -> that case's full inputs (the sweep's).
     anchors: also run the anchor at its offsets.
+    given: `config_key` -> rows run before on the same executables and
+      inputs (`EarlyAnswerIncomplete.rows`), taken as they are, not run.
 
   Returns:
     (`config_key` -> `ConfigRows`, `config_key` -> why a config's rows
     could not be run: one line).
   """
-  rows, failed = {}, {}
+  rows, failed = dict(given or {}), {}
   inputs: dict[int, tuple] = {}
   dealt = _lanes(plan)
   lanes: dict[tuple[str, int], list] = {}
   for c in plan.configs():
     if rows_kind(c) is not None or len(plan.sizes_of(c.case)) < 2:
       continue  # nothing to compare it with
+    if config_key(c.config) in rows:
+      continue  # given
     lanes.setdefault(dealt[config_key(c.config)], []).append(c)
   made = threading.Lock()
 
@@ -154,7 +160,11 @@ def _in_plan_order(plan: SweepPlan, by_key: dict[tuple, object]) -> dict:
 
 
 def sweep_kernels(
-  plan: SweepPlan, pool, full_inputs: Callable[[int], tuple], results
+  plan: SweepPlan,
+  pool,
+  full_inputs: Callable[[int], tuple],
+  results,
+  given: dict[tuple, tuple[RowKernel, ...]] | None = None,
 ) -> tuple[dict[tuple, tuple[RowKernel, ...]], dict[tuple, str]]:
   """Every compile-only config's row kernels, read by `hloprobe.kernels`
   in the worker that compiled it (`KernelsRequest`: every kernel's PTX).
@@ -166,12 +176,15 @@ def sweep_kernels(
   again with the case's full inputs (made then, once per case), and the
   config compiled again there.
 
+  `given`: `config_key` -> kernels read before from the same compiles
+  (`EarlyAnswerIncomplete.kernels`), taken as they are, not read again.
+
   Returns (`config_key` -> its `RowKernel`s, `config_key` -> why not
   read); ({}, {}) where the kernels stage is not installed (the fates'
   reading, `site_kernels`, then stands).
   """
   by_key = {config_key(r.config): r for r in results if r.ok}
-  found, failed = {}, {}
+  found, failed = dict(given or {}), {}
   if kernel_reader() is site_kernels:
     return found, failed
   dealt = _lanes(plan)
@@ -180,8 +193,8 @@ def sweep_kernels(
     key = config_key(c.config)
     if not c.config.target.compile_only or key not in by_key:
       continue
-    if len(plan.sizes_of(c.case)) < 2:
-      continue  # nothing to compare it with
+    if len(plan.sizes_of(c.case)) < 2 or key in found:
+      continue  # nothing to compare it with, or given
     lanes.setdefault(dealt[key], []).append((key, c))
   made = threading.Lock()
 
@@ -388,6 +401,22 @@ def case_inputs(plan: SweepPlan, pool) -> Callable[[int], tuple | None]:
   return inputs
 
 
+class EarlyAnswerIncomplete(ExecutionError):
+  """A strict answer's rows or kernels failed (`invariance_of_sweep`):
+  the answer is made again (after explain's sweep), given what this one
+  made, which is not made again.
+
+  Attributes:
+    rows: `config_key` -> the `ConfigRows` that were run.
+    kernels: `config_key` -> the `RowKernel`s that were read (empty where
+      the rows failed first: the kernels were not read).
+  """
+
+  def __init__(self, message: str, rows: dict, kernels: dict | None = None):
+    super().__init__(message)
+    self.rows, self.kernels = rows, kernels or {}
+
+
 def invariance_of_sweep(
   plan: SweepPlan,
   results,
@@ -396,6 +425,7 @@ def invariance_of_sweep(
   anchors: bool = True,
   inputs: Callable[[int], tuple | None] | None = None,
   strict: bool = False,
+  given: EarlyAnswerIncomplete | None = None,
 ) -> tuple[Invariance, ...]:
   """A sweep's batch-invariance answer, one `Invariance` per (case,
   target, precision, experiment) group: the runnable configs' rows run in
@@ -412,21 +442,32 @@ def invariance_of_sweep(
   full inputs as the sweep's lanes sent them (`engine.run_sweep`'s
   `lanes_done`), or None: made here (`case_inputs`).
 
+  `given`: what a strict answer that failed made (its rows, its
+  kernels), taken as they are: only what it did not make is asked again
+  (issue 37: a config whose rows always fail had every config's rows run
+  twice, in the answer begun during explain's sweep and after it).
+
   Raises:
-    ExecutionError: with `strict`, a config's rows failed (its first
-      line): explain's answer begun during the sweep is then made again
-      after it.
+    EarlyAnswerIncomplete: with `strict`, a config's rows or kernels
+      failed (its first line), carrying what was made: explain's answer
+      begun during the sweep is then made again after it, given them.
   """
   inputs = inputs or case_inputs(plan, pool)
-  rows, failed = sweep_rows(plan, pool, inputs, anchors)
+  given_rows = given.rows if given is not None else None
+  rows, failed = sweep_rows(plan, pool, inputs, anchors, given_rows)
   if strict and failed:
     key, why = next(iter(failed.items()))
-    raise ExecutionError(f"rows of {key} failed: {why}")
+    raise EarlyAnswerIncomplete(f"rows of {key} failed: {why}", rows)
   if isinstance(results, concurrent.futures.Future):
     results = results.result()
   kernels, model = {}, {}
   if reader is None:
-    kernels, _ = sweep_kernels(plan, pool, inputs, results)
+    given_kernels = given.kernels if given is not None else None
+    kernels, unread = sweep_kernels(plan, pool, inputs, results, given_kernels)
+    if strict and unread:
+      key, why = next(iter(unread.items()))
+      message = f"kernels of {key} not read: {why}"
+      raise EarlyAnswerIncomplete(message, rows, kernels)
     model = sweep_models(plan, pool, inputs, results, kernels)
   sized = {s.case.name for s in plan.cases if s.case.swept_size is not None}
   found = invariance_of(results, rows, reader, kernels, sized, model)

@@ -65,7 +65,11 @@ from hloprobe.invariance.answer import (
   levers,
   site_changes,
 )
-from hloprobe.invariance.in_workers import case_inputs, invariance_of_sweep
+from hloprobe.invariance.in_workers import (
+  EarlyAnswerIncomplete,
+  case_inputs,
+  invariance_of_sweep,
+)
 from hloprobe.invariance.kernel_identity import KernelReader
 from hloprobe.invariance.pin_file import write_pin_file
 from hloprobe.records import ConfigResult
@@ -609,6 +613,7 @@ def batch_invariance(
   pin_folder: str | None = None,
   inputs: Callable[[int], tuple | None] | None = None,
   strict: bool = False,
+  given: BaseException | None = None,
 ) -> tuple[tuple[Invariance, ...], tuple]:
   """`hloprobe explain --invariance`'s answer: the sweep's
   batch-invariance (`invariance_of_sweep`) and the pins of each group that
@@ -626,13 +631,23 @@ def batch_invariance(
       GPU's pinned-gemm file is written there).
     inputs: case index -> its full inputs as the sweep's lanes sent them,
       or None: made again (`in_workers.case_inputs`).
-    strict: a config whose rows fail raises (`invariance_of_sweep`)
-      instead of being judged by its records' row 0.
+    strict: a config whose rows fail, or whose kernels cannot be read,
+      raises (`invariance_of_sweep`'s `EarlyAnswerIncomplete`) instead of
+      being judged by its records' row 0 (or its fates).
+    given: what such a strict answer raised: the rows and kernels it
+      made are taken, not made again (any other error: nothing is).
 
   Returns:
     (the `Invariance` answers, the pins).
+
+  Raises:
+    EarlyAnswerIncomplete: with `strict`, as said.
   """
-  found = invariance_of_sweep(plan, results, pool, inputs=inputs, strict=strict)
+  if not isinstance(given, EarlyAnswerIncomplete):
+    given = None
+  found = invariance_of_sweep(
+    plan, results, pool, inputs=inputs, strict=strict, given=given
+  )
   if isinstance(results, concurrent.futures.Future):
     results = results.result()
   if pin_folder is None:

@@ -13,6 +13,7 @@ identical bits for row 0 and for the anchor row at every offset.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import os
 import threading
 
@@ -23,6 +24,7 @@ import testutil
 from absl.testing import absltest
 
 from hloprobe import engine
+from hloprobe.commands import explain
 from hloprobe.engine.shared import SharedInputs, resolved
 from hloprobe.errors import ExecutionError
 from hloprobe.invariance import in_workers
@@ -92,6 +94,59 @@ class UserCaseAnchorsTest(absltest.TestCase):
         "for n = 1-8",
       ],
     )
+
+  def test_an_early_answers_rows_are_not_run_again(self):
+    # explain's answer begun during the sweep failed (strict) after some
+    # configs' rows ran: the answer made after the sweep is given them
+    # (`EarlyAnswerIncomplete.rows`) and asks only the others' (issue 37,
+    # a review's finding 5: every config's rows ran twice). Expected: the
+    # requests sent, and the answer of a sweep given nothing.
+    path = os.path.join(self.create_tempdir().full_path, "exact_case.py")
+    with open(path, "w") as f:
+      f.write(_CASE)
+    plan = engine.plan_sweep(
+      engine.SweepSpec(
+        (f"{path}:make_case",), _SIZES, ("float32",), ("cpu",), numerics=False
+      )
+    )
+    with engine.worker_pool(plan) as pool:
+      results = engine.run_sweep(plan, pool=pool)
+      inputs = in_workers.case_inputs(plan, pool)
+      rows, failed = in_workers.sweep_rows(plan, pool, inputs)
+      self.assertEqual(failed, {})
+      early = dict(list(rows.items())[:2])
+      given = in_workers.EarlyAnswerIncomplete("rows of x failed", early)
+      counting = _CountingPool(pool)
+      found = invariance_of_sweep(plan, results, counting, given=given)
+      alone = invariance_of_sweep(plan, results, pool)
+    asked = [n for kind, n in counting.asked if kind == "RowsRequest"]
+    self.assertEqual(asked, [r.n for k, r in rows.items() if k not in early])
+    self.assertEqual(words.answer_lines(found), words.answer_lines(alone))
+
+  def test_a_strict_answer_stops_at_an_unread_kernel(self):
+    # The early answer is strict on kernels too (a review's finding 4: it
+    # fell back to the fates quietly, where the answer after the sweep
+    # reads them): an a100 config whose kernels fail to be read raises,
+    # carrying the rows run and the kernels read, and the answer given
+    # them asks only that config's kernels again. Expected: the requests.
+    plan = engine.plan_sweep(
+      engine.SweepSpec(
+        ("seed_mlp",), (1, 2), ("float32",), ("cpu", "a100"), numerics=False
+      )
+    )
+    with engine.worker_pool(plan) as pool:
+      results = engine.run_sweep(plan, pool=pool)
+      failing = _CountingPool(pool, fail=("KernelsRequest", 2))
+      with self.assertRaisesRegex(
+        in_workers.EarlyAnswerIncomplete, "kernels of .* not read"
+      ) as raised:
+        invariance_of_sweep(plan, results, failing, strict=True)
+      counting = _CountingPool(pool)
+      invariance_of_sweep(plan, results, counting, given=raised.exception)
+    given = raised.exception
+    self.assertEqual(sorted(r.n for r in given.rows.values()), [1, 2])
+    self.assertLen(given.kernels, 1)  # n = 1's; n = 2's failed
+    self.assertEqual(counting.asked, [("KernelsRequest", 2)])
 
   def test_large_inputs_cross_as_shared_files(self):
     # x of 8 x 65536 f32 (2 MiB, above shared.SHARE_FROM_BYTES): the
@@ -165,6 +220,25 @@ class UserCaseAnchorsTest(absltest.TestCase):
       "CaseError: case 'exact_mm': make_inputs() failed: RuntimeError: "
       "drawn once only)",
     )
+
+
+class _CountingPool:
+  """A worker pool that notes each request's kind and size (n); `fail`
+  (kind, n): such a request raises instead of being sent."""
+
+  def __init__(self, pool, fail: tuple | None = None):
+    self._pool, self.asked, self._fail = pool, [], fail
+
+  def call(self, request, *args, **kwargs):
+    config = getattr(request, "config", None)
+    asked = (type(request).__name__, getattr(config, "n", None))
+    self.asked.append(asked)
+    if asked == self._fail:
+      raise RuntimeError(f"{asked} failed here")
+    return self._pool.call(request, *args, **kwargs)
+
+  def __getattr__(self, name):
+    return getattr(self._pool, name)
 
 
 _ONCE = """_CALLS = []
@@ -304,6 +378,45 @@ class AheadTest(absltest.TestCase):
       words.invariance_json(found, pins),
       words.invariance_json(after, after_pins),
     )
+
+
+  def test_an_early_answer_that_failed_gives_its_rows_to_the_one_after(self):
+    # explain's early answer raised (strict) with some configs' rows run:
+    # `_InvarianceAhead.answer` gives None and keeps the error, and the
+    # answer made after the sweep (`_with_invariance`) asks only the other
+    # configs' rows. Expected: the requests sent.
+    plan = engine.plan_sweep(
+      engine.SweepSpec(
+        ("seed_mlp",), (1, 2, 8), ("float32",), ("cpu",), numerics=False
+      )
+    )
+    with engine.worker_pool(plan) as pool:
+      results = engine.run_sweep(plan, pool=pool)
+      rows, _ = in_workers.sweep_rows(
+        plan, pool, in_workers.case_inputs(plan, pool)
+      )
+      first = next(iter(rows))
+      ahead = explain._InvarianceAhead(plan, pool)
+      ahead.started = True  # as `start` marks it; its answer raised:
+      ahead._answer.set_exception(
+        in_workers.EarlyAnswerIncomplete("rows of x failed", {first: rows[first]})
+      )
+      counting = _CountingPool(pool)
+      got = explain._with_invariance(
+        plan, results, counting, _Answer(), "answer", None, None, ahead
+      )
+    self.assertIsInstance(ahead.error, in_workers.EarlyAnswerIncomplete)
+    self.assertLen(got.invariance, 1)
+    asked = [n for kind, n in counting.asked if kind == "RowsRequest"]
+    self.assertEqual(asked, [r.n for k, r in rows.items() if k != first])
+
+
+@dataclasses.dataclass(frozen=True)
+class _Answer:
+  """The fields of explain's answer `_with_invariance` fills."""
+
+  invariance: tuple = ()
+  pins: tuple = ()
 
 
 if __name__ == "__main__":
