@@ -379,7 +379,6 @@ class AheadTest(absltest.TestCase):
       words.invariance_json(after, after_pins),
     )
 
-
   def test_an_early_answer_that_failed_gives_its_rows_to_the_one_after(self):
     # explain's early answer raised (strict) with some configs' rows run:
     # `_InvarianceAhead.answer` gives None and keeps the error, and the
@@ -399,7 +398,9 @@ class AheadTest(absltest.TestCase):
       ahead = explain._InvarianceAhead(plan, pool)
       ahead.started = True  # as `start` marks it; its answer raised:
       ahead._answer.set_exception(
-        in_workers.EarlyAnswerIncomplete("rows of x failed", {first: rows[first]})
+        in_workers.EarlyAnswerIncomplete(
+          "rows of x failed", {first: rows[first]}
+        )
       )
       counting = _CountingPool(pool)
       got = explain._with_invariance(

@@ -216,7 +216,6 @@ class KeptOfTest(absltest.TestCase):
       else:
         np.testing.assert_array_equal(got, want, err_msg=str(a))
 
-
   def test_a_mesh_cases_switched_assignments_split_as_its_mesh_asks(self):
     # Three or more single-pass assignments are one switched compile; a
     # mesh case's first dot, whose K its PartitionSpecs shard over 4
