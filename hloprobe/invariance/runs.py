@@ -21,7 +21,7 @@ import sys
 import jax
 import numpy as np
 
-from hloprobe.compile import Case, compile_case, get_case
+from hloprobe.compile import Case, compile_case, get_case, jaxlib_release
 from hloprobe.engine import KEPT, SweptCase
 from hloprobe.errors import CaseError, first_line
 from hloprobe.invariance.rows import ConfigRows, anchor_offsets, bits, row_of
@@ -46,10 +46,10 @@ _SEED = 38
 # f32 results, measured on jaxlib 0.10.2 and 0.12.0.1), and where the
 # program was traced from (each instruction's `metadata={...}` and the
 # module's tables of source files and stack frames, which name the
-# caller). A CPU config's modules at bfloat16 and float32 differ in these
-# only (`operand_precision={highest,highest}` at float32; seed_mlp, tm_mm,
-# bench_models' gpt2_1 and decode at n = 1, 2 and 8, jaxlib 0.12.0.1,
-# 2026-12-07).
+# caller). A CPU config's modules at bfloat16, tensorfloat32 and float32
+# differ in these only (`operand_precision={highest,highest}` at float32;
+# seed_mlp, tm_mm, bench_models' gpt2_1 and decode at n = 1, 2 and 8,
+# jaxlib 0.12.0.1, 2026-12-07).
 _CPU_UNREAD = re.compile(
   r", (?:algorithm=[A-Za-z0-9_]+|operand_precision=\{[A-Za-z0-9_,]*\}"
   r'|metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\})'
@@ -57,10 +57,43 @@ _CPU_UNREAD = re.compile(
   r"|FileLocations|StackFrames)$",
   re.M,
 )
-# The memo key of a worker's anchor rows by `cpu_twin`, and how many it
-# keeps (the oldest dropped): each holds its rows and its inputs.
+# The worker memo's key of its `_Twins`, and how many rows they hold at
+# most (the oldest dropped).
 _TWINS = "anchor rows of cpu twins"
 _TWINS_AT_MOST = 16
+
+
+@dataclasses.dataclass
+class _Twins:
+  """A worker's anchor rows by `cpu_twin` key, of one case (the worker's
+  own record of it) on one inputs: a request of another case or on other
+  inputs replaces it whole, so it holds one copy of the inputs at most.
+
+  Attributes:
+    case: the `Case`, as the worker's memo holds it.
+    inputs: the full inputs the rows were made on.
+    rows: `cpu_twin` key -> the first `ConfigRows` made of it.
+  """
+
+  case: Case
+  inputs: tuple
+  rows: dict = dataclasses.field(default_factory=dict)
+
+  @staticmethod
+  def held(memo: dict, case: Case, full) -> _Twins | None:
+    """The memo's `_Twins` of `case` on `full`, or None."""
+    found = memo.get(_TWINS)
+    if found is None or found.case is not case:
+      return None
+    return found if SweptCase.same_inputs(found.inputs, full) else None
+
+  def add(self, key: tuple, rows: ConfigRows) -> None:
+    """Holds `rows` under `key` unless some are held (a config whose row
+    0 was not its twin's leaves the first twin's), the oldest dropped past
+    `_TWINS_AT_MOST`."""
+    self.rows.setdefault(key, rows)
+    for old in list(self.rows)[: max(0, len(self.rows) - _TWINS_AT_MOST)]:
+      del self.rows[old]
 
 
 def anchor_inputs(case: Case, full: tuple, n: int, offset: int) -> tuple:
@@ -112,12 +145,16 @@ def cpu_twin(config: Config, compiled) -> tuple | None:
   """The key a CPU config's executable shares with its twins: the
   SHA-256 of its optimized module's text (`compiled.as_text()`) without
   what XLA:CPU's arithmetic does not read (`_CPU_UNREAD`) and blank lines,
-  and n; None on another platform, or where the text cannot be read.
-  Twins (a CPU config at bfloat16 and at float32, the same module but for
-  those attributes) compute the same bits on the same arguments (the
-  XLA:CPU rule of `sites.effective.cpu_algorithm`)."""
+  and n; None on another platform, where the text cannot be read, or
+  under a jaxlib the XLA:CPU rule was not checked on. Twins (a CPU
+  config at bfloat16, tensorfloat32 and float32: the same module but for
+  those attributes) compute the same arithmetic by that rule
+  (`sites.effective.cpu_algorithm`); `rows_here` checks each one's row 0
+  bits too. The key names no case: its holder (`_Twins`) does."""
   text = getattr(compiled, "as_text", None)
   if config.target.platform != "cpu" or text is None:
+    return None
+  if not jaxlib_release().rules_checked:
     return None
   try:
     module = text()
@@ -146,12 +183,13 @@ def rows_here(
 
   `twins` (a worker's memo, or None): where it holds the rows of a CPU
   twin of this config (`cpu_twin`: the same module but for its dots'
-  precision attributes, the same n) made on these inputs, and this
-  config's own row 0 is that twin's, bit for bit, the twin's anchor rows
-  are this config's, not run again (issue 37: a CPU config's anchor
-  batches were run at bfloat16 and again at float32, gpt2_12's 29 batch
-  rows of a 12-layer model a precision). Row 0 is always this config's
-  own run (or the sweep's), so a twin whose bits differ is run.
+  precision attributes, the same n) of this case (the same `Case`
+  object) made on these inputs, and this config's own row 0 is that
+  twin's, bit for bit, the twin's anchor rows are this config's, not run
+  again (issue 37: a CPU config's anchor batches were run at bfloat16
+  and again at float32, gpt2_12's 29 batch rows of a 12-layer model a
+  precision). Row 0 is always this config's own run (or the sweep's):
+  a twin whose row 0 differs has its anchors run.
 
   Raises:
     CaseError: a sized case, or bad batch axes.
@@ -174,27 +212,24 @@ def rows_here(
   names = _batched_names(case, leaves, axes)
   row0 = row_of(leaves, axes, 0)
   twin = cpu_twin(config, compiled) if anchors and twins is not None else None
-  held = twins.get((_TWINS, twin)) if twin is not None else None
-  if held is not None and _same_row0(held, full, row0, names):
-    return ConfigRows(config.n, row0, held[1].anchor, names)
+  held = _Twins.held(twins, case, full) if twin is not None else None
+  known = held.rows.get(twin) if held is not None else None
+  if known is not None and _same_row0(known, row0, names):
+    return ConfigRows(config.n, row0, known.anchor, names)
   anchor = anchor_rows_of(case, full, config.n, run) if anchors else ()
   rows = ConfigRows(config.n, row0, anchor, names)
   if twin is not None:
-    twins.pop((_TWINS, twin), None)
-    twins[(_TWINS, twin)] = (full, rows)
-    mine = [k for k in twins if isinstance(k, tuple) and k[:1] == (_TWINS,)]
-    for k in mine[: max(0, len(mine) - _TWINS_AT_MOST)]:
-      del twins[k]
+    if held is None:
+      held = twins[_TWINS] = _Twins(case, full)
+    held.add(twin, rows)
   return rows
 
 
-def _same_row0(held, full, row0, names) -> bool:
-  """Whether a twin's held (inputs, `ConfigRows`) were made on `full`
-  and give this row 0 and these leaves, bit for bit."""
-  inputs, rows = held
+def _same_row0(rows: ConfigRows, row0, names) -> bool:
+  """Whether a twin's `ConfigRows` give this row 0 and these leaves, bit
+  for bit."""
   return (
-    SweptCase.same_inputs(inputs, full)
-    and rows.leaves == names
+    rows.leaves == names
     and rows.row0 is not None
     and bits(rows.row0) == bits(row0)
   )

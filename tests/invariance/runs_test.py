@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from absl.testing import absltest
 
-from hloprobe.compile import CASES, get_target
+from hloprobe.compile import CASES, Case, get_target
 from hloprobe.compile.invariance_cases import elementwise_only_numpy
 from hloprobe.engine import KEPT
 from hloprobe.engine.compiled import compile_and_run_case
@@ -52,6 +52,10 @@ def _rows(name, sizes=_SIZES, anchors=True):
 # A CPU config's precisions whose modules differ only in the dots'
 # precision attributes.
 _TWIN_PRECISIONS = ("bfloat16", "float32")
+
+
+def _outer(x, y):
+  return x @ y.T
 
 
 class _Counting:
@@ -201,6 +205,44 @@ class SweepOutputsTest(absltest.TestCase):
     self.assertLen(calls, len(anchor_offsets(8)))
     for a, b in zip(third.anchor, second.anchor):
       np.testing.assert_array_equal(a[0], b[0])
+
+  def test_a_twin_of_another_case_is_not_taken(self):
+    # Two cases of one program on the same inputs compile to one module,
+    # but batch other arguments, so their anchor batches differ: a worker
+    # that ran one's rows runs the other's anchors (a review's finding:
+    # the twins' key named no case). It then holds the second case's rows
+    # alone, on one inputs. Expected bits: jax.jit of the program on the
+    # second case's anchor batches, called directly.
+    g = np.random.default_rng(5)
+    inputs = tuple(g.standard_normal((4, 8)).astype(np.float32) for _ in "xy")
+    a, b = (
+      Case(name, "x @ y.T", _outer, lambda: inputs, in_axes=axes)
+      for name, axes in (("twin_a", (0, None)), ("twin_b", (0, 0)))
+    )
+    cpu, memo = get_target("cpu"), {}
+    first, second = (
+      rows_here(
+        case,
+        case.full_inputs(),
+        Config(case.name, cpu, 4, as_precision(p)),
+        twins=memo,
+      )
+      for case, p in zip((a, b), _TWIN_PRECISIONS)
+    )
+    np.testing.assert_array_equal(first.row0[0], second.row0[0])
+    full = b.full_inputs()
+    for offset, got in zip(anchor_offsets(4), second.anchor):
+      want = jax.jit(_outer)(*anchor_inputs(b, full, 4, offset))[offset]
+      np.testing.assert_array_equal(
+        got[0].view(np.uint32), np.asarray(want).ravel().view(np.uint32)
+      )
+    self.assertFalse(
+      all(
+        np.array_equal(x[0], y[0]) for x, y in zip(first.anchor, second.anchor)
+      )
+    )
+    (held,) = [v for v in memo.values() if getattr(v, "case", None) is not None]
+    self.assertIs(held.case, b)
 
   def test_kept_runs_of_pickled_inputs_hold_one_copy_of_them(self):
     # A worker whose requests carry the inputs pickled (a Ray pool's)
