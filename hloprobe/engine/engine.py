@@ -368,29 +368,41 @@ class _Sweep:
 
   def _lanes(self) -> list[tuple[str, int, list[int]]]:
     """(extra XLA_FLAGS, lane, config indices) of every lane with work:
-    each flag set's configs that a worker must do, dealt to its
-    max(1, jobs // flag sets) lanes by case, target and n, by their
-    estimated cost (`PlannedConfig.lanes_of`)."""
+    each flag set's portable configs dealt to its max(1, jobs // flag
+    sets) lanes by case, target and n, by their estimated cost
+    (`PlannedConfig.lanes_of`), each lane then given those a worker must
+    do (not a cache hit, an earlier sweep's record or a broken case's).
+
+    Every portable config is dealt, done or not, so that each lands on
+    the lane the batch-invariance answer asks its rows and kernels on
+    (`invariance.in_workers._lanes`, which deals them all alike): dealt
+    without the hits, a config moved to another lane, where the answer
+    compiled it again. A lane may so get less work than another."""
     sets = (BASELINE, *self.spec.experiments)
     per_set = self.spec.lanes_per_set
     found = []
     for e in sets:
-      todo = [
+      every = [
         i
         for i, c in enumerate(self.configs)
-        if c.experiment is e
-        and c.case.portable
-        and self.hits[i] is None
-        and self.setups[c.case_index].broken is None
+        if c.experiment is e and c.case.portable
       ]
-      for flags in dict.fromkeys(_flags(self.configs[i]) for i in todo):
-        mine = [i for i in todo if _flags(self.configs[i]) == flags]
+      for flags in dict.fromkeys(_flags(self.configs[i]) for i in every):
+        mine = [i for i in every if _flags(self.configs[i]) == flags]
         dealt = PlannedConfig.lanes_of([self.configs[i] for i in mine], per_set)
         for lane in range(per_set):
-          theirs = [i for i, at in zip(mine, dealt) if at == lane]
+          theirs = [
+            i for i, at in zip(mine, dealt) if at == lane and self._todo(i)
+          ]
           if theirs:
             found.append((flags, lane, theirs))
     return found
+
+  def _todo(self, i: int) -> bool:
+    """Whether a worker must do config i: no record of it was found and
+    its case is not broken."""
+    c = self.configs[i]
+    return self.hits[i] is None and self.setups[c.case_index].broken is None
 
   def start_workers(self) -> None:
     """Starts every lane's worker (they warm up meanwhile), and ends a

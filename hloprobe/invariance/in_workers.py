@@ -172,7 +172,7 @@ def sweep_kernels(
   Each request goes to the lane the sweep dealt its config to (`_lanes`),
   where that worker kept the compile; the lanes run at once, one thread
   each. A request carries no inputs; only where that worker did not keep
-  the compile (a cached record, a config dealt elsewhere) is it asked
+  the compile (a cached record, a worker started again) is it asked
   again with the case's full inputs (made then, once per case), and the
   config compiled again there.
 
@@ -328,12 +328,9 @@ def _lanes(plan: SweepPlan) -> dict[tuple, tuple[str, int]]:
   the engine deals each flag set's configs to max(1, jobs // flag sets)
   lanes, those of one case, target and n together, by their estimated
   cost (`PlannedConfig.lanes_of`; hloprobe/engine/engine.py,
-  `_Sweep._lanes`). Dealt as if nothing was cached: where some records
-  came from the cache, the engine dealt the rest alone, and a config may
-  be looked for on another lane than its own (by cost, any config may
-  move, not only those after a hit); it is then compiled again there. A
-  config compiled in this process (not portable) is looked for on lane
-  0."""
+  `_Sweep._lanes`, which deals every portable config alike, cached or
+  not, and gives each lane those it must do). A config compiled in this
+  process (not portable) is looked for on lane 0."""
   per_set = plan.lanes_per_set
   portable: dict[str, list[PlannedConfig]] = {}
   out = {}

@@ -228,11 +228,14 @@ class _CountingPool:
 
   def __init__(self, pool, fail: tuple | None = None):
     self._pool, self.asked, self._fail = pool, [], fail
+    self.compiled_on = {}  # a `CompileRequest`'s config -> its lane
 
   def call(self, request, *args, **kwargs):
     config = getattr(request, "config", None)
     asked = (type(request).__name__, getattr(config, "n", None))
     self.asked.append(asked)
+    if asked[0] == "CompileRequest":
+      self.compiled_on[config] = kwargs.get("lane")
     if asked == self._fail:
       raise RuntimeError(f"{asked} failed here")
     return self._pool.call(request, *args, **kwargs)
@@ -288,6 +291,32 @@ class LanesTest(absltest.TestCase):
     self.assertEqual(
       got, [(n, ("", {1: 1, 2: 1, 8: 0}[n])) for _ in "ab" for n in (1, 2, 8)]
     )
+
+  def test_a_sweep_given_some_records_compiles_the_rest_where_dealt(self):
+    # A sweep given an earlier one's records of n = 1 and 8 (explain's fix
+    # tries; the record cache alike) compiles n = 2 and 4 on the lanes the
+    # answer asks their rows and kernels on (`_lanes`, every config
+    # dealt): dealt alone, a100 n = 4 went to lane 0, not its lane 1, and
+    # was compiled again there. Expected: `_lanes`' deal (the test above).
+    spec = engine.SweepSpec(
+      ("seed_mlp",), (1, 2, 4, 8), ("float32",), ("cpu", "a100"), jobs=2
+    )
+    plan = engine.plan_sweep(spec)
+    earlier = engine.plan_sweep(dataclasses.replace(spec, batch_sizes=(1, 8)))
+    with engine.worker_pool(plan) as pool:
+      records = engine.run_sweep(earlier, pool=pool)
+      counting = _CountingPool(pool)
+      got = engine.run_sweep(plan, pool=counting, given=[(earlier, records)])
+    self.assertTrue(all(r.ok for r in got), got)
+    lanes = _lanes(plan)
+    asked = {
+      (c.target.name, c.n): lane for c, lane in counting.compiled_on.items()
+    }
+    self.assertEqual(sorted(n for _, n in asked), [2, 2, 4, 4])
+    for c in plan.configs():
+      if c.config.n in (2, 4):
+        key = (c.config.target.name, c.config.n)
+        self.assertEqual(asked[key], lanes[config_key(c.config)][1], key)
 
   def test_rows_are_asked_on_the_lanes_at_once(self):
     # Each lane's first request waits until the other lane's is in
