@@ -46,17 +46,21 @@ _CASE = testutil.EXACT_MM_CASE
 
 
 class UserCaseAnchorsTest(absltest.TestCase):
-  def test_rows_run_in_workers_are_numpys_integers(self):
+  def _exact_plan(self):
+    """The exact case written to a file, swept for the bits only (explain
+    --only=invariance's sweep): the rows are the workers', never the
+    records'."""
     path = os.path.join(self.create_tempdir().full_path, "exact_case.py")
     with open(path, "w") as f:
       f.write(_CASE)
-    # The bits only (explain --only=invariance's sweep): the rows are the
-    # workers', never the records'.
-    plan = engine.plan_sweep(
+    return engine.plan_sweep(
       engine.SweepSpec(
         (f"{path}:make_case",), _SIZES, ("float32",), ("cpu",), numerics=False
       )
     )
+
+  def test_rows_run_in_workers_are_numpys_integers(self):
+    plan = self._exact_plan()
     with engine.worker_pool(plan) as pool:
       results = engine.run_sweep(plan, pool=pool)
       self.assertTrue(all(r.ok for r in results), results)
@@ -101,14 +105,7 @@ class UserCaseAnchorsTest(absltest.TestCase):
     # (`EarlyAnswerIncomplete.rows`) and asks only the others' (issue 37,
     # a review's finding 5: every config's rows ran twice). Expected: the
     # requests sent, and the answer of a sweep given nothing.
-    path = os.path.join(self.create_tempdir().full_path, "exact_case.py")
-    with open(path, "w") as f:
-      f.write(_CASE)
-    plan = engine.plan_sweep(
-      engine.SweepSpec(
-        (f"{path}:make_case",), _SIZES, ("float32",), ("cpu",), numerics=False
-      )
-    )
+    plan = self._exact_plan()
     with engine.worker_pool(plan) as pool:
       results = engine.run_sweep(plan, pool=pool)
       inputs = in_workers.case_inputs(plan, pool)
