@@ -369,7 +369,7 @@ def model_rows(
     if key not in memo:
       args = case.inputs_for(full, size)
       leaves = kernel_model_run(
-        case.fn,
+        case,
         args,
         spec.algorithms,
         dict(spec.sites),

@@ -65,6 +65,7 @@ __all__ = [
   "emulated_dot_general",
   "jaxpr_sites",
   "make_emulator",
+  "mesh_parts",
   "order_spread",
   "emulate_with_scales",
   "scale_recorder",
@@ -270,7 +271,7 @@ def make_emulator(
   plan, sites = plan_sites(closed.jaxpr)
   algorithms = _checked_algorithms(site_algorithms, len(sites))
   evaluator = Evaluator(algorithms, order, tf32_rounding)
-  evaluator.parts.update(_mesh_parts(fn, args, closed.jaxpr.invars))
+  evaluator.parts.update(mesh_parts(fn, args, closed.jaxpr.invars))
 
   def run(consts, *call_args):
     outs = evaluator.run(
@@ -309,9 +310,11 @@ def with_mesh_splits(case) -> Callable:
   return fn
 
 
-def _mesh_parts(fn, args, invars) -> dict:
-  """The jaxpr's input variables -> their per-dimension splits, from a
-  `with_mesh_splits` function's mesh; {} for any other function."""
+def mesh_parts(fn, args, invars) -> dict:
+  """The jaxpr's input variables (`invars`, of `fn` traced on `args`) ->
+  their per-dimension splits (device counts, one per dimension), from a
+  `with_mesh_splits` function's mesh; {} for any other function, or
+  where the leaves are not the variables one for one."""
   mesh = getattr(fn, "hloprobe_mesh", None)
   if mesh is None:
     return {}
@@ -491,7 +494,7 @@ class SwitchedEmulation:
     )
     # A `with_mesh_splits` function's dots split as its mesh asks, as
     # `make_emulator`'s do ({} for any other function).
-    evaluator.parts.update(_mesh_parts(fn, args, closed.jaxpr.invars))
+    evaluator.parts.update(mesh_parts(fn, args, closed.jaxpr.invars))
 
     def run(consts, selector, leaves):
       evaluator.selector = selector

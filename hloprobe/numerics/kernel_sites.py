@@ -34,10 +34,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from hloprobe.compile import Case
 from hloprobe.errors import first_line
 from hloprobe.numerics.accuracy import element0
+from hloprobe.numerics.emulate import mesh_parts, with_mesh_splits
 from hloprobe.numerics.emulate_dot import SUMMATION_ORDERS, _canonical
-from hloprobe.numerics.evaluator import Evaluator
+from hloprobe.numerics.evaluator import Evaluator, partial_sums
 from hloprobe.numerics.jaxpr_sites import plan_sites, trace
 from hloprobe.numerics.kernel_model import (
   MODEL_WORDS,
@@ -224,10 +226,26 @@ class _KernelEvaluator(Evaluator):
     self.budget, self.macs = budget, 0
 
   def _dot(self, eqn, ins, site: int):
+    """A bit-exact site by the kernel model; a dot whose contracting
+    dimension the case's mesh splits over D devices (`Evaluator._split`,
+    `emulate.with_mesh_splits`) is the model's gemm of each device's K / D
+    slice, the D partial sums added in device order in f32
+    (`evaluator.partial_sums`, XLA's SPMD dot handler then an
+    all-reduce), as the emulated sites' are: each device's kernel runs on
+    its slice alone."""
     spec = self.kernels.get(site)
     if spec is None:
       return super()._dot(eqn, ins, site)
-    a3, b3, shape = _canonical(*ins, eqn.params["dimension_numbers"])
+    dims = eqn.params["dimension_numbers"]
+    one = lambda a, b: self._gemm(spec, dims, a, b)
+    count = self._split(eqn)
+    out = one(*ins) if count == 1 else partial_sums(*ins, dims, count, one)
+    return jnp.asarray(out).astype(eqn.outvars[0].aval.dtype)
+
+  def _gemm(self, spec, dims, lhs, rhs):
+    """The kernel model's f32 gemm of one dot's operands, in the dot's
+    output shape (batch, lhs free, rhs free dims)."""
+    a3, b3, shape = _canonical(lhs, rhs, dims)
     self.macs += int(np.prod(a3.shape, dtype=np.int64)) * int(b3.shape[-1])
     if self.budget is not None and self.macs > self.budget:
       raise KernelBudgetError(self.budget)
@@ -239,11 +257,10 @@ class _KernelEvaluator(Evaluator):
       tf32_rounding=spec.tf32_rounding,
     )
     if not self.jitted:
-      return jnp.asarray(gemm(a3, b3).reshape(shape), eqn.outvars[0].aval.dtype)
+      return jnp.asarray(gemm(a3, b3).reshape(shape), np.float32)
     # Under jit the numpy model is a host callback in the one compile.
     result = jax.ShapeDtypeStruct((*a3.shape[:-1], b3.shape[-1]), np.float32)
-    out = jax.pure_callback(gemm, result, a3, b3)
-    return out.reshape(shape).astype(eqn.outvars[0].aval.dtype)
+    return jax.pure_callback(gemm, result, a3, b3).reshape(shape)
 
   def _eqn(self, i, eqn, ins, plan):
     outs = super()._eqn(i, eqn, ins, plan)
@@ -271,7 +288,9 @@ def kernel_model_run(
   """`fn(*args)` with bit-exact sites by the kernel model.
 
   Args:
-    fn: the case's function (not jitted); args: its arguments.
+    fn: the case's function (not jitted), or the `Case` itself: a mesh
+      case's dots, bit-exact sites too, then split as its mesh asks
+      (`with_mesh_splits`); args: its arguments.
     site_algorithms: one algorithm per site (`EMULATED_ALGORITHMS`), used
       for the band sites.
     kernels: site index -> `KernelSite` of kind "bit-exact model".
@@ -294,6 +313,8 @@ def kernel_model_run(
   Raises:
     KernelBudgetError: the bit-exact sites exceed `budget`.
   """
+  if isinstance(fn, Case):
+    fn = with_mesh_splits(fn)
   closed, _ = trace(fn, args)
   plan, _ = plan_sites(closed.jaxpr)
   evaluator = _KernelEvaluator(
@@ -305,6 +326,9 @@ def kernel_model_run(
     order,
     "rna",
   )
+  # A `with_mesh_splits` function's dots split as its mesh asks, the
+  # bit-exact sites too (`_KernelEvaluator._dot`).
+  evaluator.parts.update(mesh_parts(fn, args, closed.jaxpr.invars))
   run = lambda consts, leaves: evaluator.run(closed.jaxpr, plan, consts, leaves)
   outs = (jax.jit(run) if jit else run)(
     tuple(closed.consts), jax.tree_util.tree_leaves(args)
@@ -409,7 +433,7 @@ class KernelRows:
         args = self._case.inputs_for(self._full, size)
         self._memo[key] = tuple(
           kernel_model_run(
-            self._case.fn,
+            self._case,
             args,
             algorithms,
             exact,
