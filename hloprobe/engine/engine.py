@@ -280,22 +280,25 @@ class _Sweep:
     """The baseline's (extra XLA_FLAGS, lane) to start before any input
     is made: lane 0 of its own flags (target loading uses it,
     `_load_targets`), and for each flag set (a sharded case's host
-    devices) as many lanes as `_lanes` would deal its portable configs'
-    groups to (`lanes_of`'s), an earlier sweep's records (`known`) left
-    out. Where the record cache holds any record, lane 0 alone: a hit is
-    not known before the inputs are made."""
-    groups: dict[str, set] = {}
+    devices) the lanes `_lanes` deals its portable configs to
+    (`lanes_of`, every config dealt) that get one an earlier sweep's
+    records (`known`) do not hold. Where the record cache holds any
+    record, lane 0 alone: a hit is not known before the inputs are
+    made."""
+    lanes = {(BASELINE.flags_text, 0): None}
+    if self.store is not None and self.store.holds_at_least(1):
+      return list(lanes)
+    every: dict[str, list] = {}
     for c in self.configs:
       if c.experiment is BASELINE and c.case.portable:
-        if _reuse_key(c) not in self.known:
-          groups.setdefault(_flags(c), set()).add(c.lane_group)
+        every.setdefault(_flags(c), []).append(c)
     per_set = self.spec.lanes_per_set
-    if self.store is not None and self.store.holds_at_least(1):
-      per_set = 1
-    lanes = {(BASELINE.flags_text, 0): None}
-    for flags, found in groups.items():
+    for flags, mine in every.items():
+      dealt = PlannedConfig.lanes_of(mine, per_set)
       lanes.update(
-        dict.fromkeys((flags, i) for i in range(min(per_set, len(found))))
+        ((flags, lane), None)
+        for c, lane in zip(mine, dealt)
+        if _reuse_key(c) not in self.known
       )
     return list(lanes)
 

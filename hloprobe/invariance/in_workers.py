@@ -45,6 +45,7 @@ from hloprobe.invariance.model_bits import (
 )
 from hloprobe.invariance.rows import ConfigRows
 from hloprobe.invariance.runs import RowsRequest, UserInputsRequest
+from hloprobe.runtime import WorkerError
 
 __all__ = [
   "EarlyAnswerIncomplete",
@@ -179,9 +180,11 @@ def sweep_kernels(
   `given`: `config_key` -> kernels read before from the same compiles
   (`EarlyAnswerIncomplete.kernels`), taken as they are, not read again.
 
-  Returns (`config_key` -> its `RowKernel`s, `config_key` -> why not
-  read); ({}, {}) where the kernels stage is not installed (the fates'
-  reading, `site_kernels`, then stands).
+  Returns (`config_key` -> its `RowKernel`s, `config_key` -> (why not
+  read: one line, whether a worker died or ran past its time: a
+  `WorkerError`, which another try may not meet)); ({}, {}) where the
+  kernels stage is not installed (the fates' reading, `site_kernels`,
+  then stands).
   """
   by_key = {config_key(r.config): r for r in results if r.ok}
   found, failed = dict(given or {}), {}
@@ -217,7 +220,8 @@ def sweep_kernels(
     try:
       found[key] = records_as_kernels(ask(c, flags, lane), by_key[key])
     except Exception as e:  # that config read from its fates instead
-      failed[key] = first_line(e)  # (or its inputs could not be made)
+      # (or its inputs could not be made)
+      failed[key] = (first_line(e), isinstance(e, WorkerError))
 
   _each_lane(lanes, run_one)
   return _in_plan_order(plan, found), _in_plan_order(plan, failed)
@@ -399,19 +403,33 @@ def case_inputs(plan: SweepPlan, pool) -> Callable[[int], tuple | None]:
 
 
 class EarlyAnswerIncomplete(ExecutionError):
-  """A strict answer's rows or kernels failed (`invariance_of_sweep`):
-  the answer is made again (after explain's sweep), given what this one
-  made, which is not made again.
+  """A strict answer's rows failed, or a worker died reading its kernels
+  (`invariance_of_sweep`): the answer is made again (after explain's
+  sweep), given what this one made, which is not made again, and the
+  inputs it was made on.
 
   Attributes:
     rows: `config_key` -> the `ConfigRows` that were run.
     kernels: `config_key` -> the `RowKernel`s that were read (empty where
       the rows failed first: the kernels were not read).
+    inputs: case index -> the full inputs the rows were run on
+      (`invariance_of_sweep`'s `inputs`): the answer given these rows
+      runs the others on the same ones (a user case's `make_inputs` may
+      draw afresh where its loader was started again).
   """
 
-  def __init__(self, message: str, rows: dict, kernels: dict | None = None):
+  def __init__(
+    self,
+    message: str,
+    rows: dict,
+    kernels: dict | None = None,
+    inputs: Callable[[int], tuple | None] | None = None,
+  ):
     super().__init__(message)
-    self.rows, self.kernels = rows, kernels or {}
+    self.rows, self.kernels, self.inputs = rows, kernels or {}, inputs
+
+  def __reduce__(self):  # the inputs, a function of this process, left
+    return type(self), (str(self), self.rows, self.kernels)
 
 
 def invariance_of_sweep(
@@ -440,31 +458,39 @@ def invariance_of_sweep(
   `lanes_done`), or None: made here (`case_inputs`).
 
   `given`: what a strict answer that failed made (its rows, its
-  kernels), taken as they are: only what it did not make is asked again
-  (issue 37: a config whose rows always fail had every config's rows run
-  twice, in the answer begun during explain's sweep and after it).
+  kernels), taken as they are, and the inputs it made them on, used for
+  the rest: only what it did not make is asked again (issue 37: a config
+  whose rows always fail had every config's rows run twice, in the
+  answer begun during explain's sweep and after it).
 
   Raises:
-    EarlyAnswerIncomplete: with `strict`, a config's rows or kernels
-      failed (its first line), carrying what was made: explain's answer
-      begun during the sweep is then made again after it, given them.
+    EarlyAnswerIncomplete: with `strict`, a config's rows failed, or a
+      worker died reading a config's kernels (its first line), carrying
+      what was made: explain's answer begun during the sweep is then made
+      again after it, given them. A kernel that could not be read for
+      another reason is read from its fates, as without `strict` (read
+      again, it would fail again).
   """
+  if given is not None and given.inputs is not None:
+    inputs = given.inputs
   inputs = inputs or case_inputs(plan, pool)
   given_rows = given.rows if given is not None else None
   rows, failed = sweep_rows(plan, pool, inputs, anchors, given_rows)
   if strict and failed:
     key, why = next(iter(failed.items()))
-    raise EarlyAnswerIncomplete(f"rows of {key} failed: {why}", rows)
+    message = f"rows of {key} failed: {why}"
+    raise EarlyAnswerIncomplete(message, rows, None, inputs)
   if isinstance(results, concurrent.futures.Future):
     results = results.result()
   kernels, model = {}, {}
   if reader is None:
     given_kernels = given.kernels if given is not None else None
     kernels, unread = sweep_kernels(plan, pool, inputs, results, given_kernels)
-    if strict and unread:
-      key, why = next(iter(unread.items()))
+    died = {k: why for k, (why, worker) in unread.items() if worker}
+    if strict and died:
+      key, why = next(iter(died.items()))
       message = f"kernels of {key} not read: {why}"
-      raise EarlyAnswerIncomplete(message, rows, kernels)
+      raise EarlyAnswerIncomplete(message, rows, kernels, inputs)
     model = sweep_models(plan, pool, inputs, results, kernels)
   sized = {s.case.name for s in plan.cases if s.case.swept_size is not None}
   found = invariance_of(results, rows, reader, kernels, sized, model)

@@ -631,11 +631,13 @@ def batch_invariance(
       GPU's pinned-gemm file is written there).
     inputs: case index -> its full inputs as the sweep's lanes sent them,
       or None: made again (`in_workers.case_inputs`).
-    strict: a config whose rows fail, or whose kernels cannot be read,
-      raises (`invariance_of_sweep`'s `EarlyAnswerIncomplete`) instead of
-      being judged by its records' row 0 (or its fates).
+    strict: a config whose rows fail, or a worker that dies reading its
+      kernels, raises (`invariance_of_sweep`'s `EarlyAnswerIncomplete`)
+      instead of the config being judged by its records' row 0 (or its
+      fates).
     given: what such a strict answer raised: the rows and kernels it
-      made are taken, not made again (any other error: nothing is).
+      made are taken, not made again, and the rest made on its inputs
+      (any other error: nothing is taken).
 
   Returns:
     (the `Invariance` answers, the pins).

@@ -72,9 +72,7 @@ def check_lines(record: dict, compute_capability: str) -> list[str]:
     args = case.inputs_for(case.full_inputs(), c["n"])
     algorithms = [s["effective_algorithm"] for s in sites]
     words = remainder_lines(
-      kernel_remainder(
-        case.fn, args, algorithms, kernels, c["numerics"]["row0"]
-      )
+      kernel_remainder(case, args, algorithms, kernels, c["numerics"]["row0"])
     )
     lines += [f"{head}: {words[0]}"] + [f"  {w}" for w in words[1:]]
   return lines

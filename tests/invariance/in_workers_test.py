@@ -15,7 +15,9 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import os
+import pickle
 import threading
+import types
 
 import jax
 import numpy as np
@@ -25,6 +27,7 @@ from absl.testing import absltest
 
 from hloprobe import engine
 from hloprobe.commands import explain
+from hloprobe.engine.engine import _reuse_key, _Sweep
 from hloprobe.engine.shared import SharedInputs, resolved
 from hloprobe.errors import ExecutionError
 from hloprobe.invariance import in_workers
@@ -37,6 +40,7 @@ from hloprobe.invariance.in_workers import (
 from hloprobe.invariance.pin import batch_invariance
 from hloprobe.invariance.rows import ANCHOR, ROW0, anchor_offsets
 from hloprobe.report import invariance_words as words
+from hloprobe.runtime import WorkerError
 
 pytestmark = pytest.mark.compiles
 
@@ -112,20 +116,30 @@ class UserCaseAnchorsTest(absltest.TestCase):
       rows, failed = in_workers.sweep_rows(plan, pool, inputs)
       self.assertEqual(failed, {})
       early = dict(list(rows.items())[:2])
-      given = in_workers.EarlyAnswerIncomplete("rows of x failed", early)
+      used = []  # the early answer's inputs serve the rest (a review's
+      # finding: made again, a case drawing afresh gave other rows)
+      given = in_workers.EarlyAnswerIncomplete(
+        "rows of x failed", early, None, lambda i: used.append(i) or inputs(i)
+      )
       counting = _CountingPool(pool)
       found = invariance_of_sweep(plan, results, counting, given=given)
       alone = invariance_of_sweep(plan, results, pool)
     asked = [n for kind, n in counting.asked if kind == "RowsRequest"]
     self.assertEqual(asked, [r.n for k, r in rows.items() if k not in early])
+    self.assertEqual(used, [0])
     self.assertEqual(words.answer_lines(found), words.answer_lines(alone))
+    back = pickle.loads(pickle.dumps(given))  # a worker's error crosses
+    self.assertEqual((str(back), list(back.rows)), (str(given), list(early)))
 
-  def test_a_strict_answer_stops_at_an_unread_kernel(self):
+  def test_a_strict_answer_stops_where_a_worker_died_reading_kernels(self):
     # The early answer is strict on kernels too (a review's finding 4: it
     # fell back to the fates quietly, where the answer after the sweep
-    # reads them): an a100 config whose kernels fail to be read raises,
-    # carrying the rows run and the kernels read, and the answer given
-    # them asks only that config's kernels again. Expected: the requests.
+    # reads them), where a worker died or ran past its time (another try
+    # may read them): an a100 config's read so failing raises, carrying
+    # the rows run and the kernels read, and the answer given them asks
+    # only that config's kernels again. A read failing otherwise would
+    # fail again: that config is read from its fates, as without strict.
+    # Expected: the requests sent.
     plan = engine.plan_sweep(
       engine.SweepSpec(
         ("seed_mlp",), (1, 2), ("float32",), ("cpu", "a100"), numerics=False
@@ -133,17 +147,20 @@ class UserCaseAnchorsTest(absltest.TestCase):
     )
     with engine.worker_pool(plan) as pool:
       results = engine.run_sweep(plan, pool=pool)
-      failing = _CountingPool(pool, fail=("KernelsRequest", 2))
+      died = _CountingPool(pool, fail=("KernelsRequest", 2), died=True)
       with self.assertRaisesRegex(
         in_workers.EarlyAnswerIncomplete, "kernels of .* not read"
       ) as raised:
-        invariance_of_sweep(plan, results, failing, strict=True)
+        invariance_of_sweep(plan, results, died, strict=True)
       counting = _CountingPool(pool)
       invariance_of_sweep(plan, results, counting, given=raised.exception)
+      failing = _CountingPool(pool, fail=("KernelsRequest", 2))
+      found = invariance_of_sweep(plan, results, failing, strict=True)
     given = raised.exception
     self.assertEqual(sorted(r.n for r in given.rows.values()), [1, 2])
     self.assertLen(given.kernels, 1)  # n = 1's; n = 2's failed
     self.assertEqual(counting.asked, [("KernelsRequest", 2)])
+    self.assertLen(found, 2)  # cpu and a100, float32: answered
 
   def test_large_inputs_cross_as_shared_files(self):
     # x of 8 x 65536 f32 (2 MiB, above shared.SHARE_FROM_BYTES): the
@@ -221,10 +238,11 @@ class UserCaseAnchorsTest(absltest.TestCase):
 
 class _CountingPool:
   """A worker pool that notes each request's kind and size (n); `fail`
-  (kind, n): such a request raises instead of being sent."""
+  (kind, n): such a request raises instead of being sent, a `WorkerError`
+  with `died` (a worker that died), else a RuntimeError."""
 
-  def __init__(self, pool, fail: tuple | None = None):
-    self._pool, self.asked, self._fail = pool, [], fail
+  def __init__(self, pool, fail: tuple | None = None, died: bool = False):
+    self._pool, self.asked, self._fail, self._died = pool, [], fail, died
     self.compiled_on = {}  # a `CompileRequest`'s config -> its lane
 
   def call(self, request, *args, **kwargs):
@@ -233,6 +251,8 @@ class _CountingPool:
     self.asked.append(asked)
     if asked[0] == "CompileRequest":
       self.compiled_on[config] = kwargs.get("lane")
+    if asked == self._fail and self._died:
+      raise WorkerError(f"{asked}: the worker died here", "kernels")
     if asked == self._fail:
       raise RuntimeError(f"{asked} failed here")
     return self._pool.call(request, *args, **kwargs)
@@ -314,6 +334,31 @@ class LanesTest(absltest.TestCase):
       if c.config.n in (2, 4):
         key = (c.config.target.name, c.config.n)
         self.assertEqual(asked[key], lanes[config_key(c.config)][1], key)
+
+  def test_the_lanes_started_early_are_those_that_get_work(self):
+    # cpu n = 1, 2, 4, 8 on 4 lanes (costs 1 + n / 8: n = 8, 4, 2, 1 to
+    # lanes 0, 1, 2, 3), n = 4's records known (an earlier sweep's): its
+    # lane 1 gets no work, so lanes 0 (target loading's), 2 and 3 start
+    # before the inputs are made, not 0, 1 and 2 (a review's finding).
+    # Expected: the deal worked by hand, and `_lanes`' own.
+    plan = engine.plan_sweep(
+      engine.SweepSpec(
+        ("seed_mlp",), (1, 2, 4, 8), ("float32",), ("cpu",), jobs=4
+      )
+    )
+    sweep = object.__new__(_Sweep)  # the fields the deal reads, no workers
+    sweep.spec, sweep.configs, sweep.store = plan, plan.configs(), None
+    known = [c.config.n == 4 for c in sweep.configs]
+    sweep.known = {
+      _reuse_key(c): object() for c, k in zip(sweep.configs, known) if k
+    }
+    sweep.hits = [object() if k else None for k in known]
+    sweep.setups = [types.SimpleNamespace(broken=None)]
+    early = sweep._early_lanes()
+    self.assertEqual(early[0], ("", 0))
+    self.assertEqual(set(early), {("", 0), ("", 2), ("", 3)})
+    working = {(flags, lane) for flags, lane, _ in sweep._lanes()}
+    self.assertEqual(set(early), working | {("", 0)})
 
   def test_rows_are_asked_on_the_lanes_at_once(self):
     # Each lane's first request waits until the other lane's is in
