@@ -381,10 +381,11 @@ class _InvarianceAhead:
 
   def answer(self):
     """(the `Invariance` answers, the pins): `batch_invariance`'s; None
-    where it raised, a group's rows failing among it or its kernels
-    unread (`strict`): the caller then makes the answer again after the
-    sweep, as without this, given what this one made (`error`: only the
-    rest is asked again), and a warning names what failed. Its rows run
+    where it raised, a group's rows failing among it or a worker dying as
+    it read kernels (`strict`): the caller then makes the answer again
+    after the sweep, as without this, given what this one made (`error`:
+    only the rest is asked again), and a warning names what failed. Its
+    rows run
     beside the sweep's last requests and explain's fix tries, on the same
     workers; the answer after them is the one that has always held. (The
     worker a make test saw end mid-request here had been started by a
