@@ -385,12 +385,11 @@ class _InvarianceAhead:
     it read kernels (`strict`): the caller then makes the answer again
     after the sweep, as without this, given what this one made (`error`:
     only the rest is asked again), and a warning names what failed. Its
-    rows run
-    beside the sweep's last requests and explain's fix tries, on the same
-    workers; the answer after them is the one that has always held. (The
-    worker a make test saw end mid-request here had been started by a
-    thread that ended: Linux's PR_SET_PDEATHSIG, which workers no longer
-    ask for: `runtime.serve._die_with_parent`.)"""
+    rows run beside the sweep's last requests and explain's fix tries, on
+    the same workers; the answer after them is the one that has always
+    held. (The worker a make test saw end mid-request here had been
+    started by a thread that ended: Linux's PR_SET_PDEATHSIG, which
+    workers no longer ask for: `runtime.serve._die_with_parent`.)"""
     from absl import logging
 
     try:
