@@ -110,9 +110,10 @@ def run_sweep(
   `spec.jobs` worker processes run at once: each of the E flag sets
   (baseline and experiments) gets max(1, jobs // E) lanes, its configs
   dealt to them by their estimated cost (those of one case, target and n
-  together: `PlannedConfig.lanes_of`), each lane one worker. Results are collected in
-  config order, so the output and `on_result`'s order do not depend on
-  jobs. A `Case` record given in the spec that another process cannot
+  together: `PlannedConfig.lanes_of`, `SweepPlan.dealt_lanes`), each lane
+  one worker. Results are collected in config order, so the output and
+  `on_result`'s order do not depend on jobs. A `Case` record given in the
+  spec that another process cannot
   find by its name (`SweptCase.portable`) compiles and runs here instead,
   for the baseline only (an experiment's configs of it fail, stage
   "worker").
@@ -279,27 +280,17 @@ class _Sweep:
   def _early_lanes(self) -> list[tuple[str, int]]:
     """The baseline's (extra XLA_FLAGS, lane) to start before any input
     is made: lane 0 of its own flags (target loading uses it,
-    `_load_targets`), and for each flag set (a sharded case's host
-    devices) the lanes `_lanes` deals its portable configs to
-    (`lanes_of`, every config dealt) that get one an earlier sweep's
-    records (`known`) do not hold. Where the record cache holds any
-    record, lane 0 alone: a hit is not known before the inputs are
-    made."""
+    `_load_targets`), and the lanes the plan deals its configs to
+    (`SweepPlan.dealt_lanes`) that get one an earlier sweep's records
+    (`known`) do not hold. Where the record cache holds any record, lane
+    0 alone: a hit is not known before the inputs are made."""
     lanes = {(BASELINE.flags_text, 0): None}
     if self.store is not None and self.store.holds_at_least(1):
       return list(lanes)
-    every: dict[str, list] = {}
-    for c in self.configs:
-      if c.experiment is BASELINE and c.case.portable:
-        every.setdefault(_flags(c), []).append(c)
-    per_set = self.spec.lanes_per_set
-    for flags, mine in every.items():
-      dealt = PlannedConfig.lanes_of(mine, per_set)
-      lanes.update(
-        ((flags, lane), None)
-        for c, lane in zip(mine, dealt)
-        if _reuse_key(c) not in self.known
-      )
+    for c, at in zip(self.configs, self.spec.dealt_lanes()):
+      if at is not None and c.experiment is BASELINE:
+        if _reuse_key(c) not in self.known:
+          lanes[at] = None
     return list(lanes)
 
   def _inputs(self, case: int) -> tuple | None:
@@ -371,35 +362,17 @@ class _Sweep:
 
   def _lanes(self) -> list[tuple[str, int, list[int]]]:
     """(extra XLA_FLAGS, lane, config indices) of every lane with work:
-    each flag set's portable configs dealt to its max(1, jobs // flag
-    sets) lanes by case, target and n, by their estimated cost
-    (`PlannedConfig.lanes_of`), each lane then given those a worker must
-    do (not a cache hit, an earlier sweep's record or a broken case's).
-
-    Every portable config is dealt, done or not, so that each lands on
-    the lane the batch-invariance answer asks its rows and kernels on
-    (`invariance.in_workers._lanes`, which deals them all alike): dealt
-    without the hits, a config moved to another lane, where the answer
-    compiled it again. A lane may so get less work than another."""
-    sets = (BASELINE, *self.spec.experiments)
-    per_set = self.spec.lanes_per_set
-    found = []
-    for e in sets:
-      every = [
-        i
-        for i, c in enumerate(self.configs)
-        if c.experiment is e and c.case.portable
-      ]
-      for flags in dict.fromkeys(_flags(self.configs[i]) for i in every):
-        mine = [i for i in every if _flags(self.configs[i]) == flags]
-        dealt = PlannedConfig.lanes_of([self.configs[i] for i in mine], per_set)
-        for lane in range(per_set):
-          theirs = [
-            i for i, at in zip(mine, dealt) if at == lane and self._todo(i)
-          ]
-          if theirs:
-            found.append((flags, lane, theirs))
-    return found
+    the lane the plan deals each config to (`SweepPlan.dealt_lanes`:
+    every portable config, done or not, so that each lands where the
+    batch-invariance answer asks its rows and kernels; dealt without the
+    hits, a config moved to another lane and the answer compiled it
+    again), given those a worker must do (`_todo`). A lane may so get
+    less work than another."""
+    found: dict[tuple[str, int], list[int]] = {}
+    for i, at in enumerate(self.spec.dealt_lanes()):
+      if at is not None and self._todo(i):
+        found.setdefault(at, []).append(i)
+    return [(flags, lane, mine) for (flags, lane), mine in found.items()]
 
   def _todo(self, i: int) -> bool:
     """Whether a worker must do config i: no record of it was found and
@@ -623,12 +596,11 @@ def _case_ids(spec: SweepPlan) -> set[int]:
 
 
 def _flags(c: PlannedConfig, experiment: Experiment | None = None) -> str:
-  """The extra XLA_FLAGS of config `c`'s worker: its experiment's (or
-  `experiment`'s), then the host devices a sharded case needs
-  (`Case.host_device_flag`), so that the CPU of its worker has them."""
-  devices = c.case.case.host_device_flag
-  e = c.experiment if experiment is None else experiment
-  return " ".join(w for w in (e.flags_text, devices) if w)
+  """The extra XLA_FLAGS of config `c`'s worker
+  (`PlannedConfig.worker_flags`), or of its case under `experiment`."""
+  if experiment is None:
+    return c.worker_flags
+  return dataclasses.replace(c, experiment=experiment).worker_flags
 
 
 def _load_targets(spec: SweepPlan, pool: WorkerPool) -> dict[str, str]:

@@ -218,6 +218,14 @@ class PlannedConfig:
     return [dealt[c.lane_group] for c in configs]
 
   @property
+  def worker_flags(self) -> str:
+    """The extra XLA_FLAGS of this config's sweep worker: its
+    experiment's, then the host devices a sharded case needs
+    (`Case.host_device_flag`), so that the CPU of its worker has them."""
+    devices = self.case.case.host_device_flag
+    return " ".join(w for w in (self.experiment.flags_text, devices) if w)
+
+  @property
   def lane_group(self) -> tuple:
     """What `lanes_of` keeps on one lane: (case index, target, n)."""
     return (self.case_index, self.config.target, self.config.n)
@@ -352,6 +360,28 @@ class SweepPlan:
     """The lanes (workers) each flag set's configs are dealt to: the
     baseline and each experiment share `jobs`, at least one each."""
     return max(1, self.jobs // (1 + len(self.experiments)))
+
+  def dealt_lanes(self) -> list[tuple[str, int] | None]:
+    """Per config of `configs()`, in order: (extra XLA_FLAGS, lane) of
+    the worker the sweep compiles it in, None for a config compiled in
+    this process (not portable). Each flag set's portable configs, cached
+    or not, are dealt to `lanes_per_set` lanes by `PlannedConfig.lanes_of`:
+    the engine gives each lane those it must do, and the batch-invariance
+    answer asks each config's rows and kernels there, where its worker
+    kept the compile."""
+    configs = self.configs()
+    sets: dict[str, list[int]] = {}
+    for i, c in enumerate(configs):
+      if c.case.portable:
+        sets.setdefault(c.worker_flags, []).append(i)
+    out: list[tuple[str, int] | None] = [None] * len(configs)
+    for flags, mine in sets.items():
+      dealt = PlannedConfig.lanes_of(
+        [configs[i] for i in mine], self.lanes_per_set
+      )
+      for i, lane in zip(mine, dealt):
+        out[i] = (flags, lane)
+    return out
 
   def sizes_of(self, case: SweptCase) -> tuple[int, ...]:
     """The batch sizes a case runs at: its own one (`Case.fixed_size`, a

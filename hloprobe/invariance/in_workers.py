@@ -329,36 +329,12 @@ def sweep_models(
 def _lanes(plan: SweepPlan) -> dict[tuple, tuple[str, int]]:
   """`config_key` -> (extra XLA_FLAGS, lane) of the worker the sweep
   compiled that config in, where it keeps the compile (`engine.KEPT`):
-  the engine deals each flag set's configs to max(1, jobs // flag sets)
-  lanes, those of one case, target and n together, by their estimated
-  cost (`PlannedConfig.lanes_of`; hloprobe/engine/engine.py,
-  `_Sweep._lanes`, which deals every portable config alike, cached or
-  not, and gives each lane those it must do). A config compiled in this
-  process (not portable) is looked for on lane 0."""
-  per_set = plan.lanes_per_set
-  portable: dict[str, list[PlannedConfig]] = {}
-  out = {}
-  for c in plan.configs():
-    out[config_key(c.config)] = (_worker_flags(c), 0)
-    if c.case.portable:  # the others compile in this process
-      portable.setdefault(_worker_flags(c), []).append(c)
-  for flags, configs in portable.items():
-    for c, lane in zip(configs, PlannedConfig.lanes_of(configs, per_set)):
-      out[config_key(c.config)] = (flags, lane)
-  return out
-
-
-def _worker_flags(c: PlannedConfig) -> str:
-  """The extra XLA_FLAGS of config `c`'s sweep worker: its experiment's,
-  then the host devices a sharded case needs (as the engine's)."""
-  return " ".join(
-    w
-    for w in (
-      c.experiment.flags_text,
-      c.case.case.host_device_flag,
-    )
-    if w
-  )
+  the plan's deal (`SweepPlan.dealt_lanes`, the engine's). A config
+  compiled in this process (not portable) is looked for on lane 0."""
+  return {
+    config_key(c.config): at if at is not None else (c.worker_flags, 0)
+    for c, at in zip(plan.configs(), plan.dealt_lanes())
+  }
 
 
 def full_inputs_of(swept: SweptCase, pool, timeout_s: float) -> tuple | None:

@@ -105,6 +105,15 @@ class PlanTest(absltest.TestCase):
       cases.CASES["mine"] = cases.seed_mlp  # pass the record in a spec
 
 
+def _by_size(**lanes) -> dict:
+  """{(target, n): lane} from each target's lanes at n = 1, 2, 8."""
+  return {
+    (target, n): lane
+    for target, at in lanes.items()
+    for n, lane in zip((1, 2, 8), at)
+  }
+
+
 class LanesOfTest(absltest.TestCase):
   """`PlannedConfig.lanes_of`: a case, target and n's configs together,
   the groups by their estimated cost (a GPU config 4, a CPU config 1,
@@ -131,14 +140,7 @@ class LanesOfTest(absltest.TestCase):
     # it idled for the last 7 s of a 28-s sweep.
     self.assertEqual(
       self._dealt((1, 2, 8), ("cpu", "a100"), 2),
-      {
-        ("cpu", 1): 0,
-        ("cpu", 2): 0,
-        ("cpu", 8): 0,
-        ("a100", 1): 1,
-        ("a100", 2): 1,
-        ("a100", 8): 0,
-      },
+      _by_size(cpu=(0, 0, 0), a100=(1, 1, 0)),
     )
 
   def test_three_lanes_and_one(self):
@@ -146,14 +148,7 @@ class LanesOfTest(absltest.TestCase):
     # (12.25), 2 -> 1 (11), 1 -> 0 (12.25).
     self.assertEqual(
       self._dealt((1, 2, 8), ("cpu", "a100"), 3),
-      {
-        ("cpu", 1): 0,
-        ("cpu", 2): 1,
-        ("cpu", 8): 2,
-        ("a100", 1): 2,
-        ("a100", 2): 1,
-        ("a100", 8): 0,
-      },
+      _by_size(cpu=(0, 1, 2), a100=(2, 1, 0)),
     )
     self.assertEqual(
       set(self._dealt((1, 2, 8), ("cpu", "a100"), 1).values()), {0}
