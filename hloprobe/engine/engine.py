@@ -113,10 +113,9 @@ def run_sweep(
   together: `PlannedConfig.lanes_of`, `SweepPlan.dealt_lanes`), each lane
   one worker. Results are collected in config order, so the output and
   `on_result`'s order do not depend on jobs. A `Case` record given in the
-  spec that another process cannot
-  find by its name (`SweptCase.portable`) compiles and runs here instead,
-  for the baseline only (an experiment's configs of it fail, stage
-  "worker").
+  spec that another process cannot find by its name
+  (`SweptCase.portable`) compiles and runs here instead, for the baseline
+  only (an experiment's configs of it fail, stage "worker").
 
   Args:
     spec: what to sweep: a plan (`plan.plan_sweep`), or a spec planned
