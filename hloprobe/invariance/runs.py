@@ -49,9 +49,10 @@ _SEED = 38
 # caller). A CPU config's modules at bfloat16 and float32 differ in these
 # only (`operand_precision={highest,highest}` at float32; seed_mlp, tm_mm,
 # bench_models' gpt2_1 and decode at n = 1, 2 and 8, jaxlib 0.12.0.1,
-# 2026-12-07), and at tensorfloat32 (a review's probe of every precision
-# name on f32, bf16, f16, f64 and int32 dots and an f32 convolution: no
-# two keys alike where the bits differ).
+# 2026-12-07; tm_mm's twins on jaxlib 0.10.2 too, runs_test), and at
+# tensorfloat32 (a review's probe of every precision name on f32, bf16,
+# f16, f64 and int32 dots and an f32 convolution, jaxlib 0.12.0.1: no two
+# keys alike where the bits differ).
 _CPU_UNREAD = re.compile(
   r", (?:algorithm=[A-Za-z0-9_]+|operand_precision=\{[A-Za-z0-9_,]*\}"
   r'|metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\})'
