@@ -39,8 +39,13 @@ import numpy as np
 
 from hloprobe.compile import Case
 from hloprobe.errors import EmulationError, InvalidArgumentError
-from hloprobe.numerics import attention_band, emulate, emulate_attention
-from hloprobe.numerics.jaxpr_sites import multiply_adds
+from hloprobe.numerics import (
+  attention_band,
+  emulate,
+  emulate_attention,
+  emulate_outlined,
+)
+from hloprobe.numerics.jaxpr_sites import multiply_adds, plan_sites, trace
 from hloprobe.numerics.kept import KEPT_BYTES, Kept
 from hloprobe.numerics.note_records import AttentionBias
 
@@ -212,6 +217,20 @@ _WIDE64 = frozenset(
 )
 
 
+def _outlined(fn, args, choices, order: str, closed):
+  """`emulate_outlined.OutlinedEmulation` of a program whose sites repeat
+  their shapes and that it outlines; else None."""
+  sites = plan_sites(closed.jaxpr)[1]
+  if not emulate_outlined.repeats(sites):
+    return None
+  try:
+    return emulate_outlined.OutlinedEmulation(
+      fn, args, choices, order=order, closed=closed
+    )
+  except EmulationError:  # a convolution, a loop's site: compiled whole
+    return None
+
+
 def _on_device(leaf):
   """A numpy array leaf as a jax array on the default device (a copy of
   its values: what a jit call would make of it), uncommitted, as a numpy
@@ -283,7 +302,8 @@ class EmulationCache:
     # `by_rows`: the output leaves' batch axes, and per fixed order its
     # one-row switched emulation (None where the program cannot switch).
     self._row_axes: tuple | None = None
-    self._row_runs: dict[str, emulate.SwitchedEmulation | None] = {}
+    self._row_runs: dict[str, object] = {}
+    self._row_closed = None
 
   def args(self, n: int | tuple[int, ...]) -> tuple:
     """The case's arguments at size n, or, for a tuple of rows, those rows
@@ -351,14 +371,19 @@ class EmulationCache:
     time (issue 37: a large program, `rows.rows_whole`): one compile per
     order, a batch of one row whose every site chooses among the
     single-pass algorithms at run time (`emulate.SwitchedEmulation`), run
-    once per row and assignment, each row's outputs held apart. So F32's
+    once per row and assignment, each row's outputs held apart; or, where
+    the program's sites repeat their shapes, that row walked eagerly with
+    each distinct site compiled once (`emulate_outlined`: gpt2_12's three
+    orders took 31 CPU-s of whole-program compiles). So F32's
     and the chosen assignment's fixed orders, at any rows of any size,
     share one compile an order (gpt2_12: three, not six, of about 10
     CPU-s each), and a row is emulated once, whatever the sizes that judge
     it.
 
     Each row's outputs are those of `emulate.emulate_case` of that
-    assignment on that row alone (`SwitchedEmulation`); rows emulated in
+    assignment on that row alone (`SwitchedEmulation`; outlined, an f32
+    evaluation in the same order whose elementwise ops XLA:CPU has not
+    fused with the sites: `emulate_outlined`'s docstring); rows emulated in
     one batch may differ from them in the last bits where XLA:CPU fuses
     f32 products by shape (`emulate_dot._pairwise`). A program whose sites
     cannot switch (an attention primitive's) is emulated by the batch as
@@ -395,17 +420,32 @@ class EmulationCache:
     )
 
   def _row_runs_of(self, order: str, sites: int):
-    """The one-row switched emulation of `order` (compiled once), or None
-    where the program's sites cannot switch."""
+    """The one-row emulation of `order` (made once), or None where the
+    program's sites cannot switch: outlined where its sites repeat their
+    shapes (`emulate_outlined.repeats`, a deep program: each distinct site
+    compiled alone, so the compiles do not grow with its depth), else one
+    switched compile of the whole program."""
     if order not in self._row_runs:
       choices = (emulate.SWITCHABLE,) * sites
+      args = self.args((0,))
       try:
-        self._row_runs[order] = emulate.SwitchedEmulation(
-          self._fn, self.args((0,)), choices, order=order
+        closed = self._row_trace(args)
+        self._row_runs[order] = _outlined(
+          self._fn, args, choices, order, closed
         )
+        if self._row_runs[order] is None:
+          self._row_runs[order] = emulate.SwitchedEmulation(
+            self._fn, args, choices, order=order, closed=closed
+          )
       except (EmulationError, InvalidArgumentError):  # e.g. an attention
         self._row_runs[order] = None  # site: by the batch
     return self._row_runs[order]
+
+  def _row_trace(self, args):
+    """The case's function traced on one row (once: every order's)."""
+    if self._row_closed is None:
+      self._row_closed = trace(self._fn, args)[0]
+    return self._row_closed
 
   def _row(self, r: int, algorithms: tuple[str, ...], order: str) -> tuple:
     """Row r's output leaves of a `_by_rows` assignment and order: held,

@@ -1,0 +1,196 @@
+"""A deep program's fixed orders with each dot site compiled alone
+(`emulate_outlined`, issue 37: compiles that do not grow with depth).
+
+Independent sources: numpy's f32 arithmetic for the sequential order (k =
+0, 1, ...: each running sum rounded to f32 after a fused multiply-add, as
+XLA:CPU contracts `acc + a * b` where the CPU has FMA, or after the product
+rounded too, where it has not: `--xla_cpu_max_isa=AVX`; operands rounded to
+TF32 by bit arithmetic written here); jax's public compile events for the
+compile counts.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from absl.testing import absltest
+
+from hloprobe.compile import cases
+from hloprobe.errors import EmulationError
+from hloprobe.numerics import emulate, emulate_outlined, emulation_cache
+from hloprobe.numerics.jaxpr_sites import jaxpr_sites
+
+pytestmark = [pytest.mark.cpu_numerics]
+
+_F32, _TF32 = "F32_F32_F32", "TF32_TF32_F32"
+
+
+def _stack(layers: int):
+  """x @ W_0 + b_0, then ... @ W_l + b_l: `layers` dots of one shape."""
+
+  def fn(x, ws, bs):
+    for w, b in zip(ws, bs):
+      x = jnp.matmul(x, w) + b
+    return x
+
+  g = np.random.default_rng(3)
+  x = g.standard_normal((2, 24)).astype(np.float32)
+  ws = [g.standard_normal((24, 24)).astype(np.float32) for _ in range(layers)]
+  bs = [g.standard_normal((24,)).astype(np.float32) for _ in range(layers)]
+  return fn, (x, ws, bs)
+
+
+def _tf32(x: np.ndarray) -> np.ndarray:
+  """f32 to TF32 (10 mantissa bits), rounded to nearest, ties away from
+  zero (the 'rna' of Triton's cvt.rna.tf32.f32), on the bits."""
+  bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+  bits = (bits + (1 << 12)) & ~np.uint64((1 << 13) - 1)
+  return bits.astype(np.uint32).view(np.float32)
+
+
+def _sequential_f32(x, ws, bs, names, fused: bool):
+  """The stack in numpy f32, each dot's terms summed in k order: with
+  `fused`, each step one rounding of the exact acc + a * b (an FMA; exact
+  in float64: 48 significant bits of product), else two."""
+  for w, b, name in zip(ws, bs, names):
+    a, v = (_tf32(x), _tf32(w)) if name == _TF32 else (x, w)
+    acc = np.zeros((a.shape[0], v.shape[1]), np.float32)
+    for k in range(a.shape[1]):
+      ak, vk = a[:, k : k + 1], v[k : k + 1, :]
+      if fused:
+        acc = (acc + ak.astype(np.float64) * vk).astype(np.float32)
+      else:
+        acc = acc + ak * vk
+    x = acc + b
+  return x
+
+
+def _assert_sequential(got, x, ws, bs, names):
+  """`got` is the stack's sequential f32 loop, fused or not, bit for bit."""
+  fused = _sequential_f32(x, ws, bs, names, True)
+  plain = _sequential_f32(x, ws, bs, names, False)
+  if not np.array_equal(got, fused):
+    np.testing.assert_array_equal(got, plain)
+
+
+def _compiles(run) -> int:
+  """How many XLA compiles `run()` made (jax's public compile events)."""
+  seen = []
+
+  def on_compile(event, duration_s, **kwargs):
+    del duration_s, kwargs
+    if event == "/jax/core/compile/backend_compile_duration":
+      seen.append(event)
+
+  jax.monitoring.register_event_duration_secs_listener(on_compile)
+  try:
+    run()
+  finally:
+    jax.monitoring.unregister_event_duration_listener(on_compile)
+  return len(seen)
+
+
+class RepeatsTest(absltest.TestCase):
+  def test_a_stack_repeats_from_two_layers(self):
+    for layers, want in ((1, False), (2, True), (5, True)):
+      fn, args = _stack(layers)
+      self.assertEqual(
+        emulate_outlined.repeats(jaxpr_sites(fn, args)), want, layers
+      )
+
+  def test_distinct_shapes_do_not_repeat(self):
+    fn = lambda x, w, v: jnp.matmul(jnp.matmul(x, w), v)
+    args = (np.ones((2, 8), np.float32), np.ones((8, 4), np.float32))
+    args += (np.ones((4, 3), np.float32),)
+    self.assertFalse(emulate_outlined.repeats(jaxpr_sites(fn, args)))
+    self.assertFalse(emulate_outlined.repeats(()))
+
+
+@pytest.mark.compiles
+class OutlinedEmulationTest(absltest.TestCase):
+  def test_the_sequential_order_is_numpy_s_f32_loop(self):
+    fn, args = _stack(3)
+    runs = emulate_outlined.OutlinedEmulation(
+      fn, args, (emulate.SWITCHABLE,) * 3, order="sequential"
+    )
+    leaves = jax.tree_util.tree_leaves(args)
+    for names in ((_F32,) * 3, (_TF32, _F32, _TF32)):
+      (got,) = runs(names, leaves)
+      _assert_sequential(got, *args, names)
+    # F32's operands tell a fused loop from a plain one, and both from
+    # another order's sums.
+    fused, plain = (_sequential_f32(*args, (_F32,) * 3, f) for f in (1, 0))
+    self.assertFalse(np.array_equal(fused, plain))
+    (pairwise,) = emulate_outlined.OutlinedEmulation(
+      fn,
+      args,
+      ((_F32,),) * 3,
+      order="pairwise",
+    )((_F32,) * 3, leaves)
+    self.assertFalse(np.array_equal(pairwise, fused))
+    self.assertFalse(np.array_equal(pairwise, plain))
+
+  def test_its_compiles_do_not_grow_with_depth(self):
+    def compiles(layers: int) -> int:
+      fn, args = _stack(layers)
+      runs = emulate_outlined.OutlinedEmulation(
+        fn, args, (emulate.SWITCHABLE,) * layers, order="pairwise"
+      )
+      leaves = jax.tree_util.tree_leaves(args)
+      # A shape no other test runs, so that jax's caches start empty.
+      leaves[0] = np.ones((5, 24), np.float32)
+      return _compiles(lambda: runs((_F32,) * layers, leaves))
+
+    two = compiles(2)
+    self.assertGreater(two, 0)
+    self.assertEqual(compiles(6), 0)  # every one cached by the first
+
+  def test_a_name_not_among_the_choices_is_refused(self):
+    fn, args = _stack(2)
+    runs = emulate_outlined.OutlinedEmulation(
+      fn, args, ((_F32,), (_F32,)), order="blocked"
+    )
+    leaves = jax.tree_util.tree_leaves(args)
+    with self.assertRaisesRegex(ValueError, "TF32"):
+      runs((_F32, _TF32), leaves)
+    with self.assertRaisesRegex(ValueError, "3 algorithms for 2"):
+      runs((_F32,) * 3, leaves)
+
+  def test_a_site_in_a_loop_is_not_outlined(self):
+    def fn(x, w):
+      return jax.lax.fori_loop(0, 2, lambda i, h: jnp.matmul(h, w), x)
+
+    args = (np.ones((2, 4), np.float32), np.ones((4, 4), np.float32))
+    with self.assertRaisesRegex(EmulationError, "inside a scan"):
+      emulate_outlined.OutlinedEmulation(
+        fn, args, (emulate.SWITCHABLE,), order="sequential"
+      )
+
+
+@pytest.mark.compiles
+class CacheTest(absltest.TestCase):
+  def test_a_deep_program_s_rows_are_outlined(self):
+    fn, (x, ws, bs) = _stack(4)
+    x = np.random.default_rng(4).standard_normal((6, 24)).astype(np.float32)
+    case = cases.Case(
+      "t_outlined",
+      "a stack of equal dots",
+      fn,
+      lambda: (x, ws, bs),
+      in_axes=(0, None, None),
+      rows_independent=True,
+    )
+    cache = emulation_cache.EmulationCache(case, case.make_inputs())
+    self.assertTrue(cache.by_rows((0,), 4))
+    names = (_TF32, _F32, _F32, _TF32)
+    (got,) = cache.get((1, 4), names, "sequential")
+    self.assertIsInstance(
+      cache._row_runs["sequential"], emulate_outlined.OutlinedEmulation
+    )
+    _assert_sequential(got, x[[1, 4]], ws, bs, names)
+
+
+if __name__ == "__main__":
+  absltest.main()
