@@ -57,6 +57,7 @@ __all__ = [
   "SwitchedEmulation",
   "JaxprSite",
   "OrderSpread",
+  "check_order",
   "count_sites",
   "emulate_case",
   "emulate_many",
@@ -207,7 +208,7 @@ class Emulator:
     return self._run(self._consts, *args)
 
 
-def _check_order(order: str) -> None:
+def check_order(order: str) -> None:
   """Raises InvalidArgumentError for an order not in `SUMMATION_ORDERS`."""
   if order not in SUMMATION_ORDERS:
     raise InvalidArgumentError(
@@ -262,7 +263,7 @@ def make_emulator(
       algorithms differs from the number of sites.
     InvalidArgumentError: an unknown algorithm, order or rounding mode.
   """
-  _check_order(order)
+  check_order(order)
   if tf32_rounding not in ROUNDING_MODES:
     raise InvalidArgumentError(
       f"unknown tf32_rounding {tf32_rounding!r}; choose from {ROUNDING_MODES}"
@@ -421,7 +422,7 @@ def emulate_switched(
       assignment whose unrolled scan copies differ in algorithms, or a
       site where they differ that is not single-pass (`switchable`).
   """
-  _check_order(order)
+  check_order(order)
   if not assignments:
     return []
   closed, _ = trace(fn, args)
@@ -478,7 +479,7 @@ class SwitchedEmulation:
   def __init__(
     self, fn, args, choices, *, order="xla", tf32_rounding="rna", closed=None
   ):
-    _check_order(order)
+    check_order(order)
     closed = closed if closed is not None else trace(fn, args)[0]
     plan, sites = plan_sites(closed.jaxpr)
     self.choices = tuple(tuple(c) for c in choices)

@@ -26,9 +26,15 @@ row 0 at the pairwise order differed by at most 9.5e-7 of values up to 5.3,
 f32 evaluations around the float64 reference, so either serves; a program
 takes one of the two for all its fixed orders (`EmulationCache.by_rows`).
 
+A dot whose contracting dimension the program's mesh splits (a sharding
+constraint, a jit's `in_shardings`, `emulate.with_mesh_splits`) is the
+sum of each device's slice, `evaluator.partial_sums`, as it is inline. The
+walk drops each value after its last use, as XLA reuses a buffer: a row's
+activations of every layer are not held together.
+
 Not outlined (`EmulationError`, and the caller compiles the whole program):
-a convolution or attention site, a site inside a loop, branch or
-shard_map body, and a dot whose contracting dimension a mesh splits.
+a convolution or attention site, and a site inside a loop, branch or
+shard_map body.
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
@@ -41,10 +47,11 @@ import jax
 import numpy as np
 from jax import lax
 
+from hloprobe.compile import JAXPR_API as jex
 from hloprobe.errors import EmulationError
-from hloprobe.numerics.emulate import mesh_parts
+from hloprobe.numerics.emulate import check_order, mesh_parts
 from hloprobe.numerics.emulate_dot import SWITCHABLE, emulated_dot_general
-from hloprobe.numerics.evaluator import Evaluator
+from hloprobe.numerics.evaluator import Evaluator, partial_sums
 from hloprobe.numerics.jaxpr_sites import (
   CALL_PRIMITIVES,
   open_jaxpr,
@@ -56,13 +63,19 @@ __all__ = ["OutlinedEmulation", "repeats"]
 
 
 @functools.partial(
-  jax.jit, static_argnames=("dims", "algorithm", "order", "rounding", "dtype")
+  jax.jit,
+  static_argnames=("dims", "algorithm", "order", "rounding", "dtype", "count"),
 )
-def _site_dot(lhs, rhs, *, dims, algorithm, order, rounding, dtype):
-  """One dot site as `Evaluator._dot` computes it inline: the emulated
-  dot_general, converted to the dtype the program's dot returns."""
-  out = emulated_dot_general(
-    lhs, rhs, dims, algorithm, order=order, tf32_rounding=rounding
+def _site_dot(lhs, rhs, *, dims, algorithm, order, rounding, dtype, count):
+  """One float dot site as `Evaluator._dot` computes it inline: the
+  emulated dot_general (of each of `count` devices' K slices, their
+  partial sums added in device order, where the mesh splits K), converted
+  to the dtype the program's dot returns."""
+  dot = lambda a, b: emulated_dot_general(
+    a, b, dims, algorithm, order=order, tf32_rounding=rounding
+  )
+  out = (
+    dot(lhs, rhs) if count == 1 else partial_sums(lhs, rhs, dims, count, dot)
   )
   return lax.convert_element_type(out, dtype)
 
@@ -92,10 +105,26 @@ def repeats(sites) -> bool:
 
 
 class _OutlinedEvaluator(Evaluator):
-  """An `Evaluator` whose float dot sites are `_site_dot` calls."""
+  """An `Evaluator` whose float dot sites are `_site_dot` calls and whose
+  walk drops each value after its last use."""
+
+  def run(self, jaxpr, plan, consts, args) -> list:
+    jaxpr = open_jaxpr(jaxpr)
+    env = dict(zip(jaxpr.constvars, consts)) | dict(zip(jaxpr.invars, args))
+    last = _last_uses(jaxpr)
+    read = lambda a: a.val if isinstance(a, jex.Literal) else env[a]
+    for i, eqn in enumerate(jaxpr.eqns):
+      outs = self._eqn(i, eqn, [read(v) for v in eqn.invars], plan)
+      env.update(
+        (v, x)
+        for v, x in zip(eqn.outvars, outs)
+        if not isinstance(v, jex.DropVar)
+      )
+      for v in last.get(i, ()):
+        env.pop(v, None)
+    return [read(v) for v in jaxpr.outvars]
 
   def _dot(self, eqn, ins, site: int):
-    algorithm = self.algorithms[site]
     if eqn.primitive.name != "dot_general" or not all(
       jax.numpy.issubdtype(x.dtype, jax.numpy.inexact) for x in ins
     ):
@@ -103,11 +132,27 @@ class _OutlinedEvaluator(Evaluator):
     return _site_dot(
       *ins,
       dims=eqn.params["dimension_numbers"],
-      algorithm=algorithm,
+      algorithm=self.algorithms[site],
       order=self.order,
       rounding=self.rounding,
       dtype=np.dtype(eqn.outvars[0].aval.dtype),
+      count=self._split(eqn),
     )
+
+
+def _last_uses(jaxpr) -> dict[int, list]:
+  """Per equation index, the variables read there for the last time (not
+  the jaxpr's outputs)."""
+  kept = {v for v in jaxpr.outvars if not isinstance(v, jex.Literal)}
+  last: dict = {}
+  for i, eqn in enumerate(jaxpr.eqns):
+    for v in eqn.invars:
+      if not isinstance(v, jex.Literal) and v not in kept:
+        last[v] = i
+  found: dict[int, list] = {}
+  for v, i in last.items():
+    found.setdefault(i, []).append(v)
+  return found
 
 
 def _outlinable(jaxpr, plan) -> None:
@@ -139,13 +184,15 @@ class OutlinedEmulation:
     closed: `fn` traced on `args` already (`jaxpr_sites.trace`), or None.
 
   Raises:
-    EmulationError: a program this does not outline (see the module), or
-      choices not one a site.
+    EmulationError: a program this does not outline (see the module),
+      choices not one a site, or a choice not single-pass.
+    InvalidArgumentError: an unknown order.
   """
 
   def __init__(
     self, fn, args, choices, *, order="xla", tf32_rounding="rna", closed=None
   ):
+    check_order(order)
     closed = closed if closed is not None else trace(fn, args)[0]
     self._plan, sites = plan_sites(closed.jaxpr)
     self.choices = tuple(tuple(c) for c in choices)
@@ -154,10 +201,13 @@ class OutlinedEmulation:
         f"[hloprobe] {len(self.choices)} sites' choices given for "
         f"{len(sites)} dot sites; give one per site"
       )
+    bad = sorted({a for c in self.choices for a in c} - set(SWITCHABLE))
+    if bad:
+      raise EmulationError(f"[hloprobe] {bad} are not single-pass algorithms")
     _outlinable(closed.jaxpr, self._plan)
-    if mesh_parts(fn, args, closed.jaxpr.invars):
-      raise EmulationError("[hloprobe] a mesh's split dots are not outlined")
     self._jaxpr, self.order, self._rounding = closed.jaxpr, order, tf32_rounding
+    # A `with_mesh_splits` function's dots split as its mesh asks.
+    self._parts = mesh_parts(fn, args, closed.jaxpr.invars)
     self._consts = jax.device_put(tuple(closed.consts))
 
   def __call__(self, names, leaves) -> tuple[np.ndarray, ...]:
@@ -166,15 +216,16 @@ class OutlinedEmulation:
 
     Raises:
       ValueError: not one name a site, or a name not among its site's
-        choices, or not single-pass.
+        choices.
     """
     if len(names) != len(self.choices):
       raise ValueError(
         f"{len(names)} algorithms for {len(self.choices)} dot sites"
       )
     for name, choices in zip(names, self.choices):
-      if name not in choices or name not in SWITCHABLE:
+      if name not in choices:
         raise ValueError(f"{name!r} is not among the site's {choices}")
     evaluator = _OutlinedEvaluator(tuple(names), self.order, self._rounding)
+    evaluator.parts.update(self._parts)
     outs = evaluator.run(self._jaxpr, self._plan, self._consts, list(leaves))
     return tuple(np.asarray(x) for x in outs)

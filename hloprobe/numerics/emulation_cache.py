@@ -84,6 +84,8 @@ HELD_EMULATIONS = 8
 # program of this many sites or more); below it (the built-in cases) one
 # compile, as before. Each output is the same bits either way.
 INLINE_SITES = 24
+# The noise floor's own assignment, every site's.
+_F32 = "F32_F32_F32"
 
 # (batch size, site algorithms, summation order) of one emulation; the
 # "size" may instead be the rows of the full batch to gather, ascending
@@ -215,20 +217,6 @@ def _emulate_inline(fn, keys, args_at, scales_at):
 _WIDE64 = frozenset(
   np.dtype(t) for t in (np.float64, np.int64, np.uint64, np.complex128)
 )
-
-
-def _outlined(fn, args, choices, order: str, closed):
-  """`emulate_outlined.OutlinedEmulation` of a program whose sites repeat
-  their shapes and that it outlines; else None."""
-  sites = plan_sites(closed.jaxpr)[1]
-  if not emulate_outlined.repeats(sites):
-    return None
-  try:
-    return emulate_outlined.OutlinedEmulation(
-      fn, args, choices, order=order, closed=closed
-    )
-  except EmulationError:  # a convolution, a loop's site: compiled whole
-    return None
 
 
 def _on_device(leaf):
@@ -374,9 +362,9 @@ class EmulationCache:
     once per row and assignment, each row's outputs held apart; or, where
     the program's sites repeat their shapes, that row walked eagerly with
     each distinct site compiled once (`emulate_outlined`: gpt2_12's three
-    orders took 31 CPU-s of whole-program compiles). So F32's
-    and the chosen assignment's fixed orders, at any rows of any size,
-    share one compile an order (gpt2_12: three, not six, of about 10
+    orders took 31 CPU-s of whole-program compiles). So F32's and the
+    chosen assignment's fixed orders, at any rows of any size, share one
+    compile an order (gpt2_12: three, not six, of about 10
     CPU-s each), and a row is emulated once, whatever the sizes that judge
     it.
 
@@ -397,8 +385,8 @@ class EmulationCache:
     Returns:
       Whether the fixed orders are now made a row at a time: False for an
       output leaf without a batch axis, or a program whose sites cannot
-      switch (tried here: the first fixed order's compile, which the rows
-      need anyway).
+      switch (tried here: the first fixed order's compile, or its outlined
+      walk of row 0 at F32, which the rows need anyway).
     """
     if None in axes:
       return False
@@ -430,16 +418,32 @@ class EmulationCache:
       args = self.args((0,))
       try:
         closed = self._row_trace(args)
-        self._row_runs[order] = _outlined(
-          self._fn, args, choices, order, closed
+        self._row_runs[order] = self._tried_outlined(
+          args, choices, order, closed
+        ) or emulate.SwitchedEmulation(
+          self._fn, args, choices, order=order, closed=closed
         )
-        if self._row_runs[order] is None:
-          self._row_runs[order] = emulate.SwitchedEmulation(
-            self._fn, args, choices, order=order, closed=closed
-          )
       except (EmulationError, InvalidArgumentError):  # e.g. an attention
         self._row_runs[order] = None  # site: by the batch
     return self._row_runs[order]
+
+  def _tried_outlined(self, args, choices, order: str, closed):
+    """`emulate_outlined.OutlinedEmulation` of a program whose sites repeat
+    their shapes and that it outlines, tried on row 0 at F32 (kept: the
+    noise floor's own assignment), as a switched emulation is tried by its
+    compile; None where any of that fails (then compiled whole)."""
+    if not emulate_outlined.repeats(plan_sites(closed.jaxpr)[1]):
+      return None
+    names = (_F32,) * len(choices)
+    try:
+      runs = emulate_outlined.OutlinedEmulation(
+        self._fn, args, choices, order=order, closed=closed
+      )
+      out = runs(names, jax.tree_util.tree_leaves(args))
+    except Exception:  # any failure: the whole-program compile instead
+      return None
+    self._outputs.put(((0,), names, order), out)
+    return runs
 
   def _row_trace(self, args):
     """The case's function traced on one row (once: every order's)."""
@@ -449,7 +453,8 @@ class EmulationCache:
 
   def _row(self, r: int, algorithms: tuple[str, ...], order: str) -> tuple:
     """Row r's output leaves of a `_by_rows` assignment and order: held,
-    or made alone (its one-row switched emulation) and held."""
+    or made alone (its order's one-row emulation, `_row_runs_of`) and
+    held."""
 
     def make():
       runs = self._row_runs_of(order, len(algorithms))

@@ -16,9 +16,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from absl.testing import absltest
+from jax.sharding import PartitionSpec as P
 
 from hloprobe.compile import cases
-from hloprobe.errors import EmulationError
+from hloprobe.errors import EmulationError, InvalidArgumentError
 from hloprobe.numerics import emulate, emulate_outlined, emulation_cache
 from hloprobe.numerics.jaxpr_sites import jaxpr_sites
 
@@ -157,6 +158,51 @@ class OutlinedEmulationTest(absltest.TestCase):
       runs((_F32, _TF32), leaves)
     with self.assertRaisesRegex(ValueError, "3 algorithms for 2"):
       runs((_F32,) * 3, leaves)
+
+  def test_a_mesh_split_k_is_summed_per_device(self):
+    # x (1, 4) @ ones (4, 4) with K over 2 devices: each device's f32 sum
+    # absorbs its 1 (1e8 + 1 and -1e8 + 1 round to +-1e8), and the two
+    # partial sums cancel: 0. Unsplit, 1e8 + 1 - 1e8 + 1 = 1 in f32, fused
+    # or not, then 4 and 16 through the next two layers.
+    fn, (_, ws, _) = _stack(3)
+    x = np.array([[1e8, 1, -1e8, 1]], np.float32)
+    ws = [np.ones((4, 4), np.float32)] * 3
+    bs = [np.zeros((4,), np.float32)] * 3
+
+    def split(x, ws, bs):
+      return fn(x, ws, bs)
+
+    split.hloprobe_mesh = ({"k": 2}, (P(None, "k"), P("k", None), P()))
+    leaves = jax.tree_util.tree_leaves((x, ws, bs))
+    for f, want in ((split, 0.0), (fn, 16.0)):
+      runs = emulate_outlined.OutlinedEmulation(
+        f, (x, ws, bs), ((_F32,),) * 3, order="sequential"
+      )
+      (got,) = runs((_F32,) * 3, leaves)
+      np.testing.assert_array_equal(got, np.full((1, 4), want, np.float32))
+
+  def test_each_value_is_dropped_after_its_last_use(self):
+    closed = jax.make_jaxpr(lambda x: jnp.sin(x) * 2 + x)(
+      np.ones(3, np.float32)
+    )
+    jaxpr = closed.jaxpr
+    (x,), (sin, mul, add) = jaxpr.invars, jaxpr.eqns
+    last = emulate_outlined._last_uses(jaxpr)
+    self.assertNotIn(0, last)  # x is read again by the add
+    self.assertEqual(last[1], [sin.outvars[0]])
+    self.assertCountEqual(last[2], [mul.outvars[0], x])  # not the output
+    self.assertNotIn(add.outvars[0], [v for vs in last.values() for v in vs])
+
+  def test_an_unknown_order_or_a_split_choice_is_refused_when_made(self):
+    fn, args = _stack(2)
+    with self.assertRaisesRegex(InvalidArgumentError, "bogus"):
+      emulate_outlined.OutlinedEmulation(
+        fn, args, ((_F32,),) * 2, order="bogus"
+      )
+    with self.assertRaisesRegex(EmulationError, "X3"):
+      emulate_outlined.OutlinedEmulation(
+        fn, args, ((_F32,), ("BF16_BF16_F32_X3",)), order="pairwise"
+      )
 
   def test_a_site_in_a_loop_is_not_outlined(self):
     def fn(x, w):
