@@ -261,6 +261,26 @@ def triton_tf32_under_high(jaxlib: str | None = None) -> bool:
   return jaxlib_at_least("0.11.1", jaxlib)
 
 
+def xla_compiles(run) -> int:
+  """How many XLA compiles `run()` made in this process (jax's public
+  event `/jax/core/compile/backend_compile_duration`, one per compile)."""
+  import jax
+
+  seen = []
+
+  def on_compile(event, duration_s, **kwargs):
+    del duration_s, kwargs
+    if event == "/jax/core/compile/backend_compile_duration":
+      seen.append(event)
+
+  jax.monitoring.register_event_duration_secs_listener(on_compile)
+  try:
+    run()
+  finally:
+    jax.monitoring.unregister_event_duration_listener(on_compile)
+  return len(seen)
+
+
 def tf32_rna(x: np.ndarray) -> np.ndarray:
   """f32 -> TF32 (10 mantissa bits), ties away from zero, in numpy."""
   bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)

@@ -29,8 +29,8 @@ takes one of the two for all its fixed orders (`EmulationCache.by_rows`).
 A dot whose contracting dimension the program's mesh splits (a sharding
 constraint, a jit's `in_shardings`, `emulate.with_mesh_splits`) is the
 sum of each device's slice, `evaluator.partial_sums`, as it is inline. The
-walk drops each value after its last use, as XLA reuses a buffer: a row's
-activations of every layer are not held together.
+walk drops each value after its last use (`Evaluator.run`), as XLA reuses
+a buffer: a row's activations of every layer are not held together.
 
 Not outlined (`EmulationError`, and the caller compiles the whole program):
 a convolution or attention site, and a site inside a loop, branch or
@@ -47,7 +47,6 @@ import jax
 import numpy as np
 from jax import lax
 
-from hloprobe.compile import JAXPR_API as jex
 from hloprobe.errors import EmulationError
 from hloprobe.numerics.emulate import check_order, mesh_parts
 from hloprobe.numerics.emulate_dot import SWITCHABLE, emulated_dot_general
@@ -105,24 +104,7 @@ def repeats(sites) -> bool:
 
 
 class _OutlinedEvaluator(Evaluator):
-  """An `Evaluator` whose float dot sites are `_site_dot` calls and whose
-  walk drops each value after its last use."""
-
-  def run(self, jaxpr, plan, consts, args) -> list:
-    jaxpr = open_jaxpr(jaxpr)
-    env = dict(zip(jaxpr.constvars, consts)) | dict(zip(jaxpr.invars, args))
-    last = _last_uses(jaxpr)
-    read = lambda a: a.val if isinstance(a, jex.Literal) else env[a]
-    for i, eqn in enumerate(jaxpr.eqns):
-      outs = self._eqn(i, eqn, [read(v) for v in eqn.invars], plan)
-      env.update(
-        (v, x)
-        for v, x in zip(eqn.outvars, outs)
-        if not isinstance(v, jex.DropVar)
-      )
-      for v in last.get(i, ()):
-        env.pop(v, None)
-    return [read(v) for v in jaxpr.outvars]
+  """An `Evaluator` whose float dot sites are `_site_dot` calls."""
 
   def _dot(self, eqn, ins, site: int):
     if eqn.primitive.name != "dot_general" or not all(
@@ -138,21 +120,6 @@ class _OutlinedEvaluator(Evaluator):
       dtype=np.dtype(eqn.outvars[0].aval.dtype),
       count=self._split(eqn),
     )
-
-
-def _last_uses(jaxpr) -> dict[int, list]:
-  """Per equation index, the variables read there for the last time (not
-  the jaxpr's outputs)."""
-  kept = {v for v in jaxpr.outvars if not isinstance(v, jex.Literal)}
-  last: dict = {}
-  for i, eqn in enumerate(jaxpr.eqns):
-    for v in eqn.invars:
-      if not isinstance(v, jex.Literal) and v not in kept:
-        last[v] = i
-  found: dict[int, list] = {}
-  for v, i in last.items():
-    found.setdefault(i, []).append(v)
-  return found
 
 
 def _outlinable(jaxpr, plan) -> None:

@@ -38,7 +38,13 @@ from hloprobe.numerics.jaxpr_sites import (
   open_jaxpr,
 )
 
-__all__ = ["PSUM_INVARIANT", "Evaluator", "psum_invariant", "spec_parts"]
+__all__ = [
+  "PSUM_INVARIANT",
+  "Evaluator",
+  "last_uses",
+  "psum_invariant",
+  "spec_parts",
+]
 
 # The psum a shard_map body traces to under jax's varying-axes check (jax
 # 0.10.2 and 0.12.0.1: params `axes`); bound as itself it needs that check.
@@ -91,6 +97,21 @@ def partial_sums(lhs, rhs, dims, count: int, dot) -> object:
   return total
 
 
+def last_uses(jaxpr) -> dict[int, list]:
+  """Per equation index of `jaxpr`, the variables read there for the last
+  time (not its outputs)."""
+  kept = {v for v in jaxpr.outvars if not isinstance(v, jex.Literal)}
+  last: dict = {}
+  for i, eqn in enumerate(jaxpr.eqns):
+    for v in eqn.invars:
+      if not isinstance(v, jex.Literal) and v not in kept:
+        last[v] = i
+  found: dict[int, list] = {}
+  for v, i in last.items():
+    found.setdefault(i, []).append(v)
+  return found
+
+
 def psum_invariant(eqn, ins) -> list:
   """A body's `psum_invariant` as `jax.lax.psum` over its axes: the N
   partial sums added by the collective, as the program asks."""
@@ -126,8 +147,13 @@ class Evaluator:
     self.scan_copies: list[tuple[tuple[int, int], ...]] = []
 
   def run(self, jaxpr, plan: SitePlan, consts, args) -> list:
+    """The outputs of `jaxpr` on `consts` and `args`. Each value is
+    dropped after its last use: traced, that changes nothing; walked
+    eagerly (`emulate_outlined`), a deep program's values of every layer
+    are not held together."""
     jaxpr = open_jaxpr(jaxpr)
     env = dict(zip(jaxpr.constvars, consts)) | dict(zip(jaxpr.invars, args))
+    last = last_uses(jaxpr)
     read = lambda a: a.val if isinstance(a, jex.Literal) else env[a]
     for i, eqn in enumerate(jaxpr.eqns):
       outs = self._eqn(i, eqn, [read(v) for v in eqn.invars], plan)
@@ -136,6 +162,8 @@ class Evaluator:
         for v, x in zip(eqn.outvars, outs)
         if not isinstance(v, jex.DropVar)
       )
+      for v in last.get(i, ()):
+        env.pop(v, None)
     return [read(v) for v in jaxpr.outvars]
 
   def _eqn(self, i: int, eqn, ins: list, plan: SitePlan) -> list:

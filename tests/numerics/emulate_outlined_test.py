@@ -5,8 +5,8 @@ Independent sources: numpy's f32 arithmetic for the sequential order (k =
 0, 1, ...: each running sum rounded to f32 after a fused multiply-add, as
 XLA:CPU contracts `acc + a * b` where the CPU has FMA, or after the product
 rounded too, where it has not: `--xla_cpu_max_isa=AVX`; operands rounded to
-TF32 by bit arithmetic written here); jax's public compile events for the
-compile counts.
+TF32 by bit arithmetic, `testutil.tf32_rna`); jax's public compile events
+for the compile counts (`testutil.xla_compiles`).
 """
 
 from __future__ import annotations
@@ -15,12 +15,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import testutil
 from absl.testing import absltest
 from jax.sharding import PartitionSpec as P
 
 from hloprobe.compile import cases
 from hloprobe.errors import EmulationError, InvalidArgumentError
-from hloprobe.numerics import emulate, emulate_outlined, emulation_cache
+from hloprobe.numerics import (
+  emulate,
+  emulate_outlined,
+  emulation_cache,
+  evaluator,
+)
 from hloprobe.numerics.jaxpr_sites import jaxpr_sites
 
 pytestmark = [pytest.mark.cpu_numerics]
@@ -43,20 +49,14 @@ def _stack(layers: int):
   return fn, (x, ws, bs)
 
 
-def _tf32(x: np.ndarray) -> np.ndarray:
-  """f32 to TF32 (10 mantissa bits), rounded to nearest, ties away from
-  zero (the 'rna' of Triton's cvt.rna.tf32.f32), on the bits."""
-  bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
-  bits = (bits + (1 << 12)) & ~np.uint64((1 << 13) - 1)
-  return bits.astype(np.uint32).view(np.float32)
-
-
 def _sequential_f32(x, ws, bs, names, fused: bool):
   """The stack in numpy f32, each dot's terms summed in k order: with
   `fused`, each step one rounding of the exact acc + a * b (an FMA; exact
   in float64: 48 significant bits of product), else two."""
   for w, b, name in zip(ws, bs, names):
-    a, v = (_tf32(x), _tf32(w)) if name == _TF32 else (x, w)
+    a, v = (
+      (testutil.tf32_rna(x), testutil.tf32_rna(w)) if name == _TF32 else (x, w)
+    )
     acc = np.zeros((a.shape[0], v.shape[1]), np.float32)
     for k in range(a.shape[1]):
       ak, vk = a[:, k : k + 1], v[k : k + 1, :]
@@ -74,23 +74,6 @@ def _assert_sequential(got, x, ws, bs, names):
   plain = _sequential_f32(x, ws, bs, names, False)
   if not np.array_equal(got, fused):
     np.testing.assert_array_equal(got, plain)
-
-
-def _compiles(run) -> int:
-  """How many XLA compiles `run()` made (jax's public compile events)."""
-  seen = []
-
-  def on_compile(event, duration_s, **kwargs):
-    del duration_s, kwargs
-    if event == "/jax/core/compile/backend_compile_duration":
-      seen.append(event)
-
-  jax.monitoring.register_event_duration_secs_listener(on_compile)
-  try:
-    run()
-  finally:
-    jax.monitoring.unregister_event_duration_listener(on_compile)
-  return len(seen)
 
 
 class RepeatsTest(absltest.TestCase):
@@ -142,7 +125,7 @@ class OutlinedEmulationTest(absltest.TestCase):
       leaves = jax.tree_util.tree_leaves(args)
       # A shape no other test runs, so that jax's caches start empty.
       leaves[0] = np.ones((5, 24), np.float32)
-      return _compiles(lambda: runs((_F32,) * layers, leaves))
+      return testutil.xla_compiles(lambda: runs((_F32,) * layers, leaves))
 
     two = compiles(2)
     self.assertGreater(two, 0)
@@ -187,7 +170,7 @@ class OutlinedEmulationTest(absltest.TestCase):
     )
     jaxpr = closed.jaxpr
     (x,), (sin, mul, add) = jaxpr.invars, jaxpr.eqns
-    last = emulate_outlined._last_uses(jaxpr)
+    last = evaluator.last_uses(jaxpr)
     self.assertNotIn(0, last)  # x is read again by the add
     self.assertEqual(last[1], [sin.outvars[0]])
     self.assertCountEqual(last[2], [mul.outvars[0], x])  # not the output

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from unittest import mock
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import testutil
 from absl.testing import absltest, parameterized
 
 from hloprobe import engine
@@ -114,25 +114,20 @@ class ByRowsTest(parameterized.TestCase):
     case = _case()
     full = case.make_inputs()
     cache = emulation_cache.EmulationCache(case, full)
-    seen = []
+    got = {}
 
-    def on_compile(event, duration_s, **kwargs):
-      del duration_s, kwargs
-      if event == "/jax/core/compile/backend_compile_duration":
-        seen.append(event)
-
-    jax.monitoring.register_event_duration_secs_listener(on_compile)
-    try:
+    def run():
       self.assertTrue(cache.by_rows((0,), 2))  # compiles the first order
-      f32 = cache.get((0, 3, 5), (_F32, _F32), order)
-      tf32 = cache.get((0,), (_TF32, _TF32), order)
-      mixed = cache.get((5,), (_TF32, _F32), order)
-    finally:
-      jax.monitoring.unregister_event_duration_listener(on_compile)
+      got["f32"] = cache.get((0, 3, 5), (_F32, _F32), order)
+      got["tf32"] = cache.get((0,), (_TF32, _TF32), order)
+      got["mixed"] = cache.get((5,), (_TF32, _F32), order)
+
+    seen = testutil.xla_compiles(run)
+    f32, tf32, mixed = got["f32"], got["tf32"], got["mixed"]
     # One compile of the order for three rows and three assignments (the
     # gathering of a row's inputs compiles nothing: numpy), and by_rows's
     # of the first fixed order ("sequential").
-    self.assertLen(seen, 1 if order == "sequential" else 2)
+    self.assertEqual(seen, 1 if order == "sequential" else 2)
     x, w, v = full
     for out, picked, names in (
       (f32, (0, 3, 5), _F32),
