@@ -98,13 +98,18 @@ def partial_sums(lhs, rhs, dims, count: int, dot) -> object:
 
 
 def last_uses(jaxpr) -> dict[int, list]:
-  """Per equation index of `jaxpr`, the variables read there for the last
-  time (not its outputs)."""
+  """Per equation index of `jaxpr`, the variables not needed after it:
+  those read there for the last time, and those it makes that nothing
+  reads (not the jaxpr's outputs)."""
   kept = {v for v in jaxpr.outvars if not isinstance(v, jex.Literal)}
   last: dict = {}
   for i, eqn in enumerate(jaxpr.eqns):
     for v in eqn.invars:
       if not isinstance(v, jex.Literal) and v not in kept:
+        last[v] = i
+  for i, eqn in enumerate(jaxpr.eqns):
+    for v in eqn.outvars:
+      if not isinstance(v, jex.DropVar) and v not in kept and v not in last:
         last[v] = i
   found: dict[int, list] = {}
   for v, i in last.items():

@@ -175,6 +175,14 @@ class OutlinedEmulationTest(absltest.TestCase):
     self.assertEqual(last[1], [sin.outvars[0]])
     self.assertCountEqual(last[2], [mul.outvars[0], x])  # not the output
     self.assertNotIn(add.outvars[0], [v for vs in last.values() for v in vs])
+    # An output nothing reads goes with the equation that makes it.
+    jaxpr = jax.make_jaxpr(lambda x: (jnp.sin(x), jnp.cos(x))[0] * 2)(
+      np.ones(3, np.float32)
+    ).jaxpr
+    (x,), (sin, cos, _) = jaxpr.invars, jaxpr.eqns
+    last = evaluator.last_uses(jaxpr)
+    self.assertCountEqual(last[1], [x, cos.outvars[0]])
+    self.assertEqual(last[2], [sin.outvars[0]])
 
   def test_an_unknown_order_or_a_split_choice_is_refused_when_made(self):
     fn, args = _stack(2)
