@@ -288,7 +288,8 @@ class EmulationCache:
     # (`args`), put there once.
     self._shared: dict[int, object] = {}
     # `by_rows`: the output leaves' batch axes, and per fixed order its
-    # one-row switched emulation (None where the program cannot switch).
+    # one-row emulation, switched or outlined (None where the program
+    # cannot switch), and the trace they share.
     self._row_axes: tuple | None = None
     self._row_runs: dict[str, object] = {}
     self._row_closed = None
