@@ -22,7 +22,7 @@ Its outputs are an f32 evaluation in the same summation order; they are
 not the bits of a whole-program compile (XLA:CPU fuses the elementwise ops
 around a dot there, and may fuse a loop's f32 products with them: gpt2_1
 row 0 at the pairwise order differed by at most 9.5e-7 of values up to 5.3,
-2026-12-07). The noise floor, which the fixed orders make, is a spread of
+jaxlib 0.12.0.1, 2026-12-07). The noise floor, which the fixed orders make, is a spread of
 f32 evaluations around the float64 reference, so either serves; a program
 takes one of the two for all its fixed orders (`EmulationCache.by_rows`).
 
@@ -41,16 +41,13 @@ Private in intent: use the package, `hloprobe.numerics`.
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import numpy as np
-from jax import lax
 
 from hloprobe.errors import EmulationError
 from hloprobe.numerics.emulate import check_order, mesh_parts
-from hloprobe.numerics.emulate_dot import SWITCHABLE, emulated_dot_general
-from hloprobe.numerics.evaluator import Evaluator, partial_sums
+from hloprobe.numerics.emulate_dot import SWITCHABLE
+from hloprobe.numerics.evaluator import Evaluator, dot_at
 from hloprobe.numerics.jaxpr_sites import (
   CALL_PRIMITIVES,
   open_jaxpr,
@@ -61,22 +58,12 @@ from hloprobe.numerics.jaxpr_sites import (
 __all__ = ["OutlinedEmulation", "repeats"]
 
 
-@functools.partial(
-  jax.jit,
+# One float dot site as the evaluator computes it inline (`evaluator.dot_at`),
+# compiled once per shapes, dtypes and static arguments (jax's jit cache).
+_site_dot = jax.jit(
+  dot_at,
   static_argnames=("dims", "algorithm", "order", "rounding", "dtype", "count"),
 )
-def _site_dot(lhs, rhs, *, dims, algorithm, order, rounding, dtype, count):
-  """One float dot site as `Evaluator._dot` computes it inline: the
-  emulated dot_general (of each of `count` devices' K slices, their
-  partial sums added in device order, where the mesh splits K), converted
-  to the dtype the program's dot returns."""
-  dot = lambda a, b: emulated_dot_general(
-    a, b, dims, algorithm, order=order, tf32_rounding=rounding
-  )
-  out = (
-    dot(lhs, rhs) if count == 1 else partial_sums(lhs, rhs, dims, count, dot)
-  )
-  return lax.convert_element_type(out, dtype)
 
 
 def _signature(site) -> tuple:
@@ -98,7 +85,7 @@ def repeats(sites) -> bool:
   distinct, gpt2_2's twelve the same six: outlined from two layers on,
   where the whole program's compile costs as much as the sites' alone
   (gpt2_1 and gpt2_4 at one row, pairwise: 1.6 and 3.2 CPU-s whole, 1.9
-  and 2.5 outlined with the first run, 2026-12-07)."""
+  and 2.5 outlined with the first run, jaxlib 0.12.0.1, 2026-12-07)."""
   sites = tuple(sites)
   return bool(sites) and len(sites) >= 2 * len({_signature(s) for s in sites})
 

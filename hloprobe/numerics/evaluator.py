@@ -41,6 +41,7 @@ from hloprobe.numerics.jaxpr_sites import (
 __all__ = [
   "PSUM_INVARIANT",
   "Evaluator",
+  "dot_at",
   "last_uses",
   "psum_invariant",
   "spec_parts",
@@ -95,6 +96,22 @@ def partial_sums(lhs, rhs, dims, count: int, dot) -> object:
     )
     total = part if total is None else total + part
   return total
+
+
+def dot_at(lhs, rhs, *, dims, algorithm, order, rounding, dtype, count):
+  """One float dot site as the evaluator computes it: the emulated
+  dot_general at `algorithm` and `order` (`rounding`: TF32's), of each of
+  `count` devices' K slices with their partial sums added in device order
+  (`partial_sums`) where a mesh splits K, converted to `dtype`, the dtype
+  the program's dot returns. Keyword arguments after the operands, so
+  that `jax.jit` can take them as static (`emulate_outlined._site_dot`)."""
+  dot = lambda a, b: emulated_dot_general(
+    a, b, dims, algorithm, order=order, tf32_rounding=rounding
+  )
+  out = (
+    dot(lhs, rhs) if count == 1 else partial_sums(lhs, rhs, dims, count, dot)
+  )
+  return lax.convert_element_type(out, dtype)
 
 
 def last_uses(jaxpr) -> dict[int, list]:
@@ -237,23 +254,16 @@ class Evaluator:
           order=self.order,
           tf32_rounding=self.rounding,
         )
-      else:
-        dims = eqn.params["dimension_numbers"]
-        dot = lambda a, b: emulated_dot_general(
-          a,
-          b,
-          dims,
-          algorithm,
-          order=self.order,
-          tf32_rounding=self.rounding,
-        )
-        count = self._split(eqn)
-        out = (
-          dot(*operands)
-          if count == 1
-          else partial_sums(*operands, dims, count, dot)
-        )
-      return lax.convert_element_type(out, out_dtype)
+        return lax.convert_element_type(out, out_dtype)
+      return dot_at(
+        *operands,
+        dims=eqn.params["dimension_numbers"],
+        algorithm=algorithm,
+        order=self.order,
+        rounding=self.rounding,
+        dtype=out_dtype,
+        count=self._split(eqn),
+      )
 
     return self._switched(site, at, ins)
 

@@ -4,9 +4,10 @@
 Independent sources: numpy's f32 arithmetic for the sequential order (k =
 0, 1, ...: each running sum rounded to f32 after a fused multiply-add, as
 XLA:CPU contracts `acc + a * b` where the CPU has FMA, or after the product
-rounded too, where it has not: `--xla_cpu_max_isa=AVX`; operands rounded to
-TF32 by bit arithmetic, `testutil.tf32_rna`); jax's public compile events
-for the compile counts (`testutil.xla_compiles`).
+rounded too, where it has not: `--xla_cpu_max_isa=AVX`; both seen on jaxlib
+0.12.0.1 and 0.10.2; operands rounded to TF32 by bit arithmetic,
+`testutil.tf32_rna`); jax's public compile events for the compile counts
+(`testutil.xla_compiles`).
 """
 
 from __future__ import annotations
