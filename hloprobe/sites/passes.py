@@ -232,11 +232,18 @@ def _unnamed(text: str) -> bytes:
   texts read before the last site is placed), where XLA's passes rename
   what they rewrite and the fixed-point pipelines come back to it.
   """
-  ids: dict[str, str] = {}
-  named = _NAME_RE.sub(
-    lambda m: ids.setdefault(m.group(0), f"%{len(ids)}"), text
-  )
-  return hashlib.blake2b(named.encode(), digest_size=16).digest()
+  names = _NAME_RE.findall(text)
+  ids = dict.fromkeys(names)  # in the order each first occurs
+  for i, name in enumerate(ids):
+    ids[name] = f"%{i}"
+  # The text between the names with each name's number between them: the
+  # text renamed, without a Python call per name (`re.sub` with one took
+  # 0.08 s for a decode a100 compile's 214 dumps, this 0.04).
+  between = _NAME_RE.split(text)
+  pieces = [""] * (2 * len(between) - 1)
+  pieces[::2] = between
+  pieces[1::2] = map(ids.__getitem__, names)
+  return hashlib.blake2b("".join(pieces).encode(), digest_size=16).digest()
 
 
 def _carriers_key(module: HloModule) -> tuple[list | None, tuple | None]:
