@@ -10,6 +10,7 @@ import os
 
 from hloprobe.engine.compiled import CompileRequest, LoadTargetRequest
 from hloprobe.engine.plan import SweepPlan, plan_sweep
+from hloprobe.engine.shell import FORK_PRELOAD
 from hloprobe.engine.spec import EXECUTORS, SweepSpec
 from hloprobe.errors import InvalidArgumentError
 from hloprobe.runtime import RayPool, WorkerPool
@@ -51,6 +52,7 @@ def worker_pool(spec: SweepSpec | SweepPlan) -> WorkerPool | RayPool:
     _PRELOAD,
     max_worker_mb=spec.max_worker_mb,
     kept_heap=True,  # its compile lanes run XLA:CPU's programs
+    forked=FORK_PRELOAD,  # jax and the stages imported once
   )
 
 

@@ -110,6 +110,14 @@ def _case_folder(case: Case) -> str | None:
   return os.path.dirname(os.path.abspath(path)) if path else None
 
 
+# What the server of a sweep's forked workers imports once for them all
+# (`runtime.Forker`; `WorkerPool`'s `forked`): this stage, whose modules
+# the case's worker (this loader's) and the compile lanes (`executor`)
+# run, jax and the stages below with it. `hloprobe.__main__` starts the
+# server with the same, before the command line is imported.
+FORK_PRELOAD = ("hloprobe.engine",)
+
+
 @contextlib.contextmanager
 def case_loader():
   """A `WorkerPool` to load user cases in (`loaded_in_worker`).
@@ -122,7 +130,7 @@ def case_loader():
   holding it is collected (the pool's finalizer), at exit at the latest,
   or when an interrupt stops one of its calls (`guarded`).
   """
-  pool = WorkerPool()
+  pool = WorkerPool(forked=FORK_PRELOAD)
   try:
     yield pool
   except BaseException:

@@ -4,6 +4,7 @@ Its modules:
 
   serve     a worker process's side: `Request` records and the main loop
   process   one worker process: start, call, why it died
+  forked    workers forked from a server that imported jax once
   pool      `WorkerPool`: persistent workers per (XLA_FLAGS, lane)
   ray_pool  `RayPool`: the same on a Ray cluster (`--executor=ray`), one
             actor per (XLA_FLAGS, lane), each with a worker of its own

@@ -48,6 +48,7 @@ import weakref
 from collections.abc import Iterable, Sequence
 
 from hloprobe.errors import XlaFlagsError
+from hloprobe.runtime.forked import Forker, main_not_rerun
 from hloprobe.runtime.process import (
   Worker,
   WorkerError,
@@ -60,12 +61,18 @@ from hloprobe.runtime.process import (
 from hloprobe.runtime.serve import CheckXlaFlagsRequest, Request
 
 __all__ = [
+  "WORKER_START_ENV",
   "PickledCalls",
   "WorkerError",
   "WorkerPool",
   "call_in_worker",
   "worker_xla_flags",
 ]
+
+
+# The environment variable that, set to "spawn", starts every worker as
+# `python -c` (`WorkerPool`'s `forked` off).
+WORKER_START_ENV = "HLOPROBE_WORKER_START"
 
 
 def worker_xla_flags(user_flags: str, experiment_flags: str) -> str:
@@ -163,6 +170,14 @@ class WorkerPool(PickledCalls):
     kept_heap: start the workers of lanes 0 and up with glibc malloc's
       `process.KEPT_HEAP` settings (a sweep's compile lanes; not a case's
       worker, lane `CASE_LANE` < 0 or a case loader's pool).
+    forked: modules (names) of a server that imports them once and forks
+      each worker (`forked.Forker`, started here: its imports go on while
+      this process works), not each worker started as `python -c` and
+      importing them itself; () for `python -c`, as where this platform
+      has no forkserver, where a fork would run the main script again
+      (`forked.main_not_rerun`) or where the environment's
+      HLOPROBE_WORKER_START is "spawn" (`tools.profile_workers`, whose
+      profiler starts with each `python -c`).
 
   Attributes:
     started: how many worker processes the pool has started so far.
@@ -175,9 +190,11 @@ class WorkerPool(PickledCalls):
     user_xla_flags: str | None = None,
     max_worker_mb: int | None = None,
     kept_heap: bool = False,
+    forked: Sequence[str] = (),
   ):
     self._platforms, self._preload = platforms, _preloaded(preload)
     self._kept_heap = kept_heap
+    self._forker = _forker(forked) if forked else None
     self.max_worker_mb = max_worker_mb or default_max_worker_mb()
     if user_xla_flags is None:
       user_xla_flags = os.environ.get("XLA_FLAGS", "")
@@ -215,6 +232,22 @@ class WorkerPool(PickledCalls):
       busy = self._busy.setdefault(key, threading.Lock())
     with busy:
       return self._worker(key).call_pickled(payload, timeout_s)
+
+  @staticmethod
+  def forks_wanted() -> bool:
+    """Whether a pool asked for forked workers forks them: not where the
+    environment asks for `python -c` ones (`WORKER_START_ENV`), nor
+    where a fork would run the main script again
+    (`forked.main_not_rerun`)."""
+    return os.environ.get(WORKER_START_ENV) != "spawn" and main_not_rerun()
+
+  @staticmethod
+  def start_fork_server(modules: Sequence[str]) -> None:
+    """Starts the server that forks the workers of pools asked for forked
+    ones (`forked.Forker`; its imports of `modules` go on in the
+    background), where forks are wanted (`forks_wanted`) and this platform
+    has a forkserver; a later pool's finds it running."""
+    _forker(modules)
 
   @classmethod
   def check_environment_xla_flags(cls, xla_flags: str) -> None:
@@ -262,6 +295,7 @@ class WorkerPool(PickledCalls):
           self._preload,
           self.max_worker_mb,
           kept_heap=self._kept_heap and key[1] >= 0,
+          forker=self._forker,
         )
         self._workers[key] = worker  # `close` ends it from here on
         self.started += 1
@@ -349,6 +383,17 @@ class WorkerPool(PickledCalls):
 
   def __exit__(self, exc_type, *rest) -> None:
     self.close(kill=exc_type is not None)
+
+
+def _forker(preload: Sequence[str]) -> Forker | None:
+  """A `Forker` of `preload`, or None where workers are not forked
+  (`WorkerPool.forks_wanted`), or there is no forkserver."""
+  if not WorkerPool.forks_wanted():
+    return None
+  try:
+    return Forker(preload)
+  except (ValueError, OSError):  # no forkserver here: `python -c`
+    return None
 
 
 def _end_all(workers: dict, shared: Sequence[str] = ()) -> None:

@@ -27,6 +27,12 @@ import tempfile
 import time
 
 from hloprobe.errors import XlaFlagsError
+from hloprobe.runtime.forked import (
+  NOT_FORKED,
+  ONE_BLAS_THREAD,
+  ForkedProcess,
+  Forker,
+)
 from hloprobe.runtime.serve import HEADER, STAGE_FILE_ENV, Request, main_code
 from hloprobe.runtime.worker_error import WorkerError
 from hloprobe.startup import filter_startup_noise
@@ -159,8 +165,8 @@ def _jax_platforms() -> str | None:
 # 2026-12-06), so a built-in case's are made in the main process
 # (`engine._Sweep._compiled`).
 # OPENBLAS_NUM_THREADS is read when numpy loads OpenBLAS (at the worker's
-# start); XLA's own thread pools do not read it.
-_ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1"}
+# start; a forked worker's server's, `forked`); XLA's own thread pools do
+# not read it: `forked.ONE_BLAS_THREAD`.
 
 
 # glibc malloc's settings (its MALLOC_*_ environment variables, read as
@@ -193,12 +199,13 @@ def _worker_env(
 ) -> dict:
   """A worker's environment: this one's, with its own XLA_FLAGS, TMPDIR,
   stage file, JAX platforms and (unless set) no GPU preallocation, one
-  BLAS thread (`_ONE_BLAS_THREAD`) and, with `kept_heap`, `KEPT_HEAP`."""
+  BLAS thread (`forked.ONE_BLAS_THREAD`) and, with `kept_heap`,
+  `KEPT_HEAP`."""
   env = dict(os.environ, XLA_FLAGS=xla_flags, TMPDIR=tmp)
   env[STAGE_FILE_ENV] = os.path.join(tmp, "stage")
   env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
   for name, value in {
-    **_ONE_BLAS_THREAD,
+    **ONE_BLAS_THREAD,
     **(KEPT_HEAP if kept_heap else {}),
   }.items():
     env.setdefault(name, value)
@@ -228,6 +235,10 @@ class Worker:
       went over --max_worker_mb=..."), before the kernel's out-of-memory
       killer picks a process of its own choosing. None: no bound.
     kept_heap: start it with glibc malloc's `KEPT_HEAP` settings.
+    forker: start it as a fork of this `forked.Forker`'s server (its
+      imports made there once), not as `python -c`; where the fork cannot
+      take its environment (`forked.NOT_FORKED`), its first call starts
+      it as `python -c` and is sent again. None: `python -c`.
   """
 
   def __init__(
@@ -237,6 +248,7 @@ class Worker:
     preload=(),
     max_mb: int | None = None,
     kept_heap: bool = False,
+    forker: Forker | None = None,
   ):
     self.xla_flags, self._platforms, self._preload = (
       xla_flags,
@@ -250,17 +262,26 @@ class Worker:
     self._stage_path = os.path.join(self.tmp, "stage")
     # Where the current call's output starts in the log (see `_death`).
     self._log_start = 0
-    self.proc: subprocess.Popen | None = None
+    self._forker = forker
+    self.proc: subprocess.Popen | ForkedProcess | None = None
 
   def start(self) -> None:
     """Makes its folder (0700), notes this process's pid in it (`OWNER_FILE`,
     for `remove_stale_worker_folders`) and starts its process, not
     waiting for it."""
     make_owned_folder(self.tmp)
+    self._launch()
+
+  def _launch(self) -> None:
+    """Starts its process: forked (`forker`), else `python -c`."""
     env = _worker_env(self.xla_flags, self.tmp, self._platforms, self.kept_heap)
+    argv = [str(os.getpid()), *self._preload]
     with open(self.log_path, "wb") as log:
+      if self._forker is not None:
+        self.proc = self._forker.start(["-c", *argv], env, log.fileno())
+        return
       self.proc = subprocess.Popen(
-        [sys.executable, "-c", main_code(), str(os.getpid()), *self._preload],
+        [sys.executable, "-c", main_code(), *argv],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=log,
@@ -282,7 +303,22 @@ class Worker:
       return self._read_frame(timeout_s)
     except (BrokenPipeError, EOFError, ValueError, OSError):
       # ValueError/OSError: the pool closed the pipes (an interrupt).
+      if self._not_forked():
+        return self.call_pickled(payload, timeout_s)
       raise self._death() from None
+
+  def _not_forked(self) -> bool:
+    """Whether its process was a fork that could not take its environment
+    (`forked.NOT_FORKED`); if so it is started again as `python -c`."""
+    if not isinstance(self.proc, ForkedProcess):
+      return False
+    if self.proc.wait() != NOT_FORKED:
+      return False
+    for stream in (self.proc.stdin, self.proc.stdout):
+      stream.close()
+    self._forker = None
+    self._launch()
+    return True
 
   def _new_call(self) -> None:
     """Forgets the last call's stage and output: a death names this one's."""

@@ -14,7 +14,10 @@ How the workers are reached: a `sitecustomize` module written into
 OUT_DIR/site, put first on PYTHONPATH; in a process started as `python
 -c` (how `runtime.process` starts a worker, `serve.main_code`) with
 `HLOPROBE_PROFILE_DIR` set, it turns cProfile on and wraps
-`runtime.serve._reply`. Nothing in hloprobe changes; the measuring slows
+`runtime.serve._reply`. The workers are started as `python -c`, not as
+forks of `runtime.forked`'s server (HLOPROBE_WORKER_START=spawn: a
+fork runs no `sitecustomize`), so each imports jax itself, as before
+2026-12-07; nothing else in hloprobe changes. The measuring slows
 Python-heavy code (tracing, the numpy executor's bookkeeping) by about
 10-30%, not the time spent in XLA or numpy kernels.
 
@@ -50,6 +53,8 @@ import pstats
 import resource
 import subprocess
 import sys
+
+from hloprobe.runtime.pool import WORKER_START_ENV
 
 __all__ = ["main", "top_lines"]
 
@@ -177,6 +182,9 @@ def main(argv: list[str]) -> None:
     os.environ,
     **{_ENV: os.path.abspath(out)},
     **({_CPU_ENV: "1"} if cpu else {}),
+    # Every worker its own `python -c`, whose start runs the profiler
+    # (a fork of `runtime.forked`'s server would not).
+    **{WORKER_START_ENV: "spawn"},
     PYTHONPATH=os.path.abspath(site) + (os.pathsep + path if path else ""),
   )
   main_prof = os.path.join(out, "main.prof")
