@@ -73,6 +73,7 @@ from hloprobe.errors import (
 )
 from hloprobe.ir import InputFile
 from hloprobe.report import OUTPUT_FORMS
+from hloprobe.runtime import WorkerPool
 
 __all__ = ["main", "run"]
 
@@ -435,4 +436,8 @@ def _exit_interrupted(status: int) -> None:
   for stream in (sys.stdout, sys.stderr):
     with contextlib.suppress(OSError, ValueError):
       stream.flush()
+  # What `atexit` would have done: the fork server of the workers waited
+  # for and its folder in TMPDIR removed (`runtime.forked`).
+  with contextlib.suppress(Exception):
+    WorkerPool.end_fork_server()
   os._exit(status)

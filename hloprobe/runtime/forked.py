@@ -65,6 +65,7 @@ import atexit
 import ctypes
 import multiprocessing
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -81,6 +82,7 @@ __all__ = [
   "ONE_BLAS_THREAD",
   "ForkedProcess",
   "Forker",
+  "end_server",
   "main_not_rerun",
 ]
 
@@ -218,7 +220,16 @@ class Forker:
     self._context.set_forkserver_preload([__name__, *preload])
     from multiprocessing import forkserver
 
-    forkserver.ensure_running()  # its imports go on in the background
+    # Its imports go on in the background. The standard library unblocks
+    # SIGINT and SIGTERM as it starts its resource tracker (Python 3.13's
+    # multiprocessing/resource_tracker.py `ensure_running`): blocked again
+    # where they were (`hloprobe.__main__` blocks them until the command
+    # line's handlers are set).
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
+    try:
+      forkserver.ensure_running()
+    finally:
+      signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     # Once, however many Forkers: the server waited for as this process
     # exits, so that its CPU and its workers' (it waits for each) count in
     # this process's children's (`resource.RUSAGE_CHILDREN`, `time`), as
@@ -251,6 +262,20 @@ class Forker:
     return ForkedProcess(
       process, os.fdopen(stdin, "wb"), os.fdopen(stdout, "rb")
     )
+
+
+def end_server() -> None:
+  """Ends the server now, for a process that ends by `os._exit` (the
+  command line's interrupt), which runs no `atexit` function: it waits
+  for the server (`_stop_server`) and removes the standard library's
+  temporary folder, which holds the server's socket (multiprocessing/
+  util.py `get_temp_dir`, a `pymp-*` folder in TMPDIR, else removed as
+  this process exits; the process's `_config` is the standard library's
+  own record of it)."""
+  _stop_server()
+  folder = multiprocessing.current_process()._config.get("tempdir")
+  if folder:
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _stop_server() -> None:

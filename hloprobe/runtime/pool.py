@@ -48,7 +48,7 @@ import weakref
 from collections.abc import Iterable, Sequence
 
 from hloprobe.errors import XlaFlagsError
-from hloprobe.runtime.forked import Forker, main_not_rerun
+from hloprobe.runtime.forked import Forker, end_server, main_not_rerun
 from hloprobe.runtime.process import (
   Worker,
   WorkerError,
@@ -248,6 +248,12 @@ class WorkerPool(PickledCalls):
     background), where forks are wanted (`forks_wanted`) and this platform
     has a forkserver; a later pool's finds it running."""
     _forker(modules)
+
+  @staticmethod
+  def end_fork_server() -> None:
+    """Ends the fork server now (`forked.end_server`), for a process that
+    ends by `os._exit`; nothing where none was started."""
+    end_server()
 
   @classmethod
   def check_environment_xla_flags(cls, xla_flags: str) -> None:
