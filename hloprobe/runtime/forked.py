@@ -39,13 +39,17 @@ first call sent again (`process.Worker`). The server starts with
 `ONE_BLAS_THREAD` set, as every worker does.
 
 Its parent is the server, not this process: it ends when the server
-does, and the server when this process does (the standard library's
-forkserver reads a pipe from its client until it closes), after
-this process waits for it at exit, so that the CPU of the server and of
-its workers counts in this process's children's (`time`, `bench_scale`)
-as `python -c` workers' does. A worker's exit status comes from the
+does (`serve._die_with_parent`), and the server when this process does
+(the standard library's forkserver reads a pipe from its client until
+it closes; each fork closes its own copy of the client's end,
+`_without_client_pipe`). At exit this process kills the forks still
+running (a pool left open), kills the server (it may still be importing)
+and waits for it, so that the CPU of the server and of its workers counts
+in this process's children's (`time`, `bench_scale`) as `python -c`
+workers' does; a command that forked nothing pays the server's imports
+so far in CPU, not in wall time. A worker's exit status comes from the
 server (`multiprocessing.Process.exitcode`: a signal's negative number,
-as `subprocess` gives it).
+as `subprocess` gives it), read under one lock (`_STATUS_LOCK`).
 
 The standard library prepares each fork as a spawned process, which
 runs the main script again (`main_not_rerun`): a user's script that calls
@@ -62,14 +66,18 @@ Private in intent: use the package, `hloprobe.runtime`.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import multiprocessing
+import multiprocessing.connection
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Sequence
 
 from hloprobe.runtime import serve
@@ -88,6 +96,15 @@ __all__ = [
 
 # A fork's exit status where it cannot take a worker's environment.
 NOT_FORKED = 75
+# A forked worker's `multiprocessing` name.
+_NAME = "hloprobe-worker"
+# The standard library reads a fork's exit status from the server's pipe
+# once, in whatever thread polls first (multiprocessing/popen_forkserver.py
+# `poll`; `Process.start` polls every child of the process): two threads
+# reading it at once made one status 255 (a review, 2026-12-07: 1 of 120
+# SIGABRTs). Every start and status read of a fork is made under this
+# lock, one for the process as the standard library's set of children is.
+_STATUS_LOCK = threading.Lock()
 # What `_child` applies itself.
 _APPLIED = frozenset(
   {
@@ -177,25 +194,32 @@ def _detached(dup) -> int:
 class ForkedProcess:
   """The part of `subprocess.Popen`'s interface `process.Worker` uses, of
   a forked worker: `pid`, `stdin` and `stdout` (its pipes' ends here),
-  `poll`, `wait` and `kill`."""
+  `poll`, `wait` and `kill`. Its exit status is read under `_STATUS_LOCK`."""
 
   def __init__(self, process, stdin, stdout):
     self._process, self.stdin, self.stdout = process, stdin, stdout
     self.pid = process.pid
 
   def poll(self) -> int | None:
-    return self._process.exitcode
+    """Its exit status (a signal's as minus its number), None while it
+    runs."""
+    with _STATUS_LOCK:
+      return self._process.exitcode
 
   def wait(self, timeout: float | None = None) -> int:
-    """Its exit status (a signal's as minus its number).
+    """Its exit status, once it has one.
 
     Raises:
       subprocess.TimeoutExpired: still running after `timeout` seconds.
     """
-    self._process.join(timeout)
-    if self._process.exitcode is None:
-      raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout)
-    return self._process.exitcode
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while (code := self.poll()) is None:
+      left = None if deadline is None else deadline - time.monotonic()
+      if left is not None and left <= 0:
+        raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout)
+      # Until the status can be read; read by `poll`, under the lock.
+      multiprocessing.connection.wait([self._process.sentinel], left)
+    return code
 
   def kill(self) -> None:
     self._process.kill()
@@ -248,10 +272,11 @@ class Forker:
       process = self._context.Process(
         target=_child,
         args=(argv, env, _Fd(child_in), _Fd(child_out), _Fd(stderr)),
-        name="hloprobe-worker",
+        name=_NAME,
         daemon=True,
       )
-      process.start()
+      with _STATUS_LOCK:  # `start` reads every other child's status
+        process.start()
     except BaseException:
       for fd in (stdin, stdout):
         os.close(fd)
@@ -279,13 +304,27 @@ def end_server() -> None:
 
 
 def _stop_server() -> None:
-  """Ends the standard library's forkserver and waits for it (its
-  `_stop`, Python 3.11 to 3.13; none where a release lacks it)."""
+  """Ends the standard library's forkserver and waits for it: the forks
+  still running (of a pool not closed) killed and waited for first, so
+  that the server has reaped them; then the server killed (it may still
+  be importing, for a command that forked nothing) and its `_stop`
+  (Python 3.11 to 3.13: its pipe closed, waited for, its socket's file
+  removed); nothing where no server runs."""
   from multiprocessing import forkserver
 
-  stop = getattr(getattr(forkserver, "_forkserver", None), "_stop", None)
-  if stop is not None:
-    stop()
+  server = getattr(forkserver, "_forkserver", None)
+  pid = getattr(server, "_forkserver_pid", None)
+  if pid is None or not hasattr(server, "_stop"):
+    return
+  with _STATUS_LOCK:
+    live = [p for p in multiprocessing.active_children() if p.name == _NAME]
+  for process in live:
+    process.kill()
+  for process in live:
+    ForkedProcess(process, None, None).wait(5)
+  with contextlib.suppress(ProcessLookupError):
+    os.kill(pid, signal.SIGKILL)
+  server._stop()
 
 
 def _child(argv, env: dict, stdin: int, stdout: int, stderr: int) -> None:
@@ -293,6 +332,7 @@ def _child(argv, env: dict, stdin: int, stdout: int, stderr: int) -> None:
   for fd, at in ((stdin, 0), (stdout, 1), (stderr, 2)):
     os.dup2(fd, at)
     os.close(fd)
+  _without_client_pipe()
   # No signal blocked, as in a worker started once the command line's
   # handlers are set (`hloprobe.__main__` blocks SIGINT and SIGTERM until
   # then, and may start the server before).
@@ -315,6 +355,22 @@ def _child(argv, env: dict, stdin: int, stdout: int, stderr: int) -> None:
   # server, which ends with this process's.
   sys.argv = [argv[0], str(os.getppid()), *argv[2:]]
   serve.serve(sys.argv)
+
+
+def _without_client_pipe() -> None:
+  """Closes the fork's copy of its client's end of the server's "alive"
+  pipe (the standard library gives each fork one, multiprocessing/
+  forkserver.py `_serve_one`, so that a fork may be a client too): the
+  server ends when its client does, only once no fork holds that end,
+  and so a busy worker outlived a killed hloprobe, holding its stdout
+  (a review, 2026-12-07). A server this fork starts is its own."""
+  from multiprocessing import forkserver
+
+  server = getattr(forkserver, "_forkserver", None)
+  fd = getattr(server, "_forkserver_alive_fd", None)
+  if fd is not None:
+    os.close(fd)
+    server._forkserver_alive_fd = None
 
 
 def _unforkable(env, server) -> list[str]:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import types
 from unittest import mock
 
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.compiles
 # A request whose module only its own folder holds: a worker finds it
 # through the PYTHONPATH it was given, as a user case's shell is found.
 _PROBE = """
-import dataclasses, os, sys, tempfile
+import dataclasses, os, sys, tempfile, time
 
 from hloprobe.runtime.serve import Request
 
@@ -46,10 +47,22 @@ class Probe(Request):
       "platforms": jax.config.jax_platforms if jax else None,
       "jax_imported": jax is not None,
     }
+
+
+@dataclasses.dataclass(frozen=True)
+class Sleep(Request):
+  seconds: float
+
+  def run(self, memo):
+    time.sleep(self.seconds)
+    return os.getpid()
 """
 
 
-class ForkedWorkersTest(absltest.TestCase):
+class _ProbeTest(absltest.TestCase):
+  """`forked_probe` (the requests above) in a folder of its own, on the
+  workers' PYTHONPATH."""
+
   def setUp(self):
     super().setUp()
     self.folder = tempfile.mkdtemp(prefix="hloprobe-forked-test-")
@@ -73,6 +86,8 @@ class ForkedWorkersTest(absltest.TestCase):
     patcher.start()
     self.addCleanup(patcher.stop)
 
+
+class ForkedWorkersTest(_ProbeTest):
   def _pool(self, **kwargs) -> worker_pool.WorkerPool:
     pool = worker_pool.WorkerPool(forked=("hloprobe.runtime.serve",), **kwargs)
     self.addCleanup(pool.close)
@@ -159,6 +174,72 @@ class ForkedWorkersTest(absltest.TestCase):
       pool = self._pool()
     pool.call(self.probe)
     self.assertIsInstance(self._proc(pool), subprocess.Popen)
+
+
+class EndsWithItsClientTest(_ProbeTest):
+  """A fork ends with the process that asked for it, however that ends."""
+
+  def _script(self, body: str) -> subprocess.Popen:
+    script = "from hloprobe.runtime import pool\nimport forked_probe\n" + (
+      textwrap.dedent(body)
+    )
+    proc = subprocess.Popen(
+      [sys.executable, "-c", script],
+      stdout=subprocess.PIPE,
+      stderr=subprocess.DEVNULL,
+      text=True,
+    )
+    self.addCleanup(proc.stdout.close)
+    self.addCleanup(lambda: proc.poll() is None and proc.kill())
+    return proc
+
+  def test_a_pool_left_open_does_not_hold_the_exit(self):
+    # (A case loader's pool is kept until exit.) The server ends at exit
+    # with its forks, and the process exits.
+    proc = self._script(
+      """
+      kept = pool.WorkerPool(forked=("hloprobe.runtime.serve",))
+      print(kept.call(forked_probe.Probe())["pid"], flush=True)
+      """
+    )
+    out, _ = proc.communicate(timeout=120)
+    self.assertEqual(proc.returncode, 0)
+    self.assertFalse(_running(int(out.split()[0])))
+
+  def test_a_killed_client_s_busy_fork_ends_and_its_stdout_closes(self):
+    proc = self._script(
+      """
+      import threading
+      workers = pool.WorkerPool(forked=("hloprobe.runtime.serve",))
+      print(workers.call(forked_probe.Probe())["pid"], flush=True)
+      threading.Thread(
+        target=workers.call, args=(forked_probe.Sleep(120),), daemon=True
+      ).start()
+      import time
+      time.sleep(120)
+      """
+    )
+    pid = int(proc.stdout.readline())
+    time.sleep(2)  # in its sleep
+    self.assertTrue(_running(pid))
+    proc.kill()
+    proc.wait()
+    start = time.monotonic()
+    proc.stdout.read()  # EOF: no process holds the pipe any more
+    self.assertLess(time.monotonic() - start, 30)
+    deadline = time.monotonic() + 30
+    while _running(pid) and time.monotonic() < deadline:
+      time.sleep(0.1)
+    self.assertFalse(_running(pid))
+
+
+def _running(pid: int) -> bool:
+  """Whether process `pid` exists and is not a zombie."""
+  try:
+    with open(f"/proc/{pid}/stat") as f:
+      return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+  except FileNotFoundError:
+    return False
 
 
 class UnforkableTest(absltest.TestCase):
