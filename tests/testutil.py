@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 from absl.testing import parameterized
@@ -224,6 +225,24 @@ def shared_case_loader():
       yield kept
   finally:
     WorkerPool.close(kept, kill=True)
+
+
+def process_running(pid: int) -> bool:
+  """Whether process `pid` exists and is not a zombie (Linux /proc)."""
+  try:
+    with open(f"/proc/{pid}/stat") as f:
+      return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+  except FileNotFoundError:
+    return False
+
+
+def process_ends(pid: int, timeout_s: float) -> bool:
+  """Whether process `pid` has ended (`process_running`) within
+  `timeout_s` seconds, looking every 0.1 s."""
+  deadline = time.monotonic() + timeout_s
+  while process_running(pid) and time.monotonic() < deadline:
+    time.sleep(0.1)
+  return not process_running(pid)
 
 
 def jaxlib_at_least(version: str, jaxlib: str | None = None) -> bool:

@@ -164,9 +164,10 @@ def _jax_platforms() -> str | None:
 # runs moved in their last bits against the main process's (check40,
 # 2026-12-06), so a built-in case's are made in the main process
 # (`engine._Sweep._compiled`).
-# OPENBLAS_NUM_THREADS is read when numpy loads OpenBLAS (at the worker's
-# start; a forked worker's server's, `forked`); XLA's own thread pools do
-# not read it: `forked.ONE_BLAS_THREAD`.
+# OPENBLAS_NUM_THREADS is read when numpy loads OpenBLAS, as the worker
+# starts (XLA's own thread pools do not read it). The setting is
+# `forked.ONE_BLAS_THREAD`, there because the server of forked workers,
+# which loads numpy for all of them, starts with it too.
 
 
 # glibc malloc's settings (its MALLOC_*_ environment variables, read as

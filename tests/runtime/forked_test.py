@@ -17,11 +17,13 @@ import types
 from unittest import mock
 
 import pytest
+import testutil
 from absl.testing import absltest
 
 from hloprobe.errors import XlaFlagsError
 from hloprobe.runtime import WorkerError, forked, serve
 from hloprobe.runtime import pool as worker_pool
+from hloprobe.tools.bench_shards import comparable
 
 pytestmark = pytest.mark.compiles
 
@@ -204,7 +206,7 @@ class EndsWithItsClientTest(_ProbeTest):
     )
     out, _ = proc.communicate(timeout=120)
     self.assertEqual(proc.returncode, 0)
-    self.assertFalse(_running(int(out.split()[0])))
+    self.assertFalse(testutil.process_running(int(out.split()[0])))
 
   def test_a_killed_client_s_busy_fork_ends_and_its_stdout_closes(self):
     proc = self._script(
@@ -221,25 +223,38 @@ class EndsWithItsClientTest(_ProbeTest):
     )
     pid = int(proc.stdout.readline())
     time.sleep(2)  # in its sleep
-    self.assertTrue(_running(pid))
+    self.assertTrue(testutil.process_running(pid))
     proc.kill()
     proc.wait()
     start = time.monotonic()
     proc.stdout.read()  # EOF: no process holds the pipe any more
     self.assertLess(time.monotonic() - start, 30)
-    deadline = time.monotonic() + 30
-    while _running(pid) and time.monotonic() < deadline:
-      time.sleep(0.1)
-    self.assertFalse(_running(pid))
+    self.assertTrue(testutil.process_ends(pid, 30))
 
 
-def _running(pid: int) -> bool:
-  """Whether process `pid` exists and is not a zombie."""
-  try:
-    with open(f"/proc/{pid}/stat") as f:
-      return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-  except FileNotFoundError:
-    return False
+class SameResultsTest(absltest.TestCase):
+  def test_a_sweep_s_results_are_those_of_python_c_workers(self):
+    # The command line's workers forked (its default) and spawned: the
+    # same results.json but for timings, an XLA_FLAGS experiment's
+    # (dot strength reduction off: other fates at n = 1) included.
+    found = {}
+    for start in ("fork", "spawn"):
+      out = self.create_tempdir().full_path
+      proc = testutil.run_hloprobe(
+        "sweep",
+        "--case=seed_mlp",
+        "--targets=cpu,a100",
+        "--batch_sizes=1,2",
+        "--precisions=bfloat16",
+        "--experiment=nodsr:--xla_disable_hlo_passes=dot-strength-reduction",
+        "--nocache",
+        f"--output_dir={out}",
+        env={worker_pool.WORKER_START_ENV: start},
+      )
+      self.assertEqual(proc.returncode, 0, proc.stderr)
+      found[start] = comparable(os.path.join(out, "results.json"))
+    self.assertLen(found["fork"]["configs"], 8)
+    self.assertEqual(found["fork"], found["spawn"])
 
 
 class UnforkableTest(absltest.TestCase):

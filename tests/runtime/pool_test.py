@@ -378,15 +378,6 @@ def _printed(test: absltest.TestCase, script: str) -> list[str]:
   return done.stdout.split()
 
 
-def _running(pid: int) -> bool:
-  """Whether process `pid` exists and is not a zombie."""
-  try:
-    with open(f"/proc/{pid}/stat") as f:
-      return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-  except FileNotFoundError:
-    return False
-
-
 class DieWithParentTest(absltest.TestCase):
   def test_a_worker_ends_with_its_parent_process_not_its_thread(self):
     # A worker (here `serve._die_with_parent` alone, busy sleeping, its
@@ -423,17 +414,14 @@ class DieWithParentTest(absltest.TestCase):
     self.addCleanup(parent.kill)
     pid, ready = parent.stdout.readline().split()
     pid = int(pid)
-    self.addCleanup(lambda: _running(pid) and os.kill(pid, 9))
+    self.addCleanup(lambda: testutil.process_running(pid) and os.kill(pid, 9))
     self.assertEqual(ready, "ready")
     time.sleep(1.0)  # its starting thread has ended
-    self.assertTrue(_running(pid))
+    self.assertTrue(testutil.process_running(pid))
     parent.stdin.write("\n")
     parent.stdin.close()
     self.assertEqual(parent.wait(30), 0)
-    deadline = time.monotonic() + 20
-    while _running(pid) and time.monotonic() < deadline:
-      time.sleep(0.1)
-    self.assertFalse(_running(pid))
+    self.assertTrue(testutil.process_ends(pid, 20))
 
 
 if __name__ == "__main__":
