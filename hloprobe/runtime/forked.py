@@ -124,7 +124,7 @@ _APPLIED = frozenset(
 )
 # Variables (by prefix) read as a process starts or as the server imports
 # jax and numpy: Python's own, OpenBLAS's and OpenMP's threads, numpy's,
-# jax's configuration (JAX_PLATFORMS but, `_APPLIED`), jaxlib's logging,
+# jax's configuration (but those `_APPLIED`), jaxlib's logging,
 # the dynamic loader's and glibc's. A worker whose differ from the
 # server's is not a fork of it; any other variable (COLUMNS, HOME, CUDA's,
 # read when a backend starts) is set in the fork's environment.
