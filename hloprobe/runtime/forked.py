@@ -21,7 +21,8 @@ anything reads it (`_child`):
     no signal blocked;
   - the environment, whole. XLA reads XLA_FLAGS as its first backend
     starts (xla/debug_options_flags.cc; after the fork: a fork given an
-    unknown flag aborts as a started worker does, forked_test), the CUDA
+    unknown flag aborts as a started worker does, forked_test on jaxlib
+    0.12.0.1 and 0.10.2), the CUDA
     plugin JAX_SKIP_CUDA_CONSTRAINTS_CHECK as it starts, Python's
     `tempfile` TMPDIR when first asked (its cache is cleared), and jax
     JAX_PLATFORMS when it is imported: set again with `jax.config.update`;
@@ -115,7 +116,8 @@ _APPLIED = frozenset(
     "XLA_PYTHON_CLIENT_PREALLOCATE",
     "JAX_PLATFORMS",
     # Read as the CUDA plugin starts (jax_plugins/xla_cuda12 `initialize`,
-    # jax 0.12.0.1), after the fork; `api.ship` sets it for the workers.
+    # jax 0.12.0.1 and 0.10.2), after the fork; `api.ship` sets it for the
+    # workers.
     "JAX_SKIP_CUDA_CONSTRAINTS_CHECK",
     "MALLOC_ARENA_MAX",
     "MALLOC_MMAP_MAX_",
@@ -203,8 +205,7 @@ class ForkedProcess:
   def poll(self) -> int | None:
     """Its exit status (a signal's as minus its number), None while it
     runs."""
-    with _STATUS_LOCK:
-      return self._process.exitcode
+    return _exit_status(self._process, 0)
 
   def wait(self, timeout: float | None = None) -> int:
     """Its exit status, once it has one.
@@ -212,17 +213,27 @@ class ForkedProcess:
     Raises:
       subprocess.TimeoutExpired: still running after `timeout` seconds.
     """
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while (code := self.poll()) is None:
-      left = None if deadline is None else deadline - time.monotonic()
-      if left is not None and left <= 0:
-        raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout)
-      # Until the status can be read; read by `poll`, under the lock.
-      multiprocessing.connection.wait([self._process.sentinel], left)
+    code = _exit_status(self._process, timeout)
+    if code is None:
+      raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout)
     return code
 
   def kill(self) -> None:
     self._process.kill()
+
+
+def _exit_status(process, timeout: float | None) -> int | None:
+  """A fork's exit status once it has one within `timeout` seconds (None:
+  for ever), else None: waited for without reading it, then read under
+  `_STATUS_LOCK`."""
+  deadline = None if timeout is None else time.monotonic() + timeout
+  while True:
+    with _STATUS_LOCK:
+      code = process.exitcode
+    left = None if deadline is None else deadline - time.monotonic()
+    if code is not None or (left is not None and left <= 0):
+      return code
+    multiprocessing.connection.wait([process.sentinel], left)
 
 
 class Forker:
@@ -321,7 +332,7 @@ def _stop_server() -> None:
   for process in live:
     process.kill()
   for process in live:
-    ForkedProcess(process, None, None).wait(5)
+    _exit_status(process, 5)
   with contextlib.suppress(ProcessLookupError):
     os.kill(pid, signal.SIGKILL)
   server._stop()
@@ -379,7 +390,8 @@ def _unforkable(env, server) -> list[str]:
   the server imported its modules (`_READ_AT_START`), not applied by
   `_child`, and set to another value than the server's. One the server
   has and `env` has not is no obstacle: the server's imports set it
-  (jax sets TF_CPP_MIN_LOG_LEVEL as it is imported, jax 0.12.0.1), as a
+  (jax sets TF_CPP_MIN_LOG_LEVEL as it is imported, jax 0.12.0.1 and
+  0.10.2), as a
   `python -c` worker's would."""
   return sorted(
     k
@@ -418,4 +430,6 @@ def _mallopt(env: dict) -> None:
 # thread unless the user set otherwise, as `process.Worker` gives each
 # worker, before numpy loads OpenBLAS there.
 if sys.argv == ["-c"] and "multiprocessing.forkserver" in sys.modules:
-  os.environ.setdefault(*next(iter(ONE_BLAS_THREAD.items())))
+  os.environ.update(
+    {k: v for k, v in ONE_BLAS_THREAD.items() if k not in os.environ}
+  )

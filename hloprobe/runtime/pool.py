@@ -234,18 +234,10 @@ class WorkerPool(PickledCalls):
       return self._worker(key).call_pickled(payload, timeout_s)
 
   @staticmethod
-  def forks_wanted() -> bool:
-    """Whether a pool asked for forked workers forks them: not where the
-    environment asks for `python -c` ones (`WORKER_START_ENV`), nor
-    where a fork would run the main script again
-    (`forked.main_not_rerun`)."""
-    return os.environ.get(WORKER_START_ENV) != "spawn" and main_not_rerun()
-
-  @staticmethod
   def start_fork_server(modules: Sequence[str]) -> None:
     """Starts the server that forks the workers of pools asked for forked
     ones (`forked.Forker`; its imports of `modules` go on in the
-    background), where forks are wanted (`forks_wanted`) and this platform
+    background), where forks are wanted (`_forker`) and this platform
     has a forkserver; a later pool's finds it running."""
     _forker(modules)
 
@@ -392,9 +384,11 @@ class WorkerPool(PickledCalls):
 
 
 def _forker(preload: Sequence[str]) -> Forker | None:
-  """A `Forker` of `preload`, or None where workers are not forked
-  (`WorkerPool.forks_wanted`), or there is no forkserver."""
-  if not WorkerPool.forks_wanted():
+  """A `Forker` of `preload`, or None where workers are not forked: the
+  environment asks for `python -c` ones (`WORKER_START_ENV`), a fork would
+  run the main script again (`forked.main_not_rerun`), or there is no
+  forkserver."""
+  if os.environ.get(WORKER_START_ENV) == "spawn" or not main_not_rerun():
     return None
   try:
     return Forker(preload)

@@ -316,7 +316,7 @@ class Worker:
     if self.proc.wait() != NOT_FORKED:
       return False
     for stream in (self.proc.stdin, self.proc.stdout):
-      stream.close()
+      _close(stream)
     self._forker = None
     self._launch()
     return True
@@ -416,15 +416,24 @@ class Worker:
   def _end(self, kill: bool) -> None:
     if self.proc.poll() is None:
       if not kill:
-        self.proc.stdin.close()
+        _close(self.proc.stdin)
       try:
         self.proc.wait(timeout=0 if kill else 5)
       except subprocess.TimeoutExpired:
         self.proc.kill()
         self.proc.wait()
     for stream in (self.proc.stdin, self.proc.stdout):
-      if not stream.closed:
-        stream.close()
+      _close(stream)
+
+
+def _close(stream) -> None:
+  """Closes one of a worker's pipes. Closing flushes what a call left
+  unsent; to a process that has ended that raises BrokenPipeError, and
+  the pipe is closed all the same (a fork ended `NOT_FORKED` before its
+  first call was read: forked_test)."""
+  if not stream.closed:
+    with contextlib.suppress(OSError):
+      stream.close()
 
 
 # The file in a worker's folder that names the hloprobe process (its pid)

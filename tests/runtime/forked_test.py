@@ -196,17 +196,20 @@ class EndsWithItsClientTest(_ProbeTest):
     return proc
 
   def test_a_pool_left_open_does_not_hold_the_exit(self):
-    # (A case loader's pool is kept until exit.) The server ends at exit
-    # with its forks, and the process exits.
+    # A case loader's pool is kept until exit, and the sweep's pool made
+    # after it (its `Forker` too) is closed: the server ends at exit with
+    # the kept pool's fork, and the process exits.
     proc = self._script(
       """
       kept = pool.WorkerPool(forked=("hloprobe.runtime.serve",))
       print(kept.call(forked_probe.Probe())["pid"], flush=True)
+      with pool.WorkerPool(forked=("hloprobe.runtime.serve",)) as other:
+        other.call(forked_probe.Probe())
       """
     )
-    out, _ = proc.communicate(timeout=120)
+    out, _ = proc.communicate(timeout=60)
     self.assertEqual(proc.returncode, 0)
-    self.assertFalse(testutil.process_running(int(out.split()[0])))
+    self.assertTrue(testutil.process_ends(int(out.split()[0]), 10))
 
   def test_a_killed_client_s_busy_fork_ends_and_its_stdout_closes(self):
     proc = self._script(
