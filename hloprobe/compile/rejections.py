@@ -37,22 +37,61 @@ _NO_LOWERING = re.compile(
 # (jax/_src/cudnn/fused_attention_stablehlo.py: dot_product_attention_fwd,
 # _bwd and their fp8 forms; jax 0.10.2 and 0.12.0.1).
 _GPU_ONLY = re.compile(r"dot_product_attention(_fp8)?_(fwd|bwd)")
+# jax's lowering rules of the host callbacks, by the function the user
+# called (jax/_src/debugging.py, jax/_src/callback.py; jax 0.10.2 and
+# 0.12.0.1).
+_CALLBACK_RULES = {
+  "debug_callback_lowering": "jax.debug.print or jax.debug.callback",
+  "debug_print_lowering_rule": "jax.debug.print",
+  "io_callback_lowering": "io_callback",
+  "pure_callback_lowering": "pure_callback",
+}
 
 
 def missing_lowering(error: BaseException) -> str | None:
-  """The primitive jax has no CPU lowering for, in words; None otherwise.
+  """The lowering jax could not make, in words; None otherwise.
 
   "GPU-only primitive dot_product_attention_fwd has no CPU lowering" where
   jax registers a CUDA lowering alone (`_GPU_ONLY`), else "primitive
   <name> has no CPU lowering": for a config on the CPU target (its compile
-  failure) and for the executor's check (`numerics.executed`).
+  failure) and for the executor's check (`numerics.executed`). A host
+  callback lowered for a compile-only GPU (`_host_callback`) is named too.
   """
   found = _NO_LOWERING.search(str(error))
   if found is None:
-    return None
+    return _host_callback(error)
   name = found.group(1)
   kind = "GPU-only primitive" if _GPU_ONLY.fullmatch(name) else "primitive"
   return f"{kind} {name} has no CPU lowering"
+
+
+def _host_callback(error: BaseException) -> str | None:
+  """A host callback that jax cannot lower without an attached GPU, named
+  by what the user wrote; None for any other error.
+
+  jax lowers a host callback (`jax.debug.print`, `jax.debug.callback`,
+  `io_callback`, `pure_callback`) through `emit_python_callback`
+  (jax/_src/callback.py), which asks the module's backend for its
+  platform; a compile-only GPU's (a topology's) is "gpu", which
+  `xla_bridge.canonicalize_platform` resolves only against an attached GPU
+  backend, so the lowering raises "Unknown backend: 'gpu' requested" (jax
+  0.10.2 and 0.12.0.1: the same frames and words). The error's traceback
+  says it was that call and which rule made it.
+  """
+  frames = []
+  tb = error.__traceback__
+  while tb is not None:
+    frames.append(tb.tb_frame.f_code.co_name)
+    tb = tb.tb_next
+  if "emit_python_callback" not in frames:
+    return None
+  rules = [_CALLBACK_RULES[f] for f in frames if f in _CALLBACK_RULES]
+  what = rules[-1] if rules else "a host callback"
+  return (
+    f"{what} cannot be lowered for a compile-only GPU (jax lowers host "
+    "callbacks through an attached GPU backend); compile on a machine with "
+    "a GPU, or take the callback out of the program"
+  )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

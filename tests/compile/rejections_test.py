@@ -2,7 +2,8 @@
 lowering, named in words. The error is jax's, raised here by lowering
 (no XLA compile) cuDNN attention for the CPU: jax registers
 dot_product_attention_fwd for CUDA only
-(jax/_src/cudnn/fused_attention_stablehlo.py)."""
+(jax/_src/cudnn/fused_attention_stablehlo.py). So is a host callback
+lowered for a compile-only GPU (jax asks for an attached GPU backend)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import jax
 import ml_dtypes
 import numpy as np
 from absl.testing import absltest
+from jax.experimental import io_callback
 
-from hloprobe.compile import rejections
+from hloprobe import compile as hcompile
+from hloprobe.compile import lowering, rejections
 
 
 def _cudnn_attention_on_cpu() -> BaseException:
@@ -42,6 +45,57 @@ class MissingLoweringTest(absltest.TestCase):
       "primitive my_prim has no CPU lowering",
     )
     self.assertIsNone(rejections.missing_lowering(ValueError("shapes")))
+
+
+def _lowered_for_a100(fn) -> BaseException | None:
+  x = np.ones((2, 4), np.float32)
+  case = hcompile.Case(
+    name="callback", description="", fn=fn, make_inputs=lambda: (x,)
+  )
+  try:
+    lowering.lower_case(case, (x,), "float32", hcompile.get_target("a100"))
+  except Exception as e:  # noqa: BLE001 (whatever jax raises is the input)
+    return e
+  return None
+
+
+def _printed(x):
+  jax.debug.print("{}", x.sum())
+  return x * 2
+
+
+def _called(x):
+  shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
+  return io_callback(lambda v: np.asarray(v) * 2, shape, x) + 1
+
+
+class HostCallbackTest(absltest.TestCase):
+  """What jax 0.10.2 and 0.12.0.1 do: the lowering of a host callback for
+  a topology's device raises, and the rule that made it is named."""
+
+  def test_debug_print_named(self):
+    error = _lowered_for_a100(_printed)
+    self.assertIsNotNone(error, "jax lowered a debug print for a topology")
+    named = rejections.missing_lowering(error)
+    self.assertIsNotNone(named, str(error))
+    self.assertTrue(named.startswith("jax.debug.print"), named)
+    self.assertIn("compile-only GPU", named)
+
+  def test_io_callback_named(self):
+    error = _lowered_for_a100(_called)
+    self.assertIsNotNone(error, "jax lowered an io_callback for a topology")
+    named = rejections.missing_lowering(error)
+    self.assertIsNotNone(named, str(error))
+    self.assertTrue(named.startswith("io_callback "), named)
+
+  def test_the_same_words_elsewhere_are_not_a_callback(self):
+    raised = RuntimeError("Unknown backend: 'gpu' requested")
+    self.assertIsNone(rejections.missing_lowering(raised))
+
+  def test_the_cpu_lowers_callbacks(self):
+    x = np.ones((2, 4), np.float32)
+    jax.jit(_printed).lower(x)
+    jax.jit(_called).lower(x)
 
 
 if __name__ == "__main__":
