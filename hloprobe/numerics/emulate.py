@@ -464,8 +464,18 @@ class SwitchedEmulation:
   arguments (bit for bit: emulate_many_test, rows_large_test, on jaxlib
   0.12.0.1 and 0.10.2).
 
+  Several summation orders (`order` a tuple) are one compile too: each
+  site a `lax.switch` over its dot in each order (`evaluator.Evaluator`),
+  each call naming its order. The outputs are the ones that order's own
+  compile gives where XLA fuses the order's ops alike inside a branch and
+  out: the sequential and blocked orders, which sum in loops (bit for
+  bit: emulate_many_test, jaxlib 0.12.0.1 and 0.10.2). Not pairwise: its
+  f32 products may become FMAs with its first sums by the ops around
+  them (`emulate_dot._pairwise`; conv_net's last bits differed).
+
   Args:
-    fn, args, order, tf32_rounding: as `make_emulator`.
+    fn, args, tf32_rounding: as `make_emulator`.
+    order: as `make_emulator`'s, or a tuple of several.
     choices: per site, the names it may take (a tuple of one or more
       `EMULATED_ALGORITHMS`; several only of `SWITCHABLE`).
     closed: `fn` traced on `args` already (`jaxpr_sites.trace`), or None.
@@ -479,7 +489,9 @@ class SwitchedEmulation:
   def __init__(
     self, fn, args, choices, *, order="xla", tf32_rounding="rna", closed=None
   ):
-    check_order(order)
+    self.orders = (order,) if isinstance(order, str) else tuple(order)
+    for one in self.orders:
+      check_order(one)
     closed = closed if closed is not None else trace(fn, args)[0]
     plan, sites = plan_sites(closed.jaxpr)
     self.choices = tuple(tuple(c) for c in choices)
@@ -490,24 +502,24 @@ class SwitchedEmulation:
       )
     evaluator = Evaluator(
       tuple(c[0] if len(c) == 1 else c for c in self.choices),
-      order,
+      order if isinstance(order, str) else self.orders,
       tf32_rounding,
     )
     # A `with_mesh_splits` function's dots split as its mesh asks, as
     # `make_emulator`'s do ({} for any other function).
     evaluator.parts.update(mesh_parts(fn, args, closed.jaxpr.invars))
 
-    def run(consts, selector, leaves):
-      evaluator.selector = selector
+    def run(consts, selector, leaves, order_index=None):
+      evaluator.selector, evaluator.order_index = selector, order_index
       return evaluator.run(closed.jaxpr, plan, consts, leaves)
 
     self._scan_copies = evaluator.scan_copies
     consts, leaves = tuple(closed.consts), jax.tree_util.tree_leaves(args)
-    self._compiled = (
-      jax.jit(run)
-      .lower(consts, self._selector(self._first()), leaves)
-      .compile()
-    )
+    first = self._selector(self._first())
+    self._several = not isinstance(order, str)
+    several = (np.int32(0),) if self._several else ()
+    lowered = jax.jit(run).lower(consts, first, leaves, *several)
+    self._compiled = lowered.compile()
     # The trace's constants on the device once (each call would copy them).
     self._consts = jax.device_put(consts)
 
@@ -517,16 +529,24 @@ class SwitchedEmulation:
   def _selector(self, names) -> np.ndarray:
     return np.array([c.index(a) for c, a in zip(self.choices, names)], np.int32)
 
-  def __call__(self, names, leaves) -> tuple[np.ndarray, ...]:
+  def __call__(
+    self, names, leaves, order: str | None = None
+  ) -> tuple[np.ndarray, ...]:
     """The output leaves (numpy) of the assignment `names` (one per site,
     each among that site's choices) on `leaves` (the arguments' leaves,
-    of the shapes compiled for).
+    of the shapes compiled for), in `order` (one of `orders`; None: the
+    only one).
 
     Raises:
       EmulationError: a scan's unrolled copies differ in algorithms.
       ValueError: not one name a site, or a name not among its site's
-        choices.
+        choices, or an order not compiled for (None where there are
+        several).
     """
+    if order is None and self._several:
+      raise ValueError(f"name one of the orders {self.orders}")
+    if order is not None and order not in self.orders:
+      raise ValueError(f"order {order!r} is not among {self.orders}")
     if len(names) != len(self.choices):
       raise ValueError(
         f"{len(names)} algorithms for {len(self.choices)} dot sites"
@@ -539,7 +559,10 @@ class SwitchedEmulation:
           "supported"
         )
     selector = self._selector(names)
-    outs = self._compiled(self._consts, selector, leaves)
+    at = (np.int32(self.orders.index(order or self.orders[0])),)
+    outs = self._compiled(
+      self._consts, selector, leaves, *(at if self._several else ())
+    )
     return tuple(np.asarray(x) for x in outs)
 
 

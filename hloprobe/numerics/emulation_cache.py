@@ -32,6 +32,7 @@ Private in intent: use the package, `hloprobe.numerics`.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Hashable, Iterable, Sequence
 
 import jax
@@ -86,6 +87,16 @@ HELD_EMULATIONS = 8
 INLINE_SITES = 24
 # The noise floor's own assignment, every site's.
 _F32 = "F32_F32_F32"
+# The fixed orders whose one-row emulations are one switched compile
+# (`EmulationCache._fixed_orders`; gpt2_1: 1.65 CPU-s against 3.1 for one
+# each, jaxlib 0.12.0.1). Sequential and blocked sum in loops, whose
+# bodies XLA fuses alike inside a `lax.switch` branch or not. Pairwise
+# keeps its own: a small K's tree is summed outside any loop, where
+# XLA:CPU fuses f32 products into its first sums as FMAs or not by the
+# ops around them (`emulate_dot._pairwise`); in a branch, conv_net's
+# pairwise F32 differed from its own compile in the last bit of 7 of 10
+# outputs (jaxlib 0.12.0.1, 2026-12-07).
+_COMPILED_TOGETHER = (("sequential", "blocked"), ("pairwise",))
 
 # (batch size, site algorithms, summation order) of one emulation; the
 # "size" may instead be the rows of the full batch to gather, ascending
@@ -293,6 +304,8 @@ class EmulationCache:
     self._row_axes: tuple | None = None
     self._row_runs: dict[str, object] = {}
     self._row_closed = None
+    # The fixed orders' switched compiles, by group (`_fixed_orders`).
+    self._fixed: dict[tuple[str, ...], emulate.SwitchedEmulation] = {}
 
   def args(self, n: int | tuple[int, ...]) -> tuple:
     """The case's arguments at size n, or, for a tuple of rows, those rows
@@ -357,16 +370,17 @@ class EmulationCache:
     """From now on, a fixed order's emulation of gathered rows (a key whose
     size is a tuple of rows and whose order is not "xla") of single-pass
     algorithms (`emulate_dot.SWITCHABLE` at every site) is made a row at a
-    time (issue 37: a large program, `rows.rows_whole`): one compile per
-    order, a batch of one row whose every site chooses among the
-    single-pass algorithms at run time (`emulate.SwitchedEmulation`), run
-    once per row and assignment, each row's outputs held apart; or, where
+    time (issue 37: a large program, `rows.rows_whole`): a batch of one
+    row whose every site chooses one of the single-pass algorithms at run
+    time (`emulate.SwitchedEmulation`), one compile for the sequential and
+    blocked orders (a site's order chosen at run time too) and one for
+    pairwise (`_COMPILED_TOGETHER`), run once per row, order and
+    assignment, each row's outputs held apart; or, where
     the program's sites repeat their shapes, that row walked eagerly with
     each distinct site compiled once (`emulate_outlined`: gpt2_12's three
     orders took 31 CPU-s of whole-program compiles). So F32's and the
-    chosen assignment's fixed orders, at any rows of any size, share one
-    compile an order (gpt2_12: three, not six, of about 10
-    CPU-s each), and a row is emulated once, whatever the sizes that judge
+    chosen assignment's fixed orders, at any rows of any size, share that
+    one compile, and a row is emulated once, whatever the sizes that judge
     it.
 
     Each row's outputs are those of `emulate.emulate_case` of that
@@ -421,12 +435,29 @@ class EmulationCache:
         closed = self._row_trace(args)
         self._row_runs[order] = self._tried_outlined(
           args, choices, order, closed
-        ) or emulate.SwitchedEmulation(
-          self._fn, args, choices, order=order, closed=closed
+        ) or functools.partial(
+          self._fixed_orders(args, choices, closed, order), order=order
         )
       except (EmulationError, InvalidArgumentError):  # e.g. an attention
         self._row_runs[order] = None  # site: by the batch
     return self._row_runs[order]
+
+  def _fixed_orders(
+    self, args, choices, closed, order: str
+  ) -> emulate.SwitchedEmulation:
+    """The one-row switched emulation of `order`'s group of fixed orders
+    (`_COMPILED_TOGETHER`), made once: one compile whose call names its
+    order (the floor asks for every fixed order at each row it judges)."""
+    group = next(g for g in _COMPILED_TOGETHER if order in g)
+    if group not in self._fixed:
+      self._fixed[group] = emulate.SwitchedEmulation(
+        self._fn,
+        args,
+        choices,
+        order=group if len(group) > 1 else order,
+        closed=closed,
+      )
+    return self._fixed[group]
 
   def _tried_outlined(self, args, choices, order: str, closed):
     """`emulate_outlined.OutlinedEmulation` of a program whose sites repeat

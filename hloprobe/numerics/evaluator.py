@@ -19,6 +19,8 @@ Private in intent: use the package, `hloprobe.numerics`.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 from jax import lax
 
@@ -147,7 +149,12 @@ class Evaluator:
   Args:
     algorithms: one algorithm name per site (`EMULATED_ALGORITHMS`), in
       site order.
-    order: f32 summation order of every emulated dot (`SUMMATION_ORDERS`).
+    order: f32 summation order of every emulated dot (`SUMMATION_ORDERS`),
+      or a tuple of several, of which `order_index` (a traced int32 scalar
+      the caller sets) picks one at run time: each site is then a
+      `lax.switch` over its dot in each order, each branch the ops that
+      order alone gives (`emulate.SwitchedEmulation`: one compile for
+      every fixed order).
     rounding: f32 -> TF32 rounding mode ('rna', 'rne' or 'rz').
   """
 
@@ -165,6 +172,8 @@ class Evaluator:
     # `selector[site]` picks at run time (`emulate_dot.Switched`), so that
     # one compile serves every assignment (`emulate.emulate_switched`).
     self.selector = None
+    # With several orders, the one `order_index` picks at run time.
+    self.order_index = None
     # The site ranges of each scan's unrolled copies, as met (`_scan`).
     self.scan_copies: list[tuple[tuple[int, int], ...]] = []
 
@@ -245,13 +254,13 @@ class Evaluator:
       # in floats (`sites.integer_rules.integer_to_float_algorithm`).
       ins = [lax.convert_element_type(x, out_dtype) for x in ins]
 
-    def at(algorithm, *operands):
+    def at(order, algorithm, *operands):
       if eqn.primitive.name == "conv_general_dilated":
         out = emulated_conv_general_dilated(
           *operands,
           eqn.params,
           algorithm,
-          order=self.order,
+          order=order,
           tf32_rounding=self.rounding,
         )
         return lax.convert_element_type(out, out_dtype)
@@ -259,13 +268,19 @@ class Evaluator:
         *operands,
         dims=eqn.params["dimension_numbers"],
         algorithm=algorithm,
-        order=self.order,
+        order=order,
         rounding=self.rounding,
         dtype=out_dtype,
         count=self._split(eqn),
       )
 
-    return self._switched(site, at, ins)
+    if isinstance(self.order, str):
+      return self._switched(site, functools.partial(at, self.order), ins)
+    in_order = lambda order, *x: self._switched(
+      site, functools.partial(at, order), list(x)
+    )
+    branches = [functools.partial(in_order, order) for order in self.order]
+    return lax.switch(self.order_index, branches, *ins)
 
   def _switched(self, site: int, at, ins):
     """`at(algorithm, *ins)` at the site's algorithm: a name, or a tuple of

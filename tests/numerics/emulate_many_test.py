@@ -65,6 +65,34 @@ class EmulateSwitchedTest(parameterized.TestCase):
       all(np.array_equal(switched[0][0], o[0]) for o in switched[1:])
     )
 
+  @parameterized.parameters(("seed_mlp", 3), ("conv_net", 1))
+  def test_several_orders_one_compile_same_bits_as_each_alone(self, name, n):
+    # Each call names its order; its outputs are those of that order's
+    # own emulation (emulate_case), bit for bit, for every assignment:
+    # the orders that sum in loops (emulation_cache._COMPILED_TOGETHER).
+    case = cases.get_case(name)
+    args = case.inputs_for(case.make_inputs(), n)
+    count = emulate.count_sites(case.fn, args)
+    orders = ("sequential", "blocked")
+    choices = ((_F, _T, _H),) * count
+    several = emulate.SwitchedEmulation(case.fn, args, choices, order=orders)
+    leaves = jax.tree_util.tree_leaves(args)
+    got = {}
+    for order in orders:
+      for assignment in ((_F,) * count, (_T,) * count, (_H, _T) * count):
+        assignment = assignment[:count]
+        out = several(assignment, leaves, order=order)
+        want = emulate.emulate_case(case.fn, args, assignment, order=order)
+        for a, b in zip(out, jax.tree_util.tree_leaves(want), strict=True):
+          np.testing.assert_array_equal(a, b, err_msg=f"{order} {assignment}")
+        got[order, assignment[0]] = out[0]
+    # the orders do differ, so the check can fail
+    self.assertFalse(np.array_equal(got["sequential", _F], got["blocked", _F]))
+    with self.assertRaisesRegex(ValueError, "name one of the orders"):
+      several((_F,) * count, leaves)
+    with self.assertRaisesRegex(ValueError, "not among"):
+      several((_F,) * count, leaves, order="xla")
+
   def test_splits_and_attention_are_not_switched(self):
     self.assertFalse(emulate.switchable([(_B, _F), (_F, _F)]))
     self.assertTrue(emulate.switchable([(_B, _F), (_B, _T)]))
