@@ -11,7 +11,12 @@ order, the fixed-order ones of its noise floor, the per-site scales the
 first time, and, where told the sweep's sizes, a guess: the same
 "xla"-order assignments at the sizes the sweep visits after this one, which
 the next configs of the same target and precision usually ask for (their
-algorithms rarely change with the batch size).
+algorithms rarely change with the batch size). An assignment is guessed
+once it was asked for at the size before too: the smallest size's is often
+its own (XLA's dot strength reduction turns a vmapped matrix-vector dot
+into multiply+reduce, F32, at n = 1 alone; issue 37: decode's a100
+bfloat16 assignment at n = 1 was guessed at all six larger sizes, and
+none asked for it).
 
 Why it is exact: each emulator is its own ops on its own size's arguments,
 and several emulators in one module is what `emulate.emulate_many` and
@@ -292,6 +297,8 @@ class EmulationCache:
     self._bytes: dict[int, int] = {}  # size -> bytes of one emulation
     self._scales: tuple | None = None
     self._guessed: set[Key] = set()  # made on a guess, not yet asked for
+    # (size, assignment) of each "xla"-order key asked for (`_guesses`).
+    self._asked: set[tuple] = set()
     self._guessing = bool(self._sizes)
     self._attention: dict[int, dict] = {}  # size -> attention operands
     self._attention_bands: dict[tuple, object] = {}
@@ -730,6 +737,7 @@ class EmulationCache:
     """
     keys = list(dict.fromkeys(keys))
     self._guessed.difference_update(keys)
+    self._asked.update((n, a) for n, a, order in keys if order == "xla")
     for key in [k for k in keys if self._by_rows(k)]:
       rows, algorithms, order = key
       for r in rows:  # a row at a time, each row held
@@ -757,14 +765,21 @@ class EmulationCache:
     self._guessed.update(guesses)
 
   def _guesses(self, n: int, keys: list[Key]) -> list[Key]:
-    """The "xla"-order assignments of `keys` at size n, at the sweep's
-    sizes after n with as many sites, while the limit allows whole sizes."""
+    """The "xla"-order assignments of `keys` at size n that were asked for
+    at the sweep's size before n too, at the sweep's sizes after n with as
+    many sites, while the limit allows whole sizes."""
     if not self._guessing or n not in self._sizes:
       return []
-    wanted = [a for size, a, order in keys if size == n and order == "xla"]
+    at = self._sizes.index(n)
+    before = self._sizes[at - 1] if at else None
+    wanted = [
+      a
+      for size, a, order in keys
+      if size == n and order == "xla" and (before, a) in self._asked
+    ]
     room = self._limit - len(self._guessed)
     found: list[Key] = []
-    for m in self._sizes[self._sizes.index(n) + 1 :]:
+    for m in self._sizes[at + 1 :]:
       new = [
         (m, a, "xla") for a in wanted if (m, a, "xla") not in self._outputs
       ]

@@ -75,16 +75,18 @@ class GuessTest(absltest.TestCase):
 
   def _cache(self, limit=emulation_cache.SPECULATION_LIMIT):
     return emulation_cache.EmulationCache(
-      self.case, self.full, (2, 3, 4), limit
+      self.case, self.full, (1, 2, 3, 4), limit
     )
 
   def test_guessed_sizes_have_the_bits_of_one_emulation_alone(self):
     cache = self._cache()
-    asked = [(2, a, "xla") for a in (_TF32_FIRST, _F32)]
-    cache.fetch(asked, ahead_of=2)
+    both = (_TF32_FIRST, _F32)
+    cache.fetch([(1, a, "xla") for a in both], ahead_of=1)
+    self.assertEqual(cache.guessed, 0)  # not asked at a size before 1
+    cache.fetch([(2, a, "xla") for a in both], ahead_of=2)
     self.assertEqual(cache.guessed, 4)  # 2 assignments at sizes 3 and 4
     for n in (2, 3, 4):
-      for a in (_TF32_FIRST, _F32):
+      for a in both:
         alone = emulate.emulate_case(
           self.case.fn, self.case.inputs_for(self.full, n), a
         )
@@ -96,30 +98,47 @@ class GuessTest(absltest.TestCase):
       np.array_equal(cache.get(4, _F32)[0], cache.get(4, _TF32_FIRST)[0])
     )
 
+  def test_an_assignment_new_at_its_size_is_not_guessed(self):
+    # decode's a100 bfloat16: one assignment at n = 1 (XLA's dot strength
+    # reduction), another from n = 2 on. Each is guessed only once asked
+    # at two sizes in a row.
+    cache = self._cache()
+    cache.fetch([(1, _TF32_FIRST, "xla")], ahead_of=1)
+    cache.fetch([(2, _F32, "xla")], ahead_of=2)
+    self.assertEqual(cache.guessed, 0)
+    cache.fetch([(3, _F32, "xla")], ahead_of=3)
+    self.assertEqual(cache.guessed, 1)
+    self.assertIn((4, _F32, "xla"), cache._outputs)
+    self.assertNotIn((4, _TF32_FIRST, "xla"), cache._outputs)
+
   def test_limit_bounds_the_guesses_held(self):
     cache = self._cache(limit=3)
-    asked = [(2, a, "xla") for a in (_TF32_FIRST, _F32)]
-    cache.fetch(asked, ahead_of=2)
+    asked = (_TF32_FIRST, _F32)
+    cache.fetch([(1, a, "xla") for a in asked], ahead_of=1)
+    cache.fetch([(2, a, "xla") for a in asked], ahead_of=2)
     self.assertEqual(cache.guessed, 2)  # size 3 fits the limit, 4 does not
-    # a config at size 3 asking for two others: no room at size 4
+    # a config at size 3 asking for two others: not guessed, and no room
     others = [(_F, _T, _F, _F), (_F, _F, _T, _F)]
+    cache.fetch([(2, a, "xla") for a in others], ahead_of=2)
     cache.fetch([(3, a, "xla") for a in others], ahead_of=3)
     self.assertEqual(cache.guessed, 2)
 
   def test_no_sizes_no_guess(self):
     cache = emulation_cache.EmulationCache(self.case, self.full)
+    cache.fetch([(1, _F32, "xla")], ahead_of=1)
     cache.fetch([(2, _F32, "xla")], ahead_of=2)
     self.assertEqual(cache.guessed, 0)
 
   def test_guesses_follow_the_sizes_a_later_sweep_visits(self):
-    # explain's fix tries reuse the cache of the sweep over (2, 3, 4) but
-    # visit 2 and 4 only: no guess at 3, which no try asks for.
+    # explain's fix tries reuse the cache of the sweep over (1, 2, 3, 4)
+    # but visit 1, 2 and 4 only: no guess at 3, which no try asks for.
     cache = self._cache()
-    cache.visits((2, 4))
-    asked = [(2, a, "xla") for a in (_TF32_FIRST, _F32)]
-    cache.fetch(asked, ahead_of=2)
+    cache.visits((1, 2, 4))
+    asked = (_TF32_FIRST, _F32)
+    cache.fetch([(1, a, "xla") for a in asked], ahead_of=1)
+    cache.fetch([(2, a, "xla") for a in asked], ahead_of=2)
     self.assertEqual(cache.guessed, 2)  # the 2 assignments at size 4 only
-    for a in (_TF32_FIRST, _F32):
+    for a in asked:
       self.assertIn((4, a, "xla"), cache._outputs)
       self.assertNotIn((3, a, "xla"), cache._outputs)
 
