@@ -455,7 +455,7 @@ class EmulationCache:
     """The one-row switched emulation of `order`'s group of fixed orders
     (`_COMPILED_TOGETHER`), made once: one compile whose call names its
     order (the floor asks for every fixed order at each row it judges)."""
-    group = next(g for g in _COMPILED_TOGETHER if order in g)
+    group = next((g for g in _COMPILED_TOGETHER if order in g), (order,))
     if group not in self._fixed:
       self._fixed[group] = emulate.SwitchedEmulation(
         self._fn,

@@ -154,7 +154,7 @@ class Evaluator:
       the caller sets) picks one at run time: each site is then a
       `lax.switch` over its dot in each order, each branch the ops that
       order alone gives (`emulate.SwitchedEmulation`: one compile for
-      every fixed order).
+      several fixed orders).
     rounding: f32 -> TF32 rounding mode ('rna', 'rne' or 'rz').
   """
 
