@@ -81,16 +81,18 @@ $(OLD_VENV)/.installed-stamp: pyproject.toml
 # are the worst finding and the first fix that passes, with its verify
 # command); the table, the plot and the HTML report go to $(OUT), named
 # on the last line.
+# $(OUT) is make run's own folder: a rerun replaces its results
+# (--overwrite; hloprobe refuses a folder holding a sweep's otherwise).
 run: $(STAMP)
 	@$(BIN)/hloprobe explain --targets=cpu,a100,t4 --output_dir=$(OUT) \
-	  --plot=$(OUT)/row0_error.png
+	  --overwrite --plot=$(OUT)/row0_error.png
 
 # `make run`'s venv and answer, with the extras: cuDNN (cuDNN attention
 # cases), Model Explorer (--model_explorer, `hloprobe view`), Ray
 # (--executor=ray).
 full: $(FULL_STAMP)
 	@$(BIN)/hloprobe explain --targets=cpu,a100,t4 --output_dir=$(OUT) \
-	  --plot=$(OUT)/row0_error.png
+	  --overwrite --plot=$(OUT)/row0_error.png
 
 # Three pytest workers (pytest-xdist, in the test extra) on CI's two
 # cores: many tests wait on worker processes and --case_timeout, so a
