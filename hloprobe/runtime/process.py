@@ -313,7 +313,10 @@ class Worker:
     (`forked.NOT_FORKED`); if so it is started again as `python -c`."""
     if not isinstance(self.proc, ForkedProcess):
       return False
-    if self.proc.wait() != NOT_FORKED:
+    try:  # a fork that cannot take it exits at once (`forked._child`)
+      if self.proc.wait(_NOT_FORKED_WAIT_S) != NOT_FORKED:
+        return False
+    except subprocess.TimeoutExpired:  # still running: not that
       return False
     for stream in (self.proc.stdin, self.proc.stdout):
       _close(stream)
@@ -424,6 +427,13 @@ class Worker:
         self.proc.wait()
     for stream in (self.proc.stdin, self.proc.stdout):
       _close(stream)
+
+
+# How long a call whose pipe broke waits for its fork's exit status: one
+# that could not take its environment has exited before reading it; one
+# still running then died otherwise, or its pipes were closed by the pool
+# (an interrupt), and its death is named as ever.
+_NOT_FORKED_WAIT_S = 5
 
 
 def _close(stream) -> None:
