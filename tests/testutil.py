@@ -227,6 +227,20 @@ def shared_case_loader():
     WorkerPool.close(kept, kill=True)
 
 
+def python_c(test, script: str, **popen_kwargs) -> subprocess.Popen:
+  """`python -c script` started, its stdout a text pipe; `test` closes
+  that pipe and kills the process if it still runs, as it cleans up."""
+  proc = subprocess.Popen(
+    [sys.executable, "-c", script],
+    stdout=subprocess.PIPE,
+    text=True,
+    **popen_kwargs,
+  )
+  test.addCleanup(proc.stdout.close)
+  test.addCleanup(lambda: proc.poll() is None and proc.kill())
+  return proc
+
+
 def process_running(pid: int) -> bool:
   """Whether process `pid` exists and is not a zombie (Linux /proc)."""
   try:

@@ -185,15 +185,7 @@ class EndsWithItsClientTest(_ProbeTest):
     script = "from hloprobe.runtime import pool\nimport forked_probe\n" + (
       textwrap.dedent(body)
     )
-    proc = subprocess.Popen(
-      [sys.executable, "-c", script],
-      stdout=subprocess.PIPE,
-      stderr=subprocess.DEVNULL,
-      text=True,
-    )
-    self.addCleanup(proc.stdout.close)
-    self.addCleanup(lambda: proc.poll() is None and proc.kill())
-    return proc
+    return testutil.python_c(self, script, stderr=subprocess.DEVNULL)
 
   def test_a_pool_left_open_does_not_hold_the_exit(self):
     # A case loader's pool is kept until exit, and the sweep's pool made

@@ -404,14 +404,7 @@ class DieWithParentTest(absltest.TestCase):
       os._exit(0)
       """
     )
-    parent = subprocess.Popen(
-      [sys.executable, "-c", script],
-      stdin=subprocess.PIPE,
-      stdout=subprocess.PIPE,
-      text=True,
-    )
-    self.addCleanup(parent.stdout.close)
-    self.addCleanup(parent.kill)
+    parent = testutil.python_c(self, script, stdin=subprocess.PIPE)
     pid, ready = parent.stdout.readline().split()
     pid = int(pid)
     self.addCleanup(lambda: testutil.process_running(pid) and os.kill(pid, 9))
