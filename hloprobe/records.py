@@ -68,8 +68,9 @@ __all__ = [
 # None where not computed (a large program's shares, issue 37) and the
 # `note_records.SharesAlone` note naming it; 21: a large program's shares
 # by groups of sites (`SharesAlone.groups`); 22: WorstRow.whole and
-# NoiseFloor.whole (a large program judges fewer rows whole, issue 37).
-RECORD_VERSION = 22
+# NoiseFloor.whole (a large program judges fewer rows whole, issue 37);
+# 23: Made.judged (what XLA made run and judged on the judged rows alone).
+RECORD_VERSION = 23
 
 
 @dataclasses.dataclass(frozen=True)

@@ -116,7 +116,10 @@ class CompileRequest(Request):
       here; `engine._Sweep._compiled`), after its compile
       and run, with one `MadeChecker` per case, inputs and worker process
       (its executions cached within its byte budget, as the main
-      process's).
+      process's); not where the prediction's judged rows are found later
+      (`MadeChecker.judged_later`: the case's process makes them then, on
+      those rows alone).
+    all_rows: --all_rows (the checker's `judged_later` is then False).
   """
 
   config: Config
@@ -127,6 +130,7 @@ class CompileRequest(Request):
   batch_arg: str | None = None
   xla_flags: str = ""
   made: bool = False
+  all_rows: bool = False
 
   def run(self, memo: dict) -> CompiledConfig:
     key = ("case", self.case_source, self.inputs, self.batch_arg)
@@ -137,7 +141,10 @@ class CompileRequest(Request):
       made_key = ("made checker", *key[1:])
       kept = memo.get(made_key)
       if kept is None or not SweptCase.same_inputs(kept[0], full):
-        kept = (full, CaseNumerics.worker_checker(memo[key], full))
+        kept = (
+          full,
+          CaseNumerics.worker_checker(memo[key], full, self.all_rows),
+        )
         memo[made_key] = kept
       checker = kept[1]
     return compile_and_run_case(
@@ -284,13 +291,17 @@ def _made_here(checker, n: int, c: Compilation, watch):
   `CompiledConfig.made`, which `measure._made_runs` judges), or None
   where `checker` is None or they are not made here (a partitioned
   module, anything raised outside the runs): `measure._made_runs` makes
-  them then, and names their failure as ever. Timed as "predict", the
-  stage they were part of in the main process."""
+  them then, and names their failure as ever; nor where they wait for the
+  prediction's judged rows (`MadeChecker.judged_later`, a large program's
+  larger sizes: the case's process makes them on those rows alone).
+  Timed as "predict", the stage they were part of in the main process."""
   if checker is None:
     return None
   Request.note_stage("made")
   try:
     with watch.stage("predict"), jax.default_device(jax.devices("cpu")[0]):
+      if checker.judged_later(n):
+        return None
       runs = checker.runs(n, c.optimized_hlo, c.fates)
       return None if runs is None else runs()
   except Exception:  # made again in the main process, which names it

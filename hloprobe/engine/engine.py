@@ -458,6 +458,7 @@ class _Sweep:
         # tf_127577's, tm_mm's and jax_22557's `made.deviation_abs` moved
         # by 1e-9 to 1e-14 against this process's reference, check40).
         made=self.spec.numerics and c.case.guarded,
+        all_rows=self.spec.all_rows,
       )
       if not c.case.guarded:
         return self.pool.call(request, flags, lane=lane)

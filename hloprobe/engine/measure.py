@@ -124,13 +124,15 @@ def _with_prediction(
   why: str | None,
   watch: Stopwatch | None = None,
   kernels=None,
+  on_judged=None,
 ) -> ConfigResult:
   """Attaches the predicted numerics; a failure is recorded, not raised.
 
   `predictor` is `CaseNumerics.predictor`; `why` says why there is none
   when it is None. With
   `kernels`, the prediction's row 0 is also the kernel model's where a
-  site is a "bit-exact model" (`Prediction.kernel`).
+  site is a "bit-exact model" (`Prediction.kernel`). `on_judged` is the
+  predictor's (`Predictor.predict`: called with the rows judged).
   """
   if not r.ok or not r.compilation.fates:
     return r
@@ -140,7 +142,7 @@ def _with_prediction(
   leaves = run.leaf_stats if run is not None else ()
   try:
     prediction = predictor.predict(
-      r.config.n, r.compilation.fates, leaves or None, watch
+      r.config.n, r.compilation.fates, leaves or None, watch, on_judged
     )
   except Exception as e:  # prediction is extra; the config stays ok
     return dataclasses.replace(r, prediction_error=first_line(e))
@@ -157,19 +159,20 @@ def _with_prediction(
   return dataclasses.replace(r, prediction=prediction)
 
 
-def _made_runs(r: ConfigResult, checker, given=None):
+def _made_runs(r: ConfigResult, checker, given=None, judged=None):
   """The function that makes what XLA made's executions of the config
-  (`MadeChecker.runs`: the optimized module executed on its inputs), or
-  None where none is made: a failed config, or no float64 reference
-  (`checker`, `CaseNumerics.checker`, None). Where the worker that
-  compiled the config made them (`given`, `CompiledConfig.made`; issue
-  37: they moved there from this process), the function gives those."""
+  (`MadeChecker.runs`: the optimized module executed on its inputs, on
+  the `judged` rows alone where given), or None where none is made: a
+  failed config, or no float64 reference (`checker`,
+  `CaseNumerics.checker`, None). Where the worker that compiled the
+  config made them (`given`, `CompiledConfig.made`; issue 37: they moved
+  there from this process), the function gives those."""
   if not r.ok or r.compilation is None or checker is None:
     return None
   if given is not None:
     return lambda: given
   c = r.compilation
-  return checker.runs(r.config.n, c.optimized_hlo, c.fates)
+  return checker.runs(r.config.n, c.optimized_hlo, c.fates, judged)
 
 
 def _with_made(r: ConfigResult, checker, ran) -> ConfigResult:
@@ -399,18 +402,48 @@ class CaseSetup:
     if made.lie is not None:
       return failed(work.result, str(made.lie), "reference")
     r = _with_stats(work, made.references, watch)
+    # A large program's larger sizes wait for the prediction's judged rows
+    # (`MadeChecker.judged_later`; issue 37: their worker made none).
+    later = (
+      work.made is None
+      and made.checker is not None
+      and made.checker.judged_later(r.config.n)
+    )
     with watch.stage("predict"):
-      runs = _made_runs(r, made.checker, work.made)
+      runs = None if later else _made_runs(r, made.checker, work.made)
     # What XLA made is executed in the worker that compiled the config
     # (issue 37: `CompiledConfig.made`), else here, in a thread beside the
     # prediction: its runs need nothing of it (hloprobe's numpy executor,
     # no user code; numpy's BLAS releases the GIL, and XLA's runs of the
     # emulators do), only its judgement does, here after both. Joined
     # before this returns, so one config's runs at a time, as before.
+    # Where they wait for the judged rows, they start as soon as the
+    # prediction's first pass has found them, beside its noise floors.
     with concurrent.futures.ThreadPoolExecutor(1, "made") as beside:
       ran = beside.submit(runs) if runs is not None else None
-      r = _with_prediction(r, made.predictor, made.why, watch, made.kernels)
+      started = {}
+
+      def on_judged(judged, r=r):
+        made_now = _made_runs(r, made.checker, None, judged)
+        if made_now is not None:
+          started[judged] = beside.submit(made_now)
+
+      r = _with_prediction(
+        r,
+        made.predictor,
+        made.why,
+        watch,
+        made.kernels,
+        on_judged if later else None,
+      )
       with watch.stage("predict"):
+        if later:  # on the floors' rows (made again should they differ)
+          noises = r.prediction.noises if r.prediction is not None else ()
+          judged = made.checker.judged_rows(noises)
+          ran = started.get(judged)
+          if ran is None:
+            runs = _made_runs(r, made.checker, None, judged)
+            ran = beside.submit(runs) if runs is not None else None
         r = _with_made(r, made.checker, ran and ran.result())
     return _with_headline(r, made.references)
 

@@ -60,6 +60,9 @@ _PAIRS = {
   "BF16_BF16_F32_X9": (3, tuple((i, j) for i in range(3) for j in range(3))),
   "TF32_TF32_F32_X3": (2, ((0, 0), (0, 1), (1, 0))),
 }
+# A contraction keeping this share of its output elements or more (its NaN
+# lines few) is made whole: gathering its operands would cost more.
+_DENSE_LINES = 0.75
 _ROUND_TO = {
   "f32": lambda x, mode: np.asarray(x, np.float32),
   "tf32": rounding.round_to_tf32,
@@ -125,6 +128,44 @@ def contract(
     )
   if not (is_float(a3.dtype) and is_float(b3.dtype)):
     raise Unsupported(f"a dot of {a3.dtype} and {b3.dtype} operands")
+  return _without_nan_lines(a3, b3, algorithm, tf32_mode).reshape(out_shape)
+
+
+def _without_nan_lines(a3, b3, algorithm: str, tf32_mode: str) -> np.ndarray:
+  """`_contract3` of (B, M, K) and (B, K, N) float operands, the products
+  of their NaN lines left out: an output element whose lhs row or rhs
+  column holds a NaN is NaN (IEEE 754: a NaN operand makes the product
+  and every sum with it NaN, NaN x 0 and NaN x inf included), so only the
+  batches, rows and columns free of NaNs are multiplied (issue 37: the
+  executor's runs of an optimized module on its judged batch rows alone,
+  the others NaN, `numerics.made`), and the rest is NaN. The check costs
+  one pass over each operand; a contraction that keeps `_DENSE_LINES` of
+  its output elements or more is made whole, as before."""
+  a_ok = ~np.isnan(a3).any(axis=2)  # (B, M)
+  b_ok = ~np.isnan(b3).any(axis=1)  # (B, N)
+  batches = a_ok.any(axis=1) & b_ok.any(axis=1)
+  rows, cols = a_ok[batches].any(axis=0), b_ok[batches].any(axis=0)
+  kept = int(batches.sum()) * int(rows.sum()) * int(cols.sum())
+  if kept >= _DENSE_LINES * math.prod((a3.shape[0], a3.shape[1], b3.shape[2])):
+    return _contract3(a3, b3, algorithm, tf32_mode)
+  out = np.full((a3.shape[0], a3.shape[1], b3.shape[2]), np.nan)
+  if kept:
+    # Only the lines left out are gathered (an operand kept whole, a
+    # weight's every column, is read in place).
+    if not batches.all():
+      a3, b3 = a3[batches], b3[batches]
+    if not rows.all():
+      a3 = a3[:, rows]
+    if not cols.all():
+      b3 = b3[:, :, cols]
+    at = np.ix_(*map(np.flatnonzero, (batches, rows, cols)))
+    out[at] = _contract3(a3, b3, algorithm, tf32_mode)
+  return out
+
+
+def _contract3(a3, b3, algorithm: str, tf32_mode: str) -> np.ndarray:
+  """The (B, M, N) float64 contraction of (B, M, K) and (B, K, N) float
+  operands at `algorithm` (`contract`)."""
   spec = ALGORITHMS[algorithm]
   if algorithm == "F64_F64_F64":
     out = np.matmul(np.asarray(a3, np.float64), np.asarray(b3, np.float64))
@@ -140,7 +181,7 @@ def contract(
     )
   if spec.accumulation in ("bf16", "f16"):
     out = _ROUND_TO[spec.accumulation](out, tf32_mode).astype(np.float64)
-  return out.reshape(out_shape)
+  return out
 
 
 def _split(a3, b3, algorithm, tf32_mode) -> np.ndarray:

@@ -86,12 +86,14 @@ class CaseNumerics:
       None,
       predictor,
       why,
-      MadeChecker(case, full, refs),
+      MadeChecker(case, full, refs, all_rows),
       KernelRows(case, full, refs),
     )
 
   @staticmethod
-  def worker_checker(case: Case, full: tuple | None) -> MadeChecker:
+  def worker_checker(
+    case: Case, full: tuple | None, all_rows: bool = False
+  ) -> MadeChecker:
     """A made-checker without references, for the worker that compiles a
     case's configs (issue 37: each config's executions of its optimized
     module are made there, `engine.CompileRequest.made`, and judged by
@@ -99,6 +101,6 @@ class CaseNumerics:
     partitioned module (its output shapes come from the references).
 
     Args:
-      case, full: as `of`'s.
+      case, full, all_rows: as `of`'s.
     """
-    return MadeChecker(case, full, None)
+    return MadeChecker(case, full, None, all_rows)

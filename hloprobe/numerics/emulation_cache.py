@@ -60,6 +60,7 @@ __all__ = [
   "SWITCH_FROM",
   "EmulationCache",
   "emulate_together",
+  "row_multiply_adds",
 ]
 
 # Most guessed emulations (one size and site assignment each, "xla" order)
@@ -112,6 +113,44 @@ Key = tuple[int | tuple[int, ...], tuple[str, ...], str]
 def _needs_x64(algorithms: Sequence[str]) -> bool:
   """F64_F64_F64 sites need 64-bit types enabled while emulating."""
   return "F64_F64_F64" in algorithms
+
+
+def row_multiply_adds(case: Case, full: tuple | None) -> int:
+  """`EmulationCache.row_multiply_adds` without a cache: the case traced
+  here at sizes 1 and 2 (issue 37: a compile worker's `made.MadeChecker`
+  asks it once per case, so that it knows, as the predictor does, where a
+  size's judged rows are found after the first pass).
+
+  Raises:
+    InvalidArgumentError: a sized case.
+    Exception: what tracing the case raises.
+  """
+  fn = emulate.with_mesh_splits(case)
+  return _per_row(
+    *(
+      multiply_adds(emulate.jaxpr_sites(fn, case.inputs_for(full, n)))
+      for n in _row_sizes(case, full)
+    )
+  )
+
+
+def _row_sizes(case: Case, full: tuple | None) -> tuple[int, ...]:
+  """The sizes a row's multiply-adds are counted at: 1 and 2, or 1 where
+  the full batch has one row.
+
+  Raises:
+    InvalidArgumentError: a sized case (no full batch to cut rows of).
+  """
+  if full is None or case.swept_size is not None:
+    raise InvalidArgumentError(f"case {case.name!r} is sized: no rows to count")
+  return (1, 2) if case.full_size(full) >= 2 else (1,)
+
+
+def _per_row(one: int, *two: int) -> int:
+  """A row's multiply-adds from the counts at 1 and 2 rows (what does not
+  grow with the batch, e.g. a dot of weights alone, is no row's), or at 1
+  alone."""
+  return max(two[0] - one, 0) if two else one
 
 
 def emulate_together(
@@ -531,15 +570,10 @@ class EmulationCache:
       InvalidArgumentError: a sized case (no full batch to cut rows of).
       Exception: what tracing the case raises.
     """
-    if self._full is None or self._case.swept_size is not None:
-      raise InvalidArgumentError(
-        f"case {self._case.name!r} is sized: no rows to count"
-      )
-    sizes = (1, 2) if self._case.full_size(self._full) >= 2 else (1,)
+    sizes = _row_sizes(self._case, self._full)
     for n in sizes:
       self.count(n)
-    one, *two = (self._multiply_adds[n] for n in sizes)
-    return max(two[0] - one, 0) if two else one
+    return _per_row(*(self._multiply_adds[n] for n in sizes))
 
   def get(self, n: int, algorithms: tuple[str, ...], order="xla") -> tuple:
     """Every output leaf at size n (numpy); one not yet made is made

@@ -69,6 +69,7 @@ Private in intent: use the package, `hloprobe.numerics`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import re
 from collections.abc import Callable, Mapping
@@ -82,6 +83,7 @@ from hloprobe.compile import Case
 from hloprobe.ir import ALGORITHMS, parse_hlo_module
 from hloprobe.numerics import accuracy, executed, math_rules, rows
 from hloprobe.numerics.bands import F32_UNIT, site_band
+from hloprobe.numerics.emulation_cache import row_multiply_adds
 from hloprobe.numerics.kept import Kept
 from hloprobe.numerics.verdicts import Verdict, VerdictKind
 
@@ -164,6 +166,10 @@ class Made:
     rows: every output leaf's worst row in the made run (`rows.WorstRow`,
       None for a leaf not judged by rows), in the prediction's leaf order;
       () when not executed or without the prediction's noise floors.
+    judged: the batch rows `stats`, the deviation and `rows` were judged
+      on where the prediction judged fewer than all (its noise floors'
+      rows, `rows.judged_rows`: a large program's; issue 37), ascending;
+      None: every row.
   """
 
   stats: accuracy.ErrorStats | None
@@ -175,6 +181,7 @@ class Made:
   not_executed: tuple[str, ...] = ()
   gemms: int = 0
   rows: tuple[rows.WorstRow | None, ...] = ()
+  judged: tuple[int, ...] | None = None
 
   @property
   def changed(self) -> bool:
@@ -291,10 +298,15 @@ class MadeChecker:
       in the worker that compiled it, `engine.CompileRequest.made`),
       which makes `runs` only, and of an unpartitioned module only (a
       partitioned one's output shapes come from the references).
+    all_rows: every row is judged (--all_rows): `judged_later` is False.
   """
 
-  def __init__(self, case: Case, full: tuple | None, references):
+  def __init__(
+    self, case: Case, full: tuple | None, references, all_rows: bool = False
+  ):
     self.case, self._full, self._refs = case, full, references
+    self._all_rows = all_rows
+    self._whole: int | None = None  # `judged_later`'s, once
     self._kept: tuple[int, ...] | None | str | NotImplementedError = "unknown"
     # Executions within a byte budget (`kept.Kept`), made again when
     # dropped: a sweep's every config would otherwise keep its outputs.
@@ -369,6 +381,73 @@ class MadeChecker:
     program = parse_hlo_module(self.case.unoptimized_hlo(args))
     return whole, program, None, shapes, kept
 
+  def judged_later(self, n: int) -> bool:
+    """Whether size n's executions wait for the prediction's judged rows
+    (`runs`' `rows`; issue 37: gpt2_12's made runs at n = 8 were 6 of its
+    11 row-runs): n is above the rows a batch is judged whole, as the
+    predictor finds them (`rows.rows_whole` of the program's multiply-adds
+    a row, `emulation_cache.row_multiply_adds`, once per checker), for a
+    case that declares `rows_independent` (a case proven so by
+    `row_proof` alone is made whole here and judged on its rows as ever),
+    never under --all_rows nor for a sized case. False where the count
+    fails (the predictor then judges every row too)."""
+    case = self.case
+    if (
+      self._all_rows
+      or not case.rows_independent
+      or self._full is None
+      or case.swept_size is not None
+    ):
+      return False
+    if self._whole is None:
+      try:
+        self._whole = rows.rows_whole(row_multiply_adds(case, self._full))
+      except Exception:  # as the predictor's `_measure_rows`: every row
+        self._whole = rows.ALL_ROWS_UP_TO
+    return n > self._whole
+
+  @staticmethod
+  def judged_rows(noises) -> tuple[int, ...] | None:
+    """The batch rows a prediction's noise floors judge (`NoiseFloor.rows`,
+    one set for every batched leaf of a size, `rows.judged_rows`; None
+    for a leaf without a floor), ascending; None where every row is
+    judged."""
+    found = {
+      r
+      for noise in noises
+      if noise is not None and noise.rows is not None
+      for r in noise.rows
+    }
+    return tuple(sorted(found)) if found else None
+
+  def _masked(self, args: tuple, judged: tuple[int, ...]) -> tuple | None:
+    """The case's arguments at size n with every batch row but `judged`
+    NaN (copies of the batched leaves; `execute.contraction` then
+    multiplies the judged rows' lines alone); None where a batched leaf
+    is not a float array (no NaN to carry) or `judged` leaves out no row.
+    """
+    axes = self.case.arg_axes(len(args))
+    out = []
+    for arg, axis in zip(args, axes):
+      if axis is None:
+        out.append(arg)
+        continue
+      leaves, tree = jax.tree_util.tree_flatten(arg)
+      masked = []
+      for leaf in leaves:
+        leaf = np.asarray(leaf)
+        if not _holds_nan(leaf.dtype):
+          return None
+        ax = axis % leaf.ndim
+        drop = np.setdiff1d(np.arange(leaf.shape[ax]), judged)
+        if drop.size == 0:
+          return None
+        copy = leaf.copy()
+        copy[(slice(None),) * ax + (drop,)] = np.nan
+        masked.append(copy)
+      out.append(jax.tree_util.tree_unflatten(tree, masked))
+    return tuple(out)
+
   def _module(self, text: str):
     """(the module's execution digest, `executed_digest`; its parsed
     module, the first one of that digest)."""
@@ -397,7 +476,11 @@ class MadeChecker:
     return self.judged(n, ran, fates, *judging, **named)
 
   def runs(
-    self, n: int, optimized_hlo: str, fates=()
+    self,
+    n: int,
+    optimized_hlo: str,
+    fates=(),
+    judged: tuple[int, ...] | None = None,
   ) -> Callable[[], object] | None:
     """The executions of one config's module, readied here and made by
     the function returned, which needs nothing of the prediction (issue
@@ -419,12 +502,25 @@ class MadeChecker:
 
     Args:
       n, optimized_hlo, fates: as `check`'s.
+      judged: the batch rows the prediction judges at size n (issue 37:
+        where `judged_later`), or None: every row. The other rows of the
+        batched arguments are NaN (`_masked`), so that the executor
+        multiplies the judged rows' lines alone and the others come out
+        NaN, which `judged` does not read; a batched argument that holds
+        no NaN, or a partitioned module, is run whole.
     """
     try:
       args = self.case.inputs_for(self._full, n)
       digest, module = self._module(optimized_hlo)
       if module.partition_count > 1 and self._refs is None:
         return None
+      masked = None
+      if judged is not None and module.partition_count == 1:
+        masked = self._masked(args, judged)
+      if masked is not None:
+        args = masked
+      else:
+        judged = None
       if module.partition_count > 1:
         # One device's program: every device's shard run, joined.
         plan = self._partitioned(module, args, n)
@@ -444,7 +540,7 @@ class MadeChecker:
       return lambda: failure
 
     def run(algorithms, widen):
-      key = (digest, n, tuple(sorted(algorithms.items())), widen)
+      key = (digest, n, tuple(sorted(algorithms.items())), widen, judged)
       return self._runs.get(
         key,
         lambda: execute.execute_module(
@@ -514,8 +610,14 @@ class MadeChecker:
         )
     except Exception as e:  # named in the verdict, never silent
       return Made(None, None, None, not_executed=(_why_not(e),))
-    leaf, dev, bound = _deviation(wide.outputs, ref, refs.names, bands)
-    leaves = _leaf_stats(made.outputs, ref, refs)
+    at = self.judged_rows(noises)
+    cut = functools.partial(_gathered, rows=at, axes=refs.axes)
+    leaf, dev, bound = _deviation(
+      cut(wide.outputs), cut(ref), refs.names, bands
+    )
+    leaves = _leaf_stats(cut(made.outputs), cut(ref), refs)
+    if at is not None:  # each row's error back at its row of n
+      leaves = [_at_rows(s, at, n) for s in leaves]
     changes, localised = (), True
     if not dev <= bound:
       changes, localised = _changes(wide.gemms, fates, passes or {})
@@ -532,7 +634,41 @@ class MadeChecker:
       (),
       len(wide.gemms),
       worst,
+      at,
     )
+
+
+def _gathered(leaves, rows: tuple[int, ...] | None, axes) -> tuple:
+  """`leaves` cut to `rows` along their batch axes (a leaf without one
+  whole); `leaves` themselves for rows None."""
+  if rows is None:
+    return tuple(leaves)
+  index = np.asarray(rows, np.int64)
+  return tuple(
+    x if axis is None else np.take(np.asarray(x), index, axis=axis)
+    for x, axis in zip(leaves, axes)
+  )
+
+
+def _at_rows(stats, at: tuple[int, ...], n: int):
+  """`stats` of the rows `at` with its per-row errors put back at those
+  rows of a batch of n (NaN at the others, which `rows.worst_row` does
+  not read: it reads the noise floor's rows)."""
+  if stats.row_abs is None or stats.row_abs.size != len(at):
+    return stats
+  row_abs = np.full(n, np.nan)
+  row_abs[np.asarray(at, np.int64)] = stats.row_abs
+  return dataclasses.replace(stats, row_abs=row_abs)
+
+
+def _holds_nan(dtype: np.dtype) -> bool:
+  """Whether `dtype` holds a NaN (numpy's floats, ml_dtypes' but those
+  without one, e.g. float4_e2m1fn)."""
+  try:
+    with np.errstate(invalid="ignore"):
+      return bool(np.isnan(np.asarray(np.nan).astype(dtype)))
+  except (TypeError, ValueError):
+    return False
 
 
 def _case_specs(case: Case, args: tuple):

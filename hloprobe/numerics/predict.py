@@ -27,6 +27,7 @@ Private in intent: use the package, `hloprobe.numerics`.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import jax
 import numpy as np
@@ -489,6 +490,7 @@ class Predictor:
     fates: tuple[SiteFate, ...],
     observed: tuple[accuracy.ErrorStats, ...] | None,
     watch: Stopwatch | None = None,
+    on_judged: Callable[[tuple[int, ...] | None], object] | None = None,
   ) -> Prediction:
     """The prediction of one config at size n.
 
@@ -502,6 +504,10 @@ class Predictor:
       observed: its observed errors, one per output leaf, or None where
         it cannot run.
       watch: if given, charged the time of each stage (`timing.STAGES`).
+      on_judged: if given, called with the rows judged (the noise
+        floors' rows, `rows.judged_rows`; None: every row) as soon as the
+        first pass has found them, before the floors are emulated (issue
+        37: what XLA made is run on those rows beside the floors).
 
     Raises:
       HloprobeError: the emulator's sites do not match the StableHLO sites.
@@ -526,6 +532,8 @@ class Predictor:
     with stage("noise floor"):
       # The rows judged: a first pass over every row's error (`rows`).
       judged = self._judged(n, observed or stats)
+      if on_judged is not None:
+        on_judged(judged)
       f32 = (F32,) * count
       if self._gather and chosen != f32:
         # The chosen assignment's spread serves row 0's tolerance only:

@@ -171,9 +171,13 @@ element 0, as in `accuracy.ErrorStats`):
                 "not_executed": [str],
                 "rows": [as prediction's "rows" | null] (every row of
                   every leaf of the made run judged against the
-                  prediction's noise floors; `Made.rows`)} | null (added
-                in version 3 without a bump: readers of version 3 ignore
-                it),
+                  prediction's noise floors; `Made.rows`),
+                "judged_rows": [int] | null (the rows row0, max_abs_err,
+                  deviation_abs and rows were judged on where the
+                  prediction judged fewer than all, a large program's:
+                  the module is run on those rows alone; null: every
+                  row)} | null (added in version 3 without a bump:
+                readers of version 3 ignore it),
        "verdict": str | null (the config's: "XLA changed the math: ..."
                   leads, else the prediction's),
        "timing_s": {"lower": float|null, "compile": float|null,
@@ -363,6 +367,7 @@ def _made_json(r: ConfigResult) -> dict | None:
     "changes": [dataclasses.asdict(c) for c in m.changes],
     "not_executed": list(m.not_executed),
     "rows": [_row_json(w) for w in m.rows],
+    "judged_rows": None if m.judged is None else list(m.judged),
   }
 
 

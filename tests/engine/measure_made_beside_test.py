@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import pickle
 import threading
+from unittest import mock
 
 import jax
 import numpy as np
@@ -39,6 +40,7 @@ from hloprobe.engine.measure import CaseSetup
 from hloprobe.engine.plan import SweptCase
 from hloprobe.execute.records import Execution
 from hloprobe.ir import as_precision
+from hloprobe.numerics import rows
 from hloprobe.records import Config
 from hloprobe.report.results_schema import config_json
 from hloprobe.runtime import Stopwatch
@@ -76,8 +78,8 @@ class _Meeting:
     main = threading.current_thread() is threading.main_thread()
     self.met.append((side, met, main))
 
-  def runs(self, n, optimized_hlo, fates=()):
-    run = self._checker.runs(n, optimized_hlo, fates)
+  def runs(self, n, optimized_hlo, fates=(), judged=None):
+    run = self._checker.runs(n, optimized_hlo, fates, judged)
 
     def meeting():
       self._meet("executor", "predictor")
@@ -89,6 +91,9 @@ class _Meeting:
 
   def judged(self, *args, **kwargs):
     return self._checker.judged(*args, **kwargs)
+
+  def judged_later(self, n):
+    return self._checker.judged_later(n)
 
   def predict(self, *args, **kwargs):
     self._meet("predictor", "executor")
@@ -192,14 +197,21 @@ class _Counted:
   """A checker whose `runs` calls are counted (`judged` passed on)."""
 
   def __init__(self, checker):
-    self._checker, self.runs_called = checker, 0
+    self._checker, self.runs_called, self.rows = checker, 0, []
 
-  def runs(self, *args, **kwargs):
+  def runs(self, n, optimized_hlo, fates=(), judged=None):
     self.runs_called += 1
-    return self._checker.runs(*args, **kwargs)
+    self.rows.append(judged)
+    return self._checker.runs(n, optimized_hlo, fates, judged)
 
   def judged(self, *args, **kwargs):
     return self._checker.judged(*args, **kwargs)
+
+  def judged_later(self, n):
+    return self._checker.judged_later(n)
+
+  def judged_rows(self, noises):
+    return self._checker.judged_rows(noises)
 
 
 @pytest.mark.compiles
@@ -261,6 +273,40 @@ class MadeInTheWorkerTest(parameterized.TestCase):
     got, executed = self._finished(reply)
     self.assertEqual(executed, 1)
     self.assertTrue(got.made.complete, got.made.not_executed)
+
+
+@pytest.mark.compiles
+class JudgedLaterTest(absltest.TestCase):
+  """A large program's larger size (here the seed at n = 4 with the
+  budget of `rows.rows_whole` cut to 2 rows' multiply-adds): its worker
+  makes no runs, and finish runs them on the prediction's judged rows
+  alone, judging them there."""
+
+  def test_made_on_the_predictions_rows(self):
+    full = _CASE.full_inputs()
+    row = 2 * 48 + 48 * 48 * 2 + 48  # the seed's multiply-adds a row
+    config = Config(_CASE.name, get_target("a100"), 4, as_precision("bfloat16"))
+    with mock.patch.object(rows, "JUDGED_MULTIPLY_ADDS", 2 * row):
+      reply = CompileRequest(config, _CASE.name, full, made=True).run({})
+      self.assertTrue(reply.result.ok, reply.result.failure)
+      self.assertIsNone(reply.made)
+      setup = CaseSetup(
+        SweptCase(_CASE, _CASE.name, True), (1, 4), given=(full,)
+      )
+      setup.prepare(Stopwatch())
+      counted = _Counted(setup._made.checker)  # private: the test reaches in
+      setup._made = dataclasses.replace(setup._made, checker=counted)
+      r = setup.finish(reply, Stopwatch())
+    (noise,) = r.prediction.noises
+    self.assertIsNotNone(noise.rows)
+    self.assertLess(len(noise.rows), 4)
+    self.assertEqual(counted.rows, [noise.rows])  # once, on those rows
+    self.assertEqual(r.made.judged, noise.rows)
+    self.assertTrue(r.made.complete, r.made.not_executed)
+    (worst,) = r.made.rows
+    self.assertEqual(worst.judged, noise.rows)
+    self.assertTrue(np.isfinite(r.made.stats.max_abs))
+    self.assertEqual(config_json(r)["made"]["judged_rows"], list(noise.rows))
 
 
 if __name__ == "__main__":

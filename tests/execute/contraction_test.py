@@ -201,6 +201,59 @@ class SplitProductsTest(parameterized.TestCase):
     np.testing.assert_array_equal(out[[0, 2]], np.full((2, 2), 2.0))
 
 
+class NanLinesTest(parameterized.TestCase):
+  """A NaN in an operand's row (column) makes that row (column) of the
+  product NaN (IEEE 754), so the executor multiplies the other lines
+  alone: the rest must be what the whole product gives. Operands are
+  small integers, so every sum is exact whatever its order, and the
+  expected values are exact integer matmuls."""
+
+  def _integers(self, shape, seed):
+    return np.random.default_rng(seed).integers(-8, 9, shape).astype(np.float32)
+
+  @parameterized.parameters("F32_F32_F32", "TF32_TF32_F32", "BF16_BF16_F32_X3")
+  def test_nan_rows_and_columns(self, algorithm):
+    a, b = self._integers((6, 5), 1), self._integers((5, 4), 2)
+    want = a.astype(np.int64) @ b.astype(np.int64)
+    a[[1, 2, 4]] = np.nan
+    a[5, 3] = np.nan  # one NaN makes the whole row NaN
+    b[0, 2] = np.nan
+    got = contraction.contract(a, b, _MATMUL, algorithm)
+    nan = np.zeros(want.shape, bool)
+    nan[[1, 2, 4, 5]] = True
+    nan[:, 2] = True
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(got[~nan], want[~nan])
+
+  def test_nan_times_zero_and_infinity_stay_nan(self):
+    a = np.array([[np.nan, 0.0], [1.0, 2.0], [np.inf, 1.0]], np.float32)
+    b = np.array([[0.0], [np.inf]], np.float32)
+    with np.errstate(invalid="ignore"):  # inf * 0, as the executor runs
+      got = contraction.contract(a, b, _MATMUL, "F32_F32_F32")
+    # Row 0: NaN * 0 + 0 * inf; row 1: 1 * 0 + 2 * inf; row 2: inf * 0.
+    self.assertTrue(np.isnan(got[0, 0]))
+    self.assertEqual(got[1, 0], np.inf)
+    self.assertTrue(np.isnan(got[2, 0]))
+
+  def test_batched_nan_slabs(self):
+    dims = contraction.DotDims((0,), (0,), (2,), (1,))
+    a, b = self._integers((4, 3, 5), 3), self._integers((4, 5, 2), 4)
+    want = np.matmul(a.astype(np.int64), b.astype(np.int64))
+    a[[1, 3]] = np.nan  # batches 1 and 3 of the lhs
+    b[2, :, 1] = np.nan  # one column of batch 2
+    got = contraction.contract(a, b, dims, "F32_F32_F32")
+    nan = np.zeros(want.shape, bool)
+    nan[[1, 3]] = True
+    nan[2, :, 1] = True
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(got[~nan], want[~nan])
+
+  def test_all_nan(self):
+    a = np.full((2, 3), np.nan, np.float32)
+    got = contraction.contract(a, self._integers((3, 2), 5), _MATMUL, "F32")
+    self.assertTrue(np.isnan(got).all())
+
+
 class MemoryTest(parameterized.TestCase):
   """The executor never builds a broadcast (M, K, N) product (issue 37):
   numpy's allocations (tracemalloc sees them) stay a few times the

@@ -1,0 +1,114 @@
+"""What XLA made, run and judged on the prediction's judged rows alone
+(issue 37: a large program's larger sizes, `MadeChecker.judged_later`).
+
+The recorded seed modules (a100 at n = 9, both jaxlib releases): the
+batch rows the prediction does not judge are NaN in the arguments, so the
+executor multiplies the judged rows' lines alone (`execute.contraction`)
+and the others come out NaN. The judged rows must be what the whole
+batch's run gives them; the expected values are that run's rows (the
+executor's whole run is checked against float64 and the emulation
+elsewhere), compared to 1e-6 relative: the same float64 products summed
+by OpenBLAS on fewer rows may round the f32 outputs one ulp apart, where
+a row taken for another differs at the first digit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from unittest import mock
+
+import numpy as np
+import pytest
+import recorded
+from absl.testing import absltest, parameterized
+
+from hloprobe.compile import CASES
+from hloprobe.numerics import accuracy, rows
+from hloprobe.numerics.made import MadeChecker
+from hloprobe.numerics.reference import References
+
+_JUDGED = (0, 4, 8)
+
+
+def _seed(jaxlib: str):
+  rec = recorded.load("seed_a100_n9_bfloat16", jaxlib)
+  case = CASES["seed_mlp"]
+  return rec, case, case.full_inputs()
+
+
+@pytest.mark.compiles
+class JudgedRowsRunTest(parameterized.TestCase):
+  @parameterized.parameters(*recorded.RELEASES)
+  def test_the_judged_rows_are_the_whole_runs(self, jaxlib):
+    rec, case, full = _seed(jaxlib)
+    fates = recorded.fates(rec)
+    checker = MadeChecker(case, full, None)
+    whole = checker.runs(9, rec.optimized_hlo, fates)()
+    cut = checker.runs(9, rec.optimized_hlo, fates, _JUDGED)()
+    others = [r for r in range(9) if r not in _JUDGED]
+    for run_whole, run_cut in zip(whole, cut):  # widened, then made
+      self.assertFalse(run_cut.not_executed)
+      (got,), (want,) = run_cut.outputs, run_whole.outputs
+      self.assertTrue(np.isfinite(want).all())
+      np.testing.assert_allclose(got[list(_JUDGED)], want[list(_JUDGED)], 1e-6)
+      self.assertTrue(np.isnan(got[others]).all())
+
+  @parameterized.parameters(*recorded.RELEASES)
+  def test_judged_on_the_floors_rows(self, jaxlib):
+    rec, case, full = _seed(jaxlib)
+    fates = recorded.fates(rec)
+    refs = References(case, full, (9,))
+    checker = MadeChecker(case, full, refs)
+    ran = checker.runs(9, rec.optimized_hlo, fates, _JUDGED)()
+    floors = np.full(len(_JUDGED), 1e-6)
+    noise = accuracy.NoiseFloor(1e-6, 1e-6, 0.0, floors, _JUDGED)
+    made = checker.judged(9, ran, fates, None, (), None, (noise,))
+    self.assertEqual(made.judged, _JUDGED)
+    self.assertTrue(made.complete)
+    (worst,) = made.rows
+    self.assertEqual(worst.judged, _JUDGED)
+    self.assertIn(worst.row, _JUDGED)
+    # The errors, from the made run and the float64 reference by hand.
+    (out,), (ref,) = ran[1].outputs, refs.at(9)
+    errors = np.abs(out[list(_JUDGED)].astype(np.float64) - ref[list(_JUDGED)])
+    self.assertEqual(made.stats.max_abs, np.max(errors))
+    self.assertEqual(
+      worst.abs_err,
+      np.max(errors.reshape(len(_JUDGED), -1), 1)[_JUDGED.index(worst.row)],
+    )
+    self.assertTrue(np.isfinite(made.deviation_abs))
+
+
+class JudgedLaterTest(absltest.TestCase):
+  """The compile worker's checker waits for the judged rows where the
+  predictor judges fewer rows than the batch (`Predictor._measure_rows`'s
+  rule: `rows.rows_whole` of the multiply-adds a row)."""
+
+  def test_above_the_rows_judged_whole(self):
+    case = CASES["seed_mlp"]
+    full = case.full_inputs()
+    # The seed's row: 2*48 + 48*48*2 + 48 multiply-adds; a budget of 3
+    # rows' makes 3 rows whole.
+    row = 2 * 48 + 48 * 48 * 2 + 48
+    with mock.patch.object(rows, "JUDGED_MULTIPLY_ADDS", 3 * row):
+      checker = MadeChecker(case, full, None)
+      self.assertEqual(
+        [checker.judged_later(n) for n in (1, 2, 3, 4, 9)],
+        [False, False, False, True, True],
+      )
+      self.assertFalse(
+        MadeChecker(case, full, None, all_rows=True).judged_later(9)
+      )
+      self.assertFalse(MadeChecker(case, None, None).judged_later(9))
+
+  def test_not_for_a_case_that_does_not_declare_its_rows(self):
+    case = CASES["seed_mlp"]
+    full = case.full_inputs()
+    undeclared = dataclasses.replace(case, rows_independent=False)
+    with mock.patch.object(rows, "JUDGED_MULTIPLY_ADDS", 1):
+      self.assertTrue(MadeChecker(case, full, None).judged_later(9))
+      self.assertFalse(MadeChecker(undeclared, full, None).judged_later(9))
+
+
+if __name__ == "__main__":
+  absltest.main()
