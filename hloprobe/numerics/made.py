@@ -28,15 +28,18 @@ Every row of every float leaf of the made run is judged as the
 prediction's are (`rows.worst_row`: each row's error against that leaf's
 f32 noise floor, per row, from the prediction), naming the worst row
 (`Made.rows`); `Made.stats` stays the headline leaf's row 0, the seed's
-view. Where the prediction judges some rows only (`rows.judged_rows`: a
-large program's larger sizes), the made run is judged on those
-(`Made.judged`), and for a case that declares `rows_independent` it is
-run on those alone (issue 37, `MadeChecker.judged_later`): the other
-batch rows of its arguments are NaN, the executor multiplies only the
-lines of each contraction free of NaN (`execute.contraction`: IEEE makes
-the rest NaN anyway) and the elementwise ops still run on every row, so
-a run costs about half (gpt2_12's at n = 8: 9.7 -> 4.5-5.2 CPU-s for
-both runs, 2 of 8 rows).
+view. At a large program's larger sizes, where the prediction judges
+some rows only (`rows.judged_rows`), for a case that declares
+`rows_independent` and whose jaxpr proves it (`row_proof`), the module
+is run and judged on those rows alone (issue 37,
+`MadeChecker.judged_later`, `Made.judged`): the other batch rows of its
+arguments are NaN, the executor multiplies only the lines of each
+contraction free of NaN (`execute.contraction`: IEEE makes the rest NaN
+anyway) and the elementwise ops still run on every row, so a run costs
+about half (gpt2_12's at n = 8: 9.7 -> 4.5-5.2 CPU-s for both runs, 2 of
+8 rows). A NaN in a judged row (the program's own, or another row's
+reaching it) makes the runs again whole. Every other config runs and is
+judged on every row, as before.
 
 When the widened run deviates, the verdict is "XLA changed the math" and
 names the gemm calls that do more than A @ B (`math_rules`: the custom
@@ -89,7 +92,7 @@ import numpy as np
 from hloprobe import execute, private_api
 from hloprobe.compile import Case
 from hloprobe.ir import ALGORITHMS, parse_hlo_module
-from hloprobe.numerics import accuracy, executed, math_rules, rows
+from hloprobe.numerics import accuracy, executed, math_rules, row_proof, rows
 from hloprobe.numerics.bands import F32_UNIT, site_band
 from hloprobe.numerics.emulation_cache import row_multiply_adds
 from hloprobe.numerics.kept import Kept
@@ -175,9 +178,10 @@ class Made:
       None for a leaf not judged by rows), in the prediction's leaf order;
       () when not executed or without the prediction's noise floors.
     judged: the batch rows `stats`, the deviation and `rows` were judged
-      on where the prediction judged fewer than all (its noise floors'
-      rows, `rows.judged_rows`: a large program's; issue 37), ascending;
-      None: every row.
+      on where the module ran on the prediction's judged rows alone
+      (`MadeChecker.judged_later`: a large program's larger sizes; its
+      noise floors' rows, `rows.judged_rows`; issue 37), ascending; None:
+      every row.
   """
 
   stats: accuracy.ErrorStats | None
@@ -390,15 +394,20 @@ class MadeChecker:
     return whole, program, None, shapes, kept
 
   def judged_later(self, n: int) -> bool:
-    """Whether size n's executions wait for the prediction's judged rows
-    (`runs`' `rows`; issue 37: gpt2_12's made runs at n = 8 were 6 of its
-    11 row-runs): n is above the rows a batch is judged whole, as the
-    predictor finds them (`rows.rows_whole` of the program's multiply-adds
-    a row, `emulation_cache.row_multiply_adds`, once per checker), for a
-    case that declares `rows_independent` (a case proven so by
-    `row_proof` alone is made whole here and judged on its rows as ever),
-    never under --all_rows nor for a sized case. False where the count
-    fails (the predictor then judges every row too)."""
+    """Whether size n's executions are made and judged on the
+    prediction's judged rows alone (`runs`' `judged`; issue 37: gpt2_12's
+    made runs at n = 8 were 6 of its 11 row-runs): a large program (its
+    rows judged whole up to `rows.rows_whole` of its multiply-adds a row,
+    `emulation_cache.row_multiply_adds`, below `rows.ALL_ROWS_UP_TO`, as
+    the predictor finds them) at a size above those, whose case declares
+    `rows_independent` and whose jaxpr proves it (`row_proof`: no value
+    of a row reaches another, not even through a reduction across the
+    batch that cancels, e.g. a softmax shifted by the batch's max, which
+    would carry the other rows' NaN); once per checker. Never under
+    --all_rows nor for a sized case; False where the count or the proof
+    fails. Elsewhere every row is made and judged, as before: a small
+    program's run costs little, and the check that XLA kept the math then
+    sees every row."""
     case = self.case
     if (
       self._all_rows
@@ -408,11 +417,41 @@ class MadeChecker:
     ):
       return False
     if self._whole is None:
+      self._whole = rows.ALL_ROWS_UP_TO
       try:
-        self._whole = rows.rows_whole(row_multiply_adds(case, self._full))
+        whole = rows.rows_whole(row_multiply_adds(case, self._full))
+        if whole < rows.ALL_ROWS_UP_TO and self._proven():
+          self._whole = whole
       except Exception:  # as the predictor's `_measure_rows`: every row
-        self._whole = rows.ALL_ROWS_UP_TO
+        pass
     return n > self._whole
+
+  def _proven(self) -> bool:
+    """`row_proof` of the case at two rows (or one)."""
+    case, full = self.case, self._full
+    args = case.inputs_for(full, min(2, case.full_size(full)))
+    shapes = [
+      np.shape(x)
+      for x in jax.tree_util.tree_leaves(jax.eval_shape(case.fn, *args))
+    ]
+    return row_proof.proof(case, args, case.output_axes(shapes)) is None
+
+  def _clean(self, runs, judged: tuple[int, ...]) -> bool:
+    """Whether the widened and made runs on the judged rows alone hold no
+    NaN in those rows of any float output (nor anywhere in an output
+    without a batch axis): the other rows' NaN reached none of them."""
+    index = np.asarray(judged, np.int64)
+    for run in runs:
+      outputs = [np.asarray(x) for x in run.outputs]
+      axes = self.case.output_axes([x.shape for x in outputs])
+      for x, axis in zip(outputs, axes):
+        if not _holds_nan(x.dtype):
+          continue
+        if axis is not None:
+          x = np.take(x, index, axis=axis)
+        if np.isnan(x).any():
+          return False
+    return True
 
   @staticmethod
   def judged_rows(noises) -> tuple[int, ...] | None:
@@ -514,21 +553,20 @@ class MadeChecker:
         where `judged_later`), or None: every row. The other rows of the
         batched arguments are NaN (`_masked`), so that the executor
         multiplies the judged rows' lines alone and the others come out
-        NaN, which `judged` does not read; a batched argument that holds
-        no NaN, or a partitioned module, is run whole.
+        NaN, which `judged` does not read. Run whole instead: a module
+        with a while loop (`_has_while`), a batched argument that holds no
+        NaN, a partitioned module, and runs with a NaN in a judged row
+        (`_clean`: made again whole).
     """
     try:
       args = self.case.inputs_for(self._full, n)
       digest, module = self._module(optimized_hlo)
       if module.partition_count > 1 and self._refs is None:
         return None
-      masked = None
+      cut = None  # the judged rows' parameters, the others NaN
       if judged is not None and module.partition_count == 1:
-        masked = self._masked(args, judged)
-      if masked is not None:
-        args = masked
-      else:
-        judged = None
+        masked = None if _has_while(module) else self._masked(args, judged)
+        cut = None if masked is None else self._parameters(module, masked)
       if module.partition_count > 1:
         # One device's program: every device's shard run, joined.
         plan = self._partitioned(module, args, n)
@@ -547,28 +585,37 @@ class MadeChecker:
       failure = Made(None, None, None, not_executed=(_why_not(e),))
       return lambda: failure
 
-    def run(algorithms, widen):
-      key = (digest, n, tuple(sorted(algorithms.items())), widen, judged)
+    def run(algorithms, widen, params, rows):
+      key = (digest, n, tuple(sorted(algorithms.items())), widen, rows)
       return self._runs.get(
         key,
         lambda: execute.execute_module(
           module,
-          whole,
+          params,
           algorithms=algorithms,
           widen=widen,
           shardings=shardings,
         ),
       )
 
+    def both(params, rows):
+      wide = run({}, True, params, rows)
+      if wide.not_executed:
+        found = _unique(
+          f"{x.target} ({x.instruction})" for x in wide.not_executed
+        )
+        return Made(None, None, None, not_executed=found)
+      return wide, run(algorithms, False, params, rows)
+
     def ran():
       try:
-        wide = run({}, True)
-        if wide.not_executed:
-          found = _unique(
-            f"{x.target} ({x.instruction})" for x in wide.not_executed
-          )
-          return Made(None, None, None, not_executed=found)
-        return wide, run(algorithms, False)
+        if cut is not None:
+          found = both(cut, judged)
+          if isinstance(found, Made) or self._clean(found, judged):
+            return found
+        # A NaN in a judged row: the program's own, or the others' rows
+        # reaching it (`_clean`): made whole.
+        return both(whole, None)
       except Exception as e:  # named in the verdict, never silent
         return Made(None, None, None, not_executed=(_why_not(e),))
 
@@ -618,7 +665,7 @@ class MadeChecker:
         )
     except Exception as e:  # named in the verdict, never silent
       return Made(None, None, None, not_executed=(_why_not(e),))
-    at = self.judged_rows(noises)
+    at = self.judged_rows(noises) if self.judged_later(n) else None
     cut = functools.partial(_gathered, rows=at, axes=refs.axes)
     leaf, dev, bound = _deviation(
       cut(wide.outputs), cut(ref), refs.names, bands
@@ -667,6 +714,18 @@ def _at_rows(stats, at: tuple[int, ...], n: int):
   row_abs = np.full(n, np.nan)
   row_abs[np.asarray(at, np.int64)] = stats.row_abs
   return dataclasses.replace(stats, row_abs=row_abs)
+
+
+def _has_while(module) -> bool:
+  """Whether any computation of `module` holds a while loop: a batch's
+  loop runs while any row's condition holds (vmap's rule), and a NaN
+  row's may never end (the executor's trip bound then, 10^6 trips), so
+  such a module is run whole."""
+  return any(
+    i.opcode == "while"
+    for c in module.computations.values()
+    for i in c.instructions
+  )
 
 
 def _holds_nan(dtype: np.dtype) -> bool:

@@ -49,8 +49,9 @@ the judged rows' inputs gathered (`emulation_cache`; bit for bit their
 rows of the whole batch's emulation, as the fixed orders sum each output
 element the same way whatever the batch; a large program's a row at a
 time, `EmulationCache.by_rows`). The floor records its rows
-(`NoiseFloor.rows`) and `WorstRow.judged` names them; what XLA made is
-judged, and for a declared case run, on them alone (`made.Made.judged`).
+(`NoiseFloor.rows`) and `WorstRow.judged` names them; a large
+program's optimized module is run and judged on them alone
+(`made.Made.judged`).
 
 Private in intent: use the package, `hloprobe.numerics`.
 """

@@ -17,17 +17,21 @@ from __future__ import annotations
 import dataclasses
 from unittest import mock
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import recorded
 from absl.testing import absltest, parameterized
 
-from hloprobe.compile import CASES
+from hloprobe.compile import CASES, Case
 from hloprobe.numerics import accuracy, rows
 from hloprobe.numerics.made import MadeChecker
 from hloprobe.numerics.reference import References
 
 _JUDGED = (0, 4, 8)
+# The seed's multiply-adds a row ([2, 48, 48, 48, 1]).
+_ROW = 2 * 48 + 48 * 48 * 2 + 48
 
 
 def _seed(jaxlib: str):
@@ -62,7 +66,13 @@ class JudgedRowsRunTest(parameterized.TestCase):
     ran = checker.runs(9, rec.optimized_hlo, fates, _JUDGED)()
     floors = np.full(len(_JUDGED), 1e-6)
     noise = accuracy.NoiseFloor(1e-6, 1e-6, 0.0, floors, _JUDGED)
-    made = checker.judged(9, ran, fates, None, (), None, (noise,))
+    # A large program's n = 9 (3 rows judged whole): judged on the rows.
+    with mock.patch.object(rows, "JUDGED_MULTIPLY_ADDS", 3 * _ROW):
+      made = checker.judged(9, ran, fates, None, (), None, (noise,))
+    whole = MadeChecker(case, full, refs).judged(
+      9, ran, fates, None, (), None, (noise,)
+    )
+    self.assertIsNone(whole.judged)  # a small program's: every row
     self.assertEqual(made.judged, _JUDGED)
     self.assertTrue(made.complete)
     (worst,) = made.rows
@@ -79,6 +89,96 @@ class JudgedRowsRunTest(parameterized.TestCase):
     self.assertTrue(np.isfinite(made.deviation_abs))
 
 
+def _batch_max_case():
+  """A softmax shifted by the whole batch's max, then a dot: each row is
+  independent in exact arithmetic (the shift cancels), so the case
+  declares it and its float64 check passes, but the other rows' values
+  (and NaN) reach every row."""
+  g = np.random.default_rng(7)
+  x = g.standard_normal((16, 8)).astype(np.float32)
+  w = g.standard_normal((8, 4)).astype(np.float32)
+
+  def fn(xs, w):
+    e = jnp.exp(xs - jnp.max(xs))
+    return (e / jnp.sum(e, axis=1, keepdims=True)) @ w
+
+  return Case(
+    "batch_max",
+    "a softmax shifted by the batch's max",
+    fn,
+    lambda: (x, w),
+    in_axes=(0, None),
+    rows_independent=True,
+  )
+
+
+def _while_case():
+  """Newton's square root per row until it converges (vmap's loop runs
+  while any row's condition holds: a NaN row's never ends)."""
+  x = np.linspace(1.0, 9.0, 8, dtype=np.float32).reshape(8, 1) * np.ones(
+    (1, 4), np.float32
+  )
+  w = np.eye(4, dtype=np.float32)
+
+  def one(row, w):
+    def cond(c):
+      y, step = c
+      return jnp.max(jnp.abs(step)) > 1e-6
+
+    def body(c):
+      y, _ = c
+      new = 0.5 * (y + row / y)
+      return new, new - y
+
+    y, _ = jax.lax.while_loop(cond, body, (row, jnp.ones_like(row)))
+    return y @ w
+
+  return Case(
+    "newton",
+    "a converging while loop a row",
+    jax.vmap(one, in_axes=(0, None)),
+    lambda: (x, w),
+    in_axes=(0, None),
+    rows_independent=True,
+  )
+
+
+@pytest.mark.compiles
+class WholeRunTest(absltest.TestCase):
+  """Where the other rows' NaN would reach a judged row or never end, the
+  runs are made whole: the judged rows are the whole run's, every row
+  finite."""
+
+  def _runs(self, case, n, judged):
+    full = case.full_inputs()
+    args = case.inputs_for(full, n)
+    text = jax.jit(case.fn).lower(*args).compile().as_text()
+    checker = MadeChecker(case, full, None)
+    return checker, checker.runs(n, text, (), judged)(), text
+
+  def test_a_reduction_across_the_batch(self):
+    checker, runs, _ = self._runs(_batch_max_case(), 16, (0, 3))
+    for run in runs:  # made again whole: no NaN at all
+      (out,) = run.outputs
+      self.assertTrue(np.isfinite(out).all())
+    # Nor is it a large program's row judging: row_proof finds the mix.
+    with mock.patch.object(rows, "JUDGED_MULTIPLY_ADDS", 1):
+      self.assertFalse(
+        MadeChecker(
+          checker.case, checker.case.full_inputs(), None
+        ).judged_later(16)
+      )
+
+  def test_a_while_loop(self):
+    _, runs, text = self._runs(_while_case(), 8, (0, 3))
+    self.assertIn(" while(", text)
+    for run in runs:
+      self.assertFalse(run.not_executed)
+      (out,) = run.outputs
+      want = np.sqrt(np.linspace(1.0, 9.0, 8))[:, None] * np.ones((1, 4))
+      np.testing.assert_allclose(out, want, rtol=1e-5)
+
+
 class JudgedLaterTest(absltest.TestCase):
   """The compile worker's checker waits for the judged rows where the
   predictor judges fewer rows than the batch (`Predictor._measure_rows`'s
@@ -87,10 +187,8 @@ class JudgedLaterTest(absltest.TestCase):
   def test_above_the_rows_judged_whole(self):
     case = CASES["seed_mlp"]
     full = case.full_inputs()
-    # The seed's row: 2*48 + 48*48*2 + 48 multiply-adds; a budget of 3
-    # rows' makes 3 rows whole.
-    row = 2 * 48 + 48 * 48 * 2 + 48
-    with mock.patch.object(rows, "JUDGED_MULTIPLY_ADDS", 3 * row):
+    # A budget of 3 rows' multiply-adds makes 3 rows whole.
+    with mock.patch.object(rows, "JUDGED_MULTIPLY_ADDS", 3 * _ROW):
       checker = MadeChecker(case, full, None)
       self.assertEqual(
         [checker.judged_later(n) for n in (1, 2, 3, 4, 9)],
