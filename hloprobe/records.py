@@ -69,7 +69,8 @@ __all__ = [
 # `note_records.SharesAlone` note naming it; 21: a large program's shares
 # by groups of sites (`SharesAlone.groups`); 22: WorstRow.whole and
 # NoiseFloor.whole (a large program judges fewer rows whole, issue 37);
-# 23: Made.judged (what XLA made run and judged on the judged rows alone).
+# 23: Made.judged (what XLA made run and judged on the judged rows alone),
+# Failure.stage "lower" for a program jax cannot lower for the target.
 RECORD_VERSION = 23
 
 
@@ -191,7 +192,9 @@ class Failure:
   """The stage that stopped a config, and why.
 
   Attributes:
-    stage: "lower", "compile", "analyse", "run", "reference", "worker", ...
+    stage: "lower" (jax could not lower the program for the target:
+      `compile.missing_lowering`), "compile", "analyse", "run",
+      "reference", "worker", ...
     error: the error's first line, e.g. "XlaRuntimeError: INTERNAL: ...".
     finding: for a compile XLA rejected, the dot sites and the pass or
       rule that rejected it (`sites.explain_rejection`); None otherwise or

@@ -279,7 +279,11 @@ def compile_and_run_case(
     if stage == "compile" and not isinstance(e, HloprobeError) and not missing:
       with watch.stage("compile"):
         finding = _rejection_finding(case, full, config)
-    failure = Failure(stage, missing or first_line(e), finding)
+    # A program jax cannot lower for the target failed before XLA: at
+    # stage "lower", which no precision or XLA flag changes.
+    failure = Failure(
+      "lower" if missing else stage, missing or first_line(e), finding
+    )
     return CompiledConfig(
       ConfigResult(config, failure=failure), timings=watch.seconds()
     )

@@ -336,7 +336,9 @@ def plan_tries(
     plan: its plan (`sweep.SweepPlan`): the records and words the tries
       reuse.
   """
-  mine = [f for f in findings if f.experiment == BASELINE.name]
+  mine = [
+    f for f in findings if f.experiment == BASELINE.name and not _unlowered(f)
+  ]
   if not mine:
     return None
   candidates = _applies(mine, results)
@@ -359,6 +361,16 @@ def plan_tries(
     explain_passes=False,
   )
   return TryPlan(narrowed, candidates, tuple(mine))
+
+
+def _unlowered(finding: Finding) -> bool:
+  """A finding of configs jax could not lower for their target (stage
+  "lower": a host callback on a compile-only GPU, a GPU-only primitive on
+  the CPU, `compile.missing_lowering`): lowering comes before XLA and
+  does not depend on a dot's precision, so no candidate can change it;
+  its words say what to do instead."""
+  failure = finding.what.failure if finding.kind == "failed" else None
+  return failure is not None and failure.stage == "lower"
 
 
 def try_sweeps(tries: TryPlan) -> tuple[SweepPlan, ...]:

@@ -77,11 +77,13 @@ def _predicted(r: ConfigResult) -> ev.Source:
 def _failed(r: ConfigResult) -> ev.NotJudged:
   """A config that failed: never "no errors", but what failed and why.
 
-  A compile XLA rejected is NOT_COMPILED, with the sites and the pass or
-  rule that rejected it where they were found (`records.Failure.finding`).
+  A compile XLA rejected, or a program jax could not lower for the target
+  (stage "lower"), is NOT_COMPILED, with the sites and the pass or rule
+  that rejected it where they were found (`records.Failure.finding`).
   """
   f = r.failure
-  reason = ev.Reason.NOT_COMPILED if f.stage == "compile" else ev.Reason.FAILED
+  compiled = f.stage in ("lower", "compile")
+  reason = ev.Reason.NOT_COMPILED if compiled else ev.Reason.FAILED
   return ev.NotJudged(subject(r), reason, failure=f)
 
 

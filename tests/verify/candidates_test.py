@@ -115,5 +115,28 @@ class CommandTest(absltest.TestCase):
     )
 
 
+class UnloweredTest(absltest.TestCase):
+  """A config jax could not lower for its target (stage "lower":
+  `compile.missing_lowering`) is a finding no fix is tried on: lowering
+  comes before XLA's flags and does not read the dots' precision. A
+  config XLA rejected (stage "compile") still gets the candidates."""
+
+  def _tries(self, stage: str):
+    plan = engine.plan_sweep(
+      engine.SweepSpec(("seed_mlp",), (2,), ("bfloat16",), ("a100",))
+    )
+    config = records.Config("seed_mlp", get_target("a100"), 2, "bfloat16")
+    failure = records.Failure(stage, "io_callback cannot be lowered for x")
+    results = [records.ConfigResult(config, failure=failure)]
+    return candidates.plan_tries(verify.find_findings(results), results, plan)
+
+  def test_no_fix_for_a_program_jax_cannot_lower(self):
+    self.assertIsNone(self._tries("lower"))
+
+  def test_fixes_for_a_compile_xla_rejected(self):
+    tries = self._tries("compile")
+    self.assertIn("float32", [c.fix for c in tries.candidates])
+
+
 if __name__ == "__main__":
   absltest.main()
