@@ -277,21 +277,21 @@ class MadeInTheWorkerTest(parameterized.TestCase):
 
 @pytest.mark.compiles
 class JudgedLaterTest(absltest.TestCase):
-  """A large program's larger size (here the seed at n = 4 with the
-  budget of `rows.rows_whole` cut to 2 rows' multiply-adds): its worker
-  makes no runs, and finish runs them on the prediction's judged rows
-  alone, judging them there."""
+  """A large program's larger size (here the seed at n = 8 with the
+  budget of `rows.rows_whole` cut to 2 rows' multiply-adds: 3 rows
+  judged): its worker makes no runs, and finish runs them on the
+  prediction's judged rows alone, judging them there."""
 
   def test_made_on_the_predictions_rows(self):
     full = _CASE.full_inputs()
     row = 2 * 48 + 48 * 48 * 2 + 48  # the seed's multiply-adds a row
-    config = Config(_CASE.name, get_target("a100"), 4, as_precision("bfloat16"))
+    config = Config(_CASE.name, get_target("a100"), 8, as_precision("bfloat16"))
     with mock.patch.object(rows, "JUDGED_MULTIPLY_ADDS", 2 * row):
       reply = CompileRequest(config, _CASE.name, full, made=True).run({})
       self.assertTrue(reply.result.ok, reply.result.failure)
       self.assertIsNone(reply.made)
       setup = CaseSetup(
-        SweptCase(_CASE, _CASE.name, True), (1, 4), given=(full,)
+        SweptCase(_CASE, _CASE.name, True), (1, 8), given=(full,)
       )
       setup.prepare(Stopwatch())
       counted = _Counted(setup._made.checker)  # private: the test reaches in
@@ -299,7 +299,7 @@ class JudgedLaterTest(absltest.TestCase):
       r = setup.finish(reply, Stopwatch())
     (noise,) = r.prediction.noises
     self.assertIsNotNone(noise.rows)
-    self.assertLess(len(noise.rows), 4)
+    self.assertLess(len(noise.rows), 8)
     self.assertEqual(counted.rows, [noise.rows])  # once, on those rows
     self.assertEqual(r.made.judged, noise.rows)
     self.assertTrue(r.made.complete, r.made.not_executed)

@@ -187,12 +187,14 @@ class JudgedLaterTest(absltest.TestCase):
   def test_above_the_rows_judged_whole(self):
     case = CASES["seed_mlp"]
     full = case.full_inputs()
-    # A budget of 3 rows' multiply-adds makes 3 rows whole.
+    # A budget of 3 rows' multiply-adds makes 3 rows whole, and above
+    # them judges row 0, 1 sample row and 2 worst ones: on its own rows
+    # from twice those, 8 rows.
     with mock.patch.object(rows, "JUDGED_MULTIPLY_ADDS", 3 * _ROW):
       checker = MadeChecker(case, full, None)
       self.assertEqual(
-        [checker.judged_later(n) for n in (1, 2, 3, 4, 9)],
-        [False, False, False, True, True],
+        [checker.judged_later(n) for n in (1, 2, 3, 4, 7, 8, 9)],
+        [False, False, False, False, False, True, True],
       )
       self.assertFalse(
         MadeChecker(case, full, None, all_rows=True).judged_later(9)
