@@ -150,8 +150,8 @@ def _without_nan_lines(a3, b3, algorithm: str, tf32_mode: str) -> np.ndarray:
     return _contract3(a3, b3, algorithm, tf32_mode)
   out = np.full((a3.shape[0], a3.shape[1], b3.shape[2]), np.nan)
   if kept:
-    # Only the lines left out are gathered (an operand kept whole, a
-    # weight's every column, is read in place).
+    # Gathered only along the dimensions that lose lines (an operand
+    # that keeps them all, a weight's every column, is read in place).
     if not batches.all():
       a3, b3 = a3[batches], b3[batches]
     if not rows.all():

@@ -82,8 +82,8 @@ def _failed(r: ConfigResult) -> ev.NotJudged:
   that rejected it where they were found (`records.Failure.finding`).
   """
   f = r.failure
-  compiled = f.stage in ("lower", "compile")
-  reason = ev.Reason.NOT_COMPILED if compiled else ev.Reason.FAILED
+  not_compiled = f.stage in ("lower", "compile")
+  reason = ev.Reason.NOT_COMPILED if not_compiled else ev.Reason.FAILED
   return ev.NotJudged(subject(r), reason, failure=f)
 
 
