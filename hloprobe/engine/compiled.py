@@ -138,7 +138,7 @@ class CompileRequest(Request):
       memo[key] = get_case(self.case_source, self.inputs, self.batch_arg)
     full, checker = resolved(self.full_inputs), None
     if self.made:  # once per worker process, case and inputs
-      made_key = ("made checker", *key[1:])
+      made_key = ("made checker", *key[1:], self.all_rows)
       kept = memo.get(made_key)
       if kept is None or not SweptCase.same_inputs(kept[0], full):
         kept = (

@@ -178,10 +178,11 @@ class Made:
       None for a leaf not judged by rows), in the prediction's leaf order;
       () when not executed or without the prediction's noise floors.
     judged: the batch rows `stats`, the deviation and `rows` were judged
-      on where the module ran on the prediction's judged rows alone
-      (`MadeChecker.judged_later`: a large program's larger sizes; its
-      noise floors' rows, `rows.judged_rows`; issue 37), ascending; None:
-      every row.
+      on where the prediction's judged rows are all the made run is
+      judged on (`MadeChecker.judged_later`: a large program's larger
+      sizes; its noise floors' rows, `rows.judged_rows`; issue 37),
+      ascending: the module run on them alone, or whole where it could
+      not be (`MadeChecker.runs`); None: every row.
   """
 
   stats: accuracy.ErrorStats | None
@@ -442,6 +443,16 @@ class MadeChecker:
     ]
     return row_proof.proof(case, args, case.output_axes(shapes)) is None
 
+  def _cut(self, module, args: tuple, judged: tuple[int, ...]):
+    """The module's parameters with every batch row but `judged` NaN
+    (`_masked`), or None where it runs whole: a while loop in it
+    (`_has_while`), no NaN to carry, or anything raised here."""
+    try:
+      masked = None if _has_while(module) else self._masked(args, judged)
+      return None if masked is None else self._parameters(module, masked)
+    except Exception:  # run whole, which names what fails
+      return None
+
   def _clean(self, runs, judged: tuple[int, ...]) -> bool:
     """Whether the widened and made runs on the judged rows alone hold no
     NaN in those rows of any float output (nor anywhere in an output
@@ -571,8 +582,7 @@ class MadeChecker:
         return None
       cut = None  # the judged rows' parameters, the others NaN
       if judged is not None and module.partition_count == 1:
-        masked = None if _has_while(module) else self._masked(args, judged)
-        cut = None if masked is None else self._parameters(module, masked)
+        cut = self._cut(module, args, judged)
       if module.partition_count > 1:
         # One device's program: every device's shard run, joined.
         plan = self._partitioned(module, args, n)
@@ -613,15 +623,22 @@ class MadeChecker:
         return Made(None, None, None, not_executed=found)
       return wide, run(algorithms, False, params, rows)
 
+    def on_rows():
+      """The runs on the judged rows alone; None where they hold a NaN
+      in a judged row (the program's own, or the others' rows reaching
+      it: `_clean`) or fail: then made whole."""
+      try:
+        found = both(cut, judged)
+        if isinstance(found, Made) or self._clean(found, judged):
+          return found
+      except Exception:  # made whole, which names what fails
+        pass
+      return None
+
     def ran():
       try:
-        if cut is not None:
-          found = both(cut, judged)
-          if isinstance(found, Made) or self._clean(found, judged):
-            return found
-        # A NaN in a judged row: the program's own, or the others' rows
-        # reaching it (`_clean`): made whole.
-        return both(whole, None)
+        found = None if cut is None else on_rows()
+        return both(whole, None) if found is None else found
       except Exception as e:  # named in the verdict, never silent
         return Made(None, None, None, not_executed=(_why_not(e),))
 

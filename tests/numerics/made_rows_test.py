@@ -57,6 +57,15 @@ class JudgedRowsRunTest(parameterized.TestCase):
       np.testing.assert_allclose(got[list(_JUDGED)], want[list(_JUDGED)], 1e-6)
       self.assertTrue(np.isnan(got[others]).all())
 
+  def test_a_failure_on_the_rows_runs_whole(self):
+    rec, case, full = _seed(recorded.RELEASES[-1])
+    checker = MadeChecker(case, full, None)
+    with mock.patch.object(MadeChecker, "_masked", side_effect=RuntimeError):
+      runs = checker.runs(9, rec.optimized_hlo, recorded.fates(rec), _JUDGED)()
+    for run in runs:
+      (out,) = run.outputs
+      self.assertTrue(np.isfinite(out).all())  # every row, made whole
+
   @parameterized.parameters(*recorded.RELEASES)
   def test_judged_on_the_floors_rows(self, jaxlib):
     rec, case, full = _seed(jaxlib)
