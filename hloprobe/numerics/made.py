@@ -689,7 +689,7 @@ class MadeChecker:
     except Exception as e:  # named in the verdict, never silent
       return Made(None, None, None, not_executed=(_why_not(e),))
     at = self.judged_rows(noises) if self.judged_later(n) else None
-    cut = functools.partial(_gathered, rows=at, axes=refs.axes)
+    cut = functools.partial(rows.gathered, rows=at, axes=refs.axes)
     leaf, dev, bound = _deviation(
       cut(wide.outputs), cut(ref), refs.names, bands
     )
@@ -716,18 +716,6 @@ class MadeChecker:
     )
 
 
-def _gathered(leaves, rows: tuple[int, ...] | None, axes) -> tuple:
-  """`leaves` cut to `rows` along their batch axes (a leaf without one
-  whole); `leaves` themselves for rows None."""
-  if rows is None:
-    return tuple(leaves)
-  index = np.asarray(rows, np.int64)
-  return tuple(
-    x if axis is None else np.take(np.asarray(x), index, axis=axis)
-    for x, axis in zip(leaves, axes)
-  )
-
-
 def _at_rows(stats, at: tuple[int, ...], n: int):
   """`stats` of the rows `at` with its per-row errors put back at those
   rows of a batch of n (NaN at the others, which `rows.worst_row` does
@@ -741,9 +729,11 @@ def _at_rows(stats, at: tuple[int, ...], n: int):
 
 def _has_while(module) -> bool:
   """Whether any computation of `module` holds a while loop: a batch's
-  loop runs while any row's condition holds (vmap's rule), and a NaN
-  row's may never end (the executor's trip bound then, 10^6 trips), so
-  such a module is run whole."""
+  loop runs while any row's condition holds (jax's batching rule of
+  `while_loop`, its predicate reduced over the batch; jaxlib 0.12.0.1 and
+  0.10.2, `tests/numerics/made_rows_test.py`), and a NaN row's may never
+  end (the executor's trip bound then, 10^6 trips), so such a module is
+  run whole."""
   return any(
     i.opcode == "while"
     for c in module.computations.values()

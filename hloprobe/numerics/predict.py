@@ -381,13 +381,7 @@ class Predictor:
 
   def _gathered(self, leaves, judged: tuple[int, ...] | None) -> tuple:
     """`leaves` at size n cut to the judged rows along their batch axes."""
-    if judged is None:
-      return tuple(leaves)
-    index = np.asarray(judged, np.int64)
-    return tuple(
-      x if axis is None else np.take(x, index, axis=axis)
-      for x, axis in zip(leaves, self._refs.axes)
-    )
+    return rows.gathered(leaves, judged, self._refs.axes)
 
   def _emulate(self, n: int, algorithms: tuple[str, ...]) -> tuple:
     """Every output leaf at size n in XLA's own summation order (cached)."""

@@ -76,6 +76,7 @@ __all__ = [
   "WORST_ROWS",
   "WorstRow",
   "far_rows",
+  "gathered",
   "judged_rows",
   "picked_counts",
   "rows_whole",
@@ -258,6 +259,19 @@ def judged_rows(
     worst = np.argsort(-ranked, kind="stable")[:worst_rows]
     found.update(int(r) for r in worst)
   return tuple(sorted(found))
+
+
+def gathered(leaves, rows: Sequence[int] | None, axes) -> tuple:
+  """Output leaves cut to `rows` (`judged_rows`) along their batch axes
+  (`axes`, one per leaf; a leaf without one, None, whole); `leaves`
+  themselves, as a tuple, for rows None."""
+  if rows is None:
+    return tuple(leaves)
+  index = np.asarray(rows, np.int64)
+  return tuple(
+    x if axis is None else np.take(np.asarray(x), index, axis=axis)
+    for x, axis in zip(leaves, axes)
+  )
 
 
 def _multiples(errors: np.ndarray, floors: np.ndarray) -> np.ndarray:
