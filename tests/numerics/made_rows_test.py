@@ -188,6 +188,7 @@ class WholeRunTest(absltest.TestCase):
       np.testing.assert_allclose(out, want, rtol=1e-5)
 
 
+@pytest.mark.compiles  # the seed's inputs (jax.random) and its traces
 class JudgedLaterTest(absltest.TestCase):
   """The compile worker's checker waits for the judged rows where the
   predictor judges fewer rows than the batch (`Predictor._measure_rows`'s
