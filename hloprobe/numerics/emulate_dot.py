@@ -84,6 +84,24 @@ _BLOCKED_PARTIALS_ELEMENTS = 1 << 20
 # be more, an odd M is one tile) stays in the CPU's caches (`_pairwise`).
 _PAIRWISE_TILE_ELEMENTS = 1 << 16
 
+# A site computed alone (`emulate_outlined`, `emulated_dot_general`'s
+# `tiled`): a fixed order's output is made in tiles of columns of about
+# this many outputs (B x M x columns; 128 KiB of f32), at least
+# `_TILE_COLUMNS` columns, a multiple of them, so that each tile's running
+# sums stay in the CPU's caches while K is walked; and the pairwise order's
+# chunks are `_TILE_CHUNK_TERMS` terms, with the padding's products not
+# made (`_pairwise`). Each output element's products and sums are the ones
+# of the untiled order, in the same order; where XLA:CPU fuses f32
+# products into the first sums as FMAs is not (pairwise, f32 operands: 1
+# ULP here and there; TF32-rounded operands, exact products: the same
+# bits). Measured on one GPT-2-small row's projections (128 x 768 x 2304,
+# 768, 3072 and 128 x 3072 x 768, f32 operands, jaxlib 0.12.0.1,
+# 2026-12-07): sequential 55 -> 45 ms a layer, pairwise 115 -> 52 (77
+# with the padding's products made); blocked not faster, so not tiled.
+_TILE_OUTPUTS = 1 << 15
+_TILE_COLUMNS = 64
+_TILE_CHUNK_TERMS = 8
+
 # Split algorithms: (lhs part, rhs part) products, part 0 the highest, in
 # the order XLA's Triton emitter accumulates them
 # (xla/backends/gpu/codegen/triton/transforms/stablehlo_lower_to_triton.cc:
@@ -192,6 +210,7 @@ def emulated_dot_general(
   *,
   order: str = "xla",
   tf32_rounding: str = "rna",
+  tiled: bool = False,
 ) -> jnp.ndarray:
   """`lax.dot_general` as `algorithm` computes it; usable under `jit`.
 
@@ -211,6 +230,14 @@ def emulated_dot_general(
     order: f32 summation order, one of `SUMMATION_ORDERS`.
     tf32_rounding: 'rna' (XLA's Triton GEMMs), 'rne' (the cuBLAS model)
       or 'rz'; see `rounding`.
+    tiled: a fixed order (not "xla") made in tiles of columns, pairwise
+      in chunks of `_TILE_CHUNK_TERMS` terms (`_TILED`): each output's
+      products and sums are the untiled order's, but where XLA:CPU fuses
+      f32 products into sums as FMAs differs by the ops' shapes, so f32
+      operands' last bits may differ from the untiled ones. For a site
+      computed alone, as `emulate_outlined` computes each (issue 37); a
+      whole program's emulation keeps the untiled ops, whose bits the
+      golden results hold. 16-bit products or sums are never tiled.
 
   Returns:
     The result in the accumulation type (f32, or f64 for F64_F64_F64), of
@@ -251,7 +278,7 @@ def emulated_dot_general(
     # read parts, never the operands, so no transpose folding is lost
     # (the same bits: emulate_orders_test, the golden check).
     lhs, rhs = lax.optimization_barrier((lhs, rhs))
-  contract = _CONTRACTIONS[order]
+  contract = (_TILED if tiled and order in _TILED else _CONTRACTIONS)[order]
   if isinstance(algorithm, Switched):
     casts = [_operand_rounding(a, tf32_rounding) for a in algorithm.names]
     cast = lambda x: lax.switch(algorithm.index, casts, x)
@@ -435,18 +462,34 @@ def _sequential(a, b, product=_same, total=_same):
   return lax.fori_loop(0, a.shape[2], step, zeros)
 
 
-def _tree_sum(x, axis: int, total=_same):
-  """Balanced binary-tree sum over `axis`, whose length is a power of two."""
-  while x.shape[axis] > 1:
-    half = x.shape[axis] // 2
-    x = total(
-      lax.slice_in_dim(x, 0, half, axis=axis)
-      + lax.slice_in_dim(x, half, 2 * half, axis=axis)
-    )
+def _tree_sum(x, axis: int, total=_same, size: int | None = None):
+  """Balanced binary-tree sum over `axis`, whose length is a power of two.
+
+  With `size` (a power of two, at least the axis's length), the tree over
+  `size` terms whose terms past the axis's length are zeros, which are not
+  added: a term whose partner is such a zero passes to the next level as
+  `total` of itself, the value the sum with +0 has (but for the sign of a
+  zero; an FMA of a product with +0 is that product rounded, as unfused).
+  """
+  size = x.shape[axis] if size is None else size
+  while size > 1:
+    half = size // 2
+    live = x.shape[axis]
+    if live > half:
+      pairs = lax.slice_in_dim(x, 0, live - half, axis=axis) + lax.slice_in_dim(
+        x, half, live, axis=axis
+      )
+      alone = lax.slice_in_dim(x, live - half, half, axis=axis)
+      x = total(
+        pairs if live == size else jnp.concatenate([pairs, alone], axis)
+      )
+    elif live < size:
+      x = total(x)
+    size = half
   return jnp.squeeze(x, axis)
 
 
-def _pairwise(a, b, product=_same, total=_same):
+def _pairwise(a, b, product=_same, total=_same, chunk_terms=None):
   """Products summed in a balanced binary tree over K (padded with zeros).
 
   The tree is `_tree_sum`'s over the whole padded K: its first level adds
@@ -467,24 +510,33 @@ def _pairwise(a, b, product=_same, total=_same):
   visits together differ, and the tile's counter stays in the caches (a
   GPT-2-small layer's sites at 8 rows: 2-3x less CPU, issue 37). The same
   bits as one tile: emulate_orders_test, on the GPT-2-small sites' shapes.
+
   (The chunk size itself is not free: on jaxlib 0.12.0.1 XLA:CPU fuses
   f32 products into the first level's sums as FMAs for some chunk sizes
   and shapes and not for others, measured 2026-12-06: a 1024 x 768 x 2304
   dot's chunks of 4 terms fuse, of 16 do not; bf16-rounded operands, whose
   products are exact, give numpy's tree for every chunk size.)
+
+  `chunk_terms` (`_TILED`): chunks of that many terms (a power of two)
+  whatever the output's size, and of each chunk's terms only those up to
+  the last one any chunk has below K: the padding's products past them
+  are zeros, which the tree passes by (`_tree_sum`'s `size`; 768 terms
+  padded to 1024 in chunks of 8: 6 made a chunk).
   """
   bsz, m, k = a.shape
   n = b.shape[2]
   padded = 1 << max(k - 1, 0).bit_length()
   a = jnp.pad(a, ((0, 0), (0, 0), (0, padded - k)))
   b = jnp.pad(b, ((0, 0), (0, padded - k), (0, 0)))
-  chunk = padded
+  chunk = padded if chunk_terms is None else min(padded, chunk_terms)
   while chunk > 1 and bsz * m * n * chunk > _PAIRWISE_CHUNK_ELEMENTS:
     chunk //= 2
   blocks = padded // chunk
-  # Chunk j holds k = c * blocks + j for c = 0 .. chunk - 1, in order.
-  a4 = a.reshape(bsz, m, chunk, blocks)
-  b4 = b.reshape(bsz, chunk, blocks, n)
+  # Chunk j holds k = c * blocks + j for c = 0 .. chunk - 1, in order; with
+  # `chunk_terms`, c below `terms` alone (the rest k >= K in every chunk).
+  terms = chunk if chunk_terms is None else -(-k // blocks)
+  a4 = a.reshape(bsz, m, chunk, blocks)[:, :, :terms]
+  b4 = b.reshape(bsz, chunk, blocks, n)[:, :terms]
 
   def tree(rows):
     """The tree of the chunks of `rows` (a (B, tile, C, blocks) slice
@@ -494,7 +546,7 @@ def _pairwise(a, b, product=_same, total=_same):
       aj = lax.dynamic_index_in_dim(rows, j, axis=3, keepdims=False)
       bj = lax.dynamic_index_in_dim(b4, j, axis=2, keepdims=False)
       products = product(aj[:, :, :, None] * bj[:, None, :, :])
-      return _tree_sum(products, axis=2, total=total)  # (B, tile, N)
+      return _tree_sum(products, 2, total, chunk)  # (B, tile, N)
 
     if blocks == 1:
       return chunk_sum(0)
@@ -616,6 +668,36 @@ def _blocked_partials(a4, b4, product, total):
   return lax.fori_loop(0, blocks, reduce, zeros)
 
 
+def _in_column_tiles(sums: Callable) -> Callable:
+  """`sums` (a (B,M,K) x (B,K,N) summation) made one tile of columns at a
+  time (`_TILE_OUTPUTS`): a loop over the whole tiles, then the columns
+  left; untiled where a tile would be under `_TILE_COLUMNS` columns or
+  over half of N. Each column's ops are those of `sums` on its own."""
+
+  def tiled(a, b, product=_same, total=_same):
+    bsz, m, _ = a.shape
+    n = b.shape[2]
+    width = _TILE_OUTPUTS // (bsz * m)
+    width -= width % _TILE_COLUMNS
+    if width < _TILE_COLUMNS or 2 * width > n:
+      return sums(a, b, product, total)
+
+    def one(t, out):
+      bt = lax.dynamic_slice_in_dim(b, t * width, width, axis=2)
+      return lax.dynamic_update_slice_in_dim(
+        out, sums(a, bt, product, total), t * width, axis=2
+      )
+
+    whole = n // width * width
+    out = lax.fori_loop(0, n // width, one, _zeros((bsz, m, n), a.dtype, a, b))
+    if whole == n:
+      return out
+    rest = sums(a, lax.slice_in_dim(b, whole, n, axis=2), product, total)
+    return lax.dynamic_update_slice_in_dim(out, rest, whole, axis=2)
+
+  return tiled
+
+
 _ORDERED = {
   "sequential": _sequential,
   "pairwise": _pairwise,
@@ -623,4 +705,13 @@ _ORDERED = {
 }
 _CONTRACTIONS = {"xla": _xla_contract} | {
   name: _in_order(sums) for name, sums in _ORDERED.items()
+}
+# `emulated_dot_general(tiled=True)`'s orders (`_TILE_OUTPUTS`).
+_TILED = {
+  "sequential": _in_order(_in_column_tiles(_sequential)),
+  "pairwise": _in_order(
+    _in_column_tiles(
+      functools.partial(_pairwise, chunk_terms=_TILE_CHUNK_TERMS)
+    )
+  ),
 }

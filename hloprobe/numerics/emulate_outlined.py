@@ -41,6 +41,8 @@ Private in intent: use the package, `hloprobe.numerics`.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import numpy as np
 
@@ -61,7 +63,7 @@ __all__ = ["OutlinedEmulation", "repeats"]
 # One float dot site as the evaluator computes it inline (`evaluator.dot_at`),
 # compiled once per shapes, dtypes and static arguments (jax's jit cache).
 _site_dot = jax.jit(
-  dot_at,
+  functools.partial(dot_at, tiled=True),
   static_argnames=("dims", "algorithm", "order", "rounding", "dtype", "count"),
 )
 

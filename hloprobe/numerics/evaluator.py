@@ -100,15 +100,18 @@ def partial_sums(lhs, rhs, dims, count: int, dot) -> object:
   return total
 
 
-def dot_at(lhs, rhs, *, dims, algorithm, order, rounding, dtype, count):
+def dot_at(
+  lhs, rhs, *, dims, algorithm, order, rounding, dtype, count, tiled=False
+):
   """One float dot site as the evaluator computes it: the emulated
-  dot_general at `algorithm` and `order` (`rounding`: TF32's), of each of
+  dot_general at `algorithm` and `order` (`rounding`: TF32's; `tiled`:
+  `emulated_dot_general`'s, for a site computed alone), of each of
   `count` devices' K slices with their partial sums added in device order
   (`partial_sums`) where a mesh splits K, converted to `dtype`, the dtype
   the program's dot returns. Keyword arguments after the operands, so
   that `jax.jit` can take them as static (`emulate_outlined._site_dot`)."""
   dot = lambda a, b: emulated_dot_general(
-    a, b, dims, algorithm, order=order, tf32_rounding=rounding
+    a, b, dims, algorithm, order=order, tf32_rounding=rounding, tiled=tiled
   )
   out = (
     dot(lhs, rhs) if count == 1 else partial_sums(lhs, rhs, dims, count, dot)

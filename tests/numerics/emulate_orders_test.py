@@ -264,6 +264,59 @@ class SameSumsTest(parameterized.TestCase):
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
+def _numpy_sequential(a, b) -> np.ndarray:
+  """float32 sums in k order, each running sum rounded (exact products:
+  bf16 operands)."""
+  acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
+  for k in range(a.shape[1]):
+    acc = (acc + np.outer(a[:, k], b[k])).astype(np.float32)
+  return acc
+
+
+class TiledTest(parameterized.TestCase):
+  """`emulated_dot_general(tiled=True)`, a site computed alone
+  (`emulate_outlined`, issue 37): tiles of columns, pairwise chunks of 8
+  terms without the padding's products."""
+
+  def _tiled(self, a, b, order):
+    return np.asarray(
+      jax.jit(
+        lambda a, b: emulate_dot.emulated_dot_general(
+          a, b, _MATMUL, "BF16_BF16_F32", order=order, tiled=True
+        )
+      )(a, b)
+    )
+
+  @parameterized.parameters("sequential", "pairwise")
+  def test_tiles_of_columns_sum_in_the_order(self, order):
+    # 3 x 700 x 300: tiles of 128 columns (3 x 128 outputs), two whole and
+    # 44 columns left; pairwise pads 700 terms to 1024, chunks of 8
+    # strided by 128, of which 6 are made (k = 5 * 128 + j is past 700
+    # for j >= 60: zeros made, then passed by). A tile written to the
+    # wrong columns, a chunk of the wrong terms or a pair dropped changes
+    # values.
+    a, b = _bf16_operands(13, 3, 700, 300)
+    with mock.patch.object(emulate_dot, "_TILE_OUTPUTS", 3 * 128):
+      got = self._tiled(a, b, order)
+    products = (a.T[:, :, None] * b[:, None, :]).astype(np.float32)
+    want = _numpy_tree(products) if order == "pairwise" else None
+    if want is None:
+      want = _numpy_sequential(a, b)
+    np.testing.assert_array_equal(got, want)
+
+  def test_a_tile_of_more_than_half_the_columns_is_not_made(self):
+    # 2 x 40 x 100 at the default size: 16384 columns a tile, untiled; the
+    # pairwise tree is still in chunks of 8 (64 padded terms, 5 made).
+    a, b = _bf16_operands(14, 2, 40, 100)
+    products = (a.T[:, :, None] * b[:, None, :]).astype(np.float32)
+    np.testing.assert_array_equal(
+      self._tiled(a, b, "pairwise"), _numpy_tree(products)
+    )
+    np.testing.assert_array_equal(
+      self._tiled(a, b, "sequential"), _numpy_sequential(a, b)
+    )
+
+
 # jaxlib 0.10.2's XLA:CPU still hoists the fixed orders' operand copies and
 # zeros to the program's start and fuses the ops around the pairwise order's
 # padding, optimization barrier or not (measured 2026-12-05 with `make

@@ -12,6 +12,8 @@ rounded too, where it has not: `--xla_cpu_max_isa=AVX`; both seen on jaxlib
 
 from __future__ import annotations
 
+from unittest import mock
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -24,6 +26,7 @@ from hloprobe.compile import cases
 from hloprobe.errors import EmulationError, InvalidArgumentError
 from hloprobe.numerics import (
   emulate,
+  emulate_dot,
   emulate_outlined,
   emulation_cache,
   evaluator,
@@ -35,8 +38,9 @@ pytestmark = [pytest.mark.cpu_numerics]
 _F32, _TF32 = "F32_F32_F32", "TF32_TF32_F32"
 
 
-def _stack(layers: int):
-  """x @ W_0 + b_0, then ... @ W_l + b_l: `layers` dots of one shape."""
+def _stack(layers: int, width: int = 24):
+  """x @ W_0 + b_0, then ... @ W_l + b_l: `layers` dots of one shape,
+  (2, width) x (width, width)."""
 
   def fn(x, ws, bs):
     for w, b in zip(ws, bs):
@@ -44,9 +48,11 @@ def _stack(layers: int):
     return x
 
   g = np.random.default_rng(3)
-  x = g.standard_normal((2, 24)).astype(np.float32)
-  ws = [g.standard_normal((24, 24)).astype(np.float32) for _ in range(layers)]
-  bs = [g.standard_normal((24,)).astype(np.float32) for _ in range(layers)]
+  x = g.standard_normal((2, width)).astype(np.float32)
+  ws = [
+    g.standard_normal((width, width)).astype(np.float32) for _ in range(layers)
+  ]
+  bs = [g.standard_normal((width,)).astype(np.float32) for _ in range(layers)]
   return fn, (x, ws, bs)
 
 
@@ -116,6 +122,20 @@ class OutlinedEmulationTest(absltest.TestCase):
     )((_F32,) * 3, leaves)
     self.assertFalse(np.array_equal(pairwise, fused))
     self.assertFalse(np.array_equal(pairwise, plain))
+
+  def test_its_sites_are_made_in_tiles_of_columns(self):
+    # 2 x 160 x 160 dots, tiles of 64 columns (2 x 64 outputs): two whole
+    # tiles and 32 columns left (`emulate_dot._TILE_OUTPUTS`, issue 37: a
+    # site computed alone keeps its running sums in the caches), each
+    # column numpy's sequential loop.
+    fn, args = _stack(2, width=160)
+    with mock.patch.object(emulate_dot, "_TILE_OUTPUTS", 2 * 64):
+      runs = emulate_outlined.OutlinedEmulation(
+        fn, args, (emulate.SWITCHABLE,) * 2, order="sequential"
+      )
+      for names in ((_F32, _F32), (_TF32, _F32)):
+        (got,) = runs(names, jax.tree_util.tree_leaves(args))
+        _assert_sequential(got, *args, names)
 
   def test_its_compiles_do_not_grow_with_depth(self):
     def compiles(layers: int) -> int:
