@@ -53,6 +53,7 @@ __all__ = [
   "Switched",
   "TF32_TRUNCATED",
   "emulated_dot_general",
+  "rounded_operand",
 ]
 
 # f32 summation orders: "xla" is whatever order the CPU's own dot uses (on
@@ -325,6 +326,18 @@ class Switched:
         f"[hloprobe] algorithms {bad} cannot be chosen at run time; only "
         f"{', '.join(SWITCHABLE)} can"
       )
+
+
+def rounded_operand(x, algorithm: str, tf32_rounding: str = "rna"):
+  """`x` (a real float array) as a single-pass algorithm (`SWITCHABLE`)
+  rounds each operand before its f32 products and sums: f32 out, of x's
+  shape. So a single-pass dot at `algorithm` is the F32_F32_F32 dot of its
+  operands so rounded, in every order: the same ops but the rounding.
+
+  Raises:
+    KeyError: an algorithm not single-pass.
+  """
+  return _operand_rounding(algorithm, tf32_rounding)(x)
 
 
 def _operand_rounding(algorithm: str, tf32_rounding: str) -> Callable:

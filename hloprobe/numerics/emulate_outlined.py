@@ -48,7 +48,7 @@ import numpy as np
 
 from hloprobe.errors import EmulationError
 from hloprobe.numerics.emulate import check_order, mesh_parts
-from hloprobe.numerics.emulate_dot import SWITCHABLE
+from hloprobe.numerics.emulate_dot import SWITCHABLE, rounded_operand
 from hloprobe.numerics.evaluator import Evaluator, dot_at
 from hloprobe.numerics.jaxpr_sites import (
   CALL_PRIMITIVES,
@@ -66,6 +66,16 @@ _site_dot = jax.jit(
   functools.partial(dot_at, tiled=True),
   static_argnames=("dims", "algorithm", "order", "rounding", "dtype", "count"),
 )
+
+
+# A site's operands rounded to a single-pass algorithm other than F32 (issue
+# 37): its dot is then F32's `_site_dot` of them, whose products and sums
+# are those ops' (`emulate_dot.rounded_operand`), so a walk at TF32 compiles
+# one elementwise rounding a shape, not every site dot again (gpt2_12's
+# chosen TF32 row: 18 site dots, about 2.5 of the 5 CPU-s its walks' site
+# compiles took, jaxlib 0.12.0.1, 2026-12-07).
+_rounded = jax.jit(rounded_operand, static_argnames=("algorithm", "tf32_rounding"))
+_F32 = "F32_F32_F32"
 
 
 def _signature(site) -> tuple:
@@ -93,17 +103,21 @@ def repeats(sites) -> bool:
 
 
 class _OutlinedEvaluator(Evaluator):
-  """An `Evaluator` whose float dot sites are `_site_dot` calls."""
+  """An `Evaluator` whose float dot sites are `_site_dot` calls at F32, on
+  operands `_rounded` first where the site's algorithm is another."""
 
   def _dot(self, eqn, ins, site: int):
     if eqn.primitive.name != "dot_general" or not all(
       jax.numpy.issubdtype(x.dtype, jax.numpy.inexact) for x in ins
     ):
       return super()._dot(eqn, ins, site)
+    algorithm = self.algorithms[site]
+    if algorithm != _F32:
+      ins = [_rounded(x, algorithm, self.rounding) for x in ins]
     return _site_dot(
       *ins,
       dims=eqn.params["dimension_numbers"],
-      algorithm=self.algorithms[site],
+      algorithm=_F32,
       order=self.order,
       rounding=self.rounding,
       dtype=np.dtype(eqn.outvars[0].aval.dtype),

@@ -137,6 +137,30 @@ class OutlinedEmulationTest(absltest.TestCase):
         (got,) = runs(names, jax.tree_util.tree_leaves(args))
         _assert_sequential(got, *args, names)
 
+  def test_another_single_pass_algorithm_shares_f32_s_site_dots(self):
+    # TF32 and BF16 sites are F32's dots of operands rounded first
+    # (`emulate_dot.rounded_operand`): a walk at BF16 after F32's and
+    # TF32's adds no site dot to jax's cache (the first rounded walk adds
+    # one entry, for arrays where the first site read numpy's: no XLA
+    # compile) and compiles the roundings of its two operand shapes alone;
+    # its sites are still numpy's TF32 loop.
+    fn, args = _stack(3, width=40)
+    runs = emulate_outlined.OutlinedEmulation(
+      fn, args, (emulate.SWITCHABLE,) * 3, order="blocked"
+    )
+    leaves = jax.tree_util.tree_leaves(args)
+    runs((_F32,) * 3, leaves)
+    runs((_TF32,) * 3, leaves)
+    dots = emulate_outlined._site_dot._cache_size()
+    bf16 = ("BF16_BF16_F32",) * 3
+    self.assertEqual(testutil.xla_compiles(lambda: runs(bf16, leaves)), 2)
+    self.assertEqual(emulate_outlined._site_dot._cache_size(), dots)
+    sequential = emulate_outlined.OutlinedEmulation(
+      fn, args, (emulate.SWITCHABLE,) * 3, order="sequential"
+    )
+    (got,) = sequential((_TF32,) * 3, leaves)
+    _assert_sequential(got, *args, (_TF32,) * 3)
+
   def test_its_compiles_do_not_grow_with_depth(self):
     def compiles(layers: int) -> int:
       fn, args = _stack(layers)
