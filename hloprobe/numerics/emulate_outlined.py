@@ -74,7 +74,9 @@ _site_dot = jax.jit(
 # one elementwise rounding a shape, not every site dot again (gpt2_12's
 # chosen TF32 row: 18 site dots, about 2.5 of the 5 CPU-s its walks' site
 # compiles took, jaxlib 0.12.0.1, 2026-12-07).
-_rounded = jax.jit(rounded_operand, static_argnames=("algorithm", "tf32_rounding"))
+_rounded = jax.jit(
+  rounded_operand, static_argnames=("algorithm", "tf32_rounding")
+)
 _F32 = "F32_F32_F32"
 
 

@@ -15,6 +15,7 @@ a row taken for another differs at the first digit.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from unittest import mock
 
 import jax
@@ -25,7 +26,7 @@ import recorded
 from absl.testing import absltest, parameterized
 
 from hloprobe.compile import CASES, Case
-from hloprobe.numerics import accuracy, rows
+from hloprobe.numerics import accuracy, made, rows
 from hloprobe.numerics.made import MadeChecker
 from hloprobe.numerics.reference import References
 
@@ -56,6 +57,27 @@ class JudgedRowsRunTest(parameterized.TestCase):
       self.assertTrue(np.isfinite(want).all())
       np.testing.assert_allclose(got[list(_JUDGED)], want[list(_JUDGED)], 1e-6)
       self.assertTrue(np.isnan(got[others]).all())
+
+  def test_on_the_rows_the_made_run_is_beside_the_widened_one(self):
+    # Two threads (issue 37): the made run in its own, the widened one in
+    # the caller's; a whole run keeps both in the caller's. Each run's
+    # values are the ones test_the_judged_rows_are_the_whole_runs checks.
+    rec, case, full = _seed(recorded.RELEASES[-1])
+    fates = recorded.fates(rec)
+    where = {}
+    execute_module = made.execute.execute_module
+
+    def noted(*args, widen, **kwargs):
+      where.setdefault(widen, set()).add(threading.current_thread().name)
+      return execute_module(*args, widen=widen, **kwargs)
+
+    with mock.patch.object(made.execute, "execute_module", side_effect=noted):
+      MadeChecker(case, full, None).runs(9, rec.optimized_hlo, fates)()
+      self.assertEqual(where, {True: {"MainThread"}, False: {"MainThread"}})
+      where.clear()
+      MadeChecker(case, full, None).runs(9, rec.optimized_hlo, fates, _JUDGED)()
+    self.assertEqual(where[True], {"MainThread"})
+    self.assertNotIn("MainThread", where[False])
 
   def test_a_failure_on_the_rows_runs_whole(self):
     rec, case, full = _seed(recorded.RELEASES[-1])
