@@ -26,7 +26,6 @@ Private in intent: use the package, `hloprobe.numerics`.
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 from collections.abc import Callable, Sequence
 
@@ -389,11 +388,6 @@ def switchable(assignments: Sequence) -> bool:
   )
 
 
-# `emulate_switched`'s runs made at once, each in a thread: a small
-# machine's cores (CI's and the bench's have two).
-_RUNS_AT_ONCE = 2
-
-
 def emulate_switched(
   fn, args, assignments, *, order="xla", tf32_rounding="rna", keep=None
 ) -> list:
@@ -417,8 +411,7 @@ def emulate_switched(
       per site, or one name for every site).
     keep: if given, what to keep of each assignment's output leaves (a
       function of the tuple of numpy leaves, e.g. row 0 of one), so that
-      only `_RUNS_AT_ONCE` assignments' whole outputs are held at a time
-      (the runs are made that many at a time, in threads).
+      only one assignment's whole outputs are held at a time.
 
   Returns:
     Per assignment, in order, its output leaves as numpy arrays (or what
@@ -450,16 +443,12 @@ def emulate_switched(
   # copy); a caller's numpy arguments are put here (issue 37: gpt2_12's
   # 144 share runs, 0.34 GB of weights). The same values.
   leaves = jax.device_put(jax.tree_util.tree_leaves(args))
-
-  def one(names):
+  found = []
+  for names in checked:
     outs = runs(names, leaves)
-    return outs if keep is None else keep(outs)
-
-  # Two runs at a time (issue 37: XLA:CPU's runs release the GIL, and the
-  # attribution's runs of a large program at the explain's end had the
-  # machine's second core idle; each run's bits are its executable's).
-  with concurrent.futures.ThreadPoolExecutor(_RUNS_AT_ONCE) as threads:
-    return list(threads.map(one, checked))
+    found.append(outs if keep is None else keep(outs))
+    del outs
+  return found
 
 
 class SwitchedEmulation:
