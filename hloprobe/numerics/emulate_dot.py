@@ -92,13 +92,15 @@ _PAIRWISE_TILE_ELEMENTS = 1 << 16
 # sums stay in the CPU's caches while K is walked; and the pairwise order's
 # chunks are `_TILE_CHUNK_TERMS` terms, with the padding's products not
 # made (`_pairwise`). Each output element's products and sums are the ones
-# of the untiled order, in the same order; where XLA:CPU fuses f32
-# products into the first sums as FMAs is not (pairwise, f32 operands: 1
-# ULP here and there; TF32-rounded operands, exact products: the same
-# bits). Measured on one GPT-2-small row's projections (128 x 768 x 2304,
-# 768, 3072 and 128 x 3072 x 768, f32 operands, jaxlib 0.12.0.1,
-# 2026-12-07): sequential 55 -> 45 ms a layer, pairwise 115 -> 52 (77
-# with the padding's products made); blocked not faster, so not tiled.
+# of the untiled order, in the same order, the padding's zeros added where
+# a term's partner is one (`_tree_sum`); where XLA:CPU fuses f32 products
+# into sums as FMAs may not be (the same bits as untiled on GPT-2-small's
+# row sites, f32 and TF32 operands; bf16-rounded ones are numpy's sums:
+# emulate_orders_test). Measured on one GPT-2-small row's projections
+# (128 x 768 x 2304, 768, 3072 and 128 x 3072 x 768, f32 operands, jaxlib
+# 0.12.0.1, 2026-12-07): sequential 55 -> 45 ms a layer, pairwise 115 ->
+# 52 (77 with the padding's products made); blocked not faster, so not
+# tiled.
 _TILE_OUTPUTS = 1 << 15
 _TILE_COLUMNS = 64
 _TILE_CHUNK_TERMS = 8
@@ -234,8 +236,8 @@ def emulated_dot_general(
     tiled: a fixed order (not "xla") made in tiles of columns, pairwise
       in chunks of `_TILE_CHUNK_TERMS` terms (`_TILED`): each output's
       products and sums are the untiled order's, but where XLA:CPU fuses
-      f32 products into sums as FMAs differs by the ops' shapes, so f32
-      operands' last bits may differ from the untiled ones. For a site
+      f32 products into sums as FMAs may differ by the ops' shapes, so
+      f32 operands' last bits may differ from the untiled ones. For a site
       computed alone, as `emulate_outlined` computes each (issue 37); a
       whole program's emulation keeps the untiled ops, whose bits the
       golden results hold. 16-bit products or sums are never tiled.
@@ -335,8 +337,14 @@ def rounded_operand(x, algorithm: str, tf32_rounding: str = "rna"):
   operands so rounded, in every order: the same ops but the rounding.
 
   Raises:
-    KeyError: an algorithm not single-pass.
+    InvalidArgumentError: an algorithm not single-pass (a split's or a
+      16-bit sum's operands are not one rounding).
   """
+  if algorithm not in SWITCHABLE:
+    raise InvalidArgumentError(
+      f"{algorithm!r} is not a single-pass algorithm; choose from "
+      f"{', '.join(SWITCHABLE)}"
+    )
   return _operand_rounding(algorithm, tf32_rounding)(x)
 
 
@@ -480,11 +488,15 @@ def _tree_sum(x, axis: int, total=_same, size: int | None = None):
 
   With `size` (a power of two, at least the axis's length), the tree over
   `size` terms whose terms past the axis's length are zeros, which are not
-  added: a term whose partner is such a zero passes to the next level as
-  `total` of itself, the value the sum with +0 has (but for the sign of a
-  zero; an FMA of a product with +0 is that product rounded, as unfused).
+  made: a term whose partner is such a zero (or a subtree of them) is
+  added to one +0, which XLA cannot fold away (`_zeros`), as the padded
+  tree adds it: -0 + 0 is +0, and a product fused into that sum as an FMA
+  is rounded there, overflow included, not in the next level's sum (a
+  helper's review, 2026-12-07: without the add, tiled pairwise gave -0.0
+  for +0.0 and -inf for NaN).
   """
   size = x.shape[axis] if size is None else size
+  zero = _zeros((), x.dtype) if x.shape[axis] < size else None
   while size > 1:
     half = size // 2
     live = x.shape[axis]
@@ -492,12 +504,12 @@ def _tree_sum(x, axis: int, total=_same, size: int | None = None):
       pairs = lax.slice_in_dim(x, 0, live - half, axis=axis) + lax.slice_in_dim(
         x, half, live, axis=axis
       )
-      alone = lax.slice_in_dim(x, live - half, half, axis=axis)
-      x = total(
-        pairs if live == size else jnp.concatenate([pairs, alone], axis)
-      )
+      if live < size:
+        alone = lax.slice_in_dim(x, live - half, half, axis=axis) + zero
+        pairs = jnp.concatenate([pairs, alone], axis)
+      x = total(pairs)
     elif live < size:
-      x = total(x)
+      x = total(x + zero)
     size = half
   return jnp.squeeze(x, axis)
 

@@ -304,6 +304,28 @@ class TiledTest(parameterized.TestCase):
       want = _numpy_sequential(a, b)
     np.testing.assert_array_equal(got, want)
 
+  def test_the_padding_s_zeros_are_added_as_the_padded_tree_adds_them(self):
+    # K = 3 (padded 4): the third product's partner is the padding's +0,
+    # added (a helper's review): a column of -0 products sums to +0, and
+    # a product that overflows is rounded to inf before the next sum
+    # (inf + -inf: NaN), as numpy's padded tree gives, not fused into it.
+    a = np.array([[0, 0, 0], [-np.inf, 1.21875, 0.87890625]], np.float32)
+    b = np.tile(
+      np.array([[-1, 0.33984375], [-1, 3e38], [-1, -0.44140625]], np.float32),
+      (1, 150),
+    )
+    with mock.patch.object(emulate_dot, "_TILE_OUTPUTS", 2 * 128):
+      got = self._tiled(a, b, "pairwise")
+    with np.errstate(over="ignore", invalid="ignore"):
+      products = (a.T[:, :, None] * b[:, None, :]).astype(np.float32)
+      want = _numpy_tree(products)
+    self.assertTrue(np.isnan(want[1, 1::2]).all())
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    finite = ~np.isnan(want)
+    np.testing.assert_array_equal(  # the sign of zero too
+      got[finite].view(np.uint32), want[finite].view(np.uint32)
+    )
+
   def test_a_tile_of_more_than_half_the_columns_is_not_made(self):
     # 2 x 40 x 100 at the default size: 16384 columns a tile, untiled; the
     # pairwise tree is still in chunks of 8 (64 padded terms, 5 made).

@@ -160,6 +160,9 @@ class OutlinedEmulationTest(absltest.TestCase):
     )
     (got,) = sequential((_TF32,) * 3, leaves)
     _assert_sequential(got, *args, (_TF32,) * 3)
+    # A split's operands are no one rounding.
+    with self.assertRaises(InvalidArgumentError):
+      emulate_dot.rounded_operand(args[0], "BF16_BF16_F32_X3")
 
   def test_its_compiles_do_not_grow_with_depth(self):
     def compiles(layers: int) -> int:
