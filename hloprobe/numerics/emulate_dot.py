@@ -545,8 +545,8 @@ def _pairwise(a, b, product=_same, total=_same, chunk_terms=None):
   `chunk_terms` (`_TILED`): chunks of that many terms (a power of two)
   whatever the output's size, and of each chunk's terms only those up to
   the last one any chunk has below K: the padding's products past them
-  are zeros, which the tree passes by (`_tree_sum`'s `size`; 768 terms
-  padded to 1024 in chunks of 8: 6 made a chunk).
+  are zeros, not made; the tree adds one +0 in their place (`_tree_sum`'s
+  `size`; 768 terms padded to 1024 in chunks of 8: 6 made a chunk).
   """
   bsz, m, k = a.shape
   n = b.shape[2]

@@ -619,7 +619,8 @@ class MadeChecker:
       alone on one core for 9 s at the explain's end; in the compile
       workers, two threads a lane cost 6 CPU-s more than they saved).
       Held runs are read and put in the calling thread alone (`Kept` is
-      not locked)."""
+      not locked). A made run begun beside a widened run that cannot be
+      executed is waited for and dropped; its failure, if any, too."""
       wide_key, made_key = key({}, True, rows), key(algorithms, False, rows)
       made_run = execution(algorithms, False, params)
       with concurrent.futures.ThreadPoolExecutor(1, "made run") as aside:
