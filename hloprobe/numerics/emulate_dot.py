@@ -99,11 +99,16 @@ _PAIRWISE_TILE_ELEMENTS = 1 << 16
 # emulate_orders_test). Measured on one GPT-2-small row's projections
 # (128 x 768 x 2304, 768, 3072 and 128 x 3072 x 768, f32 operands, jaxlib
 # 0.12.0.1, 2026-12-07): sequential 55 -> 45 ms a layer, pairwise 115 ->
-# 52 (77 with the padding's products made); blocked not faster, so not
-# tiled.
+# 52 (77 with the padding's products made).
 _TILE_OUTPUTS = 1 << 15
 _TILE_COLUMNS = 64
 _TILE_CHUNK_TERMS = 8
+# ... and the sequential and blocked orders' loops take this many steps an
+# iteration, which XLA:CPU fuses into one pass over a tile's sums (the same
+# ops in the same order; the same bits on those four sites, f32 and TF32
+# operands): sequential 45 -> 27 ms a layer (2 and 4 steps: 28), blocked,
+# a block at a time, 59 -> 32 (tiled alone: 50).
+_TILE_UNROLL = 8
 
 # Split algorithms: (lhs part, rhs part) products, part 0 the highest, in
 # the order XLA's Triton emitter accumulates them
@@ -234,7 +239,8 @@ def emulated_dot_general(
     tf32_rounding: 'rna' (XLA's Triton GEMMs), 'rne' (the cuBLAS model)
       or 'rz'; see `rounding`.
     tiled: a fixed order (not "xla") made in tiles of columns, pairwise
-      in chunks of `_TILE_CHUNK_TERMS` terms (`_TILED`): each output's
+      in chunks of `_TILE_CHUNK_TERMS` terms, sequential and blocked
+      `_TILE_UNROLL` steps a loop iteration (`_TILED`): each output's
       products and sums are the untiled order's, but where XLA:CPU fuses
       f32 products into sums as FMAs may differ by the ops' shapes, so
       f32 operands' last bits may differ from the untiled ones. For a site
@@ -467,11 +473,13 @@ def _zeros(shape, dtype, *after):
   return lax.broadcast(zero, shape)
 
 
-def _sequential(a, b, product=_same, total=_same):
+def _sequential(a, b, product=_same, total=_same, unroll=1):
   """acc += a[:, :, k] * b[:, k, :] for k = 0, 1, ..., K-1.
 
   `product` and `total` round each product and each running sum (identity:
   the operands' own arithmetic); so do `_pairwise`'s and `_blocked`'s.
+  `unroll` (`_TILED`): that many steps a loop iteration, which XLA:CPU
+  fuses into one pass over the sums (the same ops in the same order).
   """
 
   def step(k, acc):
@@ -480,7 +488,7 @@ def _sequential(a, b, product=_same, total=_same):
     return total(acc + product(ak[:, :, None] * bk[:, None, :]))
 
   zeros = _zeros((a.shape[0], a.shape[1], b.shape[2]), a.dtype, a, b)
-  return lax.fori_loop(0, a.shape[2], step, zeros)
+  return lax.fori_loop(0, a.shape[2], step, zeros, unroll=unroll)
 
 
 def _tree_sum(x, axis: int, total=_same, size: int | None = None):
@@ -628,7 +636,7 @@ def _tree_of_chunks(chunk_sum, blocks: int, shape, dtype, total, after=()):
   return stack[levels]
 
 
-def _blocked(a, b, product=_same, total=_same):
+def _blocked(a, b, product=_same, total=_same, unroll=None):
   """K cut into blocks of `_BLOCK_K`: each summed sequentially, then the
   block sums added in order (a split-K GEMM's partials and reduction).
 
@@ -640,6 +648,9 @@ def _blocked(a, b, product=_same, total=_same):
   choice; jaxlib 0.10.2's differs from the in-order sum by 1 ULP on
   bf16-rounded operands where 0.12.0.1's matches it.) Memory: one chunk,
   or one partial and the sum, each of the output's shape.
+
+  `unroll` (`_TILED`): a block at a time whatever the size, its loop
+  taking that many steps an iteration (`_sequential`'s `unroll`).
   """
   bsz, m, k = a.shape
   n = b.shape[2]
@@ -647,7 +658,7 @@ def _blocked(a, b, product=_same, total=_same):
   pad = blocks * _BLOCK_K - k
   a4 = jnp.pad(a, ((0, 0), (0, 0), (0, pad))).reshape(bsz, m, blocks, _BLOCK_K)
   b4 = jnp.pad(b, ((0, 0), (0, pad), (0, 0))).reshape(bsz, blocks, _BLOCK_K, n)
-  if bsz * blocks * m * n <= _BLOCKED_PARTIALS_ELEMENTS:
+  if unroll is None and bsz * blocks * m * n <= _BLOCKED_PARTIALS_ELEMENTS:
     return _blocked_partials(a4, b4, product, total)
 
   def block_sum(i):
@@ -659,7 +670,9 @@ def _blocked(a, b, product=_same, total=_same):
       bj = lax.dynamic_index_in_dim(bi, j, 1, keepdims=False)
       return total(acc + product(aj[:, :, None] * bj[:, None, :]))
 
-    return lax.fori_loop(0, _BLOCK_K, step, jnp.zeros((bsz, m, n), a.dtype))
+    return lax.fori_loop(
+      0, _BLOCK_K, step, jnp.zeros((bsz, m, n), a.dtype), unroll=unroll or 1
+    )
 
   def reduce(i, acc):
     return total(acc + block_sum(i))
@@ -733,10 +746,15 @@ _CONTRACTIONS = {"xla": _xla_contract} | {
 }
 # `emulated_dot_general(tiled=True)`'s orders (`_TILE_OUTPUTS`).
 _TILED = {
-  "sequential": _in_order(_in_column_tiles(_sequential)),
+  "sequential": _in_order(
+    _in_column_tiles(functools.partial(_sequential, unroll=_TILE_UNROLL))
+  ),
   "pairwise": _in_order(
     _in_column_tiles(
       functools.partial(_pairwise, chunk_terms=_TILE_CHUNK_TERMS)
     )
+  ),
+  "blocked": _in_order(
+    _in_column_tiles(functools.partial(_blocked, unroll=_TILE_UNROLL))
   ),
 }

@@ -273,6 +273,17 @@ def _numpy_sequential(a, b) -> np.ndarray:
   return acc
 
 
+def _numpy_blocked(a, b) -> np.ndarray:
+  """float32 sums of K blocks of 32, each in k order from zero, then the
+  block sums in order (exact products: bf16 operands)."""
+  total = np.zeros((a.shape[0], b.shape[1]), np.float32)
+  for start in range(0, a.shape[1], 32):
+    total = (
+      total + _numpy_sequential(a[:, start : start + 32], b[start:])
+    ).astype(np.float32)
+  return total
+
+
 class TiledTest(parameterized.TestCase):
   """`emulated_dot_general(tiled=True)`, a site computed alone
   (`emulate_outlined`, issue 37): tiles of columns, pairwise chunks of 8
@@ -287,21 +298,25 @@ class TiledTest(parameterized.TestCase):
       )(a, b)
     )
 
-  @parameterized.parameters("sequential", "pairwise")
+  @parameterized.parameters("sequential", "pairwise", "blocked")
   def test_tiles_of_columns_sum_in_the_order(self, order):
     # 3 x 700 x 300: tiles of 128 columns (3 x 128 outputs), two whole and
     # 44 columns left; pairwise pads 700 terms to 1024, chunks of 8
     # strided by 128, of which 6 are made (k = 5 * 128 + j is past 700
-    # for j >= 60: zeros made, then passed by). A tile written to the
-    # wrong columns, a chunk of the wrong terms or a pair dropped changes
-    # values.
+    # for j >= 60: zeros made, then added as the tree adds them);
+    # sequential and blocked 8 steps a loop iteration (700 = 87 x 8 + 4;
+    # blocked: 22 blocks of 32, the last 28 terms and padding). A tile
+    # written to the wrong columns, a chunk of the wrong terms, a pair or
+    # a step dropped changes values.
     a, b = _bf16_operands(13, 3, 700, 300)
     with mock.patch.object(emulate_dot, "_TILE_OUTPUTS", 3 * 128):
       got = self._tiled(a, b, order)
     products = (a.T[:, :, None] * b[:, None, :]).astype(np.float32)
-    want = _numpy_tree(products) if order == "pairwise" else None
-    if want is None:
-      want = _numpy_sequential(a, b)
+    want = {
+      "pairwise": lambda: _numpy_tree(products),
+      "sequential": lambda: _numpy_sequential(a, b),
+      "blocked": lambda: _numpy_blocked(a, b),
+    }[order]()
     np.testing.assert_array_equal(got, want)
 
   def test_the_padding_s_zeros_are_added_as_the_padded_tree_adds_them(self):
