@@ -95,8 +95,8 @@ _PAIRWISE_TILE_ELEMENTS = 1 << 16
 # of the untiled order, in the same order, the padding's zeros added where
 # a term's partner is one (`_tree_sum`); where XLA:CPU fuses f32 products
 # into sums as FMAs may not be (the same bits as untiled on GPT-2-small's
-# row sites, f32 and TF32 operands; bf16-rounded ones are numpy's sums:
-# emulate_orders_test). Measured on one GPT-2-small row's projections
+# row sites, f32 and TF32 operands, jaxlib 0.12.0.1 and 0.10.2;
+# bf16-rounded ones are numpy's sums: emulate_orders_test). Measured on one GPT-2-small row's projections
 # (128 x 768 x 2304, 768, 3072 and 128 x 3072 x 768, f32 operands, jaxlib
 # 0.12.0.1, 2026-12-07): sequential 55 -> 45 ms a layer, pairwise 115 ->
 # 52 (77 with the padding's products made).
@@ -105,9 +105,10 @@ _TILE_COLUMNS = 64
 _TILE_CHUNK_TERMS = 8
 # ... and the sequential and blocked orders' loops take this many steps an
 # iteration, which XLA:CPU fuses into one pass over a tile's sums (the same
-# ops in the same order; the same bits on those four sites, f32 and TF32
-# operands): sequential 45 -> 27 ms a layer (2 and 4 steps: 28), blocked,
-# a block at a time, 59 -> 32 (tiled alone: 50).
+# ops in the same order; on those four sites, f32 and TF32 operands, the
+# tiled orders' bits are the untiled ones on jaxlib 0.12.0.1 and 0.10.2):
+# sequential 45 -> 27 ms a layer (2 and 4 steps: 28), blocked, a block at
+# a time, 59 -> 32 (tiled alone: 50; jaxlib 0.12.0.1).
 _TILE_UNROLL = 8
 
 # Split algorithms: (lhs part, rhs part) products, part 0 the highest, in

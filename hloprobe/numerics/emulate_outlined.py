@@ -73,7 +73,9 @@ _site_dot = jax.jit(
 # are those ops' (`emulate_dot.rounded_operand`), so a walk at TF32 compiles
 # one elementwise rounding a shape, not every site dot again (gpt2_12's
 # chosen TF32 row: 18 site dots, about 2.5 of the 5 CPU-s its walks' site
-# compiles took, jaxlib 0.12.0.1, 2026-12-07).
+# compiles took, jaxlib 0.12.0.1, 2026-12-07). The same bits as each
+# algorithm's own site dot on gpt2_2's sites in every order, TF32, BF16
+# and TF32_TRUNCATED sites beside F32 ones (jaxlib 0.12.0.1 and 0.10.2).
 _rounded = jax.jit(
   rounded_operand, static_argnames=("algorithm", "tf32_rounding")
 )

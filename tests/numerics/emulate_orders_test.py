@@ -130,6 +130,26 @@ def _numpy_tree(products: np.ndarray) -> np.ndarray:
   return x[0]
 
 
+def _numpy_sequential(a, b) -> np.ndarray:
+  """float32 sums in k order, each running sum rounded (exact products:
+  bf16 operands)."""
+  acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
+  for k in range(a.shape[1]):
+    acc = (acc + np.outer(a[:, k], b[k])).astype(np.float32)
+  return acc
+
+
+def _numpy_blocked(a, b) -> np.ndarray:
+  """float32 sums of K blocks of 32, each in k order from zero, then the
+  block sums in order (exact products: bf16 operands)."""
+  total = np.zeros((a.shape[0], b.shape[1]), np.float32)
+  for start in range(0, a.shape[1], 32):
+    total = (
+      total + _numpy_sequential(a[:, start : start + 32], b[start:])
+    ).astype(np.float32)
+  return total
+
+
 def _emulate(algorithm, order):
   return jax.jit(
     lambda a, b: emulate_dot.emulated_dot_general(
@@ -241,13 +261,7 @@ class SameSumsTest(parameterized.TestCase):
   def test_blocked_is_numpy_s_blocks_in_order(self):
     a, b = _bf16_operands(9, 4, 200, 3)
     got = np.asarray(_emulate("BF16_BF16_F32", "blocked")(a, b))
-    total = np.zeros((4, 3), np.float32)
-    for start in range(0, 200, 32):
-      part = np.zeros((4, 3), np.float32)
-      for k in range(start, min(start + 32, 200)):
-        part = (part + np.outer(a[:, k], b[k])).astype(np.float32)
-      total = (total + part).astype(np.float32)
-    np.testing.assert_array_equal(got, total)
+    np.testing.assert_array_equal(got, _numpy_blocked(a, b))
 
   def test_blocked_a_block_at_a_time_is_the_partials_bits_on_f32(self):
     # One GPT-2-small row's MLP dot (128 x 768 x 3072: 9.4 M partials),
@@ -262,26 +276,6 @@ class SameSumsTest(parameterized.TestCase):
     with mock.patch.object(emulate_dot, "_BLOCKED_PARTIALS_ELEMENTS", 1 << 24):
       want = np.asarray(_emulate("F32_F32_F32", "blocked")(a, b))
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
-
-
-def _numpy_sequential(a, b) -> np.ndarray:
-  """float32 sums in k order, each running sum rounded (exact products:
-  bf16 operands)."""
-  acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
-  for k in range(a.shape[1]):
-    acc = (acc + np.outer(a[:, k], b[k])).astype(np.float32)
-  return acc
-
-
-def _numpy_blocked(a, b) -> np.ndarray:
-  """float32 sums of K blocks of 32, each in k order from zero, then the
-  block sums in order (exact products: bf16 operands)."""
-  total = np.zeros((a.shape[0], b.shape[1]), np.float32)
-  for start in range(0, a.shape[1], 32):
-    total = (
-      total + _numpy_sequential(a[:, start : start + 32], b[start:])
-    ).astype(np.float32)
-  return total
 
 
 class TiledTest(parameterized.TestCase):
