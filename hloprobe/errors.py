@@ -17,6 +17,7 @@ __all__ = [
   "ModuleFileError",
   "TargetError",
   "ToolchainError",
+  "TraceError",
   "XlaFlagsError",
   "InvalidArgumentError",
   "counted",
@@ -75,6 +76,21 @@ class GoldenError(HloprobeError):
 
 class EmulationError(HloprobeError):
   """Raised when a case or dot cannot be emulated (unsupported primitive)."""
+
+
+class TraceError(HloprobeError):
+  """Raised when jax cannot trace the program: its function raised while
+  jax made its jaxpr (`jax.jit(fn).trace`), before any lowering or XLA
+  pass. The function's own error is `__cause__`, and the message its first
+  line.
+
+  No precision fix or XLA flag changes such an error: a matmul precision
+  (`jax.default_matmul_precision`) only sets the dots' precision
+  parameters in the jaxpr, and jax rejects a DotAlgorithmPreset the
+  platform lacks while lowering, not while tracing (dot_general's CPU
+  lowering: "The precision 'F16_F16_F32' is not supported by dot_general
+  on CPU", jax 0.12.0.1); XLA_FLAGS are read by XLA alone.
+  """
 
 
 class ExecutionError(HloprobeError):

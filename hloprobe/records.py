@@ -70,8 +70,9 @@ __all__ = [
 # by groups of sites (`SharesAlone.groups`); 22: WorstRow.whole and
 # NoiseFloor.whole (a large program judges fewer rows whole, issue 37);
 # 23: Made.judged (what XLA made run and judged on the judged rows alone),
-# Failure.stage "lower" for a program jax cannot lower for the target.
-RECORD_VERSION = 23
+# Failure.stage "lower" for a program jax cannot lower for the target; 24:
+# and for one whose function raised while jax traced it (`TraceError`).
+RECORD_VERSION = 24
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,9 +193,9 @@ class Failure:
   """The stage that stopped a config, and why.
 
   Attributes:
-    stage: "lower" (jax could not lower the program for the target:
-      `compile.missing_lowering`), "compile", "analyse", "run",
-      "reference", "worker", ...
+    stage: "lower" (jax could not trace the program, `errors.TraceError`,
+      or lower it for the target, `compile.missing_lowering`), "compile",
+      "analyse", "run", "reference", "worker", ...
     error: the error's first line, e.g. "XlaRuntimeError: INTERNAL: ...".
     finding: for a compile XLA rejected, the dot sites and the pass or
       rule that rejected it (`sites.explain_rejection`); None otherwise or

@@ -19,7 +19,7 @@ from hloprobe.records import ConfigResult
 from hloprobe.report import Answer
 from hloprobe.verify import candidate_fixes, find_findings
 
-__all__ = ["AFTER_PASS", "NOT_TRIED", "answer"]
+__all__ = ["AFTER_PASS", "BEFORE_XLA", "NOT_TRIED", "answer"]
 
 # Why `explain` from Python tries no fix: each try is a further sweep, and
 # its `verify` command names a case by its words, which a function has not.
@@ -30,6 +30,12 @@ NOT_TRIED = (
 
 # Why the candidates after the first that passed were not tried.
 AFTER_PASS = "a fix before them passed; --all_fixes tries every one"
+# Why none was tried where every config at fault failed before XLA
+# (`verify.candidate_fixes`' `before_xla`).
+BEFORE_XLA = (
+  "the configs at fault fail before XLA compiles them, at lower, which no "
+  "precision or XLA flag changes"
+)
 
 
 def answer(
@@ -53,6 +59,8 @@ def answer(
     try_fixes: try the candidates on the configs at fault (further
       sweeps, `verify.candidate_fixes`), judged as `verify` judges, until
       one passes; the rest are listed untried (`AFTER_PASS` says why).
+      Where every config at fault failed before XLA, none is planned
+      (`BEFORE_XLA` says why).
     every_fix: with `try_fixes`, try every candidate (--all_fixes).
     not_tried: why none was tried, when not `try_fixes`.
     list_untried: with `try_fixes` off, list each candidate with its
@@ -79,6 +87,8 @@ def answer(
   )
   if tries is None:
     return Answer(findings)
+  if tries.before_xla:
+    return Answer(findings, not_tried=BEFORE_XLA)
   if not try_fixes:
     return Answer(findings, untried=tries.untried, not_tried=not_tried)
   why = AFTER_PASS if tries.after_pass else None

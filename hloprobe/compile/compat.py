@@ -34,6 +34,7 @@ import re
 from typing import Any
 
 from hloprobe import private_api
+from hloprobe.errors import TraceError, first_line
 
 __all__ = [
   "CHECKED_JAXLIB",
@@ -191,10 +192,17 @@ def lower(jitted, specs, platform: str):
   backend only, so only "cpu" is lowered there.
 
   Raises:
+    TraceError: the function raised while jax traced it (its error the
+      cause); not told apart on a jax without `trace`.
     RuntimeError: this jax cannot lower for `platform` without its device.
+    Exception: what jax raises while lowering.
   """
   if hasattr(jitted, "trace"):
-    return jitted.trace(*specs).lower(lowering_platforms=(platform,))
+    try:
+      traced = jitted.trace(*specs)
+    except Exception as e:
+      raise TraceError(first_line(e)) from e
+    return traced.lower(lowering_platforms=(platform,))
   if platform != "cpu":
     raise RuntimeError(
       f"jax {_jax_version()} cannot lower for {platform} without a device "

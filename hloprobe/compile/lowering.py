@@ -44,7 +44,7 @@ from hloprobe.compile.autotune_replay import LoadedResults, loaded_results
 from hloprobe.compile.cases import Case
 from hloprobe.compile.placement import LoadedTopology, load_topology
 from hloprobe.compile.targets import Target
-from hloprobe.errors import ToolchainError, first_line
+from hloprobe.errors import ToolchainError, TraceError, first_line
 
 __all__ = [
   "CompiledCase",
@@ -180,6 +180,7 @@ def compile_case(
       be loaded.
     ToolchainError: the ptxas XLA found cannot build for the target's GPU,
       or jax found no cuDNN library to trace cuDNN attention with.
+    TraceError: the case's function raised while jax traced it.
     Exception: whatever JAX/XLA raise while lowering or compiling.
   """
   loaded = None
@@ -226,7 +227,8 @@ def lower_case(
     CaseError: the case's `in_specs` do not fit its arguments.
     ToolchainError: jax found no cuDNN library to trace cuDNN attention
       with (`cudnn.missing_cudnn_message`).
-    Exception: whatever JAX raises while tracing or lowering.
+    TraceError: the case's function raised while jax traced it.
+    Exception: whatever JAX raises while lowering.
   """
   # A program that shards itself (a Mesh it builds, with_sharding_constraint
   # inside jit, jit(in_shardings=...), shard_map) gets its arguments
@@ -261,8 +263,9 @@ def lower_case(
   with jax.default_matmul_precision(precision), own_devices:
     try:
       return compat.lower(jitted, specs, target.platform), devices
-    except RuntimeError as e:  # jax found no cuDNN for cuDNN attention
-      if (missing := cudnn.missing_cudnn_message(e)) is None:
+    except (RuntimeError, TraceError) as e:  # no cuDNN for cuDNN attention
+      cause = e.__cause__ if isinstance(e, TraceError) else e
+      if (missing := cudnn.missing_cudnn_message(cause)) is None:
         raise
       raise ToolchainError(missing) from None
 

@@ -31,7 +31,7 @@ from hloprobe.compile import (
 )
 from hloprobe.engine.plan import SweptCase
 from hloprobe.engine.shared import resolved
-from hloprobe.errors import HloprobeError, first_line
+from hloprobe.errors import HloprobeError, TraceError, first_line
 from hloprobe.ir import parse_hlo_module, parse_ptx, parse_stablehlo_dots
 from hloprobe.numerics import CaseNumerics
 from hloprobe.records import Compilation, Config, ConfigResult, Failure
@@ -275,18 +275,28 @@ def compile_and_run_case(
     made = _made_here(checker, n, compilation, watch)
     return CompiledConfig(result, outs, run_s, watch.seconds(), made)
   except Exception as e:  # one config's failure must not lose the others
-    finding, missing = None, missing_lowering(e)
+    finding, missing = None, _before_xla(e)
     if stage == "compile" and not isinstance(e, HloprobeError) and not missing:
       with watch.stage("compile"):
         finding = _rejection_finding(case, full, config)
-    # A program jax cannot lower for the target failed before XLA: at
-    # stage "lower", which no precision or XLA flag changes.
+    # A program jax cannot trace, or cannot lower for the target, failed
+    # before XLA: at stage "lower", which no precision or XLA flag changes.
     failure = Failure(
       "lower" if missing else stage, missing or first_line(e), finding
     )
     return CompiledConfig(
       ConfigResult(config, failure=failure), timings=watch.seconds()
     )
+
+
+def _before_xla(error: BaseException) -> str | None:
+  """What failed before XLA, in words: the error the case's function raised
+  while jax traced it (`TraceError`'s cause, "NotImplementedError: vmap is
+  only supported for the pure_callback primitive when ..."), or a lowering
+  jax could not make (`missing_lowering`); None for any other error."""
+  if isinstance(error, TraceError) and error.__cause__ is not None:
+    return first_line(error.__cause__)
+  return missing_lowering(error)
 
 
 def _made_here(checker, n: int, c: Compilation, watch):

@@ -337,7 +337,9 @@ def plan_tries(
       reuse.
   """
   mine = [
-    f for f in findings if f.experiment == BASELINE.name and not _unlowered(f)
+    f
+    for f in findings
+    if f.experiment == BASELINE.name and not _fails_before_xla(f)
   ]
   if not mine:
     return None
@@ -363,12 +365,18 @@ def plan_tries(
   return TryPlan(narrowed, candidates, tuple(mine))
 
 
-def _unlowered(finding: Finding) -> bool:
-  """A finding of configs jax could not lower for their target (stage
-  "lower": a host callback on a compile-only GPU, a GPU-only primitive on
-  the CPU, `compile.missing_lowering`): lowering comes before XLA and
-  does not depend on a dot's precision, so no candidate can change it;
-  its words say what to do instead."""
+def _all_before_xla(findings: Sequence[Finding]) -> bool:
+  return bool(findings) and all(map(_fails_before_xla, findings))
+
+
+def _fails_before_xla(finding: Finding) -> bool:
+  """Whether `finding` is of configs that failed before XLA: stage
+  "lower", where jax could not trace the program (the function raised,
+  `errors.TraceError`) or lower it for the target (a host callback on a
+  compile-only GPU, a GPU-only primitive on the CPU,
+  `compile.missing_lowering`). Neither depends on a dot's precision nor
+  on XLA_FLAGS, so no candidate fix can change it; its words say what to
+  do instead."""
   failure = finding.what.failure if finding.kind == "failed" else None
   return failure is not None and failure.stage == "lower"
 
@@ -514,11 +522,14 @@ class FixTries:
       passed; ().
     after_pass: `untried` are the candidates after the first that passed
       (not tried because one before them passed).
+    before_xla: none was planned because every baseline finding is of
+      configs that failed before XLA (`_fails_before_xla`).
   """
 
   trials: tuple[FixTrial, ...] = ()
   untried: tuple[tuple[Candidate, str], ...] = ()
   after_pass: bool = False
+  before_xla: bool = False
 
 
 def candidate_fixes(
@@ -535,8 +546,10 @@ def candidate_fixes(
 ) -> FixTries | None:
   """The candidate fixes for the baseline's `findings`, tried on the
   configs at fault and judged as `hloprobe verify` judges them (`run`), or
-  listed with their `verify` commands; None when there is nothing to try
-  (`plan_tries`: no baseline finding, or no candidate).
+  listed with their `verify` commands; `FixTries(before_xla=True)` where
+  every baseline finding failed before XLA (`_fails_before_xla`); None
+  when there is nothing else to try (`plan_tries`: no baseline finding,
+  or no candidate).
 
   Args:
     findings: `find_findings(results)`.
@@ -563,7 +576,8 @@ def candidate_fixes(
   """
   tries = plan_tries(findings, results, plan)
   if tries is None:
-    return None
+    mine = [f for f in findings if f.experiment == BASELINE.name]
+    return FixTries(before_xla=True) if _all_before_xla(mine) else None
   listed = lambda cs: tuple((c, verify_command(tries, c)) for c in cs)
   if not run:
     return FixTries(untried=listed(tries.candidates))

@@ -14,6 +14,7 @@ from absl.testing import absltest
 from jax.experimental import io_callback
 
 from hloprobe import compile as hcompile
+from hloprobe import errors
 from hloprobe.compile import lowering, rejections
 
 
@@ -96,6 +97,41 @@ class HostCallbackTest(absltest.TestCase):
     x = np.ones((2, 4), np.float32)
     jax.jit(_printed).lower(x)
     jax.jit(_called).lower(x)
+
+
+def _raises_in_trace(x):
+  raise ValueError(f"no rule for shape {x.shape}")
+
+
+class TraceErrorTest(absltest.TestCase):
+  """What a function raises while jax traces it comes back as a
+  `TraceError` whose cause is that error; a DotAlgorithmPreset the CPU
+  lacks is rejected later, while lowering (jax 0.12.0.1 and 0.10.2), so
+  it is no `TraceError`: a precision fix may change it."""
+
+  def _lowered(self, fn, precision, target="cpu"):
+    x = np.ones((2, 4), np.float32)
+    case = hcompile.Case(
+      name="t", description="", fn=fn, make_inputs=lambda: (x,)
+    )
+    return lowering.lower_case(
+      case, (x,), precision, hcompile.get_target(target)
+    )
+
+  def test_the_functions_error_is_the_cause(self):
+    for target in ("cpu", "a100"):
+      with self.assertRaises(errors.TraceError) as got:
+        self._lowered(_raises_in_trace, "float32", target)
+      self.assertIsInstance(got.exception.__cause__, ValueError)
+      self.assertEqual(
+        str(got.exception), "ValueError: no rule for shape (2, 4)"
+      )
+
+  def test_an_algorithm_the_cpu_lacks_fails_in_lowering(self):
+    with self.assertRaises(Exception) as got:
+      self._lowered(lambda x: x @ x.T, "F16_F16_F32")
+    self.assertNotIsInstance(got.exception, errors.TraceError)
+    self.assertIn("F16_F16_F32", str(got.exception))
 
 
 if __name__ == "__main__":

@@ -22,11 +22,12 @@ import tempfile
 from unittest import mock
 
 import jax
+import numpy as np
 import pytest
 import recorded
 from absl.testing import absltest
 
-from hloprobe.compile import CASES, get_target
+from hloprobe.compile import CASES, Case, get_target
 from hloprobe.compile.autotune import (
   CUBLAS_CONFIG,
 )
@@ -94,6 +95,36 @@ class KeepTest(absltest.TestCase):
     want = range(70 - at_most, 70)
     self.assertEqual(executables, [f"executable {n}" for n in want])
     self.assertEqual(outputs, [f"outputs {n}" for n in want])
+
+
+def _vmapped_callback(x):
+  # jax cannot vmap a pure_callback without a vmap_method: it raises while
+  # tracing (jax 0.10.2 and 0.12.0.1), before any lowering or XLA pass.
+  one = lambda row: jax.pure_callback(
+    lambda r: r, jax.ShapeDtypeStruct(row.shape, row.dtype), row
+  )
+  return jax.vmap(one)(x)
+
+
+class FailedBeforeXlaTest(absltest.TestCase):
+  def test_a_program_jax_cannot_trace_fails_at_lower(self):
+    # Stage "lower", the function's own error as it raised it, and no
+    # rejection finding (that is for a compile XLA rejected).
+    x = np.ones((2, 4), np.float32)
+    case = Case(
+      name="cb", description="", fn=_vmapped_callback, make_inputs=lambda: (x,)
+    )
+    for target in ("cpu", "a100"):
+      config = Config("cb", get_target(target), 2, Precision.float32)
+      failure = compile_and_run_case(case, (x,), config, True).result.failure
+      self.assertEqual(failure.stage, "lower")
+      self.assertTrue(
+        failure.error.startswith(
+          "NotImplementedError: vmap is only supported for the pure_callback"
+        ),
+        failure.error,
+      )
+      self.assertIsNone(failure.finding)
 
 
 if __name__ == "__main__":
