@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from absl.testing import absltest
 
-from hloprobe import engine, records, report, verify
-from hloprobe.api import answering, calls
-from hloprobe.compile import get_target
+from hloprobe import report, verify
+from hloprobe.api import calls
 from hloprobe.report import explain_answer
 from hloprobe.verify.findings import Said
 
@@ -54,35 +53,6 @@ class NotTriedTest(absltest.TestCase):
       "Do: fixes not tried (hloprobe.explain tries none; `hloprobe explain "
       "--case=FILE.py:FACTORY` tries them and prints their verify commands)",
     )
-
-
-class FailedBeforeXlaTest(absltest.TestCase):
-  """Configs that failed before XLA (stage "lower": jax could not trace or
-  lower the program) get no fix tried, and the answer says why, not that
-  none passed; a compile XLA rejected (stage "compile") gets the
-  candidates. No compile: the records are made here."""
-
-  def _answer(self, stage: str):
-    plan = engine.plan_sweep(
-      engine.SweepSpec(("seed_mlp",), (2,), ("bfloat16",), ("a100",))
-    )
-    config = records.Config("seed_mlp", get_target("a100"), 2, "bfloat16")
-    failure = records.Failure(stage, "NotImplementedError: vmap is only ...")
-    results = [records.ConfigResult(config, failure=failure)]
-    return answering.answer(plan, results, try_fixes=False)
-
-  def test_no_fix_where_the_program_fails_before_xla(self):
-    answer = self._answer("lower")
-    self.assertEqual((answer.trials, answer.untried), ((), ()))
-    self.assertEqual(
-      explain_answer.answer_lines(answer)[1],
-      "Do: fixes not tried (the configs at fault fail before XLA compiles "
-      "them, at lower, which no precision or XLA flag changes)",
-    )
-
-  def test_fixes_listed_where_xla_rejected_the_compile(self):
-    answer = self._answer("compile")
-    self.assertIn("float32", [c.fix for c, _ in answer.untried])
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ from absl.testing import absltest
 from verify_findings import finding
 
 from hloprobe import engine, records, verify
+from hloprobe.api import answering
 from hloprobe.compile import get_target
+from hloprobe.report import explain_answer
 from hloprobe.sites import Fate
 from hloprobe.verify import candidates
 from hloprobe.verify.candidates import TryPlan
@@ -116,18 +118,22 @@ class CommandTest(absltest.TestCase):
 
 
 class UnloweredTest(absltest.TestCase):
-  """A config jax could not lower for its target (stage "lower":
-  `compile.missing_lowering`) is a finding no fix is tried on: lowering
-  comes before XLA's flags and does not read the dots' precision. A
-  config XLA rejected (stage "compile") still gets the candidates."""
+  """A config jax could not trace or lower for its target (stage "lower":
+  `errors.TraceError`, `compile.missing_lowering`) is a finding no fix is
+  tried on: tracing and lowering come before XLA's flags and do not read
+  the dots' precision; the answer says so rather than that none passed.
+  A config XLA rejected (stage "compile") still gets the candidates."""
 
-  def _tries(self, stage: str):
+  def _swept(self, stage: str):
     plan = engine.plan_sweep(
       engine.SweepSpec(("seed_mlp",), (2,), ("bfloat16",), ("a100",))
     )
     config = records.Config("seed_mlp", get_target("a100"), 2, "bfloat16")
     failure = records.Failure(stage, "io_callback cannot be lowered for x")
-    results = [records.ConfigResult(config, failure=failure)]
+    return plan, [records.ConfigResult(config, failure=failure)]
+
+  def _tries(self, stage: str):
+    plan, results = self._swept(stage)
     return candidates.plan_tries(verify.find_findings(results), results, plan)
 
   def test_no_fix_for_a_program_jax_cannot_lower(self):
@@ -136,6 +142,15 @@ class UnloweredTest(absltest.TestCase):
   def test_fixes_for_a_compile_xla_rejected(self):
     tries = self._tries("compile")
     self.assertIn("float32", [c.fix for c in tries.candidates])
+
+  def test_the_answer_says_why_none_was_tried(self):
+    answer = answering.answer(*self._swept("lower"), try_fixes=True)
+    self.assertEqual((answer.trials, answer.untried), ((), ()))
+    self.assertEqual(
+      explain_answer.answer_lines(answer)[1],
+      "Do: fixes not tried (the configs at fault fail before XLA compiles "
+      "them, at lower, which no precision or XLA flag changes)",
+    )
 
 
 if __name__ == "__main__":
