@@ -402,8 +402,9 @@ def run() -> None:
     EscapingStream(sys.stdout),
     EscapingStream(sys.stderr),
   )
-  # `hloprobe sweep | head`: end quietly when the reader goes away.
-  signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+  # `hloprobe sweep | head`: the streams end the process quietly when their
+  # reader goes away (`EscapingStream`); SIGPIPE stays ignored, so that a
+  # write to a worker whose process ended raises BrokenPipeError there.
   # An interrupt ends the run through `finally` blocks: worker processes and
   # temporary folders go, finished results stay (see `api.run`).
   for s in _SIGNALS:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import signal
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -112,6 +113,19 @@ def printable(text: str) -> str:
 class EscapingStream:
   """A text stream that writes through `printable` to another one.
 
+  Where its reader has gone (`hloprobe sweep | head`), a write or flush
+  ends the process as SIGPIPE's default action would (`_end_as_sigpipe`),
+  quietly, with the status a shell reads as 141. The command line leaves
+  SIGPIPE ignored, as Python sets it, for the other pipes it writes: a
+  worker's stdin whose process has ended raises BrokenPipeError there,
+  which the pool handles (`runtime.process.Worker.call_pickled`: a fork
+  that could not take its environment is started again as `python -c`).
+  With SIGPIPE at its default for the whole process, that write killed
+  the command silently (exit 141, nothing printed: the README's pin
+  search on tm_mm at a100, whose pin-file worker asks for another
+  TF_CPP_MIN_LOG_LEVEL than the fork server's, found by a review,
+  2026-12-08).
+
   Args:
     stream: the stream written to (sys.stdout, sys.stderr); every other
       attribute is read from it.
@@ -121,8 +135,25 @@ class EscapingStream:
     self._stream = stream
 
   def write(self, text: str) -> int:
-    self._stream.write(printable(text))
+    try:
+      self._stream.write(printable(text))
+    except BrokenPipeError:
+      _end_as_sigpipe()
     return len(text)
+
+  def flush(self) -> None:
+    try:
+      self._stream.flush()
+    except BrokenPipeError:
+      _end_as_sigpipe()
 
   def __getattr__(self, name: str):
     return getattr(self._stream, name)
+
+
+def _end_as_sigpipe() -> None:
+  """Ends this process by SIGPIPE at its default action: at once, no
+  `finally` block run, the status 128 + 13 (what a write to a pipe
+  without a reader does where SIGPIPE is not ignored)."""
+  signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+  signal.raise_signal(signal.SIGPIPE)

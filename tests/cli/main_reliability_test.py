@@ -128,6 +128,52 @@ def _processes_with(token: str) -> list[int]:
 
 
 @pytest.mark.compiles  # sweeps through the CLI, interrupted
+class PipesTest(absltest.TestCase):
+  """SIGPIPE: the command line's own streams end it quietly when their
+  reader goes away; a worker's pipe whose process ended does not
+  (`startup.EscapingStream`)."""
+
+  def test_a_reader_that_went_away_ends_it_quietly(self):
+    # `hloprobe cases | head` where head has gone before the first line:
+    # killed by SIGPIPE, as at its default action, and nothing printed.
+    read, write = os.pipe()
+    env = dict(os.environ, PYTHONPATH=testutil.ROOT)
+    proc = subprocess.Popen(
+      [sys.executable, "-m", "hloprobe", "cases"],
+      stdout=write,
+      stderr=subprocess.PIPE,
+      env=env,
+    )
+    os.close(write)
+    os.close(read)
+    _, err = proc.communicate(timeout=300)
+    self.assertEqual(proc.returncode, -signal.SIGPIPE)
+    self.assertEqual(err, b"")
+
+  @pytest.mark.compiles  # tm_mm's pin search compiles for the a100
+  def test_a_worker_whose_fork_ended_is_started_again(self):
+    # The pin file's worker asks for TF_CPP_MIN_LOG_LEVEL=0 (its VLOG),
+    # which a fork of the server (whose jax set another) cannot take: it
+    # ends NOT_FORKED before reading the request, and the request's
+    # write to its pipe must fall back to a `python -c` worker. With
+    # SIGPIPE at its default, that write killed the command: exit 141,
+    # nothing printed (the README's pin search on tm_mm at a100).
+    proc = run_hloprobe(
+      "explain",
+      "--case=tm_mm",
+      "--targets=a100",
+      "--batch_sizes=2,8",
+      "--precisions=float32",
+      "--only=invariance",
+      "--invariance=pin",
+      "--nocache",
+    )
+    self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+    self.assertIn(
+      "Do: pin tm_mm on a100 under float32 with XLA_FLAGS=", proc.stdout
+    )
+
+
 class InterruptTest(absltest.TestCase):
   """SIGINT/SIGTERM mid-sweep: finished configs on disk, nothing left over.
 
