@@ -25,7 +25,12 @@ from collections.abc import Sequence
 
 from hloprobe.report.explain_answer import Answer, answer_line
 from hloprobe.report.explain_text import render_explanation
-from hloprobe.report.findings import Cause, code_change, group_causes
+from hloprobe.report.findings import (
+  Cause,
+  call_example,
+  code_change,
+  group_causes,
+)
 from hloprobe.report.invariance_words import first_lines
 from hloprobe.report.tables import cells
 from hloprobe.report.verdict_words import (
@@ -175,7 +180,7 @@ def answer_view(answer: Answer, results: Sequence = ()) -> AnswerView:
     if change.code:
       do = (
         f"{change.on_call} on the calls at {places or 'the sites at fault'}"
-        f" (a @ b -> jnp.matmul(a, b, {change.on_call})), or "
+        f" ({call_example(causes, change.on_call).replace('`', '')}), or "
         f"with {change.around}: around them ({top.candidate.cost})"
       )
     else:

@@ -50,7 +50,12 @@ from hloprobe.report.explain_text import (
   explanation_json,
   render_explanation,
 )
-from hloprobe.report.findings import Cause, code_change, group_causes
+from hloprobe.report.findings import (
+  Cause,
+  call_example,
+  code_change,
+  group_causes,
+)
 from hloprobe.report.invariance_words import (
   apart_words,
   first_lines,
@@ -208,8 +213,8 @@ def _change_words(c: Candidate, causes: Sequence[Cause]) -> str:
       f"exists; {c.cost})"
     )
   return (
-    f"{change.on_call} on the calls at {_all_lines(causes)} (`a @ b` -> "
-    f"`jnp.matmul(a, b, {change.on_call})`), or `with {change.around}:` "
+    f"{change.on_call} on the calls at {_all_lines(causes)} "
+    f"({call_example(causes, change.on_call)}), or `with {change.around}:` "
     f"around them ({c.cost})"
   )
 

@@ -49,12 +49,14 @@ from collections.abc import Sequence
 
 from hloprobe.ir import ALGORITHMS
 from hloprobe.report.wording import numbers
+from hloprobe.sites import Fate
 from hloprobe.verify import Candidate, Finding
 
 __all__ = [
   "Cause",
   "CodeChange",
   "SiteLine",
+  "call_example",
   "code_change",
   "group_causes",
 ]
@@ -252,3 +254,28 @@ def code_change(candidate: Candidate) -> CodeChange:
     f"verify --fix={name} traces the program under {around}, which gives "
     f"each dot that passes no precision what {on_call} gives it",
   )
+
+
+# What XLA makes of a convolution site (`sites.Fate`): a cuDNN call on a
+# GPU, an HLO convolution on the CPU.
+_CONV_FATES = frozenset({Fate.CUDNN_CONV, Fate.CONV})
+
+
+def call_example(causes: Sequence[Cause], on_call: str) -> str:
+  """How a call at fault takes `on_call` (`CodeChange.on_call`), by what
+  its sites are: "`a @ b` -> `jnp.matmul(a, b, precision=...)`" for
+  dots, "`lax.conv_general_dilated(x, k, ...)` -> `lax.conv_general_dilated(
+  x, k, ..., precision=...)`" for convolutions (jax.lax.conv_general_dilated
+  takes the same `precision` argument as jnp.matmul), both where the
+  causes hold both. A convolution is a site whose fate is a cuDNN
+  convolution or an HLO convolution; a site whose fate is not settled
+  reads as a dot."""
+  kinds = {k for c in causes for f in c.findings for k in f.fate_kinds}
+  dot = f"`a @ b` -> `jnp.matmul(a, b, {on_call})`"
+  conv = (
+    "`lax.conv_general_dilated(x, k, ...)` -> "
+    f"`lax.conv_general_dilated(x, k, ..., {on_call})`"
+  )
+  if not kinds & _CONV_FATES:
+    return dot
+  return conv if kinds <= _CONV_FATES else f"{dot}; {conv}"

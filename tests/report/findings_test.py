@@ -23,6 +23,7 @@ from hloprobe.report.explain_answer import (
 )
 from hloprobe.report.findings import code_change, group_causes
 from hloprobe.report.invariance_words import first_lines
+from hloprobe.sites import Fate
 from hloprobe.verify.candidates import TrialReason
 from hloprobe.verify.findings import Said, rank_findings
 
@@ -157,6 +158,27 @@ class ScreenTest(absltest.TestCase):
     )
     self.assertIn('`with jax.default_matmul_precision("float32"):`', lines[1])
     self.assertEqual(lines[2], "Verify (PASS): hloprobe verify --fix=float32")
+
+  def test_a_call_example_for_the_sites_made(self):
+    # jax.lax.conv_general_dilated takes `precision` as jnp.matmul does: a
+    # convolution site's Do line shows that call, not `a @ b`; a cause of
+    # both shows both.
+    def do_line(*kinds):
+      found = _finding((2,), fate_kinds=kinds)
+      return answer_lines(Answer((found,), (_trial("float32", True),)))[1]
+
+    dot = "(`a @ b` -> `jnp.matmul(a, b, precision=jax.lax.Precision.HIGHEST)`)"
+    conv = (
+      "`lax.conv_general_dilated(x, k, ...)` -> `lax.conv_general_dilated("
+      "x, k, ..., precision=jax.lax.Precision.HIGHEST)`"
+    )
+    self.assertIn(dot, do_line(Fate.TRITON_GEMM))
+    self.assertNotIn("conv_general_dilated", do_line(Fate.TRITON_GEMM))
+    for kind in (Fate.CUDNN_CONV, Fate.CONV):
+      self.assertIn(f"({conv})", do_line(kind))
+      self.assertNotIn("a @ b", do_line(kind))
+    both = do_line(Fate.TRITON_GEMM, Fate.CUDNN_CONV)
+    self.assertIn(f"{dot[:-1]}; {conv})", both)
 
   def test_nothing_twice_and_the_answer_last(self):
     found = [_finding((2,)), _finding((3,), row=4, ratio=500.0)]
