@@ -47,6 +47,7 @@ import _thread
 import contextlib
 import dataclasses
 import os
+import re
 import signal
 import sys
 
@@ -335,8 +336,30 @@ def _parse_flags(argv: list[str]) -> list[str]:
     words = flags.FLAGS.read_flags_from_files(argv[1:], force_gnu=False)
     return flags.FLAGS(cli_flags.old_spellings([argv[0], *words]))
   except (flags.Error, ValueError) as e:  # absl: `--noBOOL=x` ValueError
-    print(f"hloprobe: error: {e}", file=sys.stderr)
+    print(f"hloprobe: error: {_with_nearest(str(e))}", file=sys.stderr)
     sys.exit(EXIT_USAGE)
+
+
+# absl's words for a value outside an enum flag's choices (absl/flags/
+# _argument_parser.py, EnumParser and EnumClassListParser: "value should be
+# one of <a|b>", a list item's after "'item': "), after its "flag --NAME=V: ".
+_ABSL_ENUM_RE = re.compile(
+  r"^(flag --[\w.-]+=(?P<value>[^:]*): )(?:'(?P<item>[^']*)': )?"
+  r"(value should be one of <(?P<choices>[^>]*)>)"
+)
+
+
+def _with_nearest(message: str) -> str:
+  """absl's error for a value outside an enum flag's choices with the
+  nearest choice first, as hloprobe's own unknown names have it
+  (`errors.did_you_mean`: "--format=jsno" -> "did you mean 'json'? ");
+  any other message as it is."""
+  m = _ABSL_ENUM_RE.match(message)
+  if m is None:
+    return message
+  bad = m.group("item") if m.group("item") is not None else m.group("value")
+  near = did_you_mean(bad, m.group("choices").split("|"))
+  return f"{m.group(1)}{near}{message[len(m.group(1)) :]}"
 
 
 # A flag file is a list of flags; larger than this it is not one.

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from hloprobe.errors import InvalidArgumentError
+from hloprobe.errors import InvalidArgumentError, did_you_mean
 from hloprobe.ir import InputFile
 
 __all__ = [
@@ -60,8 +60,9 @@ class Experiment:
       if name in BUILTIN_EXPERIMENTS:
         return BUILTIN_EXPERIMENTS[name]
       raise InvalidArgumentError(
-        f"unknown experiment {name!r}; write NAME:--xla_flag=value or choose "
-        f"from {', '.join(BUILTIN_EXPERIMENTS)}"
+        f"unknown experiment {name!r}; "
+        f"{did_you_mean(name, BUILTIN_EXPERIMENTS)}write "
+        f"NAME:--xla_flag=value or choose from {', '.join(BUILTIN_EXPERIMENTS)}"
       )
     if not _NAME_RE.match(name) or name == BASELINE.name:
       raise InvalidArgumentError(

@@ -18,8 +18,8 @@ from hloprobe.compile import (
   Experiment,
 )
 from hloprobe.engine import SweepSpec
-from hloprobe.errors import InvalidArgumentError
-from hloprobe.ir import as_precision
+from hloprobe.errors import InvalidArgumentError, did_you_mean
+from hloprobe.ir import PRECISION_ALIASES, Precision, as_precision
 from hloprobe.records import ConfigResult
 
 __all__ = [
@@ -90,8 +90,12 @@ def parse_fix(text: str) -> Fix:
   try:
     experiment = Experiment.parse(text)
   except InvalidArgumentError as e:
+    # The nearest precision ("tf32" -> "tensorfloat32"); `e` names the
+    # nearest experiment.
+    near = did_you_mean(text, [p.value for p in Precision], PRECISION_ALIASES)
     raise InvalidArgumentError(
-      f"--fix={text!r} is neither a matmul precision nor an experiment: {e}"
+      f"--fix={text!r} is neither a matmul precision nor an experiment: "
+      f"{near}{e}"
     ) from e
   return Fix(experiment.name, experiment=experiment)
 

@@ -50,6 +50,22 @@ class BadInputTest(parameterized.TestCase):
     ("batch_zero", "--batch_sizes=0", "bad batch size '0'"),
     ("batch_word", "--batch_sizes=1,x", "bad batch size 'x'"),
     ("format", "--format=xml", "--format=xml: value should be one of"),
+    # absl's own enum errors with the nearest choice, as hloprobe's have it.
+    (
+      "format_near",
+      "--format=jsno",
+      "flag --format=jsno: did you mean 'json'? value should be one of <",
+    ),
+    (
+      "columns_near",
+      "--columns=n,verdcit",
+      "'verdcit': did you mean 'verdict'? value should be one of <",
+    ),
+    (
+      "experiment_near",
+      "--experiment=no_triton_gem",
+      "unknown experiment 'no_triton_gem'; did you mean 'no_triton_gemm'? ",
+    ),
     ("flag", "--no_such_flag=1", "Unknown command line flag 'no_such_flag'"),
     ("case_empty", "--case=", "--case needs at least one name"),
     ("case_empty_item", "--case=seed_mlp,,", "--case needs at least one name"),

@@ -82,7 +82,18 @@ class ParseTest(parameterized.TestCase):
     (
       "fix",
       lambda: verify_fix.parse_fix("fp32"),
-      "neither a matmul precision nor",
+      "neither a matmul precision nor an experiment: did you mean 'float32'",
+    ),
+    (
+      # The README's own short name for a precision.
+      "fix_tf32",
+      lambda: verify_fix.parse_fix("tf32"),
+      "did you mean 'tensorfloat32'\\? unknown experiment 'tf32'",
+    ),
+    (
+      "fix_experiment",
+      lambda: verify_fix.parse_fix("no_triton_gem"),
+      ": unknown experiment 'no_triton_gem'; did you mean 'no_triton_gemm'",
     ),
     (
       "require",
