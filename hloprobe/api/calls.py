@@ -418,7 +418,8 @@ def _check_rows(case: Case, batch_sizes: Sequence[int]) -> None:
   rows, largest = case.full_size(full), max(batch_sizes)
   if largest > rows:
     raise InvalidArgumentError(
-      f"batch size {largest} exceeds {case.name!r}'s {rows} example rows; "
+      f"batch size {largest} exceeds the {rows} example rows of "
+      f"{case.name!r}; "
       f"use batch_sizes up to {rows}"
     )
 

@@ -226,8 +226,8 @@ def default_sizes_fitted(words: SweepWords) -> str:
   kept = [n for n in parse_batch_sizes(default) if n <= rows[fewest]]
   fitted = ",".join(map(str, kept))
   print(
-    f"hloprobe: batch sizes {fitted} (the default {default} up to case "
-    f"{fewest!r}'s {rows[fewest]} rows; --batch_sizes chooses)",
+    f"hloprobe: batch sizes {fitted} (the default {default} up to the "
+    f"{rows[fewest]} rows of case {fewest!r}; --batch_sizes chooses)",
     file=sys.stderr,
   )
   return fitted
@@ -319,8 +319,10 @@ def start_jax(swept) -> None:
       "targets` lists them)"
     )
   # absl's app.run shows INFO records; JAX's backend probing logs some
-  # ("Unable to initialize backend 'tpu'").
+  # ("Unable to initialize backend 'tpu'"), and matplotlib's first import
+  # on a machine one ("generated new fontManager", --plot, `make run`).
   logging.getLogger("jax").setLevel(logging.WARNING)
+  logging.getLogger("matplotlib").setLevel(logging.WARNING)
   if not any(t.platform == "cuda" and not t.compile_only for t in swept):
     os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
   start_backends("cpu")

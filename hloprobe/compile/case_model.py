@@ -273,8 +273,8 @@ class Case:
     size = self.full_size(full)
     if n > size:
       raise CaseError(
-        f"batch size {n} exceeds case {self.name!r}'s {size} rows (batch "
-        f"elements); no tiling: "
+        f"batch size {n} exceeds the {size} rows (batch elements) of case "
+        f"{self.name!r}; no tiling: "
         f"sweep batch sizes up to {size}"
       )
     out = []

@@ -108,6 +108,11 @@ def _checked_outputs(case, full, sizes) -> None:
     )
 
 
+# The stage a `CaseInputsRequest` notes once its inputs are made, as it
+# traces the case's function (its outputs' check and cache fingerprint).
+_TRACING = "tracing"
+
+
 @dataclasses.dataclass(frozen=True)
 class CaseInputsRequest(Request):
   """A user case's full inputs and cache fingerprint, made in a worker.
@@ -145,6 +150,9 @@ class CaseInputsRequest(Request):
         raise CaseError(
           f"case {setup.case.name!r}: make_inputs() failed: {first_line(e)}"
         ) from None
+      # Both trace `fn`: a function that hangs there is named so
+      # (`CaseSetup._call`), not as its inputs.
+      self.note_stage(_TRACING)
       _checked_outputs(setup.case, full, self.sizes)
       made = setup.fingerprint(watch) if self.fingerprint else None
     try:
@@ -236,6 +244,8 @@ class GuardedSetup:
         if e.timed_out
         else f"ended its worker: {e}"
       )
+      if e.stage == _TRACING:  # `CaseInputsRequest`: past its inputs
+        what = "tracing its function"
       self.broken = f"case {self.case.name!r} ({what}) {how}"
       return None
     except Exception:  # the request's own error (a CaseError)

@@ -579,7 +579,8 @@ def check_case_sizes(plan: SweepPlan, inputs: Sequence[tuple | None]) -> None:
     rows = swept.case.full_size(full)
     if largest > rows:
       raise InvalidArgumentError(
-        f"batch size {largest} exceeds case {swept.source!r}'s {rows} rows; "
+        f"batch size {largest} exceeds the {rows} rows of case "
+        f"{swept.source!r}; "
         f"use --batch_sizes up to {rows}"
       )
 

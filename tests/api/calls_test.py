@@ -109,10 +109,10 @@ class PlanWordsTest(absltest.TestCase):
     # Not the shipped case file's temporary path, nor --batch_sizes.
     with self.assertRaisesRegex(
       InvalidArgumentError,
-      r"^batch size 9 exceeds 'lambda'",
+      r"^batch size 9 exceeds the 4 example rows of 'lambda'; ",
     ) as e:
       self._plan(batch_sizes=[1, 9])
-    self.assertIn("4 example rows; use batch_sizes up to 4", str(e.exception))
+    self.assertIn("; use batch_sizes up to 4", str(e.exception))
     self.assertNotIn("/tmp", str(e.exception))
 
   def test_only_invariance_sweeps_without_numerics(self):

@@ -62,7 +62,7 @@ class BoundedInputTest(testutil.BadInputCase):
       run_hloprobe_here(
         "sweep", "--batch_sizes=2,4097", "--precisions=float32", timeout_s=300
       ),
-      "batch size 4097 exceeds case 'seed_mlp''s 4096 rows",
+      "batch size 4097 exceeds the 4096 rows of case 'seed_mlp'",
     )
 
   def _fifo(self) -> str:

@@ -118,7 +118,7 @@ class DefaultSizesTest(absltest.TestCase):
   def test_a_case_of_four_rows_sweeps_one_to_four_and_says_so(self):
     out, err = self._fitted("jax_22557")
     self.assertEqual(out, "1,2,3,4")
-    self.assertIn("case 'jax_22557''s 4 rows", err)
+    self.assertIn("the 4 rows of case 'jax_22557'", err)
     self.assertIn("--batch_sizes", err)
 
   def test_the_fewest_rows_of_the_cases_named(self):

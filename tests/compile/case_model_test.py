@@ -38,7 +38,8 @@ class BatchTest(absltest.TestCase):
   def test_errors_name_the_case(self):
     case = _case()
     with self.assertRaisesRegex(
-      CaseError, "batch size 5 exceeds case 'c''s 4 rows"
+      CaseError,
+      "batch size 5 exceeds the 4 rows \\(batch elements\\) of case 'c'",
     ):
       case.inputs_for(case.full_inputs(), 5)
     with self.assertRaisesRegex(CaseError, "case 'c': no argument is batched"):

@@ -163,7 +163,9 @@ class LoadTest(parameterized.TestCase):
 
   def test_batch_size_beyond_the_input_is_an_error(self):
     case = cases.get_case("userpkg.mycase:make")
-    with self.assertRaisesRegex(CaseError, "batch size 5 exceeds case 'mine'"):
+    with self.assertRaisesRegex(
+      CaseError, "batch size 5 exceeds the .* of case 'mine'"
+    ):
       case.inputs_for(case.full_inputs(), 5)
 
 

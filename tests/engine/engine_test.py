@@ -111,7 +111,7 @@ class FailureIsolationTest(absltest.TestCase):
     spec = engine.SweepSpec(("seed_mlp",), (1, 5000), ("float32",), ("cpu",))
     with self.assertRaisesRegex(
       InvalidArgumentError,
-      "batch size 5000 exceeds case 'seed_mlp''s 4096 rows",
+      "batch size 5000 exceeds the 4096 rows of case 'seed_mlp'",
     ):
       engine.run_sweep(spec)
 
