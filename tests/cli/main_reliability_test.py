@@ -127,7 +127,7 @@ def _processes_with(token: str) -> list[int]:
   return found
 
 
-@pytest.mark.compiles  # sweeps through the CLI, interrupted
+@pytest.mark.compiles  # the command line in processes of its own
 class PipesTest(absltest.TestCase):
   """SIGPIPE: the command line's own streams end it quietly when their
   reader goes away; a worker's pipe whose process ended does not
@@ -150,7 +150,6 @@ class PipesTest(absltest.TestCase):
     self.assertEqual(proc.returncode, -signal.SIGPIPE)
     self.assertEqual(err, b"")
 
-  @pytest.mark.compiles  # tm_mm's pin search compiles for the a100
   def test_a_worker_whose_fork_ended_is_started_again(self):
     # The pin file's worker asks for TF_CPP_MIN_LOG_LEVEL=0 (its VLOG),
     # which a fork of the server (whose jax set another) cannot take: it
@@ -174,6 +173,7 @@ class PipesTest(absltest.TestCase):
     )
 
 
+@pytest.mark.compiles  # sweeps through the CLI, interrupted
 class InterruptTest(absltest.TestCase):
   """SIGINT/SIGTERM mid-sweep: finished configs on disk, nothing left over.
 
