@@ -84,12 +84,14 @@ class TraceError(HloprobeError):
   pass. The function's own error is `__cause__`, and the message its first
   line.
 
-  No precision fix or XLA flag changes such an error: a matmul precision
-  (`jax.default_matmul_precision`) only sets the dots' precision
-  parameters in the jaxpr, and jax rejects a DotAlgorithmPreset the
-  platform lacks while lowering, not while tracing (dot_general's CPU
-  lowering: "The precision 'F16_F16_F32' is not supported by dot_general
-  on CPU", jax 0.12.0.1); XLA_FLAGS are read by XLA alone.
+  No candidate fix is tried on such an error (`verify.candidate_fixes`):
+  jax's tracing reads a matmul precision (`jax.default_matmul_precision`)
+  only as the dots' precision parameters in the jaxpr, and rejects a
+  DotAlgorithmPreset the platform lacks while lowering, not while tracing
+  (dot_general's CPU lowering: "The precision 'F16_F16_F32' is not
+  supported by dot_general on CPU", jax 0.12.0.1); XLA_FLAGS are read by
+  XLA alone. Only a function that reads the precision itself and raises
+  on it would trace under a fix's (`verify --fix=...` tries one).
   """
 
 
@@ -161,11 +163,18 @@ def first_line(e: BaseException, *, with_type: bool = True) -> str:
   Returns:
     The first line of `str(e)`, stripped, as "Type: line" (with_type) or
     "line"; when the message is empty, just the class name, e.g.
-    "KeyboardInterrupt". Never raises.
+    "KeyboardInterrupt"; a `TraceError`'s, its cause's (the function's own
+    error). Never raises: where `str(e)` does (a user's exception), the
+    class name and "(its message cannot be read)".
   """
-  lines = str(e).strip().splitlines()
-  text = lines[0].strip() if lines else ""
+  if isinstance(e, TraceError) and e.__cause__ is not None:
+    return first_line(e.__cause__, with_type=with_type)
   name = type(e).__name__
+  try:
+    lines = str(e).strip().splitlines()
+  except Exception:  # a user's __str__ that raises
+    return f"{name} (its message cannot be read)"
+  text = lines[0].strip() if lines else ""
   if not text:
     return name
   return f"{name}: {text}" if with_type else text

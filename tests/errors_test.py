@@ -15,7 +15,13 @@ import os
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe_here
 
-from hloprobe.errors import counted, did_you_mean, file_kind, first_line
+from hloprobe.errors import (
+  TraceError,
+  counted,
+  did_you_mean,
+  file_kind,
+  first_line,
+)
 from hloprobe.golden.diff import CheckResult
 
 
@@ -33,6 +39,25 @@ class FirstLineTest(absltest.TestCase):
         first_line(KeyboardInterrupt(), with_type=with_type),
         "KeyboardInterrupt",
       )
+
+  def test_a_trace_error_is_its_cause(self):
+    # The function's own error, not hloprobe's wrapper of it.
+    try:
+      try:
+        raise ValueError("no batch of four\nmore")
+      except ValueError as cause:
+        raise TraceError("ValueError: no batch of four") from cause
+    except TraceError as e:
+      self.assertEqual(first_line(e), "ValueError: no batch of four")
+
+  def test_a_message_that_cannot_be_read(self):
+    class Broken(Exception):
+      def __str__(self):
+        raise RuntimeError("str broke")
+
+    self.assertEqual(
+      first_line(Broken()), "Broken (its message cannot be read)"
+    )
 
 
 def _has_nvidia_driver() -> bool:

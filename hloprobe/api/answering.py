@@ -33,8 +33,8 @@ AFTER_PASS = "a fix before them passed; --all_fixes tries every one"
 # Why none was tried where every config at fault failed before XLA
 # (`verify.candidate_fixes`' `before_xla`).
 BEFORE_XLA = (
-  "the configs at fault fail before XLA compiles them, at lower, which no "
-  "precision or XLA flag changes"
+  "the configs at fault fail before XLA compiles them, at lower, where "
+  "jax reads no XLA flag and a precision only as the dots' parameters"
 )
 
 

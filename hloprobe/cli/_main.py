@@ -421,9 +421,11 @@ def run() -> None:
     flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
   # A name holding an ANSI escape or another control character is printed
   # escaped, wherever it is printed (a table, an error line).
+  # A stream the shell closed (`>&-`, `2>&-`) is None in Python: what would
+  # go there goes nowhere, as a write to /dev/null.
   sys.stdout, sys.stderr = (
-    EscapingStream(sys.stdout),
-    EscapingStream(sys.stderr),
+    EscapingStream(s if s is not None else open(os.devnull, "w"))  # noqa: SIM115
+    for s in (sys.stdout, sys.stderr)
   )
   # `hloprobe sweep | head`: the streams end the process quietly when their
   # reader goes away (`EscapingStream`); SIGPIPE stays ignored, so that a

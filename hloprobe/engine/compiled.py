@@ -280,7 +280,7 @@ def compile_and_run_case(
       with watch.stage("compile"):
         finding = _rejection_finding(case, full, config)
     # A program jax cannot trace, or cannot lower for the target, failed
-    # before XLA: at stage "lower", which no precision or XLA flag changes.
+    # before XLA: at stage "lower", where no candidate fix is tried.
     failure = Failure(
       "lower" if missing else stage, missing or first_line(e), finding
     )
@@ -294,8 +294,8 @@ def _before_xla(error: BaseException) -> str | None:
   while jax traced it (`TraceError`'s cause, "NotImplementedError: vmap is
   only supported for the pure_callback primitive when ..."), or a lowering
   jax could not make (`missing_lowering`); None for any other error."""
-  if isinstance(error, TraceError) and error.__cause__ is not None:
-    return first_line(error.__cause__)
+  if isinstance(error, TraceError):  # its cause's line
+    return first_line(error)
   return missing_lowering(error)
 
 

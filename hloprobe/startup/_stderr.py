@@ -41,11 +41,19 @@ def captured_stderr() -> Iterator[list[str]]:
   (and Python's sys.stderr, when that is fd 2 as in the command line).
 
   Yields a list that holds, once the block ends, the captured text as one
-  string. The original descriptor is restored in `finally`.
+  string. The original descriptor is restored in `finally`. Where the
+  process has no descriptor 2 (the shell closed it: `2>&-`), nothing is
+  redirected and the text is "".
   """
-  sys.stderr.flush()
-  saved = os.dup(2)
   out: list[str] = []
+  if sys.stderr is not None:
+    sys.stderr.flush()
+  try:
+    saved = os.dup(2)
+  except OSError:  # no stderr to capture
+    yield out
+    out.append("")
+    return
   # A named file: if native code kills the process inside the block, a
   # worker's parent reads what it wrote (see `worker`).
   with tempfile.NamedTemporaryFile(prefix="hloprobe-stderr-") as tmp:
@@ -53,7 +61,8 @@ def captured_stderr() -> Iterator[list[str]]:
     try:
       yield out
     finally:
-      sys.stderr.flush()
+      if sys.stderr is not None:
+        sys.stderr.flush()
       os.dup2(saved, 2)
       os.close(saved)
       tmp.seek(0)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -149,6 +150,27 @@ class PipesTest(absltest.TestCase):
     _, err = proc.communicate(timeout=300)
     self.assertEqual(proc.returncode, -signal.SIGPIPE)
     self.assertEqual(err, b"")
+
+  def test_a_stream_the_shell_closed_loses_only_its_words(self):
+    # `2>&-` and `>&-`: Python's sys.stderr or sys.stdout is None; the
+    # other stream and the exit status are as ever (a traceback or exit 1
+    # with nothing printed before 2026-12-08).
+    env = dict(os.environ, PYTHONPATH=testutil.ROOT)
+    argv = [sys.executable, "-m", "hloprobe", "sweep", "--case=seed_mlp"]
+    argv += ["--targets=cpu", "--batch_sizes=1", "--precisions=float32"]
+    for closed in (2, 1):
+      with self.subTest(closed=closed):
+        proc = subprocess.run(
+          argv,
+          capture_output=True,
+          env=env,
+          timeout=300,
+          preexec_fn=functools.partial(os.close, closed),
+        )
+        self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+        if closed == 2:  # the table as ever
+          self.assertIn(b"seed_mlp  cpu", proc.stdout)
+        self.assertNotIn(b"Traceback", proc.stdout + proc.stderr)
 
   def test_a_worker_whose_fork_ended_is_started_again(self):
     # The pin file's worker asks for TF_CPP_MIN_LOG_LEVEL=0 (its VLOG),

@@ -149,7 +149,8 @@ class UnloweredTest(absltest.TestCase):
     self.assertEqual(
       explain_answer.answer_lines(answer)[1],
       "Do: fixes not tried (the configs at fault fail before XLA compiles "
-      "them, at lower, which no precision or XLA flag changes)",
+      "them, at lower, where jax reads no XLA flag and a precision only as "
+      "the dots' parameters)",
     )
 
 
