@@ -89,8 +89,8 @@ class TraceError(HloprobeError):
   only as the dots' precision parameters in the jaxpr, and rejects a
   DotAlgorithmPreset the platform lacks while lowering, not while tracing
   (dot_general's CPU lowering: "The precision 'F16_F16_F32' is not
-  supported by dot_general on CPU", jax 0.12.0.1); XLA_FLAGS are read by
-  XLA alone. Only a function that reads the precision itself, and raises
+  supported by dot_general on CPU", jax 0.12.0.1 and 0.10.2); XLA_FLAGS
+  are read by XLA alone. Only a function that reads the precision itself, and raises
   under one but not another, could trace under a fix's (`verify --fix=...`
   tries one).
   """

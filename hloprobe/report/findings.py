@@ -266,7 +266,8 @@ def call_example(causes: Sequence[Cause], on_call: str) -> str:
   its sites are: "`a @ b` -> `jnp.matmul(a, b, precision=...)`" for
   dots, "`lax.conv_general_dilated(x, k, ...)` -> `lax.conv_general_dilated(
   x, k, ..., precision=...)`" for convolutions (jax.lax.conv_general_dilated
-  takes the same `precision` argument as jnp.matmul), both where the
+  takes the same `precision` argument as jnp.matmul: jax 0.12.0.1 and
+  0.10.2), both where the
   causes hold both. A convolution is a site whose fate is a cuDNN
   convolution or an HLO convolution; a site whose fate is not settled
   reads as a dot."""

@@ -132,8 +132,8 @@ class EscapingStream:
   With SIGPIPE at its default for the whole process, that write killed
   the command silently (exit 141, nothing printed: the README's pin
   search on tm_mm at a100, whose pin-file worker asks for another
-  TF_CPP_MIN_LOG_LEVEL than the fork server's, found by a review,
-  2026-12-08).
+  TF_CPP_MIN_LOG_LEVEL than the fork server's; found following the
+  README on a clean clone, 2026-12-08).
 
   Args:
     stream: the stream written to (sys.stdout, sys.stderr); every other
