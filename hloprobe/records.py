@@ -71,8 +71,10 @@ __all__ = [
 # NoiseFloor.whole (a large program judges fewer rows whole, issue 37);
 # 23: Made.judged (what XLA made run and judged on the judged rows alone),
 # Failure.stage "lower" for a program jax cannot lower for the target; 24:
-# and for one whose function raised while jax traced it (`TraceError`).
-RECORD_VERSION = 24
+# and for one whose function raised while jax traced it (`TraceError`); 25:
+# NoiseFloor.row0_floor and WorstRow.row0_floor (a large program's floor
+# emulated at row 0 alone, issue 37).
+RECORD_VERSION = 25
 
 
 @dataclasses.dataclass(frozen=True)

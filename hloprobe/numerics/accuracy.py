@@ -263,6 +263,9 @@ class NoiseFloor:
       have been judged whole (`rows.rows_whole`: fewer than
       `rows.ALL_ROWS_UP_TO` for a large program), which says how they
       were picked; None: `rows.ALL_ROWS_UP_TO`.
+    row0_floor: the fixed summation orders were emulated at row 0 alone
+      (a large program's, `rows`): every other row's
+      `row_abs` is its XLA-order error raised to `row0_abs`.
   """
 
   row0_abs: float
@@ -275,6 +278,7 @@ class NoiseFloor:
     default=None, compare=False, repr=False
   )
   whole: int | None = dataclasses.field(default=None, compare=False, repr=False)
+  row0_floor: bool = dataclasses.field(default=False, compare=False, repr=False)
 
   def admits(self, stats: ErrorStats) -> bool:
     """The noise-floor rule: row 0's error counts as f32 noise.

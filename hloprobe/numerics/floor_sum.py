@@ -52,6 +52,10 @@ class FloorSum:
       (`rows.judged_rows`; `NoiseFloor.rows`), or None: every row.
     whole: with `rows`, up to how many rows a batch is judged whole
       (`NoiseFloor.whole`), or None: the default.
+    row0_floor: the fixed orders' outputs hold their own values at row 0
+      alone and XLA's order's elsewhere (a large program's,
+      `NoiseFloor.row0_floor`): every other row's floor is then raised to
+      row 0's.
   """
 
   def __init__(
@@ -60,8 +64,9 @@ class FloorSum:
     axis: int | None = 0,
     rows: tuple[int, ...] | None = None,
     whole: int | None = None,
+    row0_floor: bool = False,
   ):
-    self._judged, self._whole = rows, whole
+    self._judged, self._whole, self._row0_floor = rows, whole, row0_floor
     self._ref = np.asarray(ref, np.float64)
     self._axis = None if self._ref.ndim == 0 else axis
     self._ref0 = element0(self._ref, self._axis)
@@ -90,13 +95,17 @@ class FloorSum:
     spread = 0.0
     if self._low is not None:
       spread = float(np.max(self._high - self._low, initial=0.0))
+    rows, lifted = self._rows, self._row0_floor and self._rows is not None
+    if lifted:  # row 0's own is its largest over the orders already
+      rows = np.maximum(rows, self._row0_abs)
     return NoiseFloor(
       row0_abs=self._row0_abs,
       max_abs=self._max_abs,
       row0_spread_abs=spread,
-      row_abs=self._rows,
+      row_abs=rows,
       rows=self._judged if self._axis is not None else None,
       whole=self._whole if self._axis is not None else None,
+      row0_floor=lifted,
     )
 
 

@@ -205,6 +205,18 @@ class Prediction:
 # the last bits (measured 2026-12-06 on a 1024 x 768 x 2304 dot).
 _FIXED_ORDERS = tuple(o for o in emulate.SUMMATION_ORDERS if o != "xla")
 
+
+def _row0_of(row0: tuple, leaves: tuple, axes) -> tuple:
+  """`leaves` (a batch whose first row is row 0) with that row, along each
+  leaf's batch axis (`axes`: none is None, `EmulationCache.by_rows`),
+  replaced by `row0`'s leaves (a batch of that one row)."""
+  return tuple(
+    np.concatenate(
+      [np.asarray(r), np.take(np.asarray(x), np.arange(1, x.shape[a]), a)], a
+    )
+    for r, x, a in zip(row0, leaves, axes)
+  )
+
 # Above this many dot sites (a real-size model: a GPT-2-small layer has
 # 6, the largest built-in case 16), a rows_independent case's per-site
 # attribution (a whole-program emulation per site, read at row 0 only:
@@ -397,10 +409,10 @@ class Predictor:
 
   def _fixed_size(self, n: int) -> int | tuple[int, ...]:
     """The size the fixed orders are emulated at for size n: the largest
-    (sliced) for a rows_independent case, else n; a large program's
-    rows 0 to n - 1, each alone (`_measure_rows`)."""
+    (sliced) for a rows_independent case, else n; a large program's row
+    0 alone (`_measure_rows`; `rows`)."""
     if self._apart:
-      return tuple(range(n))
+      return (0,)
     return self._refs.largest if self._refs.independent else n
 
   def _fixed_order(self, n: int, algorithms: tuple[str, ...], order: str):
@@ -436,26 +448,38 @@ class Predictor:
 
     With `judged` rows (`_judged`), only those rows: the fixed orders
     emulated on their inputs gathered, all in one compile (a batch of
-    len(judged)), XLA's order cut from the config's emulation at n."""
+    len(judged)), XLA's order cut from the config's emulation at n. A
+    large program's fixed orders at row 0 alone (`_fixed_size`), each the
+    XLA order's output with row 0 replaced: the other rows' floors are
+    raised to row 0's (`FloorSum`'s row0_floor)."""
     refs = self._gathered(self._refs.at(n), judged)
     whole = None if judged is None else self._whole_rows()
     sums = [
-      [FloorSum(r, a, judged, whole) for r, a in zip(refs, self._refs.axes)]
+      [
+        FloorSum(r, a, judged, whole, self._apart)
+        for r, a in zip(refs, self._refs.axes)
+      ]
       for _ in assignments
     ]
-    size = judged if judged is not None else self._fixed_size(n)
-    if judged is not None:
+    size = self._fixed_size(n) if judged is None or self._apart else judged
+    if judged is not None or self._apart:
       self._cache.fetch(
-        [(judged, a, o) for a in assignments for o in _FIXED_ORDERS]
+        [(size, a, o) for a in assignments for o in _FIXED_ORDERS]
       )
     # XLA's order first: its outputs are the ones held since `_prefetch`
     # (the floor takes maxima and minima, so the order of orders is free).
     for order in ("xla", *_FIXED_ORDERS):
-      if order != "xla" and judged is None:
+      if order != "xla" and judged is None and not self._apart:
         self._cache.fetch([(size, a, order) for a in assignments])
       for algorithms, totals in zip(assignments, sums):
         if order == "xla":
           outs = self._gathered(self._emulate(n, algorithms), judged)
+        elif self._apart:
+          outs = _row0_of(
+            self._cache.get(size, algorithms, order),
+            self._gathered(self._emulate(n, algorithms), judged),
+            self._refs.axes,
+          )
         elif judged is not None:
           outs = self._cache.get(judged, algorithms, order)
         else:

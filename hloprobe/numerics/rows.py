@@ -47,11 +47,21 @@ Only those rows' noise floors are emulated (the three fixed summation
 orders, each an emulation of the whole program: the floor's cost), on
 the judged rows' inputs gathered (`emulation_cache`; bit for bit their
 rows of the whole batch's emulation, as the fixed orders sum each output
-element the same way whatever the batch; a large program's a row at a
-time, `EmulationCache.by_rows`). The floor records its rows
+element the same way whatever the batch). The floor records its rows
 (`NoiseFloor.rows`) and `WorstRow.judged` names them; a large
 program's optimized module is run and judged on them alone
 (`made.Made.judged`).
+
+A large program's floor (issue 37 item 2, its rows judged whole up to
+fewer than `ALL_ROWS_UP_TO`, gathered a row at a time,
+`EmulationCache.by_rows`): the fixed orders are emulated at row 0
+alone, and every other judged row's f_r is its XLA-order error raised
+to row 0's floor, f_0 (`NoiseFloor.row0_floor`, `WorstRow.row0_floor`;
+the words say so). Each order is a pass of the whole program a row:
+gpt2_12's rows 1, 5 and 7 cost 10 CPU-s of its explain's 146
+(2026-12-08). The cost: a row whose values are much larger than row
+0's is judged against a floor smaller than its own, which can call its
+f32 noise a deviation; --all_rows measures every row's own.
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
@@ -128,6 +138,8 @@ class WorstRow:
       every row was (all `rows` of them).
     whole: up to how many rows a batch is judged whole (`rows_whole`),
       which says how `judged` was picked (`picked`).
+    row0_floor: every row's floor is at least row 0's, whose fixed orders
+      alone were emulated (`NoiseFloor.row0_floor`: a large program).
   """
 
   leaf: str
@@ -145,6 +157,7 @@ class WorstRow:
   beyond_abs: float = 0.0
   judged: tuple[int, ...] | None = None
   whole: int = ALL_ROWS_UP_TO
+  row0_floor: bool = False
 
   @property
   def large_program(self) -> bool:
@@ -335,6 +348,7 @@ def worst_row(
     beyond_abs=float(np.max(errors[out])) if out.size else 0.0,
     judged=None if judged is None else tuple(int(i) for i in judged),
     whole=ALL_ROWS_UP_TO if judged is None else noise.whole or ALL_ROWS_UP_TO,
+    row0_floor=noise.row0_floor,
   )
 
 

@@ -260,10 +260,11 @@ class TargetExplanation:
       not be executed, and the configs whose module does what the program
       asks; `render_explanation` leads with it.
     rows: the configs whose worst row stands out (`RowBeyond`).
-    judged: which rows were judged where not every row was
-      (`explain_rows.judged_lines`: "n = 100, 1000: 49 of 100 rows: row
-      0, ..."); () where every config judged every row. Added to
-      `explain --format=json` in schema version 1 without a bump.
+    judged: which rows were judged where not every row was, or not
+      each against its own floor (`explain_rows.judged_lines`: "n = 100,
+      1000: 49 of 100 rows: row 0, ..."); () where every config judged
+      every row against its own. Added to `explain --format=json` in
+      schema version 1 without a bump.
     made_rows: the same of what XLA made (`Made.rows`).
     kernel_models: per GPU target, (precision, kind, why, sites, batch
       sizes): kind "bit-exact model" or "band"

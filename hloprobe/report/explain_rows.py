@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from hloprobe.records import ConfigResult
 from hloprobe.report.explain_records import RowBeyond, TargetExplanation
-from hloprobe.report.verdict_words import judged_how, row_words
+from hloprobe.report.verdict_words import judged_how, row_words, whole_how
 
 __all__ = [
   "judged_lines",
@@ -43,9 +43,12 @@ def judged_lines(configs: Sequence[ConfigResult]) -> tuple[str, ...]:
   rows a leaf of it judged, then how they were picked, e.g. "n = 100: 48
   of 100 rows, n = 4000: 57 of 4000 rows: row 0, 32 spread evenly and
   the 16 of largest error by a first pass, per leaf (--all_rows: every
-  row)"; () where every row was judged."""
+  row)"; a large program's rows against row 0's floor
+  (`verdict_words.whole_how`) also where every row was judged, "n = 2:
+  every row of 2, n = 8: 2 of 8 rows: ..."; () where every row was
+  judged against its own floor."""
   counts: dict[int, tuple[int, int]] = {}
-  how = ""
+  how = whole = ""
   for r in configs:
     found = [w for w in (r.prediction.rows if r.prediction else ()) if w]
     some = [w for w in found if w.judged is not None]
@@ -54,12 +57,17 @@ def judged_lines(configs: Sequence[ConfigResult]) -> tuple[str, ...]:
       held = counts.get(r.config.n, (0, w.rows))
       counts[r.config.n] = (max(held[0], w.judged_count), w.rows)
       how = judged_how(w)
+    for w in found:  # a large program's rows against row 0's floor
+      if w.judged is None and w.rows > 1 and whole_how(w):
+        counts.setdefault(r.config.n, (w.rows, w.rows))
+        whole = whole_how(w)
   if not counts:
     return ()
   sizes = ", ".join(
-    f"n = {n}: {k} of {rows} rows" for n, (k, rows) in counts.items()
+    f"n = {n}: " + (f"every row of {k}" if k == rows else f"{k} of {rows} rows")
+    for n, (k, rows) in counts.items()
   )
-  return (f"{sizes}: {how}",)
+  return (f"{sizes}: {how or whole}",)
 
 
 def rows_beyond(configs: Sequence[ConfigResult]) -> tuple[RowBeyond, ...]:

@@ -357,7 +357,7 @@ def _target_block(e: TargetExplanation) -> list[str]:
       else "Rows beyond row 0 (the rows judged below)",
       rows_lines(e),
     ),
-    ("Rows judged (not every row)", list(e.judged)),
+    ("Rows judged", list(e.judged)),
     ("Notes", list(e.notes)),
   ):
     if lines:

@@ -328,7 +328,8 @@ def _row_json(w) -> dict | None:
     "judged_words": judged_words(w),
     "words": row_words(w),
   }
-  del doc["whole"]  # how the rows were picked: in "judged_words"
+  # How the rows were picked and a large program's floor: in "judged_words".
+  del doc["whole"], doc["row0_floor"]
   return doc
 
 

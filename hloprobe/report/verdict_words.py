@@ -33,6 +33,7 @@ __all__ = [
   "floor_words",
   "judged_how",
   "judged_words",
+  "whole_how",
   "leaf_verdicts",
   "made_words",
   "noise_words",
@@ -211,7 +212,8 @@ def _worst_far_words(w) -> str:
 
 def judged_how(w) -> str:
   """How a `WorstRow`'s rows were picked where not every row was judged
-  (`numerics.rows.judged_rows`, `WorstRow.picked`)."""
+  (`numerics.rows.judged_rows`, `WorstRow.picked`), and against which
+  floor where a large program's is row 0's (`WorstRow.row0_floor`)."""
   spread, largest = w.picked
   sample = "row 0" if spread <= 1 else f"row 0, {spread} spread evenly"
   large = ""
@@ -219,16 +221,43 @@ def judged_how(w) -> str:
     large = f"; a large program: every row up to {w.whole} rows"
   return (
     f"{sample} and the {largest} of largest error by a first pass, per leaf"
-    f" (--all_rows: every row{large})"
+    f"{_against(w)} (--all_rows: every row{_own(w)}{large})"
   )
+
+
+def whole_how(w) -> str:
+  """How a large program's rows were judged where every row was and
+  their floors are row 0's (`WorstRow.row0_floor`): "against row 0's f32
+  noise floor (a large program: ...; --all_rows: each against its
+  own)"; "" for any other."""
+  if not w.row0_floor:
+    return ""
+  return f"{_against(w)[2:]} ({_ROW0_FLOOR}; --all_rows:{_own(w)[1:]})"
+
+
+# Why a large program's rows are judged against row 0's floor.
+_ROW0_FLOOR = (
+  "a large program: the floor's fixed summation orders emulated at row 0"
+  " alone, another row's floor its XLA-order error where larger"
+)
+
+
+def _against(w) -> str:
+  return ", against row 0's f32 noise floor" if w.row0_floor else ""
+
+
+def _own(w) -> str:
+  return ", each against its own" if w.row0_floor else ""
 
 
 def judged_words(w) -> str:
   """Which rows a `WorstRow` judged, in words: "every row of 8", or "49 of
   40000 rows: row 0, 32 spread evenly and the 16 of largest error by a
-  first pass, per leaf (--all_rows: every row)"."""
+  first pass, per leaf (--all_rows: every row)"; a large program's floor
+  row 0's, "every row of 8, against row 0's f32 noise floor (...)"."""
   if w.judged is None:
-    return f"every row of {w.rows}"
+    how = whole_how(w)
+    return f"every row of {w.rows}" + (f", {how}" if how else "")
   return f"{len(w.judged)} of {w.rows} rows: {judged_how(w)}"
 
 

@@ -495,7 +495,7 @@ class JudgedRowsTest(absltest.TestCase):
     text = explain_text.render_explanation(
       report.explain_results(found[False], [case]), width=200
     )
-    self.assertIn("Rows judged (not every row):", text)
+    self.assertIn("Rows judged:", text)
     self.assertIn(f"n = 100: {large.judged_count} of 100 rows: row 0, 32", text)
     self.assertNotIn(
       "Rows judged",

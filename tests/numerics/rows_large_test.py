@@ -1,12 +1,14 @@
 """A large program's rows (issue 37 item 2): judged whole only up to
 `rows.rows_whole` rows, and its fixed summation orders emulated a row at a
 time, one compile per order for every row and single-pass assignment
-(`EmulationCache.by_rows`, `emulate.SwitchedEmulation`).
+(`EmulationCache.by_rows`, `emulate.SwitchedEmulation`); a sweep's floor
+at row 0 alone, every other row's raised to row 0's.
 
 Independent sources: exact integer arithmetic for the row counts; each
 row's fixed-order output against `emulate.emulate_case` of that assignment
 on that row alone (its own compile, no switch), bit for bit; jax's public
-compile events for the compile counts.
+compile events for the compile counts; errors that are powers of two for
+the floor's rule; the --all_rows sweep's own floors as the bound.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from absl.testing import absltest, parameterized
 from hloprobe import engine
 from hloprobe.compile import cases
 from hloprobe.numerics import emulate, emulation_cache, jaxpr_sites, rows
+from hloprobe.numerics.floor_sum import FloorSum
 from hloprobe.report.verdict_words import judged_words
 
 pytestmark = [pytest.mark.cpu_numerics]
@@ -105,6 +108,43 @@ class RowsWholeTest(absltest.TestCase):
       "a first pass, per leaf (--all_rows: every row)",
     )
     self.assertEqual(judged_words(row()), "every row of 8")
+    self.assertEqual(
+      judged_words(row(row0_floor=True)),
+      "every row of 8, against row 0's f32 noise floor (a large program: "
+      "the floor's fixed summation orders emulated at row 0 alone, another "
+      "row's floor its XLA-order error where larger; --all_rows: each "
+      "against its own)",
+    )
+    self.assertEqual(
+      judged_words(row(judged=(0, 3), whole=2, row0_floor=True)),
+      "2 of 8 rows: row 0 and the 1 of largest error by a first pass, per "
+      "leaf, against row 0's f32 noise floor (--all_rows: every row, each "
+      "against its own; a large program: every row up to 2 rows)",
+    )
+
+  def test_a_large_program_s_rows_are_raised_to_row_0_s_floor(self):
+    # Errors of 2^-k against a zero reference, exact in float32: XLA's
+    # order gives rows 0-2 errors 2^-10, 2^-8, 2^-12; a fixed order
+    # computes row 0 alone (2^-9), the other rows are XLA's again.
+    ref = np.zeros((3, 2))
+    xla = np.array([[2.0**-10, 0], [2.0**-8, 0], [2.0**-12, 0]], np.float32)
+    fixed = xla.copy()
+    fixed[0, 0] = 2.0**-9
+    total = FloorSum(ref, 0, row0_floor=True)
+    total.add(xla)
+    total.add(fixed)
+    floor = total.floor()
+    self.assertEqual(floor.row0_abs, 2.0**-9)
+    self.assertTrue(floor.row0_floor)
+    # Row 1 keeps its own (larger), row 2 is raised to row 0's.
+    np.testing.assert_array_equal(floor.row_abs, [2.0**-9, 2.0**-8, 2.0**-9])
+    self.assertEqual(floor.max_abs, 2.0**-8)
+    plain = FloorSum(ref, 0)
+    plain.add(xla)
+    plain.add(fixed)
+    np.testing.assert_array_equal(
+      plain.floor().row_abs, [2.0**-9, 2.0**-8, 2.0**-12]
+    )
 
 
 @pytest.mark.compiles
@@ -206,6 +246,17 @@ class LargeSweepTest(absltest.TestCase):
       self.assertEqual(some.noise.row0_abs, every.noise.row0_abs)
       self.assertEqual(some.tolerance_abs, every.tolerance_abs)
       self.assertEqual(some.stats, every.stats)
+      # A large program's fixed orders at row 0 alone: each other row's
+      # floor is at least row 0's, and at most the larger of row 0's and
+      # its own over every order (--all_rows measures every row's own).
+      self.assertTrue(some.noise.row0_floor and some.rows[0].row0_floor)
+      self.assertFalse(every.noise.row0_floor or every.rows[0].row0_floor)
+      f0 = some.noise.row0_abs
+      picked = some.noise.rows or range(len(some.noise.row_abs))
+      for i, r in enumerate(picked):
+        got = some.noise.row_abs[i]
+        self.assertGreaterEqual(got, f0)
+        self.assertLessEqual(got, max(f0, every.noise.row_abs[r]))
 
   def test_the_rows_judged_do_not_depend_on_the_sizes_before(self):
     # The review's case: measured from the first config's sites over its
