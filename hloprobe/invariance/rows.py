@@ -6,7 +6,8 @@ is the same input at every n) and, where asked, an anchor row: the case's
 last full-size input row placed at the first, a middle (n // 2) and the
 last offset of a batch of n whose other rows are drawn from the rest
 (as vLLM's batch-invariance tests place one prompt among random others:
-tests/v1/generation/test_batch_invariance.py). Bits are compared exactly:
+tests/v1/generation/test_batch_invariance.py; a large program's anchor at
+all three in one batch, `runs.anchor_rows_of`). Bits are compared exactly:
 each batched output leaf's row viewed as raw bytes (a float's sign, NaN
 payload and -0 count).
 

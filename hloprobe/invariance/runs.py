@@ -6,7 +6,8 @@ workers, the same `sweep.worker_pool` processes, with the config's
 experiment XLA_FLAGS): it runs the executable the sweep's own compile of
 the config left in that worker (`sweep.KEPT`), else compiles once; then
 one run per input set. The anchor's batches (`anchor_inputs`) keep every shared argument
-and change only the batched ones.
+and change only the batched ones; a large program's anchor sits at its
+three offsets in one batch (`anchor_rows_of`).
 
 Private in intent: use the package, `hloprobe.invariance`.
 """
@@ -25,6 +26,7 @@ from hloprobe.compile import Case, compile_case, get_case, jaxlib_release
 from hloprobe.engine import KEPT, SweptCase
 from hloprobe.errors import CaseError, first_line
 from hloprobe.invariance.rows import ConfigRows, anchor_offsets, bits, row_of
+from hloprobe.numerics import CaseNumerics
 from hloprobe.records import Config
 from hloprobe.runtime import Request
 
@@ -99,27 +101,31 @@ class _Twins:
       del self.rows[old]
 
 
-def anchor_inputs(case: Case, full: tuple, n: int, offset: int) -> tuple:
-  """The arguments of a batch of n with the anchor at `offset`.
+def anchor_inputs(
+  case: Case, full: tuple, n: int, offset: int | tuple[int, ...]
+) -> tuple:
+  """The arguments of a batch of n with the anchor at `offset` (or at
+  each of several offsets at once).
 
   The anchor is the full inputs' last row (index N - 1 of N); the other
-  n - 1 rows are the first n - 1 of a fixed permutation of rows 0 .. N - 2
-  (seed 38), so they differ from the sweep's prefix rows and from n to n.
+  rows are the first of a fixed permutation of rows 0 .. N - 2 (seed 38)
+  in order, so they differ from the sweep's prefix rows and from n to n.
   Every batched argument is cut alike (a row is a row of each); shared
   arguments pass unchanged.
 
   Raises:
     CaseError: the case is sized (no rows), or n exceeds its rows.
-    ValueError: `offset` is not in [0, n).
+    ValueError: an offset is not in [0, n).
   """
   size = case.full_size(full)
   if n > size:
     case.inputs_for(full, n)  # raises its own CaseError
-  if not 0 <= offset < n:
+  at = set((offset,) if isinstance(offset, int) else offset)
+  if not all(0 <= o < n for o in at):
     raise ValueError(f"anchor offset {offset} outside a batch of {n}")
   others = np.random.default_rng(_SEED).permutation(max(size - 1, 0))
-  others = list(others[: n - 1]) if size > 1 else [0] * (n - 1)
-  index = np.array(others[:offset] + [size - 1] + others[offset:])
+  others = iter(list(others[: n - len(at)]) if size > 1 else [0] * n)
+  index = np.array([size - 1 if r in at else next(others) for r in range(n)])
   out = []
   for arg, axis in zip(full, case.arg_axes(len(full))):
     if axis is not None:
@@ -131,15 +137,29 @@ def anchor_inputs(case: Case, full: tuple, n: int, offset: int) -> tuple:
 
 
 def anchor_rows_of(
-  case: Case, full: tuple, n: int, run
+  case: Case, full: tuple, n: int, run, together: bool = False
 ) -> tuple[tuple[np.ndarray, ...], ...]:
   """The anchor row at each offset of `anchor_offsets(n)`: `run(args)`
-  gives the output leaves of one batch (each offset run once)."""
+  gives the output leaves of one batch (each offset run once), or with
+  `together` of one batch holding the anchor at every offset.
+
+  `together` is for a large program whose rows are independent
+  (`CaseNumerics.large_program`, issue 37: gpt2_12's anchor batches at n
+  = 8 were three runs of a 12-layer model, 5.7 CPU-s): a compiled
+  program's arithmetic on a row is fixed by its shapes and that row's
+  place in the batch, and where no row's values reach another, the other
+  rows' values cannot move its bits; so the anchor's bits at an offset
+  are the same whether its batch-mates are other rows or the anchor
+  again. What it gives up: a data-dependent kernel (none of XLA's
+  compiled gemms and reductions, whose choice is made by shapes at
+  compile time) could differ."""
+  offsets = tuple(dict.fromkeys(anchor_offsets(n)))
+  batches = (offsets,) if together else tuple((o,) for o in offsets)
   found: dict[int, tuple[np.ndarray, ...]] = {}
-  for offset in anchor_offsets(n):
-    if offset not in found:
-      leaves = run(anchor_inputs(case, full, n, offset))
-      axes = case.output_axes([np.shape(x) for x in leaves])
+  for batch in batches:
+    leaves = run(anchor_inputs(case, full, n, batch))
+    axes = case.output_axes([np.shape(x) for x in leaves])
+    for offset in batch:
       found[offset] = row_of(leaves, axes, offset)
   return tuple(found[o] for o in anchor_offsets(n))
 
@@ -177,12 +197,13 @@ def rows_here(
   compiled=None,
   outputs: tuple | None = None,
   twins: dict | None = None,
+  together: bool = False,
 ) -> ConfigRows:
   """Compiles config `config` of `case` once (or takes `compiled`, the
   sweep's own executable of it) and runs it on the sweep's inputs (row 0;
   or takes `outputs`, the output leaves the sweep's run of `compiled` on
   them gave, kept under (config, `engine.KEPT`)) and, with `anchors`, on
-  the anchor's batches.
+  the anchor's batches (`together`: one batch, `anchor_rows_of`).
 
   `twins` (a worker's memo, or None): where it holds the rows of a CPU
   twin of this config (`cpu_twin`: the same module but for its dots'
@@ -219,7 +240,9 @@ def rows_here(
   known = held.rows.get(twin) if held is not None else None
   if known is not None and _same_row0(known, row0, names):
     return ConfigRows(config.n, row0, known.anchor, names)
-  anchor = anchor_rows_of(case, full, config.n, run) if anchors else ()
+  anchor = ()
+  if anchors:
+    anchor = anchor_rows_of(case, full, config.n, run, together)
   rows = ConfigRows(config.n, row0, anchor, names)
   if twin is not None:
     if held is None:
@@ -253,7 +276,8 @@ class RowsRequest(Request):
     case_source: the words the case was given by (resolved once per
       worker process, as `sweep.CompileRequest` does).
     full_inputs: the case's full-size inputs, as the sweep made them.
-    anchors: also place the anchor at each offset.
+    anchors: also place the anchor at each offset (a large program's
+      in one batch: `CaseNumerics.large_program`, `anchor_rows_of`).
     inputs: --inputs, a module file case's arguments.
   """
 
@@ -274,8 +298,18 @@ class RowsRequest(Request):
     ran = memo.get(KEPT, {}).get((self.config, KEPT))
     same = ran is not None and SweptCase.same_inputs(ran[0], full)
     outputs = ran[1] if same else None
+    large = ("large program", self.case_source, self.inputs)
+    if self.anchors and large not in memo:  # traced once per worker
+      memo[large] = CaseNumerics.large_program(memo[key], full)
     return rows_here(
-      memo[key], full, self.config, self.anchors, kept, outputs, memo
+      memo[key],
+      full,
+      self.config,
+      self.anchors,
+      kept,
+      outputs,
+      memo,
+      memo.get(large, False),
     )
 
 

@@ -13,6 +13,7 @@ Expected values:
 from __future__ import annotations
 
 import pickle
+from unittest import mock
 
 import jax
 import numpy as np
@@ -26,6 +27,7 @@ from hloprobe.engine.compiled import compile_and_run_case
 from hloprobe.invariance.rows import ANCHOR, ROW0, anchor_offsets, classes_of
 from hloprobe.invariance.runs import RowsRequest, anchor_inputs, rows_here
 from hloprobe.ir import as_precision
+from hloprobe.numerics import rows as numeric_rows
 from hloprobe.records import Config
 
 pytestmark = [pytest.mark.compiles, pytest.mark.cpu_numerics]
@@ -205,6 +207,40 @@ class SweepOutputsTest(absltest.TestCase):
     self.assertLen(calls, len(anchor_offsets(8)))
     for a, b in zip(third.anchor, second.anchor):
       np.testing.assert_array_equal(a[0], b[0])
+
+  def test_a_large_program_s_anchor_offsets_are_one_batch(self):
+    # Issue 37: a large program (the multiply-adds budget made small)
+    # whose rows it declares independent runs its anchor at the three
+    # offsets of n = 8 in one batch. Expected bits: jax.jit of the case on
+    # each offset's own batch (the anchor among other rows), called
+    # directly.
+    case = CASES["tm_mm"]
+    self.assertTrue(case.rows_independent)
+    full = case.full_inputs()
+    cpu, memo, calls = get_target("cpu"), {}, []
+    config = Config("tm_mm", cpu, 8, as_precision("float32"))
+    got = compile_and_run_case(
+      case, full, config, False, memo.setdefault(KEPT, {})
+    )
+    self.assertIsNone(got.result.failure)
+    memo[KEPT][config] = _Counting(memo[KEPT][config], calls)
+    with mock.patch.object(numeric_rows, "JUDGED_MULTIPLY_ADDS", 1):
+      rows = RowsRequest(config, "tm_mm", full).run(memo)
+    self.assertLen(calls, 1)
+    with jax.default_matmul_precision("float32"):
+      for offset, row in zip(anchor_offsets(8), rows.anchor):
+        want = jax.jit(case.fn)(*anchor_inputs(case, full, 8, offset))
+        np.testing.assert_array_equal(
+          row[0].view(np.uint32),
+          np.asarray(want)[offset].ravel().view(np.uint32),
+        )
+    # That batch: the anchor (the last full row) at rows 0, 4 and 7, the
+    # others the single-offset batches' rows in their order.
+    (x, *_), last = anchor_inputs(case, full, 8, (0, 4, 7)), full[0][-1]
+    for r in (0, 4, 7):
+      np.testing.assert_array_equal(x[r], last)
+    (alone, *_) = anchor_inputs(case, full, 8, 0)
+    np.testing.assert_array_equal(x[[1, 2, 3, 5, 6]], alone[1:6])
 
   def test_a_twin_of_another_case_is_not_taken(self):
     # Two cases of one program on the same inputs compile to one module,
