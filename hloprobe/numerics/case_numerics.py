@@ -13,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+import jax
+
 from hloprobe.compile import Case
 from hloprobe.errors import CaseError, first_line
 from hloprobe.numerics import rows
@@ -69,7 +71,12 @@ class CaseNumerics:
 
     A case that lies about `rows_independent` is an error of the case
     (`lie`); any other failure leaves the numerics n/a, with its cause
-    (`why`).
+    (`why`). Where the references fail and the case's function does not
+    trace at some sizes (it raised while jax traced it there, as a
+    reshape that fits some sizes only would), they are made again at the
+    sizes that trace: those sizes' configs fail at "lower" anyway (the
+    sweep's `errors.TraceError`), and a reference made at the largest size
+    alone had left every size "no float64 reference".
     """
     try:
       refs = References(case, full, sizes)
@@ -77,6 +84,9 @@ class CaseNumerics:
     except CaseError as e:
       return cls(None, e, None, None, None, None)
     except Exception as e:  # configs still compile; numerics say n/a
+      traced = _traced(case, full, sizes) if len(set(sizes)) > 1 else ()
+      if traced and len(traced) < len(tuple(sizes)):
+        return cls.of(case, full, traced, all_rows)
       why = f"no float64 reference: {first_line(e)}"
       return cls(None, None, None, why, None, None)
     try:
@@ -126,3 +136,16 @@ class CaseNumerics:
       case, full, all_rows: as `of`'s.
     """
     return MadeChecker(case, full, None, all_rows)
+
+
+def _traced(case: Case, full: tuple | None, sizes: Sequence[int]) -> tuple:
+  """The sizes, in order, at which `case.fn` traces on its inputs
+  (`jax.eval_shape`: no lowering, no compile)."""
+  found = []
+  for n in sizes:
+    try:
+      jax.eval_shape(case.fn, *case.inputs_for(full, n))
+    except Exception:  # the function's own error, or inputs it lacks
+      continue
+    found.append(n)
+  return tuple(found)
