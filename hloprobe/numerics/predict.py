@@ -217,6 +217,7 @@ def _row0_of(row0: tuple, leaves: tuple, axes) -> tuple:
     for r, x, a in zip(row0, leaves, axes)
   )
 
+
 # Above this many dot sites (a real-size model: a GPT-2-small layer has
 # 6, the largest built-in case 16), a rows_independent case's per-site
 # attribution (a whole-program emulation per site, read at row 0 only:

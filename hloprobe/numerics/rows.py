@@ -58,10 +58,11 @@ fewer than `ALL_ROWS_UP_TO`, gathered a row at a time,
 alone, and every other judged row's f_r is its XLA-order error raised
 to row 0's floor, f_0 (`NoiseFloor.row0_floor`, `WorstRow.row0_floor`;
 the words say so). Each order is a pass of the whole program a row:
-gpt2_12's rows 1, 5 and 7 cost 10 CPU-s of its explain's 146
-(2026-12-08). The cost: a row whose values are much larger than row
-0's is judged against a floor smaller than its own, which can call its
-f32 noise a deviation; --all_rows measures every row's own.
+gpt2_12's rows 1, 5 and 7 cost 10.3 CPU-s of an instrumented explain's
+147 (jaxlib 0.12.0.1, 2026-12-08). The cost: a row whose values are
+much larger than row 0's is judged against a floor smaller than its
+own, which can call its f32 noise a deviation; --all_rows measures
+every row's own.
 
 Private in intent: use the package, `hloprobe.numerics`.
 """
