@@ -74,6 +74,19 @@ class _Counting:
     return self.compiled.as_text()
 
 
+def _assert_anchor_bits(case, full, n: int, anchor) -> None:
+  """`anchor` (a `ConfigRows.anchor`) holds, at each offset of n, the
+  bits jax.jit of the case at float32 gives there on that offset's own
+  batch (`anchor_inputs`), called directly."""
+  with jax.default_matmul_precision("float32"):
+    for offset, got in zip(anchor_offsets(n), anchor):
+      want = jax.jit(case.fn)(*anchor_inputs(case, full, n, offset))
+      np.testing.assert_array_equal(
+        got[0].view(np.uint32),
+        np.asarray(want)[offset].ravel().view(np.uint32),
+      )
+
+
 def _partition(keys: dict[int, bytes]) -> set[tuple[int, ...]]:
   groups: dict[bytes, list[int]] = {}
   for n in sorted(keys):
@@ -190,13 +203,7 @@ class SweepOutputsTest(absltest.TestCase):
     calls.clear()
     second = RowsRequest(twins[1], "tm_mm", full).run(memo)
     self.assertEmpty(calls)
-    with jax.default_matmul_precision("float32"):
-      for offset, got in zip(anchor_offsets(8), second.anchor):
-        want = jax.jit(case.fn)(*anchor_inputs(case, full, 8, offset))
-        np.testing.assert_array_equal(
-          got[0].view(np.uint32),
-          np.asarray(want)[offset].ravel().view(np.uint32),
-        )
+    _assert_anchor_bits(case, full, 8, second.anchor)
     self.assertIs(second.anchor, first.anchor)
     # A row 0 whose bits are not the twin's: its anchors are run.
     inputs, outs = memo[KEPT][(twins[1], KEPT)]
@@ -227,13 +234,7 @@ class SweepOutputsTest(absltest.TestCase):
     with mock.patch.object(numeric_rows, "JUDGED_MULTIPLY_ADDS", 1):
       rows = RowsRequest(config, "tm_mm", full).run(memo)
     self.assertLen(calls, 1)
-    with jax.default_matmul_precision("float32"):
-      for offset, row in zip(anchor_offsets(8), rows.anchor):
-        want = jax.jit(case.fn)(*anchor_inputs(case, full, 8, offset))
-        np.testing.assert_array_equal(
-          row[0].view(np.uint32),
-          np.asarray(want)[offset].ravel().view(np.uint32),
-        )
+    _assert_anchor_bits(case, full, 8, rows.anchor)
     # That batch: the anchor (the last full row) at rows 0, 4 and 7, the
     # others the single-offset batches' rows in their order.
     (x, *_), last = anchor_inputs(case, full, 8, (0, 4, 7)), full[0][-1]
