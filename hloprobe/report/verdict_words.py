@@ -33,7 +33,6 @@ __all__ = [
   "floor_words",
   "judged_how",
   "judged_words",
-  "whole_how",
   "leaf_verdicts",
   "made_words",
   "noise_words",
@@ -44,6 +43,7 @@ __all__ = [
   "trial_words",
   "verdict_words",
   "what_words",
+  "whole_how",
 ]
 
 # A changed-math verdict's words (`VerdictKind.MATH_CHANGED`); the Model
@@ -232,22 +232,24 @@ def whole_how(w) -> str:
   own)"; "" for any other."""
   if not w.row0_floor:
     return ""
-  return f"{_against(w)[2:]} ({_ROW0_FLOOR}; --all_rows:{_own(w)[1:]})"
+  return f"{_AGAINST} ({_ROW0_FLOOR}; --all_rows: {_OWN})"
 
 
-# Why a large program's rows are judged against row 0's floor.
+# A large program's rows: against which floor, why, and --all_rows's.
+_AGAINST = "against row 0's f32 noise floor"
 _ROW0_FLOOR = (
   "a large program: the floor's fixed summation orders emulated at row 0"
   " alone, another row's floor its XLA-order error where larger"
 )
+_OWN = "each against its own"
 
 
 def _against(w) -> str:
-  return ", against row 0's f32 noise floor" if w.row0_floor else ""
+  return f", {_AGAINST}" if w.row0_floor else ""
 
 
 def _own(w) -> str:
-  return ", each against its own" if w.row0_floor else ""
+  return f", {_OWN}" if w.row0_floor else ""
 
 
 def judged_words(w) -> str:
