@@ -165,11 +165,14 @@ def first_line(e: BaseException, *, with_type: bool = True) -> str:
     The first line of `str(e)`, stripped, as "Type: line" (with_type) or
     "line"; when the message is empty, just the class name, e.g.
     "KeyboardInterrupt"; a `TraceError`'s, its cause's (the function's own
-    error). Never raises: where `str(e)` does (a user's exception), the
+    error), or without one (pickled from a worker) its message, which is
+    that line. Never raises: where `str(e)` does (a user's exception), the
     class name and "(its message cannot be read)".
   """
-  if isinstance(e, TraceError) and e.__cause__ is not None:
-    return first_line(e.__cause__, with_type=with_type)
+  if isinstance(e, TraceError):
+    if e.__cause__ is not None:
+      return first_line(e.__cause__, with_type=with_type)
+    with_type = False  # its message is its cause's line, type and all
   name = type(e).__name__
   try:
     lines = str(e).strip().splitlines()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes.util
 import os
+import pickle
 
 from absl.testing import absltest, parameterized
 from testutil import run_hloprobe_here
@@ -49,6 +50,11 @@ class FirstLineTest(absltest.TestCase):
         raise TraceError("ValueError: no batch of four") from cause
     except TraceError as e:
       self.assertEqual(first_line(e), "ValueError: no batch of four")
+      # Pickled from a worker, it has lost its cause: its message is the
+      # cause's line, not "TraceError: ValueError: ...".
+      sent = pickle.loads(pickle.dumps(e))
+      self.assertIsNone(sent.__cause__)
+      self.assertEqual(first_line(sent), "ValueError: no batch of four")
 
   def test_a_message_that_cannot_be_read(self):
     class Broken(Exception):
