@@ -360,7 +360,9 @@ ALL_ROWS = flags.DEFINE_bool(
   "row 0, 32 rows spread evenly and each leaf's 16 rows of largest error "
   "(a first pass over every row), and says which rows it judged; a large "
   "program (one whose dots do over 2^28 multiply-adds a row) judges fewer, "
-  "its rows judged whole up to 2^34 multiply-adds of them.",
+  "its rows judged whole up to 2^34 multiply-adds of them, each against "
+  "row 0's floor scaled to the row's values (or its own XLA-order error "
+  "where larger).",
 )
 MAX_WORKER_MB = flags.DEFINE_integer(
   "max_worker_mb",

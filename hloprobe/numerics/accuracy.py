@@ -264,8 +264,9 @@ class NoiseFloor:
       `rows.ALL_ROWS_UP_TO` for a large program), which says how they
       were picked; None: `rows.ALL_ROWS_UP_TO`.
     row0_floor: the fixed summation orders were emulated at row 0 alone
-      (a large program's, `rows`): every other row's
-      `row_abs` is its XLA-order error raised to `row0_abs`.
+      (a large program's, `rows`): every other row's `row_abs` is its
+      XLA-order error raised to `row0_abs` scaled by the row's largest
+      |reference| over row 0's (`floor_sum.FloorSum`).
   """
 
   row0_abs: float

@@ -55,7 +55,7 @@ class FloorSum:
     row0_floor: the fixed orders' outputs hold their own values at row 0
       alone and XLA's order's elsewhere (a large program's,
       `NoiseFloor.row0_floor`): every other row's floor is then raised to
-      row 0's.
+      row 0's scaled by the row's largest |reference| over row 0's.
   """
 
   def __init__(
@@ -90,14 +90,22 @@ class FloorSum:
       np.minimum(self._low, row, out=self._low)
       np.maximum(self._high, row, out=self._high)
 
+  def _scales(self) -> np.ndarray:
+    """Each judged row's largest |reference| over row 0's (`_scaled`):
+    a row whose floor is not measured takes row 0's times this (the f32
+    error of a sum scales with its values: a row of values 1000 times
+    smaller than row 0's would hide a deviation below row 0's floor)."""
+    return _scaled(row_maxima(self._ref, self._axis))
+
   def floor(self) -> NoiseFloor:
     """The floor of the outputs added so far."""
     spread = 0.0
     if self._low is not None:
       spread = float(np.max(self._high - self._low, initial=0.0))
-    rows, lifted = self._rows, self._row0_floor and self._rows is not None
+    rows = self._rows
+    lifted = self._row0_floor and rows is not None and rows.size > 1
     if lifted:  # row 0's own is its largest over the orders already
-      rows = np.maximum(rows, self._row0_abs)
+      rows = np.fmax(rows, self._row0_abs * self._scales())
     return NoiseFloor(
       row0_abs=self._row0_abs,
       max_abs=self._max_abs,
@@ -107,6 +115,15 @@ class FloorSum:
       whole=self._whole if self._axis is not None else None,
       row0_floor=lifted,
     )
+
+
+def _scaled(scales: np.ndarray) -> np.ndarray:
+  """Each row's largest |reference| over row 0's (`scales`: row_maxima of
+  the reference); 1 for every row where row 0's is 0 or not finite."""
+  first = scales[0]
+  if not (np.isfinite(first) and first > 0):
+    return np.ones_like(scales)
+  return scales / first
 
 
 def _larger(a: float, b) -> float:

@@ -208,8 +208,9 @@ _FIXED_ORDERS = tuple(o for o in emulate.SUMMATION_ORDERS if o != "xla")
 
 def _row0_of(row0: tuple, leaves: tuple, axes) -> tuple:
   """`leaves` (a batch whose first row is row 0) with that row, along each
-  leaf's batch axis (`axes`: none is None, `EmulationCache.by_rows`),
-  replaced by `row0`'s leaves (a batch of that one row)."""
+  leaf's batch axis (`axes`, every one an int: `EmulationCache.by_rows`
+  holds no program with a leaf of none), replaced by `row0`'s leaves (a
+  batch of that one row)."""
   return tuple(
     np.concatenate(
       [np.asarray(r), np.take(np.asarray(x), np.arange(1, x.shape[a]), a)], a
@@ -452,7 +453,7 @@ class Predictor:
     len(judged)), XLA's order cut from the config's emulation at n. A
     large program's fixed orders at row 0 alone (`_fixed_size`), each the
     XLA order's output with row 0 replaced: the other rows' floors are
-    raised to row 0's (`FloorSum`'s row0_floor)."""
+    raised to row 0's scaled to their values (`FloorSum`'s row0_floor)."""
     refs = self._gathered(self._refs.at(n), judged)
     whole = None if judged is None else self._whole_rows()
     sums = [

@@ -56,12 +56,17 @@ A large program's floor (issue 37 item 2, its rows judged whole up to
 fewer than `ALL_ROWS_UP_TO`, gathered a row at a time,
 `EmulationCache.by_rows`): the fixed orders are emulated at row 0
 alone, and every other judged row's f_r is its XLA-order error raised
-to row 0's floor, f_0 (`NoiseFloor.row0_floor`, `WorstRow.row0_floor`;
-the words say so). Each order is a pass of the whole program a row:
-gpt2_12's rows 1, 5 and 7 cost 10.3 CPU-s of an instrumented explain's
-147 (jaxlib 0.12.0.1, 2026-12-08). The cost: a row whose values are
-much larger than row 0's is judged against a floor smaller than its
-own, which can call its f32 noise a deviation; --all_rows measures
+to row 0's floor f_0 times s_r / s_0, s the largest |float64 reference|
+of a row (`NoiseFloor.row0_floor`, `WorstRow.row0_floor`; the words say
+so): an f32 sum's error scales with its values, so a row of values 1000
+times smaller than row 0's is not judged against row 0's floor, under
+which a deviation of its own would hide (a review's x @ w under TF32:
+seven such rows 311 times beyond their own floors read as within it).
+Each order is a pass of the whole program a row: gpt2_12's rows 1, 5
+and 7 cost 10.3 CPU-s of an instrumented explain's 147 (jaxlib
+0.12.0.1, 2026-12-08). The cost: a row whose f32 error does not scale
+with its largest value (cancellation inside it) is judged against a
+floor other than its own, too small or too large; --all_rows measures
 every row's own.
 
 Private in intent: use the package, `hloprobe.numerics`.
@@ -139,8 +144,9 @@ class WorstRow:
       every row was (all `rows` of them).
     whole: up to how many rows a batch is judged whole (`rows_whole`),
       which says how `judged` was picked (`picked`).
-    row0_floor: every row's floor is at least row 0's, whose fixed orders
-      alone were emulated (`NoiseFloor.row0_floor`: a large program).
+    row0_floor: every row's floor is at least row 0's scaled to the
+      row's values, row 0's fixed orders alone emulated
+      (`NoiseFloor.row0_floor`: a large program).
   """
 
   leaf: str
@@ -247,7 +253,10 @@ def judged_rows(
   (`rows_whole`; by default `ALL_ROWS_UP_TO`); else row 0, S rows spread
   evenly over [0, n) and, per leaf, the W rows of largest first-pass error
   (a NaN error first), ascending, each once: (S, W) = `picked_counts`
-  (whole), about `whole` rows a leaf.
+  (whole), about `whole` rows a leaf. A large program's (`whole` below
+  `ALL_ROWS_UP_TO`) W are the largest besides the S spread rows, so that
+  at least `whole` rows are judged (gpt2_12's n = 8: row 0 and another,
+  where row 0's error was the largest and it had judged row 0 alone).
 
   Args:
     n: the batch size.
@@ -261,8 +270,9 @@ def judged_rows(
   if n <= whole:
     return None
   sample, worst_rows = picked_counts(whole)
-  found = set(np.linspace(0, n - 1, sample).round().astype(int).tolist())
-  found.add(0)
+  spread = set(np.linspace(0, n - 1, sample).round().astype(int).tolist())
+  spread.add(0)
+  found = set(spread)
   for errors in first_pass:
     if errors is None:
       continue
@@ -270,8 +280,10 @@ def judged_rows(
     if errors.shape != (n,):
       raise ValueError(f"first pass of {errors.shape} rows, not ({n},)")
     ranked = np.where(np.isnan(errors), np.inf, errors)
-    worst = np.argsort(-ranked, kind="stable")[:worst_rows]
-    found.update(int(r) for r in worst)
+    order = np.argsort(-ranked, kind="stable")
+    if whole < ALL_ROWS_UP_TO:  # besides the spread rows
+      order = order[~np.isin(order, sorted(spread))]
+    found.update(int(r) for r in order[:worst_rows])
   return tuple(sorted(found))
 
 

@@ -236,11 +236,10 @@ def whole_how(w) -> str:
 
 
 # A large program's rows: against which floor, why, and --all_rows's.
-_AGAINST = "against row 0's f32 noise floor"
-_ROW0_FLOOR = (
-  "a large program: the floor's fixed summation orders emulated at row 0"
-  " alone, another row's floor its XLA-order error where larger"
-)
+# (`numerics.rows`: row 0's times the row's largest |value| over row
+# 0's, or the row's XLA-order error where larger).
+_AGAINST = "against row 0's f32 noise floor scaled to each row"
+_ROW0_FLOOR = "a large program: the floor's summation orders at row 0 alone"
 _OWN = "each against its own"
 
 

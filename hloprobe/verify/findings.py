@@ -25,7 +25,8 @@ applies):
                     verdict ("explained by TF32_TF32_F32 at sites [0, 1,
                     2]").
   row               a row of any leaf beyond its own floor
-                    (`numerics.rows`): ratio = that row's |err| / its
+                    (`numerics.rows`; a large program's, row 0's scaled
+                    to the row's values): ratio = that row's |err| / its
                     floor; what = "row 5 of 8 beyond its floor".
 
 Row 0 and the worst row, where both are beyond: the one further beyond

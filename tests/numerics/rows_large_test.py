@@ -50,6 +50,12 @@ def _case(n: int = 8) -> cases.Case:
   )
 
 
+def _row_scales(case: cases.Case) -> np.ndarray:
+  """Each row's largest |value| of `_case`'s output in numpy float64."""
+  x, w, v = (a.astype(np.float64) for a in case.make_inputs())
+  return np.abs(np.tanh(x @ w) @ v).max(axis=1)
+
+
 def _shared_dot_case() -> cases.Case:
   """x @ (w + a @ b) over 8 independent rows: a dot of weights alone
   (the review's case)."""
@@ -110,41 +116,59 @@ class RowsWholeTest(absltest.TestCase):
     self.assertEqual(judged_words(row()), "every row of 8")
     self.assertEqual(
       judged_words(row(row0_floor=True)),
-      "every row of 8, against row 0's f32 noise floor (a large program: "
-      "the floor's fixed summation orders emulated at row 0 alone, another "
-      "row's floor its XLA-order error where larger; --all_rows: each "
-      "against its own)",
+      "every row of 8, against row 0's f32 noise floor scaled to each row "
+      "(a large program: the floor's summation orders at row 0 alone; "
+      "--all_rows: each against its own)",
     )
     self.assertEqual(
       judged_words(row(judged=(0, 3), whole=2, row0_floor=True)),
       "2 of 8 rows: row 0 and the 1 of largest error by a first pass, per "
-      "leaf, against row 0's f32 noise floor (--all_rows: every row, each "
-      "against its own; a large program: every row up to 2 rows)",
+      "leaf, against row 0's f32 noise floor scaled to each row (--all_rows:"
+      " every row, each against its own; a large program: every row up to 2"
+      " rows)",
     )
 
-  def test_a_large_program_s_rows_are_raised_to_row_0_s_floor(self):
-    # Errors of 2^-k against a zero reference, exact in float32: XLA's
-    # order gives rows 0-2 errors 2^-10, 2^-8, 2^-12; a fixed order
-    # computes row 0 alone (2^-9), the other rows are XLA's again.
-    ref = np.zeros((3, 2))
-    xla = np.array([[2.0**-10, 0], [2.0**-8, 0], [2.0**-12, 0]], np.float32)
+  def test_a_large_program_s_rows_are_raised_to_row_0_s_floor_scaled(self):
+    # Powers of two, exact in float32 and float64. The reference's rows
+    # reach 1, 2 and 2^-10 (s_r / s_0 = 1, 2, 2^-10); XLA's order errs by
+    # 2^-10, 2^-8 and 2^-22 on them; a fixed order computes row 0 alone
+    # (its error 2^-9), the other rows are XLA's again.
+    ref = np.array([[1.0, 0.0], [2.0, 0.0], [2.0**-10, 0.0]])
+    xla = ref + np.array([[2.0**-10, 0], [2.0**-8, 0], [2.0**-22, 0]])
     fixed = xla.copy()
-    fixed[0, 0] = 2.0**-9
+    fixed[0, 0] = 1.0 + 2.0**-9
     total = FloorSum(ref, 0, row0_floor=True)
-    total.add(xla)
-    total.add(fixed)
+    total.add(xla.astype(np.float32))
+    total.add(fixed.astype(np.float32))
     floor = total.floor()
     self.assertEqual(floor.row0_abs, 2.0**-9)
     self.assertTrue(floor.row0_floor)
-    # Row 1 keeps its own (larger), row 2 is raised to row 0's.
-    np.testing.assert_array_equal(floor.row_abs, [2.0**-9, 2.0**-8, 2.0**-9])
+    # Row 1: its own 2^-8 is above row 0's scaled (2^-9 x 2); row 2:
+    # raised to 2^-9 x 2^-10, not to row 0's 2^-9 (under which an error
+    # of 2^-12 on values of 2^-10 would pass for noise).
+    np.testing.assert_array_equal(floor.row_abs, [2.0**-9, 2.0**-8, 2.0**-19])
     self.assertEqual(floor.max_abs, 2.0**-8)
     plain = FloorSum(ref, 0)
-    plain.add(xla)
-    plain.add(fixed)
+    plain.add(xla.astype(np.float32))
+    plain.add(fixed.astype(np.float32))
+    self.assertFalse(plain.floor().row0_floor)
     np.testing.assert_array_equal(
-      plain.floor().row_abs, [2.0**-9, 2.0**-8, 2.0**-12]
+      plain.floor().row_abs, [2.0**-9, 2.0**-8, 2.0**-22]
     )
+    # One row: nothing to raise, and nothing said of it.
+    alone = FloorSum(ref[:1], 0, row0_floor=True)
+    alone.add(fixed[:1].astype(np.float32))
+    self.assertFalse(alone.floor().row0_floor)
+
+  def test_a_large_program_s_worst_rows_are_besides_row_0(self):
+    # whole 2: row 0 and one more, even where row 0's error is the
+    # largest; a small program's counts keep "each once".
+    errors = np.array([0.9, 0.5, 0.3, 0.1, 0.0, 0.0, 0.0, 0.2])
+    self.assertEqual(rows.judged_rows(8, [errors], whole=2), (0, 1))
+    ranked = np.arange(100, dtype=np.float64)[::-1]  # row 0 the largest
+    judged = rows.judged_rows(100, [ranked])
+    spread = set(np.linspace(0, 99, 32).round().astype(int).tolist())
+    self.assertEqual(set(judged), spread | set(range(16)))
 
 
 @pytest.mark.compiles
@@ -251,12 +275,47 @@ class LargeSweepTest(absltest.TestCase):
       # its own over every order (--all_rows measures every row's own).
       self.assertTrue(some.noise.row0_floor and some.rows[0].row0_floor)
       self.assertFalse(every.noise.row0_floor or every.rows[0].row0_floor)
-      f0 = some.noise.row0_abs
+      # Row r's floor: at least f_0 s_r / s_0, s a row's largest |float64
+      # value| (numpy's here), and at most that or its own over every
+      # order, whichever is larger (--all_rows measures every row's own).
+      f0, s = some.noise.row0_abs, _row_scales(case)
       picked = some.noise.rows or range(len(some.noise.row_abs))
       for i, r in enumerate(picked):
-        got = some.noise.row_abs[i]
-        self.assertGreaterEqual(got, f0)
-        self.assertLessEqual(got, max(f0, every.noise.row_abs[r]))
+        got, scaled = some.noise.row_abs[i], f0 * s[r] / s[0]
+        self.assertGreaterEqual(got, scaled * (1 - 1e-9))
+        own = every.noise.row_abs[r]
+        self.assertLessEqual(got, max(scaled, own) * (1 + 1e-9))
+
+  def test_a_row_of_small_values_is_not_hidden_under_row_0_s_floor(self):
+    # A review's case: x @ w under TF32 (the a100 at bfloat16). Row 0 is
+    # integers up to 1000 and w is TF32-exact, so TF32 changes nothing on
+    # row 0; rows 1-7 are 1000 times smaller and not TF32-exact, so their
+    # operand roundings (2^-11 relative) lie far beyond their f32 noise.
+    # Judged whole against row 0's floor unscaled (its values' scale),
+    # the seven rows read as within; scaled, as with --all_rows, beyond.
+    g = np.random.default_rng(1)
+    x = g.standard_normal((8, 256)).astype(np.float32) * np.float32(1e-3)
+    x[0] = np.clip(np.round(g.standard_normal(256) * 300), -1000, 1000)
+    m, e = np.frexp(g.standard_normal((256, 32)).astype(np.float32))
+    w = np.ldexp(np.round(m * 2**11) / 2**11, e).astype(np.float32)
+    case = cases.Case(
+      "t_small_rows",
+      "rows of small values",
+      jnp.matmul,
+      lambda: (x, w),
+      in_axes=(0, None),
+      rows_independent=True,
+    )
+    for all_rows in (False, True):
+      spec = engine.SweepSpec(
+        (case,), (8,), ("bfloat16",), ("a100",), all_rows=all_rows
+      )
+      with mock.patch.object(rows, "JUDGED_MULTIPLY_ADDS", 8 * 256 * 32):
+        (result,) = engine.run_sweep(spec)
+      worst = result.prediction.rows[0]
+      self.assertIn(_TF32, result.prediction.site_algorithms)
+      self.assertEqual(worst.row0_floor, not all_rows)
+      self.assertEqual((worst.beyond, worst.first_beyond), (7, 1), all_rows)
 
   def test_the_rows_judged_do_not_depend_on_the_sizes_before(self):
     # The review's case: measured from the first config's sites over its
