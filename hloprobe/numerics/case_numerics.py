@@ -17,8 +17,7 @@ import jax
 
 from hloprobe.compile import Case
 from hloprobe.errors import CaseError, first_line
-from hloprobe.numerics import rows
-from hloprobe.numerics.emulation_cache import row_multiply_adds
+from hloprobe.numerics.emulation_cache import large_rows_whole
 from hloprobe.numerics.kernel_sites import KernelRows
 from hloprobe.numerics.made import MadeChecker
 from hloprobe.numerics.predict import Predictor
@@ -105,22 +104,9 @@ class CaseNumerics:
   @staticmethod
   def large_program(case: Case, full: tuple | None) -> bool:
     """Whether `case` is a large program whose rows it declares
-    independent (issue 37): its dot sites' multiply-adds a row
-    (`emulation_cache.row_multiply_adds`, the case traced at 1 and 2
-    rows) judge a batch whole up to fewer than `rows.ALL_ROWS_UP_TO` rows
-    (`rows.rows_whole`: gpt2_1 and gpt2_12, not decode nor any built-in
-    case). False for a sized case, one that does not declare
-    `rows_independent`, or where the count fails (as the predictor's
-    `_measure_rows`: judged as small)."""
-    if full is None or case.swept_size is not None:
-      return False
-    if not case.rows_independent:
-      return False
-    try:
-      whole = rows.rows_whole(row_multiply_adds(case, full))
-    except Exception:  # a size 1 or 2 it cannot trace: as a small one
-      return False
-    return whole < rows.ALL_ROWS_UP_TO
+    independent (issue 37; `emulation_cache.large_rows_whole`): gpt2_1
+    and gpt2_12, not decode nor any built-in case."""
+    return large_rows_whole(case, full) is not None
 
   @staticmethod
   def worker_checker(

@@ -50,6 +50,7 @@ from hloprobe.numerics import (
   emulate,
   emulate_attention,
   emulate_outlined,
+  rows,
 )
 from hloprobe.numerics.jaxpr_sites import multiply_adds, plan_sites, trace
 from hloprobe.numerics.kept import KEPT_BYTES, Kept
@@ -132,6 +133,24 @@ def row_multiply_adds(case: Case, full: tuple | None) -> int:
       for n in _row_sizes(case, full)
     )
   )
+
+
+def large_rows_whole(case: Case, full: tuple | None) -> int | None:
+  """Up to how many rows a large program is judged whole
+  (`rows.rows_whole` of `row_multiply_adds`, below
+  `rows.ALL_ROWS_UP_TO`: gpt2_1 and deeper, not decode nor any built-in
+  case), for a case that declares `rows_independent`; None for any other
+  case, a sized one, or where the count fails (a size 1 or 2 it cannot
+  trace: judged as small, as the predictor's `_measure_rows` judges it).
+  Issue 37: what a large program's made runs (`made.MadeChecker`) and
+  invariance anchors (`CaseNumerics.large_program`) do less of."""
+  if full is None or case.swept_size is not None or not case.rows_independent:
+    return None
+  try:
+    whole = rows.rows_whole(row_multiply_adds(case, full))
+  except Exception:  # as the predictor's: every row
+    return None
+  return whole if whole < rows.ALL_ROWS_UP_TO else None
 
 
 def _row_sizes(case: Case, full: tuple | None) -> tuple[int, ...]:

@@ -95,7 +95,9 @@ from hloprobe.compile import Case
 from hloprobe.ir import ALGORITHMS, parse_hlo_module
 from hloprobe.numerics import accuracy, executed, math_rules, row_proof, rows
 from hloprobe.numerics.bands import F32_UNIT, site_band
-from hloprobe.numerics.emulation_cache import row_multiply_adds
+from hloprobe.numerics.emulation_cache import (
+  large_rows_whole,
+)
 from hloprobe.numerics.kept import Kept
 from hloprobe.numerics.verdicts import Verdict, VerdictKind
 
@@ -424,13 +426,9 @@ class MadeChecker:
     ):
       return False
     if self._whole is None:
-      self._whole = rows.ALL_ROWS_UP_TO
-      try:
-        whole = rows.rows_whole(row_multiply_adds(case, self._full))
-        if whole < rows.ALL_ROWS_UP_TO and self._proven():
-          self._whole = whole
-      except Exception:  # as the predictor's `_measure_rows`: every row
-        pass
+      whole = large_rows_whole(case, self._full)
+      proven = whole is not None and self._proven()
+      self._whole = whole if proven else rows.ALL_ROWS_UP_TO
     judged = 1 + sum(rows.picked_counts(self._whole))
     return n > self._whole and n >= 2 * judged
 

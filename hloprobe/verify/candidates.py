@@ -365,10 +365,6 @@ def plan_tries(
   return TryPlan(narrowed, candidates, tuple(mine))
 
 
-def _all_before_xla(findings: Sequence[Finding]) -> bool:
-  return bool(findings) and all(map(_fails_before_xla, findings))
-
-
 def _fails_before_xla(finding: Finding) -> bool:
   """Whether `finding` is of configs that failed before XLA: stage
   "lower", where jax could not trace the program (the function raised,
@@ -577,7 +573,8 @@ def candidate_fixes(
   tries = plan_tries(findings, results, plan)
   if tries is None:
     mine = [f for f in findings if f.experiment == BASELINE.name]
-    return FixTries(before_xla=True) if _all_before_xla(mine) else None
+    before_xla = bool(mine) and all(map(_fails_before_xla, mine))
+    return FixTries(before_xla=True) if before_xla else None
   listed = lambda cs: tuple((c, verify_command(tries, c)) for c in cs)
   if not run:
     return FixTries(untried=listed(tries.candidates))
